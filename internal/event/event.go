@@ -1,0 +1,114 @@
+package event
+
+import "strconv"
+
+// Kind says what happened in a session.
+type Kind uint8
+
+const (
+	// Connect is a session start ("connection authorized").
+	Connect Kind = iota + 1
+	// Disconnect is a session end ("disconnection: session time: ...").
+	Disconnect
+	// Statement is a query string sent with the simple query protocol. The
+	// string may hold several SQL statements separated by semicolons.
+	Statement
+	// Prepare is a Parse message of the extended protocol, logged as
+	// "parse <name>: ..." when durations are logged. It is not an execution.
+	Prepare
+	// Execute is one execution of a prepared statement with the extended
+	// protocol, with its parameters when the log has them.
+	Execute
+	// Error is an ERROR, FATAL or PANIC message. The failing statement, if
+	// the log names one, is also reported by its own Statement or Execute
+	// event with Failed set, so an Error never counts as an execution.
+	Error
+)
+
+var kindNames = [...]string{"", "connect", "disconnect", "statement", "prepare", "execute", "error"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ParamState says how complete the parameters of an Execute are.
+type ParamState uint8
+
+const (
+	// ParamsComplete: Params holds every parameter the statement was
+	// executed with (possibly none).
+	ParamsComplete ParamState = iota
+	// ParamsMissing: the statement has parameters but the log did not
+	// show them (no DETAIL line, or log_parameter_max_length = 0).
+	ParamsMissing
+	// ParamsTruncated: at least one value was cut by
+	// log_parameter_max_length and ends in "...".
+	ParamsTruncated
+)
+
+// Param is one bind parameter in text form. A NULL is distinct from the
+// four-character string "NULL".
+type Param struct {
+	Value string
+	Null  bool
+}
+
+// NoDuration is the Duration of an event whose log has no duration.
+const NoDuration int64 = -1
+
+// Event is one thing a session did, as the server logged it.
+//
+// Strings may share memory with the reader's buffers; they are immutable,
+// so an Event may be kept for as long as needed.
+type Event struct {
+	Kind Kind
+
+	// Time is when the event started, in microseconds since the Unix
+	// epoch. For a statement logged with its duration on the same line
+	// (log_min_duration_statement) it is the log time minus the duration;
+	// otherwise it is the time of the line that announced the statement.
+	Time int64
+
+	// Session identifies the session: the %c session id when the log has
+	// it, otherwise one made from the process id and its connection count.
+	Session     string
+	PID         int32
+	User        string
+	Database    string
+	Application string
+
+	// Duration is the server-side duration in microseconds, or NoDuration.
+	Duration int64
+
+	// Query is the SQL text: the statement for Statement, Prepare and
+	// Execute; the failing statement, if logged, for Error.
+	Query string
+
+	// Name is the prepared statement name of a Prepare or Execute, empty
+	// for the unnamed statement. Portal is the portal name, usually empty.
+	Name   string
+	Portal string
+
+	Params     []Param
+	ParamState ParamState
+
+	// Failed marks a Statement or Execute that ended in an error.
+	// SQLState and Message describe that error, or the Error event.
+	Failed   bool
+	Severity string
+	SQLState string
+	Message  string
+
+	// Line is the line number, in its file, of the first log line of
+	// the entry that produced this event.
+	Line int64
+}
+
+// IsExecution reports whether e is a statement the server ran: a Statement
+// or an Execute. Prepare and Error events are not executions.
+func (e *Event) IsExecution() bool {
+	return e.Kind == Statement || e.Kind == Execute
+}

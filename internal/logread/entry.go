@@ -1,0 +1,31 @@
+package logread
+
+// entry is one log message with its secondary fields (DETAIL, CONTEXT,
+// STATEMENT) joined to it: the unit that every format reader produces and
+// the interpreter turns into events. Format readers know about bytes and
+// quoting; only the interpreter knows what messages mean.
+type entry struct {
+	time        int64 // µs since the Unix epoch; 0 when the log has no time
+	pid         int32
+	session     string // %c / session_id; empty when not logged
+	user        string
+	database    string
+	application string
+	severity    string // LOG, ERROR, FATAL, ... as written (English only)
+	sqlstate    string
+	message     string
+	detail      string
+	context     string
+	statement   string // STATEMENT: line, csvlog query, jsonlog statement
+
+	line  int64 // first physical line of the entry, 1-based
+	lines int64 // physical lines the entry spans, for the line counters
+}
+
+// formatReader reads entries of one log format. next fills e and returns
+// io.EOF after the last entry. Lines that cannot form an entry (garbage,
+// a prefix that does not match, a record cut at EOF) are counted on the
+// counters given to the reader's constructor and never returned.
+type formatReader interface {
+	next(e *entry) error
+}
