@@ -1,0 +1,138 @@
+package fingerprint
+
+import (
+	"hash/maphash"
+	"strings"
+	"sync"
+)
+
+// DefaultMaxBytes is the memory a Cache aims to stay under when no limit
+// is given: enough for about a million short texts.
+const DefaultMaxBytes = 256 << 20
+
+// numShards spreads the lock: workers looking up different texts rarely
+// meet on the same shard.
+const numShards = 64
+
+// Cache maps exact query text to its Items, running the parser only on
+// texts it has not seen recently. It is safe for concurrent use.
+//
+// Memory is bounded: each shard keeps two generations of entries, a
+// current one that new entries go into and the previous one. When the
+// current generation reaches half the shard's budget, the previous one is
+// dropped and the current one takes its place. A hit in the previous
+// generation moves the entry back into the current one, so texts in use
+// survive and texts not seen for a generation are forgotten: an LRU
+// approximation without the list, so a hit writes nothing. Logs with
+// literal values have millions of distinct texts, most seen once.
+//
+// The Items returned are shared between callers and must not be modified.
+type Cache struct {
+	seed       maphash.Seed
+	shardBytes int64 // budget of one generation of one shard
+	compute    func(string) []Item
+	shards     [numShards]shard
+}
+
+type shard struct {
+	mu       sync.Mutex
+	cur, old map[string][]Item
+	curBytes int64
+	stats    Stats
+	// Keep shards on separate cache lines so their locks do not
+	// contend through false sharing.
+	_ [64]byte
+}
+
+// Stats counts cache activity.
+type Stats struct {
+	Hits      int64 // lookups answered from the cache
+	Misses    int64 // lookups that ran the parser
+	Rotations int64 // generations dropped to stay within the budget
+	Entries   int64 // texts currently held
+}
+
+// NewCache returns a Cache using about maxBytes of memory at most;
+// maxBytes <= 0 means DefaultMaxBytes.
+func NewCache(maxBytes int64) *Cache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	c := &Cache{
+		seed:       maphash.MakeSeed(),
+		shardBytes: max(maxBytes/numShards/2, 1),
+		compute:    Compute,
+	}
+	for i := range c.shards {
+		c.shards[i].cur = make(map[string][]Item)
+		c.shards[i].old = make(map[string][]Item)
+	}
+	return c
+}
+
+// Get returns the statements of text; see Compute.
+func (c *Cache) Get(text string) []Item {
+	s := &c.shards[maphash.String(c.seed, text)%numShards]
+	s.mu.Lock()
+	if items, ok := s.cur[text]; ok {
+		s.stats.Hits++
+		s.mu.Unlock()
+		return items
+	}
+	if items, ok := s.old[text]; ok {
+		s.stats.Hits++
+		delete(s.old, text)
+		c.insert(s, text, items)
+		s.mu.Unlock()
+		return items
+	}
+	s.stats.Misses++
+	s.mu.Unlock()
+
+	// Parse without the lock: two goroutines may parse the same text at
+	// once, which costs time but gives the same answer.
+	items := c.compute(text)
+	// The text may be a slice of a large reader buffer; a copy keeps the
+	// cache from pinning it.
+	key := strings.Clone(text)
+	s.mu.Lock()
+	c.insert(s, key, items)
+	s.mu.Unlock()
+	return items
+}
+
+func (c *Cache) insert(s *shard, text string, items []Item) {
+	if s.curBytes >= c.shardBytes {
+		s.old = s.cur
+		s.cur = make(map[string][]Item, len(s.old))
+		s.curBytes = 0
+		s.stats.Rotations++
+	}
+	s.cur[text] = items
+	s.curBytes += entrySize(text, items)
+}
+
+// entrySize estimates the memory of one entry: the key, the items and the
+// map's own per-entry overhead.
+func entrySize(text string, items []Item) int64 {
+	n := int64(len(text)) + 64
+	for _, it := range items {
+		n += int64(len(it.Fingerprint)+len(it.Query)) + 48
+	}
+	return n
+}
+
+// Stats returns the cache's counters so far.
+func (c *Cache) Stats() Stats {
+	var t Stats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		t.Hits += s.stats.Hits
+		t.Misses += s.stats.Misses
+		t.Rotations += s.stats.Rotations
+		t.Entries += int64(len(s.cur) + len(s.old))
+		s.mu.Unlock()
+	}
+	return t
+}

@@ -1,0 +1,152 @@
+package querystats
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// TimeLayout is RFC 3339 with microseconds, the precision of the log.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Row is the JSON form of one fingerprint's Stats. Durations are in
+// milliseconds, as in pg_stat_statements. Without any timed call, the ms
+// figures are 0 and TimedCalls says so.
+type Row struct {
+	Fingerprint string  `json:"fingerprint"`
+	Query       string  `json:"query"`
+	Calls       int64   `json:"calls"`
+	Errors      int64   `json:"errors"`
+	TimedCalls  int64   `json:"timed_calls"`
+	TotalMS     float64 `json:"total_ms"`
+	MeanMS      float64 `json:"mean_ms"`
+	P50MS       float64 `json:"p50_ms"`
+	P95MS       float64 `json:"p95_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	MinMS       float64 `json:"min_ms"`
+	MaxMS       float64 `json:"max_ms"`
+	FirstSeen   string  `json:"first_seen,omitempty"`
+	LastSeen    string  `json:"last_seen,omitempty"`
+	// Hist is the latency histogram in µs, HdrHistogram V2 compressed and
+	// base64 encoded (readable by HdrHistogram in any language). It is
+	// set only when asked for: a few hundred bytes per query, needed only
+	// to merge results later.
+	Hist string `json:"hist,omitempty"`
+}
+
+// RowOptions say what Rows includes.
+type RowOptions struct {
+	Hist bool // encode each histogram in Row.Hist
+}
+
+// Rows returns one Row per fingerprint, in the order of Sorted.
+func (s *Set) Rows(opts RowOptions) ([]Row, error) {
+	sorted := s.Sorted()
+	rows := make([]Row, len(sorted))
+	for i, st := range sorted {
+		r, err := st.Row(opts)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = r
+	}
+	return rows, nil
+}
+
+// Row returns the JSON form of s.
+func (s *Stats) Row(opts RowOptions) (Row, error) {
+	r := Row{
+		Fingerprint: s.Fingerprint,
+		Query:       s.Query,
+		Calls:       s.Calls,
+		Errors:      s.Errors,
+		TimedCalls:  s.TimedCalls,
+		TotalMS:     ms(s.TotalUS),
+		MeanMS:      s.MeanUS() / 1000,
+		P50MS:       ms(s.PercentileUS(50)),
+		P95MS:       ms(s.PercentileUS(95)),
+		P99MS:       ms(s.PercentileUS(99)),
+	}
+	if s.TimedCalls > 0 {
+		r.MinMS, r.MaxMS = ms(s.MinUS), ms(s.MaxUS)
+	}
+	if t, ok := s.FirstSeen(); ok {
+		r.FirstSeen = FormatTime(t)
+	}
+	if t, ok := s.LastSeen(); ok {
+		r.LastSeen = FormatTime(t)
+	}
+	if opts.Hist && s.hist != nil {
+		b, err := s.hist.Encode()
+		if err != nil {
+			return Row{}, fmt.Errorf("encode histogram of %s: %w", s.Fingerprint, err)
+		}
+		r.Hist = string(b)
+	}
+	return r, nil
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+func us(ms float64) int64 { return int64(math.Round(ms * 1000)) }
+
+// FormatTime formats µs since the epoch as TimeLayout in UTC.
+func FormatTime(us int64) string {
+	return time.UnixMicro(us).UTC().Format(TimeLayout)
+}
+
+// FromRows rebuilds a Set from Rows, to merge results of several runs.
+// Rows of timed calls must carry Hist, or percentiles could not be merged.
+func FromRows(rows []Row) (*Set, error) {
+	s := NewSet()
+	for _, r := range rows {
+		st := newStats(r.Fingerprint, r.Query)
+		st.Calls, st.Errors, st.TimedCalls = r.Calls, r.Errors, r.TimedCalls
+		st.TotalUS, st.MinUS, st.MaxUS = us(r.TotalMS), us(r.MinMS), us(r.MaxMS)
+		var err error
+		if st.first, err = parseTime(r.FirstSeen); err != nil {
+			return nil, fmt.Errorf("query %s: first_seen: %w", r.Fingerprint, err)
+		}
+		if st.last, err = parseTime(r.LastSeen); err != nil {
+			return nil, fmt.Errorf("query %s: last_seen: %w", r.Fingerprint, err)
+		}
+		if r.TimedCalls > 0 {
+			if r.Hist == "" {
+				return nil, fmt.Errorf("query %s: no histogram (hist) to merge", r.Fingerprint)
+			}
+			h, err := hdrhistogram.DecodePacked([]byte(r.Hist))
+			if err != nil {
+				return nil, fmt.Errorf("query %s: hist: %w", r.Fingerprint, err)
+			}
+			// Merge into our own geometry, so a foreign histogram
+			// cannot change how later ones are bucketed.
+			st.hist = newHist()
+			if dropped := st.hist.Merge(h); dropped != 0 {
+				return nil, fmt.Errorf("query %s: hist: %d values out of range", r.Fingerprint, dropped)
+			}
+			if st.hist.TotalCount() != r.TimedCalls {
+				return nil, fmt.Errorf("query %s: hist holds %d values for %d timed calls",
+					r.Fingerprint, st.hist.TotalCount(), r.TimedCalls)
+			}
+		}
+		if old, ok := s.m[r.Fingerprint]; ok {
+			old.merge(st)
+		} else {
+			s.m[r.Fingerprint] = st
+		}
+	}
+	return s, nil
+}
+
+func parseTime(s string) (int64, error) {
+	if s == "" {
+		return NoTime, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return NoTime, err
+	}
+	return t.UnixMicro(), nil
+}
