@@ -5,20 +5,22 @@ import "sort"
 // Skip reasons: why lines were read but produced no event. They are part
 // of the output (analyze --json), so they never change meaning.
 const (
-	SkipNoPrefix        = "no matching prefix"  // a line the log_line_prefix does not match
-	SkipOrphanLine      = "orphan continuation" // DETAIL/STATEMENT/tab line with no entry before it
-	SkipTruncated       = "truncated at EOF"    // a last line or record cut short
-	SkipMalformed       = "malformed record"    // csv/json that does not parse
-	SkipCheckpoint      = "checkpoint"          // checkpoint starting/complete, restartpoints
-	SkipAutovacuum      = "autovacuum"          // automatic vacuum/analyze
-	SkipConnection      = "connection received" // connection received, replication connections
-	SkipLockWait        = "lock wait"           // "still waiting for ShareLock", "acquired"
-	SkipTempFile        = "temporary file"      // temporary file: path ...
-	SkipBindParse       = "parse/bind"          // parse/bind logged without anything to use
-	SkipDurationAlone   = "duration without statement"
-	SkipOtherMessage    = "other message"    // a message that carries no statement
-	SkipNotice          = "notice/warning"   // NOTICE, WARNING, INFO, DEBUG
-	SkipUnsupportedLine = "unsupported line" // syslog/pgbouncer lines and such
+	SkipNoPrefix        = "no matching prefix"         // a line the log_line_prefix does not match
+	SkipOrphanLine      = "orphan continuation"        // DETAIL/STATEMENT/tab line with no entry before it
+	SkipTruncated       = "truncated at EOF"           // a last line or record cut short
+	SkipMalformed       = "malformed record"           // csv/json that does not parse
+	SkipCheckpoint      = "checkpoint"                 // checkpoint starting/complete, restartpoints
+	SkipAutovacuum      = "autovacuum"                 // automatic vacuum/analyze
+	SkipConnection      = "connection received"        // connection received, replication connections
+	SkipLockWait        = "lock wait"                  // "still waiting for ShareLock", "acquired"
+	SkipTempFile        = "temporary file"             // temporary file: path ...
+	SkipBindParse       = "parse/bind"                 // parse/bind logged without anything to use
+	SkipDurationAlone   = "duration without statement" // parse/bind durations from log_duration
+	SkipPortalFetch     = "portal fetch"               // "execute fetch from": more rows of an execution already counted
+	SkipOtherMessage    = "other message"              // a message that carries no statement
+	SkipNotice          = "notice/warning"             // NOTICE, WARNING, INFO, DEBUG
+	SkipUnsupportedLine = "unsupported line"           // syslog/pgbouncer lines and such
+	SkipBlank           = "blank line"                 // an empty line where a csv/json record was expected
 )
 
 // Counters accounts for every physical line read: each is either parsed

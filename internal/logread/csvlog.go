@@ -1,0 +1,424 @@
+package logread
+
+import (
+	"bytes"
+	"io"
+)
+
+// csvlog columns by position. PostgreSQL only ever appended columns:
+// 8.4 wrote 22 (through location), 9.0 added application_name, 13
+// backend_type, 14 leader_pid and query_id. Reading by position lets one
+// reader take every version, and ignore columns a later version may add.
+const (
+	csvLogTime     = 0
+	csvUser        = 1
+	csvDatabase    = 2
+	csvPID         = 3
+	csvSession     = 5
+	csvSeverity    = 11
+	csvSQLState    = 12
+	csvMessage     = 13
+	csvDetail      = 14
+	csvContext     = 18
+	csvQuery       = 19
+	csvApplication = 22
+
+	csvMinColumns = 22 // PostgreSQL 8.4
+	// csvMaxColumns is how many columns are kept; more are accepted and
+	// ignored, so a future version with extra columns still reads.
+	csvMaxColumns = 32
+)
+
+const (
+	// readBufSize is the initial read buffer: large reads keep syscalls
+	// and decompressor calls rare.
+	readBufSize = 1 << 20
+	// maxRecordSize bounds memory whatever the input: a record (or json
+	// line) longer than this is skipped as malformed instead of held.
+	maxRecordSize = 64 << 20
+	// maxInterned bounds the intern table; a log with more distinct
+	// users, databases or applications than this simply starts over.
+	maxInterned = 4096
+)
+
+// chunkBuf is a growable window over a reader: data not yet consumed is
+// buf[start:end]. It grows only when one record does not fit, up to
+// maxRecordSize plus one read.
+type chunkBuf struct {
+	r          io.Reader
+	buf        []byte
+	start, end int
+	eof        bool
+	err        error // first non-EOF read error
+}
+
+func newChunkBuf(r io.Reader) chunkBuf {
+	return chunkBuf{r: r, buf: make([]byte, readBufSize)}
+}
+
+// fill reads more data after end, first moving unconsumed data to the
+// front and growing the buffer when it is full. It reports whether any
+// data was added; false means EOF or a read error.
+func (cb *chunkBuf) fill() bool {
+	if cb.eof {
+		return false
+	}
+	if cb.start > 0 {
+		cb.end = copy(cb.buf, cb.buf[cb.start:cb.end])
+		cb.start = 0
+	}
+	if cb.end == len(cb.buf) {
+		nb := make([]byte, 2*len(cb.buf))
+		copy(nb, cb.buf[:cb.end])
+		cb.buf = nb
+	}
+	// A reader may return 0, nil; retry a bounded number of times as
+	// bufio does, then treat it as the end.
+	for range 100 {
+		n, err := cb.r.Read(cb.buf[cb.end:])
+		cb.end += n
+		if err != nil {
+			cb.eof = true
+			if err != io.EOF {
+				cb.err = err
+			}
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+	cb.eof = true
+	cb.err = io.ErrNoProgress
+	return false
+}
+
+// interner shares the few distinct user, database, application, severity
+// and SQLSTATE strings among entries. Looking up m[string(b)] does not
+// allocate; only a new value does.
+type interner map[string]string
+
+func (in *interner) get(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := (*in)[string(b)]; ok {
+		return s
+	}
+	if len(*in) >= maxInterned {
+		*in = make(interner)
+	}
+	s := string(b)
+	(*in)[s] = s
+	return s
+}
+
+// csvField is one field of a record: its bytes without the enclosing
+// quotes, and whether it holds doubled quotes to undo.
+type csvField struct {
+	b   []byte
+	esc bool
+}
+
+type csvReader struct {
+	cb     chunkBuf
+	c      *Counters
+	line   int64 // physical lines consumed before the current record
+	times  logTimeParser
+	intern interner
+	// sessions is apart from intern: there are many more of them, and
+	// each repeats for every record of its session.
+	sessions interner
+	fields   []csvField
+	unq      []byte // scratch for undoing doubled quotes
+}
+
+// newCSVReader returns a formatReader for PostgreSQL csvlog (RFC 4180:
+// fields quoted with ", quotes doubled, embedded newlines inside quotes).
+func newCSVReader(r io.Reader, c *Counters) formatReader {
+	return &csvReader{
+		cb:       newChunkBuf(r),
+		c:        c,
+		intern:   make(interner),
+		sessions: make(interner),
+		fields:   make([]csvField, 0, csvMaxColumns),
+	}
+}
+
+// frameStatus says how a framing attempt ended.
+type frameStatus uint8
+
+const (
+	frameRecord    frameStatus = iota // a complete record
+	frameLast                         // the last record, without its newline
+	frameTooLong                      // a record over maxRecordSize, skipped
+	frameTruncated                    // an unterminated record at EOF
+	frameEOF                          // nothing left
+)
+
+// frame finds the next record: bytes up to a newline that is outside
+// quotes. Quote state is the parity of '"' seen so far, since doubled
+// quotes toggle twice; bytes.IndexByte and bytes.Count do the scanning so
+// a record costs two vectorized passes. It returns the record without its
+// final newline (or CR LF) and the physical lines it spans.
+func (cr *csvReader) frame() ([]byte, int64, frameStatus) {
+	cb := &cr.cb
+	var (
+		scan    int // offset from cb.start of the first unscanned byte
+		odd     bool
+		lines   int64
+		partial bool // bytes after the last newline
+		discard bool // record too long: keep counting, drop the bytes
+	)
+	for {
+		data := cb.buf[cb.start+scan : cb.end]
+		if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+			if bytes.Count(data[:nl], quote)&1 == 1 {
+				odd = !odd
+			}
+			lines++
+			partial = false
+			scan += nl + 1
+			if odd {
+				continue // newline inside a quoted field: "a\nb"
+			}
+			rec := cb.buf[cb.start : cb.start+scan-1]
+			cb.start += scan
+			if discard {
+				return nil, lines, frameTooLong
+			}
+			return trimCR(rec), lines, frameRecord
+		}
+		// No newline in what is buffered: count the quotes of the partial
+		// line now so the scan resumes after it.
+		if bytes.Count(data, quote)&1 == 1 {
+			odd = !odd
+		}
+		if len(data) > 0 {
+			partial = true
+		}
+		scan += len(data)
+		if scan > maxRecordSize {
+			discard = true
+		}
+		if discard {
+			cb.start += scan
+			scan = 0
+		}
+		if !cb.fill() {
+			break
+		}
+	}
+	// EOF. The bytes after the last newline are a last line without one.
+	if partial {
+		lines++
+	}
+	rec := cb.buf[cb.start : cb.start+scan]
+	cb.start += scan
+	switch {
+	case lines == 0:
+		return nil, 0, frameEOF
+	case discard:
+		return nil, lines, frameTooLong
+	case odd:
+		// "2026-11-22 08:11:02.123 UTC,...,"SELECT 1<EOF>: the writer
+		// was cut in the middle of a quoted field.
+		return nil, lines, frameTruncated
+	}
+	return trimCR(rec), lines, frameLast
+}
+
+var quote = []byte{'"'}
+
+func trimCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
+}
+
+// splitCSV splits one record into cr.fields. It reports false for a record
+// that is not RFC 4180, such as text after a closing quote ("a"b,).
+func (cr *csvReader) splitCSV(rec []byte) bool {
+	cr.fields = cr.fields[:0]
+	i := 0
+	for {
+		var f csvField
+		if i < len(rec) && rec[i] == '"' {
+			// "quoted, with ""doubled"" quotes and
+			// newlines"
+			j := i + 1
+			for {
+				k := bytes.IndexByte(rec[j:], '"')
+				if k < 0 {
+					return false // cannot happen after frame, but never trust
+				}
+				j += k
+				if j+1 < len(rec) && rec[j+1] == '"' {
+					f.esc = true
+					j += 2
+					continue
+				}
+				break
+			}
+			f.b = rec[i+1 : j]
+			i = j + 1
+			if i < len(rec) && rec[i] != ',' {
+				return false
+			}
+		} else {
+			// unquoted: 1486 or an empty field between ",,"
+			k := bytes.IndexByte(rec[i:], ',')
+			if k < 0 {
+				k = len(rec) - i
+			}
+			f.b = rec[i : i+k]
+			i += k
+		}
+		if len(cr.fields) < csvMaxColumns {
+			cr.fields = append(cr.fields, f)
+		}
+		if i >= len(rec) {
+			return true
+		}
+		i++ // the comma; a trailing one leaves an empty last field
+		if i == len(rec) {
+			if len(cr.fields) < csvMaxColumns {
+				cr.fields = append(cr.fields, csvField{})
+			}
+			return true
+		}
+	}
+}
+
+// str returns field i as a new string, undoing doubled quotes.
+func (cr *csvReader) str(i int) string {
+	if i >= len(cr.fields) {
+		return ""
+	}
+	f := cr.fields[i]
+	if len(f.b) == 0 {
+		return ""
+	}
+	if !f.esc {
+		return string(f.b)
+	}
+	cr.unq = cr.unq[:0]
+	b := f.b
+	for {
+		k := bytes.Index(b, []byte(`""`))
+		if k < 0 {
+			cr.unq = append(cr.unq, b...)
+			break
+		}
+		cr.unq = append(cr.unq, b[:k+1]...)
+		b = b[k+2:]
+	}
+	return string(cr.unq)
+}
+
+// interned returns field i through the intern table. Fields kept this way
+// (names, severity, SQLSTATE) never hold quotes in practice; a name that
+// does is unquoted first.
+func (cr *csvReader) interned(i int) string {
+	if i >= len(cr.fields) {
+		return ""
+	}
+	if cr.fields[i].esc {
+		return cr.intern.get([]byte(cr.str(i)))
+	}
+	return cr.intern.get(cr.fields[i].b)
+}
+
+func (cr *csvReader) next(e *entry) error {
+	for {
+		rec, lines, st := cr.frame()
+		first := cr.line + 1
+		cr.line += lines
+		switch st {
+		case frameEOF:
+			if cr.cb.err != nil {
+				return cr.cb.err
+			}
+			return io.EOF
+		case frameTooLong:
+			cr.c.skip(SkipMalformed, lines)
+			continue
+		case frameTruncated:
+			cr.c.skip(SkipTruncated, lines)
+			continue
+		}
+		if len(rec) == 0 {
+			// An empty line: csvlog never writes one, but files that were
+			// concatenated or edited by hand have them.
+			cr.c.skip(SkipBlank, lines)
+			continue
+		}
+		if !cr.fill(e, rec) {
+			if st == frameLast {
+				// The last record, without its newline, does not parse:
+				// the writer was most likely cut mid-record, as in
+				// 2026-11-22 08:11:02.123 UTC,"app",<EOF>
+				cr.c.skip(SkipTruncated, lines)
+			} else {
+				cr.c.skip(SkipMalformed, lines)
+			}
+			continue
+		}
+		e.line = first
+		e.lines = lines
+		return nil
+	}
+}
+
+// fill turns a framed record into e. It reports false for records that
+// are not csvlog: too few columns, or a log_time or process_id that does
+// not parse ("hello world", a stderr line in a csv file).
+func (cr *csvReader) fill(e *entry, rec []byte) bool {
+	if !cr.splitCSV(rec) || len(cr.fields) < csvMinColumns {
+		return false
+	}
+	f := cr.fields
+	t, ok := cr.times.parse(f[csvLogTime].b)
+	if !ok {
+		return false
+	}
+	pid, ok := parsePID(f[csvPID].b)
+	if !ok {
+		return false
+	}
+	*e = entry{
+		time:        t,
+		pid:         pid,
+		session:     cr.sessions.get(f[csvSession].b),
+		user:        cr.interned(csvUser),
+		database:    cr.interned(csvDatabase),
+		application: cr.interned(csvApplication),
+		severity:    cr.interned(csvSeverity),
+		sqlstate:    cr.interned(csvSQLState),
+		message:     cr.str(csvMessage),
+		detail:      cr.str(csvDetail),
+		context:     cr.str(csvContext),
+		statement:   cr.str(csvQuery),
+	}
+	return true
+}
+
+// parsePID reads a process id: "1486" in csvlog, 58151 or "600" in json.
+// Empty is 0 (not logged).
+func parsePID(b []byte) (int32, bool) {
+	if len(b) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > 1<<31-1 {
+		return 0, false
+	}
+	return int32(n), true
+}

@@ -1,0 +1,788 @@
+package logread
+
+import (
+	"bytes"
+	"io"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The JSON reader takes three shapes of line, all one object per line:
+//
+// PostgreSQL 15+ jsonlog, flat:
+//
+//	{"timestamp":"2024-06-27 00:00:07.369 CEST","pid":58151,"session_id":"667c8f67.e327",...,"error_severity":"LOG","message":"..."}
+//
+// CloudNativePG, a csvlog record wrapped in the operator's own log line,
+// with csvlog column names and every value a string:
+//
+//	{"level":"info","ts":1669575482.09,"logger":"postgres","msg":"record","record":{"log_time":"2022-11-27 18:58:02.096 UTC","process_id":"600",...}}
+//
+// Google Cloud Logging exports of Cloud SQL, where each stderr line is one
+// object (so DETAIL lines and tab continuations are objects of their own):
+//
+//	{"insertId":"...","resource":{...},"severity":"INFO","textPayload":"[24667]: [2-1] db=test,user=admin LOG:  connection authorized: ...","timestamp":"2020-05-02T13:00:20.38403Z"}
+//
+// A hand-written scanner beats encoding/json here by a wide margin: it
+// looks only at the keys it needs, skips other values without decoding,
+// and allocates only the strings an entry keeps.
+
+// Slots of the values the reader keeps, whichever name the shape uses.
+const (
+	jTime        = iota // "timestamp" (jsonlog, Cloud Logging), "log_time" (CNPG)
+	jTS                 // "ts": CNPG's epoch seconds, used if log_time is missing
+	jUser               // "user", "user_name"
+	jDatabase           // "dbname", "database_name"
+	jPID                // "pid" (number), "process_id" (string in CNPG)
+	jSession            // "session_id"
+	jSeverity           // "error_severity"
+	jSQLState           // "state_code", "sql_state_code"
+	jMessage            // "message"
+	jDetail             // "detail"
+	jContext            // "context"
+	jStatement          // "statement", "query"
+	jApplication        // "application_name"
+	jTextPayload        // "textPayload" (Cloud Logging)
+	jSlots
+)
+
+func jsonSlot(k []byte) int {
+	switch string(k) {
+	case "timestamp", "log_time":
+		return jTime
+	case "ts":
+		return jTS
+	case "user", "user_name":
+		return jUser
+	case "dbname", "database_name":
+		return jDatabase
+	case "pid", "process_id":
+		return jPID
+	case "session_id":
+		return jSession
+	case "error_severity":
+		return jSeverity
+	case "state_code", "sql_state_code":
+		return jSQLState
+	case "message":
+		return jMessage
+	case "detail":
+		return jDetail
+	case "context":
+		return jContext
+	case "statement", "query":
+		return jStatement
+	case "application_name":
+		return jApplication
+	case "textPayload":
+		return jTextPayload
+	}
+	return -1
+}
+
+// jval is a value as it appears in the line: string contents without
+// quotes (still escaped if esc), or a number's text.
+type jval struct {
+	b   []byte
+	set bool
+	esc bool
+}
+
+type jsonObj struct {
+	v      [jSlots]jval
+	nested bool // held a "record" or "jsonPayload" object
+}
+
+// jsonScanner walks one line. Every method leaves i after what it read and
+// reports false on input that is not JSON; nothing it does can panic or
+// recurse deeper than one nested object.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *jsonScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// str reads a string starting at its opening quote. A quote ends the
+// string unless an odd run of backslashes precedes it ("a\\" ends, "a\"
+// does not): only a backslash starts an escape, so a run always starts on
+// an escape boundary. Searching quote to quote keeps a line of many
+// escapes linear.
+func (s *jsonScanner) str() (raw []byte, esc, ok bool) {
+	if s.peek() != '"' {
+		return nil, false, false
+	}
+	start := s.i + 1
+	j := start
+	for {
+		k := bytes.IndexByte(s.b[j:], '"')
+		if k < 0 {
+			return nil, false, false
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p >= start && s.b[p] == '\\'; p-- {
+			n++
+		}
+		if n&1 == 0 {
+			s.i = q + 1
+			raw = s.b[start:q]
+			return raw, bytes.IndexByte(raw, '\\') >= 0, true
+		}
+		j = q + 1
+	}
+}
+
+// scalar reads a number, true, false or null.
+func (s *jsonScanner) scalar() ([]byte, bool) {
+	start := s.i
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return s.b[start:s.i], s.i > start
+		case '"', '{', '[', ':':
+			return nil, false
+		}
+		s.i++
+	}
+	return s.b[start:s.i], s.i > start
+}
+
+// skip skips one value of any kind. Nested containers are tracked with a
+// depth counter, not recursion, so a line of a million '[' is harmless.
+func (s *jsonScanner) skip() bool {
+	depth := 0
+	for {
+		s.ws()
+		switch s.peek() {
+		case 0:
+			return false
+		case '"':
+			if _, _, ok := s.str(); !ok {
+				return false
+			}
+		case '{', '[':
+			depth++
+			s.i++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return false
+			}
+			depth--
+			s.i++
+		case ',', ':':
+			if depth == 0 {
+				return false
+			}
+			s.i++
+			continue
+		default:
+			if _, ok := s.scalar(); !ok {
+				return false
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+}
+
+// object reads an object into o. With inner set, a "record" or
+// "jsonPayload" object value is read into inner (one level only).
+func (s *jsonScanner) object(o, inner *jsonObj) bool {
+	s.ws()
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		key, kesc, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.peek() != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		slot := -1
+		if !kesc {
+			slot = jsonSlot(key)
+		}
+		switch c := s.peek(); {
+		case inner != nil && c == '{' && !kesc && (string(key) == "record" || string(key) == "jsonPayload"):
+			if !s.object(inner, nil) {
+				return false
+			}
+			o.nested = true
+		case slot >= 0 && c == '"':
+			raw, esc, ok := s.str()
+			if !ok {
+				return false
+			}
+			o.v[slot] = jval{b: raw, set: true, esc: esc}
+		case slot >= 0 && c != '{' && c != '[':
+			raw, ok := s.scalar()
+			if !ok {
+				return false
+			}
+			if string(raw) != "null" {
+				o.v[slot] = jval{b: raw, set: true}
+			}
+		default:
+			if !s.skip() {
+				return false
+			}
+		}
+		s.ws()
+		switch s.peek() {
+		case '}':
+			s.i++
+			return true
+		case ',':
+			s.i++
+		default:
+			return false
+		}
+	}
+}
+
+// appendUnescaped decodes a JSON string body. PostgreSQL's escape_json
+// writes \" \\ \b \f \n \r \t and \u00XX for other control bytes;
+// surrogate pairs come from other writers. A lone surrogate becomes
+// U+FFFD rather than an error, as encoding/json does.
+func appendUnescaped(dst, b []byte) ([]byte, bool) {
+	for {
+		k := bytes.IndexByte(b, '\\')
+		if k < 0 {
+			return append(dst, b...), true
+		}
+		dst = append(dst, b[:k]...)
+		b = b[k:]
+		if len(b) < 2 {
+			return dst, false
+		}
+		switch b[1] {
+		case '"', '\\', '/':
+			dst = append(dst, b[1])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(b[2:])
+			if !ok {
+				return dst, false
+			}
+			b = b[6:]
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if len(b) >= 2 && b[0] == '\\' && b[1] == 'u' {
+					r2, ok = hex4(b[2:])
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					b = b[6:]
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default:
+			return dst, false
+		}
+		b = b[2:]
+	}
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// Which field of the pending entry a Cloud SQL tab continuation extends.
+const (
+	extNone = iota // a dropped field (HINT, QUERY): lines are counted only
+	extMessage
+	extDetail
+	extContext
+	extStatement
+)
+
+type jsonReader struct {
+	cb       chunkBuf
+	c        *Counters
+	line     int64
+	times    logTimeParser
+	intern   interner
+	sessions interner
+	scratch  []byte
+	top      jsonObj
+	inner    jsonObj
+
+	// An entry is held until the next line shows it is complete: Cloud
+	// SQL writes an entry's DETAIL, STATEMENT and tab-indented lines as
+	// objects of their own after it.
+	pending    entry
+	hasPending bool
+	pendText   bool // pending came from a textPayload and may grow
+	extend     int  // ext* for the pending entry's tab continuations
+}
+
+// newJSONReader returns a formatReader for PostgreSQL 15+ jsonlog (one
+// JSON object per line), CloudNativePG's wrapped records and Cloud
+// Logging exports of Cloud SQL; see the comment at the top of jsonlog.go.
+func newJSONReader(r io.Reader, c *Counters) formatReader {
+	return &jsonReader{cb: newChunkBuf(r), c: c, intern: make(interner), sessions: make(interner)}
+}
+
+// readLine returns the next physical line without its newline. A line
+// longer than maxRecordSize is consumed without being kept.
+func (jr *jsonReader) readLine() ([]byte, frameStatus) {
+	cb := &jr.cb
+	scan := 0
+	discard := false
+	for {
+		data := cb.buf[cb.start+scan : cb.end]
+		if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+			line := cb.buf[cb.start : cb.start+scan+nl]
+			cb.start += scan + nl + 1
+			if discard {
+				return nil, frameTooLong
+			}
+			return trimCR(line), frameRecord
+		}
+		scan += len(data)
+		if scan > maxRecordSize {
+			discard = true
+		}
+		if discard {
+			cb.start += scan
+			scan = 0
+		}
+		if !cb.fill() {
+			break
+		}
+	}
+	if scan == 0 && !discard {
+		return nil, frameEOF
+	}
+	line := cb.buf[cb.start : cb.start+scan]
+	cb.start += scan
+	if discard {
+		return nil, frameTooLong
+	}
+	return trimCR(line), frameLast
+}
+
+// lineKind says what one line turned out to be.
+type lineKind uint8
+
+const (
+	lineEntry  lineKind = iota // a new entry, in jr.cur
+	lineMerged                 // added to the pending entry
+	lineSkip                   // counted as skipped with the returned reason
+)
+
+func (jr *jsonReader) next(e *entry) error {
+	for {
+		line, st := jr.readLine()
+		if st == frameEOF {
+			if jr.hasPending {
+				jr.hasPending = false
+				*e = jr.pending
+				return nil
+			}
+			if jr.cb.err != nil {
+				return jr.cb.err
+			}
+			return io.EOF
+		}
+		jr.line++
+		if st == frameTooLong {
+			jr.c.skip(SkipMalformed, 1)
+			continue
+		}
+		var cur entry
+		kind, isText, reason := jr.parseLine(line, &cur)
+		switch kind {
+		case lineMerged:
+			continue
+		case lineSkip:
+			if st == frameLast && reason == SkipMalformed {
+				// {"timestamp":"2026-11-22 08:11:02.123 UTC","pid":1<EOF>
+				reason = SkipTruncated
+			}
+			jr.c.skip(reason, 1)
+			continue
+		}
+		cur.line = jr.line
+		cur.lines = 1
+		ready := jr.hasPending
+		if ready {
+			*e = jr.pending
+		}
+		jr.pending, jr.hasPending, jr.pendText = cur, true, isText
+		jr.extend = extMessage
+		if ready {
+			return nil
+		}
+	}
+}
+
+// parseLine reads one line into cur, or merges it into the pending entry.
+func (jr *jsonReader) parseLine(line []byte, cur *entry) (kind lineKind, isText bool, reason string) {
+	s := jsonScanner{b: line}
+	s.ws()
+	if s.i == len(line) {
+		return lineSkip, false, SkipBlank
+	}
+	if s.peek() != '{' {
+		// a stderr line or other text among JSON lines
+		return lineSkip, false, SkipMalformed
+	}
+	jr.top = jsonObj{}
+	jr.inner = jsonObj{}
+	if !s.object(&jr.top, &jr.inner) {
+		return lineSkip, false, SkipMalformed
+	}
+	s.ws()
+	if s.i != len(line) {
+		return lineSkip, false, SkipMalformed
+	}
+	top := &jr.top
+	switch {
+	case top.nested:
+		// CNPG "record":{...} or a Cloud Logging "jsonPayload":{...}
+		o := &jr.inner
+		if !o.v[jSeverity].set {
+			return lineSkip, false, SkipUnsupportedLine
+		}
+		if !o.v[jTime].set {
+			// CNPG always writes log_time; a jsonPayload may rely on the
+			// envelope's "timestamp" (RFC 3339) or "ts" (epoch).
+			o.v[jTime] = top.v[jTime]
+			if !o.v[jTime].set {
+				o.v[jTime] = top.v[jTS]
+			}
+		}
+		if !jr.fill(cur, o) {
+			return lineSkip, false, SkipMalformed
+		}
+		return lineEntry, false, ""
+	case top.v[jTextPayload].set:
+		return jr.textPayload(top, cur)
+	case top.v[jSeverity].set:
+		// PostgreSQL jsonlog: always has error_severity.
+		if !jr.fill(cur, top) {
+			return lineSkip, false, SkipMalformed
+		}
+		return lineEntry, false, ""
+	}
+	// {"level":"info","ts":1669575244.91,"logger":"wal-archive","msg":"Backup not configured, ..."}:
+	// the CNPG operator's own messages, and its copies of stderr lines
+	// written before the logging collector started:
+	// {"level":"info","ts":...,"logger":"postgres","msg":"2022-11-27 18:48:18.943 UTC [28] LOG:  ending log output to stderr",...}
+	return lineSkip, false, SkipUnsupportedLine
+}
+
+// str decodes a string value into a new string.
+func (jr *jsonReader) str(v jval) (string, bool) {
+	if !v.set || len(v.b) == 0 {
+		return "", true
+	}
+	if !v.esc {
+		return string(v.b), true
+	}
+	var ok bool
+	jr.scratch, ok = appendUnescaped(jr.scratch[:0], v.b)
+	return string(jr.scratch), ok
+}
+
+// bytesOf returns a value's bytes, decoded into scratch when escaped; the
+// result is only valid until the next call.
+func (jr *jsonReader) bytesOf(v jval) ([]byte, bool) {
+	if !v.esc {
+		return v.b, true
+	}
+	var ok bool
+	jr.scratch, ok = appendUnescaped(jr.scratch[:0], v.b)
+	return jr.scratch, ok
+}
+
+// fill makes an entry from the values of a jsonlog object or a CNPG
+// record. It reports false when a value is not of its type: a time that
+// does not parse, a pid that is not a number, a broken escape.
+func (jr *jsonReader) fill(e *entry, o *jsonObj) bool {
+	var t int64
+	if v := o.v[jTime]; v.set {
+		b, ok := jr.bytesOf(v)
+		if !ok {
+			return false
+		}
+		if t, ok = jr.times.parse(b); !ok {
+			return false
+		}
+	}
+	pid, ok := parsePID(o.v[jPID].b)
+	if !ok {
+		return false
+	}
+	*e = entry{time: t, pid: pid}
+	var b []byte
+	if b, ok = jr.bytesOf(o.v[jSession]); !ok {
+		return false
+	}
+	e.session = jr.sessions.get(b)
+	for _, f := range [...]struct {
+		slot int
+		dst  *string
+	}{{jUser, &e.user}, {jDatabase, &e.database}, {jApplication, &e.application}, {jSeverity, &e.severity}, {jSQLState, &e.sqlstate}} {
+		if b, ok = jr.bytesOf(o.v[f.slot]); !ok {
+			return false
+		}
+		*f.dst = jr.intern.get(b)
+	}
+	for _, f := range [...]struct {
+		slot int
+		dst  *string
+	}{{jMessage, &e.message}, {jDetail, &e.detail}, {jContext, &e.context}, {jStatement, &e.statement}} {
+		if *f.dst, ok = jr.str(o.v[f.slot]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// textPayload maps a Cloud SQL stderr line. Cloud SQL's log_line_prefix is
+// fixed, "[%p]: [%l-1] db=%d,user=%u ", so a small parser suffices:
+//
+//	[24667]: [2-1] db=test,user=admin LOG:  connection authorized: user=admin database=test
+//	[202]: [5-1] db=test,user=admin STATEMENT:  SELECT 1/0
+//	\tpages: 0 removed, 1 remain, 0 skipped due to pins, 0 skipped frozen
+//
+// The last is a continuation line of the entry before it: PostgreSQL
+// writes tab-indented lines for the newlines in a message, and Cloud
+// Logging makes each its own object.
+func (jr *jsonReader) textPayload(top *jsonObj, cur *entry) (lineKind, bool, string) {
+	text, ok := jr.bytesOf(top.v[jTextPayload])
+	if !ok {
+		return lineSkip, true, SkipMalformed
+	}
+	if len(text) > 0 && text[0] == '\t' {
+		if !jr.hasPending || !jr.pendText {
+			return lineSkip, true, SkipOrphanLine
+		}
+		jr.appendPending(text[1:])
+		return lineMerged, true, ""
+	}
+	p, ok := parseCloudSQLText(text)
+	if !ok {
+		return lineSkip, true, SkipUnsupportedLine
+	}
+	if p.part > 1 {
+		// "[24667]: [7-2] ...": the second part of a line split as by
+		// syslog; join it to the entry it continues.
+		if !jr.hasPending || !jr.pendText || jr.pending.pid != p.pid {
+			return lineSkip, true, SkipOrphanLine
+		}
+		jr.appendPending(p.rest)
+		return lineMerged, true, ""
+	}
+	field := secondaryField(p.severity)
+	if field >= 0 {
+		// DETAIL:, HINT:, CONTEXT:, STATEMENT:, QUERY:, LOCATION: belong
+		// to the entry the same process wrote just before.
+		if !jr.hasPending || !jr.pendText || jr.pending.pid != p.pid {
+			return lineSkip, true, SkipOrphanLine
+		}
+		jr.pending.lines++
+		jr.extend = field
+		switch field {
+		case extDetail:
+			jr.pending.detail = string(p.msg)
+		case extContext:
+			jr.pending.context = string(p.msg)
+		case extStatement:
+			jr.pending.statement = string(p.msg)
+		}
+		return lineMerged, true, ""
+	}
+	var t int64
+	if v := top.v[jTime]; v.set {
+		b, ok := jr.bytesOf(v)
+		if !ok {
+			return lineSkip, true, SkipMalformed
+		}
+		if t, ok = jr.times.parse(b); !ok {
+			return lineSkip, true, SkipMalformed
+		}
+	}
+	*cur = entry{
+		time:     t,
+		pid:      p.pid,
+		user:     jr.intern.get(p.user),
+		database: jr.intern.get(p.db),
+		severity: jr.intern.get(p.severity),
+		message:  string(p.msg),
+	}
+	return lineEntry, true, ""
+}
+
+// appendPending adds one continuation line to the field being extended.
+func (jr *jsonReader) appendPending(b []byte) {
+	jr.pending.lines++
+	var dst *string
+	switch jr.extend {
+	case extMessage:
+		dst = &jr.pending.message
+	case extDetail:
+		dst = &jr.pending.detail
+	case extContext:
+		dst = &jr.pending.context
+	case extStatement:
+		dst = &jr.pending.statement
+	default:
+		return
+	}
+	*dst = *dst + "\n" + string(b)
+}
+
+func secondaryField(sev []byte) int {
+	switch string(sev) {
+	case "DETAIL":
+		return extDetail
+	case "CONTEXT":
+		return extContext
+	case "STATEMENT":
+		return extStatement
+	case "HINT", "QUERY", "LOCATION":
+		return extNone
+	}
+	return -1
+}
+
+type cloudSQLText struct {
+	pid           int32
+	part          int
+	db, user      []byte
+	severity, msg []byte
+	rest          []byte // text after the prefix, for split parts
+}
+
+// parseCloudSQLText splits "[%p]: [%l-%n] db=%d,user=%u SEVERITY:  msg".
+func parseCloudSQLText(b []byte) (p cloudSQLText, ok bool) {
+	// [24667]:
+	if len(b) < 2 || b[0] != '[' {
+		return p, false
+	}
+	k := bytes.IndexByte(b, ']')
+	if k < 0 {
+		return p, false
+	}
+	if p.pid, ok = parsePID(b[1:k]); !ok || k == 1 {
+		return p, false
+	}
+	b = b[k+1:]
+	if !bytes.HasPrefix(b, []byte(": [")) {
+		return p, false
+	}
+	b = b[3:]
+	// [2-1]: session line number, then the part of a split line.
+	k = bytes.IndexByte(b, ']')
+	if k < 0 {
+		return p, false
+	}
+	dash := bytes.IndexByte(b[:k], '-')
+	if dash < 0 {
+		return p, false
+	}
+	part, ok := parsePID(b[dash+1 : k])
+	if !ok {
+		return p, false
+	}
+	p.part = int(part)
+	b = b[k+1:]
+	if len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	p.rest = b
+	if p.part > 1 {
+		return p, true
+	}
+	// db=test,user=admin
+	if bytes.HasPrefix(b, []byte("db=")) {
+		k = bytes.Index(b, []byte(",user="))
+		if k < 0 {
+			return p, false
+		}
+		p.db = b[3:k]
+		b = b[k+6:]
+		sp := bytes.IndexByte(b, ' ')
+		if sp < 0 {
+			return p, false
+		}
+		p.user = b[:sp]
+		b = b[sp+1:]
+	}
+	// LOG:  message
+	k = bytes.Index(b, []byte(":  "))
+	if k <= 0 {
+		return p, false
+	}
+	for _, c := range b[:k] {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return p, false
+		}
+	}
+	p.severity = b[:k]
+	p.msg = b[k+3:]
+	return p, true
+}
