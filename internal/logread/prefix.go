@@ -1,0 +1,310 @@
+package logread
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+)
+
+// A prefix is a compiled log_line_prefix: a sequence of literal text and
+// escapes that matches the start of a stderr log line and extracts the
+// fields the interpreter needs. Matching is hand-written rather than a
+// regular expression because it runs once per line on the hot path.
+type prefix struct {
+	src   string
+	items []prefixItem
+	// needsPID is false when the prefix has no %p: DETAIL and STATEMENT
+	// lines then attach to the previous entry whatever its process.
+	hasPID bool
+}
+
+type prefixItem struct {
+	lit   []byte // literal text, when esc == 0
+	esc   byte   // escape letter: 'm', 'p', 'u', ...
+	width int    // padding width from %-10u / %10u, 0 when none
+}
+
+// prefixFields are the values a matched prefix yields, as slices of the line.
+type prefixFields struct {
+	time        []byte // %m, %t or %n, with the zone
+	timeKind    byte   // 'm', 't' or 'n'
+	pid         []byte
+	session     []byte
+	user        []byte
+	database    []byte
+	application []byte
+	sqlstate    []byte
+}
+
+// compilePrefix parses a log_line_prefix as PostgreSQL's log_line_prefix
+// documents it: %-escapes with an optional padding width, %% for a percent
+// sign, and %q, after which background processes print nothing.
+func compilePrefix(s string) (*prefix, error) {
+	p := &prefix{src: s}
+	var lit []byte
+	flush := func() {
+		if len(lit) > 0 {
+			p.items = append(p.items, prefixItem{lit: lit})
+			lit = nil
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			lit = append(lit, c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			return nil, fmt.Errorf("log_line_prefix %q ends with a lone %%", s)
+		}
+		if s[i] == '%' {
+			lit = append(lit, '%')
+			continue
+		}
+		// Padding: %-10u or %10u (PostgreSQL 9.6+).
+		j := i
+		if s[j] == '-' {
+			j++
+		}
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		width := 0
+		if j > i {
+			n, err := strconv.Atoi(s[i:j])
+			if err != nil {
+				return nil, fmt.Errorf("log_line_prefix %q: bad padding %q", s, s[i:j])
+			}
+			width = n
+			if width < 0 {
+				width = -width
+			}
+		}
+		if j >= len(s) {
+			return nil, fmt.Errorf("log_line_prefix %q ends inside an escape", s)
+		}
+		esc := s[j]
+		i = j
+		switch esc {
+		case 'a', 'u', 'd', 'r', 'h', 'b', 'p', 'P', 't', 'm', 'n', 'i', 'e', 'c', 'l', 's', 'v', 'x', 'q', 'Q':
+		default:
+			// The server prints nothing for an unknown escape.
+			continue
+		}
+		flush()
+		if esc == 'p' {
+			p.hasPID = true
+		}
+		p.items = append(p.items, prefixItem{esc: esc, width: width})
+	}
+	flush()
+	return p, nil
+}
+
+// match matches the prefix at the start of line and returns the rest of
+// the line (severity and message) and the fields. It reports false when
+// the line does not start with this prefix.
+func (p *prefix) match(line []byte, f *prefixFields) ([]byte, bool) {
+	*f = prefixFields{}
+	return p.matchFrom(0, line, f)
+}
+
+func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
+	for ; k < len(p.items); k++ {
+		it := &p.items[k]
+		if it.esc == 0 {
+			if !bytes.HasPrefix(b, it.lit) {
+				return nil, false
+			}
+			b = b[len(it.lit):]
+			continue
+		}
+		if it.esc == 'q' {
+			// Background processes stop the prefix at %q. Try the full
+			// prefix first, then the short one; the message that follows
+			// must start with a severity either way.
+			save := *f
+			if rest, ok := p.matchFrom(k+1, b, f); ok {
+				return rest, true
+			}
+			*f = save
+			if _, _, ok := splitSeverity(b); ok {
+				return b, true
+			}
+			return nil, false
+		}
+		if it.width > 0 {
+			// Left padding puts spaces before the value.
+			for len(b) > 0 && b[0] == ' ' {
+				b = b[1:]
+			}
+		}
+		var v []byte
+		var ok bool
+		switch it.esc {
+		case 'p', 'l', 'x', 'P', 'Q':
+			v, b, ok = takeInt(b)
+			if it.esc == 'P' || it.esc == 'x' {
+				ok = true // empty outside parallel workers / transactions
+			}
+		case 'm', 't', 's':
+			v, b, ok = takeTimestamp(b)
+		case 'n':
+			v, b, ok = takeEpoch(b)
+		case 'c':
+			v, b, ok = takeSessionID(b)
+		case 'e':
+			if len(b) >= 5 {
+				v, b, ok = b[:5], b[5:], true
+			}
+		case 'v':
+			v, b, ok = takeVXID(b)
+		default:
+			// Free text (%u %d %a %h %r %b %i): runs to where the next
+			// literal matches and the rest of the prefix matches after it.
+			return p.matchFree(k, b, f)
+		}
+		if !ok {
+			return nil, false
+		}
+		p.set(it.esc, v, f)
+	}
+	return b, true
+}
+
+// matchFree matches the free-text escape at item k, which may contain any
+// character, by trying each place where the following literal occurs.
+func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
+	it := &p.items[k]
+	if k+1 == len(p.items) {
+		// Free text at the very end of the prefix: it runs to the severity.
+		i := severityIndex(b)
+		if i < 0 {
+			return nil, false
+		}
+		p.set(it.esc, bytes.TrimRight(b[:i], " "), f)
+		return b[i:], true
+	}
+	next := &p.items[k+1]
+	if next.esc != 0 {
+		// Two escapes back to back: the free text takes nothing it can
+		// leave; give it the empty value and go on.
+		p.set(it.esc, nil, f)
+		return p.matchFrom(k+1, b, f)
+	}
+	off := 0
+	for tries := 0; tries < 8; tries++ {
+		i := bytes.Index(b[off:], next.lit)
+		if i < 0 {
+			return nil, false
+		}
+		save := *f
+		p.set(it.esc, bytes.TrimRight(b[:off+i], " "), f)
+		if rest, ok := p.matchFrom(k+1, b[off+i:], f); ok {
+			return rest, true
+		}
+		*f = save
+		off += i + 1
+	}
+	return nil, false
+}
+
+func (p *prefix) set(esc byte, v []byte, f *prefixFields) {
+	switch esc {
+	case 'm', 't', 'n':
+		f.time, f.timeKind = v, esc
+	case 'p':
+		f.pid = v
+	case 'c':
+		f.session = v
+	case 'u':
+		f.user = v
+	case 'd':
+		f.database = v
+	case 'a':
+		f.application = v
+	case 'e':
+		f.sqlstate = v
+	}
+}
+
+func takeInt(b []byte) (v, rest []byte, ok bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return b[:i], b[i:], i > 0 && b[i-1] != '-'
+}
+
+// takeTimestamp takes "2026-11-22 08:11:02[.123] ZONE"; the zone is a word
+// (UTC, CEST, +03, -0530) that runs to the next space.
+func takeTimestamp(b []byte) (v, rest []byte, ok bool) {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || b[10] != ' ' || b[13] != ':' || b[16] != ':' {
+		return nil, nil, false
+	}
+	i := 19
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i+1 < len(b) && b[i] == ' ' && isZoneStart(b[i+1]) {
+		// The zone is an abbreviation or an offset (UTC, CEST, +03, -0530).
+		j := i + 1
+		for j < len(b) && j-i <= 7 && isZoneByte(b[j]) {
+			j++
+		}
+		if j-i <= 7 {
+			i = j
+		}
+	}
+	return b[:i], b[i:], true
+}
+
+// isZoneStart reports whether c can start a zone abbreviation or offset
+// (UTC, CEST, +03, -0530) as the server prints them after a timestamp.
+func isZoneByte(c byte) bool {
+	return isZoneStart(c) || c >= '0' && c <= '9'
+}
+
+func isZoneStart(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '+' || c == '-'
+}
+
+func takeEpoch(b []byte) (v, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.') {
+		i++
+	}
+	return b[:i], b[i:], i > 0
+}
+
+// takeSessionID takes "6571e2a3.1f40": hex start time, dot, hex pid.
+func takeSessionID(b []byte) (v, rest []byte, ok bool) {
+	i := 0
+	dot := false
+	for i < len(b) {
+		c := b[i]
+		if c == '.' && !dot && i > 0 {
+			dot = true
+		} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			break
+		}
+		i++
+	}
+	return b[:i], b[i:], dot && b[i-1] != '.'
+}
+
+// takeVXID takes "3/1234", empty for processes without one.
+func takeVXID(b []byte) (v, rest []byte, ok bool) {
+	i := 0
+	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '/' || b[i] == '-') {
+		i++
+	}
+	return b[:i], b[i:], true
+}

@@ -1,0 +1,230 @@
+package logread
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// Format names a log format.
+type Format string
+
+const (
+	FormatAuto   Format = "auto"
+	FormatStderr Format = "stderr"
+	FormatCSV    Format = "csvlog"
+	FormatJSON   Format = "jsonlog"
+)
+
+// ParseFormat checks a --format value.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case "", FormatAuto:
+		return FormatAuto, nil
+	case FormatStderr, FormatCSV, FormatJSON:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown log format %q: use auto, stderr, csvlog or jsonlog", s)
+}
+
+// Options configure a Reader.
+type Options struct {
+	// Format of the log; FormatAuto (or "") detects it from the content.
+	Format Format
+	// Prefix is the server's log_line_prefix, for stderr logs. Empty means
+	// detect it from the first lines.
+	Prefix string
+	// Stdin is read for the path "-"; nil means os.Stdin.
+	Stdin io.Reader
+}
+
+// ErrNotEnglish is returned (wrapped) when the log's messages are in
+// another language than English, which the reader cannot interpret.
+var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages = 'C' on the server (ALTER SYSTEM SET lc_messages = 'C'; SELECT pg_reload_conf();) and capture the log again")
+
+// ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
+// not be detected.
+var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: pass it with --prefix (SHOW log_line_prefix on the server)")
+
+// Reader reads the events of one log file, streaming: memory does not grow
+// with the file, and the file is read once, front to back.
+type Reader struct {
+	name     string
+	format   Format
+	prefix   string
+	src      *source
+	fr       formatReader
+	stderr   *stderrReader // fr, when the log is stderr
+	interp   *interpreter
+	counters *Counters
+	next     int // index of the next event in interp.out
+	err      error
+	e        entry
+}
+
+// Open opens a log file ("-" for standard input), decompressing gzip,
+// zstd, bzip2 or xz, and detecting the format and prefix when opts leave
+// them out.
+func Open(path string, opts Options) (*Reader, error) {
+	src, err := openSource(path, opts.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReader(path, src, opts)
+	if err != nil {
+		src.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewReader reads an uncompressed log from rd. name is used in messages.
+func NewReader(rd io.Reader, name string, opts Options) (*Reader, error) {
+	src := &source{r: rd, raw: &countingReader{r: rd}, size: -1}
+	src.r = src.raw
+	return newReader(name, src, opts)
+}
+
+// detectSize is how much of the log is looked at to detect its format.
+const detectSize = 256 << 10
+
+func newReader(name string, src *source, opts Options) (*Reader, error) {
+	r := &Reader{name: name, src: src, counters: newCounters()}
+	r.interp = newInterpreter(r.counters)
+	br := bufio.NewReaderSize(src.r, detectSize)
+	head, err := br.Peek(detectSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	format := opts.Format
+	if format == "" || format == FormatAuto {
+		format = detectFormat(head)
+	}
+	r.format = format
+	switch format {
+	case FormatCSV:
+		r.fr = newCSVReader(br, r.counters)
+	case FormatJSON:
+		r.fr = newJSONReader(br, r.counters)
+	case FormatStderr:
+		ps := opts.Prefix
+		if ps == "" {
+			if ps, err = detectPrefix(head); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		p, err := compilePrefix(ps)
+		if err != nil {
+			return nil, err
+		}
+		r.prefix = ps
+		r.stderr = newStderrReader(br, p, r.counters)
+		r.fr = r.stderr
+	default:
+		return nil, fmt.Errorf("%s: unknown format %q", name, format)
+	}
+	return r, nil
+}
+
+// Format returns the log format, as given or detected.
+func (r *Reader) Format() Format { return r.format }
+
+// Prefix returns the log_line_prefix used for a stderr log.
+func (r *Reader) Prefix() string { return r.prefix }
+
+// Next returns the next event, or io.EOF after the last one. Events are
+// returned in log order of the line that completed them; see event.Event
+// for what Time means. The caller owns the event.
+func (r *Reader) Next() (*event.Event, error) {
+	for r.next >= len(r.interp.out) {
+		if r.err != nil {
+			return nil, r.err
+		}
+		r.interp.out = r.interp.out[:0]
+		r.next = 0
+		r.fill()
+	}
+	ev := r.interp.out[r.next]
+	r.interp.out[r.next] = nil
+	r.next++
+	return ev, nil
+}
+
+// fill interprets entries until at least one event is ready or the log
+// ends.
+func (r *Reader) fill() {
+	for len(r.interp.out) == 0 {
+		err := r.fr.next(&r.e)
+		if err == io.EOF {
+			r.interp.finishAll()
+			r.err = io.EOF
+			return
+		}
+		if err != nil {
+			r.err = fmt.Errorf("%s: %w", r.name, err)
+			return
+		}
+		r.interp.add(&r.e)
+		if err := r.checkLanguage(); err != nil {
+			r.interp.out = r.interp.out[:0]
+			r.err = err
+			return
+		}
+	}
+}
+
+func (r *Reader) checkLanguage() error {
+	lang, line := r.interp.foreign, r.interp.foreignLine
+	if lang == "" && r.stderr != nil {
+		lang, line = r.stderr.foreign, r.stderr.foreignLine
+	}
+	if lang == "" {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: messages in language %q: %w", r.name, line, lang, ErrNotEnglish)
+}
+
+// Counters returns the line counters so far. They are complete, adding up
+// to every line of the file, once Next has returned io.EOF.
+func (r *Reader) Counters() *Counters { return r.counters }
+
+// Progress returns how many bytes of the (compressed) file were read so
+// far and the file size, or -1 when it is not known (stdin).
+func (r *Reader) Progress() (read, size int64) { return r.src.progress() }
+
+// Name returns the file name the reader was opened with.
+func (r *Reader) Name() string { return r.name }
+
+// Close closes the underlying file.
+func (r *Reader) Close() error { return r.src.close() }
+
+// detectFormat tells csvlog and jsonlog from stderr by the first line.
+func detectFormat(head []byte) Format {
+	line := head
+	for len(line) > 0 {
+		i := bytes.IndexByte(line, '\n')
+		first := line
+		if i >= 0 {
+			first, line = line[:i], line[i+1:]
+		} else {
+			line = nil
+		}
+		first = bytes.TrimSpace(first)
+		if len(first) == 0 {
+			continue
+		}
+		if first[0] == '{' {
+			return FormatJSON
+		}
+		// csvlog: "2026-11-22 08:11:02.123 UTC,"user","db",1234,...
+		if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && rest[0] == ',' {
+			return FormatCSV
+		}
+		return FormatStderr
+	}
+	return FormatStderr
+}

@@ -1,0 +1,153 @@
+package logread
+
+import (
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// source is a log file opened for reading, decompressed when it needs to
+// be, with a count of the raw bytes read for progress reporting.
+type source struct {
+	r      io.Reader // decompressed bytes
+	closer []io.Closer
+	raw    *countingReader
+	size   int64
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// compression names what a file is compressed with.
+type compression string
+
+const (
+	compressNone  compression = ""
+	compressGzip  compression = "gzip"
+	compressZstd  compression = "zstd"
+	compressBzip2 compression = "bzip2"
+	compressXz    compression = "xz"
+)
+
+// magic byte sequences, checked before the file extension: a rotated log
+// named .1 may well be gzip, and a .gz may have been decompressed in place.
+var magics = []struct {
+	prefix []byte
+	c      compression
+}{
+	{[]byte{0x1f, 0x8b}, compressGzip},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, compressZstd},
+	{[]byte("BZh"), compressBzip2},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, compressXz},
+}
+
+func sniffCompression(head []byte, name string) compression {
+	for _, m := range magics {
+		if bytes.HasPrefix(head, m.prefix) {
+			return m.c
+		}
+	}
+	// Too short to hold a magic: trust the extension, so that a truncated
+	// compressed file fails with a decompression error, not as garbage.
+	if len(head) < 6 {
+		switch {
+		case strings.HasSuffix(name, ".gz"):
+			return compressGzip
+		case strings.HasSuffix(name, ".zst"):
+			return compressZstd
+		case strings.HasSuffix(name, ".bz2"):
+			return compressBzip2
+		case strings.HasSuffix(name, ".xz"):
+			return compressXz
+		}
+	}
+	return compressNone
+}
+
+// openSource opens path ("-" is stdin) and wraps it in a decompressor when
+// its first bytes say it is compressed.
+func openSource(path string, stdin io.Reader) (*source, error) {
+	s := &source{size: -1}
+	var f io.Reader
+	if path == "-" {
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		f = stdin
+	} else {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
+			s.size = fi.Size()
+		}
+		s.closer = append(s.closer, file)
+		f = file
+	}
+	s.raw = &countingReader{r: f}
+	br := bufio.NewReaderSize(s.raw, 64<<10)
+	head, _ := br.Peek(6)
+	var err error
+	switch c := sniffCompression(head, path); c {
+	case compressNone:
+		s.r = br
+	case compressGzip:
+		var z *gzip.Reader
+		if z, err = gzip.NewReader(br); err == nil {
+			s.r = z
+		}
+	case compressZstd:
+		var z *zstd.Decoder
+		if z, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(1)); err == nil {
+			s.r = z
+			s.closer = append(s.closer, closerFunc(func() error { z.Close(); return nil }))
+		}
+	case compressBzip2:
+		s.r = bzip2.NewReader(br)
+	case compressXz:
+		var z *xz.Reader
+		if z, err = xz.NewReader(br); err == nil {
+			s.r = z
+		}
+	}
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("%s: not a valid compressed file: %w", path, err)
+	}
+	return s, nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+func (s *source) progress() (int64, int64) { return s.raw.n.Load(), s.size }
+
+func (s *source) close() error {
+	var first error
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		if err := s.closer[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.closer = nil
+	return first
+}
