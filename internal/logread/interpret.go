@@ -21,6 +21,10 @@ type interpreter struct {
 	gen      map[int32]int            // sessions seen per process, when %c is missing
 	out      []*event.Event
 
+	// lastSession is the session of the previous entry: sessions log
+	// several lines in a row.
+	lastSession *sessionState
+
 	// foreign is set to the language of a translated message, when seen.
 	foreign     string
 	foreignLine int64
@@ -55,6 +59,10 @@ func newInterpreter(c *Counters) *interpreter {
 
 // session finds or creates the state of e's session.
 func (in *interpreter) session(e *entry) *sessionState {
+	if s := in.lastSession; s != nil && e.session != "" && e.session == s.key {
+		in.update(s, e)
+		return s
+	}
 	key := e.session
 	if key == "" {
 		key = in.byPID[e.pid]
@@ -75,6 +83,12 @@ func (in *interpreter) session(e *entry) *sessionState {
 		}
 		in.byPID[e.pid] = key
 	}
+	in.lastSession = s
+	in.update(s, e)
+	return s
+}
+
+func (in *interpreter) update(s *sessionState, e *entry) {
 	// The prefix shows "[unknown]" before the startup packet is read.
 	if e.user != "" && e.user != "[unknown]" {
 		s.user = e.user
@@ -85,11 +99,13 @@ func (in *interpreter) session(e *entry) *sessionState {
 	if e.application != "" && e.application != "[unknown]" {
 		s.application = e.application
 	}
-	return s
 }
 
 func (in *interpreter) drop(key string) {
 	if s := in.sessions[key]; s != nil {
+		if in.lastSession == s {
+			in.lastSession = nil
+		}
 		in.flush(s)
 		delete(in.sessions, key)
 	}
@@ -310,6 +326,7 @@ func (in *interpreter) disconnect(e *entry) {
 	in.flush(s)
 	in.out = append(in.out, in.newEvent(event.Disconnect, e, s))
 	delete(in.sessions, s.key)
+	in.lastSession = nil
 	if in.byPID[e.pid] == s.key {
 		delete(in.byPID, e.pid)
 	}

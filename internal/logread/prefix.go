@@ -195,7 +195,12 @@ func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
 	}
 	off := 0
 	for tries := 0; tries < 8; tries++ {
-		i := bytes.Index(b[off:], next.lit)
+		var i int
+		if len(next.lit) == 1 {
+			i = bytes.IndexByte(b[off:], next.lit[0])
+		} else {
+			i = bytes.Index(b[off:], next.lit)
+		}
 		if i < 0 {
 			return nil, false
 		}

@@ -15,6 +15,9 @@ type stderrReader struct {
 	c      *Counters
 	intern interner
 	times  logTimeParser
+	// last holds the previous entry's field values: consecutive lines
+	// mostly repeat them, and a compare is cheaper than a map lookup.
+	last   [6]string
 	lineNo int64
 
 	// The entry being assembled, emitted when the next message starts.
@@ -112,13 +115,13 @@ func (s *stderrReader) start(line, sev, msg []byte, f *prefixFields) {
 	s.cur = entry{
 		line:        s.lineNo,
 		lines:       1,
-		severity:    s.intern.get(sev),
+		severity:    s.str(0, sev),
 		pid:         int32(atoi(f.pid)),
-		session:     s.intern.get(f.session),
-		user:        s.intern.get(f.user),
-		database:    s.intern.get(f.database),
-		application: s.intern.get(f.application),
-		sqlstate:    s.intern.get(f.sqlstate),
+		session:     s.str(1, f.session),
+		user:        s.str(2, f.user),
+		database:    s.str(3, f.database),
+		application: s.str(4, f.application),
+		sqlstate:    s.str(5, f.sqlstate),
 	}
 	if len(f.time) > 0 {
 		s.cur.time, _ = s.times.parse(f.time)
@@ -126,6 +129,17 @@ func (s *stderrReader) start(line, sev, msg []byte, f *prefixFields) {
 	s.curPID = f.pid
 	s.have = true
 	s.setField(&s.cur.message, msg)
+}
+
+// str interns b, trying the value of the same field on the previous line
+// first.
+func (s *stderrReader) str(i int, b []byte) string {
+	if string(b) == s.last[i] {
+		return s.last[i]
+	}
+	v := s.intern.get(b)
+	s.last[i] = v
+	return v
 }
 
 func (s *stderrReader) setField(dst *string, v []byte) {
