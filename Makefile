@@ -1,0 +1,56 @@
+# pgrehearse developer entry points. A newcomer needs two: `make demo` and
+# `make test` (see README.md). Both install PostgreSQL first when it is
+# missing, because the demo and the tests run real throwaway servers.
+
+GO          ?= go
+BIN         := bin/pgrehearse
+TEST_FLAGS  ?=
+# The whole suite takes a few minutes; the timeout only catches a hang.
+TEST_TIMEOUT ?= 20m
+PG_INSTALL  := apt-get update && apt-get install -y postgresql
+
+.PHONY: all build demo test bench fmt vet postgres
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/pgrehearse
+
+demo: build postgres
+	./$(BIN) demo
+
+# go test prints its usual per-package lines; nothing here filters them.
+test: postgres
+	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+bench:
+	bash bench/parse.sh
+
+fmt:
+	gofmt -w .
+
+vet:
+	$(GO) vet ./...
+
+# postgres makes sure the PostgreSQL server binaries that
+# internal/pgcluster looks for exist ($PG_BIN, /usr/lib/postgresql/*/bin or
+# $PATH), installing them as root, or saying how to, when they do not.
+# pgbench and pg_stat_statements come in the same Debian package.
+postgres:
+	@if [ -n "$$PG_BIN" ]; then \
+		if [ -x "$$PG_BIN/initdb" ] && [ -x "$$PG_BIN/pg_ctl" ] && [ -x "$$PG_BIN/pgbench" ]; then exit 0; fi; \
+		echo "PG_BIN=$$PG_BIN does not hold initdb, pg_ctl and pgbench" >&2; exit 1; \
+	fi; \
+	for d in /usr/lib/postgresql/*/bin; do \
+		if [ -x "$$d/initdb" ] && [ -x "$$d/pgbench" ]; then exit 0; fi; \
+	done; \
+	if command -v initdb >/dev/null && command -v pgbench >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "PostgreSQL binaries not found: running $(PG_INSTALL)"; \
+		export DEBIAN_FRONTEND=noninteractive; $(PG_INSTALL); \
+	else \
+		echo "PostgreSQL binaries not found. Install them with:" >&2; \
+		echo "  sudo sh -c '$(PG_INSTALL)'" >&2; \
+		echo "or set PG_BIN to the directory holding initdb, pg_ctl, postgres and pgbench." >&2; \
+		exit 1; \
+	fi
