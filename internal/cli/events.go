@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+)
+
+func init() { commands = append(commands, newEventsCmd) }
+
+func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var opts logread.Options
+	var format string
+	var count, showParams bool
+	cmd := &cobra.Command{
+		Use:   "events [flags] LOG...",
+		Short: "Print the events the log reader finds in PostgreSQL logs",
+		Long: `events prints, one JSON object per line, what the log reader makes of each
+log: sessions connecting and disconnecting, statements, extended-protocol
+executions with their parameters, and errors. Use it to check what a replay
+would send, or --count to only count (the log reader's speed, in bench/parse.sh).
+
+Parameter values are left out unless --show-params is given: they may hold
+personal data.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := logread.ParseFormat(format)
+			if err != nil {
+				return usageError("%v", err)
+			}
+			opts.Format, opts.Stdin = f, stdio.Stdin
+			return runEvents(cmd.Context(), stdio, args, opts, count, showParams)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "log_line_prefix of a stderr log (detected when empty)")
+	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
+	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values")
+	return cmd
+}
+
+// jsonEvent is the printed form of an event.
+type jsonEvent struct {
+	Kind        string    `json:"kind"`
+	Time        string    `json:"time"`
+	Session     string    `json:"session"`
+	PID         int32     `json:"pid"`
+	User        string    `json:"user,omitempty"`
+	Database    string    `json:"database,omitempty"`
+	Application string    `json:"application,omitempty"`
+	DurationMS  *float64  `json:"duration_ms,omitempty"`
+	Name        string    `json:"name,omitempty"`
+	Query       string    `json:"query,omitempty"`
+	Params      []*string `json:"params,omitempty"`
+	NParams     int       `json:"nparams,omitempty"`
+	ParamState  string    `json:"param_state,omitempty"`
+	Failed      bool      `json:"failed,omitempty"`
+	SQLState    string    `json:"sqlstate,omitempty"`
+	Message     string    `json:"message,omitempty"`
+	Line        int64     `json:"line"`
+}
+
+var paramStates = [...]string{"", "missing", "truncated"}
+
+func toJSONEvent(ev *event.Event, showParams bool) jsonEvent {
+	j := jsonEvent{
+		Kind: ev.Kind.String(), Time: time.UnixMicro(ev.Time).UTC().Format("2006-01-02T15:04:05.000000Z"),
+		Session: ev.Session, PID: ev.PID, User: ev.User, Database: ev.Database, Application: ev.Application,
+		Name: ev.Name, Query: ev.Query, NParams: len(ev.Params), Failed: ev.Failed,
+		SQLState: ev.SQLState, Message: ev.Message, Line: ev.Line,
+	}
+	if int(ev.ParamState) < len(paramStates) {
+		j.ParamState = paramStates[ev.ParamState]
+	}
+	if ev.Duration >= 0 {
+		ms := float64(ev.Duration) / 1000
+		j.DurationMS = &ms
+	}
+	if showParams {
+		for _, p := range ev.Params {
+			if p.Null {
+				j.Params = append(j.Params, nil)
+			} else {
+				v := p.Value
+				j.Params = append(j.Params, &v)
+			}
+		}
+	}
+	return j
+}
+
+func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Options, count, showParams bool) error {
+	out := bufio.NewWriterSize(stdio.Stdout, 1<<16)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	kinds := make(map[string]int64)
+	for _, path := range paths {
+		r, err := logread.Open(path, opts)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for {
+			if n++; n&1023 == 0 && ctx.Err() != nil {
+				r.Close()
+				return ctx.Err()
+			}
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return err
+			}
+			if count {
+				kinds[ev.Kind.String()]++
+				continue
+			}
+			if err := enc.Encode(toJSONEvent(ev, showParams)); err != nil {
+				r.Close()
+				return err
+			}
+		}
+		r.Close()
+		if count {
+			c := r.Counters()
+			fmt.Fprintf(out, "%s: format %s", path, r.Format())
+			if r.Format() == logread.FormatStderr {
+				fmt.Fprintf(out, ", prefix %q", r.Prefix())
+			}
+			fmt.Fprintf(out, "\n  lines: %d total, %d parsed, %d skipped\n", c.Total, c.Parsed, c.SkippedTotal())
+			for _, reason := range c.Reasons() {
+				fmt.Fprintf(out, "    %-28s %d\n", reason, c.Skipped[reason])
+			}
+		}
+	}
+	if count {
+		for _, k := range []event.Kind{event.Connect, event.Disconnect, event.Statement, event.Prepare, event.Execute, event.Error} {
+			fmt.Fprintf(out, "  %-10s %d\n", k.String()+":", kinds[k.String()])
+		}
+	}
+	return nil
+}
