@@ -524,6 +524,12 @@ func (jr *jsonReader) parseLine(line []byte, cur *entry) (kind lineKind, isText 
 		if !jr.fill(cur, top) {
 			return lineSkip, false, SkipMalformed
 		}
+		if !top.v[jSQLState].set {
+			// jsonlog leaves state_code out when the error code is 0,
+			// which is 00000 (successful completion), as csvlog and %e
+			// write it.
+			cur.sqlstate = "00000"
+		}
 		return lineEntry, false, ""
 	}
 	// {"level":"info","ts":1669575244.91,"logger":"wal-archive","msg":"Backup not configured, ..."}:

@@ -168,7 +168,11 @@ func daysFromCivil(y, m, d int64) int64 {
 	if m <= 2 {
 		y--
 	}
-	era := y / 400 // y >= 0 here: four digits
+	era := y
+	if era < 0 { // year 0000 in January or February: floor, not truncate
+		era -= 399
+	}
+	era /= 400
 	yoe := y - era*400
 	mp := (m + 9) % 12
 	doy := (153*mp+2)/5 + d - 1
