@@ -1,0 +1,333 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// sliceSource is a Source over events in memory, optionally named and
+// with line counts, and optionally failing after its events.
+type sliceSource struct {
+	name   string
+	events []*event.Event
+	lines  LineCounts
+	err    error // returned instead of io.EOF
+	next   int
+}
+
+func (s *sliceSource) Next() (*event.Event, error) {
+	if s.next == len(s.events) {
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	}
+	s.next++
+	return s.events[s.next-1], nil
+}
+
+func (s *sliceSource) Name() string           { return s.name }
+func (s *sliceSource) LineCounts() LineCounts { return s.lines }
+
+const t0 = 1_714_557_600_000_000 // 2024-05-01T10:00:00Z in µs
+
+func stmt(session string, at int64, q string, d int64) *event.Event {
+	return &event.Event{Kind: event.Statement, Session: session, Time: t0 + at, Query: q, Duration: d}
+}
+
+func TestAnalyzeCounts(t *testing.T) {
+	failed := stmt("s1", 40, "INSERT INTO t VALUES (1)", event.NoDuration)
+	failed.Failed, failed.SQLState = true, "23505"
+	evs := []*event.Event{
+		{Kind: event.Connect, Session: "s1", Time: t0},
+		stmt("s1", 10, "SELECT * FROM t WHERE id = 1", 100),
+		stmt("s1", 20, "select * from t where id = 2", 300),
+		{Kind: event.Prepare, Session: "s2", Time: t0 + 25, Query: "SELECT $1::int", Duration: 5},
+		{Kind: event.Execute, Session: "s2", Time: t0 + 30, Query: "SELECT $1::int", Duration: 50},
+		{Kind: event.Error, Session: "s1", Time: t0 + 40, SQLState: "23505", Query: "INSERT INTO t VALUES (1)"},
+		failed,
+		{Kind: event.Error, Session: "s2", Time: t0 + 45},
+		stmt("s2", 50, "BEGIN; UPDATE t SET x = 1; COMMIT", 10),
+		stmt("s2", 55, "  -- only a comment", 1),
+		stmt("s3", 60, "SELEC 1", event.NoDuration),
+		{Kind: event.Disconnect, Session: "s1", Time: t0 + 1_000_000},
+	}
+	evs[10].Failed = true
+	src := &sliceSource{name: "a.log", events: evs, lines: LineCounts{Total: 20, Parsed: 18, Skipped: map[string]int64{"checkpoint": 2}}}
+	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2, BatchSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partial {
+		t.Error("complete analysis marked partial")
+	}
+	// Calls: 2 selects, 1 execute, 1 failed insert, 3 from the
+	// transaction string, 1 unparsed; not the connect, disconnect,
+	// prepare, errors or the comment.
+	want := StatementCounts{Total: 8, Failed: 2, Unparsed: 1, Empty: 1}
+	if res.Statements != want {
+		t.Errorf("statements = %+v, want %+v", res.Statements, want)
+	}
+	var calls, errs int64
+	for _, q := range res.Queries {
+		calls += q.Calls
+		errs += q.Errors
+	}
+	if calls != res.Statements.Total || errs != res.Statements.Failed {
+		t.Errorf("queries hold %d calls, %d errors; statements say %d, %d", calls, errs, res.Statements.Total, res.Statements.Failed)
+	}
+	if res.Sessions != 3 {
+		t.Errorf("sessions = %d, want 3", res.Sessions)
+	}
+	if got := fmt.Sprint(res.ErrorsBySQLState); got != "map[23505:1 unknown:1]" {
+		t.Errorf("errors_by_sqlstate = %s", got)
+	}
+	if res.FirstTime != "2024-05-01T10:00:00.000000Z" || res.LastTime != "2024-05-01T10:00:01.000000Z" {
+		t.Errorf("time span %s .. %s", res.FirstTime, res.LastTime)
+	}
+	if res.Lines.Total != 20 || res.Lines.Skipped["checkpoint"] != 2 || len(res.Files) != 1 || res.Files[0] != "a.log" {
+		t.Errorf("lines %+v files %v", res.Lines, res.Files)
+	}
+	if res.Events["connect"] != 1 || res.Events["prepare"] != 1 || res.Events["error"] != 2 {
+		t.Errorf("events = %v", res.Events)
+	}
+
+	byQuery := map[string]int{}
+	for i, q := range res.Queries {
+		byQuery[q.Query] = i
+	}
+	sel := res.Queries[byQuery["SELECT * FROM t WHERE id = $1"]]
+	if sel.Calls != 2 || sel.TotalMS != 0.4 || sel.MeanMS != 0.2 || sel.TimedCalls != 2 {
+		t.Errorf("select row: %+v", sel)
+	}
+	ins := res.Queries[byQuery["INSERT INTO t VALUES ($1)"]]
+	if ins.Calls != 1 || ins.Errors != 1 || ins.TimedCalls != 0 || ins.MeanMS != 0 {
+		t.Errorf("failed insert row: %+v", ins)
+	}
+	// 10 µs for three statements: 4, 3, 3; the error of a failed
+	// string would go to COMMIT.
+	for q, wantUS := range map[string]float64{"BEGIN": 4, "UPDATE t SET x = $1": 3, "COMMIT": 3} {
+		if got := res.Queries[byQuery[q]].TotalMS; got != wantUS/1000 {
+			t.Errorf("%s: total_ms %v, want %v", q, got, wantUS/1000)
+		}
+	}
+	if res.Queries[0].Query != "SELECT * FROM t WHERE id = $1" {
+		t.Errorf("first query by total time: %q", res.Queries[0].Query)
+	}
+}
+
+// workload makes a synthetic log's events: sessions running a mix of
+// queries with varying literals, some failing, some in one string.
+func workload(n int, seed uint64) []*event.Event {
+	r := rand.New(rand.NewPCG(seed, 1))
+	templates := []string{
+		"SELECT * FROM orders WHERE id = %d",
+		"SELECT name, email FROM customers WHERE id = %d AND active",
+		"UPDATE accounts SET balance = balance - %d WHERE id = 7",
+		"INSERT INTO events (kind, payload) VALUES ('click', '%d')",
+		"BEGIN; UPDATE stock SET n = n - %d WHERE sku = 1; COMMIT",
+		"SELEC %d", // a typo that keeps failing
+	}
+	evs := make([]*event.Event, 0, n)
+	at := int64(0)
+	for len(evs) < n {
+		session := fmt.Sprintf("s%d", r.IntN(50))
+		at += r.Int64N(1000)
+		switch x := r.IntN(100); {
+		case x < 2:
+			evs = append(evs, &event.Event{Kind: event.Connect, Session: session, Time: t0 + at, Duration: event.NoDuration})
+		case x < 4:
+			evs = append(evs, &event.Event{Kind: event.Disconnect, Session: session, Time: t0 + at, Duration: event.NoDuration})
+		default:
+			tpl := templates[r.IntN(len(templates))]
+			ev := stmt(session, at, fmt.Sprintf(tpl, r.IntN(200)), r.Int64N(5000))
+			if r.IntN(3) == 0 {
+				ev.Kind = event.Execute
+				ev.Query = strings.ReplaceAll(tpl, "%d", "$1")
+			}
+			if strings.HasPrefix(tpl, "SELEC ") || r.IntN(50) == 0 {
+				ev.Failed, ev.Duration = true, event.NoDuration
+				evs = append(evs, &event.Event{Kind: event.Error, Session: session, Time: t0 + at, SQLState: "42601"})
+			}
+			if r.IntN(10) == 0 {
+				ev.Duration = event.NoDuration
+			}
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+func TestJobsGiveIdenticalResults(t *testing.T) {
+	evs := workload(20000, 7)
+	run := func(jobs, batch int) string {
+		// Two sources, to cover file boundaries inside a batch.
+		src := []Source{
+			&sliceSource{name: "1.log", events: evs[:12345], lines: LineCounts{Total: 1, Parsed: 1}},
+			&sliceSource{name: "2.log", events: evs[12345:], lines: LineCounts{Total: 2, Parsed: 1, Skipped: map[string]int64{"x": 1}}},
+		}
+		res, err := Analyze(context.Background(), src, Options{Jobs: jobs, BatchSize: batch, Hist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := run(1, 0)
+	for _, c := range []struct{ jobs, batch int }{{4, 0}, {2, 7}, {3, 1}} {
+		if got := run(c.jobs, c.batch); got != want {
+			t.Errorf("-j %d (batch %d) differs from -j 1", c.jobs, c.batch)
+		}
+	}
+	var res map[string]any
+	json.Unmarshal([]byte(want), &res)
+	for _, key := range []string{"kind", "lines", "statements", "sessions", "errors_by_sqlstate", "files", "first_time", "last_time", "queries"} {
+		if _, ok := res[key]; !ok {
+			t.Errorf("JSON lacks %q", key)
+		}
+	}
+	q := res["queries"].([]any)[0].(map[string]any)
+	for _, key := range []string{"fingerprint", "query", "calls", "errors", "timed_calls", "total_ms", "mean_ms", "p50_ms", "p95_ms", "p99_ms"} {
+		if _, ok := q[key]; !ok {
+			t.Errorf("query JSON lacks %q", key)
+		}
+	}
+}
+
+func TestReadErrorGivesPartial(t *testing.T) {
+	boom := errors.New("boom")
+	src := []Source{
+		&sliceSource{name: "ok.log", events: workload(100, 1)},
+		&sliceSource{name: "bad.log", events: workload(10, 2), err: boom},
+		&sliceSource{name: "never.log", events: workload(10, 3)},
+	}
+	res, err := Analyze(context.Background(), src, Options{Jobs: 2})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "bad.log") {
+		t.Fatalf("err = %v, want boom naming bad.log", err)
+	}
+	if res == nil || !res.Partial || len(res.Files) != 2 {
+		t.Fatalf("result %+v, want a partial one over two files", res)
+	}
+}
+
+// cancelSource cancels the analysis after a number of events, as Ctrl-C
+// would, and keeps yielding events.
+type cancelSource struct {
+	after  int
+	cancel func()
+	n      int
+}
+
+func (s *cancelSource) Next() (*event.Event, error) {
+	s.n++
+	if s.n == s.after {
+		s.cancel()
+	}
+	return stmt("s", int64(s.n), "SELECT 1", 1), nil
+}
+
+func TestCancelGivesPartial(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &cancelSource{after: 2500, cancel: cancel}
+	res, err := Analyze(ctx, []Source{src}, Options{Jobs: 2, BatchSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial {
+		t.Error("interrupted analysis not marked partial")
+	}
+	// Reading stops at the end of the batch in which the cancel came;
+	// every event read is counted.
+	if res.Statements.Total != 3000 || int64(src.n) != 3000 {
+		t.Errorf("counted %d statements of %d read, want 3000", res.Statements.Total, src.n)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	evs := workload(5000, 11)
+	src := &sliceSource{name: "x.log", events: evs, lines: LineCounts{Total: 6000, Parsed: 5900, Skipped: map[string]int64{"checkpoint": 60, "autovacuum": 40}}}
+	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, res, 3); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"lines       6,000 read, 5,900 parsed, 100 skipped",
+		"60  checkpoint\n",
+		"Top 3 queries by total time",
+		"Top 3 queries by calls",
+		"Top 3 queries by errors",
+		"SELEC $1",
+		"errors      ",
+		"42601 ",
+		res.Queries[0].Fingerprint,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") || strings.Contains(out, "WARNING") || strings.Contains(out, "PARTIAL") {
+		t.Errorf("unexpected escape, warning or partial mark:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if utf8Len(line) > 170 {
+			t.Errorf("line too long (%d): %s", utf8Len(line), line)
+		}
+	}
+
+	res.Partial = true
+	res.Lines.Total++
+	buf.Reset()
+	WriteSummary(&buf, res, 3)
+	if !strings.Contains(buf.String(), "PARTIAL") || !strings.Contains(buf.String(), "WARNING: 1 lines are not accounted for") {
+		t.Errorf("partial, miscounted summary not flagged:\n%s", buf.String())
+	}
+}
+
+func utf8Len(s string) int { return len([]rune(s)) }
+
+func TestOneLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"SELECT 1", "SELECT 1"},
+		{"SELECT\n\t a,\n  b FROM t", "SELECT a, b FROM t"},
+		{strings.Repeat("é", 100), strings.Repeat("é", 17) + "..."},
+	}
+	for _, tt := range tests {
+		if got := OneLine(tt.in, 20); got != tt.want {
+			t.Errorf("OneLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func BenchmarkAnalyze(b *testing.B) {
+	evs := workload(200_000, 3)
+	for _, jobs := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("j%d", jobs), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				src := &sliceSource{events: evs}
+				if _, err := Analyze(context.Background(), []Source{src}, Options{Jobs: jobs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

@@ -1,0 +1,16 @@
+// Package analyze summarizes a workload from its events: how many lines
+// and statements the logs held, which errors occurred, and per query
+// fingerprint the calls, errors and latencies. It is what `pgrehearse
+// analyze` prints, and the baseline a replay is compared with.
+//
+// Analyze reads events from Sources on one goroutine and hands them in
+// batches to Options.Jobs workers, each aggregating into its own
+// querystats.Set; the sets are merged at the end. Every figure is a sum, a
+// minimum, a maximum or a set union, so the result does not depend on the
+// number of workers or on how events were dealt out.
+//
+// The package consumes events and knows nothing of log formats: it does
+// not import logread. Line counts arrive through the optional LineCounter
+// interface of a Source, which the CLI provides. Writers take an io.Writer
+// and never decide where output goes.
+package analyze

@@ -1,0 +1,230 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+)
+
+// QueryWidth is how much of a query's text the summary shows, on one line.
+const QueryWidth = 80
+
+// WriteSummary writes r for a person to read: line accounting, statement
+// counts, the time span, then the top queries by total time, by calls and
+// by errors. It writes plain text, never terminal escapes, so that it can
+// go to a file or a pipe as well.
+func WriteSummary(w io.Writer, r *Result, top int) error {
+	ew := &errWriter{w: w}
+	if r.Partial {
+		ew.printf("PARTIAL RESULT: the analysis stopped before the end of the input.\n\n")
+	}
+	if len(r.Files) > 0 {
+		ew.printf("files       %s\n", strings.Join(r.Files, ", "))
+	}
+	writeLines(ew, r.Lines)
+	ew.printf("statements  %s executed, %s failed", num(r.Statements.Total), num(r.Statements.Failed))
+	if r.Statements.Unparsed > 0 {
+		ew.printf(", %s did not parse", num(r.Statements.Unparsed))
+	}
+	if r.Statements.Empty > 0 {
+		ew.printf(", %s empty query strings", num(r.Statements.Empty))
+	}
+	ew.printf(" (%s distinct queries)\n", num(int64(len(r.Queries))))
+	ew.printf("sessions    %s", num(r.Sessions))
+	if n := r.Events["connect"]; n > 0 {
+		ew.printf(", %s connections", num(n))
+	}
+	if n := r.Events["prepare"]; n > 0 {
+		ew.printf(", %s prepares", num(n))
+	}
+	ew.printf("\n")
+	if r.FirstTime != "" {
+		span := time.Duration(r.LastUS-r.FirstUS) * time.Microsecond
+		ew.printf("time span   %s .. %s (%s)\n", r.FirstTime, r.LastTime, span)
+	}
+	if len(r.ErrorsBySQLState) > 0 {
+		codes := sortedKeys(r.ErrorsBySQLState)
+		parts := make([]string, len(codes))
+		var n int64
+		for i, c := range codes {
+			parts[i] = c + " " + num(r.ErrorsBySQLState[c])
+			n += r.ErrorsBySQLState[c]
+		}
+		ew.printf("errors      %s by SQLSTATE: %s\n", num(n), strings.Join(parts, ", "))
+	}
+	if top > 0 && len(r.Queries) > 0 {
+		spanS := float64(r.LastUS-r.FirstUS) / 1e6
+		byTime := r.Queries // already by total time
+		writeTop(ew, "by total time", byTime, top, spanS)
+		byCalls := slices.Clone(r.Queries)
+		slices.SortStableFunc(byCalls, func(a, b querystats.Row) int { return cmp.Compare(b.Calls, a.Calls) })
+		writeTop(ew, "by calls", byCalls, top, spanS)
+		var failing []querystats.Row
+		for _, q := range r.Queries {
+			if q.Errors > 0 {
+				failing = append(failing, q)
+			}
+		}
+		slices.SortStableFunc(failing, func(a, b querystats.Row) int { return cmp.Compare(b.Errors, a.Errors) })
+		writeTop(ew, "by errors", failing, top, spanS)
+	}
+	return ew.err
+}
+
+func writeLines(ew *errWriter, l LineCounts) {
+	skipped := l.SkippedTotal()
+	ew.printf("lines       %s read, %s parsed, %s skipped\n", num(l.Total), num(l.Parsed), num(skipped))
+	if d := l.Total - l.Parsed - skipped; d != 0 {
+		// The reader promises every line is parsed or skipped; say so
+		// loudly if that broke rather than print figures that lie.
+		ew.printf("            WARNING: %s lines are not accounted for\n", num(d))
+	}
+	reasons := sortedKeys(l.Skipped)
+	slices.SortStableFunc(reasons, func(a, b string) int { return cmp.Compare(l.Skipped[b], l.Skipped[a]) })
+	if len(reasons) == 0 {
+		return
+	}
+	table := make([][]string, len(reasons))
+	for i, reason := range reasons {
+		table[i] = []string{num(l.Skipped[reason]), reason}
+	}
+	writeTable(ew, "            ", table, 1)
+}
+
+func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS float64) {
+	if len(rows) == 0 {
+		return
+	}
+	n := min(top, len(rows))
+	ew.printf("\nTop %d queries %s\n", n, title)
+	// calls/s tells how close a query is to the rate where per-query
+	// bookkeeping (pg_stat_statements' spinlock) starts to contend.
+	rate := spanS >= 1
+	head := []string{"total_ms", "calls"}
+	if rate {
+		head = append(head, "calls/s")
+	}
+	head = append(head, "errors", "mean_ms", "p95_ms", "fingerprint", "query")
+	table := [][]string{head}
+	for _, q := range rows[:n] {
+		row := []string{ms(q.TotalMS, q.TimedCalls), num(q.Calls)}
+		if rate {
+			row = append(row, strconv.FormatFloat(float64(q.Calls)/spanS, 'f', 1, 64))
+		}
+		row = append(row, num(q.Errors), ms(q.MeanMS, q.TimedCalls), ms(q.P95MS, q.TimedCalls),
+			q.Fingerprint, OneLine(q.Query, QueryWidth))
+		table = append(table, row)
+	}
+	// Figures right-aligned, the two text columns left-aligned.
+	writeTable(ew, "  ", table, len(head)-2)
+}
+
+// writeTable writes cells in columns two spaces apart; the first numeric
+// columns are right-aligned, the others left-aligned, and the last one is
+// not padded, so that no line ends in spaces.
+func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, row := range table {
+		b.Reset()
+		b.WriteString(indent)
+		for i, c := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i < numeric:
+				b.WriteString(pad + c)
+			case i == len(row)-1:
+				b.WriteString(c)
+			default:
+				b.WriteString(c + pad)
+			}
+			if i < len(row)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteByte('\n')
+		ew.printf("%s", b.String())
+	}
+}
+
+// ms formats a duration figure, or "-" for a query with no timed call,
+// whose 0 would read as "instant".
+func ms(v float64, timed int64) string {
+	if timed == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// num formats n with thousands separators, easier to read in big logs.
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// OneLine collapses whitespace (newlines included) and shortens s to at
+// most width characters, marking a cut with "...". Tabs become spaces so
+// that a query cannot break column alignment.
+func OneLine(s string, width int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:width-3]) + "..."
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// errWriter keeps the first write error so that the summary code can
+// write freely and report once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}

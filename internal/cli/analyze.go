@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+
+	"github.com/pgrehearse/pgrehearse/internal/analyze"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+)
+
+func init() { commands = append(commands, newAnalyzeCmd) }
+
+type analyzeFlags struct {
+	format   string
+	prefix   string
+	jsonPath string
+	jobs     int
+	top      int
+	hist     bool
+}
+
+func newAnalyzeCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f analyzeFlags
+	cmd := &cobra.Command{
+		Use:   "analyze [flags] LOG...",
+		Short: "Summarize the workload in PostgreSQL server logs",
+		Long: `analyze reads PostgreSQL server logs (stderr, csvlog or jsonlog, optionally
+compressed; "-" is standard input) and summarizes the workload: how every
+line was used, statements and failures, sessions, errors by SQLSTATE, and per
+query fingerprint the calls, errors and latencies, with the top queries by
+total time, by calls and by errors.
+
+The summary goes to standard output. --json writes the full result as JSON
+to a file, or to standard output with "--json -", in which case the summary
+goes to standard error. A string of several statements counts one call per
+statement, its logged duration divided equally among them.
+
+Ctrl-C stops reading; what was read so far is still summarized, marked as
+partial, and the exit code is 1.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAnalyzeCmd(cmd.Context(), stdio, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
+	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
+	fl.IntVar(&f.top, "top", 10, "queries shown in each top list (0 for none)")
+	fl.BoolVar(&f.hist, "hist", false, "include each query's latency histogram in the JSON, to merge results later")
+	return cmd
+}
+
+// defaultJobs leaves a CPU to the goroutine that reads and parses the logs,
+// which is the other half of the work.
+func defaultJobs() int {
+	return min(max(runtime.GOMAXPROCS(0)-1, 1), 8)
+}
+
+func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string) (err error) {
+	format, err := logread.ParseFormat(f.format)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if f.jobs < 1 {
+		return usageError("-j must be at least 1, got %d", f.jobs)
+	}
+	if f.top < 0 {
+		return usageError("--top must not be negative, got %d", f.top)
+	}
+	stdinUsed := false
+	for _, p := range paths {
+		if p == "-" {
+			if stdinUsed {
+				return usageError(`standard input ("-") can be read only once`)
+			}
+			stdinUsed = true
+		}
+	}
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		// Standard output carries the JSON, which must stay parseable.
+		summaryOut = stdio.Stderr
+	}
+
+	// Open every log before reading any, so that a typo in the last
+	// name fails at once rather than after an hour of reading.
+	readers := make([]*logread.Reader, 0, len(paths))
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	for _, p := range paths {
+		r, err := logread.Open(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin})
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("log file %s does not exist", p)
+			}
+			return fmt.Errorf("open log: %w", err)
+		}
+		readers = append(readers, r)
+	}
+
+	prog := newProgress(stdio.Stderr, readers)
+	sources := make([]analyze.Source, len(readers))
+	var base int64
+	for i, r := range readers {
+		s := &logSource{r: r, bar: prog.bar, base: base}
+		if _, size := r.Progress(); size > 0 {
+			base += size
+		}
+		sources[i] = s
+	}
+	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Hist: f.hist})
+	prog.done(err == nil && !res.Partial)
+	if err != nil {
+		return err
+	}
+
+	if err := analyze.WriteSummary(summaryOut, res, f.top); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if f.jsonPath != "" {
+		if err := writeJSON(stdio.Stdout, f.jsonPath, res); err != nil {
+			return err
+		}
+	}
+	if res.Partial {
+		return errors.New("interrupted: the results above are partial")
+	}
+	return nil
+}
+
+func writeJSON(stdout io.Writer, path string, res *analyze.Result) (err error) {
+	w := stdout
+	if path != "-" {
+		file, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+		defer func() {
+			if cerr := file.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("write JSON: %w", cerr)
+			}
+		}()
+		w = file
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fmt.Errorf("write JSON %s: %w", path, err)
+	}
+	return nil
+}
+
+// logSource adapts a logread.Reader to analyze: line counts in analyze's
+// own type (analyze does not import logread), and the progress bar moved
+// from the reading goroutine, the only one that may touch the reader.
+type logSource struct {
+	r    *logread.Reader
+	bar  *mpb.Bar
+	base int64 // bytes of the files before this one
+	n    int
+}
+
+// progressEvery is how many events pass between progress updates: often
+// enough for the eye, rare enough to cost nothing.
+const progressEvery = 4096
+
+func (s *logSource) Next() (*event.Event, error) {
+	ev, err := s.r.Next()
+	if s.bar != nil {
+		s.n++
+		if s.n%progressEvery == 0 || err != nil {
+			read, _ := s.r.Progress()
+			s.bar.SetCurrent(s.base + read)
+		}
+	}
+	return ev, err
+}
+
+func (s *logSource) Name() string { return s.r.Name() }
+
+func (s *logSource) LineCounts() analyze.LineCounts {
+	c := s.r.Counters()
+	lc := analyze.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: make(map[string]int64, len(c.Skipped))}
+	for k, v := range c.Skipped {
+		lc.Skipped[k] = v
+	}
+	return lc
+}
+
+// progress is the bar on standard error, or nothing at all when standard
+// error is not a terminal (a file, a pipe, a test) or a size is unknown.
+type progress struct {
+	p   *mpb.Progress
+	bar *mpb.Bar
+}
+
+func newProgress(stderr io.Writer, readers []*logread.Reader) *progress {
+	f, ok := stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &progress{}
+	}
+	var total int64
+	for _, r := range readers {
+		_, size := r.Progress()
+		if size < 0 {
+			return &progress{}
+		}
+		total += size
+	}
+	p := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
+	bar := p.AddBar(total,
+		mpb.PrependDecorators(decor.Name("analyze "), decor.CountersKibiByte("% .1f / % .1f")),
+		mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)),
+	)
+	return &progress{p: p, bar: bar}
+}
+
+// done completes or abandons the bar and waits for it to be drawn, so that
+// the summary does not interleave with it.
+func (pr *progress) done(complete bool) {
+	if pr.p == nil {
+		return
+	}
+	if complete {
+		pr.bar.SetTotal(-1, true)
+	} else {
+		pr.bar.Abort(false)
+	}
+	pr.p.Wait()
+}
