@@ -64,7 +64,8 @@ type Options struct {
 	Settings map[string]string
 
 	// Keep leaves the cluster directory, and so its logs, in place after
-	// Stop. The server is stopped either way.
+	// Stop. The server is stopped either way. A Start that fails removes
+	// the directory regardless: its error quotes the server log.
 	Keep bool
 }
 
@@ -118,9 +119,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{bin: bin, dir: dir, keep: opts.Keep, cred: cred}
 	if err := c.init(ctx, conf); err != nil {
-		c.mu.Lock()
-		c.serverDown = true
-		c.mu.Unlock()
+		// A server may be up even though pg_ctl failed (timed out, or
+		// killed by ctx): only the absence of postmaster.pid proves
+		// there is nothing to stop.
+		if _, statErr := os.Stat(filepath.Join(c.DataDir(), "postmaster.pid")); errors.Is(statErr, os.ErrNotExist) {
+			c.mu.Lock()
+			c.serverDown = true
+			c.mu.Unlock()
+		}
+		// The caller gets no Cluster to find the directory by, and the
+		// error holds the server's log: keeping it would only leak it.
+		c.keep = false
 		if stopErr := c.Stop(); stopErr != nil {
 			err = errors.Join(err, stopErr)
 		}

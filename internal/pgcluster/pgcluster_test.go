@@ -291,3 +291,31 @@ func TestHelperOrphan(t *testing.T) {
 	// Not synchronization: the parent kills this process long before.
 	time.Sleep(5 * time.Minute)
 }
+
+// TestStartFailureCleansUp checks that a server that refuses to start
+// leaves nothing behind and says why.
+func TestStartFailureCleansUp(t *testing.T) {
+	// A private TMPDIR shows whether the cluster directory was removed.
+	// Not t.TempDir: its parent is not enterable by the postgres user.
+	tmp, err := os.MkdirTemp("", "pgcluster-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
+
+	_, err = Start(context.Background(), Options{Settings: map[string]string{"work_mem": "lots"}})
+	if err == nil {
+		t.Fatal("Start with work_mem = 'lots': want an error")
+	}
+	if !strings.Contains(err.Error(), `invalid value for parameter "work_mem"`) {
+		t.Errorf("error does not quote the server's complaint: %v", err)
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("failed Start left %v in TMPDIR", left)
+	}
+}
