@@ -29,17 +29,19 @@ const (
 	csvMaxColumns = 32
 )
 
-const (
+// Buffer sizes are variables only so that tests can shrink them.
+var (
 	// readBufSize is the initial read buffer: large reads keep syscalls
 	// and decompressor calls rare.
 	readBufSize = 1 << 20
 	// maxRecordSize bounds memory whatever the input: a record (or json
 	// line) longer than this is skipped as malformed instead of held.
 	maxRecordSize = 64 << 20
-	// maxInterned bounds the intern table; a log with more distinct
-	// users, databases or applications than this simply starts over.
-	maxInterned = 4096
 )
+
+// maxInterned bounds the intern table; a log with more distinct users,
+// databases or applications than this simply starts over.
+const maxInterned = 4096
 
 // chunkBuf is a growable window over a reader: data not yet consumed is
 // buf[start:end]. It grows only when one record does not fit, up to
@@ -126,22 +128,19 @@ type csvReader struct {
 	line   int64 // physical lines consumed before the current record
 	times  logTimeParser
 	intern interner
-	// sessions is apart from intern: there are many more of them, and
-	// each repeats for every record of its session.
-	sessions interner
-	fields   []csvField
-	unq      []byte // scratch for undoing doubled quotes
+	last   [6]string // previous session, user, database, application, severity, SQLSTATE
+	fields []csvField
+	unq    []byte // scratch for undoing doubled quotes
 }
 
 // newCSVReader returns a formatReader for PostgreSQL csvlog (RFC 4180:
 // fields quoted with ", quotes doubled, embedded newlines inside quotes).
 func newCSVReader(r io.Reader, c *Counters) formatReader {
 	return &csvReader{
-		cb:       newChunkBuf(r),
-		c:        c,
-		intern:   make(interner),
-		sessions: make(interner),
-		fields:   make([]csvField, 0, csvMaxColumns),
+		cb:     newChunkBuf(r),
+		c:      c,
+		intern: make(interner),
+		fields: make([]csvField, 0, csvMaxColumns),
 	}
 }
 
@@ -267,13 +266,15 @@ func (cr *csvReader) splitCSV(rec []byte) bool {
 				return false
 			}
 		} else {
-			// unquoted: 1486 or an empty field between ",,"
-			k := bytes.IndexByte(rec[i:], ',')
-			if k < 0 {
-				k = len(rec) - i
+			// unquoted: 1486 or an empty field between ",,". These are
+			// short (numbers, times, ids): a plain loop beats the call
+			// overhead of IndexByte.
+			k := i
+			for k < len(rec) && rec[k] != ',' {
+				k++
 			}
-			f.b = rec[i : i+k]
-			i += k
+			f.b = rec[i:k]
+			i = k
 		}
 		if len(cr.fields) < csvMaxColumns {
 			cr.fields = append(cr.fields, f)
@@ -317,17 +318,24 @@ func (cr *csvReader) str(i int) string {
 	return string(cr.unq)
 }
 
-// interned returns field i through the intern table. Fields kept this way
-// (names, severity, SQLSTATE) never hold quotes in practice; a name that
-// does is unquoted first.
-func (cr *csvReader) interned(i int) string {
+// interned returns field i through the intern table. Consecutive records
+// mostly repeat a field, so the previous value for the same column is
+// tried before the map. Fields kept this way (names, severity, SQLSTATE)
+// never hold quotes in practice; a name that does is unquoted first.
+func (cr *csvReader) interned(i int, last *string) string {
 	if i >= len(cr.fields) {
 		return ""
 	}
-	if cr.fields[i].esc {
-		return cr.intern.get([]byte(cr.str(i)))
+	f := cr.fields[i]
+	if !f.esc && string(f.b) == *last {
+		return *last
 	}
-	return cr.intern.get(cr.fields[i].b)
+	if f.esc {
+		*last = cr.intern.get([]byte(cr.str(i)))
+	} else {
+		*last = cr.intern.get(f.b)
+	}
+	return *last
 }
 
 func (cr *csvReader) next(e *entry) error {
@@ -390,12 +398,12 @@ func (cr *csvReader) fill(e *entry, rec []byte) bool {
 	*e = entry{
 		time:        t,
 		pid:         pid,
-		session:     cr.sessions.get(f[csvSession].b),
-		user:        cr.interned(csvUser),
-		database:    cr.interned(csvDatabase),
-		application: cr.interned(csvApplication),
-		severity:    cr.interned(csvSeverity),
-		sqlstate:    cr.interned(csvSQLState),
+		session:     cr.interned(csvSession, &cr.last[0]),
+		user:        cr.interned(csvUser, &cr.last[1]),
+		database:    cr.interned(csvDatabase, &cr.last[2]),
+		application: cr.interned(csvApplication, &cr.last[3]),
+		severity:    cr.interned(csvSeverity, &cr.last[4]),
+		sqlstate:    cr.interned(csvSQLState, &cr.last[5]),
 		message:     cr.str(csvMessage),
 		detail:      cr.str(csvDetail),
 		context:     cr.str(csvContext),

@@ -338,6 +338,35 @@ func TestCSVReaderLargeRecord(t *testing.T) {
 	}
 }
 
+// shrinkBuffers makes records over 1 KB too long, so the cap on memory
+// can be tested without 64 MB inputs. Tests using it must not be parallel.
+func shrinkBuffers(t *testing.T) {
+	oldBuf, oldMax := readBufSize, maxRecordSize
+	readBufSize, maxRecordSize = 256, 1024
+	t.Cleanup(func() { readBufSize, maxRecordSize = oldBuf, oldMax })
+}
+
+// TestCSVReaderTooLong checks a record over maxRecordSize is skipped as
+// malformed, with all its lines, and reading goes on after it.
+func TestCSVReaderTooLong(t *testing.T) {
+	shrinkBuffers(t)
+	long := csvRec(`"statement: `+strings.Repeat("SELECT 'x'\n", 50)+strings.Repeat("y", 2000)+`"`) + "\n"
+	in := []byte(csvRec(`"statement: SELECT 1"`) + "\n" + long + csvRec(`"statement: SELECT 2"`) + "\n" + strings.Repeat("z", 3000))
+	got, c := readCSV(t, in)
+	// 51 lines of the long record, and the last line: 3000 bytes without
+	// a newline are also too long.
+	if len(got) != 2 || got[1].message != "statement: SELECT 2" || got[1].line != 53 ||
+		c.Skipped[SkipMalformed] != 52 || c.SkippedTotal() != 52 {
+		t.Errorf("got %s", formatEntries(got, c))
+	}
+	// an unterminated quote that runs past the cap until EOF
+	in = []byte(csvRec(`"statement: SELECT 1"`) + "\n" + `"` + strings.Repeat("q\n", 1000))
+	got, c = readCSV(t, in)
+	if len(got) != 1 || c.Skipped[SkipMalformed] != 1000 {
+		t.Errorf("got %s", formatEntries(got, c))
+	}
+}
+
 func TestCSVGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/csvlog/*.csv")
 	if err != nil || len(files) == 0 {

@@ -229,6 +229,18 @@ func TestJSONReaderLongLine(t *testing.T) {
 	}
 }
 
+func TestJSONReaderTooLong(t *testing.T) {
+	shrinkBuffers(t)
+	in := []byte(jsonRec(`"message":"statement: SELECT 1"`) + "\n" +
+		jsonRec(`"message":"`+strings.Repeat("x", 3000)+`"`) + "\n" +
+		jsonRec(`"message":"statement: SELECT 2"`) + "\n" + strings.Repeat("z", 3000))
+	got, c := readJSON(t, in)
+	if len(got) != 2 || got[1].message != "statement: SELECT 2" || got[1].line != 3 ||
+		c.Skipped[SkipMalformed] != 2 || c.SkippedTotal() != 2 {
+		t.Errorf("got %s", formatEntries(got, c))
+	}
+}
+
 func TestJSONGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/jsonlog/*.json")
 	if err != nil || len(files) == 0 {
