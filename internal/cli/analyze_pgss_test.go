@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// TestAnalyzeMatchesPgStatStatements is the log reader's acceptance test:
+// on a log captured from a real server running pgbench in all three
+// protocols plus an application with multi-line statements, odd parameters,
+// transactions, errors and connection churn, the successful calls analyze
+// counts per fingerprint (calls - errors) equal the server's own
+// pg_stat_statements.calls, in each of the three log formats.
+func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
+	ctx := context.Background()
+	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	// The extension and the reset are logged but happen before the count
+	// starts: they are the only statements pg_stat_statements must miss.
+	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := workload.Run(ctx, c, workload.Options{Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pg_stat_statements of PostgreSQL 15 counts a utility statement run
+	// as a named prepared statement only on its first execution (checked
+	// by hand: pgbench -M prepared -t 100 -c 1 leaves BEGIN and END at 1
+	// call), so pgbench -M prepared's BEGIN and END are undercounted by
+	// the server, by one less than the transactions of each client.
+	var undercount int64
+	for _, run := range sum.Pgbench {
+		if run.Mode == "prepared" {
+			undercount += run.Transactions - int64(run.Clients)
+		}
+	}
+	utility := map[string]bool{
+		fingerprint.Compute("BEGIN")[0].Fingerprint: true,
+		fingerprint.Compute("END")[0].Fingerprint:   true,
+	}
+	server := pgssCalls(ctx, t, c)
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	excluded := map[string]bool{}
+	for _, q := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery} {
+		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
+	}
+
+	for _, pattern := range []string{"*.log", "*.csv", "*.json"} {
+		t.Run(pattern, func(t *testing.T) {
+			files, err := c.LogFiles(pattern)
+			if err != nil || len(files) != 1 {
+				t.Fatalf("log files %v: %v", files, err)
+			}
+			logged := analyzeCalls(t, files[0])
+			foldPrepared(t, logged)
+			// The workload sends "SELECT 1; SELECT 1/0; SELECT 3": the log
+			// says the string failed, not which of its statements, and
+			// analyze puts the error on the last one, so "SELECT 1/0"
+			// looks like it succeeded once.
+			if fp := fingerprint.Compute("SELECT 1/0")[0].Fingerprint; logged[fp].ok == server[fp].calls+1 {
+				cc := logged[fp]
+				cc.ok--
+				logged[fp] = cc
+			}
+			checked := 0
+			for fp, n := range server {
+				if excluded[fp] {
+					continue
+				}
+				want := n.calls
+				if utility[fp] {
+					want += undercount
+				}
+				if logged[fp].ok != want {
+					t.Errorf("%s: analyze counts %d successful calls, pg_stat_statements %d (expected %d): %s", fp, logged[fp].ok, n.calls, want, n.query)
+				}
+				checked++
+			}
+			for fp, n := range logged {
+				if _, ok := server[fp]; !ok && n.ok > 0 && !excluded[fp] {
+					t.Errorf("%s: analyze counts %d successful calls the server did not: %s", fp, n.ok, n.query)
+				}
+			}
+			if checked < 20 {
+				t.Errorf("only %d queries compared: the workload did not run", checked)
+			}
+		})
+	}
+}
+
+const pgssQuery = "SELECT query, calls FROM pg_stat_statements"
+
+type callCount struct {
+	calls, ok int64
+	query     string
+}
+
+// pgssCalls sums pg_stat_statements calls by the fingerprint of its text.
+func pgssCalls(ctx context.Context, t *testing.T, c *pgcluster.Cluster) map[string]callCount {
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, pgssQuery, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]callCount{}
+	for rows.Next() {
+		var q string
+		var calls int64
+		if err := rows.Scan(&q, &calls); err != nil {
+			t.Fatal(err)
+		}
+		// The server files executions of a prepared statement under the
+		// text of its PREPARE; count them under the prepared query.
+		if inner, ok := preparedQuery(q); ok {
+			q = inner
+		}
+		for _, it := range fingerprint.Compute(q) {
+			cc := out[it.Fingerprint]
+			cc.calls += calls
+			cc.query = q
+			out[it.Fingerprint] = cc
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// analyzeCalls runs "pgrehearse analyze --json" on path and returns the
+// successful calls per fingerprint.
+func analyzeCalls(t *testing.T, path string) map[string]callCount {
+	dir, err := os.MkdirTemp("", "pgss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "analysis.json")
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"analyze", "--json", out, path}); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Lines struct {
+			Total, Parsed int64
+			Skipped       map[string]int64
+		}
+		Queries []struct {
+			Fingerprint   string
+			Query         string
+			Calls, Errors int64
+		}
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	var skipped int64
+	for _, n := range res.Lines.Skipped {
+		skipped += n
+	}
+	if res.Lines.Total == 0 || res.Lines.Total != res.Lines.Parsed+skipped {
+		t.Errorf("lines: total %d != parsed %d + skipped %d", res.Lines.Total, res.Lines.Parsed, skipped)
+	}
+	m := map[string]callCount{}
+	for _, q := range res.Queries {
+		m[q.Fingerprint] = callCount{calls: q.Calls, ok: q.Calls - q.Errors, query: q.Query}
+	}
+	return m
+}
+
+// preparedQuery returns the query of "PREPARE name [(types)] AS query".
+func preparedQuery(q string) (string, bool) {
+	if !strings.HasPrefix(strings.ToUpper(q), "PREPARE ") {
+		return "", false
+	}
+	_, inner, ok := strings.Cut(q, " AS ")
+	return inner, ok
+}
+
+// foldPrepared makes analyze's counts comparable with the server's for
+// SQL-level prepared statements: pg_stat_statements counts neither PREPARE
+// nor DEALLOCATE, and counts each EXECUTE as a call of the prepared query.
+func foldPrepared(t *testing.T, logged map[string]callCount) {
+	inner := map[string]string{} // statement name -> fingerprint of its query
+	for fp, cc := range logged {
+		if q, ok := preparedQuery(cc.query); ok {
+			name := strings.Fields(cc.query)[1]
+			inner[name] = fingerprint.Compute(q)[0].Fingerprint
+			delete(logged, fp)
+		}
+	}
+	for fp, cc := range logged {
+		upper := strings.ToUpper(cc.query)
+		switch {
+		case strings.HasPrefix(upper, "DEALLOCATE "):
+			delete(logged, fp)
+		case strings.HasPrefix(upper, "EXECUTE "):
+			name, _, _ := strings.Cut(strings.Fields(cc.query)[1], "(")
+			target, ok := inner[name]
+			if !ok {
+				t.Errorf("EXECUTE of %q, which the log never prepared", name)
+				continue
+			}
+			to := logged[target]
+			to.ok += cc.ok
+			logged[target] = to
+			delete(logged, fp)
+		}
+	}
+}
