@@ -220,8 +220,12 @@ func detectFormat(head []byte) Format {
 		if first[0] == '{' {
 			return FormatJSON
 		}
-		// csvlog: "2026-11-22 08:11:02.123 UTC,"user","db",1234,...
-		if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && rest[0] == ',' {
+		// csvlog: 2026-11-22 08:11:02.123 UTC,"user","db",1234,...
+		// (some tools write the time quoted too)
+		if first[0] == '"' {
+			first = first[1:]
+		}
+		if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
 			return FormatCSV
 		}
 		return FormatStderr
