@@ -17,7 +17,7 @@ func init() { commands = append(commands, newDemoCmd) }
 
 // demoPrefix is the log_line_prefix of the demo's server, passed to analyze
 // so that the demo does not depend on prefix detection.
-const demoPrefix = "%m [%p] %q%u@%d/%a %c "
+const demoPrefix = workload.LogLinePrefix
 
 func newDemoCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var keep bool
@@ -54,7 +54,6 @@ func runDemo(ctx context.Context, stdio IO, keep bool, duration time.Duration) (
 	say := func(format string, args ...any) { fmt.Fprintf(stdio.Stderr, "demo: "+format+"\n", args...) }
 
 	settings := workload.LogSettings()
-	settings["log_line_prefix"] = demoPrefix
 	say("starting a throwaway PostgreSQL cluster")
 	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings, Keep: keep})
 	if err != nil {

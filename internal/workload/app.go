@@ -234,7 +234,9 @@ func (a *app) churn() error {
 		if err != nil {
 			return err
 		}
-		err = a.execParams(conn, "SELECT name FROM accounts WHERE id = $1", text(strconv.Itoa(i)))
+		// Not the query of PREPARE by_id: pg_stat_statements would
+		// merge the two under whichever text it saw first.
+		err = a.execParams(conn, "SELECT name, balance FROM accounts WHERE id = $1", text(strconv.Itoa(i)))
 		conn.Close(context.Background())
 		if err != nil {
 			return err

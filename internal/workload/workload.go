@@ -164,6 +164,12 @@ func pgbench(ctx context.Context, c *pgcluster.Cluster, mode string, clients int
 	return run, nil
 }
 
+// LogLinePrefix is the log_line_prefix of LogSettings: time with
+// milliseconds, process id, user, database, application, session id, and
+// the SQLSTATE (%e), without which a stderr log does not say which error
+// occurred other than by its message.
+const LogLinePrefix = "%m [%p] %q%u@%d/%a %c %e "
+
 // LogSettings returns server settings that log everything the workload
 // does, in the three log formats at once, in English: every statement with
 // its duration and parameters, and every connection and disconnection. The
@@ -176,7 +182,7 @@ func LogSettings() map[string]string {
 		"log_min_duration_statement": "0",
 		"log_connections":            "on",
 		"log_disconnections":         "on",
-		"log_line_prefix":            "%m [%p] %q%u@%d/%a %c ",
+		"log_line_prefix":            LogLinePrefix,
 		"lc_messages":                "C",
 		// One file per format, whatever the volume, so that the demo
 		// has a single file to analyze.
