@@ -10,7 +10,7 @@ import (
 type partial struct {
 	cache      *fingerprint.Cache
 	set        *querystats.Set
-	kinds      map[event.Kind]int64
+	kinds      [8]int64 // by event.Kind, which is small
 	statements StatementCounts
 	errors     map[string]int64
 	sessions   map[string]struct{}
@@ -23,14 +23,13 @@ func newPartial(cache *fingerprint.Cache) *partial {
 	return &partial{
 		cache:    cache,
 		set:      querystats.NewSet(),
-		kinds:    make(map[event.Kind]int64),
 		errors:   make(map[string]int64),
 		sessions: make(map[string]struct{}),
 	}
 }
 
 func (p *partial) add(ev *event.Event) {
-	p.kinds[ev.Kind]++
+	p.kinds[ev.Kind&7]++
 	if !p.seen || ev.Time < p.first {
 		p.first = ev.Time
 	}
@@ -118,7 +117,9 @@ func (p *partial) fill(res *Result, hist bool) error {
 	res.Statements = p.statements
 	res.Sessions = int64(len(p.sessions))
 	for k, v := range p.kinds {
-		res.Events[k.String()] = v
+		if v > 0 {
+			res.Events[event.Kind(k).String()] = v
+		}
 	}
 	for k, v := range p.errors {
 		res.ErrorsBySQLState[k] = v

@@ -66,3 +66,21 @@ func BenchmarkCompute(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCacheShapeHit is a new text of a known shape: the same query
+// with other constants, as logs with literal values are full of.
+func BenchmarkCacheShapeHit(b *testing.B) {
+	c := NewCache(0)
+	c.Get(benchText)
+	texts := make([]string, 4096)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("%s OFFSET %d", benchText[:len(benchText)-2], i+100)
+	}
+	c.Get(texts[0])
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c.Get(texts[i%len(texts)])
+		i++
+	}
+}

@@ -7,15 +7,18 @@ import (
 )
 
 // DefaultMaxBytes is the memory a Cache aims to stay under when no limit
-// is given: enough for about a million short texts.
-const DefaultMaxBytes = 256 << 20
+// is given: some 300,000 typical texts. Texts that repeat (no literals, or
+// few values) are few and stay; the ones with literal values are mostly
+// seen once, and caching more of them buys little.
+const DefaultMaxBytes = 64 << 20
 
 // numShards spreads the lock: workers looking up different texts rarely
 // meet on the same shard.
 const numShards = 64
 
 // Cache maps exact query text to its Items, running the parser only on
-// texts it has not seen recently. It is safe for concurrent use.
+// texts it has not seen recently, nor any of the same shape (the same text
+// but for constants, see shape.go). It is safe for concurrent use.
 //
 // Memory is bounded: each shard keeps two generations of entries, a
 // current one that new entries go into and the previous one. When the
@@ -46,7 +49,8 @@ type shard struct {
 
 // Stats counts cache activity.
 type Stats struct {
-	Hits      int64 // lookups answered from the cache
+	Hits      int64 // lookups of a text seen before
+	ShapeHits int64 // lookups of a new text of a known shape (see shape.go)
 	Misses    int64 // lookups that ran the parser
 	Rotations int64 // generations dropped to stay within the budget
 	Entries   int64 // texts currently held
@@ -86,9 +90,33 @@ func (c *Cache) Get(text string) []Item {
 		s.mu.Unlock()
 		return items
 	}
-	s.stats.Misses++
 	s.mu.Unlock()
 
+	// A text of a known shape has the Items of that shape. Shapes hold a
+	// NUL byte and texts never do, so both share the maps.
+	var arr [512]byte
+	sh, ok := shape(text, arr[:0])
+	if ok {
+		ss := &c.shards[maphash.Bytes(c.seed, sh)%numShards]
+		ss.mu.Lock()
+		items, hit := ss.cur[string(sh)]
+		if !hit {
+			if items, hit = ss.old[string(sh)]; hit {
+				delete(ss.old, string(sh))
+				c.insert(ss, string(sh), items)
+			}
+		}
+		if hit {
+			ss.stats.ShapeHits++
+			ss.mu.Unlock()
+			return items
+		}
+		ss.mu.Unlock()
+	}
+
+	s.mu.Lock()
+	s.stats.Misses++
+	s.mu.Unlock()
 	// Parse without the lock: two goroutines may parse the same text at
 	// once, which costs time but gives the same answer.
 	items := c.compute(text)
@@ -98,6 +126,12 @@ func (c *Cache) Get(text string) []Item {
 	s.mu.Lock()
 	c.insert(s, key, items)
 	s.mu.Unlock()
+	if ok {
+		ss := &c.shards[maphash.Bytes(c.seed, sh)%numShards]
+		ss.mu.Lock()
+		c.insert(ss, string(sh), items)
+		ss.mu.Unlock()
+	}
 	return items
 }
 
@@ -129,6 +163,7 @@ func (c *Cache) Stats() Stats {
 		s := &c.shards[i]
 		s.mu.Lock()
 		t.Hits += s.stats.Hits
+		t.ShapeHits += s.stats.ShapeHits
 		t.Misses += s.stats.Misses
 		t.Rotations += s.stats.Rotations
 		t.Entries += int64(len(s.cur) + len(s.old))

@@ -132,8 +132,9 @@ func TestCacheHitsDoNotReparse(t *testing.T) {
 		t.Errorf("parser ran %d times, want %d (once per distinct text)", got, len(texts))
 	}
 	st := c.Stats()
-	if st.Misses != 4 || st.Hits != 8 || st.Entries != 4 {
-		t.Errorf("stats = %+v, want 4 misses, 8 hits, 4 entries", st)
+	// Entries: the four texts and the shape of "SELECT 1".
+	if st.Misses != 4 || st.Hits != 8 || st.Entries != 5 {
+		t.Errorf("stats = %+v, want 4 misses, 8 hits, 5 entries", st)
 	}
 }
 
@@ -143,7 +144,8 @@ func TestCacheStaysBounded(t *testing.T) {
 	c, parses := countingCache(numShards * 2 * 400)
 	hot := "SELECT * FROM hot WHERE id = $1"
 	for i := range 20000 {
-		c.Get(fmt.Sprintf("SELECT %d", i))
+		// Not DML, so no shape: every text is new to the cache.
+		c.Get(fmt.Sprintf("SET application_name = 'a%d'", i))
 		c.Get(hot)
 	}
 	st := c.Stats()
@@ -186,5 +188,77 @@ func TestCacheConcurrent(t *testing.T) {
 	// once per goroutine and text.
 	if n := parses.Load(); n < int64(len(texts)) || n > int64(8*len(texts)) {
 		t.Errorf("parser ran %d times for %d texts", n, len(texts))
+	}
+}
+
+func TestShape(t *testing.T) {
+	// Each group: texts that must share a shape; texts in different
+	// groups must not.
+	groups := [][]string{
+		{"SELECT * FROM t WHERE id = 1", "SELECT * FROM t WHERE id = 22", "SELECT * FROM t WHERE id = 1.5e-3", "SELECT * FROM t WHERE id = 0x1F", "SELECT * FROM t WHERE id = .5", "SELECT * FROM t WHERE id = 1_000"},
+		{"select * from t where id = 1", "select * from t where id = 'x'"},
+		{"SELECT * FROM t1 WHERE a = 'it''s' AND b = E'x\\'y'", "SELECT * FROM t1 WHERE a = 'b' AND b = E''"},
+		{"SELECT * FROM t2 WHERE a = 'x'", "SELECT * FROM t2 WHERE a = $$x'y$$", "SELECT * FROM t2 WHERE a = $q$;$$$q$"},
+		{`SELECT "col 1" FROM t WHERE x = 1 -- 'c' 2` + "\n", `SELECT "col 1" FROM t WHERE x = 2 -- 'c' 2` + "\n"},
+		{"/* a /* nested */ 1 */ INSERT INTO t VALUES (1, 'a')", "/* a /* nested */ 1 */ INSERT INTO t VALUES (2, 'b')"},
+		{"SELECT a FROM t WHERE b = $1 AND c = 3", "SELECT a FROM t WHERE b = $1 AND c = 4"},
+		{"WITH x AS (SELECT 1) SELECT * FROM x", "WITH x AS (SELECT 2) SELECT * FROM x"},
+		{"(SELECT 1)", "(SELECT 7)"},
+	}
+	noShape := []string{
+		"SELECT * FROM t", // no constant: the exact cache suffices
+		"SELECT 'unterminated",
+		"SELECT 1abc",
+		"SELECT $$open",
+		"SELECT /* open comment 1",
+		"COPY t FROM '/tmp/a'",
+		"COMMENT ON TABLE t IS 'x'",
+		"SET x = 1",
+		"BEGIN; SELECT 1; COMMIT",
+	}
+	seen := map[string]int{}
+	for g, texts := range groups {
+		var first string
+		for _, text := range texts {
+			sh, ok := shape(text, nil)
+			if !ok {
+				t.Errorf("%q has no shape", text)
+				continue
+			}
+			if first == "" {
+				first = string(sh)
+				if other, dup := seen[first]; dup {
+					t.Errorf("groups %d and %d share a shape", other, g)
+				}
+				seen[first] = g
+			} else if string(sh) != first {
+				t.Errorf("%q: shape %q, want %q as for %q", text, sh, first, texts[0])
+			}
+			// What the shape promises: the same Items.
+			if a, b := Compute(text), Compute(texts[0]); fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("same shape, different items: %q gives %v, %q gives %v", text, a, texts[0], b)
+			}
+		}
+	}
+	for _, text := range noShape {
+		if sh, ok := shape(text, nil); ok {
+			t.Errorf("%q has shape %q, want none", text, sh)
+		}
+	}
+}
+
+func TestCacheShapes(t *testing.T) {
+	c, parses := countingCache(0)
+	for i := range 100 {
+		text := fmt.Sprintf("SELECT * FROM t WHERE id = %d AND name = 'n%d'", i, i)
+		if got, want := c.Get(text), Compute(text); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Get(%q) = %v, want %v", text, got, want)
+		}
+	}
+	if n := parses.Load(); n != 1 {
+		t.Errorf("parser ran %d times for 100 texts of one shape, want 1", n)
+	}
+	if st := c.Stats(); st.ShapeHits != 99 {
+		t.Errorf("stats %+v, want 99 shape hits", st)
 	}
 }
