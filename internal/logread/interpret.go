@@ -21,6 +21,11 @@ type interpreter struct {
 	gen      map[int32]int            // sessions seen per process, when %c is missing
 	out      []*event.Event
 
+	// slab hands out events allocated in blocks: one allocation per
+	// eventSlab events instead of one each. A kept event keeps its block
+	// (some 60 kB) alive.
+	slab []event.Event
+
 	// lastSession is the session of the previous entry: sessions log
 	// several lines in a row.
 	lastSession *sessionState
@@ -47,6 +52,8 @@ type sessionState struct {
 	// with the parameter values) leaves only the parse as a trace.
 	lastParse *event.Event
 }
+
+const eventSlab = 256
 
 func newInterpreter(c *Counters) *interpreter {
 	return &interpreter{
@@ -112,7 +119,12 @@ func (in *interpreter) drop(key string) {
 }
 
 func (in *interpreter) newEvent(k event.Kind, e *entry, s *sessionState) *event.Event {
-	return &event.Event{
+	if len(in.slab) == 0 {
+		in.slab = make([]event.Event, eventSlab)
+	}
+	ev := &in.slab[0]
+	in.slab = in.slab[1:]
+	*ev = event.Event{
 		Kind:        k,
 		Time:        e.time,
 		Session:     s.key,
@@ -123,6 +135,7 @@ func (in *interpreter) newEvent(k event.Kind, e *entry, s *sessionState) *event.
 		Duration:    event.NoDuration,
 		Line:        e.line,
 	}
+	return ev
 }
 
 // flush emits the session's pending statement, which got no duration.
