@@ -89,7 +89,7 @@ func detectPrefix(head []byte) (string, error) {
 		}
 		fields := 0
 		for _, it := range p.items {
-			if it.esc != 0 {
+			if it.esc != 0 && it.esc != 'q' { // %q adds no field: it must not win ties
 				fields++
 			}
 		}

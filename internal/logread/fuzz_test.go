@@ -1,0 +1,163 @@
+package logread
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// fuzzPrefixes are the prefixes FuzzStderrReader reads with, by index; the
+// last, empty one makes the reader detect the prefix.
+var fuzzPrefixes = []string{
+	"%m [%p] ",
+	"%m [%p] %q%u@%d/%a %c %e ",
+	"%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ",
+	"%t:%r:%u@%d:[%p]:",
+	"%-10u %5p %x|",
+	"",
+}
+
+func FuzzStderrReader(f *testing.F) {
+	const ts = "2026-11-22 08:11:02.123 UTC"
+	f.Add([]byte(ts+" [1] LOG:  statement: SELECT 1\n"+ts+" [1] LOG:  duration: 0.1 ms\n"), uint8(0))
+	f.Add([]byte(ts+" [1] app@shop/web 6571e2a3.1 00000 LOG:  duration: 1.0 ms  execute S_1: SELECT $1\n"+
+		ts+" [1] app@shop/web 6571e2a3.1 00000 DETAIL:  parameters: $1 = 'a\n\tb'\n"+
+		ts+" [1] app@shop/web 6571e2a3.1 22012 ERROR:  division by zero\n"+
+		ts+" [1] app@shop/web 6571e2a3.1 22012 STATEMENT:  SELECT 1/0"), uint8(1))
+	f.Add([]byte("2017-09-06 08:41:41 UTC [36]: [121-1] user=postgres,db=postgres,app=pgbench,client=172.23.0.1 LOG:  duration: 2.280 ms  statement: END;\n\tmore\n\n"), uint8(2))
+	f.Add([]byte("2020-03-11 20:40:50 CET:192.168.1.201(50906):gilles@pgbench:[12795]:FATAL:  no pg_hba.conf entry\r\n"), uint8(3))
+	f.Add([]byte("\tDETAIL:  x\ngarbage\n"+ts+" [2] FEHLER:  x\n"), uint8(5))
+	for _, g := range goldenStderr {
+		if b, err := os.ReadFile("testdata/stderr/" + g.file); err == nil {
+			f.Add(b, uint8(5))
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte, which uint8) {
+		ps := fuzzPrefixes[int(which)%len(fuzzPrefixes)]
+		r, err := NewReader(bytes.NewReader(in), "fuzz", Options{Format: FormatStderr, Prefix: ps})
+		if err != nil {
+			if ps == "" && errors.Is(err, ErrUnknownPrefix) {
+				return
+			}
+			t.Fatalf("NewReader with prefix %q: %v", ps, err)
+		}
+		for {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				// A foreign language stops the reader where it was seen.
+				if !errors.Is(err, ErrNotEnglish) {
+					t.Fatalf("Next: %v", err)
+				}
+				c := r.Counters()
+				if c.Total != c.Parsed+c.SkippedTotal() || c.Total > physicalLines(in) {
+					t.Fatalf("counters %+v, input has %d lines", c, physicalLines(in))
+				}
+				return
+			}
+			if ev.Kind < event.Connect || ev.Kind > event.Error || ev.Line < 1 || ev.Line > physicalLines(in) {
+				t.Fatalf("bad event %+v", ev)
+			}
+			if ev.Kind == event.Execute && ev.ParamState == event.ParamsMissing && len(ev.Params) > 0 {
+				t.Fatalf("parameters missing, yet %d read: %+v", len(ev.Params), ev)
+			}
+		}
+		c := r.Counters()
+		if want := physicalLines(in); c.Total != want {
+			t.Fatalf("lines.total = %d, input has %d lines (parsed %d, skipped %v)", c.Total, want, c.Parsed, c.Skipped)
+		}
+		if c.Total != c.Parsed+c.SkippedTotal() {
+			t.Fatalf("total %d != parsed %d + skipped %d", c.Total, c.Parsed, c.SkippedTotal())
+		}
+	})
+}
+
+func FuzzCompilePrefix(f *testing.F) {
+	for _, ps := range commonPrefixes {
+		f.Add(ps, []byte("2026-11-22 08:11:02.123 UTC [1] app@shop LOG:  x"))
+	}
+	f.Add("%-10u %10p %q%%", []byte("app          12 %LOG:  x"))
+	f.Add("%", []byte(""))
+	f.Add("%-", []byte("x"))
+	f.Add("%99999999999999999999u", []byte("x"))
+	f.Add("%u%d%a", []byte("a b c LOG:  x"))
+	f.Fuzz(func(t *testing.T, ps string, line []byte) {
+		if p, err := compilePrefix(ps); err == nil {
+			var f prefixFields
+			if rest, ok := p.match(line, &f); ok && !bytes.HasSuffix(line, rest) {
+				t.Fatalf("rest %q is not the end of %q", rest, line)
+			}
+		}
+		// What inference guesses must compile, and detection must not
+		// panic on whatever it is shown.
+		if guess, ok := inferPrefix(line); ok {
+			if _, err := compilePrefix(guess); err != nil {
+				t.Fatalf("inferPrefix(%q) = %q, which does not compile: %v", line, guess, err)
+			}
+		}
+		detectPrefix(line)
+	})
+}
+
+// formatParams writes parameters as the server does in a DETAIL line.
+func formatParams(vals []event.Param) string {
+	var b strings.Builder
+	b.WriteString("parameters: ")
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i+1) + " = ")
+		if v.Null {
+			b.WriteString("NULL")
+		} else {
+			b.WriteString("'" + strings.ReplaceAll(v.Value, "'", "''") + "'")
+		}
+	}
+	return b.String()
+}
+
+func FuzzParseParams(f *testing.F) {
+	f.Add("parameters: $1 = '42', $2 = NULL, $3 = 'it''s'", "SELECT $1, $2, $3", "a\x00\x01\x00it's")
+	f.Add("Parameters: $1 = 'abc...'", "SELECT $1", "line\none")
+	f.Add("parameters: $1 = 'unterminated", "", "")
+	f.Add("parameters: $1 = NULLx", "$", "NULL")
+	f.Add("", "SELECT '$1'", "'")
+	f.Fuzz(func(t *testing.T, detail, query, vals string) {
+		params, state := parseParams(detail, query)
+		if state > event.ParamsTruncated {
+			t.Fatalf("state %d", state)
+		}
+		if state == event.ParamsMissing && len(params) > 0 {
+			t.Fatalf("missing parameters, yet %d parsed", len(params))
+		}
+		// Values written the server's way read back as they were: "\x01"
+		// alone stands for NULL, "\x00" separates values.
+		var want []event.Param
+		for _, v := range strings.Split(vals, "\x00") {
+			if v == "\x01" {
+				want = append(want, event.Param{Null: true})
+			} else {
+				want = append(want, event.Param{Value: v})
+			}
+		}
+		got, state := parseParams(formatParams(want), query)
+		wantState := event.ParamsComplete
+		for _, p := range want {
+			if strings.HasSuffix(p.Value, "...") {
+				wantState = event.ParamsTruncated
+			}
+		}
+		if state != wantState || !equalParams(got, want) {
+			t.Fatalf("parseParams(%q) = %+v %d, want %+v %d", formatParams(want), got, state, want, wantState)
+		}
+	})
+}
