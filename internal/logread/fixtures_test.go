@@ -97,26 +97,15 @@ var fixtureCases = []fixtureCase{
 	// EVENTLOG.
 	{file: "rds.log.bz2", format: FormatStderr, prefix: "%t:%r:%u@%d:[%p]:", execs: 114594, timed: 114594, errors: 2, pgbQueries: 114594, pgbErrors: 3},
 
-	// BUG (infer.go): syslog is not supported, yet detection reads the
-	// syslog header as a prefix: "Feb 11 13:15:39 test-pc postgres[10808]:"
-	// gives "Feb %p %l:%l:%l ...", so every event has PID 11 (the day of the
-	// month) and no time, and all sessions run on one process. The counts
-	// happen to match pgbadger's (its 2 errors are EVENTLOGs), but the
-	// events cannot be replayed. This should fail with ErrUnknownPrefix
-	// until syslog is supported.
-	{file: "pg-syslog.1.bz2", format: FormatStderr, prefix: "Feb %p %l:%l:%l test-pc postgres[%l]: [%l-%l] db=%d,user=%u,app=%a,client=%h ",
-		execs: 59871, timed: 59871, pgbQueries: 59871, pgbErrors: 2},
-	{file: "pg-syslog.2.gz", format: FormatStderr, prefix: "Feb %p %l:%l:%l test-pc postgres[%l]: [%l-%l] db=%d,user=%u,app=%a,client=%h ",
-		execs: 59871, timed: 59871, pgbQueries: 59871, pgbErrors: 2},
-	// BUG (infer.go): Heroku logplex is not supported either, and is misread
-	// the same way: the year becomes the PID and the hour "T00" a literal,
-	// so the 2021 line with its "execute <unnamed>" (85756 ms) does not
-	// match and is lost. pgbadger is right: 4 timed executions (3
-	// statements + 1 execute) and 1 ERROR (deadlock detected) + 2
-	// EVENTLOGs. We count the deadlock's statement as a 4th, failed,
-	// execution.
-	{file: "logplex.gz", format: FormatStderr, prefix: "%p-%l-%lT00:%l:%l+%l:%l app[postgres.%l]: [GREEN] [%l-%l]  sql_error_code = %e ",
-		execs: 4, timed: 3, errors: 1, pgbQueries: 4, pgbErrors: 3},
+	// Not supported: syslog and Heroku's logplex wrap each line in a
+	// header of their own ("Feb 11 13:15:39 test-pc postgres[10808]:"),
+	// whose day and hour would be read as process ids. They are refused
+	// with a clear error rather than read into events that cannot be
+	// replayed. pgbadger reads them: 59871 queries each for syslog, 4
+	// queries and 1 ERROR (plus 2 EVENTLOGs) for logplex.
+	{file: "pg-syslog.1.bz2", err: ErrUnknownPrefix, pgbQueries: 59871, pgbErrors: 2},
+	{file: "pg-syslog.2.gz", err: ErrUnknownPrefix, pgbQueries: 59871, pgbErrors: 2},
+	{file: "logplex.gz", err: ErrUnknownPrefix, pgbQueries: 4, pgbErrors: 3},
 
 	// Not logs the tool reads: pgbouncer, and the fixtures' own docs.
 	{file: "pgbouncer.log.gz", err: ErrUnknownPrefix},
@@ -194,7 +183,7 @@ func TestSharedFixtures(t *testing.T) {
 	}
 	// The files the reader refuses, listed so that a change shows.
 	slices.Sort(failing)
-	want := []string{"README.md", "pgbadger-13.2-summary.tsv", "pgbouncer.1.21.log.gz", "pgbouncer.log.gz"}
+	want := []string{"README.md", "logplex.gz", "pg-syslog.1.bz2", "pg-syslog.2.gz", "pgbadger-13.2-summary.tsv", "pgbouncer.1.21.log.gz", "pgbouncer.log.gz"}
 	if !slices.Equal(failing, want) {
 		t.Errorf("files that fail to read: %q, want %q", failing, want)
 	}

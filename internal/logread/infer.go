@@ -30,13 +30,13 @@ func inferPrefix(line []byte) (string, bool) {
 				pre = rest
 				continue
 			}
-			if v, rest, ok := takeSessionID(pre); ok && bytes.IndexByte(v, '.') >= 8 {
-				out.WriteString("%c")
+			if v, rest, ok := takeEpoch(pre); ok && len(v) >= 14 && bytes.IndexByte(v, '.') == 10 {
+				out.WriteString("%n")
 				pre = rest
 				continue
 			}
-			if v, rest, ok := takeEpoch(pre); ok && len(v) >= 14 && bytes.IndexByte(v, '.') == 10 {
-				out.WriteString("%n")
+			if v, rest, ok := takeSessionID(pre); ok && bytes.IndexByte(v, '.') >= 8 {
+				out.WriteString("%c")
 				pre = rest
 				continue
 			}
@@ -106,7 +106,14 @@ func inferPrefix(line []byte) (string, bool) {
 		}
 		pre = pre[1:]
 	}
-	return out.String(), true
+	ps := out.String()
+	// Every server log line starts with its time in practice; a guess
+	// without one is another format (syslog, Heroku's logplex), whose
+	// day and hour would be read as process ids.
+	if !strings.HasPrefix(ps, "%m") && !strings.HasPrefix(ps, "%t") && !strings.HasPrefix(ps, "%n") {
+		return "", false
+	}
+	return ps, true
 }
 
 func isWordByte(c byte) bool {
@@ -142,10 +149,16 @@ func keyEscape(key string) string {
 	return ""
 }
 
-// skipValue skips a prefix field value up to the next separator.
+// skipValue skips a prefix field value up to the next separator; a value
+// in brackets ("[local]") is skipped whole.
 func skipValue(b []byte) []byte {
+	if len(b) > 0 && b[0] == '[' {
+		if i := bytes.IndexByte(b, ']'); i >= 0 {
+			return b[i+1:]
+		}
+	}
 	for i, c := range b {
-		if c == ',' || c == ' ' || c == ']' || c == ')' || c == ';' || c == '@' || c == '/' {
+		if c == ',' || c == ' ' || c == ']' || c == ')' || c == ';' || c == '@' || c == '/' || c == ':' {
 			return b[i:]
 		}
 	}

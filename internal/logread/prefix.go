@@ -11,6 +11,9 @@ import (
 // fields the interpreter needs. Matching is hand-written rather than a
 // regular expression because it runs once per line on the hot path.
 type prefix struct {
+	// tries counts the places free-text escapes tried in one match: the
+	// search backtracks, and a hostile line must not make it exponential.
+	tries int
 	src   string
 	items []prefixItem
 	// needsPID is false when the prefix has no %p: DETAIL and STATEMENT
@@ -19,9 +22,11 @@ type prefix struct {
 }
 
 type prefixItem struct {
-	lit   []byte // literal text, when esc == 0
-	esc   byte   // escape letter: 'm', 'p', 'u', ...
-	width int    // padding width from %-10u / %10u, 0 when none
+	lit []byte // literal text, when esc == 0
+	esc byte   // escape letter: 'm', 'p', 'u', ...
+	// width is the padding from %10u (> 0: spaces before the value) or
+	// %-10u (< 0: spaces after it), 0 when none.
+	width int
 }
 
 // prefixFields are the values a matched prefix yields, as slices of the line.
@@ -77,9 +82,6 @@ func compilePrefix(s string) (*prefix, error) {
 				return nil, fmt.Errorf("log_line_prefix %q: bad padding %q", s, s[i:j])
 			}
 			width = n
-			if width < 0 {
-				width = -width
-			}
 		}
 		if j >= len(s) {
 			return nil, fmt.Errorf("log_line_prefix %q ends inside an escape", s)
@@ -107,7 +109,21 @@ func compilePrefix(s string) (*prefix, error) {
 // the line does not start with this prefix.
 func (p *prefix) match(line []byte, f *prefixFields) ([]byte, bool) {
 	*f = prefixFields{}
+	p.tries = 0
 	return p.matchFrom(0, line, f)
+}
+
+// maxTries bounds the backtracking of one match; real lines need one try
+// per free-text escape, or a few when a value contains the next literal.
+const maxTries = 64
+
+// atSeverity reports whether b starts with a severity, in English or in a
+// language the reader reports as unsupported: the end of a whole prefix.
+func atSeverity(b []byte) bool {
+	if _, _, ok := splitSeverity(b); ok {
+		return true
+	}
+	return foreignSeverity(b) != ""
 }
 
 func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
@@ -129,13 +145,13 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 				return rest, true
 			}
 			*f = save
-			if _, _, ok := splitSeverity(b); ok {
+			if atSeverity(b) {
 				return b, true
 			}
 			return nil, false
 		}
 		if it.width > 0 {
-			// Left padding puts spaces before the value.
+			// %10p: spaces before the value.
 			for len(b) > 0 && b[0] == ' ' {
 				b = b[1:]
 			}
@@ -168,7 +184,19 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
+		if it.width < 0 {
+			// %-10p: spaces after the value, up to the width.
+			for n := len(v); n < -it.width && len(b) > 0 && b[0] == ' '; n++ {
+				b = b[1:]
+			}
+		}
 		p.set(it.esc, v, f)
+	}
+	// A whole prefix is followed by the severity; without this check a
+	// free-text value holding the next literal ("PostgreSQL JDBC Driver"
+	// before " ") would end too early and the line would be lost.
+	if !atSeverity(b) {
+		return nil, false
 	}
 	return b, true
 }
@@ -183,7 +211,7 @@ func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
 		if i < 0 {
 			return nil, false
 		}
-		p.set(it.esc, bytes.TrimRight(b[:i], " "), f)
+		p.set(it.esc, bytes.TrimSpace(b[:i]), f)
 		return b[i:], true
 	}
 	next := &p.items[k+1]
@@ -194,7 +222,7 @@ func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
 		return p.matchFrom(k+1, b, f)
 	}
 	off := 0
-	for tries := 0; tries < 8; tries++ {
+	for ; p.tries < maxTries; p.tries++ {
 		var i int
 		if len(next.lit) == 1 {
 			i = bytes.IndexByte(b[off:], next.lit[0])
@@ -204,12 +232,13 @@ func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
 		if i < 0 {
 			return nil, false
 		}
-		save := *f
-		p.set(it.esc, bytes.TrimRight(b[:off+i], " "), f)
+		// No need to undo what a failed try set: a later try sets the
+		// same fields again (only %q can leave fields unset, and it
+		// restores them itself).
+		p.set(it.esc, bytes.TrimSpace(b[:off+i]), f)
 		if rest, ok := p.matchFrom(k+1, b[off+i:], f); ok {
 			return rest, true
 		}
-		*f = save
 		off += i + 1
 	}
 	return nil, false

@@ -22,25 +22,6 @@ func fieldsOf(f *prefixFields) prefixWant {
 	}
 }
 
-// Known defects of prefix matching, named by the cases that show them.
-const (
-	// matchFree takes the first place where the literal after a free-text
-	// escape occurs and the rest of the prefix matches, without checking
-	// that a severity follows: "%a " on "PostgreSQL JDBC Driver LOG:" stops
-	// the application at "PostgreSQL", and the stderr reader then skips the
-	// line as "no matching prefix".
-	bugFreeTextSpace = "free text with spaces before a trailing literal"
-	// compilePrefix drops the sign of the padding, and matchFrom only skips
-	// spaces before a value: the spaces after a left-aligned (%-10p) value
-	// are left for the next literal to trip on.
-	bugLeftPadding = "spaces after a left-aligned padded value"
-	// inferPrefix's skipValue does not stop at ':' nor skip a bracketed
-	// value: "gilles@pgbench:[12795]:" gives "%u@%d]:" and
-	// "client=[local] " gives "client=%h] ". Detection hides it when a
-	// common prefix matches the same lines.
-	bugSkipValue = "inferPrefix value ends"
-)
-
 // TestPrefixMatch covers every escape the server knows, padding, %q and
 // time zones, with lines as the server writes them.
 func TestPrefixMatch(t *testing.T) {
@@ -80,7 +61,7 @@ func TestPrefixMatch(t *testing.T) {
 		{"Q", "[queryid=%Q] ", "[queryid=1081270519976314062] " + msg, prefixWant{}, ""},
 		{"Q negative", "[queryid=%Q] ", "[queryid=-8112313845396740087] " + msg, prefixWant{}, ""},
 		{"s", "%s ", "2026-11-22 08:00:00 UTC " + msg, prefixWant{}, ""},
-		{"b", "%b ", "client backend " + msg, prefixWant{}, bugFreeTextSpace},
+		{"b", "%b ", "client backend " + msg, prefixWant{}, ""},
 		{"b one word", "%b ", "postmaster " + msg, prefixWant{}, ""},
 		{"i", "%i ", "SELECT " + msg, prefixWant{}, ""},
 		{"h", "%h ", "10.0.0.1 " + msg, prefixWant{}, ""},
@@ -91,7 +72,7 @@ func TestPrefixMatch(t *testing.T) {
 		{"user db", "%m [%p] %u@%d ", ts + " [1] app@shop " + msg, prefixWant{time: ts, pid: "1", user: "app", db: "shop"}, ""},
 		{"unknown user", "%m [%p] %u@%d ", ts + " [1] [unknown]@[unknown] " + msg, prefixWant{time: ts, pid: "1", user: "[unknown]", db: "[unknown]"}, ""},
 		{"app with spaces", "%m [%p] %u@%d/%a ", ts + " [1] app@shop/PostgreSQL JDBC Driver " + msg,
-			prefixWant{time: ts, pid: "1", user: "app", db: "shop", app: "PostgreSQL JDBC Driver"}, bugFreeTextSpace},
+			prefixWant{time: ts, pid: "1", user: "app", db: "shop", app: "PostgreSQL JDBC Driver"}, ""},
 		{"app with spaces before a bracket", "%m [%p] %u@%d [%a] ", ts + " [1] app@shop [pgAdmin 4 - DB:shop] " + msg,
 			prefixWant{time: ts, pid: "1", user: "app", db: "shop", app: "pgAdmin 4 - DB:shop"}, ""},
 		{"app with spaces then session", "%m [%p] %u@%d/%a %c ", ts + " [1] app@shop/my app 6571e2a3.1f40 " + msg,
@@ -103,7 +84,7 @@ func TestPrefixMatch(t *testing.T) {
 			prefixWant{time: "2017-09-06 08:40:10 UTC", pid: "20"}, ""},
 		{"free text last, no space", "%t [%p]: user=%u,app=%a", "2024-06-27 00:00:07 CEST [1]: user=u,app= " + msg,
 			prefixWant{time: "2024-06-27 00:00:07 CEST", pid: "1", user: "u"}, ""},
-		{"free text last with spaces", "%m [%p] %a ", ts + " [1] psql  x " + msg, prefixWant{time: ts, pid: "1", app: "psql  x"}, bugFreeTextSpace},
+		{"free text last with spaces", "%m [%p] %a ", ts + " [1] psql  x " + msg, prefixWant{time: ts, pid: "1", app: "psql  x"}, ""},
 		{"free text last without trailing literal", "%m [%p] %a", ts + " [1] psql  x " + msg, prefixWant{time: ts, pid: "1", app: "psql  x"}, ""},
 		// The full verbose prefix.
 		{"all escapes", "%m %t %n [%p] %c %l %u %d %a %h %r %e %x %v %i %Q %b %s %% ",
@@ -115,8 +96,8 @@ func TestPrefixMatch(t *testing.T) {
 		{"left padded user at the end", "%m [%p] %-10u", ts + " [1] app        " + msg, prefixWant{time: ts, pid: "1", user: "app"}, ""},
 		{"left padded user before bracket", "%m [%p] [%-10u] ", ts + " [1] [app       ] " + msg, prefixWant{time: ts, pid: "1", user: "app"}, ""},
 		{"right padded user", "%m [%p] %10u:%d ", ts + " [1]        app:shop " + msg, prefixWant{time: ts, pid: "1", user: "app", db: "shop"}, ""},
-		{"left padded pid", "%m [%-10p] ", ts + " [1234      ] " + msg, prefixWant{time: ts, pid: "1234"}, bugLeftPadding},
-		{"left padded user then db", "%m [%p] %-10u %d ", ts + " [1] app        shop " + msg, prefixWant{time: ts, pid: "1", user: "app", db: "shop"}, bugLeftPadding},
+		{"left padded pid", "%m [%-10p] ", ts + " [1234      ] " + msg, prefixWant{time: ts, pid: "1234"}, ""},
+		{"left padded user then db", "%m [%p] %-10u %d ", ts + " [1] app        shop " + msg, prefixWant{time: ts, pid: "1", user: "app", db: "shop"}, ""},
 		{"left padded app before bar", "%m [%p] %-8a|", ts + " [1] psql    |" + msg, prefixWant{time: ts, pid: "1", app: "psql"}, ""},
 		// %q: background processes print only what comes before it.
 		{"q session line", "%m [%p] %q%u@%d ", ts + " [1] app@shop " + msg, prefixWant{time: ts, pid: "1", user: "app", db: "shop"}, ""},
@@ -354,7 +335,7 @@ func TestInferPrefix(t *testing.T) {
 		{"%n [%p] ", "1795335062.123 [1234] LOG:  statement: SELECT 1", ""},
 		{"%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ", "2017-09-06 08:41:41 UTC [36]: [121-1] user=postgres,db=postgres,app=pgbench,client=172.23.0.1 LOG:  duration: 2.280 ms  statement: END;", ""},
 		{"%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ", "2017-09-06 08:41:41 UTC [36]: [121-1] user=postgres,db=postgres,app=pgbench,client=[local] LOG:  duration: 2.280 ms  statement: END;", ""},
-		{"%t:%r:%u@%d:[%p]:", "2020-03-11 20:40:50 CET:192.168.1.201(50906):gilles@pgbench:[12795]:FATAL:  no pg_hba.conf entry", bugSkipValue},
+		{"%t:%r:%u@%d:[%p]:", "2020-03-11 20:40:50 CET:192.168.1.201(50906):gilles@pgbench:[12795]:FATAL:  no pg_hba.conf entry", ""},
 		{"%m [%p] %e ", "2026-11-22 08:11:02.123 UTC [1234] 42P01 ERROR:  relation \"x\" does not exist", ""},
 	}
 	for _, tt := range tests {
@@ -371,9 +352,9 @@ func TestInferPrefix(t *testing.T) {
 		}
 		compareOnLines(t, tt.real, ps, []byte(tt.line+"\n"))
 	}
-	// The [local] case of bugSkipValue: the guess has a stray bracket.
-	if ps, _ := inferPrefix([]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")); sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", ps, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
-		t.Errorf("the guess %q from a [local] line reads remote lines: remove the note %q", ps, bugSkipValue)
+	// A guess read off a [local] line must read remote lines too.
+	if ps, _ := inferPrefix([]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")); !sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", ps, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
+		t.Errorf("the guess %q from a [local] line does not read remote lines", ps)
 	}
 	if ps, ok := inferPrefix([]byte("no severity here")); ok {
 		t.Errorf("inferPrefix on a line without severity = %q", ps)
@@ -397,7 +378,7 @@ func TestDetectPrefix(t *testing.T) {
 				"2021-02-14 01:34:03 CET [30292]: db=shop,user=app,app=web,client=10.0.0.1 LOG:  connection authorized: user=app database=shop\n" +
 				"2021-02-14 01:34:03 CET [30292]: db=shop,user=app,app=web,client=10.0.0.1 LOG:  statement: SELECT 1\n"},
 		// Only [local] clients in the head: the common prefix must win
-		// over the guess with a stray bracket (bugSkipValue), or the
+		// over a guess with a stray bracket, or the
 		// remote clients later in the log are lost.
 		{"only local clients in the head", "%t [%p]: db=%d,user=%u,app=%a,client=%h ",
 			"2021-02-14 01:34:02 CET [30291]: db=[unknown],user=[unknown],app=[unknown],client=[local] LOG:  connection received: host=[local]\n" +
