@@ -18,18 +18,22 @@ fi
 bytes=$(stat -c %s "$log")
 cat "$log" > /dev/null # into the page cache
 
-# run LABEL CMD...: one core (taskset), wall time and peak RSS.
+# run CORES LABEL CMD...: on one core (taskset) or all, wall time and peak RSS.
 run() {
-  local label=$1; shift
-  local t0 t1 rss
+  local cores=$1 label=$2; shift 2
+  local t0 t1 rss pin=()
+  [ "$cores" = 1 ] && pin=(taskset -c 0)
   t0=$(date +%s.%N)
-  rss=$( { /usr/bin/time -f '%M' taskset -c 0 "$@" > /dev/null; } 2>&1 | tail -n 1 )
+  rss=$( { /usr/bin/time -f '%M' "${pin[@]}" "$@" > /dev/null; } 2>&1 | tail -n 1 )
   t1=$(date +%s.%N)
   awk -v l="$label" -v b="$bytes" -v t0="$t0" -v t1="$t1" -v rss="$rss" \
     'BEGIN { s = t1 - t0; printf "%-34s %8.2f s %9.0f MB/s   peak RSS %6.0f MB\n", l, s, b / s / 1e6, rss / 1024 }'
 }
 
-echo "log: $log ($((bytes / 1000000)) MB), one core each"
-run "wc -l (baseline)" wc -l "$log"
-run "pgrehearse events --count" "$out/pgrehearse" events --count --prefix '%m [%p] %q%u@%d/%a %c ' "$log"
-run "pgrehearse analyze -j 1" "$out/pgrehearse" analyze -j 1 --prefix '%m [%p] %q%u@%d/%a %c ' "$log"
+prefix='%m [%p] %q%u@%d/%a %c '
+echo "log: $log ($((bytes / 1000000)) MB)"
+run 1 "wc -l (baseline, 1 core)" wc -l "$log"
+run 1 "events --count (reader, 1 core)" "$out/pgrehearse" events --count --prefix "$prefix" "$log"
+run 1 "analyze -j 1 (1 core)" "$out/pgrehearse" analyze -j 1 --prefix "$prefix" "$log"
+cores=$(nproc)
+run "$cores" "analyze -j $cores ($cores cores)" "$out/pgrehearse" analyze -j "$cores" --prefix "$prefix" "$log"

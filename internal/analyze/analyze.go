@@ -51,7 +51,11 @@ func (c *LineCounts) add(o LineCounts) {
 	c.Total += o.Total
 	c.Parsed += o.Parsed
 	for k, v := range o.Skipped {
-		c.Skipped[k] += v
+		// The parts of a split log may move a count from one part to
+		// another; a reason that sums to nothing is not listed.
+		if c.Skipped[k] += v; c.Skipped[k] == 0 {
+			delete(c.Skipped, k)
+		}
 	}
 }
 
@@ -162,7 +166,7 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*Result, error) {
 		ErrorsBySQLState: map[string]int64{},
 		Files:            []string{},
 	}
-	readErr := read(ctx, src, batchSize, batches, free, res)
+	readErr := read(ctx, src, jobs, batchSize, batches, free, res)
 	close(batches)
 	wg.Wait()
 
@@ -179,9 +183,10 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*Result, error) {
 	return res, readErr
 }
 
-// read runs on the calling goroutine: it deals the events of every
-// source out in batches and collects the sources' names and line counts.
-func read(ctx context.Context, src []Source, batchSize int, batches chan<- []*event.Event, free chan []*event.Event, res *Result) error {
+// read deals the events of every source out in batches, reading up to
+// jobs sources at once (the parts of a split log are meant for that), and
+// collects the sources' names and line counts.
+func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<- []*event.Event, free chan []*event.Event, res *Result) error {
 	newBatch := func() []*event.Event {
 		select {
 		case b := <-free:
@@ -193,25 +198,51 @@ func read(ctx context.Context, src []Source, batchSize int, batches chan<- []*ev
 	// Sending never waits on ctx: the workers drain batches until they
 	// are closed, and a batch already read belongs in a partial result.
 	send := func(b []*event.Event) { batches <- b }
-	for i, s := range src {
-		name := fmt.Sprintf("source %d", i+1)
-		if n, ok := s.(Named); ok {
-			name = n.Name()
-		}
-		res.Files = append(res.Files, name)
-		err := readOne(ctx, s, newBatch, send)
-		if lc, ok := s.(LineCounter); ok {
-			res.Lines.add(lc.LineCounts())
-		}
-		if err != nil {
-			// Readers that name their file in errors need no second name.
-			if !strings.HasPrefix(err.Error(), name) {
-				err = fmt.Errorf("%s: %w", name, err)
+
+	names := make([]string, len(src))
+	errs := make([]error, len(src))
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for range min(jobs, len(src)) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(src) || ctx.Err() != nil {
+					return
+				}
+				s := src[i]
+				name := fmt.Sprintf("source %d", i+1)
+				if n, ok := s.(Named); ok {
+					name = n.Name()
+				}
+				names[i] = name
+				err := readOne(ctx, s, newBatch, send)
+				if lc, ok := s.(LineCounter); ok {
+					mu.Lock()
+					res.Lines.add(lc.LineCounts())
+					mu.Unlock()
+				}
+				if err != nil && !strings.HasPrefix(err.Error(), name) {
+					// Readers that name their file in errors need no
+					// second name.
+					err = fmt.Errorf("%s: %w", name, err)
+				}
+				errs[i] = err
 			}
-			return err
+		})
+	}
+	wg.Wait()
+	for i, name := range names {
+		// The parts of one split file share its name.
+		if name != "" && (len(res.Files) == 0 || res.Files[len(res.Files)-1] != name) {
+			res.Files = append(res.Files, name)
 		}
-		if ctx.Err() != nil {
-			return nil
+		if errs[i] != nil {
+			return errs[i]
 		}
 	}
 	return nil

@@ -106,25 +106,21 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		}
 	}()
 	for _, p := range paths {
-		r, err := logread.Open(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin})
+		// With several jobs, a large plain file is read in parts at once.
+		parts, err := logread.OpenSplit(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin}, f.jobs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("log file %s does not exist", p)
 			}
 			return fmt.Errorf("open log: %w", err)
 		}
-		readers = append(readers, r)
+		readers = append(readers, parts...)
 	}
 
 	prog := newProgress(stdio.Stderr, readers)
 	sources := make([]analyze.Source, len(readers))
-	var base int64
 	for i, r := range readers {
-		s := &logSource{r: r, bar: prog.bar, base: base}
-		if _, size := r.Progress(); size > 0 {
-			base += size
-		}
-		sources[i] = s
+		sources[i] = &logSource{r: r, bar: prog.bar}
 	}
 	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Hist: f.hist})
 	prog.done(err == nil && !res.Partial)
@@ -174,7 +170,7 @@ func writeJSON(stdout io.Writer, path string, res *analyze.Result) (err error) {
 type logSource struct {
 	r    *logread.Reader
 	bar  *mpb.Bar
-	base int64 // bytes of the files before this one
+	last int64 // bytes read at the last progress update
 	n    int
 }
 
@@ -187,8 +183,10 @@ func (s *logSource) Next() (*event.Event, error) {
 	if s.bar != nil {
 		s.n++
 		if s.n%progressEvery == 0 || err != nil {
+			// Sources may be read at once: add what this one read.
 			read, _ := s.r.Progress()
-			s.bar.SetCurrent(s.base + read)
+			s.bar.IncrInt64(read - s.last)
+			s.last = read
 		}
 	}
 	return ev, err

@@ -60,7 +60,10 @@ func (c *Counters) Add(o *Counters) {
 	c.Total += o.Total
 	c.Parsed += o.Parsed
 	for k, v := range o.Skipped {
-		c.Skipped[k] += v
+		// The parts of a split log may move a count between parts.
+		if c.Skipped[k] += v; c.Skipped[k] == 0 {
+			delete(c.Skipped, k)
+		}
 	}
 }
 

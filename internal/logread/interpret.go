@@ -26,6 +26,16 @@ type interpreter struct {
 	// (some 60 kB) alive.
 	slab []event.Event
 
+	// leading is set for the parts of a split log after the first: the
+	// durations found before any statement of their session may belong
+	// to a statement at the end of the previous part.
+	leading          bool
+	leadingDurations map[string]int64
+	// leadingErrors are failed statements of sessions not yet started in
+	// the part: they may be the statement announced at the end of the
+	// previous part, which then fails instead.
+	leadingErrors map[string]*event.Event
+
 	// lastSession is the session of the previous entry: sessions log
 	// several lines in a row.
 	lastSession *sessionState
@@ -47,6 +57,9 @@ type sessionState struct {
 	// lastBind is the last "bind" line (log_min_duration_statement style),
 	// used when an execution fails: the failure is then the only trace.
 	lastBind *event.Event
+	// started is set once the session logged a statement in this log
+	// (or part of a split log).
+	started bool
 	// lastParse is the last "parse" line not yet followed by a bind: an
 	// error in bind (planning of the unnamed statement folds constants
 	// with the parameter values) leaves only the parse as a trace.
@@ -144,6 +157,19 @@ func (in *interpreter) flush(s *sessionState) {
 		in.out = append(in.out, s.pending)
 		s.pending = nil
 	}
+}
+
+// takePending returns the statements still waiting for a duration, by
+// session, instead of emitting them: the end of a part of a split log.
+func (in *interpreter) takePending() map[string]*event.Event {
+	m := make(map[string]*event.Event)
+	for _, s := range in.sessions {
+		if s.pending != nil {
+			m[s.key] = s.pending
+			s.pending = nil
+		}
+	}
+	return m
 }
 
 // finishAll emits what is still pending at the end of the log.
@@ -276,6 +302,7 @@ func (in *interpreter) log(e *entry) {
 // session's next statement.
 func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur int64) {
 	in.c.parsed(e.lines)
+	s.started = true
 	in.flush(s)
 	if dur >= 0 {
 		ev.Duration = dur
@@ -293,6 +320,13 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 func (in *interpreter) durationAlone(e *entry, dur int64) {
 	s := in.session(e)
 	if s.pending == nil {
+		if in.leading && !s.started {
+			if in.leadingDurations == nil {
+				in.leadingDurations = make(map[string]int64)
+			}
+			in.leadingDurations[s.key] = dur
+			s.started = true
+		}
 		in.c.skip(SkipDurationAlone, e.lines)
 		return
 	}
@@ -382,7 +416,19 @@ func (in *interpreter) error(e *entry) {
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
 		failed.Query = e.statement
+		if in.leading && !s.started {
+			// Held for the boundary with the previous part: see
+			// leadingErrors.
+			failed.Failed = true
+			failed.Severity, failed.SQLState, failed.Message = e.severity, state, msg
+			if in.leadingErrors == nil {
+				in.leadingErrors = make(map[string]*event.Event)
+			}
+			in.leadingErrors[s.key] = failed
+			failed = nil
+		}
 	}
+	s.started = true
 	if failed != nil {
 		failed.Failed = true
 		failed.Severity, failed.SQLState, failed.Message = e.severity, state, msg

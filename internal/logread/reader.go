@@ -64,6 +64,10 @@ type Reader struct {
 	next     int // index of the next event in interp.out
 	err      error
 	e        entry
+
+	// left and right join this reader's part of a split log with its
+	// neighbours; nil for a whole file. See OpenSplit.
+	left, right *boundary
 }
 
 // Open opens a log file ("-" for standard input), decompressing gzip,
@@ -160,7 +164,7 @@ func (r *Reader) fill() {
 	for len(r.interp.out) == 0 {
 		err := r.fr.next(&r.e)
 		if err == io.EOF {
-			r.interp.finishAll()
+			r.settle()
 			r.err = io.EOF
 			return
 		}
@@ -174,6 +178,41 @@ func (r *Reader) fill() {
 			r.err = err
 			return
 		}
+	}
+}
+
+// settle ends the log: pending statements are emitted, or, at the end of
+// a part of a split log, left at the boundary with the next part.
+func (r *Reader) settle() {
+	if r.right == nil {
+		r.interp.finishAll()
+	} else {
+		b := r.right
+		b.mu.Lock()
+		b.pending, b.leftDone = r.interp.takePending(), true
+		if b.rightDone {
+			r.emitJoined(b.join())
+		}
+		b.mu.Unlock()
+	}
+	if b := r.left; b != nil {
+		b.mu.Lock()
+		b.durations, b.errors, b.rightDone = r.interp.leadingDurations, r.interp.leadingErrors, true
+		if b.leftDone {
+			r.emitJoined(b.join())
+		}
+		b.mu.Unlock()
+	}
+}
+
+// emitJoined emits statements joined across a part boundary. The duration
+// lines paired with them were counted as skipped by the other part's
+// reader; this one counts them as parsed, so the parts' sum is right.
+func (r *Reader) emitJoined(evs []*event.Event, paired int64) {
+	r.interp.out = append(r.interp.out, evs...)
+	r.counters.Parsed += paired
+	if r.counters.Skipped[SkipDurationAlone] -= paired; r.counters.Skipped[SkipDurationAlone] == 0 {
+		delete(r.counters.Skipped, SkipDurationAlone)
 	}
 }
 

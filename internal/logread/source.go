@@ -22,6 +22,8 @@ type source struct {
 	closer []io.Closer
 	raw    *countingReader
 	size   int64
+	// compressed files cannot be split into parts read at once.
+	compressed bool
 }
 
 type countingReader struct {
@@ -106,7 +108,9 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 	br := bufio.NewReaderSize(s.raw, 64<<10)
 	head, _ := br.Peek(6)
 	var err error
-	switch c := sniffCompression(head, path); c {
+	c := sniffCompression(head, path)
+	s.compressed = c != compressNone
+	switch c {
 	case compressNone:
 		s.r = br
 	case compressGzip:
