@@ -1,0 +1,254 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// dispatcher reads events and routes them to session queues. It runs on
+// the goroutine that called Run and is the only one that reads sources,
+// creates sessions and touches the maps below.
+type dispatcher struct {
+	r        *Replayer
+	active   map[string]*session // open sessions, by original session id
+	excluded map[string]struct{} // sessions the filters removed, until they end
+	running  []*session          // sessions that may still run, for start barriers
+	timer    *time.Timer         // the dispatcher's only timer
+	clk      *clock              // nil until the first event
+	stalled  bool                // reading past the budget, see waitBudget
+	stallAt  int64               // completions when the stall was seen
+	first    int64               // log time range of the events replayed
+	last     int64
+	seen     bool
+}
+
+// errStopped ends reading when the replay is told to stop.
+var errStopped = errors.New("stopped")
+
+func (r *Replayer) dispatch(src []Source, res *Result) error {
+	d := &dispatcher{
+		r:        r,
+		active:   map[string]*session{},
+		excluded: map[string]struct{}{},
+		timer:    time.NewTimer(time.Hour),
+	}
+	d.timer.Stop()
+	defer func() {
+		// Sessions still open at the end of the log end with it.
+		for _, s := range d.active {
+			s.q.close()
+		}
+	}()
+	var err error
+	for i, s := range src {
+		name := fmt.Sprintf("source %d", i+1)
+		if n, ok := s.(Named); ok {
+			name = n.Name()
+		}
+		res.Files = append(res.Files, name)
+		if err = d.readAll(s); err != nil {
+			if err != errStopped && !errors.Is(err, io.EOF) && !strings.HasPrefix(err.Error(), name) {
+				err = fmt.Errorf("%s: %w", name, err)
+			}
+			break
+		}
+	}
+	if d.seen {
+		res.FirstTime = formatTime(d.first)
+		res.LastTime = formatTime(d.last)
+	}
+	if err == errStopped || errors.Is(err, io.EOF) {
+		// io.EOF here means the --end window was passed: done reading.
+		if err == errStopped {
+			res.Partial = true
+		}
+		return nil
+	}
+	return err
+}
+
+// readAll routes the events of one source. It returns io.EOF when the
+// time window is over, errStopped when told to stop.
+func (d *dispatcher) readAll(src Source) error {
+	r := d.r
+	f := &r.opts.Filter
+	lookUS := lookaheadUS(r.opts.Lookahead)
+	for {
+		if r.stopped() {
+			return errStopped
+		}
+		ev, err := src.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.c.events.Add(1)
+		switch ev.Kind {
+		case event.Connect, event.Disconnect, event.Statement, event.Execute:
+		default:
+			// Prepare: named statements are prepared at their first
+			// execution. Error: the failing execution is its own
+			// event, with Failed set.
+			continue
+		}
+		if ev.Session == "" {
+			d.filtered(ev)
+			continue
+		}
+		if f.End != 0 && ev.Time >= f.End {
+			d.filtered(ev)
+			// Events are in completion order, so one that started
+			// before End may still come a little later; past End by
+			// the lookahead, nothing of the window is left.
+			if ev.Time > f.End+lookUS {
+				return io.EOF
+			}
+			continue
+		}
+		if f.Start != 0 && ev.Time < f.Start {
+			d.filtered(ev)
+			continue
+		}
+		s := d.active[ev.Session]
+		if s == nil {
+			if _, ok := d.excluded[ev.Session]; ok {
+				d.filtered(ev)
+				if ev.Kind == event.Disconnect {
+					delete(d.excluded, ev.Session)
+				}
+				continue
+			}
+			if !f.session(ev) {
+				r.c.filteredSessions.Add(1)
+				d.filtered(ev)
+				if ev.Kind != event.Disconnect {
+					d.excluded[ev.Session] = struct{}{}
+				}
+				continue
+			}
+			if ev.Kind == event.Disconnect {
+				// The session did nothing inside the window.
+				d.filtered(ev)
+				continue
+			}
+			if d.clk == nil {
+				c := newClock(r.opts.Speed, time.Now(), ev.Time)
+				d.clk = &c
+				r.clk.Store(d.clk)
+			}
+			s = r.newSession(ev, d.clk)
+			if r.opts.Speed == 0 {
+				s.deps = d.barrier()
+				d.running = append(d.running, s)
+			}
+			d.active[ev.Session] = s
+			r.c.sessions.Add(1)
+			r.wg.Go(s.run)
+		}
+		if !d.seen || ev.Time < d.first {
+			d.first = ev.Time
+		}
+		if !d.seen || ev.Time > d.last {
+			d.last = ev.Time
+		}
+		d.seen = true
+
+		// Read no further ahead of the replay clock than the lookahead.
+		if r.opts.Speed > 0 && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
+			return errStopped
+		}
+		size := eventSize(ev)
+		if !d.waitBudget() {
+			return errStopped
+		}
+		if used := r.budget.used.Add(size); used > r.c.maxBuffered.Load() {
+			r.c.maxBuffered.Store(used)
+		}
+		s.dispatched++
+		s.q.push(item{ev: ev, due: d.clk.offset(ev.Time), size: size})
+		r.opts.Observer.ReaderPosition(ev.Time)
+		if ev.Kind == event.Disconnect {
+			delete(d.active, ev.Session)
+			s.q.close()
+		}
+	}
+}
+
+func (d *dispatcher) filtered(ev *event.Event) {
+	d.r.c.filteredEvents.Add(1)
+	if ev.IsExecution() {
+		d.r.c.filteredStatements.Add(1)
+	}
+}
+
+// barrier lists, for a session starting now at speed 0, what it must wait
+// for: every event already routed to a session that has not completed it.
+// The log is in completion order, so those are the events that had ended
+// when the new session started in the original.
+func (d *dispatcher) barrier() []dep {
+	var deps []dep
+	kept := d.running[:0]
+	for _, o := range d.running {
+		if o.exited.Load() {
+			continue
+		}
+		kept = append(kept, o)
+		if o.completed.Load() < o.dispatched {
+			deps = append(deps, dep{s: o, n: o.dispatched})
+		}
+	}
+	clear(d.running[len(kept):])
+	d.running = kept
+	return deps
+}
+
+// waitBudget waits while the queued events hold more than the budget. The
+// sessions that hold them are working and will release it, unless they are
+// all blocked (on locks whose holder's COMMIT is not read yet): so when no
+// statement completes for StallTimeout, it stops waiting and reads on past
+// the budget until one completes again. It returns false when told to stop.
+func (d *dispatcher) waitBudget() bool {
+	r := d.r
+	b := r.budget
+	if !b.over() {
+		d.stalled = false
+		return true
+	}
+	if d.stalled {
+		if r.c.completions.Load() == d.stallAt {
+			r.c.overBudget.Add(1)
+			return true
+		}
+		d.stalled = false
+	}
+	r.c.budgetWaits.Add(1)
+	b.waiting.Store(true)
+	defer b.waiting.Store(false)
+	mark := r.c.completions.Load()
+	for b.over() {
+		d.timer.Reset(r.opts.StallTimeout)
+		select {
+		case <-b.drained:
+			d.timer.Stop()
+		case <-r.stopCh:
+			d.timer.Stop()
+			return false
+		case <-d.timer.C:
+			now := r.c.completions.Load()
+			if now == mark {
+				d.stalled, d.stallAt = true, now
+				r.c.overBudget.Add(1)
+				return true
+			}
+			mark = now
+		}
+	}
+	return true
+}

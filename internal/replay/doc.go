@@ -1,0 +1,73 @@
+// Package replay plays the events of PostgreSQL server logs against a target
+// server, session by session, at the original pace times a speed factor, and
+// measures what the target did: per query fingerprint the calls, errors and
+// latencies (the same rows as package analyze), how late each statement was
+// issued against its schedule, and why any statement was not replayed.
+//
+// # Layers
+//
+// The package consumes events (package event) from Sources and talks to the
+// target through pgconn only: it does not know log formats, and it writes no
+// reports; the CLI renders a Result. Measurements flow one way, to the
+// Result and to an optional Observer; nothing measured feeds back into the
+// schedule.
+//
+// # Sessions and pacing
+//
+// One dispatcher goroutine reads events lazily and routes each to the queue
+// of its original session. Every session has its own goroutine, its own
+// connection (as the logged user, to the logged database, after the
+// --user-map/--database-map rewrites) and one timer, reset per event. An
+// event is due at start + (t_logged - t_first) / speed, with the speed kept
+// in float64. A statement that is slow on the target delays only the later
+// statements of its own session: the dispatcher never waits for a session.
+//
+// At speed 0 (as fast as possible) there is no clock, so something else must
+// keep the replay sound: a session created by the log after other sessions
+// had finished statements (CREATE TABLE in one session, INSERT in the next)
+// must see them finished on the target too. The rule is a start barrier: a
+// new session's goroutine, before its first event, waits until every event
+// read before its first one has completed in the other sessions (the log is
+// in completion order, so that is everything that had finished when the
+// session started). Running sessions are not ordered against each other;
+// only session starts are. Only the new session waits; the dispatcher and
+// every other session go on.
+//
+// # Memory
+//
+// Reading is bounded two ways, documented on Options:
+//   - Lookahead (speed > 0): the dispatcher reads an event only when the
+//     replay clock is within Lookahead (log time) of it, so it holds about
+//     Lookahead of traffic, not gigabytes of a 100 GB log. A statement is
+//     logged when it ends, so a statement longer than Lookahead is issued
+//     late by the difference; its lag says so.
+//   - Budget: the bytes of all queued events. When the budget is used up the
+//     dispatcher waits for sessions to drain their queues, which is flow
+//     control, not a stall: the sessions holding the events are working.
+//     Waiting could hang the replay if those sessions are all blocked on
+//     locks held by a session whose COMMIT is not read yet, so the wait
+//     watches progress: when no statement completes anywhere for
+//     StallTimeout, the dispatcher reads on past the budget (counted as
+//     reader.over_budget) until one does. Memory is bounded in every replay
+//     that makes progress, and no replay hangs on the budget.
+//
+// Queues are ring-like slices that shrink as they drain, so a session that
+// once had a backlog does not keep its memory.
+//
+// # Counting
+//
+// Statements are counted as package analyze counts them: a query string of
+// k statements is k statements, and when it fails the failure is put on
+// its last statement. Every statement read (after the filters) ends in
+// exactly one of executed, failed or skipped[reason], so
+// Statements.Total == Executed + Failed + sum(Skipped) always, even when
+// the replay is interrupted (unrun statements are skipped as
+// "interrupted"). Statements removed by the filters are not part of the
+// total; they are counted under Filtered. Strings that hold no statement
+// (only comments) are not sent and are counted under Statements.Empty, as
+// analyze does.
+//
+// The package must not: block the dispatcher on one session, spawn a
+// goroutine per statement, compute the schedule in time.Duration
+// arithmetic on the rate, or exit the process.
+package replay

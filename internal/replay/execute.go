@@ -1,0 +1,228 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+)
+
+// statement replays one execution event: a query string (simple protocol)
+// or an execution of the extended protocol.
+func (s *session) statement(it item, t *time.Timer) {
+	r := s.r
+	ev := it.ev
+	items := r.cache.Get(ev.Query)
+	k := int64(len(items))
+	if k == 0 {
+		r.c.empty.Add(1)
+		return
+	}
+	r.c.total.Add(k)
+	if reason := s.skipReason(ev, items); reason != "" {
+		s.skip(items, reason)
+		return
+	}
+	due := s.clk.start.Add(it.due)
+	if !s.waitDue(it, t) {
+		s.skip(items, SkipInterrupted)
+		return
+	}
+	if s.conn == nil && !(r.opts.DryRun && s.connected) {
+		if !s.connect() {
+			s.skip(items, s.failReason)
+			return
+		}
+	}
+	issued := time.Now()
+	var lag time.Duration
+	if s.clk.speed > 0 {
+		lag = max(issued.Sub(due), 0)
+	}
+	for {
+		// The latest log time issued, for the progress line.
+		old := r.c.lastIssued.Load()
+		if ev.Time <= old || r.c.lastIssued.CompareAndSwap(old, ev.Time) {
+			break
+		}
+	}
+
+	latency := time.Duration(-1)
+	var te targetError
+	failed := false
+	if !r.opts.DryRun {
+		var err error
+		latency, err = s.exec(ev, items)
+		if err != nil {
+			failed = true
+			te = classifyError(err, s.conn)
+			if te.lost {
+				s.lost = true
+				s.dropConn()
+			}
+		}
+	}
+	s.record(ev, items, issued, latency, lag, failed, te)
+}
+
+// skipReason says why an execution cannot be replayed, or "".
+func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
+	if s.failReason != "" {
+		return s.failReason
+	}
+	if ev.Kind == event.Execute {
+		switch ev.ParamState {
+		case event.ParamsMissing:
+			return SkipParamsMissing
+		case event.ParamsTruncated:
+			return SkipParamsTruncated
+		}
+	}
+	for _, it := range items {
+		cl := s.r.classes.get(it)
+		if cl.copyIn {
+			return SkipCopyData
+		}
+		if s.r.opts.ReadOnly && !cl.readOnly {
+			return SkipNotReadOnly
+		}
+	}
+	return ""
+}
+
+// exec runs an execution and returns how long the target took.
+func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, error) {
+	ctx := s.r.hard
+	conn := s.conn
+	if ev.Kind == event.Statement {
+		start := time.Now()
+		if len(items) == 1 && s.r.classes.get(items[0]).copyOut {
+			_, err := conn.CopyTo(ctx, io.Discard, ev.Query)
+			return time.Since(start), err
+		}
+		// The whole string as one simple query, as the original sent
+		// it: several statements run in one implicit transaction.
+		mrr := conn.Exec(ctx, ev.Query)
+		for mrr.NextResult() {
+			mrr.ResultReader().Close()
+		}
+		err := mrr.Close()
+		return time.Since(start), err
+	}
+
+	params := make([][]byte, len(ev.Params))
+	for i, p := range ev.Params {
+		if !p.Null {
+			// Never nil, so that '' is not sent as NULL.
+			params[i] = append(make([]byte, 0, len(p.Value)), p.Value...)
+		}
+	}
+	if ev.Name == "" {
+		// Parameter types 0: the server infers them, as it did for
+		// the original, whose types the log does not show.
+		start := time.Now()
+		_, err := conn.ExecParams(ctx, ev.Query, params, nil, nil, nil).Close()
+		return time.Since(start), err
+	}
+	if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	_, err := conn.ExecPrepared(ctx, ev.Name, params, nil, nil).Close()
+	return time.Since(start), err
+}
+
+// prepare makes sure the named statement is prepared with query on this
+// connection: once per session, and again when the log reuses the name for
+// another query.
+func (s *session) prepare(ctx context.Context, name, query string) error {
+	if q, ok := s.prepared[name]; ok {
+		if q == query {
+			return nil
+		}
+		if err := s.conn.Deallocate(ctx, name); err != nil {
+			return err
+		}
+		delete(s.prepared, name)
+	}
+	if _, err := s.conn.Prepare(ctx, name, query, nil); err != nil {
+		return err
+	}
+	if s.prepared == nil {
+		s.prepared = map[string]string{}
+	}
+	s.prepared[name] = query
+	return nil
+}
+
+// record adds an execution to the counters and to the session's shard.
+// The items share the latency as analyze shares a logged duration; the
+// failure, if any, goes on the last one.
+func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.Time, latency, lag time.Duration, failed bool, te targetError) {
+	r := s.r
+	k := int64(len(items))
+	latUS := querystats.NoDuration
+	if latency >= 0 {
+		latUS = latency.Microseconds()
+	}
+	at := issued.UnixMicro()
+	sh := s.shard
+	sh.mu.Lock()
+	for i, it := range items {
+		sh.set.AddAt(it.Fingerprint, it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
+	}
+	if s.clk.speed > 0 {
+		sh.recordLag(lag.Microseconds())
+	}
+	if failed {
+		sh.errors[te.code]++
+		last := items[k-1]
+		key := sampleKey{te.code, last.Fingerprint}
+		if e := sh.samples[key]; e != nil {
+			e.Count++
+		} else {
+			sh.samples[key] = &ErrorSample{SQLState: te.code, Fingerprint: last.Fingerprint, Query: last.Query, Message: te.message, Count: 1}
+		}
+	}
+	sh.mu.Unlock()
+
+	r.c.ran.Add(1)
+	if failed {
+		r.c.failed.Add(1)
+		r.c.executed.Add(k - 1)
+		r.c.errors.Add(1)
+	} else {
+		r.c.executed.Add(k)
+	}
+	switch {
+	case ev.Failed && failed:
+		r.c.origFailed.Add(1)
+		r.c.bothFailed.Add(1)
+	case ev.Failed:
+		r.c.origFailed.Add(1)
+		r.c.onlyOrig.Add(1)
+	case failed:
+		r.c.onlyTarget.Add(1)
+	}
+	r.opts.Observer.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag})
+}
+
+// skip counts an execution that is not run.
+func (s *session) skip(items []fingerprint.Item, reason string) {
+	s.r.c.skipped[skipIndex(reason)].Add(int64(len(items)))
+	s.r.opts.Observer.Statement(Sample{Fingerprint: items[0].Fingerprint, Skipped: reason})
+}
+
+// skipEvent counts an execution that is not run, before it was looked at.
+func (s *session) skipEvent(ev *event.Event, reason string) {
+	items := s.r.cache.Get(ev.Query)
+	if len(items) == 0 {
+		s.r.c.empty.Add(1)
+		return
+	}
+	s.r.c.total.Add(int64(len(items)))
+	s.skip(items, reason)
+}

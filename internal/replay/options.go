@@ -1,0 +1,176 @@
+package replay
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// Source yields events, then io.EOF. A *logread.Reader is one.
+type Source interface {
+	Next() (*event.Event, error)
+}
+
+// Named is a Source that knows its file name, listed in Result.Files.
+type Named interface {
+	Name() string
+}
+
+// Defaults of Options.
+const (
+	DefaultLookahead    = 10 * time.Second
+	DefaultBudget       = 256 << 20
+	DefaultStallTimeout = 5 * time.Second
+	DefaultGrace        = 10 * time.Second
+)
+
+// Options configure a replay.
+type Options struct {
+	// Target is the libpq connection string or URI of the target server.
+	// Its user and database are replaced, per session, by the logged ones;
+	// everything else (host, port, sslmode, password, passfile, the libpq
+	// environment) applies to every session.
+	Target string
+
+	// Speed multiplies the original pace: 1 is real time, 2 twice as
+	// fast, 0 as fast as possible (see the package comment for what keeps
+	// order then).
+	Speed float64
+
+	// DryRun reads and schedules without connecting: statements that would
+	// run are counted as executed, with no latency.
+	DryRun bool
+
+	// ReadOnly replays only statements that cannot write, decided by
+	// parsing; sessions also run with default_transaction_read_only=on.
+	ReadOnly bool
+
+	// LockTimeout and StatementTimeout, when not zero, are set on every
+	// session at connection (startup parameters lock_timeout and
+	// statement_timeout).
+	LockTimeout      time.Duration
+	StatementTimeout time.Duration
+
+	// UserMap and DatabaseMap rename the logged user and database on the
+	// target; names not in them are kept.
+	UserMap     map[string]string
+	DatabaseMap map[string]string
+
+	Filter Filter
+
+	// Lookahead is how far ahead of the replay clock, in log time, events
+	// are read at speed > 0; zero means DefaultLookahead.
+	Lookahead time.Duration
+	// Budget bounds the bytes of queued events; zero means DefaultBudget.
+	Budget int64
+	// StallTimeout is how long the dispatcher waits on a full budget
+	// without any statement completing before it reads on; zero means
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
+
+	// ConnectTimeout bounds each connection attempt when the target DSN
+	// does not set connect_timeout; zero means 30 s.
+	ConnectTimeout time.Duration
+
+	// Observer, if not nil, receives measurements as they happen.
+	Observer Observer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Lookahead <= 0 {
+		o.Lookahead = DefaultLookahead
+	}
+	if o.Budget <= 0 {
+		o.Budget = DefaultBudget
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 30 * time.Second
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	return o
+}
+
+func (o Options) check() error {
+	if o.Speed < 0 || o.Speed != o.Speed {
+		return fmt.Errorf("speed must be 0 (as fast as possible) or positive, got %v", o.Speed)
+	}
+	if o.Target == "" && !o.DryRun {
+		return fmt.Errorf("no target: give a connection string")
+	}
+	return nil
+}
+
+// Filter selects what is replayed. Session attributes (database, user,
+// application) are decided on a session's first event and hold for the
+// whole session, so a session is replayed whole or not at all; the time
+// window applies to each event.
+type Filter struct {
+	// Start and End bound event times, in µs since the epoch:
+	// Start <= Time < End. Zero means unbounded.
+	Start, End int64
+
+	// Databases, Users and Applications, when not empty, list the values
+	// a session must have, each.
+	Databases    []string
+	Users        []string
+	Applications []string
+}
+
+func (f *Filter) session(ev *event.Event) bool {
+	return match(f.Databases, ev.Database) && match(f.Users, ev.User) && match(f.Applications, ev.Application)
+}
+
+func match(list []string, v string) bool {
+	return len(list) == 0 || slices.Contains(list, v)
+}
+
+// timeLayouts are the forms --start and --end accept.
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}
+
+// ParseTime reads a --start or --end value: RFC 3339 or
+// "2006-01-02 15:04:05" (fractions allowed), in loc when it has no zone.
+// It returns µs since the epoch.
+func ParseTime(s string, loc *time.Location) (int64, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, s, loc); err == nil {
+			return t.UnixMicro(), nil
+		}
+	}
+	return 0, fmt.Errorf("cannot read time %q: use RFC 3339 (2006-01-02T15:04:05Z) or \"2006-01-02 15:04:05\"", s)
+}
+
+// ParseMap reads "a=b,c=d" pairs, as --user-map and --database-map take
+// them.
+func ParseMap(pairs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, p := range pairs {
+		for _, kv := range strings.Split(p, ",") {
+			kv = strings.TrimSpace(kv)
+			if kv == "" {
+				continue
+			}
+			from, to, ok := strings.Cut(kv, "=")
+			if !ok || from == "" || to == "" {
+				return nil, fmt.Errorf("map entry %q is not from=to", kv)
+			}
+			m[from] = to
+		}
+	}
+	return m, nil
+}
+
+func mapped(m map[string]string, v string) string {
+	if to, ok := m[v]; ok {
+		return to
+	}
+	return v
+}

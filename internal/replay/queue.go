@@ -1,0 +1,133 @@
+package replay
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// item is one queued event with its schedule.
+type item struct {
+	ev   *event.Event
+	due  time.Duration // offset from the clock's start
+	size int64         // what it holds of the budget
+}
+
+// eventSize estimates the memory an event holds: its strings and a fixed
+// share for the struct and the queue slot.
+func eventSize(ev *event.Event) int64 {
+	n := int64(256 + len(ev.Query) + len(ev.Message))
+	for _, p := range ev.Params {
+		n += int64(len(p.Value)) + 24
+	}
+	return n
+}
+
+// queue is one session's FIFO. The dispatcher pushes without ever
+// blocking; the session pops, waiting when it is empty. Its slice is
+// reused when it empties and compacted when mostly consumed, so a backlog
+// once drained does not keep its memory.
+type queue struct {
+	mu     sync.Mutex
+	items  []item
+	head   int
+	closed bool
+	wake   chan struct{} // capacity 1: "something changed"
+}
+
+func newQueue() *queue { return &queue{wake: make(chan struct{}, 1)} }
+
+func (q *queue) push(it item) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// tryPop returns the next item, or ok false with closed telling whether
+// none will ever come.
+func (q *queue) tryPop() (it item, ok, closed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.items) {
+		return item{}, false, q.closed
+	}
+	it = q.items[q.head]
+	q.items[q.head] = item{}
+	q.head++
+	switch {
+	case q.head == len(q.items):
+		q.items = q.items[:0]
+		q.head = 0
+		if cap(q.items) > 4096 {
+			q.items = nil // a drained backlog gives its memory back
+		}
+	case q.head >= 1024 && q.head*2 >= len(q.items):
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items = q.items[:n]
+		q.head = 0
+	}
+	return it, true, false
+}
+
+// pop waits for the next item; ok is false when the queue is closed and
+// empty, or done is closed.
+func (q *queue) pop(done <-chan struct{}) (item, bool) {
+	for {
+		it, ok, closed := q.tryPop()
+		if ok {
+			return it, true
+		}
+		if closed {
+			return item{}, false
+		}
+		select {
+		case <-q.wake:
+		case <-done:
+			return item{}, false
+		}
+	}
+}
+
+// budget counts the bytes of queued events against a limit. add never
+// blocks; the dispatcher calls wait when over.
+type budget struct {
+	limit   int64
+	used    atomic.Int64
+	waiting atomic.Bool
+	drained chan struct{} // capacity 1
+}
+
+func newBudget(limit int64) *budget {
+	return &budget{limit: limit, drained: make(chan struct{}, 1)}
+}
+
+func (b *budget) add(n int64) { b.used.Add(n) }
+
+func (b *budget) release(n int64) {
+	if b.used.Add(-n) <= b.limit && b.waiting.Load() {
+		select {
+		case b.drained <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *budget) over() bool { return b.used.Load() > b.limit }

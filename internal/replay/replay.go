@@ -1,0 +1,140 @@
+package replay
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+)
+
+// Replayer replays logs against a target. Make one with New, call Run
+// once; Progress may be called from any goroutine meanwhile.
+type Replayer struct {
+	opts    Options
+	c       counters
+	shards  []*shard
+	fails   connFailures
+	cache   *fingerprint.Cache
+	classes *classifier
+	budget  *budget
+	clk     atomic.Pointer[clock]
+	began   time.Time
+
+	stopCh <-chan struct{}
+	hard   context.Context
+
+	cfgMu sync.Mutex
+	cfgs  map[[2]string]cfgResult
+
+	nsessions int // sessions created, by the dispatcher
+	wg        sync.WaitGroup
+}
+
+// New returns a Replayer for opts.
+func New(opts Options) (*Replayer, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	n := min(max(2*runtime.GOMAXPROCS(0), 4), 32)
+	r := &Replayer{
+		opts:    opts,
+		shards:  make([]*shard, n),
+		cache:   fingerprint.NewCache(0),
+		classes: newClassifier(),
+		budget:  newBudget(opts.Budget),
+	}
+	for i := range r.shards {
+		r.shards[i] = newShard()
+	}
+	return r, nil
+}
+
+// Run replays the events of src, read in order (one file after the other),
+// and returns what happened.
+//
+// Two contexts stop it, as Ctrl-C twice would: when stop is done, no new
+// statement is issued and nothing more is read, but statements in flight
+// finish; when hard is done, statements in flight are cancelled too. Either
+// way Run returns the result of what ran, with Partial set and a nil
+// error. A read error also ends the replay (after what was read has run);
+// Run then returns the partial result and the error.
+func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error) {
+	r.stopCh = stop.Done()
+	r.hard = hard
+	r.began = time.Now()
+	res := &Result{Kind: "replay", DryRun: r.opts.DryRun, Speed: r.opts.Speed, Files: []string{}}
+	readErr := r.dispatch(src, res)
+	r.wg.Wait()
+	if readErr != nil || r.stopped() {
+		res.Partial = true
+	}
+	res.WallSeconds = time.Since(r.began).Seconds()
+	r.c.fill(res)
+	res.Sessions.ConnectFailures = r.fails.list()
+	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
+		return nil, err
+	}
+	return res, readErr
+}
+
+func (r *Replayer) stopped() bool {
+	select {
+	case <-r.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Progress is a snapshot of a running replay, for a live display.
+type Progress struct {
+	Elapsed time.Duration
+	// LogStart is the log time of the first event; LogReplayed the latest
+	// log time issued. Both µs since the epoch, zero before the first.
+	LogStart, LogReplayed int64
+	// Done counts statements executed, failed or skipped so far.
+	Done, Errors    int64
+	Sessions, Open  int64
+	LagP99MS        float64
+	BufferedBytes   int64
+	ConnectFailures int64
+}
+
+// Progress returns the figures so far.
+func (r *Replayer) Progress() Progress {
+	p := Progress{
+		Elapsed:         time.Since(r.began),
+		Errors:          r.c.errors.Load(),
+		Sessions:        r.c.sessions.Load(),
+		Open:            r.c.open.Load(),
+		BufferedBytes:   r.budget.used.Load(),
+		ConnectFailures: r.c.connectFailed.Load(),
+		LogReplayed:     r.c.lastIssued.Load(),
+	}
+	p.Done = r.c.executed.Load() + r.c.failed.Load()
+	for i := range r.c.skipped {
+		p.Done += r.c.skipped[i].Load()
+	}
+	if c := r.clk.Load(); c != nil {
+		p.LogStart = c.t0
+		if c.speed > 0 {
+			lag := hdrhistogram.New(1, maxLagUS, 3)
+			for _, s := range r.shards {
+				s.mu.Lock()
+				lag.Merge(s.lag)
+				s.mu.Unlock()
+			}
+			p.LagP99MS = float64(lag.ValueAtQuantile(99)) / 1000
+		}
+	}
+	return p
+}
+
+func formatTime(us int64) string { return querystats.FormatTime(us) }

@@ -1,0 +1,314 @@
+package replay
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// session replays one original session: one goroutine, one connection, one
+// timer. Its events run in log order; nothing it does waits for another
+// session, except the start barrier at speed 0 (see the package comment).
+type session struct {
+	r     *Replayer
+	clk   *clock
+	shard *shard
+	id    string
+	user  string // on the target, after the maps
+	db    string
+	app   string
+
+	q *queue
+	// deps is the start barrier, at speed 0.
+	deps []dep
+
+	// dispatched is how many events the dispatcher routed here; only the
+	// dispatcher touches it. completed is how many this session finished.
+	dispatched int64
+	completed  atomic.Int64
+	exited     atomic.Bool
+
+	wmu        sync.Mutex
+	waiters    []waiter
+	hasWaiters atomic.Bool
+
+	// Owned by the session goroutine.
+	conn       *pgconn.PgConn
+	prepared   map[string]string // protocol-level statement name -> query
+	lost       bool              // the connection broke; reconnect
+	connected  bool              // connected at least once
+	failReason string            // set when connecting failed: skip the rest
+}
+
+type dep struct {
+	s *session
+	n int64
+}
+
+type waiter struct {
+	n  int64
+	ch chan struct{}
+}
+
+func (r *Replayer) newSession(ev *event.Event, clk *clock) *session {
+	n := r.nsessions
+	r.nsessions++
+	return &session{
+		r:     r,
+		clk:   clk,
+		shard: r.shards[n%len(r.shards)],
+		id:    ev.Session,
+		user:  mapped(r.opts.UserMap, ev.User),
+		db:    mapped(r.opts.DatabaseMap, ev.Database),
+		app:   ev.Application,
+		q:     newQueue(),
+	}
+}
+
+func (s *session) run() {
+	r := s.r
+	defer s.exit()
+	for _, d := range s.deps {
+		if !d.s.waitCompleted(d.n, r.stopCh) {
+			break
+		}
+	}
+	s.deps = nil
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		it, ok := s.q.pop(r.stopCh)
+		if !ok {
+			break
+		}
+		s.handle(it, timer)
+		s.done(it)
+	}
+	// Told to stop: what is still queued will not run.
+	for {
+		it, ok, _ := s.q.tryPop()
+		if !ok {
+			break
+		}
+		if it.ev.IsExecution() {
+			s.skipEvent(it.ev, SkipInterrupted)
+		}
+		s.done(it)
+	}
+}
+
+func (s *session) done(it item) {
+	s.r.budget.release(it.size)
+	s.r.c.completions.Add(1)
+	c := s.completed.Add(1)
+	if s.hasWaiters.Load() {
+		s.wmu.Lock()
+		kept := s.waiters[:0]
+		for _, w := range s.waiters {
+			if w.n <= c {
+				close(w.ch)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		s.waiters = kept
+		s.hasWaiters.Store(len(kept) > 0)
+		s.wmu.Unlock()
+	}
+}
+
+func (s *session) exit() {
+	s.closeConn()
+	s.wmu.Lock()
+	s.exited.Store(true)
+	for _, w := range s.waiters {
+		close(w.ch)
+	}
+	s.waiters = nil
+	s.wmu.Unlock()
+}
+
+// waitCompleted waits until the session completed n events, or exited,
+// or stop is closed (then it returns false).
+func (s *session) waitCompleted(n int64, stop <-chan struct{}) bool {
+	if s.completed.Load() >= n {
+		return true
+	}
+	ch := make(chan struct{})
+	s.wmu.Lock()
+	if s.completed.Load() >= n || s.exited.Load() {
+		s.wmu.Unlock()
+		return true
+	}
+	s.waiters = append(s.waiters, waiter{n: n, ch: ch})
+	s.hasWaiters.Store(true)
+	s.wmu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+func (s *session) handle(it item, t *time.Timer) {
+	switch it.ev.Kind {
+	case event.Connect:
+		if s.waitDue(it, t) && s.conn == nil && s.failReason == "" {
+			s.connect()
+		}
+	case event.Disconnect:
+		if s.waitDue(it, t) {
+			s.closeConn()
+		}
+	case event.Statement, event.Execute:
+		s.statement(it, t)
+	}
+}
+
+// waitDue waits for the item's time; false if told to stop first.
+func (s *session) waitDue(it item, t *time.Timer) bool {
+	if s.clk.speed == 0 {
+		return !s.r.stopped()
+	}
+	return waitUntil(t, s.clk.start.Add(it.due), s.r.stopCh)
+}
+
+// connect opens the session's connection, or records why it cannot.
+func (s *session) connect() bool {
+	r := s.r
+	if r.opts.DryRun {
+		s.connected = true
+		return true
+	}
+	reconnect := s.lost
+	cfg, err := r.config(s.user, s.db)
+	if err == nil {
+		cfg = cfg.Copy()
+		if s.app != "" {
+			cfg.RuntimeParams["application_name"] = s.app
+		}
+		ctx := r.hard
+		if cfg.ConnectTimeout == 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, r.opts.ConnectTimeout)
+			defer cancel()
+		}
+		s.conn, err = pgconn.ConnectConfig(ctx, cfg)
+	}
+	if err != nil {
+		s.conn = nil
+		code, msg := connectError(err)
+		if reconnect {
+			s.failReason = SkipConnectionLost
+		} else {
+			s.failReason = SkipConnectFailed
+			r.c.connectFailed.Add(1)
+			r.fails.add(ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
+		}
+		return false
+	}
+	if reconnect {
+		r.c.reconnects.Add(1)
+	}
+	s.lost = false
+	s.connected = true
+	s.prepared = nil
+	r.c.open.Add(1)
+	r.opts.Observer.SessionOpened()
+	return true
+}
+
+func (s *session) closeConn() {
+	if s.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	s.conn.Close(ctx)
+	cancel()
+	s.dropConn()
+}
+
+// dropConn forgets a connection that is closed.
+func (s *session) dropConn() {
+	s.conn = nil
+	s.prepared = nil
+	s.r.c.open.Add(-1)
+	s.r.opts.Observer.SessionClosed()
+}
+
+// config returns the connection settings of a user and database: the target
+// DSN with them put in, parsed once per pair. The DSN is parsed again
+// rather than its Config edited, because pgconn looks the password up in
+// the passfile for the user when it parses.
+func (r *Replayer) config(user, db string) (*pgconn.Config, error) {
+	key := [2]string{user, db}
+	r.cfgMu.Lock()
+	defer r.cfgMu.Unlock()
+	if c, ok := r.cfgs[key]; ok {
+		return c.cfg, c.err
+	}
+	if r.cfgs == nil {
+		r.cfgs = map[[2]string]cfgResult{}
+	}
+	cfg, err := pgconn.ParseConfig(withUserDB(r.opts.Target, user, db))
+	if err == nil {
+		if r.opts.LockTimeout > 0 {
+			cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(r.opts.LockTimeout.Milliseconds(), 10)
+		}
+		if r.opts.StatementTimeout > 0 {
+			cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(r.opts.StatementTimeout.Milliseconds(), 10)
+		}
+		if r.opts.ReadOnly {
+			cfg.RuntimeParams["default_transaction_read_only"] = "on"
+		}
+	}
+	r.cfgs[key] = cfgResult{cfg, err}
+	return cfg, err
+}
+
+type cfgResult struct {
+	cfg *pgconn.Config
+	err error
+}
+
+// withUserDB puts user and database into a connection string or URI; an
+// empty one keeps the DSN's (or the environment's).
+func withUserDB(dsn, user, db string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn // ParseConfig will say what is wrong
+		}
+		// Query parameters win over the URI's user and path in pgconn.
+		q := u.Query()
+		if user != "" {
+			q.Set("user", user)
+		}
+		if db != "" {
+			q.Set("dbname", db)
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	// In a keyword/value string the last occurrence of a keyword wins.
+	if user != "" {
+		dsn += " user=" + quoteConninfo(user)
+	}
+	if db != "" {
+		dsn += " dbname=" + quoteConninfo(db)
+	}
+	return dsn
+}
+
+func quoteConninfo(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
