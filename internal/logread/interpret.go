@@ -518,7 +518,11 @@ func field(msg, key string) string {
 // hasPrefixFold matches an ASCII keyword case-insensitively: servers of
 // different versions capitalize "parameters:" and friends differently.
 func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+	if strings.HasPrefix(s, prefix) {
+		return true // as written by the servers that use lower case
+	}
+	// prefix is lower case: most mismatches show in the first byte.
+	return len(s) >= len(prefix) && s[0]|0x20 == prefix[0] && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func cutPrefixFold(s, prefix string) (string, bool) {

@@ -104,6 +104,27 @@ func compilePrefix(s string) (*prefix, error) {
 	return p, nil
 }
 
+// cacheable reports whether lines can be told apart by the text after a
+// leading time (see stderrReader.tails), and which time escape leads:
+// the prefix must start with %m, %t or %n and hold no escape that changes
+// from line to line of a session (%l, %x, %v, %Q, or a second time).
+func (p *prefix) cacheable() (byte, bool) {
+	if len(p.items) == 0 || p.items[0].width != 0 {
+		return 0, false
+	}
+	lead := p.items[0].esc
+	if lead != 'm' && lead != 't' && lead != 'n' {
+		return 0, false
+	}
+	for _, it := range p.items[1:] {
+		switch it.esc {
+		case 'l', 'x', 'v', 'Q', 'm', 't', 'n':
+			return 0, false
+		}
+	}
+	return lead, true
+}
+
 // match matches the prefix at the start of line and returns the rest of
 // the line (severity and message) and the fields. It reports false when
 // the line does not start with this prefix.

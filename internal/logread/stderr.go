@@ -1,6 +1,7 @@
 package logread
 
 import (
+	"bytes"
 	"io"
 	"unsafe"
 )
@@ -15,15 +16,23 @@ type stderrReader struct {
 	c      *Counters
 	intern interner
 	times  logTimeParser
-	// last holds the previous entry's field values: consecutive lines
-	// mostly repeat them, and a compare is cheaper than a map lookup.
-	last   [6]string
+	// last holds the previous line's severity: consecutive lines mostly
+	// repeat it, and a compare is cheaper than a map lookup.
+	last   [1]string
 	lineNo int64
+
+	// tails caches the fields of the prefix after its leading time: a
+	// session repeats the same text on every line ("[4242] app@shop/web
+	// 6571e2a3.1092 "), so one map lookup replaces matching and interning.
+	// Only for prefixes that start with the time and hold nothing that
+	// changes on every line (see prefix.cacheable).
+	tails    map[string]*lineFields
+	timeKind byte // the leading time escape, when tails is used
 
 	// The entry being assembled, emitted when the next message starts.
 	cur     entry
 	have    bool
-	curPID  []byte
+	curPID  int32
 	field   *string // the field that continuation lines extend
 	builder []byte  // continuation text of field, when it spans lines
 	noPID   bool
@@ -32,8 +41,75 @@ type stderrReader struct {
 	foreignLine int64
 }
 
+// lineFields are the fields a prefix yields, interned.
+type lineFields struct {
+	pid         int32
+	session     string
+	user        string
+	database    string
+	application string
+	sqlstate    string
+}
+
+// maxTails bounds the tail cache: about one entry per live session.
+const maxTails = 4096
+
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
-	return &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
+	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
+	if k, ok := p.cacheable(); ok {
+		s.tails, s.timeKind = make(map[string]*lineFields), k
+	}
+	return s
+}
+
+// takeTime takes the leading time of a line for the tail cache, the same
+// way the prefix matcher does.
+func (s *stderrReader) takeTime(line []byte) (v, rest []byte, ok bool) {
+	if s.timeKind == 'n' {
+		return takeEpoch(line)
+	}
+	return takeTimestamp(line)
+}
+
+// cachedTail looks up the prefix fields of line by its text between the
+// leading time and the severity.
+func (s *stderrReader) cachedTail(line []byte) (lf *lineFields, timeb, rest []byte) {
+	timeb, after, ok := s.takeTime(line)
+	if !ok {
+		return nil, nil, nil
+	}
+	j := bytes.Index(after, []byte(":  "))
+	if j < 0 {
+		return nil, nil, nil
+	}
+	k := j
+	for k > 0 && (after[k-1] >= 'A' && after[k-1] <= 'Z' || after[k-1] >= '0' && after[k-1] <= '9') {
+		k--
+	}
+	if lf = s.tails[string(after[:k])]; lf == nil {
+		return nil, nil, nil
+	}
+	return lf, timeb, after[k:]
+}
+
+// fields interns what the prefix matcher found, and remembers it by the
+// line's tail when the cache is on.
+func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
+	lf := &lineFields{
+		pid:         int32(atoi(f.pid)),
+		session:     s.intern.get(f.session),
+		user:        s.intern.get(f.user),
+		database:    s.intern.get(f.database),
+		application: s.intern.get(f.application),
+		sqlstate:    s.intern.get(f.sqlstate),
+	}
+	if s.tails != nil && len(f.time) > 0 {
+		if len(s.tails) >= maxTails {
+			clear(s.tails)
+		}
+		s.tails[string(line[len(f.time):len(line)-len(rest)])] = lf
+	}
+	return lf
 }
 
 // next implements formatReader.
@@ -67,10 +143,17 @@ func (s *stderrReader) next(e *entry) error {
 			s.extend(line[1:])
 			continue
 		}
-		rest, ok := s.prefix.match(line, &f)
-		if !ok {
-			s.c.skip(SkipNoPrefix, 1)
-			continue
+		var lf *lineFields
+		var timeb, rest []byte
+		if s.tails != nil {
+			lf, timeb, rest = s.cachedTail(line)
+		}
+		if lf == nil {
+			if rest, ok = s.prefix.match(line, &f); !ok {
+				s.c.skip(SkipNoPrefix, 1)
+				continue
+			}
+			timeb = f.time
 		}
 		sev, msg, ok := splitSeverity(rest)
 		if !ok {
@@ -80,10 +163,13 @@ func (s *stderrReader) next(e *entry) error {
 			s.c.skip(SkipNoPrefix, 1)
 			continue
 		}
+		if lf == nil {
+			lf = s.fields(line, rest, &f)
+		}
 		if severityClass(sev) == sevSecondary {
 			// "DETAIL:  parameters: $1 = '1'" belongs to the message before
 			// it from the same process.
-			if !s.have || (!s.noPID && string(f.pid) != string(s.curPID)) {
+			if !s.have || (!s.noPID && lf.pid != s.curPID) {
 				s.c.skip(SkipOrphanLine, 1)
 				continue
 			}
@@ -104,29 +190,29 @@ func (s *stderrReader) next(e *entry) error {
 		}
 		if s.have {
 			s.finish(e)
-			s.start(line, sev, msg, &f)
+			s.start(timeb, sev, msg, lf)
 			return nil
 		}
-		s.start(line, sev, msg, &f)
+		s.start(timeb, sev, msg, lf)
 	}
 }
 
-func (s *stderrReader) start(line, sev, msg []byte, f *prefixFields) {
+func (s *stderrReader) start(timeb, sev, msg []byte, lf *lineFields) {
 	s.cur = entry{
 		line:        s.lineNo,
 		lines:       1,
 		severity:    s.str(0, sev),
-		pid:         int32(atoi(f.pid)),
-		session:     s.str(1, f.session),
-		user:        s.str(2, f.user),
-		database:    s.str(3, f.database),
-		application: s.str(4, f.application),
-		sqlstate:    s.str(5, f.sqlstate),
+		pid:         lf.pid,
+		session:     lf.session,
+		user:        lf.user,
+		database:    lf.database,
+		application: lf.application,
+		sqlstate:    lf.sqlstate,
 	}
-	if len(f.time) > 0 {
-		s.cur.time, _ = s.times.parse(f.time)
+	if len(timeb) > 0 {
+		s.cur.time, _ = s.times.parse(timeb)
 	}
-	s.curPID = f.pid
+	s.curPID = lf.pid
 	s.have = true
 	s.setField(&s.cur.message, msg)
 }
