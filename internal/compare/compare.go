@@ -1,0 +1,629 @@
+package compare
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Options tune a comparison. The zero value means the defaults.
+type Options struct {
+	// MinCalls is the fewest timed calls, in each run, for a query to be
+	// judged; 0 means 10.
+	MinCalls int64
+	// Alpha is the significance level; 0 means 0.01.
+	Alpha float64
+	// MinEffect is the growth of mean, p50 or p95 (0.10 is 10%) that a
+	// significant difference needs to be called a regression; 0 means
+	// 0.10.
+	MinEffect float64
+	// AllowMixedLatency compares results of different latency sources
+	// instead of refusing; every ratio is then marked mixed.
+	AllowMixedLatency bool
+	// Rules are the --fail-on rules.
+	Rules []Rule
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinCalls <= 0 {
+		o.MinCalls = 10
+	}
+	if o.Alpha <= 0 {
+		o.Alpha = 0.01
+	}
+	if o.MinEffect <= 0 {
+		o.MinEffect = 0.10
+	}
+	return o
+}
+
+// errorAlpha and minErrorCalls gate the errors rules.
+const (
+	errorAlpha    = 0.01
+	minErrorCalls = 10
+)
+
+// ErrMixedLatency is returned when the two results measured latency in
+// different places.
+var ErrMixedLatency = errors.New("mixed latency sources")
+
+// Status is the judgement on one query.
+type Status string
+
+// Statuses of a query.
+const (
+	StatusRegressed     Status = "regressed"      // significantly slower, beyond MinEffect
+	StatusImproved      Status = "improved"       // significantly faster, beyond MinEffect
+	StatusUnchanged     Status = "unchanged"      // within noise or below MinEffect
+	StatusTooFewCalls   Status = "too_few_calls"  // fewer than MinCalls timed calls in a run
+	StatusOnlyBaseline  Status = "only_baseline"  // not seen in the candidate
+	StatusOnlyCandidate Status = "only_candidate" // not seen in the baseline
+	StatusSummary       Status = "summary"        // one run, nothing compared
+)
+
+// Figures are one run's figures for a query.
+type Figures struct {
+	Calls        int64   `json:"calls"`
+	Errors       int64   `json:"errors"`
+	TimedCalls   int64   `json:"timed_calls"`
+	TotalMS      float64 `json:"total_ms"`
+	MeanMS       float64 `json:"mean_ms"`
+	P50MS        float64 `json:"p50_ms"`
+	P95MS        float64 `json:"p95_ms"`
+	P99MS        float64 `json:"p99_ms"`
+	MaxMS        float64 `json:"max_ms"`
+	ErrorRatePct float64 `json:"error_rate_pct"`
+	// CallsPerS is calls over the run's span; 0 when the span is unknown.
+	CallsPerS float64 `json:"calls_per_s,omitempty"`
+}
+
+// Ratios are candidate / baseline; 0 when the baseline figure is 0.
+type Ratios struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+// Significance says whether two runs' latencies differ beyond noise.
+type Significance struct {
+	// Method is "histogram" (Mann-Whitney and KS on the buckets),
+	// "summary" (the conservative quantile rule) or "none" (too few
+	// calls).
+	Method       string  `json:"method"`
+	PMannWhitney float64 `json:"p_mann_whitney,omitempty"`
+	PKS          float64 `json:"p_ks,omitempty"`
+	// ProbSlower is P(candidate call slower than baseline call).
+	ProbSlower  float64 `json:"prob_slower,omitempty"`
+	Significant bool    `json:"significant"`
+	// Direction is +1 when the candidate is slower, -1 faster, 0 unclear.
+	Direction int `json:"direction"`
+}
+
+// QueryDiff is one fingerprint in both runs.
+type QueryDiff struct {
+	Fingerprint string   `json:"fingerprint"`
+	Query       string   `json:"query"`
+	Status      Status   `json:"status"`
+	Note        string   `json:"note,omitempty"`
+	Baseline    *Figures `json:"baseline,omitempty"`
+	Candidate   *Figures `json:"candidate,omitempty"`
+	Ratio       *Ratios  `json:"ratio,omitempty"`
+	// Factor is the ratio of means, the figure regressions are ranked by.
+	Factor float64 `json:"factor,omitempty"`
+	// AddedMS is what the change of mean costs at the candidate's volume:
+	// (candidate mean - baseline mean) x candidate timed calls.
+	AddedMS      float64       `json:"added_ms"`
+	Significance *Significance `json:"significance,omitempty"`
+	// ErrorsP is the p-value of the error rate's increase.
+	ErrorsP float64 `json:"errors_p,omitempty"`
+	// MixedLatency marks ratios of latencies measured in different
+	// places (--allow-mixed-latency): not evidence of a regression.
+	MixedLatency bool `json:"mixed_latency,omitempty"`
+
+	// Rows are the source rows, for charts (histograms).
+	BaselineRow  *Query `json:"-"`
+	CandidateRow *Query `json:"-"`
+}
+
+// RunSummary describes one run as a whole.
+type RunSummary struct {
+	Name          string        `json:"file"`
+	Kind          string        `json:"kind"`
+	LatencySource LatencySource `json:"latency_source"`
+	Partial       bool          `json:"partial,omitempty"`
+	Statements    int64         `json:"statements"`
+	Failed        int64         `json:"failed"`
+	Queries       int           `json:"queries"`
+	FirstTime     string        `json:"first_time,omitempty"`
+	LastTime      string        `json:"last_time,omitempty"`
+	SpanS         float64       `json:"span_s"`
+	// StatementsPerS is statements over the span.
+	StatementsPerS float64 `json:"statements_per_s"`
+	// MeanMS is the mean over every timed call. P95MS is the p95 of
+	// every timed call, known only when every row has its histogram.
+	TimedCalls int64            `json:"timed_calls"`
+	TotalMS    float64          `json:"total_ms"`
+	MeanMS     float64          `json:"mean_ms"`
+	P95MS      float64          `json:"p95_ms,omitempty"`
+	Errors     map[string]int64 `json:"errors_by_sqlstate"`
+	Timeline   *Timeline        `json:"timeline,omitempty"`
+	byFP       map[string]*Query
+}
+
+// ErrorDiff is a SQLSTATE whose count grew.
+type ErrorDiff struct {
+	SQLState  string `json:"sqlstate"`
+	Baseline  int64  `json:"baseline"`
+	Candidate int64  `json:"candidate"`
+	New       bool   `json:"new"`
+	// Fingerprints are queries that failed with it in the candidate,
+	// when the result says so.
+	Fingerprints []string `json:"fingerprints,omitempty"`
+}
+
+// Verdict is the outcome in one line.
+type Verdict struct {
+	// Status is "pass", "fail" or "summary" (one run).
+	Status string   `json:"status"`
+	Line   string   `json:"line"`
+	Broken []Broken `json:"broken,omitempty"`
+}
+
+// Report is a comparison, or the summary of one run. Its JSON form is the
+// contract of `pgrehearse report --json` (docs/report-json.md).
+type Report struct {
+	Kind      string      `json:"kind"` // always "report"
+	Verdict   Verdict     `json:"verdict"`
+	Warnings  []string    `json:"warnings,omitempty"`
+	Rules     []Rule      `json:"rules"`
+	Baseline  RunSummary  `json:"baseline"`
+	Candidate *RunSummary `json:"candidate,omitempty"`
+	// MixedLatency: the runs' latency sources differ (allowed by flag).
+	MixedLatency bool `json:"mixed_latency,omitempty"`
+	Settings     struct {
+		MinCalls  int64   `json:"min_calls"`
+		Alpha     float64 `json:"alpha"`
+		MinEffect float64 `json:"min_effect"`
+	} `json:"settings"`
+	// Queries holds every fingerprint of either run: regressions first
+	// by added time, then the others by candidate total time.
+	Queries []QueryDiff `json:"queries"`
+	// Ranked lists of fingerprints.
+	RegressionsByAddedTime []string    `json:"regressions_by_added_time"`
+	RegressionsByFactor    []string    `json:"regressions_by_factor"`
+	NewErrors              []ErrorDiff `json:"new_errors"`
+	OnlyBaseline           []string    `json:"only_baseline"`
+	OnlyCandidate          []string    `json:"only_candidate"`
+	TooFewCalls            []string    `json:"too_few_calls"`
+}
+
+// Query returns the diff of fingerprint fp, or nil.
+func (r *Report) Query(fp string) *QueryDiff {
+	for i := range r.Queries {
+		if r.Queries[i].Fingerprint == fp {
+			return &r.Queries[i]
+		}
+	}
+	return nil
+}
+
+func summarize(r *Run) RunSummary {
+	s := RunSummary{
+		Name: r.Name, Kind: r.Kind, LatencySource: r.LatencySource, Partial: r.Partial,
+		Statements: r.Statements.Total, Failed: r.Statements.Failed, Queries: len(r.Queries),
+		FirstTime: r.FirstTime, LastTime: r.LastTime, SpanS: r.SpanSeconds(),
+		Errors: r.ErrorsBySQLState, Timeline: r.Timeline, byFP: map[string]*Query{},
+	}
+	if s.Errors == nil {
+		s.Errors = map[string]int64{}
+	}
+	for i := range r.Queries {
+		q := &r.Queries[i]
+		if _, dup := s.byFP[q.Fingerprint]; !dup {
+			s.byFP[q.Fingerprint] = q
+		}
+		s.TimedCalls += q.TimedCalls
+		s.TotalMS += q.TotalMS
+	}
+	if s.TimedCalls > 0 {
+		s.MeanMS = s.TotalMS / float64(s.TimedCalls)
+	}
+	if r.hasHist() {
+		s.P95MS = workloadP95(r)
+	}
+	if s.SpanS > 0 {
+		s.StatementsPerS = float64(s.Statements) / s.SpanS
+	}
+	return s
+}
+
+func figures(q *Query, spanS float64) *Figures {
+	f := &Figures{
+		Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
+		MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS, MaxMS: q.MaxMS,
+	}
+	if q.Calls > 0 {
+		f.ErrorRatePct = 100 * float64(q.Errors) / float64(q.Calls)
+	}
+	if spanS > 0 {
+		f.CallsPerS = float64(q.Calls) / spanS
+	}
+	return f
+}
+
+func ratio(c, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return c / b
+}
+
+// Summarize describes one run without comparing it.
+func Summarize(r *Run) *Report {
+	rep := &Report{Kind: "report", Baseline: summarize(r), Rules: []Rule{}}
+	o := Options{}.withDefaults()
+	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect = o.MinCalls, o.Alpha, o.MinEffect
+	for i := range r.Queries {
+		q := &r.Queries[i]
+		rep.Queries = append(rep.Queries, QueryDiff{Fingerprint: q.Fingerprint, Query: q.Query, Status: StatusSummary,
+			Baseline: figures(q, rep.Baseline.SpanS), BaselineRow: q})
+	}
+	slices.SortStableFunc(rep.Queries, func(a, b QueryDiff) int { return cmp.Compare(b.Baseline.TotalMS, a.Baseline.TotalMS) })
+	if r.Partial {
+		rep.Warnings = append(rep.Warnings, r.Name+" is a partial result")
+	}
+	rep.Verdict = Verdict{Status: "summary", Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
+		r.Name, r.Statements.Total, len(r.Queries))}
+	rep.fillEmpty()
+	return rep
+}
+
+func (r *Report) fillEmpty() {
+	for _, p := range []*[]string{&r.RegressionsByAddedTime, &r.RegressionsByFactor, &r.OnlyBaseline, &r.OnlyCandidate, &r.TooFewCalls} {
+		if *p == nil {
+			*p = []string{}
+		}
+	}
+	if r.NewErrors == nil {
+		r.NewErrors = []ErrorDiff{}
+	}
+	if r.Queries == nil {
+		r.Queries = []QueryDiff{}
+	}
+}
+
+// Compare compares candidate against baseline. It fails with
+// ErrMixedLatency when their latency sources differ, unless allowed.
+func Compare(base, cand *Run, opts Options) (*Report, error) {
+	o := opts.withDefaults()
+	mixed := base.LatencySource != cand.LatencySource
+	if mixed && !o.AllowMixedLatency {
+		return nil, fmt.Errorf("%w: %s has %s latency and %s has %s latency; "+
+			"client round trips include network and client time, so comparing them with server-side durations "+
+			"manufactures regressions. Compare results of the same source (replay --target-log gives server-side "+
+			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged",
+			ErrMixedLatency, base.Name, base.LatencySource, cand.Name, cand.LatencySource)
+	}
+	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed}
+	cs := summarize(cand)
+	rep.Candidate = &cs
+	if rep.Rules == nil {
+		rep.Rules = []Rule{}
+	}
+	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect = o.MinCalls, o.Alpha, o.MinEffect
+	if mixed {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("MIXED LATENCY: %s is %s, %s is %s; every ratio compares different measurements",
+			base.Name, base.LatencySource, cand.Name, cand.LatencySource))
+	}
+	for _, r := range []*Run{base, cand} {
+		if r.Partial {
+			rep.Warnings = append(rep.Warnings, r.Name+" is a partial result: figures cover only what was read or run")
+		}
+	}
+	useHist := base.hasHist() && cand.hasHist()
+	if !useHist {
+		rep.Warnings = append(rep.Warnings, "latency histograms missing (analyze --hist writes them): "+
+			"significance uses the conservative quantile rule")
+	}
+
+	seen := map[string]bool{}
+	for i := range base.Queries {
+		bq := &base.Queries[i]
+		if seen[bq.Fingerprint] {
+			continue
+		}
+		seen[bq.Fingerprint] = true
+		cq := rep.Candidate.byFP[bq.Fingerprint]
+		rep.Queries = append(rep.Queries, diffQuery(bq, cq, rep.Baseline.SpanS, cs.SpanS, useHist, mixed, o))
+	}
+	for i := range cand.Queries {
+		cq := &cand.Queries[i]
+		if seen[cq.Fingerprint] {
+			continue
+		}
+		seen[cq.Fingerprint] = true
+		rep.Queries = append(rep.Queries, diffQuery(nil, cq, rep.Baseline.SpanS, cs.SpanS, useHist, mixed, o))
+	}
+	rep.rank()
+	rep.NewErrors = newErrors(base, cand)
+	rep.verdict()
+	rep.fillEmpty()
+	return rep, nil
+}
+
+func diffQuery(bq, cq *Query, bSpan, cSpan float64, useHist, mixed bool, o Options) QueryDiff {
+	d := QueryDiff{BaselineRow: bq, CandidateRow: cq, MixedLatency: mixed}
+	switch {
+	case cq == nil:
+		d.Fingerprint, d.Query, d.Status = bq.Fingerprint, bq.Query, StatusOnlyBaseline
+		d.Baseline = figures(bq, bSpan)
+		return d
+	case bq == nil:
+		d.Fingerprint, d.Query, d.Status = cq.Fingerprint, cq.Query, StatusOnlyCandidate
+		d.Candidate = figures(cq, cSpan)
+		return d
+	}
+	d.Fingerprint, d.Query = bq.Fingerprint, bq.Query
+	b, c := figures(bq, bSpan), figures(cq, cSpan)
+	d.Baseline, d.Candidate = b, c
+	d.Ratio = &Ratios{Mean: ratio(c.MeanMS, b.MeanMS), P50: ratio(c.P50MS, b.P50MS), P95: ratio(c.P95MS, b.P95MS), P99: ratio(c.P99MS, b.P99MS)}
+	d.Factor = d.Ratio.Mean
+	if b.TimedCalls > 0 && c.TimedCalls > 0 {
+		d.AddedMS = (c.MeanMS - b.MeanMS) * float64(c.TimedCalls)
+	}
+	d.ErrorsP = proportionIncrease(b.Errors, b.Calls, c.Errors, c.Calls)
+
+	sig := &Significance{Method: "none"}
+	d.Significance = sig
+	if b.TimedCalls < o.MinCalls || c.TimedCalls < o.MinCalls {
+		d.Status = StatusTooFewCalls
+		d.Note = fmt.Sprintf("too few calls to judge: %d and %d timed calls (at least %d needed)", b.TimedCalls, c.TimedCalls, o.MinCalls)
+		if d.Factor > 1 {
+			d.Note += fmt.Sprintf("; looks %s slower, which may be noise", FormatFactor(d.Factor))
+		}
+		return d
+	}
+	if useHist {
+		if err := histTest(bq, cq, sig, o.Alpha); err != nil {
+			// A damaged histogram falls back to the quantiles.
+			d.Note = err.Error() + "; judged by quantiles"
+			summaryInto(b, c, sig)
+		}
+	} else {
+		summaryInto(b, c, sig)
+	}
+	grew := max(d.Ratio.Mean, d.Ratio.P50, d.Ratio.P95)
+	shrank := min(nonZero(d.Ratio.Mean), nonZero(d.Ratio.P50), nonZero(d.Ratio.P95))
+	switch {
+	case sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect:
+		d.Status = StatusRegressed
+	case sig.Significant && sig.Direction < 0 && shrank <= 1/(1+o.MinEffect):
+		d.Status = StatusImproved
+	default:
+		d.Status = StatusUnchanged
+		if sig.Significant {
+			d.Note = fmt.Sprintf("different beyond noise, but by less than %.0f%%", o.MinEffect*100)
+		}
+	}
+	return d
+}
+
+func nonZero(v float64) float64 {
+	if v == 0 {
+		return math.Inf(1)
+	}
+	return v
+}
+
+func histTest(bq, cq *Query, sig *Significance, alpha float64) error {
+	bb, err := Buckets(bq.Hist)
+	if err != nil {
+		return fmt.Errorf("baseline %w", err)
+	}
+	cb, err := Buckets(cq.Hist)
+	if err != nil {
+		return fmt.Errorf("candidate %w", err)
+	}
+	t := testBuckets(bb, cb)
+	sig.Method = "histogram"
+	sig.PMannWhitney, sig.PKS, sig.ProbSlower = t.PMannWhitney, t.PKS, t.ProbSlower
+	// Two tests at once: Bonferroni, so each runs at alpha/2.
+	sig.Significant = 2*min(t.PMannWhitney, t.PKS) < alpha
+	switch {
+	case !sig.Significant:
+	case t.ProbSlower > 0.5:
+		sig.Direction = 1
+	case t.ProbSlower < 0.5:
+		sig.Direction = -1
+	}
+	return nil
+}
+
+func summaryInto(b, c *Figures, sig *Significance) {
+	sig.Method = "summary"
+	sig.Direction = summaryTest(b, c)
+	sig.Significant = sig.Direction != 0
+}
+
+// rank orders Queries and fills the ranked lists.
+func (r *Report) rank() {
+	var regs []*QueryDiff
+	for i := range r.Queries {
+		q := &r.Queries[i]
+		switch q.Status {
+		case StatusRegressed:
+			regs = append(regs, q)
+		case StatusOnlyBaseline:
+			r.OnlyBaseline = append(r.OnlyBaseline, q.Fingerprint)
+		case StatusOnlyCandidate:
+			r.OnlyCandidate = append(r.OnlyCandidate, q.Fingerprint)
+		case StatusTooFewCalls:
+			r.TooFewCalls = append(r.TooFewCalls, q.Fingerprint)
+		}
+	}
+	byAdded := slices.Clone(regs)
+	slices.SortStableFunc(byAdded, func(a, b *QueryDiff) int {
+		return cmp.Or(cmp.Compare(b.AddedMS, a.AddedMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	for _, q := range byAdded {
+		r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, q.Fingerprint)
+	}
+	byFactor := slices.Clone(regs)
+	slices.SortStableFunc(byFactor, func(a, b *QueryDiff) int {
+		return cmp.Or(cmp.Compare(b.Factor, a.Factor), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	for _, q := range byFactor {
+		r.RegressionsByFactor = append(r.RegressionsByFactor, q.Fingerprint)
+	}
+	// The table: regressions by added time, then everything else by the
+	// time it costs in the candidate (or the baseline, for queries gone).
+	pos := map[string]int{}
+	for i, fp := range r.RegressionsByAddedTime {
+		pos[fp] = i
+	}
+	cost := func(q *QueryDiff) float64 {
+		if q.Candidate != nil {
+			return q.Candidate.TotalMS
+		}
+		return q.Baseline.TotalMS
+	}
+	slices.SortStableFunc(r.Queries, func(a, b QueryDiff) int {
+		pa, aReg := pos[a.Fingerprint]
+		pb, bReg := pos[b.Fingerprint]
+		switch {
+		case aReg && bReg:
+			return cmp.Compare(pa, pb)
+		case aReg:
+			return -1
+		case bReg:
+			return 1
+		}
+		return cmp.Or(cmp.Compare(cost(&b), cost(&a)), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+}
+
+func newErrors(base, cand *Run) []ErrorDiff {
+	codes := map[string]bool{}
+	for c := range cand.ErrorsBySQLState {
+		codes[c] = true
+	}
+	var out []ErrorDiff
+	for code := range codes {
+		b, c := base.ErrorsBySQLState[code], cand.ErrorsBySQLState[code]
+		if c <= b {
+			continue
+		}
+		e := ErrorDiff{SQLState: code, Baseline: b, Candidate: c, New: b == 0}
+		fps := map[string]bool{}
+		for _, s := range cand.Errors {
+			if s.SQLState == code && !fps[s.Fingerprint] {
+				fps[s.Fingerprint] = true
+				e.Fingerprints = append(e.Fingerprints, s.Fingerprint)
+			}
+		}
+		for _, q := range cand.Queries {
+			if q.ErrorsBySQLState[code] > 0 && !fps[q.Fingerprint] {
+				fps[q.Fingerprint] = true
+				e.Fingerprints = append(e.Fingerprints, q.Fingerprint)
+			}
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b ErrorDiff) int {
+		return cmp.Or(cmp.Compare(b.Candidate-b.Baseline, a.Candidate-a.Baseline), strings.Compare(a.SQLState, b.SQLState))
+	})
+	return out
+}
+
+// verdict applies the rules and writes the verdict line.
+func (r *Report) verdict() {
+	for _, rule := range r.Rules {
+		for i := range r.Queries {
+			if b, ok := rule.check(&r.Queries[i]); ok {
+				r.Verdict.Broken = append(r.Verdict.Broken, b)
+			}
+		}
+	}
+	nReg := len(r.RegressionsByAddedTime)
+	regs := fmt.Sprintf("%d significant regression%s", nReg, plural(nReg))
+	if nReg > 0 {
+		q := r.Query(r.RegressionsByAddedTime[0])
+		regs += fmt.Sprintf(", worst %s (%s mean, %s ms added)", q.Fingerprint, FormatFactor(q.Factor), FormatMS(q.AddedMS))
+	}
+	if len(r.TooFewCalls) > 0 {
+		regs += fmt.Sprintf("; %d quer%s with too few calls to judge", len(r.TooFewCalls), pluralY(len(r.TooFewCalls)))
+	}
+	prefix := ""
+	if r.MixedLatency {
+		prefix = "MIXED LATENCY SOURCES, ratios unreliable: "
+	}
+	switch {
+	case len(r.Verdict.Broken) > 0:
+		rules := map[string]int{}
+		var order []string
+		for _, b := range r.Verdict.Broken {
+			if rules[b.Rule] == 0 {
+				order = append(order, b.Rule)
+			}
+			rules[b.Rule]++
+		}
+		parts := make([]string, len(order))
+		for i, o := range order {
+			parts[i] = fmt.Sprintf("%s broken by %d quer%s", o, rules[o], pluralY(rules[o]))
+		}
+		r.Verdict.Status = "fail"
+		r.Verdict.Line = prefix + "FAIL: " + strings.Join(parts, ", ") + "; " + regs
+	case len(r.Rules) == 0:
+		r.Verdict.Status = "pass"
+		r.Verdict.Line = prefix + "PASS (no --fail-on rule): " + regs
+	default:
+		r.Verdict.Status = "pass"
+		r.Verdict.Line = prefix + "PASS: no --fail-on rule broken; " + regs
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
+}
+
+// workloadP95 merges every query's histogram; 0 if one does not decode.
+func workloadP95(r *Run) float64 {
+	var all []Bucket
+	var n int64
+	for _, q := range r.Queries {
+		if q.TimedCalls == 0 {
+			continue
+		}
+		b, err := Buckets(q.Hist)
+		if err != nil {
+			return 0
+		}
+		all = append(all, b...)
+		for _, x := range b {
+			n += x.Count
+		}
+	}
+	slices.SortFunc(all, func(a, b Bucket) int { return cmp.Compare(a.ValueUS, b.ValueUS) })
+	want := int64(math.Ceil(0.95 * float64(n)))
+	var cum int64
+	for _, b := range all {
+		if cum += b.Count; cum >= want {
+			return float64(b.ValueUS) / 1000
+		}
+	}
+	return 0
+}

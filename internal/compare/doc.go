@@ -1,0 +1,38 @@
+// Package compare turns two workload results (the JSON of `pgrehearse
+// analyze` or `pgrehearse replay`) into a comparison: per query fingerprint
+// the figures of both runs, their ratios, whether the difference is beyond
+// noise, ranked lists of regressions, new errors by SQLSTATE, queries seen in
+// one run only, and a verdict against --fail-on rules.
+//
+// # Like with like
+//
+// A duration means nothing without where it was measured. Durations in a
+// server log are server-side; a replay that measured round trips from its
+// client adds network and client time, so comparing the two manufactures
+// regressions. Every result therefore has a latency source (the top-level
+// field latency_source: server_log, client or pg_stat_statements; a result
+// without it is server_log for kind "analysis" and client for kind
+// "replay"). Compare refuses two different sources unless
+// Options.AllowMixedLatency is set, and then marks every ratio as mixed.
+//
+// # Beyond noise
+//
+// A query is judged only when both runs have at least Options.MinCalls
+// timed calls; with fewer it is "too few calls", whatever its ratio. When
+// both rows carry their latency histogram (analyze --hist), the two
+// distributions are compared with a Mann-Whitney U test (a shift of the
+// typical call) and a Kolmogorov-Smirnov test (a change anywhere, the tail
+// included), both computed on the histogram buckets, whose values tie
+// within the histogram's precision; the difference is significant when the
+// smaller p-value, doubled for the two tests, is below Options.Alpha.
+// Without histograms only quantiles are known, and the rule is deliberately
+// conservative (see summaryTest): most calls of one run must lie beyond the
+// other run's tail. A significant difference is a regression when the mean,
+// p50 or p95 grew by at least Options.MinEffect, so that a statistically
+// real but tiny shift on a busy query is not called a regression.
+//
+// Rules (ParseRules) apply to significant differences only: a query with
+// too few calls or within noise never breaks a rule.
+//
+// The package does no I/O: callers hand it bytes and write what it returns.
+package compare

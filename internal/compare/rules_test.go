@@ -1,0 +1,96 @@
+package compare
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Rule
+		wantErr string
+	}{
+		{"p95>+20%", Rule{Text: "p95>+20%", Metric: MetricP95, Unit: UnitPercent, Value: 20}, ""},
+		{" mean > 2x ", Rule{Text: "mean>2x", Metric: MetricMean, Unit: UnitFactor, Value: 2}, ""},
+		{"p99_ms>+50ms", Rule{Text: "p99_ms>+50ms", Metric: MetricP99, Unit: UnitMS, Value: 50}, ""},
+		{"errors>+1pp", Rule{Text: "errors>+1pp", Metric: MetricErrors, Unit: UnitPP, Value: 1}, ""},
+		{"total_ms>+10%", Rule{Text: "total_ms>+10%", Metric: MetricTotal, Unit: UnitPercent, Value: 10}, ""},
+		{"P50>+0.5%", Rule{Text: "P50>+0.5%", Metric: MetricP50, Unit: UnitPercent, Value: 0.5}, ""},
+		{"p95<+20%", Rule{}, "no '>'"},
+		{"p90>+20%", Rule{}, "unknown metric"},
+		{"p95>20%", Rule{}, "starts with '+'"},
+		{"p95>+20", Rule{}, "needs a unit"},
+		{"p95>+x%", Rule{}, "not a non-negative number"},
+		{"mean>+2x", Rule{}, "no '+'"},
+		{"mean>0.5x", Rule{}, "above 1"},
+		{"errors>+5%", Rule{}, "percentage points"},
+		{"p95>+1pp", Rule{}, "errors only"},
+	}
+	for _, tt := range tests {
+		got, err := ParseRule(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: err %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseRulesCommasAndRepeats(t *testing.T) {
+	rules, err := ParseRules([]string{"p95>+20%, mean>+50%", "errors>+1pp,"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rules {
+		got = append(got, r.Text)
+	}
+	if want := []string{"p95>+20%", "mean>+50%", "errors>+1pp"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+	if _, err := ParseRules([]string{"p95>+20%,bogus"}); err == nil {
+		t.Error("a bad rule among good ones was accepted")
+	}
+}
+
+func TestRuleCheck(t *testing.T) {
+	sig := &Significance{Method: "histogram", Significant: true, Direction: 1}
+	noise := &Significance{Method: "histogram"}
+	b := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}
+	c := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140, Errors: 3, ErrorRatePct: 3}
+	tests := []struct {
+		rule string
+		sig  *Significance
+		errP float64
+		want bool
+	}{
+		{"p95>+20%", sig, 1, true},
+		{"p95>+25%", sig, 1, false}, // exactly +25% is not more
+		{"p95>+20%", noise, 1, false},
+		{"mean>+50%", sig, 1, false},
+		{"mean>+30%", sig, 1, true},
+		{"p99>2x", sig, 1, true},
+		{"p99>+5ms", sig, 1, true},
+		{"p99>+7ms", sig, 1, false},
+		{"total_ms>+10%", sig, 1, true},
+		{"errors>+1pp", noise, 0.001, true},
+		{"errors>+1pp", sig, 0.2, false}, // not significant
+		{"errors>+5pp", sig, 0.001, false},
+	}
+	for _, tt := range tests {
+		r, err := ParseRule(tt.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &QueryDiff{Fingerprint: "f", Baseline: b, Candidate: c, Significance: tt.sig, ErrorsP: tt.errP}
+		if _, got := r.check(d); got != tt.want {
+			t.Errorf("%s with %+v, errors p %v: broken %v, want %v", tt.rule, tt.sig, tt.errP, got, tt.want)
+		}
+	}
+}
