@@ -229,28 +229,17 @@ func (in *interpreter) log(e *entry) {
 			in.c.skip(SkipPortalFetch, e.lines)
 			return
 		}
-		name, query, ok := splitNameQuery(rest)
+		s, ev, ok := in.protocolEvent(e, event.Execute, rest)
 		if !ok {
-			in.c.skip(SkipOtherMessage, e.lines)
 			return
 		}
-		s := in.session(e)
-		ev := in.newEvent(event.Execute, e, s)
-		ev.Name, ev.Portal = splitPortal(name)
-		ev.Query = query
-		ev.Params, ev.ParamState = parseParams(e.detail, query)
 		in.statement(e, s, ev, dur)
 	case hasPrefixFold(msg, "parse "):
 		// "duration: 0.05 ms  parse S_1: SELECT $1"
-		name, query, ok := splitNameQuery(msg[len("parse "):])
+		s, ev, ok := in.protocolEvent(e, event.Prepare, msg[len("parse "):])
 		if !ok {
-			in.c.skip(SkipOtherMessage, e.lines)
 			return
 		}
-		s := in.session(e)
-		ev := in.newEvent(event.Prepare, e, s)
-		ev.Name, _ = splitPortal(name)
-		ev.Query = query
 		ev.Duration = dur
 		if dur >= 0 {
 			ev.Time -= dur
@@ -261,16 +250,10 @@ func (in *interpreter) log(e *entry) {
 	case hasPrefixFold(msg, "bind "):
 		// "duration: 0.02 ms  bind S_1: SELECT $1" + DETAIL parameters.
 		// Not an execution; remembered in case the execute fails.
-		name, query, ok := splitNameQuery(msg[len("bind "):])
+		s, ev, ok := in.protocolEvent(e, event.Execute, msg[len("bind "):])
 		if !ok {
-			in.c.skip(SkipOtherMessage, e.lines)
 			return
 		}
-		s := in.session(e)
-		ev := in.newEvent(event.Execute, e, s)
-		ev.Name, ev.Portal = splitPortal(name)
-		ev.Query = query
-		ev.Params, ev.ParamState = parseParams(e.detail, query)
 		s.lastBind, s.lastParse = ev, nil
 		in.c.parsed(e.lines)
 	case hasPrefixFold(msg, "connection authorized: "), hasPrefixFold(msg, "replication connection authorized: "):
@@ -294,6 +277,26 @@ func (in *interpreter) log(e *entry) {
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
+}
+
+// protocolEvent builds the event of a "parse", "bind" or "execute" line,
+// whose text is "<name>[/<portal>]: <query>", with the parameters of the
+// DETAIL for an Execute. It counts the line as skipped when the text has
+// another shape.
+func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sessionState, *event.Event, bool) {
+	name, query, ok := splitNameQuery(text)
+	if !ok {
+		in.c.skip(SkipOtherMessage, e.lines)
+		return nil, nil, false
+	}
+	s := in.session(e)
+	ev := in.newEvent(k, e, s)
+	ev.Name, ev.Portal = splitPortal(name)
+	ev.Query = query
+	if k == event.Execute {
+		ev.Params, ev.ParamState = parseParams(e.detail, query)
+	}
+	return s, ev, true
 }
 
 // statement handles a Statement or Execute line. With its duration on the

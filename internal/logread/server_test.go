@@ -209,24 +209,7 @@ func TestStderrMinDuration(t *testing.T) {
 	if sess[0].Kind != event.Connect || sess[len(sess)-1].Kind != event.Disconnect {
 		t.Errorf("session does not start with connect and end with disconnect: %s ... %s", sess[0].Kind, sess[len(sess)-1].Kind)
 	}
-	ins := "INSERT INTO t VALUES ($1, $2)"
-	sel := "SELECT v FROM t WHERE id = $1"
-	checkEvents(t, sess, []wantEvent{
-		{kind: event.Connect},
-		{kind: event.Statement, query: "CREATE TABLE t (id int PRIMARY KEY, v text)", timed: true},
-		{kind: event.Statement, query: "SELECT 1;\nSELECT\n\t2 AS two", timed: true},
-		{kind: event.Execute, query: ins, params: pOdd, timed: true},
-		{kind: event.Execute, query: ins, params: pNull, timed: true},
-		{kind: event.Execute, query: ins, params: pStr, timed: true},
-		{kind: event.Execute, name: "ins", query: sel, params: []event.Param{{Value: "1"}}, timed: true},
-		{kind: event.Execute, name: "ins", query: sel, params: []event.Param{{Value: "2"}}, timed: true},
-		{kind: event.Statement, query: "SELECT 1/0", failed: "22012"},
-		{kind: event.Execute, query: "SELECT 10/$1::int", failed: "22012", paramState: event.ParamsMissing},
-		{kind: event.Execute, query: "SELECT 10/(id - $1::int) FROM t WHERE id = 1", params: []event.Param{{Value: "1"}}, failed: "22012"},
-		{kind: event.Statement, query: "INSERT INTO t VALUES (1, 'dup')", failed: "23505"},
-		{kind: event.Statement, query: "SELEC oops", failed: "42601"},
-		{kind: event.Disconnect},
-	})
+	checkEvents(t, sess, scriptEvents(false))
 }
 
 func TestStderrLogStatementAll(t *testing.T) {
@@ -245,9 +228,28 @@ func TestStderrLogStatementAll(t *testing.T) {
 	}
 	files, _ := c.LogFiles("*.log")
 	evs, counters := readAll(t, files[0], Options{Prefix: serverPrefix})
+	checkEvents(t, ofSession(evs), scriptEvents(true))
+	// Parse and bind durations (log_duration) have no statement.
+	if counters.Skipped[SkipDurationAlone] == 0 {
+		t.Errorf("no parse/bind durations counted as %q: %v", SkipDurationAlone, counters.Skipped)
+	}
+	_ = filepath.Base
+}
+
+// scriptEvents is what serverScript must leave in the log, in the
+// log_min_duration_statement style or, with logStatement, the
+// log_statement = 'all' + log_duration style.
+func scriptEvents(logStatement bool) []wantEvent {
 	ins := "INSERT INTO t VALUES ($1, $2)"
 	sel := "SELECT v FROM t WHERE id = $1"
-	checkEvents(t, ofSession(evs), []wantEvent{
+	// A bind that fails leaves its parse line with durations logged; with
+	// log_statement, which logs an execute when it starts, only the error
+	// is left, and it cannot tell the protocol.
+	bindFailure := wantEvent{kind: event.Execute, query: "SELECT 10/$1::int", failed: "22012", paramState: event.ParamsMissing}
+	if logStatement {
+		bindFailure = wantEvent{kind: event.Statement, query: "SELECT 10/$1::int", failed: "22012"}
+	}
+	return []wantEvent{
 		{kind: event.Connect},
 		{kind: event.Statement, query: "CREATE TABLE t (id int PRIMARY KEY, v text)", timed: true},
 		{kind: event.Statement, query: "SELECT 1;\nSELECT\n\t2 AS two", timed: true},
@@ -257,17 +259,10 @@ func TestStderrLogStatementAll(t *testing.T) {
 		{kind: event.Execute, name: "ins", query: sel, params: []event.Param{{Value: "1"}}, timed: true},
 		{kind: event.Execute, name: "ins", query: sel, params: []event.Param{{Value: "2"}}, timed: true},
 		{kind: event.Statement, query: "SELECT 1/0", failed: "22012"},
-		// log_statement logs an execute when it starts: a failed bind
-		// leaves only the error, which cannot tell the protocol.
-		{kind: event.Statement, query: "SELECT 10/$1::int", failed: "22012"},
+		bindFailure,
 		{kind: event.Execute, query: "SELECT 10/(id - $1::int) FROM t WHERE id = 1", params: []event.Param{{Value: "1"}}, failed: "22012"},
 		{kind: event.Statement, query: "INSERT INTO t VALUES (1, 'dup')", failed: "23505"},
 		{kind: event.Statement, query: "SELEC oops", failed: "42601"},
 		{kind: event.Disconnect},
-	})
-	// Parse and bind durations (log_duration) have no statement.
-	if counters.Skipped[SkipDurationAlone] == 0 {
-		t.Errorf("no parse/bind durations counted as %q: %v", SkipDurationAlone, counters.Skipped)
 	}
-	_ = filepath.Base
 }
