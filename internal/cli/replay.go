@@ -1,0 +1,469 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+)
+
+func init() { commands = append(commands, newReplayCmd) }
+
+type replayFlags struct {
+	target           string
+	speed            float64
+	jsonPath         string
+	format, prefix   string
+	start, end       string
+	databases        []string
+	users            []string
+	applications     []string
+	dryRun, readOnly bool
+	lockTimeout      time.Duration
+	statementTimeout time.Duration
+	maxErrorRate     float64
+	userMap, dbMap   []string
+	metricsAddr      string
+	grace            time.Duration
+}
+
+func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay --target DSN [flags] LOG...",
+		Short: "Replay the traffic of PostgreSQL server logs against a target server",
+		Long: `replay plays the sessions of PostgreSQL server logs (as analyze reads them)
+against a target server: each original session is its own connection, as its
+logged user to its logged database (--user-map and --database-map rename
+them), running its statements in log order at the original pace times
+--speed. Sessions run concurrently and a statement that is slow on the
+target delays only its own session. --speed 0 runs as fast as possible,
+keeping each session's order and starting a session only once what had
+finished before it started in the original has finished on the target.
+
+--target is a libpq connection string or URI; its user and database are
+replaced per session, everything else (host, port, sslmode, password) and
+the libpq environment (PGHOST, PGPASSWORD, PGPASSFILE...) apply to every
+session, so a password file can serve several users.
+
+Simple-protocol query strings are sent as they were, several statements
+included; extended-protocol executions are sent with their logged parameters
+in text form with types left to the server; named statements are prepared
+once per session. Statements that cannot be replayed are skipped and counted
+by reason: parameters not logged or truncated, COPY FROM STDIN (its data is
+not in the log), and with --read-only those that can write (decided by
+parsing; sessions also run with default_transaction_read_only).
+
+The result (per query calls, errors and latencies as analyze --json, plus
+statement and session counts, schedule lag, errors by SQLSTATE and the
+original's failures against the target's) is summarized on standard output
+and written as JSON with --json FILE ("-" for standard output).
+
+The run fails loudly (exit 1) when sessions could not connect to the target,
+and exits 3 when the target's error rate exceeds the original's by more than
+--max-error-rate percentage points. Ctrl-C stops issuing statements and lets
+those in flight finish (a second Ctrl-C, or --grace later, cancels them);
+the results of what ran are still written, marked partial, and the exit
+code is 1.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplayCmd(cmd.Context(), stdio, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "", "connection string or URI of the target server (required unless --dry-run)")
+	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
+	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
+	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
+	fl.StringVar(&f.end, "end", "", "replay events before this log time")
+	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
+	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
+	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would run")
+	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
+	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
+	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")
+	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
+	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
+	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
+	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	return cmd
+}
+
+func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) error {
+	opts, err := replayOptions(f)
+	if err != nil {
+		return err
+	}
+	format, err := logread.ParseFormat(f.format)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if n := strings.Count(" "+strings.Join(paths, " ")+" ", " - "); n > 1 {
+		return usageError(`standard input ("-") can be read only once`)
+	}
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		summaryOut = stdio.Stderr
+	}
+
+	readers := make([]*logread.Reader, 0, len(paths))
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	for _, p := range paths {
+		r, err := logread.Open(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin})
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("log file %s does not exist", p)
+			}
+			return fmt.Errorf("open log: %w", err)
+		}
+		readers = append(readers, r)
+	}
+
+	var stopMetrics func()
+	if f.metricsAddr != "" {
+		obs, stop, err := startMetrics(f.metricsAddr)
+		if err != nil {
+			return err
+		}
+		opts.Observer, stopMetrics = obs, stop
+		defer stopMetrics()
+	}
+
+	r, err := replay.New(opts)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	pos := &readPosition{}
+	sources := make([]replay.Source, len(readers))
+	for i, rd := range readers {
+		sources[i] = &replaySource{r: rd, pos: pos}
+		if _, size := rd.Progress(); size > 0 && pos.total >= 0 {
+			pos.total += size
+		} else {
+			pos.total = -1
+		}
+	}
+
+	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
+	// those in flight, on a second Ctrl-C or --grace after the first.
+	hard, cancelHard := context.WithCancel(context.Background())
+	defer cancelHard()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-hard.Done():
+			return
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		defer signal.Stop(sig)
+		t := time.NewTimer(f.grace)
+		defer t.Stop()
+		select {
+		case <-sig:
+		case <-t.C:
+		case <-hard.Done():
+		}
+		cancelHard()
+	}()
+
+	stopLine := startProgressLine(stdio.Stderr, r, pos)
+	res, runErr := r.Run(ctx, hard, sources)
+	stopLine()
+	if res == nil {
+		return runErr
+	}
+	if err := writeReplaySummary(summaryOut, res); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if f.jsonPath != "" {
+		if err := writeReplayJSON(stdio.Stdout, f.jsonPath, res); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if res.Partial {
+		return errors.New("interrupted: the results above are partial")
+	}
+	return replayVerdict(res, f.maxErrorRate)
+}
+
+// replayVerdict fails a replay that did not test what it should: sessions
+// that could not connect (the wrong target, a missing database or role),
+// or a target failing more than the original did.
+func replayVerdict(res *replay.Result, maxErrorRate float64) error {
+	if res.Sessions.ConnectFailed > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
+			res.Sessions.ConnectFailed, res.Sessions.Total)
+		for _, cf := range res.Sessions.ConnectFailures {
+			fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
+			if cf.SQLState != "" {
+				fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
+			}
+		}
+		b.WriteString("\n  create them on the target, or rename them with --user-map / --database-map")
+		return errors.New(b.String())
+	}
+	o := res.Outcomes
+	if o.TargetErrorRate-o.OriginalErrorRate > maxErrorRate {
+		return &exitError{code: ExitRegression, err: fmt.Errorf(
+			"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target; see errors_by_sqlstate)",
+			o.TargetErrorRate, o.OriginalErrorRate, maxErrorRate, o.FailedOnlyOnTarget)}
+	}
+	return nil
+}
+
+func replayOptions(f replayFlags) (replay.Options, error) {
+	opts := replay.Options{
+		Target:           f.target,
+		Speed:            f.speed,
+		DryRun:           f.dryRun,
+		ReadOnly:         f.readOnly,
+		LockTimeout:      f.lockTimeout,
+		StatementTimeout: f.statementTimeout,
+		Filter: replay.Filter{
+			Databases:    splitList(f.databases),
+			Users:        splitList(f.users),
+			Applications: splitList(f.applications),
+		},
+	}
+	if f.target == "" && !f.dryRun {
+		return opts, usageError("--target is required (or --dry-run)")
+	}
+	if f.speed < 0 {
+		return opts, usageError("--speed must be 0 (as fast as possible) or positive, got %v", f.speed)
+	}
+	if f.maxErrorRate < 0 {
+		return opts, usageError("--max-error-rate must not be negative")
+	}
+	if f.lockTimeout < 0 || f.statementTimeout < 0 {
+		return opts, usageError("timeouts must not be negative")
+	}
+	var err error
+	if f.start != "" {
+		if opts.Filter.Start, err = replay.ParseTime(f.start, time.Local); err != nil {
+			return opts, usageError("--start: %v", err)
+		}
+	}
+	if f.end != "" {
+		if opts.Filter.End, err = replay.ParseTime(f.end, time.Local); err != nil {
+			return opts, usageError("--end: %v", err)
+		}
+		if opts.Filter.Start != 0 && opts.Filter.End <= opts.Filter.Start {
+			return opts, usageError("--end must be after --start")
+		}
+	}
+	if opts.UserMap, err = replay.ParseMap(f.userMap); err != nil {
+		return opts, usageError("--user-map: %v", err)
+	}
+	if opts.DatabaseMap, err = replay.ParseMap(f.dbMap); err != nil {
+		return opts, usageError("--database-map: %v", err)
+	}
+	return opts, nil
+}
+
+// splitList accepts both repeated flags and comma lists (pflag's string
+// slices already split on commas; this drops empty entries).
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// readPosition is how far the readers are, for the progress line: written
+// by the dispatcher goroutine (the only one that may touch a reader),
+// read by the progress line.
+type readPosition struct {
+	base  int64 // bytes of the files finished before
+	read  atomic.Int64
+	total int64 // -1 when a size is unknown
+}
+
+type replaySource struct {
+	r    *logread.Reader
+	pos  *readPosition
+	n    int
+	done bool
+}
+
+func (s *replaySource) Next() (*event.Event, error) {
+	ev, err := s.r.Next()
+	s.n++
+	if s.n%progressEvery == 0 || err != nil {
+		read, size := s.r.Progress()
+		s.pos.read.Store(s.pos.base + read)
+		if err != nil && !s.done && size > 0 {
+			s.done = true
+			s.pos.base += size
+		}
+	}
+	return ev, err
+}
+
+func (s *replaySource) Name() string { return s.r.Name() }
+
+// startProgressLine redraws one status line on standard error twice a
+// second, when it is a terminal; the returned function erases it.
+func startProgressLine(stderr io.Writer, r *replay.Replayer, pos *readPosition) func() {
+	f, ok := stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		var lastDone int64
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(f, "\r\x1b[K")
+				return
+			case now := <-t.C:
+				p := r.Progress()
+				rate := float64(p.Done-lastDone) / now.Sub(last).Seconds()
+				lastDone, last = p.Done, now
+				fmt.Fprint(f, "\r\x1b[K"+progressText(p, pos, rate))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func progressText(p replay.Progress, pos *readPosition, rate float64) string {
+	var b strings.Builder
+	b.WriteString("replay ")
+	if p.LogStart != 0 && p.LogReplayed >= p.LogStart {
+		fmt.Fprintf(&b, "log +%v in %v", (time.Duration(p.LogReplayed-p.LogStart) * time.Microsecond).Truncate(time.Second), p.Elapsed.Truncate(time.Second))
+	} else {
+		fmt.Fprintf(&b, "%v", p.Elapsed.Truncate(time.Second))
+	}
+	if pos.total > 0 {
+		fmt.Fprintf(&b, " (read %.0f%%)", 100*float64(pos.read.Load())/float64(pos.total))
+	}
+	fmt.Fprintf(&b, " | %.0f stmt/s | %d sessions open | %d errors", rate, p.Open, p.Errors)
+	if p.ConnectFailures > 0 {
+		fmt.Fprintf(&b, " | %d CONNECT FAILURES", p.ConnectFailures)
+	}
+	if p.LagP99MS > 0 {
+		fmt.Fprintf(&b, " | p99 lag %.1f ms", p.LagP99MS)
+	}
+	return b.String()
+}
+
+func writeReplayJSON(stdout io.Writer, path string, res *replay.Result) (err error) {
+	w := stdout
+	if path != "-" {
+		file, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+		defer func() {
+			if cerr := file.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("write JSON: %w", cerr)
+			}
+		}()
+		w = file
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fmt.Errorf("write JSON %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeReplaySummary(w io.Writer, res *replay.Result) error {
+	var b strings.Builder
+	title := "Replay"
+	if res.DryRun {
+		title = "Replay (dry run: nothing was sent)"
+	}
+	if res.Partial {
+		title += " (PARTIAL: interrupted)"
+	}
+	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
+	if res.FirstTime != "" {
+		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
+	}
+	s := res.Statements
+	fmt.Fprintf(&b, "  statements: %d total, %d executed, %d failed, %d skipped", s.Total, s.Executed, s.Failed, s.SkippedTotal())
+	if s.Empty > 0 {
+		fmt.Fprintf(&b, " (%d empty strings not sent)", s.Empty)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(s.Skipped) {
+		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
+	}
+	if f := res.Filtered; f.Events > 0 {
+		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
+	}
+	ss := res.Sessions
+	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect\n", ss.Total, ss.Reconnects, ss.ConnectFailed)
+	if res.Lag != nil {
+		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
+	}
+	o := res.Outcomes
+	fmt.Fprintf(&b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
+		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
+	for _, k := range sortedKeys(res.ErrorsBySQLState) {
+		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
+	}
+	if rd := res.Reader; rd.OverBudget > 0 {
+		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// startMetrics would serve the replay's Prometheus metrics on addr through
+// a replay.Observer. client_golang's dependencies are missing from go.sum,
+// which this command must not change, so the flag says so instead.
+func startMetrics(addr string) (replay.Observer, func(), error) {
+	return nil, nil, usageError("--metrics-addr %s: Prometheus metrics are not built in yet (the replay.Observer hook is ready)", addr)
+}
