@@ -92,6 +92,16 @@ func (d *dispatcher) readAll(src Source) error {
 		r.c.events.Add(1)
 		switch ev.Kind {
 		case event.Connect, event.Disconnect, event.Statement, event.Execute:
+		case event.Error:
+			// A FATAL right after "connection authorized" (a database
+			// that does not exist, too many connections) means the
+			// original could not connect either: tell the session, so
+			// that failing alike is not counted against the target.
+			if s := d.active[ev.Session]; s != nil && s.dispatched == 1 && ev.Severity == "FATAL" {
+				s.dispatched++
+				s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
+			}
+			continue
 		default:
 			// Prepare: named statements are prepared at their first
 			// execution. Error: the failing execution is its own

@@ -96,6 +96,10 @@ type SessionCounts struct {
 	Total         int64 `json:"total"`
 	Reconnects    int64 `json:"reconnects"`
 	ConnectFailed int64 `json:"connect_failed"`
+	// ConnectFailedAsOriginal counts sessions that failed to connect on
+	// the target as they had in the original (a FATAL right after the
+	// connection was authorized); not in ConnectFailed.
+	ConnectFailedAsOriginal int64 `json:"connect_failed_as_original"`
 	// ConnectFailures group the failed connections by what failed.
 	ConnectFailures []ConnectFailure `json:"connect_failures,omitempty"`
 }
@@ -171,6 +175,7 @@ type counters struct {
 	skipped                        [7]atomic.Int64 // by skipIndex
 
 	sessions, open, reconnects, connectFailed atomic.Int64
+	connectFailedAlike                        atomic.Int64
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 
@@ -226,6 +231,14 @@ func (c *connFailures) add(f ConnectFailure) {
 	c.mu.Unlock()
 }
 
+func (c *connFailures) remove(f ConnectFailure) {
+	c.mu.Lock()
+	if c.m[f]--; c.m[f] <= 0 {
+		delete(c.m, f)
+	}
+	c.mu.Unlock()
+}
+
 func (c *connFailures) list() []ConnectFailure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -260,6 +273,7 @@ func (c *counters) fill(res *Result) {
 	res.Sessions.Total = c.sessions.Load()
 	res.Sessions.Reconnects = c.reconnects.Load()
 	res.Sessions.ConnectFailed = c.connectFailed.Load()
+	res.Sessions.ConnectFailedAsOriginal = c.connectFailedAlike.Load()
 	o := Outcomes{
 		Ran:                  c.ran.Load(),
 		OriginalFailed:       c.origFailed.Load(),

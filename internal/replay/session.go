@@ -46,6 +46,8 @@ type session struct {
 	lost       bool              // the connection broke; reconnect
 	connected  bool              // connected at least once
 	failReason string            // set when connecting failed: skip the rest
+	failCode   string            // and the error, as counted in r.fails
+	failMsg    string
 }
 
 type dep struct {
@@ -171,6 +173,13 @@ func (s *session) handle(it item, t *time.Timer) {
 		}
 	case event.Statement, event.Execute:
 		s.statement(it, t)
+	case event.Error:
+		// The original failed to connect (see the dispatcher).
+		if s.failReason == SkipConnectFailed && !s.connected {
+			s.r.c.connectFailed.Add(-1)
+			s.r.c.connectFailedAlike.Add(1)
+			s.r.fails.remove(ConnectFailure{User: s.user, Database: s.db, SQLState: s.failCode, Message: s.failMsg})
+		}
 	}
 }
 
@@ -211,6 +220,7 @@ func (s *session) connect() bool {
 			s.failReason = SkipConnectionLost
 		} else {
 			s.failReason = SkipConnectFailed
+			s.failCode, s.failMsg = code, msg
 			r.c.connectFailed.Add(1)
 			r.fails.add(ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
 		}
