@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
+)
+
+func init() { commands = append(commands, newSweepCmd) }
+
+type sweepFlags struct {
+	target     string
+	builtin    string
+	script     string
+	mode       string
+	clients    string
+	maxClients int
+	warmup     time.Duration
+	duration   time.Duration
+	scale      int
+	cliff      float64
+	compare    []string
+	jsonPath   string
+	init       bool
+}
+
+func newSweepCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f sweepFlags
+	cmd := &cobra.Command{
+		Use:   "sweep [flags]",
+		Short: "Find where a workload's throughput peaks and falls off as clients grow",
+		Long: `sweep runs a pgbench workload at increasing client counts (--clients 1,2,4,8,
+or 1, 2, 4, ... doubling up to --max-clients), each step for --warmup and then
+--duration without reconnecting, and measures the window after warm-up: TPS,
+latency percentiles (from pgbench's per-transaction log), the CPU time of the
+server processes (from /proc, when the server runs on this machine), the top
+wait events (pg_stat_activity sampled every 100 ms) and the hottest query ids
+(pg_stat_statements, when installed). It reports the peak (clients, TPS) and
+the cliff: the first client count after the peak whose TPS falls below
+--cliff times the peak's.
+
+--compare 'NAME:setting=value[,setting=value]', given twice or more, runs
+every configuration in the same sweep, alternating them at every client count
+(A B, then B A, ...) so that drift on a shared machine falls on all of them,
+for example:
+  pgrehearse sweep -b select-only --max-clients 64 \
+    --compare 'on:pg_stat_statements.track_planning=on' \
+    --compare 'off:pg_stat_statements.track_planning=off'
+
+Without --target, every configuration gets a throwaway cluster with
+pg_stat_statements preloaded and its settings in postgresql.conf, initialized
+with pgbench -i --scale. With --target, configurations are applied with
+ALTER SYSTEM SET and pg_reload_conf(), settings needing a restart are refused,
+and all of them are put back at the end; --init runs pgbench -i there first.
+
+The tables go to standard output, progress lines to standard error; --json
+writes the result (see docs/sweep-json.md) to a file, or with "--json -" to
+standard output, the tables then going to standard error. Ctrl-C stops the
+sweep; the steps done so far are still reported, marked partial, with exit
+code 1.
+
+It needs pgbench (and for throwaway clusters initdb, pg_ctl and postgres):
+set PG_BIN to their directory, or install them with
+  ` + pgcluster.InstallHint + `
+` + exitCodeHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSweepCmd(cmd.Context(), stdio, cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "", "connection string of the server to sweep (default: throwaway clusters)")
+	fl.StringVarP(&f.builtin, "builtin", "b", "", "built-in pgbench script: select-only, tpcb-like or simple-update (default select-only)")
+	fl.StringVarP(&f.script, "file", "f", "", "pgbench script file to run instead of a built-in one")
+	fl.StringVarP(&f.mode, "protocol", "M", "simple", "query mode: simple, extended or prepared")
+	fl.StringVar(&f.clients, "clients", "", "comma-separated client counts, such as 1,2,4,8")
+	fl.IntVar(&f.maxClients, "max-clients", 32, "sweep 1, 2, 4, ... clients up to this many (when --clients is not given)")
+	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "warm-up of every step before measuring (whole seconds)")
+	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured time of every step (whole seconds)")
+	fl.IntVar(&f.scale, "scale", 10, "pgbench -i scale factor of throwaway clusters (and of --init)")
+	fl.Float64Var(&f.cliff, "cliff", 0.8, "the cliff is the first step after the peak below this fraction of its TPS")
+	fl.StringArrayVar(&f.compare, "compare", nil, "configuration `NAME:setting=value[,setting=value]`; repeat to compare")
+	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first")
+	return cmd
+}
+
+func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags) error {
+	if f.builtin != "" && f.script != "" {
+		return usageError("give -b or -f, not both")
+	}
+	if f.builtin == "" && f.script == "" {
+		f.builtin = "select-only"
+	}
+	drv := &sweep.Pgbench{Builtin: f.builtin, Script: f.script, Mode: f.mode}
+	if err := drv.Check(); err != nil {
+		return usageError("%v", err)
+	}
+	var list []int
+	if f.clients != "" {
+		if cmd.Flags().Changed("max-clients") {
+			return usageError("give --clients or --max-clients, not both")
+		}
+		for _, s := range strings.Split(f.clients, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 {
+				return usageError("--clients: %q is not a positive number", s)
+			}
+			list = append(list, n)
+		}
+	} else if f.maxClients < 1 {
+		return usageError("--max-clients must be at least 1, got %d", f.maxClients)
+	}
+	if f.duration < time.Second || f.duration%time.Second != 0 {
+		return usageError("--duration must be whole seconds, at least 1s, got %v", f.duration)
+	}
+	if f.warmup < 0 || f.warmup%time.Second != 0 {
+		return usageError("--warmup must be whole seconds, got %v", f.warmup)
+	}
+	if !(f.cliff > 0 && f.cliff < 1) {
+		return usageError("--cliff must be between 0 and 1, got %v", f.cliff)
+	}
+	if f.scale < 1 {
+		return usageError("--scale must be at least 1, got %d", f.scale)
+	}
+	if f.init && f.target == "" {
+		return usageError("--init needs --target: throwaway clusters are always initialized")
+	}
+	if len(f.compare) == 1 {
+		return usageError("--compare needs two configurations or more, got one")
+	}
+	var configs []sweep.Config
+	seen := map[string]bool{}
+	for _, s := range f.compare {
+		c, err := sweep.ParseConfig(s)
+		if err != nil {
+			return usageError("--compare: %v", err)
+		}
+		if seen[c.Name] {
+			return usageError("--compare: configuration name %s given twice", c.Name)
+		}
+		seen[c.Name] = true
+		configs = append(configs, c)
+	}
+
+	tableOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		tableOut = stdio.Stderr
+	}
+	res, err := sweep.Run(ctx, sweep.Options{
+		Driver:     drv,
+		Clients:    sweep.ClientCounts(list, f.maxClients),
+		Warmup:     f.warmup,
+		Duration:   f.duration,
+		CliffRatio: f.cliff,
+		Configs:    configs,
+		Target:     f.target,
+		Init:       f.init,
+		Scale:      f.scale,
+		Progress: func(format string, args ...any) {
+			fmt.Fprintf(stdio.Stderr, "sweep: "+format+"\n", args...)
+		},
+	})
+	if res == nil {
+		return err
+	}
+	if werr := sweep.WriteText(tableOut, res); werr != nil {
+		return errors.Join(err, fmt.Errorf("write tables: %w", werr))
+	}
+	if f.jsonPath != "" {
+		if jerr := writeSweepJSON(stdio, f.jsonPath, res); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		return errors.New("interrupted: the results above are partial")
+	}
+	return err
+}
+
+func writeSweepJSON(stdio IO, path string, res *sweep.Result) (err error) {
+	w := stdio.Stdout
+	if path != "-" {
+		file, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+		defer func() {
+			if cerr := file.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("write JSON: %w", cerr)
+			}
+		}()
+		w = file
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}

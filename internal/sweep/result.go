@@ -1,0 +1,135 @@
+package sweep
+
+import "time"
+
+// Result is a sweep's outcome, encoded as the JSON of docs/sweep-json.md.
+type Result struct {
+	Kind     string       `json:"kind"` // always "sweep"
+	Version  int          `json:"version"`
+	Started  time.Time    `json:"started"`
+	Workload WorkloadInfo `json:"workload"`
+	// Target is "throwaway" or the target's connection string without
+	// its password.
+	Target string `json:"target"`
+	// ClientCPUs is the number of CPUs of the machine running the load
+	// generator, which bounds its threads.
+	ClientCPUs int          `json:"client_cpus"`
+	Plan       PlanInfo     `json:"plan"`
+	Configs    []ConfigRun  `json:"configs"`
+	Comparison []Comparison `json:"comparison,omitempty"`
+	// Partial is set when the sweep stopped early (Ctrl-C or an error):
+	// the steps present are complete, later ones are missing.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// WorkloadInfo describes the load generator.
+type WorkloadInfo struct {
+	Kind    string `json:"kind"`              // "pgbench"
+	Builtin string `json:"builtin,omitempty"` // -b name
+	Script  string `json:"script,omitempty"`  // -f file
+	Mode    string `json:"mode"`              // -M simple, extended or prepared
+	Scale   int    `json:"scale,omitempty"`   // pgbench -i scale, when initialized
+}
+
+// PlanInfo is what the sweep was asked to do.
+type PlanInfo struct {
+	Clients    []int   `json:"clients"`
+	WarmupS    float64 `json:"warmup_s"`
+	DurationS  float64 `json:"duration_s"`
+	CliffRatio float64 `json:"cliff_ratio"`
+	Order      string  `json:"order"` // how configurations alternate
+}
+
+// ConfigRun is one configuration's curve.
+type ConfigRun struct {
+	Name     string            `json:"name"`
+	Settings map[string]string `json:"settings"`
+	// Effective holds each setting as the server reported it during the
+	// sweep (current_setting), which shows a setting that did not take.
+	Effective map[string]string `json:"effective_settings,omitempty"`
+	Steps     []Step            `json:"steps"`
+	Peak      *Peak             `json:"peak"`
+	Cliff     *Cliff            `json:"cliff"`
+}
+
+// Step is one client count on one configuration.
+type Step struct {
+	Clients int       `json:"clients"`
+	Threads int       `json:"threads"`
+	Started time.Time `json:"started"`
+	// WindowS is the length of the measured window in seconds.
+	WindowS      float64 `json:"window_s"`
+	TPS          float64 `json:"tps"`
+	Transactions int64   `json:"transactions"`
+	Failed       int64   `json:"failed"`
+	Latency      Latency `json:"latency_ms"`
+	// LatencySamples is how many transactions the percentiles rest on,
+	// out of the window's Transactions, at SamplingRate.
+	LatencySamples int64   `json:"latency_samples"`
+	SamplingRate   float64 `json:"sampling_rate"`
+	// ServerCPUS is the CPU time of all server processes over the window
+	// in seconds; nil when unknown (a remote server).
+	ServerCPUS  *float64 `json:"server_cpu_s"`
+	CPUPerTxMS  *float64 `json:"cpu_per_tx_ms"`
+	WaitSamples int      `json:"wait_samples"` // sampler rounds in the window
+	WaitEvents  []Wait   `json:"wait_events"`
+	HotQueries  []Hot    `json:"hot_queries"`
+	// PgbenchTPS is pgbench's own summary figure, over warm-up, window
+	// and tail: a cross-check of TPS.
+	PgbenchTPS float64 `json:"pgbench_tps"`
+}
+
+// Latency is in milliseconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Wait is how often backends were seen in one wait event.
+type Wait struct {
+	Type    string `json:"type"`
+	Event   string `json:"event"`
+	Samples int    `json:"samples"`
+	// Share is Samples over all backend samples of the step.
+	Share float64 `json:"share"`
+}
+
+// Hot is one of the most called query ids over a step's window.
+type Hot struct {
+	QueryID    int64   `json:"queryid"`
+	Query      string  `json:"query"`
+	CallsPerS  float64 `json:"calls_per_s"`
+	PlansPerS  float64 `json:"plans_per_s"`
+	ShareCalls float64 `json:"share_of_calls"`
+}
+
+// Peak is the step with the highest TPS.
+type Peak struct {
+	Clients int     `json:"clients"`
+	TPS     float64 `json:"tps"`
+}
+
+// Cliff is the first client count after the peak whose TPS falls below
+// Ratio times the peak's. Found is false when no step after the peak does;
+// UpTo is then the highest client count measured.
+type Cliff struct {
+	Found       bool    `json:"found"`
+	Clients     int     `json:"clients,omitempty"`
+	TPS         float64 `json:"tps,omitempty"`
+	RatioToPeak float64 `json:"ratio_to_peak,omitempty"`
+	Ratio       float64 `json:"threshold"`
+	UpTo        int     `json:"up_to_clients"`
+}
+
+// Comparison is one client count across configurations: every
+// configuration's TPS and its ratio to the first configuration's.
+type Comparison struct {
+	Clients  int                `json:"clients"`
+	Baseline string             `json:"baseline"`
+	TPS      map[string]float64 `json:"tps"`
+	Ratio    map[string]float64 `json:"ratio"`
+	P95      map[string]float64 `json:"p95_ms"`
+}

@@ -1,0 +1,384 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options configure a sweep.
+type Options struct {
+	Driver   Driver
+	Clients  []int // client counts, ascending
+	Warmup   time.Duration
+	Duration time.Duration
+	// CliffRatio: the cliff is the first step after the peak below
+	// CliffRatio times the peak's TPS.
+	CliffRatio float64
+	// Configs are compared in one sweep; none means the server as it is,
+	// under the name "default".
+	Configs []Config
+	// Target is the server's connection string; empty means a throwaway
+	// cluster per configuration.
+	Target string
+	// Init runs Driver.Init on the target (throwaway clusters always get
+	// it), at Scale.
+	Init  bool
+	Scale int
+	// BinDir holds the PostgreSQL binaries of throwaway clusters (empty:
+	// pgcluster's choice).
+	BinDir string
+	// TopWaits and TopQueries bound the lists kept per step.
+	TopWaits, TopQueries int
+	// Progress receives one line per event of note; nil discards them.
+	Progress func(format string, args ...any)
+	// ProcDir is /proc, replaceable for tests.
+	ProcDir string
+}
+
+func (o *Options) maxClients() int {
+	m := 0
+	for _, n := range o.Clients {
+		m = max(m, n)
+	}
+	return m
+}
+
+func (o *Options) check() error {
+	switch {
+	case o.Driver == nil:
+		return errors.New("sweep: no workload")
+	case len(o.Clients) == 0:
+		return errors.New("sweep: no client counts")
+	case o.Clients[0] < 1:
+		return fmt.Errorf("sweep: client counts must be positive, got %d", o.Clients[0])
+	case o.Duration < time.Second || o.Duration%time.Second != 0:
+		return fmt.Errorf("sweep: the duration must be whole seconds, at least 1s, got %v", o.Duration)
+	case o.Warmup < 0 || o.Warmup%time.Second != 0:
+		return fmt.Errorf("sweep: the warm-up must be whole seconds, got %v", o.Warmup)
+	case !(o.CliffRatio > 0 && o.CliffRatio < 1):
+		return fmt.Errorf("sweep: the cliff ratio must be between 0 and 1, got %v", o.CliffRatio)
+	}
+	seen := map[string]bool{}
+	for _, c := range o.Configs {
+		if seen[c.Name] {
+			return fmt.Errorf("sweep: configuration %s given twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	return nil
+}
+
+// latencyBudget is about how many transactions a step logs for its
+// percentiles; see the package comment.
+const latencyBudget = 300_000
+
+// Run runs the sweep. It returns the result so far along with an error
+// when it stops early, interrupted or failing, marked Partial.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.Progress == nil {
+		opts.Progress = func(string, ...any) {}
+	}
+	if opts.ProcDir == "" {
+		opts.ProcDir = "/proc"
+	}
+	if opts.TopWaits == 0 {
+		opts.TopWaits = 5
+	}
+	if opts.TopQueries == 0 {
+		opts.TopQueries = 5
+	}
+	configs := opts.Configs
+	if len(configs) == 0 {
+		configs = []Config{{Name: "default", Settings: map[string]string{}}}
+	}
+	res := &Result{
+		Kind: "sweep", Version: 1, Started: time.Now().UTC().Truncate(time.Millisecond),
+		Workload:   opts.Driver.Info(),
+		ClientCPUs: runtime.NumCPU(),
+		Plan: PlanInfo{Clients: opts.Clients, WarmupS: opts.Warmup.Seconds(), DurationS: opts.Duration.Seconds(),
+			CliffRatio: opts.CliffRatio, Order: "alternating: A B at the 1st client count, B A at the 2nd, A B at the 3rd..."},
+		Target: "throwaway",
+	}
+	if opts.Target == "" || opts.Init {
+		res.Workload.Scale = opts.Scale
+	}
+	for _, c := range configs {
+		res.Configs = append(res.Configs, ConfigRun{Name: c.Name, Settings: c.Settings, Steps: []Step{}})
+	}
+	err := run(ctx, &opts, configs, res)
+	for i := range res.Configs {
+		cr := &res.Configs[i]
+		cr.Peak = FindPeak(cr.Steps)
+		cr.Cliff = FindCliff(cr.Steps, opts.CliffRatio)
+	}
+	res.Comparison = compare(res.Configs)
+	if err != nil {
+		res.Partial = true
+	}
+	return res, err
+}
+
+func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err error) {
+	servers := make([]*server, len(configs))
+	if opts.Target == "" {
+		for i, cfg := range configs {
+			opts.Progress("%s: starting a throwaway cluster (%s), pgbench -i -s %d", cfg.Name, settingsOrDefaults(cfg), opts.Scale)
+			s, c, err := startThrowaway(ctx, cfg, opts)
+			if err != nil {
+				return fmt.Errorf("configuration %s: %w", cfg.Name, err)
+			}
+			// Every path stops the clusters, Ctrl-C included.
+			defer func() {
+				if stopErr := c.Stop(); stopErr != nil {
+					err = errors.Join(err, fmt.Errorf("stop the cluster of %s: %w", cfg.Name, stopErr))
+				}
+			}()
+			servers[i] = s
+		}
+	} else {
+		res.Target = RedactDSN(opts.Target)
+		t, err := openTarget(ctx, opts.Target, configs)
+		if err != nil {
+			return err
+		}
+		if len(t.names) > 0 {
+			defer func() {
+				// Put the settings back even when ctx is done.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if rErr := t.restore(rctx); rErr != nil {
+					err = errors.Join(err, fmt.Errorf("put the target's settings back: %w", rErr))
+				} else {
+					opts.Progress("target: settings %v put back", t.names)
+				}
+			}()
+		}
+		if opts.Init {
+			opts.Progress("target: pgbench -i -s %d", opts.Scale)
+			if err := opts.Driver.Init(ctx, opts.Target, opts.Scale); err != nil {
+				return err
+			}
+		}
+		pid := localPostmaster(ctx, opts.Target)
+		if pid == 0 {
+			opts.Progress("target: server CPU is unknown (not on this machine, or its data directory is unreadable)")
+		}
+		for i, cfg := range configs {
+			cfg := cfg
+			servers[i] = &server{cfg: cfg, dsn: opts.Target, pid: pid}
+			if len(t.names) > 0 {
+				servers[i].apply = func(ctx context.Context) error { return t.apply(ctx, cfg) }
+			}
+		}
+	}
+
+	// Only the names the configuration sets are read back.
+	names := func(c Config) []string { return settingNames([]Config{c}) }
+	for step, clients := range opts.Clients {
+		order := make([]int, len(servers))
+		for i := range order {
+			order[i] = i
+			if step%2 == 1 {
+				order[i] = len(servers) - 1 - i
+			}
+		}
+		for _, i := range order {
+			s := servers[i]
+			cr := &res.Configs[i]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if s.apply != nil {
+				if err := s.apply(ctx); err != nil {
+					return fmt.Errorf("configuration %s: apply: %w", s.cfg.Name, err)
+				}
+			}
+			if cr.Effective == nil && len(s.cfg.Settings) > 0 {
+				eff, err := readSettings(ctx, s.dsn, names(s.cfg))
+				if err != nil {
+					return fmt.Errorf("configuration %s: %w", s.cfg.Name, err)
+				}
+				cr.Effective = eff
+				if !matches(s.cfg.Settings, eff) {
+					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, settingsString(eff), settingsString(s.cfg.Settings))
+				}
+			}
+			st, err := runStep(ctx, opts, s, clients, samplingRate(cr.Steps, clients, opts))
+			if err != nil {
+				return fmt.Errorf("configuration %s, %d clients: %w", s.cfg.Name, clients, err)
+			}
+			cr.Steps = append(cr.Steps, st)
+			top := "none"
+			if len(st.WaitEvents) > 0 {
+				top = st.WaitEvents[0].Type + ":" + st.WaitEvents[0].Event
+			}
+			opts.Progress("%s: %3d clients: %.0f TPS, p95 %.3f ms, top wait %s", s.cfg.Name, clients, st.TPS, st.Latency.P95, top)
+		}
+	}
+	return nil
+}
+
+func settingsOrDefaults(c Config) string {
+	if len(c.Settings) == 0 {
+		return "default settings"
+	}
+	return settingsString(c.Settings)
+}
+
+// samplingRate chooses the share of transactions to log so that a step
+// logs about latencyBudget of them, expecting at most linear scaling from
+// the previous step.
+func samplingRate(prev []Step, clients int, opts *Options) float64 {
+	if len(prev) == 0 {
+		return 1
+	}
+	last := prev[len(prev)-1]
+	expect := last.TPS * float64(clients) / float64(max(last.Clients, 1))
+	total := expect * (opts.Warmup + opts.Duration + tail).Seconds()
+	if total <= latencyBudget {
+		return 1
+	}
+	return latencyBudget / total
+}
+
+// runStep runs one step and measures the server over its window.
+func runStep(ctx context.Context, opts *Options, s *server, clients int, rate float64) (Step, error) {
+	st := Step{Clients: clients, Threads: min(clients, runtime.NumCPU()), Started: time.Now().UTC().Truncate(time.Millisecond),
+		SamplingRate: rate, WaitEvents: []Wait{}, HotQueries: []Hot{}}
+
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		return st, fmt.Errorf("sampler connection: %w", err)
+	}
+	defer conn.Close(context.Background())
+	// Keep the sampler's own queries out of pg_stat_statements, where
+	// they would show among the hot queries; only a superuser may, and
+	// otherwise they stay, at about 10 calls/s.
+	_, _ = conn.Exec(ctx, "SET pg_stat_statements.track = 'none'")
+	pgss := true
+	if _, err := pgssSnapshot(ctx, conn); err != nil {
+		pgss = false // not installed or not preloaded: no hot queries
+	}
+
+	// Window measurements, started from the driver's goroutine at the
+	// end of warm-up and stopped here after the window.
+	type opened struct {
+		at      time.Time
+		cpu     float64
+		cpuErr  error
+		pgss    map[int64]pgssCounts
+		pgssAt  time.Time
+		sampler *waitSampler
+	}
+	openedCh := make(chan *opened, 1)
+	spec := RunSpec{
+		DSN: s.dsn, Clients: clients, Threads: st.Threads,
+		Warmup: opts.Warmup, Duration: opts.Duration, SamplingRate: rate,
+		OnWindow: func(at time.Time) {
+			o := &opened{at: at}
+			if s.pid != 0 {
+				o.cpu, o.cpuErr = serverCPU(opts.ProcDir, s.pid)
+			}
+			if pgss {
+				o.pgss, _ = pgssSnapshot(ctx, conn)
+				o.pgssAt = time.Now()
+			}
+			o.sampler = startWaitSampler(ctx, conn)
+			openedCh <- o
+		},
+	}
+	type ran struct {
+		load Load
+		err  error
+	}
+	ranCh := make(chan ran, 1)
+	go func() {
+		l, err := opts.Driver.Run(ctx, spec)
+		ranCh <- ran{l, err}
+	}()
+
+	var o *opened
+	var r ran
+	finished := false
+	select {
+	case o = <-openedCh:
+		// Close the window on time; the load goes on for its tail.
+		select {
+		case <-time.After(time.Until(o.at.Add(opts.Duration))):
+		case r = <-ranCh: // ended early: failed or interrupted
+			finished = true
+			if r.err == nil {
+				r.err = errors.New("the load ended before the measured window did")
+			}
+		}
+	case r = <-ranCh:
+		finished = true
+		if r.err == nil {
+			r.err = errors.New("the load ended without opening the measured window")
+		}
+	}
+	var waits []Wait
+	var waitErr error
+	var cpuEnd float64
+	var cpuErr error
+	var pgssEnd map[int64]pgssCounts
+	var pgssEndAt time.Time
+	if o != nil {
+		waits, st.WaitSamples, waitErr = o.sampler.stop()
+		if s.pid != 0 {
+			cpuEnd, cpuErr = serverCPU(opts.ProcDir, s.pid)
+		}
+		if pgss && o.pgss != nil {
+			pgssEnd, _ = pgssSnapshot(ctx, conn)
+			pgssEndAt = time.Now()
+		}
+	}
+	if !finished {
+		r = <-ranCh
+	}
+	if r.err != nil {
+		return st, r.err
+	}
+	load := r.load
+	st.WindowS = load.WindowS
+	st.TPS = load.TPS
+	st.Transactions = load.Transactions
+	st.Failed = load.Failed
+	st.Latency = load.Latency
+	st.LatencySamples = load.LatencySamples
+	st.PgbenchTPS = load.SummaryTPS
+	if waitErr != nil {
+		opts.Progress("%s: wait event sampling failed: %v", s.cfg.Name, waitErr)
+	}
+	if len(waits) > opts.TopWaits {
+		waits = waits[:opts.TopWaits]
+	}
+	if waits != nil {
+		st.WaitEvents = waits
+	}
+	if s.pid != 0 {
+		if err := errors.Join(o.cpuErr, cpuErr); err != nil {
+			opts.Progress("%s: server CPU: %v", s.cfg.Name, err)
+		} else {
+			cpu := cpuEnd - o.cpu
+			st.ServerCPUS = &cpu
+			if st.Transactions > 0 {
+				perTx := cpu * 1000 / float64(st.Transactions)
+				st.CPUPerTxMS = &perTx
+			}
+		}
+	}
+	if pgssEnd != nil {
+		secs := pgssEndAt.Sub(o.pgssAt).Seconds()
+		st.HotQueries = hotQueries(ctx, conn, o.pgss, pgssEnd, secs, opts.TopQueries)
+	}
+	return st, nil
+}
