@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -136,4 +138,114 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 
 func fmtDiff(fp string, want, got int64, q string) string {
 	return fmt.Sprintf("%s: original %d calls, replay %d: %s", fp, want, got, q)
+}
+
+const replayTestPrefix = "%m [%p] %q%u@%d/%a %c "
+
+// writeSessionsLog writes a stderr log of sessions, each a user, a
+// database and statements, one every 10 ms from 10:00:00.
+func writeSessionsLog(t *testing.T, sessions [][]string) string {
+	t.Helper()
+	var b strings.Builder
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for i, s := range sessions {
+		pid := 2000 + i
+		user, db := s[0], s[1]
+		pre := func() string {
+			at = at.Add(10 * time.Millisecond)
+			return fmt.Sprintf("%s [%d] %s@%s/app%d 65e1a5e0.%x ", at.Format("2006-01-02 15:04:05.000 MST"), pid, user, db, i, pid)
+		}
+		fmt.Fprintf(&b, "%sLOG:  connection authorized: user=%s database=%s application_name=app%d\n", pre(), user, db, i)
+		for _, q := range s[2:] {
+			fmt.Fprintf(&b, "%sLOG:  duration: 0.100 ms  statement: %s\n", pre(), q)
+		}
+		fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(), user, db)
+	}
+	path := filepath.Join(t.TempDir(), "postgresql.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestReplayRightTarget: every session connects as its logged user to its
+// logged database (after the maps), and a session whose database does not
+// exist on the target fails the run loudly.
+func TestReplayRightTarget(t *testing.T) {
+	ctx := context.Background()
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	setup := []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1", "CREATE DATABASE db2"}
+	for _, sql := range setup {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, db := range []string{"db1", "db2"} {
+		if err := c.Exec(ctx, db, "CREATE TABLE seen (u text, d text, a text); GRANT INSERT ON seen TO PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const record = "INSERT INTO seen SELECT current_user, current_database(), current_setting('application_name')"
+	log := writeSessionsLog(t, [][]string{
+		{"u1", "db1", record},
+		{"u2", "db2", record},
+		{"u2", "db1", record},
+		{"prod_user", "prod_db", record}, // mapped to u1@db2
+	})
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix,
+		"--user-map", "prod_user=u1", "--database-map", "prod_db=db2", log)
+	if code != ExitOK || res == nil || res.Statements.Executed != 4 {
+		t.Fatalf("exit %d, result %+v:\n%s", code, res, out)
+	}
+	var got []string
+	for _, db := range []string{"db1", "db2"} {
+		got = append(got, queryLines(t, c, db, "SELECT string_agg(u || '@' || d || '/' || a, ' ' ORDER BY a) FROM seen")...)
+	}
+	want := []string{"u1@db1/app0 u2@db1/app2", "u2@db2/app1 u1@db2/app3"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("sessions ran as %q, want %q", got, want)
+	}
+
+	// A database missing on the target: exit 1, saying which.
+	log = writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1"}, {"u1", "gone_db", "SELECT 1", "SELECT 2"}})
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") {
+		t.Errorf("exit %d, want %d with a message naming gone_db:\n%s", code, ExitFailure, out)
+	}
+	if res == nil || res.Sessions.ConnectFailed != 1 || res.Statements.Skipped[replay.SkipConnectFailed] != 2 {
+		t.Errorf("result %+v", res)
+	}
+
+	// The target fails what the original did not: exit 3.
+	log = writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1", "SELECT * FROM no_such_table", "SELECT 1"}})
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitRegression || !strings.Contains(out, "error rate") || res.ErrorsBySQLState["42P01"] != 1 {
+		t.Errorf("exit %d, want %d for the error rate:\n%s", code, ExitRegression, out)
+	}
+
+	// A dry run connects nowhere, not even to a target that is not there.
+	code, out, res = runReplay(t, "--dry-run", "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil || !res.DryRun || res.Statements.Executed != 3 {
+		t.Errorf("dry run: exit %d, result %+v:\n%s", code, res, out)
+	}
+}
+
+func queryLines(t *testing.T, c *pgcluster.Cluster, db, sql string) []string {
+	t.Helper()
+	conn, err := pgconn.Connect(context.Background(), c.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rr, err := conn.Exec(context.Background(), sql).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rr {
+		for _, row := range r.Rows {
+			out = append(out, string(row[0]))
+		}
+	}
+	return out
 }
