@@ -552,7 +552,7 @@ func (r *Report) verdict() {
 	regs := fmt.Sprintf("%d significant regression%s", nReg, plural(nReg))
 	if nReg > 0 {
 		q := r.Query(r.RegressionsByAddedTime[0])
-		regs += fmt.Sprintf(", worst %s (%s mean, %s ms added)", q.Fingerprint, FormatFactor(q.Factor), FormatMS(q.AddedMS))
+		regs += fmt.Sprintf(", worst %s (%s mean, %s added)", q.Fingerprint, FormatFactor(q.Factor), FormatTotal(q.AddedMS))
 	}
 	if len(r.TooFewCalls) > 0 {
 		regs += fmt.Sprintf("; %d quer%s with too few calls to judge", len(r.TooFewCalls), pluralY(len(r.TooFewCalls)))

@@ -207,6 +207,14 @@ func FormatMS(v float64) string {
 	}
 }
 
+// FormatTotal formats a total time given in ms: "850 ms", "14.75 s".
+func FormatTotal(ms float64) string {
+	if ms >= 1000 || ms <= -1000 {
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
+	}
+	return FormatMS(ms) + " ms"
+}
+
 // FormatFactor formats a ratio as "4.00x"; "-" when undefined.
 func FormatFactor(r float64) string {
 	if r <= 0 {
