@@ -1,0 +1,201 @@
+package sweep
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// curve builds steps from client counts and TPS values.
+func curve(points ...float64) []Step {
+	var steps []Step
+	for i := 0; i+1 < len(points); i += 2 {
+		steps = append(steps, Step{Clients: int(points[i]), TPS: points[i+1]})
+	}
+	return steps
+}
+
+func TestPeakAndCliff(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []Step
+		ratio float64
+		peak  *Peak
+		cliff *Cliff
+	}{
+		{"rising: no cliff", curve(1, 100, 2, 190, 4, 350, 8, 600), 0.8,
+			&Peak{8, 600}, &Cliff{Ratio: 0.8, UpTo: 8}},
+		{"plateau above the threshold: no cliff", curve(1, 100, 2, 200, 4, 300, 8, 290, 16, 250), 0.8,
+			&Peak{4, 300}, &Cliff{Ratio: 0.8, UpTo: 16}},
+		{"cliff at the first step below 0.8 of the peak", curve(1, 100, 2, 200, 4, 400, 8, 330, 16, 310, 32, 150), 0.8,
+			&Peak{4, 400}, &Cliff{Found: true, Clients: 16, TPS: 310, RatioToPeak: 310.0 / 400, Ratio: 0.8, UpTo: 32}},
+		// The field report's shape: track_planning on peaks early and
+		// halves; the cliff is where it first drops below the ratio.
+		{"track_planning on, 192 vCPUs", curve(1, 10e3, 10, 90e3, 20, 160e3, 40, 200e3, 80, 120e3, 160, 100e3), 0.8,
+			&Peak{40, 200e3}, &Cliff{Found: true, Clients: 80, TPS: 120e3, RatioToPeak: 0.6, Ratio: 0.8, UpTo: 160}},
+		{"a stricter ratio finds an earlier cliff", curve(1, 100, 2, 200, 4, 170, 8, 100), 0.9,
+			&Peak{2, 200}, &Cliff{Found: true, Clients: 4, TPS: 170, RatioToPeak: 0.85, Ratio: 0.9, UpTo: 8}},
+		{"a dip before the peak is no cliff", curve(1, 100, 2, 50, 4, 300), 0.8,
+			&Peak{4, 300}, &Cliff{Ratio: 0.8, UpTo: 4}},
+		{"a tie goes to fewer clients", curve(1, 100, 2, 300, 4, 300, 8, 100), 0.8,
+			&Peak{2, 300}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 1.0 / 3, Ratio: 0.8, UpTo: 8}},
+		{"steps out of order", curve(8, 100, 1, 100, 4, 400, 2, 200), 0.8,
+			&Peak{4, 400}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 0.25, Ratio: 0.8, UpTo: 8}},
+		{"one step", curve(1, 100), 0.8, &Peak{1, 100}, &Cliff{Ratio: 0.8, UpTo: 1}},
+		{"no steps", nil, 0.8, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FindPeak(tt.steps); !reflect.DeepEqual(got, tt.peak) {
+				t.Errorf("peak %+v, want %+v", got, tt.peak)
+			}
+			if got := FindCliff(tt.steps, tt.ratio); !reflect.DeepEqual(got, tt.cliff) {
+				t.Errorf("cliff %+v, want %+v", got, tt.cliff)
+			}
+		})
+	}
+}
+
+func TestClientCounts(t *testing.T) {
+	tests := []struct {
+		list []int
+		max  int
+		want []int
+	}{
+		{nil, 64, []int{1, 2, 4, 8, 16, 32, 64}},
+		{nil, 12, []int{1, 2, 4, 8, 12}},
+		{nil, 1, []int{1}},
+		{[]int{8, 1, 4, 4, 2}, 99, []int{1, 2, 4, 8}},
+	}
+	for _, tt := range tests {
+		if got := ClientCounts(tt.list, tt.max); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ClientCounts(%v, %d) = %v, want %v", tt.list, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Config
+		err  bool
+	}{
+		{"A:pg_stat_statements.track_planning=on", Config{"A", map[string]string{"pg_stat_statements.track_planning": "on"}}, false},
+		{"big:work_mem=64MB, jit=off", Config{"big", map[string]string{"work_mem": "64MB", "jit": "off"}}, false},
+		{"p:search_path=a,b,c,jit=off", Config{"p", map[string]string{"search_path": "a,b,c", "jit": "off"}}, false},
+		{"base:", Config{"base", map[string]string{}}, false},
+		{"no-colon", Config{}, true},
+		{"bad name:jit=off", Config{}, true},
+		{"A:jit", Config{}, true},
+		{"A:jit=on,jit=off", Config{}, true},
+		{"A:evil;drop=1", Config{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseConfig(tt.in)
+		if (err != nil) != tt.err || (!tt.err && !reflect.DeepEqual(got, tt.want)) {
+			t.Errorf("ParseConfig(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestThrowawaySettings(t *testing.T) {
+	s := throwawaySettings(Config{Settings: map[string]string{"shared_preload_libraries": "auto_explain"}}, 200)
+	if s["shared_preload_libraries"] != "auto_explain,pg_stat_statements" || s["max_connections"] != "210" {
+		t.Errorf("settings %v", s)
+	}
+	s = throwawaySettings(Config{Settings: map[string]string{"pg_stat_statements.track_planning": "on"}}, 4)
+	if s["shared_preload_libraries"] != "pg_stat_statements" || s["max_connections"] != "100" || s["pg_stat_statements.track_planning"] != "on" {
+		t.Errorf("settings %v", s)
+	}
+}
+
+func TestServerCPU(t *testing.T) {
+	// A fake /proc: postmaster 100 with two children, and an unrelated
+	// process 300 whose command name holds ") 1 2 (".
+	proc := t.TempDir()
+	stat := func(pid int, comm string, ppid, utime, stime, cutime, cstime int) {
+		dir := filepath.Join(proc, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) state ppid pgrp session tty tpgid flags minflt
+		// cminflt majflt cmajflt utime stime cutime cstime ...
+		line := strconv.Itoa(pid) + " (" + comm + ") S " + strconv.Itoa(ppid) + " 1 1 0 -1 0 0 0 0 0 " +
+			strconv.Itoa(utime) + " " + strconv.Itoa(stime) + " " + strconv.Itoa(cutime) + " " + strconv.Itoa(cstime) + " 20 0 1 0\n"
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat(100, "postgres", 1, 10, 5, 300, 200)
+	stat(101, "postgres", 100, 40, 10, 0, 0)
+	stat(102, "postgres: checkpointer", 100, 1, 1, 0, 0)
+	stat(300, "x) 1 2 (y", 100, 1000, 0, 0, 0) // its ppid is 100 too: counted
+	stat(400, "other", 1, 5000, 0, 0, 0)
+	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := serverCPU(proc, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(10+5+300+200+40+10+1+1+1000) / 100; got != want {
+		t.Errorf("serverCPU = %v, want %v", got, want)
+	}
+	if _, err := serverCPU(proc, 999); err == nil {
+		t.Error("no error for a missing postmaster")
+	}
+}
+
+func TestPostmasterPID(t *testing.T) {
+	dir := t.TempDir()
+	content := "4242\n/var/lib/postgresql/15/main\n1795336816\n5433\n/var/run/postgresql\n*\n  1234  5678\nready   \n"
+	if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pid, port, err := postmasterPID(dir)
+	if err != nil || pid != 4242 || port != 5433 {
+		t.Errorf("pid %d port %d err %v", pid, port, err)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	cpu := 0.02
+	res := &Result{
+		Workload: WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple", Scale: 1},
+		Target:   "throwaway", ClientCPUs: 2, Plan: PlanInfo{WarmupS: 1, DurationS: 2},
+		Configs: []ConfigRun{
+			{Name: "on", Settings: map[string]string{"pg_stat_statements.track_planning": "on"},
+				Steps: []Step{{Clients: 1, TPS: 100, CPUPerTxMS: &cpu, WaitEvents: []Wait{{"LWLock", "pg_stat_statements", 5, 0.5}}},
+					{Clients: 2, TPS: 50}}},
+			{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"},
+				Steps: []Step{{Clients: 1, TPS: 120}, {Clients: 2, TPS: 200}}},
+		},
+	}
+	for i := range res.Configs {
+		res.Configs[i].Peak = FindPeak(res.Configs[i].Steps)
+		res.Configs[i].Cliff = FindCliff(res.Configs[i].Steps, 0.8)
+	}
+	res.Comparison = compare(res.Configs)
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"configuration on: pg_stat_statements.track_planning=on",
+		"LWLock:pg_stat_statements 50%",
+		"unknown", // CPU of the steps without it
+		"cliff: 2 clients, 50.0 TPS = 0.50 of the peak",
+		"cliff: no cliff up to 2 clients",
+		"TPS vs clients (full bar = 200.0 TPS)",
+		"off/on",
+		"4.000", // off/on at 2 clients: 200 / 50
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
