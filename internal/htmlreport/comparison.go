@@ -231,7 +231,8 @@ func chartBase(yName string) map[string]any {
 	}
 }
 
-// topQueries are the regressions, then the queries costing most.
+// topQueries are the regressions, then the queries costing most among
+// those with enough calls to show a distribution.
 func topQueries(rep *compare.Report, n int) []*compare.QueryDiff {
 	var out []*compare.QueryDiff
 	seen := map[string]bool{}
@@ -246,7 +247,14 @@ func topQueries(rep *compare.Report, n int) []*compare.QueryDiff {
 		if len(out) >= n {
 			break
 		}
-		if seen[q.Fingerprint] || (q.Baseline == nil || q.Baseline.TimedCalls == 0) && (q.Candidate == nil || q.Candidate.TimedCalls == 0) {
+		// A distribution of a handful of calls shows nothing.
+		var timed int64
+		for _, f := range []*compare.Figures{q.Baseline, q.Candidate} {
+			if f != nil {
+				timed = max(timed, f.TimedCalls)
+			}
+		}
+		if seen[q.Fingerprint] || timed < rep.Settings.MinCalls {
 			continue
 		}
 		out = append(out, q)

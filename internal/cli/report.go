@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+)
+
+func init() { commands = append(commands, newReportCmd) }
+
+type reportFlags struct {
+	htmlPath   string
+	jsonPath   string
+	failOn     []string
+	top        int
+	minCalls   int64
+	allowMixed bool
+}
+
+func newReportCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f reportFlags
+	cmd := &cobra.Command{
+		Use:   "report [flags] BASELINE.json [CANDIDATE.json]",
+		Short: "Compare two results (analyze or replay JSON) and say what got slower",
+		Long: `report compares a candidate run with a baseline, per query fingerprint: calls,
+errors, mean/p50/p95/p99 in both runs, their ratios, the time a slowdown adds,
+and whether the difference is beyond noise. Results are the JSON of
+"pgrehearse analyze --json" (best with --hist, whose latency histograms allow
+a real significance test) or "pgrehearse replay --json". With one file,
+report summarizes it without comparing.
+
+Latency must be compared like with like: durations from a server log are
+server-side, a replay's client round trips are not. Each result says which
+it holds (latency_source); report refuses to compare different sources
+unless --allow-mixed-latency is given, and then flags every ratio.
+
+A query with fewer than --min-calls timed calls in either run is listed as
+"too few calls" and never called a regression. Regressions are ranked by
+time added ((candidate mean - baseline mean) x candidate calls) and by
+factor (ratio of means); errors that grew are listed by SQLSTATE, and
+queries seen in one run only apart.
+
+The summary goes to standard output, its verdict last. --html writes a
+self-contained page (charts included, works offline); --json writes the
+comparison (schema: docs/report-json.md), to standard output with
+"--json -", in which case the summary goes to standard error.
+
+` + compare.RulesHelp + `
+` + exitCodeHelp + `  (2 also when --fail-on is given with one file, or when the latency
+   sources differ without --allow-mixed-latency)
+`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(stdio, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.htmlPath, "html", "", "write the report as one self-contained HTML `FILE`")
+	fl.StringVar(&f.jsonPath, "json", "", `write the comparison as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
+	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
+	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in each run for a query to be judged")
+	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
+	return cmd
+}
+
+func runReport(stdio IO, f reportFlags, paths []string) error {
+	rules, err := compare.ParseRules(f.failOn)
+	if err != nil {
+		return usageError("--fail-on: %v", err)
+	}
+	if len(rules) > 0 && len(paths) == 1 {
+		return usageError("--fail-on needs two results to compare, got one")
+	}
+	if f.top < 0 {
+		return usageError("--top must not be negative, got %d", f.top)
+	}
+	if f.minCalls < 1 {
+		return usageError("--min-calls must be at least 1, got %d", f.minCalls)
+	}
+	if f.jsonPath == "-" && f.htmlPath == "-" {
+		return usageError(`--json and --html cannot both go to standard output`)
+	}
+	runs := make([]*compare.Run, len(paths))
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("result file %s does not exist", p)
+			}
+			return fmt.Errorf("read result: %w", err)
+		}
+		if runs[i], err = compare.Parse(data, p); err != nil {
+			return err
+		}
+	}
+
+	var rep *compare.Report
+	if len(runs) == 1 {
+		rep = compare.Summarize(runs[0])
+	} else {
+		rep, err = compare.Compare(runs[0], runs[1], compare.Options{
+			MinCalls: f.minCalls, AllowMixedLatency: f.allowMixed, Rules: rules,
+		})
+		if errors.Is(err, compare.ErrMixedLatency) {
+			return &exitError{code: ExitUsage, err: err}
+		}
+		if err != nil {
+			return err
+		}
+	}
+
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" || f.htmlPath == "-" {
+		summaryOut = stdio.Stderr
+	}
+	if err := compare.WriteText(summaryOut, rep, f.top); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if f.jsonPath != "" {
+		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+	}
+	if f.htmlPath != "" {
+		page := htmlreport.ComparisonPage(rep, htmlreport.ComparisonOptions{Top: min(f.top, 12),
+			Footer: fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
+				rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)})
+		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
+			return fmt.Errorf("write HTML: %w", err)
+		}
+		if f.htmlPath != "-" {
+			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
+		}
+	}
+	if rep.Verdict.Status == "fail" {
+		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	}
+	return nil
+}
+
+// writeOutput renders into memory first so that a failed render leaves no
+// half-written file, then writes path ("-" is stdout).
+func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// lookupScript is the pgbench script of the end-to-end test: one query on
+// an indexed column (the candidate loses the index), one by primary key.
+const lookupScript = `\set c random(1, 200000)
+SELECT payload FROM items WHERE code = :c;
+SELECT payload FROM items WHERE id = :c;
+`
+
+const itemsSetup = `CREATE TABLE items (id int PRIMARY KEY, code int NOT NULL, payload text NOT NULL);
+INSERT INTO items SELECT g, 200001 - g, md5(g::text) FROM generate_series(1, 200000) g;
+CREATE INDEX items_code ON items (code);`
+
+// captureLookups runs the lookup script on a fresh logging cluster, with
+// or without the index on code, and returns its stderr log.
+func captureLookups(t *testing.T, withIndex bool) string {
+	t.Helper()
+	ctx := context.Background()
+	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	setup := itemsSetup
+	if !withIndex {
+		setup += "\nDROP INDEX items_code;"
+	}
+	// VACUUM refuses to run in the implicit transaction of a
+	// multi-statement string.
+	for _, sql := range []string{setup, "VACUUM ANALYZE items"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "lookup.sql")
+	if err := os.WriteFile(script, []byte(lookupScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A fixed number of transactions, so both runs have the same calls.
+	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-j", "2", "-t", "150", "--random-seed=1", "-f", script, "postgres"); err != nil {
+		t.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := c.LogFiles("*.log")
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("stderr logs %v, %v", logs, err)
+	}
+	// The cluster directory goes with the test; keep the log.
+	data := readFile(t, logs[0])
+	path := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func analyzeToJSON(t *testing.T, log, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	code, _, stderr := runCLI(context.Background(), "", "analyze", "--format", "stderr", "--prefix", workload.LogLinePrefix,
+		"--hist", "--json", out, "--top", "0", log)
+	if code != ExitOK {
+		t.Fatalf("analyze %s: exit %d\n%s", log, code, stderr)
+	}
+	return out
+}
+
+// TestReportFindsDroppedIndex is the report's acceptance test on results
+// a real server produced: the same pgbench script on two clusters, the
+// second without the index its first query needs. The report must rank
+// that query first and fail --fail-on 'p95>+20%'; two analyses of one log
+// must pass with no regression at all.
+func TestReportFindsDroppedIndex(t *testing.T) {
+	baseLog := captureLookups(t, true)
+	candLog := captureLookups(t, false)
+	base := analyzeToJSON(t, baseLog, "base.json")
+	base2 := analyzeToJSON(t, baseLog, "base2.json")
+	cand := analyzeToJSON(t, candLog, "cand.json")
+	dir, err := os.MkdirTemp("", "pgrehearse-report-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	htmlPath, jsonPath := filepath.Join(dir, "report.html"), filepath.Join(dir, "report.json")
+	t.Logf("report kept in %s", dir)
+
+	code, stdout, stderr := runCLI(context.Background(), "", "report", base, cand,
+		"--fail-on", "p95>+20%", "--html", htmlPath, "--json", jsonPath)
+	t.Logf("report stdout:\n%s", stdout)
+	if code != ExitRegression {
+		t.Fatalf("exit %d, want %d (regression)\n%s", code, ExitRegression, stderr)
+	}
+	var rep compare.Report
+	if err := json.Unmarshal(readFile(t, jsonPath), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.RegressionsByAddedTime) == 0 {
+		t.Fatal("no regression found")
+	}
+	worst := rep.Query(rep.RegressionsByAddedTime[0])
+	if !strings.Contains(worst.Query, "WHERE code =") {
+		t.Errorf("worst regression is %q, want the lookup by code", worst.Query)
+	}
+	if worst.Factor < 3 || worst.Significance.Method != "histogram" {
+		t.Errorf("worst regression factor %.2f by %s; a lost index should cost far more", worst.Factor, worst.Significance.Method)
+	}
+	if rep.Verdict.Status != "fail" || !strings.Contains(stdout, "FAIL: p95>+20% broken") {
+		t.Errorf("verdict %+v", rep.Verdict)
+	}
+	if html := string(readFile(t, htmlPath)); !strings.Contains(html, "WHERE code =") || !strings.Contains(html, "FAIL") {
+		t.Error("the HTML report lacks the regression or the verdict")
+	}
+
+	// The same log analyzed twice: nothing can differ.
+	code, stdout, stderr = runCLI(context.Background(), "", "report", base, base2, "--fail-on", "p95>+20%,mean>+5%,errors>+0pp")
+	if code != ExitOK || !strings.Contains(stdout, "PASS: no --fail-on rule broken; 0 significant regressions") {
+		t.Errorf("same log twice: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// writeResult writes a minimal result with one query of n calls taking
+// ms each (no histogram: the quantile rule judges it).
+func writeResult(t *testing.T, dir, name, kind, source string, n int, ms float64) string {
+	t.Helper()
+	res := map[string]any{"kind": kind, "statements": map[string]int{"total": n},
+		"first_time": "2025-01-01T10:00:00.000000Z", "last_time": "2025-01-01T10:00:10.000000Z",
+		"queries": []map[string]any{{"fingerprint": "abc", "query": "SELECT $1", "calls": n, "timed_calls": n,
+			"total_ms": float64(n) * ms, "mean_ms": ms, "p50_ms": ms, "p95_ms": ms, "p99_ms": ms, "min_ms": ms, "max_ms": ms}}}
+	if source != "" {
+		res["latency_source"] = source
+	}
+	b, _ := json.Marshal(res)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReportExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	base := writeResult(t, dir, "base.json", "analysis", "", 100, 1)
+	slow := writeResult(t, dir, "slow.json", "analysis", "", 100, 3)
+	replay := writeResult(t, dir, "replay.json", "replay", "", 100, 1.2)
+	replayServer := writeResult(t, dir, "replay-server.json", "replay", "server_log", 100, 1)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"kind":"events"}`), 0o644)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring
+		stderr string
+	}{
+		{"one file summarizes", []string{base}, ExitOK, "one result: nothing compared", ""},
+		{"slower without rules passes", []string{base, slow}, ExitOK, "PASS (no --fail-on rule): 1 significant regression", ""},
+		{"rule broken", []string{base, slow, "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
+		{"rule not broken", []string{base, slow, "--fail-on", "mean>+250%"}, ExitOK, "PASS: no --fail-on rule broken", ""},
+		{"repeated and comma rules", []string{base, slow, "--fail-on", "p99>+500%", "--fail-on", "errors>+1pp,p95>+100ms"}, ExitOK, "PASS", ""},
+		{"mixed latency refused", []string{base, replay}, ExitUsage, "", "--allow-mixed-latency"},
+		{"mixed latency allowed and flagged", []string{base, replay, "--allow-mixed-latency"}, ExitOK, "MIXED LATENCY", ""},
+		{"server-side replay compares", []string{base, replayServer, "--fail-on", "p95>+20%"}, ExitOK, "PASS", ""},
+		{"bad rule", []string{base, slow, "--fail-on", "p95>20"}, ExitUsage, "", "--fail-on"},
+		{"rule with one file", []string{base, "--fail-on", "p95>+20%"}, ExitUsage, "", "needs two results"},
+		{"three files", []string{base, slow, replay}, ExitUsage, "", "accepts between 1 and 2"},
+		{"missing file", []string{base, filepath.Join(dir, "nope.json")}, ExitFailure, "", "does not exist"},
+		{"not a result", []string{base, bad}, ExitFailure, "", "cannot be compared"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(context.Background(), "", append([]string{"report"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(stdout, tt.stdout) || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestReportJSONToStdout(t *testing.T) {
+	dir := t.TempDir()
+	base := writeResult(t, dir, "base.json", "analysis", "", 100, 1)
+	slow := writeResult(t, dir, "slow.json", "analysis", "", 100, 3)
+	code, stdout, stderr := runCLI(context.Background(), "", "report", base, slow, "--json", "-")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	for _, k := range []string{"kind", "verdict", "baseline", "candidate", "queries", "regressions_by_added_time",
+		"regressions_by_factor", "new_errors", "only_baseline", "only_candidate", "too_few_calls", "rules", "settings"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if !strings.Contains(stderr, "PASS") {
+		t.Errorf("the summary did not go to stderr: %q", stderr)
+	}
+	if got := m["regressions_by_factor"].([]any); len(got) != 1 || got[0] != "abc" {
+		t.Errorf("regressions_by_factor %v", got)
+	}
+}

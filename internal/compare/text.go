@@ -1,0 +1,182 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// queryWidth is how much of a query's text a terminal line shows.
+const queryWidth = 70
+
+// WriteText writes rep for a person at a terminal: both runs in a line
+// each, the ranked lists (at most top entries each), and the verdict last,
+// where a CI log shows it. It writes plain aligned text, no escapes.
+func WriteText(w io.Writer, rep *Report, top int) error {
+	ew := &errWriter{w: w}
+	ew.printf("baseline   %s\n", runLine(&rep.Baseline))
+	if rep.Candidate != nil {
+		ew.printf("candidate  %s\n", runLine(rep.Candidate))
+	}
+	for _, warn := range rep.Warnings {
+		ew.printf("WARNING: %s\n", warn)
+	}
+	if rep.Candidate == nil {
+		writeSummaryTop(ew, rep, top)
+		ew.printf("\n%s\n", rep.Verdict.Line)
+		return ew.err
+	}
+
+	regHead := []string{"added", "factor", "mean B -> C ms", "p95 B -> C ms", "calls C", "fingerprint", "query"}
+	regRow := func(q *QueryDiff) []string {
+		return []string{fmtSigned(q.AddedMS), FormatFactor(q.Factor),
+			FormatMS(q.Baseline.MeanMS) + " -> " + FormatMS(q.Candidate.MeanMS),
+			FormatMS(q.Baseline.P95MS) + " -> " + FormatMS(q.Candidate.P95MS),
+			strconv.FormatInt(q.Candidate.Calls, 10), q.Fingerprint, oneLine(q.Query, queryWidth)}
+	}
+	writeList(ew, rep, "Regressions by time added", rep.RegressionsByAddedTime, top, regHead, regRow)
+	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	if len(rep.NewErrors) > 0 {
+		t := [][]string{{"baseline", "candidate", "sqlstate", "queries"}}
+		for _, e := range rep.NewErrors {
+			code := e.SQLState
+			if e.New {
+				code += " (new)"
+			}
+			t = append(t, []string{strconv.FormatInt(e.Baseline, 10), strconv.FormatInt(e.Candidate, 10), code, strings.Join(e.Fingerprints, " ")})
+		}
+		ew.printf("\nErrors that grew, by SQLSTATE\n")
+		writeTable(ew, "  ", t, 2)
+	}
+	oneRun := func(name string, fps []string, cand bool) {
+		head := []string{"calls", "total_ms", "fingerprint", "query"}
+		writeList(ew, rep, name, fps, top, head, func(q *QueryDiff) []string {
+			f := q.Baseline
+			if cand {
+				f = q.Candidate
+			}
+			return []string{strconv.FormatInt(f.Calls, 10), FormatMS(f.TotalMS), q.Fingerprint, oneLine(q.Query, queryWidth)}
+		})
+	}
+	oneRun("Only in the candidate", rep.OnlyCandidate, true)
+	oneRun("Only in the baseline", rep.OnlyBaseline, false)
+	writeList(ew, rep, fmt.Sprintf("Too few calls to judge (under %d timed calls in a run)", rep.Settings.MinCalls), rep.TooFewCalls, top,
+		[]string{"calls B", "calls C", "factor", "fingerprint", "query"}, func(q *QueryDiff) []string {
+			return []string{strconv.FormatInt(q.Baseline.TimedCalls, 10), strconv.FormatInt(q.Candidate.TimedCalls, 10),
+				FormatFactor(q.Factor), q.Fingerprint, oneLine(q.Query, queryWidth)}
+		})
+
+	ew.printf("\n%s\n", rep.Verdict.Line)
+	for _, b := range rep.Verdict.Broken {
+		ew.printf("  %s broken by %s: %s\n", b.Rule, b.Fingerprint, b.Detail)
+	}
+	return ew.err
+}
+
+func runLine(s *RunSummary) string {
+	line := fmt.Sprintf("%s: %s, %s latency, %d statements", s.Name, s.Kind, s.LatencySource, s.Statements)
+	if s.SpanS > 0 {
+		line += fmt.Sprintf(" in %.1f s (%.1f/s)", s.SpanS, s.StatementsPerS)
+	}
+	if s.TimedCalls > 0 {
+		line += ", mean " + FormatMS(s.MeanMS) + " ms"
+	}
+	if s.P95MS > 0 {
+		line += ", p95 " + FormatMS(s.P95MS) + " ms"
+	}
+	return line + fmt.Sprintf(", %d failed", s.Failed)
+}
+
+func writeSummaryTop(ew *errWriter, rep *Report, top int) {
+	fps := make([]string, len(rep.Queries))
+	for i, q := range rep.Queries {
+		fps[i] = q.Fingerprint
+	}
+	writeList(ew, rep, "Queries by total time", fps, top,
+		[]string{"total_ms", "calls", "errors", "mean_ms", "p95_ms", "fingerprint", "query"}, func(q *QueryDiff) []string {
+			f := q.Baseline
+			return []string{FormatMS(f.TotalMS), strconv.FormatInt(f.Calls, 10), strconv.FormatInt(f.Errors, 10),
+				FormatMS(f.MeanMS), FormatMS(f.P95MS), q.Fingerprint, oneLine(q.Query, queryWidth)}
+		})
+}
+
+func writeList(ew *errWriter, rep *Report, title string, fps []string, top int, head []string, row func(*QueryDiff) []string) {
+	if len(fps) == 0 || top <= 0 {
+		return
+	}
+	n := min(top, len(fps))
+	more := ""
+	if n < len(fps) {
+		more = fmt.Sprintf(" (top %d of %d)", n, len(fps))
+	}
+	ew.printf("\n%s%s\n", title, more)
+	t := [][]string{head}
+	for _, fp := range fps[:n] {
+		t = append(t, row(rep.Query(fp)))
+	}
+	// Figures right-aligned, the two text columns (fingerprint, query)
+	// left-aligned.
+	writeTable(ew, "  ", t, len(head)-2)
+}
+
+func fmtSigned(ms float64) string {
+	s := FormatTotal(ms)
+	if ms >= 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// oneLine collapses whitespace and shortens s to width characters.
+func oneLine(s string, width int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	return string([]rune(s)[:width-3]) + "..."
+}
+
+// writeTable writes cells in columns two spaces apart: the first numeric
+// columns right-aligned, the others left-aligned, the last not padded.
+func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, row := range table {
+		b.Reset()
+		b.WriteString(indent)
+		for i, c := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i < numeric:
+				b.WriteString(pad + c)
+			case i == len(row)-1:
+				b.WriteString(c)
+			default:
+				b.WriteString(c + pad)
+			}
+			if i < len(row)-1 {
+				b.WriteString("  ")
+			}
+		}
+		ew.printf("%s\n", strings.TrimRight(b.String(), " "))
+	}
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
