@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
@@ -31,6 +32,7 @@ type sweepFlags struct {
 	cliff      float64
 	compare    []string
 	jsonPath   string
+	htmlPath   string
 	init       bool
 }
 
@@ -65,7 +67,9 @@ and all of them are put back at the end; --init runs pgbench -i there first.
 
 The tables go to standard output, progress lines to standard error; --json
 writes the result (see docs/sweep-json.md) to a file, or with "--json -" to
-standard output, the tables then going to standard error. Ctrl-C stops the
+standard output, the tables then going to standard error; --html writes a
+single-file report that works offline, with every configuration's TPS and
+p95 latency against clients on one chart. Ctrl-C stops the
 sweep; the steps done so far are still reported, marked partial, with exit
 code 1.
 
@@ -91,6 +95,7 @@ set PG_BIN to their directory, or install them with
 	fl.Float64Var(&f.cliff, "cliff", 0.8, "the cliff is the first step after the peak below this fraction of its TPS")
 	fl.StringArrayVar(&f.compare, "compare", nil, "configuration `NAME:setting=value[,setting=value]`; repeat to compare")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringVar(&f.htmlPath, "html", "", "write a self-contained HTML report with the TPS and p95 chart to `FILE`")
 	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first")
 	return cmd
 }
@@ -182,6 +187,11 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 			return errors.Join(err, jerr)
 		}
 	}
+	if f.htmlPath != "" {
+		if herr := writeSweepHTML(f.htmlPath, res); herr != nil {
+			return errors.Join(err, herr)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		return errors.New("interrupted: the results above are partial")
 	}
@@ -206,6 +216,22 @@ func writeSweepJSON(stdio IO, path string, res *sweep.Result) (err error) {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(res); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+func writeSweepHTML(path string, res *sweep.Result) (err error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write HTML: %w", err)
+	}
+	defer func() {
+		if cerr := file.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("write HTML: %w", cerr)
+		}
+	}()
+	if err := htmlreport.Write(file, sweep.HTMLPage(res)); err != nil {
+		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,215 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+)
+
+// palette colours the configurations; a configuration's TPS line is solid
+// and its p95 line dashed, in the same colour.
+var palette = []string{"#2f6fdf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285"}
+
+// HTMLPage renders the result as a page of its own.
+func HTMLPage(res *Result) htmlreport.Page {
+	wl := res.Workload
+	what := "-b " + wl.Builtin
+	if wl.Script != "" {
+		what = "-f " + wl.Script
+	}
+	p := htmlreport.Page{
+		Title:    "pgrehearse sweep",
+		Subtitle: fmt.Sprintf("pgbench %s -M %s on %s, %gs warm-up + %gs per step", what, wl.Mode, res.Target, res.Plan.WarmupS, res.Plan.DurationS),
+		Sections: HTMLSections(res),
+		Footer:   fmt.Sprintf("started %s; %d client CPUs; configurations ordered %s", res.Started.Format("2006-01-02 15:04:05 MST"), res.ClientCPUs, res.Plan.Order),
+	}
+	if res.Partial {
+		p.Verdict = &htmlreport.Verdict{Status: "fail", Line: "Partial: the sweep stopped early; later steps are missing."}
+	}
+	return p
+}
+
+// HTMLSections renders the result as sections that another report can
+// append to its page: the curves of every configuration on one chart (TPS
+// on the left axis, p95 latency on the right), peak and cliff cards, and a
+// table of steps per configuration whose rows open the step's wait events
+// and hot queries.
+func HTMLSections(res *Result) []htmlreport.Section {
+	curves := htmlreport.Section{ID: "sweep", Title: "Throughput and latency vs clients"}
+	for _, c := range res.Configs {
+		curves.Cards = append(curves.Cards, peakCards(c)...)
+	}
+	curves.Charts = []htmlreport.Chart{{ID: "sweep-curve", Title: "TPS (solid) and p95 latency (dashed) by client count",
+		Height: 380, Option: curveOption(res),
+		Note: fmt.Sprintf("The cliff is the first client count after the peak below %.2f of the peak's TPS.", res.Plan.CliffRatio)}}
+	if len(res.Comparison) > 0 {
+		curves.Tables = append(curves.Tables, comparisonTable(res))
+	}
+	sections := []htmlreport.Section{curves}
+	for _, c := range res.Configs {
+		s := htmlreport.Section{ID: "sweep-" + c.Name, Title: "Configuration " + c.Name,
+			Text:   []string{settingsOr(c.Settings)},
+			Tables: []htmlreport.Table{stepsTable(c)}}
+		sections = append(sections, s)
+	}
+	return sections
+}
+
+func peakCards(c ConfigRun) []htmlreport.Card {
+	if c.Peak == nil {
+		return []htmlreport.Card{{Label: c.Name, Value: "no steps"}}
+	}
+	cards := []htmlreport.Card{{Label: c.Name + ": peak", Value: fmt.Sprintf("%d clients", c.Peak.Clients), Sub: fmt.Sprintf("%.0f TPS", c.Peak.TPS)}}
+	if cl := c.Cliff; cl != nil {
+		if cl.Found {
+			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: fmt.Sprintf("%d clients", cl.Clients),
+				Sub: fmt.Sprintf("%.0f TPS, %.2f of the peak", cl.TPS, cl.RatioToPeak), Status: "bad"})
+		} else {
+			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: "none",
+				Sub: fmt.Sprintf("up to %d clients", cl.UpTo), Status: "good"})
+		}
+	}
+	return cards
+}
+
+func curveOption(res *Result) json.RawMessage {
+	var series []map[string]any
+	var legend []string
+	for i, c := range res.Configs {
+		color := palette[i%len(palette)]
+		var tps, p95 [][2]float64
+		for _, s := range c.Steps {
+			tps = append(tps, [2]float64{float64(s.Clients), round(s.TPS, 1)})
+			p95 = append(p95, [2]float64{float64(s.Clients), round(s.Latency.P95, 3)})
+		}
+		tpsName, p95Name := c.Name+" TPS", c.Name+" p95 ms"
+		legend = append(legend, tpsName, p95Name)
+		series = append(series,
+			map[string]any{"name": tpsName, "type": "line", "data": tps, "yAxisIndex": 0, "symbolSize": 7,
+				"itemStyle": map[string]any{"color": color}, "lineStyle": map[string]any{"color": color, "width": 2}},
+			map[string]any{"name": p95Name, "type": "line", "data": p95, "yAxisIndex": 1, "symbol": "triangle",
+				"itemStyle": map[string]any{"color": color}, "lineStyle": map[string]any{"color": color, "type": "dashed"}})
+	}
+	opt := map[string]any{
+		"grid":    map[string]any{"left": 70, "right": 70, "top": 48, "bottom": 48},
+		"legend":  map[string]any{"top": 0, "data": legend},
+		"tooltip": map[string]any{"trigger": "axis"},
+		// Client counts double: a base-2 log axis spaces them evenly.
+		"xAxis": map[string]any{"type": "log", "logBase": 2, "name": "clients", "nameLocation": "middle", "nameGap": 28},
+		"yAxis": []map[string]any{
+			{"type": "value", "name": "TPS", "min": 0},
+			{"type": "value", "name": "p95 ms", "min": 0, "splitLine": map[string]any{"show": false}},
+		},
+		"series": series,
+	}
+	b, err := json.Marshal(opt)
+	if err != nil {
+		panic(err) // maps, slices, strings and numbers only
+	}
+	return b
+}
+
+func round(v float64, digits int) float64 {
+	var f float64 = 1
+	for range digits {
+		f *= 10
+	}
+	return float64(int64(v*f+0.5)) / f
+}
+
+func comparisonTable(res *Result) htmlreport.Table {
+	base := res.Comparison[0].Baseline
+	t := htmlreport.Table{ID: "sweep-compare", Title: "TPS relative to " + base, Sortable: true,
+		Columns: []htmlreport.Column{{Label: "clients", Numeric: true}}}
+	for _, c := range res.Configs {
+		t.Columns = append(t.Columns, htmlreport.Column{Label: c.Name + " TPS", Numeric: true})
+	}
+	for _, c := range res.Configs[1:] {
+		t.Columns = append(t.Columns, htmlreport.Column{Label: c.Name + " / " + base, Numeric: true})
+	}
+	for _, cmp := range res.Comparison {
+		row := htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Num(fmt.Sprint(cmp.Clients), float64(cmp.Clients))}}
+		var notes []string
+		for _, c := range res.Configs {
+			v := cmp.TPS[c.Name]
+			row.Cells = append(row.Cells, htmlreport.Num(fmt.Sprintf("%.0f", v), v))
+			notes = append(notes, fmt.Sprintf("%s: %.0f TPS, p95 %.3f ms", c.Name, v, cmp.P95[c.Name]))
+		}
+		for _, c := range res.Configs[1:] {
+			r := cmp.Ratio[c.Name]
+			cell := htmlreport.Num(fmt.Sprintf("%.3f", r), r)
+			switch {
+			case r > 0 && r < 0.9:
+				cell.Class = "bad"
+			case r > 1.1:
+				cell.Class = "good"
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		row.Detail = &htmlreport.Detail{Title: fmt.Sprintf("%d clients", cmp.Clients), Notes: notes}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func stepsTable(c ConfigRun) htmlreport.Table {
+	t := htmlreport.Table{ID: "sweep-steps-" + c.Name, Title: "Steps of " + c.Name, Sortable: true, Empty: "No step ran.",
+		Columns: []htmlreport.Column{
+			{Label: "clients", Numeric: true}, {Label: "TPS", Numeric: true},
+			{Label: "p50 ms", Numeric: true}, {Label: "p95 ms", Numeric: true}, {Label: "p99 ms", Numeric: true},
+			{Label: "CPU/tx ms", Numeric: true, Tooltip: "server CPU time per transaction, from /proc"},
+			{Label: "top wait event"},
+		}}
+	for _, s := range c.Steps {
+		cpu := htmlreport.Num("unknown", -1)
+		if s.CPUPerTxMS != nil {
+			cpu = htmlreport.Num(fmt.Sprintf("%.4f", *s.CPUPerTxMS), *s.CPUPerTxMS)
+		}
+		wait := "-"
+		if len(s.WaitEvents) > 0 {
+			w := s.WaitEvents[0]
+			wait = fmt.Sprintf("%s:%s %.0f%%", w.Type, w.Event, 100*w.Share)
+		}
+		row := htmlreport.Row{Cells: []htmlreport.Cell{
+			htmlreport.Num(fmt.Sprint(s.Clients), float64(s.Clients)),
+			htmlreport.Num(fmt.Sprintf("%.1f", s.TPS), s.TPS),
+			htmlreport.Num(fmt.Sprintf("%.3f", s.Latency.P50), s.Latency.P50),
+			htmlreport.Num(fmt.Sprintf("%.3f", s.Latency.P95), s.Latency.P95),
+			htmlreport.Num(fmt.Sprintf("%.3f", s.Latency.P99), s.Latency.P99),
+			cpu,
+			htmlreport.Text(wait),
+		}}
+		if c.Peak != nil && s.Clients == c.Peak.Clients {
+			row.Class = "good"
+		}
+		if c.Cliff != nil && c.Cliff.Found && s.Clients == c.Cliff.Clients {
+			row.Class = "bad"
+		}
+		row.Detail = stepDetail(c.Name, s)
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func stepDetail(name string, s Step) *htmlreport.Detail {
+	d := &htmlreport.Detail{Title: fmt.Sprintf("%s, %d clients: wait events", name, s.Clients),
+		Table: &htmlreport.SimpleTable{Head: []string{"type", "event", "samples", "share"}}}
+	for _, w := range s.WaitEvents {
+		d.Table.Rows = append(d.Table.Rows, []string{w.Type, w.Event, fmt.Sprint(w.Samples), fmt.Sprintf("%.1f%%", 100*w.Share)})
+	}
+	cpu := "unknown"
+	if s.ServerCPUS != nil {
+		cpu = fmt.Sprintf("%.2f s", *s.ServerCPUS)
+	}
+	d.Notes = append(d.Notes, fmt.Sprintf("%d transactions in %.0f s, %d failed; server CPU %s; latency mean %.3f ms, max %.3f ms from %d samples (rate %.3g)",
+		s.Transactions, s.WindowS, s.Failed, cpu, s.Latency.Mean, s.Latency.Max, s.LatencySamples, s.SamplingRate))
+	var q []string
+	for _, h := range s.HotQueries {
+		d.Notes = append(d.Notes, fmt.Sprintf("query %d: %.0f calls/s, %.0f plans/s (%.0f%% of calls)", h.QueryID, h.CallsPerS, h.PlansPerS, 100*h.ShareCalls))
+		q = append(q, fmt.Sprintf("-- %d\n%s", h.QueryID, h.Query))
+	}
+	d.Code = strings.Join(q, "\n\n")
+	return d
+}
