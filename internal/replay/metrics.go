@@ -1,0 +1,109 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is an Observer that keeps Prometheus metrics of a replay:
+// statements by outcome, errors by SQLSTATE, latency and schedule lag
+// histograms, open sessions and the reader's position in log time.
+type Metrics struct {
+	statements *prometheus.CounterVec
+	errors     *prometheus.CounterVec
+	latency    prometheus.Histogram
+	lag        prometheus.Histogram
+	open       prometheus.Gauge
+	reader     prometheus.Gauge
+}
+
+// NewMetrics registers the replay's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 2, 22) // 100 µs .. ~3.5 min
+	m := &Metrics{
+		statements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgrehearse_replay_statements_total",
+			Help: "Execution events replayed, by outcome (executed, failed, skipped).",
+		}, []string{"outcome"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgrehearse_replay_errors_total",
+			Help: "Errors of the target, by SQLSTATE.",
+		}, []string{"sqlstate"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pgrehearse_replay_latency_seconds", Help: "Time the target took per execution.", Buckets: buckets,
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pgrehearse_replay_schedule_lag_seconds", Help: "How late executions were issued against their schedule.", Buckets: buckets,
+		}),
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgrehearse_replay_sessions_open", Help: "Connections open to the target.",
+		}),
+		reader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgrehearse_replay_reader_log_time_seconds", Help: "Log time of the last event read, in seconds since the epoch.",
+		}),
+	}
+	reg.MustRegister(m.statements, m.errors, m.latency, m.lag, m.open, m.reader)
+	return m
+}
+
+func (m *Metrics) SessionOpened() { m.open.Inc() }
+func (m *Metrics) SessionClosed() { m.open.Dec() }
+
+func (m *Metrics) Statement(s Sample) {
+	switch {
+	case s.Skipped != "":
+		m.statements.WithLabelValues("skipped").Inc()
+		return
+	case s.SQLState != "":
+		m.statements.WithLabelValues("failed").Inc()
+		m.errors.WithLabelValues(s.SQLState).Inc()
+	default:
+		m.statements.WithLabelValues("executed").Inc()
+	}
+	m.latency.Observe(s.Latency.Seconds())
+	m.lag.Observe(s.Lag.Seconds())
+}
+
+func (m *Metrics) ReaderPosition(us int64) { m.reader.Set(float64(us) / 1e6) }
+
+// ListenAddr makes a --metrics-addr value concrete: a bare ":port" listens
+// on loopback only, since metrics name queries; a host says otherwise.
+func ListenAddr(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+// ServeMetrics serves a new registry's metrics on addr (see ListenAddr) at
+// /metrics and returns the Observer that feeds them and a function that
+// stops the server.
+func ServeMetrics(addr string) (*Metrics, string, func(), error) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	ln, err := net.Listen("tcp", ListenAddr(addr))
+	if err != nil {
+		return nil, "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the replay goes on without metrics
+		}
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+	return m, ln.Addr().String(), stop, nil
+}

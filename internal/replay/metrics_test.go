@@ -1,0 +1,56 @@
+package replay
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMetricsServed(t *testing.T) {
+	m, addr, stop, err := ServeMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("metrics listen on %s, want loopback", addr)
+	}
+	m.SessionOpened()
+	m.SessionOpened()
+	m.SessionClosed()
+	m.Statement(Sample{Fingerprint: "abc", Latency: 2 * time.Millisecond, Lag: time.Millisecond})
+	m.Statement(Sample{Fingerprint: "abc", SQLState: "40P01", Latency: time.Millisecond})
+	m.Statement(Sample{Skipped: "copy data not in log"})
+	m.ReaderPosition(1_700_000_000_000_000)
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`pgrehearse_replay_errors_total{sqlstate="40P01"} 1`,
+		"pgrehearse_replay_sessions_open 1",
+		"pgrehearse_replay_latency_seconds_count 2",
+		"pgrehearse_replay_schedule_lag_seconds_count 2",
+		"pgrehearse_replay_reader_log_time_seconds 1.7e+09",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+}
+
+func TestListenAddrDefaultsToLoopback(t *testing.T) {
+	for in, want := range map[string]string{":9187": "127.0.0.1:9187", "0.0.0.0:9187": "0.0.0.0:9187", "localhost:1": "localhost:1"} {
+		if got := ListenAddr(in); got != want {
+			t.Errorf("ListenAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
