@@ -11,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
 // Source yields events, then io.EOF. A *logread.Reader is one.
@@ -92,6 +93,10 @@ type StatementCounts struct {
 // `pgrehearse analyze --json`.
 type Result struct {
 	Kind string `json:"kind"` // always "analysis"
+	// LatencySource says where durations come from: always "server_log"
+	// here, the server's own timing, which a report compares only with
+	// other server-side figures.
+	LatencySource string `json:"latency_source"`
 	// Partial marks a result of an analysis that stopped early
 	// (interrupted, or a read error): it covers only what was read.
 	Partial bool `json:"partial,omitempty"`
@@ -107,6 +112,9 @@ type Result struct {
 	FirstTime        string           `json:"first_time,omitempty"`
 	LastTime         string           `json:"last_time,omitempty"`
 	Queries          []querystats.Row `json:"queries"`
+	// Timeline is the activity over time: statements, errors and p95
+	// per bucket.
+	Timeline *timeline.JSON `json:"timeline,omitempty"`
 
 	// Set holds the per-query figures behind Queries, for callers that
 	// merge or compare them.
@@ -161,6 +169,7 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*Result, error) {
 
 	res := &Result{
 		Kind:             "analysis",
+		LatencySource:    "server_log",
 		Lines:            LineCounts{Skipped: map[string]int64{}},
 		Events:           map[string]int64{},
 		ErrorsBySQLState: map[string]int64{},

@@ -4,12 +4,14 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
 // partial is what one worker aggregates; partials merge into the result.
 type partial struct {
 	cache      *fingerprint.Cache
 	set        *querystats.Set
+	timeline   *timeline.Timeline
 	kinds      [8]int64 // by event.Kind, which is small
 	statements StatementCounts
 	errors     map[string]int64
@@ -23,6 +25,7 @@ func newPartial(cache *fingerprint.Cache) *partial {
 	return &partial{
 		cache:    cache,
 		set:      querystats.NewSet(),
+		timeline: timeline.New(),
 		errors:   make(map[string]int64),
 		sessions: make(map[string]struct{}),
 	}
@@ -78,11 +81,13 @@ func (p *partial) execution(ev *event.Event) {
 		failed := ev.Failed && i == k-1
 		d := querystats.SplitDuration(ev.Duration, k, i)
 		p.set.AddAt(it.Fingerprint, it.Query, ev.Time, d, failed)
+		p.timeline.Add(ev.Time, d, failed)
 	}
 }
 
 func (p *partial) merge(o *partial) {
 	p.set.Merge(o.set)
+	p.timeline.Merge(o.timeline)
 	for k, v := range o.kinds {
 		p.kinds[k] += v
 	}
@@ -114,6 +119,7 @@ func (p *partial) fill(res *Result, hist bool) error {
 	}
 	res.Queries = rows
 	res.Set = p.set
+	res.Timeline = p.timeline.JSON()
 	res.Statements = p.statements
 	res.Sessions = int64(len(p.sessions))
 	for k, v := range p.kinds {
