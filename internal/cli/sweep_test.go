@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSweepUsageErrors(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "s.sql")
+	if err := os.WriteFile(script, []byte("SELECT 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "select-only", "-f", script}, "not both"},
+		{[]string{"-M", "fast"}, "query mode"},
+		{[]string{"-f", "/no/such/script.sql"}, "script"},
+		{[]string{"--clients", "1,x"}, "not a positive number"},
+		{[]string{"--clients", "1,2", "--max-clients", "8"}, "not both"},
+		{[]string{"--duration", "1500ms"}, "whole seconds"},
+		{[]string{"--warmup", "-1s"}, "whole seconds"},
+		{[]string{"--cliff", "1.5"}, "between 0 and 1"},
+		{[]string{"--init"}, "--init needs --target"},
+		{[]string{"--compare", "A:jit=on"}, "two configurations"},
+		{[]string{"--compare", "A:jit=on", "--compare", "A:jit=off"}, "given twice"},
+		{[]string{"--compare", "A jit=on", "--compare", "B:jit=off"}, "NAME:setting=value"},
+		{[]string{"extra"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"sweep"}, tt.args...))
+		if code != ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("sweep %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), ExitUsage, tt.want)
+		}
+	}
+}
+
+// The command end to end on a throwaway cluster, with a custom script,
+// no warm-up, and every output.
+func TestSweepCommand(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "point.sql")
+	if err := os.WriteFile(script, []byte("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
+		"-f", script, "-M", "prepared", "--clients", "1,2", "--warmup", "0s", "--duration", "1s", "--scale", "1",
+		"--json", jsonPath, "--html", htmlPath})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"configuration default: the server's settings", "peak:", "cliff:", "TPS vs clients"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "sweep: default:   2 clients:") {
+		t.Errorf("progress:\n%s", stderr.String())
+	}
+	var res struct {
+		Kind     string
+		Workload map[string]any
+		Configs  []struct {
+			Name  string
+			Steps []struct {
+				Clients int
+				TPS     float64
+			}
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != "sweep" || res.Workload["script"] != script || res.Workload["mode"] != "prepared" ||
+		len(res.Configs) != 1 || len(res.Configs[0].Steps) != 2 || res.Configs[0].Steps[1].TPS <= 0 {
+		t.Errorf("JSON: %s", b)
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil || !bytes.Contains(page, []byte("sweep-curve")) {
+		t.Errorf("HTML: %v, %d bytes", err, len(page))
+	}
+}
