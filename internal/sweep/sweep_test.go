@@ -321,3 +321,29 @@ func settingsNow(t *testing.T, dsn string, names ...string) map[string]string {
 	}
 	return out
 }
+
+// Ctrl-C during a step keeps the complete steps, marks the result partial and stops the
+// throwaway cluster.
+func TestSweepInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := shortSweep(t, 1, 2, 4)
+	logf := opts.Progress
+	opts.Progress = func(format string, args ...any) {
+		logf(format, args...)
+		if strings.Contains(format, "clients:") {
+			// In the middle of the second step's window.
+			time.AfterFunc(2*time.Second, cancel)
+		}
+	}
+	res, err := Run(ctx, opts)
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("err %v", err)
+	}
+	if !res.Partial || len(res.Configs) != 1 || len(res.Configs[0].Steps) != 1 {
+		t.Fatalf("partial %v, configs %+v", res.Partial, res.Configs)
+	}
+	if p := res.Configs[0].Peak; p == nil || p.Clients != 1 {
+		t.Errorf("peak %+v", p)
+	}
+}
