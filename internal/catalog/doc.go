@@ -1,0 +1,13 @@
+// Package catalog loads, from a connected PostgreSQL server, what the
+// findings need to know about its schema and statistics: tables with their
+// size and insert counts, their columns and indexes (primary, partial,
+// expression), pg_stat_statements rows with planning time when
+// track_planning is on, and whether hypopg is available. It also runs
+// EXPLAIN with a statement's logged parameter values.
+//
+// The package only reads. Every query it sends runs in a read-only
+// transaction under a statement_timeout, and Explain never executes a
+// statement: EXPLAIN ANALYZE is refused unless the caller allows it, and
+// even then only for a plain SELECT. It knows nothing of logs, analyses or
+// findings; those live in the layers above.
+package catalog

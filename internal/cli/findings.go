@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/analyze"
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+)
+
+func init() { commands = append(commands, newFindingsCmd) }
+
+type findingsFlags struct {
+	dsn            string
+	serverCPUs     int
+	jsonPath       string
+	htmlPath       string
+	baseline       string
+	format         string
+	prefix         string
+	jobs           int
+	explainAnalyze bool
+	opts           findings.Options
+}
+
+func newFindingsCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f findingsFlags
+	cmd := &cobra.Command{
+		Use:   "findings [flags] ANALYSIS.json | LOG...",
+		Short: "Name the known performance traps of a workload, with evidence and a fix",
+		Long: `findings looks for the known traps of a workload and says what to fix:
+
+  batch-inserts              many single-row INSERTs per second into one table
+  missing-index              top queries whose plan scans a big table behind a filter
+  planning-heavy             planning a large share of a query's time (or invisible)
+  hot-queryid                one query id called fast enough to contend on
+                             pg_stat_statements' per-entry spinlock
+  random-keys                random (UUIDv4, hash) keys on large insert-heavy tables
+  queue-without-skip-locked  job-queue polls that lock without SKIP LOCKED
+  errors                     error rate by SQLSTATE; with --baseline, statements
+                             that failed only in this workload
+
+The input is the JSON of "analyze --json" or "replay --json", or server logs,
+which are analyzed first; logs also give the logged parameter values that
+random-keys and missing-index use. --dsn connects to the server (read-only:
+catalog, pg_stat_statements, EXPLAIN without ANALYZE unless
+--explain-analyze, and then only for plain SELECTs); findings that need it
+are otherwise listed as not evaluated. hot-queryid needs the server's CPU
+count: --server-cpus, or this machine's when --dsn points to a local server.
+
+The findings go to standard output; --json writes them as JSON ("-" for
+standard output, the text then goes to standard error), --html as a page.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFindings(cmd.Context(), stdio, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dsn, "dsn", "", "connection string of the server the workload ran on (read-only use)")
+	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the server, for hot-queryid (default: detected for a local server)")
+	fl.StringVar(&f.jsonPath, "json", "", `write the findings as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringVar(&f.htmlPath, "html", "", "write the findings as one self-contained HTML `FILE`")
+	fl.StringVar(&f.baseline, "baseline", "", "an analysis or replay JSON to compare errors with")
+	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
+	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
+	fl.BoolVar(&f.explainAnalyze, "explain-analyze", false, "allow EXPLAIN ANALYZE (runs the statement) for plain SELECTs")
+	fl.Float64Var(&f.opts.IndexMinRows, "index-min-rows", 0, "rows from which a table is big for missing-index (default 100000)")
+	fl.Float64Var(&f.opts.KeyMinRows, "key-min-rows", 0, "rows from which a table is large for random-keys (default 1000000)")
+	fl.Float64Var(&f.opts.HotCallsPerCore, "hot-calls-per-core", 0, "K of hot-queryid's model, calls/s per CPU core (default 10000)")
+	return cmd
+}
+
+func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) error {
+	if f.serverCPUs < 0 {
+		return usageError("--server-cpus must not be negative, got %d", f.serverCPUs)
+	}
+	if f.jobs < 1 {
+		return usageError("-j must be at least 1, got %d", f.jobs)
+	}
+	if f.jsonPath == "-" && f.htmlPath == "-" {
+		return usageError(`--json and --html cannot both go to standard output`)
+	}
+	in := findings.Input{ServerCPUs: f.serverCPUs}
+	if f.serverCPUs > 0 {
+		in.CPUSource = "--server-cpus"
+	}
+	var err error
+	if len(args) == 1 {
+		in.Workload, err = readResult(args[0])
+		if err != nil {
+			return err
+		}
+	}
+	if in.Workload == nil {
+		if in.Workload, in.Observed, err = analyzeLogs(ctx, stdio, f, args); err != nil {
+			return err
+		}
+	}
+	if f.baseline != "" {
+		if in.Baseline, err = readResult(f.baseline); err != nil {
+			return err
+		}
+		if in.Baseline == nil {
+			return usageError("--baseline %s is not an analysis or replay JSON", f.baseline)
+		}
+	}
+	if f.dsn != "" {
+		conn, err := pgx.Connect(ctx, f.dsn)
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
+			return fmt.Errorf("read the catalog: %w", err)
+		}
+		in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: f.explainAnalyze}
+		if in.ServerCPUs == 0 && isLocal(conn.Config().Host) {
+			in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
+		}
+	}
+	rep := findings.Evaluate(ctx, in, f.opts)
+
+	out := stdio.Stdout
+	if f.jsonPath == "-" || f.htmlPath == "-" {
+		out = stdio.Stderr
+	}
+	if err := findings.WriteText(out, rep); err != nil {
+		return fmt.Errorf("write findings: %w", err)
+	}
+	if f.jsonPath != "" {
+		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+	}
+	if f.htmlPath != "" {
+		page := htmlreport.Page{Title: "pgrehearse findings", Subtitle: rep.Workload, Sections: []htmlreport.Section{findings.Section(rep)}}
+		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
+			return fmt.Errorf("write HTML: %w", err)
+		}
+	}
+	return nil
+}
+
+// readResult reads an analysis or replay JSON, or returns nil when path is
+// not one (a log, jsonlog included: many objects, none with a kind).
+func readResult(path string) (*findings.Workload, error) {
+	if path == "-" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("file %s does not exist", path)
+		}
+		return nil, err
+	}
+	if !strings.HasSuffix(path, ".json") || fi.Size() > 1<<30 {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &probe) == nil && probe.Kind != "" {
+		return findings.ParseResult(data, path)
+	}
+	return nil, nil
+}
+
+// analyzeLogs analyzes logs as the analyze command does, observing their
+// events on the way.
+func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*findings.Workload, *findings.Observed, error) {
+	format, err := logread.ParseFormat(f.format)
+	if err != nil {
+		return nil, nil, usageError("%v", err)
+	}
+	var readers []*logread.Reader
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	for _, p := range paths {
+		parts, err := logread.OpenSplit(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin}, f.jobs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("log file %s does not exist", p)
+			}
+			return nil, nil, fmt.Errorf("open log: %w", err)
+		}
+		readers = append(readers, parts...)
+	}
+	cache := fingerprint.NewCache(0)
+	obs := findings.NewObserver(cache)
+	prog := newProgress(stdio.Stderr, readers)
+	sources := make([]analyze.Source, len(readers))
+	for i, r := range readers {
+		sources[i] = &observedSource{logSource: &logSource{r: r, bar: prog.bar}, obs: obs}
+	}
+	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache})
+	prog.done(err == nil && !res.Partial)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Partial {
+		return nil, nil, errors.New("interrupted: no findings from a partial analysis")
+	}
+	return findings.FromAnalysis(res, strings.Join(res.Files, ", ")), obs.Result(), nil
+}
+
+// observedSource shows every event to the findings' Observer on its way to
+// the analysis.
+type observedSource struct {
+	*logSource
+	obs *findings.Observer
+}
+
+func (s *observedSource) Next() (*event.Event, error) {
+	ev, err := s.logSource.Next()
+	if err == nil {
+		s.obs.Add(ev)
+	}
+	return ev, err
+}
+
+// isLocal reports whether a pgx host is this machine: a unix socket
+// directory or a loopback address.
+func isLocal(host string) bool {
+	return strings.HasPrefix(host, "/") || host == "localhost" || host == "127.0.0.1" || host == "::1"
+}

@@ -1,0 +1,130 @@
+package findings
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// sqlStateNames name the SQLSTATEs a workload commonly meets.
+var sqlStateNames = map[string]string{
+	"23502": "not_null_violation", "23503": "foreign_key_violation", "23505": "unique_violation",
+	"23514": "check_violation", "22012": "division_by_zero", "22P02": "invalid_text_representation",
+	"25P02": "in_failed_sql_transaction", "40001": "serialization_failure", "40P01": "deadlock_detected",
+	"42601": "syntax_error", "42501": "insufficient_privilege", "42P01": "undefined_table",
+	"42703": "undefined_column", "42883": "undefined_function", "55P03": "lock_not_available",
+	"57014": "query_canceled", "57P01": "admin_shutdown", "3D000": "invalid_catalog_name",
+	"28P01": "invalid_password", "28000": "invalid_authorization_specification", "53300": "too_many_connections",
+	"08006": "connection_failure", "XX000": "internal_error",
+}
+
+// errors reports the error rate by SQLSTATE and, with a baseline, the
+// statements that failed only in the workload.
+func (e *eval) errors() {
+	w := e.w()
+	var total int64
+	for _, n := range w.ErrorsBySQLState {
+		total += n
+	}
+	if total > 0 || w.Failed > 0 {
+		rate := pct(float64(w.Failed), float64(w.Statements))
+		f := Finding{
+			ID: IDErrors, Severity: Info, Subject: "error rate",
+			Title:   "Errors",
+			Summary: fmt.Sprintf("%s of %s statements failed (%.2f%%); %s errors by SQLSTATE", fnum(float64(w.Failed)), fnum(float64(w.Statements)), rate, fnum(float64(total))),
+			Recommendation: "Fix the failing statements, most frequent SQLSTATE first: each error costs a round trip, " +
+				"aborts its transaction (25P02 follows until ROLLBACK) and is often retried. Constraint violations (23xxx) " +
+				"used as control flow are cheaper as INSERT ... ON CONFLICT.",
+			Evidence: Evidence{Figures: []Figure{fig("error_rate_pct", rate, "%"), fig("failed_statements", float64(w.Failed), ""),
+				fig("statements", float64(w.Statements), "")}},
+		}
+		switch {
+		case rate >= e.opts.ErrorCriticalPct:
+			f.Severity = Critical
+		case rate >= e.opts.ErrorWarnPct:
+			f.Severity = Warning
+		}
+		tab := Table{Title: "Errors by SQLSTATE", Head: []string{"sqlstate", "name", "errors", "% of statements"}}
+		codes := slices.Sorted(maps.Keys(w.ErrorsBySQLState))
+		slices.SortStableFunc(codes, func(a, b string) int { return cmp.Compare(w.ErrorsBySQLState[b], w.ErrorsBySQLState[a]) })
+		for _, code := range codes {
+			n := w.ErrorsBySQLState[code]
+			tab.Rows = append(tab.Rows, []string{code, sqlStateNames[code], fnum(float64(n)), fmt.Sprintf("%.2f", pct(float64(n), float64(w.Statements)))})
+		}
+		f.Evidence.Tables = append(f.Evidence.Tables, tab)
+		failing := failingQueries(w)
+		for _, q := range failing[:min(10, len(failing))] {
+			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
+		}
+		e.add(f)
+	}
+	if e.in.Baseline != nil {
+		e.targetOnly()
+	}
+}
+
+func failingQueries(w *Workload) []*Query {
+	var out []*Query
+	for i := range w.Queries {
+		if w.Queries[i].Errors > 0 {
+			out = append(out, &w.Queries[i])
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Query) int { return cmp.Compare(b.Errors, a.Errors) })
+	return out
+}
+
+// targetOnly lists the statements that failed in the workload and never in
+// the baseline, and SQLSTATEs new to the workload.
+func (e *eval) targetOnly() {
+	w, base := e.w(), e.in.Baseline
+	tab := Table{Title: "Statements that failed only on the target", Head: []string{"fingerprint", "errors", "calls", "baseline calls", "query"}}
+	var refs []QueryRef
+	var n int64
+	for _, q := range failingQueries(w) {
+		b := base.Query(q.Fingerprint)
+		if b != nil && b.Errors > 0 {
+			continue
+		}
+		bc := "not run"
+		if b != nil {
+			bc = fnum(float64(b.Calls))
+		}
+		n += q.Errors
+		tab.Rows = append(tab.Rows, []string{q.Fingerprint, fnum(float64(q.Errors)), fnum(float64(q.Calls)), bc, q.Query})
+		refs = append(refs, e.ref(q))
+	}
+	var newCodes []string
+	for code := range w.ErrorsBySQLState {
+		if base.ErrorsBySQLState[code] == 0 {
+			newCodes = append(newCodes, code)
+		}
+	}
+	slices.Sort(newCodes)
+	if len(refs) == 0 && len(newCodes) == 0 {
+		return
+	}
+	rate := pct(float64(n), float64(w.Statements))
+	f := Finding{
+		ID: IDErrors, Severity: Warning, Subject: "failed only on target",
+		Title: "Statements that failed only on the target",
+		Summary: fmt.Sprintf("%d statements failed %s times on the target (%s) and never in the baseline (%s)",
+			len(refs), fnum(float64(n)), w.Name, base.Name),
+		Recommendation: "These failures are the target's: compare its schema, settings, extensions and roles with the " +
+			"baseline's (a missing index or constraint, a changed default, a permission) before trusting its timings.",
+		Evidence: Evidence{Figures: []Figure{fig("target_only_errors", float64(n), ""), fig("target_only_error_rate_pct", rate, "%")},
+			Queries: refs},
+	}
+	if len(tab.Rows) > 0 {
+		f.Evidence.Tables = append(f.Evidence.Tables, tab)
+	}
+	for _, code := range newCodes {
+		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("SQLSTATE %s %s: %s errors on the target, none in the baseline",
+			code, sqlStateNames[code], fnum(float64(w.ErrorsBySQLState[code]))))
+	}
+	if rate >= e.opts.ErrorWarnPct {
+		f.Severity = Critical
+	}
+	e.add(f)
+}

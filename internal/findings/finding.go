@@ -1,0 +1,190 @@
+package findings
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+)
+
+// Severity ranks findings.
+type Severity string
+
+// Severities, from least to most urgent.
+const (
+	Info     Severity = "info"
+	Warning  Severity = "warning"
+	Critical Severity = "critical"
+)
+
+func (s Severity) rank() int {
+	switch s {
+	case Critical:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Finding ids. They are part of the output and never change meaning.
+const (
+	IDBatchInserts  = "batch-inserts"
+	IDMissingIndex  = "missing-index"
+	IDPlanningHeavy = "planning-heavy"
+	IDHotQueryID    = "hot-queryid"
+	IDRandomKeys    = "random-keys"
+	IDQueue         = "queue-without-skip-locked"
+	IDErrors        = "errors"
+)
+
+// IDs lists every finding id in the order findings are evaluated.
+var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors}
+
+// Finding is one trap the workload falls into.
+type Finding struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	// Subject is what the finding is about (a table, a fingerprint),
+	// which tells apart several findings of one id.
+	Subject        string   `json:"subject"`
+	Title          string   `json:"title"`
+	Summary        string   `json:"summary"`
+	Evidence       Evidence `json:"evidence"`
+	Recommendation string   `json:"recommendation"`
+	// Model is set when the finding estimates rather than observes.
+	Model *Model `json:"model,omitempty"`
+}
+
+// Evidence is what a finding rests on.
+type Evidence struct {
+	Figures []Figure   `json:"figures,omitempty"`
+	Queries []QueryRef `json:"queries,omitempty"`
+	Tables  []Table    `json:"tables,omitempty"`
+	Notes   []string   `json:"notes,omitempty"`
+}
+
+// Figure is a named number; Text is how it is shown.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit,omitempty"`
+	Text  string  `json:"text"`
+}
+
+// QueryRef names a query by fingerprint and normalized text.
+type QueryRef struct {
+	Fingerprint string  `json:"fingerprint"`
+	Query       string  `json:"query"`
+	Calls       int64   `json:"calls"`
+	TotalMS     float64 `json:"total_ms"`
+	CallsPerS   float64 `json:"calls_per_s,omitempty"`
+}
+
+// Table is a small table of evidence.
+type Table struct {
+	Title string     `json:"title"`
+	Head  []string   `json:"head"`
+	Rows  [][]string `json:"rows"`
+}
+
+// Model states how a finding estimates: the rule, its inputs and where
+// its constants come from.
+type Model struct {
+	Rule   string   `json:"rule"`
+	Inputs []Figure `json:"inputs"`
+	Source string   `json:"source"`
+}
+
+// Skip says why a finding was not evaluated.
+type Skip struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Report is the result of Evaluate.
+type Report struct {
+	Kind     string    `json:"kind"` // always "findings"
+	Workload string    `json:"workload,omitempty"`
+	Findings []Finding `json:"findings"`
+	// NotEvaluated lists findings that lacked an input, or parts of
+	// them (a query that could not be explained).
+	NotEvaluated []Skip  `json:"not_evaluated"`
+	Options      Options `json:"options"`
+}
+
+// Count returns the number of findings of severity s.
+func (r *Report) Count(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Explainer is what missing-index needs of a server; *catalog.Explainer
+// is one.
+type Explainer interface {
+	Explain(ctx context.Context, r catalog.Request) (*catalog.Plan, error)
+	Hypothetical(ctx context.Context, r catalog.Request, ddl string) (before, after *catalog.Plan, err error)
+}
+
+// Input is what findings are evaluated on. Only Workload is required.
+type Input struct {
+	Workload *Workload
+	// Baseline, when set, is the run Workload is compared with
+	// (report): errors then lists statements that failed only in
+	// Workload.
+	Baseline *Workload
+	// Observed is what an Observer saw in the events of Workload's logs.
+	Observed *Observed
+	// Catalog and Explainer come from a connection to the server.
+	Catalog   *catalog.Catalog
+	Explainer Explainer
+	// ServerCPUs is the server's CPU count, 0 when unknown;
+	// CPUSource says where it comes from ("--server-cpus", "local
+	// server: runtime.NumCPU").
+	ServerCPUs int
+	CPUSource  string
+}
+
+// Evaluate evaluates every finding on in.
+func Evaluate(ctx context.Context, in Input, opts Options) *Report {
+	opts = opts.withDefaults()
+	r := &Report{Kind: "findings", Findings: []Finding{}, NotEvaluated: []Skip{}, Options: opts}
+	if in.Workload == nil {
+		in.Workload = &Workload{}
+	}
+	r.Workload = in.Workload.Name
+	e := &eval{ctx: ctx, in: in, opts: opts, report: r}
+	e.batchInserts()
+	e.missingIndex()
+	e.planningHeavy()
+	e.hotQueryID()
+	e.randomKeys()
+	e.queue()
+	e.errors()
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
+		return cmp.Compare(b.Severity.rank(), a.Severity.rank())
+	})
+	return r
+}
+
+// eval carries one evaluation.
+type eval struct {
+	ctx    context.Context
+	in     Input
+	opts   Options
+	report *Report
+}
+
+func (e *eval) add(f Finding) { e.report.Findings = append(e.report.Findings, f) }
+func (e *eval) skip(id, reason string) {
+	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{id, reason})
+}
+func (e *eval) w() *Workload                             { return e.in.Workload }
+func (e *eval) ref(q *Query) QueryRef                    { return e.w().ref(q) }
+func (e *eval) table(schema, name string) *catalog.Table { return e.in.Catalog.Table(schema, name) }

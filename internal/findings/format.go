@@ -1,0 +1,75 @@
+package findings
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+// fnum formats a figure for people: thousands separated, at most one
+// decimal above 10, two below.
+func fnum(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return group(strconv.FormatInt(int64(v), 10))
+	case math.Abs(v) >= 10:
+		s := strconv.FormatFloat(v, 'f', 1, 64)
+		i := strings.IndexByte(s, '.')
+		return group(s[:i]) + s[i:]
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func group(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func fig(name string, v float64, unit string) Figure {
+	t := fnum(v)
+	if unit != "" {
+		t += " " + unit
+	}
+	return Figure{Name: name, Value: round(v, 3), Unit: unit, Text: t}
+}
+
+func pct(part, whole float64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * part / whole
+}
+
+// Figure returns the figure called name, and whether f has it.
+func (f *Finding) Figure(name string) (Figure, bool) {
+	for _, x := range f.Evidence.Figures {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	if f.Model != nil {
+		for _, x := range f.Model.Inputs {
+			if x.Name == name {
+				return x, true
+			}
+		}
+	}
+	return Figure{}, false
+}

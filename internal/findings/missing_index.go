@@ -1,0 +1,206 @@
+package findings
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+)
+
+// missingIndex explains the top queries by total time and flags
+// sequential scans with a filter on big tables. Field report 4: a job
+// queue's poll took 23 s after a new filter column without an index made
+// the planner scan the table; a composite index fixed it.
+func (e *eval) missingIndex() {
+	if e.in.Explainer == nil || e.in.Catalog == nil {
+		e.skip(IDMissingIndex, "no connection to the server (--dsn): plans cannot be explained")
+		return
+	}
+	w := e.w()
+	byTable := map[string]*Finding{}
+	var order []string
+	n := 0
+	total := w.TotalMS()
+	for i := range w.Queries {
+		if n >= e.opts.IndexTop {
+			break
+		}
+		q := &w.Queries[i]
+		kind := statementKind(parseOne(q.Query))
+		if kind != "select" && kind != "update" && kind != "delete" {
+			continue
+		}
+		n++
+		plan, how, err := e.explain(q)
+		if err != nil {
+			e.skip(IDMissingIndex, fmt.Sprintf("query %s not explained: %v", q.Fingerprint, err))
+			continue
+		}
+		plan.Root.Walk(func(node *catalog.PlanNode) {
+			if node.NodeType != "Seq Scan" || node.Filter == "" || node.Relation == "" {
+				return
+			}
+			t := e.table("", node.Relation)
+			if t == nil || (t.Tuples < e.opts.IndexMinRows && t.Pages < e.opts.IndexMinPages) {
+				return
+			}
+			if t.Tuples > 0 && node.PlanRows/t.Tuples > e.opts.IndexMaxSelectivity {
+				return // most of the table qualifies: a scan is right
+			}
+			cols := filterColumns(node.Filter, t)
+			if len(cols) == 0 {
+				return
+			}
+			if ix := leadingIndex(t, cols); ix != "" {
+				e.skip(IDMissingIndex, fmt.Sprintf("query %s scans %s although index %s starts with a filter column: the planner judged it worse",
+					q.Fingerprint, t.QualifiedName(), ix))
+				return
+			}
+			ddl := fmt.Sprintf("CREATE INDEX CONCURRENTLY ON %s (%s)", t.QualifiedName(), quoteAll(cols))
+			key := ddl
+			f := byTable[key]
+			if f == nil {
+				f = &Finding{
+					ID: IDMissingIndex, Severity: Warning, Subject: t.QualifiedName() + " (" + strings.Join(cols, ", ") + ")",
+					Title: "Sequential scan of " + t.QualifiedName() + " behind a filter",
+					Recommendation: "Create an index on the filter's columns, equality columns first: " + ddl +
+						". Then check the plan again with EXPLAIN; a query whose filter keeps many rows may still rightly scan.",
+				}
+				f.Evidence.Figures = append(f.Evidence.Figures,
+					fig("table_rows", t.Tuples, ""), fig("table_pages", float64(t.Pages), ""),
+					fig("plan_rows", node.PlanRows, ""), fig("scan_cost", node.TotalCost, ""))
+				f.Evidence.Tables = append(f.Evidence.Tables, Table{Title: "Plan node", Head: []string{"node", "table", "filter", "filter columns", "plan"},
+					Rows: [][]string{{node.NodeType, t.QualifiedName(), node.Filter, strings.Join(cols, ", "), how}}})
+				e.verify(f, q, ddl)
+				byTable[key] = f
+				order = append(order, key)
+			}
+			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
+		})
+	}
+	for _, key := range order {
+		f := byTable[key]
+		var ms float64
+		for _, r := range f.Evidence.Queries {
+			ms += r.TotalMS
+		}
+		share := pct(ms, total)
+		f.Evidence.Figures = append(f.Evidence.Figures, fig("share_of_total_time_pct", share, "%"))
+		f.Summary = fmt.Sprintf("%d of the top queries scan %s (%s rows) with filter %s: %.1f%% of the workload's time",
+			len(f.Evidence.Queries), strings.SplitN(f.Subject, " ", 2)[0], fnum(f.Evidence.Figures[0].Value),
+			f.Evidence.Tables[0].Rows[0][2], share)
+		if share >= 20 {
+			f.Severity = Critical
+		}
+		e.add(*f)
+	}
+}
+
+// explain explains q with the logged values of its slowest execution when
+// the log had them, else its generic plan.
+func (e *eval) explain(q *Query) (*catalog.Plan, string, error) {
+	var reqs []catalog.Request
+	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
+		s := oq.Sample
+		reqs = append(reqs, catalog.Request{Query: s.Query, Params: s.Params})
+	}
+	// The normalized text's placeholders stand for literals whose values
+	// are gone: only the generic plan ignores them.
+	reqs = append(reqs, catalog.Request{Query: q.Query, Generic: true})
+	var err error
+	for _, r := range reqs {
+		var plan *catalog.Plan
+		if plan, err = e.in.Explainer.Explain(e.ctx, r); err == nil {
+			how := map[string]string{
+				"literal": "EXPLAIN of the logged statement",
+				"custom":  "EXPLAIN EXECUTE with the logged parameter values",
+				"generic": "EXPLAIN EXECUTE of the generic plan (plan_cache_mode = force_generic_plan)",
+			}[plan.Mode]
+			return plan, how, nil
+		}
+	}
+	return nil, "", err
+}
+
+// verify checks a suggested index with hypopg when it is installed.
+func (e *eval) verify(f *Finding, q *Query, ddl string) {
+	switch e.in.Catalog.HypoPG {
+	case "installed":
+	case "available":
+		f.Evidence.Notes = append(f.Evidence.Notes, "not verified: hypopg is available on the server but not installed in this database (CREATE EXTENSION hypopg)")
+		return
+	default:
+		f.Evidence.Notes = append(f.Evidence.Notes, "not verified: hypopg is not installed on the server")
+		return
+	}
+	r := catalog.Request{Query: q.Query, Generic: true}
+	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
+		r = catalog.Request{Query: oq.Sample.Query, Params: oq.Sample.Params}
+	}
+	before, after, err := e.in.Explainer.Hypothetical(e.ctx, r, strings.Replace(ddl, " CONCURRENTLY", "", 1))
+	if err != nil {
+		f.Evidence.Notes = append(f.Evidence.Notes, "hypopg check failed: "+err.Error())
+		return
+	}
+	used := false
+	after.Root.Walk(func(n *catalog.PlanNode) { used = used || strings.Contains(n.IndexName, "btree") })
+	if used && after.Root.TotalCost < before.Root.TotalCost {
+		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("verified with hypopg: the planner uses the hypothetical index, cost %s -> %s",
+			fnum(before.Root.TotalCost), fnum(after.Root.TotalCost)))
+		f.Evidence.Figures = append(f.Evidence.Figures, fig("hypopg_cost_before", before.Root.TotalCost, ""), fig("hypopg_cost_after", after.Root.TotalCost, ""))
+	} else {
+		f.Evidence.Notes = append(f.Evidence.Notes, "hypopg: the planner would not use the hypothetical index for this query")
+		f.Severity = Info
+	}
+}
+
+var identRe = regexp.MustCompile(`"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*`)
+
+// filterColumns returns the table's columns a plan's Filter uses,
+// equality and IS NULL tests first (the leading columns of a composite
+// index), then the others, each in order of appearance.
+func filterColumns(filter string, t *catalog.Table) []string {
+	var eq, other []string
+	seen := map[string]bool{}
+	for _, loc := range identRe.FindAllStringIndex(filter, -1) {
+		id := filter[loc[0]:loc[1]]
+		if strings.HasPrefix(id, `"`) {
+			id = strings.ReplaceAll(id[1:len(id)-1], `""`, `"`)
+		}
+		// A type name after "::" is not a column.
+		if loc[0] >= 2 && filter[loc[0]-2:loc[0]] == "::" {
+			continue
+		}
+		if t.Column(id) == nil || seen[id] {
+			continue
+		}
+		seen[id] = true
+		rest := strings.TrimLeft(filter[loc[1]:], ") ")
+		if strings.HasPrefix(rest, "= ") || strings.HasPrefix(rest, "IS NULL") {
+			eq = append(eq, id)
+		} else {
+			other = append(other, id)
+		}
+	}
+	return append(eq, other...)
+}
+
+// leadingIndex returns an index of t whose first column is one of cols.
+func leadingIndex(t *catalog.Table, cols []string) string {
+	for _, ix := range t.Indexes {
+		if len(ix.Columns) > 0 && !ix.Partial && slices.Contains(cols, ix.Columns[0]) {
+			return ix.Name
+		}
+	}
+	return ""
+}
+
+func quoteAll(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = catalog.QuoteIdent(c)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,151 @@
+package findings
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/analyze"
+)
+
+// Workload is the part of an analysis or replay result that findings read.
+type Workload struct {
+	Name string `json:"-"`
+	Kind string `json:"kind"`
+	// SpanS is the time from the first to the last event, in seconds
+	// (a replay's wall time); 0 when unknown.
+	SpanS            float64
+	Statements       int64
+	Failed           int64
+	ErrorsBySQLState map[string]int64
+	// LockWaitLines counts the log lines of lock waits ("process N
+	// still waiting for ShareLock ...", with their DETAIL and
+	// STATEMENT lines), which log_lock_waits writes; -1 when the
+	// result does not say (a replay).
+	LockWaitLines int64
+	// Queries are by total time, descending.
+	Queries []Query
+	// PeakCallsPerS is the busiest timeline bucket's statements per
+	// second; 0 without a timeline.
+	PeakCallsPerS float64
+}
+
+// Query is one fingerprint's figures.
+type Query struct {
+	Fingerprint string  `json:"fingerprint"`
+	Query       string  `json:"query"`
+	Calls       int64   `json:"calls"`
+	Errors      int64   `json:"errors"`
+	TotalMS     float64 `json:"total_ms"`
+	MeanMS      float64 `json:"mean_ms"`
+}
+
+// TotalMS is the time of every query.
+func (w *Workload) TotalMS() float64 {
+	var t float64
+	for _, q := range w.Queries {
+		t += q.TotalMS
+	}
+	return t
+}
+
+// Rate is calls per second over the span, 0 when the span is unknown.
+func (w *Workload) Rate(calls int64) float64 {
+	if w.SpanS <= 0 {
+		return 0
+	}
+	return float64(calls) / w.SpanS
+}
+
+func (w *Workload) ref(q *Query) QueryRef {
+	return QueryRef{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, TotalMS: q.TotalMS, CallsPerS: round(w.Rate(q.Calls), 1)}
+}
+
+// Query returns the query of fingerprint fp, or nil.
+func (w *Workload) Query(fp string) *Query {
+	for i := range w.Queries {
+		if w.Queries[i].Fingerprint == fp {
+			return &w.Queries[i]
+		}
+	}
+	return nil
+}
+
+// FromAnalysis takes the figures of an analysis made in this process.
+func FromAnalysis(r *analyze.Result, name string) *Workload {
+	w := &Workload{
+		Name: name, Kind: r.Kind,
+		Statements: r.Statements.Total, Failed: r.Statements.Failed,
+		ErrorsBySQLState: r.ErrorsBySQLState,
+		LockWaitLines:    r.Lines.Skipped["lock wait"],
+	}
+	if r.LastUS > r.FirstUS {
+		w.SpanS = float64(r.LastUS-r.FirstUS) / 1e6
+	}
+	for _, q := range r.Queries {
+		w.Queries = append(w.Queries, Query{q.Fingerprint, q.Query, q.Calls, q.Errors, q.TotalMS, q.MeanMS})
+	}
+	if t := r.Timeline; t != nil {
+		w.PeakCallsPerS = peak(t.Calls, t.BucketMS)
+	}
+	return w
+}
+
+// resultJSON is what ParseResult reads of analyze's and replay's JSON.
+type resultJSON struct {
+	Kind       string `json:"kind"`
+	Statements struct {
+		Total  int64 `json:"total"`
+		Failed int64 `json:"failed"`
+	} `json:"statements"`
+	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
+	Lines            *struct {
+		Skipped map[string]int64 `json:"skipped"`
+	} `json:"lines"`
+	FirstTime   string  `json:"first_time"`
+	LastTime    string  `json:"last_time"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Queries     []Query `json:"queries"`
+	Timeline    *struct {
+		BucketMS int64   `json:"bucket_ms"`
+		Calls    []int64 `json:"calls"`
+	} `json:"timeline"`
+}
+
+// ParseResult reads the JSON of `pgrehearse analyze --json` or `replay
+// --json`.
+func ParseResult(data []byte, name string) (*Workload, error) {
+	var r resultJSON
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a pgrehearse result: %w", name, err)
+	}
+	if r.Kind != "analysis" && r.Kind != "replay" {
+		return nil, fmt.Errorf("%s: kind %q: want the JSON of analyze or replay", name, r.Kind)
+	}
+	w := &Workload{Name: name, Kind: r.Kind, Statements: r.Statements.Total, Failed: r.Statements.Failed,
+		ErrorsBySQLState: r.ErrorsBySQLState, Queries: r.Queries, LockWaitLines: -1}
+	if r.Lines != nil {
+		w.LockWaitLines = r.Lines.Skipped["lock wait"]
+	}
+	w.SpanS = r.WallSeconds
+	if first, err1 := time.Parse(time.RFC3339Nano, r.FirstTime); err1 == nil {
+		if last, err2 := time.Parse(time.RFC3339Nano, r.LastTime); err2 == nil && w.SpanS == 0 {
+			w.SpanS = last.Sub(first).Seconds()
+		}
+	}
+	if t := r.Timeline; t != nil {
+		w.PeakCallsPerS = peak(t.Calls, t.BucketMS)
+	}
+	return w, nil
+}
+
+func peak(calls []int64, bucketMS int64) float64 {
+	if bucketMS <= 0 {
+		return 0
+	}
+	var m int64
+	for _, c := range calls {
+		m = max(m, c)
+	}
+	return float64(m) / (float64(bucketMS) / 1000)
+}
