@@ -2,11 +2,17 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -15,108 +21,276 @@ import (
 
 func init() { commands = append(commands, newDemoCmd) }
 
-// demoPrefix is the log_line_prefix of the demo's server, passed to analyze
-// so that the demo does not depend on prefix detection.
+// demoPrefix is the log_line_prefix of the demo's servers, passed on so
+// that the demo does not depend on prefix detection.
 const demoPrefix = workload.LogLinePrefix
 
+// Deliberate differences the candidate server can have.
+var demoChanges = map[string]string{
+	"drop-index":           "the candidate lacks the index the lookup of customers by email uses",
+	"small-shared-buffers": "the candidate runs with shared_buffers = 128kB",
+	"none":                 "the candidate is identical: the verdict should pass",
+}
+
+type demoFlags struct {
+	keep     bool
+	duration time.Duration
+	change   string
+	speed    float64
+	out      string
+	failOn   string
+	rate     int
+}
+
 func newDemoCmd(ctx context.Context, stdio IO) *cobra.Command {
-	var keep bool
-	var duration time.Duration
+	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Capture a workload's log on a throwaway server and analyze it",
-		Long: `demo shows pgrehearse end to end without a server of your own. It starts a
-throwaway PostgreSQL cluster that logs every statement (in stderr, csvlog and
-jsonlog formats at once), runs a mixed workload on it (pgbench in the simple,
-extended and prepared protocols, and an application sending odd parameters,
-transactions and failing statements), stops the server so the logs are
-complete, and runs "pgrehearse analyze" on the stderr log.
+		Short: "Rehearse a change end to end on two throwaway servers",
+		Long: `demo shows pgrehearse end to end without a server of your own. It starts two
+throwaway PostgreSQL clusters with the same data: "production" and a
+"candidate" with one deliberate difference (--change). It runs a shop's
+traffic on production for --duration (pgbench at a steady rate with the
+prepared protocol: customers looked up by email, their orders summed, and
+pgbench's own transactions), with every statement logged; then:
 
-It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench):
-set PG_BIN to their directory, or install them with
+  1. analyze production's log                   -> baseline.json
+  2. replay that log against the candidate      -> replay.json
+  3. analyze the candidate's own log of the replay -> candidate.json
+     (server-side times on both sides: never client round trips)
+  4. report baseline.json candidate.json       -> report.html, report.json
+
+and prints the verdict of --fail-on and where the report is. With
+--change drop-index the lookup by email is the top regression; with
+--change none nothing should regress beyond noise.
+
+It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
+with pg_stat_statements: set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
-When run as root, the server runs as the "postgres" user.
+When run as root, the servers run as the "postgres" user. The demo exits 0
+when it ran, whatever the verdict, which it prints.
 ` + exitCodeHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if duration <= 0 {
-				return usageError("--duration must be positive, got %v", duration)
+			if f.duration < time.Second {
+				return usageError("--duration must be at least 1s, got %v", f.duration)
 			}
-			return runDemo(cmd.Context(), stdio, keep, duration)
+			if _, ok := demoChanges[f.change]; !ok {
+				return usageError("--change %q: use drop-index, small-shared-buffers or none", f.change)
+			}
+			if f.speed < 0 {
+				return usageError("--speed must be >= 0")
+			}
+			return runDemo(cmd.Context(), stdio, f)
 		},
 	}
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the cluster directory and its logs after the demo")
-	cmd.Flags().DurationVar(&duration, "duration", 12*time.Second, "pgbench time, shared by its three query protocols")
+	fl := cmd.Flags()
+	fl.BoolVar(&f.keep, "keep", false, "keep the clusters' directories and logs")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long production traffic runs")
+	fl.StringVar(&f.change, "change", "drop-index", "the candidate's difference: drop-index, small-shared-buffers or none")
+	fl.Float64Var(&f.speed, "speed", 1, "replay speed (1: the original pace; 0: as fast as possible)")
+	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the results and the report")
+	// Production and candidate run one after the other on one machine,
+	// whose other load differs between the two: a doubling is beyond
+	// that noise, and a lost index costs far more.
+	fl.StringVar(&f.failOn, "fail-on", "p95>+100%", "report rule that makes the verdict fail")
+	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
 	return cmd
 }
 
-func runDemo(ctx context.Context, stdio IO, keep bool, duration time.Duration) (err error) {
+func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	say := func(format string, args ...any) { fmt.Fprintf(stdio.Stderr, "demo: "+format+"\n", args...) }
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	out := func(name string) string { return filepath.Join(f.out, name) }
 
+	// Logging is off while the data is built, then turned on: the setup
+	// is not traffic to rehearse, and both servers get it anyway.
 	settings := workload.LogSettings()
-	say("starting a throwaway PostgreSQL cluster")
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings, Keep: keep})
+	settings["log_line_prefix"] = demoPrefix
+	settings["log_min_duration_statement"] = "-1"
+	settings["log_connections"] = "off"
+	settings["log_disconnections"] = "off"
+	candSettings := map[string]string{}
+	for k, v := range settings {
+		candSettings[k] = v
+	}
+	if f.change == "small-shared-buffers" {
+		candSettings["shared_buffers"] = "128kB"
+	}
+
+	say("starting a throwaway production cluster and a candidate (%s)", demoChanges[f.change])
+	prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings, Keep: f.keep})
 	if err != nil {
 		return err
 	}
-	// Runs on every path, Ctrl-C included: a leaked server is a bug.
-	defer func() {
-		if stopErr := c.Stop(); stopErr != nil {
-			err = errors.Join(err, fmt.Errorf("stop the cluster: %w", stopErr))
+	defer stopCluster(prod, &err, say, f.keep)
+	cand, err := pgcluster.Start(ctx, pgcluster.Options{Settings: candSettings, Keep: f.keep})
+	if err != nil {
+		return err
+	}
+	defer stopCluster(cand, &err, say, f.keep)
+
+	for _, c := range []*pgcluster.Cluster{prod, cand} {
+		say("building the shop's data in %s", c.Dir())
+		if err := workload.SetupShop(ctx, c); err != nil {
+			return fmt.Errorf("shop data: %w", err)
 		}
-	}()
-	say("cluster in %s (PostgreSQL from %s, port %d)", c.Dir(), c.BinDir(), c.Port())
+	}
+	if f.change == "drop-index" {
+		if err := cand.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
+			return err
+		}
+	}
+	for _, c := range []*pgcluster.Cluster{prod, cand} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			return err
+		}
+	}
 
-	sum, err := workload.Run(ctx, c, workload.Options{Duration: duration, Progress: stdio.Stderr})
+	say("production traffic: pgbench -M prepared, %d transactions/s for %v", f.rate, f.duration)
+	run, err := workload.RunShop(ctx, prod, f.duration, f.rate)
 	if err != nil {
-		return fmt.Errorf("workload: %w", err)
-	}
-	for _, run := range sum.Pgbench {
-		say("pgbench -M %-8s %d clients, %v: %d transactions", run.Mode, run.Clients, run.Duration, run.Transactions)
-	}
-	a := sum.App
-	say("application: %d sessions, %d simple queries, %d extended executions, %d failed on purpose",
-		a.Sessions, a.Queries, a.Executions, a.Failed)
-
-	say("stopping the server so that the logs are complete")
-	if err := c.StopServer(); err != nil {
 		return err
 	}
-	var stderrLogs []string
-	for _, pattern := range []string{"*.log", "*.csv", "*.json"} {
-		files, err := c.LogFiles(pattern)
+	say("production ran %d transactions", run.Transactions)
+	prodLog, err := stoppedLog(prod)
+	if err != nil {
+		return err
+	}
+
+	steps := [][]string{
+		{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix, "--json", out("baseline.json"), prodLog},
+		{"replay", "--target", cand.DSN("postgres"), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+			"--format", "stderr", "--prefix", demoPrefix, "--json", out("replay.json"), prodLog},
+	}
+	for _, args := range steps {
+		if err := runStep(ctx, stdio, say, args); err != nil {
+			return err
+		}
+	}
+	candLog, err := stoppedLog(cand)
+	if err != nil {
+		return err
+	}
+	if err := runStep(ctx, stdio, say, []string{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix,
+		"--json", out("candidate.json"), candLog}); err != nil {
+		return err
+	}
+	report := []string{"report", out("baseline.json"), out("candidate.json"), "--html", out("report.html"),
+		"--json", out("report.json"), "--fail-on", f.failOn}
+	say("pgrehearse %s", shellJoin(report))
+	code := Run(ctx, stdio, report)
+	if code != ExitOK && code != ExitRegression {
+		return &exitError{code: code, err: fmt.Errorf("demo: report failed (exit code %d)", code)}
+	}
+	verdict, err := reportVerdict(out("report.json"))
+	if err != nil {
+		return err
+	}
+	say("verdict: %s", verdict)
+	say("report: %s", out("report.html"))
+	return nil
+}
+
+// runStep runs one pgrehearse command in this process, as a user would.
+func runStep(ctx context.Context, stdio IO, say func(string, ...any), args []string) error {
+	say("pgrehearse %s", shellJoin(args))
+	quiet := IO{Stdin: stdio.Stdin, Stdout: io.Discard, Stderr: stdio.Stderr}
+	if code := Run(ctx, quiet, args); code != ExitOK {
+		return &exitError{code: code, err: fmt.Errorf("demo: %s failed (exit code %d)", args[0], code)}
+	}
+	return nil
+}
+
+// enableStatementLog turns on the logging of every statement and session
+// and waits until new sessions see it: the postmaster reloads its
+// configuration on its own time, and a session forked before that would
+// go unlogged.
+func enableStatementLog(ctx context.Context, c *pgcluster.Cluster) error {
+	// ALTER SYSTEM cannot share a query string with other statements.
+	for _, sql := range []string{"ALTER SYSTEM SET log_min_duration_statement = 0",
+		"ALTER SYSTEM SET log_connections = on", "ALTER SYSTEM SET log_disconnections = on",
+		"SELECT pg_reload_conf()"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 		if err != nil {
 			return err
 		}
-		for _, f := range files {
-			say("log: %s", f)
+		res, err := conn.Exec(ctx, "SHOW log_min_duration_statement").ReadAll()
+		conn.Close(ctx)
+		if err != nil {
+			return err
 		}
-		if pattern == "*.log" {
-			stderrLogs = files
+		if len(res) == 1 && len(res[0].Rows) == 1 && string(res[0].Rows[0][0]) == "0" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the server did not reload its configuration in 10 s")
 		}
 	}
-	if len(stderrLogs) == 0 {
-		return fmt.Errorf("the server wrote no stderr log in %s", c.LogDir())
-	}
-	if keep {
-		say("kept %s; remove it with: rm -rf %s", c.Dir(), c.Dir())
-	} else {
-		say("the logs are removed when the demo ends; pass --keep to keep them")
-	}
-
-	say("pgrehearse analyze --format stderr --prefix '%s' %s", demoPrefix, strings.Join(stderrLogs, " "))
-	return runAnalyze(ctx, stdio, stderrLogs)
 }
 
-// runAnalyze is the demo's single call of the analysis: the analyze
-// subcommand, run in this process through the same command tree, so the
-// demo shows exactly what a user typing "pgrehearse analyze" gets. It is a
-// variable so that the demo's test can check what it is handed without
-// depending on the analysis.
-var runAnalyze = func(ctx context.Context, stdio IO, paths []string) error {
-	args := append([]string{"analyze", "--format", "stderr", "--prefix", demoPrefix}, paths...)
-	if code := Run(ctx, stdio, args); code != ExitOK {
-		return &exitError{code: code, err: fmt.Errorf("demo: analyze failed (exit code %d)", code)}
+// stoppedLog stops c's server, so that its log is complete, and returns
+// its stderr log.
+func stoppedLog(c *pgcluster.Cluster) (string, error) {
+	if err := c.StopServer(); err != nil {
+		return "", err
 	}
-	return nil
+	files, err := c.LogFiles("*.log")
+	if err != nil {
+		return "", err
+	}
+	if len(files) != 1 {
+		return "", fmt.Errorf("want one stderr log in %s, found %d", c.LogDir(), len(files))
+	}
+	return files[0], nil
+}
+
+func stopCluster(c *pgcluster.Cluster, err *error, say func(string, ...any), keep bool) {
+	if keep {
+		say("kept %s", c.Dir())
+	}
+	if stopErr := c.Stop(); stopErr != nil {
+		*err = errors.Join(*err, fmt.Errorf("stop the cluster: %w", stopErr))
+	}
+}
+
+// reportVerdict reads the verdict line of a report's JSON.
+func reportVerdict(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Verdict struct {
+			Line string `json:"line"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return r.Verdict.Line, nil
+}
+
+// shellJoin quotes args for display as a command line.
+func shellJoin(args []string) string {
+	s := ""
+	for i, a := range args {
+		if i > 0 {
+			s += " "
+		}
+		if a == "" || strings.ContainsAny(a, " '\"%$<>|&;()*?") {
+			s += "'" + a + "'"
+		} else {
+			s += a
+		}
+	}
+	return s
 }

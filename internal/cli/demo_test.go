@@ -3,61 +3,106 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestDemo runs the whole demo against a real server, with the analysis
-// replaced by a check of what it is handed: a complete stderr log.
-func TestDemo(t *testing.T) {
-	var analyzed []string
-	var logText string
-	saved := runAnalyze
-	t.Cleanup(func() { runAnalyze = saved })
-	runAnalyze = func(ctx context.Context, stdio IO, paths []string) error {
-		analyzed = paths
-		for _, p := range paths {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			logText += string(b)
-		}
-		return nil
-	}
+type demoReport struct {
+	Verdict struct {
+		Status string `json:"status"`
+		Line   string `json:"line"`
+	} `json:"verdict"`
+	Queries []struct {
+		Fingerprint string  `json:"fingerprint"`
+		Query       string  `json:"query"`
+		Status      string  `json:"status"`
+		Factor      float64 `json:"factor"`
+	} `json:"queries"`
+	RegressionsByAddedTime []string `json:"regressions_by_added_time"`
+}
 
+// runDemoTest runs the whole demo on real throwaway servers and returns
+// its report.
+func runDemoTest(t *testing.T, change string) demoReport {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"demo", "--duration", "1s"})
+	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr},
+		[]string{"demo", "--duration", "4s", "--change", change, "--speed", "1", "--out", dir})
 	if code != ExitOK {
 		t.Fatalf("demo exit code %d, want 0\n%s", code, stderr.String())
 	}
-	if len(analyzed) != 1 || !strings.HasSuffix(analyzed[0], ".log") {
-		t.Fatalf("analyze got %v, want one stderr log", analyzed)
-	}
-	// The server was stopped before the analysis: the log ends with the
-	// shutdown, and it has the workload's traffic.
-	for _, s := range []string{"connection authorized", "execute insert_account", "database system is shut down"} {
-		if !strings.Contains(logText, s) {
-			t.Errorf("log handed to analyze lacks %q", s)
+	for _, f := range []string{"baseline.json", "replay.json", "candidate.json", "report.json", "report.html"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("demo did not write %s: %v", f, err)
 		}
 	}
-	for _, s := range []string{"demo: starting", "pgbench -M prepared", "demo: log: " + analyzed[0]} {
+	for _, s := range []string{"demo: verdict: ", "demo: report: " + filepath.Join(dir, "report.html")} {
 		if !strings.Contains(stderr.String(), s) {
-			t.Errorf("progress lacks %q:\n%s", s, stderr.String())
+			t.Errorf("demo output lacks %q:\n%s", s, stderr.String())
 		}
 	}
-	// Without --keep, nothing is left behind.
-	if _, err := os.Stat(analyzed[0]); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("log %s still there after the demo: %v", analyzed[0], err)
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r demoReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestDemoFindsDroppedIndex: the demo's deliberate difference, a dropped
+// index, is the top regression and fails the verdict.
+func TestDemoFindsDroppedIndex(t *testing.T) {
+	r := runDemoTest(t, "drop-index")
+	if r.Verdict.Status != "fail" {
+		t.Errorf("verdict %q, want fail", r.Verdict.Line)
+	}
+	if len(r.RegressionsByAddedTime) == 0 {
+		t.Fatal("no regression found")
+	}
+	top := r.RegressionsByAddedTime[0]
+	for _, q := range r.Queries {
+		if q.Fingerprint == top {
+			if !strings.Contains(q.Query, "email") {
+				t.Errorf("top regression is %q (x%.1f), want the lookup by email", q.Query, q.Factor)
+			}
+			if q.Factor < 2 {
+				t.Errorf("lookup by email slower by only x%.2f", q.Factor)
+			}
+		}
 	}
 }
 
-func TestDemoRejectsBadDuration(t *testing.T) {
-	var stderr bytes.Buffer
-	code := Run(context.Background(), IO{Stdout: &stderr, Stderr: &stderr}, []string{"demo", "--duration", "0s"})
-	if code != ExitUsage {
-		t.Errorf("demo --duration 0s: exit code %d, want %d\n%s", code, ExitUsage, stderr.String())
+// TestDemoIdenticalPasses: an identical candidate shows no regression
+// beyond noise.
+func TestDemoIdenticalPasses(t *testing.T) {
+	r := runDemoTest(t, "none")
+	if r.Verdict.Status != "pass" {
+		var regressed []string
+		for _, q := range r.Queries {
+			if q.Status == "regressed" {
+				regressed = append(regressed, q.Query)
+			}
+		}
+		t.Errorf("identical candidate: verdict %q; regressed: %q", r.Verdict.Line, regressed)
+	}
+}
+
+func TestDemoRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"demo", "--duration", "0s"}, {"demo", "--change", "nope"}} {
+		var stderr bytes.Buffer
+		if code := Run(context.Background(), IO{Stdout: &stderr, Stderr: &stderr}, args); code != ExitUsage {
+			t.Errorf("%v: exit code %d, want %d\n%s", args, code, ExitUsage, stderr.String())
+		}
 	}
 }

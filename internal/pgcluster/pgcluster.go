@@ -364,9 +364,15 @@ func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
 // combined output. The connection options come first, so args are the
 // other options and an optional database name, as on pgbench's command line.
 func (c *Cluster) Pgbench(ctx context.Context, args ...string) ([]byte, error) {
+	return c.PgbenchEnv(ctx, nil, args...)
+}
+
+// PgbenchEnv is Pgbench with extra environment variables, such as
+// PGOPTIONS to change settings for pgbench's sessions.
+func (c *Cluster) PgbenchEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
 	full := append([]string{"-h", c.SocketDir(), "-p", strconv.Itoa(c.port), "-U", superuser}, args...)
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "pgbench"), full...)
-	cmd.Env = clientEnv()
+	cmd.Env = append(clientEnv(), env...)
 	cmd.Dir = os.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
