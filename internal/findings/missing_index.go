@@ -158,11 +158,12 @@ func (e *eval) verify(f *Finding, q *Query, ddl string) {
 
 var identRe = regexp.MustCompile(`"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*`)
 
-// filterColumns returns the table's columns a plan's Filter uses,
-// equality and IS NULL tests first (the leading columns of a composite
-// index), then the others, each in order of appearance.
+// filterColumns returns the table's columns a plan's Filter uses, in the
+// order of a composite index: equality tests first (usually the most
+// selective), then IS NULL tests, then the others (ranges), each in order
+// of appearance.
 func filterColumns(filter string, t *catalog.Table) []string {
-	var eq, other []string
+	var eq, null, other []string
 	seen := map[string]bool{}
 	for _, loc := range identRe.FindAllStringIndex(filter, -1) {
 		id := filter[loc[0]:loc[1]]
@@ -178,13 +179,16 @@ func filterColumns(filter string, t *catalog.Table) []string {
 		}
 		seen[id] = true
 		rest := strings.TrimLeft(filter[loc[1]:], ") ")
-		if strings.HasPrefix(rest, "= ") || strings.HasPrefix(rest, "IS NULL") {
+		switch {
+		case strings.HasPrefix(rest, "= "):
 			eq = append(eq, id)
-		} else {
+		case strings.HasPrefix(rest, "IS NULL"):
+			null = append(null, id)
+		default:
 			other = append(other, id)
 		}
 	}
-	return append(eq, other...)
+	return append(append(eq, null...), other...)
 }
 
 // leadingIndex returns an index of t whose first column is one of cols.

@@ -57,9 +57,14 @@ func (e *eval) planningHeavy() {
 			ref.Fingerprint = items[0].Fingerprint
 		}
 		seen := "not seen in the workload"
-		if q := e.w().Query(ref.Fingerprint); q != nil {
+		q := e.w().Query(ref.Fingerprint)
+		if q != nil {
 			seen = "seen in the workload"
 			ref.CallsPerS = round(e.w().Rate(q.Calls), 1)
+		} else if r.Database != c.Database {
+			// pg_stat_statements covers every database: another
+			// database's query is not this workload's.
+			continue
 		}
 		subject := ref.Fingerprint
 		if subject == "" {
