@@ -28,7 +28,7 @@ type Options struct {
 	// (planning + execution) from which planning-heavy fires; 0 means
 	// 0.3. PlanMinMeanMS is the least mean planning time, so that
 	// trivial statements planned in microseconds are left alone; 0
-	// means 0.25 ms. PlanMinCalls: 0 means 5.
+	// means 0.5 ms. PlanMinCalls: 0 means 5.
 	PlanMinShare  float64 `json:"plan_min_share"`
 	PlanMinMeanMS float64 `json:"plan_min_mean_ms"`
 	PlanMinCalls  int64   `json:"plan_min_calls"`
@@ -77,7 +77,7 @@ func (o Options) withDefaults() Options {
 	defInt(&o.IndexMinPages, 1000)
 	def(&o.IndexMaxSelectivity, 0.2)
 	def(&o.PlanMinShare, 0.3)
-	def(&o.PlanMinMeanMS, 0.25)
+	def(&o.PlanMinMeanMS, 0.5)
 	defInt(&o.PlanMinCalls, 5)
 	def(&o.HotCallsPerCore, 10_000)
 	def(&o.HotWarnFraction, 0.5)
