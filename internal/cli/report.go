@@ -19,12 +19,13 @@ import (
 func init() { commands = append(commands, newReportCmd) }
 
 type reportFlags struct {
-	htmlPath   string
-	jsonPath   string
-	failOn     []string
-	top        int
-	minCalls   int64
-	allowMixed bool
+	htmlPath    string
+	jsonPath    string
+	failOn      []string
+	top         int
+	minEffectMS float64
+	minCalls    int64
+	allowMixed  bool
 }
 
 func newReportCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -70,6 +71,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in each run for a query to be judged")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", 0, "fewest milliseconds a query's mean, p50 or p95 must grow by to be called a regression")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
 	return cmd
 }
@@ -84,6 +86,9 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 	}
 	if f.top < 0 {
 		return usageError("--top must not be negative, got %d", f.top)
+	}
+	if f.minEffectMS < 0 {
+		return usageError("--min-effect-ms must not be negative, got %g", f.minEffectMS)
 	}
 	if f.minCalls < 1 {
 		return usageError("--min-calls must be at least 1, got %d", f.minCalls)
@@ -110,7 +115,7 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 		rep = compare.Summarize(runs[0])
 	} else {
 		rep, err = compare.Compare(runs[0], runs[1], compare.Options{
-			MinCalls: f.minCalls, AllowMixedLatency: f.allowMixed, Rules: rules,
+			MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, Rules: rules,
 		})
 		if errors.Is(err, compare.ErrMixedLatency) {
 			return &exitError{code: ExitUsage, err: err}

@@ -20,6 +20,11 @@ type Options struct {
 	// significant difference needs to be called a regression; 0 means
 	// 0.10.
 	MinEffect float64
+	// MinEffectMS is the growth in milliseconds of mean, p50 or p95 that
+	// a regression needs besides MinEffect; 0 means none. A p95 going
+	// from 0.03 to 0.07 ms is "+133%" and can be scheduling noise on a
+	// busy machine, yet costs nobody anything.
+	MinEffectMS float64
 	// AllowMixedLatency compares results of different latency sources
 	// instead of refusing; every ratio is then marked mixed.
 	AllowMixedLatency bool
@@ -105,6 +110,10 @@ type Significance struct {
 
 // QueryDiff is one fingerprint in both runs.
 type QueryDiff struct {
+	// belowMinEffectMS marks a slowdown smaller than Options.MinEffectMS:
+	// latency rules ignore it.
+	belowMinEffectMS bool
+
 	Fingerprint string   `json:"fingerprint"`
 	Query       string   `json:"query"`
 	Status      Status   `json:"status"`
@@ -188,6 +197,8 @@ type Report struct {
 		MinCalls  int64   `json:"min_calls"`
 		Alpha     float64 `json:"alpha"`
 		MinEffect float64 `json:"min_effect"`
+		// MinEffectMS is Options.MinEffectMS.
+		MinEffectMS float64 `json:"min_effect_ms,omitempty"`
 	} `json:"settings"`
 	// Queries holds every fingerprint of either run: regressions first
 	// by added time, then the others by candidate total time.
@@ -266,7 +277,7 @@ func ratio(c, b float64) float64 {
 func Summarize(r *Run) *Report {
 	rep := &Report{Kind: "report", Baseline: summarize(r), Rules: []Rule{}}
 	o := Options{}.withDefaults()
-	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect = o.MinCalls, o.Alpha, o.MinEffect
+	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect, rep.Settings.MinEffectMS = o.MinCalls, o.Alpha, o.MinEffect, o.MinEffectMS
 	for i := range r.Queries {
 		q := &r.Queries[i]
 		rep.Queries = append(rep.Queries, QueryDiff{Fingerprint: q.Fingerprint, Query: q.Query, Status: StatusSummary,
@@ -314,7 +325,7 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	if rep.Rules == nil {
 		rep.Rules = []Rule{}
 	}
-	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect = o.MinCalls, o.Alpha, o.MinEffect
+	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect, rep.Settings.MinEffectMS = o.MinCalls, o.Alpha, o.MinEffect, o.MinEffectMS
 	if mixed {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("MIXED LATENCY: %s is %s, %s is %s; every ratio compares different measurements",
 			base.Name, base.LatencySource, cand.Name, cand.LatencySource))
@@ -397,19 +408,27 @@ func diffQuery(bq, cq *Query, bSpan, cSpan float64, useHist, mixed bool, o Optio
 		summaryInto(b, c, sig)
 	}
 	grew := max(d.Ratio.Mean, d.Ratio.P50, d.Ratio.P95)
+	d.belowMinEffectMS = grewMS(b, c) < o.MinEffectMS
 	shrank := min(nonZero(d.Ratio.Mean), nonZero(d.Ratio.P50), nonZero(d.Ratio.P95))
 	switch {
-	case sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect:
+	case sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect && grewMS(b, c) >= o.MinEffectMS:
 		d.Status = StatusRegressed
 	case sig.Significant && sig.Direction < 0 && shrank <= 1/(1+o.MinEffect):
 		d.Status = StatusImproved
 	default:
 		d.Status = StatusUnchanged
-		if sig.Significant {
+		if sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect {
+			d.Note = fmt.Sprintf("slower beyond noise, but by less than %g ms", o.MinEffectMS)
+		} else if sig.Significant {
 			d.Note = fmt.Sprintf("different beyond noise, but by less than %.0f%%", o.MinEffect*100)
 		}
 	}
 	return d
+}
+
+// grewMS is the largest growth of mean, p50 or p95, in ms.
+func grewMS(b, c *Figures) float64 {
+	return max(c.MeanMS-b.MeanMS, c.P50MS-b.P50MS, c.P95MS-b.P95MS)
 }
 
 func nonZero(v float64) float64 {

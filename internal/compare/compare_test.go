@@ -315,3 +315,29 @@ func TestProportionIncrease(t *testing.T) {
 		t.Errorf("no errors: p = %v", p)
 	}
 }
+
+// TestMinEffectMS: a significant slowdown of a few microseconds is not a
+// regression when MinEffectMS asks for more.
+func TestMinEffectMS(t *testing.T) {
+	b := makeRun(t, "analysis", true, 1, q{fp: "a", n: 2000, meanUS: 30})
+	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 70})
+	for _, tt := range []struct {
+		minMS float64
+		want  Status
+	}{{0, StatusRegressed}, {0.02, StatusRegressed}, {0.1, StatusUnchanged}} {
+		rules, err := ParseRules([]string{"p95>+20%"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Compare(b, c, Options{MinEffectMS: tt.minMS, Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if broken := len(rep.Verdict.Broken) > 0; broken != (tt.want == StatusRegressed) {
+			t.Errorf("MinEffectMS %g: rule broken %v, want %v", tt.minMS, broken, tt.want == StatusRegressed)
+		}
+		if d := rep.Query("a"); d.Status != tt.want {
+			t.Errorf("MinEffectMS %g: status %s, want %s (%s)", tt.minMS, d.Status, tt.want, d.Note)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func (r Rule) check(q *QueryDiff) (Broken, bool) {
 		return Broken{Rule: r.Text, Fingerprint: q.Fingerprint, Baseline: b.ErrorRatePct, Candidate: c.ErrorRatePct,
 			Detail: fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.ErrorRatePct, c.ErrorRatePct, c.ErrorRatePct-b.ErrorRatePct)}, true
 	}
-	if !q.Significance.Significant || q.Significance.Direction <= 0 {
+	if !q.Significance.Significant || q.Significance.Direction <= 0 || q.belowMinEffectMS {
 		return Broken{}, false
 	}
 	var bv, cv float64
