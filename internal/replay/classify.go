@@ -18,7 +18,15 @@ type class struct {
 	// readOnly: the statement cannot write (a plain SELECT, SHOW, SET,
 	// transaction control...). Functions called by a SELECT may still
 	// write; the session's default_transaction_read_only catches those.
+	// An SQL-level EXECUTE is not readOnly here: whether it writes is its
+	// prepared statement's kind, which the session knows (see sqlExecute).
 	readOnly bool
+	// SQL-level prepared statements, whose names the fingerprint drops
+	// (EXECUTE a(1) and EXECUTE b(2) share one): the session reads the
+	// name from the statement itself (preparedName).
+	sqlPrepare    bool // PREPARE name AS query; readOnly is the query's
+	sqlExecute    bool // EXECUTE name, also under EXPLAIN ANALYZE
+	sqlDeallocate bool // DEALLOCATE name or ALL, DISCARD ALL
 }
 
 // classifier decides statement kinds by parsing, once per fingerprint: the
@@ -66,7 +74,82 @@ func classify(sql string) class {
 		stdio := cp.Filename == "" && !cp.IsProgram
 		return class{copyIn: cp.IsFrom && stdio, copyOut: !cp.IsFrom && stdio, readOnly: !cp.IsFrom && !cp.IsProgram}
 	}
-	return class{readOnly: readOnly(n)}
+	cl := class{readOnly: readOnly(n)}
+	switch {
+	case n.GetPrepareStmt() != nil:
+		cl.sqlPrepare = true
+	case executeOf(n) != nil:
+		cl.sqlExecute = true
+	case n.GetDeallocateStmt() != nil:
+		cl.sqlDeallocate = true
+	case n.GetDiscardStmt() != nil:
+		// DISCARD ALL deallocates too; DISCARD PLANS or TEMP do not.
+		cl.sqlDeallocate = n.GetDiscardStmt().Target == pg_query.DiscardMode_DISCARD_ALL
+	}
+	return cl
+}
+
+// executeOf returns the EXECUTE of a statement that runs one: EXECUTE
+// itself, or EXPLAIN ANALYZE EXECUTE (a plain EXPLAIN does not run it).
+func executeOf(n *pg_query.Node) *pg_query.ExecuteStmt {
+	if e := n.GetExecuteStmt(); e != nil {
+		return e
+	}
+	if ex := n.GetExplainStmt(); ex != nil && explainAnalyze(ex) && ex.Query != nil {
+		return ex.Query.GetExecuteStmt()
+	}
+	return nil
+}
+
+func explainAnalyze(ex *pg_query.ExplainStmt) bool {
+	for _, o := range ex.Options {
+		if d := o.GetDefElem(); d != nil && strings.EqualFold(d.Defname, "analyze") {
+			return defTrue(d)
+		}
+	}
+	return false
+}
+
+// defTrue reads a boolean option as the server does; what it cannot read
+// is true, which for ANALYZE is the conservative answer.
+func defTrue(d *pg_query.DefElem) bool {
+	switch {
+	case d.Arg == nil:
+		return true
+	case d.Arg.GetString_() != nil:
+		v := strings.ToLower(d.Arg.GetString_().Sval)
+		return v != "false" && v != "off" && v != "no" && v != "0"
+	case d.Arg.GetInteger() != nil:
+		return d.Arg.GetInteger().Ival != 0
+	case d.Arg.GetBoolean() != nil:
+		return d.Arg.GetBoolean().Boolval
+	}
+	return true
+}
+
+// preparedName reads the prepared statement name of one PREPARE, EXECUTE
+// or DEALLOCATE statement; all is true for DEALLOCATE ALL and DISCARD
+// ALL. The fingerprint drops these names, so they are parsed per
+// statement; the replay does so only for these statements, and only with
+// --read-only.
+func preparedName(sql string) (name string, all bool) {
+	res, err := pg_query.Parse(sql)
+	if err != nil || len(res.Stmts) != 1 {
+		return "", false
+	}
+	n := res.Stmts[0].Stmt
+	switch {
+	case n.GetPrepareStmt() != nil:
+		return n.GetPrepareStmt().Name, false
+	case executeOf(n) != nil:
+		return executeOf(n).Name, false
+	case n.GetDeallocateStmt() != nil:
+		d := n.GetDeallocateStmt()
+		return d.Name, d.Isall || d.Name == ""
+	case n.GetDiscardStmt() != nil:
+		return "", true
+	}
+	return "", false
 }
 
 // readOnly reports whether a statement cannot write, by its parse tree.
@@ -80,10 +163,8 @@ func readOnly(n *pg_query.Node) bool {
 		return selectReadOnly(n.GetSelectStmt())
 	case n.GetExplainStmt() != nil:
 		ex := n.GetExplainStmt()
-		for _, o := range ex.Options {
-			if d := o.GetDefElem(); d != nil && strings.EqualFold(d.Defname, "analyze") {
-				return readOnly(ex.Query)
-			}
+		if explainAnalyze(ex) {
+			return readOnly(ex.Query)
 		}
 		return true
 	case n.GetTransactionStmt() != nil, n.GetVariableSetStmt() != nil, n.GetVariableShowStmt() != nil,

@@ -17,11 +17,15 @@ type dispatcher struct {
 	r        *Replayer
 	active   map[string]*session // open sessions, by original session id
 	excluded map[string]struct{} // sessions the filters removed, until they end
-	running  []*session          // sessions that may still run, for start barriers
+	running  []*session          // sessions that may still run: start barriers, stalls
 	timer    *time.Timer         // the dispatcher's only timer
 	clk      *clock              // nil until the first event
 	stalled  bool                // reading past the budget, see waitBudget
-	stallAt  int64               // completions when the stall was seen
+	holders  []dep               // while stalled: who held the budget, and how far they were
+	checked  int                 // events read while stalled since holders were last looked at
+	pruned   int                 // len(running) after the last prune
+	warming  []*session          // sessions connecting before the clock starts
+	warmEnd  int64               // log time the warm-up covers, before the clock starts
 	first    int64               // log time range of the events replayed
 	last     int64
 	seen     bool
@@ -39,6 +43,7 @@ func (r *Replayer) dispatch(src []Source, res *Result) error {
 	}
 	d.timer.Stop()
 	defer func() {
+		d.startClock()
 		// Sessions still open at the end of the log end with it.
 		for _, s := range d.active {
 			s.q.close()
@@ -149,15 +154,23 @@ func (d *dispatcher) readAll(src Source) error {
 				continue
 			}
 			if d.clk == nil {
-				c := newClock(r.opts.Speed, time.Now(), ev.Time)
-				d.clk = &c
-				r.clk.Store(d.clk)
+				d.newClock(ev.Time)
+			}
+			if !d.clk.started() && ev.Time >= d.warmEnd {
+				d.startClock()
 			}
 			s = r.newSession(ev, d.clk)
+			if !d.clk.started() {
+				d.warming = append(d.warming, s)
+			}
 			if r.opts.Speed == 0 {
 				s.deps = d.barrier()
-				d.running = append(d.running, s)
+			} else if len(d.running) >= 2*d.pruned+64 {
+				// Amortized: a long log opens sessions without end.
+				d.prune()
+				d.pruned = len(d.running)
 			}
+			d.running = append(d.running, s)
 			d.active[ev.Session] = s
 			r.c.sessions.Add(1)
 			r.wg.Go(s.run)
@@ -170,8 +183,11 @@ func (d *dispatcher) readAll(src Source) error {
 		}
 		d.seen = true
 
+		if !d.clk.started() && ev.Time >= d.warmEnd {
+			d.startClock()
+		}
 		// Read no further ahead of the replay clock than the lookahead.
-		if r.opts.Speed > 0 && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
+		if r.opts.Speed > 0 && d.clk.started() && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
 			return errStopped
 		}
 		size := eventSize(ev)
@@ -191,6 +207,41 @@ func (d *dispatcher) readAll(src Source) error {
 	}
 }
 
+// newClock makes the replay clock at the first event. At speed 0 it runs
+// at once. At speed > 0 it waits for a warm-up: the sessions whose first
+// event falls in the log's first ConnectAhead connect first, and the clock
+// starts when they have (see startClock), so that a log that opens
+// hundreds of sessions in its first instant measures the target's
+// statements, not a connection storm that the original did not time.
+func (d *dispatcher) newClock(t0 int64) {
+	r := d.r
+	if r.opts.Speed == 0 {
+		c := newClock(0, time.Now(), t0)
+		d.clk = &c
+	} else {
+		d.clk = newPendingClock(r.opts.Speed, t0)
+		d.warmEnd = t0 + int64(float64(r.opts.ConnectAhead.Microseconds())*r.opts.Speed)
+	}
+	r.clk.Store(d.clk)
+}
+
+// startClock ends the warm-up: it waits until the sessions created during
+// it have made their first connection attempt (or the replay is told to
+// stop), then starts the clock.
+func (d *dispatcher) startClock() {
+	if d.clk == nil || d.clk.started() {
+		return
+	}
+	for _, s := range d.warming {
+		select {
+		case <-s.warmed:
+		case <-d.r.stopCh:
+		}
+	}
+	d.warming = nil
+	d.clk.setStart(time.Now())
+}
+
 func (d *dispatcher) filtered(ev *event.Event) {
 	d.r.c.filteredEvents.Add(1)
 	if ev.IsExecution() {
@@ -204,56 +255,73 @@ func (d *dispatcher) filtered(ev *event.Event) {
 // when the new session started in the original.
 func (d *dispatcher) barrier() []dep {
 	var deps []dep
-	kept := d.running[:0]
+	d.prune()
 	for _, o := range d.running {
-		if o.exited.Load() {
-			continue
-		}
-		kept = append(kept, o)
 		if o.completed.Load() < o.dispatched {
 			deps = append(deps, dep{s: o, n: o.dispatched})
 		}
 	}
+	return deps
+}
+
+// prune drops the sessions that exited from running.
+func (d *dispatcher) prune() {
+	kept := d.running[:0]
+	for _, o := range d.running {
+		if !o.exited.Load() {
+			kept = append(kept, o)
+		}
+	}
 	clear(d.running[len(kept):])
 	d.running = kept
-	return deps
 }
 
 // waitBudget waits while the queued events hold more than the budget. The
 // sessions that hold them are working and will release it, unless they are
 // all blocked (on locks whose holder's COMMIT is not read yet): so when no
 // statement completes for StallTimeout, it stops waiting and reads on past
-// the budget until one completes again. It returns false when told to stop.
+// the budget until one of the sessions that held the budget then completes
+// an event. Progress is judged on those sessions only: sessions that had
+// nothing queued complete the events read past the budget at once, and
+// counting those would end the stall after every event, waiting
+// StallTimeout again each time, long before the COMMIT that unblocks the
+// others is read. It returns false when told to stop.
 func (d *dispatcher) waitBudget() bool {
 	r := d.r
 	b := r.budget
-	if !b.over() {
-		d.stalled = false
+	used := b.used.Load()
+	if used <= b.window || (used <= b.limit && b.starving.Load() > 0) {
+		d.stalled, d.holders = false, nil
 		return true
 	}
+	if used <= b.limit {
+		return d.waitWindow()
+	}
 	if d.stalled {
-		if r.c.completions.Load() == d.stallAt {
+		if d.checked++; d.checked < 64 || !d.holdersMoved() {
 			r.c.overBudget.Add(1)
 			return true
 		}
-		d.stalled = false
+		d.stalled, d.holders = false, nil
 	}
 	r.c.budgetWaits.Add(1)
-	b.waiting.Store(true)
-	defer b.waiting.Store(false)
+	b.waiting.Store(b.limit / 4 * 3)
+	defer b.waiting.Store(0)
 	mark := r.c.completions.Load()
 	for b.over() {
 		d.timer.Reset(r.opts.StallTimeout)
 		select {
 		case <-b.drained:
 			d.timer.Stop()
+			// Woken at the low-water mark: read a batch.
+			return true
 		case <-r.stopCh:
 			d.timer.Stop()
 			return false
 		case <-d.timer.C:
 			now := r.c.completions.Load()
 			if now == mark {
-				d.stalled, d.stallAt = true, now
+				d.stall()
 				r.c.overBudget.Add(1)
 				return true
 			}
@@ -261,4 +329,47 @@ func (d *dispatcher) waitBudget() bool {
 		}
 	}
 	return true
+}
+
+// waitWindow waits, at speed 0, while the queues hold more than the
+// window and no session is starving. It needs no stall watch: with every
+// session holding events, each is running or waiting for a lock held by a
+// session that is running or in a deadlock the server breaks.
+func (d *dispatcher) waitWindow() bool {
+	r := d.r
+	b := r.budget
+	b.waiting.Store(b.window / 4 * 3)
+	defer b.waiting.Store(0)
+	for b.used.Load() > b.window && b.starving.Load() == 0 {
+		select {
+		case <-b.drained:
+		case <-r.stopCh:
+			return false
+		}
+	}
+	return true
+}
+
+// stall notes who holds the budget: the sessions with events queued or in
+// flight, and how many they had completed.
+func (d *dispatcher) stall() {
+	d.stalled, d.checked, d.holders = true, 0, d.holders[:0]
+	d.prune()
+	for _, s := range d.running {
+		if c := s.completed.Load(); c < s.dispatched {
+			d.holders = append(d.holders, dep{s: s, n: c})
+		}
+	}
+}
+
+// holdersMoved reports whether a session that held the budget when the
+// stall began has completed an event since (or ended).
+func (d *dispatcher) holdersMoved() bool {
+	d.checked = 0
+	for _, h := range d.holders {
+		if h.s.completed.Load() > h.n || h.s.exited.Load() {
+			return true
+		}
+	}
+	return len(d.holders) == 0
 }

@@ -22,6 +22,13 @@
 // in float64. A statement that is slow on the target delays only the later
 // statements of its own session: the dispatcher never waits for a session.
 //
+// At speed > 0 a session connects ConnectAhead before its first event is
+// due, and the clock starts once the sessions of the log's first
+// ConnectAhead have connected, so connection set-up is not counted as the
+// lag of first statements. The last coarseMargin before a statement is
+// waited on a timerfd shared by all sessions (see precise.go): the
+// runtime's own timers fire up to 1 ms late.
+//
 // At speed 0 (as fast as possible) there is no clock, so something else must
 // keep the replay sound: a session created by the log after other sessions
 // had finished statements (CREATE TABLE in one session, INSERT in the next)
@@ -41,6 +48,10 @@
 //     Lookahead of traffic, not gigabytes of a 100 GB log. A statement is
 //     logged when it ends, so a statement longer than Lookahead is issued
 //     late by the difference; its lag says so.
+//   - Speed0Window (speed 0): the reader stops at a few MB queued while
+//     every session has events, and reads on (up to Budget) only for a
+//     session that has none; reading far ahead in one burst took the CPU
+//     of the server under test.
 //   - Budget: the bytes of all queued events. When the budget is used up the
 //     dispatcher waits for sessions to drain their queues, which is flow
 //     control, not a stall: the sessions holding the events are working.

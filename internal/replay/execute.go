@@ -22,15 +22,19 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	r.c.total.Add(k)
-	if reason := s.skipReason(ev, items); reason != "" {
+	reason := s.skipReason(ev, items)
+	if r.opts.ReadOnly && ev.Kind == event.Statement {
+		s.trackPrepared(items, reason == "")
+	}
+	if reason != "" {
 		s.skip(items, reason)
 		return
 	}
-	due := s.clk.start.Add(it.due)
 	if !s.waitDue(it, t) {
 		s.skip(items, SkipInterrupted)
 		return
 	}
+	due := s.clk.start.Add(it.due)
 	if s.conn == nil && !(r.opts.DryRun && s.connected) {
 		if !s.connect() {
 			s.skip(items, s.failReason)
@@ -81,16 +85,78 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
 			return SkipParamsTruncated
 		}
 	}
+	var reason string
+	var pending map[string]bool // PREPAREs earlier in this string: name -> read-only
 	for _, it := range items {
 		cl := s.r.classes.get(it)
 		if cl.copyIn {
 			return SkipCopyData
 		}
-		if s.r.opts.ReadOnly && !cl.readOnly {
-			return SkipNotReadOnly
+		if !s.r.opts.ReadOnly || reason != "" {
+			continue
+		}
+		switch {
+		case cl.sqlPrepare && cl.readOnly:
+			name, _ := preparedName(it.Query)
+			if pending == nil {
+				pending = map[string]bool{}
+			}
+			pending[name] = true
+		case cl.sqlExecute:
+			// Read-only when the statement it runs is: the session
+			// saw its PREPARE, or it is conservatively skipped.
+			name, _ := preparedName(it.Query)
+			p, ok := s.sqlPrepared[name]
+			if pending[name] {
+				// Prepared earlier in the same string, which runs
+				// whole or not at all.
+				p, ok = sqlPrep{readOnly: true, ran: true}, true
+			}
+			switch {
+			case !ok:
+				reason = SkipExecuteUnknown
+			case !p.readOnly:
+				reason = SkipNotReadOnly
+			case !p.ran:
+				reason = SkipPrepareSkipped
+			}
+		case !cl.readOnly:
+			reason = SkipNotReadOnly
 		}
 	}
-	return ""
+	return reason
+}
+
+// sqlPrep is what a session knows of an SQL-level prepared statement
+// (PREPARE name AS ...), to decide its EXECUTEs under --read-only.
+type sqlPrep struct {
+	readOnly bool // the prepared query cannot write
+	ran      bool // the PREPARE was replayed, so the target has it
+}
+
+// trackPrepared follows the SQL-level PREPARE and DEALLOCATE statements
+// of an execution, replayed (ran) or not, in order.
+func (s *session) trackPrepared(items []fingerprint.Item, ran bool) {
+	for _, it := range items {
+		cl := s.r.classes.get(it)
+		if !cl.sqlPrepare && !cl.sqlDeallocate {
+			continue
+		}
+		name, all := preparedName(it.Query)
+		switch {
+		case cl.sqlPrepare:
+			if s.sqlPrepared == nil {
+				s.sqlPrepared = map[string]sqlPrep{}
+			}
+			s.sqlPrepared[name] = sqlPrep{readOnly: cl.readOnly, ran: ran}
+		case !ran:
+			// A DEALLOCATE that did not run leaves the target as it was.
+		case all:
+			clear(s.sqlPrepared)
+		default:
+			delete(s.sqlPrepared, name)
+		}
+	}
 }
 
 // exec runs an execution and returns how long the target took.
@@ -113,13 +179,7 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 		return time.Since(start), err
 	}
 
-	params := make([][]byte, len(ev.Params))
-	for i, p := range ev.Params {
-		if !p.Null {
-			// Never nil, so that '' is not sent as NULL.
-			params[i] = append(make([]byte, 0, len(p.Value)), p.Value...)
-		}
-	}
+	params := s.bindParams(ev.Params)
 	if ev.Name == "" {
 		// Parameter types 0: the server infers them, as it did for
 		// the original, whose types the log does not show.
@@ -133,6 +193,35 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 	start := time.Now()
 	_, err := conn.ExecPrepared(ctx, ev.Name, params, nil, nil).Close()
 	return time.Since(start), err
+}
+
+// bindParams converts parameters for pgconn into buffers the session
+// reuses, so that an execution allocates nothing for them.
+func (s *session) bindParams(ps []event.Param) [][]byte {
+	n := 0
+	for _, p := range ps {
+		n += len(p.Value)
+	}
+	if cap(s.pbuf) < n || cap(s.pbuf) == 0 {
+		s.pbuf = make([]byte, 0, max(n, 64))
+	}
+	buf := s.pbuf[:0]
+	params := s.params[:0]
+	for _, p := range ps {
+		if p.Null {
+			params = append(params, nil)
+			continue
+		}
+		// Never nil, so that '' is not sent as NULL: buf is not nil.
+		start := len(buf)
+		buf = append(buf, p.Value...)
+		params = append(params, buf[start:len(buf):len(buf)])
+	}
+	s.params = params
+	if cap(s.pbuf) > 1<<20 {
+		s.pbuf, s.params = nil, nil // an odd huge parameter is not kept
+	}
+	return params
 }
 
 // prepare makes sure the named statement is prepared with query on this

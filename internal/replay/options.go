@@ -25,6 +25,8 @@ const (
 	DefaultBudget       = 256 << 20
 	DefaultStallTimeout = 5 * time.Second
 	DefaultGrace        = 10 * time.Second
+	DefaultConnectAhead = 500 * time.Millisecond
+	Speed0Window        = 8 << 20
 )
 
 // Options configure a replay.
@@ -65,11 +67,26 @@ type Options struct {
 	// are read at speed > 0; zero means DefaultLookahead.
 	Lookahead time.Duration
 	// Budget bounds the bytes of queued events; zero means DefaultBudget.
+	// At speed 0 the reader stops at Speed0Window while every session has
+	// events queued, and reads on up to Budget only for a session that has
+	// none: the sessions need only enough queued to never wait for the
+	// reader, and reading the log far ahead in one burst takes the CPU
+	// that the server under test needs (measured: the first seconds of a
+	// speed-0 replay of a pgbench log ran at a third of its later rate
+	// while the reader filled a 256 MB budget).
 	Budget int64
 	// StallTimeout is how long the dispatcher waits on a full budget
 	// without any statement completing before it reads on; zero means
 	// DefaultStallTimeout.
 	StallTimeout time.Duration
+
+	// ConnectAhead is how long before a session's first event (at speed
+	// > 0) its connection is opened, so that connection set-up is not
+	// counted as the lateness of its first statement; zero means
+	// DefaultConnectAhead, at most Lookahead. The replay clock starts
+	// once the sessions of the log's first ConnectAhead have connected,
+	// so a log that opens many sessions at once does not start late.
+	ConnectAhead time.Duration
 
 	// ConnectTimeout bounds each connection attempt when the target DSN
 	// does not set connect_timeout; zero means 30 s.
@@ -89,6 +106,10 @@ func (o Options) withDefaults() Options {
 	if o.StallTimeout <= 0 {
 		o.StallTimeout = DefaultStallTimeout
 	}
+	if o.ConnectAhead <= 0 {
+		o.ConnectAhead = DefaultConnectAhead
+	}
+	o.ConnectAhead = min(o.ConnectAhead, o.Lookahead)
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 30 * time.Second
 	}

@@ -35,9 +35,10 @@ type queue struct {
 	head   int
 	closed bool
 	wake   chan struct{} // capacity 1: "something changed"
+	b      *budget       // told when the session starves
 }
 
-func newQueue() *queue { return &queue{wake: make(chan struct{}, 1)} }
+func newQueue(b *budget) *queue { return &queue{wake: make(chan struct{}, 1), b: b} }
 
 func (q *queue) push(it item) {
 	q.mu.Lock()
@@ -98,35 +99,64 @@ func (q *queue) pop(done <-chan struct{}) (item, bool) {
 		if closed {
 			return item{}, false
 		}
+		q.b.starve(1)
 		select {
 		case <-q.wake:
+			q.b.starve(-1)
 		case <-done:
+			q.b.starve(-1)
 			return item{}, false
 		}
 	}
 }
 
-// budget counts the bytes of queued events against a limit. add never
-// blocks; the dispatcher calls wait when over.
+// budget counts the bytes of queued events against two limits. add never
+// blocks; the dispatcher calls waitBudget when over.
+//
+// limit is the memory bound (Options.Budget). window, at speed 0, is
+// smaller (Speed0Window): the dispatcher stops there while every session
+// has something queued, and reads on up to limit only for a session that
+// is starving (waiting for events with nothing queued). Starving sessions
+// decide it, not a byte count alone, because at speed 0 sessions drift
+// apart in log time: a fast session that drained its queue in the middle
+// of a transaction holds row locks that the sessions holding the window
+// wait for, and only reading its next events frees them.
+//
+// A waiting dispatcher is woken when the queues are down to three
+// quarters of what it waits on, not as soon as one event drains: it then
+// reads a batch of events in one go instead of waking once per event,
+// which on a small machine takes CPU from the server being measured.
 type budget struct {
-	limit   int64
-	used    atomic.Int64
-	waiting atomic.Bool
-	drained chan struct{} // capacity 1
+	limit, window int64
+	used          atomic.Int64
+	starving      atomic.Int64  // sessions waiting with nothing queued
+	waiting       atomic.Int64  // the level the dispatcher waits for; 0 when not waiting
+	drained       chan struct{} // capacity 1
 }
 
-func newBudget(limit int64) *budget {
-	return &budget{limit: limit, drained: make(chan struct{}, 1)}
+func newBudget(limit, window int64) *budget {
+	return &budget{limit: limit, window: min(window, limit), drained: make(chan struct{}, 1)}
 }
 
 func (b *budget) add(n int64) { b.used.Add(n) }
 
 func (b *budget) release(n int64) {
-	if b.used.Add(-n) <= b.limit && b.waiting.Load() {
-		select {
-		case b.drained <- struct{}{}:
-		default:
-		}
+	used := b.used.Add(-n)
+	if w := b.waiting.Load(); w > 0 && used <= w {
+		b.wakeDispatcher()
+	}
+}
+
+func (b *budget) starve(n int64) {
+	if b.starving.Add(n) > 0 && n > 0 && b.waiting.Load() > 0 {
+		b.wakeDispatcher()
+	}
+}
+
+func (b *budget) wakeDispatcher() {
+	select {
+	case b.drained <- struct{}{}:
+	default:
 	}
 }
 

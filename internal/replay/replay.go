@@ -23,6 +23,7 @@ type Replayer struct {
 	cache   *fingerprint.Cache
 	classes *classifier
 	budget  *budget
+	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
 	clk     atomic.Pointer[clock]
 	began   time.Time
 
@@ -43,12 +44,16 @@ func New(opts Options) (*Replayer, error) {
 	}
 	opts = opts.withDefaults()
 	n := min(max(2*runtime.GOMAXPROCS(0), 4), 32)
+	window := opts.Budget
+	if opts.Speed == 0 {
+		window = Speed0Window
+	}
 	r := &Replayer{
 		opts:    opts,
 		shards:  make([]*shard, n),
 		cache:   fingerprint.NewCache(0),
 		classes: newClassifier(),
-		budget:  newBudget(opts.Budget),
+		budget:  newBudget(opts.Budget, window),
 	}
 	for i := range r.shards {
 		r.shards[i] = newShard()
@@ -69,6 +74,14 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 	r.stopCh = stop.Done()
 	r.hard = hard
 	r.began = time.Now()
+	if r.opts.Speed > 0 && !r.opts.DryRun {
+		// A dry run issues nothing whose lateness matters, and its
+		// tests run in synctest bubbles, whose fake time a timerfd
+		// does not follow.
+		if r.waker = newPreciseWaker(); r.waker != nil {
+			defer r.waker.close()
+		}
+	}
 	res := &Result{Kind: "replay", DryRun: r.opts.DryRun, Speed: r.opts.Speed, Files: []string{}}
 	readErr := r.dispatch(src, res)
 	r.wg.Wait()

@@ -18,12 +18,17 @@ const (
 	SkipParamsTruncated = "parameters truncated"
 	SkipCopyData        = "copy data not in log"
 	SkipNotReadOnly     = "not read-only"
-	SkipConnectFailed   = "connection failed"
-	SkipConnectionLost  = "connection lost"
-	SkipInterrupted     = "interrupted"
+	// With --read-only, an SQL-level EXECUTE whose PREPARE the session
+	// did not show (it ran before the log or the --start window), so
+	// whether it writes is unknown; or whose PREPARE was skipped.
+	SkipExecuteUnknown = "EXECUTE of a statement prepared outside the log"
+	SkipPrepareSkipped = "EXECUTE of a statement whose PREPARE was skipped"
+	SkipConnectFailed  = "connection failed"
+	SkipConnectionLost = "connection lost"
+	SkipInterrupted    = "interrupted"
 )
 
-var skipReasons = []string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
+var skipReasons = []string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped, SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
 
 func skipIndex(reason string) int { return slices.Index(skipReasons, reason) }
 
@@ -172,7 +177,7 @@ type ReaderCounts struct {
 // reads them.
 type counters struct {
 	total, executed, failed, empty atomic.Int64
-	skipped                        [7]atomic.Int64 // by skipIndex
+	skipped                        [9]atomic.Int64 // by skipIndex
 
 	sessions, open, reconnects, connectFailed atomic.Int64
 	connectFailedAlike                        atomic.Int64

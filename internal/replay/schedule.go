@@ -8,14 +8,41 @@ import (
 // clock maps log time to wall time: a log time t is due at
 // start + (t - t0) / speed. The rate stays a float64 throughout: in
 // time.Duration arithmetic a speed of 0.5 would truncate to 0.
+//
+// At speed > 0 the clock starts only after the sessions of its first
+// moments have connected (see dispatcher.startClock): start is written
+// once, before ready is closed, and read only after ready is closed.
 type clock struct {
 	speed float64
 	start time.Time // wall time of t0, with its monotonic reading
 	t0    int64     // log time, µs since the epoch
+	ready chan struct{}
 }
 
 func newClock(speed float64, now time.Time, t0 int64) clock {
-	return clock{speed: speed, start: now, t0: t0}
+	c := clock{speed: speed, start: now, t0: t0, ready: make(chan struct{})}
+	close(c.ready)
+	return c
+}
+
+// newPendingClock returns a clock that has not started: setStart starts it.
+func newPendingClock(speed float64, t0 int64) *clock {
+	return &clock{speed: speed, t0: t0, ready: make(chan struct{})}
+}
+
+func (c *clock) setStart(now time.Time) {
+	c.start = now
+	close(c.ready)
+}
+
+// started reports whether start is set (and may be read).
+func (c *clock) started() bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // offset returns how long after start the log time t is due; negative for

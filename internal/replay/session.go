@@ -29,6 +29,12 @@ type session struct {
 	q *queue
 	// deps is the start barrier, at speed 0.
 	deps []dep
+	// warmed is closed after the first connection attempt at speed > 0,
+	// or when the session ends without one.
+	warmed    chan struct{}
+	warmClose bool
+	// wake is the session's channel for the precise waker.
+	wake chan struct{}
 
 	// dispatched is how many events the dispatcher routed here; only the
 	// dispatcher touches it. completed is how many this session finished.
@@ -41,13 +47,16 @@ type session struct {
 	hasWaiters atomic.Bool
 
 	// Owned by the session goroutine.
-	conn       *pgconn.PgConn
-	prepared   map[string]string // protocol-level statement name -> query
-	lost       bool              // the connection broke; reconnect
-	connected  bool              // connected at least once
-	failReason string            // set when connecting failed: skip the rest
-	failCode   string            // and the error, as counted in r.fails
-	failMsg    string
+	conn        *pgconn.PgConn
+	prepared    map[string]string  // protocol-level statement name -> query
+	sqlPrepared map[string]sqlPrep // SQL-level PREPAREs seen, with --read-only
+	pbuf        []byte             // parameters of the execution in flight
+	params      [][]byte
+	lost        bool   // the connection broke; reconnect
+	connected   bool   // connected at least once
+	failReason  string // set when connecting failed: skip the rest
+	failCode    string // and the error, as counted in r.fails
+	failMsg     string
 }
 
 type dep struct {
@@ -64,15 +73,43 @@ func (r *Replayer) newSession(ev *event.Event, clk *clock) *session {
 	n := r.nsessions
 	r.nsessions++
 	return &session{
-		r:     r,
-		clk:   clk,
-		shard: r.shards[n%len(r.shards)],
-		id:    ev.Session,
-		user:  mapped(r.opts.UserMap, ev.User),
-		db:    mapped(r.opts.DatabaseMap, ev.Database),
-		app:   ev.Application,
-		q:     newQueue(),
+		r:      r,
+		clk:    clk,
+		shard:  r.shards[n%len(r.shards)],
+		id:     ev.Session,
+		user:   mapped(r.opts.UserMap, ev.User),
+		db:     mapped(r.opts.DatabaseMap, ev.Database),
+		app:    ev.Application,
+		q:      newQueue(r.budget),
+		warmed: make(chan struct{}),
 	}
+}
+
+// warmDone closes warmed, once.
+func (s *session) warmDone() {
+	if !s.warmClose {
+		s.warmClose = true
+		close(s.warmed)
+	}
+}
+
+// connectAhead opens the connection ConnectAhead before the session's first
+// event is due, at speed > 0: before the clock starts for the sessions of
+// the warm-up, else by the clock.
+func (s *session) connectAhead(it item, t *time.Timer) {
+	defer s.warmDone()
+	switch it.ev.Kind {
+	case event.Connect, event.Statement, event.Execute:
+	default:
+		return
+	}
+	if s.r.opts.DryRun || s.conn != nil || s.failReason != "" {
+		return
+	}
+	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.ConnectAhead), s.r.stopCh) {
+		return
+	}
+	s.connect()
 }
 
 func (s *session) run() {
@@ -86,10 +123,13 @@ func (s *session) run() {
 	s.deps = nil
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	for {
+	for first := true; ; first = false {
 		it, ok := s.q.pop(r.stopCh)
 		if !ok {
 			break
+		}
+		if first && s.clk.speed > 0 {
+			s.connectAhead(it, timer)
 		}
 		s.handle(it, timer)
 		s.done(it)
@@ -128,6 +168,7 @@ func (s *session) done(it item) {
 }
 
 func (s *session) exit() {
+	s.warmDone()
 	s.closeConn()
 	s.wmu.Lock()
 	s.exited.Store(true)
@@ -188,7 +229,17 @@ func (s *session) waitDue(it item, t *time.Timer) bool {
 	if s.clk.speed == 0 {
 		return !s.r.stopped()
 	}
-	return waitUntil(t, s.clk.start.Add(it.due), s.r.stopCh)
+	if !s.clk.started() {
+		select {
+		case <-s.clk.ready:
+		case <-s.r.stopCh:
+			return false
+		}
+	}
+	if s.wake == nil && s.r.waker != nil {
+		s.wake = make(chan struct{}, 1)
+	}
+	return sessionWait(s.r.waker, t, s.wake, s.clk.start.Add(it.due), s.r.stopCh)
 }
 
 // connect opens the session's connection, or records why it cannot.
@@ -232,6 +283,7 @@ func (s *session) connect() bool {
 	s.lost = false
 	s.connected = true
 	s.prepared = nil
+	clear(s.sqlPrepared) // a new connection has none
 	r.c.open.Add(1)
 	r.opts.Observer.SessionOpened()
 	return true

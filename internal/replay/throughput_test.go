@@ -1,0 +1,298 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// BenchmarkSpeed0Experiment takes apart where speed-0 throughput goes. On
+// one server, after capturing a pgbench log, it runs in turn, BENCH_ROUNDS
+// (3) times: pgbench without logging, a bare pgconn loop that runs the
+// captured statements of each session from memory on its own goroutine
+// (no log reading, no queues, no accounting: the least a Go client can
+// do), and the replay engine. The three rates of a round are measured
+// within seconds of each other on the same server. BENCH_PROFILE=DIR
+// writes CPU, block and mutex profiles of the replays there.
+func BenchmarkSpeed0Experiment(b *testing.B) {
+	clients := envInt("BENCH_CLIENTS", 8)
+	secs := envInt("BENCH_SECONDS", 10)
+	rounds := envInt("BENCH_ROUNDS", 3)
+	c, files := capturePgbench(b, clients, secs)
+	perSession := loadExecutions(b, files[len(files)-1])
+	profDir := os.Getenv("BENCH_PROFILE")
+	if profDir != "" {
+		runtime.SetBlockProfileRate(10_000) // one sample per 10 µs blocked
+		runtime.SetMutexProfileFraction(10)
+	}
+	for b.Loop() {
+		for round := range rounds {
+			ch0 := cpuTime(syscall.RUSAGE_CHILDREN)
+			base := pgbenchRate(b, c, clients, secs)
+			pgbenchCPU := (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
+			self0 := cpuTime(syscall.RUSAGE_SELF)
+			bare := bareRate(b, c, perSession)
+			bareCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+			self0 = cpuTime(syscall.RUSAGE_SELF)
+			var stop func()
+			if profDir != "" {
+				stop = startProfiles(b, profDir, round)
+			}
+			tl := &timeline{start: time.Now()}
+			res := replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Observer: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
+			if stop != nil {
+				stop()
+			}
+			ran := float64(res.Statements.Executed + res.Statements.Failed)
+			replayCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / ran
+			rate := ran / res.WallSeconds
+			b.Logf("round %d: client CPU per statement: pgbench %.1f µs, bare %.1f µs, replay %.1f µs",
+				round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
+			b.Logf("round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
+				round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
+			b.Logf("round %d: replay statements per 500 ms: %v", round+1, tl.buckets())
+		}
+	}
+}
+
+// capturePgbench starts a cluster, initializes pgbench and captures secs
+// seconds of pgbench -M prepared with clients connections in the log.
+func capturePgbench(b *testing.B, clients, secs int) (*pgcluster.Cluster, []string) {
+	ctx := context.Background()
+	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+		"logging_collector": "on", "log_destination": "stderr", "log_line_prefix": workload.LogLinePrefix,
+		"lc_messages": "C", "log_rotation_size": "0", "max_connections": "300",
+	}})
+	if _, err := c.Pgbench(ctx, "-i", "-q", "-s", "10", "postgres"); err != nil {
+		b.Fatal(err)
+	}
+	setLogging(b, c, true)
+	pgbenchRate(b, c, clients, secs)
+	setLogging(b, c, false)
+	files, err := c.LogFiles("*.log")
+	if err != nil || len(files) == 0 {
+		b.Fatal(files, err)
+	}
+	return c, files
+}
+
+func setLogging(b *testing.B, c *pgcluster.Cluster, on bool) {
+	v := map[bool][3]string{true: {"0", "on", "on"}, false: {"-1", "off", "off"}}[on]
+	for _, sql := range []string{
+		"ALTER SYSTEM SET log_min_duration_statement = " + v[0],
+		"ALTER SYSTEM SET log_connections = " + v[1],
+		"ALTER SYSTEM SET log_disconnections = " + v[2],
+		"SELECT pg_reload_conf()",
+	} {
+		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// pgbenchRate runs pgbench -M prepared (tpcb-like: 7 statements a
+// transaction) and returns its statements/s.
+func pgbenchRate(b *testing.B, c *pgcluster.Cluster, clients, secs int) float64 {
+	cl, s := itoa(clients), itoa(secs)
+	out, err := c.Pgbench(context.Background(), "-n", "-M", "prepared", "-c", cl, "-j", cl, "-T", s, "postgres")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := tpsRe.FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("pgbench output: %s", out)
+	}
+	return atof(string(m[1])) * 7 / float64(secs)
+}
+
+// loadExecutions reads the executions of a log into memory, by session.
+func loadExecutions(b *testing.B, path string) map[string][]*event.Event {
+	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	m := map[string][]*event.Event{}
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ev.IsExecution() && ev.Database == "postgres" {
+			m[ev.Session] = append(m[ev.Session], ev)
+		}
+	}
+	return m
+}
+
+// bareRate runs each session's executions from memory on its own
+// goroutine and connection, with nothing around them.
+func bareRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]*event.Event) float64 {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var n int
+	conns := map[string]*pgconn.PgConn{}
+	for id := range perSession {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns[id] = conn
+	}
+	start := time.Now()
+	for id, evs := range perSession {
+		conn := conns[id]
+		wg.Go(func() {
+			defer conn.Close(ctx)
+			prepared := map[string]bool{}
+			params := make([][]byte, 0, 8)
+			for _, ev := range evs {
+				var err error
+				switch {
+				case ev.Kind == event.Statement:
+					_, err = conn.Exec(ctx, ev.Query).ReadAll()
+				case ev.Name != "":
+					if !prepared[ev.Name] {
+						if _, err := conn.Prepare(ctx, ev.Name, ev.Query, nil); err != nil {
+							b.Error(err)
+							return
+						}
+						prepared[ev.Name] = true
+					}
+					params = params[:0]
+					for _, p := range ev.Params {
+						params = append(params, []byte(p.Value))
+					}
+					_, err = conn.ExecPrepared(ctx, ev.Name, params, nil, nil).Close()
+				default:
+					params = params[:0]
+					for _, p := range ev.Params {
+						params = append(params, []byte(p.Value))
+					}
+					_, err = conn.ExecParams(ctx, ev.Query, params, nil, nil, nil).Close()
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			mu.Lock()
+			n += len(evs)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func startProfiles(b *testing.B, dir string, round int) func() {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	name := func(kind string) string { return filepath.Join(dir, kind+"-"+itoa(round+1)+".pprof") }
+	f, err := os.Create(name("cpu"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		for _, kind := range []string{"block", "mutex"} {
+			pf, err := os.Create(name(kind))
+			if err != nil {
+				b.Fatal(err)
+			}
+			pprof.Lookup(kind).WriteTo(pf, 0)
+			pf.Close()
+		}
+	}
+}
+
+// cpuTime is the user+system CPU seconds of who (RUSAGE_SELF or
+// RUSAGE_CHILDREN, the children waited for).
+func cpuTime(who int) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+func nExec(m map[string][]*event.Event) int {
+	n := 0
+	for _, evs := range m {
+		n += len(evs)
+	}
+	return n
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func atof(s string) float64 {
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
+}
+
+// replayLog replays a log whose log_line_prefix is prefix.
+func replayLog(b testing.TB, path, prefix string, opts Options) *Result {
+	rd, err := logread.Open(path, logread.Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	r, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), context.Background(), []Source{rd})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// timeline counts statements per 500 ms, to see the start and the tail.
+type timeline struct {
+	nopObserver
+	start time.Time
+	mu    sync.Mutex
+	n     []int
+}
+
+func (t *timeline) Statement(Sample) {
+	i := int(time.Since(t.start) / (500 * time.Millisecond))
+	t.mu.Lock()
+	for len(t.n) <= i {
+		t.n = append(t.n, 0)
+	}
+	t.n[i]++
+	t.mu.Unlock()
+}
+
+func (t *timeline) buckets() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
