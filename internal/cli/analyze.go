@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 )
 
@@ -29,6 +32,10 @@ type analyzeFlags struct {
 	jobs     int
 	top      int
 	hist     bool
+	// findings
+	findings   bool
+	dsn        string
+	serverCPUs int
 }
 
 func newAnalyzeCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -58,6 +65,9 @@ partial, and the exit code is 1.
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
 	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps the workload falls into")
+	fl.StringVar(&f.dsn, "dsn", "", "a server with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the production server, for the hot-queryid finding")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.IntVar(&f.top, "top", 10, "queries shown in each top list (0 for none)")
@@ -75,6 +85,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	format, err := logread.ParseFormat(f.format)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if f.serverCPUs < 0 {
+		return usageError("--server-cpus must not be negative, got %d", f.serverCPUs)
 	}
 	if f.jobs < 1 {
 		return usageError("-j must be at least 1, got %d", f.jobs)
@@ -119,10 +132,23 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 
 	prog := newProgress(stdio.Stderr, readers)
 	sources := make([]analyze.Source, len(readers))
-	for i, r := range readers {
-		sources[i] = &logSource{r: r, bar: prog.bar}
+	cache := fingerprint.NewCache(0)
+	// Findings that need a server also need what only the events show
+	// (logged parameter values, a sample execution to explain): they are
+	// observed on the way, which costs reading speed, so only then.
+	var obs *findings.Observer
+	if f.findings && f.dsn != "" {
+		obs = findings.NewObserver(cache)
 	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Hist: f.hist})
+	for i, r := range readers {
+		ls := &logSource{r: r, bar: prog.bar}
+		if obs != nil {
+			sources[i] = &observedSource{logSource: ls, obs: obs}
+		} else {
+			sources[i] = ls
+		}
+	}
+	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Hist: f.hist, Cache: cache})
 	prog.done(err == nil && !res.Partial)
 	if err != nil {
 		return err
@@ -131,8 +157,28 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if err := analyze.WriteSummary(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
+	out := analysisOutput{Result: res}
+	if f.findings && !res.Partial {
+		in := findings.Input{Workload: findings.FromAnalysis(res, strings.Join(res.Files, ", ")), ServerCPUs: f.serverCPUs}
+		if f.serverCPUs > 0 {
+			in.CPUSource = "--server-cpus"
+		}
+		if obs != nil {
+			in.Observed = obs.Result()
+		}
+		closeConn, err := connectFindings(ctx, f.dsn, false, &in)
+		if err != nil {
+			return err
+		}
+		out.Findings = findings.Evaluate(ctx, in, findings.Options{})
+		closeConn()
+		fmt.Fprintln(summaryOut)
+		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+			return fmt.Errorf("write findings: %w", err)
+		}
+	}
 	if f.jsonPath != "" {
-		if err := writeJSON(stdio.Stdout, f.jsonPath, res); err != nil {
+		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
 			return err
 		}
 	}
@@ -142,7 +188,15 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	return nil
 }
 
-func writeJSON(stdout io.Writer, path string, res *analyze.Result) (err error) {
+// analysisOutput is what analyze --json writes: the analysis, and its
+// findings under "findings" (the analyze package cannot hold them: the
+// findings are computed from an analysis).
+type analysisOutput struct {
+	*analyze.Result
+	Findings *findings.Report `json:"findings,omitempty"`
+}
+
+func writeJSON(stdout io.Writer, path string, res any) (err error) {
 	w := stdout
 	if path != "-" {
 		file, err := os.Create(path)

@@ -145,3 +145,38 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestAnalyzePrintsFindings: analyze names the traps it can see without a
+// server (here the errors), says which it could not evaluate and why, and
+// puts the findings in its JSON.
+func TestAnalyzePrintsFindings(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "a.json")
+	code, stdout, stderr := runCLI(context.Background(), "", "analyze", "--prefix", testPrefix, "--json", jsonPath, smallLog)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"errors", "Not evaluated:", "missing-index: no connection to the server"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	var out struct {
+		Kind     string `json:"kind"`
+		Findings struct {
+			Findings []struct {
+				ID string `json:"id"`
+			} `json:"findings"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Kind != "analysis" || len(out.Findings.Findings) == 0 || out.Findings.Findings[0].ID != "errors" {
+		t.Errorf("JSON findings: %+v", out)
+	}
+
+	code, stdout, _ = runCLI(context.Background(), "", "analyze", "--findings=false", "--prefix", testPrefix, smallLog)
+	if code != ExitOK || strings.Contains(stdout, "Not evaluated") {
+		t.Errorf("--findings=false still printed findings (exit %d):\n%s", code, stdout)
+	}
+}

@@ -122,20 +122,11 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 			return usageError("--baseline %s is not an analysis or replay JSON", f.baseline)
 		}
 	}
-	if f.dsn != "" {
-		conn, err := pgx.Connect(ctx, f.dsn)
-		if err != nil {
-			return fmt.Errorf("connect: %w", err)
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
-			return fmt.Errorf("read the catalog: %w", err)
-		}
-		in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: f.explainAnalyze}
-		if in.ServerCPUs == 0 && isLocal(conn.Config().Host) {
-			in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
-		}
+	closeConn, err := connectFindings(ctx, f.dsn, f.explainAnalyze, &in)
+	if err != nil {
+		return err
 	}
+	defer closeConn()
 	rep := findings.Evaluate(ctx, in, f.opts)
 
 	out := stdio.Stdout
@@ -161,6 +152,29 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		}
 	}
 	return nil
+}
+
+// connectFindings fills in's server inputs from dsn (nothing when it is
+// empty): the catalog, an Explainer, and the CPU count of a local server
+// when --server-cpus did not give it. The connection is read-only use.
+func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *findings.Input) (func(), error) {
+	if dsn == "" {
+		return func() {}, nil
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect for findings: %w", err)
+	}
+	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
+	if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
+		closeConn()
+		return nil, fmt.Errorf("read the catalog: %w", err)
+	}
+	in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: explainAnalyze}
+	if in.ServerCPUs == 0 && isLocal(conn.Config().Host) {
+		in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
+	}
+	return closeConn, nil
 }
 
 // readResult reads an analysis or replay JSON, or returns nil when path is
