@@ -145,10 +145,8 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 			return err
 		}
 	}
-	for _, c := range []*pgcluster.Cluster{prod, cand} {
-		if err := enableStatementLog(ctx, c); err != nil {
-			return err
-		}
+	if err := enableStatementLog(ctx, prod); err != nil {
+		return err
 	}
 
 	say("production traffic: pgbench -M prepared, %d transactions/s for %v", f.rate, f.duration)
@@ -162,15 +160,19 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		return err
 	}
 
-	steps := [][]string{
-		{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix, "--json", out("baseline.json"), prodLog},
-		{"replay", "--target", cand.DSN("postgres"), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
-			"--format", "stderr", "--prefix", demoPrefix, "--json", out("replay.json"), prodLog},
+	if err := runStep(ctx, stdio, say, []string{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix,
+		"--json", out("baseline.json"), prodLog}); err != nil {
+		return err
 	}
-	for _, args := range steps {
-		if err := runStep(ctx, stdio, say, args); err != nil {
-			return err
-		}
+	// The candidate logs from just before the replay, so that both runs'
+	// timelines start with their traffic.
+	if err := enableStatementLog(ctx, cand); err != nil {
+		return err
+	}
+	if err := runStep(ctx, stdio, say, []string{"replay", "--target", cand.DSN("postgres"),
+		"--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+		"--format", "stderr", "--prefix", demoPrefix, "--json", out("replay.json"), prodLog}); err != nil {
+		return err
 	}
 	candLog, err := stoppedLog(cand)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
@@ -24,6 +25,7 @@ type reportFlags struct {
 	failOn      []string
 	top         int
 	minEffectMS float64
+	findings    bool
 	minCalls    int64
 	allowMixed  bool
 }
@@ -62,7 +64,7 @@ comparison (schema: docs/report-json.md), to standard output with
 `,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(stdio, f, args)
+			return runReport(cmd.Context(), stdio, f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -72,11 +74,12 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in each run for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", 0, "fewest milliseconds a query's mean, p50 or p95 must grow by to be called a regression")
+	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
 	return cmd
 }
 
-func runReport(stdio IO, f reportFlags, paths []string) error {
+func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) error {
 	rules, err := compare.ParseRules(f.failOn)
 	if err != nil {
 		return usageError("--fail-on: %v", err)
@@ -97,6 +100,7 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 		return usageError(`--json and --html cannot both go to standard output`)
 	}
 	runs := make([]*compare.Run, len(paths))
+	workloads := make([]*findings.Workload, len(paths))
 	for i, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -108,6 +112,8 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 		if runs[i], err = compare.Parse(data, p); err != nil {
 			return err
 		}
+		// A result findings cannot read only loses the findings.
+		workloads[i], _ = findings.ParseResult(data, p)
 	}
 
 	var rep *compare.Report
@@ -132,11 +138,25 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 	if err := compare.WriteText(summaryOut, rep, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
+	// Findings of the last result (the candidate), judged against the
+	// first when there are two: errors that appear only on the target.
+	var frep *findings.Report
+	if last := workloads[len(workloads)-1]; f.findings && last != nil {
+		in := findings.Input{Workload: last}
+		if len(workloads) == 2 {
+			in.Baseline = workloads[0]
+		}
+		frep = findings.Evaluate(ctx, in, findings.Options{})
+		fmt.Fprintln(summaryOut)
+		if err := findings.WriteText(summaryOut, frep); err != nil {
+			return fmt.Errorf("write findings: %w", err)
+		}
+	}
 	if f.jsonPath != "" {
 		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
+			return enc.Encode(reportOutput{Report: rep, Findings: frep})
 		}); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
@@ -145,6 +165,9 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 		page := htmlreport.ComparisonPage(rep, htmlreport.ComparisonOptions{Top: min(f.top, 12),
 			Footer: fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
 				rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)})
+		if frep != nil {
+			page.Sections = append(page.Sections, findings.Section(frep))
+		}
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
 		}
@@ -156,6 +179,13 @@ func runReport(stdio IO, f reportFlags, paths []string) error {
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	}
 	return nil
+}
+
+// reportOutput is what report --json writes: the comparison, and the
+// findings under "findings".
+type reportOutput struct {
+	*compare.Report
+	Findings *findings.Report `json:"findings,omitempty"`
 }
 
 // writeOutput renders into memory first so that a failed render leaves no
