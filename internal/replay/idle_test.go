@@ -1,0 +1,132 @@
+package replay
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+// idleLog is n sessions that connect over the first second, run one
+// statement, stay idle for idle, then run one more and disconnect.
+func idleLog(n int, idle time.Duration) *testLog {
+	var l testLog
+	for i := range n {
+		at := time.Duration(i) * time.Second / time.Duration(n)
+		s := l.session("postgres", "postgres", at)
+		s.query(at+10*time.Millisecond, 50*time.Microsecond, "SELECT 1")
+		s.query(time.Second+idle+at, 50*time.Microsecond, "SELECT now()")
+		s.disconnect(time.Second + idle + at + 10*time.Millisecond)
+	}
+	return &l
+}
+
+// idleProbe measures the replaying process between the first statement of
+// the last session and the first "SELECT now()": every session is open and
+// idle then. It takes its readings in the Observer, so no sleep decides
+// when they are taken.
+type idleProbe struct {
+	nopObserver
+	n        int64
+	mu       sync.Mutex
+	first    int64
+	cpu0     float64
+	t0       time.Time
+	cpu, rss float64
+	wall     time.Duration
+	done     bool
+}
+
+func (p *idleProbe) Statement(s Sample) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	if s.Fingerprint == fp("SELECT 1") {
+		if p.first++; p.first == p.n {
+			p.cpu0, p.t0 = cpuTime(syscall.RUSAGE_SELF), time.Now()
+		}
+		return
+	}
+	if p.first == p.n && s.Fingerprint == fp("SELECT now()") {
+		p.cpu, p.wall = cpuTime(syscall.RUSAGE_SELF)-p.cpu0, time.Since(p.t0)
+		p.rss = rssMB()
+		p.done = true
+	}
+}
+
+// rssMB is the resident set of this process, in MB.
+func rssMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// TestIdleSessionsDryRun: 10,000 sessions open at once and idle for 4 s
+// (a dry run: the replayer's own cost, no connections) cost little memory
+// each and no CPU while idle.
+func TestIdleSessionsDryRun(t *testing.T) {
+	const n = 10_000
+	path := idleLog(n, 4*time.Second).write(t)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	probe := &idleProbe{n: n}
+	res := replayFile(t, path, Options{Speed: 1, DryRun: true, Observer: probe})
+	if res.Sessions.Total != n || res.Statements.Executed != 2*n {
+		t.Fatalf("sessions %d, executed %d; want %d, %d", res.Sessions.Total, res.Statements.Executed, n, 2*n)
+	}
+	if !probe.done {
+		t.Fatal("the idle interval was never measured")
+	}
+	cpuShare := probe.cpu / probe.wall.Seconds()
+	t.Logf("%d idle sessions: %.3f s CPU over %.2f s idle (%.1f%% of a core), RSS %.0f MB", n, probe.cpu, probe.wall.Seconds(), 100*cpuShare, probe.rss)
+	if probe.wall < 2*time.Second {
+		t.Errorf("idle interval %v, want about 3 s", probe.wall)
+	}
+	if cpuShare > 0.02 {
+		t.Errorf("idle sessions used %.1f%% of a core, want < 2%%", 100*cpuShare)
+	}
+	if probe.rss > 400 {
+		t.Errorf("RSS %.0f MB with %d idle sessions in a dry run, want < 400 MB", probe.rss, n)
+	}
+}
+
+// BenchmarkIdleSessions replays BENCH_SESSIONS (2,000) sessions that open
+// over one second, stay idle for 5 s, and end, against a real server
+// (max_connections raised to fit), and reports the replayer's RSS with
+// every session open and the CPU it used while they were idle.
+func BenchmarkIdleSessions(b *testing.B) {
+	n := envInt("BENCH_SESSIONS", 2000)
+	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+		"max_connections": strconv.Itoa(n + 20), "shared_buffers": "128MB",
+	}})
+	path := idleLog(n, 5*time.Second).write(b)
+	for b.Loop() {
+		probe := &idleProbe{n: int64(n)}
+		res := replayFile(b, path, Options{Target: c.DSN("postgres"), Speed: 1, Observer: probe, ConnectTimeout: 2 * time.Minute})
+		if res.Sessions.ConnectFailed > 0 || !probe.done {
+			b.Fatalf("connect failures %d (%v), idle interval measured %v", res.Sessions.ConnectFailed, res.Sessions.ConnectFailures, probe.done)
+		}
+		b.ReportMetric(probe.rss, "rss_MB")
+		b.ReportMetric(probe.rss*1024/float64(n), "rss_KB/session")
+		b.ReportMetric(100*probe.cpu/probe.wall.Seconds(), "idle_cpu_%")
+		b.Logf("%d sessions open and idle: RSS %.0f MB (%.0f KB a session), %.3f s CPU over %.2f s idle; lag %+v ms",
+			n, probe.rss, probe.rss*1024/float64(n), probe.cpu, probe.wall.Seconds(), *res.Lag)
+	}
+}
