@@ -40,6 +40,8 @@ type replayFlags struct {
 	userMap, dbMap   []string
 	metricsAddr      string
 	grace            time.Duration
+	targetLogs       []string
+	targetLogPrefix  string
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -74,6 +76,17 @@ statement and session counts, schedule lag, errors by SQLSTATE and the
 original's failures against the target's) is summarized on standard output
 and written as JSON with --json FILE ("-" for standard output).
 
+With --target-log PATH (the target's server log, as the target writes it
+during the replay), the replay afterwards reads the part of it written since
+the replay began, matches its statements to the replay's connections by
+session (each connection's backend pid and start time, the %c session id)
+and order, and reports server-side durations per query: queries then hold
+the target's own durations (latency_source "server_log"), and the client's
+round trips move to client_queries, so that the two are never compared with
+each other. The target needs log_min_duration_statement = 0, a
+log_line_prefix with %p and %c, and lc_messages = 'C'; the replay fails when
+its log does not have them.
+
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than
 --max-error-rate percentage points. Ctrl-C stops issuing statements and lets
@@ -105,6 +118,8 @@ code is 1.
 	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
 	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
+	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
+	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
 	return cmd
 }
@@ -191,11 +206,19 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		cancelHard()
 	}()
 
+	var tlogs *targetLogs
+	if len(f.targetLogs) > 0 {
+		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)
+	}
 	stopLine := startProgressLine(stdio.Stderr, r, pos)
 	res, runErr := r.Run(ctx, hard, sources)
 	stopLine()
 	if res == nil {
 		return runErr
+	}
+	var tlErr error
+	if tlogs != nil && runErr == nil {
+		tlErr = tlogs.serverSide(hard, r, f.target, res)
 	}
 	if err := writeReplaySummary(summaryOut, res); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -207,6 +230,9 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if tlErr != nil {
+		return tlErr
 	}
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")
@@ -256,6 +282,9 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 	}
 	if f.target == "" && !f.dryRun {
 		return opts, usageError("--target is required (or --dry-run)")
+	}
+	if len(f.targetLogs) > 0 && f.dryRun {
+		return opts, usageError("--target-log needs a replay that runs: not with --dry-run")
 	}
 	if f.speed < 0 {
 		return opts, usageError("--speed must be 0 (as fast as possible) or positive, got %v", f.speed)
@@ -444,6 +473,16 @@ func writeReplaySummary(w io.Writer, res *replay.Result) error {
 		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
 	for _, k := range sortedKeys(res.ErrorsBySQLState) {
 		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
+	}
+	if tl := res.TargetLog; tl != nil {
+		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
+			tl.Executions, tl.ConnectionsFound, tl.Connections, tl.ExecutionsMatched)
+		if len(tl.Mismatched) > 0 {
+			fmt.Fprintf(&b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
+		}
+		b.WriteString("; client round trips are under client_queries\n")
+	} else if !res.DryRun {
+		b.WriteString("  latency:    client round trips (network and client time included); --target-log gives server-side durations\n")
 	}
 	if rd := res.Reader; rd.OverBudget > 0 {
 		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)

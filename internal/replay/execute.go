@@ -258,6 +258,12 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		latUS = latency.Microseconds()
 	}
 	at := issued.UnixMicro()
+	if rec := s.rec; rec != nil && !r.opts.DryRun {
+		rec.sent++
+		for _, it := range items {
+			rec.order = chain(rec.order, it.Fingerprint)
+		}
+	}
 	sh := s.shard
 	sh.mu.Lock()
 	for i, it := range items {

@@ -24,6 +24,7 @@ type Replayer struct {
 	classes *classifier
 	budget  *budget
 	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	conns   connLog       // every connection opened, for ServerSide
 	clk     atomic.Pointer[clock]
 	began   time.Time
 
@@ -82,7 +83,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 			defer r.waker.close()
 		}
 	}
-	res := &Result{Kind: "replay", DryRun: r.opts.DryRun, Speed: r.opts.Speed, Files: []string{}}
+	res := &Result{Kind: "replay", DryRun: r.opts.DryRun, Speed: r.opts.Speed, Files: []string{}, LatencySource: LatencyClient}
 	readErr := r.dispatch(src, res)
 	r.wg.Wait()
 	if readErr != nil || r.stopped() {

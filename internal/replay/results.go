@@ -68,13 +68,26 @@ type Result struct {
 	Filtered Filtered      `json:"filtered"`
 	Reader   ReaderCounts  `json:"reader"`
 
-	Files     []string         `json:"files"`
-	FirstTime string           `json:"first_time,omitempty"`
-	LastTime  string           `json:"last_time,omitempty"`
-	Queries   []querystats.Row `json:"queries"`
+	Files     []string `json:"files"`
+	FirstTime string   `json:"first_time,omitempty"`
+	LastTime  string   `json:"last_time,omitempty"`
+	// LatencySource says where the figures of Queries were measured:
+	// LatencyClient (round trips timed by the replayer), or
+	// LatencyServerLog (the target's own log, see Replayer.ServerSide).
+	// The two are never mixed in one list: a client round trip adds
+	// network and client time that a server-side figure does not have.
+	LatencySource string           `json:"latency_source"`
+	Queries       []querystats.Row `json:"queries"`
+	// ClientQueries are the client-side figures when Queries are
+	// server-side; absent otherwise (Queries are then the client's).
+	ClientQueries []querystats.Row `json:"client_queries,omitempty"`
+	// TargetLog describes the target's log when Queries come from it.
+	TargetLog *TargetLog `json:"target_log,omitempty"`
 
-	// Set holds the per-query figures behind Queries.
-	Set *querystats.Set `json:"-"`
+	// Set holds the per-query figures behind Queries; ClientSet those
+	// behind ClientQueries.
+	Set       *querystats.Set `json:"-"`
+	ClientSet *querystats.Set `json:"-"`
 }
 
 // StatementCounts: Total == Executed + Failed + sum(Skipped), always.

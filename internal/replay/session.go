@@ -35,6 +35,8 @@ type session struct {
 	warmClose bool
 	// wake is the session's channel for the precise waker.
 	wake chan struct{}
+	// rec is the connection in use, as ServerSide matches it.
+	rec *connRecord
 
 	// dispatched is how many events the dispatcher routed here; only the
 	// dispatcher touches it. completed is how many this session finished.
@@ -262,7 +264,12 @@ func (s *session) connect() bool {
 			ctx, cancel = context.WithTimeout(ctx, r.opts.ConnectTimeout)
 			defer cancel()
 		}
+		begin := time.Now()
 		s.conn, err = pgconn.ConnectConfig(ctx, cfg)
+		if err == nil {
+			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
+			r.conns.add(s.rec)
+		}
 	}
 	if err != nil {
 		s.conn = nil

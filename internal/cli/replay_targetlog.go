@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+)
+
+// targetLogWait bounds how long the target's log may take to show the
+// end of the replay: the server's logging collector writes asynchronously.
+const targetLogWait = 20 * time.Second
+
+// targetLogs is the --target-log files, with where each ended before the
+// replay: only what comes after is read.
+type targetLogs struct {
+	paths   []string
+	prefix  string
+	offsets []int64
+}
+
+// noteTargetLogs records the sizes of the target's log files before the
+// replay. A file that does not exist yet starts at 0.
+func noteTargetLogs(paths []string, prefix string) *targetLogs {
+	tl := &targetLogs{paths: paths, prefix: prefix, offsets: make([]int64, len(paths))}
+	for i, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			tl.offsets[i] = st.Size()
+		}
+	}
+	return tl
+}
+
+// serverSide waits until the target's log shows a marker statement sent
+// after the replay (so it holds every statement of the replay: a backend
+// logs a statement before it answers, and the collector writes in the
+// order it receives), then reads the part of the log written since the
+// replay began and puts its server-side durations in res.
+func (tl *targetLogs) serverSide(ctx context.Context, r *replay.Replayer, target string, res *replay.Result) error {
+	marker, err := sendMarker(ctx, target)
+	if err != nil {
+		return fmt.Errorf("--target-log: %w", err)
+	}
+	if err := tl.waitFor(ctx, marker); err != nil {
+		return err
+	}
+	var sources []replay.Source
+	for i, p := range tl.paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("--target-log: %w", err)
+		}
+		defer f.Close()
+		if _, err := f.Seek(tl.offsets[i], io.SeekStart); err != nil {
+			return fmt.Errorf("--target-log: %w", err)
+		}
+		rd, err := logread.NewReader(f, p, logread.Options{Prefix: tl.prefix})
+		if err != nil {
+			if errors.Is(err, logread.ErrUnknownPrefix) {
+				return fmt.Errorf("--target-log %s: %w; or give it with --target-log-prefix", p, err)
+			}
+			return fmt.Errorf("--target-log %s: %w", p, err)
+		}
+		if rd.Format() == logread.FormatStderr {
+			pf := rd.Prefix()
+			if !strings.Contains(pf, "%c") || !strings.Contains(pf, "%p") {
+				return fmt.Errorf("--target-log %s: log_line_prefix %q lacks %%p or %%c: %w", p, pf, replay.ErrTargetLog)
+			}
+		}
+		sources = append(sources, rd)
+	}
+	return r.ServerSide(res, sources)
+}
+
+// sendMarker runs one statement on the target that names a random marker,
+// and returns the marker.
+func sendMarker(ctx context.Context, target string) (string, error) {
+	b := make([]byte, 8)
+	rand.Read(b)
+	marker := "pgrehearse replay end " + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, target)
+	if err != nil {
+		return "", fmt.Errorf("connect to the target to mark the end of the replay in its log: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT '"+marker+"'").ReadAll(); err != nil {
+		return "", fmt.Errorf("mark the end of the replay in the target's log: %w", err)
+	}
+	return marker, nil
+}
+
+// waitFor waits until one of the files shows marker past its offset.
+func (tl *targetLogs) waitFor(ctx context.Context, marker string) error {
+	deadline := time.Now().Add(targetLogWait)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for i, p := range tl.paths {
+			if fileHas(p, tl.offsets[i], marker) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--target-log %s: the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
+				strings.Join(tl.paths, ", "), marker, targetLogWait, replay.ErrTargetLog)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fileHas reports whether the file holds s after offset, reading it in
+// blocks (a long replay's log is large).
+func fileHas(path string, offset int64, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return false
+	}
+	buf := make([]byte, 1<<20)
+	keep := 0
+	for {
+		n, err := f.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], []byte(s)) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		// Keep the tail, in case s straddles two blocks.
+		tail := min(len(s), keep+n)
+		copy(buf, buf[keep+n-tail:keep+n])
+		keep = tail
+	}
+}
