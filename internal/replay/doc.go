@@ -59,7 +59,8 @@
 //     locks held by a session whose COMMIT is not read yet, so the wait
 //     watches progress: when no statement completes anywhere for
 //     StallTimeout, the dispatcher reads on past the budget (counted as
-//     reader.over_budget) until one does. Memory is bounded in every replay
+//     reader.over_budget) until one of the sessions that held the budget
+//     completes an event. Memory is bounded in every replay
 //     that makes progress, and no replay hangs on the budget.
 //
 // Queues are ring-like slices that shrink as they drain, so a session that
