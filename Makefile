@@ -9,7 +9,7 @@ TEST_FLAGS  ?=
 TEST_TIMEOUT ?= 20m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test bench fmt vet postgres
+.PHONY: all build demo test bench fmt vet postgres extensions
 
 all: build
 
@@ -20,7 +20,7 @@ demo: build postgres
 	./$(BIN) demo
 
 # go test prints its usual per-package lines; nothing here filters them.
-test: postgres
+test: postgres extensions
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 bench:
@@ -54,3 +54,20 @@ postgres:
 		echo "or set PG_BIN to the directory holding initdb, pg_ctl, postgres and pgbench." >&2; \
 		exit 1; \
 	fi
+
+# extensions installs, as root on Debian, the optional extensions that some
+# findings and evidence use when a server has them: hypopg (hypothetical
+# indexes, to check a suggested index) and pg_wait_sampling (wait events).
+# Their tests use them; elsewhere pgrehearse only detects them.
+extensions: postgres
+	@for d in /usr/lib/postgresql/*/lib; do \
+		v=$$(basename $$(dirname $$d)); \
+		[ -f "$$d/hypopg.so" ] && [ -f "$$d/pg_wait_sampling.so" ] && continue; \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y postgresql-$$v-hypopg postgresql-$$v-pg-wait-sampling || \
+			{ apt-get update && apt-get install -y postgresql-$$v-hypopg postgresql-$$v-pg-wait-sampling; }; \
+		else \
+			echo "optional: sudo apt-get install postgresql-$$v-hypopg postgresql-$$v-pg-wait-sampling" >&2; \
+		fi; \
+	done
