@@ -1,0 +1,142 @@
+package observe
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+)
+
+// activityQuery reads every client backend but the observer's. A backend
+// of another user shows null details to a role without
+// pg_read_all_stats; it still counts as a connection.
+const activityQueryPG14 = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+	coalesce(query_id, 0), coalesce(query, '')
+FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> '` + ApplicationName + `'`
+
+// From PostgreSQL 15, the sample also flushes the observer's own
+// statistics when it ends, so that pg_stat_database holds the observer's
+// transactions as soon as they are done, which readXacts subtracts.
+const flushPG15 = ", pg_stat_force_next_flush() f"
+
+// Before PostgreSQL 14 there is no query_id.
+const activityQueryOld = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+	0::bigint, coalesce(query, '')
+FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> '` + ApplicationName + `'`
+
+// maxQueryRefs bounds the distinct queries the wait profile keeps; past
+// it new ones count as "other".
+const maxQueryRefs = 5000
+
+// activity samples pg_stat_activity into the series.
+type activity struct {
+	query string
+	cache *fingerprint.Cache
+	// refText keeps, for a query id, a text seen with it, to fingerprint
+	// when pg_stat_statements never showed that id.
+	refText map[string]string
+	// queryWaits counts samples by query ref and wait event, over the
+	// whole observation.
+	queryWaits map[string]map[waitKey]int64
+	rounds     int64
+	samples    int64 // active backends seen, summed over rounds
+}
+
+func newActivity(c *Capabilities) *activity {
+	q := activityQueryOld
+	if c.ServerVersionNum >= 140000 {
+		q = activityQueryPG14
+	}
+	if c.ServerVersionNum >= 150000 {
+		q = strings.Replace(q, "FROM pg_stat_activity", "FROM pg_stat_activity"+flushPG15, 1)
+	}
+	return &activity{query: q, cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}}
+}
+
+func (a *activity) sample(ctx context.Context, conn *pgx.Conn, s *series, now time.Time) error {
+	rows, err := conn.Query(ctx, a.query)
+	if err != nil {
+		return err
+	}
+	var (
+		datid          uint32
+		state, typ, ev string
+		queryID        int64
+		text           string
+		conns, active  int64
+		idleTx         int64
+	)
+	type hit struct {
+		w   waitKey
+		ref string
+	}
+	var hits []hit
+	_, err = pgx.ForEachRow(rows, []any{&datid, &state, &typ, &ev, &queryID, &text}, func() error {
+		conns++
+		switch state {
+		case "active", "fastpath function call":
+		case "idle in transaction", "idle in transaction (aborted)":
+			idleTx++
+			return nil
+		default:
+			return nil
+		}
+		active++
+		if typ == "" {
+			// Running on CPU, or in a wait PostgreSQL does not
+			// instrument.
+			typ, ev = "CPU", "CPU"
+		}
+		hits = append(hits, hit{waitKey{typ, ev}, a.ref(datid, queryID, text)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b := s.at(now)
+	b.rounds++
+	b.conns += conns
+	b.active += active
+	b.idleTx += idleTx
+	b.maxConns = max(b.maxConns, conns)
+	for _, h := range hits {
+		b.waits[h.w]++
+		b.queries[h.ref]++
+		m := a.queryWaits[h.ref]
+		if m == nil {
+			m = map[waitKey]int64{}
+			a.queryWaits[h.ref] = m
+		}
+		m[h.w]++
+	}
+	a.rounds++
+	a.samples += active
+	return nil
+}
+
+// ref names the query a backend runs: "q:dbid:queryid" when the server
+// computes query ids (resolved through pg_stat_statements at the end),
+// else "f:fingerprint" of its text, "" when there is no text.
+func (a *activity) ref(datid uint32, queryID int64, text string) string {
+	if queryID != 0 {
+		r := "q:" + strconv.FormatUint(uint64(datid), 10) + ":" + strconv.FormatInt(queryID, 10)
+		if _, ok := a.refText[r]; !ok && len(a.refText) < maxQueryRefs {
+			a.refText[r] = text
+		}
+		return r
+	}
+	if text == "" {
+		return ""
+	}
+	items := a.cache.Get(text)
+	if len(items) == 0 {
+		return ""
+	}
+	return "f:" + items[0].Fingerprint
+}

@@ -1,0 +1,37 @@
+// Package observe collects server-side evidence from a PostgreSQL server
+// while a workload runs against it: pg_stat_statements deltas per query
+// fingerprint, a wait-event profile sampled from pg_stat_activity, and
+// transactions per second and connections over time from pg_stat_database
+// and pg_stat_activity.
+//
+// An Observer holds one extra connection to the server, with
+// application_name "pgrehearse-observe", and leaves itself out of what it
+// measures: its backend is excluded from the samples, its statements
+// (which carry the comment /* pgrehearse-observe */) from the
+// pg_stat_statements deltas, and its own transactions from the TPS. All its
+// work runs on one goroutine, one query at a time, so its cost on the
+// server is one backend running short read-only queries: a
+// pg_stat_activity read every sample interval (100 ms), a pg_stat_database
+// read every second and a pg_stat_statements read (without query texts,
+// which are fetched only for query ids not seen before) every snapshot
+// interval (10 s). Evidence.Sampling says how much time that took.
+//
+// Deltas of pg_stat_statements are summed snapshot to snapshot, so that
+// they stay right when the statistics are reset or entries are evicted
+// during the run: pg_stat_statements_info's stats_reset and dealloc
+// detect both, and an entry whose counters went down (or, from
+// PostgreSQL 17, whose stats_since changed) restarted from zero. What ran
+// between the last snapshot and such a reset or eviction is lost, and the
+// evidence says so in its warnings.
+//
+// Server query ids are mapped to pgrehearse's fingerprints by
+// fingerprinting pg_stat_statements.query (package fingerprint), so the
+// evidence joins a replay's per-query results; a wait sample is tied to a
+// query through pg_stat_activity.query_id, or its text when the server
+// computes no query id.
+//
+// The package only reads: it never creates an extension nor changes a
+// setting, and it knows nothing of logs or replays. It does not decide
+// about files; Evidence is written as JSON by the caller, and Sections
+// turns it into parts of an htmlreport page.
+package observe

@@ -1,0 +1,606 @@
+package observe
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/timeline"
+)
+
+// TimeLayout is how times are written, as in timelines.
+const TimeLayout = timeline.TimeLayout
+
+// Version is Evidence.Version; docs/evidence-json.md describes it.
+const Version = 1
+
+// Evidence is what an observation found; docs/evidence-json.md documents
+// its JSON.
+type Evidence struct {
+	Version      int          `json:"version"`
+	Start        string       `json:"start"`
+	End          string       `json:"end"`
+	DurationS    float64      `json:"duration_s"`
+	Capabilities Capabilities `json:"capabilities"`
+	// Warnings are what makes the evidence incomplete or the server's
+	// figures misleading; Notes are how it was gathered.
+	Warnings []string `json:"warnings"`
+	Notes    []string `json:"notes"`
+	// Statements is nil without a readable pg_stat_statements.
+	Statements *Statements `json:"statements,omitempty"`
+	Waits      Waits       `json:"waits"`
+	Throughput *Throughput `json:"throughput,omitempty"`
+	Sampling   Sampling    `json:"sampling"`
+}
+
+// Statements are pg_stat_statements deltas over the observation.
+type Statements struct {
+	Snapshots     int     `json:"snapshots"`
+	IntervalS     float64 `json:"interval_s"`
+	TrackPlanning bool    `json:"track_planning"`
+	// Resets are the stats_reset times of the resets seen.
+	Resets []string `json:"resets"`
+	// Evicted is how many entries pg_stat_statements deallocated.
+	Evicted int64 `json:"evicted"`
+	// EntriesRestarted counts entries whose counters restarted from
+	// zero between two snapshots without a full reset.
+	EntriesRestarted int        `json:"entries_restarted"`
+	Totals           QueryStats `json:"totals"`
+	// Queries are by total (execution plus planning) time, most first;
+	// OmittedQueries were left out past MaxQueries (Totals has them).
+	Queries        []Query    `json:"queries"`
+	OmittedQueries int        `json:"omitted_queries,omitempty"`
+	Intervals      []Interval `json:"intervals"`
+}
+
+// MaxQueries bounds Statements.Queries.
+const MaxQueries = 1000
+
+// maxQueryText bounds a query's text in the evidence.
+const maxQueryText = 10_000
+
+// QueryStats are summed pg_stat_statements deltas.
+type QueryStats struct {
+	Calls           int64   `json:"calls"`
+	TotalExecMS     float64 `json:"total_exec_ms"`
+	MeanExecMS      float64 `json:"mean_exec_ms"`
+	Plans           int64   `json:"plans"`
+	TotalPlanMS     float64 `json:"total_plan_ms"`
+	MeanPlanMS      float64 `json:"mean_plan_ms"`
+	Rows            int64   `json:"rows"`
+	SharedBlksHit   int64   `json:"shared_blks_hit"`
+	SharedBlksRead  int64   `json:"shared_blks_read"`
+	TempBlksRead    int64   `json:"temp_blks_read"`
+	TempBlksWritten int64   `json:"temp_blks_written"`
+	WALBytes        int64   `json:"wal_bytes"`
+}
+
+// Query is one fingerprint's evidence.
+type Query struct {
+	Fingerprint string `json:"fingerprint"`
+	// Query is pg_stat_statements' normalized text.
+	Query     string   `json:"query"`
+	QueryIDs  []int64  `json:"queryids"`
+	Databases []string `json:"databases"`
+	// Restarted: an entry of this query restarted from zero during the
+	// observation (reset or evicted), so its figures may be low.
+	Restarted bool `json:"restarted,omitempty"`
+	QueryStats
+	// WaitSamples counts the samples that saw it active; Waits splits
+	// them by wait event.
+	WaitSamples int64       `json:"wait_samples"`
+	Waits       []WaitCount `json:"waits,omitempty"`
+}
+
+// Interval is the pg_stat_statements delta between two snapshots.
+type Interval struct {
+	Start  string  `json:"start"`
+	End    string  `json:"end"`
+	Calls  int64   `json:"calls"`
+	ExecMS float64 `json:"exec_ms"`
+	PlanMS float64 `json:"plan_ms"`
+	// Reset: pg_stat_statements_reset() ran in this interval.
+	Reset bool `json:"reset,omitempty"`
+	// Evicted entries, and entries that restarted from zero.
+	Evicted   int64 `json:"evicted,omitempty"`
+	Restarted int   `json:"restarted,omitempty"`
+}
+
+// WaitCount is a count of samples of one wait event. Type and Event are
+// "CPU" for an active backend waiting on nothing PostgreSQL instruments.
+type WaitCount struct {
+	Type    string  `json:"type"`
+	Event   string  `json:"event"`
+	Samples int64   `json:"samples"`
+	Share   float64 `json:"share"`
+}
+
+// Waits is the wait-event profile of active client backends.
+type Waits struct {
+	Source           string  `json:"source"`
+	SampleIntervalMS float64 `json:"sample_interval_ms"`
+	Rounds           int64   `json:"rounds"`
+	// Samples counts active backends seen, over all rounds; divided by
+	// Rounds it is the mean number of active sessions.
+	Samples int64       `json:"samples"`
+	Events  []WaitCount `json:"events"`
+	// ByQuery is per fingerprint, most samples first; Fingerprint ""
+	// gathers active backends whose query is not known.
+	ByQuery  []QueryWaits `json:"by_query"`
+	OverTime *WaitSeries  `json:"over_time,omitempty"`
+}
+
+// QueryWaits is one query's wait profile.
+type QueryWaits struct {
+	Fingerprint string      `json:"fingerprint"`
+	Query       string      `json:"query,omitempty"`
+	Samples     int64       `json:"samples"`
+	Events      []WaitCount `json:"events"`
+	// OverTime has its samples per bucket of Waits.OverTime, for the
+	// top queries only.
+	OverTime []int64 `json:"over_time,omitempty"`
+}
+
+// WaitSeries is the profile over time: per bucket, samples of the top
+// wait events (the rest as Type "Other"). Samples divided by Rounds is a
+// bucket's mean number of sessions in that wait.
+type WaitSeries struct {
+	Start    string            `json:"start"`
+	BucketMS int64             `json:"bucket_ms"`
+	Rounds   []int64           `json:"rounds"`
+	Series   []WaitSeriesEntry `json:"series"`
+}
+
+// WaitSeriesEntry is one wait event's samples per bucket.
+type WaitSeriesEntry struct {
+	Type    string  `json:"type"`
+	Event   string  `json:"event"`
+	Samples []int64 `json:"samples"`
+}
+
+// maxSeriesEvents bounds the wait events drawn over time.
+const maxSeriesEvents = 8
+
+// Throughput is the server's activity over time, in buckets of BucketMS
+// from Start: TPS from pg_stat_database (every database, less the
+// observer's own transactions), connections from pg_stat_activity.
+type Throughput struct {
+	Start             string    `json:"start"`
+	BucketMS          int64     `json:"bucket_ms"`
+	TPS               []float64 `json:"tps"`
+	Transactions      []int64   `json:"transactions"`
+	Rollbacks         []int64   `json:"rollbacks"`
+	Connections       []float64 `json:"connections"`
+	ConnectionsMax    []int64   `json:"connections_max"`
+	Active            []float64 `json:"active"`
+	IdleInTransaction []float64 `json:"idle_in_transaction"`
+	TotalTransactions int64     `json:"total_transactions"`
+	TotalRollbacks    int64     `json:"total_rollbacks"`
+	MeanTPS           float64   `json:"mean_tps"`
+}
+
+// Sampling says what observing cost and how regular it was.
+type Sampling struct {
+	SampleIntervalMS float64 `json:"sample_interval_ms"`
+	Rounds           int64   `json:"rounds"`
+	// AchievedIntervalMS is the mean time between samples; MaxGapMS the
+	// longest.
+	AchievedIntervalMS float64 `json:"achieved_interval_ms"`
+	MaxGapMS           float64 `json:"max_gap_ms"`
+	PGSSSnapshots      int     `json:"pgss_snapshots"`
+	// BusyMS is the time the observer spent in its queries and their
+	// processing; BusyShare that over the duration: the share of one
+	// backend (and one client thread) it kept busy.
+	BusyMS          float64  `json:"busy_ms"`
+	BusyShare       float64  `json:"busy_share"`
+	ActivityMeanMS  float64  `json:"activity_mean_ms"`
+	PGSSMeanMS      float64  `json:"pgss_mean_ms,omitempty"`
+	OwnTransactions int64    `json:"own_transactions"`
+	Errors          []string `json:"errors,omitempty"`
+}
+
+// FromResult returns the evidence a result JSON (a replay's, or
+// observe's own) carries under "evidence", or nil when it has none.
+func FromResult(data []byte) (*Evidence, error) {
+	var wrap struct {
+		Evidence *Evidence `json:"evidence"`
+	}
+	if err := json.Unmarshal(data, &wrap); err != nil {
+		return nil, fmt.Errorf("evidence: %w", err)
+	}
+	if wrap.Evidence != nil && wrap.Evidence.Version != Version {
+		return nil, fmt.Errorf("evidence: version %d, this pgrehearse reads %d", wrap.Evidence.Version, Version)
+	}
+	return wrap.Evidence, nil
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// resolver maps pg_stat_statements entries and wait samples to
+// fingerprints.
+type resolver struct {
+	texts   map[queryKey]string
+	refText map[string]string
+	byKey   map[queryKey]fingerprint.Item
+}
+
+func (r *resolver) key(qk queryKey) fingerprint.Item {
+	if it, ok := r.byKey[qk]; ok {
+		return it
+	}
+	var it fingerprint.Item
+	if text, ok := r.texts[qk]; ok {
+		if items := fingerprint.Compute(text); len(items) > 0 {
+			it = items[0]
+			// The server's normalized text reads better than the
+			// parser's for a query that has several statements: it
+			// is one of them already.
+			if len(items) == 1 {
+				it.Query = text
+			}
+		}
+	}
+	if it.Fingerprint == "" {
+		it = fingerprint.Item{Fingerprint: "queryid:" + strconv.FormatInt(qk.queryid, 10)}
+	}
+	r.byKey[qk] = it
+	return it
+}
+
+// ref resolves a wait sample's query reference.
+func (r *resolver) ref(ref string) fingerprint.Item {
+	switch {
+	case strings.HasPrefix(ref, "q:"):
+		parts := strings.SplitN(ref[2:], ":", 2)
+		db, _ := strconv.ParseUint(parts[0], 10, 32)
+		id, _ := strconv.ParseInt(parts[1], 10, 64)
+		qk := queryKey{uint32(db), id}
+		if _, ok := r.texts[qk]; ok {
+			return r.key(qk)
+		}
+		if text := r.refText[ref]; text != "" {
+			if items := fingerprint.Compute(text); len(items) > 0 {
+				return items[0]
+			}
+		}
+		return r.key(qk)
+	case strings.HasPrefix(ref, "f:"):
+		return fingerprint.Item{Fingerprint: ref[2:]}
+	}
+	return fingerprint.Item{}
+}
+
+func waitCounts(m map[waitKey]int64) ([]WaitCount, int64) {
+	var total int64
+	out := make([]WaitCount, 0, len(m))
+	for k, v := range m {
+		total += v
+		out = append(out, WaitCount{Type: k.typ, Event: k.event, Samples: v})
+	}
+	for i := range out {
+		out[i].Share = round3(float64(out[i].Samples) / float64(total))
+	}
+	slices.SortFunc(out, func(a, b WaitCount) int {
+		return cmp.Or(cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Event, b.Event))
+	})
+	return out, total
+}
+
+// build turns what the loop gathered into Evidence.
+func (o *Observer) build() *Evidence {
+	e := &Evidence{
+		Version: Version, Start: o.start.UTC().Format(TimeLayout), End: o.end.UTC().Format(TimeLayout),
+		DurationS: round3(o.end.Sub(o.start).Seconds()), Capabilities: *o.caps,
+		Warnings: []string{}, Notes: []string{},
+	}
+	r := &resolver{texts: map[queryKey]string{}, refText: o.activity.refText, byKey: map[queryKey]fingerprint.Item{}}
+	if o.pgss != nil {
+		r.texts = o.pgss.texts
+	}
+	e.capabilityNotes()
+	o.buildWaits(e, r)
+	if o.pgss != nil {
+		o.buildStatements(e, r)
+	}
+	o.buildThroughput(e)
+
+	s := &o.stats
+	dur := o.end.Sub(o.start)
+	e.Sampling = Sampling{
+		SampleIntervalMS: float64(o.opts.SampleInterval) / 1e6, Rounds: s.rounds,
+		MaxGapMS: round3(float64(s.maxGap) / 1e6), BusyMS: round3(float64(s.busy) / 1e6),
+		OwnTransactions: s.ownXacts,
+	}
+	if s.rounds > 0 {
+		e.Sampling.AchievedIntervalMS = round3(float64(dur) / 1e6 / float64(s.rounds))
+		e.Sampling.ActivityMeanMS = round3(float64(s.activityBusy) / 1e6 / float64(s.rounds))
+	}
+	if dur > 0 {
+		e.Sampling.BusyShare = round3(float64(s.busy) / float64(dur))
+	}
+	if o.pgss != nil {
+		e.Sampling.PGSSSnapshots = o.pgss.snapshots
+		if o.pgss.snapshots > 0 {
+			e.Sampling.PGSSMeanMS = round3(float64(s.pgssBusy) / 1e6 / float64(o.pgss.snapshots))
+		}
+	}
+	for _, err := range o.errs {
+		e.Sampling.Errors = append(e.Sampling.Errors, err.Error())
+	}
+	if len(o.errs) > 0 {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("observing failed %d times (first: %v): the evidence has gaps", len(o.errs), o.errs[0]))
+	}
+	return e
+}
+
+func (e *Evidence) capabilityNotes() {
+	c := &e.Capabilities
+	switch {
+	case c.PGSS == "installed" && !c.TrackPlanning:
+		e.Warnings = append(e.Warnings, "pg_stat_statements.track_planning is off: planning time is not measured (plans and plan times are 0) "+
+			"and total time is execution only; for a rehearsal turn it on (ALTER SYSTEM SET pg_stat_statements.track_planning = on; SELECT pg_reload_conf())")
+	case c.PGSS == "not_preloaded":
+		e.Warnings = append(e.Warnings, "pg_stat_statements is created in database "+c.Database+" but not loaded: add it to shared_preload_libraries and restart; no per-query server-side figures")
+	case c.PGSS == "not_created":
+		e.Warnings = append(e.Warnings, "pg_stat_statements is loaded but created in no database the observer could reach: CREATE EXTENSION pg_stat_statements (in any database); no per-query server-side figures")
+	case c.PGSS == "unavailable":
+		e.Warnings = append(e.Warnings, "pg_stat_statements is not available on the server (shared_preload_libraries = 'pg_stat_statements' and CREATE EXTENSION pg_stat_statements): no per-query server-side figures")
+	case strings.HasPrefix(c.PGSS, "unreadable"):
+		e.Warnings = append(e.Warnings, "pg_stat_statements is "+c.PGSS+": no per-query server-side figures")
+	}
+	if c.PGSS == "installed" && !c.PGSSInfo {
+		e.Warnings = append(e.Warnings, "pg_stat_statements "+c.PGSSVersion+" has no pg_stat_statements_info (PostgreSQL 14): resets and evictions are detected only by counters that went down")
+	}
+	if !c.ReadAllStats {
+		e.Warnings = append(e.Warnings, "role "+c.User+" is neither superuser nor a member of pg_read_all_stats: other users' queries and wait events are hidden (GRANT pg_read_all_stats TO "+c.User+")")
+	}
+	if c.PGSSDatabase != "" {
+		e.Notes = append(e.Notes, "pg_stat_statements "+c.PGSSVersion+" read from database "+c.PGSSDatabase+"; it covers every database of the server")
+	}
+	switch c.WaitSampling {
+	case "installed":
+		e.Notes = append(e.Notes, "pg_wait_sampling is installed, but this pgrehearse reads wait events from pg_stat_activity only")
+	case "available":
+		e.Notes = append(e.Notes, "pg_wait_sampling is packaged but not created in "+c.Database+": wait events are sampled from pg_stat_activity")
+	default:
+		e.Notes = append(e.Notes, "pg_wait_sampling is not installed: wait events are sampled from pg_stat_activity, so waits shorter than the sample interval are seen in proportion to how often they happen")
+	}
+	if c.ComputeQueryID == "off" || c.ComputeQueryID == "" {
+		e.Notes = append(e.Notes, "the server computes no query id (compute_query_id): wait samples are tied to queries by their text, and truncated texts (track_activity_query_size) stay unattributed")
+	}
+}
+
+func (o *Observer) buildStatements(e *Evidence, r *resolver) {
+	t := o.pgss
+	st := &Statements{
+		Snapshots: t.snapshots, IntervalS: o.opts.Interval.Seconds(), TrackPlanning: o.caps.TrackPlanning,
+		Resets: slices.Clone(t.resets), Evicted: t.evicted, EntriesRestarted: t.entryRestarts,
+		Intervals: t.intervals,
+	}
+	if st.Resets == nil {
+		st.Resets = []string{}
+	}
+	if st.Intervals == nil {
+		st.Intervals = []Interval{}
+	}
+	type agg struct {
+		q   *Query
+		c   counters
+		dbs map[string]bool
+	}
+	byFP := map[string]*agg{}
+	var total counters
+	for qk, c := range t.acc {
+		it := r.key(qk)
+		a := byFP[it.Fingerprint]
+		if a == nil {
+			text := it.Query
+			if len(text) > maxQueryText {
+				text = text[:maxQueryText] + "…"
+			}
+			a = &agg{q: &Query{Fingerprint: it.Fingerprint, Query: text}, dbs: map[string]bool{}}
+			byFP[it.Fingerprint] = a
+		}
+		a.c.add(*c)
+		total.add(*c)
+		if !slices.Contains(a.q.QueryIDs, qk.queryid) {
+			a.q.QueryIDs = append(a.q.QueryIDs, qk.queryid)
+		}
+		a.dbs[o.dbName(qk.dbid)] = true
+		if t.restarted[qk] {
+			a.q.Restarted = true
+		}
+	}
+	waits := map[string]*QueryWaits{}
+	for i := range e.Waits.ByQuery {
+		waits[e.Waits.ByQuery[i].Fingerprint] = &e.Waits.ByQuery[i]
+	}
+	for _, a := range byFP {
+		a.q.QueryStats = stats(a.c)
+		a.q.Databases = slices.Sorted(func(yield func(string) bool) {
+			for d := range a.dbs {
+				if !yield(d) {
+					return
+				}
+			}
+		})
+		slices.Sort(a.q.QueryIDs)
+		if w := waits[a.q.Fingerprint]; w != nil {
+			a.q.WaitSamples, a.q.Waits = w.Samples, w.Events
+			if w.Query == "" {
+				w.Query = a.q.Query
+			}
+		}
+		st.Queries = append(st.Queries, *a.q)
+	}
+	slices.SortFunc(st.Queries, func(a, b Query) int {
+		return cmp.Or(cmp.Compare(b.TotalExecMS+b.TotalPlanMS, a.TotalExecMS+a.TotalPlanMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	if len(st.Queries) > MaxQueries {
+		st.OmittedQueries = len(st.Queries) - MaxQueries
+		st.Queries = st.Queries[:MaxQueries]
+	}
+	if st.Queries == nil {
+		st.Queries = []Query{}
+	}
+	st.Totals = stats(total)
+	e.Statements = st
+
+	if n := len(t.resets); n > 0 {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("pg_stat_statements was reset %d time(s) during the observation (stats_reset %s): "+
+			"counts since the reset are included, but what ran between the snapshot before it and the reset is lost (snapshots every %s)",
+			n, strings.Join(t.resets, ", "), o.opts.Interval))
+	}
+	if t.evicted > 0 {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("pg_stat_statements evicted %d entries during the observation (pg_stat_statements.max = %d): "+
+			"queries evicted between two snapshots lose what they ran since the first, and a query evicted and re-created may be counted low; raise pg_stat_statements.max",
+			t.evicted, o.caps.PGSSMax))
+	}
+	if t.entryRestarts > 0 && len(t.resets) == 0 && t.evicted == 0 {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("%d pg_stat_statements entries restarted from zero during the observation (reset one by one): their counts since are included, what ran before is partly lost", t.entryRestarts))
+	}
+}
+
+func stats(c counters) QueryStats {
+	s := QueryStats{
+		Calls: c.calls, TotalExecMS: round3(c.execMS), Plans: c.plans, TotalPlanMS: round3(c.planMS),
+		Rows: c.rows, SharedBlksHit: c.blksHit, SharedBlksRead: c.blksRead,
+		TempBlksRead: c.tempRead, TempBlksWritten: c.tempWritten, WALBytes: int64(math.Round(c.walBytes)),
+	}
+	if c.calls > 0 {
+		s.MeanExecMS = round3(c.execMS / float64(c.calls))
+	}
+	if c.plans > 0 {
+		s.MeanPlanMS = round3(c.planMS / float64(c.plans))
+	}
+	return s
+}
+
+func (o *Observer) dbName(oid uint32) string {
+	if n, ok := o.dbNames[oid]; ok {
+		return n
+	}
+	return "oid " + strconv.FormatUint(uint64(oid), 10)
+}
+
+func (o *Observer) buildWaits(e *Evidence, r *resolver) {
+	w := &e.Waits
+	w.Source = o.caps.WaitSource
+	w.SampleIntervalMS = float64(o.opts.SampleInterval) / 1e6
+	w.Rounds = o.activity.rounds
+	w.Samples = o.activity.samples
+
+	all := map[waitKey]int64{}
+	type qagg struct {
+		qw     *QueryWaits
+		events map[waitKey]int64
+	}
+	byFP := map[string]*qagg{}
+	// Per bucket samples by fingerprint, for the top queries' series.
+	first, n := o.series.span()
+	perBucket := map[string][]int64{}
+	for i, b := range o.series.buckets {
+		for k, v := range b.waits {
+			all[k] += v
+		}
+		for ref, v := range b.queries {
+			it := r.ref(ref)
+			a := byFP[it.Fingerprint]
+			if a == nil {
+				a = &qagg{qw: &QueryWaits{Fingerprint: it.Fingerprint, Query: it.Query}, events: map[waitKey]int64{}}
+				byFP[it.Fingerprint] = a
+			}
+			a.qw.Samples += v
+			if perBucket[it.Fingerprint] == nil {
+				perBucket[it.Fingerprint] = make([]int64, n)
+			}
+			perBucket[it.Fingerprint][i-first] += v
+		}
+	}
+	for ref, evs := range o.activity.queryWaits {
+		it := r.ref(ref)
+		for k, v := range evs {
+			byFP[it.Fingerprint].events[k] += v
+		}
+	}
+	w.Events, _ = waitCounts(all)
+	for _, a := range byFP {
+		a.qw.Events, _ = waitCounts(a.events)
+		w.ByQuery = append(w.ByQuery, *a.qw)
+	}
+	slices.SortFunc(w.ByQuery, func(a, b QueryWaits) int {
+		return cmp.Or(cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	for i := range w.ByQuery {
+		if i < o.opts.Top && w.ByQuery[i].Fingerprint != "" {
+			w.ByQuery[i].OverTime = perBucket[w.ByQuery[i].Fingerprint]
+		}
+	}
+	if w.ByQuery == nil {
+		w.ByQuery = []QueryWaits{}
+	}
+	if n == 0 {
+		return
+	}
+	ws := &WaitSeries{Start: time.UnixMilli(first * o.series.widthMS).UTC().Format(TimeLayout), BucketMS: o.series.widthMS, Rounds: make([]int64, n)}
+	top := map[waitKey]int{}
+	for i, wc := range w.Events {
+		if i == maxSeriesEvents {
+			ws.Series = append(ws.Series, WaitSeriesEntry{Type: "Other", Event: "Other", Samples: make([]int64, n)})
+			break
+		}
+		top[waitKey{wc.Type, wc.Event}] = i
+		ws.Series = append(ws.Series, WaitSeriesEntry{Type: wc.Type, Event: wc.Event, Samples: make([]int64, n)})
+	}
+	for i, b := range o.series.buckets {
+		ws.Rounds[i-first] = b.rounds
+		for k, v := range b.waits {
+			j, ok := top[k]
+			if !ok {
+				j = maxSeriesEvents
+			}
+			ws.Series[j].Samples[i-first] += v
+		}
+	}
+	w.OverTime = ws
+}
+
+func (o *Observer) buildThroughput(e *Evidence) {
+	first, n := o.series.span()
+	if n == 0 {
+		return
+	}
+	t := &Throughput{
+		Start: time.UnixMilli(first * o.series.widthMS).UTC().Format(TimeLayout), BucketMS: o.series.widthMS,
+		TPS: make([]float64, n), Transactions: make([]int64, n), Rollbacks: make([]int64, n),
+		Connections: make([]float64, n), ConnectionsMax: make([]int64, n), Active: make([]float64, n), IdleInTransaction: make([]float64, n),
+	}
+	var ms int64
+	for i, b := range o.series.buckets {
+		k := i - first
+		t.Transactions[k], t.Rollbacks[k] = b.xacts, b.rollbacks
+		t.TotalTransactions += b.xacts
+		t.TotalRollbacks += b.rollbacks
+		ms += b.xactMS
+		if b.xactMS > 0 {
+			t.TPS[k] = round3(float64(b.xacts) * 1000 / float64(b.xactMS))
+		}
+		if b.rounds > 0 {
+			r := float64(b.rounds)
+			t.Connections[k] = round3(float64(b.conns) / r)
+			t.Active[k] = round3(float64(b.active) / r)
+			t.IdleInTransaction[k] = round3(float64(b.idleTx) / r)
+		}
+		t.ConnectionsMax[k] = b.maxConns
+	}
+	if ms > 0 {
+		t.MeanTPS = round3(float64(t.TotalTransactions) * 1000 / float64(ms))
+	}
+	e.Throughput = t
+}

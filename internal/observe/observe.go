@@ -1,0 +1,283 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval       = 10 * time.Second
+	DefaultSampleInterval = 100 * time.Millisecond
+	// statsInterval is how often pg_stat_database is read: the TPS
+	// series' resolution.
+	statsInterval = time.Second
+)
+
+// Options configure an Observer.
+type Options struct {
+	// Interval is the time between pg_stat_statements snapshots (besides
+	// those at Start and Stop); 0 means DefaultInterval.
+	Interval time.Duration
+	// SampleInterval is the time between pg_stat_activity samples; 0
+	// means DefaultSampleInterval.
+	SampleInterval time.Duration
+	// Top is how many queries keep a wait series over time; 0 means 10.
+	Top int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = DefaultSampleInterval
+	}
+	if o.Top <= 0 {
+		o.Top = 10
+	}
+	return o
+}
+
+// Observer collects evidence on its own goroutine until Stop.
+type Observer struct {
+	opts Options
+	conn *pgx.Conn
+	caps *Capabilities
+
+	pgss     *pgssTracker // nil without a readable pg_stat_statements
+	activity *activity
+	series   *series
+
+	start time.Time
+	stop  chan struct{}
+	done  chan struct{}
+
+	// Written by the loop only, read after done.
+	end         time.Time
+	errs        []error
+	stats       samplingStats
+	lastXacts   int64
+	lastRoll    int64
+	lastXactAt  time.Time
+	ownAtRead   int64
+	dbNames     map[uint32]string
+	stopOnce    sync.Once
+	evidence    *Evidence
+	evidenceErr error
+}
+
+type samplingStats struct {
+	rounds       int64
+	busy         time.Duration // time in the observer's queries and work
+	activityBusy time.Duration
+	pgssBusy     time.Duration
+	maxGap       time.Duration
+	lastRound    time.Time
+	ownXacts     int64 // transactions the observer itself ran
+	pgssFailures int
+}
+
+// Start connects to dsn, finds what the server allows, takes the first
+// snapshots and starts sampling. ctx bounds Start only; the observer runs
+// until Stop. Start fails only when the server cannot be reached or
+// queried at all; what it cannot see (pg_stat_statements missing, other
+// users' activity hidden) becomes a warning in the evidence.
+func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
+	opts = opts.withDefaults()
+	conn, err := connect(ctx, dsn, "")
+	if err != nil {
+		return nil, err
+	}
+	conn, caps, err := probe(ctx, conn, dsn)
+	if err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	o := &Observer{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	o.start = time.Now()
+	if caps.PGSS == "installed" {
+		o.pgss = newPGSSTracker(caps)
+		if err := o.snapshotPGSS(ctx, o.start); err != nil {
+			// Readable at probe time but not now: carry on without.
+			o.errs = append(o.errs, err)
+			o.pgss = nil
+		}
+	}
+	if err := o.readXacts(ctx, time.Now()); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("observe: pg_stat_database: %w", err)
+	}
+	go o.loop()
+	return o, nil
+}
+
+// Capabilities returns what the server allows; it is not to be modified.
+func (o *Observer) Capabilities() *Capabilities { return o.caps }
+
+func (o *Observer) loop() {
+	defer close(o.done)
+	// The loop outlives the caller's context by design; each query is
+	// bounded by the connection's statement_timeout and this context,
+	// which Stop cancels.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-o.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	tick := time.NewTicker(o.opts.SampleInterval)
+	defer tick.Stop()
+	lastPGSS, lastXact := o.start, time.Now()
+	failures := 0
+	for {
+		now := time.Now()
+		err := o.sampleActivity(ctx, now)
+		if err == nil && now.Sub(lastXact) >= statsInterval {
+			lastXact = now
+			err = o.readXacts(ctx, now)
+		}
+		if err == nil && o.pgss != nil && now.Sub(lastPGSS) >= o.opts.Interval {
+			lastPGSS = now
+			if perr := o.snapshotPGSS(ctx, now); perr != nil && ctx.Err() == nil {
+				o.stats.pgssFailures++
+				o.errs = append(o.errs, perr)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			// A lost connection ends sampling; a failed query is
+			// retried a few times first.
+			o.errs = append(o.errs, err)
+			failures++
+			if o.conn.IsClosed() || failures >= 5 {
+				return
+			}
+		} else {
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// timed runs f as the observer's own work, counting its time and its
+// transactions.
+func (o *Observer) timed(xacts int64, busy *time.Duration, f func() error) error {
+	t0 := time.Now()
+	err := f()
+	d := time.Since(t0)
+	o.stats.busy += d
+	if busy != nil {
+		*busy += d
+	}
+	o.stats.ownXacts += xacts
+	return err
+}
+
+func (o *Observer) sampleActivity(ctx context.Context, now time.Time) error {
+	err := o.timed(1, &o.stats.activityBusy, func() error { return o.activity.sample(ctx, o.conn, o.series, now) })
+	if err != nil {
+		return fmt.Errorf("pg_stat_activity: %w", err)
+	}
+	if !o.stats.lastRound.IsZero() {
+		o.stats.maxGap = max(o.stats.maxGap, now.Sub(o.stats.lastRound))
+	}
+	o.stats.lastRound = now
+	o.stats.rounds++
+	return nil
+}
+
+// readXacts adds the transactions since the last read to the bucket of
+// now, less the observer's own.
+func (o *Observer) readXacts(ctx context.Context, now time.Time) error {
+	var commits, rollbacks int64
+	err := o.timed(1, nil, func() error {
+		return o.conn.QueryRow(ctx, tag+"SELECT sum(xact_commit)::bigint, sum(xact_rollback)::bigint FROM pg_stat_database").
+			Scan(&commits, &rollbacks)
+	})
+	if err != nil {
+		return fmt.Errorf("pg_stat_database: %w", err)
+	}
+	own := o.stats.ownXacts
+	if !o.lastXactAt.IsZero() {
+		dc, dr := commits-o.lastXacts, rollbacks-o.lastRoll
+		if dc < 0 || dr < 0 {
+			// pg_stat_reset(): this interval is unknown.
+			dc, dr = 0, 0
+		}
+		// The observer's own queries are transactions too; the
+		// current one is not flushed yet, so it counts next time.
+		dc = max(dc-(own-1-o.ownAtRead), 0)
+		b := o.series.at(now)
+		b.xacts += dc + dr
+		b.rollbacks += dr
+		b.xactMS += now.Sub(o.lastXactAt).Milliseconds()
+	}
+	o.lastXacts, o.lastRoll, o.lastXactAt, o.ownAtRead = commits, rollbacks, now, own-1
+	return nil
+}
+
+func (o *Observer) snapshotPGSS(ctx context.Context, now time.Time) error {
+	n := o.pgss.queries
+	err := o.timed(0, &o.stats.pgssBusy, func() error { return o.pgss.snapshot(ctx, o.conn, now) })
+	o.stats.ownXacts += o.pgss.queries - n
+	return err
+}
+
+// Stop ends sampling, takes the last snapshots and returns the evidence.
+// It may be called more than once and returns the same result. An error
+// during the observation (a lost connection) is returned with the evidence
+// gathered until then, which the error also lists in its warnings.
+func (o *Observer) Stop() (*Evidence, error) {
+	o.stopOnce.Do(func() {
+		close(o.stop)
+		<-o.done
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		o.end = time.Now()
+		if !o.conn.IsClosed() {
+			if err := o.readXacts(ctx, o.end); err != nil {
+				o.errs = append(o.errs, err)
+			}
+			if o.pgss != nil {
+				if err := o.snapshotPGSS(ctx, o.end); err != nil {
+					o.errs = append(o.errs, err)
+				}
+			}
+			o.readDBNames(ctx)
+		}
+		o.conn.Close(ctx)
+		o.evidence = o.build()
+		o.evidenceErr = errors.Join(o.errs...)
+		if o.evidenceErr != nil {
+			o.evidenceErr = fmt.Errorf("observe: %w", o.evidenceErr)
+		}
+	})
+	return o.evidence, o.evidenceErr
+}
+
+func (o *Observer) readDBNames(ctx context.Context) {
+	o.dbNames = map[uint32]string{}
+	rows, err := o.conn.Query(ctx, tag+"SELECT oid, datname FROM pg_database")
+	if err != nil {
+		return
+	}
+	var oid uint32
+	var name string
+	_, _ = pgx.ForEachRow(rows, []any{&oid, &name}, func() error {
+		o.dbNames[oid] = name
+		return nil
+	})
+}
