@@ -8,6 +8,9 @@
 // The package only reads. Every query it sends runs in a read-only
 // transaction under a statement_timeout, and Explain never executes a
 // statement: EXPLAIN ANALYZE is refused unless the caller allows it, and
-// even then only for a plain SELECT. It knows nothing of logs, analyses or
+// even then only for a plain SELECT. Hypothetical checks an index with
+// hypopg's hypothetical indexes, which live in the memory of the
+// connection's backend, never in the catalogs, and are reset before it
+// returns. It knows nothing of logs, analyses or
 // findings; those live in the layers above.
 package catalog

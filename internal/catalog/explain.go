@@ -87,25 +87,65 @@ func (e *Explainer) Explain(ctx context.Context, r Request) (*Plan, error) {
 	return plan, err
 }
 
-// Hypothetical explains r, then creates the hypothetical index ddl with
-// hypopg (which must be installed in the database) and explains r again.
-// Hypothetical indexes live in the session only; they are reset before
-// returning.
-func (e *Explainer) Hypothetical(ctx context.Context, r Request, ddl string) (before, after *Plan, err error) {
+// Hypo is what Explainer.Hypothetical found.
+type Hypo struct {
+	// Before is the plan without the hypothetical index, After the plan
+	// with it.
+	Before, After *Plan
+	// Index is the name hypopg gave the hypothetical index, as EXPLAIN
+	// prints it ("<13828>btree_queue_items_referenced_at").
+	Index string
+	// Used says whether After reads Index.
+	Used bool
+}
+
+// Hypothetical explains r, then creates the hypothetical index ddl (a
+// CREATE INDEX statement, without CONCURRENTLY) with hypopg, which must be
+// installed in the database, and explains r again.
+//
+// Nothing is written to the server: hypopg keeps hypothetical indexes in
+// the memory of this connection's backend. They are not transactional, so a
+// rollback would leave them behind; every hypothetical index of the
+// session is removed with hypopg_reset() before the first EXPLAIN and
+// after the last one, whatever happened in between. Each EXPLAIN prepares
+// the statement afresh: a generic plan cached by the first would
+// otherwise be reused by the second, blind to the new index, since
+// creating a hypothetical index invalidates no plan.
+func (e *Explainer) Hypothetical(ctx context.Context, r Request, ddl string) (h *Hypo, err error) {
 	r.Analyze = false // a hypothetical index cannot be executed
-	err = e.inTx(ctx, r, func(tx pgx.Tx) error {
-		var err error
-		if before, err = e.explain(ctx, tx, r); err != nil {
+	reset := func(ctx context.Context) error {
+		err := e.inTx(ctx, Request{}, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "SELECT hypopg_reset()")
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("hypopg_reset: %w", err)
 		}
-		if _, err := tx.Exec(ctx, "SELECT * FROM hypopg_create_index($1)", ddl); err != nil {
-			return fmt.Errorf("hypopg_create_index: %w", err)
+		return nil
+	}
+	if err := reset(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := reset(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			h, err = nil, rerr
 		}
-		defer tx.Exec(context.WithoutCancel(ctx), "SELECT hypopg_reset()")
-		after, err = e.explain(ctx, tx, r)
-		return err
+	}()
+	h = &Hypo{}
+	if h.Before, err = e.Explain(ctx, r); err != nil {
+		return nil, err
+	}
+	err = e.inTx(ctx, Request{}, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT indexname FROM hypopg_create_index($1)", ddl).Scan(&h.Index)
 	})
-	return before, after, err
+	if err != nil {
+		return nil, fmt.Errorf("hypopg_create_index: %w", err)
+	}
+	if h.After, err = e.Explain(ctx, r); err != nil {
+		return nil, err
+	}
+	h.After.Root.Walk(func(n *PlanNode) { h.Used = h.Used || n.IndexName == h.Index })
+	return h, nil
 }
 
 func (e *Explainer) inTx(ctx context.Context, r Request, f func(pgx.Tx) error) error {

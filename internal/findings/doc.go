@@ -21,5 +21,8 @@
 // input it needs is listed as not evaluated, with the reason, rather than
 // silently absent. The package never writes to a server and never runs a
 // statement (EXPLAIN only, ANALYZE only when allowed and only for plain
-// SELECTs); it does not read logs or choose where output goes.
+// SELECTs; missing-index checks its suggestion with a hypothetical index
+// when hypopg is installed in the database, which exists only in the
+// explaining session's memory and is removed at once); it does not read
+// logs or choose where output goes.
 package findings

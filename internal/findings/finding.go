@@ -129,7 +129,7 @@ func (r *Report) Count(s Severity) int {
 // is one.
 type Explainer interface {
 	Explain(ctx context.Context, r catalog.Request) (*catalog.Plan, error)
-	Hypothetical(ctx context.Context, r catalog.Request, ddl string) (before, after *catalog.Plan, err error)
+	Hypothetical(ctx context.Context, r catalog.Request, ddl string) (*catalog.Hypo, error)
 }
 
 // Input is what findings are evaluated on. Only Workload is required.

@@ -20,6 +20,7 @@ func (e *eval) missingIndex() {
 	}
 	w := e.w()
 	byTable := map[string]*Finding{}
+	verdicts := map[string]hypoVerdict{}
 	var order []string
 	n := 0
 	total := w.TotalMS()
@@ -33,7 +34,7 @@ func (e *eval) missingIndex() {
 			continue
 		}
 		n++
-		plan, how, err := e.explain(q)
+		plan, req, how, err := e.explain(q)
 		if err != nil {
 			e.skip(IDMissingIndex, fmt.Sprintf("query %s not explained: %v", q.Fingerprint, err))
 			continue
@@ -73,7 +74,7 @@ func (e *eval) missingIndex() {
 					fig("plan_rows", node.PlanRows, ""), fig("scan_cost", node.TotalCost, ""))
 				f.Evidence.Tables = append(f.Evidence.Tables, Table{Title: "Plan node", Head: []string{"node", "table", "filter", "filter columns", "plan"},
 					Rows: [][]string{{node.NodeType, t.QualifiedName(), node.Filter, strings.Join(cols, ", "), how}}})
-				e.verify(f, q, ddl)
+				verdicts[key] = e.verify(f, req, ddl)
 				byTable[key] = f
 				order = append(order, key)
 			}
@@ -91,7 +92,10 @@ func (e *eval) missingIndex() {
 		f.Summary = fmt.Sprintf("%d of the top queries scan %s (%s rows) with filter %s: %.1f%% of the workload's time",
 			len(f.Evidence.Queries), strings.SplitN(f.Subject, " ", 2)[0], fnum(f.Evidence.Figures[0].Value),
 			f.Evidence.Tables[0].Rows[0][2], share)
-		if share >= 20 {
+		switch {
+		case verdicts[key] == hypoNotUsed:
+			f.Summary += "; the planner would not use the suggested index (hypopg)"
+		case share >= 20:
 			f.Severity = Critical
 		}
 		e.add(*f)
@@ -99,8 +103,9 @@ func (e *eval) missingIndex() {
 }
 
 // explain explains q with the logged values of its slowest execution when
-// the log had them, else its generic plan.
-func (e *eval) explain(q *Query) (*catalog.Plan, string, error) {
+// the log had them, else its generic plan. It returns the request that
+// worked, for verify to explain again.
+func (e *eval) explain(q *Query) (*catalog.Plan, catalog.Request, string, error) {
 	var reqs []catalog.Request
 	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
 		s := oq.Sample
@@ -118,42 +123,101 @@ func (e *eval) explain(q *Query) (*catalog.Plan, string, error) {
 				"custom":  "EXPLAIN EXECUTE with the logged parameter values",
 				"generic": "EXPLAIN EXECUTE of the generic plan (plan_cache_mode = force_generic_plan)",
 			}[plan.Mode]
-			return plan, how, nil
+			return plan, r, how, nil
 		}
 	}
-	return nil, "", err
+	return nil, catalog.Request{}, "", err
 }
 
-// verify checks a suggested index with hypopg when it is installed.
-func (e *eval) verify(f *Finding, q *Query, ddl string) {
+// hypoVerdict is what verify concluded about a suggested index.
+type hypoVerdict int
+
+const (
+	hypoUnverified hypoVerdict = iota // hypopg missing, or its check failed
+	hypoUsed                          // the planner uses the hypothetical index
+	hypoNotUsed                       // the planner keeps its plan despite it
+)
+
+// verify checks a suggested index with hypopg when it is installed in the
+// database: the statement is explained again, as r, with the index
+// created hypothetically. When the planner would use it, the evidence
+// gets the plan costs before and after. When it would not (the filter
+// keeps much of the table, or tests an expression of the column that an
+// index on the column cannot serve), the suggestion is withdrawn: the
+// finding stays, as info, so that the scan is still reported, but its
+// recommendation no longer offers the index. Without hypopg the finding
+// says how to install it.
+func (e *eval) verify(f *Finding, r catalog.Request, ddl string) hypoVerdict {
+	create := "CREATE EXTENSION hypopg; in database " + e.in.Catalog.Database
 	switch e.in.Catalog.HypoPG {
 	case "installed":
 	case "available":
-		f.Evidence.Notes = append(f.Evidence.Notes, "not verified: hypopg is available on the server but not installed in this database (CREATE EXTENSION hypopg)")
-		return
+		f.Evidence.Notes = append(f.Evidence.Notes, "not verified with a hypothetical index: hypopg is available on the server but not installed in this database; run "+create+" (it writes nothing but the extension's functions) and analyze again")
+		return hypoUnverified
 	default:
-		f.Evidence.Notes = append(f.Evidence.Notes, "not verified: hypopg is not installed on the server")
-		return
+		pkg := "postgresql-<major>-hypopg"
+		if v := e.in.Catalog.ServerVersion; v >= 100000 {
+			pkg = fmt.Sprintf("postgresql-%d-hypopg", v/10000)
+		}
+		f.Evidence.Notes = append(f.Evidence.Notes, "not verified with a hypothetical index: hypopg is not installed on the server; install it (Debian and Ubuntu package "+pkg+
+			", or from https://github.com/HypoPG/hypopg), then run "+create+" and analyze again")
+		return hypoUnverified
 	}
-	r := catalog.Request{Query: q.Query, Generic: true}
-	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
-		r = catalog.Request{Query: oq.Sample.Query, Params: oq.Sample.Params}
-	}
-	before, after, err := e.in.Explainer.Hypothetical(e.ctx, r, strings.Replace(ddl, " CONCURRENTLY", "", 1))
+	h, err := e.in.Explainer.Hypothetical(e.ctx, r, strings.Replace(ddl, " CONCURRENTLY", "", 1))
 	if err != nil {
-		f.Evidence.Notes = append(f.Evidence.Notes, "hypopg check failed: "+err.Error())
-		return
+		f.Evidence.Notes = append(f.Evidence.Notes, "not verified: the hypopg check failed: "+err.Error())
+		return hypoUnverified
 	}
-	used := false
-	after.Root.Walk(func(n *catalog.PlanNode) { used = used || strings.Contains(n.IndexName, "btree") })
-	if used && after.Root.TotalCost < before.Root.TotalCost {
-		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("verified with hypopg: the planner uses the hypothetical index, cost %s -> %s",
-			fnum(before.Root.TotalCost), fnum(after.Root.TotalCost)))
-		f.Evidence.Figures = append(f.Evidence.Figures, fig("hypopg_cost_before", before.Root.TotalCost, ""), fig("hypopg_cost_after", after.Root.TotalCost, ""))
-	} else {
-		f.Evidence.Notes = append(f.Evidence.Notes, "hypopg: the planner would not use the hypothetical index for this query")
-		f.Severity = Info
+	before, after := h.Before.Root.TotalCost, h.After.Root.TotalCost
+	f.Evidence.Figures = append(f.Evidence.Figures,
+		fig("hypopg_cost_before", before, ""), fig("hypopg_cost_after", after, ""))
+	scans := planScans(&h.After.Root)
+	if h.Used {
+		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf(
+			"verified with hypopg: with the index created hypothetically the plan would use it (%s); estimated cost %s -> %s (%s)",
+			scans, fnum(before), fnum(after), cheaper(before, after)))
+		return hypoUsed
 	}
+	f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf(
+		"hypopg: the hypothetical index did not help: with it created hypothetically the planner still chose %s; estimated cost %s -> %s",
+		scans, fnum(before), fnum(after)))
+	f.Severity = Info
+	f.Title = "Sequential scan of " + strings.SplitN(f.Subject, " ", 2)[0] + " that an index on the filter's columns would not avoid"
+	f.Recommendation = "Do not create " + ddl + " for this query: hypopg shows the planner would not use it. " +
+		"If the filter keeps much of the table, the scan is the right plan; if it tests an expression of a column " +
+		"(a function, an operator, a cast), an index on that expression, or a filter on the bare column, may help: check it with hypopg_create_index."
+	return hypoNotUsed
+}
+
+// planScans describes the scan nodes of a plan ("Seq Scan on t, Index
+// Scan using i on t").
+func planScans(root *catalog.PlanNode) string {
+	var out []string
+	root.Walk(func(n *catalog.PlanNode) {
+		if n.Relation == "" && n.IndexName == "" {
+			return
+		}
+		s := n.NodeType
+		if n.IndexName != "" {
+			s += " using " + n.IndexName
+		}
+		if n.Relation != "" {
+			s += " on " + n.Relation
+		}
+		out = append(out, s)
+	})
+	if len(out) == 0 {
+		return "a plan without scans"
+	}
+	return strings.Join(out, ", ")
+}
+
+// cheaper says how many times cheaper after is than before.
+func cheaper(before, after float64) string {
+	if after <= 0 {
+		return "cheaper"
+	}
+	return fmt.Sprintf("%sx cheaper", fnum(before/after))
 }
 
 var identRe = regexp.MustCompile(`"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*`)

@@ -148,7 +148,12 @@ func (s *segSource) LineCounts() analyze.LineCounts {
 // catalog and EXPLAIN of that database.
 func (r *rig) evaluate(db string, in Input, opts Options) *Report {
 	r.t.Helper()
-	conn := r.connect(db)
+	return r.evaluateOn(r.connect(db), db, in, opts)
+}
+
+// evaluateOn is evaluate on a given connection to db.
+func (r *rig) evaluateOn(conn *pgx.Conn, db string, in Input, opts Options) *Report {
+	r.t.Helper()
 	cat, err := catalog.Load(r.ctx, conn, catalog.Options{})
 	if err != nil {
 		r.t.Fatal(err)
@@ -308,8 +313,14 @@ func TestMissingIndex(t *testing.T) {
 	if rows := f.Evidence.Tables[0].Rows[0]; !strings.Contains(rows[4], "logged parameter values") {
 		t.Errorf("plan not made with the logged parameters: %v", rows)
 	}
-	if !strings.Contains(strings.Join(f.Evidence.Notes, " "), "hypopg is not installed") {
-		t.Errorf("hypopg absence not stated: %v", f.Evidence.Notes)
+	// hypopg is packaged on the machine (make extensions) but not
+	// created in this database: the finding says how to, and does not
+	// verify.
+	if notes := strings.Join(f.Evidence.Notes, " "); !strings.Contains(notes, "CREATE EXTENSION hypopg; in database trig") {
+		t.Errorf("hypopg not created in the database, not stated with the command to run: %v", f.Evidence.Notes)
+	}
+	if _, ok := f.Figure("hypopg_cost_after"); ok {
+		t.Errorf("verified without hypopg in the database: %+v", f.Evidence)
 	}
 	t.Logf("observed: %s on a table of %s rows; plan: %v", f.Subject, fnum(figure(t, f, "table_rows")), f.Evidence.Tables[0].Rows[0])
 
