@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
@@ -25,6 +26,8 @@ import (
 func init() { commands = append(commands, newReplayCmd) }
 
 type replayFlags struct {
+	findings         bool
+	findingsDSN      string
 	target           string
 	speed            float64
 	jsonPath         string
@@ -101,6 +104,8 @@ code is 1.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "connection string or URI of the target server (required unless --dry-run)")
+	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
+	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
@@ -223,8 +228,18 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err := writeReplaySummary(summaryOut, res); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
+	out := replayOutput{Result: res}
+	if f.findings && !res.Partial && !res.DryRun {
+		if out.Findings, err = replayFindings(ctx, res, f.findingsDSN); err != nil {
+			return err
+		}
+		fmt.Fprintln(summaryOut)
+		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+			return fmt.Errorf("write findings: %w", err)
+		}
+	}
 	if f.jsonPath != "" {
-		if err := writeReplayJSON(stdio.Stdout, f.jsonPath, res); err != nil {
+		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
 			return err
 		}
 	}
@@ -416,26 +431,31 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 	return b.String()
 }
 
-func writeReplayJSON(stdout io.Writer, path string, res *replay.Result) (err error) {
-	w := stdout
-	if path != "-" {
-		file, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("write JSON: %w", err)
-		}
-		defer func() {
-			if cerr := file.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("write JSON: %w", cerr)
-			}
-		}()
-		w = file
+// replayOutput is what replay --json writes: the result, and its findings
+// under "findings".
+type replayOutput struct {
+	*replay.Result
+	Findings *findings.Report `json:"findings,omitempty"`
+}
+
+// replayFindings names the traps of the replayed workload as the target
+// ran it, with the target's catalog when dsn is given.
+func replayFindings(ctx context.Context, res *replay.Result, dsn string) (*findings.Report, error) {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
-		return fmt.Errorf("write JSON %s: %w", path, err)
+	w, err := findings.ParseResult(data, "replay")
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	in := findings.Input{Workload: w}
+	closeConn, err := connectFindings(ctx, dsn, false, &in)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
 func writeReplaySummary(w io.Writer, res *replay.Result) error {
