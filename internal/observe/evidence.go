@@ -367,9 +367,12 @@ func (e *Evidence) capabilityNotes() {
 	case "installed":
 		e.Notes = append(e.Notes, "pg_wait_sampling is installed, but this pgrehearse reads wait events from pg_stat_activity only")
 	case "available":
-		e.Notes = append(e.Notes, "pg_wait_sampling is packaged but not created in "+c.Database+": wait events are sampled from pg_stat_activity")
+		e.Notes = append(e.Notes, "pg_wait_sampling is packaged on the server but not created in "+c.Database+
+			" (shared_preload_libraries and CREATE EXTENSION pg_wait_sampling): wait events are sampled from pg_stat_activity, "+
+			"so waits shorter than the sample interval are seen in proportion to how often they happen")
 	default:
-		e.Notes = append(e.Notes, "pg_wait_sampling is not installed: wait events are sampled from pg_stat_activity, so waits shorter than the sample interval are seen in proportion to how often they happen")
+		e.Notes = append(e.Notes, "pg_wait_sampling is not installed: wait events are sampled from pg_stat_activity, "+
+			"so waits shorter than the sample interval are seen in proportion to how often they happen")
 	}
 	if c.ComputeQueryID == "off" || c.ComputeQueryID == "" {
 		e.Notes = append(e.Notes, "the server computes no query id (compute_query_id): wait samples are tied to queries by their text, and truncated texts (track_activity_query_size) stay unattributed")

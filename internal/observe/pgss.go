@@ -209,6 +209,17 @@ func (t *pgssTracker) snapshot(ctx context.Context, conn *pgx.Conn, now time.Tim
 		iv.Evicted = max(s.dealloc-prev.dealloc, 0)
 	}
 	t.evicted += iv.Evicted
+	if reset || iv.Evicted > 0 {
+		// What ran between the last snapshot and the reset or the
+		// eviction is lost: mark every query that may have lost some.
+		for k := range prev.entries {
+			if _, still := s.entries[k]; reset || !still {
+				if qk := (queryKey{k.dbid, k.queryid}); k.toplevel && !t.own(qk) {
+					t.restarted[qk] = true
+				}
+			}
+		}
+	}
 	for k, cur := range s.entries {
 		if !k.toplevel {
 			// Statements run inside functions: their time is
@@ -226,9 +237,6 @@ func (t *pgssTracker) snapshot(ctx context.Context, conn *pgx.Conn, now time.Tim
 			// Created (or re-created) since the last snapshot, or
 			// everything restarted: all of it is new.
 			d = cur.counters
-			if reset && ok {
-				t.restarted[qk] = true
-			}
 		case cur.calls < p.calls || cur.plans < p.plans || cur.since != p.since:
 			d = cur.counters
 			t.restarted[qk] = true

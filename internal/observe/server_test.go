@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +218,171 @@ func waitGone(t *testing.T, c *pgcluster.Cluster, app string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s backends still there after 2 s", app)
+}
+
+func pgbench(t *testing.T, c *pgcluster.Cluster, args ...string) []byte {
+	t.Helper()
+	out, err := c.Pgbench(context.Background(), append(args, "postgres")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, "pgbench")
+	return out
+}
+
+func hasWarning(e *Evidence, word string) bool {
+	for _, w := range e.Warnings {
+		if strings.Contains(w, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// A pg_stat_statements_reset() between two runs of pgbench is detected,
+// and the deltas still count both runs exactly (a snapshot between the
+// first run and the reset loses nothing). end minus start would give the
+// second run less the first.
+func TestResetInTheMiddle(t *testing.T) {
+	c := startPgbench(t, pgssSettings(nil))
+	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	pgbench(t, c, "-n", "-c", "2", "-t", "150")
+	time.Sleep(400 * time.Millisecond) // a snapshot after the first run
+	if err := c.Exec(context.Background(), "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	pgbench(t, c, "-n", "-c", "2", "-t", "100")
+	e := stop(t, o)
+	for name, sql := range pgbenchStatements {
+		q := e.query(fp(t, sql))
+		if q == nil || q.Calls != 500 {
+			t.Errorf("%s: %+v, want 500 calls", name, q)
+		} else if !q.Restarted {
+			t.Errorf("%s: not marked restarted", name)
+		}
+	}
+	if len(e.Statements.Resets) != 1 || !hasWarning(e, "reset 1 time") {
+		t.Errorf("resets %v, warnings %q", e.Statements.Resets, e.Warnings)
+	}
+	resets := 0
+	for _, iv := range e.Statements.Intervals {
+		if iv.Reset {
+			resets++
+		}
+	}
+	if resets != 1 {
+		t.Errorf("%d intervals with a reset, want 1", resets)
+	}
+}
+
+// With pg_stat_statements.max at its minimum (100) and hundreds of
+// distinct queries, entries are evicted: the evidence says so, and a hot
+// query, which eviction spares, keeps exact counts.
+func TestEviction(t *testing.T) {
+	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.max": "100"}))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
+	// Queries of 1 to 400 columns: each its own query id.
+	for i := 1; i <= 400; i++ {
+		cols := strings.Repeat("1, ", i-1) + "1"
+		if _, err := conn.Exec(ctx, "SELECT "+cols); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
+	e := stop(t, o)
+	if e.Statements.Evicted == 0 || !hasWarning(e, "evicted") {
+		t.Fatalf("no eviction seen: %d evicted, warnings %q", e.Statements.Evicted, e.Warnings)
+	}
+	q := e.query(fp(t, pgbenchStatements["select"]))
+	if q == nil || q.Calls != 2000 {
+		t.Errorf("select-only: %+v, want 2000 calls", q)
+	}
+	t.Logf("%d evicted, %d entries restarted, %d queries", e.Statements.Evicted, e.Statements.EntriesRestarted, len(e.Statements.Queries))
+}
+
+// Eight clients updating pgbench's single branch wait for each other's
+// transactions: the profile shows Lock waits, on the branch update.
+func TestContentionWaits(t *testing.T) {
+	c := startPgbench(t, pgssSettings(nil))
+	o := startObserver(t, c.DSN("postgres"), Options{Interval: time.Second})
+	pgbench(t, c, "-n", "-c", "8", "-T", "4")
+	e := stop(t, o)
+	lock := int64(0)
+	for _, w := range e.Waits.Events {
+		if w.Type == "Lock" && (w.Event == "transactionid" || w.Event == "tuple") {
+			lock += w.Samples
+		}
+	}
+	if lock == 0 {
+		t.Fatalf("no Lock/transactionid or tuple waits in %+v", e.Waits.Events)
+	}
+	branches := fp(t, pgbenchStatements["branches"])
+	var bw *QueryWaits
+	for i := range e.Waits.ByQuery {
+		if e.Waits.ByQuery[i].Fingerprint == branches {
+			bw = &e.Waits.ByQuery[i]
+		}
+	}
+	if bw == nil || len(bw.Events) == 0 || bw.Events[0].Type != "Lock" {
+		t.Errorf("branch update waits: %+v", bw)
+	}
+	if bw != nil && len(bw.OverTime) == 0 {
+		t.Error("the top query has no series over time")
+	}
+	if q := e.query(branches); q == nil || q.WaitSamples != bw.Samples {
+		t.Errorf("branch update's pg_stat_statements entry has no waits: %+v", q)
+	}
+	ws := e.Waits.OverTime
+	if ws == nil || len(ws.Series) == 0 || len(ws.Rounds) < 4 {
+		t.Errorf("over time: %+v", ws)
+	}
+	tp := e.Throughput
+	if tp == nil || tp.MeanTPS <= 0 || slices.Max(tp.ConnectionsMax) != 8 {
+		t.Errorf("throughput: %+v", tp)
+	}
+	t.Logf("%d rounds, %d samples: %+v", e.Waits.Rounds, e.Waits.Samples, e.Waits.Events)
+}
+
+// With track_planning off the evidence warns that planning is invisible.
+func TestTrackPlanningOff(t *testing.T) {
+	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.track_planning": "off"}))
+	o := startObserver(t, c.DSN("postgres"), Options{})
+	pgbench(t, c, "-n", "-c", "1", "-t", "50")
+	e := stop(t, o)
+	if !hasWarning(e, "track_planning is off") || e.Statements.TrackPlanning {
+		t.Errorf("warnings %q", e.Warnings)
+	}
+	if q := e.query(fp(t, pgbenchStatements["select"])); q == nil || q.Calls != 50 || q.Plans != 0 {
+		t.Errorf("select: %+v", q)
+	}
+}
+
+// Without pg_stat_statements the observer still samples waits and TPS,
+// and says what is missing.
+func TestWithoutPGSS(t *testing.T) {
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	if out, err := c.Pgbench(context.Background(), "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	o := startObserver(t, c.DSN("postgres"), Options{})
+	pgbench(t, c, "-n", "-c", "2", "-t", "100")
+	e := stop(t, o)
+	if e.Statements != nil || e.Capabilities.PGSS != "unavailable" || !hasWarning(e, "pg_stat_statements is not available") {
+		t.Errorf("pgss %q, statements %v, warnings %q", e.Capabilities.PGSS, e.Statements != nil, e.Warnings)
+	}
+	if e.Throughput == nil || e.Throughput.TotalTransactions < 200 {
+		t.Errorf("throughput %+v", e.Throughput)
+	}
+	// Not created here, whether or not the server has it packaged.
+	if e.Capabilities.WaitSampling == "installed" || e.Capabilities.WaitSource != "pg_stat_activity" ||
+		!strings.Contains(strings.Join(e.Notes, " "), "sampled from pg_stat_activity") {
+		t.Errorf("pg_wait_sampling %q, notes %q", e.Capabilities.WaitSampling, e.Notes)
+	}
 }
