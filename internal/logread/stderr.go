@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"unsafe"
 )
@@ -28,6 +29,8 @@ type stderrReader struct {
 	// changes on every line (see prefix.cacheable).
 	tails    map[string]*lineFields
 	timeKind byte // the leading time escape, when tails is used
+	fast     [1024]fastTail
+	minTail  int // length of the shortest tail seen, for fastIndex
 
 	// The entry being assembled, emitted when the next message starts.
 	cur     entry
@@ -51,13 +54,19 @@ type lineFields struct {
 	sqlstate    string
 }
 
+// fastTail is an entry of the direct-mapped table in front of tails.
+type fastTail struct {
+	tail string
+	lf   *lineFields
+}
+
 // maxTails bounds the tail cache: about one entry per live session.
 const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
 	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
 	if k, ok := p.cacheable(); ok {
-		s.tails, s.timeKind = make(map[string]*lineFields), k
+		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
 	}
 	return s
 }
@@ -72,24 +81,98 @@ func (s *stderrReader) takeTime(line []byte) (v, rest []byte, ok bool) {
 }
 
 // cachedTail looks up the prefix fields of line by its text between the
-// leading time and the severity.
-func (s *stderrReader) cachedTail(line []byte) (lf *lineFields, timeb, rest []byte) {
-	timeb, after, ok := s.takeTime(line)
+// leading time and the severity: first in a small direct-mapped table
+// indexed by the tail's first bytes, which costs a hash of a few words and
+// one compare, then by searching for the severity and looking the whole
+// tail up in the map.
+func (s *stderrReader) cachedTail(line []byte) (lf *lineFields, us int64, rest []byte) {
+	us, after, ok := s.leadingTime(line)
 	if !ok {
-		return nil, nil, nil
+		return nil, 0, nil
+	}
+	slot := &s.fast[s.fastIndex(after)]
+	if t := slot.tail; slot.lf != nil && len(after) > len(t) && string(after[:len(t)]) == t && isSeverityStart(after[len(t)]) {
+		return slot.lf, us, after[len(t):]
 	}
 	j := bytes.Index(after, []byte(":  "))
 	if j < 0 {
-		return nil, nil, nil
+		return nil, 0, nil
 	}
 	k := j
 	for k > 0 && (after[k-1] >= 'A' && after[k-1] <= 'Z' || after[k-1] >= '0' && after[k-1] <= '9') {
 		k--
 	}
-	if lf = s.tails[string(after[:k])]; lf == nil {
-		return nil, nil, nil
+	tail := after[:k]
+	if lf = s.tails[string(tail)]; lf == nil {
+		return nil, 0, nil
 	}
-	return lf, timeb, after[k:]
+	s.remember(string(tail), lf)
+	return lf, us, after[k:]
+}
+
+// fastIndex hashes the first bytes of a tail, as many as the shortest tail
+// seen has (up to 32): enough to tell sessions apart, since the process id
+// or session id comes early, and never the message after the tail.
+func (s *stderrReader) fastIndex(after []byte) int {
+	n := min(len(after), s.minTail, 32)
+	var h uint64 = 14695981039346656037
+	for len(after[:n]) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64(after)) * 1099511628211
+		h ^= h >> 29
+		after, n = after[8:], n-8
+	}
+	for _, c := range after[:n] {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return int(h>>32) & (len(s.fast) - 1)
+}
+
+// remember puts a tail of the map into the direct-mapped table.
+func (s *stderrReader) remember(tail string, lf *lineFields) {
+	s.minTail = min(s.minTail, len(tail))
+	s.fast[s.fastIndex([]byte(tail))] = fastTail{tail: tail, lf: lf}
+}
+
+func isSeverityStart(c byte) bool { return c >= 'A' && c <= 'Z' }
+
+// leadingTime parses the time at the start of a line. With the second
+// and zone of the previous line cached, it is a compare and the digits of
+// the fraction; otherwise it reads it as the prefix matcher does.
+func (s *stderrReader) leadingTime(line []byte) (int64, []byte, bool) {
+	p := &s.times
+	if s.timeKind != 'n' && p.ok && p.zoneLen > 0 && len(line) > 20 && string(line[:19]) == string(p.secText[:]) {
+		i := 19
+		var frac int64
+		if line[i] == '.' {
+			i++
+			start := i
+			scale := int64(100000)
+			for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+				if scale > 0 {
+					frac += int64(line[i]-'0') * scale
+					scale /= 10
+				}
+				i++
+			}
+			if i == start {
+				return s.slowLeadingTime(line)
+			}
+		}
+		z := i + 1 + p.zoneLen
+		if z < len(line) && line[i] == ' ' && string(line[i+1:z]) == string(p.zone[:p.zoneLen]) && !isZoneByte(line[z]) {
+			return p.unix*1e6 + frac, line[z:], true
+		}
+	}
+	return s.slowLeadingTime(line)
+}
+
+func (s *stderrReader) slowLeadingTime(line []byte) (int64, []byte, bool) {
+	tb, rest, ok := s.takeTime(line)
+	if !ok {
+		return 0, nil, false
+	}
+	us, ok := s.times.parse(tb)
+	return us, rest, ok
 }
 
 // fields interns what the prefix matcher found, and remembers it by the
@@ -106,8 +189,11 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 	if s.tails != nil && len(f.time) > 0 {
 		if len(s.tails) >= maxTails {
 			clear(s.tails)
+			s.fast = [len(s.fast)]fastTail{}
 		}
-		s.tails[string(line[len(f.time):len(line)-len(rest)])] = lf
+		tail := string(line[len(f.time) : len(line)-len(rest)])
+		s.tails[tail] = lf
+		s.remember(tail, lf)
 	}
 	return lf
 }
@@ -144,18 +230,26 @@ func (s *stderrReader) next(e *entry) error {
 			continue
 		}
 		var lf *lineFields
-		var timeb, rest []byte
+		var us int64
+		var rest []byte
 		if s.tails != nil {
-			lf, timeb, rest = s.cachedTail(line)
+			lf, us, rest = s.cachedTail(line)
 		}
-		if lf == nil {
+		sev, msg, ok := splitSeverity(rest)
+		if lf == nil || !ok {
+			// Not in the cache, or a cached tail followed by no severity:
+			// match the prefix the long way.
+			lf = nil
 			if rest, ok = s.prefix.match(line, &f); !ok {
 				s.c.skip(SkipNoPrefix, 1)
 				continue
 			}
-			timeb = f.time
+			us = 0
+			if len(f.time) > 0 {
+				us, _ = s.times.parse(f.time)
+			}
+			sev, msg, ok = splitSeverity(rest)
 		}
-		sev, msg, ok := splitSeverity(rest)
 		if !ok {
 			if lang := foreignSeverity(rest); lang != "" && s.foreign == "" {
 				s.foreign, s.foreignLine = lang, s.lineNo
@@ -190,14 +284,14 @@ func (s *stderrReader) next(e *entry) error {
 		}
 		if s.have {
 			s.finish(e)
-			s.start(timeb, sev, msg, lf)
+			s.start(us, sev, msg, lf)
 			return nil
 		}
-		s.start(timeb, sev, msg, lf)
+		s.start(us, sev, msg, lf)
 	}
 }
 
-func (s *stderrReader) start(timeb, sev, msg []byte, lf *lineFields) {
+func (s *stderrReader) start(us int64, sev, msg []byte, lf *lineFields) {
 	s.cur = entry{
 		line:        s.lineNo,
 		lines:       1,
@@ -209,9 +303,7 @@ func (s *stderrReader) start(timeb, sev, msg []byte, lf *lineFields) {
 		application: lf.application,
 		sqlstate:    lf.sqlstate,
 	}
-	if len(timeb) > 0 {
-		s.cur.time, _ = s.times.parse(timeb)
-	}
+	s.cur.time = us
 	s.curPID = lf.pid
 	s.have = true
 	s.setField(&s.cur.message, msg)
