@@ -386,3 +386,41 @@ func TestWithoutPGSS(t *testing.T) {
 		t.Errorf("pg_wait_sampling %q, notes %q", e.Capabilities.WaitSampling, e.Notes)
 	}
 }
+
+// The observer's cost on the workload: pgbench's select-only TPS with and
+// without an observer at the default intervals, alternated three times on
+// the same cluster. The ratio is logged; the test fails only past a
+// slowdown no noise explains.
+func TestOverhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 20 s")
+	}
+	c := startPgbench(t, pgssSettings(nil))
+	run := func() float64 {
+		return pgbenchTPS(t, pgbench(t, c, "-n", "-S", "-M", "prepared", "-c", "2", "-j", "1", "-T", "3"))
+	}
+	run() // warm the cache
+	var ratios []float64
+	busy := 0.0
+	for i := range 3 {
+		without := run()
+		o := startObserver(t, c.DSN("postgres"), Options{})
+		with := run()
+		e := stop(t, o)
+		ratios = append(ratios, with/without)
+		busy = max(busy, e.Sampling.BusyShare)
+		t.Logf("round %d: %.0f TPS without, %.0f with the observer: ratio %.3f; observer busy %.1f ms in %.1f s (%.2f%%), %d samples",
+			i+1, without, with, with/without, e.Sampling.BusyMS, e.DurationS, 100*e.Sampling.BusyShare, e.Sampling.Rounds)
+	}
+	slices.Sort(ratios)
+	t.Logf("TPS with / without the observer: median %.3f (%v)", ratios[1], ratios)
+	// On a shared two-CPU machine one pgbench run differs from the next
+	// by ±30%: the TPS ratio is a report, the observer's own busy time
+	// the bound.
+	if ratios[1] < 0.6 {
+		t.Errorf("the observer costs more than 40%% of the throughput: median ratio %.3f", ratios[1])
+	}
+	if busy > 0.1 {
+		t.Errorf("the observer was busy %.1f%% of the time, want under 10%%", 100*busy)
+	}
+}
