@@ -206,7 +206,11 @@ func (in *interpreter) log(e *entry) {
 			return
 		}
 		dur = d
-		msg = strings.TrimLeft(after, " ")
+		// "duration: 0.1 ms  statement: ..." has two spaces.
+		for len(after) > 0 && after[0] == ' ' {
+			after = after[1:]
+		}
+		msg = after
 		if msg == "" {
 			in.durationAlone(e, dur)
 			return
