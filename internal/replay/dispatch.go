@@ -15,18 +15,18 @@ import (
 // creates sessions and touches the maps below.
 type dispatcher struct {
 	r        *Replayer
-	active   map[string]*session // open sessions, by original session id
-	excluded map[string]struct{} // sessions the filters removed, until they end
-	running  []*session          // sessions that may still run: start barriers, stalls
-	timer    *time.Timer         // the dispatcher's only timer
-	clk      *clock              // nil until the first event
-	stalled  bool                // reading past the budget, see waitBudget
-	holders  []dep               // while stalled: who held the budget, and how far they were
-	checked  int                 // events read while stalled since holders were last looked at
-	pruned   int                 // len(running) after the last prune
-	warming  []*session          // sessions connecting before the clock starts
-	warmEnd  int64               // log time the warm-up covers, before the clock starts
-	first    int64               // log time range of the events replayed
+	active   map[string][]*session // open sessions, by original session id: its Multiply copies
+	excluded map[string]struct{}   // sessions the filters removed, until they end
+	running  []*session            // sessions that may still run: start barriers, stalls
+	timer    *time.Timer           // the dispatcher's only timer
+	clk      *clock                // nil until the first event
+	stalled  bool                  // reading past the budget, see waitBudget
+	holders  []dep                 // while stalled: who held the budget, and how far they were
+	checked  int                   // events read while stalled since holders were last looked at
+	pruned   int                   // len(running) after the last prune
+	warming  []*session            // sessions connecting before the clock starts
+	warmEnd  int64                 // log time the warm-up covers, before the clock starts
+	first    int64                 // log time range of the events replayed
 	last     int64
 	seen     bool
 }
@@ -37,7 +37,7 @@ var errStopped = errors.New("stopped")
 func (r *Replayer) dispatch(src []Source, res *Result) error {
 	d := &dispatcher{
 		r:        r,
-		active:   map[string]*session{},
+		active:   map[string][]*session{},
 		excluded: map[string]struct{}{},
 		timer:    time.NewTimer(time.Hour),
 	}
@@ -45,8 +45,10 @@ func (r *Replayer) dispatch(src []Source, res *Result) error {
 	defer func() {
 		d.startClock()
 		// Sessions still open at the end of the log end with it.
-		for _, s := range d.active {
-			s.q.close()
+		for _, g := range d.active {
+			for _, s := range g {
+				s.q.close()
+			}
 		}
 	}()
 	var err error
@@ -102,9 +104,11 @@ func (d *dispatcher) readAll(src Source) error {
 			// that does not exist, too many connections) means the
 			// original could not connect either: tell the session, so
 			// that failing alike is not counted against the target.
-			if s := d.active[ev.Session]; s != nil && s.dispatched == 1 && ev.Severity == "FATAL" {
-				s.dispatched++
-				s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
+			if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.Severity == "FATAL" {
+				for _, s := range g {
+					s.dispatched++
+					s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
+				}
 			}
 			continue
 		default:
@@ -131,8 +135,8 @@ func (d *dispatcher) readAll(src Source) error {
 			d.filtered(ev)
 			continue
 		}
-		s := d.active[ev.Session]
-		if s == nil {
+		g := d.active[ev.Session]
+		if g == nil {
 			if _, ok := d.excluded[ev.Session]; ok {
 				d.filtered(ev)
 				if ev.Kind == event.Disconnect {
@@ -159,21 +163,29 @@ func (d *dispatcher) readAll(src Source) error {
 			if !d.clk.started() && ev.Time >= d.warmEnd {
 				d.startClock()
 			}
-			s = r.newSession(ev, d.clk)
-			if !d.clk.started() {
-				d.warming = append(d.warming, s)
-			}
+			var deps []dep
 			if r.opts.Speed == 0 {
-				s.deps = d.barrier()
+				// Computed before the copies join running: copies
+				// of one session do not wait for each other.
+				deps = d.barrier()
 			} else if len(d.running) >= 2*d.pruned+64 {
 				// Amortized: a long log opens sessions without end.
 				d.prune()
 				d.pruned = len(d.running)
 			}
-			d.running = append(d.running, s)
-			d.active[ev.Session] = s
-			r.c.sessions.Add(1)
-			r.wg.Go(s.run)
+			g = make([]*session, r.opts.Multiply)
+			for i := range g {
+				s := r.newSession(ev, d.clk)
+				if !d.clk.started() {
+					d.warming = append(d.warming, s)
+				}
+				s.deps = deps // only read
+				d.running = append(d.running, s)
+				r.c.sessions.Add(1)
+				r.wg.Go(s.run)
+				g[i] = s
+			}
+			d.active[ev.Session] = g
 		}
 		if !d.seen || ev.Time < d.first {
 			d.first = ev.Time
@@ -194,15 +206,20 @@ func (d *dispatcher) readAll(src Source) error {
 		if !d.waitBudget() {
 			return errStopped
 		}
-		if used := r.budget.used.Add(size); used > r.c.maxBuffered.Load() {
+		if used := r.budget.used.Add(size * int64(len(g))); used > r.c.maxBuffered.Load() {
 			r.c.maxBuffered.Store(used)
 		}
-		s.dispatched++
-		s.q.push(item{ev: ev, due: d.clk.offset(ev.Time), size: size})
+		due := d.clk.offset(ev.Time)
+		for _, s := range g {
+			s.dispatched++
+			s.q.push(item{ev: ev, due: due, size: size})
+		}
 		r.opts.Observer.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {
 			delete(d.active, ev.Session)
-			s.q.close()
+			for _, s := range g {
+				s.q.close()
+			}
 		}
 	}
 }

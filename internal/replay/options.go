@@ -92,6 +92,28 @@ type Options struct {
 	// does not set connect_timeout; zero means 30 s.
 	ConnectTimeout time.Duration
 
+	// Multiply replays every original session this many times at once,
+	// as independent copies: each copy is a session of its own (its own
+	// goroutine, queue and connection, counted in Sessions.Total) that
+	// runs all the events of the original, so that a log of 4 sessions
+	// loads the target like 4*Multiply clients (the sweep's log workload
+	// uses it to reach a step's client count). Zero means 1, which
+	// replays the log exactly as without the option.
+	//
+	// The copies are not coordinated with each other: they start
+	// together, under the same start barrier at speed 0 (the copies of
+	// one session do not wait for each other), and then run freely. So a
+	// copy repeats the original's writes: inserting the same keys fails
+	// with unique violations (23505) in all but one copy, the same rows
+	// are updated by every copy and they wait for each other's locks, and
+	// DDL fails in all but one. Those failures are the target's errors
+	// like any other (errors_by_sqlstate, failed_only_on_target), and the
+	// original's error rate is not multiplied to match: compare error
+	// rates of multiplied replays with care. Per query figures count
+	// every copy's executions. Memory: each event is queued once per
+	// copy and counted so against Budget.
+	Multiply int
+
 	// Observer, if not nil, receives measurements as they happen.
 	Observer Observer
 }
@@ -116,12 +138,18 @@ func (o Options) withDefaults() Options {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	if o.Multiply <= 0 {
+		o.Multiply = 1
+	}
 	return o
 }
 
 func (o Options) check() error {
 	if o.Speed < 0 || o.Speed != o.Speed {
 		return fmt.Errorf("speed must be 0 (as fast as possible) or positive, got %v", o.Speed)
+	}
+	if o.Multiply < 0 {
+		return fmt.Errorf("multiply must be 1 or more (0 means 1), got %d", o.Multiply)
 	}
 	if o.Target == "" && !o.DryRun {
 		return fmt.Errorf("no target: give a connection string")
