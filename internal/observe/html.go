@@ -115,7 +115,7 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 		}
 		top, topShare := "", 0.0
 		if len(q.Events) > 0 {
-			top, topShare = q.Events[0].Type+"/"+q.Events[0].Event, q.Events[0].Share
+			top, topShare = waitName(q.Events[0].Type, q.Events[0].Event), q.Events[0].Share
 		}
 		share := 0.0
 		if w.Samples > 0 {
@@ -270,10 +270,7 @@ func waitOption(ws *WaitSeries) json.RawMessage {
 				mean[i] = round3(float64(v) / float64(ws.Rounds[i]))
 			}
 		}
-		name := se.Type + "/" + se.Event
-		if se.Type == se.Event {
-			name = se.Type
-		}
+		name := waitName(se.Type, se.Event)
 		series = append(series, map[string]any{"name": name, "type": "line", "stack": "waits", "areaStyle": map[string]any{},
 			"showSymbol": false, "lineStyle": map[string]any{"width": 0.5}, "data": pairs(ts, mean)})
 	}

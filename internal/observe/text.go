@@ -31,7 +31,7 @@ func WriteText(w io.Writer, e *Evidence, top int) error {
 			} else {
 				b.WriteString(",")
 			}
-			fmt.Fprintf(&b, " %s/%s %s", ev.Type, ev.Event, pct(ev.Share))
+			fmt.Fprintf(&b, " %s %s", waitName(ev.Type, ev.Event), pct(ev.Share))
 		}
 		b.WriteString("\n")
 	}
@@ -62,4 +62,12 @@ func WriteText(w io.Writer, e *Evidence, top int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// waitName is "type/event", or "CPU" for a backend waiting on nothing.
+func waitName(typ, event string) string {
+	if typ == event {
+		return typ
+	}
+	return typ + "/" + event
 }
