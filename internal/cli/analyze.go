@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime"
 	"strings"
@@ -82,10 +81,6 @@ func defaultJobs() int {
 }
 
 func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string) (err error) {
-	format, err := logread.ParseFormat(f.format)
-	if err != nil {
-		return usageError("%v", err)
-	}
 	if f.serverCPUs < 0 {
 		return usageError("--server-cpus must not be negative, got %d", f.serverCPUs)
 	}
@@ -95,40 +90,18 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if f.top < 0 {
 		return usageError("--top must not be negative, got %d", f.top)
 	}
-	stdinUsed := false
-	for _, p := range paths {
-		if p == "-" {
-			if stdinUsed {
-				return usageError(`standard input ("-") can be read only once`)
-			}
-			stdinUsed = true
-		}
-	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
 		// Standard output carries the JSON, which must stay parseable.
 		summaryOut = stdio.Stderr
 	}
 
-	// Open every log before reading any, so that a typo in the last
-	// name fails at once rather than after an hour of reading.
-	readers := make([]*logread.Reader, 0, len(paths))
-	defer func() {
-		for _, r := range readers {
-			r.Close()
-		}
-	}()
-	for _, p := range paths {
-		// With several jobs, a large plain file is read in parts at once.
-		parts, err := logread.OpenSplit(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin}, f.jobs)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("log file %s does not exist", p)
-			}
-			return fmt.Errorf("open log: %w", err)
-		}
-		readers = append(readers, parts...)
+	// With several jobs, a large plain file is read in parts at once.
+	readers, err := openLogs(stdio, paths, f.format, f.prefix, f.jobs)
+	if err != nil {
+		return err
 	}
+	defer closeLogs(readers)
 
 	prog := newProgress(stdio.Stderr, readers)
 	sources := make([]analyze.Source, len(readers))

@@ -21,7 +21,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 )
 
 func init() { commands = append(commands, newFindingsCmd) }
@@ -209,26 +208,11 @@ func readResult(path string) (*findings.Workload, error) {
 // analyzeLogs analyzes logs as the analyze command does, observing their
 // events on the way.
 func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*findings.Workload, *findings.Observed, error) {
-	format, err := logread.ParseFormat(f.format)
+	readers, err := openLogs(stdio, paths, f.format, f.prefix, f.jobs)
 	if err != nil {
-		return nil, nil, usageError("%v", err)
+		return nil, nil, err
 	}
-	var readers []*logread.Reader
-	defer func() {
-		for _, r := range readers {
-			r.Close()
-		}
-	}()
-	for _, p := range paths {
-		parts, err := logread.OpenSplit(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin}, f.jobs)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, fmt.Errorf("log file %s does not exist", p)
-			}
-			return nil, nil, fmt.Errorf("open log: %w", err)
-		}
-		readers = append(readers, parts...)
-	}
+	defer closeLogs(readers)
 	cache := fingerprint.NewCache(0)
 	obs := findings.NewObserver(cache)
 	prog := newProgress(stdio.Stderr, readers)

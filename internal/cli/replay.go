@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"sort"
@@ -134,34 +133,17 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err != nil {
 		return err
 	}
-	format, err := logread.ParseFormat(f.format)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if n := strings.Count(" "+strings.Join(paths, " ")+" ", " - "); n > 1 {
-		return usageError(`standard input ("-") can be read only once`)
-	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
 		summaryOut = stdio.Stderr
 	}
 
-	readers := make([]*logread.Reader, 0, len(paths))
-	defer func() {
-		for _, r := range readers {
-			r.Close()
-		}
-	}()
-	for _, p := range paths {
-		r, err := logread.Open(p, logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin})
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("log file %s does not exist", p)
-			}
-			return fmt.Errorf("open log: %w", err)
-		}
-		readers = append(readers, r)
+	// Events must come in log order: one reader per file, never parts.
+	readers, err := openLogs(stdio, paths, f.format, f.prefix, 1)
+	if err != nil {
+		return err
 	}
+	defer closeLogs(readers)
 
 	var stopMetrics func()
 	if f.metricsAddr != "" {
