@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -159,23 +158,16 @@ func (s *session) trackPrepared(items []fingerprint.Item, ran bool) {
 	}
 }
 
-// exec runs an execution and returns how long the target took.
+// exec runs an execution and returns how long the target took. The
+// messages are those of the pgconn calls the replay used before, sent and
+// read at the message level (wire.go).
 func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, error) {
-	ctx := s.r.hard
-	conn := s.conn
 	if ev.Kind == event.Statement {
-		start := time.Now()
-		if len(items) == 1 && s.r.classes.get(items[0]).copyOut {
-			_, err := conn.CopyTo(ctx, io.Discard, ev.Query)
-			return time.Since(start), err
-		}
 		// The whole string as one simple query, as the original sent
-		// it: several statements run in one implicit transaction.
-		mrr := conn.Exec(ctx, ev.Query)
-		for mrr.NextResult() {
-			mrr.ResultReader().Close()
-		}
-		err := mrr.Close()
+		// it: several statements run in one implicit transaction. COPY
+		// TO STDOUT output is read and dropped.
+		start := time.Now()
+		err := s.execSimple(ev.Query)
 		return time.Since(start), err
 	}
 
@@ -184,14 +176,14 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 		// Parameter types 0: the server infers them, as it did for
 		// the original, whose types the log does not show.
 		start := time.Now()
-		_, err := conn.ExecParams(ctx, ev.Query, params, nil, nil, nil).Close()
+		err := s.execParams(ev.Query, params)
 		return time.Since(start), err
 	}
-	if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
+	if err := s.prepare(s.r.hard, ev.Name, ev.Query); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	_, err := conn.ExecPrepared(ctx, ev.Name, params, nil, nil).Close()
+	err := s.execPrepared(ev.Name, params)
 	return time.Since(start), err
 }
 

@@ -54,10 +54,12 @@ type session struct {
 	sqlPrepared map[string]sqlPrep // SQL-level PREPAREs seen, with --read-only
 	pbuf        []byte             // parameters of the execution in flight
 	params      [][]byte
-	lost        bool   // the connection broke; reconnect
-	connected   bool   // connected at least once
-	failReason  string // set when connecting failed: skip the rest
-	failCode    string // and the error, as counted in r.fails
+	w           wire        // protocol messages, reused (wire.go)
+	unwatch     func() bool // stops the hard context's watch of conn
+	lost        bool        // the connection broke; reconnect
+	connected   bool        // connected at least once
+	failReason  string      // set when connecting failed: skip the rest
+	failCode    string      // and the error, as counted in r.fails
 	failMsg     string
 }
 
@@ -269,6 +271,7 @@ func (s *session) connect() bool {
 		if err == nil {
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
+			s.unwatch = s.watchHard(s.conn)
 		}
 	}
 	if err != nil {
@@ -308,6 +311,10 @@ func (s *session) closeConn() {
 
 // dropConn forgets a connection that is closed.
 func (s *session) dropConn() {
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
+	}
 	s.conn = nil
 	s.prepared = nil
 	s.r.c.open.Add(-1)

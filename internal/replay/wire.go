@@ -1,0 +1,178 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// The hot path of an execution drives the protocol at the message level,
+// on pgconn's own connection: the messages are written with the
+// connection's Frontend and the answers read with PgConn.ReceiveMessage,
+// so pgconn still sees every backend message (transaction status,
+// ParameterStatus, notices, FATAL errors that close the connection) and
+// the connection stays in a state pgconn can go on with (Prepare,
+// Deallocate, Close). What this saves over ExecPrepared/ExecParams/Exec is
+// per-statement work the replay has no use for: a context watch per call
+// (a context.AfterFunc registered on the shared hard context, under its
+// lock), the slow-write timer armed and stopped around every flush, the
+// ResultReader and command tag bookkeeping, copying rows.
+//
+// The server sees exactly what the pgconn calls sent:
+//   - named prepared statement: Bind, Describe (portal), Execute, Sync, as
+//     ExecPrepared (the Parse is PgConn.Prepare's, once per session);
+//   - unnamed statement: Parse, Bind, Describe (portal), Execute, Sync, as
+//     ExecParams with nil types and formats (text; types inferred);
+//   - simple protocol: one Query with the whole string, as Exec.
+//
+// One exchange is written whole before anything is read. That cannot
+// deadlock on full socket buffers as a pipeline could (the reason pgconn
+// arms its slow-write timer): the server produces rows only for Execute
+// or Query, which it reads after every byte before it; what it writes
+// before (ParseComplete, BindComplete, RowDescription, an error) is a few
+// bytes. A server that wants COPY data (COPY FROM STDIN the classifier
+// did not see) is sent a CopyFail, so the statement fails instead of
+// hanging; COPY TO STDOUT is read and dropped.
+//
+// Cancellation: no context is watched per statement. When the hard
+// context ends, a function registered once per connection (watchHard)
+// sets a past read and write deadline on the socket, which makes the
+// exchange in flight fail at once, as pgconn's deadline handler did; the
+// connection is then closed and the statement counted as cancelled.
+
+var (
+	describePortal = &pgproto3.Describe{ObjectType: 'P'}
+	executeAll     = &pgproto3.Execute{}
+	syncMsg        = &pgproto3.Sync{}
+	copyFail       = &pgproto3.CopyFail{Message: "pgrehearse: the COPY data is not in the log"}
+)
+
+// errCopyBoth: the server started a replication stream, which a replay
+// cannot follow.
+var errCopyBoth = errors.New("server started COPY BOTH mode, which replay does not support")
+
+// wire is a session's reusable protocol messages.
+type wire struct {
+	bind  pgproto3.Bind
+	parse pgproto3.Parse
+	query pgproto3.Query
+}
+
+// execPrepared executes the named prepared statement with text
+// parameters.
+func (s *session) execPrepared(name string, params [][]byte) error {
+	if len(params) > math.MaxUint16 {
+		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
+	}
+	f := s.conn.Frontend()
+	s.w.bind = pgproto3.Bind{PreparedStatement: name, Parameters: params}
+	f.SendBind(&s.w.bind)
+	s.w.bind.Parameters = nil
+	f.SendDescribe(describePortal)
+	f.SendExecute(executeAll)
+	f.SendSync(syncMsg)
+	return s.exchange()
+}
+
+// execParams parses query as the unnamed statement, parameter types left
+// to the server, and executes it with text parameters.
+func (s *session) execParams(query string, params [][]byte) error {
+	if len(params) > math.MaxUint16 {
+		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
+	}
+	f := s.conn.Frontend()
+	s.w.parse.Query = query
+	f.SendParse(&s.w.parse)
+	s.w.parse.Query = ""
+	s.w.bind = pgproto3.Bind{Parameters: params}
+	f.SendBind(&s.w.bind)
+	s.w.bind.Parameters = nil
+	f.SendDescribe(describePortal)
+	f.SendExecute(executeAll)
+	f.SendSync(syncMsg)
+	return s.exchange()
+}
+
+// execSimple sends sql as one simple query.
+func (s *session) execSimple(sql string) error {
+	s.w.query.String = sql
+	s.conn.Frontend().SendQuery(&s.w.query)
+	s.w.query.String = ""
+	return s.exchange()
+}
+
+// exchange flushes the messages written and reads the answers up to
+// ReadyForQuery, dropping rows without looking at them. It returns the
+// first error the server reported, or why the connection failed; after a
+// failure of the connection itself the connection is closed.
+func (s *session) exchange() error {
+	conn := s.conn
+	f := conn.Frontend()
+	if err := f.Flush(); err != nil {
+		return s.broken(err)
+	}
+	var first error
+	for {
+		msg, err := conn.ReceiveMessage(context.Background())
+		if err != nil {
+			// A FATAL error arrives here too, pgconn having closed the
+			// connection.
+			return s.broken(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ReadyForQuery:
+			return first
+		case *pgproto3.ErrorResponse:
+			// Only the first: an error after CommandComplete (a deferred
+			// constraint) is the first of its statement too.
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.CopyInResponse:
+			f.Send(copyFail)
+			if err := f.Flush(); err != nil {
+				return s.broken(err)
+			}
+		case *pgproto3.CopyBothResponse:
+			return s.broken(errCopyBoth)
+		}
+	}
+}
+
+// broken closes the connection after a failure in the middle of an
+// exchange, whose state is unknown, and returns the error to count: the
+// cancellation when the hard context ended.
+func (s *session) broken(err error) error {
+	conn := s.conn
+	if !conn.IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn.Close(ctx)
+		cancel()
+	}
+	if herr := s.r.hard.Err(); herr != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return fmt.Errorf("%w: %v", herr, err)
+		}
+	}
+	return err
+}
+
+// watchHard makes the hard context's end interrupt any exchange on conn:
+// it sets a past deadline on the socket. The returned function stops the
+// watch.
+func (s *session) watchHard(conn *pgconn.PgConn) func() bool {
+	hard := s.r.hard
+	if hard == nil || hard.Done() == nil {
+		return nil
+	}
+	nc := conn.Conn()
+	return context.AfterFunc(hard, func() {
+		nc.SetDeadline(time.Unix(1, 0))
+	})
+}

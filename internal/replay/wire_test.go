@@ -1,0 +1,311 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+// wireSession connects a bare session, as the replay's, to dsn. cfg, when
+// not nil, edits the connection settings first.
+func wireSession(t *testing.T, hard context.Context, dsn string, cfg func(*pgconn.Config)) *session {
+	t.Helper()
+	c, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg != nil {
+		cfg(c)
+	}
+	conn, err := pgconn.ConnectConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{r: &Replayer{hard: hard}, conn: conn}
+	s.unwatch = s.watchHard(conn)
+	t.Cleanup(func() {
+		if s.unwatch != nil {
+			s.unwatch()
+		}
+		conn.Close(context.Background())
+	})
+	return s
+}
+
+// sqlState is the SQLSTATE of a server error, or "".
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// checkUsable fails unless the session's connection is idle, outside a
+// transaction and answers a query.
+func checkUsable(t *testing.T, s *session, after string) {
+	t.Helper()
+	if s.conn.IsClosed() || s.conn.IsBusy() {
+		t.Fatalf("after %s: connection closed %v, busy %v", after, s.conn.IsClosed(), s.conn.IsBusy())
+	}
+	if err := s.execSimple("SELECT 1"); err != nil {
+		t.Fatalf("after %s: %v", after, err)
+	}
+	// pgconn itself can still use it.
+	res, err := s.conn.Exec(context.Background(), "SELECT 'ok'").ReadAll()
+	if err != nil || len(res) != 1 || string(res[0].Rows[0][0]) != "ok" {
+		t.Fatalf("after %s: pgconn Exec: %v %v", after, res, err)
+	}
+}
+
+// TestWireProtocolPaths runs the statements the message-level path must
+// get right against a real server: errors in the middle of a stream of
+// rows, many rows, COPY TO STDOUT alone and among other statements, COPY
+// FROM STDIN (answered with CopyFail), notices, notifications, parameter
+// status, transaction status, errors after CommandComplete, and after each
+// one the connection must be usable by both this path and pgconn.
+func TestWireProtocolPaths(t *testing.T) {
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
+		CREATE TABLE wd (id int PRIMARY KEY, ref int REFERENCES wt DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var notices []string
+	var notifications []string
+	s := wireSession(t, ctx, c.DSN("postgres"), func(cfg *pgconn.Config) {
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			mu.Lock()
+			notices = append(notices, n.Message)
+			mu.Unlock()
+		}
+		cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+			mu.Lock()
+			notifications = append(notifications, n.Channel+":"+n.Payload)
+			mu.Unlock()
+		}
+	})
+
+	// An error after rows were sent, simple and extended.
+	midStream := "SELECT 1/(5-x) FROM generate_series(1, 100000) x"
+	if err := s.execSimple(midStream); sqlState(err) != "22012" {
+		t.Errorf("simple error mid-stream: %v", err)
+	}
+	checkUsable(t, s, "simple error mid-stream")
+	if err := s.execParams("SELECT 1/($1::int-x) FROM generate_series(1, 100000) x", [][]byte{[]byte("50000")}); sqlState(err) != "22012" {
+		t.Errorf("extended error mid-stream: %v", err)
+	}
+	checkUsable(t, s, "extended error mid-stream")
+
+	// Many rows, bigger than any buffer.
+	many := "SELECT x, repeat('y', 500) FROM generate_series(1, 200000) x"
+	if err := s.execSimple(many); err != nil {
+		t.Errorf("many rows, simple: %v", err)
+	}
+	if err := s.execParams(many, nil); err != nil {
+		t.Errorf("many rows, unnamed: %v", err)
+	}
+	if _, err := s.conn.Prepare(ctx, "many", many, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.execPrepared("many", nil); err != nil {
+		t.Errorf("many rows, prepared: %v", err)
+	}
+	checkUsable(t, s, "many rows")
+
+	// Parse, bind and execution errors of the extended protocol.
+	if err := s.execParams("SELEC 1", nil); sqlState(err) != "42601" {
+		t.Errorf("parse error: %v", err)
+	}
+	if err := s.execParams("SELECT $1::int", [][]byte{[]byte("x")}); sqlState(err) != "22P02" {
+		t.Errorf("bind error: %v", err)
+	}
+	if err := s.execPrepared("nosuch", nil); sqlState(err) != "26000" {
+		t.Errorf("unknown statement: %v", err)
+	}
+	if err := s.execParams("SELECT $1::text IS NULL", [][]byte{nil}); err != nil {
+		t.Errorf("NULL parameter: %v", err)
+	}
+	checkUsable(t, s, "extended errors")
+
+	// COPY TO STDOUT, alone and in a string of several statements.
+	if err := s.execSimple("COPY (SELECT x, repeat('z', 300) FROM generate_series(1, 50000) x) TO STDOUT"); err != nil {
+		t.Errorf("COPY TO STDOUT: %v", err)
+	}
+	if err := s.execSimple("SELECT 1; COPY (SELECT 1) TO STDOUT; SELECT 2"); err != nil {
+		t.Errorf("COPY TO STDOUT among statements: %v", err)
+	}
+	checkUsable(t, s, "COPY TO STDOUT")
+
+	// COPY FROM STDIN that was not skipped fails instead of hanging.
+	done := make(chan error, 1)
+	go func() { done <- s.execSimple("COPY wt FROM STDIN") }()
+	select {
+	case err := <-done:
+		if sqlState(err) != "57014" {
+			t.Errorf("COPY FROM STDIN: %v, want 57014 after CopyFail", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("COPY FROM STDIN hangs")
+	}
+	checkUsable(t, s, "COPY FROM STDIN")
+
+	// Notices, simple and extended.
+	if err := s.execSimple("DO $$BEGIN RAISE NOTICE 'simple notice'; END$$"); err != nil {
+		t.Error(err)
+	}
+	if err := s.execParams("SELECT count(*) FROM (SELECT 1) x WHERE $1::text IS NOT NULL", [][]byte{[]byte("a")}); err != nil {
+		t.Error(err)
+	}
+	if err := s.execSimple("CREATE FUNCTION pg_temp.noisy(t text) RETURNS int LANGUAGE plpgsql AS $$BEGIN RAISE NOTICE '%', t; RETURN 1; END$$"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.execParams("SELECT pg_temp.noisy($1)", [][]byte{[]byte("extended notice")}); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	if strings.Join(notices, "|") != "simple notice|extended notice" {
+		t.Errorf("notices %q", notices)
+	}
+	mu.Unlock()
+
+	// A notification from another session arrives with a statement.
+	if err := s.execSimple("LISTEN wire_ch"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "postgres", "NOTIFY wire_ch, 'hello'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.execSimple("SELECT 1"); err != nil {
+		t.Error(err)
+	}
+	if err := s.execParams("SELECT 1", nil); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	if strings.Join(notifications, "|") != "wire_ch:hello" {
+		t.Errorf("notifications %q", notifications)
+	}
+	mu.Unlock()
+
+	// pgconn follows ParameterStatus and the transaction status.
+	if err := s.execSimple("SET application_name = 'wire test'"); err != nil {
+		t.Error(err)
+	}
+	if got := s.conn.ParameterStatus("application_name"); got != "wire test" {
+		t.Errorf("application_name %q", got)
+	}
+	if err := s.execSimple("BEGIN"); err != nil || s.conn.TxStatus() != 'T' {
+		t.Errorf("BEGIN: %v, status %c", err, s.conn.TxStatus())
+	}
+	// An error after CommandComplete: a deferred constraint, at COMMIT.
+	if err := s.execParams("INSERT INTO wd VALUES ($1, $2)", [][]byte{[]byte("1"), []byte("42")}); err != nil {
+		t.Error(err)
+	}
+	if err := s.execSimple("COMMIT"); sqlState(err) != "23503" {
+		t.Errorf("deferred constraint: %v", err)
+	}
+	if s.conn.TxStatus() != 'I' {
+		t.Errorf("status %c after COMMIT", s.conn.TxStatus())
+	}
+	if err := s.execSimple("BEGIN; SELECT 1/0"); sqlState(err) != "22012" || s.conn.TxStatus() != 'E' {
+		t.Errorf("failed transaction: %v, status %c", err, s.conn.TxStatus())
+	}
+	if err := s.execSimple("ROLLBACK"); err != nil {
+		t.Error(err)
+	}
+	checkUsable(t, s, "transactions")
+
+	// An empty query.
+	if err := s.execSimple(";"); err != nil {
+		t.Errorf("empty query: %v", err)
+	}
+	checkUsable(t, s, "empty query")
+
+	// FATAL: the connection is gone, and the error says so.
+	err := s.execSimple("SELECT pg_terminate_backend(pg_backend_pid())")
+	if te := classifyError(err, s.conn); !te.lost || te.code != "57P01" {
+		t.Errorf("terminated: %+v (%v)", te, err)
+	}
+}
+
+// TestWireHardCancel: the end of the hard context interrupts a statement
+// in flight, which counts as cancelled, and the connection is closed.
+func TestWireHardCancel(t *testing.T) {
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	hard, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := wireSession(t, hard, c.DSN("postgres"), nil)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	err := s.execSimple("SELECT pg_sleep(30)")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled after %v", d)
+	}
+	te := classifyError(err, s.conn)
+	if te.code != CanceledSQLState || !te.lost {
+		t.Errorf("cancelled statement: %+v (%v)", te, err)
+	}
+}
+
+// TestWireSameMessages: the messages sent are those of the pgconn calls
+// the replay used before, byte for byte.
+func TestWireSameMessages(t *testing.T) {
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	s := wireSession(t, ctx, c.DSN("postgres"), nil)
+	if _, err := s.conn.Prepare(ctx, "p", "SELECT $1::text, $2::int", nil); err != nil {
+		t.Fatal(err)
+	}
+	params := [][]byte{[]byte("a"), nil}
+	intParams := [][]byte{[]byte(""), []byte("3")}
+	cases := []struct {
+		name    string
+		old     func() error
+		current func() error
+	}{
+		{"prepared", func() error {
+			_, err := s.conn.ExecPrepared(ctx, "p", params, nil, nil).Close()
+			return err
+		}, func() error { return s.execPrepared("p", params) }},
+		{"unnamed", func() error {
+			_, err := s.conn.ExecParams(ctx, "SELECT $1, $2::int", intParams, nil, nil, nil).Close()
+			return err
+		}, func() error { return s.execParams("SELECT $1, $2::int", intParams) }},
+		{"simple", func() error {
+			return s.conn.Exec(ctx, "SELECT 1; SELECT 2").Close()
+		}, func() error { return s.execSimple("SELECT 1; SELECT 2") }},
+	}
+	trace := func(run func() error) string {
+		var buf bytes.Buffer
+		s.conn.Frontend().Trace(&buf, pgproto3.TracerOptions{SuppressTimestamps: true})
+		err := run()
+		s.conn.Frontend().Untrace()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent []string
+		for line := range strings.Lines(buf.String()) {
+			if strings.HasPrefix(line, "F") {
+				sent = append(sent, line)
+			}
+		}
+		return strings.Join(sent, "")
+	}
+	for _, tc := range cases {
+		old, cur := trace(tc.old), trace(tc.current)
+		if old != cur || old == "" {
+			t.Errorf("%s: sent\n%s\nwant\n%s", tc.name, cur, old)
+		}
+	}
+}
