@@ -87,6 +87,15 @@ func connect(ctx context.Context, dsn, database string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe: connect: %w", err)
 	}
+	// Keep the observer's statements out of the server's log, which a
+	// replay may read back (--target-log) and a DBA reads anyway. Only
+	// a superuser may; others' statements are told apart by
+	// application_name.
+	for _, set := range []string{"SET log_min_duration_statement = -1", "SET log_statement = 'none'", "SET log_duration = off"} {
+		if _, err := conn.Exec(ctx, tag+set); err != nil {
+			break
+		}
+	}
 	return conn, nil
 }
 
