@@ -2,14 +2,15 @@ package sweep
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
 // A Driver generates a workload's load for one step. It is the extension
-// point for other load generators: a captured log replayed by
-// internal/replay at --speed 0 with its sessions multiplied Clients-fold is
-// meant to be one, reporting the same Load, so that the sweep, its
-// observers and its reports need no change.
+// point for load generators: Pgbench, and Log (a captured log replayed by
+// internal/replay at speed 0 with its sessions multiplied), report the
+// same Load, so that the sweep, its observers and its reports need no
+// change.
 //
 // A driver is used by one step at a time.
 type Driver interface {
@@ -54,6 +55,30 @@ type Load struct {
 	// SummaryTPS is the generator's own figure over the whole run, if it
 	// has one.
 	SummaryTPS float64
+	// SamplingRate is the share of transactions the percentiles rest on
+	// when the driver decides it rather than RunSpec (0: RunSpec's).
+	SamplingRate float64
+	// Statements and StatementsPerS count statements when a driver
+	// counts them apart from transactions (the log workload); zero
+	// otherwise.
+	Statements     int64
+	StatementsPerS float64
+	// Sessions describes the load's sessions when the driver chooses
+	// them (the log workload); nil otherwise.
+	Sessions *SessionLoad
+}
+
+// initDescriber is a Driver that says what its Init does, for the
+// progress lines; others are said to run pgbench -i.
+type initDescriber interface {
+	InitText(scale int) string
+}
+
+func initText(d Driver, scale int) string {
+	if i, ok := d.(initDescriber); ok {
+		return i.InitText(scale)
+	}
+	return fmt.Sprintf("pgbench -i -s %d", scale)
 }
 
 // tail is how long the load goes on after the window, so that every

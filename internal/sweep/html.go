@@ -14,14 +14,9 @@ var palette = []string{"#2f6fdf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#
 
 // HTMLPage renders the result as a page of its own.
 func HTMLPage(res *Result) htmlreport.Page {
-	wl := res.Workload
-	what := "-b " + wl.Builtin
-	if wl.Script != "" {
-		what = "-f " + wl.Script
-	}
 	p := htmlreport.Page{
 		Title:    "pgrehearse sweep",
-		Subtitle: fmt.Sprintf("pgbench %s -M %s on %s, %gs warm-up + %gs per step", what, wl.Mode, res.Target, res.Plan.WarmupS, res.Plan.DurationS),
+		Subtitle: fmt.Sprintf("%s on %s, %gs warm-up + %gs per step", workloadLine(res.Workload), res.Target, res.Plan.WarmupS, res.Plan.DurationS),
 		Sections: HTMLSections(res),
 		Footer:   fmt.Sprintf("started %s; %d client CPUs; configurations ordered %s", res.Started.Format("2006-01-02 15:04:05 MST"), res.ClientCPUs, res.Plan.Order),
 	}
@@ -46,6 +41,11 @@ func HTMLSections(res *Result) []htmlreport.Section {
 		Note: fmt.Sprintf("The cliff is the first client count after the peak below %.2f of the peak's TPS.", res.Plan.CliffRatio)}}
 	if len(res.Comparison) > 0 {
 		curves.Tables = append(curves.Tables, comparisonTable(res))
+	}
+	if res.Workload.Kind == "log" {
+		curves.Text = append(curves.Text, "TPS is transactions per second: COMMIT, ROLLBACK and every statement outside a transaction block. "+
+			"Latencies are per statement (query string or extended-protocol execution), as the replay timed them. "+
+			"Each step replays the log again and again at speed 0, its sessions multiplied to reach the client count.")
 	}
 	sections := []htmlreport.Section{curves}
 	for _, c := range res.Configs {
@@ -162,6 +162,13 @@ func stepsTable(c ConfigRun) htmlreport.Table {
 			{Label: "CPU/tx ms", Numeric: true, Tooltip: "server CPU time per transaction, from /proc"},
 			{Label: "top wait event"},
 		}}
+	isLog := len(c.Steps) > 0 && c.Steps[0].Sessions != nil
+	if isLog {
+		t.Columns = append(t.Columns[:2], append([]htmlreport.Column{
+			{Label: "stmt/s", Numeric: true, Tooltip: "statements per second"},
+			{Label: "sessions", Numeric: true, Tooltip: "connections open on average over the window (planned: log lanes x multiply)"},
+		}, t.Columns[2:]...)...)
+	}
 	for _, s := range c.Steps {
 		cpu := htmlreport.Num("unknown", -1)
 		if s.CPUPerTxMS != nil {
@@ -181,6 +188,13 @@ func stepsTable(c ConfigRun) htmlreport.Table {
 			cpu,
 			htmlreport.Text(wait),
 		}}
+		if isLog && s.Sessions != nil {
+			extra := []htmlreport.Cell{
+				htmlreport.Num(fmt.Sprintf("%.1f", s.StatementsPerS), s.StatementsPerS),
+				htmlreport.Num(fmt.Sprintf("%.1f of %d", s.Sessions.MeanOpen, s.Sessions.Planned), s.Sessions.MeanOpen),
+			}
+			row.Cells = append(row.Cells[:2], append(extra, row.Cells[2:]...)...)
+		}
 		if c.Peak != nil && s.Clients == c.Peak.Clients {
 			row.Class = "good"
 		}
@@ -205,6 +219,10 @@ func stepDetail(name string, s Step) *htmlreport.Detail {
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf("%d transactions in %.0f s, %d failed; server CPU %s; latency mean %.3f ms, max %.3f ms from %d samples (rate %.3g)",
 		s.Transactions, s.WindowS, s.Failed, cpu, s.Latency.Mean, s.Latency.Max, s.LatencySamples, s.SamplingRate))
+	if sl := s.Sessions; sl != nil {
+		d.Notes = append(d.Notes, fmt.Sprintf("log replay: %d of the log's %d lanes x %d = %d sessions planned; open %.1f on average, %d at most; %d passes over the log; %d statements (%d executions) in the window, %s failed",
+			sl.LanesUsed, sl.LogConcurrency, sl.Multiply, sl.Planned, sl.MeanOpen, sl.MaxOpen, sl.Passes, s.Statements, sl.Executions, errorsText(sl)))
+	}
 	var q []string
 	for _, h := range s.HotQueries {
 		d.Notes = append(d.Notes, fmt.Sprintf("query %d: %.0f calls/s, %.0f plans/s (%.0f%% of calls)", h.QueryID, h.CallsPerS, h.PlansPerS, 100*h.ShareCalls))

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -18,23 +21,23 @@ func WriteText(w io.Writer, res *Result) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
-	wl := res.Workload
-	what := "-b " + wl.Builtin
-	if wl.Script != "" {
-		what = "-f " + wl.Script
-	}
-	p("sweep: pgbench %s -M %s", what, wl.Mode)
-	if wl.Scale > 0 {
-		p(", scale %d", wl.Scale)
-	}
+	p("sweep: %s", workloadLine(res.Workload))
 	p("; %gs warm-up + %gs per step; on %s; %d client CPUs\n", res.Plan.WarmupS, res.Plan.DurationS, res.Target, res.ClientCPUs)
+	isLog := res.Workload.Kind == "log"
+	if isLog {
+		p("  TPS: transactions/s (COMMIT, ROLLBACK and statements outside a transaction block); latency per statement\n")
+	}
 	if res.Partial {
 		p("PARTIAL: the sweep stopped early; the steps below are complete, later ones are missing\n")
 	}
 
 	for _, c := range res.Configs {
 		p("\nconfiguration %s: %s\n", c.Name, settingsOr(c.Settings))
-		p("  %7s %11s %9s %9s %10s  %s\n", "clients", "TPS", "p50 ms", "p95 ms", "CPU/tx ms", "top wait event")
+		if isLog {
+			p("  %7s %11s %11s %8s %9s %9s %10s  %s\n", "clients", "TPS", "stmt/s", "sessions", "p50 ms", "p95 ms", "CPU/tx ms", "top wait event")
+		} else {
+			p("  %7s %11s %9s %9s %10s  %s\n", "clients", "TPS", "p50 ms", "p95 ms", "CPU/tx ms", "top wait event")
+		}
 		for _, s := range c.Steps {
 			cpu := "unknown"
 			if s.CPUPerTxMS != nil {
@@ -44,6 +47,13 @@ func WriteText(w io.Writer, res *Result) error {
 			if len(s.WaitEvents) > 0 {
 				e := s.WaitEvents[0]
 				wait = fmt.Sprintf("%s:%s %.0f%%", e.Type, e.Event, 100*e.Share)
+			}
+			if isLog {
+				p("  %7d %11.1f %11.1f %8s %9.3f %9.3f %10s  %s\n", s.Clients, s.TPS, s.StatementsPerS, sessionsText(s.Sessions), s.Latency.P50, s.Latency.P95, cpu, wait)
+				if s.Failed > 0 {
+					p("  %7s %d statements failed: %s\n", "", s.Failed, errorsText(s.Sessions))
+				}
+				continue
 			}
 			p("  %7d %11.1f %9.3f %9.3f %10s  %s\n", s.Clients, s.TPS, s.Latency.P50, s.Latency.P95, cpu, wait)
 		}
@@ -82,6 +92,49 @@ func WriteText(w io.Writer, res *Result) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// workloadLine describes the workload in one line.
+func workloadLine(wl WorkloadInfo) string {
+	if wl.Kind == "log" {
+		line := fmt.Sprintf("log %s replayed at speed 0 (%d sessions, at most %d at once, %d statements in %.1f s of log time)",
+			filepath.Base(wl.Log), wl.LogSessions, wl.LogConcurrency, wl.LogStatements, wl.LogSpanS)
+		if wl.Scale > 0 {
+			line += fmt.Sprintf(", pgbench -i scale %d", wl.Scale)
+		}
+		if wl.Setup != "" {
+			line += ", setup " + filepath.Base(wl.Setup)
+		}
+		return line
+	}
+	what := "-b " + wl.Builtin
+	if wl.Script != "" {
+		what = "-f " + wl.Script
+	}
+	line := fmt.Sprintf("pgbench %s -M %s", what, wl.Mode)
+	if wl.Scale > 0 {
+		line += fmt.Sprintf(", scale %d", wl.Scale)
+	}
+	return line
+}
+
+// sessionsText is a log step's sessions: mean open, and the plan.
+func sessionsText(sl *SessionLoad) string {
+	if sl == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", sl.MeanOpen)
+}
+
+func errorsText(sl *SessionLoad) string {
+	if sl == nil || len(sl.ErrorsBySQLState) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(sl.ErrorsBySQLState)) {
+		parts = append(parts, fmt.Sprintf("SQLSTATE %s: %d", k, sl.ErrorsBySQLState[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func settingsOr(m map[string]string) string {

@@ -24,11 +24,47 @@ type Result struct {
 
 // WorkloadInfo describes the load generator.
 type WorkloadInfo struct {
-	Kind    string `json:"kind"`              // "pgbench"
+	Kind    string `json:"kind"`              // "pgbench" or "log"
 	Builtin string `json:"builtin,omitempty"` // -b name
 	Script  string `json:"script,omitempty"`  // -f file
-	Mode    string `json:"mode"`              // -M simple, extended or prepared
+	Mode    string `json:"mode"`              // -M simple, extended or prepared; "as logged" for a log
 	Scale   int    `json:"scale,omitempty"`   // pgbench -i scale, when initialized
+
+	// A log workload (kind "log"): the file, its format, the setup file,
+	// and what a first read found: its sessions, the most of them open
+	// at once (log_concurrency), its statements and transactions, and
+	// the log time it spans.
+	Log             string  `json:"log,omitempty"`
+	Format          string  `json:"format,omitempty"`
+	Setup           string  `json:"setup,omitempty"`
+	LogSessions     int     `json:"log_sessions,omitempty"`
+	LogConcurrency  int     `json:"log_concurrency,omitempty"`
+	LogStatements   int64   `json:"log_statements,omitempty"`
+	LogTransactions int64   `json:"log_transactions,omitempty"`
+	LogSpanS        float64 `json:"log_span_s,omitempty"`
+}
+
+// SessionLoad is how a log workload's step reached its client count.
+type SessionLoad struct {
+	// LogConcurrency is the most sessions the log has open at once; the
+	// step replays the sessions of LanesUsed of those "lanes", each
+	// Multiply times, for Planned sessions at once at the log's peak.
+	LogConcurrency int `json:"log_concurrency"`
+	LanesUsed      int `json:"lanes_used"`
+	Multiply       int `json:"multiply"`
+	Planned        int `json:"planned"`
+	// MeanOpen and MaxOpen are the connections the replay had open,
+	// sampled every 10 ms over the window.
+	MeanOpen float64 `json:"mean_open"`
+	MaxOpen  int     `json:"max_open"`
+	// Passes counts the replays of the log started in the step, warm-up
+	// and tail included (each pass opens new connections).
+	Passes int `json:"passes"`
+	// Executions are the query strings and extended-protocol executions
+	// run in the window (a string may hold several statements).
+	Executions int64 `json:"executions"`
+	// ErrorsBySQLState counts the window's failed executions by SQLSTATE.
+	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
 }
 
 // PlanInfo is what the sweep was asked to do.
@@ -75,8 +111,14 @@ type Step struct {
 	WaitEvents  []Wait   `json:"wait_events"`
 	HotQueries  []Hot    `json:"hot_queries"`
 	// PgbenchTPS is pgbench's own summary figure, over warm-up, window
-	// and tail: a cross-check of TPS.
+	// and tail: a cross-check of TPS. For a log workload, the same
+	// figure from the replay.
 	PgbenchTPS float64 `json:"pgbench_tps"`
+	// Log workloads only: statements (a transaction may hold several)
+	// in the window and per second, and how the sessions were made.
+	Statements     int64        `json:"statements,omitempty"`
+	StatementsPerS float64      `json:"statements_per_s,omitempty"`
+	Sessions       *SessionLoad `json:"sessions,omitempty"`
 }
 
 // Latency is in milliseconds.

@@ -107,7 +107,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			CliffRatio: opts.CliffRatio, Order: "alternating: A B at the 1st client count, B A at the 2nd, A B at the 3rd..."},
 		Target: "throwaway",
 	}
-	if opts.Target == "" || opts.Init {
+	if (opts.Target == "" || opts.Init) && res.Workload.Kind == "pgbench" {
 		res.Workload.Scale = opts.Scale
 	}
 	for _, c := range configs {
@@ -130,7 +130,7 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 	servers := make([]*server, len(configs))
 	if opts.Target == "" {
 		for i, cfg := range configs {
-			opts.Progress("%s: starting a throwaway cluster (%s), pgbench -i -s %d", cfg.Name, settingsOrDefaults(cfg), opts.Scale)
+			opts.Progress("%s: starting a throwaway cluster (%s), %s", cfg.Name, settingsOrDefaults(cfg), initText(opts.Driver, opts.Scale))
 			s, c, err := startThrowaway(ctx, cfg, opts)
 			if err != nil {
 				return fmt.Errorf("configuration %s: %w", cfg.Name, err)
@@ -162,7 +162,7 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 			}()
 		}
 		if opts.Init {
-			opts.Progress("target: pgbench -i -s %d", opts.Scale)
+			opts.Progress("target: %s", initText(opts.Driver, opts.Scale))
 			if err := opts.Driver.Init(ctx, opts.Target, opts.Scale); err != nil {
 				return err
 			}
@@ -355,6 +355,10 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 	st.Latency = load.Latency
 	st.LatencySamples = load.LatencySamples
 	st.PgbenchTPS = load.SummaryTPS
+	if load.SamplingRate > 0 {
+		st.SamplingRate = load.SamplingRate
+	}
+	st.Statements, st.StatementsPerS, st.Sessions = load.Statements, load.StatementsPerS, load.Sessions
 	if waitErr != nil {
 		opts.Progress("%s: wait event sampling failed: %v", s.cfg.Name, waitErr)
 	}

@@ -1,0 +1,649 @@
+package sweep
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+)
+
+// Log drives a step by replaying a captured server log with
+// internal/replay at speed 0 (as fast as possible), its sessions
+// multiplied to reach the step's client count. See the package comment
+// ("The log workload") for how clients, transactions and latencies are
+// counted.
+type Log struct {
+	// Path is the log file; Format and Prefix are as replay's --format
+	// and --prefix (empty: detected).
+	Path   string
+	Format logread.Format
+	Prefix string
+	// Setup is an SQL file run by Init (once per throwaway cluster, or on
+	// the target with --init or --setup): the schema the log's statements
+	// need. Plain SQL sent in one simple-protocol query, no psql
+	// meta-commands.
+	Setup string
+	// PgbenchInit makes Init run pgbench -i at the sweep's scale first,
+	// for a log captured from pgbench; PgbenchPath is the pgbench binary
+	// (empty: FindPgbench's choice) and Scale the scale, for Info.
+	PgbenchInit bool
+	PgbenchPath string
+	Scale       int
+	// Grace is how long statements still running when a step ends may
+	// finish before they are cancelled; zero means 5 s.
+	Grace time.Duration
+
+	plan *logPlan
+}
+
+// logPlan is what a first read of the log found.
+type logPlan struct {
+	sessions     int            // sessions in the log
+	lanes        int            // working lanes: see busiestFirst
+	allLanes     int            // most sessions open at once
+	lane         map[string]int // session -> lane, 0 .. allLanes-1
+	statements   int64
+	transactions int64
+	spanS        float64
+	// per is, by the fingerprint of an execution's first statement,
+	// how many statements and transaction ends an execution holds on
+	// average.
+	per      map[string]perExec
+	users    map[string]string // every logged user and database, mapped
+	dbs      map[string]string // to "": the DSN's
+	warnings []string
+}
+
+type perExec struct{ stmts, txEnds float64 }
+
+// Prepare reads the log once: its sessions, the most open at once, and
+// how its statements group into transactions. Run calls it when it was
+// not called.
+func (l *Log) Prepare() error {
+	if l.plan != nil {
+		return nil
+	}
+	if l.Setup != "" {
+		if _, err := os.Stat(l.Setup); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+	}
+	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	defer rd.Close()
+	p, err := scanLog(rd)
+	if err != nil {
+		return fmt.Errorf("read log %s: %w", l.Path, err)
+	}
+	if p.statements == 0 {
+		return fmt.Errorf("log %s: no statement to replay (it needs log_min_duration_statement = 0 or log_statement = 'all', and sessions: %%c or %%p in a stderr log's prefix)", l.Path)
+	}
+	l.plan = p
+	return nil
+}
+
+type span struct {
+	id          string
+	first, last int64
+	stmts       int64
+	closed      bool // its disconnection is in the log
+}
+
+func scanLog(src replay.Source) (*logPlan, error) {
+	p := &logPlan{lane: map[string]int{}, per: map[string]perExec{}, users: map[string]string{}, dbs: map[string]string{}}
+	spans := map[string]*span{}
+	inTx := map[string]bool{}
+	cache := fingerprint.NewCache(0)
+	type count struct {
+		execs         int64
+		stmts, txEnds int64
+	}
+	counts := map[string]*count{}
+	var first, last, seq int64
+	for {
+		ev, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Kind {
+		case event.Connect, event.Disconnect, event.Statement, event.Execute:
+		default:
+			continue
+		}
+		if ev.Session == "" {
+			continue
+		}
+		if first == 0 || ev.Time < first {
+			first = ev.Time
+		}
+		last = max(last, ev.Time)
+		// Spans are in read order, not log time: at speed 0 a session
+		// starts once every event read before its first has completed
+		// (the replay's start barrier), so a session whose last event
+		// is read before another's first is closed before that one
+		// connects, and the two can share a lane without overlapping.
+		// In log time they could overlap: a backend logs its
+		// disconnection after the client moved on.
+		seq++
+		sp := spans[ev.Session]
+		if sp == nil {
+			sp = &span{id: ev.Session, first: seq}
+			spans[ev.Session] = sp
+			p.users[ev.User] = ""
+			p.dbs[ev.Database] = ""
+		}
+		sp.last = seq
+		if ev.Kind == event.Disconnect {
+			sp.closed = true
+			delete(inTx, ev.Session)
+			continue
+		}
+		if !ev.IsExecution() {
+			continue
+		}
+		items := cache.Get(ev.Query)
+		if len(items) == 0 {
+			continue
+		}
+		ends, now := txEnds(items, inTx[ev.Session])
+		inTx[ev.Session] = now
+		c := counts[items[0].Fingerprint]
+		if c == nil {
+			c = &count{}
+			counts[items[0].Fingerprint] = c
+		}
+		sp.stmts += int64(len(items))
+		c.execs++
+		c.stmts += int64(len(items))
+		c.txEnds += int64(ends)
+		p.statements += int64(len(items))
+		p.transactions += int64(ends)
+	}
+	for fp, c := range counts {
+		p.per[fp] = perExec{stmts: float64(c.stmts) / float64(c.execs), txEnds: float64(c.txEnds) / float64(c.execs)}
+	}
+	for _, sp := range spans {
+		if !sp.closed {
+			// The replay keeps it open to the end of the log.
+			sp.last = seq + 1
+		}
+	}
+	p.sessions = len(spans)
+	p.allLanes = assignLanes(spans, p.lane)
+	p.lanes = busiestFirst(spans, p.lane, p.allLanes)
+	p.spanS = float64(last-first) / 1e6
+	return p, nil
+}
+
+// assignLanes gives every session the lowest lane free when it starts (a
+// lane is free once its previous session has ended, in read order), so that
+// a lane holds sessions one after the other and the number of lanes is
+// the most sessions open at once.
+func assignLanes(spans map[string]*span, lane map[string]int) int {
+	list := make([]*span, 0, len(spans))
+	for _, s := range spans {
+		list = append(list, s)
+	}
+	slices.SortFunc(list, func(a, b *span) int {
+		if a.first != b.first {
+			if a.first < b.first {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	var busy busyLanes
+	var free intHeap
+	n := 0
+	for _, s := range list {
+		for len(busy) > 0 && busy[0].end < s.first {
+			heap.Push(&free, heap.Pop(&busy).(laneEnd).lane)
+		}
+		l := n
+		if len(free) > 0 {
+			l = heap.Pop(&free).(int)
+		} else {
+			n++
+		}
+		lane[s.id] = l
+		heap.Push(&busy, laneEnd{end: s.last, lane: l})
+	}
+	return n
+}
+
+// busiestFirst numbers the lanes by the statements of their sessions,
+// most first, so that a step using fewer lanes than the log has replays
+// its busiest, and returns how many lanes work: those with at least
+// idleShare of the busiest lane's statements. The others (pgbench's first
+// look at the tables, a connection that did nothing) would count as
+// concurrency without loading the server; they are not replayed.
+func busiestFirst(spans map[string]*span, lane map[string]int, n int) int {
+	work := make([]int64, n)
+	for _, s := range spans {
+		work[lane[s.id]] += s.stmts
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if work[a] != work[b] {
+			if work[a] > work[b] {
+				return -1
+			}
+			return 1
+		}
+		return a - b
+	})
+	rank := make([]int, n)
+	for r, l := range order {
+		rank[l] = r
+	}
+	for id, l := range lane {
+		lane[id] = rank[l]
+	}
+	working := 0
+	for _, l := range order {
+		if n > 0 && float64(work[l]) >= max(1, idleShare*float64(work[order[0]])) {
+			working++
+		}
+	}
+	return max(working, 1)
+}
+
+// idleShare: see busiestFirst.
+const idleShare = 0.05
+
+type laneEnd struct {
+	end  int64
+	lane int
+}
+
+type busyLanes []laneEnd
+
+func (h busyLanes) Len() int           { return len(h) }
+func (h busyLanes) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h busyLanes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *busyLanes) Push(x any)        { *h = append(*h, x.(laneEnd)) }
+func (h *busyLanes) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// txEnds counts the transactions that the statements of one execution
+// end, given whether its session was inside a transaction block, and
+// says whether it is inside one afterwards. A transaction ends with
+// COMMIT, END, ROLLBACK, ABORT or PREPARE TRANSACTION, and every
+// statement outside a block is a transaction of its own; a query string
+// of several statements without transaction control is one (implicit)
+// transaction, as the server runs it.
+func txEnds(items []fingerprint.Item, inTx bool) (int, bool) {
+	ends := 0
+	control := false
+	for _, it := range items {
+		w := strings.FieldsFunc(strings.ToUpper(it.Query), func(r rune) bool { return !(r >= 'A' && r <= 'Z') })
+		if len(w) == 0 {
+			continue
+		}
+		has := func(word string) bool { return slices.Contains(w[1:], word) }
+		switch {
+		case w[0] == "BEGIN" || (w[0] == "START" && has("TRANSACTION")):
+			control = true
+			inTx = true
+		case (w[0] == "COMMIT" || w[0] == "ROLLBACK") && len(w) > 1 && w[1] == "PREPARED":
+			// Runs outside a block, a transaction of its own.
+			if !inTx {
+				ends++
+			}
+		case w[0] == "ROLLBACK" && has("TO"):
+			// ROLLBACK TO SAVEPOINT: the block goes on.
+		case w[0] == "COMMIT" || w[0] == "END" || w[0] == "ROLLBACK" || w[0] == "ABORT" ||
+			(w[0] == "PREPARE" && len(w) > 1 && w[1] == "TRANSACTION"):
+			control = true
+			if inTx {
+				ends++
+			}
+			inTx = has("CHAIN") && !has("NO")
+		default:
+			if !inTx && (len(items) == 1 || control) {
+				ends++
+			}
+		}
+	}
+	if !control && len(items) > 1 && !inTx {
+		ends = 1
+	}
+	return ends, inTx
+}
+
+// Fit returns how a step of clients sessions replays a log whose sessions
+// fill lanes lanes: every session of the first lanesUsed lanes, each
+// multiply times, for lanesUsed*multiply sessions at once (at the log's
+// peak), which is clients when clients divides evenly, and otherwise
+// above it by less than multiply.
+func Fit(lanes, clients int) (lanesUsed, multiply int) {
+	lanes, clients = max(lanes, 1), max(clients, 1)
+	multiply = (clients + lanes - 1) / lanes
+	lanesUsed = (clients + multiply - 1) / multiply
+	return lanesUsed, multiply
+}
+
+// Info implements Driver.
+func (l *Log) Info() WorkloadInfo {
+	w := WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
+	if w.Format == "" {
+		w.Format = string(logread.FormatAuto)
+	}
+	if l.PgbenchInit {
+		w.Scale = l.Scale
+	}
+	if p := l.plan; p != nil {
+		w.LogSessions, w.LogConcurrency = p.sessions, p.lanes
+		w.LogStatements, w.LogTransactions, w.LogSpanS = p.statements, p.transactions, math.Round(p.spanS*1000)/1000
+	}
+	return w
+}
+
+// InitText says what Init does, for the sweep's progress lines.
+func (l *Log) InitText(scale int) string {
+	var what []string
+	if l.PgbenchInit {
+		what = append(what, fmt.Sprintf("pgbench -i -s %d", scale))
+	}
+	if l.Setup != "" {
+		what = append(what, "setup "+l.Setup)
+	}
+	if len(what) == 0 {
+		return "no schema: without --setup or --init the log's statements fail on it"
+	}
+	return strings.Join(what, ", ")
+}
+
+// Init implements Driver: pgbench -i when asked, then the setup file.
+func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
+	if l.PgbenchInit {
+		if err := (&Pgbench{Path: l.PgbenchPath}).Init(ctx, dsn, scale); err != nil {
+			return err
+		}
+	}
+	if l.Setup == "" {
+		return nil
+	}
+	sql, err := os.ReadFile(l.Setup)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("setup: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, string(sql)).ReadAll(); err != nil {
+		return fmt.Errorf("setup %s: %w", l.Setup, err)
+	}
+	return nil
+}
+
+// Run implements Driver: it replays the log at speed 0, again and again
+// (every pass reads the file anew) from the start of the warm-up to the
+// end of the tail, and measures the statements completed inside the
+// window.
+func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
+	var load Load
+	if err := l.Prepare(); err != nil {
+		return load, err
+	}
+	p := l.plan
+	used, mult := Fit(p.lanes, spec.Clients)
+	start := time.Now()
+	winStart := start.Add(spec.Warmup)
+	winEnd := winStart.Add(spec.Duration)
+	obs := &logObserver{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
+		h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
+
+	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(tail))
+	defer cancelStop()
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	grace := l.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	go func() {
+		<-stop.Done()
+		if ctx.Err() == nil {
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			case <-hard.Done():
+			}
+		}
+		cancelHard()
+	}()
+
+	// The window: open sessions sampled every 10 ms, and the sweep told.
+	var openSum, openN, openMax int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTimer(time.Until(winStart))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop.Done():
+			return
+		}
+		if spec.OnWindow != nil {
+			spec.OnWindow(winStart)
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case now := <-tick.C:
+				if !now.Before(winEnd) {
+					return
+				}
+				n := obs.open.Load()
+				openSum += n
+				openN++
+				openMax = max(openMax, n)
+			case <-stop.Done():
+				return
+			}
+		}
+	}()
+
+	passes := 0
+	var runErr error
+	for stop.Err() == nil {
+		res, err := l.pass(stop, hard, spec.DSN, used, mult, obs)
+		passes++
+		if err != nil {
+			runErr = err
+			break
+		}
+		if res.Sessions.ConnectFailed > 0 {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%d of %d sessions of the log could not connect", res.Sessions.ConnectFailed, res.Sessions.Total)
+			for _, cf := range res.Sessions.ConnectFailures {
+				fmt.Fprintf(&b, "; %s (%d sessions)", cf.Message, cf.Sessions)
+			}
+			runErr = errors.New(b.String())
+			break
+		}
+		if res.Statements.Executed+res.Statements.Failed == 0 && !res.Partial {
+			runErr = fmt.Errorf("a pass over the log ran no statement (%d read, skipped: %v)", res.Statements.Total, res.Statements.Skipped)
+			break
+		}
+	}
+	cancelStop()
+	<-sampled
+	if ctx.Err() != nil {
+		return load, ctx.Err()
+	}
+	if runErr != nil {
+		return load, fmt.Errorf("replay of %s: %w", l.Path, runErr)
+	}
+	if time.Now().Before(winEnd) {
+		return load, errors.New("the replay ended before the measured window closed")
+	}
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	load.WindowStart = winStart
+	load.WindowS = spec.Duration.Seconds()
+	load.Transactions = int64(math.Round(obs.tx))
+	load.TPS = obs.tx / load.WindowS
+	load.Statements = int64(math.Round(obs.stmts))
+	load.StatementsPerS = obs.stmts / load.WindowS
+	load.Failed = obs.failed
+	load.SamplingRate = 1
+	if all := time.Since(start).Seconds(); all > 0 {
+		load.SummaryTPS = obs.allTx / all
+	}
+	h := obs.h
+	load.LatencySamples = h.TotalCount()
+	if load.LatencySamples > 0 {
+		ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
+		load.Latency = Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
+	}
+	sl := &SessionLoad{LogConcurrency: p.lanes, LanesUsed: used, Multiply: mult, Planned: used * mult,
+		MaxOpen: int(openMax), Passes: passes, Executions: obs.execs}
+	if openN > 0 {
+		sl.MeanOpen = math.Round(float64(openSum)/float64(openN)*10) / 10
+	}
+	if len(obs.errors) > 0 {
+		sl.ErrorsBySQLState = obs.errors
+	}
+	load.Sessions = sl
+	return load, nil
+}
+
+// pass replays the log once, the sessions of the lanes below used, each
+// mult times.
+func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *logObserver) (*replay.Result, error) {
+	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	r, err := replay.New(replay.Options{
+		Target: dsn, Speed: 0, Multiply: mult, Observer: obs,
+		// The sweep observes one database: every session runs as the
+		// DSN's user in the DSN's database.
+		UserMap: l.plan.users, DatabaseMap: l.plan.dbs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var src replay.Source = rd
+	if used < l.plan.allLanes {
+		src = &laneSource{src: rd, lane: l.plan.lane, keep: used}
+	}
+	return r.Run(stop, hard, []replay.Source{src})
+}
+
+// laneSource passes on the events of the sessions in lanes below keep.
+type laneSource struct {
+	src  *logread.Reader
+	lane map[string]int
+	keep int
+}
+
+func (s *laneSource) Next() (*event.Event, error) {
+	for {
+		ev, err := s.src.Next()
+		if err != nil {
+			return ev, err
+		}
+		if l, ok := s.lane[ev.Session]; ok && l >= s.keep {
+			continue
+		}
+		return ev, nil
+	}
+}
+
+func (s *laneSource) Name() string { return s.src.Name() }
+
+// logObserver counts what the replay ran inside the window.
+type logObserver struct {
+	per      map[string]perExec // read only
+	from, to time.Time
+	open     atomic.Int64
+
+	mu               sync.Mutex
+	h                *hdrhistogram.Histogram // µs, executions that succeeded
+	execs, failed    int64
+	stmts, tx, allTx float64
+	errors           map[string]int64
+}
+
+func (o *logObserver) SessionOpened()       { o.open.Add(1) }
+func (o *logObserver) SessionClosed()       { o.open.Add(-1) }
+func (o *logObserver) ReaderPosition(int64) {}
+
+func (o *logObserver) Statement(s replay.Sample) {
+	if s.Skipped != "" {
+		return
+	}
+	now := time.Now()
+	pe, ok := o.per[s.Fingerprint]
+	if !ok {
+		pe = perExec{stmts: 1, txEnds: 1}
+	}
+	in := !now.Before(o.from) && now.Before(o.to)
+	o.mu.Lock()
+	o.allTx += pe.txEnds
+	if in {
+		o.execs++
+		o.stmts += pe.stmts
+		o.tx += pe.txEnds
+		if s.SQLState != "" {
+			o.failed++
+			o.errors[s.SQLState]++
+		} else {
+			_ = o.h.RecordValue(max(s.Latency.Microseconds(), 1))
+		}
+	}
+	o.mu.Unlock()
+}
