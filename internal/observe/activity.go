@@ -3,7 +3,6 @@ package observe
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,11 +17,6 @@ const activityQueryPG14 = tag + `SELECT datid, coalesce(state, ''), coalesce(wai
 	coalesce(query_id, 0), coalesce(query, '')
 FROM pg_stat_activity
 WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> '` + ApplicationName + `'`
-
-// From PostgreSQL 15, the sample also flushes the observer's own
-// statistics when it ends, so that pg_stat_database holds the observer's
-// transactions as soon as they are done, which readXacts subtracts.
-const flushPG15 = ", pg_stat_force_next_flush() f"
 
 // Before PostgreSQL 14 there is no query_id.
 const activityQueryOld = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
@@ -52,9 +46,6 @@ func newActivity(c *Capabilities) *activity {
 	q := activityQueryOld
 	if c.ServerVersionNum >= 140000 {
 		q = activityQueryPG14
-	}
-	if c.ServerVersionNum >= 150000 {
-		q = strings.Replace(q, "FROM pg_stat_activity", "FROM pg_stat_activity"+flushPG15, 1)
 	}
 	return &activity{query: q, cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}}
 }

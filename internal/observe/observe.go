@@ -17,6 +17,8 @@ const (
 	// statsInterval is how often pg_stat_database is read: the TPS
 	// series' resolution.
 	statsInterval = time.Second
+	// roundTimeout bounds one round of the observer's queries.
+	roundTimeout = 20 * time.Second
 )
 
 // Options configure an Observer.
@@ -123,23 +125,18 @@ func (o *Observer) Capabilities() *Capabilities { return o.caps }
 
 func (o *Observer) loop() {
 	defer close(o.done)
-	// The loop outlives the caller's context by design; each query is
-	// bounded by the connection's statement_timeout and this context,
-	// which Stop cancels.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-o.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	// The loop outlives the caller's context by design, and Stop does
+	// not cancel a query in flight either: pgx closes a connection whose
+	// query is cancelled, which would lose the last snapshot. Stop waits
+	// for the round to end instead; each query is bounded by the
+	// connection's statement_timeout, and a round by roundTimeout (a
+	// stalled network).
 	tick := time.NewTicker(o.opts.SampleInterval)
 	defer tick.Stop()
 	lastPGSS, lastXact := o.start, time.Now()
 	failures := 0
 	for {
+		ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
 		now := time.Now()
 		err := o.sampleActivity(ctx, now)
 		if err == nil && now.Sub(lastXact) >= statsInterval {
@@ -148,12 +145,13 @@ func (o *Observer) loop() {
 		}
 		if err == nil && o.pgss != nil && now.Sub(lastPGSS) >= o.opts.Interval {
 			lastPGSS = now
-			if perr := o.snapshotPGSS(ctx, now); perr != nil && ctx.Err() == nil {
+			if perr := o.snapshotPGSS(ctx, now); perr != nil {
 				o.stats.pgssFailures++
 				o.errs = append(o.errs, perr)
 			}
 		}
-		if err != nil && ctx.Err() == nil {
+		cancel()
+		if err != nil {
 			// A lost connection ends sampling; a failed query is
 			// retried a few times first.
 			o.errs = append(o.errs, err)
@@ -165,7 +163,7 @@ func (o *Observer) loop() {
 			failures = 0
 		}
 		select {
-		case <-ctx.Done():
+		case <-o.stop:
 			return
 		case <-tick.C:
 		}
@@ -203,6 +201,19 @@ func (o *Observer) sampleActivity(ctx context.Context, now time.Time) error {
 // now, less the observer's own.
 func (o *Observer) readXacts(ctx context.Context, now time.Time) error {
 	var commits, rollbacks int64
+	if o.caps.ServerVersionNum >= 150000 {
+		// Flush the observer's own statistics first, so that the
+		// read holds every transaction of the observer before it. A
+		// backend flushes its transaction counts only along with some
+		// relation's statistics, hence pg_database.
+		err := o.timed(1, nil, func() error {
+			_, err := o.conn.Exec(ctx, tag+"SELECT pg_stat_force_next_flush() FROM pg_database LIMIT 1")
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("pg_stat_force_next_flush: %w", err)
+		}
+	}
 	err := o.timed(1, nil, func() error {
 		return o.conn.QueryRow(ctx, tag+"SELECT sum(xact_commit)::bigint, sum(xact_rollback)::bigint FROM pg_stat_database").
 			Scan(&commits, &rollbacks)
@@ -219,6 +230,9 @@ func (o *Observer) readXacts(ctx context.Context, now time.Time) error {
 		}
 		// The observer's own queries are transactions too; the
 		// current one is not flushed yet, so it counts next time.
+		// Before PostgreSQL 15 some of the others may not be flushed
+		// either: the subtraction is then right over the whole
+		// observation, not per bucket.
 		dc = max(dc-(own-1-o.ownAtRead), 0)
 		b := o.series.at(now)
 		b.xacts += dc + dr
@@ -257,6 +271,8 @@ func (o *Observer) Stop() (*Evidence, error) {
 				}
 			}
 			o.readDBNames(ctx)
+		} else {
+			o.errs = append(o.errs, errors.New("the connection was lost: no snapshot at the end"))
 		}
 		o.conn.Close(ctx)
 		o.evidence = o.build()
