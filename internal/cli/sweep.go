@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
@@ -34,6 +36,10 @@ type sweepFlags struct {
 	jsonPath   string
 	htmlPath   string
 	init       bool
+	logPath    string
+	format     string
+	prefix     string
+	setup      string
 }
 
 func newSweepCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -73,6 +79,24 @@ p95 latency against clients on one chart. Ctrl-C stops the
 sweep; the steps done so far are still reported, marked partial, with exit
 code 1.
 
+--log FILE sweeps a captured server log instead (as replay reads it, with
+--format and --prefix): every step replays it at speed 0, again and again
+until the step is over, every pass reading the file anew, its sessions
+multiplied so that about as many run at once as the step has clients (a
+step of c clients replays ceil(c/m) of the log's concurrent sessions m times
+each, m = ceil(c / the most sessions the log has open at once); the
+sessions actually open are reported). TPS is then transactions per second
+(COMMIT, ROLLBACK and statements outside a transaction block), with
+statements per second beside it, and latencies are per statement. Every
+session runs as the user and in the database of --target (or of the
+throwaway cluster). The log's schema must exist there: --setup FILE.sql
+runs an SQL file once on every throwaway cluster (or on --target), and
+--init runs pgbench -i --scale for a log captured from pgbench; without
+either, on a throwaway cluster every statement of the log fails. Repeated
+writes fail with unique violations and the like: they are counted as
+failures, not retried. For example:
+  pgrehearse sweep --log pgbench.csv --init --scale 1 --clients 1,2,4,8
+
 It needs pgbench (and for throwaway clusters initdb, pg_ctl and postgres):
 set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
@@ -96,20 +120,56 @@ set PG_BIN to their directory, or install them with
 	fl.StringArrayVar(&f.compare, "compare", nil, "configuration `NAME:setting=value[,setting=value]`; repeat to compare")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write a self-contained HTML report with the TPS and p95 chart to `FILE`")
-	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first")
+	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first; with --log, also on throwaway clusters (for a pgbench capture)")
+	fl.StringVar(&f.logPath, "log", "", "sweep a captured server log `FILE`, replayed at speed 0 with its sessions multiplied")
+	fl.StringVar(&f.format, "format", "auto", "with --log: log format, auto, stderr, csvlog or jsonlog")
+	fl.StringVar(&f.prefix, "prefix", "", "with --log: log_line_prefix of a stderr log (default: detected)")
+	fl.StringVar(&f.setup, "setup", "", "with --log: SQL `FILE` creating the log's schema, run once on every throwaway cluster (or on --target)")
 	return cmd
 }
 
 func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags) error {
-	if f.builtin != "" && f.script != "" {
-		return usageError("give -b or -f, not both")
-	}
-	if f.builtin == "" && f.script == "" {
-		f.builtin = "select-only"
-	}
-	drv := &sweep.Pgbench{Builtin: f.builtin, Script: f.script, Mode: f.mode}
-	if err := drv.Check(); err != nil {
-		return usageError("%v", err)
+	var drv sweep.Driver
+	init := f.init
+	if f.logPath != "" {
+		if f.builtin != "" || f.script != "" || cmd.Flags().Changed("protocol") {
+			return usageError("give --log or a pgbench script (-b, -f, -M), not both")
+		}
+		format, err := logread.ParseFormat(f.format)
+		if err != nil {
+			return usageError("--format: %v", err)
+		}
+		ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+		if err := ld.Prepare(); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return usageError("%v", err)
+			}
+			return err
+		}
+		if f.target == "" && !f.init && f.setup == "" {
+			fmt.Fprintln(stdio.Stderr, "sweep: warning: the throwaway clusters will have no schema for the log: its statements will fail; give --setup FILE.sql (or --init for a pgbench capture)")
+		}
+		// On a target, the setup file runs as Init does.
+		init = f.init || f.setup != ""
+		drv = ld
+	} else {
+		if f.setup != "" || cmd.Flags().Changed("format") || f.prefix != "" {
+			return usageError("--setup, --format and --prefix go with --log")
+		}
+		if f.builtin != "" && f.script != "" {
+			return usageError("give -b or -f, not both")
+		}
+		if f.builtin == "" && f.script == "" {
+			f.builtin = "select-only"
+		}
+		pb := &sweep.Pgbench{Builtin: f.builtin, Script: f.script, Mode: f.mode}
+		if err := pb.Check(); err != nil {
+			return usageError("%v", err)
+		}
+		if f.init && f.target == "" {
+			return usageError("--init needs --target: throwaway clusters are always initialized")
+		}
+		drv = pb
 	}
 	var list []int
 	if f.clients != "" {
@@ -137,9 +197,6 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 	}
 	if f.scale < 1 {
 		return usageError("--scale must be at least 1, got %d", f.scale)
-	}
-	if f.init && f.target == "" {
-		return usageError("--init needs --target: throwaway clusters are always initialized")
 	}
 	if len(f.compare) == 1 {
 		return usageError("--compare needs two configurations or more, got one")
@@ -170,7 +227,7 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		CliffRatio: f.cliff,
 		Configs:    configs,
 		Target:     f.target,
-		Init:       f.init,
+		Init:       init,
 		Scale:      f.scale,
 		Progress: func(format string, args ...any) {
 			fmt.Fprintf(stdio.Stderr, "sweep: "+format+"\n", args...)

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+func TestSweepLogUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "empty.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log", log, "-b", "select-only"}, "not both"},
+		{[]string{"--log", log, "-M", "prepared"}, "not both"},
+		{[]string{"--log", log, "--format", "xml"}, "unknown log format"},
+		{[]string{"--log", "/no/such.log"}, "no such file"},
+		{[]string{"--log", log, "--setup", "/no/such.sql"}, "setup"},
+		{[]string{"--setup", "x.sql"}, "go with --log"},
+		{[]string{"--format", "csvlog"}, "go with --log"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"sweep"}, tt.args...))
+		if code != ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("sweep %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), ExitUsage, tt.want)
+		}
+	}
+}
+
+// The command end to end with --log on a throwaway cluster: a pgbench
+// capture (select-only, prepared), its tables made with --init, every
+// output. A second table made by --setup shows the setup ran.
+func TestSweepLogCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	quiet := []string{"PGOPTIONS=-c log_min_duration_statement=-1 -c log_connections=off -c log_disconnections=off"}
+	if out, err := c.PgbenchEnv(ctx, quiet, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	if out, err := c.Pgbench(ctx, "-n", "-b", "select-only", "-M", "prepared", "-c", "2", "-j", "2", "-T", "1", "postgres"); err != nil {
+		t.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	files, err := c.LogFiles("*.csv")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("CSV logs %v: %v", files, err)
+	}
+	dir := t.TempDir()
+	setup := filepath.Join(dir, "setup.sql")
+	if err := os.WriteFile(setup, []byte("CREATE TABLE setup_ran (id int);\nINSERT INTO setup_ran VALUES (1);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
+		"--log", files[0], "--format", "csvlog", "--init", "--scale", "1", "--setup", setup,
+		"--clients", "1,2,4", "--warmup", "0s", "--duration", "1s", "--json", jsonPath, "--html", htmlPath})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	t.Logf("\n%s%s", stderr.String(), stdout.String())
+	for _, want := range []string{"log postgresql-", "stmt/s", "sessions", "peak:", "TPS vs clients"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "pgbench -i -s 1, setup "+setup) {
+		t.Errorf("progress does not say how the cluster was set up:\n%s", stderr.String())
+	}
+	var res struct {
+		Workload map[string]any
+		Configs  []struct {
+			Steps []struct {
+				Clients        int
+				TPS            float64
+				StatementsPerS float64 `json:"statements_per_s"`
+				Failed         int64
+				Sessions       struct {
+					Planned  int
+					MaxOpen  int     `json:"max_open"`
+					MeanOpen float64 `json:"mean_open"`
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Workload["kind"] != "log" || res.Workload["log"] != files[0] || res.Workload["setup"] != setup || res.Workload["log_concurrency"] != float64(2) {
+		t.Errorf("workload %v", res.Workload)
+	}
+	if len(res.Configs) != 1 || len(res.Configs[0].Steps) != 3 {
+		t.Fatalf("JSON: %s", b)
+	}
+	for _, s := range res.Configs[0].Steps {
+		// select-only: one statement a transaction, nothing fails.
+		if s.TPS <= 0 || s.StatementsPerS < s.TPS*0.99 || s.StatementsPerS > s.TPS*1.01 || s.Failed != 0 ||
+			s.Sessions.Planned != s.Clients || s.Sessions.MaxOpen != s.Clients {
+			t.Errorf("step %+v", s)
+		}
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil || !bytes.Contains(page, []byte("sweep-curve")) || !bytes.Contains(page, []byte("stmt/s")) {
+		t.Errorf("HTML: %v, %d bytes", err, len(page))
+	}
+}
