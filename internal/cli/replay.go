@@ -19,6 +19,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
@@ -44,6 +45,7 @@ type replayFlags struct {
 	grace            time.Duration
 	targetLogs       []string
 	targetLogPrefix  string
+	observe          observeFlags
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -125,6 +127,7 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	addObserveFlags(fl, &f.observe)
 	return cmd
 }
 
@@ -197,9 +200,19 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if len(f.targetLogs) > 0 {
 		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)
 	}
+	if f.dryRun {
+		f.observe.enabled = false
+	}
+	stopObserve, err := startObserve(ctx, stdio, f.target, f.observe)
+	if err != nil {
+		return err
+	}
 	stopLine := startProgressLine(stdio.Stderr, r, pos)
 	res, runErr := r.Run(ctx, hard, sources)
 	stopLine()
+	// Evidence that could not be collected only loses its sections; the
+	// observer says why on standard error.
+	evidence, _ := stopObserve()
 	if res == nil {
 		return runErr
 	}
@@ -210,7 +223,13 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err := writeReplaySummary(summaryOut, res); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	out := replayOutput{Result: res}
+	out := replayOutput{Result: res, Evidence: evidence}
+	if evidence != nil {
+		fmt.Fprintln(summaryOut)
+		if err := observe.WriteText(summaryOut, evidence, 5); err != nil {
+			return fmt.Errorf("write evidence: %w", err)
+		}
+	}
 	if f.findings && !res.Partial && !res.DryRun {
 		if out.Findings, err = replayFindings(ctx, res, f.findingsDSN); err != nil {
 			return err
@@ -417,7 +436,8 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 // under "findings".
 type replayOutput struct {
 	*replay.Result
-	Findings *findings.Report `json:"findings,omitempty"`
+	Findings *findings.Report  `json:"findings,omitempty"`
+	Evidence *observe.Evidence `json:"evidence,omitempty"`
 }
 
 // replayFindings names the traps of the replayed workload as the target

@@ -15,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
 func init() { commands = append(commands, newReportCmd) }
@@ -101,6 +102,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 	}
 	runs := make([]*compare.Run, len(paths))
 	workloads := make([]*findings.Workload, len(paths))
+	evidence := make([]*observe.Evidence, len(paths))
 	for i, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -114,6 +116,9 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		}
 		// A result findings cannot read only loses the findings.
 		workloads[i], _ = findings.ParseResult(data, p)
+		// Likewise a result without readable evidence only loses its
+		// sections.
+		evidence[i], _ = observe.FromResult(data)
 	}
 
 	var rep *compare.Report
@@ -167,6 +172,15 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 				rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)})
 		if frep != nil {
 			page.Sections = append(page.Sections, findings.Section(frep))
+		}
+		for i, ev := range evidence {
+			if ev != nil {
+				label := ""
+				if len(paths) == 2 {
+					label = [2]string{"baseline", "candidate"}[i]
+				}
+				page.Sections = append(page.Sections, observe.LabeledSections(ev, label)...)
+			}
 		}
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
