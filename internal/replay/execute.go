@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"time"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -187,34 +188,32 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 	return time.Since(start), err
 }
 
-// bindParams converts parameters for pgconn into buffers the session
-// reuses, so that an execution allocates nothing for them.
+// bindParams returns the parameters as byte slices that view the event's
+// strings, without copying them: the message-level path only encodes them
+// into the connection's write buffer, and nothing writes to them. NULL is
+// nil; ” is an empty slice that is not nil, so it is not sent as NULL.
+// The slice of parameters is the session's, reused.
 func (s *session) bindParams(ps []event.Param) [][]byte {
-	n := 0
-	for _, p := range ps {
-		n += len(p.Value)
-	}
-	if cap(s.pbuf) < n || cap(s.pbuf) == 0 {
-		s.pbuf = make([]byte, 0, max(n, 64))
-	}
-	buf := s.pbuf[:0]
 	params := s.params[:0]
 	for _, p := range ps {
-		if p.Null {
+		switch {
+		case p.Null:
 			params = append(params, nil)
-			continue
+		case p.Value == "":
+			params = append(params, emptyParam)
+		default:
+			params = append(params, unsafe.Slice(unsafe.StringData(p.Value), len(p.Value)))
 		}
-		// Never nil, so that '' is not sent as NULL: buf is not nil.
-		start := len(buf)
-		buf = append(buf, p.Value...)
-		params = append(params, buf[start:len(buf):len(buf)])
 	}
 	s.params = params
-	if cap(s.pbuf) > 1<<20 {
-		s.pbuf, s.params = nil, nil // an odd huge parameter is not kept
+	if cap(params) > 1<<12 {
+		s.params = nil // an odd execution with thousands of parameters is not kept
 	}
 	return params
 }
+
+// emptyParam is ”, not NULL.
+var emptyParam = []byte{}
 
 // prepare makes sure the named statement is prepared with query on this
 // connection: once per session, and again when the log reuses the name for

@@ -52,14 +52,13 @@ type session struct {
 	conn        *pgconn.PgConn
 	prepared    map[string]string  // protocol-level statement name -> query
 	sqlPrepared map[string]sqlPrep // SQL-level PREPAREs seen, with --read-only
-	pbuf        []byte             // parameters of the execution in flight
-	params      [][]byte
-	w           wire        // protocol messages, reused (wire.go)
-	unwatch     func() bool // stops the hard context's watch of conn
-	lost        bool        // the connection broke; reconnect
-	connected   bool        // connected at least once
-	failReason  string      // set when connecting failed: skip the rest
-	failCode    string      // and the error, as counted in r.fails
+	params      [][]byte           // parameters of the execution in flight
+	w           wire               // protocol messages, reused (wire.go)
+	unwatch     func() bool        // stops the hard context's watch of conn
+	lost        bool               // the connection broke; reconnect
+	connected   bool               // connected at least once
+	failReason  string             // set when connecting failed: skip the rest
+	failCode    string             // and the error, as counted in r.fails
 	failMsg     string
 }
 

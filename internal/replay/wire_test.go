@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
@@ -133,8 +134,11 @@ func TestWireProtocolPaths(t *testing.T) {
 	if err := s.execPrepared("nosuch", nil); sqlState(err) != "26000" {
 		t.Errorf("unknown statement: %v", err)
 	}
-	if err := s.execParams("SELECT $1::text IS NULL", [][]byte{nil}); err != nil {
-		t.Errorf("NULL parameter: %v", err)
+	// NULL and '' as bindParams makes them: 1/0 fails unless the
+	// parameter arrived as expected.
+	nullAndEmpty := s.bindParams([]event.Param{{Null: true}, {Value: ""}})
+	if err := s.execParams("SELECT 1/(($1::text IS NULL AND $2::text = '')::int)", nullAndEmpty); err != nil {
+		t.Errorf("NULL and '' parameters: %v", err)
 	}
 	checkUsable(t, s, "extended errors")
 
@@ -307,5 +311,18 @@ func TestWireSameMessages(t *testing.T) {
 		if old != cur || old == "" {
 			t.Errorf("%s: sent\n%s\nwant\n%s", tc.name, cur, old)
 		}
+	}
+}
+
+// TestBindParams: NULL is nil, ” is empty but not nil, values are the
+// event's bytes.
+func TestBindParams(t *testing.T) {
+	var s session
+	got := s.bindParams([]event.Param{{Value: "a'b"}, {Null: true}, {Value: ""}, {Value: "42"}})
+	if len(got) != 4 || string(got[0]) != "a'b" || got[1] != nil || got[2] == nil || len(got[2]) != 0 || string(got[3]) != "42" {
+		t.Errorf("params %q (nil: %v %v)", got, got[1] == nil, got[2] == nil)
+	}
+	if got := s.bindParams(nil); len(got) != 0 {
+		t.Errorf("no parameters: %q", got)
 	}
 }
