@@ -4,7 +4,10 @@
 
 GO          ?= go
 BIN         := bin/pgrehearse
-TEST_FLAGS  ?=
+# One package at a time: several packages time real servers (replays at
+# the original pace, the demo's identical-target comparison, sweeps), and
+# packages running at once on two cores make each other's noise.
+TEST_FLAGS  ?= -p 1
 # The whole suite takes a few minutes; the timeout only catches a hang.
 TEST_TIMEOUT ?= 20m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
