@@ -40,6 +40,8 @@ type activity struct {
 	queryWaits map[string]map[waitKey]int64
 	rounds     int64
 	samples    int64 // active backends seen, summed over rounds
+	// waits: the samples make the wait profile (no pg_wait_sampling).
+	waits bool
 }
 
 func newActivity(c *Capabilities) *activity {
@@ -47,7 +49,7 @@ func newActivity(c *Capabilities) *activity {
 	if c.ServerVersionNum >= 140000 {
 		q = activityQueryPG14
 	}
-	return &activity{query: q, cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}}
+	return &activity{query: q, cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}, waits: true}
 }
 
 func (a *activity) sample(ctx context.Context, conn *pgx.Conn, s *series, now time.Time) error {
@@ -79,6 +81,9 @@ func (a *activity) sample(ctx context.Context, conn *pgx.Conn, s *series, now ti
 			return nil
 		}
 		active++
+		if !a.waits {
+			return nil
+		}
 		if typ == "" {
 			// Running on CPU, or in a wait PostgreSQL does not
 			// instrument.

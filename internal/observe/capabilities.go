@@ -49,15 +49,37 @@ type Capabilities struct {
 	// has no pg_stat_activity.query_id).
 	ComputeQueryID string `json:"compute_query_id,omitempty"`
 
-	// WaitSampling is "installed", "available" (packaged, not created
-	// here) or "missing": the pg_wait_sampling extension.
-	WaitSampling string `json:"pg_wait_sampling"`
-	// WaitSource is where the wait events come from: "pg_stat_activity".
-	WaitSource string `json:"wait_source"`
+	// WaitSampling is the pg_wait_sampling extension in the observer's
+	// database: "installed" (loaded and created: readable), "not_created"
+	// (in shared_preload_libraries, no CREATE EXTENSION here),
+	// "not_preloaded" (created, not loaded), "available" (packaged,
+	// neither), "missing" (not on the server) or "unreadable: ...".
+	WaitSampling        string `json:"pg_wait_sampling"`
+	WaitSamplingVersion string `json:"pg_wait_sampling_version,omitempty"`
+	// WaitSource is where the wait events come from: "pg_wait_sampling"
+	// or "pg_stat_activity"; WaitSourceReason says why.
+	WaitSource       string `json:"wait_source"`
+	WaitSourceReason string `json:"wait_source_reason"`
 
 	// schema of pg_stat_statements, quoted; its view's columns.
 	pgssSchema  string
 	pgssColumns map[string]bool
+
+	pgssPreloaded bool
+	pws           pwsSettings
+}
+
+// pwsSettings are pg_wait_sampling's, read at the start.
+type pwsSettings struct {
+	preloaded      bool   // in shared_preload_libraries
+	schema         string // quoted
+	periodMS       int    // pg_wait_sampling.profile_period
+	profilePID     bool   // pg_wait_sampling.profile_pid
+	profileQueries bool   // pg_wait_sampling.profile_queries
+	// sampleCPU: pg_wait_sampling.sample_cpu (from 1.1.5) is on, so a
+	// backend waiting on nothing is sampled too. 1.1.4 samples waits
+	// only.
+	sampleCPU bool
 }
 
 // connect opens the observer's connection to dsn. A DSN without a
@@ -114,9 +136,14 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 	if err != nil {
 		return conn, nil, fmt.Errorf("observe: server settings: %w", err)
 	}
-	preloaded := slices.ContainsFunc(strings.Split(preload, ","), func(s string) bool {
-		return strings.Trim(strings.TrimSpace(s), `"`) == "pg_stat_statements"
-	})
+	isPreloaded := func(lib string) bool {
+		return slices.ContainsFunc(strings.Split(preload, ","), func(s string) bool {
+			return strings.Trim(strings.TrimSpace(s), `"`) == lib
+		})
+	}
+	preloaded := isPreloaded("pg_stat_statements")
+	c.pws.preloaded = isPreloaded("pg_wait_sampling")
+	c.pgssPreloaded = preloaded
 
 	ext, err := extensions(ctx, conn)
 	if err != nil {

@@ -1,8 +1,20 @@
 // Package observe collects server-side evidence from a PostgreSQL server
 // while a workload runs against it: pg_stat_statements deltas per query
-// fingerprint, a wait-event profile sampled from pg_stat_activity, and
+// fingerprint, a wait-event profile per fingerprint and over time, and
 // transactions per second and connections over time from pg_stat_database
 // and pg_stat_activity.
+//
+// The wait profile comes from pg_wait_sampling when it is loaded
+// (shared_preload_libraries), created in the observer's database and
+// gives query ids: the server samples every backend every
+// pg_wait_sampling.profile_period (10 ms) itself, and the observer reads
+// pg_wait_sampling_profile at the start, every snapshot interval and at
+// the end, and sums the deltas per pid, wait event and query id. It never
+// calls pg_wait_sampling_reset_profile(), which would take the profile
+// from everyone else. Its own backend is left out by pid, idle sessions
+// (Client/ClientRead with no query) and processes other than client
+// backends and parallel workers too. Otherwise wait events are sampled
+// from pg_stat_activity, and Waits.SourceReason says why.
 //
 // An Observer holds one extra connection to the server, with
 // application_name "pgrehearse-observe", and leaves itself out of what it
@@ -13,8 +25,9 @@
 // server is one backend running short read-only queries: a
 // pg_stat_activity read every sample interval (100 ms), a pg_stat_database
 // read every second and a pg_stat_statements read (without query texts,
-// which are fetched only for query ids not seen before) every snapshot
-// interval (10 s). Evidence.Sampling says how much time that took.
+// which are fetched only for query ids not seen before) and a
+// pg_wait_sampling_profile read every snapshot interval (10 s).
+// Evidence.Sampling says how much time that took.
 //
 // Deltas of pg_stat_statements are summed snapshot to snapshot, so that
 // they stay right when the statistics are reset or entries are evicted
@@ -27,8 +40,8 @@
 // Server query ids are mapped to pgrehearse's fingerprints by
 // fingerprinting pg_stat_statements.query (package fingerprint), so the
 // evidence joins a replay's per-query results; a wait sample is tied to a
-// query through pg_stat_activity.query_id, or its text when the server
-// computes no query id.
+// query through pg_wait_sampling's or pg_stat_activity's query id, or
+// pg_stat_activity's text when the server computes no query id.
 //
 // The package only reads: it never creates an extension nor changes a
 // setting, and it knows nothing of logs or replays. It does not decide

@@ -123,17 +123,53 @@ type WaitCount struct {
 
 // Waits is the wait-event profile of active client backends.
 type Waits struct {
-	Source           string  `json:"source"`
+	// Source is "pg_wait_sampling" (the server's own sampling, read as
+	// profile deltas) or "pg_stat_activity" (polled by the observer);
+	// SourceReason says why.
+	Source       string `json:"source"`
+	SourceReason string `json:"source_reason"`
+	// SampleIntervalMS is the effective sampling period: the observer's
+	// with pg_stat_activity, pg_wait_sampling.profile_period with
+	// pg_wait_sampling.
 	SampleIntervalMS float64 `json:"sample_interval_ms"`
-	Rounds           int64   `json:"rounds"`
-	// Samples counts active backends seen, over all rounds; divided by
-	// Rounds it is the mean number of active sessions.
-	Samples int64       `json:"samples"`
-	Events  []WaitCount `json:"events"`
+	// CPUSampled: an active backend waiting on nothing counts as
+	// CPU/CPU. pg_wait_sampling samples only backends in a wait (before
+	// 1.1.5, or with pg_wait_sampling.sample_cpu off).
+	CPUSampled bool `json:"cpu_sampled"`
+	// Rounds are the sampling rounds: the observer's polls, or with
+	// pg_wait_sampling the observed time divided by its period.
+	Rounds int64 `json:"rounds"`
+	// Samples counts backends seen active (or, without CPUSampled, in a
+	// wait), over all rounds; divided by Rounds it is the mean number
+	// of such sessions.
+	Samples int64 `json:"samples"`
+	// Snapshots of pg_wait_sampling_profile; Excluded are its samples
+	// left out. Both absent with pg_stat_activity.
+	Snapshots int           `json:"snapshots,omitempty"`
+	Excluded  *WaitExcluded `json:"excluded,omitempty"`
+	Events    []WaitCount   `json:"events"`
 	// ByQuery is per fingerprint, most samples first; Fingerprint ""
 	// gathers active backends whose query is not known.
 	ByQuery  []QueryWaits `json:"by_query"`
 	OverTime *WaitSeries  `json:"over_time,omitempty"`
+}
+
+// WaitExcluded counts pg_wait_sampling samples that are not a client's
+// work, left out of the profile as pg_stat_activity's sampling leaves
+// them out.
+type WaitExcluded struct {
+	// Idle: Client/ClientRead with no query, a session idle (or idle in
+	// transaction) waiting for its client.
+	Idle int64 `json:"idle"`
+	// Background: processes other than client backends and parallel
+	// workers (checkpointer, autovacuum, WAL senders...).
+	Background int64 `json:"background"`
+	// Unknown: backends that exited before any snapshot saw them in
+	// pg_stat_activity, in waits with no query.
+	Unknown int64 `json:"unknown"`
+	// Own: the observer's own statements, when the profile is not per
+	// pid (its backend is left out by pid otherwise).
+	Own int64 `json:"own"`
 }
 
 // QueryWaits is one query's wait profile.
@@ -197,12 +233,16 @@ type Sampling struct {
 	// BusyMS is the time the observer spent in its queries and their
 	// processing; BusyShare that over the duration: the share of one
 	// backend (and one client thread) it kept busy.
-	BusyMS          float64  `json:"busy_ms"`
-	BusyShare       float64  `json:"busy_share"`
-	ActivityMeanMS  float64  `json:"activity_mean_ms"`
-	PGSSMeanMS      float64  `json:"pgss_mean_ms,omitempty"`
-	OwnTransactions int64    `json:"own_transactions"`
-	Errors          []string `json:"errors,omitempty"`
+	BusyMS         float64 `json:"busy_ms"`
+	BusyShare      float64 `json:"busy_share"`
+	ActivityMeanMS float64 `json:"activity_mean_ms"`
+	PGSSMeanMS     float64 `json:"pgss_mean_ms,omitempty"`
+	// WaitSamplingSnapshots are the reads of pg_wait_sampling_profile,
+	// WaitSamplingMeanMS their mean time.
+	WaitSamplingSnapshots int      `json:"wait_sampling_snapshots,omitempty"`
+	WaitSamplingMeanMS    float64  `json:"wait_sampling_mean_ms,omitempty"`
+	OwnTransactions       int64    `json:"own_transactions"`
+	Errors                []string `json:"errors,omitempty"`
 }
 
 // FromResult returns the evidence a result JSON (a replay's, or
@@ -228,6 +268,7 @@ type resolver struct {
 	texts   map[queryKey]string
 	refText map[string]string
 	byKey   map[queryKey]fingerprint.Item
+	ids     map[int64]queryKey // by query id alone, made on first use
 }
 
 func (r *resolver) key(qk queryKey) fingerprint.Item {
@@ -253,6 +294,21 @@ func (r *resolver) key(qk queryKey) fingerprint.Item {
 	return it
 }
 
+// byID returns the pg_stat_statements entry with a query id, in the
+// database of the lowest oid when several have it.
+func (r *resolver) byID(id int64) (queryKey, bool) {
+	if r.ids == nil {
+		r.ids = map[int64]queryKey{}
+		for qk := range r.texts {
+			if k, ok := r.ids[qk.queryid]; !ok || qk.dbid < k.dbid {
+				r.ids[qk.queryid] = qk
+			}
+		}
+	}
+	k, ok := r.ids[id]
+	return k, ok
+}
+
 // ref resolves a wait sample's query reference.
 func (r *resolver) ref(ref string) fingerprint.Item {
 	switch {
@@ -263,6 +319,13 @@ func (r *resolver) ref(ref string) fingerprint.Item {
 		qk := queryKey{uint32(db), id}
 		if _, ok := r.texts[qk]; ok {
 			return r.key(qk)
+		}
+		if qk.dbid == 0 {
+			// pg_wait_sampling names no database: any
+			// pg_stat_statements entry of the id.
+			if k, ok := r.byID(qk.queryid); ok {
+				return r.key(k)
+			}
 		}
 		if text := r.refText[ref]; text != "" {
 			if items := fingerprint.Compute(text); len(items) > 0 {
@@ -324,6 +387,12 @@ func (o *Observer) build() *Evidence {
 	if dur > 0 {
 		e.Sampling.BusyShare = round3(float64(s.busy) / float64(dur))
 	}
+	if o.pws != nil {
+		e.Sampling.WaitSamplingSnapshots = o.pws.snapshots
+		if o.pws.snapshots > 0 {
+			e.Sampling.WaitSamplingMeanMS = round3(float64(s.pwsBusy) / 1e6 / float64(o.pws.snapshots))
+		}
+	}
 	if o.pgss != nil {
 		e.Sampling.PGSSSnapshots = o.pgss.snapshots
 		if o.pgss.snapshots > 0 {
@@ -363,18 +432,7 @@ func (e *Evidence) capabilityNotes() {
 	if c.PGSSDatabase != "" {
 		e.Notes = append(e.Notes, "pg_stat_statements "+c.PGSSVersion+" read from database "+c.PGSSDatabase+"; it covers every database of the server")
 	}
-	switch c.WaitSampling {
-	case "installed":
-		e.Notes = append(e.Notes, "pg_wait_sampling is installed, but this pgrehearse reads wait events from pg_stat_activity only")
-	case "available":
-		e.Notes = append(e.Notes, "pg_wait_sampling is packaged on the server but not created in "+c.Database+
-			" (shared_preload_libraries and CREATE EXTENSION pg_wait_sampling): wait events are sampled from pg_stat_activity, "+
-			"so waits shorter than the sample interval are seen in proportion to how often they happen")
-	default:
-		e.Notes = append(e.Notes, "pg_wait_sampling is not installed: wait events are sampled from pg_stat_activity, "+
-			"so waits shorter than the sample interval are seen in proportion to how often they happen")
-	}
-	if c.ComputeQueryID == "off" || c.ComputeQueryID == "" {
+	if c.WaitSource != "pg_wait_sampling" && (c.ComputeQueryID == "off" || c.ComputeQueryID == "") {
 		e.Notes = append(e.Notes, "the server computes no query id (compute_query_id): wait samples are tied to queries by their text, and truncated texts (track_activity_query_size) stay unattributed")
 	}
 }
@@ -494,7 +552,14 @@ func (o *Observer) dbName(oid uint32) string {
 
 func (o *Observer) buildWaits(e *Evidence, r *resolver) {
 	w := &e.Waits
-	w.Source = o.caps.WaitSource
+	w.Source, w.SourceReason = o.caps.WaitSource, o.caps.WaitSourceReason
+	if o.pws != nil {
+		o.buildWaitsPWS(e, r)
+		return
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("wait events are sampled from pg_stat_activity every %s: %s; "+
+		"waits shorter than the sample interval are seen in proportion to how often they happen", o.opts.SampleInterval, w.SourceReason))
+	w.CPUSampled = true
 	w.SampleIntervalMS = float64(o.opts.SampleInterval) / 1e6
 	w.Rounds = o.activity.rounds
 	w.Samples = o.activity.samples
@@ -551,9 +616,22 @@ func (o *Observer) buildWaits(e *Evidence, r *resolver) {
 	if n == 0 {
 		return
 	}
-	ws := &WaitSeries{Start: time.UnixMilli(first * o.series.widthMS).UTC().Format(TimeLayout), BucketMS: o.series.widthMS, Rounds: make([]int64, n)}
+	ws, add := newWaitSeries(time.UnixMilli(first*o.series.widthMS), o.series.widthMS, n, w.Events)
+	for i, b := range o.series.buckets {
+		ws.Rounds[i-first] = b.rounds
+		for k, v := range b.waits {
+			add(int(i-first), k, v)
+		}
+	}
+	w.OverTime = ws
+}
+
+// newWaitSeries returns a series of n buckets for the top events, and
+// the function that adds samples of an event to a bucket.
+func newWaitSeries(start time.Time, bucketMS int64, n int, events []WaitCount) (*WaitSeries, func(i int, k waitKey, v int64)) {
+	ws := &WaitSeries{Start: start.UTC().Format(TimeLayout), BucketMS: bucketMS, Rounds: make([]int64, n)}
 	top := map[waitKey]int{}
-	for i, wc := range w.Events {
+	for i, wc := range events {
 		if i == maxSeriesEvents {
 			ws.Series = append(ws.Series, WaitSeriesEntry{Type: "Other", Event: "Other", Samples: make([]int64, n)})
 			break
@@ -561,17 +639,13 @@ func (o *Observer) buildWaits(e *Evidence, r *resolver) {
 		top[waitKey{wc.Type, wc.Event}] = i
 		ws.Series = append(ws.Series, WaitSeriesEntry{Type: wc.Type, Event: wc.Event, Samples: make([]int64, n)})
 	}
-	for i, b := range o.series.buckets {
-		ws.Rounds[i-first] = b.rounds
-		for k, v := range b.waits {
-			j, ok := top[k]
-			if !ok {
-				j = maxSeriesEvents
-			}
-			ws.Series[j].Samples[i-first] += v
+	return ws, func(i int, k waitKey, v int64) {
+		j, ok := top[k]
+		if !ok {
+			j = maxSeriesEvents
 		}
+		ws.Series[j].Samples[i] += v
 	}
-	w.OverTime = ws
 }
 
 func (o *Observer) buildThroughput(e *Evidence) {

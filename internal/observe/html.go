@@ -57,8 +57,8 @@ func overviewSection(e *Evidence, id, title string) htmlreport.Section {
 			Sub: fmt.Sprintf("%d transactions, %d rollbacks", tp.TotalTransactions, tp.TotalRollbacks)})
 	}
 	if e.Waits.Rounds > 0 {
-		s.Cards = append(s.Cards, htmlreport.Card{Label: "active sessions (mean)", Value: num(float64(e.Waits.Samples) / float64(e.Waits.Rounds)),
-			Sub: fmt.Sprintf("%d samples", e.Waits.Rounds)})
+		s.Cards = append(s.Cards, htmlreport.Card{Label: sessionsWord(e.Waits) + " (mean)", Value: num(float64(e.Waits.Samples) / float64(e.Waits.Rounds)),
+			Sub: fmt.Sprintf("%d samples from %s", e.Waits.Samples, e.Waits.Source)})
 	}
 	if st := e.Statements; st != nil {
 		s.Cards = append(s.Cards, htmlreport.Card{Label: "queries (pg_stat_statements)", Value: strconv.Itoa(len(st.Queries) + st.OmittedQueries),
@@ -96,16 +96,30 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 	w := e.Waits
 	s := htmlreport.Section{ID: id, Title: "Wait events (" + strings.TrimPrefix(title, "Server-side evidence") + ")"}
 	s.Title = strings.Replace(s.Title, " ()", "", 1)
-	s.Text = []string{fmt.Sprintf("Active client backends sampled %d times from %s: each sample counts what every active session waited on (CPU: nothing PostgreSQL instruments).",
-		w.Rounds, w.Source)}
+	switch w.Source {
+	case "pg_wait_sampling":
+		cpu := "backends running on CPU are not sampled, so the profile shows waits only"
+		if w.CPUSampled {
+			cpu = "CPU: waiting on nothing PostgreSQL instruments"
+		}
+		s.Text = []string{fmt.Sprintf("Source: pg_wait_sampling. The server sampled every backend every %s (%d rounds); the observer read its profile %d times and counted the deltas: "+
+			"%d samples of client backends, each what a session waited on (%s). Idle sessions and background processes are left out.",
+			ms(w.SampleIntervalMS), w.Rounds, w.Snapshots, w.Samples, cpu)}
+	default:
+		s.Text = []string{fmt.Sprintf("Source: pg_stat_activity. Active client backends sampled %d times, every %s: each sample counts what every active session waited on (CPU: nothing PostgreSQL instruments).",
+			w.Rounds, ms(w.SampleIntervalMS))}
+	}
+	if w.SourceReason != "" {
+		s.Notes = append(s.Notes, "Why this source: "+w.SourceReason+".")
+	}
 	if w.OverTime != nil && len(w.OverTime.Series) > 0 {
-		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time",
-			Note: "mean active sessions in each wait event per bucket (samples / rounds)", Option: waitOption(w.OverTime)})
+		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time (" + w.Source + ")",
+			Note: "mean " + sessionsWord(w) + " in each wait event per bucket (samples / rounds)", Option: waitOption(w.OverTime, sessionsWord(w))})
 	}
 	t := htmlreport.Table{ID: id + "-table", Title: "Wait events per query", Sortable: true, Filter: true,
-		Columns: []htmlreport.Column{{Label: "query"}, {Label: "samples", Numeric: true}, {Label: "share", Numeric: true, Tooltip: "of all active samples"},
+		Columns: []htmlreport.Column{{Label: "query"}, {Label: "samples", Numeric: true}, {Label: "share", Numeric: true, Tooltip: "of all samples"},
 			{Label: "top wait"}, {Label: "top wait share", Numeric: true}},
-		Empty: "No active session was seen."}
+		Empty: "No active session was seen (" + w.Source + ")."}
 	for _, q := range w.ByQuery {
 		name := q.Query
 		if q.Fingerprint == "" {
@@ -260,7 +274,7 @@ func tpsOption(tp *Throughput) json.RawMessage {
 	})
 }
 
-func waitOption(ws *WaitSeries) json.RawMessage {
+func waitOption(ws *WaitSeries, axis string) json.RawMessage {
 	ts := timeAxis(ws.Start, ws.BucketMS, len(ws.Rounds))
 	series := make([]map[string]any, 0, len(ws.Series))
 	for _, se := range ws.Series {
@@ -280,7 +294,7 @@ func waitOption(ws *WaitSeries) json.RawMessage {
 		"tooltip":   map[string]any{"trigger": "axis"},
 		"grid":      map[string]any{"left": 60, "right": 30, "top": 40, "bottom": 40},
 		"xAxis":     map[string]any{"type": "time"},
-		"yAxis":     map[string]any{"type": "value", "name": "active sessions", "min": 0},
+		"yAxis":     map[string]any{"type": "value", "name": axis, "min": 0},
 		"series":    series,
 	})
 }

@@ -32,7 +32,7 @@ func syntheticEvidence() *Evidence {
 			{Fingerprint: "bbbb", Query: "SELECT abalance FROM pgbench_accounts WHERE aid = $1", QueryIDs: []int64{2}, Databases: []string{"postgres"}, Restarted: true,
 				QueryStats: QueryStats{Calls: 200, TotalExecMS: 10, MeanExecMS: 0.05, Plans: 200, TotalPlanMS: 5, MeanPlanMS: 0.025, Rows: 200, SharedBlksHit: 500, SharedBlksRead: 20}},
 		}}
-	e.Waits = Waits{Source: "pg_stat_activity", SampleIntervalMS: 100, Rounds: 100, Samples: 50,
+	e.Waits = Waits{Source: "pg_stat_activity", SampleIntervalMS: 100, CPUSampled: true, Rounds: 100, Samples: 50,
 		Events: []WaitCount{{"Lock", "transactionid", 30, 0.6}, {"CPU", "CPU", 20, 0.4}},
 		ByQuery: []QueryWaits{
 			{Fingerprint: "aaaa", Query: "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2", Samples: 40, Events: []WaitCount{{"Lock", "transactionid", 30, 0.75}, {"CPU", "CPU", 10, 0.25}}},

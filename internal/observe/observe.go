@@ -53,6 +53,7 @@ type Observer struct {
 	caps *Capabilities
 
 	pgss     *pgssTracker // nil without a readable pg_stat_statements
+	pws      *pwsTracker  // nil unless waits come from pg_wait_sampling
 	activity *activity
 	series   *series
 
@@ -62,6 +63,7 @@ type Observer struct {
 
 	// Written by the loop only, read after done.
 	end         time.Time
+	pwsNext     time.Time // the next pg_wait_sampling snapshot is due
 	errs        []error
 	stats       samplingStats
 	lastXacts   int64
@@ -79,10 +81,12 @@ type samplingStats struct {
 	busy         time.Duration // time in the observer's queries and work
 	activityBusy time.Duration
 	pgssBusy     time.Duration
+	pwsBusy      time.Duration
 	maxGap       time.Duration
 	lastRound    time.Time
 	ownXacts     int64 // transactions the observer itself ran
 	pgssFailures int
+	pwsFailures  int
 }
 
 // Start connects to dsn, finds what the server allows, takes the first
@@ -101,9 +105,22 @@ func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
 		conn.Close(context.Background())
 		return nil, err
 	}
+	probeWaitSampling(ctx, conn, caps)
 	o := &Observer{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	o.start = time.Now()
+	if caps.WaitSource == "pg_wait_sampling" {
+		o.pws = newPWSTracker(caps)
+		if err := o.snapshotPWS(ctx, o.start); err != nil {
+			o.pws = nil
+			caps.WaitSource = "pg_stat_activity"
+			caps.WaitSourceReason = "reading pg_wait_sampling_profile failed (" + err.Error() + ")"
+		}
+		o.pwsNext = o.start.Add(opts.Interval)
+	}
+	// pg_stat_activity's samples give the wait profile only without
+	// pg_wait_sampling; connections always.
+	o.activity.waits = o.pws == nil
 	if caps.PGSS == "installed" {
 		o.pgss = newPGSSTracker(caps)
 		if err := o.snapshotPGSS(ctx, o.start); err != nil {
@@ -147,6 +164,15 @@ func (o *Observer) loop() {
 			lastPGSS = now
 			if perr := o.snapshotPGSS(ctx, now); perr != nil {
 				o.stats.pgssFailures++
+				o.errs = append(o.errs, perr)
+			}
+		}
+		if err == nil && o.pws != nil && !now.Before(o.pwsNext) {
+			// On a grid from the start, so that the intervals are the
+			// buckets of the wait profile over time.
+			o.pwsNext = o.start.Add((now.Sub(o.start)/o.opts.Interval + 1) * o.opts.Interval)
+			if perr := o.snapshotPWS(ctx, now); perr != nil {
+				o.stats.pwsFailures++
 				o.errs = append(o.errs, perr)
 			}
 		}
@@ -250,6 +276,10 @@ func (o *Observer) snapshotPGSS(ctx context.Context, now time.Time) error {
 	return err
 }
 
+func (o *Observer) snapshotPWS(ctx context.Context, now time.Time) error {
+	return o.timed(1, &o.stats.pwsBusy, func() error { return o.pws.snapshot(ctx, o.conn, now) })
+}
+
 // Stop ends sampling, takes the last snapshots and returns the evidence.
 // It may be called more than once and returns the same result. An error
 // during the observation (a lost connection) is returned with the evidence
@@ -267,6 +297,11 @@ func (o *Observer) Stop() (*Evidence, error) {
 			}
 			if o.pgss != nil {
 				if err := o.snapshotPGSS(ctx, o.end); err != nil {
+					o.errs = append(o.errs, err)
+				}
+			}
+			if o.pws != nil {
+				if err := o.snapshotPWS(ctx, o.end); err != nil {
 					o.errs = append(o.errs, err)
 				}
 			}

@@ -21,7 +21,8 @@ func WriteText(w io.Writer, e *Evidence, top int) error {
 	}
 	wt := e.Waits
 	if wt.Rounds > 0 {
-		fmt.Fprintf(&b, "  wait events    %s active sessions on average, %d samples from %s", num(float64(wt.Samples)/float64(wt.Rounds)), wt.Rounds, wt.Source)
+		fmt.Fprintf(&b, "  wait events    from %s every %s: %s %s on average, %d samples in %d rounds",
+			wt.Source, ms(wt.SampleIntervalMS), num(float64(wt.Samples)/float64(wt.Rounds)), sessionsWord(wt), wt.Samples, wt.Rounds)
 		for i, ev := range wt.Events {
 			if i == 5 {
 				break
@@ -70,4 +71,13 @@ func waitName(typ, event string) string {
 		return typ
 	}
 	return typ + "/" + event
+}
+
+// sessionsWord is what the wait samples count: active sessions, or
+// sessions in a wait when the source does not sample CPU.
+func sessionsWord(w Waits) string {
+	if w.CPUSampled {
+		return "active sessions"
+	}
+	return "sessions waiting"
 }
