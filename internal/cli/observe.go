@@ -34,7 +34,7 @@ func addObserveFlags(fs *pflag.FlagSet, f *observeFlags) {
 
 func addObserveIntervalFlags(fs *pflag.FlagSet, f *observeFlags) {
 	fs.DurationVar(&f.interval, "observe-interval", observe.DefaultInterval, "time between pg_stat_statements snapshots (besides those at the start and the end)")
-	fs.DurationVar(&f.sampleInterval, "sample-interval", observe.DefaultSampleInterval, "time between pg_stat_activity samples of wait events")
+	fs.DurationVar(&f.sampleInterval, "sample-interval", observe.DefaultSampleInterval, "time between pg_stat_activity samples (wait events, unless the target has pg_wait_sampling, which samples every 10 ms itself; and connections)")
 }
 
 func (f observeFlags) options() (observe.Options, error) {
@@ -129,8 +129,11 @@ pgrehearse-observe, left out of what it measures), as replay does with
                       blocks hit/read, temp blocks and WAL bytes, correct
                       across pg_stat_statements_reset() and entry eviction
                       (both detected and reported)
-  wait events         pg_stat_activity every --sample-interval: a profile of
-                      wait_event_type/wait_event per query and over time
+  wait events         a profile of wait_event_type/wait_event per query and
+                      over time: from pg_wait_sampling when the target has
+                      it preloaded and created (every 10 ms, in the
+                      server), else from pg_stat_activity every
+                      --sample-interval
   throughput          pg_stat_database transactions per second, connections
 
 It only reads. It warns about what the server hides: pg_stat_statements not
