@@ -3,16 +3,24 @@
 # the same throwaway server in the same run, and the schedule lag of 200
 # sessions at 5,000 statements/s at speed 1.
 #
-# Throughput: it captures a pgbench -M prepared run's log, then BENCH_ROUNDS
-# times runs in turn pgbench without logging, a bare pgconn loop of the
-# captured statements (one goroutine and connection per session, from
-# memory: the least a Go client can do) and the replay, all over the same
-# unix socket, and prints the three rates and the client CPU per statement
-# of each. The machine may be shared: compare within a round.
+# Throughput (BenchmarkSpeed0Experiment): it captures a pgbench -M prepared
+# run's log, then BENCH_ROUNDS times runs in turn pgbench without logging,
+# a bare pgconn loop of the captured statements (one goroutine and
+# connection per session, from memory: the least a Go client can do) and
+# the replay, all over the same unix socket, and prints the three rates
+# and the client CPU per statement of each. The machine may be shared:
+# compare within a round.
+#
+# BenchmarkWireVsPgconn adds the same bare loop on the message-level path
+# the replay uses (internal/replay/wire.go) and runs the replay with a
+# cancellable hard context as the CLI does, with its allocations per
+# statement; BenchmarkStatementAllocs counts the allocations of one
+# replayed execution (prepared, unnamed, simple).
 #
 # Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10
-#        BENCH_ROUNDS=3 BENCH_PROFILE=DIR for CPU/block/mutex profiles)
+#        BENCH_ROUNDS=3 BENCH_PROFILE=DIR for CPU/block/mutex profiles,
+#        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test -run '^$' -bench 'Speed0Experiment|Lag200Sessions' -benchtime 1x -timeout 30m -v ./internal/replay/ |
+go test -run '^$' -bench "${BENCH:-Speed0Experiment|WireVsPgconn|StatementAllocs|Lag200Sessions}" -benchtime 1x -benchmem -timeout 40m -v ./internal/replay/ |
   grep -E 'round|Benchmark|ok|FAIL'

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -63,16 +64,21 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 			stop()
 
 			hard, cancel := context.WithCancel(context.Background())
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
 			stop = profile("replay", round)
 			self0 = cpuTime(syscall.RUSAGE_SELF)
 			res := replayLogHard(b, files[len(files)-1], hard, Options{Target: c.DSN("postgres"), Speed: 0})
 			stop()
 			cancel()
+			runtime.ReadMemStats(&ms1)
 			ran := float64(res.Statements.Executed + res.Statements.Failed)
 			replayCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / ran
 			rate := ran / res.WallSeconds
 			b.Logf("round %d: pgbench %.0f stmt/s; bare pgconn %.2f, bare wire %.2f, replay %.2f of pgbench; client CPU per statement: pgbench %.1f µs, bare pgconn %.1f µs, bare wire %.1f µs, replay %.1f µs",
 				round+1, base, bare/base, wire/base, rate/base, pgbenchCPU*1e6, bareCPU*1e6, wireCPU*1e6, replayCPU*1e6)
+			b.Logf("round %d: replay: %.1f allocations, %.0f bytes per statement (log reading included), %d GCs",
+				round+1, float64(ms1.Mallocs-ms0.Mallocs)/ran, float64(ms1.TotalAlloc-ms0.TotalAlloc)/ran, ms1.NumGC-ms0.NumGC)
 		}
 	}
 }
