@@ -76,7 +76,7 @@ func (s *session) execPrepared(name string, params [][]byte) error {
 	f.SendDescribe(describePortal)
 	f.SendExecute(executeAll)
 	f.SendSync(syncMsg)
-	return s.exchange()
+	return s.exchange(true)
 }
 
 // execParams parses query as the unnamed statement, parameter types left
@@ -95,7 +95,7 @@ func (s *session) execParams(query string, params [][]byte) error {
 	f.SendDescribe(describePortal)
 	f.SendExecute(executeAll)
 	f.SendSync(syncMsg)
-	return s.exchange()
+	return s.exchange(true)
 }
 
 // execSimple sends sql as one simple query.
@@ -103,14 +103,15 @@ func (s *session) execSimple(sql string) error {
 	s.w.query.String = sql
 	s.conn.Frontend().SendQuery(&s.w.query)
 	s.w.query.String = ""
-	return s.exchange()
+	return s.exchange(false)
 }
 
 // exchange flushes the messages written and reads the answers up to
 // ReadyForQuery, dropping rows without looking at them. It returns the
 // first error the server reported, or why the connection failed; after a
-// failure of the connection itself the connection is closed.
-func (s *session) exchange() error {
+// failure of the connection itself the connection is closed. extended
+// says whether the messages were of the extended protocol.
+func (s *session) exchange(extended bool) error {
 	conn := s.conn
 	f := conn.Frontend()
 	if err := f.Flush(); err != nil {
@@ -135,6 +136,12 @@ func (s *session) exchange() error {
 			}
 		case *pgproto3.CopyInResponse:
 			f.Send(copyFail)
+			if extended {
+				// The server ignored the Sync sent after Execute, being
+				// in copy-in mode then; after the error it skips to the
+				// next Sync.
+				f.SendSync(syncMsg)
+			}
 			if err := f.Flush(); err != nil {
 				return s.broken(err)
 			}

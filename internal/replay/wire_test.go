@@ -163,6 +163,16 @@ func TestWireProtocolPaths(t *testing.T) {
 		t.Fatal("COPY FROM STDIN hangs")
 	}
 	checkUsable(t, s, "COPY FROM STDIN")
+	go func() { done <- s.execParams("COPY wt FROM STDIN", nil) }()
+	select {
+	case err := <-done:
+		if sqlState(err) != "57014" {
+			t.Errorf("COPY FROM STDIN, extended: %v, want 57014 after CopyFail", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("COPY FROM STDIN, extended, hangs")
+	}
+	checkUsable(t, s, "COPY FROM STDIN, extended")
 
 	// Notices, simple and extended.
 	if err := s.execSimple("DO $$BEGIN RAISE NOTICE 'simple notice'; END$$"); err != nil {
