@@ -12,7 +12,7 @@ TEST_FLAGS  ?= -p 1
 TEST_TIMEOUT ?= 20m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test bench fmt vet postgres extensions
+.PHONY: all build demo test bench fmt vet postgres extensions chromium
 
 all: build
 
@@ -23,7 +23,7 @@ demo: build postgres
 	./$(BIN) demo
 
 # go test prints its usual per-package lines; nothing here filters them.
-test: postgres extensions
+test: postgres extensions chromium
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 bench:
@@ -74,3 +74,15 @@ extensions: postgres
 			echo "optional: sudo apt-get install postgresql-$$v-hypopg postgresql-$$v-pg-wait-sampling" >&2; \
 		fi; \
 	done
+
+# chromium installs, as root on Debian, the headless browser that the HTML
+# pages' tests open them in (internal/htmlreport, observe, sweep).
+chromium:
+	@if ! command -v chromium >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
+		else \
+			echo "the browser tests need Chromium: sudo apt-get install chromium" >&2; \
+		fi; \
+	fi
