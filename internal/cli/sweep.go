@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -240,7 +239,7 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		return errors.Join(err, fmt.Errorf("write tables: %w", werr))
 	}
 	if f.jsonPath != "" {
-		if jerr := writeSweepJSON(stdio, f.jsonPath, res); jerr != nil {
+		if jerr := writeJSON(stdio.Stdout, f.jsonPath, res); jerr != nil {
 			return errors.Join(err, jerr)
 		}
 	}
@@ -253,28 +252,6 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		return errors.New("interrupted: the results above are partial")
 	}
 	return err
-}
-
-func writeSweepJSON(stdio IO, path string, res *sweep.Result) (err error) {
-	w := stdio.Stdout
-	if path != "-" {
-		file, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("write JSON: %w", err)
-		}
-		defer func() {
-			if cerr := file.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("write JSON: %w", cerr)
-			}
-		}()
-		w = file
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
-		return fmt.Errorf("write JSON: %w", err)
-	}
-	return nil
 }
 
 func writeSweepHTML(path string, res *sweep.Result) (err error) {
