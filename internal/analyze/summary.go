@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
 // QueryWidth is how much of a query's text the summary shows, on one line.
@@ -126,37 +127,9 @@ func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS
 	writeTable(ew, "  ", table, len(head)-2)
 }
 
-// writeTable writes cells in columns two spaces apart; the first numeric
-// columns are right-aligned, the others left-aligned, and the last one is
-// not padded, so that no line ends in spaces.
+// writeTable writes cells in columns: see texttable.Format.
 func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	var b strings.Builder
-	for _, row := range table {
-		b.Reset()
-		b.WriteString(indent)
-		for i, c := range row {
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			switch {
-			case i < numeric:
-				b.WriteString(pad + c)
-			case i == len(row)-1:
-				b.WriteString(c)
-			default:
-				b.WriteString(c + pad)
-			}
-			if i < len(row)-1 {
-				b.WriteString("  ")
-			}
-		}
-		b.WriteByte('\n')
-		ew.printf("%s", b.String())
-	}
+	ew.printf("%s", texttable.Format(indent, table, numeric))
 }
 
 // ms formats a duration figure, or "-" for a query with no timed call,

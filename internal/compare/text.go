@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
 // queryWidth is how much of a query's text a terminal line shows.
@@ -138,35 +140,9 @@ func oneLine(s string, width int) string {
 	return string([]rune(s)[:width-3]) + "..."
 }
 
-// writeTable writes cells in columns two spaces apart: the first numeric
-// columns right-aligned, the others left-aligned, the last not padded.
+// writeTable writes cells in columns: see texttable.Format.
 func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
-	widths := make([]int, len(table[0]))
-	for _, row := range table {
-		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	var b strings.Builder
-	for _, row := range table {
-		b.Reset()
-		b.WriteString(indent)
-		for i, c := range row {
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
-			switch {
-			case i < numeric:
-				b.WriteString(pad + c)
-			case i == len(row)-1:
-				b.WriteString(c)
-			default:
-				b.WriteString(c + pad)
-			}
-			if i < len(row)-1 {
-				b.WriteString("  ")
-			}
-		}
-		ew.printf("%s\n", strings.TrimRight(b.String(), " "))
-	}
+	ew.printf("%s", texttable.Format(indent, table, numeric))
 }
 
 // errWriter keeps the first write error.
