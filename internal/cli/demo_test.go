@@ -49,6 +49,10 @@ func runDemoTest(t *testing.T, change string) demoReport {
 			t.Errorf("demo output lacks %q:\n%s", s, stderr.String())
 		}
 	}
+	// The replay observed the candidate: its evidence is on the page.
+	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(html), "Wait events") {
+		t.Errorf("report.html lacks the replay's server-side evidence (wait events): %v", err)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ type reportFlags struct {
 	top         int
 	minEffectMS float64
 	findings    bool
+	evidence    string
 	minCalls    int64
 	allowMixed  bool
 }
@@ -75,6 +76,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in each run for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", 0, "fewest milliseconds a query's mean, p50 or p95 must grow by to be called a regression")
+	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
 	return cmd
@@ -181,6 +183,19 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 				}
 				page.Sections = append(page.Sections, observe.LabeledSections(ev, label)...)
 			}
+		}
+		// A candidate that is the analysis of the target's own log has
+		// no evidence; the replay that produced it does.
+		if f.evidence != "" {
+			data, err := os.ReadFile(f.evidence)
+			if err != nil {
+				return fmt.Errorf("--evidence: %w", err)
+			}
+			ev, err := observe.FromResult(data)
+			if err != nil || ev == nil {
+				return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
+			}
+			page.Sections = append(page.Sections, observe.LabeledSections(ev, "candidate")...)
 		}
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)

@@ -92,10 +92,18 @@ func pgssState(e *Evidence) string {
 	return s
 }
 
+// runLabel returns the " (candidate)" of a "Server-side evidence
+// (candidate)" title, or "" when the title names no run.
+func runLabel(title string) string {
+	if l := strings.TrimSpace(strings.TrimPrefix(title, "Server-side evidence")); l != "" {
+		return " " + l
+	}
+	return ""
+}
+
 func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 	w := e.Waits
-	s := htmlreport.Section{ID: id, Title: "Wait events (" + strings.TrimPrefix(title, "Server-side evidence") + ")"}
-	s.Title = strings.Replace(s.Title, " ()", "", 1)
+	s := htmlreport.Section{ID: id, Title: "Wait events" + runLabel(title)}
 	switch w.Source {
 	case "pg_wait_sampling":
 		cpu := "backends running on CPU are not sampled, so the profile shows waits only"
@@ -153,7 +161,7 @@ func waitTable(evs []WaitCount) *htmlreport.SimpleTable {
 }
 
 func statementsSection(e *Evidence, id, title string) htmlreport.Section {
-	s := htmlreport.Section{ID: id, Title: strings.Replace("pg_stat_statements ("+strings.TrimPrefix(title, "Server-side evidence")+")", " ()", "", 1)}
+	s := htmlreport.Section{ID: id, Title: "pg_stat_statements" + runLabel(title)}
 	st := e.Statements
 	if st == nil {
 		s.Text = []string{"No per-query server-side figures: pg_stat_statements is " + e.Capabilities.PGSS + "."}
