@@ -565,10 +565,6 @@ func (o *Observer) buildWaits(e *Evidence, r *resolver) {
 	w.Samples = o.activity.samples
 
 	all := map[waitKey]int64{}
-	type qagg struct {
-		qw     *QueryWaits
-		events map[waitKey]int64
-	}
 	byFP := map[string]*qagg{}
 	// Per bucket samples by fingerprint, for the top queries' series.
 	first, n := o.series.span()
@@ -597,22 +593,7 @@ func (o *Observer) buildWaits(e *Evidence, r *resolver) {
 			byFP[it.Fingerprint].events[k] += v
 		}
 	}
-	w.Events, _ = waitCounts(all)
-	for _, a := range byFP {
-		a.qw.Events, _ = waitCounts(a.events)
-		w.ByQuery = append(w.ByQuery, *a.qw)
-	}
-	slices.SortFunc(w.ByQuery, func(a, b QueryWaits) int {
-		return cmp.Or(cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Fingerprint, b.Fingerprint))
-	})
-	for i := range w.ByQuery {
-		if i < o.opts.Top && w.ByQuery[i].Fingerprint != "" {
-			w.ByQuery[i].OverTime = perBucket[w.ByQuery[i].Fingerprint]
-		}
-	}
-	if w.ByQuery == nil {
-		w.ByQuery = []QueryWaits{}
-	}
+	finishWaits(w, all, byFP, perBucket, o.opts.Top)
 	if n == 0 {
 		return
 	}
@@ -680,4 +661,33 @@ func (o *Observer) buildThroughput(e *Evidence) {
 		t.MeanTPS = round3(float64(t.TotalTransactions) * 1000 / float64(ms))
 	}
 	e.Throughput = t
+}
+
+// qagg gathers one query's wait samples while a profile is built.
+type qagg struct {
+	qw     *QueryWaits
+	events map[waitKey]int64
+}
+
+// finishWaits completes w from the samples of every wait (all) and of
+// each query (byFP), whichever source they came from: the counts, the
+// queries by samples, and the series over time (perBucket) of the top
+// queries.
+func finishWaits(w *Waits, all map[waitKey]int64, byFP map[string]*qagg, perBucket map[string][]int64, top int) {
+	w.Events, _ = waitCounts(all)
+	for _, a := range byFP {
+		a.qw.Events, _ = waitCounts(a.events)
+		w.ByQuery = append(w.ByQuery, *a.qw)
+	}
+	slices.SortFunc(w.ByQuery, func(a, b QueryWaits) int {
+		return cmp.Or(cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	for i := range w.ByQuery {
+		if i < top && w.ByQuery[i].Fingerprint != "" {
+			w.ByQuery[i].OverTime = perBucket[w.ByQuery[i].Fingerprint]
+		}
+	}
+	if w.ByQuery == nil {
+		w.ByQuery = []QueryWaits{}
+	}
 }

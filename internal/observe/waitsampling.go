@@ -1,11 +1,9 @@
 package observe
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -269,10 +267,6 @@ func (o *Observer) buildWaitsPWS(e *Evidence, r *resolver) {
 		width *= 2
 	}
 	all := map[waitKey]int64{}
-	type qagg struct {
-		qw     *QueryWaits
-		events map[waitKey]int64
-	}
 	byFP := map[string]*qagg{}
 	perBucket := map[string][]int64{}
 	items := map[string]struct {
@@ -309,22 +303,7 @@ func (o *Observer) buildWaitsPWS(e *Evidence, r *resolver) {
 			perBucket[it.fp][i] += v
 		}
 	}
-	w.Events, _ = waitCounts(all)
-	for _, a := range byFP {
-		a.qw.Events, _ = waitCounts(a.events)
-		w.ByQuery = append(w.ByQuery, *a.qw)
-	}
-	slices.SortFunc(w.ByQuery, func(a, b QueryWaits) int {
-		return cmp.Or(cmp.Compare(b.Samples, a.Samples), cmp.Compare(a.Fingerprint, b.Fingerprint))
-	})
-	for i := range w.ByQuery {
-		if i < o.opts.Top && w.ByQuery[i].Fingerprint != "" {
-			w.ByQuery[i].OverTime = perBucket[w.ByQuery[i].Fingerprint]
-		}
-	}
-	if w.ByQuery == nil {
-		w.ByQuery = []QueryWaits{}
-	}
+	finishWaits(w, all, byFP, perBucket, o.opts.Top)
 	if len(ivs) > 0 {
 		ws, add := newWaitSeries(ivs[0].start, width, len(ivs), w.Events)
 		for i, iv := range ivs {
