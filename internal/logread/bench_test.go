@@ -2,7 +2,6 @@ package logread
 
 import (
 	"bytes"
-	"io"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/synthlog"
@@ -28,17 +27,7 @@ func BenchmarkStderrReader(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := 0
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
+		n := countEvents(b, r)
 		if n == 0 {
 			b.Fatal("no events")
 		}

@@ -93,17 +93,7 @@ func TestStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for {
-		_, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
+	n := countEvents(t, r)
 	if n != 2 {
 		t.Errorf("stdin: %d events, want 2", n)
 	}
@@ -172,5 +162,21 @@ func readEvents(t *testing.T, path string) []*event.Event {
 			t.Fatal(err)
 		}
 		evs = append(evs, ev)
+	}
+}
+
+// countEvents reads r to its end and returns how many events it gave.
+func countEvents(tb testing.TB, r *Reader) int {
+	tb.Helper()
+	n := 0
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n++
 	}
 }
