@@ -2,18 +2,16 @@ package observe
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"html"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 )
 
 // syntheticEvidence is an observation of two queries, one waiting on a
@@ -117,10 +115,6 @@ var selfCheckRE = regexp.MustCompile(`(?s)<pre id="selfcheck"[^>]*>(.*?)</pre>`)
 // sorts and opens a detail (the page's own #selfcheck, as in
 // htmlreport's browser tests).
 func TestSectionsInBrowser(t *testing.T) {
-	const chromium = "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("headless Chromium is needed at %s to test the HTML report; install it with:\n  apt-get update && apt-get install -y chromium", chromium)
-	}
 	page := htmlreport.Page{Title: "observe test", Sections: Sections(syntheticEvidence())}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "observe.html")
@@ -131,15 +125,7 @@ func TestSectionsInBrowser(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--virtual-time-budget=5000", "--dump-dom", "file://"+path+"#selfcheck")
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	dom := htmltest.DumpDOM(t, path, "selfcheck")
 	m := selfCheckRE.FindSubmatch(dom)
 	if m == nil {
 		t.Fatal("the page wrote no self-check")
@@ -184,16 +170,6 @@ func TestSectionsInBrowser(t *testing.T) {
 		}
 	}
 	// A picture for a person to look at, left behind.
-	shots, err := os.MkdirTemp("", "pgrehearse-observe-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	png := filepath.Join(shots, "observe.png")
-	cmd = exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile2"), "--virtual-time-budget=5000", "--window-size=1400,2600",
-		"--screenshot="+png, "file://"+path)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, out)
-	}
+	png := htmltest.Screenshot(t, path, "1400,2600")
 	t.Logf("screenshot: %s", png)
 }
