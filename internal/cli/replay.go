@@ -486,7 +486,11 @@ func writeReplaySummary(w io.Writer, res *replay.Result) error {
 		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
 	}
 	ss := res.Sessions
-	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect\n", ss.Total, ss.Reconnects, ss.ConnectFailed)
+	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect", ss.Total, ss.Reconnects, ss.ConnectFailed)
+	if ss.ConnectRetries > 0 {
+		fmt.Fprintf(&b, " (%d connection attempts retried: listen queue full)", ss.ConnectRetries)
+	}
+	b.WriteString("\n")
 	if res.Lag != nil {
 		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
 	}

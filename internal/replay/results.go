@@ -114,6 +114,11 @@ type SessionCounts struct {
 	Total         int64 `json:"total"`
 	Reconnects    int64 `json:"reconnects"`
 	ConnectFailed int64 `json:"connect_failed"`
+	// ConnectRetries counts connection attempts refused because the
+	// server's listen queue was full (EAGAIN on its unix socket) and
+	// tried again: the original's clients got through, so a burst of
+	// connections is not a failure of the target.
+	ConnectRetries int64 `json:"connect_retries"`
 	// ConnectFailedAsOriginal counts sessions that failed to connect on
 	// the target as they had in the original (a FATAL right after the
 	// connection was authorized); not in ConnectFailed.
@@ -192,8 +197,8 @@ type counters struct {
 	total, executed, failed, empty atomic.Int64
 	skipped                        [9]atomic.Int64 // by skipIndex
 
-	sessions, open, reconnects, connectFailed atomic.Int64
-	connectFailedAlike                        atomic.Int64
+	sessions, open, reconnects, connectFailed, connectRetries atomic.Int64
+	connectFailedAlike                                        atomic.Int64
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 
@@ -291,6 +296,7 @@ func (c *counters) fill(res *Result) {
 	res.Sessions.Total = c.sessions.Load()
 	res.Sessions.Reconnects = c.reconnects.Load()
 	res.Sessions.ConnectFailed = c.connectFailed.Load()
+	res.Sessions.ConnectRetries = c.connectRetries.Load()
 	res.Sessions.ConnectFailedAsOriginal = c.connectFailedAlike.Load()
 	o := Outcomes{
 		Ran:                  c.ran.Load(),
