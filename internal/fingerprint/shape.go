@@ -21,6 +21,56 @@ import "strings"
 // holds, so shapes and texts can share one map without colliding.
 const shapeMark = 0
 
+// Byte classes of the shape lexer. Most bytes of a query are plain or
+// identifier bytes, which the lexer steps over with one table lookup each
+// and copies into the shape in bulk, a span at a time.
+const (
+	cPlain  = iota // copied as is; no token starts here
+	cIdent         // a letter, _ or a byte >= 0x80: an identifier or keyword starts
+	cDigit         // a number starts
+	cQuote         // '
+	cDQuote        // "
+	cDollar        // $
+	cDash          // - (a comment with a second one)
+	cSlash         // / (a comment with a *)
+	cDot           // . (a number with a digit after it)
+	cMark          // shapeMark, which no text may hold
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch b := byte(c); {
+		case isDigit(b):
+			t[c] = cDigit
+		case b == '$':
+			t[c] = cDollar
+		case isIdent(b):
+			t[c] = cIdent
+		case b == '\'':
+			t[c] = cQuote
+		case b == '"':
+			t[c] = cDQuote
+		case b == '-':
+			t[c] = cDash
+		case b == '/':
+			t[c] = cSlash
+		case b == '.':
+			t[c] = cDot
+		case b == shapeMark:
+			t[c] = cMark
+		}
+	}
+	return t
+}()
+
+// identByte is isIdent as a table.
+var identByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isIdent(byte(c))
+	}
+	return t
+}()
+
 // shape appends the shape of text to buf and reports whether text has one
 // that is worth using: DML holding at least one constant.
 func shape(text string, buf []byte) ([]byte, bool) {
@@ -29,33 +79,47 @@ func shape(text string, buf []byte) ([]byte, bool) {
 	}
 	masked := 0
 	n := len(text)
+	// text[start:i] is copied to buf when a constant ends it: everything
+	// but constants is copied as is, so the lexer only has to find them.
+	start := 0
 	for i := 0; i < n; {
-		c := text[i]
-		switch {
-		case c == '\'':
+		// Plain bytes and identifiers are most of a query: skip them
+		// in a tight loop, the switch is for the rest.
+		if i = skipPlain(text, i); i >= n {
+			break
+		}
+		switch byteClass[text[i]] {
+		case cQuote:
 			// A prefix letter (E, B, X, N, U&) stays in the shape.
 			escapes := i > 0 && (text[i-1] == 'E' || text[i-1] == 'e') && (i < 2 || !isIdent(text[i-2]))
 			end, ok := endQuoted(text, i, escapes)
 			if !ok {
 				return buf, false
 			}
+			buf = append(buf, text[start:i]...)
 			buf = append(buf, shapeMark)
 			masked++
-			i = end
-		case c == '"':
-			end, ok := endQuoted(text, i, false)
+			i, start = end, end
+		case cDQuote:
+			end, ok := endQuoted(text, i, false) // an identifier, kept
 			if !ok {
 				return buf, false
 			}
-			buf = append(buf, text[i:end]...) // an identifier, kept
 			i = end
-		case c == '$' && (i == 0 || !isIdent(text[i-1])):
+		case cDollar:
+			if i > 0 && isIdent(text[i-1]) {
+				// Inside an identifier (after a dollar quote's end).
+				i++
+				for i < n && identByte[text[i]] {
+					i++
+				}
+				continue
+			}
 			j := i + 1
 			if j < n && isDigit(text[j]) { // a parameter, kept
 				for j < n && isDigit(text[j]) {
 					j++
 				}
-				buf = append(buf, text[i:j]...)
 				i = j
 				continue
 			}
@@ -70,45 +134,59 @@ func shape(text string, buf []byte) ([]byte, bool) {
 			if end < 0 {
 				return buf, false
 			}
+			buf = append(buf, text[start:i]...)
 			buf = append(buf, shapeMark)
 			masked++
 			i = j + 1 + end + len(tag)
-		case c == '-' && i+1 < n && text[i+1] == '-':
-			j := i
-			for j < n && text[j] != '\n' {
-				j++
+			start = i
+		case cDash:
+			if i+1 < n && text[i+1] == '-' {
+				// A comment to the end of the line, kept.
+				if nl := strings.IndexByte(text[i:], '\n'); nl >= 0 {
+					i += nl
+				} else {
+					i = n
+				}
+				continue
 			}
-			buf = append(buf, text[i:j]...)
-			i = j
-		case c == '/' && i+1 < n && text[i+1] == '*':
-			end, ok := endComment(text, i)
-			if !ok {
-				return buf, false
+			i++
+		case cSlash:
+			if i+1 < n && text[i+1] == '*' {
+				end, ok := endComment(text, i)
+				if !ok {
+					return buf, false
+				}
+				i = end
+				continue
 			}
-			buf = append(buf, text[i:end]...)
-			i = end
-		case isDigit(c) || (c == '.' && i+1 < n && isDigit(text[i+1])):
+			i++
+		case cDot:
+			if i+1 < n && isDigit(text[i+1]) {
+				end, ok := endNumber(text, i)
+				if !ok {
+					return buf, false
+				}
+				buf = append(buf, text[start:i]...)
+				buf = append(buf, shapeMark)
+				masked++
+				i, start = end, end
+				continue
+			}
+			i++
+		case cDigit:
 			end, ok := endNumber(text, i)
 			if !ok {
 				return buf, false
 			}
+			buf = append(buf, text[start:i]...)
 			buf = append(buf, shapeMark)
 			masked++
-			i = end
-		case isIdent(c):
-			j := i
-			for j < n && isIdent(text[j]) {
-				j++
-			}
-			buf = append(buf, text[i:j]...)
-			i = j
-		case c == shapeMark:
+			i, start = end, end
+		case cMark:
 			return buf, false
-		default:
-			buf = append(buf, c)
-			i++
 		}
 	}
+	buf = append(buf, text[start:]...)
 	return buf, masked > 0
 }
 
@@ -200,7 +278,24 @@ func endNumber(text string, i int) (int, bool) {
 	return j, true
 }
 
-var dmlKeywords = [...]string{"select", "insert", "update", "delete", "with", "values", "table"}
+// skipPlain returns the index of the first byte from i on that is neither
+// plain nor part of an identifier.
+func skipPlain(text string, i int) int {
+	for i < len(text) {
+		switch byteClass[text[i]] {
+		case cPlain:
+			i++
+		case cIdent:
+			i++
+			for i < len(text) && identByte[text[i]] {
+				i++
+			}
+		default:
+			return i
+		}
+	}
+	return i
+}
 
 // isDML reports whether text starts, after blanks, comments and opening
 // parentheses, with a keyword of a DML statement.
@@ -222,17 +317,59 @@ func isDML(text string) bool {
 			i = end
 		default:
 			j := i
-			for j < len(text) && isIdent(text[j]) {
+			ascii := true
+			for j < len(text) && identByte[text[j]] {
+				ascii = ascii && text[j] < 0x80
 				j++
 			}
-			word := text[i:j]
-			for _, kw := range dmlKeywords {
-				if strings.EqualFold(word, kw) {
-					return true
-				}
-			}
-			return false
+			return isDMLKeyword(text[i:j], ascii)
 		}
 	}
 	return false
+}
+
+// isDMLKeyword reports whether word is one of the keywords that start a
+// DML statement, in any case.
+func isDMLKeyword(word string, ascii bool) bool {
+	if !ascii {
+		// strings.EqualFold also folds some non-ASCII letters into
+		// ASCII ones (the long s, the Kelvin sign); rare, and kept as
+		// it was.
+		for _, kw := range [...]string{"select", "insert", "update", "delete", "with", "values", "table"} {
+			if strings.EqualFold(word, kw) {
+				return true
+			}
+		}
+		return false
+	}
+	var kw string
+	switch len(word) {
+	case 4:
+		kw = "with"
+	case 5:
+		kw = "table"
+	case 6:
+		switch word[0] | 0x20 {
+		case 's':
+			kw = "select"
+		case 'i':
+			kw = "insert"
+		case 'u':
+			kw = "update"
+		case 'd':
+			kw = "delete"
+		case 'v':
+			kw = "values"
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	for k := range len(word) {
+		if word[k]|0x20 != kw[k] {
+			return false
+		}
+	}
+	return true
 }
