@@ -8,8 +8,12 @@
 # a bare pgconn loop of the captured statements (one goroutine and
 # connection per session, from memory: the least a Go client can do) and
 # the replay, all over the same unix socket, and prints the three rates
-# and the client CPU per statement of each. The machine may be shared:
-# compare within a round.
+# and the client CPU per statement of each. pgbench -T stops every client
+# at the same moment; a replay, like pgbench -t, runs each session's work
+# to its end, so it waits for its slowest session: each round also runs
+# pgbench -t with the log's transactions per session and prints the
+# replay's rate against that too. The machine may be shared: compare
+# within a round.
 #
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a

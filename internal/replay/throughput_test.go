@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -35,6 +37,12 @@ func BenchmarkSpeed0Experiment(b *testing.B) {
 	rounds := envInt("BENCH_ROUNDS", 3)
 	c, files := capturePgbench(b, clients, secs)
 	perSession := loadExecutions(b, files[len(files)-1])
+	// The same work per connection as the log's sessions, for pgbench -t.
+	txPerClient := max(1, nExec(perSession)/7/clients)
+	// As cmd/pgrehearse runs (unless GOGC is set).
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
 	profDir := os.Getenv("BENCH_PROFILE")
 	if profDir != "" {
 		runtime.SetBlockProfileRate(10_000) // one sample per 10 µs blocked
@@ -45,6 +53,7 @@ func BenchmarkSpeed0Experiment(b *testing.B) {
 			ch0 := cpuTime(syscall.RUSAGE_CHILDREN)
 			base := pgbenchRate(b, c, clients, secs)
 			pgbenchCPU := (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
+			fixed := pgbenchFixedRate(b, c, clients, txPerClient)
 			self0 := cpuTime(syscall.RUSAGE_SELF)
 			bare := bareRate(b, c, perSession)
 			bareCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
@@ -65,6 +74,8 @@ func BenchmarkSpeed0Experiment(b *testing.B) {
 				round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
 			b.Logf("round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
 				round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
+			b.Logf("round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
+				round+1, txPerClient, fixed, rate/fixed)
 			b.Logf("round %d: replay statements per 500 ms: %v", round+1, tl.buckets())
 		}
 	}
@@ -118,6 +129,25 @@ func pgbenchRate(b *testing.B, c *pgcluster.Cluster, clients, secs int) float64 
 		b.Fatalf("pgbench output: %s", out)
 	}
 	return atof(string(m[1])) * 7 / float64(secs)
+}
+
+var fixedTPSRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// pgbenchFixedRate runs pgbench -M prepared with tx transactions per
+// client: like a replay of a log, it ends when its slowest client is done,
+// not at a fixed time. It returns statements/s over that time, connecting
+// excluded.
+func pgbenchFixedRate(b *testing.B, c *pgcluster.Cluster, clients, tx int) float64 {
+	cl := itoa(clients)
+	out, err := c.Pgbench(context.Background(), "-n", "-M", "prepared", "-c", cl, "-j", cl, "-t", itoa(tx), "postgres")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := fixedTPSRe.FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("pgbench output: %s", out)
+	}
+	return atof(string(m[1])) * 7
 }
 
 // loadExecutions reads the executions of a log into memory, by session.
