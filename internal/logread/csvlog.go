@@ -124,6 +124,7 @@ type csvField struct {
 
 type csvReader struct {
 	cb     chunkBuf
+	e      entry // the entry next returns
 	c      *Counters
 	line   int64 // physical lines consumed before the current record
 	times  logTimeParser
@@ -338,7 +339,14 @@ func (cr *csvReader) interned(i int, last *string) string {
 	return *last
 }
 
-func (cr *csvReader) next(e *entry) error {
+// next implements formatReader.
+func (cr *csvReader) next() (*entry, error) {
+	err := cr.read(&cr.e)
+	return &cr.e, err
+}
+
+// read fills e with the next entry.
+func (cr *csvReader) read(e *entry) error {
 	for {
 		rec, lines, st := cr.frame()
 		first := cr.line + 1

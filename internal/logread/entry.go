@@ -20,12 +20,17 @@ type entry struct {
 
 	line  int64 // first physical line of the entry, 1-based
 	lines int64 // physical lines the entry spans, for the line counters
+
+	// hint, when not nil, is where the format reader keeps the session
+	// state the interpreter last used for this entry's prefix fields: the
+	// interpreter checks it and skips looking the session up.
+	hint **sessionState
 }
 
-// formatReader reads entries of one log format. next fills e and returns
-// io.EOF after the last entry. Lines that cannot form an entry (garbage,
+// formatReader reads entries of one log format. next returns the next
+// entry, valid until the following call, or io.EOF after the last one. Lines that cannot form an entry (garbage,
 // a prefix that does not match, a record cut at EOF) are counted on the
 // counters given to the reader's constructor and never returned.
 type formatReader interface {
-	next(e *entry) error
+	next() (*entry, error)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
@@ -25,6 +26,9 @@ type interpreter struct {
 	// eventSlab events instead of one each. A kept event keeps its block
 	// (some 60 kB) alive.
 	slab []event.Event
+	// params is the slab parameters are parsed into: a parameter list is
+	// a full slice of it.
+	params []event.Param
 
 	// leading is set for the parts of a split log after the first: the
 	// durations found before any statement of their session may belong
@@ -56,17 +60,31 @@ type sessionState struct {
 	pending *event.Event
 	// lastBind is the last "bind" line (log_min_duration_statement style),
 	// used when an execution fails: the failure is then the only trace.
-	lastBind *event.Event
+	// Its parameters are parsed from bindDetail only then. bindEv is the
+	// event that the session's binds reuse until one is emitted.
+	lastBind   *event.Event
+	bindDetail string
+	bindEv     *event.Event
+	// gone is set once the session is no longer in the interpreter's
+	// sessions, so that a format reader's hint (entry.hint) to it is not
+	// followed.
+	gone bool
 	// started is set once the session logged a statement in this log
 	// (or part of a split log).
 	started bool
 	// lastParse is the last "parse" line not yet followed by a bind: an
 	// error in bind (planning of the unnamed statement folds constants
 	// with the parameter values) leaves only the parse as a trace.
-	lastParse *event.Event
+	// Only its name and query are kept, not the event: an event kept
+	// keeps its whole slab alive, and the collector scans it all.
+	lastParse             bool
+	parseName, parseQuery string
 }
 
 const eventSlab = 256
+
+// paramSlab is how many parameters are allocated at a time.
+const paramSlab = 1024
 
 func newInterpreter(c *Counters) *interpreter {
 	return &interpreter{
@@ -79,6 +97,14 @@ func newInterpreter(c *Counters) *interpreter {
 
 // session finds or creates the state of e's session.
 func (in *interpreter) session(e *entry) *sessionState {
+	// The hint first: its key is most often the very same string.
+	if h := e.hint; h != nil && e.session != "" {
+		if s := *h; s != nil && !s.gone && s.key == e.session {
+			in.lastSession = s
+			in.update(s, e)
+			return s
+		}
+	}
 	if s := in.lastSession; s != nil && e.session != "" && e.session == s.key {
 		in.update(s, e)
 		return s
@@ -104,6 +130,9 @@ func (in *interpreter) session(e *entry) *sessionState {
 		in.byPID[e.pid] = key
 	}
 	in.lastSession = s
+	if e.hint != nil && e.session != "" {
+		*e.hint = s
+	}
 	in.update(s, e)
 	return s
 }
@@ -127,6 +156,7 @@ func (in *interpreter) drop(key string) {
 			in.lastSession = nil
 		}
 		in.flush(s)
+		s.gone = true
 		delete(in.sessions, key)
 	}
 }
@@ -137,18 +167,43 @@ func (in *interpreter) newEvent(k event.Kind, e *entry, s *sessionState) *event.
 	}
 	ev := &in.slab[0]
 	in.slab = in.slab[1:]
-	*ev = event.Event{
-		Kind:        k,
-		Time:        e.time,
-		Session:     s.key,
-		PID:         e.pid,
-		User:        s.user,
-		Database:    s.database,
-		Application: s.application,
-		Duration:    event.NoDuration,
-		Line:        e.line,
-	}
+	// The slab is fresh memory, zero: only the other fields are written.
+	fillEvent(ev, k, e, s)
 	return ev
+}
+
+func fillEvent(ev *event.Event, k event.Kind, e *entry, s *sessionState) {
+	ev.Kind = k
+	ev.Time = e.time
+	ev.Session = s.key
+	ev.PID = e.pid
+	ev.User = s.user
+	ev.Database = s.database
+	ev.Application = s.application
+	ev.Duration = event.NoDuration
+	ev.Line = e.line
+}
+
+// appendParams parses the parameters of detail into the interpreter's
+// slab of parameters: one allocation for many executions.
+func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.ParamState) {
+	if cap(in.params)-len(in.params) < paramSlab/16 {
+		in.params = make([]event.Param, 0, paramSlab)
+	}
+	n := len(in.params)
+	ps, state := appendParams(in.params, detail, query)
+	if len(ps) == n {
+		return nil, state
+	}
+	if unsafe.SliceData(ps) == unsafe.SliceData(in.params) {
+		// Still in the slab: take what was appended, with no room to
+		// append more, so that a consumer's append copies it.
+		in.params = ps
+		return ps[n:len(ps):len(ps)], state
+	}
+	// Too many for the slab: append made a new array, with a copy of the
+	// slab's earlier parameters too. Keep only the new ones.
+	return append([]event.Param(nil), ps[n:]...), state
 }
 
 // flush emits the session's pending statement, which got no duration.
@@ -197,10 +252,10 @@ func (in *interpreter) add(e *entry) {
 func (in *interpreter) log(e *entry) {
 	msg := e.message
 	var dur int64 = event.NoDuration
-	if rest, ok := cutPrefixFold(msg, "duration: "); ok {
+	if len(msg) >= len("duration: ") && (msg[:len("duration: ")] == "duration: " || hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
 		// "duration: 0.123 ms" alone.
-		d, after, ok := parseDuration(rest)
+		d, after, ok := parseDuration(msg[len("duration: "):])
 		if !ok {
 			in.c.skip(SkipOtherMessage, e.lines)
 			return
@@ -216,50 +271,41 @@ func (in *interpreter) log(e *entry) {
 			return
 		}
 	}
+	// The keywords as the servers write them, told by their first letter;
+	// any other case goes the long way below.
+	if len(msg) > 0 {
+		switch msg[0] {
+		case 's':
+			if strings.HasPrefix(msg, "statement: ") {
+				in.simple(e, msg[len("statement: "):], dur)
+				return
+			}
+		case 'e':
+			if strings.HasPrefix(msg, "execute ") {
+				in.execute(e, msg[len("execute "):], dur)
+				return
+			}
+		case 'p':
+			if strings.HasPrefix(msg, "parse ") {
+				in.parse(e, msg[len("parse "):], dur)
+				return
+			}
+		case 'b':
+			if strings.HasPrefix(msg, "bind ") {
+				in.bind(e, msg[len("bind "):])
+				return
+			}
+		}
+	}
 	switch {
 	case hasPrefixFold(msg, "statement: "):
-		// "statement: SELECT 1"
-		s := in.session(e)
-		ev := in.newEvent(event.Statement, e, s)
-		ev.Query = msg[len("statement: "):]
-		in.statement(e, s, ev, dur)
+		in.simple(e, msg[len("statement: "):], dur)
 	case hasPrefixFold(msg, "execute "):
-		// "execute <unnamed>: SELECT $1" / "execute S_1/C_2: ..." /
-		// "execute fetch from <unnamed>/C_1: ..."
-		rest := msg[len("execute "):]
-		if hasPrefixFold(rest, "fetch from ") {
-			// A later fetch from a portal already counted at its first
-			// execute: the server does not count it as a new call.
-			in.c.skip(SkipPortalFetch, e.lines)
-			return
-		}
-		s, ev, ok := in.protocolEvent(e, event.Execute, rest)
-		if !ok {
-			return
-		}
-		in.statement(e, s, ev, dur)
+		in.execute(e, msg[len("execute "):], dur)
 	case hasPrefixFold(msg, "parse "):
-		// "duration: 0.05 ms  parse S_1: SELECT $1"
-		s, ev, ok := in.protocolEvent(e, event.Prepare, msg[len("parse "):])
-		if !ok {
-			return
-		}
-		ev.Duration = dur
-		if dur >= 0 {
-			ev.Time -= dur
-		}
-		in.c.parsed(e.lines)
-		in.out = append(in.out, ev)
-		s.lastParse = ev
+		in.parse(e, msg[len("parse "):], dur)
 	case hasPrefixFold(msg, "bind "):
-		// "duration: 0.02 ms  bind S_1: SELECT $1" + DETAIL parameters.
-		// Not an execution; remembered in case the execute fails.
-		s, ev, ok := in.protocolEvent(e, event.Execute, msg[len("bind "):])
-		if !ok {
-			return
-		}
-		s.lastBind, s.lastParse = ev, nil
-		in.c.parsed(e.lines)
+		in.bind(e, msg[len("bind "):])
 	case hasPrefixFold(msg, "connection authorized: "), hasPrefixFold(msg, "replication connection authorized: "):
 		in.connect(e, msg)
 	case hasPrefixFold(msg, "disconnection: "):
@@ -283,10 +329,74 @@ func (in *interpreter) log(e *entry) {
 	}
 }
 
-// protocolEvent builds the event of a "parse", "bind" or "execute" line,
-// whose text is "<name>[/<portal>]: <query>", with the parameters of the
-// DETAIL for an Execute. It counts the line as skipped when the text has
-// another shape.
+// simple handles "statement: SELECT 1", after "statement: ".
+func (in *interpreter) simple(e *entry, query string, dur int64) {
+	s := in.session(e)
+	ev := in.newEvent(event.Statement, e, s)
+	ev.Query = query
+	in.statement(e, s, ev, dur)
+}
+
+// execute handles "execute <unnamed>: SELECT $1", "execute S_1/C_2: ..."
+// and "execute fetch from <unnamed>/C_1: ...", after "execute ".
+func (in *interpreter) execute(e *entry, rest string, dur int64) {
+	if hasPrefixFold(rest, "fetch from ") {
+		// A later fetch from a portal already counted at its first
+		// execute: the server does not count it as a new call.
+		in.c.skip(SkipPortalFetch, e.lines)
+		return
+	}
+	s, ev, ok := in.protocolEvent(e, event.Execute, rest)
+	if !ok {
+		return
+	}
+	in.statement(e, s, ev, dur)
+}
+
+// parse handles "duration: 0.05 ms  parse S_1: SELECT $1", after "parse ".
+func (in *interpreter) parse(e *entry, rest string, dur int64) {
+	s, ev, ok := in.protocolEvent(e, event.Prepare, rest)
+	if !ok {
+		return
+	}
+	ev.Duration = dur
+	if dur >= 0 {
+		ev.Time -= dur
+	}
+	in.c.parsed(e.lines)
+	in.out = append(in.out, ev)
+	s.lastParse, s.parseName, s.parseQuery = true, ev.Name, ev.Query
+}
+
+// bind handles "duration: 0.02 ms  bind S_1: SELECT $1" + DETAIL
+// parameters, after "bind ". It is not an execution, only remembered in
+// case the execute fails; its parameters are parsed only then.
+func (in *interpreter) bind(e *entry, rest string) {
+	name, query, ok := splitNameQuery(rest)
+	if !ok {
+		in.c.skip(SkipOtherMessage, e.lines)
+		return
+	}
+	s := in.session(e)
+	ev := s.bindEv
+	if ev == nil {
+		// Not from the slab: it is kept (see lastParse).
+		ev = new(event.Event)
+		s.bindEv = ev
+	} else {
+		*ev = event.Event{}
+	}
+	fillEvent(ev, event.Execute, e, s)
+	ev.Name, ev.Portal = splitPortal(name)
+	ev.Query = query
+	s.lastBind, s.bindDetail, s.lastParse = ev, e.detail, false
+	in.c.parsed(e.lines)
+}
+
+// protocolEvent builds the event of a "parse" or "execute" line, whose
+// text is "<name>[/<portal>]: <query>", with the parameters of the DETAIL
+// for an Execute. It counts the line as skipped when the text has another
+// shape.
 func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sessionState, *event.Event, bool) {
 	name, query, ok := splitNameQuery(text)
 	if !ok {
@@ -298,7 +408,7 @@ func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sess
 	ev.Name, ev.Portal = splitPortal(name)
 	ev.Query = query
 	if k == event.Execute {
-		ev.Params, ev.ParamState = parseParams(e.detail, query)
+		ev.Params, ev.ParamState = in.appendParams(e.detail, query)
 	}
 	return s, ev, true
 }
@@ -315,7 +425,7 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 		ev.Duration = dur
 		ev.Time -= dur
 		in.out = append(in.out, ev)
-		s.lastBind, s.lastParse = nil, nil
+		s.lastBind, s.lastParse = nil, false
 		return
 	}
 	s.pending = ev
@@ -379,6 +489,7 @@ func (in *interpreter) disconnect(e *entry) {
 	in.c.parsed(e.lines)
 	in.flush(s)
 	in.out = append(in.out, in.newEvent(event.Disconnect, e, s))
+	s.gone = true
 	delete(in.sessions, s.key)
 	in.lastSession = nil
 	if in.byPID[e.pid] == s.key {
@@ -406,17 +517,17 @@ func (in *interpreter) error(e *entry) {
 	case e.statement != "" && s.lastBind != nil && s.lastBind.Query == e.statement:
 		// log_min_duration_statement style, extended protocol: the bind
 		// was logged, the execute failed and logged nothing else.
-		failed, s.lastBind = s.lastBind, nil
+		failed, s.lastBind, s.bindEv = s.lastBind, nil, nil
+		failed.Params, failed.ParamState = parseParams(s.bindDetail, failed.Query)
 		failed.Time = e.time
 		failed.Line = e.line
-	case e.statement != "" && s.lastParse != nil && s.lastParse.Query == e.statement:
+	case e.statement != "" && s.lastParse && s.parseQuery == e.statement:
 		// The bind failed: the execution was attempted with parameters
 		// the log does not show.
-		p := s.lastParse
-		s.lastParse = nil
+		s.lastParse = false
 		failed = in.newEvent(event.Execute, e, s)
-		failed.Name, failed.Query = p.Name, p.Query
-		if hasPlaceholder(p.Query) {
+		failed.Name, failed.Query = s.parseName, s.parseQuery
+		if hasPlaceholder(s.parseQuery) {
 			failed.ParamState = event.ParamsMissing
 		}
 	case e.statement != "" && e.severity == "ERROR":
@@ -461,42 +572,61 @@ func isSQLState(s string) bool {
 // after the unit.
 func parseDuration(s string) (int64, string, bool) {
 	i := 0
-	var whole, frac int64
-	var fracDigits int
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		whole = whole*10 + int64(s[i]-'0')
-		i++
+	var whole int64
+	for ; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			break
+		}
+		whole = whole*10 + int64(d)
 	}
 	if i == 0 {
 		return 0, "", false
 	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			if fracDigits < 3 {
-				frac = frac*10 + int64(s[i]-'0')
-				fracDigits++
-			}
-			i++
+	if len(s) >= i+7 && s[i] == '.' && s[i+4:i+7] == " ms" {
+		// The server's own "%.3f ms".
+		d0, d1, d2 := s[i+1]-'0', s[i+2]-'0', s[i+3]-'0'
+		if d0 <= 9 && d1 <= 9 && d2 <= 9 {
+			return whole*1000 + int64(d0)*100 + int64(d1)*10 + int64(d2), s[i+7:], true
 		}
 	}
-	for ; fracDigits < 3; fracDigits++ {
-		frac *= 10
+	var frac int64
+	if i < len(s) && s[i] == '.' {
+		// Microseconds: three digits, the rest ignored.
+		i++
+		n := 0
+		for ; i < len(s); i++ {
+			d := s[i] - '0'
+			if d > 9 {
+				break
+			}
+			if n < 3 {
+				frac = frac*10 + int64(d)
+				n++
+			}
+		}
+		for ; n < 3; n++ {
+			frac *= 10
+		}
 	}
-	rest, ok := strings.CutPrefix(s[i:], " ms")
-	if !ok {
+	if len(s)-i < 3 || s[i:i+3] != " ms" {
 		return 0, "", false
 	}
-	return whole*1000 + frac, rest, true
+	return whole*1000 + frac, s[i+3:], true
 }
 
 // splitNameQuery splits "<unnamed>: SELECT 1" or "S_1/C_2: SELECT 1".
 func splitNameQuery(s string) (name, query string, ok bool) {
-	i := strings.Index(s, ": ")
-	if i < 0 {
-		return "", "", false
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], ':')
+		if i < 0 {
+			return "", "", false
+		}
+		off += i + 1
+		if off < len(s) && s[off] == ' ' {
+			return s[:off-1], s[off+1:], true
+		}
 	}
-	return s[:i], s[i+2:], true
 }
 
 // splitPortal splits "S_1/C_2" into statement and portal names; the server

@@ -358,6 +358,7 @@ const (
 
 type jsonReader struct {
 	cb       chunkBuf
+	e        entry // the entry next returns
 	c        *Counters
 	line     int64
 	times    logTimeParser
@@ -431,7 +432,14 @@ const (
 	lineSkip                   // counted as skipped with the returned reason
 )
 
-func (jr *jsonReader) next(e *entry) error {
+// next implements formatReader.
+func (jr *jsonReader) next() (*entry, error) {
+	err := jr.read(&jr.e)
+	return &jr.e, err
+}
+
+// read fills e with the next entry.
+func (jr *jsonReader) read(e *entry) error {
 	for {
 		line, st := jr.readLine()
 		if st == frameEOF {

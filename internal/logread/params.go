@@ -14,23 +14,34 @@ import (
 // "..." when log_parameter_max_length cut them. A query with placeholders
 // and no DETAIL has its parameters missing.
 func parseParams(detail, query string) ([]event.Param, event.ParamState) {
+	return appendParams(nil, detail, query)
+}
+
+// appendParams is parseParams appending to params, which is returned as
+// it was when there are none.
+func appendParams(params []event.Param, detail, query string) ([]event.Param, event.ParamState) {
 	rest, ok := cutPrefixFold(detail, "parameters: ")
 	if !ok {
 		if hasPlaceholder(query) {
-			return nil, event.ParamsMissing
+			return params, event.ParamsMissing
 		}
-		return nil, event.ParamsComplete
+		return params, event.ParamsComplete
 	}
-	var params []event.Param
 	state := event.ParamsComplete
 	for n := 1; rest != ""; n++ {
 		// "$1 = "
 		if rest[0] != '$' {
 			return params, event.ParamsTruncated
 		}
-		i := strings.Index(rest, " = ")
-		if i < 0 {
-			return params, event.ParamsTruncated
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if !strings.HasPrefix(rest[i:], " = ") {
+			// Not "$n = ": the first " = " ends the name, as above.
+			if i = strings.Index(rest, " = "); i < 0 {
+				return params, event.ParamsTruncated
+			}
 		}
 		rest = rest[i+3:]
 		var p event.Param

@@ -63,7 +63,6 @@ type Reader struct {
 	counters *Counters
 	next     int // index of the next event in interp.out
 	err      error
-	e        entry
 
 	// left and right join this reader's part of a split log with its
 	// neighbours; nil for a whole file. See OpenSplit.
@@ -162,7 +161,7 @@ func (r *Reader) Next() (*event.Event, error) {
 // ends.
 func (r *Reader) fill() {
 	for len(r.interp.out) == 0 {
-		err := r.fr.next(&r.e)
+		e, err := r.fr.next()
 		if err == io.EOF {
 			r.settle()
 			r.err = io.EOF
@@ -172,7 +171,10 @@ func (r *Reader) fill() {
 			r.err = fmt.Errorf("%s: %w", r.name, err)
 			return
 		}
-		r.interp.add(&r.e)
+		r.interp.add(e)
+		if r.interp.foreign == "" && (r.stderr == nil || r.stderr.foreign == "") {
+			continue
+		}
 		if err := r.checkLanguage(); err != nil {
 			r.interp.out = r.interp.out[:0]
 			r.err = err

@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -39,6 +40,117 @@ func splitSeverity(b []byte) (sev, msg []byte, ok bool) {
 		msg = msg[1:]
 	}
 	return b[:i], msg, true
+}
+
+// severity is a severity word as a number, for the stderr reader's hot
+// path. The secondary ones come last, from sevDetail on.
+type severity uint8
+
+const (
+	sevNone severity = iota
+	sevLog
+	sevError
+	sevFatal
+	sevPanic
+	sevWarning
+	sevNotice
+	sevInfo
+	sevDebug
+	sevDebug1
+	sevDebug2
+	sevDebug3
+	sevDebug4
+	sevDebug5
+	sevDetail
+	sevHint
+	sevQuery
+	sevContext
+	sevLocation
+	sevStatement
+)
+
+var severityWords = [...]string{"", "LOG", "ERROR", "FATAL", "PANIC", "WARNING", "NOTICE", "INFO",
+	"DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5",
+	"DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "STATEMENT"}
+
+func severityOf(w []byte) severity {
+	switch string(w) {
+	case "LOG":
+		return sevLog
+	case "ERROR":
+		return sevError
+	case "FATAL":
+		return sevFatal
+	case "PANIC":
+		return sevPanic
+	case "WARNING":
+		return sevWarning
+	case "NOTICE":
+		return sevNotice
+	case "INFO":
+		return sevInfo
+	case "DEBUG":
+		return sevDebug
+	case "DEBUG1":
+		return sevDebug1
+	case "DEBUG2":
+		return sevDebug2
+	case "DEBUG3":
+		return sevDebug3
+	case "DEBUG4":
+		return sevDebug4
+	case "DEBUG5":
+		return sevDebug5
+	case "DETAIL":
+		return sevDetail
+	case "HINT":
+		return sevHint
+	case "QUERY":
+		return sevQuery
+	case "CONTEXT":
+		return sevContext
+	case "LOCATION":
+		return sevLocation
+	case "STATEMENT":
+		return sevStatement
+	}
+	return sevNone
+}
+
+// Little-endian words of the severities most lines have, with the colon
+// and the first space.
+var (
+	wordLog    = binary.LittleEndian.Uint64([]byte("LOG:  \x00\x00")) & 0xffffffffffff
+	wordDetail = binary.LittleEndian.Uint64([]byte("DETAIL: "))
+	wordError  = binary.LittleEndian.Uint64([]byte("ERROR:  "))
+)
+
+// splitSeverityFast is splitSeverity with the severity as a number, and
+// the common words recognized by one or two compares; sevNone when b
+// does not start with a severity.
+func splitSeverityFast(b []byte) (severity, []byte) {
+	if len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		switch {
+		case w&0xffffffffffff == wordLog:
+			// "LOG:  duration: ..."
+			return sevLog, b[6:]
+		case w == wordDetail:
+			// "DETAIL:  parameters: ..."
+			msg := b[8:]
+			if len(msg) > 0 && msg[0] == ' ' {
+				msg = msg[1:]
+			}
+			return sevDetail, msg
+		case w == wordError:
+			return sevError, b[8:]
+		}
+	}
+	sev, msg, ok := splitSeverity(b)
+	if !ok {
+		return sevNone, nil
+	}
+	return severityOf(sev), msg
 }
 
 // severityIndex returns where in b a severity word followed by ":  "

@@ -17,9 +17,8 @@ type stderrReader struct {
 	c      *Counters
 	intern interner
 	times  logTimeParser
-	// last holds the previous line's severity: consecutive lines mostly
-	// repeat it, and a compare is cheaper than a map lookup.
-	last   [1]string
+	sec    secondWords // the second of times, for leadingTime
+	pf     prefixFields
 	lineNo int64
 
 	// tails caches the fields of the prefix after its leading time: a
@@ -32,8 +31,10 @@ type stderrReader struct {
 	fast     [1024]fastTail
 	minTail  int // length of the shortest tail seen, for fastIndex
 
-	// The entry being assembled, emitted when the next message starts.
-	cur     entry
+	// The entry being assembled, emitted when the next message starts:
+	// one of slots, the other being the entry last returned.
+	slots   [2]entry
+	cur     *entry
 	have    bool
 	curPID  int32
 	field   *string // the field that continuation lines extend
@@ -52,6 +53,9 @@ type lineFields struct {
 	database    string
 	application string
 	sqlstate    string
+	// sess is the interpreter's state of the session these fields name,
+	// remembered to save it a lookup (see entry.hint).
+	sess *sessionState
 }
 
 // fastTail is an entry of the direct-mapped table in front of tails.
@@ -65,6 +69,7 @@ const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
 	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
+	s.cur = &s.slots[0]
 	if k, ok := p.cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
 	}
@@ -80,18 +85,69 @@ func (s *stderrReader) takeTime(line []byte) (v, rest []byte, ok bool) {
 	return takeTimestamp(line)
 }
 
-// cachedTail looks up the prefix fields of line by its text between the
+// cachedTail is slowTail for the lines of a second already seen whose
+// tail is in the direct-mapped table (almost all of them), in one
+// function: the time, the hash of the tail and its compare.
+func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
+	t := &s.sec
+	if !t.ok || s.minTail < 32 || len(line) < 64 || load64(line, 0) != t.w0 || load64(line, 8) != t.w1 || load32(line, 15) != t.w2 || line[19] != '.' {
+		return s.slowTail(line)
+	}
+	// ".123" (%m)
+	d0, d1, d2 := line[20]-'0', line[21]-'0', line[22]-'0'
+	if d0 > 9 || d1 > 9 || d2 > 9 || line[23]-'0' <= 9 {
+		return s.slowTail(line)
+	}
+	us := t.unix*1e6 + int64(d0)*100000 + int64(d1)*10000 + int64(d2)*1000
+	// " UTC", not followed by more of a zone.
+	z := 23 + t.zlen
+	if load64(line, 23)&t.zmask != t.zword || isZoneByte(line[z]) {
+		return s.slowTail(line)
+	}
+	after := line[z:]
+	if len(after) <= 32 {
+		return s.slowTail(line)
+	}
+	// fastIndex, for 32 bytes.
+	var h uint64 = 14695981039346656037
+	h = (h ^ load64(after, 0)) * 1099511628211
+	h ^= h >> 29
+	h = (h ^ load64(after, 8)) * 1099511628211
+	h ^= h >> 29
+	h = (h ^ load64(after, 16)) * 1099511628211
+	h ^= h >> 29
+	h = (h ^ load64(after, 24)) * 1099511628211
+	h ^= h >> 29
+	slot := &s.fast[int(h>>32)&(len(s.fast)-1)]
+	tail := slot.tail
+	n := len(tail)
+	if slot.lf == nil || len(after) <= n || n < 8 || !isSeverityStart(after[n]) {
+		return s.slowTail(line)
+	}
+	// hasPrefix(after, tail)
+	for i := 0; i < n-8; i += 8 {
+		if load64(after, i) != loadString64(tail, i) {
+			return s.slowTail(line)
+		}
+	}
+	if load64(after, n-8) != loadString64(tail, n-8) {
+		return s.slowTail(line)
+	}
+	return slot.lf, us, after[n:]
+}
+
+// slowTail looks up the prefix fields of line by its text between the
 // leading time and the severity: first in a small direct-mapped table
 // indexed by the tail's first bytes, which costs a hash of a few words and
 // one compare, then by searching for the severity and looking the whole
 // tail up in the map.
-func (s *stderrReader) cachedTail(line []byte) (lf *lineFields, us int64, rest []byte) {
+func (s *stderrReader) slowTail(line []byte) (lf *lineFields, us int64, rest []byte) {
 	us, after, ok := s.leadingTime(line)
 	if !ok {
 		return nil, 0, nil
 	}
 	slot := &s.fast[s.fastIndex(after)]
-	if t := slot.tail; slot.lf != nil && len(after) > len(t) && string(after[:len(t)]) == t && isSeverityStart(after[len(t)]) {
+	if t := slot.tail; slot.lf != nil && len(after) > len(t) && hasPrefix(after, t) && isSeverityStart(after[len(t)]) {
 		return slot.lf, us, after[len(t):]
 	}
 	j := bytes.Index(after, []byte(":  "))
@@ -116,6 +172,18 @@ func (s *stderrReader) cachedTail(line []byte) (lf *lineFields, us int64, rest [
 func (s *stderrReader) fastIndex(after []byte) int {
 	n := min(len(after), s.minTail, 32)
 	var h uint64 = 14695981039346656037
+	if n == 32 {
+		// The usual case, unrolled.
+		h = (h ^ load64(after, 0)) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ load64(after, 8)) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ load64(after, 16)) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ load64(after, 24)) * 1099511628211
+		h ^= h >> 29
+		return int(h>>32) & (len(s.fast) - 1)
+	}
 	for len(after[:n]) >= 8 {
 		h = (h ^ binary.LittleEndian.Uint64(after)) * 1099511628211
 		h ^= h >> 29
@@ -133,34 +201,60 @@ func (s *stderrReader) remember(tail string, lf *lineFields) {
 	s.fast[s.fastIndex([]byte(tail))] = fastTail{tail: tail, lf: lf}
 }
 
+// hasPrefix is bytes.HasPrefix(b, []byte(t)) for len(b) >= len(t), by
+// words and without a call: tails are some 40 bytes long.
+func hasPrefix(b []byte, t string) bool {
+	n := len(t)
+	if n < 8 {
+		return string(b[:n]) == t
+	}
+	b = b[:n]
+	for i := 0; i < n-8; i += 8 {
+		if load64(b, i) != loadString64(t, i) {
+			return false
+		}
+	}
+	return load64(b, n-8) == loadString64(t, n-8)
+}
+
+// loadString64 reads 8 bytes of s at i, which the caller keeps in range.
+func loadString64(s string, i int) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
+}
+
 func isSeverityStart(c byte) bool { return c >= 'A' && c <= 'Z' }
 
 // leadingTime parses the time at the start of a line. With the second
-// and zone of the previous line cached, it is a compare and the digits of
-// the fraction; otherwise it reads it as the prefix matcher does.
+// and zone of an earlier line remembered, it is a few word compares and
+// the digits of the fraction; otherwise it reads it as the prefix matcher
+// does.
 func (s *stderrReader) leadingTime(line []byte) (int64, []byte, bool) {
-	p := &s.times
-	if s.timeKind != 'n' && p.ok && p.zoneLen > 0 && len(line) > 20 && string(line[:19]) == string(p.secText[:]) {
+	t := &s.sec
+	if t.ok && len(line) >= 32 && load64(line, 0) == t.w0 && load64(line, 8) == t.w1 && load32(line, 15) == t.w2 {
+		// "2026-11-22 08:11:02" as before; then ".123" (%m), or no
+		// fraction (%t).
 		i := 19
 		var frac int64
-		if line[i] == '.' {
-			i++
-			start := i
-			scale := int64(100000)
-			for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-				if scale > 0 {
+		if line[19] == '.' {
+			d0, d1, d2 := line[20]-'0', line[21]-'0', line[22]-'0'
+			if d0 <= 9 && d1 <= 9 && d2 <= 9 && line[23]-'0' > 9 {
+				frac, i = int64(d0)*100000+int64(d1)*10000+int64(d2)*1000, 23
+			} else {
+				i = 20
+				scale := int64(100000)
+				for i < len(line) && line[i] >= '0' && line[i] <= '9' {
 					frac += int64(line[i]-'0') * scale
 					scale /= 10
+					i++
 				}
-				i++
-			}
-			if i == start {
-				return s.slowLeadingTime(line)
+				if i == 20 || i > 26 {
+					return s.slowLeadingTime(line)
+				}
 			}
 		}
-		z := i + 1 + p.zoneLen
-		if z < len(line) && line[i] == ' ' && string(line[i+1:z]) == string(p.zone[:p.zoneLen]) && !isZoneByte(line[z]) {
-			return p.unix*1e6 + frac, line[z:], true
+		// " UTC" and what follows, which must not continue the zone.
+		if z := i + t.zlen; z < len(line) && i+8 <= len(line) && load64(line, i)&t.zmask == t.zword && !isZoneByte(line[z]) {
+			return t.unix*1e6 + frac, line[z:], true
 		}
 	}
 	return s.slowLeadingTime(line)
@@ -172,8 +266,50 @@ func (s *stderrReader) slowLeadingTime(line []byte) (int64, []byte, bool) {
 		return 0, nil, false
 	}
 	us, ok := s.times.parse(tb)
+	if ok && s.timeKind != 'n' {
+		s.rememberSecond()
+	}
 	return us, rest, ok
 }
+
+// secondWords is the second and zone that leadingTime recognizes, as
+// the little-endian words it compares lines with.
+type secondWords struct {
+	ok     bool
+	w0, w1 uint64 // "2026-11-22 08:11:02": bytes 0-7, 8-15
+	w2     uint32 // bytes 15-18
+	zword  uint64 // " UTC", the zone with its leading space
+	zmask  uint64
+	zlen   int   // len(" UTC")
+	unix   int64 // the second, zone applied
+}
+
+// rememberSecond copies the time parser's cached second, when it has one
+// with a zone leadingTime can compare in a word.
+func (s *stderrReader) rememberSecond() {
+	p := &s.times
+	if !p.ok || p.zoneLen == 0 || p.zoneLen > 6 {
+		s.sec.ok = false
+		return
+	}
+	var z [8]byte
+	z[0] = ' '
+	copy(z[1:], p.zone[:p.zoneLen])
+	zlen := 1 + p.zoneLen
+	s.sec = secondWords{
+		ok:    true,
+		w0:    binary.LittleEndian.Uint64(p.secText[0:8]),
+		w1:    binary.LittleEndian.Uint64(p.secText[8:16]),
+		w2:    binary.LittleEndian.Uint32(p.secText[15:19]),
+		zword: binary.LittleEndian.Uint64(z[:]),
+		zmask: 1<<(8*zlen) - 1,
+		zlen:  zlen,
+		unix:  p.unix,
+	}
+}
+
+func load64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i : i+8]) }
+func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+4]) }
 
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
@@ -198,27 +334,40 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 	return lf
 }
 
-// next implements formatReader.
-func (s *stderrReader) next(e *entry) error {
-	var f prefixFields
+// next implements formatReader. The entry returned is the reader's own: it
+// stays valid until the next call.
+func (s *stderrReader) next() (*entry, error) {
+	f := &s.pf
+	lr := s.lines
 	for {
-		line, complete, ok := s.lines.next()
-		if !ok {
-			if s.lines.err != nil {
-				return s.lines.err
+		var line []byte
+		if i := bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
+			// lineReader.next, inline.
+			line = lr.buf[lr.pos : lr.pos+i]
+			lr.pos += i + 1
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
 			}
-			if s.have {
-				s.finish(e)
-				return nil
+			s.lineNo++
+		} else {
+			l, complete, ok := lr.next()
+			if !ok {
+				if lr.err != nil {
+					return nil, lr.err
+				}
+				if s.have {
+					return s.finish(), nil
+				}
+				return nil, io.EOF
 			}
-			return io.EOF
-		}
-		s.lineNo++
-		if !complete {
-			// A line cut at EOF (the server was still writing) or one
-			// too long to hold: its content cannot be trusted.
-			s.c.skip(SkipTruncated, 1)
-			continue
+			s.lineNo++
+			if !complete {
+				// A line cut at EOF (the server was still writing) or one
+				// too long to hold: its content cannot be trusted.
+				s.c.skip(SkipTruncated, 1)
+				continue
+			}
+			line = l
 		}
 		if len(line) > 0 && line[0] == '\t' {
 			// "\tFROM pgbench_accounts": continues the current field.
@@ -231,16 +380,19 @@ func (s *stderrReader) next(e *entry) error {
 		}
 		var lf *lineFields
 		var us int64
-		var rest []byte
+		var rest, msg []byte
+		sev := sevNone
 		if s.tails != nil {
-			lf, us, rest = s.cachedTail(line)
+			if lf, us, rest = s.cachedTail(line); lf != nil {
+				sev, msg = splitSeverityFast(rest)
+			}
 		}
-		sev, msg, ok := splitSeverity(rest)
-		if lf == nil || !ok {
+		if sev == sevNone {
 			// Not in the cache, or a cached tail followed by no severity:
 			// match the prefix the long way.
 			lf = nil
-			if rest, ok = s.prefix.match(line, &f); !ok {
+			var ok bool
+			if rest, ok = s.prefix.match(line, f); !ok {
 				s.c.skip(SkipNoPrefix, 1)
 				continue
 			}
@@ -248,19 +400,16 @@ func (s *stderrReader) next(e *entry) error {
 			if len(f.time) > 0 {
 				us, _ = s.times.parse(f.time)
 			}
-			sev, msg, ok = splitSeverity(rest)
-		}
-		if !ok {
-			if lang := foreignSeverity(rest); lang != "" && s.foreign == "" {
-				s.foreign, s.foreignLine = lang, s.lineNo
+			if sev, msg = splitSeverityFast(rest); sev == sevNone {
+				if lang := foreignSeverity(rest); lang != "" && s.foreign == "" {
+					s.foreign, s.foreignLine = lang, s.lineNo
+				}
+				s.c.skip(SkipNoPrefix, 1)
+				continue
 			}
-			s.c.skip(SkipNoPrefix, 1)
-			continue
+			lf = s.fields(line, rest, f)
 		}
-		if lf == nil {
-			lf = s.fields(line, rest, &f)
-		}
-		if severityClass(sev) == sevSecondary {
+		if sev >= sevDetail {
 			// "DETAIL:  parameters: $1 = '1'" belongs to the message before
 			// it from the same process.
 			if !s.have || (!s.noPID && lf.pid != s.curPID) {
@@ -269,12 +418,12 @@ func (s *stderrReader) next(e *entry) error {
 			}
 			s.closeField()
 			s.cur.lines++
-			switch string(sev) {
-			case "DETAIL":
+			switch sev {
+			case sevDetail:
 				s.setField(&s.cur.detail, msg)
-			case "CONTEXT":
+			case sevContext:
 				s.setField(&s.cur.context, msg)
-			case "STATEMENT":
+			case sevStatement:
 				s.setField(&s.cur.statement, msg)
 			default:
 				// HINT, QUERY, LOCATION: kept only for line accounting.
@@ -283,41 +432,34 @@ func (s *stderrReader) next(e *entry) error {
 			continue
 		}
 		if s.have {
-			s.finish(e)
+			e := s.finish()
 			s.start(us, sev, msg, lf)
-			return nil
+			return e, nil
 		}
 		s.start(us, sev, msg, lf)
 	}
 }
 
-func (s *stderrReader) start(us int64, sev, msg []byte, lf *lineFields) {
-	s.cur = entry{
-		line:        s.lineNo,
-		lines:       1,
-		severity:    s.str(0, sev),
-		pid:         lf.pid,
-		session:     lf.session,
-		user:        lf.user,
-		database:    lf.database,
-		application: lf.application,
-		sqlstate:    lf.sqlstate,
-	}
-	s.cur.time = us
+func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields) {
+	// Field by field: a composite literal would be built aside and copied.
+	e := s.cur
+	e.time = us
+	e.line = s.lineNo
+	e.lines = 1
+	e.severity = severityWords[sev]
+	e.pid = lf.pid
+	e.session = lf.session
+	e.user = lf.user
+	e.database = lf.database
+	e.application = lf.application
+	e.sqlstate = lf.sqlstate
+	e.hint = &lf.sess
+	e.message = unsafeString(msg)
+	e.detail, e.context, e.statement = "", "", ""
 	s.curPID = lf.pid
 	s.have = true
-	s.setField(&s.cur.message, msg)
-}
-
-// str interns b, trying the value of the same field on the previous line
-// first.
-func (s *stderrReader) str(i int, b []byte) string {
-	if string(b) == s.last[i] {
-		return s.last[i]
-	}
-	v := s.intern.get(b)
-	s.last[i] = v
-	return v
+	s.field = &e.message
+	s.builder = nil
 }
 
 func (s *stderrReader) setField(dst *string, v []byte) {
@@ -348,11 +490,19 @@ func (s *stderrReader) closeField() {
 	s.field, s.builder = nil, nil
 }
 
-func (s *stderrReader) finish(e *entry) {
+// finish ends the entry being assembled and returns it. The next entry is
+// assembled in the other slot, so the one returned stays valid until the
+// next call of next.
+func (s *stderrReader) finish() *entry {
 	s.closeField()
-	*e = s.cur
+	e := s.cur
 	s.have = false
-	s.cur = entry{}
+	if s.cur == &s.slots[0] {
+		s.cur = &s.slots[1]
+	} else {
+		s.cur = &s.slots[0]
+	}
+	return e
 }
 
 // unsafeString returns b as a string without copying. The reader never
