@@ -23,7 +23,8 @@
 // pg_stat_statements deltas, and its own transactions from the TPS. All its
 // work runs on one goroutine, one query at a time, so its cost on the
 // server is one backend running short read-only queries: a
-// pg_stat_activity read every sample interval (100 ms), a pg_stat_database
+// pg_stat_activity read every sample interval (100 ms; every second when
+// pg_wait_sampling gives the waits), a pg_stat_database
 // read every second and a pg_stat_statements read (without query texts,
 // which are fetched only for query ids not seen before) and a
 // pg_wait_sampling_profile read every snapshot interval (10 s).

@@ -119,8 +119,14 @@ func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
 		o.pwsNext = o.start.Add(opts.Interval)
 	}
 	// pg_stat_activity's samples give the wait profile only without
-	// pg_wait_sampling; connections always.
+	// pg_wait_sampling; connections always. With pg_wait_sampling nothing
+	// needs the fast polls, which cost the server under test a query
+	// every 100 ms: poll as often as the snapshots and the TPS series
+	// need.
 	o.activity.waits = o.pws == nil
+	if o.pws != nil {
+		o.opts.SampleInterval = max(o.opts.SampleInterval, min(o.opts.Interval, statsInterval))
+	}
 	if caps.PGSS == "installed" {
 		o.pgss = newPGSSTracker(caps)
 		if err := o.snapshotPGSS(ctx, o.start); err != nil {

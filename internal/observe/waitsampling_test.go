@@ -134,6 +134,12 @@ func TestWaitSamplingContention(t *testing.T) {
 	if w.SampleIntervalMS != 10 || w.Snapshots < 5 || w.Excluded == nil || !strings.Contains(w.SourceReason, "every 10 ms") {
 		t.Errorf("period %.0f ms, %d snapshots, excluded %+v, reason %q", w.SampleIntervalMS, w.Snapshots, w.Excluded, w.SourceReason)
 	}
+	// The server samples; the observer polls only as often as its
+	// snapshots (every second here), not every 100 ms.
+	if e.Sampling.SampleIntervalMS != 1000 || e.Sampling.Rounds > int64(e.DurationS)+2 {
+		t.Errorf("observer polled every %.0f ms (%d rounds in %.1f s) beside pg_wait_sampling, want every 1000 ms",
+			e.Sampling.SampleIntervalMS, e.Sampling.Rounds, e.DurationS)
+	}
 
 	// The branch update's waits: a lock on the transaction that updated
 	// the branch before it.
