@@ -13,8 +13,6 @@ import (
 type class struct {
 	// copyIn: COPY ... FROM STDIN, whose data the log does not have.
 	copyIn bool
-	// copyOut: COPY ... TO STDOUT, which is read with the copy protocol.
-	copyOut bool
 	// readOnly: the statement cannot write (a plain SELECT, SHOW, SET,
 	// transaction control...). Functions called by a SELECT may still
 	// write; the session's default_transaction_read_only catches those.
@@ -72,7 +70,9 @@ func classify(sql string) class {
 	n := res.Stmts[0].Stmt
 	if cp := n.GetCopyStmt(); cp != nil {
 		stdio := cp.Filename == "" && !cp.IsProgram
-		return class{copyIn: cp.IsFrom && stdio, copyOut: !cp.IsFrom && stdio, readOnly: !cp.IsFrom && !cp.IsProgram}
+		// COPY ... TO STDOUT needs nothing: exchange reads its data
+		// and drops it.
+		return class{copyIn: cp.IsFrom && stdio, readOnly: !cp.IsFrom && !cp.IsProgram}
 	}
 	cl := class{readOnly: readOnly(n)}
 	switch {
