@@ -2,53 +2,17 @@ package htmlreport
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"html"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 )
-
-// chromiumPath is Debian's chromium; CI installs it (.ci/run).
-const chromiumPath = "/usr/bin/chromium"
-
-const chromiumInstall = "apt-get update && apt-get install -y chromium"
-
-// chromium returns the browser's path, failing t when it is missing: a
-// test of what a person sees must not pass without looking.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("headless Chromium is needed at %s to test the HTML report; install it with:\n  %s", chromiumPath, chromiumInstall)
-	}
-	return chromiumPath
-}
-
-// runChromium runs headless Chromium with args after the common flags and
-// returns its standard output.
-func runChromium(t *testing.T, args ...string) []byte {
-	t.Helper()
-	profile := t.TempDir()
-	common := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-		"--user-data-dir=" + profile, "--virtual-time-budget=5000"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium(t), append(common, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	return stdout.Bytes()
-}
 
 type selfCheck struct {
 	Library string `json:"library"`
@@ -85,7 +49,7 @@ var selfCheckRE = regexp.MustCompile(`(?s)<pre id="selfcheck"[^>]*>(.*?)</pre>`)
 // #selfcheck and returns what the page's own check found.
 func checkInBrowser(t *testing.T, path string) selfCheck {
 	t.Helper()
-	dom := runChromium(t, "--dump-dom", "file://"+path+"#selfcheck")
+	dom := htmltest.DumpDOM(t, path, "selfcheck")
 	m := selfCheckRE.FindSubmatch(dom)
 	if m == nil || len(bytes.TrimSpace(m[1])) == 0 {
 		t.Fatalf("the page wrote no self-check; dumped DOM ends:\n%s", tail(dom, 2000))
@@ -146,26 +110,19 @@ func assertSelfCheck(t *testing.T, sc selfCheck, wantCharts int, wantTables ...s
 	}
 }
 
-// screenshot saves a picture of the page in a directory left for a person
-// to look at, and logs its path.
-func screenshot(t *testing.T, path, name string) string {
+// screenshot saves a picture of the page for a person to look at, and
+// logs its path.
+func screenshot(t *testing.T, path string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pgrehearse-report-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	png := filepath.Join(dir, name)
-	runChromium(t, "--screenshot="+png, "--window-size=1400,2000", "file://"+path)
+	png := htmltest.Screenshot(t, path, "1400,2000")
 	st, err := os.Stat(png)
 	if err != nil || st.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v (size %v)", png, err, st)
 	}
 	t.Logf("screenshot: %s (HTML: %s)", png, path)
-	return png
 }
 
 func TestBrowserComparison(t *testing.T) {
-	chromium(t)
 	rep := syntheticComparison(t)
 	page := ComparisonPage(rep, ComparisonOptions{Footer: "browser test"})
 	path := writePage(t, page)
@@ -205,11 +162,10 @@ func TestBrowserComparison(t *testing.T) {
 			}
 		}
 	}
-	screenshot(t, path, "comparison.png")
+	screenshot(t, path)
 }
 
 func TestBrowserSummary(t *testing.T) {
-	chromium(t)
 	rep := syntheticSummary(t)
 	page := ComparisonPage(rep, ComparisonOptions{})
 	path := writePage(t, page)
