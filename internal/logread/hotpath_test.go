@@ -1,0 +1,145 @@
+package logread
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The stderr reader's hot path has shortcuts for what most lines look
+// like. These tests hold each shortcut to the plain code it stands for.
+
+// refParseDuration is parseDuration without its shortcuts.
+func refParseDuration(s string) (int64, string, bool) {
+	i := 0
+	var whole, frac int64
+	var fracDigits int
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		whole = whole*10 + int64(s[i]-'0')
+		i++
+	}
+	if i == 0 {
+		return 0, "", false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if fracDigits < 3 {
+				frac = frac*10 + int64(s[i]-'0')
+				fracDigits++
+			}
+			i++
+		}
+	}
+	for ; fracDigits < 3; fracDigits++ {
+		frac *= 10
+	}
+	rest, ok := strings.CutPrefix(s[i:], " ms")
+	if !ok {
+		return 0, "", false
+	}
+	return whole*1000 + frac, rest, true
+}
+
+var durationSeeds = []string{
+	"0.123 ms", "0.123 ms  statement: SELECT 1", "9.999 ms", "1.5 ms", "12.345 ms  execute S_1: x",
+	"0.12 ms", "0.1234 ms", "1 ms", "0.12a ms", "0.123 mx", "0.123ms", "a.123 ms", "0/123 ms",
+	"0.123 m", "", "0", "0.", "0. ms", ".5 ms", "99999999999999999999.9 ms",
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, s := range durationSeeds {
+		d, rest, ok := parseDuration(s)
+		wd, wrest, wok := refParseDuration(s)
+		if d != wd || rest != wrest || ok != wok {
+			t.Errorf("parseDuration(%q) = %d, %q, %v; want %d, %q, %v", s, d, rest, ok, wd, wrest, wok)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range durationSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, rest, ok := parseDuration(s)
+		wd, wrest, wok := refParseDuration(s)
+		if d != wd || rest != wrest || ok != wok {
+			t.Fatalf("parseDuration(%q) = %d, %q, %v; want %d, %q, %v", s, d, rest, ok, wd, wrest, wok)
+		}
+	})
+}
+
+func FuzzSplitSeverity(f *testing.F) {
+	for _, s := range []string{"LOG:  x", "LOG: x", "LOG:x", "DETAIL:  p", "DETAIL: p", "DETAIL:p", "ERROR:  e",
+		"ERROR: e", "STATEMENT:  s", "DEBUG1:  d", "LOGX:  x", "LOG", "", "FEHLER:  x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sev, msg := splitSeverityFast(b)
+		wsev, wmsg, ok := splitSeverity(b)
+		if !ok {
+			if sev != sevNone {
+				t.Fatalf("splitSeverityFast(%q) = %d, want none", b, sev)
+			}
+			return
+		}
+		if severityWords[sev] != string(wsev) || !bytes.Equal(msg, wmsg) {
+			t.Fatalf("splitSeverityFast(%q) = %q, %q; want %q, %q", b, severityWords[sev], msg, wsev, wmsg)
+		}
+	})
+}
+
+// FuzzTailCache: whatever the lines, the tail cache (with its shortcuts
+// for the time, the tail and the session) gives the events and counts of
+// matching every line's prefix.
+func FuzzTailCache(f *testing.F) {
+	const ts = "2026-11-22 08:11:02.123 UTC"
+	f.Add([]byte(ts+" [1] app@shop/web 6571e2a3.1 LOG:  duration: 0.100 ms  statement: SELECT 1\n"+
+		ts+" [2] app@shop/web 6571e2a3.2 LOG:  duration: 1.000 ms  execute S_1: SELECT $1\n"+
+		ts+" [2] app@shop/web 6571e2a3.2 DETAIL:  parameters: $1 = 'a\n\tb'\n"+
+		"2026-11-22 08:11:02.124 UTC [1] app@shop/web 6571e2a3.1 ERROR:  division by zero\n"+
+		"2026-11-22 08:11:02.124 UTC [1] app@shop/web 6571e2a3.1 STATEMENT:  SELECT 1/0\n"+
+		"2026-11-22 08:11:03.1 UTC [1] app@shop/web 6571e2a3.1 LOG:  disconnection: session time: 0:00:01.234\n"+
+		"2026-11-22 08:11:03.125 CEST [3] app@shop/web 6571e2a3.3 LOG:  duration: 0.020 ms  bind <unnamed>: SELECT 2\n"), uint8(0))
+	f.Add(syntheticLog(4<<10), uint8(0))
+	f.Add([]byte(ts+" [1] LOG:  statement: SELECT 1\n"+ts+" [1] LOG:  duration: 0.1 ms\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, in []byte, which uint8) {
+		prefixes := []string{"%m [%p] %q%u@%d/%a %c ", "%m [%p] ", "%t [%p] %u@%d "}
+		ps := prefixes[int(which)%len(prefixes)]
+		read := func(cache bool) ([]string, [2]int64) {
+			r, err := NewReader(bytes.NewReader(in), "fuzz", Options{Format: FormatStderr, Prefix: ps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cache {
+				r.stderr.tails = nil
+			}
+			var keys []string
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					keys = append(keys, "error: "+err.Error())
+					break
+				}
+				keys = append(keys, fmt.Sprintf("%+v", *ev))
+			}
+			c := r.Counters()
+			return keys, [2]int64{c.Total, c.Parsed}
+		}
+		with, cw := read(true)
+		without, cwo := read(false)
+		if !slices.Equal(with, without) {
+			t.Fatalf("%d events with the cache, %d without; first difference: %s", len(with), len(without), firstDiff(with, without))
+		}
+		if cw != cwo {
+			t.Fatalf("counters differ: %v with the cache, %v without", cw, cwo)
+		}
+	})
+}
