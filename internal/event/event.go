@@ -112,3 +112,13 @@ type Event struct {
 func (e *Event) IsExecution() bool {
 	return e.Kind == Statement || e.Kind == Execute
 }
+
+// ErrorSeverity is the error's severity (ERROR, FATAL, PANIC) of an Error
+// event or a failed Statement or Execute, empty otherwise. Consumers read
+// it, and ErrorMessage, through these methods: the fields are to move
+// behind a pointer, since few events have them.
+func (e *Event) ErrorSeverity() string { return e.Severity }
+
+// ErrorMessage is the error's message of an Error event or a failed
+// Statement or Execute, empty otherwise.
+func (e *Event) ErrorMessage() string { return e.Message }
