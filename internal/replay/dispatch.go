@@ -104,7 +104,7 @@ func (d *dispatcher) readAll(src Source) error {
 			// that does not exist, too many connections) means the
 			// original could not connect either: tell the session, so
 			// that failing alike is not counted against the target.
-			if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.Severity == "FATAL" {
+			if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.ErrorSeverity() == "FATAL" {
 				for _, s := range g {
 					s.dispatched++
 					s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
