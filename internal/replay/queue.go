@@ -18,7 +18,7 @@ type item struct {
 // eventSize estimates the memory an event holds: its strings and a fixed
 // share for the struct and the queue slot.
 func eventSize(ev *event.Event) int64 {
-	n := int64(256 + len(ev.Query) + len(ev.Message))
+	n := int64(256 + len(ev.Query) + len(ev.ErrorMessage()))
 	for _, p := range ev.Params {
 		n += int64(len(p.Value)) + 24
 	}
