@@ -76,7 +76,7 @@ func toJSONEvent(ev *event.Event, showParams bool) jsonEvent {
 		Kind: ev.Kind.String(), Time: time.UnixMicro(ev.Time).UTC().Format("2006-01-02T15:04:05.000000Z"),
 		Session: ev.Session, PID: ev.PID, User: ev.User, Database: ev.Database, Application: ev.Application,
 		Name: ev.Name, Query: ev.Query, NParams: len(ev.Params), Failed: ev.Failed,
-		SQLState: ev.SQLState, Message: ev.Message, Line: ev.Line,
+		SQLState: ev.SQLState, Message: ev.ErrorMessage(), Line: ev.Line,
 	}
 	if int(ev.ParamState) < len(paramStates) {
 		j.ParamState = paramStates[ev.ParamState]

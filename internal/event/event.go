@@ -63,8 +63,20 @@ const NoDuration int64 = -1
 //
 // Strings may share memory with the reader's buffers; they are immutable,
 // so an Event may be kept for as long as needed.
+//
+// A log holds millions of events: the fields are ordered to leave no
+// padding, and those few events have (an error's severity and message, a
+// portal name) are behind one pointer, read with methods.
 type Event struct {
-	Kind Kind
+	Kind       Kind
+	ParamState ParamState
+
+	// Failed marks a Statement or Execute that ended in an error.
+	// SQLState, ErrorSeverity() and ErrorMessage() describe that error,
+	// or the Error event.
+	Failed bool
+
+	PID int32
 
 	// Time is when the event started, in microseconds since the Unix
 	// epoch. For a statement logged with its duration on the same line
@@ -75,7 +87,6 @@ type Event struct {
 	// Session identifies the session: the %c session id when the log has
 	// it, otherwise one made from the process id and its connection count.
 	Session     string
-	PID         int32
 	User        string
 	Database    string
 	Application string
@@ -88,23 +99,80 @@ type Event struct {
 	Query string
 
 	// Name is the prepared statement name of a Prepare or Execute, empty
-	// for the unnamed statement. Portal is the portal name, usually empty.
-	Name   string
-	Portal string
+	// for the unnamed statement. Portal() is the portal name, usually
+	// empty.
+	Name string
 
-	Params     []Param
-	ParamState ParamState
+	Params []Param
 
-	// Failed marks a Statement or Execute that ended in an error.
-	// SQLState and Message describe that error, or the Error event.
-	Failed   bool
-	Severity string
 	SQLState string
-	Message  string
 
 	// Line is the line number, in its file, of the first log line of
 	// the entry that produced this event.
 	Line int64
+
+	rare *rare
+}
+
+// rare holds the fields few events have.
+type rare struct {
+	severity string
+	message  string
+	portal   string
+}
+
+// ErrorSeverity is the error's severity (ERROR, FATAL, PANIC) of an Error
+// event or a failed Statement or Execute, empty otherwise.
+func (e *Event) ErrorSeverity() string {
+	if e.rare == nil {
+		return ""
+	}
+	return e.rare.severity
+}
+
+// ErrorMessage is the error's message of an Error event or a failed
+// Statement or Execute, empty otherwise.
+func (e *Event) ErrorMessage() string {
+	if e.rare == nil {
+		return ""
+	}
+	return e.rare.message
+}
+
+// Portal is the portal name of an Execute, usually empty.
+func (e *Event) Portal() string {
+	if e.rare == nil {
+		return ""
+	}
+	return e.rare.portal
+}
+
+// SetError sets the error's severity and message. Like SetPortal, it
+// leaves other copies of the event as they were.
+func (e *Event) SetError(severity, message string) {
+	if e.rare == nil && severity == "" && message == "" {
+		return
+	}
+	r := e.clone()
+	r.severity, r.message = severity, message
+}
+
+// SetPortal sets the portal name.
+func (e *Event) SetPortal(portal string) {
+	if e.rare == nil && portal == "" {
+		return
+	}
+	e.clone().portal = portal
+}
+
+// clone gives e a rare of its own: a copy of an Event shares the pointer.
+func (e *Event) clone() *rare {
+	r := new(rare)
+	if e.rare != nil {
+		*r = *e.rare
+	}
+	e.rare = r
+	return r
 }
 
 // IsExecution reports whether e is a statement the server ran: a Statement
@@ -112,13 +180,3 @@ type Event struct {
 func (e *Event) IsExecution() bool {
 	return e.Kind == Statement || e.Kind == Execute
 }
-
-// ErrorSeverity is the error's severity (ERROR, FATAL, PANIC) of an Error
-// event or a failed Statement or Execute, empty otherwise. Consumers read
-// it, and ErrorMessage, through these methods: the fields are to move
-// behind a pointer, since few events have them.
-func (e *Event) ErrorSeverity() string { return e.Severity }
-
-// ErrorMessage is the error's message of an Error event or a failed
-// Statement or Execute, empty otherwise.
-func (e *Event) ErrorMessage() string { return e.Message }

@@ -96,8 +96,8 @@ func dumpEvents(evs []*event.Event, c *Counters) string {
 		}
 		fmt.Fprintf(&b, "line %d %s session=%s pid=%d user=%q db=%q app=%q at=%s dur=%s",
 			ev.Line, ev.Kind, ev.Session, ev.PID, ev.User, ev.Database, ev.Application, ts, dur)
-		if ev.Name != "" || ev.Portal != "" {
-			fmt.Fprintf(&b, " name=%q portal=%q", ev.Name, ev.Portal)
+		if ev.Name != "" || ev.Portal() != "" {
+			fmt.Fprintf(&b, " name=%q portal=%q", ev.Name, ev.Portal())
 		}
 		b.WriteString("\n")
 		if ev.Query != "" {
@@ -116,7 +116,7 @@ func dumpEvents(evs []*event.Event, c *Counters) string {
 			fmt.Fprintf(&b, "  params (%s): [%s]\n", state, strings.Join(ps, ", "))
 		}
 		if ev.Failed || ev.Kind == event.Error {
-			fmt.Fprintf(&b, "  failed=%v %s %q: %q\n", ev.Failed, ev.Severity, ev.SQLState, ev.Message)
+			fmt.Fprintf(&b, "  failed=%v %s %q: %q\n", ev.Failed, ev.ErrorSeverity(), ev.SQLState, ev.ErrorMessage())
 		}
 	}
 	fmt.Fprintf(&b, "lines: total %d, parsed %d\n", c.Total, c.Parsed)

@@ -387,7 +387,10 @@ func (in *interpreter) bind(e *entry, rest string) {
 		*ev = event.Event{}
 	}
 	fillEvent(ev, event.Execute, e, s)
-	ev.Name, ev.Portal = splitPortal(name)
+	var portal string
+	if ev.Name, portal = splitPortal(name); portal != "" {
+		ev.SetPortal(portal)
+	}
 	ev.Query = query
 	s.lastBind, s.bindDetail, s.lastParse = ev, e.detail, false
 	in.c.parsed(e.lines)
@@ -405,7 +408,10 @@ func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sess
 	}
 	s := in.session(e)
 	ev := in.newEvent(k, e, s)
-	ev.Name, ev.Portal = splitPortal(name)
+	var portal string
+	if ev.Name, portal = splitPortal(name); portal != "" {
+		ev.SetPortal(portal)
+	}
 	ev.Query = query
 	if k == event.Execute {
 		ev.Params, ev.ParamState = in.appendParams(e.detail, query)
@@ -538,7 +544,8 @@ func (in *interpreter) error(e *entry) {
 			// Held for the boundary with the previous part: see
 			// leadingErrors.
 			failed.Failed = true
-			failed.Severity, failed.SQLState, failed.Message = e.severity, state, msg
+			failed.SQLState = state
+			failed.SetError(e.severity, msg)
 			if in.leadingErrors == nil {
 				in.leadingErrors = make(map[string]*event.Event)
 			}
@@ -549,11 +556,13 @@ func (in *interpreter) error(e *entry) {
 	s.started = true
 	if failed != nil {
 		failed.Failed = true
-		failed.Severity, failed.SQLState, failed.Message = e.severity, state, msg
+		failed.SQLState = state
+		failed.SetError(e.severity, msg)
 		in.out = append(in.out, failed)
 	}
 	ev := in.newEvent(event.Error, e, s)
-	ev.Severity, ev.SQLState, ev.Message = e.severity, state, msg
+	ev.SQLState = state
+	ev.SetError(e.severity, msg)
 	ev.Query = e.statement
 	in.out = append(in.out, ev)
 }

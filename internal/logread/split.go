@@ -172,7 +172,8 @@ func (b *boundary) join() ([]*event.Event, int64) {
 			paired++
 		} else if fe, ok := b.errors[sess]; ok && fe.Query == ev.Query {
 			// The announced statement is the one that failed.
-			ev.Failed, ev.Severity, ev.SQLState, ev.Message = true, fe.Severity, fe.SQLState, fe.Message
+			ev.Failed, ev.SQLState = true, fe.SQLState
+			ev.SetError(fe.ErrorSeverity(), fe.ErrorMessage())
 			delete(b.errors, sess)
 		}
 		out = append(out, ev)
