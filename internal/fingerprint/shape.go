@@ -1,6 +1,9 @@
 package fingerprint
 
-import "strings"
+import (
+	"math/bits"
+	"strings"
+)
 
 // Logs with literal values hold millions of texts that differ only in
 // their constants ("... WHERE id = 1", "... WHERE id = 2"); parsing each
@@ -279,22 +282,65 @@ func endNumber(text string, i int) (int, bool) {
 }
 
 // skipPlain returns the index of the first byte from i on that is neither
-// plain nor part of an identifier.
+// plain nor part of an identifier. It looks at eight bytes at a time for
+// the few that can start anything else (see special); a digit or $ among
+// them continues an identifier when the byte before does.
 func skipPlain(text string, i int) int {
+	entry := i
 	for i < len(text) {
-		switch byteClass[text[i]] {
-		case cPlain:
-			i++
-		case cIdent:
-			i++
-			for i < len(text) && identByte[text[i]] {
-				i++
+		if i+8 <= len(text) {
+			m := special(load64(text, i))
+			if m == 0 {
+				i += 8
+				continue
 			}
-		default:
-			return i
+			i += bits.TrailingZeros64(m) >> 3
 		}
+		switch byteClass[text[i]] {
+		case cPlain, cIdent:
+			// One of the last bytes, or # % & (see special).
+			i++
+			continue
+		case cDigit, cDollar:
+			// Bytes from entry on are plain or in identifiers: a digit
+			// or $ after an identifier byte is in that identifier.
+			if i > entry && identByte[text[i-1]] {
+				i++
+				continue
+			}
+		}
+		return i
 	}
 	return i
+}
+
+// Bytes of a word, for special.
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// special returns x, eight bytes of text, with the high bit set in each
+// byte that may start a token the lexer must see: NUL, " # $ % & ' (the
+// range 0x22-0x27: # % & are plain, and cheaper to look at than to leave
+// out) and - . / 0-9 (0x2d-0x39). Each byte is tested on its own, with no
+// carry from one into the next, so no byte is missed.
+func special(x uint64) uint64 {
+	low := x & (0x7f * lsbs)
+	// low+(0x80-a) has its high bit set when low >= a, low+(0x7f-b) when
+	// low > b; neither can carry out of the byte.
+	quotes := (low + (0x80-0x22)*lsbs) &^ (low + (0x7f-0x27)*lsbs)
+	digits := (low + (0x80-0x2d)*lsbs) &^ (low + (0x7f-0x39)*lsbs)
+	nul := ^(low + 0x7f*lsbs)
+	// Bytes >= 0x80 are in identifiers.
+	return (quotes | digits | nul) &^ x & msbs
+}
+
+// load64 returns the eight bytes of text at i, the first lowest.
+func load64(text string, i int) uint64 {
+	b := text[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // isDML reports whether text starts, after blanks, comments and opening
@@ -317,12 +363,10 @@ func isDML(text string) bool {
 			i = end
 		default:
 			j := i
-			ascii := true
 			for j < len(text) && identByte[text[j]] {
-				ascii = ascii && text[j] < 0x80
 				j++
 			}
-			return isDMLKeyword(text[i:j], ascii)
+			return isDMLKeyword(text[i:j])
 		}
 	}
 	return false
@@ -330,46 +374,43 @@ func isDML(text string) bool {
 
 // isDMLKeyword reports whether word is one of the keywords that start a
 // DML statement, in any case.
-func isDMLKeyword(word string, ascii bool) bool {
-	if !ascii {
-		// strings.EqualFold also folds some non-ASCII letters into
-		// ASCII ones (the long s, the Kelvin sign); rare, and kept as
-		// it was.
-		for _, kw := range [...]string{"select", "insert", "update", "delete", "with", "values", "table"} {
-			if strings.EqualFold(word, kw) {
-				return true
-			}
-		}
-		return false
-	}
-	var kw string
+func isDMLKeyword(word string) bool {
+	// The word's bytes, first lowest, in lower case if they are ASCII
+	// letters: | 0x20 maps no other byte of an identifier to a letter.
+	var w uint64
 	switch len(word) {
-	case 4:
-		kw = "with"
-	case 5:
-		kw = "table"
-	case 6:
-		switch word[0] | 0x20 {
-		case 's':
-			kw = "select"
-		case 'i':
-			kw = "insert"
-		case 'u':
-			kw = "update"
-		case 'd':
-			kw = "delete"
-		case 'v':
-			kw = "values"
-		default:
-			return false
+	case 4, 5, 6:
+		for i := len(word) - 1; i >= 0; i-- {
+			w = w<<8 | uint64(word[i]|0x20)
 		}
-	default:
-		return false
 	}
-	for k := range len(word) {
-		if word[k]|0x20 != kw[k] {
+	switch w {
+	case kwWith, kwTable, kwSelect, kwInsert, kwUpdate, kwDelete, kwValues:
+		return true
+	}
+	for i := range len(word) {
+		if word[i] >= 0x80 {
+			// strings.EqualFold also folds some non-ASCII letters into
+			// ASCII ones (the long s, the Kelvin sign): rare, and kept
+			// as it was.
+			for _, k := range [...]string{"select", "insert", "update", "delete", "with", "values", "table"} {
+				if strings.EqualFold(word, k) {
+					return true
+				}
+			}
 			return false
 		}
 	}
-	return true
+	return false
 }
+
+// The DML keywords as isDMLKeyword reads a word (TestKeywords checks them).
+const (
+	kwWith   = 0x68746977
+	kwTable  = 0x656c626174
+	kwSelect = 0x7463656c6573
+	kwInsert = 0x747265736e69
+	kwUpdate = 0x657461647075
+	kwDelete = 0x6574656c6564
+	kwValues = 0x7365756c6176
+)

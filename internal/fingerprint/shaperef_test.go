@@ -198,3 +198,28 @@ func BenchmarkShape(b *testing.B) {
 		})
 	}
 }
+
+func TestKeywords(t *testing.T) {
+	for _, c := range []struct {
+		word string
+		kw   uint64
+	}{{"with", kwWith}, {"table", kwTable}, {"select", kwSelect}, {"insert", kwInsert}, {"update", kwUpdate}, {"delete", kwDelete}, {"values", kwValues}} {
+		var w uint64
+		for i := len(c.word) - 1; i >= 0; i-- {
+			w = w<<8 | uint64(c.word[i])
+		}
+		if w != c.kw {
+			t.Errorf("constant of %q is %#x, want %#x", c.word, c.kw, w)
+		}
+		for _, word := range []string{c.word, strings.ToUpper(c.word), strings.ToUpper(c.word[:1]) + c.word[1:]} {
+			if !isDMLKeyword(word) {
+				t.Errorf("%q is not a DML keyword", word)
+			}
+		}
+	}
+	for _, word := range []string{"", "w", "begin", "selec", "selects", "_elect", "se1ect", "SELECT_", "withx", "ſelect", "inſert"} {
+		if got, want := isDMLKeyword(word), isDMLRef(word+" 1"); got != want {
+			t.Errorf("isDMLKeyword(%q) = %v, reference %v", word, got, want)
+		}
+	}
+}
