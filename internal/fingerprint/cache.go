@@ -76,28 +76,51 @@ func NewCache(maxBytes int64) *Cache {
 
 // Get returns the statements of text; see Compute.
 func (c *Cache) Get(text string) []Item {
-	s := &c.shards[maphash.String(c.seed, text)%numShards]
+	if items, ok := c.exact(text); ok {
+		return items
+	}
+	var arr [512]byte
+	sh, ok := shape(text, arr[:0])
+	if !ok {
+		sh = nil
+	}
+	return c.miss(text, sh, false)
+}
+
+// exact looks text up as it is.
+func (c *Cache) exact(text string) ([]Item, bool) {
+	if strings.IndexByte(text, shapeMark) >= 0 {
+		// No SQL holds a NUL byte, but a corrupt log may: such a text
+		// could spell a shape, and is never kept.
+		return nil, false
+	}
+	s := c.shard(text)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if items, ok := s.cur[text]; ok {
 		s.stats.Hits++
-		s.mu.Unlock()
-		return items
+		return items, true
 	}
 	if items, ok := s.old[text]; ok {
 		s.stats.Hits++
 		delete(s.old, text)
 		c.insert(s, text, items)
-		s.mu.Unlock()
-		return items
+		return items, true
 	}
-	s.mu.Unlock()
+	return nil, false
+}
 
+// miss finds the Items of a text that is not in the Cache as it is: by
+// its shape sh (nil when it has none), or else from the parser. With
+// exactNext the caller has not looked the text itself up, and miss does,
+// after the shape.
+func (c *Cache) miss(text string, sh []byte, exactNext bool) []Item {
 	// A text of a known shape has the Items of that shape. Shapes hold a
-	// NUL byte and texts never do, so both share the maps.
-	var arr [512]byte
-	sh, ok := shape(text, arr[:0])
-	if ok {
-		ss := &c.shards[maphash.Bytes(c.seed, sh)%numShards]
+	// NUL byte and the texts kept in the maps never do (see exact), so
+	// both share them.
+	var ss *shard
+	if sh != nil {
+		ss = &c.shards[maphash.Bytes(c.seed, sh)%numShards]
 		ss.mu.Lock()
 		items, hit := ss.cur[string(sh)]
 		if !hit {
@@ -113,26 +136,37 @@ func (c *Cache) Get(text string) []Item {
 		}
 		ss.mu.Unlock()
 	}
+	if exactNext {
+		if items, ok := c.exact(text); ok {
+			return items
+		}
+	}
 
+	s := c.shard(text)
 	s.mu.Lock()
 	s.stats.Misses++
 	s.mu.Unlock()
 	// Parse without the lock: two goroutines may parse the same text at
 	// once, which costs time but gives the same answer.
 	items := c.compute(text)
-	// The text may be a slice of a large reader buffer; a copy keeps the
-	// cache from pinning it.
-	key := strings.Clone(text)
-	s.mu.Lock()
-	c.insert(s, key, items)
-	s.mu.Unlock()
-	if ok {
-		ss := &c.shards[maphash.Bytes(c.seed, sh)%numShards]
+	if strings.IndexByte(text, shapeMark) < 0 {
+		// The text may be a slice of a large reader buffer; a copy
+		// keeps the cache from pinning it.
+		key := strings.Clone(text)
+		s.mu.Lock()
+		c.insert(s, key, items)
+		s.mu.Unlock()
+	}
+	if ss != nil {
 		ss.mu.Lock()
 		c.insert(ss, string(sh), items)
 		ss.mu.Unlock()
 	}
 	return items
+}
+
+func (c *Cache) shard(key string) *shard {
+	return &c.shards[maphash.String(c.seed, key)%numShards]
 }
 
 func (c *Cache) insert(s *shard, text string, items []Item) {
