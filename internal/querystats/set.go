@@ -33,6 +33,21 @@ func (s *Set) AddAt(fp, query string, at, durationUS int64, failed bool) {
 	st.add(query, at, durationUS, failed)
 }
 
+// Slot returns the Stats of fp for recording calls with Stats.Record,
+// adding one without calls when fp has none (query is its text until a
+// call is recorded). It is for a caller that records many calls of one
+// fingerprint: it looks the fingerprint up once, not on every call.
+// A Stats added this way is in Rows, with no calls, until a call is
+// recorded.
+func (s *Set) Slot(fp, query string) *Stats {
+	st, ok := s.m[fp]
+	if !ok {
+		st = newStats(fp, query)
+		s.m[fp] = st
+	}
+	return st
+}
+
 // Merge adds every call of o to s. o is left unchanged and shares no
 // memory with s afterwards.
 func (s *Set) Merge(o *Set) {

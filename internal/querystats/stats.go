@@ -54,6 +54,12 @@ func (s *Stats) FirstSeen() (int64, bool) { return s.first, s.first != NoTime }
 // LastSeen returns the latest start time of a call.
 func (s *Stats) LastSeen() (int64, bool) { return s.last, s.last != NoTime }
 
+// Record records one call of the Stats' fingerprint, as Set.AddAt does;
+// s must come from Set.Slot.
+func (s *Stats) Record(query string, at, durationUS int64, failed bool) {
+	s.add(query, at, durationUS, failed)
+}
+
 func (s *Stats) add(query string, at, durationUS int64, failed bool) {
 	s.Calls++
 	if failed {
