@@ -30,7 +30,11 @@ const (
 type bucket struct {
 	calls, errors int64
 	timed         int64
-	bins          map[uint16]int64 // sparse: most buckets see few distinct latencies
+	// bins counts timed statements by latency bin, densely from bin lo:
+	// a bucket's latencies span a limited range of bins, and a slice
+	// costs an index where a map costs a hash and a probe.
+	lo   uint16
+	bins []int64
 }
 
 // Timeline is not safe for concurrent use; build one per goroutine and
@@ -38,6 +42,11 @@ type bucket struct {
 type Timeline struct {
 	widthUS int64 // bucket width in µs: 1 s times a power of two
 	buckets map[int64]*bucket
+	// last is the bucket of the previous Add, for times in [lastFrom,
+	// lastTo): a log's times mostly advance, so most statements fall in
+	// the same bucket as the one before.
+	last             *bucket
+	lastFrom, lastTo int64
 }
 
 // New returns an empty Timeline with one-second buckets.
@@ -48,27 +57,83 @@ func New() *Timeline {
 // Add counts one statement that started at timeUS (µs since the epoch)
 // and took durationUS (negative: not timed).
 func (t *Timeline) Add(timeUS, durationUS int64, failed bool) {
-	b := t.bucket(floorDiv(timeUS, t.widthUS))
+	b := t.last
+	if b == nil || timeUS < t.lastFrom || timeUS >= t.lastTo {
+		b = t.find(timeUS)
+	}
 	b.calls++
 	if failed {
 		b.errors++
 	}
 	if durationUS >= 0 {
 		b.timed++
-		b.bins[bin(durationUS)]++
+		b.add(bin(durationUS), 1)
 	}
-	for len(t.buckets) > MaxBuckets {
+}
+
+// find returns the bucket of timeUS, widening the buckets first if a new
+// one would make too many, and remembers it as the last one.
+func (t *Timeline) find(timeUS int64) *bucket {
+	i := floorDiv(timeUS, t.widthUS)
+	b := t.buckets[i]
+	for b == nil && len(t.buckets) >= MaxBuckets {
+		// Widening first gives the same buckets as adding first and
+		// widening after: bucket boundaries are multiples of the width.
 		t.widen(t.widthUS * 2)
+		i = floorDiv(timeUS, t.widthUS)
+		b = t.buckets[i]
 	}
+	if b == nil {
+		b = &bucket{}
+		t.buckets[i] = b
+	}
+	t.last = nil
+	// Remember the bucket unless its bounds are beyond int64 (times
+	// far from any log's).
+	if from := i * t.widthUS; from <= timeUS && from+t.widthUS > timeUS {
+		t.last, t.lastFrom, t.lastTo = b, from, from+t.widthUS
+	}
+	return b
 }
 
 func (t *Timeline) bucket(i int64) *bucket {
 	b := t.buckets[i]
 	if b == nil {
-		b = &bucket{bins: make(map[uint16]int64)}
+		b = &bucket{}
 		t.buckets[i] = b
 	}
 	return b
+}
+
+// add counts n statements in latency bin k.
+func (b *bucket) add(k uint16, n int64) {
+	if j := int(k) - int(b.lo); j >= 0 && j < len(b.bins) {
+		b.bins[j] += n
+		return
+	}
+	b.grow(k)
+	b.bins[int(k)-int(b.lo)] += n
+}
+
+// grow extends bins to hold bin k, with room for a few more bins on the
+// side that grew so that a spreading range does not copy on every new
+// bin.
+func (b *bucket) grow(k uint16) {
+	const slack = 4
+	lo, hi := int(k), int(k)+1
+	if len(b.bins) > 0 {
+		lo, hi = min(lo, int(b.lo)), max(hi, int(b.lo)+len(b.bins))
+		if lo < int(b.lo) {
+			lo = max(lo-slack, 0)
+		} else {
+			hi = min(hi+slack, numBins)
+		}
+	}
+	bins := make([]int64, hi-lo)
+	if len(b.bins) > 0 {
+		copy(bins[int(b.lo)-lo:], b.bins)
+	}
+	b.lo, b.bins = uint16(lo), bins
 }
 
 // widen re-buckets t to width w, a multiple of its current width.
@@ -76,6 +141,7 @@ func (t *Timeline) widen(w int64) {
 	old := t.buckets
 	f := w / t.widthUS
 	t.widthUS, t.buckets = w, make(map[int64]*bucket, len(old)/int(f)+1)
+	t.last = nil
 	for i, b := range old {
 		t.addBucket(floorDiv(i, f), b)
 	}
@@ -86,8 +152,10 @@ func (t *Timeline) addBucket(i int64, o *bucket) {
 	b.calls += o.calls
 	b.errors += o.errors
 	b.timed += o.timed
-	for k, v := range o.bins {
-		b.bins[k] += v
+	for j, v := range o.bins {
+		if v != 0 {
+			b.add(o.lo+uint16(j), v)
+		}
 	}
 }
 
@@ -105,6 +173,7 @@ func (t *Timeline) Merge(o *Timeline) {
 	for len(t.buckets) > MaxBuckets {
 		t.widen(t.widthUS * 2)
 	}
+	t.last = nil
 }
 
 // JSON is a Timeline as results carry it: dense arrays from the first to
@@ -154,15 +223,11 @@ func (b *bucket) quantileMS(q float64) float64 {
 	if b.timed == 0 {
 		return 0
 	}
-	keys := make([]uint16, 0, len(b.bins))
-	for k := range b.bins {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, c int) bool { return keys[a] < keys[c] })
 	rank := int64(math.Ceil(q * float64(b.timed)))
 	var seen int64
-	for _, k := range keys {
-		if seen += b.bins[k]; seen >= rank {
+	for j, v := range b.bins {
+		if seen += v; seen >= rank {
+			k := b.lo + uint16(j)
 			mid := math.Sqrt(binLow(k) * binLow(k+1))
 			return math.Round(mid) / 1000
 		}
@@ -170,16 +235,20 @@ func (b *bucket) quantileMS(q float64) float64 {
 	return 0
 }
 
-// bin returns the latency bin of d µs.
+// bin returns the latency bin of d µs: the doubling it is in, and which
+// eighth of it, from the three bits after its leading one.
 func bin(d int64) uint16 {
 	if d < 1 {
 		return 0
 	}
 	e := 63 - bits.LeadingZeros64(uint64(d)) // 2^e <= d < 2^(e+1)
-	// position within the doubling, in binsPerDoubling steps
-	frac := float64(d)/float64(int64(1)<<e) - 1
-	i := e*binsPerDoubling + int(frac*binsPerDoubling)
-	return uint16(min(i, numBins-1))
+	var f int64
+	if e >= 3 {
+		f = d >> (e - 3) & (binsPerDoubling - 1)
+	} else {
+		f = d << (3 - e) & (binsPerDoubling - 1)
+	}
+	return uint16(min(e*binsPerDoubling+int(f), numBins-1))
 }
 
 func binLow(i uint16) float64 {
