@@ -39,6 +39,7 @@ type stderrReader struct {
 	curPID  int32
 	field   *string // the field that continuation lines extend
 	builder []byte  // continuation text of field, when it spans lines
+	arena   []byte  // what builders joined, never written again; then room for the next
 	noPID   bool
 
 	foreign     string // language of a translated severity, when seen
@@ -470,22 +471,41 @@ func (s *stderrReader) setField(dst *string, v []byte) {
 
 // extend appends a continuation line to the current field. The server
 // wrote "\n\t" for each newline in the text; the tab is not part of it.
+// The joined text is built at the end of the arena, which closeField
+// then keeps: one allocation for many multi-line statements.
 func (s *stderrReader) extend(line []byte) {
 	s.cur.lines++
 	if s.field == nil {
 		return
 	}
 	if s.builder == nil {
-		s.builder = make([]byte, 0, 2*(len(*s.field)+len(line)+1))
+		need := len(*s.field) + 1 + len(line)
+		if cap(s.arena)-len(s.arena) < 2*need {
+			if 2*need > arenaSize/4 {
+				s.builder = make([]byte, 0, 2*need)
+			} else {
+				s.arena = make([]byte, 0, arenaSize)
+			}
+		}
+		if s.builder == nil {
+			s.builder = s.arena[len(s.arena):len(s.arena)]
+		}
 		s.builder = append(s.builder, *s.field...)
 	}
 	s.builder = append(s.builder, '\n')
 	s.builder = append(s.builder, line...)
 }
 
+// arenaSize is the size of the blocks continued fields are joined in.
+const arenaSize = 64 << 10
+
 func (s *stderrReader) closeField() {
 	if s.field != nil && s.builder != nil {
 		*s.field = unsafeString(s.builder)
+		if rest := s.arena[len(s.arena):]; cap(rest) > 0 && unsafe.SliceData(s.builder) == unsafe.SliceData(rest) {
+			// Built in the arena: keep it there.
+			s.arena = s.arena[:len(s.arena)+len(s.builder)]
+		}
 	}
 	s.field, s.builder = nil, nil
 }
