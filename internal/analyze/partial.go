@@ -9,26 +9,51 @@ import (
 
 // partial is what one worker aggregates; partials merge into the result.
 type partial struct {
-	cache      *fingerprint.Cache
+	queries    *fingerprint.Local[*query]
 	set        *querystats.Set
 	timeline   *timeline.Timeline
 	kinds      [8]int64 // by event.Kind, which is small
 	statements StatementCounts
 	errors     map[string]int64
 	sessions   map[string]struct{}
-	first      int64
-	last       int64
-	seen       bool
+	// recent holds session ids already in sessions, by their last bytes:
+	// a log interleaves few sessions at a time, and comparing a string
+	// with the one in its slot is cheaper than hashing it.
+	recent [256]string
+	first  int64
+	last   int64
+	seen   bool
+}
+
+// query is what a worker knows of a query text: its statements, and for
+// each the Stats it adds to, so that an event costs no lookup by
+// fingerprint. The worker's fingerprint.Local keeps it with the text.
+type query struct {
+	items    []fingerprint.Item
+	stats    []*querystats.Stats
+	unparsed int64 // items that did not parse
 }
 
 func newPartial(cache *fingerprint.Cache) *partial {
-	return &partial{
-		cache:    cache,
+	p := &partial{
 		set:      querystats.NewSet(),
 		timeline: timeline.New(),
 		errors:   make(map[string]int64),
 		sessions: make(map[string]struct{}),
 	}
+	p.queries = fingerprint.NewLocal(cache, p.query)
+	return p
+}
+
+func (p *partial) query(items []fingerprint.Item) *query {
+	q := &query{items: items, stats: make([]*querystats.Stats, len(items))}
+	for i, it := range items {
+		q.stats[i] = p.set.Slot(it.Fingerprint, it.Query)
+		if it.Unparsed {
+			q.unparsed++
+		}
+	}
+	return q
 }
 
 func (p *partial) add(ev *event.Event) {
@@ -40,9 +65,11 @@ func (p *partial) add(ev *event.Event) {
 		p.last = ev.Time
 	}
 	p.seen = true
-	if ev.Session != "" {
-		if _, ok := p.sessions[ev.Session]; !ok {
-			p.sessions[ev.Session] = struct{}{}
+	if id := ev.Session; id != "" {
+		slot := &p.recent[(uint(id[len(id)-1])+uint(id[len(id)/2])<<3)%uint(len(p.recent))]
+		if *slot != id {
+			p.sessions[id] = struct{}{}
+			*slot = id
 		}
 	}
 	switch {
@@ -59,20 +86,18 @@ func (p *partial) add(ev *event.Event) {
 }
 
 func (p *partial) execution(ev *event.Event) {
-	items := p.cache.Get(ev.Query)
-	k := len(items)
+	q := p.queries.Get(ev.Query)
+	k := len(q.items)
 	if k == 0 {
 		p.statements.Empty++
 		return
 	}
 	p.statements.Total += int64(k)
+	p.statements.Unparsed += q.unparsed
 	if ev.Failed {
 		p.statements.Failed++
 	}
-	for i, it := range items {
-		if it.Unparsed {
-			p.statements.Unparsed++
-		}
+	for i, st := range q.stats {
 		// The log says the string failed, not which statement: count
 		// the error once, on the last statement, so that errors add up
 		// to failed executions. Statements before it did run (and
@@ -80,7 +105,7 @@ func (p *partial) execution(ev *event.Event) {
 		// whole string when it was one implicit transaction.
 		failed := ev.Failed && i == k-1
 		d := querystats.SplitDuration(ev.Duration, k, i)
-		p.set.AddAt(it.Fingerprint, it.Query, ev.Time, d, failed)
+		st.Record(q.items[i].Query, ev.Time, d, failed)
 		p.timeline.Add(ev.Time, d, failed)
 	}
 }
