@@ -79,6 +79,7 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 		r.LastSeen = FormatTime(t)
 	}
 	if opts.Hist && s.hist != nil {
+		s.fold()
 		b, err := s.hist.Encode()
 		if err != nil {
 			return Row{}, fmt.Errorf("encode histogram of %s: %w", s.Fingerprint, err)
@@ -134,6 +135,7 @@ func FromRows(rows []Row) (*Set, error) {
 		if old, ok := s.m[r.Fingerprint]; ok {
 			old.merge(st)
 		} else {
+			st.owner = s
 			s.m[r.Fingerprint] = st
 		}
 	}

@@ -8,7 +8,8 @@ import (
 // Set holds Stats by fingerprint. A Set is not safe for concurrent use:
 // give each goroutine its own and Merge them.
 type Set struct {
-	m map[string]*Stats
+	m   map[string]*Stats
+	hot []*Stats // those with dense counts, see hot.go
 }
 
 // NewSet returns an empty Set.
@@ -25,12 +26,7 @@ func (s *Set) Add(fp, query string, durationUS int64, failed bool) {
 // AddAt records one call of fp that started at (µs since the epoch, or
 // NoTime). The query text is kept from the earliest call.
 func (s *Set) AddAt(fp, query string, at, durationUS int64, failed bool) {
-	st, ok := s.m[fp]
-	if !ok {
-		st = newStats(fp, query)
-		s.m[fp] = st
-	}
-	st.add(query, at, durationUS, failed)
+	s.Slot(fp, query).add(query, at, durationUS, failed)
 }
 
 // Slot returns the Stats of fp for recording calls with Stats.Record,
@@ -43,6 +39,7 @@ func (s *Set) Slot(fp, query string) *Stats {
 	st, ok := s.m[fp]
 	if !ok {
 		st = newStats(fp, query)
+		st.owner = s
 		s.m[fp] = st
 	}
 	return st
@@ -55,7 +52,9 @@ func (s *Set) Merge(o *Set) {
 		if st, ok := s.m[fp]; ok {
 			st.merge(ost)
 		} else {
-			s.m[fp] = ost.clone()
+			st := ost.clone()
+			st.owner = s
+			s.m[fp] = st
 		}
 	}
 }
@@ -64,7 +63,10 @@ func (s *Set) Merge(o *Set) {
 func (s *Set) Len() int { return len(s.m) }
 
 // Get returns the Stats of fp, or nil. They must not be modified.
-func (s *Set) Get(fp string) *Stats { return s.m[fp] }
+func (s *Set) Get(fp string) *Stats {
+	s.fold()
+	return s.m[fp]
+}
 
 // Calls returns the calls and errors of all fingerprints.
 func (s *Set) Calls() (calls, errors int64) {
@@ -78,6 +80,7 @@ func (s *Set) Calls() (calls, errors int64) {
 // Sorted returns the Stats by total time, most first, then by calls, then
 // by fingerprint so that the order is fully determined.
 func (s *Set) Sorted() []*Stats {
+	s.fold()
 	out := make([]*Stats, 0, len(s.m))
 	for _, st := range s.m {
 		out = append(out, st)

@@ -41,6 +41,13 @@ type Stats struct {
 	// dense HDR histogram of this range would take ~200 KB each. Nil
 	// until the first timed call.
 	hist *hdrhistogram.PackedHistogram
+	// owner is the Set s is in, which decides whether s gets dense
+	// counts; nil for a Stats that is in none.
+	owner *Set
+	// hot counts durations by histogram bucket while they are not yet
+	// in hist (hotN of them), for a fingerprint called often; see hot.go.
+	hot  []uint16
+	hotN int64
 }
 
 func newStats(fp, query string) *Stats {
@@ -88,12 +95,18 @@ func (s *Stats) add(query string, at, durationUS int64, failed bool) {
 	}
 	s.TimedCalls++
 	s.TotalUS += d
+	if s.hot != nil && s.recordHot(d) {
+		return
+	}
 	if s.hist == nil {
 		s.hist = newHist()
 	}
 	// A statement longer than a day is recorded as a day: its exact
 	// figure still counts in the total, min and max.
 	_ = s.hist.RecordValue(min(d, histHighest))
+	if s.hot == nil && s.TimedCalls >= hotAfter && s.owner != nil {
+		s.owner.makeHot(s)
+	}
 }
 
 func newHist() *hdrhistogram.PackedHistogram {
@@ -101,6 +114,8 @@ func newHist() *hdrhistogram.PackedHistogram {
 }
 
 func (s *Stats) merge(o *Stats) {
+	s.fold()
+	o.fold()
 	s.Calls += o.Calls
 	s.Errors += o.Errors
 	if o.first != NoTime {
@@ -131,8 +146,11 @@ func (s *Stats) merge(o *Stats) {
 	s.hist.Merge(o.hist)
 }
 
+// clone returns a copy of s in no Set.
 func (s *Stats) clone() *Stats {
+	s.fold()
 	c := *s
+	c.owner, c.hot = nil, nil
 	if s.hist != nil {
 		c.hist = s.hist.Clone()
 	}
@@ -154,6 +172,7 @@ func (s *Stats) PercentileUS(p float64) int64 {
 	if s.hist == nil || s.TimedCalls == 0 {
 		return 0
 	}
+	s.fold()
 	// The histogram answers with the highest value of a bucket, which can
 	// lie above every value recorded in it.
 	return min(max(s.hist.ValueAtPercentile(p), s.MinUS), s.MaxUS)
