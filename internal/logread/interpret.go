@@ -65,6 +65,11 @@ type sessionState struct {
 	lastBind   *event.Event
 	bindDetail string
 	bindEv     *event.Event
+	// applied is the hint of the last entry whose user, database and
+	// application update took from, when nothing else updated them
+	// since: an entry with the same hint has the same values, and can
+	// leave them.
+	applied **sessionState
 	// gone is set once the session is no longer in the interpreter's
 	// sessions, so that a format reader's hint (entry.hint) to it is not
 	// followed.
@@ -101,7 +106,10 @@ func (in *interpreter) session(e *entry) *sessionState {
 	if h := e.hint; h != nil && e.session != "" {
 		if s := *h; s != nil && !s.gone && s.key == e.session {
 			in.lastSession = s
-			in.update(s, e)
+			if s.applied != h {
+				in.update(s, e)
+				s.applied = h
+			}
 			return s
 		}
 	}
@@ -138,6 +146,7 @@ func (in *interpreter) session(e *entry) *sessionState {
 }
 
 func (in *interpreter) update(s *sessionState, e *entry) {
+	s.applied = nil
 	// The prefix shows "[unknown]" before the startup packet is read.
 	if e.user != "" && e.user != "[unknown]" {
 		s.user = e.user
@@ -468,7 +477,9 @@ func (in *interpreter) connect(e *entry, msg string) {
 		delete(in.byPID, e.pid)
 	}
 	// "connection authorized: user=app database=shop application_name=web"
-	// gives what the prefix may lack.
+	// gives what the prefix may lack. The entry is then no longer the
+	// prefix's: its hint must not tell the session it was applied.
+	e.hint = nil
 	if v := field(msg, "user="); v != "" {
 		e.user = v
 	}
@@ -485,6 +496,7 @@ func (in *interpreter) connect(e *entry, msg string) {
 
 func (in *interpreter) disconnect(e *entry) {
 	// "disconnection: session time: 0:00:01.234 user=app database=shop host=[local]"
+	e.hint = nil // see connect
 	if e.user == "" {
 		e.user = field(e.message, "user=")
 	}
