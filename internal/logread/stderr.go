@@ -40,6 +40,7 @@ type stderrReader struct {
 	field   *string // the field that continuation lines extend
 	builder []byte  // continuation text of field, when it spans lines
 	arena   []byte  // what builders joined, never written again; then room for the next
+	inArena bool    // builder was started at the end of arena
 	noPID   bool
 
 	foreign     string // language of a translated severity, when seen
@@ -460,13 +461,13 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	s.curPID = lf.pid
 	s.have = true
 	s.field = &e.message
-	s.builder = nil
+	s.builder, s.inArena = nil, false
 }
 
 func (s *stderrReader) setField(dst *string, v []byte) {
 	*dst = unsafeString(v)
 	s.field = dst
-	s.builder = nil
+	s.builder, s.inArena = nil, false
 }
 
 // extend appends a continuation line to the current field. The server
@@ -479,16 +480,16 @@ func (s *stderrReader) extend(line []byte) {
 		return
 	}
 	if s.builder == nil {
-		need := len(*s.field) + 1 + len(line)
-		if cap(s.arena)-len(s.arena) < 2*need {
-			if 2*need > arenaSize/4 {
-				s.builder = make([]byte, 0, 2*need)
-			} else {
+		// Room for a few more lines like this one, or a block of its own.
+		need := 4 * (len(*s.field) + 1 + len(line))
+		if need > arenaSize/4 {
+			s.builder = make([]byte, 0, need)
+		} else {
+			if cap(s.arena)-len(s.arena) < need {
 				s.arena = make([]byte, 0, arenaSize)
 			}
-		}
-		if s.builder == nil {
 			s.builder = s.arena[len(s.arena):len(s.arena)]
+			s.inArena = true
 		}
 		s.builder = append(s.builder, *s.field...)
 	}
@@ -502,12 +503,18 @@ const arenaSize = 64 << 10
 func (s *stderrReader) closeField() {
 	if s.field != nil && s.builder != nil {
 		*s.field = unsafeString(s.builder)
-		if rest := s.arena[len(s.arena):]; cap(rest) > 0 && unsafe.SliceData(s.builder) == unsafe.SliceData(rest) {
-			// Built in the arena: keep it there.
-			s.arena = s.arena[:len(s.arena)+len(s.builder)]
+		if s.inArena {
+			if rest := s.arena[len(s.arena):]; cap(rest) > 0 && unsafe.SliceData(s.builder) == unsafe.SliceData(rest) {
+				// Built in the arena: keep it there.
+				s.arena = s.arena[:len(s.arena)+len(s.builder)]
+			} else {
+				// It outgrew what was left of the arena: start a new
+				// block next time.
+				s.arena = nil
+			}
 		}
 	}
-	s.field, s.builder = nil, nil
+	s.field, s.builder, s.inArena = nil, nil, false
 }
 
 // finish ends the entry being assembled and returns it. The next entry is
