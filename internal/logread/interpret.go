@@ -89,7 +89,7 @@ type sessionState struct {
 const eventSlab = 256
 
 // paramSlab is how many parameters are allocated at a time.
-const paramSlab = 1024
+const paramSlab = 256
 
 func newInterpreter(c *Counters) *interpreter {
 	return &interpreter{
@@ -401,7 +401,8 @@ func (in *interpreter) bind(e *entry, rest string) {
 		ev.SetPortal(portal)
 	}
 	ev.Query = query
-	s.lastBind, s.bindDetail, s.lastParse = ev, e.detail, false
+	s.lastBind, s.bindDetail = ev, e.detail
+	s.lastParse, s.parseName, s.parseQuery = false, "", ""
 	in.c.parsed(e.lines)
 }
 
@@ -440,10 +441,20 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 		ev.Duration = dur
 		ev.Time -= dur
 		in.out = append(in.out, ev)
-		s.lastBind, s.lastParse = nil, false
+		s.forgetProtocol()
 		return
 	}
 	s.pending = ev
+}
+
+// forgetProtocol forgets the last bind and parse, and the strings they
+// held: a session that keeps them keeps their chunk of the log alive.
+func (s *sessionState) forgetProtocol() {
+	if s.lastBind != nil {
+		*s.lastBind = event.Event{}
+		s.lastBind, s.bindDetail = nil, ""
+	}
+	s.lastParse, s.parseName, s.parseQuery = false, "", ""
 }
 
 // durationAlone pairs "duration: X ms" (log_duration) with the statement
@@ -537,17 +548,18 @@ func (in *interpreter) error(e *entry) {
 		// was logged, the execute failed and logged nothing else.
 		failed, s.lastBind, s.bindEv = s.lastBind, nil, nil
 		failed.Params, failed.ParamState = parseParams(s.bindDetail, failed.Query)
+		s.bindDetail = ""
 		failed.Time = e.time
 		failed.Line = e.line
 	case e.statement != "" && s.lastParse && s.parseQuery == e.statement:
 		// The bind failed: the execution was attempted with parameters
 		// the log does not show.
-		s.lastParse = false
 		failed = in.newEvent(event.Execute, e, s)
 		failed.Name, failed.Query = s.parseName, s.parseQuery
 		if hasPlaceholder(s.parseQuery) {
 			failed.ParamState = event.ParamsMissing
 		}
+		s.lastParse, s.parseName, s.parseQuery = false, "", ""
 	case e.statement != "" && e.severity == "ERROR":
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
