@@ -156,3 +156,17 @@ func fullKey(ev *event.Event) string {
 		ev.User, ev.Database, ev.Application, ev.Duration, ev.Query, ev.Name, ev.Portal(), ev.Params, ev.ParamState,
 		ev.Failed, ev.ErrorSeverity(), ev.SQLState, ev.ErrorMessage(), ev.Line)
 }
+
+func FuzzSplitProtocol(f *testing.F) {
+	for _, s := range []string{"<unnamed>: SELECT 1", "S_1/C_2: SELECT 1", "S_1: a: b", "a/b/c: x", "/: x", "x:y: z", "no colon", ": ", "a:", "<unnamed>/: q"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		stmt, portal, query, ok := splitProtocol(s)
+		name, wquery, wok := splitNameQuery(s)
+		wstmt, wportal := splitPortal(name)
+		if ok != wok || ok && (stmt != wstmt || portal != wportal || query != wquery) {
+			t.Fatalf("splitProtocol(%q) = %q, %q, %q, %v; want %q, %q, %q, %v", s, stmt, portal, query, ok, wstmt, wportal, wquery, wok)
+		}
+	})
+}

@@ -349,7 +349,7 @@ func (in *interpreter) simple(e *entry, query string, dur int64) {
 // execute handles "execute <unnamed>: SELECT $1", "execute S_1/C_2: ..."
 // and "execute fetch from <unnamed>/C_1: ...", after "execute ".
 func (in *interpreter) execute(e *entry, rest string, dur int64) {
-	if hasPrefixFold(rest, "fetch from ") {
+	if len(rest) > 0 && rest[0]|0x20 == 'f' && hasPrefixFold(rest, "fetch from ") {
 		// A later fetch from a portal already counted at its first
 		// execute: the server does not count it as a new call.
 		in.c.skip(SkipPortalFetch, e.lines)
@@ -381,7 +381,7 @@ func (in *interpreter) parse(e *entry, rest string, dur int64) {
 // parameters, after "bind ". It is not an execution, only remembered in
 // case the execute fails; its parameters are parsed only then.
 func (in *interpreter) bind(e *entry, rest string) {
-	name, query, ok := splitNameQuery(rest)
+	name, portal, query, ok := splitProtocol(rest)
 	if !ok {
 		in.c.skip(SkipOtherMessage, e.lines)
 		return
@@ -396,11 +396,10 @@ func (in *interpreter) bind(e *entry, rest string) {
 		*ev = event.Event{}
 	}
 	fillEvent(ev, event.Execute, e, s)
-	var portal string
-	if ev.Name, portal = splitPortal(name); portal != "" {
+	ev.Name, ev.Query = name, query
+	if portal != "" {
 		ev.SetPortal(portal)
 	}
-	ev.Query = query
 	s.lastBind, s.bindDetail = ev, e.detail
 	s.lastParse, s.parseName, s.parseQuery = false, "", ""
 	in.c.parsed(e.lines)
@@ -411,18 +410,17 @@ func (in *interpreter) bind(e *entry, rest string) {
 // for an Execute. It counts the line as skipped when the text has another
 // shape.
 func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sessionState, *event.Event, bool) {
-	name, query, ok := splitNameQuery(text)
+	name, portal, query, ok := splitProtocol(text)
 	if !ok {
 		in.c.skip(SkipOtherMessage, e.lines)
 		return nil, nil, false
 	}
 	s := in.session(e)
 	ev := in.newEvent(k, e, s)
-	var portal string
-	if ev.Name, portal = splitPortal(name); portal != "" {
+	ev.Name, ev.Query = name, query
+	if portal != "" {
 		ev.SetPortal(portal)
 	}
-	ev.Query = query
 	if k == event.Execute {
 		ev.Params, ev.ParamState = in.appendParams(e.detail, query)
 	}
@@ -670,6 +668,33 @@ func splitNameQuery(s string) (name, query string, ok bool) {
 			return s[:off-1], s[off+1:], true
 		}
 	}
+}
+
+// splitProtocol is splitNameQuery then splitPortal, in one pass over the
+// name: "<unnamed>: SELECT 1" or "S_1/C_2: SELECT 1".
+func splitProtocol(s string) (stmt, portal, query string, ok bool) {
+	slash := -1
+	for i := 0; i+1 < len(s); i++ {
+		switch s[i] {
+		case '/':
+			if slash < 0 {
+				slash = i
+			}
+		case ':':
+			if s[i+1] != ' ' {
+				continue
+			}
+			stmt, query = s[:i], s[i+2:]
+			if slash >= 0 {
+				stmt, portal = s[:slash], s[slash+1:i]
+			}
+			if stmt == "<unnamed>" {
+				stmt = ""
+			}
+			return stmt, portal, query, true
+		}
+	}
+	return "", "", "", false
 }
 
 // splitPortal splits "S_1/C_2" into statement and portal names; the server
