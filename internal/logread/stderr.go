@@ -92,50 +92,54 @@ func (s *stderrReader) takeTime(line []byte) (v, rest []byte, ok bool) {
 // function: the time, the hash of the tail and its compare.
 func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 	t := &s.sec
-	if !t.ok || s.minTail < 32 || len(line) < 64 || load64(line, 0) != t.w0 || load64(line, 8) != t.w1 || load32(line, 15) != t.w2 || line[19] != '.' {
+	if !t.ok || s.minTail < 32 || len(line) < 64 {
+		return s.slowTail(line)
+	}
+	// Bounds are checked once: the time, the zone and the 32 bytes of
+	// tail hashed all lie within the first 64 bytes.
+	p := unsafe.Pointer(unsafe.SliceData(line))
+	word := func(i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
+	if word(0) != t.w0 || word(8) != t.w1 || uint32(word(15)) != t.w2 || line[19] != '.' {
 		return s.slowTail(line)
 	}
 	// ".123" (%m)
-	d0, d1, d2 := line[20]-'0', line[21]-'0', line[22]-'0'
-	if d0 > 9 || d1 > 9 || d2 > 9 || line[23]-'0' <= 9 {
+	d0, d1, d2, d3 := line[20]-'0', line[21]-'0', line[22]-'0', line[23]-'0'
+	if d0 > 9 || d1 > 9 || d2 > 9 || d3 <= 9 {
 		return s.slowTail(line)
 	}
-	us := t.unix*1e6 + int64(d0)*100000 + int64(d1)*10000 + int64(d2)*1000
 	// " UTC", not followed by more of a zone.
 	z := 23 + t.zlen
-	if load64(line, 23)&t.zmask != t.zword || isZoneByte(line[z]) {
-		return s.slowTail(line)
-	}
-	after := line[z:]
-	if len(after) <= 32 {
+	if word(23)&t.zmask != t.zword || isZoneByte(line[z&63]) {
 		return s.slowTail(line)
 	}
 	// fastIndex, for 32 bytes.
 	var h uint64 = 14695981039346656037
-	h = (h ^ load64(after, 0)) * 1099511628211
+	h = (h ^ word(z)) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ load64(after, 8)) * 1099511628211
+	h = (h ^ word(z+8)) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ load64(after, 16)) * 1099511628211
+	h = (h ^ word(z+16)) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ load64(after, 24)) * 1099511628211
+	h = (h ^ word(z+24)) * 1099511628211
 	h ^= h >> 29
 	slot := &s.fast[int(h>>32)&(len(s.fast)-1)]
 	tail := slot.tail
 	n := len(tail)
-	if slot.lf == nil || len(after) <= n || n < 8 || !isSeverityStart(after[n]) {
+	end := z + n // where the severity starts
+	if slot.lf == nil || end >= len(line) || n < 8 || !isSeverityStart(line[end]) {
 		return s.slowTail(line)
 	}
-	// hasPrefix(after, tail)
+	// hasPrefix(line[z:], tail)
+	q := unsafe.Pointer(unsafe.StringData(tail))
 	for i := 0; i < n-8; i += 8 {
-		if load64(after, i) != loadString64(tail, i) {
+		if word(z+i) != *(*uint64)(unsafe.Add(q, i)) {
 			return s.slowTail(line)
 		}
 	}
-	if load64(after, n-8) != loadString64(tail, n-8) {
+	if word(end-8) != *(*uint64)(unsafe.Add(q, n-8)) {
 		return s.slowTail(line)
 	}
-	return slot.lf, us, after[n:]
+	return slot.lf, t.us + int64(d0)*100000 + int64(d1)*10000 + int64(d2)*1000, line[end:]
 }
 
 // slowTail looks up the prefix fields of line by its text between the
@@ -284,6 +288,7 @@ type secondWords struct {
 	zmask  uint64
 	zlen   int   // len(" UTC")
 	unix   int64 // the second, zone applied
+	us     int64 // unix in µs
 }
 
 // rememberSecond copies the time parser's cached second, when it has one
@@ -307,6 +312,7 @@ func (s *stderrReader) rememberSecond() {
 		zmask: 1<<(8*zlen) - 1,
 		zlen:  zlen,
 		unix:  p.unix,
+		us:    p.unix * 1e6,
 	}
 }
 
