@@ -64,6 +64,8 @@ type lineFields struct {
 type fastTail struct {
 	tail string
 	lf   *lineFields
+	// w holds the first 32 bytes of a tail that long, as words.
+	w [4]uint64
 }
 
 // maxTails bounds the tail cache: about one entry per live session.
@@ -103,7 +105,8 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 		return s.slowTail(line)
 	}
 	// ".123" (%m)
-	d0, d1, d2, d3 := line[20]-'0', line[21]-'0', line[22]-'0', line[23]-'0'
+	f := word(20)
+	d0, d1, d2, d3 := byte(f)-'0', byte(f>>8)-'0', byte(f>>16)-'0', byte(f>>24)-'0'
 	if d0 > 9 || d1 > 9 || d2 > 9 || d3 <= 9 {
 		return s.slowTail(line)
 	}
@@ -113,14 +116,15 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 		return s.slowTail(line)
 	}
 	// fastIndex, for 32 bytes.
+	a0, a1, a2, a3 := word(z), word(z+8), word(z+16), word(z+24)
 	var h uint64 = 14695981039346656037
-	h = (h ^ word(z)) * 1099511628211
+	h = (h ^ a0) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ word(z+8)) * 1099511628211
+	h = (h ^ a1) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ word(z+16)) * 1099511628211
+	h = (h ^ a2) * 1099511628211
 	h ^= h >> 29
-	h = (h ^ word(z+24)) * 1099511628211
+	h = (h ^ a3) * 1099511628211
 	h ^= h >> 29
 	slot := &s.fast[int(h>>32)&(len(s.fast)-1)]
 	tail := slot.tail
@@ -129,9 +133,17 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 	if slot.lf == nil || end >= len(line) || n < 8 || !isSeverityStart(line[end]) {
 		return s.slowTail(line)
 	}
-	// hasPrefix(line[z:], tail)
+	// hasPrefix(line[z:], tail): the first 32 bytes against the words
+	// kept with the tail, when it is that long.
 	q := unsafe.Pointer(unsafe.StringData(tail))
-	for i := 0; i < n-8; i += 8 {
+	i := 0
+	if n >= 32 {
+		if a0 != slot.w[0] || a1 != slot.w[1] || a2 != slot.w[2] || a3 != slot.w[3] {
+			return s.slowTail(line)
+		}
+		i = 32
+	}
+	for ; i < n-8; i += 8 {
 		if word(z+i) != *(*uint64)(unsafe.Add(q, i)) {
 			return s.slowTail(line)
 		}
@@ -139,7 +151,7 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 	if word(end-8) != *(*uint64)(unsafe.Add(q, n-8)) {
 		return s.slowTail(line)
 	}
-	return slot.lf, t.us + int64(d0)*100000 + int64(d1)*10000 + int64(d2)*1000, line[end:]
+	return slot.lf, t.us + (int64(d0)*100+int64(d1)*10+int64(d2))*1000, line[end:]
 }
 
 // slowTail looks up the prefix fields of line by its text between the
@@ -204,7 +216,13 @@ func (s *stderrReader) fastIndex(after []byte) int {
 // remember puts a tail of the map into the direct-mapped table.
 func (s *stderrReader) remember(tail string, lf *lineFields) {
 	s.minTail = min(s.minTail, len(tail))
-	s.fast[s.fastIndex([]byte(tail))] = fastTail{tail: tail, lf: lf}
+	ft := fastTail{tail: tail, lf: lf}
+	if len(tail) >= 32 {
+		for i := range ft.w {
+			ft.w[i] = loadString64(tail, 8*i)
+		}
+	}
+	s.fast[s.fastIndex([]byte(tail))] = ft
 }
 
 // hasPrefix is bytes.HasPrefix(b, []byte(t)) for len(b) >= len(t), by
