@@ -410,7 +410,12 @@ func (s *stderrReader) next() (*entry, error) {
 		sev := sevNone
 		if s.tails != nil {
 			if lf, us, rest = s.cachedTail(line); lf != nil {
-				sev, msg = splitSeverityFast(rest)
+				if len(rest) >= 8 && load64(rest, 0)&0xffffffffffff == wordLog {
+					// "LOG:  ", splitSeverityFast's first case, inline.
+					sev, msg = sevLog, rest[6:]
+				} else {
+					sev, msg = splitSeverityFast(rest)
+				}
 			}
 		}
 		if sev == sevNone {
