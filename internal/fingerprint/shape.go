@@ -284,7 +284,8 @@ func endNumber(text string, i int) (int, bool) {
 // skipPlain returns the index of the first byte from i on that is neither
 // plain nor part of an identifier. It looks at eight bytes at a time for
 // the few that can start anything else (see special); a digit or $ among
-// them continues an identifier when the byte before does.
+// them continues an identifier when the byte before does, and a . - or /
+// is plain unless the byte after it makes a number or a comment.
 func skipPlain(text string, i int) int {
 	entry := i
 	for i < len(text) {
@@ -305,6 +306,22 @@ func skipPlain(text string, i int) int {
 			// Bytes from entry on are plain or in identifiers: a digit
 			// or $ after an identifier byte is in that identifier.
 			if i > entry && identByte[text[i-1]] {
+				i++
+				continue
+			}
+		case cDot:
+			// A qualified name's dot; before a digit, a number.
+			if i+1 == len(text) || !isDigit(text[i+1]) {
+				i++
+				continue
+			}
+		case cDash:
+			if i+1 == len(text) || text[i+1] != '-' {
+				i++
+				continue
+			}
+		case cSlash:
+			if i+1 == len(text) || text[i+1] != '*' {
 				i++
 				continue
 			}
