@@ -155,10 +155,10 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*Result, error) {
 		parts[i] = p
 		wg.Go(func() {
 			for b := range batches {
-				for j, ev := range b {
+				for _, ev := range b {
 					p.add(ev)
-					b[j] = nil
 				}
+				clear(b) // the batch is reused: let its events go
 				select {
 				case free <- b[:0]:
 				default:

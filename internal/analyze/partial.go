@@ -97,6 +97,12 @@ func (p *partial) execution(ev *event.Event) {
 	if ev.Failed {
 		p.statements.Failed++
 	}
+	if k == 1 {
+		// Most strings hold one statement; below is the general case.
+		q.stats[0].Record(q.items[0].Query, ev.Time, ev.Duration, ev.Failed)
+		p.timeline.Add(ev.Time, ev.Duration, ev.Failed)
+		return
+	}
 	for i, st := range q.stats {
 		// The log says the string failed, not which statement: count
 		// the error once, on the last statement, so that errors add up
