@@ -157,10 +157,14 @@ func (r *Reader) Next() (*event.Event, error) {
 	return ev, nil
 }
 
-// fill interprets entries until at least one event is ready or the log
+// fillBatch is how many events fill makes ready at a time, so that
+// Next costs little more than an index.
+const fillBatch = 32
+
+// fill interprets entries until fillBatch events are ready or the log
 // ends.
 func (r *Reader) fill() {
-	for len(r.interp.out) == 0 {
+	for len(r.interp.out) < fillBatch {
 		e, err := r.fr.next()
 		if err == io.EOF {
 			r.settle()
@@ -171,12 +175,15 @@ func (r *Reader) fill() {
 			r.err = fmt.Errorf("%s: %w", r.name, err)
 			return
 		}
+		n := len(r.interp.out)
 		r.interp.add(e)
 		if r.interp.foreign == "" && (r.stderr == nil || r.stderr.foreign == "") {
 			continue
 		}
 		if err := r.checkLanguage(); err != nil {
-			r.interp.out = r.interp.out[:0]
+			// The events of the entries before are returned; not this
+			// entry's, nor any after.
+			r.interp.out = r.interp.out[:n]
 			r.err = err
 			return
 		}
