@@ -673,6 +673,10 @@ func splitNameQuery(s string) (name, query string, ok bool) {
 // splitProtocol is splitNameQuery then splitPortal, in one pass over the
 // name: "<unnamed>: SELECT 1" or "S_1/C_2: SELECT 1".
 func splitProtocol(s string) (stmt, portal, query string, ok bool) {
+	if len(s) >= len("<unnamed>: ") && s[:len("<unnamed>: ")] == "<unnamed>: " {
+		// The unnamed statement, the usual case: a compare of two words.
+		return "", "", s[len("<unnamed>: "):], true
+	}
 	slash := -1
 	for i := 0; i+1 < len(s); i++ {
 		switch s[i] {
