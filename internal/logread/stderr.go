@@ -447,7 +447,9 @@ func (s *stderrReader) next() (*entry, error) {
 				s.c.skip(SkipOrphanLine, 1)
 				continue
 			}
-			s.closeField()
+			if s.builder != nil {
+				s.closeField()
+			}
 			s.cur.lines++
 			switch sev {
 			case sevDetail:
@@ -550,7 +552,11 @@ func (s *stderrReader) closeField() {
 // assembled in the other slot, so the one returned stays valid until the
 // next call of next.
 func (s *stderrReader) finish() *entry {
-	s.closeField()
+	if s.builder != nil {
+		s.closeField()
+	} else {
+		s.field = nil
+	}
 	e := s.cur
 	s.have = false
 	if s.cur == &s.slots[0] {
