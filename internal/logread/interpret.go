@@ -104,7 +104,7 @@ func newInterpreter(c *Counters) *interpreter {
 func (in *interpreter) session(e *entry) *sessionState {
 	// The hint first: its key is most often the very same string.
 	if h := e.hint; h != nil && e.session != "" {
-		if s := *h; s != nil && !s.gone && s.key == e.session {
+		if s := *h; s != nil && !s.gone && sameString(s.key, e.session) {
 			in.lastSession = s
 			if s.applied != h {
 				in.update(s, e)
@@ -143,6 +143,12 @@ func (in *interpreter) session(e *entry) *sessionState {
 	}
 	in.update(s, e)
 	return s
+}
+
+// sameString is a == b, without a call when they are the same string,
+// as interned values are.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func (in *interpreter) update(s *sessionState, e *entry) {
@@ -444,12 +450,16 @@ func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sess
 func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur int64) {
 	in.c.parsed(e.lines)
 	s.started = true
-	in.flush(s)
+	if s.pending != nil {
+		in.flush(s)
+	}
 	if dur >= 0 {
 		ev.Duration = dur
 		ev.Time -= dur
 		in.out = append(in.out, ev)
-		s.forgetProtocol()
+		if s.lastBind != nil || s.lastParse {
+			s.forgetProtocol()
+		}
 		return
 	}
 	s.pending = ev
