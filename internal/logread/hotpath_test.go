@@ -170,3 +170,51 @@ func FuzzSplitProtocol(f *testing.F) {
 		}
 	})
 }
+
+// TestEndedSessionsKeepNoText: the tail cache keeps the state of sessions
+// that ended (as a hint for the interpreter), so an ended session must
+// not keep the log text it referred to, nor with it its 1 MiB chunk: a
+// log of many short sessions would keep the whole log in memory.
+func TestEndedSessionsKeepNoText(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 200; i += 2 {
+		// Two sessions at a time, their lines interleaved.
+		var pre [2]string
+		for k := range pre {
+			pre[k] = fmt.Sprintf("2026-11-22 00:00:01.%03d UTC [%d] app@shop/web 6571e2a3.%x ", i%1000, 10000+i+k, 10000+i+k)
+		}
+		for _, f := range []string{
+			"LOG:  connection authorized: user=app database=shop\n",
+			"LOG:  duration: 0.020 ms  parse <unnamed>: SELECT $1\n",
+			"LOG:  duration: 0.020 ms  bind <unnamed>: SELECT $1\n",
+			"DETAIL:  parameters: $1 = '1'\n",
+			"LOG:  disconnection: session time: 0:00:01.234 user=app database=shop host=[local]\n",
+		} {
+			for k := range pre {
+				b.WriteString(pre[k] + f)
+			}
+		}
+	}
+	r, err := NewReader(strings.NewReader(b.String()), "sessions", Options{Format: FormatStderr, Prefix: benchPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	countEvents(t, r)
+	hinted := 0
+	for _, lf := range r.stderr.tails {
+		s := lf.sess
+		if s == nil {
+			continue
+		}
+		hinted++
+		if !s.gone {
+			t.Errorf("session %s ended but is not gone", s.key)
+		}
+		if s.bindEv != nil || s.lastBind != nil || s.bindDetail != "" || s.parseQuery != "" || s.parseName != "" || s.pending != nil {
+			t.Errorf("ended session %s still holds log text: %+v", s.key, s)
+		}
+	}
+	if hinted == 0 {
+		t.Fatal("no session was hinted: the test does not test what it should")
+	}
+}

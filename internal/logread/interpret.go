@@ -171,7 +171,7 @@ func (in *interpreter) drop(key string) {
 			in.lastSession = nil
 		}
 		in.flush(s)
-		s.gone = true
+		s.release()
 		delete(in.sessions, key)
 	}
 }
@@ -465,6 +465,16 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 	s.pending = ev
 }
 
+// release marks a session that left the interpreter's sessions, and
+// drops what it held: a format reader's hint may keep the state itself
+// for a while (see entry.hint), but not the log text it referred to.
+func (s *sessionState) release() {
+	s.gone = true
+	s.pending, s.bindEv = nil, nil
+	s.lastBind, s.bindDetail = nil, ""
+	s.lastParse, s.parseName, s.parseQuery = false, "", ""
+}
+
 // forgetProtocol forgets the last bind and parse, and the strings they
 // held: a session that keeps them keeps their chunk of the log alive.
 func (s *sessionState) forgetProtocol() {
@@ -536,7 +546,7 @@ func (in *interpreter) disconnect(e *entry) {
 	in.c.parsed(e.lines)
 	in.flush(s)
 	in.out = append(in.out, in.newEvent(event.Disconnect, e, s))
-	s.gone = true
+	s.release()
 	delete(in.sessions, s.key)
 	in.lastSession = nil
 	if in.byPID[e.pid] == s.key {
