@@ -8,19 +8,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/pgrehearse/pgrehearse/internal/cli"
 )
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		// The live heap is small (a few read buffers and per-query
-		// statistics) while reading allocates quickly: collecting less
-		// often costs tens of MB and doubles the reading speed.
-		debug.SetGCPercent(400)
-	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, cli.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
 	stop()
