@@ -12,8 +12,10 @@
 # at the same moment; a replay, like pgbench -t, runs each session's work
 # to its end, so it waits for its slowest session: each round also runs
 # pgbench -t with the log's transactions per session and prints the
-# replay's rate against that too. The machine may be shared: compare
-# within a round.
+# replay's rate against that too. Every run starts from a vacuumed,
+# checkpointed server, and the order of the runs turns from round to
+# round, so that none inherits another's dead tuples. The machine may be
+# shared: compare within a round.
 #
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
