@@ -25,7 +25,7 @@ var tpsRe = regexp.MustCompile(`number of transactions actually processed: (\d+)
 // BenchmarkReplayVsPgbench captures a pgbench run's log, then on the same
 // server runs pgbench again without logging (the baseline) and replays the
 // captured log at speed 0 with as many sessions: replay statements/s next
-// to pgbench's. bench/replay.sh runs it. BENCH_CLIENTS (8), BENCH_SECONDS
+// to pgbench's. BENCH=ReplayVsPgbench bench/replay.sh runs it. BENCH_CLIENTS (8), BENCH_SECONDS
 // (10), BENCH_MODE (prepared) and BENCH_SELECT_ONLY=1 tune it.
 func BenchmarkReplayVsPgbench(b *testing.B) {
 	ctx := context.Background()
@@ -47,19 +47,6 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 	if _, err := c.Pgbench(ctx, "-i", "-q", "-s", "10", "postgres"); err != nil {
 		b.Fatal(err)
 	}
-	logging := func(on bool) {
-		v := map[bool][3]string{true: {"0", "on", "on"}, false: {"-1", "off", "off"}}[on]
-		for _, sql := range []string{
-			"ALTER SYSTEM SET log_min_duration_statement = " + v[0],
-			"ALTER SYSTEM SET log_connections = " + v[1],
-			"ALTER SYSTEM SET log_disconnections = " + v[2],
-			"SELECT pg_reload_conf()",
-		} {
-			if err := c.Exec(ctx, "postgres", sql); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 	pgbench := func() float64 {
 		args := append([]string{"-n", "-M", mode, "-c", clients, "-j", clients, "-T", secs}, script...)
 		out, err := c.Pgbench(ctx, append(args, "postgres")...)
@@ -73,10 +60,10 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 		n, _ := strconv.ParseFloat(string(m[1]), 64)
 		return n
 	}
-	logging(true)
+	setLogging(b, c, true)
 	secsF, _ := strconv.ParseFloat(secs, 64)
 	captured := pgbench() * perTx / secsF
-	logging(false)
+	setLogging(b, c, false)
 	baseline := pgbench() * perTx / secsF
 	files, err := c.LogFiles("*.log")
 	if err != nil || len(files) == 0 {
