@@ -24,13 +24,15 @@ import (
 )
 
 // BenchmarkSpeed0Experiment takes apart where speed-0 throughput goes. On
-// one server, after capturing a pgbench log, it runs in turn, BENCH_ROUNDS
-// (3) times: pgbench without logging, a bare pgconn loop that runs the
+// one server, after capturing a pgbench log, it runs BENCH_ROUNDS (3)
+// rounds of four runs: pgbench -T without logging, pgbench -t with the
+// log's transactions per session, a bare pgconn loop that runs the
 // captured statements of each session from memory on its own goroutine
 // (no log reading, no queues, no accounting: the least a Go client can
-// do), and the replay engine. The three rates of a round are measured
-// within seconds of each other on the same server. BENCH_PROFILE=DIR
-// writes CPU, block and mutex profiles of the replays there.
+// do), and the replay engine. Each run starts from a settled server and
+// the order turns from round to round; the rates of a round are measured
+// within seconds of each other. BENCH_PROFILE=DIR writes CPU, block and
+// mutex profiles of the replays there.
 func BenchmarkSpeed0Experiment(b *testing.B) {
 	clients := envInt("BENCH_CLIENTS", 8)
 	secs := envInt("BENCH_SECONDS", 10)
