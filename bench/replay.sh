@@ -17,6 +17,15 @@
 # round, so that none inherits another's dead tuples. The machine may be
 # shared: compare within a round.
 #
+# The rounds run twice (BENCH_LAYOUT=shared,apart): first with the server
+# and the clients on every CPU, then "apart", with the server's processes
+# pinned to CPU 0 and the clients (this process, pgbench) to the others,
+# GOMAXPROCS following. Shared, a client's own CPU (for a replay, reading
+# and parsing the log) is taken from the server on a small machine, so
+# the rate measures both; apart, the server is the bottleneck, as when the
+# replayer runs on a machine of its own: that is the layout the
+# "within 10% of pgbench" target is stated for.
+#
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
 # cancellable hard context as the CLI does, with its allocations per
@@ -24,7 +33,8 @@
 # replayed execution (prepared, unnamed, simple).
 #
 # Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10
-#        BENCH_ROUNDS=3 BENCH_PROFILE=DIR for CPU/block/mutex profiles,
+#        BENCH_ROUNDS=3 BENCH_LAYOUT=shared,apart
+#        BENCH_PROFILE=DIR for CPU/block/mutex profiles,
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -20,6 +20,13 @@ func envInt(name string, def int) int {
 	return def
 }
 
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 var tpsRe = regexp.MustCompile(`number of transactions actually processed: (\d+)`)
 
 // BenchmarkReplayVsPgbench captures a pgbench run's log, then on the same
