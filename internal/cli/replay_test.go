@@ -197,6 +197,11 @@ func TestReplayRightTarget(t *testing.T) {
 	if code != ExitOK || res == nil || res.Statements.Executed != 4 {
 		t.Fatalf("exit %d, result %+v:\n%s", code, res, out)
 	}
+	// A unix socket: the replayer shares the server's machine, and says
+	// what that means for a speed-0 rate.
+	if !res.TargetLocal || res.ClientCPUSeconds <= 0 || !strings.Contains(out, "the target is on this machine") {
+		t.Errorf("target_local %v, client_cpu_seconds %v, summary:\n%s", res.TargetLocal, res.ClientCPUSeconds, out)
+	}
 	var got []string
 	for _, db := range []string{"db1", "db2"} {
 		got = append(got, queryLines(t, c, db, "SELECT string_agg(u || '@' || d || '/' || a, ' ' ORDER BY a) FROM seen")...)

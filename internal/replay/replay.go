@@ -75,6 +75,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 	r.stopCh = stop.Done()
 	r.hard = hard
 	r.began = time.Now()
+	cpu0, cpuOK := processCPU()
 	if r.opts.Speed > 0 && !r.opts.DryRun {
 		// A dry run issues nothing whose lateness matters, and its
 		// tests run in synctest bubbles, whose fake time a timerfd
@@ -90,6 +91,10 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 		res.Partial = true
 	}
 	res.WallSeconds = time.Since(r.began).Seconds()
+	if cpu, ok := processCPU(); ok && cpuOK {
+		res.ClientCPUSeconds = (cpu - cpu0).Seconds()
+	}
+	res.TargetLocal = !r.opts.DryRun && targetLocal(r.opts.Target)
 	r.c.fill(res)
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {

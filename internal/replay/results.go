@@ -54,6 +54,13 @@ type Result struct {
 	Speed   float64 `json:"speed"`
 	// WallSeconds is how long the replay took.
 	WallSeconds float64 `json:"wall_seconds"`
+	// ClientCPUSeconds is the CPU time the replayer itself used (reading
+	// the log, sending, accounting), where the platform tells.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
+	// TargetLocal: the target is on the replayer's machine (unix socket
+	// or loopback), so the replayer's CPU was taken from the server; at
+	// speed 0 the rate is then a lower bound of the target's own.
+	TargetLocal bool `json:"target_local,omitempty"`
 
 	Statements StatementCounts `json:"statements"`
 	Sessions   SessionCounts   `json:"sessions"`
