@@ -2,6 +2,8 @@ package logread
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -242,11 +244,22 @@ func (in *interpreter) takePending() map[string]*event.Event {
 	return m
 }
 
-// finishAll emits what is still pending at the end of the log.
+// finishAll emits what is still pending at the end of the log, in log
+// order: sessions are in a map, whose order would change from run to run.
 func (in *interpreter) finishAll() {
+	n := len(in.out)
 	for _, s := range in.sessions {
 		in.flush(s)
 	}
+	slices.SortFunc(in.out[n:], byLine)
+}
+
+// byLine orders events by the line they come from, then by session.
+func byLine(a, b *event.Event) int {
+	if c := cmp.Compare(a.Line, b.Line); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Session, b.Session)
 }
 
 // add interprets one entry, appending the events it completes to in.out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -178,9 +179,14 @@ func (b *boundary) join() ([]*event.Event, int64) {
 		}
 		out = append(out, ev)
 	}
+	// The maps' order would change from run to run: the left part's
+	// statements in its log order, then the right part's errors in its.
+	slices.SortFunc(out, byLine)
+	n := len(out)
 	for _, fe := range b.errors {
 		out = append(out, fe)
 	}
+	slices.SortFunc(out[n:], byLine)
 	b.pending, b.durations, b.errors = nil, nil, nil
 	return out, paired
 }
