@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,8 @@ func TestReportOnReplays(t *testing.T) {
 			"--target-log", bLogs[0], "--json", path(r), aLog)
 	}
 	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "1", "--prefix", demoPrefix, "--json", path("client.json"), aLog)
+	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "0", "--prefix", demoPrefix,
+		"--target-log", bLogs[0], "--json", path("fast.json"), aLog)
 
 	// The comparisons work: a verdict either way (timings on a shared
 	// machine are not this test's business; the demo's tests judge an
@@ -82,6 +85,22 @@ func TestReportOnReplays(t *testing.T) {
 		if rep.Kind != "report" || rep.Baseline.LatencySource != "server_log" || rep.Candidate.LatencySource != "server_log" || len(rep.Queries) < 5 {
 			t.Errorf("report %v: kind %q, sources %q/%q, %d queries", pair, rep.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource, len(rep.Queries))
 		}
+		if strings.Contains(stdout, "speed 0") {
+			t.Errorf("report %v: paced replays warned of a speed-0 rate:\n%s", pair, stdout)
+		}
+	}
+	// A speed-0 replay over the target's unix socket shared its CPU: the
+	// summary and the page say its rate is a lower bound.
+	code, stdout, stderr := runCLI(ctx, "", "report", path("a.json"), path("fast.json"), "--html", path("rep.html"))
+	if code != ExitOK {
+		t.Fatalf("report of the speed-0 replay: exit %d\n%s%s", code, stdout, stderr)
+	}
+	want := "WARNING: " + path("fast.json") + " replayed at speed 0 on the target's machine, where the replayer itself used"
+	if !strings.Contains(stdout, want) || !strings.Contains(stdout, "is a lower bound of the target's own rate") {
+		t.Errorf("the summary lacks the speed-0 caveat %q:\n%s", want, stdout)
+	}
+	if html := string(readFile(t, path("rep.html"))); !strings.Contains(html, "replayed at speed 0 on the target&#39;s machine") {
+		t.Error("the HTML report lacks the speed-0 caveat")
 	}
 	// Client round trips against server-side durations: refused.
 	run(ExitUsage, "report", path("a.json"), path("client.json"))

@@ -287,6 +287,9 @@ func Summarize(r *Run) *Report {
 	if r.Partial {
 		rep.Warnings = append(rep.Warnings, r.Name+" is a partial result")
 	}
+	if w, ok := sharedCPUWarning(r); ok {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	rep.Verdict = Verdict{Status: "summary", Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
 		r.Name, r.Statements.Total, len(r.Queries))}
 	rep.fillEmpty()
@@ -333,6 +336,9 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	for _, r := range []*Run{base, cand} {
 		if r.Partial {
 			rep.Warnings = append(rep.Warnings, r.Name+" is a partial result: figures cover only what was read or run")
+		}
+		if w, ok := sharedCPUWarning(r); ok {
+			rep.Warnings = append(rep.Warnings, w)
 		}
 	}
 	useHist := base.hasHist() && cand.hasHist()

@@ -341,3 +341,89 @@ func TestMinEffectMS(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedCPUWarning: a replay as fast as possible on the target's own
+// machine says its rate is a lower bound, in a comparison (either side)
+// and a summary; a remote target or a paced replay says nothing.
+func TestSharedCPUWarning(t *testing.T) {
+	replay := func(name string, extra map[string]any) *Run {
+		t.Helper()
+		res := map[string]any{"kind": "replay", "wall_seconds": 10, "statements": map[string]int64{"total": 5000},
+			"queries": []map[string]any{{"fingerprint": "a", "query": "SELECT 1", "calls": 5000, "timed_calls": 5000,
+				"total_ms": 500, "mean_ms": 0.1, "p50_ms": 0.1, "p95_ms": 0.1, "p99_ms": 0.1, "max_ms": 0.1}}}
+		for k, v := range extra {
+			res[k] = v
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Parse(b, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tests := []struct {
+		name  string
+		extra map[string]any
+		want  []string // substrings of the one warning; nil for none
+	}{
+		{"speed 0, local", map[string]any{"speed": 0, "client_cpu_seconds": 3, "target_local": true},
+			[]string{"run.json replayed at speed 0 on the target's machine", "3.0 CPU-seconds (0.30 cores on average)",
+				"its 500.0 statements/s is a lower bound", "(client round trips)"}},
+		{"speed 0, local, server-side latency", map[string]any{"speed": 0, "client_cpu_seconds": 3, "target_local": true, "latency_source": "server_log"},
+			[]string{"lower bound", "may include waiting for CPU"}},
+		{"speed 0, local, under a CPU-second", map[string]any{"speed": 0, "client_cpu_seconds": 0.5, "target_local": true},
+			[]string{"0.50 CPU-seconds (0.05 cores on average)"}},
+		{"speed 0, local, CPU unknown", map[string]any{"speed": 0, "target_local": true},
+			[]string{"the replayer's CPU was taken from the server"}},
+		{"speed 0, remote", map[string]any{"speed": 0, "client_cpu_seconds": 3}, nil},
+		{"speed 1, local", map[string]any{"speed": 1, "client_cpu_seconds": 3, "target_local": true}, nil},
+		{"speed 0.5, local", map[string]any{"speed": 0.5, "client_cpu_seconds": 3, "target_local": true}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := replay("run.json", tt.extra)
+			other := replay("other.json", map[string]any{"speed": 1, "latency_source": string(run.LatencySource)})
+			var reps []*Report
+			for _, pair := range [][2]*Run{{other, run}, {run, other}} {
+				rep, err := Compare(pair[0], pair[1], Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				reps = append(reps, rep)
+			}
+			reps = append(reps, Summarize(run))
+			for i, rep := range reps {
+				var got []string
+				for _, w := range rep.Warnings {
+					if strings.Contains(w, "speed 0") {
+						got = append(got, w)
+					}
+				}
+				if tt.want == nil {
+					if len(got) > 0 {
+						t.Errorf("report %d: unexpected warning %q", i, got)
+					}
+					continue
+				}
+				if len(got) != 1 {
+					t.Fatalf("report %d: warnings %q, want one about speed 0", i, rep.Warnings)
+				}
+				for _, s := range tt.want {
+					if !strings.Contains(got[0], s) {
+						t.Errorf("report %d: warning %q lacks %q", i, got[0], s)
+					}
+				}
+				var text strings.Builder
+				if err := WriteText(&text, rep, 5); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(text.String(), "WARNING: "+got[0]+"\n") {
+					t.Errorf("report %d: the text does not show the warning:\n%s", i, text.String())
+				}
+			}
+		})
+	}
+}

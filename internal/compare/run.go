@@ -44,6 +44,15 @@ type Run struct {
 	Partial       bool          `json:"partial,omitempty"`
 	// WallSeconds is how long a replay took; 0 for an analysis.
 	WallSeconds float64 `json:"wall_seconds,omitempty"`
+	// Speed is a replay's pace against the original; 0 is as fast as
+	// possible, the only pace whose rate measures the target's capacity.
+	Speed float64 `json:"speed"`
+	// ClientCPUSeconds is the CPU a replay's own process used; 0 when
+	// the platform does not tell.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
+	// TargetLocal: a replay's target was on the replayer's machine, so
+	// the two competed for its CPU.
+	TargetLocal bool `json:"target_local,omitempty"`
 
 	Statements struct {
 		Total  int64 `json:"total"`

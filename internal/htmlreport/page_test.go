@@ -154,3 +154,48 @@ func TestComparisonPageLayout(t *testing.T) {
 		t.Errorf("verdict %+v", p.Verdict)
 	}
 }
+
+// TestSharedCPUCaveat: the verdict box carries the comparison's caveat
+// that a speed-0 replay on the target's machine undersells its rate, and
+// only then.
+func TestSharedCPUCaveat(t *testing.T) {
+	tests := []struct {
+		name  string
+		speed float64
+		local bool
+		want  bool
+	}{
+		{"speed 0, local", 0, true, true},
+		{"speed 0, remote", 0, false, false},
+		{"speed 1, local", 1, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := synthRun(t, "replay", 1, false, synthQueries...)
+			cand := synthRun(t, "replay", 2, false, synthQueries...)
+			base.Speed = 1
+			cand.Speed, cand.TargetLocal, cand.WallSeconds, cand.ClientCPUSeconds = tt.speed, tt.local, 60, 45
+			rep, err := compare.Compare(base, cand, compare.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := Write(&buf, ComparisonPage(rep, ComparisonOptions{})); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			start := strings.Index(out, `id="verdict"`)
+			if start < 0 {
+				t.Fatal("no verdict box in the page")
+			}
+			verdict, _, _ := strings.Cut(out[start:], "</div>")
+			got := strings.Contains(verdict, "<li>replay-2.json replayed at speed 0 on the target")
+			if got != tt.want {
+				t.Errorf("caveat shown %v, want %v; verdict box:\n%s", got, tt.want, verdict)
+			}
+			if tt.want && !strings.Contains(verdict, "45.0 CPU-seconds (0.75 cores on average)") {
+				t.Errorf("the caveat does not state the replayer's CPU:\n%s", verdict)
+			}
+		})
+	}
+}
