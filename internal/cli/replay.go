@@ -511,7 +511,11 @@ func writeReplaySummary(w io.Writer, res *replay.Result) error {
 		b.WriteString("  latency:    client round trips (network and client time included); --target-log gives server-side durations\n")
 	}
 	if res.ClientCPUSeconds > 0 && res.WallSeconds > 0 {
-		fmt.Fprintf(&b, "  client:     the replayer used %.1f CPU-seconds (%.2f cores on average)", res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
+		prec := 1
+		if res.ClientCPUSeconds < 1 {
+			prec = 2 // "0.0" would read as none
+		}
+		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
 		if res.TargetLocal && res.Speed == 0 {
 			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
 		}
