@@ -2,13 +2,11 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -298,31 +296,6 @@ func (s *session) connect() bool {
 	r.c.open.Add(1)
 	r.opts.Observer.SessionOpened()
 	return true
-}
-
-// dial connects, trying again while the server's listen queue is full.
-// A unix socket refuses a connection with EAGAIN instead of queueing it
-// when the postmaster's backlog (at most net.core.somaxconn) is full, as
-// it is when thousands of sessions open within a second: libpq would give
-// up, but the original clients got through, so the replay waits for the
-// postmaster to catch up, until ctx ends.
-func (r *Replayer) dial(ctx context.Context, cfg *pgconn.Config) (*pgconn.PgConn, error) {
-	backoff := time.Millisecond
-	for {
-		conn, err := pgconn.ConnectConfig(ctx, cfg)
-		if err == nil || !errors.Is(err, syscall.EAGAIN) || ctx.Err() != nil {
-			return conn, err
-		}
-		r.c.connectRetries.Add(1)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
-	}
 }
 
 func (s *session) closeConn() {
