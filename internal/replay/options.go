@@ -88,8 +88,10 @@ type Options struct {
 	// so a log that opens many sessions at once does not start late.
 	ConnectAhead time.Duration
 
-	// ConnectTimeout bounds each connection attempt when the target DSN
-	// does not set connect_timeout; zero means 30 s.
+	// ConnectTimeout bounds each session's connecting, when the target
+	// DSN does not set connect_timeout: the attempts, the retries of a
+	// full listen queue and the wait behind other sessions' attempts
+	// (see dial); zero means 30 s.
 	ConnectTimeout time.Duration
 
 	// Multiply replays every original session this many times at once,
