@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	default:
 		b.Fatalf("BENCH_LAYOUT: %q is neither shared nor apart", layout)
 	}
+	var ofT, ofFixed []float64
 	for round := range rounds {
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU float64
 		var res *Result
@@ -134,7 +136,21 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
 			layout, round+1, txPerClient, fixed, rate/fixed)
 		b.Logf("%s round %d: replay statements per 500 ms: %v", layout, round+1, tl.buckets())
+		ofT, ofFixed = append(ofT, rate/base), append(ofFixed, rate/fixed)
 	}
+	// Single rounds move by several percent: the median is the figure
+	// to compare from run to run.
+	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T, %.2f of pgbench -t",
+		layout, rounds, median(ofT), median(ofFixed))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // settle vacuums the tables pgbench updates, empties its history and
