@@ -39,9 +39,9 @@ func pinApart(b *testing.B, c *pgcluster.Cluster) func() {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...
-		_, rest, ok := strings.Cut(string(data), ") ")
-		if fields := strings.Fields(rest); ok && len(fields) > 1 && fields[1] == postmaster {
+		// pid (comm) state ppid ...: comm may hold ") " itself.
+		i := strings.LastIndexByte(string(data), ')')
+		if fields := strings.Fields(string(data[i+1:])); i >= 0 && len(fields) > 1 && fields[1] == postmaster {
 			server = append(server, filepath.Base(filepath.Dir(f)))
 		}
 	}
