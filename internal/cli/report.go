@@ -47,7 +47,10 @@ report summarizes it without comparing.
 Latency must be compared like with like: durations from a server log are
 server-side, a replay's client round trips are not. Each result says which
 it holds (latency_source); report refuses to compare different sources
-unless --allow-mixed-latency is given, and then flags every ratio.
+unless --allow-mixed-latency is given, and then flags every ratio. A replay
+run with --target-log also kept its client round trips: the summary, page
+and JSON show them beside that run's server-side time (the network and
+client overhead), never compared between runs nor judged.
 
 A query with fewer than --min-calls timed calls in either run is listed as
 "too few calls" and never called a regression. Regressions are ranked by

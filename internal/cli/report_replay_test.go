@@ -104,4 +104,110 @@ func TestReportOnReplays(t *testing.T) {
 	}
 	// Client round trips against server-side durations: refused.
 	run(ExitUsage, "report", path("a.json"), path("client.json"))
+
+	// The --target-log replays kept their client round trips: the report
+	// shows them beside the server-side time, for each such run, and
+	// never for a plain replay or an analysis.
+	heading := "Client round trips vs server time on the "
+	if !strings.Contains(stdout, heading+"candidate replay "+path("fast.json")) {
+		t.Errorf("the speed-0 --target-log replay's summary lacks its round trips:\n%s", stdout)
+	}
+	if html := string(readFile(t, path("rep.html"))); !strings.Contains(html, "Client round trips on the replay") ||
+		!strings.Contains(html, `id="round-trips-candidate"`) {
+		t.Error("the HTML report of the --target-log replay lacks the round-trips section")
+	}
+	for _, c := range []struct {
+		args []string
+		want []string // runs with a round-trips table
+	}{
+		{[]string{path("a.json"), path("r1.json")}, []string{"candidate"}},
+		{[]string{path("r1.json"), path("r2.json")}, []string{"baseline", "candidate"}},
+		{[]string{path("r1.json")}, []string{"baseline"}},
+		{[]string{path("client.json")}, nil},
+		{[]string{path("client.json"), path("client.json")}, nil},
+		{[]string{path("a.json")}, nil},
+	} {
+		args := append([]string{"report", "--json", path("rt.json"), "--html", path("rt.html")}, c.args...)
+		code, stdout, stderr := runCLI(ctx, "", args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		var rep struct {
+			Queries []struct {
+				Fingerprint string `json:"fingerprint"`
+				Candidate   *struct {
+					MeanMS float64 `json:"mean_ms"`
+				} `json:"candidate"`
+			} `json:"queries"`
+			ClientRoundTrips []struct {
+				Run          string  `json:"run"`
+				File         string  `json:"file"`
+				Fingerprints int     `json:"fingerprints"`
+				OverheadMS   float64 `json:"overhead_ms"`
+				Queries      []struct {
+					Fingerprint  string  `json:"fingerprint"`
+					Calls        int64   `json:"calls"`
+					ServerMeanMS float64 `json:"server_mean_ms"`
+					ClientMeanMS float64 `json:"client_mean_ms"`
+					OverheadMS   float64 `json:"overhead_ms"`
+				} `json:"queries"`
+			} `json:"client_round_trips"`
+		}
+		if err := json.Unmarshal(readFile(t, path("rt.json")), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var runs []string
+		for _, rt := range rep.ClientRoundTrips {
+			runs = append(runs, rt.Run)
+		}
+		if strings.Join(runs, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%v: round trips for %v, want %v", c.args, runs, c.want)
+		}
+		inText := strings.Contains(stdout, heading)
+		inHTML := strings.Contains(string(readFile(t, path("rt.html"))), "Client round trips on the replay")
+		if inText != (c.want != nil) || inHTML != (c.want != nil) {
+			t.Errorf("%v: round trips in the summary %v, in the HTML %v; want %v\n%s", c.args, inText, inHTML, c.want != nil, stdout)
+		}
+		if len(c.want) == 0 {
+			continue
+		}
+		// The table pairs the result's own figures: server-side from
+		// queries, round trips from client_queries, and a round trip
+		// takes longer than the server's part of it.
+		last := rep.ClientRoundTrips[len(rep.ClientRoundTrips)-1]
+		type row struct {
+			Fingerprint string  `json:"fingerprint"`
+			MeanMS      float64 `json:"mean_ms"`
+		}
+		var res struct {
+			Queries       []row `json:"queries"`
+			ClientQueries []row `json:"client_queries"`
+		}
+		if err := json.Unmarshal(readFile(t, last.File), &res); err != nil {
+			t.Fatal(err)
+		}
+		mean := func(rows []row, fp string) float64 {
+			for _, r := range rows {
+				if r.Fingerprint == fp {
+					return r.MeanMS
+				}
+			}
+			return -1
+		}
+		if last.Fingerprints < 5 || len(last.Queries) < 5 || last.OverheadMS <= 0 {
+			t.Errorf("%v: %s's round trips: %d fingerprints, %d rows, overhead %g ms", c.args, last.Run, last.Fingerprints, len(last.Queries), last.OverheadMS)
+		}
+		for _, q := range last.Queries {
+			if q.Calls == 0 || q.ServerMeanMS != mean(res.Queries, q.Fingerprint) || q.ClientMeanMS != mean(res.ClientQueries, q.Fingerprint) {
+				t.Errorf("%v: %s: %d calls, server %g ms (queries %g), client %g ms (client_queries %g)", c.args, q.Fingerprint, q.Calls,
+					q.ServerMeanMS, mean(res.Queries, q.Fingerprint), q.ClientMeanMS, mean(res.ClientQueries, q.Fingerprint))
+			}
+		}
+		// The comparison itself stays server-side.
+		for _, q := range rep.Queries {
+			if q.Candidate != nil && len(c.args) == 2 && q.Candidate.MeanMS != mean(res.Queries, q.Fingerprint) {
+				t.Errorf("%v: %s compared at %g ms, not its server-side %g ms", c.args, q.Fingerprint, q.Candidate.MeanMS, mean(res.Queries, q.Fingerprint))
+			}
+		}
+	}
 }

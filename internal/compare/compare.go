@@ -210,6 +210,9 @@ type Report struct {
 	OnlyBaseline           []string    `json:"only_baseline"`
 	OnlyCandidate          []string    `json:"only_candidate"`
 	TooFewCalls            []string    `json:"too_few_calls"`
+	// ClientRoundTrips are, per replay run that kept them, its client
+	// round trips beside its server-side time: context, never judged.
+	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
 }
 
 // Query returns the diff of fingerprint fp, or nil.
@@ -292,6 +295,7 @@ func Summarize(r *Run) *Report {
 	}
 	rep.Verdict = Verdict{Status: "summary", Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
 		r.Name, r.Statements.Total, len(r.Queries))}
+	rep.addRoundTrips(r)
 	rep.fillEmpty()
 	return rep
 }
@@ -368,6 +372,7 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	rep.rank()
 	rep.NewErrors = newErrors(base, cand)
 	rep.verdict()
+	rep.addRoundTrips(base, cand)
 	rep.fillEmpty()
 	return rep, nil
 }

@@ -14,6 +14,10 @@
 // without it is server_log for kind "analysis" and client for kind
 // "replay"). Compare refuses two different sources unless
 // Options.AllowMixedLatency is set, and then marks every ratio as mixed.
+// A replay that read the target's log keeps its client round trips
+// (client_queries) beside its server-side queries; the report shows them
+// against the server time of the same run (RoundTrips), as the client-side
+// overhead of the setup, and never compares or judges them.
 //
 // # Beyond noise
 //

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -205,6 +206,16 @@ func FormatMS(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'f', 3, 64)
 	}
+}
+
+// FormatSignedMS formats a difference in ms with its sign: "+0.158",
+// "-1.20"; what rounds to zero is "+0.000", never "-0.000".
+func FormatSignedMS(v float64) string {
+	s := FormatMS(math.Abs(v))
+	if v < 0 && strings.Trim(s, "0.") != "" {
+		return "-" + s
+	}
+	return "+" + s
 }
 
 // FormatTotal formats a total time given in ms: "850 ms", "14.75 s".

@@ -65,6 +65,10 @@ type Run struct {
 	FirstTime string        `json:"first_time,omitempty"`
 	LastTime  string        `json:"last_time,omitempty"`
 	Queries   []Query       `json:"queries"`
+	// ClientQueries are a replay's client round trips when Queries are
+	// server-side (replay --target-log); shown beside them, never
+	// compared (see RoundTrips).
+	ClientQueries []querystats.Row `json:"client_queries,omitempty"`
 	// Timeline is optional: per-bucket calls and p95 over the run.
 	Timeline *Timeline `json:"timeline,omitempty"`
 }

@@ -27,6 +27,7 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 	}
 	if rep.Candidate == nil {
 		writeSummaryTop(ew, rep, top)
+		writeRoundTrips(ew, rep, top)
 		ew.printf("\n%s\n", rep.Verdict.Line)
 		return ew.err
 	}
@@ -40,6 +41,7 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 	}
 	writeList(ew, rep, "Regressions by time added", rep.RegressionsByAddedTime, top, regHead, regRow)
 	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {
 		t := [][]string{{"baseline", "candidate", "sqlstate", "queries"}}
 		for _, e := range rep.NewErrors {
@@ -121,6 +123,35 @@ func writeList(ew *errWriter, rep *Report, title string, fps []string, top int, 
 	// Figures right-aligned, the two text columns (fingerprint, query)
 	// left-aligned.
 	writeTable(ew, "  ", t, len(head)-2)
+}
+
+// writeRoundTrips writes each replay's client round trips beside its
+// server-side time, saying they are context and not a judgement.
+func writeRoundTrips(ew *errWriter, rep *Report, top int) {
+	if top <= 0 {
+		return
+	}
+	for _, rt := range rep.ClientRoundTrips {
+		n := min(top, len(rt.Queries))
+		more := ""
+		if n < rt.Fingerprints {
+			more = fmt.Sprintf(" (top %d of %d by server time)", n, rt.Fingerprints)
+		}
+		run := ""
+		if rep.Candidate != nil {
+			run = rt.Run + " "
+		}
+		ew.printf("\nClient round trips vs server time on the %sreplay %s%s\n", run, rt.File, more)
+		ew.printf("  client-side: overhead = client round trip - server time (network, client); not compared, not a regression\n")
+		ew.printf("  all %d queries: server mean %s ms, client round trip mean %s ms, overhead %s ms per call\n",
+			rt.Fingerprints, FormatMS(rt.ServerMeanMS), FormatMS(rt.ClientMeanMS), FormatSignedMS(rt.OverheadMS))
+		t := [][]string{{"calls", "server mean ms", "server p95 ms", "client mean ms", "client p95 ms", "overhead ms", "fingerprint", "query"}}
+		for _, q := range rt.Queries[:n] {
+			t = append(t, []string{strconv.FormatInt(q.Calls, 10), FormatMS(q.ServerMeanMS), FormatMS(q.ServerP95MS),
+				FormatMS(q.ClientMeanMS), FormatMS(q.ClientP95MS), FormatSignedMS(q.OverheadMS), q.Fingerprint, oneLine(q.Query, queryWidth)})
+		}
+		writeTable(ew, "  ", t, len(t[0])-2)
+	}
 }
 
 func fmtSigned(ms float64) string {

@@ -27,8 +27,8 @@ type ComparisonOptions struct {
 // ComparisonPage lays a comparison (or a one-run summary) out as a page:
 // the verdict and the worst regressions, both runs' throughput and
 // latency, distributions of the top queries, the timeline when the results
-// carry one, errors and queries seen in one run only, and the table of all
-// queries. Callers may append their own sections to the page it returns.
+// carry one, errors and queries seen in one run only, a replay's client
+// round trips when it kept them, and the table of all queries. Callers may append their own sections to the page it returns.
 func ComparisonPage(rep *compare.Report, opts ComparisonOptions) Page {
 	if opts.Top <= 0 {
 		opts.Top = 6
@@ -55,6 +55,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) Page {
 	p.Sections = append(p.Sections, distributionSection(rep, opts.Top))
 	if !one {
 		p.Sections = append(p.Sections, errorsSection(rep))
+	}
+	if s, ok := roundTripsSection(rep); ok {
+		p.Sections = append(p.Sections, s)
 	}
 	p.Sections = append(p.Sections, queriesSection(rep))
 	return p

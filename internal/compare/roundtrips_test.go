@@ -1,0 +1,207 @@
+package compare
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// row is a query row with round figures: n timed calls of meanMS each,
+// p95 at p95MS.
+func row(fp string, n int64, meanMS, p95MS float64) map[string]any {
+	return map[string]any{"fingerprint": fp, "query": "SELECT " + fp, "calls": n, "timed_calls": n,
+		"total_ms": float64(n) * meanMS, "mean_ms": meanMS, "p50_ms": meanMS, "p95_ms": p95MS, "p99_ms": p95MS, "max_ms": p95MS}
+}
+
+// replayRun is a replay result: server-side queries when client is set
+// (replay --target-log), client round trips otherwise.
+func replayRun(t *testing.T, name string, extra map[string]any, queries []map[string]any, client []map[string]any) *Run {
+	t.Helper()
+	res := map[string]any{"kind": "replay", "speed": 1, "wall_seconds": 10, "statements": map[string]int64{"total": 1000},
+		"queries": queries}
+	if client != nil {
+		res["latency_source"], res["client_queries"] = "server_log", client
+	}
+	for k, v := range extra {
+		res[k] = v
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Parse(b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var (
+	serverRows = []map[string]any{row("busy", 500, 0.2, 0.4), row("slow", 20, 10, 14), row("rare", 3, 1, 1),
+		row("serveronly", 50, 1, 2), {"fingerprint": "untimed", "query": "SELECT 0", "calls": 9}}
+	clientRows = []map[string]any{row("busy", 500, 0.7, 1.5), row("slow", 20, 10.5, 15), row("rare", 3, 0.99, 1),
+		row("clientonly", 50, 1, 2), row("untimed", 9, 1, 1)}
+)
+
+// TestRoundTrips: a replay that kept its client round trips beside
+// server-side queries shows them per fingerprint timed on both sides,
+// costliest server-side first; anything else shows none.
+func TestRoundTrips(t *testing.T) {
+	tests := []struct {
+		name string
+		run  *Run
+		want []RoundTrip // nil: no RoundTrips
+	}{
+		{"target-log replay", replayRun(t, "r.json", nil, serverRows, clientRows), []RoundTrip{
+			{Fingerprint: "busy", Query: "SELECT busy", Calls: 500, ClientCalls: 500, ServerTotalMS: 100, ServerMeanMS: 0.2, ServerP95MS: 0.4, ClientMeanMS: 0.7, ClientP95MS: 1.5, OverheadMS: 0.5},
+			{Fingerprint: "slow", Query: "SELECT slow", Calls: 20, ClientCalls: 20, ServerTotalMS: 200, ServerMeanMS: 10, ServerP95MS: 14, ClientMeanMS: 10.5, ClientP95MS: 15, OverheadMS: 0.5},
+			{Fingerprint: "rare", Query: "SELECT rare", Calls: 3, ClientCalls: 3, ServerTotalMS: 3, ServerMeanMS: 1, ServerP95MS: 1, ClientMeanMS: 0.99, ClientP95MS: 1, OverheadMS: -0.01},
+		}},
+		{"plain replay (client round trips are its queries)", replayRun(t, "r.json", nil, clientRows, nil), nil},
+		{"client latency with client_queries", replayRun(t, "r.json", map[string]any{"latency_source": "client"}, serverRows, clientRows), nil},
+		{"empty client_queries", replayRun(t, "r.json", map[string]any{"client_queries": []any{}}, serverRows, clientRows), nil},
+		{"no fingerprint on both sides", replayRun(t, "r.json", nil, serverRows[3:4], clientRows[3:4]), nil},
+		{"analysis", makeRun(t, "analysis", false, 1, q{fp: "a", n: 100, meanUS: 1000}), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Summarize(tt.run)
+			if tt.want == nil {
+				if rep.ClientRoundTrips != nil {
+					t.Errorf("round trips %+v, want none", rep.ClientRoundTrips)
+				}
+				return
+			}
+			if len(rep.ClientRoundTrips) != 1 {
+				t.Fatalf("%d round-trip tables, want 1", len(rep.ClientRoundTrips))
+			}
+			rt := rep.ClientRoundTrips[0]
+			// slow costs 200 ms server-side, busy 100: slow first.
+			tt.want[0], tt.want[1] = tt.want[1], tt.want[0]
+			for i := range rt.Queries {
+				rt.Queries[i].OverheadMS = round6(rt.Queries[i].OverheadMS)
+			}
+			if !reflect.DeepEqual(rt.Queries, tt.want) {
+				t.Errorf("rows\n%+v\nwant\n%+v", rt.Queries, tt.want)
+			}
+			// (100+200+3) ms over 523 calls, (350+210+2.97) over 523.
+			if rt.Run != "baseline" || rt.File != "r.json" || rt.Fingerprints != 3 ||
+				round6(rt.ServerMeanMS) != round6(303.0/523) || round6(rt.ClientMeanMS) != round6(562.97/523) ||
+				round6(rt.OverheadMS) != round6(259.97/523) {
+				t.Errorf("table %+v", rt)
+			}
+		})
+	}
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// TestRoundTripsNeverCompared: client round trips, however slow, change
+// nothing in the comparison; each run that kept them gets its own table,
+// capped at RoundTripsTop.
+func TestRoundTripsNeverCompared(t *testing.T) {
+	var many, slowClient []map[string]any
+	for i := range RoundTripsTop + 5 {
+		many = append(many, row(fmt.Sprintf("q%02d", i), 100, float64(i+1), float64(2*i+2)))
+		slowClient = append(slowClient, row(fmt.Sprintf("q%02d", i), 100, float64(100*(i+1)), float64(200*i+200)))
+	}
+	base := replayRun(t, "b.json", nil, many, nil)
+	base.LatencySource = LatencyServerLog
+	plain := replayRun(t, "c.json", nil, many, nil)
+	plain.LatencySource = LatencyServerLog
+	withClient := replayRun(t, "c.json", nil, many, slowClient)
+	rules, err := ParseRules([]string{"mean>+10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Compare(base, plain, Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Compare(base, withClient, Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Queries, want.Queries) || !reflect.DeepEqual(got.Verdict, want.Verdict) || got.Candidate.MeanMS != want.Candidate.MeanMS {
+		t.Errorf("client round trips changed the comparison: verdict %+v, want %+v", got.Verdict, want.Verdict)
+	}
+	if got.Verdict.Status != "pass" || want.ClientRoundTrips != nil {
+		t.Errorf("verdict %+v, round trips without client_queries %+v", got.Verdict, want.ClientRoundTrips)
+	}
+	if len(got.ClientRoundTrips) != 1 {
+		t.Fatalf("%d round-trip tables, want 1 (the candidate's)", len(got.ClientRoundTrips))
+	}
+	rt := got.ClientRoundTrips[0]
+	if rt.Run != "candidate" || rt.Fingerprints != RoundTripsTop+5 || len(rt.Queries) != RoundTripsTop || rt.Queries[0].Fingerprint != "q24" {
+		t.Errorf("candidate's table: run %s, %d fingerprints, %d rows, first %s", rt.Run, rt.Fingerprints, len(rt.Queries), rt.Queries[0].Fingerprint)
+	}
+
+	both, err := Compare(withClient, withClient, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, rt := range both.ClientRoundTrips {
+		runs = append(runs, rt.Run)
+	}
+	if !reflect.DeepEqual(runs, []string{"baseline", "candidate"}) {
+		t.Errorf("two replays with round trips: tables for %v", runs)
+	}
+}
+
+// TestRoundTripsText: the summary prints the table after the regressions,
+// under a heading that says what it is, capped at top; see
+// testdata/roundtrips.golden (go test -update rewrites it).
+func TestRoundTripsText(t *testing.T) {
+	base := replayRun(t, "base.json", nil, serverRows, nil)
+	base.LatencySource = LatencyServerLog
+	// slow regressed server-side: its typical call is beyond the
+	// baseline's p95.
+	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
+	slowerClient := append([]map[string]any{row("slow", 20, 30.8, 41)}, clientRows[0], clientRows[2], clientRows[3], clientRows[4])
+	cand := replayRun(t, "cand.json", nil, slower, slowerClient)
+	rep, err := Compare(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, rep, 2); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "roundtrips.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("text differs from %s:\n%s", golden, b.String())
+	}
+
+	// Nothing about round trips for a replay without them, nor with
+	// --top 0.
+	for _, c := range []struct {
+		rep *Report
+		top int
+	}{{Summarize(base), 10}, {rep, 0}} {
+		b.Reset()
+		if err := WriteText(&b, c.rep, c.top); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "round trip") {
+			t.Errorf("top %d: round trips shown:\n%s", c.top, b.String())
+		}
+	}
+}
