@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -348,21 +349,9 @@ func TestMinEffectMS(t *testing.T) {
 func TestSharedCPUWarning(t *testing.T) {
 	replay := func(name string, extra map[string]any) *Run {
 		t.Helper()
-		res := map[string]any{"kind": "replay", "wall_seconds": 10, "statements": map[string]int64{"total": 5000},
-			"queries": []map[string]any{{"fingerprint": "a", "query": "SELECT 1", "calls": 5000, "timed_calls": 5000,
-				"total_ms": 500, "mean_ms": 0.1, "p50_ms": 0.1, "p95_ms": 0.1, "p99_ms": 0.1, "max_ms": 0.1}}}
-		for k, v := range extra {
-			res[k] = v
-		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Parse(b, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		extra = maps.Clone(extra)
+		extra["statements"] = map[string]int64{"total": 5000}
+		return replayRun(t, name, extra, []map[string]any{row("a", 5000, 0.1, 0.1)}, nil)
 	}
 	tests := []struct {
 		name  string
