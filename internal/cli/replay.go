@@ -21,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newReplayCmd) }
@@ -223,8 +224,11 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err := writeReplaySummary(summaryOut, res); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	out := replayOutput{Result: res, Evidence: evidence}
+	out := replayOutput{Result: res}
 	if evidence != nil {
+		if res.Evidence, err = json.Marshal(evidence); err != nil {
+			return fmt.Errorf("write evidence: %w", err)
+		}
 		fmt.Fprintln(summaryOut)
 		if err := observe.WriteText(summaryOut, evidence, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
@@ -259,7 +263,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 // replayVerdict fails a replay that did not test what it should: sessions
 // that could not connect (the wrong target, a missing database or role),
 // or a target failing more than the original did.
-func replayVerdict(res *replay.Result, maxErrorRate float64) error {
+func replayVerdict(res *results.Result, maxErrorRate float64) error {
 	if res.Sessions.ConnectFailed > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
@@ -435,23 +439,14 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 // replayOutput is what replay --json writes: the result, and its findings
 // under "findings".
 type replayOutput struct {
-	*replay.Result
-	Findings *findings.Report  `json:"findings,omitempty"`
-	Evidence *observe.Evidence `json:"evidence,omitempty"`
+	*results.Result
+	Findings *findings.Report `json:"findings,omitempty"`
 }
 
 // replayFindings names the traps of the replayed workload as the target
 // ran it, with the target's catalog when dsn is given.
-func replayFindings(ctx context.Context, res *replay.Result, dsn string) (*findings.Report, error) {
-	data, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	w, err := findings.ParseResult(data, "replay")
-	if err != nil {
-		return nil, err
-	}
-	in := findings.Input{Workload: w}
+func replayFindings(ctx context.Context, res *results.Result, dsn string) (*findings.Report, error) {
+	in := findings.Input{Workload: findings.FromResult(res)}
 	closeConn, err := connectFindings(ctx, dsn, false, &in)
 	if err != nil {
 		return nil, err
@@ -460,7 +455,7 @@ func replayFindings(ctx context.Context, res *replay.Result, dsn string) (*findi
 	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
-func writeReplaySummary(w io.Writer, res *replay.Result) error {
+func writeReplaySummary(w io.Writer, res *results.Result) error {
 	var b strings.Builder
 	title := "Replay"
 	if res.DryRun {
@@ -470,7 +465,7 @@ func writeReplaySummary(w io.Writer, res *replay.Result) error {
 		title += " (PARTIAL: interrupted)"
 	}
 	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
-	if res.FirstTime != "" {
+	if res.FirstTime != 0 {
 		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
 	}
 	s := res.Statements

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,12 +16,13 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // runReplay runs "pgrehearse replay" with args and returns its exit code,
 // output and JSON result (nil if none was written).
-func runReplay(t *testing.T, args ...string) (int, string, *replay.Result) {
+func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "replay.json")
 	var stdout, stderr bytes.Buffer
@@ -34,15 +34,15 @@ func runReplay(t *testing.T, args ...string) (int, string, *replay.Result) {
 	if err != nil {
 		return code, text, nil
 	}
-	var res replay.Result
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := results.Decode(b, out)
+	if err != nil {
 		t.Fatal(err)
 	}
 	s := res.Statements
 	if s.Total != s.Executed+s.Failed+s.SkippedTotal() {
 		t.Errorf("statements: total %d != executed %d + failed %d + skipped %d", s.Total, s.Executed, s.Failed, s.SkippedTotal())
 	}
-	return code, text, &res
+	return code, text, res
 }
 
 // TestReplayMatchesPgStatStatements is the replay's acceptance test. The
@@ -129,6 +129,18 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	if res.Sessions.ConnectFailed != 0 || res.Sessions.Total < 10 {
 		t.Errorf("sessions %+v", res.Sessions)
+	}
+	// Every statement that completed on the target gave its rows. The
+	// statements after a failure in a string of several count as
+	// executed (as analyze counts them) but gave no rows: at most one per
+	// failed string.
+	var rowsCalls, rows int64
+	for _, q := range res.Queries {
+		rowsCalls += q.RowsCalls
+		rows += q.Rows
+	}
+	if ex := res.Statements.Executed; rowsCalls > ex || rowsCalls < ex-res.Statements.Failed || rows == 0 {
+		t.Errorf("rows known for %d calls (%d rows), want about the %d executed", rowsCalls, rows, ex)
 	}
 	// The original's failures fail on B too, and nothing else does.
 	if o := res.Outcomes; o.OriginalFailed == 0 || o.BothFailed != o.OriginalFailed || o.FailedOnlyOnTarget != 0 {

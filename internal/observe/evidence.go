@@ -249,15 +249,28 @@ type Sampling struct {
 // observe's own) carries under "evidence", or nil when it has none.
 func FromResult(data []byte) (*Evidence, error) {
 	var wrap struct {
-		Evidence *Evidence `json:"evidence"`
+		Evidence json.RawMessage `json:"evidence"`
 	}
 	if err := json.Unmarshal(data, &wrap); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
-	if wrap.Evidence != nil && wrap.Evidence.Version != Version {
-		return nil, fmt.Errorf("evidence: version %d, this pgrehearse reads %d", wrap.Evidence.Version, Version)
+	return Decode(wrap.Evidence)
+}
+
+// Decode reads evidence as a result carries it (results.Result.Evidence);
+// nil for none.
+func Decode(data json.RawMessage) (*Evidence, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
 	}
-	return wrap.Evidence, nil
+	var ev Evidence
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, fmt.Errorf("evidence: %w", err)
+	}
+	if ev.Version != Version {
+		return nil, fmt.Errorf("evidence: version %d, this pgrehearse reads %d", ev.Version, Version)
+	}
+	return &ev, nil
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

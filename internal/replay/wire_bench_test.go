@@ -15,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -84,7 +85,7 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 }
 
 // replayLogHard is replayLog with a hard context.
-func replayLogHard(b testing.TB, path string, hard context.Context, opts Options) *Result {
+func replayLogHard(b testing.TB, path string, hard context.Context, opts Options) *results.Result {
 	r, err := New(opts)
 	if err != nil {
 		b.Fatal(err)

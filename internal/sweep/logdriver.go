@@ -21,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Log drives a step by replaying a captured server log with
@@ -561,7 +562,7 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
-func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *logObserver) (*replay.Result, error) {
+func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *logObserver) (*results.Result, error) {
 	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
 	if err != nil {
 		return nil, err
