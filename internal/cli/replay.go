@@ -47,6 +47,7 @@ type replayFlags struct {
 	targetLogs       []string
 	targetLogPrefix  string
 	observe          observeFlags
+	skipPreflight    bool
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -92,6 +93,13 @@ each other. The target needs log_min_duration_statement = 0, a
 log_line_prefix with %p and %c, and lc_messages = 'C'; the replay fails when
 its log does not have them.
 
+Before the schedule starts, a pre-flight connects as every user and database
+the log will use (after the maps and filters; the logs' first seconds of
+reading when they are large) and runs SELECT 1, and with --target-log or
+--observe as the target DSN's own user; it fails within seconds, saying what
+to do for each login refused (a wrong host or port, a password or pg_hba.conf,
+a missing role or database). --skip-preflight turns it off.
+
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than
 --max-error-rate percentage points. Ctrl-C stops issuing statements and lets
@@ -128,6 +136,7 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	addObserveFlags(fl, &f.observe)
 	return cmd
 }
@@ -197,6 +206,11 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		cancelHard()
 	}()
 
+	if !f.dryRun && !f.skipPreflight {
+		if err := preflight(ctx, stdio, r, f, paths); err != nil {
+			return err
+		}
+	}
 	var tlogs *targetLogs
 	if len(f.targetLogs) > 0 {
 		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)

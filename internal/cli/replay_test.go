@@ -223,9 +223,15 @@ func TestReplayRightTarget(t *testing.T) {
 		t.Errorf("sessions ran as %q, want %q", got, want)
 	}
 
-	// A database missing on the target: exit 1, saying which.
+	// A database missing on the target: exit 1, saying which, before
+	// anything runs; and without the pre-flight, after the replay, with
+	// the sessions that could not connect counted.
 	log = writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1"}, {"u1", "gone_db", "SELECT 1", "SELECT 2"}})
 	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitFailure || !strings.Contains(out, `database "gone_db": database does not exist`) || res != nil {
+		t.Errorf("exit %d, want %d with a pre-flight message naming gone_db and no result:\n%s", code, ExitFailure, out)
+	}
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--skip-preflight", log)
 	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") {
 		t.Errorf("exit %d, want %d with a message naming gone_db:\n%s", code, ExitFailure, out)
 	}
