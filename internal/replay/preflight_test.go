@@ -53,7 +53,7 @@ func TestRedactDSN(t *testing.T) {
 		"cannot parse `host=x password=secret port=1`: bad":      "cannot parse `host=x password=xxxxx port=1`: bad",
 		"cannot parse `host=x password='se cret' port=1`":        "cannot parse `host=x password=xxxxx port=1`",
 		"dial postgres://app:secret@db.example:5432/shop failed": "dial postgres://app:xxxxx@db.example:5432/shop failed",
-		"nothing to hide":                                        "nothing to hide",
+		"nothing to hide": "nothing to hide",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
