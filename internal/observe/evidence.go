@@ -290,14 +290,11 @@ func (r *resolver) key(qk queryKey) fingerprint.Item {
 	}
 	var it fingerprint.Item
 	if text, ok := r.texts[qk]; ok {
+		// The parser's normalized text, not the server's: the server
+		// keeps the constants of utility statements (ALTER ROLE ...
+		// PASSWORD '...'), which must not be printed.
 		if items := fingerprint.Compute(text); len(items) > 0 {
 			it = items[0]
-			// The server's normalized text reads better than the
-			// parser's for a query that has several statements: it
-			// is one of them already.
-			if len(items) == 1 {
-				it.Query = text
-			}
 		}
 	}
 	if it.Fingerprint == "" {

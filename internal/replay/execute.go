@@ -8,6 +8,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/redact"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -284,7 +285,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		if e := sh.samples[key]; e != nil {
 			e.Count++
 		} else {
-			sh.samples[key] = &results.ErrorSample{SQLState: te.code, Fingerprint: last.Fingerprint, Query: last.Query, Message: te.message, Count: 1}
+			sh.samples[key] = &results.ErrorSample{SQLState: te.code, Fingerprint: last.Fingerprint, Query: last.Query, Message: redact.Message(te.message), Count: 1}
 		}
 	}
 	sh.mu.Unlock()
