@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,7 @@ type reportFlags struct {
 	evidence    string
 	minCalls    int64
 	allowMixed  bool
+	allowPart   bool
 }
 
 func newReportCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -51,6 +53,13 @@ unless --allow-mixed-latency is given, and then flags every ratio. A replay
 run with --target-log also kept its client round trips: the summary, page
 and JSON show them beside that run's server-side time (the network and
 client overhead), never compared between runs nor judged.
+
+A candidate that cannot be judged is refused (exit 5): a result that was
+interrupted or is incomplete (a replay that lost more than its --max-lost of
+statements), one with no statement, or a candidate that measured less than
+90% of the baseline's statements over the same log time range (read from the
+baseline's timeline). --allow-partial compares anyway, and its verdict is then
+"NOT JUDGED, INCOMPLETE", never a pass.
 
 A query with fewer than --min-calls timed calls in either run is listed as
 "too few calls" and never called a regression. Regressions are ranked by
@@ -82,6 +91,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
+	fl.BoolVar(&f.allowPart, "allow-partial", false, "compare results that are incomplete, interrupted or much smaller than the baseline; the verdict is then never a pass")
 	return cmd
 }
 
@@ -122,10 +132,15 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		rep = compare.Summarize(runs[0])
 	} else {
 		rep, err = compare.Compare(runs[0], runs[1], compare.Options{
-			MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, Rules: rules,
+			MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
 		})
 		if errors.Is(err, compare.ErrMixedLatency) {
 			return &exitError{code: ExitUsage, err: err}
+		}
+		var inc *compare.IncompleteError
+		if errors.As(err, &inc) {
+			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the candidate cannot be judged:\n  %s\n"+
+				"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(inc.Reasons, "\n  "))}
 		}
 		if err != nil {
 			return err
@@ -198,7 +213,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
 		}
 	}
-	if rep.Verdict.Status == "fail" {
+	if rep.Verdict.Status == compare.VerdictFail {
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	}
 	return nil

@@ -123,7 +123,7 @@ func TestReportFindsDroppedIndex(t *testing.T) {
 
 	// The same log analyzed twice: nothing can differ.
 	code, stdout, stderr = runCLI(context.Background(), "", "report", base, base2, "--fail-on", "p95>+20%,mean>+5%,errors>+0pp")
-	if code != ExitOK || !strings.Contains(stdout, "PASS: no --fail-on rule broken; 0 significant regressions") {
+	if code != ExitOK || !strings.Contains(stdout, "PASS: no rule broken; 0 significant regressions") {
 		t.Errorf("same log twice: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
@@ -163,10 +163,10 @@ func TestReportExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"one file summarizes", []string{base}, ExitOK, "one result: nothing compared", ""},
-		{"slower without rules passes", []string{base, slow}, ExitOK, "PASS (no --fail-on rule): 1 significant regression", ""},
+		{"slower without rules passes", []string{base, slow}, ExitOK, "REGRESSIONS (no rule to fail on): 1 significant regression", ""},
 		{"rule broken", []string{base, slow, "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
-		{"rule not broken", []string{base, slow, "--fail-on", "mean>+250%"}, ExitOK, "PASS: no --fail-on rule broken", ""},
-		{"repeated and comma rules", []string{base, slow, "--fail-on", "p99>+500%", "--fail-on", "errors>+1pp,p95>+100ms"}, ExitOK, "PASS", ""},
+		{"rule not broken", []string{base, slow, "--fail-on", "mean>+250%"}, ExitOK, "REGRESSIONS, no rule broken", ""},
+		{"repeated and comma rules", []string{base, slow, "--fail-on", "p99>+500%", "--fail-on", "errors>+1pp,p95>+100ms"}, ExitOK, "REGRESSIONS, no rule broken", ""},
 		{"mixed latency refused", []string{base, replay}, ExitUsage, "", "--allow-mixed-latency"},
 		{"mixed latency allowed and flagged", []string{base, replay, "--allow-mixed-latency"}, ExitOK, "MIXED LATENCY", ""},
 		{"server-side replay compares", []string{base, replayServer, "--fail-on", "p95>+20%"}, ExitOK, "PASS", ""},
@@ -199,12 +199,12 @@ func TestReportJSONToStdout(t *testing.T) {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
 	}
 	for _, k := range []string{"kind", "verdict", "baseline", "candidate", "queries", "regressions_by_added_time",
-		"regressions_by_factor", "new_errors", "only_baseline", "only_candidate", "too_few_calls", "rules", "settings"} {
+		"regressions_by_factor", "new_errors", "only_baseline", "only_candidate", "too_few_calls", "small_changes", "rules", "settings"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if !strings.Contains(stderr, "PASS") {
+	if !strings.Contains(stderr, "REGRESSIONS (no rule to fail on)") {
 		t.Errorf("the summary did not go to stderr: %q", stderr)
 	}
 	if got := m["regressions_by_factor"].([]any); len(got) != 1 || got[0] != "abc" {

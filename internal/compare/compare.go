@@ -30,6 +30,10 @@ type Options struct {
 	// AllowMixedLatency compares results of different latency sources
 	// instead of refusing; every ratio is then marked mixed.
 	AllowMixedLatency bool
+	// AllowIncomplete compares results that cannot be judged (see
+	// ErrIncomplete) instead of refusing; the verdict is then never a
+	// pass.
+	AllowIncomplete bool
 	// Rules are the --fail-on rules.
 	Rules []Rule
 }
@@ -64,7 +68,8 @@ type Status string
 const (
 	StatusRegressed     Status = "regressed"      // significantly slower, beyond MinEffect
 	StatusImproved      Status = "improved"       // significantly faster, beyond MinEffect
-	StatusUnchanged     Status = "unchanged"      // within noise or below MinEffect
+	StatusUnchanged     Status = "unchanged"      // within noise
+	StatusSmallChange   Status = "small_change"   // beyond noise, but by less than MinEffect or MinEffectMS
 	StatusTooFewCalls   Status = "too_few_calls"  // fewer than MinCalls timed calls in a run
 	StatusOnlyBaseline  Status = "only_baseline"  // not seen in the candidate
 	StatusOnlyCandidate Status = "only_candidate" // not seen in the baseline
@@ -176,12 +181,31 @@ type ErrorDiff struct {
 	Fingerprints []string `json:"fingerprints,omitempty"`
 }
 
+// VerdictStatus is the outcome of a report.
+type VerdictStatus string
+
+// Verdict statuses.
+const (
+	// VerdictPass: no rule broken and no significant regression.
+	VerdictPass VerdictStatus = "pass"
+	// VerdictRegressions: no rule broken (or none given), but some
+	// queries regressed significantly: not a pass to show in green.
+	VerdictRegressions VerdictStatus = "regressions"
+	// VerdictFail: a --fail-on rule is broken.
+	VerdictFail VerdictStatus = "fail"
+	// VerdictIncomplete: a result is incomplete, interrupted or much
+	// smaller than the other, and the comparison was allowed anyway:
+	// its figures are not a verdict on the candidate.
+	VerdictIncomplete VerdictStatus = "incomplete"
+	// VerdictSummary: one result, nothing compared.
+	VerdictSummary VerdictStatus = "summary"
+)
+
 // Verdict is the outcome in one line.
 type Verdict struct {
-	// Status is "pass", "fail" or "summary" (one run).
-	Status string   `json:"status"`
-	Line   string   `json:"line"`
-	Broken []Broken `json:"broken,omitempty"`
+	Status VerdictStatus `json:"status"`
+	Line   string        `json:"line"`
+	Broken []Broken      `json:"broken,omitempty"`
 }
 
 // Report is a comparison, or the summary of one run. Its JSON form is the
@@ -195,7 +219,10 @@ type Report struct {
 	Candidate *RunSummary `json:"candidate,omitempty"`
 	// MixedLatency: the runs' latency sources differ (allowed by flag).
 	MixedLatency bool `json:"mixed_latency,omitempty"`
-	Settings     struct {
+	// Incomplete says why the comparison is not a verdict on the
+	// candidate (allowed by Options.AllowIncomplete); see ErrIncomplete.
+	Incomplete []string `json:"incomplete,omitempty"`
+	Settings   struct {
 		MinCalls  int64   `json:"min_calls"`
 		Alpha     float64 `json:"alpha"`
 		MinEffect float64 `json:"min_effect"`
@@ -212,6 +239,9 @@ type Report struct {
 	OnlyBaseline           []string    `json:"only_baseline"`
 	OnlyCandidate          []string    `json:"only_candidate"`
 	TooFewCalls            []string    `json:"too_few_calls"`
+	// SmallChanges are queries that differ beyond noise but by less
+	// than the effect floor: not regressions, said so.
+	SmallChanges []string `json:"small_changes"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
@@ -292,10 +322,13 @@ func Summarize(r *Run) *Report {
 	if r.Partial {
 		rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result")
 	}
+	for _, w := range r.Warnings {
+		rep.Warnings = append(rep.Warnings, r.Name()+": "+w)
+	}
 	if w, ok := sharedCPUWarning(r); ok {
 		rep.Warnings = append(rep.Warnings, w)
 	}
-	rep.Verdict = Verdict{Status: "summary", Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
+	rep.Verdict = Verdict{Status: VerdictSummary, Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
 		r.Name(), r.Statements.Total, len(r.Queries))}
 	rep.addRoundTrips(r)
 	rep.fillEmpty()
@@ -303,7 +336,7 @@ func Summarize(r *Run) *Report {
 }
 
 func (r *Report) fillEmpty() {
-	for _, p := range []*[]string{&r.RegressionsByAddedTime, &r.RegressionsByFactor, &r.OnlyBaseline, &r.OnlyCandidate, &r.TooFewCalls} {
+	for _, p := range []*[]string{&r.RegressionsByAddedTime, &r.RegressionsByFactor, &r.OnlyBaseline, &r.OnlyCandidate, &r.TooFewCalls, &r.SmallChanges} {
 		if *p == nil {
 			*p = []string{}
 		}
@@ -328,7 +361,11 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged",
 			ErrMixedLatency, base.Name(), base.LatencySource, cand.Name(), cand.LatencySource)
 	}
-	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed}
+	why := unjudgeable(base, cand)
+	if len(why) > 0 && !o.AllowIncomplete {
+		return nil, &IncompleteError{Reasons: why}
+	}
+	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why}
 	cs := summarize(cand)
 	rep.Candidate = &cs
 	if rep.Rules == nil {
@@ -343,13 +380,16 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 		if r.Partial {
 			rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result: figures cover only what was read or run")
 		}
+		for _, w := range r.Warnings {
+			rep.Warnings = append(rep.Warnings, r.Name()+": "+w)
+		}
 		if w, ok := sharedCPUWarning(r); ok {
 			rep.Warnings = append(rep.Warnings, w)
 		}
 	}
 	useHist := base.HasHist() && cand.HasHist()
 	if !useHist {
-		rep.Warnings = append(rep.Warnings, "latency histograms missing (analyze --hist writes them): "+
+		rep.Warnings = append(rep.Warnings, "latency histograms missing (a result of an older pgrehearse): "+
 			"significance uses the conservative quantile rule")
 	}
 
@@ -420,23 +460,43 @@ func diffQuery(bq, cq *Query, bSpan, cSpan float64, useHist, mixed bool, o Optio
 	} else {
 		summaryInto(b, c, sig)
 	}
-	grew := max(d.Ratio.Mean, d.Ratio.P50, d.Ratio.P95)
+	d.Status, d.Note = judge(d.Ratio, b, c, sig, o)
 	d.belowMinEffectMS = grewMS(b, c) < o.MinEffectMS
-	shrank := min(nonZero(d.Ratio.Mean), nonZero(d.Ratio.P50), nonZero(d.Ratio.P95))
-	switch {
-	case sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect && grewMS(b, c) >= o.MinEffectMS:
-		d.Status = StatusRegressed
-	case sig.Significant && sig.Direction < 0 && shrank <= 1/(1+o.MinEffect):
-		d.Status = StatusImproved
-	default:
-		d.Status = StatusUnchanged
-		if sig.Significant && sig.Direction > 0 && grew >= 1+o.MinEffect {
-			d.Note = fmt.Sprintf("slower beyond noise, but by less than %g ms", o.MinEffectMS)
-		} else if sig.Significant {
-			d.Note = fmt.Sprintf("different beyond noise, but by less than %.0f%%", o.MinEffect*100)
-		}
-	}
 	return d
+}
+
+// judge labels a query whose latencies were tested. The label must agree
+// with the figures shown beside it: a query whose mean or p95 got slower
+// beyond the effect floor is a regression even when its typical call got
+// faster (a slower tail is what users feel), and improved only when no
+// figure got worse.
+func judge(r *Ratios, b, c *Figures, sig *Significance, o Options) (Status, string) {
+	if !sig.Significant {
+		return StatusUnchanged, ""
+	}
+	floor := 1 + o.MinEffect
+	grew := max(r.Mean, r.P50, r.P95) >= floor
+	shrank := min(nonZero(r.Mean), nonZero(r.P50), nonZero(r.P95)) <= 1/floor
+	switch {
+	case grew && grewMS(b, c) >= o.MinEffectMS:
+		switch {
+		case r.P50 <= 1/floor || (sig.Direction < 0 && r.P50 < floor):
+			return StatusRegressed, "the typical call got faster but the tail slower: " + tailNote(r)
+		case shrank:
+			return StatusRegressed, "the typical call got slower but the tail faster: " + tailNote(r)
+		}
+		return StatusRegressed, ""
+	case grew:
+		return StatusSmallChange, fmt.Sprintf("slower beyond noise, but by less than %g ms", o.MinEffectMS)
+	case shrank:
+		return StatusImproved, ""
+	default:
+		return StatusSmallChange, fmt.Sprintf("different beyond noise, but by less than %.0f%%", o.MinEffect*100)
+	}
+}
+
+func tailNote(r *Ratios) string {
+	return fmt.Sprintf("p50 %s, mean %s, p95 %s", FormatFactor(r.P50), FormatFactor(r.Mean), FormatFactor(r.P95))
 }
 
 // grewMS is the largest growth of mean, p50 or p95, in ms.
@@ -495,6 +555,8 @@ func (r *Report) rank() {
 			r.OnlyCandidate = append(r.OnlyCandidate, q.Fingerprint)
 		case StatusTooFewCalls:
 			r.TooFewCalls = append(r.TooFewCalls, q.Fingerprint)
+		case StatusSmallChange:
+			r.SmallChanges = append(r.SmallChanges, q.Fingerprint)
 		}
 	}
 	byAdded := slices.Clone(regs)
@@ -607,14 +669,23 @@ func (r *Report) verdict() {
 		for i, o := range order {
 			parts[i] = fmt.Sprintf("%s broken by %d quer%s", o, rules[o], pluralY(rules[o]))
 		}
-		r.Verdict.Status = "fail"
+		r.Verdict.Status = VerdictFail
 		r.Verdict.Line = prefix + "FAIL: " + strings.Join(parts, ", ") + "; " + regs
+	case len(r.Incomplete) > 0:
+		r.Verdict.Status = VerdictIncomplete
+		r.Verdict.Line = prefix + "NOT JUDGED, INCOMPLETE: " + strings.Join(r.Incomplete, "; ") + "; " + regs
+	case nReg > 0 && len(r.Rules) == 0:
+		r.Verdict.Status = VerdictRegressions
+		r.Verdict.Line = prefix + "REGRESSIONS (no rule to fail on): " + regs
+	case nReg > 0:
+		r.Verdict.Status = VerdictRegressions
+		r.Verdict.Line = prefix + "REGRESSIONS, no rule broken: " + regs
 	case len(r.Rules) == 0:
-		r.Verdict.Status = "pass"
-		r.Verdict.Line = prefix + "PASS (no --fail-on rule): " + regs
+		r.Verdict.Status = VerdictPass
+		r.Verdict.Line = prefix + "PASS (no rule to fail on): " + regs
 	default:
-		r.Verdict.Status = "pass"
-		r.Verdict.Line = prefix + "PASS: no --fail-on rule broken; " + regs
+		r.Verdict.Status = VerdictPass
+		r.Verdict.Line = prefix + "PASS: no rule broken; " + regs
 	}
 }
 

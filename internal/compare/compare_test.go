@@ -66,7 +66,7 @@ func TestCompareStatus(t *testing.T) {
 		{"tail only: 10% of calls 50 ms", true, q{fp: "a", n: 1000, meanUS: 1000}, q{fp: "a", n: 1000, meanUS: 1000, tailUS: 50_000}, StatusRegressed},
 		{"3 calls, 4x slower", true, q{fp: "a", n: 3, meanUS: 1000}, q{fp: "a", n: 3, meanUS: 4000}, StatusTooFewCalls},
 		{"9 calls is still too few", true, q{fp: "a", n: 9, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 4000}, StatusTooFewCalls},
-		{"2% slower on a busy query: real, below min effect", true, q{fp: "a", n: 50000, meanUS: 1000}, q{fp: "a", n: 50000, meanUS: 1020}, StatusUnchanged},
+		{"2% slower on a busy query: real, below min effect", true, q{fp: "a", n: 50000, meanUS: 1000}, q{fp: "a", n: 50000, meanUS: 1020}, StatusSmallChange},
 		{"summary only, 4x slower", false, q{fp: "a", n: 500, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 4000}, StatusRegressed},
 		{"summary only, 30% slower is not beyond the tail", false, q{fp: "a", n: 500, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 1300}, StatusUnchanged},
 	}
@@ -192,9 +192,11 @@ func TestLatencySources(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	base := &Run{Source: "b", Kind: results.KindAnalysis, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 1}}
+	base := &Run{Source: "b", Kind: results.KindAnalysis, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 1},
+		Statements: results.StatementCounts{Total: 100}}
 	cand := &Run{Source: "c", Kind: results.KindReplay, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 3, "57014": 40},
-		Replay: &results.Replay{Errors: []results.ErrorSample{{SQLState: "57014", Fingerprint: "slow", Count: 40}}}}
+		Statements: results.StatementCounts{Total: 100},
+		Replay:     &results.Replay{Errors: []results.ErrorSample{{SQLState: "57014", Fingerprint: "slow", Count: 40}}}}
 	rep, err := Compare(base, cand, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +299,7 @@ func TestMinEffectMS(t *testing.T) {
 	for _, tt := range []struct {
 		minMS float64
 		want  Status
-	}{{0, StatusRegressed}, {0.02, StatusRegressed}, {0.1, StatusUnchanged}} {
+	}{{0, StatusRegressed}, {0.02, StatusRegressed}, {0.1, StatusSmallChange}} {
 		rules, err := ParseRules([]string{"p95>+20%"})
 		if err != nil {
 			t.Fatal(err)

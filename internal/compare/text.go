@@ -64,6 +64,10 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 			return []string{strconv.FormatInt(f.Calls, 10), FormatMS(f.TotalMS), q.Fingerprint, oneLine(q.Query, queryWidth)}
 		})
 	}
+	writeList(ew, rep, fmt.Sprintf("Changed beyond noise, but under the effect floor (+%.0f%%): not regressions", rep.Settings.MinEffect*100),
+		rep.SmallChanges, top, []string{"mean", "p50", "p95", "fingerprint", "query"}, func(q *QueryDiff) []string {
+			return []string{FormatFactor(q.Ratio.Mean), FormatFactor(q.Ratio.P50), FormatFactor(q.Ratio.P95), q.Fingerprint, oneLine(q.Query, queryWidth)}
+		})
 	oneRun("Only in the candidate", rep.OnlyCandidate, true)
 	oneRun("Only in the baseline", rep.OnlyBaseline, false)
 	writeList(ew, rep, fmt.Sprintf("Too few calls to judge (under %d timed calls in a run)", rep.Settings.MinCalls), rep.TooFewCalls, top,

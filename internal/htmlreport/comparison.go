@@ -41,7 +41,7 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) Page {
 		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", rep.Baseline.Name, rep.Baseline.Kind,
 			rep.Candidate.Name, rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
 	}
-	v := &Verdict{Status: rep.Verdict.Status, Line: rep.Verdict.Line}
+	v := &Verdict{Status: string(rep.Verdict.Status), Line: rep.Verdict.Line}
 	for _, b := range rep.Verdict.Broken {
 		v.Items = append(v.Items, fmt.Sprintf("%s broken by %s: %s", b.Rule, b.Fingerprint, b.Detail))
 	}
