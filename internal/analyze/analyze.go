@@ -41,6 +41,10 @@ type Options struct {
 	// BatchSize is the number of events handed to a worker at a time;
 	// 0 means 1000, which makes channel costs negligible.
 	BatchSize int
+	// Start and End bound the events analyzed by their time, in µs since
+	// the epoch: Start <= Time < End; zero means unbounded. Events
+	// outside are counted in Result.Filtered.
+	Start, End int64
 }
 
 // Analyze reads every event of src, in order, and summarizes them.
@@ -67,6 +71,7 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, 
 	var wg sync.WaitGroup
 	for i := range parts {
 		p := newPartial(cache)
+		p.start, p.end = opts.Start, opts.End
 		parts[i] = p
 		wg.Go(func() {
 			for b := range batches {

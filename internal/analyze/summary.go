@@ -49,6 +49,9 @@ func WriteSummary(w io.Writer, r *results.Result, top int) error {
 		ew.printf(", %s prepares", num(n))
 	}
 	ew.printf("\n")
+	if f := r.Filtered; f.Events > 0 {
+		ew.printf("filtered    %s events (%s statements) outside the time window\n", num(f.Events), num(f.Statements))
+	}
 	if r.FirstTime != 0 {
 		span := time.Duration(r.LastTime-r.FirstTime) * time.Microsecond
 		ew.printf("time span   %s .. %s (%s)\n", r.FirstTime, r.LastTime, span)

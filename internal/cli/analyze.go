@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -20,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -32,6 +34,9 @@ type analyzeFlags struct {
 	jobs     int
 	top      int
 	hist     bool
+	// maxSkipped is --max-skipped, a percentage.
+	maxSkipped float64
+	start, end string
 	// findings
 	findings   bool
 	dsn        string
@@ -71,6 +76,9 @@ partial, and the exit code is 1.
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.IntVar(&f.top, "top", 10, "queries shown in each top list (0 for none)")
+	addMaxSkipped(fl, &f.maxSkipped)
+	fl.StringVar(&f.start, "start", "", `analyze events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
+	fl.StringVar(&f.end, "end", "", "analyze events before this log time")
 	// Histograms are always written now (results version 2); --hist is
 	// accepted so that scripts written for earlier releases still run.
 	fl.BoolVar(&f.hist, "hist", true, "include each query's latency histogram in the JSON (always on)")
@@ -93,6 +101,13 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	}
 	if f.top < 0 {
 		return usageError("--top must not be negative, got %d", f.top)
+	}
+	if f.maxSkipped < 0 || f.maxSkipped > 100 {
+		return usageError("--max-skipped is a percentage between 0 and 100, got %v", f.maxSkipped)
+	}
+	start, end, err := timeWindow(f.start, f.end)
+	if err != nil {
+		return err
 	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
@@ -125,12 +140,18 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 			sources[i] = ls
 		}
 	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache})
+	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache, Start: start, End: end})
 	prog.done(err == nil && !res.Partial)
 	if err != nil {
 		return err
 	}
 
+	// A log that yields nothing is said loudly, and its result marked so
+	// that report will not judge it.
+	nothing := checkMeasured(*res.Lines, res.Statements.Total, f.maxSkipped/100)
+	if nothing != nil && !res.Partial {
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+	}
 	if err := analyze.WriteSummary(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
@@ -163,7 +184,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")
 	}
-	return nil
+	return nothing
 }
 
 // analysisOutput is what analyze --json writes: the analysis, and its
@@ -226,11 +247,14 @@ func (s *logSource) Next() (*event.Event, error) {
 
 func (s *logSource) Name() string { return s.r.Name() }
 
-func (s *logSource) LineCounts() results.LineCounts {
-	c := s.r.Counters()
-	lc := results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: make(map[string]int64, len(c.Skipped))}
-	for k, v := range c.Skipped {
-		lc.Skipped[k] = v
+func (s *logSource) LineCounts() results.LineCounts { return lineCounts(s.r) }
+
+// lineCounts is a reader's line accounting as results keep it.
+func lineCounts(readers ...*logread.Reader) results.LineCounts {
+	lc := results.LineCounts{Skipped: map[string]int64{}}
+	for _, r := range readers {
+		c := r.Counters()
+		lc.Add(results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: c.Skipped})
 	}
 	return lc
 }
@@ -275,4 +299,23 @@ func (pr *progress) done(complete bool) {
 		pr.bar.Abort(false)
 	}
 	pr.p.Wait()
+}
+
+// timeWindow reads --start and --end, in local time when they have no
+// zone, as µs since the epoch; zero for an empty one.
+func timeWindow(startFlag, endFlag string) (start, end int64, err error) {
+	if startFlag != "" {
+		if start, err = replay.ParseTime(startFlag, time.Local); err != nil {
+			return 0, 0, usageError("--start: %v", err)
+		}
+	}
+	if endFlag != "" {
+		if end, err = replay.ParseTime(endFlag, time.Local); err != nil {
+			return 0, 0, usageError("--end: %v", err)
+		}
+		if start != 0 && end <= start {
+			return 0, 0, usageError("--end must be after --start")
+		}
+	}
+	return start, end, nil
 }

@@ -180,3 +180,25 @@ func TestAnalyzePrintsFindings(t *testing.T) {
 		t.Errorf("--findings=false still printed findings (exit %d):\n%s", code, stdout)
 	}
 }
+
+// TestAnalyzeTimeWindow: --start and --end keep the events of the window
+// and count the others as filtered, as replay does.
+func TestAnalyzeTimeWindow(t *testing.T) {
+	code, stdout, stderr := runCLI(context.Background(), "", "analyze", "--prefix", testPrefix, "--json", "-",
+		"--start", "2024-05-01T10:00:00.250Z", "--end", "2024-05-01T10:00:00.650Z", smallLog)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	res, err := results.Decode([]byte(stdout), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In the window: the string of three (started at .2997), the failed
+	// SELEC and the execution at .6006; the rest is filtered.
+	if res.Statements.Total != 5 || res.Filtered.Statements != 3 || res.Filtered.Events != 6 {
+		t.Errorf("statements %+v, filtered %+v", res.Statements, res.Filtered)
+	}
+	if code, _, stderr := runCLI(context.Background(), "", "analyze", "--start", "2024-05-02", "--end", "2024-05-01", smallLog); code != ExitUsage {
+		t.Errorf("--end before --start: exit %d\n%s", code, stderr)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newEventsCmd) }
@@ -23,6 +24,7 @@ func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var opts logread.Options
 	var format string
 	var count, showParams bool
+	var maxSkipped float64
 	cmd := &cobra.Command{
 		Use:   "events [flags] LOG...",
 		Short: "Print the events the log reader finds in PostgreSQL logs",
@@ -42,12 +44,16 @@ they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 				return usageError("%v", err)
 			}
 			opts.Format, opts.Stdin = f, stdio.Stdin
-			return runEvents(cmd.Context(), stdio, args, opts, count, showParams)
+			if maxSkipped < 0 || maxSkipped > 100 {
+				return usageError("--max-skipped is a percentage between 0 and 100, got %v", maxSkipped)
+			}
+			return runEvents(cmd.Context(), stdio, args, opts, count, showParams, maxSkipped/100)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "log_line_prefix of a stderr log (detected when empty)")
 	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
+	addMaxSkipped(cmd.Flags(), &maxSkipped)
 	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values and the query texts as logged, constants included")
 	return cmd
 }
@@ -122,7 +128,7 @@ func redacted(cache *fingerprint.Cache, query string, show bool) string {
 	return strings.Join(parts, "; ")
 }
 
-func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Options, count, showParams bool) error {
+func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Options, count, showParams bool, maxSkipped float64) error {
 	out := bufio.NewWriterSize(stdio.Stdout, 1<<16)
 	defer out.Flush()
 	enc := json.NewEncoder(out)
@@ -131,6 +137,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 	// as the reader's own speed, must cost next to nothing.
 	var kinds [256]int64
 	cache := fingerprint.NewCache(0)
+	lines := results.LineCounts{Skipped: map[string]int64{}}
 	for _, path := range paths {
 		r, err := logread.Open(path, opts)
 		if err != nil {
@@ -150,8 +157,8 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 				r.Close()
 				return err
 			}
+			kinds[ev.Kind]++
 			if count {
-				kinds[ev.Kind]++
 				continue
 			}
 			if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
@@ -160,6 +167,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			}
 		}
 		r.Close()
+		lines.Add(lineCounts(r))
 		if count {
 			c := r.Counters()
 			fmt.Fprintf(out, "%s: format %s", path, r.Format())
@@ -177,5 +185,5 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			fmt.Fprintf(out, "  %-10s %d\n", k.String()+":", kinds[k])
 		}
 	}
-	return nil
+	return checkMeasured(lines, kinds[event.Statement]+kinds[event.Execute], maxSkipped)
 }

@@ -48,6 +48,9 @@ type replayFlags struct {
 	targetLogPrefix  string
 	observe          observeFlags
 	skipPreflight    bool
+	maxLost          float64
+	maxSkipped       float64
+	maxLag           time.Duration
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -136,6 +139,9 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
+	addMaxSkipped(fl, &f.maxSkipped)
+	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	addObserveFlags(fl, &f.observe)
 	return cmd
@@ -231,6 +237,12 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if res == nil {
 		return runErr
 	}
+	lines := lineCounts(readers...)
+	res.Lines = &lines
+	nothing := checkMeasured(lines, res.Statements.Total, f.maxSkipped/100)
+	if nothing != nil && !res.Partial {
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+	}
 	var tlErr error
 	if tlogs != nil && runErr == nil {
 		tlErr = tlogs.serverSide(hard, r, f.target, res)
@@ -271,7 +283,17 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")
 	}
-	return replayVerdict(res, f.maxErrorRate)
+	if nothing != nil {
+		return nothing
+	}
+	if err := replayVerdict(res, f.maxErrorRate); err != nil {
+		return err
+	}
+	if len(res.Incomplete) > 0 {
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
+			strings.Join(res.Incomplete, "; "))}
+	}
+	return nil
 }
 
 // replayVerdict fails a replay that did not test what it should: sessions
@@ -326,22 +348,23 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 	if f.maxErrorRate < 0 {
 		return opts, usageError("--max-error-rate must not be negative")
 	}
+	if f.maxSkipped < 0 || f.maxSkipped > 100 {
+		return opts, usageError("--max-skipped is a percentage between 0 and 100, got %v", f.maxSkipped)
+	}
+	if f.maxLost < 0 || f.maxLost > 100 {
+		return opts, usageError("--max-lost is a percentage between 0 and 100, got %v", f.maxLost)
+	}
+	opts.MaxLost = f.maxLost / 100
+	if f.maxLag < 0 {
+		return opts, usageError("--max-lag must not be negative, got %v", f.maxLag)
+	}
+	opts.MaxLag = f.maxLag
 	if f.lockTimeout < 0 || f.statementTimeout < 0 {
 		return opts, usageError("timeouts must not be negative")
 	}
 	var err error
-	if f.start != "" {
-		if opts.Filter.Start, err = replay.ParseTime(f.start, time.Local); err != nil {
-			return opts, usageError("--start: %v", err)
-		}
-	}
-	if f.end != "" {
-		if opts.Filter.End, err = replay.ParseTime(f.end, time.Local); err != nil {
-			return opts, usageError("--end: %v", err)
-		}
-		if opts.Filter.Start != 0 && opts.Filter.End <= opts.Filter.Start {
-			return opts, usageError("--end must be after --start")
-		}
+	if opts.Filter.Start, opts.Filter.End, err = timeWindow(f.start, f.end); err != nil {
+		return opts, err
 	}
 	if opts.UserMap, err = replay.ParseMap(f.userMap); err != nil {
 		return opts, usageError("--user-map: %v", err)
@@ -477,6 +500,8 @@ func writeReplaySummary(w io.Writer, res *results.Result) error {
 	}
 	if res.Partial {
 		title += " (PARTIAL: interrupted)"
+	} else if len(res.Incomplete) > 0 {
+		title += " (INCOMPLETE)"
 	}
 	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
 	if res.FirstTime != 0 {
@@ -490,6 +515,18 @@ func writeReplaySummary(w io.Writer, res *results.Result) error {
 	b.WriteString("\n")
 	for _, k := range sortedKeys(s.Skipped) {
 		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
+	}
+	if res.Lost > 0 && s.Total > 0 {
+		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
+	}
+	for _, why := range res.Incomplete {
+		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", why)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
+	if len(res.Destructive) > 0 {
+		fmt.Fprintf(&b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", countList(res.Destructive))
 	}
 	if f := res.Filtered; f.Events > 0 {
 		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)

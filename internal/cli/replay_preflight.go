@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -43,12 +46,14 @@ func preflight(ctx context.Context, stdio IO, r *replay.Replayer, f replayFlags,
 			src[i] = rd
 		}
 		scan, cancel := context.WithTimeout(ctx, preflightScan)
-		logins, complete, err = r.Logins(scan, src, 0)
+		sc, err := r.Scan(scan, src, 0)
 		cancel()
 		closeLogs(readers)
 		if err != nil {
 			return err
 		}
+		logins, complete = sc.Logins, sc.Complete
+		writeDestructive(stdio.Stderr, sc.Destructive, complete)
 	}
 	// The DSN's own login: --target-log's marker needs it (without it the
 	// server-side durations are lost after the whole replay ran); the
@@ -149,4 +154,29 @@ func quoteIdent(s string) string {
 		return s
 	}
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// writeDestructive lists, before a replay, the statements of the log that
+// destroy or reshape, so that a replay against the wrong server is caught
+// before it runs them.
+func writeDestructive(w io.Writer, counts map[string]int64, complete bool) {
+	if len(counts) == 0 {
+		return
+	}
+	where := "the log holds"
+	if !complete {
+		where = "the first part of the log holds"
+	}
+	fmt.Fprintf(w, "pre-flight: %s destructive statements, which the replay will run on the target: %s\n", where, countList(counts))
+}
+
+// countList is "A 3, B 1": most first, then by name.
+func countList(counts map[string]int64) string {
+	kinds := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -139,3 +139,28 @@ func TestPreflight(t *testing.T) {
 		}
 	})
 }
+
+// TestDestructiveListed: a dry run's summary and a replay's start list the
+// statements that destroy or reshape, with counts.
+func TestDestructiveListed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i, sql := range []string{"CREATE TABLE t (id int)", "DELETE FROM t", "DROP TABLE t", "CREATE TABLE t (id int)", "TRUNCATE t", "DROP TABLE t", "SELECT 1"} {
+		fmt.Fprintf(&b, "%s [7] postgres@postgres/app %x.7 LOG:  duration: 0.100 ms  statement: %s\n",
+			start.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000 MST"), start.Unix(), sql)
+	}
+	log := filepath.Join(dir, "d.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	want := "DROP TABLE 2, DELETE without WHERE 1, TRUNCATE 1"
+	code, stdout, stderr := runCLI(ctx, "", "replay", "--dry-run", "--prefix", testPrefix, log)
+	if code != ExitOK || !strings.Contains(stdout, want) {
+		t.Errorf("dry run: exit %d, want %q:\n%s%s", code, want, stdout, stderr)
+	}
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	code, stdout, stderr = runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", testPrefix, log)
+	if code != ExitOK || !strings.Contains(stderr, "pre-flight: the log holds destructive statements, which the replay will run on the target: "+want) {
+		t.Errorf("replay: exit %d, want %q:\n%s%s", code, want, stdout, stderr)
+	}
+}

@@ -18,6 +18,8 @@ const (
 	ExitFailure    = 1 // the work failed: unreadable input, unreachable server
 	ExitUsage      = 2 // bad flags or arguments
 	ExitRegression = 3 // the run worked but broke a threshold
+	ExitNoInput    = 4 // the input held nothing to measure, or mostly lines that could not be read
+	ExitIncomplete = 5 // the run lost part of the workload, or a result cannot be judged for that
 )
 
 // IO is what a command may touch of the process: its standard streams.
@@ -46,6 +48,11 @@ Exit codes:
   1  failure: unreadable input, unreachable server, an error during the run
   2  usage error: bad flags or arguments
   3  the run worked but broke a --fail-on threshold
+  4  nothing to measure: the input yielded no statement, or more than
+     --max-skipped of its lines could not be read
+  5  incomplete: a replay lost more than --max-lost of its statements
+     (connections refused or lost, the target gone), or report was asked
+     to judge an incomplete, interrupted or much smaller result
 `
 
 // commands lists the constructors of the subcommands. Each command file

@@ -25,6 +25,11 @@ type class struct {
 	sqlPrepare    bool // PREPARE name AS query; readOnly is the query's
 	sqlExecute    bool // EXECUTE name, also under EXPLAIN ANALYZE
 	sqlDeallocate bool // DEALLOCATE name or ALL, DISCARD ALL
+	// destructive names what a statement destroys or reshapes ("DROP
+	// TABLE", "TRUNCATE", "DELETE without WHERE", "ALTER TABLE"...), for
+	// the list a user sees before replaying against a server that
+	// matters; empty for the others.
+	destructive string
 }
 
 // classifier decides statement kinds by parsing, once per fingerprint: the
@@ -74,7 +79,7 @@ func classify(sql string) class {
 		// and drops it.
 		return class{copyIn: cp.IsFrom && stdio, readOnly: !cp.IsFrom && !cp.IsProgram}
 	}
-	cl := class{readOnly: readOnly(n)}
+	cl := class{readOnly: readOnly(n), destructive: destructive(n)}
 	switch {
 	case n.GetPrepareStmt() != nil:
 		cl.sqlPrepare = true
@@ -194,4 +199,45 @@ func selectReadOnly(s *pg_query.SelectStmt) bool {
 		}
 	}
 	return selectReadOnly(s.Larg) && selectReadOnly(s.Rarg)
+}
+
+// destructive names what n destroys or reshapes, or "".
+func destructive(n *pg_query.Node) string {
+	switch {
+	case n.GetDropStmt() != nil:
+		return "DROP " + objectName(n.GetDropStmt().RemoveType)
+	case n.GetDropdbStmt() != nil:
+		return "DROP DATABASE"
+	case n.GetDropRoleStmt() != nil:
+		return "DROP ROLE"
+	case n.GetDropOwnedStmt() != nil:
+		return "DROP OWNED"
+	case n.GetTruncateStmt() != nil:
+		return "TRUNCATE"
+	case n.GetDeleteStmt() != nil && n.GetDeleteStmt().WhereClause == nil:
+		return "DELETE without WHERE"
+	case n.GetUpdateStmt() != nil && n.GetUpdateStmt().WhereClause == nil:
+		return "UPDATE without WHERE"
+	case n.GetAlterTableStmt() != nil:
+		return "ALTER " + objectName(n.GetAlterTableStmt().Objtype)
+	case n.GetRenameStmt() != nil:
+		return "ALTER " + objectName(n.GetRenameStmt().RenameType) + " RENAME"
+	case n.GetAlterSystemStmt() != nil:
+		return "ALTER SYSTEM"
+	case n.GetAlterDatabaseStmt() != nil, n.GetAlterDatabaseSetStmt() != nil:
+		return "ALTER DATABASE"
+	case n.GetAlterRoleStmt() != nil:
+		return "ALTER ROLE"
+	}
+	return ""
+}
+
+// objectName is "TABLE" for OBJECT_TABLE, "MATERIALIZED VIEW" for
+// OBJECT_MATVIEW.
+func objectName(t pg_query.ObjectType) string {
+	name := strings.TrimPrefix(t.String(), "OBJECT_")
+	if name == "MATVIEW" {
+		return "MATERIALIZED VIEW"
+	}
+	return strings.ReplaceAll(name, "_", " ")
 }

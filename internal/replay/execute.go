@@ -91,6 +91,9 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
 	var pending map[string]bool // PREPAREs earlier in this string: name -> read-only
 	for _, it := range items {
 		cl := s.r.classes.get(it)
+		if cl.destructive != "" {
+			s.r.destructive.note(cl.destructive)
+		}
 		if cl.copyIn {
 			return SkipCopyData
 		}

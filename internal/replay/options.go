@@ -94,6 +94,18 @@ type Options struct {
 	// (see dial); zero means 30 s.
 	ConnectTimeout time.Duration
 
+	// MaxLost is the share of statements (0.001 is 0.1%) that may be
+	// lost to faults (sessions that could not connect or lost their
+	// connection, an interruption) with the result still complete;
+	// above it the result lists why in Incomplete. Zero allows none.
+	MaxLost float64
+
+	// MaxLag is the schedule lag (p99) beyond which, at speed > 0, the
+	// result warns that its timings are doubtful: statements issued late
+	// put another load on the target than the original's. Zero means
+	// no warning.
+	MaxLag time.Duration
+
 	// Multiply replays every original session this many times at once,
 	// as independent copies: each copy is a session of its own (its own
 	// goroutine, queue and connection, counted in Sessions.Total) that
@@ -152,6 +164,9 @@ func (o Options) check() error {
 	}
 	if o.Multiply < 0 {
 		return fmt.Errorf("multiply must be 1 or more (0 means 1), got %d", o.Multiply)
+	}
+	if o.MaxLost < 0 || o.MaxLost > 1 || o.MaxLost != o.MaxLost {
+		return fmt.Errorf("the share of statements that may be lost must be between 0 and 1, got %v", o.MaxLost)
 	}
 	if o.Target == "" && !o.DryRun {
 		return fmt.Errorf("no target: give a connection string")

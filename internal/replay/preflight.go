@@ -23,79 +23,92 @@ type Login struct {
 	User, Database string
 }
 
-// Logins reads src, a second pass over the logs the replay will read, and
-// returns the logins of the sessions it would replay that run statements
-// (filters and maps applied), in order of first appearance. It stops at the end of the logs,
-// after maxEvents events (0: no bound) or when ctx ends; complete says
-// whether it read everything, so that a caller can say the logins of the
-// rest are checked only when their sessions start.
-//
-// A login whose role or database the log itself creates before the
-// login's first session (CREATE ROLE, CREATE USER, CREATE DATABASE, as
-// a log that sets up its own schema has) is not returned: the replay
-// creates it on the target before it is used.
-func (r *Replayer) Logins(ctx context.Context, src []Source, maxEvents int64) (logins []Login, complete bool, err error) {
+// Scan is what a first read of the logs tells before a replay: the
+// logins to check and the destructive statements the replay would send.
+type Scan struct {
+	// Logins of the sessions the replay would run that run statements
+	// (filters and maps applied), in order of first appearance. A login
+	// whose role or database the log itself creates before the login's
+	// first session (CREATE ROLE, CREATE USER, CREATE DATABASE, as a log
+	// that sets up its own schema has) is left out: the replay creates
+	// it on the target before it is used.
+	Logins []Login
+	// Destructive counts the statements of those sessions that destroy
+	// or reshape (DROP TABLE, TRUNCATE, DELETE without WHERE...), by
+	// kind.
+	Destructive map[string]int64
+	// Complete: the logs were read to their end, not cut by the bound.
+	Complete bool
+}
+
+// Scan reads src, a second pass over the logs the replay will read. It
+// stops at the end of the logs, after maxEvents events (0: no bound) or
+// when ctx ends, so that a caller can bound its time on a large log and
+// say that the rest is checked only as the replay meets it.
+func (r *Replayer) Scan(ctx context.Context, src []Source, maxEvents int64) (*Scan, error) {
 	f := &r.opts.Filter
+	sc := &Scan{Destructive: map[string]int64{}}
 	seen := map[Login]bool{}
-	decided := map[string]bool{}
+	// included holds, per session open in the log, whether the replay
+	// runs it; forgotten at its disconnection, so memory follows the
+	// sessions open at once, not the log's length.
+	included := map[string]bool{}
 	created := map[string]bool{} // "role:x", "db:x"
 	var n int64
 	for _, s := range src {
 		for {
 			if maxEvents > 0 && n >= maxEvents || ctx.Err() != nil {
-				return logins, false, nil
+				return sc, nil
 			}
 			ev, err := s.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return logins, false, err
+				return sc, err
 			}
 			n++
 			if ev.Session == "" {
 				continue
 			}
 			if ev.Kind == event.Disconnect {
-				delete(decided, ev.Session)
-				continue
-			}
-			if ev.IsExecution() && startsWithCreate(ev.Query) {
-				for _, name := range createdNames(ev.Query) {
-					created[name] = true
-				}
-			}
-			if decided[ev.Session] {
+				delete(included, ev.Session)
 				continue
 			}
 			// Decided on the first statement: a session that never ran
 			// one (an original connection that failed, as the replay
 			// counts apart) needs no check.
-			if !ev.IsExecution() {
+			if !ev.IsExecution() || f.Start != 0 && ev.Time < f.Start || f.End != 0 && ev.Time >= f.End {
 				continue
 			}
-			if f.Start != 0 && ev.Time < f.Start || f.End != 0 && ev.Time >= f.End {
+			in, decided := included[ev.Session]
+			if !decided {
+				in = f.session(ev)
+				included[ev.Session] = in
+				l := Login{User: mapped(r.opts.UserMap, ev.User), Database: mapped(r.opts.DatabaseMap, ev.Database)}
+				if in && !seen[l] && !created["role:"+l.User] && !created["db:"+l.Database] {
+					seen[l] = true
+					sc.Logins = append(sc.Logins, l)
+				}
+			}
+			if !in {
 				continue
 			}
-			// A session's login is decided on its first event, as the
-			// replay decides it; the session ids of a long log are
-			// forgotten at its disconnection, so memory follows the
-			// sessions open at once, not the log's length.
-			decided[ev.Session] = true
-			if !f.session(ev) {
-				continue
+			for _, it := range r.cache.Get(ev.Query) {
+				cl := r.classes.get(it)
+				if cl.destructive != "" {
+					sc.Destructive[cl.destructive]++
+				}
 			}
-			l := Login{User: mapped(r.opts.UserMap, ev.User), Database: mapped(r.opts.DatabaseMap, ev.Database)}
-			if created["role:"+l.User] || created["db:"+l.Database] {
-				continue
-			}
-			if !seen[l] {
-				seen[l] = true
-				logins = append(logins, l)
+			if startsWithCreate(ev.Query) {
+				for _, name := range createdNames(ev.Query) {
+					created[name] = true
+				}
 			}
 		}
 	}
-	return logins, true, nil
+	sc.Complete = true
+	return sc, nil
 }
 
 // Problem says why a pre-flight check failed, so that a caller can say

@@ -3,13 +3,15 @@ package replay
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-func TestLogins(t *testing.T) {
+func TestScan(t *testing.T) {
 	ev := func(kind event.Kind, session, user, db, app string, at time.Duration, q string) *event.Event {
 		return &event.Event{Kind: kind, Session: session, User: user, Database: db, Application: app, Time: t0 + at.Microseconds(), Query: q}
 	}
@@ -23,8 +25,12 @@ func TestLogins(t *testing.T) {
 		ev(event.Statement, "s2", "reporter", "shop", "web", 3*time.Second, "SELECT 1"),
 		ev(event.Statement, "s3", "app", "reports", "web", 3*time.Second, "SELECT 1"),
 		ev(event.Execute, "s4", "prod", "shop", "web", 4*time.Second, "SELECT $1"),
+		ev(event.Statement, "s3", "app", "reports", "web", 3*time.Second, "drop table a; DROP TABLE b; TRUNCATE c"),
+		ev(event.Statement, "s3", "app", "reports", "web", 3*time.Second, "DELETE FROM d"),
+		ev(event.Statement, "s3", "app", "reports", "web", 3*time.Second, "DELETE FROM d WHERE id = 1"),
 		ev(event.Statement, "s5", "app", "shop", "batch", 5*time.Second, "SELECT 1"), // filtered out
-		ev(event.Statement, "s6", "app", "other", "web", 9*time.Second, "SELECT 1"),  // after End
+		ev(event.Statement, "s5", "app", "shop", "batch", 5*time.Second, "DROP TABLE x"),
+		ev(event.Statement, "s6", "app", "other", "web", 9*time.Second, "SELECT 1"), // after End
 		ev(event.Disconnect, "s1", "app", "shop", "web", 6*time.Second, ""),
 		// s1 again after its disconnection (a reused id): decided anew.
 		ev(event.Statement, "s1", "app", "shop2", "web", 7*time.Second, "SELECT 1"),
@@ -34,17 +40,21 @@ func TestLogins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, complete, err := r.Logins(context.Background(), []Source{&sliceSource{evs: evs}}, 0)
-	if err != nil || !complete {
-		t.Fatalf("complete %v, err %v", complete, err)
+	sc, err := r.Scan(context.Background(), []Source{&sliceSource{evs: evs}}, 0)
+	if err != nil || !sc.Complete {
+		t.Fatalf("complete %v, err %v", sc.Complete, err)
 	}
 	want := []Login{{"app", "shop"}, {"app", "shop2"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("logins %v, want %v", got, want)
+	if !reflect.DeepEqual(sc.Logins, want) {
+		t.Errorf("logins %v, want %v", sc.Logins, want)
 	}
-	got, complete, _ = r.Logins(context.Background(), []Source{&sliceSource{evs: evs}}, 3)
-	if complete || !reflect.DeepEqual(got, want[:1]) {
-		t.Errorf("bounded: %v (complete %v), want %v", got, complete, want[:1])
+	wantDestructive := map[string]int64{"DROP TABLE": 2, "TRUNCATE": 1, "DELETE without WHERE": 1}
+	if !reflect.DeepEqual(sc.Destructive, wantDestructive) {
+		t.Errorf("destructive %v, want %v", sc.Destructive, wantDestructive)
+	}
+	sc, _ = r.Scan(context.Background(), []Source{&sliceSource{evs: evs}}, 3)
+	if sc.Complete || !reflect.DeepEqual(sc.Logins, want[:1]) {
+		t.Errorf("bounded: %v (complete %v), want %v", sc.Logins, sc.Complete, want[:1])
 	}
 }
 
@@ -58,5 +68,26 @@ func TestRedactDSN(t *testing.T) {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestWarnLag(t *testing.T) {
+	res := results.New(results.KindReplay, results.LatencyClient)
+	res.Lag = &results.Distribution{Count: 100, P50: 1, P99: 90, Max: 120}
+	warnLag(res, 100*time.Millisecond)
+	if len(res.Warnings) != 0 {
+		t.Errorf("p99 90 ms under 100 ms warned: %v", res.Warnings)
+	}
+	res.Lag.P99 = 6200
+	res.WallSeconds, res.ClientCPUSeconds, res.TargetLocal = 46.6, 40, true
+	warnLag(res, 100*time.Millisecond)
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "lag p99 6200.0 ms") ||
+		!strings.Contains(res.Warnings[0], "timings are doubtful") || !strings.Contains(res.Warnings[0], "competed for its CPU") {
+		t.Errorf("warnings %v", res.Warnings)
+	}
+	res.Warnings = nil
+	warnLag(res, 0)
+	if len(res.Warnings) != 0 {
+		t.Errorf("MaxLag 0 warned: %v", res.Warnings)
 	}
 }

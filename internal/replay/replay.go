@@ -24,8 +24,11 @@ type Replayer struct {
 	budget  *budget
 	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
 	conns   connLog       // every connection opened, for ServerSide
-	clk     atomic.Pointer[clock]
-	began   time.Time
+	// destructive counts the statements read that destroy or reshape
+	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
+	destructive tally
+	clk         atomic.Pointer[clock]
+	began       time.Time
 
 	stopCh <-chan struct{}
 	hard   context.Context
@@ -99,10 +102,13 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	}
 	res.TargetLocal = !r.opts.DryRun && targetLocal(r.opts.Target)
 	r.c.fill(res)
+	account(res, r.opts.MaxLost)
+	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
 		return nil, err
 	}
+	warnLag(res, r.opts.MaxLag)
 	return res, readErr
 }
 

@@ -1,9 +1,13 @@
 package replay
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -24,6 +28,10 @@ const (
 	SkipConnectionLost = "connection lost"
 	SkipInterrupted    = "interrupted"
 )
+
+// lostReasons are the skip reasons of faults, which Result.Lost counts;
+// the other reasons skip statements by design.
+var lostReasons = []string{SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
 
 var skipReasons = []string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped, SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
 
@@ -141,6 +149,43 @@ func (c *counters) fill(res *results.Result) {
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
 }
 
+// account counts the statements lost to faults, and marks the result
+// incomplete when they are more than maxLost of the total.
+func account(res *results.Result, maxLost float64) {
+	var lost int64
+	var why []string
+	for _, reason := range lostReasons {
+		if n := res.Statements.Skipped[reason]; n > 0 {
+			lost += n
+			why = append(why, fmt.Sprintf("%d %s", n, reason))
+		}
+	}
+	res.Lost = lost
+	total := res.Statements.Total
+	if lost == 0 || total == 0 || float64(lost) <= maxLost*float64(total) {
+		return
+	}
+	res.Incomplete = append(res.Incomplete, fmt.Sprintf("%d of %d statements (%.2f%%) were not replayed because of faults (%s), more than the %.2f%% allowed",
+		lost, total, 100*float64(lost)/float64(total), strings.Join(why, ", "), 100*maxLost))
+}
+
+// warnLag warns, when the replay fell behind its schedule by more than
+// maxLag at p99, that its timings are doubtful, and why it may have.
+func warnLag(res *results.Result, maxLag time.Duration) {
+	if maxLag <= 0 || res.Lag == nil || res.Lag.P99 <= float64(maxLag.Microseconds())/1000 {
+		return
+	}
+	w := fmt.Sprintf("the replay fell behind its schedule: lag p99 %.1f ms, max %.1f ms (above %v), so the target saw another load than the original's and the timings are doubtful",
+		res.Lag.P99, res.Lag.Max, maxLag)
+	if res.WallSeconds > 0 && res.ClientCPUSeconds > 0 {
+		w += fmt.Sprintf("; the replayer itself used %.1f s of CPU in %.1f s (%.1f cores)", res.ClientCPUSeconds, res.WallSeconds, res.ClientCPUSeconds/res.WallSeconds)
+		if res.TargetLocal {
+			w += ", on the target's machine: the two competed for its CPU"
+		}
+	}
+	res.Warnings = append(res.Warnings, w)
+}
+
 // mergeShards adds the shards' figures to res.
 func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 	set := querystats.NewSet()
@@ -173,4 +218,30 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 	// merging only sorts and bounds them.
 	res.Errors = results.MergeErrorSamples(samples)
 	return nil
+}
+
+// tally counts by name under a lock: for rare events (destructive
+// statements), never on the path of every statement.
+type tally struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (t *tally) note(name string) {
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[string]int64{}
+	}
+	t.m[name]++
+	t.mu.Unlock()
+}
+
+// counts returns a copy of the counts, nil when there are none.
+func (t *tally) counts() map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) == 0 {
+		return nil
+	}
+	return maps.Clone(t.m)
 }

@@ -38,6 +38,12 @@ func Merge(a, b *Result) (*Result, error) {
 	m := New(a.Kind, a.LatencySource)
 	m.Source = a.Name() + "+" + b.Name()
 	m.Partial = a.Partial || b.Partial
+	if a.Incomplete != nil || b.Incomplete != nil {
+		m.Incomplete = union(a.Incomplete, b.Incomplete)
+	}
+	if a.Warnings != nil || b.Warnings != nil {
+		m.Warnings = union(a.Warnings, b.Warnings)
+	}
 	m.Files = union(a.Files, b.Files)
 	m.FirstTime, m.LastTime = minTime(a.FirstTime, b.FirstTime), max(a.LastTime, b.LastTime)
 
@@ -54,6 +60,11 @@ func Merge(a, b *Result) (*Result, error) {
 		m.Events = addCounts(addCounts(nil, a.Events), b.Events)
 	}
 	m.Sessions = addSessions(a.Sessions, b.Sessions)
+	m.Filtered = Filtered{
+		Events:     a.Filtered.Events + b.Filtered.Events,
+		Statements: a.Filtered.Statements + b.Filtered.Statements,
+		Sessions:   a.Filtered.Sessions + b.Filtered.Sessions,
+	}
 	m.ErrorsBySQLState = addCounts(addCounts(nil, a.ErrorsBySQLState), b.ErrorsBySQLState)
 
 	var err error
@@ -196,6 +207,7 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 		StartedAt:        minTime(x.StartedAt, y.StartedAt),
 		EndedAt:          max(x.EndedAt, y.EndedAt),
 		ClientCPUSeconds: x.ClientCPUSeconds + y.ClientCPUSeconds,
+		Lost:             x.Lost + y.Lost,
 		TargetLocal:      x.TargetLocal || y.TargetLocal,
 		Outcomes: Outcomes{
 			Ran:                  x.Outcomes.Ran + y.Outcomes.Ran,
@@ -203,11 +215,6 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 			BothFailed:           x.Outcomes.BothFailed + y.Outcomes.BothFailed,
 			FailedOnlyOnTarget:   x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
 			FailedOnlyInOriginal: x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
-		},
-		Filtered: Filtered{
-			Events:     x.Filtered.Events + y.Filtered.Events,
-			Statements: x.Filtered.Statements + y.Filtered.Statements,
-			Sessions:   x.Filtered.Sessions + y.Filtered.Sessions,
 		},
 		Reader: ReaderCounts{
 			Events:      x.Reader.Events + y.Reader.Events,
@@ -219,6 +226,9 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 		},
 	}
 	m.Outcomes.SetRates()
+	if x.Destructive != nil || y.Destructive != nil {
+		m.Destructive = addCounts(addCounts(nil, x.Destructive), y.Destructive)
+	}
 	// Parts that ran at once took as long as from the first start to the
 	// last end; without the times, the longer part.
 	if m.StartedAt != 0 && m.EndedAt > m.StartedAt {

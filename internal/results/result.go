@@ -78,6 +78,15 @@ type Result struct {
 	// Partial marks a run that stopped early (interrupted, or a read
 	// error): it covers only what was read or ran.
 	Partial bool `json:"partial,omitempty"`
+	// Incomplete says why the run did not do all it claims, though it
+	// ran to its end: part of the workload was lost (sessions that could
+	// not connect or lost their connection, a target that went away) or
+	// part of the input could not be read. Empty for a complete run.
+	Incomplete []string `json:"incomplete,omitempty"`
+	// Warnings are what a reader must know before trusting the figures
+	// (a replay that fell behind its schedule, so the target saw another
+	// load than the original's); a report repeats them.
+	Warnings []string `json:"warnings,omitempty"`
 
 	Files     []string `json:"files"`
 	FirstTime Time     `json:"first_time,omitzero"`
@@ -89,8 +98,11 @@ type Result struct {
 	Statements StatementCounts `json:"statements"`
 	// Events counts the events read by kind ("connect", "execute",
 	// ...), including those that are not calls.
-	Events           map[string]int64 `json:"events,omitempty"`
-	Sessions         SessionCounts    `json:"sessions"`
+	Events   map[string]int64 `json:"events,omitempty"`
+	Sessions SessionCounts    `json:"sessions"`
+	// Filtered counts what the time window and filters left out
+	// (--start, --end, --database...), outside Statements.
+	Filtered         Filtered         `json:"filtered"`
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
 	// Queries are per fingerprint, by total time, most first, each with
 	// its latency histogram.
@@ -121,6 +133,18 @@ type Replay struct {
 	// replayer's CPU was taken from the server.
 	TargetLocal bool `json:"target_local,omitempty"`
 
+	// Lost counts the statements not replayed because of a fault: a
+	// session that could not connect or lost its connection, a target
+	// that went away, an interruption. They are among the skipped ones;
+	// the others were skipped by design (parameters not logged, COPY
+	// data, --read-only).
+	Lost int64 `json:"lost"`
+
+	// Destructive counts the statements read that destroy or reshape
+	// data or schema (DROP TABLE, TRUNCATE, DELETE without WHERE, ALTER
+	// TABLE...), by kind, whether they ran or not.
+	Destructive map[string]int64 `json:"destructive,omitempty"`
+
 	// Lag is how late statements were issued against their schedule,
 	// in ms; nil at speed 0, where there is no schedule.
 	Lag *Distribution `json:"lag_ms"`
@@ -132,7 +156,6 @@ type Replay struct {
 	// fingerprint, most frequent first (at most MaxErrorSamples).
 	Errors   []ErrorSample `json:"errors"`
 	Outcomes Outcomes      `json:"outcomes"`
-	Filtered Filtered      `json:"filtered"`
 	Reader   ReaderCounts  `json:"reader"`
 
 	// ClientQueries are the client round trips when Queries are the
@@ -266,7 +289,8 @@ func (o *Outcomes) SetRates() {
 	}
 }
 
-// Filtered counts what a replay's filters removed, outside Statements.
+// Filtered counts what a run's window and filters removed, outside
+// Statements.
 type Filtered struct {
 	Events     int64 `json:"events"`
 	Statements int64 `json:"statements"` // execution events among Events
@@ -339,6 +363,10 @@ func New(k Kind, src LatencySource) *Result {
 	}
 	return r
 }
+
+// Complete reports whether the run did all it claims: not stopped early,
+// nothing lost beyond its allowance.
+func (r *Result) Complete() bool { return !r.Partial && len(r.Incomplete) == 0 }
 
 // SpanSeconds is how long the run lasted: a replay's wall time, else the
 // time between its first and last statement; 0 when unknown.
