@@ -251,7 +251,11 @@ func enableStatementLog(ctx context.Context, c *pgcluster.Cluster) error {
 // stoppedLog stops c's server, so that its log is complete, and returns
 // its stderr log.
 func stoppedLog(c *pgcluster.Cluster) (string, error) {
-	if err := c.StopServer(); err != nil {
+	// Connections closed just before (the replay's last sessions) may
+	// still be ending in the server: a fast shutdown would make their
+	// backends log FATAL 57P01, an error of the demo, not of the
+	// candidate.
+	if err := c.StopServerSmart(10 * time.Second); err != nil {
 		return "", err
 	}
 	files, err := c.LogFiles("*.log")

@@ -101,6 +101,13 @@ func TestNoSecretsInOutput(t *testing.T) {
 				t.Errorf("%s shows %q: ...%s...", name, secret, text[max(i-120, 0):min(i+60, len(text))])
 			}
 		}
+		// Findings speak to the user: public sources, not our own
+		// internal names, and no advice to give what was given.
+		for _, internal := range []string{"field report", "give the logs rather"} {
+			if strings.Contains(strings.ToLower(text), internal) {
+				t.Errorf("%s speaks of %q", name, internal)
+			}
+		}
 	}
 
 	// Asked for, they are shown.

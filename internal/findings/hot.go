@@ -8,7 +8,7 @@ import (
 )
 
 // hotQueryID compares the call rate of the hottest query ids with a model
-// of pg_stat_statements' per-entry spinlock. Field report 3: pgss_store
+// of pg_stat_statements' per-entry spinlock. Postgres.FM's experiments: pgss_store
 // takes the entry's spinlock once per execution, and once more per
 // planning with track_planning on; with one query id called hundreds of
 // thousands of times per second, s_lock became the bottleneck and peak
@@ -87,7 +87,7 @@ func (e *eval) hotQueryID() {
 				fig("limit_calls_per_s", limit, "/s"), fig("ratio_to_limit", ratio, ""),
 				{Name: "pg_stat_statements", Text: tracking}, {Name: "track_planning", Text: tpNote},
 			},
-			Source: "K is an estimate, not a measurement of this server: field report 3 saw the cliff at hundreds of " +
+			Source: "K is an estimate, not a measurement of this server: experiments discussed on Postgres.FM saw the cliff at hundreds of " +
 				"thousands of calls/s of one id on 192 vCPUs and reproduced it on 8 cores, i.e. from roughly 10,000 calls/s " +
 				"per core. The peak is the average rate times the ratio of the busiest second to the average of all " +
 				"statements (the same query mix assumed). pg_stat_statements keeps one entry per user, database and query id, " +

@@ -10,7 +10,7 @@ import (
 )
 
 // missingIndex explains the top queries by total time and flags
-// sequential scans with a filter on big tables. Field report 4: a job
+// sequential scans with a filter on big tables. Channable's engineering blog: a job
 // queue's poll took 23 s after a new filter column without an index made
 // the planner scan the table; a composite index fixed it.
 func (e *eval) missingIndex() {

@@ -11,7 +11,7 @@ import (
 
 // planningHeavy flags queries whose planning time is a large share of
 // their total, from pg_stat_statements with track_planning; with it off,
-// it warns that planning time is invisible. Field report 3: total time is
+// it warns that planning time is invisible. Postgres.FM: total time is
 // planning plus execution, and track_planning is off by default (and on
 // most managed services), so investigations miss the planning half.
 func (e *eval) planningHeavy() {

@@ -3,7 +3,7 @@ package findings
 import "fmt"
 
 // queue flags job-queue polls that make concurrent workers wait for each
-// other. Field report 4: the poll that works is UPDATE ... FROM (SELECT
+// other. Channable's engineering blog: the poll that works is UPDATE ... FROM (SELECT
 // ... LIMIT n FOR UPDATE SKIP LOCKED); without SKIP LOCKED, workers queue
 // on the same rows, or (without FOR UPDATE) claim the same rows twice
 // under READ COMMITTED.
@@ -27,7 +27,7 @@ func (e *eval) queue() {
 			Recommendation: "Add SKIP LOCKED to the locking clause so that each worker takes rows nobody holds: " +
 				"UPDATE jobs SET taken_at = now() FROM (SELECT id FROM jobs WHERE ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED) AS c " +
 				"WHERE jobs.id = c.id RETURNING jobs.id. Keep an index that matches the poll's WHERE and ORDER BY, or the poll " +
-				"scans the whole queue (field report 4: a new filter column without an index took the poll to 23 s).",
+				"scans the whole queue (Channable's engineering blog: a new filter column without an index took the poll to 23 s).",
 			Evidence: Evidence{
 				Figures: []Figure{fig("calls", float64(q.Calls), ""), fig("calls_per_s", w.Rate(q.Calls), "/s"),
 					fig("mean_ms", q.MeanMS, "ms")},

@@ -11,7 +11,7 @@ import (
 // randomKeys flags primary and indexed keys whose values are random (UUID
 // version 4, hashes) on large, insert-heavy tables: each insert lands on
 // a random leaf page of the index, so the working set is the whole index
-// and the cache and WAL (full-page images) pay for it. Field report 4:
+// and the cache and WAL (full-page images) pay for it. Channable's engineering blog:
 // SHA-256 BYTEA primary keys destroyed index locality; sequential bigint
 // keys cut CPU and disk I/O visibly.
 func (e *eval) randomKeys() {

@@ -264,6 +264,26 @@ func (c *Cluster) StopServer() error {
 	return c.stopServerLocked()
 }
 
+// StopServerSmart stops the server as StopServer does, but first lets the
+// sessions still open end by themselves, for up to wait (a smart
+// shutdown): a fast shutdown terminates them, and each logs FATAL 57P01,
+// which a caller reading the log as a workload's would count as an error.
+func (c *Cluster) StopServerSmart(wait time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.serverDown {
+		return nil
+	}
+	secs := strconv.Itoa(max(int(wait.Seconds()), 1))
+	if _, err := c.server(context.Background(), "pg_ctl", "stop", "-D", c.DataDir(), "-m", "smart", "-w", "-t", secs).CombinedOutput(); err == nil {
+		c.serverDown = true
+		return waitLeftovers(c.DataDir(), 30*time.Second)
+	}
+	// Sessions still open after wait: a smart shutdown already refuses
+	// new connections; the fast one ends the rest.
+	return c.stopServerLocked()
+}
+
 func (c *Cluster) stopServerLocked() error {
 	if c.serverDown {
 		return nil
