@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -38,7 +39,7 @@ func startRig(t *testing.T, extra map[string]string) *rig {
 	t.Helper()
 	settings := workload.LogSettings()
 	maps.Copy(settings, extra)
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	return &rig{t: t, ctx: context.Background(), c: c}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // pgssSettings load pg_stat_statements with planning tracked.
@@ -32,7 +33,7 @@ func pgssSettings(extra map[string]string) map[string]string {
 // branch, which every transaction updates) and pg_stat_statements.
 func startPgbench(t *testing.T, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
@@ -372,7 +373,7 @@ func TestTrackPlanningOff(t *testing.T) {
 // Without pg_stat_statements the observer still samples waits and TPS,
 // and says what is missing.
 func TestWithoutPGSS(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if out, err := c.Pgbench(context.Background(), "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -433,7 +434,7 @@ func TestOverhead(t *testing.T) {
 // On an idle server the observer sees no transactions: its own, dozens
 // a second, are left out.
 func TestIdleServerNoOwnTransactions(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
 	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}

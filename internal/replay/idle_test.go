@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // idleLog is n sessions that connect over the first spread, run one
@@ -139,7 +140,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	n := envInt("BENCH_SESSIONS", 10_000)
 	spread := time.Duration(envInt("BENCH_SPREAD", max(1, n/500))) * time.Second
 	window := time.Duration(envInt("BENCH_IDLE", 5)) * time.Second
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{
 		"max_connections": strconv.Itoa(n + 20), "shared_buffers": "128MB",
 	}})
 	path := idleLog(n, spread, time.Hour).write(b)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestMultiplyDryRun: every session is replayed Multiply times, each copy
@@ -48,7 +49,7 @@ func (o *openObserver) SessionClosed() { o.open.Add(-1) }
 // keys fail with unique violations, counted as the target's errors, while
 // the original's statements all ran.
 func TestMultiplyServer(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := c.Exec(t.Context(), "postgres", "CREATE TABLE m (id int PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -168,7 +169,7 @@ func settle(b *testing.B, c *pgcluster.Cluster) {
 // seconds of pgbench -M prepared with clients connections in the log.
 func capturePgbench(b *testing.B, clients, secs int) (*pgcluster.Cluster, []string) {
 	ctx := context.Background()
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{
 		"logging_collector": "on", "log_destination": "stderr", "log_line_prefix": workload.LogLinePrefix,
 		"lc_messages": "C", "log_rotation_size": "0", "max_connections": "300",
 	}})
