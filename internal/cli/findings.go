@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -170,7 +171,7 @@ func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *f
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
 	in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: explainAnalyze}
-	if in.ServerCPUs == 0 && isLocal(conn.Config().Host) {
+	if in.ServerCPUs == 0 && connstr.IsLocal(dsn) {
 		in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
 	}
 	return closeConn, nil
@@ -244,10 +245,4 @@ func (s *observedSource) Next() (*event.Event, error) {
 		s.obs.Add(ev)
 	}
 	return ev, err
-}
-
-// isLocal reports whether a pgx host is this machine: a unix socket
-// directory or a loopback address.
-func isLocal(host string) bool {
-	return strings.HasPrefix(host, "/") || host == "localhost" || host == "127.0.0.1" || host == "::1"
 }

@@ -9,6 +9,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
@@ -94,7 +95,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 	if cpu, ok := processCPU(); ok && cpuOK {
 		res.ClientCPUSeconds = (cpu - cpu0).Seconds()
 	}
-	res.TargetLocal = !r.opts.DryRun && targetLocal(r.opts.Target)
+	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {

@@ -299,8 +299,8 @@ func TestLocalPostmaster(t *testing.T) {
 		t.Errorf("local cluster through 127.0.0.1: pid %d", pid)
 	}
 	for _, host := range []string{"db.example.com", "10.1.2.3"} {
-		if isLocalHost(host) {
-			t.Errorf("%s taken for this machine", host)
+		if pid := localPostmaster(ctx, "host="+host+" port="+strconv.Itoa(c.Port())); pid != 0 {
+			t.Errorf("%s taken for this machine: pid %d", host, pid)
 		}
 	}
 }
