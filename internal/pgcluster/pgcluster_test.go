@@ -40,7 +40,7 @@ func TestMissingBinaries(t *testing.T) {
 	}
 
 	t.Setenv("PG_BIN", "/nonexistent/pgbin")
-	if _, err := findBinDir(""); !errors.Is(err, ErrNoBinaries) {
+	if _, err := FindBinDir("", serverPrograms...); !errors.Is(err, ErrNoBinaries) {
 		t.Errorf("PG_BIN set to a bad directory: %v, want ErrNoBinaries rather than a guess", err)
 	}
 }
