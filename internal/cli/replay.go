@@ -296,20 +296,14 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 			Applications: splitList(f.applications),
 		},
 	}
-	if f.target == "" && !f.dryRun {
-		return opts, usageError("--target is required (or --dry-run)")
+	if err := opts.Validate(); err != nil {
+		return opts, usageError("%v", err)
 	}
 	if len(f.targetLogs) > 0 && f.dryRun {
 		return opts, usageError("--target-log needs a replay that runs: not with --dry-run")
 	}
-	if f.speed < 0 {
-		return opts, usageError("--speed must be 0 (as fast as possible) or positive, got %v", f.speed)
-	}
 	if f.maxErrorRate < 0 {
 		return opts, usageError("--max-error-rate must not be negative")
-	}
-	if f.lockTimeout < 0 || f.statementTimeout < 0 {
-		return opts, usageError("timeouts must not be negative")
 	}
 	var err error
 	if f.start != "" {

@@ -185,32 +185,15 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 	} else if f.maxClients < 1 {
 		return usageError("--max-clients must be at least 1, got %d", f.maxClients)
 	}
-	if f.duration < time.Second || f.duration%time.Second != 0 {
-		return usageError("--duration must be whole seconds, at least 1s, got %v", f.duration)
-	}
-	if f.warmup < 0 || f.warmup%time.Second != 0 {
-		return usageError("--warmup must be whole seconds, got %v", f.warmup)
-	}
-	if !(f.cliff > 0 && f.cliff < 1) {
-		return usageError("--cliff must be between 0 and 1, got %v", f.cliff)
-	}
-	if f.scale < 1 {
-		return usageError("--scale must be at least 1, got %d", f.scale)
-	}
 	if len(f.compare) == 1 {
 		return usageError("--compare needs two configurations or more, got one")
 	}
 	var configs []sweep.Config
-	seen := map[string]bool{}
 	for _, s := range f.compare {
 		c, err := sweep.ParseConfig(s)
 		if err != nil {
 			return usageError("--compare: %v", err)
 		}
-		if seen[c.Name] {
-			return usageError("--compare: configuration name %s given twice", c.Name)
-		}
-		seen[c.Name] = true
 		configs = append(configs, c)
 	}
 
@@ -218,7 +201,7 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 	if f.jsonPath == "-" {
 		tableOut = stdio.Stderr
 	}
-	res, err := sweep.Run(ctx, sweep.Options{
+	opts := sweep.Options{
 		Driver:     drv,
 		Clients:    sweep.ClientCounts(list, f.maxClients),
 		Warmup:     f.warmup,
@@ -231,7 +214,11 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		Progress: func(format string, args ...any) {
 			fmt.Fprintf(stdio.Stderr, "sweep: "+format+"\n", args...)
 		},
-	})
+	}
+	if err := opts.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	res, err := sweep.Run(ctx, opts)
 	if res == nil {
 		return err
 	}

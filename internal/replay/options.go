@@ -146,15 +146,21 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) check() error {
+// Validate reports the first option that cannot run. New calls it; a
+// caller that tells bad input from a failed run (the CLI's usage errors)
+// calls it first.
+func (o Options) Validate() error {
+	if o.Target == "" && !o.DryRun {
+		return fmt.Errorf("no target: give a connection string, or make it a dry run")
+	}
 	if o.Speed < 0 || o.Speed != o.Speed {
 		return fmt.Errorf("speed must be 0 (as fast as possible) or positive, got %v", o.Speed)
 	}
 	if o.Multiply < 0 {
 		return fmt.Errorf("multiply must be 1 or more (0 means 1), got %d", o.Multiply)
 	}
-	if o.Target == "" && !o.DryRun {
-		return fmt.Errorf("no target: give a connection string")
+	if o.LockTimeout < 0 || o.StatementTimeout < 0 {
+		return fmt.Errorf("the lock and statement timeouts must not be negative (0: the server's), got %v and %v", o.LockTimeout, o.StatementTimeout)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ type Replayer struct {
 
 // New returns a Replayer for opts.
 func New(opts Options) (*Replayer, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()

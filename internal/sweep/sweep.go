@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,12 +49,17 @@ func (o *Options) maxClients() int {
 	return m
 }
 
-func (o *Options) check() error {
+// Validate reports the first option that cannot run, in words that name
+// the option. Run calls it; a caller that tells bad input from a failed
+// run (the CLI's usage errors) calls it first.
+func (o *Options) Validate() error {
 	switch {
 	case o.Driver == nil:
 		return errors.New("sweep: no workload")
 	case len(o.Clients) == 0:
 		return errors.New("sweep: no client counts")
+	case !slices.IsSorted(o.Clients):
+		return fmt.Errorf("sweep: client counts must be ascending, got %v", o.Clients)
 	case o.Clients[0] < 1:
 		return fmt.Errorf("sweep: client counts must be positive, got %d", o.Clients[0])
 	case o.Duration < time.Second || o.Duration%time.Second != 0:
@@ -62,6 +68,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("sweep: the warm-up must be whole seconds, got %v", o.Warmup)
 	case !(o.CliffRatio > 0 && o.CliffRatio < 1):
 		return fmt.Errorf("sweep: the cliff ratio must be between 0 and 1, got %v", o.CliffRatio)
+	case o.Scale < 1 && (o.Target == "" || o.Init):
+		return fmt.Errorf("sweep: the scale must be at least 1, got %d", o.Scale)
 	}
 	seen := map[string]bool{}
 	for _, c := range o.Configs {
@@ -80,7 +88,7 @@ const latencyBudget = 300_000
 // Run runs the sweep. It returns the result so far along with an error
 // when it stops early, interrupted or failing, marked Partial.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Progress == nil {
