@@ -21,12 +21,31 @@ type Named interface {
 
 // Defaults of Options.
 const (
-	DefaultLookahead    = 10 * time.Second
-	DefaultBudget       = 256 << 20
-	DefaultStallTimeout = 5 * time.Second
-	DefaultGrace        = 10 * time.Second
-	DefaultConnectAhead = 500 * time.Millisecond
-	Speed0Window        = 8 << 20
+	DefaultLookahead = 10 * time.Second
+	DefaultBudget    = 256 << 20
+	DefaultGrace     = 10 * time.Second
+	Speed0Window     = 8 << 20
+)
+
+// Fixed timings of the engine. They were options once, which nobody set:
+// neither trades anything a user could weigh, and a wrong value only
+// makes a replay worse.
+const (
+	// stallTimeout is how long the dispatcher waits on a full budget
+	// without any statement completing before it reads on (see the
+	// package comment). It only decides how long a replay whose
+	// sessions all wait on locks pauses before it reads the event that
+	// unblocks them; progress is made either way.
+	stallTimeout = 5 * time.Second
+
+	// connectAheadBy is how long before a session's first event (at
+	// speed > 0) its connection is opened, so that connection set-up is
+	// not counted as the lateness of its first statement; at most
+	// Lookahead. The replay clock starts once the sessions of the log's
+	// first connectAheadBy have connected, so a log that opens many
+	// sessions at once does not start late. A target that takes longer
+	// to connect shows it as lag of first statements.
+	connectAheadBy = 500 * time.Millisecond
 )
 
 // Options configure a replay.
@@ -75,18 +94,6 @@ type Options struct {
 	// speed-0 replay of a pgbench log ran at a third of its later rate
 	// while the reader filled a 256 MB budget).
 	Budget int64
-	// StallTimeout is how long the dispatcher waits on a full budget
-	// without any statement completing before it reads on; zero means
-	// DefaultStallTimeout.
-	StallTimeout time.Duration
-
-	// ConnectAhead is how long before a session's first event (at speed
-	// > 0) its connection is opened, so that connection set-up is not
-	// counted as the lateness of its first statement; zero means
-	// DefaultConnectAhead, at most Lookahead. The replay clock starts
-	// once the sessions of the log's first ConnectAhead have connected,
-	// so a log that opens many sessions at once does not start late.
-	ConnectAhead time.Duration
 
 	// ConnectTimeout bounds each session's connecting, when the target
 	// DSN does not set connect_timeout: the attempts, the retries of a
@@ -118,6 +125,10 @@ type Options struct {
 
 	// Observer, if not nil, receives measurements as they happen.
 	Observer Observer
+
+	// connectLead is connectAheadBy, at most Lookahead: set by
+	// withDefaults.
+	connectLead time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -127,13 +138,7 @@ func (o Options) withDefaults() Options {
 	if o.Budget <= 0 {
 		o.Budget = DefaultBudget
 	}
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = DefaultStallTimeout
-	}
-	if o.ConnectAhead <= 0 {
-		o.ConnectAhead = DefaultConnectAhead
-	}
-	o.ConnectAhead = min(o.ConnectAhead, o.Lookahead)
+	o.connectLead = min(connectAheadBy, o.Lookahead)
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 30 * time.Second
 	}

@@ -96,7 +96,7 @@ func (s *session) warmDone() {
 	}
 }
 
-// connectAhead opens the connection ConnectAhead before the session's first
+// connectAhead opens the connection connectLead before the session's first
 // event is due, at speed > 0: before the clock starts for the sessions of
 // the warm-up, else by the clock.
 func (s *session) connectAhead(it item, t *time.Timer) {
@@ -109,7 +109,7 @@ func (s *session) connectAhead(it item, t *time.Timer) {
 	if s.r.opts.DryRun || s.conn != nil || s.failReason != "" {
 		return
 	}
-	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.ConnectAhead), s.r.stopCh) {
+	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.connectLead), s.r.stopCh) {
 		return
 	}
 	s.connect()
