@@ -154,7 +154,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		if err != nil {
 			return err
 		}
-		opts.Observer, stopMetrics = obs, stop
+		opts.Sink, stopMetrics = obs, stop
 		defer stopMetrics()
 	}
 
@@ -533,7 +533,7 @@ func sortedKeys(m map[string]int64) []string {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string) (replay.Observer, func(), error) {
+func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
 	m, bound, stop, err := replay.ServeMetrics(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

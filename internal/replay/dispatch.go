@@ -214,7 +214,7 @@ func (d *dispatcher) readAll(src Source) error {
 			s.dispatched++
 			s.q.push(item{ev: ev, due: due, size: size})
 		}
-		r.opts.Observer.ReaderPosition(ev.Time)
+		r.opts.Sink.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {
 			delete(d.active, ev.Session)
 			for _, s := range g {

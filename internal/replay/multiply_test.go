@@ -27,13 +27,13 @@ func TestMultiplyDryRun(t *testing.T) {
 	}
 }
 
-// openObserver keeps the most connections open at once.
-type openObserver struct {
-	nopObserver
+// openSink keeps the most connections open at once.
+type openSink struct {
+	nopSink
 	open, max atomic.Int64
 }
 
-func (o *openObserver) SessionOpened() {
+func (o *openSink) SessionOpened() {
 	n := o.open.Add(1)
 	for {
 		m := o.max.Load()
@@ -42,7 +42,7 @@ func (o *openObserver) SessionOpened() {
 		}
 	}
 }
-func (o *openObserver) SessionClosed() { o.open.Add(-1) }
+func (o *openSink) SessionClosed() { o.open.Add(-1) }
 
 // TestMultiplyServer: at speed 0, a log of two sessions multiplied by 3
 // runs six connections at once; the copies' repeated inserts of the same
@@ -64,8 +64,8 @@ func TestMultiplyServer(t *testing.T) {
 		s.disconnect(100 * time.Millisecond)
 	}
 	path := l.write(t)
-	obs := &openObserver{}
-	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Multiply: 3, Observer: obs})
+	obs := &openSink{}
+	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Multiply: 3, Sink: obs})
 	t.Logf("sessions %+v, statements %+v, errors %v, max open %d", res.Sessions, res.Statements, res.ErrorsBySQLState, obs.max.Load())
 	if res.Sessions.Total != 6 {
 		t.Errorf("%d sessions, want 6", res.Sessions.Total)

@@ -123,8 +123,8 @@ type Options struct {
 	// copy and counted so against Budget.
 	Multiply int
 
-	// Observer, if not nil, receives measurements as they happen.
-	Observer Observer
+	// Sink, if not nil, receives measurements as they happen.
+	Sink SampleSink
 
 	// connectLead is connectAheadBy, at most Lookahead: set by
 	// withDefaults.
@@ -142,8 +142,8 @@ func (o Options) withDefaults() Options {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 30 * time.Second
 	}
-	if o.Observer == nil {
-		o.Observer = nopObserver{}
+	if o.Sink == nil {
+		o.Sink = nopSink{}
 	}
 	if o.Multiply <= 0 {
 		o.Multiply = 1

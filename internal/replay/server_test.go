@@ -12,15 +12,15 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
-// lagObserver collects the lag of the statements of one fingerprint.
-type lagObserver struct {
-	nopObserver
+// lagSink collects the lag of the statements of one fingerprint.
+type lagSink struct {
+	nopSink
 	fp   string
 	mu   sync.Mutex
 	lags []time.Duration
 }
 
-func (o *lagObserver) Statement(s Sample) {
+func (o *lagSink) Statement(s Sample) {
 	if s.Fingerprint == o.fp && s.Skipped == "" {
 		o.mu.Lock()
 		o.lags = append(o.lags, s.Lag)
@@ -28,7 +28,7 @@ func (o *lagObserver) Statement(s Sample) {
 	}
 }
 
-func (o *lagObserver) p99() time.Duration {
+func (o *lagSink) p99() time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	l := slices.Clone(o.lags)
@@ -65,9 +65,9 @@ func TestNonBlocking(t *testing.T) {
 	}
 	path := l.write(t)
 
-	obs := &lagObserver{fp: fp("SELECT 1")}
+	obs := &lagSink{fp: fp("SELECT 1")}
 	start := time.Now()
-	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, Observer: obs})
+	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, Sink: obs})
 	took := time.Since(start)
 	t.Logf("took %v, quick sessions' p99 lag %v, overall lag %+v ms", took, obs.p99(), *res.Lag)
 	if took < 4900*time.Millisecond || took > 6*time.Second {

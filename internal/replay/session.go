@@ -294,7 +294,7 @@ func (s *session) connect() bool {
 	s.prepared = nil
 	clear(s.sqlPrepared) // a new connection has none
 	r.c.open.Add(1)
-	r.opts.Observer.SessionOpened()
+	r.opts.Sink.SessionOpened()
 	return true
 }
 
@@ -317,7 +317,7 @@ func (s *session) dropConn() {
 	s.conn = nil
 	s.prepared = nil
 	s.r.c.open.Add(-1)
-	s.r.opts.Observer.SessionClosed()
+	s.r.opts.Sink.SessionClosed()
 }
 
 // config returns the connection settings of a user and database: the target

@@ -113,7 +113,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
 				}
 				tl = &timeline{start: time.Now()}
-				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Observer: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
+				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
 				if stop != nil {
 					stop()
 				}
@@ -389,7 +389,7 @@ func replayLog(b testing.TB, path, prefix string, opts Options) *Result {
 
 // timeline counts statements per 500 ms, to see the start and the tail.
 type timeline struct {
-	nopObserver
+	nopSink
 	start time.Time
 	mu    sync.Mutex
 	n     []int

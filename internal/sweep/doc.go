@@ -107,7 +107,7 @@
 // TPS is transactions per second: COMMITs, ROLLBACKs (and their
 // synonyms, PREPARE TRANSACTION) and statements outside a transaction
 // block, a multi-statement query string without transaction control being
-// one transaction. The replay's Observer reports each execution with the
+// one transaction. The replay's SampleSink gets each execution with the
 // fingerprint of its first statement only, not its session, so the first
 // read counts, per fingerprint, the statements and transaction ends of its
 // executions, and the window adds up those averages: exact when every

@@ -435,7 +435,7 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	start := time.Now()
 	winStart := start.Add(spec.Warmup)
 	winEnd := winStart.Add(spec.Duration)
-	obs := &logObserver{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
+	obs := &windowCounts{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
 		h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 
 	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(tail))
@@ -561,14 +561,14 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
-func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *logObserver) (*replay.Result, error) {
+func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*replay.Result, error) {
 	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
 	r, err := replay.New(replay.Options{
-		Target: dsn, Speed: 0, Multiply: mult, Observer: obs,
+		Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
 		// The sweep observes one database: every session runs as the
 		// DSN's user in the DSN's database.
 		UserMap: l.plan.users, DatabaseMap: l.plan.dbs,
@@ -605,8 +605,9 @@ func (s *laneSource) Next() (*event.Event, error) {
 
 func (s *laneSource) Name() string { return s.src.Name() }
 
-// logObserver counts what the replay ran inside the window.
-type logObserver struct {
+// windowCounts is the replay's SampleSink during a step: it counts
+// what the replay ran inside the window.
+type windowCounts struct {
 	per      map[string]perExec // read only
 	from, to time.Time
 	open     atomic.Int64
@@ -618,11 +619,11 @@ type logObserver struct {
 	errors           map[string]int64
 }
 
-func (o *logObserver) SessionOpened()       { o.open.Add(1) }
-func (o *logObserver) SessionClosed()       { o.open.Add(-1) }
-func (o *logObserver) ReaderPosition(int64) {}
+func (o *windowCounts) SessionOpened()       { o.open.Add(1) }
+func (o *windowCounts) SessionClosed()       { o.open.Add(-1) }
+func (o *windowCounts) ReaderPosition(int64) {}
 
-func (o *logObserver) Statement(s replay.Sample) {
+func (o *windowCounts) Statement(s replay.Sample) {
 	if s.Skipped != "" {
 		return
 	}
