@@ -16,7 +16,7 @@
 // backends and parallel workers too. Otherwise wait events are sampled
 // from pg_stat_activity, and Waits.SourceReason says why.
 //
-// An Observer holds one extra connection to the server, with
+// A Collector holds one extra connection to the server, with
 // application_name "pgrehearse-observe", and leaves itself out of what it
 // measures: its backend is excluded from the samples, its statements
 // (which carry the comment /* pgrehearse-observe */) from the

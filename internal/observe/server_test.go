@@ -44,7 +44,7 @@ func startPgbench(t *testing.T, settings map[string]string) *pgcluster.Cluster {
 	return c
 }
 
-func startObserver(t *testing.T, dsn string, opts Options) *Observer {
+func startCollector(t *testing.T, dsn string, opts Options) *Collector {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -56,7 +56,7 @@ func startObserver(t *testing.T, dsn string, opts Options) *Observer {
 	return o
 }
 
-func stop(t *testing.T, o *Observer) *Evidence {
+func stop(t *testing.T, o *Collector) *Evidence {
 	t.Helper()
 	e, err := o.Stop()
 	if err != nil {
@@ -128,7 +128,7 @@ func TestDeltasMatchPgbench(t *testing.T) {
 			if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
 				t.Fatal(err)
 			}
-			o := startObserver(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
+			o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
 			const clients, perClient = 4, 150
 			out, err := c.Pgbench(ctx, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient), "postgres")
 			if err != nil {
@@ -251,7 +251,7 @@ func hasWarning(e *Evidence, word string) bool {
 // second run less the first.
 func TestResetInTheMiddle(t *testing.T) {
 	c := startPgbench(t, pgssSettings(nil))
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-c", "2", "-t", "150")
 	time.Sleep(400 * time.Millisecond) // a snapshot after the first run
 	if err := c.Exec(context.Background(), "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
@@ -292,7 +292,7 @@ func TestEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
 	// Queries of 1 to 400 columns: each its own query id.
 	for i := 1; i <= 400; i++ {
@@ -317,7 +317,7 @@ func TestEviction(t *testing.T) {
 // transactions: the profile shows Lock waits, on the branch update.
 func TestContentionWaits(t *testing.T) {
 	c := startPgbench(t, pgssSettings(nil))
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: time.Second})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 	pgbench(t, c, "-n", "-c", "8", "-T", "4")
 	e := stop(t, o)
 	lock := int64(0)
@@ -359,7 +359,7 @@ func TestContentionWaits(t *testing.T) {
 // With track_planning off the evidence warns that planning is invisible.
 func TestTrackPlanningOff(t *testing.T) {
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.track_planning": "off"}))
-	o := startObserver(t, c.DSN("postgres"), Options{})
+	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "1", "-t", "50")
 	e := stop(t, o)
 	if !hasWarning(e, "track_planning is off") || e.Statements.TrackPlanning {
@@ -377,7 +377,7 @@ func TestWithoutPGSS(t *testing.T) {
 	if out, err := c.Pgbench(context.Background(), "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	o := startObserver(t, c.DSN("postgres"), Options{})
+	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "2", "-t", "100")
 	e := stop(t, o)
 	if e.Statements != nil || e.Capabilities.PGSS != "unavailable" || !hasWarning(e, "pg_stat_statements is not available") {
@@ -410,7 +410,7 @@ func TestOverhead(t *testing.T) {
 	busy := 0.0
 	for i := range 3 {
 		without := run()
-		o := startObserver(t, c.DSN("postgres"), Options{})
+		o := startCollector(t, c.DSN("postgres"), Options{})
 		with := run()
 		e := stop(t, o)
 		ratios = append(ratios, with/without)
@@ -438,7 +438,7 @@ func TestIdleServerNoOwnTransactions(t *testing.T) {
 	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
 	time.Sleep(2500 * time.Millisecond)
 	e := stop(t, o)
 	if tp := e.Throughput; tp == nil || tp.TotalTransactions > 2 || e.Sampling.OwnTransactions < 100 {
