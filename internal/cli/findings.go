@@ -215,7 +215,7 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	}
 	defer closeLogs(readers)
 	cache := fingerprint.NewCache(0)
-	obs := findings.NewObserver(cache)
+	obs := findings.NewEventSampler(cache)
 	prog := newProgress(stdio.Stderr, readers)
 	sources := make([]analyze.Source, len(readers))
 	for i, r := range readers {
@@ -232,11 +232,11 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	return findings.FromAnalysis(res, strings.Join(res.Files, ", ")), obs.Result(), nil
 }
 
-// observedSource shows every event to the findings' Observer on its way to
+// observedSource shows every event to the findings' EventSampler on its way to
 // the analysis.
 type observedSource struct {
 	*logSource
-	obs *findings.Observer
+	obs *findings.EventSampler
 }
 
 func (s *observedSource) Next() (*event.Event, error) {

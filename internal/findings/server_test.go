@@ -112,7 +112,7 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := NewObserver(nil)
+	obs := NewEventSampler(nil)
 	res, err := analyze.Analyze(context.Background(), []analyze.Source{&segSource{r: rd, db: db, obs: obs}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 type segSource struct {
 	r   *logread.Reader
 	db  string
-	obs *Observer
+	obs *EventSampler
 }
 
 func (s *segSource) Next() (*event.Event, error) {
