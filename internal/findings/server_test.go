@@ -66,6 +66,28 @@ func (r *rig) connect(db string) *pgx.Conn {
 	return conn
 }
 
+// waitSetting waits until a new session of db sees a setting at value,
+// as one does once the postmaster has reloaded its configuration.
+func (r *rig) waitSetting(db, name, value string) {
+	r.t.Helper()
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		conn, err := pgx.Connect(r.ctx, r.c.DSN(db))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		err = conn.QueryRow(r.ctx, "SELECT current_setting($1)", name).Scan(&got)
+		conn.Close(r.ctx)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if got == value {
+			return
+		}
+	}
+	r.t.Fatalf("%s is still %q after 30 s, want %q", name, got, value)
+}
+
 func (r *rig) csvLog() string {
 	r.t.Helper()
 	files, err := r.c.LogFiles("*.csv")
@@ -382,7 +404,7 @@ func TestPlanningHeavy(t *testing.T) {
 	// With track_planning off, planning time is invisible: say so.
 	r.exec("postgres", "ALTER SYSTEM SET pg_stat_statements.track_planning = off")
 	r.exec("postgres", "SELECT pg_reload_conf()")
-	time.Sleep(200 * time.Millisecond)
+	r.waitSetting("trig", "pg_stat_statements.track_planning", "off")
 	fs = only(r.evaluate("trig", Input{Workload: w}, Options{}), IDPlanningHeavy)
 	if len(fs) != 1 || fs[0].Subject != "pg_stat_statements.track_planning" || fs[0].Severity != Warning {
 		t.Errorf("track_planning off: %+v", fs)

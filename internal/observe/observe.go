@@ -31,6 +31,12 @@ type Options struct {
 	SampleInterval time.Duration
 	// Top is how many queries keep a wait series over time; 0 means 10.
 	Top int
+
+	// afterRound, set by tests only, is called on the sampling goroutine
+	// after every round, so that a test waits for what it needs (a
+	// snapshot after some moment, enough rounds) instead of sleeping. It
+	// may read the Collector and must return quickly.
+	afterRound func(*Collector)
 }
 
 func (o Options) withDefaults() Options {
@@ -185,6 +191,9 @@ func (o *Collector) loop() {
 			}
 		}
 		cancel()
+		if o.opts.afterRound != nil {
+			o.opts.afterRound(o)
+		}
 		if err != nil {
 			// A lost connection ends sampling; a failed query is
 			// retried a few times first.

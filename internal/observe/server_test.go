@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,45 @@ func startCollector(t *testing.T, dsn string, opts Options) *Collector {
 	}
 	t.Cleanup(func() { o.Stop() })
 	return o
+}
+
+// roundWaiter lets a test wait for a condition on a Collector, checked on
+// its sampling goroutine after every round, rather than sleeping and
+// hoping the round came.
+type roundWaiter struct {
+	mu   sync.Mutex
+	cond func(*Collector) bool
+	met  chan struct{}
+}
+
+func (w *roundWaiter) afterRound(o *Collector) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cond != nil && w.cond(o) {
+		close(w.met)
+		w.cond = nil
+	}
+}
+
+// wait blocks until cond holds after a round, or fails t after a minute.
+func (w *roundWaiter) wait(t *testing.T, what string, cond func(*Collector) bool) {
+	t.Helper()
+	met := make(chan struct{})
+	w.mu.Lock()
+	w.cond, w.met = cond, met
+	w.mu.Unlock()
+	select {
+	case <-met:
+	case <-time.After(time.Minute):
+		t.Fatalf("the collector did not get %s in a minute", what)
+	}
+}
+
+// startWaitable is startCollector with a roundWaiter.
+func startWaitable(t *testing.T, dsn string, opts Options) (*Collector, *roundWaiter) {
+	w := &roundWaiter{}
+	opts.afterRound = w.afterRound
+	return startCollector(t, dsn, opts), w
 }
 
 func stop(t *testing.T, o *Collector) *Evidence {
@@ -216,14 +256,41 @@ func waitGone(t *testing.T, c *pgcluster.Cluster, app string) {
 			t.Fatal(err)
 		}
 		if n == 0 {
-			// A backend leaves pg_stat_activity just before it
-			// flushes its statistics on exit.
-			time.Sleep(200 * time.Millisecond)
+			waitFlushed(t, conn, time.Now())
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s backends still there after 2 s", app)
+}
+
+// waitFlushed waits until the statistics of backends that left
+// pg_stat_activity before left can be read. From PostgreSQL 15 they are
+// at once: an exiting backend flushes them to shared memory
+// (before_shmem_exit) before it leaves pg_stat_activity (on_shmem_exit).
+// Before 15 it sends them to the statistics collector, whose file a
+// reader sees up to half a second later: wait for a file written after
+// left.
+func waitFlushed(t *testing.T, conn *pgx.Conn, left time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version >= 150000 {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var fresh bool
+		if err := conn.QueryRow(ctx, "SELECT pg_stat_get_snapshot_timestamp() > $1", left).Scan(&fresh); err != nil {
+			t.Fatal(err)
+		}
+		if fresh {
+			return
+		}
+	}
+	t.Fatal("no statistics snapshot newer than the backends' exit after 10 s")
 }
 
 func pgbench(t *testing.T, c *pgcluster.Cluster, args ...string) []byte {
@@ -251,9 +318,12 @@ func hasWarning(e *Evidence, word string) bool {
 // second run less the first.
 func TestResetInTheMiddle(t *testing.T) {
 	c := startPgbench(t, pgssSettings(nil))
-	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-c", "2", "-t", "150")
-	time.Sleep(400 * time.Millisecond) // a snapshot after the first run
+	ran := time.Now()
+	rounds.wait(t, "a snapshot after the first run", func(o *Collector) bool {
+		return o.pgss != nil && o.pgss.prev != nil && o.pgss.prev.at.After(ran)
+	})
 	if err := c.Exec(context.Background(), "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
 		t.Fatal(err)
 	}
@@ -438,8 +508,12 @@ func TestIdleServerNoOwnTransactions(t *testing.T) {
 	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
-	o := startCollector(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
-	time.Sleep(2500 * time.Millisecond)
+	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
+	// Long enough for its own transactions to show if they were not
+	// left out: 100 of them, over 2 s of pg_stat_database readings.
+	rounds.wait(t, "100 transactions of its own over 2 s", func(o *Collector) bool {
+		return o.stats.ownXacts >= 100 && o.lastXactAt.Sub(o.start) >= 2*time.Second
+	})
 	e := stop(t, o)
 	if tp := e.Throughput; tp == nil || tp.TotalTransactions > 2 || e.Sampling.OwnTransactions < 100 {
 		t.Errorf("idle server: %+v transactions, the observer's own %d", tp, e.Sampling.OwnTransactions)
