@@ -44,6 +44,12 @@
 // query through pg_wait_sampling's or pg_stat_activity's query id, or
 // pg_stat_activity's text when the server computes no query id.
 //
+// Two parts of a Collector serve callers that measure windows of their
+// own (a sweep's steps) on a connection they own: a WaitSampler polls
+// pg_stat_activity with the Collector's query, and a StatementsReader
+// reads pg_stat_statements' counters as a Collector does, leaving the
+// deltas to the caller.
+//
 // The package only reads: it never creates an extension nor changes a
 // setting, and it knows nothing of logs or replays. It does not decide
 // about files; Evidence is written as JSON by the caller, and Sections
