@@ -33,14 +33,16 @@
 //     during the window are not lost: once reaped, their times are in the
 //     postmaster's cutime+cstime, which are counted too. A remote server's
 //     CPU is unknown and reported as such (null in JSON).
-//   - Wait events are sampled every 100 ms from one extra connection, which
-//     excludes itself: every client backend of the workload's database
-//     counts once per sample with its wait_event_type and wait_event; an
-//     active backend that waits for nothing is counted as "CPU"/"running",
-//     an idle one shows as Client/ClientRead (waiting for its client).
+//   - Wait events are sampled every 100 ms from one extra connection
+//     (observe.WaitSampler), which excludes itself: every client backend
+//     of the workload's database counts once per sample with its
+//     wait_event_type and wait_event; an active backend that waits for
+//     nothing is counted as "CPU"/"running", an idle one shows as
+//     Client/ClientRead (waiting for its client).
 //   - When pg_stat_statements is installed in the database, its calls (and
-//     plans) per query id are read at both ends of the window; the hottest
-//     query ids by calls per second are reported.
+//     plans) per query id are read at both ends of the window
+//     (observe.StatementsReader); the hottest query ids by calls per
+//     second are reported.
 //
 // # Order
 //

@@ -9,7 +9,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
+
+// sampleEvery is the wait event sampling period.
+const sampleEvery = 100 * time.Millisecond
 
 // Options configure a sweep.
 type Options struct {
@@ -271,10 +276,8 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 	// they would show among the hot queries; only a superuser may, and
 	// otherwise they stay, at about 10 calls/s.
 	_, _ = conn.Exec(ctx, "SET pg_stat_statements.track = 'none'")
-	pgss := true
-	if _, err := pgssSnapshot(ctx, conn); err != nil {
-		pgss = false // not installed or not preloaded: no hot queries
-	}
+	// Not installed or not preloaded: no hot queries.
+	stmts, _ := observe.NewStatementsReader(ctx, conn)
 
 	// Window measurements, started from the driver's goroutine at the
 	// end of warm-up and stopped here after the window.
@@ -282,9 +285,10 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 		at      time.Time
 		cpu     float64
 		cpuErr  error
-		pgss    map[int64]pgssCounts
+		pgss    map[int64]observe.QueryCounts
 		pgssAt  time.Time
-		sampler *waitSampler
+		sampler *observe.WaitSampler
+		waitErr error
 	}
 	openedCh := make(chan *opened, 1)
 	spec := RunSpec{
@@ -295,11 +299,11 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 			if s.pid != 0 {
 				o.cpu, o.cpuErr = serverCPU(opts.ProcDir, s.pid)
 			}
-			if pgss {
-				o.pgss, _ = pgssSnapshot(ctx, conn)
+			if stmts != nil {
+				o.pgss, _ = stmts.Counts(ctx)
 				o.pgssAt = time.Now()
 			}
-			o.sampler = startWaitSampler(ctx, conn)
+			o.sampler, o.waitErr = observe.StartWaitSampler(ctx, conn, sampleEvery)
 			openedCh <- o
 		},
 	}
@@ -333,19 +337,24 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 			r.err = errors.New("the load ended without opening the measured window")
 		}
 	}
-	var waits []Wait
+	var waits []observe.WaitCount
 	var waitErr error
 	var cpuEnd float64
 	var cpuErr error
-	var pgssEnd map[int64]pgssCounts
+	var pgssEnd map[int64]observe.QueryCounts
 	var pgssEndAt time.Time
 	if o != nil {
-		waits, st.WaitSamples, waitErr = o.sampler.stop()
+		waitErr = o.waitErr
+		if o.sampler != nil {
+			var rounds int64
+			waits, rounds, waitErr = o.sampler.Stop()
+			st.WaitSamples = int(rounds)
+		}
 		if s.pid != 0 {
 			cpuEnd, cpuErr = serverCPU(opts.ProcDir, s.pid)
 		}
-		if pgss && o.pgss != nil {
-			pgssEnd, _ = pgssSnapshot(ctx, conn)
+		if stmts != nil && o.pgss != nil {
+			pgssEnd, _ = stmts.Counts(ctx)
 			pgssEndAt = time.Now()
 		}
 	}
@@ -370,12 +379,7 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 	if waitErr != nil {
 		opts.Progress("%s: wait event sampling failed: %v", s.cfg.Name, waitErr)
 	}
-	if len(waits) > opts.TopWaits {
-		waits = waits[:opts.TopWaits]
-	}
-	if waits != nil {
-		st.WaitEvents = waits
-	}
+	st.WaitEvents = waitEvents(waits, opts.TopWaits)
 	if s.pid != 0 {
 		if err := errors.Join(o.cpuErr, cpuErr); err != nil {
 			opts.Progress("%s: server CPU: %v", s.cfg.Name, err)
@@ -390,7 +394,7 @@ func runStep(ctx context.Context, opts *Options, s *server, clients int, rate fl
 	}
 	if pgssEnd != nil {
 		secs := pgssEndAt.Sub(o.pgssAt).Seconds()
-		st.HotQueries = hotQueries(ctx, conn, o.pgss, pgssEnd, secs, opts.TopQueries)
+		st.HotQueries = hotQueries(ctx, stmts, o.pgss, pgssEnd, secs, opts.TopQueries)
 	}
 	return st, nil
 }
