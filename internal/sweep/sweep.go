@@ -186,6 +186,12 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 		}
 	}
 
+	return runSteps(ctx, opts, servers, res)
+}
+
+// runSteps runs every step, the servers in alternating order (A B, then
+// B A, ...), appending each step to its configuration's result.
+func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result) error {
 	// Only the names the configuration sets are read back.
 	names := func(c Config) []string { return settingNames([]Config{c}) }
 	for step, clients := range opts.Clients {
