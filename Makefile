@@ -16,8 +16,12 @@ PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
 all: build
 
+# The version is the commit (git describe), linked in: GOFLAGS may turn the
+# toolchain's own VCS stamping off.
+VERSION     := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/pgrehearse
+	$(GO) build -ldflags "-X github.com/pgrehearse/pgrehearse/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/pgrehearse
 
 demo: build postgres
 	./$(BIN) demo

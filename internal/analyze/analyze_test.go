@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // sliceSource is a Source over events in memory, optionally named and
@@ -20,7 +22,7 @@ import (
 type sliceSource struct {
 	name   string
 	events []*event.Event
-	lines  LineCounts
+	lines  results.LineCounts
 	err    error // returned instead of io.EOF
 	next   int
 }
@@ -36,8 +38,8 @@ func (s *sliceSource) Next() (*event.Event, error) {
 	return s.events[s.next-1], nil
 }
 
-func (s *sliceSource) Name() string           { return s.name }
-func (s *sliceSource) LineCounts() LineCounts { return s.lines }
+func (s *sliceSource) Name() string                   { return s.name }
+func (s *sliceSource) LineCounts() results.LineCounts { return s.lines }
 
 const t0 = 1_714_557_600_000_000 // 2024-05-01T10:00:00Z in µs
 
@@ -63,7 +65,7 @@ func TestAnalyzeCounts(t *testing.T) {
 		{Kind: event.Disconnect, Session: "s1", Time: t0 + 1_000_000},
 	}
 	evs[10].Failed = true
-	src := &sliceSource{name: "a.log", events: evs, lines: LineCounts{Total: 20, Parsed: 18, Skipped: map[string]int64{"checkpoint": 2}}}
+	src := &sliceSource{name: "a.log", events: evs, lines: results.LineCounts{Total: 20, Parsed: 18, Skipped: map[string]int64{"checkpoint": 2}}}
 	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2, BatchSize: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +76,8 @@ func TestAnalyzeCounts(t *testing.T) {
 	// Calls: 2 selects, 1 execute, 1 failed insert, 3 from the
 	// transaction string, 1 unparsed; not the connect, disconnect,
 	// prepare, errors or the comment.
-	want := StatementCounts{Total: 8, Failed: 2, Unparsed: 1, Empty: 1}
-	if res.Statements != want {
+	want := results.StatementCounts{Total: 8, Executed: 6, Failed: 2, Unparsed: 1, Empty: 1, Skipped: map[string]int64{}}
+	if !reflect.DeepEqual(res.Statements, want) {
 		t.Errorf("statements = %+v, want %+v", res.Statements, want)
 	}
 	var calls, errs int64
@@ -86,13 +88,13 @@ func TestAnalyzeCounts(t *testing.T) {
 	if calls != res.Statements.Total || errs != res.Statements.Failed {
 		t.Errorf("queries hold %d calls, %d errors; statements say %d, %d", calls, errs, res.Statements.Total, res.Statements.Failed)
 	}
-	if res.Sessions != 3 {
-		t.Errorf("sessions = %d, want 3", res.Sessions)
+	if res.Sessions.Total != 3 {
+		t.Errorf("sessions = %d, want 3", res.Sessions.Total)
 	}
 	if got := fmt.Sprint(res.ErrorsBySQLState); got != "map[23505:1 unknown:1]" {
 		t.Errorf("errors_by_sqlstate = %s", got)
 	}
-	if res.FirstTime != "2024-05-01T10:00:00.000000Z" || res.LastTime != "2024-05-01T10:00:01.000000Z" {
+	if res.FirstTime.String() != "2024-05-01T10:00:00.000000Z" || res.LastTime.String() != "2024-05-01T10:00:01.000000Z" {
 		t.Errorf("time span %s .. %s", res.FirstTime, res.LastTime)
 	}
 	if res.Lines.Total != 20 || res.Lines.Skipped["checkpoint"] != 2 || len(res.Files) != 1 || res.Files[0] != "a.log" {
@@ -113,6 +115,9 @@ func TestAnalyzeCounts(t *testing.T) {
 	ins := res.Queries[byQuery["INSERT INTO t VALUES ($1)"]]
 	if ins.Calls != 1 || ins.Errors != 1 || ins.TimedCalls != 0 || ins.MeanMS != 0 {
 		t.Errorf("failed insert row: %+v", ins)
+	}
+	if !reflect.DeepEqual(ins.ErrorsBySQLState, map[string]int64{"23505": 1}) {
+		t.Errorf("failed insert's errors by SQLSTATE: %v", ins.ErrorsBySQLState)
 	}
 	// 10 µs for three statements: 4, 3, 3; the error of a failed
 	// string would go to COMMIT.
@@ -173,10 +178,10 @@ func TestJobsGiveIdenticalResults(t *testing.T) {
 	run := func(jobs, batch int) string {
 		// Two sources, to cover file boundaries inside a batch.
 		src := []Source{
-			&sliceSource{name: "1.log", events: evs[:12345], lines: LineCounts{Total: 1, Parsed: 1}},
-			&sliceSource{name: "2.log", events: evs[12345:], lines: LineCounts{Total: 2, Parsed: 1, Skipped: map[string]int64{"x": 1}}},
+			&sliceSource{name: "1.log", events: evs[:12345], lines: results.LineCounts{Total: 1, Parsed: 1}},
+			&sliceSource{name: "2.log", events: evs[12345:], lines: results.LineCounts{Total: 2, Parsed: 1, Skipped: map[string]int64{"x": 1}}},
 		}
-		res, err := Analyze(context.Background(), src, Options{Jobs: jobs, BatchSize: batch, Hist: true})
+		res, err := Analyze(context.Background(), src, Options{Jobs: jobs, BatchSize: batch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,13 +199,13 @@ func TestJobsGiveIdenticalResults(t *testing.T) {
 	}
 	var res map[string]any
 	json.Unmarshal([]byte(want), &res)
-	for _, key := range []string{"kind", "lines", "statements", "sessions", "errors_by_sqlstate", "files", "first_time", "last_time", "queries"} {
+	for _, key := range []string{"version", "kind", "lines", "statements", "sessions", "errors_by_sqlstate", "files", "first_time", "last_time", "queries"} {
 		if _, ok := res[key]; !ok {
 			t.Errorf("JSON lacks %q", key)
 		}
 	}
 	q := res["queries"].([]any)[0].(map[string]any)
-	for _, key := range []string{"fingerprint", "query", "calls", "errors", "timed_calls", "total_ms", "mean_ms", "p50_ms", "p95_ms", "p99_ms"} {
+	for _, key := range []string{"fingerprint", "query", "calls", "errors", "timed_calls", "total_ms", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "hist"} {
 		if _, ok := q[key]; !ok {
 			t.Errorf("query JSON lacks %q", key)
 		}
@@ -259,7 +264,7 @@ func TestCancelGivesPartial(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	evs := workload(5000, 11)
-	src := &sliceSource{name: "x.log", events: evs, lines: LineCounts{Total: 6000, Parsed: 5900, Skipped: map[string]int64{"checkpoint": 60, "autovacuum": 40}}}
+	src := &sliceSource{name: "x.log", events: evs, lines: results.LineCounts{Total: 6000, Parsed: 5900, Skipped: map[string]int64{"checkpoint": 60, "autovacuum": 40}}}
 	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
@@ -13,7 +14,7 @@ type partial struct {
 	set        *querystats.Set
 	timeline   *timeline.Timeline
 	kinds      [8]int64 // by event.Kind, which is small
-	statements StatementCounts
+	statements results.StatementCounts
 	errors     map[string]int64
 	sessions   map[string]struct{}
 	// recent holds session ids already in sessions, by their last bytes:
@@ -75,11 +76,7 @@ func (p *partial) add(ev *event.Event) {
 	switch {
 	case ev.Kind == event.Error:
 		// Not a call: the failing statement comes as its own event.
-		code := ev.SQLState
-		if code == "" {
-			code = UnknownSQLState
-		}
-		p.errors[code]++
+		p.errors[sqlState(ev)]++
 	case ev.IsExecution():
 		p.execution(ev)
 	}
@@ -96,6 +93,7 @@ func (p *partial) execution(ev *event.Event) {
 	p.statements.Unparsed += q.unparsed
 	if ev.Failed {
 		p.statements.Failed++
+		q.stats[k-1].RecordError(sqlState(ev))
 	}
 	if k == 1 {
 		// Most strings hold one statement; below is the general case.
@@ -143,16 +141,18 @@ func (p *partial) merge(o *partial) {
 	}
 }
 
-func (p *partial) fill(res *Result, hist bool) error {
-	rows, err := p.set.Rows(querystats.RowOptions{Hist: hist})
+func (p *partial) fill(res *results.Result) error {
+	rows, err := p.set.Rows(querystats.RowOptions{Hist: true})
 	if err != nil {
 		return err
 	}
 	res.Queries = rows
-	res.Set = p.set
 	res.Timeline = p.timeline.JSON()
 	res.Statements = p.statements
-	res.Sessions = int64(len(p.sessions))
+	// Every statement a log shows ran: it failed or it did not.
+	res.Statements.Executed = p.statements.Total - p.statements.Failed
+	res.Statements.Skipped = map[string]int64{}
+	res.Sessions = results.SessionCounts{Total: int64(len(p.sessions))}
 	for k, v := range p.kinds {
 		if v > 0 {
 			res.Events[event.Kind(k).String()] = v
@@ -162,9 +162,16 @@ func (p *partial) fill(res *Result, hist bool) error {
 		res.ErrorsBySQLState[k] = v
 	}
 	if p.seen {
-		res.FirstUS, res.LastUS = p.first, p.last
-		res.FirstTime = querystats.FormatTime(p.first)
-		res.LastTime = querystats.FormatTime(p.last)
+		res.FirstTime, res.LastTime = results.Time(p.first), results.Time(p.last)
 	}
 	return nil
+}
+
+// sqlState is the SQLSTATE of a failed event, UnknownSQLState when the log
+// did not say.
+func sqlState(ev *event.Event) string {
+	if ev.SQLState == "" {
+		return results.UnknownSQLState
+	}
+	return ev.SQLState
 }

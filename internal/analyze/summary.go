@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
@@ -21,7 +22,7 @@ const QueryWidth = 80
 // counts, the time span, then the top queries by total time, by calls and
 // by errors. It writes plain text, never terminal escapes, so that it can
 // go to a file or a pipe as well.
-func WriteSummary(w io.Writer, r *Result, top int) error {
+func WriteSummary(w io.Writer, r *results.Result, top int) error {
 	ew := &errWriter{w: w}
 	if r.Partial {
 		ew.printf("PARTIAL RESULT: the analysis stopped before the end of the input.\n\n")
@@ -29,7 +30,9 @@ func WriteSummary(w io.Writer, r *Result, top int) error {
 	if len(r.Files) > 0 {
 		ew.printf("files       %s\n", strings.Join(r.Files, ", "))
 	}
-	writeLines(ew, r.Lines)
+	if r.Lines != nil {
+		writeLines(ew, *r.Lines)
+	}
 	ew.printf("statements  %s executed, %s failed", num(r.Statements.Total), num(r.Statements.Failed))
 	if r.Statements.Unparsed > 0 {
 		ew.printf(", %s did not parse", num(r.Statements.Unparsed))
@@ -38,7 +41,7 @@ func WriteSummary(w io.Writer, r *Result, top int) error {
 		ew.printf(", %s empty query strings", num(r.Statements.Empty))
 	}
 	ew.printf(" (%s distinct queries)\n", num(int64(len(r.Queries))))
-	ew.printf("sessions    %s", num(r.Sessions))
+	ew.printf("sessions    %s", num(r.Sessions.Total))
 	if n := r.Events["connect"]; n > 0 {
 		ew.printf(", %s connections", num(n))
 	}
@@ -46,8 +49,8 @@ func WriteSummary(w io.Writer, r *Result, top int) error {
 		ew.printf(", %s prepares", num(n))
 	}
 	ew.printf("\n")
-	if r.FirstTime != "" {
-		span := time.Duration(r.LastUS-r.FirstUS) * time.Microsecond
+	if r.FirstTime != 0 {
+		span := time.Duration(r.LastTime-r.FirstTime) * time.Microsecond
 		ew.printf("time span   %s .. %s (%s)\n", r.FirstTime, r.LastTime, span)
 	}
 	if len(r.ErrorsBySQLState) > 0 {
@@ -61,7 +64,7 @@ func WriteSummary(w io.Writer, r *Result, top int) error {
 		ew.printf("errors      %s by SQLSTATE: %s\n", num(n), strings.Join(parts, ", "))
 	}
 	if top > 0 && len(r.Queries) > 0 {
-		spanS := float64(r.LastUS-r.FirstUS) / 1e6
+		spanS := r.SpanSeconds()
 		byTime := r.Queries // already by total time
 		writeTop(ew, "by total time", byTime, top, spanS)
 		byCalls := slices.Clone(r.Queries)
@@ -79,7 +82,7 @@ func WriteSummary(w io.Writer, r *Result, top int) error {
 	return ew.err
 }
 
-func writeLines(ew *errWriter, l LineCounts) {
+func writeLines(ew *errWriter, l results.LineCounts) {
 	skipped := l.SkippedTotal()
 	ew.printf("lines       %s read, %s parsed, %s skipped\n", num(l.Total), num(l.Parsed), num(skipped))
 	if d := l.Total - l.Parsed - skipped; d != 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newAnalyzeCmd) }
@@ -70,7 +71,10 @@ partial, and the exit code is 1.
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.IntVar(&f.top, "top", 10, "queries shown in each top list (0 for none)")
-	fl.BoolVar(&f.hist, "hist", false, "include each query's latency histogram in the JSON, to merge results later")
+	// Histograms are always written now (results version 2); --hist is
+	// accepted so that scripts written for earlier releases still run.
+	fl.BoolVar(&f.hist, "hist", true, "include each query's latency histogram in the JSON (always on)")
+	_ = fl.MarkHidden("hist")
 	return cmd
 }
 
@@ -121,7 +125,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 			sources[i] = ls
 		}
 	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Hist: f.hist, Cache: cache})
+	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache})
 	prog.done(err == nil && !res.Partial)
 	if err != nil {
 		return err
@@ -132,7 +136,8 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	}
 	out := analysisOutput{Result: res}
 	if f.findings && !res.Partial {
-		in := findings.Input{Workload: findings.FromAnalysis(res, strings.Join(res.Files, ", ")), ServerCPUs: f.serverCPUs}
+		res.Source = strings.Join(res.Files, ", ")
+		in := findings.Input{Workload: findings.FromResult(res), ServerCPUs: f.serverCPUs}
 		if f.serverCPUs > 0 {
 			in.CPUSource = "--server-cpus"
 		}
@@ -165,7 +170,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 // findings under "findings" (the analyze package cannot hold them: the
 // findings are computed from an analysis).
 type analysisOutput struct {
-	*analyze.Result
+	*results.Result
 	Findings *findings.Report `json:"findings,omitempty"`
 }
 
@@ -221,9 +226,9 @@ func (s *logSource) Next() (*event.Event, error) {
 
 func (s *logSource) Name() string { return s.r.Name() }
 
-func (s *logSource) LineCounts() analyze.LineCounts {
+func (s *logSource) LineCounts() results.LineCounts {
 	c := s.r.Counters()
-	lc := analyze.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: make(map[string]int64, len(c.Skipped))}
+	lc := results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: make(map[string]int64, len(c.Skipped))}
 	for k, v := range c.Skipped {
 		lc.Skipped[k] = v
 	}

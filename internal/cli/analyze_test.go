@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgrehearse/pgrehearse/internal/analyze"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 const testPrefix = "%m [%p] %q%u@%d/%a %c "
@@ -45,13 +45,13 @@ func TestAnalyzeCommand(t *testing.T) {
 		t.Errorf("stderr not empty (no progress bar off a terminal):\n%s", stderr)
 	}
 
-	var res analyze.Result
 	b := readFile(t, jsonPath)
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := results.Decode(b, jsonPath)
+	if err != nil {
 		t.Fatalf("JSON: %v\n%s", err, b)
 	}
 	if res.Kind != "analysis" || res.Statements.Total != 8 || res.Statements.Failed != 2 ||
-		res.Lines.Total != 18 || res.Sessions != 2 || len(res.Queries) != 7 {
+		res.Lines.Total != 18 || res.Sessions.Total != 2 || len(res.Queries) != 7 {
 		t.Errorf("result: %+v", res)
 	}
 	// A string of three statements, 0.3 ms: 0.1 ms each.
@@ -68,8 +68,8 @@ func TestAnalyzeJSONToStdout(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var res analyze.Result
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+	res, err := results.Decode([]byte(stdout), "stdout")
+	if err != nil {
 		t.Fatalf("stdout is not only JSON: %v\n%s", err, stdout)
 	}
 	if res.Queries[0].Hist == "" {

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/redact"
 )
 
 func init() { commands = append(commands, newEventsCmd) }
@@ -28,8 +31,9 @@ log: sessions connecting and disconnecting, statements, extended-protocol
 executions with their parameters, and errors. Use it to check what a replay
 would send, or --count to only count (the log reader's speed, in bench/parse.sh).
 
-Parameter values are left out unless --show-params is given: they may hold
-personal data.
+Parameter values are left out, and the constants of query texts replaced by
+$1, $2... (as pg_stat_statements shows them), unless --show-params is given:
+they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,7 +48,7 @@ personal data.
 	cmd.Flags().StringVar(&format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "log_line_prefix of a stderr log (detected when empty)")
 	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
-	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values")
+	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values and the query texts as logged, constants included")
 	return cmd
 }
 
@@ -71,12 +75,15 @@ type jsonEvent struct {
 
 var paramStates = [...]string{"", "missing", "truncated"}
 
-func toJSONEvent(ev *event.Event, showParams bool) jsonEvent {
+func toJSONEvent(cache *fingerprint.Cache, ev *event.Event, showParams bool) jsonEvent {
 	j := jsonEvent{
 		Kind: ev.Kind.String(), Time: time.UnixMicro(ev.Time).UTC().Format("2006-01-02T15:04:05.000000Z"),
 		Session: ev.Session, PID: ev.PID, User: ev.User, Database: ev.Database, Application: ev.Application,
-		Name: ev.Name, Query: ev.Query, NParams: len(ev.Params), Failed: ev.Failed,
+		Name: ev.Name, Query: redacted(cache, ev.Query, showParams), NParams: len(ev.Params), Failed: ev.Failed,
 		SQLState: ev.SQLState, Message: ev.ErrorMessage(), Line: ev.Line,
+	}
+	if !showParams {
+		j.Message = redact.Message(j.Message)
 	}
 	if int(ev.ParamState) < len(paramStates) {
 		j.ParamState = paramStates[ev.ParamState]
@@ -98,6 +105,23 @@ func toJSONEvent(ev *event.Event, showParams bool) jsonEvent {
 	return j
 }
 
+// redacted is a query text with its constants replaced by $n, the
+// statements of a string joined with "; ", unless showing is asked for.
+func redacted(cache *fingerprint.Cache, query string, show bool) string {
+	if show || query == "" {
+		return query
+	}
+	items := cache.Get(query)
+	if len(items) == 1 {
+		return items[0].Query
+	}
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = it.Query
+	}
+	return strings.Join(parts, "; ")
+}
+
 func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Options, count, showParams bool) error {
 	out := bufio.NewWriterSize(stdio.Stdout, 1<<16)
 	defer out.Flush()
@@ -106,6 +130,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 	// Indexed by Kind: a counter per event, which bench/parse.sh times
 	// as the reader's own speed, must cost next to nothing.
 	var kinds [256]int64
+	cache := fingerprint.NewCache(0)
 	for _, path := range paths {
 		r, err := logread.Open(path, opts)
 		if err != nil {
@@ -129,7 +154,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 				kinds[ev.Kind]++
 				continue
 			}
-			if err := enc.Encode(toJSONEvent(ev, showParams)); err != nil {
+			if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
 				r.Close()
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newFindingsCmd) }
@@ -201,7 +202,11 @@ func readResult(path string) (*findings.Workload, error) {
 		Kind string `json:"kind"`
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &probe) == nil && probe.Kind != "" {
-		return findings.ParseResult(data, path)
+		r, err := results.Decode(data, path)
+		if err != nil {
+			return nil, err
+		}
+		return findings.FromResult(r), nil
 	}
 	return nil, nil
 }
@@ -229,7 +234,8 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	if res.Partial {
 		return nil, nil, errors.New("interrupted: no findings from a partial analysis")
 	}
-	return findings.FromAnalysis(res, strings.Join(res.Files, ", ")), obs.Result(), nil
+	res.Source = strings.Join(res.Files, ", ")
+	return findings.FromResult(res), obs.Result(), nil
 }
 
 // observedSource shows every event to the findings' EventSampler on its way to

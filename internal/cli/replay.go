@@ -21,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newReplayCmd) }
@@ -46,6 +47,7 @@ type replayFlags struct {
 	targetLogs       []string
 	targetLogPrefix  string
 	observe          observeFlags
+	skipPreflight    bool
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -91,6 +93,13 @@ each other. The target needs log_min_duration_statement = 0, a
 log_line_prefix with %p and %c, and lc_messages = 'C'; the replay fails when
 its log does not have them.
 
+Before the schedule starts, a pre-flight connects as every user and database
+the log will use (after the maps and filters; the logs' first seconds of
+reading when they are large) and runs SELECT 1, and with --target-log or
+--observe as the target DSN's own user; it fails within seconds, saying what
+to do for each login refused (a wrong host or port, a password or pg_hba.conf,
+a missing role or database). --skip-preflight turns it off.
+
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than
 --max-error-rate percentage points. Ctrl-C stops issuing statements and lets
@@ -127,6 +136,7 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	addObserveFlags(fl, &f.observe)
 	return cmd
 }
@@ -196,6 +206,11 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		cancelHard()
 	}()
 
+	if !f.dryRun && !f.skipPreflight {
+		if err := preflight(ctx, stdio, r, f, paths); err != nil {
+			return err
+		}
+	}
 	var tlogs *targetLogs
 	if len(f.targetLogs) > 0 {
 		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)
@@ -223,8 +238,11 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err := writeReplaySummary(summaryOut, res); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	out := replayOutput{Result: res, Evidence: evidence}
+	out := replayOutput{Result: res}
 	if evidence != nil {
+		if res.Evidence, err = json.Marshal(evidence); err != nil {
+			return fmt.Errorf("write evidence: %w", err)
+		}
 		fmt.Fprintln(summaryOut)
 		if err := observe.WriteText(summaryOut, evidence, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
@@ -259,7 +277,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 // replayVerdict fails a replay that did not test what it should: sessions
 // that could not connect (the wrong target, a missing database or role),
 // or a target failing more than the original did.
-func replayVerdict(res *replay.Result, maxErrorRate float64) error {
+func replayVerdict(res *results.Result, maxErrorRate float64) error {
 	if res.Sessions.ConnectFailed > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
@@ -429,23 +447,14 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 // replayOutput is what replay --json writes: the result, and its findings
 // under "findings".
 type replayOutput struct {
-	*replay.Result
-	Findings *findings.Report  `json:"findings,omitempty"`
-	Evidence *observe.Evidence `json:"evidence,omitempty"`
+	*results.Result
+	Findings *findings.Report `json:"findings,omitempty"`
 }
 
 // replayFindings names the traps of the replayed workload as the target
 // ran it, with the target's catalog when dsn is given.
-func replayFindings(ctx context.Context, res *replay.Result, dsn string) (*findings.Report, error) {
-	data, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	w, err := findings.ParseResult(data, "replay")
-	if err != nil {
-		return nil, err
-	}
-	in := findings.Input{Workload: w}
+func replayFindings(ctx context.Context, res *results.Result, dsn string) (*findings.Report, error) {
+	in := findings.Input{Workload: findings.FromResult(res)}
 	closeConn, err := connectFindings(ctx, dsn, false, &in)
 	if err != nil {
 		return nil, err
@@ -454,7 +463,7 @@ func replayFindings(ctx context.Context, res *replay.Result, dsn string) (*findi
 	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
-func writeReplaySummary(w io.Writer, res *replay.Result) error {
+func writeReplaySummary(w io.Writer, res *results.Result) error {
 	var b strings.Builder
 	title := "Replay"
 	if res.DryRun {
@@ -464,7 +473,7 @@ func writeReplaySummary(w io.Writer, res *replay.Result) error {
 		title += " (PARTIAL: interrupted)"
 	}
 	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
-	if res.FirstTime != "" {
+	if res.FirstTime != 0 {
 		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
 	}
 	s := res.Statements

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // targetLogWait bounds how long the target's log may take to show the
@@ -47,7 +48,7 @@ func noteTargetLogs(paths []string, prefix string) *targetLogs {
 // logs a statement before it answers, and the collector writes in the
 // order it receives), then reads the part of the log written since the
 // replay began and puts its server-side durations in res.
-func (tl *targetLogs) serverSide(ctx context.Context, r *replay.Replayer, target string, res *replay.Result) error {
+func (tl *targetLogs) serverSide(ctx context.Context, r *replay.Replayer, target string, res *results.Result) error {
 	marker, err := sendMarker(ctx, target)
 	if err != nil {
 		return fmt.Errorf("--target-log: %w", err)

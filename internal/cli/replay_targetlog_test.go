@@ -9,7 +9,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -42,7 +42,7 @@ func TestReplayTargetLog(t *testing.T) {
 	if code != ExitOK || res == nil {
 		t.Fatalf("replay exited %d", code)
 	}
-	if res.LatencySource != replay.LatencyServerLog || res.TargetLog == nil {
+	if res.LatencySource != results.LatencyServerLog || res.TargetLog == nil {
 		t.Fatalf("latency_source %q, target_log %+v", res.LatencySource, res.TargetLog)
 	}
 	tl := res.TargetLog
@@ -106,7 +106,7 @@ func TestReplayTargetLogWithoutSessionID(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(out, "%c") || !strings.Contains(out, "log_min_duration_statement = 0") {
 		t.Errorf("exit %d, want %d naming the settings:\n%s", code, ExitFailure, out)
 	}
-	if res == nil || res.LatencySource != replay.LatencyClient || res.Statements.Executed != 1 {
+	if res == nil || res.LatencySource != results.LatencyClient || res.Statements.Executed != 1 {
 		t.Errorf("the client-side results should still be written: %+v", res)
 	}
 }

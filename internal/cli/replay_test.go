@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,12 +17,13 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // runReplay runs "pgrehearse replay" with args and returns its exit code,
 // output and JSON result (nil if none was written).
-func runReplay(t *testing.T, args ...string) (int, string, *replay.Result) {
+func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "replay.json")
 	var stdout, stderr bytes.Buffer
@@ -35,15 +35,15 @@ func runReplay(t *testing.T, args ...string) (int, string, *replay.Result) {
 	if err != nil {
 		return code, text, nil
 	}
-	var res replay.Result
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := results.Decode(b, out)
+	if err != nil {
 		t.Fatal(err)
 	}
 	s := res.Statements
 	if s.Total != s.Executed+s.Failed+s.SkippedTotal() {
 		t.Errorf("statements: total %d != executed %d + failed %d + skipped %d", s.Total, s.Executed, s.Failed, s.SkippedTotal())
 	}
-	return code, text, &res
+	return code, text, res
 }
 
 // TestReplayMatchesPgStatStatements is the replay's acceptance test. The
@@ -131,6 +131,18 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	if res.Sessions.ConnectFailed != 0 || res.Sessions.Total < 10 {
 		t.Errorf("sessions %+v", res.Sessions)
 	}
+	// Every statement that completed on the target gave its rows. The
+	// statements after a failure in a string of several count as
+	// executed (as analyze counts them) but gave no rows: at most one per
+	// failed string.
+	var rowsCalls, rows int64
+	for _, q := range res.Queries {
+		rowsCalls += q.RowsCalls
+		rows += q.Rows
+	}
+	if ex := res.Statements.Executed; rowsCalls > ex || rowsCalls < ex-res.Statements.Failed || rows == 0 {
+		t.Errorf("rows known for %d calls (%d rows), want about the %d executed", rowsCalls, rows, ex)
+	}
 	// The original's failures fail on B too, and nothing else does.
 	if o := res.Outcomes; o.OriginalFailed == 0 || o.BothFailed != o.OriginalFailed || o.FailedOnlyOnTarget != 0 {
 		t.Errorf("outcomes %+v: want every original failure to fail on the target, and no other", o)
@@ -212,9 +224,15 @@ func TestReplayRightTarget(t *testing.T) {
 		t.Errorf("sessions ran as %q, want %q", got, want)
 	}
 
-	// A database missing on the target: exit 1, saying which.
+	// A database missing on the target: exit 1, saying which, before
+	// anything runs; and without the pre-flight, after the replay, with
+	// the sessions that could not connect counted.
 	log = writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1"}, {"u1", "gone_db", "SELECT 1", "SELECT 2"}})
 	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitFailure || !strings.Contains(out, `database "gone_db": database does not exist`) || res != nil {
+		t.Errorf("exit %d, want %d with a pre-flight message naming gone_db and no result:\n%s", code, ExitFailure, out)
+	}
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--skip-preflight", log)
 	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") {
 		t.Errorf("exit %d, want %d with a message naming gone_db:\n%s", code, ExitFailure, out)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newReportCmd) }
@@ -105,25 +105,16 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 	if f.jsonPath == "-" && f.htmlPath == "-" {
 		return usageError(`--json and --html cannot both go to standard output`)
 	}
-	runs := make([]*compare.Run, len(paths))
+	runs := make([]*results.Result, len(paths))
 	workloads := make([]*findings.Workload, len(paths))
 	evidence := make([]*observe.Evidence, len(paths))
 	for i, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("result file %s does not exist", p)
-			}
-			return fmt.Errorf("read result: %w", err)
-		}
-		if runs[i], err = compare.Parse(data, p); err != nil {
+		if runs[i], err = results.ReadFile(p); err != nil {
 			return err
 		}
-		// A result findings cannot read only loses the findings.
-		workloads[i], _ = findings.ParseResult(data, p)
-		// Likewise a result without readable evidence only loses its
-		// sections.
-		evidence[i], _ = observe.FromResult(data)
+		workloads[i] = findings.FromResult(runs[i])
+		// A result without readable evidence only loses its sections.
+		evidence[i], _ = observe.Decode(runs[i].Evidence)
 	}
 
 	var rep *compare.Report

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -53,8 +55,10 @@ var commands []func(ctx context.Context, stdio IO) *cobra.Command
 
 // Run runs pgrehearse with args and returns the process exit code.
 func Run(ctx context.Context, stdio IO, args []string) int {
+	stdio.Stdout = &pipeWriter{w: stdio.Stdout}
 	root := &cobra.Command{
 		Use:           "pgrehearse",
+		Version:       Version(),
 		Short:         "Rehearse a PostgreSQL workload from its server logs",
 		Long:          "pgrehearse reads production traffic from PostgreSQL server logs, replays it against a\ntarget server and reports what got slower.\n" + exitCodeHelp,
 		SilenceUsage:  true,
@@ -94,4 +98,55 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// pipeWriter is standard output that a reader may close early (| head):
+// once a write fails with EPIPE, the rest is dropped without an error, so
+// that the command goes on to write its files and exits with its own code.
+type pipeWriter struct {
+	w      io.Writer
+	broken bool
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	if p.broken {
+		return len(b), nil
+	}
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken = true
+		return len(b), nil
+	}
+	return n, err
+}
+
+// version is set at link time by make build (git describe); without it,
+// Version falls back to what the Go toolchain recorded.
+var version string
+
+// Version is the version and the commit pgrehearse was built from.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if version != "" {
+		v = version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (commit " + rev[:min(12, len(rev))] + dirty + ")"
+	}
+	return v + ", " + bi.GoVersion
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Options tune a comparison. The zero value means the defaults.
@@ -141,7 +143,7 @@ type QueryDiff struct {
 // RunSummary describes one run as a whole.
 type RunSummary struct {
 	Name          string        `json:"file"`
-	Kind          string        `json:"kind"`
+	Kind          results.Kind  `json:"kind"`
 	LatencySource LatencySource `json:"latency_source"`
 	Partial       bool          `json:"partial,omitempty"`
 	Statements    int64         `json:"statements"`
@@ -227,9 +229,9 @@ func (r *Report) Query(fp string) *QueryDiff {
 
 func summarize(r *Run) RunSummary {
 	s := RunSummary{
-		Name: r.Name, Kind: r.Kind, LatencySource: r.LatencySource, Partial: r.Partial,
+		Name: r.Name(), Kind: r.Kind, LatencySource: r.LatencySource, Partial: r.Partial,
 		Statements: r.Statements.Total, Failed: r.Statements.Failed, Queries: len(r.Queries),
-		FirstTime: r.FirstTime, LastTime: r.LastTime, SpanS: r.SpanSeconds(),
+		FirstTime: r.FirstTime.String(), LastTime: r.LastTime.String(), SpanS: r.SpanSeconds(),
 		Errors: r.ErrorsBySQLState, Timeline: r.Timeline, byFP: map[string]*Query{},
 	}
 	if s.Errors == nil {
@@ -246,7 +248,7 @@ func summarize(r *Run) RunSummary {
 	if s.TimedCalls > 0 {
 		s.MeanMS = s.TotalMS / float64(s.TimedCalls)
 	}
-	if r.hasHist() {
+	if r.HasHist() {
 		s.P95MS = workloadP95(r)
 	}
 	if s.SpanS > 0 {
@@ -288,13 +290,13 @@ func Summarize(r *Run) *Report {
 	}
 	slices.SortStableFunc(rep.Queries, func(a, b QueryDiff) int { return cmp.Compare(b.Baseline.TotalMS, a.Baseline.TotalMS) })
 	if r.Partial {
-		rep.Warnings = append(rep.Warnings, r.Name+" is a partial result")
+		rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result")
 	}
 	if w, ok := sharedCPUWarning(r); ok {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	rep.Verdict = Verdict{Status: "summary", Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
-		r.Name, r.Statements.Total, len(r.Queries))}
+		r.Name(), r.Statements.Total, len(r.Queries))}
 	rep.addRoundTrips(r)
 	rep.fillEmpty()
 	return rep
@@ -324,7 +326,7 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 			"client round trips include network and client time, so comparing them with server-side durations "+
 			"manufactures regressions. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged",
-			ErrMixedLatency, base.Name, base.LatencySource, cand.Name, cand.LatencySource)
+			ErrMixedLatency, base.Name(), base.LatencySource, cand.Name(), cand.LatencySource)
 	}
 	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed}
 	cs := summarize(cand)
@@ -335,17 +337,17 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect, rep.Settings.MinEffectMS = o.MinCalls, o.Alpha, o.MinEffect, o.MinEffectMS
 	if mixed {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("MIXED LATENCY: %s is %s, %s is %s; every ratio compares different measurements",
-			base.Name, base.LatencySource, cand.Name, cand.LatencySource))
+			base.Name(), base.LatencySource, cand.Name(), cand.LatencySource))
 	}
 	for _, r := range []*Run{base, cand} {
 		if r.Partial {
-			rep.Warnings = append(rep.Warnings, r.Name+" is a partial result: figures cover only what was read or run")
+			rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result: figures cover only what was read or run")
 		}
 		if w, ok := sharedCPUWarning(r); ok {
 			rep.Warnings = append(rep.Warnings, w)
 		}
 	}
-	useHist := base.hasHist() && cand.hasHist()
+	useHist := base.HasHist() && cand.HasHist()
 	if !useHist {
 		rep.Warnings = append(rep.Warnings, "latency histograms missing (analyze --hist writes them): "+
 			"significance uses the conservative quantile rule")
@@ -549,7 +551,7 @@ func newErrors(base, cand *Run) []ErrorDiff {
 		}
 		e := ErrorDiff{SQLState: code, Baseline: b, Candidate: c, New: b == 0}
 		fps := map[string]bool{}
-		for _, s := range cand.Errors {
+		for _, s := range errorSamples(cand) {
 			if s.SQLState == code && !fps[s.Fingerprint] {
 				fps[s.Fingerprint] = true
 				e.Fingerprints = append(e.Fingerprints, s.Fingerprint)
@@ -631,6 +633,14 @@ func pluralY(n int) string {
 }
 
 // workloadP95 merges every query's histogram; 0 if one does not decode.
+// errorSamples are a replay's error samples; none for an analysis.
+func errorSamples(r *Run) []results.ErrorSample {
+	if r.Replay == nil {
+		return nil
+	}
+	return r.Errors
+}
+
 func workloadP95(r *Run) float64 {
 	var all []Bucket
 	var n int64

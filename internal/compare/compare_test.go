@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // q describes one query of a synthetic run: n calls with durations drawn
@@ -45,7 +46,7 @@ func makeRun(t *testing.T, kind string, hist bool, seed uint64, qs ...q) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := Parse(b, kind+".json")
+	run, err := results.Decode(b, kind+".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,39 +191,10 @@ func TestLatencySources(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
-	tests := []struct {
-		json, wantErr string
-		want          LatencySource
-	}{
-		{`{"kind":"analysis","queries":[]}`, "", LatencyServerLog},
-		{`{"kind":"replay","queries":[]}`, "", LatencyClient},
-		{`{"kind":"replay","latency_source":"server_log"}`, "", LatencyServerLog},
-		{`{"kind":"replay","latency_source":"pg_stat_statements"}`, "", LatencyPgStatStatements},
-		{`{"kind":"replay","latency_source":"wall"}`, "unknown latency_source", ""},
-		{`{"kind":"report"}`, "cannot be compared", ""},
-		{`{"queries":[]}`, "no \"kind\"", ""},
-		{`[1,2]`, "not a pgrehearse result", ""},
-		{`{"kind":"analysis","timeline":{"bucket_ms":0}}`, "bucket_ms", ""},
-	}
-	for _, tt := range tests {
-		r, err := Parse([]byte(tt.json), "x.json")
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%s: err %v, want %q", tt.json, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || r.LatencySource != tt.want {
-			t.Errorf("%s: %v, %v; want %s", tt.json, r, err, tt.want)
-		}
-	}
-}
-
 func TestNewErrors(t *testing.T) {
-	base := &Run{Name: "b", Kind: "analysis", LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 1}}
-	cand := &Run{Name: "c", Kind: "analysis", LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 3, "57014": 40},
-		Errors: []ErrorSample{{SQLState: "57014", Fingerprint: "slow", Count: 40}}}
+	base := &Run{Source: "b", Kind: results.KindAnalysis, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 1}}
+	cand := &Run{Source: "c", Kind: results.KindReplay, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 3, "57014": 40},
+		Replay: &results.Replay{Errors: []results.ErrorSample{{SQLState: "57014", Fingerprint: "slow", Count: 40}}}}
 	rep, err := Compare(base, cand, Options{})
 	if err != nil {
 		t.Fatal(err)

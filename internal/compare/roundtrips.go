@@ -59,7 +59,7 @@ type RoundTrip struct {
 func roundTrips(r *Run, role string) (RoundTrips, bool) {
 	// A run whose queries are themselves client round trips has nothing
 	// server-side to set them beside.
-	if r.LatencySource == LatencyClient || len(r.ClientQueries) == 0 {
+	if r.LatencySource == LatencyClient || r.Replay == nil || len(r.ClientQueries) == 0 {
 		return RoundTrips{}, false
 	}
 	client := map[string]*querystats.Row{}
@@ -69,7 +69,7 @@ func roundTrips(r *Run, role string) (RoundTrips, bool) {
 			client[c.Fingerprint] = c
 		}
 	}
-	rt := RoundTrips{Run: role, File: r.Name, Queries: []RoundTrip{}}
+	rt := RoundTrips{Run: role, File: r.Name(), Queries: []RoundTrip{}}
 	var serverMS, clientMS float64
 	var serverN, clientN int64
 	seen := map[string]bool{}

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -37,7 +39,7 @@ func replayRun(t *testing.T, name string, extra map[string]any, queries []map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Parse(b, name)
+	r, err := results.Decode(b, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import "fmt"
 // the server it measured, so its statements/s is a lower bound of the
 // target's, and its latencies carry that competition.
 func sharedCPUWarning(r *Run) (string, bool) {
-	if r.Kind != "replay" || r.Speed != 0 || !r.TargetLocal {
+	if r.Replay == nil || r.Speed != 0 || !r.TargetLocal {
 		return "", false
 	}
-	w, cpu := r.Name+" replayed at speed 0 on the target's machine", "the replayer's CPU"
+	w, cpu := r.Name()+" replayed at speed 0 on the target's machine", "the replayer's CPU"
 	if r.ClientCPUSeconds > 0 && r.WallSeconds > 0 {
 		// A short run's CPU is a fraction of a second: 0.0 would read
 		// as none.

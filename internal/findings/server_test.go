@@ -23,6 +23,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -139,7 +140,8 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return FromAnalysis(res, "segment "+db), obs.Result()
+	res.Source = "segment " + db
+	return FromResult(res), obs.Result()
 }
 
 type segSource struct {
@@ -162,9 +164,9 @@ func (s *segSource) Next() (*event.Event, error) {
 	}
 }
 
-func (s *segSource) LineCounts() analyze.LineCounts {
+func (s *segSource) LineCounts() results.LineCounts {
 	c := s.r.Counters()
-	return analyze.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: maps.Clone(c.Skipped)}
+	return results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: maps.Clone(c.Skipped)}
 }
 
 // evaluate evaluates the findings of a workload on database db, with the

@@ -1,11 +1,7 @@
 package findings
 
 import (
-	"encoding/json"
-	"fmt"
-	"time"
-
-	"github.com/pgrehearse/pgrehearse/internal/analyze"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Workload is the part of an analysis or replay result that findings read.
@@ -71,16 +67,17 @@ func (w *Workload) Query(fp string) *Query {
 	return nil
 }
 
-// FromAnalysis takes the figures of an analysis made in this process.
-func FromAnalysis(r *analyze.Result, name string) *Workload {
+// FromResult takes the figures of an analysis or a replay.
+func FromResult(r *results.Result) *Workload {
 	w := &Workload{
-		Name: name, Kind: r.Kind,
+		Name: r.Name(), Kind: string(r.Kind),
 		Statements: r.Statements.Total, Failed: r.Statements.Failed,
 		ErrorsBySQLState: r.ErrorsBySQLState,
-		LockWaitLines:    r.Lines.Skipped["lock wait"],
+		LockWaitLines:    -1,
+		SpanS:            r.SpanSeconds(),
 	}
-	if r.LastUS > r.FirstUS {
-		w.SpanS = float64(r.LastUS-r.FirstUS) / 1e6
+	if r.Lines != nil {
+		w.LockWaitLines = r.Lines.Skipped["lock wait"]
 	}
 	for _, q := range r.Queries {
 		w.Queries = append(w.Queries, Query{q.Fingerprint, q.Query, q.Calls, q.Errors, q.TotalMS, q.MeanMS})
@@ -89,54 +86,6 @@ func FromAnalysis(r *analyze.Result, name string) *Workload {
 		w.PeakCallsPerS = peak(t.Calls, t.BucketMS)
 	}
 	return w
-}
-
-// resultJSON is what ParseResult reads of analyze's and replay's JSON.
-type resultJSON struct {
-	Kind       string `json:"kind"`
-	Statements struct {
-		Total  int64 `json:"total"`
-		Failed int64 `json:"failed"`
-	} `json:"statements"`
-	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
-	Lines            *struct {
-		Skipped map[string]int64 `json:"skipped"`
-	} `json:"lines"`
-	FirstTime   string  `json:"first_time"`
-	LastTime    string  `json:"last_time"`
-	WallSeconds float64 `json:"wall_seconds"`
-	Queries     []Query `json:"queries"`
-	Timeline    *struct {
-		BucketMS int64   `json:"bucket_ms"`
-		Calls    []int64 `json:"calls"`
-	} `json:"timeline"`
-}
-
-// ParseResult reads the JSON of `pgrehearse analyze --json` or `replay
-// --json`.
-func ParseResult(data []byte, name string) (*Workload, error) {
-	var r resultJSON
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a pgrehearse result: %w", name, err)
-	}
-	if r.Kind != "analysis" && r.Kind != "replay" {
-		return nil, fmt.Errorf("%s: kind %q: want the JSON of analyze or replay", name, r.Kind)
-	}
-	w := &Workload{Name: name, Kind: r.Kind, Statements: r.Statements.Total, Failed: r.Statements.Failed,
-		ErrorsBySQLState: r.ErrorsBySQLState, Queries: r.Queries, LockWaitLines: -1}
-	if r.Lines != nil {
-		w.LockWaitLines = r.Lines.Skipped["lock wait"]
-	}
-	w.SpanS = r.WallSeconds
-	if first, err1 := time.Parse(time.RFC3339Nano, r.FirstTime); err1 == nil {
-		if last, err2 := time.Parse(time.RFC3339Nano, r.LastTime); err2 == nil && w.SpanS == 0 {
-			w.SpanS = last.Sub(first).Seconds()
-		}
-	}
-	if t := r.Timeline; t != nil {
-		w.PeakCallsPerS = peak(t.Calls, t.BucketMS)
-	}
-	return w, nil
 }
 
 func peak(calls []int64, bucketMS int64) float64 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 type synthQuery struct {
@@ -50,7 +51,7 @@ func synthRun(t *testing.T, kind string, seed uint64, timeline bool, qs ...synth
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := compare.Parse(b, kind+"-"+string(rune('0'+seed))+".json")
+	run, err := results.Decode(b, kind+"-"+string(rune('0'+seed))+".json")
 	if err != nil {
 		t.Fatal(err)
 	}

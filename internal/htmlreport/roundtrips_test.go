@@ -6,14 +6,18 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // keepRoundTrips makes r a replay --target-log: its queries server-side,
 // its client round trips 0.3 ms slower per call.
 func keepRoundTrips(r *compare.Run) *compare.Run {
-	r.Kind, r.LatencySource = "replay", compare.LatencyServerLog
+	r.Kind, r.LatencySource = results.KindReplay, compare.LatencyServerLog
+	if r.Replay == nil {
+		r.Replay = &results.Replay{}
+	}
 	for _, q := range r.Queries {
-		c := q.Row
+		c := q
 		c.Hist = ""
 		c.MeanMS, c.P95MS = c.MeanMS+0.3, c.P95MS+0.3
 		c.TotalMS = c.MeanMS * float64(c.TimedCalls)

@@ -249,15 +249,28 @@ type Sampling struct {
 // observe's own) carries under "evidence", or nil when it has none.
 func FromResult(data []byte) (*Evidence, error) {
 	var wrap struct {
-		Evidence *Evidence `json:"evidence"`
+		Evidence json.RawMessage `json:"evidence"`
 	}
 	if err := json.Unmarshal(data, &wrap); err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}
-	if wrap.Evidence != nil && wrap.Evidence.Version != Version {
-		return nil, fmt.Errorf("evidence: version %d, this pgrehearse reads %d", wrap.Evidence.Version, Version)
+	return Decode(wrap.Evidence)
+}
+
+// Decode reads evidence as a result carries it (results.Result.Evidence);
+// nil for none.
+func Decode(data json.RawMessage) (*Evidence, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
 	}
-	return wrap.Evidence, nil
+	var ev Evidence
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, fmt.Errorf("evidence: %w", err)
+	}
+	if ev.Version != Version {
+		return nil, fmt.Errorf("evidence: version %d, this pgrehearse reads %d", ev.Version, Version)
+	}
+	return &ev, nil
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -277,14 +290,11 @@ func (r *resolver) key(qk queryKey) fingerprint.Item {
 	}
 	var it fingerprint.Item
 	if text, ok := r.texts[qk]; ok {
+		// The parser's normalized text, not the server's: the server
+		// keeps the constants of utility statements (ALTER ROLE ...
+		// PASSWORD '...'), which must not be printed.
 		if items := fingerprint.Compute(text); len(items) > 0 {
 			it = items[0]
-			// The server's normalized text reads better than the
-			// parser's for a query that has several statements: it
-			// is one of them already.
-			if len(items) == 1 {
-				it.Query = text
-			}
 		}
 	}
 	if it.Fingerprint == "" {

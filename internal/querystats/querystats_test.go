@@ -257,3 +257,41 @@ func BenchmarkAdd(b *testing.B) {
 		i++
 	}
 }
+
+// TestCodesAndRows: errors by SQLSTATE and row counts add up in Merge and
+// survive the JSON round trip.
+func TestCodesAndRows(t *testing.T) {
+	a, b := NewSet(), NewSet()
+	st := a.Slot("x", "q")
+	st.Record("q", 1, 10, true)
+	st.RecordError("23505")
+	st.Record("q", 2, 10, false)
+	st.RecordRows(3)
+	st = b.Slot("x", "q")
+	st.Record("q", 3, 10, true)
+	st.RecordError("23505")
+	st.Record("q", 4, 10, true)
+	st.RecordError("40001")
+	st.RecordRows(0)
+	a.Merge(b)
+	got := a.Get("x")
+	if !reflect.DeepEqual(got.ErrorsBySQLState(), map[string]int64{"23505": 2, "40001": 1}) || got.RowsCalls != 2 || got.Rows != 3 {
+		t.Fatalf("merged codes %v, rows %d of %d calls", got.ErrorsBySQLState(), got.Rows, got.RowsCalls)
+	}
+	before := rowsJSON(t, a)
+	var rows []Row
+	if err := json.Unmarshal([]byte(before), &rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromRows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := rowsJSON(t, back); after != before {
+		t.Errorf("round trip:\n%s\nwant\n%s", after, before)
+	}
+	b.Slot("x", "q").RecordError("57014")
+	if a.Get("x").ErrorsBySQLState()["57014"] != 0 {
+		t.Error("a merged set shares its codes with the other")
+	}
+}

@@ -2,10 +2,9 @@ package querystats
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // TimeLayout is RFC 3339 with microseconds, the precision of the log.
@@ -29,6 +28,14 @@ type Row struct {
 	MaxMS       float64 `json:"max_ms"`
 	FirstSeen   string  `json:"first_seen,omitempty"`
 	LastSeen    string  `json:"last_seen,omitempty"`
+	// ErrorsBySQLState counts the errors by SQLSTATE when the producer
+	// knew the codes; its sum may be below Errors (codes not logged).
+	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
+	// RowsCalls counts the calls whose row count is known, Rows their
+	// rows (inserted, updated, deleted or returned); both 0 when the
+	// producer could not tell (a server log does not say).
+	RowsCalls int64 `json:"rows_calls,omitempty"`
+	Rows      int64 `json:"rows,omitempty"`
 	// Hist is the latency histogram in µs, HdrHistogram V2 compressed and
 	// base64 encoded (readable by HdrHistogram in any language). It is
 	// set only when asked for: a few hundred bytes per query, needed only
@@ -68,6 +75,11 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 		P50MS:       ms(s.PercentileUS(50)),
 		P95MS:       ms(s.PercentileUS(95)),
 		P99MS:       ms(s.PercentileUS(99)),
+		RowsCalls:   s.RowsCalls,
+		Rows:        s.Rows,
+	}
+	if s.codes != nil {
+		r.ErrorsBySQLState = maps.Clone(s.codes)
 	}
 	if s.TimedCalls > 0 {
 		r.MinMS, r.MaxMS = ms(s.MinUS), ms(s.MaxUS)
@@ -106,6 +118,10 @@ func FromRows(rows []Row) (*Set, error) {
 		st := newStats(r.Fingerprint, r.Query)
 		st.Calls, st.Errors, st.TimedCalls = r.Calls, r.Errors, r.TimedCalls
 		st.TotalUS, st.MinUS, st.MaxUS = us(r.TotalMS), us(r.MinMS), us(r.MaxMS)
+		st.RowsCalls, st.Rows = r.RowsCalls, r.Rows
+		if len(r.ErrorsBySQLState) > 0 {
+			st.codes = maps.Clone(r.ErrorsBySQLState)
+		}
 		var err error
 		if st.first, err = parseTime(r.FirstSeen); err != nil {
 			return nil, fmt.Errorf("query %s: first_seen: %w", r.Fingerprint, err)
@@ -117,16 +133,11 @@ func FromRows(rows []Row) (*Set, error) {
 			if r.Hist == "" {
 				return nil, fmt.Errorf("query %s: no histogram (hist) to merge", r.Fingerprint)
 			}
-			h, err := hdrhistogram.DecodePacked([]byte(r.Hist))
+			h, err := DecodeHistogram(r.Hist)
 			if err != nil {
 				return nil, fmt.Errorf("query %s: hist: %w", r.Fingerprint, err)
 			}
-			// Merge into our own geometry, so a foreign histogram
-			// cannot change how later ones are bucketed.
-			st.hist = newHist()
-			if dropped := st.hist.Merge(h); dropped != 0 {
-				return nil, fmt.Errorf("query %s: hist: %d values out of range", r.Fingerprint, dropped)
-			}
+			st.hist = h
 			if st.hist.TotalCount() != r.TimedCalls {
 				return nil, fmt.Errorf("query %s: hist holds %d values for %d timed calls",
 					r.Fingerprint, st.hist.TotalCount(), r.TimedCalls)

@@ -1,6 +1,7 @@
 package querystats
 
 import (
+	"maps"
 	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -36,6 +37,15 @@ type Stats struct {
 	MaxUS      int64
 
 	first, last int64 // NoTime when no call had a time
+
+	// codes counts the errors by SQLSTATE, for callers that know the
+	// codes (RecordError); nil until the first. Errors counts every
+	// failed call, known code or not.
+	codes map[string]int64
+	// RowsCalls counts the calls whose row count is known (a replay
+	// reads it from the server's CommandComplete); Rows is their sum.
+	RowsCalls int64
+	Rows      int64
 
 	// hist is sparse: most fingerprints see few distinct durations, and a
 	// dense HDR histogram of this range would take ~200 KB each. Nil
@@ -109,6 +119,26 @@ func (s *Stats) add(query string, at, durationUS int64, failed bool) {
 	}
 }
 
+// RecordError adds a SQLSTATE to the codes of s's errors. It does not
+// count a call or an error: Record does, with failed set.
+func (s *Stats) RecordError(sqlstate string) {
+	if s.codes == nil {
+		s.codes = make(map[string]int64, 1)
+	}
+	s.codes[sqlstate]++
+}
+
+// RecordRows adds the row count of one call (rows inserted, updated,
+// deleted or returned, as the server's command tag says).
+func (s *Stats) RecordRows(n int64) {
+	s.RowsCalls++
+	s.Rows += n
+}
+
+// ErrorsBySQLState returns the errors recorded with RecordError by code;
+// nil when none. The map must not be modified.
+func (s *Stats) ErrorsBySQLState() map[string]int64 { return s.codes }
+
 func newHist() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(histLowest, histHighest, histDigits)
 }
@@ -118,6 +148,14 @@ func (s *Stats) merge(o *Stats) {
 	o.fold()
 	s.Calls += o.Calls
 	s.Errors += o.Errors
+	s.RowsCalls += o.RowsCalls
+	s.Rows += o.Rows
+	for k, v := range o.codes {
+		if s.codes == nil {
+			s.codes = make(map[string]int64, len(o.codes))
+		}
+		s.codes[k] += v
+	}
 	if o.first != NoTime {
 		if s.first == NoTime || o.first < s.first || (o.first == s.first && o.Query < s.Query) {
 			s.first = o.first
@@ -151,6 +189,9 @@ func (s *Stats) clone() *Stats {
 	s.fold()
 	c := *s
 	c.owner, c.hot = nil, nil
+	if s.codes != nil {
+		c.codes = maps.Clone(s.codes)
+	}
 	if s.hist != nil {
 		c.hist = s.hist.Clone()
 	}

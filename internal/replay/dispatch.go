@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // dispatcher reads events and routes them to session queues. It runs on
@@ -34,7 +35,7 @@ type dispatcher struct {
 // errStopped ends reading when the replay is told to stop.
 var errStopped = errors.New("stopped")
 
-func (r *Replayer) dispatch(src []Source, res *Result) error {
+func (r *Replayer) dispatch(src []Source, res *results.Result) error {
 	d := &dispatcher{
 		r:        r,
 		active:   map[string][]*session{},
@@ -66,8 +67,7 @@ func (r *Replayer) dispatch(src []Source, res *Result) error {
 		}
 	}
 	if d.seen {
-		res.FirstTime = formatTime(d.first)
-		res.LastTime = formatTime(d.last)
+		res.FirstTime, res.LastTime = results.Time(d.first), results.Time(d.last)
 	}
 	if err == errStopped || errors.Is(err, io.EOF) {
 		// io.EOF here means the --end window was passed: done reading.

@@ -8,6 +8,8 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/redact"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // statement replays one execution event: a query string (simple protocol)
@@ -163,6 +165,7 @@ func (s *session) trackPrepared(items []fingerprint.Item, ran bool) {
 // messages are those of the pgconn calls the replay used before, sent and
 // read at the message level (wire.go).
 func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, error) {
+	s.w.rows = s.w.rows[:0]
 	if ev.Kind == event.Statement {
 		// The whole string as one simple query, as the original sent
 		// it: several statements run in one implicit transaction. COPY
@@ -257,8 +260,19 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	}
 	sh := s.shard
 	sh.mu.Lock()
+	// The statements that completed gave their rows, in order; with the
+	// replay not sending (a dry run) or a statement failing, the rest
+	// did not.
+	rows := s.w.rows
+	if r.opts.DryRun {
+		rows = nil
+	}
 	for i, it := range items {
-		sh.set.AddAt(it.Fingerprint, it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
+		st := sh.set.Slot(it.Fingerprint, it.Query)
+		st.Record(it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
+		if i < len(rows) {
+			st.RecordRows(rows[i])
+		}
 	}
 	if s.clk.speed > 0 {
 		sh.recordLag(lag.Microseconds())
@@ -266,11 +280,12 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	if failed {
 		sh.errors[te.code]++
 		last := items[k-1]
+		sh.set.Slot(last.Fingerprint, last.Query).RecordError(te.code)
 		key := sampleKey{te.code, last.Fingerprint}
 		if e := sh.samples[key]; e != nil {
 			e.Count++
 		} else {
-			sh.samples[key] = &ErrorSample{SQLState: te.code, Fingerprint: last.Fingerprint, Query: last.Query, Message: te.message, Count: 1}
+			sh.samples[key] = &results.ErrorSample{SQLState: te.code, Fingerprint: last.Fingerprint, Query: last.Query, Message: redact.Message(te.message), Count: 1}
 		}
 	}
 	sh.mu.Unlock()

@@ -7,11 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Replayer replays logs against a target. Make one with New, call Run
@@ -72,7 +71,7 @@ func New(opts Options) (*Replayer, error) {
 // way Run returns the result of what ran, with Partial set and a nil
 // error. A read error also ends the replay (after what was read has run);
 // Run then returns the partial result and the error.
-func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error) {
+func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Result, error) {
 	r.stopCh = stop.Done()
 	r.hard = hard
 	r.began = time.Now()
@@ -85,13 +84,17 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 			defer r.waker.close()
 		}
 	}
-	res := &Result{Kind: "replay", DryRun: r.opts.DryRun, Speed: r.opts.Speed, Files: []string{}, LatencySource: LatencyClient}
+	res := results.New(results.KindReplay, results.LatencyClient)
+	res.DryRun, res.Speed = r.opts.DryRun, r.opts.Speed
+	res.StartedAt = results.Time(r.began.UnixMicro())
 	readErr := r.dispatch(src, res)
 	r.wg.Wait()
 	if readErr != nil || r.stopped() {
 		res.Partial = true
 	}
-	res.WallSeconds = time.Since(r.began).Seconds()
+	ended := time.Now()
+	res.EndedAt = results.Time(ended.UnixMicro())
+	res.WallSeconds = ended.Sub(r.began).Seconds()
 	if cpu, ok := processCPU(); ok && cpuOK {
 		res.ClientCPUSeconds = (cpu - cpu0).Seconds()
 	}
@@ -145,13 +148,13 @@ func (r *Replayer) Progress() Progress {
 	if c := r.clk.Load(); c != nil {
 		p.LogStart = c.t0
 		if c.speed > 0 {
-			lag := hdrhistogram.New(1, maxLagUS, 3)
+			lag := results.NewRecorder()
 			for _, s := range r.shards {
 				s.mu.Lock()
 				lag.Merge(s.lag)
 				s.mu.Unlock()
 			}
-			p.LagP99MS = float64(lag.ValueAtQuantile(99)) / 1000
+			p.LagP99MS = float64(lag.Percentile(99)) / 1000
 		}
 	}
 	return p

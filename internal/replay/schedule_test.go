@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // t0 is an arbitrary log start, in µs since the epoch.
@@ -47,7 +48,7 @@ func evenLog(sessions int, step, span time.Duration) []*event.Event {
 	return evs
 }
 
-func dryRun(t *testing.T, opts Options, src ...Source) *Result {
+func dryRun(t *testing.T, opts Options, src ...Source) *results.Result {
 	t.Helper()
 	opts.DryRun = true
 	r, err := New(opts)
@@ -62,7 +63,7 @@ func dryRun(t *testing.T, opts Options, src ...Source) *Result {
 	return res
 }
 
-func checkInvariant(t *testing.T, res *Result) {
+func checkInvariant(t *testing.T, res *results.Result) {
 	t.Helper()
 	s := res.Statements
 	if s.Total != s.Executed+s.Failed+s.SkippedTotal() {

@@ -153,7 +153,7 @@ func TestErrorsAndDeadlock(t *testing.T) {
 		t.Errorf("division by zero %d, want 2", res.ErrorsBySQLState["22012"])
 	}
 	// Both sessions went on to their last statement.
-	if got := res.Set.Get(fp("SELECT count(*) FROM t")); got == nil || got.Calls != 2 || got.Errors != 0 {
+	if got := res.Query(fp("SELECT count(*) FROM t")); got == nil || got.Calls != 2 || got.Errors != 0 {
 		t.Errorf("the sessions did not go on after their errors: %+v", got)
 	}
 	if o := res.Outcomes; o.FailedOnlyOnTarget != 3 || o.OriginalFailed != 0 {

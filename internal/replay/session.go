@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // session replays one original session: one goroutine, one connection, one
@@ -222,7 +223,7 @@ func (s *session) handle(it item, t *time.Timer) {
 		if s.failReason == SkipConnectFailed && !s.connected {
 			s.r.c.connectFailed.Add(-1)
 			s.r.c.connectFailedAlike.Add(1)
-			s.r.fails.remove(ConnectFailure{User: s.user, Database: s.db, SQLState: s.failCode, Message: s.failMsg})
+			s.r.fails.remove(results.ConnectFailure{User: s.user, Database: s.db, SQLState: s.failCode, Message: s.failMsg})
 		}
 	}
 }
@@ -282,7 +283,7 @@ func (s *session) connect() bool {
 			s.failReason = SkipConnectFailed
 			s.failCode, s.failMsg = code, msg
 			r.c.connectFailed.Add(1)
-			r.fails.add(ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
+			r.fails.add(results.ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
 		}
 		return false
 	}

@@ -12,13 +12,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
-)
-
-// Latency sources of Result.LatencySource: where the figures of
-// Result.Queries were measured.
-const (
-	LatencyClient    = "client"     // round trips timed by the replayer
-	LatencyServerLog = "server_log" // durations in the target's own log
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // TargetLogSettings are what the target's log must have for
@@ -63,37 +57,6 @@ func chain(h uint64, fp string) uint64 {
 	return maphash.String(orderSeed, fp) ^ (h * 0x100000001b3)
 }
 
-// TargetLog describes what the target's own log said of the replay.
-type TargetLog struct {
-	Files []string `json:"files"`
-	// Connections the replay opened, and of those the ones the log
-	// shows statements of.
-	Connections      int64 `json:"connections"`
-	ConnectionsFound int64 `json:"connections_found"`
-	// Statements the log shows on the replay's connections (execution
-	// events; a query string is one), and of those the ones on
-	// connections whose logged sequence equals what was sent: same count,
-	// same fingerprints in the same order.
-	Executions        int64 `json:"executions"`
-	ExecutionsMatched int64 `json:"executions_matched"`
-	// Untimed counts logged executions without a duration (failed ones).
-	Untimed int64 `json:"untimed"`
-	// Mismatched lists connections whose logged sequence differs (at
-	// most 20), by backend pid.
-	Mismatched []ConnMismatch `json:"mismatched,omitempty"`
-}
-
-// ConnMismatch is a connection whose statements in the target's log are
-// not the ones sent.
-type ConnMismatch struct {
-	PID    uint32 `json:"pid"`
-	Sent   int64  `json:"sent"`
-	Logged int64  `json:"logged"`
-	// SameOrder is false when the counts agree but the fingerprints'
-	// order does not.
-	SameOrder bool `json:"same_order"`
-}
-
 // ServerSide reads the target's own log of the replay from src and
 // replaces res.Queries with the server-side durations it shows for the
 // replay's connections, keeping the client-side figures in
@@ -104,7 +67,7 @@ type ConnMismatch struct {
 // the log (other clients, earlier days) are ignored. It returns an error
 // wrapping ErrTargetLog when the log cannot say: no session ids, no
 // statement of the replay's connections, or no durations.
-func (r *Replayer) ServerSide(res *Result, src []Source) error {
+func (r *Replayer) ServerSide(res *results.Result, src []Source) error {
 	byKey := map[string]*connRecord{}
 	r.conns.mu.Lock()
 	conns := r.conns.conns
@@ -114,7 +77,7 @@ func (r *Replayer) ServerSide(res *Result, src []Source) error {
 			byKey[strconv.FormatInt(s, 16)+"."+strconv.FormatUint(uint64(rec.pid), 16)] = rec
 		}
 	}
-	tl := &TargetLog{Files: []string{}, Connections: int64(len(conns))}
+	tl := &results.TargetLog{Files: []string{}, Connections: int64(len(conns))}
 	set := querystats.NewSet()
 	var events, withSession int64
 	for i, s := range src {
@@ -158,6 +121,13 @@ func (r *Replayer) ServerSide(res *Result, src []Source) error {
 			for j, it := range items {
 				set.AddAt(it.Fingerprint, it.Query, ev.Time, querystats.SplitDuration(ev.Duration, k, j), ev.Failed && j == k-1)
 			}
+			if ev.Failed {
+				code := ev.SQLState
+				if code == "" {
+					code = UnknownSQLState
+				}
+				set.Slot(items[k-1].Fingerprint, items[k-1].Query).RecordError(code)
+			}
 		}
 	}
 	switch {
@@ -176,19 +146,18 @@ func (r *Replayer) ServerSide(res *Result, src []Source) error {
 			tl.ExecutionsMatched += rec.logged
 			continue
 		}
-		if len(tl.Mismatched) < 20 {
-			tl.Mismatched = append(tl.Mismatched, ConnMismatch{PID: rec.pid, Sent: rec.sent, Logged: rec.logged, SameOrder: rec.logged == rec.sent})
+		if len(tl.Mismatched) < results.MaxMismatched {
+			tl.Mismatched = append(tl.Mismatched, results.ConnMismatch{PID: rec.pid, Sent: rec.sent, Logged: rec.logged, SameOrder: rec.logged == rec.sent})
 		}
 	}
 	sort.Slice(tl.Mismatched, func(i, j int) bool { return tl.Mismatched[i].PID < tl.Mismatched[j].PID })
-	rows, err := set.Rows(querystats.RowOptions{})
+	rows, err := set.Rows(querystats.RowOptions{Hist: true})
 	if err != nil {
 		return err
 	}
 	res.ClientQueries = res.Queries
-	res.ClientSet = res.Set
-	res.Queries, res.Set = rows, set
-	res.LatencySource = LatencyServerLog
+	res.Queries = rows
+	res.LatencySource = results.LatencyServerLog
 	res.TargetLog = tl
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // testPrefix is the log_line_prefix of the logs testLog writes.
@@ -94,7 +95,7 @@ func (l *testLog) write(t testing.TB) string {
 }
 
 // replayFile replays a log file against target with opts.
-func replayFile(t testing.TB, path string, opts Options) *Result {
+func replayFile(t testing.TB, path string, opts Options) *results.Result {
 	t.Helper()
 	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -92,7 +93,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	var ofT, ofFixed []float64
 	for round := range rounds {
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU float64
-		var res *Result
+		var res *results.Result
 		var tl *timeline
 		runs := []func(){
 			func() {
@@ -370,7 +371,7 @@ func atof(s string) float64 {
 }
 
 // replayLog replays a log whose log_line_prefix is prefix.
-func replayLog(b testing.TB, path, prefix string, opts Options) *Result {
+func replayLog(b testing.TB, path, prefix string, opts Options) *results.Result {
 	rd, err := logread.Open(path, logread.Options{Prefix: prefix})
 	if err != nil {
 		b.Fatal(err)

@@ -56,11 +56,34 @@ var (
 // cannot follow.
 var errCopyBoth = errors.New("server started COPY BOTH mode, which replay does not support")
 
-// wire is a session's reusable protocol messages.
+// wire is a session's reusable protocol messages, and the row counts of
+// the last exchange's statements.
 type wire struct {
 	bind  pgproto3.Bind
 	parse pgproto3.Parse
 	query pgproto3.Query
+	// rows holds, per statement that completed in the last exchange, in
+	// order, the rows its command tag gives (INSERT 0 5, UPDATE 2,
+	// SELECT 3, ...; 0 for a tag without a count, such as BEGIN).
+	rows []int64
+}
+
+// tagRows is the row count at the end of a command tag ("INSERT 0 5" is
+// 5), 0 when the tag has none. It reads the bytes in place: a tag is a
+// few bytes of the connection's read buffer.
+func tagRows(tag []byte) int64 {
+	i := len(tag)
+	for i > 0 && tag[i-1] >= '0' && tag[i-1] <= '9' {
+		i--
+	}
+	if i == len(tag) || (i > 0 && tag[i-1] != ' ') || len(tag)-i > 18 {
+		return 0
+	}
+	var n int64
+	for _, c := range tag[i:] {
+		n = n*10 + int64(c-'0')
+	}
+	return n
 }
 
 // execPrepared executes the named prepared statement with text
@@ -118,6 +141,7 @@ func (s *session) exchange(extended bool) error {
 		return s.broken(err)
 	}
 	var first error
+	s.w.rows = s.w.rows[:0]
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
@@ -128,6 +152,8 @@ func (s *session) exchange(extended bool) error {
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
 			return first
+		case *pgproto3.CommandComplete:
+			s.w.rows = append(s.w.rows, tagRows(m.CommandTag))
 		case *pgproto3.ErrorResponse:
 			// Only the first: an error after CommandComplete (a deferred
 			// constraint) is the first of its statement too.

@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -85,7 +86,7 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 }
 
 // replayLogHard is replayLog with a hard context.
-func replayLogHard(b testing.TB, path string, hard context.Context, opts Options) *Result {
+func replayLogHard(b testing.TB, path string, hard context.Context, opts Options) *results.Result {
 	r, err := New(opts)
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -124,6 +125,21 @@ func TestWireProtocolPaths(t *testing.T) {
 		t.Errorf("many rows, prepared: %v", err)
 	}
 	checkUsable(t, s, "many rows")
+
+	// Row counts from the command tags, per statement of a string, in
+	// each protocol.
+	if err := s.execSimple("INSERT INTO wt SELECT generate_series(1001, 1005); UPDATE wt SET id = id WHERE id > 1002; SELECT * FROM wt WHERE id > 1000; BEGIN; DELETE FROM wt WHERE id > 1000; COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.w.rows); got != "[5 3 5 0 5 0]" {
+		t.Errorf("rows of a simple string: %s, want [5 3 5 0 5 0]", got)
+	}
+	if err := s.execParams("SELECT x FROM generate_series(1, $1::int) x", [][]byte{[]byte("7")}); err != nil || fmt.Sprint(s.w.rows) != "[7]" {
+		t.Errorf("rows of an unnamed statement: %v, %v", s.w.rows, err)
+	}
+	if err := s.execPrepared("many", nil); err != nil || fmt.Sprint(s.w.rows) != "[200000]" {
+		t.Errorf("rows of a prepared statement: %v, %v", s.w.rows, err)
+	}
 
 	// Parse, bind and execution errors of the extended protocol.
 	if err := s.execParams("SELEC 1", nil); sqlState(err) != "42601" {
@@ -327,6 +343,18 @@ func TestWireSameMessages(t *testing.T) {
 
 // TestBindParams: NULL is nil, ” is empty but not nil, values are the
 // event's bytes.
+func TestTagRows(t *testing.T) {
+	for tag, want := range map[string]int64{
+		"INSERT 0 5": 5, "UPDATE 12": 12, "DELETE 0": 0, "SELECT 3": 3, "MERGE 2": 2, "COPY 50000": 50000,
+		"FETCH 10": 10, "MOVE 4": 4, "BEGIN": 0, "CREATE TABLE": 0, "": 0, "SELECT": 0,
+		"X9": 0, "SELECT 99999999999999999999": 0,
+	} {
+		if got := tagRows([]byte(tag)); got != want {
+			t.Errorf("tagRows(%q) = %d, want %d", tag, got, want)
+		}
+	}
+}
+
 func TestBindParams(t *testing.T) {
 	var s session
 	got := s.bindParams([]event.Param{{Value: "a'b"}, {Null: true}, {Value: ""}, {Value: "42"}})

@@ -21,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Log drives a step by replaying a captured server log with
@@ -555,7 +556,7 @@ func (l *Log) replayUntil(stop, hard context.Context, dsn string, used, mult int
 
 // passFailed says why a pass's result must stop the step: sessions that
 // could not connect, or a pass that ran nothing.
-func passFailed(res *replay.Result) error {
+func passFailed(res *results.Result) error {
 	if res.Sessions.ConnectFailed > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d of %d sessions of the log could not connect", res.Sessions.ConnectFailed, res.Sessions.Total)
@@ -572,7 +573,7 @@ func passFailed(res *replay.Result) error {
 
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
-func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*replay.Result, error) {
+func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
 	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
 	if err != nil {
 		return nil, err

@@ -184,6 +184,11 @@ type JSON struct {
 	Calls    []int64   `json:"calls"`
 	Errors   []int64   `json:"errors"`
 	P95MS    []float64 `json:"p95_ms"`
+	// Bins are each bucket's latency bins, for merging timelines
+	// exactly (see FromJSON): pairs of a bin's index and its count, for
+	// the bins that counted a statement; empty for a bucket without a
+	// timed call.
+	Bins [][]int64 `json:"bins,omitempty"`
 }
 
 // TimeLayout is how Start is written.
@@ -207,12 +212,14 @@ func (t *Timeline) JSON() *JSON {
 		Calls:    make([]int64, n),
 		Errors:   make([]int64, n),
 		P95MS:    make([]float64, n),
+		Bins:     make([][]int64, n),
 	}
 	for _, i := range idx {
 		b := t.buckets[i]
 		k := i - first
 		j.Calls[k], j.Errors[k] = b.calls, b.errors
 		j.P95MS[k] = b.quantileMS(0.95)
+		j.Bins[k] = b.encodeBins()
 	}
 	return j
 }

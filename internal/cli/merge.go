@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+func init() { commands = append(commands, newMergeCmd) }
+
+func newMergeCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var jsonPath string
+	cmd := &cobra.Command{
+		Use:   "merge [flags] RESULT.json...",
+		Short: "Merge the results of the parts of one workload (analyze or replay JSON)",
+		Long: `merge combines results of the same kind (analyses, or replays at the same
+speed) into one, exactly: calls, errors and statement accounting add up, latency
+histograms and timelines merge bucket for bucket. The parts are meant to be one
+workload split by session (a log analyzed in parts, a replay spread over several
+machines), whose merge equals the result of the whole.
+
+The merged result is written as JSON (schema: docs/results-json.md) to --json,
+standard output by default, with a one-line summary on standard error.
+Results of different latency sources, or written by an older pgrehearse without
+latency histograms, are refused with the reason.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			parts := make([]*results.Result, len(args))
+			for i, p := range args {
+				var err error
+				if parts[i], err = results.ReadFile(p); err != nil {
+					return err
+				}
+			}
+			m, err := results.MergeAll(parts...)
+			if err != nil {
+				return err
+			}
+			if err := writeJSON(stdio.Stdout, jsonPath, m); err != nil {
+				return err
+			}
+			s := m.Statements
+			fmt.Fprintf(stdio.Stderr, "merged %d %s results: %d statements (%d executed, %d failed, %d skipped), %d sessions, %d distinct queries\n",
+				len(parts), m.Kind, s.Total, s.Executed, s.Failed, s.SkippedTotal(), m.Sessions.Total, len(m.Queries))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&jsonPath, "json", "-", "write the merged result to `FILE` (\"-\" for standard output)")
+	return cmd
+}

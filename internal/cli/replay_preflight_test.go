@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// minuteLog writes a stderr log of a minute: each login connects at the
+// start, runs a statement, and runs another 59 s later, so that a replay
+// that found a bad target only by running it would take a minute.
+func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
+	t.Helper()
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i, l := range logins {
+		pid := 2000 + i
+		line := func(at time.Duration, msg string) {
+			fmt.Fprintf(&b, "%s [%d] %s@%s/app %x.%x %s\n", start.Add(at).Format("2006-01-02 15:04:05.000 MST"),
+				pid, l[0], l[1], start.Unix(), pid, msg)
+		}
+		line(0, fmt.Sprintf("LOG:  connection authorized: user=%s database=%s application_name=app", l[0], l[1]))
+		line(time.Second, "LOG:  duration: 0.100 ms  statement: SELECT 1")
+		line(59*time.Second, "LOG:  duration: 0.100 ms  statement: SELECT 2")
+		line(60*time.Second, "LOG:  disconnection: session time: 0:01:00.000 user="+l[0]+" database="+l[1]+" host=[local]")
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPreflight: a wrong port, a wrong password, a missing role and a
+// missing database each stop a replay of a one-minute log within seconds,
+// before anything is sent, each with its own message saying what to do;
+// a target that takes every login replays.
+func TestPreflight(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Passwords are checked over TCP for app; the rest stays trusted.
+	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hba, append([]byte("host all app 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := minuteLog(t, dir, "good.log", [2]string{"app", "shop"})
+	tcp := func(port int, password string) string {
+		return fmt.Sprintf("host=127.0.0.1 port=%d dbname=postgres sslmode=disable password=%s", port, password)
+	}
+	socket := c.DSN("postgres")
+	tests := []struct {
+		name, target, log string
+		want              []string
+	}{
+		{"wrong port", tcp(1, "right-password"), good,
+			[]string{"unreachable", "check --target's host and port"}},
+		{"wrong password", tcp(c.Port(), "wrong-password"), good,
+			[]string{`user "app", database "shop": authentication failed`, "pg_hba.conf"}},
+		{"missing role", socket, minuteLog(t, dir, "ghost.log", [2]string{"app", "shop"}, [2]string{"ghost", "shop"}),
+			[]string{`user "ghost", database "shop": role does not exist`, "CREATE ROLE ghost LOGIN", "--user-map ghost=ROLE"}},
+		{"missing database", socket, minuteLog(t, dir, "nowhere.log", [2]string{"app", "nowhere"}),
+			[]string{`user "app", database "nowhere": database does not exist`, "--database-map nowhere=DB"}},
+		{"bad DSN", "host=/tmp port=notaport", good, []string{"bad connection string", "fix --target"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			code, stdout, stderr := runCLI(ctx, "", "replay", "--target", tt.target, "--prefix", testPrefix, tt.log)
+			took := time.Since(start)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d", code, ExitFailure)
+			}
+			if took > 5*time.Second {
+				t.Errorf("took %v, want under 5 s", took)
+			}
+			for _, w := range append(tt.want, "PRE-FLIGHT FAILED", "nothing was replayed") {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("message lacks %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stdout+stderr, "wrong-password") || strings.Contains(stdout+stderr, "right-password") {
+				t.Errorf("a password is printed:\n%s%s", stdout, stderr)
+			}
+			if strings.Contains(stdout, "Replay at speed") {
+				t.Errorf("the replay ran:\n%s", stdout)
+			}
+		})
+	}
+
+	t.Run("every login accepted", func(t *testing.T) {
+		short := minuteLog(t, dir, "short.log", [2]string{"app", "shop"})
+		code, _, stderr := runCLI(ctx, "", "replay", "--target", tcp(c.Port(), "right-password"), "--prefix", testPrefix,
+			"--speed", "0", short)
+		if code != ExitOK || !strings.Contains(stderr, "pre-flight: the target accepted 1 of 2 logins") {
+			t.Errorf("exit %d:\n%s", code, stderr)
+		}
+		// The DSN has no user: the observer's login is the operating
+		// system user's, which the target lacks.
+		if !strings.Contains(stderr, "WARNING: the target DSN's own user and database: role does not exist") {
+			t.Errorf("no warning about the observer's login:\n%s", stderr)
+		}
+	})
+	t.Run("target log needs the DSN's login", func(t *testing.T) {
+		tl := filepath.Join(dir, "target.log")
+		os.WriteFile(tl, nil, 0o644)
+		code, _, stderr := runCLI(ctx, "", "replay", "--target", tcp(c.Port(), "right-password"), "--prefix", testPrefix,
+			"--speed", "0", "--target-log", tl, "--target-log", filepath.Join(dir, "nope.log"), good)
+		for _, w := range []string{"PRE-FLIGHT FAILED", "nope.log: does not exist", "the target DSN's own user and database: role does not exist"} {
+			if code != ExitFailure || !strings.Contains(stderr, w) {
+				t.Errorf("exit %d, want %q:\n%s", code, w, stderr)
+			}
+		}
+	})
+	t.Run("skipped", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, _, stderr := runCLI(ctx, "", "replay", "--target", tcp(1, "x"), "--prefix", testPrefix, "--skip-preflight", "--speed", "0", good)
+		if strings.Contains(stderr, "PRE-FLIGHT") {
+			t.Errorf("--skip-preflight checked:\n%s", stderr)
+		}
+	})
+}

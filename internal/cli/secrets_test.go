@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+const (
+	plantedPassword = "PlantedPw-7f3a9c"
+	plantedEmail    = "planted.user@example.com"
+)
+
+// TestNoSecretsInOutput: a password and an e-mail address planted in a
+// real server's traffic (as a statement's constants, as a bound parameter,
+// and in a failing statement) appear in no output of any command, text,
+// JSON or HTML, unless --show-params asks for them.
+func TestNoSecretsInOutput(t *testing.T) {
+	ctx := context.Background()
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	setup := []string{"CREATE ROLE app LOGIN", "CREATE TABLE users (email text PRIMARY KEY, name text)"}
+	for _, c := range []*pgcluster.Cluster{a, b} {
+		for _, sql := range setup {
+			if err := c.Exec(ctx, "postgres", sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, a.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		"ALTER ROLE app PASSWORD '" + plantedPassword + "'",
+		"INSERT INTO users VALUES ('" + plantedEmail + "', 'Planted')",
+		"SELECT name FROM users WHERE email = '" + plantedEmail + "'",
+		"SELECT 1; SELECT count(*) FROM users WHERE email <> '" + plantedEmail + "'",
+	} {
+		if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		if r := conn.ExecParams(ctx, "SELECT name FROM users WHERE email = $1", [][]byte{[]byte(plantedEmail)}, nil, nil, nil).Read(); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	// A failure whose server message quotes the value.
+	conn.Exec(ctx, "SELECT '"+plantedEmail+"'::int").ReadAll()
+	conn.Close(ctx)
+	if err := a.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := a.LogFiles("*.log")
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("log files %v: %v", logs, err)
+	}
+	log := logs[0]
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+
+	var outputs []string
+	run := func(args ...string) {
+		t.Helper()
+		code, stdout, stderr := runCLI(ctx, "", args...)
+		if code != ExitOK && code != ExitRegression {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		outputs = append(outputs, strings.Join(args, " ")+"\x00"+stdout+stderr)
+	}
+	run("analyze", "--json", p("a.json"), "--top", "50", log)
+	run("events", log)
+	run("events", "--count", log)
+	run("findings", log)
+	run("replay", "--target", b.DSN("postgres"), "--speed", "0", "--json", p("r.json"), log)
+	run("report", p("a.json"), p("r.json"), "--allow-mixed-latency", "--json", p("rep.json"), "--html", p("rep.html"), "--top", "50")
+	run("report", p("r.json"), "--html", p("one.html"))
+	run("merge", "--json", p("m.json"), p("a.json"), p("a.json"))
+	for _, f := range []string{"a.json", "r.json", "rep.json", "rep.html", "one.html", "m.json"} {
+		b, err := os.ReadFile(p(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, f+"\x00"+string(b))
+	}
+	for _, out := range outputs {
+		name, text, _ := strings.Cut(out, "\x00")
+		for _, secret := range []string{plantedPassword, plantedEmail} {
+			if i := strings.Index(text, secret); i >= 0 {
+				t.Errorf("%s shows %q: ...%s...", name, secret, text[max(i-120, 0):min(i+60, len(text))])
+			}
+		}
+	}
+
+	// Asked for, they are shown.
+	code, stdout, _ := runCLI(ctx, "", "events", "--show-params", log)
+	if code != ExitOK || !strings.Contains(stdout, plantedPassword) || !strings.Contains(stdout, plantedEmail) {
+		t.Errorf("events --show-params hides what it was asked to show (exit %d)", code)
+	}
+}

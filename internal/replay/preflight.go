@@ -1,0 +1,277 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// Login is a user and a database the replay connects as, after the user
+// and database maps. Empty fields are the target DSN's own (or libpq's
+// defaults): the zero Login is the DSN as given.
+type Login struct {
+	User, Database string
+}
+
+// Logins reads src, a second pass over the logs the replay will read, and
+// returns the logins of the sessions it would replay that run statements
+// (filters and maps applied), in order of first appearance. It stops at the end of the logs,
+// after maxEvents events (0: no bound) or when ctx ends; complete says
+// whether it read everything, so that a caller can say the logins of the
+// rest are checked only when their sessions start.
+//
+// A login whose role or database the log itself creates before the
+// login's first session (CREATE ROLE, CREATE USER, CREATE DATABASE, as
+// a log that sets up its own schema has) is not returned: the replay
+// creates it on the target before it is used.
+func (r *Replayer) Logins(ctx context.Context, src []Source, maxEvents int64) (logins []Login, complete bool, err error) {
+	f := &r.opts.Filter
+	seen := map[Login]bool{}
+	decided := map[string]bool{}
+	created := map[string]bool{} // "role:x", "db:x"
+	var n int64
+	for _, s := range src {
+		for {
+			if maxEvents > 0 && n >= maxEvents || ctx.Err() != nil {
+				return logins, false, nil
+			}
+			ev, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return logins, false, err
+			}
+			n++
+			if ev.Session == "" {
+				continue
+			}
+			if ev.Kind == event.Disconnect {
+				delete(decided, ev.Session)
+				continue
+			}
+			if ev.IsExecution() && startsWithCreate(ev.Query) {
+				for _, name := range createdNames(ev.Query) {
+					created[name] = true
+				}
+			}
+			if decided[ev.Session] {
+				continue
+			}
+			// Decided on the first statement: a session that never ran
+			// one (an original connection that failed, as the replay
+			// counts apart) needs no check.
+			if !ev.IsExecution() {
+				continue
+			}
+			if f.Start != 0 && ev.Time < f.Start || f.End != 0 && ev.Time >= f.End {
+				continue
+			}
+			// A session's login is decided on its first event, as the
+			// replay decides it; the session ids of a long log are
+			// forgotten at its disconnection, so memory follows the
+			// sessions open at once, not the log's length.
+			decided[ev.Session] = true
+			if !f.session(ev) {
+				continue
+			}
+			l := Login{User: mapped(r.opts.UserMap, ev.User), Database: mapped(r.opts.DatabaseMap, ev.Database)}
+			if created["role:"+l.User] || created["db:"+l.Database] {
+				continue
+			}
+			if !seen[l] {
+				seen[l] = true
+				logins = append(logins, l)
+			}
+		}
+	}
+	return logins, true, nil
+}
+
+// Problem says why a pre-flight check failed, so that a caller can say
+// what to do about it.
+type Problem int
+
+// Problems of a check.
+const (
+	ProblemNone Problem = iota
+	// ProblemConfig: the target DSN does not parse.
+	ProblemConfig
+	// ProblemUnreachable: nothing answered at the address (connection
+	// refused, no such host, no route, timed out).
+	ProblemUnreachable
+	// ProblemAuth: the server refused the credentials (a wrong
+	// password, no pg_hba.conf entry for the user, database or host).
+	ProblemAuth
+	// ProblemNoRole: the role does not exist on the target.
+	ProblemNoRole
+	// ProblemNoDatabase: the database does not exist on the target.
+	ProblemNoDatabase
+	// ProblemRefused: the server refused for another reason (too many
+	// connections, starting up, shutting down), or the query failed.
+	ProblemRefused
+)
+
+var problemNames = [...]string{"ok", "bad connection string", "unreachable", "authentication failed",
+	"role does not exist", "database does not exist", "refused"}
+
+func (p Problem) String() string {
+	if int(p) < len(problemNames) {
+		return problemNames[p]
+	}
+	return "problem"
+}
+
+// Check is the outcome of connecting as one login.
+type Check struct {
+	Login
+	Problem  Problem
+	SQLState string
+	// Message is the server's or the network's words, without the
+	// connection string (which may hold a password).
+	Message string
+	Took    time.Duration
+}
+
+// Preflight connects to the target as each login, at most a few at a
+// time, and runs SELECT 1, each within timeout. It returns a Check per
+// login, in the order given. It uses the replay's own connection settings
+// (timeouts, read-only) and sends nothing else.
+func (r *Replayer) Preflight(ctx context.Context, logins []Login, timeout time.Duration) []Check {
+	out := make([]Check, len(logins))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, l := range logins {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = r.check(ctx, l, timeout)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *Replayer) check(ctx context.Context, l Login, timeout time.Duration) Check {
+	c := Check{Login: l}
+	start := time.Now()
+	defer func() { c.Took = time.Since(start) }()
+	cfg, err := r.config(l.User, l.Database)
+	if err != nil {
+		c.Problem, c.Message = ProblemConfig, redactDSN(err.Error())
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err == nil {
+		_, err = conn.Exec(ctx, "SELECT 1").ReadAll()
+		conn.Close(context.Background())
+	}
+	if err != nil {
+		c.Problem, c.SQLState, c.Message = classifyConnect(err)
+	}
+	return c
+}
+
+// classifyConnect sorts a connection's failure.
+func classifyConnect(err error) (Problem, string, string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		p := ProblemRefused
+		switch {
+		case pgErr.Code == "3D000":
+			p = ProblemNoDatabase
+		case pgErr.Code == "28000" && strings.HasPrefix(pgErr.Message, "role ") && strings.HasSuffix(pgErr.Message, "does not exist"):
+			p = ProblemNoRole
+		case pgErr.Code == "28P01", pgErr.Code == "28000":
+			p = ProblemAuth
+		}
+		return p, pgErr.Code, pgErr.Message
+	}
+	msg := redactDSN(err.Error())
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &dnsErr), errors.As(err, &opErr):
+		return ProblemUnreachable, "", msg
+	case strings.Contains(msg, "password") || strings.Contains(msg, "SASL") || strings.Contains(msg, "authentication"):
+		return ProblemAuth, "", msg
+	}
+	return ProblemRefused, "", msg
+}
+
+// redactDSN drops a password from a message that quotes a connection
+// string (pgconn's parse errors do).
+func redactDSN(msg string) string {
+	i := strings.Index(msg, "password=")
+	for i >= 0 {
+		j := i + len("password=")
+		k := j
+		if k < len(msg) && msg[k] == '\'' {
+			k++
+			for k < len(msg) && msg[k] != '\'' {
+				k++
+			}
+			k++
+		} else {
+			for k < len(msg) && msg[k] != ' ' && msg[k] != '&' {
+				k++
+			}
+		}
+		msg = msg[:j] + "xxxxx" + msg[min(k, len(msg)):]
+		next := strings.Index(msg[j+5:], "password=")
+		if next < 0 {
+			break
+		}
+		i = j + 5 + next
+	}
+	// A URI's user:password@host.
+	if s := strings.Index(msg, "://"); s >= 0 {
+		if at := strings.Index(msg[s+3:], "@"); at >= 0 {
+			cred := msg[s+3 : s+3+at]
+			if c := strings.Index(cred, ":"); c >= 0 {
+				msg = msg[:s+3+c+1] + "xxxxx" + msg[s+3+at:]
+			}
+		}
+	}
+	return msg
+}
+
+// startsWithCreate reports whether sql's first word is CREATE, in any
+// case, after white space: the cheap test before parsing.
+func startsWithCreate(sql string) bool {
+	sql = strings.TrimLeft(sql, " \t\r\n(")
+	return len(sql) >= 6 && strings.EqualFold(sql[:6], "create")
+}
+
+// createdNames returns the roles ("role:NAME") and databases ("db:NAME")
+// that sql creates.
+func createdNames(sql string) []string {
+	tree, err := pg_query.Parse(sql)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range tree.GetStmts() {
+		switch n := st.GetStmt().GetNode().(type) {
+		case *pg_query.Node_CreateRoleStmt:
+			out = append(out, "role:"+n.CreateRoleStmt.GetRole())
+		case *pg_query.Node_CreatedbStmt:
+			out = append(out, "db:"+n.CreatedbStmt.GetDbname())
+		}
+	}
+	return out
+}

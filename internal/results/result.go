@@ -1,0 +1,438 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/timeline"
+)
+
+// Version is the version of the JSON form that Encode writes. Version 1
+// is the form of the releases before versions were written: no "version"
+// field, latency histograms only on request, an analysis's "sessions" a
+// plain number.
+const Version = 2
+
+// Kind is what produced a result.
+type Kind string
+
+// Kinds of results.
+const (
+	// KindAnalysis: the analysis of server logs; the figures are what
+	// the server logged.
+	KindAnalysis Kind = "analysis"
+	// KindReplay: a replay against a target; Replay holds what only a
+	// replay has.
+	KindReplay Kind = "replay"
+)
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool { return k == KindAnalysis || k == KindReplay }
+
+// LatencySource says where a result's durations were measured. Only
+// results of the same source compare: a client round trip includes
+// network and client time that a server-side duration does not have.
+type LatencySource string
+
+// Latency sources.
+const (
+	// LatencyServerLog: durations the server logged
+	// (log_min_duration_statement); server-side.
+	LatencyServerLog LatencySource = "server_log"
+	// LatencyClient: round trips measured by the replaying client.
+	LatencyClient LatencySource = "client"
+	// LatencyPgStatStatements: execution times from pg_stat_statements
+	// deltas; server-side, but without parse/bind and, unless
+	// track_planning is on, without planning.
+	LatencyPgStatStatements LatencySource = "pg_stat_statements"
+)
+
+// Valid reports whether s is a known source.
+func (s LatencySource) Valid() bool {
+	switch s {
+	case LatencyServerLog, LatencyClient, LatencyPgStatStatements:
+		return true
+	}
+	return false
+}
+
+// ServerSide reports whether durations of s were measured by the server.
+func (s LatencySource) ServerSide() bool {
+	return s == LatencyServerLog || s == LatencyPgStatStatements
+}
+
+// Result is what one run measured. Fields that a kind does not have are
+// zero; Replay is nil for an analysis. Its JSON form is the contract of
+// `pgrehearse analyze --json` and `pgrehearse replay --json`
+// (docs/results-json.md).
+type Result struct {
+	// Source names where the result came from (a file), for messages;
+	// not part of the JSON.
+	Source string `json:"-"`
+
+	Version       int           `json:"version"`
+	Kind          Kind          `json:"kind"`
+	LatencySource LatencySource `json:"latency_source"`
+	// Partial marks a run that stopped early (interrupted, or a read
+	// error): it covers only what was read or ran.
+	Partial bool `json:"partial,omitempty"`
+
+	Files     []string `json:"files"`
+	FirstTime Time     `json:"first_time,omitzero"`
+	LastTime  Time     `json:"last_time,omitzero"`
+
+	// Lines account for every line of the logs read, when the producer
+	// read logs and was told their counts.
+	Lines      *LineCounts     `json:"lines,omitempty"`
+	Statements StatementCounts `json:"statements"`
+	// Events counts the events read by kind ("connect", "execute",
+	// ...), including those that are not calls.
+	Events           map[string]int64 `json:"events,omitempty"`
+	Sessions         SessionCounts    `json:"sessions"`
+	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
+	// Queries are per fingerprint, by total time, most first, each with
+	// its latency histogram.
+	Queries []querystats.Row `json:"queries"`
+	// Timeline is the activity over time: statements, errors and p95
+	// per bucket of wall (log) time.
+	Timeline *timeline.JSON `json:"timeline,omitempty"`
+	// Evidence is the server-side evidence of the run (package
+	// observe's JSON), kept as it was written; nil without.
+	Evidence json.RawMessage `json:"evidence,omitempty"`
+
+	*Replay
+}
+
+// Replay is what only a replay has.
+type Replay struct {
+	DryRun bool    `json:"dry_run,omitempty"`
+	Speed  float64 `json:"speed"`
+	// StartedAt and EndedAt are the wall-clock times the replay ran
+	// between; WallSeconds is the time between them.
+	StartedAt   Time    `json:"started_at,omitzero"`
+	EndedAt     Time    `json:"ended_at,omitzero"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// ClientCPUSeconds is the CPU time the replayer itself used, where
+	// the platform tells.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds,omitempty"`
+	// TargetLocal: the target is on the replayer's machine, so the
+	// replayer's CPU was taken from the server.
+	TargetLocal bool `json:"target_local,omitempty"`
+
+	// Lag is how late statements were issued against their schedule,
+	// in ms; nil at speed 0, where there is no schedule.
+	Lag *Distribution `json:"lag_ms"`
+	// SyncWait is the time statements waited for other sessions'
+	// commits (synchronized replay), in ms; nil when not synchronized.
+	SyncWait *Distribution `json:"sync_wait_ms,omitempty"`
+
+	// Errors are examples of the target's errors, one per SQLSTATE and
+	// fingerprint, most frequent first (at most MaxErrorSamples).
+	Errors   []ErrorSample `json:"errors"`
+	Outcomes Outcomes      `json:"outcomes"`
+	Filtered Filtered      `json:"filtered"`
+	Reader   ReaderCounts  `json:"reader"`
+
+	// ClientQueries are the client round trips when Queries are the
+	// target's server-side figures (read from its log); absent
+	// otherwise.
+	ClientQueries []querystats.Row `json:"client_queries,omitempty"`
+	// TargetLog describes the target's log when Queries come from it.
+	TargetLog *TargetLog `json:"target_log,omitempty"`
+}
+
+// LineCounts account for every physical line of the logs: each was parsed
+// or skipped for a reason, so Total = Parsed + the sum of Skipped.
+type LineCounts struct {
+	Total   int64            `json:"total"`
+	Parsed  int64            `json:"parsed"`
+	Skipped map[string]int64 `json:"skipped"`
+}
+
+// SkippedTotal is the sum of Skipped.
+func (c LineCounts) SkippedTotal() int64 { return sum(c.Skipped) }
+
+// Add adds o's counts to c. A reason whose count sums to nothing is not
+// listed (the parts of a split log may move a count from one to another).
+func (c *LineCounts) Add(o LineCounts) {
+	c.Total += o.Total
+	c.Parsed += o.Parsed
+	c.Skipped = addCounts(c.Skipped, o.Skipped)
+}
+
+// StatementCounts account for every statement read, after splitting
+// strings that hold several: Total == Executed + Failed + the sum of
+// Skipped, always. An analysis skips nothing: every statement the log
+// shows ran, and failed or not.
+type StatementCounts struct {
+	Total    int64            `json:"total"`
+	Executed int64            `json:"executed"`
+	Failed   int64            `json:"failed"`
+	Skipped  map[string]int64 `json:"skipped"`
+	// Unparsed statements did not parse (they are among Failed unless
+	// the log missed the error) and have a fallback fingerprint.
+	Unparsed int64 `json:"unparsed,omitempty"`
+	// Empty counts query strings with no statement at all (only
+	// comments or whitespace); they are not in Total.
+	Empty int64 `json:"empty"`
+}
+
+// SkippedTotal is the sum of Skipped.
+func (c StatementCounts) SkippedTotal() int64 { return sum(c.Skipped) }
+
+// Check reports an error when the counts do not add up.
+func (c StatementCounts) Check() error {
+	if got := c.Executed + c.Failed + c.SkippedTotal(); got != c.Total {
+		return fmt.Errorf("statements do not add up: %d executed + %d failed + %d skipped = %d, not the total %d",
+			c.Executed, c.Failed, c.SkippedTotal(), got, c.Total)
+	}
+	return nil
+}
+
+// SessionCounts count the original sessions and, for a replay, their
+// connections to the target.
+type SessionCounts struct {
+	Total         int64 `json:"total"`
+	Reconnects    int64 `json:"reconnects,omitempty"`
+	ConnectFailed int64 `json:"connect_failed,omitempty"`
+	// ConnectRetries counts connection attempts refused because the
+	// server's listen queue was full and tried again.
+	ConnectRetries int64 `json:"connect_retries,omitempty"`
+	// ConnectFailedAsOriginal counts sessions that failed to connect on
+	// the target as they had in the original; not in ConnectFailed.
+	ConnectFailedAsOriginal int64 `json:"connect_failed_as_original,omitempty"`
+	// ConnectFailures group the failed connections by what failed.
+	ConnectFailures []ConnectFailure `json:"connect_failures,omitempty"`
+}
+
+// UnmarshalJSON also reads version 1 analyses, whose "sessions" is the
+// number of sessions.
+func (c *SessionCounts) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		*c = SessionCounts{Total: n}
+		return nil
+	}
+	type plain SessionCounts
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// ConnectFailure is one way sessions failed to connect.
+type ConnectFailure struct {
+	User     string `json:"user"`
+	Database string `json:"database"`
+	SQLState string `json:"sqlstate,omitempty"`
+	Message  string `json:"message"`
+	Sessions int64  `json:"sessions"`
+}
+
+// ErrorSample is an example of an error of the target.
+type ErrorSample struct {
+	SQLState    string `json:"sqlstate"`
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Message     string `json:"message"`
+	Count       int64  `json:"count"`
+}
+
+// MaxErrorSamples bounds Replay.Errors.
+const MaxErrorSamples = 50
+
+// Outcomes compare the original's failures with the target's, counted in
+// execution events (a query string is one) among those that ran.
+type Outcomes struct {
+	// Ran counts execution events run on the target.
+	Ran int64 `json:"ran"`
+	// OriginalFailed: failed in the log; BothFailed of those failed on
+	// the target too; FailedOnlyOnTarget succeeded in the log but not
+	// on the target; FailedOnlyInOriginal the reverse.
+	OriginalFailed       int64 `json:"original_failed"`
+	BothFailed           int64 `json:"both_failed"`
+	FailedOnlyOnTarget   int64 `json:"failed_only_on_target"`
+	FailedOnlyInOriginal int64 `json:"failed_only_in_original"`
+	// Error rates in percent of Ran, derived from the counts above.
+	OriginalErrorRate float64 `json:"original_error_rate_pct"`
+	TargetErrorRate   float64 `json:"target_error_rate_pct"`
+}
+
+// SetRates derives the error rates from the counts.
+func (o *Outcomes) SetRates() {
+	o.OriginalErrorRate, o.TargetErrorRate = 0, 0
+	if o.Ran > 0 {
+		o.OriginalErrorRate = 100 * float64(o.BothFailed+o.FailedOnlyInOriginal) / float64(o.Ran)
+		o.TargetErrorRate = 100 * float64(o.BothFailed+o.FailedOnlyOnTarget) / float64(o.Ran)
+	}
+}
+
+// Filtered counts what a replay's filters removed, outside Statements.
+type Filtered struct {
+	Events     int64 `json:"events"`
+	Statements int64 `json:"statements"` // execution events among Events
+	Sessions   int64 `json:"sessions"`
+}
+
+// ReaderCounts describe a replay's reading of the log.
+type ReaderCounts struct {
+	Events int64 `json:"events"`
+	// BudgetWaits counts the times the reader waited for the sessions'
+	// queues to drain; OverBudget the events it read past its memory
+	// budget because no statement was completing.
+	BudgetWaits int64 `json:"budget_waits"`
+	OverBudget  int64 `json:"over_budget"`
+	// MaxBufferedBytes is the most the queues held at once (estimated).
+	MaxBufferedBytes int64 `json:"max_buffered_bytes"`
+}
+
+// TargetLog describes what the target's own log said of a replay.
+type TargetLog struct {
+	Files []string `json:"files"`
+	// Connections the replay opened, and of those the ones the log
+	// shows statements of.
+	Connections      int64 `json:"connections"`
+	ConnectionsFound int64 `json:"connections_found"`
+	// Statements the log shows on the replay's connections (execution
+	// events; a query string is one), and of those the ones on
+	// connections whose logged sequence equals what was sent.
+	Executions        int64 `json:"executions"`
+	ExecutionsMatched int64 `json:"executions_matched"`
+	// Untimed counts logged executions without a duration (failed ones).
+	Untimed int64 `json:"untimed"`
+	// Mismatched lists connections whose logged sequence differs (at
+	// most MaxMismatched), by backend pid.
+	Mismatched []ConnMismatch `json:"mismatched,omitempty"`
+}
+
+// MaxMismatched bounds TargetLog.Mismatched.
+const MaxMismatched = 20
+
+// ConnMismatch is a connection whose statements in the target's log are
+// not the ones sent.
+type ConnMismatch struct {
+	PID    uint32 `json:"pid"`
+	Sent   int64  `json:"sent"`
+	Logged int64  `json:"logged"`
+	// SameOrder is false when the counts agree but the fingerprints'
+	// order does not.
+	SameOrder bool `json:"same_order"`
+}
+
+// UnknownSQLState keys ErrorsBySQLState for errors without a SQLSTATE (a
+// stderr log whose prefix lacks %e).
+const UnknownSQLState = "unknown"
+
+// New returns an empty result of kind k, with maps and slices made so
+// that its JSON has no nulls.
+func New(k Kind, src LatencySource) *Result {
+	r := &Result{
+		Version:          Version,
+		Kind:             k,
+		LatencySource:    src,
+		Files:            []string{},
+		Statements:       StatementCounts{Skipped: map[string]int64{}},
+		ErrorsBySQLState: map[string]int64{},
+		Queries:          []querystats.Row{},
+	}
+	if k == KindReplay {
+		r.Replay = &Replay{Errors: []ErrorSample{}}
+	}
+	return r
+}
+
+// SpanSeconds is how long the run lasted: a replay's wall time, else the
+// time between its first and last statement; 0 when unknown.
+func (r *Result) SpanSeconds() float64 {
+	if r.Replay != nil && r.WallSeconds > 0 {
+		return r.WallSeconds
+	}
+	if r.FirstTime == 0 || r.LastTime <= r.FirstTime {
+		return 0
+	}
+	return float64(r.LastTime-r.FirstTime) / 1e6
+}
+
+// HasHist reports whether every timed query carries its histogram, as
+// significance tests and merging need; false without queries.
+func (r *Result) HasHist() bool {
+	for _, q := range r.Queries {
+		if q.TimedCalls > 0 && q.Hist == "" {
+			return false
+		}
+	}
+	return len(r.Queries) > 0
+}
+
+// Name is Source, or the kind when the result came from no file.
+func (r *Result) Name() string {
+	if r.Source != "" {
+		return r.Source
+	}
+	return string(r.Kind)
+}
+
+// Time is a point in time in µs since the Unix epoch, written as RFC 3339
+// with microseconds in UTC; 0 means unknown.
+type Time int64
+
+// TimeLayout is how a Time is written.
+const TimeLayout = querystats.TimeLayout
+
+// Micros returns t in µs since the epoch.
+func (t Time) Micros() int64 { return int64(t) }
+
+// String formats t, or returns "" for the zero Time.
+func (t Time) String() string {
+	if t == 0 {
+		return ""
+	}
+	return time.UnixMicro(int64(t)).UTC().Format(TimeLayout)
+}
+
+// MarshalText writes t as RFC 3339.
+func (t Time) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads RFC 3339; "" is the zero Time.
+func (t *Time) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*t = 0
+		return nil
+	}
+	v, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return err
+	}
+	*t = Time(v.UnixMicro())
+	return nil
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// addCounts adds o to m (made when nil) and drops keys that sum to 0.
+func addCounts(m, o map[string]int64) map[string]int64 {
+	if m == nil {
+		m = make(map[string]int64, len(o))
+	}
+	for k, v := range o {
+		if m[k] += v; m[k] == 0 {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+// Query returns the row of fingerprint fp, or nil.
+func (r *Result) Query(fp string) *querystats.Row {
+	for i := range r.Queries {
+		if r.Queries[i].Fingerprint == fp {
+			return &r.Queries[i]
+		}
+	}
+	return nil
+}
