@@ -40,8 +40,9 @@ vet:
 	$(GO) vet ./...
 
 # postgres makes sure the PostgreSQL server binaries that
-# internal/pgcluster looks for exist ($PG_BIN, /usr/lib/postgresql/*/bin or
-# $PATH), installing them as root, or saying how to, when they do not.
+# internal/pgcluster looks for exist, looking where pgcluster.FindBinDir
+# does and in its order ($PG_BIN, /usr/lib/postgresql/*/bin, $PATH),
+# installing them as root, or saying how to, when they do not.
 # pgbench and pg_stat_statements come in the same Debian package.
 postgres:
 	@if [ -n "$$PG_BIN" ]; then \

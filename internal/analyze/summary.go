@@ -149,22 +149,7 @@ func ms(v float64, timed int64) string {
 
 // num formats n with thousands separators, easier to read in big logs.
 func num(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return texttable.Thousands(strconv.FormatInt(n, 10))
 }
 
 // OneLine collapses whitespace (newlines included) and shortens s to at

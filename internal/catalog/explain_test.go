@@ -10,12 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestHypothetical explains a statement with and without a hypothetical
 // index, in each of the modes a finding uses, on a real server with hypopg.
 func TestHypothetical(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	so := filepath.Join(filepath.Dir(c.BinDir()), "lib", "hypopg.so")
 	if _, err := os.Stat(so); err != nil {
 		t.Fatalf("hypopg is not installed for the PostgreSQL in %s (%v): run `make extensions`, which installs the Debian package postgresql-<major>-hypopg", c.BinDir(), err)

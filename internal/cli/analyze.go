@@ -128,9 +128,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	// Findings that need a server also need what only the events show
 	// (logged parameter values, a sample execution to explain): they are
 	// observed on the way, which costs reading speed, so only then.
-	var obs *findings.Observer
+	var obs *findings.EventSampler
 	if f.findings && f.dsn != "" {
-		obs = findings.NewObserver(cache)
+		obs = findings.NewEventSampler(cache)
 	}
 	for i, r := range readers {
 		ls := &logSource{r: r, bar: prog.bar}

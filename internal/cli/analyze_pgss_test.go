@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -25,7 +26,7 @@ import (
 // pg_stat_statements.calls, in each of the three log formats.
 func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	// The extension and the reset are logged but happen before the count
 	// starts: they are the only statements pg_stat_statements must miss.
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {

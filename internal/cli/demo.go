@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,24 +108,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	out := func(name string) string { return filepath.Join(f.out, name) }
 
-	// Logging is off while the data is built, then turned on: the setup
-	// is not traffic to rehearse, and both servers get it anyway.
-	settings := workload.LogSettings()
-	settings["log_line_prefix"] = demoPrefix
-	settings["log_min_duration_statement"] = "-1"
-	settings["log_connections"] = "off"
-	settings["log_disconnections"] = "off"
-	// Planning time is half of what a query costs the server; the
-	// evidence shows it only when it is tracked.
-	settings["pg_stat_statements.track_planning"] = "on"
-	candSettings := map[string]string{}
-	for k, v := range settings {
-		candSettings[k] = v
-	}
-	if f.change == "small-shared-buffers" {
-		candSettings["shared_buffers"] = "128kB"
-	}
-
+	settings, candSettings := demoSettings(f.change)
 	say("starting a throwaway production cluster and a candidate (%s)", demoChanges[f.change])
 	prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings, Keep: f.keep})
 	if err != nil {
@@ -137,20 +121,8 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	defer stopCluster(cand, &err, say, f.keep)
 
-	for _, c := range []*pgcluster.Cluster{prod, cand} {
-		say("building the shop's data in %s", c.Dir())
-		if err := workload.SetupShop(ctx, c); err != nil {
-			return fmt.Errorf("shop data: %w", err)
-		}
-		// The replay's observer reads per-query server figures from it.
-		if err := c.Exec(ctx, workload.ShopDatabase, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-			return err
-		}
-	}
-	if f.change == "drop-index" {
-		if err := cand.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-			return err
-		}
+	if err := setupDemoShops(ctx, say, prod, cand, f.change); err != nil {
+		return err
 	}
 	if err := enableStatementLog(ctx, prod); err != nil {
 		return err
@@ -202,6 +174,45 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	say("verdict: %s", verdict)
 	say("report: %s", out("report.html"))
+	return nil
+}
+
+// demoSettings returns the production cluster's settings and the
+// candidate's, which differ by change.
+func demoSettings(change string) (prod, cand map[string]string) {
+	// Logging is off while the data is built, then turned on: the setup
+	// is not traffic to rehearse, and both servers get it anyway.
+	prod = workload.LogSettings()
+	prod["log_line_prefix"] = demoPrefix
+	prod["log_min_duration_statement"] = "-1"
+	prod["log_connections"] = "off"
+	prod["log_disconnections"] = "off"
+	// Planning time is half of what a query costs the server; the
+	// evidence shows it only when it is tracked.
+	prod["pg_stat_statements.track_planning"] = "on"
+	cand = maps.Clone(prod)
+	if change == "small-shared-buffers" {
+		cand["shared_buffers"] = "128kB"
+	}
+	return prod, cand
+}
+
+// setupDemoShops builds the shop's data on both clusters, then makes the
+// candidate's change when it is to the schema.
+func setupDemoShops(ctx context.Context, say func(string, ...any), prod, cand *pgcluster.Cluster, change string) error {
+	for _, c := range []*pgcluster.Cluster{prod, cand} {
+		say("building the shop's data in %s", c.Dir())
+		if err := workload.SetupShop(ctx, c); err != nil {
+			return fmt.Errorf("shop data: %w", err)
+		}
+		// The replay's observer reads per-query server figures from it.
+		if err := c.Exec(ctx, workload.ShopDatabase, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			return err
+		}
+	}
+	if change == "drop-index" {
+		return cand.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
+	}
 	return nil
 }
 

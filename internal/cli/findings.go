@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -171,7 +172,7 @@ func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *f
 		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
 	in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: explainAnalyze}
-	if in.ServerCPUs == 0 && isLocal(conn.Config().Host) {
+	if in.ServerCPUs == 0 && connstr.IsLocal(dsn) {
 		in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
 	}
 	return closeConn, nil
@@ -219,7 +220,7 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	}
 	defer closeLogs(readers)
 	cache := fingerprint.NewCache(0)
-	obs := findings.NewObserver(cache)
+	obs := findings.NewEventSampler(cache)
 	prog := newProgress(stdio.Stderr, readers)
 	sources := make([]analyze.Source, len(readers))
 	for i, r := range readers {
@@ -237,11 +238,11 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	return findings.FromResult(res), obs.Result(), nil
 }
 
-// observedSource shows every event to the findings' Observer on its way to
+// observedSource shows every event to the findings' EventSampler on its way to
 // the analysis.
 type observedSource struct {
 	*logSource
-	obs *findings.Observer
+	obs *findings.EventSampler
 }
 
 func (s *observedSource) Next() (*event.Event, error) {
@@ -250,10 +251,4 @@ func (s *observedSource) Next() (*event.Event, error) {
 		s.obs.Add(ev)
 	}
 	return ev, err
-}
-
-// isLocal reports whether a pgx host is this machine: a unix socket
-// directory or a loopback address.
-func isLocal(host string) bool {
-	return strings.HasPrefix(host, "/") || host == "localhost" || host == "127.0.0.1" || host == "::1"
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -50,7 +51,7 @@ func TestFindingsCommandOffline(t *testing.T) {
 // local, the CPU count.
 func TestFindingsCommandOnLogs(t *testing.T) {
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	if err := c.Exec(ctx, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
 		CREATE INDEX events_kind_1 ON events (id) WHERE kind = 1;
 		CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -26,7 +27,7 @@ import (
 // the timeline, the line and statement accounting, sessions and errors.
 func TestMergeHalvesEqualsWhole(t *testing.T) {
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	if _, err := workload.Run(ctx, c, workload.Options{Duration: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}

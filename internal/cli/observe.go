@@ -84,7 +84,7 @@ func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) 
 
 // startWarnings are what a user should know before a long run: the
 // evidence will lack something.
-func startWarnings(o *observe.Observer) []string {
+func startWarnings(o *observe.Collector) []string {
 	c := o.Capabilities()
 	var out []string
 	if c.PGSS != "installed" {

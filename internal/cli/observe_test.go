@@ -13,13 +13,14 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // observe --duration against a server running pgbench writes the summary,
 // the evidence JSON (which observe.FromResult reads, as report does from a
 // replay's JSON) and the HTML page.
 func TestObserveCommand(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on"}})
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {

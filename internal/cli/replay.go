@@ -170,7 +170,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		if err != nil {
 			return err
 		}
-		opts.Observer, stopMetrics = obs, stop
+		opts.Sink, stopMetrics = obs, stop
 		defer stopMetrics()
 	}
 
@@ -330,20 +330,19 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		ReadOnly:         f.readOnly,
 		LockTimeout:      f.lockTimeout,
 		StatementTimeout: f.statementTimeout,
+		MaxLost:          f.maxLost / 100,
+		MaxLag:           f.maxLag,
 		Filter: replay.Filter{
 			Databases:    splitList(f.databases),
 			Users:        splitList(f.users),
 			Applications: splitList(f.applications),
 		},
 	}
-	if f.target == "" && !f.dryRun {
-		return opts, usageError("--target is required (or --dry-run)")
+	if err := opts.Validate(); err != nil {
+		return opts, usageError("%v", err)
 	}
 	if len(f.targetLogs) > 0 && f.dryRun {
 		return opts, usageError("--target-log needs a replay that runs: not with --dry-run")
-	}
-	if f.speed < 0 {
-		return opts, usageError("--speed must be 0 (as fast as possible) or positive, got %v", f.speed)
 	}
 	if f.maxErrorRate < 0 {
 		return opts, usageError("--max-error-rate must not be negative")
@@ -353,14 +352,6 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 	}
 	if f.maxLost < 0 || f.maxLost > 100 {
 		return opts, usageError("--max-lost is a percentage between 0 and 100, got %v", f.maxLost)
-	}
-	opts.MaxLost = f.maxLost / 100
-	if f.maxLag < 0 {
-		return opts, usageError("--max-lag must not be negative, got %v", f.maxLag)
-	}
-	opts.MaxLag = f.maxLag
-	if f.lockTimeout < 0 || f.statementTimeout < 0 {
-		return opts, usageError("timeouts must not be negative")
 	}
 	var err error
 	if opts.Filter.Start, opts.Filter.End, err = timeWindow(f.start, f.end); err != nil {
@@ -585,7 +576,7 @@ func sortedKeys(m map[string]int64) []string {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string) (replay.Observer, func(), error) {
+func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
 	m, bound, stop, err := replay.ServeMetrics(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

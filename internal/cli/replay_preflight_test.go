@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // minuteLog writes a stderr log of a minute: each login connects at the
@@ -43,7 +44,7 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 // a target that takes every login replays.
 func TestPreflight(t *testing.T) {
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`} {
 		if err := c.Exec(ctx, "postgres", sql); err != nil {
 			t.Fatal(err)
@@ -158,7 +159,7 @@ func TestDestructiveListed(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, want) {
 		t.Errorf("dry run: exit %d, want %q:\n%s%s", code, want, stdout, stderr)
 	}
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	code, stdout, stderr = runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", testPrefix, log)
 	if code != ExitOK || !strings.Contains(stderr, "pre-flight: the log holds destructive statements, which the replay will run on the target: "+want) {
 		t.Errorf("replay: exit %d, want %q:\n%s%s", code, want, stdout, stderr)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -19,8 +20,8 @@ import (
 // statements found in order; latency_source says server_log.
 func TestReplayTargetLog(t *testing.T) {
 	ctx := context.Background()
-	a := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	b := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestReplayTargetLogWithoutSessionID(t *testing.T) {
 	settings := workload.LogSettings()
 	settings["log_line_prefix"] = "%m [%p] %q%u@%d "
 	settings["log_destination"] = "stderr"
-	b := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	bLogs, err := b.LogFiles("*.log")
 	if err != nil || len(bLogs) != 1 {
 		t.Fatalf("B's logs %v: %v", bLogs, err)

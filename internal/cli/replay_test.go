@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -55,8 +56,8 @@ func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 // must equal A's, except for the cases named below.
 func TestReplayMatchesPgStatStatements(t *testing.T) {
 	ctx := context.Background()
-	a := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	b := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
 		if err := a.Exec(ctx, "postgres", sql); err != nil {
 			t.Fatal(err)
@@ -185,7 +186,7 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 // exist on the target fails the run loudly.
 func TestReplayRightTarget(t *testing.T) {
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	setup := []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1", "CREATE DATABASE db2"}
 	for _, sql := range setup {
 		if err := c.Exec(ctx, "postgres", sql); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -20,8 +21,8 @@ func TestReportOnReplays(t *testing.T) {
 	settings := workload.LogSettings()
 	settings["log_line_prefix"] = demoPrefix
 	settings["log_min_duration_statement"] = "-1" // on after the setup, as in the demo
-	a := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
-	b := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []*pgcluster.Cluster{a, b} {
 		if err := workload.SetupShop(ctx, c); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -29,7 +30,7 @@ CREATE INDEX items_code ON items (code);`
 func captureLookups(t *testing.T, withIndex bool) string {
 	t.Helper()
 	ctx := context.Background()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	setup := itemsSetup
 	if !withIndex {
 		setup += "\nDROP INDEX items_code;"

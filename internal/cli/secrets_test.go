@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -24,8 +25,8 @@ const (
 // JSON or HTML, unless --show-params asks for them.
 func TestNoSecretsInOutput(t *testing.T) {
 	ctx := context.Background()
-	a := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	b := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	setup := []string{"CREATE ROLE app LOGIN", "CREATE TABLE users (email text PRIMARY KEY, name text)"}
 	for _, c := range []*pgcluster.Cluster{a, b} {
 		for _, sql := range setup {

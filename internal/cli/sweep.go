@@ -128,97 +128,56 @@ set PG_BIN to their directory, or install them with
 }
 
 func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags) error {
-	var drv sweep.Driver
-	init := f.init
-	if f.logPath != "" {
-		if f.builtin != "" || f.script != "" || cmd.Flags().Changed("protocol") {
-			return usageError("give --log or a pgbench script (-b, -f, -M), not both")
-		}
-		format, err := logread.ParseFormat(f.format)
-		if err != nil {
-			return usageError("--format: %v", err)
-		}
-		ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
-		if err := ld.Prepare(); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return usageError("%v", err)
-			}
-			return err
-		}
-		if f.target == "" && !f.init && f.setup == "" {
-			fmt.Fprintln(stdio.Stderr, "sweep: warning: the throwaway clusters will have no schema for the log: its statements will fail; give --setup FILE.sql (or --init for a pgbench capture)")
-		}
-		// On a target, the setup file runs as Init does.
-		init = f.init || f.setup != ""
-		drv = ld
-	} else {
-		if f.setup != "" || cmd.Flags().Changed("format") || f.prefix != "" {
-			return usageError("--setup, --format and --prefix go with --log")
-		}
-		if f.builtin != "" && f.script != "" {
-			return usageError("give -b or -f, not both")
-		}
-		if f.builtin == "" && f.script == "" {
-			f.builtin = "select-only"
-		}
-		pb := &sweep.Pgbench{Builtin: f.builtin, Script: f.script, Mode: f.mode}
-		if err := pb.Check(); err != nil {
-			return usageError("%v", err)
-		}
-		if f.init && f.target == "" {
-			return usageError("--init needs --target: throwaway clusters are always initialized")
-		}
-		drv = pb
+	opts, err := sweepOptions(stdio, cmd, f)
+	if err != nil {
+		return err
+	}
+	res, err := sweep.Run(ctx, opts)
+	if res == nil {
+		return err
+	}
+	if werr := writeSweep(stdio, f, res); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil && ctx.Err() != nil {
+		return errors.New("interrupted: the results above are partial")
+	}
+	return err
+}
+
+// sweepOptions turns the flags into sweep.Options, or a usage error.
+func sweepOptions(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Options, error) {
+	drv, init, err := sweepDriver(stdio, cmd, f)
+	if err != nil {
+		return sweep.Options{}, err
 	}
 	var list []int
 	if f.clients != "" {
 		if cmd.Flags().Changed("max-clients") {
-			return usageError("give --clients or --max-clients, not both")
+			return sweep.Options{}, usageError("give --clients or --max-clients, not both")
 		}
 		for _, s := range strings.Split(f.clients, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil || n < 1 {
-				return usageError("--clients: %q is not a positive number", s)
+				return sweep.Options{}, usageError("--clients: %q is not a positive number", s)
 			}
 			list = append(list, n)
 		}
 	} else if f.maxClients < 1 {
-		return usageError("--max-clients must be at least 1, got %d", f.maxClients)
-	}
-	if f.duration < time.Second || f.duration%time.Second != 0 {
-		return usageError("--duration must be whole seconds, at least 1s, got %v", f.duration)
-	}
-	if f.warmup < 0 || f.warmup%time.Second != 0 {
-		return usageError("--warmup must be whole seconds, got %v", f.warmup)
-	}
-	if !(f.cliff > 0 && f.cliff < 1) {
-		return usageError("--cliff must be between 0 and 1, got %v", f.cliff)
-	}
-	if f.scale < 1 {
-		return usageError("--scale must be at least 1, got %d", f.scale)
+		return sweep.Options{}, usageError("--max-clients must be at least 1, got %d", f.maxClients)
 	}
 	if len(f.compare) == 1 {
-		return usageError("--compare needs two configurations or more, got one")
+		return sweep.Options{}, usageError("--compare needs two configurations or more, got one")
 	}
 	var configs []sweep.Config
-	seen := map[string]bool{}
 	for _, s := range f.compare {
 		c, err := sweep.ParseConfig(s)
 		if err != nil {
-			return usageError("--compare: %v", err)
+			return sweep.Options{}, usageError("--compare: %v", err)
 		}
-		if seen[c.Name] {
-			return usageError("--compare: configuration name %s given twice", c.Name)
-		}
-		seen[c.Name] = true
 		configs = append(configs, c)
 	}
-
-	tableOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		tableOut = stdio.Stderr
-	}
-	res, err := sweep.Run(ctx, sweep.Options{
+	opts := sweep.Options{
 		Driver:     drv,
 		Clients:    sweep.ClientCounts(list, f.maxClients),
 		Warmup:     f.warmup,
@@ -231,27 +190,74 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		Progress: func(format string, args ...any) {
 			fmt.Fprintf(stdio.Stderr, "sweep: "+format+"\n", args...)
 		},
-	})
-	if res == nil {
-		return err
 	}
-	if werr := sweep.WriteText(tableOut, res); werr != nil {
-		return errors.Join(err, fmt.Errorf("write tables: %w", werr))
+	if err := opts.Validate(); err != nil {
+		return opts, usageError("%v", err)
+	}
+	return opts, nil
+}
+
+// sweepDriver returns the workload the flags ask for, and whether the
+// target is to be initialized for it.
+func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool, error) {
+	if f.logPath == "" {
+		if f.setup != "" || cmd.Flags().Changed("format") || f.prefix != "" {
+			return nil, false, usageError("--setup, --format and --prefix go with --log")
+		}
+		if f.builtin != "" && f.script != "" {
+			return nil, false, usageError("give -b or -f, not both")
+		}
+		if f.builtin == "" && f.script == "" {
+			f.builtin = "select-only"
+		}
+		pb := &sweep.Pgbench{Builtin: f.builtin, Script: f.script, Mode: f.mode}
+		if err := pb.Check(); err != nil {
+			return nil, false, usageError("%v", err)
+		}
+		if f.init && f.target == "" {
+			return nil, false, usageError("--init needs --target: throwaway clusters are always initialized")
+		}
+		return pb, f.init, nil
+	}
+	if f.builtin != "" || f.script != "" || cmd.Flags().Changed("protocol") {
+		return nil, false, usageError("give --log or a pgbench script (-b, -f, -M), not both")
+	}
+	format, err := logread.ParseFormat(f.format)
+	if err != nil {
+		return nil, false, usageError("--format: %v", err)
+	}
+	ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+	if err := ld.Prepare(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, usageError("%v", err)
+		}
+		return nil, false, err
+	}
+	if f.target == "" && !f.init && f.setup == "" {
+		fmt.Fprintln(stdio.Stderr, "sweep: warning: the throwaway clusters will have no schema for the log: its statements will fail; give --setup FILE.sql (or --init for a pgbench capture)")
+	}
+	// On a target, the setup file runs as Init does.
+	return ld, f.init || f.setup != "", nil
+}
+
+// writeSweep writes the tables, then the JSON and HTML files asked for.
+func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
+	tableOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		tableOut = stdio.Stderr
+	}
+	if err := sweep.WriteText(tableOut, res); err != nil {
+		return fmt.Errorf("write tables: %w", err)
 	}
 	if f.jsonPath != "" {
-		if jerr := writeJSON(stdio.Stdout, f.jsonPath, res); jerr != nil {
-			return errors.Join(err, jerr)
+		if err := writeJSON(stdio.Stdout, f.jsonPath, res); err != nil {
+			return err
 		}
 	}
 	if f.htmlPath != "" {
-		if herr := writeSweepHTML(f.htmlPath, res); herr != nil {
-			return errors.Join(err, herr)
-		}
+		return writeSweepHTML(f.htmlPath, res)
 	}
-	if err != nil && ctx.Err() != nil {
-		return errors.New("interrupted: the results above are partial")
-	}
-	return err
+	return nil
 }
 
 func writeSweepHTML(path string, res *sweep.Result) (err error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -46,7 +47,7 @@ func TestSweepLogUsageErrors(t *testing.T) {
 func TestSweepLogCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	quiet := []string{"PGOPTIONS=-c log_min_duration_statement=-1 -c log_connections=off -c log_disconnections=off"}
 	if out, err := c.PgbenchEnv(ctx, quiet, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)

@@ -59,7 +59,7 @@ func (e *eval) batchInserts() {
 	for _, name := range names {
 		g := groups[name]
 		rate := w.Rate(g.singleCalls)
-		if g.singleCalls < e.opts.BatchMinCalls || rate < e.opts.BatchMinRate {
+		if g.singleCalls < e.th.BatchMinCalls || rate < e.th.BatchMinRate {
 			continue
 		}
 		share := pct(g.singleMS, total)

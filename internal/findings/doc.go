@@ -10,8 +10,10 @@
 //
 // A finding is data: a stable id, a severity, numbers and the queries or
 // tables involved, a recommendation and, where it estimates, the model and
-// its inputs stated plainly. Every threshold is an Options field, so that
-// tests can make "large" small and a reader can see what was assumed.
+// its inputs stated plainly. Every threshold is a field of Thresholds,
+// which a Report carries so that a reader can see what was assumed;
+// Options change the few that the CLI and tests need to (tests make
+// "large" small), the others are fixed.
 //
 // Inputs come from the layers below and are all optional except the
 // Workload: an analysis or replay result (Workload), what the log's

@@ -40,9 +40,9 @@ func (e *eval) errors() {
 				fig("statements", float64(w.Statements), "")}},
 		}
 		switch {
-		case rate >= e.opts.ErrorCriticalPct:
+		case rate >= e.th.ErrorCriticalPct:
 			f.Severity = Critical
-		case rate >= e.opts.ErrorWarnPct:
+		case rate >= e.th.ErrorWarnPct:
 			f.Severity = Warning
 		}
 		tab := Table{Title: "Errors by SQLSTATE", Head: []string{"sqlstate", "name", "errors", "% of statements"}}
@@ -123,7 +123,7 @@ func (e *eval) targetOnly() {
 		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("SQLSTATE %s %s: %s errors on the target, none in the baseline",
 			code, sqlStateNames[code], fnum(float64(w.ErrorsBySQLState[code]))))
 	}
-	if rate >= e.opts.ErrorWarnPct {
+	if rate >= e.th.ErrorWarnPct {
 		f.Severity = Critical
 	}
 	e.add(f)

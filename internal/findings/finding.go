@@ -110,8 +110,10 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// NotEvaluated lists findings that lacked an input, or parts of
 	// them (a query that could not be explained).
-	NotEvaluated []Skip  `json:"not_evaluated"`
-	Options      Options `json:"options"`
+	NotEvaluated []Skip `json:"not_evaluated"`
+	// Thresholds are those the evaluation used; the JSON name is the one
+	// they had when they were all options.
+	Thresholds Thresholds `json:"options"`
 }
 
 // Count returns the number of findings of severity s.
@@ -139,7 +141,7 @@ type Input struct {
 	// (report): errors then lists statements that failed only in
 	// Workload.
 	Baseline *Workload
-	// Observed is what an Observer saw in the events of Workload's logs.
+	// Observed is what an EventSampler saw in the events of Workload's logs.
 	Observed *Observed
 	// Catalog and Explainer come from a connection to the server.
 	Catalog   *catalog.Catalog
@@ -153,13 +155,13 @@ type Input struct {
 
 // Evaluate evaluates every finding on in.
 func Evaluate(ctx context.Context, in Input, opts Options) *Report {
-	opts = opts.withDefaults()
-	r := &Report{Kind: "findings", Findings: []Finding{}, NotEvaluated: []Skip{}, Options: opts}
+	th := opts.thresholds()
+	r := &Report{Kind: "findings", Findings: []Finding{}, NotEvaluated: []Skip{}, Thresholds: th}
 	if in.Workload == nil {
 		in.Workload = &Workload{}
 	}
 	r.Workload = in.Workload.Name
-	e := &eval{ctx: ctx, in: in, opts: opts, report: r}
+	e := &eval{ctx: ctx, in: in, th: th, report: r}
 	e.batchInserts()
 	e.missingIndex()
 	e.planningHeavy()
@@ -177,7 +179,7 @@ func Evaluate(ctx context.Context, in Input, opts Options) *Report {
 type eval struct {
 	ctx    context.Context
 	in     Input
-	opts   Options
+	th     Thresholds
 	report *Report
 }
 

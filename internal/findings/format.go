@@ -3,7 +3,8 @@ package findings
 import (
 	"math"
 	"strconv"
-	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
 func round(v float64, digits int) float64 {
@@ -16,30 +17,12 @@ func round(v float64, digits int) float64 {
 func fnum(v float64) string {
 	switch {
 	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return group(strconv.FormatInt(int64(v), 10))
+		return texttable.Thousands(strconv.FormatInt(int64(v), 10))
 	case math.Abs(v) >= 10:
-		s := strconv.FormatFloat(v, 'f', 1, 64)
-		i := strings.IndexByte(s, '.')
-		return group(s[:i]) + s[i:]
+		return texttable.Thousands(strconv.FormatFloat(v, 'f', 1, 64))
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
-}
-
-func group(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 func fig(name string, v float64, unit string) Figure {

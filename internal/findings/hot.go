@@ -59,9 +59,9 @@ func (e *eval) hotQueryID() {
 	if trackPlanning {
 		perCall = 2
 	}
-	limit := e.opts.HotCallsPerCore * cores / perCall
+	limit := e.th.HotCallsPerCore * cores / perCall
 	ratio := peak / limit
-	if ratio < e.opts.HotWarnFraction {
+	if ratio < e.th.HotWarnFraction {
 		return
 	}
 	sev := Warning
@@ -79,11 +79,11 @@ func (e *eval) hotQueryID() {
 			"client sweep (pgrehearse sweep) or a flame graph showing s_lock under pgss_store.",
 		Model: &Model{
 			Rule: fmt.Sprintf("risk when the calls/s of one query id > K x CPU cores / A, with K = %s calls/s per core and A = %d spinlock acquisitions per call",
-				fnum(e.opts.HotCallsPerCore), int(perCall)),
+				fnum(e.th.HotCallsPerCore), int(perCall)),
 			Inputs: []Figure{
 				fig("peak_calls_per_s", peak, "/s"), fig("avg_calls_per_s", avg, "/s"),
 				fig("cpu_cores", cores, ""), {Name: "cpu_source", Text: e.in.CPUSource},
-				fig("k_calls_per_core", e.opts.HotCallsPerCore, "/s"), fig("acquisitions_per_call", perCall, ""),
+				fig("k_calls_per_core", e.th.HotCallsPerCore, "/s"), fig("acquisitions_per_call", perCall, ""),
 				fig("limit_calls_per_s", limit, "/s"), fig("ratio_to_limit", ratio, ""),
 				{Name: "pg_stat_statements", Text: tracking}, {Name: "track_planning", Text: tpNote},
 			},

@@ -25,7 +25,7 @@ func (e *eval) missingIndex() {
 	n := 0
 	total := w.TotalMS()
 	for i := range w.Queries {
-		if n >= e.opts.IndexTop {
+		if n >= e.th.IndexTop {
 			break
 		}
 		q := &w.Queries[i]
@@ -44,10 +44,10 @@ func (e *eval) missingIndex() {
 				return
 			}
 			t := e.table("", node.Relation)
-			if t == nil || (t.Tuples < e.opts.IndexMinRows && t.Pages < e.opts.IndexMinPages) {
+			if t == nil || (t.Tuples < e.th.IndexMinRows && t.Pages < e.th.IndexMinPages) {
 				return
 			}
-			if t.Tuples > 0 && node.PlanRows/t.Tuples > e.opts.IndexMaxSelectivity {
+			if t.Tuples > 0 && node.PlanRows/t.Tuples > e.th.IndexMaxSelectivity {
 				return // most of the table qualifies: a scan is right
 			}
 			cols := filterColumns(node.Filter, t)

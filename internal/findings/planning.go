@@ -44,12 +44,12 @@ func (e *eval) planningHeavy() {
 	rows := slices.Clone(c.PGSS.Rows)
 	slices.SortFunc(rows, func(a, b catalog.PGSSRow) int { return cmp.Compare(b.PlanMS, a.PlanMS) })
 	for _, r := range rows {
-		if r.Calls < e.opts.PlanMinCalls || r.Plans == 0 {
+		if r.Calls < e.th.PlanMinCalls || r.Plans == 0 {
 			continue
 		}
 		share := r.PlanMS / (r.PlanMS + r.ExecMS)
 		mean := r.PlanMS / float64(r.Plans)
-		if share < e.opts.PlanMinShare || mean < e.opts.PlanMinMeanMS {
+		if share < e.th.PlanMinShare || mean < e.th.PlanMinMeanMS {
 			continue
 		}
 		ref := QueryRef{Query: r.Query, Calls: r.Calls, TotalMS: round(r.PlanMS+r.ExecMS, 3)}

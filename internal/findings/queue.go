@@ -14,7 +14,7 @@ func (e *eval) queue() {
 	waits := w.LockWaitLines > 0 || deadlocks > 0 || timeouts > 0
 	for i := range w.Queries {
 		q := &w.Queries[i]
-		if q.Calls < e.opts.QueueMinCalls {
+		if q.Calls < e.th.QueueMinCalls {
 			continue
 		}
 		pattern := queuePattern(q.Query)

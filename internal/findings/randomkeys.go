@@ -66,11 +66,11 @@ func (e *eval) randomKeys() {
 	}
 	for _, t := range c.Tables {
 		in := inserts[t]
-		if in == nil || t.Tuples < e.opts.KeyMinRows {
+		if in == nil || t.Tuples < e.th.KeyMinRows {
 			continue
 		}
 		rate := in.rows / w.SpanS
-		if rate < e.opts.KeyMinInsertRate {
+		if rate < e.th.KeyMinInsertRate {
 			continue
 		}
 		for _, key := range keyColumns(t) {

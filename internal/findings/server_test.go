@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -39,7 +40,7 @@ func startRig(t *testing.T, extra map[string]string) *rig {
 	t.Helper()
 	settings := workload.LogSettings()
 	maps.Copy(settings, extra)
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	return &rig{t: t, ctx: context.Background(), c: c}
 }
 
@@ -64,6 +65,28 @@ func (r *rig) connect(db string) *pgx.Conn {
 	}
 	r.t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// waitSetting waits until a new session of db sees a setting at value,
+// as one does once the postmaster has reloaded its configuration.
+func (r *rig) waitSetting(db, name, value string) {
+	r.t.Helper()
+	var got string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		conn, err := pgx.Connect(r.ctx, r.c.DSN(db))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		err = conn.QueryRow(r.ctx, "SELECT current_setting($1)", name).Scan(&got)
+		conn.Close(r.ctx)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if got == value {
+			return
+		}
+	}
+	r.t.Fatalf("%s is still %q after 30 s, want %q", name, got, value)
 }
 
 func (r *rig) csvLog() string {
@@ -112,7 +135,7 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := NewObserver(nil)
+	obs := NewEventSampler(nil)
 	res, err := analyze.Analyze(context.Background(), []analyze.Source{&segSource{r: rd, db: db, obs: obs}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +147,7 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 type segSource struct {
 	r   *logread.Reader
 	db  string
-	obs *Observer
+	obs *EventSampler
 }
 
 func (s *segSource) Next() (*event.Event, error) {
@@ -383,7 +406,7 @@ func TestPlanningHeavy(t *testing.T) {
 	// With track_planning off, planning time is invisible: say so.
 	r.exec("postgres", "ALTER SYSTEM SET pg_stat_statements.track_planning = off")
 	r.exec("postgres", "SELECT pg_reload_conf()")
-	time.Sleep(200 * time.Millisecond)
+	r.waitSetting("trig", "pg_stat_statements.track_planning", "off")
 	fs = only(r.evaluate("trig", Input{Workload: w}, Options{}), IDPlanningHeavy)
 	if len(fs) != 1 || fs[0].Subject != "pg_stat_statements.track_planning" || fs[0].Severity != Warning {
 		t.Errorf("track_planning off: %+v", fs)

@@ -110,38 +110,17 @@ func shape(text string, buf []byte) ([]byte, bool) {
 			}
 			i = end
 		case cDollar:
-			if i > 0 && isIdent(text[i-1]) {
-				// Inside an identifier (after a dollar quote's end).
-				i++
-				for i < n && identByte[text[i]] {
-					i++
-				}
-				continue
-			}
-			j := i + 1
-			if j < n && isDigit(text[j]) { // a parameter, kept
-				for j < n && isDigit(text[j]) {
-					j++
-				}
-				i = j
-				continue
-			}
-			for j < n && isIdent(text[j]) && text[j] != '$' {
-				j++
-			}
-			if j >= n || text[j] != '$' {
+			end, quoted, ok := endDollar(text, i)
+			if !ok {
 				return buf, false
 			}
-			tag := text[i : j+1]
-			end := strings.Index(text[j+1:], tag)
-			if end < 0 {
-				return buf, false
+			if quoted {
+				buf = append(buf, text[start:i]...)
+				buf = append(buf, shapeMark)
+				masked++
+				start = end
 			}
-			buf = append(buf, text[start:i]...)
-			buf = append(buf, shapeMark)
-			masked++
-			i = j + 1 + end + len(tag)
-			start = i
+			i = end
 		case cDash:
 			if i+1 < n && text[i+1] == '-' {
 				// A comment to the end of the line, kept.
@@ -191,6 +170,41 @@ func shape(text string, buf []byte) ([]byte, bool) {
 	}
 	buf = append(buf, text[start:]...)
 	return buf, masked > 0
+}
+
+// endDollar returns the end of what starts with the '$' at text[i]: a
+// dollar-quoted string (quoted, a constant), or a parameter or the rest
+// of an identifier (kept). ok is false for a dollar quote that does not
+// end.
+func endDollar(text string, i int) (end int, quoted, ok bool) {
+	n := len(text)
+	if i > 0 && isIdent(text[i-1]) {
+		// Inside an identifier (after a dollar quote's end).
+		i++
+		for i < n && identByte[text[i]] {
+			i++
+		}
+		return i, false, true
+	}
+	j := i + 1
+	if j < n && isDigit(text[j]) { // a parameter
+		for j < n && isDigit(text[j]) {
+			j++
+		}
+		return j, false, true
+	}
+	for j < n && isIdent(text[j]) && text[j] != '$' {
+		j++
+	}
+	if j >= n || text[j] != '$' {
+		return 0, false, false
+	}
+	tag := text[i : j+1]
+	e := strings.Index(text[j+1:], tag)
+	if e < 0 {
+		return 0, false, false
+	}
+	return j + 1 + e + len(tag), true, true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

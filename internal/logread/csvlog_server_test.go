@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestCSVAndJSONFromServer has a real PostgreSQL write the same statements
@@ -16,7 +17,7 @@ import (
 // by jsonlog, newlines literal in one and \n in the other.
 func TestCSVAndJSONFromServer(t *testing.T) {
 	t.Parallel()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"logging_collector":          "on",
 		"log_destination":            "csvlog,jsonlog",
 		"log_min_duration_statement": "0",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // The tests in this file read logs written by a real PostgreSQL server
@@ -183,7 +184,7 @@ var (
 )
 
 func TestStderrMinDuration(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"logging_collector":          "on",
 		"log_destination":            "stderr",
 		"log_min_duration_statement": "0",
@@ -208,7 +209,7 @@ func TestStderrMinDuration(t *testing.T) {
 }
 
 func TestStderrLogStatementAll(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"logging_collector":  "on",
 		"log_destination":    "stderr",
 		"log_statement":      "all",

@@ -44,53 +44,70 @@ type activity struct {
 	waits bool
 }
 
-func newActivity(c *Capabilities) *activity {
-	q := activityQueryOld
-	if c.ServerVersionNum >= 140000 {
-		q = activityQueryPG14
+// activityQuery returns the query reading pg_stat_activity for a server
+// version (server_version_num).
+func activityQuery(version int) string {
+	if version >= 140000 {
+		return activityQueryPG14
 	}
-	return &activity{query: q, cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}, waits: true}
+	return activityQueryOld
 }
 
-func (a *activity) sample(ctx context.Context, conn *pgx.Conn, s *series, now time.Time) error {
-	rows, err := conn.Query(ctx, a.query)
+// backend is one row of an activity query. State, WaitType and WaitEvent
+// are "" when null: a state hidden from this role, or no wait.
+type backend struct {
+	datid                      uint32
+	state, waitType, waitEvent string
+	queryID                    int64
+	query                      string
+}
+
+// readActivity runs an activity query and calls each for every backend.
+func readActivity(ctx context.Context, conn *pgx.Conn, query string, each func(*backend)) error {
+	rows, err := conn.Query(ctx, query)
 	if err != nil {
 		return err
 	}
-	var (
-		datid          uint32
-		state, typ, ev string
-		queryID        int64
-		text           string
-		conns, active  int64
-		idleTx         int64
-	)
+	var b backend
+	_, err = pgx.ForEachRow(rows, []any{&b.datid, &b.state, &b.waitType, &b.waitEvent, &b.queryID, &b.query}, func() error {
+		each(&b)
+		return nil
+	})
+	return err
+}
+
+func newActivity(c *Capabilities) *activity {
+	return &activity{query: activityQuery(c.ServerVersionNum), cache: fingerprint.NewCache(8 << 20), refText: map[string]string{}, queryWaits: map[string]map[waitKey]int64{}, waits: true}
+}
+
+func (a *activity) sample(ctx context.Context, conn *pgx.Conn, s *series, now time.Time) error {
+	var conns, active, idleTx int64
 	type hit struct {
 		w   waitKey
 		ref string
 	}
 	var hits []hit
-	_, err = pgx.ForEachRow(rows, []any{&datid, &state, &typ, &ev, &queryID, &text}, func() error {
+	err := readActivity(ctx, conn, a.query, func(b *backend) {
 		conns++
-		switch state {
+		switch b.state {
 		case "active", "fastpath function call":
 		case "idle in transaction", "idle in transaction (aborted)":
 			idleTx++
-			return nil
+			return
 		default:
-			return nil
+			return
 		}
 		active++
 		if !a.waits {
-			return nil
+			return
 		}
+		typ, ev := b.waitType, b.waitEvent
 		if typ == "" {
 			// Running on CPU, or in a wait PostgreSQL does not
 			// instrument.
 			typ, ev = "CPU", "CPU"
 		}
-		hits = append(hits, hit{waitKey{typ, ev}, a.ref(datid, queryID, text)})
-		return nil
+		hits = append(hits, hit{waitKey{typ, ev}, a.ref(b.datid, b.queryID, b.query)})
 	})
 	if err != nil {
 		return err

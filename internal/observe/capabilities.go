@@ -186,24 +186,32 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 	if c.PGSS != "installed" {
 		return conn, c, nil
 	}
+	return conn, c, probePGSSView(ctx, conn, c)
+}
 
-	err = conn.QueryRow(ctx, tag+`SELECT quote_ident(n.nspname), e.extversion,
+// probePGSSView fills in what reading pg_stat_statements in conn's
+// database needs: its schema, version and columns, whether
+// pg_stat_statements_info exists, and the settings the evidence reports.
+// It sets c.PGSS to "unreadable: ..." when the view cannot be read (a
+// library of another version); other errors are returned.
+func probePGSSView(ctx context.Context, conn *pgx.Conn, c *Capabilities) error {
+	err := conn.QueryRow(ctx, tag+`SELECT quote_ident(n.nspname), e.extversion,
 		coalesce(current_setting('pg_stat_statements.track_planning', true), '') = 'on',
 		coalesce(current_setting('pg_stat_statements.max', true), '0')::int
 		FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements'`).
 		Scan(&c.pgssSchema, &c.PGSSVersion, &c.TrackPlanning, &c.PGSSMax)
 	if err != nil {
-		return conn, nil, fmt.Errorf("observe: pg_stat_statements: %w", err)
+		return fmt.Errorf("observe: pg_stat_statements: %w", err)
 	}
 	rows, err := conn.Query(ctx, tag+`SELECT attname FROM pg_attribute
 		WHERE attrelid = (quote_ident($1) || '.pg_stat_statements')::regclass AND attnum > 0 AND NOT attisdropped`,
 		strings.Trim(c.pgssSchema, `"`))
 	if err != nil {
-		return conn, nil, fmt.Errorf("observe: pg_stat_statements columns: %w", err)
+		return fmt.Errorf("observe: pg_stat_statements columns: %w", err)
 	}
 	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return conn, nil, fmt.Errorf("observe: pg_stat_statements columns: %w", err)
+		return fmt.Errorf("observe: pg_stat_statements columns: %w", err)
 	}
 	c.pgssColumns = map[string]bool{}
 	for _, col := range cols {
@@ -211,14 +219,14 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 	}
 	err = conn.QueryRow(ctx, tag+`SELECT to_regclass($1) IS NOT NULL`, c.pgssSchema+".pg_stat_statements_info").Scan(&c.PGSSInfo)
 	if err != nil {
-		return conn, nil, fmt.Errorf("observe: pg_stat_statements_info: %w", err)
+		return fmt.Errorf("observe: pg_stat_statements_info: %w", err)
 	}
 	// Installed and preloaded can still fail to read (a library of
 	// another version): find out now rather than at every snapshot.
 	if _, err := conn.Exec(ctx, tag+"SELECT 1 FROM "+c.pgssSchema+".pg_stat_statements(false) LIMIT 1"); err != nil {
 		c.PGSS = "unreadable: " + err.Error()
 	}
-	return conn, c, nil
+	return nil
 }
 
 // extensions returns "installed", "available" or "" by extension name.

@@ -16,7 +16,7 @@
 // backends and parallel workers too. Otherwise wait events are sampled
 // from pg_stat_activity, and Waits.SourceReason says why.
 //
-// An Observer holds one extra connection to the server, with
+// A Collector holds one extra connection to the server, with
 // application_name "pgrehearse-observe", and leaves itself out of what it
 // measures: its backend is excluded from the samples, its statements
 // (which carry the comment /* pgrehearse-observe */) from the
@@ -43,6 +43,12 @@
 // evidence joins a replay's per-query results; a wait sample is tied to a
 // query through pg_wait_sampling's or pg_stat_activity's query id, or
 // pg_stat_activity's text when the server computes no query id.
+//
+// Two parts of a Collector serve callers that measure windows of their
+// own (a sweep's steps) on a connection they own: a WaitSampler polls
+// pg_stat_activity with the Collector's query, and a StatementsReader
+// reads pg_stat_statements' counters as a Collector does, leaving the
+// deltas to the caller.
 //
 // The package only reads: it never creates an extension nor changes a
 // setting, and it knows nothing of logs or replays. It does not decide

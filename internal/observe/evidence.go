@@ -366,7 +366,7 @@ func waitCounts(m map[waitKey]int64) ([]WaitCount, int64) {
 }
 
 // build turns what the loop gathered into Evidence.
-func (o *Observer) build() *Evidence {
+func (o *Collector) build() *Evidence {
 	e := &Evidence{
 		Version: Version, Start: o.start.UTC().Format(TimeLayout), End: o.end.UTC().Format(TimeLayout),
 		DurationS: round3(o.end.Sub(o.start).Seconds()), Capabilities: *o.caps,
@@ -447,7 +447,7 @@ func (e *Evidence) capabilityNotes() {
 	}
 }
 
-func (o *Observer) buildStatements(e *Evidence, r *resolver) {
+func (o *Collector) buildStatements(e *Evidence, r *resolver) {
 	t := o.pgss
 	st := &Statements{
 		Snapshots: t.snapshots, IntervalS: o.opts.Interval.Seconds(), TrackPlanning: o.caps.TrackPlanning,
@@ -553,14 +553,14 @@ func stats(c counters) QueryStats {
 	return s
 }
 
-func (o *Observer) dbName(oid uint32) string {
+func (o *Collector) dbName(oid uint32) string {
 	if n, ok := o.dbNames[oid]; ok {
 		return n
 	}
 	return "oid " + strconv.FormatUint(uint64(oid), 10)
 }
 
-func (o *Observer) buildWaits(e *Evidence, r *resolver) {
+func (o *Collector) buildWaits(e *Evidence, r *resolver) {
 	w := &e.Waits
 	w.Source, w.SourceReason = o.caps.WaitSource, o.caps.WaitSourceReason
 	if o.pws != nil {
@@ -639,7 +639,7 @@ func newWaitSeries(start time.Time, bucketMS int64, n int, events []WaitCount) (
 	}
 }
 
-func (o *Observer) buildThroughput(e *Evidence) {
+func (o *Collector) buildThroughput(e *Evidence) {
 	first, n := o.series.span()
 	if n == 0 {
 		return

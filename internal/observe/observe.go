@@ -21,7 +21,7 @@ const (
 	roundTimeout = 20 * time.Second
 )
 
-// Options configure an Observer.
+// Options configure a Collector.
 type Options struct {
 	// Interval is the time between pg_stat_statements snapshots (besides
 	// those at Start and Stop); 0 means DefaultInterval.
@@ -31,6 +31,12 @@ type Options struct {
 	SampleInterval time.Duration
 	// Top is how many queries keep a wait series over time; 0 means 10.
 	Top int
+
+	// afterRound, set by tests only, is called on the sampling goroutine
+	// after every round, so that a test waits for what it needs (a
+	// snapshot after some moment, enough rounds) instead of sleeping. It
+	// may read the Collector and must return quickly.
+	afterRound func(*Collector)
 }
 
 func (o Options) withDefaults() Options {
@@ -46,8 +52,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Observer collects evidence on its own goroutine until Stop.
-type Observer struct {
+// Collector gathers a server's evidence - pg_stat_activity samples,
+// pg_stat_statements and pg_wait_sampling snapshots, transaction counts -
+// on its own goroutine from Start until Stop, which returns it.
+type Collector struct {
 	opts Options
 	conn *pgx.Conn
 	caps *Capabilities
@@ -94,7 +102,7 @@ type samplingStats struct {
 // until Stop. Start fails only when the server cannot be reached or
 // queried at all; what it cannot see (pg_stat_statements missing, other
 // users' activity hidden) becomes a warning in the evidence.
-func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
+func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 	opts = opts.withDefaults()
 	conn, err := connect(ctx, dsn, "")
 	if err != nil {
@@ -106,7 +114,7 @@ func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
 		return nil, err
 	}
 	probeWaitSampling(ctx, conn, caps)
-	o := &Observer{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
+	o := &Collector{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	o.start = time.Now()
 	if caps.WaitSource == "pg_wait_sampling" {
@@ -144,9 +152,9 @@ func Start(ctx context.Context, dsn string, opts Options) (*Observer, error) {
 }
 
 // Capabilities returns what the server allows; it is not to be modified.
-func (o *Observer) Capabilities() *Capabilities { return o.caps }
+func (o *Collector) Capabilities() *Capabilities { return o.caps }
 
-func (o *Observer) loop() {
+func (o *Collector) loop() {
 	defer close(o.done)
 	// The loop outlives the caller's context by design, and Stop does
 	// not cancel a query in flight either: pgx closes a connection whose
@@ -183,6 +191,9 @@ func (o *Observer) loop() {
 			}
 		}
 		cancel()
+		if o.opts.afterRound != nil {
+			o.opts.afterRound(o)
+		}
 		if err != nil {
 			// A lost connection ends sampling; a failed query is
 			// retried a few times first.
@@ -204,7 +215,7 @@ func (o *Observer) loop() {
 
 // timed runs f as the observer's own work, counting its time and its
 // transactions.
-func (o *Observer) timed(xacts int64, busy *time.Duration, f func() error) error {
+func (o *Collector) timed(xacts int64, busy *time.Duration, f func() error) error {
 	t0 := time.Now()
 	err := f()
 	d := time.Since(t0)
@@ -216,7 +227,7 @@ func (o *Observer) timed(xacts int64, busy *time.Duration, f func() error) error
 	return err
 }
 
-func (o *Observer) sampleActivity(ctx context.Context, now time.Time) error {
+func (o *Collector) sampleActivity(ctx context.Context, now time.Time) error {
 	err := o.timed(1, &o.stats.activityBusy, func() error { return o.activity.sample(ctx, o.conn, o.series, now) })
 	if err != nil {
 		return fmt.Errorf("pg_stat_activity: %w", err)
@@ -231,7 +242,7 @@ func (o *Observer) sampleActivity(ctx context.Context, now time.Time) error {
 
 // readXacts adds the transactions since the last read to the bucket of
 // now, less the observer's own.
-func (o *Observer) readXacts(ctx context.Context, now time.Time) error {
+func (o *Collector) readXacts(ctx context.Context, now time.Time) error {
 	var commits, rollbacks int64
 	if o.caps.ServerVersionNum >= 150000 {
 		// Flush the observer's own statistics first, so that the
@@ -275,14 +286,14 @@ func (o *Observer) readXacts(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (o *Observer) snapshotPGSS(ctx context.Context, now time.Time) error {
+func (o *Collector) snapshotPGSS(ctx context.Context, now time.Time) error {
 	n := o.pgss.queries
 	err := o.timed(0, &o.stats.pgssBusy, func() error { return o.pgss.snapshot(ctx, o.conn, now) })
 	o.stats.ownXacts += o.pgss.queries - n
 	return err
 }
 
-func (o *Observer) snapshotPWS(ctx context.Context, now time.Time) error {
+func (o *Collector) snapshotPWS(ctx context.Context, now time.Time) error {
 	return o.timed(1, &o.stats.pwsBusy, func() error { return o.pws.snapshot(ctx, o.conn, now) })
 }
 
@@ -290,7 +301,7 @@ func (o *Observer) snapshotPWS(ctx context.Context, now time.Time) error {
 // It may be called more than once and returns the same result. An error
 // during the observation (a lost connection) is returned with the evidence
 // gathered until then, which the error also lists in its warnings.
-func (o *Observer) Stop() (*Evidence, error) {
+func (o *Collector) Stop() (*Evidence, error) {
 	o.stopOnce.Do(func() {
 		close(o.stop)
 		<-o.done
@@ -325,7 +336,7 @@ func (o *Observer) Stop() (*Evidence, error) {
 	return o.evidence, o.evidenceErr
 }
 
-func (o *Observer) readDBNames(ctx context.Context) {
+func (o *Collector) readDBNames(ctx context.Context) {
 	o.dbNames = map[uint32]string{}
 	rows, err := o.conn.Query(ctx, tag+"SELECT oid, datname FROM pg_database")
 	if err != nil {

@@ -159,6 +159,12 @@ func (t *pgssTracker) fetchTexts(ctx context.Context, conn *pgx.Conn, s *pgssSna
 	if len(ids) == 0 {
 		return nil
 	}
+	return t.readTexts(ctx, conn, ids, func(qk queryKey, text string) { t.texts[qk] = text })
+}
+
+// readTexts reads the texts of query ids, calling each with every
+// database's.
+func (t *pgssTracker) readTexts(ctx context.Context, conn *pgx.Conn, ids []int64, each func(queryKey, string)) error {
 	t.queries++
 	rows, err := conn.Query(ctx, tag+"SELECT dbid, queryid, query FROM "+t.caps.pgssSchema+
 		".pg_stat_statements(true) WHERE queryid = ANY($1) AND query IS NOT NULL", ids)
@@ -168,7 +174,7 @@ func (t *pgssTracker) fetchTexts(ctx context.Context, conn *pgx.Conn, s *pgssSna
 	var qk queryKey
 	var text string
 	_, err = pgx.ForEachRow(rows, []any{&qk.dbid, &qk.queryid, &text}, func() error {
-		t.texts[qk] = text
+		each(qk, text)
 		return nil
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // pgssSettings load pg_stat_statements with planning tracked.
@@ -32,7 +34,7 @@ func pgssSettings(extra map[string]string) map[string]string {
 // branch, which every transaction updates) and pg_stat_statements.
 func startPgbench(t *testing.T, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: settings})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
@@ -43,7 +45,7 @@ func startPgbench(t *testing.T, settings map[string]string) *pgcluster.Cluster {
 	return c
 }
 
-func startObserver(t *testing.T, dsn string, opts Options) *Observer {
+func startCollector(t *testing.T, dsn string, opts Options) *Collector {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -55,7 +57,46 @@ func startObserver(t *testing.T, dsn string, opts Options) *Observer {
 	return o
 }
 
-func stop(t *testing.T, o *Observer) *Evidence {
+// roundWaiter lets a test wait for a condition on a Collector, checked on
+// its sampling goroutine after every round, rather than sleeping and
+// hoping the round came.
+type roundWaiter struct {
+	mu   sync.Mutex
+	cond func(*Collector) bool
+	met  chan struct{}
+}
+
+func (w *roundWaiter) afterRound(o *Collector) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cond != nil && w.cond(o) {
+		close(w.met)
+		w.cond = nil
+	}
+}
+
+// wait blocks until cond holds after a round, or fails t after a minute.
+func (w *roundWaiter) wait(t *testing.T, what string, cond func(*Collector) bool) {
+	t.Helper()
+	met := make(chan struct{})
+	w.mu.Lock()
+	w.cond, w.met = cond, met
+	w.mu.Unlock()
+	select {
+	case <-met:
+	case <-time.After(time.Minute):
+		t.Fatalf("the collector did not get %s in a minute", what)
+	}
+}
+
+// startWaitable is startCollector with a roundWaiter.
+func startWaitable(t *testing.T, dsn string, opts Options) (*Collector, *roundWaiter) {
+	w := &roundWaiter{}
+	opts.afterRound = w.afterRound
+	return startCollector(t, dsn, opts), w
+}
+
+func stop(t *testing.T, o *Collector) *Evidence {
 	t.Helper()
 	e, err := o.Stop()
 	if err != nil {
@@ -127,7 +168,7 @@ func TestDeltasMatchPgbench(t *testing.T) {
 			if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
 				t.Fatal(err)
 			}
-			o := startObserver(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
+			o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
 			const clients, perClient = 4, 150
 			out, err := c.Pgbench(ctx, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient), "postgres")
 			if err != nil {
@@ -215,14 +256,41 @@ func waitGone(t *testing.T, c *pgcluster.Cluster, app string) {
 			t.Fatal(err)
 		}
 		if n == 0 {
-			// A backend leaves pg_stat_activity just before it
-			// flushes its statistics on exit.
-			time.Sleep(200 * time.Millisecond)
+			waitFlushed(t, conn, time.Now())
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s backends still there after 2 s", app)
+}
+
+// waitFlushed waits until the statistics of backends that left
+// pg_stat_activity before left can be read. From PostgreSQL 15 they are
+// at once: an exiting backend flushes them to shared memory
+// (before_shmem_exit) before it leaves pg_stat_activity (on_shmem_exit).
+// Before 15 it sends them to the statistics collector, whose file a
+// reader sees up to half a second later: wait for a file written after
+// left.
+func waitFlushed(t *testing.T, conn *pgx.Conn, left time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version >= 150000 {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var fresh bool
+		if err := conn.QueryRow(ctx, "SELECT pg_stat_get_snapshot_timestamp() > $1", left).Scan(&fresh); err != nil {
+			t.Fatal(err)
+		}
+		if fresh {
+			return
+		}
+	}
+	t.Fatal("no statistics snapshot newer than the backends' exit after 10 s")
 }
 
 func pgbench(t *testing.T, c *pgcluster.Cluster, args ...string) []byte {
@@ -250,9 +318,12 @@ func hasWarning(e *Evidence, word string) bool {
 // second run less the first.
 func TestResetInTheMiddle(t *testing.T) {
 	c := startPgbench(t, pgssSettings(nil))
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-c", "2", "-t", "150")
-	time.Sleep(400 * time.Millisecond) // a snapshot after the first run
+	ran := time.Now()
+	rounds.wait(t, "a snapshot after the first run", func(o *Collector) bool {
+		return o.pgss != nil && o.pgss.prev != nil && o.pgss.prev.at.After(ran)
+	})
 	if err := c.Exec(context.Background(), "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +362,7 @@ func TestEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
 	// Queries of 1 to 400 columns: each its own query id.
 	for i := 1; i <= 400; i++ {
@@ -316,7 +387,7 @@ func TestEviction(t *testing.T) {
 // transactions: the profile shows Lock waits, on the branch update.
 func TestContentionWaits(t *testing.T) {
 	c := startPgbench(t, pgssSettings(nil))
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: time.Second})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 	pgbench(t, c, "-n", "-c", "8", "-T", "4")
 	e := stop(t, o)
 	lock := int64(0)
@@ -358,7 +429,7 @@ func TestContentionWaits(t *testing.T) {
 // With track_planning off the evidence warns that planning is invisible.
 func TestTrackPlanningOff(t *testing.T) {
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.track_planning": "off"}))
-	o := startObserver(t, c.DSN("postgres"), Options{})
+	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "1", "-t", "50")
 	e := stop(t, o)
 	if !hasWarning(e, "track_planning is off") || e.Statements.TrackPlanning {
@@ -372,11 +443,11 @@ func TestTrackPlanningOff(t *testing.T) {
 // Without pg_stat_statements the observer still samples waits and TPS,
 // and says what is missing.
 func TestWithoutPGSS(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if out, err := c.Pgbench(context.Background(), "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	o := startObserver(t, c.DSN("postgres"), Options{})
+	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "2", "-t", "100")
 	e := stop(t, o)
 	if e.Statements != nil || e.Capabilities.PGSS != "unavailable" || !hasWarning(e, "pg_stat_statements is not available") {
@@ -409,7 +480,7 @@ func TestOverhead(t *testing.T) {
 	busy := 0.0
 	for i := range 3 {
 		without := run()
-		o := startObserver(t, c.DSN("postgres"), Options{})
+		o := startCollector(t, c.DSN("postgres"), Options{})
 		with := run()
 		e := stop(t, o)
 		ratios = append(ratios, with/without)
@@ -433,12 +504,16 @@ func TestOverhead(t *testing.T) {
 // On an idle server the observer sees no transactions: its own, dozens
 // a second, are left out.
 func TestIdleServerNoOwnTransactions(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
 	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
-	time.Sleep(2500 * time.Millisecond)
+	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
+	// Long enough for its own transactions to show if they were not
+	// left out: 100 of them, over 2 s of pg_stat_database readings.
+	rounds.wait(t, "100 transactions of its own over 2 s", func(o *Collector) bool {
+		return o.stats.ownXacts >= 100 && o.lastXactAt.Sub(o.start) >= 2*time.Second
+	})
 	e := stop(t, o)
 	if tp := e.Throughput; tp == nil || tp.TotalTransactions > 2 || e.Sampling.OwnTransactions < 100 {
 		t.Errorf("idle server: %+v transactions, the observer's own %d", tp, e.Sampling.OwnTransactions)

@@ -242,7 +242,7 @@ func (t *pwsTracker) add(iv *pwsInterval, k pwsKey, d int64) {
 // buildWaitsPWS makes the wait profile from pg_wait_sampling's deltas:
 // per fingerprint through the query ids, and over time in buckets of the
 // snapshot interval.
-func (o *Observer) buildWaitsPWS(e *Evidence, r *resolver) {
+func (o *Collector) buildWaitsPWS(e *Evidence, r *resolver) {
 	t := o.pws
 	w := &e.Waits
 	w.SampleIntervalMS = float64(t.periodMS)

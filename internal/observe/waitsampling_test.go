@@ -118,7 +118,7 @@ func TestWaitSamplingContention(t *testing.T) {
 	}
 	before := rawProfile(t, conn)
 
-	o := startObserver(t, c.DSN("postgres"), Options{Interval: time.Second})
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 	var ownPID int32
 	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", ApplicationName).Scan(&ownPID); err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ func TestWaitSamplingFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startWaitSampling(t, tc.preload, tc.create)
-			o := startObserver(t, c.DSN("postgres"), Options{Interval: time.Second})
+			o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 			pgbench(t, c, "-n", "-c", "8", "-T", "2")
 			e := stop(t, o)
 			w := e.Waits

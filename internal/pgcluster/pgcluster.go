@@ -50,9 +50,9 @@ var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z
 // Options configure a cluster.
 type Options struct {
 	// BinDir is the directory holding initdb, pg_ctl, postgres and
-	// pgbench. Empty means $PG_BIN if set, else
-	// /usr/lib/postgresql/15/bin if it exists, else the newest
-	// /usr/lib/postgresql/*/bin, else the directory of initdb on $PATH.
+	// pgbench. Empty means FindBinDir's choice: $PG_BIN if set, else the
+	// newest /usr/lib/postgresql/*/bin, else the directory of initdb on
+	// $PATH.
 	BinDir string
 
 	// Settings are added to postgresql.conf after pgcluster's own
@@ -96,7 +96,7 @@ type Cluster struct {
 // until it accepts connections. ctx bounds the start only; the server runs
 // until Stop.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bin, err := findBinDir(opts.BinDir)
+	bin, err := FindBinDir(opts.BinDir, serverPrograms...)
 	if err != nil {
 		return nil, err
 	}
@@ -429,60 +429,6 @@ func (c *Cluster) chown(path string) error {
 		return nil
 	}
 	return os.Chown(path, int(c.cred.Uid), int(c.cred.Gid))
-}
-
-// findBinDir resolves Options.BinDir. An explicit choice (the option or
-// $PG_BIN) is never replaced by a guess, so a typo fails loudly.
-func findBinDir(dir string) (string, error) {
-	var candidates []string
-	switch {
-	case dir != "":
-		candidates = []string{dir}
-	case os.Getenv("PG_BIN") != "":
-		candidates = []string{os.Getenv("PG_BIN")}
-	default:
-		candidates = append(candidates, "/usr/lib/postgresql/15/bin")
-		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-		// Newest major version first: "9.6" < "10" < "15".
-		slices.SortFunc(found, func(a, b string) int {
-			return versionOf(b) - versionOf(a)
-		})
-		candidates = append(candidates, found...)
-		if p, err := exec.LookPath("initdb"); err == nil {
-			candidates = append(candidates, filepath.Dir(p))
-		}
-	}
-	for _, d := range candidates {
-		if hasBinaries(d) {
-			return d, nil
-		}
-	}
-	where := strings.Join(candidates, ", ")
-	if where == "" {
-		where = "/usr/lib/postgresql/*/bin and $PATH"
-	}
-	return "", fmt.Errorf("%w in %s: install them with `%s` or set PG_BIN to the directory holding initdb, pg_ctl and postgres",
-		ErrNoBinaries, where, InstallHint)
-}
-
-func hasBinaries(dir string) bool {
-	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// versionOf returns the major version of /usr/lib/postgresql/<v>/bin times
-// 100, so that 9.6 sorts below 10.
-func versionOf(binDir string) int {
-	v := filepath.Base(filepath.Dir(binDir))
-	major, minor, _ := strings.Cut(v, ".")
-	a, _ := strconv.Atoi(major)
-	b, _ := strconv.Atoi(minor)
-	return a*100 + b
 }
 
 // settingsLines renders settings as postgresql.conf lines, sorted by name

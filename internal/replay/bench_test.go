@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 	if os.Getenv("BENCH_SELECT_ONLY") == "1" {
 		perTx, script = 1, []string{"-S"}
 	}
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{
 		"logging_collector": "on", "log_destination": "stderr", "log_line_prefix": workload.LogLinePrefix,
 		"lc_messages": "C", "log_rotation_size": "0",
 	}})
@@ -105,7 +106,7 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 // BenchmarkLag200Sessions replays 200 sessions issuing 5,000 statements/s
 // in all at speed 1 against a local server and reports the schedule lag.
 func BenchmarkLag200Sessions(b *testing.B) {
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{"max_connections": "300"}})
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{"max_connections": "300"}})
 	secs := envInt("BENCH_SECONDS", 10)
 	var l testLog
 	for i := range 200 {

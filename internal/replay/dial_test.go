@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestDialRetriesFullListenQueue: a unix socket whose listen queue is full
@@ -96,7 +97,7 @@ func fullListener(t *testing.T, path string) int {
 // of the limit, so fewer than one a session.
 func TestDialStormFullListenQueue(t *testing.T) {
 	const n = 1000
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
 	r, err := New(Options{Target: c.DSN("postgres")})
 	if err != nil {
 		t.Fatal(err)

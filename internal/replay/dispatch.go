@@ -214,7 +214,7 @@ func (d *dispatcher) readAll(src Source) error {
 			s.dispatched++
 			s.q.push(item{ev: ev, due: due, size: size})
 		}
-		r.opts.Observer.ReaderPosition(ev.Time)
+		r.opts.Sink.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {
 			delete(d.active, ev.Session)
 			for _, s := range g {
@@ -226,7 +226,7 @@ func (d *dispatcher) readAll(src Source) error {
 
 // newClock makes the replay clock at the first event. At speed 0 it runs
 // at once. At speed > 0 it waits for a warm-up: the sessions whose first
-// event falls in the log's first ConnectAhead connect first, and the clock
+// event falls in the log's first connectLead connect first, and the clock
 // starts when they have (see startClock), so that a log that opens
 // hundreds of sessions in its first instant measures the target's
 // statements, not a connection storm that the original did not time.
@@ -237,7 +237,7 @@ func (d *dispatcher) newClock(t0 int64) {
 		d.clk = &c
 	} else {
 		d.clk = newPendingClock(r.opts.Speed, t0)
-		d.warmEnd = t0 + int64(float64(r.opts.ConnectAhead.Microseconds())*r.opts.Speed)
+		d.warmEnd = t0 + int64(float64(r.opts.connectLead.Microseconds())*r.opts.Speed)
 	}
 	r.clk.Store(d.clk)
 }
@@ -296,12 +296,12 @@ func (d *dispatcher) prune() {
 // waitBudget waits while the queued events hold more than the budget. The
 // sessions that hold them are working and will release it, unless they are
 // all blocked (on locks whose holder's COMMIT is not read yet): so when no
-// statement completes for StallTimeout, it stops waiting and reads on past
+// statement completes for stallTimeout, it stops waiting and reads on past
 // the budget until one of the sessions that held the budget then completes
 // an event. Progress is judged on those sessions only: sessions that had
 // nothing queued complete the events read past the budget at once, and
 // counting those would end the stall after every event, waiting
-// StallTimeout again each time, long before the COMMIT that unblocks the
+// stallTimeout again each time, long before the COMMIT that unblocks the
 // others is read. It returns false when told to stop.
 func (d *dispatcher) waitBudget() bool {
 	r := d.r
@@ -326,7 +326,7 @@ func (d *dispatcher) waitBudget() bool {
 	defer b.waiting.Store(0)
 	mark := r.c.completions.Load()
 	for b.over() {
-		d.timer.Reset(r.opts.StallTimeout)
+		d.timer.Reset(stallTimeout)
 		select {
 		case <-b.drained:
 			d.timer.Stop()

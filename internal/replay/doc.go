@@ -9,7 +9,7 @@
 // The package consumes events (package event) from Sources and talks to the
 // target through pgconn only: it does not know log formats, and it writes no
 // reports; the CLI renders a Result. Measurements flow one way, to the
-// Result and to an optional Observer; nothing measured feeds back into the
+// Result and to an optional SampleSink; nothing measured feeds back into the
 // schedule.
 //
 // # Sessions and pacing
@@ -22,12 +22,12 @@
 // in float64. A statement that is slow on the target delays only the later
 // statements of its own session: the dispatcher never waits for a session.
 //
-// At speed > 0 a session connects ConnectAhead before its first event is
-// due, and the clock starts once the sessions of the log's first
-// ConnectAhead have connected, so connection set-up is not counted as the
-// lag of first statements. The last coarseMargin before a statement is
-// waited on a timerfd shared by all sessions (see precise.go): the
-// runtime's own timers fire up to 1 ms late.
+// At speed > 0 a session connects half a second (connectAheadBy) before
+// its first event is due, and the clock starts once the sessions of the
+// log's first half second have connected, so connection set-up is not
+// counted as the lag of first statements. The last coarseMargin before a
+// statement is waited on a timerfd shared by all sessions (see
+// precise.go): the runtime's own timers fire up to 1 ms late.
 //
 // At speed 0 (as fast as possible) there is no clock, so something else must
 // keep the replay sound: a session created by the log after other sessions
@@ -58,7 +58,7 @@
 //     Waiting could hang the replay if those sessions are all blocked on
 //     locks held by a session whose COMMIT is not read yet, so the wait
 //     watches progress: when no statement completes anywhere for
-//     StallTimeout, the dispatcher reads on past the budget (counted as
+//     stallTimeout, the dispatcher reads on past the budget (counted as
 //     reader.over_budget) until one of the sessions that held the budget
 //     completes an event. Memory is bounded in every replay
 //     that makes progress, and no replay hangs on the budget.

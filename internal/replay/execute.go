@@ -311,13 +311,13 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	case failed:
 		r.c.onlyTarget.Add(1)
 	}
-	r.opts.Observer.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag})
+	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag})
 }
 
 // skip counts an execution that is not run.
 func (s *session) skip(items []fingerprint.Item, reason string) {
 	s.r.c.skipped[skipIndex(reason)].Add(int64(len(items)))
-	s.r.opts.Observer.Statement(Sample{Fingerprint: items[0].Fingerprint, Skipped: reason})
+	s.r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, Skipped: reason})
 }
 
 // skipEvent counts an execution that is not run, before it was looked at.

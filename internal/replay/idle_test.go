@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // idleLog is n sessions that connect over the first spread, run one
@@ -32,10 +33,10 @@ func idleLog(n int, spread, idle time.Duration) *testLog {
 // idleProbe measures the replaying process from the first statement of
 // the last session, when every session is open and idle, to the first
 // "SELECT now()" or, when window is set, for window and then calls stop.
-// It takes its readings in the Observer, so no sleep decides when they
+// It takes its readings in the SampleSink, so no sleep decides when they
 // are taken.
 type idleProbe struct {
-	nopObserver
+	nopSink
 	n        int64
 	window   time.Duration
 	stop     func()
@@ -106,7 +107,7 @@ func TestIdleSessionsDryRun(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	probe := &idleProbe{n: n}
-	res := replayFile(t, path, Options{Speed: 1, DryRun: true, Observer: probe})
+	res := replayFile(t, path, Options{Speed: 1, DryRun: true, Sink: probe})
 	if res.Sessions.Total != n || res.Statements.Executed != 2*n {
 		t.Fatalf("sessions %d, executed %d; want %d, %d", res.Sessions.Total, res.Statements.Executed, n, 2*n)
 	}
@@ -139,7 +140,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	n := envInt("BENCH_SESSIONS", 10_000)
 	spread := time.Duration(envInt("BENCH_SPREAD", max(1, n/500))) * time.Second
 	window := time.Duration(envInt("BENCH_IDLE", 5)) * time.Second
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{
 		"max_connections": strconv.Itoa(n + 20), "shared_buffers": "128MB",
 	}})
 	path := idleLog(n, spread, time.Hour).write(b)
@@ -150,7 +151,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		}
 		stop, cancel := context.WithCancel(context.Background())
 		probe := &idleProbe{n: int64(n), window: window, stop: cancel}
-		r, err := New(Options{Target: c.DSN("postgres"), Speed: 1, Observer: probe, ConnectTimeout: 10 * time.Minute})
+		r, err := New(Options{Target: c.DSN("postgres"), Speed: 1, Sink: probe, ConnectTimeout: 10 * time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}

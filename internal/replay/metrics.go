@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics is an Observer that keeps Prometheus metrics of a replay:
+// Metrics is a SampleSink that keeps Prometheus metrics of a replay:
 // statements by outcome, errors by SQLSTATE, latency and schedule lag
 // histograms, open sessions and the reader's position in log time.
 type Metrics struct {
@@ -83,7 +83,7 @@ func ListenAddr(addr string) string {
 }
 
 // ServeMetrics serves a new registry's metrics on addr (see ListenAddr) at
-// /metrics and returns the Observer that feeds them and a function that
+// /metrics and returns the SampleSink that feeds them and a function that
 // stops the server.
 func ServeMetrics(addr string) (*Metrics, string, func(), error) {
 	reg := prometheus.NewRegistry()

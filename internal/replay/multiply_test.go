@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestMultiplyDryRun: every session is replayed Multiply times, each copy
@@ -26,13 +27,13 @@ func TestMultiplyDryRun(t *testing.T) {
 	}
 }
 
-// openObserver keeps the most connections open at once.
-type openObserver struct {
-	nopObserver
+// openSink keeps the most connections open at once.
+type openSink struct {
+	nopSink
 	open, max atomic.Int64
 }
 
-func (o *openObserver) SessionOpened() {
+func (o *openSink) SessionOpened() {
 	n := o.open.Add(1)
 	for {
 		m := o.max.Load()
@@ -41,14 +42,14 @@ func (o *openObserver) SessionOpened() {
 		}
 	}
 }
-func (o *openObserver) SessionClosed() { o.open.Add(-1) }
+func (o *openSink) SessionClosed() { o.open.Add(-1) }
 
 // TestMultiplyServer: at speed 0, a log of two sessions multiplied by 3
 // runs six connections at once; the copies' repeated inserts of the same
 // keys fail with unique violations, counted as the target's errors, while
 // the original's statements all ran.
 func TestMultiplyServer(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := c.Exec(t.Context(), "postgres", "CREATE TABLE m (id int PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +64,8 @@ func TestMultiplyServer(t *testing.T) {
 		s.disconnect(100 * time.Millisecond)
 	}
 	path := l.write(t)
-	obs := &openObserver{}
-	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Multiply: 3, Observer: obs})
+	obs := &openSink{}
+	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Multiply: 3, Sink: obs})
 	t.Logf("sessions %+v, statements %+v, errors %v, max open %d", res.Sessions, res.Statements, res.ErrorsBySQLState, obs.max.Load())
 	if res.Sessions.Total != 6 {
 		t.Errorf("%d sessions, want 6", res.Sessions.Total)

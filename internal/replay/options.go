@@ -21,12 +21,31 @@ type Named interface {
 
 // Defaults of Options.
 const (
-	DefaultLookahead    = 10 * time.Second
-	DefaultBudget       = 256 << 20
-	DefaultStallTimeout = 5 * time.Second
-	DefaultGrace        = 10 * time.Second
-	DefaultConnectAhead = 500 * time.Millisecond
-	Speed0Window        = 8 << 20
+	DefaultLookahead = 10 * time.Second
+	DefaultBudget    = 256 << 20
+	DefaultGrace     = 10 * time.Second
+	Speed0Window     = 8 << 20
+)
+
+// Fixed timings of the engine. They were options once, which nobody set:
+// neither trades anything a user could weigh, and a wrong value only
+// makes a replay worse.
+const (
+	// stallTimeout is how long the dispatcher waits on a full budget
+	// without any statement completing before it reads on (see the
+	// package comment). It only decides how long a replay whose
+	// sessions all wait on locks pauses before it reads the event that
+	// unblocks them; progress is made either way.
+	stallTimeout = 5 * time.Second
+
+	// connectAheadBy is how long before a session's first event (at
+	// speed > 0) its connection is opened, so that connection set-up is
+	// not counted as the lateness of its first statement; at most
+	// Lookahead. The replay clock starts once the sessions of the log's
+	// first connectAheadBy have connected, so a log that opens many
+	// sessions at once does not start late. A target that takes longer
+	// to connect shows it as lag of first statements.
+	connectAheadBy = 500 * time.Millisecond
 )
 
 // Options configure a replay.
@@ -75,18 +94,6 @@ type Options struct {
 	// speed-0 replay of a pgbench log ran at a third of its later rate
 	// while the reader filled a 256 MB budget).
 	Budget int64
-	// StallTimeout is how long the dispatcher waits on a full budget
-	// without any statement completing before it reads on; zero means
-	// DefaultStallTimeout.
-	StallTimeout time.Duration
-
-	// ConnectAhead is how long before a session's first event (at speed
-	// > 0) its connection is opened, so that connection set-up is not
-	// counted as the lateness of its first statement; zero means
-	// DefaultConnectAhead, at most Lookahead. The replay clock starts
-	// once the sessions of the log's first ConnectAhead have connected,
-	// so a log that opens many sessions at once does not start late.
-	ConnectAhead time.Duration
 
 	// ConnectTimeout bounds each session's connecting, when the target
 	// DSN does not set connect_timeout: the attempts, the retries of a
@@ -128,8 +135,12 @@ type Options struct {
 	// copy and counted so against Budget.
 	Multiply int
 
-	// Observer, if not nil, receives measurements as they happen.
-	Observer Observer
+	// Sink, if not nil, receives measurements as they happen.
+	Sink SampleSink
+
+	// connectLead is connectAheadBy, at most Lookahead: set by
+	// withDefaults.
+	connectLead time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -139,18 +150,12 @@ func (o Options) withDefaults() Options {
 	if o.Budget <= 0 {
 		o.Budget = DefaultBudget
 	}
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = DefaultStallTimeout
-	}
-	if o.ConnectAhead <= 0 {
-		o.ConnectAhead = DefaultConnectAhead
-	}
-	o.ConnectAhead = min(o.ConnectAhead, o.Lookahead)
+	o.connectLead = min(connectAheadBy, o.Lookahead)
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 30 * time.Second
 	}
-	if o.Observer == nil {
-		o.Observer = nopObserver{}
+	if o.Sink == nil {
+		o.Sink = nopSink{}
 	}
 	if o.Multiply <= 0 {
 		o.Multiply = 1
@@ -158,7 +163,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) check() error {
+// Validate reports the first option that cannot run. New calls it; a
+// caller that tells bad input from a failed run (the CLI's usage errors)
+// calls it first.
+func (o Options) Validate() error {
+	if o.Target == "" && !o.DryRun {
+		return fmt.Errorf("no target: give a connection string, or make it a dry run")
+	}
 	if o.Speed < 0 || o.Speed != o.Speed {
 		return fmt.Errorf("speed must be 0 (as fast as possible) or positive, got %v", o.Speed)
 	}
@@ -168,8 +179,11 @@ func (o Options) check() error {
 	if o.MaxLost < 0 || o.MaxLost > 1 || o.MaxLost != o.MaxLost {
 		return fmt.Errorf("the share of statements that may be lost must be between 0 and 1, got %v", o.MaxLost)
 	}
-	if o.Target == "" && !o.DryRun {
-		return fmt.Errorf("no target: give a connection string")
+	if o.MaxLag < 0 {
+		return fmt.Errorf("the lag to warn beyond must not be negative, got %v", o.MaxLag)
+	}
+	if o.LockTimeout < 0 || o.StatementTimeout < 0 {
+		return fmt.Errorf("the lock and statement timeouts must not be negative (0: the server's), got %v and %v", o.LockTimeout, o.StatementTimeout)
 	}
 	return nil
 }

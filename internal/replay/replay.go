@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -42,7 +43,7 @@ type Replayer struct {
 
 // New returns a Replayer for opts.
 func New(opts Options) (*Replayer, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
@@ -100,7 +101,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	if cpu, ok := processCPU(); ok && cpuOK {
 		res.ClientCPUSeconds = (cpu - cpu0).Seconds()
 	}
-	res.TargetLocal = !r.opts.DryRun && targetLocal(r.opts.Target)
+	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
 	account(res, r.opts.MaxLost)
 	res.Destructive = r.destructive.counts()

@@ -9,17 +9,18 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
-// lagObserver collects the lag of the statements of one fingerprint.
-type lagObserver struct {
-	nopObserver
+// lagSink collects the lag of the statements of one fingerprint.
+type lagSink struct {
+	nopSink
 	fp   string
 	mu   sync.Mutex
 	lags []time.Duration
 }
 
-func (o *lagObserver) Statement(s Sample) {
+func (o *lagSink) Statement(s Sample) {
 	if s.Fingerprint == o.fp && s.Skipped == "" {
 		o.mu.Lock()
 		o.lags = append(o.lags, s.Lag)
@@ -27,7 +28,7 @@ func (o *lagObserver) Statement(s Sample) {
 	}
 }
 
-func (o *lagObserver) p99() time.Duration {
+func (o *lagSink) p99() time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	l := slices.Clone(o.lags)
@@ -46,7 +47,7 @@ func fp(sql string) string { return fingerprint.Compute(sql)[0].Fingerprint }
 // for 5 s. The slow statement delays only its own session: the replay
 // takes about 5 s and the others are issued on time.
 func TestNonBlocking(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	var l testLog
 	slow := l.session("postgres", "postgres", 0)
 	slow.query(10*time.Millisecond, time.Millisecond, "SELECT pg_sleep(3)")
@@ -64,9 +65,9 @@ func TestNonBlocking(t *testing.T) {
 	}
 	path := l.write(t)
 
-	obs := &lagObserver{fp: fp("SELECT 1")}
+	obs := &lagSink{fp: fp("SELECT 1")}
 	start := time.Now()
-	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, Observer: obs})
+	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, Sink: obs})
 	took := time.Since(start)
 	t.Logf("took %v, quick sessions' p99 lag %v, overall lag %+v ms", took, obs.p99(), *res.Lag)
 	if took < 4900*time.Millisecond || took > 6*time.Second {
@@ -90,7 +91,7 @@ func TestNonBlocking(t *testing.T) {
 // TestPacingWallClock: a log spanning 10 s replays in 10 s ± 2% at speed 1
 // and in 5 s ± 2% at speed 2, against a real server.
 func TestPacingWallClock(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	var l testLog
 	for range 5 {
 		s := l.session("postgres", "postgres", 0)
@@ -122,7 +123,7 @@ func TestPacingWallClock(t *testing.T) {
 // deadlock on the target, the server breaks the deadlock, and the replay
 // neither hangs nor stops.
 func TestErrorsAndDeadlock(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{"deadlock_timeout": "200ms"}})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"deadlock_timeout": "200ms"}})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)"); err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func (s *session) warmDone() {
 	}
 }
 
-// connectAhead opens the connection ConnectAhead before the session's first
+// connectAhead opens the connection connectLead before the session's first
 // event is due, at speed > 0: before the clock starts for the sessions of
 // the warm-up, else by the clock.
 func (s *session) connectAhead(it item, t *time.Timer) {
@@ -110,7 +110,7 @@ func (s *session) connectAhead(it item, t *time.Timer) {
 	if s.r.opts.DryRun || s.conn != nil || s.failReason != "" {
 		return
 	}
-	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.ConnectAhead), s.r.stopCh) {
+	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.connectLead), s.r.stopCh) {
 		return
 	}
 	s.connect()
@@ -295,7 +295,7 @@ func (s *session) connect() bool {
 	s.prepared = nil
 	clear(s.sqlPrepared) // a new connection has none
 	r.c.open.Add(1)
-	r.opts.Observer.SessionOpened()
+	r.opts.Sink.SessionOpened()
 	return true
 }
 
@@ -318,7 +318,7 @@ func (s *session) dropConn() {
 	s.conn = nil
 	s.prepared = nil
 	s.r.c.open.Add(-1)
-	s.r.opts.Observer.SessionClosed()
+	s.r.opts.Sink.SessionClosed()
 }
 
 // config returns the connection settings of a user and database: the target

@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -113,7 +114,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
 				}
 				tl = &timeline{start: time.Now()}
-				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Observer: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
+				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
 				if stop != nil {
 					stop()
 				}
@@ -169,7 +170,7 @@ func settle(b *testing.B, c *pgcluster.Cluster) {
 // seconds of pgbench -M prepared with clients connections in the log.
 func capturePgbench(b *testing.B, clients, secs int) (*pgcluster.Cluster, []string) {
 	ctx := context.Background()
-	c := pgcluster.StartT(b, pgcluster.Options{Settings: map[string]string{
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{
 		"logging_collector": "on", "log_destination": "stderr", "log_line_prefix": workload.LogLinePrefix,
 		"lc_messages": "C", "log_rotation_size": "0", "max_connections": "300",
 	}})
@@ -389,7 +390,7 @@ func replayLog(b testing.TB, path, prefix string, opts Options) *results.Result 
 
 // timeline counts statements per 500 ms, to see the start and the tail.
 type timeline struct {
-	nopObserver
+	nopSink
 	start time.Time
 	mu    sync.Mutex
 	n     []int

@@ -15,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -155,7 +156,7 @@ func bareWireRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]*e
 // prepared statement, through session.statement with its accounting,
 // against a local server, and reports the allocations of each.
 func BenchmarkStatementAllocs(b *testing.B) {
-	c := pgcluster.StartT(b, pgcluster.Options{})
+	c := pgclustertest.StartT(b, pgcluster.Options{})
 	r, err := New(Options{Target: c.DSN("postgres"), Speed: 0})
 	if err != nil {
 		b.Fatal(err)
@@ -198,7 +199,7 @@ func BenchmarkStatementAllocs(b *testing.B) {
 func BenchmarkBareLoop(b *testing.B) {
 	dsn := os.Getenv("BENCH_DSN")
 	if dsn == "" {
-		dsn = pgcluster.StartT(b, pgcluster.Options{}).DSN("postgres")
+		dsn = pgclustertest.StartT(b, pgcluster.Options{}).DSN("postgres")
 	}
 	clients := envInt("BENCH_CLIENTS", 8)
 	ctx := context.Background()

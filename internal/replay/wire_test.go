@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // wireSession connects a bare session, as the replay's, to dsn. cfg, when
@@ -76,7 +77,7 @@ func checkUsable(t *testing.T, s *session, after string) {
 // status, transaction status, errors after CommandComplete, and after each
 // one the connection must be usable by both this path and pgconn.
 func TestWireProtocolPaths(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
 		CREATE TABLE wd (id int PRIMARY KEY, ref int REFERENCES wt DEFERRABLE INITIALLY DEFERRED)`); err != nil {
@@ -272,7 +273,7 @@ func TestWireProtocolPaths(t *testing.T) {
 // TestWireHardCancel: the end of the hard context interrupts a statement
 // in flight, which counts as cancelled, and the connection is closed.
 func TestWireHardCancel(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	hard, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := wireSession(t, hard, c.DSN("postgres"), nil)
@@ -291,7 +292,7 @@ func TestWireHardCancel(t *testing.T) {
 // TestWireSameMessages: the messages sent are those of the pgconn calls
 // the replay used before, byte for byte.
 func TestWireSameMessages(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	s := wireSession(t, ctx, c.DSN("postgres"), nil)
 	if _, err := s.conn.Prepare(ctx, "p", "SELECT $1::text, $2::int", nil); err != nil {

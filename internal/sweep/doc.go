@@ -33,14 +33,16 @@
 //     during the window are not lost: once reaped, their times are in the
 //     postmaster's cutime+cstime, which are counted too. A remote server's
 //     CPU is unknown and reported as such (null in JSON).
-//   - Wait events are sampled every 100 ms from one extra connection, which
-//     excludes itself: every client backend of the workload's database
-//     counts once per sample with its wait_event_type and wait_event; an
-//     active backend that waits for nothing is counted as "CPU"/"running",
-//     an idle one shows as Client/ClientRead (waiting for its client).
+//   - Wait events are sampled every 100 ms from one extra connection
+//     (observe.WaitSampler), which excludes itself: every client backend
+//     of the workload's database counts once per sample with its
+//     wait_event_type and wait_event; an active backend that waits for
+//     nothing is counted as "CPU"/"running", an idle one shows as
+//     Client/ClientRead (waiting for its client).
 //   - When pg_stat_statements is installed in the database, its calls (and
-//     plans) per query id are read at both ends of the window; the hottest
-//     query ids by calls per second are reported.
+//     plans) per query id are read at both ends of the window
+//     (observe.StatementsReader); the hottest query ids by calls per
+//     second are reported.
 //
 // # Order
 //
@@ -107,7 +109,7 @@
 // TPS is transactions per second: COMMITs, ROLLBACKs (and their
 // synonyms, PREPARE TRANSACTION) and statements outside a transaction
 // block, a multi-statement query string without transaction control being
-// one transaction. The replay's Observer reports each execution with the
+// one transaction. The replay's SampleSink gets each execution with the
 // fingerprint of its first statement only, not its session, so the first
 // read counts, per fingerprint, the statements and transaction ends of its
 // executions, and the window adds up those averages: exact when every

@@ -427,26 +427,51 @@ func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 // end of the tail, and measures the statements completed inside the
 // window.
 func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
-	var load Load
 	if err := l.Prepare(); err != nil {
-		return load, err
+		return Load{}, err
 	}
 	p := l.plan
 	used, mult := Fit(p.lanes, spec.Clients)
 	start := time.Now()
 	winStart := start.Add(spec.Warmup)
 	winEnd := winStart.Add(spec.Duration)
-	obs := &logObserver{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
+	obs := &windowCounts{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
 		h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 
 	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(tail))
 	defer cancelStop()
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHard()
 	grace := l.Grace
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
+	hard, cancelHard := hardStop(ctx, stop, grace)
+	defer cancelHard()
+	open := watchWindow(stop, winStart, winEnd, spec.OnWindow, &obs.open)
+
+	passes, runErr := l.replayUntil(stop, hard, spec.DSN, used, mult, obs)
+	cancelStop()
+	<-open.done
+	if ctx.Err() != nil {
+		return Load{}, ctx.Err()
+	}
+	if runErr != nil {
+		return Load{}, fmt.Errorf("replay of %s: %w", l.Path, runErr)
+	}
+	if time.Now().Before(winEnd) {
+		return Load{}, errors.New("the replay ended before the measured window closed")
+	}
+	load := obs.load(winStart, spec.Duration, time.Since(start))
+	sl := load.Sessions
+	sl.LogConcurrency, sl.LanesUsed, sl.Multiply, sl.Planned = p.lanes, used, mult, used*mult
+	sl.MaxOpen, sl.MeanOpen, sl.Passes = int(open.max), open.mean(), passes
+	return load, nil
+}
+
+// hardStop returns the context that cancels the statements in flight: a
+// grace after stop is done, so that they may finish, or at once when ctx
+// itself is done (Ctrl-C).
+func hardStop(ctx, stop context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		<-stop.Done()
 		if ctx.Err() == nil {
@@ -460,12 +485,29 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 		}
 		cancelHard()
 	}()
+	return hard, cancelHard
+}
 
-	// The window: open sessions sampled every 10 ms, and the sweep told.
-	var openSum, openN, openMax int64
-	sampled := make(chan struct{})
+// openSessions is how many replay sessions were open during the window,
+// sampled every 10 ms; read after done is closed.
+type openSessions struct {
+	sum, n, max int64
+	done        chan struct{}
+}
+
+func (o *openSessions) mean() float64 {
+	if o.n == 0 {
+		return 0
+	}
+	return math.Round(float64(o.sum)/float64(o.n)*10) / 10
+}
+
+// watchWindow tells onWindow (if set) when the window opens and samples
+// open until it closes, or until stop.
+func watchWindow(stop context.Context, winStart, winEnd time.Time, onWindow func(time.Time), open *atomic.Int64) *openSessions {
+	o := &openSessions{done: make(chan struct{})}
 	go func() {
-		defer close(sampled)
+		defer close(o.done)
 		t := time.NewTimer(time.Until(winStart))
 		defer t.Stop()
 		select {
@@ -473,8 +515,8 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 		case <-stop.Done():
 			return
 		}
-		if spec.OnWindow != nil {
-			spec.OnWindow(winStart)
+		if onWindow != nil {
+			onWindow(winStart)
 		}
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
@@ -484,92 +526,61 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 				if !now.Before(winEnd) {
 					return
 				}
-				n := obs.open.Load()
-				openSum += n
-				openN++
-				openMax = max(openMax, n)
+				n := open.Load()
+				o.sum += n
+				o.n++
+				o.max = max(o.max, n)
 			case <-stop.Done():
 				return
 			}
 		}
 	}()
+	return o
+}
 
-	passes := 0
-	var runErr error
+// replayUntil replays the log pass after pass until stop, and returns
+// how many passes ran and why it stopped early, if it did.
+func (l *Log) replayUntil(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (passes int, err error) {
 	for stop.Err() == nil {
-		res, err := l.pass(stop, hard, spec.DSN, used, mult, obs)
+		res, err := l.pass(stop, hard, dsn, used, mult, obs)
 		passes++
 		if err != nil {
-			runErr = err
-			break
+			return passes, err
 		}
-		if res.Sessions.ConnectFailed > 0 {
-			var b strings.Builder
-			fmt.Fprintf(&b, "%d of %d sessions of the log could not connect", res.Sessions.ConnectFailed, res.Sessions.Total)
-			for _, cf := range res.Sessions.ConnectFailures {
-				fmt.Fprintf(&b, "; %s (%d sessions)", cf.Message, cf.Sessions)
-			}
-			runErr = errors.New(b.String())
-			break
-		}
-		if res.Statements.Executed+res.Statements.Failed == 0 && !res.Partial {
-			runErr = fmt.Errorf("a pass over the log ran no statement (%d read, skipped: %v)", res.Statements.Total, res.Statements.Skipped)
-			break
+		if err := passFailed(res); err != nil {
+			return passes, err
 		}
 	}
-	cancelStop()
-	<-sampled
-	if ctx.Err() != nil {
-		return load, ctx.Err()
-	}
-	if runErr != nil {
-		return load, fmt.Errorf("replay of %s: %w", l.Path, runErr)
-	}
-	if time.Now().Before(winEnd) {
-		return load, errors.New("the replay ended before the measured window closed")
-	}
+	return passes, nil
+}
 
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	load.WindowStart = winStart
-	load.WindowS = spec.Duration.Seconds()
-	load.Transactions = int64(math.Round(obs.tx))
-	load.TPS = obs.tx / load.WindowS
-	load.Statements = int64(math.Round(obs.stmts))
-	load.StatementsPerS = obs.stmts / load.WindowS
-	load.Failed = obs.failed
-	load.SamplingRate = 1
-	if all := time.Since(start).Seconds(); all > 0 {
-		load.SummaryTPS = obs.allTx / all
+// passFailed says why a pass's result must stop the step: sessions that
+// could not connect, or a pass that ran nothing.
+func passFailed(res *results.Result) error {
+	if res.Sessions.ConnectFailed > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d of %d sessions of the log could not connect", res.Sessions.ConnectFailed, res.Sessions.Total)
+		for _, cf := range res.Sessions.ConnectFailures {
+			fmt.Fprintf(&b, "; %s (%d sessions)", cf.Message, cf.Sessions)
+		}
+		return errors.New(b.String())
 	}
-	h := obs.h
-	load.LatencySamples = h.TotalCount()
-	if load.LatencySamples > 0 {
-		ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
-		load.Latency = Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
+	if res.Statements.Executed+res.Statements.Failed == 0 && !res.Partial {
+		return fmt.Errorf("a pass over the log ran no statement (%d read, skipped: %v)", res.Statements.Total, res.Statements.Skipped)
 	}
-	sl := &SessionLoad{LogConcurrency: p.lanes, LanesUsed: used, Multiply: mult, Planned: used * mult,
-		MaxOpen: int(openMax), Passes: passes, Executions: obs.execs}
-	if openN > 0 {
-		sl.MeanOpen = math.Round(float64(openSum)/float64(openN)*10) / 10
-	}
-	if len(obs.errors) > 0 {
-		sl.ErrorsBySQLState = obs.errors
-	}
-	load.Sessions = sl
-	return load, nil
+	return nil
 }
 
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
-func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *logObserver) (*results.Result, error) {
+func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
 	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
 	r, err := replay.New(replay.Options{
-		Target: dsn, Speed: 0, Multiply: mult, Observer: obs,
+		Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
 		// The sweep observes one database: every session runs as the
 		// DSN's user in the DSN's database.
 		UserMap: l.plan.users, DatabaseMap: l.plan.dbs,
@@ -606,8 +617,9 @@ func (s *laneSource) Next() (*event.Event, error) {
 
 func (s *laneSource) Name() string { return s.src.Name() }
 
-// logObserver counts what the replay ran inside the window.
-type logObserver struct {
+// windowCounts is the replay's SampleSink during a step: it counts
+// what the replay ran inside the window.
+type windowCounts struct {
 	per      map[string]perExec // read only
 	from, to time.Time
 	open     atomic.Int64
@@ -619,11 +631,11 @@ type logObserver struct {
 	errors           map[string]int64
 }
 
-func (o *logObserver) SessionOpened()       { o.open.Add(1) }
-func (o *logObserver) SessionClosed()       { o.open.Add(-1) }
-func (o *logObserver) ReaderPosition(int64) {}
+func (o *windowCounts) SessionOpened()       { o.open.Add(1) }
+func (o *windowCounts) SessionClosed()       { o.open.Add(-1) }
+func (o *windowCounts) ReaderPosition(int64) {}
 
-func (o *logObserver) Statement(s replay.Sample) {
+func (o *windowCounts) Statement(s replay.Sample) {
 	if s.Skipped != "" {
 		return
 	}
@@ -647,4 +659,31 @@ func (o *logObserver) Statement(s replay.Sample) {
 		}
 	}
 	o.mu.Unlock()
+}
+
+// load is the step's Load from what was counted in the window, of
+// duration, the whole run having taken all. Its Sessions has the
+// executions and errors; the caller adds how the sessions were made.
+func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) Load {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	load := Load{WindowStart: winStart, WindowS: duration.Seconds(), SamplingRate: 1, Failed: o.failed,
+		Sessions: &SessionLoad{Executions: o.execs}}
+	if len(o.errors) > 0 {
+		load.Sessions.ErrorsBySQLState = o.errors
+	}
+	load.Transactions = int64(math.Round(o.tx))
+	load.TPS = o.tx / load.WindowS
+	load.Statements = int64(math.Round(o.stmts))
+	load.StatementsPerS = o.stmts / load.WindowS
+	if all > 0 {
+		load.SummaryTPS = o.allTx / all.Seconds()
+	}
+	h := o.h
+	load.LatencySamples = h.TotalCount()
+	if load.LatencySamples > 0 {
+		ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
+		load.Latency = Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
+	}
+	return load
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
 // Pgbench drives a step with pgbench.
@@ -54,36 +56,15 @@ func (p *Pgbench) Info() WorkloadInfo {
 	return WorkloadInfo{Kind: "pgbench", Builtin: p.Builtin, Script: p.Script, Mode: p.Mode}
 }
 
-// FindPgbench returns the pgbench to use: the one in binDir if given, else
-// in $PG_BIN, else on $PATH, else the newest /usr/lib/postgresql/*/bin.
+// FindPgbench returns the pgbench to use: the one in binDir if given,
+// else where pgcluster.FindBinDir finds it ($PG_BIN, the newest
+// /usr/lib/postgresql/*/bin, $PATH).
 func FindPgbench(binDir string) (string, error) {
-	if binDir == "" {
-		binDir = os.Getenv("PG_BIN")
+	dir, err := pgcluster.FindBinDir(binDir, "pgbench")
+	if err != nil {
+		return "", err
 	}
-	if binDir != "" {
-		p := filepath.Join(binDir, "pgbench")
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("pgbench: %w", err)
-		}
-		return p, nil
-	}
-	if p, err := exec.LookPath("pgbench"); err == nil {
-		return p, nil
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
-	slices.SortFunc(found, func(a, b string) int { return majorOf(b) - majorOf(a) })
-	if len(found) == 0 {
-		return "", errors.New("pgbench not found on $PATH nor in /usr/lib/postgresql/*/bin: install PostgreSQL's client programs or set PG_BIN")
-	}
-	return found[0], nil
-}
-
-func majorOf(path string) int {
-	v := filepath.Base(filepath.Dir(filepath.Dir(path)))
-	major, minor, _ := strings.Cut(v, ".")
-	a, _ := strconv.Atoi(major)
-	b, _ := strconv.Atoi(minor)
-	return a*100 + b
+	return filepath.Join(dir, "pgbench"), nil
 }
 
 func (p *Pgbench) path() (string, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
@@ -232,8 +232,7 @@ func quoteLiteral(s string) string {
 // in the data_directory the server reports names a live process listening
 // on the connection's port. Otherwise it returns 0: CPU is unknown.
 func localPostmaster(ctx context.Context, dsn string) int {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil || !isLocalHost(cfg.Host) {
+	if !connstr.IsLocal(dsn) {
 		return 0
 	}
 	conn, err := pgx.Connect(ctx, dsn)
@@ -253,14 +252,6 @@ func localPostmaster(ctx context.Context, dsn string) int {
 		return 0
 	}
 	return pid
-}
-
-func isLocalHost(host string) bool {
-	if strings.HasPrefix(host, "/") || host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // RedactDSN returns dsn as host, port, user and database, without a

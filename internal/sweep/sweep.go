@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Options configure a sweep.
@@ -48,12 +47,17 @@ func (o *Options) maxClients() int {
 	return m
 }
 
-func (o *Options) check() error {
+// Validate reports the first option that cannot run, in words that name
+// the option. Run calls it; a caller that tells bad input from a failed
+// run (the CLI's usage errors) calls it first.
+func (o *Options) Validate() error {
 	switch {
 	case o.Driver == nil:
 		return errors.New("sweep: no workload")
 	case len(o.Clients) == 0:
 		return errors.New("sweep: no client counts")
+	case !slices.IsSorted(o.Clients):
+		return fmt.Errorf("sweep: client counts must be ascending, got %v", o.Clients)
 	case o.Clients[0] < 1:
 		return fmt.Errorf("sweep: client counts must be positive, got %d", o.Clients[0])
 	case o.Duration < time.Second || o.Duration%time.Second != 0:
@@ -62,6 +66,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("sweep: the warm-up must be whole seconds, got %v", o.Warmup)
 	case !(o.CliffRatio > 0 && o.CliffRatio < 1):
 		return fmt.Errorf("sweep: the cliff ratio must be between 0 and 1, got %v", o.CliffRatio)
+	case o.Scale < 1 && (o.Target == "" || o.Init):
+		return fmt.Errorf("sweep: the scale must be at least 1, got %d", o.Scale)
 	}
 	seen := map[string]bool{}
 	for _, c := range o.Configs {
@@ -80,7 +86,7 @@ const latencyBudget = 300_000
 // Run runs the sweep. It returns the result so far along with an error
 // when it stops early, interrupted or failing, marked Partial.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Progress == nil {
@@ -180,6 +186,12 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 		}
 	}
 
+	return runSteps(ctx, opts, servers, res)
+}
+
+// runSteps runs every step, the servers in alternating order (A B, then
+// B A, ...), appending each step to its configuration's result.
+func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result) error {
 	// Only the names the configuration sets are read back.
 	names := func(c Config) []string { return settingNames([]Config{c}) }
 	for step, clients := range opts.Clients {
@@ -247,142 +259,4 @@ func samplingRate(prev []Step, clients int, opts *Options) float64 {
 		return 1
 	}
 	return latencyBudget / total
-}
-
-// runStep runs one step and measures the server over its window.
-func runStep(ctx context.Context, opts *Options, s *server, clients int, rate float64) (Step, error) {
-	st := Step{Clients: clients, Threads: min(clients, runtime.NumCPU()), Started: time.Now().UTC().Truncate(time.Millisecond),
-		SamplingRate: rate, WaitEvents: []Wait{}, HotQueries: []Hot{}}
-
-	conn, err := pgx.Connect(ctx, s.dsn)
-	if err != nil {
-		return st, fmt.Errorf("sampler connection: %w", err)
-	}
-	defer conn.Close(context.Background())
-	// Keep the sampler's own queries out of pg_stat_statements, where
-	// they would show among the hot queries; only a superuser may, and
-	// otherwise they stay, at about 10 calls/s.
-	_, _ = conn.Exec(ctx, "SET pg_stat_statements.track = 'none'")
-	pgss := true
-	if _, err := pgssSnapshot(ctx, conn); err != nil {
-		pgss = false // not installed or not preloaded: no hot queries
-	}
-
-	// Window measurements, started from the driver's goroutine at the
-	// end of warm-up and stopped here after the window.
-	type opened struct {
-		at      time.Time
-		cpu     float64
-		cpuErr  error
-		pgss    map[int64]pgssCounts
-		pgssAt  time.Time
-		sampler *waitSampler
-	}
-	openedCh := make(chan *opened, 1)
-	spec := RunSpec{
-		DSN: s.dsn, Clients: clients, Threads: st.Threads,
-		Warmup: opts.Warmup, Duration: opts.Duration, SamplingRate: rate,
-		OnWindow: func(at time.Time) {
-			o := &opened{at: at}
-			if s.pid != 0 {
-				o.cpu, o.cpuErr = serverCPU(opts.ProcDir, s.pid)
-			}
-			if pgss {
-				o.pgss, _ = pgssSnapshot(ctx, conn)
-				o.pgssAt = time.Now()
-			}
-			o.sampler = startWaitSampler(ctx, conn)
-			openedCh <- o
-		},
-	}
-	type ran struct {
-		load Load
-		err  error
-	}
-	ranCh := make(chan ran, 1)
-	go func() {
-		l, err := opts.Driver.Run(ctx, spec)
-		ranCh <- ran{l, err}
-	}()
-
-	var o *opened
-	var r ran
-	finished := false
-	select {
-	case o = <-openedCh:
-		// Close the window on time; the load goes on for its tail.
-		select {
-		case <-time.After(time.Until(o.at.Add(opts.Duration))):
-		case r = <-ranCh:
-			// Failed, interrupted, or (on a starved machine whose
-			// progress report came late) done a little early: the
-			// window closes now, and its figures are pgbench's.
-			finished = true
-		}
-	case r = <-ranCh:
-		finished = true
-		if r.err == nil {
-			r.err = errors.New("the load ended without opening the measured window")
-		}
-	}
-	var waits []Wait
-	var waitErr error
-	var cpuEnd float64
-	var cpuErr error
-	var pgssEnd map[int64]pgssCounts
-	var pgssEndAt time.Time
-	if o != nil {
-		waits, st.WaitSamples, waitErr = o.sampler.stop()
-		if s.pid != 0 {
-			cpuEnd, cpuErr = serverCPU(opts.ProcDir, s.pid)
-		}
-		if pgss && o.pgss != nil {
-			pgssEnd, _ = pgssSnapshot(ctx, conn)
-			pgssEndAt = time.Now()
-		}
-	}
-	if !finished {
-		r = <-ranCh
-	}
-	if r.err != nil {
-		return st, r.err
-	}
-	load := r.load
-	st.WindowS = load.WindowS
-	st.TPS = load.TPS
-	st.Transactions = load.Transactions
-	st.Failed = load.Failed
-	st.Latency = load.Latency
-	st.LatencySamples = load.LatencySamples
-	st.PgbenchTPS = load.SummaryTPS
-	if load.SamplingRate > 0 {
-		st.SamplingRate = load.SamplingRate
-	}
-	st.Statements, st.StatementsPerS, st.Sessions = load.Statements, load.StatementsPerS, load.Sessions
-	if waitErr != nil {
-		opts.Progress("%s: wait event sampling failed: %v", s.cfg.Name, waitErr)
-	}
-	if len(waits) > opts.TopWaits {
-		waits = waits[:opts.TopWaits]
-	}
-	if waits != nil {
-		st.WaitEvents = waits
-	}
-	if s.pid != 0 {
-		if err := errors.Join(o.cpuErr, cpuErr); err != nil {
-			opts.Progress("%s: server CPU: %v", s.cfg.Name, err)
-		} else {
-			cpu := cpuEnd - o.cpu
-			st.ServerCPUS = &cpu
-			if st.Transactions > 0 {
-				perTx := cpu * 1000 / float64(st.Transactions)
-				st.CPUPerTxMS = &perTx
-			}
-		}
-	}
-	if pgssEnd != nil {
-		secs := pgssEndAt.Sub(o.pgssAt).Seconds()
-		st.HotQueries = hotQueries(ctx, conn, o.pgss, pgssEnd, secs, opts.TopQueries)
-	}
-	return st, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // pgbenchQuery is select-only's statement as pg_stat_statements shows it.
@@ -203,7 +204,7 @@ func hotTexts(s Step) []string {
 // On a given server, configurations are applied with ALTER SYSTEM and a
 // reload, and the server's own settings are back afterwards.
 func TestSweepTargetCompare(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
@@ -261,7 +262,7 @@ func TestSweepTargetCompare(t *testing.T) {
 // A setting that needs a restart is refused on a target before anything
 // runs or changes.
 func TestSweepTargetRefusesRestartSettings(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	opts := shortSweep(t, 1)
 	opts.Target = c.DSN("postgres")
 	opts.Configs = []Config{
@@ -288,7 +289,7 @@ func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 // A remote target's CPU is unknown; what the sweep can see of it is the
 // same as of a local one.
 func TestLocalPostmaster(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{})
+	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if pid := localPostmaster(ctx, c.DSN("postgres")); pid <= 0 {
 		t.Errorf("local cluster through its socket: pid %d", pid)
@@ -298,8 +299,8 @@ func TestLocalPostmaster(t *testing.T) {
 		t.Errorf("local cluster through 127.0.0.1: pid %d", pid)
 	}
 	for _, host := range []string{"db.example.com", "10.1.2.3"} {
-		if isLocalHost(host) {
-			t.Errorf("%s taken for this machine", host)
+		if pid := localPostmaster(ctx, "host="+host+" port="+strconv.Itoa(c.Port())); pid != 0 {
+			t.Errorf("%s taken for this machine: pid %d", host, pid)
 		}
 	}
 }

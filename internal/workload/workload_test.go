@@ -11,10 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 func TestRun(t *testing.T) {
-	c := pgcluster.StartT(t, pgcluster.Options{Settings: LogSettings()})
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: LogSettings()})
 	ctx := context.Background()
 	var progress strings.Builder
 	sum, err := Run(ctx, c, Options{Duration: 3 * time.Second, Progress: &progress})

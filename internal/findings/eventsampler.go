@@ -10,18 +10,18 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
-// Observer collects, from a log's events, what findings need beyond an
+// EventSampler collects, from a log's events, what findings need beyond an
 // analysis: the sessions that ran each query, one execution of each to
 // EXPLAIN with its logged parameters, and the values INSERTs wrote into
 // each column (to tell random keys from time-ordered ones). Add may be
 // called from several goroutines; memory is bounded per query.
-type Observer struct {
+type EventSampler struct {
 	cache *fingerprint.Cache
 	mu    sync.Mutex
 	byFP  map[string]*observing
 }
 
-// Bounds of what an Observer keeps per query.
+// Bounds of what an EventSampler keeps per query.
 const (
 	maxSessions = 10_000
 	maxValues   = 512
@@ -40,17 +40,17 @@ type timedValue struct {
 	v string
 }
 
-// NewObserver returns an Observer that fingerprints with cache, which may
+// NewEventSampler returns an EventSampler that fingerprints with cache, which may
 // be shared with the analysis (nil: a new one).
-func NewObserver(cache *fingerprint.Cache) *Observer {
+func NewEventSampler(cache *fingerprint.Cache) *EventSampler {
 	if cache == nil {
 		cache = fingerprint.NewCache(0)
 	}
-	return &Observer{cache: cache, byFP: map[string]*observing{}}
+	return &EventSampler{cache: cache, byFP: map[string]*observing{}}
 }
 
 // Add observes one event; only executions matter.
-func (o *Observer) Add(ev *event.Event) {
+func (o *EventSampler) Add(ev *event.Event) {
 	if !ev.IsExecution() {
 		return
 	}
@@ -144,7 +144,7 @@ type Sample struct {
 	Database   string
 }
 
-// Observed is what an Observer saw, per fingerprint.
+// Observed is what an EventSampler saw, per fingerprint.
 type Observed struct {
 	Queries map[string]*ObservedQuery
 }
@@ -168,7 +168,7 @@ type InsertValues struct {
 }
 
 // Result returns what was observed so far.
-func (o *Observer) Result() *Observed {
+func (o *EventSampler) Result() *Observed {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	res := &Observed{Queries: make(map[string]*ObservedQuery, len(o.byFP))}

@@ -2,13 +2,13 @@ package replay
 
 import "time"
 
-// Observer receives the replay's measurements as they happen, for live
+// SampleSink receives the replay's measurements as they happen, for live
 // metrics. The engine never reads anything back from it.
 //
 // Concurrency: methods are called from many goroutines at once (each
 // session's, and the dispatcher's for ReaderPosition) and must be safe for
 // that; they are called on the hot path, so they must not block nor do I/O.
-type Observer interface {
+type SampleSink interface {
 	// SessionOpened and SessionClosed bracket each connection to the
 	// target (reconnections included; a dry run opens none).
 	SessionOpened()
@@ -34,9 +34,9 @@ type Sample struct {
 	Latency, Lag time.Duration
 }
 
-type nopObserver struct{}
+type nopSink struct{}
 
-func (nopObserver) SessionOpened()       {}
-func (nopObserver) SessionClosed()       {}
-func (nopObserver) Statement(Sample)     {}
-func (nopObserver) ReaderPosition(int64) {}
+func (nopSink) SessionOpened()       {}
+func (nopSink) SessionClosed()       {}
+func (nopSink) Statement(Sample)     {}
+func (nopSink) ReaderPosition(int64) {}

@@ -1,0 +1,8 @@
+// Package connstr answers questions about PostgreSQL connection strings
+// (libpq keyword/value strings and URIs, as pgconn parses them) that
+// several stages ask: for now, whether a server is on this machine.
+//
+// It only parses: it never connects, resolves a name or reads a file other
+// than what pgconn.ParseConfig reads (the libpq environment and the
+// password file).
+package connstr

@@ -1,0 +1,151 @@
+package observe
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The building blocks a sweep step uses, against pgbench: the reader's
+// counts move by exactly pgbench's calls, and the wait sampler counts the
+// database's backends, idle ones included, and nothing of other
+// databases.
+func TestWaitSamplerAndStatementsReader(t *testing.T) {
+	c := startPgbench(t, pgssSettings(nil))
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE other"); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(db string) *pgx.Conn {
+		conn, err := pgx.Connect(ctx, c.DSN(db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		return conn
+	}
+	connect("postgres") // idle here: Client/ClientRead in every round
+	conn := connect("postgres")
+	// A session of the other database waits on a lock all along: its
+	// Lock wait must not be counted.
+	if err := c.Exec(ctx, "other", "CREATE TABLE t (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	holder, waiter := connect("other"), connect("other")
+	if _, err := holder.Exec(ctx, "BEGIN; LOCK TABLE t"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := waiter.Exec(ctx, "BEGIN; LOCK TABLE t; COMMIT")
+		waited <- err
+	}()
+	defer func() {
+		if _, err := holder.Exec(ctx, "COMMIT"); err != nil {
+			t.Error(err)
+		}
+		if err := <-waited; err != nil {
+			t.Error(err)
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other database's session never waited on the lock")
+		}
+	}
+
+	if _, err := NewStatementsReader(ctx, connect("other")); err == nil {
+		t.Error("a reader of a database without pg_stat_statements: want an error")
+	}
+	r, err := NewStatementsReader(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := r.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clients, perClient = 2, 300
+	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "300")
+	waits, rounds, err := ws.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if rounds < 1 {
+		t.Fatalf("%d sampling rounds", rounds)
+	}
+	var total, idle int64
+	for _, w := range waits {
+		total += w.Samples
+		if w.Type == "" || w.Event == "" || (w.Type == "CPU") != (w.Event == "running") {
+			t.Errorf("wait %+v", w)
+		}
+		if w.Type == "Client" && w.Event == "ClientRead" {
+			idle = w.Samples
+		}
+		if w.Type == "Lock" {
+			t.Errorf("another database's lock wait is counted: %+v", w)
+		}
+	}
+	if idle < rounds || total > rounds*(clients+1) {
+		t.Errorf("%d rounds: %d Client/ClientRead samples of %d, want one idle session each round and at most %d backends: %+v",
+			rounds, idle, total, clients+1, waits)
+	}
+
+	ids := make([]int64, 0, len(after))
+	for id := range after {
+		ids = append(ids, id)
+	}
+	texts, err := r.Texts(ctx, ids, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var selectID int64
+	for id, text := range texts {
+		if text == "SELECT abalance FROM pgbench_accounts WHERE aid = $1" {
+			selectID = id
+		}
+	}
+	a, b := after[selectID], before[selectID]
+	if selectID == 0 || a.Calls-b.Calls != clients*perClient || a.Plans-b.Plans != clients*perClient {
+		t.Errorf("select-only's query %d: %+v then %+v, want %d more calls and plans", selectID, b, a, clients*perClient)
+	}
+	if cut, _ := r.Texts(ctx, []int64{selectID}, 6); cut[selectID] != "SELECT" {
+		t.Errorf("text cut to 6 characters: %q", cut[selectID])
+	}
+}
+
+func TestCutChars(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"SELECT 1", 6, "SELECT"},
+		{"SELECT 1", 100, "SELECT 1"},
+		{"é€x", 2, "é€"},
+		{"abc", 0, ""},
+	} {
+		if got := cutChars(tc.s, tc.n); got != tc.want {
+			t.Errorf("cutChars(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

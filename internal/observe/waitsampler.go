@@ -1,0 +1,108 @@
+package observe
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// WaitSampler counts the wait states of one database's client backends,
+// sampled from pg_stat_activity on a connection the caller owns, for a
+// measurement window shorter than a Collector's (a sweep's step). Its
+// profile differs from a Collector's on purpose: it counts every backend
+// whose state the role may see, idle ones included (waiting for their
+// client, as Client/ClientRead), so that a load generator that cannot
+// keep up shows; and it names a backend waiting on nothing CPU/running.
+// It leaves out its own backend and any Collector's, and the other
+// databases.
+type WaitSampler struct {
+	conn   *pgx.Conn
+	query  string
+	datid  uint32
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	counts map[waitKey]int64
+	rounds int64
+	err    error
+}
+
+// StartWaitSampler samples conn's database every interval on conn, from
+// its own goroutine, until Stop; conn must not be used meanwhile. It fails
+// when it cannot read the server's version or its database's oid.
+func StartWaitSampler(ctx context.Context, conn *pgx.Conn, interval time.Duration) (*WaitSampler, error) {
+	var version int
+	var datid uint32
+	err := conn.QueryRow(ctx, tag+`SELECT current_setting('server_version_num')::int, oid FROM pg_database
+		WHERE datname = current_database()`).Scan(&version, &datid)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &WaitSampler{conn: conn, query: activityQuery(version), datid: datid, cancel: cancel,
+		done: make(chan struct{}), counts: map[waitKey]int64{}}
+	go s.loop(ctx, interval)
+	return s, nil
+}
+
+func (s *WaitSampler) loop(ctx context.Context, interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := s.sample(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.mu.Lock()
+				s.err = err
+				s.mu.Unlock()
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *WaitSampler) sample(ctx context.Context) error {
+	local := map[waitKey]int64{}
+	err := readActivity(ctx, s.conn, s.query, func(b *backend) {
+		// A null state is a backend whose details this role may not
+		// see: left out rather than counted as running.
+		if b.datid != s.datid || b.state == "" {
+			return
+		}
+		k := waitKey{b.waitType, b.waitEvent}
+		if k.typ == "" {
+			k = waitKey{"CPU", "running"}
+		}
+		local[k]++
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, n := range local {
+		s.counts[k] += n
+	}
+	s.rounds++
+	return nil
+}
+
+// Stop ends sampling and returns the wait states by samples, most first
+// (Share over all of them), and the sampling rounds. A sampler whose query
+// failed returns what it counted until then, with the error.
+func (s *WaitSampler) Stop() (waits []WaitCount, rounds int64, err error) {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	waits, _ = waitCounts(s.counts)
+	return waits, s.rounds, s.err
+}
