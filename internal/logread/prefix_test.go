@@ -303,7 +303,7 @@ func fixtureHead(t *testing.T, name string, n int) []byte {
 	t.Helper()
 	r, err := openSource(sharedFixtures+name, nil)
 	if err != nil {
-		t.Fatalf("shared fixture missing (clone shared/ next to the repository): %v", err)
+		t.Fatal(err)
 	}
 	defer r.close()
 	sc := bufio.NewScanner(r.r)
