@@ -46,7 +46,7 @@ type interpreter struct {
 	// several lines in a row.
 	lastSession *sessionState
 
-	// foreign is set to the language of a translated message, when seen.
+	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
 }
@@ -273,6 +273,11 @@ func (in *interpreter) add(e *entry) {
 	case "WARNING", "NOTICE", "INFO", "DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5":
 		in.c.skip(SkipNotice, e.lines)
 	default:
+		// A severity in another language (csvlog and jsonlog write it
+		// as the server translated it).
+		if w := foreignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
+			in.foreign, in.foreignLine = w, e.line
+		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
@@ -360,8 +365,8 @@ func (in *interpreter) log(e *entry) {
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:
-		if lang := foreignLogMessage([]byte(msg)); lang != "" && in.foreign == "" {
-			in.foreign, in.foreignLine = lang, e.line
+		if w := translatedMessage(msg); w != "" && in.foreign == "" {
+			in.foreign, in.foreignLine = w, e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -24,6 +25,15 @@ type source struct {
 	size   int64
 	// compressed files cannot be split into parts read at once.
 	compressed bool
+	mtime      time.Time // when the file was last written; zero for stdin
+}
+
+// modTime returns when the file was last written, or now for a stream.
+func (s *source) modTime() time.Time {
+	if s.mtime.IsZero() {
+		return time.Now()
+	}
+	return s.mtime
 }
 
 type countingReader struct {
@@ -100,6 +110,7 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 		}
 		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
 			s.size = fi.Size()
+			s.mtime = fi.ModTime()
 		}
 		s.closer = append(s.closer, file)
 		f = file

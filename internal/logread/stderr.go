@@ -43,8 +43,14 @@ type stderrReader struct {
 	inArena bool    // builder was started at the end of arena
 	noPID   bool
 
-	foreign     string // language of a translated severity, when seen
+	foreign     string // a translated severity, when seen
 	foreignLine int64
+
+	// src, when not nil, gives the lines instead of lines: those of a
+	// log in an envelope (syslog, ...), each standing for span physical
+	// lines from lineNo on. span is 1 for a plain log.
+	src  *envReader
+	span int64
 }
 
 // lineFields are the fields a prefix yields, interned.
@@ -72,7 +78,7 @@ type fastTail struct {
 const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
-	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
+	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID, span: 1}
 	s.cur = &s.slots[0]
 	if k, ok := p.cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
@@ -367,7 +373,19 @@ func (s *stderrReader) next() (*entry, error) {
 	lr := s.lines
 	for {
 		var line []byte
-		if i := bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
+		if s.src != nil {
+			ol, ok := s.src.next()
+			if !ok {
+				if lr.err != nil {
+					return nil, lr.err
+				}
+				if s.have {
+					return s.finish(), nil
+				}
+				return nil, io.EOF
+			}
+			line, s.lineNo, s.span = ol.b, ol.first, ol.span
+		} else if i := bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
 			// lineReader.next, inline.
 			line = lr.buf[lr.pos : lr.pos+i]
 			lr.pos += i + 1
@@ -398,7 +416,7 @@ func (s *stderrReader) next() (*entry, error) {
 		if len(line) > 0 && line[0] == '\t' {
 			// "\tFROM pgbench_accounts": continues the current field.
 			if !s.have {
-				s.c.skip(SkipOrphanLine, 1)
+				s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
 				continue
 			}
 			s.extend(line[1:])
@@ -424,7 +442,7 @@ func (s *stderrReader) next() (*entry, error) {
 			lf = nil
 			var ok bool
 			if rest, ok = s.prefix.match(line, f); !ok {
-				s.c.skip(SkipNoPrefix, 1)
+				s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
 				continue
 			}
 			us = 0
@@ -432,10 +450,10 @@ func (s *stderrReader) next() (*entry, error) {
 				us, _ = s.times.parse(f.time)
 			}
 			if sev, msg = splitSeverityFast(rest); sev == sevNone {
-				if lang := foreignSeverity(rest); lang != "" && s.foreign == "" {
-					s.foreign, s.foreignLine = lang, s.lineNo
+				if w := foreignSeverity(rest); w != "" && s.foreign == "" {
+					s.foreign, s.foreignLine = w, s.lineNo
 				}
-				s.c.skip(SkipNoPrefix, 1)
+				s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
 				continue
 			}
 			lf = s.fields(line, rest, f)
@@ -444,13 +462,13 @@ func (s *stderrReader) next() (*entry, error) {
 			// "DETAIL:  parameters: $1 = '1'" belongs to the message before
 			// it from the same process.
 			if !s.have || (!s.noPID && lf.pid != s.curPID) {
-				s.c.skip(SkipOrphanLine, 1)
+				s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
 				continue
 			}
 			if s.builder != nil {
 				s.closeField()
 			}
-			s.cur.lines++
+			s.cur.lines += s.span
 			switch sev {
 			case sevDetail:
 				s.setField(&s.cur.detail, msg)
@@ -478,7 +496,7 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	e := s.cur
 	e.time = us
 	e.line = s.lineNo
-	e.lines = 1
+	e.lines = s.span
 	e.severity = severityWords[sev]
 	e.pid = lf.pid
 	e.session = lf.session
@@ -506,7 +524,7 @@ func (s *stderrReader) setField(dst *string, v []byte) {
 // The joined text is built at the end of the arena, which closeField
 // then keeps: one allocation for many multi-line statements.
 func (s *stderrReader) extend(line []byte) {
-	s.cur.lines++
+	s.cur.lines += s.span
 	if s.field == nil {
 		return
 	}
