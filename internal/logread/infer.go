@@ -67,7 +67,7 @@ type token struct {
 func tokenize(pre []byte, splitHyphen bool) []token {
 	var toks []token
 	var lit []byte
-	key := ""        // a label waiting for its value
+	key := ""          // a label waiting for its value
 	keySpaced := false // the label is followed by " = ", not "="
 	flush := func() {
 		if len(lit) > 0 {

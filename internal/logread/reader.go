@@ -282,4 +282,3 @@ func (r *Reader) Name() string { return r.name }
 
 // Close closes the underlying file.
 func (r *Reader) Close() error { return r.src.close() }
-
