@@ -331,6 +331,11 @@ func parseRFC5424(line []byte, el *envLine) bool {
 		b = b[1:]
 	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a BOM before a UTF-8 message
+	if len(b) > 1 && b[0] == ' ' && b[1] == '[' {
+		// rsyslog's message keeps the space that followed the tag's
+		// colon: " [7-1] ...".
+		b = b[1:]
+	}
 	parseBody(b, el)
 	return true
 }
@@ -497,9 +502,14 @@ type envMsg struct {
 	seq      int64
 	lastPart int
 	lastLine int64 // physical line of its last part
+	lineLen  int   // bytes of the server's text in its last line
 	lines    []outLine
 	done     bool
 }
+
+// syslogLimit is the longest line the server sends in one syslog message
+// (PG_SYSLOG_LIMIT): a longer one is cut into parts, at a space if it can.
+const syslogLimit = 900
 
 // joinWindow is how many physical lines a message waits for more parts:
 // the server sends the parts of a message in a row, so other processes'
@@ -613,19 +623,29 @@ func (r *envReader) read() {
 	m := r.open[el.pid]
 	if m != nil && m.seq == el.seq && el.part == m.lastPart+1 {
 		m.lastPart, m.lastLine = el.part, r.lineNo
-		if len(body) > 0 && body[0] != '\t' && !r.startsLine(body) {
-			// A line cut for being long: the part continues it.
+		switch {
+		case len(body) > 0 && body[0] == '\t' || r.startsLine(body):
+			m.lines = append(m.lines, r.lineOf(&el, body))
+			m.lineLen = len(body)
+		case m.lineLen+len(body) > syslogLimit:
+			// A line cut for being longer than the server sends in one
+			// syslog message: the part continues it.
 			last := &m.lines[len(m.lines)-1]
 			last.b = r.join(last.b, body)
 			last.span++
-		} else {
-			m.lines = append(m.lines, r.lineOf(&el, body))
+			m.lineLen += len(body)
+		default:
+			// The next line of a multi-line text whose tab was lost on
+			// the way (Heroku's logplex drains).
+			tab := make([]byte, 0, len(body)+1)
+			m.lines = append(m.lines, outLine{b: append(append(tab, '\t'), body...), first: r.lineNo, span: 1})
+			m.lineLen = len(body)
 		}
 	} else {
 		if m != nil {
 			m.done = true
 		}
-		m = &envMsg{pid: el.pid, seq: el.seq, lastPart: el.part, lastLine: r.lineNo}
+		m = &envMsg{pid: el.pid, seq: el.seq, lastPart: el.part, lastLine: r.lineNo, lineLen: len(body)}
 		m.lines = append(m.lines, r.lineOf(&el, body))
 		r.open[el.pid] = m
 		r.pending = append(r.pending, m)

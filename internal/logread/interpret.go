@@ -584,6 +584,7 @@ func (in *interpreter) error(e *entry) {
 			state, msg = msg[:5], msg[7:]
 		}
 	}
+	msg = trimCursor(msg)
 	var failed *event.Event
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):
@@ -635,6 +636,27 @@ func (in *interpreter) error(e *entry) {
 	ev.SetError(e.severity, msg)
 	ev.Query = e.statement
 	in.out = append(in.out, ev)
+}
+
+// trimCursor drops the " at character 15" the stderr and syslog formats
+// add to an error's message when it points into the statement: csvlog and
+// jsonlog keep the position apart, and one error must read the same in
+// every format.
+func trimCursor(msg string) string {
+	i := strings.LastIndex(msg, " at character ")
+	if i < 0 {
+		return msg
+	}
+	n := msg[i+len(" at character "):]
+	if n == "" {
+		return msg
+	}
+	for j := 0; j < len(n); j++ {
+		if n[j] < '0' || n[j] > '9' {
+			return msg
+		}
+	}
+	return msg[:i]
 }
 
 func isSQLState(s string) bool {
