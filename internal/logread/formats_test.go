@@ -170,7 +170,7 @@ func TestSyslogYearAndZone(t *testing.T) {
 	if w := r4.Warnings(); len(w) != 0 {
 		t.Errorf("warnings %q", w)
 	}
-	
+
 }
 
 // formatGolden lists real samples of each format the reader takes, with
