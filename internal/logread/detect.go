@@ -96,11 +96,14 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 		l.prefix = inf.prefix
 		l.warnings = append(l.warnings, inf.warnings...)
 	}
+	p, err := compilePrefix(l.prefix)
+	if err != nil {
+		return l, err
+	}
+	if env == envNone && !p.hasTime() {
+		l.warnings = append(l.warnings, fmt.Sprintf("the lines have no time (log_line_prefix %q has no %%m, %%t or %%n): their events have none, and a replay cannot keep their pace", l.prefix))
+	}
 	if env != envNone {
-		p, err := compilePrefix(l.prefix)
-		if err != nil {
-			return l, err
-		}
 		l.withTime = !p.hasTime()
 		l.withPID = env != envISO && !p.hasPID
 		if !l.withTime {

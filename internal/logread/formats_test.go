@@ -1,8 +1,12 @@
 package logread
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,6 +191,12 @@ var formatGolden = []struct {
 	{"syslog-rfc5424", "testdata/syslog/rfc5424.log", Options{}},
 	{"syslog-journald", "testdata/syslog/journald.log", Options{}},
 	{"logplex", "testdata/pgbadger/logplex.gz", Options{}},
+	{"azure-flexible", "testdata/azure/flexible.json", Options{}},
+	{"azure-single", "testdata/azure/single.json", Options{}},
+	{"azure-eventhub", "testdata/azure/eventhub.json", Options{}},
+	{"cloudsql-gcloud", "testdata/cloudsql/gcloud.json", Options{}},
+	{"cloudsql-textpayload", "testdata/cloudsql/textpayload.log", Options{}},
+	{"cloudwatch-rds", "testdata/cloudwatch/rds-export.log", Options{}},
 }
 
 func TestFormatGolden(t *testing.T) {
@@ -200,6 +210,187 @@ func TestFormatGolden(t *testing.T) {
 			}
 			b.WriteString(dumpEvents(evs, r.Counters()))
 			golden(t, filepath.Join("testdata/golden", g.name+".golden"), b.String())
+		})
+	}
+}
+
+// TestCloudSQLShapes reads one stretch of a Cloud SQL log in each shape
+// gcloud writes it: JSON lines (the reference), a JSON array with the
+// newest entry first (--format=json), the text payloads with their times
+// (--format='value(timestamp,textPayload)') and alone
+// (--format='value(textPayload)').
+func TestCloudSQLShapes(t *testing.T) {
+	dir := "testdata/cloudsql"
+	want, _ := readAllEvents(t, filepath.Join(dir, "cloudsql.jsonl"), Options{})
+	if len(want) < 50 {
+		t.Fatalf("%d events in the reference", len(want))
+	}
+	for _, tc := range []struct {
+		file   string
+		format Format
+		noTime bool
+	}{
+		{"gcloud.json", FormatJSON, false},
+		{"timestamp-textpayload.log", FormatStderr, false},
+		{"textpayload.log", FormatStderr, true},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, r := readAllEvents(t, filepath.Join(dir, tc.file), Options{})
+			if r.Format() != tc.format {
+				t.Errorf("format %s, want %s", r.Format(), tc.format)
+			}
+			if tc.noTime {
+				for i := range got {
+					if got[i].Time != 0 {
+						t.Fatalf("event %d has a time: %+v", i, got[i])
+					}
+					if i < len(want) {
+						got[i].Time = want[i].Time
+					}
+				}
+				if w := strings.Join(r.Warnings(), "\n"); !strings.Contains(w, "no time") {
+					t.Errorf("no warning that the lines have no time: %q", w)
+				}
+			}
+			sameEvents(t, tc.file, got, want, 0)
+			if u := r.Counters().Unparseable(); u != 0 {
+				t.Errorf("%d lines unparseable: %v %v", u, r.Counters().Skipped, r.Counters().Samples)
+			}
+		})
+	}
+}
+
+// TestCloudWatchExports reads logs with an ISO time column in front, as
+// CloudWatch and S3 exports of RDS and Aurora write them, and checks they
+// give the events of the same lines without it.
+func TestCloudWatchExports(t *testing.T) {
+	dir := "testdata/cloudwatch"
+	for _, tc := range []struct{ export, plain string }{
+		// RDS's own lines (pgbadger's rds.log), each with an export time.
+		{"rds-export.log", "rds.log"},
+		// A real server's stderr lines (testdata/syslog, run 2), with
+		// multi-line statements whose continuation lines have no time.
+		{"run2-export.log", "../syslog/run2.csv"},
+	} {
+		t.Run(tc.export, func(t *testing.T) {
+			want, _ := readAllEvents(t, filepath.Join(dir, tc.plain), Options{})
+			got, r := readAllEvents(t, filepath.Join(dir, tc.export), Options{})
+			if !strings.Contains(r.Layout(), "ISO time column") {
+				t.Errorf("layout %q", r.Layout())
+			}
+			slack := time.Duration(0)
+			if strings.HasSuffix(tc.plain, ".csv") {
+				slack = time.Millisecond
+			}
+			sameEvents(t, tc.export, got, want, slack)
+			if u := r.Counters().Unparseable(); u != 0 {
+				t.Errorf("%d lines unparseable: %v %v", u, r.Counters().Skipped, r.Counters().Samples)
+			}
+		})
+	}
+}
+
+// TestAzureShapes writes the records of a real server's csvlog (run 2 of
+// testdata/syslog) in each shape Azure's diagnostic logs take, as the
+// samples in testdata/azure show them, and checks that each gives the
+// csvlog's events: Flexible Server (the message holds the server's prefix
+// line), Single Server (a "prefix" property, "%t-%c-"), an Event Hub's
+// "records" arrays and a Log Analytics export (a JSON array of flat rows
+// with typed column names).
+func TestAzureShapes(t *testing.T) {
+	csvPath := "testdata/syslog/run2.csv"
+	want, _ := readAllEvents(t, csvPath, Options{})
+	in, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCounters()
+	entries := readEntries(t, newCSVReader(bytes.NewReader(in), c), c)
+	ts := func(us int64, frac bool) string {
+		if frac {
+			return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000 UTC")
+		}
+		return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	// The stderr line of an entry, with run 2's prefix '%m [%p] %q%u@%d/%a '.
+	line := func(e *entry, sev, msg string) string {
+		p := ts(e.time, true) + " [" + strconv.Itoa(int(e.pid)) + "] "
+		if e.user != "" {
+			p += e.user + "@" + e.database + "/" + e.application + " "
+		}
+		return p + sev + ":  " + msg
+	}
+	type rec = map[string]any
+	var flexible, single, analytics []rec
+	for i := range entries {
+		e := &entries[i]
+		iso := time.UnixMicro(e.time).UTC().Format("2006-01-02T15:04:05.000Z")
+		props := rec{"timestamp": ts(e.time, true), "processId": e.pid, "errorLevel": e.severity, "sqlerrcode": e.sqlstate,
+			"message": line(e, e.severity, e.message)}
+		if e.detail != "" {
+			props["detail"] = e.detail
+		}
+		flexible = append(flexible, rec{"time": iso, "category": "PostgreSQLLogs", "operationName": "LogEvent", "properties": props})
+		single = append(single, rec{"time": iso, "category": "PostgreSQLLogs", "properties": rec{
+			"prefix": ts(e.time, false) + "-" + e.session + "-", "message": e.message, "detail": e.detail, "errorLevel": e.severity}})
+		analytics = append(analytics, rec{"TimeGenerated": iso, "Category": "PostgreSQLLogs", "errorLevel_s": e.severity,
+			"Message": line(e, e.severity, e.message), "processId_d": e.pid, "sqlerrcode_s": e.sqlstate, "detail_s": e.detail, "timestamp_s": ts(e.time, true)})
+		if e.statement != "" {
+			// The STATEMENT line, a record of its own.
+			flexible = append(flexible, rec{"time": iso, "category": "PostgreSQLLogs", "properties": rec{"timestamp": ts(e.time, true),
+				"processId": e.pid, "errorLevel": "STATEMENT", "sqlerrcode": e.sqlstate, "message": line(e, "STATEMENT", e.statement)}})
+			single = append(single, rec{"time": iso, "properties": rec{"prefix": ts(e.time, false) + "-" + e.session + "-", "message": e.statement, "errorLevel": "STATEMENT"}})
+			analytics = append(analytics, rec{"TimeGenerated": iso, "errorLevel_s": "STATEMENT", "Message": line(e, "STATEMENT", e.statement),
+				"processId_d": e.pid, "sqlerrcode_s": e.sqlstate, "timestamp_s": ts(e.time, true)})
+		}
+	}
+	jsonLines := func(recs []rec) []byte {
+		var b bytes.Buffer
+		for _, r := range recs {
+			j, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+		return b.Bytes()
+	}
+	var hub bytes.Buffer
+	for i := 0; i < len(flexible); i += 7 {
+		j, _ := json.Marshal(rec{"records": flexible[i:min(i+7, len(flexible))]})
+		hub.Write(j)
+		hub.WriteByte('\n')
+	}
+	la, err := json.MarshalIndent(analytics, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		prefix string
+		slack  time.Duration
+	}{
+		{"flexible.json", jsonLines(flexible), "%m [%p] %q%u@%d/%a ", 0},
+		{"single.json", jsonLines(single), "%t-%c-", time.Second},
+		{"eventhub.json", hub.Bytes(), "%m [%p] %q%u@%d/%a ", 0},
+		{"loganalytics.json", la, "%m [%p] %q%u@%d/%a ", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, r := readAllEvents(t, path, Options{})
+			if r.Prefix() != tc.prefix || !strings.Contains(r.Layout(), "Azure") {
+				t.Errorf("layout %q prefix %q, want Azure, %q", r.Layout(), r.Prefix(), tc.prefix)
+			}
+			sameEvents(t, tc.name, got, want, tc.slack)
+			if u := r.Counters().Unparseable(); u != 0 {
+				t.Errorf("%d lines unparseable: %v %v", u, r.Counters().Skipped, r.Counters().Samples)
+			}
 		})
 	}
 }

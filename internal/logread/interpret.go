@@ -539,6 +539,10 @@ func (in *interpreter) connect(e *entry, msg string) {
 	e.hint = nil
 	if v := field(msg, "user="); v != "" {
 		e.user = v
+		if u, db, ok := strings.Cut(v, "database="); ok {
+			// Azure Single Server writes "user=postgresdatabase=postgres".
+			e.user, e.database = u, db
+		}
 	}
 	if v := field(msg, "database="); v != "" {
 		e.database = v

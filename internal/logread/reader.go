@@ -159,7 +159,12 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 
 // Layout describes how the log is read: "stderr", "csvlog", "jsonlog",
 // or "stderr lines in syslog" and the like.
-func (r *Reader) Layout() string { return r.layout.describe() }
+func (r *Reader) Layout() string {
+	if jr, ok := r.fr.(*jsonReader); ok {
+		return jr.describe()
+	}
+	return r.layout.describe()
+}
 
 // Warnings returns what the reader assumed or set aside that the user
 // should know: a prefix chosen among others that read alike, the year and
@@ -169,8 +174,14 @@ func (r *Reader) Warnings() []string { return r.warnings }
 // Format returns the log format, as given or detected.
 func (r *Reader) Format() Format { return r.format }
 
-// Prefix returns the log_line_prefix used for a stderr log.
-func (r *Reader) Prefix() string { return r.prefix }
+// Prefix returns the log_line_prefix used for a stderr log, or found in
+// the messages of Azure's JSON once they are read.
+func (r *Reader) Prefix() string {
+	if jr, ok := r.fr.(*jsonReader); ok && jr.azPrefix != nil {
+		return jr.azPrefix.src
+	}
+	return r.prefix
+}
 
 // Next returns the next event, or io.EOF after the last one. Events are
 // returned in log order of the line that completed them; see event.Event

@@ -347,7 +347,7 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 	lf := &lineFields{
-		pid:         int32(atoi(f.pid)),
+		pid:         pidOf(f.pid, f.session),
 		session:     s.intern.get(f.session),
 		user:        s.intern.get(f.user),
 		database:    s.intern.get(f.database),
@@ -592,6 +592,31 @@ func unsafeString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// pidOf returns the process id of a line: %p, or else the one in %c
+// ("6571e2a3.1f40": the process id is the hex after the dot), as Azure's
+// "%t-%c-" prefix gives it.
+func pidOf(pid, session []byte) int32 {
+	if len(pid) > 0 || len(session) == 0 {
+		return int32(atoi(pid))
+	}
+	i := bytes.IndexByte(session, '.')
+	if i < 0 || len(session)-i-1 > 8 {
+		return 0
+	}
+	var n uint32
+	for _, c := range session[i+1:] {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | uint32(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | uint32(c-'a'+10)
+		default:
+			return 0
+		}
+	}
+	return int32(n)
 }
 
 func atoi(b []byte) int64 {
