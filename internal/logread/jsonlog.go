@@ -1360,8 +1360,5 @@ func (jr *jsonReader) azureRecord(o *jsonObj, cur *entry) (lineKind, bool, strin
 		}
 		return lineMerged, true, ""
 	}
-	if cur.sqlstate == "" {
-		cur.sqlstate = "00000"
-	}
 	return lineEntry, true, ""
 }
