@@ -197,6 +197,8 @@ var formatGolden = []struct {
 	{"cloudsql-gcloud", "testdata/cloudsql/gcloud.json", Options{}},
 	{"cloudsql-textpayload", "testdata/cloudsql/textpayload.log", Options{}},
 	{"cloudwatch-rds", "testdata/cloudwatch/rds-export.log", Options{}},
+	{"verbose-stderr", "testdata/verbose/stderr.log", Options{}},
+	{"verbose-csvlog", "testdata/verbose/csvlog.csv", Options{}},
 }
 
 func TestFormatGolden(t *testing.T) {

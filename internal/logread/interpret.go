@@ -284,6 +284,14 @@ func (in *interpreter) add(e *entry) {
 
 func (in *interpreter) log(e *entry) {
 	msg := e.message
+	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+		// log_error_verbosity = verbose: "00000: duration: ...".
+		if e.sqlstate == "" {
+			e.sqlstate = msg[:5]
+		}
+		msg = msg[7:]
+		e.message = msg
+	}
 	var dur int64 = event.NoDuration
 	if len(msg) >= len("duration: ") && (msg[:len("duration: ")] == "duration: " || hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
