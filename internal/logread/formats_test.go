@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -394,5 +395,93 @@ func TestAzureShapes(t *testing.T) {
 				t.Errorf("%d lines unparseable: %v %v", u, r.Counters().Skipped, r.Counters().Samples)
 			}
 		})
+	}
+}
+
+// TestLocales reads logs a real server wrote with lc_messages in ten
+// languages (testdata/locales), to stderr and csvlog: each must stop with
+// ErrNotEnglish, naming the word that gave it away, whatever the language.
+func TestLocales(t *testing.T) {
+	files, err := filepath.Glob("testdata/locales/*.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".sh") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r, err := Open(f, Options{})
+			for err == nil {
+				_, err = r.Next()
+			}
+			if !errors.Is(err, ErrNotEnglish) {
+				t.Fatalf("err = %v, want ErrNotEnglish", err)
+			}
+			t.Log(err)
+		})
+	}
+	if n < 20 {
+		t.Errorf("%d locale logs, want 20", n)
+	}
+}
+
+// TestTimeZones reads a line in each zone abbreviation that used to be
+// read as UTC without a word, and in ambiguous ones: the times must be
+// right, and the warnings say what was assumed; --timezone settles them.
+func TestTimeZones(t *testing.T) {
+	read := func(zone string, loc *time.Location) (int64, []string) {
+		t.Helper()
+		line := "2026-06-01 12:00:00.000 " + zone + " [1] LOG:  statement: SELECT 1\n"
+		r, err := NewReader(strings.NewReader(line), "tz", Options{TimeZone: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.Time, r.Warnings()
+	}
+	noon := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
+	for _, tc := range []struct {
+		zone   string
+		offset time.Duration // east of UTC
+		warn   string        // in a warning, "" for none
+	}{
+		{"UTC", 0, ""},
+		{"CEST", 2 * time.Hour, ""},
+		{"EAT", 3 * time.Hour, ""},
+		{"CAT", 2 * time.Hour, ""},
+		{"WAT", 1 * time.Hour, ""},
+		{"IDT", 3 * time.Hour, ""},
+		{"HDT", -9 * time.Hour, ""},
+		{"ChST", 10 * time.Hour, ""},
+		{"SST", -11 * time.Hour, ""},
+		{"CST", -6 * time.Hour, `"CST" is ambiguous: read as UTC-6 (America/Chicago), not UTC-5 (America/Havana) or UTC+8 (Asia/Shanghai)`},
+		{"IST", 5*time.Hour + 30*time.Minute, `"IST" is ambiguous: read as UTC+5:30 (Asia/Kolkata)`},
+		{"XYZT", 0, `"XYZT" is not an abbreviation the reader knows: read as UTC`},
+	} {
+		got, warnings := read(tc.zone, nil)
+		if want := noon - tc.offset.Microseconds(); got != want {
+			t.Errorf("%s: %s, want %s", tc.zone, time.UnixMicro(got).UTC(), time.UnixMicro(want).UTC())
+		}
+		if w := strings.Join(warnings, "\n"); tc.warn == "" && w != "" || !strings.Contains(w, tc.warn) {
+			t.Errorf("%s: warnings %q, want %q", tc.zone, w, tc.warn)
+		}
+	}
+	shanghai, _ := time.LoadLocation("Asia/Shanghai")
+	got, warnings := read("CST", shanghai)
+	if want := noon - 8*3600e6; got != want {
+		t.Errorf("CST with --timezone Asia/Shanghai: %s", time.UnixMicro(got).UTC())
+	}
+	if w := strings.Join(warnings, "\n"); !strings.Contains(w, "Asia/Shanghai, as given") {
+		t.Errorf("warnings %q", w)
+	}
+	got, _ = read("XYZT", shanghai)
+	if want := noon - 8*3600e6; got != want {
+		t.Errorf("XYZT with --timezone Asia/Shanghai: %s", time.UnixMicro(got).UTC())
 	}
 }

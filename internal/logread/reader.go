@@ -122,11 +122,16 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 	}
 	r.layout, r.format = l, l.format
 	r.warnings = append(r.warnings, l.warnings...)
+	zones := &zoneReading{loc: opts.TimeZone, warnings: &r.warnings}
 	switch {
 	case l.format == FormatCSV:
-		r.fr = newCSVReader(br, r.counters)
+		cr := newCSVReader(br, r.counters).(*csvReader)
+		cr.times.zones = zones
+		r.fr = cr
 	case l.format == FormatJSON:
-		r.fr = newJSONReader(br, r.counters)
+		jr := newJSONReader(br, r.counters).(*jsonReader)
+		jr.times.zones = zones
+		r.fr = jr
 	default:
 		inner, err := compilePrefix(l.prefix)
 		if err != nil {
@@ -140,6 +145,7 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		}
 		r.prefix = l.prefix
 		r.stderr = newStderrReader(br, p, r.counters)
+		r.stderr.times.zones = zones
 		if l.env != envNone {
 			clock := syslogClock{year: opts.Year, loc: opts.TimeZone}
 			guessed := false

@@ -246,29 +246,16 @@ var sqlStarts = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMI
 // ms", "durée : 0.123 ms", "Anweisung: SELECT 1", "продолжительность: ...".
 // It returns "" for English messages and for messages of no known shape.
 func translatedMessage(msg string) string {
-	colon := strings.IndexByte(msg[:min(len(msg), 48)], ':')
+	colon := strings.IndexByte(msg[:min(len(msg), 64)], ':')
 	if colon <= 0 {
 		return ""
 	}
 	head := strings.TrimRight(msg[:colon], " ")
-	first, _, _ := strings.Cut(head, " ")
-	if first == "" {
-		return ""
-	}
-	for i := 0; i < len(first); i++ {
-		if first[i] >= 0x80 {
-			// English messages never start with a word in another script.
-			if utf8.ValidString(first) {
-				return head
-			}
-			return ""
-		}
-	}
-	if head == "duration" || head == "statement" {
+	if head == "" || head == "duration" || head == "statement" || !utf8.ValidString(head) {
 		return ""
 	}
 	rest := strings.TrimLeft(msg[colon+1:], " ")
-	// "Dauer: 0.123 ms": a duration, "%.3f" then a unit.
+	// "Dauer: 0.123 ms", "期間: 0.230 ミリ秒": a duration, "%.3f" then a unit.
 	d := 0
 	for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
 		d++
