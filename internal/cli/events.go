@@ -17,8 +17,7 @@ import (
 func init() { commands = append(commands, newEventsCmd) }
 
 func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
-	var opts logread.Options
-	var format string
+	var lf logFlags
 	var count, showParams bool
 	cmd := &cobra.Command{
 		Use:   "events [flags] LOG...",
@@ -33,16 +32,14 @@ personal data.
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := logread.ParseFormat(format)
+			opts, err := lf.options(stdio)
 			if err != nil {
-				return usageError("%v", err)
+				return err
 			}
-			opts.Format, opts.Stdin = f, stdio.Stdin
 			return runEvents(cmd.Context(), stdio, args, opts, count, showParams)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "log_line_prefix of a stderr log (detected when empty)")
+	addLogFlags(cmd.Flags(), &lf)
 	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
 	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values")
 	return cmd
@@ -135,11 +132,13 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			}
 		}
 		r.Close()
+		out.Flush()
+		reportLogWarnings(stdio, []*logread.Reader{r})
 		if count {
 			c := r.Counters()
-			fmt.Fprintf(out, "%s: format %s", path, r.Format())
-			if r.Format() == logread.FormatStderr {
-				fmt.Fprintf(out, ", prefix %q", r.Prefix())
+			fmt.Fprintf(out, "%s: %s", path, r.Layout())
+			if p := r.Prefix(); p != "" || r.Format() == logread.FormatStderr || r.Format() == logread.FormatSyslog {
+				fmt.Fprintf(out, ", prefix %q", p)
 			}
 			fmt.Fprintf(out, "\n  lines: %d total, %d parsed, %d skipped\n", c.Total, c.Parsed, c.SkippedTotal())
 			for _, reason := range c.Reasons() {

@@ -4,20 +4,59 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 )
+
+// logFlags are the flags of the commands that read server logs.
+type logFlags struct {
+	format   string
+	prefix   string
+	timezone string
+}
+
+// addLogFlags registers --format, --prefix and --timezone.
+func addLogFlags(fl *pflag.FlagSet, f *logFlags) {
+	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog, jsonlog or syslog")
+	fl.StringVar(&f.prefix, "prefix", "", "the server's log_line_prefix, for text logs (default: inferred from the first lines)")
+	fl.StringVar(&f.timezone, "timezone", "", "the server's log_timezone as an IANA name (Asia/Shanghai), for times the log writes without a zone (syslog) or with an abbreviation that is unknown or ambiguous (CST, IST)")
+}
+
+// options turns the flags into the log reader's options.
+func (f logFlags) options(stdio IO) (logread.Options, error) {
+	format, err := logread.ParseFormat(f.format)
+	if err != nil {
+		return logread.Options{}, usageError("--format: %v", err)
+	}
+	opts := logread.Options{Format: format, Prefix: f.prefix, Stdin: stdio.Stdin}
+	if f.timezone != "" {
+		loc, err := time.LoadLocation(f.timezone)
+		if err != nil {
+			return opts, usageError("--timezone %q: %v (give an IANA name, such as Europe/Paris)", f.timezone, err)
+		}
+		opts.TimeZone = loc
+	}
+	return opts, nil
+}
 
 // openLogs opens every log before any is read, so that a typo in the last
 // name fails at once rather than after an hour of reading. With parts > 1
 // a large plain file is read in parts at once (logread.OpenSplit); a
 // command that needs the events in log order, such as replay, passes 1.
-// format is a --format value; "-" names standard input, once at most.
+// "-" names standard input, once at most.
+//
+// Of several logs, an empty one is skipped with a warning, and so is one
+// that repeats another's events (the same file twice, or the csvlog and
+// jsonlog copies of one server's log): its statements would count twice.
 // On success the caller closes the readers with closeLogs.
-func openLogs(stdio IO, paths []string, format, prefix string, parts int) ([]*logread.Reader, error) {
-	fmtv, err := logread.ParseFormat(format)
+func openLogs(stdio IO, paths []string, f logFlags, parts int) ([]*logread.Reader, error) {
+	opts, err := f.options(stdio)
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, err
 	}
 	stdinUsed := false
 	for _, p := range paths {
@@ -28,10 +67,21 @@ func openLogs(stdio IO, paths []string, format, prefix string, parts int) ([]*lo
 			stdinUsed = true
 		}
 	}
+	skip := make(map[int]bool)
+	if len(paths) > 1 {
+		skip = repeatedLogs(stdio, paths, opts)
+	}
 	var readers []*logread.Reader
-	for _, p := range paths {
-		rs, err := logread.OpenSplit(p, logread.Options{Format: fmtv, Prefix: prefix, Stdin: stdio.Stdin}, parts)
+	for i, p := range paths {
+		if skip[i] {
+			continue
+		}
+		rs, err := logread.OpenSplit(p, opts, parts)
 		if err != nil {
+			if errors.Is(err, logread.ErrEmptyLog) && len(paths) > 1 {
+				fmt.Fprintf(stdio.Stderr, "warning: %s is empty: skipped\n", p)
+				continue
+			}
 			closeLogs(readers)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("log file %s does not exist", p)
@@ -40,7 +90,60 @@ func openLogs(stdio IO, paths []string, format, prefix string, parts int) ([]*lo
 		}
 		readers = append(readers, rs...)
 	}
+	if len(readers) == 0 {
+		return nil, fmt.Errorf("open log: every log given is empty or repeats another")
+	}
 	return readers, nil
+}
+
+// repeatedLogs returns the indexes of the logs that repeat the events of
+// one before them, and says which: the same file twice, or copies of one
+// log in two formats. A log that cannot be read is left to openLogs.
+func repeatedLogs(stdio IO, paths []string, opts logread.Options) map[int]bool {
+	skip := make(map[int]bool)
+	prints := make([]*logread.Fingerprint, len(paths))
+	infos := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		if p == "-" {
+			continue
+		}
+		infos[i], _ = os.Stat(p)
+		for j := 0; j < i; j++ {
+			if !skip[j] && infos[i] != nil && infos[j] != nil && os.SameFile(infos[i], infos[j]) {
+				fmt.Fprintf(stdio.Stderr, "warning: %s is given twice: read once\n", p)
+				skip[i] = true
+			}
+		}
+		if skip[i] {
+			continue
+		}
+		if fp, err := logread.FingerprintOf(p, opts); err == nil {
+			prints[i] = fp
+		}
+		for j := 0; j < i && prints[i] != nil; j++ {
+			if !skip[j] && prints[j] != nil && prints[i].Repeats(prints[j]) {
+				fmt.Fprintf(stdio.Stderr, "warning: %s holds the same events as %s (a copy, or the same server's log in another format): read once, from %s\n", p, paths[j], paths[j])
+				skip[i] = true
+				break
+			}
+		}
+	}
+	return skip
+}
+
+// reportLogWarnings writes what the readers assumed or set aside to
+// standard error, once per file (the parts of a split file share theirs).
+func reportLogWarnings(stdio IO, readers []*logread.Reader) {
+	seen := make(map[string]bool)
+	for _, r := range readers {
+		for _, w := range r.Warnings() {
+			k := r.Name() + "\x00" + w
+			if !seen[k] {
+				seen[k] = true
+				fmt.Fprintf(stdio.Stderr, "warning: %s: %s\n", r.Name(), w)
+			}
+		}
+	}
 }
 
 func closeLogs(readers []*logread.Reader) {

@@ -506,7 +506,7 @@ func inferPrefix(lines [][]byte) (inference, error) {
 	}
 	if len(samples) == 0 {
 		if w, n := foreignHead(lines); w != "" {
-			return inference{}, fmt.Errorf("line %d: severity %q: %w", n, w, ErrNotEnglish)
+			return inference{}, fmt.Errorf("line %d: %q is not English: %w", n, w, ErrNotEnglish)
 		}
 		return inference{}, fmt.Errorf("%w: no line has a severity (LOG:, ERROR:, ...), e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
 	}

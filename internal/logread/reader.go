@@ -118,6 +118,9 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 	}
 	l, err := detectLayout(head, opts)
 	if err != nil {
+		if d := src.damaged(); d != nil && len(head) == 0 {
+			return nil, fmt.Errorf("%s: %w", name, d)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r.layout, r.format = l, l.format
@@ -219,6 +222,9 @@ func (r *Reader) fill() {
 		if err == io.EOF {
 			r.settle()
 			r.err = io.EOF
+			if d := r.src.damaged(); d != nil {
+				r.warnings = append(r.warnings, "read in part: "+d.Error())
+			}
 			return
 		}
 		if err != nil {
@@ -285,6 +291,11 @@ func (r *Reader) checkLanguage() error {
 	}
 	return fmt.Errorf("%s:%d: %q is not English: %w", r.name, line, word, ErrNotEnglish)
 }
+
+// Partial returns, once Next has returned io.EOF, why the log was read
+// only in part: a compressed file cut short or damaged, whose events
+// before the damage were read. nil when the whole log was read.
+func (r *Reader) Partial() error { return r.src.damaged() }
 
 // Counters returns the line counters so far. They are complete, adding up
 // to every line of the file, once Next has returned io.EOF.
