@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,29 @@ type sessionState struct {
 	// keeps its whole slab alive, and the collector scans it all.
 	lastParse             bool
 	parseName, parseQuery string
+	// done is a sketch of the query of the last execution emitted with
+	// its duration, when it was an Execute: an error logged after it with
+	// the same statement (at Sync, in a later fetch from its portal) is
+	// that execution's, already counted. Not the string, which would keep
+	// its chunk of the log alive.
+	done querySketch
+}
+
+// querySketch tells a query from others cheaply: its length and its first
+// and last eight bytes.
+type querySketch struct {
+	n           int
+	first, last uint64
+}
+
+func sketchOf(q string) querySketch {
+	if len(q) < 8 {
+		var b [8]byte
+		copy(b[:], q)
+		w := binary.LittleEndian.Uint64(b[:])
+		return querySketch{n: len(q), first: w, last: w}
+	}
+	return querySketch{n: len(q), first: loadString64(q, 0), last: loadString64(q, len(q)-8)}
 }
 
 const eventSlab = 256
@@ -417,6 +441,7 @@ func (in *interpreter) parse(e *entry, rest string, dur int64) {
 	in.c.parsed(e.lines)
 	in.out = append(in.out, ev)
 	s.lastParse, s.parseName, s.parseQuery = true, ev.Name, ev.Query
+	s.done.n = -1
 }
 
 // bind handles "duration: 0.02 ms  bind S_1: SELECT $1" + DETAIL
@@ -444,6 +469,7 @@ func (in *interpreter) bind(e *entry, rest string) {
 	}
 	s.lastBind, s.bindDetail = ev, e.detail
 	s.lastParse, s.parseName, s.parseQuery = false, "", ""
+	s.done.n = -1
 	in.c.parsed(e.lines)
 }
 
@@ -486,8 +512,14 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 		if s.lastBind != nil || s.lastParse {
 			s.forgetProtocol()
 		}
+		if ev.Kind == event.Execute {
+			s.done = sketchOf(ev.Query)
+		} else {
+			s.done.n = -1
+		}
 		return
 	}
+	s.done.n = -1
 	s.pending = ev
 }
 
@@ -619,6 +651,12 @@ func (in *interpreter) error(e *entry) {
 			failed.ParamState = event.ParamsMissing
 		}
 		s.lastParse, s.parseName, s.parseQuery = false, "", ""
+	case e.statement != "" && s.done.n == len(e.statement) && sketchOf(e.statement) == s.done && hasPlaceholder(e.statement):
+		// An error after the execution of this statement was logged
+		// with its duration: raised at Sync (a deferred constraint at
+		// commit) or in a later fetch from its portal. The execution is
+		// counted already; the error is only an error.
+		s.done.n = -1
 	case e.statement != "" && e.severity == "ERROR":
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
