@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -86,6 +87,9 @@ func openLogs(stdio IO, paths []string, f logFlags, parts int) ([]*logread.Reade
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("log file %s does not exist", p)
 			}
+			if errors.Is(err, logread.ErrUnknownPrefix) || errors.Is(err, logread.ErrAmbiguousPrefix) {
+				return nil, fmt.Errorf("open log: %w (--prefix PREFIX gives it)", err)
+			}
 			return nil, fmt.Errorf("open log: %w", err)
 		}
 		readers = append(readers, rs...)
@@ -140,6 +144,9 @@ func reportLogWarnings(stdio IO, readers []*logread.Reader) {
 			k := r.Name() + "\x00" + w
 			if !seen[k] {
 				seen[k] = true
+				if strings.Contains(w, "time zone") {
+					w += " [--timezone]"
+				}
 				fmt.Fprintf(stdio.Stderr, "warning: %s: %s\n", r.Name(), w)
 			}
 		}

@@ -765,7 +765,7 @@ func envWarnings(kind envKind, year int, guessed bool, loc *time.Location, zoneG
 		w = append(w, fmt.Sprintf("syslog times have no year: read as %d", year))
 	}
 	if !zoneGiven {
-		w = append(w, "syslog times have no time zone: read as UTC (give the zone of the machine that wrote them with --timezone)")
+		w = append(w, "syslog times have no time zone: read as UTC (give the zone of the machine that wrote them)")
 	} else {
 		w = append(w, fmt.Sprintf("syslog times have no time zone: read in %s", loc))
 	}

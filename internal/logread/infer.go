@@ -38,7 +38,7 @@ import (
 
 // ErrAmbiguousPrefix is returned (wrapped) when more than one prefix fits
 // the first lines of a stderr log and they read different fields.
-var ErrAmbiguousPrefix = errors.New("the log_line_prefix is ambiguous: pass it with --prefix (SHOW log_line_prefix on the server)")
+var ErrAmbiguousPrefix = errors.New("the log_line_prefix is ambiguous: give it (SHOW log_line_prefix on the server)")
 
 // tokKind is what a token of the text before a severity looks like.
 type tokKind uint8
@@ -388,6 +388,9 @@ func evidenceOf(msg []byte) evidence {
 	return e
 }
 
+// maxFreeColumns bounds the free-text words whose readings are all tried.
+const maxFreeColumns = 6
+
 // roles a free-text column can take.
 const (
 	roleNone  = iota // not decided
@@ -495,6 +498,9 @@ func inferPrefixFromHead(head []byte) (inference, error) {
 
 // inferPrefix infers the prefix of lines, the first lines of a log.
 func inferPrefix(lines [][]byte) (inference, error) {
+	if len(lines) == 0 {
+		return inference{}, fmt.Errorf("%w (no lines)", ErrUnknownPrefix)
+	}
 	var samples []sample
 	for _, l := range lines {
 		i := severityIndex(l)
@@ -933,7 +939,31 @@ func assignRoles(samples []sample, idx []int, shape []token, esc []byte, free []
 			}
 		}
 	}
-	walk(0, map[byte]bool{}, 0, 0, 0)
+	if len(free) <= maxFreeColumns {
+		walk(0, map[byte]bool{}, 0, 0, 0)
+	} else {
+		// Too many words to try every reading (5^n): the words the
+		// messages name take their roles, the others are free text
+		// the reader does not keep.
+		roles := make([]byte, len(free))
+		used := map[byte]bool{}
+		v := 0
+		for n := range free {
+			roles[n] = roleEscape[roleOther]
+			if constantCol[n] && votes[n] == [numRoles]int{} {
+				roles[n] = 0
+				continue
+			}
+			for r := roleUser; r <= roleHost; r++ {
+				if e := roleEscape[r]; votes[n][r] > 0 && against[n][r] == 0 && !used[e] && !taken[e] {
+					roles[n], used[e] = e, true
+					v += votes[n][r]
+					break
+				}
+			}
+		}
+		cands = append(cands, cand{roles: roles, votes: v})
+	}
 	if len(cands) == 0 {
 		// Nothing fits: free text the reader does not keep.
 		roles := make([]byte, len(free))

@@ -34,7 +34,7 @@ type logTimeParser struct {
 // zoneReading is how a reader takes time-zone abbreviations that are
 // unknown or ambiguous, and what it told the user about them.
 type zoneReading struct {
-	// loc is the server's log_timezone as the user gave it (--timezone):
+	// loc is the server's log_timezone as the user gave it:
 	// it reads unknown and ambiguous abbreviations, and times without
 	// a zone. nil: UTC for unknown ones, the table's meaning for
 	// ambiguous ones.
@@ -233,13 +233,13 @@ func (p *logTimeParser) offset(zone []byte, sec int64) (int64, bool) {
 		z.warn(abbr, fmt.Sprintf("time zone %q is not an abbreviation the reader knows: read in %s, as given", abbr, z.loc))
 		return locOffset(z.loc, sec), true
 	case !known:
-		z.warn(abbr, fmt.Sprintf("time zone %q is not an abbreviation the reader knows: read as UTC (give the server's log_timezone with --timezone)", abbr))
+		z.warn(abbr, fmt.Sprintf("time zone %q is not an abbreviation the reader knows: read as UTC (give the server's log_timezone)", abbr))
 		return 0, true
 	case len(m.others) > 0 && z.loc != nil:
 		z.warn(abbr, fmt.Sprintf("time zone %q is ambiguous: read in %s, as given", abbr, z.loc))
 		return locOffset(z.loc, sec), true
 	case len(m.others) > 0:
-		z.warn(abbr, fmt.Sprintf("time zone %q is ambiguous: read as %s (%s), not %s (give the server's log_timezone with --timezone)",
+		z.warn(abbr, fmt.Sprintf("time zone %q is ambiguous: read as %s (%s), not %s (give the server's log_timezone)",
 			abbr, fmtOffset(m.offset), m.zone, strings.Join(m.others, " or ")))
 	}
 	return off, true

@@ -58,7 +58,7 @@ var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages
 
 // ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
 // not be detected.
-var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: pass it with --prefix (SHOW log_line_prefix on the server)")
+var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
 
 // Reader reads the events of one log file, streaming: memory does not grow
 // with the file, and the file is read once, front to back.
