@@ -1094,6 +1094,12 @@ func qPosition(shape []token, esc []byte, samples []sample) (string, bool) {
 	}
 	base := countMatches(render(-1, 0), pres)
 	if base == len(pres) {
+		// Every line read: no background process in the first lines.
+		// They will come (checkpoints, autovacuum), and print nothing
+		// after %q: put it before the first field that names the session.
+		if at, cut, ok := defaultQ(shape, esc); ok && !anyEmpty(shape, samples, at) {
+			return render(at, cut), true
+		}
 		return "", false
 	}
 	best, bestN := "", base
@@ -1118,6 +1124,36 @@ func qPosition(shape []token, esc []byte, samples []sample) (string, bool) {
 		}
 	}
 	return best, best != ""
+}
+
+// defaultQ returns where %q goes when no line shows it: before "%u@%d"
+// when that is the first field only sessions have, with a value on every
+// line, as in Debian's "%m [%p] %q%u@%d ". Prefixes whose first such
+// field is a label, a client or a session id print it empty, or print it,
+// for background processes: no %q is guessed there.
+func defaultQ(shape []token, esc []byte) (at, cut int, ok bool) {
+	for k, t := range shape {
+		if t.kind == tkSession || t.kind == tkRemote || t.kind == tkVXID || t.key != "" || esc[k] == 'r' || esc[k] == 'h' {
+			return 0, 0, false
+		}
+		if t.kind == tkWord && esc[k] == 'u' && k > 0 && k+1 < len(shape) && shape[k+1].kind == tkLit && strings.HasPrefix(shape[k+1].text, "@") {
+			return k, 0, true
+		}
+	}
+	return 0, 0, false
+}
+
+// anyEmpty reports whether a sample prints an empty user before "@": then
+// background lines print the field, empty, and need no %q.
+func anyEmpty(shape []token, samples []sample, at int) bool {
+	for _, s := range samples {
+		for k, t := range s.toks {
+			if t.kind == tkWord && t.text == "" && k+1 < len(s.toks) && s.toks[k+1].kind == tkLit && strings.HasPrefix(s.toks[k+1].text, "@") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cutShort reports whether short is shape cut at some point: the same

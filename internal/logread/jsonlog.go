@@ -463,6 +463,7 @@ type jsonReader struct {
 	array        bool // the log is one JSON array
 
 	started bool      // the first value was looked at
+	midLine bool      // stream framing stopped in the middle of a line
 	stream  bool      // values are not one a line: read value by value
 	queue   []jsonRec // records to read before the next value of the file
 
@@ -600,63 +601,105 @@ func jsonValueEnd(b []byte) int {
 	return -1
 }
 
-// nextValue frames the next value when values are not one a line. The
-// newlines before a value and in it are its lines.
+// lineStarts counts the lines that start in b, when the byte before b
+// ends a line (atStart): the physical lines b accounts for. It returns
+// whether the byte after b starts a line.
+func lineStarts(b []byte, atStart bool) (int64, bool) {
+	if len(b) == 0 {
+		return 0, atStart
+	}
+	var n int64
+	if atStart {
+		n = 1
+	}
+	n += int64(bytes.Count(b[:len(b)-1], []byte{'\n'}))
+	return n, b[len(b)-1] == '\n'
+}
+
+// nextValue frames the next value when values are not one a line. A value
+// accounts for the lines that start from the end of the one before to its
+// own end: separators, indentation and its own lines.
 func (jr *jsonReader) nextValue() jsonRec {
 	cb := &jr.cb
-	var nl int64
+	var lines int64
+	consume := func(b []byte) {
+		n, at := lineStarts(b, !jr.midLine)
+		lines += n
+		jr.midLine = !at
+		cb.start += len(b)
+	}
 	for {
 		data := cb.buf[cb.start:cb.end]
 		i := 0
 		for i < len(data) && (isJSONSpace(data[i]) || data[i] == ',') {
-			if data[i] == '\n' {
-				nl++
-			}
 			i++
 		}
-		cb.start += i
+		first := jr.line + lines + 1
+		if jr.midLine {
+			first--
+		}
+		consume(data[:i])
 		data = data[i:]
 		if len(data) == 0 {
 			if cb.fill() {
 				continue
 			}
-			jr.line += nl
-			if nl > 0 {
-				jr.c.skip(SkipBlank, nl)
+			jr.line += lines
+			if lines > 0 {
+				jr.c.skip(SkipBlank, lines)
 			}
 			return jsonRec{st: frameEOF}
 		}
+		first = jr.line + lines + 1
+		if jr.midLine {
+			first--
+		}
 		if data[0] != '{' && data[0] != '[' {
 			// Not a value of this log: skip the line it is on.
-			line, st := jr.readLine()
-			jr.line += nl + 1
-			return jsonRec{b: line, line: jr.line, lines: nl + 1, st: st}
+			nl := bytes.IndexByte(data, '\n')
+			for nl < 0 && len(data) <= maxRecordSize && cb.fill() {
+				data = cb.buf[cb.start:cb.end]
+				nl = bytes.IndexByte(data, '\n')
+			}
+			st := frameRecord
+			if nl < 0 {
+				nl, st = len(data)-1, frameLast
+			}
+			line := data[:nl+1]
+			consume(line)
+			jr.line += lines
+			return jsonRec{b: trimCR(bytes.TrimSuffix(line, []byte{'\n'})), line: first, lines: lines, st: st}
 		}
 		end := jsonValueEnd(data)
 		if end < 0 {
 			if len(data) > maxRecordSize {
-				// Too long to hold: drop it up to the next line.
-				jr.readLine()
-				jr.line += nl + 1
-				return jsonRec{line: jr.line, lines: nl + 1, st: frameTooLong}
+				// Too long to hold: drop it up to the end of its line.
+				nl := bytes.IndexByte(data[maxRecordSize:], '\n')
+				for nl < 0 && cb.fill() {
+					data = cb.buf[cb.start:cb.end]
+					nl = bytes.IndexByte(data[min(maxRecordSize, len(data)):], '\n')
+				}
+				if nl < 0 {
+					consume(data)
+				} else {
+					consume(data[:min(maxRecordSize, len(data))+nl+1])
+				}
+				jr.line += lines
+				return jsonRec{line: first, lines: lines, st: frameTooLong}
 			}
 			if cb.fill() {
 				continue
 			}
 			// Cut at the end of the file.
 			rec := data
-			cb.start += len(rec)
-			first := jr.line + nl + 1
-			n := nl + int64(bytes.Count(rec, []byte{'\n'})) + 1
-			jr.line += n
-			return jsonRec{b: rec, line: first, lines: n, st: frameLast}
+			consume(rec)
+			jr.line += lines
+			return jsonRec{b: rec, line: first, lines: lines, st: frameLast}
 		}
 		rec := data[:end]
-		cb.start += end
-		first := jr.line + nl + 1
-		inner := int64(bytes.Count(rec, []byte{'\n'}))
-		jr.line += nl + inner
-		return jsonRec{b: rec, line: first, lines: nl + inner, st: frameRecord}
+		consume(rec)
+		jr.line += lines
+		return jsonRec{b: rec, line: first, lines: lines, st: frameRecord}
 	}
 }
 
@@ -668,50 +711,49 @@ func (jr *jsonReader) readArray() {
 	}
 	data := cb.buf[cb.start:cb.end]
 	cb.start = cb.end
-	i := bytes.IndexByte(data, '[') + 1
 	var recs []jsonRec
-	cut := false
-	line := int64(1) + int64(bytes.Count(data[:i], []byte{'\n'}))
-	var nl int64 = int64(bytes.Count(data[:i], []byte{'\n'}))
+	atStart := true
+	var line int64 // lines started so far
+	var pending int64
+	take := func(b []byte) {
+		n, at := lineStarts(b, atStart)
+		pending += n
+		line += n
+		atStart = at
+	}
+	i := bytes.IndexByte(data, '[') + 1
+	take(data[:i])
 	for {
-		for i < len(data) && (isJSONSpace(data[i]) || data[i] == ',') {
-			if data[i] == '\n' {
-				nl++
-				line++
-			}
-			i++
+		j := i
+		for j < len(data) && (isJSONSpace(data[j]) || data[j] == ',') {
+			j++
 		}
+		take(data[i:j])
+		i = j
 		if i >= len(data) || data[i] == ']' {
 			break
 		}
+		first := line + 1
+		if !atStart {
+			first = line
+		}
 		end := jsonValueEnd(data[i:])
+		st := frameRecord
 		if end < 0 {
 			// Cut at the end of the file: the element takes the rest.
-			n := int64(bytes.Count(data[i:], []byte{'\n'}))
-			if data[len(data)-1] != '\n' {
-				n++
-			}
-			recs = append(recs, jsonRec{b: data[i:], line: line, lines: nl + n, st: frameLast})
-			nl, i = 0, len(data)
-			cut = true
-			break
+			end, st = len(data)-i, frameLast
 		}
-		rec := data[i : i+end]
-		inner := int64(bytes.Count(rec, []byte{'\n'}))
-		recs = append(recs, jsonRec{b: rec, line: line, lines: nl + inner, st: frameRecord})
-		line += inner
-		nl = 0
+		take(data[i : i+end])
+		recs = append(recs, jsonRec{b: data[i : i+end], line: first, lines: pending, st: st})
+		pending = 0
 		i += end
 	}
 	// What follows the last element: "]" and the end of its line.
-	rest := int64(bytes.Count(data[min(i, len(data)):], []byte{'\n'}))
-	if len(data) > 0 && data[len(data)-1] != '\n' && !cut {
-		rest++
+	take(data[min(i, len(data)):])
+	if pending > 0 {
+		jr.c.skip(SkipBlank, pending)
 	}
-	if n := nl + rest; n > 0 {
-		jr.c.skip(SkipBlank, n)
-	}
-	jr.line = line + rest
+	jr.line = line
 	if len(recs) > 1 && jr.timeOf(recs[0].b) > jr.timeOf(recs[len(recs)-1].b) {
 		slices.Reverse(recs)
 	}
