@@ -516,3 +516,80 @@ func TestFingerprints(t *testing.T) {
 		}
 	}
 }
+
+// TestLongFirstLine: a first line longer than the head the reader looks
+// at (1.1 MB, a big statement) is read, not "the log is empty".
+func TestLongFirstLine(t *testing.T) {
+	const p = "2026-11-22 08:11:02.123 UTC [7] app@shop/web "
+	big := "SELECT '" + strings.Repeat("x", 1100<<10) + "'"
+	for _, tc := range []struct {
+		name string
+		log  string
+	}{
+		{"stderr", p + "LOG:  duration: 1.000 ms  statement: " + big + "\n" + p + "LOG:  duration: 1.000 ms  statement: SELECT 2\n"},
+		{"jsonlog", `{"timestamp":"2026-11-22 08:11:02.123 UTC","pid":7,"error_severity":"LOG","message":"duration: 1.000 ms  statement: ` + big + `"}` + "\n" +
+			`{"timestamp":"2026-11-22 08:11:02.123 UTC","pid":7,"error_severity":"LOG","message":"duration: 1.000 ms  statement: SELECT 2"}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReader(strings.NewReader(tc.log), "big", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var queries []int
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				queries = append(queries, len(ev.Query))
+			}
+			if len(queries) != 2 || queries[0] != len(big) {
+				t.Errorf("queries of %v bytes, want %d and 8", queries, len(big))
+			}
+		})
+	}
+}
+
+// TestUnparseable: the skip reasons that mean lines the reader failed to
+// read are told from those it had no use for, and the first line of each
+// is kept as a sample.
+func TestUnparseable(t *testing.T) {
+	for reason, want := range map[string]bool{
+		SkipNoPrefix: true, SkipOrphanLine: true, SkipMalformed: true, SkipUnsupportedLine: true,
+		SkipTruncated: false, SkipCheckpoint: false, SkipAutovacuum: false, SkipConnection: false, SkipLockWait: false,
+		SkipTempFile: false, SkipBindParse: false, SkipDurationAlone: false, SkipPortalFetch: false, SkipOtherMessage: false,
+		SkipNotice: false, SkipBlank: false, SkipOtherProgram: false,
+	} {
+		if Unparseable(reason) != want {
+			t.Errorf("Unparseable(%q) = %v", reason, !want)
+		}
+	}
+	const p = "2026-11-22 08:11:02.123 UTC [7] app@shop/web "
+	log := p + "LOG:  statement: SELECT 1\n" +
+		"garbage one\n" +
+		p + "LOG:  checkpoint starting: time\n" +
+		"garbage two\n" +
+		p + "LOG:  duration: 0.100 ms\n"
+	r, err := NewReader(strings.NewReader(log), "t", Options{Prefix: "%m [%p] %q%u@%d/%a "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	c := r.Counters()
+	if c.Unparseable() != 2 || c.Skipped[SkipNoPrefix] != 2 || c.Skipped[SkipCheckpoint] != 1 {
+		t.Errorf("counters %+v", c)
+	}
+	if s := c.Samples[SkipNoPrefix]; s.Line != 2 || s.Text != "garbage one" {
+		t.Errorf("sample %+v, want line 2 \"garbage one\"", s)
+	}
+	if _, ok := c.Samples[SkipCheckpoint]; ok {
+		t.Errorf("a sample of a harmless reason: %+v", c.Samples)
+	}
+}
