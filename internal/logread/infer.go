@@ -520,6 +520,9 @@ func inferPrefix(lines [][]byte) (inference, error) {
 	var bestErr error
 	bestN, bestVotes := -1, 0
 	for _, split := range []bool{false, true} {
+		if split && !anyHyphen(samples) {
+			break // "-" splits no word: the same tokens again
+		}
 		for i := range samples {
 			samples[i].toks = tokenize(samples[i].pre, split)
 		}
@@ -539,6 +542,9 @@ func inferPrefix(lines [][]byte) (inference, error) {
 			if n > bestN || n == bestN && v > bestVotes {
 				best, bestN, bestVotes, bestErr = inf, n, v, err
 			}
+			if err == nil && n == len(samples) && !anyHyphen(samples) {
+				break // every line read: no other shape can do better
+			}
 		}
 	}
 	if bestErr != nil {
@@ -551,6 +557,19 @@ func inferPrefix(lines [][]byte) (inference, error) {
 		return inference{}, fmt.Errorf("%w: the inferred %q matches %d of the first %d lines, e.g. not %q", ErrUnknownPrefix, best.prefix, bestN, len(samples), truncate(firstUnmatched(best.prefix, lines), 120))
 	}
 	return best, nil
+}
+
+// anyHyphen reports whether a word of the samples holds a "-", which
+// tokenizing with splitHyphen would cut.
+func anyHyphen(samples []sample) bool {
+	for _, s := range samples {
+		for _, t := range s.toks {
+			if t.kind == tkWord && strings.IndexByte(t.text, '-') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // countMatches counts the lines the prefix matches, followed by a severity.

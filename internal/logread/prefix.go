@@ -39,6 +39,9 @@ type prefixFields struct {
 	database    []byte
 	application []byte
 	sqlstate    []byte
+	// qCut is set when the line stopped at %q: a background process,
+	// whose short tail the tail cache keeps out of its fast table.
+	qCut bool
 }
 
 // compilePrefix parses a log_line_prefix as PostgreSQL's log_line_prefix
@@ -177,6 +180,7 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 			}
 			*f = save
 			if atSeverity(b) {
+				f.qCut = true
 				return b, true
 			}
 			return nil, false

@@ -64,6 +64,9 @@ type lineFields struct {
 	// sess is the interpreter's state of the session these fields name,
 	// remembered to save it a lookup (see entry.hint).
 	sess *sessionState
+	// short is set for a background process's line, stopped at %q: its
+	// tail stays out of the fast table (see fields).
+	short bool
 }
 
 // fastTail is an entry of the direct-mapped table in front of tails.
@@ -186,7 +189,9 @@ func (s *stderrReader) slowTail(line []byte) (lf *lineFields, us int64, rest []b
 	if lf = s.tails[string(tail)]; lf == nil {
 		return nil, 0, nil
 	}
-	s.remember(string(tail), lf)
+	if !lf.short {
+		s.remember(string(tail), lf)
+	}
 	return lf, us, after[k:]
 }
 
@@ -353,6 +358,7 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 		database:    s.intern.get(f.database),
 		application: s.intern.get(f.application),
 		sqlstate:    s.intern.get(f.sqlstate),
+		short:       f.qCut,
 	}
 	if s.tails != nil && len(f.time) > 0 {
 		if len(s.tails) >= maxTails {
@@ -361,7 +367,11 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 		}
 		tail := string(line[len(f.time) : len(line)-len(rest)])
 		s.tails[tail] = lf
-		s.remember(tail, lf)
+		if !f.qCut {
+			// A background process's tail is short: hashed on fewer
+			// bytes, it would take the sessions' lines off the fast path.
+			s.remember(tail, lf)
+		}
 	}
 	return lf
 }
