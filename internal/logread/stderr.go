@@ -378,65 +378,48 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 
 // next implements formatReader. The entry returned is the reader's own: it
 // stays valid until the next call.
+//
+// Each line is, in turn: taken from the chunk (the common case inline,
+// the rest in otherLine); a tab continuation of the entry being built; or
+// a prefix and a severity, read through the tail cache (cachedTail) or
+// else the long way (matchLine). A secondary line (DETAIL, STATEMENT, ...)
+// joins the entry being built (addSecondary); a primary one ends it and
+// starts the next.
 func (s *stderrReader) next() (*entry, error) {
-	f := &s.pf
 	lr := s.lines
 	for {
 		var line []byte
-		if s.src != nil {
-			ol, ok := s.src.next()
-			if !ok {
-				if lr.err != nil {
-					return nil, lr.err
+		if i := -1; s.src == nil {
+			if i = bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
+				// lineReader.next, inline.
+				line = lr.buf[lr.pos : lr.pos+i]
+				lr.pos += i + 1
+				if n := len(line); n > 0 && line[n-1] == '\r' {
+					line = line[:n-1]
 				}
-				if s.have {
-					return s.finish(), nil
-				}
-				return nil, io.EOF
+				s.lineNo++
 			}
-			line, s.lineNo, s.span = ol.b, ol.first, ol.span
-		} else if i := bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
-			// lineReader.next, inline.
-			line = lr.buf[lr.pos : lr.pos+i]
-			lr.pos += i + 1
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
+		}
+		if line == nil {
+			var more bool
+			if line, more = s.otherLine(); !more {
+				return s.end()
 			}
-			s.lineNo++
-		} else {
-			l, complete, ok := lr.next()
-			if !ok {
-				if lr.err != nil {
-					return nil, lr.err
-				}
-				if s.have {
-					return s.finish(), nil
-				}
-				return nil, io.EOF
-			}
-			s.lineNo++
-			if !complete {
-				// A line cut at EOF (the server was still writing) or one
-				// too long to hold: its content cannot be trusted.
-				s.c.skip(SkipTruncated, 1)
+			if line == nil {
 				continue
 			}
-			line = l
 		}
 		if len(line) > 0 && line[0] == '\t' {
 			// "\tFROM pgbench_accounts": continues the current field.
-			if !s.have {
-				s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
-				continue
-			}
-			s.extend(line[1:])
+			s.continueField(line)
 			continue
 		}
 		var lf *lineFields
 		var us int64
-		var rest, msg []byte
+		var msg []byte
 		sev := sevNone
 		if s.tails != nil {
+			var rest []byte
 			if lf, us, rest = s.cachedTail(line); lf != nil {
 				if len(rest) >= 8 && load64(rest, 0)&0xffffffffffff == wordLog {
 					// "LOG:  ", splitSeverityFast's first case, inline.
@@ -447,49 +430,20 @@ func (s *stderrReader) next() (*entry, error) {
 			}
 		}
 		if sev == sevNone {
-			// Not in the cache, or a cached tail followed by no severity:
-			// match the prefix the long way.
-			lf = nil
-			var ok bool
-			if rest, ok = s.prefix.match(line, f); !ok {
-				s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+			// Not in the cache, or a cached tail followed by no severity.
+			if lf, us, sev, msg = s.matchLine(line); sev == sevNone {
 				continue
 			}
-			us = 0
-			if len(f.time) > 0 {
-				us, _ = s.times.parse(f.time)
-			}
-			if sev, msg = splitSeverityFast(rest); sev == sevNone {
-				if w := foreignSeverity(rest); w != "" && s.foreign == "" {
-					s.foreign, s.foreignLine = w, s.lineNo
-				}
-				s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
-				continue
-			}
-			lf = s.fields(line, rest, f)
 		}
 		if sev >= sevDetail {
-			// "DETAIL:  parameters: $1 = '1'" belongs to the message before
-			// it from the same process.
-			if !s.have || (!s.noPID && lf.pid != s.curPID) {
-				s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
+			if sev == sevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
+				// addSecondary's common case, inline: the parameters of
+				// an execute.
+				s.cur.lines += s.span
+				s.setField(&s.cur.detail, msg)
 				continue
 			}
-			if s.builder != nil {
-				s.closeField()
-			}
-			s.cur.lines += s.span
-			switch sev {
-			case sevDetail:
-				s.setField(&s.cur.detail, msg)
-			case sevContext:
-				s.setField(&s.cur.context, msg)
-			case sevStatement:
-				s.setField(&s.cur.statement, msg)
-			default:
-				// HINT, QUERY, LOCATION: kept only for line accounting.
-				s.field = nil
-			}
+			s.addSecondary(sev, msg, lf, line)
 			continue
 		}
 		if s.have {
@@ -498,6 +452,109 @@ func (s *stderrReader) next() (*entry, error) {
 			return e, nil
 		}
 		s.start(us, sev, msg, lf)
+	}
+}
+
+// otherLine returns the next line when it is not whole in the chunk: the
+// next line of an envelope, or one across chunks. more is false at the
+// end of the log; line is nil (and more true) for a line that was counted
+// and set aside (cut at EOF, or too long to hold).
+func (s *stderrReader) otherLine() (line []byte, more bool) {
+	if s.src != nil {
+		ol, ok := s.src.next()
+		if !ok {
+			return nil, false
+		}
+		s.lineNo, s.span = ol.first, ol.span
+		if ol.b == nil {
+			return []byte{}, true
+		}
+		return ol.b, true
+	}
+	l, complete, ok := s.lines.next()
+	if !ok {
+		return nil, false
+	}
+	s.lineNo++
+	if !complete {
+		// A line cut at EOF (the server was still writing) or one too
+		// long to hold: its content cannot be trusted.
+		s.c.skip(SkipTruncated, 1)
+		return nil, true
+	}
+	if l == nil {
+		l = []byte{}
+	}
+	return l, true
+}
+
+// end ends the log: the entry being built, then io.EOF (or the read
+// error).
+func (s *stderrReader) end() (*entry, error) {
+	if err := s.lines.err; err != nil {
+		return nil, err
+	}
+	if s.have {
+		return s.finish(), nil
+	}
+	return nil, io.EOF
+}
+
+// continueField adds a tab continuation line to the entry being built.
+func (s *stderrReader) continueField(line []byte) {
+	if !s.have {
+		s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
+		return
+	}
+	s.extend(line[1:])
+}
+
+// matchLine reads a line's prefix and severity the long way, with the
+// prefix matcher; sevNone when the line has neither (it is counted as
+// skipped).
+func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, severity, []byte) {
+	f := &s.pf
+	rest, ok := s.prefix.match(line, f)
+	if !ok {
+		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+		return nil, 0, sevNone, nil
+	}
+	var us int64
+	if len(f.time) > 0 {
+		us, _ = s.times.parse(f.time)
+	}
+	sev, msg := splitSeverityFast(rest)
+	if sev == sevNone {
+		if w := foreignSeverity(rest); w != "" && s.foreign == "" {
+			s.foreign, s.foreignLine = w, s.lineNo
+		}
+		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+		return nil, 0, sevNone, nil
+	}
+	return s.fields(line, rest, f), us, sev, msg
+}
+
+// addSecondary joins a DETAIL, CONTEXT, STATEMENT (or HINT, QUERY,
+// LOCATION, kept for line accounting only) line to the entry before it
+// from the same process.
+func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, line []byte) {
+	if !s.have || (!s.noPID && lf.pid != s.curPID) {
+		s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
+		return
+	}
+	if s.builder != nil {
+		s.closeField()
+	}
+	s.cur.lines += s.span
+	switch sev {
+	case sevDetail:
+		s.setField(&s.cur.detail, msg)
+	case sevContext:
+		s.setField(&s.cur.context, msg)
+	case sevStatement:
+		s.setField(&s.cur.statement, msg)
+	default:
+		s.field = nil
 	}
 }
 
