@@ -19,18 +19,22 @@ go build -o "$out/pgrehearse" ./cmd/pgrehearse
 cores=$(nproc)
 cpu=${BENCH_CPU:-1} # the core the one-core runs are pinned to
 
-# run CORES LABEL CMD...: wall time and peak RSS, pinned to one core or not;
-# sets $secs.
+# run CORES LABEL CMD...: wall time, CPU time (user + system: on a shared
+# machine the wall time includes waiting for a core) and peak RSS, pinned
+# to one core or not; sets $secs. The ratio is to wc -l's wall time of the
+# same run ($wc; the baseline row sets it).
 run() {
   local cores=$1 label=$2; shift 2
-  local t0 t1 rss pin=()
+  local t0 t1 out pin=()
   [ "$cores" = 1 ] && pin=(taskset -c "$cpu")
   t0=$(date +%s.%N)
-  rss=$( { /usr/bin/time -f '%M' "${pin[@]}" "$@" > /dev/null; } 2>&1 | tail -n 1 )
+  out=$( { /usr/bin/time -f '%M %U %S' "${pin[@]}" "$@" > /dev/null; } 2>&1 | tail -n 1 )
   t1=$(date +%s.%N)
   secs=$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { print t1 - t0 }')
-  awk -v l="$label" -v b="$bytes" -v s="$secs" -v rss="$rss" -v wc="$wc" \
-    'BEGIN { printf "  %-32s %7.2f s %6.0f MB/s  %5.2fx wc -l  peak RSS %5.0f MB\n", l, s, b / s / 1e6, wc / s, rss / 1024 }'
+  [ -z "${wc:-}" ] && wc=$secs
+  echo "$out" | awk -v l="$label" -v b="$bytes" -v s="$secs" -v wc="$wc" \
+    '{ cpu = $2 + $3; if (cpu < 0.01) cpu = 0.01
+       printf "  %-32s %6.2f s %5.0f MB/s  %4.2fx wc -l | cpu %6.2f s %5.0f MB/s | peak RSS %4.0f MB\n", l, s, b / s / 1e6, wc / s, cpu, b / cpu / 1e6, $1 / 1024 }'
 }
 
 for kind in bench realistic; do
@@ -44,9 +48,8 @@ for kind in bench realistic; do
   echo "$kind log: $log ($((bytes / 1000000)) MB)"
   for r in $(seq "$runs"); do
     echo " run $r"
-    wc=1
+    wc=
     run 1 "wc -l (baseline, 1 core)" wc -l "$log"
-    wc=$secs
     run 1 "events --count (reader, 1 core)" "$out/pgrehearse" events --count "$log"
     run 1 "analyze -j 1 (1 core)" "$out/pgrehearse" analyze -j 1 --findings=false "$log"
     run "$cores" "analyze -j $cores ($cores cores)" "$out/pgrehearse" analyze -j "$cores" --findings=false "$log"
