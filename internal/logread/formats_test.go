@@ -16,7 +16,23 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
-// readEvents reads every event of path with opts, checking that every
+// allEvents reads r to its end and returns its events.
+func allEvents(t testing.TB, r *Reader) []*event.Event {
+	t.Helper()
+	var evs []*event.Event
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name(), err)
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// readAllEvents reads every event of path with opts, checking that every
 // line is accounted for.
 func readAllEvents(t *testing.T, path string, opts Options) ([]*event.Event, *Reader) {
 	t.Helper()
@@ -25,17 +41,7 @@ func readAllEvents(t *testing.T, path string, opts Options) ([]*event.Event, *Re
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		evs = append(evs, ev)
-	}
+	evs := allEvents(t, r)
 	c := r.Counters()
 	if want := decompressedLines(t, path); c.Total != want {
 		t.Errorf("%s: lines.total = %d, the file has %d lines", path, c.Total, want)
@@ -536,14 +542,7 @@ func TestLongFirstLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			var queries []int
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, ev := range allEvents(t, r) {
 				queries = append(queries, len(ev.Query))
 			}
 			if len(queries) != 2 || queries[0] != len(big) {

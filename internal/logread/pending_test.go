@@ -2,7 +2,6 @@ package logread
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,14 +62,7 @@ func TestErrorAfterLoggedExecute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range allEvents(t, r) {
 		kinds = append(kinds, fmt.Sprintf("%s failed=%v params=%d", ev.Kind, ev.Failed, len(ev.Params)))
 	}
 	want := []string{"execute failed=false params=1", "error failed=false params=0",

@@ -2,7 +2,6 @@ package logread
 
 import (
 	"context"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -68,30 +67,8 @@ func serverScript(ctx context.Context, t *testing.T, c *pgcluster.Cluster) {
 // readAll reads every event of path and checks the line accounting.
 func readAll(t *testing.T, path string, opts Options) ([]*event.Event, *Counters) {
 	t.Helper()
-	r, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	c := r.Counters()
-	if want := countLines(t, path); c.Total != want {
-		t.Errorf("%s: lines.total = %d, file has %d lines", path, c.Total, want)
-	}
-	if c.Total != c.Parsed+c.SkippedTotal() {
-		t.Errorf("%s: total %d != parsed %d + skipped %d", path, c.Total, c.Parsed, c.SkippedTotal())
-	}
-	return evs, c
+	evs, r := readAllEvents(t, path, opts)
+	return evs, r.Counters()
 }
 
 func countLines(t *testing.T, path string) int64 {

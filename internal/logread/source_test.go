@@ -185,22 +185,8 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 
 func readEvents(t *testing.T, path string) []*event.Event {
 	t.Helper()
-	r, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
+	evs, _ := readAllEvents(t, path, Options{})
+	return evs
 }
 
 // countEvents reads r to its end and returns how many events it gave.
