@@ -27,12 +27,12 @@ import (
 func init() { commands = append(commands, newReplayCmd) }
 
 type replayFlags struct {
-	findings         bool
-	findingsDSN      string
-	target           string
-	speed            float64
-	jsonPath         string
-	format, prefix   string
+	findings    bool
+	findingsDSN string
+	target      string
+	speed       float64
+	jsonPath    string
+	logFlags
 	start, end       string
 	databases        []string
 	users            []string
@@ -121,8 +121,7 @@ code is 1.
 	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
-	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	addLogFlags(fl, &f.logFlags)
 	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
 	fl.StringVar(&f.end, "end", "", "replay events before this log time")
 	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
@@ -158,7 +157,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 
 	// Events must come in log order: one reader per file, never parts.
-	readers, err := openLogs(stdio, paths, f.format, f.prefix, 1)
+	readers, err := openLogs(stdio, paths, f.logFlags, 1)
 	if err != nil {
 		return err
 	}
@@ -239,9 +238,14 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 	lines := lineCounts(readers...)
 	res.Lines = &lines
-	nothing := checkMeasured(lines, res.Statements.Total, f.maxSkipped/100)
+	nothing := checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
 	if nothing != nil && !res.Partial {
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+	}
+	broken := checkInputWhole(readers)
+	if broken != nil {
+		res.Partial = true
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
 	}
 	var tlErr error
 	if tlogs != nil && runErr == nil {
@@ -279,6 +283,9 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 	if tlErr != nil {
 		return tlErr
+	}
+	if broken != nil {
+		return broken
 	}
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")

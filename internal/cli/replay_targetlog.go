@@ -68,6 +68,9 @@ func (tl *targetLogs) serverSide(ctx context.Context, r *replay.Replayer, target
 		}
 		rd, err := logread.NewReader(f, p, logread.Options{Prefix: tl.prefix})
 		if err != nil {
+			if errors.Is(err, logread.ErrEmptyLog) {
+				continue // nothing logged there since the replay began
+			}
 			if errors.Is(err, logread.ErrUnknownPrefix) {
 				return fmt.Errorf("--target-log %s: %w; or give it with --target-log-prefix", p, err)
 			}
