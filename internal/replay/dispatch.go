@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // dispatcher reads events and routes them to session queues. It runs on
@@ -164,7 +165,7 @@ func (d *dispatcher) readAll(src Source) error {
 				d.startClock()
 			}
 			var deps []dep
-			if r.opts.Speed == 0 {
+			if r.opts.Speed == 0 && r.sync == nil {
 				// Computed before the copies join running: copies
 				// of one session do not wait for each other.
 				deps = d.barrier()
@@ -176,6 +177,9 @@ func (d *dispatcher) readAll(src Source) error {
 			g = make([]*session, r.opts.Multiply)
 			for i := range g {
 				s := r.newSession(ev, d.clk)
+				if r.sync != nil {
+					r.attachSync(s, ev)
+				}
 				if !d.clk.started() {
 					d.warming = append(d.warming, s)
 				}
@@ -210,12 +214,19 @@ func (d *dispatcher) readAll(src Source) error {
 			r.c.maxBuffered.Store(used)
 		}
 		due := d.clk.offset(ev.Time)
+		var step syncdep.Step
+		if r.sync != nil && ev.IsExecution() {
+			step = r.syncStep(g[0], ev)
+		}
 		for _, s := range g {
 			s.dispatched++
-			s.q.push(item{ev: ev, due: due, size: size})
+			s.q.push(item{ev: ev, due: due, size: size, sync: step})
 		}
 		r.opts.Observer.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {
+			if r.sync != nil {
+				g[0].sx.End()
+			}
 			delete(d.active, ev.Session)
 			for _, s := range g {
 				s.q.close()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // item is one queued event with its schedule.
@@ -13,6 +14,7 @@ type item struct {
 	ev   *event.Event
 	due  time.Duration // offset from the clock's start
 	size int64         // what it holds of the budget
+	sync syncdep.Step  // what it waits for and commits, when synchronized
 }
 
 // eventSize estimates the memory an event holds: its strings and a fixed

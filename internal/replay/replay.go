@@ -34,6 +34,9 @@ type Replayer struct {
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
 
+	sync    *syncRun // nil when sessions are not synchronized
+	syncOff string   // why not, when asked
+
 	nsessions int // sessions created, by the dispatcher
 	wg        sync.WaitGroup
 }
@@ -59,6 +62,7 @@ func New(opts Options) (*Replayer, error) {
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
+	r.sync, r.syncOff = newSyncRun(opts)
 	return r, nil
 }
 
@@ -97,6 +101,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*Result, error
 	res.TargetLocal = !r.opts.DryRun && targetLocal(r.opts.Target)
 	r.c.fill(res)
 	res.Sessions.ConnectFailures = r.fails.list()
+	res.Sync = r.syncResult()
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
 		return nil, err
 	}

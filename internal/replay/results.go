@@ -74,6 +74,8 @@ type Result struct {
 	Outcomes Outcomes      `json:"outcomes"`
 	Filtered Filtered      `json:"filtered"`
 	Reader   ReaderCounts  `json:"reader"`
+	// Sync is what synchronizing the sessions cost (see SyncStats).
+	Sync *SyncStats `json:"sync,omitempty"`
 
 	Files     []string `json:"files"`
 	FirstTime string   `json:"first_time,omitempty"`

@@ -12,11 +12,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // session replays one original session: one goroutine, one connection, one
 // timer. Its events run in log order; nothing it does waits for another
-// session, except the start barrier at speed 0 (see the package comment).
+// session, except the commits it depends on when synchronized and the
+// start barrier at speed 0 otherwise (see the package comment).
 type session struct {
 	r     *Replayer
 	clk   *clock
@@ -47,6 +49,17 @@ type session struct {
 	wmu        sync.Mutex
 	waiters    []waiter
 	hasWaiters atomic.Bool
+
+	// Synchronization (sync.go): sx is the dispatcher's; startWait is
+	// what the session waits for before it starts, at speed 0; pid is
+	// the backend of its connection and waitingOn the session whose
+	// commit it waits for, read by other sessions' deadlock checks;
+	// syncPush is the session goroutine's.
+	sx        *syncdep.Session
+	startWait syncdep.Wait
+	pid       atomic.Uint32
+	waitingOn atomic.Pointer[session]
+	syncPush  time.Duration
 
 	// Owned by the session goroutine.
 	conn        *pgconn.PgConn
@@ -126,6 +139,9 @@ func (s *session) run() {
 	s.deps = nil
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	if !s.startWait.None() {
+		s.syncWait(s.startWait, timer, true)
+	}
 	for first := true; ; first = false {
 		it, ok := s.q.pop(r.stopCh)
 		if !ok {
@@ -151,6 +167,9 @@ func (s *session) run() {
 }
 
 func (s *session) done(it item) {
+	if it.sync.Commit != nil {
+		it.sync.Commit.Done()
+	}
 	s.r.budget.release(it.size)
 	s.r.c.completions.Add(1)
 	c := s.completed.Add(1)
@@ -271,6 +290,7 @@ func (s *session) connect() bool {
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
 			s.unwatch = s.watchHard(s.conn)
+			s.syncConnected()
 		}
 	}
 	if err != nil {
@@ -310,6 +330,7 @@ func (s *session) closeConn() {
 
 // dropConn forgets a connection that is closed.
 func (s *session) dropConn() {
+	s.syncDisconnected()
 	if s.unwatch != nil {
 		s.unwatch()
 		s.unwatch = nil

@@ -1,0 +1,418 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+)
+
+// Synchronized replay: a statement waits, before it is issued, until the
+// commits of other sessions that it depended on in the log (package
+// syncdep decides which) have run on the target. The dispatcher asks the
+// Tracker for each event's Step as it reads the event; the session waits
+// for the Step's Wait after its due time and marks the Step's commit done
+// once the event has run. A wait never hangs: it gives up after
+// SyncTimeout, or at once when it is what keeps the awaited session
+// blocked on a row lock that the waiting session's own open transaction
+// holds (a deadlock the server cannot see, half of it being in the
+// replayer).
+
+// DefaultSyncTimeout is how long a statement waits for the commits it
+// depends on before it runs anyway.
+const DefaultSyncTimeout = 10 * time.Second
+
+// Give-up reasons of a sync wait, in Sample.SyncGiveUp and the metrics.
+const (
+	SyncTimeout  = "timeout"
+	SyncDeadlock = "deadlock"
+)
+
+// The deadlock check: first after a wait has lasted deadlockCheckAfter,
+// then every deadlockCheckEvery.
+const (
+	deadlockCheckAfter = 100 * time.Millisecond
+	deadlockCheckEvery = 250 * time.Millisecond
+)
+
+// SyncStats is what synchronization did (Result.Sync). Waits are counted
+// per execution event, as Outcomes are.
+type SyncStats struct {
+	// Mode is "object", "commit" or "off".
+	Mode           string  `json:"mode"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Waited counts statements that waited for another session's
+	// commit; the figures are of their waits, in milliseconds.
+	Waited  int64   `json:"waited"`
+	TotalMS float64 `json:"total_ms"`
+	P50MS   float64 `json:"p50_ms"`
+	P99MS   float64 `json:"p99_ms"`
+	MaxMS   float64 `json:"max_ms"`
+	// Timeouts counts waits given up after TimeoutSeconds; Deadlocks
+	// those given up because the awaited session was blocked by the
+	// waiting session's own locks. Both statements ran anyway.
+	Timeouts  int64 `json:"timeouts"`
+	Deadlocks int64 `json:"deadlocks_unblocked"`
+	// SessionStartsWaited counts sessions whose connection, at speed 0,
+	// waited for earlier statements of unknown effect (DDL that may have
+	// created their role or database).
+	SessionStartsWaited int64 `json:"session_starts_waited,omitempty"`
+	// Notes say where synchronization did less than asked: off for a
+	// reason, a database waited on in commit mode because its catalog
+	// could not be read, the deadlock check unavailable.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// syncRun is a synchronized replay's state.
+type syncRun struct {
+	timeout time.Duration
+	tr      *syncdep.Tracker // the dispatcher's
+	board   *syncdep.Board
+	pids    sync.Map // backend pid -> *session, for the deadlock check
+	mon     lockMonitor
+
+	notesMu sync.Mutex
+	notes   []string
+
+	mu    sync.Mutex
+	waits *hdrhistogram.Histogram // µs
+
+	waited, timeouts, deadlocks, starts atomic.Int64
+	totalUS                             atomic.Int64
+}
+
+// newSyncRun returns the state of a synchronized replay, or nil and why
+// there is none.
+func newSyncRun(o Options) (*syncRun, string) {
+	switch {
+	case o.Sync == syncdep.Off:
+		return nil, ""
+	case o.DryRun:
+		return nil, "a dry run sends nothing to wait for"
+	case o.Multiply > 1:
+		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
+	}
+	tr := syncdep.NewTracker(o.Sync)
+	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: hdrhistogram.New(1, maxLagUS, 3)}, ""
+}
+
+func (sr *syncRun) note(format string, args ...any) {
+	sr.notesMu.Lock()
+	sr.notes = append(sr.notes, fmt.Sprintf(format, args...))
+	sr.notesMu.Unlock()
+}
+
+// attach makes the tracker follow a new session, reading its database's
+// catalog on the target first if it is the first session there. At speed
+// 0 it also sets what the session waits for before it connects. It runs
+// on the dispatcher.
+func (r *Replayer) attachSync(s *session, ev *event.Event) {
+	sr := r.sync
+	if !sr.tr.HasDatabase(s.db) {
+		cat, err := r.loadCatalog(s.user, s.db)
+		if err != nil {
+			sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
+		}
+		sr.tr.SetCatalog(s.db, cat)
+	}
+	s.sx = sr.tr.Session(s.db, s)
+	if r.opts.Speed == 0 {
+		s.startWait = s.sx.Start(ev.Time)
+	}
+}
+
+// step returns the synchronization of one execution event.
+func (r *Replayer) syncStep(s *session, ev *event.Event) syncdep.Step {
+	end := ev.Time
+	if ev.Duration >= 0 {
+		end += ev.Duration
+	}
+	return s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: r.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed})
+}
+
+// loadCatalog reads a database's catalog on the target, as user.
+func (r *Replayer) loadCatalog(user, db string) (*syncdep.Catalog, error) {
+	ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+syncdep.CatalogTimeout)
+	defer cancel()
+	conn, err := r.quietConn(ctx, user, db)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	return syncdep.LoadCatalog(ctx, conn)
+}
+
+// quietConn opens a connection of the replayer's own (not a replayed
+// session's) that pg_stat_statements does not count, where the user may
+// say so (superusers): the target's statistics are the workload's.
+func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgConn, error) {
+	cfg, err := r.config(user, db)
+	if err != nil {
+		return nil, err
+	}
+	quiet := cfg.Copy()
+	quiet.RuntimeParams["pg_stat_statements.track"] = "none"
+	conn, err := r.dial(ctx, quiet)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		conn, err = r.dial(ctx, cfg)
+	}
+	return conn, err
+}
+
+// synced is what a statement's sync wait did: how long it waited, and
+// why it gave up ("" when its dependencies committed).
+type synced struct {
+	wait   time.Duration
+	giveUp string
+}
+
+// syncWait waits until the commits w depends on have run on the target,
+// the deadline passes or a deadlock is found. It returns false when told
+// to stop meanwhile. t is the session's timer.
+func (s *session) syncWait(w syncdep.Wait, t *time.Timer, start bool) (synced, bool) {
+	sr := s.r.sync
+	tx := sr.board.Blocker(w)
+	if tx == nil {
+		return synced{}, true
+	}
+	began := time.Now()
+	deadline := began.Add(sr.timeout)
+	check := began.Add(deadlockCheckAfter)
+	defer s.waitingOn.Store(nil)
+	reason := ""
+wait:
+	for tx != nil {
+		owner, _ := tx.Owner().(*session)
+		s.waitingOn.Store(owner)
+		next := check
+		if deadline.Before(next) {
+			next = deadline
+		}
+		t.Reset(time.Until(next))
+		select {
+		case <-tx.Wait():
+			t.Stop()
+			tx = sr.board.Blocker(w)
+		case <-s.r.stopCh:
+			t.Stop()
+			return synced{wait: time.Since(began)}, false
+		case now := <-t.C:
+			if !now.Before(deadline) {
+				reason = SyncTimeout
+				break wait
+			}
+			check = now.Add(deadlockCheckEvery)
+			// Only a session in a transaction holds row locks that
+			// the awaited one could be blocked on.
+			if owner != nil && s.conn != nil && s.conn.TxStatus() != 'I' && sr.cycle(s, owner) {
+				reason = SyncDeadlock
+				break wait
+			}
+		}
+	}
+	waited := time.Since(began)
+	sr.record(waited, reason, start)
+	return synced{waited, reason}, true
+}
+
+func (sr *syncRun) record(d time.Duration, reason string, start bool) {
+	switch reason {
+	case SyncTimeout:
+		sr.timeouts.Add(1)
+	case SyncDeadlock:
+		sr.deadlocks.Add(1)
+	}
+	if start {
+		sr.starts.Add(1)
+		return
+	}
+	sr.waited.Add(1)
+	sr.totalUS.Add(d.Microseconds())
+	sr.mu.Lock()
+	sr.waits.RecordValue(min(max(d.Microseconds(), 1), maxLagUS))
+	sr.mu.Unlock()
+}
+
+// syncLag takes out of a statement's lateness L what sync waits caused:
+// the session's push (how late earlier waits left it) up to L. The rest
+// is schedule lag. The push carried on is what remains of it plus this
+// statement's own wait w; a session that catches up (L = 0) has none.
+func (s *session) syncLag(late, w time.Duration) time.Duration {
+	carried := min(late, s.syncPush)
+	s.syncPush = carried + w
+	return late - carried
+}
+
+// connected and disconnected keep the pid registry of the deadlock check.
+func (s *session) syncConnected() {
+	if sr := s.r.sync; sr != nil && s.conn != nil {
+		pid := s.conn.PID()
+		s.pid.Store(pid)
+		sr.pids.Store(pid, s)
+	}
+}
+
+func (s *session) syncDisconnected() {
+	if sr := s.r.sync; sr != nil {
+		if pid := s.pid.Swap(0); pid != 0 {
+			sr.pids.CompareAndDelete(pid, s)
+		}
+	}
+}
+
+// syncResult returns Result.Sync, and closes the deadlock check's
+// connection.
+func (r *Replayer) syncResult() *SyncStats {
+	if r.sync == nil {
+		st := &SyncStats{Mode: syncdep.Off.String()}
+		if r.syncOff != "" {
+			st.Notes = []string{r.syncOff}
+		}
+		return st
+	}
+	r.sync.mon.close()
+	return r.sync.result(r.opts)
+}
+
+func (sr *syncRun) result(o Options) *SyncStats {
+	st := &SyncStats{Mode: o.Sync.String(), TimeoutSeconds: sr.timeout.Seconds()}
+	st.Waited = sr.waited.Load()
+	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
+	sr.mu.Lock()
+	h := sr.waits
+	if h.TotalCount() > 0 {
+		st.P50MS = float64(h.ValueAtQuantile(50)) / 1000
+		st.P99MS = float64(h.ValueAtQuantile(99)) / 1000
+		st.MaxMS = float64(h.Max()) / 1000
+	}
+	st.TotalMS = float64(sr.totalUS.Load()) / 1000
+	sr.mu.Unlock()
+	sr.notesMu.Lock()
+	st.Notes = append(st.Notes, sr.notes...)
+	sr.notesMu.Unlock()
+	if f := sr.mon.failure(); f != "" {
+		st.Notes = append(st.Notes, f)
+	}
+	return st
+}
+
+// lockMonitor finds the deadlocks that a sync wait can make with row
+// locks: session B waits for A's commit while A is blocked, directly or
+// through other sessions (by locks or by their own sync waits), by a lock
+// that B's open transaction holds. Lock edges come from
+// pg_blocking_pids on a connection of its own, opened at the first check.
+type lockMonitor struct {
+	mu     sync.Mutex
+	conn   *pgconn.PgConn
+	failed string
+}
+
+func (m *lockMonitor) failure() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failed
+}
+
+func (m *lockMonitor) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m.conn.Close(ctx)
+		cancel()
+		m.conn = nil
+	}
+}
+
+// cycle reports whether awaited is blocked, through the chain of lock and
+// sync waits, by waiter.
+func (sr *syncRun) cycle(waiter, awaited *session) bool {
+	m := &sr.mon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failed != "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(waiter.r.hard, 5*time.Second)
+	defer cancel()
+	if m.conn == nil {
+		conn, err := waiter.r.quietConn(ctx, waiter.user, waiter.db)
+		if err != nil {
+			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
+			return false
+		}
+		m.conn = conn
+	}
+	wpid := waiter.pid.Load()
+	seen := map[*session]bool{}
+	stack := []*session{awaited}
+	for len(stack) > 0 && len(seen) < 64 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == waiter {
+			return true
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if o := n.waitingOn.Load(); o != nil {
+			stack = append(stack, o)
+		}
+		pid := n.pid.Load()
+		if pid == 0 {
+			continue
+		}
+		blockers, err := blockingPIDs(ctx, m.conn, pid)
+		if err != nil {
+			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
+			m.conn.Close(context.Background())
+			m.conn = nil
+			return false
+		}
+		for _, b := range blockers {
+			if b == wpid {
+				return true
+			}
+			if o, ok := sr.pids.Load(b); ok {
+				stack = append(stack, o.(*session))
+			}
+		}
+	}
+	return false
+}
+
+// blockingPIDs returns the backends that block pid's lock request.
+func blockingPIDs(ctx context.Context, conn *pgconn.PgConn, pid uint32) ([]uint32, error) {
+	res := conn.ExecParams(ctx, "SELECT pg_blocking_pids($1)", [][]byte{[]byte(strconv.FormatUint(uint64(pid), 10))}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return nil, fmt.Errorf("pg_blocking_pids: unexpected result")
+	}
+	text := strings.Trim(string(res.Rows[0][0]), "{}")
+	if text == "" {
+		return nil, nil
+	}
+	var pids []uint32
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("pg_blocking_pids: %q", res.Rows[0][0])
+		}
+		pids = append(pids, uint32(v))
+	}
+	return pids, nil
+}
