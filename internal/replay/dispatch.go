@@ -165,10 +165,10 @@ func (d *dispatcher) readAll(src Source) error {
 				d.startClock()
 			}
 			var deps []dep
-			if r.opts.Speed == 0 && r.sync == nil {
+			if r.opts.Speed == 0 {
 				// Computed before the copies join running: copies
 				// of one session do not wait for each other.
-				deps = d.barrier()
+				deps = d.barrier(r.sync != nil)
 			} else if len(d.running) >= 2*d.pruned+64 {
 				// Amortized: a long log opens sessions without end.
 				d.prune()
@@ -227,6 +227,9 @@ func (d *dispatcher) readAll(src Source) error {
 			if r.sync != nil {
 				g[0].sx.End()
 			}
+			for _, s := range g {
+				s.logEnded = true
+			}
 			delete(d.active, ev.Session)
 			for _, s := range g {
 				s.q.close()
@@ -280,11 +283,18 @@ func (d *dispatcher) filtered(ev *event.Event) {
 // barrier lists, for a session starting now at speed 0, what it must wait
 // for: every event already routed to a session that has not completed it.
 // The log is in completion order, so those are the events that had ended
-// when the new session started in the original.
-func (d *dispatcher) barrier() []dep {
+// when the new session started in the original. With ended, only the
+// sessions that had ended in the log count: synchronized sessions wait for
+// the commits they depend on instead, and this keeps a session that began
+// after another ended from running beside it, so that a replay holds no
+// more connections at once than the original.
+func (d *dispatcher) barrier(ended bool) []dep {
 	var deps []dep
 	d.prune()
 	for _, o := range d.running {
+		if ended && !o.logEnded {
+			continue
+		}
 		if o.completed.Load() < o.dispatched {
 			deps = append(deps, dep{s: o, n: o.dispatched})
 		}

@@ -39,9 +39,12 @@
 // SyncTimeout, and ended at once when the wait would deadlock with a row
 // lock), and after running an event that commits, marks that commit done.
 // The wait is measured apart from schedule lag. It works at every speed:
-// at speed 0 it is what orders the sessions, and a new session waits
-// before connecting only for earlier statements of unknown effect (DDL
-// that may have created its role or database).
+// at speed 0 it is what orders the sessions, and it narrows the start
+// barrier below: a new session waits before connecting only for earlier
+// statements of unknown effect (DDL that may have created its role or
+// database) and for the sessions that had ended in the log before it
+// started, so that the replay holds no more connections at once than the
+// original did.
 //
 // With Sync off, speed 0 keeps the replay sound with a start barrier
 // instead: a session created by the log after other sessions had finished

@@ -40,9 +40,12 @@ type session struct {
 	// rec is the connection in use, as ServerSide matches it.
 	rec *connRecord
 
-	// dispatched is how many events the dispatcher routed here; only the
-	// dispatcher touches it. completed is how many this session finished.
+	// dispatched is how many events the dispatcher routed here, and
+	// logEnded whether its disconnection was among them; only the
+	// dispatcher touches them. completed is how many this session
+	// finished.
 	dispatched int64
+	logEnded   bool
 	completed  atomic.Int64
 	exited     atomic.Bool
 
