@@ -255,7 +255,11 @@ func syncLine(res *Result) string {
 	if res.Lag != nil {
 		line += fmt.Sprintf("; lag p50 %.2f p99 %.2f max %.2f ms", res.Lag.P50, res.Lag.P99, res.Lag.Max)
 	}
-	return line + fmt.Sprintf("; %.2f s", res.WallSeconds)
+	line += fmt.Sprintf("; %.2f s", res.WallSeconds)
+	if len(s.Notes) > 0 {
+		line += "; notes: " + strings.Join(s.Notes, "; ")
+	}
+	return line
 }
 
 // TestSyncOrders is issue 10's acceptance test: the orders workload,

@@ -34,7 +34,7 @@
 // session, the relations its open transaction wrote; per prepared
 // transaction (2PC) the same until COMMIT PREPARED; an index from log time
 // to commit sequence that thins its old entries to stay under a fixed
-// size; and bounded caches of analyses by fingerprint. So memory grows
+// size; and bounded caches of analyses by normalized text. So memory grows
 // with the schema, the sessions and the replay's read-ahead, not with the
 // length of the log.
 //

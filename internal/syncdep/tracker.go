@@ -47,7 +47,7 @@ func ParseMode(s string) (Mode, error) {
 // Limits of the Tracker's memory.
 const (
 	// maxEffects bounds each database's cache of expanded statements,
-	// by fingerprint; beyond it the cache starts over.
+	// by normalized text; beyond it the cache starts over.
 	maxEffects = 100_000
 	// maxRelations bounds the relation ids; names beyond it share one id
 	// (more waiting, never less).
@@ -94,7 +94,7 @@ type Wait struct {
 func (w Wait) None() bool { return w.cut == 0 }
 
 // effect is an Effect with relation ids, shared by every event of one
-// fingerprint in one database; it is never modified once made.
+// normalized text in one database; it is never modified once made.
 type effect struct {
 	control  Control
 	chain    bool
@@ -212,7 +212,10 @@ func (t *Tracker) id(d *database, key string) uint32 {
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	it := e.Items[i]
-	if ef, ok := d.effects[it.Fingerprint]; ok {
+	// Keyed by normalized text, not fingerprint: pg_query's fingerprint
+	// leaves out digits at the end of table names (events_2024 and
+	// events_2025 share one), which are different relations here.
+	if ef, ok := d.effects[it.Query]; ok {
 		return ef
 	}
 	var st Statement
@@ -235,7 +238,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	if len(d.effects) >= maxEffects {
 		clear(d.effects)
 	}
-	d.effects[it.Fingerprint] = x
+	d.effects[it.Query] = x
 	return x
 }
 
