@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -215,12 +216,13 @@ func (d *dispatcher) readAll(src Source) error {
 		}
 		due := d.clk.offset(ev.Time)
 		var step syncdep.Step
+		var items []fingerprint.Item
 		if r.sync != nil && ev.IsExecution() {
-			step = r.syncStep(g[0], ev)
+			step, items = r.syncStep(g[0], ev)
 		}
 		for _, s := range g {
 			s.dispatched++
-			s.q.push(item{ev: ev, due: due, size: size, sync: step})
+			s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items})
 		}
 		r.opts.Observer.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {

@@ -15,7 +15,10 @@ import (
 func (s *session) statement(it item, t *time.Timer) {
 	r := s.r
 	ev := it.ev
-	items := r.cache.Get(ev.Query)
+	items := it.items
+	if items == nil {
+		items = r.cache.Get(ev.Query)
+	}
 	k := int64(len(items))
 	if k == 0 {
 		r.c.empty.Add(1)

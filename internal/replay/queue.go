@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -15,6 +16,9 @@ type item struct {
 	due  time.Duration // offset from the clock's start
 	size int64         // what it holds of the budget
 	sync syncdep.Step  // what it waits for and commits, when synchronized
+	// items are the event's statements when the dispatcher looked them
+	// up (for sync), else nil.
+	items []fingerprint.Item
 }
 
 // eventSize estimates the memory an event holds: its strings and a fixed

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -131,13 +132,15 @@ func (r *Replayer) attachSync(s *session, ev *event.Event) {
 	}
 }
 
-// step returns the synchronization of one execution event.
-func (r *Replayer) syncStep(s *session, ev *event.Event) syncdep.Step {
+// syncStep returns the synchronization of one execution event, and its
+// statements, which the session then need not look up again.
+func (r *Replayer) syncStep(s *session, ev *event.Event) (syncdep.Step, []fingerprint.Item) {
 	end := ev.Time
 	if ev.Duration >= 0 {
 		end += ev.Duration
 	}
-	return s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: r.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed})
+	items := r.cache.Get(ev.Query)
+	return s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed}), items
 }
 
 // loadCatalog reads a database's catalog on the target, as user.

@@ -95,9 +95,9 @@ func BenchmarkSyncThroughput(b *testing.B) {
 	for b.Loop() {
 		for _, kind := range strings.Split(envString("BENCH_SYNC_TRAFFIC", "own,select,tpcb"), ",") {
 			c, log, settle := syncCapture(b, kind, clients, secs)
-			var ratios []float64
+			var ratios, cpuRatios []float64
 			for round := range rounds {
-				rate := map[syncdep.Mode]float64{}
+				rate, cpu := map[syncdep.Mode]float64{}, map[syncdep.Mode]float64{}
 				var synced *Result
 				modes := []syncdep.Mode{syncdep.Off, syncdep.Object}
 				for i := range modes {
@@ -111,17 +111,22 @@ func BenchmarkSyncThroughput(b *testing.B) {
 					if res.Statements.Failed > 0 {
 						b.Errorf("%s, sync %v: %d failed: %v", kind, mode, res.Statements.Failed, res.ErrorsBySQLState)
 					}
-					rate[mode] = float64(res.Statements.Executed+res.Statements.Failed) / res.WallSeconds
+					ran := float64(res.Statements.Executed + res.Statements.Failed)
+					rate[mode] = ran / res.WallSeconds
+					cpu[mode] = res.ClientCPUSeconds / ran * 1e6
 					if mode == syncdep.Object {
 						synced = res
 					}
 				}
 				ratios = append(ratios, rate[syncdep.Object]/rate[syncdep.Off])
-				b.Logf("%s round %d: off %.0f stmt/s, object %.0f stmt/s: %.3f; %s", kind, round+1,
-					rate[syncdep.Off], rate[syncdep.Object], ratios[len(ratios)-1], syncLine(synced))
+				cpuRatios = append(cpuRatios, cpu[syncdep.Object]/cpu[syncdep.Off])
+				b.Logf("%s round %d: off %.0f stmt/s (replayer CPU %.1f µs/stmt), object %.0f stmt/s (%.1f µs/stmt): rate %.3f, CPU %.3f; %s", kind, round+1,
+					rate[syncdep.Off], cpu[syncdep.Off], rate[syncdep.Object], cpu[syncdep.Object], ratios[len(ratios)-1], cpuRatios[len(cpuRatios)-1], syncLine(synced))
 			}
-			b.Logf("%s: object/off median %.3f of %d rounds (%s)", kind, median(ratios), rounds, fmtRatios(ratios))
+			b.Logf("%s: object/off throughput median %.3f of %d rounds (%s); replayer CPU per statement object/off median %.3f (%s)",
+				kind, median(ratios), rounds, fmtRatios(ratios), median(cpuRatios), fmtRatios(cpuRatios))
 			b.ReportMetric(median(ratios), kind+"_object/off")
+			b.ReportMetric(median(cpuRatios), kind+"_cpu_object/off")
 		}
 	}
 }

@@ -282,6 +282,7 @@ type Session struct {
 	inBlock bool // in an explicit transaction block
 	aborted bool // the block failed: its COMMIT rolls back
 	tx      txBuild
+	commit  txBuild // what the event being read commits; both buffers are reused
 	ended   bool
 }
 
@@ -311,6 +312,8 @@ func (b *txBuild) merge(o txBuild) {
 
 func (b *txBuild) empty() bool { return len(b.writes) == 0 && !b.all }
 
+func (b *txBuild) reset() { b.writes, b.all = b.writes[:0], false }
+
 // Start returns what the session waits for before it connects, when it
 // starts at log time at: the commits before that may have created its
 // role or database (statements of unknown effect, DDL among them).
@@ -329,7 +332,8 @@ func (s *Session) Event(e Exec) Step {
 	var step Step
 	var wantAll bool
 	var merged *effect // the union of the event's effects when several reach something
-	var commit txBuild
+	commit := &s.commit
+	commit.reset()
 	committing := false
 	for i, it := range e.Items {
 		eff := t.effectOf(s.db, &e, i)
@@ -341,14 +345,17 @@ func (s *Session) Event(e Exec) Step {
 				commit.merge(s.tx)
 				committing = true
 			}
-			s.tx, s.aborted, s.inBlock = txBuild{}, false, eff.chain
+			s.tx.reset()
+			s.aborted, s.inBlock = false, eff.chain
 		case TxRollback:
-			s.tx, s.aborted, s.inBlock = txBuild{}, false, eff.chain
+			s.tx.reset()
+			s.aborted, s.inBlock = false, eff.chain
 		case TxPrepare:
 			if !s.aborted && !s.tx.empty() {
-				t.prepared[gid(it.Query)] = s.tx
+				t.prepared[gid(it.Query)] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
 			}
-			s.tx, s.aborted, s.inBlock = txBuild{}, false, false
+			s.tx.reset()
+			s.aborted, s.inBlock = false, false
 		case TxCommitPrepared:
 			g := gid(it.Query)
 			if p, ok := t.prepared[g]; ok {
@@ -388,21 +395,22 @@ func (s *Session) Event(e Exec) Step {
 	if e.Failed {
 		// The original rolled back what the event was committing, and
 		// an open block can only roll back from here.
-		commit, committing = txBuild{}, false
+		commit.reset()
+		committing = false
 		if s.inBlock {
 			s.aborted = true
 		} else {
-			s.tx = txBuild{}
+			s.tx.reset()
 		}
 	}
 	if !s.inBlock && !s.tx.empty() {
 		// Outside a block an execution is its own transaction.
 		commit.merge(s.tx)
 		committing = true
-		s.tx = txBuild{}
+		s.tx.reset()
 	}
 	if committing && !commit.empty() {
-		step.Commit = t.commit(commit, e.End, s.owner)
+		step.Commit = t.commit(*commit, e.End, s.owner)
 	}
 	return step
 }
@@ -417,7 +425,7 @@ func (e *effect) union(o *effect) {
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(b.writes), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
 	if t.mode == Commit {
 		tx.writes = nil // commit mode waits on the board's list of all
 	}
@@ -431,7 +439,7 @@ func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
-		s.tx, s.inBlock = txBuild{}, false
+		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
 		s.t.sessions--
 	}
 }
