@@ -38,6 +38,9 @@
 // event is due, waits until those have run on the target (bounded by
 // SyncTimeout, and ended at once when the wait would deadlock with a row
 // lock), and after running an event that commits, marks that commit done.
+// A statement of unknown effect by its kind (DDL, DO, CALL) also waits, as
+// a barrier, for the events of other sessions that ended before it
+// started in the log, reads included.
 // The wait is measured apart from schedule lag. It works at every speed:
 // at speed 0 it is what orders the sessions, and it narrows the start
 // barrier below: a new session waits before connecting only for earlier

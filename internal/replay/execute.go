@@ -50,9 +50,9 @@ func (s *session) statement(it item, t *time.Timer) {
 		lag = max(issued.Sub(due), 0)
 	}
 	var sy synced
-	if !it.sync.Wait.None() {
+	if !it.sync.Wait.None() || len(it.deps) > 0 {
 		var ok bool
-		if sy, ok = s.syncWait(it.sync.Wait, t, false); !ok {
+		if sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false); !ok {
 			s.skip(items, SkipInterrupted)
 			return
 		}

@@ -17,8 +17,10 @@ type item struct {
 	size int64         // what it holds of the budget
 	sync syncdep.Step  // what it waits for and commits, when synchronized
 	// items are the event's statements when the dispatcher looked them
-	// up (for sync), else nil.
+	// up (for sync), else nil; deps are the events it waits for when
+	// its step is a barrier.
 	items []fingerprint.Item
+	deps  []dep
 }
 
 // eventSize estimates the memory an event holds: its strings and a fixed

@@ -46,6 +46,7 @@ type session struct {
 	// finished.
 	dispatched int64
 	logEnded   bool
+	ends       endRing // when synchronized
 	completed  atomic.Int64
 	exited     atomic.Bool
 
@@ -143,7 +144,7 @@ func (s *session) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	if !s.startWait.None() {
-		s.syncWait(s.startWait, timer, true)
+		s.syncWait(s.startWait, nil, timer, true)
 	}
 	for first := true; ; first = false {
 		it, ok := s.q.pop(r.stopCh)

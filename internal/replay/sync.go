@@ -68,6 +68,9 @@ type SyncStats struct {
 	// waited for earlier statements of unknown effect (DDL that may have
 	// created their role or database).
 	SessionStartsWaited int64 `json:"session_starts_waited,omitempty"`
+	// CatalogMS is how long reading the target's catalogs took, at the
+	// start (part of the replay's wall time).
+	CatalogMS float64 `json:"catalog_ms"`
 	// Notes say where synchronization did less than asked: off for a
 	// reason, a database waited on in commit mode because its catalog
 	// could not be read, the deadlock check unavailable.
@@ -84,6 +87,7 @@ type syncRun struct {
 
 	notesMu sync.Mutex
 	notes   []string
+	catalog time.Duration // the dispatcher's, read after Run
 
 	mu    sync.Mutex
 	waits *hdrhistogram.Histogram // µs
@@ -120,7 +124,9 @@ func (sr *syncRun) note(format string, args ...any) {
 func (r *Replayer) attachSync(s *session, ev *event.Event) {
 	sr := r.sync
 	if !sr.tr.HasDatabase(s.db) {
+		began := time.Now()
 		cat, err := r.loadCatalog(s.user, s.db)
+		sr.catalog += time.Since(began)
 		if err != nil {
 			sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
 		}
@@ -181,12 +187,28 @@ type synced struct {
 }
 
 // syncWait waits until the commits w depends on have run on the target,
-// the deadline passes or a deadlock is found. It returns false when told
-// to stop meanwhile. t is the session's timer.
-func (s *session) syncWait(w syncdep.Wait, t *time.Timer, start bool) (synced, bool) {
+// and the events deps (a barrier, see syncdep.Step), until the deadline
+// passes or a deadlock is found. It returns false when told to stop
+// meanwhile. t is the session's timer.
+func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
 	sr := s.r.sync
-	tx := sr.board.Blocker(w)
-	if tx == nil {
+	// next returns what the session still waits for, and whose it is.
+	next := func() (<-chan struct{}, *session) {
+		for len(deps) > 0 {
+			d := deps[0]
+			if d.s.completed.Load() < d.n && !d.s.exited.Load() {
+				return d.s.completedCh(d.n), d.s
+			}
+			deps = deps[1:]
+		}
+		if tx := sr.board.Blocker(w); tx != nil {
+			owner, _ := tx.Owner().(*session)
+			return tx.Wait(), owner
+		}
+		return nil, nil
+	}
+	ch, owner := next()
+	if ch == nil {
 		return synced{}, true
 	}
 	began := time.Now()
@@ -195,18 +217,17 @@ func (s *session) syncWait(w syncdep.Wait, t *time.Timer, start bool) (synced, b
 	defer s.waitingOn.Store(nil)
 	reason := ""
 wait:
-	for tx != nil {
-		owner, _ := tx.Owner().(*session)
+	for ch != nil {
 		s.waitingOn.Store(owner)
-		next := check
-		if deadline.Before(next) {
-			next = deadline
+		at := check
+		if deadline.Before(at) {
+			at = deadline
 		}
-		t.Reset(time.Until(next))
+		t.Reset(time.Until(at))
 		select {
-		case <-tx.Wait():
+		case <-ch:
 			t.Stop()
-			tx = sr.board.Blocker(w)
+			ch, owner = next()
 		case <-s.r.stopCh:
 			t.Stop()
 			return synced{wait: time.Since(began)}, false
@@ -227,6 +248,21 @@ wait:
 	waited := time.Since(began)
 	sr.record(waited, reason, start)
 	return synced{waited, reason}, true
+}
+
+// completedCh returns a channel closed once the session has completed n
+// events, or exited.
+func (s *session) completedCh(n int64) <-chan struct{} {
+	ch := make(chan struct{})
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.completed.Load() >= n || s.exited.Load() {
+		close(ch)
+		return ch
+	}
+	s.waiters = append(s.waiters, waiter{n: n, ch: ch})
+	s.hasWaiters.Store(true)
+	return ch
 }
 
 func (sr *syncRun) record(d time.Duration, reason string, start bool) {
@@ -289,7 +325,7 @@ func (r *Replayer) syncResult() *SyncStats {
 }
 
 func (sr *syncRun) result(o Options) *SyncStats {
-	st := &SyncStats{Mode: o.Sync.String(), TimeoutSeconds: sr.timeout.Seconds()}
+	st := &SyncStats{Mode: o.Sync.String(), TimeoutSeconds: sr.timeout.Seconds(), CatalogMS: float64(sr.catalog.Microseconds()) / 1000}
 	st.Waited = sr.waited.Load()
 	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
 	sr.mu.Lock()

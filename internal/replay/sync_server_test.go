@@ -255,7 +255,7 @@ func syncLine(res *Result) string {
 	if res.Lag != nil {
 		line += fmt.Sprintf("; lag p50 %.2f p99 %.2f max %.2f ms", res.Lag.P50, res.Lag.P99, res.Lag.Max)
 	}
-	line += fmt.Sprintf("; %.2f s", res.WallSeconds)
+	line += fmt.Sprintf("; %.2f s, catalog %.0f ms", res.WallSeconds, s.CatalogMS)
 	if len(s.Notes) > 0 {
 		line += "; notes: " + strings.Join(s.Notes, "; ")
 	}
@@ -556,6 +556,38 @@ func TestSyncSpeed0Sessions(t *testing.T) {
 		replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Sync: tc.mode, Observer: obs})
 		if len(obs.order) != 3 || obs.order[0] != fp(tc.first) {
 			t.Errorf("sync %v: sessions side by side finished in order %v, want %q first", tc.mode, obs.order, tc.first)
+		}
+	}
+}
+
+// TestSyncDDLAfterReads: DDL waits for the statements of other sessions
+// that ended before it in the log, reads included, not only for commits:
+// a DROP TABLE logged after another session's last reads of the table
+// (that session still connected) does not run before them on the target,
+// where they are held up by a sleep that was quick in the original.
+func TestSyncDDLAfterReads(t *testing.T) {
+	c := pgcluster.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	var l testLog
+	ms := time.Millisecond
+	reader := l.session("postgres", "postgres", 0)
+	reader.query(1*ms, ms, "SELECT pg_sleep(0.3)")
+	for i := range 20 {
+		reader.query(time.Duration(10+i)*ms, ms, "SELECT count(*) FROM t")
+	}
+	reader.disconnect(500 * ms)
+	dropper := l.session("postgres", "postgres", 100*ms)
+	dropper.query(200*ms, ms, "DROP TABLE t")
+	dropper.disconnect(300 * ms)
+	path := l.write(t)
+	for _, speed := range []float64{0, 1} {
+		if err := c.Exec(ctx, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int)"); err != nil {
+			t.Fatal(err)
+		}
+		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: speed})
+		t.Logf("speed %v: %s", speed, syncLine(res))
+		if res.Statements.Failed != 0 || res.Statements.Executed != 22 {
+			t.Errorf("speed %v: statements %+v, errors %v", speed, res.Statements, res.ErrorsBySQLState)
 		}
 	}
 }

@@ -18,6 +18,11 @@ type Effect struct {
 	// commit (as in commit mode). WriteAll: its transaction may have
 	// written anything, so every later statement waits for it.
 	ReadAll, WriteAll bool
+	// Barrier: a statement of unknown effect by its kind (DDL, DO,
+	// CALL...): beyond data, it may change or remove what statements that
+	// read nothing new depend on (DROP TABLE after the last reads of a
+	// table), so it waits for every statement that ended before it.
+	Barrier bool
 }
 
 // Empty reports whether the effect reaches nothing: such a statement
@@ -238,7 +243,7 @@ func (r *Resolver) Effect(st Statement) Effect {
 		return e
 	}
 	if st.Opaque {
-		return Effect{ReadAll: true, WriteAll: true}
+		return Effect{ReadAll: true, WriteAll: true, Barrier: true}
 	}
 	e.ReadAll = st.ReadAll
 	if r == nil {

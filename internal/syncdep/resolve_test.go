@@ -54,6 +54,9 @@ func effectString(e Effect) string {
 	if e.WriteAll {
 		parts = append(parts, "writeall")
 	}
+	if e.Barrier {
+		parts = append(parts, "barrier")
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -95,7 +98,8 @@ func TestResolverEffect(t *testing.T) {
 		{"SELECT not_in_catalog()", "readall writeall"},
 		{"INSERT INTO shipments (id) VALUES (uuid_generate_v4())", "touch=public.orders,public.shipments write=public.shipments"},
 		{"SELECT pg_catalog.pg_sleep(1)", ""},
-		{"CREATE INDEX ON orders (id)", "readall writeall"},
+		{"CREATE INDEX ON orders (id)", "readall writeall barrier"},
+		{"DO $$BEGIN END$$", "readall writeall barrier"},
 		{"COMMIT", ""},
 		{"SET x = 1", ""},
 	} {

@@ -76,6 +76,11 @@ type Exec struct {
 type Step struct {
 	Wait   Wait
 	Commit *Txn
+	// Barrier: the event must also wait for every event of other
+	// sessions that ended before it in the log, committed or not (see
+	// Effect.Barrier). The Tracker does not follow events that commit
+	// nothing, so the replay does that wait.
+	Barrier bool
 }
 
 // Wait is what a statement waits for: the transactions of the log, up to
@@ -102,6 +107,7 @@ type effect struct {
 	write    []uint32
 	readAll  bool
 	writeAll bool
+	barrier  bool
 }
 
 func (e *effect) empty() bool { return len(e.touch) == 0 && !e.readAll && !e.writeAll }
@@ -189,6 +195,10 @@ func (t *Tracker) observe(line int64) {
 	}
 }
 
+// Tick is the log's time resolution as seen so far, in µs: times less
+// than a tick apart cannot be ordered (see cutAt).
+func (t *Tracker) Tick() int64 { return t.res }
+
 // cutAt is the last commit that a statement starting at log time start
 // depends on. A log time is truncated to the log's resolution, so a
 // commit logged in the same tick as the statement started may have ended
@@ -227,7 +237,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		st = Statement{Opaque: true}
 	}
 	ef := d.res.Effect(st)
-	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll}
+	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, barrier: ef.Barrier}
 	for _, k := range ef.Touch {
 		x.touch = append(x.touch, t.id(d, k))
 	}
@@ -370,6 +380,7 @@ func (s *Session) Event(e Exec) Step {
 				continue
 			}
 			s.tx.add(eff)
+			step.Barrier = step.Barrier || eff.barrier
 			wantAll = wantAll || t.mode == Commit
 			switch {
 			case step.Wait.eff == nil:
@@ -418,6 +429,7 @@ func (s *Session) Event(e Exec) Step {
 func (e *effect) union(o *effect) {
 	e.readAll = e.readAll || o.readAll
 	e.writeAll = e.writeAll || o.writeAll
+	e.barrier = e.barrier || o.barrier
 	e.touch = sortedIDs(append(e.touch, o.touch...))
 	e.write = sortedIDs(append(e.write, o.write...))
 }

@@ -216,9 +216,15 @@ func TestOpaque(t *testing.T) {
 	tr := newShop(Object)
 	a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
 	plain := run(a, ms(1), ms(1), "INSERT INTO orders VALUES (1)").Commit
-	ddl := run(a, ms(2), ms(2), "CREATE ROLE app LOGIN").Commit
-	if ddl == nil {
-		t.Fatal("DDL committed nothing")
+	ddlStep := run(a, ms(2), ms(2), "CREATE ROLE app LOGIN")
+	ddl := ddlStep.Commit
+	if ddl == nil || !ddlStep.Barrier {
+		t.Fatalf("DDL: %+v, want a commit and a barrier", ddlStep)
+	}
+	if st := run(a, ms(2), ms(2), "SELECT ship(1)"); st.Barrier || st.Commit == nil {
+		t.Errorf("a volatile function call: %+v, want a commit of unknown writes, no barrier", st)
+	} else {
+		st.Commit.Done()
 	}
 	if got := tr.Board().Blocker(run(b, ms(3), ms(3), "SELECT * FROM shipments").Wait); got != ddl {
 		t.Errorf("a statement after DDL waits for %v, want the DDL", got)
