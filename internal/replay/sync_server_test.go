@@ -293,6 +293,12 @@ func TestSyncOrders(t *testing.T) {
 					t.Errorf("speed %v: %d timeouts, %d deadlocks on an identical target", speed, res.Sync.Timeouts, res.Sync.Deadlocks)
 				}
 			}
+			// Commit mode, stricter, holds too.
+			res, state := replayOrders(t, target, cp, Options{Speed: 0, Sync: syncdep.Commit})
+			t.Logf("speed 0, sync %s; %s", syncLine(res), stateSummary(state))
+			if res.Outcomes.FailedOnlyOnTarget != 0 || state != cp.state || res.Sync.Mode != "commit" {
+				t.Errorf("commit mode: %d failed only on the target, %s (original %s)", res.Outcomes.FailedOnlyOnTarget, stateSummary(state), stateSummary(cp.state))
+			}
 			// Whether a free replay diverges depends on timing: it is
 			// tried at several speeds until one does.
 			diverged := false
