@@ -56,13 +56,13 @@ type session struct {
 
 	// Synchronization (sync.go): sx is the dispatcher's; startWait is
 	// what the session waits for before it starts, at speed 0; pid is
-	// the backend of its connection and waitingOn the session whose
-	// commit it waits for, read by other sessions' deadlock checks;
-	// syncPush is the session goroutine's.
+	// the backend of its connection and waitingOn what it waits for,
+	// read by other sessions' deadlock checks; syncPush is the session
+	// goroutine's.
 	sx        *syncdep.Session
 	startWait syncdep.Wait
 	pid       atomic.Uint32
-	waitingOn atomic.Pointer[session]
+	waitingOn atomic.Pointer[awaited]
 	syncPush  time.Duration
 
 	// Owned by the session goroutine.

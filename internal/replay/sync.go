@@ -42,8 +42,8 @@ const (
 // The deadlock check: first after a wait has lasted deadlockCheckAfter,
 // then every deadlockCheckEvery.
 const (
-	deadlockCheckAfter = 100 * time.Millisecond
-	deadlockCheckEvery = 250 * time.Millisecond
+	deadlockCheckAfter = 20 * time.Millisecond
+	deadlockCheckEvery = 50 * time.Millisecond
 )
 
 // SyncStats is what synchronization did (Result.Sync). Waits are counted
@@ -192,22 +192,22 @@ type synced struct {
 // meanwhile. t is the session's timer.
 func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
 	sr := s.r.sync
-	// next returns what the session still waits for, and whose it is.
-	next := func() (<-chan struct{}, *session) {
+	// next returns what the session still waits for.
+	next := func() (<-chan struct{}, *awaited) {
 		for len(deps) > 0 {
 			d := deps[0]
 			if d.s.completed.Load() < d.n && !d.s.exited.Load() {
-				return d.s.completedCh(d.n), d.s
+				return d.s.completedCh(d.n), &awaited{dep: d, owner: d.s}
 			}
 			deps = deps[1:]
 		}
 		if tx := sr.board.Blocker(w); tx != nil {
 			owner, _ := tx.Owner().(*session)
-			return tx.Wait(), owner
+			return tx.Wait(), &awaited{tx: tx, owner: owner}
 		}
 		return nil, nil
 	}
-	ch, owner := next()
+	ch, aw := next()
 	if ch == nil {
 		return synced{}, true
 	}
@@ -218,7 +218,7 @@ func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool
 	reason := ""
 wait:
 	for ch != nil {
-		s.waitingOn.Store(owner)
+		s.waitingOn.Store(aw)
 		at := check
 		if deadline.Before(at) {
 			at = deadline
@@ -227,11 +227,16 @@ wait:
 		select {
 		case <-ch:
 			t.Stop()
-			ch, owner = next()
+			ch, aw = next()
 		case <-s.r.stopCh:
 			t.Stop()
 			return synced{wait: time.Since(began)}, false
 		case now := <-t.C:
+			if !aw.pending() {
+				// Done as the timer fired: select chose the timer.
+				ch, aw = next()
+				continue
+			}
 			if !now.Before(deadline) {
 				reason = SyncTimeout
 				break wait
@@ -239,7 +244,7 @@ wait:
 			check = now.Add(deadlockCheckEvery)
 			// Only a session in a transaction holds row locks that
 			// the awaited one could be blocked on.
-			if owner != nil && s.conn != nil && s.conn.TxStatus() != 'I' && sr.cycle(s, owner) {
+			if aw.owner != nil && s.conn != nil && s.conn.TxStatus() != 'I' && sr.cycle(s, aw) {
 				reason = SyncDeadlock
 				break wait
 			}
@@ -248,6 +253,27 @@ wait:
 	waited := time.Since(began)
 	sr.record(waited, reason, start)
 	return synced{waited, reason}, true
+}
+
+// awaited is what a session's sync wait waits for: a commit of the log,
+// or (a barrier) another session's progress; owner is the session that
+// will bring it.
+type awaited struct {
+	tx    *syncdep.Txn
+	dep   dep
+	owner *session
+}
+
+// pending reports whether it is still awaited. A waiting session's
+// waitingOn may outlive what it waited for by as long as its goroutine
+// takes to run again (on a loaded machine, milliseconds): the deadlock
+// check follows an edge only while this holds, or it would find cycles
+// through waits that are over.
+func (a *awaited) pending() bool {
+	if a.tx != nil {
+		return !a.tx.Ran()
+	}
+	return a.dep.s.completed.Load() < a.dep.n && !a.dep.s.exited.Load()
 }
 
 // completedCh returns a channel closed once the session has completed n
@@ -374,9 +400,13 @@ func (m *lockMonitor) close() {
 	}
 }
 
-// cycle reports whether awaited is blocked, through the chain of lock and
-// sync waits, by waiter.
-func (sr *syncRun) cycle(waiter, awaited *session) bool {
+// cycle reports whether aw, what waiter waits for, is blocked through
+// the chain of lock and sync waits by waiter itself. The chain is read
+// piece by piece, while the sessions go on: a cycle found is confirmed
+// only if every sync wait in it is still pending at the end (a session
+// whose wait just ended still shows it until its goroutine runs), so
+// that a wait is ended only for a cycle that holds.
+func (sr *syncRun) cycle(waiter *session, aw *awaited) bool {
 	m := &sr.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -394,20 +424,48 @@ func (sr *syncRun) cycle(waiter, awaited *session) bool {
 		m.conn = conn
 	}
 	wpid := waiter.pid.Load()
+	// via is the sync wait a session was reached through (nil for a
+	// lock), parent the session it was reached from.
+	type step struct {
+		from *session
+		via  *awaited
+	}
+	reached := map[*session]step{aw.owner: {waiter, aw}}
+	stack := []*session{aw.owner}
 	seen := map[*session]bool{}
-	stack := []*session{awaited}
+	// confirm walks the cycle back from the waiter to itself.
+	confirm := func() bool {
+		n := waiter
+		for range len(reached) {
+			st := reached[n]
+			if st.via != nil && !st.via.pending() {
+				return false
+			}
+			if n = st.from; n == waiter {
+				return true
+			}
+		}
+		return false
+	}
 	for len(stack) > 0 && len(seen) < 64 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if n == waiter {
-			return true
-		}
 		if seen[n] {
 			continue
 		}
 		seen[n] = true
-		if o := n.waitingOn.Load(); o != nil {
-			stack = append(stack, o)
+		if a := n.waitingOn.Load(); a != nil && a.owner != nil && a.pending() {
+			if a.owner == waiter {
+				reached[waiter] = step{n, a}
+				if confirm() {
+					return true
+				}
+				continue
+			}
+			if _, ok := reached[a.owner]; !ok {
+				reached[a.owner] = step{n, a}
+			}
+			stack = append(stack, a.owner)
 		}
 		pid := n.pid.Load()
 		if pid == 0 {
@@ -422,10 +480,18 @@ func (sr *syncRun) cycle(waiter, awaited *session) bool {
 		}
 		for _, b := range blockers {
 			if b == wpid {
-				return true
+				reached[waiter] = step{n, nil}
+				if confirm() {
+					return true
+				}
+				continue
 			}
 			if o, ok := sr.pids.Load(b); ok {
-				stack = append(stack, o.(*session))
+				os := o.(*session)
+				if _, ok := reached[os]; !ok {
+					reached[os] = step{n, nil}
+				}
+				stack = append(stack, os)
 			}
 		}
 	}

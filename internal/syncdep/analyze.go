@@ -76,6 +76,10 @@ type Statement struct {
 	// ReadAll: it may read anything but writes nothing (VACUUM or
 	// ANALYZE of a whole database).
 	ReadAll bool
+	// LockRows: it locks the rows it reads (SELECT ... FOR UPDATE or
+	// FOR SHARE), so it may wait for other transactions' row locks as a
+	// write does.
+	LockRows bool
 }
 
 // Analyze reads one SQL statement (as logged or normalized with $n for
@@ -218,6 +222,8 @@ func visit(m protoreflect.Message, st *Statement) {
 		st.addWrite(x.Relation, OpInsert|OpUpdate|OpDelete)
 	case *pg_query.FuncCall:
 		st.addFunc(x.Funcname)
+	case *pg_query.SelectStmt:
+		st.LockRows = st.LockRows || len(x.LockingClause) > 0
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if fd.Kind() != protoreflect.MessageKind {

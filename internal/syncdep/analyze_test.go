@@ -63,6 +63,9 @@ func summary(st Statement) string {
 	if st.ReadAll {
 		parts = append(parts, "readall")
 	}
+	if st.LockRows {
+		parts = append(parts, "lockrows")
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -83,7 +86,8 @@ func TestAnalyze(t *testing.T) {
 		{"DELETE FROM a USING b WHERE a.id = b.id RETURNING a.*", "touch=a,b write=a:d"},
 		{"MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)", "touch=s,t write=t:iud"},
 		{"WITH moved AS (DELETE FROM a RETURNING *) INSERT INTO b SELECT * FROM moved", "touch=a,b,moved write=a:d,b:i"},
-		{"SELECT * FROM a FOR UPDATE", "touch=a"},
+		{"SELECT * FROM a FOR UPDATE", "touch=a lockrows"},
+		{"SELECT * FROM a WHERE id IN (SELECT id FROM b FOR SHARE)", "touch=a,b lockrows"},
 		{"COPY t FROM STDIN", "touch=t write=t:i"},
 		{"COPY t TO STDOUT", "touch=t"},
 		{"COPY (SELECT * FROM v) TO STDOUT", "touch=v"},

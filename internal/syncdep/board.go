@@ -19,8 +19,12 @@ type Txn struct {
 	writes   []uint32
 	writeAll bool
 	done     bool          // under b.mu
+	ran      atomic.Bool   // done, for readers without the lock
 	ch       chan struct{} // made when someone waits; closed by Done
 }
+
+// Ran reports whether Done was called.
+func (t *Txn) Ran() bool { return t.ran.Load() }
 
 // Owner is the value given to Tracker.Session for the session whose event
 // commits the transaction.
@@ -39,6 +43,7 @@ func (t *Txn) Done() {
 		return
 	}
 	t.done = true
+	t.ran.Store(true)
 	b.any.remove(t)
 	if t.writeAll {
 		b.unknown.remove(t)
@@ -158,26 +163,38 @@ func (b *Board) add(t *Txn) {
 // Blocker returns a transaction that w still waits for (the oldest), or
 // nil when w is satisfied. Once it returned nil for w it always will.
 func (b *Board) Blocker(w Wait) *Txn {
-	if w.cut == 0 || b.low.Load() > w.cut {
+	if w.None() || b.low.Load() > max(w.cut, w.lockCut) {
 		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var best *Txn
-	consider := func(l *txList) {
-		if t := l.front(); t != nil && t.seq <= w.cut && (best == nil || t.seq < best.seq) {
+	consider := func(l *txList, cut uint64) {
+		if t := l.front(); t != nil && t.seq <= cut && (best == nil || t.seq < best.seq) {
 			best = t
 		}
 	}
-	if w.all || (w.eff != nil && w.eff.readAll) {
-		consider(&b.any)
-		return best
+	e := w.eff
+	switch {
+	case w.all || (e != nil && e.readAll):
+		consider(&b.any, w.cut)
+	default:
+		consider(&b.unknown, w.cut)
+		if e != nil {
+			for _, id := range e.touch {
+				if int(id) < len(b.rels) {
+					consider(&b.rels[id], w.cut)
+				}
+			}
+		}
 	}
-	consider(&b.unknown)
-	if w.eff != nil {
-		for _, id := range w.eff.touch {
+	if e != nil && w.lockCut > 0 {
+		if e.lockAll {
+			consider(&b.unknown, w.lockCut)
+		}
+		for _, id := range e.lock {
 			if int(id) < len(b.rels) {
-				consider(&b.rels[id])
+				consider(&b.rels[id], w.lockCut)
 			}
 		}
 	}

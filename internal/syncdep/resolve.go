@@ -14,6 +14,11 @@ import (
 // table), the same in every schema.
 type Effect struct {
 	Touch, Write []string
+	// Lock lists the relations whose rows it may wait to lock: those it
+	// writes, and those it reads FOR UPDATE or FOR SHARE. LockAll: it
+	// locks rows of relations it cannot name (without a catalog).
+	Lock    []string
+	LockAll bool
 	// ReadAll: it may read anything, so it waits for every earlier
 	// commit (as in commit mode). WriteAll: its transaction may have
 	// written anything, so every later statement waits for it.
@@ -248,7 +253,8 @@ func (r *Resolver) Effect(st Statement) Effect {
 	e.ReadAll = st.ReadAll
 	if r == nil {
 		if len(st.Touch) > 0 || len(st.Funcs) > 0 || st.ReadAll {
-			return Effect{ReadAll: true, WriteAll: len(st.Write) > 0 || len(st.Funcs) > 0}
+			e = Effect{ReadAll: true, WriteAll: len(st.Write) > 0 || len(st.Funcs) > 0,
+				LockAll: len(st.Write) > 0 || st.LockRows}
 		}
 		return e
 	}
@@ -287,6 +293,10 @@ func (r *Resolver) Effect(st Statement) Effect {
 	}
 	e.Touch = sortedUnique(append(e.Touch, e.Write...))
 	e.Write = sortedUnique(e.Write)
+	e.Lock = e.Write
+	if st.LockRows {
+		e.Lock = e.Touch
+	}
 	return e
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -84,11 +85,12 @@ type Step struct {
 }
 
 // Wait is what a statement waits for: the transactions of the log, up to
-// a place in its commit order, that wrote what it touches. The zero Wait
-// waits for nothing.
+// a place in its commit order (cut), that wrote what it touches, and up
+// to a later place (lockCut) those that wrote what it may have waited to
+// lock. The zero Wait waits for nothing.
 type Wait struct {
-	cut uint64
-	eff *effect
+	cut, lockCut uint64
+	eff          *effect
 	// all: every transaction up to cut (commit mode). With neither all
 	// nor eff, only those that may have written anything (a session's
 	// connection waits so for DDL: CREATE ROLE, CREATE DATABASE).
@@ -96,7 +98,7 @@ type Wait struct {
 }
 
 // None reports whether w waits for nothing.
-func (w Wait) None() bool { return w.cut == 0 }
+func (w Wait) None() bool { return w.cut == 0 && w.lockCut == 0 }
 
 // effect is an Effect with relation ids, shared by every event of one
 // normalized text in one database; it is never modified once made.
@@ -105,8 +107,10 @@ type effect struct {
 	chain    bool
 	touch    []uint32
 	write    []uint32
+	lock     []uint32
 	readAll  bool
 	writeAll bool
+	lockAll  bool
 	barrier  bool
 }
 
@@ -206,6 +210,35 @@ func (t *Tracker) Tick() int64 { return t.res }
 // commit that was in fact concurrent, never drop one it needed.
 func (t *Tracker) cutAt(start int64) uint64 { return t.cuts.before(start + t.res) }
 
+// LockWindow bounds how far into a statement's own run (in log time) the
+// commits it may have waited to lock rows for are taken: see lockCutAt.
+const LockWindow = time.Second
+
+// lockCutAt is the last commit that a statement which writes or locks
+// rows, and ran from start to end in the log, waits for on the relations
+// it locks. In the original it may have waited for the row locks of
+// transactions that committed while it ran: on the target it must not
+// take those rows first. Without this, a session whose UPDATE ran before
+// such a commit on the target (nothing told it to wait) holds the row
+// while its next statement waits for that very commit, whose transaction
+// waits for the row: a deadlock the server cannot see. Waiting for a
+// commit logged before the statement ended never deadlocks on a target
+// like the original: that transaction committed while the statement's
+// own transaction was open, so it needed none of its locks. Only the
+// first LockWindow of a long statement counts, so that a bulk UPDATE is
+// not held back by every commit of its ten minutes.
+//
+// For a statement no longer than LockWindow that is every commit read
+// before it: its log line came after theirs. (Comparing log times instead
+// would miss some: lines of two backends are written a little out of the
+// order of their times, and both may fall in one tick.)
+func (t *Tracker) lockCutAt(start, end int64) uint64 {
+	if end-start <= LockWindow.Microseconds() {
+		return t.seq
+	}
+	return t.cuts.before(start + LockWindow.Microseconds())
+}
+
 // id interns a relation key of a database.
 func (t *Tracker) id(d *database, key string) uint32 {
 	k := d.prefix + key
@@ -237,14 +270,17 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		st = Statement{Opaque: true}
 	}
 	ef := d.res.Effect(st)
-	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, barrier: ef.Barrier}
+	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
 	for _, k := range ef.Touch {
 		x.touch = append(x.touch, t.id(d, k))
 	}
 	for _, k := range ef.Write {
 		x.write = append(x.write, t.id(d, k))
 	}
-	x.touch, x.write = sortedIDs(x.touch), sortedIDs(x.write)
+	for _, k := range ef.Lock {
+		x.lock = append(x.lock, t.id(d, k))
+	}
+	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
 	if len(d.effects) >= maxEffects {
 		clear(d.effects)
 	}
@@ -339,6 +375,7 @@ func (s *Session) Event(e Exec) Step {
 	t := s.t
 	t.observe(e.End)
 	cut := t.cutAt(e.Start)
+	lockCut := t.lockCutAt(e.Start, e.End)
 	var step Step
 	var wantAll bool
 	var merged *effect // the union of the event's effects when several reach something
@@ -395,10 +432,10 @@ func (s *Session) Event(e Exec) Step {
 			}
 		}
 	}
-	if step.Wait.eff != nil && cut > 0 {
+	if eff := step.Wait.eff; eff != nil && (cut > 0 || lockCut > 0 && (len(eff.lock) > 0 || eff.lockAll)) {
 		step.Wait.cut, step.Wait.all = cut, wantAll
-		if wantAll {
-			step.Wait.eff = nil
+		if len(eff.lock) > 0 || eff.lockAll {
+			step.Wait.lockCut = lockCut
 		}
 	} else {
 		step.Wait = Wait{}
@@ -429,18 +466,17 @@ func (s *Session) Event(e Exec) Step {
 func (e *effect) union(o *effect) {
 	e.readAll = e.readAll || o.readAll
 	e.writeAll = e.writeAll || o.writeAll
+	e.lockAll = e.lockAll || o.lockAll
 	e.barrier = e.barrier || o.barrier
 	e.touch = sortedIDs(append(e.touch, o.touch...))
 	e.write = sortedIDs(append(e.write, o.write...))
+	e.lock = sortedIDs(append(e.lock, o.lock...))
 }
 
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
 	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
-	if t.mode == Commit {
-		tx.writes = nil // commit mode waits on the board's list of all
-	}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx

@@ -91,8 +91,9 @@ func TestCutAtStart(t *testing.T) {
 	// the same tick as the start.
 	w := run(b, ms(21)-700, ms(21), "UPDATE orders SET state = 'x' WHERE id = 2").Wait
 	// Started at 18.5 ms: c2, logged at 20 ms, ended at least a
-	// millisecond after it.
-	w2 := run(b, ms(30)-11_500, ms(30), "UPDATE orders SET state = 'y' WHERE id = 1").Wait
+	// millisecond after it. (A read: a write would wait for it, see
+	// TestLockCut.)
+	w2 := run(b, ms(30)-11_500, ms(30), "SELECT * FROM orders WHERE id = 1").Wait
 	if got := tr.Board().Blocker(w); got != c1 {
 		t.Errorf("first waits for %v, want c1", got)
 	}
@@ -395,5 +396,35 @@ func TestTablesDifferingInDigits(t *testing.T) {
 	}
 	if got := tr.Board().Blocker(run(b, ms(4), ms(4), "INSERT INTO own_10 VALUES (2)").Wait); got == nil {
 		t.Errorf("own_10 does not wait for a write to own_10")
+	}
+}
+
+// TestLockCut: a statement that writes or locks rows also waits for the
+// commits on those relations logged while it ran (it may have waited for
+// their row locks), within its first LockWindow; a read does not.
+func TestLockCut(t *testing.T) {
+	tr := newShop(Object)
+	a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+	during := run(a, ms(10)-50, ms(10), "UPDATE public.orders SET state = 'x' WHERE id = 1").Commit
+	late := run(a, ms(3000)-50, ms(3000), "UPDATE public.orders SET state = 'y' WHERE id = 1").Commit
+	other := run(a, ms(3001)-50, ms(3001), "INSERT INTO archive.orders VALUES (1)").Commit
+	// b's statements ran from 5 ms to 4 s: during (10 ms) is within
+	// their first second, late (3 s) is not.
+	for _, tc := range []struct {
+		sql  string
+		want *Txn
+	}{
+		{"UPDATE public.orders SET state = 'z' WHERE id = 1", during},
+		{"SELECT * FROM public.orders WHERE id = 1 FOR UPDATE", during},
+		{"SELECT * FROM public.orders WHERE id = 1", nil},
+		{"INSERT INTO shipments VALUES (1)", nil}, // writes shipments; reads orders
+	} {
+		if got := tr.Board().Blocker(run(b, ms(5), ms(4000), tc.sql).Wait); got != tc.want {
+			t.Errorf("%s waits for %v, want %v", tc.sql, got, tc.want)
+		}
+	}
+	during.Done()
+	if got := tr.Board().Blocker(run(b, ms(5), ms(4000), "UPDATE public.orders SET state = 'z' WHERE id = 1").Wait); got != nil {
+		t.Errorf("after the commit it ran beside is done, it waits for %v (late %v, other %v)", got, late, other)
 	}
 }
