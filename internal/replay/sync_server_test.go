@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -226,22 +225,8 @@ func freshOrders(tb testing.TB, c *pgcluster.Cluster, fk bool) {
 func replayOrders(tb testing.TB, c *pgcluster.Cluster, cp ordersCapture, opts Options) (*Result, string) {
 	tb.Helper()
 	freshOrders(tb, c, cp.fk)
-	rd, err := logread.Open(cp.log, logread.Options{Prefix: workload.LogLinePrefix})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rd.Close()
 	opts.Target = c.DSN("postgres")
-	r, err := New(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := r.Run(ctx, ctx, []Source{rd})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	res := replayLog(tb, cp.log, workload.LogLinePrefix, opts)
 	if t, ok := tb.(*testing.T); ok {
 		checkInvariant(t, res)
 	}

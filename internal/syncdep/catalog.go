@@ -122,28 +122,25 @@ func LoadCatalog(ctx context.Context, conn *pgconn.PgConn) (*Catalog, error) {
 			return nil
 		}},
 		{"inheritance", inheritsQuery, 2, func(r [][]byte) error {
-			child, err1 := parseOID(r[0])
-			parent, err2 := parseOID(r[1])
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("bad row %q", r)
+			child, parent, err := twoOIDs(r)
+			if err != nil {
+				return err
 			}
 			c.Inherits = append(c.Inherits, Inherit{Child: child, Parent: parent})
 			return nil
 		}},
 		{"foreign keys", foreignKeysQuery, 4, func(r [][]byte) error {
-			child, err1 := parseOID(r[0])
-			parent, err2 := parseOID(r[1])
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("bad row %q", r)
+			child, parent, err := twoOIDs(r)
+			if err != nil {
+				return err
 			}
 			c.ForeignKeys = append(c.ForeignKeys, ForeignKey{Child: child, Parent: parent, DeleteWrites: isTrue(r[2]), UpdateWrites: isTrue(r[3])})
 			return nil
 		}},
 		{"views", viewBasesQuery, 2, func(r [][]byte) error {
-			view, err1 := parseOID(r[0])
-			base, err2 := parseOID(r[1])
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("bad row %q", r)
+			view, base, err := twoOIDs(r)
+			if err != nil {
+				return err
 			}
 			c.ViewBases = append(c.ViewBases, ViewBase{View: view, Base: base})
 			return nil
@@ -181,6 +178,16 @@ func LoadCatalog(ctx context.Context, conn *pgconn.PgConn) (*Catalog, error) {
 func parseOID(b []byte) (uint32, error) {
 	v, err := strconv.ParseUint(string(b), 10, 32)
 	return uint32(v), err
+}
+
+// twoOIDs reads the first two columns of a row as OIDs.
+func twoOIDs(r [][]byte) (uint32, uint32, error) {
+	a, err1 := parseOID(r[0])
+	b, err2 := parseOID(r[1])
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("bad row %q", r)
+	}
+	return a, b, nil
 }
 
 func isTrue(b []byte) bool { return len(b) == 1 && b[0] == 't' }
