@@ -276,6 +276,56 @@ func (a *awaited) pending() bool {
 	return a.dep.s.completed.Load() < a.dep.n && !a.dep.s.exited.Load()
 }
 
+// barrierOf lists what a statement of s whose effects are unknown (DDL)
+// waits for when synchronized: every event of another session that ended
+// in the log before the statement started (before, a log time), committed
+// or not.
+func (d *dispatcher) barrierOf(s *session, before int64) []dep {
+	var deps []dep
+	d.prune()
+	for _, o := range d.running {
+		if o == s {
+			continue
+		}
+		if n := o.ends.before(before); o.completed.Load() < n {
+			deps = append(deps, dep{s: o, n: n})
+		}
+	}
+	return deps
+}
+
+// endRing keeps when a session's last events ended in the log, and how
+// many it had been routed by then, for barrierOf: a few are enough, since
+// a barrier comes right after the events it waits for.
+type endRing struct {
+	at [8]int64
+	n  [8]int64
+	i  int
+}
+
+// add notes that the session's nth event, ev, was routed.
+func (e *endRing) add(ev *event.Event, n int64) {
+	at := ev.Time
+	if ev.Duration > 0 {
+		at += ev.Duration
+	}
+	e.at[e.i], e.n[e.i] = at, n
+	e.i = (e.i + 1) % len(e.at)
+}
+
+// before returns how many events had ended before log time t: the
+// newest one kept, or 0 when every one kept ended later (fewer than
+// there were: waiting for fewer is safe, for more could deadlock).
+func (e *endRing) before(t int64) int64 {
+	for k := 1; k <= len(e.at); k++ {
+		j := (e.i - k + len(e.at)) % len(e.at)
+		if e.n[j] > 0 && e.at[j] < t {
+			return e.n[j]
+		}
+	}
+	return 0
+}
+
 // completedCh returns a channel closed once the session has completed n
 // events, or exited.
 func (s *session) completedCh(n int64) <-chan struct{} {

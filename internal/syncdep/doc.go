@@ -22,9 +22,14 @@
 //     boundaries, the relations each transaction wrote, the order of
 //     commits in log time. For each statement it returns a Wait (the
 //     commits that ended before the statement started in the log and
-//     wrote what it touches) and, for the event that ends a transaction,
-//     a Txn that the replay marks Done once it ran on the target. Its
-//     Board answers, from any goroutine, which Txn a Wait still waits for.
+//     wrote what it touches; for a statement that writes or locks rows,
+//     also those on those relations that ended while it ran, whose row
+//     locks it may have waited for) and, for the event that ends a
+//     transaction, a Txn that the replay marks Done once it ran on the
+//     target. Its Board answers, from any goroutine, which Txn a Wait
+//     still waits for. A statement of unknown effect by its kind (DDL)
+//     is marked a barrier: the replay makes it wait for every earlier
+//     statement, which the Tracker does not follow.
 //
 // # Memory
 //
