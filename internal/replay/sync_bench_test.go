@@ -219,8 +219,8 @@ func BenchmarkSyncDependent(b *testing.B) {
 			}
 			ratios = append(ratios, rate[syncdep.Object]/rate[syncdep.Off])
 		}
-		b.Logf("speed 1 lag p99 (sync waits left out) median %.2f ms (%s); speed 0 object/off median %.3f (%s)",
-			median(lags), fmtRatios(lags), median(ratios), fmtRatios(ratios))
+		b.Logf("%d rounds: speed 1 lag p99 (sync waits left out) median %.2f ms (%s); speed 0 object/off median %.3f (%s)",
+			rounds, median(lags), fmtRatios(lags), median(ratios), fmtRatios(ratios))
 		b.ReportMetric(median(lags), "speed1_lag_p99_ms")
 		b.ReportMetric(median(ratios), "speed0_object/off")
 	}
