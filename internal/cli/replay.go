@@ -54,6 +54,7 @@ type replayFlags struct {
 	maxLost          float64
 	maxSkipped       float64
 	maxLag           time.Duration
+	connectTimeout   time.Duration
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -150,6 +151,7 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
 	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
@@ -301,6 +303,11 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if broken != nil {
 		return broken
 	}
+	if res.Partial && len(res.Incomplete) > 0 {
+		// Stopped early by a fault (the target gone), not by the user.
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
+			strings.Join(res.Incomplete, "; "))}
+	}
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")
 	}
@@ -352,6 +359,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		LockTimeout:      f.lockTimeout,
 		StatementTimeout: f.statementTimeout,
 		MaxLost:          f.maxLost / 100,
+		ConnectTimeout:   f.connectTimeout,
 		MaxLag:           f.maxLag,
 		Filter: replay.Filter{
 			Databases:    splitList(f.databases),

@@ -363,6 +363,12 @@ func (r *Report) fillEmpty() {
 // ErrMixedLatency when their latency sources differ, unless allowed.
 func Compare(base, cand *Run, opts Options) (*Report, error) {
 	o := opts.withDefaults()
+	// A result that cannot be judged is refused first: whatever else is
+	// wrong with the comparison, its figures are not a verdict.
+	why := unjudgeable(base, cand)
+	if len(why) > 0 && !o.AllowIncomplete {
+		return nil, &IncompleteError{Reasons: why}
+	}
 	mixed := base.LatencySource != cand.LatencySource
 	if mixed && !o.AllowMixedLatency {
 		return nil, fmt.Errorf("%w: %s has %s latency and %s has %s latency; "+
@@ -370,10 +376,6 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 			"manufactures regressions. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged",
 			ErrMixedLatency, base.Name(), base.LatencySource, cand.Name(), cand.LatencySource)
-	}
-	why := unjudgeable(base, cand)
-	if len(why) > 0 && !o.AllowIncomplete {
-		return nil, &IncompleteError{Reasons: why}
 	}
 	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why}
 	cs := summarize(cand)
