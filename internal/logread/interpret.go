@@ -47,6 +47,11 @@ type interpreter struct {
 	// several lines in a row.
 	lastSession *sessionState
 
+	// scratch holds an entry's fields as the message corrects them
+	// (connect, disconnect): the reader's are shared, and stay as they
+	// are.
+	scratch lineFields
+
 	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
@@ -68,14 +73,14 @@ type sessionState struct {
 	lastBind   *event.Event
 	bindDetail string
 	bindEv     *event.Event
-	// applied is the hint of the last entry whose user, database and
-	// application update took from, when nothing else updated them
-	// since: an entry with the same hint has the same values, and can
-	// leave them.
-	applied **sessionState
+	// applied is the shared fields (lineFields.shared) of the last entry
+	// whose user, database and application update took from, when
+	// nothing else updated them since: an entry with the same fields has
+	// the same values, and can leave them.
+	applied *lineFields
 	// gone is set once the session is no longer in the interpreter's
-	// sessions, so that a format reader's hint (entry.hint) to it is not
-	// followed.
+	// sessions, so that a format reader's fields that remember it
+	// (lineFields.sess) are not followed.
 	gone bool
 	// started is set once the session logged a statement in this log
 	// (or part of a split log).
@@ -128,22 +133,26 @@ func newInterpreter(c *Counters) *interpreter {
 
 // session finds or creates the state of e's session.
 func (in *interpreter) session(e *entry) *sessionState {
-	// The hint first: its key is most often the very same string.
-	if h := e.hint; h != nil && e.session != "" {
-		if s := *h; s != nil && !s.gone && sameString(s.key, e.session) {
-			in.lastSession = s
-			if s.applied != h {
-				in.update(s, e)
-				s.applied = h
+	f := e.f
+	// The session the shared fields remember first: its key is most often
+	// the very same string.
+	if f.shared && f.session != "" {
+		if s := f.sess; s != nil && !s.gone && sameString(s.key, f.session) {
+			if in.lastSession != s {
+				in.lastSession = s
+			}
+			if s.applied != f {
+				in.update(s, f)
+				s.applied = f
 			}
 			return s
 		}
 	}
-	if s := in.lastSession; s != nil && e.session != "" && e.session == s.key {
-		in.update(s, e)
+	if s := in.lastSession; s != nil && f.session != "" && f.session == s.key {
+		in.update(s, f)
 		return s
 	}
-	key := e.session
+	key := f.session
 	if key == "" {
 		key = in.byPID[e.pid]
 		if key == "" {
@@ -158,16 +167,16 @@ func (in *interpreter) session(e *entry) *sessionState {
 		// A process runs one session at a time: a new session on the same
 		// process means the previous one ended without a disconnection
 		// line, and its state can go.
-		if old, ok := in.byPID[e.pid]; ok && old != key && e.session != "" {
+		if old, ok := in.byPID[e.pid]; ok && old != key && f.session != "" {
 			in.drop(old)
 		}
 		in.byPID[e.pid] = key
 	}
 	in.lastSession = s
-	if e.hint != nil && e.session != "" {
-		*e.hint = s
+	if f.shared && f.session != "" {
+		f.sess = s
 	}
-	in.update(s, e)
+	in.update(s, f)
 	return s
 }
 
@@ -177,17 +186,19 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-func (in *interpreter) update(s *sessionState, e *entry) {
-	s.applied = nil
+func (in *interpreter) update(s *sessionState, f *lineFields) {
+	if s.applied != nil {
+		s.applied = nil
+	}
 	// The prefix shows "[unknown]" before the startup packet is read.
-	if e.user != "" && e.user != "[unknown]" {
-		s.user = e.user
+	if f.user != "" && f.user != "[unknown]" {
+		s.user = f.user
 	}
-	if e.database != "" && e.database != "[unknown]" {
-		s.database = e.database
+	if f.database != "" && f.database != "[unknown]" {
+		s.database = f.database
 	}
-	if e.application != "" && e.application != "[unknown]" {
-		s.application = e.application
+	if f.application != "" && f.application != "[unknown]" {
+		s.application = f.application
 	}
 }
 
@@ -289,6 +300,10 @@ func byLine(a, b *event.Event) int {
 // add interprets one entry, appending the events it completes to in.out
 // and counting its lines.
 func (in *interpreter) add(e *entry) {
+	if e.f == nil {
+		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
+		e.f = &in.scratch
+	}
 	switch e.severity {
 	case "LOG":
 		in.log(e)
@@ -309,10 +324,8 @@ func (in *interpreter) add(e *entry) {
 func (in *interpreter) log(e *entry) {
 	msg := e.message
 	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
-		// log_error_verbosity = verbose: "00000: duration: ...".
-		if e.sqlstate == "" {
-			e.sqlstate = msg[:5]
-		}
+		// log_error_verbosity = verbose: "00000: duration: ...". The
+		// SQLSTATE of a LOG is no part of its events.
 		msg = msg[7:]
 		e.message = msg
 	}
@@ -565,7 +578,7 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 }
 
 func (in *interpreter) connect(e *entry, msg string) {
-	if e.session == "" {
+	if e.f.session == "" {
 		// Without %c, each connection on a process is a new session.
 		in.gen[e.pid]++
 		if old, ok := in.byPID[e.pid]; ok {
@@ -574,35 +587,44 @@ func (in *interpreter) connect(e *entry, msg string) {
 		delete(in.byPID, e.pid)
 	}
 	// "connection authorized: user=app database=shop application_name=web"
-	// gives what the prefix may lack. The entry is then no longer the
-	// prefix's: its hint must not tell the session it was applied.
-	e.hint = nil
+	// gives what the prefix may lack. The entry's fields are then no
+	// longer the prefix's: the session must not remember them as applied.
+	f := in.ownFields(e)
 	if v := field(msg, "user="); v != "" {
-		e.user = v
-		if u, db, ok := strings.Cut(v, "database="); ok {
+		f.user = v
+		if u, db, ok := strings.Cut(f.user, "database="); ok {
 			// Azure Single Server writes "user=postgresdatabase=postgres".
-			e.user, e.database = u, db
+			f.user, f.database = u, db
 		}
 	}
 	if v := field(msg, "database="); v != "" {
-		e.database = v
+		f.database = v
 	}
 	if v := field(msg, "application_name="); v != "" {
-		e.application = v
+		f.application = v
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	in.out = append(in.out, in.newEvent(event.Connect, e, s))
 }
 
+// ownFields points e at a copy of its fields that the interpreter may
+// change, and returns it.
+func (in *interpreter) ownFields(e *entry) *lineFields {
+	in.scratch = *e.f
+	in.scratch.shared, in.scratch.sess = false, nil
+	e.f = &in.scratch
+	return e.f
+}
+
 func (in *interpreter) disconnect(e *entry) {
 	// "disconnection: session time: 0:00:01.234 user=app database=shop host=[local]"
-	e.hint = nil // see connect
-	if e.user == "" {
-		e.user = field(e.message, "user=")
+	f := in.ownFields(e) // see connect
+	if f.user == "" {
+		f.user = field(e.message, "user=")
 	}
-	if e.database == "" {
-		e.database = field(e.message, "database=")
+	if f.database == "" {
+		f.database = field(e.message, "database=")
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
@@ -621,7 +643,7 @@ func (in *interpreter) disconnect(e *entry) {
 func (in *interpreter) error(e *entry) {
 	s := in.session(e)
 	in.c.parsed(e.lines)
-	state, msg := e.sqlstate, e.message
+	state, msg := e.f.sqlstate, e.message
 	if state == "" {
 		// log_error_verbosity = verbose: "ERROR:  42P01: relation ... "
 		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
@@ -629,6 +651,7 @@ func (in *interpreter) error(e *entry) {
 		}
 	}
 	msg = trimCursor(msg)
+	statement := e.statement
 	var failed *event.Event
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):
@@ -660,7 +683,7 @@ func (in *interpreter) error(e *entry) {
 	case e.statement != "" && e.severity == "ERROR":
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
-		failed.Query = e.statement
+		failed.Query = statement
 		if in.leading && !s.started {
 			// Held for the boundary with the previous part: see
 			// leadingErrors.
@@ -684,7 +707,7 @@ func (in *interpreter) error(e *entry) {
 	ev := in.newEvent(event.Error, e, s)
 	ev.SQLState = state
 	ev.SetError(e.severity, msg)
-	ev.Query = e.statement
+	ev.Query = statement
 	in.out = append(in.out, ev)
 }
 

@@ -20,6 +20,9 @@ type stderrReader struct {
 	sec    secondWords // the second of times, for leadingTime
 	pf     prefixFields
 	lineNo int64
+	// scratch holds the fields of a line that are not kept by its tail,
+	// until start copies them into the entry.
+	scratch lineFields
 
 	// tails caches the fields of the prefix after its leading time: a
 	// session repeats the same text on every line ("[4242] app@shop/web
@@ -33,11 +36,11 @@ type stderrReader struct {
 
 	// The entry being assembled, emitted when the next message starts:
 	// one of slots, the other being the entry last returned.
-	slots   [2]entry
-	cur     *entry
+	slots   [2]slot
+	cur     int // the slot being assembled: an index, not a pointer, so that switching slots writes no pointer
 	have    bool
 	curPID  int32
-	field   *string // the field that continuation lines extend
+	field   fieldID // the field of the entry that continuation lines extend
 	builder []byte  // continuation text of field, when it spans lines
 	arena   []byte  // what builders joined, never written again; then room for the next
 	inArena bool    // builder was started at the end of arena
@@ -62,11 +65,48 @@ type lineFields struct {
 	application string
 	sqlstate    string
 	// sess is the interpreter's state of the session these fields name,
-	// remembered to save it a lookup (see entry.hint).
+	// remembered to save it a lookup; only when shared.
 	sess *sessionState
+	// shared is set for the fields the stderr reader keeps by the text of
+	// the prefix, which never change once made: the interpreter may
+	// remember things about them (sess, sessionState.applied).
+	shared bool
 	// short is set for a background process's line, stopped at %q: its
 	// tail stays out of the fast table (see fields).
 	short bool
+}
+
+// slot is an entry the stderr reader assembles, with room for its
+// fields when they are not kept by the tail of the prefix.
+type slot struct {
+	entry
+	own lineFields
+}
+
+// fieldID names a text field of an entry: the reader keeps which one
+// continuation lines extend as a number, not a pointer, which would go
+// through the write barrier on every line while the collector marks.
+type fieldID uint8
+
+const (
+	noField fieldID = iota
+	fieldMessage
+	fieldDetail
+	fieldContext
+	fieldStatement
+)
+
+// text returns the field f (not noField) of the entry.
+func (e *slot) text(f fieldID) *string {
+	switch f {
+	case fieldDetail:
+		return &e.detail
+	case fieldContext:
+		return &e.context
+	case fieldStatement:
+		return &e.statement
+	}
+	return &e.message
 }
 
 // fastTail is an entry of the direct-mapped table in front of tails.
@@ -82,7 +122,6 @@ const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
 	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID, span: 1}
-	s.cur = &s.slots[0]
 	if k, ok := p.cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
 	}
@@ -351,16 +390,22 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
-	lf := &lineFields{
+	lf := &s.scratch
+	keep := s.tails != nil && len(f.time) > 0
+	if keep {
+		lf = new(lineFields)
+	}
+	*lf = lineFields{
 		pid:         pidOf(f.pid, f.session),
 		session:     s.intern.get(f.session),
 		user:        s.intern.get(f.user),
 		database:    s.intern.get(f.database),
 		application: s.intern.get(f.application),
 		sqlstate:    s.intern.get(f.sqlstate),
+		shared:      keep,
 		short:       f.qCut,
 	}
-	if s.tails != nil && len(f.time) > 0 {
+	if keep {
 		if len(s.tails) >= maxTails {
 			clear(s.tails)
 			s.fast = [len(s.fast)]fastTail{}
@@ -439,8 +484,8 @@ func (s *stderrReader) next() (*entry, error) {
 			if sev == sevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
 				// addSecondary's common case, inline: the parameters of
 				// an execute.
-				s.cur.lines += s.span
-				s.setField(&s.cur.detail, msg)
+				s.slots[s.cur&1].lines += s.span
+				s.setField(fieldDetail, msg)
 				continue
 			}
 			s.addSecondary(sev, msg, lf, line)
@@ -545,45 +590,67 @@ func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, li
 	if s.builder != nil {
 		s.closeField()
 	}
-	s.cur.lines += s.span
+	s.slots[s.cur&1].lines += s.span
 	switch sev {
 	case sevDetail:
-		s.setField(&s.cur.detail, msg)
+		s.setField(fieldDetail, msg)
 	case sevContext:
-		s.setField(&s.cur.context, msg)
+		s.setField(fieldContext, msg)
 	case sevStatement:
-		s.setField(&s.cur.statement, msg)
+		s.setField(fieldStatement, msg)
 	default:
-		s.field = nil
+		s.field = noField
 	}
 }
 
 func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields) {
 	// Field by field: a composite literal would be built aside and copied.
-	e := s.cur
+	e := &s.slots[s.cur&1]
 	e.time = us
 	e.line = s.lineNo
 	e.lines = s.span
-	e.severity = severityWords[sev]
+	// Pointers are written only when they change: while the collector
+	// marks, each write goes through its write barrier.
+	if w := severityWords[sev]; !sameString(e.severity, w) {
+		e.severity = w
+	}
 	e.pid = lf.pid
-	e.session = lf.session
-	e.user = lf.user
-	e.database = lf.database
-	e.application = lf.application
-	e.sqlstate = lf.sqlstate
-	e.hint = &lf.sess
+	if lf.shared {
+		if e.f != lf {
+			e.f = lf
+		}
+	} else {
+		// The reader's scratch fields change with the next line: the
+		// entry keeps a copy.
+		e.own = *lf
+		e.f = &e.own
+	}
 	e.message = unsafeString(msg)
-	e.detail, e.context, e.statement = "", "", ""
+	if e.detail != "" {
+		e.detail = ""
+	}
+	if e.context != "" {
+		e.context = ""
+	}
+	if e.statement != "" {
+		e.statement = ""
+	}
 	s.curPID = lf.pid
 	s.have = true
-	s.field = &e.message
-	s.builder, s.inArena = nil, false
+	s.field = fieldMessage
+	if s.builder != nil {
+		s.builder = nil
+	}
+	s.inArena = false
 }
 
-func (s *stderrReader) setField(dst *string, v []byte) {
-	*dst = unsafeString(v)
-	s.field = dst
-	s.builder, s.inArena = nil, false
+func (s *stderrReader) setField(f fieldID, v []byte) {
+	*s.slots[s.cur&1].text(f) = unsafeString(v)
+	s.field = f
+	if s.builder != nil {
+		s.builder = nil
+	}
+	s.inArena = false
 }
 
 // extend appends a continuation line to the current field. The server
@@ -591,13 +658,14 @@ func (s *stderrReader) setField(dst *string, v []byte) {
 // The joined text is built at the end of the arena, which closeField
 // then keeps: one allocation for many multi-line statements.
 func (s *stderrReader) extend(line []byte) {
-	s.cur.lines += s.span
-	if s.field == nil {
+	s.slots[s.cur&1].lines += s.span
+	if s.field == noField {
 		return
 	}
+	field := s.slots[s.cur&1].text(s.field)
 	if s.builder == nil {
 		// Room for a few more lines like this one, or a block of its own.
-		need := 4 * (len(*s.field) + 1 + len(line))
+		need := 4 * (len(*field) + 1 + len(line))
 		if need > arenaSize/4 {
 			s.builder = make([]byte, 0, need)
 		} else {
@@ -607,7 +675,7 @@ func (s *stderrReader) extend(line []byte) {
 			s.builder = s.arena[len(s.arena):len(s.arena)]
 			s.inArena = true
 		}
-		s.builder = append(s.builder, *s.field...)
+		s.builder = append(s.builder, *field...)
 	}
 	s.builder = append(s.builder, '\n')
 	s.builder = append(s.builder, line...)
@@ -617,8 +685,8 @@ func (s *stderrReader) extend(line []byte) {
 const arenaSize = 64 << 10
 
 func (s *stderrReader) closeField() {
-	if s.field != nil && s.builder != nil {
-		*s.field = unsafeString(s.builder)
+	if s.field != noField && s.builder != nil {
+		*s.slots[s.cur&1].text(s.field) = unsafeString(s.builder)
 		if s.inArena {
 			if rest := s.arena[len(s.arena):]; cap(rest) > 0 && unsafe.SliceData(s.builder) == unsafe.SliceData(rest) {
 				// Built in the arena: keep it there.
@@ -630,7 +698,7 @@ func (s *stderrReader) closeField() {
 			}
 		}
 	}
-	s.field, s.builder, s.inArena = nil, nil, false
+	s.field, s.builder, s.inArena = noField, nil, false
 }
 
 // finish ends the entry being assembled and returns it. The next entry is
@@ -639,16 +707,12 @@ func (s *stderrReader) closeField() {
 func (s *stderrReader) finish() *entry {
 	if s.builder != nil {
 		s.closeField()
-	} else {
-		s.field = nil
 	}
-	e := s.cur
+	// s.field is left as it is: nothing extends it before start sets it
+	// again, as continuation lines need an entry being assembled.
+	e := &s.slots[s.cur&1].entry
 	s.have = false
-	if s.cur == &s.slots[0] {
-		s.cur = &s.slots[1]
-	} else {
-		s.cur = &s.slots[0]
-	}
+	s.cur ^= 1
 	return e
 }
 
