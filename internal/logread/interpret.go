@@ -52,6 +52,22 @@ type interpreter struct {
 	// are.
 	scratch lineFields
 
+	// own is set when the entries' text is in buffers the format reader
+	// reads into again (see lineReader): what the interpreter keeps past
+	// an entry, in events and in a session's state, it copies (keep).
+	own bool
+	// text is the block copies are made in: never written again below
+	// its length, so strings can alias it.
+	text []byte
+	// texts holds copies of query texts and statement names seen twice,
+	// by a hash of their length and three words (textHash): most logs
+	// repeat a few texts (those of prepared statements, BEGIN, COMMIT)
+	// many times, and a copy of each would be most of what the reader
+	// allocates. seen holds the hashes of those seen once, which get a
+	// copy in text.
+	texts [256]string
+	seen  [256]uint64
+
 	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
@@ -118,6 +134,72 @@ func sketchOf(q string) querySketch {
 }
 
 const eventSlab = 256
+
+// textBlock is the size of the blocks kept text is copied into; text
+// longer than textBlock/8 gets an allocation of its own.
+const textBlock = 64 << 10
+
+// keep returns s, or a copy of it when the entries' text is in buffers
+// the reader reuses (see own).
+func (in *interpreter) keep(s string) string {
+	if !in.own || s == "" {
+		return s
+	}
+	return in.copyText(s)
+}
+
+// keepText is keep for text that may come again: a query, a statement
+// name.
+func (in *interpreter) keepText(s string) string {
+	if !in.own || s == "" {
+		return s
+	}
+	h := textHash(s)
+	i := h & uint64(len(in.texts)-1)
+	if t := in.texts[i]; t == s {
+		return t
+	}
+	if in.seen[i] != h {
+		in.seen[i] = h
+		return in.copyText(s)
+	}
+	// A copy of its own, not in a block: the table would keep blocks
+	// alive.
+	t := strings.Clone(s)
+	in.texts[i] = t
+	return t
+}
+
+// textHash hashes s by its length and its first, middle and last eight
+// bytes: a whole hash of every query would cost as much as its copy. Two
+// texts alike in those differ in the compare, and only get copied.
+func textHash(s string) uint64 {
+	n := len(s)
+	var a, b, c uint64
+	if n >= 8 {
+		a, b, c = loadString64(s, 0), loadString64(s, (n-8)/2), loadString64(s, n-8)
+	} else {
+		var w [8]byte
+		copy(w[:], s)
+		a = binary.LittleEndian.Uint64(w[:])
+	}
+	h := (a ^ uint64(n)<<56) * 0x9e3779b97f4a7c15
+	h = (h ^ b ^ h>>29) * 0xbf58476d1ce4e5b9
+	h = (h ^ c ^ h>>32) * 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+func (in *interpreter) copyText(s string) string {
+	if len(s) > textBlock/8 {
+		return strings.Clone(s)
+	}
+	if cap(in.text)-len(in.text) < len(s) {
+		in.text = make([]byte, 0, textBlock)
+	}
+	n := len(in.text)
+	in.text = append(in.text, s...)
+	return unsafe.String(&in.text[n], len(s))
+}
 
 // paramSlab is how many parameters are allocated at a time.
 const paramSlab = 256
@@ -246,6 +328,18 @@ func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.
 	ps, state := appendParams(in.params, detail, query)
 	if len(ps) == n {
 		return nil, state
+	}
+	if in.own {
+		// The values are in the detail (but for those with quotes to
+		// undo, which are copies already): one copy of it keeps them all.
+		kept := in.copyText(detail)
+		d, k := uintptr(unsafe.Pointer(unsafe.StringData(detail))), unsafe.StringData(kept)
+		for i := range ps[n:] {
+			p := &ps[n+i]
+			if v := uintptr(unsafe.Pointer(unsafe.StringData(p.Value))); p.Value != "" && v >= d && v-d < uintptr(len(detail)) {
+				p.Value = unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(k), v-d)), len(p.Value))
+			}
+		}
 	}
 	if unsafe.SliceData(ps) == unsafe.SliceData(in.params) {
 		// Still in the slab: take what was appended, with no room to
@@ -411,7 +505,7 @@ func (in *interpreter) log(e *entry) {
 		in.c.skip(SkipLockWait, e.lines)
 	default:
 		if w := translatedMessage(msg); w != "" && in.foreign == "" {
-			in.foreign, in.foreignLine = w, e.line
+			in.foreign, in.foreignLine = strings.Clone(w), e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
@@ -421,7 +515,7 @@ func (in *interpreter) log(e *entry) {
 func (in *interpreter) simple(e *entry, query string, dur int64) {
 	s := in.session(e)
 	ev := in.newEvent(event.Statement, e, s)
-	ev.Query = query
+	ev.Query = in.keepText(query)
 	in.statement(e, s, ev, dur)
 }
 
@@ -476,11 +570,11 @@ func (in *interpreter) bind(e *entry, rest string) {
 		*ev = event.Event{}
 	}
 	fillEvent(ev, event.Execute, e, s)
-	ev.Name, ev.Query = name, query
+	ev.Name, ev.Query = in.keepText(name), in.keepText(query)
 	if portal != "" {
-		ev.SetPortal(portal)
+		ev.SetPortal(in.keep(portal))
 	}
-	s.lastBind, s.bindDetail = ev, e.detail
+	s.lastBind, s.bindDetail = ev, in.keep(e.detail)
 	s.lastParse, s.parseName, s.parseQuery = false, "", ""
 	s.done.n = -1
 	in.c.parsed(e.lines)
@@ -498,9 +592,9 @@ func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sess
 	}
 	s := in.session(e)
 	ev := in.newEvent(k, e, s)
-	ev.Name, ev.Query = name, query
+	ev.Name, ev.Query = in.keepText(name), in.keepText(query)
 	if portal != "" {
-		ev.SetPortal(portal)
+		ev.SetPortal(in.keep(portal))
 	}
 	if k == event.Execute {
 		ev.Params, ev.ParamState = in.appendParams(e.detail, query)
@@ -591,17 +685,17 @@ func (in *interpreter) connect(e *entry, msg string) {
 	// longer the prefix's: the session must not remember them as applied.
 	f := in.ownFields(e)
 	if v := field(msg, "user="); v != "" {
-		f.user = v
+		f.user = in.keep(v)
 		if u, db, ok := strings.Cut(f.user, "database="); ok {
 			// Azure Single Server writes "user=postgresdatabase=postgres".
 			f.user, f.database = u, db
 		}
 	}
 	if v := field(msg, "database="); v != "" {
-		f.database = v
+		f.database = in.keep(v)
 	}
 	if v := field(msg, "application_name="); v != "" {
-		f.application = v
+		f.application = in.keep(v)
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
@@ -621,10 +715,10 @@ func (in *interpreter) disconnect(e *entry) {
 	// "disconnection: session time: 0:00:01.234 user=app database=shop host=[local]"
 	f := in.ownFields(e) // see connect
 	if f.user == "" {
-		f.user = field(e.message, "user=")
+		f.user = in.keep(field(e.message, "user="))
 	}
 	if f.database == "" {
-		f.database = field(e.message, "database=")
+		f.database = in.keep(field(e.message, "database="))
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
@@ -647,11 +741,11 @@ func (in *interpreter) error(e *entry) {
 	if state == "" {
 		// log_error_verbosity = verbose: "ERROR:  42P01: relation ... "
 		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
-			state, msg = msg[:5], msg[7:]
+			state, msg = in.keep(msg[:5]), msg[7:]
 		}
 	}
-	msg = trimCursor(msg)
-	statement := e.statement
+	msg = in.keep(trimCursor(msg))
+	statement := in.keepText(e.statement)
 	var failed *event.Event
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):

@@ -85,20 +85,36 @@ func unquote(s string) (v, rest string, complete bool) {
 	if i+1 >= len(s) || s[i+1] != '\'' {
 		return s[:i], s[i+1:], true // no doubled quote: no copy
 	}
-	var b strings.Builder
+	// Quotes to undo: the length of the value first, then one copy.
+	n, t := 0, s
+	for {
+		i := strings.IndexByte(t, '\'')
+		if i < 0 {
+			n += len(t)
+			break
+		}
+		n += i
+		if i+1 < len(t) && t[i+1] == '\'' {
+			n++
+			t = t[i+2:]
+			continue
+		}
+		break
+	}
+	b := make([]byte, 0, n)
 	for {
 		i := strings.IndexByte(s, '\'')
 		if i < 0 {
-			b.WriteString(s)
-			return b.String(), "", false
+			b = append(b, s...)
+			return unsafeString(b), "", false
 		}
-		b.WriteString(s[:i])
+		b = append(b, s[:i]...)
 		if i+1 < len(s) && s[i+1] == '\'' {
-			b.WriteByte('\'')
+			b = append(b, '\'')
 			s = s[i+2:]
 			continue
 		}
-		return b.String(), s[i+1:], true
+		return unsafeString(b), s[i+1:], true
 	}
 }
 

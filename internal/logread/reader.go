@@ -160,6 +160,11 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 			}
 			r.stderr.src = newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
 			r.warnings = append(r.warnings, envWarnings(l.env, clock.year, guessed, clock.loc, opts.TimeZone != nil, l.bsd)...)
+		} else {
+			// The stderr reader reads into its chunks again once no
+			// entry refers to them; the interpreter copies what it keeps.
+			r.stderr.lines.recycle = true
+			r.interp.own = true
 		}
 		r.fr = r.stderr
 	}

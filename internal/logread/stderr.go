@@ -36,14 +36,18 @@ type stderrReader struct {
 
 	// The entry being assembled, emitted when the next message starts:
 	// one of slots, the other being the entry last returned.
-	slots   [2]slot
-	cur     int // the slot being assembled: an index, not a pointer, so that switching slots writes no pointer
-	have    bool
-	curPID  int32
-	field   fieldID // the field of the entry that continuation lines extend
-	builder []byte  // continuation text of field, when it spans lines
-	arena   []byte  // what builders joined, never written again; then room for the next
-	inArena bool    // builder was started at the end of arena
+	slots  [2]slot
+	cur    int // the slot being assembled: an index, not a pointer, so that switching slots writes no pointer
+	have   bool
+	curPID int32
+	field  fieldID // the field of the entry that continuation lines extend
+	// seqs are the chunks (lineReader.seq) the message, detail, context
+	// and statement of the entry being assembled were read from, when the
+	// line reader recycles chunks.
+	seqs    [4]uint64
+	builder []byte // continuation text of field, when it spans lines
+	arena   []byte // what builders joined, never written again; then room for the next
+	inArena bool   // builder was started at the end of arena
 	noPID   bool
 
 	foreign     string // a translated severity, when seen
@@ -74,6 +78,8 @@ type lineFields struct {
 	// short is set for a background process's line, stopped at %q: its
 	// tail stays out of the fast table (see fields).
 	short bool
+	// tail is the text the fields are kept by, when shared.
+	tail string
 }
 
 // slot is an entry the stderr reader assembles, with room for its
@@ -229,7 +235,7 @@ func (s *stderrReader) slowTail(line []byte) (lf *lineFields, us int64, rest []b
 		return nil, 0, nil
 	}
 	if !lf.short {
-		s.remember(string(tail), lf)
+		s.remember(lf.tail, lf)
 	}
 	return lf, us, after[k:]
 }
@@ -411,6 +417,7 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 			s.fast = [len(s.fast)]fastTail{}
 		}
 		tail := string(line[len(f.time) : len(line)-len(rest)])
+		lf.tail = tail
 		s.tails[tail] = lf
 		if !f.qCut {
 			// A background process's tail is short: hashed on fewer
@@ -515,6 +522,14 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 			return []byte{}, true
 		}
 		return ol.b, true
+	}
+	// The line reader may read into older chunks again: the entry being
+	// assembled still refers to those it was read from (the entry last
+	// returned is no longer valid).
+	if s.have {
+		s.lines.keep = s.seqs
+	} else {
+		s.lines.keep = [4]uint64{}
 	}
 	l, complete, ok := s.lines.next()
 	if !ok {
@@ -638,6 +653,7 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	s.curPID = lf.pid
 	s.have = true
 	s.field = fieldMessage
+	s.seqs = [4]uint64{s.lines.seq}
 	if s.builder != nil {
 		s.builder = nil
 	}
@@ -647,6 +663,7 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 func (s *stderrReader) setField(f fieldID, v []byte) {
 	*s.slots[s.cur&1].text(f) = unsafeString(v)
 	s.field = f
+	s.seqs[(f-1)&3] = s.lines.seq
 	if s.builder != nil {
 		s.builder = nil
 	}
