@@ -31,7 +31,7 @@ type stderrReader struct {
 	// changes on every line (see prefix.cacheable).
 	tails    map[string]*lineFields
 	timeKind byte // the leading time escape, when tails is used
-	fast     [1024]fastTail
+	fast     [4096]fastTail
 	minTail  int // length of the shortest tail seen, for fastIndex
 
 	// The entry being assembled, emitted when the next message starts:
@@ -396,34 +396,54 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
-	lf := &s.scratch
-	keep := s.tails != nil && len(f.time) > 0
-	if keep {
-		lf = new(lineFields)
+	if s.tails == nil || len(f.time) == 0 {
+		// Not kept: the fields are read once, and go into the entry.
+		lf := &s.scratch
+		*lf = lineFields{
+			pid:         pidOf(f.pid, f.session),
+			session:     s.intern.get(f.session),
+			user:        s.intern.get(f.user),
+			database:    s.intern.get(f.database),
+			application: s.intern.get(f.application),
+			sqlstate:    s.intern.get(f.sqlstate),
+			short:       f.qCut,
+		}
+		return lf
 	}
-	*lf = lineFields{
+	if len(s.tails) >= maxTails {
+		clear(s.tails)
+		s.fast = [len(s.fast)]fastTail{}
+	}
+	start := len(f.time)
+	tail := string(line[start : len(line)-len(rest)])
+	// The other fields are in the tail: substrings of its copy need no
+	// allocation, nor interning.
+	sub := func(v []byte) string {
+		if len(v) == 0 {
+			return ""
+		}
+		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(line))))
+		if off < start || off+len(v) > start+len(tail) {
+			return s.intern.get(v)
+		}
+		return tail[off-start : off-start+len(v)]
+	}
+	lf := &lineFields{
 		pid:         pidOf(f.pid, f.session),
-		session:     s.intern.get(f.session),
-		user:        s.intern.get(f.user),
-		database:    s.intern.get(f.database),
-		application: s.intern.get(f.application),
-		sqlstate:    s.intern.get(f.sqlstate),
-		shared:      keep,
+		session:     s.intern.get(f.session), // one string per session: compared by pointer
+		user:        sub(f.user),
+		database:    sub(f.database),
+		application: sub(f.application),
+		sqlstate:    sub(f.sqlstate),
+		shared:      true,
 		short:       f.qCut,
+		tail:        tail,
 	}
-	if keep {
-		if len(s.tails) >= maxTails {
-			clear(s.tails)
-			s.fast = [len(s.fast)]fastTail{}
-		}
-		tail := string(line[len(f.time) : len(line)-len(rest)])
-		lf.tail = tail
-		s.tails[tail] = lf
-		if !f.qCut {
-			// A background process's tail is short: hashed on fewer
-			// bytes, it would take the sessions' lines off the fast path.
-			s.remember(tail, lf)
-		}
+	s.tails[tail] = lf
+	if !f.qCut {
+		// A background process's tail is short: hashed on fewer bytes,
+		// it would take the sessions' lines off the fast path.
+		s.remember(tail, lf)
 	}
 	return lf
 }
