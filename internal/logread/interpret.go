@@ -56,9 +56,13 @@ type interpreter struct {
 	// reads into again (see lineReader): what the interpreter keeps past
 	// an entry, in events and in a session's state, it copies (keep).
 	own bool
-	// text is the block copies are made in: never written again below
-	// its length, so strings can alias it.
-	text []byte
+	// text holds the copies.
+	text textArena
+
+	// durAlone counts the lines of durations without a statement not yet
+	// in c (see flushCounts): the most common reason to skip a line
+	// costs an add, not a map update.
+	durAlone int64
 	// texts holds copies of query texts and statement names seen twice,
 	// by a hash of their length and three words (textHash): most logs
 	// repeat a few texts (those of prepared statements, BEGIN, COMMIT)
@@ -189,16 +193,43 @@ func textHash(s string) uint64 {
 	return h ^ h>>31
 }
 
-func (in *interpreter) copyText(s string) string {
-	if len(s) > textBlock/8 {
-		return strings.Clone(s)
+func (in *interpreter) copyText(s string) string { return in.text.copy(s) }
+
+// textArena hands out room for copies of text in blocks: one allocation
+// for many short strings. A block is never written again below its
+// length, so strings can alias it.
+type textArena struct{ b []byte }
+
+// alloc returns room for n bytes, to be filled before anything else is
+// allocated.
+func (a *textArena) alloc(n int) []byte {
+	if n > textBlock/8 {
+		return make([]byte, n)
 	}
-	if cap(in.text)-len(in.text) < len(s) {
-		in.text = make([]byte, 0, textBlock)
+	if cap(a.b)-len(a.b) < n {
+		a.b = make([]byte, 0, textBlock)
 	}
-	n := len(in.text)
-	in.text = append(in.text, s...)
-	return unsafe.String(&in.text[n], len(s))
+	m := len(a.b)
+	a.b = a.b[:m+n]
+	return a.b[m : m+n : m+n]
+}
+
+// copy returns a copy of s.
+func (a *textArena) copy(s string) string {
+	if s == "" {
+		return ""
+	}
+	b := a.alloc(len(s))
+	copy(b, s)
+	return unsafe.String(&b[0], len(b))
+}
+
+// keep returns s, or a copy of it when a is not nil.
+func (a *textArena) keep(s string) string {
+	if a == nil {
+		return s
+	}
+	return a.copy(s)
 }
 
 // paramSlab is how many parameters are allocated at a time.
@@ -325,21 +356,14 @@ func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.
 		in.params = make([]event.Param, 0, paramSlab)
 	}
 	n := len(in.params)
-	ps, state := appendParams(in.params, detail, query)
+	var ar *textArena
+	if in.own {
+		// The values are copied as they are read.
+		ar = &in.text
+	}
+	ps, state := appendParams(in.params, detail, query, ar)
 	if len(ps) == n {
 		return nil, state
-	}
-	if in.own {
-		// The values are in the detail (but for those with quotes to
-		// undo, which are copies already): one copy of it keeps them all.
-		kept := in.copyText(detail)
-		d, k := uintptr(unsafe.Pointer(unsafe.StringData(detail))), unsafe.StringData(kept)
-		for i := range ps[n:] {
-			p := &ps[n+i]
-			if v := uintptr(unsafe.Pointer(unsafe.StringData(p.Value))); p.Value != "" && v >= d && v-d < uintptr(len(detail)) {
-				p.Value = unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(k), v-d)), len(p.Value))
-			}
-		}
 	}
 	if unsafe.SliceData(ps) == unsafe.SliceData(in.params) {
 		// Still in the slab: take what was appended, with no room to
@@ -357,6 +381,14 @@ func (in *interpreter) flush(s *sessionState) {
 	if s.pending != nil {
 		in.out = append(in.out, s.pending)
 		s.pending = nil
+	}
+}
+
+// flushCounts brings c up to date.
+func (in *interpreter) flushCounts() {
+	if in.durAlone != 0 {
+		in.c.skip(SkipDurationAlone, in.durAlone)
+		in.durAlone = 0
 	}
 }
 
@@ -424,7 +456,7 @@ func (in *interpreter) log(e *entry) {
 		e.message = msg
 	}
 	var dur int64 = event.NoDuration
-	if len(msg) >= len("duration: ") && (msg[:len("duration: ")] == "duration: " || hasPrefixFold(msg, "duration: ")) {
+	if len(msg) >= len("duration: ") && (loadString64(msg, 0) == wordDuration && msg[8] == ':' && msg[9] == ' ' || hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
 		// "duration: 0.123 ms" alone.
 		rest := msg[len("duration: "):]
@@ -456,24 +488,29 @@ func (in *interpreter) log(e *entry) {
 	// The keywords as the servers write them, told by their first letter;
 	// any other case goes the long way below.
 	if len(msg) > 0 {
+		// Compared by words: the strings' compare is a call.
+		var w uint64
+		if len(msg) >= 8 {
+			w = loadString64(msg, 0)
+		}
 		switch msg[0] {
 		case 's':
-			if strings.HasPrefix(msg, "statement: ") {
+			if w == wordStatemen && len(msg) >= len("statement: ") && msg[8] == 't' && msg[9] == ':' && msg[10] == ' ' {
 				in.simple(e, msg[len("statement: "):], dur)
 				return
 			}
 		case 'e':
-			if strings.HasPrefix(msg, "execute ") {
+			if w == wordExecute {
 				in.execute(e, msg[len("execute "):], dur)
 				return
 			}
 		case 'p':
-			if strings.HasPrefix(msg, "parse ") {
+			if w&0xffffffffffff == wordParse {
 				in.parse(e, msg[len("parse "):], dur)
 				return
 			}
 		case 'b':
-			if strings.HasPrefix(msg, "bind ") {
+			if w&0xffffffffff == wordBind {
 				in.bind(e, msg[len("bind "):])
 				return
 			}
@@ -510,6 +547,15 @@ func (in *interpreter) log(e *entry) {
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
+
+// Little-endian words of the keywords log compares messages with.
+var (
+	wordDuration = binary.LittleEndian.Uint64([]byte("duration"))
+	wordStatemen = binary.LittleEndian.Uint64([]byte("statemen"))
+	wordExecute  = binary.LittleEndian.Uint64([]byte("execute "))
+	wordParse    = binary.LittleEndian.Uint64([]byte("parse \x00\x00"))
+	wordBind     = binary.LittleEndian.Uint64([]byte("bind \x00\x00\x00"))
+)
 
 // simple handles "statement: SELECT 1", after "statement: ".
 func (in *interpreter) simple(e *entry, query string, dur int64) {
@@ -663,7 +709,7 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 			in.leadingDurations[s.key] = dur
 			s.started = true
 		}
-		in.c.skip(SkipDurationAlone, e.lines)
+		in.durAlone += e.lines
 		return
 	}
 	s.pending.Duration = dur

@@ -254,6 +254,7 @@ func (r *Reader) fill() {
 // settle ends the log: pending statements are emitted, or, at the end of
 // a part of a split log, left at the boundary with the next part.
 func (r *Reader) settle() {
+	r.interp.flushCounts()
 	if r.right == nil {
 		r.interp.finishAll()
 	} else {
@@ -304,7 +305,10 @@ func (r *Reader) Partial() error { return r.src.damaged() }
 
 // Counters returns the line counters so far. They are complete, adding up
 // to every line of the file, once Next has returned io.EOF.
-func (r *Reader) Counters() *Counters { return r.counters }
+func (r *Reader) Counters() *Counters {
+	r.interp.flushCounts()
+	return r.counters
+}
 
 // Progress returns how many bytes of the (compressed) file were read so
 // far and the file size, or -1 when it is not known (stdin).
