@@ -44,7 +44,11 @@ type stderrReader struct {
 	// seqs are the chunks (lineReader.seq) the message, detail, context
 	// and statement of the entry being assembled were read from, when the
 	// line reader recycles chunks.
-	seqs    [4]uint64
+	seqs [4]uint64
+	// entryAt is where the message of the entry being assembled starts
+	// in the line reader's mapping, when it reads one: the reader gives
+	// back the pages before it.
+	entryAt int
 	builder []byte // continuation text of field, when it spans lines
 	arena   []byte // what builders joined, never written again; then room for the next
 	inArena bool   // builder was started at the end of arena
@@ -460,6 +464,15 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 func (s *stderrReader) next() (*entry, error) {
 	lr := s.lines
 	for {
+		if lr.pos >= lr.relAt {
+			// Every chunkSize bytes of a mapping: what the entry being
+			// assembled does not refer to can go.
+			keep := lr.pos
+			if s.have {
+				keep = s.entryAt
+			}
+			lr.release(keep)
+		}
 		var line []byte
 		if i := -1; s.src == nil {
 			if i = bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
@@ -674,6 +687,9 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	s.have = true
 	s.field = fieldMessage
 	s.seqs = [4]uint64{s.lines.seq}
+	if s.lines.inMap {
+		s.entryAt = int(uintptr(unsafe.Pointer(unsafe.SliceData(msg))) - uintptr(unsafe.Pointer(unsafe.SliceData(s.lines.buf))))
+	}
 	if s.builder != nil {
 		s.builder = nil
 	}
