@@ -29,6 +29,9 @@ type entry struct {
 	// barrier while it marks. The interpreter reads f, which it points at
 	// a copy of the fields above when a reader left it nil.
 	f *lineFields
+	// sev, when not sevNone, is the severity instead of the string
+	// above: the stderr reader knows it as a number.
+	sev severity
 }
 
 // formatReader reads entries of one log format. next returns the next

@@ -430,6 +430,13 @@ func (in *interpreter) add(e *entry) {
 		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
 		e.f = &in.scratch
 	}
+	if e.sev != sevNone {
+		if e.sev == sevLog {
+			in.log(e)
+			return
+		}
+		e.severity = severityWords[e.sev]
+	}
 	switch e.severity {
 	case "LOG":
 		in.log(e)
@@ -456,7 +463,7 @@ func (in *interpreter) log(e *entry) {
 		e.message = msg
 	}
 	var dur int64 = event.NoDuration
-	if len(msg) >= len("duration: ") && (loadString64(msg, 0) == wordDuration && msg[8] == ':' && msg[9] == ' ' || hasPrefixFold(msg, "duration: ")) {
+	if len(msg) >= len("duration: ") && (loadString64(msg, 0) == wordDuration && msg[8] == ':' && msg[9] == ' ' || msg[0]|0x20 == 'd' && hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
 		// "duration: 0.123 ms" alone.
 		rest := msg[len("duration: "):]

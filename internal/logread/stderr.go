@@ -32,6 +32,7 @@ type stderrReader struct {
 	tails    map[string]*lineFields
 	timeKind byte // the leading time escape, when tails is used
 	fast     [4096]fastTail
+	lastSlot int // the slot of fast the last line's tail was found in
 	minTail  int // length of the shortest tail seen, for fastIndex
 
 	// The entry being assembled, emitted when the next message starts:
@@ -174,34 +175,38 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 		return s.slowTail(line)
 	}
 	// fastIndex, for 32 bytes.
+	// The tails in the table are 32 bytes long or more (minTail): their
+	// first 32 bytes are compared with the words kept with them, those of
+	// the slot the last line used first (a session often logs several
+	// lines in a row), else those of the slot the fastIndex hash names.
 	a0, a1, a2, a3 := word(z), word(z+8), word(z+16), word(z+24)
-	var h uint64 = 14695981039346656037
-	h = (h ^ a0) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a1) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a2) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a3) * 1099511628211
-	h ^= h >> 29
-	slot := &s.fast[int(h>>32)&(len(s.fast)-1)]
-	tail := slot.tail
-	n := len(tail)
-	end := z + n // where the severity starts
-	if slot.lf == nil || end >= len(line) || n < 8 || !isSeverityStart(line[end]) {
-		return s.slowTail(line)
-	}
-	// hasPrefix(line[z:], tail): the first 32 bytes against the words
-	// kept with the tail, when it is that long.
-	q := unsafe.Pointer(unsafe.StringData(tail))
-	i := 0
-	if n >= 32 {
+	slot := &s.fast[s.lastSlot&(len(s.fast)-1)]
+	if a0 != slot.w[0] || a1 != slot.w[1] || a2 != slot.w[2] || a3 != slot.w[3] {
+		var h uint64 = 14695981039346656037
+		h = (h ^ a0) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a1) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a2) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a3) * 1099511628211
+		h ^= h >> 29
+		k := int(h>>32) & (len(s.fast) - 1)
+		slot = &s.fast[k]
 		if a0 != slot.w[0] || a1 != slot.w[1] || a2 != slot.w[2] || a3 != slot.w[3] {
 			return s.slowTail(line)
 		}
-		i = 32
+		s.lastSlot = k
 	}
-	for ; i < n-8; i += 8 {
+	tail := slot.tail
+	n := len(tail)
+	end := z + n // where the severity starts
+	if slot.lf == nil || end >= len(line) || n < 32 || !isSeverityStart(line[end]) {
+		return s.slowTail(line)
+	}
+	// The rest of hasPrefix(line[z:], tail).
+	q := unsafe.Pointer(unsafe.StringData(tail))
+	for i := 32; i < n-8; i += 8 {
 		if word(z+i) != *(*uint64)(unsafe.Add(q, i)) {
 			return s.slowTail(line)
 		}
@@ -400,8 +405,11 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
-	if s.tails == nil || len(f.time) == 0 {
-		// Not kept: the fields are read once, and go into the entry.
+	if s.tails == nil || len(f.time) == 0 || unknown(f.user) || unknown(f.database) || unknown(f.application) {
+		// Not kept: the fields are read once, and go into the entry. A
+		// session's first lines, before the server knows its user,
+		// database or application ("[unknown]"), have a text of their
+		// own that no later line repeats: kept, it would only take room.
 		lf := &s.scratch
 		*lf = lineFields{
 			pid:         pidOf(f.pid, f.session),
@@ -451,6 +459,9 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 	}
 	return lf
 }
+
+// unknown reports whether a prefix field is "[unknown]".
+func unknown(v []byte) bool { return string(v) == "[unknown]" }
 
 // next implements formatReader. The entry returned is the reader's own: it
 // stays valid until the next call.
@@ -657,11 +668,10 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	e.time = us
 	e.line = s.lineNo
 	e.lines = s.span
-	// Pointers are written only when they change: while the collector
-	// marks, each write goes through its write barrier.
-	if w := severityWords[sev]; !sameString(e.severity, w) {
-		e.severity = w
-	}
+	// The severity as a number (the interpreter writes the string when
+	// it needs it); pointers are written only when they change: while the
+	// collector marks, each write goes through its write barrier.
+	e.sev = sev
 	e.pid = lf.pid
 	if lf.shared {
 		if e.f != lf {
@@ -686,9 +696,10 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 	s.curPID = lf.pid
 	s.have = true
 	s.field = fieldMessage
-	s.seqs = [4]uint64{s.lines.seq}
-	if s.lines.inMap {
-		s.entryAt = int(uintptr(unsafe.Pointer(unsafe.SliceData(msg))) - uintptr(unsafe.Pointer(unsafe.SliceData(s.lines.buf))))
+	if lr := s.lines; lr.inMap {
+		s.entryAt = int(uintptr(unsafe.Pointer(unsafe.SliceData(msg))) - uintptr(unsafe.Pointer(unsafe.SliceData(lr.buf))))
+	} else if lr.recycle {
+		s.seqs = [4]uint64{lr.seq}
 	}
 	if s.builder != nil {
 		s.builder = nil
@@ -699,7 +710,9 @@ func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields)
 func (s *stderrReader) setField(f fieldID, v []byte) {
 	*s.slots[s.cur&1].text(f) = unsafeString(v)
 	s.field = f
-	s.seqs[(f-1)&3] = s.lines.seq
+	if s.lines.recycle {
+		s.seqs[(f-1)&3] = s.lines.seq
+	}
 	if s.builder != nil {
 		s.builder = nil
 	}
