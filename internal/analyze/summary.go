@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/texttable"
@@ -149,7 +150,7 @@ func ms(v float64, timed int64) string {
 
 // num formats n with thousands separators, easier to read in big logs.
 func num(n int64) string {
-	return texttable.Thousands(strconv.FormatInt(n, 10))
+	return numfmt.Thousands(strconv.FormatInt(n, 10))
 }
 
 // OneLine collapses whitespace (newlines included) and shortens s to at
