@@ -87,8 +87,8 @@ func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) 
 func startWarnings(o *observe.Collector) []string {
 	c := o.Capabilities()
 	var out []string
-	if c.PGSS != "installed" {
-		out = append(out, "pg_stat_statements is "+c.PGSS+": no per-query server-side figures")
+	if !c.PGSS.Is(observe.ExtInstalled) {
+		out = append(out, "pg_stat_statements is "+c.PGSS.String()+": no per-query server-side figures")
 	} else if !c.TrackPlanning {
 		out = append(out, "pg_stat_statements.track_planning is off: planning time will not be measured")
 	}

@@ -83,7 +83,7 @@ func overviewSection(e *Evidence, id, title string) htmlreport.Section {
 
 func pgssState(e *Evidence) string {
 	if e.Statements == nil {
-		return e.Capabilities.PGSS
+		return e.Capabilities.PGSS.String()
 	}
 	s := fmt.Sprintf("%d snapshots", e.Statements.Snapshots)
 	if !e.Statements.TrackPlanning {
@@ -105,7 +105,7 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 	w := e.Waits
 	s := htmlreport.Section{ID: id, Title: "Wait events" + runLabel(title)}
 	switch w.Source {
-	case "pg_wait_sampling":
+	case WaitsFromPGWaitSampling:
 		cpu := "backends running on CPU are not sampled, so the profile shows waits only"
 		if w.CPUSampled {
 			cpu = "CPU: waiting on nothing PostgreSQL instruments"
@@ -121,13 +121,13 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 		s.Notes = append(s.Notes, "Why this source: "+w.SourceReason+".")
 	}
 	if w.OverTime != nil && len(w.OverTime.Series) > 0 {
-		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time (" + w.Source + ")",
+		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time (" + string(w.Source) + ")",
 			Note: "mean " + sessionsWord(w) + " in each wait event per bucket (samples / rounds)", Option: waitOption(w.OverTime, sessionsWord(w))})
 	}
 	t := htmlreport.Table{ID: id + "-table", Title: "Wait events per query", Sortable: true, Filter: true,
 		Columns: []htmlreport.Column{{Label: "query"}, {Label: "samples", Numeric: true}, {Label: "share", Numeric: true, Tooltip: "of all samples"},
 			{Label: "top wait"}, {Label: "top wait share", Numeric: true}},
-		Empty: "No active session was seen (" + w.Source + ")."}
+		Empty: "No active session was seen (" + string(w.Source) + ")."}
 	for _, q := range w.ByQuery {
 		name := q.Query
 		if q.Fingerprint == "" {
@@ -164,7 +164,7 @@ func statementsSection(e *Evidence, id, title string) htmlreport.Section {
 	s := htmlreport.Section{ID: id, Title: "pg_stat_statements" + runLabel(title)}
 	st := e.Statements
 	if st == nil {
-		s.Text = []string{"No per-query server-side figures: pg_stat_statements is " + e.Capabilities.PGSS + "."}
+		s.Text = []string{"No per-query server-side figures: pg_stat_statements is " + e.Capabilities.PGSS.String() + "."}
 		return s
 	}
 	s.Text = []string{fmt.Sprintf("Deltas of pg_stat_statements between %d snapshots taken every %s, summed per fingerprint (top-level statements; the observer's own left out).",

@@ -18,7 +18,7 @@ import (
 // lock, with a reset warning.
 func syntheticEvidence() *Evidence {
 	e := &Evidence{Version: Version, Start: "2025-01-02T03:04:05.000000Z", End: "2025-01-02T03:04:15.000000Z", DurationS: 10,
-		Capabilities: Capabilities{ServerVersion: "15.8", Database: "postgres", PGSS: "installed", TrackPlanning: true, WaitSource: "pg_stat_activity", WaitSampling: "missing"},
+		Capabilities: Capabilities{ServerVersion: "15.8", Database: "postgres", PGSS: ExtensionState{Status: ExtInstalled}, TrackPlanning: true, WaitSource: "pg_stat_activity", WaitSampling: ExtensionState{Status: ExtMissing}},
 		Warnings:     []string{"pg_stat_statements was reset 1 time(s) during the observation"},
 		Notes:        []string{"pg_wait_sampling is not installed"}}
 	e.Statements = &Statements{Snapshots: 3, IntervalS: 5, TrackPlanning: true, Resets: []string{"2025-01-02 03:04:10+00"},

@@ -128,7 +128,7 @@ func TestWaitSamplingContention(t *testing.T) {
 	after := rawProfile(t, conn)
 
 	w := e.Waits
-	if w.Source != "pg_wait_sampling" || e.Capabilities.WaitSource != "pg_wait_sampling" || e.Capabilities.WaitSampling != "installed" {
+	if w.Source != "pg_wait_sampling" || e.Capabilities.WaitSource != "pg_wait_sampling" || !e.Capabilities.WaitSampling.Is(ExtInstalled) {
 		t.Fatalf("source %q, pg_wait_sampling %q: %s", w.Source, e.Capabilities.WaitSampling, w.SourceReason)
 	}
 	if w.SampleIntervalMS != 10 || w.Snapshots < 5 || w.Excluded == nil || !strings.Contains(w.SourceReason, "every 10 ms") {
@@ -261,7 +261,7 @@ func TestWaitSamplingFallback(t *testing.T) {
 			pgbench(t, c, "-n", "-c", "8", "-T", "2")
 			e := stop(t, o)
 			w := e.Waits
-			if w.Source != "pg_stat_activity" || e.Capabilities.WaitSampling != tc.state || !strings.Contains(w.SourceReason, tc.reason) {
+			if w.Source != "pg_stat_activity" || e.Capabilities.WaitSampling.String() != tc.state || !strings.Contains(w.SourceReason, tc.reason) {
 				t.Errorf("source %q, pg_wait_sampling %q, reason %q", w.Source, e.Capabilities.WaitSampling, w.SourceReason)
 			}
 			notes := strings.Join(e.Notes, "\n")
@@ -291,7 +291,7 @@ func TestWaitSamplingFallback(t *testing.T) {
 // The text summary and the HTML sections say which source they show.
 func TestWaitSourceShown(t *testing.T) {
 	e := syntheticEvidence()
-	e.Capabilities.WaitSource, e.Capabilities.WaitSampling = "pg_wait_sampling", "installed"
+	e.Capabilities.WaitSource, e.Capabilities.WaitSampling = WaitsFromPGWaitSampling, ExtensionState{Status: ExtInstalled}
 	e.Waits.Source, e.Waits.SampleIntervalMS, e.Waits.Rounds, e.Waits.Snapshots, e.Waits.CPUSampled = "pg_wait_sampling", 10, 1000, 3, false
 	e.Waits.SourceReason = "pg_wait_sampling 1.1 is loaded and created in database postgres"
 	e.Waits.Excluded = &WaitExcluded{Idle: 7}
