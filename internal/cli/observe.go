@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 func init() { commands = append(commands, newObserveCmd) }
@@ -199,7 +200,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	case <-timer:
 	}
 	ev, stopErr := o.Stop()
-	if err := observe.WriteText(summaryOut, ev, f.top); err != nil {
+	if err := report.WriteEvidence(summaryOut, ev, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -212,8 +213,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 		}
 	}
 	if f.htmlPath != "" {
-		page := htmlreport.Page{Title: "pgrehearse observe", Subtitle: "Server-side evidence from " + ev.Capabilities.Database + ", " + ev.Start,
-			Sections: observe.Sections(ev), Footer: "pgrehearse observe; PostgreSQL " + ev.Capabilities.ServerVersion}
+		page := report.EvidencePage(ev)
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
 		}

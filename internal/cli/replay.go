@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,8 +18,8 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
-	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -247,7 +246,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if tlogs != nil && runErr == nil {
 		tlErr = tlogs.serverSide(hard, r, f.target, res)
 	}
-	if err := writeReplaySummary(summaryOut, res); err != nil {
+	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := replayOutput{Result: res}
@@ -256,7 +255,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 			return fmt.Errorf("write evidence: %w", err)
 		}
 		fmt.Fprintln(summaryOut)
-		if err := observe.WriteText(summaryOut, evidence, 5); err != nil {
+		if err := report.WriteEvidence(summaryOut, evidence, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 	}
@@ -265,7 +264,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 			return err
 		}
 		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+		if err := report.WriteFindings(summaryOut, out.Findings, replayHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
@@ -481,97 +480,6 @@ func replayFindings(ctx context.Context, res *results.Result, dsn string) (*find
 	}
 	defer closeConn()
 	return findings.Evaluate(ctx, in, findings.Options{}), nil
-}
-
-func writeReplaySummary(w io.Writer, res *results.Result) error {
-	var b strings.Builder
-	title := "Replay"
-	if res.DryRun {
-		title = "Replay (dry run: nothing was sent)"
-	}
-	if res.Partial {
-		title += " (PARTIAL: interrupted)"
-	} else if len(res.Incomplete) > 0 {
-		title += " (INCOMPLETE)"
-	}
-	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
-	if res.FirstTime != 0 {
-		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
-	}
-	s := res.Statements
-	fmt.Fprintf(&b, "  statements: %d total, %d executed, %d failed, %d skipped", s.Total, s.Executed, s.Failed, s.SkippedTotal())
-	if s.Empty > 0 {
-		fmt.Fprintf(&b, " (%d empty strings not sent)", s.Empty)
-	}
-	b.WriteString("\n")
-	for _, k := range sortedKeys(s.Skipped) {
-		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
-	}
-	if res.Lost > 0 && s.Total > 0 {
-		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
-	}
-	for _, why := range res.Incomplete {
-		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", why)
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(&b, "  WARNING: %s\n", w)
-	}
-	if len(res.Destructive) > 0 {
-		fmt.Fprintf(&b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", countList(res.Destructive))
-	}
-	if f := res.Filtered; f.Events > 0 {
-		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
-	}
-	ss := res.Sessions
-	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect", ss.Total, ss.Reconnects, ss.ConnectFailed)
-	if ss.ConnectRetries > 0 {
-		fmt.Fprintf(&b, " (%d connection attempts retried: listen queue full)", ss.ConnectRetries)
-	}
-	b.WriteString("\n")
-	if res.Lag != nil {
-		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
-	}
-	o := res.Outcomes
-	fmt.Fprintf(&b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
-		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
-	for _, k := range sortedKeys(res.ErrorsBySQLState) {
-		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
-	}
-	if tl := res.TargetLog; tl != nil {
-		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
-			tl.Executions, tl.ConnectionsFound, tl.Connections, tl.ExecutionsMatched)
-		if len(tl.Mismatched) > 0 {
-			fmt.Fprintf(&b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
-		}
-		b.WriteString("; client round trips are under client_queries\n")
-	} else if !res.DryRun {
-		b.WriteString("  latency:    client round trips (network and client time included); --target-log gives server-side durations\n")
-	}
-	if res.ClientCPUSeconds > 0 && res.WallSeconds > 0 {
-		prec := 1
-		if res.ClientCPUSeconds < 1 {
-			prec = 2 // "0.0" would read as none
-		}
-		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
-		if res.TargetLocal && res.Speed == 0 {
-			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
-		}
-		b.WriteString("\n")
-	}
-	if rd := res.Reader; rd.OverBudget > 0 {
-		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback

@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -151,7 +152,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	if err := compare.WriteText(summaryOut, rep, f.top); err != nil {
+	if err := report.WriteComparison(summaryOut, rep, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	// Findings of the last result (the candidate), judged against the
@@ -164,7 +165,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		}
 		frep = findings.Evaluate(ctx, in, findings.Options{})
 		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, frep); err != nil {
+		if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
@@ -178,20 +179,13 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		}
 	}
 	if f.htmlPath != "" {
-		page := htmlreport.ComparisonPage(rep, htmlreport.ComparisonOptions{Top: min(f.top, 12),
-			Footer: fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
-				rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)})
-		if frep != nil {
-			page.Sections = append(page.Sections, findings.Section(frep))
-		}
+		opts := report.ComparisonOptions{Top: min(f.top, 12), Findings: frep, Hints: reportHints}
 		for i, ev := range evidence {
-			if ev != nil {
-				label := ""
-				if len(paths) == 2 {
-					label = [2]string{"baseline", "candidate"}[i]
-				}
-				page.Sections = append(page.Sections, observe.LabeledSections(ev, label)...)
+			label := ""
+			if len(paths) == 2 {
+				label = [2]string{"baseline", "candidate"}[i]
 			}
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: ev})
 		}
 		// A candidate that is the analysis of the target's own log has
 		// no evidence; the replay that produced it does.
@@ -204,8 +198,9 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 			if err != nil || ev == nil {
 				return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
 			}
-			page.Sections = append(page.Sections, observe.LabeledSections(ev, "candidate")...)
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: "candidate", Evidence: ev})
 		}
+		page := report.ComparisonPage(rep, opts)
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
@@ -246,7 +247,7 @@ func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
 	if f.jsonPath == "-" {
 		tableOut = stdio.Stderr
 	}
-	if err := sweep.WriteText(tableOut, res); err != nil {
+	if err := report.WriteSweep(tableOut, res); err != nil {
 		return fmt.Errorf("write tables: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -270,7 +271,7 @@ func writeSweepHTML(path string, res *sweep.Result) (err error) {
 			err = fmt.Errorf("write HTML: %w", cerr)
 		}
 	}()
-	if err := htmlreport.Write(file, sweep.HTMLPage(res)); err != nil {
+	if err := htmlreport.Write(file, report.SweepPage(res)); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil

@@ -38,5 +38,6 @@
 // Rules (ParseRules) apply to significant differences only: a query with
 // too few calls or within noise never breaks a rule.
 //
-// The package does no I/O: callers hand it bytes and write what it returns.
+// The package does no I/O and renders nothing: callers hand it results, and
+// internal/report writes the Report it returns for a terminal or a page.
 package compare

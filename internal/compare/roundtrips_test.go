@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -156,54 +153,5 @@ func TestRoundTripsNeverCompared(t *testing.T) {
 	}
 	if !reflect.DeepEqual(runs, []string{"baseline", "candidate"}) {
 		t.Errorf("two replays with round trips: tables for %v", runs)
-	}
-}
-
-// TestRoundTripsText: the summary prints the table after the regressions,
-// under a heading that says what it is, capped at top; see
-// testdata/roundtrips.golden (go test -update rewrites it).
-func TestRoundTripsText(t *testing.T) {
-	base := replayRun(t, "base.json", nil, serverRows, nil)
-	base.LatencySource = LatencyServerLog
-	// slow regressed server-side: its typical call is beyond the
-	// baseline's p95.
-	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
-	slowerClient := append([]map[string]any{row("slow", 20, 30.8, 41)}, clientRows[0], clientRows[2], clientRows[3], clientRows[4])
-	cand := replayRun(t, "cand.json", nil, slower, slowerClient)
-	rep, err := Compare(base, cand, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteText(&b, rep, 2); err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "roundtrips.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("text differs from %s:\n%s", golden, b.String())
-	}
-
-	// Nothing about round trips for a replay without them, nor with
-	// --top 0.
-	for _, c := range []struct {
-		rep *Report
-		top int
-	}{{Summarize(base), 10}, {rep, 0}} {
-		b.Reset()
-		if err := WriteText(&b, c.rep, c.top); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(b.String(), "round trip") {
-			t.Errorf("top %d: round trips shown:\n%s", c.top, b.String())
-		}
 	}
 }

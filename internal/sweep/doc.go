@@ -121,6 +121,7 @@
 // window, every one recorded in an HDR histogram.
 //
 // The package does not print: Run reports progress through a callback and
-// returns a Result, which WriteText renders for a terminal and which
-// encodes to the JSON documented in docs/sweep-json.md.
+// returns a Result, which encodes to the JSON documented in
+// docs/sweep-json.md and which internal/report renders for a terminal and
+// a page.
 package sweep

@@ -125,7 +125,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		cr.Peak = FindPeak(cr.Steps)
 		cr.Cliff = FindCliff(cr.Steps, opts.CliffRatio)
 	}
-	res.Comparison = compare(res.Configs)
+	res.Comparison = CompareConfigs(res.Configs)
 	if err != nil {
 		res.Partial = true
 	}
@@ -220,7 +220,7 @@ func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result
 				}
 				cr.Effective = eff
 				if !matches(s.cfg.Settings, eff) {
-					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, settingsString(eff), settingsString(s.cfg.Settings))
+					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, SettingsString(eff), SettingsString(s.cfg.Settings))
 				}
 			}
 			st, err := runStep(ctx, opts, s, clients, samplingRate(cr.Steps, clients, opts))
@@ -242,7 +242,7 @@ func settingsOrDefaults(c Config) string {
 	if len(c.Settings) == 0 {
 		return "default settings"
 	}
-	return settingsString(c.Settings)
+	return SettingsString(c.Settings)
 }
 
 // samplingRate chooses the share of transactions to log so that a step

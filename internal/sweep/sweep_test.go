@@ -129,11 +129,7 @@ func TestSweepThrowawayCompare(t *testing.T) {
 			t.Errorf("%s: peak %v cliff %v", c.Name, c.Peak, c.Cliff)
 		}
 	}
-	var text strings.Builder
-	if err := WriteText(&text, res); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
+	t.Logf("%s", b)
 }
 
 // checkSteps checks what every measured step must have.
