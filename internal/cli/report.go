@@ -73,7 +73,7 @@ self-contained page (charts included, works offline); --json writes the
 comparison (schema: docs/report-json.md), to standard output with
 "--json -", in which case the summary goes to standard error.
 
-` + compare.RulesHelp + `
+` + rulesHelp + `
 ` + exitCodeHelp + `  (2 also when --fail-on is given with one file, or when the latency
    sources differ without --allow-mixed-latency)
 `,
@@ -120,7 +120,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 	workloads := make([]*findings.Workload, len(paths))
 	evidence := make([]*observe.Evidence, len(paths))
 	for i, p := range paths {
-		if runs[i], err = results.ReadFile(p); err != nil {
+		if runs[i], err = readResultFile(p); err != nil {
 			return err
 		}
 		workloads[i] = findings.FromResult(runs[i])
@@ -135,8 +135,10 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		rep, err = compare.Compare(runs[0], runs[1], compare.Options{
 			MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
 		})
-		if errors.Is(err, compare.ErrMixedLatency) {
-			return &exitError{code: ExitUsage, err: err}
+		var mixed *compare.MixedLatencyError
+		if errors.As(err, &mixed) {
+			return &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
+				"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
 		}
 		var inc *compare.IncompleteError
 		if errors.As(err, &inc) {
@@ -221,6 +223,16 @@ type reportOutput struct {
 	Findings *findings.Report `json:"findings,omitempty"`
 }
 
+// readResultFile reads an analysis or replay result, and says how to
+// write one when the file is not a result at all.
+func readResultFile(path string) (*results.Result, error) {
+	r, err := results.ReadFile(path)
+	if errors.Is(err, results.ErrNotResult) {
+		return nil, fmt.Errorf("%w; write one with analyze --json or replay --json", err)
+	}
+	return r, err
+}
+
 // writeOutput renders into memory first so that a failed render leaves no
 // half-written file, then writes path ("-" is stdout).
 func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) error {
@@ -234,3 +246,20 @@ func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) er
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
+
+// rulesHelp documents compare's rule language (compare.ParseRule) for
+// report --help.
+const rulesHelp = `A --fail-on rule is METRIC>THRESHOLD; several rules are separated by commas
+or given in repeated flags, and the run fails when any rule is broken.
+  METRIC     mean, p50, p95, p99 (latency), total_ms (a query's total time),
+             errors (a query's error rate)
+  THRESHOLD  +N%   grew by more than N percent          p95>+20%
+             Nx    grew by more than a factor N          mean>2x
+             +Nms  grew by more than N milliseconds      p99>+50ms
+             +Npp  errors only: the error rate grew by   errors>+1pp
+                   more than N percentage points
+Rules apply per query, to significant differences only: a latency rule is
+broken by a query whose distributions differ beyond noise (and that has at
+least the minimum of timed calls in both runs), an errors rule by a query
+whose error rate rose significantly (one-sided two-proportion test).
+Queries found in one run only never break a rule; they are listed apart.`

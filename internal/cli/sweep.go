@@ -134,6 +134,10 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		return err
 	}
 	res, err := sweep.Run(ctx, opts)
+	var refused *sweep.RefusedSettingsError
+	if errors.As(err, &refused) && refused.NeedsRestart() {
+		err = fmt.Errorf("%w\n(without --target, every configuration gets a throwaway cluster started with its settings)", err)
+	}
 	if res == nil {
 		return err
 	}

@@ -175,7 +175,11 @@ func TestLatencySources(t *testing.T) {
 		t.Fatalf("defaults: analysis %s, replay %s", analysis.LatencySource, replay.LatencySource)
 	}
 	_, err := Compare(analysis, replay, Options{})
-	if !errors.Is(err, ErrMixedLatency) || !strings.Contains(err.Error(), "--allow-mixed-latency") {
+	// The CLI phrases what to do (cli's report test: --allow-mixed-latency);
+	// the error says which result measured where.
+	var me *MixedLatencyError
+	if !errors.Is(err, ErrMixedLatency) || !errors.As(err, &me) || me.BaselineSource != LatencyServerLog || me.CandidateSource != LatencyClient ||
+		!strings.Contains(err.Error(), "analysis.json has server_log latency and replay.json has client latency") {
 		t.Fatalf("mixed sources: err = %v", err)
 	}
 	rep, err := Compare(analysis, replay, Options{AllowMixedLatency: true})

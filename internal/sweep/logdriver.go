@@ -30,13 +30,13 @@ import (
 // ("The log workload") for how clients, transactions and latencies are
 // counted.
 type Log struct {
-	// Path is the log file; Format and Prefix are as replay's --format
-	// and --prefix (empty: detected).
+	// Path is the log file; Format and Prefix are as logread.Options
+	// takes them (empty: detected).
 	Path   string
 	Format logread.Format
 	Prefix string
 	// Setup is an SQL file run by Init (once per throwaway cluster, or on
-	// the target with --init or --setup): the schema the log's statements
+	// a target when the sweep initializes it): the schema the log's statements
 	// need. Plain SQL sent in one simple-protocol query, no psql
 	// meta-commands.
 	Setup string
@@ -392,7 +392,7 @@ func (l *Log) InitText(scale int) string {
 		what = append(what, "setup "+l.Setup)
 	}
 	if len(what) == 0 {
-		return "no schema: without --setup or --init the log's statements fail on it"
+		return "no schema: the log's statements will fail without one"
 	}
 	return strings.Join(what, ", ")
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -273,6 +274,10 @@ func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
+	}
+	var refused *RefusedSettingsError
+	if !errors.As(err, &refused) || !refused.NeedsRestart() || len(refused.Settings) != 2 {
+		t.Errorf("error %T %+v: want the two settings refused, one needing a restart", err, refused)
 	}
 	if !res.Partial || len(res.Configs[0].Steps) != 0 {
 		t.Errorf("steps ran: %+v", res.Configs)
