@@ -18,6 +18,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -485,7 +486,7 @@ func replayFindings(ctx context.Context, res *results.Result, dsn string) (*find
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
 func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
-	m, bound, stop, err := replay.ServeMetrics(addr)
+	m, bound, stop, err := promsink.Serve(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}

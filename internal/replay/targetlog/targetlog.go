@@ -1,0 +1,173 @@
+package targetlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// Wait bounds how long the target's log may take to show the end of the
+// replay: the server's logging collector writes asynchronously.
+const Wait = 20 * time.Second
+
+// Error is an error of the target's log files, or of reaching the target
+// to mark the replay's end in them. Path names the file (or the files,
+// comma separated) when one is to blame, and is empty otherwise.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Files are the target's log files, with where each ended before the
+// replay: only what comes after is read.
+type Files struct {
+	paths   []string
+	prefix  string
+	offsets []int64
+}
+
+// Note records the sizes of the target's log files before the replay. A
+// file that does not exist yet starts at 0. prefix is the files'
+// log_line_prefix when they are stderr logs; empty means detected.
+func Note(paths []string, prefix string) *Files {
+	f := &Files{paths: paths, prefix: prefix, offsets: make([]int64, len(paths))}
+	for i, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			f.offsets[i] = st.Size()
+		}
+	}
+	return f
+}
+
+// ServerSide waits until the target's log shows a marker statement sent
+// after the replay (so it holds every statement of the replay: a backend
+// logs a statement before it answers, and the collector writes in the
+// order it receives), then reads the part of the log written since the
+// replay began and puts its server-side durations in res, through
+// r.ServerSide. target is the DSN the marker is sent to. Errors of the
+// files are *Error; r.ServerSide's wrap replay.ErrTargetLog when the log
+// lacks the settings it needs.
+func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target string, res *results.Result) error {
+	marker, err := sendMarker(ctx, target)
+	if err != nil {
+		return &Error{Err: err}
+	}
+	if err := f.waitFor(ctx, marker); err != nil {
+		return err
+	}
+	var sources []replay.Source
+	for i, p := range f.paths {
+		file, err := os.Open(p)
+		if err != nil {
+			return &Error{Err: err}
+		}
+		defer file.Close()
+		if _, err := file.Seek(f.offsets[i], io.SeekStart); err != nil {
+			return &Error{Err: err}
+		}
+		rd, err := logread.NewReader(file, p, logread.Options{Prefix: f.prefix})
+		if err != nil {
+			return &Error{Path: p, Err: err}
+		}
+		if rd.Format() == logread.FormatStderr {
+			pf := rd.Prefix()
+			if !strings.Contains(pf, "%c") || !strings.Contains(pf, "%p") {
+				return &Error{Path: p, Err: fmt.Errorf("log_line_prefix %q lacks %%p or %%c: %w", pf, replay.ErrTargetLog)}
+			}
+		}
+		sources = append(sources, rd)
+	}
+	return r.ServerSide(res, sources)
+}
+
+// sendMarker runs one statement on the target that names a random marker,
+// and returns the marker.
+func sendMarker(ctx context.Context, target string) (string, error) {
+	b := make([]byte, 8)
+	rand.Read(b)
+	marker := "pgrehearse replay end " + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, target)
+	if err != nil {
+		return "", fmt.Errorf("connect to the target to mark the end of the replay in its log: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT '"+marker+"'").ReadAll(); err != nil {
+		return "", fmt.Errorf("mark the end of the replay in the target's log: %w", err)
+	}
+	return marker, nil
+}
+
+// waitFor waits until one of the files shows marker past its offset.
+func (f *Files) waitFor(ctx context.Context, marker string) error {
+	deadline := time.Now().Add(Wait)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for i, p := range f.paths {
+			if fileHas(p, f.offsets[i], marker) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return &Error{Path: strings.Join(f.paths, ", "), Err: fmt.Errorf(
+				"the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
+				marker, Wait, replay.ErrTargetLog)}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fileHas reports whether the file holds s after offset, reading it in
+// blocks (a long replay's log is large).
+func fileHas(path string, offset int64, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return false
+	}
+	buf := make([]byte, 1<<20)
+	keep := 0
+	for {
+		n, err := f.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], []byte(s)) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		// Keep the tail, in case s straddles two blocks.
+		tail := min(len(s), keep+n)
+		copy(buf, buf[keep+n-tail:keep+n])
+		keep = tail
+	}
+}
