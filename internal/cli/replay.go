@@ -20,6 +20,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -217,9 +218,9 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 			return err
 		}
 	}
-	var tlogs *targetLogs
+	var tlogs *targetlog.Files
 	if len(f.targetLogs) > 0 {
-		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)
+		tlogs = targetlog.Note(splitList(f.targetLogs), f.targetLogPrefix)
 	}
 	if f.dryRun {
 		f.observe.enabled = false
@@ -245,7 +246,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 	var tlErr error
 	if tlogs != nil && runErr == nil {
-		tlErr = tlogs.serverSide(hard, r, f.target, res)
+		tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
 	}
 	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -481,6 +482,22 @@ func replayFindings(ctx context.Context, res *results.Result, dsn string) (*find
 	}
 	defer closeConn()
 	return findings.Evaluate(ctx, in, findings.Options{}), nil
+}
+
+// targetLogError says which option named the target's log file that
+// failed, and how to give a prefix it could not detect.
+func targetLogError(err error) error {
+	var te *targetlog.Error
+	switch {
+	case err == nil || !errors.As(err, &te):
+		return err
+	case errors.Is(err, logread.ErrUnknownPrefix):
+		return fmt.Errorf("--target-log %w; or give it with --target-log-prefix", err)
+	case te.Path != "":
+		return fmt.Errorf("--target-log %w", err)
+	default:
+		return fmt.Errorf("--target-log: %w", err)
+	}
 }
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
