@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -192,26 +191,10 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 
 	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
 	// those in flight, on a second Ctrl-C or --grace after the first.
-	hard, cancelHard := context.WithCancel(context.Background())
+	second, release := secondInterrupt(ctx)
+	defer release()
+	hard, cancelHard := replay.HardStop(ctx, f.grace, second)
 	defer cancelHard()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-hard.Done():
-			return
-		}
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		defer signal.Stop(sig)
-		t := time.NewTimer(f.grace)
-		defer t.Stop()
-		select {
-		case <-sig:
-		case <-t.C:
-		case <-hard.Done():
-		}
-		cancelHard()
-	}()
 
 	if !f.dryRun && !f.skipPreflight {
 		if err := preflight(ctx, stdio, r, f, paths); err != nil {

@@ -444,7 +444,9 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	hard, cancelHard := hardStop(ctx, stop, grace)
+	// Statements in flight when the step ends may finish for grace;
+	// Ctrl-C (ctx) cancels them at once.
+	hard, cancelHard := replay.HardStop(stop, grace, ctx.Done())
 	defer cancelHard()
 	open := watchWindow(stop, winStart, winEnd, spec.OnWindow, &obs.open)
 
@@ -465,27 +467,6 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	sl.LogConcurrency, sl.LanesUsed, sl.Multiply, sl.Planned = p.lanes, used, mult, used*mult
 	sl.MaxOpen, sl.MeanOpen, sl.Passes = int(open.max), open.mean(), passes
 	return load, nil
-}
-
-// hardStop returns the context that cancels the statements in flight: a
-// grace after stop is done, so that they may finish, or at once when ctx
-// itself is done (Ctrl-C).
-func hardStop(ctx, stop context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		<-stop.Done()
-		if ctx.Err() == nil {
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			case <-hard.Done():
-			}
-		}
-		cancelHard()
-	}()
-	return hard, cancelHard
 }
 
 // openSessions is how many replay sessions were open during the window,
