@@ -17,6 +17,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/logdriver"
 )
 
 func init() { commands = append(commands, newSweepCmd) }
@@ -231,7 +232,7 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if err != nil {
 		return nil, false, usageError("--format: %v", err)
 	}
-	ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+	ld := &logdriver.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
 	if err := ld.Prepare(); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, usageError("%v", err)

@@ -92,7 +92,7 @@ func (p *Pgbench) Init(ctx context.Context, dsn string, scale int) error {
 // last, as pgbench's database name (which pgbench expands as a connection
 // string).
 func (p *Pgbench) args(spec RunSpec, logPrefix string) []string {
-	total := spec.Warmup + spec.Duration + tail
+	total := spec.Warmup + spec.Duration + Tail
 	a := []string{
 		"-c", strconv.Itoa(spec.Clients),
 		"-j", strconv.Itoa(spec.Threads),

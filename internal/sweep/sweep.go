@@ -254,7 +254,7 @@ func samplingRate(prev []Step, clients int, opts *Options) float64 {
 	}
 	last := prev[len(prev)-1]
 	expect := last.TPS * float64(clients) / float64(max(last.Clients, 1))
-	total := expect * (opts.Warmup + opts.Duration + tail).Seconds()
+	total := expect * (opts.Warmup + opts.Duration + Tail).Seconds()
 	if total <= latencyBudget {
 		return 1
 	}

@@ -1,4 +1,4 @@
-package sweep
+package logdriver
 
 import (
 	"container/heap"
@@ -22,13 +22,13 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
-// Log drives a step by replaying a captured server log with
+// Log drives a sweep's step by replaying a captured server log with
 // internal/replay at speed 0 (as fast as possible), its sessions
 // multiplied to reach the step's client count. See the package comment
-// ("The log workload") for how clients, transactions and latencies are
-// counted.
+// for how clients, transactions and latencies are counted.
 type Log struct {
 	// Path is the log file; Format and Prefix are as logread.Options
 	// takes them (empty: detected).
@@ -42,7 +42,7 @@ type Log struct {
 	Setup string
 	// PgbenchInit makes Init run pgbench -i at the sweep's scale first,
 	// for a log captured from pgbench; PgbenchPath is the pgbench binary
-	// (empty: FindPgbench's choice) and Scale the scale, for Info.
+	// (empty: sweep.FindPgbench's choice) and Scale the scale, for Info.
 	PgbenchInit bool
 	PgbenchPath string
 	Scale       int
@@ -366,9 +366,9 @@ func Fit(lanes, clients int) (lanesUsed, multiply int) {
 	return lanesUsed, multiply
 }
 
-// Info implements Driver.
-func (l *Log) Info() WorkloadInfo {
-	w := WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
+// Info implements sweep.Driver.
+func (l *Log) Info() sweep.WorkloadInfo {
+	w := sweep.WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
 	if w.Format == "" {
 		w.Format = string(logread.FormatAuto)
 	}
@@ -397,10 +397,10 @@ func (l *Log) InitText(scale int) string {
 	return strings.Join(what, ", ")
 }
 
-// Init implements Driver: pgbench -i when asked, then the setup file.
+// Init implements sweep.Driver: pgbench -i when asked, then the setup file.
 func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 	if l.PgbenchInit {
-		if err := (&Pgbench{Path: l.PgbenchPath}).Init(ctx, dsn, scale); err != nil {
+		if err := (&sweep.Pgbench{Path: l.PgbenchPath}).Init(ctx, dsn, scale); err != nil {
 			return err
 		}
 	}
@@ -422,13 +422,13 @@ func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 	return nil
 }
 
-// Run implements Driver: it replays the log at speed 0, again and again
+// Run implements sweep.Driver: it replays the log at speed 0, again and again
 // (every pass reads the file anew) from the start of the warm-up to the
 // end of the tail, and measures the statements completed inside the
 // window.
-func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
+func (l *Log) Run(ctx context.Context, spec sweep.RunSpec) (sweep.Load, error) {
 	if err := l.Prepare(); err != nil {
-		return Load{}, err
+		return sweep.Load{}, err
 	}
 	p := l.plan
 	used, mult := Fit(p.lanes, spec.Clients)
@@ -438,7 +438,7 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	obs := &windowCounts{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
 		h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 
-	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(tail))
+	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(sweep.Tail))
 	defer cancelStop()
 	grace := l.Grace
 	if grace <= 0 {
@@ -454,13 +454,13 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	cancelStop()
 	<-open.done
 	if ctx.Err() != nil {
-		return Load{}, ctx.Err()
+		return sweep.Load{}, ctx.Err()
 	}
 	if runErr != nil {
-		return Load{}, fmt.Errorf("replay of %s: %w", l.Path, runErr)
+		return sweep.Load{}, fmt.Errorf("replay of %s: %w", l.Path, runErr)
 	}
 	if time.Now().Before(winEnd) {
-		return Load{}, errors.New("the replay ended before the measured window closed")
+		return sweep.Load{}, errors.New("the replay ended before the measured window closed")
 	}
 	load := obs.load(winStart, spec.Duration, time.Since(start))
 	sl := load.Sessions
@@ -645,11 +645,11 @@ func (o *windowCounts) Statement(s replay.Sample) {
 // load is the step's Load from what was counted in the window, of
 // duration, the whole run having taken all. Its Sessions has the
 // executions and errors; the caller adds how the sessions were made.
-func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) Load {
+func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) sweep.Load {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	load := Load{WindowStart: winStart, WindowS: duration.Seconds(), SamplingRate: 1, Failed: o.failed,
-		Sessions: &SessionLoad{Executions: o.execs}}
+	load := sweep.Load{WindowStart: winStart, WindowS: duration.Seconds(), SamplingRate: 1, Failed: o.failed,
+		Sessions: &sweep.SessionLoad{Executions: o.execs}}
 	if len(o.errors) > 0 {
 		load.Sessions.ErrorsBySQLState = o.errors
 	}
@@ -664,7 +664,7 @@ func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) Loa
 	load.LatencySamples = h.TotalCount()
 	if load.LatencySamples > 0 {
 		ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
-		load.Latency = Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
+		load.Latency = sweep.Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
 	}
 	return load
 }
