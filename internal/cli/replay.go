@@ -17,6 +17,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
@@ -152,41 +153,23 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err != nil {
 		return err
 	}
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
-
 	// Events must come in log order: one reader per file, never parts.
 	readers, err := openLogs(stdio, paths, f.format, f.prefix, 1)
 	if err != nil {
 		return err
 	}
 	defer closeLogs(readers)
-
-	var stopMetrics func()
 	if f.metricsAddr != "" {
-		obs, stop, err := startMetrics(stdio, f.metricsAddr)
+		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr)
 		if err != nil {
 			return err
 		}
-		opts.Sink, stopMetrics = obs, stop
+		opts.Sink = sink
 		defer stopMetrics()
 	}
-
 	r, err := replay.New(opts)
 	if err != nil {
 		return usageError("%v", err)
-	}
-	pos := &readPosition{}
-	sources := make([]replay.Source, len(readers))
-	for i, rd := range readers {
-		sources[i] = &replaySource{r: rd, pos: pos}
-		if _, size := rd.Progress(); size > 0 && pos.total >= 0 {
-			pos.total += size
-		} else {
-			pos.total = -1
-		}
 	}
 
 	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
@@ -196,9 +179,35 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	hard, cancelHard := replay.HardStop(ctx, f.grace, second)
 	defer cancelHard()
 
+	run, err := executeReplay(ctx, hard, stdio, r, f, paths, readers)
+	if err != nil {
+		return err
+	}
+	if err := writeReplayOutputs(ctx, stdio, f, run); err != nil {
+		return err
+	}
+	return run.outcome(f.maxErrorRate)
+}
+
+// replayRun is what a replay produced, and what was found out after it.
+type replayRun struct {
+	res      *results.Result
+	runErr   error // why the replay stopped early
+	tlErr    error // why the target's log gave no server-side durations
+	nothing  error // NOTHING MEASURED
+	evidence *observe.Evidence
+}
+
+// executeReplay checks the target's logins, replays the logs with the
+// progress line and the observer running, and completes the result: the
+// line accounting, whether anything was measured, and the server-side
+// durations of --target-log. A replay that produced no result returns
+// why as its error.
+func executeReplay(ctx, hard context.Context, stdio IO, r *replay.Replayer, f replayFlags, paths []string, readers []*logread.Reader) (*replayRun, error) {
+	sources, pos := replaySources(readers)
 	if !f.dryRun && !f.skipPreflight {
 		if err := preflight(ctx, stdio, r, f, paths); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var tlogs *targetlog.Files
@@ -210,7 +219,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	}
 	stopObserve, err := startObserve(ctx, stdio, f.target, f.observe)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stopLine := startProgressLine(stdio.Stderr, r, pos)
 	res, runErr := r.Run(ctx, hard, sources)
@@ -219,32 +228,62 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	// observer says why on standard error.
 	evidence, _ := stopObserve()
 	if res == nil {
-		return runErr
+		return nil, runErr
 	}
+	run := &replayRun{res: res, runErr: runErr, evidence: evidence}
 	lines := lineCounts(readers...)
 	res.Lines = &lines
-	nothing := checkMeasured(lines, res.Statements.Total, f.maxSkipped/100)
-	if nothing != nil && !res.Partial {
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+	run.nothing = checkMeasured(lines, res.Statements.Total, f.maxSkipped/100)
+	if run.nothing != nil && !res.Partial {
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.nothing.Error(), "NOTHING MEASURED: "))
 	}
-	var tlErr error
 	if tlogs != nil && runErr == nil {
-		tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
+		run.tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
 	}
+	return run, nil
+}
+
+// replaySources wraps the readers for the replay, and sums their sizes
+// for the progress line's share read.
+func replaySources(readers []*logread.Reader) ([]replay.Source, *readPosition) {
+	pos := &readPosition{}
+	sources := make([]replay.Source, len(readers))
+	for i, rd := range readers {
+		sources[i] = &replaySource{r: rd, pos: pos}
+		if _, size := rd.Progress(); size > 0 && pos.total >= 0 {
+			pos.total += size
+		} else {
+			pos.total = -1
+		}
+	}
+	return sources, pos
+}
+
+// writeReplayOutputs writes the summary, the evidence and the findings of
+// the replay (standard error when the JSON goes to standard output), and
+// the JSON with --json. The evidence goes into the result.
+func writeReplayOutputs(ctx context.Context, stdio IO, f replayFlags, run *replayRun) error {
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		summaryOut = stdio.Stderr
+	}
+	res := run.res
 	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := replayOutput{Result: res}
-	if evidence != nil {
-		if res.Evidence, err = json.Marshal(evidence); err != nil {
+	if ev := run.evidence; ev != nil {
+		var err error
+		if res.Evidence, err = json.Marshal(ev); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 		fmt.Fprintln(summaryOut)
-		if err := report.WriteEvidence(summaryOut, evidence, 5); err != nil {
+		if err := report.WriteEvidence(summaryOut, ev, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 	}
 	if f.findings && !res.Partial && !res.DryRun {
+		var err error
 		if out.Findings, err = replayFindings(ctx, res, f.findingsDSN); err != nil {
 			return err
 		}
@@ -254,23 +293,27 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		}
 	}
 	if f.jsonPath != "" {
-		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
-			return err
-		}
+		return writeJSON(stdio.Stdout, f.jsonPath, out)
 	}
-	if runErr != nil {
-		return runErr
-	}
-	if tlErr != nil {
-		return tlErr
-	}
-	if res.Partial {
+	return nil
+}
+
+// outcome is the replay's exit: the first of what stopped it, what the
+// target's log could not give, an interruption, nothing measured, a
+// failed verdict, or an incomplete result.
+func (run *replayRun) outcome(maxErrorRate float64) error {
+	res := run.res
+	switch {
+	case run.runErr != nil:
+		return run.runErr
+	case run.tlErr != nil:
+		return run.tlErr
+	case res.Partial:
 		return errors.New("interrupted: the results above are partial")
+	case run.nothing != nil:
+		return run.nothing
 	}
-	if nothing != nil {
-		return nothing
-	}
-	if err := replayVerdict(res, f.maxErrorRate); err != nil {
+	if err := replayVerdict(res, maxErrorRate); err != nil {
 		return err
 	}
 	if len(res.Incomplete) > 0 {
