@@ -19,7 +19,8 @@ type Hints struct {
 	// Observe collects a replay's server-side evidence
 	// ("replay --observe").
 	Observe string
-	// Lacks say, per input a finding lacked, how to provide it ("--dsn").
+	// Lacks say, per input a finding lacked, how to provide it (for
+	// example the flag --dsn).
 	Lacks map[findings.Lack]string
 }
 

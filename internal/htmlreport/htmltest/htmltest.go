@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -184,4 +185,20 @@ func ScreenshotLogged(t testing.TB, path, size string) {
 		t.Fatalf("screenshot %s: %v (size %v)", png, err, st)
 	}
 	t.Logf("screenshot: %s (HTML: %s)", png, path)
+}
+
+// AssertOffline checks that a written page loads nothing from outside
+// (no remote script, style or link) and that its three inline scripts
+// (options, library, page) are the only ones: a query or a cell holding
+// "</script" must not have closed one early.
+func AssertOffline(t testing.TB, page string) {
+	t.Helper()
+	for _, bad := range []string{`src="http`, `href="http`, `src="//`, "<link ", "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page loads something from outside: %q", bad)
+		}
+	}
+	if n := strings.Count(strings.ToLower(page), "</script"); n != 3 {
+		t.Errorf("%d </script> in the page, want 3: a text or the library closed a script early", n)
+	}
 }
