@@ -213,6 +213,10 @@ const (
 	// smaller than the other, and the comparison was allowed anyway:
 	// its figures are not a verdict on the candidate.
 	VerdictIncomplete VerdictStatus = "incomplete"
+	// VerdictDiverged: the candidate, a replay, did different work than
+	// the baseline (rows per call, ordering errors): its timings
+	// measure another workload, so it is not judged.
+	VerdictDiverged VerdictStatus = "diverged"
 	// VerdictSummary: one result, nothing compared.
 	VerdictSummary VerdictStatus = "summary"
 )
@@ -258,6 +262,9 @@ type Report struct {
 	// SmallChanges are queries that differ beyond noise but by less
 	// than the effect floor: not regressions, said so.
 	SmallChanges []string `json:"small_changes"`
+	// Divergence lists the queries that did different work in the two
+	// runs (see Divergence); apart from regressions.
+	Divergence []Divergence `json:"divergence"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
@@ -360,6 +367,9 @@ func (r *Report) fillEmpty() {
 	if r.NewErrors == nil {
 		r.NewErrors = []ErrorDiff{}
 	}
+	if r.Divergence == nil {
+		r.Divergence = []Divergence{}
+	}
 	if r.Queries == nil {
 		r.Queries = []QueryDiff{}
 	}
@@ -426,6 +436,7 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	}
 	rep.rank()
 	rep.NewErrors = newErrors(base, cand)
+	rep.Divergence = divergences(base, cand)
 	rep.verdict()
 	rep.addRoundTrips(base, cand)
 	rep.fillEmpty()
@@ -669,6 +680,10 @@ func (r *Report) verdict() {
 		prefix = "MIXED LATENCY SOURCES, ratios unreliable: "
 	}
 	switch {
+	case len(r.Divergence) > 0:
+		r.Verdict.Status = VerdictDiverged
+		r.Verdict.Line = fmt.Sprintf("%sREPLAY DIVERGED: %d quer%s did different work than in the baseline (%s), so the timings compare different workloads and the candidate is not judged; %s",
+			prefix, len(r.Divergence), pluralY(len(r.Divergence)), r.Divergence[0].Reason, regs)
 	case len(r.Verdict.Broken) > 0:
 		rules := map[string]int{}
 		var order []string

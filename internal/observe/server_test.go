@@ -476,15 +476,14 @@ func TestOverhead(t *testing.T) {
 		return pgbenchTPS(t, pgbench(t, c, "-n", "-S", "-M", "prepared", "-c", "2", "-j", "1", "-T", "3"))
 	}
 	run() // warm the cache
-	var ratios []float64
-	busy := 0.0
+	var ratios, busy []float64
 	for i := range 3 {
 		without := run()
 		o := startCollector(t, c.DSN("postgres"), Options{})
 		with := run()
 		e := stop(t, o)
 		ratios = append(ratios, with/without)
-		busy = max(busy, e.Sampling.BusyShare)
+		busy = append(busy, e.Sampling.BusyShare)
 		t.Logf("round %d: %.0f TPS without, %.0f with the observer: ratio %.3f; observer busy %.1f ms in %.1f s (%.2f%%), %d samples",
 			i+1, without, with, with/without, e.Sampling.BusyMS, e.DurationS, 100*e.Sampling.BusyShare, e.Sampling.Rounds)
 	}
@@ -496,8 +495,11 @@ func TestOverhead(t *testing.T) {
 	if ratios[1] < 0.6 {
 		t.Errorf("the observer costs more than 40%% of the throughput: median ratio %.3f", ratios[1])
 	}
-	if busy > 0.1 {
-		t.Errorf("the observer was busy %.1f%% of the time, want under 10%%", 100*busy)
+	// Its busy time is wall-clock time too, which a machine shared with
+	// other work stretches in one round now and then: the median.
+	slices.Sort(busy)
+	if busy[1] > 0.1 {
+		t.Errorf("the observer was busy %.1f%% of the time (median of %v), want under 10%%", 100*busy[1], busy)
 	}
 }
 
