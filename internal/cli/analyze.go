@@ -29,8 +29,7 @@ import (
 func init() { commands = append(commands, newAnalyzeCmd) }
 
 type analyzeFlags struct {
-	format   string
-	prefix   string
+	logFlags
 	jsonPath string
 	jobs     int
 	top      int
@@ -49,8 +48,8 @@ func newAnalyzeCmd(ctx context.Context, stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "analyze [flags] LOG...",
 		Short: "Summarize the workload in PostgreSQL server logs",
-		Long: `analyze reads PostgreSQL server logs (stderr, csvlog or jsonlog, optionally
-compressed; "-" is standard input) and summarizes the workload: how every
+		Long: `analyze reads PostgreSQL server logs (stderr, csvlog, jsonlog, syslog and the
+exports of managed services, optionally compressed; "-" is standard input) and summarizes the workload: how every
 line was used, statements and failures, sessions, errors by SQLSTATE, and per
 query fingerprint the calls, errors and latencies, with the top queries by
 total time, by calls and by errors.
@@ -69,8 +68,7 @@ partial, and the exit code is 1.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	addLogFlags(fl, &f.logFlags)
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps the workload falls into")
 	fl.StringVar(&f.dsn, "dsn", "", "a server with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the production server, for the hot-queryid finding")
@@ -117,7 +115,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	}
 
 	// With several jobs, a large plain file is read in parts at once.
-	readers, err := openLogs(stdio, paths, f.format, f.prefix, f.jobs)
+	readers, err := openLogs(stdio, paths, f.logFlags, f.jobs)
 	if err != nil {
 		return err
 	}
@@ -146,12 +144,18 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if err != nil {
 		return err
 	}
+	reportLogWarnings(stdio, readers)
 
 	// A log that yields nothing is said loudly, and its result marked so
 	// that report will not judge it.
-	nothing := checkMeasured(*res.Lines, res.Statements.Total, f.maxSkipped/100)
+	nothing := checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
 	if nothing != nil && !res.Partial {
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+	}
+	broken := checkInputWhole(readers)
+	if broken != nil {
+		res.Partial = true
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
 	}
 	if err := report.WriteAnalysis(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -181,6 +185,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
 			return err
 		}
+	}
+	if broken != nil {
+		return broken
 	}
 	if res.Partial {
 		return errors.New("interrupted: the results above are partial")

@@ -113,7 +113,7 @@ func TestAnalyzeErrors(t *testing.T) {
 	}{
 		{"missing file", []string{smallLog, missing}, ExitFailure, "missing.log does not exist"},
 		{"unknown flag", []string{"--bogus", smallLog}, ExitUsage, "unknown flag"},
-		{"bad format", []string{"--format", "syslog", smallLog}, ExitUsage, "unknown log format"},
+		{"bad format", []string{"--format", "xml", smallLog}, ExitUsage, "unknown log format"},
 		{"bad jobs", []string{"-j", "0", smallLog}, ExitUsage, "-j must be at least 1"},
 		{"jobs not a number", []string{"-j", "x", smallLog}, ExitUsage, "invalid argument"},
 		{"no log", nil, ExitUsage, "requires at least 1 arg"},

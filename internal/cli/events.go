@@ -15,14 +15,12 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
 	"github.com/pgrehearse/pgrehearse/internal/report"
-	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func init() { commands = append(commands, newEventsCmd) }
 
 func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
-	var opts logread.Options
-	var format string
+	var lf logFlags
 	var count, showParams bool
 	var maxSkipped float64
 	cmd := &cobra.Command{
@@ -39,19 +37,17 @@ they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := logread.ParseFormat(format)
+			opts, err := lf.options(stdio)
 			if err != nil {
-				return usageError("%v", err)
+				return err
 			}
-			opts.Format, opts.Stdin = f, stdio.Stdin
 			if maxSkipped < 0 || maxSkipped > 100 {
 				return usageError("--max-skipped is a percentage between 0 and 100, got %v", maxSkipped)
 			}
 			return runEvents(cmd.Context(), stdio, args, opts, count, showParams, maxSkipped/100)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "log_line_prefix of a stderr log (detected when empty)")
+	addLogFlags(cmd.Flags(), &lf)
 	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
 	addMaxSkipped(cmd.Flags(), &maxSkipped)
 	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values and the query texts as logged, constants included")
@@ -137,7 +133,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 	// as the reader's own speed, must cost next to nothing.
 	var kinds [256]int64
 	cache := fingerprint.NewCache(0)
-	lines := results.LineCounts{Skipped: map[string]int64{}}
+	var done []*logread.Reader // read to their end, for their counts
 	for _, path := range paths {
 		r, err := logread.Open(path, opts)
 		if err != nil {
@@ -167,9 +163,11 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			}
 		}
 		r.Close()
-		lines.Add(lineCounts(r))
+		done = append(done, r)
+		out.Flush()
+		reportLogWarnings(stdio, []*logread.Reader{r})
 		if count {
-			if err := report.WriteLogCounts(out, path, r.Format(), r.Prefix(), r.Counters()); err != nil {
+			if err := report.WriteLogCounts(out, path, r.Layout(), r.Format(), r.Prefix(), r.Counters()); err != nil {
 				return err
 			}
 		}
@@ -179,5 +177,8 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			return err
 		}
 	}
-	return checkMeasured(lines, kinds[event.Statement]+kinds[event.Execute], maxSkipped)
+	if err := checkInputWhole(done); err != nil {
+		return err
+	}
+	return checkMeasured(done, kinds[event.Statement]+kinds[event.Execute], maxSkipped)
 }

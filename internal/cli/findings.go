@@ -29,13 +29,12 @@ import (
 func init() { commands = append(commands, newFindingsCmd) }
 
 type findingsFlags struct {
-	dsn            string
-	serverCPUs     int
-	jsonPath       string
-	htmlPath       string
-	baseline       string
-	format         string
-	prefix         string
+	dsn        string
+	serverCPUs int
+	jsonPath   string
+	htmlPath   string
+	baseline   string
+	logFlags
 	jobs           int
 	explainAnalyze bool
 	opts           findings.Options
@@ -80,8 +79,7 @@ standard output, the text then goes to standard error), --html as a page.
 	fl.StringVar(&f.jsonPath, "json", "", `write the findings as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write the findings as one self-contained HTML `FILE`")
 	fl.StringVar(&f.baseline, "baseline", "", "an analysis or replay JSON to compare errors with")
-	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	addLogFlags(fl, &f.logFlags)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.BoolVar(&f.explainAnalyze, "explain-analyze", false, "allow EXPLAIN ANALYZE (runs the statement) for plain SELECTs")
 	fl.Float64Var(&f.opts.IndexMinRows, "index-min-rows", 0, "rows from which a table is big for missing-index (default 100000)")
@@ -215,7 +213,7 @@ func readResult(path string) (*findings.Workload, error) {
 // analyzeLogs analyzes logs as the analyze command does, observing their
 // events on the way.
 func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*findings.Workload, *findings.Observed, error) {
-	readers, err := openLogs(stdio, paths, f.format, f.prefix, f.jobs)
+	readers, err := openLogs(stdio, paths, f.logFlags, f.jobs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -39,7 +41,7 @@ func TestNothingMeasured(t *testing.T) {
 		want []string
 	}{
 		{"analyze, wrong prefix", append(append([]string{"analyze"}, wrongPrefix...), smallLog),
-			[]string{"no statement", `"no matching prefix"`, "--prefix"}},
+			[]string{"no statement", `"no matching prefix"`, "the first at line 1:\n  2024-05-01 10:00:00.000 UTC [101] app@shop/psql", "--prefix"}},
 		{"events, wrong prefix", append(append([]string{"events", "--count"}, wrongPrefix...), smallLog),
 			[]string{"no statement", "--prefix"}},
 		{"replay, wrong prefix", append(append([]string{"replay", "--dry-run"}, wrongPrefix...), smallLog),
@@ -62,6 +64,25 @@ func TestNothingMeasured(t *testing.T) {
 			}
 		})
 	}
+	// A compressed log cut short: what was read is analyzed, marked
+	// partial, and the run says where the file broke.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	for range 200 {
+		zw.Write(good)
+	}
+	zw.Close()
+	cut := filepath.Join(dir, "cut.log.gz")
+	os.WriteFile(cut, gz.Bytes()[:gz.Len()*2/3], 0o644)
+	cutJSON := filepath.Join(dir, "cut.json")
+	code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--json", cutJSON, cut)
+	if code != ExitIncomplete || !strings.Contains(stderr, "INCOMPLETE INPUT") {
+		t.Errorf("cut .gz: exit %d\n%s", code, stderr)
+	}
+	if r, err := results.ReadFile(cutJSON); err != nil || !r.Partial || r.Statements.Total == 0 || len(r.Incomplete) == 0 {
+		t.Errorf("cut .gz result: %v, partial %v, %d statements, incomplete %q", err, r != nil && r.Partial, r.Statements.Total, r.Incomplete)
+	}
+
 	// Allowed more unreadable lines, the noisy log passes.
 	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--max-skipped", "50", noisy); code != ExitOK {
 		t.Errorf("--max-skipped 50: exit %d\n%s", code, stderr)

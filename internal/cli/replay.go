@@ -28,12 +28,12 @@ import (
 func init() { commands = append(commands, newReplayCmd) }
 
 type replayFlags struct {
-	findings         bool
-	findingsDSN      string
-	target           string
-	speed            float64
-	jsonPath         string
-	format, prefix   string
+	findings    bool
+	findingsDSN string
+	target      string
+	speed       float64
+	jsonPath    string
+	logFlags
 	start, end       string
 	databases        []string
 	users            []string
@@ -122,8 +122,7 @@ code is 1.
 	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
-	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog or jsonlog")
-	fl.StringVar(&f.prefix, "prefix", "", "log_line_prefix of a stderr log (default: detected)")
+	addLogFlags(fl, &f.logFlags)
 	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
 	fl.StringVar(&f.end, "end", "", "replay events before this log time")
 	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
@@ -154,7 +153,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		return err
 	}
 	// Events must come in log order: one reader per file, never parts.
-	readers, err := openLogs(stdio, paths, f.format, f.prefix, 1)
+	readers, err := openLogs(stdio, paths, f.logFlags, 1)
 	if err != nil {
 		return err
 	}
@@ -194,14 +193,15 @@ type replayRun struct {
 	res      *results.Result
 	runErr   error // why the replay stopped early
 	tlErr    error // why the target's log gave no server-side durations
+	broken   error // INCOMPLETE INPUT: a log could not be read whole
 	nothing  error // NOTHING MEASURED
 	evidence *observe.Evidence
 }
 
 // executeReplay checks the target's logins, replays the logs with the
 // progress line and the observer running, and completes the result: the
-// line accounting, whether anything was measured, and the server-side
-// durations of --target-log. A replay that produced no result returns
+// line accounting, whether anything was measured and every log read
+// whole, and the server-side durations of --target-log. A replay that produced no result returns
 // why as its error.
 func executeReplay(ctx, hard context.Context, stdio IO, r *replay.Replayer, f replayFlags, paths []string, readers []*logread.Reader) (*replayRun, error) {
 	sources, pos := replaySources(readers)
@@ -233,9 +233,14 @@ func executeReplay(ctx, hard context.Context, stdio IO, r *replay.Replayer, f re
 	run := &replayRun{res: res, runErr: runErr, evidence: evidence}
 	lines := lineCounts(readers...)
 	res.Lines = &lines
-	run.nothing = checkMeasured(lines, res.Statements.Total, f.maxSkipped/100)
+	run.nothing = checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
 	if run.nothing != nil && !res.Partial {
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.nothing.Error(), "NOTHING MEASURED: "))
+	}
+	run.broken = checkInputWhole(readers)
+	if run.broken != nil {
+		res.Partial = true
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.broken.Error(), "INCOMPLETE INPUT: "))
 	}
 	if tlogs != nil && runErr == nil {
 		run.tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
@@ -299,8 +304,8 @@ func writeReplayOutputs(ctx context.Context, stdio IO, f replayFlags, run *repla
 }
 
 // outcome is the replay's exit: the first of what stopped it, what the
-// target's log could not give, an interruption, nothing measured, a
-// failed verdict, or an incomplete result.
+// target's log could not give, a log not read whole, an interruption,
+// nothing measured, a failed verdict, or an incomplete result.
 func (run *replayRun) outcome(maxErrorRate float64) error {
 	res := run.res
 	switch {
@@ -308,6 +313,8 @@ func (run *replayRun) outcome(maxErrorRate float64) error {
 		return run.runErr
 	case run.tlErr != nil:
 		return run.tlErr
+	case run.broken != nil:
+		return run.broken
 	case res.Partial:
 		return errors.New("interrupted: the results above are partial")
 	case run.nothing != nil:

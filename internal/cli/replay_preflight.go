@@ -36,7 +36,7 @@ func preflight(ctx context.Context, stdio IO, r *replay.Replayer, f replayFlags,
 		// Standard input cannot be read twice: only the DSN is checked.
 		complete = false
 	} else {
-		readers, err := openLogs(stdio, paths, f.format, f.prefix, 1)
+		readers, err := openLogs(stdio, paths, f.logFlags, 1)
 		if err != nil {
 			return err
 		}

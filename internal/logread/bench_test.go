@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/synthlog"
@@ -31,5 +32,35 @@ func BenchmarkStderrReader(b *testing.B) {
 		if n == 0 {
 			b.Fatal("no events")
 		}
+	}
+}
+
+// BenchmarkReadLogFile reads the log file named by $PGREHEARSE_BENCH_LOG
+// as the events command does (detecting everything): a way to measure the
+// reader on any log, or to count its instructions under callgrind, which
+// a binary with cgo (the pgrehearse command) trips up:
+//
+//	go test -c -o lr.test ./internal/logread
+//	PGREHEARSE_BENCH_LOG=real.log GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+//	    ./lr.test -test.run '^$' -test.bench ReadLogFile -test.benchtime 1x
+func BenchmarkReadLogFile(b *testing.B) {
+	path := os.Getenv("PGREHEARSE_BENCH_LOG")
+	if path == "" {
+		b.Skip("PGREHEARSE_BENCH_LOG names no log")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		r, err := Open(path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if countEvents(b, r) == 0 {
+			b.Fatal("no events")
+		}
+		r.Close()
 	}
 }

@@ -21,7 +21,35 @@ const (
 	SkipNotice          = "notice/warning"             // NOTICE, WARNING, INFO, DEBUG
 	SkipUnsupportedLine = "unsupported line"           // syslog/pgbouncer lines and such
 	SkipBlank           = "blank line"                 // an empty line where a csv/json record was expected
+	SkipOtherProgram    = "other program"              // another program's lines in a syslog file
 )
+
+// unparseable are the skip reasons that mean the reader could not read a
+// line it should have: a wrong prefix, a damaged record, a format it does
+// not know. The other reasons are lines read and set aside on purpose
+// (checkpoints, connections, autovacuum, lock waits, ...), or the
+// harmless leftovers of how logs are written (a last line cut while the
+// server was writing it, blank lines, other programs' syslog lines).
+var unparseable = map[string]bool{
+	SkipNoPrefix:        true,
+	SkipOrphanLine:      true,
+	SkipMalformed:       true,
+	SkipUnsupportedLine: true,
+}
+
+// Unparseable reports whether lines skipped for reason are lines the
+// reader failed to read, rather than lines it had no use for. A run whose
+// log is mostly unparseable did not read the log it was given.
+func Unparseable(reason string) bool { return unparseable[reason] }
+
+// Sample is the first line skipped for a reason: where, and its text
+// (cut to sampleLen bytes).
+type Sample struct {
+	Line int64
+	Text string
+}
+
+const sampleLen = 200
 
 // Counters accounts for every physical line read: each is either parsed
 // (it contributed to an event or to the state that builds one) or skipped
@@ -30,10 +58,13 @@ type Counters struct {
 	Total   int64
 	Parsed  int64
 	Skipped map[string]int64
+	// Samples holds, for each unparseable reason (see Unparseable), the
+	// first line skipped for it, so that a message can show it.
+	Samples map[string]Sample
 }
 
 func newCounters() *Counters {
-	return &Counters{Skipped: make(map[string]int64)}
+	return &Counters{Skipped: make(map[string]int64), Samples: make(map[string]Sample)}
 }
 
 func (c *Counters) parsed(n int64) {
@@ -44,6 +75,29 @@ func (c *Counters) parsed(n int64) {
 func (c *Counters) skip(reason string, n int64) {
 	c.Total += n
 	c.Skipped[reason] += n
+}
+
+// skipSample is skip for a line the reader could not read: the first of
+// each reason is kept as a sample.
+func (c *Counters) skipSample(reason string, n, line int64, text []byte) {
+	c.skip(reason, n)
+	if _, ok := c.Samples[reason]; !ok {
+		if len(text) > sampleLen {
+			text = text[:sampleLen]
+		}
+		c.Samples[reason] = Sample{Line: line, Text: string(text)}
+	}
+}
+
+// Unparseable returns how many lines were skipped for unparseable reasons.
+func (c *Counters) Unparseable() int64 {
+	var n int64
+	for k, v := range c.Skipped {
+		if unparseable[k] {
+			n += v
+		}
+	}
+	return n
 }
 
 // SkippedTotal returns the sum of all skipped lines.
@@ -63,6 +117,16 @@ func (c *Counters) Add(o *Counters) {
 		// The parts of a split log may move a count between parts.
 		if c.Skipped[k] += v; c.Skipped[k] == 0 {
 			delete(c.Skipped, k)
+		}
+	}
+	for k, v := range o.Samples {
+		if c.Samples == nil {
+			c.Samples = make(map[string]Sample)
+		}
+		// The parts of a split log are added in order: the first part's
+		// sample is the first.
+		if _, ok := c.Samples[k]; !ok {
+			c.Samples[k] = v
 		}
 	}
 }

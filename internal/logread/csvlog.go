@@ -358,7 +358,7 @@ func (cr *csvReader) read(e *entry) error {
 			}
 			return io.EOF
 		case frameTooLong:
-			cr.c.skip(SkipMalformed, lines)
+			cr.c.skipSample(SkipMalformed, lines, first, nil)
 			continue
 		case frameTruncated:
 			cr.c.skip(SkipTruncated, lines)
@@ -377,7 +377,7 @@ func (cr *csvReader) read(e *entry) error {
 				// 2026-11-22 08:11:02.123 UTC,"app",<EOF>
 				cr.c.skip(SkipTruncated, lines)
 			} else {
-				cr.c.skip(SkipMalformed, lines)
+				cr.c.skipSample(SkipMalformed, lines, first, rec)
 			}
 			continue
 		}

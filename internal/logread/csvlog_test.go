@@ -17,9 +17,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// sharedFixtures is where CI checks out the shared fixtures, next to the
-// repository.
-const sharedFixtures = "../../../shared/fixtures/pgbadger/"
+// sharedFixtures holds the real-world logs of pgbadger's test suite (see
+// testdata/README.md).
+const sharedFixtures = "testdata/pgbadger/"
 
 // readEntries reads every entry and, as the interpreter does, counts each
 // entry's lines as parsed, so that c accounts for every line afterwards.
@@ -35,7 +35,8 @@ func readEntries(t testing.TB, fr formatReader, c *Counters) []entry {
 			t.Fatalf("next: %v", err)
 		}
 		e := *ep
-		if e.lines < 1 {
+		if e.lines < 0 || e.lines == 0 && e.line < 1 {
+			// 0 lines: a JSON value sharing its line with the one before.
 			t.Fatalf("entry at line %d spans %d lines", e.line, e.lines)
 		}
 		c.parsed(e.lines)
@@ -66,6 +67,9 @@ func checkAccounting(t testing.TB, input []byte, entries []entry, c *Counters) {
 	}
 	var prevEnd int64
 	for _, e := range entries {
+		if e.lines == 0 && e.line >= prevEnd && e.line <= want {
+			continue // a JSON value on the line of the one before
+		}
 		if e.line <= prevEnd || e.line+e.lines-1 > want {
 			t.Errorf("entry lines %d+%d overlap the previous (ending %d) or pass the end %d", e.line, e.lines, prevEnd, want)
 			return
@@ -119,13 +123,12 @@ func golden(t *testing.T, path, got string) {
 	}
 }
 
-// readFixture reads a shared fixture, decompressing .gz. A missing file
-// fails: CI has the shared fixtures next to the repository.
+// readFixture reads a shared fixture, decompressing .gz.
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(sharedFixtures, name))
 	if err != nil {
-		t.Fatalf("shared fixture missing (clone shared/ next to the repository): %v", err)
+		t.Fatal(err)
 	}
 	if strings.HasSuffix(name, ".gz") {
 		zr, err := gzip.NewReader(bytes.NewReader(b))

@@ -2,110 +2,174 @@ package logread
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
-// commonPrefixes are log_line_prefix settings seen in the wild: defaults of
-// PostgreSQL versions and distributions, pgbadger's and managed services'
-// recommendations. Detection tries each on the first lines of the log.
-var commonPrefixes = []string{
-	"%m [%p] ",                // PostgreSQL 10+ default
-	"%m [%p] %q%u@%d ",        // Debian and Ubuntu
-	"%m [%p] %q%u@%d/%a ",     //
-	"%m [%p] %q%u@%d/%a %c ",  //
-	"%m [%p] %c %q%u@%d/%a ",  //
-	"%m [%p] [%l-1] %q%u@%d ", //
-	"%m [%p] [queryid=%Q] %q%u@%d ",
-	"%m [%p] %q[user=%u,db=%d,app=%a] ",
-	"%m [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ",
-	"%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ", // pgbadger's recommendation
-	"%t [%p]: [%l-1] user=%u,db=%d,host=%h,app=%a",
-	"%t [%p]: [%l-1] user=%u,db=%d ",
-	"%t [%p]: [%l-1] [%x] usr=%u,db=%d,appli=%a",
-	"%t [%p]: [%l-1] ",
-	"%t [%p]: db=%d,user=%u,app=%a,client=%h ",
-	"%t [%p]: user=%u,db=%d,app=%a,client=%h ",
-	"%t [%p-%l] %q%u@%d ",
-	"%m [%p-%l] %q%u@%d ",
-	"%t:%r:%u@%d:[%p]:", // Amazon RDS
-	"%m:%r:%u@%d:[%p]:",
-	"%t:%h:%u@%d:[%p]:",
-	"%m %u %d [%p]: ",
-	"%m %c %p ",
-	"%m %p ",
-	"%t [%p] ",
-	"%t [%p] %q%u@%d ",
-	"%t %p ",
-	"< %m > ", // PostgreSQL 9 packaged default
-	"< %t > ",
-	"%m ",
-	"%t ",
-	"",
+// ErrEmptyLog is returned (wrapped) by Open for a log with nothing in it:
+// no bytes, or only blank lines.
+var ErrEmptyLog = errors.New("the log is empty")
+
+// ErrPgbouncer is returned (wrapped) for a pgbouncer log: it records
+// connections, not statements, and has nothing to replay or analyze.
+var ErrPgbouncer = errors.New("this is a pgbouncer log, which records connections but not statements: give the PostgreSQL server's log instead")
+
+// layout is how a log is read: its format, the envelope around its lines
+// and the server's log_line_prefix inside, as given or detected.
+type layout struct {
+	format   Format
+	env      envKind
+	ident    string // the server's program name in a syslog envelope
+	prefix   string // the server's log_line_prefix
+	withTime bool   // the envelope's time goes in front of each line
+	withPID  bool   // and its process id
+	bsd      bool   // the envelope's times have no year and no zone
+	firstMon int    // month of the first RFC 3164 time, for the year
+	warnings []string
 }
 
-// detectPrefix picks the common prefix that matches most lines of head
-// that look like the start of a message. Among prefixes matching equally
-// many, the one that extracts the most fields wins.
-func detectPrefix(head []byte) (string, error) {
-	var lines [][]byte
-	for len(head) > 0 && len(lines) < 2000 {
-		i := bytes.IndexByte(head, '\n')
-		if i < 0 {
-			break // the last, possibly cut, line
-		}
-		line := head[:i]
-		head = head[i+1:]
-		if len(line) == 0 || line[0] == '\t' {
-			continue
-		}
-		lines = append(lines, line)
+// describe names the layout for messages.
+func (l *layout) describe() string {
+	switch {
+	case l.env != envNone:
+		return "stderr lines in " + envNames[l.env]
+	default:
+		return string(l.format)
 	}
-	if len(lines) == 0 {
-		return "", fmt.Errorf("%w (the log is empty)", ErrUnknownPrefix)
+}
+
+// detectLayout works out how to read a log from its head, with what opts
+// give. head holds the first detectSize bytes (all of a shorter log).
+func detectLayout(head []byte, opts Options) (layout, error) {
+	var l layout
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	if len(trimmed) == 0 {
+		return l, ErrEmptyLog
 	}
-	// Candidates: the common prefixes, then guesses read off the lines.
-	cands := append([]string(nil), commonPrefixes...)
-	seen := make(map[string]bool)
-	for _, l := range lines[:min(len(lines), 50)] {
-		if ps, ok := inferPrefix(l); ok && !seen[ps] {
-			seen[ps] = true
-			cands = append(cands, ps, withQ(ps))
+	format := opts.Format
+	if format == "" || format == FormatAuto {
+		format = detectFormat(trimmed)
+	}
+	l.format = format
+	switch format {
+	case FormatCSV, FormatJSON:
+		return l, nil
+	case FormatStderr, FormatSyslog:
+	default:
+		return l, fmt.Errorf("unknown format %q", format)
+	}
+	lines := headLines(head, maxSamples)
+	if isPgbouncer(lines) {
+		return l, ErrPgbouncer
+	}
+	inner := lines
+	env, ident, bodies := detectEnvelope(lines)
+	if format == FormatSyslog && env == envNone {
+		return l, fmt.Errorf("%w: no line is a syslog line, e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
+	}
+	if env != envNone {
+		l.format, l.env, l.ident = FormatSyslog, env, ident
+		if env == envISO {
+			l.format = FormatStderr
+		}
+		inner = bodies
+		var el envLine
+		for _, line := range lines {
+			if parseEnvLine(env, line, &el) {
+				l.bsd = el.hasTime && !el.zoned
+				l.firstMon = el.month
+				break
+			}
+		}
+		if len(inner) == 0 {
+			return l, fmt.Errorf("%w: the %s lines hold no server message, e.g. %q", ErrUnknownPrefix, envNames[env], truncate(lines[0], 120))
 		}
 	}
-	best, bestN, bestFields := "", 0, -1
-	var f prefixFields
-	for _, ps := range cands {
-		p, err := compilePrefix(ps)
+	l.prefix = opts.Prefix
+	if l.prefix == "" {
+		inf, err := inferPrefix(inner)
 		if err != nil {
-			continue
+			return l, err
 		}
-		n := 0
-		for _, l := range lines {
-			if rest, ok := p.match(l, &f); ok {
-				if _, _, ok := splitSeverity(rest); ok {
-					n++
-				}
-			}
-		}
-		fields := 0
-		for _, it := range p.items {
-			if it.esc != 0 && it.esc != 'q' { // %q adds no field: it must not win ties
-				fields++
-			}
-		}
-		if n > bestN || n == bestN && n > 0 && fields > bestFields {
-			best, bestN, bestFields = ps, n, fields
+		l.prefix = inf.prefix
+		l.warnings = append(l.warnings, inf.warnings...)
+	}
+	p, err := compilePrefix(l.prefix)
+	if err != nil {
+		return l, err
+	}
+	if env == envNone && !p.hasTime() {
+		l.warnings = append(l.warnings, fmt.Sprintf("the lines have no time (log_line_prefix %q has no %%m, %%t or %%n): their events have none, and a replay cannot keep their pace", l.prefix))
+	}
+	if env != envNone {
+		l.withTime = !p.hasTime()
+		l.withPID = env != envISO && !p.hasPID
+		if !l.withTime {
+			l.bsd = false // the server's own times are used
 		}
 	}
-	if bestN == 0 || bestN*2 < len(lines) {
-		return "", fmt.Errorf("%w: no common prefix matches the first lines, e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
-	}
-	return best, nil
+	return l, nil
 }
 
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
+// detectFormat tells csvlog and jsonlog from text by the first line.
+func detectFormat(head []byte) Format {
+	line := head
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
 	}
-	return string(b)
+	line = bytes.TrimSpace(line)
+	switch {
+	case len(line) == 0:
+		return FormatStderr
+	case line[0] == '{':
+		return FormatJSON
+	case line[0] == '[':
+		// A JSON array (gcloud --format=json), not "[1234]: ..." (the
+		// Cloud SQL prefix): "[" then "{" or "]", maybe on the next line.
+		rest := bytes.TrimLeft(head[bytes.IndexByte(head, '[')+1:], " \t\r\n")
+		if len(rest) > 0 && (rest[0] == '{' || rest[0] == ']') {
+			return FormatJSON
+		}
+		return FormatStderr
+	}
+	// csvlog: 2026-11-22 08:11:02.123 UTC,"user","db",1234,...
+	// (some tools write the time quoted too)
+	first := line
+	if first[0] == '"' {
+		first = first[1:]
+	}
+	if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
+		return FormatCSV
+	}
+	return FormatStderr
+}
+
+// isPgbouncer tells pgbouncer's log by what only it writes: client and
+// server connection ids ("C-0x55d0...:", "S-0x..."), its statistics and
+// its start-up line.
+func isPgbouncer(lines [][]byte) bool {
+	n := 0
+	for _, l := range lines[:min(len(lines), 200)] {
+		s := string(l)
+		switch {
+		case strings.Contains(s, " C-0x") || strings.Contains(s, " S-0x"):
+			n++
+		case strings.Contains(s, "process up: pgbouncer") || strings.Contains(s, " LOG stats: ") || strings.Contains(s, " LOG kernel file descriptor limit"):
+			n++
+		}
+	}
+	return n > 0 && n*4 >= min(len(lines), 200)
+}
+
+// yearOf guesses the year of a log's first RFC 3164 time, which has none:
+// that of when the file was last written, or the year before if the
+// first month is later in the year than that.
+func yearOf(modTime time.Time, firstMonth int) int {
+	y := modTime.Year()
+	if firstMonth > int(modTime.Month()) {
+		y--
+	}
+	return y
 }

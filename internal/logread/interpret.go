@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ type interpreter struct {
 	// several lines in a row.
 	lastSession *sessionState
 
-	// foreign is set to the language of a translated message, when seen.
+	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
 }
@@ -86,6 +87,29 @@ type sessionState struct {
 	// keeps its whole slab alive, and the collector scans it all.
 	lastParse             bool
 	parseName, parseQuery string
+	// done is a sketch of the query of the last execution emitted with
+	// its duration, when it was an Execute: an error logged after it with
+	// the same statement (at Sync, in a later fetch from its portal) is
+	// that execution's, already counted. Not the string, which would keep
+	// its chunk of the log alive.
+	done querySketch
+}
+
+// querySketch tells a query from others cheaply: its length and its first
+// and last eight bytes.
+type querySketch struct {
+	n           int
+	first, last uint64
+}
+
+func sketchOf(q string) querySketch {
+	if len(q) < 8 {
+		var b [8]byte
+		copy(b[:], q)
+		w := binary.LittleEndian.Uint64(b[:])
+		return querySketch{n: len(q), first: w, last: w}
+	}
+	return querySketch{n: len(q), first: loadString64(q, 0), last: loadString64(q, len(q)-8)}
 }
 
 const eventSlab = 256
@@ -273,12 +297,25 @@ func (in *interpreter) add(e *entry) {
 	case "WARNING", "NOTICE", "INFO", "DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5":
 		in.c.skip(SkipNotice, e.lines)
 	default:
+		// A severity in another language (csvlog and jsonlog write it
+		// as the server translated it).
+		if w := foreignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
+			in.foreign, in.foreignLine = w, e.line
+		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
 
 func (in *interpreter) log(e *entry) {
 	msg := e.message
+	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+		// log_error_verbosity = verbose: "00000: duration: ...".
+		if e.sqlstate == "" {
+			e.sqlstate = msg[:5]
+		}
+		msg = msg[7:]
+		e.message = msg
+	}
 	var dur int64 = event.NoDuration
 	if len(msg) >= len("duration: ") && (msg[:len("duration: ")] == "duration: " || hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
@@ -360,8 +397,8 @@ func (in *interpreter) log(e *entry) {
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:
-		if lang := foreignLogMessage([]byte(msg)); lang != "" && in.foreign == "" {
-			in.foreign, in.foreignLine = lang, e.line
+		if w := translatedMessage(msg); w != "" && in.foreign == "" {
+			in.foreign, in.foreignLine = w, e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
@@ -404,6 +441,7 @@ func (in *interpreter) parse(e *entry, rest string, dur int64) {
 	in.c.parsed(e.lines)
 	in.out = append(in.out, ev)
 	s.lastParse, s.parseName, s.parseQuery = true, ev.Name, ev.Query
+	s.done.n = -1
 }
 
 // bind handles "duration: 0.02 ms  bind S_1: SELECT $1" + DETAIL
@@ -431,6 +469,7 @@ func (in *interpreter) bind(e *entry, rest string) {
 	}
 	s.lastBind, s.bindDetail = ev, e.detail
 	s.lastParse, s.parseName, s.parseQuery = false, "", ""
+	s.done.n = -1
 	in.c.parsed(e.lines)
 }
 
@@ -473,8 +512,14 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 		if s.lastBind != nil || s.lastParse {
 			s.forgetProtocol()
 		}
+		if ev.Kind == event.Execute {
+			s.done = sketchOf(ev.Query)
+		} else {
+			s.done.n = -1
+		}
 		return
 	}
+	s.done.n = -1
 	s.pending = ev
 }
 
@@ -534,6 +579,10 @@ func (in *interpreter) connect(e *entry, msg string) {
 	e.hint = nil
 	if v := field(msg, "user="); v != "" {
 		e.user = v
+		if u, db, ok := strings.Cut(v, "database="); ok {
+			// Azure Single Server writes "user=postgresdatabase=postgres".
+			e.user, e.database = u, db
+		}
 	}
 	if v := field(msg, "database="); v != "" {
 		e.database = v
@@ -579,6 +628,7 @@ func (in *interpreter) error(e *entry) {
 			state, msg = msg[:5], msg[7:]
 		}
 	}
+	msg = trimCursor(msg)
 	var failed *event.Event
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):
@@ -601,6 +651,12 @@ func (in *interpreter) error(e *entry) {
 			failed.ParamState = event.ParamsMissing
 		}
 		s.lastParse, s.parseName, s.parseQuery = false, "", ""
+	case e.statement != "" && s.done.n == len(e.statement) && sketchOf(e.statement) == s.done && hasPlaceholder(e.statement):
+		// An error after the execution of this statement was logged
+		// with its duration: raised at Sync (a deferred constraint at
+		// commit) or in a later fetch from its portal. The execution is
+		// counted already; the error is only an error.
+		s.done.n = -1
 	case e.statement != "" && e.severity == "ERROR":
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
@@ -630,6 +686,27 @@ func (in *interpreter) error(e *entry) {
 	ev.SetError(e.severity, msg)
 	ev.Query = e.statement
 	in.out = append(in.out, ev)
+}
+
+// trimCursor drops the " at character 15" the stderr and syslog formats
+// add to an error's message when it points into the statement: csvlog and
+// jsonlog keep the position apart, and one error must read the same in
+// every format.
+func trimCursor(msg string) string {
+	i := strings.LastIndex(msg, " at character ")
+	if i < 0 {
+		return msg
+	}
+	n := msg[i+len(" at character "):]
+	if n == "" {
+		return msg
+	}
+	for j := 0; j < len(n); j++ {
+		if n[j] < '0' || n[j] > '9' {
+			return msg
+		}
+	}
+	return msg[:i]
 }
 
 func isSQLState(s string) bool {

@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"io"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -22,6 +23,22 @@ import (
 // object (so DETAIL lines and tab continuations are objects of their own):
 //
 //	{"insertId":"...","resource":{...},"severity":"INFO","textPayload":"[24667]: [2-1] db=test,user=admin LOG:  connection authorized: ...","timestamp":"2020-05-02T13:00:20.38403Z"}
+//
+// Azure Database for PostgreSQL's diagnostic logs, as diagnostic settings
+// write them to storage or to an Event Hub (where a message holds a
+// "records" array of them) and as Log Analytics exports them (flat, with
+// typed column names: "errorLevel_s", "Message"):
+//
+//	{"time":"2023-02-27T22:21:11.830Z","category":"PostgreSQLLogs","properties":{"timestamp":"2023-02-27 22:21:11.823 UTC","processId":2030,"errorLevel":"LOG","sqlerrcode":"00000","message":"2023-02-27 22:21:11.823 UTC [2030] [user=postgres,db=postgres,app=pgbench] LOG:  duration: ..."}}
+//	{"time":"2023-02-27T23:21:40Z","properties":{"prefix":"2023-02-27 23:21:40 UTC-63fd3b04.cf0-","message":"duration: 0.000 ms  statement: ...","errorLevel":"LOG"}}
+//
+// The message holds the server's own log_line_prefix (Flexible Server), or
+// the prefix has a property of its own (Single Server): either way the
+// prefix is inferred from the first records and read as for stderr.
+//
+// Values need not be one a line: gcloud logging read --format=json and
+// Log Analytics write a JSON array, indented over many lines (gcloud, the
+// newest entry first, which the reader turns around).
 //
 // A hand-written scanner beats encoding/json here by a wide margin: it
 // looks only at the keys it needs, skips other values without decoding,
@@ -43,6 +60,8 @@ const (
 	jStatement          // "statement", "query"
 	jApplication        // "application_name"
 	jTextPayload        // "textPayload" (Cloud Logging)
+	jPrefix             // "prefix" (Azure Single Server)
+	jLogTime            // "time", "TimeGenerated" (Azure): used if there is no other time
 	jSlots
 )
 
@@ -80,6 +99,57 @@ func jsonSlot(k []byte) int {
 	return -1
 }
 
+// azureSlot maps Azure's names: properties of diagnostic records, and Log
+// Analytics' columns, whose names end in their type ("errorLevel_s",
+// "processId_d") and whose case varies between tables.
+func azureSlot(k []byte) int {
+	if len(k) > 64 {
+		return -1
+	}
+	var buf [64]byte
+	n := copy(buf[:], k)
+	b := buf[:n]
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	if n > 2 && b[n-2] == '_' && (b[n-1] == 's' || b[n-1] == 'd' || b[n-1] == 't' || b[n-1] == 'g') {
+		b = b[:n-2]
+	}
+	switch string(b) {
+	case "errorlevel":
+		return jSeverity
+	case "processid":
+		return jPID
+	case "sqlerrcode", "sqlerrorcode":
+		return jSQLState
+	case "message":
+		return jMessage
+	case "detail":
+		return jDetail
+	case "context":
+		return jContext
+	case "statement":
+		return jStatement
+	case "prefix":
+		return jPrefix
+	case "timestamp":
+		return jTime
+	case "time", "timegenerated", "timegenerated [utc]":
+		return jLogTime
+	case "username", "user":
+		return jUser
+	case "databasename", "dbname", "database":
+		return jDatabase
+	case "applicationname":
+		return jApplication
+	case "sessionid":
+		return jSession
+	}
+	return -1
+}
+
 // jval is a value as it appears in the line: string contents without
 // quotes (still escaped if esc), or a number's text.
 type jval struct {
@@ -90,7 +160,9 @@ type jval struct {
 
 type jsonObj struct {
 	v      [jSlots]jval
-	nested bool // held a "record" or "jsonPayload" object
+	nested bool   // held a "record", "jsonPayload" or "properties" object
+	azure  bool   // held a "properties" object or keys of Azure's names
+	recs   []byte // the "records" array of an Event Hub message, raw
 }
 
 // jsonScanner walks one line. Every method leaves i after what it read and
@@ -231,14 +303,25 @@ func (s *jsonScanner) object(o, inner *jsonObj) bool {
 		s.ws()
 		slot := -1
 		if !kesc {
-			slot = jsonSlot(key)
+			if slot = jsonSlot(key); slot < 0 {
+				if slot = azureSlot(key); slot >= 0 {
+					o.azure = true
+				}
+			}
 		}
 		switch c := s.peek(); {
-		case inner != nil && c == '{' && !kesc && (string(key) == "record" || string(key) == "jsonPayload"):
+		case inner != nil && c == '{' && !kesc && (string(key) == "record" || string(key) == "jsonPayload" || string(key) == "properties"):
 			if !s.object(inner, nil) {
 				return false
 			}
 			o.nested = true
+			o.azure = string(key) == "properties"
+		case inner != nil && c == '[' && !kesc && string(key) == "records":
+			start := s.i
+			if !s.skip() {
+				return false
+			}
+			o.recs = s.b[start:s.i]
 		case slot >= 0 && c == '"':
 			raw, esc, ok := s.str()
 			if !ok {
@@ -375,11 +458,36 @@ type jsonReader struct {
 	hasPending bool
 	pendText   bool // pending came from a textPayload and may grow
 	extend     int  // ext* for the pending entry's tab continuations
+
+	cloudLogging bool // textPayload records were read
+	array        bool // the log is one JSON array
+
+	started bool      // the first value was looked at
+	midLine bool      // stream framing stopped in the middle of a line
+	stream  bool      // values are not one a line: read value by value
+	queue   []jsonRec // records to read before the next value of the file
+
+	// The server's log_line_prefix inside Azure's messages, inferred
+	// from the first of them (azureDone once tried).
+	azPrefix  *prefix
+	azureDone bool
+	fields    prefixFields
+	azLine    []byte
+}
+
+// jsonRec is one JSON value of the log, with the physical lines it
+// accounts for: its own and the separators before it.
+type jsonRec struct {
+	b     []byte
+	line  int64 // physical line it starts on
+	lines int64
+	st    frameStatus
 }
 
 // newJSONReader returns a formatReader for PostgreSQL 15+ jsonlog (one
-// JSON object per line), CloudNativePG's wrapped records and Cloud
-// Logging exports of Cloud SQL; see the comment at the top of jsonlog.go.
+// JSON object per line), CloudNativePG's wrapped records, Cloud Logging
+// exports of Cloud SQL and Azure's diagnostic logs; see the comment at
+// the top of jsonlog.go.
 func newJSONReader(r io.Reader, c *Counters) formatReader {
 	return &jsonReader{cb: newChunkBuf(r), c: c, intern: make(interner), sessions: make(interner)}
 }
@@ -395,7 +503,7 @@ func (jr *jsonReader) readLine() ([]byte, frameStatus) {
 		if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
 			line := cb.buf[cb.start : cb.start+scan+nl]
 			cb.start += scan + nl + 1
-			if discard {
+			if discard || len(line) > maxRecordSize {
 				return nil, frameTooLong
 			}
 			return trimCR(line), frameRecord
@@ -417,10 +525,275 @@ func (jr *jsonReader) readLine() ([]byte, frameStatus) {
 	}
 	line := cb.buf[cb.start : cb.start+scan]
 	cb.start += scan
-	if discard {
+	if discard || len(line) > maxRecordSize {
 		return nil, frameTooLong
 	}
 	return trimCR(line), frameLast
+}
+
+// start decides how to frame the log from its first value: one object a
+// line (jsonlog and the like: the fast way), or value by value. A JSON
+// array is read whole, and turned around when it lists the newest entry
+// first (gcloud logging read --format=json).
+func (jr *jsonReader) start() {
+	jr.started = true
+	cb := &jr.cb
+	for cb.end-cb.start < 1<<16 && cb.fill() {
+	}
+	data := cb.buf[cb.start:cb.end]
+	i := 0
+	for i < len(data) && isJSONSpace(data[i]) {
+		i++
+	}
+	if i == len(data) {
+		return
+	}
+	if data[i] == '[' {
+		jr.stream, jr.array = true, true
+		jr.readArray()
+		return
+	}
+	nl := bytes.IndexByte(data[i:], '\n')
+	if data[i] != '{' || nl < 0 {
+		return // one a line, or a single line: line by line
+	}
+	end := jsonValueEnd(data[i:])
+	if end < 0 || end > nl || len(bytes.TrimSpace(data[i+end:i+nl])) > 0 {
+		jr.stream = true
+	}
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// jsonValueEnd returns the length of the object or array at the start of
+// b, or -1 when b ends before it does.
+func jsonValueEnd(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			j := i + 1
+			for {
+				k := bytes.IndexByte(b[j:], '"')
+				if k < 0 {
+					return -1
+				}
+				q := j + k
+				n := 0
+				for p := q - 1; p > i && b[p] == '\\'; p-- {
+					n++
+				}
+				if n&1 == 0 {
+					i = q
+					break
+				}
+				j = q + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+// lineStarts counts the lines that start in b, when the byte before b
+// ends a line (atStart): the physical lines b accounts for. It returns
+// whether the byte after b starts a line.
+func lineStarts(b []byte, atStart bool) (int64, bool) {
+	if len(b) == 0 {
+		return 0, atStart
+	}
+	var n int64
+	if atStart {
+		n = 1
+	}
+	n += int64(bytes.Count(b[:len(b)-1], []byte{'\n'}))
+	return n, b[len(b)-1] == '\n'
+}
+
+// nextValue frames the next value when values are not one a line. A value
+// accounts for the lines that start from the end of the one before to its
+// own end: separators, indentation and its own lines.
+func (jr *jsonReader) nextValue() jsonRec {
+	cb := &jr.cb
+	var lines int64
+	consume := func(b []byte) {
+		n, at := lineStarts(b, !jr.midLine)
+		lines += n
+		jr.midLine = !at
+		cb.start += len(b)
+	}
+	for {
+		data := cb.buf[cb.start:cb.end]
+		i := 0
+		for i < len(data) && (isJSONSpace(data[i]) || data[i] == ',') {
+			i++
+		}
+		first := jr.line + lines + 1
+		if jr.midLine {
+			first--
+		}
+		consume(data[:i])
+		data = data[i:]
+		if len(data) == 0 {
+			if cb.fill() {
+				continue
+			}
+			jr.line += lines
+			if lines > 0 {
+				jr.c.skip(SkipBlank, lines)
+			}
+			return jsonRec{st: frameEOF}
+		}
+		first = jr.line + lines + 1
+		if jr.midLine {
+			first--
+		}
+		if data[0] != '{' && data[0] != '[' {
+			// Not a value of this log: skip the line it is on.
+			nl := bytes.IndexByte(data, '\n')
+			for nl < 0 && len(data) <= maxRecordSize && cb.fill() {
+				data = cb.buf[cb.start:cb.end]
+				nl = bytes.IndexByte(data, '\n')
+			}
+			st := frameRecord
+			if nl < 0 {
+				nl, st = len(data)-1, frameLast
+			}
+			line := data[:nl+1]
+			consume(line)
+			jr.line += lines
+			return jsonRec{b: trimCR(bytes.TrimSuffix(line, []byte{'\n'})), line: first, lines: lines, st: st}
+		}
+		end := jsonValueEnd(data)
+		if end < 0 {
+			if len(data) > maxRecordSize {
+				// Too long to hold: drop it up to the end of its line.
+				nl := bytes.IndexByte(data[maxRecordSize:], '\n')
+				for nl < 0 && cb.fill() {
+					data = cb.buf[cb.start:cb.end]
+					nl = bytes.IndexByte(data[min(maxRecordSize, len(data)):], '\n')
+				}
+				if nl < 0 {
+					consume(data)
+				} else {
+					consume(data[:min(maxRecordSize, len(data))+nl+1])
+				}
+				jr.line += lines
+				return jsonRec{line: first, lines: lines, st: frameTooLong}
+			}
+			if cb.fill() {
+				continue
+			}
+			// Cut at the end of the file.
+			rec := data
+			consume(rec)
+			jr.line += lines
+			return jsonRec{b: rec, line: first, lines: lines, st: frameLast}
+		}
+		rec := data[:end]
+		consume(rec)
+		jr.line += lines
+		return jsonRec{b: rec, line: first, lines: lines, st: frameRecord}
+	}
+}
+
+// readArray reads a JSON array whole into the queue, one record an
+// element, oldest first.
+func (jr *jsonReader) readArray() {
+	cb := &jr.cb
+	for cb.fill() {
+	}
+	data := cb.buf[cb.start:cb.end]
+	cb.start = cb.end
+	var recs []jsonRec
+	atStart := true
+	var line int64 // lines started so far
+	var pending int64
+	take := func(b []byte) {
+		n, at := lineStarts(b, atStart)
+		pending += n
+		line += n
+		atStart = at
+	}
+	i := bytes.IndexByte(data, '[') + 1
+	take(data[:i])
+	for {
+		j := i
+		for j < len(data) && (isJSONSpace(data[j]) || data[j] == ',') {
+			j++
+		}
+		take(data[i:j])
+		i = j
+		if i >= len(data) || data[i] == ']' {
+			break
+		}
+		first := line + 1
+		if !atStart {
+			first = line
+		}
+		end := jsonValueEnd(data[i:])
+		st := frameRecord
+		if end < 0 {
+			// Cut at the end of the file: the element takes the rest.
+			end, st = len(data)-i, frameLast
+		}
+		take(data[i : i+end])
+		recs = append(recs, jsonRec{b: data[i : i+end], line: first, lines: pending, st: st})
+		pending = 0
+		i += end
+	}
+	// What follows the last element: "]" and the end of its line.
+	take(data[min(i, len(data)):])
+	if pending > 0 {
+		jr.c.skip(SkipBlank, pending)
+	}
+	jr.line = line
+	if len(recs) > 1 && jr.timeOf(recs[0].b) > jr.timeOf(recs[len(recs)-1].b) {
+		slices.Reverse(recs)
+	}
+	jr.queue = recs
+}
+
+// timeOf returns the time of a record as written, to compare the order.
+func (jr *jsonReader) timeOf(rec []byte) string {
+	s := jsonScanner{b: rec}
+	var top, inner jsonObj
+	if !s.object(&top, &inner) {
+		return ""
+	}
+	for _, v := range []jval{top.v[jTime], inner.v[jTime], top.v[jLogTime], top.v[jTS]} {
+		if v.set {
+			return string(v.b)
+		}
+	}
+	return ""
+}
+
+// nextRecord returns the next record of the log.
+func (jr *jsonReader) nextRecord() jsonRec {
+	if !jr.started {
+		jr.start()
+	}
+	if len(jr.queue) > 0 {
+		r := jr.queue[0]
+		jr.queue = jr.queue[1:]
+		return r
+	}
+	if jr.stream {
+		return jr.nextValue()
+	}
+	line, st := jr.readLine()
+	if st == frameEOF {
+		return jsonRec{st: st}
+	}
+	jr.line++
+	return jsonRec{b: line, line: jr.line, lines: 1, st: st}
 }
 
 // lineKind says what one line turned out to be.
@@ -430,6 +803,7 @@ const (
 	lineEntry  lineKind = iota // a new entry, in jr.cur
 	lineMerged                 // added to the pending entry
 	lineSkip                   // counted as skipped with the returned reason
+	lineQueued                 // a wrapper whose records were queued
 )
 
 // next implements formatReader.
@@ -441,8 +815,8 @@ func (jr *jsonReader) next() (*entry, error) {
 // read fills e with the next entry.
 func (jr *jsonReader) read(e *entry) error {
 	for {
-		line, st := jr.readLine()
-		if st == frameEOF {
+		rec := jr.nextRecord()
+		if rec.st == frameEOF {
 			if jr.hasPending {
 				jr.hasPending = false
 				*e = jr.pending
@@ -453,26 +827,32 @@ func (jr *jsonReader) read(e *entry) error {
 			}
 			return io.EOF
 		}
-		jr.line++
-		if st == frameTooLong {
-			jr.c.skip(SkipMalformed, 1)
+		if rec.st == frameTooLong {
+			jr.c.skipSample(SkipMalformed, rec.lines, rec.line, nil)
 			continue
 		}
 		var cur entry
-		kind, isText, reason := jr.parseLine(line, &cur)
+		kind, isText, reason := jr.parseLine(rec, &cur)
 		switch kind {
 		case lineMerged:
+			jr.pending.lines += rec.lines
+			continue
+		case lineQueued:
 			continue
 		case lineSkip:
-			if st == frameLast && reason == SkipMalformed {
+			if rec.st == frameLast && reason == SkipMalformed {
 				// {"timestamp":"2026-11-22 08:11:02.123 UTC","pid":1<EOF>
 				reason = SkipTruncated
 			}
-			jr.c.skip(reason, 1)
+			if Unparseable(reason) {
+				jr.c.skipSample(reason, rec.lines, rec.line, rec.b)
+			} else {
+				jr.c.skip(reason, rec.lines)
+			}
 			continue
 		}
-		cur.line = jr.line
-		cur.lines = 1
+		cur.line = rec.line
+		cur.lines = rec.lines
 		ready := jr.hasPending
 		if ready {
 			*e = jr.pending
@@ -485,8 +865,10 @@ func (jr *jsonReader) read(e *entry) error {
 	}
 }
 
-// parseLine reads one line into cur, or merges it into the pending entry.
-func (jr *jsonReader) parseLine(line []byte, cur *entry) (kind lineKind, isText bool, reason string) {
+// parseLine reads one record into cur, or merges it into the pending
+// entry.
+func (jr *jsonReader) parseLine(rec jsonRec, cur *entry) (kind lineKind, isText bool, reason string) {
+	line := rec.b
 	s := jsonScanner{b: line}
 	s.ws()
 	if s.i == len(line) {
@@ -506,6 +888,27 @@ func (jr *jsonReader) parseLine(line []byte, cur *entry) (kind lineKind, isText 
 		return lineSkip, false, SkipMalformed
 	}
 	top := &jr.top
+	if top.recs != nil {
+		// An Event Hub message: {"records": [...]}. Its records are read
+		// next, the first counting the message's lines.
+		recs := splitArray(top.recs)
+		if len(recs) == 0 {
+			return lineSkip, false, SkipBlank
+		}
+		q := make([]jsonRec, len(recs), len(recs)+len(jr.queue))
+		for i, r := range recs {
+			q[i] = jsonRec{b: r, line: rec.line, st: frameRecord}
+		}
+		q[0].lines = rec.lines
+		jr.queue = append(q, jr.queue...)
+		return lineQueued, false, ""
+	}
+	if (top.azure || jr.inner.azure) && !jr.azureDone {
+		// The first Azure record: infer the server's prefix from the
+		// messages of the first records, then read them.
+		jr.inferAzurePrefix(rec)
+		return lineQueued, false, ""
+	}
 	switch {
 	case top.nested:
 		// CNPG "record":{...} or a Cloud Logging "jsonPayload":{...}
@@ -521,12 +924,25 @@ func (jr *jsonReader) parseLine(line []byte, cur *entry) (kind lineKind, isText 
 				o.v[jTime] = top.v[jTS]
 			}
 		}
+		if !o.v[jTime].set {
+			o.v[jTime] = top.v[jLogTime]
+		}
+		if o.azure || top.azure {
+			return jr.azureRecord(o, cur)
+		}
 		if !jr.fill(cur, o) {
 			return lineSkip, false, SkipMalformed
 		}
 		return lineEntry, false, ""
 	case top.v[jTextPayload].set:
+		jr.cloudLogging = true
 		return jr.textPayload(top, cur)
+	case top.v[jSeverity].set && top.azure:
+		// Log Analytics: Azure's record, flat.
+		if !top.v[jTime].set {
+			top.v[jTime] = top.v[jLogTime]
+		}
+		return jr.azureRecord(top, cur)
 	case top.v[jSeverity].set:
 		// PostgreSQL jsonlog: always has error_severity.
 		if !jr.fill(cur, top) {
@@ -657,7 +1073,6 @@ func (jr *jsonReader) textPayload(top *jsonObj, cur *entry) (lineKind, bool, str
 		if !jr.hasPending || !jr.pendText || jr.pending.pid != p.pid {
 			return lineSkip, true, SkipOrphanLine
 		}
-		jr.pending.lines++
 		jr.extend = field
 		switch field {
 		case extDetail:
@@ -692,7 +1107,6 @@ func (jr *jsonReader) textPayload(top *jsonObj, cur *entry) (lineKind, bool, str
 
 // appendPending adds one continuation line to the field being extended.
 func (jr *jsonReader) appendPending(b []byte) {
-	jr.pending.lines++
 	var dst *string
 	switch jr.extend {
 	case extMessage:
@@ -799,4 +1213,194 @@ func parseCloudSQLText(b []byte) (p cloudSQLText, ok bool) {
 	p.severity = b[:k]
 	p.msg = b[k+3:]
 	return p, true
+}
+
+// describe names what the reader found, for messages.
+func (jr *jsonReader) describe() string {
+	d := "jsonlog"
+	switch {
+	case jr.azureDone:
+		d += " (Azure diagnostic logs)"
+	case jr.cloudLogging:
+		d += " (Google Cloud Logging)"
+	}
+	if jr.array {
+		d += ", a JSON array read whole"
+	}
+	return d
+}
+
+// splitArray returns the elements of a JSON array, as they are written.
+func splitArray(b []byte) [][]byte {
+	s := jsonScanner{b: b}
+	s.ws()
+	if s.peek() != '[' {
+		return nil
+	}
+	s.i++
+	var out [][]byte
+	for {
+		s.ws()
+		if c := s.peek(); c == ']' || c == 0 {
+			return out
+		}
+		start := s.i
+		if !s.skip() {
+			return out
+		}
+		out = append(out, b[start:s.i])
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+		}
+	}
+}
+
+// azureLookahead is how many records the server's prefix inside Azure's
+// messages is inferred from.
+const azureLookahead = 500
+
+// inferAzurePrefix reads ahead the first records from rec on, infers the
+// server's log_line_prefix from their messages, and queues them to be
+// read. Without a prefix to be found, messages are taken as they are.
+func (jr *jsonReader) inferAzurePrefix(rec jsonRec) {
+	jr.azureDone = true
+	keep := func(r jsonRec) jsonRec {
+		r.b = bytes.Clone(r.b)
+		return r
+	}
+	recs := []jsonRec{keep(rec)}
+	for len(recs) < azureLookahead {
+		r := jr.nextRecord()
+		if r.st == frameEOF {
+			// Nothing more to read; the EOF is seen again after the queue.
+			break
+		}
+		recs = append(recs, keep(r))
+	}
+	var lines [][]byte
+	var add func(b []byte)
+	add = func(b []byte) {
+		s := jsonScanner{b: b}
+		var top, inner jsonObj
+		if !s.object(&top, &inner) {
+			return
+		}
+		if top.recs != nil {
+			for _, r := range splitArray(top.recs) {
+				add(r)
+			}
+			return
+		}
+		o := &top
+		if top.nested {
+			o = &inner
+		}
+		if l := jr.azureLine(o); len(l) > 0 {
+			lines = append(lines, bytes.Clone(l))
+		}
+	}
+	for _, r := range recs {
+		add(r.b)
+	}
+	if inf, err := inferPrefix(lines); err == nil && inf.prefix != "" {
+		jr.azPrefix, _ = compilePrefix(inf.prefix)
+	}
+	jr.queue = append(recs, jr.queue...)
+}
+
+// azureLine is the stderr line an Azure record stands for: its message,
+// when the message starts with the server's prefix (Flexible Server), or
+// the prefix property, the severity and the message (Single Server).
+func (jr *jsonReader) azureLine(o *jsonObj) []byte {
+	sev, ok := jr.bytesOf(o.v[jSeverity])
+	if !ok || len(sev) == 0 {
+		return nil
+	}
+	sev = bytes.Clone(sev)
+	msg, ok := jr.bytesOf(o.v[jMessage])
+	if !ok {
+		return nil
+	}
+	jr.azLine = jr.azLine[:0]
+	if o.v[jPrefix].set {
+		p, ok := jr.bytesOf(o.v[jPrefix])
+		if !ok {
+			return nil
+		}
+		jr.azLine = append(jr.azLine, p...)
+		jr.azLine = append(jr.azLine, sev...)
+		jr.azLine = append(jr.azLine, ":  "...)
+		msg, _ = jr.bytesOf(o.v[jMessage])
+		return append(jr.azLine, msg...)
+	}
+	if i := severityIndex(msg); i >= 0 && bytes.HasPrefix(msg[i:], sev) {
+		return append(jr.azLine, msg...)
+	}
+	jr.azLine = append(jr.azLine, sev...)
+	jr.azLine = append(jr.azLine, ":  "...)
+	msg, _ = jr.bytesOf(o.v[jMessage])
+	return append(jr.azLine, msg...)
+}
+
+// azureRecord makes an entry of an Azure record: its properties, and what
+// the server's prefix says in its line (user, database, application,
+// session). A DETAIL, STATEMENT, ... record belongs to the entry before it
+// from the same process.
+func (jr *jsonReader) azureRecord(o *jsonObj, cur *entry) (lineKind, bool, string) {
+	if !jr.fill(cur, o) {
+		return lineSkip, true, SkipMalformed
+	}
+	line := jr.azureLine(o)
+	if len(line) > 0 {
+		rest := line
+		if jr.azPrefix != nil {
+			if r, ok := jr.azPrefix.match(line, &jr.fields); ok {
+				f := &jr.fields
+				rest = r
+				if cur.user == "" {
+					cur.user = jr.intern.get(f.user)
+				}
+				if cur.database == "" {
+					cur.database = jr.intern.get(f.database)
+				}
+				if cur.application == "" {
+					cur.application = jr.intern.get(f.application)
+				}
+				if cur.session == "" {
+					cur.session = jr.sessions.get(f.session)
+				}
+				if cur.pid == 0 {
+					cur.pid = pidOf(f.pid, f.session)
+				}
+				if cur.sqlstate == "" {
+					cur.sqlstate = jr.intern.get(f.sqlstate)
+				}
+				if cur.time == 0 && len(f.time) > 0 {
+					cur.time, _ = jr.times.parse(f.time)
+				}
+			}
+		}
+		if i := severityIndex(rest); i >= 0 {
+			if _, msg, ok := splitSeverity(rest[i:]); ok {
+				cur.message = string(msg)
+			}
+		}
+	}
+	if field := secondaryField([]byte(cur.severity)); field >= 0 {
+		if !jr.hasPending || !jr.pendText || jr.pending.pid != cur.pid {
+			return lineSkip, true, SkipOrphanLine
+		}
+		jr.extend = field
+		switch field {
+		case extDetail:
+			jr.pending.detail = cur.message
+		case extContext:
+			jr.pending.context = cur.message
+		case extStatement:
+			jr.pending.statement = cur.message
+		}
+		return lineMerged, true, ""
+	}
+	return lineEntry, true, ""
 }

@@ -17,8 +17,8 @@ func readJSON(t testing.TB, input []byte) ([]entry, *Counters) {
 	return entries, c
 }
 
-// jsonRec is a PostgreSQL 15 jsonlog line with the given extra members.
-func jsonRec(extra string) string {
+// jsonTestRec is a PostgreSQL 15 jsonlog line with the given extra members.
+func jsonTestRec(extra string) string {
 	return `{"timestamp":"2026-11-22 08:11:02.123 UTC","user":"alice","dbname":"shop","pid":4242,"remote_host":"[local]","session_id":"6383b33a.258","line_num":3,"ps":"SELECT","session_start":"2026-11-22 08:10:00 UTC","vxid":"3/7","txid":0,"error_severity":"LOG",` + extra + `,"application_name":"psql","backend_type":"client backend","query_id":0}`
 }
 
@@ -43,34 +43,34 @@ func TestJSONReader(t *testing.T) {
 	}{
 		{
 			name: "jsonlog",
-			in:   jsonRec(`"message":"statement: SELECT 1"`) + "\n",
+			in:   jsonTestRec(`"message":"statement: SELECT 1"`) + "\n",
 			want: []entry{full},
 		},
 		{
 			name: "no final newline, CRLF, spaces",
-			in:   jsonRec(`"message":"statement: SELECT 1"`) + "\r\n" + " " + strings.ReplaceAll(jsonRec(`"message" : "statement: SELECT 1"`), ",", " , ") + " ",
+			in:   jsonTestRec(`"message":"statement: SELECT 1"`) + "\r\n" + " " + strings.ReplaceAll(jsonTestRec(`"message" : "statement: SELECT 1"`), ",", " , ") + " ",
 			want: []entry{full, with(func(e *entry) { e.line = 2 })},
 		},
 		{
 			name: "escapes",
-			in:   jsonRec(`"message":"statement: SELECT 'a\"b\\c',\n\t\u00e9\ud83d\ude00\u0001\/"`) + "\n",
+			in:   jsonTestRec(`"message":"statement: SELECT 'a\"b\\c',\n\t\u00e9\ud83d\ude00\u0001\/"`) + "\n",
 			want: []entry{with(func(e *entry) { e.message = "statement: SELECT 'a\"b\\c',\n\t\u00e9\U0001F600\x01/" })},
 		},
 		{
 			name: "lone surrogate",
-			in:   jsonRec(`"message":"x\ud83dy"`) + "\n",
+			in:   jsonTestRec(`"message":"x\ud83dy"`) + "\n",
 			want: []entry{with(func(e *entry) { e.message = "x\uFFFDy" })},
 		},
 		{
 			name: "error with detail context statement",
-			in:   jsonRec(`"state_code":"22012","message":"division by zero","detail":"d","hint":"h","context":"SQL function \"f\"","statement":"SELECT f(1)","cursor_position":8`) + "\n",
+			in:   jsonTestRec(`"state_code":"22012","message":"division by zero","detail":"d","hint":"h","context":"SQL function \"f\"","statement":"SELECT f(1)","cursor_position":8`) + "\n",
 			want: []entry{with(func(e *entry) {
 				e.sqlstate, e.message, e.detail, e.context, e.statement = "22012", "division by zero", "d", `SQL function "f"`, "SELECT f(1)"
 			})},
 		},
 		{
 			name: "nulls and unknown nested values",
-			in:   jsonRec(`"message":"statement: SELECT 1","detail":null,"extra":{"a":[1,{"b":"}"}],"c":true},"more":[[],{}]`) + "\n",
+			in:   jsonTestRec(`"message":"statement: SELECT 1","detail":null,"extra":{"a":[1,{"b":"}"}],"c":true},"more":[[],{}]`) + "\n",
 			want: []entry{full},
 		},
 		{
@@ -123,19 +123,19 @@ func TestJSONReader(t *testing.T) {
 			in: "not json\n" + `{"a":1}` + "\n" + `{"timestamp":` + "\n" + `[1,2]` + "\n" + `{"error_severity":"LOG"} x` + "\n" +
 				`{"error_severity":"LOG","pid":"x"}` + "\n" + `{"error_severity":"LOG","timestamp":"yesterday"}` + "\n" +
 				`{"error_severity":"LOG","message":"\x"}` + "\n" + `{"error_severity":"LOG","message":"\u12"}` + "\n" +
-				jsonRec(`"message":"statement: SELECT 1"`) + "\n",
+				jsonTestRec(`"message":"statement: SELECT 1"`) + "\n",
 			want:    []entry{with(func(e *entry) { e.line = 10 })},
 			skipped: map[string]int64{SkipMalformed: 8, SkipUnsupportedLine: 1},
 		},
 		{
 			name:    "blank lines",
-			in:      "\n" + jsonRec(`"message":"statement: SELECT 1"`) + "\n \t\r\n",
+			in:      "\n" + jsonTestRec(`"message":"statement: SELECT 1"`) + "\n \t\r\n",
 			want:    []entry{with(func(e *entry) { e.line = 2 })},
 			skipped: map[string]int64{SkipBlank: 2},
 		},
 		{
 			name:    "cut at EOF",
-			in:      jsonRec(`"message":"statement: SELECT 1"`) + "\n" + `{"timestamp":"2026-11-22 08:11:02.123 UTC","pid":42`,
+			in:      jsonTestRec(`"message":"statement: SELECT 1"`) + "\n" + `{"timestamp":"2026-11-22 08:11:02.123 UTC","pid":42`,
 			want:    []entry{full},
 			skipped: map[string]int64{SkipTruncated: 1},
 		},
@@ -214,14 +214,14 @@ func TestJSONReaderMatchesEncodingJSON(t *testing.T) {
 
 func TestJSONReaderLongLine(t *testing.T) {
 	big := strings.Repeat(`SELECT 1;\n`, 300000) // ~3 MB on one line
-	in := []byte(jsonRec(`"message":"statement: `+big+`"`) + "\n" + jsonRec(`"message":"statement: SELECT 1"`) + "\n")
+	in := []byte(jsonTestRec(`"message":"statement: `+big+`"`) + "\n" + jsonTestRec(`"message":"statement: SELECT 1"`) + "\n")
 	got, c := readJSON(t, in)
 	if len(got) != 2 || len(got[0].message) != len("statement: ")+len(big)-300000 || got[1].line != 2 {
 		t.Fatalf("got %d entries; counters %+v", len(got), c)
 	}
 	// and byte by byte across reads
 	c = newCounters()
-	small := []byte(jsonRec(`"message":"statement: SELECT \"1\""`) + "\n" + jsonRec(`"message":"x"`))
+	small := []byte(jsonTestRec(`"message":"statement: SELECT \"1\""`) + "\n" + jsonTestRec(`"message":"x"`))
 	got = readEntries(t, newJSONReader(&oneByteReader{b: small}, c), c)
 	checkAccounting(t, small, got, c)
 	if len(got) != 2 || got[0].message != `statement: SELECT "1"` {
@@ -231,9 +231,9 @@ func TestJSONReaderLongLine(t *testing.T) {
 
 func TestJSONReaderTooLong(t *testing.T) {
 	shrinkBuffers(t)
-	in := []byte(jsonRec(`"message":"statement: SELECT 1"`) + "\n" +
-		jsonRec(`"message":"`+strings.Repeat("x", 3000)+`"`) + "\n" +
-		jsonRec(`"message":"statement: SELECT 2"`) + "\n" + strings.Repeat("z", 3000))
+	in := []byte(jsonTestRec(`"message":"statement: SELECT 1"`) + "\n" +
+		jsonTestRec(`"message":"`+strings.Repeat("x", 3000)+`"`) + "\n" +
+		jsonTestRec(`"message":"statement: SELECT 2"`) + "\n" + strings.Repeat("z", 3000))
 	got, c := readJSON(t, in)
 	if len(got) != 2 || got[1].message != "statement: SELECT 2" || got[1].line != 3 ||
 		c.Skipped[SkipMalformed] != 2 || c.SkippedTotal() != 2 {
@@ -291,7 +291,7 @@ func TestJSONSharedFixtures(t *testing.T) {
 }
 
 func FuzzJSONReader(f *testing.F) {
-	f.Add([]byte(jsonRec(`"message":"statement: SELECT 1"`) + "\n"))
+	f.Add([]byte(jsonTestRec(`"message":"statement: SELECT 1"`) + "\n"))
 	f.Add([]byte(`{"record":{"log_time":"2026-11-22 08:11:02.123 UTC","error_severity":"LOG","message":"a\nb\u00e9"}}` + "\n{}\n"))
 	f.Add([]byte(`{"textPayload":"[1]: [1-1] db=a,user=b LOG:  x","timestamp":"2020-05-02T13:00:20Z"}` + "\n" + `{"textPayload":"\tmore"}` + "\n" + `{"textPayload":"[1]: [2-1] db=a,user=b DETAIL:  y"}`))
 	f.Add([]byte("[[[[{\"a\":\"\\\""))

@@ -1,5 +1,11 @@
 package logread
 
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
 // Log times are parsed by hand: time.Parse allocates, walks a layout
 // string and looks zone abbreviations up in the local zone database, which
 // costs more than the rest of a csvlog record together. Log files write the
@@ -20,6 +26,32 @@ type logTimeParser struct {
 	zone    [maxZoneLen]byte
 	zoneLen int
 	unix    int64 // seconds since the epoch, zone applied
+	// zones says how to read abbreviations the table does not settle,
+	// and keeps the warnings; nil reads them as UTC, silently (tests).
+	zones *zoneReading
+}
+
+// zoneReading is how a reader takes time-zone abbreviations that are
+// unknown or ambiguous, and what it told the user about them.
+type zoneReading struct {
+	// loc is the server's log_timezone as the user gave it:
+	// it reads unknown and ambiguous abbreviations, and times without
+	// a zone. nil: UTC for unknown ones, the table's meaning for
+	// ambiguous ones.
+	loc      *time.Location
+	warned   map[string]bool
+	warnings *[]string
+}
+
+// warn says once per abbreviation how it was read.
+func (z *zoneReading) warn(abbr, text string) {
+	if z.warned == nil {
+		z.warned = make(map[string]bool)
+	}
+	if !z.warned[abbr] {
+		z.warned[abbr] = true
+		*z.warnings = append(*z.warnings, text)
+	}
 }
 
 // parseLogTime parses one timestamp without a cache. Readers should keep a
@@ -40,10 +72,9 @@ func parseLogTime(b []byte) (int64, bool) {
 //	2026-11-22 08:11:02              no zone: UTC
 //	1700000000.123                   %n, epoch seconds
 //
-// A zone abbreviation not in zoneOffsets is taken as UTC: the result is
-// then off by the zone's offset but stable, so durations and ordering
-// within the file stay right. log_timezone is a server-wide setting, so
-// one file uses one abbreviation pair (CET/CEST) throughout.
+// Abbreviations are read as zoneTable says (see zoneReading for unknown
+// and ambiguous ones): log_timezone is a server-wide setting, so one file
+// uses one abbreviation pair (CET/CEST) throughout.
 func (p *logTimeParser) parse(b []byte) (int64, bool) {
 	if len(b) < 19 || b[4] != '-' {
 		return parseEpoch(b)
@@ -81,7 +112,7 @@ func (p *logTimeParser) parse(b []byte) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	off, ok := zoneOffset(zone)
+	off, ok := p.offset(zone, sec)
 	if !ok {
 		return 0, false
 	}
@@ -180,7 +211,70 @@ func daysFromCivil(y, m, d int64) int64 {
 	return era*146097 + doe - 719468
 }
 
-// zoneOffset returns the zone's offset east of UTC in seconds.
+// offset returns the offset east of UTC of a time written in zone, whose
+// civil time is sec (seconds since the epoch as if in UTC). Unknown and
+// ambiguous abbreviations are read as zones says, with a warning.
+func (p *logTimeParser) offset(zone []byte, sec int64) (int64, bool) {
+	off, ok := zoneOffset(zone)
+	if !ok || len(zone) == 0 || zone[0] == '+' || zone[0] == '-' {
+		if ok && len(zone) == 0 && p.zones != nil && p.zones.loc != nil {
+			return locOffset(p.zones.loc, sec), true
+		}
+		return off, ok
+	}
+	z := p.zones
+	if z == nil {
+		return off, true
+	}
+	abbr := string(zone)
+	m, known := zoneTable[abbr]
+	switch {
+	case !known && z.loc != nil:
+		z.warn(abbr, fmt.Sprintf("time zone %q is not an abbreviation the reader knows: read in %s, as given", abbr, z.loc))
+		return locOffset(z.loc, sec), true
+	case !known:
+		z.warn(abbr, fmt.Sprintf("time zone %q is not an abbreviation the reader knows: read as UTC (give the server's log_timezone)", abbr))
+		return 0, true
+	case len(m.others) > 0 && z.loc != nil:
+		z.warn(abbr, fmt.Sprintf("time zone %q is ambiguous: read in %s, as given", abbr, z.loc))
+		return locOffset(z.loc, sec), true
+	case len(m.others) > 0:
+		z.warn(abbr, fmt.Sprintf("time zone %q is ambiguous: read as %s (%s), not %s (give the server's log_timezone)",
+			abbr, fmtOffset(m.offset), m.zone, strings.Join(m.others, " or ")))
+	}
+	return off, true
+}
+
+// locOffset returns the offset of loc at the civil time sec.
+func locOffset(loc *time.Location, sec int64) int64 {
+	c := time.Unix(sec, 0).UTC()
+	t := time.Date(c.Year(), c.Month(), c.Day(), c.Hour(), c.Minute(), c.Second(), 0, loc)
+	_, off := t.Zone()
+	return int64(off)
+}
+
+func fmtOffset(s int) string {
+	sign := "+"
+	if s < 0 {
+		sign, s = "-", -s
+	}
+	if s%3600 == 0 {
+		return fmt.Sprintf("UTC%s%d", sign, s/3600)
+	}
+	return fmt.Sprintf("UTC%s%d:%02d", sign, s/3600, s%3600/60)
+}
+
+// zoneMeaning is what an abbreviation is read as: its offset east of UTC
+// in seconds and a zone that uses it, and what else it means when it is
+// ambiguous.
+type zoneMeaning struct {
+	offset int
+	zone   string
+	others []string
+}
+
+// zoneOffset returns the zone's offset east of UTC in seconds: numeric
+// offsets, and abbreviations as zoneTable reads them (UTC when unknown).
 func zoneOffset(z []byte) (int64, bool) {
 	if len(z) == 0 {
 		return 0, true // "2026-11-22 08:11:02": no zone written, take UTC
@@ -220,36 +314,12 @@ func zoneOffset(z []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	if off, ok := zoneOffsets[string(z)]; ok {
-		return off, true
+	if m, ok := zoneTable[string(z)]; ok {
+		return int64(m.offset), true
+	}
+	switch string(z) {
+	case "Z", "UT":
+		return 0, true
 	}
 	return 0, true // unknown abbreviation: UTC, see parse
-}
-
-// zoneOffsets are the abbreviations PostgreSQL prints for common
-// log_timezone settings. Ambiguous ones take the most common meaning in
-// server logs: IST is India (+05:30), not Israel or Ireland; CST is US
-// Central, not China (Asia/Shanghai also prints CST: such logs come out
-// 14 h off, but consistently).
-var zoneOffsets = map[string]int64{
-	"UTC": 0, "GMT": 0, "Z": 0, "UT": 0, "WET": 0,
-	"WEST": 3600, "BST": 3600, "IST": 5*3600 + 1800,
-	"CET": 3600, "CEST": 7200, "MET": 3600, "MEST": 7200,
-	"EET": 7200, "EEST": 3 * 3600, "SAST": 7200,
-	"MSK": 3 * 3600, "MSD": 4 * 3600,
-	"PKT": 5 * 3600, "WIB": 7 * 3600, "ICT": 7 * 3600,
-	"HKT": 8 * 3600, "SGT": 8 * 3600, "AWST": 8 * 3600, "PHT": 8 * 3600,
-	"JST": 9 * 3600, "KST": 9 * 3600,
-	"ACST": 9*3600 + 1800, "ACDT": 10*3600 + 1800,
-	"AEST": 10 * 3600, "AEDT": 11 * 3600,
-	"NZST": 12 * 3600, "NZDT": 13 * 3600,
-	"EST": -5 * 3600, "EDT": -4 * 3600,
-	"CST": -6 * 3600, "CDT": -5 * 3600,
-	"MST": -7 * 3600, "MDT": -6 * 3600,
-	"PST": -8 * 3600, "PDT": -7 * 3600,
-	"AKST": -9 * 3600, "AKDT": -8 * 3600,
-	"HST": -10 * 3600,
-	"AST": -4 * 3600, "ADT": -3 * 3600,
-	"NST": -3*3600 - 1800, "NDT": -2*3600 - 1800,
-	"BRT": -3 * 3600,
 }

@@ -41,3 +41,34 @@ func TestPendingAtEndInLogOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorAfterLoggedExecute: an error whose statement is that of an
+// execution already logged with its duration (raised at Sync, or in a
+// later fetch from the portal) is an Error event only, not one more
+// failed execution with $1 and no parameters; csvlog reads it alike.
+func TestErrorAfterLoggedExecute(t *testing.T) {
+	const p = "2026-11-22 08:11:02.123 UTC [7] app@shop/web "
+	log := p + "LOG:  duration: 0.050 ms  bind <unnamed>: INSERT INTO ch VALUES ($1)\n" +
+		p + "DETAIL:  parameters: $1 = '7'\n" +
+		p + "LOG:  duration: 0.100 ms  execute <unnamed>: INSERT INTO ch VALUES ($1)\n" +
+		p + "DETAIL:  parameters: $1 = '7'\n" +
+		p + "ERROR:  insert or update on table \"ch\" violates foreign key constraint \"ch_pid_fkey\"\n" +
+		p + "STATEMENT:  INSERT INTO ch VALUES ($1)\n" +
+		p + "LOG:  duration: 0.100 ms  statement: SELECT 1\n" +
+		p + "ERROR:  division by zero\n" +
+		p + "STATEMENT:  SELECT 1\n"
+	r, err := NewReader(strings.NewReader(log), "t", Options{Prefix: "%m [%p] %q%u@%d/%a "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range allEvents(t, r) {
+		kinds = append(kinds, fmt.Sprintf("%s failed=%v params=%d", ev.Kind, ev.Failed, len(ev.Params)))
+	}
+	want := []string{"execute failed=false params=1", "error failed=false params=0",
+		// A simple statement run again and failing is another execution.
+		"statement failed=false params=0", "statement failed=true params=0", "error failed=false params=0"}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -39,6 +39,9 @@ type prefixFields struct {
 	database    []byte
 	application []byte
 	sqlstate    []byte
+	// qCut is set when the line stopped at %q: a background process,
+	// whose short tail the tail cache keeps out of its fast table.
+	qCut bool
 }
 
 // compilePrefix parses a log_line_prefix as PostgreSQL's log_line_prefix
@@ -104,6 +107,16 @@ func compilePrefix(s string) (*prefix, error) {
 	return p, nil
 }
 
+// hasTime reports whether the prefix prints the time of each line.
+func (p *prefix) hasTime() bool {
+	for _, it := range p.items {
+		if it.esc == 'm' || it.esc == 't' || it.esc == 'n' {
+			return true
+		}
+	}
+	return false
+}
+
 // cacheable reports whether lines can be told apart by the text after a
 // leading time (see stderrReader.tails), and which time escape leads:
 // the prefix must start with %m, %t or %n and hold no escape that changes
@@ -167,6 +180,7 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 			}
 			*f = save
 			if atSeverity(b) {
+				f.qCut = true
 				return b, true
 			}
 			return nil, false
@@ -295,8 +309,10 @@ func takeInt(b []byte) (v, rest []byte, ok bool) {
 	return b[:i], b[i:], i > 0 && b[i-1] != '-'
 }
 
-// takeTimestamp takes "2026-11-22 08:11:02[.123] ZONE"; the zone is a word
-// (UTC, CEST, +03, -0530) that runs to the next space.
+// takeTimestamp takes "2026-11-22 08:11:02[.123] ZONE". The zone is an
+// abbreviation (UTC, CEST, ChST) or a numeric offset (+03, -0530, +05:30),
+// which is how the server prints %Z; what follows it is the next literal
+// of the prefix, even a "-" or a digit ("%t-%c-": "UTC-5eefe116.22f4-").
 func takeTimestamp(b []byte) (v, rest []byte, ok bool) {
 	if len(b) < 19 || b[4] != '-' || b[7] != '-' || b[10] != ' ' || b[13] != ':' || b[16] != ':' {
 		return nil, nil, false
@@ -308,27 +324,52 @@ func takeTimestamp(b []byte) (v, rest []byte, ok bool) {
 			i++
 		}
 	}
-	if i+1 < len(b) && b[i] == ' ' && isZoneStart(b[i+1]) {
-		// The zone is an abbreviation or an offset (UTC, CEST, +03, -0530).
-		j := i + 1
-		for j < len(b) && j-i <= 7 && isZoneByte(b[j]) {
-			j++
-		}
-		if j-i <= 7 {
-			i = j
+	if i+1 < len(b) && b[i] == ' ' {
+		if n := zoneLen(b[i+1:]); n > 0 {
+			i += 1 + n
 		}
 	}
 	return b[:i], b[i:], true
 }
 
-// isZoneStart reports whether c can start a zone abbreviation or offset
-// (UTC, CEST, +03, -0530) as the server prints them after a timestamp.
-func isZoneByte(c byte) bool {
-	return isZoneStart(c) || c >= '0' && c <= '9'
+// zoneLen returns the length of the zone at the start of b: letters, or
+// a sign, two digits and optionally two more, with or without a colon. 0
+// when b does not start with a zone.
+func zoneLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	if c := b[0]; c == '+' || c == '-' {
+		i := 1
+		for i < len(b) && i < 3 && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i != 3 {
+			return 0
+		}
+		j := i
+		if j < len(b) && b[j] == ':' {
+			j++
+		}
+		if j+2 <= len(b) && b[j] >= '0' && b[j] <= '9' && b[j+1] >= '0' && b[j+1] <= '9' {
+			i = j + 2
+		}
+		return i
+	}
+	i := 0
+	for i < len(b) && i <= 6 && (b[i] >= 'A' && b[i] <= 'Z' || b[i] >= 'a' && b[i] <= 'z') {
+		i++
+	}
+	if i > 6 {
+		return 0 // a word, not a zone
+	}
+	return i
 }
 
-func isZoneStart(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '+' || c == '-'
+// isZoneByte reports whether c may continue a zone: the fast paths that
+// compare a remembered zone check that the zone ends after it.
+func isZoneByte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
 func takeEpoch(b []byte) (v, rest []byte, ok bool) {

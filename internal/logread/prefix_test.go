@@ -273,9 +273,9 @@ func compareOnLines(t *testing.T, real, detected string, head []byte) {
 			continue
 		}
 		r, d := fieldsOf(&rf), fieldsOf(&df)
-		if r.user != d.user || r.db != d.db || r.pid != d.pid || string(rrest) != string(drest) {
-			t.Errorf("line %q:\n real     user=%q db=%q pid=%q rest=%.30q\n detected user=%q db=%q pid=%q rest=%.30q",
-				line, r.user, r.db, r.pid, rrest, d.user, d.db, d.pid, drest)
+		r.rest, d.rest = string(rrest), string(drest)
+		if r != d {
+			t.Errorf("line %q:\n real %q:     %+v\n detected %q: %+v", line, real, r, detected, d)
 		}
 	}
 	if matched == 0 {
@@ -303,7 +303,7 @@ func fixtureHead(t *testing.T, name string, n int) []byte {
 	t.Helper()
 	r, err := openSource(sharedFixtures+name, nil)
 	if err != nil {
-		t.Fatalf("shared fixture missing (clone shared/ next to the repository): %v", err)
+		t.Fatal(err)
 	}
 	defer r.close()
 	sc := bufio.NewScanner(r.r)
@@ -328,8 +328,8 @@ func TestInferPrefix(t *testing.T) {
 		bug  string
 	}{
 		{"%m [%p] ", "2026-11-22 08:11:02.123 UTC [1234] LOG:  statement: SELECT 1", ""},
-		{"%t [%p] %q%u@%d ", "2026-11-22 08:11:02 CET [1234] app@shop LOG:  statement: SELECT 1", ""},
-		{"%m [%p] %q%u@%d/%a ", "2026-11-22 08:11:02.123 UTC [1234] app@shop/psql LOG:  statement: SELECT 1", ""},
+		{"%t [%p] %u@%d ", "2026-11-22 08:11:02 CET [1234] app@shop LOG:  statement: SELECT 1", ""},
+		{"%m [%p] %u@%d/%a ", "2026-11-22 08:11:02.123 UTC [1234] app@shop/psql LOG:  statement: SELECT 1", ""},
 		{"%m [%p] %u@%d/%a %c ", "2026-11-22 08:11:02.123 UTC [1234] app@shop/psql 6571e2a3.4d2 LOG:  statement: SELECT 1", ""},
 		{"%m %c %p ", "2026-11-22 08:11:02.123 UTC 6571e2a3.4d2 1234 LOG:  statement: SELECT 1", ""},
 		{"%n [%p] ", "1795335062.123 [1234] LOG:  statement: SELECT 1", ""},
@@ -339,11 +339,12 @@ func TestInferPrefix(t *testing.T) {
 		{"%m [%p] %e ", "2026-11-22 08:11:02.123 UTC [1234] 42P01 ERROR:  relation \"x\" does not exist", ""},
 	}
 	for _, tt := range tests {
-		ps, ok := inferPrefix([]byte(tt.line))
-		if !ok {
-			t.Errorf("inferPrefix(%q): no guess", tt.line)
+		inf, err := inferPrefix([][]byte{[]byte(tt.line)})
+		if err != nil {
+			t.Errorf("inferPrefix(%q): %v", tt.line, err)
 			continue
 		}
+		ps := inf.prefix
 		if tt.bug != "" {
 			if sameFields(tt.real, ps, tt.line) {
 				t.Errorf("inferPrefix(%q) = %q is right now: remove the note %q", tt.line, ps, tt.bug)
@@ -353,11 +354,11 @@ func TestInferPrefix(t *testing.T) {
 		compareOnLines(t, tt.real, ps, []byte(tt.line+"\n"))
 	}
 	// A guess read off a [local] line must read remote lines too.
-	if ps, _ := inferPrefix([]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")); !sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", ps, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
-		t.Errorf("the guess %q from a [local] line does not read remote lines", ps)
+	if inf, _ := inferPrefix([][]byte{[]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")}); !sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", inf.prefix, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
+		t.Errorf("the guess %q from a [local] line does not read remote lines", inf.prefix)
 	}
-	if ps, ok := inferPrefix([]byte("no severity here")); ok {
-		t.Errorf("inferPrefix on a line without severity = %q", ps)
+	if inf, err := inferPrefix([][]byte{[]byte("no severity here")}); err == nil {
+		t.Errorf("inferPrefix on a line without severity = %q", inf.prefix)
 	}
 }
 

@@ -2,10 +2,10 @@ package logread
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
@@ -18,17 +18,20 @@ const (
 	FormatStderr Format = "stderr"
 	FormatCSV    Format = "csvlog"
 	FormatJSON   Format = "jsonlog"
+	// FormatSyslog is stderr lines as syslog daemons, journald and
+	// Heroku's logplex write them, each behind a header of their own.
+	FormatSyslog Format = "syslog"
 )
 
-// ParseFormat checks a --format value.
+// ParseFormat checks a format name.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
 	case "", FormatAuto:
 		return FormatAuto, nil
-	case FormatStderr, FormatCSV, FormatJSON:
+	case FormatStderr, FormatCSV, FormatJSON, FormatSyslog:
 		return f, nil
 	}
-	return "", fmt.Errorf("unknown log format %q: use auto, stderr, csvlog or jsonlog", s)
+	return "", fmt.Errorf("unknown log format %q: use auto, stderr, csvlog, jsonlog or syslog", s)
 }
 
 // Options configure a Reader.
@@ -40,6 +43,13 @@ type Options struct {
 	Prefix string
 	// Stdin is read for the path "-"; nil means os.Stdin.
 	Stdin io.Reader
+	// TimeZone is the zone of times the log writes without one (syslog's
+	// RFC 3164 times) or with an abbreviation that names no zone, or
+	// several; nil means UTC, with a warning.
+	TimeZone *time.Location
+	// Year is the year of the first RFC 3164 syslog time, which has none;
+	// 0 means the year the file was last written.
+	Year int
 }
 
 // ErrNotEnglish is returned (wrapped) when the log's messages are in
@@ -48,7 +58,7 @@ var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages
 
 // ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
 // not be detected.
-var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: pass it with --prefix (SHOW log_line_prefix on the server)")
+var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
 
 // Reader reads the events of one log file, streaming: memory does not grow
 // with the file, and the file is read once, front to back.
@@ -67,6 +77,9 @@ type Reader struct {
 	// left and right join this reader's part of a split log with its
 	// neighbours; nil for a whole file. See OpenSplit.
 	left, right *boundary
+
+	layout   layout
+	warnings []string
 }
 
 // Open opens a log file ("-" for standard input), decompressing gzip,
@@ -103,41 +116,81 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	format := opts.Format
-	if format == "" || format == FormatAuto {
-		format = detectFormat(head)
-	}
-	r.format = format
-	switch format {
-	case FormatCSV:
-		r.fr = newCSVReader(br, r.counters)
-	case FormatJSON:
-		r.fr = newJSONReader(br, r.counters)
-	case FormatStderr:
-		ps := opts.Prefix
-		if ps == "" {
-			if ps, err = detectPrefix(head); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
+	l, err := detectLayout(head, opts)
+	if err != nil {
+		if d := src.damaged(); d != nil && len(head) == 0 {
+			return nil, fmt.Errorf("%s: %w", name, d)
 		}
-		p, err := compilePrefix(ps)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r.layout, r.format = l, l.format
+	r.warnings = append(r.warnings, l.warnings...)
+	zones := &zoneReading{loc: opts.TimeZone, warnings: &r.warnings}
+	switch {
+	case l.format == FormatCSV:
+		cr := newCSVReader(br, r.counters).(*csvReader)
+		cr.times.zones = zones
+		r.fr = cr
+	case l.format == FormatJSON:
+		jr := newJSONReader(br, r.counters).(*jsonReader)
+		jr.times.zones = zones
+		r.fr = jr
+	default:
+		inner, err := compilePrefix(l.prefix)
 		if err != nil {
 			return nil, err
 		}
-		r.prefix = ps
+		p := inner
+		if l.env != envNone {
+			if p, err = compilePrefix(envPrefix(l.withTime, l.withPID, l.prefix)); err != nil {
+				return nil, err
+			}
+		}
+		r.prefix = l.prefix
 		r.stderr = newStderrReader(br, p, r.counters)
+		r.stderr.times.zones = zones
+		if l.env != envNone {
+			clock := syslogClock{year: opts.Year, loc: opts.TimeZone}
+			guessed := false
+			if clock.year == 0 {
+				clock.year, guessed = yearOf(src.modTime(), l.firstMon), true
+			}
+			if clock.loc == nil {
+				clock.loc = time.UTC
+			}
+			r.stderr.src = newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
+			r.warnings = append(r.warnings, envWarnings(l.env, clock.year, guessed, clock.loc, opts.TimeZone != nil, l.bsd)...)
+		}
 		r.fr = r.stderr
-	default:
-		return nil, fmt.Errorf("%s: unknown format %q", name, format)
 	}
 	return r, nil
 }
 
+// Layout describes how the log is read: "stderr", "csvlog", "jsonlog",
+// or "stderr lines in syslog" and the like.
+func (r *Reader) Layout() string {
+	if jr, ok := r.fr.(*jsonReader); ok {
+		return jr.describe()
+	}
+	return r.layout.describe()
+}
+
+// Warnings returns what the reader assumed or set aside that the user
+// should know: a prefix chosen among others that read alike, the year and
+// zone given to syslog times, ... They grow as the log is read.
+func (r *Reader) Warnings() []string { return r.warnings }
+
 // Format returns the log format, as given or detected.
 func (r *Reader) Format() Format { return r.format }
 
-// Prefix returns the log_line_prefix used for a stderr log.
-func (r *Reader) Prefix() string { return r.prefix }
+// Prefix returns the log_line_prefix used for a stderr log, or found in
+// the messages of Azure's JSON once they are read.
+func (r *Reader) Prefix() string {
+	if jr, ok := r.fr.(*jsonReader); ok && jr.azPrefix != nil {
+		return jr.azPrefix.src
+	}
+	return r.prefix
+}
 
 // Next returns the next event, or io.EOF after the last one. Events are
 // returned in log order of the line that completed them; see event.Event
@@ -169,6 +222,9 @@ func (r *Reader) fill() {
 		if err == io.EOF {
 			r.settle()
 			r.err = io.EOF
+			if d := r.src.damaged(); d != nil {
+				r.warnings = append(r.warnings, "read in part: "+d.Error())
+			}
 			return
 		}
 		if err != nil {
@@ -226,15 +282,20 @@ func (r *Reader) emitJoined(evs []*event.Event, paired int64) {
 }
 
 func (r *Reader) checkLanguage() error {
-	lang, line := r.interp.foreign, r.interp.foreignLine
-	if lang == "" && r.stderr != nil {
-		lang, line = r.stderr.foreign, r.stderr.foreignLine
+	word, line := r.interp.foreign, r.interp.foreignLine
+	if word == "" && r.stderr != nil {
+		word, line = r.stderr.foreign, r.stderr.foreignLine
 	}
-	if lang == "" {
+	if word == "" {
 		return nil
 	}
-	return fmt.Errorf("%s:%d: messages in language %q: %w", r.name, line, lang, ErrNotEnglish)
+	return fmt.Errorf("%s:%d: %q is not English: %w", r.name, line, word, ErrNotEnglish)
 }
+
+// Partial returns, once Next has returned io.EOF, why the log was read
+// only in part: a compressed file cut short or damaged, whose events
+// before the damage were read. nil when the whole log was read.
+func (r *Reader) Partial() error { return r.src.damaged() }
 
 // Counters returns the line counters so far. They are complete, adding up
 // to every line of the file, once Next has returned io.EOF.
@@ -249,34 +310,3 @@ func (r *Reader) Name() string { return r.name }
 
 // Close closes the underlying file.
 func (r *Reader) Close() error { return r.src.close() }
-
-// detectFormat tells csvlog and jsonlog from stderr by the first line.
-func detectFormat(head []byte) Format {
-	line := head
-	for len(line) > 0 {
-		i := bytes.IndexByte(line, '\n')
-		first := line
-		if i >= 0 {
-			first, line = line[:i], line[i+1:]
-		} else {
-			line = nil
-		}
-		first = bytes.TrimSpace(first)
-		if len(first) == 0 {
-			continue
-		}
-		if first[0] == '{' {
-			return FormatJSON
-		}
-		// csvlog: 2026-11-22 08:11:02.123 UTC,"user","db",1234,...
-		// (some tools write the time quoted too)
-		if first[0] == '"' {
-			first = first[1:]
-		}
-		if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
-			return FormatCSV
-		}
-		return FormatStderr
-	}
-	return FormatStderr
-}

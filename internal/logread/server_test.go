@@ -2,10 +2,10 @@ package logread
 
 import (
 	"context"
-	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -68,30 +68,8 @@ func serverScript(ctx context.Context, t *testing.T, c *pgcluster.Cluster) {
 // readAll reads every event of path and checks the line accounting.
 func readAll(t *testing.T, path string, opts Options) ([]*event.Event, *Counters) {
 	t.Helper()
-	r, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	c := r.Counters()
-	if want := countLines(t, path); c.Total != want {
-		t.Errorf("%s: lines.total = %d, file has %d lines", path, c.Total, want)
-	}
-	if c.Total != c.Parsed+c.SkippedTotal() {
-		t.Errorf("%s: total %d != parsed %d + skipped %d", path, c.Total, c.Parsed, c.SkippedTotal())
-	}
-	return evs, c
+	evs, r := readAllEvents(t, path, opts)
+	return evs, r.Counters()
 }
 
 func countLines(t *testing.T, path string) int64 {
@@ -259,5 +237,53 @@ func scriptEvents(logStatement bool) []wantEvent {
 		{kind: event.Statement, query: "INSERT INTO t VALUES (1, 'dup')", failed: "23505"},
 		{kind: event.Statement, query: "SELEC oops", failed: "42601"},
 		{kind: event.Disconnect},
+	}
+}
+
+// TestVerboseErrorsFromServer has a real server log the script with
+// log_error_verbosity = verbose, which writes the SQLSTATE before every
+// message ("LOG:  00000: duration: ...") and a LOCATION line after it, to
+// stderr and csvlog at once, and checks both give the same events.
+func TestVerboseErrorsFromServer(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
+		"logging_collector":          "on",
+		"log_destination":            "stderr,csvlog",
+		"log_error_verbosity":        "verbose",
+		"log_min_duration_statement": "0",
+		"log_connections":            "on",
+		"log_disconnections":         "on",
+		"log_line_prefix":            "%m [%p] %q%u@%d/%a ",
+	}})
+	serverScript(context.Background(), t, c)
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := c.LogFiles("*.log")
+	csvs, _ := c.LogFiles("*.csv")
+	if len(logs) != 1 || len(csvs) != 1 {
+		t.Fatalf("log files %v %v", logs, csvs)
+	}
+	b, _ := os.ReadFile(logs[0])
+	if !strings.Contains(string(b), "LOG:  00000: duration: ") || !strings.Contains(string(b), "LOCATION:  ") {
+		t.Fatalf("the log is not verbose:\n%s", b)
+	}
+	got, r := readAll(t, logs[0], Options{})
+	want, _ := readAll(t, csvs[0], Options{})
+	sameEvents(t, "verbose stderr", got, want, time.Millisecond)
+	if *update {
+		// Keep this run's logs as the verbose samples of the golden test.
+		for src, dst := range map[string]string{logs[0]: "testdata/verbose/stderr.log", csvs[0]: "testdata/verbose/csvlog.csv"} {
+			b, err := os.ReadFile(src)
+			if err == nil {
+				err = os.WriteFile(dst, b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkEvents(t, ofSession(got), scriptEvents(false))
+	if u := r.Unparseable(); u != 0 {
+		t.Errorf("%d lines unparseable: %v %v", u, r.Skipped, r.Samples)
 	}
 }

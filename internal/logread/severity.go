@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -154,11 +155,12 @@ func splitSeverityFast(b []byte) (severity, []byte) {
 }
 
 // severityIndex returns where in b a severity word followed by ":  "
-// starts, or -1: the end of a prefix whose last escape is free text.
+// starts, or -1: the end of a prefix whose last escape is free text. One
+// space after the colon is taken too, as in logs edited by hand.
 func severityIndex(b []byte) int {
 	off := 0
 	for {
-		i := bytes.Index(b[off:], []byte(":  "))
+		i := bytes.Index(b[off:], []byte(": "))
 		if i < 0 {
 			return -1
 		}
@@ -167,66 +169,106 @@ func severityIndex(b []byte) int {
 		for start > 0 && b[start-1] >= 'A' && b[start-1] <= 'Z' || start > 0 && b[start-1] >= '0' && b[start-1] <= '9' {
 			start--
 		}
-		if severityClass(b[start:end]) != 0 && (start == 0 || b[start-1] == ' ' || b[start-1] == ':' || b[start-1] == ']') {
+		if severityClass(b[start:end]) != 0 && (start == 0 || !isAlnum(b[start-1]) && b[start-1] != '_') {
 			return start
 		}
 		off = end + 1
 	}
 }
 
-// Severity words in the message translations the server ships. A log
-// written with another lc_messages than C or en_* cannot be interpreted:
-// "duration:" and "statement:" are translated too. Seeing one of these in
-// the severity position is reported, never parsed into nothing.
-var foreignSeverities = map[string]string{
-	"FEHLER": "de", "WARNUNG": "de", "ANWEISUNG": "de", "TIPP": "de", "ZUSAMMENHANG": "de",
-	"ERREUR": "fr", "ATTENTION": "fr", "INSTRUCTION": "fr", "ASTUCE": "fr", "CONTEXTE": "fr", "DÉTAIL": "fr",
-	"SENTENCIA": "es", "SUGERENCIA": "es", "DETALLE": "es", "REGISTRO": "es", "CONTEXTO": "es/pt",
-	"ERRO": "pt", "COMANDO": "pt", "DICA": "pt", "DETALHE": "pt", "AVISO": "es/pt",
-	"ERRORE": "it", "ISTRUZIONE": "it", "DETTAGLI": "it", "SUGGERIMENTO": "it",
-	"ОШИБКА": "ru", "ОПЕРАТОР": "ru", "ПОДРОБНОСТИ": "ru", "ПОДСКАЗКА": "ru", "СООБЩЕНИЕ": "ru", "ВАЖНО": "ru", "ПРЕДУПРЕЖДЕНИЕ": "ru",
-	"エラー": "ja", "文": "ja", "詳細": "ja", "ヒント": "ja", "ログ": "ja",
-	"错误": "zh", "语句": "zh", "详细信息": "zh", "提示": "zh", "日志": "zh",
-	"BŁĄD": "pl", "POLECENIE": "pl", "SZCZEGÓŁY": "pl",
-	"HATA": "tr", "KOMUT": "tr", "AYRINTI": "tr",
-	"FOUT": "nl", "MELDING": "nl",
-	"FEL": "sv", "SATS": "sv",
-	"CHYBA": "cs", "PŘÍKAZ": "cs",
-	"ПОМИЛКА": "uk", "ІНСТРУКЦІЯ": "uk",
-	"오류": "ko", "명령": "ko",
-}
+// A log written with another lc_messages than C or en_* cannot be
+// interpreted: "duration:" and "statement:" are translated too. What gives
+// a translation away is its shape, whatever the language: a severity word
+// that is not one of the English ones, or a LOG message that starts like
+// "duration: 0.123 ms" or "statement: SELECT" in other words.
 
-// foreignSeverity reports the language of a translated severity word at
-// the start of b ("FEHLER:  ..."), or "".
+// foreignSeverity returns the translated severity word at the start of b
+// ("FEHLER:  ...", "エラー:  ..."), or "" when b does not start with one.
 func foreignSeverity(b []byte) string {
-	n := len(b)
-	if n > 40 {
-		n = 40
-	}
-	i := bytes.IndexByte(b[:n], ':')
-	if i <= 0 || !utf8.Valid(b[:i]) {
+	n := min(len(b), 64)
+	i := bytes.Index(b[:n], []byte(":  "))
+	if i <= 0 {
 		return ""
 	}
-	return foreignSeverities[string(b[:i])]
+	w := b[:i]
+	if !severityShaped(w) || severityClass(w) != 0 {
+		return ""
+	}
+	return string(w)
 }
 
-// Translated starts of the LOG messages that carry statements, for logs
-// whose severity words happen to be the same as in English ("LOG").
-var foreignLogStarts = []struct{ start, lang string }{
-	{"Dauer: ", "de"}, {"Anweisung: ", "de"},
-	{"durée : ", "fr"}, {"instruction : ", "fr"},
-	{"duración: ", "es"}, {"sentencia: ", "es"},
-	{"duração: ", "pt"}, {"comando: ", "pt"},
-	{"durata: ", "it"}, {"istruzione: ", "it"},
-	{"продолжительность: ", "ru"}, {"оператор: ", "ru"},
-	{"czas trwania: ", "pl"},
-	{"süre: ", "tr"},
+// severityShaped reports whether w looks like a severity word in some
+// language: one word, no digits, and in capitals or in a script without
+// ASCII letters ("ERREUR", "ОШИБКА", "오류").
+func severityShaped(w []byte) bool {
+	if len(w) < 2 || !utf8.Valid(w) {
+		return false
+	}
+	ascii := true
+	for _, c := range w {
+		switch {
+		case c >= 0x80:
+			ascii = false
+		case c >= 'A' && c <= 'Z':
+		default:
+			return false // lower case, a digit, a space or punctuation
+		}
+	}
+	return !ascii || len(w) >= 3
 }
 
-func foreignLogMessage(msg []byte) string {
-	for _, f := range foreignLogStarts {
-		if bytes.HasPrefix(msg, []byte(f.start)) {
-			return f.lang
+// foreignSeverityIn finds a translated severity anywhere in a line whose
+// prefix is not known: the word before the first ":  ".
+func foreignSeverityIn(line []byte) (string, bool) {
+	n := min(len(line), 256)
+	i := bytes.Index(line[:n], []byte(":  "))
+	if i <= 0 {
+		return "", false
+	}
+	j := i
+	for j > 0 && line[j-1] != ' ' && line[j-1] != ']' && line[j-1] != ':' && line[j-1] != '-' && line[j-1] != '|' {
+		j--
+	}
+	if w := foreignSeverity(line[j:]); w != "" {
+		return w, true
+	}
+	return "", false
+}
+
+// sqlStarts are the first words of statements, for telling a translated
+// "statement: SELECT ..." by its shape.
+var sqlStarts = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "ROLLBACK", "WITH", "SET", "SHOW",
+	"CREATE", "DROP", "ALTER", "COPY", "VALUES", "TRUNCATE", "EXPLAIN", "CALL", "DO", "FETCH", "DECLARE", "LOCK",
+	"GRANT", "REVOKE", "VACUUM", "ANALYZE", "PREPARE", "EXECUTE", "DEALLOCATE", "START", "END", "SAVEPOINT", "RELEASE", "TABLE"}
+
+// translatedMessage returns the first word of a LOG message that is
+// shaped like one the reader knows, in another language: "Dauer: 0.123
+// ms", "durée : 0.123 ms", "Anweisung: SELECT 1", "продолжительность: ...".
+// It returns "" for English messages and for messages of no known shape.
+func translatedMessage(msg string) string {
+	colon := strings.IndexByte(msg[:min(len(msg), 64)], ':')
+	if colon <= 0 {
+		return ""
+	}
+	head := strings.TrimRight(msg[:colon], " ")
+	if head == "" || head == "duration" || head == "statement" || !utf8.ValidString(head) {
+		return ""
+	}
+	rest := strings.TrimLeft(msg[colon+1:], " ")
+	// "Dauer: 0.123 ms", "期間: 0.230 ミリ秒": a duration, "%.3f" then a unit.
+	d := 0
+	for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
+		d++
+	}
+	if d > 0 && len(rest) >= d+5 && (rest[d] == '.' || rest[d] == ',') && isDigit(rest[d+1]) && isDigit(rest[d+2]) && isDigit(rest[d+3]) && rest[d+4] == ' ' {
+		return head
+	}
+	// "Anweisung: SELECT 1": one word, then a statement.
+	if !strings.Contains(head, " ") {
+		for _, k := range sqlStarts {
+			if len(rest) >= len(k) && strings.EqualFold(rest[:len(k)], k) && (len(rest) == len(k) || !isAlnum(rest[len(k)])) {
+				return head
+			}
 		}
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -24,6 +25,24 @@ type source struct {
 	size   int64
 	// compressed files cannot be split into parts read at once.
 	compressed bool
+	mtime      time.Time // when the file was last written; zero for stdin
+	damage     *damageReader
+}
+
+// damaged returns the error that cut a compressed stream short, or nil.
+func (s *source) damaged() error {
+	if s.damage == nil {
+		return nil
+	}
+	return s.damage.err
+}
+
+// modTime returns when the file was last written, or now for a stream.
+func (s *source) modTime() time.Time {
+	if s.mtime.IsZero() {
+		return time.Now()
+	}
+	return s.mtime
 }
 
 type countingReader struct {
@@ -100,6 +119,7 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 		}
 		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
 			s.size = fi.Size()
+			s.mtime = fi.ModTime()
 		}
 		s.closer = append(s.closer, file)
 		f = file
@@ -136,7 +156,40 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 		s.close()
 		return nil, fmt.Errorf("%s: not a valid compressed file: %w", path, err)
 	}
+	if s.compressed {
+		s.damage = &damageReader{r: s.r, src: s}
+		s.r = s.damage
+	}
 	return s, nil
+}
+
+// damageReader ends a compressed stream at the first error of its
+// decompressor (a file cut short while it was copied, a damaged block):
+// what was decompressed before is read, and the error is kept to mark the
+// result partial, with where it happened.
+type damageReader struct {
+	r   io.Reader
+	src *source
+	err error
+	out int64 // decompressed bytes given out
+}
+
+func (d *damageReader) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, io.EOF
+	}
+	n, err := d.r.Read(p)
+	d.out += int64(n)
+	if err != nil && err != io.EOF {
+		read, size := d.src.progress()
+		where := fmt.Sprintf("after %d bytes of the compressed file", read)
+		if size >= 0 {
+			where = fmt.Sprintf("after %d of its %d bytes", read, size)
+		}
+		d.err = fmt.Errorf("the compressed data ends or breaks %s (%d bytes decompressed): %w", where, d.out, err)
+		return n, io.EOF
+	}
+	return n, err
 }
 
 type closerFunc func() error

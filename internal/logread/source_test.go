@@ -102,31 +102,69 @@ func TestStdin(t *testing.T) {
 	}
 }
 
-// TestCorruptCompressedInput: a damaged file is an error naming the file,
-// never a silent end of the log.
-func TestCorruptCompressedInput(t *testing.T) {
+// TestCutCompressedInput: a compressed file cut short gives the events
+// before the cut, then io.EOF, with Partial saying where it broke off, and
+// a warning: never an error that loses what was read, never a silent end.
+func TestCutCompressedInput(t *testing.T) {
 	dir := t.TempDir()
-	data := compressWith(t, "gzip", []byte(strings.Repeat(sourceLog, 100)))
-	path := writeFile(t, dir, "cut.log.gz", data[:len(data)/2])
-	r, err := Open(path, Options{})
+	full := syntheticLog(4 << 20) // varied enough to take many blocks
+	all := countEvents(t, mustNewReader(t, full))
+	for _, kind := range []string{"gzip", "zstd", "xz"} { // no bzip2 writer in Go
+		t.Run(kind, func(t *testing.T) {
+			data := compressWith(t, kind, full)
+			path := writeFile(t, dir, "cut-"+kind, data[:len(data)/2])
+			r, err := Open(path, Options{Prefix: benchPrefix})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer r.Close()
+			n := countEvents(t, r)
+			if n == 0 || n >= all {
+				t.Errorf("%d events of %d before the cut", n, all)
+			}
+			p := r.Partial()
+			if p == nil || !strings.Contains(p.Error(), "after ") || !strings.Contains(p.Error(), "bytes") {
+				t.Fatalf("Partial() = %v, want where the data broke off", p)
+			}
+			if w := strings.Join(r.Warnings(), "\n"); !strings.Contains(w, "read in part") {
+				t.Errorf("warnings %q", w)
+			}
+			c := r.Counters()
+			if c.Total != c.Parsed+c.SkippedTotal() {
+				t.Errorf("total %d != parsed %d + skipped %d", c.Total, c.Parsed, c.SkippedTotal())
+			}
+			t.Logf("%d of %d events; %v", n, all, p)
+		})
+	}
+	// A whole file is not partial.
+	r, err := Open(writeFile(t, dir, "whole.gz", compressWith(t, "gzip", full)), Options{Prefix: benchPrefix})
 	if err != nil {
-		if !strings.Contains(err.Error(), "cut.log.gz") {
-			t.Fatalf("error does not name the file: %v", err)
-		}
-		return
+		t.Fatal(err)
 	}
-	for {
-		_, err = r.Next()
-		if err != nil {
-			break
-		}
+	countEvents(t, r)
+	if p := r.Partial(); p != nil {
+		t.Errorf("whole file: Partial() = %v", p)
 	}
-	if err == io.EOF || !strings.Contains(err.Error(), "cut.log.gz") {
-		t.Fatalf("truncated gzip: got %v, want an error naming the file", err)
+}
+
+// TestDamagedCompressedInput: a compressed file that gives nothing before
+// it breaks is an error saying so, not "the log is empty".
+func TestDamagedCompressedInput(t *testing.T) {
+	data := compressWith(t, "gzip", []byte(sourceLog))
+	path := writeFile(t, t.TempDir(), "damaged.log.gz", data[:12])
+	_, err := Open(path, Options{})
+	if err == nil || errors.Is(err, ErrEmptyLog) || !strings.Contains(err.Error(), "damaged.log.gz") {
+		t.Fatalf("got %v, want an error naming the file and the damage", err)
 	}
-	if !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Logf("error: %v", err)
+}
+
+func mustNewReader(t *testing.T, b []byte) *Reader {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(b), "log", Options{Prefix: benchPrefix})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
 }
 
 func TestMissingFile(t *testing.T) {
@@ -147,22 +185,8 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 
 func readEvents(t *testing.T, path string) []*event.Event {
 	t.Helper()
-	r, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
+	evs, _ := readAllEvents(t, path, Options{})
+	return evs
 }
 
 // countEvents reads r to its end and returns how many events it gave.

@@ -38,7 +38,8 @@ func OpenSplit(path string, opts Options, n int) ([]*Reader, error) {
 		return []*Reader{first}, err
 	}
 	size := first.src.size
-	if size < 2*minSplitPart || first.src.compressed {
+	if size < 2*minSplitPart || first.src.compressed || first.layout.env != envNone {
+		// An envelope's messages are joined from parts across lines.
 		return []*Reader{first}, nil
 	}
 	n = int(min(int64(n), size/minSplitPart))

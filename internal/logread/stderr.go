@@ -43,8 +43,14 @@ type stderrReader struct {
 	inArena bool    // builder was started at the end of arena
 	noPID   bool
 
-	foreign     string // language of a translated severity, when seen
+	foreign     string // a translated severity, when seen
 	foreignLine int64
+
+	// src, when not nil, gives the lines instead of lines: those of a
+	// log in an envelope (syslog, ...), each standing for span physical
+	// lines from lineNo on. span is 1 for a plain log.
+	src  *envReader
+	span int64
 }
 
 // lineFields are the fields a prefix yields, interned.
@@ -58,6 +64,9 @@ type lineFields struct {
 	// sess is the interpreter's state of the session these fields name,
 	// remembered to save it a lookup (see entry.hint).
 	sess *sessionState
+	// short is set for a background process's line, stopped at %q: its
+	// tail stays out of the fast table (see fields).
+	short bool
 }
 
 // fastTail is an entry of the direct-mapped table in front of tails.
@@ -72,7 +81,7 @@ type fastTail struct {
 const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
-	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID}
+	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID, span: 1}
 	s.cur = &s.slots[0]
 	if k, ok := p.cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
@@ -180,7 +189,9 @@ func (s *stderrReader) slowTail(line []byte) (lf *lineFields, us int64, rest []b
 	if lf = s.tails[string(tail)]; lf == nil {
 		return nil, 0, nil
 	}
-	s.remember(string(tail), lf)
+	if !lf.short {
+		s.remember(string(tail), lf)
+	}
 	return lf, us, after[k:]
 }
 
@@ -341,12 +352,13 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 	lf := &lineFields{
-		pid:         int32(atoi(f.pid)),
+		pid:         pidOf(f.pid, f.session),
 		session:     s.intern.get(f.session),
 		user:        s.intern.get(f.user),
 		database:    s.intern.get(f.database),
 		application: s.intern.get(f.application),
 		sqlstate:    s.intern.get(f.sqlstate),
+		short:       f.qCut,
 	}
 	if s.tails != nil && len(f.time) > 0 {
 		if len(s.tails) >= maxTails {
@@ -355,60 +367,59 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 		}
 		tail := string(line[len(f.time) : len(line)-len(rest)])
 		s.tails[tail] = lf
-		s.remember(tail, lf)
+		if !f.qCut {
+			// A background process's tail is short: hashed on fewer
+			// bytes, it would take the sessions' lines off the fast path.
+			s.remember(tail, lf)
+		}
 	}
 	return lf
 }
 
 // next implements formatReader. The entry returned is the reader's own: it
 // stays valid until the next call.
+//
+// Each line is, in turn: taken from the chunk (the common case inline,
+// the rest in otherLine); a tab continuation of the entry being built; or
+// a prefix and a severity, read through the tail cache (cachedTail) or
+// else the long way (matchLine). A secondary line (DETAIL, STATEMENT, ...)
+// joins the entry being built (addSecondary); a primary one ends it and
+// starts the next.
 func (s *stderrReader) next() (*entry, error) {
-	f := &s.pf
 	lr := s.lines
 	for {
 		var line []byte
-		if i := bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
-			// lineReader.next, inline.
-			line = lr.buf[lr.pos : lr.pos+i]
-			lr.pos += i + 1
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
-			s.lineNo++
-		} else {
-			l, complete, ok := lr.next()
-			if !ok {
-				if lr.err != nil {
-					return nil, lr.err
+		if i := -1; s.src == nil {
+			if i = bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
+				// lineReader.next, inline.
+				line = lr.buf[lr.pos : lr.pos+i]
+				lr.pos += i + 1
+				if n := len(line); n > 0 && line[n-1] == '\r' {
+					line = line[:n-1]
 				}
-				if s.have {
-					return s.finish(), nil
-				}
-				return nil, io.EOF
+				s.lineNo++
 			}
-			s.lineNo++
-			if !complete {
-				// A line cut at EOF (the server was still writing) or one
-				// too long to hold: its content cannot be trusted.
-				s.c.skip(SkipTruncated, 1)
+		}
+		if line == nil {
+			var more bool
+			if line, more = s.otherLine(); !more {
+				return s.end()
+			}
+			if line == nil {
 				continue
 			}
-			line = l
 		}
 		if len(line) > 0 && line[0] == '\t' {
 			// "\tFROM pgbench_accounts": continues the current field.
-			if !s.have {
-				s.c.skip(SkipOrphanLine, 1)
-				continue
-			}
-			s.extend(line[1:])
+			s.continueField(line)
 			continue
 		}
 		var lf *lineFields
 		var us int64
-		var rest, msg []byte
+		var msg []byte
 		sev := sevNone
 		if s.tails != nil {
+			var rest []byte
 			if lf, us, rest = s.cachedTail(line); lf != nil {
 				if len(rest) >= 8 && load64(rest, 0)&0xffffffffffff == wordLog {
 					// "LOG:  ", splitSeverityFast's first case, inline.
@@ -419,49 +430,20 @@ func (s *stderrReader) next() (*entry, error) {
 			}
 		}
 		if sev == sevNone {
-			// Not in the cache, or a cached tail followed by no severity:
-			// match the prefix the long way.
-			lf = nil
-			var ok bool
-			if rest, ok = s.prefix.match(line, f); !ok {
-				s.c.skip(SkipNoPrefix, 1)
+			// Not in the cache, or a cached tail followed by no severity.
+			if lf, us, sev, msg = s.matchLine(line); sev == sevNone {
 				continue
 			}
-			us = 0
-			if len(f.time) > 0 {
-				us, _ = s.times.parse(f.time)
-			}
-			if sev, msg = splitSeverityFast(rest); sev == sevNone {
-				if lang := foreignSeverity(rest); lang != "" && s.foreign == "" {
-					s.foreign, s.foreignLine = lang, s.lineNo
-				}
-				s.c.skip(SkipNoPrefix, 1)
-				continue
-			}
-			lf = s.fields(line, rest, f)
 		}
 		if sev >= sevDetail {
-			// "DETAIL:  parameters: $1 = '1'" belongs to the message before
-			// it from the same process.
-			if !s.have || (!s.noPID && lf.pid != s.curPID) {
-				s.c.skip(SkipOrphanLine, 1)
+			if sev == sevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
+				// addSecondary's common case, inline: the parameters of
+				// an execute.
+				s.cur.lines += s.span
+				s.setField(&s.cur.detail, msg)
 				continue
 			}
-			if s.builder != nil {
-				s.closeField()
-			}
-			s.cur.lines++
-			switch sev {
-			case sevDetail:
-				s.setField(&s.cur.detail, msg)
-			case sevContext:
-				s.setField(&s.cur.context, msg)
-			case sevStatement:
-				s.setField(&s.cur.statement, msg)
-			default:
-				// HINT, QUERY, LOCATION: kept only for line accounting.
-				s.field = nil
-			}
+			s.addSecondary(sev, msg, lf, line)
 			continue
 		}
 		if s.have {
@@ -473,12 +455,115 @@ func (s *stderrReader) next() (*entry, error) {
 	}
 }
 
+// otherLine returns the next line when it is not whole in the chunk: the
+// next line of an envelope, or one across chunks. more is false at the
+// end of the log; line is nil (and more true) for a line that was counted
+// and set aside (cut at EOF, or too long to hold).
+func (s *stderrReader) otherLine() (line []byte, more bool) {
+	if s.src != nil {
+		ol, ok := s.src.next()
+		if !ok {
+			return nil, false
+		}
+		s.lineNo, s.span = ol.first, ol.span
+		if ol.b == nil {
+			return []byte{}, true
+		}
+		return ol.b, true
+	}
+	l, complete, ok := s.lines.next()
+	if !ok {
+		return nil, false
+	}
+	s.lineNo++
+	if !complete {
+		// A line cut at EOF (the server was still writing) or one too
+		// long to hold: its content cannot be trusted.
+		s.c.skip(SkipTruncated, 1)
+		return nil, true
+	}
+	if l == nil {
+		l = []byte{}
+	}
+	return l, true
+}
+
+// end ends the log: the entry being built, then io.EOF (or the read
+// error).
+func (s *stderrReader) end() (*entry, error) {
+	if err := s.lines.err; err != nil {
+		return nil, err
+	}
+	if s.have {
+		return s.finish(), nil
+	}
+	return nil, io.EOF
+}
+
+// continueField adds a tab continuation line to the entry being built.
+func (s *stderrReader) continueField(line []byte) {
+	if !s.have {
+		s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
+		return
+	}
+	s.extend(line[1:])
+}
+
+// matchLine reads a line's prefix and severity the long way, with the
+// prefix matcher; sevNone when the line has neither (it is counted as
+// skipped).
+func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, severity, []byte) {
+	f := &s.pf
+	rest, ok := s.prefix.match(line, f)
+	if !ok {
+		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+		return nil, 0, sevNone, nil
+	}
+	var us int64
+	if len(f.time) > 0 {
+		us, _ = s.times.parse(f.time)
+	}
+	sev, msg := splitSeverityFast(rest)
+	if sev == sevNone {
+		if w := foreignSeverity(rest); w != "" && s.foreign == "" {
+			s.foreign, s.foreignLine = w, s.lineNo
+		}
+		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+		return nil, 0, sevNone, nil
+	}
+	return s.fields(line, rest, f), us, sev, msg
+}
+
+// addSecondary joins a DETAIL, CONTEXT, STATEMENT (or HINT, QUERY,
+// LOCATION, kept for line accounting only) line to the entry before it
+// from the same process.
+func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, line []byte) {
+	if !s.have || (!s.noPID && lf.pid != s.curPID) {
+		s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
+		return
+	}
+	if s.builder != nil {
+		s.closeField()
+	}
+	s.cur.lines += s.span
+	switch sev {
+	case sevDetail:
+		s.setField(&s.cur.detail, msg)
+	case sevContext:
+		s.setField(&s.cur.context, msg)
+	case sevStatement:
+		s.setField(&s.cur.statement, msg)
+	default:
+		s.field = nil
+	}
+}
+
 func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields) {
 	// Field by field: a composite literal would be built aside and copied.
 	e := s.cur
 	e.time = us
 	e.line = s.lineNo
-	e.lines = 1
+	e.lines = s.span
 	e.severity = severityWords[sev]
 	e.pid = lf.pid
 	e.session = lf.session
@@ -506,7 +591,7 @@ func (s *stderrReader) setField(dst *string, v []byte) {
 // The joined text is built at the end of the arena, which closeField
 // then keeps: one allocation for many multi-line statements.
 func (s *stderrReader) extend(line []byte) {
-	s.cur.lines++
+	s.cur.lines += s.span
 	if s.field == nil {
 		return
 	}
@@ -574,6 +659,31 @@ func unsafeString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// pidOf returns the process id of a line: %p, or else the one in %c
+// ("6571e2a3.1f40": the process id is the hex after the dot), as Azure's
+// "%t-%c-" prefix gives it.
+func pidOf(pid, session []byte) int32 {
+	if len(pid) > 0 || len(session) == 0 {
+		return int32(atoi(pid))
+	}
+	i := bytes.IndexByte(session, '.')
+	if i < 0 || len(session)-i-1 > 8 {
+		return 0
+	}
+	var n uint32
+	for _, c := range session[i+1:] {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | uint32(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | uint32(c-'a'+10)
+		default:
+			return 0
+		}
+	}
+	return int32(n)
 }
 
 func atoi(b []byte) int64 {

@@ -8,12 +8,12 @@ import (
 )
 
 // WriteLogCounts writes how one log file was read, for `events --count`:
-// its format (and a stderr log's prefix), and its lines parsed and
-// skipped, by reason.
-func WriteLogCounts(w io.Writer, path string, format logread.Format, prefix string, c *logread.Counters) error {
+// its layout as the reader describes it (and its prefix, for the formats
+// that have one), and its lines parsed and skipped, by reason.
+func WriteLogCounts(w io.Writer, path, layout string, format logread.Format, prefix string, c *logread.Counters) error {
 	ew := &errWriter{w: w}
-	ew.printf("%s: format %s", path, format)
-	if format == logread.FormatStderr {
+	ew.printf("%s: %s", path, layout)
+	if prefix != "" || format == logread.FormatStderr || format == logread.FormatSyslog {
 		ew.printf(", prefix %q", prefix)
 	}
 	ew.printf("\n  lines: %d total, %d parsed, %d skipped\n", c.Total, c.Parsed, c.SkippedTotal())

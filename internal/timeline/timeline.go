@@ -2,9 +2,10 @@
 // errors and an approximate p95 latency per time bucket, for the "over
 // time" charts of a report.
 //
-// Buckets start one second wide and double in width whenever there would
-// be more than MaxBuckets of them, so memory stays bounded on logs of any
-// length. Bucket boundaries are multiples of the width counted from the
+// Buckets start one second wide and double in width whenever the span
+// from the first to the last would take more than MaxBuckets of them, so
+// memory and the dense JSON stay bounded on logs of any length: a
+// 185-day log gets some 500 nine-hour buckets, not 16 million seconds. Bucket boundaries are multiples of the width counted from the
 // Unix epoch, which makes timelines of the same data built on several
 // goroutines merge exactly. Latencies are kept in logarithmic bins (about
 // 9% wide), good enough for a chart and a few hundred bytes per bucket.
@@ -17,8 +18,9 @@ import (
 	"time"
 )
 
-// MaxBuckets bounds the number of buckets a Timeline keeps.
-const MaxBuckets = 4096
+// MaxBuckets bounds the buckets from the first to the last: ten minutes
+// of one-second buckets, and a few hundred for any longer span.
+const MaxBuckets = 600
 
 // latency bins: bin i holds durations in [binLow(i), binLow(i+1)) µs,
 // 8 bins per doubling from 1 µs to about 2^40 µs (12 days).
@@ -47,6 +49,9 @@ type Timeline struct {
 	// the same bucket as the one before.
 	last             *bucket
 	lastFrom, lastTo int64
+	// lo and hi are the first and last bucket indexes, when there are
+	// buckets: the span JSON writes densely.
+	lo, hi int64
 }
 
 // New returns an empty Timeline with one-second buckets.
@@ -76,7 +81,7 @@ func (t *Timeline) Add(timeUS, durationUS int64, failed bool) {
 func (t *Timeline) find(timeUS int64) *bucket {
 	i := floorDiv(timeUS, t.widthUS)
 	b := t.buckets[i]
-	for b == nil && len(t.buckets) >= MaxBuckets {
+	for b == nil && len(t.buckets) > 0 && max(t.hi, i)-min(t.lo, i) >= MaxBuckets {
 		// Widening first gives the same buckets as adding first and
 		// widening after: bucket boundaries are multiples of the width.
 		t.widen(t.widthUS * 2)
@@ -85,6 +90,10 @@ func (t *Timeline) find(timeUS int64) *bucket {
 	}
 	if b == nil {
 		b = &bucket{}
+		if len(t.buckets) == 0 {
+			t.lo, t.hi = i, i
+		}
+		t.lo, t.hi = min(t.lo, i), max(t.hi, i)
 		t.buckets[i] = b
 	}
 	t.last = nil
@@ -100,6 +109,10 @@ func (t *Timeline) bucket(i int64) *bucket {
 	b := t.buckets[i]
 	if b == nil {
 		b = &bucket{}
+		if len(t.buckets) == 0 {
+			t.lo, t.hi = i, i
+		}
+		t.lo, t.hi = min(t.lo, i), max(t.hi, i)
 		t.buckets[i] = b
 	}
 	return b
@@ -147,6 +160,14 @@ func (t *Timeline) widen(w int64) {
 	}
 }
 
+// span is how many buckets JSON writes: from the first to the last.
+func (t *Timeline) span() int64 {
+	if len(t.buckets) == 0 {
+		return 0
+	}
+	return t.hi - t.lo + 1
+}
+
 func (t *Timeline) addBucket(i int64, o *bucket) {
 	b := t.bucket(i)
 	b.calls += o.calls
@@ -170,7 +191,7 @@ func (t *Timeline) Merge(o *Timeline) {
 	for i, b := range o.buckets {
 		t.addBucket(floorDiv(i, f), b)
 	}
-	for len(t.buckets) > MaxBuckets {
+	for t.span() > MaxBuckets {
 		t.widen(t.widthUS * 2)
 	}
 	t.last = nil

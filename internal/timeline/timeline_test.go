@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 )
 
 const sec = int64(1_000_000)
@@ -56,6 +57,28 @@ func TestBoundedAndWidened(t *testing.T) {
 	if total != 3*MaxBuckets {
 		t.Errorf("%d calls, want %d", total, 3*MaxBuckets)
 	}
+}
+
+// TestLongSpanBounded: six statements over 185 days make a few hundred
+// buckets, not one a second: memory and JSON stay small.
+func TestLongSpanBounded(t *testing.T) {
+	tl := New()
+	base := int64(1_700_000_000) * sec
+	for i := range int64(6) {
+		tl.Add(base+i*37*86400*sec, 10, false)
+	}
+	j := tl.JSON()
+	if len(j.Calls) > MaxBuckets || len(j.Calls) < 100 {
+		t.Fatalf("%d buckets of %d ms for 185 days, want a few hundred", len(j.Calls), j.BucketMS)
+	}
+	var total int64
+	for _, c := range j.Calls {
+		total += c
+	}
+	if total != 6 {
+		t.Errorf("%d calls, want 6", total)
+	}
+	t.Logf("%d buckets of %s", len(j.Calls), time.Duration(j.BucketMS)*time.Millisecond)
 }
 
 // TestMergeEqualsOne: timelines built apart and merged equal one built

@@ -43,9 +43,21 @@ func (t *refTimeline) Add(timeUS, durationUS int64, failed bool) {
 		b.timed++
 		b.bins[refBin(durationUS)]++
 	}
-	for len(t.buckets) > MaxBuckets {
+	for t.span() > MaxBuckets {
 		t.widen(t.widthUS * 2)
 	}
+}
+
+// span is how many buckets there are from the first to the last.
+func (t *refTimeline) span() int64 {
+	if len(t.buckets) == 0 {
+		return 0
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range t.buckets {
+		lo, hi = min(lo, i), max(hi, i)
+	}
+	return hi - lo + 1
 }
 
 func (t *refTimeline) bucket(i int64) *refBucket {
@@ -88,7 +100,7 @@ func (t *refTimeline) Merge(o *refTimeline) {
 	for i, b := range o.buckets {
 		t.addBucket(refFloorDiv(i, f), b)
 	}
-	for len(t.buckets) > MaxBuckets {
+	for t.span() > MaxBuckets {
 		t.widen(t.widthUS * 2)
 	}
 }

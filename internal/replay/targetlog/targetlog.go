@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,6 +89,9 @@ func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target strin
 		}
 		rd, err := logread.NewReader(file, p, logread.Options{Prefix: f.prefix})
 		if err != nil {
+			if errors.Is(err, logread.ErrEmptyLog) {
+				continue // nothing logged there since the replay began
+			}
 			return &Error{Path: p, Err: err}
 		}
 		if rd.Format() == logread.FormatStderr {

@@ -1,0 +1,30 @@
+// Package logread reads PostgreSQL server logs into events: sessions
+// connecting and disconnecting, statements and extended-protocol
+// executions with their parameters and durations, and errors.
+//
+// It takes every log a DBA is likely to have: the server's stderr log with
+// any log_line_prefix (inferred from the first lines when not given),
+// csvlog and jsonlog, syslog in its common shapes (the server's "[N-M]"
+// parts joined again), Heroku's logplex, the exports of Amazon RDS and
+// Aurora (CloudWatch, S3), of Azure (diagnostic records, Event Hub, Log
+// Analytics) and of Google Cloud SQL (Cloud Logging), compressed or not.
+// The format, the envelope around the server's lines and the prefix are
+// detected from the head of the file; what could not be decided for sure
+// is refused with an error that says why (ErrUnknownPrefix,
+// ErrAmbiguousPrefix, ErrNotEnglish, ErrPgbouncer, ErrEmptyLog), and what
+// was assumed is kept as a warning (Reader.Warnings).
+//
+// A Reader reads one file front to back, once, in memory that does not
+// grow with the file: events come out in the order of the lines that
+// complete them. Every physical line is accounted for in Counters, as
+// parsed or skipped for a reason; Unparseable tells the reasons that mean
+// lines the reader failed to read from those it had no use for. OpenSplit
+// reads a large plain file in parts at once. FingerprintOf tells copies of
+// one log apart from different logs.
+//
+// The package reads; it does not decide what a run makes of what it read.
+// It never fails a run for lines it skipped, never prints, and names no
+// command-line flag: the CLI turns its errors, counters and warnings into
+// messages and exit codes. It does not aggregate or replay events either:
+// that is analyze's and replay's.
+package logread
