@@ -32,6 +32,14 @@
 # statement; BenchmarkStatementAllocs counts the allocations of one
 # replayed execution (prepared, unnamed, simple).
 #
+# Synchronized replay (--sync, docs/sync.md): BENCH=Sync runs
+# BenchmarkSyncThroughput (speed-0 rate of --sync object against off on
+# pgbench-style traffic: own tables per client, select-only, tpcb-like;
+# BENCH_SYNC_TRAFFIC picks), BenchmarkSyncLag200Sessions (lag at speed 1,
+# 200 sessions writing tables of their own, object and off in turn) and
+# BenchmarkSyncDependent (the producer/consumer orders workload: speed-1
+# lag with sync waits left out, the waits, speed-0 object against off).
+#
 # Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10
 #        BENCH_ROUNDS=3 BENCH_LAYOUT=shared,apart
 #        BENCH_PROFILE=DIR for CPU/block/mutex profiles,

@@ -23,6 +23,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newReplayCmd) }
@@ -47,6 +48,8 @@ type replayFlags struct {
 	grace            time.Duration
 	targetLogs       []string
 	targetLogPrefix  string
+	sync             string
+	syncTimeout      time.Duration
 	observe          observeFlags
 	skipPreflight    bool
 	maxLost          float64
@@ -65,8 +68,17 @@ logged user to its logged database (--user-map and --database-map rename
 them), running its statements in log order at the original pace times
 --speed. Sessions run concurrently and a statement that is slow on the
 target delays only its own session. --speed 0 runs as fast as possible,
-keeping each session's order and starting a session only once what had
-finished before it started in the original has finished on the target.
+keeping each session's order.
+
+Sessions that depend on each other's writes stay in order (--sync, on by
+default): a statement waits until the transactions of other sessions that
+committed before it started in the log, and wrote a table it reads or writes
+(foreign keys and views followed through the target's catalog), have
+committed on the target; --sync commit waits for every earlier commit, --sync
+off for none. A wait never exceeds --sync-timeout, and one that would
+deadlock with a row lock ends at once; the summary counts both. Schedule lag
+leaves sync waits out; they are reported on their own. See docs/sync.md for
+what this guarantees and what it cannot.
 
 --target is a libpq connection string or URI; its user and database are
 replaced per session, everything else (host, port, sslmode, password) and
@@ -143,6 +155,8 @@ code is 1.
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
+	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
+	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
 	addObserveFlags(fl, &f.observe)
 	return cmd
 }
@@ -388,6 +402,13 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--max-lost is a percentage between 0 and 100, got %v", f.maxLost)
 	}
 	var err error
+	if opts.Sync, err = syncdep.ParseMode(f.sync); err != nil {
+		return opts, usageError("--sync: %v", err)
+	}
+	if f.syncTimeout <= 0 {
+		return opts, usageError("--sync-timeout must be positive, got %v", f.syncTimeout)
+	}
+	opts.SyncTimeout = f.syncTimeout
 	if opts.Filter.Start, opts.Filter.End, err = timeWindow(f.start, f.end); err != nil {
 		return opts, err
 	}

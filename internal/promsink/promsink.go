@@ -16,12 +16,15 @@ import (
 
 // Sink is a replay.SampleSink that keeps Prometheus metrics of a replay:
 // statements by outcome, errors by SQLSTATE, latency and schedule lag
-// histograms, open sessions and the reader's position in log time.
+// histograms, sync waits and their give-ups, open sessions and the
+// reader's position in log time.
 type Sink struct {
 	statements *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	latency    prometheus.Histogram
 	lag        prometheus.Histogram
+	syncWait   prometheus.Histogram
+	syncGiveUp *prometheus.CounterVec
 	open       prometheus.Gauge
 	reader     prometheus.Gauge
 }
@@ -46,6 +49,13 @@ func New(reg prometheus.Registerer) *Sink {
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pgrehearse_replay_schedule_lag_seconds", Help: "How late executions were issued against their schedule.", Buckets: buckets,
 		}),
+		syncWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pgrehearse_replay_sync_wait_seconds", Help: "How long executions that waited for other sessions' commits waited.", Buckets: buckets,
+		}),
+		syncGiveUp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgrehearse_replay_sync_giveups_total",
+			Help: "Sync waits given up, by reason (timeout, deadlock); the execution ran anyway.",
+		}, []string{"reason"}),
 		open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgrehearse_replay_sessions_open", Help: "Connections open to the target.",
 		}),
@@ -53,7 +63,7 @@ func New(reg prometheus.Registerer) *Sink {
 			Name: "pgrehearse_replay_reader_log_time_seconds", Help: "Log time of the last event read, in seconds since the epoch.",
 		}),
 	}
-	reg.MustRegister(m.statements, m.errors, m.latency, m.lag, m.open, m.reader)
+	reg.MustRegister(m.statements, m.errors, m.latency, m.lag, m.syncWait, m.syncGiveUp, m.open, m.reader)
 	return m
 }
 
@@ -73,6 +83,12 @@ func (m *Sink) Statement(s replay.Sample) {
 	}
 	m.latency.Observe(s.Latency.Seconds())
 	m.lag.Observe(s.Lag.Seconds())
+	if s.SyncWait > 0 {
+		m.syncWait.Observe(s.SyncWait.Seconds())
+	}
+	if s.SyncGiveUp != "" {
+		m.syncGiveUp.WithLabelValues(s.SyncGiveUp).Inc()
+	}
 }
 
 func (m *Sink) ReaderPosition(us int64) { m.reader.Set(float64(us) / 1e6) }

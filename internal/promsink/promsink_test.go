@@ -25,6 +25,8 @@ func TestMetricsServed(t *testing.T) {
 	m.Statement(replay.Sample{Fingerprint: "abc", Latency: 2 * time.Millisecond, Lag: time.Millisecond})
 	m.Statement(replay.Sample{Fingerprint: "abc", SQLState: "40P01", Latency: time.Millisecond})
 	m.Statement(replay.Sample{Skipped: "copy data not in log"})
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 3 * time.Millisecond})
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 10 * time.Second, SyncGiveUp: replay.SyncTimeout})
 	m.ReaderPosition(1_700_000_000_000_000)
 
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -36,8 +38,10 @@ func TestMetricsServed(t *testing.T) {
 	for _, want := range []string{
 		`pgrehearse_replay_errors_total{sqlstate="40P01"} 1`,
 		"pgrehearse_replay_sessions_open 1",
-		"pgrehearse_replay_latency_seconds_count 2",
-		"pgrehearse_replay_schedule_lag_seconds_count 2",
+		"pgrehearse_replay_latency_seconds_count 4",
+		"pgrehearse_replay_schedule_lag_seconds_count 4",
+		"pgrehearse_replay_sync_wait_seconds_count 2",
+		`pgrehearse_replay_sync_giveups_total{reason="timeout"} 1`,
 		"pgrehearse_replay_reader_log_time_seconds 1.7e+09",
 	} {
 		if !strings.Contains(string(body), want) {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // dispatcher reads events and routes them to session queues. It runs on
@@ -167,7 +169,7 @@ func (d *dispatcher) readAll(src Source) error {
 			if r.opts.Speed == 0 {
 				// Computed before the copies join running: copies
 				// of one session do not wait for each other.
-				deps = d.barrier()
+				deps = d.barrier(r.sync != nil)
 			} else if len(d.running) >= 2*d.pruned+64 {
 				// Amortized: a long log opens sessions without end.
 				d.prune()
@@ -176,6 +178,9 @@ func (d *dispatcher) readAll(src Source) error {
 			g = make([]*session, r.opts.Multiply)
 			for i := range g {
 				s := r.newSession(ev, d.clk)
+				if r.sync != nil {
+					r.attachSync(s, ev)
+				}
 				if !d.clk.started() {
 					d.warming = append(d.warming, s)
 				}
@@ -210,12 +215,29 @@ func (d *dispatcher) readAll(src Source) error {
 			r.c.maxBuffered.Store(used)
 		}
 		due := d.clk.offset(ev.Time)
+		var step syncdep.Step
+		var items []fingerprint.Item
+		var deps []dep
+		if r.sync != nil && ev.IsExecution() {
+			if step, items = r.syncStep(g[0], ev); step.Barrier {
+				deps = d.barrierOf(g[0], ev.Time+r.sync.tr.Tick())
+			}
+		}
 		for _, s := range g {
 			s.dispatched++
-			s.q.push(item{ev: ev, due: due, size: size})
+			if r.sync != nil {
+				s.ends.add(ev, s.dispatched)
+			}
+			s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps})
 		}
 		r.opts.Sink.ReaderPosition(ev.Time)
 		if ev.Kind == event.Disconnect {
+			if r.sync != nil {
+				g[0].sx.End()
+			}
+			for _, s := range g {
+				s.logEnded = true
+			}
 			delete(d.active, ev.Session)
 			for _, s := range g {
 				s.q.close()
@@ -269,11 +291,18 @@ func (d *dispatcher) filtered(ev *event.Event) {
 // barrier lists, for a session starting now at speed 0, what it must wait
 // for: every event already routed to a session that has not completed it.
 // The log is in completion order, so those are the events that had ended
-// when the new session started in the original.
-func (d *dispatcher) barrier() []dep {
+// when the new session started in the original. With ended, only the
+// sessions that had ended in the log count: synchronized sessions wait for
+// the commits they depend on instead, and this keeps a session that began
+// after another ended from running beside it, so that a replay holds no
+// more connections at once than the original.
+func (d *dispatcher) barrier(ended bool) []dep {
 	var deps []dep
 	d.prune()
 	for _, o := range d.running {
+		if ended && !o.logEnded {
+			continue
+		}
 		if o.completed.Load() < o.dispatched {
 			deps = append(deps, dep{s: o, n: o.dispatched})
 		}

@@ -29,16 +29,36 @@
 // statement is waited on a timerfd shared by all sessions (see
 // precise.go): the runtime's own timers fire up to 1 ms late.
 //
-// At speed 0 (as fast as possible) there is no clock, so something else must
-// keep the replay sound: a session created by the log after other sessions
-// had finished statements (CREATE TABLE in one session, INSERT in the next)
-// must see them finished on the target too. The rule is a start barrier: a
-// new session's goroutine, before its first event, waits until every event
-// read before its first one has completed in the other sessions (the log is
-// in completion order, so that is everything that had finished when the
-// session started). Running sessions are not ordered against each other;
-// only session starts are. Only the new session waits; the dispatcher and
-// every other session go on.
+// # Synchronization
+//
+// Sessions that depend on each other's writes are kept in order by
+// Options.Sync (sync.go; the decisions are package syncdep's): the
+// dispatcher, as it reads each execution event, asks the tracker which
+// logged commits of other sessions it depends on; the session, once the
+// event is due, waits until those have run on the target (bounded by
+// SyncTimeout, and ended at once when the wait would deadlock with a row
+// lock), and after running an event that commits, marks that commit done.
+// A statement of unknown effect by its kind (DDL, DO, CALL) also waits, as
+// a barrier, for the events of other sessions that ended before it
+// started in the log, reads included.
+// The wait is measured apart from schedule lag. It works at every speed:
+// at speed 0 it is what orders the sessions, and it narrows the start
+// barrier below: a new session waits before connecting only for earlier
+// statements of unknown effect (DDL that may have created its role or
+// database) and for the sessions that had ended in the log before it
+// started, so that the replay holds no more connections at once than the
+// original did.
+//
+// With Sync off, speed 0 keeps the replay sound with a start barrier
+// instead: a session created by the log after other sessions had finished
+// statements (CREATE TABLE in one session, INSERT in the next) must see
+// them finished on the target too, so a new session's goroutine, before
+// its first event, waits until every event read before its first one has
+// completed in the other sessions (the log is in completion order, so that
+// is everything that had finished when the session started). Running
+// sessions are not ordered against each other; only session starts are.
+// Only the new session waits; the dispatcher and every other session go
+// on. Multiplied sessions (Multiply > 1) always run so.
 //
 // # Memory
 //

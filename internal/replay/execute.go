@@ -17,7 +17,10 @@ import (
 func (s *session) statement(it item, t *time.Timer) {
 	r := s.r
 	ev := it.ev
-	items := r.cache.Get(ev.Query)
+	items := it.items
+	if items == nil {
+		items = r.cache.Get(ev.Query)
+	}
 	k := int64(len(items))
 	if k == 0 {
 		r.c.empty.Add(1)
@@ -48,6 +51,19 @@ func (s *session) statement(it item, t *time.Timer) {
 	if s.clk.speed > 0 {
 		lag = max(issued.Sub(due), 0)
 	}
+	var sy synced
+	if !it.sync.Wait.None() || len(it.deps) > 0 {
+		var ok bool
+		if sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false); !ok {
+			s.skip(items, SkipInterrupted)
+			return
+		}
+		if sy.wait > 0 {
+			issued = time.Now()
+		}
+	}
+	// Schedule lag leaves out what sync waits delayed (see syncLag).
+	lag = s.syncLag(lag, sy.wait)
 	for {
 		// The latest log time issued, for the progress line.
 		old := r.c.lastIssued.Load()
@@ -71,7 +87,7 @@ func (s *session) statement(it item, t *time.Timer) {
 			}
 		}
 	}
-	s.record(ev, items, issued, latency, lag, failed, te)
+	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
 // skipReason says why an execution cannot be replayed, or "".
@@ -247,7 +263,7 @@ func (s *session) prepare(ctx context.Context, name, query string) error {
 // record adds an execution to the counters and to the session's shard.
 // The items share the latency as analyze shares a logged duration; the
 // failure, if any, goes on the last one.
-func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.Time, latency, lag time.Duration, failed bool, te targetError) {
+func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.Time, latency, lag time.Duration, sy synced, failed bool, te targetError) {
 	r := s.r
 	k := int64(len(items))
 	latUS := querystats.NoDuration
@@ -311,7 +327,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	case failed:
 		r.c.onlyTarget.Add(1)
 	}
-	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag})
+	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
 }
 
 // skip counts an execution that is not run.

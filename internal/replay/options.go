@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // Source yields events, then io.EOF. A *logread.Reader is one.
@@ -135,6 +136,17 @@ type Options struct {
 	// copy and counted so against Budget.
 	Multiply int
 
+	// Sync synchronizes the sessions (see sync.go and package syncdep):
+	// a statement waits until the commits it depended on in the log have
+	// run on the target, those that wrote what it touches (Object, the
+	// zero value) or all (Commit). Off replays sessions freely, with only
+	// the start barrier at speed 0. Multiplied sessions and dry runs are
+	// not synchronized (Result.Sync says so).
+	Sync syncdep.Mode
+	// SyncTimeout bounds each wait; the statement then runs anyway and
+	// the give-up is counted. Zero means DefaultSyncTimeout.
+	SyncTimeout time.Duration
+
 	// Sink, if not nil, receives measurements as they happen.
 	Sink SampleSink
 
@@ -160,6 +172,9 @@ func (o Options) withDefaults() Options {
 	if o.Multiply <= 0 {
 		o.Multiply = 1
 	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = DefaultSyncTimeout
+	}
 	return o
 }
 
@@ -184,6 +199,12 @@ func (o Options) Validate() error {
 	}
 	if o.LockTimeout < 0 || o.StatementTimeout < 0 {
 		return fmt.Errorf("the lock and statement timeouts must not be negative (0: the server's), got %v and %v", o.LockTimeout, o.StatementTimeout)
+	}
+	if o.Sync > syncdep.Off {
+		return fmt.Errorf("unknown synchronization mode %d", o.Sync)
+	}
+	if o.SyncTimeout < 0 {
+		return fmt.Errorf("the sync timeout must not be negative, got %v", o.SyncTimeout)
 	}
 	return nil
 }

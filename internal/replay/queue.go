@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // item is one queued event with its schedule.
@@ -13,6 +15,12 @@ type item struct {
 	ev   *event.Event
 	due  time.Duration // offset from the clock's start
 	size int64         // what it holds of the budget
+	sync syncdep.Step  // what it waits for and commits, when synchronized
+	// items are the event's statements when the dispatcher looked them
+	// up (for sync), else nil; deps are the events it waits for when
+	// its step is a barrier.
+	items []fingerprint.Item
+	deps  []dep
 }
 
 // eventSize estimates the memory an event holds: its strings and a fixed

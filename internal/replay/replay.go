@@ -37,6 +37,9 @@ type Replayer struct {
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
 
+	sync    *syncRun // nil when sessions are not synchronized
+	syncOff string   // why not, when asked
+
 	nsessions int // sessions created, by the dispatcher
 	wg        sync.WaitGroup
 }
@@ -62,6 +65,7 @@ func New(opts Options) (*Replayer, error) {
 	for i := range r.shards {
 		r.shards[i] = newShard()
 	}
+	r.sync, r.syncOff = newSyncRun(opts)
 	return r, nil
 }
 
@@ -106,6 +110,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	account(res, r.opts.MaxLost)
 	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()
+	if err := r.syncResult(res); err != nil {
+		return nil, err
+	}
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
 		return nil, err
 	}

@@ -13,11 +13,13 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // session replays one original session: one goroutine, one connection, one
 // timer. Its events run in log order; nothing it does waits for another
-// session, except the start barrier at speed 0 (see the package comment).
+// session, except the commits it depends on when synchronized and the
+// start barrier at speed 0 otherwise (see the package comment).
 type session struct {
 	r     *Replayer
 	clk   *clock
@@ -39,15 +41,30 @@ type session struct {
 	// rec is the connection in use, as ServerSide matches it.
 	rec *connRecord
 
-	// dispatched is how many events the dispatcher routed here; only the
-	// dispatcher touches it. completed is how many this session finished.
+	// dispatched is how many events the dispatcher routed here, and
+	// logEnded whether its disconnection was among them; only the
+	// dispatcher touches them. completed is how many this session
+	// finished.
 	dispatched int64
+	logEnded   bool
+	ends       endRing // when synchronized
 	completed  atomic.Int64
 	exited     atomic.Bool
 
 	wmu        sync.Mutex
 	waiters    []waiter
 	hasWaiters atomic.Bool
+
+	// Synchronization (sync.go): sx is the dispatcher's; startWait is
+	// what the session waits for before it starts, at speed 0; pid is
+	// the backend of its connection and waitingOn what it waits for,
+	// read by other sessions' deadlock checks; syncPush is the session
+	// goroutine's.
+	sx        *syncdep.Session
+	startWait syncdep.Wait
+	pid       atomic.Uint32
+	waitingOn atomic.Pointer[awaited]
+	syncPush  time.Duration
 
 	// Owned by the session goroutine.
 	conn        *pgconn.PgConn
@@ -127,6 +144,9 @@ func (s *session) run() {
 	s.deps = nil
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	if !s.startWait.None() {
+		s.syncWait(s.startWait, nil, timer, true)
+	}
 	for first := true; ; first = false {
 		it, ok := s.q.pop(r.stopCh)
 		if !ok {
@@ -152,6 +172,9 @@ func (s *session) run() {
 }
 
 func (s *session) done(it item) {
+	if it.sync.Commit != nil {
+		it.sync.Commit.Done()
+	}
 	s.r.budget.release(it.size)
 	s.r.c.completions.Add(1)
 	c := s.completed.Add(1)
@@ -272,6 +295,7 @@ func (s *session) connect() bool {
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
 			s.unwatch = s.watchHard(s.conn)
+			s.syncConnected()
 		}
 	}
 	if err != nil {
@@ -311,6 +335,7 @@ func (s *session) closeConn() {
 
 // dropConn forgets a connection that is closed.
 func (s *session) dropConn() {
+	s.syncDisconnected()
 	if s.unwatch != nil {
 		s.unwatch()
 		s.unwatch = nil

@@ -30,8 +30,13 @@ type Sample struct {
 	// Skipped is the skip reason when it was not run, else "".
 	Skipped string
 	// Latency is the time the target took; Lag how late it was issued
-	// against its schedule (0 at speed 0).
-	Latency, Lag time.Duration
+	// against its schedule (0 at speed 0), sync waits left out;
+	// SyncWait how long it waited for other sessions' commits (see
+	// Options.Sync).
+	Latency, Lag, SyncWait time.Duration
+	// SyncGiveUp says why the sync wait ended before the commits it
+	// waited for (SyncTimeout, SyncDeadlock), else "".
+	SyncGiveUp string
 }
 
 type nopSink struct{}

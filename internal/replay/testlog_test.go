@@ -42,8 +42,13 @@ type testSession struct {
 
 // session starts a session at offset at.
 func (l *testLog) session(user, db string, at time.Duration) *testSession {
+	return l.sessionApp(user, db, "test", at)
+}
+
+// sessionApp starts a session of application app at offset at.
+func (l *testLog) sessionApp(user, db, app string, at time.Duration) *testSession {
 	l.nextPID++
-	s := &testSession{l: l, pid: 1000 + l.nextPID, user: user, db: db, app: "test", connected: logStart.Add(at)}
+	s := &testSession{l: l, pid: 1000 + l.nextPID, user: user, db: db, app: app, connected: logStart.Add(at)}
 	s.line(at, fmt.Sprintf("LOG:  connection authorized: user=%s database=%s application_name=%s", user, db, s.app))
 	return s
 }

@@ -95,11 +95,33 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		}
 		b.WriteString("\n")
 	}
+	writeSyncSummary(&b, res.Sync, res.SyncWait)
 	if rd := res.Reader; rd.OverBudget > 0 {
 		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSyncSummary says what synchronizing the sessions cost: how many
+// statements waited for other sessions' commits and how long, and the
+// waits given up.
+func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distribution) {
+	if st == nil {
+		return
+	}
+	if wait == nil {
+		wait = &results.Distribution{}
+	}
+	if st.Mode == "off" {
+		fmt.Fprintf(b, "  sync:       off: sessions ran without waiting for each other's commits, so statements that depend on another session's writes may have run before them\n")
+	} else {
+		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
+			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(b, "    %s\n", n)
+	}
 }
 
 // CountList is "A 3, B 1": most first, then by name.

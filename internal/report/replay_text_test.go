@@ -44,3 +44,27 @@ func TestWriteReplay(t *testing.T) {
 		t.Errorf("dry run summary:\n%s", b.String())
 	}
 }
+
+// The summary says what synchronizing the sessions cost, or that they
+// were not synchronized, with the replay's notes.
+func TestWriteReplaySync(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 0, WallSeconds: 2}}
+	res.Sync = &results.Sync{Mode: "commit", TimeoutSeconds: 3, Waited: 12, Timeouts: 1, Notes: []string{"a note"}}
+	res.SyncWait = &results.Distribution{TotalMS: 40, P50: 1, P99: 9.5, Max: 12}
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  sync:       commit; 12 statements waited for other sessions' commits, 40.0 ms in all (p50 1.00 ms, p99 9.50 ms, max 12.00 ms); 1 gave up at the 3s timeout, 0 to end a deadlock with a row lock\n    a note\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+	res.Sync, res.SyncWait = &results.Sync{Mode: "off"}, nil
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  sync:       off: sessions ran without waiting") {
+		t.Errorf("summary without sync:\n%s", b.String())
+	}
+}

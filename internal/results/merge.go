@@ -243,6 +243,9 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 	if m.SyncWait, err = mergeDist(a, b, x.SyncWait, y.SyncWait); err != nil {
 		return nil, err
 	}
+	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
+		return nil, err
+	}
 	m.Errors = MergeErrorSamples(x.Errors, y.Errors)
 	if x.ClientQueries != nil || y.ClientQueries != nil {
 		if m.ClientQueries, err = mergeRows(a, b, x.ClientQueries, y.ClientQueries); err != nil {
@@ -354,4 +357,34 @@ func minTime(a, b Time) Time {
 		return a
 	}
 	return min(a, b)
+}
+
+func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
+	if x == nil || y == nil {
+		if x != nil {
+			c := *x
+			return &c, nil
+		}
+		if y != nil {
+			c := *y
+			return &c, nil
+		}
+		return nil, nil
+	}
+	if x.Mode != y.Mode {
+		return nil, fmt.Errorf("cannot merge %s with %s: sessions synchronized differently (%s and %s)", a.Name(), b.Name(), x.Mode, y.Mode)
+	}
+	m := &Sync{
+		Mode:                x.Mode,
+		TimeoutSeconds:      max(x.TimeoutSeconds, y.TimeoutSeconds),
+		Waited:              x.Waited + y.Waited,
+		Timeouts:            x.Timeouts + y.Timeouts,
+		Deadlocks:           x.Deadlocks + y.Deadlocks,
+		SessionStartsWaited: x.SessionStartsWaited + y.SessionStartsWaited,
+		CatalogMS:           x.CatalogMS + y.CatalogMS,
+	}
+	if x.Notes != nil || y.Notes != nil {
+		m.Notes = union(x.Notes, y.Notes)
+	}
+	return m, nil
 }

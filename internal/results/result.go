@@ -148,6 +148,9 @@ type Replay struct {
 	// Lag is how late statements were issued against their schedule,
 	// in ms; nil at speed 0, where there is no schedule.
 	Lag *Distribution `json:"lag_ms"`
+	// Sync is what synchronizing the sessions did (docs/sync.md); nil
+	// in results written before it existed.
+	Sync *Sync `json:"sync,omitempty"`
 	// SyncWait is the time statements waited for other sessions'
 	// commits (synchronized replay), in ms; nil when not synchronized.
 	SyncWait *Distribution `json:"sync_wait_ms,omitempty"`
@@ -164,6 +167,35 @@ type Replay struct {
 	ClientQueries []querystats.Row `json:"client_queries,omitempty"`
 	// TargetLog describes the target's log when Queries come from it.
 	TargetLog *TargetLog `json:"target_log,omitempty"`
+}
+
+// Sync is what synchronizing a replay's sessions did: a statement waited
+// until the commits it depended on in the log had run on the target.
+// Waits are counted per execution event, as Outcomes are; their times are
+// Replay.SyncWait.
+type Sync struct {
+	// Mode is "object", "commit" or "off".
+	Mode           string  `json:"mode"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Waited counts statements that waited for another session's
+	// commit.
+	Waited int64 `json:"waited"`
+	// Timeouts counts waits given up after TimeoutSeconds; Deadlocks
+	// those given up because the awaited session was blocked by the
+	// waiting session's own locks. Both statements ran anyway.
+	Timeouts  int64 `json:"timeouts"`
+	Deadlocks int64 `json:"deadlocks_unblocked"`
+	// SessionStartsWaited counts sessions whose connection, at speed 0,
+	// waited for earlier statements of unknown effect (DDL that may have
+	// created their role or database).
+	SessionStartsWaited int64 `json:"session_starts_waited,omitempty"`
+	// CatalogMS is how long reading the target's catalogs took, at the
+	// start (part of the replay's wall time).
+	CatalogMS float64 `json:"catalog_ms"`
+	// Notes say where synchronization did less than asked: off for a
+	// reason, a database waited on in commit mode because its catalog
+	// could not be read, the deadlock check unavailable.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // LineCounts account for every physical line of the logs: each was parsed

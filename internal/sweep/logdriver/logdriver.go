@@ -23,6 +23,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // Log drives a sweep's step by replaying a captured server log with
@@ -562,6 +563,11 @@ func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *
 	defer rd.Close()
 	r, err := replay.New(replay.Options{
 		Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
+		// Not synchronized: multiplied copies never are, so steps of
+		// one and of several copies run alike; and a synchronized pass
+		// reads the target's catalog on a connection of its own, which
+		// the step's wait-event sampling would count as a client.
+		Sync: syncdep.Off,
 		// The sweep observes one database: every session runs as the
 		// DSN's user in the DSN's database.
 		UserMap: l.plan.users, DatabaseMap: l.plan.dbs,

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestReplaySyncFlags: --sync and --sync-timeout are checked, and the
+// summary and the JSON say what synchronization did.
+func TestReplaySyncFlags(t *testing.T) {
+	log := writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1"}})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sync", "rows"}, "unknown synchronization mode"},
+		{[]string{"--sync-timeout", "0s"}, "--sync-timeout must be positive"},
+	} {
+		code, out, _ := runReplay(t, append(append([]string{"--dry-run", "--prefix", replayTestPrefix}, tc.args...), log)...)
+		if code != ExitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, out)
+		}
+	}
+	// A dry run sends nothing to wait for: off, and says why.
+	code, out, res := runReplay(t, "--dry-run", "--sync", "commit", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil || res.Sync == nil || res.Sync.Mode != "off" || len(res.Sync.Notes) != 1 || !strings.Contains(out, "sync:       off") {
+		t.Errorf("dry run: exit %d, sync %+v:\n%s", code, res.Sync, out)
+	}
+
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "db1", "CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1"); err != nil {
+		t.Fatal(err)
+	}
+	log = writeSessionsLog(t, [][]string{
+		{"u1", "db1", "INSERT INTO t VALUES (1)"},
+		{"u1", "db1", "SELECT count(*) FROM t"},
+	})
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--sync", "commit", "--sync-timeout", "3s", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil || res.Sync == nil {
+		t.Fatalf("exit %d, result %+v:\n%s", code, res, out)
+	}
+	if s := res.Sync; s.Mode != "commit" || s.TimeoutSeconds != 3 || s.Timeouts != 0 || len(s.Notes) != 0 {
+		t.Errorf("sync %+v", s)
+	}
+	if !strings.Contains(out, "sync:       commit; ") || !strings.Contains(out, "at the 3s timeout") {
+		t.Errorf("summary:\n%s", out)
+	}
+}

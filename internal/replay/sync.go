@@ -1,0 +1,533 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+)
+
+// Synchronized replay: a statement waits, before it is issued, until the
+// commits of other sessions that it depended on in the log (package
+// syncdep decides which) have run on the target. The dispatcher asks the
+// Tracker for each event's Step as it reads the event; the session waits
+// for the Step's Wait after its due time and marks the Step's commit done
+// once the event has run. A wait never hangs: it gives up after
+// SyncTimeout, or at once when it is what keeps the awaited session
+// blocked on a row lock that the waiting session's own open transaction
+// holds (a deadlock the server cannot see, half of it being in the
+// replayer).
+
+// DefaultSyncTimeout is how long a statement waits for the commits it
+// depends on before it runs anyway.
+const DefaultSyncTimeout = 10 * time.Second
+
+// Give-up reasons of a sync wait, in Sample.SyncGiveUp and the metrics.
+const (
+	SyncTimeout  = "timeout"
+	SyncDeadlock = "deadlock"
+)
+
+// The deadlock check: first after a wait has lasted deadlockCheckAfter,
+// then every deadlockCheckEvery.
+const (
+	deadlockCheckAfter = 20 * time.Millisecond
+	deadlockCheckEvery = 50 * time.Millisecond
+)
+
+// syncRun is a synchronized replay's state.
+type syncRun struct {
+	timeout time.Duration
+	tr      *syncdep.Tracker // the dispatcher's
+	board   *syncdep.Board
+	pids    sync.Map // backend pid -> *session, for the deadlock check
+	mon     lockMonitor
+
+	notesMu sync.Mutex
+	notes   []string
+	catalog time.Duration // the dispatcher's, read after Run
+
+	mu    sync.Mutex
+	waits *results.Recorder // µs
+
+	waited, timeouts, deadlocks, starts atomic.Int64
+}
+
+// newSyncRun returns the state of a synchronized replay, or nil and why
+// there is none.
+func newSyncRun(o Options) (*syncRun, string) {
+	switch {
+	case o.Sync == syncdep.Off:
+		return nil, ""
+	case o.DryRun:
+		return nil, "a dry run sends nothing to wait for"
+	case o.Multiply > 1:
+		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
+	}
+	tr := syncdep.NewTracker(o.Sync)
+	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder()}, ""
+}
+
+func (sr *syncRun) note(format string, args ...any) {
+	sr.notesMu.Lock()
+	sr.notes = append(sr.notes, fmt.Sprintf(format, args...))
+	sr.notesMu.Unlock()
+}
+
+// attach makes the tracker follow a new session, reading its database's
+// catalog on the target first if it is the first session there. At speed
+// 0 it also sets what the session waits for before it connects. It runs
+// on the dispatcher.
+func (r *Replayer) attachSync(s *session, ev *event.Event) {
+	sr := r.sync
+	if !sr.tr.HasDatabase(s.db) {
+		began := time.Now()
+		cat, err := r.loadCatalog(s.user, s.db)
+		sr.catalog += time.Since(began)
+		if err != nil {
+			sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
+		}
+		sr.tr.SetCatalog(s.db, cat)
+	}
+	s.sx = sr.tr.Session(s.db, s)
+	if r.opts.Speed == 0 {
+		s.startWait = s.sx.Start(ev.Time)
+	}
+}
+
+// syncStep returns the synchronization of one execution event, and its
+// statements, which the session then need not look up again.
+func (r *Replayer) syncStep(s *session, ev *event.Event) (syncdep.Step, []fingerprint.Item) {
+	end := ev.Time
+	if ev.Duration >= 0 {
+		end += ev.Duration
+	}
+	items := r.cache.Get(ev.Query)
+	return s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed}), items
+}
+
+// loadCatalog reads a database's catalog on the target, as user.
+func (r *Replayer) loadCatalog(user, db string) (*syncdep.Catalog, error) {
+	ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+syncdep.CatalogTimeout)
+	defer cancel()
+	conn, err := r.quietConn(ctx, user, db)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	return syncdep.LoadCatalog(ctx, conn)
+}
+
+// quietConn opens a connection of the replayer's own (not a replayed
+// session's) that pg_stat_statements does not count, where the user may
+// say so (superusers): the target's statistics are the workload's.
+func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgConn, error) {
+	cfg, err := r.config(user, db)
+	if err != nil {
+		return nil, err
+	}
+	quiet := cfg.Copy()
+	quiet.RuntimeParams["pg_stat_statements.track"] = "none"
+	conn, err := r.dial(ctx, quiet)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		conn, err = r.dial(ctx, cfg)
+	}
+	return conn, err
+}
+
+// synced is what a statement's sync wait did: how long it waited, and
+// why it gave up ("" when its dependencies committed).
+type synced struct {
+	wait   time.Duration
+	giveUp string
+}
+
+// syncWait waits until the commits w depends on have run on the target,
+// and the events deps (a barrier, see syncdep.Step), until the deadline
+// passes or a deadlock is found. It returns false when told to stop
+// meanwhile. t is the session's timer.
+func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
+	sr := s.r.sync
+	// next returns what the session still waits for.
+	next := func() (<-chan struct{}, *awaited) {
+		for len(deps) > 0 {
+			d := deps[0]
+			if d.s.completed.Load() < d.n && !d.s.exited.Load() {
+				return d.s.completedCh(d.n), &awaited{dep: d, owner: d.s}
+			}
+			deps = deps[1:]
+		}
+		if tx := sr.board.Blocker(w); tx != nil {
+			owner, _ := tx.Owner().(*session)
+			return tx.Wait(), &awaited{tx: tx, owner: owner}
+		}
+		return nil, nil
+	}
+	ch, aw := next()
+	if ch == nil {
+		return synced{}, true
+	}
+	began := time.Now()
+	deadline := began.Add(sr.timeout)
+	check := began.Add(deadlockCheckAfter)
+	defer s.waitingOn.Store(nil)
+	reason := ""
+wait:
+	for ch != nil {
+		s.waitingOn.Store(aw)
+		at := check
+		if deadline.Before(at) {
+			at = deadline
+		}
+		t.Reset(time.Until(at))
+		select {
+		case <-ch:
+			t.Stop()
+			ch, aw = next()
+		case <-s.r.stopCh:
+			t.Stop()
+			return synced{wait: time.Since(began)}, false
+		case now := <-t.C:
+			if !aw.pending() {
+				// Done as the timer fired: select chose the timer.
+				ch, aw = next()
+				continue
+			}
+			if !now.Before(deadline) {
+				reason = SyncTimeout
+				break wait
+			}
+			check = now.Add(deadlockCheckEvery)
+			// Only a session in a transaction holds row locks that
+			// the awaited one could be blocked on.
+			if aw.owner != nil && s.conn != nil && s.conn.TxStatus() != 'I' && sr.cycle(s, aw) {
+				reason = SyncDeadlock
+				break wait
+			}
+		}
+	}
+	waited := time.Since(began)
+	sr.record(waited, reason, start)
+	return synced{waited, reason}, true
+}
+
+// awaited is what a session's sync wait waits for: a commit of the log,
+// or (a barrier) another session's progress; owner is the session that
+// will bring it.
+type awaited struct {
+	tx    *syncdep.Txn
+	dep   dep
+	owner *session
+}
+
+// pending reports whether it is still awaited. A waiting session's
+// waitingOn may outlive what it waited for by as long as its goroutine
+// takes to run again (on a loaded machine, milliseconds): the deadlock
+// check follows an edge only while this holds, or it would find cycles
+// through waits that are over.
+func (a *awaited) pending() bool {
+	if a.tx != nil {
+		return !a.tx.Ran()
+	}
+	return a.dep.s.completed.Load() < a.dep.n && !a.dep.s.exited.Load()
+}
+
+// barrierOf lists what a statement of s whose effects are unknown (DDL)
+// waits for when synchronized: every event of another session that ended
+// in the log before the statement started (before, a log time), committed
+// or not.
+func (d *dispatcher) barrierOf(s *session, before int64) []dep {
+	var deps []dep
+	d.prune()
+	for _, o := range d.running {
+		if o == s {
+			continue
+		}
+		if n := o.ends.before(before); o.completed.Load() < n {
+			deps = append(deps, dep{s: o, n: n})
+		}
+	}
+	return deps
+}
+
+// endRing keeps when a session's last events ended in the log, and how
+// many it had been routed by then, for barrierOf: a few are enough, since
+// a barrier comes right after the events it waits for.
+type endRing struct {
+	at [8]int64
+	n  [8]int64
+	i  int
+}
+
+// add notes that the session's nth event, ev, was routed.
+func (e *endRing) add(ev *event.Event, n int64) {
+	at := ev.Time
+	if ev.Duration > 0 {
+		at += ev.Duration
+	}
+	e.at[e.i], e.n[e.i] = at, n
+	e.i = (e.i + 1) % len(e.at)
+}
+
+// before returns how many events had ended before log time t: the
+// newest one kept, or 0 when every one kept ended later (fewer than
+// there were: waiting for fewer is safe, for more could deadlock).
+func (e *endRing) before(t int64) int64 {
+	for k := 1; k <= len(e.at); k++ {
+		j := (e.i - k + len(e.at)) % len(e.at)
+		if e.n[j] > 0 && e.at[j] < t {
+			return e.n[j]
+		}
+	}
+	return 0
+}
+
+// completedCh returns a channel closed once the session has completed n
+// events, or exited.
+func (s *session) completedCh(n int64) <-chan struct{} {
+	ch := make(chan struct{})
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.completed.Load() >= n || s.exited.Load() {
+		close(ch)
+		return ch
+	}
+	s.waiters = append(s.waiters, waiter{n: n, ch: ch})
+	s.hasWaiters.Store(true)
+	return ch
+}
+
+func (sr *syncRun) record(d time.Duration, reason string, start bool) {
+	switch reason {
+	case SyncTimeout:
+		sr.timeouts.Add(1)
+	case SyncDeadlock:
+		sr.deadlocks.Add(1)
+	}
+	if start {
+		sr.starts.Add(1)
+		return
+	}
+	sr.waited.Add(1)
+	sr.mu.Lock()
+	sr.waits.Record(d.Microseconds())
+	sr.mu.Unlock()
+}
+
+// syncLag takes out of a statement's lateness L what sync waits caused:
+// the session's push (how late earlier waits left it) up to L. The rest
+// is schedule lag. The push carried on is what remains of it plus this
+// statement's own wait w; a session that catches up (L = 0) has none.
+func (s *session) syncLag(late, w time.Duration) time.Duration {
+	carried := min(late, s.syncPush)
+	s.syncPush = carried + w
+	return late - carried
+}
+
+// connected and disconnected keep the pid registry of the deadlock check.
+func (s *session) syncConnected() {
+	if sr := s.r.sync; sr != nil && s.conn != nil {
+		pid := s.conn.PID()
+		s.pid.Store(pid)
+		sr.pids.Store(pid, s)
+	}
+}
+
+func (s *session) syncDisconnected() {
+	if sr := s.r.sync; sr != nil {
+		if pid := s.pid.Swap(0); pid != 0 {
+			sr.pids.CompareAndDelete(pid, s)
+		}
+	}
+}
+
+// syncResult fills res.Sync and res.SyncWait, and closes the deadlock
+// check's connection.
+func (r *Replayer) syncResult(res *results.Result) error {
+	if r.sync == nil {
+		res.Sync = &results.Sync{Mode: syncdep.Off.String()}
+		if r.syncOff != "" {
+			res.Sync.Notes = []string{r.syncOff}
+		}
+		return nil
+	}
+	r.sync.mon.close()
+	sr := r.sync
+	st := &results.Sync{Mode: r.opts.Sync.String(), TimeoutSeconds: sr.timeout.Seconds(), CatalogMS: float64(sr.catalog.Microseconds()) / 1000}
+	st.Waited = sr.waited.Load()
+	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
+	sr.notesMu.Lock()
+	st.Notes = append(st.Notes, sr.notes...)
+	sr.notesMu.Unlock()
+	if f := sr.mon.failure(); f != "" {
+		st.Notes = append(st.Notes, f)
+	}
+	res.Sync = st
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	var err error
+	res.SyncWait, err = sr.waits.Distribution()
+	return err
+}
+
+// lockMonitor finds the deadlocks that a sync wait can make with row
+// locks: session B waits for A's commit while A is blocked, directly or
+// through other sessions (by locks or by their own sync waits), by a lock
+// that B's open transaction holds. Lock edges come from
+// pg_blocking_pids on a connection of its own, opened at the first check.
+type lockMonitor struct {
+	mu     sync.Mutex
+	conn   *pgconn.PgConn
+	failed string
+}
+
+func (m *lockMonitor) failure() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failed
+}
+
+func (m *lockMonitor) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m.conn.Close(ctx)
+		cancel()
+		m.conn = nil
+	}
+}
+
+// cycle reports whether aw, what waiter waits for, is blocked through
+// the chain of lock and sync waits by waiter itself. The chain is read
+// piece by piece, while the sessions go on: a cycle found is confirmed
+// only if every sync wait in it is still pending at the end (a session
+// whose wait just ended still shows it until its goroutine runs), so
+// that a wait is ended only for a cycle that holds.
+func (sr *syncRun) cycle(waiter *session, aw *awaited) bool {
+	m := &sr.mon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failed != "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(waiter.r.hard, 5*time.Second)
+	defer cancel()
+	if m.conn == nil {
+		conn, err := waiter.r.quietConn(ctx, waiter.user, waiter.db)
+		if err != nil {
+			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
+			return false
+		}
+		m.conn = conn
+	}
+	wpid := waiter.pid.Load()
+	// via is the sync wait a session was reached through (nil for a
+	// lock), parent the session it was reached from.
+	type step struct {
+		from *session
+		via  *awaited
+	}
+	reached := map[*session]step{aw.owner: {waiter, aw}}
+	stack := []*session{aw.owner}
+	seen := map[*session]bool{}
+	// confirm walks the cycle back from the waiter to itself.
+	confirm := func() bool {
+		n := waiter
+		for range len(reached) {
+			st := reached[n]
+			if st.via != nil && !st.via.pending() {
+				return false
+			}
+			if n = st.from; n == waiter {
+				return true
+			}
+		}
+		return false
+	}
+	for len(stack) > 0 && len(seen) < 64 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if a := n.waitingOn.Load(); a != nil && a.owner != nil && a.pending() {
+			if a.owner == waiter {
+				reached[waiter] = step{n, a}
+				if confirm() {
+					return true
+				}
+				continue
+			}
+			if _, ok := reached[a.owner]; !ok {
+				reached[a.owner] = step{n, a}
+			}
+			stack = append(stack, a.owner)
+		}
+		pid := n.pid.Load()
+		if pid == 0 {
+			continue
+		}
+		blockers, err := blockingPIDs(ctx, m.conn, pid)
+		if err != nil {
+			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
+			m.conn.Close(context.Background())
+			m.conn = nil
+			return false
+		}
+		for _, b := range blockers {
+			if b == wpid {
+				reached[waiter] = step{n, nil}
+				if confirm() {
+					return true
+				}
+				continue
+			}
+			if o, ok := sr.pids.Load(b); ok {
+				os := o.(*session)
+				if _, ok := reached[os]; !ok {
+					reached[os] = step{n, nil}
+				}
+				stack = append(stack, os)
+			}
+		}
+	}
+	return false
+}
+
+// blockingPIDs returns the backends that block pid's lock request.
+func blockingPIDs(ctx context.Context, conn *pgconn.PgConn, pid uint32) ([]uint32, error) {
+	res := conn.ExecParams(ctx, "SELECT pg_blocking_pids($1)", [][]byte{[]byte(strconv.FormatUint(uint64(pid), 10))}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return nil, fmt.Errorf("pg_blocking_pids: unexpected result")
+	}
+	text := strings.Trim(string(res.Rows[0][0]), "{}")
+	if text == "" {
+		return nil, nil
+	}
+	var pids []uint32
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("pg_blocking_pids: %q", res.Rows[0][0])
+		}
+		pids = append(pids, uint32(v))
+	}
+	return pids, nil
+}

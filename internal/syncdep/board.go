@@ -1,0 +1,209 @@
+package syncdep
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Txn is a transaction of the log that wrote something: the Tracker
+// makes one for the event that ends it (COMMIT, an autocommit statement,
+// COMMIT PREPARED), and the replay calls Done once that event has run on
+// the target, whatever its outcome there (a failure will not commit
+// later either, so nothing must wait for it longer).
+type Txn struct {
+	b        *Board
+	seq      uint64
+	owner    any
+	writes   []uint32
+	writeAll bool
+	done     bool          // under b.mu
+	ran      atomic.Bool   // done, for readers without the lock
+	ch       chan struct{} // made when someone waits; closed by Done
+}
+
+// Ran reports whether Done was called.
+func (t *Txn) Ran() bool { return t.ran.Load() }
+
+// Owner is the value given to Tracker.Session for the session whose event
+// commits the transaction.
+func (t *Txn) Owner() any { return t.owner }
+
+// Seq is the transaction's place in the log's commit order, from 1.
+func (t *Txn) Seq() uint64 { return t.seq }
+
+// Done marks the transaction as run on the target and wakes its waiters.
+// It may be called once, from any goroutine.
+func (t *Txn) Done() {
+	b := t.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.done {
+		return
+	}
+	t.done = true
+	t.ran.Store(true)
+	b.any.remove(t)
+	if t.writeAll {
+		b.unknown.remove(t)
+	}
+	for _, id := range t.writes {
+		b.rels[id].remove(t)
+	}
+	b.setLow()
+	b.pending--
+	if t.ch != nil {
+		close(t.ch)
+	}
+}
+
+// Wait returns a channel closed when the transaction is Done.
+func (t *Txn) Wait() <-chan struct{} {
+	b := t.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.ch == nil {
+		t.ch = make(chan struct{})
+		if t.done {
+			close(t.ch)
+		}
+	}
+	return t.ch
+}
+
+// Board holds the transactions of the log that the target has not run
+// yet, by relation written, and answers which of them a Wait waits for.
+// It is safe for concurrent use: the Tracker adds, sessions mark Done and
+// ask.
+type Board struct {
+	mu      sync.Mutex
+	rels    []txList // by relation id
+	any     txList   // every transaction not Done
+	unknown txList   // those that may have written anything
+	pending int
+	// low is the seq of the oldest transaction not Done, MaxUint64 when
+	// none: a Wait whose cut is below it is satisfied without the lock.
+	low atomic.Uint64
+}
+
+func newBoard() *Board {
+	b := &Board{}
+	b.low.Store(math.MaxUint64)
+	return b
+}
+
+// txList is transactions in seq order (they are added in that order).
+type txList struct {
+	txs  []*Txn
+	head int
+}
+
+func (l *txList) push(t *Txn) { l.txs = append(l.txs, t) }
+
+func (l *txList) front() *Txn {
+	if l.head == len(l.txs) {
+		return nil
+	}
+	return l.txs[l.head]
+}
+
+func (l *txList) remove(t *Txn) {
+	live := l.txs[l.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].seq >= t.seq })
+	if i == len(live) || live[i] != t {
+		return
+	}
+	if i == 0 {
+		l.txs[l.head] = nil
+		l.head++
+	} else {
+		copy(live[i:], live[i+1:])
+		live[len(live)-1] = nil
+		l.txs = l.txs[:len(l.txs)-1]
+	}
+	switch {
+	case l.head == len(l.txs):
+		l.txs, l.head = l.txs[:0], 0
+		if cap(l.txs) > 1024 {
+			l.txs = nil // a backlog drained gives its memory back
+		}
+	case l.head >= 256 && 2*l.head >= len(l.txs):
+		n := copy(l.txs, l.txs[l.head:])
+		clear(l.txs[n:])
+		l.txs, l.head = l.txs[:n], 0
+	}
+}
+
+func (b *Board) setLow() {
+	if t := b.any.front(); t != nil {
+		b.low.Store(t.seq)
+	} else {
+		b.low.Store(math.MaxUint64)
+	}
+}
+
+func (b *Board) add(t *Txn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.any.push(t)
+	if t.writeAll {
+		b.unknown.push(t)
+	}
+	for _, id := range t.writes {
+		for int(id) >= len(b.rels) {
+			b.rels = append(b.rels, txList{})
+		}
+		b.rels[id].push(t)
+	}
+	b.pending++
+	b.setLow()
+}
+
+// Blocker returns a transaction that w still waits for (the oldest), or
+// nil when w is satisfied. Once it returned nil for w it always will.
+func (b *Board) Blocker(w Wait) *Txn {
+	if w.None() || b.low.Load() > max(w.cut, w.lockCut) {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var best *Txn
+	consider := func(l *txList, cut uint64) {
+		if t := l.front(); t != nil && t.seq <= cut && (best == nil || t.seq < best.seq) {
+			best = t
+		}
+	}
+	e := w.eff
+	switch {
+	case w.all || (e != nil && e.readAll):
+		consider(&b.any, w.cut)
+	default:
+		consider(&b.unknown, w.cut)
+		if e != nil {
+			for _, id := range e.touch {
+				if int(id) < len(b.rels) {
+					consider(&b.rels[id], w.cut)
+				}
+			}
+		}
+	}
+	if e != nil && w.lockCut > 0 {
+		if e.lockAll {
+			consider(&b.unknown, w.lockCut)
+		}
+		for _, id := range e.lock {
+			if int(id) < len(b.rels) {
+				consider(&b.rels[id], w.lockCut)
+			}
+		}
+	}
+	return best
+}
+
+// Pending counts the transactions not Done.
+func (b *Board) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending
+}

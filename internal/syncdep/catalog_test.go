@@ -1,0 +1,82 @@
+package syncdep
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// serverSchema is shopCatalog's schema on a real server.
+const serverSchema = `
+CREATE SCHEMA archive;
+CREATE TABLE orders (id bigint PRIMARY KEY, state text);
+CREATE TABLE archive.orders (id bigint PRIMARY KEY);
+CREATE TABLE shipments (order_id bigint PRIMARY KEY REFERENCES orders (id));
+CREATE TABLE order_lines (id bigint PRIMARY KEY, order_id bigint REFERENCES orders (id) ON DELETE CASCADE);
+CREATE TABLE line_notes (line_id bigint REFERENCES order_lines (id) ON DELETE CASCADE);
+CREATE VIEW open_orders AS SELECT * FROM orders WHERE state IS NULL;
+CREATE TABLE events (at date, v int) PARTITION BY RANGE (at);
+CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+CREATE TABLE audited (v int);
+CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER audited_t BEFORE INSERT ON audited FOR EACH ROW EXECUTE FUNCTION audit();
+CREATE TABLE ruled (v int);
+CREATE RULE ruled_r AS ON DELETE TO ruled DO INSTEAD NOTHING;
+CREATE FUNCTION ship(bigint) RETURNS void LANGUAGE sql AS $$UPDATE orders SET state = 'shipped' WHERE id = $1$$;
+CREATE FUNCTION order_total(bigint) RETURNS bigint LANGUAGE sql STABLE AS $$SELECT count(*) FROM order_lines WHERE order_id = $1$$;
+CREATE FUNCTION tax(numeric) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$SELECT $1 * 0.2$$;
+`
+
+// TestLoadCatalog reads the catalog of a real database and expands
+// statements through it as through the hand-written one.
+func TestLoadCatalog(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", serverSchema); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	cat, err := LoadCatalog(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Builtins) < 1000 {
+		t.Errorf("%d builtin function names", len(cat.Builtins))
+	}
+	// The connection is usable after: the catalog's transaction ended.
+	if _, err := conn.Exec(ctx, "CREATE TABLE after_load (v int)").ReadAll(); err != nil {
+		t.Errorf("after LoadCatalog: %v", err)
+	}
+	server, hand := NewResolver(cat), NewResolver(shopCatalog())
+	for _, sql := range []string{
+		"INSERT INTO shipments (order_id) VALUES ($1)",
+		"UPDATE public.orders SET state = $1 WHERE id = $2",
+		"DELETE FROM public.orders WHERE id = $1",
+		"SELECT * FROM orders",
+		"SELECT * FROM open_orders",
+		"UPDATE open_orders SET state = $1",
+		"INSERT INTO events_2026 VALUES ($1)",
+		"INSERT INTO audited VALUES ($1)",
+		"SELECT * FROM audited",
+		"DELETE FROM ruled",
+		"SELECT count(*), now() FROM shipments",
+		"SELECT tax(1)",
+		"SELECT order_total($1)",
+		"SELECT ship($1)",
+		"SELECT not_in_catalog()",
+	} {
+		st := Analyze(sql)
+		got, want := effectString(server.Effect(st)), effectString(hand.Effect(st))
+		if got != want {
+			t.Errorf("%s:\n server %q\n   hand %q", sql, got, want)
+		}
+	}
+}

@@ -1,0 +1,540 @@
+package syncdep
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+)
+
+// Mode is how a replay synchronizes its sessions. The zero value is
+// Object, the default.
+type Mode uint8
+
+const (
+	// Object: a statement waits for the commits that ended before it
+	// started in the log and wrote a relation it reads or writes.
+	Object Mode = iota
+	// Commit: a statement waits for every commit that ended before it
+	// started in the log.
+	Commit
+	// Off: sessions are not synchronized.
+	Off
+)
+
+var modeNames = [...]string{"object", "commit", "off"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", m)
+}
+
+// ParseMode reads "object", "commit" or "off".
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if strings.EqualFold(s, n) {
+			return Mode(i), nil
+		}
+	}
+	return Off, fmt.Errorf("unknown synchronization mode %q: use object, commit or off", s)
+}
+
+// Limits of the Tracker's memory.
+const (
+	// maxEffects bounds each database's cache of expanded statements,
+	// by normalized text; beyond it the cache starts over.
+	maxEffects = 100_000
+	// maxRelations bounds the relation ids; names beyond it share one id
+	// (more waiting, never less).
+	maxRelations = 1 << 20
+	// maxCuts bounds the index from log time to commit order.
+	maxCuts = 1 << 16
+)
+
+// Exec is one execution event of the log, as the Tracker needs it.
+type Exec struct {
+	// Start is when it started, End the time of its log line (when it
+	// ended, for a statement logged with its duration), in µs since the
+	// epoch.
+	Start, End int64
+	// Items are its statements (fingerprint.Cache); Text the logged
+	// text, read when a normalized statement does not parse.
+	Items []fingerprint.Item
+	Text  string
+	// Failed: it failed in the original.
+	Failed bool
+}
+
+// Step is what the replay must do around one execution event: wait for
+// Wait before issuing it, and call Commit.Done (when not nil) once it has
+// run.
+type Step struct {
+	Wait   Wait
+	Commit *Txn
+	// Barrier: the event must also wait for every event of other
+	// sessions that ended before it in the log, committed or not (see
+	// Effect.Barrier). The Tracker does not follow events that commit
+	// nothing, so the replay does that wait.
+	Barrier bool
+}
+
+// Wait is what a statement waits for: the transactions of the log, up to
+// a place in its commit order (cut), that wrote what it touches, and up
+// to a later place (lockCut) those that wrote what it may have waited to
+// lock. The zero Wait waits for nothing.
+type Wait struct {
+	cut, lockCut uint64
+	eff          *effect
+	// all: every transaction up to cut (commit mode). With neither all
+	// nor eff, only those that may have written anything (a session's
+	// connection waits so for DDL: CREATE ROLE, CREATE DATABASE).
+	all bool
+}
+
+// None reports whether w waits for nothing.
+func (w Wait) None() bool { return w.cut == 0 && w.lockCut == 0 }
+
+// effect is an Effect with relation ids, shared by every event of one
+// normalized text in one database; it is never modified once made.
+type effect struct {
+	control  Control
+	chain    bool
+	touch    []uint32
+	write    []uint32
+	lock     []uint32
+	readAll  bool
+	writeAll bool
+	lockAll  bool
+	barrier  bool
+}
+
+func (e *effect) empty() bool { return len(e.touch) == 0 && !e.readAll && !e.writeAll }
+
+// Tracker follows the log's sessions and transactions and decides each
+// statement's Wait. All its methods (and its Sessions') are for one
+// goroutine, the replay's reader; its Board is for any.
+type Tracker struct {
+	mode     Mode
+	board    *Board
+	dbs      map[string]*database
+	ids      map[string]uint32 // database NUL relation key -> id
+	seq      uint64            // commits so far
+	cuts     cutIndex
+	res      int64 // the log's time resolution, µs
+	prepared map[string]txBuild
+	sessions int
+}
+
+type database struct {
+	res     *Resolver
+	effects map[string]*effect
+	prefix  string
+}
+
+// NewTracker returns a Tracker for mode (Object or Commit).
+func NewTracker(mode Mode) *Tracker {
+	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
+		res: 1_000_000, prepared: map[string]txBuild{}}
+}
+
+// Board returns the transactions not yet run on the target.
+func (t *Tracker) Board() *Board { return t.board }
+
+// Mode returns the tracker's mode.
+func (t *Tracker) Mode() Mode { return t.mode }
+
+// HasDatabase reports whether SetCatalog was called for db.
+func (t *Tracker) HasDatabase(db string) bool { _, ok := t.dbs[db]; return ok }
+
+// SetCatalog sets the catalog of a database, before its first session; a
+// nil catalog (it could not be read) makes that database's statements
+// wait as in commit mode.
+func (t *Tracker) SetCatalog(db string, c *Catalog) {
+	t.dbs[db] = &database{res: NewResolver(c), effects: map[string]*effect{}, prefix: db + "\x00"}
+}
+
+// Session starts following a session of database db (on the target);
+// owner is handed back by the Txns it commits.
+func (t *Tracker) Session(db string, owner any) *Session {
+	d := t.dbs[db]
+	if d == nil {
+		t.SetCatalog(db, nil)
+		d = t.dbs[db]
+	}
+	t.sessions++
+	return &Session{t: t, db: d, owner: owner}
+}
+
+// Footprint counts what the Tracker holds, to check that memory stays
+// bounded.
+type Footprint struct {
+	Relations, Sessions, Prepared, Cuts, Pending, Effects int
+}
+
+// Footprint returns what the Tracker holds now.
+func (t *Tracker) Footprint() Footprint {
+	f := Footprint{Relations: len(t.ids), Sessions: t.sessions, Prepared: len(t.prepared), Cuts: len(t.cuts.t), Pending: t.board.Pending()}
+	for _, d := range t.dbs {
+		f.Effects += len(d.effects)
+	}
+	return f
+}
+
+// observe refines the time resolution from a log line's time: whole
+// seconds until a line shows milliseconds, then milliseconds until one
+// shows microseconds. Log times of PostgreSQL have milliseconds (%m,
+// csvlog, jsonlog) or seconds (%t).
+func (t *Tracker) observe(line int64) {
+	if t.res > 1000 && line%1_000_000 != 0 {
+		t.res = 1000
+	}
+	if t.res > 1 && line%1000 != 0 {
+		t.res = 1
+	}
+}
+
+// Tick is the log's time resolution as seen so far, in µs: times less
+// than a tick apart cannot be ordered (see cutAt).
+func (t *Tracker) Tick() int64 { return t.res }
+
+// cutAt is the last commit that a statement starting at log time start
+// depends on. A log time is truncated to the log's resolution, so a
+// commit logged in the same tick as the statement started may have ended
+// before it: such a commit counts as before. That can add a wait on a
+// commit that was in fact concurrent, never drop one it needed.
+func (t *Tracker) cutAt(start int64) uint64 { return t.cuts.before(start + t.res) }
+
+// LockWindow bounds how far into a statement's own run (in log time) the
+// commits it may have waited to lock rows for are taken: see lockCutAt.
+const LockWindow = time.Second
+
+// lockCutAt is the last commit that a statement which writes or locks
+// rows, and ran from start to end in the log, waits for on the relations
+// it locks. In the original it may have waited for the row locks of
+// transactions that committed while it ran: on the target it must not
+// take those rows first. Without this, a session whose UPDATE ran before
+// such a commit on the target (nothing told it to wait) holds the row
+// while its next statement waits for that very commit, whose transaction
+// waits for the row: a deadlock the server cannot see. Waiting for a
+// commit logged before the statement ended never deadlocks on a target
+// like the original: that transaction committed while the statement's
+// own transaction was open, so it needed none of its locks. Only the
+// first LockWindow of a long statement counts, so that a bulk UPDATE is
+// not held back by every commit of its ten minutes.
+//
+// For a statement no longer than LockWindow that is every commit read
+// before it: its log line came after theirs. (Comparing log times instead
+// would miss some: lines of two backends are written a little out of the
+// order of their times, and both may fall in one tick.)
+func (t *Tracker) lockCutAt(start, end int64) uint64 {
+	if end-start <= LockWindow.Microseconds() {
+		return t.seq
+	}
+	return t.cuts.before(start + LockWindow.Microseconds())
+}
+
+// id interns a relation key of a database.
+func (t *Tracker) id(d *database, key string) uint32 {
+	k := d.prefix + key
+	if id, ok := t.ids[k]; ok {
+		return id
+	}
+	if len(t.ids) >= maxRelations {
+		return maxRelations // the shared overflow id
+	}
+	id := uint32(len(t.ids))
+	t.ids[k] = id
+	return id
+}
+
+func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
+	it := e.Items[i]
+	// Keyed by normalized text, not fingerprint: pg_query's fingerprint
+	// leaves out digits at the end of table names (events_2024 and
+	// events_2025 share one), which are different relations here.
+	if ef, ok := d.effects[it.Query]; ok {
+		return ef
+	}
+	var st Statement
+	if it.Unparsed {
+		// It fails on the server without running.
+	} else if n := parseOne(it.Query, e.Text, i, len(e.Items)); n != nil {
+		st = analyzeNode(n)
+	} else {
+		st = Statement{Opaque: true}
+	}
+	ef := d.res.Effect(st)
+	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
+	for _, k := range ef.Touch {
+		x.touch = append(x.touch, t.id(d, k))
+	}
+	for _, k := range ef.Write {
+		x.write = append(x.write, t.id(d, k))
+	}
+	for _, k := range ef.Lock {
+		x.lock = append(x.lock, t.id(d, k))
+	}
+	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
+	if len(d.effects) >= maxEffects {
+		clear(d.effects)
+	}
+	d.effects[it.Query] = x
+	return x
+}
+
+// parseOne parses statement i of n of an event: its normalized text, or
+// where normalization made text the parser refuses (SET TRANSACTION
+// ISOLATION LEVEL $1), the same statement of the logged text. nil when
+// neither parses.
+func parseOne(norm, text string, i, n int) *pg_query.Node {
+	if res, err := pg_query.Parse(norm); err == nil && len(res.Stmts) == 1 {
+		return res.Stmts[0].Stmt
+	}
+	if res, err := pg_query.Parse(text); err == nil && len(res.Stmts) == n {
+		return res.Stmts[i].Stmt
+	}
+	return nil
+}
+
+func sortedIDs(s []uint32) []uint32 {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// gid reads the transaction id of a 2PC statement: fingerprints leave it
+// out, so it is read from the statement each time (these are rare).
+func gid(query string) string {
+	res, err := pg_query.Parse(query)
+	if err != nil || len(res.Stmts) != 1 {
+		return ""
+	}
+	if ts := res.Stmts[0].Stmt.GetTransactionStmt(); ts != nil {
+		return ts.Gid
+	}
+	return ""
+}
+
+// Session follows one session of the log.
+type Session struct {
+	t       *Tracker
+	db      *database
+	owner   any
+	inBlock bool // in an explicit transaction block
+	aborted bool // the block failed: its COMMIT rolls back
+	tx      txBuild
+	commit  txBuild // what the event being read commits; both buffers are reused
+	ended   bool
+}
+
+// txBuild is what a transaction wrote so far.
+type txBuild struct {
+	writes []uint32
+	all    bool
+}
+
+func (b *txBuild) add(e *effect) {
+	b.all = b.all || e.writeAll
+	for _, id := range e.write {
+		if !slices.Contains(b.writes, id) {
+			b.writes = append(b.writes, id)
+		}
+	}
+}
+
+func (b *txBuild) merge(o txBuild) {
+	b.all = b.all || o.all
+	for _, id := range o.writes {
+		if !slices.Contains(b.writes, id) {
+			b.writes = append(b.writes, id)
+		}
+	}
+}
+
+func (b *txBuild) empty() bool { return len(b.writes) == 0 && !b.all }
+
+func (b *txBuild) reset() { b.writes, b.all = b.writes[:0], false }
+
+// Start returns what the session waits for before it connects, when it
+// starts at log time at: the commits before that may have created its
+// role or database (statements of unknown effect, DDL among them).
+func (s *Session) Start(at int64) Wait {
+	if cut := s.t.cutAt(at); cut > 0 {
+		return Wait{cut: cut}
+	}
+	return Wait{}
+}
+
+// Event reads the session's next execution event and returns its Step.
+func (s *Session) Event(e Exec) Step {
+	t := s.t
+	t.observe(e.End)
+	cut := t.cutAt(e.Start)
+	lockCut := t.lockCutAt(e.Start, e.End)
+	var step Step
+	var wantAll bool
+	var merged *effect // the union of the event's effects when several reach something
+	commit := &s.commit
+	commit.reset()
+	committing := false
+	for i, it := range e.Items {
+		eff := t.effectOf(s.db, &e, i)
+		switch eff.control {
+		case TxBegin:
+			s.inBlock = true
+		case TxCommit:
+			if !s.aborted {
+				commit.merge(s.tx)
+				committing = true
+			}
+			s.tx.reset()
+			s.aborted, s.inBlock = false, eff.chain
+		case TxRollback:
+			s.tx.reset()
+			s.aborted, s.inBlock = false, eff.chain
+		case TxPrepare:
+			if !s.aborted && !s.tx.empty() {
+				t.prepared[gid(it.Query)] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
+			}
+			s.tx.reset()
+			s.aborted, s.inBlock = false, false
+		case TxCommitPrepared:
+			g := gid(it.Query)
+			if p, ok := t.prepared[g]; ok {
+				delete(t.prepared, g)
+				commit.merge(p)
+				committing = true
+			}
+		case TxRollbackPrepared:
+			delete(t.prepared, gid(it.Query))
+		case TxNone:
+			if eff.empty() {
+				continue
+			}
+			s.tx.add(eff)
+			step.Barrier = step.Barrier || eff.barrier
+			wantAll = wantAll || t.mode == Commit
+			switch {
+			case step.Wait.eff == nil:
+				step.Wait.eff = eff
+			case merged == nil:
+				merged = &effect{}
+				merged.union(step.Wait.eff)
+				merged.union(eff)
+				step.Wait.eff = merged
+			default:
+				merged.union(eff)
+			}
+		}
+	}
+	if eff := step.Wait.eff; eff != nil && (cut > 0 || lockCut > 0 && (len(eff.lock) > 0 || eff.lockAll)) {
+		step.Wait.cut, step.Wait.all = cut, wantAll
+		if len(eff.lock) > 0 || eff.lockAll {
+			step.Wait.lockCut = lockCut
+		}
+	} else {
+		step.Wait = Wait{}
+	}
+	if e.Failed {
+		// The original rolled back what the event was committing, and
+		// an open block can only roll back from here.
+		commit.reset()
+		committing = false
+		if s.inBlock {
+			s.aborted = true
+		} else {
+			s.tx.reset()
+		}
+	}
+	if !s.inBlock && !s.tx.empty() {
+		// Outside a block an execution is its own transaction.
+		commit.merge(s.tx)
+		committing = true
+		s.tx.reset()
+	}
+	if committing && !commit.empty() {
+		step.Commit = t.commit(*commit, e.End, s.owner)
+	}
+	return step
+}
+
+func (e *effect) union(o *effect) {
+	e.readAll = e.readAll || o.readAll
+	e.writeAll = e.writeAll || o.writeAll
+	e.lockAll = e.lockAll || o.lockAll
+	e.barrier = e.barrier || o.barrier
+	e.touch = sortedIDs(append(e.touch, o.touch...))
+	e.write = sortedIDs(append(e.write, o.write...))
+	e.lock = sortedIDs(append(e.lock, o.lock...))
+}
+
+// commit numbers a transaction that wrote and puts it on the board.
+func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
+	t.seq++
+	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	t.board.add(tx)
+	t.cuts.add(end, t.seq)
+	return tx
+}
+
+// End ends the session: an open transaction is rolled back, as the
+// server does when the connection closes.
+func (s *Session) End() {
+	if !s.ended {
+		s.ended = true
+		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
+		s.t.sessions--
+	}
+}
+
+// cutIndex maps log time to commit order: for each commit time (the log
+// lines' running maximum) the last commit at that time. When full, its
+// older half is thinned, keeping every other entry: a lookup between two
+// kept entries then answers the older one, which waits for fewer commits
+// than it might, never for one that came later.
+type cutIndex struct {
+	t    []int64
+	seq  []uint64
+	last int64
+}
+
+func (c *cutIndex) add(at int64, seq uint64) {
+	at = max(at, c.last)
+	c.last = at
+	if n := len(c.t); n > 0 && c.t[n-1] == at {
+		c.seq[n-1] = seq
+		return
+	}
+	if len(c.t) == maxCuts {
+		c.thin()
+	}
+	c.t = append(c.t, at)
+	c.seq = append(c.seq, seq)
+}
+
+func (c *cutIndex) thin() {
+	half := len(c.t) / 2
+	j := 0
+	for i := 0; i < len(c.t); i++ {
+		if i < half && i%2 == 1 {
+			continue
+		}
+		c.t[j], c.seq[j] = c.t[i], c.seq[i]
+		j++
+	}
+	c.t, c.seq = c.t[:j], c.seq[:j]
+}
+
+// before returns the last commit logged before at, 0 for none.
+func (c *cutIndex) before(at int64) uint64 {
+	i, _ := slices.BinarySearch(c.t, at) // first entry >= at
+	if i == 0 {
+		return 0
+	}
+	return c.seq[i-1]
+}
