@@ -55,6 +55,7 @@ type replayFlags struct {
 	maxLost          float64
 	maxSkipped       float64
 	maxLag           time.Duration
+	connectTimeout   time.Duration
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -151,6 +152,7 @@ code is 1.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
 	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
@@ -318,8 +320,9 @@ func writeReplayOutputs(ctx context.Context, stdio IO, f replayFlags, run *repla
 }
 
 // outcome is the replay's exit: the first of what stopped it, what the
-// target's log could not give, a log not read whole, an interruption,
-// nothing measured, a failed verdict, or an incomplete result.
+// target's log could not give, a log not read whole, a fault that ended
+// it early, an interruption, nothing measured, a failed verdict, or an
+// incomplete result.
 func (run *replayRun) outcome(maxErrorRate float64) error {
 	res := run.res
 	switch {
@@ -329,6 +332,9 @@ func (run *replayRun) outcome(maxErrorRate float64) error {
 		return run.tlErr
 	case run.broken != nil:
 		return run.broken
+	case res.Partial && len(res.Incomplete) > 0:
+		// Stopped early by a fault (the target gone), not by the user.
+		return replayIncomplete(res)
 	case res.Partial:
 		return errors.New("interrupted: the results above are partial")
 	case run.nothing != nil:
@@ -338,10 +344,15 @@ func (run *replayRun) outcome(maxErrorRate float64) error {
 		return err
 	}
 	if len(res.Incomplete) > 0 {
-		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
-			strings.Join(res.Incomplete, "; "))}
+		return replayIncomplete(res)
 	}
 	return nil
+}
+
+// replayIncomplete fails a replay whose result is marked incomplete.
+func replayIncomplete(res *results.Result) error {
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
+		strings.Join(res.Incomplete, "; "))}
 }
 
 // replayVerdict fails a replay that did not test what it should: sessions
@@ -379,6 +390,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		LockTimeout:      f.lockTimeout,
 		StatementTimeout: f.statementTimeout,
 		MaxLost:          f.maxLost / 100,
+		ConnectTimeout:   f.connectTimeout,
 		MaxLag:           f.maxLag,
 		Filter: replay.Filter{
 			Databases:    splitList(f.databases),

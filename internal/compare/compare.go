@@ -379,14 +379,16 @@ func (r *Report) fillEmpty() {
 // *MixedLatencyError when their latency sources differ, unless allowed.
 func Compare(base, cand *Run, opts Options) (*Report, error) {
 	o := opts.withDefaults()
+	// A result that cannot be judged is refused first: whatever else is
+	// wrong with the comparison, its figures are not a verdict.
+	why := unjudgeable(base, cand)
+	if len(why) > 0 && !o.AllowIncomplete {
+		return nil, &IncompleteError{Reasons: why}
+	}
 	mixed := base.LatencySource != cand.LatencySource
 	if mixed && !o.AllowMixedLatency {
 		return nil, &MixedLatencyError{Baseline: base.Name(), Candidate: cand.Name(),
 			BaselineSource: base.LatencySource, CandidateSource: cand.LatencySource}
-	}
-	why := unjudgeable(base, cand)
-	if len(why) > 0 && !o.AllowIncomplete {
-		return nil, &IncompleteError{Reasons: why}
 	}
 	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why}
 	cs := summarize(cand)

@@ -30,7 +30,21 @@ type class struct {
 	// the list a user sees before replaying against a server that
 	// matters; empty for the others.
 	destructive string
+	// tx is what the statement does to the session's transaction block:
+	// opens it (BEGIN, START TRANSACTION), ends it (COMMIT, ROLLBACK,
+	// END, ABORT, PREPARE TRANSACTION) or keeps it open (COMMIT AND
+	// CHAIN); txNone for the others.
+	tx txEffect
 }
+
+// txEffect is a statement's effect on its session's transaction block.
+type txEffect uint8
+
+const (
+	txNone txEffect = iota
+	txBegin
+	txEnd
+)
 
 // classifier decides statement kinds by parsing, once per fingerprint: the
 // fingerprint keeps a statement's structure and drops only its constants,
@@ -79,7 +93,7 @@ func classify(sql string) class {
 		// and drops it.
 		return class{copyIn: cp.IsFrom && stdio, readOnly: !cp.IsFrom && !cp.IsProgram}
 	}
-	cl := class{readOnly: readOnly(n), destructive: destructive(n)}
+	cl := class{readOnly: readOnly(n), destructive: destructive(n), tx: transaction(n)}
 	switch {
 	case n.GetPrepareStmt() != nil:
 		cl.sqlPrepare = true
@@ -240,4 +254,24 @@ func objectName(t pg_query.ObjectType) string {
 		return "MATERIALIZED VIEW"
 	}
 	return strings.ReplaceAll(name, "_", " ")
+}
+
+// transaction is n's effect on the transaction block.
+func transaction(n *pg_query.Node) txEffect {
+	t := n.GetTransactionStmt()
+	if t == nil {
+		return txNone
+	}
+	switch t.Kind {
+	case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
+		return txBegin
+	case pg_query.TransactionStmtKind_TRANS_STMT_COMMIT, pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK:
+		if t.Chain {
+			return txBegin // ends one and opens the next
+		}
+		return txEnd
+	case pg_query.TransactionStmtKind_TRANS_STMT_PREPARE:
+		return txEnd
+	}
+	return txNone
 }

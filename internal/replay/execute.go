@@ -27,6 +27,14 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	r.c.total.Add(k)
+	s.trackTx(items)
+	if s.skipTx {
+		// The connection broke inside this transaction block: its rest
+		// cannot run on a new connection, which resumes after it.
+		s.skip(items, SkipBrokenTransaction)
+		s.skipTx = s.logTx
+		return
+	}
 	reason := s.skipReason(ev, items)
 	if r.opts.ReadOnly && ev.Kind == event.Statement {
 		s.trackPrepared(items, reason == "")
@@ -36,7 +44,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	if !s.waitDue(it, t) {
-		s.skip(items, SkipInterrupted)
+		s.skip(items, r.stopReason())
 		return
 	}
 	due := s.clk.start.Add(it.due)
@@ -55,7 +63,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !it.sync.Wait.None() || len(it.deps) > 0 {
 		var ok bool
 		if sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false); !ok {
-			s.skip(items, SkipInterrupted)
+			s.skip(items, r.stopReason())
 			return
 		}
 		if sy.wait > 0 {
@@ -82,12 +90,44 @@ func (s *session) statement(it item, t *time.Timer) {
 			failed = true
 			te = classifyError(err, s.conn)
 			if te.lost {
-				s.lost = true
 				s.dropConn()
+				// The original's session ended here too (it was
+				// terminated): an outcome like any other.
+				if !(ev.Failed && ev.ErrorSeverity() == "FATAL") {
+					s.lose(items)
+					return
+				}
+				s.lost, s.lostAt = true, time.Now()
 			}
 		}
 	}
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
+}
+
+// lose counts a statement that met a broken connection (a restart, a
+// crash, a terminated backend, a network cut) as lost, not as an error of
+// the target, and sets the session to reconnect at its next transaction
+// boundary: the rest of a transaction block it was in is skipped.
+func (s *session) lose(items []fingerprint.Item) {
+	s.lost = true
+	if s.lostAt.IsZero() {
+		s.lostAt = time.Now()
+	}
+	s.skip(items, SkipConnectionLost)
+	s.skipTx = s.logTx
+}
+
+// trackTx follows the log's transaction block through a statement's
+// items, whether they run or not.
+func (s *session) trackTx(items []fingerprint.Item) {
+	for _, it := range items {
+		switch s.r.classes.get(it).tx {
+		case txBegin:
+			s.logTx = true
+		case txEnd:
+			s.logTx = false
+		}
+	}
 }
 
 // skipReason says why an execution cannot be replayed, or "".

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,12 @@ type Replayer struct {
 	began       time.Time
 
 	stopCh <-chan struct{}
-	hard   context.Context
+	// abort stops the replay from within (the target gone); gone says
+	// why, once.
+	abort    context.CancelFunc
+	gone     atomic.Pointer[string]
+	goneOnce sync.Once
+	hard     context.Context
 
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
@@ -79,6 +85,8 @@ func New(opts Options) (*Replayer, error) {
 // error. A read error also ends the replay (after what was read has run);
 // Run then returns the partial result and the error.
 func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Result, error) {
+	stop, r.abort = context.WithCancel(stop)
+	defer r.abort()
 	r.stopCh = stop.Done()
 	r.hard = hard
 	r.began = time.Now()
@@ -108,6 +116,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
 	account(res, r.opts.MaxLost)
+	if why := r.gone.Load(); why != nil {
+		res.Incomplete = append(res.Incomplete, *why)
+	}
 	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := r.syncResult(res); err != nil {
@@ -118,6 +129,26 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	}
 	warnLag(res, r.opts.MaxLag)
 	return res, readErr
+}
+
+// targetGone stops the replay early: a session could not reconnect
+// within ConnectTimeout of its connection breaking. The result says so.
+func (r *Replayer) targetGone(since time.Time, why string) {
+	r.goneOnce.Do(func() {
+		msg := fmt.Sprintf("the target was unreachable for more than %v from %s (%s), so the replay stopped early",
+			r.opts.ConnectTimeout, since.UTC().Format(time.TimeOnly), why)
+		r.gone.Store(&msg)
+		r.abort()
+	})
+}
+
+// stopReason is why statements are not run once the replay stops: the
+// target gone, or told to stop.
+func (r *Replayer) stopReason() string {
+	if r.gone.Load() != nil {
+		return SkipTargetGone
+	}
+	return SkipInterrupted
 }
 
 func (r *Replayer) stopped() bool {

@@ -26,16 +26,23 @@ const (
 	SkipPrepareSkipped = "EXECUTE of a statement whose PREPARE was skipped"
 	SkipConnectFailed  = "connection failed"
 	SkipConnectionLost = "connection lost"
-	SkipInterrupted    = "interrupted"
+	// The rest of a transaction block whose connection broke: a new
+	// connection resumes at the session's next transaction boundary.
+	SkipBrokenTransaction = "rest of a transaction whose connection broke"
+	// Statements left when the target stayed away past the connect
+	// timeout and the replay stopped early.
+	SkipTargetGone  = "target unavailable"
+	SkipInterrupted = "interrupted"
 )
 
 // lostReasons are the skip reasons of faults, which Result.Lost counts;
 // the other reasons skip statements by design.
-var lostReasons = []string{SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
+var lostReasons = []string{SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipTargetGone, SkipInterrupted}
 
-var skipReasons = []string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped, SkipConnectFailed, SkipConnectionLost, SkipInterrupted}
+var skipReasons = [...]string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
+	SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipTargetGone, SkipInterrupted}
 
-func skipIndex(reason string) int { return slices.Index(skipReasons, reason) }
+func skipIndex(reason string) int { return slices.Index(skipReasons[:], reason) }
 
 // ConnectionLostSQLState keys errors_by_sqlstate for a connection that broke
 // without a server error (08006, connection_failure); CanceledSQLState for
@@ -50,7 +57,7 @@ const (
 // reads them.
 type counters struct {
 	total, executed, failed, empty atomic.Int64
-	skipped                        [9]atomic.Int64 // by skipIndex
+	skipped                        [len(skipReasons)]atomic.Int64 // by skipIndex
 
 	sessions, open, reconnects, connectFailed, connectRetries atomic.Int64
 	connectFailedAlike                                        atomic.Int64

@@ -74,10 +74,15 @@ type session struct {
 	w           wire               // protocol messages, reused (wire.go)
 	unwatch     func() bool        // stops the hard context's watch of conn
 	lost        bool               // the connection broke; reconnect
-	connected   bool               // connected at least once
-	failReason  string             // set when connecting failed: skip the rest
-	failCode    string             // and the error, as counted in r.fails
-	failMsg     string
+	lostAt      time.Time          // when it broke, to bound the reconnection
+	// logTx: in the log, the session is inside a transaction block
+	// after the statements handled so far; skipTx: the rest of that
+	// block is skipped, its connection having broken in the middle.
+	logTx, skipTx bool
+	connected     bool   // connected at least once
+	failReason    string // set when connecting failed: skip the rest
+	failCode      string // and the error, as counted in r.fails
+	failMsg       string
 }
 
 type dep struct {
@@ -165,7 +170,7 @@ func (s *session) run() {
 			break
 		}
 		if it.ev.IsExecution() {
-			s.skipEvent(it.ev, SkipInterrupted)
+			s.skipEvent(it.ev, r.stopReason())
 		}
 		s.done(it)
 	}
@@ -269,8 +274,49 @@ func (s *session) waitDue(it item, t *time.Timer) bool {
 	return sessionWait(s.r.waker, t, s.wake, s.clk.start.Add(it.due), s.r.stopCh)
 }
 
-// connect opens the session's connection, or records why it cannot.
+// connect opens the session's connection, or records why it cannot. A
+// session whose connection broke tries again with backoff, its statements
+// waiting (they run late, which the lag shows), until the target has been
+// away for ConnectTimeout since the break: then the replay stops, with
+// what ran.
 func (s *session) connect() bool {
+	if !s.lost || s.r.opts.DryRun {
+		return s.dial()
+	}
+	r := s.r
+	backoff := 50 * time.Millisecond
+	var t *time.Timer
+	for {
+		if s.dial() {
+			if t != nil {
+				t.Stop()
+			}
+			return true
+		}
+		left := r.opts.ConnectTimeout - time.Since(s.lostAt)
+		if left <= 0 || r.stopped() {
+			if left <= 0 {
+				r.targetGone(s.lostAt, s.failMsg)
+			}
+			s.failReason = r.stopReason()
+			return false
+		}
+		s.failReason = ""
+		if t == nil {
+			t = time.NewTimer(min(backoff, left))
+		} else {
+			t.Reset(min(backoff, left))
+		}
+		select {
+		case <-t.C:
+		case <-r.stopCh:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// dial makes one attempt at the session's connection.
+func (s *session) dial() bool {
 	r := s.r
 	if r.opts.DryRun {
 		s.connected = true
@@ -285,8 +331,13 @@ func (s *session) connect() bool {
 		}
 		ctx := r.hard
 		if cfg.ConnectTimeout == 0 {
+			timeout := r.opts.ConnectTimeout
+			if reconnect {
+				// What is left of the time the target may be away.
+				timeout = max(timeout-time.Since(s.lostAt), time.Millisecond)
+			}
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, r.opts.ConnectTimeout)
+			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
 		begin := time.Now()
@@ -303,6 +354,7 @@ func (s *session) connect() bool {
 		code, msg := connectError(err)
 		if reconnect {
 			s.failReason = SkipConnectionLost
+			s.failMsg = msg
 		} else {
 			s.failReason = SkipConnectFailed
 			s.failCode, s.failMsg = code, msg
@@ -314,7 +366,7 @@ func (s *session) connect() bool {
 	if reconnect {
 		r.c.reconnects.Add(1)
 	}
-	s.lost = false
+	s.lost, s.lostAt = false, time.Time{}
 	s.connected = true
 	s.prepared = nil
 	clear(s.sqlPrepared) // a new connection has none
