@@ -3,8 +3,8 @@ package compare
 import (
 	"cmp"
 
-	"github.com/pgrehearse/pgrehearse/internal/results"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"math"
 	"slices"
 	"strings"

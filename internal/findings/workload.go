@@ -40,14 +40,14 @@ type ReplayFacts struct {
 
 // Query is one fingerprint's figures.
 type Query struct {
-	Fingerprint string  `json:"fingerprint"`
-	Query       string  `json:"query"`
-	Calls       int64   `json:"calls"`
-	Errors      int64   `json:"errors"`
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Calls       int64  `json:"calls"`
+	Errors      int64  `json:"errors"`
 	// ErrorsBySQLState are the query's errors by code, when known.
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
-	TotalMS     float64 `json:"total_ms"`
-	MeanMS      float64 `json:"mean_ms"`
+	TotalMS          float64          `json:"total_ms"`
+	MeanMS           float64          `json:"mean_ms"`
 }
 
 // TotalMS is the time of every query.
