@@ -212,3 +212,102 @@ func TestReportOnReplays(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeWorkflow is the README's workflow (analyze the production
+// log, replay it against a candidate with --target-log, report): against a
+// candidate without the index the lookup by email uses, the lookup is a
+// significant regression, judged on the latency histograms both results
+// carry; against an identical candidate, the verdict passes.
+func TestReadmeWorkflow(t *testing.T) {
+	ctx := context.Background()
+	settings := workload.LogSettings()
+	settings["log_line_prefix"] = demoPrefix
+	settings["log_min_duration_statement"] = "-1" // on after the setup, as in the demo
+	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	dropped := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	same := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []*pgcluster.Cluster{prod, dropped, same} {
+		if err := workload.SetupShop(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dropped.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*pgcluster.Cluster{prod, dropped, same} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := workload.RunShop(ctx, prod, 4*time.Second, 200); err != nil {
+		t.Fatal(err)
+	}
+	prodLog, err := stoppedLog(prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demoPrefix, "--json", path("baseline.json"), prodLog); code != ExitOK {
+		t.Fatalf("analyze: exit %d\n%s", code, stderr)
+	}
+	for name, c := range map[string]*pgcluster.Cluster{"dropped": dropped, "same": same} {
+		logs, err := c.LogFiles("*.log")
+		if err != nil || len(logs) != 1 {
+			t.Fatalf("%s's logs %v: %v", name, logs, err)
+		}
+		if code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", demoPrefix,
+			"--target-log", logs[0], "--json", path(name+".json"), prodLog); code != ExitOK {
+			t.Fatalf("replay to %s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+	}
+	report := func(name string) (int, string, map[string]compareQuery) {
+		t.Helper()
+		code, stdout, stderr := runCLI(ctx, "", "report", path("baseline.json"), path(name+".json"),
+			"--fail-on", "p95>+50%", "--min-effect-ms", "0.2", "--json", path(name+"-report.json"))
+		if code != ExitOK && code != ExitRegression {
+			t.Fatalf("report on %s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+		var rep struct {
+			Verdict struct{ Status, Line string }
+			Queries []compareQuery
+		}
+		if err := json.Unmarshal(readFile(t, path(name+"-report.json")), &rep); err != nil {
+			t.Fatal(err)
+		}
+		byQuery := map[string]compareQuery{}
+		for _, q := range rep.Queries {
+			byQuery[q.Query] = q
+		}
+		return code, rep.Verdict.Line, byQuery
+	}
+	code, verdict, queries := report("dropped")
+	var lookup *compareQuery
+	for text, q := range queries {
+		if strings.Contains(text, "email") {
+			lookup = &q
+		}
+	}
+	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Significance.Method != "histogram" {
+		t.Errorf("dropped index: exit %d, verdict %q, lookup by email %+v", code, verdict, lookup)
+	}
+	code, verdict, queries = report("same")
+	if code != ExitOK || !strings.HasPrefix(verdict, "PASS") {
+		var regressed []string
+		for text, q := range queries {
+			if q.Status == "regressed" {
+				regressed = append(regressed, text)
+			}
+		}
+		t.Errorf("identical candidate: exit %d, verdict %q, regressed %q", code, verdict, regressed)
+	}
+}
+
+// compareQuery is what the workflow test reads of a report's query.
+type compareQuery struct {
+	Query        string `json:"query"`
+	Status       string `json:"status"`
+	Significance struct {
+		Method string `json:"method"`
+	} `json:"significance"`
+}

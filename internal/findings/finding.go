@@ -37,10 +37,11 @@ const (
 	IDRandomKeys    = "random-keys"
 	IDQueue         = "queue-without-skip-locked"
 	IDErrors        = "errors"
+	IDReplayOrder   = "replay-order"
 )
 
 // IDs lists every finding id in the order findings are evaluated.
-var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors}
+var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors, IDReplayOrder}
 
 // Finding is one trap the workload falls into.
 type Finding struct {
