@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -156,7 +157,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		res.Partial = true
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
 	}
-	if err := analyze.WriteSummary(summaryOut, res, f.top); err != nil {
+	if err := report.WriteAnalysis(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := analysisOutput{Result: res}
@@ -176,7 +177,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		out.Findings = findings.Evaluate(ctx, in, findings.Options{})
 		closeConn()
 		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+		if err := report.WriteFindings(summaryOut, out.Findings, findingsHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/logdriver"
 )
 
 func init() { commands = append(commands, newSweepCmd) }
@@ -133,6 +135,10 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		return err
 	}
 	res, err := sweep.Run(ctx, opts)
+	var refused *sweep.RefusedSettingsError
+	if errors.As(err, &refused) && refused.NeedsRestart() {
+		err = fmt.Errorf("%w\n(without --target, every configuration gets a throwaway cluster started with its settings)", err)
+	}
 	if res == nil {
 		return err
 	}
@@ -226,7 +232,7 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if err != nil {
 		return nil, false, usageError("--format: %v", err)
 	}
-	ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+	ld := &logdriver.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
 	if err := ld.Prepare(); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, usageError("%v", err)
@@ -246,7 +252,7 @@ func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
 	if f.jsonPath == "-" {
 		tableOut = stdio.Stderr
 	}
-	if err := sweep.WriteText(tableOut, res); err != nil {
+	if err := report.WriteSweep(tableOut, res); err != nil {
 		return fmt.Errorf("write tables: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -270,7 +276,7 @@ func writeSweepHTML(path string, res *sweep.Result) (err error) {
 			err = fmt.Errorf("write HTML: %w", cerr)
 		}
 	}()
-	if err := htmlreport.Write(file, sweep.HTMLPage(res)); err != nil {
+	if err := htmlreport.Write(file, report.SweepPage(res)); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil

@@ -1,22 +1,22 @@
-package compare
+package report
 
 import (
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/pgrehearse/pgrehearse/internal/texttable"
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
 
-// queryWidth is how much of a query's text a terminal line shows.
-const queryWidth = 70
+// comparisonQueryWidth is how much of a query's text a terminal line shows.
+const comparisonQueryWidth = 70
 
-// WriteText writes rep for a person at a terminal: both runs in a line
+// WriteComparison writes a comparison, or the summary of one run, for a
+// person at a terminal: both runs in a line
 // each, the ranked lists (at most top entries each), and the verdict last,
 // where a CI log shows it. It writes plain aligned text, no escapes.
-func WriteText(w io.Writer, rep *Report, top int) error {
+func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("baseline   %s\n", runLine(&rep.Baseline))
 	if rep.Candidate != nil {
@@ -33,11 +33,11 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 	}
 
 	regHead := []string{"added", "factor", "mean B -> C ms", "p95 B -> C ms", "calls C", "fingerprint", "query"}
-	regRow := func(q *QueryDiff) []string {
-		return []string{fmtSigned(q.AddedMS), FormatFactor(q.Factor),
-			FormatMS(q.Baseline.MeanMS) + " -> " + FormatMS(q.Candidate.MeanMS),
-			FormatMS(q.Baseline.P95MS) + " -> " + FormatMS(q.Candidate.P95MS),
-			strconv.FormatInt(q.Candidate.Calls, 10), q.Fingerprint, oneLine(q.Query, queryWidth)}
+	regRow := func(q *compare.QueryDiff) []string {
+		return []string{fmtSigned(q.AddedMS), compare.FormatFactor(q.Factor),
+			compare.FormatMS(q.Baseline.MeanMS) + " -> " + compare.FormatMS(q.Candidate.MeanMS),
+			compare.FormatMS(q.Baseline.P95MS) + " -> " + compare.FormatMS(q.Candidate.P95MS),
+			strconv.FormatInt(q.Candidate.Calls, 10), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 	}
 	writeList(ew, rep, "Regressions by time added", rep.RegressionsByAddedTime, top, regHead, regRow)
 	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
@@ -56,24 +56,24 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 	}
 	oneRun := func(name string, fps []string, cand bool) {
 		head := []string{"calls", "total_ms", "fingerprint", "query"}
-		writeList(ew, rep, name, fps, top, head, func(q *QueryDiff) []string {
+		writeList(ew, rep, name, fps, top, head, func(q *compare.QueryDiff) []string {
 			f := q.Baseline
 			if cand {
 				f = q.Candidate
 			}
-			return []string{strconv.FormatInt(f.Calls, 10), FormatMS(f.TotalMS), q.Fingerprint, oneLine(q.Query, queryWidth)}
+			return []string{strconv.FormatInt(f.Calls, 10), compare.FormatMS(f.TotalMS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 		})
 	}
 	writeList(ew, rep, fmt.Sprintf("Changed beyond noise, but under the effect floor (+%.0f%%): not regressions", rep.Settings.MinEffect*100),
-		rep.SmallChanges, top, []string{"mean", "p50", "p95", "fingerprint", "query"}, func(q *QueryDiff) []string {
-			return []string{FormatFactor(q.Ratio.Mean), FormatFactor(q.Ratio.P50), FormatFactor(q.Ratio.P95), q.Fingerprint, oneLine(q.Query, queryWidth)}
+		rep.SmallChanges, top, []string{"mean", "p50", "p95", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+			return []string{compare.FormatFactor(q.Ratio.Mean), compare.FormatFactor(q.Ratio.P50), compare.FormatFactor(q.Ratio.P95), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 		})
 	oneRun("Only in the candidate", rep.OnlyCandidate, true)
 	oneRun("Only in the baseline", rep.OnlyBaseline, false)
 	writeList(ew, rep, fmt.Sprintf("Too few calls to judge (under %d timed calls in a run)", rep.Settings.MinCalls), rep.TooFewCalls, top,
-		[]string{"calls B", "calls C", "factor", "fingerprint", "query"}, func(q *QueryDiff) []string {
+		[]string{"calls B", "calls C", "factor", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			return []string{strconv.FormatInt(q.Baseline.TimedCalls, 10), strconv.FormatInt(q.Candidate.TimedCalls, 10),
-				FormatFactor(q.Factor), q.Fingerprint, oneLine(q.Query, queryWidth)}
+				compare.FormatFactor(q.Factor), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 		})
 
 	ew.printf("\n%s\n", rep.Verdict.Line)
@@ -83,34 +83,34 @@ func WriteText(w io.Writer, rep *Report, top int) error {
 	return ew.err
 }
 
-func runLine(s *RunSummary) string {
+func runLine(s *compare.RunSummary) string {
 	line := fmt.Sprintf("%s: %s, %s latency, %d statements", s.Name, s.Kind, s.LatencySource, s.Statements)
 	if s.SpanS > 0 {
 		line += fmt.Sprintf(" in %.1f s (%.1f/s)", s.SpanS, s.StatementsPerS)
 	}
 	if s.TimedCalls > 0 {
-		line += ", mean " + FormatMS(s.MeanMS) + " ms"
+		line += ", mean " + compare.FormatMS(s.MeanMS) + " ms"
 	}
 	if s.P95MS > 0 {
-		line += ", p95 " + FormatMS(s.P95MS) + " ms"
+		line += ", p95 " + compare.FormatMS(s.P95MS) + " ms"
 	}
 	return line + fmt.Sprintf(", %d failed", s.Failed)
 }
 
-func writeSummaryTop(ew *errWriter, rep *Report, top int) {
+func writeSummaryTop(ew *errWriter, rep *compare.Report, top int) {
 	fps := make([]string, len(rep.Queries))
 	for i, q := range rep.Queries {
 		fps[i] = q.Fingerprint
 	}
 	writeList(ew, rep, "Queries by total time", fps, top,
-		[]string{"total_ms", "calls", "errors", "mean_ms", "p95_ms", "fingerprint", "query"}, func(q *QueryDiff) []string {
+		[]string{"total_ms", "calls", "errors", "mean_ms", "p95_ms", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			f := q.Baseline
-			return []string{FormatMS(f.TotalMS), strconv.FormatInt(f.Calls, 10), strconv.FormatInt(f.Errors, 10),
-				FormatMS(f.MeanMS), FormatMS(f.P95MS), q.Fingerprint, oneLine(q.Query, queryWidth)}
+			return []string{compare.FormatMS(f.TotalMS), strconv.FormatInt(f.Calls, 10), strconv.FormatInt(f.Errors, 10),
+				compare.FormatMS(f.MeanMS), compare.FormatMS(f.P95MS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 		})
 }
 
-func writeList(ew *errWriter, rep *Report, title string, fps []string, top int, head []string, row func(*QueryDiff) []string) {
+func writeList(ew *errWriter, rep *compare.Report, title string, fps []string, top int, head []string, row func(*compare.QueryDiff) []string) {
 	if len(fps) == 0 || top <= 0 {
 		return
 	}
@@ -131,7 +131,7 @@ func writeList(ew *errWriter, rep *Report, title string, fps []string, top int, 
 
 // writeRoundTrips writes each replay's client round trips beside its
 // server-side time, saying they are context and not a judgement.
-func writeRoundTrips(ew *errWriter, rep *Report, top int) {
+func writeRoundTrips(ew *errWriter, rep *compare.Report, top int) {
 	if top <= 0 {
 		return
 	}
@@ -148,46 +148,20 @@ func writeRoundTrips(ew *errWriter, rep *Report, top int) {
 		ew.printf("\nClient round trips vs server time on the %sreplay %s%s\n", run, rt.File, more)
 		ew.printf("  client-side: overhead = client round trip - server time (network, client); not compared, not a regression\n")
 		ew.printf("  all %d queries: server mean %s ms, client round trip mean %s ms, overhead %s ms per call\n",
-			rt.Fingerprints, FormatMS(rt.ServerMeanMS), FormatMS(rt.ClientMeanMS), FormatSignedMS(rt.OverheadMS))
+			rt.Fingerprints, compare.FormatMS(rt.ServerMeanMS), compare.FormatMS(rt.ClientMeanMS), compare.FormatSignedMS(rt.OverheadMS))
 		t := [][]string{{"calls", "server mean ms", "server p95 ms", "client mean ms", "client p95 ms", "overhead ms", "fingerprint", "query"}}
 		for _, q := range rt.Queries[:n] {
-			t = append(t, []string{strconv.FormatInt(q.Calls, 10), FormatMS(q.ServerMeanMS), FormatMS(q.ServerP95MS),
-				FormatMS(q.ClientMeanMS), FormatMS(q.ClientP95MS), FormatSignedMS(q.OverheadMS), q.Fingerprint, oneLine(q.Query, queryWidth)})
+			t = append(t, []string{strconv.FormatInt(q.Calls, 10), compare.FormatMS(q.ServerMeanMS), compare.FormatMS(q.ServerP95MS),
+				compare.FormatMS(q.ClientMeanMS), compare.FormatMS(q.ClientP95MS), compare.FormatSignedMS(q.OverheadMS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)})
 		}
 		writeTable(ew, "  ", t, len(t[0])-2)
 	}
 }
 
 func fmtSigned(ms float64) string {
-	s := FormatTotal(ms)
+	s := compare.FormatTotal(ms)
 	if ms >= 0 {
 		s = "+" + s
 	}
 	return s
-}
-
-// oneLine collapses whitespace and shortens s to width characters.
-func oneLine(s string, width int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	return string([]rune(s)[:width-3]) + "..."
-}
-
-// writeTable writes cells in columns: see texttable.Format.
-func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
-	ew.printf("%s", texttable.Format(indent, table, numeric))
-}
-
-// errWriter keeps the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
 }
