@@ -142,7 +142,10 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
 		}
 	}
-	if rep.Verdict.Status == compare.VerdictFail {
+	switch rep.Verdict.Status {
+	case compare.VerdictDiverged:
+		return &exitError{code: ExitDiverged, err: errors.New("the replay diverged: it did different work than the baseline, so the candidate is not judged")}
+	case compare.VerdictFail:
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	}
 	return nil

@@ -183,7 +183,11 @@ type RunSummary struct {
 	P95MS      float64          `json:"p95_ms,omitempty"`
 	Errors     map[string]int64 `json:"errors_by_sqlstate"`
 	Timeline   *Timeline        `json:"timeline,omitempty"`
-	byFP       map[string]*Query
+	// Sync and SyncWait are a replay's synchronization and its waits
+	// (results.Replay), nil for an analysis or an older replay.
+	Sync     *results.Sync         `json:"sync,omitempty"`
+	SyncWait *results.Distribution `json:"sync_wait_ms,omitempty"`
+	byFP     map[string]*Query
 }
 
 // ErrorDiff is a SQLSTATE whose count grew.
@@ -289,6 +293,9 @@ func summarize(r *Run) RunSummary {
 	}
 	if s.Errors == nil {
 		s.Errors = map[string]int64{}
+	}
+	if r.Replay != nil {
+		s.Sync, s.SyncWait = r.Sync, r.SyncWait
 	}
 	for i := range r.Queries {
 		q := &r.Queries[i]

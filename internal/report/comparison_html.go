@@ -75,6 +75,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 	}
 	p.Sections = append(p.Sections, distributionSection(rep, opts.Top, opts.Hints))
 	if !one {
+		if len(rep.Divergence) > 0 {
+			p.Sections = append(p.Sections, divergenceSection(rep))
+		}
 		p.Sections = append(p.Sections, errorsSection(rep))
 	}
 	if s, ok := roundTripsSection(rep, opts.Hints); ok {
@@ -114,11 +117,38 @@ func runCards(label string, s *compare.RunSummary) []htmlreport.Card {
 	if s.P95MS > 0 {
 		p95 = compare.FormatMS(s.P95MS) + " ms"
 	}
-	return []htmlreport.Card{
+	cards := []htmlreport.Card{
 		{Label: label + ": statements/s", Value: fmtRate(s.StatementsPerS), Sub: fmt.Sprintf("%d statements in %.1f s", s.Statements, s.SpanS)},
 		{Label: label + ": mean latency", Value: fmtMS(s.MeanMS, s.TimedCalls), Sub: "p95 " + p95},
 		{Label: label + ": failed", Value: strconv.FormatInt(s.Failed, 10), Sub: fmt.Sprintf("%d distinct queries", s.Queries)},
 	}
+	if st := s.Sync; st != nil {
+		c := htmlreport.Card{Label: label + ": sync", Value: st.Mode, Sub: syncLine(s)}
+		if st.Mode == "off" {
+			c.Status = "bad"
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+// divergenceSection lists the queries that did different work in the two
+// runs: a replay that ran dependent sessions out of order.
+func divergenceSection(rep *compare.Report) htmlreport.Section {
+	s := htmlreport.Section{ID: "divergence", Title: "Divergence",
+		Text: []string{"These queries did different work than in the baseline: other rows per call, or errors of ordering " +
+			"(a foreign key not there yet, a duplicate key, a serialization failure, a deadlock) that the baseline did not have. " +
+			"A replay whose sessions depended on each other's commits ran them in another order; its timings measure another " +
+			"workload, so they are not regressions of the candidate."}}
+	t := htmlreport.Table{ID: "divergence-table", Title: "Queries that diverged", Sortable: true,
+		Columns: []htmlreport.Column{{Label: "rows/call B → C"}, {Label: "ordering errors"}, {Label: "why"}, {Label: "fingerprint"}, {Label: "query"}}}
+	for _, d := range rep.Divergence {
+		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{
+			htmlreport.Text(strings.ReplaceAll(rowsPerCall(d), "->", "→")), htmlreport.Text(orderingErrors(d)), htmlreport.Text(d.Reason),
+			htmlreport.Text(d.Fingerprint), queryCell(d.Query, 100)}})
+	}
+	s.Tables = []htmlreport.Table{t}
+	return s
 }
 
 func summarySection(rep *compare.Report) htmlreport.Section {

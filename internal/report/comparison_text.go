@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +41,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 			compare.FormatMS(q.Baseline.P95MS) + " -> " + compare.FormatMS(q.Candidate.P95MS),
 			strconv.FormatInt(q.Candidate.Calls, 10), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
 	}
+	writeDivergence(ew, rep, top)
 	writeList(ew, rep, "Regressions by time added", rep.RegressionsByAddedTime, top, regHead, regRow)
 	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
 	writeRoundTrips(ew, rep, top)
@@ -83,6 +86,63 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	return ew.err
 }
 
+// writeDivergence lists the queries that did different work in the two
+// runs, apart from and before the regressions, which they make doubtful.
+func writeDivergence(ew *errWriter, rep *compare.Report, top int) {
+	if len(rep.Divergence) == 0 || top <= 0 {
+		return
+	}
+	n := min(top, len(rep.Divergence))
+	more := ""
+	if n < len(rep.Divergence) {
+		more = fmt.Sprintf(" (top %d of %d)", n, len(rep.Divergence))
+	}
+	ew.printf("\nDivergence: queries that did different work than in the baseline (the replay's, not regressions)%s\n", more)
+	t := [][]string{{"rows/call B -> C", "ordering errors", "fingerprint", "query"}}
+	for _, d := range rep.Divergence[:n] {
+		t = append(t, []string{rowsPerCall(d), orderingErrors(d), d.Fingerprint, OneLine(d.Query, comparisonQueryWidth)})
+	}
+	writeTable(ew, "  ", t, 2)
+}
+
+func rowsPerCall(d compare.Divergence) string {
+	if d.BaselineRowsPerCall == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*d.BaselineRowsPerCall, 'g', 4, 64) + " -> " + strconv.FormatFloat(*d.CandidateRowsPerCall, 'g', 4, 64)
+}
+
+func orderingErrors(d compare.Divergence) string {
+	if len(d.OrderingErrors) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(d.OrderingErrors))
+	for _, code := range slices.Sorted(maps.Keys(d.OrderingErrors)) {
+		parts = append(parts, fmt.Sprintf("%s +%d", code, d.OrderingErrors[code]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// syncLine says how a replay's sessions were synchronized and what it
+// cost; "" for a run that is not a replay or does not say.
+func syncLine(s *compare.RunSummary) string {
+	st := s.Sync
+	if st == nil {
+		return ""
+	}
+	if st.Mode == "off" {
+		return "sessions not synchronized"
+	}
+	line := fmt.Sprintf("sync %s: %d statements waited", st.Mode, st.Waited)
+	if w := s.SyncWait; w != nil && w.Count > 0 {
+		line += fmt.Sprintf(" (p50 %s ms, p99 %s ms, max %s ms)", compare.FormatMS(w.P50), compare.FormatMS(w.P99), compare.FormatMS(w.Max))
+	}
+	if st.Timeouts > 0 || st.Deadlocks > 0 {
+		line += fmt.Sprintf(", %d gave up at the timeout, %d ended a deadlock", st.Timeouts, st.Deadlocks)
+	}
+	return line
+}
+
 func runLine(s *compare.RunSummary) string {
 	line := fmt.Sprintf("%s: %s, %s latency, %d statements", s.Name, s.Kind, s.LatencySource, s.Statements)
 	if s.SpanS > 0 {
@@ -94,7 +154,11 @@ func runLine(s *compare.RunSummary) string {
 	if s.P95MS > 0 {
 		line += ", p95 " + compare.FormatMS(s.P95MS) + " ms"
 	}
-	return line + fmt.Sprintf(", %d failed", s.Failed)
+	line += fmt.Sprintf(", %d failed", s.Failed)
+	if sl := syncLine(s); sl != "" {
+		line += "; " + sl
+	}
+	return line
 }
 
 func writeSummaryTop(ew *errWriter, rep *compare.Report, top int) {
