@@ -23,6 +23,7 @@ import (
 func init() { commands = append(commands, newSweepCmd) }
 
 type sweepFlags struct {
+	maxSkipped float64
 	target     string
 	builtin    string
 	script     string
@@ -123,6 +124,7 @@ set PG_BIN to their directory, or install them with
 	fl.StringVar(&f.htmlPath, "html", "", "write a self-contained HTML report with the TPS and p95 chart to `FILE`")
 	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first; with --log, also on throwaway clusters (for a pgbench capture)")
 	fl.StringVar(&f.logPath, "log", "", "sweep a captured server log `FILE`, replayed at speed 0 with its sessions multiplied")
+	addMaxSkipped(fl, &f.maxSkipped)
 	fl.StringVar(&f.format, "format", "auto", "with --log: log format, auto, stderr, csvlog or jsonlog")
 	fl.StringVar(&f.prefix, "prefix", "", "with --log: log_line_prefix of a stderr log (default: detected)")
 	fl.StringVar(&f.setup, "setup", "", "with --log: SQL `FILE` creating the log's schema, run once on every throwaway cluster (or on --target)")
@@ -233,10 +235,18 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 		return nil, false, usageError("--format: %v", err)
 	}
 	ld := &logdriver.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
-	if err := ld.Prepare(); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, false, usageError("%v", err)
+	err = ld.Prepare()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, usageError("%v", err)
+	}
+	if err == nil || errors.Is(err, logdriver.ErrNoStatements) {
+		// Nothing to measure, or mostly lines that could not be read:
+		// said as analyze and replay say it.
+		if nerr := checkCounted(ld.Lines(), ld.Statements(), f.maxSkipped/100); nerr != nil {
+			return nil, false, nerr
 		}
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	if f.target == "" && !f.init && f.setup == "" {

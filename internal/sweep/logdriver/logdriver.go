@@ -52,6 +52,9 @@ type Log struct {
 	Grace time.Duration
 
 	plan *logPlan
+	// lines and statements are what Prepare read of the log.
+	lines      *logread.Counters
+	statements int64
 }
 
 // logPlan is what a first read of the log found.
@@ -92,15 +95,28 @@ func (l *Log) Prepare() error {
 	}
 	defer rd.Close()
 	p, err := scanLog(rd)
+	l.lines = rd.Counters()
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Path, err)
 	}
+	l.statements = p.statements
 	if p.statements == 0 {
-		return fmt.Errorf("log %s: no statement to replay (it needs log_min_duration_statement = 0 or log_statement = 'all', and sessions: %%c or %%p in a stderr log's prefix)", l.Path)
+		return fmt.Errorf("log %s: %w (it needs log_min_duration_statement = 0 or log_statement = 'all', and sessions: %%c or %%p in a stderr log's prefix)", l.Path, ErrNoStatements)
 	}
 	l.plan = p
 	return nil
 }
+
+// ErrNoStatements is wrapped by Prepare's error for a log that holds no
+// statement to replay.
+var ErrNoStatements = errors.New("no statement to replay")
+
+// Lines is the line accounting of the log's reading by Prepare; nil
+// before it read.
+func (l *Log) Lines() *logread.Counters { return l.lines }
+
+// Statements is the number of statements Prepare found in the log.
+func (l *Log) Statements() int64 { return l.statements }
 
 type span struct {
 	id          string
