@@ -220,13 +220,7 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	defer closeLogs(readers)
 	cache := fingerprint.NewCache(0)
 	obs := findings.NewEventSampler(cache)
-	prog := newProgress(stdio.Stderr, readers)
-	sources := make([]analyze.Source, len(readers))
-	for i, r := range readers {
-		sources[i] = &observedSource{logSource: &logSource{r: r, bar: prog.bar}, obs: obs}
-	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache})
-	prog.done(err == nil && !res.Partial)
+	res, err := readLogs(ctx, stdio, readers, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
 	if err != nil {
 		return nil, nil, err
 	}
