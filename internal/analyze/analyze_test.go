@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,66 +258,6 @@ func TestCancelGivesPartial(t *testing.T) {
 	// every event read is counted.
 	if res.Statements.Total != 3000 || int64(src.n) != 3000 {
 		t.Errorf("counted %d statements of %d read, want 3000", res.Statements.Total, src.n)
-	}
-}
-
-func TestSummary(t *testing.T) {
-	evs := workload(5000, 11)
-	src := &sliceSource{name: "x.log", events: evs, lines: results.LineCounts{Total: 6000, Parsed: 5900, Skipped: map[string]int64{"checkpoint": 60, "autovacuum": 40}}}
-	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteSummary(&buf, res, 3); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
-		"lines       6,000 read, 5,900 parsed, 100 skipped",
-		"60  checkpoint\n",
-		"Top 3 queries by total time",
-		"Top 3 queries by calls",
-		"Top 3 queries by errors",
-		"SELEC $1",
-		"errors      ",
-		"42601 ",
-		res.Queries[0].Fingerprint,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "\x1b[") || strings.Contains(out, "WARNING") || strings.Contains(out, "PARTIAL") {
-		t.Errorf("unexpected escape, warning or partial mark:\n%s", out)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if utf8Len(line) > 170 {
-			t.Errorf("line too long (%d): %s", utf8Len(line), line)
-		}
-	}
-
-	res.Partial = true
-	res.Lines.Total++
-	buf.Reset()
-	WriteSummary(&buf, res, 3)
-	if !strings.Contains(buf.String(), "PARTIAL") || !strings.Contains(buf.String(), "WARNING: 1 lines are not accounted for") {
-		t.Errorf("partial, miscounted summary not flagged:\n%s", buf.String())
-	}
-}
-
-func utf8Len(s string) int { return len([]rune(s)) }
-
-func TestOneLine(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"SELECT 1", "SELECT 1"},
-		{"SELECT\n\t a,\n  b FROM t", "SELECT a, b FROM t"},
-		{strings.Repeat("é", 100), strings.Repeat("é", 17) + "..."},
-	}
-	for _, tt := range tests {
-		if got := OneLine(tt.in, 20); got != tt.want {
-			t.Errorf("OneLine(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 

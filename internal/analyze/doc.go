@@ -1,7 +1,7 @@
 // Package analyze summarizes a workload from its events: how many lines
 // and statements the logs held, which errors occurred, and per query
-// fingerprint the calls, errors and latencies. It is what `pgrehearse
-// analyze` prints, and the baseline a replay is compared with.
+// fingerprint the calls, errors and latencies: the results.Result that
+// `pgrehearse analyze` reports, and the baseline a replay is compared with.
 //
 // Analyze reads events from Sources on one goroutine and hands them in
 // batches to Options.Jobs workers, each aggregating into its own
@@ -11,6 +11,6 @@
 //
 // The package consumes events and knows nothing of log formats: it does
 // not import logread. Line counts arrive through the optional LineCounter
-// interface of a Source, which the CLI provides. Writers take an io.Writer
-// and never decide where output goes.
+// interface of a Source, which the CLI provides. It returns data and
+// renders nothing: the summary a person reads is internal/report's.
 package analyze

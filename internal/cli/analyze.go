@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -91,19 +92,7 @@ func defaultJobs() int {
 }
 
 func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string) (err error) {
-	if f.serverCPUs < 0 {
-		return usageError("--server-cpus must not be negative, got %d", f.serverCPUs)
-	}
-	if f.jobs < 1 {
-		return usageError("-j must be at least 1, got %d", f.jobs)
-	}
-	if f.top < 0 {
-		return usageError("--top must not be negative, got %d", f.top)
-	}
-	if f.maxSkipped < 0 || f.maxSkipped > 100 {
-		return usageError("--max-skipped is a percentage between 0 and 100, got %v", f.maxSkipped)
-	}
-	start, end, err := timeWindow(f.start, f.end)
+	start, end, err := f.check()
 	if err != nil {
 		return err
 	}
@@ -119,9 +108,6 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		return err
 	}
 	defer closeLogs(readers)
-
-	prog := newProgress(stdio.Stderr, readers)
-	sources := make([]analyze.Source, len(readers))
 	cache := fingerprint.NewCache(0)
 	// Findings that need a server also need what only the events show
 	// (logged parameter values, a sample execution to explain): they are
@@ -130,23 +116,14 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if f.findings && f.dsn != "" {
 		obs = findings.NewEventSampler(cache)
 	}
-	for i, r := range readers {
-		ls := &logSource{r: r, bar: prog.bar}
-		if obs != nil {
-			sources[i] = &observedSource{logSource: ls, obs: obs}
-		} else {
-			sources[i] = ls
-		}
-	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache, Start: start, End: end})
-	prog.done(err == nil && !res.Partial)
+	res, err := readLogs(ctx, stdio, readers, obs, analyze.Options{Jobs: f.jobs, Cache: cache, Start: start, End: end})
 	if err != nil {
 		return err
 	}
 	reportLogWarnings(stdio, readers)
 
 	// A log that yields nothing is said loudly, and its result marked so
-	// that report will not judge it.
+	// that report will not judge it; so is a log cut short.
 	nothing := checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
 	if nothing != nil && !res.Partial {
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
@@ -156,27 +133,16 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		res.Partial = true
 		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
 	}
-	if err := analyze.WriteSummary(summaryOut, res, f.top); err != nil {
+	if err := report.WriteAnalysis(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := analysisOutput{Result: res}
 	if f.findings && !res.Partial {
-		res.Source = strings.Join(res.Files, ", ")
-		in := findings.Input{Workload: findings.FromResult(res), ServerCPUs: f.serverCPUs}
-		if f.serverCPUs > 0 {
-			in.CPUSource = "--server-cpus"
-		}
-		if obs != nil {
-			in.Observed = obs.Result()
-		}
-		closeConn, err := connectFindings(ctx, f.dsn, false, &in)
-		if err != nil {
+		if out.Findings, err = analysisFindings(ctx, f, res, obs); err != nil {
 			return err
 		}
-		out.Findings = findings.Evaluate(ctx, in, findings.Options{})
-		closeConn()
 		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+		if err := report.WriteFindings(summaryOut, out.Findings, findingsHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
@@ -192,6 +158,58 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		return errors.New("interrupted: the results above are partial")
 	}
 	return nothing
+}
+
+// check validates the flags and returns the time window.
+func (f analyzeFlags) check() (start, end int64, err error) {
+	switch {
+	case f.serverCPUs < 0:
+		return 0, 0, usageError("--server-cpus must not be negative, got %d", f.serverCPUs)
+	case f.jobs < 1:
+		return 0, 0, usageError("-j must be at least 1, got %d", f.jobs)
+	case f.top < 0:
+		return 0, 0, usageError("--top must not be negative, got %d", f.top)
+	case f.maxSkipped < 0 || f.maxSkipped > 100:
+		return 0, 0, usageError("--max-skipped is a percentage between 0 and 100, got %v", f.maxSkipped)
+	}
+	return timeWindow(f.start, f.end)
+}
+
+// readLogs analyzes the readers' events with a progress bar, showing them
+// to obs on the way when it is not nil.
+func readLogs(ctx context.Context, stdio IO, readers []*logread.Reader, obs *findings.EventSampler, opts analyze.Options) (*results.Result, error) {
+	prog := newProgress(stdio.Stderr, readers)
+	sources := make([]analyze.Source, len(readers))
+	for i, r := range readers {
+		ls := &logSource{r: r, bar: prog.bar}
+		if obs != nil {
+			sources[i] = &observedSource{logSource: ls, obs: obs}
+		} else {
+			sources[i] = ls
+		}
+	}
+	res, err := analyze.Analyze(ctx, sources, opts)
+	prog.done(err == nil && !res.Partial)
+	return res, err
+}
+
+// analysisFindings names the traps of an analyzed workload, with the
+// server's catalog when --dsn is given.
+func analysisFindings(ctx context.Context, f analyzeFlags, res *results.Result, obs *findings.EventSampler) (*findings.Report, error) {
+	res.Source = strings.Join(res.Files, ", ")
+	in := findings.Input{Workload: findings.FromResult(res), ServerCPUs: f.serverCPUs}
+	if f.serverCPUs > 0 {
+		in.CPUSource = "--server-cpus"
+	}
+	if obs != nil {
+		in.Observed = obs.Result()
+	}
+	closeConn, err := connectFindings(ctx, f.dsn, false, &in)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
 // analysisOutput is what analyze --json writes: the analysis, and its

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 func init() { commands = append(commands, newEventsCmd) }
@@ -167,20 +167,14 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 		out.Flush()
 		reportLogWarnings(stdio, []*logread.Reader{r})
 		if count {
-			c := r.Counters()
-			fmt.Fprintf(out, "%s: %s", path, r.Layout())
-			if p := r.Prefix(); p != "" || r.Format() == logread.FormatStderr || r.Format() == logread.FormatSyslog {
-				fmt.Fprintf(out, ", prefix %q", p)
-			}
-			fmt.Fprintf(out, "\n  lines: %d total, %d parsed, %d skipped\n", c.Total, c.Parsed, c.SkippedTotal())
-			for _, reason := range c.Reasons() {
-				fmt.Fprintf(out, "    %-28s %d\n", reason, c.Skipped[reason])
+			if err := report.WriteLogCounts(out, path, r.Layout(), r.Format(), r.Prefix(), r.Counters()); err != nil {
+				return err
 			}
 		}
 	}
 	if count {
-		for _, k := range []event.Kind{event.Connect, event.Disconnect, event.Statement, event.Prepare, event.Execute, event.Error} {
-			fmt.Fprintf(out, "  %-10s %d\n", k.String()+":", kinds[k])
+		if err := report.WriteEventCounts(out, &kinds); err != nil {
+			return err
 		}
 	}
 	if err := checkInputWhole(done); err != nil {

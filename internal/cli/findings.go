@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -132,7 +133,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		out = stdio.Stderr
 	}
-	if err := findings.WriteText(out, rep); err != nil {
+	if err := report.WriteFindings(out, rep, findingsHints); err != nil {
 		return fmt.Errorf("write findings: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -145,7 +146,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		}
 	}
 	if f.htmlPath != "" {
-		page := htmlreport.Page{Title: "pgrehearse findings", Subtitle: rep.Workload, Sections: []htmlreport.Section{findings.Section(rep)}}
+		page := report.FindingsPage(rep, findingsHints)
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
 		}
@@ -219,13 +220,7 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	defer closeLogs(readers)
 	cache := fingerprint.NewCache(0)
 	obs := findings.NewEventSampler(cache)
-	prog := newProgress(stdio.Stderr, readers)
-	sources := make([]analyze.Source, len(readers))
-	for i, r := range readers {
-		sources[i] = &observedSource{logSource: &logSource{r: r, bar: prog.bar}, obs: obs}
-	}
-	res, err := analyze.Analyze(ctx, sources, analyze.Options{Jobs: f.jobs, Cache: cache})
-	prog.done(err == nil && !res.Partial)
+	res, err := readLogs(ctx, stdio, readers, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
 	if err != nil {
 		return nil, nil, err
 	}

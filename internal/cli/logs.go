@@ -172,6 +172,14 @@ func checkMeasured(readers []*logread.Reader, statements int64, maxSkipped float
 	for _, r := range readers {
 		c.Add(r.Counters())
 	}
+	return checkCounted(c, statements, maxSkipped)
+}
+
+// checkCounted is checkMeasured on line counts already added up.
+func checkCounted(c *logread.Counters, statements int64, maxSkipped float64) error {
+	if c == nil {
+		c = &logread.Counters{Skipped: map[string]int64{}}
+	}
 	unreadable := c.Unparseable()
 	var what string
 	switch {

@@ -32,7 +32,7 @@ latency histograms, are refused with the reason.
 			parts := make([]*results.Result, len(args))
 			for i, p := range args {
 				var err error
-				if parts[i], err = results.ReadFile(p); err != nil {
+				if parts[i], err = readResultFile(p); err != nil {
 					return err
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 func init() { commands = append(commands, newObserveCmd) }
@@ -87,8 +88,8 @@ func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) 
 func startWarnings(o *observe.Collector) []string {
 	c := o.Capabilities()
 	var out []string
-	if c.PGSS != "installed" {
-		out = append(out, "pg_stat_statements is "+c.PGSS+": no per-query server-side figures")
+	if !c.PGSS.Is(observe.ExtInstalled) {
+		out = append(out, "pg_stat_statements is "+c.PGSS.String()+": no per-query server-side figures")
 	} else if !c.TrackPlanning {
 		out = append(out, "pg_stat_statements.track_planning is off: planning time will not be measured")
 	}
@@ -199,7 +200,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	case <-timer:
 	}
 	ev, stopErr := o.Stop()
-	if err := observe.WriteText(summaryOut, ev, f.top); err != nil {
+	if err := report.WriteEvidence(summaryOut, ev, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -212,8 +213,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 		}
 	}
 	if f.htmlPath != "" {
-		page := htmlreport.Page{Title: "pgrehearse observe", Subtitle: "Server-side evidence from " + ev.Capabilities.Database + ", " + ev.Start,
-			Sections: observe.Sections(ev), Footer: "pgrehearse observe; PostgreSQL " + ev.Capabilities.ServerVersion}
+		page := report.EvidencePage(ev)
 		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 			return fmt.Errorf("write HTML: %w", err)
 		}

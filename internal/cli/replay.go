@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -167,32 +168,105 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	if err != nil {
 		return err
 	}
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
-
 	// Events must come in log order: one reader per file, never parts.
 	readers, err := openLogs(stdio, paths, f.logFlags, 1)
 	if err != nil {
 		return err
 	}
 	defer closeLogs(readers)
-
-	var stopMetrics func()
 	if f.metricsAddr != "" {
-		obs, stop, err := startMetrics(stdio, f.metricsAddr)
+		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr)
 		if err != nil {
 			return err
 		}
-		opts.Sink, stopMetrics = obs, stop
+		opts.Sink = sink
 		defer stopMetrics()
 	}
-
 	r, err := replay.New(opts)
 	if err != nil {
 		return usageError("%v", err)
 	}
+
+	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
+	// those in flight, on a second Ctrl-C or --grace after the first.
+	second, release := secondInterrupt(ctx)
+	defer release()
+	hard, cancelHard := replay.HardStop(ctx, f.grace, second)
+	defer cancelHard()
+
+	run, err := executeReplay(ctx, hard, stdio, r, f, paths, readers)
+	if err != nil {
+		return err
+	}
+	if err := writeReplayOutputs(ctx, stdio, f, run); err != nil {
+		return err
+	}
+	return run.outcome(f.maxErrorRate)
+}
+
+// replayRun is what a replay produced, and what was found out after it.
+type replayRun struct {
+	res      *results.Result
+	runErr   error // why the replay stopped early
+	tlErr    error // why the target's log gave no server-side durations
+	broken   error // INCOMPLETE INPUT: a log could not be read whole
+	nothing  error // NOTHING MEASURED
+	evidence *observe.Evidence
+}
+
+// executeReplay checks the target's logins, replays the logs with the
+// progress line and the observer running, and completes the result: the
+// line accounting, whether anything was measured and every log read
+// whole, and the server-side durations of --target-log. A replay that produced no result returns
+// why as its error.
+func executeReplay(ctx, hard context.Context, stdio IO, r *replay.Replayer, f replayFlags, paths []string, readers []*logread.Reader) (*replayRun, error) {
+	sources, pos := replaySources(readers)
+	if !f.dryRun && !f.skipPreflight {
+		if err := preflight(ctx, stdio, r, f, paths); err != nil {
+			return nil, err
+		}
+	}
+	var tlogs *targetlog.Files
+	if len(f.targetLogs) > 0 {
+		tlogs = targetlog.Note(splitList(f.targetLogs), f.targetLogPrefix)
+	}
+	if f.dryRun {
+		f.observe.enabled = false
+	}
+	stopObserve, err := startObserve(ctx, stdio, f.target, f.observe)
+	if err != nil {
+		return nil, err
+	}
+	stopLine := startProgressLine(stdio.Stderr, r, pos)
+	res, runErr := r.Run(ctx, hard, sources)
+	stopLine()
+	// Evidence that could not be collected only loses its sections; the
+	// observer says why on standard error.
+	evidence, _ := stopObserve()
+	if res == nil {
+		return nil, runErr
+	}
+	run := &replayRun{res: res, runErr: runErr, evidence: evidence}
+	lines := lineCounts(readers...)
+	res.Lines = &lines
+	run.nothing = checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
+	if run.nothing != nil && !res.Partial {
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.nothing.Error(), "NOTHING MEASURED: "))
+	}
+	run.broken = checkInputWhole(readers)
+	if run.broken != nil {
+		res.Partial = true
+		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.broken.Error(), "INCOMPLETE INPUT: "))
+	}
+	if tlogs != nil && runErr == nil {
+		run.tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
+	}
+	return run, nil
+}
+
+// replaySources wraps the readers for the replay, and sums their sizes
+// for the progress line's share read.
+func replaySources(readers []*logread.Reader) ([]replay.Source, *readPosition) {
 	pos := &readPosition{}
 	sources := make([]replay.Source, len(readers))
 	for i, rd := range readers {
@@ -203,125 +277,82 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 			pos.total = -1
 		}
 	}
+	return sources, pos
+}
 
-	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
-	// those in flight, on a second Ctrl-C or --grace after the first.
-	hard, cancelHard := context.WithCancel(context.Background())
-	defer cancelHard()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-hard.Done():
-			return
-		}
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		defer signal.Stop(sig)
-		t := time.NewTimer(f.grace)
-		defer t.Stop()
-		select {
-		case <-sig:
-		case <-t.C:
-		case <-hard.Done():
-		}
-		cancelHard()
-	}()
-
-	if !f.dryRun && !f.skipPreflight {
-		if err := preflight(ctx, stdio, r, f, paths); err != nil {
-			return err
-		}
+// writeReplayOutputs writes the summary, the evidence and the findings of
+// the replay (standard error when the JSON goes to standard output), and
+// the JSON with --json. The evidence goes into the result.
+func writeReplayOutputs(ctx context.Context, stdio IO, f replayFlags, run *replayRun) error {
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		summaryOut = stdio.Stderr
 	}
-	var tlogs *targetLogs
-	if len(f.targetLogs) > 0 {
-		tlogs = noteTargetLogs(splitList(f.targetLogs), f.targetLogPrefix)
-	}
-	if f.dryRun {
-		f.observe.enabled = false
-	}
-	stopObserve, err := startObserve(ctx, stdio, f.target, f.observe)
-	if err != nil {
-		return err
-	}
-	stopLine := startProgressLine(stdio.Stderr, r, pos)
-	res, runErr := r.Run(ctx, hard, sources)
-	stopLine()
-	// Evidence that could not be collected only loses its sections; the
-	// observer says why on standard error.
-	evidence, _ := stopObserve()
-	if res == nil {
-		return runErr
-	}
-	lines := lineCounts(readers...)
-	res.Lines = &lines
-	nothing := checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
-	if nothing != nil && !res.Partial {
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
-	}
-	broken := checkInputWhole(readers)
-	if broken != nil {
-		res.Partial = true
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
-	}
-	var tlErr error
-	if tlogs != nil && runErr == nil {
-		tlErr = tlogs.serverSide(hard, r, f.target, res)
-	}
-	if err := writeReplaySummary(summaryOut, res); err != nil {
+	res := run.res
+	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := replayOutput{Result: res}
-	if evidence != nil {
-		if res.Evidence, err = json.Marshal(evidence); err != nil {
+	if ev := run.evidence; ev != nil {
+		var err error
+		if res.Evidence, err = json.Marshal(ev); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 		fmt.Fprintln(summaryOut)
-		if err := observe.WriteText(summaryOut, evidence, 5); err != nil {
+		if err := report.WriteEvidence(summaryOut, ev, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 	}
 	if f.findings && !res.Partial && !res.DryRun {
+		var err error
 		if out.Findings, err = replayFindings(ctx, res, f.findingsDSN); err != nil {
 			return err
 		}
 		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, out.Findings); err != nil {
+		if err := report.WriteFindings(summaryOut, out.Findings, replayHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
 	if f.jsonPath != "" {
-		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
-			return err
-		}
+		return writeJSON(stdio.Stdout, f.jsonPath, out)
 	}
-	if runErr != nil {
-		return runErr
-	}
-	if tlErr != nil {
-		return tlErr
-	}
-	if broken != nil {
-		return broken
-	}
-	if res.Partial && len(res.Incomplete) > 0 {
+	return nil
+}
+
+// outcome is the replay's exit: the first of what stopped it, what the
+// target's log could not give, a log not read whole, a fault that ended
+// it early, an interruption, nothing measured, a failed verdict, or an
+// incomplete result.
+func (run *replayRun) outcome(maxErrorRate float64) error {
+	res := run.res
+	switch {
+	case run.runErr != nil:
+		return run.runErr
+	case run.tlErr != nil:
+		return run.tlErr
+	case run.broken != nil:
+		return run.broken
+	case res.Partial && len(res.Incomplete) > 0:
 		// Stopped early by a fault (the target gone), not by the user.
-		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
-			strings.Join(res.Incomplete, "; "))}
-	}
-	if res.Partial {
+		return replayIncomplete(res)
+	case res.Partial:
 		return errors.New("interrupted: the results above are partial")
+	case run.nothing != nil:
+		return run.nothing
 	}
-	if nothing != nil {
-		return nothing
-	}
-	if err := replayVerdict(res, f.maxErrorRate); err != nil {
+	if err := replayVerdict(res, maxErrorRate); err != nil {
 		return err
 	}
 	if len(res.Incomplete) > 0 {
-		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
-			strings.Join(res.Incomplete, "; "))}
+		return replayIncomplete(res)
 	}
 	return nil
+}
+
+// replayIncomplete fails a replay whose result is marked incomplete.
+func replayIncomplete(res *results.Result) error {
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
+		strings.Join(res.Incomplete, "; "))}
 }
 
 // replayVerdict fails a replay that did not test what it should: sessions
@@ -519,123 +550,26 @@ func replayFindings(ctx context.Context, res *results.Result, dsn string) (*find
 	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
-func writeReplaySummary(w io.Writer, res *results.Result) error {
-	var b strings.Builder
-	title := "Replay"
-	if res.DryRun {
-		title = "Replay (dry run: nothing was sent)"
+// targetLogError says which option named the target's log file that
+// failed, and how to give a prefix it could not detect.
+func targetLogError(err error) error {
+	var te *targetlog.Error
+	switch {
+	case err == nil || !errors.As(err, &te):
+		return err
+	case errors.Is(err, logread.ErrUnknownPrefix):
+		return fmt.Errorf("--target-log %w; or give it with --target-log-prefix", err)
+	case te.Path != "":
+		return fmt.Errorf("--target-log %w", err)
+	default:
+		return fmt.Errorf("--target-log: %w", err)
 	}
-	if res.Partial {
-		title += " (PARTIAL: interrupted)"
-	} else if len(res.Incomplete) > 0 {
-		title += " (INCOMPLETE)"
-	}
-	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
-	if res.FirstTime != 0 {
-		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
-	}
-	s := res.Statements
-	fmt.Fprintf(&b, "  statements: %d total, %d executed, %d failed, %d skipped", s.Total, s.Executed, s.Failed, s.SkippedTotal())
-	if s.Empty > 0 {
-		fmt.Fprintf(&b, " (%d empty strings not sent)", s.Empty)
-	}
-	b.WriteString("\n")
-	for _, k := range sortedKeys(s.Skipped) {
-		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
-	}
-	if res.Lost > 0 && s.Total > 0 {
-		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
-	}
-	for _, why := range res.Incomplete {
-		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", why)
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(&b, "  WARNING: %s\n", w)
-	}
-	if len(res.Destructive) > 0 {
-		fmt.Fprintf(&b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", countList(res.Destructive))
-	}
-	if f := res.Filtered; f.Events > 0 {
-		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
-	}
-	ss := res.Sessions
-	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect", ss.Total, ss.Reconnects, ss.ConnectFailed)
-	if ss.ConnectRetries > 0 {
-		fmt.Fprintf(&b, " (%d connection attempts retried: listen queue full)", ss.ConnectRetries)
-	}
-	b.WriteString("\n")
-	if res.Lag != nil {
-		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
-	}
-	o := res.Outcomes
-	fmt.Fprintf(&b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
-		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
-	for _, k := range sortedKeys(res.ErrorsBySQLState) {
-		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
-	}
-	if tl := res.TargetLog; tl != nil {
-		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
-			tl.Executions, tl.ConnectionsFound, tl.Connections, tl.ExecutionsMatched)
-		if len(tl.Mismatched) > 0 {
-			fmt.Fprintf(&b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
-		}
-		b.WriteString("; client round trips are under client_queries\n")
-	} else if !res.DryRun {
-		b.WriteString("  latency:    client round trips (network and client time included); --target-log gives server-side durations\n")
-	}
-	if res.ClientCPUSeconds > 0 && res.WallSeconds > 0 {
-		prec := 1
-		if res.ClientCPUSeconds < 1 {
-			prec = 2 // "0.0" would read as none
-		}
-		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
-		if res.TargetLocal && res.Speed == 0 {
-			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
-		}
-		b.WriteString("\n")
-	}
-	writeSyncSummary(&b, res.Sync, res.SyncWait)
-	if rd := res.Reader; rd.OverBudget > 0 {
-		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeSyncSummary says what synchronizing the sessions cost: how many
-// statements waited for other sessions' commits and how long, and the
-// waits given up.
-func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distribution) {
-	if st == nil {
-		return
-	}
-	if wait == nil {
-		wait = &results.Distribution{}
-	}
-	if st.Mode == "off" {
-		fmt.Fprintf(b, "  sync:       off: sessions ran without waiting for each other's commits, so statements that depend on another session's writes may have run before them\n")
-	} else {
-		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
-			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
-	}
-	for _, n := range st.Notes {
-		fmt.Fprintf(b, "    %s\n", n)
-	}
-}
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
 func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
-	m, bound, stop, err := replay.ServeMetrics(addr)
+	m, bound, stop, err := promsink.Serve(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}

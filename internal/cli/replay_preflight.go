@@ -1,18 +1,17 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 // Pre-flight bounds: the logins are gathered from the logs for at most
@@ -167,16 +166,5 @@ func writeDestructive(w io.Writer, counts map[string]int64, complete bool) {
 	if !complete {
 		where = "the first part of the log holds"
 	}
-	fmt.Fprintf(w, "pre-flight: %s destructive statements, which the replay will run on the target: %s\n", where, countList(counts))
-}
-
-// countList is "A 3, B 1": most first, then by name.
-func countList(counts map[string]int64) string {
-	kinds := slices.Sorted(maps.Keys(counts))
-	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
+	fmt.Fprintf(w, "pre-flight: %s destructive statements, which the replay will run on the target: %s\n", where, report.CountList(counts))
 }

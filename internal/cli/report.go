@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -72,7 +73,7 @@ self-contained page (charts included, works offline); --json writes the
 comparison (schema: docs/report-json.md), to standard output with
 "--json -", in which case the summary goes to standard error.
 
-` + compare.RulesHelp + `
+` + rulesHelp + `
 ` + exitCodeHelp + `  (2 also when --fail-on is given with one file, or when the latency
    sources differ without --allow-mixed-latency)
 `,
@@ -96,76 +97,32 @@ comparison (schema: docs/report-json.md), to standard output with
 }
 
 func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) error {
-	rules, err := compare.ParseRules(f.failOn)
+	rules, err := reportRules(f, len(paths))
 	if err != nil {
-		return usageError("--fail-on: %v", err)
+		return err
 	}
-	if len(rules) > 0 && len(paths) == 1 {
-		return usageError("--fail-on needs two results to compare, got one")
+	runs, err := readReportRuns(paths)
+	if err != nil {
+		return err
 	}
-	if f.top < 0 {
-		return usageError("--top must not be negative, got %d", f.top)
+	rep, err := compareRuns(runs, f, rules)
+	if err != nil {
+		return err
 	}
-	if f.minEffectMS < 0 {
-		return usageError("--min-effect-ms must not be negative, got %g", f.minEffectMS)
-	}
-	if f.minCalls < 1 {
-		return usageError("--min-calls must be at least 1, got %d", f.minCalls)
-	}
-	if f.jsonPath == "-" && f.htmlPath == "-" {
-		return usageError(`--json and --html cannot both go to standard output`)
-	}
-	runs := make([]*results.Result, len(paths))
-	workloads := make([]*findings.Workload, len(paths))
-	evidence := make([]*observe.Evidence, len(paths))
-	for i, p := range paths {
-		if runs[i], err = results.ReadFile(p); err != nil {
-			return err
-		}
-		workloads[i] = findings.FromResult(runs[i])
-		// A result without readable evidence only loses its sections.
-		evidence[i], _ = observe.Decode(runs[i].Evidence)
-	}
-
-	var rep *compare.Report
-	if len(runs) == 1 {
-		rep = compare.Summarize(runs[0])
-	} else {
-		rep, err = compare.Compare(runs[0], runs[1], compare.Options{
-			MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
-		})
-		if errors.Is(err, compare.ErrMixedLatency) {
-			return &exitError{code: ExitUsage, err: err}
-		}
-		var inc *compare.IncompleteError
-		if errors.As(err, &inc) {
-			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the candidate cannot be judged:\n  %s\n"+
-				"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(inc.Reasons, "\n  "))}
-		}
-		if err != nil {
-			return err
-		}
-	}
-
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	if err := compare.WriteText(summaryOut, rep, f.top); err != nil {
+	if err := report.WriteComparison(summaryOut, rep, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	// Findings of the last result (the candidate), judged against the
-	// first when there are two: errors that appear only on the target.
 	var frep *findings.Report
-	if last := workloads[len(workloads)-1]; f.findings && last != nil {
-		in := findings.Input{Workload: last}
-		if len(workloads) == 2 {
-			in.Baseline = workloads[0]
-		}
-		frep = findings.Evaluate(ctx, in, findings.Options{})
-		fmt.Fprintln(summaryOut)
-		if err := findings.WriteText(summaryOut, frep); err != nil {
-			return fmt.Errorf("write findings: %w", err)
+	if f.findings {
+		if frep = reportFindings(ctx, runs); frep != nil {
+			fmt.Fprintln(summaryOut)
+			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
+				return fmt.Errorf("write findings: %w", err)
+			}
 		}
 	}
 	if f.jsonPath != "" {
@@ -178,43 +135,130 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		}
 	}
 	if f.htmlPath != "" {
-		page := htmlreport.ComparisonPage(rep, htmlreport.ComparisonOptions{Top: min(f.top, 12),
-			Footer: fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
-				rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)})
-		if frep != nil {
-			page.Sections = append(page.Sections, findings.Section(frep))
-		}
-		for i, ev := range evidence {
-			if ev != nil {
-				label := ""
-				if len(paths) == 2 {
-					label = [2]string{"baseline", "candidate"}[i]
-				}
-				page.Sections = append(page.Sections, observe.LabeledSections(ev, label)...)
-			}
-		}
-		// A candidate that is the analysis of the target's own log has
-		// no evidence; the replay that produced it does.
-		if f.evidence != "" {
-			data, err := os.ReadFile(f.evidence)
-			if err != nil {
-				return fmt.Errorf("--evidence: %w", err)
-			}
-			ev, err := observe.FromResult(data)
-			if err != nil || ev == nil {
-				return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
-			}
-			page.Sections = append(page.Sections, observe.LabeledSections(ev, "candidate")...)
-		}
-		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
-			return fmt.Errorf("write HTML: %w", err)
+		if err := writeReportHTML(stdio.Stdout, f, rep, frep, runs); err != nil {
+			return err
 		}
 		if f.htmlPath != "-" {
 			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
 		}
 	}
-	if rep.Verdict.Status == compare.VerdictFail {
+	switch rep.Verdict.Status {
+	case compare.VerdictDiverged:
+		return &exitError{code: ExitDiverged, err: errors.New("the replay diverged: it did different work than the baseline, so the candidate is not judged")}
+	case compare.VerdictFail:
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	}
+	return nil
+}
+
+// reportRules checks the flags against each other and parses --fail-on.
+func reportRules(f reportFlags, files int) ([]compare.Rule, error) {
+	rules, err := compare.ParseRules(f.failOn)
+	switch {
+	case err != nil:
+		return nil, usageError("--fail-on: %v", err)
+	case len(rules) > 0 && files == 1:
+		return nil, usageError("--fail-on needs two results to compare, got one")
+	case f.top < 0:
+		return nil, usageError("--top must not be negative, got %d", f.top)
+	case f.minEffectMS < 0:
+		return nil, usageError("--min-effect-ms must not be negative, got %g", f.minEffectMS)
+	case f.minCalls < 1:
+		return nil, usageError("--min-calls must be at least 1, got %d", f.minCalls)
+	case f.jsonPath == "-" && f.htmlPath == "-":
+		return nil, usageError(`--json and --html cannot both go to standard output`)
+	}
+	return rules, nil
+}
+
+// reportRun is one result given to report, read once, with what the
+// findings and the page take from it.
+type reportRun struct {
+	res      *results.Result
+	workload *findings.Workload
+	// evidence is the server-side evidence a replay kept; nil when none
+	// (or unreadable: the page only loses its sections).
+	evidence *observe.Evidence
+}
+
+func readReportRuns(paths []string) ([]reportRun, error) {
+	runs := make([]reportRun, len(paths))
+	for i, p := range paths {
+		res, err := readResultFile(p)
+		if err != nil {
+			return nil, err
+		}
+		ev, _ := observe.Decode(res.Evidence)
+		runs[i] = reportRun{res: res, workload: findings.FromResult(res), evidence: ev}
+	}
+	return runs, nil
+}
+
+// compareRuns compares the candidate (the second run) with the baseline,
+// or summarizes a single run; a comparison refused says what to do, in
+// the flags that allow it.
+func compareRuns(runs []reportRun, f reportFlags, rules []compare.Rule) (*compare.Report, error) {
+	if len(runs) == 1 {
+		return compare.Summarize(runs[0].res), nil
+	}
+	rep, err := compare.Compare(runs[0].res, runs[1].res, compare.Options{
+		MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
+	})
+	var mixed *compare.MixedLatencyError
+	if errors.As(err, &mixed) {
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
+			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
+	}
+	var inc *compare.IncompleteError
+	if errors.As(err, &inc) {
+		return nil, &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the candidate cannot be judged:\n  %s\n"+
+			"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(inc.Reasons, "\n  "))}
+	}
+	return rep, err
+}
+
+// reportFindings are the findings of the last result (the candidate),
+// judged against the first when there are two: errors that appear only
+// on the target. Nil when the last result holds no workload.
+func reportFindings(ctx context.Context, runs []reportRun) *findings.Report {
+	last := runs[len(runs)-1].workload
+	if last == nil {
+		return nil
+	}
+	in := findings.Input{Workload: last}
+	if len(runs) == 2 {
+		in.Baseline = runs[0].workload
+	}
+	return findings.Evaluate(ctx, in, findings.Options{})
+}
+
+// writeReportHTML writes the comparison's page with the findings and
+// every run's server-side evidence, --evidence's as the candidate's.
+func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, runs []reportRun) error {
+	opts := report.ComparisonOptions{Top: min(f.top, 12), Findings: frep, Hints: reportHints}
+	for i, run := range runs {
+		label := ""
+		if len(runs) == 2 {
+			label = [2]string{"baseline", "candidate"}[i]
+		}
+		opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
+	}
+	// A candidate that is the analysis of the target's own log has no
+	// evidence; the replay that produced it does.
+	if f.evidence != "" {
+		data, err := os.ReadFile(f.evidence)
+		if err != nil {
+			return fmt.Errorf("--evidence: %w", err)
+		}
+		ev, err := observe.FromResult(data)
+		if err != nil || ev == nil {
+			return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
+		}
+		opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: "candidate", Evidence: ev})
+	}
+	page := report.ComparisonPage(rep, opts)
+	if err := writeOutput(stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
+		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil
 }
@@ -224,6 +268,16 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 type reportOutput struct {
 	*compare.Report
 	Findings *findings.Report `json:"findings,omitempty"`
+}
+
+// readResultFile reads an analysis or replay result, and says how to
+// write one when the file is not a result at all.
+func readResultFile(path string) (*results.Result, error) {
+	r, err := results.ReadFile(path)
+	if errors.Is(err, results.ErrNotResult) {
+		return nil, fmt.Errorf("%w; write one with analyze --json or replay --json", err)
+	}
+	return r, err
 }
 
 // writeOutput renders into memory first so that a failed render leaves no
@@ -239,3 +293,20 @@ func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) er
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
+
+// rulesHelp documents compare's rule language (compare.ParseRule) for
+// report --help.
+const rulesHelp = `A --fail-on rule is METRIC>THRESHOLD; several rules are separated by commas
+or given in repeated flags, and the run fails when any rule is broken.
+  METRIC     mean, p50, p95, p99 (latency), total_ms (a query's total time),
+             errors (a query's error rate)
+  THRESHOLD  +N%   grew by more than N percent          p95>+20%
+             Nx    grew by more than a factor N          mean>2x
+             +Nms  grew by more than N milliseconds      p99>+50ms
+             +Npp  errors only: the error rate grew by   errors>+1pp
+                   more than N percentage points
+Rules apply per query, to significant differences only: a latency rule is
+broken by a query whose distributions differ beyond noise (and that has at
+least the minimum of timed calls in both runs), an errors rule by a query
+whose error rate rose significantly (one-sided two-proportion test).
+Queries found in one run only never break a rule; they are listed apart.`

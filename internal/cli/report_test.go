@@ -212,3 +212,43 @@ func TestReportJSONToStdout(t *testing.T) {
 		t.Errorf("regressions_by_factor %v", got)
 	}
 }
+
+// TestReportDiverged: a candidate replay whose UPDATE by id touched fewer
+// rows per call than the synchronized baseline replay's (orders that did
+// not exist yet) is reported as diverged, exit 6, the query listed under
+// Divergence in the summary and the page, with both runs' sync figures.
+func TestReportDiverged(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, sync string, rows int64) string {
+		res := map[string]any{"kind": "replay", "latency_source": "client", "speed": 1, "wall_seconds": 10,
+			"statements": map[string]int{"total": 1000, "executed": 1000},
+			"sync":       map[string]any{"mode": sync, "waited": 120},
+			"queries": []map[string]any{{"fingerprint": "upd", "query": "UPDATE orders SET state = $1 WHERE id = $2", "calls": 1000,
+				"timed_calls": 1000, "total_ms": 100, "mean_ms": 0.1, "p50_ms": 0.1, "p95_ms": 0.1, "p99_ms": 0.1, "min_ms": 0.1, "max_ms": 0.1,
+				"rows_calls": 1000, "rows": rows}}}
+		b, _ := json.Marshal(res)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	synced, off := write("synced.json", "object", 1000), write("off.json", "off", 405)
+	html := filepath.Join(dir, "rep.html")
+	code, stdout, stderr := runCLI(context.Background(), "", "report", synced, off, "--fail-on", "p95>+20%", "--html", html)
+	if code != ExitDiverged {
+		t.Errorf("exit %d, want %d\n%s%s", code, ExitDiverged, stdout, stderr)
+	}
+	for _, want := range []string{"REPLAY DIVERGED: 1 query did different work", "rows per call 1 -> 0.405",
+		"Divergence: queries that did different work", "1 -> 0.405", "sync object: 120 statements waited", "sessions not synchronized"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	page := string(readFile(t, html))
+	for _, want := range []string{`id="divergence"`, "Queries that diverged", "verdict-diverged", "UPDATE orders SET state"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

@@ -20,6 +20,7 @@ const (
 	ExitRegression = 3 // the run worked but broke a threshold
 	ExitNoInput    = 4 // the input held nothing to measure, or mostly lines that could not be read
 	ExitIncomplete = 5 // the run lost part of the workload, or a result cannot be judged for that
+	ExitDiverged   = 6 // the replay did different work than the original: its timings are not a verdict
 )
 
 // IO is what a command may touch of the process: its standard streams.
@@ -53,6 +54,10 @@ Exit codes:
   5  incomplete: a replay lost more than --max-lost of its statements
      (connections refused or lost, the target gone), or report was asked
      to judge an incomplete, interrupted or much smaller result
+  6  diverged: report found that the candidate replay did different work
+     than the baseline (rows per call, errors of ordering such as foreign
+     keys): sessions that depended on each other ran out of order, and the
+     candidate is not judged (see docs/sync.md)
 `
 
 // commands lists the constructors of the subcommands. Each command file

@@ -15,12 +15,15 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/logdriver"
 )
 
 func init() { commands = append(commands, newSweepCmd) }
 
 type sweepFlags struct {
+	maxSkipped float64
 	target     string
 	builtin    string
 	script     string
@@ -121,6 +124,7 @@ set PG_BIN to their directory, or install them with
 	fl.StringVar(&f.htmlPath, "html", "", "write a self-contained HTML report with the TPS and p95 chart to `FILE`")
 	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first; with --log, also on throwaway clusters (for a pgbench capture)")
 	fl.StringVar(&f.logPath, "log", "", "sweep a captured server log `FILE`, replayed at speed 0 with its sessions multiplied")
+	addMaxSkipped(fl, &f.maxSkipped)
 	fl.StringVar(&f.format, "format", "auto", "with --log: log format, auto, stderr, csvlog or jsonlog")
 	fl.StringVar(&f.prefix, "prefix", "", "with --log: log_line_prefix of a stderr log (default: detected)")
 	fl.StringVar(&f.setup, "setup", "", "with --log: SQL `FILE` creating the log's schema, run once on every throwaway cluster (or on --target)")
@@ -133,6 +137,10 @@ func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags
 		return err
 	}
 	res, err := sweep.Run(ctx, opts)
+	var refused *sweep.RefusedSettingsError
+	if errors.As(err, &refused) && refused.NeedsRestart() {
+		err = fmt.Errorf("%w\n(without --target, every configuration gets a throwaway cluster started with its settings)", err)
+	}
 	if res == nil {
 		return err
 	}
@@ -226,11 +234,19 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if err != nil {
 		return nil, false, usageError("--format: %v", err)
 	}
-	ld := &sweep.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
-	if err := ld.Prepare(); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, false, usageError("%v", err)
+	ld := &logdriver.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+	err = ld.Prepare()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, usageError("%v", err)
+	}
+	if err == nil || errors.Is(err, logdriver.ErrNoStatements) {
+		// Nothing to measure, or mostly lines that could not be read:
+		// said as analyze and replay say it.
+		if nerr := checkCounted(ld.Lines(), ld.Statements(), f.maxSkipped/100); nerr != nil {
+			return nil, false, nerr
 		}
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	if f.target == "" && !f.init && f.setup == "" {
@@ -246,7 +262,7 @@ func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
 	if f.jsonPath == "-" {
 		tableOut = stdio.Stderr
 	}
-	if err := sweep.WriteText(tableOut, res); err != nil {
+	if err := report.WriteSweep(tableOut, res); err != nil {
 		return fmt.Errorf("write tables: %w", err)
 	}
 	if f.jsonPath != "" {
@@ -270,7 +286,7 @@ func writeSweepHTML(path string, res *sweep.Result) (err error) {
 			err = fmt.Errorf("write HTML: %w", cerr)
 		}
 	}()
-	if err := htmlreport.Write(file, sweep.HTMLPage(res)); err != nil {
+	if err := htmlreport.Write(file, report.SweepPage(res)); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,30 @@ func TestSweepLogCommand(t *testing.T) {
 	page, err := os.ReadFile(htmlPath)
 	if err != nil || !bytes.Contains(page, []byte("sweep-curve")) || !bytes.Contains(page, []byte("stmt/s")) {
 		t.Errorf("HTML: %v, %d bytes", err, len(page))
+	}
+}
+
+// TestSweepLogNothingMeasured: a log that yields no statement, or whose
+// lines mostly fail the prefix, stops the sweep before any server starts,
+// exit 4, as analyze and replay do.
+func TestSweepLogNothingMeasured(t *testing.T) {
+	dir := t.TempDir()
+	noise := filepath.Join(dir, "noise.log")
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "2024-05-01 10:00:%02d.000 UTC [99] LOG:  checkpoint starting: time\n", i)
+	}
+	os.WriteFile(noise, []byte(b.String()), 0o644)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log", noise, "--prefix", "%m [%p] "}, "no statement"},
+		{[]string{"--log", smallLog, "--prefix", "%t [%p]: [%l-1] user=%u,db=%d "}, "no matching prefix"},
+	} {
+		code, _, stderr := runCLI(context.Background(), "", append([]string{"sweep", "--max-clients", "2"}, tt.args...)...)
+		if code != ExitNoInput || !strings.Contains(stderr, "NOTHING MEASURED") || !strings.Contains(stderr, tt.want) {
+			t.Errorf("sweep %v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, ExitNoInput, tt.want)
+		}
 	}
 }

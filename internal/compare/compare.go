@@ -34,7 +34,7 @@ type Options struct {
 	// ErrIncomplete) instead of refusing; the verdict is then never a
 	// pass.
 	AllowIncomplete bool
-	// Rules are the --fail-on rules.
+	// Rules are the thresholds the comparison fails on.
 	Rules []Rule
 }
 
@@ -57,9 +57,25 @@ const (
 	minErrorCalls = 10
 )
 
-// ErrMixedLatency is returned when the two results measured latency in
-// different places.
+// ErrMixedLatency is wrapped by the error Compare returns when the two
+// results measured latency in different places: a *MixedLatencyError.
 var ErrMixedLatency = errors.New("mixed latency sources")
+
+// MixedLatencyError says which result measured latency where, for the
+// caller to say how to compare like with like.
+type MixedLatencyError struct {
+	Baseline, Candidate             string // the results' names
+	BaselineSource, CandidateSource LatencySource
+}
+
+func (e *MixedLatencyError) Error() string {
+	return fmt.Sprintf("%v: %s has %s latency and %s has %s latency; "+
+		"client round trips include network and client time, so comparing them with server-side durations "+
+		"manufactures regressions", ErrMixedLatency, e.Baseline, e.BaselineSource, e.Candidate, e.CandidateSource)
+}
+
+// Unwrap makes the error ErrMixedLatency for errors.Is.
+func (e *MixedLatencyError) Unwrap() error { return ErrMixedLatency }
 
 // Status is the judgement on one query.
 type Status string
@@ -137,7 +153,7 @@ type QueryDiff struct {
 	// ErrorsP is the p-value of the error rate's increase.
 	ErrorsP float64 `json:"errors_p,omitempty"`
 	// MixedLatency marks ratios of latencies measured in different
-	// places (--allow-mixed-latency): not evidence of a regression.
+	// places (Options.AllowMixedLatency): not evidence of a regression.
 	MixedLatency bool `json:"mixed_latency,omitempty"`
 
 	// Rows are the source rows, for charts (histograms).
@@ -167,7 +183,11 @@ type RunSummary struct {
 	P95MS      float64          `json:"p95_ms,omitempty"`
 	Errors     map[string]int64 `json:"errors_by_sqlstate"`
 	Timeline   *Timeline        `json:"timeline,omitempty"`
-	byFP       map[string]*Query
+	// Sync and SyncWait are a replay's synchronization and its waits
+	// (results.Replay), nil for an analysis or an older replay.
+	Sync     *results.Sync         `json:"sync,omitempty"`
+	SyncWait *results.Distribution `json:"sync_wait_ms,omitempty"`
+	byFP     map[string]*Query
 }
 
 // ErrorDiff is a SQLSTATE whose count grew.
@@ -191,7 +211,7 @@ const (
 	// VerdictRegressions: no rule broken (or none given), but some
 	// queries regressed significantly: not a pass to show in green.
 	VerdictRegressions VerdictStatus = "regressions"
-	// VerdictFail: a --fail-on rule is broken.
+	// VerdictFail: a rule is broken.
 	VerdictFail VerdictStatus = "fail"
 	// VerdictIncomplete: a result is incomplete, interrupted or much
 	// smaller than the other, and the comparison was allowed anyway:
@@ -273,6 +293,9 @@ func summarize(r *Run) RunSummary {
 	}
 	if s.Errors == nil {
 		s.Errors = map[string]int64{}
+	}
+	if r.Replay != nil {
+		s.Sync, s.SyncWait = r.Sync, r.SyncWait
 	}
 	for i := range r.Queries {
 		q := &r.Queries[i]
@@ -359,8 +382,8 @@ func (r *Report) fillEmpty() {
 	}
 }
 
-// Compare compares candidate against baseline. It fails with
-// ErrMixedLatency when their latency sources differ, unless allowed.
+// Compare compares candidate against baseline. It fails with a
+// *MixedLatencyError when their latency sources differ, unless allowed.
 func Compare(base, cand *Run, opts Options) (*Report, error) {
 	o := opts.withDefaults()
 	// A result that cannot be judged is refused first: whatever else is
@@ -371,11 +394,8 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	}
 	mixed := base.LatencySource != cand.LatencySource
 	if mixed && !o.AllowMixedLatency {
-		return nil, fmt.Errorf("%w: %s has %s latency and %s has %s latency; "+
-			"client round trips include network and client time, so comparing them with server-side durations "+
-			"manufactures regressions. Compare results of the same source (replay --target-log gives server-side "+
-			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged",
-			ErrMixedLatency, base.Name(), base.LatencySource, cand.Name(), cand.LatencySource)
+		return nil, &MixedLatencyError{Baseline: base.Name(), Candidate: cand.Name(),
+			BaselineSource: base.LatencySource, CandidateSource: cand.LatencySource}
 	}
 	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why}
 	cs := summarize(cand)

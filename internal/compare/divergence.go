@@ -2,20 +2,17 @@ package compare
 
 import (
 	"cmp"
+
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"math"
 	"slices"
 	"strings"
 )
 
-// OrderingSQLStates are the errors a replay causes when it runs sessions
-// that depended on each other's commits in another order than the
-// original: a foreign key whose row is not there yet (23503), a key
-// inserted twice (23505), serialization failures and deadlocks (40001,
-// 40P01), and the aborted transaction that follows one (25P02). On a
-// candidate, errors of these codes that the baseline did not have mean the
-// replay did different work, not that the candidate is worse.
-var OrderingSQLStates = []string{"23503", "23505", "40001", "40P01", "25P02"}
+// OrderingSQLStates are the errors of a replay that ran dependent
+// sessions out of order (results.OrderingSQLStates).
+var OrderingSQLStates = results.OrderingSQLStates
 
 // Divergence thresholds: a query diverges when its rows per call differ
 // by more than MaxRowsPerCallDiff (relative) and by at least one row over

@@ -2,7 +2,7 @@
 // analyze` or `pgrehearse replay`) into a comparison: per query fingerprint
 // the figures of both runs, their ratios, whether the difference is beyond
 // noise, ranked lists of regressions, new errors by SQLSTATE, queries seen in
-// one run only, and a verdict against --fail-on rules.
+// one run only, and a verdict against rules (ParseRules).
 //
 // # Like with like
 //
@@ -23,7 +23,7 @@
 //
 // A query is judged only when both runs have at least Options.MinCalls
 // timed calls; with fewer it is "too few calls", whatever its ratio. When
-// both rows carry their latency histogram (analyze --hist), the two
+// both rows carry their latency histogram, the two
 // distributions are compared with a Mann-Whitney U test (a shift of the
 // typical call) and a Kolmogorov-Smirnov test (a change anywhere, the tail
 // included), both computed on the histogram buckets, whose values tie
@@ -38,5 +38,6 @@
 // Rules (ParseRules) apply to significant differences only: a query with
 // too few calls or within noise never breaks a rule.
 //
-// The package does no I/O: callers hand it bytes and write what it returns.
+// The package does no I/O and renders nothing: callers hand it results, and
+// internal/report writes the Report it returns for a terminal or a page.
 package compare

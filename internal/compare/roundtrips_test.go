@@ -1,57 +1,28 @@
 package compare
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/results/resultstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// row is a query row with round figures: n timed calls of meanMS each,
-// p95 at p95MS.
-func row(fp string, n int64, meanMS, p95MS float64) map[string]any {
-	return map[string]any{"fingerprint": fp, "query": "SELECT " + fp, "calls": n, "timed_calls": n,
-		"total_ms": float64(n) * meanMS, "mean_ms": meanMS, "p50_ms": meanMS, "p95_ms": p95MS, "p99_ms": p95MS, "max_ms": p95MS}
-}
+// The tests' replay results: see package resultstest.
+var (
+	row        = resultstest.Row
+	serverRows = resultstest.ServerRows()
+	clientRows = resultstest.ClientRows()
+)
 
-// replayRun is a replay result: server-side queries when client is set
-// (replay --target-log), client round trips otherwise.
 func replayRun(t *testing.T, name string, extra map[string]any, queries []map[string]any, client []map[string]any) *Run {
 	t.Helper()
-	res := map[string]any{"kind": "replay", "speed": 1, "wall_seconds": 10, "statements": map[string]int64{"total": 1000},
-		"queries": queries}
-	if client != nil {
-		res["latency_source"], res["client_queries"] = "server_log", client
-	}
-	for k, v := range extra {
-		res[k] = v
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := results.Decode(b, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return resultstest.Replay(t, name, extra, queries, client)
 }
-
-var (
-	serverRows = []map[string]any{row("busy", 500, 0.2, 0.4), row("slow", 20, 10, 14), row("rare", 3, 1, 1),
-		row("serveronly", 50, 1, 2), {"fingerprint": "untimed", "query": "SELECT 0", "calls": 9}}
-	clientRows = []map[string]any{row("busy", 500, 0.7, 1.5), row("slow", 20, 10.5, 15), row("rare", 3, 0.99, 1),
-		row("clientonly", 50, 1, 2), row("untimed", 9, 1, 1)}
-)
 
 // TestRoundTrips: a replay that kept its client round trips beside
 // server-side queries shows them per fingerprint timed on both sides,
@@ -156,54 +127,5 @@ func TestRoundTripsNeverCompared(t *testing.T) {
 	}
 	if !reflect.DeepEqual(runs, []string{"baseline", "candidate"}) {
 		t.Errorf("two replays with round trips: tables for %v", runs)
-	}
-}
-
-// TestRoundTripsText: the summary prints the table after the regressions,
-// under a heading that says what it is, capped at top; see
-// testdata/roundtrips.golden (go test -update rewrites it).
-func TestRoundTripsText(t *testing.T) {
-	base := replayRun(t, "base.json", nil, serverRows, nil)
-	base.LatencySource = LatencyServerLog
-	// slow regressed server-side: its typical call is beyond the
-	// baseline's p95.
-	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
-	slowerClient := append([]map[string]any{row("slow", 20, 30.8, 41)}, clientRows[0], clientRows[2], clientRows[3], clientRows[4])
-	cand := replayRun(t, "cand.json", nil, slower, slowerClient)
-	rep, err := Compare(base, cand, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteText(&b, rep, 2); err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "roundtrips.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("text differs from %s:\n%s", golden, b.String())
-	}
-
-	// Nothing about round trips for a replay without them, nor with
-	// --top 0.
-	for _, c := range []struct {
-		rep *Report
-		top int
-	}{{Summarize(base), 10}, {rep, 0}} {
-		b.Reset()
-		if err := WriteText(&b, c.rep, c.top); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(b.String(), "round trip") {
-			t.Errorf("top %d: round trips shown:\n%s", c.top, b.String())
-		}
 	}
 }

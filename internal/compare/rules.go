@@ -7,22 +7,6 @@ import (
 	"strings"
 )
 
-// RulesHelp documents the rule language for --help.
-const RulesHelp = `A --fail-on rule is METRIC>THRESHOLD; several rules are separated by commas
-or given in repeated flags, and the run fails when any rule is broken.
-  METRIC     mean, p50, p95, p99 (latency), total_ms (a query's total time),
-             errors (a query's error rate)
-  THRESHOLD  +N%   grew by more than N percent          p95>+20%
-             Nx    grew by more than a factor N          mean>2x
-             +Nms  grew by more than N milliseconds      p99>+50ms
-             +Npp  errors only: the error rate grew by   errors>+1pp
-                   more than N percentage points
-Rules apply per query, to significant differences only: a latency rule is
-broken by a query whose distributions differ beyond noise (and that has at
-least the minimum of timed calls in both runs), an errors rule by a query
-whose error rate rose significantly (one-sided two-proportion test).
-Queries found in one run only never break a rule; they are listed apart.`
-
 // Metric is what a rule measures.
 type Metric string
 
@@ -47,7 +31,7 @@ const (
 	UnitPP      Unit = "pp" // growth of a rate in percentage points
 )
 
-// Rule is one --fail-on threshold.
+// Rule is one threshold a comparison fails on.
 type Rule struct {
 	Text   string  `json:"rule"`
 	Metric Metric  `json:"metric"`

@@ -106,7 +106,7 @@ func (e *eval) batchInserts() {
 // which every INSERT evaluates.
 func (e *eval) indexCosts(f *Finding, schema, name string) {
 	if e.in.Catalog == nil {
-		f.Evidence.Notes = append(f.Evidence.Notes, "indexes unknown: connect with --dsn to list the partial and expression indexes each INSERT evaluates")
+		f.Evidence.Notes = append(f.Evidence.Notes, "indexes unknown: without a connection to the server, the partial and expression indexes each INSERT evaluates are not listed")
 		return
 	}
 	t := e.table(schema, name)

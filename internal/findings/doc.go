@@ -26,5 +26,6 @@
 // SELECTs; missing-index checks its suggestion with a hypothetical index
 // when hypopg is installed in the database, which exists only in the
 // explaining session's memory and is removed at once); it does not read
-// logs or choose where output goes.
+// logs, render findings (internal/report does) or name how a caller
+// provides an input: a Skip says which input was lacking (Lack).
 package findings

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // sqlStateNames name the SQLSTATEs a workload commonly meets.
@@ -26,6 +29,12 @@ func (e *eval) errors() {
 	var total int64
 	for _, n := range w.ErrorsBySQLState {
 		total += n
+	}
+	// A replay's errors of ordering that the original did not have are
+	// the replay's doing, said apart: the application has nothing to fix.
+	ordering := e.replayOrder()
+	if total > 0 && ordering == total {
+		return
 	}
 	if total > 0 || w.Failed > 0 {
 		rate := pct(float64(w.Failed), float64(w.Statements))
@@ -87,6 +96,9 @@ func (e *eval) targetOnly() {
 		if b != nil && b.Errors > 0 {
 			continue
 		}
+		if w.Replay != nil && onlyOrdering(q) {
+			continue // the replay-order finding's
+		}
 		bc := "not run"
 		if b != nil {
 			bc = fnum(float64(b.Calls))
@@ -97,7 +109,7 @@ func (e *eval) targetOnly() {
 	}
 	var newCodes []string
 	for code := range w.ErrorsBySQLState {
-		if base.ErrorsBySQLState[code] == 0 {
+		if base.ErrorsBySQLState[code] == 0 && !(w.Replay != nil && slices.Contains(results.OrderingSQLStates, code)) {
 			newCodes = append(newCodes, code)
 		}
 	}
@@ -127,4 +139,86 @@ func (e *eval) targetOnly() {
 		f.Severity = Critical
 	}
 	e.add(f)
+}
+
+// onlyOrdering reports whether every error of q is of an ordering code.
+func onlyOrdering(q *Query) bool {
+	if q.Errors == 0 || len(q.ErrorsBySQLState) == 0 {
+		return false
+	}
+	var n int64
+	for _, code := range results.OrderingSQLStates {
+		n += q.ErrorsBySQLState[code]
+	}
+	return n == q.Errors
+}
+
+// replayOrder reports the errors a replay caused by running sessions that
+// depended on each other's commits in another order than the original:
+// statements that had succeeded in the original (the replay counts them)
+// and failed on the target with ordering codes (a foreign key whose row
+// is not there yet, a duplicate key, a serialization failure, a deadlock,
+// and the aborted transactions after them). It returns how many errors it
+// took, for the errors finding to leave out.
+func (e *eval) replayOrder() int64 {
+	w := e.w()
+	if w.Replay == nil || w.Replay.FailedOnlyOnTarget == 0 {
+		return 0
+	}
+	var n int64
+	counts := map[string]int64{}
+	for _, code := range results.OrderingSQLStates {
+		if c := w.ErrorsBySQLState[code]; c > 0 {
+			counts[code] = c
+			n += c
+		}
+	}
+	if e.in.Baseline != nil {
+		// Errors of these codes the original had too are not the
+		// replay's doing.
+		for code := range counts {
+			c := max(counts[code]-e.in.Baseline.ErrorsBySQLState[code], 0)
+			n -= counts[code] - c
+			if counts[code] = c; c == 0 {
+				delete(counts, code)
+			}
+		}
+	}
+	// Only as many as failed only on the target can be the replay's.
+	n = min(n, w.Replay.FailedOnlyOnTarget)
+	if n == 0 {
+		return 0
+	}
+	parts := make([]string, 0, len(counts))
+	for _, code := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %s x%s", code, sqlStateNames[code], fnum(float64(counts[code]))))
+	}
+	sync := "it did not say how its sessions were synchronized"
+	switch w.Replay.Sync {
+	case "off":
+		sync = "its sessions ran without synchronization"
+	case "object", "commit":
+		sync = "its sessions were synchronized (" + w.Replay.Sync + " mode), yet some ran out of order (a give-up after the sync timeout, or a dependency the log does not show)"
+	}
+	f := Finding{
+		ID: IDReplayOrder, Severity: Warning, Subject: "replay order",
+		Title: "Errors caused by the replay's order, not by the workload",
+		Summary: fmt.Sprintf("%s statements that succeeded in the original failed on the target with errors of ordering (%s): "+
+			"sessions that depended on each other's commits ran in another order; %s", fnum(float64(n)), strings.Join(parts, ", "), sync),
+		Recommendation: "Nothing to fix in the application or on the target: these statements succeeded in the original run. " +
+			"Replay with synchronized sessions (replay --sync object, the default), so that a statement waits for the commits it " +
+			"depended on, and compare that replay; with these errors the timings measure other work (see docs/sync.md).",
+		Evidence: Evidence{Figures: []Figure{fig("ordering_errors", float64(n), ""), fig("failed_only_on_target", float64(w.Replay.FailedOnlyOnTarget), "")}},
+	}
+	for _, q := range failingQueries(w) {
+		if onlyOrdering(q) && len(f.Evidence.Queries) < 10 {
+			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
+		}
+	}
+	e.add(f)
+	var total int64
+	for _, v := range counts {
+		total += v
+	}
+	return total
 }

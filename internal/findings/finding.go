@@ -37,10 +37,11 @@ const (
 	IDRandomKeys    = "random-keys"
 	IDQueue         = "queue-without-skip-locked"
 	IDErrors        = "errors"
+	IDReplayOrder   = "replay-order"
 )
 
 // IDs lists every finding id in the order findings are evaluated.
-var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors}
+var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors, IDReplayOrder}
 
 // Finding is one trap the workload falls into.
 type Finding struct {
@@ -99,9 +100,26 @@ type Model struct {
 
 // Skip says why a finding was not evaluated.
 type Skip struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Lacks is the input whose absence stopped it, when one did; the
+	// Reason then starts with what is missing, up to its first ": ".
+	Lacks  Lack   `json:"lacks,omitempty"`
 	Reason string `json:"reason"`
 }
+
+// Lack is an input a finding needed and did not get. A Skip names it so
+// that its caller can say how to provide it (a flag of its command): this
+// package does not know how its inputs are given.
+type Lack string
+
+// Inputs a finding can lack.
+const (
+	// LackServer: no connection to the server the workload ran on
+	// (Input.Catalog, Input.Explainer).
+	LackServer Lack = "server"
+	// LackServerCPUs: the server's CPU count (Input.ServerCPUs).
+	LackServerCPUs Lack = "server_cpus"
+)
 
 // Report is the result of Evaluate.
 type Report struct {
@@ -147,8 +165,8 @@ type Input struct {
 	Catalog   *catalog.Catalog
 	Explainer Explainer
 	// ServerCPUs is the server's CPU count, 0 when unknown;
-	// CPUSource says where it comes from ("--server-cpus", "local
-	// server: runtime.NumCPU").
+	// CPUSource says, in the caller's words, where it comes from (an
+	// option, "local server: this machine's CPU count").
 	ServerCPUs int
 	CPUSource  string
 }
@@ -185,7 +203,14 @@ type eval struct {
 
 func (e *eval) add(f Finding) { e.report.Findings = append(e.report.Findings, f) }
 func (e *eval) skip(id, reason string) {
-	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{id, reason})
+	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{ID: id, Reason: reason})
+}
+
+// lacking skips id for want of an input: reason says what the finding
+// could not do without it.
+func (e *eval) lacking(id string, lack Lack, reason string) {
+	what := map[Lack]string{LackServer: "no connection to the server", LackServerCPUs: "server CPU count unknown"}[lack]
+	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{ID: id, Lacks: lack, Reason: what + ": " + reason})
 }
 func (e *eval) w() *Workload                             { return e.in.Workload }
 func (e *eval) ref(q *Query) QueryRef                    { return e.w().ref(q) }

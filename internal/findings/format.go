@@ -2,9 +2,8 @@ package findings
 
 import (
 	"math"
-	"strconv"
 
-	"github.com/pgrehearse/pgrehearse/internal/texttable"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 )
 
 func round(v float64, digits int) float64 {
@@ -12,18 +11,8 @@ func round(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
-// fnum formats a figure for people: thousands separated, at most one
-// decimal above 10, two below.
-func fnum(v float64) string {
-	switch {
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return texttable.Thousands(strconv.FormatInt(int64(v), 10))
-	case math.Abs(v) >= 10:
-		return texttable.Thousands(strconv.FormatFloat(v, 'f', 1, 64))
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
+// fnum formats a figure for people: see numfmt.Figure.
+func fnum(v float64) string { return numfmt.Figure(v) }
 
 func fig(name string, v float64, unit string) Figure {
 	t := fnum(v)

@@ -50,7 +50,7 @@ func (e *eval) hotQueryID() {
 	avg := w.Rate(q.Calls)
 	peak := avg * peakFactor
 	if e.in.ServerCPUs <= 0 {
-		e.skip(IDHotQueryID, fmt.Sprintf("server CPU count unknown (give --server-cpus): the hottest query id runs %s calls/s on average, %s at the busiest second (estimated)",
+		e.lacking(IDHotQueryID, LackServerCPUs, fmt.Sprintf("the hottest query id runs %s calls/s on average, %s at the busiest second (estimated)",
 			fnum(round(avg, 1)), fnum(round(peak, 1))))
 		return
 	}

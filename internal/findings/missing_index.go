@@ -15,7 +15,7 @@ import (
 // the planner scan the table; a composite index fixed it.
 func (e *eval) missingIndex() {
 	if e.in.Explainer == nil || e.in.Catalog == nil {
-		e.skip(IDMissingIndex, "no connection to the server (--dsn): plans cannot be explained")
+		e.lacking(IDMissingIndex, LackServer, "plans cannot be explained")
 		return
 	}
 	w := e.w()

@@ -18,7 +18,7 @@ func (e *eval) planningHeavy() {
 	c := e.in.Catalog
 	switch {
 	case c == nil:
-		e.skip(IDPlanningHeavy, "no connection to the server (--dsn): pg_stat_statements cannot be read")
+		e.lacking(IDPlanningHeavy, LackServer, "pg_stat_statements cannot be read")
 		return
 	case c.PGSS == nil:
 		e.skip(IDPlanningHeavy, c.PGSSReason)

@@ -18,7 +18,7 @@ func (e *eval) randomKeys() {
 	c := e.in.Catalog
 	w := e.w()
 	if c == nil {
-		e.skip(IDRandomKeys, "no connection to the server (--dsn): table sizes and key types unknown")
+		e.lacking(IDRandomKeys, LackServer, "table sizes and key types unknown")
 		return
 	}
 	if w.SpanS <= 0 {

@@ -24,16 +24,30 @@ type Workload struct {
 	// PeakCallsPerS is the busiest timeline bucket's statements per
 	// second; 0 without a timeline.
 	PeakCallsPerS float64
+	// Replay holds what only a replay tells; nil for an analysis.
+	Replay *ReplayFacts
+}
+
+// ReplayFacts are what a replay's findings need beyond its figures.
+type ReplayFacts struct {
+	// FailedOnlyOnTarget counts the statements that failed on the
+	// target and had succeeded in the original.
+	FailedOnlyOnTarget int64
+	// Sync is how the sessions were synchronized ("object", "commit",
+	// "off"), empty when the result does not say.
+	Sync string
 }
 
 // Query is one fingerprint's figures.
 type Query struct {
-	Fingerprint string  `json:"fingerprint"`
-	Query       string  `json:"query"`
-	Calls       int64   `json:"calls"`
-	Errors      int64   `json:"errors"`
-	TotalMS     float64 `json:"total_ms"`
-	MeanMS      float64 `json:"mean_ms"`
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Calls       int64  `json:"calls"`
+	Errors      int64  `json:"errors"`
+	// ErrorsBySQLState are the query's errors by code, when known.
+	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
+	TotalMS          float64          `json:"total_ms"`
+	MeanMS           float64          `json:"mean_ms"`
 }
 
 // TotalMS is the time of every query.
@@ -80,7 +94,14 @@ func FromResult(r *results.Result) *Workload {
 		w.LockWaitLines = r.Lines.Skipped["lock wait"]
 	}
 	for _, q := range r.Queries {
-		w.Queries = append(w.Queries, Query{q.Fingerprint, q.Query, q.Calls, q.Errors, q.TotalMS, q.MeanMS})
+		w.Queries = append(w.Queries, Query{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, Errors: q.Errors,
+			ErrorsBySQLState: q.ErrorsBySQLState, TotalMS: q.TotalMS, MeanMS: q.MeanMS})
+	}
+	if r.Replay != nil {
+		w.Replay = &ReplayFacts{FailedOnlyOnTarget: r.Outcomes.FailedOnlyOnTarget}
+		if r.Sync != nil {
+			w.Replay.Sync = r.Sync.Mode
+		}
 	}
 	if t := r.Timeline; t != nil {
 		w.PeakCallsPerS = peak(t.Calls, t.BucketMS)

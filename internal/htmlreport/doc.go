@@ -7,9 +7,12 @@
 // charts and tables. A Chart carries an ECharts option as JSON, so a new
 // kind of chart needs no change here; a Table may be sortable (a click on
 // a header), filterable (a text box) and have rows that show a Detail when
-// clicked. ComparisonPage lays out a compare.Report; other commands (a
-// client-count sweep, a findings list) build their own Sections and append
-// them to a Page.
+// clicked.
+//
+// The package holds the page's primitives only and knows nothing of what
+// a report shows: package report lays comparisons, findings, evidence and
+// sweeps out with these types, and this package imports no other package
+// of pgrehearse.
 //
 // The page's script checks itself when the URL ends in #selfcheck: it
 // counts the charts whose canvas holds drawn pixels, sorts every sortable

@@ -30,13 +30,13 @@ type Capabilities struct {
 	// it other users' query texts, query ids and wait events are hidden.
 	ReadAllStats bool `json:"read_all_stats"`
 
-	// PGSS is "installed" (readable here), "not_preloaded" (created but
-	// not in shared_preload_libraries), "not_created" (preloaded, no
+	// PGSS is ExtInstalled (readable here), ExtNotPreloaded (created but
+	// not in shared_preload_libraries), ExtNotCreated (preloaded, no
 	// CREATE EXTENSION in any database the observer could reach),
-	// "unavailable" (not on the server) or "unreadable".
-	PGSS         string `json:"pg_stat_statements"`
-	PGSSVersion  string `json:"pg_stat_statements_version,omitempty"`
-	PGSSDatabase string `json:"pg_stat_statements_database,omitempty"`
+	// ExtUnavailable (not on the server) or ExtUnreadable.
+	PGSS         ExtensionState `json:"pg_stat_statements"`
+	PGSSVersion  string         `json:"pg_stat_statements_version,omitempty"`
+	PGSSDatabase string         `json:"pg_stat_statements_database,omitempty"`
 	// TrackPlanning is pg_stat_statements.track_planning.
 	TrackPlanning bool `json:"track_planning"`
 	// PGSSMax is pg_stat_statements.max, the number of entries kept
@@ -50,16 +50,17 @@ type Capabilities struct {
 	ComputeQueryID string `json:"compute_query_id,omitempty"`
 
 	// WaitSampling is the pg_wait_sampling extension in the observer's
-	// database: "installed" (loaded and created: readable), "not_created"
-	// (in shared_preload_libraries, no CREATE EXTENSION here),
-	// "not_preloaded" (created, not loaded), "available" (packaged,
-	// neither), "missing" (not on the server) or "unreadable: ...".
-	WaitSampling        string `json:"pg_wait_sampling"`
-	WaitSamplingVersion string `json:"pg_wait_sampling_version,omitempty"`
-	// WaitSource is where the wait events come from: "pg_wait_sampling"
-	// or "pg_stat_activity"; WaitSourceReason says why.
-	WaitSource       string `json:"wait_source"`
-	WaitSourceReason string `json:"wait_source_reason"`
+	// database: ExtInstalled (loaded and created: readable),
+	// ExtNotCreated (in shared_preload_libraries, no CREATE EXTENSION
+	// here), ExtNotPreloaded (created, not loaded), ExtAvailable
+	// (packaged, neither), ExtMissing (not on the server) or
+	// ExtUnreadable.
+	WaitSampling        ExtensionState `json:"pg_wait_sampling"`
+	WaitSamplingVersion string         `json:"pg_wait_sampling_version,omitempty"`
+	// WaitSource is where the wait events come from; WaitSourceReason
+	// says why.
+	WaitSource       WaitSource `json:"wait_source"`
+	WaitSourceReason string     `json:"wait_source_reason"`
 
 	// schema of pg_stat_statements, quoted; its view's columns.
 	pgssSchema  string
@@ -68,6 +69,70 @@ type Capabilities struct {
 	pgssPreloaded bool
 	pws           pwsSettings
 }
+
+// ExtensionStatus is what the observer found of an extension it can use.
+type ExtensionStatus string
+
+// Extension statuses. pg_stat_statements is ExtUnavailable when the
+// server does not have it and pg_wait_sampling ExtMissing: the two words
+// are in the evidence JSON (docs/evidence-json.md) and stay as they were.
+const (
+	ExtInstalled    ExtensionStatus = "installed"     // loaded and created: readable
+	ExtNotPreloaded ExtensionStatus = "not_preloaded" // created, not in shared_preload_libraries
+	ExtNotCreated   ExtensionStatus = "not_created"   // preloaded, no CREATE EXTENSION where it was looked for
+	ExtAvailable    ExtensionStatus = "available"     // packaged on the server, neither preloaded nor created
+	ExtUnavailable  ExtensionStatus = "unavailable"   // pg_stat_statements: not usable on the server
+	ExtMissing      ExtensionStatus = "missing"       // pg_wait_sampling: not on the server
+	ExtUnreadable   ExtensionStatus = "unreadable"    // installed, but reading it fails: see ExtensionState.Err
+)
+
+// ExtensionState is an extension's status and, when it is unreadable, why.
+// Its text form, and so its JSON, is the status, or "unreadable: " and the
+// error.
+type ExtensionState struct {
+	Status ExtensionStatus
+	Err    string
+}
+
+// Is reports whether the state has status st.
+func (s ExtensionState) Is(st ExtensionStatus) bool { return s.Status == st }
+
+func (s ExtensionState) String() string {
+	if s.Status == ExtUnreadable && s.Err != "" {
+		return string(ExtUnreadable) + ": " + s.Err
+	}
+	return string(s.Status)
+}
+
+// MarshalText writes String.
+func (s ExtensionState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote.
+func (s *ExtensionState) UnmarshalText(b []byte) error {
+	text := string(b)
+	if why, ok := strings.CutPrefix(text, string(ExtUnreadable)+": "); ok {
+		*s = ExtensionState{Status: ExtUnreadable, Err: why}
+		return nil
+	}
+	*s = ExtensionState{Status: ExtensionStatus(text)}
+	return nil
+}
+
+func unreadable(err error) ExtensionState {
+	return ExtensionState{Status: ExtUnreadable, Err: err.Error()}
+}
+
+// WaitSource is where wait events come from.
+type WaitSource string
+
+// Wait sources.
+const (
+	// WaitsFromPGWaitSampling: the server's own sampling, read as
+	// pg_wait_sampling profile deltas.
+	WaitsFromPGWaitSampling WaitSource = "pg_wait_sampling"
+	// WaitsFromActivity: pg_stat_activity, polled by the observer.
+	WaitsFromActivity WaitSource = "pg_stat_activity"
+)
 
 // pwsSettings are pg_wait_sampling's, read at the start.
 type pwsSettings struct {
@@ -126,7 +191,7 @@ func connect(ctx context.Context, dsn, database string) (*pgx.Conn, error) {
 // one has it, returns a connection to that one instead (pg_stat_statements
 // covers every database of the cluster from any of them).
 func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabilities, error) {
-	c := &Capabilities{WaitSource: "pg_stat_activity"}
+	c := &Capabilities{WaitSource: WaitsFromActivity}
 	var preload string
 	err := conn.QueryRow(ctx, tag+`SELECT current_setting('server_version'), current_setting('server_version_num')::int,
 		current_database(), current_user,
@@ -149,10 +214,10 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 	if err != nil {
 		return conn, nil, err
 	}
-	c.WaitSampling = ext["pg_wait_sampling"]
+	c.WaitSampling = ExtensionState{Status: ext["pg_wait_sampling"]}
 	switch {
-	case ext["pg_stat_statements"] == "installed":
-	case ext["pg_stat_statements"] == "available" && preloaded:
+	case ext["pg_stat_statements"] == ExtInstalled:
+	case ext["pg_stat_statements"] == ExtAvailable && preloaded:
 		// Preloaded but created elsewhere, perhaps: try the other
 		// databases, one connection at a time.
 		if other := findPGSS(ctx, conn, dsn); other != nil {
@@ -165,25 +230,25 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 			if err != nil {
 				return conn, nil, err
 			}
-			c.WaitSampling = ext["pg_wait_sampling"]
+			c.WaitSampling = ExtensionState{Status: ext["pg_wait_sampling"]}
 		}
 	}
 	switch ext["pg_stat_statements"] {
-	case "installed":
-		c.PGSS = "installed"
+	case ExtInstalled:
+		c.PGSS.Status = ExtInstalled
 		c.PGSSDatabase = c.Database
 		if !preloaded {
-			c.PGSS = "not_preloaded"
+			c.PGSS.Status = ExtNotPreloaded
 		}
-	case "available":
-		c.PGSS = "not_created"
+	case ExtAvailable:
+		c.PGSS.Status = ExtNotCreated
 		if !preloaded {
-			c.PGSS = "unavailable"
+			c.PGSS.Status = ExtUnavailable
 		}
 	default:
-		c.PGSS = "unavailable"
+		c.PGSS.Status = ExtUnavailable
 	}
-	if c.PGSS != "installed" {
+	if !c.PGSS.Is(ExtInstalled) {
 		return conn, c, nil
 	}
 	return conn, c, probePGSSView(ctx, conn, c)
@@ -192,8 +257,8 @@ func probe(ctx context.Context, conn *pgx.Conn, dsn string) (*pgx.Conn, *Capabil
 // probePGSSView fills in what reading pg_stat_statements in conn's
 // database needs: its schema, version and columns, whether
 // pg_stat_statements_info exists, and the settings the evidence reports.
-// It sets c.PGSS to "unreadable: ..." when the view cannot be read (a
-// library of another version); other errors are returned.
+// It sets c.PGSS to ExtUnreadable when the view cannot be read (a library
+// of another version); other errors are returned.
 func probePGSSView(ctx context.Context, conn *pgx.Conn, c *Capabilities) error {
 	err := conn.QueryRow(ctx, tag+`SELECT quote_ident(n.nspname), e.extversion,
 		coalesce(current_setting('pg_stat_statements.track_planning', true), '') = 'on',
@@ -224,25 +289,26 @@ func probePGSSView(ctx context.Context, conn *pgx.Conn, c *Capabilities) error {
 	// Installed and preloaded can still fail to read (a library of
 	// another version): find out now rather than at every snapshot.
 	if _, err := conn.Exec(ctx, tag+"SELECT 1 FROM "+c.pgssSchema+".pg_stat_statements(false) LIMIT 1"); err != nil {
-		c.PGSS = "unreadable: " + err.Error()
+		c.PGSS = unreadable(err)
 	}
 	return nil
 }
 
-// extensions returns "installed", "available" or "" by extension name.
-func extensions(ctx context.Context, conn *pgx.Conn) (map[string]string, error) {
+// extensions returns ExtInstalled or ExtAvailable by extension name;
+// pg_wait_sampling is ExtMissing when the server does not have it.
+func extensions(ctx context.Context, conn *pgx.Conn) (map[string]ExtensionStatus, error) {
 	rows, err := conn.Query(ctx, tag+`SELECT name, installed_version IS NOT NULL FROM pg_available_extensions
 		WHERE name IN ('pg_stat_statements', 'pg_wait_sampling')`)
 	if err != nil {
 		return nil, fmt.Errorf("observe: extensions: %w", err)
 	}
-	out := map[string]string{"pg_wait_sampling": "missing"}
+	out := map[string]ExtensionStatus{"pg_wait_sampling": ExtMissing}
 	var name string
 	var inst bool
 	_, err = pgx.ForEachRow(rows, []any{&name, &inst}, func() error {
-		out[name] = "available"
+		out[name] = ExtAvailable
 		if inst {
-			out[name] = "installed"
+			out[name] = ExtInstalled
 		}
 		return nil
 	})

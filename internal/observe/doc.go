@@ -52,6 +52,6 @@
 //
 // The package only reads: it never creates an extension nor changes a
 // setting, and it knows nothing of logs or replays. It does not decide
-// about files; Evidence is written as JSON by the caller, and Sections
-// turns it into parts of an htmlreport page.
+// about files and renders nothing: Evidence is written as JSON by the
+// caller, and internal/report turns it into a summary and page sections.
 package observe

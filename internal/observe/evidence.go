@@ -123,11 +123,9 @@ type WaitCount struct {
 
 // Waits is the wait-event profile of active client backends.
 type Waits struct {
-	// Source is "pg_wait_sampling" (the server's own sampling, read as
-	// profile deltas) or "pg_stat_activity" (polled by the observer);
-	// SourceReason says why.
-	Source       string `json:"source"`
-	SourceReason string `json:"source_reason"`
+	// Source is where the samples come from; SourceReason says why.
+	Source       WaitSource `json:"source"`
+	SourceReason string     `json:"source_reason"`
 	// SampleIntervalMS is the effective sampling period: the observer's
 	// with pg_stat_activity, pg_wait_sampling.profile_period with
 	// pg_wait_sampling.
@@ -421,19 +419,19 @@ func (o *Collector) build() *Evidence {
 func (e *Evidence) capabilityNotes() {
 	c := &e.Capabilities
 	switch {
-	case c.PGSS == "installed" && !c.TrackPlanning:
+	case c.PGSS.Is(ExtInstalled) && !c.TrackPlanning:
 		e.Warnings = append(e.Warnings, "pg_stat_statements.track_planning is off: planning time is not measured (plans and plan times are 0) "+
 			"and total time is execution only; for a rehearsal turn it on (ALTER SYSTEM SET pg_stat_statements.track_planning = on; SELECT pg_reload_conf())")
-	case c.PGSS == "not_preloaded":
+	case c.PGSS.Is(ExtNotPreloaded):
 		e.Warnings = append(e.Warnings, "pg_stat_statements is created in database "+c.Database+" but not loaded: add it to shared_preload_libraries and restart; no per-query server-side figures")
-	case c.PGSS == "not_created":
+	case c.PGSS.Is(ExtNotCreated):
 		e.Warnings = append(e.Warnings, "pg_stat_statements is loaded but created in no database the observer could reach: CREATE EXTENSION pg_stat_statements (in any database); no per-query server-side figures")
-	case c.PGSS == "unavailable":
+	case c.PGSS.Is(ExtUnavailable):
 		e.Warnings = append(e.Warnings, "pg_stat_statements is not available on the server (shared_preload_libraries = 'pg_stat_statements' and CREATE EXTENSION pg_stat_statements): no per-query server-side figures")
-	case strings.HasPrefix(c.PGSS, "unreadable"):
-		e.Warnings = append(e.Warnings, "pg_stat_statements is "+c.PGSS+": no per-query server-side figures")
+	case c.PGSS.Is(ExtUnreadable):
+		e.Warnings = append(e.Warnings, "pg_stat_statements is "+c.PGSS.String()+": no per-query server-side figures")
 	}
-	if c.PGSS == "installed" && !c.PGSSInfo {
+	if c.PGSS.Is(ExtInstalled) && !c.PGSSInfo {
 		e.Warnings = append(e.Warnings, "pg_stat_statements "+c.PGSSVersion+" has no pg_stat_statements_info (PostgreSQL 14): resets and evictions are detected only by counters that went down")
 	}
 	if !c.ReadAllStats {
@@ -442,7 +440,7 @@ func (e *Evidence) capabilityNotes() {
 	if c.PGSSDatabase != "" {
 		e.Notes = append(e.Notes, "pg_stat_statements "+c.PGSSVersion+" read from database "+c.PGSSDatabase+"; it covers every database of the server")
 	}
-	if c.WaitSource != "pg_wait_sampling" && (c.ComputeQueryID == "off" || c.ComputeQueryID == "") {
+	if c.WaitSource != WaitsFromPGWaitSampling && (c.ComputeQueryID == "off" || c.ComputeQueryID == "") {
 		e.Notes = append(e.Notes, "the server computes no query id (compute_query_id): wait samples are tied to queries by their text, and truncated texts (track_activity_query_size) stay unattributed")
 	}
 }

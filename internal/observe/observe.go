@@ -117,11 +117,11 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 	o := &Collector{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	o.start = time.Now()
-	if caps.WaitSource == "pg_wait_sampling" {
+	if caps.WaitSource == WaitsFromPGWaitSampling {
 		o.pws = newPWSTracker(caps)
 		if err := o.snapshotPWS(ctx, o.start); err != nil {
 			o.pws = nil
-			caps.WaitSource = "pg_stat_activity"
+			caps.WaitSource = WaitsFromActivity
 			caps.WaitSourceReason = "reading pg_wait_sampling_profile failed (" + err.Error() + ")"
 		}
 		o.pwsNext = o.start.Add(opts.Interval)
@@ -135,7 +135,7 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 	if o.pws != nil {
 		o.opts.SampleInterval = max(o.opts.SampleInterval, min(o.opts.Interval, statsInterval))
 	}
-	if caps.PGSS == "installed" {
+	if caps.PGSS.Is(ExtInstalled) {
 		o.pgss = newPGSSTracker(caps)
 		if err := o.snapshotPGSS(ctx, o.start); err != nil {
 			// Readable at probe time but not now: carry on without.

@@ -450,14 +450,14 @@ func TestWithoutPGSS(t *testing.T) {
 	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "2", "-t", "100")
 	e := stop(t, o)
-	if e.Statements != nil || e.Capabilities.PGSS != "unavailable" || !hasWarning(e, "pg_stat_statements is not available") {
+	if e.Statements != nil || !e.Capabilities.PGSS.Is(ExtUnavailable) || !hasWarning(e, "pg_stat_statements is not available") {
 		t.Errorf("pgss %q, statements %v, warnings %q", e.Capabilities.PGSS, e.Statements != nil, e.Warnings)
 	}
 	if e.Throughput == nil || e.Throughput.TotalTransactions < 200 {
 		t.Errorf("throughput %+v", e.Throughput)
 	}
 	// Not created here, whether or not the server has it packaged.
-	if e.Capabilities.WaitSampling == "installed" || e.Capabilities.WaitSource != "pg_stat_activity" ||
+	if e.Capabilities.WaitSampling.Is(ExtInstalled) || e.Capabilities.WaitSource != "pg_stat_activity" ||
 		!strings.Contains(strings.Join(e.Notes, " "), "sampled from pg_stat_activity") {
 		t.Errorf("pg_wait_sampling %q, notes %q", e.Capabilities.WaitSampling, e.Notes)
 	}

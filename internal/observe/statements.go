@@ -43,8 +43,8 @@ func NewStatementsReader(ctx context.Context, conn *pgx.Conn) (*StatementsReader
 	if err := probePGSSView(ctx, conn, c); err != nil {
 		return nil, err
 	}
-	if c.PGSS != "" {
-		return nil, errors.New("observe: pg_stat_statements is " + c.PGSS)
+	if c.PGSS.Is(ExtUnreadable) {
+		return nil, errors.New("observe: pg_stat_statements is " + c.PGSS.String())
 	}
 	t := newPGSSTracker(c)
 	t.infoQuery = "" // counts only: no reset detection

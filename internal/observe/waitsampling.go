@@ -14,27 +14,27 @@ import (
 // probeWaitSampling decides where wait events come from: pg_wait_sampling
 // when it is loaded, created in the observer's database, readable and
 // gives query ids, else pg_stat_activity. c.WaitSampling is what
-// extensions() found: "installed", "available" or "missing".
+// extensions() found: ExtInstalled, ExtAvailable or ExtMissing.
 func probeWaitSampling(ctx context.Context, conn *pgx.Conn, c *Capabilities) {
-	c.WaitSource = "pg_stat_activity"
+	c.WaitSource = WaitsFromActivity
 	db := c.Database
-	switch c.WaitSampling {
-	case "installed":
+	switch c.WaitSampling.Status {
+	case ExtInstalled:
 		if !c.pws.preloaded {
-			c.WaitSampling = "not_preloaded"
+			c.WaitSampling.Status = ExtNotPreloaded
 			c.WaitSourceReason = "pg_wait_sampling is created in database " + db + " but not loaded: add it to shared_preload_libraries and restart"
 			return
 		}
-	case "available":
+	case ExtAvailable:
 		if c.pws.preloaded {
-			c.WaitSampling = "not_created"
+			c.WaitSampling.Status = ExtNotCreated
 			c.WaitSourceReason = "pg_wait_sampling is loaded but not created in database " + db + ": CREATE EXTENSION pg_wait_sampling there"
 		} else {
 			c.WaitSourceReason = "pg_wait_sampling is packaged on the server but not used: add it to shared_preload_libraries, restart, and CREATE EXTENSION pg_wait_sampling in database " + db
 		}
 		return
 	default:
-		c.WaitSampling = "missing"
+		c.WaitSampling.Status = ExtMissing
 		c.WaitSourceReason = "pg_wait_sampling is not installed on the server"
 		return
 	}
@@ -51,7 +51,7 @@ func probeWaitSampling(ctx context.Context, conn *pgx.Conn, c *Capabilities) {
 		_, err = conn.Exec(ctx, tag+"SELECT 1 FROM "+c.pws.schema+".pg_wait_sampling_profile LIMIT 1")
 	}
 	if err != nil {
-		c.WaitSampling = "unreadable: " + err.Error()
+		c.WaitSampling = unreadable(err)
 		c.WaitSourceReason = "pg_wait_sampling is created in database " + db + " but cannot be read (" + err.Error() + ")"
 		return
 	}
@@ -71,7 +71,7 @@ func probeWaitSampling(ctx context.Context, conn *pgx.Conn, c *Capabilities) {
 			" without pg_stat_statements): pg_wait_sampling's samples would name no query, while pg_stat_activity's texts do"
 		return
 	}
-	c.WaitSource = "pg_wait_sampling"
+	c.WaitSource = WaitsFromPGWaitSampling
 	c.WaitSourceReason = fmt.Sprintf("pg_wait_sampling %s is loaded and created in database %s: the server samples every backend every %d ms (pg_wait_sampling.profile_period)",
 		c.WaitSamplingVersion, db, c.pws.periodMS)
 }

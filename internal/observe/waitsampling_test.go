@@ -1,9 +1,7 @@
 package observe
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,7 +126,7 @@ func TestWaitSamplingContention(t *testing.T) {
 	after := rawProfile(t, conn)
 
 	w := e.Waits
-	if w.Source != "pg_wait_sampling" || e.Capabilities.WaitSource != "pg_wait_sampling" || e.Capabilities.WaitSampling != "installed" {
+	if w.Source != "pg_wait_sampling" || e.Capabilities.WaitSource != "pg_wait_sampling" || !e.Capabilities.WaitSampling.Is(ExtInstalled) {
 		t.Fatalf("source %q, pg_wait_sampling %q: %s", w.Source, e.Capabilities.WaitSampling, w.SourceReason)
 	}
 	if w.SampleIntervalMS != 10 || w.Snapshots < 5 || w.Excluded == nil || !strings.Contains(w.SourceReason, "every 10 ms") {
@@ -221,18 +219,12 @@ func TestWaitSamplingContention(t *testing.T) {
 	for _, warn := range e.Warnings {
 		t.Errorf("unexpected warning: %s", warn)
 	}
-	var text bytes.Buffer
-	if err := WriteText(&text, e, 5); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text.String(), "wait events    from pg_wait_sampling every 10.0 ms") {
-		t.Errorf("text:\n%s", text.String())
-	}
+	// How the summary and the page show the source and its period is
+	// internal/report's test (TestWaitSourceShown), on these fields.
 	t.Logf("pgbench %.0f TPS; %.1f s: %d samples from pg_wait_sampling in %d rounds (100 ms polling: at most %d), branch update %d: %+v; "+
 		"the server's profile of the clients %d, of the observer's backend %d (%d not in Client waits); excluded %+v; %d profile reads of %.2f ms",
 		pgbenchTPS(t, out), e.DurationS, w.Samples, w.Rounds, pollMax, bw.Samples, bw.Events, want, own, ownBusy, *w.Excluded,
 		e.Sampling.WaitSamplingSnapshots, e.Sampling.WaitSamplingMeanMS)
-	t.Logf("text:\n%s", text.String())
 }
 
 func slicesContains(s []int32, v int32) bool {
@@ -261,7 +253,7 @@ func TestWaitSamplingFallback(t *testing.T) {
 			pgbench(t, c, "-n", "-c", "8", "-T", "2")
 			e := stop(t, o)
 			w := e.Waits
-			if w.Source != "pg_stat_activity" || e.Capabilities.WaitSampling != tc.state || !strings.Contains(w.SourceReason, tc.reason) {
+			if w.Source != "pg_stat_activity" || e.Capabilities.WaitSampling.String() != tc.state || !strings.Contains(w.SourceReason, tc.reason) {
 				t.Errorf("source %q, pg_wait_sampling %q, reason %q", w.Source, e.Capabilities.WaitSampling, w.SourceReason)
 			}
 			notes := strings.Join(e.Notes, "\n")
@@ -279,37 +271,9 @@ func TestWaitSamplingFallback(t *testing.T) {
 			if !lock {
 				t.Errorf("no Lock waits in %+v", w.Events)
 			}
-			secs := Sections(e)
-			if !strings.Contains(secs[1].Text[0], "Source: pg_stat_activity") || !strings.Contains(strings.Join(secs[1].Notes, " "), tc.reason) {
-				t.Errorf("waits section %q, notes %q", secs[1].Text, secs[1].Notes)
-			}
+			// The page's waits section says so from Source and
+			// SourceReason: internal/report's TestWaitSourceShown.
 			t.Logf("%s: %s; %d samples in %d rounds", tc.name, w.SourceReason, w.Samples, w.Rounds)
 		})
-	}
-}
-
-// The text summary and the HTML sections say which source they show.
-func TestWaitSourceShown(t *testing.T) {
-	e := syntheticEvidence()
-	e.Capabilities.WaitSource, e.Capabilities.WaitSampling = "pg_wait_sampling", "installed"
-	e.Waits.Source, e.Waits.SampleIntervalMS, e.Waits.Rounds, e.Waits.Snapshots, e.Waits.CPUSampled = "pg_wait_sampling", 10, 1000, 3, false
-	e.Waits.SourceReason = "pg_wait_sampling 1.1 is loaded and created in database postgres"
-	e.Waits.Excluded = &WaitExcluded{Idle: 7}
-	var b bytes.Buffer
-	if err := WriteText(&b, e, 5); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "wait events    from pg_wait_sampling every 10.0 ms: 0.05 sessions waiting on average, 50 samples in 1000 rounds") {
-		t.Errorf("text:\n%s", b.String())
-	}
-	secs := Sections(e)
-	if !strings.Contains(secs[0].Text[0], "wait events from pg_wait_sampling every 10.0 ms") ||
-		!strings.Contains(secs[1].Text[0], "Source: pg_wait_sampling. The server sampled every backend every 10.0 ms (1000 rounds)") ||
-		!strings.Contains(secs[1].Charts[0].Title, "pg_wait_sampling") ||
-		!strings.Contains(strings.Join(secs[1].Notes, " "), "Why this source: pg_wait_sampling 1.1 is loaded") {
-		t.Errorf("sections: %q / %q / %q / %q", secs[0].Text, secs[1].Text, secs[1].Charts[0].Title, secs[1].Notes)
-	}
-	if strings.Contains(fmt.Sprint(secs[0].Cards), "active sessions") {
-		t.Errorf("cards %+v: pg_wait_sampling counts waits, not active sessions", secs[0].Cards)
 	}
 }

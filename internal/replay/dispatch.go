@@ -102,16 +102,7 @@ func (d *dispatcher) readAll(src Source) error {
 		switch ev.Kind {
 		case event.Connect, event.Disconnect, event.Statement, event.Execute:
 		case event.Error:
-			// A FATAL right after "connection authorized" (a database
-			// that does not exist, too many connections) means the
-			// original could not connect either: tell the session, so
-			// that failing alike is not counted against the target.
-			if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.ErrorSeverity() == "FATAL" {
-				for _, s := range g {
-					s.dispatched++
-					s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
-				}
-			}
+			d.failedConnect(ev)
 			continue
 		default:
 			// Prepare: named statements are prepared at their first
@@ -119,7 +110,7 @@ func (d *dispatcher) readAll(src Source) error {
 			// event, with Failed set.
 			continue
 		}
-		if ev.Session == "" {
+		if ev.Session == "" || f.Start != 0 && ev.Time < f.Start {
 			d.filtered(ev)
 			continue
 		}
@@ -133,64 +124,11 @@ func (d *dispatcher) readAll(src Source) error {
 			}
 			continue
 		}
-		if f.Start != 0 && ev.Time < f.Start {
-			d.filtered(ev)
-			continue
-		}
 		g := d.active[ev.Session]
 		if g == nil {
-			if _, ok := d.excluded[ev.Session]; ok {
-				d.filtered(ev)
-				if ev.Kind == event.Disconnect {
-					delete(d.excluded, ev.Session)
-				}
+			if g = d.open(ev); g == nil {
 				continue
 			}
-			if !f.session(ev) {
-				r.c.filteredSessions.Add(1)
-				d.filtered(ev)
-				if ev.Kind != event.Disconnect {
-					d.excluded[ev.Session] = struct{}{}
-				}
-				continue
-			}
-			if ev.Kind == event.Disconnect {
-				// The session did nothing inside the window.
-				d.filtered(ev)
-				continue
-			}
-			if d.clk == nil {
-				d.newClock(ev.Time)
-			}
-			if !d.clk.started() && ev.Time >= d.warmEnd {
-				d.startClock()
-			}
-			var deps []dep
-			if r.opts.Speed == 0 {
-				// Computed before the copies join running: copies
-				// of one session do not wait for each other.
-				deps = d.barrier(r.sync != nil)
-			} else if len(d.running) >= 2*d.pruned+64 {
-				// Amortized: a long log opens sessions without end.
-				d.prune()
-				d.pruned = len(d.running)
-			}
-			g = make([]*session, r.opts.Multiply)
-			for i := range g {
-				s := r.newSession(ev, d.clk)
-				if r.sync != nil {
-					r.attachSync(s, ev)
-				}
-				if !d.clk.started() {
-					d.warming = append(d.warming, s)
-				}
-				s.deps = deps // only read
-				d.running = append(d.running, s)
-				r.c.sessions.Add(1)
-				r.wg.Go(s.run)
-				g[i] = s
-			}
-			d.active[ev.Session] = g
 		}
 		if !d.seen || ev.Time < d.first {
 			d.first = ev.Time
@@ -199,7 +137,6 @@ func (d *dispatcher) readAll(src Source) error {
 			d.last = ev.Time
 		}
 		d.seen = true
-
 		if !d.clk.started() && ev.Time >= d.warmEnd {
 			d.startClock()
 		}
@@ -207,43 +144,124 @@ func (d *dispatcher) readAll(src Source) error {
 		if r.opts.Speed > 0 && d.clk.started() && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
 			return errStopped
 		}
-		size := eventSize(ev)
-		if !d.waitBudget() {
+		if !d.push(g, ev) {
 			return errStopped
 		}
-		if used := r.budget.used.Add(size * int64(len(g))); used > r.c.maxBuffered.Load() {
-			r.c.maxBuffered.Store(used)
-		}
-		due := d.clk.offset(ev.Time)
-		var step syncdep.Step
-		var items []fingerprint.Item
-		var deps []dep
-		if r.sync != nil && ev.IsExecution() {
-			if step, items = r.syncStep(g[0], ev); step.Barrier {
-				deps = d.barrierOf(g[0], ev.Time+r.sync.tr.Tick())
-			}
-		}
+	}
+}
+
+// failedConnect tells a session that its original failed to connect: a
+// FATAL right after "connection authorized" (a database that does not
+// exist, too many connections) means the original could not connect
+// either, so failing alike is not counted against the target.
+func (d *dispatcher) failedConnect(ev *event.Event) {
+	if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.ErrorSeverity() == "FATAL" {
 		for _, s := range g {
 			s.dispatched++
-			if r.sync != nil {
-				s.ends.add(ev, s.dispatched)
-			}
-			s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps})
-		}
-		r.opts.Sink.ReaderPosition(ev.Time)
-		if ev.Kind == event.Disconnect {
-			if r.sync != nil {
-				g[0].sx.End()
-			}
-			for _, s := range g {
-				s.logEnded = true
-			}
-			delete(d.active, ev.Session)
-			for _, s := range g {
-				s.q.close()
-			}
+			s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})
 		}
 	}
+}
+
+// open starts the session (its Multiply copies) of an event whose session
+// has none yet, and returns them; nil when the filters leave it out, or
+// when the event is the end of a session that did nothing in the window.
+func (d *dispatcher) open(ev *event.Event) []*session {
+	r := d.r
+	if _, ok := d.excluded[ev.Session]; ok {
+		d.filtered(ev)
+		if ev.Kind == event.Disconnect {
+			delete(d.excluded, ev.Session)
+		}
+		return nil
+	}
+	if !r.opts.Filter.session(ev) {
+		r.c.filteredSessions.Add(1)
+		d.filtered(ev)
+		if ev.Kind != event.Disconnect {
+			d.excluded[ev.Session] = struct{}{}
+		}
+		return nil
+	}
+	if ev.Kind == event.Disconnect {
+		d.filtered(ev)
+		return nil
+	}
+	if d.clk == nil {
+		d.newClock(ev.Time)
+	}
+	if !d.clk.started() && ev.Time >= d.warmEnd {
+		d.startClock()
+	}
+	var deps []dep
+	if r.opts.Speed == 0 {
+		// Computed before the copies join running: copies of one
+		// session do not wait for each other.
+		deps = d.barrier(r.sync != nil)
+	} else if len(d.running) >= 2*d.pruned+64 {
+		// Amortized: a long log opens sessions without end.
+		d.prune()
+		d.pruned = len(d.running)
+	}
+	g := make([]*session, r.opts.Multiply)
+	for i := range g {
+		s := r.newSession(ev, d.clk)
+		if r.sync != nil {
+			r.attachSync(s, ev)
+		}
+		if !d.clk.started() {
+			d.warming = append(d.warming, s)
+		}
+		s.deps = deps // only read
+		d.running = append(d.running, s)
+		r.c.sessions.Add(1)
+		r.wg.Go(s.run)
+		g[i] = s
+	}
+	d.active[ev.Session] = g
+	return g
+}
+
+// push queues an event to its session's copies, within the memory
+// budget, with what synchronization decided for it; the session's end
+// closes their queues. It returns false when told to stop.
+func (d *dispatcher) push(g []*session, ev *event.Event) bool {
+	r := d.r
+	size := eventSize(ev)
+	if !d.waitBudget() {
+		return false
+	}
+	if used := r.budget.used.Add(size * int64(len(g))); used > r.c.maxBuffered.Load() {
+		r.c.maxBuffered.Store(used)
+	}
+	due := d.clk.offset(ev.Time)
+	var step syncdep.Step
+	var items []fingerprint.Item
+	var deps []dep
+	if r.sync != nil && ev.IsExecution() {
+		if step, items = r.syncStep(g[0], ev); step.Barrier {
+			deps = d.barrierOf(g[0], ev.Time+r.sync.tr.Tick())
+		}
+	}
+	for _, s := range g {
+		s.dispatched++
+		if r.sync != nil {
+			s.ends.add(ev, s.dispatched)
+		}
+		s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps})
+	}
+	r.opts.Sink.ReaderPosition(ev.Time)
+	if ev.Kind == event.Disconnect {
+		if r.sync != nil {
+			g[0].sx.End()
+		}
+		for _, s := range g {
+			s.logEnded = true
+			s.q.close()
+		}
+		delete(d.active, ev.Session)
+	}
+	return true
 }
 
 // newClock makes the replay clock at the first event. At speed 0 it runs

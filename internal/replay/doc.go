@@ -8,7 +8,7 @@
 //
 // The package consumes events (package event) from Sources and talks to the
 // target through pgconn only: it does not know log formats, and it writes no
-// reports; the CLI renders a Result. Measurements flow one way, to the
+// reports; internal/report renders a Result. Measurements flow one way, to the
 // Result and to an optional SampleSink; nothing measured feeds back into the
 // schedule.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -264,8 +265,10 @@ func TestSyncOrders(t *testing.T) {
 		t.Run(fmt.Sprintf("fk=%v", fk), func(t *testing.T) {
 			cp := captureOrders(t, fk, 4, 4, 250, 4*time.Millisecond)
 			t.Logf("captured %d statements: %s", cp.stmts, stateSummary(cp.state))
+			var synced *results.Result
 			for _, speed := range []float64{1, 2, 0} {
 				res, state := replayOrders(t, target, cp, Options{Speed: speed})
+				synced = res
 				t.Logf("speed %v, sync %s; %s", speed, syncLine(res), stateSummary(state))
 				if res.Sync == nil || res.Sync.Mode != "object" {
 					t.Errorf("speed %v: sync %+v, want object by default", speed, res.Sync)
@@ -300,6 +303,27 @@ func TestSyncOrders(t *testing.T) {
 				}
 				if res.Outcomes.FailedOnlyOnTarget > 0 || state != cp.state {
 					diverged = true
+					// Compared with the synchronized replay, the free one
+					// is reported as diverged, naming the queries that did
+					// other work (rows per call, ordering errors), not as
+					// a regression of the target.
+					rep, err := compare.Compare(synced, res, compare.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("report: %s", rep.Verdict.Line)
+					if rep.Verdict.Status != compare.VerdictDiverged || len(rep.Divergence) == 0 {
+						t.Errorf("synced vs off: verdict %q, divergence %+v", rep.Verdict.Line, rep.Divergence)
+					}
+					rowsDiffer := false
+					for _, d := range rep.Divergence {
+						if d.CandidateRowsPerCall != nil && *d.CandidateRowsPerCall < *d.BaselineRowsPerCall && strings.Contains(d.Query, "UPDATE orders") {
+							rowsDiffer = true
+						}
+					}
+					if !fk && !rowsDiffer {
+						t.Errorf("without the foreign key, the UPDATE that found no order is not listed by rows per call: %+v", rep.Divergence)
+					}
 					break
 				}
 			}

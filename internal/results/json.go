@@ -27,7 +27,7 @@ func Decode(data []byte, name string) (*Result, error) {
 	}
 	switch {
 	case head.Kind == "":
-		return nil, fmt.Errorf("%s: %w (no \"kind\"); write one with analyze --json or replay --json", name, ErrNotResult)
+		return nil, fmt.Errorf("%s: %w (no \"kind\")", name, ErrNotResult)
 	case !head.Kind.Valid():
 		return nil, fmt.Errorf("%s: kind %q is not a result of analyze or replay: it cannot be compared or merged", name, head.Kind)
 	case head.Version != nil && *head.Version > Version:

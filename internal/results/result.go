@@ -374,6 +374,15 @@ type ConnMismatch struct {
 	SameOrder bool `json:"same_order"`
 }
 
+// OrderingSQLStates are the errors a replay causes when it runs sessions
+// that depended on each other's commits in another order than the
+// original: a foreign key whose row is not there yet (23503), a key
+// inserted twice (23505), serialization failures and deadlocks (40001,
+// 40P01), and the aborted transaction that follows one (25P02). Where the
+// original did not have them, they say the replay did other work, not
+// that the target is worse.
+var OrderingSQLStates = []string{"23503", "23505", "40001", "40P01", "25P02"}
+
 // UnknownSQLState keys ErrorsBySQLState for errors without a SQLSTATE (a
 // stderr log whose prefix lacks %e).
 const UnknownSQLState = "unknown"

@@ -69,9 +69,9 @@ func ClientCounts(list []int, max int) []int {
 	return out
 }
 
-// compare lines up the configurations' steps by client count, relative to
+// CompareConfigs lines up the configurations' steps by client count, relative to
 // the first configuration.
-func compare(configs []ConfigRun) []Comparison {
+func CompareConfigs(configs []ConfigRun) []Comparison {
 	if len(configs) < 2 {
 		return nil
 	}

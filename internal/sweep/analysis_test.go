@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -158,44 +157,5 @@ func TestPostmasterPID(t *testing.T) {
 	pid, port, err := postmasterPID(dir)
 	if err != nil || pid != 4242 || port != 5433 {
 		t.Errorf("pid %d port %d err %v", pid, port, err)
-	}
-}
-
-func TestWriteText(t *testing.T) {
-	cpu := 0.02
-	res := &Result{
-		Workload: WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple", Scale: 1},
-		Target:   "throwaway", ClientCPUs: 2, Plan: PlanInfo{WarmupS: 1, DurationS: 2},
-		Configs: []ConfigRun{
-			{Name: "on", Settings: map[string]string{"pg_stat_statements.track_planning": "on"},
-				Steps: []Step{{Clients: 1, TPS: 100, CPUPerTxMS: &cpu, WaitEvents: []Wait{{"LWLock", "pg_stat_statements", 5, 0.5}}},
-					{Clients: 2, TPS: 50}}},
-			{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"},
-				Steps: []Step{{Clients: 1, TPS: 120}, {Clients: 2, TPS: 200}}},
-		},
-	}
-	for i := range res.Configs {
-		res.Configs[i].Peak = FindPeak(res.Configs[i].Steps)
-		res.Configs[i].Cliff = FindCliff(res.Configs[i].Steps, 0.8)
-	}
-	res.Comparison = compare(res.Configs)
-	var b strings.Builder
-	if err := WriteText(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{
-		"configuration on: pg_stat_statements.track_planning=on",
-		"LWLock:pg_stat_statements 50%",
-		"unknown", // CPU of the steps without it
-		"cliff: 2 clients, 50.0 TPS = 0.50 of the peak",
-		"cliff: no cliff up to 2 clients",
-		"TPS vs clients (full bar = 200.0 TPS)",
-		"off/on",
-		"4.000", // off/on at 2 clients: 200 / 50
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
 	}
 }

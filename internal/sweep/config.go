@@ -54,10 +54,12 @@ func ParseConfig(s string) (Config, error) {
 // String renders the configuration as ParseConfig reads it, settings
 // sorted by name.
 func (c Config) String() string {
-	return c.Name + ":" + settingsString(c.Settings)
+	return c.Name + ":" + SettingsString(c.Settings)
 }
 
-func settingsString(m map[string]string) string {
+// SettingsString writes settings as ParseConfig reads them, sorted by
+// name: "a=1,b=2".
+func SettingsString(m map[string]string) string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)

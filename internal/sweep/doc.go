@@ -68,59 +68,14 @@
 // # Workloads
 //
 // A Driver generates the load of one step. The pgbench driver runs a
-// built-in script (-b) or a script file (-f) in any query mode (-M). The
-// Log driver replays a captured server log; this package must not depend
-// on how a driver produces its load, only on the Load it reports.
-//
-// # The log workload
-//
-// Log replays a log with internal/replay at speed 0 (as fast as possible,
-// keeping each session's order and the start barrier). A first read of the
-// log puts its sessions in lanes: a session takes the lowest lane free when
-// it starts, a lane being free once its session has ended (in read order,
-// which is what the start barrier follows; a session that never
-// disconnects holds its lane to the end of the log), and lanes are then
-// numbered busiest first. The number of lanes is the most sessions the
-// log has open at once: 2 for a pgbench -c 2 capture, and for an
-// application opening a connection per request, about its concurrency.
-// A step of c clients replays the sessions of the first u lanes, each m
-// times (replay.Options.Multiply), with m = ceil(c / lanes) and
-// u = ceil(c / m): u*m sessions at once at the log's peak, exactly c when
-// c divides evenly and otherwise less than m above it. Concurrency is not
-// capped at c instead: a cap would hold back sessions whose events are
-// interleaved with the running ones', which the replay cannot do without
-// reading the log ahead without bound. The connections actually open are
-// sampled every 10 ms and reported (mean and max): at speed 0 a session
-// with less work than the others ends first, and the concurrency of the
-// step falls until the pass ends.
-//
-// Every pass reads the file anew: the replay is restarted, with new
-// connections, until the step's warm-up, window and tail are over, and
-// the last pass is stopped (statements in flight may finish for
-// Log.Grace). A pass repeats the log's writes, as each copy of a
-// multiplied session does: duplicate keys fail with unique violations,
-// DDL fails after the first pass; failures are counted (failed, and by
-// SQLSTATE) like any other and are not retried. Every session runs as the
-// user of the sweep's connection string, in its database, which is the
-// one the sweep observes. The schema must exist there: on throwaway
-// clusters Init runs pgbench -i (for a pgbench capture) and/or a setup SQL
-// file; without them every statement of the log fails.
-//
-// TPS is transactions per second: COMMITs, ROLLBACKs (and their
-// synonyms, PREPARE TRANSACTION) and statements outside a transaction
-// block, a multi-statement query string without transaction control being
-// one transaction. The replay's SampleSink gets each execution with the
-// fingerprint of its first statement only, not its session, so the first
-// read counts, per fingerprint, the statements and transaction ends of its
-// executions, and the window adds up those averages: exact when every
-// execution of a fingerprint is alike (as in pgbench's scripts), an
-// estimate otherwise. Statements are counted as analyze counts them.
-// Latency percentiles are per execution (a query string or an
-// extended-protocol execution, as the replay times it: a round trip from
-// the client), of the executions that succeeded and completed in the
-// window, every one recorded in an HDR histogram.
+// built-in script or a script file in any query mode. A captured server
+// log is swept by the driver of package sweep/logdriver, which the CLI
+// wires in. This package must not depend on how a driver produces its
+// load, only on the Load it reports: it imports neither logread nor
+// replay.
 //
 // The package does not print: Run reports progress through a callback and
-// returns a Result, which WriteText renders for a terminal and which
-// encodes to the JSON documented in docs/sweep-json.md.
+// returns a Result, which encodes to the JSON documented in
+// docs/sweep-json.md and which internal/report renders for a terminal and
+// a page.
 package sweep

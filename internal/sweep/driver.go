@@ -7,9 +7,9 @@ import (
 )
 
 // A Driver generates a workload's load for one step. It is the extension
-// point for load generators: Pgbench, and Log (a captured log replayed by
-// internal/replay at speed 0 with its sessions multiplied), report the
-// same Load, so that the sweep, its observers and its reports need no
+// point for load generators: Pgbench, and sweep/logdriver's Log (a
+// captured log replayed at speed 0 with its sessions multiplied), report
+// the same Load, so that the sweep, its observers and its reports need no
 // change.
 //
 // A driver is used by one step at a time.
@@ -81,7 +81,8 @@ func initText(d Driver, scale int) string {
 	return fmt.Sprintf("pgbench -i -s %d", scale)
 }
 
-// tail is how long the load goes on after the window, so that every
+// Tail is how long the load goes on after the window, so that every
 // session is still connected, and its server process alive, when the
-// window's closing measurements are taken.
-const tail = time.Second
+// window's closing measurements are taken. A driver's Run keeps its load
+// going for it.
+const Tail = time.Second

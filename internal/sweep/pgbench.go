@@ -24,11 +24,11 @@ import (
 type Pgbench struct {
 	// Path is the pgbench binary; empty means FindPgbench's choice.
 	Path string
-	// Builtin is a built-in script (-b: select-only, tpcb-like,
-	// simple-update); Script a script file (-f). Exactly one is set.
+	// Builtin is a built-in script (select-only, tpcb-like,
+	// simple-update); Script a script file. Exactly one is set.
 	Builtin string
 	Script  string
-	// Mode is the query mode (-M): simple, extended or prepared.
+	// Mode is the query mode: simple, extended or prepared.
 	Mode string
 }
 
@@ -38,7 +38,7 @@ var Modes = []string{"simple", "extended", "prepared"}
 // Check validates the driver's settings.
 func (p *Pgbench) Check() error {
 	if (p.Builtin == "") == (p.Script == "") {
-		return errors.New("give either a built-in pgbench script (-b) or a script file (-f)")
+		return errors.New("a pgbench workload needs either a built-in script or a script file, not both")
 	}
 	if !slices.Contains(Modes, p.Mode) {
 		return fmt.Errorf("query mode %q: want one of %s", p.Mode, strings.Join(Modes, ", "))
@@ -92,7 +92,7 @@ func (p *Pgbench) Init(ctx context.Context, dsn string, scale int) error {
 // last, as pgbench's database name (which pgbench expands as a connection
 // string).
 func (p *Pgbench) args(spec RunSpec, logPrefix string) []string {
-	total := spec.Warmup + spec.Duration + tail
+	total := spec.Warmup + spec.Duration + Tail
 	a := []string{
 		"-c", strconv.Itoa(spec.Clients),
 		"-j", strconv.Itoa(spec.Threads),

@@ -93,6 +93,46 @@ type target struct {
 	prior map[string]string // postgresql.auto.conf's values before the sweep
 }
 
+// RefusedSettingsError lists the settings of the configurations that a
+// sweep on a target cannot apply with ALTER SYSTEM and a reload; nothing
+// ran. Settings that need a restart can be compared on throwaway clusters.
+type RefusedSettingsError struct {
+	Settings []RefusedSetting
+}
+
+// RefusedSetting is one setting a target refused.
+type RefusedSetting struct {
+	Name string
+	// Unknown: the target has no such setting (a library's, the library
+	// not loaded); otherwise Context is its pg_settings.context, one
+	// that needs a restart.
+	Unknown bool
+	Context string
+}
+
+func (e *RefusedSettingsError) Error() string {
+	lines := make([]string, len(e.Settings))
+	for i, s := range e.Settings {
+		if s.Unknown {
+			lines[i] = s.Name + ": unknown on the target (a library's setting needs the library in shared_preload_libraries)"
+		} else {
+			lines[i] = fmt.Sprintf("%s: needs a server restart (context %s), which a sweep on a target does not do; compare it on throwaway clusters instead", s.Name, s.Context)
+		}
+	}
+	return "cannot apply these settings on the target with ALTER SYSTEM and a reload:\n  " + strings.Join(lines, "\n  ")
+}
+
+// NeedsRestart reports whether a refused setting needs a restart, which
+// throwaway clusters (each started with its configuration) allow.
+func (e *RefusedSettingsError) NeedsRestart() bool {
+	for _, s := range e.Settings {
+		if !s.Unknown {
+			return true
+		}
+	}
+	return false
+}
+
 // openTarget checks that every configuration's settings can be applied by
 // a reload and remembers what postgresql.auto.conf held for them.
 func openTarget(ctx context.Context, dsn string, configs []Config) (*target, error) {
@@ -102,21 +142,21 @@ func openTarget(ctx context.Context, dsn string, configs []Config) (*target, err
 	}
 	defer conn.Close(context.Background())
 	t := &target{dsn: dsn, names: settingNames(configs), prior: map[string]string{}}
-	var refused []string
+	refused := &RefusedSettingsError{}
 	for _, name := range t.names {
 		var context string
 		err := conn.QueryRow(ctx, `SELECT context FROM pg_settings WHERE name = $1`, name).Scan(&context)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			refused = append(refused, fmt.Sprintf("%s: unknown on the target (a library's setting needs the library in shared_preload_libraries)", name))
+			refused.Settings = append(refused.Settings, RefusedSetting{Name: name, Unknown: true})
 		case err != nil:
 			return nil, fmt.Errorf("look up setting %s: %w", name, err)
 		case restartContexts[context]:
-			refused = append(refused, fmt.Sprintf("%s: needs a server restart (context %s), which a sweep on a target does not do; compare it on throwaway clusters (no --target) instead", name, context))
+			refused.Settings = append(refused.Settings, RefusedSetting{Name: name, Context: context})
 		}
 	}
-	if len(refused) > 0 {
-		return nil, fmt.Errorf("cannot apply these settings on the target with ALTER SYSTEM and a reload:\n  %s", strings.Join(refused, "\n  "))
+	if len(refused.Settings) > 0 {
+		return nil, refused
 	}
 	if len(t.names) > 0 {
 		// Only superusers may read pg_file_settings; without it, the

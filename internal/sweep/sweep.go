@@ -125,7 +125,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		cr.Peak = FindPeak(cr.Steps)
 		cr.Cliff = FindCliff(cr.Steps, opts.CliffRatio)
 	}
-	res.Comparison = compare(res.Configs)
+	res.Comparison = CompareConfigs(res.Configs)
 	if err != nil {
 		res.Partial = true
 	}
@@ -220,7 +220,7 @@ func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result
 				}
 				cr.Effective = eff
 				if !matches(s.cfg.Settings, eff) {
-					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, settingsString(eff), settingsString(s.cfg.Settings))
+					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, SettingsString(eff), SettingsString(s.cfg.Settings))
 				}
 			}
 			st, err := runStep(ctx, opts, s, clients, samplingRate(cr.Steps, clients, opts))
@@ -242,7 +242,7 @@ func settingsOrDefaults(c Config) string {
 	if len(c.Settings) == 0 {
 		return "default settings"
 	}
-	return settingsString(c.Settings)
+	return SettingsString(c.Settings)
 }
 
 // samplingRate chooses the share of transactions to log so that a step
@@ -254,7 +254,7 @@ func samplingRate(prev []Step, clients int, opts *Options) float64 {
 	}
 	last := prev[len(prev)-1]
 	expect := last.TPS * float64(clients) / float64(max(last.Clients, 1))
-	total := expect * (opts.Warmup + opts.Duration + tail).Seconds()
+	total := expect * (opts.Warmup + opts.Duration + Tail).Seconds()
 	if total <= latencyBudget {
 		return 1
 	}

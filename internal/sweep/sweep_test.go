@@ -1,11 +1,11 @@
-package sweep
+package sweep_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,36 +14,11 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/sweeptest"
 )
 
-// pgbenchQuery is select-only's statement as pg_stat_statements shows it.
-const pgbenchQuery = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
-
-// shortSweep are the options of the tests' sweeps: short steps, which
-// measure little but exercise every part.
-func shortSweep(t *testing.T, clients ...int) Options {
-	return Options{
-		Driver:     &Pgbench{Builtin: "select-only", Mode: "simple", Path: testPgbench(t)},
-		Clients:    clients,
-		Warmup:     time.Second,
-		Duration:   2 * time.Second,
-		CliffRatio: 0.8,
-		Scale:      1,
-		Progress:   func(format string, args ...any) { t.Logf(format, args...) },
-	}
-}
-
-// testPgbench fails the test, saying how to install it, without pgbench.
-func testPgbench(t *testing.T) string {
-	t.Helper()
-	p, err := FindPgbench("")
-	if err != nil {
-		t.Fatalf("%v (install with: %s)", err, pgcluster.InstallHint)
-	}
-	return p
-}
-
-var trackPlanning = []Config{
+var trackPlanning = []sweep.Config{
 	{Name: "on", Settings: map[string]string{"pg_stat_statements.track_planning": "on"}},
 	{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"}},
 }
@@ -52,11 +27,11 @@ var trackPlanning = []Config{
 // with track_planning on and off, every step measured. Figures are not
 // asserted, only what must hold however loaded the machine is.
 func TestSweepThrowawayCompare(t *testing.T) {
-	opts := shortSweep(t, 1, 2, 4)
+	opts := sweeptest.Options(t, 1, 2, 4)
 	opts.Configs = trackPlanning
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, opts)
+	res, err := sweep.Run(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +45,9 @@ func TestSweepThrowawayCompare(t *testing.T) {
 		if got := c.Effective["pg_stat_statements.track_planning"]; got != c.Name {
 			t.Errorf("%s: effective track_planning %q", c.Name, got)
 		}
-		checkSteps(t, c, []int{1, 2, 4}, true)
+		sweeptest.CheckSteps(t, c, []int{1, 2, 4}, true)
 		for _, s := range c.Steps {
-			hot := findHot(s, pgbenchQuery)
+			hot := sweeptest.FindHot(s, sweeptest.PgbenchQuery)
 			if hot == nil {
 				t.Errorf("%s, %d clients: pgbench's query not among the hot queries %+v", c.Name, s.Clients, s.HotQueries)
 				continue
@@ -85,7 +60,7 @@ func TestSweepThrowawayCompare(t *testing.T) {
 			if c.Name == "off" && hot.PlansPerS != 0 {
 				t.Errorf("off, %d clients: %.0f plans/s with track_planning off", s.Clients, hot.PlansPerS)
 			}
-			if strings.Contains(strings.Join(hotTexts(s), " "), "pg_stat_activity") {
+			if strings.Contains(strings.Join(sweeptest.HotTexts(s), " "), "pg_stat_activity") {
 				t.Errorf("%s: the sampler's own query is among the hot queries", c.Name)
 			}
 		}
@@ -129,76 +104,7 @@ func TestSweepThrowawayCompare(t *testing.T) {
 			t.Errorf("%s: peak %v cliff %v", c.Name, c.Peak, c.Cliff)
 		}
 	}
-	var text strings.Builder
-	if err := WriteText(&text, res); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
-}
-
-// checkSteps checks what every measured step must have.
-func checkSteps(t *testing.T, c ConfigRun, clients []int, cpuKnown bool) {
-	t.Helper()
-	if len(c.Steps) != len(clients) {
-		t.Fatalf("%s: %d steps, want %d", c.Name, len(c.Steps), len(clients))
-	}
-	for i, s := range c.Steps {
-		where := c.Name + ", " + strconv.Itoa(s.Clients) + " clients"
-		if s.Clients != clients[i] || s.Threads < 1 || s.Threads > s.Clients {
-			t.Errorf("%s: clients %d threads %d", where, s.Clients, s.Threads)
-		}
-		if s.TPS <= 0 || s.Transactions <= 0 || s.WindowS < 1 || s.WindowS > 2 || s.PgbenchTPS <= 0 {
-			t.Errorf("%s: tps %v transactions %d window %vs pgbench %v", where, s.TPS, s.Transactions, s.WindowS, s.PgbenchTPS)
-		}
-		l := s.Latency
-		if s.LatencySamples <= 0 || !(0 < l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.Max) || l.Mean <= 0 {
-			t.Errorf("%s: latency %+v from %d samples", where, l, s.LatencySamples)
-		}
-		if cpuKnown {
-			if s.ServerCPUS == nil || *s.ServerCPUS <= 0 || s.CPUPerTxMS == nil || *s.CPUPerTxMS <= 0 {
-				t.Errorf("%s: server CPU %v, per transaction %v", where, s.ServerCPUS, s.CPUPerTxMS)
-			}
-		} else if s.ServerCPUS != nil {
-			t.Errorf("%s: server CPU %v, want unknown", where, *s.ServerCPUS)
-		}
-		// The sampler runs about 20 rounds in 2 s; a loaded machine may
-		// delay some, but not all.
-		if s.WaitSamples < 5 || len(s.WaitEvents) == 0 {
-			t.Errorf("%s: %d sampling rounds, wait events %+v", where, s.WaitSamples, s.WaitEvents)
-		}
-		total := 0
-		for _, w := range s.WaitEvents {
-			total += w.Samples
-			if w.Type == "" || w.Event == "" || w.Samples <= 0 {
-				t.Errorf("%s: wait event %+v", where, w)
-			}
-		}
-		// Each round sees at most every client (the sampler excludes
-		// itself).
-		if total > s.WaitSamples*s.Clients {
-			t.Errorf("%s: %d backend samples in %d rounds of %d clients", where, total, s.WaitSamples, s.Clients)
-		}
-	}
-	if c.Peak == nil || c.Cliff == nil || c.Cliff.UpTo != clients[len(clients)-1] {
-		t.Errorf("%s: peak %+v cliff %+v", c.Name, c.Peak, c.Cliff)
-	}
-}
-
-func findHot(s Step, query string) *Hot {
-	for i := range s.HotQueries {
-		if s.HotQueries[i].Query == query {
-			return &s.HotQueries[i]
-		}
-	}
-	return nil
-}
-
-func hotTexts(s Step) []string {
-	var out []string
-	for _, h := range s.HotQueries {
-		out = append(out, h.Query)
-	}
-	return out
+	t.Logf("%s", b)
 }
 
 // On a given server, configurations are applied with ALTER SYSTEM and a
@@ -216,14 +122,14 @@ func TestSweepTargetCompare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := shortSweep(t, 1, 2)
+	opts := sweeptest.Options(t, 1, 2)
 	opts.Target = c.DSN("postgres")
 	opts.Init = true
-	opts.Configs = []Config{
+	opts.Configs = []sweep.Config{
 		{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"}},
 		{Name: "jit", Settings: map[string]string{"jit": "off", "work_mem": "8MB"}},
 	}
-	res, err := Run(ctx, opts)
+	res, err := sweep.Run(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +138,7 @@ func TestSweepTargetCompare(t *testing.T) {
 	}
 	for _, cr := range res.Configs {
 		// The target is on this machine: its CPU is known.
-		checkSteps(t, cr, []int{1, 2}, true)
+		sweeptest.CheckSteps(t, cr, []int{1, 2}, true)
 	}
 	if got := res.Configs[0].Effective["pg_stat_statements.track_planning"]; got != "off" {
 		t.Errorf("off: effective %q", got)
@@ -242,7 +148,7 @@ func TestSweepTargetCompare(t *testing.T) {
 	}
 	// Under "jit", track_planning is the user's on again.
 	for _, s := range res.Configs[1].Steps {
-		if h := findHot(s, pgbenchQuery); h == nil || h.PlansPerS == 0 {
+		if h := sweeptest.FindHot(s, sweeptest.PgbenchQuery); h == nil || h.PlansPerS == 0 {
 			t.Errorf("jit, %d clients: the user's track_planning=on was not in force: %+v", s.Clients, h)
 		}
 	}
@@ -263,13 +169,13 @@ func TestSweepTargetCompare(t *testing.T) {
 // runs or changes.
 func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	opts := shortSweep(t, 1)
+	opts := sweeptest.Options(t, 1)
 	opts.Target = c.DSN("postgres")
-	opts.Configs = []Config{
+	opts.Configs = []sweep.Config{
 		{Name: "small", Settings: map[string]string{"shared_buffers": "16MB"}},
 		{Name: "big", Settings: map[string]string{"shared_buffers": "256MB", "pg_stat_statements.track_planning": "on"}},
 	}
-	res, err := Run(context.Background(), opts)
+	res, err := sweep.Run(context.Background(), opts)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -278,30 +184,15 @@ func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
+	var refused *sweep.RefusedSettingsError
+	if !errors.As(err, &refused) || !refused.NeedsRestart() || len(refused.Settings) != 2 {
+		t.Errorf("error %T %+v: want the two settings refused, one needing a restart", err, refused)
+	}
 	if !res.Partial || len(res.Configs[0].Steps) != 0 {
 		t.Errorf("steps ran: %+v", res.Configs)
 	}
 	if got := settingsNow(t, c.DSN("postgres"), "shared_buffers"); got["shared_buffers"] != "128MB" {
 		t.Errorf("shared_buffers %v", got)
-	}
-}
-
-// A remote target's CPU is unknown; what the sweep can see of it is the
-// same as of a local one.
-func TestLocalPostmaster(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	if pid := localPostmaster(ctx, c.DSN("postgres")); pid <= 0 {
-		t.Errorf("local cluster through its socket: pid %d", pid)
-	}
-	tcp := "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " user=postgres dbname=postgres sslmode=disable"
-	if pid := localPostmaster(ctx, tcp); pid <= 0 {
-		t.Errorf("local cluster through 127.0.0.1: pid %d", pid)
-	}
-	for _, host := range []string{"db.example.com", "10.1.2.3"} {
-		if pid := localPostmaster(ctx, "host="+host+" port="+strconv.Itoa(c.Port())); pid != 0 {
-			t.Errorf("%s taken for this machine: pid %d", host, pid)
-		}
 	}
 }
 
@@ -328,7 +219,7 @@ func settingsNow(t *testing.T, dsn string, names ...string) map[string]string {
 func TestSweepInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := shortSweep(t, 1, 2, 4)
+	opts := sweeptest.Options(t, 1, 2, 4)
 	logf := opts.Progress
 	opts.Progress = func(format string, args ...any) {
 		logf(format, args...)
@@ -337,7 +228,7 @@ func TestSweepInterrupted(t *testing.T) {
 			time.AfterFunc(2*time.Second, cancel)
 		}
 	}
-	res, err := Run(ctx, opts)
+	res, err := sweep.Run(ctx, opts)
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("err %v", err)
 	}

@@ -48,29 +48,3 @@ func Format(indent string, rows [][]string, numeric int) string {
 	}
 	return out.String()
 }
-
-// Thousands puts a comma between every three digits of the integer part
-// of a decimal number ("-1234567.25" becomes "-1,234,567.25"), so that
-// counts in the summaries read at a glance. Anything after the digits (a
-// fraction, a unit) is kept as it is.
-func Thousands(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
-		sign, s = s[:1], s[1:]
-	}
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	digits, rest := s[:n], s[n:]
-	var b strings.Builder
-	b.WriteString(sign)
-	for i := range len(digits) {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(digits[i])
-	}
-	b.WriteString(rest)
-	return b.String()
-}

@@ -1,36 +1,42 @@
-package observe
+package report
 
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
 // topChart is how many queries the planning-versus-execution chart shows.
 const topChart = 12
 
-// Sections returns the parts of an HTML report that show e: the server's
-// throughput and connections over time, the wait-event profile over time
-// and per query, and pg_stat_statements per query with planning against
-// execution time. Their IDs start with "observe".
-func Sections(e *Evidence) []htmlreport.Section {
-	return LabeledSections(e, "")
+// EvidencePage is a page of server-side evidence alone.
+func EvidencePage(e *observe.Evidence) htmlreport.Page {
+	return htmlreport.Page{Title: "pgrehearse observe", Subtitle: "Server-side evidence from " + e.Capabilities.Database + ", " + e.Start,
+		Sections: EvidenceSections(e, "", Hints{}), Footer: "pgrehearse observe; PostgreSQL " + e.Capabilities.ServerVersion}
 }
 
-// LabeledSections is Sections for a page showing the evidence of several
-// runs: label ("baseline", "candidate") prefixes titles and IDs.
-func LabeledSections(e *Evidence, label string) []htmlreport.Section {
+// EvidenceSections returns the parts of an HTML report that show
+// server-side evidence: the server's throughput and connections over
+// time, the wait-event profile over time and per query, and
+// pg_stat_statements per query with planning against execution time.
+// Their IDs start with "observe". On a page showing the evidence of
+// several runs, label ("baseline", "candidate") tells them apart in
+// titles and IDs. Without evidence there is one section saying so, with
+// the hint of how to observe.
+func EvidenceSections(e *observe.Evidence, label string, h Hints) []htmlreport.Section {
 	id, title := "observe", "Server-side evidence"
 	if label != "" {
 		id += "-" + slug(label)
 		title += " (" + label + ")"
 	}
 	if e == nil {
-		return []htmlreport.Section{{ID: id, Title: title, Text: []string{"The server was not observed (replay --observe)."}}}
+		return []htmlreport.Section{{ID: id, Title: title, Text: []string{"The server was not observed" + paren(h.Observe) + "."}}}
 	}
 	return []htmlreport.Section{overviewSection(e, id, title), waitsSection(e, id+"-waits", title), statementsSection(e, id+"-statements", title)}
 }
@@ -47,7 +53,7 @@ func slug(s string) string {
 	}, s)
 }
 
-func overviewSection(e *Evidence, id, title string) htmlreport.Section {
+func overviewSection(e *observe.Evidence, id, title string) htmlreport.Section {
 	s := htmlreport.Section{ID: id, Title: title}
 	c := e.Capabilities
 	s.Text = []string{fmt.Sprintf("Observed %s for %s from database %s (PostgreSQL %s) on one extra connection: pg_stat_statements %s, wait events from %s every %s.",
@@ -81,9 +87,9 @@ func overviewSection(e *Evidence, id, title string) htmlreport.Section {
 	return s
 }
 
-func pgssState(e *Evidence) string {
+func pgssState(e *observe.Evidence) string {
 	if e.Statements == nil {
-		return e.Capabilities.PGSS
+		return e.Capabilities.PGSS.String()
 	}
 	s := fmt.Sprintf("%d snapshots", e.Statements.Snapshots)
 	if !e.Statements.TrackPlanning {
@@ -101,11 +107,11 @@ func runLabel(title string) string {
 	return ""
 }
 
-func waitsSection(e *Evidence, id, title string) htmlreport.Section {
+func waitsSection(e *observe.Evidence, id, title string) htmlreport.Section {
 	w := e.Waits
 	s := htmlreport.Section{ID: id, Title: "Wait events" + runLabel(title)}
 	switch w.Source {
-	case "pg_wait_sampling":
+	case observe.WaitsFromPGWaitSampling:
 		cpu := "backends running on CPU are not sampled, so the profile shows waits only"
 		if w.CPUSampled {
 			cpu = "CPU: waiting on nothing PostgreSQL instruments"
@@ -121,13 +127,13 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 		s.Notes = append(s.Notes, "Why this source: "+w.SourceReason+".")
 	}
 	if w.OverTime != nil && len(w.OverTime.Series) > 0 {
-		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time (" + w.Source + ")",
+		s.Charts = append(s.Charts, htmlreport.Chart{ID: id + "-time", Title: "Wait-event profile over time (" + string(w.Source) + ")",
 			Note: "mean " + sessionsWord(w) + " in each wait event per bucket (samples / rounds)", Option: waitOption(w.OverTime, sessionsWord(w))})
 	}
 	t := htmlreport.Table{ID: id + "-table", Title: "Wait events per query", Sortable: true, Filter: true,
 		Columns: []htmlreport.Column{{Label: "query"}, {Label: "samples", Numeric: true}, {Label: "share", Numeric: true, Tooltip: "of all samples"},
 			{Label: "top wait"}, {Label: "top wait share", Numeric: true}},
-		Empty: "No active session was seen (" + w.Source + ")."}
+		Empty: "No active session was seen (" + string(w.Source) + ")."}
 	for _, q := range w.ByQuery {
 		name := q.Query
 		if q.Fingerprint == "" {
@@ -145,14 +151,14 @@ func waitsSection(e *Evidence, id, title string) htmlreport.Section {
 		}
 		d := &htmlreport.Detail{Title: q.Fingerprint, Code: q.Query, Table: waitTable(q.Events)}
 		t.Rows = append(t.Rows, htmlreport.Row{Cells: []htmlreport.Cell{
-			{Text: oneLine(name, 90), Title: name}, htmlreport.Num(strconv.FormatInt(q.Samples, 10), float64(q.Samples)),
+			{Text: shorten(name, 90), Title: name}, htmlreport.Num(strconv.FormatInt(q.Samples, 10), float64(q.Samples)),
 			htmlreport.Num(pct(share), share), htmlreport.Text(top), htmlreport.Num(pct(topShare), topShare)}, Detail: d})
 	}
 	s.Tables = []htmlreport.Table{t}
 	return s
 }
 
-func waitTable(evs []WaitCount) *htmlreport.SimpleTable {
+func waitTable(evs []observe.WaitCount) *htmlreport.SimpleTable {
 	st := &htmlreport.SimpleTable{Head: []string{"wait type", "wait event", "samples", "share"}}
 	for _, ev := range evs {
 		st.Rows = append(st.Rows, []string{ev.Type, ev.Event, strconv.FormatInt(ev.Samples, 10), pct(ev.Share)})
@@ -160,11 +166,11 @@ func waitTable(evs []WaitCount) *htmlreport.SimpleTable {
 	return st
 }
 
-func statementsSection(e *Evidence, id, title string) htmlreport.Section {
+func statementsSection(e *observe.Evidence, id, title string) htmlreport.Section {
 	s := htmlreport.Section{ID: id, Title: "pg_stat_statements" + runLabel(title)}
 	st := e.Statements
 	if st == nil {
-		s.Text = []string{"No per-query server-side figures: pg_stat_statements is " + e.Capabilities.PGSS + "."}
+		s.Text = []string{"No per-query server-side figures: pg_stat_statements is " + e.Capabilities.PGSS.String() + "."}
 		return s
 	}
 	s.Text = []string{fmt.Sprintf("Deltas of pg_stat_statements between %d snapshots taken every %s, summed per fingerprint (top-level statements; the observer's own left out).",
@@ -214,7 +220,7 @@ func statementsSection(e *Evidence, id, title string) htmlreport.Section {
 			class = "muted"
 		}
 		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: d, Cells: []htmlreport.Cell{
-			{Text: oneLine(q.Query, 90), Title: q.Query},
+			{Text: shorten(q.Query, 90), Title: q.Query},
 			htmlreport.Num(strconv.FormatInt(q.Calls, 10), float64(q.Calls)),
 			htmlreport.Num(num(q.TotalExecMS), q.TotalExecMS), htmlreport.Num(num(q.MeanExecMS), q.MeanExecMS),
 			htmlreport.Num(num(q.TotalPlanMS), q.TotalPlanMS), htmlreport.Num(num(q.MeanPlanMS), q.MeanPlanMS),
@@ -231,7 +237,7 @@ func statementsSection(e *Evidence, id, title string) htmlreport.Section {
 
 // timeAxis returns the ms timestamps of n buckets.
 func timeAxis(start string, bucketMS int64, n int) []int64 {
-	t0, err := time.Parse(TimeLayout, start)
+	t0, err := time.Parse(observe.TimeLayout, start)
 	if err != nil {
 		return nil
 	}
@@ -262,7 +268,7 @@ func marshal(v any) json.RawMessage {
 	return b
 }
 
-func tpsOption(tp *Throughput) json.RawMessage {
+func tpsOption(tp *observe.Throughput) json.RawMessage {
 	ts := timeAxis(tp.Start, tp.BucketMS, len(tp.TPS))
 	return marshal(map[string]any{
 		"animation": false,
@@ -282,7 +288,7 @@ func tpsOption(tp *Throughput) json.RawMessage {
 	})
 }
 
-func waitOption(ws *WaitSeries, axis string) json.RawMessage {
+func waitOption(ws *observe.WaitSeries, axis string) json.RawMessage {
 	ts := timeAxis(ws.Start, ws.BucketMS, len(ws.Rounds))
 	series := make([]map[string]any, 0, len(ws.Series))
 	for _, se := range ws.Series {
@@ -307,7 +313,7 @@ func waitOption(ws *WaitSeries, axis string) json.RawMessage {
 	})
 }
 
-func planOption(qs []Query) json.RawMessage {
+func planOption(qs []observe.Query) json.RawMessage {
 	n := min(len(qs), topChart)
 	labels := make([]string, n)
 	plan, exec := make([]float64, n), make([]float64, n)
@@ -315,7 +321,7 @@ func planOption(qs []Query) json.RawMessage {
 	// bottom, so the biggest goes last.
 	for i := range n {
 		q := qs[n-1-i]
-		labels[i] = oneLine(q.Query, 50)
+		labels[i] = shorten(q.Query, 50)
 		plan[i], exec[i] = q.TotalPlanMS, q.TotalExecMS
 	}
 	return marshal(map[string]any{
@@ -330,14 +336,6 @@ func planOption(qs []Query) json.RawMessage {
 			{"name": "execution", "type": "bar", "stack": "time", "data": exec},
 		},
 	})
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 func joinIDs(ids []int64) string {
@@ -374,3 +372,6 @@ func ms(v float64) string { return num(v) + " ms" }
 func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(100 * time.Millisecond).String()
 }
+
+// round3 rounds to three decimals, as observe rounds its figures.
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

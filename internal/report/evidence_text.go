@@ -1,14 +1,17 @@
-package observe
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
-// WriteText writes a terminal summary of e: throughput, the top waits,
-// the top queries by total time, warnings and what observing cost.
-func WriteText(w io.Writer, e *Evidence, top int) error {
+// WriteEvidence writes a terminal summary of server-side evidence:
+// throughput, the top waits, the top queries by total time, warnings and
+// what observing cost.
+func WriteEvidence(w io.Writer, e *observe.Evidence, top int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Server-side evidence (%s, %s from %s)\n", seconds(e.DurationS), e.Capabilities.Database, e.Start)
 	if tp := e.Throughput; tp != nil {
@@ -48,7 +51,7 @@ func WriteText(w io.Writer, e *Evidence, top int) error {
 				break
 			}
 			fmt.Fprintf(&b, "    %10s ms %8d calls  %8s ms/call  plan %8s ms  %s\n",
-				num(q.TotalExecMS+q.TotalPlanMS), q.Calls, num(q.MeanExecMS), num(q.TotalPlanMS), oneLine(q.Query, 70))
+				num(q.TotalExecMS+q.TotalPlanMS), q.Calls, num(q.MeanExecMS), num(q.TotalPlanMS), shorten(q.Query, 70))
 		}
 	} else {
 		fmt.Fprintf(&b, "  statements     pg_stat_statements %s\n", e.Capabilities.PGSS)
@@ -75,7 +78,7 @@ func waitName(typ, event string) string {
 
 // sessionsWord is what the wait samples count: active sessions, or
 // sessions in a wait when the source does not sample CPU.
-func sessionsWord(w Waits) string {
+func sessionsWord(w observe.Waits) string {
 	if w.CPUSampled {
 		return "active sessions"
 	}

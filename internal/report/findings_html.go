@@ -1,15 +1,22 @@
-package findings
+package report
 
 import (
 	"strconv"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 )
 
-// Section returns the Findings section of an HTML report: a card per
-// severity and a table of findings whose rows open on the evidence.
-func Section(r *Report) htmlreport.Section {
+// FindingsPage is a page of findings alone.
+func FindingsPage(r *findings.Report, h Hints) htmlreport.Page {
+	return htmlreport.Page{Title: "pgrehearse findings", Subtitle: r.Workload, Sections: []htmlreport.Section{FindingsSection(r, h)}}
+}
+
+// FindingsSection returns the Findings section of an HTML report: a card
+// per severity and a table of findings whose rows open on the evidence.
+func FindingsSection(r *findings.Report, h Hints) htmlreport.Section {
 	s := htmlreport.Section{ID: "findings", Title: "Findings"}
 	if r == nil {
 		s.Text = []string{"Findings were not evaluated."}
@@ -22,9 +29,9 @@ func Section(r *Report) htmlreport.Section {
 		return ""
 	}
 	s.Cards = []htmlreport.Card{
-		{Label: "critical", Value: strconv.Itoa(r.Count(Critical)), Status: status(r.Count(Critical), true)},
-		{Label: "warning", Value: strconv.Itoa(r.Count(Warning)), Status: status(r.Count(Warning), true)},
-		{Label: "info", Value: strconv.Itoa(r.Count(Info))},
+		{Label: "critical", Value: strconv.Itoa(r.Count(findings.Critical)), Status: status(r.Count(findings.Critical), true)},
+		{Label: "warning", Value: strconv.Itoa(r.Count(findings.Warning)), Status: status(r.Count(findings.Warning), true)},
+		{Label: "info", Value: strconv.Itoa(r.Count(findings.Info))},
 	}
 	t := htmlreport.Table{
 		Title:    "Findings",
@@ -34,13 +41,13 @@ func Section(r *Report) htmlreport.Section {
 	}
 	for _, f := range r.Findings {
 		class := ""
-		if f.Severity == Critical {
+		if f.Severity == findings.Critical {
 			class = "bad"
 		}
 		d := &htmlreport.Detail{Title: f.Title}
 		var code []string
 		for _, q := range f.Evidence.Queries {
-			code = append(code, "-- "+q.Fingerprint+", "+fnum(float64(q.Calls))+" calls\n"+q.Query)
+			code = append(code, "-- "+q.Fingerprint+", "+numfmt.Figure(float64(q.Calls))+" calls\n"+q.Query)
 		}
 		d.Code = strings.Join(code, "\n\n")
 		if len(f.Evidence.Figures) > 0 {
@@ -68,13 +75,13 @@ func Section(r *Report) htmlreport.Section {
 		d.Notes = append(d.Notes, "Recommendation: "+f.Recommendation)
 		t.Rows = append(t.Rows, htmlreport.Row{
 			Cells: []htmlreport.Cell{htmlreport.Text(string(f.Severity)), htmlreport.Text(f.ID),
-				{Text: oneLine(f.Subject, 60), Title: f.Subject}, htmlreport.Text(f.Summary)},
+				{Text: OneLine(f.Subject, 60), Title: f.Subject}, htmlreport.Text(f.Summary)},
 			Detail: d, Class: class,
 		})
 	}
 	s.Tables = []htmlreport.Table{t}
 	for _, sk := range r.NotEvaluated {
-		s.Notes = append(s.Notes, "Not evaluated, "+sk.ID+": "+sk.Reason)
+		s.Notes = append(s.Notes, "Not evaluated, "+sk.ID+": "+skipReason(sk, h))
 	}
 	return s
 }

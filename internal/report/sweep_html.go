@@ -1,4 +1,4 @@
-package sweep
+package report
 
 import (
 	"encoding/json"
@@ -6,18 +6,19 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
-// palette colours the configurations; a configuration's TPS line is solid
+// palette colours a sweep's configurations; a configuration's TPS line is solid
 // and its p95 line dashed, in the same colour.
 var palette = []string{"#2f6fdf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285"}
 
-// HTMLPage renders the result as a page of its own.
-func HTMLPage(res *Result) htmlreport.Page {
+// SweepPage renders a sweep as a page of its own.
+func SweepPage(res *sweep.Result) htmlreport.Page {
 	p := htmlreport.Page{
 		Title:    "pgrehearse sweep",
 		Subtitle: fmt.Sprintf("%s on %s, %gs warm-up + %gs per step", workloadLine(res.Workload), res.Target, res.Plan.WarmupS, res.Plan.DurationS),
-		Sections: HTMLSections(res),
+		Sections: SweepSections(res),
 		Footer:   fmt.Sprintf("started %s; %d client CPUs; configurations ordered %s", res.Started.Format("2006-01-02 15:04:05 MST"), res.ClientCPUs, res.Plan.Order),
 	}
 	if res.Partial {
@@ -26,12 +27,12 @@ func HTMLPage(res *Result) htmlreport.Page {
 	return p
 }
 
-// HTMLSections renders the result as sections that another report can
+// SweepSections renders a sweep as sections that another report can
 // append to its page: the curves of every configuration on one chart (TPS
 // on the left axis, p95 latency on the right), peak and cliff cards, and a
 // table of steps per configuration whose rows open the step's wait events
 // and hot queries.
-func HTMLSections(res *Result) []htmlreport.Section {
+func SweepSections(res *sweep.Result) []htmlreport.Section {
 	curves := htmlreport.Section{ID: "sweep", Title: "Throughput and latency vs clients"}
 	for _, c := range res.Configs {
 		curves.Cards = append(curves.Cards, peakCards(c)...)
@@ -57,7 +58,7 @@ func HTMLSections(res *Result) []htmlreport.Section {
 	return sections
 }
 
-func peakCards(c ConfigRun) []htmlreport.Card {
+func peakCards(c sweep.ConfigRun) []htmlreport.Card {
 	if c.Peak == nil {
 		return []htmlreport.Card{{Label: c.Name, Value: "no steps"}}
 	}
@@ -74,15 +75,15 @@ func peakCards(c ConfigRun) []htmlreport.Card {
 	return cards
 }
 
-func curveOption(res *Result) json.RawMessage {
+func curveOption(res *sweep.Result) json.RawMessage {
 	var series []map[string]any
 	var legend []string
 	for i, c := range res.Configs {
 		color := palette[i%len(palette)]
 		var tps, p95 [][2]float64
 		for _, s := range c.Steps {
-			tps = append(tps, [2]float64{float64(s.Clients), round(s.TPS, 1)})
-			p95 = append(p95, [2]float64{float64(s.Clients), round(s.Latency.P95, 3)})
+			tps = append(tps, [2]float64{float64(s.Clients), roundHalfUp(s.TPS, 1)})
+			p95 = append(p95, [2]float64{float64(s.Clients), roundHalfUp(s.Latency.P95, 3)})
 		}
 		tpsName, p95Name := c.Name+" TPS", c.Name+" p95 ms"
 		legend = append(legend, tpsName, p95Name)
@@ -111,7 +112,7 @@ func curveOption(res *Result) json.RawMessage {
 	return b
 }
 
-func round(v float64, digits int) float64 {
+func roundHalfUp(v float64, digits int) float64 {
 	var f float64 = 1
 	for range digits {
 		f *= 10
@@ -119,7 +120,7 @@ func round(v float64, digits int) float64 {
 	return float64(int64(v*f+0.5)) / f
 }
 
-func comparisonTable(res *Result) htmlreport.Table {
+func comparisonTable(res *sweep.Result) htmlreport.Table {
 	base := res.Comparison[0].Baseline
 	t := htmlreport.Table{ID: "sweep-compare", Title: "TPS relative to " + base, Sortable: true,
 		Columns: []htmlreport.Column{{Label: "clients", Numeric: true}}}
@@ -154,7 +155,7 @@ func comparisonTable(res *Result) htmlreport.Table {
 	return t
 }
 
-func stepsTable(c ConfigRun) htmlreport.Table {
+func stepsTable(c sweep.ConfigRun) htmlreport.Table {
 	t := htmlreport.Table{ID: "sweep-steps-" + c.Name, Title: "Steps of " + c.Name, Sortable: true, Empty: "No step ran.",
 		Columns: []htmlreport.Column{
 			{Label: "clients", Numeric: true}, {Label: "TPS", Numeric: true},
@@ -207,7 +208,7 @@ func stepsTable(c ConfigRun) htmlreport.Table {
 	return t
 }
 
-func stepDetail(name string, s Step) *htmlreport.Detail {
+func stepDetail(name string, s sweep.Step) *htmlreport.Detail {
 	d := &htmlreport.Detail{Title: fmt.Sprintf("%s, %d clients: wait events", name, s.Clients),
 		Table: &htmlreport.SimpleTable{Head: []string{"type", "event", "samples", "share"}}}
 	for _, w := range s.WaitEvents {

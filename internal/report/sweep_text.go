@@ -1,4 +1,4 @@
-package sweep
+package report
 
 import (
 	"bufio"
@@ -9,15 +9,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
 // chartWidth is the width of the longest bar of the TPS chart.
 const chartWidth = 40
 
-// WriteText renders the result for a terminal: a table per configuration
+// WriteSweep renders a sweep for a terminal: a table per configuration
 // with its peak and cliff, a bar chart of TPS against clients for every
 // configuration, and with several configurations their TPS ratios.
-func WriteText(w io.Writer, res *Result) error {
+func WriteSweep(w io.Writer, res *sweep.Result) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 
@@ -95,7 +97,7 @@ func WriteText(w io.Writer, res *Result) error {
 }
 
 // workloadLine describes the workload in one line.
-func workloadLine(wl WorkloadInfo) string {
+func workloadLine(wl sweep.WorkloadInfo) string {
 	if wl.Kind == "log" {
 		line := fmt.Sprintf("log %s replayed at speed 0 (%d sessions, at most %d at once, %d statements in %.1f s of log time)",
 			filepath.Base(wl.Log), wl.LogSessions, wl.LogConcurrency, wl.LogStatements, wl.LogSpanS)
@@ -119,14 +121,14 @@ func workloadLine(wl WorkloadInfo) string {
 }
 
 // sessionsText is a log step's sessions: mean open, and the plan.
-func sessionsText(sl *SessionLoad) string {
+func sessionsText(sl *sweep.SessionLoad) string {
 	if sl == nil {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", sl.MeanOpen)
 }
 
-func errorsText(sl *SessionLoad) string {
+func errorsText(sl *sweep.SessionLoad) string {
 	if sl == nil || len(sl.ErrorsBySQLState) == 0 {
 		return "-"
 	}
@@ -141,11 +143,11 @@ func settingsOr(m map[string]string) string {
 	if len(m) == 0 {
 		return "the server's settings"
 	}
-	return settingsString(m)
+	return sweep.SettingsString(m)
 }
 
 // peakCliffLines are the two summary lines of a configuration.
-func peakCliffLines(c ConfigRun) string {
+func peakCliffLines(c sweep.ConfigRun) string {
 	if c.Peak == nil {
 		return "  no steps\n"
 	}
@@ -163,7 +165,7 @@ func peakCliffLines(c ConfigRun) string {
 
 // writeChart draws TPS against clients as horizontal bars, one row per
 // configuration per client count, all on the same scale.
-func writeChart(w io.Writer, res *Result) {
+func writeChart(w io.Writer, res *sweep.Result) {
 	var top float64
 	for _, c := range res.Configs {
 		for _, s := range c.Steps {

@@ -1,4 +1,4 @@
-package replay
+package promsink
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
-// Metrics is a SampleSink that keeps Prometheus metrics of a replay:
+// Sink is a replay.SampleSink that keeps Prometheus metrics of a replay:
 // statements by outcome, errors by SQLSTATE, latency and schedule lag
 // histograms, sync waits and their give-ups, open sessions and the
 // reader's position in log time.
-type Metrics struct {
+type Sink struct {
 	statements *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	latency    prometheus.Histogram
@@ -27,10 +29,12 @@ type Metrics struct {
 	reader     prometheus.Gauge
 }
 
-// NewMetrics registers the replay's metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+var _ replay.SampleSink = (*Sink)(nil)
+
+// New registers the replay's metrics with reg.
+func New(reg prometheus.Registerer) *Sink {
 	buckets := prometheus.ExponentialBuckets(0.0001, 2, 22) // 100 µs .. ~3.5 min
-	m := &Metrics{
+	m := &Sink{
 		statements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgrehearse_replay_statements_total",
 			Help: "Execution events replayed, by outcome (executed, failed, skipped).",
@@ -63,10 +67,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) SessionOpened() { m.open.Inc() }
-func (m *Metrics) SessionClosed() { m.open.Dec() }
+func (m *Sink) SessionOpened() { m.open.Inc() }
+func (m *Sink) SessionClosed() { m.open.Dec() }
 
-func (m *Metrics) Statement(s Sample) {
+func (m *Sink) Statement(s replay.Sample) {
 	switch {
 	case s.Skipped != "":
 		m.statements.WithLabelValues("skipped").Inc()
@@ -87,10 +91,11 @@ func (m *Metrics) Statement(s Sample) {
 	}
 }
 
-func (m *Metrics) ReaderPosition(us int64) { m.reader.Set(float64(us) / 1e6) }
+func (m *Sink) ReaderPosition(us int64) { m.reader.Set(float64(us) / 1e6) }
 
-// ListenAddr makes a --metrics-addr value concrete: a bare ":port" listens
-// on loopback only, since metrics name queries; a host says otherwise.
+// ListenAddr makes a listen address concrete: a bare ":port" listens on
+// loopback only, since metrics describe a production workload; a host
+// says otherwise.
 func ListenAddr(addr string) string {
 	if strings.HasPrefix(addr, ":") {
 		return "127.0.0.1" + addr
@@ -98,12 +103,12 @@ func ListenAddr(addr string) string {
 	return addr
 }
 
-// ServeMetrics serves a new registry's metrics on addr (see ListenAddr) at
-// /metrics and returns the SampleSink that feeds them and a function that
-// stops the server.
-func ServeMetrics(addr string) (*Metrics, string, func(), error) {
+// Serve serves a new registry's metrics on addr (see ListenAddr) at
+// /metrics and returns the Sink that feeds them, the address it listens
+// on and a function that stops the server.
+func Serve(addr string) (*Sink, string, func(), error) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := New(reg)
 	ln, err := net.Listen("tcp", ListenAddr(addr))
 	if err != nil {
 		return nil, "", nil, err

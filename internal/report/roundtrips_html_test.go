@@ -1,4 +1,4 @@
-package htmlreport
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -59,7 +60,7 @@ func TestRoundTripsSection(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := ComparisonPage(tt.rep, ComparisonOptions{})
 			var ids []string
-			var rt *Section
+			var rt *htmlreport.Section
 			for i, s := range p.Sections {
 				ids = append(ids, s.ID)
 				if s.ID == "round-trips" {
@@ -70,7 +71,7 @@ func TestRoundTripsSection(t *testing.T) {
 				t.Fatalf("sections %s, want %s", got, tt.sections)
 			}
 			var buf bytes.Buffer
-			if err := Write(&buf, p); err != nil {
+			if err := htmlreport.Write(&buf, p); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Contains(buf.String(), "Client round trips on the replay"); got != (tt.tables != nil) {
@@ -105,21 +106,4 @@ func TestRoundTripsSection(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestBrowserRoundTrips: the round-trips table sorts and shows a row's
-// detail in a browser.
-func TestBrowserRoundTrips(t *testing.T) {
-	b := synthRun(t, "analysis", 1, false, synthQueries...)
-	c := keepRoundTrips(synthRun(t, "analysis", 2, false, synthQueries...))
-	rep, err := compare.Compare(b, c, compare.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := ComparisonPage(rep, ComparisonOptions{})
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
-	assertSelfCheck(t, checkInBrowser(t, writePage(t, page)), charts, "queries-table", "round-trips-candidate")
 }

@@ -1,4 +1,4 @@
-package htmlreport
+package report
 
 import (
 	"encoding/json"
@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
 // Colours of the two runs, the same in every chart.
@@ -20,28 +23,46 @@ const (
 type ComparisonOptions struct {
 	// Top is how many queries get a distribution chart; 0 means 6.
 	Top int
-	// Footer is the page's small print.
+	// Footer is the page's small print; empty means the comparison's
+	// settings.
 	Footer string
+	// Findings, when set, add their section after the comparison's.
+	Findings *findings.Report
+	// Evidence adds the server-side evidence of runs, last.
+	Evidence []RunEvidence
+	Hints    Hints
+}
+
+// RunEvidence is the server-side evidence of one run and the label of its
+// sections: "baseline", "candidate", or "" on a page about one run.
+type RunEvidence struct {
+	Label    string
+	Evidence *observe.Evidence
 }
 
 // ComparisonPage lays a comparison (or a one-run summary) out as a page:
 // the verdict and the worst regressions, both runs' throughput and
 // latency, distributions of the top queries, the timeline when the results
 // carry one, errors and queries seen in one run only, a replay's client
-// round trips when it kept them, and the table of all queries. Callers may append their own sections to the page it returns.
-func ComparisonPage(rep *compare.Report, opts ComparisonOptions) Page {
+// round trips when it kept them, and the table of all queries; then the
+// findings and the runs' server-side evidence when opts has them.
+func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page {
 	if opts.Top <= 0 {
 		opts.Top = 6
 	}
 	one := rep.Candidate == nil
-	p := Page{Title: "pgrehearse report", Footer: opts.Footer}
+	p := htmlreport.Page{Title: "pgrehearse report", Footer: opts.Footer}
+	if p.Footer == "" {
+		p.Footer = fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
+			rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)
+	}
 	if one {
 		p.Subtitle = fmt.Sprintf("Summary of %s (%s, %s latency)", rep.Baseline.Name, rep.Baseline.Kind, rep.Baseline.LatencySource)
 	} else {
 		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", rep.Baseline.Name, rep.Baseline.Kind,
 			rep.Candidate.Name, rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
 	}
-	v := &Verdict{Status: string(rep.Verdict.Status), Line: rep.Verdict.Line}
+	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: rep.Verdict.Line}
 	for _, b := range rep.Verdict.Broken {
 		v.Items = append(v.Items, fmt.Sprintf("%s broken by %s: %s", b.Rule, b.Fingerprint, b.Detail))
 	}
@@ -52,14 +73,25 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) Page {
 	if s, ok := timelineSection(rep); ok {
 		p.Sections = append(p.Sections, s)
 	}
-	p.Sections = append(p.Sections, distributionSection(rep, opts.Top))
+	p.Sections = append(p.Sections, distributionSection(rep, opts.Top, opts.Hints))
 	if !one {
+		if len(rep.Divergence) > 0 {
+			p.Sections = append(p.Sections, divergenceSection(rep))
+		}
 		p.Sections = append(p.Sections, errorsSection(rep))
 	}
-	if s, ok := roundTripsSection(rep); ok {
+	if s, ok := roundTripsSection(rep, opts.Hints); ok {
 		p.Sections = append(p.Sections, s)
 	}
 	p.Sections = append(p.Sections, queriesSection(rep))
+	if opts.Findings != nil {
+		p.Sections = append(p.Sections, FindingsSection(opts.Findings, opts.Hints))
+	}
+	for _, ev := range opts.Evidence {
+		if ev.Evidence != nil {
+			p.Sections = append(p.Sections, EvidenceSections(ev.Evidence, ev.Label, opts.Hints)...)
+		}
+	}
 	return p
 }
 
@@ -80,47 +112,74 @@ func fmtMS(v float64, timed int64) string {
 	return compare.FormatMS(v) + " ms"
 }
 
-func runCards(label string, s *compare.RunSummary) []Card {
+func runCards(label string, s *compare.RunSummary) []htmlreport.Card {
 	p95 := "-"
 	if s.P95MS > 0 {
 		p95 = compare.FormatMS(s.P95MS) + " ms"
 	}
-	return []Card{
+	cards := []htmlreport.Card{
 		{Label: label + ": statements/s", Value: fmtRate(s.StatementsPerS), Sub: fmt.Sprintf("%d statements in %.1f s", s.Statements, s.SpanS)},
 		{Label: label + ": mean latency", Value: fmtMS(s.MeanMS, s.TimedCalls), Sub: "p95 " + p95},
 		{Label: label + ": failed", Value: strconv.FormatInt(s.Failed, 10), Sub: fmt.Sprintf("%d distinct queries", s.Queries)},
 	}
+	if st := s.Sync; st != nil {
+		c := htmlreport.Card{Label: label + ": sync", Value: st.Mode, Sub: syncLine(s)}
+		if st.Mode == "off" {
+			c.Status = "bad"
+		}
+		cards = append(cards, c)
+	}
+	return cards
 }
 
-func summarySection(rep *compare.Report) Section {
-	s := Section{ID: "summary", Title: "Summary"}
+// divergenceSection lists the queries that did different work in the two
+// runs: a replay that ran dependent sessions out of order.
+func divergenceSection(rep *compare.Report) htmlreport.Section {
+	s := htmlreport.Section{ID: "divergence", Title: "Divergence",
+		Text: []string{"These queries did different work than in the baseline: other rows per call, or errors of ordering " +
+			"(a foreign key not there yet, a duplicate key, a serialization failure, a deadlock) that the baseline did not have. " +
+			"A replay whose sessions depended on each other's commits ran them in another order; its timings measure another " +
+			"workload, so they are not regressions of the candidate."}}
+	t := htmlreport.Table{ID: "divergence-table", Title: "Queries that diverged", Sortable: true,
+		Columns: []htmlreport.Column{{Label: "rows/call B → C"}, {Label: "ordering errors"}, {Label: "why"}, {Label: "fingerprint"}, {Label: "query"}}}
+	for _, d := range rep.Divergence {
+		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{
+			htmlreport.Text(strings.ReplaceAll(rowsPerCall(d), "->", "→")), htmlreport.Text(orderingErrors(d)), htmlreport.Text(d.Reason),
+			htmlreport.Text(d.Fingerprint), queryCell(d.Query, 100)}})
+	}
+	s.Tables = []htmlreport.Table{t}
+	return s
+}
+
+func summarySection(rep *compare.Report) htmlreport.Section {
+	s := htmlreport.Section{ID: "summary", Title: "Summary"}
 	s.Cards = append(s.Cards, runCards("Baseline", &rep.Baseline)...)
 	if rep.Candidate == nil {
 		return s
 	}
 	s.Cards = append(s.Cards, runCards("Candidate", rep.Candidate)...)
-	regs := Card{Label: "Significant regressions", Value: strconv.Itoa(len(rep.RegressionsByAddedTime)),
+	regs := htmlreport.Card{Label: "Significant regressions", Value: strconv.Itoa(len(rep.RegressionsByAddedTime)),
 		Sub: fmt.Sprintf("%d too few calls to judge", len(rep.TooFewCalls))}
 	if len(rep.RegressionsByAddedTime) > 0 {
 		regs.Status = "bad"
 	}
 	s.Cards = append(s.Cards, regs)
 
-	t := Table{ID: "worst", Title: "Worst regressions (by time added)", Empty: "No query is slower beyond noise.",
-		Columns: []Column{{Label: "#", Numeric: true}, {Label: "factor (mean)", Numeric: true}, {Label: "p95", Numeric: true},
+	t := htmlreport.Table{ID: "worst", Title: "Worst regressions (by time added)", Empty: "No query is slower beyond noise.",
+		Columns: []htmlreport.Column{{Label: "#", Numeric: true}, {Label: "factor (mean)", Numeric: true}, {Label: "p95", Numeric: true},
 			{Label: "added", Numeric: true}, {Label: "calls", Numeric: true}, {Label: "fingerprint"}, {Label: "query"}}}
 	for i, fp := range rep.RegressionsByAddedTime {
 		if i == 5 {
 			break
 		}
 		q := rep.Query(fp)
-		t.Rows = append(t.Rows, Row{Class: "bad", Detail: queryDetail(rep, q), Cells: []Cell{
-			Num(strconv.Itoa(i+1), float64(i+1)),
+		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+			htmlreport.Num(strconv.Itoa(i+1), float64(i+1)),
 			{Text: compare.FormatFactor(q.Factor), Sort: q.Factor, Class: "bad"},
-			Num(compare.FormatMS(q.Baseline.P95MS)+" → "+compare.FormatMS(q.Candidate.P95MS)+" ms", q.Ratio.P95),
-			Num(fmtAdded(q.AddedMS), q.AddedMS),
-			Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
-			Text(fp), queryCell(q.Query, 90),
+			htmlreport.Num(compare.FormatMS(q.Baseline.P95MS)+" → "+compare.FormatMS(q.Candidate.P95MS)+" ms", q.Ratio.P95),
+			htmlreport.Num(fmtAdded(q.AddedMS), q.AddedMS),
+			htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
+			htmlreport.Text(fp), queryCell(q.Query, 90),
 		}})
 	}
 	s.Tables = append(s.Tables, t)
@@ -139,17 +198,17 @@ func fmtAdded(ms float64) string {
 	return sign + compare.FormatMS(a) + " ms"
 }
 
-func queryCell(q string, width int) Cell {
+func queryCell(q string, width int) htmlreport.Cell {
 	one := strings.Join(strings.Fields(q), " ")
-	c := Cell{Text: one, Class: "query"}
+	c := htmlreport.Cell{Text: one, Class: "query"}
 	if r := []rune(one); len(r) > width {
 		c.Text, c.Title = string(r[:width-1])+"…", one
 	}
 	return c
 }
 
-func queryDetail(rep *compare.Report, q *compare.QueryDiff) *Detail {
-	d := &Detail{Title: "Query " + q.Fingerprint + " (" + string(q.Status) + ")", Code: q.Query}
+func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
+	d := &htmlreport.Detail{Title: "Query " + q.Fingerprint + " (" + string(q.Status) + ")", Code: q.Query}
 	row := func(name string, f func(*compare.Figures) string) []string {
 		r := []string{name}
 		for _, x := range []*compare.Figures{q.Baseline, q.Candidate} {
@@ -164,7 +223,7 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *Detail {
 	ms := func(get func(*compare.Figures) float64) func(*compare.Figures) string {
 		return func(f *compare.Figures) string { return fmtMS(get(f), f.TimedCalls) }
 	}
-	t := &SimpleTable{Head: []string{"", "baseline", "candidate", "ratio"}}
+	t := &htmlreport.SimpleTable{Head: []string{"", "baseline", "candidate", "ratio"}}
 	add := func(r []string, ratio float64) {
 		if rep.Candidate == nil {
 			r = r[:2]
@@ -265,15 +324,15 @@ func topQueries(rep *compare.Report, n int) []*compare.QueryDiff {
 	return out
 }
 
-func distributionSection(rep *compare.Report, top int) Section {
-	s := Section{ID: "distributions", Title: "Latency distribution of the top queries",
-		Text: []string{"Share of each run's timed calls per latency band (logarithmic bands); without histograms (analyze --hist), p50, p95 and p99 are shown instead."}}
+func distributionSection(rep *compare.Report, top int, h Hints) htmlreport.Section {
+	s := htmlreport.Section{ID: "distributions", Title: "Latency distribution of the top queries",
+		Text: []string{"Share of each run's timed calls per latency band (logarithmic bands); without histograms" + paren(h.Histograms) + ", p50, p95 and p99 are shown instead."}}
 	for _, q := range topQueries(rep, top) {
 		title := q.Fingerprint + ": " + strings.Join(strings.Fields(q.Query), " ")
 		if r := []rune(title); len(r) > 90 {
 			title = string(r[:89]) + "…"
 		}
-		c := Chart{Title: title, Width: "half", Height: 260, Option: distributionOption(rep, q)}
+		c := htmlreport.Chart{Title: title, Width: "half", Height: 260, Option: distributionOption(rep, q)}
 		if q.Status == compare.StatusRegressed {
 			c.Note = fmt.Sprintf("Regressed: mean %s, p95 %s", compare.FormatFactor(q.Factor), compare.FormatFactor(q.Ratio.P95))
 		}
@@ -366,7 +425,7 @@ func distributionOption(rep *compare.Report, q *compare.QueryDiff) json.RawMessa
 	return mustJSON(opt)
 }
 
-func timelineSection(rep *compare.Report) (Section, bool) {
+func timelineSection(rep *compare.Report) (htmlreport.Section, bool) {
 	runs := []*compare.RunSummary{&rep.Baseline, rep.Candidate}
 	names := []string{"baseline", "candidate"}
 	colors := []string{baselineColor, candidateColor}
@@ -389,7 +448,7 @@ func timelineSection(rep *compare.Report) (Section, bool) {
 		p95 = append(p95, series(names[i], colors[i], "line", pd))
 	}
 	if len(calls) == 0 {
-		return Section{}, false
+		return htmlreport.Section{}, false
 	}
 	mk := func(ss []any, y string) json.RawMessage {
 		o := chartBase(y)
@@ -397,37 +456,37 @@ func timelineSection(rep *compare.Report) (Section, bool) {
 		o["series"] = ss
 		return mustJSON(o)
 	}
-	return Section{ID: "timeline", Title: "Over time", Charts: []Chart{
+	return htmlreport.Section{ID: "timeline", Title: "Over time", Charts: []htmlreport.Chart{
 		{Title: "Statements per second", Width: "half", Option: mk(calls, "statements/s")},
 		{Title: "p95 latency", Width: "half", Option: mk(p95, "ms")},
 	}}, true
 }
 
-func errorsSection(rep *compare.Report) Section {
-	s := Section{ID: "errors", Title: "Errors and queries in one run only"}
-	et := Table{ID: "new-errors", Title: "Errors that grew, by SQLSTATE", Empty: "No SQLSTATE is more frequent in the candidate.",
-		Columns: []Column{{Label: "SQLSTATE"}, {Label: "baseline", Numeric: true}, {Label: "candidate", Numeric: true}, {Label: "new"}, {Label: "queries"}}}
+func errorsSection(rep *compare.Report) htmlreport.Section {
+	s := htmlreport.Section{ID: "errors", Title: "Errors and queries in one run only"}
+	et := htmlreport.Table{ID: "new-errors", Title: "Errors that grew, by SQLSTATE", Empty: "No SQLSTATE is more frequent in the candidate.",
+		Columns: []htmlreport.Column{{Label: "SQLSTATE"}, {Label: "baseline", Numeric: true}, {Label: "candidate", Numeric: true}, {Label: "new"}, {Label: "queries"}}}
 	for _, e := range rep.NewErrors {
 		newText := ""
 		if e.New {
 			newText = "new"
 		}
-		et.Rows = append(et.Rows, Row{Class: "bad", Cells: []Cell{Text(e.SQLState),
-			Num(strconv.FormatInt(e.Baseline, 10), float64(e.Baseline)), Num(strconv.FormatInt(e.Candidate, 10), float64(e.Candidate)),
-			Text(newText), Text(strings.Join(e.Fingerprints, ", "))}})
+		et.Rows = append(et.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{htmlreport.Text(e.SQLState),
+			htmlreport.Num(strconv.FormatInt(e.Baseline, 10), float64(e.Baseline)), htmlreport.Num(strconv.FormatInt(e.Candidate, 10), float64(e.Candidate)),
+			htmlreport.Text(newText), htmlreport.Text(strings.Join(e.Fingerprints, ", "))}})
 	}
 	s.Tables = append(s.Tables, et)
-	one := func(id, title string, fps []string, cand bool) Table {
-		t := Table{ID: id, Title: title, Sortable: true, Empty: "None.",
-			Columns: []Column{{Label: "calls", Numeric: true}, {Label: "total", Numeric: true}, {Label: "mean", Numeric: true}, {Label: "fingerprint"}, {Label: "query"}}}
+	one := func(id, title string, fps []string, cand bool) htmlreport.Table {
+		t := htmlreport.Table{ID: id, Title: title, Sortable: true, Empty: "None.",
+			Columns: []htmlreport.Column{{Label: "calls", Numeric: true}, {Label: "total", Numeric: true}, {Label: "mean", Numeric: true}, {Label: "fingerprint"}, {Label: "query"}}}
 		for _, fp := range fps {
 			q := rep.Query(fp)
 			f := q.Baseline
 			if cand {
 				f = q.Candidate
 			}
-			t.Rows = append(t.Rows, Row{Detail: queryDetail(rep, q), Cells: []Cell{Num(strconv.FormatInt(f.Calls, 10), float64(f.Calls)),
-				Num(fmtAdded(f.TotalMS)[1:], f.TotalMS), Num(fmtMS(f.MeanMS, f.TimedCalls), f.MeanMS), Text(fp), queryCell(q.Query, 100)}})
+			t.Rows = append(t.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{htmlreport.Num(strconv.FormatInt(f.Calls, 10), float64(f.Calls)),
+				htmlreport.Num(fmtAdded(f.TotalMS)[1:], f.TotalMS), htmlreport.Num(fmtMS(f.MeanMS, f.TimedCalls), f.MeanMS), htmlreport.Text(fp), queryCell(q.Query, 100)}})
 		}
 		return t
 	}
@@ -436,27 +495,27 @@ func errorsSection(rep *compare.Report) Section {
 	return s
 }
 
-func queriesSection(rep *compare.Report) Section {
-	s := Section{ID: "queries", Title: "All queries",
+func queriesSection(rep *compare.Report) htmlreport.Section {
+	s := htmlreport.Section{ID: "queries", Title: "All queries",
 		Text: []string{"Click a column to sort, a row for the full query and both runs' figures."}}
-	t := Table{ID: "queries-table", Sortable: true, Filter: true}
+	t := htmlreport.Table{ID: "queries-table", Sortable: true, Filter: true}
 	if rep.Candidate == nil {
-		t.Columns = []Column{{Label: "fingerprint"}, {Label: "calls", Numeric: true}, {Label: "calls/s", Numeric: true},
+		t.Columns = []htmlreport.Column{{Label: "fingerprint"}, {Label: "calls", Numeric: true}, {Label: "calls/s", Numeric: true},
 			{Label: "errors", Numeric: true}, {Label: "total ms", Numeric: true}, {Label: "mean", Numeric: true},
 			{Label: "p50", Numeric: true}, {Label: "p95", Numeric: true}, {Label: "p99", Numeric: true}, {Label: "query"}}
 		for i := range rep.Queries {
 			q := &rep.Queries[i]
 			b := q.Baseline
-			t.Rows = append(t.Rows, Row{Detail: queryDetail(rep, q), Cells: []Cell{Text(q.Fingerprint),
-				Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), Num(fmtRate(b.CallsPerS), b.CallsPerS),
-				Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), Num(compare.FormatMS(b.TotalMS), b.TotalMS),
+			t.Rows = append(t.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{htmlreport.Text(q.Fingerprint),
+				htmlreport.Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), htmlreport.Num(fmtRate(b.CallsPerS), b.CallsPerS),
+				htmlreport.Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), htmlreport.Num(compare.FormatMS(b.TotalMS), b.TotalMS),
 				msCell(b.MeanMS, b.TimedCalls), msCell(b.P50MS, b.TimedCalls), msCell(b.P95MS, b.TimedCalls), msCell(b.P99MS, b.TimedCalls),
 				queryCell(q.Query, 100)}})
 		}
-		s.Tables = []Table{t}
+		s.Tables = []htmlreport.Table{t}
 		return s
 	}
-	t.Columns = []Column{{Label: "status"}, {Label: "fingerprint"},
+	t.Columns = []htmlreport.Column{{Label: "status"}, {Label: "fingerprint"},
 		{Label: "calls B", Numeric: true}, {Label: "calls C", Numeric: true},
 		{Label: "mean B", Numeric: true}, {Label: "mean C", Numeric: true}, {Label: "factor", Numeric: true, Tooltip: "mean C / mean B"},
 		{Label: "p95 B", Numeric: true}, {Label: "p95 C", Numeric: true}, {Label: "p95 ratio", Numeric: true},
@@ -495,22 +554,22 @@ func queriesSection(rep *compare.Report) Section {
 		if q.MixedLatency {
 			status += " (mixed latency)"
 		}
-		t.Rows = append(t.Rows, Row{Class: class, Detail: queryDetail(rep, q), Cells: []Cell{
-			Text(status), Text(q.Fingerprint),
-			Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
-			msCell(b.MeanMS, b.TimedCalls), msCell(c.MeanMS, c.TimedCalls), Num(compare.FormatFactor(rt.Mean), rt.Mean),
-			msCell(b.P95MS, b.TimedCalls), msCell(c.P95MS, c.TimedCalls), Num(compare.FormatFactor(rt.P95), rt.P95),
-			Num(fmtAdded(q.AddedMS), q.AddedMS),
-			Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), Num(strconv.FormatInt(c.Errors, 10), float64(c.Errors)),
-			Num(pText, pv), queryCell(q.Query, 80)}})
+		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+			htmlreport.Text(status), htmlreport.Text(q.Fingerprint),
+			htmlreport.Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
+			msCell(b.MeanMS, b.TimedCalls), msCell(c.MeanMS, c.TimedCalls), htmlreport.Num(compare.FormatFactor(rt.Mean), rt.Mean),
+			msCell(b.P95MS, b.TimedCalls), msCell(c.P95MS, c.TimedCalls), htmlreport.Num(compare.FormatFactor(rt.P95), rt.P95),
+			htmlreport.Num(fmtAdded(q.AddedMS), q.AddedMS),
+			htmlreport.Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), htmlreport.Num(strconv.FormatInt(c.Errors, 10), float64(c.Errors)),
+			htmlreport.Num(pText, pv), queryCell(q.Query, 80)}})
 	}
-	s.Tables = []Table{t}
+	s.Tables = []htmlreport.Table{t}
 	return s
 }
 
-func msCell(v float64, timed int64) Cell {
+func msCell(v float64, timed int64) htmlreport.Cell {
 	if timed == 0 {
-		return Num("-", -1)
+		return htmlreport.Num("-", -1)
 	}
-	return Num(compare.FormatMS(v), v)
+	return htmlreport.Num(compare.FormatMS(v), v)
 }

@@ -1,4 +1,4 @@
-package htmlreport
+package report
 
 import (
 	"fmt"
@@ -6,19 +6,20 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
 // roundTripsSection shows each replay's client round trips beside its
 // server-side time; false when no run kept them. It stays apart from the
 // comparison and colours nothing bad: the overhead is the setup's (network,
 // client), not a regression.
-func roundTripsSection(rep *compare.Report) (Section, bool) {
+func roundTripsSection(rep *compare.Report, h Hints) (htmlreport.Section, bool) {
 	if len(rep.ClientRoundTrips) == 0 {
-		return Section{}, false
+		return htmlreport.Section{}, false
 	}
-	s := Section{ID: "round-trips", Title: "Client round trips on the replay", Text: []string{
+	s := htmlreport.Section{ID: "round-trips", Title: "Client round trips on the replay", Text: []string{
 		"What the application waits for beyond the server's own time: the replay's client round trips, measured by the replayer, " +
-			"beside the server-side time of the same statements in the same run, from the target's log (replay --target-log). " +
+			"beside the server-side time of the same statements in the same run, from the target's log" + paren(h.TargetLog) + ". " +
 			"Overhead = client mean − server mean: network, client and connection time.",
 		"Client-side context for the setup: never compared between runs, never part of the verdict, never a regression.",
 	}}
@@ -29,20 +30,20 @@ func roundTripsSection(rep *compare.Report) (Section, bool) {
 			run = rt.Run + " replay"
 			label = map[string]string{"baseline": "Baseline", "candidate": "Candidate"}[rt.Run]
 		}
-		s.Cards = append(s.Cards, Card{Label: label + ": client overhead per call", Value: compare.FormatSignedMS(rt.OverheadMS) + " ms",
+		s.Cards = append(s.Cards, htmlreport.Card{Label: label + ": client overhead per call", Value: compare.FormatSignedMS(rt.OverheadMS) + " ms",
 			Sub: fmt.Sprintf("round trip %s ms vs server %s ms, %d queries", compare.FormatMS(rt.ClientMeanMS), compare.FormatMS(rt.ServerMeanMS), rt.Fingerprints)})
-		t := Table{ID: "round-trips-" + rt.Run, Sortable: true, Empty: "No query timed on both sides.",
+		t := htmlreport.Table{ID: "round-trips-" + rt.Run, Sortable: true, Empty: "No query timed on both sides.",
 			Title: fmt.Sprintf("%s (%s): top %d of %d queries by server time", strings.ToUpper(run[:1])+run[1:], rt.File, len(rt.Queries), rt.Fingerprints),
-			Columns: []Column{{Label: "calls", Numeric: true, Tooltip: "calls in the target's log"},
+			Columns: []htmlreport.Column{{Label: "calls", Numeric: true, Tooltip: "calls in the target's log"},
 				{Label: "server mean", Numeric: true}, {Label: "server p95", Numeric: true},
 				{Label: "client mean", Numeric: true, Tooltip: "round trip measured by the replayer"}, {Label: "client p95", Numeric: true},
 				{Label: "overhead", Numeric: true, Tooltip: "client mean − server mean"}, {Label: "fingerprint"}, {Label: "query"}}}
 		for _, q := range rt.Queries {
-			t.Rows = append(t.Rows, Row{Detail: roundTripDetail(run, q), Cells: []Cell{
-				Num(strconv.FormatInt(q.Calls, 10), float64(q.Calls)),
-				Num(compare.FormatMS(q.ServerMeanMS), q.ServerMeanMS), Num(compare.FormatMS(q.ServerP95MS), q.ServerP95MS),
-				Num(compare.FormatMS(q.ClientMeanMS), q.ClientMeanMS), Num(compare.FormatMS(q.ClientP95MS), q.ClientP95MS),
-				Num(compare.FormatSignedMS(q.OverheadMS), q.OverheadMS), Text(q.Fingerprint), queryCell(q.Query, 90),
+			t.Rows = append(t.Rows, htmlreport.Row{Detail: roundTripDetail(run, q), Cells: []htmlreport.Cell{
+				htmlreport.Num(strconv.FormatInt(q.Calls, 10), float64(q.Calls)),
+				htmlreport.Num(compare.FormatMS(q.ServerMeanMS), q.ServerMeanMS), htmlreport.Num(compare.FormatMS(q.ServerP95MS), q.ServerP95MS),
+				htmlreport.Num(compare.FormatMS(q.ClientMeanMS), q.ClientMeanMS), htmlreport.Num(compare.FormatMS(q.ClientP95MS), q.ClientP95MS),
+				htmlreport.Num(compare.FormatSignedMS(q.OverheadMS), q.OverheadMS), htmlreport.Text(q.Fingerprint), queryCell(q.Query, 90),
 			}})
 		}
 		s.Tables = append(s.Tables, t)
@@ -50,10 +51,10 @@ func roundTripsSection(rep *compare.Report) (Section, bool) {
 	return s, true
 }
 
-func roundTripDetail(run string, q compare.RoundTrip) *Detail {
+func roundTripDetail(run string, q compare.RoundTrip) *htmlreport.Detail {
 	ms := func(v float64) string { return compare.FormatMS(v) + " ms" }
-	return &Detail{Title: "Query " + q.Fingerprint + ": client round trips on the " + run, Code: q.Query,
-		Table: &SimpleTable{Head: []string{"", "server (target's log)", "client round trip", "overhead"}, Rows: [][]string{
+	return &htmlreport.Detail{Title: "Query " + q.Fingerprint + ": client round trips on the " + run, Code: q.Query,
+		Table: &htmlreport.SimpleTable{Head: []string{"", "server (target's log)", "client round trip", "overhead"}, Rows: [][]string{
 			{"calls", strconv.FormatInt(q.Calls, 10), strconv.FormatInt(q.ClientCalls, 10), ""},
 			{"mean", ms(q.ServerMeanMS), ms(q.ClientMeanMS), compare.FormatSignedMS(q.OverheadMS) + " ms"},
 			{"p95", ms(q.ServerP95MS), ms(q.ClientP95MS), compare.FormatSignedMS(q.ClientP95MS-q.ServerP95MS) + " ms"},

@@ -1,4 +1,4 @@
-package replay
+package promsink
 
 import (
 	"io"
@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
 func TestMetricsServed(t *testing.T) {
-	m, addr, stop, err := ServeMetrics("127.0.0.1:0")
+	m, addr, stop, err := Serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,11 +22,11 @@ func TestMetricsServed(t *testing.T) {
 	m.SessionOpened()
 	m.SessionOpened()
 	m.SessionClosed()
-	m.Statement(Sample{Fingerprint: "abc", Latency: 2 * time.Millisecond, Lag: time.Millisecond})
-	m.Statement(Sample{Fingerprint: "abc", SQLState: "40P01", Latency: time.Millisecond})
-	m.Statement(Sample{Skipped: "copy data not in log"})
-	m.Statement(Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 3 * time.Millisecond})
-	m.Statement(Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 10 * time.Second, SyncGiveUp: SyncTimeout})
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: 2 * time.Millisecond, Lag: time.Millisecond})
+	m.Statement(replay.Sample{Fingerprint: "abc", SQLState: "40P01", Latency: time.Millisecond})
+	m.Statement(replay.Sample{Skipped: "copy data not in log"})
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 3 * time.Millisecond})
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: time.Millisecond, SyncWait: 10 * time.Second, SyncGiveUp: replay.SyncTimeout})
 	m.ReaderPosition(1_700_000_000_000_000)
 
 	resp, err := http.Get("http://" + addr + "/metrics")

@@ -1,4 +1,4 @@
-package sweep
+package logdriver
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/sweeptest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -151,7 +154,7 @@ func captureLog(t *testing.T) string {
 // clients on a throwaway cluster initialized with pgbench -i, its sessions
 // multiplied to reach 4.
 func TestSweepLogThrowaway(t *testing.T) {
-	bin := testPgbench(t)
+	bin := sweeptest.Pgbench(t)
 	path := captureLog(t)
 	drv := &Log{Path: path, PgbenchInit: true, PgbenchPath: bin, Scale: 1}
 	if err := drv.Prepare(); err != nil {
@@ -162,11 +165,11 @@ func TestSweepLogThrowaway(t *testing.T) {
 	if info.LogConcurrency != 2 || info.LogStatements == 0 || info.LogTransactions == 0 || info.LogTransactions > info.LogStatements/4 {
 		t.Fatalf("log read as %+v; want 2 clients and simple-update transactions of 5 statements", info)
 	}
-	opts := shortSweep(t, 1, 2, 4)
+	opts := sweeptest.Options(t, 1, 2, 4)
 	opts.Driver = drv
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, opts)
+	res, err := sweep.Run(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +177,7 @@ func TestSweepLogThrowaway(t *testing.T) {
 		t.Errorf("workload %+v on %s", res.Workload, res.Target)
 	}
 	c := res.Configs[0]
-	checkSteps(t, c, []int{1, 2, 4}, true)
+	sweeptest.CheckSteps(t, c, []int{1, 2, 4}, true)
 	for _, s := range c.Steps {
 		sl := s.Sessions
 		if sl == nil {
@@ -198,8 +201,8 @@ func TestSweepLogThrowaway(t *testing.T) {
 			t.Errorf("%d clients: sampling rate %v", s.Clients, s.SamplingRate)
 		}
 		// Seven statements of equal calls: which five are on top varies.
-		if !strings.Contains(strings.Join(hotTexts(s), "\n"), "UPDATE pgbench_") {
-			t.Errorf("%d clients: the log's update is not among the hot queries %v", s.Clients, hotTexts(s))
+		if !strings.Contains(strings.Join(sweeptest.HotTexts(s), "\n"), "UPDATE pgbench_") {
+			t.Errorf("%d clients: the log's update is not among the hot queries %v", s.Clients, sweeptest.HotTexts(s))
 		}
 	}
 
@@ -227,7 +230,7 @@ func TestSweepLogThrowaway(t *testing.T) {
 		}
 	}
 	var text strings.Builder
-	if err := WriteText(&text, res); err != nil {
+	if err := report.WriteSweep(&text, res); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", text.String())

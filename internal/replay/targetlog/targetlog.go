@@ -1,4 +1,4 @@
-package cli
+package targetlog
 
 import (
 	"bytes"
@@ -19,67 +19,85 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// targetLogWait bounds how long the target's log may take to show the
-// end of the replay: the server's logging collector writes asynchronously.
-const targetLogWait = 20 * time.Second
+// Wait bounds how long the target's log may take to show the end of the
+// replay: the server's logging collector writes asynchronously.
+const Wait = 20 * time.Second
 
-// targetLogs is the --target-log files, with where each ended before the
+// Error is an error of the target's log files, or of reaching the target
+// to mark the replay's end in them. Path names the file (or the files,
+// comma separated) when one is to blame, and is empty otherwise.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Files are the target's log files, with where each ended before the
 // replay: only what comes after is read.
-type targetLogs struct {
+type Files struct {
 	paths   []string
 	prefix  string
 	offsets []int64
 }
 
-// noteTargetLogs records the sizes of the target's log files before the
-// replay. A file that does not exist yet starts at 0.
-func noteTargetLogs(paths []string, prefix string) *targetLogs {
-	tl := &targetLogs{paths: paths, prefix: prefix, offsets: make([]int64, len(paths))}
+// Note records the sizes of the target's log files before the replay. A
+// file that does not exist yet starts at 0. prefix is the files'
+// log_line_prefix when they are stderr logs; empty means detected.
+func Note(paths []string, prefix string) *Files {
+	f := &Files{paths: paths, prefix: prefix, offsets: make([]int64, len(paths))}
 	for i, p := range paths {
 		if st, err := os.Stat(p); err == nil {
-			tl.offsets[i] = st.Size()
+			f.offsets[i] = st.Size()
 		}
 	}
-	return tl
+	return f
 }
 
-// serverSide waits until the target's log shows a marker statement sent
+// ServerSide waits until the target's log shows a marker statement sent
 // after the replay (so it holds every statement of the replay: a backend
 // logs a statement before it answers, and the collector writes in the
 // order it receives), then reads the part of the log written since the
-// replay began and puts its server-side durations in res.
-func (tl *targetLogs) serverSide(ctx context.Context, r *replay.Replayer, target string, res *results.Result) error {
+// replay began and puts its server-side durations in res, through
+// r.ServerSide. target is the DSN the marker is sent to. Errors of the
+// files are *Error; r.ServerSide's wrap replay.ErrTargetLog when the log
+// lacks the settings it needs.
+func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target string, res *results.Result) error {
 	marker, err := sendMarker(ctx, target)
 	if err != nil {
-		return fmt.Errorf("--target-log: %w", err)
+		return &Error{Err: err}
 	}
-	if err := tl.waitFor(ctx, marker); err != nil {
+	if err := f.waitFor(ctx, marker); err != nil {
 		return err
 	}
 	var sources []replay.Source
-	for i, p := range tl.paths {
-		f, err := os.Open(p)
+	for i, p := range f.paths {
+		file, err := os.Open(p)
 		if err != nil {
-			return fmt.Errorf("--target-log: %w", err)
+			return &Error{Err: err}
 		}
-		defer f.Close()
-		if _, err := f.Seek(tl.offsets[i], io.SeekStart); err != nil {
-			return fmt.Errorf("--target-log: %w", err)
+		defer file.Close()
+		if _, err := file.Seek(f.offsets[i], io.SeekStart); err != nil {
+			return &Error{Err: err}
 		}
-		rd, err := logread.NewReader(f, p, logread.Options{Prefix: tl.prefix})
+		rd, err := logread.NewReader(file, p, logread.Options{Prefix: f.prefix})
 		if err != nil {
 			if errors.Is(err, logread.ErrEmptyLog) {
 				continue // nothing logged there since the replay began
 			}
-			if errors.Is(err, logread.ErrUnknownPrefix) {
-				return fmt.Errorf("--target-log %s: %w; or give it with --target-log-prefix", p, err)
-			}
-			return fmt.Errorf("--target-log %s: %w", p, err)
+			return &Error{Path: p, Err: err}
 		}
 		if rd.Format() == logread.FormatStderr {
 			pf := rd.Prefix()
 			if !strings.Contains(pf, "%c") || !strings.Contains(pf, "%p") {
-				return fmt.Errorf("--target-log %s: log_line_prefix %q lacks %%p or %%c: %w", p, pf, replay.ErrTargetLog)
+				return &Error{Path: p, Err: fmt.Errorf("log_line_prefix %q lacks %%p or %%c: %w", pf, replay.ErrTargetLog)}
 			}
 		}
 		sources = append(sources, rd)
@@ -107,19 +125,20 @@ func sendMarker(ctx context.Context, target string) (string, error) {
 }
 
 // waitFor waits until one of the files shows marker past its offset.
-func (tl *targetLogs) waitFor(ctx context.Context, marker string) error {
-	deadline := time.Now().Add(targetLogWait)
+func (f *Files) waitFor(ctx context.Context, marker string) error {
+	deadline := time.Now().Add(Wait)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for i, p := range tl.paths {
-			if fileHas(p, tl.offsets[i], marker) {
+		for i, p := range f.paths {
+			if fileHas(p, f.offsets[i], marker) {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("--target-log %s: the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
-				strings.Join(tl.paths, ", "), marker, targetLogWait, replay.ErrTargetLog)
+			return &Error{Path: strings.Join(f.paths, ", "), Err: fmt.Errorf(
+				"the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
+				marker, Wait, replay.ErrTargetLog)}
 		}
 		select {
 		case <-tick.C:

@@ -1,19 +1,24 @@
-package findings
+package report
 
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 )
 
-// WriteText writes r for a person to read: each finding with its
-// evidence and recommendation, then what was not evaluated.
-func WriteText(w io.Writer, r *Report) error {
+// WriteFindings writes findings for a person to read: each finding with
+// its evidence and recommendation, then what was not evaluated, with the
+// hints for what those lacked.
+func WriteFindings(w io.Writer, r *findings.Report, h Hints) error {
 	var b strings.Builder
 	if len(r.Findings) == 0 {
 		b.WriteString("Findings: none\n")
 	} else {
-		fmt.Fprintf(&b, "Findings: %d (%d critical, %d warning, %d info)\n", len(r.Findings), r.Count(Critical), r.Count(Warning), r.Count(Info))
+		fmt.Fprintf(&b, "Findings: %d (%d critical, %d warning, %d info)\n", len(r.Findings), r.Count(findings.Critical), r.Count(findings.Warning), r.Count(findings.Info))
 	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "\n[%s] %s: %s\n", strings.ToUpper(string(f.Severity)), f.ID, f.Subject)
@@ -26,7 +31,7 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  evidence: %s\n", strings.Join(parts, ", "))
 		}
 		for _, q := range f.Evidence.Queries {
-			fmt.Fprintf(&b, "  query %s  %s calls  %s ms  %s\n", q.Fingerprint, fnum(float64(q.Calls)), fnum(round(q.TotalMS, 1)), oneLine(q.Query, 100))
+			fmt.Fprintf(&b, "  query %s  %s calls  %s ms  %s\n", q.Fingerprint, numfmt.Figure(float64(q.Calls)), numfmt.Figure(round(q.TotalMS, 1)), OneLine(q.Query, 100))
 		}
 		for _, t := range f.Evidence.Tables {
 			fmt.Fprintf(&b, "  %s:\n", t.Title)
@@ -34,7 +39,7 @@ func WriteText(w io.Writer, r *Report) error {
 			for _, row := range t.Rows {
 				cells := make([]string, len(row))
 				for i, c := range row {
-					cells[i] = oneLine(c, 100)
+					cells[i] = OneLine(c, 100)
 				}
 				fmt.Fprintf(&b, "    %s\n", strings.Join(cells, " | "))
 			}
@@ -56,17 +61,15 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.NotEvaluated) > 0 {
 		b.WriteString("\nNot evaluated:\n")
 		for _, s := range r.NotEvaluated {
-			fmt.Fprintf(&b, "  %s: %s\n", s.ID, s.Reason)
+			fmt.Fprintf(&b, "  %s: %s\n", s.ID, skipReason(s, h))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func oneLine(s string, width int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > width {
-		return string(r[:width-3]) + "..."
-	}
-	return s
+// round rounds v to digits decimals, as findings rounds its figures.
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
 }

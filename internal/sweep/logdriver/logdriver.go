@@ -1,4 +1,4 @@
-package sweep
+package logdriver
 
 import (
 	"container/heap"
@@ -22,28 +22,28 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
-// Log drives a step by replaying a captured server log with
+// Log drives a sweep's step by replaying a captured server log with
 // internal/replay at speed 0 (as fast as possible), its sessions
 // multiplied to reach the step's client count. See the package comment
-// ("The log workload") for how clients, transactions and latencies are
-// counted.
+// for how clients, transactions and latencies are counted.
 type Log struct {
-	// Path is the log file; Format and Prefix are as replay's --format
-	// and --prefix (empty: detected).
+	// Path is the log file; Format and Prefix are as logread.Options
+	// takes them (empty: detected).
 	Path   string
 	Format logread.Format
 	Prefix string
 	// Setup is an SQL file run by Init (once per throwaway cluster, or on
-	// the target with --init or --setup): the schema the log's statements
+	// a target when the sweep initializes it): the schema the log's statements
 	// need. Plain SQL sent in one simple-protocol query, no psql
 	// meta-commands.
 	Setup string
 	// PgbenchInit makes Init run pgbench -i at the sweep's scale first,
 	// for a log captured from pgbench; PgbenchPath is the pgbench binary
-	// (empty: FindPgbench's choice) and Scale the scale, for Info.
+	// (empty: sweep.FindPgbench's choice) and Scale the scale, for Info.
 	PgbenchInit bool
 	PgbenchPath string
 	Scale       int
@@ -52,6 +52,9 @@ type Log struct {
 	Grace time.Duration
 
 	plan *logPlan
+	// lines and statements are what Prepare read of the log.
+	lines      *logread.Counters
+	statements int64
 }
 
 // logPlan is what a first read of the log found.
@@ -92,15 +95,28 @@ func (l *Log) Prepare() error {
 	}
 	defer rd.Close()
 	p, err := scanLog(rd)
+	l.lines = rd.Counters()
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Path, err)
 	}
+	l.statements = p.statements
 	if p.statements == 0 {
-		return fmt.Errorf("log %s: no statement to replay (it needs log_min_duration_statement = 0 or log_statement = 'all', and sessions: %%c or %%p in a stderr log's prefix)", l.Path)
+		return fmt.Errorf("log %s: %w (it needs log_min_duration_statement = 0 or log_statement = 'all', and sessions: %%c or %%p in a stderr log's prefix)", l.Path, ErrNoStatements)
 	}
 	l.plan = p
 	return nil
 }
+
+// ErrNoStatements is wrapped by Prepare's error for a log that holds no
+// statement to replay.
+var ErrNoStatements = errors.New("no statement to replay")
+
+// Lines is the line accounting of the log's reading by Prepare; nil
+// before it read.
+func (l *Log) Lines() *logread.Counters { return l.lines }
+
+// Statements is the number of statements Prepare found in the log.
+func (l *Log) Statements() int64 { return l.statements }
 
 type span struct {
 	id          string
@@ -367,9 +383,9 @@ func Fit(lanes, clients int) (lanesUsed, multiply int) {
 	return lanesUsed, multiply
 }
 
-// Info implements Driver.
-func (l *Log) Info() WorkloadInfo {
-	w := WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
+// Info implements sweep.Driver.
+func (l *Log) Info() sweep.WorkloadInfo {
+	w := sweep.WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
 	if w.Format == "" {
 		w.Format = string(logread.FormatAuto)
 	}
@@ -393,15 +409,15 @@ func (l *Log) InitText(scale int) string {
 		what = append(what, "setup "+l.Setup)
 	}
 	if len(what) == 0 {
-		return "no schema: without --setup or --init the log's statements fail on it"
+		return "no schema: the log's statements will fail without one"
 	}
 	return strings.Join(what, ", ")
 }
 
-// Init implements Driver: pgbench -i when asked, then the setup file.
+// Init implements sweep.Driver: pgbench -i when asked, then the setup file.
 func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 	if l.PgbenchInit {
-		if err := (&Pgbench{Path: l.PgbenchPath}).Init(ctx, dsn, scale); err != nil {
+		if err := (&sweep.Pgbench{Path: l.PgbenchPath}).Init(ctx, dsn, scale); err != nil {
 			return err
 		}
 	}
@@ -423,13 +439,13 @@ func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 	return nil
 }
 
-// Run implements Driver: it replays the log at speed 0, again and again
+// Run implements sweep.Driver: it replays the log at speed 0, again and again
 // (every pass reads the file anew) from the start of the warm-up to the
 // end of the tail, and measures the statements completed inside the
 // window.
-func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
+func (l *Log) Run(ctx context.Context, spec sweep.RunSpec) (sweep.Load, error) {
 	if err := l.Prepare(); err != nil {
-		return Load{}, err
+		return sweep.Load{}, err
 	}
 	p := l.plan
 	used, mult := Fit(p.lanes, spec.Clients)
@@ -439,13 +455,15 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	obs := &windowCounts{per: p.per, from: winStart, to: winEnd, errors: map[string]int64{},
 		h: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)}
 
-	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(tail))
+	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(sweep.Tail))
 	defer cancelStop()
 	grace := l.Grace
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	hard, cancelHard := hardStop(ctx, stop, grace)
+	// Statements in flight when the step ends may finish for grace;
+	// Ctrl-C (ctx) cancels them at once.
+	hard, cancelHard := replay.HardStop(stop, grace, ctx.Done())
 	defer cancelHard()
 	open := watchWindow(stop, winStart, winEnd, spec.OnWindow, &obs.open)
 
@@ -453,40 +471,19 @@ func (l *Log) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	cancelStop()
 	<-open.done
 	if ctx.Err() != nil {
-		return Load{}, ctx.Err()
+		return sweep.Load{}, ctx.Err()
 	}
 	if runErr != nil {
-		return Load{}, fmt.Errorf("replay of %s: %w", l.Path, runErr)
+		return sweep.Load{}, fmt.Errorf("replay of %s: %w", l.Path, runErr)
 	}
 	if time.Now().Before(winEnd) {
-		return Load{}, errors.New("the replay ended before the measured window closed")
+		return sweep.Load{}, errors.New("the replay ended before the measured window closed")
 	}
 	load := obs.load(winStart, spec.Duration, time.Since(start))
 	sl := load.Sessions
 	sl.LogConcurrency, sl.LanesUsed, sl.Multiply, sl.Planned = p.lanes, used, mult, used*mult
 	sl.MaxOpen, sl.MeanOpen, sl.Passes = int(open.max), open.mean(), passes
 	return load, nil
-}
-
-// hardStop returns the context that cancels the statements in flight: a
-// grace after stop is done, so that they may finish, or at once when ctx
-// itself is done (Ctrl-C).
-func hardStop(ctx, stop context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		<-stop.Done()
-		if ctx.Err() == nil {
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			case <-hard.Done():
-			}
-		}
-		cancelHard()
-	}()
-	return hard, cancelHard
 }
 
 // openSessions is how many replay sessions were open during the window,
@@ -670,11 +667,11 @@ func (o *windowCounts) Statement(s replay.Sample) {
 // load is the step's Load from what was counted in the window, of
 // duration, the whole run having taken all. Its Sessions has the
 // executions and errors; the caller adds how the sessions were made.
-func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) Load {
+func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) sweep.Load {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	load := Load{WindowStart: winStart, WindowS: duration.Seconds(), SamplingRate: 1, Failed: o.failed,
-		Sessions: &SessionLoad{Executions: o.execs}}
+	load := sweep.Load{WindowStart: winStart, WindowS: duration.Seconds(), SamplingRate: 1, Failed: o.failed,
+		Sessions: &sweep.SessionLoad{Executions: o.execs}}
 	if len(o.errors) > 0 {
 		load.Sessions.ErrorsBySQLState = o.errors
 	}
@@ -689,7 +686,7 @@ func (o *windowCounts) load(winStart time.Time, duration, all time.Duration) Loa
 	load.LatencySamples = h.TotalCount()
 	if load.LatencySamples > 0 {
 		ms := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }
-		load.Latency = Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
+		load.Latency = sweep.Latency{Mean: h.Mean() / 1000, P50: ms(50), P95: ms(95), P99: ms(99), Max: float64(h.Max()) / 1000}
 	}
 	return load
 }

@@ -1,28 +1,27 @@
-package analyze
+package report
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
-	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
-// QueryWidth is how much of a query's text the summary shows, on one line.
+// QueryWidth is how much of a query's text the analysis summary shows,
+// on one line.
 const QueryWidth = 80
 
-// WriteSummary writes r for a person to read: line accounting, statement
-// counts, the time span, then the top queries by total time, by calls and
-// by errors. It writes plain text, never terminal escapes, so that it can
-// go to a file or a pipe as well.
-func WriteSummary(w io.Writer, r *results.Result, top int) error {
+// WriteAnalysis writes an analysis for a person to read: line accounting,
+// statement counts, the time span, then the top queries by total time, by
+// calls and by errors. It writes plain text, never terminal escapes, so
+// that it can go to a file or a pipe as well.
+func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 	ew := &errWriter{w: w}
 	if r.Partial {
 		ew.printf("PARTIAL RESULT: the analysis stopped before the end of the input.\n\n")
@@ -33,24 +32,24 @@ func WriteSummary(w io.Writer, r *results.Result, top int) error {
 	if r.Lines != nil {
 		writeLines(ew, *r.Lines)
 	}
-	ew.printf("statements  %s executed, %s failed", num(r.Statements.Total), num(r.Statements.Failed))
+	ew.printf("statements  %s executed, %s failed", thousands(r.Statements.Total), thousands(r.Statements.Failed))
 	if r.Statements.Unparsed > 0 {
-		ew.printf(", %s did not parse", num(r.Statements.Unparsed))
+		ew.printf(", %s did not parse", thousands(r.Statements.Unparsed))
 	}
 	if r.Statements.Empty > 0 {
-		ew.printf(", %s empty query strings", num(r.Statements.Empty))
+		ew.printf(", %s empty query strings", thousands(r.Statements.Empty))
 	}
-	ew.printf(" (%s distinct queries)\n", num(int64(len(r.Queries))))
-	ew.printf("sessions    %s", num(r.Sessions.Total))
+	ew.printf(" (%s distinct queries)\n", thousands(int64(len(r.Queries))))
+	ew.printf("sessions    %s", thousands(r.Sessions.Total))
 	if n := r.Events["connect"]; n > 0 {
-		ew.printf(", %s connections", num(n))
+		ew.printf(", %s connections", thousands(n))
 	}
 	if n := r.Events["prepare"]; n > 0 {
-		ew.printf(", %s prepares", num(n))
+		ew.printf(", %s prepares", thousands(n))
 	}
 	ew.printf("\n")
 	if f := r.Filtered; f.Events > 0 {
-		ew.printf("filtered    %s events (%s statements) outside the time window\n", num(f.Events), num(f.Statements))
+		ew.printf("filtered    %s events (%s statements) outside the time window\n", thousands(f.Events), thousands(f.Statements))
 	}
 	if r.FirstTime != 0 {
 		span := time.Duration(r.LastTime-r.FirstTime) * time.Microsecond
@@ -61,10 +60,10 @@ func WriteSummary(w io.Writer, r *results.Result, top int) error {
 		parts := make([]string, len(codes))
 		var n int64
 		for i, c := range codes {
-			parts[i] = c + " " + num(r.ErrorsBySQLState[c])
+			parts[i] = c + " " + thousands(r.ErrorsBySQLState[c])
 			n += r.ErrorsBySQLState[c]
 		}
-		ew.printf("errors      %s by SQLSTATE: %s\n", num(n), strings.Join(parts, ", "))
+		ew.printf("errors      %s by SQLSTATE: %s\n", thousands(n), strings.Join(parts, ", "))
 	}
 	if top > 0 && len(r.Queries) > 0 {
 		spanS := r.SpanSeconds()
@@ -87,11 +86,11 @@ func WriteSummary(w io.Writer, r *results.Result, top int) error {
 
 func writeLines(ew *errWriter, l results.LineCounts) {
 	skipped := l.SkippedTotal()
-	ew.printf("lines       %s read, %s parsed, %s skipped\n", num(l.Total), num(l.Parsed), num(skipped))
+	ew.printf("lines       %s read, %s parsed, %s skipped\n", thousands(l.Total), thousands(l.Parsed), thousands(skipped))
 	if d := l.Total - l.Parsed - skipped; d != 0 {
 		// The reader promises every line is parsed or skipped; say so
 		// loudly if that broke rather than print figures that lie.
-		ew.printf("            WARNING: %s lines are not accounted for\n", num(d))
+		ew.printf("            WARNING: %s lines are not accounted for\n", thousands(d))
 	}
 	reasons := sortedKeys(l.Skipped)
 	slices.SortStableFunc(reasons, func(a, b string) int { return cmp.Compare(l.Skipped[b], l.Skipped[a]) })
@@ -100,7 +99,7 @@ func writeLines(ew *errWriter, l results.LineCounts) {
 	}
 	table := make([][]string, len(reasons))
 	for i, reason := range reasons {
-		table[i] = []string{num(l.Skipped[reason]), reason}
+		table[i] = []string{thousands(l.Skipped[reason]), reason}
 	}
 	writeTable(ew, "            ", table, 1)
 }
@@ -121,11 +120,11 @@ func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS
 	head = append(head, "errors", "mean_ms", "p95_ms", "fingerprint", "query")
 	table := [][]string{head}
 	for _, q := range rows[:n] {
-		row := []string{ms(q.TotalMS, q.TimedCalls), num(q.Calls)}
+		row := []string{ms3(q.TotalMS, q.TimedCalls), thousands(q.Calls)}
 		if rate {
 			row = append(row, strconv.FormatFloat(float64(q.Calls)/spanS, 'f', 1, 64))
 		}
-		row = append(row, num(q.Errors), ms(q.MeanMS, q.TimedCalls), ms(q.P95MS, q.TimedCalls),
+		row = append(row, thousands(q.Errors), ms3(q.MeanMS, q.TimedCalls), ms3(q.P95MS, q.TimedCalls),
 			q.Fingerprint, OneLine(q.Query, QueryWidth))
 		table = append(table, row)
 	}
@@ -133,62 +132,16 @@ func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS
 	writeTable(ew, "  ", table, len(head)-2)
 }
 
-// writeTable writes cells in columns: see texttable.Format.
-func writeTable(ew *errWriter, indent string, table [][]string, numeric int) {
-	ew.printf("%s", texttable.Format(indent, table, numeric))
-}
-
-// ms formats a duration figure, or "-" for a query with no timed call,
+// ms3 formats a duration figure, or "-" for a query with no timed call,
 // whose 0 would read as "instant".
-func ms(v float64, timed int64) string {
+func ms3(v float64, timed int64) string {
 	if timed == 0 {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
-// num formats n with thousands separators, easier to read in big logs.
-func num(n int64) string {
-	return texttable.Thousands(strconv.FormatInt(n, 10))
-}
-
-// OneLine collapses whitespace (newlines included) and shortens s to at
-// most width characters, marking a cut with "...". Tabs become spaces so
-// that a query cannot break column alignment.
-func OneLine(s string, width int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	runes := []rune(s)
-	return string(runes[:width-3]) + "..."
-}
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// errWriter keeps the first write error so that the summary code can
-// write freely and report once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	fmt.Fprintf(e, format, args...)
+// thousands formats n with thousands separators, easier to read in big logs.
+func thousands(n int64) string {
+	return numfmt.Thousands(strconv.FormatInt(n, 10))
 }

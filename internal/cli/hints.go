@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/report"
+)
+
+// The reporting layer names no flag: where a summary or a page tells the
+// reader how to get what a result lacks, it takes the words from these,
+// each in the terms of the command that prints it.
+var (
+	// findingsHints serve analyze and findings, which share the flags
+	// that give the findings their server.
+	findingsHints = report.Hints{Lacks: map[findings.Lack]string{
+		findings.LackServer:     "--dsn",
+		findings.LackServerCPUs: "give --server-cpus",
+	}}
+	replayHints = report.Hints{TargetLog: "--target-log", Lacks: map[findings.Lack]string{
+		findings.LackServer: "--findings-dsn",
+	}}
+	// reportHints name the commands that write what report reads.
+	reportHints = report.Hints{Histograms: "analyze --hist", TargetLog: "replay --target-log", Observe: "replay --observe",
+		Lacks: map[findings.Lack]string{
+			findings.LackServer:     "pgrehearse findings --dsn",
+			findings.LackServerCPUs: "pgrehearse findings --server-cpus",
+		}}
+)

@@ -1,0 +1,72 @@
+package targetlog
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+)
+
+// TestFileHas: the marker is found after the offset only, also when it
+// straddles two of fileHas's 1 MiB blocks.
+func TestFileHas(t *testing.T) {
+	const marker = "pgrehearse replay end 0123456789abcdef"
+	dir := t.TempDir()
+	write := func(name string, parts ...string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Join(parts, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	block := 1 << 20
+	straddle := write("straddle.log", strings.Repeat("x", block-10), marker, "\n")
+	early := write("early.log", marker, "\n", strings.Repeat("y", 100))
+	tests := []struct {
+		name   string
+		path   string
+		offset int64
+		want   bool
+	}{
+		{"straddling two blocks", straddle, 0, true},
+		{"after the offset", straddle, int64(block - 20), true},
+		{"before the offset only", early, int64(len(marker) + 1), false},
+		{"at the start", early, 0, true},
+		{"no such file", filepath.Join(dir, "none.log"), 0, false},
+	}
+	for _, tt := range tests {
+		if got := fileHas(tt.path, tt.offset, marker); got != tt.want {
+			t.Errorf("%s: fileHas = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestNote: what a file held before the replay is skipped; a file that
+// does not exist yet is read from its start.
+func TestNote(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.log")
+	if err := os.WriteFile(old, bytes.Repeat([]byte("z"), 1234), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := Note([]string{old, filepath.Join(dir, "new.log")}, "")
+	if f.offsets[0] != 1234 || f.offsets[1] != 0 {
+		t.Errorf("offsets %v, want [1234 0]", f.offsets)
+	}
+}
+
+// An Error names its file, unless none is to blame, and unwraps to the
+// cause (replay.ErrTargetLog for a log without the settings).
+func TestError(t *testing.T) {
+	err := error(&Error{Path: "a.log", Err: replay.ErrTargetLog})
+	if !strings.HasPrefix(err.Error(), "a.log: the target's log cannot give") || !errors.Is(err, replay.ErrTargetLog) {
+		t.Errorf("error %q", err)
+	}
+	if err := (&Error{Err: errors.New("boom")}); err.Error() != "boom" {
+		t.Errorf("error %q without a path", err)
+	}
+}

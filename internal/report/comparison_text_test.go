@@ -1,0 +1,107 @@
+package report
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/results/resultstest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// The tests' replay results: see package resultstest.
+var (
+	row        = resultstest.Row
+	serverRows = resultstest.ServerRows()
+	clientRows = resultstest.ClientRows()
+)
+
+func replayRun(t *testing.T, name string, extra map[string]any, queries []map[string]any, client []map[string]any) *compare.Run {
+	t.Helper()
+	return resultstest.Replay(t, name, extra, queries, client)
+}
+
+// TestRoundTripsText: the summary prints the table after the regressions,
+// under a heading that says what it is, capped at top; see
+// testdata/roundtrips.golden (go test -update rewrites it).
+func TestRoundTripsText(t *testing.T) {
+	base := replayRun(t, "base.json", nil, serverRows, nil)
+	base.LatencySource = compare.LatencyServerLog
+	// slow regressed server-side: its typical call is beyond the
+	// baseline's p95.
+	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
+	slowerClient := append([]map[string]any{row("slow", 20, 30.8, 41)}, clientRows[0], clientRows[2], clientRows[3], clientRows[4])
+	cand := replayRun(t, "cand.json", nil, slower, slowerClient)
+	rep, err := compare.Compare(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteComparison(&b, rep, 2); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "roundtrips.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("text differs from %s:\n%s", golden, b.String())
+	}
+
+	// Nothing about round trips for a replay without them, nor with
+	// --top 0.
+	for _, c := range []struct {
+		rep *compare.Report
+		top int
+	}{{compare.Summarize(base), 10}, {rep, 0}} {
+		b.Reset()
+		if err := WriteComparison(&b, c.rep, c.top); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "round trip") {
+			t.Errorf("top %d: round trips shown:\n%s", c.top, b.String())
+		}
+	}
+}
+
+// TestComparisonWarnings: every warning of a comparison or a summary is a
+// WARNING line of the text (here the caveat of a speed-0 replay on the
+// target's machine, in either run and alone).
+func TestComparisonWarnings(t *testing.T) {
+	rows := []map[string]any{row("a", 5000, 0.1, 0.1)}
+	run := replayRun(t, "run.json", map[string]any{"speed": 0, "client_cpu_seconds": 3, "target_local": true, "statements": map[string]int64{"total": 5000}}, rows, nil)
+	other := replayRun(t, "other.json", map[string]any{"speed": 1, "statements": map[string]int64{"total": 5000}}, rows, nil)
+	var reps []*compare.Report
+	for _, pair := range [][2]*compare.Run{{other, run}, {run, other}} {
+		rep, err := compare.Compare(pair[0], pair[1], compare.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, rep)
+	}
+	reps = append(reps, compare.Summarize(run))
+	for i, rep := range reps {
+		if len(rep.Warnings) == 0 {
+			t.Fatalf("report %d: no warning to show", i)
+		}
+		var text strings.Builder
+		if err := WriteComparison(&text, rep, 5); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range rep.Warnings {
+			if !strings.Contains(text.String(), "WARNING: "+w+"\n") {
+				t.Errorf("report %d: the text does not show the warning %q:\n%s", i, w, text.String())
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// WriteReplay writes a replay's result for a person at a terminal: what was
+// run, skipped and lost and why, sessions, schedule lag, errors against
+// the original's, where latencies were measured, and what the replayer
+// itself cost. A replay without the target's log is told, with the hint,
+// how to get server-side durations.
+func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
+	var b strings.Builder
+	title := "Replay"
+	if res.DryRun {
+		title = "Replay (dry run: nothing was sent)"
+	}
+	if res.Partial {
+		title += " (PARTIAL: interrupted)"
+	} else if len(res.Incomplete) > 0 {
+		title += " (INCOMPLETE)"
+	}
+	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
+	if res.FirstTime != 0 {
+		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
+	}
+	s := res.Statements
+	fmt.Fprintf(&b, "  statements: %d total, %d executed, %d failed, %d skipped", s.Total, s.Executed, s.Failed, s.SkippedTotal())
+	if s.Empty > 0 {
+		fmt.Fprintf(&b, " (%d empty strings not sent)", s.Empty)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(s.Skipped) {
+		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
+	}
+	if res.Lost > 0 && s.Total > 0 {
+		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
+	}
+	for _, why := range res.Incomplete {
+		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", why)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
+	if len(res.Destructive) > 0 {
+		fmt.Fprintf(&b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", CountList(res.Destructive))
+	}
+	if f := res.Filtered; f.Events > 0 {
+		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
+	}
+	ss := res.Sessions
+	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect", ss.Total, ss.Reconnects, ss.ConnectFailed)
+	if ss.ConnectRetries > 0 {
+		fmt.Fprintf(&b, " (%d connection attempts retried: listen queue full)", ss.ConnectRetries)
+	}
+	b.WriteString("\n")
+	if res.Lag != nil {
+		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
+	}
+	o := res.Outcomes
+	fmt.Fprintf(&b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
+		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
+	for _, k := range sortedKeys(res.ErrorsBySQLState) {
+		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
+	}
+	if tl := res.TargetLog; tl != nil {
+		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
+			tl.Executions, tl.ConnectionsFound, tl.Connections, tl.ExecutionsMatched)
+		if len(tl.Mismatched) > 0 {
+			fmt.Fprintf(&b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
+		}
+		b.WriteString("; client round trips are under client_queries\n")
+	} else if !res.DryRun {
+		b.WriteString("  latency:    client round trips (network and client time included)")
+		if h.TargetLog != "" {
+			b.WriteString("; " + h.TargetLog + " gives server-side durations")
+		}
+		b.WriteString("\n")
+	}
+	if res.ClientCPUSeconds > 0 && res.WallSeconds > 0 {
+		prec := 1
+		if res.ClientCPUSeconds < 1 {
+			prec = 2 // "0.0" would read as none
+		}
+		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
+		if res.TargetLocal && res.Speed == 0 {
+			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
+		}
+		b.WriteString("\n")
+	}
+	writeSyncSummary(&b, res.Sync, res.SyncWait)
+	if rd := res.Reader; rd.OverBudget > 0 {
+		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSyncSummary says what synchronizing the sessions cost: how many
+// statements waited for other sessions' commits and how long, and the
+// waits given up.
+func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distribution) {
+	if st == nil {
+		return
+	}
+	if wait == nil {
+		wait = &results.Distribution{}
+	}
+	if st.Mode == "off" {
+		fmt.Fprintf(b, "  sync:       off: sessions ran without waiting for each other's commits, so statements that depend on another session's writes may have run before them\n")
+	} else {
+		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
+			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(b, "    %s\n", n)
+	}
+}
+
+// CountList is "A 3, B 1": most first, then by name.
+func CountList(counts map[string]int64) string {
+	kinds := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}

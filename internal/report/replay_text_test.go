@@ -1,0 +1,70 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// TestWriteReplay: the summary accounts for every statement, says where
+// latencies were measured and, for client round trips, how to get
+// server-side durations in the caller's words; a dry run says neither.
+func TestWriteReplay(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 1, WallSeconds: 12.5}}
+	res.Statements = results.StatementCounts{Total: 10, Executed: 7, Failed: 1, Skipped: map[string]int64{"parameters not logged": 2}}
+	res.Sessions.Total = 3
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{TargetLog: "--target-log"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Replay at speed 1, 12.5 s\n",
+		"  statements: 10 total, 7 executed, 1 failed, 2 skipped\n",
+		"    skipped, parameters not logged: 2\n",
+		"  latency:    client round trips (network and client time included); --target-log gives server-side durations\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  latency:    client round trips (network and client time included)\n") {
+		t.Errorf("summary without hints:\n%s", b.String())
+	}
+	res.DryRun = true
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{TargetLog: "--target-log"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "Replay (dry run: nothing was sent) at speed 1") || strings.Contains(b.String(), "latency:") {
+		t.Errorf("dry run summary:\n%s", b.String())
+	}
+}
+
+// The summary says what synchronizing the sessions cost, or that they
+// were not synchronized, with the replay's notes.
+func TestWriteReplaySync(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 0, WallSeconds: 2}}
+	res.Sync = &results.Sync{Mode: "commit", TimeoutSeconds: 3, Waited: 12, Timeouts: 1, Notes: []string{"a note"}}
+	res.SyncWait = &results.Distribution{TotalMS: 40, P50: 1, P99: 9.5, Max: 12}
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  sync:       commit; 12 statements waited for other sessions' commits, 40.0 ms in all (p50 1.00 ms, p99 9.50 ms, max 12.00 ms); 1 gave up at the 3s timeout, 0 to end a deadlock with a row lock\n    a note\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+	res.Sync, res.SyncWait = &results.Sync{Mode: "off"}, nil
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "  sync:       off: sessions ran without waiting") {
+		t.Errorf("summary without sync:\n%s", b.String())
+	}
+}

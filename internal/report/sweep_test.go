@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
+)
+
+// syntheticSweep is a two-configuration sweep whose "on" configuration
+// falls off a cliff.
+func syntheticSweep() *sweep.Result {
+	cpu := 1.5
+	perTx := 0.02
+	res := &sweep.Result{Kind: "sweep", Version: 1, Target: "throwaway", ClientCPUs: 2,
+		Workload: sweep.WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple", Scale: 10},
+		Plan:     sweep.PlanInfo{Clients: []int{1, 2, 4, 8}, WarmupS: 5, DurationS: 10, CliffRatio: 0.8}}
+	for _, c := range []struct {
+		name string
+		tps  []float64
+	}{{"on", []float64{10e3, 19e3, 30e3, 20e3}}, {"off", []float64{11e3, 21e3, 36e3, 38e3}}} {
+		cr := sweep.ConfigRun{Name: c.name, Settings: map[string]string{"pg_stat_statements.track_planning": c.name}}
+		for i, tps := range c.tps {
+			cr.Steps = append(cr.Steps, sweep.Step{Clients: 1 << i, TPS: tps, Transactions: int64(tps * 10),
+				Latency:    sweep.Latency{Mean: 0.05 * float64(i+1), P50: 0.04 * float64(i+1), P95: 0.1 * float64(i+1), P99: 0.2 * float64(i+1), Max: 3},
+				ServerCPUS: &cpu, CPUPerTxMS: &perTx,
+				WaitEvents: []sweep.Wait{{Type: "LWLock", Event: "pg_stat_statements", Samples: 30, Share: 0.6}, {Type: "CPU", Event: "running", Samples: 20, Share: 0.4}},
+				HotQueries: []sweep.Hot{{QueryID: -42, Query: "SELECT abalance FROM pgbench_accounts WHERE aid = $1", CallsPerS: tps, PlansPerS: tps, ShareCalls: 1}}})
+		}
+		cr.Peak = sweep.FindPeak(cr.Steps)
+		cr.Cliff = sweep.FindCliff(cr.Steps, 0.8)
+		res.Configs = append(res.Configs, cr)
+	}
+	res.Comparison = sweep.CompareConfigs(res.Configs)
+	return res
+}
+
+func TestSweepChartOption(t *testing.T) {
+	res := syntheticSweep()
+	var opt struct {
+		XAxis  map[string]any   `json:"xAxis"`
+		YAxis  []map[string]any `json:"yAxis"`
+		Series []struct {
+			Name       string       `json:"name"`
+			YAxisIndex int          `json:"yAxisIndex"`
+			Data       [][2]float64 `json:"data"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(curveOption(res), &opt); err != nil {
+		t.Fatal(err)
+	}
+	// Both configurations on one chart: TPS on the left axis, p95 on
+	// the right.
+	if len(opt.Series) != 4 || len(opt.YAxis) != 2 || opt.XAxis["type"] != "log" {
+		t.Fatalf("option %+v", opt)
+	}
+	want := []struct {
+		name string
+		axis int
+		last [2]float64
+	}{{"on TPS", 0, [2]float64{8, 20e3}}, {"on p95 ms", 1, [2]float64{8, 0.4}}, {"off TPS", 0, [2]float64{8, 38e3}}, {"off p95 ms", 1, [2]float64{8, 0.4}}}
+	for i, w := range want {
+		s := opt.Series[i]
+		if s.Name != w.name || s.YAxisIndex != w.axis || len(s.Data) != 4 || s.Data[3] != w.last {
+			t.Errorf("series %d: %+v, want %+v", i, s, w)
+		}
+	}
+}
+
+func TestWriteSweep(t *testing.T) {
+	cpu := 0.02
+	res := &sweep.Result{
+		Workload: sweep.WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple", Scale: 1},
+		Target:   "throwaway", ClientCPUs: 2, Plan: sweep.PlanInfo{WarmupS: 1, DurationS: 2},
+		Configs: []sweep.ConfigRun{
+			{Name: "on", Settings: map[string]string{"pg_stat_statements.track_planning": "on"},
+				Steps: []sweep.Step{{Clients: 1, TPS: 100, CPUPerTxMS: &cpu, WaitEvents: []sweep.Wait{{Type: "LWLock", Event: "pg_stat_statements", Samples: 5, Share: 0.5}}},
+					{Clients: 2, TPS: 50}}},
+			{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"},
+				Steps: []sweep.Step{{Clients: 1, TPS: 120}, {Clients: 2, TPS: 200}}},
+		},
+	}
+	for i := range res.Configs {
+		res.Configs[i].Peak = sweep.FindPeak(res.Configs[i].Steps)
+		res.Configs[i].Cliff = sweep.FindCliff(res.Configs[i].Steps, 0.8)
+	}
+	res.Comparison = sweep.CompareConfigs(res.Configs)
+	var b strings.Builder
+	if err := WriteSweep(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"configuration on: pg_stat_statements.track_planning=on",
+		"LWLock:pg_stat_statements 50%",
+		"unknown", // CPU of the steps without it
+		"cliff: 2 clients, 50.0 TPS = 0.50 of the peak",
+		"cliff: no cliff up to 2 clients",
+		"TPS vs clients (full bar = 200.0 TPS)",
+		"off/on",
+		"4.000", // off/on at 2 clients: 200 / 50
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A log sweep names its log, its sessions and its concurrency, and says
+// what its TPS counts.
+func TestWriteSweepLog(t *testing.T) {
+	res := &sweep.Result{Target: "throwaway", ClientCPUs: 2, Plan: sweep.PlanInfo{WarmupS: 1, DurationS: 2},
+		Workload: sweep.WorkloadInfo{Kind: "log", Log: "/tmp/x/pgbench.csv", LogSessions: 3, LogConcurrency: 2, LogStatements: 500, LogSpanS: 1.5, Scale: 1},
+		Configs: []sweep.ConfigRun{{Name: "default", Steps: []sweep.Step{{Clients: 1, TPS: 100, StatementsPerS: 500,
+			Sessions: &sweep.SessionLoad{MeanOpen: 1}}}}}}
+	var b strings.Builder
+	if err := WriteSweep(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sweep: log pgbench.csv replayed at speed 0 (3 sessions, at most 2 at once, 500 statements in 1.5 s of log time), pgbench -i scale 1",
+		"TPS: transactions/s (COMMIT, ROLLBACK and statements outside a transaction block)", "stmt/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
