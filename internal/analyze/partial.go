@@ -17,10 +17,11 @@ type partial struct {
 	statements results.StatementCounts
 	errors     map[string]int64
 	sessions   map[string]struct{}
-	// recent holds session ids already in sessions, by their last bytes:
-	// a log interleaves few sessions at a time, and comparing a string
-	// with the one in its slot is cheaper than hashing it.
-	recent [256]string
+	// recent holds session ids already in sessions, by a hash of their
+	// last bytes (recentSlot): a log interleaves some hundreds of
+	// sessions at a time, and comparing a string with the one in its
+	// slot is cheaper than hashing it.
+	recent [4096]string
 	first  int64
 	last   int64
 	seen   bool
@@ -78,7 +79,7 @@ func (p *partial) add(ev *event.Event) {
 	}
 	p.seen = true
 	if id := ev.Session; id != "" {
-		slot := &p.recent[(uint(id[len(id)-1])+uint(id[len(id)/2])<<3)%uint(len(p.recent))]
+		slot := &p.recent[recentSlot(id)&(len(p.recent)-1)]
 		if *slot != id {
 			p.sessions[id] = struct{}{}
 			*slot = id
@@ -91,6 +92,25 @@ func (p *partial) add(ev *event.Event) {
 	case ev.IsExecution():
 		p.execution(ev)
 	}
+}
+
+// recentSlot hashes a session id by its length and last eight bytes,
+// where the process id of "6571e2a3.1f40" or "p4242.0" is.
+func recentSlot(id string) int {
+	var w uint64
+	if n := len(id); n >= 8 {
+		t := id[n-8:]
+		// One load: the compiler merges the bytes.
+		w = uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+	} else {
+		for i := 0; i < n; i++ {
+			w = w<<8 | uint64(id[i])
+		}
+	}
+	// The last byte, the one that changes most, is the word's top byte:
+	// folded down before the multiply spreads it up to the bits kept.
+	return int((w ^ w>>32 ^ uint64(len(id))) * 0x9e3779b97f4a7c15 >> 48)
 }
 
 func (p *partial) execution(ev *event.Event) {

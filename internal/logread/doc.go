@@ -15,7 +15,9 @@
 // was assumed is kept as a warning (Reader.Warnings).
 //
 // A Reader reads one file front to back, once, in memory that does not
-// grow with the file: events come out in the order of the lines that
+// grow with the file (a plain file on Linux from a mapping of it, whose
+// pages it gives back as it goes; a file that shrinks under it is an
+// error, not a crash): events come out in the order of the lines that
 // complete them. Every physical line is accounted for in Counters, as
 // parsed or skipped for a reason; Unparseable tells the reasons that mean
 // lines the reader failed to read from those it had no use for. OpenSplit

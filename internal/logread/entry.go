@@ -21,10 +21,17 @@ type entry struct {
 	line  int64 // first physical line of the entry, 1-based
 	lines int64 // physical lines the entry spans, for the line counters
 
-	// hint, when not nil, is where the format reader keeps the session
-	// state the interpreter last used for this entry's prefix fields: the
-	// interpreter checks it and skips looking the session up.
-	hint **sessionState
+	// f, when not nil, holds the session, user, database, application and
+	// SQLSTATE instead of the fields above: the stderr reader points it at
+	// the fields it keeps for each text of the prefix, which many lines
+	// share (lineFields.shared). It writes one pointer per line instead of
+	// five strings, each of which would go through the collector's write
+	// barrier while it marks. The interpreter reads f, which it points at
+	// a copy of the fields above when a reader left it nil.
+	f *lineFields
+	// sev, when not sevNone, is the severity instead of the string
+	// above: the stderr reader knows it as a number.
+	sev severity
 }
 
 // formatReader reads entries of one log format. next returns the next

@@ -47,6 +47,31 @@ type interpreter struct {
 	// several lines in a row.
 	lastSession *sessionState
 
+	// scratch holds an entry's fields as the message corrects them
+	// (connect, disconnect): the reader's are shared, and stay as they
+	// are.
+	scratch lineFields
+
+	// own is set when the entries' text is in buffers the format reader
+	// reads into again (see lineReader): what the interpreter keeps past
+	// an entry, in events and in a session's state, it copies (keep).
+	own bool
+	// text holds the copies.
+	text textArena
+
+	// durAlone counts the lines of durations without a statement not yet
+	// in c (see flushCounts): the most common reason to skip a line
+	// costs an add, not a map update.
+	durAlone int64
+	// texts holds copies of query texts and statement names seen twice,
+	// by a hash of their length and three words (textHash): most logs
+	// repeat a few texts (those of prepared statements, BEGIN, COMMIT)
+	// many times, and a copy of each would be most of what the reader
+	// allocates. seen holds the hashes of those seen once, which get a
+	// copy in text.
+	texts [256]string
+	seen  [256]uint64
+
 	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
@@ -68,14 +93,14 @@ type sessionState struct {
 	lastBind   *event.Event
 	bindDetail string
 	bindEv     *event.Event
-	// applied is the hint of the last entry whose user, database and
-	// application update took from, when nothing else updated them
-	// since: an entry with the same hint has the same values, and can
-	// leave them.
-	applied **sessionState
+	// applied is the shared fields (lineFields.shared) of the last entry
+	// whose user, database and application update took from, when
+	// nothing else updated them since: an entry with the same fields has
+	// the same values, and can leave them.
+	applied *lineFields
 	// gone is set once the session is no longer in the interpreter's
-	// sessions, so that a format reader's hint (entry.hint) to it is not
-	// followed.
+	// sessions, so that a format reader's fields that remember it
+	// (lineFields.sess) are not followed.
 	gone bool
 	// started is set once the session logged a statement in this log
 	// (or part of a split log).
@@ -114,6 +139,99 @@ func sketchOf(q string) querySketch {
 
 const eventSlab = 256
 
+// textBlock is the size of the blocks kept text is copied into; text
+// longer than textBlock/8 gets an allocation of its own.
+const textBlock = 64 << 10
+
+// keep returns s, or a copy of it when the entries' text is in buffers
+// the reader reuses (see own).
+func (in *interpreter) keep(s string) string {
+	if !in.own || s == "" {
+		return s
+	}
+	return in.copyText(s)
+}
+
+// keepText is keep for text that may come again: a query, a statement
+// name.
+func (in *interpreter) keepText(s string) string {
+	if !in.own || s == "" {
+		return s
+	}
+	h := textHash(s)
+	i := h & uint64(len(in.texts)-1)
+	if t := in.texts[i]; t == s {
+		return t
+	}
+	if in.seen[i] != h {
+		in.seen[i] = h
+		return in.copyText(s)
+	}
+	// A copy of its own, not in a block: the table would keep blocks
+	// alive.
+	t := strings.Clone(s)
+	in.texts[i] = t
+	return t
+}
+
+// textHash hashes s by its length and its first, middle and last eight
+// bytes: a whole hash of every query would cost as much as its copy. Two
+// texts alike in those differ in the compare, and only get copied.
+func textHash(s string) uint64 {
+	n := len(s)
+	var a, b, c uint64
+	if n >= 8 {
+		a, b, c = loadString64(s, 0), loadString64(s, (n-8)/2), loadString64(s, n-8)
+	} else {
+		var w [8]byte
+		copy(w[:], s)
+		a = binary.LittleEndian.Uint64(w[:])
+	}
+	h := (a ^ uint64(n)<<56) * 0x9e3779b97f4a7c15
+	h = (h ^ b ^ h>>29) * 0xbf58476d1ce4e5b9
+	h = (h ^ c ^ h>>32) * 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+func (in *interpreter) copyText(s string) string { return in.text.copy(s) }
+
+// textArena hands out room for copies of text in blocks: one allocation
+// for many short strings. A block is never written again below its
+// length, so strings can alias it.
+type textArena struct{ b []byte }
+
+// alloc returns room for n bytes, to be filled before anything else is
+// allocated.
+func (a *textArena) alloc(n int) []byte {
+	if n > textBlock/8 {
+		return make([]byte, n)
+	}
+	if cap(a.b)-len(a.b) < n {
+		a.b = make([]byte, 0, textBlock)
+	}
+	m := len(a.b)
+	a.b = a.b[:m+n]
+	return a.b[m : m+n : m+n]
+}
+
+// copy returns a copy of s.
+func (a *textArena) copy(s string) string {
+	if s == "" {
+		return ""
+	}
+	b := a.alloc(len(s))
+	copy(b, s)
+	return unsafe.String(&b[0], len(b))
+}
+
+// keep returns s, or a copy of it when a is not nil.
+func (a *textArena) keep(s string) string {
+	if a == nil {
+		return s
+	}
+	return a.copy(s)
+}
+
 // paramSlab is how many parameters are allocated at a time.
 const paramSlab = 256
 
@@ -128,22 +246,26 @@ func newInterpreter(c *Counters) *interpreter {
 
 // session finds or creates the state of e's session.
 func (in *interpreter) session(e *entry) *sessionState {
-	// The hint first: its key is most often the very same string.
-	if h := e.hint; h != nil && e.session != "" {
-		if s := *h; s != nil && !s.gone && sameString(s.key, e.session) {
-			in.lastSession = s
-			if s.applied != h {
-				in.update(s, e)
-				s.applied = h
+	f := e.f
+	// The session the shared fields remember first: its key is most often
+	// the very same string.
+	if f.shared && f.session != "" {
+		if s := f.sess; s != nil && !s.gone && sameString(s.key, f.session) {
+			if in.lastSession != s {
+				in.lastSession = s
+			}
+			if s.applied != f {
+				in.update(s, f)
+				s.applied = f
 			}
 			return s
 		}
 	}
-	if s := in.lastSession; s != nil && e.session != "" && e.session == s.key {
-		in.update(s, e)
+	if s := in.lastSession; s != nil && f.session != "" && f.session == s.key {
+		in.update(s, f)
 		return s
 	}
-	key := e.session
+	key := f.session
 	if key == "" {
 		key = in.byPID[e.pid]
 		if key == "" {
@@ -158,16 +280,16 @@ func (in *interpreter) session(e *entry) *sessionState {
 		// A process runs one session at a time: a new session on the same
 		// process means the previous one ended without a disconnection
 		// line, and its state can go.
-		if old, ok := in.byPID[e.pid]; ok && old != key && e.session != "" {
+		if old, ok := in.byPID[e.pid]; ok && old != key && f.session != "" {
 			in.drop(old)
 		}
 		in.byPID[e.pid] = key
 	}
 	in.lastSession = s
-	if e.hint != nil && e.session != "" {
-		*e.hint = s
+	if f.shared && f.session != "" {
+		f.sess = s
 	}
-	in.update(s, e)
+	in.update(s, f)
 	return s
 }
 
@@ -177,17 +299,19 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-func (in *interpreter) update(s *sessionState, e *entry) {
-	s.applied = nil
+func (in *interpreter) update(s *sessionState, f *lineFields) {
+	if s.applied != nil {
+		s.applied = nil
+	}
 	// The prefix shows "[unknown]" before the startup packet is read.
-	if e.user != "" && e.user != "[unknown]" {
-		s.user = e.user
+	if f.user != "" && f.user != "[unknown]" {
+		s.user = f.user
 	}
-	if e.database != "" && e.database != "[unknown]" {
-		s.database = e.database
+	if f.database != "" && f.database != "[unknown]" {
+		s.database = f.database
 	}
-	if e.application != "" && e.application != "[unknown]" {
-		s.application = e.application
+	if f.application != "" && f.application != "[unknown]" {
+		s.application = f.application
 	}
 }
 
@@ -232,7 +356,12 @@ func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.
 		in.params = make([]event.Param, 0, paramSlab)
 	}
 	n := len(in.params)
-	ps, state := appendParams(in.params, detail, query)
+	var ar *textArena
+	if in.own {
+		// The values are copied as they are read.
+		ar = &in.text
+	}
+	ps, state := appendParams(in.params, detail, query, ar)
 	if len(ps) == n {
 		return nil, state
 	}
@@ -252,6 +381,14 @@ func (in *interpreter) flush(s *sessionState) {
 	if s.pending != nil {
 		in.out = append(in.out, s.pending)
 		s.pending = nil
+	}
+}
+
+// flushCounts brings c up to date.
+func (in *interpreter) flushCounts() {
+	if in.durAlone != 0 {
+		in.c.skip(SkipDurationAlone, in.durAlone)
+		in.durAlone = 0
 	}
 }
 
@@ -289,6 +426,17 @@ func byLine(a, b *event.Event) int {
 // add interprets one entry, appending the events it completes to in.out
 // and counting its lines.
 func (in *interpreter) add(e *entry) {
+	if e.f == nil {
+		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
+		e.f = &in.scratch
+	}
+	if e.sev != sevNone {
+		if e.sev == sevLog {
+			in.log(e)
+			return
+		}
+		e.severity = severityWords[e.sev]
+	}
 	switch e.severity {
 	case "LOG":
 		in.log(e)
@@ -309,15 +457,13 @@ func (in *interpreter) add(e *entry) {
 func (in *interpreter) log(e *entry) {
 	msg := e.message
 	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
-		// log_error_verbosity = verbose: "00000: duration: ...".
-		if e.sqlstate == "" {
-			e.sqlstate = msg[:5]
-		}
+		// log_error_verbosity = verbose: "00000: duration: ...". The
+		// SQLSTATE of a LOG is no part of its events.
 		msg = msg[7:]
 		e.message = msg
 	}
 	var dur int64 = event.NoDuration
-	if len(msg) >= len("duration: ") && (msg[:len("duration: ")] == "duration: " || hasPrefixFold(msg, "duration: ")) {
+	if len(msg) >= len("duration: ") && (loadString64(msg, 0) == wordDuration && msg[8] == ':' && msg[9] == ' ' || msg[0]|0x20 == 'd' && hasPrefixFold(msg, "duration: ")) {
 		// "duration: 0.123 ms  statement: SELECT 1" or, from log_duration,
 		// "duration: 0.123 ms" alone.
 		rest := msg[len("duration: "):]
@@ -349,24 +495,29 @@ func (in *interpreter) log(e *entry) {
 	// The keywords as the servers write them, told by their first letter;
 	// any other case goes the long way below.
 	if len(msg) > 0 {
+		// Compared by words: the strings' compare is a call.
+		var w uint64
+		if len(msg) >= 8 {
+			w = loadString64(msg, 0)
+		}
 		switch msg[0] {
 		case 's':
-			if strings.HasPrefix(msg, "statement: ") {
+			if w == wordStatemen && len(msg) >= len("statement: ") && msg[8] == 't' && msg[9] == ':' && msg[10] == ' ' {
 				in.simple(e, msg[len("statement: "):], dur)
 				return
 			}
 		case 'e':
-			if strings.HasPrefix(msg, "execute ") {
+			if w == wordExecute {
 				in.execute(e, msg[len("execute "):], dur)
 				return
 			}
 		case 'p':
-			if strings.HasPrefix(msg, "parse ") {
+			if w&0xffffffffffff == wordParse {
 				in.parse(e, msg[len("parse "):], dur)
 				return
 			}
 		case 'b':
-			if strings.HasPrefix(msg, "bind ") {
+			if w&0xffffffffff == wordBind {
 				in.bind(e, msg[len("bind "):])
 				return
 			}
@@ -398,17 +549,26 @@ func (in *interpreter) log(e *entry) {
 		in.c.skip(SkipLockWait, e.lines)
 	default:
 		if w := translatedMessage(msg); w != "" && in.foreign == "" {
-			in.foreign, in.foreignLine = w, e.line
+			in.foreign, in.foreignLine = strings.Clone(w), e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
 
+// Little-endian words of the keywords log compares messages with.
+var (
+	wordDuration = binary.LittleEndian.Uint64([]byte("duration"))
+	wordStatemen = binary.LittleEndian.Uint64([]byte("statemen"))
+	wordExecute  = binary.LittleEndian.Uint64([]byte("execute "))
+	wordParse    = binary.LittleEndian.Uint64([]byte("parse \x00\x00"))
+	wordBind     = binary.LittleEndian.Uint64([]byte("bind \x00\x00\x00"))
+)
+
 // simple handles "statement: SELECT 1", after "statement: ".
 func (in *interpreter) simple(e *entry, query string, dur int64) {
 	s := in.session(e)
 	ev := in.newEvent(event.Statement, e, s)
-	ev.Query = query
+	ev.Query = in.keepText(query)
 	in.statement(e, s, ev, dur)
 }
 
@@ -463,11 +623,11 @@ func (in *interpreter) bind(e *entry, rest string) {
 		*ev = event.Event{}
 	}
 	fillEvent(ev, event.Execute, e, s)
-	ev.Name, ev.Query = name, query
+	ev.Name, ev.Query = in.keepText(name), in.keepText(query)
 	if portal != "" {
-		ev.SetPortal(portal)
+		ev.SetPortal(in.keep(portal))
 	}
-	s.lastBind, s.bindDetail = ev, e.detail
+	s.lastBind, s.bindDetail = ev, in.keep(e.detail)
 	s.lastParse, s.parseName, s.parseQuery = false, "", ""
 	s.done.n = -1
 	in.c.parsed(e.lines)
@@ -485,9 +645,9 @@ func (in *interpreter) protocolEvent(e *entry, k event.Kind, text string) (*sess
 	}
 	s := in.session(e)
 	ev := in.newEvent(k, e, s)
-	ev.Name, ev.Query = name, query
+	ev.Name, ev.Query = in.keepText(name), in.keepText(query)
 	if portal != "" {
-		ev.SetPortal(portal)
+		ev.SetPortal(in.keep(portal))
 	}
 	if k == event.Execute {
 		ev.Params, ev.ParamState = in.appendParams(e.detail, query)
@@ -556,7 +716,7 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 			in.leadingDurations[s.key] = dur
 			s.started = true
 		}
-		in.c.skip(SkipDurationAlone, e.lines)
+		in.durAlone += e.lines
 		return
 	}
 	s.pending.Duration = dur
@@ -565,7 +725,7 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 }
 
 func (in *interpreter) connect(e *entry, msg string) {
-	if e.session == "" {
+	if e.f.session == "" {
 		// Without %c, each connection on a process is a new session.
 		in.gen[e.pid]++
 		if old, ok := in.byPID[e.pid]; ok {
@@ -574,35 +734,44 @@ func (in *interpreter) connect(e *entry, msg string) {
 		delete(in.byPID, e.pid)
 	}
 	// "connection authorized: user=app database=shop application_name=web"
-	// gives what the prefix may lack. The entry is then no longer the
-	// prefix's: its hint must not tell the session it was applied.
-	e.hint = nil
+	// gives what the prefix may lack. The entry's fields are then no
+	// longer the prefix's: the session must not remember them as applied.
+	f := in.ownFields(e)
 	if v := field(msg, "user="); v != "" {
-		e.user = v
-		if u, db, ok := strings.Cut(v, "database="); ok {
+		f.user = in.keep(v)
+		if u, db, ok := strings.Cut(f.user, "database="); ok {
 			// Azure Single Server writes "user=postgresdatabase=postgres".
-			e.user, e.database = u, db
+			f.user, f.database = u, db
 		}
 	}
 	if v := field(msg, "database="); v != "" {
-		e.database = v
+		f.database = in.keep(v)
 	}
 	if v := field(msg, "application_name="); v != "" {
-		e.application = v
+		f.application = in.keep(v)
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	in.out = append(in.out, in.newEvent(event.Connect, e, s))
 }
 
+// ownFields points e at a copy of its fields that the interpreter may
+// change, and returns it.
+func (in *interpreter) ownFields(e *entry) *lineFields {
+	in.scratch = *e.f
+	in.scratch.shared, in.scratch.sess = false, nil
+	e.f = &in.scratch
+	return e.f
+}
+
 func (in *interpreter) disconnect(e *entry) {
 	// "disconnection: session time: 0:00:01.234 user=app database=shop host=[local]"
-	e.hint = nil // see connect
-	if e.user == "" {
-		e.user = field(e.message, "user=")
+	f := in.ownFields(e) // see connect
+	if f.user == "" {
+		f.user = in.keep(field(e.message, "user="))
 	}
-	if e.database == "" {
-		e.database = field(e.message, "database=")
+	if f.database == "" {
+		f.database = in.keep(field(e.message, "database="))
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
@@ -621,14 +790,15 @@ func (in *interpreter) disconnect(e *entry) {
 func (in *interpreter) error(e *entry) {
 	s := in.session(e)
 	in.c.parsed(e.lines)
-	state, msg := e.sqlstate, e.message
+	state, msg := e.f.sqlstate, e.message
 	if state == "" {
 		// log_error_verbosity = verbose: "ERROR:  42P01: relation ... "
 		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
-			state, msg = msg[:5], msg[7:]
+			state, msg = in.keep(msg[:5]), msg[7:]
 		}
 	}
-	msg = trimCursor(msg)
+	msg = in.keep(trimCursor(msg))
+	statement := in.keepText(e.statement)
 	var failed *event.Event
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):
@@ -660,7 +830,7 @@ func (in *interpreter) error(e *entry) {
 	case e.statement != "" && e.severity == "ERROR":
 		in.flush(s)
 		failed = in.newEvent(event.Statement, e, s)
-		failed.Query = e.statement
+		failed.Query = statement
 		if in.leading && !s.started {
 			// Held for the boundary with the previous part: see
 			// leadingErrors.
@@ -684,7 +854,7 @@ func (in *interpreter) error(e *entry) {
 	ev := in.newEvent(event.Error, e, s)
 	ev.SQLState = state
 	ev.SetError(e.severity, msg)
-	ev.Query = e.statement
+	ev.Query = statement
 	in.out = append(in.out, ev)
 }
 

@@ -14,12 +14,14 @@ import (
 // "..." when log_parameter_max_length cut them. A query with placeholders
 // and no DETAIL has its parameters missing.
 func parseParams(detail, query string) ([]event.Param, event.ParamState) {
-	return appendParams(nil, detail, query)
+	return appendParams(nil, detail, query, nil)
 }
 
 // appendParams is parseParams appending to params, which is returned as
-// it was when there are none.
-func appendParams(params []event.Param, detail, query string) ([]event.Param, event.ParamState) {
+// it was when there are none. The values are copied into ar when it is
+// not nil; otherwise they alias detail, but for those with quotes to
+// undo.
+func appendParams(params []event.Param, detail, query string, ar *textArena) ([]event.Param, event.ParamState) {
 	rest, ok := cutPrefixFold(detail, "parameters: ")
 	if !ok {
 		if hasPlaceholder(query) {
@@ -50,7 +52,7 @@ func appendParams(params []event.Param, detail, query string) ([]event.Param, ev
 			p.Null = true
 			rest = rest[4:]
 		case strings.HasPrefix(rest, "'"):
-			v, after, complete := unquote(rest)
+			v, after, complete := unquote(rest, ar)
 			if !complete {
 				return append(params, event.Param{Value: v}), event.ParamsTruncated
 			}
@@ -75,30 +77,52 @@ func appendParams(params []event.Param, detail, query string) ([]event.Param, ev
 
 // unquote reads a single-quoted SQL literal at the start of s, with ”
 // for a quote. It returns the value, the text after the closing quote,
-// and false if s ends before the closing quote.
-func unquote(s string) (v, rest string, complete bool) {
+// and false if s ends before the closing quote. The value is a copy in ar
+// when ar is not nil.
+func unquote(s string, ar *textArena) (v, rest string, complete bool) {
 	s = s[1:]
 	i := strings.IndexByte(s, '\'')
 	if i < 0 {
-		return s, "", false
+		return ar.keep(s), "", false
 	}
 	if i+1 >= len(s) || s[i+1] != '\'' {
-		return s[:i], s[i+1:], true // no doubled quote: no copy
+		return ar.keep(s[:i]), s[i+1:], true // no doubled quote: no copy
 	}
-	var b strings.Builder
+	// Quotes to undo: the length of the value first, then one copy.
+	n, t := 0, s
+	for {
+		i := strings.IndexByte(t, '\'')
+		if i < 0 {
+			n += len(t)
+			break
+		}
+		n += i
+		if i+1 < len(t) && t[i+1] == '\'' {
+			n++
+			t = t[i+2:]
+			continue
+		}
+		break
+	}
+	var b []byte
+	if ar != nil {
+		b = ar.alloc(n)[:0]
+	} else {
+		b = make([]byte, 0, n)
+	}
 	for {
 		i := strings.IndexByte(s, '\'')
 		if i < 0 {
-			b.WriteString(s)
-			return b.String(), "", false
+			b = append(b, s...)
+			return unsafeString(b), "", false
 		}
-		b.WriteString(s[:i])
+		b = append(b, s[:i]...)
 		if i+1 < len(s) && s[i+1] == '\'' {
-			b.WriteByte('\'')
+			b = append(b, '\'')
 			s = s[i+2:]
 			continue
 		}
-		return b.String(), s[i+1:], true
+		return unsafeString(b), s[i+1:], true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -80,6 +81,9 @@ type Reader struct {
 
 	layout   layout
 	warnings []string
+	// mapped is set when the stderr reader reads from a mapping of the
+	// file (see fileMap): fill then turns a fault into an error.
+	mapped bool
 }
 
 // Open opens a log file ("-" for standard input), decompressing gzip,
@@ -160,11 +164,48 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 			}
 			r.stderr.src = newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
 			r.warnings = append(r.warnings, envWarnings(l.env, clock.year, guessed, clock.loc, opts.TimeZone != nil, l.bsd)...)
+		} else {
+			// The stderr reader reads into its chunks again once no
+			// entry refers to them; the interpreter copies what it keeps.
+			r.stderr.lines.recycle = true
+			r.interp.own = true
+			r.mapFile()
 		}
 		r.fr = r.stderr
 	}
 	return r, nil
 }
+
+// mapFile makes the stderr reader read a plain file from a mapping of it
+// into memory, when it can be mapped: see fileMap.
+func (r *Reader) mapFile() {
+	src := r.src
+	if src.file == nil || src.compressed || src.size <= 0 || int64(int(src.size)) != src.size {
+		return
+	}
+	m, off, err := mapRegion(src.file, src.off, src.size, poisonChunks)
+	if err != nil {
+		return // read as any other
+	}
+	lr := r.stderr.lines
+	lr.mapped(m, off, poisonChunks, src.readTo)
+	src.closer = append(src.closer, closerFunc(func() error { return unmapRegion(m) }))
+	// After the mapping: what was written to the file since, or nothing
+	// for a part of a split log.
+	var rest io.Reader = eofReader{}
+	if src.whole {
+		rest = io.NewSectionReader(src.file, src.off+src.size, 1<<62)
+	}
+	lr.r = rest
+	r.mapped = true
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// errShrank is the error of a mapped file that lost the part being read.
+var errShrank = errors.New("the file shrank while it was read (truncated, or rotated in place with copytruncate?): read it again, or read a copy")
 
 // Layout describes how the log is read: "stderr", "csvlog", "jsonlog",
 // or "stderr lines in syslog" and the like.
@@ -217,6 +258,13 @@ const fillBatch = 32
 // fill interprets entries until fillBatch events are ready or the log
 // ends.
 func (r *Reader) fill() {
+	if r.mapped {
+		// A fault reading the mapping means the file lost the part being
+		// read: an error, not a crash. Only this goroutine reads the
+		// mapping; events hold copies of what they keep.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer r.fault()
+	}
 	for len(r.interp.out) < fillBatch {
 		e, err := r.fr.next()
 		if err == io.EOF {
@@ -246,9 +294,23 @@ func (r *Reader) fill() {
 	}
 }
 
+// fault recovers from a fault reading the mapped file, which ends the
+// log with errShrank; any other panic goes on.
+func (r *Reader) fault() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if _, ok := p.(interface{ Addr() uintptr }); !ok {
+		panic(p)
+	}
+	r.err = fmt.Errorf("%s: %w", r.name, errShrank)
+}
+
 // settle ends the log: pending statements are emitted, or, at the end of
 // a part of a split log, left at the boundary with the next part.
 func (r *Reader) settle() {
+	r.interp.flushCounts()
 	if r.right == nil {
 		r.interp.finishAll()
 	} else {
@@ -299,7 +361,10 @@ func (r *Reader) Partial() error { return r.src.damaged() }
 
 // Counters returns the line counters so far. They are complete, adding up
 // to every line of the file, once Next has returned io.EOF.
-func (r *Reader) Counters() *Counters { return r.counters }
+func (r *Reader) Counters() *Counters {
+	r.interp.flushCounts()
+	return r.counters
+}
 
 // Progress returns how many bytes of the (compressed) file were read so
 // far and the file size, or -1 when it is not known (stdin).

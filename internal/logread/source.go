@@ -27,6 +27,13 @@ type source struct {
 	compressed bool
 	mtime      time.Time // when the file was last written; zero for stdin
 	damage     *damageReader
+	// file and off are the regular file the source reads, and where its
+	// region (size bytes) starts, for a reader that maps it into memory;
+	// file is nil for anything else. whole is set when the region is the
+	// whole file, which may grow past size while it is read.
+	file  *os.File
+	off   int64
+	whole bool
 }
 
 // damaged returns the error that cut a compressed stream short, or nil.
@@ -120,6 +127,7 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
 			s.size = fi.Size()
 			s.mtime = fi.ModTime()
+			s.file, s.whole = file, true
 		}
 		s.closer = append(s.closer, file)
 		f = file
@@ -197,6 +205,17 @@ type closerFunc func() error
 func (f closerFunc) Close() error { return f() }
 
 func (s *source) progress() (int64, int64) { return s.raw.n.Load(), s.size }
+
+// readTo counts n bytes of the region read when more were not counted
+// already: a reader that maps the file reads around the counting reader.
+func (s *source) readTo(n int64) {
+	for {
+		old := s.raw.n.Load()
+		if n <= old || s.raw.n.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
 
 func (s *source) close() error {
 	var first error

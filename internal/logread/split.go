@@ -80,7 +80,7 @@ func OpenSplit(path string, opts Options, n int) ([]*Reader, error) {
 			return nil, err
 		}
 		sec := io.NewSectionReader(file, starts[i], starts[i+1]-starts[i])
-		src := &source{raw: &countingReader{r: sec}, size: starts[i+1] - starts[i], closer: []io.Closer{file}}
+		src := &source{raw: &countingReader{r: sec}, size: starts[i+1] - starts[i], closer: []io.Closer{file}, file: file, off: starts[i]}
 		src.r = src.raw
 		r, err := newReader(path, src, opts)
 		if err != nil {

@@ -20,6 +20,9 @@ type stderrReader struct {
 	sec    secondWords // the second of times, for leadingTime
 	pf     prefixFields
 	lineNo int64
+	// scratch holds the fields of a line that are not kept by its tail,
+	// until start copies them into the entry.
+	scratch lineFields
 
 	// tails caches the fields of the prefix after its leading time: a
 	// session repeats the same text on every line ("[4242] app@shop/web
@@ -28,19 +31,28 @@ type stderrReader struct {
 	// changes on every line (see prefix.cacheable).
 	tails    map[string]*lineFields
 	timeKind byte // the leading time escape, when tails is used
-	fast     [1024]fastTail
+	fast     [4096]fastTail
+	lastSlot int // the slot of fast the last line's tail was found in
 	minTail  int // length of the shortest tail seen, for fastIndex
 
 	// The entry being assembled, emitted when the next message starts:
 	// one of slots, the other being the entry last returned.
-	slots   [2]entry
-	cur     *entry
-	have    bool
-	curPID  int32
-	field   *string // the field that continuation lines extend
-	builder []byte  // continuation text of field, when it spans lines
-	arena   []byte  // what builders joined, never written again; then room for the next
-	inArena bool    // builder was started at the end of arena
+	slots  [2]slot
+	cur    int // the slot being assembled: an index, not a pointer, so that switching slots writes no pointer
+	have   bool
+	curPID int32
+	field  fieldID // the field of the entry that continuation lines extend
+	// seqs are the chunks (lineReader.seq) the message, detail, context
+	// and statement of the entry being assembled were read from, when the
+	// line reader recycles chunks.
+	seqs [4]uint64
+	// entryAt is where the message of the entry being assembled starts
+	// in the line reader's mapping, when it reads one: the reader gives
+	// back the pages before it.
+	entryAt int
+	builder []byte // continuation text of field, when it spans lines
+	arena   []byte // what builders joined, never written again; then room for the next
+	inArena bool   // builder was started at the end of arena
 	noPID   bool
 
 	foreign     string // a translated severity, when seen
@@ -62,11 +74,50 @@ type lineFields struct {
 	application string
 	sqlstate    string
 	// sess is the interpreter's state of the session these fields name,
-	// remembered to save it a lookup (see entry.hint).
+	// remembered to save it a lookup; only when shared.
 	sess *sessionState
+	// shared is set for the fields the stderr reader keeps by the text of
+	// the prefix, which never change once made: the interpreter may
+	// remember things about them (sess, sessionState.applied).
+	shared bool
 	// short is set for a background process's line, stopped at %q: its
 	// tail stays out of the fast table (see fields).
 	short bool
+	// tail is the text the fields are kept by, when shared.
+	tail string
+}
+
+// slot is an entry the stderr reader assembles, with room for its
+// fields when they are not kept by the tail of the prefix.
+type slot struct {
+	entry
+	own lineFields
+}
+
+// fieldID names a text field of an entry: the reader keeps which one
+// continuation lines extend as a number, not a pointer, which would go
+// through the write barrier on every line while the collector marks.
+type fieldID uint8
+
+const (
+	noField fieldID = iota
+	fieldMessage
+	fieldDetail
+	fieldContext
+	fieldStatement
+)
+
+// text returns the field f (not noField) of the entry.
+func (e *slot) text(f fieldID) *string {
+	switch f {
+	case fieldDetail:
+		return &e.detail
+	case fieldContext:
+		return &e.context
+	case fieldStatement:
+		return &e.statement
+	}
+	return &e.message
 }
 
 // fastTail is an entry of the direct-mapped table in front of tails.
@@ -82,7 +133,6 @@ const maxTails = 4096
 
 func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
 	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID, span: 1}
-	s.cur = &s.slots[0]
 	if k, ok := p.cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
 	}
@@ -125,34 +175,38 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 		return s.slowTail(line)
 	}
 	// fastIndex, for 32 bytes.
+	// The tails in the table are 32 bytes long or more (minTail): their
+	// first 32 bytes are compared with the words kept with them, those of
+	// the slot the last line used first (a session often logs several
+	// lines in a row), else those of the slot the fastIndex hash names.
 	a0, a1, a2, a3 := word(z), word(z+8), word(z+16), word(z+24)
-	var h uint64 = 14695981039346656037
-	h = (h ^ a0) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a1) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a2) * 1099511628211
-	h ^= h >> 29
-	h = (h ^ a3) * 1099511628211
-	h ^= h >> 29
-	slot := &s.fast[int(h>>32)&(len(s.fast)-1)]
-	tail := slot.tail
-	n := len(tail)
-	end := z + n // where the severity starts
-	if slot.lf == nil || end >= len(line) || n < 8 || !isSeverityStart(line[end]) {
-		return s.slowTail(line)
-	}
-	// hasPrefix(line[z:], tail): the first 32 bytes against the words
-	// kept with the tail, when it is that long.
-	q := unsafe.Pointer(unsafe.StringData(tail))
-	i := 0
-	if n >= 32 {
+	slot := &s.fast[s.lastSlot&(len(s.fast)-1)]
+	if a0 != slot.w[0] || a1 != slot.w[1] || a2 != slot.w[2] || a3 != slot.w[3] {
+		var h uint64 = 14695981039346656037
+		h = (h ^ a0) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a1) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a2) * 1099511628211
+		h ^= h >> 29
+		h = (h ^ a3) * 1099511628211
+		h ^= h >> 29
+		k := int(h>>32) & (len(s.fast) - 1)
+		slot = &s.fast[k]
 		if a0 != slot.w[0] || a1 != slot.w[1] || a2 != slot.w[2] || a3 != slot.w[3] {
 			return s.slowTail(line)
 		}
-		i = 32
+		s.lastSlot = k
 	}
-	for ; i < n-8; i += 8 {
+	tail := slot.tail
+	n := len(tail)
+	end := z + n // where the severity starts
+	if slot.lf == nil || end >= len(line) || n < 32 || !isSeverityStart(line[end]) {
+		return s.slowTail(line)
+	}
+	// The rest of hasPrefix(line[z:], tail).
+	q := unsafe.Pointer(unsafe.StringData(tail))
+	for i := 32; i < n-8; i += 8 {
 		if word(z+i) != *(*uint64)(unsafe.Add(q, i)) {
 			return s.slowTail(line)
 		}
@@ -190,7 +244,7 @@ func (s *stderrReader) slowTail(line []byte) (lf *lineFields, us int64, rest []b
 		return nil, 0, nil
 	}
 	if !lf.short {
-		s.remember(string(tail), lf)
+		s.remember(lf.tail, lf)
 	}
 	return lf, us, after[k:]
 }
@@ -351,30 +405,63 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
 func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
+	if s.tails == nil || len(f.time) == 0 || unknown(f.user) || unknown(f.database) || unknown(f.application) {
+		// Not kept: the fields are read once, and go into the entry. A
+		// session's first lines, before the server knows its user,
+		// database or application ("[unknown]"), have a text of their
+		// own that no later line repeats: kept, it would only take room.
+		lf := &s.scratch
+		*lf = lineFields{
+			pid:         pidOf(f.pid, f.session),
+			session:     s.intern.get(f.session),
+			user:        s.intern.get(f.user),
+			database:    s.intern.get(f.database),
+			application: s.intern.get(f.application),
+			sqlstate:    s.intern.get(f.sqlstate),
+			short:       f.qCut,
+		}
+		return lf
+	}
+	if len(s.tails) >= maxTails {
+		clear(s.tails)
+		s.fast = [len(s.fast)]fastTail{}
+	}
+	start := len(f.time)
+	tail := string(line[start : len(line)-len(rest)])
+	// The other fields are in the tail: substrings of its copy need no
+	// allocation, nor interning.
+	sub := func(v []byte) string {
+		if len(v) == 0 {
+			return ""
+		}
+		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(line))))
+		if off < start || off+len(v) > start+len(tail) {
+			return s.intern.get(v)
+		}
+		return tail[off-start : off-start+len(v)]
+	}
 	lf := &lineFields{
 		pid:         pidOf(f.pid, f.session),
-		session:     s.intern.get(f.session),
-		user:        s.intern.get(f.user),
-		database:    s.intern.get(f.database),
-		application: s.intern.get(f.application),
-		sqlstate:    s.intern.get(f.sqlstate),
+		session:     s.intern.get(f.session), // one string per session: compared by pointer
+		user:        sub(f.user),
+		database:    sub(f.database),
+		application: sub(f.application),
+		sqlstate:    sub(f.sqlstate),
+		shared:      true,
 		short:       f.qCut,
+		tail:        tail,
 	}
-	if s.tails != nil && len(f.time) > 0 {
-		if len(s.tails) >= maxTails {
-			clear(s.tails)
-			s.fast = [len(s.fast)]fastTail{}
-		}
-		tail := string(line[len(f.time) : len(line)-len(rest)])
-		s.tails[tail] = lf
-		if !f.qCut {
-			// A background process's tail is short: hashed on fewer
-			// bytes, it would take the sessions' lines off the fast path.
-			s.remember(tail, lf)
-		}
+	s.tails[tail] = lf
+	if !f.qCut {
+		// A background process's tail is short: hashed on fewer bytes,
+		// it would take the sessions' lines off the fast path.
+		s.remember(tail, lf)
 	}
 	return lf
 }
+
+// unknown reports whether a prefix field is "[unknown]".
+func unknown(v []byte) bool { return string(v) == "[unknown]" }
 
 // next implements formatReader. The entry returned is the reader's own: it
 // stays valid until the next call.
@@ -388,6 +475,15 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 func (s *stderrReader) next() (*entry, error) {
 	lr := s.lines
 	for {
+		if lr.pos >= lr.relAt {
+			// Every chunkSize bytes of a mapping: what the entry being
+			// assembled does not refer to can go.
+			keep := lr.pos
+			if s.have {
+				keep = s.entryAt
+			}
+			lr.release(keep)
+		}
 		var line []byte
 		if i := -1; s.src == nil {
 			if i = bytes.IndexByte(lr.buf[lr.pos:], '\n'); i >= 0 {
@@ -439,8 +535,8 @@ func (s *stderrReader) next() (*entry, error) {
 			if sev == sevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
 				// addSecondary's common case, inline: the parameters of
 				// an execute.
-				s.cur.lines += s.span
-				s.setField(&s.cur.detail, msg)
+				s.slots[s.cur&1].lines += s.span
+				s.setField(fieldDetail, msg)
 				continue
 			}
 			s.addSecondary(sev, msg, lf, line)
@@ -470,6 +566,14 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 			return []byte{}, true
 		}
 		return ol.b, true
+	}
+	// The line reader may read into older chunks again: the entry being
+	// assembled still refers to those it was read from (the entry last
+	// returned is no longer valid).
+	if s.have {
+		s.lines.keep = s.seqs
+	} else {
+		s.lines.keep = [4]uint64{}
 	}
 	l, complete, ok := s.lines.next()
 	if !ok {
@@ -545,45 +649,74 @@ func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, li
 	if s.builder != nil {
 		s.closeField()
 	}
-	s.cur.lines += s.span
+	s.slots[s.cur&1].lines += s.span
 	switch sev {
 	case sevDetail:
-		s.setField(&s.cur.detail, msg)
+		s.setField(fieldDetail, msg)
 	case sevContext:
-		s.setField(&s.cur.context, msg)
+		s.setField(fieldContext, msg)
 	case sevStatement:
-		s.setField(&s.cur.statement, msg)
+		s.setField(fieldStatement, msg)
 	default:
-		s.field = nil
+		s.field = noField
 	}
 }
 
 func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields) {
 	// Field by field: a composite literal would be built aside and copied.
-	e := s.cur
+	e := &s.slots[s.cur&1]
 	e.time = us
 	e.line = s.lineNo
 	e.lines = s.span
-	e.severity = severityWords[sev]
+	// The severity as a number (the interpreter writes the string when
+	// it needs it); pointers are written only when they change: while the
+	// collector marks, each write goes through its write barrier.
+	e.sev = sev
 	e.pid = lf.pid
-	e.session = lf.session
-	e.user = lf.user
-	e.database = lf.database
-	e.application = lf.application
-	e.sqlstate = lf.sqlstate
-	e.hint = &lf.sess
+	if lf.shared {
+		if e.f != lf {
+			e.f = lf
+		}
+	} else {
+		// The reader's scratch fields change with the next line: the
+		// entry keeps a copy.
+		e.own = *lf
+		e.f = &e.own
+	}
 	e.message = unsafeString(msg)
-	e.detail, e.context, e.statement = "", "", ""
+	if e.detail != "" {
+		e.detail = ""
+	}
+	if e.context != "" {
+		e.context = ""
+	}
+	if e.statement != "" {
+		e.statement = ""
+	}
 	s.curPID = lf.pid
 	s.have = true
-	s.field = &e.message
-	s.builder, s.inArena = nil, false
+	s.field = fieldMessage
+	if lr := s.lines; lr.inMap {
+		s.entryAt = int(uintptr(unsafe.Pointer(unsafe.SliceData(msg))) - uintptr(unsafe.Pointer(unsafe.SliceData(lr.buf))))
+	} else if lr.recycle {
+		s.seqs = [4]uint64{lr.seq}
+	}
+	if s.builder != nil {
+		s.builder = nil
+	}
+	s.inArena = false
 }
 
-func (s *stderrReader) setField(dst *string, v []byte) {
-	*dst = unsafeString(v)
-	s.field = dst
-	s.builder, s.inArena = nil, false
+func (s *stderrReader) setField(f fieldID, v []byte) {
+	*s.slots[s.cur&1].text(f) = unsafeString(v)
+	s.field = f
+	if s.lines.recycle {
+		s.seqs[(f-1)&3] = s.lines.seq
+	}
+	if s.builder != nil {
+		s.builder = nil
+	}
+	s.inArena = false
 }
 
 // extend appends a continuation line to the current field. The server
@@ -591,13 +724,14 @@ func (s *stderrReader) setField(dst *string, v []byte) {
 // The joined text is built at the end of the arena, which closeField
 // then keeps: one allocation for many multi-line statements.
 func (s *stderrReader) extend(line []byte) {
-	s.cur.lines += s.span
-	if s.field == nil {
+	s.slots[s.cur&1].lines += s.span
+	if s.field == noField {
 		return
 	}
+	field := s.slots[s.cur&1].text(s.field)
 	if s.builder == nil {
 		// Room for a few more lines like this one, or a block of its own.
-		need := 4 * (len(*s.field) + 1 + len(line))
+		need := 4 * (len(*field) + 1 + len(line))
 		if need > arenaSize/4 {
 			s.builder = make([]byte, 0, need)
 		} else {
@@ -607,7 +741,7 @@ func (s *stderrReader) extend(line []byte) {
 			s.builder = s.arena[len(s.arena):len(s.arena)]
 			s.inArena = true
 		}
-		s.builder = append(s.builder, *s.field...)
+		s.builder = append(s.builder, *field...)
 	}
 	s.builder = append(s.builder, '\n')
 	s.builder = append(s.builder, line...)
@@ -617,8 +751,8 @@ func (s *stderrReader) extend(line []byte) {
 const arenaSize = 64 << 10
 
 func (s *stderrReader) closeField() {
-	if s.field != nil && s.builder != nil {
-		*s.field = unsafeString(s.builder)
+	if s.field != noField && s.builder != nil {
+		*s.slots[s.cur&1].text(s.field) = unsafeString(s.builder)
 		if s.inArena {
 			if rest := s.arena[len(s.arena):]; cap(rest) > 0 && unsafe.SliceData(s.builder) == unsafe.SliceData(rest) {
 				// Built in the arena: keep it there.
@@ -630,7 +764,7 @@ func (s *stderrReader) closeField() {
 			}
 		}
 	}
-	s.field, s.builder, s.inArena = nil, nil, false
+	s.field, s.builder, s.inArena = noField, nil, false
 }
 
 // finish ends the entry being assembled and returns it. The next entry is
@@ -639,16 +773,12 @@ func (s *stderrReader) closeField() {
 func (s *stderrReader) finish() *entry {
 	if s.builder != nil {
 		s.closeField()
-	} else {
-		s.field = nil
 	}
-	e := s.cur
+	// s.field is left as it is: nothing extends it before start sets it
+	// again, as continuation lines need an entry being assembled.
+	e := &s.slots[s.cur&1].entry
 	s.have = false
-	if s.cur == &s.slots[0] {
-		s.cur = &s.slots[1]
-	} else {
-		s.cur = &s.slots[0]
-	}
+	s.cur ^= 1
 	return e
 }
 
