@@ -291,3 +291,43 @@ func benchAnalyze(b *testing.B, evs []*event.Event, jobs int, warm bool) {
 	}
 	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestOwnSessionsLeftOut: statements of pgrehearse's own connections
+// (application_name pgrehearse-*) are not the workload: they are counted
+// under Filtered with the window's, and apart.
+func TestOwnSessionsLeftOut(t *testing.T) {
+	own := func(at int64, q string) *event.Event {
+		ev := stmt("p1", at, q, 10)
+		ev.Application = event.OwnApplicationPrefix + "preflight"
+		return ev
+	}
+	app := func(at int64, q, name string) *event.Event {
+		ev := stmt("a1", at, q, 10)
+		ev.Application = name
+		return ev
+	}
+	evs := []*event.Event{
+		{Kind: event.Connect, Session: "p1", Time: t0, Application: event.OwnApplicationPrefix + "preflight"},
+		own(1, "SELECT 1"),
+		own(2, "SELECT relname FROM pg_class"),
+		app(3, "SELECT 1", "web"),
+		app(4, "SELECT 2", "pgrehearse"), // not the prefix: the workload's
+		app(5, "SELECT 3", event.OwnApplicationPrefix),
+		app(2_000_000, "SELECT 4", "web"), // after the window
+	}
+	res, err := Analyze(context.Background(), []Source{&sliceSource{events: evs}}, Options{End: t0 + 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (results.Filtered{Events: 4, Statements: 3, OwnStatements: 2}); res.Filtered != want {
+		t.Errorf("filtered = %+v, want %+v", res.Filtered, want)
+	}
+	if res.Statements.Total != 3 || res.Sessions.Total != 1 {
+		t.Errorf("statements %+v, sessions %+v: want the workload's 3 in 1 session", res.Statements, res.Sessions)
+	}
+	for _, q := range res.Queries {
+		if strings.Contains(q.Query, "pg_class") {
+			t.Errorf("own query %q analyzed", q.Query)
+		}
+	}
+}

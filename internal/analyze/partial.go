@@ -63,10 +63,13 @@ func (p *partial) query(items []fingerprint.Item) *query {
 }
 
 func (p *partial) add(ev *event.Event) {
-	if ev.Time < p.start || p.end != 0 && ev.Time >= p.end {
+	if ev.Time < p.start || p.end != 0 && ev.Time >= p.end || ev.IsOwn() {
 		p.filtered.Events++
 		if ev.IsExecution() {
 			p.filtered.Statements++
+			if ev.IsOwn() {
+				p.filtered.OwnStatements++
+			}
 		}
 		return
 	}

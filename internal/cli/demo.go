@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -239,9 +240,17 @@ func enableStatementLog(ctx context.Context, c *pgcluster.Cluster) error {
 			return err
 		}
 	}
+	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	// The demo's own polls are not the workload (see
+	// event.OwnApplicationPrefix): however many it takes, the analyses
+	// leave them out.
+	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "demo"
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		conn, err := pgconn.ConnectConfig(ctx, cfg)
 		if err != nil {
 			return err
 		}

@@ -161,7 +161,14 @@ func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *f
 	if dsn == "" {
 		return func() {}, nil
 	}
-	conn, err := pgx.Connect(ctx, dsn)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect for findings: %w", err)
+	}
+	// Named as the tool's own: its catalog reads and EXPLAINs are not
+	// the workload in an analysis of the server's log.
+	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "findings"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect for findings: %w", err)
 	}

@@ -301,6 +301,43 @@ func TestReadmeWorkflow(t *testing.T) {
 		}
 		t.Errorf("identical candidate: exit %d, verdict %q, regressed %q", code, verdict, regressed)
 	}
+	// The target's log also holds the replay's own statements (pre-flight
+	// logins, the catalog read for --sync, the end marker). The replay's
+	// server-side figures take only its sessions' (by backend), and an
+	// analysis of the whole log, as the demo makes, counts them apart.
+	logs, err := same.LogFiles("*.log")
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("the identical candidate's logs %v: %v", logs, err)
+	}
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demoPrefix, "--json", path("same-log.json"), logs[0]); code != ExitOK {
+		t.Fatalf("analyze the identical candidate's log: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(ctx, "", "report", path("baseline.json"), path("same-log.json"), "--json", path("same-log-report.json"))
+	if code != ExitOK && code != ExitRegression {
+		t.Fatalf("report on the identical candidate's log: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var rep struct{ Queries []compareQuery }
+	if err := json.Unmarshal(readFile(t, path("same-log-report.json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var cand struct {
+		Filtered struct {
+			Statements    int64 `json:"statements"`
+			OwnStatements int64 `json:"own_statements"`
+		} `json:"filtered"`
+	}
+	if err := json.Unmarshal(readFile(t, path("same-log.json")), &cand); err != nil {
+		t.Fatal(err)
+	}
+	// At least the pre-flight's SELECT 1 and the catalog read's queries.
+	if f := cand.Filtered; f.OwnStatements < 2 || f.OwnStatements != f.Statements {
+		t.Errorf("analysis of the identical candidate's log: filtered %+v, want its own statements (and only those) counted", f)
+	}
+	for _, q := range rep.Queries {
+		if q.Status == "only_candidate" {
+			t.Errorf("analysis of the identical candidate's log: %q only in the candidate", q.Query)
+		}
+	}
 }
 
 // compareQuery is what the workflow test reads of a report's query.

@@ -180,3 +180,20 @@ func (e *Event) clone() *rare {
 func (e *Event) IsExecution() bool {
 	return e.Kind == Statement || e.Kind == Execute
 }
+
+// OwnApplicationPrefix begins the application_name of every connection
+// pgrehearse opens for itself rather than for the workload: the replay's
+// pre-flight logins, its catalog reads and end marker, the observer and
+// the findings' probes. A log captured while pgrehearse ran holds their
+// statements too; analyses and replays leave those sessions out, and
+// count them apart, so that "only in the candidate" lists what the
+// workload did and not the tool's own probes. Only a log that names the
+// application (%a in log_line_prefix, csvlog, jsonlog, or log_connections
+// lines) shows them; in any other they are counted as the workload.
+const OwnApplicationPrefix = "pgrehearse-"
+
+// IsOwn reports whether e belongs to one of pgrehearse's own connections
+// (see OwnApplicationPrefix).
+func (e *Event) IsOwn() bool {
+	return len(e.Application) > len(OwnApplicationPrefix) && e.Application[:len(OwnApplicationPrefix)] == OwnApplicationPrefix
+}

@@ -9,10 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
 // ApplicationName is the observer connection's application_name.
-const ApplicationName = "pgrehearse-observe"
+const ApplicationName = event.OwnApplicationPrefix + "observe"
 
 // tag starts every statement the observer sends, so that its own entries
 // are recognized in pg_stat_statements.

@@ -19,7 +19,7 @@ import (
 type dispatcher struct {
 	r        *Replayer
 	active   map[string][]*session // open sessions, by original session id: its Multiply copies
-	excluded map[string]struct{}   // sessions the filters removed, until they end
+	excluded map[string]bool       // sessions the filters removed, until they end: whether pgrehearse's own
 	running  []*session            // sessions that may still run: start barriers, stalls
 	timer    *time.Timer           // the dispatcher's only timer
 	clk      *clock                // nil until the first event
@@ -41,7 +41,7 @@ func (r *Replayer) dispatch(src []Source, res *results.Result) error {
 	d := &dispatcher{
 		r:        r,
 		active:   map[string][]*session{},
-		excluded: map[string]struct{}{},
+		excluded: map[string]bool{},
 		timer:    time.NewTimer(time.Hour),
 	}
 	d.timer.Stop()
@@ -111,11 +111,11 @@ func (d *dispatcher) readAll(src Source) error {
 			continue
 		}
 		if ev.Session == "" || f.Start != 0 && ev.Time < f.Start {
-			d.filtered(ev)
+			d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
 			continue
 		}
 		if f.End != 0 && ev.Time >= f.End {
-			d.filtered(ev)
+			d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
 			// Events are in completion order, so one that started
 			// before End may still come a little later; past End by
 			// the lookahead, nothing of the window is left.
@@ -168,8 +168,8 @@ func (d *dispatcher) failedConnect(ev *event.Event) {
 // when the event is the end of a session that did nothing in the window.
 func (d *dispatcher) open(ev *event.Event) []*session {
 	r := d.r
-	if _, ok := d.excluded[ev.Session]; ok {
-		d.filtered(ev)
+	if own, ok := d.excluded[ev.Session]; ok {
+		d.filtered(ev, own)
 		if ev.Kind == event.Disconnect {
 			delete(d.excluded, ev.Session)
 		}
@@ -177,14 +177,14 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 	}
 	if !r.opts.Filter.session(ev) {
 		r.c.filteredSessions.Add(1)
-		d.filtered(ev)
+		d.filtered(ev, ev.IsOwn())
 		if ev.Kind != event.Disconnect {
-			d.excluded[ev.Session] = struct{}{}
+			d.excluded[ev.Session] = ev.IsOwn()
 		}
 		return nil
 	}
 	if ev.Kind == event.Disconnect {
-		d.filtered(ev)
+		d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
 		return nil
 	}
 	if d.clk == nil {
@@ -299,10 +299,15 @@ func (d *dispatcher) startClock() {
 	d.clk.setStart(time.Now())
 }
 
-func (d *dispatcher) filtered(ev *event.Event) {
+// filtered counts ev as left out; own says it is of pgrehearse's own
+// session (known from the session's first event).
+func (d *dispatcher) filtered(ev *event.Event, own bool) {
 	d.r.c.filteredEvents.Add(1)
 	if ev.IsExecution() {
 		d.r.c.filteredStatements.Add(1)
+		if own {
+			d.r.c.filteredOwn.Add(1)
+		}
 	}
 }
 

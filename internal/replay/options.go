@@ -225,8 +225,10 @@ type Filter struct {
 	Applications []string
 }
 
+// session reports whether the session of ev is replayed. pgrehearse's own
+// sessions never are (event.OwnApplicationPrefix).
 func (f *Filter) session(ev *event.Event) bool {
-	return match(f.Databases, ev.Database) && match(f.Users, ev.User) && match(f.Applications, ev.Application)
+	return !ev.IsOwn() && match(f.Databases, ev.Database) && match(f.Users, ev.User) && match(f.Applications, ev.Application)
 }
 
 func match(list []string, v string) bool {

@@ -65,6 +65,7 @@ type counters struct {
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 
 	filteredEvents, filteredStatements, filteredSessions atomic.Int64
+	filteredOwn                                          atomic.Int64 // statements of pgrehearse's own sessions
 	events, budgetWaits, overBudget, maxBuffered         atomic.Int64
 
 	completions atomic.Int64 // events finished, for the stall watch
@@ -152,7 +153,7 @@ func (c *counters) fill(res *results.Result) {
 		FailedOnlyInOriginal: c.onlyOrig.Load(),
 	}
 	res.Outcomes.SetRates()
-	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load(), Sessions: c.filteredSessions.Load()}
+	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load(), Sessions: c.filteredSessions.Load(), OwnStatements: c.filteredOwn.Load()}
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
 }
 

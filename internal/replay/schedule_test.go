@@ -182,6 +182,17 @@ func TestFilters(t *testing.T) {
 		if res.Filtered.Sessions != 1 || res.Filtered.Statements != 4 {
 			t.Errorf("filtered %+v, want 1 session and 4 statements", res.Filtered)
 		}
+
+		// A session of pgrehearse's own (a log captured while it ran) is
+		// never replayed, whatever the filters; it is counted apart.
+		evs[0].Application = event.OwnApplicationPrefix + "observe"
+		res = dryRun(t, Options{Speed: 0}, &sliceSource{evs: evs})
+		if res.Statements.Total != 4 || res.Sessions.Total != 2 {
+			t.Errorf("statements %+v, sessions %+v: want 4 statements of 2 sessions", res.Statements, res.Sessions)
+		}
+		if want := (results.Filtered{Events: 4, Statements: 2, Sessions: 1, OwnStatements: 2}); res.Filtered != want {
+			t.Errorf("filtered %+v, want %+v", res.Filtered, want)
+		}
 	})
 }
 

@@ -129,6 +129,13 @@ func (r *Replayer) loadCatalog(user, db string) (*syncdep.Catalog, error) {
 	return syncdep.LoadCatalog(ctx, conn)
 }
 
+// The application_name of the replayer's own connections: pre-flight
+// logins, and catalog reads and sync probes.
+const (
+	PreflightApplication = event.OwnApplicationPrefix + "preflight"
+	OwnApplication       = event.OwnApplicationPrefix + "replay"
+)
+
 // quietConn opens a connection of the replayer's own (not a replayed
 // session's) that pg_stat_statements does not count, where the user may
 // say so (superusers): the target's statistics are the workload's.
@@ -137,12 +144,16 @@ func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgCo
 	if err != nil {
 		return nil, err
 	}
-	quiet := cfg.Copy()
+	// Named as the tool's own, so that an analysis of the target's log
+	// leaves it out too (event.OwnApplicationPrefix).
+	named := cfg.Copy()
+	named.RuntimeParams["application_name"] = OwnApplication
+	quiet := named.Copy()
 	quiet.RuntimeParams["pg_stat_statements.track"] = "none"
 	conn, err := r.dial(ctx, quiet)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
-		conn, err = r.dial(ctx, cfg)
+		conn, err = r.dial(ctx, named)
 	}
 	return conn, err
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -49,7 +50,7 @@ func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 	}
 	ew.printf("\n")
 	if f := r.Filtered; f.Events > 0 {
-		ew.printf("filtered    %s events (%s statements) outside the time window\n", thousands(f.Events), thousands(f.Statements))
+		ew.printf("filtered    %s events (%s statements) %s\n", thousands(f.Events), thousands(f.Statements), filteredWhy(f, "outside the time window"))
 	}
 	if r.FirstTime != 0 {
 		span := time.Duration(r.LastTime-r.FirstTime) * time.Microsecond
@@ -144,4 +145,17 @@ func ms3(v float64, timed int64) string {
 // thousands formats n with thousands separators, easier to read in big logs.
 func thousands(n int64) string {
 	return numfmt.Thousands(strconv.FormatInt(n, 10))
+}
+
+// filteredWhy says why f's events were left out: window names the run's
+// filters, and pgrehearse's own statements are told apart.
+func filteredWhy(f results.Filtered, window string) string {
+	switch own := f.OwnStatements; {
+	case own == 0:
+		return window
+	case own == f.Statements:
+		return "from pgrehearse's own connections (application_name pgrehearse-*)"
+	default:
+		return fmt.Sprintf("%s, of which %s statements from pgrehearse's own connections (application_name pgrehearse-*)", window, thousands(own))
+	}
 }

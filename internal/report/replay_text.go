@@ -53,7 +53,7 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		fmt.Fprintf(&b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", CountList(res.Destructive))
 	}
 	if f := res.Filtered; f.Events > 0 {
-		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) outside the filters\n", f.Events, f.Statements, f.Sessions)
+		fmt.Fprintf(&b, "  filtered:   %d events (%d statements, %d sessions) %s\n", f.Events, f.Statements, f.Sessions, filteredWhy(f, "outside the filters"))
 	}
 	ss := res.Sessions
 	fmt.Fprintf(&b, "  sessions:   %d, %d reconnects, %d could not connect", ss.Total, ss.Reconnects, ss.ConnectFailed)

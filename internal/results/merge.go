@@ -64,6 +64,8 @@ func Merge(a, b *Result) (*Result, error) {
 		Events:     a.Filtered.Events + b.Filtered.Events,
 		Statements: a.Filtered.Statements + b.Filtered.Statements,
 		Sessions:   a.Filtered.Sessions + b.Filtered.Sessions,
+
+		OwnStatements: a.Filtered.OwnStatements + b.Filtered.OwnStatements,
 	}
 	m.ErrorsBySQLState = addCounts(addCounts(nil, a.ErrorsBySQLState), b.ErrorsBySQLState)
 

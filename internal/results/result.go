@@ -321,12 +321,16 @@ func (o *Outcomes) SetRates() {
 	}
 }
 
-// Filtered counts what a run's window and filters removed, outside
-// Statements.
+// Filtered counts what a run's window and filters removed, and
+// pgrehearse's own statements, outside Statements.
 type Filtered struct {
 	Events     int64 `json:"events"`
 	Statements int64 `json:"statements"` // execution events among Events
 	Sessions   int64 `json:"sessions"`
+	// OwnStatements counts, among Statements, those of pgrehearse's own
+	// connections (application_name "pgrehearse-...": pre-flight logins,
+	// catalog reads, the observer), left out of every run.
+	OwnStatements int64 `json:"own_statements,omitempty"`
 }
 
 // ReaderCounts describe a replay's reading of the log.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -113,7 +114,13 @@ func sendMarker(ctx context.Context, target string) (string, error) {
 	marker := "pgrehearse replay end " + hex.EncodeToString(b)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := pgconn.Connect(ctx, target)
+	cfg, err := pgconn.ParseConfig(target)
+	if err != nil {
+		return "", fmt.Errorf("connect to the target to mark the end of the replay in its log: %w", err)
+	}
+	// The tool's own: an analysis of the target's log leaves it out.
+	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "marker"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return "", fmt.Errorf("connect to the target to mark the end of the replay in its log: %w", err)
 	}
