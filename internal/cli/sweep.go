@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
@@ -41,6 +40,7 @@ type sweepFlags struct {
 	logPath    string
 	format     string
 	prefix     string
+	timezone   string
 	setup      string
 }
 
@@ -127,6 +127,7 @@ set PG_BIN to their directory, or install them with
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.StringVar(&f.format, "format", "auto", "with --log: log format, auto, stderr, csvlog or jsonlog")
 	fl.StringVar(&f.prefix, "prefix", "", "with --log: log_line_prefix of a stderr log (default: detected)")
+	fl.StringVar(&f.timezone, "timezone", "", "with --log: the server's log_timezone as an IANA name (Asia/Shanghai), for times the log writes without a zone (syslog) or with an abbreviation that is unknown or ambiguous (CST, IST)")
 	fl.StringVar(&f.setup, "setup", "", "with --log: SQL `FILE` creating the log's schema, run once on every throwaway cluster (or on --target)")
 	return cmd
 }
@@ -209,8 +210,8 @@ func sweepOptions(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Options, er
 // target is to be initialized for it.
 func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool, error) {
 	if f.logPath == "" {
-		if f.setup != "" || cmd.Flags().Changed("format") || f.prefix != "" {
-			return nil, false, usageError("--setup, --format and --prefix go with --log")
+		if f.setup != "" || cmd.Flags().Changed("format") || f.prefix != "" || f.timezone != "" {
+			return nil, false, usageError("--setup, --format, --prefix and --timezone go with --log")
 		}
 		if f.builtin != "" && f.script != "" {
 			return nil, false, usageError("give -b or -f, not both")
@@ -230,11 +231,13 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if f.builtin != "" || f.script != "" || cmd.Flags().Changed("protocol") {
 		return nil, false, usageError("give --log or a pgbench script (-b, -f, -M), not both")
 	}
-	format, err := logread.ParseFormat(f.format)
+	// Read as analyze and replay read logs.
+	opts, err := logFlags{format: f.format, prefix: f.prefix, timezone: f.timezone}.options(stdio)
 	if err != nil {
-		return nil, false, usageError("--format: %v", err)
+		return nil, false, err
 	}
-	ld := &logdriver.Log{Path: f.logPath, Format: format, Prefix: f.prefix, Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
+	ld := &logdriver.Log{Path: f.logPath, Format: opts.Format, Prefix: opts.Prefix, TimeZone: opts.TimeZone,
+		Setup: f.setup, PgbenchInit: f.init, Scale: f.scale}
 	err = ld.Prepare()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, usageError("%v", err)

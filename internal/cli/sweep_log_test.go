@@ -33,6 +33,8 @@ func TestSweepLogUsageErrors(t *testing.T) {
 		{[]string{"--log", log, "--setup", "/no/such.sql"}, "setup"},
 		{[]string{"--setup", "x.sql"}, "go with --log"},
 		{[]string{"--format", "csvlog"}, "go with --log"},
+		{[]string{"--timezone", "Asia/Shanghai"}, "go with --log"},
+		{[]string{"--log", log, "--timezone", "Mars/Olympus_Mons"}, "--timezone \"Mars/Olympus_Mons\""},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"sweep"}, tt.args...))

@@ -1,7 +1,6 @@
 package logread
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"slices"
@@ -1035,5 +1034,3 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 	}
 	return s, false
 }
-
-var _ = bytes.MinRead

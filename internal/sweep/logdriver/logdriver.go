@@ -31,11 +31,12 @@ import (
 // multiplied to reach the step's client count. See the package comment
 // for how clients, transactions and latencies are counted.
 type Log struct {
-	// Path is the log file; Format and Prefix are as logread.Options
-	// takes them (empty: detected).
-	Path   string
-	Format logread.Format
-	Prefix string
+	// Path is the log file; Format, Prefix and TimeZone are as
+	// logread.Options takes them (empty: detected; nil: the log's zones).
+	Path     string
+	Format   logread.Format
+	Prefix   string
+	TimeZone *time.Location
 	// Setup is an SQL file run by Init (once per throwaway cluster, or on
 	// a target when the sweep initializes it): the schema the log's statements
 	// need. Plain SQL sent in one simple-protocol query, no psql
@@ -89,7 +90,7 @@ func (l *Log) Prepare() error {
 			return fmt.Errorf("setup: %w", err)
 		}
 	}
-	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
+	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone})
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
@@ -572,7 +573,7 @@ func passFailed(res *results.Result) error {
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
 func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
-	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix})
+	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone})
 	if err != nil {
 		return nil, err
 	}
