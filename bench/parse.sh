@@ -43,7 +43,7 @@ for kind in bench realistic; do
     echo "writing a ${mb} MiB $kind log to $log"
     go run ./bench/genlog -kind "$kind" -mb "$mb" > "$log"
   fi
-  bytes=$(stat -c %s "$log")
+  bytes=$(stat -L -c %s "$log")
   cat "$log" > /dev/null # into the page cache
   echo "$kind log: $log ($((bytes / 1000000)) MB)"
   for r in $(seq "$runs"); do

@@ -7,22 +7,24 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
-// activityQuery reads every client backend but the observer's. A backend
+// activityQuery reads every client backend but pgrehearse's own (the
+// observer's, the replay's catalog reads and probes). A backend
 // of another user shows null details to a role without
 // pg_read_all_stats; it still counts as a connection.
 const activityQueryPG14 = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
 	coalesce(query_id, 0), coalesce(query, '')
 FROM pg_stat_activity
-WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> '` + ApplicationName + `'`
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name NOT LIKE '` + event.OwnApplicationPrefix + `%'`
 
 // Before PostgreSQL 14 there is no query_id.
 const activityQueryOld = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
 	0::bigint, coalesce(query, '')
 FROM pg_stat_activity
-WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> '` + ApplicationName + `'`
+WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name NOT LIKE '` + event.OwnApplicationPrefix + `%'`
 
 // maxQueryRefs bounds the distinct queries the wait profile keeps; past
 // it new ones count as "other".

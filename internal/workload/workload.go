@@ -21,8 +21,10 @@ const (
 	// PgbenchDatabase holds pgbench's tables.
 	PgbenchDatabase = "postgres"
 	// AppName is the application_name of the application's sessions;
-	// pgbench's sessions are named "pgbench".
-	AppName = "pgrehearse-workload"
+	// pgbench's sessions are named "pgbench". It stands for production
+	// traffic, so it must not begin with event.OwnApplicationPrefix:
+	// analyses leave pgrehearse's own sessions out.
+	AppName = "workload-app"
 )
 
 // Modes are pgbench's query protocols, in the order Run uses them.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
@@ -125,4 +126,12 @@ func deref(s *string) string {
 		return "<NULL>"
 	}
 	return *s
+}
+
+// TestAppIsNotOwn: the application's sessions are workload, never taken
+// for pgrehearse's own (whose statements analyses leave out).
+func TestAppIsNotOwn(t *testing.T) {
+	if (&event.Event{Application: AppName}).IsOwn() {
+		t.Errorf("AppName %q is named as pgrehearse's own connections", AppName)
+	}
 }
