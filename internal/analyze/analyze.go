@@ -23,6 +23,14 @@ type Named interface {
 	Name() string
 }
 
+// Recycler is a Source that takes back the events it returned once they
+// are analyzed, to fill them again instead of allocating
+// (logread.Reader.Recycle). Analyze keeps no event: it gives each batch
+// back from the goroutine that reads the source.
+type Recycler interface {
+	Recycle(evs ...*event.Event)
+}
+
 // LineCounter is a Source that accounts for the lines it read. Analyze
 // asks once the Source is exhausted (or the analysis stopped), from the
 // goroutine that called Next.
@@ -78,9 +86,10 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, 
 				for _, ev := range b {
 					p.add(ev)
 				}
-				clear(b) // the batch is reused: let its events go
+				// Back to the readers with its events, which they recycle
+				// (readOne); a batch that finds no room is dropped.
 				select {
-				case free <- b[:0]:
+				case free <- b:
 				default:
 				}
 			}
@@ -172,7 +181,21 @@ func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<-
 	return nil
 }
 
-func readOne(ctx context.Context, s Source, newBatch func() []*event.Event, send func([]*event.Event)) error {
+// readOne reads s to its end in batches. take returns an empty batch or
+// one back from the workers, whose analyzed events are given to s to fill
+// again (Recycler), or let go.
+func readOne(ctx context.Context, s Source, take func() []*event.Event, send func([]*event.Event)) error {
+	rc, _ := s.(Recycler)
+	newBatch := func() []*event.Event {
+		b := take()
+		if len(b) > 0 {
+			if rc != nil {
+				rc.Recycle(b...)
+			}
+			clear(b)
+		}
+		return b[:0]
+	}
 	b := newBatch()
 	for {
 		ev, err := s.Next()

@@ -331,3 +331,46 @@ func TestOwnSessionsLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// poisonSource is a sliceSource that takes events back (Recycler) and
+// spoils them, as a reader filling them again would.
+type poisonSource struct {
+	sliceSource
+	recycled int
+}
+
+func (s *poisonSource) Recycle(evs ...*event.Event) {
+	for _, ev := range evs {
+		*ev = event.Event{Kind: event.Statement, Session: "poison", Query: "SELECT 'poison'", Time: t0, Duration: 1e9}
+		s.recycled++
+	}
+}
+
+// TestRecycledAfterAnalyzed: a source that recycles gets back only events
+// already analyzed: spoiling them then changes nothing in the result.
+func TestRecycledAfterAnalyzed(t *testing.T) {
+	build := func() []*event.Event {
+		var evs []*event.Event
+		for i := range 5000 {
+			evs = append(evs, stmt(fmt.Sprintf("s%d", i%7), int64(i)*1000, fmt.Sprintf("SELECT %d FROM t%d", i, i%13), int64(i%100)))
+		}
+		return evs
+	}
+	want, err := Analyze(context.Background(), []Source{&sliceSource{events: build()}}, Options{Jobs: 2, BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &poisonSource{sliceSource: sliceSource{events: build()}}
+	got, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2, BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.recycled == 0 {
+		t.Fatal("no event was recycled")
+	}
+	a, _ := json.Marshal(want)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		t.Errorf("recycling (%d events) changed the result", src.recycled)
+	}
+}

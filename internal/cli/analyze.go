@@ -272,6 +272,9 @@ func (s *logSource) Next() (*event.Event, error) {
 
 func (s *logSource) Name() string { return s.r.Name() }
 
+// Recycle implements analyze.Recycler: analyses keep no event.
+func (s *logSource) Recycle(evs ...*event.Event) { s.r.Recycle(evs...) }
+
 func (s *logSource) LineCounts() results.LineCounts { return lineCounts(s.r) }
 
 // lineCounts is a reader's line accounting as results keep it.

@@ -154,13 +154,14 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 				return err
 			}
 			kinds[ev.Kind]++
-			if count {
-				continue
+			if !count {
+				if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
+					r.Close()
+					return err
+				}
 			}
-			if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
-				r.Close()
-				return err
-			}
+			// Written and counted: nothing keeps it.
+			r.Recycle(ev)
 		}
 		r.Close()
 		done = append(done, r)

@@ -28,6 +28,12 @@ type interpreter struct {
 	// eventSlab events instead of one each. A kept event keeps its block
 	// (some 60 kB) alive.
 	slab []event.Event
+	// free holds events given back by the consumer (Reader.Recycle),
+	// zeroed, to be filled again before the slab is used. Once a consumer
+	// recycles, slabs are small (recycledSlab): a recycled event keeps
+	// its slab alive, and small slabs bound what the pool can pin.
+	free      []*event.Event
+	recycling bool
 	// params is the slab parameters are parsed into: a parameter list is
 	// a full slice of it.
 	params []event.Param
@@ -326,14 +332,51 @@ func (in *interpreter) drop(key string) {
 }
 
 func (in *interpreter) newEvent(k event.Kind, e *entry, s *sessionState) *event.Event {
-	if len(in.slab) == 0 {
-		in.slab = make([]event.Event, eventSlab)
+	var ev *event.Event
+	if n := len(in.free); n > 0 {
+		// Zeroed when recycled.
+		ev = in.free[n-1]
+		in.free[n-1] = nil
+		in.free = in.free[:n-1]
+	} else {
+		if len(in.slab) == 0 {
+			size := eventSlab
+			if in.recycling {
+				size = recycledSlab
+			}
+			in.slab = make([]event.Event, size)
+		}
+		ev = &in.slab[0]
+		in.slab = in.slab[1:]
 	}
-	ev := &in.slab[0]
-	in.slab = in.slab[1:]
-	// The slab is fresh memory, zero: only the other fields are written.
+	// Zero memory: only the other fields are written.
 	fillEvent(ev, k, e, s)
 	return ev
+}
+
+// recycledSlab is the slab size once the consumer recycles events, and
+// maxFree bounds the pool: at worst each pooled event pins a slab of its
+// own, 2,048 × 32 × 176 bytes (11 MB), and the pool rarely holds more
+// than the events a consumer has in flight.
+const (
+	recycledSlab = 32
+	maxFree      = 2048
+)
+
+// recycle takes back events the consumer is done with.
+func (in *interpreter) recycle(evs []*event.Event) {
+	if !in.recycling {
+		in.recycling = true
+		in.slab = nil // the rest of a large slab would stay pinned
+	}
+	for _, ev := range evs {
+		if ev == nil || len(in.free) == maxFree {
+			continue
+		}
+		// Zeroed now, so that the pool keeps no text alive.
+		*ev = event.Event{}
+		in.free = append(in.free, ev)
+	}
 }
 
 func fillEvent(ev *event.Event, k event.Kind, e *entry, s *sessionState) {

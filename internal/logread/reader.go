@@ -251,6 +251,18 @@ func (r *Reader) Next() (*event.Event, error) {
 	return ev, nil
 }
 
+// Recycle gives back events that Next returned and that nothing uses any
+// more, for the reader to fill again instead of allocating new ones: a
+// consumer that keeps no event (a count, an analysis) spares the reader
+// most of its allocation, and the collector most of its work. Neither the
+// caller nor anything else may touch the events afterwards; what they
+// pointed to (their strings, their parameters) is never reused and may be
+// kept. Events of another Reader may be given. Call it from the goroutine
+// that calls Next.
+func (r *Reader) Recycle(evs ...*event.Event) {
+	r.interp.recycle(evs)
+}
+
 // fillBatch is how many events fill makes ready at a time, so that
 // Next costs little more than an index.
 const fillBatch = 32
