@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -291,7 +292,7 @@ func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) er
 		_, err := stdout.Write(buf.Bytes())
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return outfile.Write(path, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
 }
 
 // rulesHelp documents compare's rule language (compare.ParseRule) for

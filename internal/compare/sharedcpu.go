@@ -7,7 +7,7 @@ import "fmt"
 // the server it measured, so its statements/s is a lower bound of the
 // target's, and its latencies carry that competition.
 func sharedCPUWarning(r *Run) (string, bool) {
-	if r.Replay == nil || r.Speed != 0 || !r.TargetLocal {
+	if r.Replay == nil || !r.Unpaced() || !r.TargetLocal {
 		return "", false
 	}
 	w, cpu := r.Name()+" replayed at speed 0 on the target's machine", "the replayer's CPU"

@@ -195,10 +195,10 @@ func (e *eval) replayOrder() int64 {
 	}
 	sync := "it did not say how its sessions were synchronized"
 	switch w.Replay.Sync {
-	case "off":
+	case results.SyncOff:
 		sync = "its sessions ran without synchronization"
-	case "object", "commit":
-		sync = "its sessions were synchronized (" + w.Replay.Sync + " mode), yet some ran out of order (a give-up after the sync timeout, or a dependency the log does not show)"
+	case results.SyncObject, results.SyncCommit:
+		sync = "its sessions were synchronized (" + string(w.Replay.Sync) + " mode), yet some ran out of order (a give-up after the sync timeout, or a dependency the log does not show)"
 	}
 	f := Finding{
 		ID: IDReplayOrder, Severity: Warning, Subject: "replay order",
@@ -206,7 +206,7 @@ func (e *eval) replayOrder() int64 {
 		Summary: fmt.Sprintf("%s statements that succeeded in the original failed on the target with errors of ordering (%s): "+
 			"sessions that depended on each other's commits ran in another order; %s", fnum(float64(n)), strings.Join(parts, ", "), sync),
 		Recommendation: "Nothing to fix in the application or on the target: these statements succeeded in the original run. " +
-			"Replay with synchronized sessions (replay --sync object, the default), so that a statement waits for the commits it " +
+			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it " +
 			"depended on, and compare that replay; with these errors the timings measure other work (see docs/sync.md).",
 		Evidence: Evidence{Figures: []Figure{fig("ordering_errors", float64(n), ""), fig("failed_only_on_target", float64(w.Replay.FailedOnlyOnTarget), "")}},
 	}

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // synchronized replay, and no finding that tells the user to fix them;
 // errors of other codes are still the target's.
 func TestReplayOrder(t *testing.T) {
-	replayOf := func(codes map[string]int64, onlyOnTarget int64, sync string) *Workload {
+	replayOf := func(codes map[string]int64, onlyOnTarget int64, sync results.SyncMode) *Workload {
 		w := &Workload{Name: "replay.json", Kind: "replay", Statements: 1000, ErrorsBySQLState: codes, LockWaitLines: -1,
 			Replay: &ReplayFacts{FailedOnlyOnTarget: onlyOnTarget, Sync: sync}}
 		var failed int64
@@ -25,9 +26,9 @@ func TestReplayOrder(t *testing.T) {
 		return w
 	}
 	ctx := context.Background()
-	rep := Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, "off")}, Options{})
+	rep := Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, results.SyncOff)}, Options{})
 	order := only(rep, IDReplayOrder)
-	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "--sync object") ||
+	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "sync mode object") ||
 		!strings.Contains(order[0].Summary, "35 statements that succeeded in the original") ||
 		!strings.Contains(order[0].Summary, "ran without synchronization") {
 		t.Fatalf("replay order: %+v", order)
@@ -40,13 +41,13 @@ func TestReplayOrder(t *testing.T) {
 
 	// Other errors stay the target's; ordering errors the original had
 	// too are not the replay's.
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, "object")}, Options{})
+	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, results.SyncObject)}, Options{})
 	if len(only(rep, IDReplayOrder)) != 1 || len(only(rep, IDErrors)) != 1 {
 		t.Errorf("mixed errors: %+v", rep.Findings)
 	}
 	base := replayOf(map[string]int64{"23503": 30}, 0, "")
 	base.Kind, base.Replay = "analysis", nil
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, "object"), Baseline: base}, Options{})
+	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, results.SyncObject), Baseline: base}, Options{})
 	if len(only(rep, IDReplayOrder)) != 0 {
 		t.Errorf("ordering errors the original had too were attributed to the replay: %+v", only(rep, IDReplayOrder))
 	}

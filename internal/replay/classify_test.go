@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestReadOnlySQLExecute(t *testing.T) {
 	}
 	res := dryRun(t, Options{Speed: 0, ReadOnly: true}, &sliceSource{evs: evs})
 	st := res.Statements
-	want := map[string]int64{
+	want := map[results.SkipReason]int64{
 		SkipNotReadOnly:    1 + 1 + 1 + 2, // PREPARE w, EXECUTE w, EXPLAIN ANALYZE, the PREPARE s + INSERT string
 		SkipExecuteUnknown: 1 + 1 + 1 + 1, // elsewhere, r after DEALLOCATE, x in b, x after DISCARD
 		SkipPrepareSkipped: 1,

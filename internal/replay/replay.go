@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -18,6 +18,7 @@ import (
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
 	opts    Options
+	sched   Schedule // opts.Schedule()
 	c       counters
 	shards  []*shard
 	fails   connFailures
@@ -25,7 +26,7 @@ type Replayer struct {
 	classes *classifier
 	budget  *budget
 	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	conns   connLog       // every connection opened, for ServerSide
+	conns   connLog       // every connection opened, for Connections
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
@@ -56,15 +57,20 @@ func New(opts Options) (*Replayer, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	if opts.Cache == nil {
+		opts.Cache = fingerprint.NewCache(0)
+	}
 	n := min(max(2*runtime.GOMAXPROCS(0), 4), 32)
+	sched := opts.Schedule()
 	window := opts.Budget
-	if opts.Speed == 0 {
+	if !sched.Paced() {
 		window = Speed0Window
 	}
 	r := &Replayer{
 		opts:    opts,
+		sched:   sched,
 		shards:  make([]*shard, n),
-		cache:   fingerprint.NewCache(0),
+		cache:   opts.Cache,
 		classes: newClassifier(),
 		budget:  newBudget(opts.Budget, window),
 	}
@@ -76,7 +82,10 @@ func New(opts Options) (*Replayer, error) {
 }
 
 // Run replays the events of src, read in order (one file after the other),
-// and returns what happened.
+// and returns what happened. The events are the workload: what a time
+// window, filters or a shard leave out is the sources' to select (package
+// source), and their counts (results.SourceCounter: lines, filtered, other
+// shards) go into the result.
 //
 // Two contexts stop it, as Ctrl-C twice would: when stop is done, no new
 // statement is issued and nothing more is read, but statements in flight
@@ -84,14 +93,14 @@ func New(opts Options) (*Replayer, error) {
 // way Run returns the result of what ran, with Partial set and a nil
 // error. A read error also ends the replay (after what was read has run);
 // Run then returns the partial result and the error.
-func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Result, error) {
+func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results.Result, error) {
 	stop, r.abort = context.WithCancel(stop)
 	defer r.abort()
 	r.stopCh = stop.Done()
 	r.hard = hard
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
-	if r.opts.Speed > 0 && !r.opts.DryRun {
+	if r.sched.Paced() && !r.opts.DryRun {
 		// A dry run issues nothing whose lateness matters, and its
 		// tests run in synctest bubbles, whose fake time a timerfd
 		// does not follow.
@@ -115,16 +124,28 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	}
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
+	var sc results.SourceCounts
+	for _, s := range src {
+		if c, ok := s.(results.SourceCounter); ok {
+			sc.Add(c.SourceCounts())
+		}
+	}
+	sc.Fill(res)
+	// Events read: those routed, and those the sources left out.
+	res.Reader.Events += sc.Filtered.Events
+	if o := sc.OtherShards; o != nil {
+		res.Reader.Events += o.Events
+	}
 	account(res, r.opts.MaxLost)
 	if why := r.gone.Load(); why != nil {
-		res.Incomplete = append(res.Incomplete, *why)
+		res.MarkIncomplete(results.IncompleteTargetGone, *why)
 	}
 	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := r.syncResult(res); err != nil {
 		return nil, err
 	}
-	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
+	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
 		return nil, err
 	}
 	warnLag(res, r.opts.MaxLag)
@@ -144,7 +165,7 @@ func (r *Replayer) targetGone(since time.Time, why string) {
 
 // stopReason is why statements are not run once the replay stops: the
 // target gone, or told to stop.
-func (r *Replayer) stopReason() string {
+func (r *Replayer) stopReason() results.SkipReason {
 	if r.gone.Load() != nil {
 		return SkipTargetGone
 	}
@@ -191,7 +212,7 @@ func (r *Replayer) Progress() Progress {
 	}
 	if c := r.clk.Load(); c != nil {
 		p.LogStart = c.t0
-		if c.speed > 0 {
+		if c.paced() {
 			lag := results.NewRecorder()
 			for _, s := range r.shards {
 				s.mu.Lock()
@@ -203,5 +224,3 @@ func (r *Replayer) Progress() Progress {
 	}
 	return p
 }
-
-func formatTime(us int64) string { return querystats.FormatTime(us) }

@@ -79,9 +79,9 @@ type session struct {
 	// after the statements handled so far; skipTx: the rest of that
 	// block is skipped, its connection having broken in the middle.
 	logTx, skipTx bool
-	connected     bool   // connected at least once
-	failReason    string // set when connecting failed: skip the rest
-	failCode      string // and the error, as counted in r.fails
+	connected     bool               // connected at least once
+	failReason    results.SkipReason // set when connecting failed: skip the rest
+	failCode      string             // and the error, as counted in r.fails
 	failMsg       string
 }
 
@@ -157,7 +157,7 @@ func (s *session) run() {
 		if !ok {
 			break
 		}
-		if first && s.clk.speed > 0 {
+		if first && s.clk.paced() {
 			s.connectAhead(it, timer)
 		}
 		s.handle(it, timer)
@@ -258,7 +258,7 @@ func (s *session) handle(it item, t *time.Timer) {
 
 // waitDue waits for the item's time; false if told to stop first.
 func (s *session) waitDue(it item, t *time.Timer) bool {
-	if s.clk.speed == 0 {
+	if !s.clk.paced() {
 		return !s.r.stopped()
 	}
 	if !s.clk.started() {
