@@ -21,8 +21,8 @@
 // complete them. Every physical line is accounted for in Counters, as
 // parsed or skipped for a reason; Unparseable tells the reasons that mean
 // lines the reader failed to read from those it had no use for. OpenSplit
-// reads a large plain file in parts at once. FingerprintOf tells copies of
-// one log apart from different logs.
+// reads a large plain file in parts at once. (Telling copies of one log
+// apart from different logs is package source's, which opens the logs.)
 //
 // The package reads; it does not decide what a run makes of what it read.
 // It never fails a run for lines it skipped, never prints, and names no

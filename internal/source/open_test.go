@@ -267,3 +267,37 @@ func TestLookahead(t *testing.T) {
 		t.Error("the second reader's sources do not pass their counts on")
 	}
 }
+
+// TestCopiesInOtherFormats: copies of one log in other formats (a run's
+// syslog in two formats and its csvlog) are read once; logs of other
+// traffic are all read.
+func TestCopiesInOtherFormats(t *testing.T) {
+	const dir = "../logread/testdata/syslog/"
+	open := func(paths ...string) (int, []string) {
+		t.Helper()
+		var warns []string
+		s, err := Open(paths, Options{Log: logread.Options{Year: 2026, TimeZone: time.UTC}, AllowMixed: true,
+			Warn: func(w string) { warns = append(warns, w) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		return len(s.Readers()), warns
+	}
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		read  int
+	}{
+		{"run1 syslog and its csvlog", []string{dir + "bsd.log", dir + "run1.csv"}, 1},
+		{"run1 in two syslog formats", []string{dir + "iso.log", dir + "bsd.log"}, 1},
+		{"run2 journald and its csvlog", []string{dir + "journald.log", dir + "run2.csv"}, 1},
+		{"two runs", []string{dir + "run2.csv", dir + "run1.csv"}, 2},
+		{"two runs, other formats", []string{dir + "journald.log", dir + "bsd.log"}, 2},
+	} {
+		read, warns := open(tc.paths...)
+		if read != tc.read || len(warns) != len(tc.paths)-tc.read {
+			t.Errorf("%s: %d logs read, warnings %q; want %d read", tc.name, read, warns, tc.read)
+		}
+	}
+}
