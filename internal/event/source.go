@@ -28,6 +28,17 @@ type Recycler interface {
 	Recycle(evs ...*Event)
 }
 
+// Size estimates the memory an event holds: its strings and a fixed share
+// for the struct and a queue's slot. Consumers that hold events (a
+// replay's queues, a lookahead) bound their memory with it.
+func (e *Event) Size() int64 {
+	n := int64(256 + len(e.Query) + len(e.ErrorMessage()))
+	for _, p := range e.Params {
+		n += int64(len(p.Value)) + 24
+	}
+	return n
+}
+
 // MarshalText writes the kind's name, so that counts keyed by Kind are
 // written as {"connect": 3, ...}.
 func (k Kind) MarshalText() ([]byte, error) {

@@ -60,13 +60,7 @@ func (l *Lookahead) Kept() (events int, bytes int64) {
 }
 
 // eventSize estimates the memory an event holds.
-func eventSize(ev *event.Event) int64 {
-	n := int64(256 + len(ev.Query) + len(ev.ErrorMessage()))
-	for _, p := range ev.Params {
-		n += int64(len(p.Value)) + 24
-	}
-	return n
-}
+func eventSize(ev *event.Event) int64 { return ev.Size() }
 
 type firstLook struct {
 	l *Lookahead
