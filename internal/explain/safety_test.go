@@ -133,7 +133,7 @@ CREATE FUNCTION touch(bigint) RETURNS bigint LANGUAGE sql VOLATILE AS 'SELECT $1
 // production: the candidate, without the index, is compared with them.
 func TestAutoExplainBaseline(t *testing.T) {
 	p := startPair(t, map[string]string{
-		"session_preload_libraries":    "auto_explain",
+		"session_preload_libraries":     "auto_explain",
 		"auto_explain.log_min_duration": "0",
 		"auto_explain.log_analyze":      "on",
 		"auto_explain.log_buffers":      "on",
