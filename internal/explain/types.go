@@ -194,3 +194,19 @@ func (o *Outcome) Main() *Explained {
 	}
 	return nil
 }
+
+// Redact removes the statements' values from every plan of the report
+// (plan.Redact): what a report must do before writing it unless the user
+// asked to keep parameter values. Plans shared with the caller (a
+// Statement's Logged plan) are redacted too.
+func (r *Report) Redact() {
+	for i := range r.Outcomes {
+		for _, e := range r.Outcomes[i].Explained {
+			for _, sp := range []*SidePlan{e.Control, e.Candidate} {
+				if sp != nil {
+					sp.Plan.Redact()
+				}
+			}
+		}
+	}
+}
