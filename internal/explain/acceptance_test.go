@@ -18,7 +18,7 @@ import (
 
 // pair is a control and a candidate server.
 type pair struct {
-	t         *testing.T
+	t         testing.TB
 	ctx       context.Context
 	ctl, cand *pgcluster.Cluster
 }
@@ -26,6 +26,20 @@ type pair struct {
 // startPair starts both servers at once, each with its settings.
 func startPair(t *testing.T, ctlSettings, candSettings map[string]string) *pair {
 	t.Helper()
+	return startPairTB(t, ctlSettings, candSettings)
+}
+
+// startPairB starts the benchmark's servers: the shop on both, the email
+// index only on the control.
+func startPairB(b *testing.B) *pair {
+	p := startPairTB(b, nil, nil)
+	p.both("postgres", shopSQL+"CREATE INDEX customers_email_idx ON customers (email);")
+	p.both("postgres", "VACUUM ANALYZE")
+	p.exec(p.cand, "postgres", "DROP INDEX customers_email_idx")
+	return p
+}
+
+func startPairTB(t testing.TB, ctlSettings, candSettings map[string]string) *pair {
 	p := &pair{t: t, ctx: context.Background()}
 	var wg sync.WaitGroup
 	wg.Add(2)
