@@ -70,9 +70,12 @@ func words(o *explain.Outcome, slower bool) planWords {
 		if g := topGrowth(m); g != nil {
 			w.what = growthShort(m, g)
 		}
-		if len(o.Causes) > 0 {
+		// A cause is named only for a slowdown: a same plan that is not
+		// slower needs none.
+		switch {
+		case slower && len(o.Causes) > 0:
 			w.cause = causeShort(o.Causes[0])
-		} else if slower {
+		case slower:
 			w.cause = "none found in settings, indexes or statistics"
 		}
 		return w
@@ -380,6 +383,9 @@ func WritePlans(w io.Writer, rep *explain.Report, slower map[string]bool, h Plan
 		m := o.Main()
 		if o.Verdict == explain.PlanChanged {
 			ew.printf("      %s\n", ChangeLong(m))
+		}
+		if o.Verdict == explain.SamePlan && !slower[o.Fingerprint] {
+			continue
 		}
 		for _, c := range o.Causes {
 			ew.printf("      cause: %s\n", CauseText(c, m))
