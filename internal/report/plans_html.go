@@ -120,6 +120,11 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 	na, nb := a.Nodes(), b.Nodes()
 	da, db := depths(a), depths(b)
 	ctlChanged, candChanged := m.Diff.ChangedNodes(a, b)
+	// A node of the same plan that did more on the candidate is marked
+	// on the candidate's side.
+	for _, g := range m.Growths {
+		candChanged[g.Candidate] = true
+	}
 	pairOf := map[int]int{}
 	pairedB := map[int]bool{}
 	for _, p := range m.Diff.Pairs {
@@ -127,8 +132,8 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 		pairedB[p.Candidate] = true
 	}
 	cols := []htmlreport.Column{{Label: "control plan"}, {Label: "est. rows", Numeric: true}, {Label: "actual", Tooltip: "rows x loops, own time", Numeric: true},
-		{Label: "buffers", Tooltip: "blocks hit / read in shared_buffers, temporary written; the node's own"},
-		{Label: "candidate plan"}, {Label: "est. rows", Numeric: true}, {Label: "actual", Numeric: true}, {Label: "buffers"}}
+		{Label: "hit / read", Tooltip: "the node's own shared blocks found in shared_buffers / read from outside, and temporary blocks"},
+		{Label: "candidate plan"}, {Label: "est. rows", Numeric: true}, {Label: "actual", Numeric: true}, {Label: "hit / read"}}
 	t := htmlreport.Table{Title: "Plans of " + fingerprint + " (" + string(m.Control.Mode) + " / " + string(m.Candidate.Mode) + ")", Columns: cols}
 	cells := func(nodes []*plan.Node, depth []int, i int, changed map[int]bool) []htmlreport.Cell {
 		if i < 0 {
@@ -145,7 +150,7 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 		}
 		c := []htmlreport.Cell{{Text: label, Title: nodeTitle(n)}, htmlreport.Num(numfmt.Figure(n.PlanRows), n.PlanRows)}
 		if w, ok := plan.WorkOf(n); ok {
-			c = append(c, htmlreport.Num(numfmt.Figure(w.Rows)+" rows, "+msText(w.SelfMS), w.SelfMS))
+			c = append(c, htmlreport.Num(rowsText(w.Rows)+", "+msText(w.SelfMS), w.SelfMS))
 			buf := ""
 			if n.Buffers != nil {
 				buf = blocks(w.SharedHit) + " / " + blocks(w.SharedRead)
@@ -169,7 +174,7 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 	}
 	row := func(i, j int) {
 		r := htmlreport.Row{Cells: append(cells(na, da, i, ctlChanged), cells(nb, db, j, candChanged)...)}
-		if i >= 0 && ctlChanged[i] || j >= 0 && candChanged[j] {
+		if i >= 0 && ctlChanged[i] || j >= 0 && candChanged[j] && m.Diff != nil && !m.Diff.Same {
 			r.Class = "bad"
 		}
 		t.Rows = append(t.Rows, r)
