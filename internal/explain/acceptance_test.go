@@ -329,7 +329,7 @@ func TestWorkMem(t *testing.T) {
 	if node.Type != "Sort" || node.Sort == nil || !strings.HasPrefix(node.Sort.Method, "external") {
 		t.Errorf("sort node: %s %+v", node.Label(), node.Sort)
 	}
-	if len(s.Causes) != 1 || s.Causes[0].Setting != "work_mem" || s.Causes[0].Evidence != "spill" {
+	if len(s.Causes) != 1 || s.Causes[0].Setting != "work_mem" || s.Causes[0].Evidence != "spill" || !s.Causes[0].Verified {
 		t.Errorf("sort causes: %+v", s.Causes)
 	}
 }

@@ -144,7 +144,7 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 		if changed {
 			causes = append(causes, r.settingCauses(ctx, main, ctl, cand)...)
 		} else {
-			causes = append(causes, slowdownSettings(main, cs, cd)...)
+			causes = append(causes, r.verifySpill(ctx, main, cand, slowdownSettings(main, cs, cd))...)
 		}
 	}
 	slices.SortStableFunc(causes, func(x, y Cause) int { return cmp.Compare(causeRank(x), causeRank(y)) })
@@ -413,6 +413,40 @@ func (r *runner) settingCauses(ctx context.Context, main *Explained, ctl, cand *
 	for _, name := range diffs {
 		if !slices.Contains(settable, name) {
 			causes = append(causes, mk(name))
+		}
+	}
+	return causes
+}
+
+// verifySpill checks the settings blamed for a spill: the candidate runs
+// the statement again (analyzed, as it was) with the control's values of
+// work_mem and hash_mem_multiplier, in a transaction of its own; when
+// nothing goes to disk then, they are Verified.
+func (r *runner) verifySpill(ctx context.Context, main *Explained, cand *session, causes []Cause) []Cause {
+	set := map[string]string{}
+	for _, c := range causes {
+		if c.Evidence == "spill" {
+			set[c.Setting] = c.Control
+		}
+	}
+	if len(set) == 0 || r.opts.NoVerify || !main.Candidate.Plan.Analyzed {
+		return causes
+	}
+	req := main.req
+	req.analyze, req.set = true, set
+	p, err := cand.explain(ctx, req)
+	if err != nil {
+		return causes
+	}
+	for _, n := range p.Nodes() {
+		if n.Spilled() || n.Buffers != nil && n.Buffers.TempWritten > 0 {
+			return causes
+		}
+	}
+	for i := range causes {
+		if causes[i].Evidence == "spill" {
+			causes[i].Verified = true
+			causes[i].Together = len(set) > 1
 		}
 	}
 	return causes

@@ -309,6 +309,8 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 			s += " (verified with the other settings marked so: with the control's values together the candidate plans as the control does)"
 		case c.Verified:
 			s += ": " + changeShort(m) + " (verified: with " + c.Control + " the candidate plans as the control does)"
+		case c.Evidence == "spill" && c.Verified:
+			s += ": " + spillEvidence(m) + " (verified: with " + c.Control + " nothing goes to disk)"
 		case c.Evidence == "spill":
 			s += ": " + spillEvidence(m)
 		case c.Evidence == "reads":
