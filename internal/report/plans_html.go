@@ -33,7 +33,7 @@ func PlansSection(rep *explain.Report, slower map[string]bool, h PlanHints) html
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
 		generic = generic || o.Generic
-		w := words(o, slower[o.Fingerprint])
+		w := planWordsOf(o, slower[o.Fingerprint])
 		class := ""
 		switch o.Verdict {
 		case explain.PlanChanged:
@@ -69,9 +69,9 @@ func PlansSection(rep *explain.Report, slower map[string]bool, h PlanHints) html
 		})
 	}
 	s.Cards = []htmlreport.Card{
-		{Label: "plan changed", Value: itoa64(int64(changed)), Status: map[bool]string{true: "bad"}[changed > 0]},
-		{Label: "same plan", Value: itoa64(int64(same))},
-		{Label: "not explained", Value: itoa64(int64(not))},
+		{Label: "plan changed", Value: i64(int64(changed)), Status: map[bool]string{true: "bad"}[changed > 0]},
+		{Label: "same plan", Value: i64(int64(same))},
+		{Label: "not explained", Value: i64(int64(not))},
 	}
 	if generic {
 		s.Notes = append(s.Notes, "Generic plans: no parameter values were kept, so the plans are those the servers make for unknown values"+
@@ -118,7 +118,7 @@ func explainedNote(e *explain.Explained) string {
 func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 	a, b := m.Control.Plan, m.Candidate.Plan
 	na, nb := a.Nodes(), b.Nodes()
-	da, db := depths(a), depths(b)
+	da, db := nodeDepths(a), nodeDepths(b)
 	ctlChanged, candChanged := m.Diff.ChangedNodes(a, b)
 	// A node of the same plan that did more on the candidate is marked
 	// on the candidate's side.
@@ -153,9 +153,9 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 			c = append(c, htmlreport.Num(rowsText(w.Rows)+", "+msText(w.SelfMS), w.SelfMS))
 			buf := ""
 			if n.Buffers != nil {
-				buf = blocks(w.SharedHit) + " / " + blocks(w.SharedRead)
+				buf = blockCount(w.SharedHit) + " / " + blockCount(w.SharedRead)
 				if w.TempWritten+w.TempRead > 0 {
-					buf += ", temp " + blocks(w.TempRead+w.TempWritten)
+					buf += ", temp " + blockCount(w.TempRead+w.TempWritten)
 				}
 			}
 			if n.Spilled() {
@@ -189,12 +189,12 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 			j++
 		}
 		switch {
-		case i < len(na) && j < len(nb) && pairOf[i] == j && has(pairOf, i):
+		case i < len(na) && j < len(nb) && pairOf[i] == j && hasKey(pairOf, i):
 			row(i, j)
 			done[j] = true
 			i++
 			j++
-		case i < len(na) && !has(pairOf, i):
+		case i < len(na) && !hasKey(pairOf, i):
 			row(i, -1)
 			i++
 		case j < len(nb) && !pairedB[j]:
@@ -216,10 +216,10 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 	return t
 }
 
-func has(m map[int]int, k int) bool { _, ok := m[k]; return ok }
+func hasKey(m map[int]int, k int) bool { _, ok := m[k]; return ok }
 
 // depths returns each node's depth in the plan, by index in Nodes.
-func depths(p *plan.Plan) []int {
+func nodeDepths(p *plan.Plan) []int {
 	var out []int
 	var walk func(n *plan.Node, d int)
 	walk = func(n *plan.Node, d int) {
@@ -339,7 +339,7 @@ func modSince(r *explain.Relation) string {
 	if r == nil {
 		return "absent"
 	}
-	return numfmt.Thousands(itoa64(r.ModSinceAnalyze))
+	return numfmt.Thousands(i64(r.ModSinceAnalyze))
 }
 
 // indexesOnly lists the valid indexes of a that b lacks (by name), and

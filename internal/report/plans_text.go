@@ -34,7 +34,7 @@ type planWords struct {
 // on candidate". slower says the comparison found the statement slower,
 // which turns "same plan" into "same plan, slower".
 func PlanLine(o *explain.Outcome, slower bool) string {
-	w := words(o, slower)
+	w := planWordsOf(o, slower)
 	s := w.verdict
 	if w.what != "" {
 		s += ": " + w.what
@@ -48,7 +48,7 @@ func PlanLine(o *explain.Outcome, slower bool) string {
 	return s
 }
 
-func words(o *explain.Outcome, slower bool) planWords {
+func planWordsOf(o *explain.Outcome, slower bool) planWords {
 	m := o.Main()
 	switch o.Verdict {
 	case explain.PlanChanged:
@@ -187,10 +187,10 @@ func growthShort(m *explain.Explained, g *plan.Growth) string {
 		parts = append(parts, "own time "+msText(g.Before.SelfMS)+" -> "+msText(g.After.SelfMS))
 	}
 	if g.ReadsAdded() > 0 {
-		parts = append(parts, "shared read "+blocks(g.Before.SharedRead)+" -> "+blocks(g.After.SharedRead)+" blocks")
+		parts = append(parts, "shared read "+blockCount(g.Before.SharedRead)+" -> "+blockCount(g.After.SharedRead)+" blocks")
 	}
 	if g.TempAdded() > 0 {
-		parts = append(parts, "temp blocks "+blocks(g.Before.TempRead+g.Before.TempWritten)+" -> "+blocks(g.After.TempRead+g.After.TempWritten))
+		parts = append(parts, "temp blocks "+blockCount(g.Before.TempRead+g.Before.TempWritten)+" -> "+blockCount(g.After.TempRead+g.After.TempWritten))
 	}
 	if g.After.Spilled && !g.Before.Spilled {
 		parts = append(parts, spillText(n))
@@ -206,18 +206,18 @@ func growthShort(m *explain.Explained, g *plan.Growth) string {
 func spillText(n *plan.Node) string {
 	switch {
 	case n.Sort.Disk():
-		return "Sort Method " + n.Sort.Method + ", Disk " + numfmt.Thousands(itoa64(n.Sort.SpaceKB)) + "kB"
+		return "Sort Method " + n.Sort.Method + ", Disk " + numfmt.Thousands(i64(n.Sort.SpaceKB)) + "kB"
 	case n.Hash.Disk():
-		return "hash in " + itoa64(n.Hash.Batches) + " batches (originally " + itoa64(n.Hash.OriginalBatches) + ")"
+		return "hash in " + i64(n.Hash.Batches) + " batches (originally " + i64(n.Hash.OriginalBatches) + ")"
 	case n.HashAgg.Disk():
-		return "aggregate in " + itoa64(n.HashAgg.Batches) + " batches, Disk " + numfmt.Thousands(itoa64(n.HashAgg.DiskKB)) + "kB"
+		return "aggregate in " + i64(n.HashAgg.Batches) + " batches, Disk " + numfmt.Thousands(i64(n.HashAgg.DiskKB)) + "kB"
 	}
 	return "spilled to disk"
 }
 
-func blocks(n int64) string { return numfmt.Thousands(itoa64(n)) }
+func blockCount(n int64) string { return numfmt.Thousands(i64(n)) }
 
-func itoa64(n int64) string { return fmt.Sprintf("%d", n) }
+func i64(n int64) string { return fmt.Sprintf("%d", n) }
 
 // causeShort names a cause in a few words: "index missing on candidate",
 // "random_page_cost 1.1 -> 4".
@@ -238,7 +238,7 @@ func causeShort(c explain.Cause) string {
 	case explain.CauseRowsDiffer:
 		return c.Relation + " rows " + tuplesText(c.Control) + " -> " + tuplesText(c.Candidate)
 	case explain.CauseExtendedStatistics:
-		return "extended statistics " + c.Setting + " only on " + string(other(c.Side))
+		return "extended statistics " + c.Setting + " only on " + string(otherSide(c.Side))
 	case explain.CauseVersion:
 		return "version " + c.Control + " -> " + c.Candidate
 	case explain.CauseSetting:
@@ -247,7 +247,7 @@ func causeShort(c explain.Cause) string {
 	return string(c.Kind)
 }
 
-func other(s explain.Side) explain.Side {
+func otherSide(s explain.Side) explain.Side {
 	if s == explain.Control {
 		return explain.Candidate
 	}
@@ -299,7 +299,7 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 	case explain.CauseRowsDiffer:
 		return c.Relation + " holds " + tuplesText(c.Control) + " rows on the control and " + tuplesText(c.Candidate) + " on the candidate"
 	case explain.CauseExtendedStatistics:
-		return "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(other(c.Side))
+		return "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(otherSide(c.Side))
 	case explain.CauseVersion:
 		return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the planner differs"
 	case explain.CauseSetting:
@@ -330,7 +330,7 @@ func spillEvidence(m *explain.Explained) string {
 		if g.TempAdded() > 0 || g.After.Spilled && !g.Before.Spilled {
 			n := m.Candidate.Plan.Nodes()[g.Candidate]
 			return "the " + n.Name() + " went to disk (" + spillText(n) + "; temp blocks " +
-				blocks(g.Before.TempRead+g.Before.TempWritten) + " -> " + blocks(g.After.TempRead+g.After.TempWritten) + ")"
+				blockCount(g.Before.TempRead+g.Before.TempWritten) + " -> " + blockCount(g.After.TempRead+g.After.TempWritten) + ")"
 		}
 	}
 	return "temporary blocks grew"
@@ -342,7 +342,7 @@ func readsEvidence(m *explain.Explained) string {
 		before += g.Before.SharedRead
 		after += g.After.SharedRead
 	}
-	return "blocks read from outside shared_buffers " + blocks(before) + " -> " + blocks(after)
+	return "blocks read from outside shared_buffers " + blockCount(before) + " -> " + blockCount(after)
 }
 
 // ProblemText says why a statement was not explained on a side.
