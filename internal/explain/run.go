@@ -117,6 +117,10 @@ func (r *runner) session(ctx context.Context, side Side, db string) (*session, *
 func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	out := Outcome{Fingerprint: st.Fingerprint, Database: st.Database, Query: st.Query, Verdict: NotCompared,
 		Explained: []Explained{}, Causes: []Cause{}}
+	if st.Database == "" && len(st.Samples) > 0 {
+		st.Database = st.Samples[0].Database
+		out.Database = st.Database
+	}
 	kind, funcs, prob := classify(st.Query)
 	if prob != "" {
 		out.Problems = append(out.Problems, Problem{Side: Control, Kind: prob}, Problem{Side: Candidate, Kind: prob})

@@ -42,9 +42,10 @@ func NewSampler(reservoir int) *Sampler {
 	return &Sampler{reservoir: reservoir, rng: rand.New(rand.NewPCG(1, 2)), byFP: map[string]*picks{}}
 }
 
-// Add offers one execution of fingerprint: its text as sent, its values
-// (nil for NULL) and its duration. The strings are copied when kept.
-func (s *Sampler) Add(fingerprint, query string, params []*string, durationMS float64) {
+// Add offers one execution of fingerprint in database: its text as sent,
+// its values (nil for NULL) and its duration. The strings are copied
+// when kept.
+func (s *Sampler) Add(fingerprint, database, query string, params []*string, durationMS float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.byFP[fingerprint]
@@ -54,7 +55,7 @@ func (s *Sampler) Add(fingerprint, query string, params []*string, durationMS fl
 	}
 	p.seen++
 	keep := func() Sample {
-		return Sample{Query: strings.Clone(query), Params: cloneParams(params), DurationMS: durationMS}
+		return Sample{Query: strings.Clone(query), Params: cloneParams(params), DurationMS: durationMS, Database: strings.Clone(database)}
 	}
 	if p.slowest == nil || durationMS > p.slowest.DurationMS {
 		k := keep()

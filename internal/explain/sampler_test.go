@@ -23,7 +23,7 @@ func TestSampler(t *testing.T) {
 			for i := w; i < 10000; i += 4 {
 				d := float64((i*7919)%10000 + 1)
 				v := strconv.Itoa(int(d))
-				s.Add("fp", "SELECT $1", []*string{&v, nil}, d)
+				s.Add("fp", "shop", "SELECT $1", []*string{&v, nil}, d)
 			}
 		}()
 	}
@@ -32,7 +32,7 @@ func TestSampler(t *testing.T) {
 	if len(got) != 2 || got[0].Role != SampleSlowest || got[1].Role != SampleMedian {
 		t.Fatalf("samples: %+v", got)
 	}
-	if got[0].DurationMS != 10000 || *got[0].Params[0] != "10000" || got[0].Params[1] != nil {
+	if got[0].DurationMS != 10000 || *got[0].Params[0] != "10000" || got[0].Params[1] != nil || got[0].Database != "shop" {
 		t.Errorf("slowest: %+v", got[0])
 	}
 	// The median of 31 uniform draws is within 2,500 of 5,000 far more
@@ -47,7 +47,7 @@ func TestSampler(t *testing.T) {
 	buf := []byte("secret")
 	v := string(buf)
 	one := NewSampler(3)
-	one.Add("x", "SELECT $1", []*string{&v}, 1)
+	one.Add("x", "shop", "SELECT $1", []*string{&v}, 1)
 	v = "changed"
 	if got := one.Samples("x"); len(got) != 1 || *got[0].Params[0] != "secret" {
 		t.Errorf("one execution: %+v", got)

@@ -49,12 +49,15 @@ type Sample struct {
 	// Params are the values of $1, $2, ... in text form, nil for NULL.
 	Params     []*string `json:"params"`
 	DurationMS float64   `json:"duration_ms"`
+	// Database is the database it ran in.
+	Database string `json:"database,omitempty"`
 }
 
 // Statement is what to explain: one fingerprint of the workload.
 type Statement struct {
 	Fingerprint string
-	// Database is the database it ran in; empty means the connection's.
+	// Database is the database it ran in; empty means the first
+	// sample's, else the connection's.
 	Database string
 	// Query is its normalized text, constants replaced by $n.
 	Query string
