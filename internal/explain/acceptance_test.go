@@ -132,6 +132,9 @@ func TestDroppedIndex(t *testing.T) {
 		t.FailNow()
 	}
 	p.exec(p.cand, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
+	// hypopg verifies the missing index: created hypothetically, the
+	// candidate's planner uses it.
+	p.exec(p.cand, workload.ShopDatabase, "CREATE EXTENSION hypopg")
 	q := "SELECT id, name FROM customers WHERE email = $1"
 	withValues := Statement{Fingerprint: "lookup", Database: workload.ShopDatabase, Query: q, Samples: []Sample{
 		{Role: SampleSlowest, Query: q, Params: []*string{str("user42@example.com")}, DurationMS: 9},
@@ -157,7 +160,7 @@ func TestDroppedIndex(t *testing.T) {
 			t.Errorf("outcome %d: filter %q, estimated rows %v -> %v", i, b.Filter, a.PlanRows, b.PlanRows)
 		}
 		if len(o.Causes) == 0 || o.Causes[0].Kind != CauseIndexMissing || o.Causes[0].Index != workload.ShopEmailIndex ||
-			o.Causes[0].Relation != "customers" || !strings.Contains(o.Causes[0].Control, "(email)") {
+			o.Causes[0].Relation != "customers" || !strings.Contains(o.Causes[0].Control, "(email)") || !o.Causes[0].Verified {
 			t.Errorf("outcome %d: causes %+v", i, o.Causes)
 		}
 	}

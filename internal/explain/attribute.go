@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
@@ -137,7 +138,7 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 	}
 	changed := !main.Diff.Same
 	if changed {
-		causes = append(causes, indexCauses(main, cs, cd)...)
+		causes = append(causes, r.verifyIndexes(ctx, main, cand, indexCauses(main, cs, cd))...)
 	}
 	causes = append(causes, statisticsCauses(rels, cs, cd, changed)...)
 	if cs != nil && cd != nil {
@@ -224,6 +225,30 @@ func indexCauses(main *Explained, cs, cd *Snapshot) []Cause {
 		look(main.Candidate.Plan, cd, cs, true)
 	}
 	return out
+}
+
+// verifyIndexes checks, with hypopg when the candidate's database has it,
+// each index the candidate lacks (or has invalid): created
+// hypothetically, in the explaining backend's memory only, the planner
+// uses it for the statement. Without hypopg the causes stay unverified.
+func (r *runner) verifyIndexes(ctx context.Context, main *Explained, cand *session, causes []Cause) []Cause {
+	if cand == nil || !cand.snap.HypoPG || r.opts.NoVerify {
+		return causes
+	}
+	ex := &catalog.Explainer{Conn: cand.conn, Timeout: r.opts.statementTimeout()}
+	req := catalog.Request{Query: main.req.query, Params: main.req.params, Generic: main.req.mode == ModeGeneric}
+	for i, c := range causes {
+		if c.Kind != CauseIndexMissing && c.Kind != CauseIndexInvalid || !strings.HasPrefix(c.Control, "CREATE ") {
+			continue
+		}
+		// hypopg names the index itself; CONCURRENTLY means nothing
+		// to it.
+		ddl := strings.Replace(c.Control, " CONCURRENTLY", "", 1)
+		if h, err := ex.Hypothetical(ctx, req, ddl); err == nil && h.Used {
+			causes[i].Verified = true
+		}
+	}
+	return causes
 }
 
 // bitmapRelation is the relation of the Bitmap Heap Scan above a Bitmap

@@ -21,6 +21,9 @@ type Snapshot struct {
 	Database    string `json:"database"`
 	// Settings are the planner and resource settings by name.
 	Settings map[string]Setting `json:"settings"`
+	// HypoPG: the hypopg extension is installed in the database, so a
+	// missing index can be checked hypothetically.
+	HypoPG bool `json:"hypopg,omitempty"`
 	// Relations are those loaded with LoadRelations, by name as plans
 	// name them (without schema).
 	Relations map[string]*Relation `json:"relations"`
@@ -116,8 +119,9 @@ ORDER BY name`
 func LoadSnapshot(ctx context.Context, conn *pgx.Conn, timeout time.Duration) (*Snapshot, error) {
 	s := &Snapshot{Settings: map[string]Setting{}, Relations: map[string]*Relation{}}
 	err := readOnly(ctx, conn, timeout, 0, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_database()").
-			Scan(&s.Version, &s.VersionText, &s.Database); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_version'), current_database(), "+
+			"EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'hypopg')").
+			Scan(&s.Version, &s.VersionText, &s.Database, &s.HypoPG); err != nil {
 			return fmt.Errorf("server version: %w", err)
 		}
 		rows, err := tx.Query(ctx, settingsQuery)

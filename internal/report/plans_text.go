@@ -276,6 +276,9 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 		if c.Control != "" {
 			s += " (" + c.Control + ")"
 		}
+		if c.Verified {
+			s += "; verified with hypopg: created hypothetically, the candidate's plan uses it"
+		}
 		return s
 	case explain.CauseIndexInvalid:
 		return "index " + c.Index + " is invalid on the " + string(c.Side) + " (a failed CREATE INDEX CONCURRENTLY?): the planner ignores it"
