@@ -162,18 +162,21 @@ func causeRank(c Cause) int {
 	case CauseIndexDiffers, CauseIndexNew:
 		return 2
 	case CauseSetting:
-		if c.Verified || c.Evidence != "" {
+		switch {
+		case c.Verified:
 			return 3
+		case c.Evidence != "":
+			return 4
 		}
-		return 8
+		return 9
 	case CauseStaleStatistics:
-		return 4
-	case CauseRowsDiffer:
 		return 5
-	case CauseExtendedStatistics:
+	case CauseRowsDiffer:
 		return 6
+	case CauseExtendedStatistics:
+		return 7
 	}
-	return 7
+	return 8
 }
 
 // indexCauses compares the indexes the two plans use across the servers.

@@ -158,3 +158,32 @@ func TestPlanTreesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowerSamePlanWords: a same plan whose sort spilled names the sort
+// and its spill, not a node whose time did not grow, and a verified
+// spill's cause says what verified it.
+func TestSlowerSamePlanWords(t *testing.T) {
+	e := explained(t, explain.ModeLiteral,
+		`Sort  (cost=22911.82..23411.82 rows=200000 width=14) (actual time=100.000..120.000 rows=200000 loops=1)
+  Sort Key: total, id
+  Sort Method: quicksort  Memory: 14000kB
+  Buffers: shared hit=1471
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..61.500 rows=200000 loops=1)
+        Buffers: shared hit=1471`,
+		`Sort  (cost=22911.82..23411.82 rows=200000 width=14) (actual time=90.000..110.000 rows=200000 loops=1)
+  Sort Key: total, id
+  Sort Method: external merge  Disk: 4392kB
+  Buffers: shared read=1471, temp read=549 written=551
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..51.200 rows=200000 loops=1)
+        Buffers: shared read=1471`)
+	o := explain.Outcome{Fingerprint: "s", Verdict: explain.SamePlan, Explained: []explain.Explained{e},
+		Causes: []explain.Cause{{Kind: explain.CauseSetting, Setting: "work_mem", Control: "64MB", Candidate: "1MB", Evidence: "spill", Verified: true}}}
+	want := "same plan, slower: Sort temp blocks 0 -> 1,100, Sort Method external merge, Disk 4,392kB; cause: work_mem 64MB -> 1MB"
+	if got := PlanLine(&o, true); got != want {
+		t.Errorf("line:\n got %q\nwant %q", got, want)
+	}
+	want = "work_mem 64MB -> 1MB: the Sort went to disk (Sort Method external merge, Disk 4,392kB; temp blocks 0 -> 1,100) (verified: with 64MB nothing goes to disk)"
+	if got := CauseText(o.Causes[0], o.Main()); got != want {
+		t.Errorf("cause:\n got %q\nwant %q", got, want)
+	}
+}

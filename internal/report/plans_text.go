@@ -174,8 +174,22 @@ func topGrowth(m *explain.Explained) *plan.Growth {
 	if m == nil || len(m.Growths) == 0 {
 		return nil
 	}
-	return &m.Growths[0]
+	if g := &m.Growths[0]; g.TimeAdded() >= minGrowthMS {
+		return g // the growths come most time added first
+	}
+	best := &m.Growths[0]
+	for i := range m.Growths {
+		g := &m.Growths[i]
+		if g.TempAdded() > best.TempAdded() || g.TempAdded() == best.TempAdded() && g.ReadsAdded() > best.ReadsAdded() {
+			best = g
+		}
+	}
+	return best
 }
+
+// minGrowthMS is the least own time a node must add for its time to be
+// named.
+const minGrowthMS = 0.5
 
 // growthShort says where a same plan did more: "Seq Scan (orders) 15 ->
 // 18 ms, shared read 0 -> 1,471 blocks".
@@ -183,7 +197,7 @@ func growthShort(m *explain.Explained, g *plan.Growth) string {
 	n := m.Candidate.Plan.Nodes()[g.Candidate]
 	s := nodeShort(n)
 	var parts []string
-	if m.Control.Plan.Timing && m.Candidate.Plan.Timing {
+	if m.Control.Plan.Timing && m.Candidate.Plan.Timing && g.TimeAdded() >= minGrowthMS {
 		parts = append(parts, "own time "+msText(g.Before.SelfMS)+" -> "+msText(g.After.SelfMS))
 	}
 	if g.ReadsAdded() > 0 {
@@ -308,10 +322,6 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 	case explain.CauseSetting:
 		s := c.Setting + " " + c.Control + " -> " + c.Candidate
 		switch {
-		case c.Verified && c.Together:
-			s += " (verified with the other settings marked so: with the control's values together the candidate plans as the control does)"
-		case c.Verified:
-			s += ": " + changeShort(m) + " (verified: with " + c.Control + " the candidate plans as the control does)"
 		case c.Evidence == "spill" && c.Verified:
 			s += ": " + spillEvidence(m) + " (verified: with " + c.Control + " nothing goes to disk)"
 		case c.Evidence == "spill":
@@ -320,6 +330,10 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 			s += ": " + readsEvidence(m)
 		case c.Evidence == "jit":
 			s += ": JIT time on the candidate"
+		case c.Verified && c.Together:
+			s += " (verified with the other settings marked so: with the control's values together the candidate plans as the control does)"
+		case c.Verified:
+			s += ": " + changeShort(m) + " (verified: with " + c.Control + " the candidate plans as the control does)"
 		default:
 			s += " (not verified: it cannot be changed for one transaction)"
 		}
