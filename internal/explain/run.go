@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
 )
@@ -153,7 +154,7 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	}
 	if len(ways) == 0 {
 		mode := ModeGeneric
-		if maxParam(st.Query) == 0 {
+		if catalog.MaxParam(st.Query) == 0 {
 			mode = ModeLiteral
 		}
 		out.Generic = mode == ModeGeneric

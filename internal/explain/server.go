@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,20 +116,20 @@ func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
 		var sql string
 		switch {
 		case generic16:
-			sql = "EXPLAIN (GENERIC_PLAN, " + opts + ") " + trimStatement(r.query)
+			sql = "EXPLAIN (GENERIC_PLAN, " + opts + ") " + catalog.TrimStatement(r.query)
 		case r.mode == ModeGeneric || r.mode == ModeCustom:
-			if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+trimStatement(r.query), pgx.QueryExecModeSimpleProtocol); err != nil {
+			if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+catalog.TrimStatement(r.query), pgx.QueryExecModeSimpleProtocol); err != nil {
 				return err
 			}
 			prepared = true
 			params := r.params
 			if r.mode == ModeGeneric {
 				// A generic plan ignores the values: NULLs stand in.
-				params = make([]*string, maxParam(r.query))
+				params = make([]*string, catalog.MaxParam(r.query))
 			}
-			sql = "EXPLAIN (" + opts + ") EXECUTE " + stmtName + args(params)
+			sql = "EXPLAIN (" + opts + ") EXECUTE " + stmtName + catalog.ExecuteArgs(params)
 		default:
-			sql = "EXPLAIN (" + opts + ") " + trimStatement(r.query)
+			sql = "EXPLAIN (" + opts + ") " + catalog.TrimStatement(r.query)
 		}
 		runs := 1
 		if r.analyze {
@@ -151,40 +149,6 @@ func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
 		return nil
 	})
 	return out, err
-}
-
-// args renders parameter values as EXECUTE's argument list of quoted
-// literals, whose types the prepared statement decides.
-func args(params []*string) string {
-	if len(params) == 0 {
-		return ""
-	}
-	parts := make([]string, len(params))
-	for i, p := range params {
-		if p == nil {
-			parts[i] = "NULL"
-		} else {
-			parts[i] = catalog.QuoteLiteral(*p)
-		}
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
-}
-
-var paramRef = regexp.MustCompile(`\$(\d+)`)
-
-// maxParam is the highest $n of a query.
-func maxParam(q string) int {
-	n := 0
-	for _, m := range paramRef.FindAllStringSubmatch(q, -1) {
-		if v, err := strconv.Atoi(m[1]); err == nil && v < 65536 {
-			n = max(n, v)
-		}
-	}
-	return n
-}
-
-func trimStatement(q string) string {
-	return strings.TrimRight(strings.TrimSpace(q), "; \t\n")
 }
 
 // stmtKind is what a statement is, for what explain may do with it.
