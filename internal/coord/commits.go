@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -137,6 +138,9 @@ func (m *Member) Foreign(k int, pos int64, r Releaser) bool {
 	for m.pending >= m.cfg.MaxPending && !m.finished.Load() {
 		m.stats.fullWaits.Add(1)
 		m.room.Wait()
+	}
+	if k < 0 || k >= len(m.remotes) || m.remotes[k] == nil {
+		panic(fmt.Sprintf("coord: commit of shard %d registered as another shard's in shard %d of %d", k, m.cfg.Shard, m.cfg.Shards))
 	}
 	rm := m.remotes[k]
 	switch {

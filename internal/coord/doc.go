@@ -37,8 +37,15 @@
 // wait for are released at once, and their waits are counted under their
 // own reason (ReasonShardLost), apart from timeouts.
 //
-// The package knows nothing of the replay's sessions or of syncdep: it
-// releases what it was given, by position. It does not retry a lost shard
-// (replaying its writes twice would corrupt the target) and knows no
-// command-line flag.
+// A Follower feeds the events of other shards' sessions, as the replay's
+// reader meets them, to the replay's syncdep.Tracker, so that their
+// commits take their place in the log's commit order and the waits of
+// this shard's statements name them, and registers those commits with the
+// Member. The replay then needs three calls: Follower.Event for another
+// shard's event, Advance for its own, Ran when its own commit has run; and
+// a wait whose commit was released asks its owner, a *Peer, whether it
+// gave up (SyncGiveUp).
+//
+// The package does not replay, does not retry a lost shard (replaying its
+// writes twice would corrupt the target) and knows no command-line flag.
 package coord
