@@ -50,6 +50,7 @@ func BenchmarkCrossShardRelease(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			b.ReportMetric(float64(a.Stats().PublishedBytes)/float64(len(lat)), "notify-bytes/commit")
 		})
 	}
 }
