@@ -533,11 +533,15 @@ func (b *Builder) Plan(input Input) (*Plan, error) {
 	}
 	d := Dependencies{Total: b.deps, Untracked: b.untracked, Cross: b.fixedX}
 	hashX := b.fixedX
-	hashShard := func(node int32) int {
+	hashOf := make([]int32, nodes)
+	for i, s := range b.sessions {
+		hashOf[i] = int32(Of(s.id, n))
+	}
+	hashShard := func(node int32) int32 {
 		if k, ok := b.isPseudo(node); ok {
-			return k
+			return int32(k)
 		}
-		return Of(b.sessions[node].id, n)
+		return hashOf[node]
 	}
 	for key, c := range b.edges {
 		x, y := int32(key>>32), int32(uint32(key))
