@@ -268,6 +268,9 @@ func TestCommitsCrossShards(t *testing.T) {
 			if bad.Load() != 0 {
 				t.Errorf("%d commits released before they ran", bad.Load())
 			}
+			for end := time.Now().Add(5 * time.Second); b.Stats().Released < int64(len(rs)) && time.Now().Before(end); {
+				time.Sleep(time.Millisecond) // the count follows the releases
+			}
 			st := b.Stats()
 			if st.Released != int64(len(rs)) || st.ReleasedLost != 0 || len(st.Lost) != 0 {
 				t.Errorf("stats %+v: want %d released, none lost", st, len(rs))
