@@ -40,6 +40,15 @@ func (m *Member) Barrier(ctx context.Context, timeout time.Duration) (time.Time,
 			return time.Time{}, err
 		}
 		if len(gone) > 0 {
+			// A shard that passed the barrier may have finished
+			// since the start was read: look again.
+			var again *time.Time
+			if err := m.work.QueryRow(ctx, "SELECT start_at FROM pgrehearse_coord.runs WHERE run = $1", c.Run).Scan(&again); err != nil {
+				return time.Time{}, fmt.Errorf("coordination database: %w", err)
+			}
+			if again != nil {
+				continue
+			}
 			return time.Time{}, fmt.Errorf("run %q: shard %s left before the start", c.Run, list(gone))
 		}
 		if len(present) == c.Shards {

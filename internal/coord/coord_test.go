@@ -486,3 +486,16 @@ func FuzzParseProgress(f *testing.F) {
 		}
 	})
 }
+
+func TestBarrierFailsWhenAShardLeaves(t *testing.T) {
+	run := newRun(t)
+	a := join(t, Config{DSN: dsn(t), Run: run, Shard: 0, Shards: 3})
+	b := join(t, Config{DSN: dsn(t), Run: run, Shard: 1, Shards: 3})
+	if err := a.Finish(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Barrier(context.Background(), 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "shard 0 left before the start") {
+		t.Errorf("barrier: %v, want shard 0 named as gone", err)
+	}
+}
