@@ -20,7 +20,8 @@ const ReasonShardLost = "shard_lost"
 type ownState struct {
 	pending []ownEntry // in position order, from head
 	head    int
-	fresh   []int64 // positions that ran since the last publication
+	fresh   []int64        // positions that ran since the last publication
+	early   map[int64]bool // Ran before Advance registered them
 	read    atomic.Int64
 	last    int64 // the low last published
 }
@@ -52,10 +53,20 @@ func (o *ownState) low() int64 {
 // position pos (its ordinal in the log, the same in every shard), and
 // whether it is a commit of this shard's sessions, which Ran will report.
 // Positions only grow. It is for the reader's goroutine alone.
+//
+// Advance should come before the event is handed to its session; a Ran
+// that comes first anyway is kept until Advance registers its commit.
 func (m *Member) Advance(pos int64, ownCommit bool) {
 	if ownCommit {
 		m.mu.Lock()
-		m.own.pending = append(m.own.pending, ownEntry{pos: pos})
+		o := &m.own
+		e := ownEntry{pos: pos}
+		if o.early[pos] {
+			delete(o.early, pos)
+			e.ran = true
+			o.fresh = append(o.fresh, pos)
+		}
+		o.pending = append(o.pending, e)
 		m.mu.Unlock()
 	}
 	m.own.read.Store(pos)
@@ -70,6 +81,12 @@ func (m *Member) Ran(pos int64) {
 	if i, ok := slices.BinarySearchFunc(live, pos, func(e ownEntry, p int64) int { return cmpInt(e.pos, p) }); ok {
 		live[i].ran = true
 		m.own.fresh = append(m.own.fresh, pos)
+	} else if n := len(m.own.pending); n == 0 || pos > m.own.pending[n-1].pos {
+		// Not registered yet: Advance will find it.
+		if m.own.early == nil {
+			m.own.early = map[int64]bool{}
+		}
+		m.own.early[pos] = true
 	}
 	m.mu.Unlock()
 	select {
