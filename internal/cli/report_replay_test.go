@@ -288,7 +288,7 @@ func TestReadmeWorkflow(t *testing.T) {
 			lookup = &q
 		}
 	}
-	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Significance.Method != "histogram" {
+	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Effects.Mean.Change != "slower" {
 		t.Errorf("dropped index: exit %d, verdict %q, lookup by email %+v", code, verdict, lookup)
 	}
 	code, verdict, queries = report("same")
@@ -342,9 +342,12 @@ func TestReadmeWorkflow(t *testing.T) {
 
 // compareQuery is what the workflow test reads of a report's query.
 type compareQuery struct {
-	Query        string `json:"query"`
-	Status       string `json:"status"`
-	Significance struct {
-		Method string `json:"method"`
-	} `json:"significance"`
+	Query   string `json:"query"`
+	Status  string `json:"status"`
+	Effects struct {
+		Mean struct {
+			Change string  `json:"change"`
+			Low    float64 `json:"low"`
+		} `json:"mean"`
+	} `json:"effects"`
 }

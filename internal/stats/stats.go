@@ -120,6 +120,12 @@ type Options struct {
 	// included, count as Min, so that a ratio stays finite. 0 means
 	// 1e-9.
 	Min float64
+	// WithinLog is the standard error of log(Ratio) from the samples
+	// inside the runs (the calls of one run per side), known to the
+	// caller. Without a rank interval, the interval is the ratio
+	// widened by z·WithinLog (z the normal quantile of Alpha) and by
+	// the noise floor: what one run can tell, and what runs differ by.
+	WithinLog float64
 }
 
 func (o Options) withDefaults() Options {
@@ -203,11 +209,13 @@ func Effect(x, y []float64, opts Options) Result {
 		r.Level, r.RankInterval = level, true
 	} else {
 		// Too few runs for a rank interval at this level: the ratio
-		// widened by the larger of the default noise and what the
-		// control's runs showed.
+		// widened by the sampling error inside the runs and by the
+		// larger of the default noise and what the control's runs
+		// showed.
 		n := math.Max(o.DefaultNoise, r.Noise)
 		r.Noise = n
-		r.Low, r.High = r.Ratio/n, r.Ratio*n
+		w := math.Exp(normalQuantile(1-o.Alpha/2) * math.Max(o.WithinLog, 0))
+		r.Low, r.High = r.Ratio/(n*w), r.Ratio*n*w
 	}
 	r.Floor = math.Max(1+o.MinEffect, r.Noise)
 	switch {
@@ -242,6 +250,11 @@ func rankK(m, n int, alpha float64) (int, float64) {
 		return 0, 0
 	}
 	return k, 1 - 2*d.CDF(float64(k-1))
+}
+
+// normalQuantile is the p-quantile of the standard normal distribution.
+func normalQuantile(p float64) float64 {
+	return moremath.StdNormal.InvCDF(p)
 }
 
 func clampAll(xs []float64, min float64) []float64 {

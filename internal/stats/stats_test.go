@@ -124,6 +124,15 @@ func TestEffectKnownValues(t *testing.T) {
 			t.Errorf("within the default floor: %+v", r)
 		}
 	})
+	t.Run("1v1 sampling error inside the runs", func(t *testing.T) {
+		// z(0.95) = 1.645; a standard error of 0.1 on the log ratio
+		// widens by exp(0.1645) besides the floor.
+		r := Effect([]float64{1}, []float64{1.3}, Options{MinEffect: 0.1, DefaultNoise: 1.2, WithinLog: 0.1})
+		w := math.Exp(1.6448536269514722 * 0.1)
+		if math.Abs(r.Low-1.3/1.2/w) > 1e-9 || math.Abs(r.High-1.3*1.2*w) > 1e-9 || r.Change != Same {
+			t.Errorf("%+v", r)
+		}
+	})
 	t.Run("2v2 measured noise above the default", func(t *testing.T) {
 		r := Effect([]float64{1, 1.5}, []float64{1.6, 1.7}, Options{MinEffect: 0.1, DefaultNoise: 1.2})
 		if r.RankInterval || !r.NoiseMeasured || r.Noise != 1.5 || r.Change != Same {
