@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sqlstate"
 	overtime "github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
@@ -131,6 +132,9 @@ func (r *Replayer) ServerSide(res *results.Result, src []Source) error {
 				code := ev.SQLState
 				if code == "" {
 					code = UnknownSQLState
+					if c, ok := sqlstate.FromMessage(ev.ErrorMessage()); ok {
+						code = c
+					}
 				}
 				set.Slot(items[k-1].Fingerprint, items[k-1].Query).RecordError(code)
 			}
