@@ -359,7 +359,7 @@ func series(name, color, kind string, data any) map[string]any {
 
 func chartBase(yName string) map[string]any {
 	return map[string]any{
-		"grid":    map[string]any{"left": 60, "right": 20, "top": 36, "bottom": 48},
+		"grid":    map[string]any{"left": 60, "right": 20, "top": 48, "bottom": 48},
 		"legend":  map[string]any{"top": 0},
 		"tooltip": map[string]any{"trigger": "axis"},
 		"yAxis":   map[string]any{"type": "value", "name": yName},
@@ -413,8 +413,9 @@ func effectsSection(rep *compare.Report) (htmlreport.Section, bool) {
 			"legend":  map[string]any{"top": 0, "data": []string{"change", "interval"}},
 			"tooltip": map[string]any{"trigger": "item"},
 			"yAxis":   map[string]any{"type": "category", "data": labels, "inverse": true, "axisLabel": map[string]any{"fontSize": 11, "width": 200, "overflow": "truncate"}},
+			// Powers of ten, so that the log axis labels read 0.1, 1, 10.
 			"xAxis": map[string]any{"type": "log", "name": "candidate / baseline", "nameLocation": "middle", "nameGap": 24,
-				"min": math.Max(0.01, lo*0.8), "max": hi * 1.25},
+				"min": math.Pow(10, math.Floor(math.Log10(lo*0.95))), "max": math.Pow(10, math.Ceil(math.Log10(hi*1.05)))},
 			"series": ss,
 		})
 	}
@@ -772,8 +773,10 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		if q.Status == compare.StatusTailRegressed {
 			impact = q.TailAddedMS
 		}
+		st := htmlreport.Text(status)
+		st.Title = joinNotes(QueryNotes(rep, q))
 		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Text(status), htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
+			st, htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
 			spreadCell(b.MeanMS, b.TimedCalls, spreadOf(b, compare.MetricMean), runs[0]), spreadCell(c.MeanMS, c.TimedCalls, spreadOf(c, compare.MetricMean), runs[1]), mean,
 			spreadCell(b.P95MS, b.TimedCalls, spreadOf(b, compare.MetricP95), runs[0]), spreadCell(c.P95MS, c.TimedCalls, spreadOf(c, compare.MetricP95), runs[1]), p95,
 			htmlreport.Num(fmtSignedTotal(impact), impact),

@@ -79,6 +79,10 @@ func fmtBound(r float64) string {
 		return "0"
 	case r >= 100:
 		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r > 0.9 && r < 1.1:
+		// Close to 1, where two decimals would round a bound that
+		// excludes 1 onto it.
+		return strconv.FormatFloat(r, 'f', 3, 64)
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64)
 }
