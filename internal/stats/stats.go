@@ -62,10 +62,13 @@ func Spread(xs []float64) float64 {
 	return d / math.Abs(m)
 }
 
-// NoiseFloor is how much a control's own runs differed: the largest
-// ratio between two of them (max/min), a factor >= 1. It is what an A
-// against A comparison of single runs of the same target found; false
-// when there are fewer than two runs.
+// NoiseFloor is how far apart a control's own runs are, as a factor >= 1:
+// what an A against A comparison of runs of the same target shows. It is
+// the spread three runs span: with three runs, the largest ratio between
+// two of them (max/min); with n runs, that log-range scaled by d(3)/d(n),
+// d(n) the expected range of n normal samples in standard deviations
+// (the control-chart constant d2), so that more runs do not raise the
+// floor only because more runs span more. False with fewer than two runs.
 func NoiseFloor(xs []float64, min float64) (float64, bool) {
 	if len(xs) < 2 {
 		return 1, false
@@ -74,7 +77,16 @@ func NoiseFloor(xs []float64, min float64) (float64, bool) {
 	if lo <= 0 {
 		return 1, true
 	}
-	return hi / lo, true
+	return math.Exp(math.Log(hi/lo) * rangeD2[3] / d2(len(xs))), true
+}
+
+// rangeD2 are the expected ranges of n standard normal samples, n = 2 to
+// 25 (ASTM's control-chart constant d2).
+var rangeD2 = [...]float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258, 3.336,
+	3.407, 3.472, 3.532, 3.588, 3.640, 3.689, 3.735, 3.778, 3.819, 3.858, 3.895, 3.931}
+
+func d2(n int) float64 {
+	return rangeD2[min(n, len(rangeD2)-1)]
 }
 
 // MinAlpha is the smallest two-sided level an exact rank test can reach
