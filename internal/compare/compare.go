@@ -68,15 +68,21 @@ func (n NoiseFloors) of(m Metric) float64 {
 	return 1
 }
 
-// DefaultNoiseFloors and DefaultMinEffectMS are what replays of one
-// captured workload onto two identical fresh targets differed by, single
-// run against single run (docs/noise.md has the data and how they were
-// measured): a comparison of one run a side calls nothing below them a
-// change, and so never fails on one.
-var DefaultNoiseFloors = NoiseFloors{Mean: 1.5, P50: 1.5, P95: 1.6, P99: 2}
+// DefaultNoiseFloors are the largest ratios by which single replays of
+// one captured workload onto two identical fresh targets differed, per
+// figure, among queries whose figure moved by DefaultMinEffectMS or more
+// (180 single-run pairs of 20 replays, bench/aa.sh; docs/noise.md has
+// the data): a comparison of one run a side calls nothing within them a
+// change, and so never fails on one. They are wide because one run
+// cannot tell its own noise: three runs a side measure it instead.
+var DefaultNoiseFloors = NoiseFloors{Mean: 2.5, P50: 2.3, P95: 3.1, P99: 12}
 
-// DefaultMinEffectMS: see DefaultNoiseFloors.
-const DefaultMinEffectMS = 0.05
+// DefaultMinEffectMS is the change of a query's mean (or p95) per call
+// below which nothing is a regression, whatever its ratio: on the A/A
+// replays, sub-millisecond queries moved by up to 0.19 ms a call, and a
+// floor of 0.05 ms let +0.06 ms changes through as regressions of three
+// runs a side.
+const DefaultMinEffectMS = 0.2
 
 // msResolution is the resolution of durations in results (1 µs): figures
 // below it count as it, so that ratios stay finite.
@@ -184,6 +190,9 @@ const (
 	// ReasonMedianFasterMeanSlower: a regression whose typical call
 	// got faster: the slow calls cost more.
 	ReasonMedianFasterMeanSlower Reason = "median_faster_mean_slower"
+	// ReasonFasterButSlowerElsewhere: the mean is faster beyond the
+	// floors, but the median or the p95 is slower: not an improvement.
+	ReasonFasterButSlowerElsewhere Reason = "mean_faster_median_or_tail_slower"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"

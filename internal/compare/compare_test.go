@@ -130,7 +130,7 @@ func TestSameFiguresTwice(t *testing.T) {
 
 func TestRanking(t *testing.T) {
 	base := makeRun(t, "analysis", true, 1,
-		q{fp: "busy", n: 5000, meanUS: 1000},   // 2x: 5 s added
+		q{fp: "busy", n: 5000, meanUS: 1000},   // 3x: 10 s added
 		q{fp: "rare", n: 50, meanUS: 1000},     // 10x: 0.45 s added
 		q{fp: "gone", n: 100, meanUS: 1000},    // only in the baseline
 		q{fp: "steady", n: 1000, meanUS: 3000}, // unchanged
@@ -138,7 +138,7 @@ func TestRanking(t *testing.T) {
 		q{fp: "failing", n: 200, meanUS: 1000}, // error rate 0 -> 10%
 	)
 	cand := makeRun(t, "analysis", true, 2,
-		q{fp: "busy", n: 5000, meanUS: 2000},
+		q{fp: "busy", n: 5000, meanUS: 3000},
 		q{fp: "rare", n: 50, meanUS: 10000},
 		q{fp: "steady", n: 1000, meanUS: 3000},
 		q{fp: "few", n: 4, meanUS: 9000},
@@ -304,7 +304,7 @@ func TestProportionIncrease(t *testing.T) {
 // DefaultMinEffectMS, and a negative value for nothing.
 func TestMinEffectMS(t *testing.T) {
 	b := makeRun(t, "analysis", true, 1, q{fp: "a", n: 2000, meanUS: 10})
-	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 30})
+	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 40})
 	for _, tt := range []struct {
 		minMS float64
 		want  Status

@@ -77,7 +77,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // TestLabelsGolden: each label agrees with the figures beside it, on the
-// shapes a real comparison meets, one run a side; among them the two the
+// shapes a real comparison meets, three runs a side; among them the two the
 // demo showed wrong (BEGIN "improved" with its mean 2.77x slower, an
 // INSERT "unchanged" at 2.33x its mean) and the A/A report's (a query
 // "regressed" at 0.97x mean and -1.47 ms added because its p95 moved).
@@ -99,9 +99,12 @@ func TestLabelsGolden(t *testing.T) {
 	}
 	var b strings.Builder
 	for i, tt := range tests {
-		base := runOf(t, "base", uint64(i), 20000, tt.base)
-		cand := runOf(t, "cand", uint64(i)+100, 20000, tt.cand)
-		rep, err := Compare(base, cand, Options{})
+		var base, cand []*Run
+		for k := range 3 {
+			base = append(base, runOf(t, fmt.Sprint("base", k), uint64(10*i+k), 10000, tt.base))
+			cand = append(cand, runOf(t, fmt.Sprint("cand", k), uint64(10*i+k)+1000, 10000, tt.cand))
+		}
+		rep, err := Runs(base, cand, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -267,6 +267,9 @@ func (c *comparer) judge(d *QueryDiff) {
 		}
 	case faster(&e.Mean) && e.P50.Change != ChangeSlower && e.P95.Change != ChangeSlower:
 		d.Status = StatusImproved
+	case faster(&e.Mean):
+		d.Status = StatusSmallChange
+		d.Reasons = append(d.Reasons, ReasonFasterButSlowerElsewhere)
 	case e.Mean.Change != ChangeNone || e.P50.Change != ChangeNone || e.P95.Change != ChangeNone:
 		d.Status = StatusSmallChange
 		for _, x := range []*Effect{&e.Mean, &e.P50, &e.P95} {

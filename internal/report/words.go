@@ -340,6 +340,8 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, "the mean got faster but the slowest calls slower: a tail regression")
 		case compare.ReasonMedianFasterMeanSlower:
 			out = append(out, "the typical call got faster but the slow calls cost more")
+		case compare.ReasonFasterButSlowerElsewhere:
+			out = append(out, "the mean got faster, but the median or the slowest calls got slower: not an improvement")
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
 		default:
