@@ -382,9 +382,11 @@ func effectsSection(rep *compare.Report) (htmlreport.Section, bool) {
 	if len(qs) == 0 {
 		return htmlreport.Section{}, false
 	}
+	// Labels must differ (a category axis merges equal ones): two
+	// fingerprints can read alike once shortened.
 	var labels []string
 	for _, q := range qs {
-		labels = append(labels, OneLine(DisplayQuery(q.Query), 30))
+		labels = append(labels, q.Fingerprint[:min(6, len(q.Fingerprint))]+" "+OneLine(DisplayQuery(q.Query), 26))
 	}
 	chart := func(m compare.Metric, color string) json.RawMessage {
 		var ss []any

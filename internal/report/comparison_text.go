@@ -86,7 +86,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	oneRun("Only in the candidate", rep.OnlyCandidate, true)
 	oneRun("Only in the baseline", rep.OnlyBaseline, false)
 	writeList(ew, rep, fmt.Sprintf("Too few calls to judge (under %d timed calls in a run)", rep.Settings.MinCalls), rep.TooFewCalls, top,
-		[]string{"calls B", "calls C", "mean C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+		[]string{"timed B", "timed C", "mean C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			return []string{strconv.FormatInt(timedOf(q.Baseline), 10), strconv.FormatInt(timedOf(q.Candidate), 10),
 				fmtFactor(q.Factor), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
