@@ -54,7 +54,10 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 		intervals = "one-run intervals: the calls' sampling error and the default noise floor"
 	}
 	writeList(ew, rep, "Regressions by impact: time added per run (mean, or the tail's p95 x its 5% of calls); "+intervals, rep.RegressionsByAddedTime, top, regHead, regRow)
-	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	// By factor only when it says something the list by impact did not.
+	if !slices.Equal(rep.RegressionsByFactor, rep.RegressionsByAddedTime) {
+		writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	}
 	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {
 		t := [][]string{{"baseline", "candidate", "sqlstate", "queries"}}
