@@ -288,6 +288,9 @@ func readReportRuns(paths []string) ([]reportRun, error) {
 // flags that allow it.
 func compareRuns(base, cand []reportRun, f reportFlags, rules []compare.Rule) (*compare.Report, error) {
 	if len(cand) == 0 {
+		if err := compare.Validate(base[0].res); err != nil && !f.allowPart {
+			return nil, refused(err)
+		}
 		return compare.Summarize(base[0].res), nil
 	}
 	minMS := f.minEffectMS
@@ -302,16 +305,25 @@ func compareRuns(base, cand []reportRun, f reportFlags, rules []compare.Rule) (*
 		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
 	}
-	var inc *compare.IncompleteError
-	if errors.As(err, &inc) {
-		why := make([]string, len(inc.Reasons))
-		for i, u := range inc.Reasons {
-			why[i] = report.UnjudgeableText(u)
-		}
-		return nil, &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the comparison cannot be judged:\n  %s\n"+
-			"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(why, "\n  "))}
+	if errors.Is(err, compare.ErrIncomplete) {
+		return nil, refused(err)
 	}
 	return rep, err
+}
+
+// refused says why results cannot be judged, each reason worded, with
+// exit code 5.
+func refused(err error) error {
+	var inc *compare.IncompleteError
+	if !errors.As(err, &inc) {
+		return err
+	}
+	why := make([]string, len(inc.Reasons))
+	for i, u := range inc.Reasons {
+		why[i] = report.UnjudgeableText(u)
+	}
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the results cannot be judged:\n  %s\n"+
+		"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(why, "\n  "))}
 }
 
 func resultsOf(runs []reportRun) []*compare.Run {

@@ -175,6 +175,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"both forms", []string{base, "--baseline", base2, "--candidate", slow}, ExitUsage, "", "not both"},
 		{"a side without the other", []string{"--baseline", base, base2}, ExitUsage, "", "go together"},
 		{"negative figures refused", []string{base, negative}, ExitIncomplete, "", "queries[0].mean_ms (fingerprint abc) is negative"},
+		{"negative figures refused in a summary", []string{negative}, ExitIncomplete, "", "queries[0].mean_ms (fingerprint abc) is negative"},
 		{"rule broken", []string{base, slow, "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
 		{"rule not broken", []string{base, slow, "--fail-on", "mean>+250%"}, ExitOK, "REGRESSIONS, no rule broken", ""},
 		{"repeated and comma rules", []string{base, slow, "--fail-on", "p99>+500%", "--fail-on", "errors>+1pp,p95>+100ms"}, ExitOK, "REGRESSIONS, no rule broken", ""},

@@ -120,6 +120,24 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 	return why
 }
 
+// Validate refuses results whose figures cannot be true or that hold no
+// timed statement, as Runs does before comparing: a summary of one result
+// must not show what cannot be. It returns an *IncompleteError naming
+// each field, or nil.
+func Validate(runs ...*Run) error {
+	var why []Unjudgeable
+	for _, r := range runs {
+		if measured(r) <= 0 || timedCalls(r) == 0 {
+			why = append(why, Unjudgeable{Kind: UnjudgeableEmpty, Run: r.Name()})
+		}
+		why = append(why, invalid(r)...)
+	}
+	if len(why) > 0 {
+		return &IncompleteError{Reasons: why}
+	}
+	return nil
+}
+
 // identical reports whether two results hold the same figures, whatever
 // their names: a result given twice, or two analyses of one log. Two
 // replays never are: their timings differ.

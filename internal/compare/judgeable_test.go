@@ -125,6 +125,15 @@ func TestInvalidFigures(t *testing.T) {
 			}
 		})
 	}
+	bad := runOf(t, "bad.json", 2, 500, expAround(1000))
+	bad.Queries[0].P99MS = -3
+	var ie *IncompleteError
+	if err := Validate(bad); !errors.As(err, &ie) || ie.Reasons[0].Field != "queries[0].p99_ms (fingerprint q)" {
+		t.Errorf("Validate of a negative p99: %v", err)
+	}
+	if err := Validate(good); err != nil {
+		t.Errorf("Validate of a good result: %v", err)
+	}
 	if _, err := Runs(nil, []*Run{good}, Options{}); !errors.Is(err, ErrIncomplete) {
 		t.Errorf("an empty side judged: %v", err)
 	}
