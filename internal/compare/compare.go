@@ -664,7 +664,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	rep.Noise = Noise{BaselineRuns: len(base), CandidateRuns: len(cand), MinRuns: minRuns(o.Alpha), Defaults: o.Noise}
 	if stats.MinAlpha(len(base), len(cand)) <= o.Alpha+1e-12 {
 		rep.Noise.Measured = true
-		rep.Noise.Level = stats.Effect(make1(len(base)), make1(len(cand)), stats.Options{Alpha: o.Alpha}).Level
+		rep.Noise.Level = stats.Level(len(base), len(cand), o.Alpha)
 	}
 	if mixed {
 		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnMixedLatency, Run: base[0].Name(), Source: base[0].LatencySource,
@@ -696,14 +696,6 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	rep.addRoundTrips(base[0], cand[0])
 	rep.fillEmpty()
 	return rep, nil
-}
-
-func make1(n int) []float64 {
-	xs := make([]float64, n)
-	for i := range xs {
-		xs[i] = 1 + float64(i)
-	}
-	return xs
 }
 
 func spans(runs []*Run) []float64 {

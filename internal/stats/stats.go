@@ -241,6 +241,13 @@ func Effect(x, y []float64, opts Options) Result {
 	return r
 }
 
+// Level is the exact confidence of the rank interval Effect gives for m
+// and n runs at level alpha; 0 when there are too few runs for one.
+func Level(m, n int, alpha float64) float64 {
+	_, level := rankK(m, n, alpha)
+	return level
+}
+
 // rankK is the order k of the rank interval for m and n runs at level
 // alpha, and the interval's exact confidence; 0 when even the widest
 // interval (k = 1) is not at level alpha.

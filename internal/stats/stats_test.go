@@ -37,6 +37,17 @@ func TestMedianSpreadNoise(t *testing.T) {
 	}
 }
 
+func TestLevel(t *testing.T) {
+	for _, tt := range []struct {
+		m, n int
+		want float64
+	}{{3, 3, 0.9}, {2, 2, 0}, {5, 5, 1 - 24.0/252}, {4, 4, 1 - 4.0/70}} {
+		if got := Level(tt.m, tt.n, DefaultAlpha); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Level(%d, %d) = %v, want %v", tt.m, tt.n, got, tt.want)
+		}
+	}
+}
+
 func TestMinAlpha(t *testing.T) {
 	for _, tt := range []struct {
 		m, n int
