@@ -35,7 +35,8 @@ const (
 	// UnjudgeableIncomplete: Run did not do all it claims; Detail is
 	// the result's own reason.
 	UnjudgeableIncomplete UnjudgeableKind = "incomplete"
-	// UnjudgeableEmpty: Run holds no statement, or no timed one.
+	// UnjudgeableEmpty: Run holds no statement, or (Detail) no timed
+	// one.
 	UnjudgeableEmpty UnjudgeableKind = "empty"
 	// UnjudgeableSmaller: the candidate Run measured Measured
 	// statements against the Expected of Other over the same range.
@@ -96,9 +97,7 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 		for _, reason := range r.Incomplete {
 			why = append(why, Unjudgeable{Kind: UnjudgeableIncomplete, Run: r.Name(), Detail: reason})
 		}
-		if measured(r) <= 0 || timedCalls(r) == 0 {
-			why = append(why, Unjudgeable{Kind: UnjudgeableEmpty, Run: r.Name()})
-		}
+		why = append(why, empty(r)...)
 		why = append(why, invalid(r)...)
 	}
 	for i, a := range all {
@@ -127,13 +126,26 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 func Validate(runs ...*Run) error {
 	var why []Unjudgeable
 	for _, r := range runs {
-		if measured(r) <= 0 || timedCalls(r) == 0 {
-			why = append(why, Unjudgeable{Kind: UnjudgeableEmpty, Run: r.Name()})
-		}
+		why = append(why, empty(r)...)
 		why = append(why, invalid(r)...)
 	}
 	if len(why) > 0 {
 		return &IncompleteError{Reasons: why}
+	}
+	return nil
+}
+
+// noTimed is the Detail of an UnjudgeableEmpty result that holds
+// statements, none of them timed.
+const noTimed = "no timed statement"
+
+// empty says when r holds nothing to judge: no statement, or none timed.
+func empty(r *Run) []Unjudgeable {
+	switch {
+	case measured(r) <= 0:
+		return []Unjudgeable{{Kind: UnjudgeableEmpty, Run: r.Name()}}
+	case timedCalls(r) == 0:
+		return []Unjudgeable{{Kind: UnjudgeableEmpty, Run: r.Name(), Detail: noTimed}}
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func TestUnjudgeable(t *testing.T) {
 		{"partial", func() *Run { r := replay(10000, 0, 0, 100); r.Partial = true; return r }(), &Unjudgeable{Kind: UnjudgeablePartial, Run: "cand"}},
 		{"incomplete", func() *Run { r := replay(10000, 0, 0, 100); r.Incomplete = []string{"lost"}; return r }(), &Unjudgeable{Kind: UnjudgeableIncomplete, Run: "cand", Detail: "lost"}},
 		{"empty", replay(0, 0, 0, 100), &Unjudgeable{Kind: UnjudgeableEmpty, Run: "cand"}},
-		{"no timed call", func() *Run { r := replay(10000, 0, 0, 100); r.Queries = nil; return r }(), &Unjudgeable{Kind: UnjudgeableEmpty, Run: "cand"}},
+		{"no timed call", func() *Run { r := replay(10000, 0, 0, 100); r.Queries = nil; return r }(), &Unjudgeable{Kind: UnjudgeableEmpty, Run: "cand", Detail: "no timed statement"}},
 		{"a later log, fewer", func() *Run {
 			r := replay(5000, 0, 1000, 1100)
 			r.Replay = nil

@@ -301,7 +301,10 @@ func UnjudgeableText(u compare.Unjudgeable) string {
 	case compare.UnjudgeableIncomplete:
 		return u.Run + " is incomplete: " + u.Detail
 	case compare.UnjudgeableEmpty:
-		return u.Run + " holds no timed statement: nothing to judge"
+		if u.Detail != "" {
+			return u.Run + " holds statements but " + u.Detail + ": nothing to judge"
+		}
+		return u.Run + " holds no statement: nothing to judge"
 	case compare.UnjudgeableSmaller:
 		return fmt.Sprintf("%s measured %d statements, %.0f%% of the %d of %s over the same time range (at least %.0f%% needed)",
 			u.Run, u.Measured, 100*float64(u.Measured)/float64(u.Expected), u.Expected, u.Other, 100*compare.MinMeasuredShare)
