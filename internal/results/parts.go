@@ -12,19 +12,16 @@ type Input struct {
 	Files []InputFile `json:"files"`
 }
 
-// InputFile is one file read: its name as given, its size and a content
-// hash of its first and last HashSpan bytes (of the file as stored,
-// compressed or not). Standard input has no size (-1) and no hashes.
+// InputFile is one file read: its name as given, its size and a SHA-256
+// of its size, its first and its last 64 KiB (of the file as stored,
+// compressed or not): the hash a shard plan names its logs by
+// (shard.FileHash), so that a result and a plan of the same log agree.
+// Standard input has no size (-1) and no hash.
 type InputFile struct {
 	Name string `json:"name"`
 	Size int64  `json:"size"`
-	Head string `json:"head_sha256,omitempty"`
-	Tail string `json:"tail_sha256,omitempty"`
+	Hash string `json:"head_tail_sha256,omitempty"`
 }
-
-// HashSpan is how many bytes of a file's head and of its tail
-// InputFile's hashes cover.
-const HashSpan = 64 << 10
 
 // Known reports whether every file of in can be told from another: it
 // has a size and hashes.
@@ -33,7 +30,7 @@ func (in *Input) Known() bool {
 		return false
 	}
 	for _, f := range in.Files {
-		if f.Size < 0 || f.Head == "" {
+		if f.Size < 0 || f.Hash == "" {
 			return false
 		}
 	}
@@ -50,7 +47,7 @@ func (in *Input) Same(o *Input) bool {
 	}
 	for i, f := range in.Files {
 		g := o.Files[i]
-		if f.Size != g.Size || f.Head != g.Head || f.Tail != g.Tail {
+		if f.Size != g.Size || f.Hash != g.Hash {
 			return false
 		}
 	}

@@ -40,7 +40,7 @@ func shardOf(t *testing.T, cs []call, k, n int, replay bool) *Result {
 }
 
 func testInput(name string) *Input {
-	return &Input{Files: []InputFile{{Name: name, Size: 1234, Head: "aa", Tail: "bb"}}}
+	return &Input{Files: []InputFile{{Name: name, Size: 1234, Hash: "aabb"}}}
 }
 
 // TestMergeShards: shards that each read the whole input merge into the
@@ -92,7 +92,7 @@ func TestMergeRefusesParts(t *testing.T) {
 	cs := calls(300, 5)
 	s0, s1 := shardOf(t, cs, 0, 2, false), shardOf(t, cs, 1, 2, false)
 	other := shardOf(t, cs, 1, 2, false)
-	other.Input = &Input{Files: []InputFile{{Name: "a.log", Size: 1234, Head: "aa", Tail: "cc"}}}
+	other.Input = &Input{Files: []InputFile{{Name: "a.log", Size: 1234, Hash: "aacc"}}}
 	four := shardOf(t, cs, 1, 4, false)
 	round := shardOf(t, cs, 1, 2, false)
 	round.Part.Round = 2

@@ -2,8 +2,6 @@ package source
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/shard"
 )
 
 // Options configure Open.
@@ -210,34 +209,21 @@ func (f *file) peek() {
 	f.print = fingerprintOf(f.head)
 }
 
-// hash notes the file's size and the content hashes of its head and
-// tail.
+// hash notes the file's size and content hash (shard.FileHash), for a
+// regular file only: reading a pipe would take its data.
 func (f *file) hash() error {
-	fh, err := os.Open(f.path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
+	st, err := os.Stat(f.path)
 	if err != nil {
 		return err
 	}
 	if !st.Mode().IsRegular() {
-		return nil // a pipe: no size, no hashes
+		return nil
 	}
-	f.info.Size = st.Size()
-	n := min(st.Size(), results.HashSpan)
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(fh, buf); err != nil {
+	fh, err := shard.FileHash(f.path)
+	if err != nil {
 		return err
 	}
-	head := sha256.Sum256(buf)
-	f.info.Head = hex.EncodeToString(head[:])
-	if _, err := fh.ReadAt(buf, st.Size()-n); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	tail := sha256.Sum256(buf)
-	f.info.Tail = hex.EncodeToString(tail[:])
+	f.info.Size, f.info.Hash = fh.Size, fh.Hash
 	return nil
 }
 

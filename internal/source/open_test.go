@@ -153,7 +153,7 @@ func TestOpen(t *testing.T) {
 	s1.Close()
 	s2.Close()
 	fi, _ := os.Stat(a)
-	if len(in1.Files) != 2 || in1.Files[0].Name != a || in1.Files[0].Size != fi.Size() || len(in1.Files[0].Head) != 64 || !in1.Same(in2) {
+	if len(in1.Files) != 2 || in1.Files[0].Name != a || in1.Files[0].Size != fi.Size() || len(in1.Files[0].Hash) != 64 || !in1.Same(in2) {
 		t.Errorf("inputs %+v and %+v", in1, in2)
 	}
 	if s3, _, _ := open(true, a, later); s3.Input().Same(in1) {

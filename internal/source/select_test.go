@@ -134,14 +134,15 @@ func TestSelect(t *testing.T) {
 
 func otherEvents(c *Counts) int64 { return c.Other.Events }
 
-// TestShardOf: every session is in exactly one of n shards whichever
-// process asks (the hash is fixed: FNV-1a), and the shards are about even.
-func TestShardOf(t *testing.T) {
+// TestShardHas: every session is in exactly one of n shards whichever
+// process asks (the hash is fixed: shard.Of, FNV-1a), and the shards are
+// about even.
+func TestShardHas(t *testing.T) {
 	// Fixed values: a change of the hash would split a running shard
 	// plan differently on two machines.
 	for id, want := range map[string]int{"6631f000.65": 2, "p4242.0": 1, "": 0, "66a0b1c2.3f9": 2} {
-		if got := ShardOf(id, 4); got != want {
-			t.Errorf("ShardOf(%q, 4) = %d, want %d", id, got, want)
+		if !(Shard{K: want, Of: 4}).Has(id) {
+			t.Errorf("session %q is not in shard %d of 4", id, want)
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))

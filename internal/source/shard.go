@@ -1,10 +1,6 @@
 package source
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
+import "github.com/pgrehearse/pgrehearse/internal/shard"
 
 // Shard selects the sessions of one shard of a workload split by session
 // across several replayers (or analyses): shard K of Of, 0 <= K < Of.
@@ -12,12 +8,17 @@ import (
 // the shards' results merge into the whole's.
 type Shard struct {
 	K, Of int
-	// Assign, when set, places sessions (a shard plan balanced by their
-	// work); a session it does not place (ok false) is placed by the
-	// stable hash.
+	// Assign, when set, places sessions (a shard plan's Assign, balanced
+	// by their work); a session it does not place (ok false) is placed by
+	// the stable hash, shard.Of.
 	Assign func(session string) (shard int, ok bool)
 	// Plan names the plan Assign follows, for the result's part.
 	Plan string
+}
+
+// PlanShard selects shard k of plan p.
+func PlanShard(p *shard.Plan, k int) Shard {
+	return Shard{K: k, Of: p.Shards, Assign: p.Assign, Plan: p.ID}
 }
 
 // Splits reports whether the shard is a part: Of > 1.
@@ -34,44 +35,5 @@ func (s Shard) Has(session string) bool {
 			return k == s.K
 		}
 	}
-	return ShardOf(session, s.Of) == s.K
-}
-
-// ShardOf is the shard, of n, of a session by the stable hash of its id:
-// 64-bit FNV-1a, the same in every process and on every machine. Events
-// without a session (id "") go to shard 0.
-func ShardOf(session string, n int) int {
-	if n <= 1 || session == "" {
-		return 0
-	}
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
-	for i := 0; i < len(session); i++ {
-		h ^= uint64(session[i])
-		h *= prime
-	}
-	return int(h % uint64(n))
-}
-
-// ParseShard reads "K/N" (0 <= K < N).
-func ParseShard(s string) (Shard, error) {
-	k, n, ok := strings.Cut(s, "/")
-	if !ok {
-		return Shard{}, fmt.Errorf("shard %q is not K/N", s)
-	}
-	var sh Shard
-	var err error
-	if sh.K, err = strconv.Atoi(strings.TrimSpace(k)); err != nil {
-		return Shard{}, fmt.Errorf("shard %q: K is not a number", s)
-	}
-	if sh.Of, err = strconv.Atoi(strings.TrimSpace(n)); err != nil {
-		return Shard{}, fmt.Errorf("shard %q: N is not a number", s)
-	}
-	if sh.Of < 1 || sh.K < 0 || sh.K >= sh.Of {
-		return Shard{}, fmt.Errorf("shard %q: want 0 <= K < N", s)
-	}
-	return sh, nil
+	return shard.Of(session, s.Of) == s.K
 }

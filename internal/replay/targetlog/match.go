@@ -12,6 +12,8 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/replay/connlog"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sqlstate"
+	overtime "github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
 // Settings are what the target's log must have for server-side durations,
@@ -49,6 +51,9 @@ func match(res *results.Result, conns []connlog.Conn, src []event.Source, cache 
 	}
 	tl := &results.TargetLog{Files: []string{}, Connections: int64(len(conns))}
 	set := querystats.NewSet()
+	// The replay's activity over time as the target logged it, for the
+	// report's over-time charts.
+	tline := overtime.New()
 	var events, withSession int64
 	for i, s := range src {
 		name := fmt.Sprintf("target log %d", i+1)
@@ -90,12 +95,17 @@ func match(res *results.Result, conns []connlog.Conn, src []event.Source, cache 
 				tl.Untimed++
 			}
 			for j, it := range items {
-				set.AddAt(it.Fingerprint, it.Query, ev.Time, querystats.SplitDuration(ev.Duration, k, j), ev.Failed && j == k-1)
+				d := querystats.SplitDuration(ev.Duration, k, j)
+				set.AddAt(it.Fingerprint, it.Query, ev.Time, d, ev.Failed && j == k-1)
+				tline.Add(ev.Time, d, ev.Failed && j == k-1)
 			}
 			if ev.Failed {
 				code := ev.SQLState
 				if code == "" {
 					code = results.UnknownSQLState
+					if c, ok := sqlstate.FromMessage(ev.ErrorMessage()); ok {
+						code = c
+					}
 				}
 				set.Slot(items[k-1].Fingerprint, items[k-1].Query).RecordError(code)
 			}
@@ -131,6 +141,7 @@ func match(res *results.Result, conns []connlog.Conn, src []event.Source, cache 
 	res.Queries = rows
 	res.LatencySource = results.LatencyServerLog
 	res.TargetLog = tl
+	res.Timeline = tline.JSON()
 	return nil
 }
 
