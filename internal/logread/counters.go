@@ -14,7 +14,6 @@ const (
 	SkipConnection      = "connection received"        // connection received, replication connections
 	SkipLockWait        = "lock wait"                  // "still waiting for ShareLock", "acquired"
 	SkipTempFile        = "temporary file"             // temporary file: path ...
-	SkipBindParse       = "parse/bind"                 // parse/bind logged without anything to use
 	SkipDurationAlone   = "duration without statement" // parse/bind durations from log_duration
 	SkipPortalFetch     = "portal fetch"               // "execute fetch from": more rows of an execution already counted
 	SkipOtherMessage    = "other message"              // a message that carries no statement

@@ -559,7 +559,7 @@ func TestUnparseable(t *testing.T) {
 	for reason, want := range map[string]bool{
 		SkipNoPrefix: true, SkipOrphanLine: true, SkipMalformed: true, SkipUnsupportedLine: true,
 		SkipTruncated: false, SkipCheckpoint: false, SkipAutovacuum: false, SkipConnection: false, SkipLockWait: false,
-		SkipTempFile: false, SkipBindParse: false, SkipDurationAlone: false, SkipPortalFetch: false, SkipOtherMessage: false,
+		SkipTempFile: false, SkipDurationAlone: false, SkipPortalFetch: false, SkipOtherMessage: false,
 		SkipNotice: false, SkipBlank: false, SkipOtherProgram: false,
 	} {
 		if Unparseable(reason) != want {
