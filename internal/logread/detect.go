@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // ErrEmptyLog is returned (wrapped) by Open for a log with nothing in it:
@@ -60,7 +62,7 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	default:
 		return l, fmt.Errorf("unknown format %q", format)
 	}
-	lines := headLines(head, maxSamples)
+	lines := prefix.HeadLines(head, prefix.MaxSamples)
 	if isPgbouncer(lines) {
 		return l, ErrPgbouncer
 	}
@@ -89,23 +91,23 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	}
 	l.prefix = opts.Prefix
 	if l.prefix == "" {
-		inf, err := inferPrefix(inner)
+		inf, err := prefix.Infer(inner)
 		if err != nil {
 			return l, err
 		}
-		l.prefix = inf.prefix
-		l.warnings = append(l.warnings, inf.warnings...)
+		l.prefix = inf.Prefix
+		l.warnings = append(l.warnings, inf.Warnings...)
 	}
-	p, err := compilePrefix(l.prefix)
+	p, err := prefix.Compile(l.prefix)
 	if err != nil {
 		return l, err
 	}
-	if env == envNone && !p.hasTime() {
+	if env == envNone && !p.HasTime() {
 		l.warnings = append(l.warnings, fmt.Sprintf("the lines have no time (log_line_prefix %q has no %%m, %%t or %%n): their events have none, and a replay cannot keep their pace", l.prefix))
 	}
 	if env != envNone {
-		l.withTime = !p.hasTime()
-		l.withPID = env != envISO && !p.hasPID
+		l.withTime = !p.HasTime()
+		l.withPID = env != envISO && !p.HasPID
 		if !l.withTime {
 			l.bsd = false // the server's own times are used
 		}
@@ -140,7 +142,7 @@ func detectFormat(head []byte) Format {
 	if first[0] == '"' {
 		first = first[1:]
 	}
-	if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
+	if _, rest, ok := prefix.TakeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
 		return FormatCSV
 	}
 	return FormatStderr
@@ -172,4 +174,11 @@ func yearOf(modTime time.Time, firstMonth int) int {
 		y--
 	}
 	return y
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
 }

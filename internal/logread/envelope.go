@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // Envelopes are what other programs wrap around the server's stderr lines
@@ -138,7 +140,7 @@ func parseISOTime(b []byte) (us int64, n int, ok bool) {
 	case 'Z', 'z':
 		n++
 	case '+', '-':
-		z := zoneLen(b[n:])
+		z := prefix.ZoneLen(b[n:])
 		if z < 3 {
 			return 0, 0, false
 		}
@@ -434,7 +436,7 @@ func detectEnvelope(lines [][]byte) (envKind, string, [][]byte) {
 	// The server's program: the one whose bodies have a severity most.
 	counts := map[string]int{}
 	for _, l := range lines {
-		if parseEnvLine(best, l, &el) && severityIndex(el.body) >= 0 {
+		if parseEnvLine(best, l, &el) && prefix.SeverityIndex(el.body) >= 0 {
 			counts[string(el.ident)]++
 		}
 	}
@@ -523,7 +525,7 @@ type envReader struct {
 	kind   envKind
 	ident  []byte
 	c      *Counters
-	inner  *prefix // the server's log_line_prefix, inside the envelope
+	inner  *prefix.Prefix // the server's log_line_prefix, inside the envelope
 	clock  syslogClock
 	lineNo int64
 
@@ -536,7 +538,7 @@ type envReader struct {
 	out     []outLine         // lines ready for the stderr reader
 	arena   []byte
 	scratch []byte
-	fields  prefixFields
+	fields  prefix.Fields
 	eof     bool
 }
 
@@ -553,7 +555,7 @@ func envPrefix(withTime, withPID bool, inner string) string {
 	return p + inner
 }
 
-func newEnvReader(lr *lineReader, kind envKind, ident string, inner *prefix, withTime, withPID bool, clock syslogClock, c *Counters) *envReader {
+func newEnvReader(lr *lineReader, kind envKind, ident string, inner *prefix.Prefix, withTime, withPID bool, clock syslogClock, c *Counters) *envReader {
 	return &envReader{lines: lr, kind: kind, ident: []byte(ident), inner: inner, withTime: withTime, withPID: withPID,
 		clock: clock, c: c, open: make(map[int32]*envMsg)}
 }
@@ -657,8 +659,8 @@ func (r *envReader) read() {
 // startsLine reports whether a part starts a line of its own: the
 // server's prefix and a severity ("DETAIL:  ...").
 func (r *envReader) startsLine(body []byte) bool {
-	rest, ok := r.inner.match(body, &r.fields)
-	return ok && atSeverity(rest)
+	rest, ok := r.inner.Match(body, &r.fields)
+	return ok && prefix.AtSeverity(rest)
 }
 
 // lineOf makes the stderr line of a part: the header's time and process
@@ -770,4 +772,10 @@ func envWarnings(kind envKind, year int, guessed bool, loc *time.Location, zoneG
 		w = append(w, fmt.Sprintf("syslog times have no time zone: read in %s", loc))
 	}
 	return w
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }

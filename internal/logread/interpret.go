@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // interpreter turns entries into events. It keeps a little state per
@@ -472,12 +473,12 @@ func (in *interpreter) add(e *entry) {
 		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
 		e.f = &in.scratch
 	}
-	if e.sev != sevNone {
-		if e.sev == sevLog {
+	if e.sev != prefix.SevNone {
+		if e.sev == prefix.SevLog {
 			in.log(e)
 			return
 		}
-		e.severity = severityWords[e.sev]
+		e.severity = e.sev.String()
 	}
 	switch e.severity {
 	case "LOG":
@@ -489,7 +490,7 @@ func (in *interpreter) add(e *entry) {
 	default:
 		// A severity in another language (csvlog and jsonlog write it
 		// as the server translated it).
-		if w := foreignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
+		if w := prefix.ForeignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
 			in.foreign, in.foreignLine = w, e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
@@ -498,7 +499,7 @@ func (in *interpreter) add(e *entry) {
 
 func (in *interpreter) log(e *entry) {
 	msg := e.message
-	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
 		// log_error_verbosity = verbose: "00000: duration: ...". The
 		// SQLSTATE of a LOG is no part of its events.
 		msg = msg[7:]
@@ -590,7 +591,7 @@ func (in *interpreter) log(e *entry) {
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:
-		if w := translatedMessage(msg); w != "" && in.foreign == "" {
+		if w := prefix.TranslatedMessage(msg); w != "" && in.foreign == "" {
 			in.foreign, in.foreignLine = strings.Clone(w), e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
@@ -835,7 +836,7 @@ func (in *interpreter) error(e *entry) {
 	state, msg := e.f.sqlstate, e.message
 	if state == "" {
 		// log_error_verbosity = verbose: "ERROR:  42P01: relation ... "
-		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
 			state, msg = in.keep(msg[:5]), msg[7:]
 		}
 	}
@@ -919,16 +920,6 @@ func trimCursor(msg string) string {
 		}
 	}
 	return msg[:i]
-}
-
-func isSQLState(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // parseDuration parses "0.123 ms" and returns microseconds and the text

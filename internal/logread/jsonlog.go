@@ -6,6 +6,8 @@ import (
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // The JSON reader takes three shapes of line, all one object per line:
@@ -469,9 +471,9 @@ type jsonReader struct {
 
 	// The server's log_line_prefix inside Azure's messages, inferred
 	// from the first of them (azureDone once tried).
-	azPrefix  *prefix
+	azPrefix  *prefix.Prefix
 	azureDone bool
-	fields    prefixFields
+	fields    prefix.Fields
 	azLine    []byte
 }
 
@@ -1303,8 +1305,8 @@ func (jr *jsonReader) inferAzurePrefix(rec jsonRec) {
 	for _, r := range recs {
 		add(r.b)
 	}
-	if inf, err := inferPrefix(lines); err == nil && inf.prefix != "" {
-		jr.azPrefix, _ = compilePrefix(inf.prefix)
+	if inf, err := prefix.Infer(lines); err == nil && inf.Prefix != "" {
+		jr.azPrefix, _ = prefix.Compile(inf.Prefix)
 	}
 	jr.queue = append(recs, jr.queue...)
 }
@@ -1334,7 +1336,7 @@ func (jr *jsonReader) azureLine(o *jsonObj) []byte {
 		msg, _ = jr.bytesOf(o.v[jMessage])
 		return append(jr.azLine, msg...)
 	}
-	if i := severityIndex(msg); i >= 0 && bytes.HasPrefix(msg[i:], sev) {
+	if i := prefix.SeverityIndex(msg); i >= 0 && bytes.HasPrefix(msg[i:], sev) {
 		return append(jr.azLine, msg...)
 	}
 	jr.azLine = append(jr.azLine, sev...)
@@ -1355,34 +1357,34 @@ func (jr *jsonReader) azureRecord(o *jsonObj, cur *entry) (lineKind, bool, strin
 	if len(line) > 0 {
 		rest := line
 		if jr.azPrefix != nil {
-			if r, ok := jr.azPrefix.match(line, &jr.fields); ok {
+			if r, ok := jr.azPrefix.Match(line, &jr.fields); ok {
 				f := &jr.fields
 				rest = r
 				if cur.user == "" {
-					cur.user = jr.intern.get(f.user)
+					cur.user = jr.intern.get(f.User)
 				}
 				if cur.database == "" {
-					cur.database = jr.intern.get(f.database)
+					cur.database = jr.intern.get(f.Database)
 				}
 				if cur.application == "" {
-					cur.application = jr.intern.get(f.application)
+					cur.application = jr.intern.get(f.Application)
 				}
 				if cur.session == "" {
-					cur.session = jr.sessions.get(f.session)
+					cur.session = jr.sessions.get(f.Session)
 				}
 				if cur.pid == 0 {
-					cur.pid = pidOf(f.pid, f.session)
+					cur.pid = pidOf(f.PID, f.Session)
 				}
 				if cur.sqlstate == "" {
-					cur.sqlstate = jr.intern.get(f.sqlstate)
+					cur.sqlstate = jr.intern.get(f.SQLState)
 				}
-				if cur.time == 0 && len(f.time) > 0 {
-					cur.time, _ = jr.times.parse(f.time)
+				if cur.time == 0 && len(f.Time) > 0 {
+					cur.time, _ = jr.times.parse(f.Time)
 				}
 			}
 		}
-		if i := severityIndex(rest); i >= 0 {
-			if _, msg, ok := splitSeverity(rest[i:]); ok {
+		if i := prefix.SeverityIndex(rest); i >= 0 {
+			if _, msg, ok := prefix.SplitSeverity(rest[i:]); ok {
 				cur.message = string(msg)
 			}
 		}

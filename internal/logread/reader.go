@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // Format names a log format.
@@ -55,11 +56,15 @@ type Options struct {
 
 // ErrNotEnglish is returned (wrapped) when the log's messages are in
 // another language than English, which the reader cannot interpret.
-var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages = 'C' on the server (ALTER SYSTEM SET lc_messages = 'C'; SELECT pg_reload_conf();) and capture the log again")
+var ErrNotEnglish = prefix.ErrNotEnglish
 
 // ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
 // not be detected.
-var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
+var ErrUnknownPrefix = prefix.ErrUnknownPrefix
+
+// ErrAmbiguousPrefix is returned (wrapped) when more than one prefix fits
+// the first lines of a stderr log and they read different fields.
+var ErrAmbiguousPrefix = prefix.ErrAmbiguousPrefix
 
 // Reader reads the events of one log file, streaming: memory does not grow
 // with the file, and the file is read once, front to back.
@@ -140,13 +145,13 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		jr.times.zones = zones
 		r.fr = jr
 	default:
-		inner, err := compilePrefix(l.prefix)
+		inner, err := prefix.Compile(l.prefix)
 		if err != nil {
 			return nil, err
 		}
 		p := inner
 		if l.env != envNone {
-			if p, err = compilePrefix(envPrefix(l.withTime, l.withPID, l.prefix)); err != nil {
+			if p, err = prefix.Compile(envPrefix(l.withTime, l.withPID, l.prefix)); err != nil {
 				return nil, err
 			}
 		}
@@ -228,7 +233,7 @@ func (r *Reader) Format() Format { return r.format }
 // the messages of Azure's JSON once they are read.
 func (r *Reader) Prefix() string {
 	if jr, ok := r.fr.(*jsonReader); ok && jr.azPrefix != nil {
-		return jr.azPrefix.src
+		return jr.azPrefix.String()
 	}
 	return r.prefix
 }
