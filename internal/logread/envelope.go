@@ -490,12 +490,48 @@ func (c *syslogClock) us(el *envLine) int64 {
 	return c.lastUS + el.frac
 }
 
-// outLine is a line the envelope reader gives the stderr reader: a line
-// the server would have written to stderr, the physical line it starts on
-// and how many physical lines it stands for.
+// lineSource gives the stderr reader the lines of a log in an envelope:
+// syslog and the like (envReader), Cloud Logging's entries
+// (cloudEnvelope), Azure's records (azureEnvelope).
+type lineSource interface {
+	// next returns the next line; false at the end of the log.
+	next() (outLine, bool)
+	// err returns the error that ended the log early, if any.
+	err() error
+}
+
+// outLine is a line an envelope gives the stderr reader: a line the
+// server would have written to stderr, the physical line it starts on
+// and how many physical lines it stands for (0 for the further lines of
+// one record).
 type outLine struct {
 	b           []byte
 	first, span int64
+	// f, when not nil, is the line's fields, which the envelope read
+	// (from a record, and the prefix in its line): b then starts at the
+	// severity, and us is its time.
+	f  *lineFields
+	us int64
+}
+
+// lineArena holds the lines an envelope gives out, in blocks that are
+// never written again below their length: the entries refer to them.
+type lineArena struct{ b []byte }
+
+// join returns the parts joined, in the arena.
+func (a *lineArena) join(parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if cap(a.b)-len(a.b) < n {
+		a.b = make([]byte, 0, max(64<<10, n))
+	}
+	start := len(a.b)
+	for _, p := range parts {
+		a.b = append(a.b, p...)
+	}
+	return a.b[start:len(a.b):len(a.b)]
 }
 
 // envMsg is a syslog message being joined from its parts.
@@ -559,6 +595,8 @@ func newEnvReader(lr *lineReader, kind envKind, ident string, inner *prefix.Pref
 	return &envReader{lines: lr, kind: kind, ident: []byte(ident), inner: inner, withTime: withTime, withPID: withPID,
 		clock: clock, c: c, open: make(map[int32]*envMsg)}
 }
+
+func (r *envReader) err() error { return r.lines.err }
 
 // next returns the next line for the stderr reader; ok is false at the end.
 func (r *envReader) next() (outLine, bool) {

@@ -56,7 +56,7 @@ var fixtureCases = []fixtureCase{
 	// (grep duration finds nothing): one execution, none timed. pgbadger
 	// counts it as a query. Errors: 4 FATAL (severity ALERT in the Cloud
 	// Logging wrapper); pgbadger's 5th is an EVENTLOG.
-	{file: "cloudsql.log.gz", format: FormatJSON, execs: 1, timed: 0, errors: 4, pgbQueries: 1, pgbErrors: 5},
+	{file: "cloudsql.log.gz", format: FormatJSON, prefix: cloudSQLPrefixes, execs: 1, timed: 0, errors: 4, pgbQueries: 1, pgbErrors: 5},
 	// 400 "duration: ... statement/execute" records, as pgbadger says; the
 	// 4 other executions are the failing statements of the 4 ERRORs. Errors:
 	// 4 ERROR + 1 FATAL; pgbadger adds 1 EVENTLOG.

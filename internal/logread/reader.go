@@ -74,7 +74,8 @@ type Reader struct {
 	prefix   string
 	src      *source
 	fr       formatReader
-	stderr   *stderrReader // fr, when the log is stderr
+	stderr   *stderrReader // fr, when the log is stderr or in an envelope
+	json     *jsonReader   // the reader of a JSON log's records
 	interp   *interpreter
 	counters *Counters
 	next     int // index of the next event in interp.out
@@ -141,9 +142,18 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		cr.times.zones = zones
 		r.fr = cr
 	case l.format == FormatJSON:
-		jr := newJSONReader(br, r.counters).(*jsonReader)
+		jr := newJSONReader(br, r.counters)
 		jr.times.zones = zones
-		r.fr = jr
+		r.json = jr
+		fr, st, err := newJSONFormat(jr, r.counters)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			st.times.zones = zones
+			r.stderr = st
+		}
+		r.fr = fr
 	default:
 		inner, err := prefix.Compile(l.prefix)
 		if err != nil {
@@ -215,8 +225,8 @@ var errShrank = errors.New("the file shrank while it was read (truncated, or rot
 // Layout describes how the log is read: "stderr", "csvlog", "jsonlog",
 // or "stderr lines in syslog" and the like.
 func (r *Reader) Layout() string {
-	if jr, ok := r.fr.(*jsonReader); ok {
-		return jr.describe()
+	if r.json != nil {
+		return r.json.describe()
 	}
 	return r.layout.describe()
 }
@@ -230,10 +240,10 @@ func (r *Reader) Warnings() []string { return r.warnings }
 func (r *Reader) Format() Format { return r.format }
 
 // Prefix returns the log_line_prefix used for a stderr log, or found in
-// the messages of Azure's JSON once they are read.
+// the lines of a JSON log's records (Cloud Logging's, Azure's).
 func (r *Reader) Prefix() string {
-	if jr, ok := r.fr.(*jsonReader); ok && jr.azPrefix != nil {
-		return jr.azPrefix.String()
+	if r.json != nil && r.json.inPrefix != nil {
+		return r.json.inPrefix.String()
 	}
 	return r.prefix
 }

@@ -63,8 +63,13 @@ type stderrReader struct {
 	// src, when not nil, gives the lines instead of lines: those of a
 	// log in an envelope (syslog, ...), each standing for span physical
 	// lines from lineNo on. span is 1 for a plain log.
-	src  *envReader
+	src  lineSource
 	span int64
+	// given is the fields of the line src gave last, when it read them
+	// itself (outLine.f), and givenUS its time: the line then starts at
+	// its severity.
+	given   *lineFields
+	givenUS int64
 }
 
 // lineFields are the fields a prefix yields, interned.
@@ -529,7 +534,14 @@ func (s *stderrReader) next() (*entry, error) {
 		}
 		if sev == prefix.SevNone {
 			// Not in the cache, or a cached tail followed by no severity.
-			if lf, us, sev, msg = s.matchLine(line); sev == prefix.SevNone {
+			if s.given != nil {
+				// An envelope's line whose fields it read.
+				lf, us = s.given, s.givenUS
+				if sev, msg = prefix.SplitSeverityFast(line); sev == prefix.SevNone {
+					s.otherSeverity(line)
+					continue
+				}
+			} else if lf, us, sev, msg = s.matchLine(line); sev == prefix.SevNone {
 				continue
 			}
 		}
@@ -564,6 +576,7 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 			return nil, false
 		}
 		s.lineNo, s.span = ol.first, ol.span
+		s.given, s.givenUS = ol.f, ol.us
 		if ol.b == nil {
 			return []byte{}, true
 		}
@@ -597,7 +610,11 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 // end ends the log: the entry being built, then io.EOF (or the read
 // error).
 func (s *stderrReader) end() (*entry, error) {
-	if err := s.lines.err; err != nil {
+	err := s.lines.err
+	if s.src != nil {
+		err = s.src.err()
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.have {
@@ -613,6 +630,16 @@ func (s *stderrReader) continueField(line []byte) {
 		return
 	}
 	s.extend(line[1:])
+}
+
+// otherSeverity counts a line an envelope read the fields of, whose
+// severity is no severity the reader knows: a message it has no use
+// for, or one in another language.
+func (s *stderrReader) otherSeverity(line []byte) {
+	if w := prefix.ForeignSeverity(line); w != "" && s.foreign == "" {
+		s.foreign, s.foreignLine = w, s.lineNo
+	}
+	s.c.skip(SkipOtherMessage, s.span)
 }
 
 // matchLine reads a line's prefix and severity the long way, with the
