@@ -7,7 +7,7 @@ import "sort"
 const (
 	SkipNoPrefix        = "no matching prefix"         // a line the log_line_prefix does not match
 	SkipOrphanLine      = "orphan continuation"        // DETAIL/STATEMENT/tab line with no entry before it
-	SkipTruncated       = "truncated at EOF"           // a last line or record cut short
+	SkipTruncated       = "truncated at EOF"           // a csv or json record cut short at EOF, or a line too long to hold
 	SkipMalformed       = "malformed record"           // csv/json that does not parse
 	SkipCheckpoint      = "checkpoint"                 // checkpoint starting/complete, restartpoints
 	SkipAutovacuum      = "autovacuum"                 // automatic vacuum/analyze
@@ -19,8 +19,12 @@ const (
 	SkipOtherMessage    = "other message"              // a message that carries no statement
 	SkipNotice          = "notice/warning"             // NOTICE, WARNING, INFO, DEBUG
 	SkipUnsupportedLine = "unsupported line"           // syslog/pgbouncer lines and such
-	SkipBlank           = "blank line"                 // an empty line where a csv/json record was expected
+	SkipBlank           = "blank line"                 // an empty line (or spaces only)
 	SkipOtherProgram    = "other program"              // another program's lines in a syslog file
+	// SkipUnprefixed is what the server itself writes to its stderr
+	// without the log_line_prefix: the memory-context dump before an
+	// "out of memory" error, an assertion's TRAP line and backtrace.
+	SkipUnprefixed = "server output without prefix"
 )
 
 // unparseable are the skip reasons that mean the reader could not read a

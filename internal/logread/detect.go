@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type layout struct {
 	withPID  bool   // and its process id
 	bsd      bool   // the envelope's times have no year and no zone
 	firstMon int    // month of the first RFC 3164 time, for the year
+	timing   Timing // how the lines are timed
 	warnings []string
 }
 
@@ -57,6 +59,7 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	l.format = format
 	switch format {
 	case FormatCSV, FormatJSON:
+		l.timing = TimingFraction
 		return l, nil
 	case FormatStderr, FormatSyslog:
 	default:
@@ -82,6 +85,12 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 			if parseEnvLine(env, line, &el) {
 				l.bsd = el.hasTime && !el.zoned
 				l.firstMon = el.month
+				switch {
+				case el.fraction:
+					l.timing = TimingFraction
+				case el.hasTime:
+					l.timing = TimingSeconds
+				}
 				break
 			}
 		}
@@ -104,6 +113,10 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	}
 	if env == envNone && !p.HasTime() {
 		l.warnings = append(l.warnings, fmt.Sprintf("the lines have no time (log_line_prefix %q has no %%m, %%t or %%n): their events have none, and a replay cannot keep their pace", l.prefix))
+	}
+	if esc := p.TimeEscape(); esc != 0 || env == envNone {
+		// The server's own times, whatever the envelope's.
+		l.timing = timingOf(esc)
 	}
 	if env != envNone {
 		l.withTime = !p.HasTime()
@@ -181,4 +194,42 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
+}
+
+// Timing says how a log times its lines: it decides whether a replay can
+// keep the log's pace.
+type Timing uint8
+
+const (
+	// TimingNone: the lines have no time (a log_line_prefix without %m,
+	// %t or %n, Cloud SQL's text payloads alone). Every event's Time is
+	// 0: an analysis counts and times the statements, a replay has no
+	// pace to keep.
+	TimingNone Timing = iota
+	// TimingSeconds: whole seconds (%t, RFC 3164 syslog): events of one
+	// second are in the order of their lines, their pace is lost.
+	TimingSeconds
+	// TimingFraction: fractions of a second (%m, %n, csvlog, jsonlog,
+	// the managed services' exports).
+	TimingFraction
+)
+
+var timingNames = [...]string{"none", "seconds", "fraction"}
+
+func (t Timing) String() string {
+	if int(t) < len(timingNames) {
+		return timingNames[t]
+	}
+	return "timing(" + strconv.Itoa(int(t)) + ")"
+}
+
+// timingOf returns the timing of a prefix's time escape (0 for none).
+func timingOf(esc byte) Timing {
+	switch esc {
+	case 'm', 'n':
+		return TimingFraction
+	case 't':
+		return TimingSeconds
+	}
+	return TimingNone
 }

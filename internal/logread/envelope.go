@@ -51,10 +51,12 @@ type envLine struct {
 	// has neither year nor zone, its parts.
 	us                  int64
 	hasTime, zoned      bool
+	fraction            bool // the time has a fraction of a second
 	month, day          int
 	hour, minute, sec   int
 	frac                int64
 	ident               []byte // program name ("postgres", "app[postgres")
+	host                []byte // the machine, when the header names it
 	pid                 int32
 	hasPID              bool
 	seq                 int64 // syslog sequence number; -1 when none
@@ -101,7 +103,7 @@ func parseBSDTime(b []byte, el *envLine) (int, bool) {
 			return 0, false
 		}
 	}
-	el.hasTime, el.zoned = true, false
+	el.hasTime, el.zoned, el.fraction = true, false, n > 15
 	el.month, el.day, el.hour, el.minute, el.sec, el.frac = m, int(day), int(h), int(mi), int(s), frac
 	return n, true
 }
@@ -171,7 +173,7 @@ func parseEnvLine(k envKind, line []byte, el *envLine) bool {
 		if !ok || n >= len(line) || line[n] != ' ' && line[n] != '\t' {
 			return false
 		}
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, line[19] == '.'
 		el.body = line[n+1:]
 		return true
 	}
@@ -182,7 +184,7 @@ func parseEnvLine(k envKind, line []byte, el *envLine) bool {
 func parseSyslog(line []byte, el *envLine) bool {
 	var n int
 	if us, m, ok := parseISOTime(line); ok {
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, line[19] == '.'
 		n = m
 	} else if m, ok := parseBSDTime(line, el); ok {
 		n = m
@@ -204,6 +206,7 @@ func parseSyslog(line []byte, el *envLine) bool {
 		if tag, after, ok = takeTag(rest[sp+1:]); !ok {
 			return false
 		}
+		el.host = rest[:sp]
 	}
 	if !parseTag(tag, el) {
 		return false
@@ -298,11 +301,15 @@ func parseRFC5424(line []byte, el *envLine) bool {
 		fields[k], b = b[:sp], b[sp+1:]
 	}
 	if us, n, ok := parseISOTime(fields[0]); ok && n == len(fields[0]) {
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, fields[0][19] == '.'
+
 	} else if string(fields[0]) != "-" {
 		return false
 	}
 	el.ident = fields[2]
+	if h := fields[1]; string(h) != "-" {
+		el.host = h
+	}
 	proc := fields[3]
 	if d := bytes.LastIndexByte(proc, '.'); d >= 0 {
 		el.ident = append(append(append([]byte(nil), fields[2]...), '['), proc[:d]...)
@@ -466,28 +473,50 @@ func detectEnvelope(lines [][]byte) (envKind, string, [][]byte) {
 }
 
 // syslogClock turns RFC 3164 times, which have no year and no zone, into
-// µs: in the year given or guessed, moving to the next year when the
-// months go back (December to January), and in the zone given or UTC.
+// µs: in the zone given or UTC, and in the year that puts each line
+// nearest the line before it. The log's first line takes the year given
+// or guessed; from then on the year follows the lines: it rises when
+// December goes on to January, and a line of December 31 that arrives
+// just after one of January 1 (a late line: syslog daemons do not order
+// their senders' lines) is read as the year before, which it is, without
+// moving the lines after it.
 type syslogClock struct {
-	year      int
-	loc       *time.Location
-	lastMonth int
+	year int
+	loc  *time.Location
+	// last is the time of the line before, 0 before the first.
+	last int64
 	// the second last converted, for lines of the same second
 	lastKey int64
 	lastUS  int64
 }
 
 func (c *syslogClock) us(el *envLine) int64 {
-	if c.lastMonth != 0 && el.month < c.lastMonth {
-		c.year++
-	}
-	c.lastMonth = el.month
 	key := int64(el.month)<<32 | int64(el.day)<<24 | int64(el.hour)<<16 | int64(el.minute)<<8 | int64(el.sec)
 	if key != c.lastKey || c.lastUS == 0 {
 		c.lastKey = key
-		c.lastUS = time.Date(c.year, time.Month(el.month), el.day, el.hour, el.minute, el.sec, 0, c.loc).UnixMicro()
+		at := func(y int) int64 {
+			return time.Date(y, time.Month(el.month), el.day, el.hour, el.minute, el.sec, 0, c.loc).UnixMicro()
+		}
+		us := at(c.year)
+		if c.last != 0 {
+			// The year of the three around that is nearest the line before.
+			for _, y := range [...]int{c.year - 1, c.year + 1} {
+				if u := at(y); absDiff(u, c.last) < absDiff(us, c.last) {
+					us, c.year = u, y
+				}
+			}
+		}
+		c.lastUS = us
 	}
+	c.last = c.lastUS
 	return c.lastUS + el.frac
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // lineSource gives the stderr reader the lines of a log in an envelope:
@@ -576,6 +605,8 @@ type envReader struct {
 	scratch []byte
 	fields  prefix.Fields
 	eof     bool
+	// origin is where the hosts of the server's lines are noted.
+	origin *Origin
 }
 
 // envPrefix returns the prefix the stderr reader matches on the lines of
@@ -639,12 +670,19 @@ func (r *envReader) read() {
 			r.add(nil, outLine{b: line, first: r.lineNo, span: 1})
 			return
 		}
+		if isBlank(line) {
+			r.c.skip(SkipBlank, 1)
+			return
+		}
 		r.c.skipSample(SkipUnsupportedLine, 1, r.lineNo, line)
 		return
 	}
 	if !bytes.Equal(el.ident, r.ident) && r.kind != envISO {
 		r.c.skip(SkipOtherProgram, 1)
 		return
+	}
+	if len(el.host) > 0 && r.origin != nil {
+		r.origin.addHost(el.host)
 	}
 	body := el.body
 	if r.kind != envISO {

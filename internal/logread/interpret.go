@@ -81,6 +81,9 @@ type interpreter struct {
 	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
+
+	// origin is what the messages show of the server (see Origin).
+	origin Origin
 }
 
 type sessionState struct {
@@ -594,6 +597,7 @@ func (in *interpreter) log(e *entry) {
 		if w := prefix.TranslatedMessage(msg); w != "" && in.foreign == "" {
 			in.foreign, in.foreignLine = strings.Clone(w), e.line
 		}
+		in.origin.note(msg)
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
@@ -638,7 +642,7 @@ func (in *interpreter) parse(e *entry, rest string, dur int64) {
 		return
 	}
 	ev.Duration = dur
-	if dur >= 0 {
+	if dur >= 0 && ev.Time != 0 {
 		ev.Time -= dur
 	}
 	in.c.parsed(e.lines)
@@ -710,7 +714,11 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 	}
 	if dur >= 0 {
 		ev.Duration = dur
-		ev.Time -= dur
+		if ev.Time != 0 {
+			// The line's time is when it ended; a log without times
+			// has none to move back.
+			ev.Time -= dur
+		}
 		in.out = append(in.out, ev)
 		if s.lastBind != nil || s.lastParse {
 			s.forgetProtocol()
@@ -839,6 +847,9 @@ func (in *interpreter) error(e *entry) {
 		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
 			state, msg = in.keep(msg[:5]), msg[7:]
 		}
+	}
+	if len(msg) > 0 && msg[0] == 'W' {
+		in.origin.note(msg)
 	}
 	msg = in.keep(trimCursor(msg))
 	statement := in.keepText(e.statement)

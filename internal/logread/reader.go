@@ -90,6 +90,10 @@ type Reader struct {
 	// mapped is set when the stderr reader reads from a mapping of the
 	// file (see fileMap): fill then turns a fault into an error.
 	mapped bool
+
+	// first and last are the earliest and latest time of the entries
+	// read, in µs; 0 before any with a time.
+	first, last int64
 }
 
 // Open opens a log file ("-" for standard input), decompressing gzip,
@@ -140,6 +144,7 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 	case l.format == FormatCSV:
 		cr := newCSVReader(br, r.counters).(*csvReader)
 		cr.times.zones = zones
+		cr.warnings = &r.warnings
 		r.fr = cr
 	case l.format == FormatJSON:
 		jr := newJSONReader(br, r.counters)
@@ -177,7 +182,9 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 			if clock.loc == nil {
 				clock.loc = time.UTC
 			}
-			r.stderr.src = newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
+			er := newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
+			er.origin = &r.interp.origin
+			r.stderr.src = er
 			r.warnings = append(r.warnings, envWarnings(l.env, clock.year, guessed, clock.loc, opts.TimeZone != nil, l.bsd)...)
 		} else {
 			// The stderr reader reads into its chunks again once no
@@ -307,6 +314,14 @@ func (r *Reader) fill() {
 			return
 		}
 		n := len(r.interp.out)
+		if t := e.time; t != 0 {
+			if r.first == 0 || t < r.first {
+				r.first = t
+			}
+			if t > r.last {
+				r.last = t
+			}
+		}
 		r.interp.add(e)
 		if r.interp.foreign == "" && (r.stderr == nil || r.stderr.foreign == "") {
 			continue
@@ -380,6 +395,30 @@ func (r *Reader) checkLanguage() error {
 	}
 	return fmt.Errorf("%s:%d: %q is not English: %w", r.name, line, word, ErrNotEnglish)
 }
+
+// Timing returns how the log times its lines, as detected when it was
+// opened: TimingNone for a log whose events have no time, which can be
+// analyzed but not replayed at its pace (a log_line_prefix needs %m).
+func (r *Reader) Timing() Timing {
+	if r.json != nil {
+		return TimingFraction
+	}
+	return r.layout.timing
+}
+
+// TimeRange returns the earliest and the latest time of the lines read so
+// far (the time each line was written, in µs since the epoch); ok is
+// false before any line with a time. Once Next has returned io.EOF, it is
+// the log's whole range. With the time ranges of several logs a caller
+// can tell logs of one stretch of traffic from logs of different times.
+func (r *Reader) TimeRange() (first, last int64, ok bool) {
+	return r.first, r.last, r.first != 0
+}
+
+// Origin returns what the lines read so far show of the server that wrote
+// them (see Origin); complete once Next has returned io.EOF. The caller
+// owns the copy.
+func (r *Reader) Origin() Origin { return r.interp.origin.clone() }
 
 // Partial returns, once Next has returned io.EOF, why the log was read
 // only in part: a compressed file cut short or damaged, whose events

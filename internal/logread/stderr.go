@@ -596,8 +596,7 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 	}
 	s.lineNo++
 	if !complete {
-		// A line cut at EOF (the server was still writing) or one too
-		// long to hold: its content cannot be trusted.
+		// A line too long to hold: its content cannot be trusted.
 		s.c.skip(SkipTruncated, 1)
 		return nil, true
 	}
@@ -632,6 +631,20 @@ func (s *stderrReader) continueField(line []byte) {
 	s.extend(line[1:])
 }
 
+// skipUnmatched counts a line the prefix does not match: a blank line,
+// what the server writes without a prefix (see unprefixed), or else a
+// line the reader could not read.
+func (s *stderrReader) skipUnmatched(line []byte) {
+	switch {
+	case isBlank(line):
+		s.c.skip(SkipBlank, s.span)
+	case unprefixed(line):
+		s.c.skip(SkipUnprefixed, s.span)
+	default:
+		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+	}
+}
+
 // otherSeverity counts a line an envelope read the fields of, whose
 // severity is no severity the reader knows: a message it has no use
 // for, or one in another language.
@@ -649,7 +662,7 @@ func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, prefix.Severi
 	f := &s.pf
 	rest, ok := s.prefix.Match(line, f)
 	if !ok {
-		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
+		s.skipUnmatched(line)
 		return nil, 0, prefix.SevNone, nil
 	}
 	var us int64

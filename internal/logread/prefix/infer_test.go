@@ -63,6 +63,7 @@ var realPrefixes = []struct{ prefix, source string }{
 	{"< %m > ", "PostgreSQL 9 packages of Red Hat"},
 	{"%n [%p] ", "epoch times"},
 	{"%m %p %u %d %a ", "free text without labels"},
+	{"user=%u,db=%d", "issue 19: no space before the severity"},
 }
 
 // TestInferPrefixFromServer has a real server write the same workload with

@@ -111,13 +111,18 @@ func Compile(s string) (*Prefix, error) {
 }
 
 // HasTime reports whether the prefix prints the time of each line.
-func (p *Prefix) HasTime() bool {
+func (p *Prefix) HasTime() bool { return p.TimeEscape() != 0 }
+
+// TimeEscape returns the escape of the time of each line: 'm' (with
+// milliseconds), 't' (whole seconds) or 'n' (epoch, with milliseconds),
+// the first the prefix has; 0 when it has none.
+func (p *Prefix) TimeEscape() byte {
 	for _, it := range p.items {
 		if it.esc == 'm' || it.esc == 't' || it.esc == 'n' {
-			return true
+			return it.esc
 		}
 	}
-	return false
+	return 0
 }
 
 // Cacheable reports whether lines can be told apart by the text after a

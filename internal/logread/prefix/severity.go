@@ -169,7 +169,10 @@ func SplitSeverityFast(b []byte) (Severity, []byte) {
 
 // SeverityIndex returns where in b a severity word followed by ":  "
 // starts, or -1: the end of a prefix whose last escape is free text. One
-// space after the colon is taken too, as in logs edited by hand.
+// space after the colon is taken too, as in logs edited by hand. The
+// word may follow the prefix's last value with no space between, as a
+// prefix that does not end in a space writes it ("user=%u,db=%d":
+// "db=shopLOG:  ..."); then the colon must have its two spaces.
 func SeverityIndex(b []byte) int {
 	off := 0
 	for {
@@ -184,6 +187,15 @@ func SeverityIndex(b []byte) int {
 		}
 		if SeverityClass(b[start:end]) != 0 && (start == 0 || !isAlnum(b[start-1]) && b[start-1] != '_') {
 			return start
+		}
+		if start < end && end+2 < len(b) && b[end+2] == ' ' {
+			// Glued to the value before it: the longest severity word
+			// that ends the run of capitals ("SHOPLOG", "shopLOG").
+			for k := start; k < end; k++ {
+				if SeverityClass(b[k:end]) != 0 {
+					return k
+				}
+			}
 		}
 		off = end + 1
 	}
