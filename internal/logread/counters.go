@@ -25,6 +25,11 @@ const (
 	// without the log_line_prefix: the memory-context dump before an
 	// "out of memory" error, an assertion's TRAP line and backtrace.
 	SkipUnprefixed = "server output without prefix"
+	// SkipPlanAlone is an auto_explain plan of no statement the log has:
+	// a statement under log_min_duration_statement, one inside a function
+	// (auto_explain.log_nested_statements), or one whose plan came before
+	// the first plan of the log showed it has plans.
+	SkipPlanAlone = "plan without statement"
 )
 
 // unparseable are the skip reasons that mean the reader could not read a

@@ -206,6 +206,8 @@ var formatGolden = []struct {
 	{"cloudwatch-rds", "testdata/cloudwatch/rds-export.log", Options{}},
 	{"verbose-stderr", "testdata/verbose/stderr.log", Options{}},
 	{"verbose-csvlog", "testdata/verbose/csvlog.csv", Options{}},
+	{"autoexplain-stderr", "testdata/autoexplain/stderr.log", Options{}},
+	{"autoexplain-jsonlog", "testdata/autoexplain/jsonlog.json", Options{}},
 }
 
 func TestFormatGolden(t *testing.T) {

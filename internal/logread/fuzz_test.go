@@ -145,7 +145,8 @@ func FuzzParseParams(f *testing.F) {
 func FuzzReaderAuto(f *testing.F) {
 	for _, p := range []string{"testdata/syslog/bsd.log", "testdata/syslog/rfc5424.log", "testdata/syslog/journald.log",
 		"testdata/cloudwatch/run2-export.log", "testdata/cloudsql/textpayload.log", "testdata/azure/eventhub.json",
-		"testdata/azure/single.json", "testdata/verbose/stderr.log", "testdata/locales/ja.log"} {
+		"testdata/azure/single.json", "testdata/verbose/stderr.log", "testdata/locales/ja.log",
+		"testdata/autoexplain/stderr.log", "testdata/autoexplain/csvlog.csv", "testdata/autoexplain/jsonlog.json"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b[:min(len(b), 4000)])
 		}

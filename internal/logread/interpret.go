@@ -84,6 +84,10 @@ type interpreter struct {
 
 	// origin is what the messages show of the server (see Origin).
 	origin Origin
+
+	// plansSeen is set once the log has auto_explain plans (in its head,
+	// or read): executions are then held for theirs (holdForPlan).
+	plansSeen bool
 }
 
 type sessionState struct {
@@ -127,6 +131,12 @@ type sessionState struct {
 	// that execution's, already counted. Not the string, which would keep
 	// its chunk of the log alive.
 	done querySketch
+
+	// plans are auto_explain plans logged before the execution they
+	// belong to (see plan), and held an Execute whose plan may come after
+	// it (holdForPlan).
+	plans []pendingPlan
+	held  *event.Event
 }
 
 // querySketch tells a query from others cheaply: its length and its first
@@ -253,8 +263,19 @@ func newInterpreter(c *Counters) *interpreter {
 	}
 }
 
-// session finds or creates the state of e's session.
+// session finds or creates the state of e's session, for an entry that
+// is not an auto_explain plan: an execution held for its plan is
+// emitted first (see holdForPlan).
 func (in *interpreter) session(e *entry) *sessionState {
+	s := in.lookup(e)
+	if s.held != nil {
+		in.releaseHeld(s)
+	}
+	return s
+}
+
+// lookup finds or creates the state of e's session.
+func (in *interpreter) lookup(e *entry) *sessionState {
 	f := e.f
 	// The session the shared fields remember first: its key is most often
 	// the very same string.
@@ -330,6 +351,7 @@ func (in *interpreter) drop(key string) {
 			in.lastSession = nil
 		}
 		in.flush(s)
+		in.dropPlans(s)
 		s.release()
 		delete(in.sessions, key)
 	}
@@ -424,6 +446,9 @@ func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.
 
 // flush emits the session's pending statement, which got no duration.
 func (in *interpreter) flush(s *sessionState) {
+	if s.held != nil {
+		in.releaseHeld(s)
+	}
 	if s.pending != nil {
 		in.out = append(in.out, s.pending)
 		s.pending = nil
@@ -443,6 +468,10 @@ func (in *interpreter) flushCounts() {
 func (in *interpreter) takePending() map[string]*event.Event {
 	m := make(map[string]*event.Event)
 	for _, s := range in.sessions {
+		if s.held != nil {
+			in.releaseHeld(s)
+		}
+		in.dropPlans(s)
 		if s.pending != nil {
 			m[s.key] = s.pending
 			s.pending = nil
@@ -457,6 +486,7 @@ func (in *interpreter) finishAll() {
 	n := len(in.out)
 	for _, s := range in.sessions {
 		in.flush(s)
+		in.dropPlans(s)
 	}
 	slices.SortFunc(in.out[n:], byLine)
 }
@@ -560,6 +590,11 @@ func (in *interpreter) log(e *entry) {
 		case 'p':
 			if w&0xffffffffffff == wordParse {
 				in.parse(e, msg[len("parse "):], dur)
+				return
+			}
+			if msg[1] == 'l' && strings.HasPrefix(msg, "plan:") {
+				// auto_explain: "duration: 0.046 ms  plan:\n..."
+				in.plan(e, msg[len("plan:"):], dur)
 				return
 			}
 		case 'b':
@@ -712,6 +747,9 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 	if s.pending != nil {
 		in.flush(s)
 	}
+	if len(s.plans) > 0 {
+		in.attachPlans(s, ev)
+	}
 	if dur >= 0 {
 		ev.Duration = dur
 		if ev.Time != 0 {
@@ -719,7 +757,11 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 			// has none to move back.
 			ev.Time -= dur
 		}
-		in.out = append(in.out, ev)
+		if in.plansSeen && in.holdForPlan(s, ev) {
+			// Emitted with its plan, or at the session's next entry.
+		} else {
+			in.out = append(in.out, ev)
+		}
 		if s.lastBind != nil || s.lastParse {
 			s.forgetProtocol()
 		}
@@ -772,6 +814,13 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 	}
 	s.pending.Duration = dur
 	in.c.parsed(e.lines)
+	if in.plansSeen {
+		ev := s.pending
+		if s.pending = nil; !in.holdForPlan(s, ev) {
+			in.out = append(in.out, ev)
+		}
+		return
+	}
 	in.flush(s)
 }
 
@@ -827,6 +876,7 @@ func (in *interpreter) disconnect(e *entry) {
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	in.flush(s)
+	in.dropPlans(s)
 	in.out = append(in.out, in.newEvent(event.Disconnect, e, s))
 	s.release()
 	delete(in.sessions, s.key)

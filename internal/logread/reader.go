@@ -138,6 +138,7 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r.layout, r.format = l, l.format
+	r.interp.plansSeen = hasPlans(head)
 	r.warnings = append(r.warnings, l.warnings...)
 	zones := &zoneReading{loc: opts.TimeZone, warnings: &r.warnings}
 	switch {
