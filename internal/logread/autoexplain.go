@@ -154,9 +154,10 @@ func readPlan(text string) (f event.PlanFormat, query string, analyzed bool) {
 			}
 		}
 		return event.PlanXML, q, strings.Contains(text, "<Actual-Loops>")
-	case strings.HasPrefix(text, "- "):
-		// - Query Text: "SELECT ..."\n  Plan: ...: YAML's strings are
-		// quoted as JSON's.
+	case strings.HasPrefix(text, `Query Text: "`) && strings.Contains(text, "\nPlan: "), strings.HasPrefix(text, "- "):
+		// Query Text: "SELECT ..."\nPlan: \n  Node Type: ...: YAML's
+		// strings are quoted as JSON's (the text format's query is not
+		// quoted, and has no "Plan:" line).
 		return event.PlanYAML, jsonString(text, "Query Text: "), strings.Contains(text, "Actual Loops: ")
 	}
 	// "(actual time=0.043..0.044 rows=0 loops=1)", or without timing

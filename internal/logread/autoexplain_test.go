@@ -25,6 +25,8 @@ var autoExplainRuns = []struct {
 	{event.PlanText, true},
 	{event.PlanJSON, false},
 	{event.PlanJSON, true},
+	{event.PlanYAML, true},
+	{event.PlanXML, false},
 }
 
 // autoExplainWorkload runs, for each of autoExplainRuns, what a plan is
@@ -42,7 +44,7 @@ func autoExplainWorkload(t *testing.T, ctx context.Context, conn *pgconn.PgConn)
 		execSQL(t, ctx, conn, fmt.Sprintf("SET auto_explain.log_format = %s", run.format), "")
 		execSQL(t, ctx, conn, fmt.Sprintf("SET auto_explain.log_analyze = %v", run.analyze), "")
 		tag := fmt.Sprintf("%s-%v", run.format, run.analyze)
-		execSQL(t, ctx, conn, "SELECT count(*) FROM t WHERE v <> '"+tag+"'", "")
+		execSQL(t, ctx, conn, "SELECT count(*) FROM t WHERE v <> '"+tag+"' AND v <> 'a''\"b<c>&'", "")
 		execSQL(t, ctx, conn, "UPDATE t SET v = '"+tag+"' WHERE id = 1", "")
 		execSQL(t, ctx, conn, "SELECT 1 AS \"first of two "+tag+"\"; SELECT v FROM t WHERE id = 2", "")
 		if err := conn.ExecParams(ctx, "SELECT v FROM t WHERE id = $1 AND v <> $2", [][]byte{[]byte("3"), []byte(tag)}, nil, nil, nil).Read().Err; err != nil {
@@ -102,6 +104,14 @@ func checkAutoExplain(t *testing.T, path string) {
 				if !strings.HasPrefix(p.Text, "{\n  \"Query Text\": ") || !strings.HasSuffix(p.Text, "}") {
 					t.Errorf("%s: json plan of %q: %q", path, ev.Query, p.Text)
 				}
+			case event.PlanYAML:
+				if !strings.HasPrefix(p.Text, "Query Text: \"") || !strings.Contains(p.Text, "\nPlan: ") {
+					t.Errorf("%s: yaml plan of %q: %q", path, ev.Query, p.Text)
+				}
+			case event.PlanXML:
+				if !strings.HasPrefix(p.Text, "<explain ") || !strings.HasSuffix(p.Text, "</explain>") {
+					t.Errorf("%s: xml plan of %q: %q", path, ev.Query, p.Text)
+				}
 			default:
 				t.Errorf("%s: %q: plan format %s", path, ev.Query, p.Format)
 			}
@@ -137,7 +147,8 @@ func checkAutoExplain(t *testing.T, path string) {
 
 // TestAutoExplainFromServer has a real server log its plans with
 // auto_explain to stderr, csvlog and jsonlog at once, in the text and
-// JSON formats, with and without log_analyze, and reads them: each plan
+// JSON formats with and without log_analyze, and in YAML and XML, and
+// reads them: each plan
 // is attached to the execution it explains. With -update, the logs are
 // kept in testdata/autoexplain.
 func TestAutoExplainFromServer(t *testing.T) {
@@ -186,7 +197,7 @@ func FuzzAutoExplain(f *testing.F) {
 	f.Add("SELECT 1", "Query Text: SELECT 1\nResult  (cost=0.00..0.01 rows=1 width=4)", false)
 	f.Add("SELECT v FROM t WHERE id = $1", "Query Text: SELECT v FROM t WHERE id = $1\nIndex Scan using t_pkey on t  (cost=0.15..8.17 rows=1 width=32) (actual time=0.01..0.01 rows=1 loops=1)", true)
 	f.Add("SELECT 1", "{\n  \"Query Text\": \"SELECT 1\",\n  \"Plan\": {\n    \"Node Type\": \"Result\"\n  }\n}", false)
-	f.Add("SELECT 'a\"b'", `- Query Text: "SELECT 'a\"b'"`+"\n  Plan: \n    Node Type: \"Result\"", true)
+	f.Add("SELECT 'a\"b'", `Query Text: "SELECT 'a\"b'"`+"\nPlan: \n  Node Type: \"Result\"", true)
 	f.Add("SELECT 1 < 2", "<explain xmlns=\"http://www.postgresql.org/2009/explain\">\n  <Query>\n    <Query-Text>SELECT 1 &lt; 2</Query-Text>\n  </Query>\n</explain>", false)
 	f.Add("SELECT 1", "Query Text: SELECT 2\nResult", true)
 	f.Fuzz(func(t *testing.T, query, plan string, late bool) {
