@@ -66,6 +66,12 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 		return l, fmt.Errorf("unknown format %q", format)
 	}
 	lines := prefix.HeadLines(head, prefix.MaxSamples)
+	if n := len(lines); n > 1 && len(head) == detectSize && head[len(head)-1] != '\n' && bytes.HasSuffix(head, lines[n-1]) {
+		// The head's last line is cut where the head ends: what it
+		// holds may read as something it is not (an ISO time without
+		// the syslog tag after it).
+		lines = lines[:n-1]
+	}
 	if isPgbouncer(lines) {
 		return l, ErrPgbouncer
 	}

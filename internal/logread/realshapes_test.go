@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -451,5 +452,64 @@ func TestUnprefixedShapes(t *testing.T) {
 		if got := unprefixed([]byte(tc.line)); got != tc.want {
 			t.Errorf("unprefixed(%q) = %v, want %v", tc.line, got, tc.want)
 		}
+	}
+}
+
+// TestProbeLog probes the head and tail of a log without reading it
+// whole: its first and last times, and the server its lines show (the
+// syslog host), whole for a plain file, the head only when compressed.
+func TestProbeLog(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	const n = 40000 // some 4 MB: more than the head and tail probed
+	for i := range n {
+		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		fmt.Fprintf(&b, "%s db1 postgres[%d]: [%d-1] user=app,db=shop LOG:  duration: 0.100 ms  statement: SELECT %d /* padding to make the line longer */\n",
+			at.Format("2006-01-02T15:04:05.000000Z07:00"), 100+i%7, i/7+1, i)
+	}
+	last := t0.Add(time.Duration(n-1) * 10 * time.Millisecond)
+	path := copyTo(t, "probe.log", []byte(b.String()))
+	p, err := ProbeLog(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Whole || p.First != t0.UnixMicro() || p.Last != last.UnixMicro() || p.Timing != TimingFraction || fmt.Sprint(p.Origin.Hosts) != "[db1]" {
+		t.Errorf("probe %+v: want %v..%v, whole, host db1", p, t0, last)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte(b.String()))
+	zw.Close()
+	pz, err := ProbeLog(copyTo(t, "probe.log.gz", z.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pz.Whole || pz.First != t0.UnixMicro() || pz.Last >= last.UnixMicro() || pz.Last <= pz.First {
+		t.Errorf("compressed probe %+v: want its head only", pz)
+	}
+}
+
+// TestEnvelopeHeadCut reads a syslog log whose head, the part the format
+// is told from, ends in the middle of a line, right after its ISO time:
+// the cut line reads as an ISO time column but not as syslog, and must
+// not tip the envelope to the wrong one.
+func TestEnvelopeHeadCut(t *testing.T) {
+	line := func(i int, pad string) string {
+		return fmt.Sprintf("2026-11-22T08:00:%02d.000000Z db1 postgres[100]: [%05d-1] user=app,db=shop LOG:  duration: 0.100 ms  statement: SELECT %d /* a comment to make the line as long as real ones are */%s\n", i%60, i+1, i%10, pad)
+	}
+	l := len(line(1, ""))
+	var b strings.Builder
+	// The head ends 30 bytes into a line: after its time and host.
+	b.WriteString(line(0, strings.Repeat(" ", (detectSize-30)%l)))
+	for i := 1; b.Len() < detectSize+10*l; i++ {
+		b.WriteString(line(i, ""))
+	}
+	s := b.String()
+	if cut := s[detectSize-30 : detectSize]; !strings.HasPrefix(cut, "2026-11-22T") {
+		t.Fatalf("the head does not end after a time: %q", cut)
+	}
+	_, r := readAllEvents(t, copyTo(t, "cut.log", []byte(s)), Options{})
+	if r.Layout() != "stderr lines in syslog" || r.Counters().Unparseable() != 0 {
+		t.Errorf("layout %q, skipped %v", r.Layout(), r.Counters().Skipped)
 	}
 }
