@@ -58,7 +58,7 @@ func (in *interpreter) plan(e *entry, body string, dur int64) {
 	body = strings.TrimPrefix(body, "\r")
 	// No release of the execution the session holds: it may be this
 	// plan's.
-	s := in.lookup(e)
+	s := in.sessionOf(e, false)
 	pp := pendingPlan{p: event.Plan{Text: in.keep(body), Duration: dur}, lines: e.lines}
 	pp.p.Format, pp.query, pp.p.Analyzed = readPlan(pp.p.Text)
 	switch {
@@ -109,7 +109,10 @@ func (in *interpreter) holdForPlan(s *sessionState, ev *event.Event) bool {
 	return true
 }
 
-// releaseHeld emits the execution the session held for its plan.
+// releaseHeld emits the execution the session held for its plan. Not
+// inlined: session, which calls it on a path few entries take, must be.
+//
+//go:noinline
 func (in *interpreter) releaseHeld(s *sessionState) {
 	in.out = append(in.out, s.held)
 	s.held = nil

@@ -266,16 +266,11 @@ func newInterpreter(c *Counters) *interpreter {
 // session finds or creates the state of e's session, for an entry that
 // is not an auto_explain plan: an execution held for its plan is
 // emitted first (see holdForPlan).
-func (in *interpreter) session(e *entry) *sessionState {
-	s := in.lookup(e)
-	if s.held != nil {
-		in.releaseHeld(s)
-	}
-	return s
-}
+func (in *interpreter) session(e *entry) *sessionState { return in.sessionOf(e, true) }
 
-// lookup finds or creates the state of e's session.
-func (in *interpreter) lookup(e *entry) *sessionState {
+// sessionOf finds or creates the state of e's session; with release, it
+// emits the execution the session held for its plan (see session).
+func (in *interpreter) sessionOf(e *entry, release bool) *sessionState {
 	f := e.f
 	// The session the shared fields remember first: its key is most often
 	// the very same string.
@@ -288,11 +283,17 @@ func (in *interpreter) lookup(e *entry) *sessionState {
 				in.update(s, f)
 				s.applied = f
 			}
+			if release && s.held != nil {
+				in.releaseHeld(s)
+			}
 			return s
 		}
 	}
 	if s := in.lastSession; s != nil && f.session != "" && f.session == s.key {
 		in.update(s, f)
+		if release && s.held != nil {
+			in.releaseHeld(s)
+		}
 		return s
 	}
 	key := f.session
@@ -320,6 +321,9 @@ func (in *interpreter) lookup(e *entry) *sessionState {
 		f.sess = s
 	}
 	in.update(s, f)
+	if release && s.held != nil {
+		in.releaseHeld(s)
+	}
 	return s
 }
 
