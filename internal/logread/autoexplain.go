@@ -1,6 +1,7 @@
 package logread
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -48,7 +49,7 @@ const maxPendingPlans = 16
 // auto_explain plans: executions are then held for theirs from the
 // start.
 func hasPlans(head []byte) bool {
-	return strings.Contains(string(head), " ms  plan:")
+	return bytes.Contains(head, []byte(" ms  plan:"))
 }
 
 // plan handles an auto_explain plan, the text after "plan:".

@@ -513,3 +513,31 @@ func TestEnvelopeHeadCut(t *testing.T) {
 		t.Errorf("layout %q, skipped %v", r.Layout(), r.Counters().Skipped)
 	}
 }
+
+// TestTiming checks how each shape of log times its lines: what a replay
+// needs to keep the log's pace.
+func TestTiming(t *testing.T) {
+	const msg = "LOG:  duration: 0.100 ms  statement: SELECT 1\n"
+	for _, tc := range []struct {
+		name, log string
+		want      Timing
+	}{
+		{"%m", "2026-11-22 08:11:02.123 UTC [1] " + msg, TimingFraction},
+		{"%t", "2026-11-22 08:11:02 UTC [1] " + msg, TimingSeconds},
+		{"%n", "1795335062.123 [1] " + msg, TimingFraction},
+		{"no time", "[1]: [1-1] db=a,user=b " + msg, TimingNone},
+		{"syslog", "Nov 22 08:11:02 vm postgres[1]: [1-1] db=a " + msg, TimingSeconds},
+		{"syslog precise", "Nov 22 08:11:02.123456 vm postgres[1]: [1-1] db=a " + msg, TimingFraction},
+		{"syslog with %m", "Nov 22 08:11:02 vm postgres[1]: [1-1] 2026-11-22 08:11:02.123 UTC db=a " + msg, TimingFraction},
+		{"csvlog", `2026-11-22 08:11:02.123 UTC,"a","b",1,"[local]",6383b33a.1,1,"SELECT",2026-11-22 08:10:00 UTC,3/7,0,LOG,00000,"duration: 0.100 ms  statement: SELECT 1",,,,,,,,,"psql","client backend",,0` + "\n", TimingFraction},
+		{"jsonlog", jsonTestRec(`"message":"duration: 0.100 ms  statement: SELECT 1"`) + "\n", TimingFraction},
+	} {
+		r, err := NewReader(strings.NewReader(tc.log), tc.name, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := r.Timing(); got != tc.want {
+			t.Errorf("%s: timing %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
