@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
 // autoExplainRuns are the auto_explain settings the server logs the
@@ -236,4 +237,33 @@ func FuzzAutoExplain(f *testing.F) {
 			t.Fatalf("plan %+v, want the text logged and 0.1 ms", got[0])
 		}
 	})
+}
+
+// TestAttachedPlansParse checks the contract with internal/plan: every
+// plan the reader attaches in a format plan reads (text, JSON) parses,
+// and names the statement it is attached to.
+func TestAttachedPlansParse(t *testing.T) {
+	for _, name := range []string{"stderr.log", "csvlog.csv", "jsonlog.json"} {
+		evs, _ := readAllEvents(t, filepath.Join("testdata/autoexplain", name), Options{})
+		n := 0
+		for _, ev := range evs {
+			for _, p := range ev.Plans() {
+				if p.Format != event.PlanText && p.Format != event.PlanJSON {
+					continue
+				}
+				pl, err := plan.ParseAutoExplain(p.Text)
+				if err != nil {
+					t.Errorf("%s: the plan of %q: %v", name, ev.Query, err)
+					continue
+				}
+				if pl.QueryText != ev.Query {
+					t.Errorf("%s: the plan of %q names %q", name, ev.Query, pl.QueryText)
+				}
+				n++
+			}
+		}
+		if n < 4*6 {
+			t.Errorf("%s: %d plans parsed", name, n)
+		}
+	}
 }
