@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // DefaultMaxBytes is the memory a Cache aims to stay under when no limit
@@ -185,7 +186,7 @@ func (c *Cache) insert(s *shard, text string, items []Item) {
 func entrySize(text string, items []Item) int64 {
 	n := int64(len(text)) + 64
 	for _, it := range items {
-		n += int64(len(it.Fingerprint)+len(it.Query)) + 48
+		n += int64(len(it.Fingerprint)+len(it.Query)) + 56 + int64(unsafe.Sizeof(classSlot{}))
 	}
 	return n
 }

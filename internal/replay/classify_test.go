@@ -5,6 +5,12 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // TestReadOnlySQLExecute: under --read-only an SQL-level EXECUTE is as
@@ -49,18 +55,40 @@ func TestReadOnlySQLExecute(t *testing.T) {
 	}
 }
 
-// TestClassifyExplainAnalyzeOff: EXPLAIN (ANALYZE false) does not run its
-// statement, so it cannot write; ANALYZE of a write can.
-func TestClassifyExplainAnalyzeOff(t *testing.T) {
-	for sql, want := range map[string]bool{
-		"EXPLAIN (ANALYZE false) UPDATE t SET v = 1":      true,
-		"EXPLAIN (ANALYZE off) DELETE FROM t":             true,
-		"EXPLAIN (ANALYZE) UPDATE t SET v = 1":            false,
-		"EXPLAIN ANALYZE SELECT 1":                        true,
-		"EXPLAIN (ANALYZE true) INSERT INTO t VALUES (1)": false,
-	} {
-		if got := classify(sql).readOnly; got != want {
-			t.Errorf("%s: readOnly %v, want %v", sql, got, want)
+// TestClassParsedOnceInReplay: a synchronized replay reads each
+// statement's kind (transaction block, read-only, destructive, the
+// relations for the synchronization) from one Class per statement text:
+// the parser runs for it at most once per distinct statement of the log,
+// though the dispatcher's synchronization and the session each ask.
+func TestClassParsedOnceInReplay(t *testing.T) {
+	cp := captureOrders(t, true, 2, 2, 50, 4*time.Millisecond)
+	// The distinct statements of the log: per distinct text, its items.
+	rd, err := logread.Open(cp.log, logread.Options{Prefix: workload.LogLinePrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	distinct := 0
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
 		}
+		if ev.IsExecution() && !seen[ev.Query] {
+			seen[ev.Query] = true
+			distinct += len(fingerprint.Compute(ev.Query))
+		}
+	}
+	rd.Close()
+	target := pgclustertest.StartT(t, pgcluster.Options{})
+	before := fingerprint.ClassParses()
+	res, _ := replayOrders(t, target, cp, Options{Speed: 0})
+	parses := fingerprint.ClassParses() - before
+	t.Logf("%d statements executed, %d distinct statements in %d distinct texts, %d parsed for their class", res.Statements.Executed, distinct, len(seen), parses)
+	if res.Sync == nil || res.Sync.Mode != syncdep.Object.String() || res.Statements.Executed == 0 {
+		t.Fatalf("sync %+v, statements %+v", res.Sync, res.Statements)
+	}
+	if parses == 0 || parses > int64(distinct) {
+		t.Errorf("parsed %d statements for their class, want between 1 and the %d distinct statements", parses, distinct)
 	}
 }

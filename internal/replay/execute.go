@@ -27,7 +27,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	r.c.total.Add(k)
-	s.trackTx(items)
+	s.trackTx(items, ev.Query)
 	if s.skipTx {
 		// The connection broke inside this transaction block: its rest
 		// cannot run on a new connection, which resumes after it.
@@ -37,7 +37,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	reason := s.skipReason(ev, items)
 	if r.opts.ReadOnly && ev.Kind == event.Statement {
-		s.trackPrepared(items, reason == "")
+		s.trackPrepared(items, ev.Query, reason == "")
 	}
 	if reason != "" {
 		s.skip(items, reason)
@@ -119,12 +119,18 @@ func (s *session) lose(items []fingerprint.Item) {
 
 // trackTx follows the log's transaction block through a statement's
 // items, whether they run or not.
-func (s *session) trackTx(items []fingerprint.Item) {
+//
+// A statement's kind (its effect on the transaction block, read-only,
+// destructive, COPY FROM STDIN, SQL-level PREPARE/EXECUTE/DEALLOCATE) is
+// package fingerprint's Class, made once per statement text and kept with
+// the statement's Item in the replay's Cache; the synchronization reads
+// its relations from the same Class, so nothing is parsed twice.
+func (s *session) trackTx(items []fingerprint.Item, text string) {
 	for _, it := range items {
-		switch s.r.classes.get(it).tx {
-		case txBegin:
+		switch it.Class(text).Block() {
+		case fingerprint.BlockOpens:
 			s.logTx = true
-		case txEnd:
+		case fingerprint.BlockEnds:
 			s.logTx = false
 		}
 	}
@@ -146,27 +152,26 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
 	var reason string
 	var pending map[string]bool // PREPAREs earlier in this string: name -> read-only
 	for _, it := range items {
-		cl := s.r.classes.get(it)
-		if cl.destructive != "" {
-			s.r.destructive.note(cl.destructive)
+		cl := it.Class(ev.Query)
+		if cl.Destructive != "" {
+			s.r.destructive.note(cl.Destructive)
 		}
-		if cl.copyIn {
+		if cl.CopyIn {
 			return SkipCopyData
 		}
 		if !s.r.opts.ReadOnly || reason != "" {
 			continue
 		}
 		switch {
-		case cl.sqlPrepare && cl.readOnly:
-			name, _ := preparedName(it.Query)
+		case cl.Prepared == fingerprint.PreparedPrepare && cl.ReadOnly:
 			if pending == nil {
 				pending = map[string]bool{}
 			}
-			pending[name] = true
-		case cl.sqlExecute:
+			pending[cl.PreparedName] = true
+		case cl.Prepared == fingerprint.PreparedExecute:
 			// Read-only when the statement it runs is: the session
 			// saw its PREPARE, or it is conservatively skipped.
-			name, _ := preparedName(it.Query)
+			name := cl.PreparedName
 			p, ok := s.sqlPrepared[name]
 			if pending[name] {
 				// Prepared earlier in the same string, which runs
@@ -181,7 +186,7 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
 			case !p.ran:
 				reason = SkipPrepareSkipped
 			}
-		case !cl.readOnly:
+		case !cl.ReadOnly:
 			reason = SkipNotReadOnly
 		}
 	}
@@ -197,25 +202,22 @@ type sqlPrep struct {
 
 // trackPrepared follows the SQL-level PREPARE and DEALLOCATE statements
 // of an execution, replayed (ran) or not, in order.
-func (s *session) trackPrepared(items []fingerprint.Item, ran bool) {
+func (s *session) trackPrepared(items []fingerprint.Item, text string, ran bool) {
 	for _, it := range items {
-		cl := s.r.classes.get(it)
-		if !cl.sqlPrepare && !cl.sqlDeallocate {
-			continue
-		}
-		name, all := preparedName(it.Query)
+		cl := it.Class(text)
 		switch {
-		case cl.sqlPrepare:
+		case cl.Prepared == fingerprint.PreparedPrepare:
 			if s.sqlPrepared == nil {
 				s.sqlPrepared = map[string]sqlPrep{}
 			}
-			s.sqlPrepared[name] = sqlPrep{readOnly: cl.readOnly, ran: ran}
+			s.sqlPrepared[cl.PreparedName] = sqlPrep{readOnly: cl.ReadOnly, ran: ran}
+		case cl.Prepared != fingerprint.PreparedDeallocate:
 		case !ran:
 			// A DEALLOCATE that did not run leaves the target as it was.
-		case all:
+		case cl.DeallocateAll:
 			clear(s.sqlPrepared)
 		default:
-			delete(s.sqlPrepared, name)
+			delete(s.sqlPrepared, cl.PreparedName)
 		}
 	}
 }

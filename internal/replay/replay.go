@@ -17,15 +17,14 @@ import (
 // Replayer replays logs against a target. Make one with New, call Run
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
-	opts    Options
-	c       counters
-	shards  []*shard
-	fails   connFailures
-	cache   *fingerprint.Cache
-	classes *classifier
-	budget  *budget
-	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	conns   connLog       // every connection opened, for ServerSide
+	opts   Options
+	c      counters
+	shards []*shard
+	fails  connFailures
+	cache  *fingerprint.Cache
+	budget *budget
+	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	conns  connLog       // every connection opened, for ServerSide
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
@@ -62,11 +61,10 @@ func New(opts Options) (*Replayer, error) {
 		window = Speed0Window
 	}
 	r := &Replayer{
-		opts:    opts,
-		shards:  make([]*shard, n),
-		cache:   fingerprint.NewCache(0),
-		classes: newClassifier(),
-		budget:  newBudget(opts.Budget, window),
+		opts:   opts,
+		shards: make([]*shard, n),
+		cache:  fingerprint.NewCache(0),
+		budget: newBudget(opts.Budget, window),
 	}
 	for i := range r.shards {
 		r.shards[i] = newShard()
