@@ -42,6 +42,9 @@ func unjudgeable(base, cand *Run) []string {
 		for _, reason := range r.Incomplete {
 			why = append(why, r.Name()+" is incomplete: "+reason)
 		}
+		for _, reason := range r.Degraded {
+			why = append(why, r.Name()+" is degraded: "+reason)
+		}
 		if measured(r) == 0 {
 			why = append(why, r.Name()+" holds no statement")
 		}

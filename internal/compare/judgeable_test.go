@@ -45,6 +45,7 @@ func TestUnjudgeable(t *testing.T) {
 		{"a window with much lost", replay(2000, 1000, 40, 60), "measured 1000 statements, 50% of the 2000"},
 		{"partial", func() *Run { r := replay(10000, 0, 0, 100); r.Partial = true; return r }(), "cand stopped early"},
 		{"incomplete", func() *Run { r := replay(10000, 0, 0, 100); r.Incomplete = []string{"lost"}; return r }(), "cand is incomplete: lost"},
+		{"degraded", func() *Run { r := replay(10000, 0, 0, 100); r.Degraded = []string{"reconnected"}; return r }(), "cand is degraded: reconnected"},
 		{"empty", replay(0, 0, 0, 100), "cand holds no statement"},
 		{"a later log, fewer", func() *Run {
 			r := replay(5000, 0, 1000, 1100)
