@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +92,32 @@ func TestClassParsedOnceInReplay(t *testing.T) {
 	}
 	if parses == 0 || parses > int64(distinct) {
 		t.Errorf("parsed %d statements for their class, want between 1 and the %d distinct statements", parses, distinct)
+	}
+}
+
+// TestFailedBlockRealigned: a query string that is a whole transaction
+// block (BEGIN; ...; COMMIT) and fails on the target before its COMMIT
+// leaves the block open and aborted there, while the log's is closed. The
+// session rolls it back and goes on as logged: its next statements do not
+// fail with 25P02, and the result says so.
+func TestFailedBlockRealigned(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var l testLog
+	ms := time.Millisecond
+	s := l.session("postgres", "postgres", 0)
+	s.query(100*ms, ms, "BEGIN; INSERT INTO t VALUES (1); COMMIT") // the row is there on the target
+	s.query(200*ms, ms, "SELECT count(*) FROM t")
+	s.query(300*ms, ms, "INSERT INTO t VALUES (2)")
+	s.disconnect(400 * ms)
+	res := replayFile(t, l.write(t), Options{Target: c.DSN("postgres"), Speed: 0})
+	if res.ErrorsBySQLState["23505"] != 1 || res.ErrorsBySQLState["25P02"] != 0 || res.Outcomes.FailedOnlyOnTarget != 1 {
+		t.Errorf("errors %v, outcomes %+v: want the one duplicate key and nothing after", res.ErrorsBySQLState, res.Outcomes)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rolled back") {
+		t.Errorf("warnings %q", res.Warnings)
 	}
 }

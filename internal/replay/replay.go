@@ -38,6 +38,13 @@ type Replayer struct {
 	gone     atomic.Pointer[string]
 	goneOnce sync.Once
 	hard     context.Context
+	// Faults (stop.go, watch.go): cancelHard ends hard from within (the
+	// target silent); hardDone is set once hard ended; silent: the
+	// target stopped answering; live: the sessions with a connection.
+	cancelHard context.CancelFunc
+	hardDone   atomic.Bool
+	silent     atomic.Bool
+	live       liveSet
 
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
@@ -86,9 +93,10 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	stop, r.abort = context.WithCancel(stop)
 	defer r.abort()
 	r.stopCh = stop.Done()
-	r.hard = hard
+	defer r.watchFaults(hard)()
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
+	sched0 := schedLatency()
 	if r.opts.Speed > 0 && !r.opts.DryRun {
 		// A dry run issues nothing whose lateness matters, and its
 		// tests run in synctest bubbles, whose fake time a timerfd
@@ -122,10 +130,11 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	if err := r.syncResult(res); err != nil {
 		return nil, err
 	}
+	r.faultsResult(res)
 	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
 		return nil, err
 	}
-	warnLag(res, r.opts.MaxLag)
+	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
 	return res, readErr
 }
 

@@ -442,7 +442,7 @@ func (e *effect) union(o *effect) {
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx
