@@ -71,6 +71,10 @@ type Collector struct {
 	start time.Time
 	stop  chan struct{}
 	done  chan struct{}
+	// stopCtx ends when Stop is called: a reconnection in progress
+	// gives up then.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
 
 	// Written by the loop only, read after done.
 	end         time.Time
@@ -121,6 +125,7 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 	probeWaitSampling(ctx, conn, caps)
 	o := &Collector{opts: opts, dsn: dsn, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	o.stopCtx, o.cancelStop = context.WithCancel(context.Background())
 	o.start = time.Now()
 	if caps.WaitSource == WaitsFromPGWaitSampling {
 		o.pws = newPWSTracker(caps)
@@ -247,7 +252,7 @@ func (o *Collector) reconnect() bool {
 			return false
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
+		ctx, cancel := context.WithTimeout(o.stopCtx, roundTimeout)
 		conn, err := connect(ctx, o.dsn, o.caps.Database)
 		cancel()
 		if err == nil {
@@ -354,6 +359,7 @@ func (o *Collector) snapshotPWS(ctx context.Context, now time.Time) error {
 func (o *Collector) Stop() (*Evidence, error) {
 	o.stopOnce.Do(func() {
 		close(o.stop)
+		o.cancelStop()
 		forced := false
 		select {
 		case <-o.done:
