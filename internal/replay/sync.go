@@ -479,8 +479,12 @@ func (r *Replayer) syncResult(res *results.Result) error {
 // lockMonitor finds the deadlocks that a sync wait can make with row
 // locks: session B waits for A's commit while A is blocked, directly or
 // through other sessions (by locks or by their own sync waits), by a lock
-// that B's open transaction holds. Lock edges come from
-// pg_blocking_pids on a connection of its own, opened at the first check.
+// that B's open transaction holds. Lock edges come from one snapshot of
+// every backend waiting for a lock and those that block it
+// (pg_blocking_pids), read on a connection of its own, opened at the
+// first check, and shared: a check uses a snapshot taken at most
+// graphFresh before it asked, so that waiters checking at once cost one
+// query, not one per waiter and per session of their chains.
 //
 // Whenever that connection is lost (a restart, a terminated backend, an
 // idle timeout, a pooler), it is made again at the next check, with
@@ -490,6 +494,8 @@ func (r *Replayer) syncResult(res *results.Result) error {
 type lockMonitor struct {
 	mu   sync.Mutex
 	conn *pgconn.PgConn
+	// g is the last snapshot of the lock waits.
+	g lockGraph
 	// retryAt: no new attempt at the connection before it; backoff:
 	// the next pause after a failure.
 	retryAt time.Time
@@ -501,13 +507,32 @@ type lockMonitor struct {
 	hadConn              bool
 }
 
+// lockGraph is a snapshot of the server's lock waits: for each backend
+// waiting for a lock, the backends that block it.
+type lockGraph struct {
+	at    time.Time
+	edges map[uint32][]uint32
+}
+
+// graphFresh is how old a snapshot of the lock waits may be for a check
+// that asks now: the snapshots of waiters checking within it are shared.
+const graphFresh = 10 * time.Millisecond
+
 // Backoff of the deadlock check's connection attempts after failures.
 const (
 	monitorBackoffMin = 50 * time.Millisecond
 	monitorBackoffMax = 2 * time.Second
-	// monitorTimeout bounds one check's connection attempt and queries.
+	// monitorTimeout bounds one check's connection attempt and query.
 	monitorTimeout = 5 * time.Second
 )
+
+// times is "once", "2 times".
+func times(n int64) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
 
 // failure says what went wrong with the check's connection during the
 // run, "" when nothing did, and how often it was made again.
@@ -519,14 +544,6 @@ func (m *lockMonitor) failure() (string, int64) {
 	}
 	return fmt.Sprintf("the deadlock check's connection failed %s (last: %s) and was made again %s; "+
 		"waits that came while it could not look and ended at the timeout are counted as %q", times(m.failures), m.lastErr, times(m.reconnects), SyncCauseUnchecked), m.reconnects
-}
-
-// times is "once", "2 times".
-func times(n int64) string {
-	if n == 1 {
-		return "once"
-	}
-	return fmt.Sprintf("%d times", n)
 }
 
 // fail notes that the connection failed or was lost with err, and when
@@ -566,6 +583,31 @@ func (m *lockMonitor) ready(ctx context.Context, waiter *session) bool {
 	return true
 }
 
+// graph returns a snapshot of the lock waits taken at notBefore or
+// later, reading one when the last is older; ok false when the check's
+// connection is away. Waiters that ask while one is read wait for it and
+// share it.
+func (m *lockMonitor) graph(waiter *session, notBefore time.Time) (lockGraph, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.g.edges != nil && !m.g.at.Before(notBefore) {
+		return m.g, true
+	}
+	ctx, cancel := context.WithTimeout(waiter.r.hard, monitorTimeout)
+	defer cancel()
+	if !m.ready(ctx, waiter) {
+		return lockGraph{}, false
+	}
+	at := time.Now()
+	edges, err := lockWaits(ctx, m.conn)
+	if err != nil {
+		m.fail(err)
+		return lockGraph{}, false
+	}
+	m.g = lockGraph{at: at, edges: edges}
+	return m.g, true
+}
+
 func (m *lockMonitor) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -579,20 +621,33 @@ func (m *lockMonitor) close() {
 
 // cycle reports whether aw, what waiter waits for, is blocked through
 // the chain of lock and sync waits by waiter itself, and whether it
-// could look (ok false: the check's connection is away). The chain is
-// read piece by piece, while the sessions go on: a cycle found is
-// confirmed only if every sync wait in it is still pending at the end (a
-// session whose wait just ended still shows it until its goroutine
-// runs), so that a wait is ended only for a cycle that holds.
+// could look (ok false: the check's connection is away). Lock waits come
+// from a snapshot taken at most graphFresh before the check; sync waits
+// are read as the sessions go on: a cycle found is confirmed only if every
+// sync wait in it is still pending at the end (a session whose wait just
+// ended still shows it until its goroutine runs), so that a wait is ended
+// only for a cycle that holds; one found in a snapshot taken before the
+// check began is looked for again in a new one. The statements that the
+// waiter's locks hold up are marked on the way (markBlocked).
 func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
-	m := &sr.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(waiter.r.hard, monitorTimeout)
-	defer cancel()
-	if !m.ready(ctx, waiter) {
+	asked := time.Now()
+	g, ok := sr.mon.graph(waiter, asked.Add(-graphFresh))
+	if !ok {
 		return false, false
 	}
+	sr.markBlocked(waiter.pid.Load(), g.edges)
+	if found = sr.walk(waiter, aw, g.edges); found && g.at.Before(asked) {
+		if g, ok = sr.mon.graph(waiter, asked); !ok {
+			return false, false
+		}
+		found = sr.walk(waiter, aw, g.edges)
+	}
+	return found, true
+}
+
+// walk follows the chain of sync and lock waits (edges) from aw, what
+// waiter waits for, and reports whether it comes back to waiter.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -628,7 +683,7 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
 			if a.owner == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
-					return true, true
+					return true
 				}
 				continue
 			}
@@ -641,16 +696,11 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
 		if pid == 0 {
 			continue
 		}
-		blockers, err := blockingPIDs(ctx, m.conn, pid)
-		if err != nil {
-			m.fail(err)
-			return false, false
-		}
-		for _, b := range blockers {
+		for _, b := range edges[pid] {
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
-					return true, true
+					return true
 				}
 				continue
 			}
@@ -663,7 +713,7 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
 			}
 		}
 	}
-	return false, true
+	return false
 }
 
 // timeoutCause says what the session that was to bring the awaited
@@ -682,51 +732,36 @@ func (sr *syncRun) timeoutCause(waiter *session, aw *awaited, unchecked bool) st
 	case o.busyUntil.Load() == 0:
 		return SyncCauseBehind
 	}
-	m := &sr.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(waiter.r.hard, monitorTimeout)
-	defer cancel()
-	if !m.ready(ctx, waiter) {
-		return SyncCauseUnchecked
-	}
-	blockers, err := blockingPIDs(ctx, m.conn, o.pid.Load())
+	g, ok := sr.mon.graph(waiter, time.Now().Add(-graphFresh))
 	switch {
-	case err != nil:
-		m.fail(err)
+	case !ok:
 		return SyncCauseUnchecked
-	case len(blockers) > 0:
+	case len(g.edges[o.pid.Load()]) > 0:
 		return SyncCauseLocked
 	}
 	return SyncCauseRunning
 }
 
-// markDelayed finds the replayed statements blocked, directly or through
+// markDelayed marks the replayed statements blocked, directly or through
 // others, by the locks of waiter, whose sync wait just ended with its
-// transaction open, and marks them (session.delayedSeq): their time on
-// the target includes the wait the replayer made. A statement blocked by
-// the waiter's locks stays blocked until the waiter's transaction ends,
-// which cannot happen during its sync wait, so a look at the wait's end
-// finds every one of them.
+// transaction open: their time on the target includes the wait the
+// replayer made. A statement blocked by the waiter's locks stays blocked
+// until the waiter's transaction ends, which cannot happen during its
+// sync wait, so a snapshot from the wait's last deadlockCheckEvery finds
+// every one blocked before then.
 func (sr *syncRun) markDelayed(waiter *session) {
-	wpid := waiter.pid.Load()
-	if wpid == 0 {
+	if g, ok := sr.mon.graph(waiter, time.Now().Add(-deadlockCheckEvery)); ok {
+		sr.markBlocked(waiter.pid.Load(), g.edges)
+	}
+}
+
+// markBlocked marks the sessions whose statement in flight waits, through
+// any chain of lock waits in edges, for a lock of backend wpid
+// (session.delayedSeq).
+func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
+	if wpid == 0 || len(edges) == 0 {
 		return
 	}
-	m := &sr.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ctx, cancel := context.WithTimeout(waiter.r.hard, monitorTimeout)
-	defer cancel()
-	if !m.ready(ctx, waiter) {
-		return
-	}
-	edges, err := lockWaits(ctx, m.conn)
-	if err != nil {
-		m.fail(err)
-		return
-	}
-	// The backends blocked by wpid, through any chain of lock waits.
 	blocked := map[uint32]bool{wpid: true}
 	for grew := true; grew; {
 		grew = false
@@ -776,18 +811,6 @@ func lockWaits(ctx context.Context, conn *pgconn.PgConn) (map[uint32][]uint32, e
 		edges[uint32(pid)] = by
 	}
 	return edges, nil
-}
-
-// blockingPIDs returns the backends that block pid's lock request.
-func blockingPIDs(ctx context.Context, conn *pgconn.PgConn, pid uint32) ([]uint32, error) {
-	res := conn.ExecParams(ctx, "SELECT pg_blocking_pids($1)", [][]byte{[]byte(strconv.FormatUint(uint64(pid), 10))}, nil, nil, nil).Read()
-	if res.Err != nil {
-		return nil, res.Err
-	}
-	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
-		return nil, fmt.Errorf("pg_blocking_pids: unexpected result")
-	}
-	return parsePIDs(res.Rows[0][0])
 }
 
 // parsePIDs reads an int[] of backend pids in its text form.
