@@ -41,6 +41,9 @@ func Merge(a, b *Result) (*Result, error) {
 	if a.Incomplete != nil || b.Incomplete != nil {
 		m.Incomplete = union(a.Incomplete, b.Incomplete)
 	}
+	if a.Degraded != nil || b.Degraded != nil {
+		m.Degraded = union(a.Degraded, b.Degraded)
+	}
 	if a.Warnings != nil || b.Warnings != nil {
 		m.Warnings = union(a.Warnings, b.Warnings)
 	}
@@ -210,6 +213,7 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 		EndedAt:          max(x.EndedAt, y.EndedAt),
 		ClientCPUSeconds: x.ClientCPUSeconds + y.ClientCPUSeconds,
 		Lost:             x.Lost + y.Lost,
+		ReplayerDelayed:  x.ReplayerDelayed + y.ReplayerDelayed,
 		TargetLocal:      x.TargetLocal || y.TargetLocal,
 		Outcomes: Outcomes{
 			Ran:                  x.Outcomes.Ran + y.Outcomes.Ran,
@@ -247,6 +251,15 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 	}
 	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
 		return nil, err
+	}
+	if x.LagSources != nil || y.LagSources != nil {
+		m.LagSources = &LagSources{}
+		for _, l := range []*LagSources{x.LagSources, y.LagSources} {
+			if l != nil {
+				m.LagSources.TargetMS += l.TargetMS
+				m.LagSources.ReplayerMS += l.ReplayerMS
+			}
+		}
 	}
 	m.Errors = MergeErrorSamples(x.Errors, y.Errors)
 	if x.ClientQueries != nil || y.ClientQueries != nil {
@@ -384,6 +397,17 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 		Deadlocks:           x.Deadlocks + y.Deadlocks,
 		SessionStartsWaited: x.SessionStartsWaited + y.SessionStartsWaited,
 		CatalogMS:           x.CatalogMS + y.CatalogMS,
+		CheckReconnects:     x.CheckReconnects + y.CheckReconnects,
+		LostTransactions:    x.LostTransactions + y.LostTransactions,
+	}
+	if x.TimeoutsByCause != nil || y.TimeoutsByCause != nil {
+		m.TimeoutsByCause = addCounts(addCounts(nil, x.TimeoutsByCause), y.TimeoutsByCause)
+	}
+	if lost := slices.Concat(x.LostCommits, y.LostCommits); len(lost) > 0 {
+		// Parts of one log share its commit order: by position.
+		slices.SortFunc(lost, func(a, b LostCommit) int { return cmp.Compare(a.Position, b.Position) })
+		lost = slices.Compact(lost)
+		m.LostCommits = lost[:min(len(lost), MaxLostCommits)]
 	}
 	if x.Notes != nil || y.Notes != nil {
 		m.Notes = union(x.Notes, y.Notes)
