@@ -9,6 +9,9 @@
 # long parameters, autovacuum and checkpoints; see synthlog.WriteRealistic).
 #
 # Usage: bench/parse.sh [MiB] [runs]   (default: a 1 GiB log each, 3 runs)
+# BASELINE=/path/to/pgrehearse also times that binary on the same logs, in
+# the same runs, right after this tree's: the ratio of the two is the
+# figure to quote for a change (one binary built before it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${1:-1024}
@@ -51,7 +54,10 @@ for kind in bench realistic; do
     wc=
     run 1 "wc -l (baseline, 1 core)" wc -l "$log"
     run 1 "events --count (reader, 1 core)" "$out/pgrehearse" events --count "$log"
+    if [ -n "${BASELINE:-}" ]; then run 1 "  baseline events --count" "$BASELINE" events --count "$log"; fi
     run 1 "analyze -j 1 (1 core)" "$out/pgrehearse" analyze -j 1 --findings=false "$log"
+    if [ -n "${BASELINE:-}" ]; then run 1 "  baseline analyze -j 1" "$BASELINE" analyze -j 1 --findings=false "$log"; fi
     run "$cores" "analyze -j $cores ($cores cores)" "$out/pgrehearse" analyze -j "$cores" --findings=false "$log"
+    if [ -n "${BASELINE:-}" ]; then run "$cores" "  baseline analyze -j $cores" "$BASELINE" analyze -j "$cores" --findings=false "$log"; fi
   done
 done

@@ -35,6 +35,8 @@ would send, or --count to only count (the log reader's speed, in bench/parse.sh)
 Parameter values are left out, and the constants of query texts replaced by
 $1, $2... (as pg_stat_statements shows them), unless --show-params is given:
 they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
+The plans the server logged (auto_explain) are shown by their format, with
+their text, which holds the statement's constants, only with --show-params.
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,23 +55,34 @@ they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 
 // jsonEvent is the printed form of an event.
 type jsonEvent struct {
-	Kind        string    `json:"kind"`
-	Time        string    `json:"time"`
-	Session     string    `json:"session"`
-	PID         int32     `json:"pid"`
-	User        string    `json:"user,omitempty"`
-	Database    string    `json:"database,omitempty"`
-	Application string    `json:"application,omitempty"`
-	DurationMS  *float64  `json:"duration_ms,omitempty"`
-	Name        string    `json:"name,omitempty"`
-	Query       string    `json:"query,omitempty"`
-	Params      []*string `json:"params,omitempty"`
-	NParams     int       `json:"nparams,omitempty"`
-	ParamState  string    `json:"param_state,omitempty"`
-	Failed      bool      `json:"failed,omitempty"`
-	SQLState    string    `json:"sqlstate,omitempty"`
-	Message     string    `json:"message,omitempty"`
-	Line        int64     `json:"line"`
+	Kind        string     `json:"kind"`
+	Time        string     `json:"time"`
+	Session     string     `json:"session"`
+	PID         int32      `json:"pid"`
+	User        string     `json:"user,omitempty"`
+	Database    string     `json:"database,omitempty"`
+	Application string     `json:"application,omitempty"`
+	DurationMS  *float64   `json:"duration_ms,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	Query       string     `json:"query,omitempty"`
+	Params      []*string  `json:"params,omitempty"`
+	NParams     int        `json:"nparams,omitempty"`
+	ParamState  string     `json:"param_state,omitempty"`
+	Failed      bool       `json:"failed,omitempty"`
+	SQLState    string     `json:"sqlstate,omitempty"`
+	Message     string     `json:"message,omitempty"`
+	Plans       []jsonPlan `json:"plans,omitempty"`
+	Line        int64      `json:"line"`
+}
+
+// jsonPlan is a plan the server logged for the event (auto_explain). Its
+// text, whose query text and conditions hold the statement's constants,
+// is shown only with --show-params.
+type jsonPlan struct {
+	Format     string  `json:"format"`
+	Analyzed   bool    `json:"analyzed"`
+	DurationMS float64 `json:"duration_ms"`
+	Text       string  `json:"text,omitempty"`
 }
 
 var paramStates = [...]string{"", "missing", "truncated"}
@@ -90,6 +103,13 @@ func toJSONEvent(cache *fingerprint.Cache, ev *event.Event, showParams bool) jso
 	if ev.Duration >= 0 {
 		ms := float64(ev.Duration) / 1000
 		j.DurationMS = &ms
+	}
+	for _, p := range ev.Plans() {
+		jp := jsonPlan{Format: p.Format.String(), Analyzed: p.Analyzed, DurationMS: float64(p.Duration) / 1000}
+		if showParams {
+			jp.Text = p.Text
+		}
+		j.Plans = append(j.Plans, jp)
 	}
 	if showParams {
 		for _, p := range ev.Params {

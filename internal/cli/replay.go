@@ -54,6 +54,7 @@ type replayFlags struct {
 	maxSkipped       float64
 	maxLag           time.Duration
 	connectTimeout   time.Duration
+	ioTimeout        time.Duration
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -118,9 +119,16 @@ a missing role or database). --skip-preflight turns it off.
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than
 --max-error-rate percentage points. Ctrl-C stops issuing statements and lets
-those in flight finish (a second Ctrl-C, or --grace later, cancels them);
-the results of what ran are still written, marked partial, and the exit
-code is 1.
+those in flight finish; a second Ctrl-C, --grace later, or a SIGTERM at any
+time cancels them on the server (a cancel request each) and rolls back every
+open transaction; the results of what ran are then written, marked partial,
+and the exit code is 5. A replay whose fault recovery changed its timings
+(sessions that reconnected after a restart, sync waits given up at their
+timeout beyond 0.1% of the statements) is marked degraded and exits 5: report
+will not judge it. A statement that gets no answer for --io-timeout (beyond
+twice its logged duration) makes the replay ask the target on a new
+connection: a target that does not answer is taken for frozen and the replay
+stops early, exit 5, naming the silent connection.
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,6 +159,7 @@ code is 1.
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
+	fl.DurationVar(&f.ioTimeout, "io-timeout", replay.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
 	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
@@ -311,9 +320,17 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64) error {
 			if len(res.Incomplete) > 0 {
 				return replayIncomplete(res)
 			}
-			return errors.New("interrupted: the results above are partial")
+			return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED: the results above are partial; report will not judge them")}
 		case replayrun.ReasonNothingMeasured:
 			return nothingError(o.Nothing)
+		case replayrun.ReasonDegraded:
+			// Before the error rate: errors around a fault are the
+			// fault's.
+			if len(res.Incomplete) > 0 {
+				return replayIncomplete(res)
+			}
+			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
+				strings.Join(res.Degraded, "; "))}
 		case replayrun.ReasonConnectFailures:
 			return connectFailed(res)
 		case replayrun.ReasonErrorRate:
@@ -330,8 +347,11 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64) error {
 
 // replayIncomplete fails a replay whose result is marked incomplete.
 func replayIncomplete(res *results.Result) error {
-	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it",
-		strings.Join(res.Incomplete, "; "))}
+	why := strings.Join(res.Incomplete, "; ")
+	if len(res.Degraded) > 0 {
+		why += "; and degraded: " + strings.Join(res.Degraded, "; ")
+	}
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it", why)}
 }
 
 // connectFailed fails a replay whose sessions could not connect (the
@@ -360,6 +380,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		StatementTimeout: f.statementTimeout,
 		MaxLost:          f.maxLost / 100,
 		ConnectTimeout:   f.connectTimeout,
+		IOTimeout:        f.ioTimeout,
 		MaxLag:           f.maxLag,
 	}
 	if err := opts.Validate(); err != nil {
@@ -380,6 +401,9 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 	var err error
 	if opts.Sync, err = syncdep.ParseMode(f.sync); err != nil {
 		return opts, usageError("--sync: %v", err)
+	}
+	if f.ioTimeout <= 0 {
+		return opts, usageError("--io-timeout must be positive, got %v", f.ioTimeout)
 	}
 	if f.syncTimeout <= 0 {
 		return opts, usageError("--sync-timeout must be positive, got %v", f.syncTimeout)

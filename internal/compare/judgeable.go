@@ -35,6 +35,9 @@ const (
 	// UnjudgeableIncomplete: Run did not do all it claims; Detail is
 	// the result's own reason.
 	UnjudgeableIncomplete UnjudgeableKind = "incomplete"
+	// UnjudgeableDegraded: Run, a replay, recovered from a fault in a
+	// way that changed its timings; Detail is the result's own reason.
+	UnjudgeableDegraded UnjudgeableKind = "degraded"
 	// UnjudgeableEmpty: Run holds no statement, or (Detail) no timed
 	// one.
 	UnjudgeableEmpty UnjudgeableKind = "empty"
@@ -96,6 +99,9 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 		}
 		for _, reason := range r.Incomplete {
 			why = append(why, Unjudgeable{Kind: UnjudgeableIncomplete, Run: r.Name(), Detail: reason})
+		}
+		for _, reason := range r.Degraded {
+			why = append(why, Unjudgeable{Kind: UnjudgeableDegraded, Run: r.Name(), Detail: reason})
 		}
 		why = append(why, empty(r)...)
 		why = append(why, invalid(r)...)

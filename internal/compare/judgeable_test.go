@@ -49,6 +49,7 @@ func TestUnjudgeable(t *testing.T) {
 		{"a window with much lost", replay(2000, 1000, 40, 60), &Unjudgeable{Kind: UnjudgeableSmaller, Run: "cand", Other: "base", Measured: 1000, Expected: 2000}},
 		{"partial", func() *Run { r := replay(10000, 0, 0, 100); r.Partial = true; return r }(), &Unjudgeable{Kind: UnjudgeablePartial, Run: "cand"}},
 		{"incomplete", func() *Run { r := replay(10000, 0, 0, 100); r.Incomplete = []string{"lost"}; return r }(), &Unjudgeable{Kind: UnjudgeableIncomplete, Run: "cand", Detail: "lost"}},
+		{"degraded", func() *Run { r := replay(10000, 0, 0, 100); r.Degraded = []string{"reconnected"}; return r }(), &Unjudgeable{Kind: UnjudgeableDegraded, Run: "cand", Detail: "reconnected"}},
 		{"empty", replay(0, 0, 0, 100), &Unjudgeable{Kind: UnjudgeableEmpty, Run: "cand"}},
 		{"no timed call", func() *Run { r := replay(10000, 0, 0, 100); r.Queries = nil; return r }(), &Unjudgeable{Kind: UnjudgeableEmpty, Run: "cand", Detail: "no timed statement"}},
 		{"a later log, fewer", func() *Run {

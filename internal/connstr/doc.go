@@ -1,7 +1,8 @@
 // Package connstr answers questions about PostgreSQL connection strings
 // (libpq keyword/value strings and URIs, as pgconn parses them) that
 // several stages ask: whether a server is on this machine, and how to say
-// that a string does not parse without printing it.
+// that a string does not parse without printing it. It also sets what
+// every connection of pgrehearse has in common: TCP keepalives.
 //
 // Every message pgrehearse writes about a connection string that does not
 // parse comes from Parse or SafeError: it names the libpq keywords the

@@ -119,6 +119,42 @@ type rare struct {
 	severity string
 	message  string
 	portal   string
+	plans    []Plan
+}
+
+// PlanFormat is the format a plan was logged in (auto_explain.log_format).
+type PlanFormat uint8
+
+const (
+	PlanText PlanFormat = iota + 1
+	PlanJSON
+	PlanYAML
+	PlanXML
+)
+
+var planFormatNames = [...]string{"", "text", "json", "yaml", "xml"}
+
+func (f PlanFormat) String() string {
+	if int(f) < len(planFormatNames) && f != 0 {
+		return planFormatNames[f]
+	}
+	return "format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Plan is a plan the server logged for an execution (auto_explain), as it
+// wrote it: the plan production really ran.
+type Plan struct {
+	// Text is EXPLAIN's output as auto_explain logged it, in Format: from
+	// its "Query Text" on, the query text as the server had it (constants
+	// and all) and then the plan.
+	Text   string
+	Format PlanFormat
+	// Analyzed is set for a plan with each node's actual rows and loops
+	// (auto_explain.log_analyze).
+	Analyzed bool
+	// Duration is the executor's time auto_explain measured, in
+	// microseconds.
+	Duration int64
 }
 
 // ErrorSeverity is the error's severity (ERROR, FATAL, PANIC) of an Error
@@ -145,6 +181,23 @@ func (e *Event) Portal() string {
 		return ""
 	}
 	return e.rare.portal
+}
+
+// Plans are the plans the server logged for an execution (auto_explain):
+// none, or one for each statement it planned (a string of several
+// statements may have several).
+func (e *Event) Plans() []Plan {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.plans
+}
+
+// AddPlan adds a plan the server logged for the execution. Like SetPortal,
+// it leaves other copies of the event as they were.
+func (e *Event) AddPlan(p Plan) {
+	r := e.clone()
+	r.plans = append(r.plans[:len(r.plans):len(r.plans)], p)
 }
 
 // SetError sets the error's severity and message. Like SetPortal, it

@@ -193,21 +193,14 @@ func (e *eval) replayOrder() int64 {
 	for _, code := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s %s x%s", code, sqlStateNames[code], fnum(float64(counts[code]))))
 	}
-	sync := "it did not say how its sessions were synchronized"
-	switch w.Replay.Sync {
-	case results.SyncOff:
-		sync = "its sessions ran without synchronization"
-	case results.SyncObject, results.SyncCommit:
-		sync = "its sessions were synchronized (" + string(w.Replay.Sync) + " mode), yet some ran out of order (a give-up after the sync timeout, or a dependency the log does not show)"
-	}
+	sync, advice := replayOrderAdvice(w.Replay)
 	f := Finding{
 		ID: IDReplayOrder, Severity: Warning, Subject: "replay order",
 		Title: "Errors caused by the replay's order, not by the workload",
 		Summary: fmt.Sprintf("%s statements that succeeded in the original failed on the target with errors of ordering (%s): "+
 			"sessions that depended on each other's commits ran in another order; %s", fnum(float64(n)), strings.Join(parts, ", "), sync),
-		Recommendation: "Nothing to fix in the application or on the target: these statements succeeded in the original run. " +
-			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it " +
-			"depended on, and compare that replay; with these errors the timings measure other work (see docs/sync.md).",
+		Recommendation: "Nothing to fix in the application or on the target: these statements succeeded in the original run. " + advice +
+			" With these errors the timings measure other work (see docs/sync.md).",
 		Evidence: Evidence{Figures: []Figure{fig("ordering_errors", float64(n), ""), fig("failed_only_on_target", float64(w.Replay.FailedOnlyOnTarget), "")}},
 	}
 	for _, q := range failingQueries(w) {
@@ -221,4 +214,42 @@ func (e *eval) replayOrder() int64 {
 		total += v
 	}
 	return total
+}
+
+// replayOrderAdvice says how a replay's sessions were synchronized and
+// what to do about errors of ordering, from the options the replay really
+// ran with: synchronization is advised only to a replay that ran without
+// it, and a synchronized one is pointed at what let statements run early.
+func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
+	switch r.Sync {
+	case results.SyncOff:
+		return "its sessions ran without synchronization",
+			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+	case results.SyncObject, results.SyncCommit:
+		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
+		var why []string
+		if r.SyncTimeouts > 0 {
+			why = append(why, fmt.Sprintf("%s sync waits gave up at the %gs timeout", fnum(float64(r.SyncTimeouts)), r.SyncTimeoutSeconds))
+		}
+		if r.LostTransactions > 0 {
+			why = append(why, fmt.Sprintf("%s transactions were lost to a fault", fnum(float64(r.LostTransactions))))
+		}
+		if r.Reconnects > 0 {
+			why = append(why, fmt.Sprintf("%s sessions reconnected after their connection broke", fnum(float64(r.Reconnects))))
+		}
+		if len(why) == 0 {
+			sync += " (a dependency the log does not show: values from sequences, time or chance, a function's or trigger's own statements)"
+			if r.Sync == results.SyncObject {
+				return sync, "The sessions were already synchronized by object; replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."
+			}
+			return sync, "The sessions were already synchronized by commit: the dependency is one the log does not show (see what is not guaranteed in docs/sync.md)."
+		}
+		sync += " (" + strings.Join(why, "; ") + ")"
+		if r.SyncTimeouts > 0 && len(why) == 1 {
+			return sync, "The sessions were already synchronized; find why the waits gave up (the result's sync timeouts by cause) and, when the target is slower than the original, replay with a longer sync timeout."
+		}
+		return sync, "The sessions were already synchronized: the faults during the replay let statements run without what they depended on; replay again without the faults."
+	}
+	return "it did not say how its sessions were synchronized",
+		"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
 }

@@ -39,6 +39,26 @@ func TestReplayOrder(t *testing.T) {
 		}
 	}
 
+	// A replay that was synchronized is never told to synchronize: the
+	// advice follows what it really ran with and what went wrong.
+	for _, tc := range []struct {
+		facts ReplayFacts
+		want  string
+	}{
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject}, "sync mode commit"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncCommit}, "already synchronized by commit"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject, SyncTimeouts: 4, SyncTimeoutSeconds: 10}, "longer sync timeout"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject, LostTransactions: 2, Reconnects: 5}, "without the faults"},
+	} {
+		w := replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, tc.facts.Sync)
+		w.Replay = &tc.facts
+		order := only(Evaluate(ctx, Input{Workload: w}, Options{}), IDReplayOrder)
+		if len(order) != 1 || strings.Contains(order[0].Recommendation, "sync mode object") || !strings.Contains(order[0].Recommendation, tc.want) ||
+			!strings.Contains(order[0].Summary, "were synchronized ("+string(tc.facts.Sync)+" mode)") {
+			t.Errorf("%+v: %+v", tc.facts, order)
+		}
+	}
+
 	// Other errors stay the target's; ordering errors the original had
 	// too are not the replay's.
 	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, results.SyncObject)}, Options{})

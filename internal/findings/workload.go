@@ -34,8 +34,15 @@ type ReplayFacts struct {
 	// target and had succeeded in the original.
 	FailedOnlyOnTarget int64
 	// Sync is how the sessions were synchronized, empty when the result
-	// does not say.
-	Sync results.SyncMode
+	// does not say; SyncTimeouts and SyncTimeoutSeconds its waits given
+	// up at the timeout, and LostTransactions the commits a fault lost on
+	// the target.
+	Sync               results.SyncMode
+	SyncTimeouts       int64
+	SyncTimeoutSeconds float64
+	LostTransactions   int64
+	// Reconnects counts sessions that reconnected after a fault.
+	Reconnects int64
 }
 
 // Query is one fingerprint's figures.
@@ -98,9 +105,11 @@ func FromResult(r *results.Result) *Workload {
 			ErrorsBySQLState: q.ErrorsBySQLState, TotalMS: q.TotalMS, MeanMS: q.MeanMS})
 	}
 	if r.Replay != nil {
-		w.Replay = &ReplayFacts{FailedOnlyOnTarget: r.Outcomes.FailedOnlyOnTarget}
+		w.Replay = &ReplayFacts{FailedOnlyOnTarget: r.Outcomes.FailedOnlyOnTarget, Reconnects: r.Sessions.Reconnects}
 		if r.Sync != nil {
 			w.Replay.Sync = r.Sync.Mode
+			w.Replay.SyncTimeouts, w.Replay.SyncTimeoutSeconds = r.Sync.Timeouts, r.Sync.TimeoutSeconds
+			w.Replay.LostTransactions = r.Sync.LostTransactions
 		}
 	}
 	if t := r.Timeline; t != nil {

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // DefaultMaxBytes is the memory a Cache aims to stay under when no limit
@@ -147,20 +148,30 @@ func (c *Cache) miss(text string, sh []byte, exactNext bool) []Item {
 	s.stats.Misses++
 	s.mu.Unlock()
 	// Parse without the lock: two goroutines may parse the same text at
-	// once, which costs time but gives the same answer.
+	// once, which costs time but gives the same answer. The first to
+	// keep its Items wins, and the other returns those, so that every
+	// caller shares one set of Items, and each statement's Class (made
+	// on first use, see Item.Class) is made once.
 	items := c.compute(text)
-	if strings.IndexByte(text, shapeMark) < 0 {
-		// The text may be a slice of a large reader buffer; a copy
-		// keeps the cache from pinning it.
-		key := strings.Clone(text)
-		s.mu.Lock()
-		c.insert(s, key, items)
-		s.mu.Unlock()
-	}
 	if ss != nil {
 		ss.mu.Lock()
-		c.insert(ss, string(sh), items)
+		if kept, ok := ss.cur[string(sh)]; ok {
+			items = kept
+		} else {
+			c.insert(ss, string(sh), items)
+		}
 		ss.mu.Unlock()
+	}
+	if strings.IndexByte(text, shapeMark) < 0 {
+		s.mu.Lock()
+		if kept, ok := s.cur[text]; ok && ss == nil {
+			items = kept
+		} else if !ok {
+			// The text may be a slice of a large reader buffer; a
+			// copy keeps the cache from pinning it.
+			c.insert(s, strings.Clone(text), items)
+		}
+		s.mu.Unlock()
 	}
 	return items
 }
@@ -185,7 +196,7 @@ func (c *Cache) insert(s *shard, text string, items []Item) {
 func entrySize(text string, items []Item) int64 {
 	n := int64(len(text)) + 64
 	for _, it := range items {
-		n += int64(len(it.Fingerprint)+len(it.Query)) + 48
+		n += int64(len(it.Fingerprint)+len(it.Query)) + 56 + int64(unsafe.Sizeof(classSlot{}))
 	}
 	return n
 }

@@ -10,9 +10,18 @@
 // whole simple-protocol string before running any of it, so such a string
 // ran nothing and counts as one failed statement.
 //
+// It is also the one statement classifier: an Item's Class says what the
+// statement does (its effect on the transaction, whether it can write,
+// what it destroys, COPY FROM STDIN, EXPLAIN ANALYZE, SQL-level PREPARE,
+// EXECUTE and DEALLOCATE, the relations it reads and writes). The Class is
+// made on first use and kept with the Item, so each distinct statement
+// text is parsed for it once however many consumers ask (the replay's
+// sessions, its synchronization, its pre-flight, the sweep).
+//
 // Parsing runs the PostgreSQL parser through cgo and costs microseconds;
 // logs repeat the same texts, so Cache remembers results by exact text. The
 // package knows nothing about logs, events or statistics: it maps strings to
-// fingerprints and must stay that way, so that the replay side can use it on
-// its own.
+// fingerprints and classes and must stay that way, so that the replay side
+// can use it on its own. It must not decide what a consumer does with a
+// class (skip, wait, count): that is the consumer's.
 package fingerprint

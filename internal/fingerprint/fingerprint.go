@@ -18,6 +18,10 @@ type Item struct {
 	Query string
 	// Unparsed is set when the text is not valid SQL to the parser.
 	Unparsed bool
+
+	// cls holds the statement's Class once asked for (see Item.Class),
+	// shared by every copy of the Item.
+	cls *classSlot
 }
 
 // MaxUnparsedQuery bounds the Query of an Unparsed item: such text is shown
@@ -50,7 +54,7 @@ func Compute(text string) []Item {
 		if fp == emptyFingerprint {
 			return nil
 		}
-		return []Item{{Fingerprint: fp, Query: normalize(text)}}
+		return withSlots([]Item{{Fingerprint: fp, Query: normalize(text)}})
 	}
 	// The parser's split, not the scanner's: on invalid SQL the scanner
 	// drops statements without an error ("select 1; selec 2" gives one
@@ -75,6 +79,19 @@ func Compute(text string) []Item {
 	}
 	if len(items) == 0 {
 		return nil
+	}
+	return withSlots(items)
+}
+
+// withSlots gives each parsed Item the place its Class will be kept in,
+// with one allocation for the text.
+func withSlots(items []Item) []Item {
+	slots := make([]classSlot, len(items))
+	for i := range items {
+		if !items[i].Unparsed {
+			slots[i].i, slots[i].n = int32(i), int32(len(items))
+			items[i].cls = &slots[i]
+		}
 	}
 	return items
 }

@@ -123,7 +123,7 @@ func TestCacheHitsDoNotReparse(t *testing.T) {
 		for _, text := range texts {
 			want := Compute(text)
 			got := c.Get(text)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
+			if itemsText(got) != itemsText(want) {
 				t.Errorf("Get(%q) = %v, want %v", text, got, want)
 			}
 		}
@@ -176,7 +176,7 @@ func TestCacheConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for r := range 200 {
 				i := (g*7 + r) % len(texts)
-				if got := c.Get(texts[i]); fmt.Sprint(got) != fmt.Sprint(want[i]) {
+				if got := c.Get(texts[i]); itemsText(got) != itemsText(want[i]) {
 					t.Errorf("Get(%q) = %v, want %v", texts[i], got, want[i])
 					return
 				}
@@ -235,7 +235,7 @@ func TestShape(t *testing.T) {
 				t.Errorf("%q: shape %q, want %q as for %q", text, sh, first, texts[0])
 			}
 			// What the shape promises: the same Items.
-			if a, b := Compute(text), Compute(texts[0]); fmt.Sprint(a) != fmt.Sprint(b) {
+			if a, b := Compute(text), Compute(texts[0]); itemsText(a) != itemsText(b) {
 				t.Errorf("same shape, different items: %q gives %v, %q gives %v", text, a, texts[0], b)
 			}
 		}
@@ -251,7 +251,7 @@ func TestCacheShapes(t *testing.T) {
 	c, parses := countingCache(0)
 	for i := range 100 {
 		text := fmt.Sprintf("SELECT * FROM t WHERE id = %d AND name = 'n%d'", i, i)
-		if got, want := c.Get(text), Compute(text); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got, want := c.Get(text), Compute(text); itemsText(got) != itemsText(want) {
 			t.Fatalf("Get(%q) = %v, want %v", text, got, want)
 		}
 	}

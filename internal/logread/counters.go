@@ -7,21 +7,29 @@ import "sort"
 const (
 	SkipNoPrefix        = "no matching prefix"         // a line the log_line_prefix does not match
 	SkipOrphanLine      = "orphan continuation"        // DETAIL/STATEMENT/tab line with no entry before it
-	SkipTruncated       = "truncated at EOF"           // a last line or record cut short
+	SkipTruncated       = "truncated at EOF"           // a csv or json record cut short at EOF, or a line too long to hold
 	SkipMalformed       = "malformed record"           // csv/json that does not parse
 	SkipCheckpoint      = "checkpoint"                 // checkpoint starting/complete, restartpoints
 	SkipAutovacuum      = "autovacuum"                 // automatic vacuum/analyze
 	SkipConnection      = "connection received"        // connection received, replication connections
 	SkipLockWait        = "lock wait"                  // "still waiting for ShareLock", "acquired"
 	SkipTempFile        = "temporary file"             // temporary file: path ...
-	SkipBindParse       = "parse/bind"                 // parse/bind logged without anything to use
 	SkipDurationAlone   = "duration without statement" // parse/bind durations from log_duration
 	SkipPortalFetch     = "portal fetch"               // "execute fetch from": more rows of an execution already counted
 	SkipOtherMessage    = "other message"              // a message that carries no statement
 	SkipNotice          = "notice/warning"             // NOTICE, WARNING, INFO, DEBUG
 	SkipUnsupportedLine = "unsupported line"           // syslog/pgbouncer lines and such
-	SkipBlank           = "blank line"                 // an empty line where a csv/json record was expected
+	SkipBlank           = "blank line"                 // an empty line (or spaces only)
 	SkipOtherProgram    = "other program"              // another program's lines in a syslog file
+	// SkipUnprefixed is what the server itself writes to its stderr
+	// without the log_line_prefix: the memory-context dump before an
+	// "out of memory" error, an assertion's TRAP line and backtrace.
+	SkipUnprefixed = "server output without prefix"
+	// SkipPlanAlone is an auto_explain plan of no statement the log has:
+	// a statement under log_min_duration_statement, one inside a function
+	// (auto_explain.log_nested_statements), or one whose plan came before
+	// the first plan of the log showed it has plans.
+	SkipPlanAlone = "plan without statement"
 )
 
 // unparseable are the skip reasons that mean the reader could not read a

@@ -2,7 +2,10 @@ package logread
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // csvlog columns by position. PostgreSQL only ever appended columns:
@@ -123,15 +126,19 @@ type csvField struct {
 }
 
 type csvReader struct {
-	cb     chunkBuf
-	e      entry // the entry next returns
-	c      *Counters
-	line   int64 // physical lines consumed before the current record
-	times  logTimeParser
-	intern interner
-	last   [6]string // previous session, user, database, application, severity, SQLSTATE
-	fields []csvField
-	unq    []byte // scratch for undoing doubled quotes
+	cb chunkBuf
+	// warnings is where the reader says what it set aside (broken);
+	// nil: nowhere (tests).
+	warnings *[]string
+	nbroken  int
+	e        entry // the entry next returns
+	c        *Counters
+	line     int64 // physical lines consumed before the current record
+	times    logTimeParser
+	intern   interner
+	last     [6]string // previous session, user, database, application, severity, SQLSTATE
+	fields   []csvField
+	unq      []byte // scratch for undoing doubled quotes
 }
 
 // newCSVReader returns a formatReader for PostgreSQL csvlog (RFC 4180:
@@ -153,6 +160,7 @@ const (
 	frameLast                         // the last record, without its newline
 	frameTooLong                      // a record over maxRecordSize, skipped
 	frameTruncated                    // an unterminated record at EOF
+	frameBroken                       // a record cut inside a quoted field, up to the next record
 	frameEOF                          // nothing left
 )
 
@@ -170,9 +178,32 @@ func (cr *csvReader) frame() ([]byte, int64, frameStatus) {
 		partial bool // bytes after the last newline
 		discard bool // record too long: keep counting, drop the bytes
 	)
+	atLine := false // at the start of a line inside a quoted field
 	for {
 		data := cb.buf[cb.start+scan : cb.end]
-		if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if atLine {
+			// Inside a quoted field: "a\nb", or a record cut in the
+			// middle of one (its writer was killed, a copy was cut
+			// short), which a record starting on this line tells.
+			if nl < 0 && len(data) < 256 && !cb.eof && cb.fill() {
+				continue // the start of the line first
+			}
+			line := data
+			if nl >= 0 {
+				line = data[:nl]
+			}
+			if startsCSVRecord(line) && !quotedText(line) {
+				rec := cb.buf[cb.start : cb.start+scan]
+				cb.start += scan
+				if discard {
+					return nil, lines, frameTooLong
+				}
+				return rec, lines, frameBroken
+			}
+			atLine = false
+		}
+		if nl >= 0 {
 			if bytes.Count(data[:nl], quote)&1 == 1 {
 				odd = !odd
 			}
@@ -180,7 +211,8 @@ func (cr *csvReader) frame() ([]byte, int64, frameStatus) {
 			partial = false
 			scan += nl + 1
 			if odd {
-				continue // newline inside a quoted field: "a\nb"
+				atLine = true
+				continue // newline inside a quoted field
 			}
 			rec := cb.buf[cb.start : cb.start+scan-1]
 			cb.start += scan
@@ -229,6 +261,45 @@ func (cr *csvReader) frame() ([]byte, int64, frameStatus) {
 }
 
 var quote = []byte{'"'}
+
+// startsCSVRecord reports whether line starts as a csvlog record does:
+// a time, then a comma (or the time quoted, as some tools write it).
+func startsCSVRecord(line []byte) bool {
+	if len(line) > 0 && line[0] == '"' {
+		line = line[1:]
+	}
+	_, rest, ok := prefix.TakeTimestamp(line)
+	return ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"')
+}
+
+// quotedText reports whether line can be the continuation of a quoted
+// field: inside the quotes every quote is doubled, until one closes the
+// field, followed by a comma (or the end of the record); after it, quotes
+// open fields only. A line of a record of its own breaks that at once
+// (2026-11-22 08:11:02.123 UTC,"app",...: a lone quote before "app"),
+// while the text of a field never does, even text shaped like a record.
+// Only what is buffered of a long line is looked at: false only when
+// that proves it.
+func quotedText(line []byte) bool {
+	in := true
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c != '"':
+		case in && i+1 < len(line) && line[i+1] == '"':
+			i++ // a doubled quote
+		case in && (i+1 == len(line) || line[i+1] == ',' || line[i+1] == '\r'):
+			in = false // the field ends
+		case in:
+			return false // text after the closing quote
+		case i == 0 || line[i-1] == ',':
+			in = true // a field opens
+		default:
+			return false // a quote inside an unquoted field
+		}
+	}
+	return true
+}
 
 func trimCR(b []byte) []byte {
 	if len(b) > 0 && b[len(b)-1] == '\r' {
@@ -363,6 +434,10 @@ func (cr *csvReader) read(e *entry) error {
 		case frameTruncated:
 			cr.c.skip(SkipTruncated, lines)
 			continue
+		case frameBroken:
+			cr.c.skipSample(SkipMalformed, lines, first, rec)
+			cr.broken(first, lines)
+			continue
 		}
 		if len(rec) == 0 {
 			// An empty line: csvlog never writes one, but files that were
@@ -418,6 +493,25 @@ func (cr *csvReader) fill(e *entry, rec []byte) bool {
 		statement:   cr.str(csvQuery),
 	}
 	return true
+}
+
+// maxBrokenWarnings bounds the warnings about broken records: the
+// counters have them all.
+const maxBrokenWarnings = 5
+
+// broken says where a record cut inside a quoted field was, and where
+// reading went on.
+func (cr *csvReader) broken(first, lines int64) {
+	cr.nbroken++
+	if cr.warnings == nil || cr.nbroken > maxBrokenWarnings {
+		return
+	}
+	w := fmt.Sprintf("line %d: a record is cut inside a quoted field (its writer stopped in the middle of it?): its %d lines are skipped as %q, and reading goes on at line %d, where the next record starts",
+		first, lines, SkipMalformed, first+lines)
+	if cr.nbroken == maxBrokenWarnings {
+		w += " (no more is said of such records: the line counts have them all)"
+	}
+	*cr.warnings = append(*cr.warnings, w)
 }
 
 // parsePID reads a process id: "1486" in csvlog, 58151 or "600" in json.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -35,6 +37,15 @@ func readEntries(t testing.TB, fr formatReader, c *Counters) []entry {
 			t.Fatalf("next: %v", err)
 		}
 		e := *ep
+		if e.f != nil {
+			// A stderr reader's entry (an envelope's lines): its fields
+			// as the other readers give them.
+			e.pid, e.session, e.user, e.database, e.application, e.sqlstate = e.f.pid, e.f.session, e.f.user, e.f.database, e.f.application, e.f.sqlstate
+			e.f = nil
+		}
+		if e.sev != prefix.SevNone {
+			e.severity, e.sev = e.sev.String(), prefix.SevNone
+		}
 		if e.lines < 0 || e.lines == 0 && e.line < 1 {
 			// 0 lines: a JSON value sharing its line with the one before.
 			t.Fatalf("entry at line %d spans %d lines", e.line, e.lines)

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // ErrEmptyLog is returned (wrapped) by Open for a log with nothing in it:
@@ -27,6 +30,7 @@ type layout struct {
 	withPID  bool   // and its process id
 	bsd      bool   // the envelope's times have no year and no zone
 	firstMon int    // month of the first RFC 3164 time, for the year
+	timing   Timing // how the lines are timed
 	warnings []string
 }
 
@@ -55,12 +59,19 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	l.format = format
 	switch format {
 	case FormatCSV, FormatJSON:
+		l.timing = TimingFraction
 		return l, nil
 	case FormatStderr, FormatSyslog:
 	default:
 		return l, fmt.Errorf("unknown format %q", format)
 	}
-	lines := headLines(head, maxSamples)
+	lines := prefix.HeadLines(head, prefix.MaxSamples)
+	if n := len(lines); n > 1 && len(head) == detectSize && head[len(head)-1] != '\n' && bytes.HasSuffix(head, lines[n-1]) {
+		// The head's last line is cut where the head ends: what it
+		// holds may read as something it is not (an ISO time without
+		// the syslog tag after it).
+		lines = lines[:n-1]
+	}
 	if isPgbouncer(lines) {
 		return l, ErrPgbouncer
 	}
@@ -80,6 +91,12 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 			if parseEnvLine(env, line, &el) {
 				l.bsd = el.hasTime && !el.zoned
 				l.firstMon = el.month
+				switch {
+				case el.fraction:
+					l.timing = TimingFraction
+				case el.hasTime:
+					l.timing = TimingSeconds
+				}
 				break
 			}
 		}
@@ -89,23 +106,27 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	}
 	l.prefix = opts.Prefix
 	if l.prefix == "" {
-		inf, err := inferPrefix(inner)
+		inf, err := prefix.Infer(inner)
 		if err != nil {
 			return l, err
 		}
-		l.prefix = inf.prefix
-		l.warnings = append(l.warnings, inf.warnings...)
+		l.prefix = inf.Prefix
+		l.warnings = append(l.warnings, inf.Warnings...)
 	}
-	p, err := compilePrefix(l.prefix)
+	p, err := prefix.Compile(l.prefix)
 	if err != nil {
 		return l, err
 	}
-	if env == envNone && !p.hasTime() {
+	if env == envNone && !p.HasTime() {
 		l.warnings = append(l.warnings, fmt.Sprintf("the lines have no time (log_line_prefix %q has no %%m, %%t or %%n): their events have none, and a replay cannot keep their pace", l.prefix))
 	}
+	if esc := p.TimeEscape(); esc != 0 || env == envNone {
+		// The server's own times, whatever the envelope's.
+		l.timing = timingOf(esc)
+	}
 	if env != envNone {
-		l.withTime = !p.hasTime()
-		l.withPID = env != envISO && !p.hasPID
+		l.withTime = !p.HasTime()
+		l.withPID = env != envISO && !p.HasPID
 		if !l.withTime {
 			l.bsd = false // the server's own times are used
 		}
@@ -140,7 +161,7 @@ func detectFormat(head []byte) Format {
 	if first[0] == '"' {
 		first = first[1:]
 	}
-	if _, rest, ok := takeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
+	if _, rest, ok := prefix.TakeTimestamp(first); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"') {
 		return FormatCSV
 	}
 	return FormatStderr
@@ -172,4 +193,49 @@ func yearOf(modTime time.Time, firstMonth int) int {
 		y--
 	}
 	return y
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// Timing says how a log times its lines: it decides whether a replay can
+// keep the log's pace.
+type Timing uint8
+
+const (
+	// TimingNone: the lines have no time (a log_line_prefix without %m,
+	// %t or %n, Cloud SQL's text payloads alone). Every event's Time is
+	// 0: an analysis counts and times the statements, a replay has no
+	// pace to keep.
+	TimingNone Timing = iota
+	// TimingSeconds: whole seconds (%t, RFC 3164 syslog): events of one
+	// second are in the order of their lines, their pace is lost.
+	TimingSeconds
+	// TimingFraction: fractions of a second (%m, %n, csvlog, jsonlog,
+	// the managed services' exports).
+	TimingFraction
+)
+
+var timingNames = [...]string{"none", "seconds", "fraction"}
+
+func (t Timing) String() string {
+	if int(t) < len(timingNames) {
+		return timingNames[t]
+	}
+	return "timing(" + strconv.Itoa(int(t)) + ")"
+}
+
+// timingOf returns the timing of a prefix's time escape (0 for none).
+func timingOf(esc byte) Timing {
+	switch esc {
+	case 'm', 'n':
+		return TimingFraction
+	case 't':
+		return TimingSeconds
+	}
+	return TimingNone
 }

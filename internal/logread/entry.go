@@ -1,5 +1,7 @@
 package logread
 
+import "github.com/pgrehearse/pgrehearse/internal/logread/prefix"
+
 // entry is one log message with its secondary fields (DETAIL, CONTEXT,
 // STATEMENT) joined to it: the unit that every format reader produces and
 // the interpreter turns into events. Format readers know about bytes and
@@ -29,9 +31,9 @@ type entry struct {
 	// barrier while it marks. The interpreter reads f, which it points at
 	// a copy of the fields above when a reader left it nil.
 	f *lineFields
-	// sev, when not sevNone, is the severity instead of the string
+	// sev, when not prefix.SevNone, is the severity instead of the string
 	// above: the stderr reader knows it as a number.
-	sev severity
+	sev prefix.Severity
 }
 
 // formatReader reads entries of one log format. next returns the next

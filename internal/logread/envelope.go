@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // Envelopes are what other programs wrap around the server's stderr lines
@@ -49,10 +51,12 @@ type envLine struct {
 	// has neither year nor zone, its parts.
 	us                  int64
 	hasTime, zoned      bool
+	fraction            bool // the time has a fraction of a second
 	month, day          int
 	hour, minute, sec   int
 	frac                int64
 	ident               []byte // program name ("postgres", "app[postgres")
+	host                []byte // the machine, when the header names it
 	pid                 int32
 	hasPID              bool
 	seq                 int64 // syslog sequence number; -1 when none
@@ -99,7 +103,7 @@ func parseBSDTime(b []byte, el *envLine) (int, bool) {
 			return 0, false
 		}
 	}
-	el.hasTime, el.zoned = true, false
+	el.hasTime, el.zoned, el.fraction = true, false, n > 15
 	el.month, el.day, el.hour, el.minute, el.sec, el.frac = m, int(day), int(h), int(mi), int(s), frac
 	return n, true
 }
@@ -138,7 +142,7 @@ func parseISOTime(b []byte) (us int64, n int, ok bool) {
 	case 'Z', 'z':
 		n++
 	case '+', '-':
-		z := zoneLen(b[n:])
+		z := prefix.ZoneLen(b[n:])
 		if z < 3 {
 			return 0, 0, false
 		}
@@ -169,7 +173,7 @@ func parseEnvLine(k envKind, line []byte, el *envLine) bool {
 		if !ok || n >= len(line) || line[n] != ' ' && line[n] != '\t' {
 			return false
 		}
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, line[19] == '.'
 		el.body = line[n+1:]
 		return true
 	}
@@ -180,7 +184,7 @@ func parseEnvLine(k envKind, line []byte, el *envLine) bool {
 func parseSyslog(line []byte, el *envLine) bool {
 	var n int
 	if us, m, ok := parseISOTime(line); ok {
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, line[19] == '.'
 		n = m
 	} else if m, ok := parseBSDTime(line, el); ok {
 		n = m
@@ -202,6 +206,7 @@ func parseSyslog(line []byte, el *envLine) bool {
 		if tag, after, ok = takeTag(rest[sp+1:]); !ok {
 			return false
 		}
+		el.host = rest[:sp]
 	}
 	if !parseTag(tag, el) {
 		return false
@@ -296,11 +301,15 @@ func parseRFC5424(line []byte, el *envLine) bool {
 		fields[k], b = b[:sp], b[sp+1:]
 	}
 	if us, n, ok := parseISOTime(fields[0]); ok && n == len(fields[0]) {
-		el.us, el.hasTime, el.zoned = us, true, true
+		el.us, el.hasTime, el.zoned, el.fraction = us, true, true, fields[0][19] == '.'
+
 	} else if string(fields[0]) != "-" {
 		return false
 	}
 	el.ident = fields[2]
+	if h := fields[1]; string(h) != "-" {
+		el.host = h
+	}
 	proc := fields[3]
 	if d := bytes.LastIndexByte(proc, '.'); d >= 0 {
 		el.ident = append(append(append([]byte(nil), fields[2]...), '['), proc[:d]...)
@@ -434,7 +443,7 @@ func detectEnvelope(lines [][]byte) (envKind, string, [][]byte) {
 	// The server's program: the one whose bodies have a severity most.
 	counts := map[string]int{}
 	for _, l := range lines {
-		if parseEnvLine(best, l, &el) && severityIndex(el.body) >= 0 {
+		if parseEnvLine(best, l, &el) && prefix.SeverityIndex(el.body) >= 0 {
 			counts[string(el.ident)]++
 		}
 	}
@@ -464,36 +473,94 @@ func detectEnvelope(lines [][]byte) (envKind, string, [][]byte) {
 }
 
 // syslogClock turns RFC 3164 times, which have no year and no zone, into
-// µs: in the year given or guessed, moving to the next year when the
-// months go back (December to January), and in the zone given or UTC.
+// µs: in the zone given or UTC, and in the year that puts each line
+// nearest the line before it. The log's first line takes the year given
+// or guessed; from then on the year follows the lines: it rises when
+// December goes on to January, and a line of December 31 that arrives
+// just after one of January 1 (a late line: syslog daemons do not order
+// their senders' lines) is read as the year before, which it is, without
+// moving the lines after it.
 type syslogClock struct {
-	year      int
-	loc       *time.Location
-	lastMonth int
+	year int
+	loc  *time.Location
+	// last is the time of the line before, 0 before the first.
+	last int64
 	// the second last converted, for lines of the same second
 	lastKey int64
 	lastUS  int64
 }
 
 func (c *syslogClock) us(el *envLine) int64 {
-	if c.lastMonth != 0 && el.month < c.lastMonth {
-		c.year++
-	}
-	c.lastMonth = el.month
 	key := int64(el.month)<<32 | int64(el.day)<<24 | int64(el.hour)<<16 | int64(el.minute)<<8 | int64(el.sec)
 	if key != c.lastKey || c.lastUS == 0 {
 		c.lastKey = key
-		c.lastUS = time.Date(c.year, time.Month(el.month), el.day, el.hour, el.minute, el.sec, 0, c.loc).UnixMicro()
+		at := func(y int) int64 {
+			return time.Date(y, time.Month(el.month), el.day, el.hour, el.minute, el.sec, 0, c.loc).UnixMicro()
+		}
+		us := at(c.year)
+		if c.last != 0 {
+			// The year of the three around that is nearest the line before.
+			for _, y := range [...]int{c.year - 1, c.year + 1} {
+				if u := at(y); absDiff(u, c.last) < absDiff(us, c.last) {
+					us, c.year = u, y
+				}
+			}
+		}
+		c.lastUS = us
 	}
+	c.last = c.lastUS
 	return c.lastUS + el.frac
 }
 
-// outLine is a line the envelope reader gives the stderr reader: a line
-// the server would have written to stderr, the physical line it starts on
-// and how many physical lines it stands for.
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// lineSource gives the stderr reader the lines of a log in an envelope:
+// syslog and the like (envReader), Cloud Logging's entries
+// (cloudEnvelope), Azure's records (azureEnvelope).
+type lineSource interface {
+	// next returns the next line; false at the end of the log.
+	next() (outLine, bool)
+	// err returns the error that ended the log early, if any.
+	err() error
+}
+
+// outLine is a line an envelope gives the stderr reader: a line the
+// server would have written to stderr, the physical line it starts on
+// and how many physical lines it stands for (0 for the further lines of
+// one record).
 type outLine struct {
 	b           []byte
 	first, span int64
+	// f, when not nil, is the line's fields, which the envelope read
+	// (from a record, and the prefix in its line): b then starts at the
+	// severity, and us is its time.
+	f  *lineFields
+	us int64
+}
+
+// lineArena holds the lines an envelope gives out, in blocks that are
+// never written again below their length: the entries refer to them.
+type lineArena struct{ b []byte }
+
+// join returns the parts joined, in the arena.
+func (a *lineArena) join(parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if cap(a.b)-len(a.b) < n {
+		a.b = make([]byte, 0, max(64<<10, n))
+	}
+	start := len(a.b)
+	for _, p := range parts {
+		a.b = append(a.b, p...)
+	}
+	return a.b[start:len(a.b):len(a.b)]
 }
 
 // envMsg is a syslog message being joined from its parts.
@@ -523,7 +590,7 @@ type envReader struct {
 	kind   envKind
 	ident  []byte
 	c      *Counters
-	inner  *prefix // the server's log_line_prefix, inside the envelope
+	inner  *prefix.Prefix // the server's log_line_prefix, inside the envelope
 	clock  syslogClock
 	lineNo int64
 
@@ -536,8 +603,10 @@ type envReader struct {
 	out     []outLine         // lines ready for the stderr reader
 	arena   []byte
 	scratch []byte
-	fields  prefixFields
+	fields  prefix.Fields
 	eof     bool
+	// origin is where the hosts of the server's lines are noted.
+	origin *Origin
 }
 
 // envPrefix returns the prefix the stderr reader matches on the lines of
@@ -553,10 +622,12 @@ func envPrefix(withTime, withPID bool, inner string) string {
 	return p + inner
 }
 
-func newEnvReader(lr *lineReader, kind envKind, ident string, inner *prefix, withTime, withPID bool, clock syslogClock, c *Counters) *envReader {
+func newEnvReader(lr *lineReader, kind envKind, ident string, inner *prefix.Prefix, withTime, withPID bool, clock syslogClock, c *Counters) *envReader {
 	return &envReader{lines: lr, kind: kind, ident: []byte(ident), inner: inner, withTime: withTime, withPID: withPID,
 		clock: clock, c: c, open: make(map[int32]*envMsg)}
 }
+
+func (r *envReader) err() error { return r.lines.err }
 
 // next returns the next line for the stderr reader; ok is false at the end.
 func (r *envReader) next() (outLine, bool) {
@@ -599,12 +670,19 @@ func (r *envReader) read() {
 			r.add(nil, outLine{b: line, first: r.lineNo, span: 1})
 			return
 		}
+		if isBlank(line) {
+			r.c.skip(SkipBlank, 1)
+			return
+		}
 		r.c.skipSample(SkipUnsupportedLine, 1, r.lineNo, line)
 		return
 	}
 	if !bytes.Equal(el.ident, r.ident) && r.kind != envISO {
 		r.c.skip(SkipOtherProgram, 1)
 		return
+	}
+	if len(el.host) > 0 && r.origin != nil {
+		r.origin.addHost(el.host)
 	}
 	body := el.body
 	if r.kind != envISO {
@@ -657,8 +735,8 @@ func (r *envReader) read() {
 // startsLine reports whether a part starts a line of its own: the
 // server's prefix and a severity ("DETAIL:  ...").
 func (r *envReader) startsLine(body []byte) bool {
-	rest, ok := r.inner.match(body, &r.fields)
-	return ok && atSeverity(rest)
+	rest, ok := r.inner.Match(body, &r.fields)
+	return ok && prefix.AtSeverity(rest)
 }
 
 // lineOf makes the stderr line of a part: the header's time and process
@@ -770,4 +848,10 @@ func envWarnings(kind envKind, year int, guessed bool, loc *time.Location, zoneG
 		w = append(w, fmt.Sprintf("syslog times have no time zone: read in %s", loc))
 	}
 	return w
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }

@@ -56,7 +56,7 @@ var fixtureCases = []fixtureCase{
 	// (grep duration finds nothing): one execution, none timed. pgbadger
 	// counts it as a query. Errors: 4 FATAL (severity ALERT in the Cloud
 	// Logging wrapper); pgbadger's 5th is an EVENTLOG.
-	{file: "cloudsql.log.gz", format: FormatJSON, execs: 1, timed: 0, errors: 4, pgbQueries: 1, pgbErrors: 5},
+	{file: "cloudsql.log.gz", format: FormatJSON, prefix: cloudSQLPrefixes, execs: 1, timed: 0, errors: 4, pgbQueries: 1, pgbErrors: 5},
 	// 400 "duration: ... statement/execute" records, as pgbadger says; the
 	// 4 other executions are the failing statements of the 4 ERRORs. Errors:
 	// 4 ERROR + 1 FATAL; pgbadger adds 1 EVENTLOG.
@@ -295,4 +295,19 @@ func readPgbadgerSummary(t *testing.T) map[string][2]int {
 		out[f[0]] = [2]int{q, e}
 	}
 	return out
+}
+
+// readmePrefixes are the log_line_prefix settings of the shared stderr
+// fixtures, from their README.
+var readmePrefixes = map[string]string{
+	"begin_end.log":              "%t [%p]: db=%d,user=%u,app=%a,client=%h ",
+	"light.postgres.log.bz2":     "%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ",
+	"multiline_param.log":        "%m [%p] user=%u,db=%d ",
+	"pg-timezones.log":           "%t:%h:%u@%d:[%p]:",
+	"pg_rawcsv.log":              "%m [%p] %q%u@%d ",
+	"pg_vacuums.log.gz":          "%t [%p]: [%l-1] user=%u,db=%d,host=%h,app=%a",
+	"postgresql_param_range.log": "%t [%p]: [%l-1] [%x] usr=%u,db=%d,appli=%a",
+	"queryid.log.gz":             "%m [%p] [queryid=%Q] %q%u@%d ",
+	"stmt_type.log":              "%m [%p] ",
+	"tempfile_only.log.gz":       "%t [%p]: [%l-1] user=%u,db=%d ",
 }

@@ -206,6 +206,8 @@ var formatGolden = []struct {
 	{"cloudwatch-rds", "testdata/cloudwatch/rds-export.log", Options{}},
 	{"verbose-stderr", "testdata/verbose/stderr.log", Options{}},
 	{"verbose-csvlog", "testdata/verbose/csvlog.csv", Options{}},
+	{"autoexplain-stderr", "testdata/autoexplain/stderr.log", Options{}},
+	{"autoexplain-jsonlog", "testdata/autoexplain/jsonlog.json", Options{}},
 }
 
 func TestFormatGolden(t *testing.T) {
@@ -528,7 +530,7 @@ func TestUnparseable(t *testing.T) {
 	for reason, want := range map[string]bool{
 		SkipNoPrefix: true, SkipOrphanLine: true, SkipMalformed: true, SkipUnsupportedLine: true,
 		SkipTruncated: false, SkipCheckpoint: false, SkipAutovacuum: false, SkipConnection: false, SkipLockWait: false,
-		SkipTempFile: false, SkipBindParse: false, SkipDurationAlone: false, SkipPortalFetch: false, SkipOtherMessage: false,
+		SkipTempFile: false, SkipDurationAlone: false, SkipPortalFetch: false, SkipOtherMessage: false,
 		SkipNotice: false, SkipBlank: false, SkipOtherProgram: false,
 	} {
 		if Unparseable(reason) != want {

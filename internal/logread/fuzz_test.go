@@ -84,33 +84,6 @@ func FuzzStderrReader(f *testing.F) {
 	})
 }
 
-func FuzzCompilePrefix(f *testing.F) {
-	for _, rp := range realPrefixes {
-		f.Add(rp.prefix, []byte("2026-11-22 08:11:02.123 UTC [1] app@shop LOG:  x"))
-	}
-	f.Add("%-10u %10p %q%%", []byte("app          12 %LOG:  x"))
-	f.Add("%", []byte(""))
-	f.Add("%-", []byte("x"))
-	f.Add("%99999999999999999999u", []byte("x"))
-	f.Add("%u%d%a", []byte("a b c LOG:  x"))
-	f.Fuzz(func(t *testing.T, ps string, line []byte) {
-		if p, err := compilePrefix(ps); err == nil {
-			var f prefixFields
-			if rest, ok := p.match(line, &f); ok && !bytes.HasSuffix(line, rest) {
-				t.Fatalf("rest %q is not the end of %q", rest, line)
-			}
-		}
-		// What inference guesses must compile, and detection must not
-		// panic on whatever it is shown.
-		if inf, err := inferPrefix([][]byte{line}); err == nil {
-			if _, err := compilePrefix(inf.prefix); err != nil {
-				t.Fatalf("inferPrefix(%q) = %q, which does not compile: %v", line, inf.prefix, err)
-			}
-		}
-		detectPrefix(line)
-	})
-}
-
 // formatParams writes parameters as the server does in a DETAIL line.
 func formatParams(vals []event.Param) string {
 	var b strings.Builder
@@ -172,7 +145,8 @@ func FuzzParseParams(f *testing.F) {
 func FuzzReaderAuto(f *testing.F) {
 	for _, p := range []string{"testdata/syslog/bsd.log", "testdata/syslog/rfc5424.log", "testdata/syslog/journald.log",
 		"testdata/cloudwatch/run2-export.log", "testdata/cloudsql/textpayload.log", "testdata/azure/eventhub.json",
-		"testdata/azure/single.json", "testdata/verbose/stderr.log", "testdata/locales/ja.log"} {
+		"testdata/azure/single.json", "testdata/verbose/stderr.log", "testdata/locales/ja.log",
+		"testdata/autoexplain/stderr.log", "testdata/autoexplain/csvlog.csv", "testdata/autoexplain/jsonlog.json"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b[:min(len(b), 4000)])
 		}
@@ -205,26 +179,6 @@ func FuzzReaderAuto(f *testing.F) {
 			if ev.Kind < event.Connect || ev.Kind > event.Error || ev.Line < 1 || ev.Line > physicalLines(in) {
 				t.Fatalf("bad event %+v", ev)
 			}
-		}
-	})
-}
-
-// FuzzInferPrefix infers a prefix from arbitrary lines: no panic, and
-// what it infers compiles and reads at least half the lines it was shown.
-func FuzzInferPrefix(f *testing.F) {
-	for _, rp := range realPrefixes {
-		f.Add([]byte("2026-11-22 08:11:02.123 UTC [1] app@shop LOG:  x\n"), rp.prefix)
-	}
-	f.Add([]byte("27-2021-11-17 19:06:14 UTC-619552a6.1b-1----2021-11-17 19:06:14.946 UTC LOG:  x\n51-2021-11-17 19:11:13 UTC-619553d1.33-2-172.20.0.1-pgaweb-pgaweb-2021-11-17 19:11:13.562 UTC LOG:  connection authorized: user=pgaweb database=pgaweb\n"), "")
-	f.Add([]byte(" sql_error_code = 00000 time_ms = \"2022-06-02 22:48:20.807 UTC\" pid=\"11666\" user=\"postgres\" LOG:  x\n"), "")
-	f.Fuzz(func(t *testing.T, head []byte, _ string) {
-		lines := headLines(head, maxSamples)
-		inf, err := inferPrefix(lines)
-		if err != nil {
-			return
-		}
-		if _, err := compilePrefix(inf.prefix); err != nil {
-			t.Fatalf("inferred %q, which does not compile: %v", inf.prefix, err)
 		}
 	})
 }

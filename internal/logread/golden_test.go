@@ -118,6 +118,10 @@ func dumpEvents(evs []*event.Event, c *Counters) string {
 		if ev.Failed || ev.Kind == event.Error {
 			fmt.Fprintf(&b, "  failed=%v %s %q: %q\n", ev.Failed, ev.ErrorSeverity(), ev.SQLState, ev.ErrorMessage())
 		}
+		for _, p := range ev.Plans() {
+			first, _, _ := strings.Cut(p.Text, "\n")
+			fmt.Fprintf(&b, "  plan %s analyzed=%v %d lines: %q\n", p.Format, p.Analyzed, strings.Count(p.Text, "\n")+1, first)
+		}
 	}
 	fmt.Fprintf(&b, "lines: total %d, parsed %d\n", c.Total, c.Parsed)
 	reasons := c.Reasons()

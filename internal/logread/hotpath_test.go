@@ -75,26 +75,6 @@ func FuzzParseDuration(f *testing.F) {
 	})
 }
 
-func FuzzSplitSeverity(f *testing.F) {
-	for _, s := range []string{"LOG:  x", "LOG: x", "LOG:x", "DETAIL:  p", "DETAIL: p", "DETAIL:p", "ERROR:  e",
-		"ERROR: e", "STATEMENT:  s", "DEBUG1:  d", "LOGX:  x", "LOG", "", "FEHLER:  x"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		sev, msg := splitSeverityFast(b)
-		wsev, wmsg, ok := splitSeverity(b)
-		if !ok {
-			if sev != sevNone {
-				t.Fatalf("splitSeverityFast(%q) = %d, want none", b, sev)
-			}
-			return
-		}
-		if severityWords[sev] != string(wsev) || !bytes.Equal(msg, wmsg) {
-			t.Fatalf("splitSeverityFast(%q) = %q, %q; want %q, %q", b, severityWords[sev], msg, wsev, wmsg)
-		}
-	})
-}
-
 // FuzzTailCache: whatever the lines, the tail cache (with its shortcuts
 // for the time, the tail and the session) gives the events and counts of
 // matching every line's prefix.

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // interpreter turns entries into events. It keeps a little state per
@@ -80,6 +81,13 @@ type interpreter struct {
 	// foreign is the first word of a translated message, when seen.
 	foreign     string
 	foreignLine int64
+
+	// origin is what the messages show of the server (see Origin).
+	origin Origin
+
+	// plansSeen is set once the log has auto_explain plans (in its head,
+	// or read): executions are then held for theirs (holdForPlan).
+	plansSeen bool
 }
 
 type sessionState struct {
@@ -123,6 +131,12 @@ type sessionState struct {
 	// that execution's, already counted. Not the string, which would keep
 	// its chunk of the log alive.
 	done querySketch
+
+	// plans are auto_explain plans logged before the execution they
+	// belong to (see plan), and held an Execute whose plan may come after
+	// it (holdForPlan).
+	plans []pendingPlan
+	held  *event.Event
 }
 
 // querySketch tells a query from others cheaply: its length and its first
@@ -249,8 +263,14 @@ func newInterpreter(c *Counters) *interpreter {
 	}
 }
 
-// session finds or creates the state of e's session.
-func (in *interpreter) session(e *entry) *sessionState {
+// session finds or creates the state of e's session, for an entry that
+// is not an auto_explain plan: an execution held for its plan is
+// emitted first (see holdForPlan).
+func (in *interpreter) session(e *entry) *sessionState { return in.sessionOf(e, true) }
+
+// sessionOf finds or creates the state of e's session; with release, it
+// emits the execution the session held for its plan (see session).
+func (in *interpreter) sessionOf(e *entry, release bool) *sessionState {
 	f := e.f
 	// The session the shared fields remember first: its key is most often
 	// the very same string.
@@ -263,11 +283,17 @@ func (in *interpreter) session(e *entry) *sessionState {
 				in.update(s, f)
 				s.applied = f
 			}
+			if release && s.held != nil {
+				in.releaseHeld(s)
+			}
 			return s
 		}
 	}
 	if s := in.lastSession; s != nil && f.session != "" && f.session == s.key {
 		in.update(s, f)
+		if release && s.held != nil {
+			in.releaseHeld(s)
+		}
 		return s
 	}
 	key := f.session
@@ -295,6 +321,9 @@ func (in *interpreter) session(e *entry) *sessionState {
 		f.sess = s
 	}
 	in.update(s, f)
+	if release && s.held != nil {
+		in.releaseHeld(s)
+	}
 	return s
 }
 
@@ -326,6 +355,7 @@ func (in *interpreter) drop(key string) {
 			in.lastSession = nil
 		}
 		in.flush(s)
+		in.dropPlans(s)
 		s.release()
 		delete(in.sessions, key)
 	}
@@ -420,6 +450,9 @@ func (in *interpreter) appendParams(detail, query string) ([]event.Param, event.
 
 // flush emits the session's pending statement, which got no duration.
 func (in *interpreter) flush(s *sessionState) {
+	if s.held != nil {
+		in.releaseHeld(s)
+	}
 	if s.pending != nil {
 		in.out = append(in.out, s.pending)
 		s.pending = nil
@@ -439,6 +472,10 @@ func (in *interpreter) flushCounts() {
 func (in *interpreter) takePending() map[string]*event.Event {
 	m := make(map[string]*event.Event)
 	for _, s := range in.sessions {
+		if s.held != nil {
+			in.releaseHeld(s)
+		}
+		in.dropPlans(s)
 		if s.pending != nil {
 			m[s.key] = s.pending
 			s.pending = nil
@@ -453,6 +490,7 @@ func (in *interpreter) finishAll() {
 	n := len(in.out)
 	for _, s := range in.sessions {
 		in.flush(s)
+		in.dropPlans(s)
 	}
 	slices.SortFunc(in.out[n:], byLine)
 }
@@ -472,12 +510,12 @@ func (in *interpreter) add(e *entry) {
 		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
 		e.f = &in.scratch
 	}
-	if e.sev != sevNone {
-		if e.sev == sevLog {
+	if e.sev != prefix.SevNone {
+		if e.sev == prefix.SevLog {
 			in.log(e)
 			return
 		}
-		e.severity = severityWords[e.sev]
+		e.severity = e.sev.String()
 	}
 	switch e.severity {
 	case "LOG":
@@ -489,7 +527,7 @@ func (in *interpreter) add(e *entry) {
 	default:
 		// A severity in another language (csvlog and jsonlog write it
 		// as the server translated it).
-		if w := foreignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
+		if w := prefix.ForeignSeverity([]byte(e.severity + ":  ")); w != "" && in.foreign == "" {
 			in.foreign, in.foreignLine = w, e.line
 		}
 		in.c.skip(SkipOtherMessage, e.lines)
@@ -498,7 +536,7 @@ func (in *interpreter) add(e *entry) {
 
 func (in *interpreter) log(e *entry) {
 	msg := e.message
-	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
 		// log_error_verbosity = verbose: "00000: duration: ...". The
 		// SQLSTATE of a LOG is no part of its events.
 		msg = msg[7:]
@@ -558,6 +596,11 @@ func (in *interpreter) log(e *entry) {
 				in.parse(e, msg[len("parse "):], dur)
 				return
 			}
+			if msg[1] == 'l' && strings.HasPrefix(msg, "plan:") {
+				// auto_explain: "duration: 0.046 ms  plan:\n..."
+				in.plan(e, msg[len("plan:"):], dur)
+				return
+			}
 		case 'b':
 			if w&0xffffffffff == wordBind {
 				in.bind(e, msg[len("bind "):])
@@ -590,9 +633,10 @@ func (in *interpreter) log(e *entry) {
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:
-		if w := translatedMessage(msg); w != "" && in.foreign == "" {
+		if w := prefix.TranslatedMessage(msg); w != "" && in.foreign == "" {
 			in.foreign, in.foreignLine = strings.Clone(w), e.line
 		}
+		in.origin.note(msg)
 		in.c.skip(SkipOtherMessage, e.lines)
 	}
 }
@@ -637,7 +681,7 @@ func (in *interpreter) parse(e *entry, rest string, dur int64) {
 		return
 	}
 	ev.Duration = dur
-	if dur >= 0 {
+	if dur >= 0 && ev.Time != 0 {
 		ev.Time -= dur
 	}
 	in.c.parsed(e.lines)
@@ -707,10 +751,21 @@ func (in *interpreter) statement(e *entry, s *sessionState, ev *event.Event, dur
 	if s.pending != nil {
 		in.flush(s)
 	}
+	if len(s.plans) > 0 {
+		in.attachPlans(s, ev)
+	}
 	if dur >= 0 {
 		ev.Duration = dur
-		ev.Time -= dur
-		in.out = append(in.out, ev)
+		if ev.Time != 0 {
+			// The line's time is when it ended; a log without times
+			// has none to move back.
+			ev.Time -= dur
+		}
+		if in.plansSeen && in.holdForPlan(s, ev) {
+			// Emitted with its plan, or at the session's next entry.
+		} else {
+			in.out = append(in.out, ev)
+		}
 		if s.lastBind != nil || s.lastParse {
 			s.forgetProtocol()
 		}
@@ -763,6 +818,13 @@ func (in *interpreter) durationAlone(e *entry, dur int64) {
 	}
 	s.pending.Duration = dur
 	in.c.parsed(e.lines)
+	if in.plansSeen {
+		ev := s.pending
+		if s.pending = nil; !in.holdForPlan(s, ev) {
+			in.out = append(in.out, ev)
+		}
+		return
+	}
 	in.flush(s)
 }
 
@@ -818,6 +880,7 @@ func (in *interpreter) disconnect(e *entry) {
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	in.flush(s)
+	in.dropPlans(s)
 	in.out = append(in.out, in.newEvent(event.Disconnect, e, s))
 	s.release()
 	delete(in.sessions, s.key)
@@ -835,9 +898,12 @@ func (in *interpreter) error(e *entry) {
 	state, msg := e.f.sqlstate, e.message
 	if state == "" {
 		// log_error_verbosity = verbose: "ERROR:  42P01: relation ... "
-		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && isSQLState(msg[:5]) {
+		if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
 			state, msg = in.keep(msg[:5]), msg[7:]
 		}
+	}
+	if len(msg) > 0 && msg[0] == 'W' {
+		in.origin.note(msg)
 	}
 	msg = in.keep(trimCursor(msg))
 	statement := in.keepText(e.statement)
@@ -919,16 +985,6 @@ func trimCursor(msg string) string {
 		}
 	}
 	return msg[:i]
-}
-
-func isSQLState(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // parseDuration parses "0.123 ms" and returns microseconds and the text

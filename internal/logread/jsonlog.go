@@ -6,9 +6,12 @@ import (
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
-// The JSON reader takes three shapes of line, all one object per line:
+// The JSON reader frames and scans the JSON shapes a log comes in, all
+// one object per line unless noted:
 //
 // PostgreSQL 15+ jsonlog, flat:
 //
@@ -19,22 +22,12 @@ import (
 //
 //	{"level":"info","ts":1669575482.09,"logger":"postgres","msg":"record","record":{"log_time":"2022-11-27 18:58:02.096 UTC","process_id":"600",...}}
 //
-// Google Cloud Logging exports of Cloud SQL, where each stderr line is one
-// object (so DETAIL lines and tab continuations are objects of their own):
-//
-//	{"insertId":"...","resource":{...},"severity":"INFO","textPayload":"[24667]: [2-1] db=test,user=admin LOG:  connection authorized: ...","timestamp":"2020-05-02T13:00:20.38403Z"}
-//
-// Azure Database for PostgreSQL's diagnostic logs, as diagnostic settings
-// write them to storage or to an Event Hub (where a message holds a
-// "records" array of them) and as Log Analytics exports them (flat, with
-// typed column names: "errorLevel_s", "Message"):
-//
-//	{"time":"2023-02-27T22:21:11.830Z","category":"PostgreSQLLogs","properties":{"timestamp":"2023-02-27 22:21:11.823 UTC","processId":2030,"errorLevel":"LOG","sqlerrcode":"00000","message":"2023-02-27 22:21:11.823 UTC [2030] [user=postgres,db=postgres,app=pgbench] LOG:  duration: ..."}}
-//	{"time":"2023-02-27T23:21:40Z","properties":{"prefix":"2023-02-27 23:21:40 UTC-63fd3b04.cf0-","message":"duration: 0.000 ms  statement: ...","errorLevel":"LOG"}}
-//
-// The message holds the server's own log_line_prefix (Flexible Server), or
-// the prefix has a property of its own (Single Server): either way the
-// prefix is inferred from the first records and read as for stderr.
+// Both carry an entry whole, which the reader returns itself. Two more
+// shapes carry the server's stderr lines, one a record, which the stderr
+// reader reads as it reads syslog, through an envelope: Google Cloud
+// Logging's exports of Cloud SQL (a "textPayload", see cloudsql.go) and
+// Azure's diagnostic logs (a "properties" object, see azure.go). Which
+// one a log is, the first records tell (sniff).
 //
 // Values need not be one a line: gcloud logging read --format=json and
 // Log Analytics write a JSON array, indented over many lines (gcloud, the
@@ -95,57 +88,6 @@ func jsonSlot(k []byte) int {
 		return jApplication
 	case "textPayload":
 		return jTextPayload
-	}
-	return -1
-}
-
-// azureSlot maps Azure's names: properties of diagnostic records, and Log
-// Analytics' columns, whose names end in their type ("errorLevel_s",
-// "processId_d") and whose case varies between tables.
-func azureSlot(k []byte) int {
-	if len(k) > 64 {
-		return -1
-	}
-	var buf [64]byte
-	n := copy(buf[:], k)
-	b := buf[:n]
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	if n > 2 && b[n-2] == '_' && (b[n-1] == 's' || b[n-1] == 'd' || b[n-1] == 't' || b[n-1] == 'g') {
-		b = b[:n-2]
-	}
-	switch string(b) {
-	case "errorlevel":
-		return jSeverity
-	case "processid":
-		return jPID
-	case "sqlerrcode", "sqlerrorcode":
-		return jSQLState
-	case "message":
-		return jMessage
-	case "detail":
-		return jDetail
-	case "context":
-		return jContext
-	case "statement":
-		return jStatement
-	case "prefix":
-		return jPrefix
-	case "timestamp":
-		return jTime
-	case "time", "timegenerated", "timegenerated [utc]":
-		return jLogTime
-	case "username", "user":
-		return jUser
-	case "databasename", "dbname", "database":
-		return jDatabase
-	case "applicationname":
-		return jApplication
-	case "sessionid":
-		return jSession
 	}
 	return -1
 }
@@ -430,15 +372,6 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// Which field of the pending entry a Cloud SQL tab continuation extends.
-const (
-	extNone = iota // a dropped field (HINT, QUERY): lines are counted only
-	extMessage
-	extDetail
-	extContext
-	extStatement
-)
-
 type jsonReader struct {
 	cb       chunkBuf
 	e        entry // the entry next returns
@@ -451,29 +384,29 @@ type jsonReader struct {
 	top      jsonObj
 	inner    jsonObj
 
-	// An entry is held until the next line shows it is complete: Cloud
-	// SQL writes an entry's DETAIL, STATEMENT and tab-indented lines as
-	// objects of their own after it.
-	pending    entry
-	hasPending bool
-	pendText   bool // pending came from a textPayload and may grow
-	extend     int  // ext* for the pending entry's tab continuations
-
-	cloudLogging bool // textPayload records were read
-	array        bool // the log is one JSON array
+	kind  jsonKind // what the records carry, from the first ones (sniff)
+	array bool     // the log is one JSON array
 
 	started bool      // the first value was looked at
 	midLine bool      // stream framing stopped in the middle of a line
 	stream  bool      // values are not one a line: read value by value
 	queue   []jsonRec // records to read before the next value of the file
 
-	// The server's log_line_prefix inside Azure's messages, inferred
-	// from the first of them (azureDone once tried).
-	azPrefix  *prefix
-	azureDone bool
-	fields    prefixFields
-	azLine    []byte
+	// inPrefix is the server's log_line_prefix inside the records of an
+	// envelope (Cloud Logging's text payloads, Azure's messages),
+	// inferred from the first of them; nil when none was found.
+	inPrefix *prefix.Prefix
+	azLine   []byte // the line of an Azure record (azureLine)
 }
+
+// jsonKind is what the records of a JSON log carry.
+type jsonKind uint8
+
+const (
+	jsonEntries      jsonKind = iota // an entry each: jsonlog, CNPG, Cloud Logging's jsonPayload
+	jsonCloudLogging                 // a stderr line each, as Cloud Logging exports Cloud SQL's log
+	jsonAzure                        // a stderr line each, with fields of its own: Azure's diagnostic records
+)
 
 // jsonRec is one JSON value of the log, with the physical lines it
 // accounts for: its own and the separators before it.
@@ -484,11 +417,10 @@ type jsonRec struct {
 	st    frameStatus
 }
 
-// newJSONReader returns a formatReader for PostgreSQL 15+ jsonlog (one
-// JSON object per line), CloudNativePG's wrapped records, Cloud Logging
-// exports of Cloud SQL and Azure's diagnostic logs; see the comment at
-// the top of jsonlog.go.
-func newJSONReader(r io.Reader, c *Counters) formatReader {
+// newJSONReader returns the reader of a JSON log's records. It reads the
+// entries of jsonlog and CNPG itself (next); the lines of Cloud Logging's
+// and Azure's records go through an envelope (see newJSONFormat).
+func newJSONReader(r io.Reader, c *Counters) *jsonReader {
 	return &jsonReader{cb: newChunkBuf(r), c: c, intern: make(interner), sessions: make(interner)}
 }
 
@@ -796,17 +728,18 @@ func (jr *jsonReader) nextRecord() jsonRec {
 	return jsonRec{b: line, line: jr.line, lines: 1, st: st}
 }
 
-// lineKind says what one line turned out to be.
-type lineKind uint8
+// recKind says what one record turned out to be.
+type recKind uint8
 
 const (
-	lineEntry  lineKind = iota // a new entry, in jr.cur
-	lineMerged                 // added to the pending entry
-	lineSkip                   // counted as skipped with the returned reason
-	lineQueued                 // a wrapper whose records were queued
+	recEntry  recKind = iota // an entry of its own (jsonlog, CNPG)
+	recCloud                 // a Cloud Logging entry with a text payload
+	recAzure                 // an Azure diagnostic record
+	recSkip                  // counted as skipped with the reason returned
+	recQueued                // a wrapper whose records were queued
 )
 
-// next implements formatReader.
+// next implements formatReader, for the logs whose records are entries.
 func (jr *jsonReader) next() (*entry, error) {
 	err := jr.read(&jr.e)
 	return &jr.e, err
@@ -817,75 +750,90 @@ func (jr *jsonReader) read(e *entry) error {
 	for {
 		rec := jr.nextRecord()
 		if rec.st == frameEOF {
-			if jr.hasPending {
-				jr.hasPending = false
-				*e = jr.pending
-				return nil
-			}
 			if jr.cb.err != nil {
 				return jr.cb.err
 			}
 			return io.EOF
 		}
-		if rec.st == frameTooLong {
-			jr.c.skipSample(SkipMalformed, rec.lines, rec.line, nil)
+		kind, o := jr.record(rec, jsonEntries)
+		if kind != recEntry {
 			continue
 		}
-		var cur entry
-		kind, isText, reason := jr.parseLine(rec, &cur)
-		switch kind {
-		case lineMerged:
-			jr.pending.lines += rec.lines
-			continue
-		case lineQueued:
-			continue
-		case lineSkip:
-			if rec.st == frameLast && reason == SkipMalformed {
-				// {"timestamp":"2026-11-22 08:11:02.123 UTC","pid":1<EOF>
-				reason = SkipTruncated
-			}
-			if Unparseable(reason) {
-				jr.c.skipSample(reason, rec.lines, rec.line, rec.b)
-			} else {
-				jr.c.skip(reason, rec.lines)
-			}
+		if !jr.fill(e, o) {
+			jr.skip(rec, SkipMalformed)
 			continue
 		}
-		cur.line = rec.line
-		cur.lines = rec.lines
-		ready := jr.hasPending
-		if ready {
-			*e = jr.pending
+		if o == &jr.top && !o.v[jSQLState].set {
+			// jsonlog leaves state_code out when the error code is 0,
+			// which is 00000 (successful completion), as csvlog and %e
+			// write it.
+			e.sqlstate = "00000"
 		}
-		jr.pending, jr.hasPending, jr.pendText = cur, true, isText
-		jr.extend = extMessage
-		if ready {
-			return nil
-		}
+		e.line = rec.line
+		e.lines = rec.lines
+		return nil
 	}
 }
 
-// parseLine reads one record into cur, or merges it into the pending
-// entry.
-func (jr *jsonReader) parseLine(rec jsonRec, cur *entry) (kind lineKind, isText bool, reason string) {
+// record frames and scans one record, and tells what it is. A record of
+// another kind than want, and one that is not a record of any kind, is
+// counted as skipped; so is one too long to hold. An Event Hub message is
+// queued record by record. For an entry or an envelope's record, o holds
+// its values.
+func (jr *jsonReader) record(rec jsonRec, want jsonKind) (recKind, *jsonObj) {
+	if rec.st == frameTooLong {
+		jr.c.skipSample(SkipMalformed, rec.lines, rec.line, nil)
+		return recSkip, nil
+	}
+	kind, o, reason := jr.parseRecord(rec)
+	switch {
+	case kind == recSkip:
+	case kind == recQueued:
+		return kind, nil
+	case kind == recEntry && want == jsonEntries, kind == recCloud && want == jsonCloudLogging, kind == recAzure && want == jsonAzure:
+		return kind, o
+	default:
+		// A record of another kind than the log's: its own lines do not
+		// read as the others do.
+		reason = SkipUnsupportedLine
+	}
+	jr.skip(rec, reason)
+	return recSkip, nil
+}
+
+// skip counts a record as skipped for reason.
+func (jr *jsonReader) skip(rec jsonRec, reason string) {
+	if rec.st == frameLast && reason == SkipMalformed {
+		// {"timestamp":"2026-11-22 08:11:02.123 UTC","pid":1<EOF>
+		reason = SkipTruncated
+	}
+	if Unparseable(reason) {
+		jr.c.skipSample(reason, rec.lines, rec.line, rec.b)
+	} else {
+		jr.c.skip(reason, rec.lines)
+	}
+}
+
+// parseRecord scans one record and tells what it is.
+func (jr *jsonReader) parseRecord(rec jsonRec) (kind recKind, o *jsonObj, reason string) {
 	line := rec.b
 	s := jsonScanner{b: line}
 	s.ws()
 	if s.i == len(line) {
-		return lineSkip, false, SkipBlank
+		return recSkip, nil, SkipBlank
 	}
 	if s.peek() != '{' {
 		// a stderr line or other text among JSON lines
-		return lineSkip, false, SkipMalformed
+		return recSkip, nil, SkipMalformed
 	}
 	jr.top = jsonObj{}
 	jr.inner = jsonObj{}
 	if !s.object(&jr.top, &jr.inner) {
-		return lineSkip, false, SkipMalformed
+		return recSkip, nil, SkipMalformed
 	}
 	s.ws()
 	if s.i != len(line) {
-		return lineSkip, false, SkipMalformed
+		return recSkip, nil, SkipMalformed
 	}
 	top := &jr.top
 	if top.recs != nil {
@@ -893,7 +841,7 @@ func (jr *jsonReader) parseLine(rec jsonRec, cur *entry) (kind lineKind, isText 
 		// next, the first counting the message's lines.
 		recs := splitArray(top.recs)
 		if len(recs) == 0 {
-			return lineSkip, false, SkipBlank
+			return recSkip, nil, SkipBlank
 		}
 		q := make([]jsonRec, len(recs), len(recs)+len(jr.queue))
 		for i, r := range recs {
@@ -901,20 +849,15 @@ func (jr *jsonReader) parseLine(rec jsonRec, cur *entry) (kind lineKind, isText 
 		}
 		q[0].lines = rec.lines
 		jr.queue = append(q, jr.queue...)
-		return lineQueued, false, ""
-	}
-	if (top.azure || jr.inner.azure) && !jr.azureDone {
-		// The first Azure record: infer the server's prefix from the
-		// messages of the first records, then read them.
-		jr.inferAzurePrefix(rec)
-		return lineQueued, false, ""
+		return recQueued, nil, ""
 	}
 	switch {
 	case top.nested:
-		// CNPG "record":{...} or a Cloud Logging "jsonPayload":{...}
+		// CNPG "record":{...}, a Cloud Logging "jsonPayload":{...} or
+		// Azure's "properties":{...}
 		o := &jr.inner
 		if !o.v[jSeverity].set {
-			return lineSkip, false, SkipUnsupportedLine
+			return recSkip, nil, SkipUnsupportedLine
 		}
 		if !o.v[jTime].set {
 			// CNPG always writes log_time; a jsonPayload may rely on the
@@ -928,39 +871,132 @@ func (jr *jsonReader) parseLine(rec jsonRec, cur *entry) (kind lineKind, isText 
 			o.v[jTime] = top.v[jLogTime]
 		}
 		if o.azure || top.azure {
-			return jr.azureRecord(o, cur)
+			return recAzure, o, ""
 		}
-		if !jr.fill(cur, o) {
-			return lineSkip, false, SkipMalformed
-		}
-		return lineEntry, false, ""
+		return recEntry, o, ""
 	case top.v[jTextPayload].set:
-		jr.cloudLogging = true
-		return jr.textPayload(top, cur)
+		return recCloud, top, ""
 	case top.v[jSeverity].set && top.azure:
 		// Log Analytics: Azure's record, flat.
 		if !top.v[jTime].set {
 			top.v[jTime] = top.v[jLogTime]
 		}
-		return jr.azureRecord(top, cur)
+		return recAzure, top, ""
 	case top.v[jSeverity].set:
 		// PostgreSQL jsonlog: always has error_severity.
-		if !jr.fill(cur, top) {
-			return lineSkip, false, SkipMalformed
-		}
-		if !top.v[jSQLState].set {
-			// jsonlog leaves state_code out when the error code is 0,
-			// which is 00000 (successful completion), as csvlog and %e
-			// write it.
-			cur.sqlstate = "00000"
-		}
-		return lineEntry, false, ""
+		return recEntry, top, ""
 	}
 	// {"level":"info","ts":1669575244.91,"logger":"wal-archive","msg":"Backup not configured, ..."}:
 	// the CNPG operator's own messages, and its copies of stderr lines
 	// written before the logging collector started:
 	// {"level":"info","ts":...,"logger":"postgres","msg":"2022-11-27 18:48:18.943 UTC [28] LOG:  ending log output to stderr",...}
-	return lineSkip, false, SkipUnsupportedLine
+	return recSkip, nil, SkipUnsupportedLine
+}
+
+// newJSONFormat decides how the records of jr are read (see sniff), and
+// returns the reader of their entries: jr itself, or a stderr reader
+// reading the lines of the records through their envelope (st).
+func newJSONFormat(jr *jsonReader, c *Counters) (fr formatReader, st *stderrReader, err error) {
+	jr.sniff()
+	switch jr.kind {
+	case jsonCloudLogging:
+		e := &cloudEnvelope{jr: jr, withTime: !jr.inPrefix.HasTime()}
+		p := jr.inPrefix
+		if e.withTime {
+			if p, err = prefix.Compile("%m " + jr.inPrefix.String()); err != nil {
+				return nil, nil, err
+			}
+		}
+		st = newStderrReader(eofReader{}, p, c)
+		st.src = e
+	case jsonAzure:
+		// The envelope reads the prefix: the lines start at the severity.
+		p, _ := prefix.Compile("")
+		st = newStderrReader(eofReader{}, p, c)
+		st.src = &azureEnvelope{jr: jr}
+		st.noPID = false // the records have their process
+	default:
+		return jr, nil, nil
+	}
+	return st, st, nil
+}
+
+// sniffRecords is how many records sniff reads ahead: what the log's
+// records carry, and the server's prefix inside an envelope, are decided
+// from them.
+const sniffRecords = 500
+
+// sniff reads ahead the first records, decides what the log's records
+// carry (the kind most of them have) and, for an envelope, infers the
+// server's prefix inside from them; the records are read again after.
+func (jr *jsonReader) sniff() {
+	var recs []jsonRec
+	for len(recs) < sniffRecords {
+		r := jr.nextRecord()
+		if r.st == frameEOF {
+			// Nothing more to read; the EOF is seen again after the queue.
+			break
+		}
+		r.b = bytes.Clone(r.b)
+		recs = append(recs, r)
+	}
+	var count [3]int
+	first := [3]int{-1, -1, -1}
+	var cloud, azure [][]byte
+	n := 0
+	var look func(b []byte)
+	look = func(b []byte) {
+		s := jsonScanner{b: b}
+		jr.top, jr.inner = jsonObj{}, jsonObj{}
+		if !s.object(&jr.top, &jr.inner) {
+			return
+		}
+		if jr.top.recs != nil {
+			for _, r := range splitArray(jr.top.recs) {
+				look(r)
+			}
+			return
+		}
+		kind, o, _ := jr.parseRecord(jsonRec{b: b})
+		var k jsonKind
+		switch kind {
+		case recEntry:
+			k = jsonEntries
+		case recCloud:
+			k = jsonCloudLogging
+			if t, ok := jr.bytesOf(o.v[jTextPayload]); ok && len(t) > 0 && t[0] != '\t' {
+				cloud = append(cloud, bytes.Clone(t))
+			}
+		case recAzure:
+			k = jsonAzure
+			if l := jr.azureLine(o); len(l) > 0 {
+				azure = append(azure, bytes.Clone(l))
+			}
+		default:
+			return
+		}
+		if count[k]++; first[k] < 0 {
+			first[k] = n
+		}
+		n++
+	}
+	for _, r := range recs {
+		look(r.b)
+	}
+	jr.queue = append(recs, jr.queue...)
+	for k := range count {
+		if count[k] > count[jr.kind] || count[k] == count[jr.kind] && count[k] > 0 && first[k] < first[jr.kind] {
+			jr.kind = jsonKind(k)
+		}
+	}
+	switch jr.kind {
+	case jsonCloudLogging:
+		jr.inPrefix = cloudSQLPrefix(cloud)
+	case jsonAzure:
+		if inf, err := prefix.Infer(azure); err == nil && inf.Prefix != "" {
+			jr.inPrefix, _ = prefix.Compile(inf.Prefix)
+		}
+	}
 }
 
 // str decodes a string value into a new string.
@@ -1031,197 +1067,13 @@ func (jr *jsonReader) fill(e *entry, o *jsonObj) bool {
 	return true
 }
 
-// textPayload maps a Cloud SQL stderr line. Cloud SQL's log_line_prefix is
-// fixed, "[%p]: [%l-1] db=%d,user=%u ", so a small parser suffices:
-//
-//	[24667]: [2-1] db=test,user=admin LOG:  connection authorized: user=admin database=test
-//	[202]: [5-1] db=test,user=admin STATEMENT:  SELECT 1/0
-//	\tpages: 0 removed, 1 remain, 0 skipped due to pins, 0 skipped frozen
-//
-// The last is a continuation line of the entry before it: PostgreSQL
-// writes tab-indented lines for the newlines in a message, and Cloud
-// Logging makes each its own object.
-func (jr *jsonReader) textPayload(top *jsonObj, cur *entry) (lineKind, bool, string) {
-	text, ok := jr.bytesOf(top.v[jTextPayload])
-	if !ok {
-		return lineSkip, true, SkipMalformed
-	}
-	if len(text) > 0 && text[0] == '\t' {
-		if !jr.hasPending || !jr.pendText {
-			return lineSkip, true, SkipOrphanLine
-		}
-		jr.appendPending(text[1:])
-		return lineMerged, true, ""
-	}
-	p, ok := parseCloudSQLText(text)
-	if !ok {
-		return lineSkip, true, SkipUnsupportedLine
-	}
-	if p.part > 1 {
-		// "[24667]: [7-2] ...": the second part of a line split as by
-		// syslog; join it to the entry it continues.
-		if !jr.hasPending || !jr.pendText || jr.pending.pid != p.pid {
-			return lineSkip, true, SkipOrphanLine
-		}
-		jr.appendPending(p.rest)
-		return lineMerged, true, ""
-	}
-	field := secondaryField(p.severity)
-	if field >= 0 {
-		// DETAIL:, HINT:, CONTEXT:, STATEMENT:, QUERY:, LOCATION: belong
-		// to the entry the same process wrote just before.
-		if !jr.hasPending || !jr.pendText || jr.pending.pid != p.pid {
-			return lineSkip, true, SkipOrphanLine
-		}
-		jr.extend = field
-		switch field {
-		case extDetail:
-			jr.pending.detail = string(p.msg)
-		case extContext:
-			jr.pending.context = string(p.msg)
-		case extStatement:
-			jr.pending.statement = string(p.msg)
-		}
-		return lineMerged, true, ""
-	}
-	var t int64
-	if v := top.v[jTime]; v.set {
-		b, ok := jr.bytesOf(v)
-		if !ok {
-			return lineSkip, true, SkipMalformed
-		}
-		if t, ok = jr.times.parse(b); !ok {
-			return lineSkip, true, SkipMalformed
-		}
-	}
-	*cur = entry{
-		time:     t,
-		pid:      p.pid,
-		user:     jr.intern.get(p.user),
-		database: jr.intern.get(p.db),
-		severity: jr.intern.get(p.severity),
-		message:  string(p.msg),
-	}
-	return lineEntry, true, ""
-}
-
-// appendPending adds one continuation line to the field being extended.
-func (jr *jsonReader) appendPending(b []byte) {
-	var dst *string
-	switch jr.extend {
-	case extMessage:
-		dst = &jr.pending.message
-	case extDetail:
-		dst = &jr.pending.detail
-	case extContext:
-		dst = &jr.pending.context
-	case extStatement:
-		dst = &jr.pending.statement
-	default:
-		return
-	}
-	*dst = *dst + "\n" + string(b)
-}
-
-func secondaryField(sev []byte) int {
-	switch string(sev) {
-	case "DETAIL":
-		return extDetail
-	case "CONTEXT":
-		return extContext
-	case "STATEMENT":
-		return extStatement
-	case "HINT", "QUERY", "LOCATION":
-		return extNone
-	}
-	return -1
-}
-
-type cloudSQLText struct {
-	pid           int32
-	part          int
-	db, user      []byte
-	severity, msg []byte
-	rest          []byte // text after the prefix, for split parts
-}
-
-// parseCloudSQLText splits "[%p]: [%l-%n] db=%d,user=%u SEVERITY:  msg".
-func parseCloudSQLText(b []byte) (p cloudSQLText, ok bool) {
-	// [24667]:
-	if len(b) < 2 || b[0] != '[' {
-		return p, false
-	}
-	k := bytes.IndexByte(b, ']')
-	if k < 0 {
-		return p, false
-	}
-	if p.pid, ok = parsePID(b[1:k]); !ok || k == 1 {
-		return p, false
-	}
-	b = b[k+1:]
-	if !bytes.HasPrefix(b, []byte(": [")) {
-		return p, false
-	}
-	b = b[3:]
-	// [2-1]: session line number, then the part of a split line.
-	k = bytes.IndexByte(b, ']')
-	if k < 0 {
-		return p, false
-	}
-	dash := bytes.IndexByte(b[:k], '-')
-	if dash < 0 {
-		return p, false
-	}
-	part, ok := parsePID(b[dash+1 : k])
-	if !ok {
-		return p, false
-	}
-	p.part = int(part)
-	b = b[k+1:]
-	if len(b) > 0 && b[0] == ' ' {
-		b = b[1:]
-	}
-	p.rest = b
-	if p.part > 1 {
-		return p, true
-	}
-	// db=test,user=admin
-	if bytes.HasPrefix(b, []byte("db=")) {
-		k = bytes.Index(b, []byte(",user="))
-		if k < 0 {
-			return p, false
-		}
-		p.db = b[3:k]
-		b = b[k+6:]
-		sp := bytes.IndexByte(b, ' ')
-		if sp < 0 {
-			return p, false
-		}
-		p.user = b[:sp]
-		b = b[sp+1:]
-	}
-	// LOG:  message
-	k = bytes.Index(b, []byte(":  "))
-	if k <= 0 {
-		return p, false
-	}
-	for _, c := range b[:k] {
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return p, false
-		}
-	}
-	p.severity = b[:k]
-	p.msg = b[k+3:]
-	return p, true
-}
-
 // describe names what the reader found, for messages.
 func (jr *jsonReader) describe() string {
 	d := "jsonlog"
-	switch {
-	case jr.azureDone:
+	switch jr.kind {
+	case jsonAzure:
 		d += " (Azure diagnostic logs)"
-	case jr.cloudLogging:
+	case jsonCloudLogging:
 		d += " (Google Cloud Logging)"
 	}
 	if jr.array {
@@ -1254,153 +1106,4 @@ func splitArray(b []byte) [][]byte {
 			s.i++
 		}
 	}
-}
-
-// azureLookahead is how many records the server's prefix inside Azure's
-// messages is inferred from.
-const azureLookahead = 500
-
-// inferAzurePrefix reads ahead the first records from rec on, infers the
-// server's log_line_prefix from their messages, and queues them to be
-// read. Without a prefix to be found, messages are taken as they are.
-func (jr *jsonReader) inferAzurePrefix(rec jsonRec) {
-	jr.azureDone = true
-	keep := func(r jsonRec) jsonRec {
-		r.b = bytes.Clone(r.b)
-		return r
-	}
-	recs := []jsonRec{keep(rec)}
-	for len(recs) < azureLookahead {
-		r := jr.nextRecord()
-		if r.st == frameEOF {
-			// Nothing more to read; the EOF is seen again after the queue.
-			break
-		}
-		recs = append(recs, keep(r))
-	}
-	var lines [][]byte
-	var add func(b []byte)
-	add = func(b []byte) {
-		s := jsonScanner{b: b}
-		var top, inner jsonObj
-		if !s.object(&top, &inner) {
-			return
-		}
-		if top.recs != nil {
-			for _, r := range splitArray(top.recs) {
-				add(r)
-			}
-			return
-		}
-		o := &top
-		if top.nested {
-			o = &inner
-		}
-		if l := jr.azureLine(o); len(l) > 0 {
-			lines = append(lines, bytes.Clone(l))
-		}
-	}
-	for _, r := range recs {
-		add(r.b)
-	}
-	if inf, err := inferPrefix(lines); err == nil && inf.prefix != "" {
-		jr.azPrefix, _ = compilePrefix(inf.prefix)
-	}
-	jr.queue = append(recs, jr.queue...)
-}
-
-// azureLine is the stderr line an Azure record stands for: its message,
-// when the message starts with the server's prefix (Flexible Server), or
-// the prefix property, the severity and the message (Single Server).
-func (jr *jsonReader) azureLine(o *jsonObj) []byte {
-	sev, ok := jr.bytesOf(o.v[jSeverity])
-	if !ok || len(sev) == 0 {
-		return nil
-	}
-	sev = bytes.Clone(sev)
-	msg, ok := jr.bytesOf(o.v[jMessage])
-	if !ok {
-		return nil
-	}
-	jr.azLine = jr.azLine[:0]
-	if o.v[jPrefix].set {
-		p, ok := jr.bytesOf(o.v[jPrefix])
-		if !ok {
-			return nil
-		}
-		jr.azLine = append(jr.azLine, p...)
-		jr.azLine = append(jr.azLine, sev...)
-		jr.azLine = append(jr.azLine, ":  "...)
-		msg, _ = jr.bytesOf(o.v[jMessage])
-		return append(jr.azLine, msg...)
-	}
-	if i := severityIndex(msg); i >= 0 && bytes.HasPrefix(msg[i:], sev) {
-		return append(jr.azLine, msg...)
-	}
-	jr.azLine = append(jr.azLine, sev...)
-	jr.azLine = append(jr.azLine, ":  "...)
-	msg, _ = jr.bytesOf(o.v[jMessage])
-	return append(jr.azLine, msg...)
-}
-
-// azureRecord makes an entry of an Azure record: its properties, and what
-// the server's prefix says in its line (user, database, application,
-// session). A DETAIL, STATEMENT, ... record belongs to the entry before it
-// from the same process.
-func (jr *jsonReader) azureRecord(o *jsonObj, cur *entry) (lineKind, bool, string) {
-	if !jr.fill(cur, o) {
-		return lineSkip, true, SkipMalformed
-	}
-	line := jr.azureLine(o)
-	if len(line) > 0 {
-		rest := line
-		if jr.azPrefix != nil {
-			if r, ok := jr.azPrefix.match(line, &jr.fields); ok {
-				f := &jr.fields
-				rest = r
-				if cur.user == "" {
-					cur.user = jr.intern.get(f.user)
-				}
-				if cur.database == "" {
-					cur.database = jr.intern.get(f.database)
-				}
-				if cur.application == "" {
-					cur.application = jr.intern.get(f.application)
-				}
-				if cur.session == "" {
-					cur.session = jr.sessions.get(f.session)
-				}
-				if cur.pid == 0 {
-					cur.pid = pidOf(f.pid, f.session)
-				}
-				if cur.sqlstate == "" {
-					cur.sqlstate = jr.intern.get(f.sqlstate)
-				}
-				if cur.time == 0 && len(f.time) > 0 {
-					cur.time, _ = jr.times.parse(f.time)
-				}
-			}
-		}
-		if i := severityIndex(rest); i >= 0 {
-			if _, msg, ok := splitSeverity(rest[i:]); ok {
-				cur.message = string(msg)
-			}
-		}
-	}
-	if field := secondaryField([]byte(cur.severity)); field >= 0 {
-		if !jr.hasPending || !jr.pendText || jr.pending.pid != cur.pid {
-			return lineSkip, true, SkipOrphanLine
-		}
-		jr.extend = field
-		switch field {
-		case extDetail:
-			jr.pending.detail = cur.message
-		case extContext:
-			jr.pending.context = cur.message
-		case extStatement:
-			jr.pending.statement = cur.message
-		}
-		return lineMerged, true, ""
-	}
-	return lineEntry, true, ""
 }

@@ -12,7 +12,11 @@ import (
 
 func readJSON(t testing.TB, input []byte) ([]entry, *Counters) {
 	c := newCounters()
-	entries := readEntries(t, newJSONReader(bytes.NewReader(input), c), c)
+	fr, _, err := newJSONFormat(newJSONReader(bytes.NewReader(input), c), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := readEntries(t, fr, c)
 	checkAccounting(t, input, entries, c)
 	return entries, c
 }
@@ -116,7 +120,7 @@ func TestJSONReader(t *testing.T) {
 			in: cloud("2026-11-22T08:11:02.123Z", "\tpages: 0 removed") +
 				cloud("2026-11-22T08:11:02.123Z", `[202]: [5-1] db=test,user=admin DETAIL:  x`) +
 				cloud("2026-11-22T08:11:02.123Z", `2026-11-22 08:11:02 UTC LOG:  other prefix`),
-			skipped: map[string]int64{SkipOrphanLine: 2, SkipUnsupportedLine: 1},
+			skipped: map[string]int64{SkipOrphanLine: 2, SkipNoPrefix: 1},
 		},
 		{
 			name: "garbage",

@@ -78,7 +78,9 @@ func newLineReader(r io.Reader) *lineReader {
 }
 
 // next returns the next line without its "\n" (and "\r"). complete is
-// false for a last line that has no newline. ok is false at the end.
+// false for a line cut at maxLine, whose end was dropped; a last line
+// without a newline is whole (a log downloaded from Amazon RDS ends so).
+// ok is false at the end.
 func (l *lineReader) next() (line []byte, complete, ok bool) {
 	for {
 		if i := bytes.IndexByte(l.buf[l.pos:], '\n'); i >= 0 {
@@ -100,7 +102,10 @@ func (l *lineReader) next() (line []byte, complete, ok bool) {
 			if l.pos < len(l.buf) {
 				line = l.buf[l.pos:]
 				l.pos = len(l.buf)
-				return line, false, true
+				if n := len(line); line[n-1] == '\r' {
+					line = line[:n-1]
+				}
+				return line, true, true
 			}
 			return nil, false, false
 		}

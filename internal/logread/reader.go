@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // Format names a log format.
@@ -55,11 +56,15 @@ type Options struct {
 
 // ErrNotEnglish is returned (wrapped) when the log's messages are in
 // another language than English, which the reader cannot interpret.
-var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages = 'C' on the server (ALTER SYSTEM SET lc_messages = 'C'; SELECT pg_reload_conf();) and capture the log again")
+var ErrNotEnglish = prefix.ErrNotEnglish
 
 // ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
 // not be detected.
-var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
+var ErrUnknownPrefix = prefix.ErrUnknownPrefix
+
+// ErrAmbiguousPrefix is returned (wrapped) when more than one prefix fits
+// the first lines of a stderr log and they read different fields.
+var ErrAmbiguousPrefix = prefix.ErrAmbiguousPrefix
 
 // Reader reads the events of one log file, streaming: memory does not grow
 // with the file, and the file is read once, front to back.
@@ -69,7 +74,8 @@ type Reader struct {
 	prefix   string
 	src      *source
 	fr       formatReader
-	stderr   *stderrReader // fr, when the log is stderr
+	stderr   *stderrReader // fr, when the log is stderr or in an envelope
+	json     *jsonReader   // the reader of a JSON log's records
 	interp   *interpreter
 	counters *Counters
 	next     int // index of the next event in interp.out
@@ -84,6 +90,10 @@ type Reader struct {
 	// mapped is set when the stderr reader reads from a mapping of the
 	// file (see fileMap): fill then turns a fault into an error.
 	mapped bool
+
+	// first and last are the earliest and latest time of the entries
+	// read, in µs; 0 before any with a time.
+	first, last int64
 }
 
 // Open opens a log file ("-" for standard input), decompressing gzip,
@@ -128,25 +138,36 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r.layout, r.format = l, l.format
+	r.interp.plansSeen = hasPlans(head)
 	r.warnings = append(r.warnings, l.warnings...)
 	zones := &zoneReading{loc: opts.TimeZone, warnings: &r.warnings}
 	switch {
 	case l.format == FormatCSV:
 		cr := newCSVReader(br, r.counters).(*csvReader)
 		cr.times.zones = zones
+		cr.warnings = &r.warnings
 		r.fr = cr
 	case l.format == FormatJSON:
-		jr := newJSONReader(br, r.counters).(*jsonReader)
+		jr := newJSONReader(br, r.counters)
 		jr.times.zones = zones
-		r.fr = jr
+		r.json = jr
+		fr, st, err := newJSONFormat(jr, r.counters)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			st.times.zones = zones
+			r.stderr = st
+		}
+		r.fr = fr
 	default:
-		inner, err := compilePrefix(l.prefix)
+		inner, err := prefix.Compile(l.prefix)
 		if err != nil {
 			return nil, err
 		}
 		p := inner
 		if l.env != envNone {
-			if p, err = compilePrefix(envPrefix(l.withTime, l.withPID, l.prefix)); err != nil {
+			if p, err = prefix.Compile(envPrefix(l.withTime, l.withPID, l.prefix)); err != nil {
 				return nil, err
 			}
 		}
@@ -162,7 +183,9 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 			if clock.loc == nil {
 				clock.loc = time.UTC
 			}
-			r.stderr.src = newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
+			er := newEnvReader(r.stderr.lines, l.env, l.ident, inner, l.withTime, l.withPID, clock, r.counters)
+			er.origin = &r.interp.origin
+			r.stderr.src = er
 			r.warnings = append(r.warnings, envWarnings(l.env, clock.year, guessed, clock.loc, opts.TimeZone != nil, l.bsd)...)
 		} else {
 			// The stderr reader reads into its chunks again once no
@@ -210,8 +233,8 @@ var errShrank = errors.New("the file shrank while it was read (truncated, or rot
 // Layout describes how the log is read: "stderr", "csvlog", "jsonlog",
 // or "stderr lines in syslog" and the like.
 func (r *Reader) Layout() string {
-	if jr, ok := r.fr.(*jsonReader); ok {
-		return jr.describe()
+	if r.json != nil {
+		return r.json.describe()
 	}
 	return r.layout.describe()
 }
@@ -225,10 +248,10 @@ func (r *Reader) Warnings() []string { return r.warnings }
 func (r *Reader) Format() Format { return r.format }
 
 // Prefix returns the log_line_prefix used for a stderr log, or found in
-// the messages of Azure's JSON once they are read.
+// the lines of a JSON log's records (Cloud Logging's, Azure's).
 func (r *Reader) Prefix() string {
-	if jr, ok := r.fr.(*jsonReader); ok && jr.azPrefix != nil {
-		return jr.azPrefix.src
+	if r.json != nil && r.json.inPrefix != nil {
+		return r.json.inPrefix.String()
 	}
 	return r.prefix
 }
@@ -292,6 +315,14 @@ func (r *Reader) fill() {
 			return
 		}
 		n := len(r.interp.out)
+		if t := e.time; t != 0 {
+			if r.first == 0 || t < r.first {
+				r.first = t
+			}
+			if t > r.last {
+				r.last = t
+			}
+		}
 		r.interp.add(e)
 		if r.interp.foreign == "" && (r.stderr == nil || r.stderr.foreign == "") {
 			continue
@@ -365,6 +396,30 @@ func (r *Reader) checkLanguage() error {
 	}
 	return fmt.Errorf("%s:%d: %q is not English: %w", r.name, line, word, ErrNotEnglish)
 }
+
+// Timing returns how the log times its lines, as detected when it was
+// opened: TimingNone for a log whose events have no time, which can be
+// analyzed but not replayed at its pace (a log_line_prefix needs %m).
+func (r *Reader) Timing() Timing {
+	if r.json != nil {
+		return TimingFraction
+	}
+	return r.layout.timing
+}
+
+// TimeRange returns the earliest and the latest time of the lines read so
+// far (the time each line was written, in µs since the epoch); ok is
+// false before any line with a time. Once Next has returned io.EOF, it is
+// the log's whole range. With the time ranges of several logs a caller
+// can tell logs of one stretch of traffic from logs of different times.
+func (r *Reader) TimeRange() (first, last int64, ok bool) {
+	return r.first, r.last, r.first != 0
+}
+
+// Origin returns what the lines read so far show of the server that wrote
+// them (see Origin); complete once Next has returned io.EOF. The caller
+// owns the copy.
+func (r *Reader) Origin() Origin { return r.interp.origin.clone() }
 
 // Partial returns, once Next has returned io.EOF, why the log was read
 // only in part: a compressed file cut short or damaged, whose events

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // minSplitPart is the smallest part worth a reader of its own (a
@@ -51,9 +52,9 @@ func OpenSplit(path string, opts Options, n int) ([]*Reader, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var p *prefix
+	var p *prefix.Prefix
 	if opts.Format == FormatStderr {
-		if p, err = compilePrefix(opts.Prefix); err != nil {
+		if p, err = prefix.Compile(opts.Prefix); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +102,7 @@ func OpenSplit(path string, opts Options, n int) ([]*Reader, error) {
 // messageStart returns the offset of the first line at or after off that
 // starts a message: a primary severity after the prefix for stderr, a
 // time for csvlog, any line for jsonlog.
-func messageStart(f *os.File, off int64, format Format, p *prefix) (int64, error) {
+func messageStart(f *os.File, off int64, format Format, p *prefix.Prefix) (int64, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<16)
 	pos := off
 	// The first line may be cut; skip to the next.
@@ -112,7 +113,7 @@ func messageStart(f *os.File, off int64, format Format, p *prefix) (int64, error
 			return pos, nil
 		}
 	}
-	var fields prefixFields
+	var fields prefix.Fields
 	for range 1 << 16 {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -130,12 +131,12 @@ func messageStart(f *os.File, off int64, format Format, p *prefix) (int64, error
 		ok := false
 		switch format {
 		case FormatStderr:
-			if rest, m := p.match(bytes.TrimRight(line, "\r\n"), &fields); m {
-				sev, _, _ := splitSeverity(rest)
-				ok = severityClass(sev) == sevPrimary
+			if rest, m := p.Match(bytes.TrimRight(line, "\r\n"), &fields); m {
+				sev, _, _ := prefix.SplitSeverity(rest)
+				ok = prefix.SeverityClass(sev) == prefix.Primary
 			}
 		case FormatCSV:
-			_, rest, m := takeTimestamp(bytes.TrimPrefix(line, []byte{'"'}))
+			_, rest, m := prefix.TakeTimestamp(bytes.TrimPrefix(line, []byte{'"'}))
 			ok = m && len(rest) > 0 && (rest[0] == ',' || rest[0] == '"')
 		default:
 			ok = true

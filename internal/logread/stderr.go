@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"io"
 	"unsafe"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/prefix"
 )
 
 // stderrReader reads the server's stderr log format: each message starts
@@ -13,12 +15,12 @@ import (
 // lines, each with a prefix of its own.
 type stderrReader struct {
 	lines  *lineReader
-	prefix *prefix
+	prefix *prefix.Prefix
 	c      *Counters
 	intern interner
 	times  logTimeParser
 	sec    secondWords // the second of times, for leadingTime
-	pf     prefixFields
+	pf     prefix.Fields
 	lineNo int64
 	// scratch holds the fields of a line that are not kept by its tail,
 	// until start copies them into the entry.
@@ -61,8 +63,13 @@ type stderrReader struct {
 	// src, when not nil, gives the lines instead of lines: those of a
 	// log in an envelope (syslog, ...), each standing for span physical
 	// lines from lineNo on. span is 1 for a plain log.
-	src  *envReader
+	src  lineSource
 	span int64
+	// given is the fields of the line src gave last, when it read them
+	// itself (outLine.f), and givenUS its time: the line then starts at
+	// its severity.
+	given   *lineFields
+	givenUS int64
 }
 
 // lineFields are the fields a prefix yields, interned.
@@ -131,9 +138,9 @@ type fastTail struct {
 // maxTails bounds the tail cache: about one entry per live session.
 const maxTails = 4096
 
-func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
-	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.hasPID, span: 1}
-	if k, ok := p.cacheable(); ok {
+func newStderrReader(r io.Reader, p *prefix.Prefix, c *Counters) *stderrReader {
+	s := &stderrReader{lines: newLineReader(r), prefix: p, c: c, intern: make(interner), noPID: !p.HasPID, span: 1}
+	if k, ok := p.Cacheable(); ok {
 		s.tails, s.timeKind, s.minTail = make(map[string]*lineFields), k, 32
 	}
 	return s
@@ -143,9 +150,9 @@ func newStderrReader(r io.Reader, p *prefix, c *Counters) *stderrReader {
 // way the prefix matcher does.
 func (s *stderrReader) takeTime(line []byte) (v, rest []byte, ok bool) {
 	if s.timeKind == 'n' {
-		return takeEpoch(line)
+		return prefix.TakeEpoch(line)
 	}
-	return takeTimestamp(line)
+	return prefix.TakeTimestamp(line)
 }
 
 // cachedTail is slowTail for the lines of a second already seen whose
@@ -171,7 +178,7 @@ func (s *stderrReader) cachedTail(line []byte) (*lineFields, int64, []byte) {
 	}
 	// " UTC", not followed by more of a zone.
 	z := 23 + t.zlen
-	if word(23)&t.zmask != t.zword || isZoneByte(line[z&63]) {
+	if word(23)&t.zmask != t.zword || prefix.IsZoneByte(line[z&63]) {
 		return s.slowTail(line)
 	}
 	// fastIndex, for 32 bytes.
@@ -342,7 +349,7 @@ func (s *stderrReader) leadingTime(line []byte) (int64, []byte, bool) {
 			}
 		}
 		// " UTC" and what follows, which must not continue the zone.
-		if z := i + t.zlen; z < len(line) && i+8 <= len(line) && load64(line, i)&t.zmask == t.zword && !isZoneByte(line[z]) {
+		if z := i + t.zlen; z < len(line) && i+8 <= len(line) && load64(line, i)&t.zmask == t.zword && !prefix.IsZoneByte(line[z]) {
 			return t.unix*1e6 + frac, line[z:], true
 		}
 	}
@@ -404,21 +411,21 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i : i+
 
 // fields interns what the prefix matcher found, and remembers it by the
 // line's tail when the cache is on.
-func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
-	if s.tails == nil || len(f.time) == 0 || unknown(f.user) || unknown(f.database) || unknown(f.application) {
+func (s *stderrReader) fields(line, rest []byte, f *prefix.Fields) *lineFields {
+	if s.tails == nil || len(f.Time) == 0 || unknown(f.User) || unknown(f.Database) || unknown(f.Application) {
 		// Not kept: the fields are read once, and go into the entry. A
 		// session's first lines, before the server knows its user,
 		// database or application ("[unknown]"), have a text of their
 		// own that no later line repeats: kept, it would only take room.
 		lf := &s.scratch
 		*lf = lineFields{
-			pid:         pidOf(f.pid, f.session),
-			session:     s.intern.get(f.session),
-			user:        s.intern.get(f.user),
-			database:    s.intern.get(f.database),
-			application: s.intern.get(f.application),
-			sqlstate:    s.intern.get(f.sqlstate),
-			short:       f.qCut,
+			pid:         pidOf(f.PID, f.Session),
+			session:     s.intern.get(f.Session),
+			user:        s.intern.get(f.User),
+			database:    s.intern.get(f.Database),
+			application: s.intern.get(f.Application),
+			sqlstate:    s.intern.get(f.SQLState),
+			short:       f.QCut,
 		}
 		return lf
 	}
@@ -426,7 +433,7 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 		clear(s.tails)
 		s.fast = [len(s.fast)]fastTail{}
 	}
-	start := len(f.time)
+	start := len(f.Time)
 	tail := string(line[start : len(line)-len(rest)])
 	// The other fields are in the tail: substrings of its copy need no
 	// allocation, nor interning.
@@ -441,18 +448,18 @@ func (s *stderrReader) fields(line, rest []byte, f *prefixFields) *lineFields {
 		return tail[off-start : off-start+len(v)]
 	}
 	lf := &lineFields{
-		pid:         pidOf(f.pid, f.session),
-		session:     s.intern.get(f.session), // one string per session: compared by pointer
-		user:        sub(f.user),
-		database:    sub(f.database),
-		application: sub(f.application),
-		sqlstate:    sub(f.sqlstate),
+		pid:         pidOf(f.PID, f.Session),
+		session:     s.intern.get(f.Session), // one string per session: compared by pointer
+		user:        sub(f.User),
+		database:    sub(f.Database),
+		application: sub(f.Application),
+		sqlstate:    sub(f.SQLState),
 		shared:      true,
-		short:       f.qCut,
+		short:       f.QCut,
 		tail:        tail,
 	}
 	s.tails[tail] = lf
-	if !f.qCut {
+	if !f.QCut {
 		// A background process's tail is short: hashed on fewer bytes,
 		// it would take the sessions' lines off the fast path.
 		s.remember(tail, lf)
@@ -513,26 +520,33 @@ func (s *stderrReader) next() (*entry, error) {
 		var lf *lineFields
 		var us int64
 		var msg []byte
-		sev := sevNone
+		sev := prefix.SevNone
 		if s.tails != nil {
 			var rest []byte
 			if lf, us, rest = s.cachedTail(line); lf != nil {
-				if len(rest) >= 8 && load64(rest, 0)&0xffffffffffff == wordLog {
+				if len(rest) >= 8 && load64(rest, 0)&0xffffffffffff == prefix.WordLog {
 					// "LOG:  ", splitSeverityFast's first case, inline.
-					sev, msg = sevLog, rest[6:]
+					sev, msg = prefix.SevLog, rest[6:]
 				} else {
-					sev, msg = splitSeverityFast(rest)
+					sev, msg = prefix.SplitSeverityFast(rest)
 				}
 			}
 		}
-		if sev == sevNone {
+		if sev == prefix.SevNone {
 			// Not in the cache, or a cached tail followed by no severity.
-			if lf, us, sev, msg = s.matchLine(line); sev == sevNone {
+			if s.given != nil {
+				// An envelope's line whose fields it read.
+				lf, us = s.given, s.givenUS
+				if sev, msg = prefix.SplitSeverityFast(line); sev == prefix.SevNone {
+					s.otherSeverity(line)
+					continue
+				}
+			} else if lf, us, sev, msg = s.matchLine(line); sev == prefix.SevNone {
 				continue
 			}
 		}
-		if sev >= sevDetail {
-			if sev == sevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
+		if sev >= prefix.SevDetail {
+			if sev == prefix.SevDetail && s.have && s.builder == nil && (s.noPID || lf.pid == s.curPID) {
 				// addSecondary's common case, inline: the parameters of
 				// an execute.
 				s.slots[s.cur&1].lines += s.span
@@ -562,6 +576,7 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 			return nil, false
 		}
 		s.lineNo, s.span = ol.first, ol.span
+		s.given, s.givenUS = ol.f, ol.us
 		if ol.b == nil {
 			return []byte{}, true
 		}
@@ -581,8 +596,7 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 	}
 	s.lineNo++
 	if !complete {
-		// A line cut at EOF (the server was still writing) or one too
-		// long to hold: its content cannot be trusted.
+		// A line too long to hold: its content cannot be trusted.
 		s.c.skip(SkipTruncated, 1)
 		return nil, true
 	}
@@ -595,7 +609,11 @@ func (s *stderrReader) otherLine() (line []byte, more bool) {
 // end ends the log: the entry being built, then io.EOF (or the read
 // error).
 func (s *stderrReader) end() (*entry, error) {
-	if err := s.lines.err; err != nil {
+	err := s.lines.err
+	if s.src != nil {
+		err = s.src.err()
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.have {
@@ -613,27 +631,51 @@ func (s *stderrReader) continueField(line []byte) {
 	s.extend(line[1:])
 }
 
-// matchLine reads a line's prefix and severity the long way, with the
-// prefix matcher; sevNone when the line has neither (it is counted as
-// skipped).
-func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, severity, []byte) {
-	f := &s.pf
-	rest, ok := s.prefix.match(line, f)
-	if !ok {
+// skipUnmatched counts a line the prefix does not match: a blank line,
+// what the server writes without a prefix (see unprefixed), or else a
+// line the reader could not read.
+func (s *stderrReader) skipUnmatched(line []byte) {
+	switch {
+	case isBlank(line):
+		s.c.skip(SkipBlank, s.span)
+	case unprefixed(line):
+		s.c.skip(SkipUnprefixed, s.span)
+	default:
 		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
-		return nil, 0, sevNone, nil
+	}
+}
+
+// otherSeverity counts a line an envelope read the fields of, whose
+// severity is no severity the reader knows: a message it has no use
+// for, or one in another language.
+func (s *stderrReader) otherSeverity(line []byte) {
+	if w := prefix.ForeignSeverity(line); w != "" && s.foreign == "" {
+		s.foreign, s.foreignLine = w, s.lineNo
+	}
+	s.c.skip(SkipOtherMessage, s.span)
+}
+
+// matchLine reads a line's prefix and severity the long way, with the
+// prefix matcher; prefix.SevNone when the line has neither (it is counted as
+// skipped).
+func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, prefix.Severity, []byte) {
+	f := &s.pf
+	rest, ok := s.prefix.Match(line, f)
+	if !ok {
+		s.skipUnmatched(line)
+		return nil, 0, prefix.SevNone, nil
 	}
 	var us int64
-	if len(f.time) > 0 {
-		us, _ = s.times.parse(f.time)
+	if len(f.Time) > 0 {
+		us, _ = s.times.parse(f.Time)
 	}
-	sev, msg := splitSeverityFast(rest)
-	if sev == sevNone {
-		if w := foreignSeverity(rest); w != "" && s.foreign == "" {
+	sev, msg := prefix.SplitSeverityFast(rest)
+	if sev == prefix.SevNone {
+		if w := prefix.ForeignSeverity(rest); w != "" && s.foreign == "" {
 			s.foreign, s.foreignLine = w, s.lineNo
 		}
 		s.c.skipSample(SkipNoPrefix, s.span, s.lineNo, line)
-		return nil, 0, sevNone, nil
+		return nil, 0, prefix.SevNone, nil
 	}
 	return s.fields(line, rest, f), us, sev, msg
 }
@@ -641,7 +683,7 @@ func (s *stderrReader) matchLine(line []byte) (*lineFields, int64, severity, []b
 // addSecondary joins a DETAIL, CONTEXT, STATEMENT (or HINT, QUERY,
 // LOCATION, kept for line accounting only) line to the entry before it
 // from the same process.
-func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, line []byte) {
+func (s *stderrReader) addSecondary(sev prefix.Severity, msg []byte, lf *lineFields, line []byte) {
 	if !s.have || (!s.noPID && lf.pid != s.curPID) {
 		s.c.skipSample(SkipOrphanLine, s.span, s.lineNo, line)
 		return
@@ -651,18 +693,18 @@ func (s *stderrReader) addSecondary(sev severity, msg []byte, lf *lineFields, li
 	}
 	s.slots[s.cur&1].lines += s.span
 	switch sev {
-	case sevDetail:
+	case prefix.SevDetail:
 		s.setField(fieldDetail, msg)
-	case sevContext:
+	case prefix.SevContext:
 		s.setField(fieldContext, msg)
-	case sevStatement:
+	case prefix.SevStatement:
 		s.setField(fieldStatement, msg)
 	default:
 		s.field = noField
 	}
 }
 
-func (s *stderrReader) start(us int64, sev severity, msg []byte, lf *lineFields) {
+func (s *stderrReader) start(us int64, sev prefix.Severity, msg []byte, lf *lineFields) {
 	// Field by field: a composite literal would be built aside and copied.
 	e := &s.slots[s.cur&1]
 	e.time = us

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -156,6 +157,7 @@ func connect(ctx context.Context, dsn, database string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
+	connstr.KeepAlive(&cfg.Config)
 	cfg.RuntimeParams["application_name"] = ApplicationName
 	// A monitoring connection must never hold locks or run long.
 	cfg.RuntimeParams["statement_timeout"] = "5s"

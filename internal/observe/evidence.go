@@ -413,6 +413,14 @@ func (o *Collector) build() *Evidence {
 	if len(o.errs) > 0 {
 		e.Warnings = append(e.Warnings, fmt.Sprintf("observing failed %d times (first: %v): the evidence has gaps", len(o.errs), o.errs[0]))
 	}
+	if s.reconnects > 0 {
+		times := "once"
+		if s.reconnects > 1 {
+			times = fmt.Sprintf("%d times", s.reconnects)
+		}
+		e.Warnings = append(e.Warnings, fmt.Sprintf("the observer's connection was lost and made again %s (%.1f s without it): "+
+			"counters the server keeps in memory may have restarted with it, and the evidence has a gap there", times, s.disconnected.Seconds()))
+	}
 	return e
 }
 

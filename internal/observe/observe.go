@@ -19,6 +19,8 @@ const (
 	statsInterval = time.Second
 	// roundTimeout bounds one round of the observer's queries.
 	roundTimeout = 20 * time.Second
+	// stopWait bounds how long Stop waits for a round in flight.
+	stopWait = 3 * time.Second
 )
 
 // Options configure a Collector.
@@ -57,6 +59,7 @@ func (o Options) withDefaults() Options {
 // on its own goroutine from Start until Stop, which returns it.
 type Collector struct {
 	opts Options
+	dsn  string
 	conn *pgx.Conn
 	caps *Capabilities
 
@@ -68,6 +71,10 @@ type Collector struct {
 	start time.Time
 	stop  chan struct{}
 	done  chan struct{}
+	// stopCtx ends when Stop is called: a reconnection in progress
+	// gives up then.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
 
 	// Written by the loop only, read after done.
 	end         time.Time
@@ -95,6 +102,8 @@ type samplingStats struct {
 	ownXacts     int64 // transactions the observer itself ran
 	pgssFailures int
 	pwsFailures  int
+	reconnects   int           // connections made again after a loss
+	disconnected time.Duration // time without a connection
 }
 
 // Start connects to dsn, finds what the server allows, takes the first
@@ -114,8 +123,9 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 		return nil, err
 	}
 	probeWaitSampling(ctx, conn, caps)
-	o := &Collector{opts: opts, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
+	o := &Collector{opts: opts, dsn: dsn, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	o.stopCtx, o.cancelStop = context.WithCancel(context.Background())
 	o.start = time.Now()
 	if caps.WaitSource == WaitsFromPGWaitSampling {
 		o.pws = newPWSTracker(caps)
@@ -167,6 +177,9 @@ func (o *Collector) loop() {
 	lastPGSS, lastXact := o.start, time.Now()
 	failures := 0
 	for {
+		if o.conn.IsClosed() && !o.reconnect() {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
 		now := time.Now()
 		err := o.sampleActivity(ctx, now)
@@ -195,12 +208,15 @@ func (o *Collector) loop() {
 			o.opts.afterRound(o)
 		}
 		if err != nil {
-			// A lost connection ends sampling; a failed query is
-			// retried a few times first.
+			// A lost connection is made again (reconnect); a failed
+			// query is retried a few times first.
 			o.errs = append(o.errs, err)
 			failures++
-			if o.conn.IsClosed() || failures >= 5 {
+			if !o.conn.IsClosed() && failures >= 5 {
 				return
+			}
+			if o.conn.IsClosed() {
+				failures = 0
 			}
 		} else {
 			failures = 0
@@ -210,6 +226,45 @@ func (o *Collector) loop() {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// Backoff of the observer's reconnection attempts.
+const (
+	reconnectMin = 100 * time.Millisecond
+	reconnectMax = 2 * time.Second
+)
+
+// reconnect makes the observer's connection again after it was lost (the
+// server restarted, the backend was terminated), trying with backoff
+// until it succeeds or Stop is called; false then. Counters the server
+// kept in memory may have restarted from zero with the server: the
+// trackers take a counter that went down as a reset. The gap is noted in
+// the evidence.
+func (o *Collector) reconnect() bool {
+	lost := time.Now()
+	backoff := reconnectMin
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return false
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(o.stopCtx, roundTimeout)
+		conn, err := connect(ctx, o.dsn, o.caps.Database)
+		cancel()
+		if err == nil {
+			o.conn = conn
+			o.stats.reconnects++
+			o.stats.disconnected += time.Since(lost)
+			// Its own transactions start again from the new backend.
+			o.lastXactAt = time.Time{}
+			return true
+		}
+		t.Reset(backoff)
+		backoff = min(2*backoff, reconnectMax)
 	}
 }
 
@@ -304,11 +359,24 @@ func (o *Collector) snapshotPWS(ctx context.Context, now time.Time) error {
 func (o *Collector) Stop() (*Evidence, error) {
 	o.stopOnce.Do(func() {
 		close(o.stop)
-		<-o.done
+		o.cancelStop()
+		forced := false
+		select {
+		case <-o.done:
+		case <-time.After(stopWait):
+			// A round stuck on a server that does not answer (a frozen
+			// target): cut its connection rather than wait out the
+			// round's timeout.
+			forced = true
+			o.conn.PgConn().Conn().SetDeadline(time.Unix(1, 0))
+			<-o.done
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		o.end = time.Now()
-		if !o.conn.IsClosed() {
+		if forced {
+			o.errs = append(o.errs, fmt.Errorf("the server did not answer within %v of the stop: no snapshot at the end", stopWait))
+		} else if !o.conn.IsClosed() {
 			if err := o.readXacts(ctx, o.end); err != nil {
 				o.errs = append(o.errs, err)
 			}

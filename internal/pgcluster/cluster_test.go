@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -186,5 +187,40 @@ func TestPgbench(t *testing.T) {
 	}
 	if _, err := c.Pgbench(ctx, "--no-such-flag"); err == nil {
 		t.Errorf("pgbench with a bad flag: want an error")
+	}
+}
+
+// TestFreezeThaw: a frozen server leaves an open connection and a new
+// one without an answer, as a hung host does; thawed, both work again.
+func TestFreezeThaw(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Thaw() }) // before the cluster is stopped
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	var one int
+	err = conn.QueryRow(short, "SELECT 1").Scan(&one)
+	cancel()
+	if err == nil {
+		t.Error("a frozen server's backend answered")
+	}
+	short, cancel = context.WithTimeout(ctx, time.Second)
+	if c2, err := pgx.Connect(short, c.DSN("postgres")); err == nil {
+		c2.Close(ctx)
+		t.Error("a frozen server accepted a new connection")
+	}
+	cancel()
+	if err := c.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, c, "postgres", "SELECT 'thawed'"); got != "thawed" {
+		t.Errorf("after Thaw: %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -74,4 +75,71 @@ func (c *Cluster) postmasterPID() (int, error) {
 		return 0, fmt.Errorf("postmaster.pid is empty")
 	}
 	return strconv.Atoi(sc.Text())
+}
+
+// Freeze stops every process of the server with SIGSTOP (the postmaster
+// and all its children), as a hung host or a network partition without
+// a reset looks to its clients: connections stay open, the kernel still
+// accepts new ones, and nothing answers. Thaw resumes them.
+func (c *Cluster) Freeze() error {
+	return c.signalAll(syscall.SIGSTOP)
+}
+
+// Thaw resumes a server stopped by Freeze.
+func (c *Cluster) Thaw() error {
+	return c.signalAll(syscall.SIGCONT)
+}
+
+// signalAll sends sig to the postmaster and then to each of its children.
+func (c *Cluster) signalAll(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pid, err := c.postmasterPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal the postmaster (pid %d): %w", pid, err)
+	}
+	children, err := childPIDs(pid)
+	if err != nil {
+		return err
+	}
+	for _, ch := range children {
+		// A child that exited meanwhile is no matter.
+		_ = syscall.Kill(ch, sig)
+	}
+	return nil
+}
+
+// childPIDs lists the processes whose parent is pid, from /proc.
+func childPIDs(pid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 2 {
+			if pp, err := strconv.Atoi(f[1]); err == nil && pp == pid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }

@@ -1,11 +1,18 @@
 package replay
 
 import (
-	"github.com/pgrehearse/pgrehearse/internal/results"
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // TestReadOnlySQLExecute: under --read-only an SQL-level EXECUTE is as
@@ -50,18 +57,67 @@ func TestReadOnlySQLExecute(t *testing.T) {
 	}
 }
 
-// TestClassifyExplainAnalyzeOff: EXPLAIN (ANALYZE false) does not run its
-// statement, so it cannot write; ANALYZE of a write can.
-func TestClassifyExplainAnalyzeOff(t *testing.T) {
-	for sql, want := range map[string]bool{
-		"EXPLAIN (ANALYZE false) UPDATE t SET v = 1":      true,
-		"EXPLAIN (ANALYZE off) DELETE FROM t":             true,
-		"EXPLAIN (ANALYZE) UPDATE t SET v = 1":            false,
-		"EXPLAIN ANALYZE SELECT 1":                        true,
-		"EXPLAIN (ANALYZE true) INSERT INTO t VALUES (1)": false,
-	} {
-		if got := classify(sql).readOnly; got != want {
-			t.Errorf("%s: readOnly %v, want %v", sql, got, want)
+// TestClassParsedOnceInReplay: a synchronized replay reads each
+// statement's kind (transaction block, read-only, destructive, the
+// relations for the synchronization) from one Class per statement text:
+// the parser runs for it at most once per distinct statement of the log,
+// though the dispatcher's synchronization and the session each ask.
+func TestClassParsedOnceInReplay(t *testing.T) {
+	cp := captureOrders(t, true, 2, 2, 50, 4*time.Millisecond)
+	// The distinct statements of the log: per distinct text, its items.
+	rd, err := logread.Open(cp.log, logread.Options{Prefix: workload.LogLinePrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	distinct := 0
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
 		}
+		if ev.IsExecution() && !seen[ev.Query] {
+			seen[ev.Query] = true
+			distinct += len(fingerprint.Compute(ev.Query))
+		}
+	}
+	rd.Close()
+	target := pgclustertest.StartT(t, pgcluster.Options{})
+	before := fingerprint.ClassParses()
+	res, _ := replayOrders(t, target, cp, Options{Speed: 0})
+	parses := fingerprint.ClassParses() - before
+	t.Logf("%d statements executed, %d distinct statements in %d distinct texts, %d parsed for their class", res.Statements.Executed, distinct, len(seen), parses)
+	if res.Sync == nil || res.Sync.Mode != results.SyncObject || res.Statements.Executed == 0 {
+		t.Fatalf("sync %+v, statements %+v", res.Sync, res.Statements)
+	}
+	if parses == 0 || parses > int64(distinct) {
+		t.Errorf("parsed %d statements for their class, want between 1 and the %d distinct statements", parses, distinct)
+	}
+}
+
+// TestFailedBlockRealigned: a query string that is a whole transaction
+// block (BEGIN; ...; COMMIT) and fails on the target before its COMMIT
+// leaves the block open and aborted there, while the log's is closed. The
+// session rolls it back and goes on as logged: its next statements do not
+// fail with 25P02, and the result says so.
+func TestFailedBlockRealigned(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var l testLog
+	ms := time.Millisecond
+	s := l.session("postgres", "postgres", 0)
+	s.query(100*ms, ms, "BEGIN; INSERT INTO t VALUES (1); COMMIT") // the row is there on the target
+	s.query(200*ms, ms, "SELECT count(*) FROM t")
+	s.query(300*ms, ms, "INSERT INTO t VALUES (2)")
+	s.disconnect(400 * ms)
+	res := replayFile(t, l.write(t), Options{Target: c.DSN("postgres"), Speed: 0})
+	if res.ErrorsBySQLState["23505"] != 1 || res.ErrorsBySQLState["25P02"] != 0 || res.Outcomes.FailedOnlyOnTarget != 1 {
+		t.Errorf("errors %v, outcomes %+v: want the one duplicate key and nothing after", res.ErrorsBySQLState, res.Outcomes)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "rolled back") {
+		t.Errorf("warnings %q", res.Warnings)
 	}
 }

@@ -27,17 +27,21 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	r.c.total.Add(k)
-	s.trackTx(items)
-	if s.skipTx {
-		// The connection broke inside this transaction block: its rest
-		// cannot run on a new connection, which resumes after it.
-		s.skip(items, SkipBrokenTransaction)
-		s.skipTx = s.logTx
+	s.trackTx(items, ev.Query)
+	if s.skipTx != "" {
+		// The connection broke inside this transaction block, or a
+		// commit it depended on was lost: its rest cannot run (on a
+		// new connection, or without what it depended on), and the
+		// session resumes after it.
+		s.skip(items, s.skipTx)
+		if !s.logTx {
+			s.skipTx = ""
+		}
 		return
 	}
 	reason := s.skipReason(ev, items)
 	if r.opts.ReadOnly && ev.Kind == event.Statement {
-		s.trackPrepared(items, reason == "")
+		s.trackPrepared(items, ev.Query, reason == "")
 	}
 	if reason != "" {
 		s.skip(items, reason)
@@ -66,12 +70,19 @@ func (s *session) statement(it item, t *time.Timer) {
 			s.skip(items, r.stopReason())
 			return
 		}
+		if sy.lostDep {
+			s.dependencyLost(items)
+			return
+		}
 		if sy.wait > 0 {
 			issued = time.Now()
 		}
 	}
 	// Schedule lag leaves out what sync waits delayed (see syncLag).
 	lag = s.syncLag(lag, sy.wait)
+	if lag > 0 {
+		s.lagSource(lag, due)
+	}
 	for {
 		// The latest log time issued, for the progress line.
 		old := r.c.lastIssued.Load()
@@ -83,9 +94,23 @@ func (s *session) statement(it item, t *time.Timer) {
 	latency := time.Duration(-1)
 	var te targetError
 	failed := false
+	delayed := false
 	if !r.opts.DryRun {
 		var err error
-		latency, err = s.exec(ev, items)
+		var seq int64
+		latency, seq, err = s.exec(ev, items)
+		s.lastEnd = time.Now()
+		delayed = s.delayedSeq.Load() == seq
+		if err != nil && r.hardDone.Load() {
+			// Cancelled by the stop (or cut, the target silent): the
+			// statement did not run to its end, which says nothing of
+			// the target.
+			if s.conn.IsClosed() {
+				s.dropConn()
+			}
+			s.skip(items, r.stopReason())
+			return
+		}
 		if err != nil {
 			failed = true
 			te = classifyError(err, s.conn)
@@ -100,8 +125,47 @@ func (s *session) statement(it item, t *time.Timer) {
 				s.lost, s.lostAt = true, time.Now()
 			}
 		}
+		if failed && !te.lost && !s.logTx && s.conn.TxStatus() != 'I' {
+			// The log's block ended with this string (BEGIN; ...;
+			// COMMIT sent as one query), but on the target a statement
+			// failed before its COMMIT, leaving the block open and
+			// aborted: every later statement of the session would fail
+			// with 25P02. Rolled back, the session goes on as logged.
+			s.rollback()
+			r.c.realigned.Add(1)
+		}
+	}
+	if delayed {
+		// Its time includes a wait the replayer made: counted, with no
+		// latency, so that no comparison takes it for the target's.
+		r.c.replayerDelayed.Add(k)
+		latency = -1
 	}
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
+}
+
+// lagSource splits a statement's lag (issued late against due) between
+// the target (the session's previous statement was still running on it
+// at due) and the replayer (the session was free and still late).
+func (s *session) lagSource(lag time.Duration, due time.Time) {
+	target := min(lag, max(s.lastEnd.Sub(due), 0))
+	s.r.c.lagTargetUS.Add(target.Microseconds())
+	s.r.c.lagReplayerUS.Add((lag - target).Microseconds())
+}
+
+// dependencyLost skips a statement that waited for a commit a fault lost
+// on the target (its session crashed or lost its connection before it),
+// with the rest of its transaction block: run without what it depended
+// on, it would fail or touch other rows, which is not the target's doing.
+// What the block ran before is rolled back on the target.
+func (s *session) dependencyLost(items []fingerprint.Item) {
+	s.skip(items, SkipDependencyLost)
+	if s.logTx {
+		s.skipTx = SkipDependencyLost
+	}
+	if s.conn != nil && !s.conn.IsClosed() && s.conn.TxStatus() != 'I' {
+		s.rollback()
+	}
 }
 
 // lose counts a statement that met a broken connection (a restart, a
@@ -114,17 +178,25 @@ func (s *session) lose(items []fingerprint.Item) {
 		s.lostAt = time.Now()
 	}
 	s.skip(items, SkipConnectionLost)
-	s.skipTx = s.logTx
+	if s.logTx {
+		s.skipTx = SkipBrokenTransaction
+	}
 }
 
 // trackTx follows the log's transaction block through a statement's
 // items, whether they run or not.
-func (s *session) trackTx(items []fingerprint.Item) {
+//
+// A statement's kind (its effect on the transaction block, read-only,
+// destructive, COPY FROM STDIN, SQL-level PREPARE/EXECUTE/DEALLOCATE) is
+// package fingerprint's Class, made once per statement text and kept with
+// the statement's Item in the replay's Cache; the synchronization reads
+// its relations from the same Class, so nothing is parsed twice.
+func (s *session) trackTx(items []fingerprint.Item, text string) {
 	for _, it := range items {
-		switch s.r.classes.get(it).tx {
-		case txBegin:
+		switch it.Class(text).Block() {
+		case fingerprint.BlockOpens:
 			s.logTx = true
-		case txEnd:
+		case fingerprint.BlockEnds:
 			s.logTx = false
 		}
 	}
@@ -146,27 +218,26 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 	var reason results.SkipReason
 	var pending map[string]bool // PREPAREs earlier in this string: name -> read-only
 	for _, it := range items {
-		cl := s.r.classes.get(it)
-		if cl.destructive != "" {
-			s.r.destructive.note(cl.destructive)
+		cl := it.Class(ev.Query)
+		if cl.Destructive != "" {
+			s.r.destructive.note(cl.Destructive)
 		}
-		if cl.copyIn {
+		if cl.CopyIn {
 			return SkipCopyData
 		}
 		if !s.r.opts.ReadOnly || reason != "" {
 			continue
 		}
 		switch {
-		case cl.sqlPrepare && cl.readOnly:
-			name, _ := preparedName(it.Query)
+		case cl.Prepared == fingerprint.PreparedPrepare && cl.ReadOnly:
 			if pending == nil {
 				pending = map[string]bool{}
 			}
-			pending[name] = true
-		case cl.sqlExecute:
+			pending[cl.PreparedName] = true
+		case cl.Prepared == fingerprint.PreparedExecute:
 			// Read-only when the statement it runs is: the session
 			// saw its PREPARE, or it is conservatively skipped.
-			name, _ := preparedName(it.Query)
+			name := cl.PreparedName
 			p, ok := s.sqlPrepared[name]
 			if pending[name] {
 				// Prepared earlier in the same string, which runs
@@ -181,7 +252,7 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 			case !p.ran:
 				reason = SkipPrepareSkipped
 			}
-		case !cl.readOnly:
+		case !cl.ReadOnly:
 			reason = SkipNotReadOnly
 		}
 	}
@@ -197,57 +268,67 @@ type sqlPrep struct {
 
 // trackPrepared follows the SQL-level PREPARE and DEALLOCATE statements
 // of an execution, replayed (ran) or not, in order.
-func (s *session) trackPrepared(items []fingerprint.Item, ran bool) {
+func (s *session) trackPrepared(items []fingerprint.Item, text string, ran bool) {
 	for _, it := range items {
-		cl := s.r.classes.get(it)
-		if !cl.sqlPrepare && !cl.sqlDeallocate {
-			continue
-		}
-		name, all := preparedName(it.Query)
+		cl := it.Class(text)
 		switch {
-		case cl.sqlPrepare:
+		case cl.Prepared == fingerprint.PreparedPrepare:
 			if s.sqlPrepared == nil {
 				s.sqlPrepared = map[string]sqlPrep{}
 			}
-			s.sqlPrepared[name] = sqlPrep{readOnly: cl.readOnly, ran: ran}
+			s.sqlPrepared[cl.PreparedName] = sqlPrep{readOnly: cl.ReadOnly, ran: ran}
+		case cl.Prepared != fingerprint.PreparedDeallocate:
 		case !ran:
 			// A DEALLOCATE that did not run leaves the target as it was.
-		case all:
+		case cl.DeallocateAll:
 			clear(s.sqlPrepared)
 		default:
-			delete(s.sqlPrepared, name)
+			delete(s.sqlPrepared, cl.PreparedName)
 		}
 	}
 }
 
-// exec runs an execution and returns how long the target took. The
-// messages are those of the pgconn calls the replay used before, sent and
-// read at the message level (wire.go).
-func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, error) {
+// exec runs an execution and returns how long the target took, and the
+// execution's number (see session.execSeq). The messages are those of
+// the pgconn calls the replay used before, sent and read at the message
+// level (wire.go). While it runs, the session is in flight: the I/O watch
+// looks for an answer by busyUntil, and the hard stop cancels it.
+func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, int64, error) {
 	s.w.rows = s.w.rows[:0]
+	seq := s.execSeq.Add(1)
+	allow := s.r.opts.IOTimeout
+	if ev.Duration > 0 {
+		allow += 2 * time.Duration(ev.Duration) * time.Microsecond
+	}
+	start := time.Now()
+	s.busyUntil.Store(start.Add(allow).UnixNano())
+	defer s.busyUntil.Store(0)
+	// After busyUntil is set: a hard stop either sees the session in
+	// flight and cancels it, or is seen here (see interruptInFlight).
+	if s.r.hardDone.Load() {
+		return 0, seq, errStopping
+	}
 	if ev.Kind == event.Statement {
 		// The whole string as one simple query, as the original sent
 		// it: several statements run in one implicit transaction. COPY
 		// TO STDOUT output is read and dropped.
-		start := time.Now()
 		err := s.execSimple(ev.Query)
-		return time.Since(start), err
+		return time.Since(start), seq, err
 	}
 
 	params := s.bindParams(ev.Params)
 	if ev.Name == "" {
 		// Parameter types 0: the server infers them, as it did for
 		// the original, whose types the log does not show.
-		start := time.Now()
 		err := s.execParams(ev.Query, params)
-		return time.Since(start), err
+		return time.Since(start), seq, err
 	}
 	if err := s.prepare(s.r.hard, ev.Name, ev.Query); err != nil {
-		return 0, err
+		return 0, seq, err
 	}
-	start := time.Now()
+	start = time.Now()
 	err := s.execPrepared(ev.Name, params)
-	return time.Since(start), err
+	return time.Since(start), seq, err
 }
 
 // bindParams returns the parameters as byte slices that view the event's
@@ -372,7 +453,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 
 // skip counts an execution that is not run.
 func (s *session) skip(items []fingerprint.Item, reason results.SkipReason) {
-	s.r.c.skipped[skipIndex(reason)].Add(int64(len(items)))
+	i := skipIndex(reason)
+	s.faultSkip = s.faultSkip || faultSkip[i]
+	s.r.c.skipped[i].Add(int64(len(items)))
 	s.r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, Skipped: reason})
 }
 

@@ -15,6 +15,7 @@ const (
 	DefaultLookahead = 10 * time.Second
 	DefaultBudget    = 256 << 20
 	DefaultGrace     = 10 * time.Second
+	DefaultIOTimeout = 60 * time.Second
 	Speed0Window     = 8 << 20
 )
 
@@ -91,6 +92,17 @@ type Options struct {
 	// (see dial); zero means 30 s.
 	ConnectTimeout time.Duration
 
+	// IOTimeout is how long a connection of the replay may go without an
+	// answer to a statement, beyond twice the statement's logged
+	// duration, before the replay checks on the target with a new
+	// connection: when that fails too, the target is taken for frozen
+	// (a stopped process, a hung host, a network cut without a reset)
+	// and the replay stops early, its result marked incomplete and
+	// naming the silent connection; when the target answers and the
+	// statement is still active there, it is waited for again. Zero
+	// means DefaultIOTimeout.
+	IOTimeout time.Duration
+
 	// MaxLost is the share of statements (0.001 is 0.1%) that may be
 	// lost to faults (sessions that could not connect or lost their
 	// connection, an interruption) with the result still complete;
@@ -160,6 +172,9 @@ func (o Options) withDefaults() Options {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 30 * time.Second
 	}
+	if o.IOTimeout <= 0 {
+		o.IOTimeout = DefaultIOTimeout
+	}
 	if o.Sink == nil {
 		o.Sink = nopSink{}
 	}
@@ -196,6 +211,9 @@ func (o Options) Validate() error {
 	}
 	if o.Sync > syncdep.Off {
 		return fmt.Errorf("unknown synchronization mode %d", o.Sync)
+	}
+	if o.IOTimeout < 0 {
+		return fmt.Errorf("the I/O timeout must not be negative, got %v", o.IOTimeout)
 	}
 	if o.SyncTimeout < 0 {
 		return fmt.Errorf("the sync timeout must not be negative, got %v", o.SyncTimeout)

@@ -91,9 +91,8 @@ func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64
 				}
 			}
 			for _, it := range r.cache.Get(ev.Query) {
-				cl := r.classes.get(it)
-				if cl.destructive != "" {
-					sc.Destructive[cl.destructive]++
+				if cl := it.Class(ev.Query); cl.Destructive != "" {
+					sc.Destructive[cl.Destructive]++
 				}
 			}
 			if startsWithCreate(ev.Query) {

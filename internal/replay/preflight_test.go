@@ -75,19 +75,37 @@ func TestRedactDSN(t *testing.T) {
 func TestWarnLag(t *testing.T) {
 	res := results.New(results.KindReplay, results.LatencyClient)
 	res.Lag = &results.Distribution{Count: 100, P50: 1, P99: 90, Max: 120}
-	warnLag(res, 100*time.Millisecond)
+	warnLag(res, 100*time.Millisecond, 0)
 	if len(res.Warnings) != 0 {
 		t.Errorf("p99 90 ms under 100 ms warned: %v", res.Warnings)
 	}
 	res.Lag.P99 = 6200
 	res.WallSeconds, res.ClientCPUSeconds, res.TargetLocal = 46.6, 40, true
-	warnLag(res, 100*time.Millisecond)
+	warnLag(res, 100*time.Millisecond, 0)
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "lag p99 6200.0 ms") ||
 		!strings.Contains(res.Warnings[0], "timings are doubtful") || !strings.Contains(res.Warnings[0], "competed for its CPU") {
 		t.Errorf("warnings %v", res.Warnings)
 	}
+	// Which side was slow: the target when sessions were still busy
+	// there at their next statement's due time, else the replayer; the
+	// observer's wait events say what the target's sessions did.
 	res.Warnings = nil
-	warnLag(res, 0)
+	res.LagSources = &results.LagSources{TargetMS: 900, ReplayerMS: 100}
+	warnLag(res, 100*time.Millisecond, 3*time.Millisecond)
+	NoteTargetWaits(res, []WaitShare{{"Lock/transactionid", 0.6}, {"CPU", 0.3}})
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "the target was the slow side: 90%") ||
+		!strings.Contains(res.Warnings[0], "meanwhile: Lock/transactionid 60%, CPU 30%") {
+		t.Errorf("target side: %v", res.Warnings)
+	}
+	res.Warnings = nil
+	res.LagSources = &results.LagSources{TargetMS: 100, ReplayerMS: 900}
+	warnLag(res, 100*time.Millisecond, 3*time.Millisecond)
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "the replayer was the slow side: 90%") ||
+		!strings.Contains(res.Warnings[0], "scheduled") || !strings.Contains(res.Warnings[0], "competed for its CPU") {
+		t.Errorf("replayer side: %v", res.Warnings)
+	}
+	res.Warnings = nil
+	warnLag(res, 0, 0)
 	if len(res.Warnings) != 0 {
 		t.Errorf("MaxLag 0 warned: %v", res.Warnings)
 	}

@@ -17,16 +17,15 @@ import (
 // Replayer replays logs against a target. Make one with New, call Run
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
-	opts    Options
-	sched   Schedule // opts.Schedule()
-	c       counters
-	shards  []*shard
-	fails   connFailures
-	cache   *fingerprint.Cache
-	classes *classifier
-	budget  *budget
-	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	conns   connLog       // every connection opened, for Connections
+	opts   Options
+	sched  Schedule // opts.Schedule()
+	c      counters
+	shards []*shard
+	fails  connFailures
+	cache  *fingerprint.Cache
+	budget *budget
+	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	conns  connLog       // every connection opened, for Connections
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
@@ -40,6 +39,13 @@ type Replayer struct {
 	gone     atomic.Pointer[string]
 	goneOnce sync.Once
 	hard     context.Context
+	// Faults (stop.go, watch.go): cancelHard ends hard from within (the
+	// target silent); hardDone is set once hard ended; silent: the
+	// target stopped answering; live: the sessions with a connection.
+	cancelHard context.CancelFunc
+	hardDone   atomic.Bool
+	silent     atomic.Bool
+	live       liveSet
 
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
@@ -67,12 +73,11 @@ func New(opts Options) (*Replayer, error) {
 		window = Speed0Window
 	}
 	r := &Replayer{
-		opts:    opts,
-		sched:   sched,
-		shards:  make([]*shard, n),
-		cache:   opts.Cache,
-		classes: newClassifier(),
-		budget:  newBudget(opts.Budget, window),
+		opts:   opts,
+		sched:  sched,
+		shards: make([]*shard, n),
+		cache:  opts.Cache,
+		budget: newBudget(opts.Budget, window),
 	}
 	for i := range r.shards {
 		r.shards[i] = newShard()
@@ -97,9 +102,10 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	stop, r.abort = context.WithCancel(stop)
 	defer r.abort()
 	r.stopCh = stop.Done()
-	r.hard = hard
+	defer r.watchFaults(hard)()
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
+	sched0 := schedLatency()
 	if r.sched.Paced() && !r.opts.DryRun {
 		// A dry run issues nothing whose lateness matters, and its
 		// tests run in synctest bubbles, whose fake time a timerfd
@@ -145,10 +151,11 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	if err := r.syncResult(res); err != nil {
 		return nil, err
 	}
+	r.faultsResult(res)
 	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
 		return nil, err
 	}
-	warnLag(res, r.opts.MaxLag)
+	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
 	return res, readErr
 }
 

@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -26,14 +28,27 @@ const (
 	SkipConnectFailed     = results.SkipConnectFailed
 	SkipConnectionLost    = results.SkipConnectionLost
 	SkipBrokenTransaction = results.SkipBrokenTransaction
+	SkipDependencyLost    = results.SkipDependencyLost
 	SkipTargetGone        = results.SkipTargetGone
 	SkipInterrupted       = results.SkipInterrupted
 )
 
 var skipReasons = [...]results.SkipReason{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
-	SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipTargetGone, SkipInterrupted}
+	SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipDependencyLost, SkipTargetGone, SkipInterrupted}
 
 func skipIndex(reason results.SkipReason) int { return slices.Index(skipReasons[:], reason) }
+
+// faultSkip says, by skipIndex, whether a reason is a fault's: a commit
+// skipped so did not happen on the target (see syncRun.lose).
+var faultSkip = func() (f [len(skipReasons)]bool) {
+	for i, r := range skipReasons {
+		f[i] = r.Lost()
+	}
+	return f
+}()
+
+// errStopping ends an execution that the stop reached before it was sent.
+var errStopping = errors.New("the replay is stopping")
 
 // ConnectionLostSQLState keys errors_by_sqlstate for a connection that broke
 // without a server error (08006, connection_failure); CanceledSQLState for
@@ -64,6 +79,20 @@ type counters struct {
 	completions atomic.Int64 // events finished, for the stall watch
 	errors      atomic.Int64
 	lastIssued  atomic.Int64 // log time of the latest statement issued
+
+	// replayerDelayed: statements held up by a session in a sync wait;
+	// lagTargetUS and lagReplayerUS: the lag by its cause (lagSource).
+	replayerDelayed            atomic.Int64
+	lagTargetUS, lagReplayerUS atomic.Int64
+	// At the stop: statements in flight cancelled on the server, open
+	// transactions rolled back.
+	cancelled, rolledBack atomic.Int64
+	// silentConns: connections cut by the I/O watch, the target
+	// answering others.
+	silentConns atomic.Int64
+	// realigned: failed strings that left a block open on the target
+	// which the log had closed, rolled back.
+	realigned atomic.Int64
 }
 
 // shard aggregates the figures of some sessions under one lock, so that
@@ -148,6 +177,10 @@ func (c *counters) fill(res *results.Result) {
 	res.Outcomes.SetRates()
 	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
+	res.ReplayerDelayed = c.replayerDelayed.Load()
+	if t, r := c.lagTargetUS.Load(), c.lagReplayerUS.Load(); t+r > 0 {
+		res.LagSources = &results.LagSources{TargetMS: float64(t) / 1000, ReplayerMS: float64(r) / 1000}
+	}
 }
 
 // account counts the statements lost to faults, and marks the result
@@ -170,21 +203,77 @@ func account(res *results.Result, maxLost float64) {
 		lost, total, 100*float64(lost)/float64(total), strings.Join(why, ", "), 100*maxLost))
 }
 
+// LagWarning starts the warning of a replay that fell behind its
+// schedule, which NoteTargetWaits completes.
+const LagWarning = "the replay fell behind its schedule"
+
 // warnLag warns, when the replay fell behind its schedule by more than
-// maxLag at p99, that its timings are doubtful, and why it may have.
-func warnLag(res *results.Result, maxLag time.Duration) {
+// maxLag at p99, that its timings are doubtful, and which side was slow:
+// the target (sessions were still waiting for their previous statement
+// when the next was due: res.LagSources) or the replayer (its CPU, its
+// goroutines scheduled late: sched is the p99 of the runtime's
+// scheduling delay during the run, 0 when unknown).
+func warnLag(res *results.Result, maxLag, sched time.Duration) {
 	if maxLag <= 0 || res.Lag == nil || res.Lag.P99 <= float64(maxLag.Microseconds())/1000 {
 		return
 	}
-	w := fmt.Sprintf("the replay fell behind its schedule: lag p99 %.1f ms, max %.1f ms (above %v), so the target saw another load than the original's and the timings are doubtful",
-		res.Lag.P99, res.Lag.Max, maxLag)
+	w := fmt.Sprintf("%s: lag p99 %.1f ms, max %.1f ms (above %v), so the target saw another load than the original's and the timings are doubtful",
+		LagWarning, res.Lag.P99, res.Lag.Max, maxLag)
+	replayer := ""
 	if res.WallSeconds > 0 && res.ClientCPUSeconds > 0 {
-		w += fmt.Sprintf("; the replayer itself used %.1f s of CPU in %.1f s (%.1f cores)", res.ClientCPUSeconds, res.WallSeconds, res.ClientCPUSeconds/res.WallSeconds)
+		replayer = fmt.Sprintf("it used %.1f s of CPU in %.1f s (%.1f cores of %d)", res.ClientCPUSeconds, res.WallSeconds,
+			res.ClientCPUSeconds/res.WallSeconds, runtime.NumCPU())
 		if res.TargetLocal {
-			w += ", on the target's machine: the two competed for its CPU"
+			replayer += ", on the target's machine: the two competed for its CPU"
 		}
 	}
+	if sched > 0 {
+		replayer = strings.TrimPrefix(replayer+fmt.Sprintf("; its goroutines waited up to %v (p99) to be scheduled", sched.Round(10*time.Microsecond)), "; ")
+	}
+	src := res.LagSources
+	switch {
+	case src != nil && src.TargetMS >= src.ReplayerMS:
+		w += fmt.Sprintf("; the target was the slow side: %.0f%% of the lateness was statements whose session was still waiting for its previous statement on the target",
+			100*src.TargetMS/(src.TargetMS+src.ReplayerMS))
+		if replayer != "" {
+			w += " (the replayer: " + replayer + ")"
+		}
+	case src != nil:
+		w += fmt.Sprintf("; the replayer was the slow side: %.0f%% of the lateness came with the session free on the target", 100*src.ReplayerMS/(src.TargetMS+src.ReplayerMS))
+		if replayer != "" {
+			w += ": " + replayer
+		}
+	case replayer != "":
+		w += "; the replayer " + replayer
+	}
 	res.Warnings = append(res.Warnings, w)
+}
+
+// WaitShare is one wait event of the target's sessions and its share of
+// the samples, as an observer read them during the replay.
+type WaitShare struct {
+	Event string // "Lock/transactionid", "CPU", "IO/DataFileRead"...
+	Share float64
+}
+
+// NoteTargetWaits completes the lag warning of res, if it has one, with
+// what the target's sessions were doing meanwhile (the top wait events an
+// observer sampled), so that a slow target says why.
+func NoteTargetWaits(res *results.Result, waits []WaitShare) {
+	if len(waits) == 0 {
+		return
+	}
+	for i, w := range res.Warnings {
+		if !strings.HasPrefix(w, LagWarning) {
+			continue
+		}
+		parts := make([]string, 0, 3)
+		for _, ws := range waits[:min(len(waits), 3)] {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", ws.Event, 100*ws.Share))
+		}
+		res.Warnings[i] = w + "; the target's sessions meanwhile: " + strings.Join(parts, ", ")
+		return
+	}
 }
 
 // mergeShards adds the shards' figures to res.

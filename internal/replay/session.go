@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
@@ -76,13 +77,31 @@ type session struct {
 	lost        bool               // the connection broke; reconnect
 	lostAt      time.Time          // when it broke, to bound the reconnection
 	// logTx: in the log, the session is inside a transaction block
-	// after the statements handled so far; skipTx: the rest of that
-	// block is skipped, its connection having broken in the middle.
-	logTx, skipTx bool
-	connected     bool               // connected at least once
-	failReason    results.SkipReason // set when connecting failed: skip the rest
-	failCode      string             // and the error, as counted in r.fails
-	failMsg       string
+	// after the statements handled so far; skipTx, when not empty: the
+	// rest of that block is skipped for this reason (its connection
+	// broke in the middle, or a commit it depended on was lost).
+	logTx      bool
+	skipTx     results.SkipReason
+	connected  bool               // connected at least once
+	failReason results.SkipReason // set when connecting failed: skip the rest
+	failCode   string             // and the error, as counted in r.fails
+	failMsg    string
+	// faultSkip: the event being handled was skipped because of a
+	// fault, so a commit it carries did not happen on the target.
+	faultSkip bool
+	// lastEnd is when the session's previous statement ended on the
+	// target, to tell the lag the target caused from the replayer's.
+	lastEnd time.Time
+
+	// In flight, read by other goroutines (the I/O watch, the hard
+	// stop, the deadlock check): busyUntil is when the statement in
+	// flight is overdue (UnixNano; 0 when the session is not waiting
+	// for the target); execSeq numbers the executions, and delayedSeq
+	// is set to the number of one that a session in a sync wait held
+	// up with its locks (see syncRun.markDelayed).
+	busyUntil  atomic.Int64
+	execSeq    atomic.Int64
+	delayedSeq atomic.Int64
 }
 
 type dep struct {
@@ -160,6 +179,7 @@ func (s *session) run() {
 		if first && s.clk.paced() {
 			s.connectAhead(it, timer)
 		}
+		s.faultSkip = false
 		s.handle(it, timer)
 		s.done(it)
 	}
@@ -169,6 +189,7 @@ func (s *session) run() {
 		if !ok {
 			break
 		}
+		s.faultSkip = false
 		if it.ev.IsExecution() {
 			s.skipEvent(it.ev, r.stopReason())
 		}
@@ -177,8 +198,18 @@ func (s *session) run() {
 }
 
 func (s *session) done(it item) {
-	if it.sync.Commit != nil {
-		it.sync.Commit.Done()
+	if c := it.sync.Commit; c != nil {
+		switch {
+		case s.faultSkip && s.r.stopped():
+			// The replay is stopping: nothing of it runs any more.
+			c.Lose()
+		case s.faultSkip:
+			// The commit did not happen on the target: what waits for
+			// it is released, and knows it was lost.
+			s.r.sync.lose(c)
+		default:
+			c.Done()
+		}
 	}
 	s.r.budget.release(it.size)
 	s.r.c.completions.Add(1)
@@ -278,30 +309,57 @@ func (s *session) waitDue(it item, t *time.Timer) bool {
 // session whose connection broke tries again with backoff, its statements
 // waiting (they run late, which the lag shows), until the target has been
 // away for ConnectTimeout since the break: then the replay stops, with
-// what ran.
+// what ran. A first connection that fails as a server does during a short
+// outage (starting up or shutting down, 57P03; the connection refused or
+// broken) is retried so too, within ConnectTimeout of the first attempt;
+// one refused for good (a password, a missing role or database) is not.
 func (s *session) connect() bool {
-	if !s.lost || s.r.opts.DryRun {
-		return s.dial()
-	}
 	r := s.r
+	if r.opts.DryRun {
+		s.connected = true
+		return true
+	}
+	first := !s.lost
+	since := s.lostAt
+	if first {
+		since = time.Now()
+	}
 	backoff := 50 * time.Millisecond
 	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		if s.dial() {
-			if t != nil {
-				t.Stop()
-			}
+		code, msg, ok := s.dial(since)
+		if ok {
 			return true
 		}
-		left := r.opts.ConnectTimeout - time.Since(s.lostAt)
-		if left <= 0 || r.stopped() {
-			if left <= 0 {
-				r.targetGone(s.lostAt, s.failMsg)
-			}
-			s.failReason = r.stopReason()
+		left := r.opts.ConnectTimeout - time.Since(since)
+		if first && r.stopped() {
+			// Stopped while connecting: not the target's refusal.
+			s.failReason, s.failMsg = r.stopReason(), msg
 			return false
 		}
-		s.failReason = ""
+		if first && (left <= 0 || !transientConnectError(code)) {
+			s.failReason = SkipConnectFailed
+			s.failCode, s.failMsg = code, msg
+			r.c.connectFailed.Add(1)
+			r.fails.add(results.ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
+			return false
+		}
+		if !first && (left <= 0 || r.stopped()) {
+			if left <= 0 {
+				r.targetGone(s.lostAt, msg)
+			}
+			s.failReason = r.stopReason()
+			s.failMsg = msg
+			return false
+		}
+		if first {
+			r.c.connectRetries.Add(1)
+		}
 		if t == nil {
 			t = time.NewTimer(min(backoff, left))
 		} else {
@@ -315,14 +373,23 @@ func (s *session) connect() bool {
 	}
 }
 
-// dial makes one attempt at the session's connection.
-func (s *session) dial() bool {
-	r := s.r
-	if r.opts.DryRun {
-		s.connected = true
+// transientConnectError reports whether a connection refused with code
+// (a SQLSTATE, "" for a failure without one: refused, reset, timed out)
+// may succeed a moment later: the server starting up, shutting down or
+// restarting. Authentication, a missing role or database, too many
+// connections are not retried.
+func transientConnectError(code string) bool {
+	switch code {
+	case "", "57P03", "08006", "08001", "08004", "57P01", "57P02":
 		return true
 	}
-	reconnect := s.lost
+	return false
+}
+
+// dial makes one attempt at the session's connection, within what is
+// left of ConnectTimeout since since; it returns why it failed.
+func (s *session) dial(since time.Time) (code, msg string, ok bool) {
+	r := s.r
 	cfg, err := r.config(s.user, s.db)
 	if err == nil {
 		cfg = cfg.Copy()
@@ -331,11 +398,8 @@ func (s *session) dial() bool {
 		}
 		ctx := r.hard
 		if cfg.ConnectTimeout == 0 {
-			timeout := r.opts.ConnectTimeout
-			if reconnect {
-				// What is left of the time the target may be away.
-				timeout = max(timeout-time.Since(s.lostAt), time.Millisecond)
-			}
+			// What is left of the time the target may be away.
+			timeout := max(r.opts.ConnectTimeout-time.Since(since), time.Millisecond)
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -351,38 +415,50 @@ func (s *session) dial() bool {
 	}
 	if err != nil {
 		s.conn = nil
-		code, msg := connectError(err)
-		if reconnect {
-			s.failReason = SkipConnectionLost
-			s.failMsg = msg
-		} else {
-			s.failReason = SkipConnectFailed
-			s.failCode, s.failMsg = code, msg
-			r.c.connectFailed.Add(1)
-			r.fails.add(results.ConnectFailure{User: s.user, Database: s.db, SQLState: code, Message: msg})
-		}
-		return false
+		code, msg = connectError(err)
+		return code, msg, false
 	}
-	if reconnect {
+	if s.lost {
 		r.c.reconnects.Add(1)
 	}
 	s.lost, s.lostAt = false, time.Time{}
+	s.failReason = ""
 	s.connected = true
 	s.prepared = nil
 	clear(s.sqlPrepared) // a new connection has none
 	r.c.open.Add(1)
+	r.live.add(s)
 	r.opts.Sink.SessionOpened()
-	return true
+	return "", "", true
 }
 
 func (s *session) closeConn() {
 	if s.conn == nil {
 		return
 	}
+	if s.r.stopped() && !s.r.silent.Load() && !s.conn.IsClosed() && s.conn.TxStatus() != 'I' {
+		// Told to stop inside a transaction: roll it back now, so that
+		// its locks and work end on the server before the result is
+		// written, not when the server notices the connection gone.
+		s.rollback()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	s.conn.Close(ctx)
 	cancel()
 	s.dropConn()
+}
+
+// rollback ends the open transaction of the session's connection,
+// waiting at most stopTimeout for the server.
+func (s *session) rollback() {
+	nc := s.conn.Conn()
+	nc.SetDeadline(time.Now().Add(stopTimeout))
+	if err := s.execSimple("ROLLBACK"); err == nil {
+		if s.r.stopped() {
+			s.r.c.rolledBack.Add(1)
+		}
+		nc.SetDeadline(time.Time{})
+	}
 }
 
 // dropConn forgets a connection that is closed.
@@ -392,6 +468,7 @@ func (s *session) dropConn() {
 		s.unwatch()
 		s.unwatch = nil
 	}
+	s.r.live.remove(s)
 	s.conn = nil
 	s.prepared = nil
 	s.r.c.open.Add(-1)
@@ -414,6 +491,7 @@ func (r *Replayer) config(user, db string) (*pgconn.Config, error) {
 	}
 	cfg, err := pgconn.ParseConfig(withUserDB(r.opts.Target, user, db))
 	if err == nil {
+		connstr.KeepAlive(cfg)
 		if r.opts.LockTimeout > 0 {
 			cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(r.opts.LockTimeout.Milliseconds(), 10)
 		}

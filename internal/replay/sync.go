@@ -1,9 +1,12 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +42,36 @@ const (
 	SyncDeadlock = "deadlock"
 )
 
+// Causes of a sync wait given up at its timeout (results.Sync's
+// TimeoutsByCause): what the session that was to bring the awaited commit
+// was doing then.
+const (
+	// The deadlock check could not look (its connection lost, being
+	// made again): the wait may have been a deadlock with a row lock.
+	SyncCauseUnchecked = "deadlock check unavailable"
+	// The awaited session had no connection: it was reconnecting after
+	// a fault, or could not connect.
+	SyncCauseReconnecting = "awaited session reconnecting"
+	// The awaited session was itself in a sync wait.
+	SyncCauseChained = "awaited session in a sync wait"
+	// The awaited session's statement was waiting for a lock on the
+	// target (held by a session the replay does not follow, or a cycle
+	// through one).
+	SyncCauseLocked = "awaited session blocked by a lock"
+	// The awaited session's statement was running on the target, not
+	// blocked: the target was slower than the original.
+	SyncCauseRunning = "awaited session still running"
+	// The awaited session had not reached the commit: it was behind its
+	// own schedule (waiting for its due time, its previous statements).
+	SyncCauseBehind = "awaited session behind"
+)
+
+// MaxSyncTimeoutShare is the share of the statements run whose sync
+// wait may give up at the timeout before the replay is marked degraded:
+// such statements run up to the timeout late and before what they
+// depended on, and the sessions that waited for them later still.
+const MaxSyncTimeoutShare = 0.001
+
 // The deadlock check: first after a wait has lasted deadlockCheckAfter,
 // then every deadlockCheckEvery.
 const (
@@ -58,10 +91,12 @@ type syncRun struct {
 	notes   []string
 	catalog time.Duration // the dispatcher's, read after Run
 
-	mu    sync.Mutex
-	waits *results.Recorder // µs
+	mu      sync.Mutex
+	waits   *results.Recorder // µs
+	causes  map[string]int64  // timeouts by cause
+	lostTxs []results.LostCommit
 
-	waited, timeouts, deadlocks, starts atomic.Int64
+	waited, timeouts, deadlocks, starts, lostN atomic.Int64
 }
 
 // newSyncRun returns the state of a synchronized replay, or nil and why
@@ -76,7 +111,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
 	}
 	tr := syncdep.NewTracker(o.Sync)
-	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder()}, ""
+	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{}}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -158,11 +193,25 @@ func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgCo
 	return conn, err
 }
 
-// synced is what a statement's sync wait did: how long it waited, and
-// why it gave up ("" when its dependencies committed).
+// synced is what a statement's sync wait did: how long it waited, why
+// it gave up ("" when its dependencies committed), and whether a commit
+// it waited for was lost on the target (lostDep).
 type synced struct {
-	wait   time.Duration
-	giveUp string
+	wait    time.Duration
+	giveUp  string
+	lostDep bool
+}
+
+// lose marks a commit as lost on the target (its event was skipped for
+// a fault) and keeps its place in the log's commit order.
+func (sr *syncRun) lose(tx *syncdep.Txn) {
+	tx.Lose()
+	sr.lostN.Add(1)
+	sr.mu.Lock()
+	if len(sr.lostTxs) < results.MaxLostCommits {
+		sr.lostTxs = append(sr.lostTxs, results.LostCommit{Position: tx.Seq(), At: results.Time(tx.At())})
+	}
+	sr.mu.Unlock()
 }
 
 // syncWait waits until the commits w depends on have run on the target,
@@ -195,6 +244,10 @@ func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool
 	check := began.Add(deadlockCheckAfter)
 	defer s.waitingOn.Store(nil)
 	reason := ""
+	lostDep := false
+	// unchecked: a deadlock check was due and could not look.
+	unchecked, checked := false, false
+	inTx := func() bool { return s.conn != nil && !s.conn.IsClosed() && s.conn.TxStatus() != 'I' }
 wait:
 	for ch != nil {
 		s.waitingOn.Store(aw)
@@ -206,6 +259,11 @@ wait:
 		select {
 		case <-ch:
 			t.Stop()
+			if aw.tx != nil && aw.tx.Lost() && !start {
+				// What it depended on will never be on the target.
+				lostDep = true
+				break wait
+			}
 			ch, aw = next()
 		case <-s.r.stopCh:
 			t.Stop()
@@ -223,15 +281,29 @@ wait:
 			check = now.Add(deadlockCheckEvery)
 			// Only a session in a transaction holds row locks that
 			// the awaited one could be blocked on.
-			if aw.owner != nil && s.conn != nil && s.conn.TxStatus() != 'I' && sr.cycle(s, aw) {
-				reason = SyncDeadlock
-				break wait
+			if aw.owner != nil && inTx() {
+				checked = true
+				found, ok := sr.cycle(s, aw)
+				unchecked = unchecked || !ok
+				if found {
+					reason = SyncDeadlock
+					break wait
+				}
 			}
 		}
 	}
 	waited := time.Since(began)
-	sr.record(waited, reason, start)
-	return synced{waited, reason}, true
+	cause := ""
+	if reason == SyncTimeout {
+		cause = sr.timeoutCause(s, aw, unchecked)
+	}
+	if checked && inTx() {
+		// The session held its open transaction's locks while it
+		// waited: statements blocked on them waited for the replayer.
+		sr.markDelayed(s)
+	}
+	sr.record(waited, reason, cause, start)
+	return synced{wait: waited, giveUp: reason, lostDep: lostDep}, true
 }
 
 // awaited is what a session's sync wait waits for: a commit of the log,
@@ -320,10 +392,13 @@ func (s *session) completedCh(n int64) <-chan struct{} {
 	return ch
 }
 
-func (sr *syncRun) record(d time.Duration, reason string, start bool) {
+func (sr *syncRun) record(d time.Duration, reason, cause string, start bool) {
 	switch reason {
 	case SyncTimeout:
 		sr.timeouts.Add(1)
+		sr.mu.Lock()
+		sr.causes[cause]++
+		sr.mu.Unlock()
 	case SyncDeadlock:
 		sr.deadlocks.Add(1)
 	}
@@ -379,15 +454,23 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	st := &results.Sync{Mode: syncMode(r.opts.Sync), TimeoutSeconds: sr.timeout.Seconds(), CatalogMS: float64(sr.catalog.Microseconds()) / 1000}
 	st.Waited = sr.waited.Load()
 	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
+	st.LostTransactions = sr.lostN.Load()
 	sr.notesMu.Lock()
 	st.Notes = append(st.Notes, sr.notes...)
 	sr.notesMu.Unlock()
-	if f := sr.mon.failure(); f != "" {
+	var f string
+	f, st.CheckReconnects = sr.mon.failure()
+	if f != "" {
 		st.Notes = append(st.Notes, f)
 	}
 	res.Sync = st
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
+	if len(sr.causes) > 0 {
+		st.TimeoutsByCause = maps.Clone(sr.causes)
+	}
+	st.LostCommits = slices.Clone(sr.lostTxs)
+	slices.SortFunc(st.LostCommits, func(a, b results.LostCommit) int { return cmp.Compare(a.Position, b.Position) })
 	var err error
 	res.SyncWait, err = sr.waits.Distribution()
 	return err
@@ -396,18 +479,133 @@ func (r *Replayer) syncResult(res *results.Result) error {
 // lockMonitor finds the deadlocks that a sync wait can make with row
 // locks: session B waits for A's commit while A is blocked, directly or
 // through other sessions (by locks or by their own sync waits), by a lock
-// that B's open transaction holds. Lock edges come from
-// pg_blocking_pids on a connection of its own, opened at the first check.
+// that B's open transaction holds. Lock edges come from one snapshot of
+// every backend waiting for a lock and those that block it
+// (pg_blocking_pids), read on a connection of its own, opened at the
+// first check, and shared: a check uses a snapshot taken at most
+// graphFresh before it asked, so that waiters checking at once cost one
+// query, not one per waiter and per session of their chains.
+//
+// Whenever that connection is lost (a restart, a terminated backend, an
+// idle timeout, a pooler), it is made again at the next check, with
+// backoff after failed attempts: the check is never given up for the rest
+// of a run. The checks that come while it cannot look say so, and a wait
+// that then ends at its timeout is counted under SyncCauseUnchecked.
 type lockMonitor struct {
-	mu     sync.Mutex
-	conn   *pgconn.PgConn
-	failed string
+	mu   sync.Mutex
+	conn *pgconn.PgConn
+	// g is the last snapshot of the lock waits.
+	g lockGraph
+	// retryAt: no new attempt at the connection before it; backoff:
+	// the next pause after a failure.
+	retryAt time.Time
+	backoff time.Duration
+	// failures: connections lost or attempts that failed, with the
+	// last error; reconnects: connections made after a loss.
+	failures, reconnects int64
+	lastErr              string
+	hadConn              bool
 }
 
-func (m *lockMonitor) failure() string {
+// lockGraph is a snapshot of the server's lock waits: for each backend
+// waiting for a lock, the backends that block it.
+type lockGraph struct {
+	at    time.Time
+	edges map[uint32][]uint32
+}
+
+// graphFresh is how old a snapshot of the lock waits may be for a check
+// that asks now: the snapshots of waiters checking within it are shared.
+const graphFresh = 10 * time.Millisecond
+
+// Backoff of the deadlock check's connection attempts after failures.
+const (
+	monitorBackoffMin = 50 * time.Millisecond
+	monitorBackoffMax = 2 * time.Second
+	// monitorTimeout bounds one check's connection attempt and query.
+	monitorTimeout = 5 * time.Second
+)
+
+// times is "once", "2 times".
+func times(n int64) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// failure says what went wrong with the check's connection during the
+// run, "" when nothing did, and how often it was made again.
+func (m *lockMonitor) failure() (string, int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.failed
+	if m.failures == 0 {
+		return "", m.reconnects
+	}
+	return fmt.Sprintf("the deadlock check's connection failed %s (last: %s) and was made again %s; "+
+		"waits that came while it could not look and ended at the timeout are counted as %q", times(m.failures), m.lastErr, times(m.reconnects), SyncCauseUnchecked), m.reconnects
+}
+
+// fail notes that the connection failed or was lost with err, and when
+// to try again. Called with m.mu held.
+func (m *lockMonitor) fail(err error) {
+	if m.conn != nil {
+		m.conn.Close(context.Background())
+		m.conn = nil
+	}
+	m.failures++
+	m.lastErr = err.Error()
+	m.backoff = min(max(2*m.backoff, monitorBackoffMin), monitorBackoffMax)
+	m.retryAt = time.Now().Add(m.backoff)
+}
+
+// ready makes sure the check has a connection, as the waiter's user to
+// its database; false when it has none now. Called with m.mu held.
+func (m *lockMonitor) ready(ctx context.Context, waiter *session) bool {
+	if m.conn != nil && !m.conn.IsClosed() {
+		return true
+	}
+	if m.conn != nil {
+		m.fail(errors.New("connection closed"))
+	}
+	if time.Now().Before(m.retryAt) {
+		return false
+	}
+	conn, err := waiter.r.quietConn(ctx, waiter.user, waiter.db)
+	if err != nil {
+		m.fail(err)
+		return false
+	}
+	if m.hadConn {
+		m.reconnects++
+	}
+	m.conn, m.hadConn, m.backoff = conn, true, 0
+	return true
+}
+
+// graph returns a snapshot of the lock waits taken at notBefore or
+// later, reading one when the last is older; ok false when the check's
+// connection is away. Waiters that ask while one is read wait for it and
+// share it.
+func (m *lockMonitor) graph(waiter *session, notBefore time.Time) (lockGraph, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.g.edges != nil && !m.g.at.Before(notBefore) {
+		return m.g, true
+	}
+	ctx, cancel := context.WithTimeout(waiter.r.hard, monitorTimeout)
+	defer cancel()
+	if !m.ready(ctx, waiter) {
+		return lockGraph{}, false
+	}
+	at := time.Now()
+	edges, err := lockWaits(ctx, m.conn)
+	if err != nil {
+		m.fail(err)
+		return lockGraph{}, false
+	}
+	m.g = lockGraph{at: at, edges: edges}
+	return m.g, true
 }
 
 func (m *lockMonitor) close() {
@@ -422,28 +620,34 @@ func (m *lockMonitor) close() {
 }
 
 // cycle reports whether aw, what waiter waits for, is blocked through
-// the chain of lock and sync waits by waiter itself. The chain is read
-// piece by piece, while the sessions go on: a cycle found is confirmed
-// only if every sync wait in it is still pending at the end (a session
-// whose wait just ended still shows it until its goroutine runs), so
-// that a wait is ended only for a cycle that holds.
-func (sr *syncRun) cycle(waiter *session, aw *awaited) bool {
-	m := &sr.mon
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failed != "" {
-		return false
+// the chain of lock and sync waits by waiter itself, and whether it
+// could look (ok false: the check's connection is away). Lock waits come
+// from a snapshot taken at most graphFresh before the check; sync waits
+// are read as the sessions go on: a cycle found is confirmed only if every
+// sync wait in it is still pending at the end (a session whose wait just
+// ended still shows it until its goroutine runs), so that a wait is ended
+// only for a cycle that holds; one found in a snapshot taken before the
+// check began is looked for again in a new one. The statements that the
+// waiter's locks hold up are marked on the way (markBlocked).
+func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
+	asked := time.Now()
+	g, ok := sr.mon.graph(waiter, asked.Add(-graphFresh))
+	if !ok {
+		return false, false
 	}
-	ctx, cancel := context.WithTimeout(waiter.r.hard, 5*time.Second)
-	defer cancel()
-	if m.conn == nil {
-		conn, err := waiter.r.quietConn(ctx, waiter.user, waiter.db)
-		if err != nil {
-			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
-			return false
+	sr.markBlocked(waiter.pid.Load(), g.edges)
+	if found = sr.walk(waiter, aw, g.edges); found && g.at.Before(asked) {
+		if g, ok = sr.mon.graph(waiter, asked); !ok {
+			return false, false
 		}
-		m.conn = conn
+		found = sr.walk(waiter, aw, g.edges)
 	}
+	return found, true
+}
+
+// walk follows the chain of sync and lock waits (edges) from aw, what
+// waiter waits for, and reports whether it comes back to waiter.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -492,14 +696,7 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) bool {
 		if pid == 0 {
 			continue
 		}
-		blockers, err := blockingPIDs(ctx, m.conn, pid)
-		if err != nil {
-			m.failed = fmt.Sprintf("deadlocks between sync waits and row locks could not be checked (%v): such waits ended at the timeout", err)
-			m.conn.Close(context.Background())
-			m.conn = nil
-			return false
-		}
-		for _, b := range blockers {
+		for _, b := range edges[pid] {
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
@@ -519,16 +716,106 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) bool {
 	return false
 }
 
-// blockingPIDs returns the backends that block pid's lock request.
-func blockingPIDs(ctx context.Context, conn *pgconn.PgConn, pid uint32) ([]uint32, error) {
-	res := conn.ExecParams(ctx, "SELECT pg_blocking_pids($1)", [][]byte{[]byte(strconv.FormatUint(uint64(pid), 10))}, nil, nil, nil).Read()
+// timeoutCause says what the session that was to bring the awaited
+// commit was doing when a wait gave up at its timeout.
+func (sr *syncRun) timeoutCause(waiter *session, aw *awaited, unchecked bool) string {
+	o := aw.owner
+	switch {
+	case o == nil:
+		return SyncCauseBehind
+	case o.pid.Load() == 0:
+		return SyncCauseReconnecting
+	case func() bool { a := o.waitingOn.Load(); return a != nil && a.pending() }():
+		return SyncCauseChained
+	case unchecked:
+		return SyncCauseUnchecked
+	case o.busyUntil.Load() == 0:
+		return SyncCauseBehind
+	}
+	g, ok := sr.mon.graph(waiter, time.Now().Add(-graphFresh))
+	switch {
+	case !ok:
+		return SyncCauseUnchecked
+	case len(g.edges[o.pid.Load()]) > 0:
+		return SyncCauseLocked
+	}
+	return SyncCauseRunning
+}
+
+// markDelayed marks the replayed statements blocked, directly or through
+// others, by the locks of waiter, whose sync wait just ended with its
+// transaction open: their time on the target includes the wait the
+// replayer made. A statement blocked by the waiter's locks stays blocked
+// until the waiter's transaction ends, which cannot happen during its
+// sync wait, so a snapshot from the wait's last deadlockCheckEvery finds
+// every one blocked before then.
+func (sr *syncRun) markDelayed(waiter *session) {
+	if g, ok := sr.mon.graph(waiter, time.Now().Add(-deadlockCheckEvery)); ok {
+		sr.markBlocked(waiter.pid.Load(), g.edges)
+	}
+}
+
+// markBlocked marks the sessions whose statement in flight waits, through
+// any chain of lock waits in edges, for a lock of backend wpid
+// (session.delayedSeq).
+func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
+	if wpid == 0 || len(edges) == 0 {
+		return
+	}
+	blocked := map[uint32]bool{wpid: true}
+	for grew := true; grew; {
+		grew = false
+		for pid, by := range edges {
+			if blocked[pid] {
+				continue
+			}
+			for _, b := range by {
+				if blocked[b] {
+					blocked[pid], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	delete(blocked, wpid)
+	for pid := range blocked {
+		if o, ok := sr.pids.Load(pid); ok {
+			os := o.(*session)
+			if os.busyUntil.Load() != 0 {
+				os.delayedSeq.Store(os.execSeq.Load())
+			}
+		}
+	}
+}
+
+// lockWaits returns the backends waiting for a lock, each with those
+// that block it.
+func lockWaits(ctx context.Context, conn *pgconn.PgConn) (map[uint32][]uint32, error) {
+	res := conn.ExecParams(ctx, "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", nil, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, res.Err
 	}
-	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
-		return nil, fmt.Errorf("pg_blocking_pids: unexpected result")
+	edges := map[uint32][]uint32{}
+	for _, row := range res.Rows {
+		if len(row) != 2 {
+			return nil, fmt.Errorf("lock waits: unexpected result")
+		}
+		pid, err := strconv.ParseUint(string(row[0]), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("lock waits: pid %q", row[0])
+		}
+		by, err := parsePIDs(row[1])
+		if err != nil {
+			return nil, err
+		}
+		edges[uint32(pid)] = by
 	}
-	text := strings.Trim(string(res.Rows[0][0]), "{}")
+	return edges, nil
+}
+
+// parsePIDs reads an int[] of backend pids in its text form.
+func parsePIDs(b []byte) ([]uint32, error) {
+	text := strings.Trim(string(b), "{}")
 	if text == "" {
 		return nil, nil
 	}
@@ -536,7 +823,7 @@ func blockingPIDs(ctx context.Context, conn *pgconn.PgConn, pid uint32) ([]uint3
 	for _, f := range strings.Split(text, ",") {
 		v, err := strconv.ParseUint(f, 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("pg_blocking_pids: %q", res.Rows[0][0])
+			return nil, fmt.Errorf("pg_blocking_pids: %q", b)
 		}
 		pids = append(pids, uint32(v))
 	}

@@ -40,10 +40,13 @@ import (
 // hanging; COPY TO STDOUT is read and dropped.
 //
 // Cancellation: no context is watched per statement. When the hard
-// context ends, a function registered once per connection (watchHard)
-// sets a past read and write deadline on the socket, which makes the
-// exchange in flight fail at once, as pgconn's deadline handler did; the
-// connection is then closed and the statement counted as cancelled.
+// context ends, a function registered once per connection (watchHard,
+// stop.go) sends the server a CancelRequest for the statement in flight,
+// whose exchange then ends with the server's error; a target that does
+// not answer has a past deadline set on the socket instead, which makes
+// the exchange fail at once. Either way the statement is counted as
+// interrupted. No deadline is set per statement either: the I/O watch
+// (watch.go) looks for statements that get no answer.
 
 var (
 	describePortal = &pgproto3.Describe{ObjectType: 'P'}
@@ -194,18 +197,4 @@ func (s *session) broken(err error) error {
 		}
 	}
 	return err
-}
-
-// watchHard makes the hard context's end interrupt any exchange on conn:
-// it sets a past deadline on the socket. The returned function stops the
-// watch.
-func (s *session) watchHard(conn *pgconn.PgConn) func() bool {
-	hard := s.r.hard
-	if hard == nil || hard.Done() == nil {
-		return nil
-	}
-	nc := conn.Conn()
-	return context.AfterFunc(hard, func() {
-		nc.SetDeadline(time.Unix(1, 0))
-	})
 }

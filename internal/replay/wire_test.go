@@ -270,23 +270,73 @@ func TestWireProtocolPaths(t *testing.T) {
 	}
 }
 
-// TestWireHardCancel: the end of the hard context interrupts a statement
-// in flight, which counts as cancelled, and the connection is closed.
+// TestWireHardCancel: the end of the hard context cancels a statement in
+// flight on the server (a CancelRequest): its exchange ends with the
+// server's 57014 at once, the backend is no longer running it, and the
+// connection stays usable (for the ROLLBACK of the stop). A target that
+// stopped answering has the exchange cut instead.
 func TestWireHardCancel(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	hard, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
+	hard, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := wireSession(t, hard, c.DSN("postgres"), nil)
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
+	s.busyUntil.Store(start.Add(time.Hour).UnixNano()) // in flight, as exec marks it
 	err := s.execSimple("SELECT pg_sleep(30)")
+	s.busyUntil.Store(0)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cancelled after %v", d)
 	}
-	te := classifyError(err, s.conn)
-	if te.code != CanceledSQLState || !te.lost {
-		t.Errorf("cancelled statement: %+v (%v)", te, err)
+	if sqlState(err) != CanceledSQLState || s.conn.IsClosed() {
+		t.Errorf("cancelled statement: %v, connection closed %v", err, s.conn.IsClosed())
 	}
+	// The cancel request is counted once the server closed its
+	// connection, which may come after the statement's answer.
+	for deadline := time.Now().Add(10 * time.Second); s.r.c.cancelled.Load() != 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // polling
+	}
+	if !s.r.hardDone.Load() || s.r.c.cancelled.Load() != 1 {
+		t.Errorf("hard done %v, cancelled %d", s.r.hardDone.Load(), s.r.c.cancelled.Load())
+	}
+	checkUsable(t, s, "after the cancel")
+	if n := activeSleeps(t, c); n != 0 {
+		t.Errorf("%d pg_sleep still active on the server", n)
+	}
+
+	// The target silent: no cancel request, the socket cut at once.
+	hard2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	s2 := wireSession(t, hard2, c.DSN("postgres"), nil)
+	s2.r.silent.Store(true)
+	time.AfterFunc(200*time.Millisecond, cancel2)
+	start = time.Now()
+	s2.busyUntil.Store(start.Add(time.Hour).UnixNano())
+	err = s2.execSimple("SELECT pg_sleep(30)")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cut after %v", d)
+	}
+	if te := classifyError(err, s2.conn); !te.lost || s2.r.c.cancelled.Load() != 0 {
+		t.Errorf("cut statement: %+v (%v)", te, err)
+	}
+}
+
+// activeSleeps counts the backends running pg_sleep.
+func activeSleeps(t *testing.T, c *pgcluster.Cluster) int {
+	t.Helper()
+	conn, err := pgconn.Connect(context.Background(), c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	res := conn.ExecParams(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()", nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	n := 0
+	fmt.Sscan(string(res.Rows[0][0]), &n)
+	return n
 }
 
 // TestWireSameMessages: the messages sent are those of the pgconn calls

@@ -38,6 +38,10 @@ const (
 	// ReasonNothingMeasured: the logs yielded nothing to measure
 	// (Nothing says why).
 	ReasonNothingMeasured Reason = "nothing_measured"
+	// ReasonDegraded: recovering from a fault changed the replay's
+	// timings (the result's DegradedReasons say how); sessions that
+	// could not connect at all are ReasonConnectFailures instead.
+	ReasonDegraded Reason = "degraded"
 	// ReasonConnectFailures: sessions could not connect to the target
 	// (the result's Sessions.ConnectFailures say as whom).
 	ReasonConnectFailures Reason = "connect_failures"
@@ -106,6 +110,7 @@ func (o *Outcome) reasons(maxErrorRate float64) {
 	add(res.Partial && res.IncompleteBecause(results.IncompleteTargetGone), ReasonTargetGone)
 	add(res.Partial && o.Cut == nil && !res.IncompleteBecause(results.IncompleteTargetGone), ReasonInterrupted)
 	add(o.Nothing != nil, ReasonNothingMeasured)
+	add(len(res.Degraded) > 0 && res.Sessions.ConnectFailed == 0, ReasonDegraded)
 	if res.Replay != nil {
 		add(res.Sessions.ConnectFailed > 0, ReasonConnectFailures)
 		out := res.Outcomes

@@ -165,6 +165,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, runErr
 	}
 	o := &Outcome{Result: res, Evidence: evidence, Preflight: pf, Err: runErr}
+	if evidence != nil {
+		replay.NoteTargetWaits(res, targetWaits(evidence))
+	}
 	res.Input = set.Input()
 	res.Part = part(cfg)
 	if evidence != nil {
@@ -270,4 +273,18 @@ type TimelessError struct{ Files []string }
 
 func (e *TimelessError) Error() string {
 	return fmt.Sprintf("the lines of %v have no time (a log_line_prefix without %%m, %%t or %%n): a replay cannot keep their pace nor order their sessions; capture the log with %%m in log_line_prefix", e.Files)
+}
+
+// targetWaits are the wait events the observer sampled on the target,
+// most first, for the lag warning.
+func targetWaits(ev *observe.Evidence) []replay.WaitShare {
+	var out []replay.WaitShare
+	for _, w := range ev.Waits.Events {
+		name := w.Type + "/" + w.Event
+		if w.Type == w.Event {
+			name = w.Type
+		}
+		out = append(out, replay.WaitShare{Event: name, Share: w.Share})
+	}
+	return out
 }

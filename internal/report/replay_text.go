@@ -26,6 +26,8 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		title += " (PARTIAL: interrupted)"
 	} else if len(res.Incomplete) > 0 {
 		title += " (INCOMPLETE)"
+	} else if len(res.Degraded) > 0 {
+		title += " (DEGRADED)"
 	}
 	fmt.Fprintf(&b, "%s at speed %g, %.1f s\n", title, res.Speed, res.WallSeconds)
 	if res.FirstTime != 0 {
@@ -45,6 +47,13 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	}
 	for _, why := range res.Incomplete {
 		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", why)
+	}
+	for _, why := range res.Degraded {
+		fmt.Fprintf(&b, "  DEGRADED:   %s\n", why)
+	}
+	if res.ReplayerDelayed > 0 {
+		fmt.Fprintf(&b, "  delayed:    %d statements waited on the target for a lock held by a session in a sync wait: "+
+			"their time is the replayer's doing, so they count as calls without a latency\n", res.ReplayerDelayed)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
@@ -118,6 +127,13 @@ func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distri
 	} else {
 		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
 			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
+		if len(st.TimeoutsByCause) > 0 {
+			fmt.Fprintf(b, "    timeouts by cause: %s\n", CountList(st.TimeoutsByCause))
+		}
+		if st.LostTransactions > 0 {
+			fmt.Fprintf(b, "    %d logged transactions did not commit on the target because of a fault; statements that were waiting for one were skipped (%q)\n",
+				st.LostTransactions, "dependency lost")
+		}
 	}
 	for _, n := range st.Notes {
 		fmt.Fprintf(b, "    %s\n", n)

@@ -300,6 +300,8 @@ func UnjudgeableText(u compare.Unjudgeable) string {
 		return u.Run + " stopped early (partial result)"
 	case compare.UnjudgeableIncomplete:
 		return u.Run + " is incomplete: " + u.Detail
+	case compare.UnjudgeableDegraded:
+		return u.Run + " is degraded: " + u.Detail
 	case compare.UnjudgeableEmpty:
 		if u.Detail != "" {
 			return u.Run + " holds statements but " + u.Detail + ": nothing to judge"

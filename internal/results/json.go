@@ -110,6 +110,12 @@ func (r *Result) check() error {
 	for len(r.IncompleteReasons) < len(r.Incomplete) {
 		r.IncompleteReasons = append(r.IncompleteReasons, IncompleteOther)
 	}
+	if len(r.DegradedReasons) > len(r.Degraded) {
+		return fmt.Errorf("%d degraded_reasons for %d degraded entries", len(r.DegradedReasons), len(r.Degraded))
+	}
+	for len(r.DegradedReasons) < len(r.Degraded) {
+		r.DegradedReasons = append(r.DegradedReasons, DegradedOther)
+	}
 	if p := r.Part; p != nil {
 		if err := p.check(); err != nil {
 			return err

@@ -60,6 +60,13 @@ func Merge(a, b *Result) (*Result, error) {
 			}
 		}
 	}
+	for _, r := range []*Result{a, b} {
+		for i, text := range r.Degraded {
+			if !slices.Contains(m.Degraded, text) {
+				m.MarkDegraded(r.degradedReason(i), text)
+			}
+		}
+	}
 	if a.Warnings != nil || b.Warnings != nil {
 		m.Warnings = union(a.Warnings, b.Warnings)
 	}
@@ -112,6 +119,14 @@ func Merge(a, b *Result) (*Result, error) {
 		}
 	}
 	return m, nil
+}
+
+// degradedReason is the reason of Degraded[i].
+func (r *Result) degradedReason(i int) DegradedReason {
+	if i < len(r.DegradedReasons) {
+		return r.DegradedReasons[i]
+	}
+	return DegradedOther
 }
 
 // incompleteReason is the reason of Incomplete[i].
@@ -365,6 +380,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		EndedAt:          max(x.EndedAt, y.EndedAt),
 		ClientCPUSeconds: x.ClientCPUSeconds + y.ClientCPUSeconds,
 		Lost:             x.Lost + y.Lost,
+		ReplayerDelayed:  x.ReplayerDelayed + y.ReplayerDelayed,
 		TargetLocal:      x.TargetLocal || y.TargetLocal,
 		Outcomes: Outcomes{
 			Ran:                  x.Outcomes.Ran + y.Outcomes.Ran,
@@ -406,6 +422,15 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	}
 	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
 		return nil, err
+	}
+	if x.LagSources != nil || y.LagSources != nil {
+		m.LagSources = &LagSources{}
+		for _, l := range []*LagSources{x.LagSources, y.LagSources} {
+			if l != nil {
+				m.LagSources.TargetMS += l.TargetMS
+				m.LagSources.ReplayerMS += l.ReplayerMS
+			}
+		}
 	}
 	m.Errors = MergeErrorSamples(x.Errors, y.Errors)
 	if x.ClientQueries != nil || y.ClientQueries != nil {
@@ -543,6 +568,17 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 		Deadlocks:           x.Deadlocks + y.Deadlocks,
 		SessionStartsWaited: x.SessionStartsWaited + y.SessionStartsWaited,
 		CatalogMS:           x.CatalogMS + y.CatalogMS,
+		CheckReconnects:     x.CheckReconnects + y.CheckReconnects,
+		LostTransactions:    x.LostTransactions + y.LostTransactions,
+	}
+	if x.TimeoutsByCause != nil || y.TimeoutsByCause != nil {
+		m.TimeoutsByCause = addCounts(addCounts(nil, x.TimeoutsByCause), y.TimeoutsByCause)
+	}
+	if lost := slices.Concat(x.LostCommits, y.LostCommits); len(lost) > 0 {
+		// Parts of one log share its commit order: by position.
+		slices.SortFunc(lost, func(a, b LostCommit) int { return cmp.Compare(a.Position, b.Position) })
+		lost = slices.Compact(lost)
+		m.LostCommits = lost[:min(len(lost), MaxLostCommits)]
 	}
 	if x.Notes != nil || y.Notes != nil {
 		m.Notes = union(x.Notes, y.Notes)

@@ -89,6 +89,15 @@ type Result struct {
 	// each, in the same order: what a consumer tests (MarkIncomplete
 	// adds both).
 	IncompleteReasons []IncompleteReason `json:"incomplete_reasons,omitempty"`
+	// Degraded says why a replay's timings cannot be trusted though it
+	// ran to its end with (almost) every statement: recovering from a
+	// fault changed them (sessions reconnected after a restart, sync
+	// waits given up at their timeout beyond the documented share).
+	// Like an incomplete result, a degraded one is not judged.
+	Degraded []string `json:"degraded,omitempty"`
+	// DegradedReasons are the kinds of the entries of Degraded, one each,
+	// in the same order (MarkDegraded adds both).
+	DegradedReasons []DegradedReason `json:"degraded_reasons,omitempty"`
 	// Warnings are what a reader must know before trusting the figures
 	// (a replay that fell behind its schedule, so the target saw another
 	// load than the original's); a report repeats them.
@@ -156,6 +165,18 @@ type Replay struct {
 	// data, --read-only).
 	Lost int64 `json:"lost"`
 
+	// ReplayerDelayed counts the statements whose time on the target
+	// included a wait the replayer made: a row lock held by a session
+	// that was itself in a sync wait (holding its open transaction while
+	// it waited for another session's commit). They are counted in
+	// their queries' calls without a latency, so that the comparison
+	// leaves their times out.
+	ReplayerDelayed int64 `json:"replayer_delayed,omitempty"`
+
+	// LagSources splits the schedule lag by the side that caused it;
+	// nil at speed 0 or when nothing was late.
+	LagSources *LagSources `json:"lag_sources,omitempty"`
+
 	// Destructive counts the statements read that destroy or reshape
 	// data or schema (DROP TABLE, TRUNCATE, DELETE without WHERE, ALTER
 	// TABLE...), by kind, whether they ran or not.
@@ -207,10 +228,47 @@ type Sync struct {
 	// CatalogMS is how long reading the target's catalogs took, at the
 	// start (part of the replay's wall time).
 	CatalogMS float64 `json:"catalog_ms"`
+	// TimeoutsByCause splits Timeouts by what the awaited session was
+	// doing when the wait gave up (the Sync* cause constants of package
+	// replay).
+	TimeoutsByCause map[string]int64 `json:"timeouts_by_cause,omitempty"`
+	// CheckReconnects counts the times the deadlock check's own
+	// connection was lost and made again.
+	CheckReconnects int64 `json:"check_reconnects,omitempty"`
+	// LostTransactions counts the logged transactions whose commit never
+	// ran on the target because of a fault (a crash or restart lost the
+	// transaction in flight, its session lost its connection); LostCommits
+	// lists the first of them with their place in the log's commit order.
+	// Statements that waited for one were not run, and are counted as
+	// skipped for a lost dependency.
+	LostTransactions int64        `json:"lost_transactions,omitempty"`
+	LostCommits      []LostCommit `json:"lost_commits,omitempty"`
 	// Notes say where synchronization did less than asked: off for a
 	// reason, a database waited on in commit mode because its catalog
 	// could not be read, the deadlock check unavailable.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// MaxLostCommits bounds Sync.LostCommits.
+const MaxLostCommits = 100
+
+// LostCommit is a logged transaction that a fault lost on the target.
+type LostCommit struct {
+	// Position is its place in the log's commit order (from 1), At the
+	// log time of the event that committed it.
+	Position uint64 `json:"position"`
+	At       Time   `json:"at"`
+}
+
+// LagSources is the schedule lag of a replay split by its cause, in ms
+// summed over the late statements: TargetMS is lateness of statements
+// whose session was still waiting for its previous statement on the
+// target when they were due (the target was slower than the original);
+// ReplayerMS the rest, lateness the replayer itself caused (its CPU, its
+// goroutines scheduled late, its reading).
+type LagSources struct {
+	TargetMS   float64 `json:"target_ms"`
+	ReplayerMS float64 `json:"replayer_ms"`
 }
 
 // LineCounts account for every physical line of the logs: each was parsed
@@ -433,7 +491,9 @@ func New(k Kind, src LatencySource) *Result {
 
 // Complete reports whether the run did all it claims: not stopped early,
 // nothing lost beyond its allowance.
-func (r *Result) Complete() bool { return !r.Partial && len(r.Incomplete) == 0 }
+func (r *Result) Complete() bool {
+	return !r.Partial && len(r.Incomplete) == 0 && len(r.Degraded) == 0
+}
 
 // SpanSeconds is how long the run lasted: a replay's wall time, else the
 // time between its first and last statement; 0 when unknown.

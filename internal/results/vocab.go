@@ -45,12 +45,21 @@ const (
 	SkipBrokenTransaction SkipReason = "rest of a transaction whose connection broke"
 	// SkipTargetGone: statements left when the target stayed away past
 	// the connect timeout and the replay stopped early.
-	SkipTargetGone  SkipReason = "target unavailable"
+	SkipTargetGone SkipReason = "target unavailable"
+	// SkipInterrupted: statements stopped by the user (Ctrl-C,
+	// SIGTERM): those not run, and those in flight that the stop
+	// cancelled on the server.
 	SkipInterrupted SkipReason = "interrupted"
+	// SkipDependencyLost: a statement that waited for another session's
+	// commit which a fault lost on the target (the other session's
+	// connection broke before it committed), with the rest of its
+	// transaction block: without what it depended on it would do other
+	// work.
+	SkipDependencyLost SkipReason = "dependency lost"
 )
 
 // lostReasons are the skip reasons of faults.
-var lostReasons = []SkipReason{SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipTargetGone, SkipInterrupted}
+var lostReasons = []SkipReason{SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipDependencyLost, SkipTargetGone, SkipInterrupted}
 
 // Lost reports whether statements skipped for r were lost to a fault
 // (counted in Replay.Lost) rather than skipped by design.
@@ -102,6 +111,45 @@ const (
 	// not type its reasons.
 	IncompleteOther IncompleteReason = "other"
 )
+
+// DegradedReason is why a replay's timings cannot be trusted though it
+// ran: the kind of each entry of Result.Degraded, whose text says it to a
+// person.
+type DegradedReason string
+
+// Reasons a replay is degraded.
+const (
+	// DegradedReconnected: sessions reconnected after their connection
+	// broke (a restart, a crash, a terminated backend).
+	DegradedReconnected DegradedReason = "reconnected"
+	// DegradedSilentConnections: connections got no answer within the
+	// I/O timeout while the target answered others, and were cut.
+	DegradedSilentConnections DegradedReason = "silent_connections"
+	// DegradedSyncTimeouts: more sync waits than the documented share
+	// gave up at their timeout.
+	DegradedSyncTimeouts DegradedReason = "sync_timeouts"
+	// DegradedOther: a reason written by an earlier version, which did
+	// not type its reasons.
+	DegradedOther DegradedReason = "other"
+)
+
+// MarkDegraded adds why the replay's timings cannot be trusted: its kind
+// and the sentence a person reads.
+func (r *Result) MarkDegraded(reason DegradedReason, text string) {
+	r.Degraded = append(r.Degraded, text)
+	r.DegradedReasons = append(r.DegradedReasons, reason)
+}
+
+// DegradedBecause reports whether reason is among the reasons the replay
+// is degraded.
+func (r *Result) DegradedBecause(reason DegradedReason) bool {
+	for _, x := range r.DegradedReasons {
+		if x == reason {
+			return true
+		}
+	}
+	return false
+}
 
 // MarkIncomplete adds why the run is incomplete: its kind and the
 // sentence a person reads.

@@ -249,7 +249,7 @@ func (b *Builder) exec(ev *event.Event) {
 		b.depend(node, w.node)
 	}
 	for _, it := range b.cache.Get(ev.Query) {
-		info := b.info(stmts, ev.Database, it)
+		info := b.info(stmts, ev.Database, it, ev.Query)
 		switch info.control {
 		case syncdep.TxBegin:
 			tx.inBlock = true
@@ -339,15 +339,17 @@ func (b *Builder) depend(a, c int32) {
 	b.edges[key]++
 }
 
-// info analyzes a normalized statement of a database, once.
-func (b *Builder) info(stmts map[string]*stmtInfo, db string, it fingerprint.Item) *stmtInfo {
+// info analyzes a normalized statement of a database, once; text is the
+// logged text it is a statement of. What the statement does is the one
+// classifier's (fingerprint.Class), parsed once per statement text.
+func (b *Builder) info(stmts map[string]*stmtInfo, db string, it fingerprint.Item, text string) *stmtInfo {
 	if x, ok := stmts[it.Query]; ok {
 		return x
 	}
 	x := &stmtInfo{}
 	if !it.Unparsed {
-		st := syncdep.Analyze(it.Query)
-		x.control, x.chain = st.Control, st.Chain
+		st := it.Class(text)
+		x.control, x.chain = st.Tx, st.Chain
 		x.opaque = st.Opaque
 		x.reads = st.Opaque || st.ReadAll
 		for _, n := range st.Touch {

@@ -11,17 +11,34 @@ import (
 // makes one for the event that ends it (COMMIT, an autocommit statement,
 // COMMIT PREPARED), and the replay calls Done once that event has run on
 // the target, whatever its outcome there (a failure will not commit
-// later either, so nothing must wait for it longer).
+// later either, so nothing must wait for it longer), or Lose when a
+// fault kept it from running (its session's connection broke): its
+// waiters are released then too, and can tell.
 type Txn struct {
 	b        *Board
 	seq      uint64
+	at       int64 // log time of the event that commits it
 	owner    any
 	writes   []uint32
 	writeAll bool
 	done     bool          // under b.mu
 	ran      atomic.Bool   // done, for readers without the lock
+	lost     atomic.Bool   // set before done by Lose
 	ch       chan struct{} // made when someone waits; closed by Done
 }
+
+// Lose marks the transaction as lost on the target (see Txn) and wakes
+// its waiters, as Done does.
+func (t *Txn) Lose() {
+	t.lost.Store(true)
+	t.Done()
+}
+
+// Lost reports whether Lose was called.
+func (t *Txn) Lost() bool { return t.lost.Load() }
+
+// At is the log time (µs since the epoch) of the event that commits it.
+func (t *Txn) At() int64 { return t.at }
 
 // Ran reports whether Done was called.
 func (t *Txn) Ran() bool { return t.ran.Load() }

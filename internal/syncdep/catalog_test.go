@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
@@ -73,7 +74,7 @@ func TestLoadCatalog(t *testing.T) {
 		"SELECT ship($1)",
 		"SELECT not_in_catalog()",
 	} {
-		st := Analyze(sql)
+		st := fingerprint.Classify(sql)
 		got, want := effectString(server.Effect(st)), effectString(hand.Effect(st))
 		if got != want {
 			t.Errorf("%s:\n server %q\n   hand %q", sql, got, want)

@@ -3,14 +3,15 @@
 // committed on the target. Its name says what it holds: the dependencies
 // that synchronize the sessions of a replay.
 //
-// It has three parts, each usable and tested apart:
+// What one statement does to relations, read with PostgreSQL's parser
+// (pg_query), is package fingerprint's Class, made once per statement
+// text: the relations it reads or writes, the functions it calls, whether
+// it controls the transaction (BEGIN, COMMIT, PREPARE TRANSACTION...) and
+// whether its effects cannot be known from its text (a DO block, CALL,
+// DDL, an SQL-level EXECUTE). This package names that vocabulary
+// (Statement, Name, Control) and parses nothing itself. It has two parts,
+// each usable and tested apart:
 //
-//   - Analyze reads one SQL statement with PostgreSQL's parser (pg_query)
-//     and says what it does to relations: the relations it reads or
-//     writes, the functions it calls, whether it controls the transaction
-//     (BEGIN, COMMIT, PREPARE TRANSACTION...) and whether its effects
-//     cannot be known from its text (a DO block, CALL, DDL, an SQL-level
-//     EXECUTE).
 //   - A Catalog is what a database's schema adds to that: foreign keys (a
 //     child insert reads its parent, a parent delete reads its children
 //     and may write them), views (read their base tables), partitions and

@@ -112,7 +112,7 @@ func NewResolver(c *Catalog) *Resolver {
 	topName := map[int]Name{}
 	for i, rel := range c.Relations {
 		root := find(i)
-		n := Name{rel.Schema, rel.Name}
+		n := Name{Schema: rel.Schema, Name: rel.Name}
 		if !hasParent[i] {
 			if t, ok := topName[root]; !ok || cmpName(n, t) < 0 {
 				topName[root] = n
@@ -127,7 +127,7 @@ func NewResolver(c *Catalog) *Resolver {
 			rootG[root] = g
 			top, ok := topName[root]
 			if !ok {
-				top = Name{c.Relations[root].Schema, c.Relations[root].Name}
+				top = Name{Schema: c.Relations[root].Schema, Name: c.Relations[root].Name}
 			}
 			r.groups = append(r.groups, group{key: top.Schema + "." + top.Name})
 		}
@@ -135,7 +135,7 @@ func NewResolver(c *Catalog) *Resolver {
 		gr := &r.groups[g]
 		gr.view = gr.view || rel.Kind == 'v'
 		gr.opaque = gr.opaque || rel.Triggers || rel.Rules
-		n := Name{rel.Schema, rel.Name}
+		n := Name{Schema: rel.Schema, Name: rel.Name}
 		r.byQual[n] = appendOnce(r.byQual[n], g)
 		r.byName[rel.Name] = appendOnce(r.byName[rel.Name], g)
 	}
@@ -170,7 +170,7 @@ func NewResolver(c *Catalog) *Resolver {
 	}
 	for _, f := range c.Functions {
 		k := functionKind(f)
-		n := Name{f.Schema, f.Name}
+		n := Name{Schema: f.Schema, Name: f.Name}
 		r.funcs[n] = max(r.funcs[n], k)
 		r.fnNames[f.Name] = max(r.fnNames[f.Name], k)
 	}
@@ -242,9 +242,9 @@ func (r *Resolver) lookup(n Name) []int {
 }
 
 // Effect expands st.
-func (r *Resolver) Effect(st Statement) Effect {
+func (r *Resolver) Effect(st *Statement) Effect {
 	var e Effect
-	if st.Control != TxNone {
+	if st.Tx != TxNone {
 		return e
 	}
 	if st.Opaque {

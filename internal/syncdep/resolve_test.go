@@ -3,6 +3,8 @@ package syncdep
 import (
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
 // shopCatalog is a small schema written by hand: orders and shipments
@@ -103,7 +105,7 @@ func TestResolverEffect(t *testing.T) {
 		{"COMMIT", ""},
 		{"SET x = 1", ""},
 	} {
-		if got := effectString(r.Effect(Analyze(tc.sql))); got != tc.want {
+		if got := effectString(r.Effect(fingerprint.Classify(tc.sql))); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.sql, got, tc.want)
 		}
 	}
@@ -120,7 +122,7 @@ func TestResolverWithoutCatalog(t *testing.T) {
 		{"SELECT 1", ""},
 		{"BEGIN", ""},
 	} {
-		if got := effectString(r.Effect(Analyze(tc.sql))); got != tc.want {
+		if got := effectString(r.Effect(fingerprint.Classify(tc.sql))); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	pg_query "github.com/pganalyze/pg_query_go/v6"
-
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
@@ -261,16 +259,11 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	if ef, ok := d.effects[it.Query]; ok {
 		return ef
 	}
-	var st Statement
-	if it.Unparsed {
-		// It fails on the server without running.
-	} else if n := parseOne(it.Query, e.Text, i, len(e.Items)); n != nil {
-		st = analyzeNode(n)
-	} else {
-		st = Statement{Opaque: true}
-	}
+	// The one classifier's answer, made once per statement text and
+	// shared with the rest of the replay.
+	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
-	x := &effect{control: st.Control, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
+	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
 	for _, k := range ef.Touch {
 		x.touch = append(x.touch, t.id(d, k))
 	}
@@ -288,36 +281,9 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	return x
 }
 
-// parseOne parses statement i of n of an event: its normalized text, or
-// where normalization made text the parser refuses (SET TRANSACTION
-// ISOLATION LEVEL $1), the same statement of the logged text. nil when
-// neither parses.
-func parseOne(norm, text string, i, n int) *pg_query.Node {
-	if res, err := pg_query.Parse(norm); err == nil && len(res.Stmts) == 1 {
-		return res.Stmts[0].Stmt
-	}
-	if res, err := pg_query.Parse(text); err == nil && len(res.Stmts) == n {
-		return res.Stmts[i].Stmt
-	}
-	return nil
-}
-
 func sortedIDs(s []uint32) []uint32 {
 	slices.Sort(s)
 	return slices.Compact(s)
-}
-
-// gid reads the transaction id of a 2PC statement: fingerprints leave it
-// out, so it is read from the statement each time (these are rare).
-func gid(query string) string {
-	res, err := pg_query.Parse(query)
-	if err != nil || len(res.Stmts) != 1 {
-		return ""
-	}
-	if ts := res.Stmts[0].Stmt.GetTransactionStmt(); ts != nil {
-		return ts.Gid
-	}
-	return ""
 }
 
 // Session follows one session of the log.
@@ -399,19 +365,19 @@ func (s *Session) Event(e Exec) Step {
 			s.aborted, s.inBlock = false, eff.chain
 		case TxPrepare:
 			if !s.aborted && !s.tx.empty() {
-				t.prepared[gid(it.Query)] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
+				t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
 			}
 			s.tx.reset()
 			s.aborted, s.inBlock = false, false
 		case TxCommitPrepared:
-			g := gid(it.Query)
+			g := it.Class(e.Text).Gid
 			if p, ok := t.prepared[g]; ok {
 				delete(t.prepared, g)
 				commit.merge(p)
 				committing = true
 			}
 		case TxRollbackPrepared:
-			delete(t.prepared, gid(it.Query))
+			delete(t.prepared, it.Class(e.Text).Gid)
 		case TxNone:
 			if eff.empty() {
 				continue
@@ -476,7 +442,7 @@ func (e *effect) union(o *effect) {
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx

@@ -195,7 +195,7 @@ func scanLog(src event.Source) (*logPlan, error) {
 		if len(items) == 0 {
 			continue
 		}
-		ends, now := txEnds(items, inTx[ev.Session])
+		ends, now := txEnds(items, ev.Query, inTx[ev.Session])
 		inTx[ev.Session] = now
 		c := counts[items[0].Fingerprint]
 		if c == nil {
@@ -337,39 +337,35 @@ func (h *intHeap) Pop() any {
 }
 
 // txEnds counts the transactions that the statements of one execution
-// end, given whether its session was inside a transaction block, and
-// says whether it is inside one afterwards. A transaction ends with
-// COMMIT, END, ROLLBACK, ABORT or PREPARE TRANSACTION, and every
-// statement outside a block is a transaction of its own; a query string
-// of several statements without transaction control is one (implicit)
-// transaction, as the server runs it.
-func txEnds(items []fingerprint.Item, inTx bool) (int, bool) {
+// (items of the logged text) end, given whether its session was inside
+// a transaction block, and says whether it is inside one afterwards. A
+// transaction ends with COMMIT, END, ROLLBACK, ABORT or PREPARE
+// TRANSACTION, and every statement outside a block is a transaction of
+// its own; a query string of several statements without transaction
+// control is one (implicit) transaction, as the server runs it. The
+// statements' kinds are the one classifier's (fingerprint.Class).
+func txEnds(items []fingerprint.Item, text string, inTx bool) (int, bool) {
 	ends := 0
 	control := false
 	for _, it := range items {
-		w := strings.FieldsFunc(strings.ToUpper(it.Query), func(r rune) bool { return !(r >= 'A' && r <= 'Z') })
-		if len(w) == 0 {
-			continue
-		}
-		has := func(word string) bool { return slices.Contains(w[1:], word) }
-		switch {
-		case w[0] == "BEGIN" || (w[0] == "START" && has("TRANSACTION")):
+		c := it.Class(text)
+		switch c.Tx {
+		case fingerprint.TxBegin:
 			control = true
 			inTx = true
-		case (w[0] == "COMMIT" || w[0] == "ROLLBACK") && len(w) > 1 && w[1] == "PREPARED":
+		case fingerprint.TxCommitPrepared, fingerprint.TxRollbackPrepared:
 			// Runs outside a block, a transaction of its own.
 			if !inTx {
 				ends++
 			}
-		case w[0] == "ROLLBACK" && has("TO"):
-			// ROLLBACK TO SAVEPOINT: the block goes on.
-		case w[0] == "COMMIT" || w[0] == "END" || w[0] == "ROLLBACK" || w[0] == "ABORT" ||
-			(w[0] == "PREPARE" && len(w) > 1 && w[1] == "TRANSACTION"):
+		case fingerprint.TxSavepoint:
+			// The block goes on.
+		case fingerprint.TxCommit, fingerprint.TxRollback, fingerprint.TxPrepare:
 			control = true
 			if inTx {
 				ends++
 			}
-			inTx = has("CHAIN") && !has("NO")
+			inTx = c.Chain
 		default:
 			if !inTx && (len(items) == 1 || control) {
 				ends++

@@ -61,7 +61,7 @@ func TestTxEnds(t *testing.T) {
 		{"BEGIN; UPDATE t SET a = 1", false, 0, true},
 		{"COMMIT; SELECT 1", true, 2, false},
 	} {
-		ends, after := txEnds(items(tc.q), tc.inTx)
+		ends, after := txEnds(items(tc.q), tc.q, tc.inTx)
 		if ends != tc.ends || after != tc.after {
 			t.Errorf("%q in a block %v: %d ends, in a block after %v; want %d, %v", tc.q, tc.inTx, ends, after, tc.ends, tc.after)
 		}

@@ -1,4 +1,4 @@
-package logread
+package prefix
 
 import (
 	"bufio"
@@ -63,6 +63,7 @@ var realPrefixes = []struct{ prefix, source string }{
 	{"< %m > ", "PostgreSQL 9 packages of Red Hat"},
 	{"%n [%p] ", "epoch times"},
 	{"%m %p %u %d %a ", "free text without labels"},
+	{"user=%u,db=%d", "issue 19: no space before the severity"},
 }
 
 // TestInferPrefixFromServer has a real server write the same workload with
@@ -122,15 +123,15 @@ func TestInferPrefixFromServer(t *testing.T) {
 			run(c.DSN("postgres"), "SELECT '"+marker+"'")
 			log := waitLog(t, logFile, start, marker)
 
-			lines := headLines(log, maxSamples)
-			inf, err := inferPrefix(lines)
+			lines := HeadLines(log, MaxSamples)
+			inf, err := Infer(lines)
 			if err != nil {
 				t.Fatalf("inferPrefix: %v\n%s", err, log)
 			}
-			t.Logf("real %q, inferred %q", rp.prefix, inf.prefix)
-			compareOnLines(t, rp.prefix, inf.prefix, log)
-			if n, want := countMatches(inf.prefix, lines), countMatches(rp.prefix, lines); n < want {
-				t.Errorf("inferred %q matches %d lines, the real one %d", inf.prefix, n, want)
+			t.Logf("real %q, inferred %q", rp.prefix, inf.Prefix)
+			compareOnLines(t, rp.prefix, inf.Prefix, log)
+			if n, want := countMatches(inf.Prefix, lines), countMatches(rp.prefix, lines); n < want {
+				t.Errorf("inferred %q matches %d lines, the real one %d", inf.Prefix, n, want)
 			}
 		})
 	}
@@ -211,21 +212,21 @@ func TestInferPrefixSamples(t *testing.T) {
 				head = append(head, l...)
 				head = append(head, '\n')
 			}
-			inf, err := inferPrefix(headLines(head, maxSamples))
-			if err == nil && warned[g.prefix] != (len(inf.warnings) > 0) {
-				t.Errorf("warnings %q, want some: %v", inf.warnings, warned[g.prefix])
+			inf, err := Infer(HeadLines(head, MaxSamples))
+			if err == nil && warned[g.prefix] != (len(inf.Warnings) > 0) {
+				t.Errorf("warnings %q, want some: %v", inf.Warnings, warned[g.prefix])
 			}
 			switch {
 			case ambiguous[g.prefix] != "":
 				if !errors.Is(err, ErrAmbiguousPrefix) {
-					t.Fatalf("%s: inferred %q, %v; want ErrAmbiguousPrefix", ambiguous[g.prefix], inf.prefix, err)
+					t.Fatalf("%s: inferred %q, %v; want ErrAmbiguousPrefix", ambiguous[g.prefix], inf.Prefix, err)
 				}
 				t.Logf("%v", err)
 			case err != nil:
 				t.Fatal(err)
 			default:
-				t.Logf("inferred %q", inf.prefix)
-				compareOnLines(t, g.prefix, inf.prefix, head)
+				t.Logf("inferred %q", inf.Prefix)
+				compareOnLines(t, g.prefix, inf.Prefix, head)
 			}
 		})
 	}

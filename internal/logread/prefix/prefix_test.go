@@ -1,8 +1,12 @@
-package logread
+package prefix
 
 import (
 	"bufio"
+	"compress/bzip2"
+	"compress/gzip"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -14,11 +18,11 @@ type prefixWant struct {
 	rest                                        string
 }
 
-func fieldsOf(f *prefixFields) prefixWant {
+func fieldsOf(f *Fields) prefixWant {
 	return prefixWant{
-		time: string(f.time), pid: string(f.pid), session: string(f.session),
-		user: string(f.user), db: string(f.database), app: string(f.application),
-		sqlstate: string(f.sqlstate),
+		time: string(f.Time), pid: string(f.PID), session: string(f.Session),
+		user: string(f.User), db: string(f.Database), app: string(f.Application),
+		sqlstate: string(f.SQLState),
 	}
 }
 
@@ -111,19 +115,19 @@ func TestPrefixMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := compilePrefix(tt.prefix)
+			p, err := Compile(tt.prefix)
 			if err != nil {
-				t.Fatalf("compilePrefix(%q): %v", tt.prefix, err)
+				t.Fatalf("Compile(%q): %v", tt.prefix, err)
 			}
-			var f prefixFields
-			rest, ok := p.match([]byte(tt.line), &f)
+			var f Fields
+			rest, ok := p.Match([]byte(tt.line), &f)
 			got := fieldsOf(&f)
 			got.rest = string(rest)
 			want := tt.want
 			if want.rest == "" {
 				want.rest = tt.line[strings.Index(tt.line, "LOG:  "):]
 			}
-			_, _, sev := splitSeverity(rest)
+			_, _, sev := SplitSeverity(rest)
 			right := ok && got == want && sev
 			switch {
 			case tt.bug != "" && right:
@@ -170,13 +174,13 @@ func TestPrefixNoMatch(t *testing.T) {
 		{"< %m > ", ts + " LOG:  x"},
 	}
 	for _, tt := range tests {
-		p, err := compilePrefix(tt.prefix)
+		p, err := Compile(tt.prefix)
 		if err != nil {
-			t.Fatalf("compilePrefix(%q): %v", tt.prefix, err)
+			t.Fatalf("Compile(%q): %v", tt.prefix, err)
 		}
-		var f prefixFields
-		if rest, ok := p.match([]byte(tt.line), &f); ok {
-			if _, _, sev := splitSeverity(rest); sev {
+		var f Fields
+		if rest, ok := p.Match([]byte(tt.line), &f); ok {
+			if _, _, sev := SplitSeverity(rest); sev {
 				t.Errorf("%q matches %q: fields %+v, rest %q", tt.prefix, tt.line, fieldsOf(&f), rest)
 			}
 		}
@@ -185,8 +189,8 @@ func TestPrefixNoMatch(t *testing.T) {
 
 func TestCompilePrefixErrors(t *testing.T) {
 	for _, ps := range []string{"%", "%m %", "[%-10", "%10"} {
-		if p, err := compilePrefix(ps); err == nil {
-			t.Errorf("compilePrefix(%q) = %+v, want an error", ps, p.items)
+		if p, err := Compile(ps); err == nil {
+			t.Errorf("Compile(%q) = %+v, want an error", ps, p.items)
 		}
 	}
 	for _, tt := range []struct {
@@ -200,13 +204,13 @@ func TestCompilePrefixErrors(t *testing.T) {
 		{"%m %-10P ", false, 4},
 		{"%m %z ", false, 2}, // %z is unknown: printed as nothing, so the two spaces merge
 	} {
-		p, err := compilePrefix(tt.ps)
+		p, err := Compile(tt.ps)
 		if err != nil {
-			t.Errorf("compilePrefix(%q): %v", tt.ps, err)
+			t.Errorf("Compile(%q): %v", tt.ps, err)
 			continue
 		}
-		if p.hasPID != tt.hasPID || len(p.items) != tt.items {
-			t.Errorf("compilePrefix(%q): hasPID %v, %d items %+v; want %v, %d", tt.ps, p.hasPID, len(p.items), p.items, tt.hasPID, tt.items)
+		if p.HasPID != tt.hasPID || len(p.items) != tt.items {
+			t.Errorf("Compile(%q): hasPID %v, %d items %+v; want %v, %d", tt.ps, p.HasPID, len(p.items), p.items, tt.hasPID, tt.items)
 		}
 	}
 }
@@ -247,27 +251,27 @@ func TestDetectPrefixFixtures(t *testing.T) {
 // one does, on every line of head that the real one matches.
 func compareOnLines(t *testing.T, real, detected string, head []byte) {
 	t.Helper()
-	rp, err := compilePrefix(real)
+	rp, err := Compile(real)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp, err := compilePrefix(detected)
+	dp, err := Compile(detected)
 	if err != nil {
 		t.Fatalf("detected prefix %q does not compile: %v", detected, err)
 	}
 	matched := 0
 	for line := range strings.Lines(string(head)) {
 		line = strings.TrimSuffix(line, "\n")
-		var rf, df prefixFields
-		rrest, ok := rp.match([]byte(line), &rf)
+		var rf, df Fields
+		rrest, ok := rp.Match([]byte(line), &rf)
 		if !ok {
 			continue
 		}
-		if _, _, ok := splitSeverity(rrest); !ok {
+		if _, _, ok := SplitSeverity(rrest); !ok {
 			continue
 		}
 		matched++
-		drest, ok := dp.match([]byte(line), &df)
+		drest, ok := dp.Match([]byte(line), &df)
 		if !ok {
 			t.Errorf("detected %q does not match %q", detected, line)
 			continue
@@ -286,27 +290,41 @@ func compareOnLines(t *testing.T, real, detected string, head []byte) {
 // sameFields reports whether both prefixes match line with the same user,
 // database, process id and message.
 func sameFields(real, guess, line string) bool {
-	rp, err1 := compilePrefix(real)
-	gp, err2 := compilePrefix(guess)
+	rp, err1 := Compile(real)
+	gp, err2 := Compile(guess)
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	var rf, gf prefixFields
-	rrest, ok1 := rp.match([]byte(line), &rf)
-	grest, ok2 := gp.match([]byte(line), &gf)
+	var rf, gf Fields
+	rrest, ok1 := rp.Match([]byte(line), &rf)
+	grest, ok2 := gp.Match([]byte(line), &gf)
 	r, g := fieldsOf(&rf), fieldsOf(&gf)
 	return ok1 && ok2 && string(rrest) == string(grest) && r.user == g.user && r.db == g.db && r.pid == g.pid
 }
 
+// sharedFixtures holds pgbadger's logs, which the reader's tests read too.
+const sharedFixtures = "../testdata/pgbadger/"
+
 // fixtureHead returns up to n lines of a shared fixture, decompressed.
 func fixtureHead(t *testing.T, name string, n int) []byte {
 	t.Helper()
-	r, err := openSource(sharedFixtures+name, nil)
+	f, err := os.Open(sharedFixtures + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
-	sc := bufio.NewScanner(r.r)
+	defer f.Close()
+	var r io.Reader = f
+	switch {
+	case strings.HasSuffix(name, ".gz"):
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = z
+	case strings.HasSuffix(name, ".bz2"):
+		r = bzip2.NewReader(f)
+	}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	var b []byte
 	for i := 0; i < n && sc.Scan(); i++ {
@@ -339,26 +357,26 @@ func TestInferPrefix(t *testing.T) {
 		{"%m [%p] %e ", "2026-11-22 08:11:02.123 UTC [1234] 42P01 ERROR:  relation \"x\" does not exist", ""},
 	}
 	for _, tt := range tests {
-		inf, err := inferPrefix([][]byte{[]byte(tt.line)})
+		inf, err := Infer([][]byte{[]byte(tt.line)})
 		if err != nil {
-			t.Errorf("inferPrefix(%q): %v", tt.line, err)
+			t.Errorf("Infer(%q): %v", tt.line, err)
 			continue
 		}
-		ps := inf.prefix
+		ps := inf.Prefix
 		if tt.bug != "" {
 			if sameFields(tt.real, ps, tt.line) {
-				t.Errorf("inferPrefix(%q) = %q is right now: remove the note %q", tt.line, ps, tt.bug)
+				t.Errorf("Infer(%q) = %q is right now: remove the note %q", tt.line, ps, tt.bug)
 			}
 			continue
 		}
 		compareOnLines(t, tt.real, ps, []byte(tt.line+"\n"))
 	}
 	// A guess read off a [local] line must read remote lines too.
-	if inf, _ := inferPrefix([][]byte{[]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")}); !sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", inf.prefix, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
-		t.Errorf("the guess %q from a [local] line does not read remote lines", inf.prefix)
+	if inf, _ := Infer([][]byte{[]byte("2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=[local] LOG:  x")}); !sameFields("%t [%p]: db=%d,user=%u,app=%a,client=%h ", inf.Prefix, "2021-02-14 01:34:02 CET [1]: db=a,user=b,app=c,client=10.0.0.1 LOG:  x") {
+		t.Errorf("the guess %q from a [local] line does not read remote lines", inf.Prefix)
 	}
-	if inf, err := inferPrefix([][]byte{[]byte("no severity here")}); err == nil {
-		t.Errorf("inferPrefix on a line without severity = %q", inf.prefix)
+	if inf, err := Infer([][]byte{[]byte("no severity here")}); err == nil {
+		t.Errorf("inferPrefix on a line without severity = %q", inf.Prefix)
 	}
 }
 

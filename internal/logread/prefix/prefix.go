@@ -1,4 +1,4 @@
-package logread
+package prefix
 
 import (
 	"bytes"
@@ -6,22 +6,22 @@ import (
 	"strconv"
 )
 
-// A prefix is a compiled log_line_prefix: a sequence of literal text and
+// A Prefix is a compiled log_line_prefix: a sequence of literal text and
 // escapes that matches the start of a stderr log line and extracts the
 // fields the interpreter needs. Matching is hand-written rather than a
 // regular expression because it runs once per line on the hot path.
-type prefix struct {
+type Prefix struct {
 	// tries counts the places free-text escapes tried in one match: the
 	// search backtracks, and a hostile line must not make it exponential.
 	tries int
 	src   string
-	items []prefixItem
-	// needsPID is false when the prefix has no %p: DETAIL and STATEMENT
+	items []item
+	// HasPID is false when the prefix has no %p: DETAIL and STATEMENT
 	// lines then attach to the previous entry whatever its process.
-	hasPID bool
+	HasPID bool
 }
 
-type prefixItem struct {
+type item struct {
 	lit []byte // literal text, when esc == 0
 	esc byte   // escape letter: 'm', 'p', 'u', ...
 	// width is the padding from %10u (> 0: spaces before the value) or
@@ -29,30 +29,33 @@ type prefixItem struct {
 	width int
 }
 
-// prefixFields are the values a matched prefix yields, as slices of the line.
-type prefixFields struct {
-	time        []byte // %m, %t or %n, with the zone
-	timeKind    byte   // 'm', 't' or 'n'
-	pid         []byte
-	session     []byte
-	user        []byte
-	database    []byte
-	application []byte
-	sqlstate    []byte
-	// qCut is set when the line stopped at %q: a background process,
+// Fields are the values a matched prefix yields, as slices of the line.
+type Fields struct {
+	Time        []byte // %m, %t or %n, with the zone
+	TimeKind    byte   // 'm', 't' or 'n'
+	PID         []byte
+	Session     []byte
+	User        []byte
+	Database    []byte
+	Application []byte
+	SQLState    []byte
+	// QCut is set when the line stopped at %q: a background process,
 	// whose short tail the tail cache keeps out of its fast table.
-	qCut bool
+	QCut bool
 }
 
-// compilePrefix parses a log_line_prefix as PostgreSQL's log_line_prefix
+// String returns the log_line_prefix the prefix was compiled from.
+func (p *Prefix) String() string { return p.src }
+
+// Compile parses a log_line_prefix as PostgreSQL's log_line_prefix
 // documents it: %-escapes with an optional padding width, %% for a percent
 // sign, and %q, after which background processes print nothing.
-func compilePrefix(s string) (*prefix, error) {
-	p := &prefix{src: s}
+func Compile(s string) (*Prefix, error) {
+	p := &Prefix{src: s}
 	var lit []byte
 	flush := func() {
 		if len(lit) > 0 {
-			p.items = append(p.items, prefixItem{lit: lit})
+			p.items = append(p.items, item{lit: lit})
 			lit = nil
 		}
 	}
@@ -99,29 +102,34 @@ func compilePrefix(s string) (*prefix, error) {
 		}
 		flush()
 		if esc == 'p' {
-			p.hasPID = true
+			p.HasPID = true
 		}
-		p.items = append(p.items, prefixItem{esc: esc, width: width})
+		p.items = append(p.items, item{esc: esc, width: width})
 	}
 	flush()
 	return p, nil
 }
 
-// hasTime reports whether the prefix prints the time of each line.
-func (p *prefix) hasTime() bool {
+// HasTime reports whether the prefix prints the time of each line.
+func (p *Prefix) HasTime() bool { return p.TimeEscape() != 0 }
+
+// TimeEscape returns the escape of the time of each line: 'm' (with
+// milliseconds), 't' (whole seconds) or 'n' (epoch, with milliseconds),
+// the first the prefix has; 0 when it has none.
+func (p *Prefix) TimeEscape() byte {
 	for _, it := range p.items {
 		if it.esc == 'm' || it.esc == 't' || it.esc == 'n' {
-			return true
+			return it.esc
 		}
 	}
-	return false
+	return 0
 }
 
-// cacheable reports whether lines can be told apart by the text after a
+// Cacheable reports whether lines can be told apart by the text after a
 // leading time (see stderrReader.tails), and which time escape leads:
 // the prefix must start with %m, %t or %n and hold no escape that changes
 // from line to line of a session (%l, %x, %v, %Q, or a second time).
-func (p *prefix) cacheable() (byte, bool) {
+func (p *Prefix) Cacheable() (byte, bool) {
 	if len(p.items) == 0 || p.items[0].width != 0 {
 		return 0, false
 	}
@@ -138,11 +146,11 @@ func (p *prefix) cacheable() (byte, bool) {
 	return lead, true
 }
 
-// match matches the prefix at the start of line and returns the rest of
+// Match matches the prefix at the start of line and returns the rest of
 // the line (severity and message) and the fields. It reports false when
 // the line does not start with this prefix.
-func (p *prefix) match(line []byte, f *prefixFields) ([]byte, bool) {
-	*f = prefixFields{}
+func (p *Prefix) Match(line []byte, f *Fields) ([]byte, bool) {
+	*f = Fields{}
 	p.tries = 0
 	return p.matchFrom(0, line, f)
 }
@@ -151,16 +159,16 @@ func (p *prefix) match(line []byte, f *prefixFields) ([]byte, bool) {
 // per free-text escape, or a few when a value contains the next literal.
 const maxTries = 64
 
-// atSeverity reports whether b starts with a severity, in English or in a
+// AtSeverity reports whether b starts with a Severity, in English or in a
 // language the reader reports as unsupported: the end of a whole prefix.
-func atSeverity(b []byte) bool {
-	if _, _, ok := splitSeverity(b); ok {
+func AtSeverity(b []byte) bool {
+	if _, _, ok := SplitSeverity(b); ok {
 		return true
 	}
-	return foreignSeverity(b) != ""
+	return ForeignSeverity(b) != ""
 }
 
-func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
+func (p *Prefix) matchFrom(k int, b []byte, f *Fields) ([]byte, bool) {
 	for ; k < len(p.items); k++ {
 		it := &p.items[k]
 		if it.esc == 0 {
@@ -179,8 +187,8 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 				return rest, true
 			}
 			*f = save
-			if atSeverity(b) {
-				f.qCut = true
+			if AtSeverity(b) {
+				f.QCut = true
 				return b, true
 			}
 			return nil, false
@@ -200,9 +208,9 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 				ok = true // empty outside parallel workers / transactions
 			}
 		case 'm', 't', 's':
-			v, b, ok = takeTimestamp(b)
+			v, b, ok = TakeTimestamp(b)
 		case 'n':
-			v, b, ok = takeEpoch(b)
+			v, b, ok = TakeEpoch(b)
 		case 'c':
 			v, b, ok = takeSessionID(b)
 		case 'e':
@@ -230,7 +238,7 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 	// A whole prefix is followed by the severity; without this check a
 	// free-text value holding the next literal ("PostgreSQL JDBC Driver"
 	// before " ") would end too early and the line would be lost.
-	if !atSeverity(b) {
+	if !AtSeverity(b) {
 		return nil, false
 	}
 	return b, true
@@ -238,11 +246,11 @@ func (p *prefix) matchFrom(k int, b []byte, f *prefixFields) ([]byte, bool) {
 
 // matchFree matches the free-text escape at item k, which may contain any
 // character, by trying each place where the following literal occurs.
-func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
+func (p *Prefix) matchFree(k int, b []byte, f *Fields) ([]byte, bool) {
 	it := &p.items[k]
 	if k+1 == len(p.items) {
 		// Free text at the very end of the prefix: it runs to the severity.
-		i := severityIndex(b)
+		i := SeverityIndex(b)
 		if i < 0 {
 			return nil, false
 		}
@@ -279,22 +287,22 @@ func (p *prefix) matchFree(k int, b []byte, f *prefixFields) ([]byte, bool) {
 	return nil, false
 }
 
-func (p *prefix) set(esc byte, v []byte, f *prefixFields) {
+func (p *Prefix) set(esc byte, v []byte, f *Fields) {
 	switch esc {
 	case 'm', 't', 'n':
-		f.time, f.timeKind = v, esc
+		f.Time, f.TimeKind = v, esc
 	case 'p':
-		f.pid = v
+		f.PID = v
 	case 'c':
-		f.session = v
+		f.Session = v
 	case 'u':
-		f.user = v
+		f.User = v
 	case 'd':
-		f.database = v
+		f.Database = v
 	case 'a':
-		f.application = v
+		f.Application = v
 	case 'e':
-		f.sqlstate = v
+		f.SQLState = v
 	}
 }
 
@@ -309,11 +317,11 @@ func takeInt(b []byte) (v, rest []byte, ok bool) {
 	return b[:i], b[i:], i > 0 && b[i-1] != '-'
 }
 
-// takeTimestamp takes "2026-11-22 08:11:02[.123] ZONE". The zone is an
+// TakeTimestamp takes "2026-11-22 08:11:02[.123] ZONE". The zone is an
 // abbreviation (UTC, CEST, ChST) or a numeric offset (+03, -0530, +05:30),
 // which is how the server prints %Z; what follows it is the next literal
 // of the prefix, even a "-" or a digit ("%t-%c-": "UTC-5eefe116.22f4-").
-func takeTimestamp(b []byte) (v, rest []byte, ok bool) {
+func TakeTimestamp(b []byte) (v, rest []byte, ok bool) {
 	if len(b) < 19 || b[4] != '-' || b[7] != '-' || b[10] != ' ' || b[13] != ':' || b[16] != ':' {
 		return nil, nil, false
 	}
@@ -325,17 +333,17 @@ func takeTimestamp(b []byte) (v, rest []byte, ok bool) {
 		}
 	}
 	if i+1 < len(b) && b[i] == ' ' {
-		if n := zoneLen(b[i+1:]); n > 0 {
+		if n := ZoneLen(b[i+1:]); n > 0 {
 			i += 1 + n
 		}
 	}
 	return b[:i], b[i:], true
 }
 
-// zoneLen returns the length of the zone at the start of b: letters, or
+// ZoneLen returns the length of the zone at the start of b: letters, or
 // a sign, two digits and optionally two more, with or without a colon. 0
 // when b does not start with a zone.
-func zoneLen(b []byte) int {
+func ZoneLen(b []byte) int {
 	if len(b) == 0 {
 		return 0
 	}
@@ -366,13 +374,13 @@ func zoneLen(b []byte) int {
 	return i
 }
 
-// isZoneByte reports whether c may continue a zone: the fast paths that
+// IsZoneByte reports whether c may continue a zone: the fast paths that
 // compare a remembered zone check that the zone ends after it.
-func isZoneByte(c byte) bool {
+func IsZoneByte(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
-func takeEpoch(b []byte) (v, rest []byte, ok bool) {
+func TakeEpoch(b []byte) (v, rest []byte, ok bool) {
 	i := 0
 	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.') {
 		i++

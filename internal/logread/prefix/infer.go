@@ -1,4 +1,4 @@
-package logread
+package prefix
 
 import (
 	"bytes"
@@ -36,6 +36,14 @@ import (
 // and extract different values, inference stops and says which candidates
 // remain and which line tells them apart (errAmbiguousPrefix).
 
+// ErrUnknownPrefix is returned (wrapped) when a stderr log's prefix could
+// not be detected.
+var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
+
+// ErrNotEnglish is returned (wrapped) when the log's messages are in
+// another language than English, which the reader cannot interpret.
+var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages = 'C' on the server (ALTER SYSTEM SET lc_messages = 'C'; SELECT pg_reload_conf();) and capture the log again")
+
 // ErrAmbiguousPrefix is returned (wrapped) when more than one prefix fits
 // the first lines of a stderr log and they read different fields.
 var ErrAmbiguousPrefix = errors.New("the log_line_prefix is ambiguous: give it (SHOW log_line_prefix on the server)")
@@ -61,7 +69,7 @@ type token struct {
 	frac bool   // a tkTime with a fraction of a second
 }
 
-// tokenize cuts pre, the text of a line before its severity, into tokens.
+// tokenize cuts pre, the text of a line before its Severity, into tokens.
 // With splitHyphen, a "-" between letters separates words ("%u-%d")
 // instead of joining them ("my-db").
 func tokenize(pre []byte, splitHyphen bool) []token {
@@ -223,10 +231,10 @@ func isLabel(w []byte) bool {
 func valueAt(b []byte, key string, splitHyphen bool) (int, tokKind, bool) {
 	c := b[0]
 	if isDigit(c) {
-		if v, _, ok := takeTimestamp(b); ok {
+		if v, _, ok := TakeTimestamp(b); ok {
 			return len(v), tkTime, len(v) > 19 && v[19] == '.'
 		}
-		if v, _, ok := takeEpoch(b); ok && len(v) >= 12 && bytes.IndexByte(v, '.') == 10 && endsValue(b, len(v)) {
+		if v, _, ok := TakeEpoch(b); ok && len(v) >= 12 && bytes.IndexByte(v, '.') == 10 && endsValue(b, len(v)) {
 			return len(v), tkEpoch, false
 		}
 	}
@@ -445,31 +453,31 @@ func keyEscape(key string) byte {
 	return 0
 }
 
-// inference is the result of inferring a prefix: the prefix, and what the
+// Inference is the result of inferring a prefix: the prefix, and what the
 // reader should say about how it was chosen.
-type inference struct {
-	prefix   string
-	warnings []string
+type Inference struct {
+	Prefix   string
+	Warnings []string
 	// votes counts the lines whose message agrees with a free-text
 	// field's role: between two tokenizations that read as many lines,
 	// the one the messages agree with more wins ("alice-shop" is %u-%d).
 	votes int
 }
 
-// maxSamples bounds the lines inference reads.
-const maxSamples = 2000
+// MaxSamples bounds the lines inference reads.
+const MaxSamples = 2000
 
 // detectPrefix infers the log_line_prefix of a stderr log from its head.
 func detectPrefix(head []byte) (string, error) {
 	inf, err := inferPrefixFromHead(head)
-	return inf.prefix, err
+	return inf.Prefix, err
 }
 
-// headLines returns the lines of head that may start a message: not
+// HeadLines returns the lines of head that may start a message: not
 // empty, not a tab continuation. The last line is kept even without its
 // newline: a first line longer than the head is still the start of a
 // message, and its prefix is in the head.
-func headLines(head []byte, max int) [][]byte {
+func HeadLines(head []byte, max int) [][]byte {
 	var lines [][]byte
 	for len(head) > 0 && len(lines) < max {
 		i := bytes.IndexByte(head, '\n')
@@ -488,35 +496,35 @@ func headLines(head []byte, max int) [][]byte {
 	return lines
 }
 
-func inferPrefixFromHead(head []byte) (inference, error) {
-	lines := headLines(head, maxSamples)
+func inferPrefixFromHead(head []byte) (Inference, error) {
+	lines := HeadLines(head, MaxSamples)
 	if len(lines) == 0 {
-		return inference{}, fmt.Errorf("%w (the log is empty)", ErrUnknownPrefix)
+		return Inference{}, fmt.Errorf("%w (the log is empty)", ErrUnknownPrefix)
 	}
-	return inferPrefix(lines)
+	return Infer(lines)
 }
 
-// inferPrefix infers the prefix of lines, the first lines of a log.
-func inferPrefix(lines [][]byte) (inference, error) {
+// Infer infers the prefix of lines, the first lines of a log.
+func Infer(lines [][]byte) (Inference, error) {
 	if len(lines) == 0 {
-		return inference{}, fmt.Errorf("%w (no lines)", ErrUnknownPrefix)
+		return Inference{}, fmt.Errorf("%w (no lines)", ErrUnknownPrefix)
 	}
 	var samples []sample
 	for _, l := range lines {
-		i := severityIndex(l)
+		i := SeverityIndex(l)
 		if i < 0 {
 			continue
 		}
-		_, msg, _ := splitSeverity(l[i:])
+		_, msg, _ := SplitSeverity(l[i:])
 		samples = append(samples, sample{line: l, pre: l[:i], ev: evidenceOf(msg)})
 	}
 	if len(samples) == 0 {
 		if w, n := foreignHead(lines); w != "" {
-			return inference{}, fmt.Errorf("line %d: %q is not English: %w", n, w, ErrNotEnglish)
+			return Inference{}, fmt.Errorf("line %d: %q is not English: %w", n, w, ErrNotEnglish)
 		}
-		return inference{}, fmt.Errorf("%w: no line has a severity (LOG:, ERROR:, ...), e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
+		return Inference{}, fmt.Errorf("%w: no line has a severity (LOG:, ERROR:, ...), e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
 	}
-	var best inference
+	var best Inference
 	var bestErr error
 	bestN, bestVotes := -1, 0
 	for _, split := range []bool{false, true} {
@@ -537,7 +545,7 @@ func inferPrefix(lines [][]byte) (inference, error) {
 				}
 				n = countMatches(amb.first, lines)
 			} else {
-				n = countMatches(inf.prefix, lines)
+				n = countMatches(inf.Prefix, lines)
 			}
 			if n > bestN || n == bestN && v > bestVotes {
 				best, bestN, bestVotes, bestErr = inf, n, v, err
@@ -548,13 +556,13 @@ func inferPrefix(lines [][]byte) (inference, error) {
 		}
 	}
 	if bestErr != nil {
-		return inference{}, bestErr
+		return Inference{}, bestErr
 	}
 	if bestN < 0 {
-		return inference{}, fmt.Errorf("%w: no prefix fits the first lines, e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
+		return Inference{}, fmt.Errorf("%w: no prefix fits the first lines, e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
 	}
 	if bestN == 0 || bestN*2 < len(samples) {
-		return inference{}, fmt.Errorf("%w: the inferred %q matches %d of the first %d lines, e.g. not %q", ErrUnknownPrefix, best.prefix, bestN, len(samples), truncate(firstUnmatched(best.prefix, lines), 120))
+		return Inference{}, fmt.Errorf("%w: the inferred %q matches %d of the first %d lines, e.g. not %q", ErrUnknownPrefix, best.Prefix, bestN, len(samples), truncate(firstUnmatched(best.Prefix, lines), 120))
 	}
 	return best, nil
 }
@@ -574,15 +582,15 @@ func anyHyphen(samples []sample) bool {
 
 // countMatches counts the lines the prefix matches, followed by a severity.
 func countMatches(ps string, lines [][]byte) int {
-	p, err := compilePrefix(ps)
+	p, err := Compile(ps)
 	if err != nil {
 		return 0
 	}
-	var f prefixFields
+	var f Fields
 	n := 0
 	for _, l := range lines {
-		if rest, ok := p.match(l, &f); ok {
-			if _, _, ok := splitSeverity(rest); ok {
+		if rest, ok := p.Match(l, &f); ok {
+			if _, _, ok := SplitSeverity(rest); ok {
 				n++
 			}
 		}
@@ -591,13 +599,13 @@ func countMatches(ps string, lines [][]byte) int {
 }
 
 func firstUnmatched(ps string, lines [][]byte) []byte {
-	p, err := compilePrefix(ps)
+	p, err := Compile(ps)
 	if err != nil {
 		return lines[0]
 	}
-	var f prefixFields
+	var f Fields
 	for _, l := range lines {
-		if _, ok := p.match(l, &f); !ok {
+		if _, ok := p.Match(l, &f); !ok {
 			return l
 		}
 	}
@@ -660,7 +668,7 @@ func mainShapes(samples []sample) ([]string, map[string][]int) {
 }
 
 // induce builds the prefix from the samples of shape main.
-func induce(samples []sample, main string, groups map[string][]int) (inference, error) {
+func induce(samples []sample, main string, groups map[string][]int) (Inference, error) {
 	idx := groups[main]
 	shape := samples[idx[0]].toks
 	cols := make([][]string, len(shape))
@@ -770,7 +778,7 @@ func induce(samples []sample, main string, groups map[string][]int) (inference, 
 	if len(free) > 0 {
 		roles, warn, v, err := assignRoles(samples, idx, shape, esc, free, cols)
 		if err != nil {
-			return inference{}, err
+			return Inference{}, err
 		}
 		votes = v
 		for n, j := range free {
@@ -794,7 +802,7 @@ func induce(samples []sample, main string, groups map[string][]int) (inference, 
 			esc[j] = 0
 		}
 	}
-	return inference{prefix: ps, warnings: warnings, votes: votes}, nil
+	return Inference{Prefix: ps, Warnings: warnings, votes: votes}, nil
 }
 
 // withQ renders the prefix, with a %q where it reads more samples, and
@@ -805,14 +813,14 @@ func withQ(shape []token, esc []byte, samples []sample) (string, int) {
 		ps = q
 	}
 	n := 0
-	p, err := compilePrefix(ps)
+	p, err := Compile(ps)
 	if err != nil {
 		return ps, 0
 	}
-	var f prefixFields
+	var f Fields
 	for _, s := range samples {
-		if rest, ok := p.match(s.line, &f); ok {
-			if _, _, ok := splitSeverity(rest); ok {
+		if rest, ok := p.Match(s.line, &f); ok {
+			if _, _, ok := SplitSeverity(rest); ok {
 				n++
 			}
 		}
@@ -869,7 +877,7 @@ func constant(vs []string) bool {
 func allSQLStates(vs []string) bool {
 	some := false
 	for _, v := range vs {
-		if len(v) != 5 || !isSQLState(v) {
+		if len(v) != 5 || !IsSQLState(v) {
 			return false
 		}
 		some = some || isSQLStateAt([]byte(v))
@@ -1232,6 +1240,31 @@ func foreignHead(lines [][]byte) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// field returns the value of "key=" in a space-separated message.
+func field(msg, key string) string {
+	i := strings.Index(msg, key)
+	if i < 0 || i > 0 && msg[i-1] != ' ' {
+		return ""
+	}
+	v := msg[i+len(key):]
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}
+
+// IsSQLState reports whether s is made of digits and capitals only, as a
+// SQLSTATE is.
+func IsSQLState(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func truncate(b []byte, n int) string {

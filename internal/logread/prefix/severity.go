@@ -1,4 +1,4 @@
-package logread
+package prefix
 
 import (
 	"bytes"
@@ -7,33 +7,35 @@ import (
 	"unicode/utf8"
 )
 
-// Severity words as the server writes them with lc_messages = 'C'. The
-// secondary ones (DETAIL, HINT, ...) continue the message before them.
+// Severity classes: the severity words as the server writes them with
+// lc_messages = 'C' start a message (Primary: LOG, ERROR, ...) or
+// continue the message before them (Secondary: DETAIL, HINT, ...).
 const (
-	sevPrimary   = 1
-	sevSecondary = 2
+	Primary   = 1
+	Secondary = 2
 )
 
-func severityClass(w []byte) int {
+// SeverityClass returns the class of a severity word, 0 when w is none.
+func SeverityClass(w []byte) int {
 	switch string(w) {
 	case "LOG", "ERROR", "FATAL", "PANIC", "WARNING", "NOTICE", "INFO",
 		"DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5":
-		return sevPrimary
+		return Primary
 	case "DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "STATEMENT":
-		return sevSecondary
+		return Secondary
 	}
 	return 0
 }
 
-// splitSeverity splits "LOG:  message" into the severity word and the
+// SplitSeverity splits "LOG:  message" into the severity word and the
 // message. The server writes two spaces after the colon.
-func splitSeverity(b []byte) (sev, msg []byte, ok bool) {
+func SplitSeverity(b []byte) (sev, msg []byte, ok bool) {
 	n := len(b)
 	if n > 12 {
 		n = 12
 	}
 	i := bytes.IndexByte(b[:n], ':')
-	if i <= 0 || severityClass(b[:i]) == 0 {
+	if i <= 0 || SeverityClass(b[:i]) == 0 {
 		return nil, nil, false
 	}
 	msg = b[i+1:]
@@ -43,121 +45,135 @@ func splitSeverity(b []byte) (sev, msg []byte, ok bool) {
 	return b[:i], msg, true
 }
 
-// severity is a severity word as a number, for the stderr reader's hot
-// path. The secondary ones come last, from sevDetail on.
-type severity uint8
+// Severity is a severity word as a number, for the stderr reader's hot
+// path. The secondary ones come last, from SevDetail on.
+type Severity uint8
 
 const (
-	sevNone severity = iota
-	sevLog
-	sevError
-	sevFatal
-	sevPanic
-	sevWarning
-	sevNotice
-	sevInfo
-	sevDebug
-	sevDebug1
-	sevDebug2
-	sevDebug3
-	sevDebug4
-	sevDebug5
-	sevDetail
-	sevHint
-	sevQuery
-	sevContext
-	sevLocation
-	sevStatement
+	SevNone Severity = iota
+	SevLog
+	SevError
+	SevFatal
+	SevPanic
+	SevWarning
+	SevNotice
+	SevInfo
+	SevDebug
+	SevDebug1
+	SevDebug2
+	SevDebug3
+	SevDebug4
+	SevDebug5
+	SevDetail
+	SevHint
+	SevQuery
+	SevContext
+	SevLocation
+	SevStatement
 )
 
 var severityWords = [...]string{"", "LOG", "ERROR", "FATAL", "PANIC", "WARNING", "NOTICE", "INFO",
 	"DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4", "DEBUG5",
 	"DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "STATEMENT"}
 
-func severityOf(w []byte) severity {
+// String returns the word, "" for SevNone.
+func (s Severity) String() string {
+	if int(s) < len(severityWords) {
+		return severityWords[s]
+	}
+	return ""
+}
+
+// SeverityOf returns the severity of a word, SevNone when it is none.
+func SeverityOf(w []byte) Severity {
 	switch string(w) {
 	case "LOG":
-		return sevLog
+		return SevLog
 	case "ERROR":
-		return sevError
+		return SevError
 	case "FATAL":
-		return sevFatal
+		return SevFatal
 	case "PANIC":
-		return sevPanic
+		return SevPanic
 	case "WARNING":
-		return sevWarning
+		return SevWarning
 	case "NOTICE":
-		return sevNotice
+		return SevNotice
 	case "INFO":
-		return sevInfo
+		return SevInfo
 	case "DEBUG":
-		return sevDebug
+		return SevDebug
 	case "DEBUG1":
-		return sevDebug1
+		return SevDebug1
 	case "DEBUG2":
-		return sevDebug2
+		return SevDebug2
 	case "DEBUG3":
-		return sevDebug3
+		return SevDebug3
 	case "DEBUG4":
-		return sevDebug4
+		return SevDebug4
 	case "DEBUG5":
-		return sevDebug5
+		return SevDebug5
 	case "DETAIL":
-		return sevDetail
+		return SevDetail
 	case "HINT":
-		return sevHint
+		return SevHint
 	case "QUERY":
-		return sevQuery
+		return SevQuery
 	case "CONTEXT":
-		return sevContext
+		return SevContext
 	case "LOCATION":
-		return sevLocation
+		return SevLocation
 	case "STATEMENT":
-		return sevStatement
+		return SevStatement
 	}
-	return sevNone
+	return SevNone
 }
 
 // Little-endian words of the severities most lines have, with the colon
 // and the first space.
 var (
-	wordLog    = binary.LittleEndian.Uint64([]byte("LOG:  \x00\x00")) & 0xffffffffffff
+	// WordLog is "LOG:  " as the low six bytes of a little-endian word:
+	// a line's severity is most often this one.
+	WordLog    = binary.LittleEndian.Uint64([]byte("LOG:  \x00\x00")) & 0xffffffffffff
 	wordDetail = binary.LittleEndian.Uint64([]byte("DETAIL: "))
 	wordError  = binary.LittleEndian.Uint64([]byte("ERROR:  "))
 )
 
-// splitSeverityFast is splitSeverity with the severity as a number, and
-// the common words recognized by one or two compares; sevNone when b
+// SplitSeverityFast is SplitSeverity with the severity as a number, and
+// the common words recognized by one or two compares; SevNone when b
 // does not start with a severity.
-func splitSeverityFast(b []byte) (severity, []byte) {
+func SplitSeverityFast(b []byte) (Severity, []byte) {
 	if len(b) >= 8 {
 		w := binary.LittleEndian.Uint64(b)
 		switch {
-		case w&0xffffffffffff == wordLog:
+		case w&0xffffffffffff == WordLog:
 			// "LOG:  duration: ..."
-			return sevLog, b[6:]
+			return SevLog, b[6:]
 		case w == wordDetail:
 			// "DETAIL:  parameters: ..."
 			msg := b[8:]
 			if len(msg) > 0 && msg[0] == ' ' {
 				msg = msg[1:]
 			}
-			return sevDetail, msg
+			return SevDetail, msg
 		case w == wordError:
-			return sevError, b[8:]
+			return SevError, b[8:]
 		}
 	}
-	sev, msg, ok := splitSeverity(b)
+	sev, msg, ok := SplitSeverity(b)
 	if !ok {
-		return sevNone, nil
+		return SevNone, nil
 	}
-	return severityOf(sev), msg
+	return SeverityOf(sev), msg
 }
 
-// severityIndex returns where in b a severity word followed by ":  "
+// SeverityIndex returns where in b a severity word followed by ":  "
 // starts, or -1: the end of a prefix whose last escape is free text. One
-// space after the colon is taken too, as in logs edited by hand.
-func severityIndex(b []byte) int {
+// space after the colon is taken too, as in logs edited by hand. The
+// word may follow the prefix's last value with no space between, as a
+// prefix that does not end in a space writes it ("user=%u,db=%d":
+// "db=shopLOG:  ..."); then the colon must have its two spaces.
+func SeverityIndex(b []byte) int {
 	off := 0
 	for {
 		i := bytes.Index(b[off:], []byte(": "))
@@ -169,8 +185,17 @@ func severityIndex(b []byte) int {
 		for start > 0 && b[start-1] >= 'A' && b[start-1] <= 'Z' || start > 0 && b[start-1] >= '0' && b[start-1] <= '9' {
 			start--
 		}
-		if severityClass(b[start:end]) != 0 && (start == 0 || !isAlnum(b[start-1]) && b[start-1] != '_') {
+		if SeverityClass(b[start:end]) != 0 && (start == 0 || !isAlnum(b[start-1]) && b[start-1] != '_') {
 			return start
+		}
+		if start < end && end+2 < len(b) && b[end+2] == ' ' {
+			// Glued to the value before it: the longest severity word
+			// that ends the run of capitals ("SHOPLOG", "shopLOG").
+			for k := start; k < end; k++ {
+				if SeverityClass(b[k:end]) != 0 {
+					return k
+				}
+			}
 		}
 		off = end + 1
 	}
@@ -182,16 +207,16 @@ func severityIndex(b []byte) int {
 // that is not one of the English ones, or a LOG message that starts like
 // "duration: 0.123 ms" or "statement: SELECT" in other words.
 
-// foreignSeverity returns the translated severity word at the start of b
+// ForeignSeverity returns the translated severity word at the start of b
 // ("FEHLER:  ...", "エラー:  ..."), or "" when b does not start with one.
-func foreignSeverity(b []byte) string {
+func ForeignSeverity(b []byte) string {
 	n := min(len(b), 64)
 	i := bytes.Index(b[:n], []byte(":  "))
 	if i <= 0 {
 		return ""
 	}
 	w := b[:i]
-	if !severityShaped(w) || severityClass(w) != 0 {
+	if !severityShaped(w) || SeverityClass(w) != 0 {
 		return ""
 	}
 	return string(w)
@@ -229,7 +254,7 @@ func foreignSeverityIn(line []byte) (string, bool) {
 	for j > 0 && line[j-1] != ' ' && line[j-1] != ']' && line[j-1] != ':' && line[j-1] != '-' && line[j-1] != '|' {
 		j--
 	}
-	if w := foreignSeverity(line[j:]); w != "" {
+	if w := ForeignSeverity(line[j:]); w != "" {
 		return w, true
 	}
 	return "", false
@@ -241,11 +266,11 @@ var sqlStarts = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "COMMI
 	"CREATE", "DROP", "ALTER", "COPY", "VALUES", "TRUNCATE", "EXPLAIN", "CALL", "DO", "FETCH", "DECLARE", "LOCK",
 	"GRANT", "REVOKE", "VACUUM", "ANALYZE", "PREPARE", "EXECUTE", "DEALLOCATE", "START", "END", "SAVEPOINT", "RELEASE", "TABLE"}
 
-// translatedMessage returns the first word of a LOG message that is
+// TranslatedMessage returns the first word of a LOG message that is
 // shaped like one the reader knows, in another language: "Dauer: 0.123
 // ms", "durée : 0.123 ms", "Anweisung: SELECT 1", "продолжительность: ...".
 // It returns "" for English messages and for messages of no known shape.
-func translatedMessage(msg string) string {
+func TranslatedMessage(msg string) string {
 	colon := strings.IndexByte(msg[:min(len(msg), 64)], ':')
 	if colon <= 0 {
 		return ""

@@ -1,0 +1,488 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// Issue 19's acceptance tests of fault recovery: faults are measured as
+// faults, never as a verdict on the target.
+
+const (
+	recoveryOrders = `CREATE TABLE orders (id bigint PRIMARY KEY, qty int NOT NULL, state text NOT NULL DEFAULT 'new');
+CREATE TABLE shipments (order_id bigint PRIMARY KEY REFERENCES orders (id), carrier text NOT NULL)`
+	recoverySpan = 16 * time.Second
+)
+
+// noLog keeps a connection's statements out of the server's log.
+const noLog = " options='-c log_min_duration_statement=-1'"
+
+// captureMix captures 16 s of pgbench (prepared, rate-limited) beside an
+// application whose sessions depend on each other's commits (producers
+// insert orders, consumers ship them at once, a foreign key between), on
+// a server that logs every statement; it returns the log.
+func captureMix(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	recoverySchema(t, c)
+	var wg sync.WaitGroup
+	var pgbenchErr error
+	wg.Go(func() {
+		_, pgbenchErr = c.Pgbench(ctx, "-M", "prepared", "-c", "4", "-j", "2", "-R", "150", "-T", strconv.Itoa(int(recoverySpan.Seconds())), "postgres")
+	})
+	ready := make(chan int64, 4096)
+	var failed atomic.Value
+	var pwg sync.WaitGroup
+	deadline := time.Now().Add(recoverySpan)
+	for p := range 2 {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pwg.Go(func() {
+			defer conn.Close(ctx)
+			tick := time.NewTicker(25 * time.Millisecond)
+			defer tick.Stop()
+			for k := 0; time.Now().Before(deadline); k++ {
+				<-tick.C
+				id := int64((p+1)*1_000_000 + k)
+				sql := fmt.Sprintf("BEGIN; INSERT INTO orders (id, qty) VALUES (%d, %d); COMMIT", id, k%7+1)
+				if k%2 == 1 {
+					sql = fmt.Sprintf("INSERT INTO orders (id, qty) VALUES (%d, %d)", id, k%7+1)
+				}
+				if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+					failed.Store(err)
+					return
+				}
+				ready <- id
+			}
+		})
+	}
+	for range 2 {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer conn.Close(ctx)
+			for id := range ready {
+				sql := fmt.Sprintf("BEGIN; INSERT INTO shipments VALUES (%d, 'post'); UPDATE orders SET state = 'shipped' WHERE id = %d; COMMIT", id, id)
+				if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	pwg.Wait()
+	close(ready)
+	wg.Wait()
+	if pgbenchErr != nil {
+		t.Fatal(pgbenchErr)
+	}
+	if err, ok := failed.Load().(error); ok {
+		t.Fatal(err)
+	}
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := c.LogFiles("*.log")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("log files %v: %v", files, err)
+	}
+	dst := filepath.Join(t.TempDir(), "production.log")
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// recoverySchema gives c pgbench's tables and the orders' (empty), out of
+// its log: the same starting state for the capture and every replay.
+func recoverySchema(t *testing.T, c *pgcluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.PgbenchEnv(ctx, []string{"PGOPTIONS=-c log_min_duration_statement=-1"}, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres")+noLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS shipments, orders; "+recoveryOrders).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayFor runs a replay of log against c (its state reset first) with
+// fault running beside it, writing its result to out, and returns the
+// exit code, the output, the result and how long it took.
+func replayFor(t *testing.T, c *pgcluster.Cluster, log, out string, fault func(done <-chan struct{}), args ...string) (int, string, *results.Result, time.Duration) {
+	t.Helper()
+	recoverySchema(t, c)
+	name := strings.TrimSuffix(filepath.Base(out), ".json")
+	done := make(chan struct{})
+	var fwg sync.WaitGroup
+	if fault != nil {
+		fwg.Go(func() { fault(done) })
+	}
+	start := time.Now()
+	code, stdout, stderr := runCLI(context.Background(), "", append([]string{"replay", "--target", c.DSN("postgres"), "--prefix", workload.LogLinePrefix,
+		"--speed", "1", "--sync", "object", "--json", out}, append(args, log)...)...)
+	took := time.Since(start)
+	close(done)
+	fwg.Wait()
+	t.Logf("%s: exit %d in %v\n%s%s", name, code, took.Round(time.Millisecond), stdout, stderr)
+	res, err := results.ReadFile(out)
+	if err != nil {
+		t.Fatalf("%s: no result: %v", name, err)
+	}
+	return code, stdout + stderr, res, took
+}
+
+// TestReplayFaultRecovery: a 16 s speed-1 replay with --sync object whose
+// target restarts 6 s in ends within twice the log's span, marked degraded
+// or incomplete, and report against the production log does not fail the
+// candidate; with only the deadlock check's connection terminated, again
+// and again, the check reconnects and the replay gives up no more sync
+// waits at the timeout than an undisturbed one.
+func TestReplayFaultRecovery(t *testing.T) {
+	ctx := context.Background()
+	log := captureMix(t)
+	base := filepath.Join(t.TempDir(), "base.json")
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", workload.LogLinePrefix, "--json", base, log); code != ExitOK {
+		t.Fatalf("analyze: exit %d\n%s", code, stderr)
+	}
+	target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "50"}})
+
+	t.Run("restart", func(t *testing.T) {
+		restart := func(done <-chan struct{}) {
+			select {
+			case <-time.After(6 * time.Second): // the fault's moment in the replay, not a synchronization
+			case <-done:
+				t.Error("the replay ended before the restart")
+				return
+			}
+			if err := target.Restart(ctx, "fast"); err != nil {
+				t.Error(err)
+			}
+		}
+		path := filepath.Join(t.TempDir(), "restart.json")
+		code, out, res, took := replayFor(t, target, log, path, restart)
+		if took > 2*recoverySpan {
+			t.Errorf("took %v, more than twice the log's %v", took, recoverySpan)
+		}
+		if res.Complete() || code != ExitIncomplete {
+			t.Errorf("exit %d, incomplete %q, degraded %q: want it marked and exit %d", code, res.Incomplete, res.Degraded, ExitIncomplete)
+		}
+		if res.Sessions.Reconnects == 0 || len(res.Degraded) == 0 {
+			t.Errorf("reconnects %d, degraded %q", res.Sessions.Reconnects, res.Degraded)
+		}
+		if !strings.Contains(out, "DEGRADED") && !strings.Contains(out, "INCOMPLETE") {
+			t.Errorf("the summary does not say so")
+		}
+		if err := res.Statements.Check(); err != nil {
+			t.Error(err)
+		}
+		code, stdout, stderr := runCLI(ctx, "", "report", base, path)
+		rep := stdout + stderr
+		if code == ExitRegression || strings.Contains(rep, "FAIL:") || code != ExitIncomplete {
+			t.Errorf("report: exit %d\n%s", code, rep)
+		}
+	})
+
+	t.Run("monitor terminated", func(t *testing.T) {
+		dir := t.TempDir()
+		_, _, calm, _ := replayFor(t, target, log, filepath.Join(dir, "undisturbed.json"), nil)
+		var kills atomic.Int64
+		terminate := func(done <-chan struct{}) {
+			conn, err := pgconn.Connect(ctx, target.DSN("postgres")+noLog)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(ctx)
+			tick := time.NewTicker(500 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				// The deadlock check's connection: the replay's own,
+				// open for a while (the catalog reads last milliseconds).
+				res := conn.ExecParams(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND backend_start < now() - interval '300 ms'",
+					[][]byte{[]byte(replay.OwnApplication)}, nil, nil, nil).Read()
+				if res.Err == nil {
+					kills.Add(int64(len(res.Rows)))
+				}
+			}
+		}
+		_, _, res, _ := replayFor(t, target, log, filepath.Join(dir, "terminated.json"), terminate)
+		t.Logf("undisturbed: sync %+v; terminated %d times: sync %+v", calm.Sync, kills.Load(), res.Sync)
+		if kills.Load() == 0 || res.Sync.CheckReconnects == 0 {
+			t.Fatalf("the check's connection was terminated %d times, reconnected %d: the test did not disturb it", kills.Load(), res.Sync.CheckReconnects)
+		}
+		if res.Sync.Timeouts > calm.Sync.Timeouts {
+			t.Errorf("%d sync timeouts with the check's connection terminated (%v), %d undisturbed", res.Sync.Timeouts, res.Sync.TimeoutsByCause, calm.Sync.Timeouts)
+		}
+	})
+}
+
+// logLines writes a stderr log (testPrefix) of the given lines, each at
+// its offset from the log's start in session pid, and returns its path.
+type logLine struct {
+	at  time.Duration
+	pid int
+	msg string
+}
+
+func writeLines(t *testing.T, lines []logLine) string {
+	t.Helper()
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	slicesSort(lines)
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s [%d] app@shop/load %x.%x %s\n", start.Add(l.at).Format("2006-01-02 15:04:05.000 MST"), l.pid, start.Unix(), l.pid, l.msg)
+	}
+	p := filepath.Join(t.TempDir(), "hand.log")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func slicesSort(lines []logLine) {
+	for i := 1; i < len(lines); i++ {
+		for j := i; j > 0 && lines[j].at < lines[j-1].at; j-- {
+			lines[j], lines[j-1] = lines[j-1], lines[j]
+		}
+	}
+}
+
+// sessionLines are a session's connection, statements (each logged with
+// the duration given, ending at its offset) and disconnection.
+func sessionLines(pid int, end time.Duration, stmts ...logLine) []logLine {
+	out := []logLine{{0, pid, "LOG:  connection authorized: user=app database=shop application_name=load"}}
+	for _, s := range stmts {
+		d := 0.1
+		if strings.HasPrefix(s.msg, "SELECT pg_sleep(") {
+			d = 300
+		}
+		out = append(out, logLine{s.at, pid, fmt.Sprintf("LOG:  duration: %.3f ms  statement: %s", d, s.msg)})
+	}
+	return append(out, logLine{end, pid, "LOG:  disconnection: session time: 0:00:12.000 user=app database=shop host=[local]"})
+}
+
+// shopTarget is a target with the app role and the shop database holding
+// orders, shipments and t.
+func shopTarget(t *testing.T) *pgcluster.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
+		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// pollActivity waits until cond holds of a count read from
+// pg_stat_activity with query, or fails the test after limit.
+func pollActivity(t *testing.T, c *pgcluster.Cluster, query string, limit time.Duration, cond func(n int) bool) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(limit)
+	for {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err == nil {
+			res := conn.ExecParams(ctx, query, nil, nil, nil, nil).Read()
+			conn.Close(ctx)
+			if res.Err == nil && len(res.Rows) == 1 {
+				if n, _ := strconv.Atoi(string(res.Rows[0][0])); cond(n) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pg_stat_activity: %s did not come within %v", query, limit)
+		}
+		time.Sleep(50 * time.Millisecond) // polling
+	}
+}
+
+// TestReplayCrashLosesParent: the target crashes while the transaction
+// that inserts an order is in flight (its statement runs long on the
+// target); the session that ships the order was waiting for that commit.
+// The lost transaction is recorded with its place in the commit order,
+// the waiting statements are released and counted as "dependency lost"
+// (not run, so not divergence), report does not call the candidate
+// diverged, and the advice does not name --sync object, which was on.
+func TestReplayCrashLosesParent(t *testing.T) {
+	ctx := context.Background()
+	const ms = time.Millisecond
+	lines := sessionLines(4001, 12*time.Second,
+		logLine{at: 100 * ms, msg: "BEGIN"},
+		logLine{at: 200 * ms, msg: "INSERT INTO orders (id, qty) VALUES (1, 1)"},
+		// Logged as 300 ms: on the target it runs 8 s, and the crash
+		// comes during it.
+		logLine{at: 600 * ms, msg: "SELECT pg_sleep(8)"},
+		logLine{at: 700 * ms, msg: "COMMIT"})
+	lines = append(lines, sessionLines(4002, 12*time.Second,
+		logLine{at: 900 * ms, msg: "BEGIN"},
+		logLine{at: 1000 * ms, msg: "INSERT INTO shipments VALUES (1, 'post')"},
+		logLine{at: 1100 * ms, msg: "UPDATE orders SET state = 'shipped' WHERE id = 1"},
+		logLine{at: 1200 * ms, msg: "COMMIT"})...)
+	var filler []logLine
+	for i := range 100 {
+		filler = append(filler, logLine{at: time.Duration(i) * 100 * ms, msg: fmt.Sprintf("INSERT INTO t VALUES (3, %d)", i)})
+	}
+	lines = append(lines, sessionLines(4003, 12*time.Second, filler...)...)
+	// A session that starts after the crash: the order is not there,
+	// and its shipment fails with 23503 (it waited for nothing: the
+	// commit was long lost when it came). The advice for that error
+	// must follow the options the replay ran with.
+	late := sessionLines(4004, 12*time.Second, logLine{at: 10500 * ms, msg: "INSERT INTO shipments VALUES (1, 'late')"})
+	late[0].at = 10 * time.Second
+	lines = append(lines, late...)
+	log := writeLines(t, lines)
+	base := filepath.Join(t.TempDir(), "base.json")
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--json", base, log); code != ExitOK {
+		t.Fatalf("analyze: exit %d\n%s", code, stderr)
+	}
+	c := shopTarget(t)
+	crashed := make(chan error, 1)
+	go func() {
+		// The crash while pg_sleep has run 2 s: the shipment's session
+		// (due at 1 s) is waiting for the order's commit by then.
+		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s'",
+			30*time.Second, func(n int) bool { return n == 1 })
+		if err := c.Kill(); err != nil {
+			crashed <- err
+			return
+		}
+		// The server restarts as soon as it can (its crashed
+		// backends' shared memory may take a moment to go).
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			if err = c.StartServer(ctx); err == nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond) // polling
+		}
+		crashed <- err
+	}()
+	out := filepath.Join(t.TempDir(), "crash.json")
+	code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--observe=false", "--json", out, log)
+	if err := <-crashed; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replay: exit %d\n%s%s", code, stdout, stderr)
+	res, err := results.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Statements
+	// The shipment's INSERT, its UPDATE and its COMMIT.
+	if st.Skipped[replay.SkipDependencyLost] != 3 {
+		t.Errorf("skipped %v, want 3 for a lost dependency", st.Skipped)
+	}
+	if err := st.Check(); err != nil {
+		t.Error(err)
+	}
+	sy := res.Sync
+	if sy == nil || sy.LostTransactions < 1 || len(sy.LostCommits) == 0 {
+		t.Fatalf("sync %+v: the lost transaction is not recorded", sy)
+	}
+	orderCommit := time.Date(2026, 3, 1, 10, 0, 0, 700_000_000, time.UTC).UnixMicro()
+	found := false
+	for _, lc := range sy.LostCommits {
+		found = found || int64(lc.At) == orderCommit && lc.Position > 0
+	}
+	if !found {
+		t.Errorf("lost commits %+v, want the order's, at %v", sy.LostCommits, orderCommit)
+	}
+	if code != ExitIncomplete {
+		t.Errorf("exit %d, want %d", code, ExitIncomplete)
+	}
+	if res.Outcomes.FailedOnlyOnTarget != 1 || !strings.Contains(stdout, "replay order") {
+		t.Errorf("%d failed only on the target, want the late shipment's, with its finding", res.Outcomes.FailedOnlyOnTarget)
+	}
+	if strings.Contains(stdout+stderr, "--sync object") || !strings.Contains(stdout, "replay again without the faults") {
+		t.Errorf("the advice names --sync object, which was on, or not the faults")
+	}
+	code, rstdout, rstderr := runCLI(ctx, "", "report", base, out)
+	if code == ExitDiverged || strings.Contains(rstdout+rstderr, "DIVERGED") {
+		t.Errorf("report called it diverged: exit %d\n%s%s", code, rstdout, rstderr)
+	}
+}
+
+// TestReplayFrozenTarget: a target frozen with SIGSTOP in the middle of a
+// replay (connections open, nothing answers) ends the replay with exit 5
+// within --io-timeout plus 10 s, its result written and marked
+// incomplete, naming the silent connection.
+func TestReplayFrozenTarget(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	log := busyLog(t, dir, 5, 60*time.Second, 200*time.Millisecond)
+	c := shopTarget(t)
+	t.Cleanup(func() { c.Thaw() }) // before the cluster is stopped
+	frozenAt := make(chan time.Time, 1)
+	go func() {
+		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'load'", 60*time.Second, func(n int) bool { return n >= 5 })
+		if err := c.Freeze(); err != nil {
+			t.Error(err)
+		}
+		frozenAt <- time.Now()
+	}()
+	out := filepath.Join(dir, "frozen.json")
+	const ioTimeout = 5 * time.Second
+	code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--io-timeout", ioTimeout.String(), "--json", out, log)
+	ended := time.Now()
+	at := <-frozenAt
+	t.Logf("replay: exit %d, %v after the freeze\n%s%s", code, ended.Sub(at).Round(time.Millisecond), stdout, stderr)
+	if took := ended.Sub(at); took > ioTimeout+10*time.Second {
+		t.Errorf("ended %v after the freeze, more than the I/O timeout %v plus 10 s", took, ioTimeout)
+	}
+	if code != ExitIncomplete || !strings.Contains(stderr, "stopped answering") || !strings.Contains(stderr, "backend pid") {
+		t.Errorf("exit %d, want %d naming the silent connection", code, ExitIncomplete)
+	}
+	res, err := results.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Complete() || !strings.Contains(strings.Join(res.Incomplete, " "), "stopped answering") {
+		t.Errorf("incomplete %q", res.Incomplete)
+	}
+	if err := res.Statements.Check(); err != nil {
+		t.Error(err)
+	}
+}
