@@ -26,7 +26,7 @@ func addLogFlags(fl *pflag.FlagSet, f *logFlags) {
 	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog, jsonlog or syslog")
 	fl.StringVar(&f.prefix, "prefix", "", "the server's log_line_prefix, for text logs (default: inferred from the first lines)")
 	fl.StringVar(&f.timezone, "timezone", "", "the server's log_timezone as an IANA name (Asia/Shanghai), for times the log writes without a zone (syslog) or with an abbreviation that is unknown or ambiguous (CST, IST)")
-	fl.BoolVar(&f.allowMixed, "allow-mixed-sources", false, "read logs as one workload even when their times neither overlap nor follow each other (see docs/logs.md)")
+	fl.BoolVar(&f.allowMixed, "allow-mixed-sources", false, "read logs as one workload even when their times neither overlap nor follow each other, or they show different servers (see docs/logs.md)")
 }
 
 // options turns the flags into the log reader's options.

@@ -1,11 +1,10 @@
 package source
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -21,7 +20,9 @@ const (
 	// different servers, which read as one would make a workload of
 	// their gap.
 	MixedTimes MixedReason = iota + 1
-	// MixedServers: the logs show different servers.
+	// MixedServers: the logs show different servers: their system
+	// identifiers, the ports their startup lines name, or the hosts of
+	// their syslog headers differ (logread.Origin).
 	MixedServers
 )
 
@@ -29,18 +30,20 @@ const (
 // workload; Options.AllowMixed reads them as one anyway.
 type Mixed struct {
 	Reason MixedReason
-	// A and B are the two files; for MixedTimes, A ends (AEnd) long
-	// before B starts (BStart); for MixedServers, AServer and BServer
-	// are what each log says of its server.
+	// A and B are the two files. For MixedTimes, A ends (AEnd) long
+	// before B starts (BStart). For MixedServers, What names what
+	// differs ("system identifier", "port", "host") and AServer and
+	// BServer are each log's.
 	A, B             string
 	AEnd, BStart     int64
+	What             string
 	AServer, BServer string
 }
 
 func (m *Mixed) Error() string {
 	switch m.Reason {
 	case MixedServers:
-		return fmt.Sprintf("%s and %s are logs of different servers (%s and %s): not one workload", m.A, m.B, m.AServer, m.BServer)
+		return fmt.Sprintf("%s and %s are logs of different servers (%s %s and %s): not one workload", m.A, m.B, m.What, m.AServer, m.BServer)
 	default:
 		return fmt.Sprintf("%s ends at %s and %s begins %v later, at %s: logs that neither overlap nor follow each other are not one workload",
 			m.A, fmtTime(m.AEnd), m.B, gap(m.AEnd, m.BStart), fmtTime(m.BStart))
@@ -61,15 +64,35 @@ const (
 	gapShare = 0.1
 )
 
-// tailSpan is how much of the end of an uncompressed log is read to find
-// when it ends.
-const tailSpan = 1 << 20
-
-// identified is a log reader that can tell which server wrote the log
-// (its system identifier, the host and port its lines name). The log
-// reader may offer it; where it does not, servers are not compared.
-type identified interface {
-	Server() string
+// span notes when the file begins and ends and what it shows of its
+// server: from what Open read of its head, and, when that was not the
+// whole log, from logread.ProbeLog, which reads its tail where it can
+// (an uncompressed regular file) with the format and prefix detected
+// when the file was opened. last stays 0 when the end cannot be known
+// before the log is read (compressed, standard input).
+func (f *file) span(opts logread.Options) {
+	r := f.readers[0]
+	f.first, f.last, _ = r.TimeRange()
+	f.origin = r.Origin()
+	if f.whole {
+		return
+	}
+	f.last = 0
+	if f.path == "-" {
+		return
+	}
+	opts.Format, opts.Prefix = r.Format(), r.Prefix()
+	p, err := logread.ProbeLog(f.path, opts)
+	if err != nil {
+		return // read as it comes: the reading will say what is wrong
+	}
+	if p.First > 0 && (f.first == 0 || p.First < f.first) {
+		f.first = p.First
+	}
+	if p.Whole {
+		f.last = p.Last
+	}
+	f.origin.Add(p.Origin)
 }
 
 // mixed checks that the files are one workload: their servers, where the
@@ -78,16 +101,21 @@ type identified interface {
 // known before reading it (compressed) is taken to last until the next
 // begins: only what is certain is refused.
 func mixed(files []*file, opts logread.Options) error {
-	var timed []*file
+	if len(files) < 2 {
+		return nil
+	}
 	for _, f := range files {
-		if id, ok := any(f.readers[0]).(identified); ok {
-			for _, o := range files {
-				oid, ok := any(o.readers[0]).(identified)
-				if ok && id.Server() != "" && oid.Server() != "" && id.Server() != oid.Server() {
-					return &Mixed{Reason: MixedServers, A: o.path, B: f.path, AServer: oid.Server(), BServer: id.Server()}
-				}
+		f.span(opts)
+	}
+	for i, a := range files {
+		for _, b := range files[i+1:] {
+			if what, av, bv, ok := otherServer(a.origin, b.origin); ok {
+				return &Mixed{Reason: MixedServers, A: a.path, B: b.path, What: what, AServer: av, BServer: bv}
 			}
 		}
+	}
+	var timed []*file
+	for _, f := range files {
 		if f.first > 0 {
 			timed = append(timed, f)
 		}
@@ -104,11 +132,6 @@ func mixed(files []*file, opts logread.Options) error {
 		}
 		return 0
 	})
-	for _, f := range timed {
-		if !f.whole {
-			f.last = lastTime(f, opts)
-		}
-	}
 	end := timed[0].last
 	prev := timed[0]
 	for _, f := range timed[1:] {
@@ -128,43 +151,41 @@ func mixed(files []*file, opts logread.Options) error {
 	return nil
 }
 
-// lastTime is the time of the last event of an uncompressed regular file,
-// read from its last tailSpan bytes; 0 when it cannot be known before
-// reading the whole file (a compressed file, standard input).
-func lastTime(f *file, opts logread.Options) int64 {
-	if f.path == "-" || f.info.Size <= 0 {
-		return 0
+// otherServer reports whether two logs show different servers: their
+// system identifiers differ, or the ports their startup lines name, or
+// the hosts of their syslog headers, have nothing in common. What a log
+// does not show is not compared; a server started on another version
+// (a minor upgrade between two rotated logs) is still the same server.
+func otherServer(a, b logread.Origin) (what, av, bv string, ok bool) {
+	if a.SystemID != "" && b.SystemID != "" && a.SystemID != b.SystemID {
+		return "system identifier", a.SystemID, b.SystemID, true
 	}
-	fh, err := os.Open(f.path)
-	if err != nil {
-		return 0
+	if disjoint(a.Ports, b.Ports) {
+		return "port", joinInts(a.Ports), joinInts(b.Ports), true
 	}
-	defer fh.Close()
-	head := make([]byte, 8)
-	if n, _ := fh.ReadAt(head, 0); compressed(head[:n]) {
-		return 0
+	if disjoint(a.Hosts, b.Hosts) {
+		return "host", strings.Join(a.Hosts, ","), strings.Join(b.Hosts, ","), true
 	}
-	if f.info.Size <= tailSpan {
-		return readLast(io.NewSectionReader(fh, 0, f.info.Size), f, opts)
-	}
-	return readLast(io.NewSectionReader(fh, f.info.Size-tailSpan, tailSpan), f, opts)
+	return "", "", "", false
 }
 
-// readLast reads the events of r, a part of f, with f's format and
-// prefix, and returns the latest time.
-func readLast(r io.Reader, f *file, opts logread.Options) int64 {
-	rd := f.readers[0]
-	opts.Format, opts.Prefix = rd.Format(), rd.Prefix()
-	tr, err := logread.NewReader(r, f.path, opts)
-	if err != nil {
-		return 0
+// disjoint reports whether a and b both hold values and none in common.
+func disjoint[T comparable](a, b []T) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
 	}
-	var last int64
-	for {
-		ev, err := tr.Next()
-		if errors.Is(err, io.EOF) || err != nil {
-			return last
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return false
 		}
-		last = max(last, ev.Time)
 	}
+	return true
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -69,14 +69,14 @@ type file struct {
 	head    []*event.Event // the first events of readers[0], peeked
 	headErr error          // the error that ended the peek, if any
 	print   *fingerprint
-	// first and last are the times of the file's first and last events
-	// found before reading (0: unknown); last is unknown for a
-	// compressed file. whole: the peek read the whole file.
-	first, last int64
+	// whole: the peek read the whole file. first and last are the times
+	// of the file's first and last lines found before reading, and
+	// origin what they show of the server (see span; 0: unknown, last
+	// unknown for a compressed file).
 	whole       bool
-	// timeless: the executions peeked at have no time at all.
-	timeless bool
-	info     results.InputFile
+	first, last int64
+	origin      logread.Origin
+	info        results.InputFile
 }
 
 // Open opens every log before any is read, so that a typo in the last
@@ -178,8 +178,6 @@ const headEvents = fingerprintEvents
 func (f *file) peek() {
 	r := f.readers[0]
 	// As many events as a fingerprint holds: connections do not count.
-	var timed, untimed int
-	defer func() { f.timeless = untimed > 0 && timed == 0 }()
 	for n := 0; n < headEvents; {
 		ev, err := r.Next()
 		if err != nil {
@@ -194,17 +192,6 @@ func (f *file) peek() {
 		if ev.Kind != event.Connect && ev.Kind != event.Disconnect {
 			n++
 		}
-		if ev.IsExecution() {
-			if ev.Time > 0 {
-				timed++
-			} else {
-				untimed++
-			}
-		}
-		if ev.Time > 0 && (f.first == 0 || ev.Time < f.first) {
-			f.first = ev.Time
-		}
-		f.last = max(f.last, ev.Time)
 	}
 	f.print = fingerprintOf(f.head)
 }
@@ -225,17 +212,6 @@ func (f *file) hash() error {
 	}
 	f.info.Size, f.info.Hash = fh.Size, fh.Hash
 	return nil
-}
-
-// compressed reports whether the file starts as a compressed stream does
-// (gzip, zstd, bzip2, xz), as the log reader decides.
-func compressed(head []byte) bool {
-	for _, magic := range [][]byte{{0x1f, 0x8b}, {0x28, 0xb5, 0x2f, 0xfd}, []byte("BZh"), {0xfd, '7', 'z', 'X', 'Z', 0}} {
-		if bytes.HasPrefix(head, magic) {
-			return true
-		}
-	}
-	return false
 }
 
 func sameFile(a, b string) bool {
@@ -305,13 +281,13 @@ func (s *Set) build() {
 // event.Named, event.Recycler and results.SourceCounter.
 func (s *Set) Sources() []event.Source { return s.sources }
 
-// Timeless lists the files whose first statements have no time (a
-// log_line_prefix without one): an analysis counts them, a replay cannot
-// pace them.
+// Timeless lists the files whose lines have no time (logread.TimingNone:
+// a log_line_prefix without %m, %t or %n): an analysis counts their
+// statements, a replay cannot pace them.
 func (s *Set) Timeless() []string {
 	var out []string
 	for _, f := range s.files {
-		if f.timeless {
+		if f.readers[0].Timing() == logread.TimingNone {
 			out = append(out, f.path)
 		}
 	}

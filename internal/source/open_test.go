@@ -83,9 +83,20 @@ func TestOpen(t *testing.T) {
 	later := write(t, dir, "later.log", stderrLog(day.Add(26*time.Hour), 30)) // the next day
 	laterGz := write(t, dir, "later.log.gz", gzipped(t, stderrLog(day.Add(26*time.Hour), 30)))
 	earlyGz := write(t, dir, "early.log.gz", gzipped(t, stderrLog(day.Add(-26*time.Hour), 30)))
-	// More events than Open peeks at: its end is not known before it is
-	// read.
-	earlyLongGz := write(t, dir, "early-long.log.gz", gzipped(t, stderrLog(day.Add(-26*time.Hour), 400)))
+	// More events than the opener reads of a compressed log's head
+	// (logread.ProbeLog): its end is not known before it is read.
+	earlyLongGz := write(t, dir, "early-long.log.gz", gzipped(t, stderrLog(day.Add(-26*time.Hour), 10100)))
+	// Logs of one time from two servers, which their startup lines tell
+	// apart; and a rotated log of the first server, restarted on another
+	// version (a minor upgrade): the same server.
+	started := func(at time.Time, port int, version string) string {
+		ts := at.Add(-time.Second).UTC().Format("2006-01-02 15:04:05.000")
+		return fmt.Sprintf("%s UTC [99] LOG:  starting PostgreSQL %s on x86_64-pc-linux-gnu, compiled by gcc, 64-bit\n"+
+			"%s UTC [99] LOG:  listening on IPv4 address \"0.0.0.0\", port %d\n", ts, version, ts, port)
+	}
+	serverA := write(t, dir, "server-a.log", started(day, 5432, "15.4")+stderrLog(day, 60))
+	serverB := write(t, dir, "server-b.log", started(day, 5433, "15.4")+stderrLog(day.Add(time.Hour), 60))
+	serverA2 := write(t, dir, "server-a2.log", started(day.Add(90*time.Second), 5432, "15.5")+stderrLog(day.Add(90*time.Second), 30))
 	timeless := write(t, dir, "timeless.log", "[100]: [1-1] db=shop,user=app LOG:  duration: 0.050 ms  statement: SELECT 1\n[100]: [2-1] db=shop,user=app LOG:  duration: 0.050 ms  statement: SELECT 2\n")
 
 	open := func(allow bool, paths ...string) (*Set, []string, error) {
@@ -112,9 +123,12 @@ func TestOpen(t *testing.T) {
 		{"a day apart, compressed after", false, []string{a, laterGz}, 0, "", "neither overlap nor follow"},
 		// A compressed log's end is not known before it is read: only
 		// what is certain is refused.
-		{"compressed before, end unknown", false, []string{earlyLongGz, a}, 460, "", ""},
+		{"compressed before, end unknown", false, []string{earlyLongGz, a}, 10160, "", ""},
 		{"compressed before, read whole", false, []string{earlyGz, a}, 0, "", "neither overlap nor follow"},
 		{"only empty", false, []string{empty}, 0, "", "the logs are empty"},
+		{"two servers", false, []string{serverA, serverB}, 0, "", "different servers (port 5432 and 5433)"},
+		{"two servers, allowed", true, []string{serverA, serverB}, 120, "", ""},
+		{"one server restarted on a minor upgrade", false, []string{serverA, serverA2}, 90, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +157,9 @@ func TestOpen(t *testing.T) {
 	var mixed *Mixed
 	if _, _, err := open(false, a, later); !errors.As(err, &mixed) || mixed.Reason != MixedTimes || mixed.A != a || mixed.B != later {
 		t.Errorf("mixed: %#v", err)
+	}
+	if _, _, err := open(false, serverA, serverB); !errors.As(err, &mixed) || mixed.Reason != MixedServers || mixed.What != "port" || mixed.A != serverA || mixed.B != serverB {
+		t.Errorf("mixed servers: %#v", err)
 	}
 
 	// The input: the files read, with sizes and hashes; a copy elsewhere
