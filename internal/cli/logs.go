@@ -133,12 +133,9 @@ func nothingText(n *source.Nothing) string {
 		return msg + "; give the server's log_line_prefix with --prefix (SHOW log_line_prefix), or check --format"
 	case n.TopIs(logread.SkipMalformed):
 		return msg + "; check --format: the records do not parse as the format given or detected"
-	case n.TopN == 0 && n.Statements == 0:
-		return msg + "; the server must log statements: log_min_duration_statement = 0 (or log_statement = 'all')"
-	case n.TopN > 0:
-		return msg + "; see docs/logs.md for the formats pgrehearse reads"
 	}
-	return msg
+	// The other remedies are the server's settings, which name no flag.
+	return msg + n.Remedy()
 }
 
 // cutError fails a run whose input broke off (a truncated compressed

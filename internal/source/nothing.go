@@ -81,6 +81,12 @@ type Nothing struct {
 	Top    string
 	TopN   int64
 	Sample *logread.Sample
+	// Aside is, when no line was unreadable and no statement was read,
+	// the reason most lines were set aside for (plans without their
+	// statement, durations alone, the server's unprefixed output...),
+	// AsideN their count: what the log held instead of statements.
+	Aside  string
+	AsideN int64
 	// Dropped and Other are what the selection left out.
 	Dropped Dropped
 	Other   *results.OtherShards
@@ -123,6 +129,9 @@ func (n *Nothing) What() string {
 // them, or "".
 func (n *Nothing) Skipped() string {
 	if n.TopN == 0 {
+		if n.AsideN > 0 {
+			return fmt.Sprintf("; most lines were set aside as %q (%d)", n.Aside, n.AsideN)
+		}
 		return ""
 	}
 	s := fmt.Sprintf("; most skipped lines: %q (%d)", n.Top, n.TopN)
@@ -154,11 +163,26 @@ func (n *Nothing) Remedy() string {
 	case n.TopIs(logread.SkipMalformed):
 		return "; check the log's format: the records do not parse as the format given or detected"
 	case n.TopN == 0 && n.Statements == 0:
-		return "; the server must log statements: log_min_duration_statement = 0 (or log_statement = 'all')"
+		return asideRemedy(n.Aside)
 	case n.TopN > 0:
 		return "; see docs/logs.md for the formats pgrehearse reads"
 	}
 	return ""
+}
+
+// asideRemedy is the remedy for a log that held no statement, by what it
+// held instead.
+func asideRemedy(aside string) string {
+	const logThem = "log_min_duration_statement = 0 (or log_statement = 'all')"
+	switch aside {
+	case logread.SkipPlanAlone:
+		return "; auto_explain logged plans but the server did not log their statements: log them too, " + logThem + ", and each plan goes with its statement"
+	case logread.SkipDurationAlone:
+		return "; log_duration writes durations without their statements: log statements with their durations instead, log_min_duration_statement = 0"
+	case logread.SkipUnprefixed:
+		return "; those are the server's own output without its prefix (a memory-context dump, a backtrace), not statements: the server must log statements, " + logThem
+	}
+	return "; the server must log statements: " + logThem
 }
 
 // Measured returns a *Nothing when the run's input yielded nothing to
@@ -207,6 +231,13 @@ func Check(c *logread.Counters, statements int64, maxSkipped float64, d Dropped,
 		}
 		if smp, ok := c.Samples[n.Top]; ok && n.TopN > 0 {
 			n.Sample = &smp
+		}
+		if n.TopN == 0 && n.Reason == NothingNoStatement {
+			for _, r := range c.Reasons() {
+				if r != logread.SkipBlank && c.Skipped[r] > n.AsideN {
+					n.Aside, n.AsideN = r, c.Skipped[r]
+				}
+			}
 		}
 	}
 	return n

@@ -195,6 +195,21 @@ func TestMeasured(t *testing.T) {
 	a := write(t, dir, "a.log", stderrLog(day, 20))
 	timeless := write(t, dir, "timeless.log", "[100]: [1-1] db=shop,user=app LOG:  duration: 0.050 ms  statement: SELECT 1\n")
 	noise := write(t, dir, "noise.log", stderrLog(day, 20)+strings.Repeat("host kernel: something else entirely\n", 5))
+	// What real logs hold instead of statements, or beside them.
+	line := func(i int, msg string) string {
+		return day.Add(time.Duration(i)*time.Second).UTC().Format("2006-01-02 15:04:05.000") + " UTC [100] app@shop/web 6632.64 LOG:  " + msg + "\n"
+	}
+	var plans, durations strings.Builder
+	for i := range 20 {
+		plans.WriteString(line(i, "duration: 0.050 ms  plan:\n\tQuery Text: SELECT 1\n\tResult  (cost=0.00..0.01 rows=1 width=4)"))
+		durations.WriteString(line(i, "duration: 0.050 ms"))
+	}
+	plansAlone := write(t, dir, "plans.log", plans.String())
+	durationsAlone := write(t, dir, "durations.log", durations.String())
+	dump := "TopMemoryContext: 97664 total in 5 blocks; 14720 free (4 chunks); 82944 used\n" +
+		strings.Repeat("  TopTransactionContext: 8192 total in 1 blocks; 7744 free (0 chunks); 448 used\n", 40) +
+		"Grand total: 1245184 bytes in 150 blocks; 301312 free (97 chunks); 943872 used\n"
+	oom := write(t, dir, "oom.log", stderrLog(day, 10)+dump+stderrLog(day.Add(time.Minute), 10)+"\n")
 	tests := []struct {
 		name   string
 		path   string
@@ -209,6 +224,11 @@ func TestMeasured(t *testing.T) {
 		{"other shards", a, testPrefix, Selection{Shard: Shard{K: 1, Of: 2, Assign: func(string) (int, bool) { return 0, true }}}, NothingOtherShards, "fewer shards"},
 		{"wrong prefix", a, "%t [%p]: [%l-1] user=%u,db=%d ", Selection{}, NothingNoStatement, "log_line_prefix"},
 		{"unreadable", noise, testPrefix, Selection{}, NothingUnreadable, "log_line_prefix (SHOW log_line_prefix)"},
+		{"plans without statements", plansAlone, testPrefix, Selection{}, NothingNoStatement, "auto_explain logged plans"},
+		{"durations without statements", durationsAlone, testPrefix, Selection{}, NothingNoStatement, "log_duration writes durations"},
+		// A memory-context dump mid-log and a blank last line are
+		// neither unreadable nor a reason to measure nothing.
+		{"the server's own output and a blank line", oom, testPrefix, Selection{}, 0, ""},
 		{"measured", a, testPrefix, Selection{}, 0, ""},
 	}
 	for _, tt := range tests {
