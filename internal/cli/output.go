@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,19 +25,28 @@ func checkOutputs(flagPaths ...string) error {
 // writeJSON writes v as indented JSON to path, or to stdout for "-";
 // a file is replaced atomically (outfile.Write).
 func writeJSON(stdout io.Writer, path string, v any) error {
-	render := func(w io.Writer) error {
+	if err := writeOutput(stdout, path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
-	}
-	if path == "-" {
-		if err := render(stdout); err != nil {
-			return fmt.Errorf("write JSON: %w", err)
-		}
-		return nil
-	}
-	if err := outfile.Write(path, render); err != nil {
+	}); err != nil {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// writeOutput writes what render makes to path, replaced atomically
+// (outfile.Write: a failed render or a full disk leaves the previous file
+// whole), or to stdout for "-", rendered into memory first so that a
+// failed render writes nothing there either.
+func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) error {
+	if path != "-" {
+		return outfile.Write(path, render)
+	}
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	_, err := stdout.Write(buf.Bytes())
+	return err
 }

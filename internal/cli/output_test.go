@@ -15,7 +15,8 @@ import (
 
 // TestOutputCheckedBeforeWork: a replay whose --json cannot be written
 // (its directory missing) fails before any statement reaches the target,
-// naming the flag; so do analyze, findings and sweep, before reading.
+// naming the flag; so do analyze, findings, report and plan, before
+// reading.
 // A result written over a previous one replaces it whole.
 func TestOutputCheckedBeforeWork(t *testing.T) {
 	ctx := context.Background()
@@ -29,8 +30,15 @@ func TestOutputCheckedBeforeWork(t *testing.T) {
 	if err := os.WriteFile(log, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	analysis := filepath.Join(dir, "analysis.json")
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--json", analysis, log); code != ExitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
 	missing := filepath.Join(dir, "no-such-dir", "replay.json")
 	for _, args := range [][]string{
+		{"report", analysis, analysis, "--json", missing},
+		{"report", analysis, analysis, "--html", missing},
+		{"plan", "--shards", "2", "--out", missing, log},
 		{"replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--speed", "0", "--json", missing, log},
 		{"analyze", "--prefix", testPrefix, "--json", missing, log},
 		{"findings", "--prefix", testPrefix, "--html", missing, log},
