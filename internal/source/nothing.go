@@ -82,9 +82,9 @@ type Nothing struct {
 	TopN   int64
 	Sample *logread.Sample
 	// Aside is, when no line was unreadable and no statement was read,
-	// the reason most lines were set aside for (plans without their
-	// statement, durations alone, the server's unprefixed output...),
-	// AsideN their count: what the log held instead of statements.
+	// what the log held instead of statements, of insteadOfStatements
+	// (plans without their statement, durations alone, the server's
+	// unprefixed output), and AsideN its lines.
 	Aside  string
 	AsideN int64
 	// Dropped and Other are what the selection left out.
@@ -130,7 +130,7 @@ func (n *Nothing) What() string {
 func (n *Nothing) Skipped() string {
 	if n.TopN == 0 {
 		if n.AsideN > 0 {
-			return fmt.Sprintf("; most lines were set aside as %q (%d)", n.Aside, n.AsideN)
+			return fmt.Sprintf("; %d lines were set aside as %q", n.AsideN, n.Aside)
 		}
 		return ""
 	}
@@ -169,6 +169,11 @@ func (n *Nothing) Remedy() string {
 	}
 	return ""
 }
+
+// insteadOfStatements are the skip reasons of lines a log holds in place
+// of the statements it should have logged, each with its own remedy
+// (asideRemedy).
+var insteadOfStatements = []string{logread.SkipPlanAlone, logread.SkipDurationAlone, logread.SkipUnprefixed}
 
 // asideRemedy is the remedy for a log that held no statement, by what it
 // held instead.
@@ -233,8 +238,8 @@ func Check(c *logread.Counters, statements int64, maxSkipped float64, d Dropped,
 			n.Sample = &smp
 		}
 		if n.TopN == 0 && n.Reason == NothingNoStatement {
-			for _, r := range c.Reasons() {
-				if r != logread.SkipBlank && c.Skipped[r] > n.AsideN {
+			for _, r := range insteadOfStatements {
+				if c.Skipped[r] > n.AsideN {
 					n.Aside, n.AsideN = r, c.Skipped[r]
 				}
 			}
