@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/findings"
@@ -272,7 +273,8 @@ func (e *OptionsError) Unwrap() error { return e.Err }
 type TimelessError struct{ Files []string }
 
 func (e *TimelessError) Error() string {
-	return fmt.Sprintf("the lines of %v have no time (a log_line_prefix without %%m, %%t or %%n): a replay cannot keep their pace nor order their sessions; capture the log with %%m in log_line_prefix", e.Files)
+	return fmt.Sprintf("the lines of %s have no time (a log_line_prefix without %%m, %%t or %%n, or an export without its timestamps): "+
+		"a replay cannot keep their pace nor order their sessions; capture the log with %%m in log_line_prefix (analyze still measures it)", strings.Join(e.Files, ", "))
 }
 
 // targetWaits are the wait events the observer sampled on the target,
