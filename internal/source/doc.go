@@ -6,12 +6,14 @@
 // detected then, its first events peeked to tell a copy of another log),
 // skips a log that is empty or repeats another, refuses logs that do not
 // look like one workload (times that neither overlap nor follow, different
-// servers) unless told otherwise, and notes each file's size and content
-// hashes (results.Input), so that the parts of one input are known as
-// such when they are merged.
+// servers, as the readers' TimeRange and Origin and logread.ProbeLog show
+// them) unless told otherwise, and notes each file's size and content
+// hash (results.Input, the hash a shard plan names its logs by), so that
+// the parts of one input are known as such when they are merged.
 //
 // Select composes the selections in one place, in one order: the shard
-// (Shard: a stable hash of the session id, or a plan), the time window,
+// (Shard: shard.Of, the stable hash of the session id, or a plan's
+// Assign), the time window,
 // pgrehearse's own sessions, the database, user and application filters.
 // Each is a decorator of an event.Source that counts what it leaves out;
 // the counts, and the readers' line accounting, flow with the events: the
