@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // TestOutputCheckedBeforeWork: a replay whose --json cannot be written
@@ -71,5 +72,17 @@ func TestOutputCheckedBeforeWork(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".replay.json*"))
 	if len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+
+	// Findings whose server cannot be reached fail the command, but the
+	// result is written all the same.
+	os.Remove(out)
+	code, _, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--speed", "0",
+		"--findings-dsn", "host=127.0.0.1 port=1 user=nobody dbname=none connect_timeout=2", "--json", out, log)
+	if code == ExitOK {
+		t.Errorf("replay with unreachable findings: exit 0: %s", stderr)
+	}
+	if r, err := results.ReadFile(out); err != nil || r.Statements.Total != 1 {
+		t.Errorf("the result was not written when the findings failed (exit %d, %s): %v, %+v", code, stderr, err, r)
 	}
 }
