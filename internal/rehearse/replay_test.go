@@ -245,22 +245,27 @@ func state(t *testing.T, dsn string) string {
 // with the round's database map; with target logs, it reads the
 // server-side durations from them. before runs first, with the round.
 func realReplay(logPath string, before func(Round, Target)) ReplayFunc {
+	return replayAt(logPath, logPrefix, 0, before)
+}
+
+// replayAt is realReplay for a log with prefix, at speed.
+func replayAt(logPath, prefix string, speed float64, before func(Round, Target)) ReplayFunc {
 	return func(ctx context.Context, round Round, tg Target) (*results.Result, error) {
 		if before != nil {
 			before(round, tg)
 		}
-		rd, err := logread.Open(logPath, logread.Options{Prefix: logPrefix})
+		rd, err := logread.Open(logPath, logread.Options{Prefix: prefix})
 		if err != nil {
 			return nil, err
 		}
 		defer rd.Close()
-		r, err := replay.New(replay.Options{Target: tg.DSN, Speed: 0, DatabaseMap: round.DatabaseMap, MaxLost: 0.001})
+		r, err := replay.New(replay.Options{Target: tg.DSN, Speed: speed, DatabaseMap: round.DatabaseMap, MaxLost: 0.001})
 		if err != nil {
 			return nil, err
 		}
 		var tl *targetlog.Files
 		if len(round.Logs) > 0 {
-			tl = targetlog.Note(round.Logs, logPrefix)
+			tl = targetlog.Note(round.Logs, prefix)
 		}
 		res, err := r.Run(ctx, ctx, []replay.Source{rd})
 		if err != nil || res.Partial || tl == nil {
