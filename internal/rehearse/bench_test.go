@@ -69,11 +69,12 @@ func BenchmarkRehearsal(b *testing.B) {
 			}
 			b.StopTimer()
 			total := out.EndedAt.Sub(out.StartedAt).Seconds()
-			resets := out.PrepareSeconds + out.ResetSeconds + out.CloseSeconds
+			resets := out.ResetOverhead().Seconds()
 			b.ReportMetric(total, "s/rehearsal")
 			b.ReportMetric(out.ReplaySeconds, "s-replay")
 			b.ReportMetric(out.PrepareSeconds, "s-prepare")
 			b.ReportMetric(out.ResetSeconds, "s-resets")
+			b.ReportMetric(out.ReleaseSeconds, "s-releases")
 			b.ReportMetric(out.CloseSeconds, "s-close")
 			b.ReportMetric(100*resets/total, "%reset")
 			b.ReportMetric(out.Control[0].WallSeconds, "s-round")

@@ -153,10 +153,13 @@ type RoundRecord struct {
 	N      int         `json:"n"`
 	Status Status      `json:"status"`
 	Reset  reset.State `json:"reset"`
-	// ReplaySeconds is the wall time of the replay alone.
-	ReplaySeconds float64   `json:"replay_seconds"`
-	StartedAt     time.Time `json:"started_at"`
-	EndedAt       time.Time `json:"ended_at"`
+	// ReplaySeconds is the wall time of the replay alone;
+	// ReleaseSeconds that of undoing the reset's work after it
+	// (dropping the round's copies).
+	ReplaySeconds  float64   `json:"replay_seconds"`
+	ReleaseSeconds float64   `json:"release_seconds"`
+	StartedAt      time.Time `json:"started_at"`
+	EndedAt        time.Time `json:"ended_at"`
 	// File is the round's result, relative to the index's directory;
 	// empty when the round produced none.
 	File  string `json:"file,omitempty"`
@@ -186,14 +189,22 @@ type Outcome struct {
 	Drifted bool `json:"drifted,omitempty"`
 	// Stopped says why the rehearsal stopped before its end.
 	Stopped string `json:"stopped,omitempty"`
-	// ResetSeconds and ReplaySeconds total the rounds' resets and
-	// replays; Prepare/CloseSeconds are the resets' one-off work.
+	// ResetSeconds, ReleaseSeconds and ReplaySeconds total the rounds'
+	// resets, releases and replays; Prepare/CloseSeconds are the
+	// resets' one-off work.
 	ResetSeconds   float64   `json:"reset_seconds"`
+	ReleaseSeconds float64   `json:"release_seconds"`
 	ReplaySeconds  float64   `json:"replay_seconds"`
 	PrepareSeconds float64   `json:"prepare_seconds"`
 	CloseSeconds   float64   `json:"close_seconds"`
 	StartedAt      time.Time `json:"started_at"`
 	EndedAt        time.Time `json:"ended_at,omitzero"`
+}
+
+// ResetOverhead is the time the resets took in all: preparing, before
+// and after each round, and closing.
+func (o *Outcome) ResetOverhead() time.Duration {
+	return time.Duration((o.PrepareSeconds + o.ResetSeconds + o.ReleaseSeconds + o.CloseSeconds) * float64(time.Second))
 }
 
 // Results returns the finished rounds' results of side.
@@ -388,8 +399,11 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	rec.ReplaySeconds = time.Since(replayStart).Seconds()
 	r.out.ReplaySeconds += rec.ReplaySeconds
 	cctx, cancel := r.cleanupCtx()
+	relStart := time.Now()
 	relErr := target.Reset.Release(cctx, st)
 	cancel()
+	rec.ReleaseSeconds = time.Since(relStart).Seconds()
+	r.out.ReleaseSeconds += rec.ReleaseSeconds
 	rec.EndedAt = time.Now()
 
 	if res != nil {
