@@ -39,7 +39,11 @@ func SweepSections(res *sweep.Result) []htmlreport.Section {
 	}
 	curves.Charts = []htmlreport.Chart{{ID: "sweep-curve", Title: "TPS (solid) and p95 latency (dashed) by client count",
 		Height: 380, Option: curveOption(res),
-		Note: fmt.Sprintf("The cliff is the first client count after the peak below %.2f of the peak's TPS.", res.Plan.CliffRatio)}}
+		Note: fmt.Sprintf("The knee is the last client count before throughput grows by less than latency does; the peak is the highest TPS measured, "+
+			"one reading per step; the cliff is the first client count after the peak below %.2f of the peak's TPS.", res.Plan.CliffRatio)}}
+	if w := sharedDriverWarning(res); w != "" {
+		curves.Text = append(curves.Text, w)
+	}
 	if len(res.Comparison) > 0 {
 		curves.Tables = append(curves.Tables, comparisonTable(res))
 	}
@@ -62,7 +66,18 @@ func peakCards(c sweep.ConfigRun) []htmlreport.Card {
 	if c.Peak == nil {
 		return []htmlreport.Card{{Label: c.Name, Value: "no steps"}}
 	}
-	cards := []htmlreport.Card{{Label: c.Name + ": peak", Value: fmt.Sprintf("%d clients", c.Peak.Clients), Sub: fmt.Sprintf("%.0f TPS", c.Peak.TPS)}}
+	var cards []htmlreport.Card
+	if k := c.Knee; k != nil && k.Found {
+		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: fmt.Sprintf("%d clients", k.Clients),
+			Sub: fmt.Sprintf("%.0f TPS; to %d clients TPS %.2fx, latency %.2fx", k.TPS, k.NextClients, k.TPSGrowth, k.LatencyGrowth)})
+	} else if k != nil {
+		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: "none", Sub: fmt.Sprintf("up to %d clients", k.UpTo), Status: "good"})
+	}
+	peakSub := fmt.Sprintf("%.0f TPS", c.Peak.TPS)
+	if k := c.Knee; k != nil && k.Found && c.Peak.Clients != k.Clients && c.Peak.TPS < k.TPS*(1+peakNoise) {
+		peakSub += fmt.Sprintf(", within %.0f%% of the knee's", 100*peakNoise)
+	}
+	cards = append(cards, htmlreport.Card{Label: c.Name + ": peak", Value: fmt.Sprintf("%d clients", c.Peak.Clients), Sub: peakSub})
 	if cl := c.Cliff; cl != nil {
 		if cl.Found {
 			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: fmt.Sprintf("%d clients", cl.Clients),

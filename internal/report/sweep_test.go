@@ -82,6 +82,7 @@ func TestWriteSweep(t *testing.T) {
 		},
 	}
 	for i := range res.Configs {
+		res.Configs[i].Knee = sweep.FindKnee(res.Configs[i].Steps)
 		res.Configs[i].Peak = sweep.FindPeak(res.Configs[i].Steps)
 		res.Configs[i].Cliff = sweep.FindCliff(res.Configs[i].Steps, 0.8)
 	}
@@ -91,6 +92,9 @@ func TestWriteSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("a sweep whose driver did not share the server warns:\n%s", out)
+	}
 	for _, want := range []string{
 		"configuration on: pg_stat_statements.track_planning=on",
 		"LWLock:pg_stat_statements 50%",
@@ -123,5 +127,35 @@ func TestWriteSweepLog(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// A flat curve leads with its knee, says that its highest reading is
+// within noise of it, and a driver on the server's machine is warned of.
+func TestWriteSweepKnee(t *testing.T) {
+	steps := []sweep.Step{
+		{Clients: 1, TPS: 5000, Latency: sweep.Latency{Mean: 0.2}},
+		{Clients: 2, TPS: 5150, Latency: sweep.Latency{Mean: 0.39}},
+		{Clients: 4, TPS: 4950, Latency: sweep.Latency{Mean: 0.81}},
+	}
+	res := &sweep.Result{Workload: sweep.WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple"},
+		Target: "throwaway", ClientCPUs: 2, DriverSharesServer: true,
+		Configs: []sweep.ConfigRun{{Name: "default", Steps: steps, Knee: sweep.FindKnee(steps), Peak: sweep.FindPeak(steps), Cliff: sweep.FindCliff(steps, 0.8)}}}
+	var b strings.Builder
+	if err := WriteSweep(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"WARNING: the load generator ran on the server's machine (2 CPUs shared)",
+		"knee:  1 clients, 5000.0 TPS at 0.200 ms mean: from 1 to 2 clients TPS grew 1.03x while latency grew 1.95x",
+		"peak:  2 clients, 5150.0 TPS, within 5% of the knee's: no real gain past the knee",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(out, "knee:"), strings.Index(out, "peak:"); i < 0 || j < i {
+		t.Errorf("the knee does not come before the peak:\n%s", out)
 	}
 }

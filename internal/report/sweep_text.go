@@ -32,6 +32,9 @@ func WriteSweep(w io.Writer, res *sweep.Result) error {
 	if res.Partial {
 		p("PARTIAL: the sweep stopped early; the steps below are complete, later ones are missing\n")
 	}
+	if w := sharedDriverWarning(res); w != "" {
+		p("%s\n", w)
+	}
 
 	for _, c := range res.Configs {
 		p("\nconfiguration %s: %s\n", c.Name, settingsOr(c.Settings))
@@ -146,13 +149,28 @@ func settingsOr(m map[string]string) string {
 	return sweep.SettingsString(m)
 }
 
-// peakCliffLines are the two summary lines of a configuration.
+// peakCliffLines are the summary lines of a configuration: the knee
+// first (where more clients stop paying), then the highest TPS measured,
+// said to be within noise of the knee when it is, then the cliff.
 func peakCliffLines(c sweep.ConfigRun) string {
 	if c.Peak == nil {
 		return "  no steps\n"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS\n", c.Peak.Clients, c.Peak.TPS)
+	switch k := c.Knee; {
+	case k == nil:
+	case k.Found:
+		fmt.Fprintf(&b, "  knee:  %d clients, %.1f TPS at %.3f ms mean: from %d to %d clients TPS grew %.2fx while latency grew %.2fx\n",
+			k.Clients, k.TPS, k.MeanMS, k.Clients, k.NextClients, k.TPSGrowth, k.LatencyGrowth)
+	default:
+		fmt.Fprintf(&b, "  knee:  none up to %d clients: every step bought more throughput than it cost in latency\n", k.UpTo)
+	}
+	if k := c.Knee; k != nil && k.Found && c.Peak.Clients != k.Clients && c.Peak.TPS < k.TPS*(1+peakNoise) {
+		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS, within %.0f%% of the knee's: no real gain past the knee\n",
+			c.Peak.Clients, c.Peak.TPS, 100*peakNoise)
+	} else {
+		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS\n", c.Peak.Clients, c.Peak.TPS)
+	}
 	switch cl := c.Cliff; {
 	case cl == nil:
 	case cl.Found:
@@ -161,6 +179,20 @@ func peakCliffLines(c sweep.ConfigRun) string {
 		fmt.Fprintf(&b, "  cliff: no cliff up to %d clients (no step after the peak below %.2f of it)\n", cl.UpTo, cl.Ratio)
 	}
 	return b.String()
+}
+
+// peakNoise is how much above the knee's TPS a higher step must be for
+// the peak to mean more than noise: one step is one reading, and steps of
+// a sweep on a shared machine differ by a few percent for nothing.
+const peakNoise = 0.05
+
+// sharedDriverWarning says that the load generator took the server's
+// CPU, when it did.
+func sharedDriverWarning(res *sweep.Result) string {
+	if !res.DriverSharesServer {
+		return ""
+	}
+	return fmt.Sprintf("WARNING: the load generator ran on the server's machine (%d CPUs shared): the CPU it used was taken from the server, so the knee and the cliff may be the generator's; run it from another machine to measure the server alone", res.ClientCPUs)
 }
 
 // writeChart draws TPS against clients as horizontal bars, one row per

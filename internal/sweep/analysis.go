@@ -15,6 +15,40 @@ func FindPeak(steps []Step) *Peak {
 	return p
 }
 
+// FindKnee returns where adding clients stops paying: the last client
+// count before the first step whose throughput grows by a smaller factor
+// than its mean latency does. Before the knee, more clients buy more
+// throughput at little cost in latency; after it, they mostly queue. In a
+// closed loop (each client waits for its answer) clients = TPS x latency,
+// so at the knee of a doubling sweep TPS grows less than sqrt(2).
+//
+// Unlike the peak, which on a flat curve is wherever noise put the
+// highest reading, the knee is stable under noise of a few percent: it
+// is found where latency grows faster than throughput, which on a flat
+// curve is at once. Found is false when every step still paid (or there
+// are fewer than two timed steps); UpTo is then the highest client count.
+func FindKnee(steps []Step) *Knee {
+	if len(steps) == 0 {
+		return nil
+	}
+	sorted := append([]Step(nil), steps...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Clients < sorted[j].Clients })
+	k := &Knee{UpTo: sorted[len(sorted)-1].Clients}
+	for i := 0; i+1 < len(sorted); i++ {
+		a, b := sorted[i], sorted[i+1]
+		if a.TPS <= 0 || a.Latency.Mean <= 0 || b.Latency.Mean <= 0 {
+			continue
+		}
+		tpsGrowth, latGrowth := b.TPS/a.TPS, b.Latency.Mean/a.Latency.Mean
+		if tpsGrowth < latGrowth {
+			*k = Knee{Found: true, Clients: a.Clients, TPS: a.TPS, MeanMS: a.Latency.Mean,
+				NextClients: b.Clients, TPSGrowth: tpsGrowth, LatencyGrowth: latGrowth, UpTo: k.UpTo}
+			return k
+		}
+	}
+	return k
+}
+
 // FindCliff returns where TPS falls off after the peak: the first step with
 // more clients than the peak whose TPS is below ratio times the peak's.
 // Steps are taken in order of client count. It is nil without steps.

@@ -159,3 +159,41 @@ func TestPostmasterPID(t *testing.T) {
 		t.Errorf("pid %d port %d err %v", pid, port, err)
 	}
 }
+
+// lat builds steps of clients, TPS and mean latency (ms) triples.
+func lat(points ...float64) []Step {
+	var steps []Step
+	for i := 0; i+2 < len(points); i += 3 {
+		steps = append(steps, Step{Clients: int(points[i]), TPS: points[i+1], Latency: Latency{Mean: points[i+2]}})
+	}
+	return steps
+}
+
+func TestKnee(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []Step
+		want  *Knee
+	}{
+		{"scales, then queues", lat(1, 1000, 1.0, 2, 1900, 1.05, 4, 3600, 1.1, 8, 4000, 2.0, 16, 4100, 3.9),
+			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, UpTo: 16}},
+		// A flat curve: the highest reading (16 clients) is noise; the
+		// knee is where throughput stopped paying, at once.
+		{"flat with noise", lat(1, 5000, 0.2, 2, 5150, 0.39, 4, 4950, 0.81, 8, 5050, 1.58, 16, 5200, 3.1),
+			&Knee{Found: true, Clients: 1, TPS: 5000, MeanMS: 0.2, NextClients: 2, TPSGrowth: 5150.0 / 5000, LatencyGrowth: 0.39 / 0.2, UpTo: 16}},
+		{"every step pays", lat(1, 100, 1, 2, 200, 1, 4, 390, 1.02), &Knee{UpTo: 4}},
+		{"one step", lat(1, 100, 1), &Knee{UpTo: 1}},
+		{"untimed steps are passed over", lat(1, 100, 0, 2, 200, 1, 4, 210, 1.9),
+			&Knee{Found: true, Clients: 2, TPS: 200, MeanMS: 1, NextClients: 4, TPSGrowth: 210.0 / 200, LatencyGrowth: 1.9, UpTo: 4}},
+		{"steps out of order", lat(4, 3600, 1.1, 1, 1000, 1.0, 8, 4000, 2.0, 2, 1900, 1.05),
+			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, UpTo: 8}},
+		{"no steps", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FindKnee(tt.steps); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("knee %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -13,10 +13,15 @@ type Result struct {
 	Target string `json:"target"`
 	// ClientCPUs is the number of CPUs of the machine running the load
 	// generator, which bounds its threads.
-	ClientCPUs int          `json:"client_cpus"`
-	Plan       PlanInfo     `json:"plan"`
-	Configs    []ConfigRun  `json:"configs"`
-	Comparison []Comparison `json:"comparison,omitempty"`
+	ClientCPUs int `json:"client_cpus"`
+	// DriverSharesServer: the load generator ran on the server's machine
+	// (a throwaway cluster, or a target on this machine), so the CPU it
+	// used was taken from the server, and the knee and the cliff may be
+	// the driver's rather than the server's.
+	DriverSharesServer bool         `json:"driver_shares_server,omitempty"`
+	Plan               PlanInfo     `json:"plan"`
+	Configs            []ConfigRun  `json:"configs"`
+	Comparison         []Comparison `json:"comparison,omitempty"`
 	// Partial is set when the sweep stopped early (Ctrl-C or an error):
 	// the steps present are complete, later ones are missing.
 	Partial bool `json:"partial,omitempty"`
@@ -84,8 +89,11 @@ type ConfigRun struct {
 	// sweep (current_setting), which shows a setting that did not take.
 	Effective map[string]string `json:"effective_settings,omitempty"`
 	Steps     []Step            `json:"steps"`
-	Peak      *Peak             `json:"peak"`
-	Cliff     *Cliff            `json:"cliff"`
+	// Knee is where more clients stop buying throughput (FindKnee);
+	// Peak is the highest TPS measured, which on a flat curve is noise.
+	Knee  *Knee  `json:"knee"`
+	Peak  *Peak  `json:"peak"`
+	Cliff *Cliff `json:"cliff"`
 }
 
 // Step is one client count on one configuration.
@@ -146,6 +154,21 @@ type Hot struct {
 	CallsPerS  float64 `json:"calls_per_s"`
 	PlansPerS  float64 `json:"plans_per_s"`
 	ShareCalls float64 `json:"share_of_calls"`
+}
+
+// Knee is the last client count before throughput grows by less than
+// latency (see FindKnee): from Clients to NextClients, TPS grew by the
+// factor TPSGrowth and mean latency by LatencyGrowth. Found is false when
+// every step still paid; UpTo is the highest client count measured.
+type Knee struct {
+	Found         bool    `json:"found"`
+	Clients       int     `json:"clients,omitempty"`
+	TPS           float64 `json:"tps,omitempty"`
+	MeanMS        float64 `json:"mean_ms,omitempty"`
+	NextClients   int     `json:"next_clients,omitempty"`
+	TPSGrowth     float64 `json:"tps_growth,omitempty"`
+	LatencyGrowth float64 `json:"latency_growth,omitempty"`
+	UpTo          int     `json:"up_to_clients"`
 }
 
 // Peak is the step with the highest TPS.

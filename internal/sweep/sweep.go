@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 )
 
 // Options configure a sweep.
@@ -111,7 +113,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		ClientCPUs: runtime.NumCPU(),
 		Plan: PlanInfo{Clients: opts.Clients, WarmupS: opts.Warmup.Seconds(), DurationS: opts.Duration.Seconds(),
 			CliffRatio: opts.CliffRatio, Order: "alternating: A B at the 1st client count, B A at the 2nd, A B at the 3rd..."},
-		Target: "throwaway",
+		Target:             "throwaway",
+		DriverSharesServer: opts.Target == "" || connstr.IsLocal(opts.Target),
 	}
 	if (opts.Target == "" || opts.Init) && res.Workload.Kind == "pgbench" {
 		res.Workload.Scale = opts.Scale
@@ -122,6 +125,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	err := run(ctx, &opts, configs, res)
 	for i := range res.Configs {
 		cr := &res.Configs[i]
+		cr.Knee = FindKnee(cr.Steps)
 		cr.Peak = FindPeak(cr.Steps)
 		cr.Cliff = FindCliff(cr.Steps, opts.CliffRatio)
 	}
