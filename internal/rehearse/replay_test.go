@@ -392,14 +392,7 @@ func TestTemplateRounds(t *testing.T) {
 		if got := state(t, c.DSN(appDB)); got != want {
 			t.Errorf("%s's own %s changed: %q", side, appDB, got)
 		}
-		var left int
-		conn, err := pgx.Connect(context.Background(), c.DSN("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE starts_with(datname, $1)", reset.NamePrefix).Scan(&left)
-		conn.Close(context.Background())
-		if left != 0 {
+		if left := resetLeftovers(t, c); left != 0 {
 			t.Errorf("%s: %d databases of the reset left", side, left)
 		}
 	}
@@ -565,15 +558,25 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("the interrupted round's file: %v, partial %v", err, partial != nil && partial.Partial)
 	}
 	for side, c := range map[Side]*pgcluster.Cluster{Control: ctl, Candidate: cand} {
-		var left int
-		conn, err := pgx.Connect(context.Background(), c.DSN("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE starts_with(datname, $1)", reset.NamePrefix).Scan(&left)
-		conn.Close(context.Background())
-		if left != 0 {
+		if left := resetLeftovers(t, c); left != 0 {
 			t.Errorf("%s: %d databases of the reset left after the interruption", side, left)
 		}
 	}
+}
+
+// resetLeftovers counts the databases a template reset made that are still
+// on c.
+func resetLeftovers(t *testing.T, c *pgcluster.Cluster) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE starts_with(datname, $1)", reset.NamePrefix).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
