@@ -163,3 +163,12 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("tail = %q", got)
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]Mode{"template": ModeTemplate, "none": ModeNone, "datadir": "", "command": "", "": "", "Template": ""} {
+		got, err := ParseMode(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

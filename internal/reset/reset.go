@@ -2,6 +2,7 @@ package reset
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -29,6 +30,17 @@ func (m Mode) Valid() bool {
 		return true
 	}
 	return false
+}
+
+// ParseMode reads a mode a user may name: template or none. A command
+// reset is given by its command, and data-directory copies are for
+// throwaway clusters only.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeTemplate, ModeNone:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown reset %q: use template or none", s)
 }
 
 // State is what one reset did, for the round that follows it.
