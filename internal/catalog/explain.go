@@ -186,7 +186,7 @@ func (e *Explainer) inTx(ctx context.Context, r Request, f func(pgx.Tx) error) e
 		}
 	}
 	if r.Generic || len(r.Params) > 0 {
-		if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+trimStatement(r.Query)); err != nil {
+		if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+TrimStatement(r.Query)); err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
 		prepared = true
@@ -202,12 +202,12 @@ func (e *Explainer) explain(ctx context.Context, tx pgx.Tx, r Request) (*Plan, e
 	var sql, mode string
 	switch {
 	case r.Generic:
-		n := max(len(r.Params), maxParam(r.Query))
-		sql, mode = "EXPLAIN ("+opts+") EXECUTE "+stmtName+args(make([]*string, n)), "generic"
+		n := max(len(r.Params), MaxParam(r.Query))
+		sql, mode = "EXPLAIN ("+opts+") EXECUTE "+stmtName+ExecuteArgs(make([]*string, n)), "generic"
 	case len(r.Params) > 0:
-		sql, mode = "EXPLAIN ("+opts+") EXECUTE "+stmtName+args(r.Params), "custom"
+		sql, mode = "EXPLAIN ("+opts+") EXECUTE "+stmtName+ExecuteArgs(r.Params), "custom"
 	default:
-		sql, mode = "EXPLAIN ("+opts+") "+trimStatement(r.Query), "literal"
+		sql, mode = "EXPLAIN ("+opts+") "+TrimStatement(r.Query), "literal"
 	}
 	if r.Analyze {
 		mode += " analyze"
@@ -224,9 +224,10 @@ func (e *Explainer) explain(ctx context.Context, tx pgx.Tx, r Request) (*Plan, e
 	return &plans[0], nil
 }
 
-// args renders parameter values as an EXECUTE argument list of quoted
-// literals, whose type the prepared statement decides.
-func args(params []*string) string {
+// ExecuteArgs renders parameter values as an EXECUTE argument list of
+// quoted literals, whose type the prepared statement decides: "" without
+// parameters, else "('a', NULL)".
+func ExecuteArgs(params []*string) string {
 	if len(params) == 0 {
 		return ""
 	}
@@ -248,19 +249,23 @@ func QuoteLiteral(s string) string {
 
 var paramRef = regexp.MustCompile(`\$(\d+)`)
 
-// maxParam is the highest $n in a normalized query, which holds no
+// MaxParam is the highest $n in a normalized query, which holds no
 // literals that could contain one.
-func maxParam(q string) int {
+func MaxParam(q string) int {
 	n := 0
 	for _, m := range paramRef.FindAllStringSubmatch(q, -1) {
-		if v, err := strconv.Atoi(m[1]); err == nil {
+		// The protocol allows 65,535 parameters: a larger $n is no
+		// parameter, and must not size an argument list.
+		if v, err := strconv.Atoi(m[1]); err == nil && v <= 65535 {
 			n = max(n, v)
 		}
 	}
 	return n
 }
 
-func trimStatement(q string) string {
+// TrimStatement is q without surrounding space and trailing semicolons,
+// to follow PREPARE ... AS or EXPLAIN.
+func TrimStatement(q string) string {
 	return strings.TrimRight(strings.TrimSpace(q), "; \t\n")
 }
 

@@ -1,0 +1,514 @@
+package explain
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
+)
+
+// CauseKind is a kind of difference between the servers that explains a
+// plan change or a slowdown.
+type CauseKind string
+
+// Kinds of causes.
+const (
+	// CauseIndexMissing: an index the control's plan uses does not
+	// exist on the candidate.
+	CauseIndexMissing CauseKind = "index_missing"
+	// CauseIndexInvalid: it exists but is invalid there (a failed
+	// CREATE INDEX CONCURRENTLY): the planner ignores it.
+	CauseIndexInvalid CauseKind = "index_invalid"
+	// CauseIndexDiffers: an index of that name has another definition.
+	CauseIndexDiffers CauseKind = "index_differs"
+	// CauseIndexNew: the candidate's plan uses an index the control
+	// does not have.
+	CauseIndexNew CauseKind = "index_new"
+	// CauseNeverAnalyzed: a relation of the plans has no statistics on
+	// one side (Side), and has them on the other: after a restore or a
+	// pg_upgrade without ANALYZE.
+	CauseNeverAnalyzed CauseKind = "never_analyzed"
+	// CauseStaleStatistics: many rows changed since the relation was
+	// last analyzed on one side (Side).
+	CauseStaleStatistics CauseKind = "stale_statistics"
+	// CauseRowsDiffer: the relation's size (reltuples) differs by more
+	// than half between the servers.
+	CauseRowsDiffer CauseKind = "rows_differ"
+	// CauseExtendedStatistics: an extended statistics object on the
+	// relation exists (built) on one side only.
+	CauseExtendedStatistics CauseKind = "extended_statistics"
+	// CauseSetting: a planner or resource setting differs.
+	CauseSetting CauseKind = "setting"
+	// CauseVersion: the major versions differ, and with them the
+	// planner.
+	CauseVersion CauseKind = "version"
+)
+
+// Cause is one difference behind a plan change or a slowdown. Control
+// and Candidate are the two sides' values where the kind has values (a
+// setting's, reltuples, an index definition).
+type Cause struct {
+	Kind      CauseKind `json:"kind"`
+	Side      Side      `json:"side,omitempty"`
+	Relation  string    `json:"relation,omitempty"`
+	Index     string    `json:"index,omitempty"`
+	Setting   string    `json:"setting,omitempty"`
+	Control   string    `json:"control,omitempty"`
+	Candidate string    `json:"candidate,omitempty"`
+	// Verified: planning the statement on the candidate with the
+	// control's value gave the control's plan back. Together: only with
+	// every verified setting changed at once.
+	Verified bool `json:"verified,omitempty"`
+	Together bool `json:"together,omitempty"`
+	// Evidence names what in the plans ties the cause to them: "spill"
+	// (a sort, hash or aggregate went to disk), "reads" (shared blocks
+	// read from outside shared_buffers grew), "jit".
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// plannerSetting reports whether a setting changes how the planner
+// plans (not only how the executor runs).
+func plannerSetting(name string) bool {
+	switch name {
+	case "work_mem", "hash_mem_multiplier", "effective_cache_size", "max_parallel_workers_per_gather",
+		"max_parallel_workers", "max_worker_processes":
+		return true
+	case "shared_buffers", "effective_io_concurrency", "maintenance_io_concurrency", "temp_buffers",
+		"maintenance_work_mem", "autovacuum_work_mem", "logical_decoding_work_mem", "max_stack_depth",
+		"dynamic_shared_memory_type", "huge_pages", "huge_page_size", "shared_memory_type", "min_dynamic_shared_memory",
+		"track_io_timing", "max_connections", "server_version", "jit_provider", "backend_flush_after",
+		"old_snapshot_threshold", "max_prepared_transactions", "vacuum_buffer_usage_limit":
+		return false
+	}
+	return true // Query Tuning: enable_*, cost constants, GEQO, collapse limits, jit...
+}
+
+// settingDiffs returns the settings whose values differ between the
+// snapshots, sorted by name.
+func settingDiffs(a, b *Snapshot) []string {
+	var out []string
+	for name, sa := range a.Settings {
+		sb, ok := b.Settings[name]
+		if !ok || sa.Raw == sb.Raw && sa.Unit == sb.Unit {
+			continue
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SettingDiffs returns the settings whose values differ between two
+// snapshots, by name, with both values.
+func SettingDiffs(control, candidate *Snapshot) []Cause {
+	var out []Cause
+	if control == nil || candidate == nil {
+		return out
+	}
+	for _, name := range settingDiffs(control, candidate) {
+		out = append(out, Cause{Kind: CauseSetting, Setting: name, Control: control.Settings[name].Value, Candidate: candidate.Settings[name].Value})
+	}
+	return out
+}
+
+// attribute finds the causes of main's change or slowdown.
+func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, ctl, cand *session) {
+	var cs, cd *Snapshot
+	if ctl != nil {
+		cs = ctl.snap
+	}
+	if cand != nil {
+		cd = cand.snap
+	}
+	pa, pb := main.Control.Plan, main.Candidate.Plan
+	rels := append(pa.Relations(), pb.Relations()...)
+	for _, s := range []*session{ctl, cand} {
+		if s != nil {
+			// A relation snapshot that cannot be read only loses causes.
+			_ = s.snap.LoadRelations(ctx, s.conn, r.opts.statementTimeout(), rels)
+		}
+	}
+	var causes []Cause
+	if cs != nil && cd != nil && cs.Version/10000 != cd.Version/10000 {
+		causes = append(causes, Cause{Kind: CauseVersion, Control: cs.VersionText, Candidate: cd.VersionText})
+	}
+	changed := !main.Diff.Same
+	if changed {
+		causes = append(causes, r.verifyIndexes(ctx, main, cand, indexCauses(main, cs, cd))...)
+	}
+	causes = append(causes, statisticsCauses(rels, cs, cd, changed)...)
+	if cs != nil && cd != nil {
+		if changed {
+			causes = append(causes, r.settingCauses(ctx, main, ctl, cand)...)
+		} else {
+			causes = append(causes, r.verifySpill(ctx, main, cand, slowdownSettings(main, cs, cd))...)
+		}
+	}
+	slices.SortStableFunc(causes, func(x, y Cause) int { return cmp.Compare(causeRank(x), causeRank(y)) })
+	out.Causes = causes
+}
+
+// causeRank orders causes, strongest first.
+func causeRank(c Cause) int {
+	switch c.Kind {
+	case CauseIndexMissing, CauseIndexInvalid:
+		return 0
+	case CauseNeverAnalyzed:
+		return 1
+	case CauseIndexDiffers, CauseIndexNew:
+		return 2
+	case CauseSetting:
+		switch {
+		case c.Verified:
+			return 3
+		case c.Evidence != "":
+			return 4
+		}
+		return 9
+	case CauseStaleStatistics:
+		return 5
+	case CauseRowsDiffer:
+		return 6
+	case CauseExtendedStatistics:
+		return 7
+	}
+	return 8
+}
+
+// indexCauses compares the indexes the two plans use across the servers.
+func indexCauses(main *Explained, cs, cd *Snapshot) []Cause {
+	var out []Cause
+	seen := map[string]bool{}
+	look := func(p *plan.Plan, here, there *Snapshot, new bool) {
+		for _, n := range p.Nodes() {
+			if n.Index == "" || n.Relation == "" && n.Type != "Bitmap Index Scan" || seen[n.Index] {
+				continue
+			}
+			rel := n.Relation
+			if rel == "" {
+				rel = bitmapRelation(p, n)
+			}
+			seen[n.Index] = true
+			rt := relation(there, rel)
+			rh := relation(here, rel)
+			if rt == nil {
+				continue
+			}
+			ix := rt.Index(n.Index)
+			var mine *Index
+			if rh != nil {
+				mine = rh.Index(n.Index)
+			}
+			switch {
+			case ix == nil && mine != nil && sameShapeIndex(rt, mine) != "":
+				// The same index under another name: not a cause.
+			case ix == nil && new:
+				out = append(out, Cause{Kind: CauseIndexNew, Relation: rel, Index: n.Index, Candidate: defOf(mine)})
+			case ix == nil:
+				out = append(out, Cause{Kind: CauseIndexMissing, Side: Candidate, Relation: rel, Index: n.Index, Control: defOf(mine)})
+			case !ix.Valid && !new:
+				out = append(out, Cause{Kind: CauseIndexInvalid, Side: Candidate, Relation: rel, Index: n.Index, Control: defOf(mine), Candidate: ix.Def})
+			case mine != nil && ix.Def != mine.Def:
+				c := Cause{Kind: CauseIndexDiffers, Relation: rel, Index: n.Index, Control: mine.Def, Candidate: ix.Def}
+				if new {
+					c.Control, c.Candidate = ix.Def, mine.Def
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	if cd != nil {
+		look(main.Control.Plan, cs, cd, false)
+	}
+	if cs != nil && cd != nil {
+		look(main.Candidate.Plan, cd, cs, true)
+	}
+	return out
+}
+
+// verifyIndexes checks, with hypopg when the candidate's database has it,
+// each index the candidate lacks (or has invalid): created
+// hypothetically, in the explaining backend's memory only, the planner
+// uses it for the statement. Without hypopg the causes stay unverified.
+func (r *runner) verifyIndexes(ctx context.Context, main *Explained, cand *session, causes []Cause) []Cause {
+	if cand == nil || !cand.snap.HypoPG || r.opts.NoVerify {
+		return causes
+	}
+	ex := &catalog.Explainer{Conn: cand.conn, Timeout: r.opts.statementTimeout()}
+	req := catalog.Request{Query: main.req.query, Params: main.req.params, Generic: main.req.mode == ModeGeneric}
+	for i, c := range causes {
+		if c.Kind != CauseIndexMissing && c.Kind != CauseIndexInvalid || !strings.HasPrefix(c.Control, "CREATE ") {
+			continue
+		}
+		// hypopg names the index itself; CONCURRENTLY means nothing
+		// to it.
+		ddl := strings.Replace(c.Control, " CONCURRENTLY", "", 1)
+		if h, err := ex.Hypothetical(ctx, req, ddl); err == nil && h.Used {
+			causes[i].Verified = true
+		}
+	}
+	return causes
+}
+
+// bitmapRelation is the relation of the Bitmap Heap Scan above a Bitmap
+// Index Scan.
+func bitmapRelation(p *plan.Plan, ix *plan.Node) string {
+	rel := ""
+	p.Root.Walk(func(n *plan.Node) bool {
+		if n.Type == "Bitmap Heap Scan" {
+			n.Walk(func(c *plan.Node) bool {
+				if c == ix {
+					rel = n.Relation
+				}
+				return rel == ""
+			})
+		}
+		return rel == ""
+	})
+	return rel
+}
+
+func sameShapeIndex(r *Relation, ix *Index) string {
+	for i := range r.Indexes {
+		if r.Indexes[i].Shape() == ix.Shape() && r.Indexes[i].Valid {
+			return r.Indexes[i].Name
+		}
+	}
+	return ""
+}
+
+func defOf(ix *Index) string {
+	if ix == nil {
+		return ""
+	}
+	return ix.Def
+}
+
+func relation(s *Snapshot, name string) *Relation {
+	if s == nil {
+		return nil
+	}
+	return s.Relations[name]
+}
+
+// statisticsCauses compares the statistics of the plans' relations.
+func statisticsCauses(rels []string, cs, cd *Snapshot, changed bool) []Cause {
+	var out []Cause
+	seen := map[string]bool{}
+	for _, name := range rels {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		a, b := relation(cs, name), relation(cd, name)
+		if b == nil {
+			continue
+		}
+		switch {
+		case b.NeverAnalyzed() && (a == nil || !a.NeverAnalyzed()):
+			out = append(out, Cause{Kind: CauseNeverAnalyzed, Side: Candidate, Relation: name, Control: tuples(a), Candidate: tuples(b)})
+			continue
+		case a != nil && a.NeverAnalyzed() && !b.NeverAnalyzed():
+			out = append(out, Cause{Kind: CauseNeverAnalyzed, Side: Control, Relation: name, Control: tuples(a), Candidate: tuples(b)})
+			continue
+		}
+		if a == nil {
+			continue
+		}
+		if changed {
+			for _, side := range []Side{Candidate, Control} {
+				r, o := b, a
+				if side == Control {
+					r, o = a, b
+				}
+				if stale(r) && !stale(o) {
+					out = append(out, Cause{Kind: CauseStaleStatistics, Side: side, Relation: name,
+						Control: itoa(a.ModSinceAnalyze), Candidate: itoa(b.ModSinceAnalyze)})
+				}
+			}
+		}
+		if a.Tuples > 0 && b.Tuples > 0 && (b.Tuples > 1.5*a.Tuples || a.Tuples > 1.5*b.Tuples) {
+			out = append(out, Cause{Kind: CauseRowsDiffer, Relation: name, Control: tuples(a), Candidate: tuples(b)})
+		}
+		if changed {
+			for _, es := range a.ExtStats {
+				if es.Built && !builtExt(b, es.Name) {
+					out = append(out, Cause{Kind: CauseExtendedStatistics, Side: Candidate, Relation: name, Setting: es.Name})
+				}
+			}
+			for _, es := range b.ExtStats {
+				if es.Built && !builtExt(a, es.Name) {
+					out = append(out, Cause{Kind: CauseExtendedStatistics, Side: Control, Relation: name, Setting: es.Name})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// stale: more than a fifth of the rows (and more than 1,000) changed
+// since the last analyze, which autovacuum's default
+// (autovacuum_analyze_scale_factor 0.1) should not have let happen.
+func stale(r *Relation) bool {
+	return r.ModSinceAnalyze > 1000 && float64(r.ModSinceAnalyze) > 0.2*max(r.Tuples, 1)
+}
+
+func builtExt(r *Relation, name string) bool {
+	for _, es := range r.ExtStats {
+		if es.Name == name && es.Built {
+			return true
+		}
+	}
+	return false
+}
+
+func tuples(r *Relation) string {
+	if r == nil {
+		return ""
+	}
+	return ftoa(r.Tuples)
+}
+
+// settingCauses verifies which differing planner settings explain a
+// changed plan: the candidate plans the statement again with the
+// control's value of each (then of all together), in a transaction of
+// its own. A setting that gives back the control's plan is Verified; one
+// that does not is not a cause and is left out. Without a connection to
+// the candidate, or with NoVerify, every differing planner setting is
+// listed, unverified.
+func (r *runner) settingCauses(ctx context.Context, main *Explained, ctl, cand *session) []Cause {
+	control, cd := ctl.snap, cand.snap
+	var diffs []string
+	for _, name := range settingDiffs(control, cd) {
+		if plannerSetting(name) {
+			diffs = append(diffs, name)
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	mk := func(name string) Cause {
+		return Cause{Kind: CauseSetting, Setting: name, Control: control.Settings[name].Value, Candidate: cd.Settings[name].Value}
+	}
+	var causes []Cause
+	if r.opts.NoVerify {
+		for _, name := range diffs {
+			causes = append(causes, mk(name))
+		}
+		return causes
+	}
+	want := main.Control.Plan.Hash()
+	replan := func(set map[string]string) (same, tried bool) {
+		req := main.req
+		req.analyze, req.set = false, set
+		p, err := cand.explain(ctx, req)
+		if err != nil {
+			return false, false
+		}
+		return p.Hash() == want, true
+	}
+	var settable []string
+	for _, name := range diffs {
+		same, tried := replan(map[string]string{name: control.Settings[name].Value})
+		if !tried {
+			continue
+		}
+		settable = append(settable, name)
+		if same {
+			c := mk(name)
+			c.Verified = true
+			causes = append(causes, c)
+		}
+	}
+	if len(causes) == 0 && len(settable) > 1 {
+		set := map[string]string{}
+		for _, name := range settable {
+			set[name] = control.Settings[name].Value
+		}
+		if same, _ := replan(set); same {
+			for _, name := range settable {
+				c := mk(name)
+				c.Verified, c.Together = true, true
+				causes = append(causes, c)
+			}
+		}
+	}
+	// Settings that cannot be set per transaction stay as suspects.
+	for _, name := range diffs {
+		if !slices.Contains(settable, name) {
+			causes = append(causes, mk(name))
+		}
+	}
+	return causes
+}
+
+// verifySpill checks the settings blamed for a spill: the candidate runs
+// the statement again (analyzed, as it was) with the control's values of
+// work_mem and hash_mem_multiplier, in a transaction of its own; when
+// nothing goes to disk then, they are Verified.
+func (r *runner) verifySpill(ctx context.Context, main *Explained, cand *session, causes []Cause) []Cause {
+	set := map[string]string{}
+	for _, c := range causes {
+		if c.Evidence == "spill" {
+			set[c.Setting] = c.Control
+		}
+	}
+	if len(set) == 0 || r.opts.NoVerify || !main.Candidate.Plan.Analyzed {
+		return causes
+	}
+	req := main.req
+	req.analyze, req.set = true, set
+	p, err := cand.explain(ctx, req)
+	if err != nil {
+		return causes
+	}
+	for _, n := range p.Nodes() {
+		if n.Spilled() || n.Buffers != nil && n.Buffers.TempWritten > 0 {
+			return causes
+		}
+	}
+	for i := range causes {
+		if causes[i].Evidence == "spill" {
+			causes[i].Verified = true
+			causes[i].Together = len(set) > 1
+		}
+	}
+	return causes
+}
+
+// slowdownSettings are the differing settings that the figures of a same
+// plan tie to its slowdown: shared_buffers when shared reads grew,
+// work_mem and hash_mem_multiplier when something spilled or temporary
+// blocks grew, the JIT settings when JIT time is there.
+func slowdownSettings(main *Explained, cs, cd *Snapshot) []Cause {
+	var reads, spill bool
+	for _, g := range main.Growths {
+		reads = reads || g.ReadsAdded() > 0
+		spill = spill || g.TempAdded() > 0 || g.After.Spilled && !g.Before.Spilled
+	}
+	jit := main.Candidate.Plan.JIT != nil && (main.Control.Plan.JIT == nil || main.Candidate.Plan.JIT.TotalMS > main.Control.Plan.JIT.TotalMS)
+	var out []Cause
+	for _, name := range settingDiffs(cs, cd) {
+		ev := ""
+		switch {
+		case reads && (name == "shared_buffers" || name == "effective_io_concurrency"):
+			ev = "reads"
+		case spill && (name == "work_mem" || name == "hash_mem_multiplier"):
+			ev = "spill"
+		case jit && strings.HasPrefix(name, "jit"):
+			ev = "jit"
+		default:
+			continue
+		}
+		out = append(out, Cause{Kind: CauseSetting, Setting: name, Control: cs.Settings[name].Value, Candidate: cd.Settings[name].Value, Evidence: ev})
+	}
+	return out
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

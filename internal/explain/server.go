@@ -1,0 +1,293 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
+	"github.com/pgrehearse/pgrehearse/internal/redact"
+)
+
+// ApplicationName is the application_name of explain's connections.
+const ApplicationName = event.OwnApplicationPrefix + "explain"
+
+// session is one connection to one database of a server, with that
+// database's snapshot.
+type session struct {
+	side Side
+	conn *pgx.Conn
+	snap *Snapshot
+	opts *Options
+}
+
+// connect opens a session on database db of the server at dsn (the
+// DSN's own database when db is empty).
+func connect(ctx context.Context, side Side, dsn, db string, opts *Options) (*session, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", side, err)
+	}
+	if db != "" {
+		cfg.Database = db
+	}
+	cfg.RuntimeParams["application_name"] = ApplicationName
+	// Statements are sent once each: no statement cache to fill.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect to database %s: %w", side, cfg.Database, err)
+	}
+	s := &session{side: side, conn: conn, opts: opts}
+	if s.snap, err = LoadSnapshot(ctx, conn, opts.statementTimeout()); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("%s: read the server's settings: %w", side, err)
+	}
+	return s, nil
+}
+
+func (s *session) close(ctx context.Context) { s.conn.Close(context.WithoutCancel(ctx)) }
+
+// request is one EXPLAIN to run.
+type request struct {
+	query  string
+	params []*string
+	mode   Mode
+	// analyze asks for EXPLAIN (ANALYZE, BUFFERS); the caller checked
+	// that the statement may run.
+	analyze bool
+	// set are settings changed for this EXPLAIN only (SET LOCAL).
+	set map[string]string
+}
+
+// stmtName is the name of the prepared statement EXPLAIN EXECUTE uses.
+const stmtName = "pgrehearse_explain"
+
+// explain runs one EXPLAIN in a read-only transaction that is rolled
+// back. With analyze, the statement runs twice and the second run is
+// kept: the first warms the cache, as production's is warm.
+func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
+	var out *plan.Plan
+	generic16 := r.mode == ModeGeneric && s.snap.Version >= 160000
+	prepared := false
+	defer func() {
+		// PREPARE is not transactional: it outlives the rollback.
+		if prepared {
+			s.conn.Exec(context.WithoutCancel(ctx), "DEALLOCATE "+stmtName, pgx.QueryExecModeSimpleProtocol)
+		}
+	}()
+	err := readOnly(ctx, s.conn, s.opts.statementTimeout(), s.opts.lockTimeout(), func(tx pgx.Tx) error {
+		setup := []string{"SET LOCAL standard_conforming_strings = on"}
+		switch r.mode {
+		case ModeGeneric:
+			if !generic16 {
+				setup = append(setup, "SET LOCAL plan_cache_mode = force_generic_plan")
+			}
+		case ModeCustom:
+			setup = append(setup, "SET LOCAL plan_cache_mode = force_custom_plan")
+		}
+		names := make([]string, 0, len(r.set))
+		for k := range r.set {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			setup = append(setup, "SET LOCAL "+pgx.Identifier{k}.Sanitize()+" = "+catalog.QuoteLiteral(r.set[k]))
+		}
+		for _, q := range setup {
+			if _, err := tx.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+		}
+		opts := "FORMAT JSON"
+		if r.analyze {
+			opts = "ANALYZE, BUFFERS, FORMAT JSON"
+		}
+		var sql string
+		switch {
+		case generic16:
+			sql = "EXPLAIN (GENERIC_PLAN, " + opts + ") " + catalog.TrimStatement(r.query)
+		case r.mode == ModeGeneric || r.mode == ModeCustom:
+			if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+catalog.TrimStatement(r.query), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return err
+			}
+			prepared = true
+			params := r.params
+			if r.mode == ModeGeneric {
+				// A generic plan ignores the values: NULLs stand in.
+				params = make([]*string, catalog.MaxParam(r.query))
+			}
+			sql = "EXPLAIN (" + opts + ") EXECUTE " + stmtName + catalog.ExecuteArgs(params)
+		default:
+			sql = "EXPLAIN (" + opts + ") " + catalog.TrimStatement(r.query)
+		}
+		runs := 1
+		if r.analyze {
+			runs = 2
+		}
+		for range runs {
+			var text string
+			if err := tx.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&text); err != nil {
+				return err
+			}
+			p, err := plan.ParseJSON([]byte(text))
+			if err != nil {
+				return fmt.Errorf("read EXPLAIN's output: %w", err)
+			}
+			out = p
+		}
+		return nil
+	})
+	return out, err
+}
+
+// stmtKind is what a statement is, for what explain may do with it.
+type stmtKind int
+
+const (
+	kindSelect stmtKind = iota + 1 // a plain SELECT (or VALUES): ANALYZE may run it
+	kindRead                       // a SELECT that locks rows or writes (FOR UPDATE, INTO, a writing CTE)
+	kindWrite                      // INSERT, UPDATE, DELETE, MERGE: explained, never run
+)
+
+// classify says whether q can be explained, and how; a Problem when not.
+// funcs are the functions it calls, for the volatility check.
+func classify(q string) (kind stmtKind, funcs []string, problem ProblemKind) {
+	tree, err := pg_query.Parse(q)
+	if err != nil {
+		return 0, nil, ProblemUnparsable
+	}
+	if len(tree.Stmts) != 1 {
+		return 0, nil, ProblemSeveral
+	}
+	st := tree.Stmts[0].Stmt
+	switch {
+	case st.GetSelectStmt() != nil:
+		kind = kindRead
+		if catalog.PlainSelect(q) {
+			kind = kindSelect
+		}
+	case st.GetInsertStmt() != nil, st.GetUpdateStmt() != nil, st.GetDeleteStmt() != nil, st.GetMergeStmt() != nil:
+		kind = kindWrite
+	default:
+		return 0, nil, ProblemUtility
+	}
+	if js, err := pg_query.ParseToJSON(q); err == nil {
+		var v any
+		if json.Unmarshal([]byte(js), &v) == nil {
+			funcs = funcCalls(v, funcs)
+		}
+	}
+	return kind, funcs, ""
+}
+
+// funcCalls collects the names of the functions a parse tree calls.
+func funcCalls(v any, out []string) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if k == "FuncCall" {
+				if m, ok := c.(map[string]any); ok {
+					if names, ok := m["funcname"].([]any); ok && len(names) > 0 {
+						if last, ok := names[len(names)-1].(map[string]any); ok {
+							if s, ok := last["String"].(map[string]any); ok {
+								if name, ok := s["sval"].(string); ok && !slices.Contains(out, name) {
+									out = append(out, name)
+								}
+							}
+						}
+					}
+				}
+			}
+			out = funcCalls(c, out)
+		}
+	case []any:
+		for _, c := range x {
+			out = funcCalls(c, out)
+		}
+	}
+	return out
+}
+
+// harmless are volatile functions that change nothing but their result.
+var harmless = map[string]bool{
+	"random": true, "clock_timestamp": true, "timeofday": true, "gen_random_uuid": true,
+	"uuid_generate_v4": true, "uuid_generate_v1": true, "random_normal": true,
+}
+
+// volatile returns the first of funcs that is volatile on the server and
+// not known to be harmless: running it may change something.
+func (s *session) volatile(ctx context.Context, funcs []string) (string, error) {
+	var check []string
+	for _, f := range funcs {
+		if !harmless[f] {
+			check = append(check, f)
+		}
+	}
+	if len(check) == 0 {
+		return "", nil
+	}
+	var found []string
+	err := readOnly(ctx, s.conn, s.opts.statementTimeout(), s.opts.lockTimeout(), func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT DISTINCT proname FROM pg_proc WHERE proname = ANY($1) AND provolatile = 'v' ORDER BY 1", check)
+		if err != nil {
+			return err
+		}
+		found, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil || len(found) == 0 {
+		return "", err
+	}
+	return found[0], nil
+}
+
+var missingRelation = regexp.MustCompile(`relation "((?:[^"]|"")+)" does not exist`)
+
+// problemOf turns an EXPLAIN's error into a Problem of side.
+func problemOf(side Side, mode Mode, err error) Problem {
+	p := Problem{Side: side, Kind: ProblemError, Message: redact.Message(err.Error())}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return p
+	}
+	p.Message = redact.Message(pgErr.Message)
+	switch pgErr.Code {
+	case "42P01":
+		p.Kind = ProblemRelationMissing
+		if m := missingRelation.FindStringSubmatch(pgErr.Message); m != nil {
+			p.Relation = m[1]
+		}
+	case "57014", "55P03":
+		p.Kind = ProblemTimeout
+	case "42P18", "42P08":
+		if mode == ModeGeneric {
+			p.Kind = ProblemNoParams
+		}
+	}
+	return p
+}
+
+func (o *Options) statementTimeout() time.Duration {
+	if o.StatementTimeout > 0 {
+		return o.StatementTimeout
+	}
+	return 10 * time.Second
+}
+
+func (o *Options) lockTimeout() time.Duration {
+	if o.LockTimeout > 0 {
+		return o.LockTimeout
+	}
+	return time.Second
+}

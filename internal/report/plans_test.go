@@ -1,0 +1,189 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
+)
+
+func textPlan(t *testing.T, s string) *plan.Plan {
+	t.Helper()
+	p, err := plan.ParseText(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// explained compares two plans as package explain does.
+func explained(t *testing.T, mode explain.Mode, a, b string) explain.Explained {
+	pa, pb := textPlan(t, a), textPlan(t, b)
+	d := plan.Compare(pa, pb)
+	e := explain.Explained{Control: &explain.SidePlan{Mode: mode, Plan: pa}, Candidate: &explain.SidePlan{Mode: mode, Plan: pb}, Diff: d}
+	for _, g := range plan.Growths(pa, pb, d) {
+		if g.Grew(0.5) {
+			e.Growths = append(e.Growths, g)
+		}
+	}
+	return e
+}
+
+// plansReport is the demo's dropped index (with a value in its filter),
+// a same plan that reads more, and a statement that could not be
+// explained.
+func plansReport(t *testing.T) *explain.Report {
+	lookup := explained(t, explain.ModeCustom,
+		`Index Scan using customers_email_idx on customers  (cost=0.41..8.43 rows=1 width=22) (actual time=0.020..0.021 rows=1 loops=1)
+  Index Cond: (email = 'bob@example.com'::text)
+  Buffers: shared hit=4`,
+		`Seq Scan on customers  (cost=0.00..1141.00 rows=1 width=22) (actual time=0.010..9.750 rows=1 loops=1)
+  Filter: (email = 'bob@example.com'::text)
+  Rows Removed by Filter: 49999
+  Buffers: shared hit=516`)
+	lookup.Sample = explain.SampleSlowest
+	scan := explained(t, explain.ModeLiteral,
+		`Aggregate  (cost=4167.00..4167.01 rows=1 width=32) (actual time=40.000..40.001 rows=1 loops=1)
+  Buffers: shared hit=1667
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=6) (actual time=0.002..25.000 rows=200000 loops=1)
+        Buffers: shared hit=1667`,
+		`Aggregate  (cost=4167.00..4167.01 rows=1 width=32) (actual time=95.000..95.001 rows=1 loops=1)
+  Buffers: shared hit=16 read=1651
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=6) (actual time=0.002..80.000 rows=200000 loops=1)
+        Buffers: shared hit=16 read=1651`)
+	return &explain.Report{
+		Control:   map[string]*explain.Snapshot{},
+		Candidate: map[string]*explain.Snapshot{},
+		Outcomes: []explain.Outcome{
+			{Fingerprint: "aaaa", Query: "SELECT id, name FROM customers WHERE email = $1", Verdict: explain.PlanChanged,
+				Explained: []explain.Explained{lookup},
+				Causes: []explain.Cause{{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx",
+					Control: "CREATE INDEX customers_email_idx ON public.customers USING btree (email)"}}},
+			{Fingerprint: "bbbb", Query: "SELECT sum(total) FROM orders", Verdict: explain.SamePlan, Explained: []explain.Explained{scan},
+				Causes: []explain.Cause{{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "128MB", Candidate: "128kB", Evidence: "reads"}}},
+			{Fingerprint: "cccc", Query: "SELECT * FROM tmp_x WHERE id = $1", Verdict: explain.NotCompared, Generic: true,
+				Problems: []explain.Problem{{Side: explain.Candidate, Kind: explain.ProblemRelationMissing, Relation: "tmp_x"}}},
+		},
+	}
+}
+
+func TestPlanLines(t *testing.T) {
+	rep := plansReport(t)
+	want := []string{
+		"plan changed: Index Scan (customers_email_idx) -> Seq Scan (customers); cause: index missing on candidate",
+		"same plan, slower: Seq Scan (orders) own time 25.0 ms -> 80.0 ms, shared read 0 -> 1,651 blocks; cause: shared_buffers 128MB -> 128kB",
+		"not explained: candidate: relation tmp_x does not exist there (a temporary table of a session that is gone, or a schema difference)",
+	}
+	for i := range rep.Outcomes {
+		if got := PlanLine(&rep.Outcomes[i], true); got != want[i] {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got, want[i])
+		}
+	}
+	if got := PlanLine(&rep.Outcomes[1], false); !strings.HasPrefix(got, "same plan: ") || strings.Contains(got, "cause") {
+		t.Errorf("not slower: %q", got)
+	}
+	long := ChangeLong(rep.Outcomes[0].Main())
+	if long != "Index Scan using customers_email_idx on customers (est. 1 row; actual 1 row) -> Seq Scan on customers (est. 1 row; "+
+		"Filter: (email = 'bob@example.com'::text); rows removed by filter 49,999; actual 1 row)" {
+		t.Errorf("long: %q", long)
+	}
+	if c := CauseText(rep.Outcomes[1].Causes[0], rep.Outcomes[1].Main()); c != "shared_buffers 128MB -> 128kB: blocks read from outside shared_buffers 0 -> 1,651" {
+		t.Errorf("cause: %q", c)
+	}
+	var b bytes.Buffer
+	if err := WritePlans(&b, rep, map[string]bool{"aaaa": true, "bbbb": true}, PlanHints{KeepSamples: "--keep-samples"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{want[0], "cause: index customers_email_idx on customers does not exist on the candidate", "Generic plans", "(--keep-samples)"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("WritePlans lacks %q:\n%s", s, b.String())
+		}
+	}
+}
+
+// TestPlansRedacted: once the report is redacted, no value of the
+// statements is left in the text, the page or the JSON.
+func TestPlansRedacted(t *testing.T) {
+	rep := plansReport(t)
+	rep.Redact()
+	var text, page bytes.Buffer
+	if err := WritePlans(&text, rep, nil, PlanHints{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := htmlreport.Write(&page, htmlreport.Page{Title: "t", Sections: []htmlreport.Section{PlansSection(rep, map[string]bool{"bbbb": true}, PlanHints{})}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": text.String(), "page": page.String(), "JSON": string(js)} {
+		if strings.Contains(out, "bob@example.com") {
+			t.Errorf("%s holds a parameter value", name)
+		}
+	}
+	if !strings.Contains(text.String(), "Filter: (email = …::text)") {
+		t.Errorf("redacted filter missing:\n%s", text.String())
+	}
+}
+
+func TestPlanTreesTable(t *testing.T) {
+	e := explained(t, explain.ModeGeneric,
+		`HashAggregate  (cost=4667.00..5163.71 rows=49671 width=40)
+  Group Key: customer_id
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14)`,
+		`GroupAggregate  (cost=22911.82..25395.37 rows=49671 width=40)
+  Group Key: customer_id
+  ->  Sort  (cost=22911.82..23411.82 rows=200000 width=14)
+        Sort Key: customer_id
+        ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14)`)
+	tb := PlanTreesTable("agg", &e)
+	if len(tb.Rows) != 3 {
+		t.Fatalf("%d rows", len(tb.Rows))
+	}
+	type row struct{ ctl, cand, class string }
+	want := []row{
+		{"HashAggregate", "GroupAggregate", "bad"},
+		{"", "\u00a0\u00a0-> Sort", "bad"},
+		{"\u00a0\u00a0-> Seq Scan on orders", "\u00a0\u00a0\u00a0\u00a0-> Seq Scan on orders", ""},
+	}
+	for i, r := range tb.Rows {
+		got := row{r.Cells[0].Text, r.Cells[4].Text, r.Class}
+		if got != want[i] {
+			t.Errorf("row %d: %q, want %q", i, got, want[i])
+		}
+	}
+}
+
+// TestSlowerSamePlanWords: a same plan whose sort spilled names the sort
+// and its spill, not a node whose time did not grow, and a verified
+// spill's cause says what verified it.
+func TestSlowerSamePlanWords(t *testing.T) {
+	e := explained(t, explain.ModeLiteral,
+		`Sort  (cost=22911.82..23411.82 rows=200000 width=14) (actual time=100.000..120.000 rows=200000 loops=1)
+  Sort Key: total, id
+  Sort Method: quicksort  Memory: 14000kB
+  Buffers: shared hit=1471
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..61.500 rows=200000 loops=1)
+        Buffers: shared hit=1471`,
+		`Sort  (cost=22911.82..23411.82 rows=200000 width=14) (actual time=90.000..110.000 rows=200000 loops=1)
+  Sort Key: total, id
+  Sort Method: external merge  Disk: 4392kB
+  Buffers: shared read=1471, temp read=549 written=551
+  ->  Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..51.200 rows=200000 loops=1)
+        Buffers: shared read=1471`)
+	o := explain.Outcome{Fingerprint: "s", Verdict: explain.SamePlan, Explained: []explain.Explained{e},
+		Causes: []explain.Cause{{Kind: explain.CauseSetting, Setting: "work_mem", Control: "64MB", Candidate: "1MB", Evidence: "spill", Verified: true}}}
+	want := "same plan, slower: Sort temp blocks 0 -> 1,100, Sort Method external merge, Disk 4,392kB; cause: work_mem 64MB -> 1MB"
+	if got := PlanLine(&o, true); got != want {
+		t.Errorf("line:\n got %q\nwant %q", got, want)
+	}
+	want = "work_mem 64MB -> 1MB: the Sort went to disk (Sort Method external merge, Disk 4,392kB; temp blocks 0 -> 1,100) (verified: with 64MB nothing goes to disk)"
+	if got := CauseText(o.Causes[0], o.Main()); got != want {
+		t.Errorf("cause:\n got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,417 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
+	"github.com/pgrehearse/pgrehearse/internal/redact"
+)
+
+// PlanHints say, in the caller's words, how to get what the plans lack.
+type PlanHints struct {
+	// KeepSamples keeps parameter values for custom plans
+	// ("--keep-samples").
+	KeepSamples string
+	// Connections gives the two servers ("--control-dsn and
+	// --candidate-dsn").
+	Connections string
+}
+
+// PlanLines are how one statement's plans are said: the verdict with the
+// first change or the growth, and the cause.
+type planWords struct {
+	verdict string // "plan changed", "same plan, slower", "same plan", "not explained"
+	what    string // "Index Scan (customers_email_idx) -> Seq Scan (customers)"
+	cause   string // "index missing on candidate"
+}
+
+// PlanLine is one statement's plans in one line: "plan changed: Index
+// Scan (customers_email_idx) -> Seq Scan (customers); cause: index missing
+// on candidate". slower says the comparison found the statement slower,
+// which turns "same plan" into "same plan, slower".
+func PlanLine(o *explain.Outcome, slower bool) string {
+	w := planWordsOf(o, slower)
+	s := w.verdict
+	if w.what != "" {
+		s += ": " + w.what
+	}
+	if w.cause != "" {
+		s += "; cause: " + w.cause
+	}
+	if o.Generic && o.Verdict != explain.NotCompared {
+		s += " (generic plans)"
+	}
+	return s
+}
+
+func planWordsOf(o *explain.Outcome, slower bool) planWords {
+	m := o.Main()
+	switch o.Verdict {
+	case explain.PlanChanged:
+		w := planWords{verdict: "plan changed", what: changeShort(m)}
+		if len(o.Causes) == 0 {
+			w.cause = "none found in settings, indexes or statistics"
+		} else {
+			w.cause = causeShort(o.Causes[0])
+			if n := len(o.Causes) - 1; n > 0 {
+				w.cause += fmt.Sprintf(" (+%d more)", n)
+			}
+		}
+		return w
+	case explain.SamePlan:
+		w := planWords{verdict: "same plan"}
+		if slower {
+			w.verdict = "same plan, slower"
+		}
+		if g := topGrowth(m); g != nil {
+			w.what = growthShort(m, g)
+		}
+		// A cause is named only for a slowdown: a same plan that is not
+		// slower needs none.
+		switch {
+		case slower && len(o.Causes) > 0:
+			w.cause = causeShort(o.Causes[0])
+		case slower:
+			w.cause = "none found in settings, indexes or statistics"
+		}
+		return w
+	}
+	w := planWords{verdict: "not explained"}
+	var why []string
+	for _, p := range o.Problems {
+		why = append(why, string(p.Side)+": "+ProblemText(p))
+	}
+	w.what = strings.Join(why, "; ")
+	return w
+}
+
+// nodeShort names a node briefly: "Seq Scan (customers)", "Index Scan
+// (customers_email_idx)", "Hash Join (orders, customers)".
+func nodeShort(n *plan.Node) string {
+	if n == nil {
+		return "nothing"
+	}
+	switch {
+	case n.Index != "":
+		return n.Name() + " (" + n.Index + ")"
+	case n.Relation != "":
+		return n.Name() + " (" + n.Relation + ")"
+	case n.CTE != "":
+		return n.Name() + " (" + n.CTE + ")"
+	}
+	return n.Name()
+}
+
+// changeShort is the first change of m in brief.
+func changeShort(m *explain.Explained) string {
+	if m == nil || m.Diff == nil {
+		return ""
+	}
+	c, a, b, ok := m.Diff.First(m.Control.Plan, m.Candidate.Plan)
+	if !ok {
+		return ""
+	}
+	switch c.Kind {
+	case plan.Added:
+		return "added " + nodeShort(b)
+	case plan.Removed:
+		return "no more " + nodeShort(a)
+	case plan.JoinOrder:
+		return "join order of " + nodeShort(a) + " changed"
+	}
+	return nodeShort(a) + " -> " + nodeShort(b)
+}
+
+// ChangeLong is the first change of m in full, with the estimated rows
+// on both sides and what the candidate's node filters: "Index Scan using
+// customers_email_idx on customers (est. 1 row) -> Seq Scan on customers
+// (est. 1 row; Filter: (email = $1); rows removed by filter 49,999)".
+func ChangeLong(m *explain.Explained) string {
+	if m == nil || m.Diff == nil {
+		return ""
+	}
+	c, a, b, ok := m.Diff.First(m.Control.Plan, m.Candidate.Plan)
+	if !ok {
+		return ""
+	}
+	side := func(n *plan.Node) string {
+		if n == nil {
+			return "nothing"
+		}
+		var det []string
+		det = append(det, "est. "+rowsText(n.PlanRows))
+		if n.Filter != "" {
+			det = append(det, "Filter: "+n.Filter)
+		}
+		if n.Actual != nil && n.Actual.RemovedByFilter > 0 {
+			det = append(det, "rows removed by filter "+numfmt.Figure(n.Actual.RemovedByFilter))
+		}
+		if n.Actual != nil && !n.Actual.NeverExecuted {
+			det = append(det, "actual "+rowsText(n.Actual.Rows*n.Actual.Loops))
+		}
+		return n.Label() + " (" + strings.Join(det, "; ") + ")"
+	}
+	if c.Kind == plan.JoinOrder {
+		return "join order changed at " + side(a) + " -> " + side(b)
+	}
+	return side(a) + " -> " + side(b)
+}
+
+func rowsText(r float64) string {
+	if r == 1 {
+		return "1 row"
+	}
+	return numfmt.Figure(r) + " rows"
+}
+
+// topGrowth is the growth worth naming first: the node whose own time
+// grew most, else whose reads or temporary blocks did.
+func topGrowth(m *explain.Explained) *plan.Growth {
+	if m == nil || len(m.Growths) == 0 {
+		return nil
+	}
+	if g := &m.Growths[0]; g.TimeAdded() >= minGrowthMS {
+		return g // the growths come most time added first
+	}
+	best := &m.Growths[0]
+	for i := range m.Growths {
+		g := &m.Growths[i]
+		if g.TempAdded() > best.TempAdded() || g.TempAdded() == best.TempAdded() && g.ReadsAdded() > best.ReadsAdded() {
+			best = g
+		}
+	}
+	return best
+}
+
+// minGrowthMS is the least own time a node must add for its time to be
+// named.
+const minGrowthMS = 0.5
+
+// growthShort says where a same plan did more: "Seq Scan (orders) 15 ->
+// 18 ms, shared read 0 -> 1,471 blocks".
+func growthShort(m *explain.Explained, g *plan.Growth) string {
+	n := m.Candidate.Plan.Nodes()[g.Candidate]
+	s := nodeShort(n)
+	var parts []string
+	if m.Control.Plan.Timing && m.Candidate.Plan.Timing && g.TimeAdded() >= minGrowthMS {
+		parts = append(parts, "own time "+msText(g.Before.SelfMS)+" -> "+msText(g.After.SelfMS))
+	}
+	if g.ReadsAdded() > 0 {
+		parts = append(parts, "shared read "+blockCount(g.Before.SharedRead)+" -> "+blockCount(g.After.SharedRead)+" blocks")
+	}
+	if g.TempAdded() > 0 {
+		parts = append(parts, "temp blocks "+blockCount(g.Before.TempRead+g.Before.TempWritten)+" -> "+blockCount(g.After.TempRead+g.After.TempWritten))
+	}
+	if g.After.Spilled && !g.Before.Spilled {
+		parts = append(parts, spillText(n))
+	}
+	if len(parts) > 0 {
+		s += " " + strings.Join(parts, ", ")
+	}
+	return s
+}
+
+// spillText says how a node went to disk: "Sort Method external merge,
+// Disk 4,392kB".
+func spillText(n *plan.Node) string {
+	switch {
+	case n.Sort.Disk():
+		return "Sort Method " + n.Sort.Method + ", Disk " + numfmt.Thousands(i64(n.Sort.SpaceKB)) + "kB"
+	case n.Hash.Disk():
+		return "hash in " + i64(n.Hash.Batches) + " batches (originally " + i64(n.Hash.OriginalBatches) + ")"
+	case n.HashAgg.Disk():
+		return "aggregate in " + i64(n.HashAgg.Batches) + " batches, Disk " + numfmt.Thousands(i64(n.HashAgg.DiskKB)) + "kB"
+	}
+	return "spilled to disk"
+}
+
+func blockCount(n int64) string { return numfmt.Thousands(i64(n)) }
+
+func i64(n int64) string { return fmt.Sprintf("%d", n) }
+
+// causeShort names a cause in a few words: "index missing on candidate",
+// "random_page_cost 1.1 -> 4".
+func causeShort(c explain.Cause) string {
+	switch c.Kind {
+	case explain.CauseIndexMissing:
+		return "index missing on " + string(c.Side)
+	case explain.CauseIndexInvalid:
+		return "index " + c.Index + " invalid on " + string(c.Side)
+	case explain.CauseIndexDiffers:
+		return "index " + c.Index + " defined differently"
+	case explain.CauseIndexNew:
+		return "index " + c.Index + " only on candidate"
+	case explain.CauseNeverAnalyzed:
+		return c.Relation + " never analyzed on " + string(c.Side)
+	case explain.CauseStaleStatistics:
+		return "stale statistics of " + c.Relation + " on " + string(c.Side)
+	case explain.CauseRowsDiffer:
+		return c.Relation + " rows " + tuplesText(c.Control) + " -> " + tuplesText(c.Candidate)
+	case explain.CauseExtendedStatistics:
+		return "extended statistics " + c.Setting + " only on " + string(otherSide(c.Side))
+	case explain.CauseVersion:
+		return "version " + c.Control + " -> " + c.Candidate
+	case explain.CauseSetting:
+		return c.Setting + " " + c.Control + " -> " + c.Candidate
+	}
+	return string(c.Kind)
+}
+
+func otherSide(s explain.Side) explain.Side {
+	if s == explain.Control {
+		return explain.Candidate
+	}
+	return explain.Control
+}
+
+func tuplesText(s string) string {
+	var f float64
+	if _, err := fmt.Sscan(s, &f); err != nil {
+		return s
+	}
+	if f < 0 {
+		return "-1 (never analyzed)"
+	}
+	return numfmt.Figure(float64(int64(f)))
+}
+
+// CauseText is a cause in a sentence: "index customers_email_idx does
+// not exist on the candidate", "customers has never been analyzed on the
+// candidate (reltuples -1)", "random_page_cost 1.1 -> 4 (verified: with
+// 1.1 the candidate plans as the control does)".
+func CauseText(c explain.Cause, m *explain.Explained) string {
+	switch c.Kind {
+	case explain.CauseIndexMissing:
+		s := "index " + c.Index + " on " + c.Relation + " does not exist on the " + string(c.Side)
+		if c.Control != "" {
+			s += " (" + c.Control + ")"
+		}
+		if c.Verified {
+			s += "; verified with hypopg: created hypothetically, the candidate's plan uses it"
+		}
+		return s
+	case explain.CauseIndexInvalid:
+		return "index " + c.Index + " is invalid on the " + string(c.Side) + " (a failed CREATE INDEX CONCURRENTLY?): the planner ignores it"
+	case explain.CauseIndexDiffers:
+		return "index " + c.Index + " is defined differently: " + c.Control + " on the control, " + c.Candidate + " on the candidate"
+	case explain.CauseIndexNew:
+		return "the candidate's plan uses index " + c.Index + " on " + c.Relation + ", which the control does not have"
+	case explain.CauseNeverAnalyzed:
+		v := c.Candidate
+		if c.Side == explain.Control {
+			v = c.Control
+		}
+		detail := "no column statistics"
+		if strings.HasPrefix(v, "-") {
+			detail = "reltuples -1"
+		}
+		return c.Relation + " has never been analyzed on the " + string(c.Side) + " (" + detail + "): the planner guesses its selectivities; run ANALYZE " + c.Relation
+	case explain.CauseStaleStatistics:
+		return c.Relation + " has many rows modified since its last analyze on the " + string(c.Side) +
+			" (" + numfmt.Thousands(c.Control) + " on the control, " + numfmt.Thousands(c.Candidate) + " on the candidate)"
+	case explain.CauseRowsDiffer:
+		return c.Relation + " holds " + tuplesText(c.Control) + " rows on the control and " + tuplesText(c.Candidate) + " on the candidate"
+	case explain.CauseExtendedStatistics:
+		return "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(otherSide(c.Side))
+	case explain.CauseVersion:
+		return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the planner differs"
+	case explain.CauseSetting:
+		s := c.Setting + " " + c.Control + " -> " + c.Candidate
+		switch {
+		case c.Evidence == "spill" && c.Verified:
+			s += ": " + spillEvidence(m) + " (verified: with " + c.Control + " nothing goes to disk)"
+		case c.Evidence == "spill":
+			s += ": " + spillEvidence(m)
+		case c.Evidence == "reads":
+			s += ": " + readsEvidence(m)
+		case c.Evidence == "jit":
+			s += ": JIT time on the candidate"
+		case c.Verified && c.Together:
+			s += " (verified with the other settings marked so: with the control's values together the candidate plans as the control does)"
+		case c.Verified:
+			s += ": " + changeShort(m) + " (verified: with " + c.Control + " the candidate plans as the control does)"
+		default:
+			s += " (not verified: it cannot be changed for one transaction)"
+		}
+		return s
+	}
+	return string(c.Kind)
+}
+
+func spillEvidence(m *explain.Explained) string {
+	for _, g := range m.Growths {
+		if g.TempAdded() > 0 || g.After.Spilled && !g.Before.Spilled {
+			n := m.Candidate.Plan.Nodes()[g.Candidate]
+			return "the " + n.Name() + " went to disk (" + spillText(n) + "; temp blocks " +
+				blockCount(g.Before.TempRead+g.Before.TempWritten) + " -> " + blockCount(g.After.TempRead+g.After.TempWritten) + ")"
+		}
+	}
+	return "temporary blocks grew"
+}
+
+func readsEvidence(m *explain.Explained) string {
+	var before, after int64
+	for _, g := range m.Growths {
+		before += g.Before.SharedRead
+		after += g.After.SharedRead
+	}
+	return "blocks read from outside shared_buffers " + blockCount(before) + " -> " + blockCount(after)
+}
+
+// ProblemText says why a statement was not explained on a side.
+func ProblemText(p explain.Problem) string {
+	switch p.Kind {
+	case explain.ProblemNoConnection:
+		return "no connection to the server and no plan in its log"
+	case explain.ProblemUtility:
+		return "DDL or a utility statement, which EXPLAIN cannot plan"
+	case explain.ProblemSeveral:
+		return "several statements in one query string"
+	case explain.ProblemUnparsable:
+		return "the statement does not parse"
+	case explain.ProblemRelationMissing:
+		return "relation " + p.Relation + " does not exist there (a temporary table of a session that is gone, or a schema difference)"
+	case explain.ProblemNoParams:
+		return "no parameter values known, and the generic plan cannot be made: " + p.Message
+	case explain.ProblemTimeout:
+		return "EXPLAIN ran out of time (statement_timeout or lock_timeout): " + p.Message
+	case explain.ProblemConnect:
+		return "cannot connect: " + p.Message
+	}
+	return redact.Message(p.Message)
+}
+
+// WritePlans writes the plans of the statements explained, one line
+// each, with the causes and what could not be explained. slower holds the
+// fingerprints the comparison found slower.
+func WritePlans(w io.Writer, rep *explain.Report, slower map[string]bool, h PlanHints) error {
+	ew := &errWriter{w: w}
+	if rep == nil || len(rep.Outcomes) == 0 {
+		return nil
+	}
+	ew.printf("\nPlans on the control and the candidate\n")
+	generic := false
+	for i := range rep.Outcomes {
+		o := &rep.Outcomes[i]
+		generic = generic || o.Generic
+		ew.printf("  %s  %s\n", o.Fingerprint, PlanLine(o, slower[o.Fingerprint]))
+		m := o.Main()
+		if o.Verdict == explain.PlanChanged {
+			ew.printf("      %s\n", ChangeLong(m))
+		}
+		if o.Verdict == explain.SamePlan && !slower[o.Fingerprint] {
+			continue
+		}
+		for _, c := range o.Causes {
+			ew.printf("      cause: %s\n", CauseText(c, m))
+		}
+	}
+	if generic {
+		ew.printf("  Generic plans: no parameter values were kept, so the plans are those of unknown values%s.\n", paren(h.KeepSamples))
+	}
+	return ew.err
+}
