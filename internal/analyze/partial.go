@@ -5,6 +5,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sqlstate"
 	"github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
@@ -204,11 +205,15 @@ func (p *partial) fill(res *results.Result) error {
 	return nil
 }
 
-// sqlState is the SQLSTATE of a failed event, UnknownSQLState when the log
-// did not say.
+// sqlState is the SQLSTATE of a failed event: the log's, or, when its
+// prefix lacks %e, the one its message is known by (package sqlstate);
+// UnknownSQLState when neither says.
 func sqlState(ev *event.Event) string {
-	if ev.SQLState == "" {
-		return results.UnknownSQLState
+	if ev.SQLState != "" {
+		return ev.SQLState
 	}
-	return ev.SQLState
+	if code, ok := sqlstate.FromMessage(ev.ErrorMessage()); ok {
+		return code
+	}
+	return results.UnknownSQLState
 }

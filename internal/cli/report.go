@@ -23,6 +23,8 @@ import (
 func init() { commands = append(commands, newReportCmd) }
 
 type reportFlags struct {
+	baseline    []string
+	candidate   []string
 	htmlPath    string
 	jsonPath    string
 	failOn      []string
@@ -38,14 +40,29 @@ type reportFlags struct {
 func newReportCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:   "report [flags] BASELINE.json [CANDIDATE.json]",
-		Short: "Compare two results (analyze or replay JSON) and say what got slower",
-		Long: `report compares a candidate run with a baseline, per query fingerprint: calls,
-errors, mean/p50/p95/p99 in both runs, their ratios, the time a slowdown adds,
-and whether the difference is beyond noise. Results are the JSON of
-"pgrehearse analyze --json" (best with --hist, whose latency histograms allow
-a real significance test) or "pgrehearse replay --json". With one file,
+		Use:   "report [flags] BASELINE.json [CANDIDATE.json] | --baseline A1.json A2.json ... --candidate B1.json B2.json ...",
+		Short: "Compare results (analyze or replay JSON) and say what got slower, beyond noise",
+		Long: `report compares a candidate with a baseline, per query fingerprint: calls,
+errors, mean/p50/p95/p99 on both sides, each change with its interval, the
+time a slowdown adds, and whether it is beyond noise. Results are the JSON of
+"pgrehearse analyze --json" or "pgrehearse replay --json". With one file,
 report summarizes it without comparing.
+
+Several runs a side: --baseline A1.json A2.json A3.json --candidate B1.json
+B2.json B3.json (replays of the same log onto the unchanged and the changed
+target, say). Runs differ from each other by more than the calls inside one
+run do, so the comparison tests over runs, as benchstat does: a query's
+effect is the candidate's median over the baseline's, with an exact rank
+interval over the runs (90% at the default level, which three runs a side
+can reach), "~" when the interval holds 1; the baseline's own runs give each
+query's noise floor, and a regression must exceed it, the effect floor
+(+10%) and --min-effect-ms. Every figure is shown with its spread over the
+runs (±).
+
+With one run a side (the two-file form), run-to-run noise is not measured,
+and the verdict says so: only changes beyond default noise floors, measured
+on replays of one workload onto identical targets (docs/noise.md), are
+judged, and nothing within them fails a rule.
 
 Latency must be compared like with like: durations from a server log are
 server-side, a replay's client round trips are not. Each result says which
@@ -55,18 +72,21 @@ run with --target-log also kept its client round trips: the summary, page
 and JSON show them beside that run's server-side time (the network and
 client overhead), never compared between runs nor judged.
 
-A candidate that cannot be judged is refused (exit 5): a result that was
-interrupted or is incomplete (a replay that lost more than its --max-lost of
-statements), one with no statement, or a candidate that measured less than
-90% of the baseline's statements over the same log time range (read from the
-baseline's timeline). --allow-partial compares anyway, and its verdict is then
-"NOT JUDGED, INCOMPLETE", never a pass.
+A comparison that cannot be judged is refused (exit 5), with the reason and
+the field named: a result that was interrupted or is incomplete (a replay
+that lost more than its --max-lost of statements), an empty one, one whose
+figures cannot be true (negative, not a number, a histogram whose count
+differs from its calls), the same result given twice (or two analyses of
+one log), or a candidate that measured less than 90% of the baseline's
+statements over the same log time range. --allow-partial compares anyway,
+and the verdict is then "NOT JUDGED, INCOMPLETE", never a pass.
 
-A query with fewer than --min-calls timed calls in either run is listed as
-"too few calls" and never called a regression. Regressions are ranked by
-time added ((candidate mean - baseline mean) x candidate calls) and by
-factor (ratio of means); errors that grew are listed by SQLSTATE, and
-queries seen in one run only apart.
+A query with fewer than --min-calls timed calls in a run is listed as "too
+few calls" and never called a regression. Regressions are ranked by the
+time they add per run (a tail regression, whose p95 grew while its mean did
+not, by what its slowest 5% of calls added) and by factor; errors that grew
+are listed by SQLSTATE (errors a log without %e knows by message only are
+matched by count, never new), and queries seen on one side only apart.
 
 The summary goes to standard output, its verdict last. --html writes a
 self-contained page (charts included, works offline); --json writes the
@@ -77,35 +97,104 @@ comparison (schema: docs/report-json.md), to standard output with
 ` + exitCodeHelp + `  (2 also when --fail-on is given with one file, or when the latency
    sources differ without --allow-mixed-latency)
 `,
-		Args: cobra.RangeArgs(1, 2),
+		// The files of --baseline and --candidate follow their flag,
+		// several of them (--baseline A1.json A2.json): cobra would take
+		// the second one for a positional argument, so the arguments are
+		// grouped first, then parsed.
+		DisableFlagParsing: true,
+		Args:               cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd.Context(), stdio, f, args)
+			fl := cmd.Flags()
+			if err := fl.Parse(groupSides(args)); err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			if help, _ := fl.GetBool("help"); help {
+				return cmd.Help()
+			}
+			base, cand, err := reportSides(f, fl.Args())
+			if err != nil {
+				return err
+			}
+			return runReport(cmd.Context(), stdio, f, base, cand)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.htmlPath, "html", "", "write the report as one self-contained HTML `FILE`")
 	fl.StringVar(&f.jsonPath, "json", "", `write the comparison as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
+	fl.StringArrayVar(&f.baseline, "baseline", nil, "the baseline's results, one per run: --baseline A1.json A2.json A3.json")
+	fl.StringArrayVar(&f.candidate, "candidate", nil, "the candidate's results, one per run: --candidate B1.json B2.json B3.json")
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
-	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in each run for a query to be judged")
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", 0, "fewest milliseconds a query's mean, p50 or p95 must grow by to be called a regression")
+	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every run for a query to be judged")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS,
+		"fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); the default is what identical targets differed by (docs/noise.md)")
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
-	fl.BoolVar(&f.allowPart, "allow-partial", false, "compare results that are incomplete, interrupted or much smaller than the baseline; the verdict is then never a pass")
+	fl.BoolVar(&f.allowPart, "allow-partial", false, "compare results that cannot be judged (incomplete, interrupted, much smaller, identical); the verdict is then never a pass")
 	return cmd
 }
 
-func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) error {
-	rules, err := reportRules(f, len(paths))
+// groupSides rewrites "--baseline A1 A2 --candidate B1 B2" as one flag
+// per file, so that each file stays with its side: bare arguments after
+// --baseline or --candidate belong to it, until the next flag.
+func groupSides(args []string) []string {
+	var out []string
+	side := ""
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "--baseline" || a == "--candidate":
+			side = a
+		case len(a) > 1 && a[0] == '-':
+			side = ""
+			out = append(out, a)
+		case side != "":
+			out = append(out, side+"="+a)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// reportSides are the files of each side, from --baseline and
+// --candidate or from the positional form (BASELINE [CANDIDATE]).
+func reportSides(f reportFlags, args []string) (base, cand []string, err error) {
+	switch {
+	case len(f.baseline) > 0 || len(f.candidate) > 0:
+		if len(args) > 0 {
+			return nil, nil, usageError("give the results either as BASELINE CANDIDATE or with --baseline and --candidate, not both (extra: %s)", strings.Join(args, " "))
+		}
+		if len(f.baseline) == 0 || len(f.candidate) == 0 {
+			return nil, nil, usageError("--baseline and --candidate go together: each needs at least one result")
+		}
+		return f.baseline, f.candidate, nil
+	case len(args) == 0:
+		return nil, nil, usageError("report needs a result to summarize, or results to compare: BASELINE.json [CANDIDATE.json]")
+	case len(args) > 2:
+		return nil, nil, usageError("report accepts between 1 and 2 positional results, got %d; give several runs a side with --baseline A1.json A2.json --candidate B1.json B2.json", len(args))
+	case len(args) == 2:
+		return args[:1], args[1:], nil
+	}
+	return args, nil, nil
+}
+
+func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPaths []string) error {
+	rules, err := reportRules(f, len(candPaths) > 0)
 	if err != nil {
 		return err
 	}
-	runs, err := readReportRuns(paths)
+	base, err := readReportRuns(basePaths)
 	if err != nil {
 		return err
 	}
-	rep, err := compareRuns(runs, f, rules)
+	cand, err := readReportRuns(candPaths)
+	if err != nil {
+		return err
+	}
+	rep, err := compareRuns(base, cand, f, rules)
 	if err != nil {
 		return err
 	}
@@ -118,7 +207,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 	}
 	var frep *findings.Report
 	if f.findings {
-		if frep = reportFindings(ctx, runs); frep != nil {
+		if frep = reportFindings(ctx, base, cand); frep != nil {
 			fmt.Fprintln(summaryOut)
 			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
 				return fmt.Errorf("write findings: %w", err)
@@ -129,13 +218,13 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			return enc.Encode(reportOutput{Report: rep, Findings: frep})
+			return enc.Encode(reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: frep})
 		}); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
 	}
 	if f.htmlPath != "" {
-		if err := writeReportHTML(stdio.Stdout, f, rep, frep, runs); err != nil {
+		if err := writeReportHTML(stdio.Stdout, f, rep, frep, base, cand); err != nil {
 			return err
 		}
 		if f.htmlPath != "-" {
@@ -152,12 +241,12 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, paths []string) err
 }
 
 // reportRules checks the flags against each other and parses --fail-on.
-func reportRules(f reportFlags, files int) ([]compare.Rule, error) {
+func reportRules(f reportFlags, compared bool) ([]compare.Rule, error) {
 	rules, err := compare.ParseRules(f.failOn)
 	switch {
 	case err != nil:
 		return nil, usageError("--fail-on: %v", err)
-	case len(rules) > 0 && files == 1:
+	case len(rules) > 0 && !compared:
 		return nil, usageError("--fail-on needs two results to compare, got one")
 	case f.top < 0:
 		return nil, usageError("--top must not be negative, got %d", f.top)
@@ -194,54 +283,91 @@ func readReportRuns(paths []string) ([]reportRun, error) {
 	return runs, nil
 }
 
-// compareRuns compares the candidate (the second run) with the baseline,
-// or summarizes a single run; a comparison refused says what to do, in
-// the flags that allow it.
-func compareRuns(runs []reportRun, f reportFlags, rules []compare.Rule) (*compare.Report, error) {
-	if len(runs) == 1 {
-		return compare.Summarize(runs[0].res), nil
+// compareRuns compares the candidate's runs with the baseline's, or
+// summarizes a single run; a comparison refused says what to do, in the
+// flags that allow it.
+func compareRuns(base, cand []reportRun, f reportFlags, rules []compare.Rule) (*compare.Report, error) {
+	if len(cand) == 0 {
+		if err := compare.Validate(base[0].res); err != nil && !f.allowPart {
+			return nil, refused(err)
+		}
+		return compare.Summarize(base[0].res), nil
 	}
-	rep, err := compare.Compare(runs[0].res, runs[1].res, compare.Options{
-		MinCalls: f.minCalls, MinEffectMS: f.minEffectMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
+	minMS := f.minEffectMS
+	if minMS == 0 {
+		minMS = -1 // none, as asked
+	}
+	rep, err := compare.Runs(resultsOf(base), resultsOf(cand), compare.Options{
+		MinCalls: f.minCalls, MinEffectMS: minMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
 	})
 	var mixed *compare.MixedLatencyError
 	if errors.As(err, &mixed) {
 		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
 	}
-	var inc *compare.IncompleteError
-	if errors.As(err, &inc) {
-		return nil, &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the candidate cannot be judged:\n  %s\n"+
-			"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(inc.Reasons, "\n  "))}
+	if errors.Is(err, compare.ErrIncomplete) {
+		return nil, refused(err)
 	}
 	return rep, err
 }
 
-// reportFindings are the findings of the last result (the candidate),
-// judged against the first when there are two: errors that appear only
-// on the target. Nil when the last result holds no workload.
-func reportFindings(ctx context.Context, runs []reportRun) *findings.Report {
-	last := runs[len(runs)-1].workload
+// refused says why results cannot be judged, each reason worded, with
+// exit code 5.
+func refused(err error) error {
+	var inc *compare.IncompleteError
+	if !errors.As(err, &inc) {
+		return err
+	}
+	why := make([]string, len(inc.Reasons))
+	for i, u := range inc.Reasons {
+		why[i] = report.UnjudgeableText(u)
+	}
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the results cannot be judged:\n  %s\n"+
+		"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(why, "\n  "))}
+}
+
+func resultsOf(runs []reportRun) []*compare.Run {
+	out := make([]*compare.Run, len(runs))
+	for i, r := range runs {
+		out[i] = r.res
+	}
+	return out
+}
+
+// reportFindings are the findings of the candidate's first run (or the
+// only result), judged against the baseline's first run when there is a
+// candidate: errors that appear only on the target. Nil when that result
+// holds no workload.
+func reportFindings(ctx context.Context, base, cand []reportRun) *findings.Report {
+	last := base[0].workload
+	if len(cand) > 0 {
+		last = cand[0].workload
+	}
 	if last == nil {
 		return nil
 	}
 	in := findings.Input{Workload: last}
-	if len(runs) == 2 {
-		in.Baseline = runs[0].workload
+	if len(cand) > 0 {
+		in.Baseline = base[0].workload
 	}
 	return findings.Evaluate(ctx, in, findings.Options{})
 }
 
 // writeReportHTML writes the comparison's page with the findings and
 // every run's server-side evidence, --evidence's as the candidate's.
-func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, runs []reportRun) error {
+func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, base, cand []reportRun) error {
 	opts := report.ComparisonOptions{Top: min(f.top, 12), Findings: frep, Hints: reportHints}
-	for i, run := range runs {
-		label := ""
-		if len(runs) == 2 {
-			label = [2]string{"baseline", "candidate"}[i]
+	for side, runs := range [][]reportRun{base, cand} {
+		for i, run := range runs {
+			label := ""
+			if len(cand) > 0 {
+				label = [2]string{"baseline", "candidate"}[side]
+				if len(runs) > 1 {
+					label += fmt.Sprintf(" %d", i+1)
+				}
+			}
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
 		}
-		opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
 	}
 	// A candidate that is the analysis of the target's own log has no
 	// evidence; the replay that produced it does.
@@ -266,7 +392,7 @@ func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep 
 // reportOutput is what report --json writes: the comparison, and the
 // findings under "findings".
 type reportOutput struct {
-	*compare.Report
+	*report.ComparisonJSON
 	Findings *findings.Report `json:"findings,omitempty"`
 }
 
@@ -305,8 +431,10 @@ or given in repeated flags, and the run fails when any rule is broken.
              +Nms  grew by more than N milliseconds      p99>+50ms
              +Npp  errors only: the error rate grew by   errors>+1pp
                    more than N percentage points
-Rules apply per query, to significant differences only: a latency rule is
-broken by a query whose distributions differ beyond noise (and that has at
-least the minimum of timed calls in both runs), an errors rule by a query
-whose error rate rose significantly (one-sided two-proportion test).
+Rules apply per query, to changes beyond noise only: a latency rule is
+broken by a query whose figure is slower with its interval above 1, beyond
+its floors (effect, noise, --min-effect-ms) and beyond the threshold (and
+that has at least the minimum of timed calls in every run), an errors rule
+by a query whose error rate rose significantly (one-sided two-proportion
+test over the calls of all runs).
 Queries found in one run only never break a rule; they are listed apart.`

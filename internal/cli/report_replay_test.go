@@ -105,6 +105,10 @@ func TestReportOnReplays(t *testing.T) {
 	}
 	// Client round trips against server-side durations: refused.
 	run(ExitUsage, "report", path("a.json"), path("client.json"))
+	// A result compared with itself: refused, named.
+	if code, _, stderr := runCLI(ctx, "", "report", path("client.json"), path("client.json")); code != ExitIncomplete || !strings.Contains(stderr, "is given twice") {
+		t.Errorf("a replay compared with itself: exit %d\n%s", code, stderr)
+	}
 
 	// The --target-log replays kept their client round trips: the report
 	// shows them beside the server-side time, for each such run, and
@@ -125,7 +129,6 @@ func TestReportOnReplays(t *testing.T) {
 		{[]string{path("r1.json"), path("r2.json")}, []string{"baseline", "candidate"}},
 		{[]string{path("r1.json")}, []string{"baseline"}},
 		{[]string{path("client.json")}, nil},
-		{[]string{path("client.json"), path("client.json")}, nil},
 		{[]string{path("a.json")}, nil},
 	} {
 		args := append([]string{"report", "--json", path("rt.json"), "--html", path("rt.html")}, c.args...)
@@ -288,7 +291,7 @@ func TestReadmeWorkflow(t *testing.T) {
 			lookup = &q
 		}
 	}
-	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Significance.Method != "histogram" {
+	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Effects.Mean.Change != "slower" {
 		t.Errorf("dropped index: exit %d, verdict %q, lookup by email %+v", code, verdict, lookup)
 	}
 	code, verdict, queries = report("same")
@@ -342,9 +345,12 @@ func TestReadmeWorkflow(t *testing.T) {
 
 // compareQuery is what the workflow test reads of a report's query.
 type compareQuery struct {
-	Query        string `json:"query"`
-	Status       string `json:"status"`
-	Significance struct {
-		Method string `json:"method"`
-	} `json:"significance"`
+	Query   string `json:"query"`
+	Status  string `json:"status"`
+	Effects struct {
+		Mean struct {
+			Change string  `json:"change"`
+			Low    float64 `json:"low"`
+		} `json:"mean"`
+	} `json:"effects"`
 }

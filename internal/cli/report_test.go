@@ -112,8 +112,8 @@ func TestReportFindsDroppedIndex(t *testing.T) {
 	if !strings.Contains(worst.Query, "WHERE code =") {
 		t.Errorf("worst regression is %q, want the lookup by code", worst.Query)
 	}
-	if worst.Factor < 3 || worst.Significance.Method != "histogram" {
-		t.Errorf("worst regression factor %.2f by %s; a lost index should cost far more", worst.Factor, worst.Significance.Method)
+	if worst.Factor < 3 || worst.Effects == nil || worst.Effects.Mean.Change != compare.ChangeSlower || worst.Effects.Mean.Low <= 1 {
+		t.Errorf("worst regression factor %.2f, effects %+v; a lost index should cost far more", worst.Factor, worst.Effects)
 	}
 	if rep.Verdict.Status != "fail" || !strings.Contains(stdout, "FAIL: p95>+20% broken") {
 		t.Errorf("verdict %+v", rep.Verdict)
@@ -122,9 +122,10 @@ func TestReportFindsDroppedIndex(t *testing.T) {
 		t.Error("the HTML report lacks the regression or the verdict")
 	}
 
-	// The same log analyzed twice: nothing can differ.
+	// The same log analyzed twice: identical inputs, named as such,
+	// never a pass.
 	code, stdout, stderr = runCLI(context.Background(), "", "report", base, base2, "--fail-on", "p95>+20%,mean>+5%,errors>+0pp")
-	if code != ExitOK || !strings.Contains(stdout, "PASS: no rule broken; 0 significant regressions") {
+	if code != ExitIncomplete || !strings.Contains(stderr, "are identical inputs") {
 		t.Errorf("same log twice: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
@@ -152,6 +153,9 @@ func TestReportExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	base := writeResult(t, dir, "base.json", "analysis", "", 100, 1)
 	slow := writeResult(t, dir, "slow.json", "analysis", "", 100, 3)
+	base2 := writeResult(t, dir, "base2.json", "analysis", "", 100, 1.01)
+	slow2 := writeResult(t, dir, "slow2.json", "analysis", "", 100, 3.1)
+	negative := writeResult(t, dir, "negative.json", "analysis", "", 100, -1)
 	replay := writeResult(t, dir, "replay.json", "replay", "", 100, 1.2)
 	replayServer := writeResult(t, dir, "replay-server.json", "replay", "server_log", 100, 1)
 	bad := filepath.Join(dir, "bad.json")
@@ -164,7 +168,14 @@ func TestReportExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"one file summarizes", []string{base}, ExitOK, "one result: nothing compared", ""},
-		{"slower without rules passes", []string{base, slow}, ExitOK, "REGRESSIONS (no rule to fail on): 1 significant regression", ""},
+		{"slower without rules passes", []string{base, slow}, ExitOK, "REGRESSIONS (no rule to fail on): 1 regression", ""},
+		{"one file twice", []string{base, base}, ExitIncomplete, "", "is given twice"},
+		{"runs a side", []string{"--baseline", base, base2, "--candidate", slow, slow2, "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
+		{"runs a side, flags between", []string{"--candidate", slow, slow2, "--top", "3", "--baseline", base, base2}, ExitOK, "run-to-run noise not measured (2 runs a side)", ""},
+		{"both forms", []string{base, "--baseline", base2, "--candidate", slow}, ExitUsage, "", "not both"},
+		{"a side without the other", []string{"--baseline", base, base2}, ExitUsage, "", "go together"},
+		{"negative figures refused", []string{base, negative}, ExitIncomplete, "", "queries[0].mean_ms (fingerprint abc) is negative"},
+		{"negative figures refused in a summary", []string{negative}, ExitIncomplete, "", "queries[0].mean_ms (fingerprint abc) is negative"},
 		{"rule broken", []string{base, slow, "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
 		{"rule not broken", []string{base, slow, "--fail-on", "mean>+250%"}, ExitOK, "REGRESSIONS, no rule broken", ""},
 		{"repeated and comma rules", []string{base, slow, "--fail-on", "p99>+500%", "--fail-on", "errors>+1pp,p95>+100ms"}, ExitOK, "REGRESSIONS, no rule broken", ""},

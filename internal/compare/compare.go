@@ -6,27 +6,32 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
 // Options tune a comparison. The zero value means the defaults.
 type Options struct {
-	// MinCalls is the fewest timed calls, in each run, for a query to be
-	// judged; 0 means 10.
+	// MinCalls is the fewest timed calls, in every run, for a query to
+	// be judged; 0 means 10.
 	MinCalls int64
-	// Alpha is the significance level; 0 means 0.01.
+	// Alpha is the two-sided level of the intervals; 0 means
+	// stats.DefaultAlpha (0.10, the least three runs a side can reach).
 	Alpha float64
-	// MinEffect is the growth of mean, p50 or p95 (0.10 is 10%) that a
-	// significant difference needs to be called a regression; 0 means
-	// 0.10.
+	// MinEffect is the relative change (0.10 is 10%) a figure must
+	// reach to be called a regression or an improvement, however
+	// certain; 0 means 0.10.
 	MinEffect float64
-	// MinEffectMS is the growth in milliseconds of mean, p50 or p95 that
-	// a regression needs besides MinEffect; 0 means none. A p95 going
-	// from 0.03 to 0.07 ms is "+133%" and can be scheduling noise on a
-	// busy machine, yet costs nobody anything.
+	// MinEffectMS is the change in milliseconds of a query's mean (or
+	// p95, for its tail) that a regression needs besides MinEffect; 0
+	// means DefaultMinEffectMS, a negative value none. A p95 going from
+	// 0.03 to 0.07 ms is "+133%" and costs nobody anything.
 	MinEffectMS float64
+	// Noise is the noise floor assumed when run-to-run noise cannot be
+	// measured (one run a side); its zero fields mean
+	// DefaultNoiseFloors'.
+	Noise NoiseFloors
 	// AllowMixedLatency compares results of different latency sources
 	// instead of refusing; every ratio is then marked mixed.
 	AllowMixedLatency bool
@@ -38,15 +43,72 @@ type Options struct {
 	Rules []Rule
 }
 
+// NoiseFloors are factors (>= 1) by which the figures of one run of a
+// target differ from another run's of the same target: a single run a
+// side cannot measure them, so a comparison of single runs assumes these
+// and judges only changes beyond them.
+type NoiseFloors struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+func (n NoiseFloors) of(m Metric) float64 {
+	switch m {
+	case MetricMean:
+		return n.Mean
+	case MetricP50:
+		return n.P50
+	case MetricP95:
+		return n.P95
+	case MetricP99:
+		return n.P99
+	}
+	return 1
+}
+
+// DefaultNoiseFloors are the largest ratios by which single replays of
+// one captured workload onto two identical fresh targets differed, per
+// figure, among queries whose figure moved by DefaultMinEffectMS or more
+// (180 single-run pairs of 20 replays, bench/aa.sh; docs/noise.md has
+// the data): a comparison of one run a side calls nothing within them a
+// change, and so never fails on one. They are wide because one run
+// cannot tell its own noise: three runs a side measure it instead.
+var DefaultNoiseFloors = NoiseFloors{Mean: 2.5, P50: 2.3, P95: 3.1, P99: 12}
+
+// DefaultMinEffectMS is the change of a query's mean (or p95) per call
+// below which nothing is a regression, whatever its ratio: on the A/A
+// replays, sub-millisecond queries moved by up to 0.19 ms a call, and a
+// floor of 0.05 ms let +0.06 ms changes through as regressions of three
+// runs a side.
+const DefaultMinEffectMS = 0.2
+
+// msResolution is the resolution of durations in results (1 µs): figures
+// below it count as it, so that ratios stay finite.
+const msResolution = 0.001
+
 func (o Options) withDefaults() Options {
 	if o.MinCalls <= 0 {
 		o.MinCalls = 10
 	}
 	if o.Alpha <= 0 {
-		o.Alpha = 0.01
+		o.Alpha = stats.DefaultAlpha
 	}
 	if o.MinEffect <= 0 {
 		o.MinEffect = 0.10
+	}
+	switch {
+	case o.MinEffectMS == 0:
+		o.MinEffectMS = DefaultMinEffectMS
+	case o.MinEffectMS < 0:
+		o.MinEffectMS = 0
+	}
+	d := DefaultNoiseFloors
+	for _, p := range []struct{ f, def *float64 }{{&o.Noise.Mean, &d.Mean}, {&o.Noise.P50, &d.P50}, {&o.Noise.P95, &d.P95}, {&o.Noise.P99, &d.P99}} {
+		if *p.f < 1 {
+			*p.f = *p.def
+		}
 	}
 	return o
 }
@@ -82,17 +144,133 @@ type Status string
 
 // Statuses of a query.
 const (
-	StatusRegressed     Status = "regressed"      // significantly slower, beyond MinEffect
-	StatusImproved      Status = "improved"       // significantly faster, beyond MinEffect
-	StatusUnchanged     Status = "unchanged"      // within noise
-	StatusSmallChange   Status = "small_change"   // beyond noise, but by less than MinEffect or MinEffectMS
+	// StatusRegressed: the mean is slower beyond noise and beyond the
+	// effect floors.
+	StatusRegressed Status = "regressed"
+	// StatusTailRegressed: the mean is not (it may even be faster),
+	// but the p95 is slower beyond noise and the floors: a tail that
+	// users feel.
+	StatusTailRegressed Status = "tail_regressed"
+	// StatusImproved: the mean is faster beyond noise and the floors,
+	// and neither its median nor its tail is slower beyond noise.
+	StatusImproved Status = "improved"
+	// StatusUnchanged: within noise ("~").
+	StatusUnchanged Status = "unchanged"
+	// StatusSmallChange: beyond noise, but under a floor (see Reasons).
+	StatusSmallChange   Status = "small_change"
 	StatusTooFewCalls   Status = "too_few_calls"  // fewer than MinCalls timed calls in a run
-	StatusOnlyBaseline  Status = "only_baseline"  // not seen in the candidate
-	StatusOnlyCandidate Status = "only_candidate" // not seen in the baseline
+	StatusOnlyBaseline  Status = "only_baseline"  // in no run of the candidate
+	StatusOnlyCandidate Status = "only_candidate" // in no run of the baseline
 	StatusSummary       Status = "summary"        // one run, nothing compared
 )
 
-// Figures are one run's figures for a query.
+// Regression reports whether s is a regression of either kind.
+func (s Status) Regression() bool { return s == StatusRegressed || s == StatusTailRegressed }
+
+// Reason says why a query got its status, beyond the status itself.
+type Reason string
+
+// Reasons.
+const (
+	// ReasonTooFewCalls: a run had fewer than MinCalls timed calls.
+	ReasonTooFewCalls Reason = "too_few_calls"
+	// ReasonMissingInRun: the query is absent from some runs of a side.
+	ReasonMissingInRun Reason = "missing_in_a_run"
+	// ReasonUnderEffectFloor: beyond noise, but under MinEffect.
+	ReasonUnderEffectFloor Reason = "under_effect_floor"
+	// ReasonUnderNoiseFloor: beyond the test, but within the noise
+	// floor (the control's own spread, or the default).
+	ReasonUnderNoiseFloor Reason = "under_noise_floor"
+	// ReasonUnderMSFloor: beyond the relative floors, but by less
+	// than MinEffectMS.
+	ReasonUnderMSFloor Reason = "under_ms_floor"
+	// ReasonMeanFasterTailSlower: a tail regression whose mean got
+	// faster beyond noise.
+	ReasonMeanFasterTailSlower Reason = "mean_faster_tail_slower"
+	// ReasonMedianFasterMeanSlower: a regression whose typical call
+	// got faster: the slow calls cost more.
+	ReasonMedianFasterMeanSlower Reason = "median_faster_mean_slower"
+	// ReasonFasterButSlowerElsewhere: the mean is faster beyond the
+	// floors, but the median or the p95 is slower: not an improvement.
+	ReasonFasterButSlowerElsewhere Reason = "mean_faster_median_or_tail_slower"
+	// ReasonHistogramUnreadable: a histogram did not decode; the
+	// sampling error inside the run is unknown.
+	ReasonHistogramUnreadable Reason = "histogram_unreadable"
+)
+
+// Change is which way a figure moved.
+type Change string
+
+// Changes.
+const (
+	ChangeNone   Change = "~"      // the interval holds 1
+	ChangeSlower Change = "slower" // the whole interval is above 1
+	ChangeFaster Change = "faster" // the whole interval is below 1
+)
+
+// IntervalKind says where an Effect's interval comes from.
+type IntervalKind string
+
+// Kinds of intervals.
+const (
+	// IntervalRuns: the exact rank interval over the runs, at Level.
+	IntervalRuns IntervalKind = "runs"
+	// IntervalNoiseFloor: too few runs for a rank interval; the
+	// ratio widened by its sampling error inside the runs (at Alpha)
+	// and by the noise floor, default or measured.
+	IntervalNoiseFloor IntervalKind = "noise_floor"
+)
+
+// Effect is a figure's change: the candidate's median over the runs
+// divided by the baseline's, and its interval.
+type Effect struct {
+	Ratio float64 `json:"ratio"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+	// Level is the interval's confidence (IntervalRuns); 0 otherwise.
+	Level    float64      `json:"level,omitempty"`
+	Interval IntervalKind `json:"interval"`
+	// NoiseFloor is the factor the baseline's own runs differed by
+	// (NoiseMeasured), or the default assumed; Floor is
+	// max(1+MinEffect, NoiseFloor), which a change must reach.
+	NoiseFloor    float64 `json:"noise_floor"`
+	NoiseMeasured bool    `json:"noise_measured"`
+	Floor         float64 `json:"floor"`
+	Change        Change  `json:"change"`
+	// Beyond: changed, and by at least Floor.
+	Beyond bool `json:"beyond_floors"`
+	// DeltaMS is the candidate's median less the baseline's.
+	DeltaMS float64 `json:"delta_ms"`
+	// P is the Mann-Whitney p-value over the runs; 1 with one run a
+	// side.
+	P float64 `json:"p"`
+}
+
+// Effects are the changes of a query's latency figures.
+type Effects struct {
+	Mean Effect `json:"mean"`
+	P50  Effect `json:"p50"`
+	P95  Effect `json:"p95"`
+	P99  Effect `json:"p99"`
+}
+
+// Of returns the effect on metric m; nil for a metric without one.
+func (e *Effects) Of(m Metric) *Effect {
+	switch m {
+	case MetricMean:
+		return &e.Mean
+	case MetricP50:
+		return &e.P50
+	case MetricP95:
+		return &e.P95
+	case MetricP99:
+		return &e.P99
+	}
+	return nil
+}
+
+// Figures are one side's figures for a query: with one run, that run's;
+// with several, the median over the runs, and Spread and Runs.
 type Figures struct {
 	Calls        int64   `json:"calls"`
 	Errors       int64   `json:"errors"`
@@ -106,9 +284,37 @@ type Figures struct {
 	ErrorRatePct float64 `json:"error_rate_pct"`
 	// CallsPerS is calls over the run's span; 0 when the span is unknown.
 	CallsPerS float64 `json:"calls_per_s,omitempty"`
+	// Spread is, with several runs, each figure's largest distance of
+	// a run from the median, relative (0.04: ±4%).
+	Spread *Spread `json:"spread,omitempty"`
+	// Runs are each run's figures, with several runs, in the order
+	// given; a run that lacks the query has zero calls.
+	Runs []RunFigures `json:"runs,omitempty"`
 }
 
-// Ratios are candidate / baseline; 0 when the baseline figure is 0.
+// Spread is the "±" of Figures measured in several runs.
+type Spread struct {
+	Calls  float64 `json:"calls"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	P99MS  float64 `json:"p99_ms"`
+}
+
+// RunFigures are one run's figures for a query.
+type RunFigures struct {
+	Calls      int64   `json:"calls"`
+	Errors     int64   `json:"errors"`
+	TimedCalls int64   `json:"timed_calls"`
+	TotalMS    float64 `json:"total_ms"`
+	MeanMS     float64 `json:"mean_ms"`
+	P50MS      float64 `json:"p50_ms"`
+	P95MS      float64 `json:"p95_ms"`
+	P99MS      float64 `json:"p99_ms"`
+}
+
+// Ratios are candidate / baseline of the medians; 0 when the baseline
+// figure is 0.
 type Ratios struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
@@ -116,54 +322,67 @@ type Ratios struct {
 	P99  float64 `json:"p99"`
 }
 
-// Significance says whether two runs' latencies differ beyond noise.
-type Significance struct {
-	// Method is "histogram" (Mann-Whitney and KS on the buckets),
-	// "summary" (the conservative quantile rule) or "none" (too few
-	// calls).
-	Method       string  `json:"method"`
-	PMannWhitney float64 `json:"p_mann_whitney,omitempty"`
-	PKS          float64 `json:"p_ks,omitempty"`
-	// ProbSlower is P(candidate call slower than baseline call).
-	ProbSlower  float64 `json:"prob_slower,omitempty"`
-	Significant bool    `json:"significant"`
-	// Direction is +1 when the candidate is slower, -1 faster, 0 unclear.
-	Direction int `json:"direction"`
-}
-
-// QueryDiff is one fingerprint in both runs.
+// QueryDiff is one fingerprint in both sides.
 type QueryDiff struct {
-	// belowMinEffectMS marks a slowdown smaller than Options.MinEffectMS:
-	// latency rules ignore it.
-	belowMinEffectMS bool
-
 	Fingerprint string   `json:"fingerprint"`
 	Query       string   `json:"query"`
 	Status      Status   `json:"status"`
-	Note        string   `json:"note,omitempty"`
+	Reasons     []Reason `json:"reasons,omitempty"`
 	Baseline    *Figures `json:"baseline,omitempty"`
 	Candidate   *Figures `json:"candidate,omitempty"`
 	Ratio       *Ratios  `json:"ratio,omitempty"`
-	// Factor is the ratio of means, the figure regressions are ranked by.
+	Effects     *Effects `json:"effects,omitempty"`
+	// Regressed is the metric a regression is about: the mean, or the
+	// p95 for a tail regression; empty otherwise.
+	Regressed Metric `json:"regressed,omitempty"`
+	// Factor is the ratio of the regressed metric (of the mean for a
+	// query that did not regress).
 	Factor float64 `json:"factor,omitempty"`
-	// AddedMS is what the change of mean costs at the candidate's volume:
-	// (candidate mean - baseline mean) x candidate timed calls.
-	AddedMS      float64       `json:"added_ms"`
-	Significance *Significance `json:"significance,omitempty"`
-	// ErrorsP is the p-value of the error rate's increase.
+	// AddedMS is what the change of the mean costs per run at the
+	// candidate's volume: (candidate mean - baseline mean) x candidate
+	// timed calls, medians.
+	AddedMS float64 `json:"added_ms"`
+	// TailAddedMS estimates what the slowest 5% of calls added per
+	// run: (candidate p95 - baseline p95) x 5% of the candidate's timed
+	// calls.
+	TailAddedMS float64 `json:"tail_added_ms"`
+	// ImpactMS ranks regressions: AddedMS, or TailAddedMS for a tail
+	// regression.
+	ImpactMS float64 `json:"impact_ms"`
+	// ErrorsP is the p-value of the error rate's increase, over the
+	// calls of all runs.
 	ErrorsP float64 `json:"errors_p,omitempty"`
 	// MixedLatency marks ratios of latencies measured in different
 	// places (Options.AllowMixedLatency): not evidence of a regression.
 	MixedLatency bool `json:"mixed_latency,omitempty"`
 
-	// Rows are the source rows, for charts (histograms).
-	BaselineRow  *Query `json:"-"`
-	CandidateRow *Query `json:"-"`
+	// BaselineRows and CandidateRows are each run's row (nil where a
+	// run lacks the query), for charts.
+	BaselineRows  []*Query `json:"-"`
+	CandidateRows []*Query `json:"-"`
 }
 
-// RunSummary describes one run as a whole.
+// BaselineRow is the first baseline run's row, or nil.
+func (q *QueryDiff) BaselineRow() *Query { return firstRow(q.BaselineRows) }
+
+// CandidateRow is the first candidate run's row, or nil.
+func (q *QueryDiff) CandidateRow() *Query { return firstRow(q.CandidateRows) }
+
+func firstRow(rows []*Query) *Query {
+	for _, r := range rows {
+		if r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// RunSummary describes one side: with one run, that run; with several,
+// the medians over them, and each run in Runs.
 type RunSummary struct {
+	// Name is the result's name, or the names of a side's runs.
 	Name          string        `json:"file"`
+	Files         []string      `json:"files"`
 	Kind          results.Kind  `json:"kind"`
 	LatencySource LatencySource `json:"latency_source"`
 	Partial       bool          `json:"partial,omitempty"`
@@ -183,12 +402,29 @@ type RunSummary struct {
 	P95MS      float64          `json:"p95_ms,omitempty"`
 	Errors     map[string]int64 `json:"errors_by_sqlstate"`
 	Timeline   *Timeline        `json:"timeline,omitempty"`
+	// Gaps are the stretches of Timeline in which no statement started,
+	// each idle or a stall.
+	Gaps []Gap `json:"gaps,omitempty"`
 	// Sync and SyncWait are a replay's synchronization and its waits
 	// (results.Replay), nil for an analysis or an older replay.
 	Sync     *results.Sync         `json:"sync,omitempty"`
 	SyncWait *results.Distribution `json:"sync_wait_ms,omitempty"`
-	byFP     map[string]*Query
+	// Spread is, with several runs, the relative "±" of MeanMS, P95MS
+	// and StatementsPerS over them.
+	Spread *SummarySpread `json:"spread,omitempty"`
+	// Runs are each run's summary, with several.
+	Runs []RunSummary `json:"runs,omitempty"`
 }
+
+// SummarySpread is the "±" of a side's figures over its runs.
+type SummarySpread struct {
+	MeanMS         float64 `json:"mean_ms"`
+	P95MS          float64 `json:"p95_ms"`
+	StatementsPerS float64 `json:"statements_per_s"`
+}
+
+// RunCount is the number of runs the summary covers.
+func (s *RunSummary) RunCount() int { return max(1, len(s.Runs)) }
 
 // ErrorDiff is a SQLSTATE whose count grew.
 type ErrorDiff struct {
@@ -206,10 +442,10 @@ type VerdictStatus string
 
 // Verdict statuses.
 const (
-	// VerdictPass: no rule broken and no significant regression.
+	// VerdictPass: no rule broken and no regression.
 	VerdictPass VerdictStatus = "pass"
 	// VerdictRegressions: no rule broken (or none given), but some
-	// queries regressed significantly: not a pass to show in green.
+	// queries regressed beyond noise: not a pass to show in green.
 	VerdictRegressions VerdictStatus = "regressions"
 	// VerdictFail: a rule is broken.
 	VerdictFail VerdictStatus = "fail"
@@ -225,49 +461,87 @@ const (
 	VerdictSummary VerdictStatus = "summary"
 )
 
-// Verdict is the outcome in one line.
+// Verdict is the outcome, as data; internal/report words it.
 type Verdict struct {
 	Status VerdictStatus `json:"status"`
-	Line   string        `json:"line"`
 	Broken []Broken      `json:"broken,omitempty"`
+	// Regressions and TailRegressions count the queries of each
+	// status; Worst is the first by impact.
+	Regressions     int    `json:"regressions"`
+	TailRegressions int    `json:"tail_regressions"`
+	Worst           string `json:"worst,omitempty"`
+	TooFewCalls     int    `json:"too_few_calls"`
+	// NoiseMeasured: every side had runs enough for rank intervals at
+	// the level; false when changes were judged against the default
+	// noise floors.
+	NoiseMeasured bool `json:"noise_measured"`
+	// Mixed, Diverged and Incomplete repeat the report's, for the
+	// verdict's wording.
+	Mixed bool `json:"-"`
 }
 
-// Report is a comparison, or the summary of one run. Its JSON form is the
-// contract of `pgrehearse report --json` (docs/report-json.md).
+// Noise says how a comparison knew its noise.
+type Noise struct {
+	// Measured: both sides have runs enough for the exact rank
+	// interval at Alpha (three each at 0.10).
+	Measured bool `json:"measured"`
+	// BaselineRuns and CandidateRuns count the runs of each side.
+	BaselineRuns  int `json:"baseline_runs"`
+	CandidateRuns int `json:"candidate_runs"`
+	// MinRuns is how many runs a side needs for a rank interval at
+	// Alpha (with as many on the other side).
+	MinRuns int `json:"min_runs"`
+	// Level is the rank intervals' confidence; 0 without them.
+	Level float64 `json:"level,omitempty"`
+	// Defaults are the noise floors assumed without measured noise.
+	Defaults NoiseFloors `json:"default_floors"`
+}
+
+// Settings are the options a comparison ran with.
+type Settings struct {
+	MinCalls    int64   `json:"min_calls"`
+	Alpha       float64 `json:"alpha"`
+	MinEffect   float64 `json:"min_effect"`
+	MinEffectMS float64 `json:"min_effect_ms"`
+}
+
+// Report is a comparison, or the summary of one run. Its JSON form, with
+// the words internal/report adds, is the contract of `pgrehearse report
+// --json` (docs/report-json.md).
 type Report struct {
-	Kind      string      `json:"kind"` // always "report"
-	Verdict   Verdict     `json:"verdict"`
-	Warnings  []string    `json:"warnings,omitempty"`
-	Rules     []Rule      `json:"rules"`
+	Kind     string    `json:"kind"` // always "report"
+	Verdict  Verdict   `json:"verdict"`
+	Warnings []Warning `json:"-"`
+	Rules    []Rule    `json:"rules"`
+	// Baseline and Candidate describe each side.
 	Baseline  RunSummary  `json:"baseline"`
 	Candidate *RunSummary `json:"candidate,omitempty"`
 	// MixedLatency: the runs' latency sources differ (allowed by flag).
 	MixedLatency bool `json:"mixed_latency,omitempty"`
 	// Incomplete says why the comparison is not a verdict on the
 	// candidate (allowed by Options.AllowIncomplete); see ErrIncomplete.
-	Incomplete []string `json:"incomplete,omitempty"`
-	Settings   struct {
-		MinCalls  int64   `json:"min_calls"`
-		Alpha     float64 `json:"alpha"`
-		MinEffect float64 `json:"min_effect"`
-		// MinEffectMS is Options.MinEffectMS.
-		MinEffectMS float64 `json:"min_effect_ms,omitempty"`
-	} `json:"settings"`
-	// Queries holds every fingerprint of either run: regressions first
-	// by added time, then the others by candidate total time.
+	Incomplete []Unjudgeable `json:"-"`
+	Settings   Settings      `json:"settings"`
+	Noise      Noise         `json:"noise"`
+	// Queries holds every fingerprint of either side: regressions
+	// first by impact, then the others by candidate total time.
 	Queries []QueryDiff `json:"queries"`
-	// Ranked lists of fingerprints.
+	// Ranked lists of fingerprints: regressions of both kinds, by
+	// impact and by factor.
 	RegressionsByAddedTime []string    `json:"regressions_by_added_time"`
 	RegressionsByFactor    []string    `json:"regressions_by_factor"`
 	NewErrors              []ErrorDiff `json:"new_errors"`
-	OnlyBaseline           []string    `json:"only_baseline"`
-	OnlyCandidate          []string    `json:"only_candidate"`
-	TooFewCalls            []string    `json:"too_few_calls"`
-	// SmallChanges are queries that differ beyond noise but by less
-	// than the effect floor: not regressions, said so.
+	// UncodedErrors counts errors that one side logged without a
+	// SQLSTATE and that were matched by count to the other side's.
+	UncodedErrors int64    `json:"uncoded_errors_matched,omitempty"`
+	OnlyBaseline  []string `json:"only_baseline"`
+	OnlyCandidate []string `json:"only_candidate"`
+	TooFewCalls   []string `json:"too_few_calls"`
+	// SmallChanges differ beyond noise but under a floor: not
+	// regressions, said so.
 	SmallChanges []string `json:"small_changes"`
 	// Divergence lists the queries that did different work in the two
-	// runs (see Divergence); apart from regressions.
+	// sides (see Divergence); apart from regressions.
 	Divergence []Divergence `json:"divergence"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
@@ -284,53 +558,6 @@ func (r *Report) Query(fp string) *QueryDiff {
 	return nil
 }
 
-func summarize(r *Run) RunSummary {
-	s := RunSummary{
-		Name: r.Name(), Kind: r.Kind, LatencySource: r.LatencySource, Partial: r.Partial,
-		Statements: r.Statements.Total, Failed: r.Statements.Failed, Queries: len(r.Queries),
-		FirstTime: r.FirstTime.String(), LastTime: r.LastTime.String(), SpanS: r.SpanSeconds(),
-		Errors: r.ErrorsBySQLState, Timeline: r.Timeline, byFP: map[string]*Query{},
-	}
-	if s.Errors == nil {
-		s.Errors = map[string]int64{}
-	}
-	if r.Replay != nil {
-		s.Sync, s.SyncWait = r.Sync, r.SyncWait
-	}
-	for i := range r.Queries {
-		q := &r.Queries[i]
-		if _, dup := s.byFP[q.Fingerprint]; !dup {
-			s.byFP[q.Fingerprint] = q
-		}
-		s.TimedCalls += q.TimedCalls
-		s.TotalMS += q.TotalMS
-	}
-	if s.TimedCalls > 0 {
-		s.MeanMS = s.TotalMS / float64(s.TimedCalls)
-	}
-	if r.HasHist() {
-		s.P95MS = workloadP95(r)
-	}
-	if s.SpanS > 0 {
-		s.StatementsPerS = float64(s.Statements) / s.SpanS
-	}
-	return s
-}
-
-func figures(q *Query, spanS float64) *Figures {
-	f := &Figures{
-		Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
-		MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS, MaxMS: q.MaxMS,
-	}
-	if q.Calls > 0 {
-		f.ErrorRatePct = 100 * float64(q.Errors) / float64(q.Calls)
-	}
-	if spanS > 0 {
-		f.CallsPerS = float64(q.Calls) / spanS
-	}
-	return f
-}
-
 func ratio(c, b float64) float64 {
 	if b <= 0 {
 		return 0
@@ -340,29 +567,35 @@ func ratio(c, b float64) float64 {
 
 // Summarize describes one run without comparing it.
 func Summarize(r *Run) *Report {
-	rep := &Report{Kind: "report", Baseline: summarize(r), Rules: []Rule{}}
 	o := Options{}.withDefaults()
-	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect, rep.Settings.MinEffectMS = o.MinCalls, o.Alpha, o.MinEffect, o.MinEffectMS
+	rep := &Report{Kind: "report", Baseline: summarize(r), Rules: []Rule{}, Settings: settingsOf(o)}
+	rep.Noise = Noise{BaselineRuns: 1, MinRuns: minRuns(o.Alpha), Defaults: o.Noise}
 	for i := range r.Queries {
 		q := &r.Queries[i]
 		rep.Queries = append(rep.Queries, QueryDiff{Fingerprint: q.Fingerprint, Query: q.Query, Status: StatusSummary,
-			Baseline: figures(q, rep.Baseline.SpanS), BaselineRow: q})
+			Baseline: figures([]*Query{q}, []float64{rep.Baseline.SpanS}), BaselineRows: []*Query{q}})
 	}
 	slices.SortStableFunc(rep.Queries, func(a, b QueryDiff) int { return cmp.Compare(b.Baseline.TotalMS, a.Baseline.TotalMS) })
-	if r.Partial {
-		rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result")
-	}
-	for _, w := range r.Warnings {
-		rep.Warnings = append(rep.Warnings, r.Name()+": "+w)
-	}
-	if w, ok := sharedCPUWarning(r); ok {
-		rep.Warnings = append(rep.Warnings, w)
-	}
-	rep.Verdict = Verdict{Status: VerdictSummary, Line: fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)",
-		r.Name(), r.Statements.Total, len(r.Queries))}
+	rep.Warnings = runWarnings([]*Run{r})
+	rep.Verdict = Verdict{Status: VerdictSummary}
 	rep.addRoundTrips(r)
 	rep.fillEmpty()
 	return rep
+}
+
+func settingsOf(o Options) Settings {
+	return Settings{MinCalls: o.MinCalls, Alpha: o.Alpha, MinEffect: o.MinEffect, MinEffectMS: o.MinEffectMS}
+}
+
+// minRuns is the fewest runs a side needs, with as many on the other,
+// for a rank interval at level alpha.
+func minRuns(alpha float64) int {
+	for n := 1; n < 100; n++ {
+		if stats.MinAlpha(n, n) <= alpha+1e-12 {
+			return n
+		}
+	}
+	return 100
 }
 
 func (r *Report) fillEmpty() {
@@ -382,9 +615,28 @@ func (r *Report) fillEmpty() {
 	}
 }
 
-// Compare compares candidate against baseline. It fails with a
-// *MixedLatencyError when their latency sources differ, unless allowed.
+// Compare compares a candidate run with a baseline run: Runs with one run
+// a side.
 func Compare(base, cand *Run, opts Options) (*Report, error) {
+	return Runs([]*Run{base}, []*Run{cand}, opts)
+}
+
+// Runs compares the candidate's runs with the baseline's (the control's).
+// Each run gives, per query, its figures (mean, p50, p95, p99, calls);
+// a query's effect on each is the candidate's median over the baseline's,
+// with an interval from the run-to-run spread (package stats), and the
+// baseline's own runs give its noise floor. With too few runs for the
+// interval at Options.Alpha (three a side at the default), the noise is
+// not measured: changes are judged against Options.Noise, and the
+// verdict says so.
+//
+// It fails with an *IncompleteError when a result cannot be judged
+// (unless Options.AllowIncomplete), and with a *MixedLatencyError when
+// latency sources differ (unless Options.AllowMixedLatency).
+func Runs(base, cand []*Run, opts Options) (*Report, error) {
+	if len(base) == 0 || len(cand) == 0 {
+		return nil, &IncompleteError{Reasons: []Unjudgeable{{Kind: UnjudgeableNoRuns}}}
+	}
 	o := opts.withDefaults()
 	// A result that cannot be judged is refused first: whatever else is
 	// wrong with the comparison, its figures are not a verdict.
@@ -392,186 +644,92 @@ func Compare(base, cand *Run, opts Options) (*Report, error) {
 	if len(why) > 0 && !o.AllowIncomplete {
 		return nil, &IncompleteError{Reasons: why}
 	}
-	mixed := base.LatencySource != cand.LatencySource
-	if mixed && !o.AllowMixedLatency {
-		return nil, &MixedLatencyError{Baseline: base.Name(), Candidate: cand.Name(),
-			BaselineSource: base.LatencySource, CandidateSource: cand.LatencySource}
+	all := append(slices.Clone(base), cand...)
+	mixed := false
+	for _, r := range all[1:] {
+		if r.LatencySource != all[0].LatencySource {
+			mixed = true
+			if !o.AllowMixedLatency {
+				return nil, &MixedLatencyError{Baseline: all[0].Name(), Candidate: r.Name(),
+					BaselineSource: all[0].LatencySource, CandidateSource: r.LatencySource}
+			}
+		}
 	}
-	rep := &Report{Kind: "report", Baseline: summarize(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why}
-	cs := summarize(cand)
+	rep := &Report{Kind: "report", Baseline: summarizeSide(base), Rules: o.Rules, MixedLatency: mixed, Incomplete: why, Settings: settingsOf(o)}
+	cs := summarizeSide(cand)
 	rep.Candidate = &cs
 	if rep.Rules == nil {
 		rep.Rules = []Rule{}
 	}
-	rep.Settings.MinCalls, rep.Settings.Alpha, rep.Settings.MinEffect, rep.Settings.MinEffectMS = o.MinCalls, o.Alpha, o.MinEffect, o.MinEffectMS
+	rep.Noise = Noise{BaselineRuns: len(base), CandidateRuns: len(cand), MinRuns: minRuns(o.Alpha), Defaults: o.Noise}
+	if stats.MinAlpha(len(base), len(cand)) <= o.Alpha+1e-12 {
+		rep.Noise.Measured = true
+		rep.Noise.Level = stats.Level(len(base), len(cand), o.Alpha)
+	}
 	if mixed {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("MIXED LATENCY: %s is %s, %s is %s; every ratio compares different measurements",
-			base.Name(), base.LatencySource, cand.Name(), cand.LatencySource))
+		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnMixedLatency, Run: base[0].Name(), Source: base[0].LatencySource,
+			Other: cand[0].Name(), OtherSource: cand[0].LatencySource})
 	}
-	for _, r := range []*Run{base, cand} {
-		if r.Partial {
-			rep.Warnings = append(rep.Warnings, r.Name()+" is a partial result: figures cover only what was read or run")
-		}
-		for _, w := range r.Warnings {
-			rep.Warnings = append(rep.Warnings, r.Name()+": "+w)
-		}
-		if w, ok := sharedCPUWarning(r); ok {
-			rep.Warnings = append(rep.Warnings, w)
-		}
+	rep.Warnings = append(rep.Warnings, runWarnings(all)...)
+	if !rep.Noise.Measured {
+		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnNoiseNotMeasured, Runs: min(len(base), len(cand)), MinRuns: rep.Noise.MinRuns})
 	}
-	useHist := base.HasHist() && cand.HasHist()
+	useHist := true
+	for _, r := range all {
+		useHist = useHist && r.HasHist()
+	}
 	if !useHist {
-		rep.Warnings = append(rep.Warnings, "latency histograms missing (a result of an older pgrehearse): "+
-			"significance uses the conservative quantile rule")
+		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnNoHistograms})
 	}
 
-	seen := map[string]bool{}
-	for i := range base.Queries {
-		bq := &base.Queries[i]
-		if seen[bq.Fingerprint] {
-			continue
-		}
-		seen[bq.Fingerprint] = true
-		cq := rep.Candidate.byFP[bq.Fingerprint]
-		rep.Queries = append(rep.Queries, diffQuery(bq, cq, rep.Baseline.SpanS, cs.SpanS, useHist, mixed, o))
-	}
-	for i := range cand.Queries {
-		cq := &cand.Queries[i]
-		if seen[cq.Fingerprint] {
-			continue
-		}
-		seen[cq.Fingerprint] = true
-		rep.Queries = append(rep.Queries, diffQuery(nil, cq, rep.Baseline.SpanS, cs.SpanS, useHist, mixed, o))
+	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand)}
+	for _, fp := range fingerprints(all) {
+		rep.Queries = append(rep.Queries, c.diff(rows(base, fp), rows(cand, fp)))
 	}
 	rep.rank()
-	rep.NewErrors = newErrors(base, cand)
+	rep.NewErrors, rep.UncodedErrors = newErrors(base, cand)
+	if rep.UncodedErrors > 0 {
+		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnUncodedErrors, Count: rep.UncodedErrors})
+	}
 	rep.Divergence = divergences(base, cand)
 	rep.verdict()
-	rep.addRoundTrips(base, cand)
+	rep.addRoundTrips(base[0], cand[0])
 	rep.fillEmpty()
 	return rep, nil
 }
 
-func diffQuery(bq, cq *Query, bSpan, cSpan float64, useHist, mixed bool, o Options) QueryDiff {
-	d := QueryDiff{BaselineRow: bq, CandidateRow: cq, MixedLatency: mixed}
-	switch {
-	case cq == nil:
-		d.Fingerprint, d.Query, d.Status = bq.Fingerprint, bq.Query, StatusOnlyBaseline
-		d.Baseline = figures(bq, bSpan)
-		return d
-	case bq == nil:
-		d.Fingerprint, d.Query, d.Status = cq.Fingerprint, cq.Query, StatusOnlyCandidate
-		d.Candidate = figures(cq, cSpan)
-		return d
+func spans(runs []*Run) []float64 {
+	out := make([]float64, len(runs))
+	for i, r := range runs {
+		out[i] = r.SpanSeconds()
 	}
-	d.Fingerprint, d.Query = bq.Fingerprint, bq.Query
-	b, c := figures(bq, bSpan), figures(cq, cSpan)
-	d.Baseline, d.Candidate = b, c
-	d.Ratio = &Ratios{Mean: ratio(c.MeanMS, b.MeanMS), P50: ratio(c.P50MS, b.P50MS), P95: ratio(c.P95MS, b.P95MS), P99: ratio(c.P99MS, b.P99MS)}
-	d.Factor = d.Ratio.Mean
-	if b.TimedCalls > 0 && c.TimedCalls > 0 {
-		d.AddedMS = (c.MeanMS - b.MeanMS) * float64(c.TimedCalls)
-	}
-	d.ErrorsP = proportionIncrease(b.Errors, b.Calls, c.Errors, c.Calls)
+	return out
+}
 
-	sig := &Significance{Method: "none"}
-	d.Significance = sig
-	if b.TimedCalls < o.MinCalls || c.TimedCalls < o.MinCalls {
-		d.Status = StatusTooFewCalls
-		d.Note = fmt.Sprintf("too few calls to judge: %d and %d timed calls (at least %d needed)", b.TimedCalls, c.TimedCalls, o.MinCalls)
-		if d.Factor > 1 {
-			d.Note += fmt.Sprintf("; looks %s slower, which may be noise", FormatFactor(d.Factor))
+// fingerprints are those of every run, each once, in the order first
+// seen.
+func fingerprints(runs []*Run) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		for i := range r.Queries {
+			fp := r.Queries[i].Fingerprint
+			if !seen[fp] {
+				seen[fp] = true
+				out = append(out, fp)
+			}
 		}
-		return d
 	}
-	if useHist {
-		if err := histTest(bq, cq, sig, o.Alpha); err != nil {
-			// A damaged histogram falls back to the quantiles.
-			d.Note = err.Error() + "; judged by quantiles"
-			summaryInto(b, c, sig)
-		}
-	} else {
-		summaryInto(b, c, sig)
-	}
-	d.Status, d.Note = judge(d.Ratio, b, c, sig, o)
-	d.belowMinEffectMS = grewMS(b, c) < o.MinEffectMS
-	return d
+	return out
 }
 
-// judge labels a query whose latencies were tested. The label must agree
-// with the figures shown beside it: a query whose mean or p95 got slower
-// beyond the effect floor is a regression even when its typical call got
-// faster (a slower tail is what users feel), and improved only when no
-// figure got worse.
-func judge(r *Ratios, b, c *Figures, sig *Significance, o Options) (Status, string) {
-	if !sig.Significant {
-		return StatusUnchanged, ""
+// rows are each run's row of fp, nil where a run lacks it.
+func rows(runs []*Run, fp string) []*Query {
+	out := make([]*Query, len(runs))
+	for i, r := range runs {
+		out[i] = r.Query(fp)
 	}
-	floor := 1 + o.MinEffect
-	grew := max(r.Mean, r.P50, r.P95) >= floor
-	shrank := min(nonZero(r.Mean), nonZero(r.P50), nonZero(r.P95)) <= 1/floor
-	switch {
-	case grew && grewMS(b, c) >= o.MinEffectMS:
-		switch {
-		case r.P50 <= 1/floor || (sig.Direction < 0 && r.P50 < floor):
-			return StatusRegressed, "the typical call got faster but the tail slower: " + tailNote(r)
-		case shrank:
-			return StatusRegressed, "the typical call got slower but the tail faster: " + tailNote(r)
-		}
-		return StatusRegressed, ""
-	case grew:
-		return StatusSmallChange, fmt.Sprintf("slower beyond noise, but by less than %g ms", o.MinEffectMS)
-	case shrank:
-		return StatusImproved, ""
-	default:
-		return StatusSmallChange, fmt.Sprintf("different beyond noise, but by less than %.0f%%", o.MinEffect*100)
-	}
-}
-
-func tailNote(r *Ratios) string {
-	return fmt.Sprintf("p50 %s, mean %s, p95 %s", FormatFactor(r.P50), FormatFactor(r.Mean), FormatFactor(r.P95))
-}
-
-// grewMS is the largest growth of mean, p50 or p95, in ms.
-func grewMS(b, c *Figures) float64 {
-	return max(c.MeanMS-b.MeanMS, c.P50MS-b.P50MS, c.P95MS-b.P95MS)
-}
-
-func nonZero(v float64) float64 {
-	if v == 0 {
-		return math.Inf(1)
-	}
-	return v
-}
-
-func histTest(bq, cq *Query, sig *Significance, alpha float64) error {
-	bb, err := Buckets(bq.Hist)
-	if err != nil {
-		return fmt.Errorf("baseline %w", err)
-	}
-	cb, err := Buckets(cq.Hist)
-	if err != nil {
-		return fmt.Errorf("candidate %w", err)
-	}
-	t := testBuckets(bb, cb)
-	sig.Method = "histogram"
-	sig.PMannWhitney, sig.PKS, sig.ProbSlower = t.PMannWhitney, t.PKS, t.ProbSlower
-	// Two tests at once: Bonferroni, so each runs at alpha/2.
-	sig.Significant = 2*min(t.PMannWhitney, t.PKS) < alpha
-	switch {
-	case !sig.Significant:
-	case t.ProbSlower > 0.5:
-		sig.Direction = 1
-	case t.ProbSlower < 0.5:
-		sig.Direction = -1
-	}
-	return nil
-}
-
-func summaryInto(b, c *Figures, sig *Significance) {
-	sig.Method = "summary"
-	sig.Direction = summaryTest(b, c)
-	sig.Significant = sig.Direction != 0
+	return out
 }
 
 // rank orders Queries and fills the ranked lists.
@@ -580,7 +738,7 @@ func (r *Report) rank() {
 	for i := range r.Queries {
 		q := &r.Queries[i]
 		switch q.Status {
-		case StatusRegressed:
+		case StatusRegressed, StatusTailRegressed:
 			regs = append(regs, q)
 		case StatusOnlyBaseline:
 			r.OnlyBaseline = append(r.OnlyBaseline, q.Fingerprint)
@@ -592,11 +750,11 @@ func (r *Report) rank() {
 			r.SmallChanges = append(r.SmallChanges, q.Fingerprint)
 		}
 	}
-	byAdded := slices.Clone(regs)
-	slices.SortStableFunc(byAdded, func(a, b *QueryDiff) int {
-		return cmp.Or(cmp.Compare(b.AddedMS, a.AddedMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	byImpact := slices.Clone(regs)
+	slices.SortStableFunc(byImpact, func(a, b *QueryDiff) int {
+		return cmp.Or(cmp.Compare(b.ImpactMS, a.ImpactMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
 	})
-	for _, q := range byAdded {
+	for _, q := range byImpact {
 		r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, q.Fingerprint)
 	}
 	byFactor := slices.Clone(regs)
@@ -606,7 +764,7 @@ func (r *Report) rank() {
 	for _, q := range byFactor {
 		r.RegressionsByFactor = append(r.RegressionsByFactor, q.Fingerprint)
 	}
-	// The table: regressions by added time, then everything else by the
+	// The table: regressions by impact, then everything else by the
 	// time it costs in the candidate (or the baseline, for queries gone).
 	pos := map[string]int{}
 	for i, fp := range r.RegressionsByAddedTime {
@@ -633,145 +791,49 @@ func (r *Report) rank() {
 	})
 }
 
-func newErrors(base, cand *Run) []ErrorDiff {
-	codes := map[string]bool{}
-	for c := range cand.ErrorsBySQLState {
-		codes[c] = true
-	}
-	var out []ErrorDiff
-	for code := range codes {
-		b, c := base.ErrorsBySQLState[code], cand.ErrorsBySQLState[code]
-		if c <= b {
-			continue
-		}
-		e := ErrorDiff{SQLState: code, Baseline: b, Candidate: c, New: b == 0}
-		fps := map[string]bool{}
-		for _, s := range errorSamples(cand) {
-			if s.SQLState == code && !fps[s.Fingerprint] {
-				fps[s.Fingerprint] = true
-				e.Fingerprints = append(e.Fingerprints, s.Fingerprint)
-			}
-		}
-		for _, q := range cand.Queries {
-			if q.ErrorsBySQLState[code] > 0 && !fps[q.Fingerprint] {
-				fps[q.Fingerprint] = true
-				e.Fingerprints = append(e.Fingerprints, q.Fingerprint)
-			}
-		}
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b ErrorDiff) int {
-		return cmp.Or(cmp.Compare(b.Candidate-b.Baseline, a.Candidate-a.Baseline), strings.Compare(a.SQLState, b.SQLState))
-	})
-	return out
-}
-
-// verdict applies the rules and writes the verdict line.
+// verdict applies the rules and decides the verdict.
 func (r *Report) verdict() {
 	for _, rule := range r.Rules {
 		for i := range r.Queries {
-			if b, ok := rule.check(&r.Queries[i]); ok {
+			if b, ok := rule.check(&r.Queries[i], r.Settings); ok {
 				r.Verdict.Broken = append(r.Verdict.Broken, b)
 			}
 		}
 	}
-	nReg := len(r.RegressionsByAddedTime)
-	regs := fmt.Sprintf("%d significant regression%s", nReg, plural(nReg))
-	if nReg > 0 {
-		q := r.Query(r.RegressionsByAddedTime[0])
-		regs += fmt.Sprintf(", worst %s (%s mean, %s added)", q.Fingerprint, FormatFactor(q.Factor), FormatTotal(q.AddedMS))
+	for i := range r.Queries {
+		switch r.Queries[i].Status {
+		case StatusRegressed:
+			r.Verdict.Regressions++
+		case StatusTailRegressed:
+			r.Verdict.TailRegressions++
+		}
 	}
-	if len(r.TooFewCalls) > 0 {
-		regs += fmt.Sprintf("; %d quer%s with too few calls to judge", len(r.TooFewCalls), pluralY(len(r.TooFewCalls)))
+	if len(r.RegressionsByAddedTime) > 0 {
+		r.Verdict.Worst = r.RegressionsByAddedTime[0]
 	}
-	prefix := ""
-	if r.MixedLatency {
-		prefix = "MIXED LATENCY SOURCES, ratios unreliable: "
-	}
+	r.Verdict.TooFewCalls = len(r.TooFewCalls)
+	r.Verdict.NoiseMeasured = r.Noise.Measured
+	r.Verdict.Mixed = r.MixedLatency
+	nReg := r.Verdict.Regressions + r.Verdict.TailRegressions
 	switch {
 	case len(r.Divergence) > 0:
 		r.Verdict.Status = VerdictDiverged
-		r.Verdict.Line = fmt.Sprintf("%sREPLAY DIVERGED: %d quer%s did different work than in the baseline (%s), so the timings compare different workloads and the candidate is not judged; %s",
-			prefix, len(r.Divergence), pluralY(len(r.Divergence)), r.Divergence[0].Reason, regs)
 	case len(r.Verdict.Broken) > 0:
-		rules := map[string]int{}
-		var order []string
-		for _, b := range r.Verdict.Broken {
-			if rules[b.Rule] == 0 {
-				order = append(order, b.Rule)
-			}
-			rules[b.Rule]++
-		}
-		parts := make([]string, len(order))
-		for i, o := range order {
-			parts[i] = fmt.Sprintf("%s broken by %d quer%s", o, rules[o], pluralY(rules[o]))
-		}
 		r.Verdict.Status = VerdictFail
-		r.Verdict.Line = prefix + "FAIL: " + strings.Join(parts, ", ") + "; " + regs
 	case len(r.Incomplete) > 0:
 		r.Verdict.Status = VerdictIncomplete
-		r.Verdict.Line = prefix + "NOT JUDGED, INCOMPLETE: " + strings.Join(r.Incomplete, "; ") + "; " + regs
-	case nReg > 0 && len(r.Rules) == 0:
-		r.Verdict.Status = VerdictRegressions
-		r.Verdict.Line = prefix + "REGRESSIONS (no rule to fail on): " + regs
 	case nReg > 0:
 		r.Verdict.Status = VerdictRegressions
-		r.Verdict.Line = prefix + "REGRESSIONS, no rule broken: " + regs
-	case len(r.Rules) == 0:
-		r.Verdict.Status = VerdictPass
-		r.Verdict.Line = prefix + "PASS (no rule to fail on): " + regs
 	default:
 		r.Verdict.Status = VerdictPass
-		r.Verdict.Line = prefix + "PASS: no rule broken; " + regs
 	}
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
+// medianInt is the median of integer counts, rounded down.
+func medianInt(xs []int64) int64 {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
 	}
-	return "s"
-}
-
-func pluralY(n int) string {
-	if n == 1 {
-		return "y"
-	}
-	return "ies"
-}
-
-// workloadP95 merges every query's histogram; 0 if one does not decode.
-// errorSamples are a replay's error samples; none for an analysis.
-func errorSamples(r *Run) []results.ErrorSample {
-	if r.Replay == nil {
-		return nil
-	}
-	return r.Errors
-}
-
-func workloadP95(r *Run) float64 {
-	var all []Bucket
-	var n int64
-	for _, q := range r.Queries {
-		if q.TimedCalls == 0 {
-			continue
-		}
-		b, err := Buckets(q.Hist)
-		if err != nil {
-			return 0
-		}
-		all = append(all, b...)
-		for _, x := range b {
-			n += x.Count
-		}
-	}
-	slices.SortFunc(all, func(a, b Bucket) int { return cmp.Compare(a.ValueUS, b.ValueUS) })
-	want := int64(math.Ceil(0.95 * float64(n)))
-	var cum int64
-	for _, b := range all {
-		if cum += b.Count; cum >= want {
-			return float64(b.ValueUS) / 1000
-		}
-	}
-	return 0
+	return int64(math.Floor(stats.Median(f)))
 }

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,8 +21,10 @@ type q struct {
 	n      int
 	meanUS float64
 	errs   int
-	// tailUS, when set, makes 10% of the calls take this long instead.
-	tailUS float64
+	// tailUS, when set, makes one call in tailEvery (10 when 0) take
+	// this long instead.
+	tailUS    float64
+	tailEvery int
 }
 
 func makeRun(t *testing.T, kind string, hist bool, seed uint64, qs ...q) *Run {
@@ -32,7 +34,7 @@ func makeRun(t *testing.T, kind string, hist bool, seed uint64, qs ...q) *Run {
 	for _, x := range qs {
 		for i := range x.n {
 			d := x.meanUS * (0.5 + r.ExpFloat64()*0.5)
-			if x.tailUS > 0 && i%10 == 0 {
+			if every := max(x.tailEvery, 10); x.tailUS > 0 && i%every == 0 {
 				d = x.tailUS
 			}
 			s.AddAt(x.fp, "SELECT "+x.fp, 1_700_000_000_000_000+int64(i)*1000, int64(d), i < x.errs)
@@ -53,6 +55,8 @@ func makeRun(t *testing.T, kind string, hist bool, seed uint64, qs ...q) *Run {
 	return run
 }
 
+// TestCompareStatus: one run a side, judged against the default noise
+// floors and the calls' own sampling error.
 func TestCompareStatus(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -66,9 +70,10 @@ func TestCompareStatus(t *testing.T) {
 		{"tail only: 10% of calls 50 ms", true, q{fp: "a", n: 1000, meanUS: 1000}, q{fp: "a", n: 1000, meanUS: 1000, tailUS: 50_000}, StatusRegressed},
 		{"3 calls, 4x slower", true, q{fp: "a", n: 3, meanUS: 1000}, q{fp: "a", n: 3, meanUS: 4000}, StatusTooFewCalls},
 		{"9 calls is still too few", true, q{fp: "a", n: 9, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 4000}, StatusTooFewCalls},
-		{"2% slower on a busy query: real, below min effect", true, q{fp: "a", n: 50000, meanUS: 1000}, q{fp: "a", n: 50000, meanUS: 1020}, StatusSmallChange},
-		{"summary only, 4x slower", false, q{fp: "a", n: 500, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 4000}, StatusRegressed},
-		{"summary only, 30% slower is not beyond the tail", false, q{fp: "a", n: 500, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 1300}, StatusUnchanged},
+		{"2% slower on a busy query: within the default floor", true, q{fp: "a", n: 50000, meanUS: 1000}, q{fp: "a", n: 50000, meanUS: 1020}, StatusUnchanged},
+		{"30% slower, one run a side: within the default floor", true, q{fp: "a", n: 5000, meanUS: 1000}, q{fp: "a", n: 5000, meanUS: 1300}, StatusUnchanged},
+		{"without histograms, 4x slower", false, q{fp: "a", n: 500, meanUS: 1000}, q{fp: "a", n: 500, meanUS: 4000}, StatusRegressed},
+		{"12 calls, one 100 ms outlier", true, q{fp: "a", n: 12, meanUS: 1000}, q{fp: "a", n: 12, meanUS: 1000, tailUS: 100_000, tailEvery: 12}, StatusUnchanged},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,43 +85,52 @@ func TestCompareStatus(t *testing.T) {
 			}
 			d := rep.Query("a")
 			if d.Status != tt.want {
-				t.Errorf("status %s, want %s (ratio %+v, significance %+v, note %q)", d.Status, tt.want, d.Ratio, d.Significance, d.Note)
+				t.Errorf("status %s, want %s (ratio %+v, effects %+v, reasons %v)", d.Status, tt.want, d.Ratio, d.Effects, d.Reasons)
 			}
 			wantReg := tt.want == StatusRegressed
 			if got := len(rep.RegressionsByAddedTime) == 1; got != wantReg {
 				t.Errorf("regressions %v", rep.RegressionsByAddedTime)
 			}
-			if tt.want == StatusTooFewCalls && !strings.Contains(d.Note, "too few calls") {
-				t.Errorf("note %q does not say too few calls", d.Note)
+			if rep.Noise.Measured || rep.Verdict.NoiseMeasured {
+				t.Error("one run a side: noise said measured")
+			}
+			if tt.want == StatusTooFewCalls && !slices.Contains(d.Reasons, ReasonTooFewCalls) {
+				t.Errorf("reasons %v do not say too few calls", d.Reasons)
 			}
 		})
 	}
 }
 
-func TestIdenticalResultsPass(t *testing.T) {
-	for _, hist := range []bool{true, false} {
-		qs := []q{{fp: "a", n: 5000, meanUS: 800}, {fp: "b", n: 40, meanUS: 20000, errs: 3}, {fp: "c", n: 2, meanUS: 5}}
-		base := makeRun(t, "analysis", hist, 1, qs...)
-		cand := makeRun(t, "analysis", hist, 1, qs...)
-		rules, _ := ParseRules([]string{"p95>+20%,mean>+1%", "errors>+0pp", "total_ms>+0ms"})
-		rep, err := Compare(base, cand, Options{Rules: rules})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Verdict.Status != "pass" || len(rep.RegressionsByAddedTime) != 0 || len(rep.NewErrors) != 0 {
-			t.Errorf("hist=%v: identical results: verdict %+v, regressions %v", hist, rep.Verdict, rep.RegressionsByAddedTime)
-		}
-		for _, d := range rep.Queries {
-			if d.Significance.Significant {
-				t.Errorf("hist=%v: %s significant on identical data: %+v", hist, d.Fingerprint, d.Significance)
-			}
-		}
+// TestSameFiguresTwice: results with the same figures (the same file
+// twice, two analyses of one log) are refused as identical, named; two
+// samples of the same distribution pass.
+func TestSameFiguresTwice(t *testing.T) {
+	qs := []q{{fp: "a", n: 5000, meanUS: 800}, {fp: "b", n: 40, meanUS: 20000, errs: 3}, {fp: "c", n: 2, meanUS: 5}}
+	base := makeRun(t, "analysis", true, 1, qs...)
+	same := makeRun(t, "analysis", true, 1, qs...)
+	same.Source = "again.json"
+	_, err := Compare(base, same, Options{})
+	var ie *IncompleteError
+	if !errors.As(err, &ie) || len(ie.Reasons) != 1 || ie.Reasons[0].Kind != UnjudgeableIdentical || ie.Reasons[0].Other != "again.json" {
+		t.Errorf("identical results: %v", err)
+	}
+	if _, err := Compare(base, base, Options{}); !errors.As(err, &ie) || ie.Reasons[0].Kind != UnjudgeableIdentical {
+		t.Errorf("one result twice: %v", err)
+	}
+	other := makeRun(t, "analysis", true, 2, qs...)
+	rules, _ := ParseRules([]string{"p95>+20%,mean>+1%", "errors>+0pp", "total_ms>+0ms"})
+	rep, err := Compare(base, other, Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict.Status != VerdictPass || len(rep.RegressionsByAddedTime) != 0 || len(rep.NewErrors) != 0 {
+		t.Errorf("same distribution: verdict %+v, regressions %v", rep.Verdict, rep.RegressionsByAddedTime)
 	}
 }
 
 func TestRanking(t *testing.T) {
 	base := makeRun(t, "analysis", true, 1,
-		q{fp: "busy", n: 5000, meanUS: 1000},   // +50%: 2.5 s added
+		q{fp: "busy", n: 5000, meanUS: 1000},   // 3x: 10 s added
 		q{fp: "rare", n: 50, meanUS: 1000},     // 10x: 0.45 s added
 		q{fp: "gone", n: 100, meanUS: 1000},    // only in the baseline
 		q{fp: "steady", n: 1000, meanUS: 3000}, // unchanged
@@ -124,7 +138,7 @@ func TestRanking(t *testing.T) {
 		q{fp: "failing", n: 200, meanUS: 1000}, // error rate 0 -> 10%
 	)
 	cand := makeRun(t, "analysis", true, 2,
-		q{fp: "busy", n: 5000, meanUS: 1500},
+		q{fp: "busy", n: 5000, meanUS: 3000},
 		q{fp: "rare", n: 50, meanUS: 10000},
 		q{fp: "steady", n: 1000, meanUS: 3000},
 		q{fp: "few", n: 4, meanUS: 9000},
@@ -163,7 +177,7 @@ func TestRanking(t *testing.T) {
 	if want := []string{"p95>+400% rare", "errors>+5pp failing"}; !reflect.DeepEqual(broken, want) {
 		t.Errorf("broken %v, want %v", broken, want)
 	}
-	if rep.Verdict.Status != "fail" || !strings.HasPrefix(rep.Verdict.Line, "FAIL: p95>+400% broken by 1 query") {
+	if rep.Verdict.Status != VerdictFail || rep.Verdict.Regressions != 2 || rep.Verdict.Worst != "busy" {
 		t.Errorf("verdict %+v", rep.Verdict)
 	}
 }
@@ -186,7 +200,7 @@ func TestLatencySources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.MixedLatency || !rep.Query("a").MixedLatency || !strings.HasPrefix(rep.Verdict.Line, "MIXED LATENCY") {
+	if !rep.MixedLatency || !rep.Query("a").MixedLatency || !rep.Verdict.Mixed || !hasWarning(rep, WarnMixedLatency) {
 		t.Errorf("mixed comparison not flagged: %+v", rep.Verdict)
 	}
 	replay.LatencySource = LatencyServerLog // replay --target-log
@@ -196,11 +210,10 @@ func TestLatencySources(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	base := &Run{Source: "b", Kind: results.KindAnalysis, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 1},
-		Statements: results.StatementCounts{Total: 100}}
-	cand := &Run{Source: "c", Kind: results.KindReplay, LatencySource: LatencyServerLog, ErrorsBySQLState: map[string]int64{"23505": 5, "42P01": 3, "57014": 40},
-		Statements: results.StatementCounts{Total: 100},
-		Replay:     &results.Replay{Errors: []results.ErrorSample{{SQLState: "57014", Fingerprint: "slow", Count: 40}}}}
+	one := []map[string]any{row("a", 100, 1, 1)}
+	base := replayRun(t, "b", map[string]any{"latency_source": "server_log", "errors_by_sqlstate": map[string]int64{"23505": 5, "42P01": 1}}, one, nil)
+	cand := replayRun(t, "c", map[string]any{"latency_source": "server_log", "errors_by_sqlstate": map[string]int64{"23505": 5, "42P01": 3, "57014": 40},
+		"errors": []map[string]any{{"sqlstate": "57014", "fingerprint": "slow", "count": 40}}}, one, nil)
 	rep, err := Compare(base, cand, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +227,55 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
+// TestUncodedErrors: a log without %e counts its errors as unknown; the
+// same errors coded on the other side are matched by count, never new,
+// and only what the uncoded ones cannot account for is.
+func TestUncodedErrors(t *testing.T) {
+	one := []map[string]any{row("a", 100, 1, 1)}
+	mk := func(name string, codes map[string]int64) *Run {
+		// Each its own wall time: never the same result twice.
+		return replayRun(t, name, map[string]any{"latency_source": "server_log", "errors_by_sqlstate": codes, "wall_seconds": 10 + len(name)}, one, nil)
+	}
+	tests := []struct {
+		name    string
+		b, c    map[string]int64
+		want    []ErrorDiff
+		matched int64
+	}{
+		{"baseline without %e", map[string]int64{"unknown": 97}, map[string]int64{"23505": 97}, nil, 97},
+		{"candidate without %e", map[string]int64{"23505": 97}, map[string]int64{"unknown": 97}, nil, 97},
+		{"more than the uncoded account for", map[string]int64{"unknown": 50}, map[string]int64{"23505": 97},
+			[]ErrorDiff{{SQLState: "23505", Baseline: 50, Candidate: 97}}, 50},
+		{"both coded", map[string]int64{"23505": 97}, map[string]int64{"23505": 97}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Compare(mk("b", tt.b), mk("cand", tt.c), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.NewErrors) == 0 {
+				rep.NewErrors = nil
+			}
+			if !reflect.DeepEqual(rep.NewErrors, tt.want) || rep.UncodedErrors != tt.matched {
+				t.Errorf("new errors %+v, matched %d; want %+v, %d", rep.NewErrors, rep.UncodedErrors, tt.want, tt.matched)
+			}
+			if hasWarning(rep, WarnUncodedErrors) != (tt.matched > 0) {
+				t.Errorf("warnings %+v", rep.Warnings)
+			}
+		})
+	}
+}
+
+func hasWarning(rep *Report, k WarningKind) bool {
+	for _, w := range rep.Warnings {
+		if w.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
 func TestSummarize(t *testing.T) {
 	r := makeRun(t, "analysis", true, 1, q{fp: "a", n: 10, meanUS: 100}, q{fp: "b", n: 100, meanUS: 1000})
 	rep := Summarize(r)
@@ -222,64 +284,6 @@ func TestSummarize(t *testing.T) {
 	}
 	if rep.Baseline.P95MS <= 0 || rep.Baseline.TimedCalls != 110 {
 		t.Errorf("run summary %+v", rep.Baseline)
-	}
-}
-
-func TestTestBuckets(t *testing.T) {
-	same := []Bucket{{100, 10}, {200, 30}, {300, 10}}
-	tests := []struct {
-		name       string
-		base, cand []Bucket
-		sig        bool
-		slower     float64 // ProbSlower, ±0.01
-	}{
-		{"identical", same, same, false, 0.5},
-		{"all slower", []Bucket{{100, 200}}, []Bucket{{200, 200}}, true, 1},
-		{"all faster", []Bucket{{200, 200}}, []Bucket{{100, 200}}, true, 0},
-		{"one call apart", []Bucket{{100, 20}, {101, 1}}, []Bucket{{100, 20}, {102, 1}}, false, 0.5},
-		{"all tied", []Bucket{{5, 100}}, []Bucket{{5, 300}}, false, 0.5},
-		{"empty candidate", same, nil, false, 0.5},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := testBuckets(tt.base, tt.cand)
-			sig := 2*min(r.PMannWhitney, r.PKS) < 0.01
-			if sig != tt.sig || math.Abs(r.ProbSlower-tt.slower) > 0.01 {
-				t.Errorf("%+v: significant %v want %v, prob slower want %v", r, sig, tt.sig, tt.slower)
-			}
-			if r.PMannWhitney < 0 || r.PMannWhitney > 1 || r.PKS < 0 || r.PKS > 1 {
-				t.Errorf("p-values out of [0,1]: %+v", r)
-			}
-		})
-	}
-}
-
-func TestMannWhitneyKnownValue(t *testing.T) {
-	// Two samples without ties: base 10..50, cand 41..81; U for the
-	// candidate is counted by brute force.
-	var base, cand []Bucket
-	for v := int64(1); v <= 5; v++ {
-		base = append(base, Bucket{v * 10, 1})
-	}
-	for v := int64(4); v <= 8; v++ {
-		cand = append(cand, Bucket{v*10 + 1, 1})
-	}
-	var u float64
-	for _, c := range cand {
-		for _, b := range base {
-			if c.ValueUS > b.ValueUS {
-				u++
-			}
-		}
-	}
-	r := testBuckets(base, cand)
-	if math.Abs(r.ProbSlower-u/25) > 1e-9 {
-		t.Errorf("prob slower %v, want %v", r.ProbSlower, u/25)
-	}
-	// By hand: U = 24, mean 12.5, sd sqrt(5*5*11/12) = 4.787, with the
-	// continuity correction z = 11/4.787 = 2.298, two-sided p = 0.0216.
-	if math.Abs(r.PMannWhitney-0.0216) > 0.0005 {
-		t.Errorf("p = %v, want 0.0216", r.PMannWhitney)
 	}
 }
 
@@ -295,15 +299,16 @@ func TestProportionIncrease(t *testing.T) {
 	}
 }
 
-// TestMinEffectMS: a significant slowdown of a few microseconds is not a
-// regression when MinEffectMS asks for more.
+// TestMinEffectMS: a slowdown of a few microseconds is not a regression
+// when MinEffectMS asks for more; the default asks for
+// DefaultMinEffectMS, and a negative value for nothing.
 func TestMinEffectMS(t *testing.T) {
-	b := makeRun(t, "analysis", true, 1, q{fp: "a", n: 2000, meanUS: 30})
-	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 70})
+	b := makeRun(t, "analysis", true, 1, q{fp: "a", n: 2000, meanUS: 10})
+	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 40})
 	for _, tt := range []struct {
 		minMS float64
 		want  Status
-	}{{0, StatusRegressed}, {0.02, StatusRegressed}, {0.1, StatusSmallChange}} {
+	}{{-1, StatusRegressed}, {0.01, StatusRegressed}, {0, StatusSmallChange}, {0.1, StatusSmallChange}} {
 		rules, err := ParseRules([]string{"p95>+20%"})
 		if err != nil {
 			t.Fatal(err)
@@ -315,8 +320,8 @@ func TestMinEffectMS(t *testing.T) {
 		if broken := len(rep.Verdict.Broken) > 0; broken != (tt.want == StatusRegressed) {
 			t.Errorf("MinEffectMS %g: rule broken %v, want %v", tt.minMS, broken, tt.want == StatusRegressed)
 		}
-		if d := rep.Query("a"); d.Status != tt.want {
-			t.Errorf("MinEffectMS %g: status %s, want %s (%s)", tt.minMS, d.Status, tt.want, d.Note)
+		if d := rep.Query("a"); d.Status != tt.want || (tt.want == StatusSmallChange && !slices.Contains(d.Reasons, ReasonUnderMSFloor)) {
+			t.Errorf("MinEffectMS %g: status %s, want %s (%v)", tt.minMS, d.Status, tt.want, d.Reasons)
 		}
 	}
 }
@@ -334,17 +339,14 @@ func TestSharedCPUWarning(t *testing.T) {
 	tests := []struct {
 		name  string
 		extra map[string]any
-		want  []string // substrings of the one warning; nil for none
+		want  *Warning // nil for none
 	}{
 		{"speed 0, local", map[string]any{"speed": 0, "client_cpu_seconds": 3, "target_local": true},
-			[]string{"run.json replayed at speed 0 on the target's machine", "3.0 CPU-seconds (0.30 cores on average)",
-				"its 500.0 statements/s is a lower bound", "(client round trips)"}},
+			&Warning{Kind: WarnSharedCPU, Run: "run.json", Source: LatencyClient, ClientCPUSeconds: 3, WallSeconds: 10, StatementsPerS: 500}},
 		{"speed 0, local, server-side latency", map[string]any{"speed": 0, "client_cpu_seconds": 3, "target_local": true, "latency_source": "server_log"},
-			[]string{"lower bound", "may include waiting for CPU"}},
-		{"speed 0, local, under a CPU-second", map[string]any{"speed": 0, "client_cpu_seconds": 0.5, "target_local": true},
-			[]string{"0.50 CPU-seconds (0.05 cores on average)"}},
+			&Warning{Kind: WarnSharedCPU, Run: "run.json", Source: LatencyServerLog, ClientCPUSeconds: 3, WallSeconds: 10, StatementsPerS: 500}},
 		{"speed 0, local, CPU unknown", map[string]any{"speed": 0, "target_local": true},
-			[]string{"the replayer's CPU was taken from the server"}},
+			&Warning{Kind: WarnSharedCPU, Run: "run.json", Source: LatencyClient, StatementsPerS: 500}},
 		{"speed 0, remote", map[string]any{"speed": 0, "client_cpu_seconds": 3}, nil},
 		{"speed 1, local", map[string]any{"speed": 1, "client_cpu_seconds": 3, "target_local": true}, nil},
 		{"speed 0.5, local", map[string]any{"speed": 0.5, "client_cpu_seconds": 3, "target_local": true}, nil},
@@ -363,25 +365,20 @@ func TestSharedCPUWarning(t *testing.T) {
 			}
 			reps = append(reps, Summarize(run))
 			for i, rep := range reps {
-				var got []string
+				var got []Warning
 				for _, w := range rep.Warnings {
-					if strings.Contains(w, "speed 0") {
+					if w.Kind == WarnSharedCPU {
 						got = append(got, w)
 					}
 				}
 				if tt.want == nil {
 					if len(got) > 0 {
-						t.Errorf("report %d: unexpected warning %q", i, got)
+						t.Errorf("report %d: unexpected warning %+v", i, got)
 					}
 					continue
 				}
-				if len(got) != 1 {
-					t.Fatalf("report %d: warnings %q, want one about speed 0", i, rep.Warnings)
-				}
-				for _, s := range tt.want {
-					if !strings.Contains(got[0], s) {
-						t.Errorf("report %d: warning %q lacks %q", i, got[0], s)
-					}
+				if len(got) != 1 || got[0] != *tt.want {
+					t.Errorf("report %d: warnings %+v, want %+v", i, got, *tt.want)
 				}
 			}
 		})

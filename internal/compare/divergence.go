@@ -2,12 +2,10 @@ package compare
 
 import (
 	"cmp"
-
-	"fmt"
-	"github.com/pgrehearse/pgrehearse/internal/results"
 	"math"
 	"slices"
-	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // OrderingSQLStates are the errors of a replay that ran dependent
@@ -34,14 +32,45 @@ type Divergence struct {
 	// RowsPerCall of each run, when both know their rows.
 	BaselineRowsPerCall  *float64 `json:"baseline_rows_per_call,omitempty"`
 	CandidateRowsPerCall *float64 `json:"candidate_rows_per_call,omitempty"`
+	// RowsDiffer is set when the rows per call differ beyond
+	// MaxRowsPerCallDiff.
+	RowsDiffer bool `json:"rows_differ"`
 	// OrderingErrors are the ordering-type errors the candidate had more
-	// of, by SQLSTATE: candidate count less baseline count.
+	// of, by SQLSTATE: candidate count less baseline count (less the
+	// baseline's errors logged without a SQLSTATE, which may be the
+	// same errors).
 	OrderingErrors map[string]int64 `json:"ordering_errors,omitempty"`
-	Reason         string           `json:"reason"`
+	// Run is the candidate run that diverged, when a side has several.
+	Run string `json:"run,omitempty"`
 }
 
-// divergences finds the queries of both runs that did different work.
-func divergences(base, cand *Run) []Divergence {
+// divergences finds the queries that did different work in the
+// candidate's runs than in the baseline's first run; with several
+// candidate runs, each query's worst divergence.
+func divergences(base, cand []*Run) []Divergence {
+	worst := map[string]Divergence{}
+	for _, c := range cand {
+		for _, d := range divergencesOf(base[0], c) {
+			if len(cand) > 1 {
+				d.Run = c.Name()
+			}
+			if w, ok := worst[d.Fingerprint]; !ok || errorsOf(d) > errorsOf(w) {
+				worst[d.Fingerprint] = d
+			}
+		}
+	}
+	out := make([]Divergence, 0, len(worst))
+	for _, d := range worst {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Divergence) int {
+		return cmp.Or(cmp.Compare(errorsOf(b), errorsOf(a)), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	return out
+}
+
+// divergencesOf finds the queries of two runs that did different work.
+func divergencesOf(base, cand *Run) []Divergence {
 	var out []Divergence
 	for i := range cand.Queries {
 		cq := &cand.Queries[i]
@@ -50,35 +79,44 @@ func divergences(base, cand *Run) []Divergence {
 			continue
 		}
 		d := Divergence{Fingerprint: cq.Fingerprint, Query: cq.Query}
-		var why []string
 		if bq.RowsCalls > 0 && cq.RowsCalls > 0 {
 			b := float64(bq.Rows) / float64(bq.RowsCalls)
 			c := float64(cq.Rows) / float64(cq.RowsCalls)
 			d.BaselineRowsPerCall, d.CandidateRowsPerCall = &b, &c
 			diff := math.Abs(c - b)
-			if diff > MaxRowsPerCallDiff*max(b, c) && diff*float64(cq.RowsCalls) >= 1 {
-				why = append(why, fmt.Sprintf("rows per call %.3g -> %.3g", b, c))
-			}
+			d.RowsDiffer = diff > MaxRowsPerCallDiff*max(b, c) && diff*float64(cq.RowsCalls) >= 1
 		}
+		// Errors the baseline logged without a SQLSTATE (a prefix
+		// without %e) may be any of these: they are matched first.
+		uncoded := scaled(uncodedErrors(bq), bq.Calls, cq.Calls)
 		for _, code := range OrderingSQLStates {
 			extra := cq.ErrorsBySQLState[code] - scaled(bq.ErrorsBySQLState[code], bq.Calls, cq.Calls)
+			take := min(max(extra, 0), uncoded)
+			extra, uncoded = extra-take, uncoded-take
 			if extra > 0 && float64(extra) >= MinOrderingErrorRate*float64(cq.Calls) {
 				if d.OrderingErrors == nil {
 					d.OrderingErrors = map[string]int64{}
 				}
 				d.OrderingErrors[code] = extra
-				why = append(why, fmt.Sprintf("%d more %s errors", extra, code))
 			}
 		}
-		if len(why) > 0 {
-			d.Reason = strings.Join(why, ", ")
+		if d.RowsDiffer || len(d.OrderingErrors) > 0 {
 			out = append(out, d)
 		}
 	}
-	slices.SortFunc(out, func(a, b Divergence) int {
-		return cmp.Or(cmp.Compare(errorsOf(b), errorsOf(a)), cmp.Compare(a.Fingerprint, b.Fingerprint))
-	})
 	return out
+}
+
+// uncodedErrors are a row's errors without a known SQLSTATE: those
+// counted as unknown, and those beyond its counts by code.
+func uncodedErrors(q *Query) int64 {
+	var coded int64
+	for code, n := range q.ErrorsBySQLState {
+		if code != results.UnknownSQLState {
+			coded += n
+		}
+	}
+	return max(q.Errors-coded, 0)
 }
 
 // scaled is n calls' worth of errors of a run of calls, at the other's

@@ -88,9 +88,11 @@ func TestRoundTripsNeverCompared(t *testing.T) {
 	}
 	base := replayRun(t, "b.json", nil, many, nil)
 	base.LatencySource = LatencyServerLog
-	plain := replayRun(t, "c.json", nil, many, nil)
+	// Another run's wall time: not the same result twice.
+	other := map[string]any{"wall_seconds": 11}
+	plain := replayRun(t, "c.json", other, many, nil)
 	plain.LatencySource = LatencyServerLog
-	withClient := replayRun(t, "c.json", nil, many, slowClient)
+	withClient := replayRun(t, "c.json", other, many, slowClient)
 	rules, err := ParseRules([]string{"mean>+10%"})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,7 @@ func TestRoundTripsNeverCompared(t *testing.T) {
 		t.Errorf("candidate's table: run %s, %d fingerprints, %d rows, first %s", rt.Run, rt.Fingerprints, len(rt.Queries), rt.Queries[0].Fingerprint)
 	}
 
-	both, err := Compare(withClient, withClient, Options{})
+	both, err := Compare(withClient, replayRun(t, "d.json", map[string]any{"wall_seconds": 12}, many, slowClient), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package compare
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -120,33 +119,42 @@ func ParseRule(s string) (Rule, error) {
 	return r, nil
 }
 
-// Broken is a rule broken by a query.
+// Broken is a rule broken by a query, as data; internal/report words it.
 type Broken struct {
-	Rule        string  `json:"rule"`
-	Fingerprint string  `json:"fingerprint"`
-	Baseline    float64 `json:"baseline"`
-	Candidate   float64 `json:"candidate"`
-	// Detail says it for a person: "p95 1.20 ms -> 4.80 ms (4.00x)".
-	Detail string `json:"detail"`
+	Rule        string `json:"rule"`
+	Metric      Metric `json:"metric"`
+	Fingerprint string `json:"fingerprint"`
+	// Baseline and Candidate are the metric's figures (medians over
+	// the runs): ms, or an error rate in percent.
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
 }
 
-// check returns how q breaks r, if it does.
-func (r Rule) check(q *QueryDiff) (Broken, bool) {
-	if q.Baseline == nil || q.Candidate == nil || q.Significance == nil {
+// check returns how q breaks r, if it does. A latency rule is broken
+// only by a change that the comparison calls one: slower beyond noise,
+// by the metric's floor and by MinEffectMS.
+func (r Rule) check(q *QueryDiff, s Settings) (Broken, bool) {
+	if q.Baseline == nil || q.Candidate == nil {
 		return Broken{}, false
 	}
 	b, c := q.Baseline, q.Candidate
 	if r.Metric == MetricErrors {
-		if q.ErrorsP >= errorAlpha || q.Baseline.Calls < minErrorCalls || c.Calls < minErrorCalls {
+		if q.ErrorsP >= errorAlpha || b.Calls < minErrorCalls || c.Calls < minErrorCalls {
 			return Broken{}, false
 		}
 		if c.ErrorRatePct-b.ErrorRatePct <= r.Value {
 			return Broken{}, false
 		}
-		return Broken{Rule: r.Text, Fingerprint: q.Fingerprint, Baseline: b.ErrorRatePct, Candidate: c.ErrorRatePct,
-			Detail: fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.ErrorRatePct, c.ErrorRatePct, c.ErrorRatePct-b.ErrorRatePct)}, true
+		return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: b.ErrorRatePct, Candidate: c.ErrorRatePct}, true
 	}
-	if !q.Significance.Significant || q.Significance.Direction <= 0 || q.belowMinEffectMS {
+	if q.Effects == nil {
+		return Broken{}, false
+	}
+	e := q.Effects.Of(r.Metric)
+	if r.Metric == MetricTotal {
+		e = &q.Effects.Mean
+	}
+	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < s.MinEffectMS {
 		return Broken{}, false
 	}
 	var bv, cv float64
@@ -174,49 +182,5 @@ func (r Rule) check(q *QueryDiff) (Broken, bool) {
 	if !broken {
 		return Broken{}, false
 	}
-	return Broken{Rule: r.Text, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv,
-		Detail: fmt.Sprintf("%s %s ms -> %s ms (%s)", r.Metric, FormatMS(bv), FormatMS(cv), FormatFactor(ratio(cv, bv)))}, true
-}
-
-// FormatMS formats milliseconds with about three significant digits.
-func FormatMS(v float64) string {
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case v >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	}
-}
-
-// FormatSignedMS formats a difference in ms with its sign: "+0.158",
-// "-1.20"; what rounds to zero is "+0.000", never "-0.000".
-func FormatSignedMS(v float64) string {
-	s := FormatMS(math.Abs(v))
-	if v < 0 && strings.Trim(s, "0.") != "" {
-		return "-" + s
-	}
-	return "+" + s
-}
-
-// FormatTotal formats a total time given in ms: "850 ms", "14.75 s".
-func FormatTotal(ms float64) string {
-	if ms >= 1000 || ms <= -1000 {
-		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
-	}
-	return FormatMS(ms) + " ms"
-}
-
-// FormatFactor formats a ratio as "4.00x"; "-" when undefined.
-func FormatFactor(r float64) string {
-	if r <= 0 {
-		return "-"
-	}
-	if r >= 100 {
-		return strconv.FormatFloat(r, 'f', 0, 64) + "x"
-	}
-	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
+	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv}, true
 }

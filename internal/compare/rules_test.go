@@ -60,19 +60,24 @@ func TestParseRulesCommasAndRepeats(t *testing.T) {
 }
 
 func TestRuleCheck(t *testing.T) {
-	sig := &Significance{Method: "histogram", Significant: true, Direction: 1}
-	noise := &Significance{Method: "histogram"}
+	slower := func(r float64) Effect {
+		return Effect{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.1, Change: ChangeSlower, Beyond: true, DeltaMS: 1}
+	}
+	sig := &Effects{Mean: slower(1.4), P50: slower(1.1), P95: slower(1.25), P99: slower(3)}
+	noise := &Effects{Mean: Effect{Ratio: 1.4, Low: 0.8, High: 2, Change: ChangeNone}}
+	under := &Effects{P95: Effect{Ratio: 1.25, Low: 1.1, High: 1.4, Floor: 1.5, Change: ChangeSlower, DeltaMS: 0.5}}
 	b := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}
 	c := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140, Errors: 3, ErrorRatePct: 3}
 	tests := []struct {
 		rule string
-		sig  *Significance
+		eff  *Effects
 		errP float64
 		want bool
 	}{
 		{"p95>+20%", sig, 1, true},
 		{"p95>+25%", sig, 1, false}, // exactly +25% is not more
 		{"p95>+20%", noise, 1, false},
+		{"p95>+20%", under, 1, false}, // slower, but within its noise floor
 		{"mean>+50%", sig, 1, false},
 		{"mean>+30%", sig, 1, true},
 		{"p99>2x", sig, 1, true},
@@ -88,9 +93,14 @@ func TestRuleCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &QueryDiff{Fingerprint: "f", Baseline: b, Candidate: c, Significance: tt.sig, ErrorsP: tt.errP}
-		if _, got := r.check(d); got != tt.want {
-			t.Errorf("%s with %+v, errors p %v: broken %v, want %v", tt.rule, tt.sig, tt.errP, got, tt.want)
+		d := &QueryDiff{Fingerprint: "f", Baseline: b, Candidate: c, Effects: tt.eff, ErrorsP: tt.errP}
+		if _, got := r.check(d, Settings{MinEffectMS: 0.05}); got != tt.want {
+			t.Errorf("%s with %+v, errors p %v: broken %v, want %v", tt.rule, tt.eff, tt.errP, got, tt.want)
 		}
+	}
+	// A change under the ms floor breaks nothing.
+	r, _ := ParseRule("p95>+20%")
+	if _, got := r.check(&QueryDiff{Baseline: b, Candidate: c, Effects: sig}, Settings{MinEffectMS: 2}); got {
+		t.Error("a change of 1 ms broke a rule with a floor of 2 ms")
 	}
 }

@@ -154,6 +154,16 @@
       }
       out.tables.push(t);
     });
+    // What overflows sideways: the page itself, and each table's box.
+    out.viewport_width = window.innerWidth;
+    out.page_width = document.documentElement.scrollWidth;
+    out.overflows = [];
+    document.querySelectorAll(".scroll").forEach(function (box) {
+      if (box.scrollWidth > box.clientWidth + 1) {
+        var t = box.querySelector("table");
+        out.overflows.push({ table: t ? t.id : "", scroll_width: box.scrollWidth, client_width: box.clientWidth });
+      }
+    });
     var pre = document.getElementById("selfcheck");
     pre.textContent = JSON.stringify(out);
     pre.setAttribute("data-done", "1");

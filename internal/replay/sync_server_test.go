@@ -311,9 +311,9 @@ func TestSyncOrders(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					t.Logf("report: %s", rep.Verdict.Line)
+					t.Logf("report: %s", rep.Verdict.Status)
 					if rep.Verdict.Status != compare.VerdictDiverged || len(rep.Divergence) == 0 {
-						t.Errorf("synced vs off: verdict %q, divergence %+v", rep.Verdict.Line, rep.Divergence)
+						t.Errorf("synced vs off: verdict %q, divergence %+v", rep.Verdict.Status, rep.Divergence)
 					}
 					rowsDiffer := false
 					for _, d := range rep.Divergence {

@@ -13,6 +13,8 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/sqlstate"
+	overtime "github.com/pgrehearse/pgrehearse/internal/timeline"
 )
 
 // TargetLogSettings are what the target's log must have for
@@ -79,6 +81,9 @@ func (r *Replayer) ServerSide(res *results.Result, src []Source) error {
 	}
 	tl := &results.TargetLog{Files: []string{}, Connections: int64(len(conns))}
 	set := querystats.NewSet()
+	// The replay's activity over time as the target logged it, for the
+	// report's over-time charts.
+	tline := overtime.New()
 	var events, withSession int64
 	for i, s := range src {
 		name := fmt.Sprintf("target log %d", i+1)
@@ -119,12 +124,17 @@ func (r *Replayer) ServerSide(res *results.Result, src []Source) error {
 				tl.Untimed++
 			}
 			for j, it := range items {
-				set.AddAt(it.Fingerprint, it.Query, ev.Time, querystats.SplitDuration(ev.Duration, k, j), ev.Failed && j == k-1)
+				d := querystats.SplitDuration(ev.Duration, k, j)
+				set.AddAt(it.Fingerprint, it.Query, ev.Time, d, ev.Failed && j == k-1)
+				tline.Add(ev.Time, d, ev.Failed && j == k-1)
 			}
 			if ev.Failed {
 				code := ev.SQLState
 				if code == "" {
 					code = UnknownSQLState
+					if c, ok := sqlstate.FromMessage(ev.ErrorMessage()); ok {
+						code = c
+					}
 				}
 				set.Slot(items[k-1].Fingerprint, items[k-1].Query).RecordError(code)
 			}
@@ -159,6 +169,7 @@ func (r *Replayer) ServerSide(res *results.Result, src []Source) error {
 	res.Queries = rows
 	res.LatencySource = results.LatencyServerLog
 	res.TargetLog = tl
+	res.Timeline = tline.JSON()
 	return nil
 }
 

@@ -139,3 +139,33 @@ func TestSweepInBrowser(t *testing.T) {
 		t.Errorf("tables %s", got)
 	}
 }
+
+// TestBrowserRunsFit: a comparison of three runs a side (figures with
+// their ±, changes with their intervals) draws every chart, error bars
+// included, and its tables fit a 1280-pixel window without scrolling
+// sideways.
+func TestBrowserRunsFit(t *testing.T) {
+	var base, cand []*compare.Run
+	for i := range 3 {
+		base = append(base, synthRun(t, "analysis", uint64(1+2*i), true, synthQueries...))
+		c := append([]synthQuery(nil), synthQueries...)
+		c[2].meanUS = 40000
+		cand = append(cand, synthRun(t, "analysis", uint64(2+2*i), true, c...))
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := ComparisonPage(rep, ComparisonOptions{})
+	path := writePage(t, page)
+	charts := 0
+	for _, s := range page.Sections {
+		charts += len(s.Charts)
+	}
+	sc := htmltest.SelfCheckAt(t, path, "1280,1000")
+	htmltest.AssertSelfCheck(t, sc, charts, "queries-table")
+	if sc.PageWidth > sc.ViewportWidth || len(sc.Overflows) > 0 {
+		t.Errorf("at 1280 px: page %d px wide in a %d px window; tables scrolling sideways: %+v", sc.PageWidth, sc.ViewportWidth, sc.Overflows)
+	}
+	htmltest.ScreenshotLogged(t, path, "1280,2400")
+}

@@ -13,11 +13,20 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
-// Colours of the two runs, the same in every chart.
+// Colours of the two sides, the same in every chart; a side's runs take
+// shades of its colour.
 const (
 	baselineColor  = "#7f8c9a"
 	candidateColor = "#d35400"
 )
+
+var (
+	baselineShades  = []string{"#7f8c9a", "#4d5966", "#aab4bf", "#2f3a45", "#c6ced6"}
+	candidateShades = []string{"#d35400", "#f39c12", "#a04000", "#e59866", "#6e2c00"}
+)
+
+// pageQueryWidth is how much of a query's text a table cell shows.
+const pageQueryWidth = 70
 
 // ComparisonOptions tune ComparisonPage.
 type ComparisonOptions struct {
@@ -41,11 +50,12 @@ type RunEvidence struct {
 }
 
 // ComparisonPage lays a comparison (or a one-run summary) out as a page:
-// the verdict and the worst regressions, both runs' throughput and
-// latency, distributions of the top queries, the timeline when the results
-// carry one, errors and queries seen in one run only, a replay's client
-// round trips when it kept them, and the table of all queries; then the
-// findings and the runs' server-side evidence when opts has them.
+// the verdict and the worst regressions, both sides' throughput and
+// latency with their spread, every change with its interval (error
+// bars), both sides over time, distributions of the top queries, errors
+// and queries seen on one side only, a replay's client round trips when
+// it kept them, and the table of all queries; then the findings and the
+// runs' server-side evidence when opts has them.
 func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page {
 	if opts.Top <= 0 {
 		opts.Top = 6
@@ -53,23 +63,32 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 	one := rep.Candidate == nil
 	p := htmlreport.Page{Title: "pgrehearse report", Footer: opts.Footer}
 	if p.Footer == "" {
-		p.Footer = fmt.Sprintf("pgrehearse report; significance level %g, at least %d timed calls, regressions from +%.0f%%",
-			rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100)
+		p.Footer = fmt.Sprintf("pgrehearse report; intervals at %.0f%% (alpha %g), at least %d timed calls, regressions from +%.0f%% and +%g ms, "+
+			"default noise floors for one run a side: mean %s, p95 %s",
+			100*(1-rep.Settings.Alpha), rep.Settings.Alpha, rep.Settings.MinCalls, rep.Settings.MinEffect*100, rep.Settings.MinEffectMS,
+			fmtFactor(rep.Noise.Defaults.Mean), fmtFactor(rep.Noise.Defaults.P95))
 	}
 	if one {
 		p.Subtitle = fmt.Sprintf("Summary of %s (%s, %s latency)", rep.Baseline.Name, rep.Baseline.Kind, rep.Baseline.LatencySource)
 	} else {
-		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", rep.Baseline.Name, rep.Baseline.Kind,
-			rep.Candidate.Name, rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
+		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", sideName(&rep.Baseline), rep.Baseline.Kind,
+			sideName(rep.Candidate), rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
 	}
-	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: rep.Verdict.Line}
+	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: VerdictLine(rep)}
 	for _, b := range rep.Verdict.Broken {
-		v.Items = append(v.Items, fmt.Sprintf("%s broken by %s: %s", b.Rule, b.Fingerprint, b.Detail))
+		v.Items = append(v.Items, BrokenLine(rep, b))
 	}
-	v.Items = append(v.Items, rep.Warnings...)
+	for _, w := range rep.Warnings {
+		v.Items = append(v.Items, WarningText(w))
+	}
 	p.Verdict = v
 
 	p.Sections = append(p.Sections, summarySection(rep))
+	if !one {
+		if s, ok := effectsSection(rep); ok {
+			p.Sections = append(p.Sections, s)
+		}
+	}
 	if s, ok := timelineSection(rep); ok {
 		p.Sections = append(p.Sections, s)
 	}
@@ -95,6 +114,14 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 	return p
 }
 
+// sideName is a side's file, or "3 runs: a.json, b.json, c.json".
+func sideName(s *compare.RunSummary) string {
+	if n := s.RunCount(); n > 1 {
+		return fmt.Sprintf("%d runs: %s", n, s.Name)
+	}
+	return s.Name
+}
+
 func fmtRate(v float64) string {
 	if v == 0 {
 		return "-"
@@ -105,21 +132,30 @@ func fmtRate(v float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
-func fmtMS(v float64, timed int64) string {
+func fmtMSOf(v float64, timed int64) string {
 	if timed == 0 {
 		return "-"
 	}
-	return compare.FormatMS(v) + " ms"
+	return fmtMS(v) + " ms"
 }
 
 func runCards(label string, s *compare.RunSummary) []htmlreport.Card {
+	n := s.RunCount()
+	var sp compare.SummarySpread
+	if s.Spread != nil {
+		sp = *s.Spread
+	}
 	p95 := "-"
 	if s.P95MS > 0 {
-		p95 = compare.FormatMS(s.P95MS) + " ms"
+		p95 = fmtMS(s.P95MS) + " ms" + fmtSpread(sp.P95MS, n)
+	}
+	runs := ""
+	if n > 1 {
+		runs = fmt.Sprintf(" (median of %d runs)", n)
 	}
 	cards := []htmlreport.Card{
-		{Label: label + ": statements/s", Value: fmtRate(s.StatementsPerS), Sub: fmt.Sprintf("%d statements in %.1f s", s.Statements, s.SpanS)},
-		{Label: label + ": mean latency", Value: fmtMS(s.MeanMS, s.TimedCalls), Sub: "p95 " + p95},
+		{Label: label + ": statements/s" + runs, Value: fmtRate(s.StatementsPerS) + fmtSpread(sp.StatementsPerS, n), Sub: fmt.Sprintf("%d statements in %.1f s", s.Statements, s.SpanS)},
+		{Label: label + ": mean latency" + runs, Value: fmtMSOf(s.MeanMS, s.TimedCalls) + fmtSpread(sp.MeanMS, n), Sub: "p95 " + p95},
 		{Label: label + ": failed", Value: strconv.FormatInt(s.Failed, 10), Sub: fmt.Sprintf("%d distinct queries", s.Queries)},
 	}
 	if st := s.Sync; st != nil {
@@ -141,11 +177,11 @@ func divergenceSection(rep *compare.Report) htmlreport.Section {
 			"A replay whose sessions depended on each other's commits ran them in another order; its timings measure another " +
 			"workload, so they are not regressions of the candidate."}}
 	t := htmlreport.Table{ID: "divergence-table", Title: "Queries that diverged", Sortable: true,
-		Columns: []htmlreport.Column{{Label: "rows/call B → C"}, {Label: "ordering errors"}, {Label: "why"}, {Label: "fingerprint"}, {Label: "query"}}}
+		Columns: []htmlreport.Column{{Label: "rows/call B → C", Tooltip: "rows per call, baseline → candidate"}, {Label: "ordering errors"}, {Label: "why"}, {Label: "query"}}}
 	for _, d := range rep.Divergence {
 		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{
-			htmlreport.Text(strings.ReplaceAll(rowsPerCall(d), "->", "→")), htmlreport.Text(orderingErrors(d)), htmlreport.Text(d.Reason),
-			htmlreport.Text(d.Fingerprint), queryCell(d.Query, 100)}})
+			htmlreport.Text(strings.ReplaceAll(rowsPerCall(d), "->", "→")), htmlreport.Text(orderingErrors(d)), htmlreport.Text(DivergenceReason(d)),
+			queryCell(d.Fingerprint, d.Query, pageQueryWidth)}})
 	}
 	s.Tables = []htmlreport.Table{t}
 	return s
@@ -158,112 +194,149 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 		return s
 	}
 	s.Cards = append(s.Cards, runCards("Candidate", rep.Candidate)...)
-	regs := htmlreport.Card{Label: "Significant regressions", Value: strconv.Itoa(len(rep.RegressionsByAddedTime)),
-		Sub: fmt.Sprintf("%d too few calls to judge", len(rep.TooFewCalls))}
-	if len(rep.RegressionsByAddedTime) > 0 {
+	nReg := rep.Verdict.Regressions + rep.Verdict.TailRegressions
+	regs := htmlreport.Card{Label: "Regressions beyond noise", Value: strconv.Itoa(nReg),
+		Sub: fmt.Sprintf("%d of the tail only; %d with too few calls to judge", rep.Verdict.TailRegressions, len(rep.TooFewCalls))}
+	if nReg > 0 {
 		regs.Status = "bad"
 	}
-	s.Cards = append(s.Cards, regs)
+	noise := htmlreport.Card{Label: "Run-to-run noise", Value: "not measured",
+		Sub: fmt.Sprintf("%d and %d runs; %d a side needed: judged against default floors", rep.Noise.BaselineRuns, rep.Noise.CandidateRuns, rep.Noise.MinRuns)}
+	if rep.Noise.Measured {
+		noise.Value = "measured"
+		noise.Sub = fmt.Sprintf("over %d and %d runs; %.0f%% intervals", rep.Noise.BaselineRuns, rep.Noise.CandidateRuns, 100*rep.Noise.Level)
+	}
+	s.Cards = append(s.Cards, regs, noise)
 
-	t := htmlreport.Table{ID: "worst", Title: "Worst regressions (by time added)", Empty: "No query is slower beyond noise.",
-		Columns: []htmlreport.Column{{Label: "#", Numeric: true}, {Label: "factor (mean)", Numeric: true}, {Label: "p95", Numeric: true},
-			{Label: "added", Numeric: true}, {Label: "calls", Numeric: true}, {Label: "fingerprint"}, {Label: "query"}}}
+	t := htmlreport.Table{ID: "worst", Title: "Worst regressions (by time added per run)", Empty: "No query is slower beyond noise and the floors.",
+		Columns: []htmlreport.Column{{Label: "#", Numeric: true}, {Label: "figure", Tooltip: "the figure that regressed: mean, or p95 for a tail regression"},
+			{Label: "C/B", Numeric: true, Tooltip: "candidate / baseline, with its interval"}, {Label: "floor", Numeric: true, Tooltip: "the factor a change had to reach: effect floor, noise floor (the baseline's own runs) or the default for one run"},
+			{Label: "impact", Numeric: true, Tooltip: "time added per run: mean change × calls, or for the tail p95 change × 5% of calls"},
+			{Label: "calls C", Numeric: true}, {Label: "query"}}}
 	for i, fp := range rep.RegressionsByAddedTime {
 		if i == 5 {
 			break
 		}
 		q := rep.Query(fp)
+		e := q.Effects.Of(q.Regressed)
+		what := string(q.Regressed)
+		if q.Status == compare.StatusTailRegressed {
+			what += " (tail)"
+		}
 		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Num(strconv.Itoa(i+1), float64(i+1)),
-			{Text: compare.FormatFactor(q.Factor), Sort: q.Factor, Class: "bad"},
-			htmlreport.Num(compare.FormatMS(q.Baseline.P95MS)+" → "+compare.FormatMS(q.Candidate.P95MS)+" ms", q.Ratio.P95),
-			htmlreport.Num(fmtAdded(q.AddedMS), q.AddedMS),
+			htmlreport.Num(strconv.Itoa(i+1), float64(i+1)), htmlreport.Text(what),
+			effectCell(e), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
+			htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS),
 			htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
-			htmlreport.Text(fp), queryCell(q.Query, 90),
+			queryCell(fp, q.Query, pageQueryWidth),
 		}})
 	}
 	s.Tables = append(s.Tables, t)
 	return s
 }
 
-func fmtAdded(ms float64) string {
-	sign := "+"
-	if ms < 0 {
-		sign = "-"
+// effectCell is a change with its interval; it may wrap before the
+// interval.
+func effectCell(e *compare.Effect) htmlreport.Cell {
+	if e == nil {
+		return htmlreport.Num("-", 0)
 	}
-	a := math.Abs(ms)
-	if a >= 1000 {
-		return sign + strconv.FormatFloat(a/1000, 'f', 2, 64) + " s"
+	c := htmlreport.Num(fmtEffect(e), e.Ratio)
+	c.Class = "ci"
+	switch e.Change {
+	case compare.ChangeSlower:
+		if e.Beyond {
+			c.Class += " bad"
+		}
+	case compare.ChangeFaster:
+		if e.Beyond {
+			c.Class += " good"
+		}
 	}
-	return sign + compare.FormatMS(a) + " ms"
+	return c
 }
 
-func queryCell(q string, width int) htmlreport.Cell {
-	one := strings.Join(strings.Fields(q), " ")
-	c := htmlreport.Cell{Text: one, Class: "query"}
+// queryCell shows a query's text, its parameters in order, shortened,
+// with its fingerprint and full text on hover.
+func queryCell(fp, q string, width int) htmlreport.Cell {
+	one := strings.Join(strings.Fields(DisplayQuery(q)), " ")
+	c := htmlreport.Cell{Text: one, Class: "query", Title: fp}
 	if r := []rune(one); len(r) > width {
-		c.Text, c.Title = string(r[:width-1])+"…", one
+		c.Text, c.Title = string(r[:width-1])+"…", fp+": "+one
 	}
 	return c
 }
 
 func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
-	d := &htmlreport.Detail{Title: "Query " + q.Fingerprint + " (" + string(q.Status) + ")", Code: q.Query}
-	row := func(name string, f func(*compare.Figures) string) []string {
-		r := []string{name}
-		for _, x := range []*compare.Figures{q.Baseline, q.Candidate} {
-			if x == nil {
-				r = append(r, "-")
-			} else {
-				r = append(r, f(x))
+	d := &htmlreport.Detail{Title: "Query " + q.Fingerprint + " (" + StatusText(q.Status) + ")", Code: DisplayQuery(q.Query)}
+	one := rep.Candidate == nil
+	runs := [2]int{rep.Baseline.RunCount(), 1}
+	if !one {
+		runs[1] = rep.Candidate.RunCount()
+	}
+	t := &htmlreport.SimpleTable{Head: []string{"", "baseline", "candidate", "C/B (interval)", "floor"}}
+	cell := func(f *compare.Figures, side int, get func(*compare.Figures) string) string {
+		if f == nil {
+			return "-"
+		}
+		return get(f)
+	}
+	count := func(name string, get func(*compare.Figures) int64) {
+		r := []string{name, cell(q.Baseline, 0, func(f *compare.Figures) string { return strconv.FormatInt(get(f), 10) }),
+			cell(q.Candidate, 1, func(f *compare.Figures) string { return strconv.FormatInt(get(f), 10) }), "", ""}
+		t.Rows = append(t.Rows, r)
+	}
+	count("calls", func(f *compare.Figures) int64 { return f.Calls })
+	count("errors", func(f *compare.Figures) int64 { return f.Errors })
+	count("timed calls", func(f *compare.Figures) int64 { return f.TimedCalls })
+	for _, m := range []compare.Metric{compare.MetricMean, compare.MetricP50, compare.MetricP95, compare.MetricP99} {
+		get := func(side int) func(f *compare.Figures) string {
+			return func(f *compare.Figures) string {
+				if f.TimedCalls == 0 {
+					return "-"
+				}
+				x := figureOf(f, m)
+				return fmtMS(x.v) + " ms" + fmtSpread(x.spread, runs[side])
 			}
 		}
-		return r
-	}
-	ms := func(get func(*compare.Figures) float64) func(*compare.Figures) string {
-		return func(f *compare.Figures) string { return fmtMS(get(f), f.TimedCalls) }
-	}
-	t := &htmlreport.SimpleTable{Head: []string{"", "baseline", "candidate", "ratio"}}
-	add := func(r []string, ratio float64) {
-		if rep.Candidate == nil {
-			r = r[:2]
-		} else {
-			r = append(r, compare.FormatFactor(ratio))
+		r := []string{string(m), cell(q.Baseline, 0, get(0)), cell(q.Candidate, 1, get(1)), "", ""}
+		if q.Effects != nil {
+			e := q.Effects.Of(m)
+			r[3], r[4] = fmtEffect(e), floorText(e, rep.Settings.MinEffect)
 		}
 		t.Rows = append(t.Rows, r)
 	}
-	var rt compare.Ratios
-	if q.Ratio != nil {
-		rt = *q.Ratio
-	}
-	add(row("calls", func(f *compare.Figures) string { return strconv.FormatInt(f.Calls, 10) }), 0)
-	add(row("errors", func(f *compare.Figures) string {
-		return fmt.Sprintf("%d (%.2f%%)", f.Errors, f.ErrorRatePct)
-	}), 0)
-	add(row("timed calls", func(f *compare.Figures) string { return strconv.FormatInt(f.TimedCalls, 10) }), 0)
-	add(row("calls/s", func(f *compare.Figures) string { return fmtRate(f.CallsPerS) }), 0)
-	add(row("total", func(f *compare.Figures) string { return fmtAdded(f.TotalMS)[1:] }), 0)
-	add(row("mean", ms(func(f *compare.Figures) float64 { return f.MeanMS })), rt.Mean)
-	add(row("p50", ms(func(f *compare.Figures) float64 { return f.P50MS })), rt.P50)
-	add(row("p95", ms(func(f *compare.Figures) float64 { return f.P95MS })), rt.P95)
-	add(row("p99", ms(func(f *compare.Figures) float64 { return f.P99MS })), rt.P99)
-	add(row("max", ms(func(f *compare.Figures) float64 { return f.MaxMS })), 0)
-	if rep.Candidate == nil {
-		t.Head = t.Head[:2]
-		t.Head[1] = "figure"
+	t.Rows = append(t.Rows, []string{"max", cell(q.Baseline, 0, func(f *compare.Figures) string { return fmtMSOf(f.MaxMS, f.TimedCalls) }),
+		cell(q.Candidate, 1, func(f *compare.Figures) string { return fmtMSOf(f.MaxMS, f.TimedCalls) }), "", ""})
+	if one {
+		t.Head = []string{"", "figure"}
+		for i := range t.Rows {
+			t.Rows[i] = t.Rows[i][:2]
+		}
 	}
 	d.Table = t
-	if q.Note != "" {
-		d.Notes = append(d.Notes, q.Note)
+	d.Notes = append(d.Notes, QueryNotes(rep, q)...)
+	for i, f := range []*compare.Figures{q.Baseline, q.Candidate} {
+		if f == nil || len(f.Runs) == 0 {
+			continue
+		}
+		var means []string
+		for _, r := range f.Runs {
+			means = append(means, fmtMS(r.MeanMS))
+		}
+		d.Notes = append(d.Notes, fmt.Sprintf("%s runs' means: %s ms", [2]string{"Baseline", "Candidate"}[i], strings.Join(means, ", ")))
 	}
-	if s := q.Significance; s != nil && s.Method == "histogram" {
-		d.Notes = append(d.Notes, fmt.Sprintf("Mann-Whitney p = %.3g, Kolmogorov-Smirnov p = %.3g, P(candidate call slower) = %.2f",
-			s.PMannWhitney, s.PKS, s.ProbSlower))
-	} else if s != nil && s.Method == "summary" {
-		d.Notes = append(d.Notes, "No histograms: judged by the conservative quantile rule (candidate p50 beyond baseline p95, or p95 beyond p99).")
+	if q.Effects != nil {
+		if q.Effects.Mean.Interval == compare.IntervalRuns {
+			d.Notes = append(d.Notes, fmt.Sprintf("Intervals over the runs at %.0f%% (exact rank test over the runs; Mann-Whitney p of the mean = %.3g).",
+				100*q.Effects.Mean.Level, q.Effects.Mean.P))
+		} else {
+			d.Notes = append(d.Notes, "One run a side: each interval is the change widened by the calls' own sampling error and by the default noise floor.")
+		}
 	}
 	if q.Candidate != nil && q.Baseline != nil {
-		d.Notes = append(d.Notes, "Time added: "+fmtAdded(q.AddedMS)+" ((candidate mean - baseline mean) x candidate timed calls).")
+		d.Notes = append(d.Notes, "Time added per run: "+fmtSignedTotal(q.AddedMS)+" ((candidate mean − baseline mean) × candidate timed calls); by the slowest 5% of calls: "+
+			fmtSignedTotal(q.TailAddedMS)+".")
 	}
 	if q.MixedLatency {
 		d.Notes = append(d.Notes, "MIXED LATENCY SOURCES: the ratios compare different measurements.")
@@ -286,11 +359,85 @@ func series(name, color, kind string, data any) map[string]any {
 
 func chartBase(yName string) map[string]any {
 	return map[string]any{
-		"grid":    map[string]any{"left": 60, "right": 20, "top": 36, "bottom": 48},
+		"grid":    map[string]any{"left": 60, "right": 20, "top": 48, "bottom": 48},
 		"legend":  map[string]any{"top": 0},
 		"tooltip": map[string]any{"trigger": "axis"},
 		"yAxis":   map[string]any{"type": "value", "name": yName},
 	}
+}
+
+// effectsTop is how many queries the error-bar chart shows.
+const effectsTop = 15
+
+// effectsSection draws each judged query's change of the mean and of
+// the p95 with its interval (error bars), regressions first, on a
+// logarithmic scale around 1.
+func effectsSection(rep *compare.Report) (htmlreport.Section, bool) {
+	var qs []*compare.QueryDiff
+	for i := range rep.Queries {
+		if q := &rep.Queries[i]; q.Effects != nil && len(qs) < effectsTop {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return htmlreport.Section{}, false
+	}
+	// Labels must differ (a category axis merges equal ones): two
+	// fingerprints can read alike once shortened.
+	var labels []string
+	for _, q := range qs {
+		labels = append(labels, q.Fingerprint[:min(6, len(q.Fingerprint))]+" "+OneLine(DisplayQuery(q.Query), 26))
+	}
+	chart := func(m compare.Metric, color string) json.RawMessage {
+		var ss []any
+		lo, hi := 1.0, 1.0
+		var pts []any
+		for i, q := range qs {
+			e := q.Effects.Of(m)
+			l, h := clampRatio(e.Low), clampRatio(e.High)
+			lo, hi = math.Min(lo, l), math.Max(hi, h)
+			c := color
+			if e.Change == compare.ChangeNone {
+				c = baselineColor
+			}
+			// An error bar is a line from the low to the high bound
+			// (the page's chart build has no error-bar series, and
+			// options travel as JSON, without functions).
+			ss = append(ss, map[string]any{"name": "interval", "type": "line", "symbol": "none", "silent": true,
+				"data": []any{[]any{l, labels[i]}, []any{h, labels[i]}}, "lineStyle": map[string]any{"color": c, "width": 4}, "itemStyle": map[string]any{"color": c}})
+			pts = append(pts, map[string]any{"value": []any{clampRatio(e.Ratio), labels[i]}, "itemStyle": map[string]any{"color": c}})
+		}
+		ss = append(ss, map[string]any{"name": "change", "type": "scatter", "symbolSize": 9, "data": pts, "itemStyle": map[string]any{"color": color},
+			"markLine": map[string]any{"silent": true, "symbol": "none", "lineStyle": map[string]any{"color": "#1d2733", "type": "dashed"},
+				"label": map[string]any{"formatter": "1 = unchanged"}, "data": []any{map[string]any{"xAxis": 1}}}})
+		return mustJSON(map[string]any{
+			"grid":    map[string]any{"left": 220, "right": 30, "top": 30, "bottom": 40},
+			"legend":  map[string]any{"top": 0, "data": []string{"change", "interval"}},
+			"tooltip": map[string]any{"trigger": "item"},
+			"yAxis":   map[string]any{"type": "category", "data": labels, "inverse": true, "axisLabel": map[string]any{"fontSize": 11, "width": 200, "overflow": "truncate"}},
+			// Powers of ten, so that the log axis labels read 0.1, 1, 10.
+			"xAxis": map[string]any{"type": "log", "name": "candidate / baseline", "nameLocation": "middle", "nameGap": 24,
+				"min": math.Pow(10, math.Floor(math.Log10(lo*0.95))), "max": math.Pow(10, math.Ceil(math.Log10(hi*1.05)))},
+			"series": ss,
+		})
+	}
+	interval := "intervals over the runs at " + strconv.FormatFloat(100*rep.Noise.Level, 'f', 0, 64) + "%"
+	if !rep.Noise.Measured {
+		interval = "one run a side: each interval is the change widened by its calls' sampling error and the default noise floor"
+	}
+	height := 70 + 24*len(qs)
+	s := htmlreport.Section{ID: "effects", Title: "Changes with their intervals",
+		Text: []string{"Each query's change (candidate / baseline, logarithmic scale; 1 = unchanged) with its interval as an error bar (" + interval + "). " +
+			"A grey bar crosses 1: no change told from noise (\"~\"). Regressions are listed first; hover a point for its figures."},
+		Charts: []htmlreport.Chart{
+			{ID: "effects-mean", Title: "Mean: change and interval", Width: "half", Height: height, Option: chart(compare.MetricMean, candidateColor)},
+			{ID: "effects-p95", Title: "p95: change and interval", Width: "half", Height: height, Option: chart(compare.MetricP95, "#2c6fbb")},
+		}}
+	return s, true
+}
+
+func clampRatio(r float64) float64 {
+	return math.Min(math.Max(r, 0.01), 1000)
 }
 
 // topQueries are the regressions, then the queries costing most among
@@ -325,16 +472,20 @@ func topQueries(rep *compare.Report, n int) []*compare.QueryDiff {
 }
 
 func distributionSection(rep *compare.Report, top int, h Hints) htmlreport.Section {
-	s := htmlreport.Section{ID: "distributions", Title: "Latency distribution of the top queries",
-		Text: []string{"Share of each run's timed calls per latency band (logarithmic bands); without histograms" + paren(h.Histograms) + ", p50, p95 and p99 are shown instead."}}
+	text := "Share of each run's timed calls per latency band (logarithmic bands); without histograms" + paren(h.Histograms) + ", p50, p95 and p99 are shown instead."
+	if rep.Baseline.RunCount() > 1 || (rep.Candidate != nil && rep.Candidate.RunCount() > 1) {
+		text += " With several runs a side, each side's first run is shown."
+	}
+	s := htmlreport.Section{ID: "distributions", Title: "Latency distribution of the top queries", Text: []string{text}}
 	for _, q := range topQueries(rep, top) {
-		title := q.Fingerprint + ": " + strings.Join(strings.Fields(q.Query), " ")
+		title := q.Fingerprint + ": " + strings.Join(strings.Fields(DisplayQuery(q.Query)), " ")
 		if r := []rune(title); len(r) > 90 {
 			title = string(r[:89]) + "…"
 		}
 		c := htmlreport.Chart{Title: title, Width: "half", Height: 260, Option: distributionOption(rep, q)}
-		if q.Status == compare.StatusRegressed {
-			c.Note = fmt.Sprintf("Regressed: mean %s, p95 %s", compare.FormatFactor(q.Factor), compare.FormatFactor(q.Ratio.P95))
+		if q.Status.Regression() {
+			c.Note = fmt.Sprintf("%s: mean %s, p95 %s", strings.ToUpper(StatusText(q.Status)[:1])+StatusText(q.Status)[1:],
+				fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P95))
 		}
 		s.Charts = append(s.Charts, c)
 	}
@@ -345,7 +496,7 @@ func distributionSection(rep *compare.Report, top int, h Hints) htmlreport.Secti
 }
 
 func distributionOption(rep *compare.Report, q *compare.QueryDiff) json.RawMessage {
-	rows := []*compare.Query{q.BaselineRow, q.CandidateRow}
+	rows := []*compare.Query{q.BaselineRow(), q.CandidateRow()}
 	names := []string{"baseline", "candidate"}
 	colors := []string{baselineColor, candidateColor}
 	if rep.Candidate == nil {
@@ -402,7 +553,7 @@ func distributionOption(rep *compare.Report, q *compare.QueryDiff) json.RawMessa
 	n := int(last-first) + 1
 	labels := make([]string, n)
 	for i := range labels {
-		labels[i] = compare.FormatMS(math.Pow(10, (first+float64(i))/perDecade) / 1000)
+		labels[i] = fmtMS(math.Pow(10, (first+float64(i))/perDecade) / 1000)
 	}
 	var ss []any
 	for k, b := range buckets {
@@ -425,46 +576,112 @@ func distributionOption(rep *compare.Report, q *compare.QueryDiff) json.RawMessa
 	return mustJSON(opt)
 }
 
+// timelineSection draws every run's statements per second and p95 over
+// time, each from its own start, so that two replays (which ran at
+// different times) line up. A bucket without a statement is a gap, drawn
+// as a gap, and shaded as idle or as a stall.
 func timelineSection(rep *compare.Report) (htmlreport.Section, bool) {
-	runs := []*compare.RunSummary{&rep.Baseline, rep.Candidate}
-	names := []string{"baseline", "candidate"}
-	colors := []string{baselineColor, candidateColor}
+	type side struct {
+		label  string
+		runs   []compare.RunSummary
+		shades []string
+	}
+	sides := []side{{"baseline", runsOf(&rep.Baseline), baselineShades}}
+	if rep.Candidate != nil {
+		sides = append(sides, side{"candidate", runsOf(rep.Candidate), candidateShades})
+	}
 	var calls, p95 []any
-	for i, r := range runs {
-		if r == nil || r.Timeline == nil || len(r.Timeline.Calls) == 0 {
-			continue
-		}
-		tl := r.Timeline
-		step := float64(tl.BucketMS) / 1000
-		var cd, pd [][2]float64
-		for j, c := range tl.Calls {
-			x := float64(j) * step
-			cd = append(cd, [2]float64{x, float64(c) / step})
-			if j < len(tl.P95MS) && tl.P95MS[j] > 0 {
-				pd = append(pd, [2]float64{x, tl.P95MS[j]})
+	var missing []string
+	var idle, stall [][2]float64
+	for _, sd := range sides {
+		for i, r := range sd.runs {
+			name := sd.label
+			if len(sd.runs) > 1 {
+				name = fmt.Sprintf("%s %d", sd.label, i+1)
+			}
+			tl := r.Timeline
+			if tl == nil || len(tl.Calls) == 0 {
+				missing = append(missing, r.Name)
+				continue
+			}
+			step := float64(tl.BucketMS) / 1000
+			cd, pd := make([]any, 0, len(tl.Calls)), make([]any, 0, len(tl.Calls))
+			for j, c := range tl.Calls {
+				x := float64(j) * step
+				// A bucket without a statement is a gap: null breaks
+				// the line instead of drawing a fall to 0.
+				if c == 0 {
+					cd, pd = append(cd, []any{x, nil}), append(pd, []any{x, nil})
+					continue
+				}
+				cd = append(cd, []any{x, float64(c) / step})
+				if j < len(tl.P95MS) && tl.P95MS[j] > 0 {
+					pd = append(pd, []any{x, tl.P95MS[j]})
+				} else {
+					pd = append(pd, []any{x, nil})
+				}
+			}
+			color := sd.shades[i%len(sd.shades)]
+			cs, ps := series(name, color, "line", cd), series(name, color, "line", pd)
+			cs["connectNulls"], ps["connectNulls"] = false, false
+			calls, p95 = append(calls, cs), append(p95, ps)
+			for _, g := range r.Gaps {
+				if g.Stall {
+					stall = append(stall, [2]float64{g.FromS, g.ToS})
+				} else {
+					idle = append(idle, [2]float64{g.FromS, g.ToS})
+				}
 			}
 		}
-		calls = append(calls, series(names[i], colors[i], "line", cd))
-		p95 = append(p95, series(names[i], colors[i], "line", pd))
 	}
 	if len(calls) == 0 {
 		return htmlreport.Section{}, false
 	}
+	// Gaps shaded on the throughput chart: grey when idle, red when a
+	// statement was still running (a stall).
+	var areas []any
+	for _, g := range idle {
+		areas = append(areas, []any{map[string]any{"xAxis": g[0], "name": "idle", "itemStyle": map[string]any{"color": "rgba(127,140,154,0.15)"}}, map[string]any{"xAxis": g[1]}})
+	}
+	for _, g := range stall {
+		areas = append(areas, []any{map[string]any{"xAxis": g[0], "name": "stall", "itemStyle": map[string]any{"color": "rgba(192,57,43,0.2)"}}, map[string]any{"xAxis": g[1]}})
+	}
+	if len(areas) > 0 {
+		calls = append(calls, map[string]any{"type": "line", "name": "gaps", "data": []any{}, "markArea": map[string]any{"silent": true, "data": areas,
+			"label": map[string]any{"show": true, "position": "insideTop", "fontSize": 10}}})
+	}
 	mk := func(ss []any, y string) json.RawMessage {
 		o := chartBase(y)
-		o["xAxis"] = map[string]any{"type": "value", "name": "seconds from start", "nameLocation": "middle", "nameGap": 28}
+		o["xAxis"] = map[string]any{"type": "value", "name": "seconds from each run's start", "nameLocation": "middle", "nameGap": 28}
 		o["series"] = ss
 		return mustJSON(o)
 	}
-	return htmlreport.Section{ID: "timeline", Title: "Over time", Charts: []htmlreport.Chart{
-		{Title: "Statements per second", Width: "half", Option: mk(calls, "statements/s")},
-		{Title: "p95 latency", Width: "half", Option: mk(p95, "ms")},
-	}}, true
+	s := htmlreport.Section{ID: "timeline", Title: "Over time", Text: []string{"Every run from its own start (seconds), so that runs made at different times line up; " +
+		"a stretch without a statement is a gap in the line, shaded grey when idle (nothing was running) and red when a stall (a statement that started before was still running)."},
+		Charts: []htmlreport.Chart{
+			{ID: "timeline-rate", Title: "Statements per second", Width: "half", Option: mk(calls, "statements/s")},
+			{ID: "timeline-p95", Title: "p95 latency", Width: "half", Option: mk(p95, "ms")},
+		}}
+	if len(missing) > 0 {
+		s.Text = append(s.Text, "No timeline in "+strings.Join(missing, ", ")+" (a replay records one only from the target's own log).")
+	}
+	return s, true
+}
+
+// runsOf is a side's runs, or the side itself when it is one run.
+func runsOf(s *compare.RunSummary) []compare.RunSummary {
+	if len(s.Runs) > 0 {
+		return s.Runs
+	}
+	return []compare.RunSummary{*s}
 }
 
 func errorsSection(rep *compare.Report) htmlreport.Section {
-	s := htmlreport.Section{ID: "errors", Title: "Errors and queries in one run only"}
-	et := htmlreport.Table{ID: "new-errors", Title: "Errors that grew, by SQLSTATE", Empty: "No SQLSTATE is more frequent in the candidate.",
+	s := htmlreport.Section{ID: "errors", Title: "Errors and queries on one side only"}
+	if rep.UncodedErrors > 0 {
+		s.Text = append(s.Text, fmt.Sprintf("%d errors logged without a SQLSTATE on one side (a log_line_prefix without %%e) were matched by count to the other side's; they are not new.", rep.UncodedErrors))
+	}
+	et := htmlreport.Table{ID: "new-errors", Title: "Errors that grew, by SQLSTATE (medians over the runs)", Empty: "No SQLSTATE is more frequent in the candidate.",
 		Columns: []htmlreport.Column{{Label: "SQLSTATE"}, {Label: "baseline", Numeric: true}, {Label: "candidate", Numeric: true}, {Label: "new"}, {Label: "queries"}}}
 	for _, e := range rep.NewErrors {
 		newText := ""
@@ -478,7 +695,7 @@ func errorsSection(rep *compare.Report) htmlreport.Section {
 	s.Tables = append(s.Tables, et)
 	one := func(id, title string, fps []string, cand bool) htmlreport.Table {
 		t := htmlreport.Table{ID: id, Title: title, Sortable: true, Empty: "None.",
-			Columns: []htmlreport.Column{{Label: "calls", Numeric: true}, {Label: "total", Numeric: true}, {Label: "mean", Numeric: true}, {Label: "fingerprint"}, {Label: "query"}}}
+			Columns: []htmlreport.Column{{Label: "calls", Numeric: true}, {Label: "total", Numeric: true}, {Label: "mean", Numeric: true}, {Label: "query"}}}
 		for _, fp := range fps {
 			q := rep.Query(fp)
 			f := q.Baseline
@@ -486,7 +703,7 @@ func errorsSection(rep *compare.Report) htmlreport.Section {
 				f = q.Candidate
 			}
 			t.Rows = append(t.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{htmlreport.Num(strconv.FormatInt(f.Calls, 10), float64(f.Calls)),
-				htmlreport.Num(fmtAdded(f.TotalMS)[1:], f.TotalMS), htmlreport.Num(fmtMS(f.MeanMS, f.TimedCalls), f.MeanMS), htmlreport.Text(fp), queryCell(q.Query, 100)}})
+				htmlreport.Num(fmtTotal(f.TotalMS), f.TotalMS), htmlreport.Num(fmtMSOf(f.MeanMS, f.TimedCalls), f.MeanMS), queryCell(fp, q.Query, pageQueryWidth)}})
 		}
 		return t
 	}
@@ -495,34 +712,39 @@ func errorsSection(rep *compare.Report) htmlreport.Section {
 	return s
 }
 
+// queriesLegend explains the all-queries table's columns and units.
+const queriesLegend = "Units: ms = milliseconds; B = baseline, C = candidate; figures are medians over each side's runs (± the largest distance of a run from the median). " +
+	"C/B is the change with its interval in brackets; \"~\" means the interval holds 1, a change not told from noise. " +
+	"p95 = the time 95% of calls took at most. Impact = time a regression adds per run (mean change × calls; for a tail regression, p95 change × 5% of calls). " +
+	"Click a column to sort, a row for the full query, each run's figures and every interval."
+
 func queriesSection(rep *compare.Report) htmlreport.Section {
-	s := htmlreport.Section{ID: "queries", Title: "All queries",
-		Text: []string{"Click a column to sort, a row for the full query and both runs' figures."}}
+	s := htmlreport.Section{ID: "queries", Title: "All queries", Text: []string{queriesLegend}}
 	t := htmlreport.Table{ID: "queries-table", Sortable: true, Filter: true}
 	if rep.Candidate == nil {
-		t.Columns = []htmlreport.Column{{Label: "fingerprint"}, {Label: "calls", Numeric: true}, {Label: "calls/s", Numeric: true},
-			{Label: "errors", Numeric: true}, {Label: "total ms", Numeric: true}, {Label: "mean", Numeric: true},
-			{Label: "p50", Numeric: true}, {Label: "p95", Numeric: true}, {Label: "p99", Numeric: true}, {Label: "query"}}
+		s.Text = []string{"Units: ms = milliseconds; p50, p95, p99 = the time 50%, 95%, 99% of calls took at most. Click a column to sort, a row for the full query."}
+		t.Columns = []htmlreport.Column{{Label: "calls", Numeric: true}, {Label: "calls/s", Numeric: true},
+			{Label: "errors", Numeric: true}, {Label: "total ms", Numeric: true}, {Label: "mean ms", Numeric: true},
+			{Label: "p50 ms", Numeric: true}, {Label: "p95 ms", Numeric: true}, {Label: "p99 ms", Numeric: true}, {Label: "query", Tooltip: "hover for the fingerprint"}}
 		for i := range rep.Queries {
 			q := &rep.Queries[i]
 			b := q.Baseline
-			t.Rows = append(t.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{htmlreport.Text(q.Fingerprint),
+			t.Rows = append(t.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
 				htmlreport.Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), htmlreport.Num(fmtRate(b.CallsPerS), b.CallsPerS),
-				htmlreport.Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), htmlreport.Num(compare.FormatMS(b.TotalMS), b.TotalMS),
+				htmlreport.Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), htmlreport.Num(fmtMS(b.TotalMS), b.TotalMS),
 				msCell(b.MeanMS, b.TimedCalls), msCell(b.P50MS, b.TimedCalls), msCell(b.P95MS, b.TimedCalls), msCell(b.P99MS, b.TimedCalls),
-				queryCell(q.Query, 100)}})
+				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
 		}
 		s.Tables = []htmlreport.Table{t}
 		return s
 	}
-	t.Columns = []htmlreport.Column{{Label: "status"}, {Label: "fingerprint"},
-		{Label: "calls B", Numeric: true}, {Label: "calls C", Numeric: true},
-		{Label: "mean B", Numeric: true}, {Label: "mean C", Numeric: true}, {Label: "factor", Numeric: true, Tooltip: "mean C / mean B"},
-		{Label: "p95 B", Numeric: true}, {Label: "p95 C", Numeric: true}, {Label: "p95 ratio", Numeric: true},
-		{Label: "added", Numeric: true, Tooltip: "(mean C - mean B) x timed calls C"},
-		{Label: "errors B", Numeric: true}, {Label: "errors C", Numeric: true},
-		{Label: "p", Numeric: true, Tooltip: "smallest p-value of the distribution tests; 1 when not tested"},
-		{Label: "query"}}
+	t.Columns = []htmlreport.Column{{Label: "status"}, {Label: "calls C", Numeric: true, Tooltip: "the candidate's calls (median over its runs)"},
+		{Label: "mean B ms", Numeric: true}, {Label: "mean C ms", Numeric: true}, {Label: "mean C/B", Numeric: true, Tooltip: "mean C / mean B with its interval; ~ = no change told from noise"},
+		{Label: "p95 B ms", Numeric: true}, {Label: "p95 C ms", Numeric: true}, {Label: "p95 C/B", Numeric: true, Tooltip: "p95 C / p95 B with its interval"},
+		{Label: "impact", Numeric: true, Tooltip: "time added per run: (mean C − mean B) × calls C; for a tail regression, (p95 C − p95 B) × 5% of calls C"},
+		{Label: "errors B/C", Numeric: true, Tooltip: "errors in the baseline / in the candidate"},
+		{Label: "query", Tooltip: "hover for the fingerprint"}}
+	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
 	for i := range rep.Queries {
 		q := &rep.Queries[i]
 		b, c := q.Baseline, q.Candidate
@@ -532,44 +754,53 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		if c == nil {
 			c = &compare.Figures{}
 		}
-		var rt compare.Ratios
-		if q.Ratio != nil {
-			rt = *q.Ratio
-		}
-		pv, pText := 1.0, "-"
-		if s := q.Significance; s != nil && s.Method == "histogram" {
-			pv = min(s.PMannWhitney, s.PKS)
-			pText = strconv.FormatFloat(pv, 'g', 2, 64)
-		}
 		class := ""
 		switch q.Status {
-		case compare.StatusRegressed:
+		case compare.StatusRegressed, compare.StatusTailRegressed:
 			class = "bad"
 		case compare.StatusImproved:
 			class = "good"
 		case compare.StatusTooFewCalls, compare.StatusOnlyBaseline, compare.StatusOnlyCandidate:
 			class = "muted"
 		}
-		status := strings.ReplaceAll(string(q.Status), "_", " ")
+		status := StatusText(q.Status)
 		if q.MixedLatency {
 			status += " (mixed latency)"
 		}
+		mean, p95 := htmlreport.Num("-", 0), htmlreport.Num("-", 0)
+		if q.Effects != nil {
+			mean, p95 = effectCell(&q.Effects.Mean), effectCell(&q.Effects.P95)
+		}
+		impact := q.AddedMS
+		if q.Status == compare.StatusTailRegressed {
+			impact = q.TailAddedMS
+		}
+		st := htmlreport.Text(status)
+		st.Title = joinNotes(QueryNotes(rep, q))
 		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Text(status), htmlreport.Text(q.Fingerprint),
-			htmlreport.Num(strconv.FormatInt(b.Calls, 10), float64(b.Calls)), htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
-			msCell(b.MeanMS, b.TimedCalls), msCell(c.MeanMS, c.TimedCalls), htmlreport.Num(compare.FormatFactor(rt.Mean), rt.Mean),
-			msCell(b.P95MS, b.TimedCalls), msCell(c.P95MS, c.TimedCalls), htmlreport.Num(compare.FormatFactor(rt.P95), rt.P95),
-			htmlreport.Num(fmtAdded(q.AddedMS), q.AddedMS),
-			htmlreport.Num(strconv.FormatInt(b.Errors, 10), float64(b.Errors)), htmlreport.Num(strconv.FormatInt(c.Errors, 10), float64(c.Errors)),
-			htmlreport.Num(pText, pv), queryCell(q.Query, 80)}})
+			st, htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
+			spreadCell(b.MeanMS, b.TimedCalls, spreadOf(b, compare.MetricMean), runs[0]), spreadCell(c.MeanMS, c.TimedCalls, spreadOf(c, compare.MetricMean), runs[1]), mean,
+			spreadCell(b.P95MS, b.TimedCalls, spreadOf(b, compare.MetricP95), runs[0]), spreadCell(c.P95MS, c.TimedCalls, spreadOf(c, compare.MetricP95), runs[1]), p95,
+			htmlreport.Num(fmtSignedTotal(impact), impact),
+			htmlreport.Num(strconv.FormatInt(b.Errors, 10)+"/"+strconv.FormatInt(c.Errors, 10), float64(c.Errors-b.Errors)),
+			queryCell(q.Fingerprint, q.Query, 60)}})
 	}
 	s.Tables = []htmlreport.Table{t}
 	return s
+}
+
+func spreadOf(f *compare.Figures, m compare.Metric) float64 { return figureOf(f, m).spread }
+
+func spreadCell(v float64, timed int64, spread float64, runs int) htmlreport.Cell {
+	if timed == 0 {
+		return htmlreport.Num("-", -1)
+	}
+	return htmlreport.Num(fmtMS(v)+fmtSpread(spread, runs), v)
 }
 
 func msCell(v float64, timed int64) htmlreport.Cell {
 	if timed == 0 {
 		return htmlreport.Num("-", -1)
 	}
-	return htmlreport.Num(compare.FormatMS(v), v)
+	return htmlreport.Num(fmtMS(v), v)
 }

@@ -112,11 +112,11 @@ func TestComparisonPageLayout(t *testing.T) {
 	for _, s := range p.Sections {
 		ids = append(ids, s.ID)
 	}
-	if got := strings.Join(ids, ","); got != "summary,timeline,distributions,errors,queries" {
+	if got := strings.Join(ids, ","); got != "summary,effects,timeline,distributions,errors,queries" {
 		t.Errorf("sections %s", got)
 	}
 	worst := p.Sections[0].Tables[0]
-	if len(worst.Rows) == 0 || worst.Rows[0].Cells[5].Text != "c3d4e5f607182930" {
+	if len(worst.Rows) == 0 || !strings.HasPrefix(worst.Rows[0].Cells[6].Title, "c3d4e5f607182930") {
 		t.Errorf("the worst regression is not the query that lost its index: %+v", worst.Rows)
 	}
 	if p.Verdict.Status != "fail" {

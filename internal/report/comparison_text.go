@@ -15,9 +15,10 @@ import (
 const comparisonQueryWidth = 70
 
 // WriteComparison writes a comparison, or the summary of one run, for a
-// person at a terminal: both runs in a line
-// each, the ranked lists (at most top entries each), and the verdict last,
-// where a CI log shows it. It writes plain aligned text, no escapes.
+// person at a terminal: each side in a line, the ranked lists (at most
+// top entries each), every figure with its spread over the runs (±) and
+// every change with its interval, and the verdict last, where a CI log
+// shows it. It writes plain aligned text, no escapes.
 func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("baseline   %s\n", runLine(&rep.Baseline))
@@ -25,25 +26,38 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 		ew.printf("candidate  %s\n", runLine(rep.Candidate))
 	}
 	for _, warn := range rep.Warnings {
-		ew.printf("WARNING: %s\n", warn)
+		ew.printf("WARNING: %s\n", WarningText(warn))
 	}
 	if rep.Candidate == nil {
 		writeSummaryTop(ew, rep, top)
 		writeRoundTrips(ew, rep, top)
-		ew.printf("\n%s\n", rep.Verdict.Line)
+		ew.printf("\n%s\n", VerdictLine(rep))
 		return ew.err
 	}
-
-	regHead := []string{"added", "factor", "mean B -> C ms", "p95 B -> C ms", "calls C", "fingerprint", "query"}
+	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
+	regHead := []string{"impact", "figure", "B ms", "C ms", "C/B (interval)", "floor", "calls C", "fingerprint", "query"}
 	regRow := func(q *compare.QueryDiff) []string {
-		return []string{fmtSigned(q.AddedMS), compare.FormatFactor(q.Factor),
-			compare.FormatMS(q.Baseline.MeanMS) + " -> " + compare.FormatMS(q.Candidate.MeanMS),
-			compare.FormatMS(q.Baseline.P95MS) + " -> " + compare.FormatMS(q.Candidate.P95MS),
-			strconv.FormatInt(q.Candidate.Calls, 10), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
+		e := q.Effects.Of(q.Regressed)
+		impact := fmtSignedTotal(q.ImpactMS)
+		b, c := figureOf(q.Baseline, q.Regressed), figureOf(q.Candidate, q.Regressed)
+		what := string(q.Regressed)
+		if q.Status == compare.StatusTailRegressed {
+			what += " (tail)"
+		}
+		return []string{impact, what, fmtMS(b.v) + fmtSpread(b.spread, runs[0]), fmtMS(c.v) + fmtSpread(c.spread, runs[1]),
+			fmtEffect(e), floorText(e, rep.Settings.MinEffect), strconv.FormatInt(q.Candidate.Calls, 10) + fmtSpread(spreadCalls(q.Candidate), runs[1]),
+			q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 	}
 	writeDivergence(ew, rep, top)
-	writeList(ew, rep, "Regressions by time added", rep.RegressionsByAddedTime, top, regHead, regRow)
-	writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	intervals := "intervals over the runs"
+	if !rep.Noise.Measured {
+		intervals = "one-run intervals: the calls' sampling error and the default noise floor"
+	}
+	writeList(ew, rep, "Regressions by impact: time added per run (mean, or the tail's p95 x its 5% of calls); "+intervals, rep.RegressionsByAddedTime, top, regHead, regRow)
+	// By factor only when it says something the list by impact did not.
+	if !slices.Equal(rep.RegressionsByFactor, rep.RegressionsByAddedTime) {
+		writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	}
 	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {
 		t := [][]string{{"baseline", "candidate", "sqlstate", "queries"}}
@@ -54,36 +68,86 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 			}
 			t = append(t, []string{strconv.FormatInt(e.Baseline, 10), strconv.FormatInt(e.Candidate, 10), code, strings.Join(e.Fingerprints, " ")})
 		}
-		ew.printf("\nErrors that grew, by SQLSTATE\n")
+		ew.printf("\nErrors that grew, by SQLSTATE (medians over the runs)\n")
 		writeTable(ew, "  ", t, 2)
 	}
 	oneRun := func(name string, fps []string, cand bool) {
-		head := []string{"calls", "total_ms", "fingerprint", "query"}
+		head := []string{"calls", "total ms", "fingerprint", "query"}
 		writeList(ew, rep, name, fps, top, head, func(q *compare.QueryDiff) []string {
 			f := q.Baseline
 			if cand {
 				f = q.Candidate
 			}
-			return []string{strconv.FormatInt(f.Calls, 10), compare.FormatMS(f.TotalMS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
+			return []string{strconv.FormatInt(f.Calls, 10), fmtMS(f.TotalMS), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
 	}
-	writeList(ew, rep, fmt.Sprintf("Changed beyond noise, but under the effect floor (+%.0f%%): not regressions", rep.Settings.MinEffect*100),
-		rep.SmallChanges, top, []string{"mean", "p50", "p95", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
-			return []string{compare.FormatFactor(q.Ratio.Mean), compare.FormatFactor(q.Ratio.P50), compare.FormatFactor(q.Ratio.P95), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
+	writeList(ew, rep, "Changed beyond noise, but under a floor: not regressions", rep.SmallChanges, top,
+		[]string{"mean C/B", "p50 C/B", "p95 C/B", "why not a regression", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P50), fmtEffect(&q.Effects.P95), joinNotes(QueryNotes(rep, q)),
+				q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
 	oneRun("Only in the candidate", rep.OnlyCandidate, true)
 	oneRun("Only in the baseline", rep.OnlyBaseline, false)
 	writeList(ew, rep, fmt.Sprintf("Too few calls to judge (under %d timed calls in a run)", rep.Settings.MinCalls), rep.TooFewCalls, top,
-		[]string{"calls B", "calls C", "factor", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
-			return []string{strconv.FormatInt(q.Baseline.TimedCalls, 10), strconv.FormatInt(q.Candidate.TimedCalls, 10),
-				compare.FormatFactor(q.Factor), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
+		[]string{"timed B", "timed C", "mean C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+			return []string{strconv.FormatInt(timedOf(q.Baseline), 10), strconv.FormatInt(timedOf(q.Candidate), 10),
+				fmtFactor(q.Factor), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
-
-	ew.printf("\n%s\n", rep.Verdict.Line)
+	if len(rep.RegressionsByAddedTime) > 0 && top > 0 {
+		ew.printf("\n%s\n", legend)
+	}
+	ew.printf("\n%s\n", VerdictLine(rep))
 	for _, b := range rep.Verdict.Broken {
-		ew.printf("  %s broken by %s: %s\n", b.Rule, b.Fingerprint, b.Detail)
+		ew.printf("  %s\n", BrokenLine(rep, b))
 	}
 	return ew.err
+}
+
+// legend explains the regression tables' columns.
+const legend = `B = baseline, C = candidate; figures are medians over each side's runs, ± the largest distance of a run from
+the median. C/B (interval): the change and its interval; "~" when the interval holds 1 (no change told from noise).
+floor: the factor a change must reach, the larger of the effect floor and the noise floor (how far apart the
+baseline's own runs were, or the default for one run).`
+
+type figure struct{ v, spread float64 }
+
+func figureOf(f *compare.Figures, m compare.Metric) figure {
+	var sp compare.Spread
+	if f.Spread != nil {
+		sp = *f.Spread
+	}
+	switch m {
+	case compare.MetricP50:
+		return figure{f.P50MS, sp.P50MS}
+	case compare.MetricP95:
+		return figure{f.P95MS, sp.P95MS}
+	case compare.MetricP99:
+		return figure{f.P99MS, sp.P99MS}
+	}
+	return figure{f.MeanMS, sp.MeanMS}
+}
+
+func spreadCalls(f *compare.Figures) float64 {
+	if f.Spread == nil {
+		return 0
+	}
+	return f.Spread.Calls
+}
+
+// floorText is the floor a change had to reach and where it came from:
+// "1.10x effect", "1.35x noise", "1.50x default".
+func floorText(e *compare.Effect, minEffect float64) string {
+	if e == nil {
+		return "-"
+	}
+	src := "noise"
+	switch {
+	case e.Floor <= 1+minEffect+1e-9:
+		src = "effect"
+	case !e.NoiseMeasured:
+		src = "default"
+	}
+	return fmtFactor(e.Floor) + " " + src
 }
 
 // writeDivergence lists the queries that did different work in the two
@@ -100,7 +164,7 @@ func writeDivergence(ew *errWriter, rep *compare.Report, top int) {
 	ew.printf("\nDivergence: queries that did different work than in the baseline (the replay's, not regressions)%s\n", more)
 	t := [][]string{{"rows/call B -> C", "ordering errors", "fingerprint", "query"}}
 	for _, d := range rep.Divergence[:n] {
-		t = append(t, []string{rowsPerCall(d), orderingErrors(d), d.Fingerprint, OneLine(d.Query, comparisonQueryWidth)})
+		t = append(t, []string{rowsPerCall(d), orderingErrors(d), d.Fingerprint, OneLine(DisplayQuery(d.Query), comparisonQueryWidth)})
 	}
 	writeTable(ew, "  ", t, 2)
 }
@@ -135,7 +199,7 @@ func syncLine(s *compare.RunSummary) string {
 	}
 	line := fmt.Sprintf("sync %s: %d statements waited", st.Mode, st.Waited)
 	if w := s.SyncWait; w != nil && w.Count > 0 {
-		line += fmt.Sprintf(" (p50 %s ms, p99 %s ms, max %s ms)", compare.FormatMS(w.P50), compare.FormatMS(w.P99), compare.FormatMS(w.Max))
+		line += fmt.Sprintf(" (p50 %s ms, p99 %s ms, max %s ms)", fmtMS(w.P50), fmtMS(w.P99), fmtMS(w.Max))
 	}
 	if st.Timeouts > 0 || st.Deadlocks > 0 {
 		line += fmt.Sprintf(", %d gave up at the timeout, %d ended a deadlock", st.Timeouts, st.Deadlocks)
@@ -144,15 +208,24 @@ func syncLine(s *compare.RunSummary) string {
 }
 
 func runLine(s *compare.RunSummary) string {
-	line := fmt.Sprintf("%s: %s, %s latency, %d statements", s.Name, s.Kind, s.LatencySource, s.Statements)
+	n := s.RunCount()
+	var sp compare.SummarySpread
+	if s.Spread != nil {
+		sp = *s.Spread
+	}
+	kind := string(s.Kind)
+	if n > 1 {
+		kind = fmt.Sprintf("%d runs (%s, medians)", n, s.Kind)
+	}
+	line := fmt.Sprintf("%s: %s, %s latency, %d statements", s.Name, kind, s.LatencySource, s.Statements)
 	if s.SpanS > 0 {
-		line += fmt.Sprintf(" in %.1f s (%.1f/s)", s.SpanS, s.StatementsPerS)
+		line += fmt.Sprintf(" in %.1f s (%.1f/s%s)", s.SpanS, s.StatementsPerS, fmtSpread(sp.StatementsPerS, n))
 	}
 	if s.TimedCalls > 0 {
-		line += ", mean " + compare.FormatMS(s.MeanMS) + " ms"
+		line += ", mean " + fmtMS(s.MeanMS) + " ms" + fmtSpread(sp.MeanMS, n)
 	}
 	if s.P95MS > 0 {
-		line += ", p95 " + compare.FormatMS(s.P95MS) + " ms"
+		line += ", p95 " + fmtMS(s.P95MS) + " ms" + fmtSpread(sp.P95MS, n)
 	}
 	line += fmt.Sprintf(", %d failed", s.Failed)
 	if sl := syncLine(s); sl != "" {
@@ -167,10 +240,10 @@ func writeSummaryTop(ew *errWriter, rep *compare.Report, top int) {
 		fps[i] = q.Fingerprint
 	}
 	writeList(ew, rep, "Queries by total time", fps, top,
-		[]string{"total_ms", "calls", "errors", "mean_ms", "p95_ms", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+		[]string{"total ms", "calls", "errors", "mean ms", "p95 ms", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			f := q.Baseline
-			return []string{compare.FormatMS(f.TotalMS), strconv.FormatInt(f.Calls, 10), strconv.FormatInt(f.Errors, 10),
-				compare.FormatMS(f.MeanMS), compare.FormatMS(f.P95MS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)}
+			return []string{fmtMS(f.TotalMS), strconv.FormatInt(f.Calls, 10), strconv.FormatInt(f.Errors, 10),
+				fmtMS(f.MeanMS), fmtMS(f.P95MS), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
 }
 
@@ -212,20 +285,12 @@ func writeRoundTrips(ew *errWriter, rep *compare.Report, top int) {
 		ew.printf("\nClient round trips vs server time on the %sreplay %s%s\n", run, rt.File, more)
 		ew.printf("  client-side: overhead = client round trip - server time (network, client); not compared, not a regression\n")
 		ew.printf("  all %d queries: server mean %s ms, client round trip mean %s ms, overhead %s ms per call\n",
-			rt.Fingerprints, compare.FormatMS(rt.ServerMeanMS), compare.FormatMS(rt.ClientMeanMS), compare.FormatSignedMS(rt.OverheadMS))
+			rt.Fingerprints, fmtMS(rt.ServerMeanMS), fmtMS(rt.ClientMeanMS), fmtSignedMS(rt.OverheadMS))
 		t := [][]string{{"calls", "server mean ms", "server p95 ms", "client mean ms", "client p95 ms", "overhead ms", "fingerprint", "query"}}
 		for _, q := range rt.Queries[:n] {
-			t = append(t, []string{strconv.FormatInt(q.Calls, 10), compare.FormatMS(q.ServerMeanMS), compare.FormatMS(q.ServerP95MS),
-				compare.FormatMS(q.ClientMeanMS), compare.FormatMS(q.ClientP95MS), compare.FormatSignedMS(q.OverheadMS), q.Fingerprint, OneLine(q.Query, comparisonQueryWidth)})
+			t = append(t, []string{strconv.FormatInt(q.Calls, 10), fmtMS(q.ServerMeanMS), fmtMS(q.ServerP95MS),
+				fmtMS(q.ClientMeanMS), fmtMS(q.ClientP95MS), fmtSignedMS(q.OverheadMS), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)})
 		}
 		writeTable(ew, "  ", t, len(t[0])-2)
 	}
-}
-
-func fmtSigned(ms float64) string {
-	s := compare.FormatTotal(ms)
-	if ms >= 0 {
-		s = "+" + s
-	}
-	return s
 }

@@ -99,8 +99,8 @@ func TestComparisonWarnings(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range rep.Warnings {
-			if !strings.Contains(text.String(), "WARNING: "+w+"\n") {
-				t.Errorf("report %d: the text does not show the warning %q:\n%s", i, w, text.String())
+			if !strings.Contains(text.String(), "WARNING: "+WarningText(w)+"\n") {
+				t.Errorf("report %d: the text does not show the warning %q:\n%s", i, WarningText(w), text.String())
 			}
 		}
 	}

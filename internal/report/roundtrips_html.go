@@ -30,20 +30,20 @@ func roundTripsSection(rep *compare.Report, h Hints) (htmlreport.Section, bool) 
 			run = rt.Run + " replay"
 			label = map[string]string{"baseline": "Baseline", "candidate": "Candidate"}[rt.Run]
 		}
-		s.Cards = append(s.Cards, htmlreport.Card{Label: label + ": client overhead per call", Value: compare.FormatSignedMS(rt.OverheadMS) + " ms",
-			Sub: fmt.Sprintf("round trip %s ms vs server %s ms, %d queries", compare.FormatMS(rt.ClientMeanMS), compare.FormatMS(rt.ServerMeanMS), rt.Fingerprints)})
+		s.Cards = append(s.Cards, htmlreport.Card{Label: label + ": client overhead per call", Value: fmtSignedMS(rt.OverheadMS) + " ms",
+			Sub: fmt.Sprintf("round trip %s ms vs server %s ms, %d queries", fmtMS(rt.ClientMeanMS), fmtMS(rt.ServerMeanMS), rt.Fingerprints)})
 		t := htmlreport.Table{ID: "round-trips-" + rt.Run, Sortable: true, Empty: "No query timed on both sides.",
 			Title: fmt.Sprintf("%s (%s): top %d of %d queries by server time", strings.ToUpper(run[:1])+run[1:], rt.File, len(rt.Queries), rt.Fingerprints),
 			Columns: []htmlreport.Column{{Label: "calls", Numeric: true, Tooltip: "calls in the target's log"},
-				{Label: "server mean", Numeric: true}, {Label: "server p95", Numeric: true},
-				{Label: "client mean", Numeric: true, Tooltip: "round trip measured by the replayer"}, {Label: "client p95", Numeric: true},
-				{Label: "overhead", Numeric: true, Tooltip: "client mean − server mean"}, {Label: "fingerprint"}, {Label: "query"}}}
+				{Label: "server mean ms", Numeric: true}, {Label: "server p95 ms", Numeric: true},
+				{Label: "client mean ms", Numeric: true, Tooltip: "round trip measured by the replayer"}, {Label: "client p95 ms", Numeric: true},
+				{Label: "overhead ms", Numeric: true, Tooltip: "client mean − server mean"}, {Label: "query", Tooltip: "hover for the fingerprint"}}}
 		for _, q := range rt.Queries {
 			t.Rows = append(t.Rows, htmlreport.Row{Detail: roundTripDetail(run, q), Cells: []htmlreport.Cell{
 				htmlreport.Num(strconv.FormatInt(q.Calls, 10), float64(q.Calls)),
-				htmlreport.Num(compare.FormatMS(q.ServerMeanMS), q.ServerMeanMS), htmlreport.Num(compare.FormatMS(q.ServerP95MS), q.ServerP95MS),
-				htmlreport.Num(compare.FormatMS(q.ClientMeanMS), q.ClientMeanMS), htmlreport.Num(compare.FormatMS(q.ClientP95MS), q.ClientP95MS),
-				htmlreport.Num(compare.FormatSignedMS(q.OverheadMS), q.OverheadMS), htmlreport.Text(q.Fingerprint), queryCell(q.Query, 90),
+				htmlreport.Num(fmtMS(q.ServerMeanMS), q.ServerMeanMS), htmlreport.Num(fmtMS(q.ServerP95MS), q.ServerP95MS),
+				htmlreport.Num(fmtMS(q.ClientMeanMS), q.ClientMeanMS), htmlreport.Num(fmtMS(q.ClientP95MS), q.ClientP95MS),
+				htmlreport.Num(fmtSignedMS(q.OverheadMS), q.OverheadMS), queryCell(q.Fingerprint, q.Query, pageQueryWidth),
 			}})
 		}
 		s.Tables = append(s.Tables, t)
@@ -52,12 +52,12 @@ func roundTripsSection(rep *compare.Report, h Hints) (htmlreport.Section, bool) 
 }
 
 func roundTripDetail(run string, q compare.RoundTrip) *htmlreport.Detail {
-	ms := func(v float64) string { return compare.FormatMS(v) + " ms" }
+	ms := func(v float64) string { return fmtMS(v) + " ms" }
 	return &htmlreport.Detail{Title: "Query " + q.Fingerprint + ": client round trips on the " + run, Code: q.Query,
 		Table: &htmlreport.SimpleTable{Head: []string{"", "server (target's log)", "client round trip", "overhead"}, Rows: [][]string{
 			{"calls", strconv.FormatInt(q.Calls, 10), strconv.FormatInt(q.ClientCalls, 10), ""},
-			{"mean", ms(q.ServerMeanMS), ms(q.ClientMeanMS), compare.FormatSignedMS(q.OverheadMS) + " ms"},
-			{"p95", ms(q.ServerP95MS), ms(q.ClientP95MS), compare.FormatSignedMS(q.ClientP95MS-q.ServerP95MS) + " ms"},
+			{"mean", ms(q.ServerMeanMS), ms(q.ClientMeanMS), fmtSignedMS(q.OverheadMS) + " ms"},
+			{"p95", ms(q.ServerP95MS), ms(q.ClientP95MS), fmtSignedMS(q.ClientP95MS-q.ServerP95MS) + " ms"},
 		}},
 		Notes: []string{"Client-side: time outside the server (network, client). Not compared between runs, not a regression."}}
 }

@@ -48,12 +48,12 @@ func TestRoundTripsSection(t *testing.T) {
 		heading  string   // of the first table
 	}{
 		{"analysis vs target-log replay", comparison(base(), keepRoundTrips(cand())),
-			"summary,distributions,errors,round-trips,queries", []string{"round-trips-candidate"}, "Candidate replay (analysis-2.json): top 6 of 6 queries by server time"},
+			"summary,effects,distributions,errors,round-trips,queries", []string{"round-trips-candidate"}, "Candidate replay (analysis-2.json): top 6 of 6 queries by server time"},
 		{"two target-log replays", comparison(keepRoundTrips(base()), keepRoundTrips(cand())),
-			"summary,distributions,errors,round-trips,queries", []string{"round-trips-baseline", "round-trips-candidate"}, "Baseline replay (analysis-1.json)"},
+			"summary,effects,distributions,errors,round-trips,queries", []string{"round-trips-baseline", "round-trips-candidate"}, "Baseline replay (analysis-1.json)"},
 		{"summary of a target-log replay", compare.Summarize(keepRoundTrips(cand())),
 			"summary,distributions,round-trips,queries", []string{"round-trips-baseline"}, "Replay (analysis-2.json)"},
-		{"analyses", comparison(base(), cand()), "summary,distributions,errors,queries", nil, ""},
+		{"analyses", comparison(base(), cand()), "summary,effects,distributions,errors,queries", nil, ""},
 		{"summary of an analysis", compare.Summarize(base()), "summary,distributions,queries", nil, ""},
 	}
 	for _, tt := range tests {
@@ -89,8 +89,8 @@ func TestRoundTripsSection(t *testing.T) {
 				for _, r := range tb.Rows {
 					// Overhead is 0.3 ms by construction; never coloured
 					// as a regression.
-					if r.Class != "" || r.Cells[5].Text != "+0.300" || r.Detail == nil {
-						t.Errorf("%s row %s: class %q, overhead %q", tb.ID, r.Cells[6].Text, r.Class, r.Cells[5].Text)
+					if r.Class != "" || r.Cells[5].Text != "+0.300" || r.Detail == nil || !strings.HasPrefix(r.Cells[6].Title, "") {
+						t.Errorf("%s row %s: class %q, overhead %q", tb.ID, r.Cells[6].Title, r.Class, r.Cells[5].Text)
 					}
 				}
 			}

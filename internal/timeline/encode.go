@@ -83,3 +83,13 @@ func FromJSON(j *JSON) (*Timeline, error) {
 	}
 	return t, nil
 }
+
+// BinLowUS is the lowest duration, in µs, of the latency bin of index i
+// as JSON.Bins writes it: what a reader of the JSON knows of the longest
+// statement of a bucket.
+func BinLowUS(i int64) float64 {
+	if i < 0 || i >= numBins {
+		return 0
+	}
+	return binLow(uint16(i))
+}

@@ -101,6 +101,16 @@ type Check struct {
 		DetailShown bool `json:"detail_shown"`
 	} `json:"tables"`
 	Errors []string `json:"errors"`
+	// ViewportWidth and PageWidth are the window's width and the page's
+	// (wider when it scrolls sideways); Overflows the tables whose box
+	// scrolls sideways.
+	ViewportWidth int `json:"viewport_width"`
+	PageWidth     int `json:"page_width"`
+	Overflows     []struct {
+		Table       string `json:"table"`
+		ScrollWidth int    `json:"scroll_width"`
+		ClientWidth int    `json:"client_width"`
+	} `json:"overflows"`
 }
 
 var selfCheckRE = regexp.MustCompile(`(?s)<pre id="selfcheck"[^>]*>(.*?)</pre>`)
@@ -109,7 +119,19 @@ var selfCheckRE = regexp.MustCompile(`(?s)<pre id="selfcheck"[^>]*>(.*?)</pre>`)
 // and returns what the page's own check found.
 func SelfCheck(t testing.TB, path string) Check {
 	t.Helper()
-	dom := DumpDOM(t, path, "selfcheck")
+	return SelfCheckAt(t, path, "")
+}
+
+// SelfCheckAt is SelfCheck in a window of size ("1280,900"; "" for
+// Chromium's default), to check what fits the page at that width.
+func SelfCheckAt(t testing.TB, path, size string) Check {
+	t.Helper()
+	url := "file://" + path + "#selfcheck"
+	args := []string{"--dump-dom", url}
+	if size != "" {
+		args = append([]string{"--window-size=" + size}, args...)
+	}
+	dom := run(t, args...)
 	m := selfCheckRE.FindSubmatch(dom)
 	if m == nil || len(bytes.TrimSpace(m[1])) == 0 {
 		t.Fatalf("the page wrote no self-check; dumped DOM ends:\n%s", dom[max(0, len(dom)-2000):])

@@ -1,0 +1,373 @@
+package compare
+
+import (
+	"math"
+
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+)
+
+// comparer judges one query across the runs of both sides.
+type comparer struct {
+	o              Options
+	mixed, useHist bool
+	bSpans, cSpans []float64
+}
+
+// figures are a side's figures for a query from each run's row (nil where
+// a run lacks it) and each run's span.
+func figures(rows []*Query, spans []float64) *Figures {
+	n := len(rows)
+	if n == 1 {
+		q := rows[0]
+		f := &Figures{Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
+			MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS, MaxMS: q.MaxMS}
+		if q.Calls > 0 {
+			f.ErrorRatePct = 100 * float64(q.Errors) / float64(q.Calls)
+		}
+		if spans[0] > 0 {
+			f.CallsPerS = float64(q.Calls) / spans[0]
+		}
+		return f
+	}
+	var calls, errs, timed []int64
+	var total, mean, p50, p95, p99, maxMS, rate, perS []float64
+	f := &Figures{}
+	for i, q := range rows {
+		rf := RunFigures{}
+		if q != nil {
+			rf = RunFigures{Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
+				MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS}
+			maxMS = append(maxMS, q.MaxMS)
+			if q.Calls > 0 {
+				rate = append(rate, 100*float64(q.Errors)/float64(q.Calls))
+			}
+			if spans[i] > 0 {
+				perS = append(perS, float64(q.Calls)/spans[i])
+			}
+		}
+		f.Runs = append(f.Runs, rf)
+		calls, errs, timed = append(calls, rf.Calls), append(errs, rf.Errors), append(timed, rf.TimedCalls)
+		total = append(total, rf.TotalMS)
+		if rf.TimedCalls > 0 {
+			mean, p50, p95, p99 = append(mean, rf.MeanMS), append(p50, rf.P50MS), append(p95, rf.P95MS), append(p99, rf.P99MS)
+		}
+	}
+	f.Calls, f.Errors, f.TimedCalls = medianInt(calls), medianInt(errs), medianInt(timed)
+	f.TotalMS = median0(total)
+	f.MeanMS, f.P50MS, f.P95MS, f.P99MS, f.MaxMS = median0(mean), median0(p50), median0(p95), median0(p99), median0(maxMS)
+	f.ErrorRatePct, f.CallsPerS = median0(rate), median0(perS)
+	cf := make([]float64, len(calls))
+	for i, c := range calls {
+		cf[i] = float64(c)
+	}
+	f.Spread = &Spread{Calls: spread0(cf), MeanMS: spread0(mean), P50MS: spread0(p50), P95MS: spread0(p95), P99MS: spread0(p99)}
+	return f
+}
+
+// median0 is the median, 0 for none.
+func median0(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// spread0 is stats.Spread, 0 where it is not a number.
+func spread0(xs []float64) float64 {
+	s := stats.Spread(xs)
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0
+	}
+	return s
+}
+
+// metricOf reads metric m from a row.
+func metricOf(q *Query, m Metric) float64 {
+	switch m {
+	case MetricMean:
+		return q.MeanMS
+	case MetricP50:
+		return q.P50MS
+	case MetricP95:
+		return q.P95MS
+	case MetricP99:
+		return q.P99MS
+	}
+	return 0
+}
+
+// values are the runs' values of metric m, from the runs that timed the
+// query.
+func values(rows []*Query, m Metric) []float64 {
+	var out []float64
+	for _, q := range rows {
+		if q != nil && q.TimedCalls > 0 {
+			out = append(out, metricOf(q, m))
+		}
+	}
+	return out
+}
+
+func minTimed(rows []*Query) int64 {
+	var n int64 = math.MaxInt64
+	for _, q := range rows {
+		if q == nil {
+			return 0
+		}
+		n = min(n, q.TimedCalls)
+	}
+	return n
+}
+
+func present(rows []*Query) (some, all bool) {
+	all = true
+	for _, q := range rows {
+		if q == nil {
+			all = false
+		} else {
+			some = true
+		}
+	}
+	return some, all
+}
+
+func (c *comparer) diff(b, k []*Query) QueryDiff {
+	d := QueryDiff{BaselineRows: b, CandidateRows: k, MixedLatency: c.mixed}
+	bSome, bAll := present(b)
+	cSome, cAll := present(k)
+	first := firstRow(b)
+	if first == nil {
+		first = firstRow(k)
+	}
+	d.Fingerprint, d.Query = first.Fingerprint, first.Query
+	switch {
+	case !cSome:
+		d.Status, d.Baseline = StatusOnlyBaseline, figures(b, c.bSpans)
+		return d
+	case !bSome:
+		d.Status, d.Candidate = StatusOnlyCandidate, figures(k, c.cSpans)
+		return d
+	}
+	d.Baseline, d.Candidate = figures(b, c.bSpans), figures(k, c.cSpans)
+	bf, cf := d.Baseline, d.Candidate
+	d.Ratio = &Ratios{Mean: ratio(cf.MeanMS, bf.MeanMS), P50: ratio(cf.P50MS, bf.P50MS), P95: ratio(cf.P95MS, bf.P95MS), P99: ratio(cf.P99MS, bf.P99MS)}
+	d.Factor = d.Ratio.Mean
+	d.ErrorsP = proportionIncrease(sumErrors(b), sumCalls(b), sumErrors(k), sumCalls(k))
+	if !bAll || !cAll {
+		d.Reasons = append(d.Reasons, ReasonMissingInRun)
+	}
+	if minTimed(b) < c.o.MinCalls || minTimed(k) < c.o.MinCalls {
+		d.Status = StatusTooFewCalls
+		d.Reasons = append(d.Reasons, ReasonTooFewCalls)
+		return d
+	}
+	d.Effects = &Effects{}
+	for _, m := range []Metric{MetricMean, MetricP50, MetricP95, MetricP99} {
+		e, unreadable := c.effect(b, k, m)
+		*d.Effects.Of(m) = e
+		if unreadable && m == MetricMean {
+			d.Reasons = append(d.Reasons, ReasonHistogramUnreadable)
+		}
+	}
+	if bf.TimedCalls > 0 && cf.TimedCalls > 0 {
+		d.AddedMS = d.Effects.Mean.DeltaMS * float64(cf.TimedCalls)
+		d.TailAddedMS = d.Effects.P95.DeltaMS * 0.05 * float64(cf.TimedCalls)
+	}
+	c.judge(&d)
+	return d
+}
+
+// effect is the change of metric m over the runs.
+func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
+	bv, kv := values(b, m), values(k, m)
+	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
+	unreadable := false
+	if len(b) == 1 && len(k) == 1 && c.useHist {
+		// One run a side: what the calls of each run say of the
+		// figure's sampling error, beside the default noise floor.
+		sb, okB := logSE(b[0], m)
+		sk, okK := logSE(k[0], m)
+		so.WithinLog = math.Sqrt(sb*sb + sk*sk)
+		unreadable = !okB || !okK
+	}
+	r := stats.Effect(bv, kv, so)
+	if m == MetricMean && len(b) == 1 && len(k) == 1 {
+		r = robustMean(b[0], k[0], r, so)
+	}
+	e := Effect{Ratio: r.Ratio, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
+		Floor: r.Floor, Beyond: r.Beyond, DeltaMS: stats.Median(kv) - stats.Median(bv), P: r.P, Interval: IntervalNoiseFloor, Change: ChangeNone}
+	if r.RankInterval {
+		e.Interval = IntervalRuns
+	}
+	switch r.Change {
+	case stats.Higher:
+		e.Change = ChangeSlower
+	case stats.Lower:
+		e.Change = ChangeFaster
+	}
+	return e, unreadable
+}
+
+// robustMean makes a one-run change of the mean survive its slowest
+// calls: the mean of each run is taken again without its slowest call,
+// and the interval is the union of both intervals; a change counts only
+// when both means show it. A mean carried by one call (a checkpoint, a
+// lock wait of a dozen calls) is not a change of the query.
+func robustMean(b, k *Query, full stats.Result, so stats.Options) stats.Result {
+	trim := func(q *Query) float64 {
+		if q.TimedCalls < 2 {
+			return q.MeanMS
+		}
+		return math.Max(q.TotalMS-q.MaxMS, 0) / float64(q.TimedCalls-1)
+	}
+	t := stats.Effect([]float64{trim(b)}, []float64{trim(k)}, so)
+	r := full
+	r.Low, r.High = math.Min(full.Low, t.Low), math.Max(full.High, t.High)
+	r.Change, r.Beyond = stats.Same, false
+	switch {
+	case r.Low > 1:
+		r.Change = stats.Higher
+		r.Beyond = math.Min(full.Ratio, t.Ratio) >= r.Floor
+	case r.High < 1:
+		r.Change = stats.Lower
+		r.Beyond = math.Max(full.Ratio, t.Ratio) <= 1/r.Floor
+	}
+	return r
+}
+
+func finite(v float64) float64 {
+	if math.IsInf(v, 1) || math.IsNaN(v) {
+		return math.MaxFloat64
+	}
+	return v
+}
+
+// judge gives a tested query its status. A label never contradicts its
+// figures: a regression's metric is slower beyond noise, by its floor
+// and by MinEffectMS, so its factor is above 1 and the time it adds is
+// positive; a query whose tail grew while its mean did not is a tail
+// regression, ranked by what the tail added; an improvement has its mean
+// faster beyond noise and the floors, with neither its median nor its
+// tail slower beyond noise.
+func (c *comparer) judge(d *QueryDiff) {
+	e := d.Effects
+	msFloor := c.o.MinEffectMS
+	slower := func(x *Effect) bool { return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor }
+	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
+	switch {
+	case slower(&e.Mean):
+		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricMean, e.Mean.Ratio, d.AddedMS
+		if e.P50.Change == ChangeFaster {
+			d.Reasons = append(d.Reasons, ReasonMedianFasterMeanSlower)
+		}
+	case slower(&e.P95):
+		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP95, e.P95.Ratio, d.TailAddedMS
+		if e.Mean.Change == ChangeFaster {
+			d.Reasons = append(d.Reasons, ReasonMeanFasterTailSlower)
+		}
+	case faster(&e.Mean) && e.P50.Change != ChangeSlower && e.P95.Change != ChangeSlower:
+		d.Status = StatusImproved
+	case faster(&e.Mean):
+		d.Status = StatusSmallChange
+		d.Reasons = append(d.Reasons, ReasonFasterButSlowerElsewhere)
+	case e.Mean.Change != ChangeNone || e.P50.Change != ChangeNone || e.P95.Change != ChangeNone:
+		d.Status = StatusSmallChange
+		for _, x := range []*Effect{&e.Mean, &e.P50, &e.P95} {
+			if x.Change != ChangeNone {
+				d.Reasons = append(d.Reasons, underWhich(x, c.o.MinEffect))
+				break
+			}
+		}
+	default:
+		d.Status = StatusUnchanged
+	}
+}
+
+// underWhich says which floor a change beyond the test stayed under.
+func underWhich(x *Effect, minEffect float64) Reason {
+	r := x.Ratio
+	if r < 1 && r > 0 {
+		r = 1 / r
+	}
+	switch {
+	case r < 1+minEffect:
+		return ReasonUnderEffectFloor
+	case r < x.Floor:
+		return ReasonUnderNoiseFloor
+	default:
+		return ReasonUnderMSFloor
+	}
+}
+
+// logSE is the standard error of the logarithm of metric m of a run,
+// from its calls: the delta method for the mean (the calls' standard
+// deviation over the mean, over √n), the distribution-free rank interval
+// for a quantile. False when the histogram does not decode (then 0).
+func logSE(q *Query, m Metric) (float64, bool) {
+	if q == nil || q.TimedCalls == 0 || q.Hist == "" {
+		return 0, true
+	}
+	bs, err := Buckets(q.Hist)
+	if err != nil {
+		return 0, false
+	}
+	var n, sum, sum2 float64
+	for _, b := range bs {
+		v, c := float64(b.ValueUS)/1000, float64(b.Count)
+		n += c
+		sum += v * c
+		sum2 += v * v * c
+	}
+	if n < 2 {
+		return 0, true
+	}
+	if m == MetricMean {
+		mean := sum / n
+		if mean <= 0 {
+			return 0, true
+		}
+		sd := math.Sqrt(math.Max(0, (sum2-n*mean*mean)/(n-1)))
+		return sd / mean / math.Sqrt(n), true
+	}
+	p := map[Metric]float64{MetricP50: 0.5, MetricP95: 0.95, MetricP99: 0.99}[m]
+	// The ranks between which the p-quantile lies with about 95%
+	// probability (normal approximation to the binomial); their spread
+	// on the log scale over 2·1.96 is the standard error.
+	const z = 1.96
+	w := z * math.Sqrt(n*p*(1-p))
+	lo, hi := valueAtRank(bs, math.Max(1, math.Floor(n*p-w))), valueAtRank(bs, math.Min(n, math.Ceil(n*p+w)))
+	lo, hi = math.Max(lo, msResolution), math.Max(hi, msResolution)
+	return math.Log(hi/lo) / (2 * z), true
+}
+
+// valueAtRank is the value in ms of the call of rank r (1-based) in the
+// buckets.
+func valueAtRank(bs []Bucket, r float64) float64 {
+	var cum float64
+	for _, b := range bs {
+		if cum += float64(b.Count); cum >= r {
+			return float64(b.ValueUS) / 1000
+		}
+	}
+	return float64(bs[len(bs)-1].ValueUS) / 1000
+}
+
+func sumErrors(rows []*Query) int64 {
+	var n int64
+	for _, q := range rows {
+		if q != nil {
+			n += q.Errors
+		}
+	}
+	return n
+}
+
+func sumCalls(rows []*Query) int64 {
+	var n int64
+	for _, q := range rows {
+		if q != nil {
+			n += q.Calls
+		}
+	}
+	return n
+}

@@ -1,0 +1,163 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// sideRuns makes n runs of queries whose mean latency per run varies by
+// sigma on the log scale (run-to-run noise: each run of each query its
+// own factor), scaled by shift[fp] when set; tail[fp] makes one call in
+// 10 take that many µs.
+func sideRuns(t testing.TB, name string, seed uint64, n int, sigma float64, means map[string]float64, shift map[string]float64, tail map[string]int64) []*Run {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 3))
+	var runs []*Run
+	for i := range n {
+		qs := map[string]queryDist{}
+		for _, fp := range sortedKeys(means) {
+			m := means[fp] * math.Exp(sigma*r.NormFloat64())
+			if s, ok := shift[fp]; ok {
+				m *= s
+			}
+			d := expAround(m)
+			if us, ok := tail[fp]; ok {
+				d = withTail(d, 10, us)
+			}
+			qs[fp] = queryDist{n: 2000, d: d}
+		}
+		runs = append(runs, runOfQueries(t, fmt.Sprintf("%s%d.json", name, i+1), seed*100+uint64(i), qs))
+	}
+	return runs
+}
+
+var runsMeans = map[string]float64{"a": 300, "b": 900, "c": 2500, "d": 200, "e": 5000, "f": 1200}
+
+// TestRunsKnownShift: three runs a side, a 30% slowdown of one query and
+// nothing else; the slowed query alone regresses, its interval over the
+// runs at 90% excluding 1, with the baseline's runs as its noise floor.
+func TestRunsKnownShift(t *testing.T) {
+	base := sideRuns(t, "A", 1, 3, 0.03, runsMeans, nil, nil)
+	cand := sideRuns(t, "B", 2, 3, 0.03, runsMeans, map[string]float64{"c": 1.3}, nil)
+	rep, err := Runs(base, cand, Options{Rules: mustRules(t, "mean>+20%")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Noise.Measured || !rep.Verdict.NoiseMeasured || rep.Noise.BaselineRuns != 3 || math.Abs(rep.Noise.Level-0.9) > 1e-9 || hasWarning(rep, WarnNoiseNotMeasured) {
+		t.Errorf("noise %+v", rep.Noise)
+	}
+	if rep.Baseline.RunCount() != 3 || len(rep.Baseline.Files) != 3 || rep.Baseline.Spread == nil {
+		t.Errorf("baseline summary %+v", rep.Baseline)
+	}
+	for _, q := range rep.Queries {
+		checkLabel(t, q.Fingerprint, &q)
+		want := StatusUnchanged
+		if q.Fingerprint == "c" {
+			want = StatusRegressed
+		}
+		if q.Status != want && !(want == StatusUnchanged && q.Status == StatusSmallChange) {
+			t.Errorf("%s: %s %v, want %s; mean %+v", q.Fingerprint, q.Status, q.Reasons, want, q.Effects.Mean)
+		}
+		if len(q.Baseline.Runs) != 3 || q.Baseline.Spread == nil {
+			t.Errorf("%s: baseline figures without their runs: %+v", q.Fingerprint, q.Baseline)
+		}
+	}
+	c := rep.Query("c")
+	if m := c.Effects.Mean; m.Interval != IntervalRuns || m.Low <= 1 || m.Ratio < 1.2 || m.Ratio > 1.4 || !m.NoiseMeasured || m.NoiseFloor <= 1 {
+		t.Errorf("c's mean %+v", m)
+	}
+	if rep.Verdict.Status != VerdictFail || len(rep.Verdict.Broken) != 1 || rep.Verdict.Broken[0].Fingerprint != "c" {
+		t.Errorf("verdict %+v", rep.Verdict)
+	}
+}
+
+// TestRunsTailRegressed: a query whose mean fell while its slowest calls
+// got slower is a tail regression, ranked by what its tail added, never
+// a regression of its mean.
+func TestRunsTailRegressed(t *testing.T) {
+	means := map[string]float64{"q": 1000, "r": 500}
+	base := sideRuns(t, "A", 5, 3, 0.02, means, nil, map[string]int64{"q": 3000})
+	cand := sideRuns(t, "B", 6, 3, 0.02, means, map[string]float64{"q": 0.6}, map[string]int64{"q": 6000})
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("q")
+	checkLabel(t, "q", q)
+	if q.Status != StatusTailRegressed || q.Regressed != MetricP95 || q.TailAddedMS <= 0 || q.Effects.Mean.Change == ChangeSlower {
+		t.Errorf("q: %s, regressed %s, tail added %.0f ms, mean %+v, p95 %+v", q.Status, q.Regressed, q.TailAddedMS, q.Effects.Mean, q.Effects.P95)
+	}
+	if rep.Verdict.TailRegressions != 1 || rep.Verdict.Regressions != 0 || rep.Verdict.Worst != "q" || rep.Verdict.Status != VerdictRegressions {
+		t.Errorf("verdict %+v", rep.Verdict)
+	}
+}
+
+// TestRunsAAFalsePositives: A against A, three runs a side, run-to-run
+// noise of 3% (what replay rounds show on a quiet machine) and of 10%:
+// the share of queries called regressions, measured through the whole
+// comparison (floors included), against the level of 5% a side.
+func TestRunsAAFalsePositives(t *testing.T) {
+	for _, sigma := range []float64{0.03, 0.10} {
+		var queries, regs, changed int
+		for trial := range 60 {
+			base := sideRuns(t, "A", uint64(1000+trial), 3, sigma, runsMeans, nil, nil)
+			cand := sideRuns(t, "B", uint64(5000+trial), 3, sigma, runsMeans, nil, nil)
+			rep, err := Runs(base, cand, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range rep.Queries {
+				queries++
+				if q.Status.Regression() {
+					regs++
+				}
+				if q.Effects.Mean.Change != ChangeNone {
+					changed++
+				}
+			}
+		}
+		fpr := float64(regs) / float64(queries)
+		t.Logf("A/A, 3 runs a side, sigma %.2f: %d of %d queries regressed (%.4f), mean interval excluding 1 for %.4f",
+			sigma, regs, queries, fpr, float64(changed)/float64(queries))
+		if fpr > 0.05 {
+			t.Errorf("sigma %.2f: false-positive rate %.4f above the level 0.05", sigma, fpr)
+		}
+		if sigma < 0.05 && regs > 0 {
+			t.Errorf("sigma %.2f: %d false regressions", sigma, regs)
+		}
+	}
+}
+
+// TestRunsPower: a 20% slowdown of every query, three runs a side; the
+// share found, through the whole comparison (without the ms floor, which
+// a 20% change of the 0.2 ms query does not reach by design).
+func TestRunsPower(t *testing.T) {
+	shift := map[string]float64{}
+	for fp := range runsMeans {
+		shift[fp] = 1.2
+	}
+	for _, sigma := range []float64{0.03, 0.10} {
+		var queries, found int
+		for trial := range 40 {
+			base := sideRuns(t, "A", uint64(2000+trial), 3, sigma, runsMeans, nil, nil)
+			cand := sideRuns(t, "B", uint64(6000+trial), 3, sigma, runsMeans, shift, nil)
+			rep, err := Runs(base, cand, Options{MinEffectMS: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range rep.Queries {
+				queries++
+				if q.Status == StatusRegressed {
+					found++
+				}
+			}
+		}
+		power := float64(found) / float64(queries)
+		t.Logf("20%% slower, 3 runs a side, sigma %.2f: %d of %d found (%.4f)", sigma, found, queries, power)
+		if sigma < 0.05 && power < 0.9 {
+			t.Errorf("sigma %.2f: power %.4f", sigma, power)
+		}
+	}
+}

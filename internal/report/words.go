@@ -1,0 +1,387 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+)
+
+// This file words what compare returns as data: the verdict, warnings,
+// the reasons a comparison is refused, a query's notes, a broken rule and
+// a divergence. Every figure is formatted here.
+
+// verdictQueryWidth is how much of a query's text a verdict line shows.
+const verdictQueryWidth = 60
+
+// fmtMS formats milliseconds with about three significant digits.
+func fmtMS(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+// fmtSignedMS formats a difference in ms with its sign: "+0.158",
+// "-1.20"; what rounds to zero is "+0.000", never "-0.000".
+func fmtSignedMS(v float64) string {
+	s := fmtMS(math.Abs(v))
+	if v < 0 && strings.Trim(s, "0.") != "" {
+		return "-" + s
+	}
+	return "+" + s
+}
+
+// fmtTotal formats a total time given in ms: "850 ms", "14.75 s".
+func fmtTotal(ms float64) string {
+	if ms >= 1000 || ms <= -1000 {
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
+	}
+	return fmtMS(ms) + " ms"
+}
+
+// fmtSignedTotal is fmtTotal with its sign: "+1.20 s", "-850 ms".
+func fmtSignedTotal(ms float64) string {
+	s := fmtTotal(math.Abs(ms))
+	if ms < 0 && strings.Trim(s, "0. ms") != "" {
+		return "-" + s
+	}
+	return "+" + s
+}
+
+// fmtFactor formats a ratio as "4.00x"; "-" when undefined.
+func fmtFactor(r float64) string {
+	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return "-"
+	}
+	if r >= 100 {
+		return strconv.FormatFloat(r, 'f', 0, 64) + "x"
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
+}
+
+// fmtBound formats an interval's bound like a factor, without its "x".
+func fmtBound(r float64) string {
+	switch {
+	case r >= math.MaxFloat64/2:
+		return "∞"
+	case r <= 0:
+		return "0"
+	case r >= 100:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r > 0.9 && r < 1.1:
+		// Close to 1, where two decimals would round a bound that
+		// excludes 1 onto it.
+		return strconv.FormatFloat(r, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
+}
+
+// fmtEffect is a change with its interval: "2.38x (2.30-2.45)", and
+// "~ 1.03x (0.91-1.17)" when the interval holds 1 (benchstat's "~").
+func fmtEffect(e *compare.Effect) string {
+	if e == nil {
+		return "-"
+	}
+	s := fmtFactor(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
+	if e.Change == compare.ChangeNone {
+		return "~ " + s
+	}
+	return s
+}
+
+// fmtSpread is the "±" of a figure over runs: " ±4%"; "" without runs.
+func fmtSpread(s float64, runs int) string {
+	if runs < 2 {
+		return ""
+	}
+	return " ±" + strconv.FormatFloat(100*s, 'f', 0, 64) + "%"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// queryName is a query's shortened text after its fingerprint, for
+// verdict lines.
+func queryName(rep *compare.Report, fp string) string {
+	if q := rep.Query(fp); q != nil {
+		return fp + " " + strconv.Quote(OneLine(DisplayQuery(q.Query), verdictQueryWidth))
+	}
+	return fp
+}
+
+// noiseClause says how the comparison knew its noise.
+func noiseClause(rep *compare.Report) string {
+	n := rep.Noise
+	if n.Measured {
+		return fmt.Sprintf("run-to-run noise measured over %d and %d runs (%.0f%% intervals)", n.BaselineRuns, n.CandidateRuns, 100*n.Level)
+	}
+	runs := fmt.Sprintf("%d and %d runs", n.BaselineRuns, n.CandidateRuns)
+	if n.BaselineRuns == n.CandidateRuns {
+		runs = fmt.Sprintf("%d %s a side", n.BaselineRuns, plural(n.BaselineRuns, "run", "runs"))
+	}
+	return "run-to-run noise not measured (" + runs + "): only changes beyond the default floors are judged"
+}
+
+// regressionsClause counts the regressions and names the worst.
+func regressionsClause(rep *compare.Report) string {
+	v := rep.Verdict
+	n := v.Regressions + v.TailRegressions
+	var s string
+	switch {
+	case n == 0:
+		s = "no regression beyond noise"
+	case v.TailRegressions == 0:
+		s = fmt.Sprintf("%d %s", n, plural(n, "regression", "regressions"))
+	default:
+		s = fmt.Sprintf("%d %s (%d of the tail only)", n, plural(n, "regression", "regressions"), v.TailRegressions)
+	}
+	if q := rep.Query(v.Worst); q != nil && q.Effects != nil {
+		e := q.Effects.Of(q.Regressed)
+		what := "mean"
+		added := fmtSignedTotal(q.AddedMS) + " per run"
+		if q.Status == compare.StatusTailRegressed {
+			what, added = "p95", fmtSignedTotal(q.TailAddedMS)+" per run by the slowest 5% of calls"
+		}
+		s += fmt.Sprintf(", worst %s (%s %s, %s)", queryName(rep, q.Fingerprint), what, fmtEffect(e), added)
+	}
+	if v.TooFewCalls > 0 {
+		s += fmt.Sprintf("; %d %s with too few calls to judge", v.TooFewCalls, plural(v.TooFewCalls, "query", "queries"))
+	}
+	return s
+}
+
+// VerdictLine words a report's verdict in one line: what a CI log and
+// the page show first.
+func VerdictLine(rep *compare.Report) string {
+	v := rep.Verdict
+	if v.Status == compare.VerdictSummary {
+		return fmt.Sprintf("%s: %d statements, %d distinct queries (one result: nothing compared)", rep.Baseline.Name, rep.Baseline.Statements, rep.Baseline.Queries)
+	}
+	prefix := ""
+	if v.Mixed {
+		prefix = "MIXED LATENCY SOURCES, ratios unreliable: "
+	}
+	regs := regressionsClause(rep) + "; " + noiseClause(rep)
+	switch v.Status {
+	case compare.VerdictDiverged:
+		d := rep.Divergence[0]
+		return fmt.Sprintf("%sREPLAY DIVERGED: %d %s did different work than in the baseline (%s: %s), so the timings compare different workloads and the candidate is not judged; %s",
+			prefix, len(rep.Divergence), plural(len(rep.Divergence), "query", "queries"), queryName(rep, d.Fingerprint), DivergenceReason(d), regs)
+	case compare.VerdictFail:
+		counts := map[string]int{}
+		var order []string
+		for _, b := range v.Broken {
+			if counts[b.Rule] == 0 {
+				order = append(order, b.Rule)
+			}
+			counts[b.Rule]++
+		}
+		parts := make([]string, len(order))
+		for i, o := range order {
+			parts[i] = fmt.Sprintf("%s broken by %d %s", o, counts[o], plural(counts[o], "query", "queries"))
+		}
+		return prefix + "FAIL: " + strings.Join(parts, ", ") + "; " + regs
+	case compare.VerdictIncomplete:
+		why := make([]string, len(rep.Incomplete))
+		for i, u := range rep.Incomplete {
+			why[i] = UnjudgeableText(u)
+		}
+		return prefix + "NOT JUDGED, INCOMPLETE: " + strings.Join(why, "; ") + "; " + regs
+	case compare.VerdictRegressions:
+		if len(rep.Rules) == 0 {
+			return prefix + "REGRESSIONS (no rule to fail on): " + regs
+		}
+		return prefix + "REGRESSIONS, no rule broken: " + regs
+	}
+	if len(rep.Rules) == 0 {
+		return prefix + "PASS (no rule to fail on): " + regs
+	}
+	return prefix + "PASS: no rule broken; " + regs
+}
+
+// BrokenLine words a broken rule with the query that broke it, its
+// figures and their interval.
+func BrokenLine(rep *compare.Report, b compare.Broken) string {
+	return fmt.Sprintf("%s broken by %s: %s", b.Rule, queryName(rep, b.Fingerprint), BrokenDetail(rep, b))
+}
+
+// BrokenDetail words the figures of a broken rule: "p95 0.074 ms -> 16.1
+// ms (218x, interval 190-240)".
+func BrokenDetail(rep *compare.Report, b compare.Broken) string {
+	if b.Metric == compare.MetricErrors {
+		return fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.Baseline, b.Candidate, b.Candidate-b.Baseline)
+	}
+	s := fmt.Sprintf("%s %s ms -> %s ms (%s", b.Metric, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtFactor(ratioOf(b.Candidate, b.Baseline)))
+	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
+		if e := q.Effects.Of(b.Metric); e != nil {
+			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
+		}
+	}
+	return s + ")"
+}
+
+func ratioOf(c, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return c / b
+}
+
+// WarningText words a warning.
+func WarningText(w compare.Warning) string {
+	switch w.Kind {
+	case compare.WarnMixedLatency:
+		return fmt.Sprintf("MIXED LATENCY: %s is %s, %s is %s; every ratio compares different measurements", w.Run, w.Source, w.Other, w.OtherSource)
+	case compare.WarnPartial:
+		return w.Run + " is a partial result: figures cover only what was read or run"
+	case compare.WarnRun:
+		return w.Run + ": " + w.Text
+	case compare.WarnSharedCPU:
+		return sharedCPUText(w)
+	case compare.WarnNoHistograms:
+		return "latency histograms missing (a result of an older pgrehearse): one-run intervals lack the calls' own sampling error"
+	case compare.WarnNoiseNotMeasured:
+		return fmt.Sprintf("run-to-run noise was not measured: %d %s a side, and an interval over runs needs %d a side; "+
+			"changes are judged against default noise floors measured on replays onto identical targets, and nothing within them is called a change",
+			w.Runs, plural(w.Runs, "run", "runs"), w.MinRuns)
+	case compare.WarnUncodedErrors:
+		return fmt.Sprintf("%d %s logged without a SQLSTATE on one side (a log_line_prefix without %%e) %s matched by count to the other side's",
+			w.Count, plural(int(w.Count), "error was", "errors were"), plural(int(w.Count), "is", "are"))
+	}
+	return string(w.Kind) + " " + w.Run
+}
+
+func sharedCPUText(w compare.Warning) string {
+	s, cpu := w.Run+" replayed at speed 0 on the target's machine", "the replayer's CPU"
+	if w.ClientCPUSeconds > 0 && w.WallSeconds > 0 {
+		// A short run's CPU is a fraction of a second: 0.0 would read
+		// as none.
+		prec := 1
+		if w.ClientCPUSeconds < 1 {
+			prec = 2
+		}
+		s += fmt.Sprintf(", where the replayer itself used %.*f CPU-seconds (%.2f cores on average)", prec, w.ClientCPUSeconds, w.ClientCPUSeconds/w.WallSeconds)
+		cpu = "that CPU"
+	}
+	rate := "its statements/s"
+	if w.StatementsPerS > 0 {
+		rate = fmt.Sprintf("its %.1f statements/s", w.StatementsPerS)
+	}
+	s += ": " + cpu + " was taken from the server, so " + rate + " is a lower bound of the target's own rate"
+	if w.Source == compare.LatencyClient {
+		s += " and its latencies (client round trips) include the competition"
+	} else {
+		s += " and its latencies may include waiting for CPU"
+	}
+	return s + "; replay from another machine to measure the target alone"
+}
+
+// UnjudgeableText words why a comparison is not a verdict.
+func UnjudgeableText(u compare.Unjudgeable) string {
+	switch u.Kind {
+	case compare.UnjudgeableNoRuns:
+		return "a side has no result to judge"
+	case compare.UnjudgeablePartial:
+		return u.Run + " stopped early (partial result)"
+	case compare.UnjudgeableIncomplete:
+		return u.Run + " is incomplete: " + u.Detail
+	case compare.UnjudgeableEmpty:
+		if u.Detail != "" {
+			return u.Run + " holds statements but " + u.Detail + ": nothing to judge"
+		}
+		return u.Run + " holds no statement: nothing to judge"
+	case compare.UnjudgeableSmaller:
+		return fmt.Sprintf("%s measured %d statements, %.0f%% of the %d of %s over the same time range (at least %.0f%% needed)",
+			u.Run, u.Measured, 100*float64(u.Measured)/float64(u.Expected), u.Expected, u.Other, 100*compare.MinMeasuredShare)
+	case compare.UnjudgeableIdentical:
+		if u.Run == u.Other {
+			return u.Run + " is given twice: a result compared with itself says nothing"
+		}
+		return fmt.Sprintf("%s and %s are identical inputs (the same figures: one result twice, or two analyses of one log): comparing them says nothing", u.Run, u.Other)
+	case compare.UnjudgeableInvalid:
+		return fmt.Sprintf("%s: %s %s", u.Run, u.Field, u.Detail)
+	}
+	return u.Run + " " + string(u.Kind)
+}
+
+// QueryNotes word why a query got its status, for a person.
+func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
+	var out []string
+	for _, r := range q.Reasons {
+		switch r {
+		case compare.ReasonTooFewCalls:
+			s := fmt.Sprintf("too few calls to judge: %d and %d timed calls (at least %d in every run needed)",
+				timedOf(q.Baseline), timedOf(q.Candidate), rep.Settings.MinCalls)
+			if q.Factor > 1 {
+				s += fmt.Sprintf("; looks %s slower, which may be noise", fmtFactor(q.Factor))
+			}
+			out = append(out, s)
+		case compare.ReasonMissingInRun:
+			out = append(out, "absent from some runs of a side")
+		case compare.ReasonUnderEffectFloor:
+			out = append(out, fmt.Sprintf("changed beyond noise, but by less than %.0f%%", 100*rep.Settings.MinEffect))
+		case compare.ReasonUnderNoiseFloor:
+			out = append(out, "changed beyond the test, but within its noise floor (how far apart its own runs were, or the default)")
+		case compare.ReasonUnderMSFloor:
+			out = append(out, fmt.Sprintf("changed beyond noise, but by less than %g ms a call", rep.Settings.MinEffectMS))
+		case compare.ReasonMeanFasterTailSlower:
+			out = append(out, "the mean got faster but the slowest calls slower: a tail regression")
+		case compare.ReasonMedianFasterMeanSlower:
+			out = append(out, "the typical call got faster but the slow calls cost more")
+		case compare.ReasonFasterButSlowerElsewhere:
+			out = append(out, "the mean got faster, but the median or the slowest calls got slower: not an improvement")
+		case compare.ReasonHistogramUnreadable:
+			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
+		default:
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+func timedOf(f *compare.Figures) int64 {
+	if f == nil {
+		return 0
+	}
+	n := f.TimedCalls
+	for _, r := range f.Runs {
+		n = min(n, r.TimedCalls)
+	}
+	return n
+}
+
+// DivergenceReason words what a diverged query did differently.
+func DivergenceReason(d compare.Divergence) string {
+	var why []string
+	if d.RowsDiffer && d.BaselineRowsPerCall != nil {
+		why = append(why, fmt.Sprintf("rows per call %.3g -> %.3g", *d.BaselineRowsPerCall, *d.CandidateRowsPerCall))
+	}
+	for _, code := range slices.Sorted(maps.Keys(d.OrderingErrors)) {
+		why = append(why, fmt.Sprintf("%d more %s errors", d.OrderingErrors[code], code))
+	}
+	s := strings.Join(why, ", ")
+	if d.Run != "" {
+		s += " in " + d.Run
+	}
+	return s
+}
+
+// StatusText is a query's status for a person: "tail regressed".
+func StatusText(s compare.Status) string {
+	return strings.ReplaceAll(string(s), "_", " ")
+}

@@ -1,0 +1,24 @@
+// Package stats compares two sets of runs, as benchstat does: each run is
+// one sample (a query's mean latency in that run, say), and the test is
+// over the runs, never over the calls inside one run. Calls of one run
+// share its cache state, its checkpoints and its neighbours; runs differ
+// from each other by more than calls within a run do, so a test over
+// thousands of calls calls every wobble between two runs significant.
+//
+// Effect compares a control's runs with a candidate's: the ratio of their
+// medians, a distribution-free confidence interval for that ratio (the
+// interval that inverts the exact Mann-Whitney rank test over the runs,
+// on the logarithm of the values), the control's own run-to-run spread
+// as its noise floor, and whether the change is beyond both that floor
+// and an effect floor. With too few runs for the interval at the level
+// asked, the interval is the ratio widened by a default noise floor that
+// the caller measured on identical targets, and says so.
+//
+// docs/noise.md says why the rank interval was chosen over a bootstrap,
+// what three runs per side can and cannot reach, and the false-positive
+// rate and power measured by this package's tests.
+//
+// The package knows numbers only: no query, no result, no unit, no
+// rendering. internal/compare gives it the run-level figures and turns its
+// answers into verdicts.
+package stats
