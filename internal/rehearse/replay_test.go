@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -385,6 +386,13 @@ func TestTemplateRounds(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkRounds(t, out, dir, starts, want)
+	rep, err := Compare(out, compare.Options{})
+	if err != nil {
+		t.Fatalf("Compare: %v", err)
+	}
+	if rep.Noise.BaselineRuns != 2 || rep.Noise.CandidateRuns != 2 || len(rep.Incomplete) != 0 || len(rep.Queries) == 0 {
+		t.Errorf("comparison across rounds: %+v runs, incomplete %v, %d queries", rep.Noise, rep.Incomplete, len(rep.Queries))
+	}
 	if out.ResetModes[Control] != reset.ModeTemplate || out.ResetSeconds <= 0 || out.PrepareSeconds <= 0 {
 		t.Errorf("outcome: modes %v, reset %vs, prepare %vs", out.ResetModes, out.ResetSeconds, out.PrepareSeconds)
 	}
@@ -471,6 +479,20 @@ func TestNoReset(t *testing.T) {
 	if !out.Drifted || out.Partial || len(out.Control) != 2 || len(out.Candidate) != 2 {
 		t.Fatalf("outcome drifted %v partial %v, %d+%d results", out.Drifted, out.Partial, len(out.Control), len(out.Candidate))
 	}
+	// The comparison repeats the drift of each round that drifted.
+	rep, err := Compare(out, compare.Options{AllowIncomplete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := 0
+	for _, w := range rep.Warnings {
+		if w.Kind == compare.WarnRun && w.Text == driftWarning {
+			drifted++
+		}
+	}
+	if drifted != 2 {
+		t.Errorf("the comparison repeats %d drift warnings, want 2 (the second round of each side)", drifted)
+	}
 	for _, side := range []Side{Control, Candidate} {
 		first, second := out.Results(side)[0], out.Results(side)[1]
 		if len(first.Warnings) != 0 || first.ErrorsBySQLState["23505"] != 0 {
@@ -515,6 +537,17 @@ func TestResetCommandFails(t *testing.T) {
 	}
 	if len(out.Control) != 1 || len(out.Candidate) != 1 {
 		t.Errorf("%d+%d results kept, want 1+1", len(out.Control), len(out.Candidate))
+	}
+	// The rounds kept are compared only when asked, and never pass.
+	_, err = Compare(out, compare.Options{})
+	var inc *compare.IncompleteError
+	if !errors.As(err, &inc) || len(inc.Reasons) != 1 || inc.Reasons[0].Kind != compare.UnjudgeablePartial ||
+		!strings.Contains(inc.Reasons[0].Run, "1 of 2 control and 1 of 2 candidate rounds") {
+		t.Errorf("Compare of a rehearsal stopped early: %v, want it refused as partial", err)
+	}
+	rep, err := Compare(out, compare.Options{AllowIncomplete: true})
+	if err != nil || rep.Verdict.Status == compare.VerdictPass || len(rep.Incomplete) != 1 {
+		t.Errorf("Compare allowed: %v, verdict %v, incomplete %v; want a verdict that is not a pass", err, rep.Verdict.Status, rep.Incomplete)
 	}
 	back, err := ReadOutcome(dir)
 	if err != nil {
