@@ -12,7 +12,7 @@ TEST_FLAGS  ?= -p 1
 TEST_TIMEOUT ?= 20m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test bench fmt vet postgres extensions chromium
+.PHONY: all build demo test bench fmt vet postgres extensions chromium static image
 
 all: build
 
@@ -32,6 +32,33 @@ test: postgres extensions chromium
 
 bench:
 	bash bench/parse.sh
+
+# static links the binary statically against musl (pg_query needs cgo), as
+# the Dockerfile does: bin/pgrehearse-static runs in an empty image.
+STATIC      := bin/pgrehearse-static
+static:
+	@command -v musl-gcc >/dev/null || { echo "musl-gcc not found: apt-get install -y musl-tools" >&2; exit 1; }
+	CGO_ENABLED=1 CC=musl-gcc $(GO) build -tags timetzdata -trimpath \
+		-ldflags '-s -w -linkmode external -extldflags "-static" -X github.com/pgrehearse/pgrehearse/internal/cli.version=$(VERSION)' \
+		-o $(STATIC) ./cmd/pgrehearse
+
+# image builds the Dockerfile's final stage (FROM scratch, the static
+# binary, user 65532) with buildah from the host's static binary, for
+# machines where no registry serves the golang image the Dockerfile's
+# first stage needs. With one: `buildah bud -t pgrehearse .`.
+IMAGE       ?= localhost/pgrehearse:$(VERSION)
+BUILDAH     ?= buildah --storage-driver vfs
+image: static
+	@command -v buildah >/dev/null || { echo "buildah not found: apt-get install -y buildah" >&2; exit 1; }
+	set -e; ctr=$$($(BUILDAH) from scratch); \
+	trap '$(BUILDAH) rm '"$$ctr"' >/dev/null' EXIT; \
+	tmp=$$(mktemp -d); mkdir -m 1777 $$tmp/tmp; \
+	$(BUILDAH) copy $$ctr $(STATIC) /pgrehearse >/dev/null; \
+	$(BUILDAH) copy $$ctr $$tmp/tmp /tmp >/dev/null; rm -rf $$tmp; \
+	$(BUILDAH) copy $$ctr /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null; \
+	$(BUILDAH) config --user 65532:65532 --env HOME=/tmp --entrypoint '["/pgrehearse"]' $$ctr; \
+	$(BUILDAH) commit $$ctr $(IMAGE); \
+	$(BUILDAH) run --isolation chroot $$ctr -- /pgrehearse --version
 
 fmt:
 	gofmt -w .

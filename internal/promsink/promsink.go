@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -106,9 +107,18 @@ func ListenAddr(addr string) string {
 // Serve serves a new registry's metrics on addr (see ListenAddr) at
 // /metrics and returns the Sink that feeds them, the address it listens
 // on and a function that stops the server.
-func Serve(addr string) (*Sink, string, func(), error) {
+func Serve(addr string) (*Sink, string, func(), error) { return ServeLabeled(addr, nil) }
+
+// ServeLabeled is Serve with labels on every metric: a shard of a replay
+// split over several processes serves its metrics with {shard="K"}, so
+// that one dashboard tells the shards apart and sums them. The process's
+// own CPU and memory (process_*) are served too: a shard whose CPU is
+// saturated while it falls behind is the bottleneck, not the target.
+func ServeLabeled(addr string, labels prometheus.Labels) (*Sink, string, func(), error) {
 	reg := prometheus.NewRegistry()
-	m := New(reg)
+	wrapped := prometheus.WrapRegistererWith(labels, reg)
+	m := New(wrapped)
+	wrapped.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ln, err := net.Listen("tcp", ListenAddr(addr))
 	if err != nil {
 		return nil, "", nil, err

@@ -60,3 +60,31 @@ func TestListenAddrDefaultsToLoopback(t *testing.T) {
 		}
 	}
 }
+
+func TestShardLabelOnEveryMetric(t *testing.T) {
+	m, addr, stop, err := ServeLabeled("127.0.0.1:0", map[string]string{"shard": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	m.Statement(replay.Sample{Fingerprint: "abc", Latency: time.Millisecond})
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	seen := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		seen++
+		if !strings.Contains(line, `shard="2"`) {
+			t.Errorf("a metric without the shard label: %s", line)
+		}
+	}
+	if seen == 0 || !strings.Contains(string(body), "process_cpu_seconds_total{") {
+		t.Errorf("no metrics, or no process CPU:\n%s", body)
+	}
+}

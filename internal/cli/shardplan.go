@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/shard"
+)
+
+func init() { commands = append(commands, newShardPlanCmd) }
+
+type shardPlanFlags struct {
+	logs   logFlags
+	shards int
+	out    string
+	force  []string
+	slack  float64
+}
+
+func newShardPlanCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f shardPlanFlags
+	cmd := &cobra.Command{
+		Use:   "plan --shards N --out PLAN.json [flags] LOG...",
+		Short: "Split a log's sessions into N shards for a replay spread over N processes",
+		Long: `plan reads the logs once and writes a shard plan: which of N shards replays
+each session (replay --shard K/N --plan PLAN.json, or the pods of a Kubernetes
+Indexed Job). Shards get even shares of the statements and of the server time
+of the log; sessions that write and read the same tables stay in one shard where
+the balance allows (--slack), so that most waits of a synchronized replay stay
+inside one process. The summary says what share of those dependencies still
+crosses shards, next to what a split by hash (no plan) would leave.
+
+The plan is JSON (docs/shard-plan-json.md), written atomically to --out.
+` + exitCodeHelp,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runShardPlan(ctx, stdio, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	addLogFlags(fl, &f.logs)
+	fl.IntVar(&f.shards, "shards", 0, "number of shards `N` (required)")
+	fl.StringVar(&f.out, "out", "", "write the plan to `FILE` (required)")
+	fl.StringArrayVar(&f.force, "force", nil, "put a session in a shard whatever the balance: `SESSION=K` (repeatable; for tests)")
+	fl.Float64Var(&f.slack, "slack", shard.DefaultSlack, "how much more than an even share a shard may take to keep dependent sessions together (0.05: 5%)")
+	return cmd
+}
+
+func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []string) error {
+	if f.shards < 1 {
+		return usageError("--shards N is required, N at least 1")
+	}
+	if f.out == "" || f.out == "-" {
+		return usageError("--out FILE is required")
+	}
+	if f.slack < 0 || f.slack > 1 {
+		return usageError("--slack %g: give a fraction between 0 and 1", f.slack)
+	}
+	force := map[string]int{}
+	for _, s := range f.force {
+		id, k, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(k)
+		if !ok || id == "" || err != nil {
+			return usageError("--force %q: write SESSION=K", s)
+		}
+		force[id] = n
+	}
+	b, err := shard.NewBuilder(shard.Options{Shards: f.shards, Force: force, Slack: f.slack})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	// The output's directory must take the file before the log is read.
+	if err := checkWritable(f.out); err != nil {
+		return err
+	}
+	var input shard.Input
+	for _, p := range paths {
+		if p == "-" {
+			return usageError("a plan reads files, not standard input: every shard must read the same log")
+		}
+		fi, err := shard.FileHash(p)
+		if err != nil {
+			return fmt.Errorf("log file %s: %w", p, err)
+		}
+		input.Files = append(input.Files, fi)
+	}
+	readers, err := openLogs(stdio, paths, f.logs, 1)
+	if err != nil {
+		return err
+	}
+	defer closeLogs(readers)
+	reportLogWarnings(stdio, readers)
+	for _, r := range readers {
+		for {
+			if ctx.Err() != nil {
+				return &exitError{code: ExitFailure, err: errors.New("interrupted: no plan written")}
+			}
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.Name(), err)
+			}
+			b.Add(ev)
+			r.Recycle(ev)
+		}
+	}
+	p, err := b.Plan(input)
+	if errors.Is(err, shard.ErrNoSessions) {
+		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %w", err)}
+	}
+	if err != nil {
+		return err
+	}
+	for id, k := range force {
+		if _, ok := p.Sessions[id]; !ok {
+			fmt.Fprintf(stdio.Stderr, "warning: --force %s=%d: the logs hold no session %q\n", id, k, id)
+		}
+	}
+	if err := writeFileAtomic(f.out, p.Encode); err != nil {
+		return err
+	}
+	printShardPlan(stdio.Stderr, p, f.out)
+	return nil
+}
+
+func printShardPlan(w io.Writer, p *shard.Plan, out string) {
+	fmt.Fprintf(w, "shard plan %s: %d shards, written to %s\n", p.ID, p.Shards, out)
+	for _, l := range p.Loads {
+		fmt.Fprintf(w, "  shard %d: %d sessions, %d statements, %.1f s busy (%.1f%% of the work)\n",
+			l.Shard, l.Sessions, l.Statements, l.BusyMS/1000, 100*l.Share)
+	}
+	d := p.Dependencies
+	fmt.Fprintf(w, "  sync dependencies: %d, of which %d (%.1f%%) cross shards; a split by hash would leave %.1f%% across\n",
+		d.Total, d.Cross, 100*d.CrossShare, 100*d.HashCrossShare)
+	if d.Untracked > 0 {
+		fmt.Fprintf(w, "  %d dependencies were past the bound on session pairs: counted, not placed\n", d.Untracked)
+	}
+	if p.Hashed > 0 {
+		fmt.Fprintf(w, "  %d sessions were past the bound on sessions: placed by hash\n", p.Hashed)
+	}
+}
+
+// checkWritable fails early when path's directory cannot take a file.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".pgrehearse-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}
+
+// writeFileAtomic writes path through a temporary file renamed over it,
+// so that a reader never sees half a file.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

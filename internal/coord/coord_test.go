@@ -1,0 +1,528 @@
+package coord
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("COORD_TEST_CHILD") != "" {
+		child()
+		return
+	}
+	os.Exit(runTests(m))
+}
+
+// runTests starts one cluster for the package's tests; a test that needs
+// it fails when it could not start.
+func runTests(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	c, err := pgcluster.Start(ctx, pgcluster.Options{})
+	cancel()
+	if err != nil {
+		clusterErr = err
+	} else {
+		cluster = c
+		defer c.Stop()
+	}
+	return m.Run()
+}
+
+// child is a shard in another process, for the test of a killed one: it
+// joins, passes the barrier, reads commits of its own that never run,
+// says "ready" and waits to be killed.
+func child() {
+	k, _ := strconv.Atoi(os.Getenv("COORD_TEST_SHARD"))
+	n, _ := strconv.Atoi(os.Getenv("COORD_TEST_SHARDS"))
+	m, err := Join(context.Background(), Config{DSN: os.Getenv("COORD_TEST_DSN"), Run: os.Getenv("COORD_TEST_RUN"),
+		Shard: k, Shards: n, Lead: 100 * time.Millisecond})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if _, err := m.Barrier(context.Background(), time.Minute); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	for pos := int64(1); pos <= 100; pos++ {
+		m.Advance(pos, pos%10 == 0)
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+var (
+	cluster    *pgcluster.Cluster
+	clusterErr error
+)
+
+// dsn is the package cluster's.
+func dsn(t testing.TB) string {
+	if cluster == nil {
+		t.Fatalf("pgcluster: %v", clusterErr)
+	}
+	return cluster.DSN("postgres")
+}
+
+var runs atomic.Int64
+
+func newRun(t testing.TB) string {
+	return fmt.Sprintf("%s-%d-%d", t.Name(), os.Getpid(), runs.Add(1))
+}
+
+func join(t testing.TB, cfg Config) *Member {
+	t.Helper()
+	m, err := Join(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !m.finished.Load() {
+			m.Finish(context.Background(), true)
+		}
+	})
+	return m
+}
+
+// group joins n shards of a new run and passes the barrier together.
+func group(t *testing.T, n int, tweak func(*Config)) []*Member {
+	t.Helper()
+	run := newRun(t)
+	ms := make([]*Member, n)
+	for k := range n {
+		cfg := Config{DSN: dsn(t), Run: run, Shard: k, Shards: n, Agree: "plan x", Lead: 50 * time.Millisecond}
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		ms[k] = join(t, cfg)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for k, m := range ms {
+		wg.Go(func() { _, errs[k] = m.Barrier(context.Background(), time.Minute) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ms
+}
+
+func TestBarrierStartsEveryShardTogether(t *testing.T) {
+	run := newRun(t)
+	const n = 4
+	starts := make([]time.Time, n)
+	clocks := make([]Clock, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	before := time.Now()
+	for k := range n {
+		wg.Go(func() {
+			m, err := Join(context.Background(), Config{DSN: dsn(t), Run: run, Shard: k, Shards: n, Agree: "a", Lead: 2 * time.Second})
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			defer m.Finish(context.Background(), true)
+			if c := m.Clock(); c.RTT <= 0 || c.Offset > 50*time.Millisecond || c.Offset < -50*time.Millisecond {
+				errs[k] = fmt.Errorf("clock %+v: a local server's offset should be near 0 with a positive round trip", c)
+			}
+			starts[k], errs[k] = m.Barrier(context.Background(), time.Minute)
+			clocks[k] = m.Clock()
+		})
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", k, err)
+		}
+	}
+	for k, s := range starts {
+		// One machine, one clock: the starts differ by the offsets'
+		// errors, each within half its round trip.
+		bound := (clocks[k].RTT+clocks[0].RTT)/2 + time.Millisecond
+		if d := s.Sub(starts[0]); d > bound || d < -bound {
+			t.Errorf("shard %d starts %v after shard 0, more than half their round trips allow (%v)", k, d, bound)
+		}
+	}
+	if d := starts[0].Sub(before); d < 2*time.Second || d > time.Minute {
+		t.Errorf("start %v after the first join, want the lead (2s) after the last", d)
+	}
+}
+
+func TestJoinRefuses(t *testing.T) {
+	run := newRun(t)
+	base := Config{DSN: dsn(t), Run: run, Shard: 0, Shards: 2, Agree: "plan 1; speed 1"}
+	join(t, base)
+	for _, c := range []struct {
+		name string
+		cfg  func(Config) Config
+		want string
+	}{
+		{"shard count", func(c Config) Config { c.Shard, c.Shards = 1, 3; return c }, "has 2 shards"},
+		{"agreement", func(c Config) Config { c.Shard, c.Agree = 1, "plan 2; speed 1"; return c }, "does not replay what the others do"},
+		{"twice", func(c Config) Config { return c }, "shard 0 is there already"},
+		{"bad shard", func(c Config) Config { c.Shard = 2; return c }, "numbered from 0 to 1"},
+		{"no run", func(c Config) Config { c.Run = ""; return c }, "needs a name"},
+	} {
+		_, err := Join(context.Background(), c.cfg(base))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	// A shard that comes after the start is refused.
+	second := base
+	second.Shard = 1
+	ms := []*Member{join(t, base.withRun(run+"-late")), join(t, func() Config { c := base.withRun(run + "-late"); c.Shard = 1; return c }())}
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(func() {
+			if _, err := m.Barrier(context.Background(), time.Minute); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ms[1].Finish(context.Background(), false)
+	late := base.withRun(run + "-late")
+	late.Shard = 1
+	if _, err := Join(context.Background(), late); err == nil || !strings.Contains(err.Error(), "cannot join it late") {
+		t.Errorf("a late shard: %v", err)
+	}
+}
+
+func (c Config) withRun(run string) Config { c.Run = run; return c }
+
+func TestBarrierNamesMissingShards(t *testing.T) {
+	run := newRun(t)
+	m := join(t, Config{DSN: dsn(t), Run: run, Shard: 1, Shards: 3, Poll: 50 * time.Millisecond})
+	_, err := m.Barrier(context.Background(), 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "shard 0, 2 did not join") {
+		t.Errorf("barrier: %v, want it to name shards 0 and 2", err)
+	}
+}
+
+// releaser records when a foreign commit was released.
+type releaser struct {
+	pos  int64
+	ran  *sync.Map // pos -> true once the owner ran it
+	done chan struct{}
+	once sync.Once
+	bad  *atomic.Int64
+}
+
+func (r *releaser) Done() {
+	r.once.Do(func() {
+		if _, ok := r.ran.Load(r.pos); !ok {
+			r.bad.Add(1)
+		}
+		close(r.done)
+	})
+}
+
+func TestCommitsCrossShards(t *testing.T) {
+	for _, listen := range []bool{true, false} {
+		t.Run(fmt.Sprintf("listen=%v", listen), func(t *testing.T) {
+			ms := group(t, 2, func(c *Config) { c.NoListen = !listen; c.Poll = 20 * time.Millisecond })
+			a, b := ms[0], ms[1]
+			var ran sync.Map
+			var bad atomic.Int64
+			const events = 2000
+			var rs []*releaser
+			var own []int64
+			for pos := int64(1); pos <= events; pos++ {
+				commit := pos%3 == 0
+				a.Advance(pos, commit)
+				if commit {
+					own = append(own, pos)
+					r := &releaser{pos: pos, ran: &ran, done: make(chan struct{}), bad: &bad}
+					rs = append(rs, r)
+					b.Foreign(0, pos, r)
+				}
+				b.Advance(pos, false)
+			}
+			// Run A's commits out of order, a few at a time; each
+			// released commit must have run before.
+			rand.Shuffle(len(own), func(i, j int) { own[i], own[j] = own[j], own[i] })
+			for _, p := range own {
+				ran.Store(p, true)
+				a.Ran(p)
+			}
+			deadline := time.After(30 * time.Second)
+			for _, r := range rs {
+				select {
+				case <-r.done:
+				case <-deadline:
+					t.Fatalf("commit at %d not released (stats %+v)", r.pos, b.Stats())
+				}
+			}
+			if bad.Load() != 0 {
+				t.Errorf("%d commits released before they ran", bad.Load())
+			}
+			for end := time.Now().Add(5 * time.Second); b.Stats().Released < int64(len(rs)) && time.Now().Before(end); {
+				time.Sleep(time.Millisecond) // the count follows the releases
+			}
+			st := b.Stats()
+			if st.Released != int64(len(rs)) || st.ReleasedLost != 0 || len(st.Lost) != 0 {
+				t.Errorf("stats %+v: want %d released, none lost", st, len(rs))
+			}
+			if listen && st.Received == 0 || !listen && st.Received != 0 {
+				t.Errorf("listen=%v but %d notifications received", listen, st.Received)
+			}
+			// One published late is released at once.
+			r := &releaser{pos: 3, ran: &ran, done: make(chan struct{}), bad: &bad}
+			b.Foreign(0, 3, r)
+			select {
+			case <-r.done:
+			default:
+				t.Error("a commit that ran already was held")
+			}
+		})
+	}
+}
+
+func TestOutOfOrderCommitReleasedBeforeLow(t *testing.T) {
+	ms := group(t, 2, nil)
+	a, b := ms[0], ms[1]
+	var ran sync.Map
+	var bad atomic.Int64
+	a.Advance(10, true)
+	a.Advance(20, true)
+	r10 := &releaser{pos: 10, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r20 := &releaser{pos: 20, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 10, r10)
+	b.Foreign(0, 20, r20)
+	ran.Store(int64(20), true)
+	a.Ran(20)
+	select {
+	case <-r20.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit at 20 ran but was not released while the one at 10 had not")
+	}
+	select {
+	case <-r10.done:
+		t.Fatal("the commit at 10 was released before it ran")
+	default:
+	}
+	ran.Store(int64(10), true)
+	a.Ran(10)
+	select {
+	case <-r10.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit at 10 was not released")
+	}
+}
+
+func TestForeignBlocksPastMaxPending(t *testing.T) {
+	ms := group(t, 2, func(c *Config) { c.MaxPending = 4 })
+	a, b := ms[0], ms[1]
+	var ran sync.Map
+	var bad atomic.Int64
+	for pos := int64(1); pos <= 4; pos++ {
+		a.Advance(pos, true)
+		b.Foreign(0, pos, &releaser{pos: pos, ran: &ran, done: make(chan struct{}), bad: &bad})
+	}
+	a.Advance(5, true)
+	fifth := make(chan bool)
+	go func() { fifth <- b.Foreign(0, 5, &releaser{pos: 5, ran: &ran, done: make(chan struct{}), bad: &bad}) }()
+	select {
+	case <-fifth:
+		t.Fatal("a fifth commit was held past MaxPending 4")
+	case <-time.After(200 * time.Millisecond):
+	}
+	ran.Store(int64(1), true)
+	a.Ran(1)
+	select {
+	case ok := <-fifth:
+		if !ok {
+			t.Error("Foreign returned false")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Foreign still blocked after a commit was released")
+	}
+	if st := b.Stats(); st.MaxPending != 4 || st.FullWaits == 0 {
+		t.Errorf("stats %+v: want at most 4 held, and a wait", st)
+	}
+}
+
+func TestFailedShardIsLost(t *testing.T) {
+	ms := group(t, 2, func(c *Config) { c.Poll = 20 * time.Millisecond })
+	a, b := ms[0], ms[1]
+	var ran sync.Map
+	var bad atomic.Int64
+	a.Advance(1, true)
+	r := &releaser{pos: 1, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 1, r)
+	if why := b.Peer(0).SyncGiveUp(); why != "" {
+		t.Fatalf("a live shard gives %q", why)
+	}
+	if err := a.Finish(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the failed shard's commit was not released")
+	}
+	if why := b.Peer(0).SyncGiveUp(); why != ReasonShardLost {
+		t.Errorf("give-up reason %q, want %q", why, ReasonShardLost)
+	}
+	if st := b.Stats(); st.ReleasedLost != 1 || len(st.Lost) != 1 || st.Lost[0] != 0 {
+		t.Errorf("stats %+v: want shard 0 lost with 1 commit", st)
+	}
+}
+
+func TestKilledShardIsLost(t *testing.T) {
+	run := newRun(t)
+	d := dsn(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "COORD_TEST_CHILD=1", "COORD_TEST_SHARD=0", "COORD_TEST_SHARDS=2",
+		"COORD_TEST_DSN="+d, "COORD_TEST_RUN="+run)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	b := join(t, Config{DSN: d, Run: run, Shard: 1, Shards: 2, Lead: 100 * time.Millisecond, Poll: 50 * time.Millisecond})
+	if _, err := b.Barrier(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("child: %q", line)
+	}
+	var ran sync.Map
+	var bad atomic.Int64
+	r := &releaser{pos: 50, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 50, r)
+	select {
+	case <-r.done:
+		t.Fatal("a commit of a live shard that never ran was released")
+	case <-time.After(300 * time.Millisecond):
+	}
+	killed := time.Now()
+	cmd.Process.Kill()
+	select {
+	case <-r.done:
+	case <-time.After(DefaultLostAfter + 5*time.Second):
+		t.Fatalf("the killed shard's commit was not released (stats %+v)", b.Stats())
+	}
+	took := time.Since(killed)
+	if why := b.Peer(0).SyncGiveUp(); why != ReasonShardLost {
+		t.Errorf("give-up reason %q, want %q", why, ReasonShardLost)
+	}
+	if took > DefaultLostAfter+time.Second {
+		t.Errorf("the loss took %v to see", took)
+	}
+	t.Logf("killed shard seen lost after %v", took.Round(time.Millisecond))
+	// Commits registered after the loss are released at once.
+	r2 := &releaser{pos: 60, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 60, r2)
+	select {
+	case <-r2.done:
+	default:
+		t.Error("a lost shard's later commit was held")
+	}
+}
+
+func TestPayloadRoundTrip(t *testing.T) {
+	done := make([]int64, 3000)
+	for i := range done {
+		done[i] = int64(1_000_000 + 7*i)
+	}
+	ps := progressPayloads(3, 999_999, done)
+	if len(ps) < 2 {
+		t.Fatalf("3000 positions fit in %d payload", len(ps))
+	}
+	var got []int64
+	for _, p := range ps {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes", len(p))
+		}
+		k, low, d, ok := parseProgress(p)
+		if !ok || k != 3 || low != 999_999 {
+			t.Fatalf("parse %q: %d %d %v", p[:40], k, low, ok)
+		}
+		got = append(got, d...)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(done) {
+		t.Error("positions differ after the round trip")
+	}
+	for _, bad := range []string{"joined", "start", "p", "p x 1", "p 1 y", "p 1 5 -3", "p -1 5"} {
+		if _, _, _, ok := parseProgress(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzParseProgress(f *testing.F) {
+	f.Add("p 0 10 0 a zz")
+	f.Add("joined")
+	f.Fuzz(func(t *testing.T, s string) {
+		k, low, done, ok := parseProgress(s)
+		if !ok {
+			return
+		}
+		for _, d := range done {
+			if d < low {
+				t.Fatalf("position %d before low %d", d, low)
+			}
+		}
+		if k < 0 {
+			t.Fatal("negative shard")
+		}
+	})
+}
+
+func TestBarrierFailsWhenAShardLeaves(t *testing.T) {
+	run := newRun(t)
+	a := join(t, Config{DSN: dsn(t), Run: run, Shard: 0, Shards: 3})
+	b := join(t, Config{DSN: dsn(t), Run: run, Shard: 1, Shards: 3})
+	if err := a.Finish(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Barrier(context.Background(), 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "shard 0 left before the start") {
+		t.Errorf("barrier: %v, want shard 0 named as gone", err)
+	}
+}
+
+func TestRanBeforeAdvanceIsKept(t *testing.T) {
+	ms := group(t, 2, nil)
+	a, b := ms[0], ms[1]
+	var ran sync.Map
+	var bad atomic.Int64
+	r := &releaser{pos: 7, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 7, r)
+	// The session ran the commit before the reader registered it.
+	ran.Store(int64(7), true)
+	a.Ran(7)
+	a.Advance(7, true)
+	a.Advance(8, false)
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit run before Advance registered it was never released")
+	}
+	if low, _, _ := a.progress(); low != 9 {
+		t.Errorf("low watermark %d after everything ran up to 8, want 9", low)
+	}
+}
