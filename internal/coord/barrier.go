@@ -31,7 +31,7 @@ func (m *Member) Barrier(ctx context.Context, timeout time.Duration) (time.Time,
 			if clk, err := measureClock(ctx, m.work, 8); err == nil && clk.RTT <= m.clock.RTT*2 {
 				m.clock = clk
 			}
-			m.start = m.clock.Local(*startAt)
+			m.start, m.startServer = m.clock.Local(*startAt), *startAt
 			m.begin()
 			return m.start, nil
 		}
