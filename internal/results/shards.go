@@ -122,3 +122,47 @@ func mergeShardRuns(x, y []ShardRun) []ShardRun {
 	slices.SortStableFunc(out, func(a, b ShardRun) int { return cmp.Compare(a.Shard, b.Shard) })
 	return out
 }
+
+// ShardFailure is a shard of a merge that did not replay its whole part.
+type ShardFailure struct {
+	Shard int
+	// Missing: no result of it was merged; LostBy lists the shards that
+	// saw it lost during the run (it failed or was killed).
+	Missing bool
+	LostBy  []int
+	// Incomplete are the reasons its own result gave.
+	Incomplete []IncompleteReason
+}
+
+// ShardFailures lists the shards of r's split input that are missing
+// from r or failed, in shard order; nil for a whole input or one whose
+// every shard finished.
+func (r *Result) ShardFailures() []ShardFailure {
+	p := r.Part
+	if !p.Sharded() {
+		return nil
+	}
+	lostBy := map[int][]int{}
+	if r.Replay != nil {
+		for _, s := range r.Shards {
+			for _, k := range s.LostShards {
+				lostBy[k] = append(lostBy[k], s.Shard)
+			}
+		}
+	}
+	var out []ShardFailure
+	for k := range p.Of {
+		f := ShardFailure{Shard: k, Missing: !slices.Contains(p.Shards, k), LostBy: lostBy[k]}
+		if r.Replay != nil {
+			for _, s := range r.Shards {
+				if s.Shard == k {
+					f.Incomplete = s.Incomplete
+				}
+			}
+		}
+		if f.Missing || len(f.LostBy) > 0 || len(f.Incomplete) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
