@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -55,6 +56,7 @@ type replayFlags struct {
 	maxLag           time.Duration
 	connectTimeout   time.Duration
 	ioTimeout        time.Duration
+	shards           shardFlags
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -129,7 +131,7 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + exitCodeHelp,
+` + shardsHelp + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplayCmd(cmd.Context(), stdio, f, args)
@@ -167,6 +169,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
 	addObserveFlags(fl, &f.observe)
+	addShardFlags(fl, &f.shards)
 	return cmd
 }
 
@@ -180,7 +183,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		return err
 	}
 	if f.metricsAddr != "" {
-		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr)
+		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr, metricLabels(&cfg))
 		if err != nil {
 			return err
 		}
@@ -239,6 +242,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
 		Describe: nothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
+	}
+	if err := f.shards.apply(&cfg); err != nil {
+		return cfg, err
 	}
 	if f.observe.enabled && !f.dryRun {
 		oo, err := f.observe.options()
@@ -510,8 +516,8 @@ func targetLogError(err error) error {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
-	m, bound, stop, err := promsink.Serve(addr)
+func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replay.SampleSink, func(), error) {
+	m, bound, stop, err := promsink.ServeLabeled(addr, labels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}
