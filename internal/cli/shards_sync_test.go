@@ -261,6 +261,21 @@ func TestShardsDependentWorkload(t *testing.T) {
 				t.Errorf("sync %+v", s)
 			}
 			t.Logf("speed %s: %s", speed, syncSummary(m))
+			if speed != "1" {
+				return
+			}
+			// The merged lag against one process's on the same log and
+			// an identical target: within 2x (and 2 ms, below which a
+			// shared 2-core machine's scheduling decides).
+			freshShop(t, target)
+			code, out, one := runReplay(t, "--target", target.DSN("postgres"), "--speed", "1", "--sync", "object", "--findings=false", log)
+			if code != ExitOK || one == nil || one.Lag == nil || m.Lag == nil {
+				t.Fatalf("single replay exited %d:\n%s", code, out)
+			}
+			t.Logf("lag p99: single process %.2f ms, 3 shards merged %.2f ms", one.Lag.P99, m.Lag.P99)
+			if m.Lag.P99 > max(2*one.Lag.P99, one.Lag.P99+2) {
+				t.Errorf("merged lag p99 %.2f ms, more than twice the single process's %.2f ms", m.Lag.P99, one.Lag.P99)
+			}
 		})
 	}
 }
