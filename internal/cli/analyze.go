@@ -59,7 +59,7 @@ statement, its logged duration divided equally among them.
 
 Ctrl-C stops reading; what was read so far is still summarized, marked as
 partial, and the exit code is 1.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyzeCmd(cmd.Context(), stdio, f, args)

@@ -37,7 +37,7 @@ $1, $2... (as pg_stat_statements shows them), unless --show-params is given:
 they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 The plans the server logged (auto_explain) are shown by their format, with
 their text, which holds the statement's constants, only with --show-params.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxSkipped < 0 || maxSkipped > 100 {

@@ -63,7 +63,7 @@ count: --server-cpus, or this machine's when --dsn points to a local server.
 
 The findings go to standard output; --json writes them as JSON ("-" for
 standard output, the text then goes to standard error), --html as a page.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFindings(cmd.Context(), stdio, f, args)

@@ -125,7 +125,7 @@ It only reads. It warns about what the server hides: pg_stat_statements not
 installed, pg_stat_statements.track_planning off (planning time invisible),
 a role without pg_read_all_stats. The summary goes to standard output;
 --json writes the evidence ("-" for standard output), --html a page.
-` + exitCodeHelp,
+` + exitHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runObserve(cmd.Context(), stdio, f)

@@ -129,7 +129,7 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + exitCodeHelp,
+` + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplayCmd(cmd.Context(), stdio, f, args)

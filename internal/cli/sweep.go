@@ -104,7 +104,7 @@ failures, not retried. For example:
 It needs pgbench (and for throwaway clusters initdb, pg_ctl and postgres):
 set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSweepCmd(cmd.Context(), stdio, cmd, f)
