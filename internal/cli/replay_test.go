@@ -233,8 +233,9 @@ func TestReplayRightTarget(t *testing.T) {
 		t.Errorf("exit %d, want %d with a pre-flight message naming gone_db and no result:\n%s", code, ExitFailure, out)
 	}
 	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--skip-preflight", log)
-	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") {
-		t.Errorf("exit %d, want %d with a message naming gone_db:\n%s", code, ExitFailure, out)
+	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") ||
+		!strings.Contains(out, "--database-map gone_db=DB") || strings.Contains(out, "--user-map") {
+		t.Errorf("exit %d, want %d with a message naming gone_db and advice for a missing database only:\n%s", code, ExitFailure, out)
 	}
 	if res == nil || res.Sessions.ConnectFailed != 1 || res.Statements.Skipped[replay.SkipConnectFailed] != 2 {
 		t.Errorf("result %+v", res)
