@@ -132,6 +132,11 @@ stops early, exit 5, naming the silent connection.
 ` + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A dry run measures the log, not a pace: it runs unpaced
+			// unless --speed asks for the schedule's timing.
+			if f.dryRun && !cmd.Flags().Changed("speed") {
+				f.speed = 0
+			}
 			return runReplayCmd(cmd.Context(), stdio, f, args)
 		},
 	}
@@ -147,7 +152,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
 	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
 	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would run")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
 	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")

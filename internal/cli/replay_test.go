@@ -253,6 +253,16 @@ func TestReplayRightTarget(t *testing.T) {
 	if code != ExitOK || res == nil || !res.DryRun || res.Statements.Executed != 3 {
 		t.Errorf("dry run: exit %d, result %+v:\n%s", code, res, out)
 	}
+	// It does not wait out the log's pace unless --speed asks.
+	for _, tc := range []struct {
+		args  []string
+		speed float64
+	}{{nil, 0}, {[]string{"--speed", "2"}, 2}} {
+		code, out, res = runReplay(t, append(append([]string{"--dry-run", "--prefix", replayTestPrefix}, tc.args...), log)...)
+		if code != ExitOK || res == nil || res.Speed != tc.speed {
+			t.Errorf("dry run %v: exit %d, speed %v, want %v:\n%s", tc.args, code, res.Speed, tc.speed, out)
+		}
+	}
 }
 
 func queryLines(t *testing.T, c *pgcluster.Cluster, db, sql string) []string {
