@@ -70,7 +70,7 @@ standard output, the text then goes to standard error), --html as a page.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dsn, "dsn", "", "connection string of the server the workload ran on (read-only use)")
+	dsnVar(fl, &f.dsn, "dsn", "connection string of the server the workload ran on (read-only use)")
 	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the server, for hot-queryid (default: detected for a local server)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the findings as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write the findings as one self-contained HTML `FILE`")

@@ -132,7 +132,7 @@ a role without pg_read_all_stats. The summary goes to standard output;
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "connection string or URI of the server to observe (required)")
+	dsnVar(fl, &f.target, "target", "connection string or URI of the server to observe (required)")
 	fl.DurationVar(&f.duration, "duration", 0, "how long to observe (0: until Ctrl-C)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the evidence as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write the evidence as one self-contained HTML `FILE`")

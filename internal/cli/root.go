@@ -140,6 +140,8 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 		Long:          "pgrehearse reads production traffic from PostgreSQL server logs, replays it against a\ntarget server and reports what got slower.\n" + exitCodeHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Connection strings are checked before any work (dsnVar).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return checkDSNFlags(cmd) },
 	}
 	root.SetIn(stdio.Stdin)
 	root.SetOut(stdio.Stdout)

@@ -111,7 +111,7 @@ set PG_BIN to their directory, or install them with
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "connection string of the server to sweep (default: throwaway clusters)")
+	dsnVar(fl, &f.target, "target", "connection string of the server to sweep (default: throwaway clusters)")
 	fl.StringVarP(&f.builtin, "builtin", "b", "", "built-in pgbench script: select-only, tpcb-like or simple-update (default select-only)")
 	fl.StringVarP(&f.script, "file", "f", "", "pgbench script file to run instead of a built-in one")
 	fl.StringVarP(&f.mode, "protocol", "M", "simple", "query mode: simple, extended or prepared")

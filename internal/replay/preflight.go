@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -187,7 +188,7 @@ func (r *Replayer) check(ctx context.Context, l Login, timeout time.Duration) Ch
 	defer func() { c.Took = time.Since(start) }()
 	cfg, err := r.config(l.User, l.Database)
 	if err != nil {
-		c.Problem, c.Message = ProblemConfig, redactDSN(err.Error())
+		c.Problem, c.Message = ProblemConfig, connstr.SafeError(err).Error()
 		return c
 	}
 	// Named as the tool's own: an analysis of the target's log leaves
@@ -236,7 +237,7 @@ func classifyConnect(err error) (Problem, string, string) {
 	if errors.As(err, &pgErr) {
 		return ProblemOf(pgErr.Code, pgErr.Message), pgErr.Code, pgErr.Message
 	}
-	msg := redactDSN(err.Error())
+	msg := connstr.SafeError(err).Error()
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
@@ -248,43 +249,6 @@ func classifyConnect(err error) (Problem, string, string) {
 		return ProblemAuth, "", msg
 	}
 	return ProblemRefused, "", msg
-}
-
-// redactDSN drops a password from a message that quotes a connection
-// string (pgconn's parse errors do).
-func redactDSN(msg string) string {
-	i := strings.Index(msg, "password=")
-	for i >= 0 {
-		j := i + len("password=")
-		k := j
-		if k < len(msg) && msg[k] == '\'' {
-			k++
-			for k < len(msg) && msg[k] != '\'' {
-				k++
-			}
-			k++
-		} else {
-			for k < len(msg) && msg[k] != ' ' && msg[k] != '&' {
-				k++
-			}
-		}
-		msg = msg[:j] + "xxxxx" + msg[min(k, len(msg)):]
-		next := strings.Index(msg[j+5:], "password=")
-		if next < 0 {
-			break
-		}
-		i = j + 5 + next
-	}
-	// A URI's user:password@host.
-	if s := strings.Index(msg, "://"); s >= 0 {
-		if at := strings.Index(msg[s+3:], "@"); at >= 0 {
-			cred := msg[s+3 : s+3+at]
-			if c := strings.Index(cred, ":"); c >= 0 {
-				msg = msg[:s+3+c+1] + "xxxxx" + msg[s+3+at:]
-			}
-		}
-	}
-	return msg
 }
 
 // startsWithCreate reports whether sql's first word is CREATE, in any
