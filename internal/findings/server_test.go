@@ -136,7 +136,7 @@ func analyzeSegment(t *testing.T, seg []byte, db string) (*Workload, *Observed) 
 		t.Fatal(err)
 	}
 	obs := NewEventSampler(nil)
-	res, err := analyze.Analyze(context.Background(), []analyze.Source{&segSource{r: rd, db: db, obs: obs}}, analyze.Options{})
+	res, err := analyze.Analyze(context.Background(), []event.Source{&segSource{r: rd, db: db, obs: obs}}, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +164,13 @@ func (s *segSource) Next() (*event.Event, error) {
 	}
 }
 
-func (s *segSource) LineCounts() results.LineCounts {
+func (s *segSource) SourceCounts() results.SourceCounts {
 	c := s.r.Counters()
-	return results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: maps.Clone(c.Skipped)}
+	l := results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: map[results.LineSkip]int64{}}
+	for k, v := range c.Skipped {
+		l.Skipped[results.LineSkip(k)] = v
+	}
+	return results.SourceCounts{Lines: &l}
 }
 
 // evaluate evaluates the findings of a workload on database db, with the

@@ -17,13 +17,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 // The tests here rehearse a real captured log with the replay engine on
@@ -255,24 +257,25 @@ func replayAt(logPath, prefix string, speed float64, before func(Round, Target))
 		if before != nil {
 			before(round, tg)
 		}
-		rd, err := logread.Open(logPath, logread.Options{Prefix: prefix})
-		if err != nil {
-			return nil, err
+		cfg := replayrun.Config{
+			Paths:         []string{logPath},
+			Source:        source.Options{Log: logread.Options{Prefix: prefix}},
+			Replay:        replay.Options{Target: tg.DSN, Speed: speed, DatabaseMap: round.DatabaseMap, MaxLost: 0.001},
+			SkipPreflight: true,
+			MaxSkipped:    0.1,
+			MaxErrorRate:  100,
 		}
-		defer rd.Close()
-		r, err := replay.New(replay.Options{Target: tg.DSN, Speed: speed, DatabaseMap: round.DatabaseMap, MaxLost: 0.001})
-		if err != nil {
-			return nil, err
-		}
-		var tl *targetlog.Files
 		if len(round.Logs) > 0 {
-			tl = targetlog.Note(round.Logs, prefix)
+			cfg.TargetLogs, cfg.TargetLogPrefix = round.Logs, prefix
 		}
-		res, err := r.Run(ctx, ctx, []replay.Source{rd})
-		if err != nil || res.Partial || tl == nil {
-			return res, err
+		o, err := replayrun.Run(ctx, cfg)
+		if err != nil {
+			return nil, err
 		}
-		return res, tl.ServerSide(ctx, r, tg.DSN, res)
+		if o.TargetLogErr != nil {
+			return o.Result, o.TargetLogErr
+		}
+		return o.Result, nil
 	}
 }
 
@@ -353,7 +356,7 @@ func TestTemplateRounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := replay.New(replay.Options{Target: ctl.DSN("postgres")})
-	scan, err := r.Scan(context.Background(), []replay.Source{rd}, 0)
+	scan, err := r.Scan(context.Background(), []event.Source{rd}, 0)
 	rd.Close()
 	if err != nil {
 		t.Fatal(err)
