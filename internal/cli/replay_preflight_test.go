@@ -85,7 +85,6 @@ func TestPreflight(t *testing.T) {
 			[]string{`user "ghost", database "shop": role does not exist`, "CREATE ROLE ghost LOGIN", "--user-map ghost=ROLE"}, nil, nil},
 		{"missing database", socket, minuteLog(t, dir, "nowhere.log", [2]string{"app", "nowhere"}),
 			[]string{`user "app", database "nowhere": database does not exist`, "--database-map nowhere=DB"}, nil, nil},
-		{"bad DSN", "host=/tmp port=notaport", good, []string{"bad connection string", "fix --target"}, nil, nil},
 		// The advice follows the SQLSTATE class, and the run's options.
 		{"no privilege", socket, minuteLog(t, dir, "outsider.log", [2]string{"outsider", "shop"}),
 			[]string{`user "outsider", database "shop": not allowed to connect`, "SQLSTATE 42501", "GRANT CONNECT ON DATABASE shop TO outsider"},
@@ -128,6 +127,15 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 
+	// A target that does not parse is a usage error, found before the
+	// pre-flight (cli/dsn.go).
+	t.Run("bad DSN", func(t *testing.T) {
+		code, _, stderr := runCLI(ctx, "", "replay", "--target", "host=/tmp port=notaport", "--prefix", testPrefix, good)
+		if code != ExitUsage || !strings.Contains(stderr, "--target: cannot parse the keyword/value connection string (host, port)") ||
+			strings.Contains(stderr, "PRE-FLIGHT") {
+			t.Errorf("exit %d, want %d naming --target before any pre-flight:\n%s", code, ExitUsage, stderr)
+		}
+	})
 	t.Run("every login accepted", func(t *testing.T) {
 		short := minuteLog(t, dir, "short.log", [2]string{"app", "shop"})
 		code, _, stderr := runCLI(ctx, "", "replay", "--target", tcp(c.Port(), "right-password"), "--prefix", testPrefix,
