@@ -41,7 +41,7 @@ spread of their clocks, and names a shard whose replayer was the bottleneck
 (its CPU saturated while it fell behind its schedule).
 Two results of the same input that are not shards are refused: every statement
 would count twice.
-` + exitCodeHelp,
+` + exitHelp(exitDocMergeIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputs("--json", jsonPath); err != nil {
