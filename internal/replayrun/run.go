@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if files := set.Timeless(); len(files) > 0 {
 		return nil, &TimelessError{Files: files}
 	}
-	if err := sh.join(ctx, &cfg, set); err != nil {
+	if err := sh.checkPlan(set); err != nil {
 		return nil, err
 	}
 	r, err := replay.New(cfg.Replay)
@@ -151,6 +151,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		if cfg.OnPreflight != nil {
 			cfg.OnPreflight(pf)
 		}
+	}
+	// Joined once ready (the pre-flight passed): the rendezvous fixes
+	// the start when every shard is.
+	if err := sh.join(ctx, &cfg, set); err != nil {
+		return nil, err
 	}
 	if err := sh.barrier(ctx, r); err != nil {
 		sh.fail()
