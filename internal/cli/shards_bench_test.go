@@ -154,7 +154,6 @@ func BenchmarkShardsManySessions(b *testing.B) {
 	}
 }
 
-
 // BenchmarkShardsLag compares the schedule lag of 3 shards merged with
 // one process's, at speed 1, on the orders workload (the producers and
 // consumers in different shards, synchronized across them) against an

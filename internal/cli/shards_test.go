@@ -42,11 +42,13 @@ type shardProc struct {
 	json string
 	done chan struct{}
 	code int
+	// rss is the most memory the process held, once it ended.
+	rss int64
 }
 
 // startShard starts shard k as the Indexed Job's pod k would run it:
 // JOB_COMPLETION_INDEX=k and the same arguments for every shard.
-func startShard(t *testing.T, k int, dir string, args ...string) *shardProc {
+func startShard(t testing.TB, k int, dir string, args ...string) *shardProc {
 	t.Helper()
 	p := &shardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], append([]string{"replay", "--json", p.json}, args...)...)
@@ -59,6 +61,9 @@ func startShard(t *testing.T, k int, dir string, args ...string) *shardProc {
 		defer close(p.done)
 		err := p.cmd.Wait()
 		p.code = p.cmd.ProcessState.ExitCode()
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			p.rss = ru.Maxrss * 1024
+		}
 		if err != nil && p.code == 0 {
 			p.code = -1
 		}
@@ -74,7 +79,7 @@ func startShard(t *testing.T, k int, dir string, args ...string) *shardProc {
 	return p
 }
 
-func (p *shardProc) wait(t *testing.T, d time.Duration) {
+func (p *shardProc) wait(t testing.TB, d time.Duration) {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -90,7 +95,7 @@ func (p *shardProc) wait(t *testing.T, d time.Duration) {
 var shardWait = 5 * time.Minute
 
 // runShards starts n shards with the same arguments and waits for them.
-func runShards(t *testing.T, n int, dir string, args ...string) []*shardProc {
+func runShards(t testing.TB, n int, dir string, args ...string) []*shardProc {
 	t.Helper()
 	ps := make([]*shardProc, n)
 	for k := range n {
@@ -104,7 +109,7 @@ func runShards(t *testing.T, n int, dir string, args ...string) []*shardProc {
 
 // runCLI runs a command in this process and returns its exit code and
 // output.
-func runCmd(t *testing.T, args ...string) (int, string) {
+func runCmd(t testing.TB, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -113,7 +118,7 @@ func runCmd(t *testing.T, args ...string) (int, string) {
 	return code, out.String()
 }
 
-func readShardResult(t *testing.T, path string) *results.Result {
+func readShardResult(t testing.TB, path string) *results.Result {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -127,7 +132,7 @@ func readShardResult(t *testing.T, path string) *results.Result {
 }
 
 // mergeShards merges the shards' results with pgrehearse merge.
-func mergeShards(t *testing.T, dir string, ps []*shardProc) (int, string, *results.Result) {
+func mergeShards(t testing.TB, dir string, ps []*shardProc) (int, string, *results.Result) {
 	t.Helper()
 	out := filepath.Join(dir, "merged.json")
 	args := []string{"merge", "--json", out}
@@ -155,7 +160,7 @@ func perQuery(res *results.Result) map[string][2]int64 {
 
 // captureMixed runs the mixed workload on a cluster that logs every
 // statement and returns the log.
-func captureMixed(t *testing.T, d time.Duration) string {
+func captureMixed(t testing.TB, d time.Duration) string {
 	t.Helper()
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
@@ -172,7 +177,7 @@ func captureMixed(t *testing.T, d time.Duration) string {
 	return files[0]
 }
 
-func pgssTarget(t *testing.T) *pgcluster.Cluster {
+func pgssTarget(t testing.TB) *pgcluster.Cluster {
 	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
