@@ -186,7 +186,7 @@ func freshShop(t testing.TB, c *pgcluster.Cluster) {
 }
 
 // forcedPlan plans the log into 3 shards with the producers in shards 0
-// and 1 and the consumers in shard 2: every shipment waits for a commit
+// and 1 (by their number's parity) and the consumers in shard 2: every shipment waits for a commit
 // of another shard.
 func forcedPlan(t testing.TB, dir, log string, apps map[string]string) string {
 	t.Helper()
@@ -196,6 +196,7 @@ func forcedPlan(t testing.TB, dir, log string, apps map[string]string) string {
 		k := 2
 		if strings.HasPrefix(app, "producer-") {
 			k, _ = strconv.Atoi(strings.TrimPrefix(app, "producer-"))
+			k %= 2
 		}
 		args = append(args, "--force", fmt.Sprintf("%s=%d", sid, k))
 	}
