@@ -153,18 +153,28 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	if err != nil {
 		return err
 	}
+	// The targets and every round's replay are checked before anything
+	// is written or touched.
+	clusters, err := attachClusters(&f)
+	if err != nil {
+		return err
+	}
+	rf := f.replayFlags
+	rf.target = f.control
+	cfg, err := replayConfig(stdio, rf, paths)
+	if err != nil {
+		return err
+	}
 	if f.out == "" {
 		f.out = "pgrehearse-rehearsal-" + time.Now().UTC().Format("20060102T150405Z")
 	}
-	// Everything the rehearsal writes must have somewhere to go before a
-	// target is touched.
 	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}
 	if err := rehearse.CheckDir(f.out, false); err != nil {
 		return fmt.Errorf("--out: %w; nothing was done", err)
 	}
-	r, err := setUpRehearsal(ctx, stdio, f, paths)
+	r, err := setUpRehearsal(ctx, stdio, f, cfg, clusters)
 	if err != nil {
 		return err
 	}
@@ -239,45 +249,59 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) ([]compare.Rule, error) {
 		jsonPath: f.jsonPath, htmlPath: f.htmlPath}, true)
 }
 
-// setUpRehearsal builds the rehearsal: the replay of every round and
-// each target's reset.
-func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, paths []string) (*rehearseRun, error) {
+// attachClusters finds the throwaway clusters of --reset datadir, whose
+// DSNs stand for --control and --candidate when those are not given.
+func attachClusters(f *rehearseFlags) (map[rehearse.Side]*pgcluster.Cluster, error) {
+	if f.resetCmd != "" || f.resetMode != string(reset.ModeDataDir) {
+		return nil, nil
+	}
+	out := map[rehearse.Side]*pgcluster.Cluster{}
+	for side, dir := range map[rehearse.Side]string{rehearse.Control: f.controlCluster, rehearse.Candidate: f.candidateCluster} {
+		c, err := pgcluster.Attach(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--%s-cluster: %w", side, err)
+		}
+		out[side] = c
+	}
+	if f.control == "" {
+		f.control = out[rehearse.Control].DSN("postgres")
+	}
+	if f.candidate == "" {
+		f.candidate = out[rehearse.Candidate].DSN("postgres")
+	}
+	if f.control == f.candidate {
+		return nil, usageError("--control-cluster and --candidate-cluster are the same cluster")
+	}
+	return out, nil
+}
+
+// setUpRehearsal builds the rehearsal: the replay of every round (cfg,
+// the options shared) and each target's reset.
+func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayrun.Config, attached map[rehearse.Side]*pgcluster.Cluster) (*rehearseRun, error) {
 	r := &rehearseRun{stdio: stdio, f: f, notes: map[int][]string{}}
 	targets := map[rehearse.Side]*rehearse.Target{rehearse.Control: &r.cfg.Control, rehearse.Candidate: &r.cfg.Candidate}
 	dsn := map[rehearse.Side]string{rehearse.Control: f.control, rehearse.Candidate: f.candidate}
 	logs := map[rehearse.Side][]string{rehearse.Control: splitList(f.controlLogs), rehearse.Candidate: splitList(f.candidateLogs)}
-	clusters := map[rehearse.Side]string{rehearse.Control: f.controlCluster, rehearse.Candidate: f.candidateCluster}
 	mode, _ := reset.ParseMode(f.resetMode)
 	if f.resetCmd != "" {
 		mode = reset.ModeCommand
-	}
-
-	// A throwaway cluster names its own DSN.
-	attached := map[rehearse.Side]*pgcluster.Cluster{}
-	if mode == reset.ModeDataDir {
-		for side, dir := range clusters {
-			c, err := pgcluster.Attach(dir)
-			if err != nil {
-				return nil, fmt.Errorf("--%s-cluster: %w", side, err)
-			}
-			attached[side] = c
-			if dsn[side] == "" {
-				dsn[side] = c.DSN("postgres")
-			}
-		}
-	}
-
-	f.target = dsn[rehearse.Control]
-	cfg, err := replayConfig(stdio, f.replayFlags, paths)
-	if err != nil {
-		return nil, err
 	}
 	// Each side's error rate against the original is the comparison's
 	// to judge (errors rules), and the findings are the rehearsal's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
 	cfg.Replay.Cache = fingerprint.NewCache(0)
+	// Every round's replay warns alike (an observer that lacks
+	// pg_stat_statements): once is enough.
+	warned := map[string]bool{}
+	cfg.Warn = func(w string) {
+		if !warned[w] {
+			warned[w] = true
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w)
+		}
+	}
 	r.replay = cfg
 
+	var err error
 	var dbs []string
 	if mode == reset.ModeTemplate {
 		if dbs, err = r.scan(ctx); err != nil {
@@ -415,7 +439,7 @@ func rehearseProgress(w io.Writer) func(rehearse.Progress) {
 			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Side, rd.N,
 				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
 		case rehearse.PhaseDone:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: done after %v in all; %s\n", rd.Seq, rd.Of, rd.Side, rd.N,
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Side, rd.N,
 				p.Elapsed.Round(time.Second), left)
 		}
 	}
@@ -424,9 +448,9 @@ func rehearseProgress(w io.Writer) func(rehearse.Progress) {
 func orderText(order []rehearse.Side) string {
 	s := make([]string, len(order))
 	for i, side := range order {
-		s[i] = strings.ToUpper(string(side[:2]))
+		s[i] = string(side)
 	}
-	return strings.Join(s, " ")
+	return strings.Join(s, ", ")
 }
 
 // writeRounds lists the rounds: how each ended, what its replay did, and
@@ -602,4 +626,3 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 	}
 	return fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)
 }
-
