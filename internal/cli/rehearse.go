@@ -87,9 +87,13 @@ Every round is a replay as "pgrehearse replay" does it, with the same options
 (speed, synchronization, filters, maps, timeouts, evidence); with
 --control-log and --candidate-log (each target's own server log) every round
 reads its server-side durations, which is what the comparison should rest
-on. A round that replay would fail (a failed pre-flight, sessions that could
-not connect, a target log without durations, statements lost beyond
---max-lost, a degraded replay) stops the rehearsal with replay's exit code.
+on. replay's --target, --target-log, --max-error-rate, --dry-run and
+--metrics-addr are not rehearse's: each side has its own DSN and log, the
+comparison judges the candidate's errors against the control's (an errors
+rule of --fail-on), and a rehearsal is never dry. A round that replay
+would fail (a failed pre-flight, sessions that could not connect, a target
+log without durations, statements lost beyond --max-lost, a degraded
+replay) stops the rehearsal with replay's exit code.
 
 Each round's result goes to --out DIR as it ends (round-01-control.json ...),
 with the index of the rounds (rehearsal.json): "pgrehearse report --baseline
