@@ -417,6 +417,10 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why replayrun.Reason) bool {
 		return why == replayrun.ReasonErrorRate || why == replayrun.ReasonDiverged
 	})
+	if stop.First() == replayrun.ReasonTargetLog {
+		// replay's words name its --target-log; here each side has its own.
+		return o.Result, fmt.Errorf("--%s-log: %w", round.Side, o.TargetLogErr)
+	}
 	if err := replayExit(&stop, 100); err != nil {
 		return o.Result, err
 	}

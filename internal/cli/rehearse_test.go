@@ -372,3 +372,32 @@ func TestRehearseUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRehearseTargetLogUnread: a control log that never gets the
+// replay's statements stops the rehearsal after its first round, naming
+// the flag, with the round's result kept for audit.
+func TestRehearseTargetLogUnread(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	dir := t.TempDir()
+	silent := filepath.Join(dir, "silent.log")
+	if err := os.WriteFile(silent, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "rounds")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--control-log", silent, "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--out", out, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitFailure || !strings.Contains(stderr, "REHEARSAL STOPPED: round 1 (control): --control-log") {
+		t.Fatalf("exit %d, want %d naming --control-log", code, ExitFailure)
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Records) != 1 || back.Records[0].Status != rehearse.StatusFailed || back.Records[0].File == "" {
+		t.Errorf("index: %+v, want round 1 failed with its result kept", back.Records)
+	}
+}
