@@ -189,7 +189,9 @@ func TestRehearseTemplate(t *testing.T) {
 			t.Errorf("standard error lacks %q", want)
 		}
 	}
-	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "PASS"} {
+	// Two rounds a side do not measure the noise: whether the default
+	// floors let a wobble through is compare's to test, not this one's.
+	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "(no rule to fail on)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("standard output lacks %q", want)
 		}
