@@ -79,7 +79,9 @@ with pg_stat_statements: set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
 When run as root, the servers run as the "postgres" user. The demo exits 0
 when it ran, whatever the verdict, which it prints.
-` + exitCodeHelp,
+` + exitHelp(exitDoc{ExitNoInput, "the rehearsal found nothing to measure in production's log"},
+			exitDoc{ExitIncomplete, "the rehearsal was interrupted, or a round's replay was incomplete"},
+			exitDoc{ExitDiverged, "the candidate's rounds diverged from the control's"}),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.duration < time.Second {

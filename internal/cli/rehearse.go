@@ -110,15 +110,17 @@ under "rehearsal"), --html FILE as report's page with every round's evidence.
 The findings are the candidate's first round's, against the control's first.
 
 ` + rulesHelp + `
-` + exitCodeHelp,
+` + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
+			exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
+			exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"}),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRehearseCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.control, "control", "", "connection string or URI of the control target: production's setup as it is today")
-	fl.StringVar(&f.candidate, "candidate", "", "connection string or URI of the candidate target: the same with the change")
+	dsnVar(fl, &f.control, "control", "connection string or URI of the control target: production's setup as it is today")
+	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target: the same with the change")
 	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
@@ -134,7 +136,7 @@ The findings are the candidate's first round's, against the control's first.
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every round for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
-	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
 }
@@ -346,7 +348,7 @@ func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: reading the logs for the databases their sessions use (--reset template copies them)\n")
 	sc, err := replayrun.Scan(ctx, r.replay)
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start)
+		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
 	var dbs []string
 	for _, l := range sc.Logins {
@@ -394,7 +396,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	start := time.Now()
 	if round.N == 1 {
 		// Each target's logins are shown once.
-		cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(r.stdio.Stderr, pf, start) }
+		cfg.OnPreflight = func(pf *replayrun.Preflight) {
+			writePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
+		}
 	}
 	var stopLine func()
 	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
@@ -405,7 +409,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	}
 	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start)
+		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
 	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
 		return o.Result, nil
@@ -421,7 +425,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		// replay's words name its --target-log; here each side has its own.
 		return o.Result, fmt.Errorf("--%s-log: %w", round.Side, o.TargetLogErr)
 	}
-	if err := replayExit(&stop, 100); err != nil {
+	if err := replayExit(&stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
 		return o.Result, err
 	}
 	if o.Has(replayrun.ReasonDiverged) {
