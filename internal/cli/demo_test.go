@@ -39,17 +39,20 @@ func runDemoTest(t *testing.T, change string) demoReport {
 	if code != ExitOK {
 		t.Fatalf("demo exit code %d, want 0\n%s", code, stderr.String())
 	}
-	for _, f := range []string{"baseline.json", "replay.json", "candidate.json", "report.json", "report.html"} {
+	for _, f := range []string{"rounds/rehearsal.json", "rounds/round-01-control.json", "rounds/round-06-candidate.json", "report.json", "report.html"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("demo did not write %s: %v", f, err)
 		}
 	}
-	for _, s := range []string{"demo: verdict: ", "demo: report: " + filepath.Join(dir, "report.html")} {
+	for _, s := range []string{"pgrehearse rehearse --reset datadir", "round 6 of 6: candidate 3: done", "demo: verdict: ", "demo: report: " + filepath.Join(dir, "report.html")} {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("demo output lacks %q:\n%s", s, stderr.String())
 		}
 	}
-	// The replay observed the candidate: its evidence is on the page.
+	if !strings.Contains(stdout.String(), "REHEARSAL: 3 rounds per side, reset datadir / datadir") {
+		t.Errorf("the rehearsal's rounds are not shown:\n%s", stdout.String())
+	}
+	// The replays observed the targets: their evidence is on the page.
 	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(html), "Wait events") {
 		t.Errorf("report.html lacks the replay's server-side evidence (wait events): %v", err)
 	}

@@ -358,19 +358,7 @@ func reportFindings(ctx context.Context, base, cand []reportRun) *findings.Repor
 // writeReportHTML writes the comparison's page with the findings and
 // every run's server-side evidence, --evidence's as the candidate's.
 func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, base, cand []reportRun) error {
-	opts := report.ComparisonOptions{Top: min(f.top, 12), Findings: frep, Hints: reportHints}
-	for side, runs := range [][]reportRun{base, cand} {
-		for i, run := range runs {
-			label := ""
-			if len(cand) > 0 {
-				label = [2]string{"baseline", "candidate"}[side]
-				if len(runs) > 1 {
-					label += fmt.Sprintf(" %d", i+1)
-				}
-			}
-			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
-		}
-	}
+	var extra []report.RunEvidence
 	// A candidate that is the analysis of the target's own log has no
 	// evidence; the replay that produced it does.
 	if f.evidence != "" {
@@ -382,10 +370,32 @@ func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep 
 		if err != nil || ev == nil {
 			return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
 		}
-		opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: "candidate", Evidence: ev})
+		extra = append(extra, report.RunEvidence{Label: "candidate", Evidence: ev})
 	}
+	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, rep, frep, base, cand, extra)
+}
+
+// writeComparisonHTML writes a comparison's page to path with the
+// findings and every run's server-side evidence, labelled by the sides'
+// names (and the run's number when a side has several), then extra.
+func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, rep *compare.Report, frep *findings.Report,
+	base, cand []reportRun, extra []report.RunEvidence) error {
+	opts := report.ComparisonOptions{Top: min(top, 12), Findings: frep, Hints: reportHints}
+	for side, runs := range [][]reportRun{base, cand} {
+		for i, run := range runs {
+			label := ""
+			if len(cand) > 0 {
+				label = names[side]
+				if len(runs) > 1 {
+					label += fmt.Sprintf(" %d", i+1)
+				}
+			}
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
+		}
+	}
+	opts.Evidence = append(opts.Evidence, extra...)
 	page := report.ComparisonPage(rep, opts)
-	if err := writeOutput(stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
+	if err := writeOutput(stdout, path, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil

@@ -69,9 +69,22 @@ type Part struct {
 	// empty for the stable hash.
 	Plan string `json:"plan,omitempty"`
 	// Round is the rehearsal round (1, 2, ...) this run was; 0 outside
-	// a rehearsal.
+	// a rehearsal. With Side, it is the side's round.
 	Round int `json:"round,omitempty"`
+	// Side is the target of a rehearsal round; empty outside one.
+	Side Side `json:"side,omitempty"`
 }
+
+// Side is one of a rehearsal's two targets.
+type Side string
+
+// Sides.
+const (
+	// SideControl is the target as production is today.
+	SideControl Side = "control"
+	// SideCandidate is the target with the change.
+	SideCandidate Side = "candidate"
+)
 
 // Sharded reports whether p covers some shards of a split input.
 func (p *Part) Sharded() bool { return p != nil && p.Of > 1 }
@@ -85,7 +98,8 @@ func (p *Part) Whole() bool {
 	return len(p.Shards) == p.Of
 }
 
-// String is "shard 2 of 4", "shards 0, 1 of 4", "round 3", or "whole".
+// String is "shard 2 of 4", "shards 0, 1 of 4", "round 3", "control round
+// 2", or "whole".
 func (p *Part) String() string {
 	var s string
 	switch {
@@ -97,6 +111,9 @@ func (p *Part) String() string {
 	if p != nil && p.Round > 0 {
 		if s != "" {
 			s += ", "
+		}
+		if p.Side != "" {
+			s += string(p.Side) + " "
 		}
 		s += fmt.Sprintf("round %d", p.Round)
 	}
