@@ -55,6 +55,7 @@ type replayFlags struct {
 	maxLag           time.Duration
 	connectTimeout   time.Duration
 	ioTimeout        time.Duration
+	keepSamples      bool
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -141,6 +142,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
 	addLogFlags(fl, &f.logFlags)
 	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
 	fl.StringVar(&f.end, "end", "", "replay events before this log time")
@@ -231,6 +233,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 	}
 	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
 		return cfg, err
+	}
+	if f.keepSamples {
+		opts.Samples = results.NewSampler(0)
 	}
 	cfg = replayrun.Config{
 		Paths: paths, Source: so, Selection: sel, Replay: opts, Grace: f.grace,
