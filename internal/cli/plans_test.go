@@ -312,9 +312,28 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 		})
 	}
 
+	// A replay knows its target: its findings explain there without
+	// being given a server.
+	code, _, stderr := runCLI(ctx, "", "replay", "--read-only", "--target", p.cand.DSN("postgres"), "--speed", "0", "--json", out("replay.json"), p.ctlLogs["none"])
+	if code != ExitOK {
+		t.Fatalf("replay: exit %d\n%s", code, stderr)
+	}
+	r := readPlansJSON(t, out("replay.json"))
+	if r.Findings.NotEvaluated == nil {
+		t.Error("the replay evaluated no findings")
+	}
+	for _, s := range r.Findings.NotEvaluated {
+		if s.ID == "missing-index" && strings.Contains(s.Reason, "no connection") {
+			t.Errorf("replay's missing-index not evaluated: %s", s.Reason)
+		}
+	}
+
 	// Flags that cannot work are refused before any work.
 	if code, _, stderr := runCLI(ctx, "", "report", out("base.json"), "--candidate-dsn", p.cand.DSN("postgres")); code != ExitUsage {
 		t.Errorf("--candidate-dsn with one result: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runCLI(ctx, "", "report", out("base.json"), out("cand.json"), "--control-dsn", "host='unclosed password=Secret-9"); code != ExitUsage || strings.Contains(stderr, "Secret-9") {
+		t.Errorf("a --control-dsn that does not parse: exit %d\n%s", code, stderr)
 	}
 }
 

@@ -144,7 +144,7 @@ stops early, exit 5, naming the silent connection.
 	fl := cmd.Flags()
 	dsnVar(fl, &f.target, "target", "connection string or URI of the target server (required unless --dry-run)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
-	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only; default: the target, in the database of most of the replay's logins)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)

@@ -113,6 +113,11 @@ comparison (schema: docs/report-json.md), to standard output with
 			if help, _ := fl.GetBool("help"); help {
 				return cmd.Help()
 			}
+			// The flags were parsed only now: their connection strings
+			// are checked here.
+			if err := checkDSNFlags(cmd); err != nil {
+				return err
+			}
 			base, cand, err := reportSides(f, fl.Args())
 			if err != nil {
 				return err

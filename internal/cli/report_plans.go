@@ -25,8 +25,8 @@ type planFlags struct {
 }
 
 func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
-	fl.StringVar(&f.controlDSN, "control-dsn", "", "explain the regressed queries on this server, the baseline's (read-only; without it, the baseline's plans come from its log when it had auto_explain)")
-	fl.StringVar(&f.candidateDSN, "candidate-dsn", "", "explain the regressed queries on this server, the candidate's (read-only), and give the findings its catalog")
+	dsnVar(fl, &f.controlDSN, "control-dsn", "explain the regressed queries on this server, the baseline's (read-only; without it, the baseline's plans come from its log when it had auto_explain)")
+	dsnVar(fl, &f.candidateDSN, "candidate-dsn", "explain the regressed queries on this server, the candidate's (read-only), and give the findings its catalog")
 	fl.IntVar(&f.top, "plans-top", compareplans.DefaultTop, "besides the regressed and diverged queries, explain this many queries by time added")
 	fl.BoolVar(&f.analyze, "explain-analyze", true, "run EXPLAIN (ANALYZE, BUFFERS) for plain SELECTs with kept values (read-only transaction, statement_timeout 10s), for per-node time and buffers")
 }
@@ -39,7 +39,8 @@ added, and says per query "plan changed" (the first nodes that differ) or
 index or statistic behind it (docs/plans-json.md). A query is explained with
 the parameter values of its slowest and its median execution when the
 results kept them (analyze or replay --keep-samples); otherwise with its
-generic plan, and the report says so. Without --control-dsn, the baseline's
+generic plan, and the report says so; each query runs in the database of
+its samples, else in the DSN's own. Without --control-dsn, the baseline's
 plans are those its log holds, when production ran auto_explain. Explain
 runs read-only, under statement_timeout and lock_timeout, and never runs a
 write; the plans are written without their constants. Queries that cannot

@@ -30,6 +30,9 @@ type Options struct {
 	// StatementTimeout bounds each statement explain sends (0: its
 	// default).
 	StatementTimeout time.Duration
+	// Database is where statements whose samples do not say run (a
+	// rehearsal's targets know the workload's); empty: each DSN's own.
+	Database string
 	// Progress, when set, is called after each statement.
 	Progress func(done, total int)
 }
@@ -143,6 +146,11 @@ func Slower(rep *compare.Report) map[string]bool {
 // makes problems of its statements.
 func Run(ctx context.Context, in Input, opts Options) (*Result, error) {
 	stmts := Statements(in, opts.Top)
+	for i := range stmts {
+		if stmts[i].Database == "" && len(stmts[i].Samples) == 0 {
+			stmts[i].Database = opts.Database
+		}
+	}
 	rep, err := explain.Run(ctx, stmts, explain.Options{
 		ControlDSN: opts.ControlDSN, CandidateDSN: opts.CandidateDSN, Analyze: opts.Analyze,
 		StatementTimeout: opts.StatementTimeout, Progress: opts.Progress,
