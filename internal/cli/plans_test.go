@@ -221,13 +221,17 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 	p := startPlansPair(t, false)
 	dir := t.TempDir()
 	out := func(name string) string { return filepath.Join(dir, name) }
-	for _, args := range [][]string{
+	for i, args := range [][]string{
 		{"analyze", "--keep-samples", "--json", out("base-samples.json"), p.ctlLogs["none"]},
 		{"analyze", "--json", out("base.json"), p.ctlLogs["none"]},
 		{"analyze", "--json", out("cand.json"), p.candLog},
 	} {
-		if code, _, stderr := runCLI(ctx, "", args...); code != ExitOK {
+		code, stdout, stderr := runCLI(ctx, "", args...)
+		if code != ExitOK {
 			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		if strings.Contains(stdout, "parameter values kept for") != (i == 0) {
+			t.Errorf("%v: the summary says wrongly whether values were kept:\n%s", args, stdout)
 		}
 	}
 	// Values are kept when asked, and only then.
@@ -351,8 +355,12 @@ func TestReportPlansFromAutoExplainLog(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
 			base := out("base-" + format + ".json")
-			if code, _, stderr := runCLI(ctx, "", "analyze", "--json", base, p.ctlLogs[format]); code != ExitOK {
+			code, stdout, stderr := runCLI(ctx, "", "analyze", "--json", base, p.ctlLogs[format])
+			if code != ExitOK {
 				t.Fatalf("analyze: exit %d\n%s", code, stderr)
+			}
+			if !strings.Contains(stdout, "plans       logged by auto_explain for ") {
+				t.Errorf("the summary does not say the log has plans:\n%s", stdout)
 			}
 			res, err := results.ReadFile(base)
 			if err != nil {
@@ -371,7 +379,7 @@ func TestReportPlansFromAutoExplainLog(t *testing.T) {
 			if strings.Contains(string(b), "@example.com") {
 				t.Error("the logged plans keep parameter values without --keep-samples")
 			}
-			code, stdout, stderr := runCLI(ctx, "", "report", base, out("cand.json"), "--candidate-dsn", p.cand.DSN("postgres"), "--json", out("rep-"+format+".json"))
+			code, stdout, stderr = runCLI(ctx, "", "report", base, out("cand.json"), "--candidate-dsn", p.cand.DSN("postgres"), "--json", out("rep-"+format+".json"))
 			if code != ExitOK && code != ExitRegression {
 				t.Fatalf("report: exit %d\n%s", code, stderr)
 			}
