@@ -22,11 +22,20 @@ type planFlags struct {
 	controlDSN, candidateDSN string
 	top                      int
 	analyze                  bool
+	// database is where queries whose samples do not say run: empty
+	// for report (each DSN's own), the workload's for rehearse.
+	database string
 }
 
 func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 	dsnVar(fl, &f.controlDSN, "control-dsn", "explain the regressed queries on this server, the baseline's (read-only; without it, the baseline's plans come from its log when it had auto_explain)")
 	dsnVar(fl, &f.candidateDSN, "candidate-dsn", "explain the regressed queries on this server, the candidate's (read-only), and give the findings its catalog")
+	addPlanOptionFlags(fl, f)
+}
+
+// addPlanOptionFlags registers how plans are explained, which report
+// and rehearse share.
+func addPlanOptionFlags(fl *pflag.FlagSet, f *planFlags) {
 	fl.IntVar(&f.top, "plans-top", compareplans.DefaultTop, "besides the regressed and diverged queries, explain this many queries by time added")
 	fl.BoolVar(&f.analyze, "explain-analyze", true, "run EXPLAIN (ANALYZE, BUFFERS) for plain SELECTs with kept values (read-only transaction, statement_timeout 10s), for per-node time and buffers")
 }
@@ -60,9 +69,9 @@ func reportPlans(ctx context.Context, stderr io.Writer, f planFlags, rep *compar
 	if !f.given() {
 		return nil, nil
 	}
-	fmt.Fprintf(stderr, "pgrehearse: explaining the regressed queries on the servers given\n")
+	fmt.Fprintf(stderr, "pgrehearse: explaining the regressed queries on both servers\n")
 	res, err := compareplans.Run(ctx, compareplans.Input{Report: rep, Baseline: resultsList(base), Candidate: resultsList(cand)},
-		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze})
+		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database})
 	if err != nil && errors.Is(err, context.Canceled) {
 		return res, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
 	}

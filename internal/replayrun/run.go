@@ -201,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		} else {
 			// The target, not asked for: when it does not take the
 			// findings' connection, they go without it and say so.
-			db := workloadDatabase(pf)
+			db := WorkloadDatabase(pf)
 			if o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.Replay.Target, db); o.FindingsErr != nil {
 				if cfg.Warn != nil {
 					cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
@@ -263,10 +263,10 @@ func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
 	}
 }
 
-// workloadDatabase is the database most of the logins the pre-flight
+// WorkloadDatabase is the database most of the logins the pre-flight
 // checked use (the first of them on a tie), empty without any: the
 // target DSN's own.
-func workloadDatabase(pf *Preflight) string {
+func WorkloadDatabase(pf *Preflight) string {
 	if pf == nil {
 		return ""
 	}
