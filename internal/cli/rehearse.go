@@ -577,7 +577,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		}
 	}
 	if f.htmlPath != "" && rep != nil {
-		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, base, cand, nil); err != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, nil, base, cand, nil); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)

@@ -55,6 +55,7 @@ type replayFlags struct {
 	maxLag           time.Duration
 	connectTimeout   time.Duration
 	ioTimeout        time.Duration
+	keepSamples      bool
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -143,7 +144,7 @@ stops early, exit 5, naming the silent connection.
 	fl := cmd.Flags()
 	dsnVar(fl, &f.target, "target", "connection string or URI of the target server (required unless --dry-run)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
-	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only; default: the target, in the database of most of the replay's logins)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
@@ -214,6 +215,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 	}
 	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
 		return cfg, err
+	}
+	if f.keepSamples {
+		opts.Samples = results.NewSampler(0)
 	}
 	cfg = replayrun.Config{
 		Paths: paths, Source: so, Selection: sel, Replay: opts, Grace: f.grace,

@@ -36,4 +36,5 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
 	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
 	addObserveFlags(fl, &f.observe)
+	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
 }

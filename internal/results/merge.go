@@ -113,6 +113,11 @@ func Merge(a, b *Result) (*Result, error) {
 	if m.Evidence == nil {
 		m.Evidence = b.Evidence
 	}
+	// Values kept on one side only are kept: the user asked for them
+	// there.
+	m.KeptSamples = a.KeptSamples || b.KeptSamples
+	m.Samples = mergeSamples(a.Samples, b.Samples)
+	m.LoggedPlans = mergeLoggedPlans(a.LoggedPlans, b.LoggedPlans)
 	if a.Replay != nil {
 		if m.Replay, err = mergeReplays(a, b, sharded); err != nil {
 			return nil, err
