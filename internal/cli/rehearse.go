@@ -12,7 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -44,6 +47,9 @@ type rehearseFlags struct {
 	top                              int
 	minCalls                         int64
 	minEffectMS                      float64
+	// explain is --plans; plans how, on the two targets.
+	explain bool
+	plans   planFlags
 }
 
 func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -107,7 +113,22 @@ never a pass, and the exit code is 5.
 The comparison goes to standard output (the rounds first, the verdict last),
 --json FILE writes it (report --json's schema with the rehearsal's index
 under "rehearsal"), --html FILE as report's page with every round's evidence.
-The findings are the candidate's first round's, against the control's first.
+The findings are the candidate's first round's, against the control's first,
+with the candidate's catalog (--findings-dsn, else the candidate target).
+
+After the rounds (--plans, on by default), rehearse explains on both targets
+the queries that regressed or diverged and the top --plans-top by time added,
+and says per query "plan changed" (the first nodes that differ) or "same
+plan, slower" (the nodes whose time or reads grew), with the setting, index
+or statistic behind it: one line each in the summary, "plans" in the JSON
+(docs/plans-json.md), both trees side by side on the page. The targets are
+the rehearsal's own, so it needs no other connection: explain runs
+read-only, under statement_timeout and lock_timeout, never runs a write, and
+writes the plans without their constants. With --keep-samples, the rounds
+keep each query's slowest and median executions with their parameter values
+(personal data) and the queries are explained with them (custom plans, and
+EXPLAIN ANALYZE of plain SELECTs unless --explain-analyze=false); without,
+generic plans, said so.
 
 ` + rulesHelp + `
 ` + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
@@ -137,6 +158,8 @@ The findings are the candidate's first round's, against the control's first.
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
+	addPlanOptionFlags(fl, &f.plans)
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
 }
@@ -152,6 +175,9 @@ type rehearseRun struct {
 	// notes are what each round's replay found that does not stop the
 	// rehearsal (a divergence from the original), by round.
 	notes map[int][]string
+	// database is the workload's database on the targets, as the first
+	// round's pre-flight found it: where the plans are explained.
+	database string
 }
 
 func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven bool, paths []string) error {
@@ -202,7 +228,6 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	}
 	writeRounds(summaryOut, out, r.notes)
 	rep, cmpErr := r.compare(ctx, summaryOut, out, rules)
-	// Later steps that explain the comparison (plans) go here, on rep.
 	switch {
 	case runErr != nil:
 		return rehearsalStopped(out, f.out, runErr)
@@ -389,6 +414,10 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	cfg.Replay.DatabaseMap = round.DatabaseMap
 	cfg.TargetLogs = round.Logs
 	cfg.Part = &results.Part{Round: round.N, Side: results.Side(round.Side)}
+	if cfg.Replay.Samples != nil {
+		// Each round keeps its own executions.
+		cfg.Replay.Samples = results.NewSampler(0)
+	}
 	if cfg.Observe != nil {
 		o := *cfg.Observe
 		cfg.Observe = &o
@@ -408,6 +437,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		}
 	}
 	o, err := replayrun.Run(ctx, cfg)
+	if err == nil && r.database == "" && o.Preflight != nil {
+		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
+	}
 	if err != nil {
 		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
@@ -537,6 +569,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 	f := r.f
 	var rep *compare.Report
 	var frep *findings.Report
+	var plans *compareplans.Result
 	var base, cand []reportRun
 	if len(out.Control) > 0 && len(out.Candidate) > 0 {
 		minMS := f.minEffectMS
@@ -555,8 +588,18 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			return nil, fmt.Errorf("write summary: %w", err)
 		}
 		base, cand = runsOf(out.Control), runsOf(out.Candidate)
+		if f.explain && !out.Interrupted {
+			pf := f.plans
+			pf.controlDSN, pf.candidateDSN, pf.database = f.control, f.candidate, r.database
+			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
+				return nil, err
+			}
+			if err := report.WritePlans(w, plans.Report, plans.Slower, planHints); err != nil {
+				return nil, fmt.Errorf("write plans: %w", err)
+			}
+		}
 		if f.findings {
-			frep = r.findings(ctx, base, cand)
+			frep = r.findings(ctx, base, cand, plans)
 			if frep != nil {
 				fmt.Fprintln(w)
 				if err := report.WriteFindings(w, frep, replayHints); err != nil {
@@ -569,6 +612,9 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 	}
 	if f.jsonPath != "" {
 		doc := rehearseOutput{Findings: frep, Rehearsal: out}
+		if plans != nil {
+			doc.Plans = plans.Report
+		}
 		if rep != nil {
 			doc.ComparisonJSON = report.ComparisonDocument(rep)
 		}
@@ -577,7 +623,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		}
 	}
 	if f.htmlPath != "" && rep != nil {
-		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, nil, base, cand, nil); err != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, plans, base, cand, nil); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)
@@ -591,20 +637,43 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 // findings are the candidate's first round's, against the control's
 // first (errors only on the candidate), with the candidate's catalog when
 // --findings-dsn names it.
-func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun) *findings.Report {
+func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) *findings.Report {
 	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload}
 	if in.Workload == nil {
 		return nil
 	}
-	if r.f.findingsDSN != "" {
-		closeConn, err := findings.Connect(ctx, r.f.findingsDSN, false, &in)
-		if err != nil {
-			fmt.Fprintf(r.stdio.Stderr, "pgrehearse: --findings-dsn: %v; the findings that need the catalog are left out\n", err)
-		} else {
-			defer closeConn()
+	// Without --findings-dsn, the candidate target in the workload's
+	// database, with the plans already made.
+	dsn, db := r.f.findingsDSN, ""
+	if dsn == "" {
+		dsn, db = r.f.candidate, r.database
+	}
+	closeConn, err := findings.ConnectTo(ctx, dsn, db, false, &in)
+	if err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", err)
+	} else {
+		defer closeConn()
+		if ce, ok := in.Explainer.(*catalog.Explainer); ok && plans != nil && plans.Findings != nil {
+			plans.Findings.Next = ce
+			in.Explainer = plans.Findings
 		}
 	}
 	return findings.Evaluate(ctx, in, findings.Options{})
+}
+
+// loggedDatabase is the database a target's round used (round's map
+// applied), as the workload names it on the targets outside the rounds:
+// the logged name with the user's map; db itself when no map names it.
+func loggedDatabase(db string, round, user map[string]string) string {
+	for logged, name := range round {
+		if name == db {
+			if to, ok := user[logged]; ok {
+				return to
+			}
+			return logged
+		}
+	}
+	return db
 }
 
 func runsOf(rs []*results.Result) []reportRun {
@@ -621,6 +690,7 @@ func runsOf(rs []*results.Result) []reportRun {
 type rehearseOutput struct {
 	*report.ComparisonJSON
 	Findings  *findings.Report  `json:"findings,omitempty"`
+	Plans     *explain.Report   `json:"plans,omitempty"`
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
 }
 
