@@ -57,8 +57,9 @@ throwaway PostgreSQL clusters with the same data: "production", a "control"
 (production's setup as it is) and a "candidate" with one deliberate
 difference (--change). It runs a shop's traffic on production for --duration
 (pgbench at a steady rate with the prepared protocol: customers looked up by
-email, their orders summed, and pgbench's own transactions, which update and
-insert), with every statement logged; then it rehearses that log:
+email, their orders summed, the orders of a range of customers reported, and
+pgbench's own transactions, which update and insert), with every statement
+logged; then it rehearses that log:
 
   pgrehearse rehearse --reset datadir --control-cluster ... --candidate-cluster ...
       --control-log ... --candidate-log ... --rounds 3 LOG
@@ -71,8 +72,16 @@ candidate's rounds with the control's, beyond the control's own noise. The
 comparison is printed, and written to report.html (one file, works offline)
 and report.json in --out, with each round's result in --out/rounds.
 
-With --change drop-index the lookup by email is the top regression and the
---fail-on rule fails; with --change none nothing should regress beyond noise.
+The rehearsal keeps each query's slowest and median executions with their
+values (--keep-samples: the shop's data is made up), and explains the
+regressed queries and the top ones by time added on both targets. With
+--change drop-index the lookup by email is the top regression, the
+--fail-on rule fails, and its plans read "plan changed: Index Scan
+(customers_email_idx) -> Seq Scan (customers); cause: index missing on
+candidate". With --change small-shared-buffers the plans stay the same, and
+the range report reads from outside shared_buffers the blocks the control
+finds in them (shared_buffers is named the cause when the comparison finds
+it slower). With --change none nothing should regress beyond noise.
 
 It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
 with pg_stat_statements: set PG_BIN to their directory, or install them with
