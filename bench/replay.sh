@@ -40,9 +40,13 @@
 # BenchmarkSyncDependent (the producer/consumer orders workload: speed-1
 # lag with sync waits left out, the waits, speed-0 object against off).
 #
-# Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10
+# Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10 BENCH_SYNC=object
 #        BENCH_ROUNDS=3 BENCH_LAYOUT=shared,apart
-#        BENCH_PROFILE=DIR for CPU/block/mutex profiles,
+#        BENCH_PROFILE=DIR for CPU/block/mutex/allocation profiles,
+#        BENCH_BASELINE=BIN to replay with another build's test binary
+#        too, in the same rounds: git worktree add /tmp/base COMMIT,
+#        copy internal/replay/baseline_test.go there if it lacks it, and
+#        go test -c -o BIN ./internal/replay/ in it,
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
