@@ -127,9 +127,13 @@ func (l *txList) front() *Txn {
 
 func (l *txList) remove(t *Txn) {
 	live := l.txs[l.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].seq >= t.seq })
-	if i == len(live) || live[i] != t {
-		return
+	i := 0
+	if len(live) == 0 || live[0] != t {
+		// Mostly the oldest is done first: search only when not.
+		i = sort.Search(len(live), func(i int) bool { return live[i].seq >= t.seq })
+		if i == len(live) || live[i] != t {
+			return
+		}
 	}
 	if i == 0 {
 		l.txs[l.head] = nil
