@@ -47,6 +47,9 @@
 #        too, in the same rounds: git worktree add /tmp/base COMMIT,
 #        copy internal/replay/baseline_test.go there if it lacks it, and
 #        go test -c -o BIN ./internal/replay/ in it,
+#        BENCH_AB=1 to leave pgbench -t and the bare loop out of the
+#        rounds (this build, the baseline and pgbench -T only; more
+#        rounds in the time, for an A/B of two builds),
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -94,7 +94,10 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		b.Fatalf("BENCH_LAYOUT: %q is neither shared nor apart", layout)
 	}
 	baseline := os.Getenv("BENCH_BASELINE")
-	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf []float64
+	// BENCH_AB=1 leaves out pgbench -t and the bare loop: the replay,
+	// its baseline and pgbench -T only, for more rounds in the time.
+	full := os.Getenv("BENCH_AB") == ""
+	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU []float64
 	for round := range rounds {
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU float64
 		var res *results.Result
@@ -104,12 +107,6 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				ch0 := cpuTime(syscall.RUSAGE_CHILDREN)
 				base = pgbenchRate(b, c, clients, secs)
 				pgbenchCPU = (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
-			},
-			func() { fixed = pgbenchFixedRate(b, c, clients, txPerClient) },
-			func() {
-				self0 := cpuTime(syscall.RUSAGE_SELF)
-				bare = bareRate(b, c, perSession)
-				bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
 			},
 			func() {
 				self0 := cpuTime(syscall.RUSAGE_SELF)
@@ -125,6 +122,15 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				replayCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(res.Statements.Executed+res.Statements.Failed)
 			},
 		}
+		if full {
+			runs = append(runs,
+				func() { fixed = pgbenchFixedRate(b, c, clients, txPerClient) },
+				func() {
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					bare = bareRate(b, c, perSession)
+					bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				})
+		}
 		if baseline != "" {
 			runs = append(runs, func() { oldRate, oldCPU = baselineReplay(b, baseline, files[len(files)-1], c.DSN("postgres")) })
 		}
@@ -138,29 +144,41 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		}
 		ran := float64(res.Statements.Executed + res.Statements.Failed)
 		rate := ran / res.WallSeconds
-		b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, bare %.1f µs, replay %.1f µs",
-			layout, round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
-		b.Logf("%s round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
-			layout, round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
-		b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
-			layout, round+1, txPerClient, fixed, rate/fixed)
+		if full {
+			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, bare %.1f µs, replay %.1f µs",
+				layout, round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
+			b.Logf("%s round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
+				layout, round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
+			b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
+				layout, round+1, txPerClient, fixed, rate/fixed)
+			ofFixed = append(ofFixed, rate/fixed)
+		} else {
+			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, replay %.1f µs; pgbench %.0f stmt/s, replay %.0f stmt/s (%.2f of pgbench) in %.2f s",
+				layout, round+1, pgbenchCPU*1e6, replayCPU*1e6, base, rate, rate/base, res.WallSeconds)
+		}
 		b.Logf("%s round %d: replay statements per 500 ms: %v", layout, round+1, tl.buckets())
 		b.Logf("%s round %d: replay sync %s", layout, round+1, syncLine(res))
-		ofT, ofFixed = append(ofT, rate/base), append(ofFixed, rate/fixed)
+		ofT = append(ofT, rate/base)
 		cpuOf = append(cpuOf, replayCPU/pgbenchCPU)
 		if baseline != "" {
 			b.Logf("%s round %d: baseline build: replay %.0f stmt/s (%.2f of pgbench), client CPU per statement %.1f µs (%.2fx pgbench's); this build %.2f of pgbench, %.2fx",
 				layout, round+1, oldRate, oldRate/base, oldCPU*1e6, oldCPU/pgbenchCPU, rate/base, replayCPU/pgbenchCPU)
 			baseOfT, baseCPUOf = append(baseOfT, oldRate/base), append(baseCPUOf, oldCPU/pgbenchCPU)
+			pairRate, pairCPU = append(pairRate, rate/oldRate), append(pairCPU, replayCPU/oldCPU)
 		}
 	}
 	// Single rounds move by several percent: the median is the figure
 	// to compare from run to run.
-	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T, %.2f of pgbench -t; client CPU per statement %.2fx pgbench's",
-		layout, rounds, median(ofT), median(ofFixed), median(cpuOf))
+	if full {
+		b.Logf("%s, median of %d rounds: replay %.2f of pgbench -t", layout, rounds, median(ofFixed))
+	}
+	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
+		layout, rounds, median(ofT), median(cpuOf))
 	if baseline != "" {
 		b.Logf("%s, median of %d rounds, baseline build: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
 			layout, rounds, median(baseOfT), median(baseCPUOf))
+		b.Logf("%s, this build against the baseline in the same round, median of %d: rate %.3f (%s), CPU per statement %.3f (%s)",
+			layout, rounds, median(pairRate), fmtRatios(pairRate), median(pairCPU), fmtRatios(pairCPU))
 	}
 }
 
