@@ -13,31 +13,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// Source yields events, then io.EOF. A *logread.Reader is one.
-type Source interface {
-	Next() (*event.Event, error)
-}
-
-// Named is a Source that knows its file name, listed in Result.Files.
-type Named interface {
-	Name() string
-}
-
-// Recycler is a Source that takes back the events it returned once they
-// are analyzed, to fill them again instead of allocating
-// (logread.Reader.Recycle). Analyze keeps no event: it gives each batch
-// back from the goroutine that reads the source.
-type Recycler interface {
-	Recycle(evs ...*event.Event)
-}
-
-// LineCounter is a Source that accounts for the lines it read. Analyze
-// asks once the Source is exhausted (or the analysis stopped), from the
-// goroutine that called Next.
-type LineCounter interface {
-	LineCounts() results.LineCounts
-}
-
 // Options configure Analyze.
 type Options struct {
 	// Jobs is the number of workers that fingerprint and aggregate;
@@ -49,19 +24,19 @@ type Options struct {
 	// BatchSize is the number of events handed to a worker at a time;
 	// 0 means 1000, which makes channel costs negligible.
 	BatchSize int
-	// Start and End bound the events analyzed by their time, in µs since
-	// the epoch: Start <= Time < End; zero means unbounded. Events
-	// outside are counted in Result.Filtered.
-	Start, End int64
 }
 
-// Analyze reads every event of src, in order, and summarizes them.
+// Analyze reads every event of src, in order, and summarizes them. The
+// events are the workload: what a time window, the filters or a shard
+// leave out is the sources' to select (package source), and their counts
+// (results.SourceCounter: lines, filtered, other shards) go into the
+// result as they are.
 //
 // When ctx is cancelled, Analyze stops reading and returns what it has
 // so far, with Partial set and a nil error: an interrupted analysis is
 // still worth printing. A read error also stops it; Analyze then returns
 // the partial result and the error, naming the source.
-func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, error) {
+func Analyze(ctx context.Context, src []event.Source, opts Options) (*results.Result, error) {
 	jobs := max(opts.Jobs, 1)
 	batchSize := opts.BatchSize
 	if batchSize <= 0 {
@@ -79,7 +54,6 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, 
 	var wg sync.WaitGroup
 	for i := range parts {
 		p := newPartial(cache)
-		p.start, p.end = opts.Start, opts.End
 		parts[i] = p
 		wg.Go(func() {
 			for b := range batches {
@@ -97,9 +71,9 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, 
 	}
 
 	res := results.New(results.KindAnalysis, results.LatencyServerLog)
-	res.Lines = &results.LineCounts{Skipped: map[string]int64{}}
-	res.Events = map[string]int64{}
-	readErr := read(ctx, src, jobs, batchSize, batches, free, res)
+	res.Lines = &results.LineCounts{Skipped: map[results.LineSkip]int64{}}
+	res.Events = map[event.Kind]int64{}
+	counts, readErr := read(ctx, src, jobs, batchSize, batches, free, res)
 	close(batches)
 	wg.Wait()
 
@@ -113,13 +87,14 @@ func Analyze(ctx context.Context, src []Source, opts Options) (*results.Result, 
 	if err := total.fill(res); err != nil {
 		return nil, err
 	}
+	counts.Fill(res)
 	return res, readErr
 }
 
 // read deals the events of every source out in batches, reading up to
 // jobs sources at once (the parts of a split log are meant for that), and
-// collects the sources' names and line counts.
-func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<- []*event.Event, free chan []*event.Event, res *results.Result) error {
+// collects the sources' names and counts.
+func read(ctx context.Context, src []event.Source, jobs, batchSize int, batches chan<- []*event.Event, free chan []*event.Event, res *results.Result) (results.SourceCounts, error) {
 	newBatch := func() []*event.Event {
 		select {
 		case b := <-free:
@@ -134,6 +109,7 @@ func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<-
 
 	names := make([]string, len(src))
 	errs := make([]error, len(src))
+	var counts results.SourceCounts
 	var mu sync.Mutex
 	next := 0
 	var wg sync.WaitGroup
@@ -149,14 +125,14 @@ func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<-
 				}
 				s := src[i]
 				name := fmt.Sprintf("source %d", i+1)
-				if n, ok := s.(Named); ok {
+				if n, ok := s.(event.Named); ok {
 					name = n.Name()
 				}
 				names[i] = name
 				err := readOne(ctx, s, newBatch, send)
-				if lc, ok := s.(LineCounter); ok {
+				if sc, ok := s.(results.SourceCounter); ok {
 					mu.Lock()
-					res.Lines.Add(lc.LineCounts())
+					counts.Add(sc.SourceCounts())
 					mu.Unlock()
 				}
 				if err != nil && !strings.HasPrefix(err.Error(), name) {
@@ -175,17 +151,17 @@ func read(ctx context.Context, src []Source, jobs, batchSize int, batches chan<-
 			res.Files = append(res.Files, name)
 		}
 		if errs[i] != nil {
-			return errs[i]
+			return counts, errs[i]
 		}
 	}
-	return nil
+	return counts, nil
 }
 
 // readOne reads s to its end in batches. take returns an empty batch or
 // one back from the workers, whose analyzed events are given to s to fill
-// again (Recycler), or let go.
-func readOne(ctx context.Context, s Source, take func() []*event.Event, send func([]*event.Event)) error {
-	rc, _ := s.(Recycler)
+// again (event.Recycler), or let go.
+func readOne(ctx context.Context, s event.Source, take func() []*event.Event, send func([]*event.Event)) error {
+	rc, _ := s.(event.Recycler)
 	newBatch := func() []*event.Event {
 		b := take()
 		if len(b) > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"io"
 	"math/rand/v2"
 	"reflect"
@@ -37,8 +38,11 @@ func (s *sliceSource) Next() (*event.Event, error) {
 	return s.events[s.next-1], nil
 }
 
-func (s *sliceSource) Name() string                   { return s.name }
-func (s *sliceSource) LineCounts() results.LineCounts { return s.lines }
+func (s *sliceSource) Name() string { return s.name }
+func (s *sliceSource) SourceCounts() results.SourceCounts {
+	l := s.lines
+	return results.SourceCounts{Lines: &l}
+}
 
 const t0 = 1_714_557_600_000_000 // 2024-05-01T10:00:00Z in µs
 
@@ -64,8 +68,8 @@ func TestAnalyzeCounts(t *testing.T) {
 		{Kind: event.Disconnect, Session: "s1", Time: t0 + 1_000_000},
 	}
 	evs[10].Failed = true
-	src := &sliceSource{name: "a.log", events: evs, lines: results.LineCounts{Total: 20, Parsed: 18, Skipped: map[string]int64{"checkpoint": 2}}}
-	res, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2, BatchSize: 3})
+	src := &sliceSource{name: "a.log", events: evs, lines: results.LineCounts{Total: 20, Parsed: 18, Skipped: map[results.LineSkip]int64{"checkpoint": 2}}}
+	res, err := Analyze(context.Background(), []event.Source{src}, Options{Jobs: 2, BatchSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,7 @@ func TestAnalyzeCounts(t *testing.T) {
 	// Calls: 2 selects, 1 execute, 1 failed insert, 3 from the
 	// transaction string, 1 unparsed; not the connect, disconnect,
 	// prepare, errors or the comment.
-	want := results.StatementCounts{Total: 8, Executed: 6, Failed: 2, Unparsed: 1, Empty: 1, Skipped: map[string]int64{}}
+	want := results.StatementCounts{Total: 8, Executed: 6, Failed: 2, Unparsed: 1, Empty: 1, Skipped: map[results.SkipReason]int64{}}
 	if !reflect.DeepEqual(res.Statements, want) {
 		t.Errorf("statements = %+v, want %+v", res.Statements, want)
 	}
@@ -99,7 +103,7 @@ func TestAnalyzeCounts(t *testing.T) {
 	if res.Lines.Total != 20 || res.Lines.Skipped["checkpoint"] != 2 || len(res.Files) != 1 || res.Files[0] != "a.log" {
 		t.Errorf("lines %+v files %v", res.Lines, res.Files)
 	}
-	if res.Events["connect"] != 1 || res.Events["prepare"] != 1 || res.Events["error"] != 2 {
+	if res.Events[event.Connect] != 1 || res.Events[event.Prepare] != 1 || res.Events[event.Error] != 2 {
 		t.Errorf("events = %v", res.Events)
 	}
 
@@ -176,9 +180,9 @@ func TestJobsGiveIdenticalResults(t *testing.T) {
 	evs := workload(20000, 7)
 	run := func(jobs, batch int) string {
 		// Two sources, to cover file boundaries inside a batch.
-		src := []Source{
+		src := []event.Source{
 			&sliceSource{name: "1.log", events: evs[:12345], lines: results.LineCounts{Total: 1, Parsed: 1}},
-			&sliceSource{name: "2.log", events: evs[12345:], lines: results.LineCounts{Total: 2, Parsed: 1, Skipped: map[string]int64{"x": 1}}},
+			&sliceSource{name: "2.log", events: evs[12345:], lines: results.LineCounts{Total: 2, Parsed: 1, Skipped: map[results.LineSkip]int64{"x": 1}}},
 		}
 		res, err := Analyze(context.Background(), src, Options{Jobs: jobs, BatchSize: batch})
 		if err != nil {
@@ -213,7 +217,7 @@ func TestJobsGiveIdenticalResults(t *testing.T) {
 
 func TestReadErrorGivesPartial(t *testing.T) {
 	boom := errors.New("boom")
-	src := []Source{
+	src := []event.Source{
 		&sliceSource{name: "ok.log", events: workload(100, 1)},
 		&sliceSource{name: "bad.log", events: workload(10, 2), err: boom},
 		&sliceSource{name: "never.log", events: workload(10, 3)},
@@ -247,7 +251,7 @@ func TestCancelGivesPartial(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	src := &cancelSource{after: 2500, cancel: cancel}
-	res, err := Analyze(ctx, []Source{src}, Options{Jobs: 2, BatchSize: 1000})
+	res, err := Analyze(ctx, []event.Source{src}, Options{Jobs: 2, BatchSize: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,12 +284,12 @@ func benchAnalyze(b *testing.B, evs []*event.Event, jobs int, warm bool) {
 	opts := Options{Jobs: jobs}
 	if warm {
 		opts.Cache = fingerprint.NewCache(0)
-		Analyze(context.Background(), []Source{&sliceSource{events: evs}}, opts)
+		Analyze(context.Background(), []event.Source{&sliceSource{events: evs}}, opts)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		src := &sliceSource{events: evs}
-		if _, err := Analyze(context.Background(), []Source{src}, opts); err != nil {
+		if _, err := Analyze(context.Background(), []event.Source{src}, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -294,7 +298,8 @@ func benchAnalyze(b *testing.B, evs []*event.Event, jobs int, warm bool) {
 
 // TestOwnSessionsLeftOut: statements of pgrehearse's own connections
 // (application_name pgrehearse-*) are not the workload: they are counted
-// under Filtered with the window's, and apart.
+// under Filtered with the window's, and apart, their session too. The
+// selection is package source's; the analysis counts what it left out.
 func TestOwnSessionsLeftOut(t *testing.T) {
 	own := func(at int64, q string) *event.Event {
 		ev := stmt("p1", at, q, 10)
@@ -315,11 +320,13 @@ func TestOwnSessionsLeftOut(t *testing.T) {
 		app(5, "SELECT 3", event.OwnApplicationPrefix),
 		app(2_000_000, "SELECT 4", "web"), // after the window
 	}
-	res, err := Analyze(context.Background(), []Source{&sliceSource{events: evs}}, Options{End: t0 + 1_000_000})
+	sel := source.Selection{End: t0 + 1_000_000}
+	src := source.Select(&sliceSource{events: evs}, &sel, source.NewState(), &source.Counts{})
+	res, err := Analyze(context.Background(), []event.Source{src}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (results.Filtered{Events: 4, Statements: 3, OwnStatements: 2}); res.Filtered != want {
+	if want := (results.Filtered{Events: 4, Statements: 3, Sessions: 1, OwnStatements: 2}); res.Filtered != want {
 		t.Errorf("filtered = %+v, want %+v", res.Filtered, want)
 	}
 	if res.Statements.Total != 3 || res.Sessions.Total != 1 {
@@ -356,12 +363,12 @@ func TestRecycledAfterAnalyzed(t *testing.T) {
 		}
 		return evs
 	}
-	want, err := Analyze(context.Background(), []Source{&sliceSource{events: build()}}, Options{Jobs: 2, BatchSize: 10})
+	want, err := Analyze(context.Background(), []event.Source{&sliceSource{events: build()}}, Options{Jobs: 2, BatchSize: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := &poisonSource{sliceSource: sliceSource{events: build()}}
-	got, err := Analyze(context.Background(), []Source{src}, Options{Jobs: 2, BatchSize: 10})
+	got, err := Analyze(context.Background(), []event.Source{src}, Options{Jobs: 2, BatchSize: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,13 +55,13 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 	for _, jobs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("j%d", jobs), func(b *testing.B) {
 			opts := Options{Jobs: jobs, Cache: fingerprint.NewCache(0)}
-			if _, err := Analyze(context.Background(), []Source{&sliceSource{events: evs}}, opts); err != nil {
+			if _, err := Analyze(context.Background(), []event.Source{&sliceSource{events: evs}}, opts); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			b.SetBytes(size)
 			for b.Loop() {
-				if _, err := Analyze(context.Background(), []Source{&sliceSource{events: evs}}, opts); err != nil {
+				if _, err := Analyze(context.Background(), []event.Source{&sliceSource{events: evs}}, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

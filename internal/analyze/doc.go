@@ -9,8 +9,10 @@
 // minimum, a maximum or a set union, so the result does not depend on the
 // number of workers or on how events were dealt out.
 //
-// The package consumes events and knows nothing of log formats: it does
-// not import logread. Line counts arrive through the optional LineCounter
-// interface of a Source, which the CLI provides. It returns data and
-// renders nothing: the summary a person reads is internal/report's.
+// The package consumes events (event.Source) and knows nothing of log
+// formats: it does not import logread, and it selects nothing: the time
+// window and pgrehearse's own sessions are package source's decorators.
+// Line accounting and what the selection left out arrive with the events,
+// through the sources' results.SourceCounter. It returns data and renders
+// nothing: the summary a person reads is internal/report's.
 package analyze

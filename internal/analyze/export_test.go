@@ -13,6 +13,6 @@ import (
 var Workload = workload
 
 // NewSliceSource is a Source over events in memory, with line counts.
-func NewSliceSource(name string, events []*event.Event, lines results.LineCounts) Source {
+func NewSliceSource(name string, events []*event.Event, lines results.LineCounts) event.Source {
 	return &sliceSource{name: name, events: events, lines: lines}
 }

@@ -26,10 +26,6 @@ type partial struct {
 	first  int64
 	last   int64
 	seen   bool
-	// start and end are Options.Start and End; filtered counts what
-	// they leave out.
-	start, end int64
-	filtered   results.Filtered
 }
 
 // query is what a worker knows of a query text: its statements, and for
@@ -64,16 +60,6 @@ func (p *partial) query(items []fingerprint.Item) *query {
 }
 
 func (p *partial) add(ev *event.Event) {
-	if ev.Time < p.start || p.end != 0 && ev.Time >= p.end || ev.IsOwn() {
-		p.filtered.Events++
-		if ev.IsExecution() {
-			p.filtered.Statements++
-			if ev.IsOwn() {
-				p.filtered.OwnStatements++
-			}
-		}
-		return
-	}
 	p.kinds[ev.Kind&7]++
 	if !p.seen || ev.Time < p.first {
 		p.first = ev.Time
@@ -159,8 +145,6 @@ func (p *partial) merge(o *partial) {
 	p.statements.Failed += o.statements.Failed
 	p.statements.Unparsed += o.statements.Unparsed
 	p.statements.Empty += o.statements.Empty
-	p.filtered.Events += o.filtered.Events
-	p.filtered.Statements += o.filtered.Statements
 	for k, v := range o.errors {
 		p.errors[k] += v
 	}
@@ -188,12 +172,11 @@ func (p *partial) fill(res *results.Result) error {
 	res.Statements = p.statements
 	// Every statement a log shows ran: it failed or it did not.
 	res.Statements.Executed = p.statements.Total - p.statements.Failed
-	res.Statements.Skipped = map[string]int64{}
+	res.Statements.Skipped = map[results.SkipReason]int64{}
 	res.Sessions = results.SessionCounts{Total: int64(len(p.sessions))}
-	res.Filtered = p.filtered
 	for k, v := range p.kinds {
 		if v > 0 {
-			res.Events[event.Kind(k).String()] = v
+			res.Events[event.Kind(k)] = v
 		}
 	}
 	for k, v := range p.errors {

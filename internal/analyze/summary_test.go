@@ -3,6 +3,7 @@ package analyze_test
 import (
 	"bytes"
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"strings"
 	"testing"
 
@@ -17,8 +18,8 @@ import (
 // lives here for the workload generator.
 func TestSummary(t *testing.T) {
 	evs := analyze.Workload(5000, 11)
-	src := analyze.NewSliceSource("x.log", evs, results.LineCounts{Total: 6000, Parsed: 5900, Skipped: map[string]int64{"checkpoint": 60, "autovacuum": 40}})
-	res, err := analyze.Analyze(context.Background(), []analyze.Source{src}, analyze.Options{Jobs: 2})
+	src := analyze.NewSliceSource("x.log", evs, results.LineCounts{Total: 6000, Parsed: 5900, Skipped: map[results.LineSkip]int64{"checkpoint": 60, "autovacuum": 40}})
+	res, err := analyze.Analyze(context.Background(), []event.Source{src}, analyze.Options{Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

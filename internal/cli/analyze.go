@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,10 +19,9 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 func init() { commands = append(commands, newAnalyzeCmd) }
@@ -96,6 +94,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs("--json", f.jsonPath); err != nil {
+		return err
+	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
 		// Standard output carries the JSON, which must stay parseable.
@@ -103,11 +104,11 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	}
 
 	// With several jobs, a large plain file is read in parts at once.
-	readers, err := openLogs(stdio, paths, f.logFlags, f.jobs)
+	set, err := openLogs(stdio, paths, f.logFlags, f.jobs, &source.Selection{Start: start, End: end})
 	if err != nil {
 		return err
 	}
-	defer closeLogs(readers)
+	defer set.Close()
 	cache := fingerprint.NewCache(0)
 	// Findings that need a server also need what only the events show
 	// (logged parameter values, a sample execution to explain): they are
@@ -116,34 +117,36 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if f.findings && f.dsn != "" {
 		obs = findings.NewEventSampler(cache)
 	}
-	res, err := readLogs(ctx, stdio, readers, obs, analyze.Options{Jobs: f.jobs, Cache: cache, Start: start, End: end})
+	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
 	if err != nil {
 		return err
 	}
-	reportLogWarnings(stdio, readers)
+	reportLogWarnings(stdio, set.Warnings())
 
 	// A log that yields nothing is said loudly, and its result marked so
 	// that report will not judge it; so is a log cut short.
-	nothing := checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
+	nothing := set.Measured(res.Statements.Total, f.maxSkipped/100)
 	if nothing != nil && !res.Partial {
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(nothing.Error(), "NOTHING MEASURED: "))
+		res.MarkIncomplete(results.IncompleteNothingMeasured, nothingText(nothing))
 	}
-	broken := checkInputWhole(readers)
-	if broken != nil {
+	cut := set.Partial()
+	if cut != nil {
 		res.Partial = true
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(broken.Error(), "INCOMPLETE INPUT: "))
+		res.MarkIncomplete(results.IncompleteInputCut, cut.Error())
 	}
 	if err := report.WriteAnalysis(summaryOut, res, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	out := analysisOutput{Result: res}
+	var findingsErr error
 	if f.findings && !res.Partial {
-		if out.Findings, err = analysisFindings(ctx, f, res, obs); err != nil {
-			return err
-		}
-		fmt.Fprintln(summaryOut)
-		if err := report.WriteFindings(summaryOut, out.Findings, findingsHints); err != nil {
-			return fmt.Errorf("write findings: %w", err)
+		// Findings that fail (their server unreachable) lose only
+		// themselves: the analysis is still written.
+		if out.Findings, findingsErr = analysisFindings(ctx, f, res, obs); findingsErr == nil {
+			fmt.Fprintln(summaryOut)
+			if err := report.WriteFindings(summaryOut, out.Findings, findingsHints); err != nil {
+				return fmt.Errorf("write findings: %w", err)
+			}
 		}
 	}
 	if f.jsonPath != "" {
@@ -151,13 +154,17 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 			return err
 		}
 	}
-	if broken != nil {
-		return broken
-	}
-	if res.Partial {
+	switch {
+	case findingsErr != nil:
+		return findingsErr
+	case cut != nil:
+		return cutError(cut)
+	case res.Partial:
 		return errors.New("interrupted: the results above are partial")
+	case nothing != nil:
+		return nothingError(nothing)
 	}
-	return nothing
+	return nil
 }
 
 // check validates the flags and returns the time window.
@@ -175,21 +182,22 @@ func (f analyzeFlags) check() (start, end int64, err error) {
 	return timeWindow(f.start, f.end)
 }
 
-// readLogs analyzes the readers' events with a progress bar, showing them
-// to obs on the way when it is not nil.
-func readLogs(ctx context.Context, stdio IO, readers []*logread.Reader, obs *findings.EventSampler, opts analyze.Options) (*results.Result, error) {
-	prog := newProgress(stdio.Stderr, readers)
-	sources := make([]analyze.Source, len(readers))
-	for i, r := range readers {
-		ls := &logSource{r: r, bar: prog.bar}
-		if obs != nil {
-			sources[i] = &observedSource{logSource: ls, obs: obs}
-		} else {
-			sources[i] = ls
+// readLogs analyzes the set's events with a progress bar, showing them
+// to obs on the way when it is not nil. The result names its input.
+func readLogs(ctx context.Context, stdio IO, set *source.Set, obs *findings.EventSampler, opts analyze.Options) (*results.Result, error) {
+	prog := newProgress(stdio.Stderr, set)
+	sources := set.Sources()
+	if obs != nil {
+		sources = make([]event.Source, len(set.Sources()))
+		for i, s := range set.Sources() {
+			sources[i] = source.Tap(s, obs.Add)
 		}
 	}
 	res, err := analyze.Analyze(ctx, sources, opts)
 	prog.done(err == nil && !res.Partial)
+	if res != nil {
+		res.Input = set.Input()
+	}
 	return res, err
 }
 
@@ -220,73 +228,6 @@ type analysisOutput struct {
 	Findings *findings.Report `json:"findings,omitempty"`
 }
 
-func writeJSON(stdout io.Writer, path string, res any) (err error) {
-	w := stdout
-	if path != "-" {
-		file, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("write JSON: %w", err)
-		}
-		defer func() {
-			if cerr := file.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("write JSON: %w", cerr)
-			}
-		}()
-		w = file
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(res); err != nil {
-		return fmt.Errorf("write JSON %s: %w", path, err)
-	}
-	return nil
-}
-
-// logSource adapts a logread.Reader to analyze: line counts in analyze's
-// own type (analyze does not import logread), and the progress bar moved
-// from the reading goroutine, the only one that may touch the reader.
-type logSource struct {
-	r    *logread.Reader
-	bar  *mpb.Bar
-	last int64 // bytes read at the last progress update
-	n    int
-}
-
-// progressEvery is how many events pass between progress updates: often
-// enough for the eye, rare enough to cost nothing.
-const progressEvery = 4096
-
-func (s *logSource) Next() (*event.Event, error) {
-	ev, err := s.r.Next()
-	if s.bar != nil {
-		s.n++
-		if s.n%progressEvery == 0 || err != nil {
-			// Sources may be read at once: add what this one read.
-			read, _ := s.r.Progress()
-			s.bar.IncrInt64(read - s.last)
-			s.last = read
-		}
-	}
-	return ev, err
-}
-
-func (s *logSource) Name() string { return s.r.Name() }
-
-// Recycle implements analyze.Recycler: analyses keep no event.
-func (s *logSource) Recycle(evs ...*event.Event) { s.r.Recycle(evs...) }
-
-func (s *logSource) LineCounts() results.LineCounts { return lineCounts(s.r) }
-
-// lineCounts is a reader's line accounting as results keep it.
-func lineCounts(readers ...*logread.Reader) results.LineCounts {
-	lc := results.LineCounts{Skipped: map[string]int64{}}
-	for _, r := range readers {
-		c := r.Counters()
-		lc.Add(results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: c.Skipped})
-	}
-	return lc
-}
-
 // progress is the bar on standard error, or nothing at all when standard
 // error is not a terminal (a file, a pipe, a test) or a size is unknown.
 type progress struct {
@@ -294,24 +235,21 @@ type progress struct {
 	bar *mpb.Bar
 }
 
-func newProgress(stderr io.Writer, readers []*logread.Reader) *progress {
+func newProgress(stderr io.Writer, set *source.Set) *progress {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return &progress{}
 	}
-	var total int64
-	for _, r := range readers {
-		_, size := r.Progress()
-		if size < 0 {
-			return &progress{}
-		}
-		total += size
+	_, total := set.Progress()
+	if total < 0 {
+		return &progress{}
 	}
 	p := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
 	bar := p.AddBar(total,
 		mpb.PrependDecorators(decor.Name("analyze "), decor.CountersKibiByte("% .1f / % .1f")),
 		mpb.AppendDecorators(decor.Percentage(decor.WC{W: 5}), decor.Name(" "), decor.AverageETA(decor.ET_STYLE_GO)),
 	)
+	set.OnProgress(func(read, _ int64) { bar.SetCurrent(read) })
 	return &progress{p: p, bar: bar}
 }
 
@@ -333,12 +271,12 @@ func (pr *progress) done(complete bool) {
 // zone, as µs since the epoch; zero for an empty one.
 func timeWindow(startFlag, endFlag string) (start, end int64, err error) {
 	if startFlag != "" {
-		if start, err = replay.ParseTime(startFlag, time.Local); err != nil {
+		if start, err = source.ParseTime(startFlag, time.Local); err != nil {
 			return 0, 0, usageError("--start: %v", err)
 		}
 	}
 	if endFlag != "" {
-		if end, err = replay.ParseTime(endFlag, time.Local); err != nil {
+		if end, err = source.ParseTime(endFlag, time.Local); err != nil {
 			return 0, 0, usageError("--end: %v", err)
 		}
 		if start != 0 && end <= start {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"time"
@@ -12,9 +13,9 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
 	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 func init() { commands = append(commands, newEventsCmd) }
@@ -39,14 +40,10 @@ their text, which holds the statement's constants, only with --show-params.
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := lf.options(stdio)
-			if err != nil {
-				return err
-			}
 			if maxSkipped < 0 || maxSkipped > 100 {
 				return usageError("--max-skipped is a percentage between 0 and 100, got %v", maxSkipped)
 			}
-			return runEvents(cmd.Context(), stdio, args, opts, count, showParams, maxSkipped/100)
+			return runEvents(cmd.Context(), stdio, args, lf, count, showParams, maxSkipped/100)
 		},
 	}
 	addLogFlags(cmd.Flags(), &lf)
@@ -144,7 +141,19 @@ func redacted(cache *fingerprint.Cache, query string, show bool) string {
 	return strings.Join(parts, "; ")
 }
 
-func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Options, count, showParams bool, maxSkipped float64) error {
+func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count, showParams bool, maxSkipped float64) error {
+	// Every event the reader finds, pgrehearse's own sessions' too: no
+	// selection.
+	set, err := openLogs(stdio, paths, lf, 1, nil)
+	var oe *source.OpenError
+	if errors.As(err, &oe) {
+		// The reader's own words: events shows what the reader does.
+		return oe.Err
+	}
+	if err != nil {
+		return err
+	}
+	defer set.Close()
 	out := bufio.NewWriterSize(stdio.Stdout, 1<<16)
 	defer out.Flush()
 	enc := json.NewEncoder(out)
@@ -153,42 +162,34 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 	// as the reader's own speed, must cost next to nothing.
 	var kinds [256]int64
 	cache := fingerprint.NewCache(0)
-	var done []*logread.Reader // read to their end, for their counts
-	for _, path := range paths {
-		r, err := logread.Open(path, opts)
-		if err != nil {
-			return err
-		}
+	for i, src := range set.Sources() {
+		r := set.Readers()[i]
+		rc := src.(event.Recycler)
 		n := 0
 		for {
 			if n++; n&1023 == 0 && ctx.Err() != nil {
-				r.Close()
 				return ctx.Err()
 			}
-			ev, err := r.Next()
+			ev, err := src.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				r.Close()
 				return err
 			}
 			kinds[ev.Kind]++
 			if !count {
 				if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
-					r.Close()
 					return err
 				}
 			}
 			// Written and counted: nothing keeps it.
-			r.Recycle(ev)
+			rc.Recycle(ev)
 		}
-		r.Close()
-		done = append(done, r)
 		out.Flush()
-		reportLogWarnings(stdio, []*logread.Reader{r})
+		reportLogWarnings(stdio, source.WarningsOf(r))
 		if count {
-			if err := report.WriteLogCounts(out, path, r.Layout(), r.Format(), r.Prefix(), r.Counters()); err != nil {
+			if err := report.WriteLogCounts(out, r.Name(), r.Layout(), r.Format(), r.Prefix(), r.Counters()); err != nil {
 				return err
 			}
 		}
@@ -198,8 +199,11 @@ func runEvents(ctx context.Context, stdio IO, paths []string, opts logread.Optio
 			return err
 		}
 	}
-	if err := checkInputWhole(done); err != nil {
-		return err
+	if cut := set.Partial(); cut != nil {
+		return cutError(cut)
 	}
-	return checkMeasured(done, kinds[event.Statement]+kinds[event.Execute], maxSkipped)
+	if n := set.Measured(kinds[event.Statement]+kinds[event.Execute], maxSkipped); n != nil {
+		return nothingError(n)
+	}
+	return nil
 }

@@ -9,21 +9,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
-	"github.com/pgrehearse/pgrehearse/internal/catalog"
-	"github.com/pgrehearse/pgrehearse/internal/connstr"
-	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 func init() { commands = append(commands, newFindingsCmd) }
@@ -98,6 +94,9 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 	if f.jsonPath == "-" && f.htmlPath == "-" {
 		return usageError(`--json and --html cannot both go to standard output`)
 	}
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
+		return err
+	}
 	in := findings.Input{ServerCPUs: f.serverCPUs}
 	if f.serverCPUs > 0 {
 		in.CPUSource = "--server-cpus"
@@ -154,34 +153,10 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 	return nil
 }
 
-// connectFindings fills in's server inputs from dsn (nothing when it is
-// empty): the catalog, an Explainer, and the CPU count of a local server
-// when --server-cpus did not give it. The connection is read-only use.
+// connectFindings is findings.Connect: the server inputs of the
+// findings from dsn.
 func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *findings.Input) (func(), error) {
-	if dsn == "" {
-		return func() {}, nil
-	}
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("connect for findings: %w", err)
-	}
-	// Named as the tool's own: its catalog reads and EXPLAINs are not
-	// the workload in an analysis of the server's log.
-	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "findings"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect for findings: %w", err)
-	}
-	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
-	if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
-		closeConn()
-		return nil, fmt.Errorf("read the catalog: %w", err)
-	}
-	in.Explainer = &catalog.Explainer{Conn: conn, AllowAnalyze: explainAnalyze}
-	if in.ServerCPUs == 0 && connstr.IsLocal(dsn) {
-		in.ServerCPUs, in.CPUSource = runtime.NumCPU(), "local server: this machine's CPU count"
-	}
-	return closeConn, nil
+	return findings.Connect(ctx, dsn, explainAnalyze, in)
 }
 
 // readResult reads an analysis or replay JSON, or returns nil when path is
@@ -220,14 +195,14 @@ func readResult(path string) (*findings.Workload, error) {
 // analyzeLogs analyzes logs as the analyze command does, observing their
 // events on the way.
 func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*findings.Workload, *findings.Observed, error) {
-	readers, err := openLogs(stdio, paths, f.logFlags, f.jobs)
+	set, err := openLogs(stdio, paths, f.logFlags, f.jobs, &source.Selection{})
 	if err != nil {
 		return nil, nil, err
 	}
-	defer closeLogs(readers)
+	defer set.Close()
 	cache := fingerprint.NewCache(0)
 	obs := findings.NewEventSampler(cache)
-	res, err := readLogs(ctx, stdio, readers, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
+	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,19 +211,4 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 	}
 	res.Source = strings.Join(res.Files, ", ")
 	return findings.FromResult(res), obs.Result(), nil
-}
-
-// observedSource shows every event to the findings' EventSampler on its way to
-// the analysis.
-type observedSource struct {
-	*logSource
-	obs *findings.EventSampler
-}
-
-func (s *observedSource) Next() (*event.Event, error) {
-	ev, err := s.logSource.Next()
-	if err == nil {
-		s.obs.Add(ev)
-	}
-	return ev, err
 }

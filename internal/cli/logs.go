@@ -3,28 +3,30 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 // logFlags are the flags of the commands that read server logs.
 type logFlags struct {
-	format   string
-	prefix   string
-	timezone string
+	format     string
+	prefix     string
+	timezone   string
+	allowMixed bool
 }
 
-// addLogFlags registers --format, --prefix and --timezone.
+// addLogFlags registers --format, --prefix, --timezone and
+// --allow-mixed-sources.
 func addLogFlags(fl *pflag.FlagSet, f *logFlags) {
 	fl.StringVar(&f.format, "format", "auto", "log format: auto, stderr, csvlog, jsonlog or syslog")
 	fl.StringVar(&f.prefix, "prefix", "", "the server's log_line_prefix, for text logs (default: inferred from the first lines)")
 	fl.StringVar(&f.timezone, "timezone", "", "the server's log_timezone as an IANA name (Asia/Shanghai), for times the log writes without a zone (syslog) or with an abbreviation that is unknown or ambiguous (CST, IST)")
+	fl.BoolVar(&f.allowMixed, "allow-mixed-sources", false, "read logs as one workload even when their times neither overlap nor follow each other, or they show different servers (see docs/logs.md)")
 }
 
 // options turns the flags into the log reader's options.
@@ -44,196 +46,102 @@ func (f logFlags) options(stdio IO) (logread.Options, error) {
 	return opts, nil
 }
 
-// openLogs opens every log before any is read, so that a typo in the last
-// name fails at once rather than after an hour of reading. With parts > 1
-// a large plain file is read in parts at once (logread.OpenSplit); a
-// command that needs the events in log order, such as replay, passes 1.
-// "-" names standard input, once at most.
-//
-// Of several logs, an empty one is skipped with a warning, and so is one
-// that repeats another's events (the same file twice, or the csvlog and
-// jsonlog copies of one server's log): its statements would count twice.
-// On success the caller closes the readers with closeLogs.
-func openLogs(stdio IO, paths []string, f logFlags, parts int) ([]*logread.Reader, error) {
-	opts, err := f.options(stdio)
+// sourceOptions are the options of source.Open for the flags: the
+// opener's warnings go to standard error.
+func (f logFlags) sourceOptions(stdio IO, parts int, sel *source.Selection) (source.Options, error) {
+	lo, err := f.options(stdio)
+	if err != nil {
+		return source.Options{}, err
+	}
+	return source.Options{Log: lo, Parts: parts, Select: sel, AllowMixed: f.allowMixed,
+		Warn: func(w string) { fmt.Fprintf(stdio.Stderr, "warning: %s\n", w) }}, nil
+}
+
+// openLogs opens every log with the source layer (source.Open) and says
+// what failed in the command's words. With parts > 1 a large plain file
+// is read in parts at once; a command that needs the events in log
+// order, such as replay, passes 1. sel selects the workload; nil reads
+// every event. On success the caller closes the set.
+func openLogs(stdio IO, paths []string, f logFlags, parts int, sel *source.Selection) (*source.Set, error) {
+	opts, err := f.sourceOptions(stdio, parts, sel)
 	if err != nil {
 		return nil, err
 	}
-	stdinUsed := false
-	for _, p := range paths {
-		if p == "-" {
-			if stdinUsed {
-				return nil, usageError(`standard input ("-") can be read only once`)
-			}
-			stdinUsed = true
-		}
+	set, err := source.Open(paths, opts)
+	if err != nil {
+		return nil, openError(err)
 	}
-	skip := make(map[int]bool)
-	if len(paths) > 1 {
-		skip = repeatedLogs(stdio, paths, opts)
-	}
-	var readers []*logread.Reader
-	for i, p := range paths {
-		if skip[i] {
-			continue
-		}
-		rs, err := logread.OpenSplit(p, opts, parts)
-		if err != nil {
-			if errors.Is(err, logread.ErrEmptyLog) && len(paths) > 1 {
-				fmt.Fprintf(stdio.Stderr, "warning: %s is empty: skipped\n", p)
-				continue
-			}
-			if errors.Is(err, logread.ErrEmptyLog) {
-				closeLogs(readers)
-				return nil, &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: the logs are empty (%s)", p)}
-			}
-			closeLogs(readers)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("log file %s does not exist", p)
-			}
-			if errors.Is(err, logread.ErrUnknownPrefix) || errors.Is(err, logread.ErrAmbiguousPrefix) {
-				return nil, fmt.Errorf("open log: %w (--prefix PREFIX gives it)", err)
-			}
-			return nil, fmt.Errorf("open log: %w", err)
-		}
-		readers = append(readers, rs...)
-	}
-	if len(readers) == 0 {
-		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: every log given is empty or repeats another")}
-	}
-	return readers, nil
+	return set, nil
 }
 
-// repeatedLogs returns the indexes of the logs that repeat the events of
-// one before them, and says which: the same file twice, or copies of one
-// log in two formats. A log that cannot be read is left to openLogs.
-func repeatedLogs(stdio IO, paths []string, opts logread.Options) map[int]bool {
-	skip := make(map[int]bool)
-	prints := make([]*logread.Fingerprint, len(paths))
-	infos := make([]os.FileInfo, len(paths))
-	for i, p := range paths {
-		if p == "-" {
-			continue
-		}
-		infos[i], _ = os.Stat(p)
-		for j := 0; j < i; j++ {
-			if !skip[j] && infos[i] != nil && infos[j] != nil && os.SameFile(infos[i], infos[j]) {
-				fmt.Fprintf(stdio.Stderr, "warning: %s is given twice: read once\n", p)
-				skip[i] = true
-			}
-		}
-		if skip[i] {
-			continue
-		}
-		if fp, err := logread.FingerprintOf(p, opts); err == nil {
-			prints[i] = fp
-		}
-		for j := 0; j < i && prints[i] != nil; j++ {
-			if !skip[j] && prints[j] != nil && prints[i].Repeats(prints[j]) {
-				fmt.Fprintf(stdio.Stderr, "warning: %s holds the same events as %s (a copy, or the same server's log in another format): read once, from %s\n", p, paths[j], paths[j])
-				skip[i] = true
-				break
-			}
-		}
+// openError renders source.Open's errors with the flags that fix them.
+func openError(err error) error {
+	var nothing *source.Nothing
+	var mixed *source.Mixed
+	switch {
+	case errors.Is(err, source.ErrStdinTwice):
+		return usageError("%v", err)
+	case errors.As(err, &nothing):
+		return nothingError(nothing)
+	case errors.As(err, &mixed):
+		return usageError("%v; --allow-mixed-sources reads them as one workload", err)
+	case errors.Is(err, logread.ErrUnknownPrefix) || errors.Is(err, logread.ErrAmbiguousPrefix):
+		return fmt.Errorf("%w (--prefix PREFIX gives it)", err)
 	}
-	return skip
+	return err
 }
 
 // reportLogWarnings writes what the readers assumed or set aside to
-// standard error, once per file (the parts of a split file share theirs).
-func reportLogWarnings(stdio IO, readers []*logread.Reader) {
-	seen := make(map[string]bool)
-	for _, r := range readers {
-		for _, w := range r.Warnings() {
-			k := r.Name() + "\x00" + w
-			if !seen[k] {
-				seen[k] = true
-				if strings.Contains(w, "time zone") {
-					w += " [--timezone]"
-				}
-				fmt.Fprintf(stdio.Stderr, "warning: %s: %s\n", r.Name(), w)
-			}
+// standard error, once per file.
+func reportLogWarnings(stdio IO, ws []source.Warning) {
+	for _, w := range ws {
+		text := w.Text
+		if strings.Contains(text, "time zone") {
+			text += " [--timezone]"
 		}
+		fmt.Fprintf(stdio.Stderr, "warning: %s: %s\n", w.File, text)
 	}
 }
 
-func closeLogs(readers []*logread.Reader) {
-	for _, r := range readers {
-		r.Close()
-	}
+// nothingError fails a run whose logs yielded nothing to measure (exit 4).
+func nothingError(n *source.Nothing) error {
+	return &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: " + nothingText(n))}
 }
 
-// checkMeasured fails a run whose logs yielded nothing to measure: no
-// statement at all, or more than maxSkipped (a fraction) of the lines
-// unreadable (logread.Unparseable). Its message names the main reason,
-// shows the first line skipped for it, and says what to try.
-func checkMeasured(readers []*logread.Reader, statements int64, maxSkipped float64) error {
-	c := &logread.Counters{Skipped: map[string]int64{}}
-	for _, r := range readers {
-		c.Add(r.Counters())
+// nothingText says why nothing was measured, and what to do, in the
+// words of the commands that read logs.
+func nothingText(n *source.Nothing) string {
+	what := n.What()
+	if n.Reason == source.NothingUnreadable {
+		what += " (--max-skipped)"
 	}
-	return checkCounted(c, statements, maxSkipped)
-}
-
-// checkCounted is checkMeasured on line counts already added up.
-func checkCounted(c *logread.Counters, statements int64, maxSkipped float64) error {
-	if c == nil {
-		c = &logread.Counters{Skipped: map[string]int64{}}
+	msg := what + n.Skipped()
+	switch n.Reason {
+	case source.NothingEmpty, source.NothingAllRepeated:
+		return msg
+	case source.NothingOutsideWindow:
+		return msg + "; choose --start and --end within the logs' times"
+	case source.NothingTimeless:
+		return msg + "; --start and --end cannot select lines without a time: leave them out, or capture the log with %m in log_line_prefix"
+	case source.NothingFiltered:
+		return msg + "; no session has the --database, --user or --application values given"
+	case source.NothingOwn, source.NothingOtherShards:
+		return msg + n.Remedy()
 	}
-	unreadable := c.Unparseable()
-	var what string
 	switch {
-	case statements == 0 && c.Total == 0:
-		what = "the logs are empty"
-	case statements == 0:
-		what = fmt.Sprintf("the logs yielded no statement (%d lines read, %d parsed)", c.Total, c.Parsed)
-	case c.Total > 0 && float64(unreadable) > maxSkipped*float64(c.Total):
-		what = fmt.Sprintf("%d of %d lines (%.1f%%) could not be read, more than the %.1f%% allowed (--max-skipped)",
-			unreadable, c.Total, 100*float64(unreadable)/float64(c.Total), 100*maxSkipped)
-	default:
-		return nil
+	case n.TopIs(logread.SkipNoPrefix):
+		return msg + "; give the server's log_line_prefix with --prefix (SHOW log_line_prefix), or check --format"
+	case n.TopIs(logread.SkipMalformed):
+		return msg + "; check --format: the records do not parse as the format given or detected"
 	}
-	msg := "NOTHING MEASURED: " + what
-	top, topN := "", int64(0)
-	for _, r := range c.Reasons() {
-		if logread.Unparseable(r) && c.Skipped[r] > topN {
-			top, topN = r, c.Skipped[r]
-		}
-	}
-	if topN > 0 {
-		msg += fmt.Sprintf("; most skipped lines: %q (%d)", top, topN)
-		if smp, ok := c.Samples[top]; ok {
-			msg += fmt.Sprintf(", the first at line %d:\n  %s\n", smp.Line, strings.TrimRight(smp.Text, "\n"))
-		}
-	}
-	switch top {
-	case logread.SkipNoPrefix:
-		msg += "; give the server's log_line_prefix with --prefix (SHOW log_line_prefix), or check --format"
-	case logread.SkipMalformed:
-		msg += "; check --format: the records do not parse as the format given or detected"
-	case "":
-		if statements == 0 {
-			msg += "; the server must log statements: log_min_duration_statement = 0 (or log_statement = 'all')"
-		}
-	default:
-		msg += "; see docs/logs.md for the formats pgrehearse reads"
-	}
-	return &exitError{code: ExitNoInput, err: errors.New(msg)}
+	// The other remedies are the server's settings, which name no flag.
+	return msg + n.Remedy()
 }
 
-// checkInputWhole fails a run whose input broke off (a truncated
-// compressed file): its figures cover only what was read before.
-func checkInputWhole(readers []*logread.Reader) error {
-	var why []string
-	for _, r := range readers {
-		if err := r.Partial(); err != nil {
-			why = append(why, err.Error())
-		}
-	}
-	if len(why) == 0 {
-		return nil
-	}
-	return &exitError{code: ExitIncomplete, err: fmt.Errorf("INCOMPLETE INPUT: %s; the results cover what was read before", strings.Join(why, "; "))}
+// cutError fails a run whose input broke off (a truncated compressed
+// file): its figures cover only what was read before.
+func cutError(cut error) error {
+	return &exitError{code: ExitIncomplete, err: fmt.Errorf("INCOMPLETE INPUT: %w", cut)}
 }
 
 // addMaxSkipped registers --max-skipped, a percentage.

@@ -75,3 +75,32 @@ func TestLogsEmptyAndRepeated(t *testing.T) {
 		t.Errorf("bad --timezone: exit %d, %s", code, stderr)
 	}
 }
+
+// TestMixedSourcesAndTimeless: logs a day apart are refused as one
+// workload, saying which and how to read them anyway; a log whose lines
+// have no time is analyzed (its figures have no times) but not replayed,
+// and the refusal names %m.
+func TestMixedSourcesAndTimeless(t *testing.T) {
+	dir := t.TempDir()
+	good := string(readFile(t, smallLog))
+	nextDay := strings.ReplaceAll(good, "2024-05-01", "2024-05-02")
+	later := filepath.Join(dir, "later.log")
+	os.WriteFile(later, []byte(nextDay), 0o644)
+	ctx := context.Background()
+	code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, smallLog, later)
+	if code != ExitUsage || !strings.Contains(stderr, "neither overlap nor follow") || !strings.Contains(stderr, "--allow-mixed-sources") {
+		t.Errorf("mixed logs: exit %d, %s", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(ctx, "", "analyze", "--findings=false", "--allow-mixed-sources", "--prefix", testPrefix, smallLog, later); code != ExitOK || !strings.Contains(stdout, "lines       36 read") {
+		t.Errorf("mixed logs allowed: exit %d, %s%s", code, stdout, stderr)
+	}
+
+	timeless := filepath.Join(dir, "timeless.log")
+	os.WriteFile(timeless, []byte("[100]: [1-1] db=shop,user=app LOG:  duration: 0.050 ms  statement: SELECT 1\n[100]: [2-1] db=shop,user=app LOG:  duration: 0.050 ms  statement: SELECT 2\n"), 0o644)
+	if code, stdout, stderr := runCLI(ctx, "", "analyze", "--findings=false", timeless); code != ExitOK || !strings.Contains(stdout, "statements  2 executed") {
+		t.Errorf("analyze of a log without times: exit %d, %s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(ctx, "", "replay", "--dry-run", timeless); code != ExitNoInput || !strings.Contains(stderr, "%m") {
+		t.Errorf("replay of a log without times: exit %d, %s", code, stderr)
+	}
+}

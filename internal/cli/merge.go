@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,9 +27,19 @@ The merged result is written as JSON (schema: docs/results-json.md) to --json,
 standard output by default, with a one-line summary on standard error.
 Results of different latency sources, or written by an older pgrehearse without
 latency histograms, are refused with the reason.
+
+Shards of one replay or analysis (each read the whole input and kept its share
+of the sessions) merge only with shards of the same input, split the same way,
+and never twice the same shard; their line accounting is counted once. A merge
+that lacks some shards is written marked incomplete, names them, and exits 5.
+Two results of the same input that are not shards are refused: every statement
+would count twice.
 ` + exitCodeHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputs("--json", jsonPath); err != nil {
+				return err
+			}
 			parts := make([]*results.Result, len(args))
 			for i, p := range args {
 				var err error
@@ -40,13 +51,19 @@ latency histograms, are refused with the reason.
 			if err != nil {
 				return err
 			}
+			var missing error
+			if miss := m.MissingShards(); len(miss) > 0 {
+				why := fmt.Sprintf("shards %v of %d are missing: the merge covers part of the input", miss, m.Part.Of)
+				m.MarkIncomplete(results.IncompleteMissingParts, why)
+				missing = &exitError{code: ExitIncomplete, err: errors.New("MERGE INCOMPLETE: " + why + "; the result is marked incomplete and report will not judge it")}
+			}
 			if err := writeJSON(stdio.Stdout, jsonPath, m); err != nil {
 				return err
 			}
 			s := m.Statements
 			fmt.Fprintf(stdio.Stderr, "merged %d %s results: %d statements (%d executed, %d failed, %d skipped), %d sessions, %d distinct queries\n",
 				len(parts), m.Kind, s.Total, s.Executed, s.Failed, s.SkippedTotal(), m.Sessions.Total, len(m.Queries))
-			return nil
+			return missing
 		},
 	}
 	cmd.Flags().StringVar(&jsonPath, "json", "-", "write the merged result to `FILE` (\"-\" for standard output)")

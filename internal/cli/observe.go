@@ -71,7 +71,7 @@ func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) 
 		fmt.Fprintf(stdio.Stderr, "pgrehearse: warning: the target cannot be observed, no server-side evidence: %v\n", err)
 		return none, nil
 	}
-	for _, w := range startWarnings(o) {
+	for _, w := range o.StartWarnings() {
 		fmt.Fprintf(stdio.Stderr, "pgrehearse: observe: %s\n", w)
 	}
 	return func() (*observe.Evidence, error) {
@@ -81,22 +81,6 @@ func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) 
 		}
 		return ev, err
 	}, nil
-}
-
-// startWarnings are what a user should know before a long run: the
-// evidence will lack something.
-func startWarnings(o *observe.Collector) []string {
-	c := o.Capabilities()
-	var out []string
-	if !c.PGSS.Is(observe.ExtInstalled) {
-		out = append(out, "pg_stat_statements is "+c.PGSS.String()+": no per-query server-side figures")
-	} else if !c.TrackPlanning {
-		out = append(out, "pg_stat_statements.track_planning is off: planning time will not be measured")
-	}
-	if !c.ReadAllStats {
-		out = append(out, "role "+c.User+" cannot read other users' statistics (pg_read_all_stats)")
-	}
-	return out
 }
 
 // observationOutput is what observe --json writes.
@@ -171,6 +155,9 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
+		return err
+	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		summaryOut = stdio.Stderr
@@ -181,7 +168,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range startWarnings(o) {
+	for _, w := range o.StartWarnings() {
 		fmt.Fprintf(stdio.Stderr, "pgrehearse: observe: %s\n", w)
 	}
 	until := "Ctrl-C"

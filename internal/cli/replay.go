@@ -2,27 +2,25 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
-	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -157,7 +155,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
 	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
-	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replay.TargetLogSettings)
+	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
 	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
@@ -173,198 +171,176 @@ stops early, exit 5, naming the silent connection.
 }
 
 func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) error {
-	opts, err := replayOptions(f)
+	cfg, err := replayConfig(stdio, f, paths)
 	if err != nil {
 		return err
 	}
-	// Events must come in log order: one reader per file, never parts.
-	readers, err := openLogs(stdio, paths, f.logFlags, 1)
-	if err != nil {
+	// The result must have somewhere to go before the target is touched.
+	if err := checkOutputs("--json", f.jsonPath); err != nil {
 		return err
 	}
-	defer closeLogs(readers)
 	if f.metricsAddr != "" {
 		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr)
 		if err != nil {
 			return err
 		}
-		opts.Sink = sink
+		cfg.Replay.Sink = sink
 		defer stopMetrics()
 	}
-	r, err := replay.New(opts)
-	if err != nil {
-		return usageError("%v", err)
-	}
-
-	// Two contexts: ctx (Ctrl-C) stops issuing statements; hard cancels
-	// those in flight, on a second Ctrl-C or --grace after the first.
+	// ctx (Ctrl-C) stops issuing statements; a second Ctrl-C, or --grace
+	// after the first, cancels those in flight.
 	second, release := secondInterrupt(ctx)
 	defer release()
-	hard, cancelHard := replay.HardStop(ctx, f.grace, second)
-	defer cancelHard()
+	cfg.Hard = second
+	var stopLine func()
+	cfg.OnStart = func(r *replay.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
+	cfg.OnEnd = func() { stopLine() }
+	start := time.Now()
+	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start) }
 
-	run, err := executeReplay(ctx, hard, stdio, r, f, paths, readers)
+	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
+		return replayRunError(stdio, err, start)
+	}
+	if err := writeReplayOutputs(stdio, f, o); err != nil {
 		return err
 	}
-	if err := writeReplayOutputs(ctx, stdio, f, run); err != nil {
-		return err
-	}
-	return run.outcome(f.maxErrorRate)
+	return replayExit(o, f.maxErrorRate)
 }
 
-// replayRun is what a replay produced, and what was found out after it.
-type replayRun struct {
-	res      *results.Result
-	runErr   error // why the replay stopped early
-	tlErr    error // why the target's log gave no server-side durations
-	broken   error // INCOMPLETE INPUT: a log could not be read whole
-	nothing  error // NOTHING MEASURED
-	evidence *observe.Evidence
-}
-
-// executeReplay checks the target's logins, replays the logs with the
-// progress line and the observer running, and completes the result: the
-// line accounting, whether anything was measured and every log read
-// whole, and the server-side durations of --target-log. A replay that produced no result returns
-// why as its error.
-func executeReplay(ctx, hard context.Context, stdio IO, r *replay.Replayer, f replayFlags, paths []string, readers []*logread.Reader) (*replayRun, error) {
-	sources, pos := replaySources(readers)
-	if !f.dryRun && !f.skipPreflight {
-		if err := preflight(ctx, stdio, r, f, paths); err != nil {
-			return nil, err
-		}
-	}
-	var tlogs *targetlog.Files
-	if len(f.targetLogs) > 0 {
-		tlogs = targetlog.Note(splitList(f.targetLogs), f.targetLogPrefix)
-	}
-	if f.dryRun {
-		f.observe.enabled = false
-	}
-	stopObserve, err := startObserve(ctx, stdio, f.target, f.observe)
+// replayConfig turns the flags into the run's configuration, or a usage
+// error.
+func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, error) {
+	var cfg replayrun.Config
+	opts, err := replayOptions(f)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
-	stopLine := startProgressLine(stdio.Stderr, r, pos)
-	res, runErr := r.Run(ctx, hard, sources)
-	stopLine()
-	// Evidence that could not be collected only loses its sections; the
-	// observer says why on standard error.
-	evidence, _ := stopObserve()
-	if res == nil {
-		return nil, runErr
+	so, err := f.logFlags.sourceOptions(stdio, 1, nil)
+	if err != nil {
+		return cfg, err
 	}
-	run := &replayRun{res: res, runErr: runErr, evidence: evidence}
-	if evidence != nil {
-		replay.NoteTargetWaits(res, targetWaits(evidence))
+	sel := source.Selection{
+		Databases:    splitList(f.databases),
+		Users:        splitList(f.users),
+		Applications: splitList(f.applications),
+		// Events are in completion order, so one that started before
+		// --end may still come a little later; past it by the
+		// lookahead, nothing of the window is left.
+		StopAfter: replay.DefaultLookahead.Microseconds(),
 	}
-	lines := lineCounts(readers...)
-	res.Lines = &lines
-	run.nothing = checkMeasured(readers, res.Statements.Total, f.maxSkipped/100)
-	if run.nothing != nil && !res.Partial {
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.nothing.Error(), "NOTHING MEASURED: "))
+	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
+		return cfg, err
 	}
-	run.broken = checkInputWhole(readers)
-	if run.broken != nil {
-		res.Partial = true
-		res.Incomplete = append(res.Incomplete, strings.TrimPrefix(run.broken.Error(), "INCOMPLETE INPUT: "))
+	cfg = replayrun.Config{
+		Paths: paths, Source: so, Selection: sel, Replay: opts, Grace: f.grace,
+		SkipPreflight: f.skipPreflight, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
+		Findings: f.findings, FindingsDSN: f.findingsDSN,
+		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
+		Describe: nothingText,
+		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
 	}
-	if tlogs != nil && runErr == nil {
-		run.tlErr = targetLogError(tlogs.ServerSide(hard, r, f.target, res))
+	if f.observe.enabled && !f.dryRun {
+		oo, err := f.observe.options()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Observe = &oo
 	}
-	return run, nil
+	return cfg, nil
 }
 
-// replaySources wraps the readers for the replay, and sums their sizes
-// for the progress line's share read.
-func replaySources(readers []*logread.Reader) ([]replay.Source, *readPosition) {
-	pos := &readPosition{}
-	sources := make([]replay.Source, len(readers))
-	for i, rd := range readers {
-		sources[i] = &replaySource{r: rd, pos: pos}
-		if _, size := rd.Progress(); size > 0 && pos.total >= 0 {
-			pos.total += size
-		} else {
-			pos.total = -1
-		}
+// replayRunError renders the errors of a run that produced no result in
+// the command's words.
+func replayRunError(stdio IO, err error, start time.Time) error {
+	var oe *replayrun.OptionsError
+	var pe *replayrun.PreflightError
+	var te *replayrun.TimelessError
+	switch {
+	case errors.As(err, &oe):
+		return usageError("%v", oe.Err)
+	case errors.As(err, &pe):
+		return preflightFailed(stdio.Stderr, pe.Preflight)
+	case errors.As(err, &te):
+		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %v", te)}
 	}
-	return sources, pos
+	return openError(err)
 }
 
 // writeReplayOutputs writes the summary, the evidence and the findings of
 // the replay (standard error when the JSON goes to standard output), and
-// the JSON with --json. The evidence goes into the result.
-func writeReplayOutputs(ctx context.Context, stdio IO, f replayFlags, run *replayRun) error {
+// the JSON with --json, which findings that failed do not prevent.
+func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	res := run.res
+	res := o.Result
 	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
-	out := replayOutput{Result: res}
-	if ev := run.evidence; ev != nil {
-		var err error
-		if res.Evidence, err = json.Marshal(ev); err != nil {
-			return fmt.Errorf("write evidence: %w", err)
-		}
+	if ev := o.Evidence; ev != nil {
 		fmt.Fprintln(summaryOut)
 		if err := report.WriteEvidence(summaryOut, ev, 5); err != nil {
 			return fmt.Errorf("write evidence: %w", err)
 		}
 	}
-	if f.findings && !res.Partial && !res.DryRun {
-		var err error
-		if out.Findings, err = replayFindings(ctx, res, f.findingsDSN); err != nil {
-			return err
-		}
+	if o.Findings != nil {
 		fmt.Fprintln(summaryOut)
-		if err := report.WriteFindings(summaryOut, out.Findings, replayHints); err != nil {
+		if err := report.WriteFindings(summaryOut, o.Findings, replayHints); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
 	if f.jsonPath != "" {
-		return writeJSON(stdio.Stdout, f.jsonPath, out)
+		return writeJSON(stdio.Stdout, f.jsonPath, replayOutput{Result: res, Findings: o.Findings})
 	}
 	return nil
 }
 
-// outcome is the replay's exit: the first of what stopped it, what the
-// target's log could not give, a log not read whole, a fault that ended
-// it early, an interruption, nothing measured, a failed verdict, or an
-// incomplete result.
-func (run *replayRun) outcome(maxErrorRate float64) error {
-	res := run.res
-	switch {
-	case run.runErr != nil:
-		return run.runErr
-	case run.tlErr != nil:
-		return run.tlErr
-	case run.broken != nil:
-		return run.broken
-	case res.Partial && len(res.Incomplete) > 0:
-		// Stopped early by a fault (the target gone), not by the user.
-		return replayIncomplete(res)
-	case res.Partial:
-		return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED: the results above are partial; report will not judge them")}
-	case run.nothing != nil:
-		return run.nothing
-	}
-	if len(res.Degraded) > 0 && res.Sessions.ConnectFailed == 0 {
-		// Before the error rate: errors around a fault are the fault's.
-		if len(res.Incomplete) > 0 {
+// replayExit maps the outcome's first reason to the exit: what stopped
+// the replay, what the target's log could not give, a log not read whole,
+// a fault that ended it early, an interruption, nothing measured, a
+// failed verdict, an incomplete result. A divergence is a report's to
+// judge, against the baseline: it does not fail the replay.
+func replayExit(o *replayrun.Outcome, maxErrorRate float64) error {
+	res := o.Result
+	for _, r := range o.Reasons {
+		switch r {
+		case replayrun.ReasonFindingsFailed:
+			return o.FindingsErr
+		case replayrun.ReasonStopped:
+			return o.Err
+		case replayrun.ReasonTargetLog:
+			return targetLogError(o.TargetLogErr)
+		case replayrun.ReasonInputCut:
+			return cutError(o.Cut)
+		case replayrun.ReasonTargetGone:
+			return replayIncomplete(res)
+		case replayrun.ReasonInterrupted:
+			if len(res.Incomplete) > 0 {
+				return replayIncomplete(res)
+			}
+			return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED: the results above are partial; report will not judge them")}
+		case replayrun.ReasonNothingMeasured:
+			return nothingError(o.Nothing)
+		case replayrun.ReasonDegraded:
+			// Before the error rate: errors around a fault are the
+			// fault's.
+			if len(res.Incomplete) > 0 {
+				return replayIncomplete(res)
+			}
+			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
+				strings.Join(res.Degraded, "; "))}
+		case replayrun.ReasonConnectFailures:
+			return connectFailed(res)
+		case replayrun.ReasonErrorRate:
+			out := res.Outcomes
+			return &exitError{code: ExitRegression, err: fmt.Errorf(
+				"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target; see errors_by_sqlstate)",
+				out.TargetErrorRate, out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget)}
+		case replayrun.ReasonIncomplete:
 			return replayIncomplete(res)
 		}
-		return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
-			strings.Join(res.Degraded, "; "))}
-	}
-	if err := replayVerdict(res, maxErrorRate); err != nil {
-		return err
-	}
-	if len(res.Incomplete) > 0 {
-		return replayIncomplete(res)
 	}
 	return nil
 }
@@ -378,30 +354,20 @@ func replayIncomplete(res *results.Result) error {
 	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it", why)}
 }
 
-// replayVerdict fails a replay that did not test what it should: sessions
-// that could not connect (the wrong target, a missing database or role),
-// or a target failing more than the original did.
-func replayVerdict(res *results.Result, maxErrorRate float64) error {
-	if res.Sessions.ConnectFailed > 0 {
-		var b strings.Builder
-		fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
-			res.Sessions.ConnectFailed, res.Sessions.Total)
-		for _, cf := range res.Sessions.ConnectFailures {
-			fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
-			if cf.SQLState != "" {
-				fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
-			}
+// connectFailed fails a replay whose sessions could not connect (the
+// wrong target, a missing database or role).
+func connectFailed(res *results.Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
+		res.Sessions.ConnectFailed, res.Sessions.Total)
+	for _, cf := range res.Sessions.ConnectFailures {
+		fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
+		if cf.SQLState != "" {
+			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
 		}
-		b.WriteString("\n  create them on the target, or rename them with --user-map / --database-map")
-		return errors.New(b.String())
 	}
-	o := res.Outcomes
-	if o.TargetErrorRate-o.OriginalErrorRate > maxErrorRate {
-		return &exitError{code: ExitRegression, err: fmt.Errorf(
-			"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target; see errors_by_sqlstate)",
-			o.TargetErrorRate, o.OriginalErrorRate, maxErrorRate, o.FailedOnlyOnTarget)}
-	}
-	return nil
+	b.WriteString("\n  create them on the target, or rename them with --user-map / --database-map")
+	return errors.New(b.String())
 }
 
 func replayOptions(f replayFlags) (replay.Options, error) {
@@ -416,11 +382,6 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		ConnectTimeout:   f.connectTimeout,
 		IOTimeout:        f.ioTimeout,
 		MaxLag:           f.maxLag,
-		Filter: replay.Filter{
-			Databases:    splitList(f.databases),
-			Users:        splitList(f.users),
-			Applications: splitList(f.applications),
-		},
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageError("%v", err)
@@ -448,9 +409,6 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--sync-timeout must be positive, got %v", f.syncTimeout)
 	}
 	opts.SyncTimeout = f.syncTimeout
-	if opts.Filter.Start, opts.Filter.End, err = timeWindow(f.start, f.end); err != nil {
-		return opts, err
-	}
 	if opts.UserMap, err = replay.ParseMap(f.userMap); err != nil {
 		return opts, usageError("--user-map: %v", err)
 	}
@@ -474,41 +432,9 @@ func splitList(in []string) []string {
 	return out
 }
 
-// readPosition is how far the readers are, for the progress line: written
-// by the dispatcher goroutine (the only one that may touch a reader),
-// read by the progress line.
-type readPosition struct {
-	base  int64 // bytes of the files finished before
-	read  atomic.Int64
-	total int64 // -1 when a size is unknown
-}
-
-type replaySource struct {
-	r    *logread.Reader
-	pos  *readPosition
-	n    int
-	done bool
-}
-
-func (s *replaySource) Next() (*event.Event, error) {
-	ev, err := s.r.Next()
-	s.n++
-	if s.n%progressEvery == 0 || err != nil {
-		read, size := s.r.Progress()
-		s.pos.read.Store(s.pos.base + read)
-		if err != nil && !s.done && size > 0 {
-			s.done = true
-			s.pos.base += size
-		}
-	}
-	return ev, err
-}
-
-func (s *replaySource) Name() string { return s.r.Name() }
-
 // startProgressLine redraws one status line on standard error twice a
 // second, when it is a terminal; the returned function erases it.
-func startProgressLine(stderr io.Writer, r *replay.Replayer, pos *readPosition) func() {
+func startProgressLine(stderr io.Writer, r *replay.Replayer, set *source.Set) func() {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return func() {}
@@ -530,14 +456,15 @@ func startProgressLine(stderr io.Writer, r *replay.Replayer, pos *readPosition) 
 				p := r.Progress()
 				rate := float64(p.Done-lastDone) / now.Sub(last).Seconds()
 				lastDone, last = p.Done, now
-				fmt.Fprint(f, "\r\x1b[K"+progressText(p, pos, rate))
+				read, total := set.Progress()
+				fmt.Fprint(f, "\r\x1b[K"+progressText(p, read, total, rate))
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
 }
 
-func progressText(p replay.Progress, pos *readPosition, rate float64) string {
+func progressText(p replay.Progress, read, total int64, rate float64) string {
 	var b strings.Builder
 	b.WriteString("replay ")
 	if p.LogStart != 0 && p.LogReplayed >= p.LogStart {
@@ -545,8 +472,8 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 	} else {
 		fmt.Fprintf(&b, "%v", p.Elapsed.Truncate(time.Second))
 	}
-	if pos.total > 0 {
-		fmt.Fprintf(&b, " (read %.0f%%)", 100*float64(pos.read.Load())/float64(pos.total))
+	if total > 0 {
+		fmt.Fprintf(&b, " (read %.0f%%)", 100*float64(read)/float64(total))
 	}
 	fmt.Fprintf(&b, " | %.0f stmt/s | %d sessions open | %d errors", rate, p.Open, p.Errors)
 	if p.ConnectFailures > 0 {
@@ -563,18 +490,6 @@ func progressText(p replay.Progress, pos *readPosition, rate float64) string {
 type replayOutput struct {
 	*results.Result
 	Findings *findings.Report `json:"findings,omitempty"`
-}
-
-// replayFindings names the traps of the replayed workload as the target
-// ran it, with the target's catalog when dsn is given.
-func replayFindings(ctx context.Context, res *results.Result, dsn string) (*findings.Report, error) {
-	in := findings.Input{Workload: findings.FromResult(res)}
-	closeConn, err := connectFindings(ctx, dsn, false, &in)
-	if err != nil {
-		return nil, err
-	}
-	defer closeConn()
-	return findings.Evaluate(ctx, in, findings.Options{}), nil
 }
 
 // targetLogError says which option named the target's log file that
@@ -602,18 +517,4 @@ func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
 	}
 	fmt.Fprintf(stdio.Stderr, "replay: metrics on http://%s/metrics\n", bound)
 	return m, stop, nil
-}
-
-// targetWaits are the wait events the observer sampled on the target,
-// most first, for the lag warning.
-func targetWaits(ev *observe.Evidence) []replay.WaitShare {
-	var out []replay.WaitShare
-	for _, w := range ev.Waits.Events {
-		name := w.Type + "/" + w.Event
-		if w.Type == w.Event {
-			name = w.Type
-		}
-		out = append(out, replay.WaitShare{Event: name, Share: w.Share})
-	}
-	return out
 }

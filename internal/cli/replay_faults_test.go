@@ -122,7 +122,7 @@ func TestReplaySurvivesFaults(t *testing.T) {
 				t.Errorf("%d of %d statements lost, want some and under 10%% (skipped %v)", res.Lost, s.Total, s.Skipped)
 			}
 			var lost int64
-			for _, reason := range []string{replay.SkipConnectionLost, replay.SkipBrokenTransaction, replay.SkipDependencyLost} {
+			for _, reason := range []results.SkipReason{replay.SkipConnectionLost, replay.SkipBrokenTransaction, replay.SkipDependencyLost} {
 				lost += s.Skipped[reason]
 			}
 			if lost != res.Lost || s.Skipped[replay.SkipConnectionLost] == 0 {

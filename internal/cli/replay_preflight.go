@@ -1,112 +1,61 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"slices"
+	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-// Pre-flight bounds: the logins are gathered from the logs for at most
-// preflightScan (a log larger than that is read in part; later logins are
-// checked when their sessions connect), and each check may take
-// preflightTimeout.
-const (
-	preflightScan    = 3 * time.Second
-	preflightTimeout = 5 * time.Second
-)
+// writePreflight says what the pre-flight found (replayrun checks it):
+// the destructive statements the log holds, a login of the DSN's own that
+// failed where that only loses evidence, and how many logins the target
+// accepted.
+func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time) {
+	preflightNotes(w, pf)
+	what := fmt.Sprintf("%d of %d logins", pf.Accepted(), len(pf.Checks))
+	if !pf.Complete {
+		what += " (of the first part of the logs: later ones are checked when their sessions connect)"
+	}
+	fmt.Fprintf(w, "pre-flight: the target accepted %s in %.1f s\n", what, time.Since(start).Seconds())
+}
 
-// preflight checks, before the schedule starts, that the target takes the
-// connections the replay will make: every login of the logs (after the
-// maps and filters), and the target DSN's own login when something else
-// connects with it (the observer, --target-log's marker). It fails with a
-// message per failure that says what to do.
-func preflight(ctx context.Context, stdio IO, r *replay.Replayer, f replayFlags, paths []string) error {
-	start := time.Now()
-	var logins []replay.Login
-	complete := true
-	if slices.Contains(paths, "-") {
-		// Standard input cannot be read twice: only the DSN is checked.
-		complete = false
-	} else {
-		readers, err := openLogs(stdio, paths, f.logFlags, 1)
-		if err != nil {
-			return err
+// preflightNotes writes the destructive statements and the DSN's own
+// login failed without failing the pre-flight.
+func preflightNotes(w io.Writer, pf *replayrun.Preflight) {
+	writeDestructive(w, pf.Destructive, pf.Complete)
+	for i, c := range pf.Checks {
+		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
+			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c))
 		}
-		src := make([]replay.Source, len(readers))
-		for i, rd := range readers {
-			src[i] = rd
-		}
-		scan, cancel := context.WithTimeout(ctx, preflightScan)
-		sc, err := r.Scan(scan, src, 0)
-		cancel()
-		closeLogs(readers)
-		if err != nil {
-			return err
-		}
-		logins, complete = sc.Logins, sc.Complete
-		writeDestructive(stdio.Stderr, sc.Destructive, complete)
 	}
-	// The DSN's own login: --target-log's marker needs it (without it the
-	// server-side durations are lost after the whole replay ran); the
-	// observer's evidence is only lost, which a warning says.
-	own := -1
-	if (f.observe.enabled || len(f.targetLogs) > 0 || len(logins) == 0) && !slices.Contains(logins, replay.Login{}) {
-		own = len(logins)
-		logins = append(logins, replay.Login{})
-	}
+}
+
+// preflightFailed says, per login refused, what to do about it.
+func preflightFailed(w io.Writer, pf *replayrun.Preflight) error {
+	preflightNotes(w, pf)
 	var problems []string
-	for _, p := range f.targetLogs {
-		if err := readable(p); err != nil {
-			problems = append(problems, fmt.Sprintf("--target-log %s: %v", p, err))
+	for _, p := range pf.TargetLogs {
+		msg := p.Err.Error()
+		if errors.Is(p.Err, fs.ErrNotExist) {
+			msg = "does not exist: give the target's current log file (log_directory/log_filename)"
 		}
+		problems = append(problems, fmt.Sprintf("--target-log %s: %s", p.Path, msg))
 	}
-	checks := r.Preflight(ctx, logins, preflightTimeout)
-	for i, c := range checks {
-		if c.Problem == replay.ProblemNone {
-			continue
-		}
-		if i == own && len(f.targetLogs) == 0 && len(checks) > 1 {
-			fmt.Fprintf(stdio.Stderr, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c))
+	for i, c := range pf.Checks {
+		if c.Problem == replay.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
 		problems = append(problems, describeCheck(c))
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("PRE-FLIGHT FAILED: the target does not take the replay's connections; nothing was replayed:\n  %s\n"+
-			"(--skip-preflight replays anyway)", strings.Join(problems, "\n  "))
-	}
-	accepted := 0
-	for _, c := range checks {
-		if c.Problem == replay.ProblemNone {
-			accepted++
-		}
-	}
-	what := fmt.Sprintf("%d of %d logins", accepted, len(checks))
-	if !complete {
-		what += " (of the first part of the logs: later ones are checked when their sessions connect)"
-	}
-	fmt.Fprintf(stdio.Stderr, "pre-flight: the target accepted %s in %.1f s\n", what, time.Since(start).Seconds())
-	return nil
-}
-
-// readable reports why a --target-log file cannot be read.
-func readable(path string) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return errors.New("does not exist: give the target's current log file (log_directory/log_filename)")
-		}
-		return err
-	}
-	return fh.Close()
+	return fmt.Errorf("PRE-FLIGHT FAILED: the target does not take the replay's connections; nothing was replayed:\n  %s\n"+
+		"(--skip-preflight replays anyway)", strings.Join(problems, "\n  "))
 }
 
 // describeCheck says what failed and what to do about it.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -184,6 +183,9 @@ func reportSides(f reportFlags, args []string) (base, cand []string, err error) 
 func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPaths []string) error {
 	rules, err := reportRules(f, len(candPaths) > 0)
 	if err != nil {
+		return err
+	}
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}
 	base, err := readReportRuns(basePaths)
@@ -404,20 +406,6 @@ func readResultFile(path string) (*results.Result, error) {
 		return nil, fmt.Errorf("%w; write one with analyze --json or replay --json", err)
 	}
 	return r, err
-}
-
-// writeOutput renders into memory first so that a failed render leaves no
-// half-written file, then writes path ("-" is stdout).
-func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) error {
-	var buf bytes.Buffer
-	if err := render(&buf); err != nil {
-		return err
-	}
-	if path == "-" {
-		_, err := stdout.Write(buf.Bytes())
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // rulesHelp documents compare's rule language (compare.ParseRule) for

@@ -54,8 +54,8 @@ Exit codes:
   5  incomplete: a replay lost more than --max-lost of its statements
      (connections refused or lost, the target gone or frozen), was
      interrupted (Ctrl-C, SIGTERM), or was degraded by recovering from a
-     fault; or report was asked to judge an incomplete, interrupted,
-     degraded or much smaller result
+     fault; a merge lacks some shards of its input; or report was asked
+     to judge an incomplete, interrupted, degraded or much smaller result
   6  diverged: report found that the candidate replay did different work
      than the baseline (rows per call, errors of ordering such as foreign
      keys): sessions that depended on each other ran out of order, and the

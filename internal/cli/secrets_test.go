@@ -87,7 +87,7 @@ func TestNoSecretsInOutput(t *testing.T) {
 	run("replay", "--target", b.DSN("postgres"), "--speed", "0", "--json", p("r.json"), log)
 	run("report", p("a.json"), p("r.json"), "--allow-mixed-latency", "--json", p("rep.json"), "--html", p("rep.html"), "--top", "50")
 	run("report", p("r.json"), "--html", p("one.html"))
-	run("merge", "--json", p("m.json"), p("a.json"), p("a.json"))
+	run("merge", "--json", p("m.json"), p("a.json"))
 	for _, f := range []string{"a.json", "r.json", "rep.json", "rep.html", "one.html", "m.json"} {
 		b, err := os.ReadFile(p(f))
 		if err != nil {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/shard"
 )
 
@@ -78,7 +78,7 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 		return usageError("%v", err)
 	}
 	// The output's directory must take the file before the log is read.
-	if err := checkWritable(f.out); err != nil {
+	if err := checkOutputs("--out", f.out); err != nil {
 		return err
 	}
 	var input shard.Input
@@ -92,13 +92,15 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 		}
 		input.Files = append(input.Files, fi)
 	}
-	readers, err := openLogs(stdio, paths, f.logs, 1)
+	// Every event the reader finds: the shards select their own.
+	set, err := openLogs(stdio, paths, f.logs, 1, nil)
 	if err != nil {
 		return err
 	}
-	defer closeLogs(readers)
-	reportLogWarnings(stdio, readers)
-	for _, r := range readers {
+	defer set.Close()
+	reportLogWarnings(stdio, set.Warnings())
+	for i, r := range set.Sources() {
+		rc := r.(event.Recycler)
 		for {
 			if ctx.Err() != nil {
 				return &exitError{code: ExitFailure, err: errors.New("interrupted: no plan written")}
@@ -108,10 +110,10 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", r.Name(), err)
+				return fmt.Errorf("%s: %w", set.Readers()[i].Name(), err)
 			}
 			b.Add(ev)
-			r.Recycle(ev)
+			rc.Recycle(ev)
 		}
 	}
 	p, err := b.Plan(input)
@@ -126,7 +128,7 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 			fmt.Fprintf(stdio.Stderr, "warning: --force %s=%d: the logs hold no session %q\n", id, k, id)
 		}
 	}
-	if err := writeFileAtomic(f.out, p.Encode); err != nil {
+	if err := outfile.Write(f.out, p.Encode); err != nil {
 		return err
 	}
 	printShardPlan(stdio.Stderr, p, f.out)
@@ -148,40 +150,4 @@ func printShardPlan(w io.Writer, p *shard.Plan, out string) {
 	if p.Hashed > 0 {
 		fmt.Fprintf(w, "  %d sessions were past the bound on sessions: placed by hash\n", p.Hashed)
 	}
-}
-
-// checkWritable fails early when path's directory cannot take a file.
-func checkWritable(path string) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".pgrehearse-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	tmp.Close()
-	return os.Remove(tmp.Name())
-}
-
-// writeFileAtomic writes path through a temporary file renamed over it,
-// so that a reader never sees half a file.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

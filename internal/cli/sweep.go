@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 	"github.com/pgrehearse/pgrehearse/internal/sweep/logdriver"
 )
@@ -133,6 +135,9 @@ set PG_BIN to their directory, or install them with
 }
 
 func runSweepCmd(ctx context.Context, stdio IO, cmd *cobra.Command, f sweepFlags) error {
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
+		return err
+	}
 	opts, err := sweepOptions(stdio, cmd, f)
 	if err != nil {
 		return err
@@ -245,12 +250,12 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if err == nil || errors.Is(err, logdriver.ErrNoStatements) {
 		// Nothing to measure, or mostly lines that could not be read:
 		// said as analyze and replay say it.
-		if nerr := checkCounted(ld.Lines(), ld.Statements(), f.maxSkipped/100); nerr != nil {
-			return nil, false, nerr
+		if n := source.Check(ld.Lines(), ld.Statements(), f.maxSkipped/100, source.Dropped{}, nil); n != nil {
+			return nil, false, nothingError(n)
 		}
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, openError(err)
 	}
 	if f.target == "" && !f.init && f.setup == "" {
 		fmt.Fprintln(stdio.Stderr, "sweep: warning: the throwaway clusters will have no schema for the log: its statements will fail; give --setup FILE.sql (or --init for a pgbench capture)")
@@ -279,17 +284,8 @@ func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
 	return nil
 }
 
-func writeSweepHTML(path string, res *sweep.Result) (err error) {
-	file, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write HTML: %w", err)
-	}
-	defer func() {
-		if cerr := file.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("write HTML: %w", cerr)
-		}
-	}()
-	if err := htmlreport.Write(file, report.SweepPage(res)); err != nil {
+func writeSweepHTML(path string, res *sweep.Result) error {
+	if err := outfile.Write(path, func(w io.Writer) error { return htmlreport.Write(w, report.SweepPage(res)) }); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil

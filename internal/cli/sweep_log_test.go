@@ -29,7 +29,7 @@ func TestSweepLogUsageErrors(t *testing.T) {
 		{[]string{"--log", log, "-b", "select-only"}, "not both"},
 		{[]string{"--log", log, "-M", "prepared"}, "not both"},
 		{[]string{"--log", log, "--format", "xml"}, "unknown log format"},
-		{[]string{"--log", "/no/such.log"}, "no such file"},
+		{[]string{"--log", "/no/such.log"}, "does not exist"},
 		{[]string{"--log", log, "--setup", "/no/such.sql"}, "setup"},
 		{[]string{"--setup", "x.sql"}, "go with --log"},
 		{[]string{"--format", "csvlog"}, "go with --log"},

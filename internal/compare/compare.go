@@ -39,6 +39,11 @@ type Options struct {
 	// ErrIncomplete) instead of refusing; the verdict is then never a
 	// pass.
 	AllowIncomplete bool
+	// Unjudgeable are reasons the caller knows, beyond the results',
+	// that the comparison is not a verdict on the candidate (a
+	// rehearsal stopped before its last round); they count as the
+	// results' own do.
+	Unjudgeable []Unjudgeable
 	// Rules are the thresholds the comparison fails on.
 	Rules []Rule
 }
@@ -640,7 +645,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	o := opts.withDefaults()
 	// A result that cannot be judged is refused first: whatever else is
 	// wrong with the comparison, its figures are not a verdict.
-	why := unjudgeable(base, cand)
+	why := append(unjudgeable(base, cand), o.Unjudgeable...)
 	if len(why) > 0 && !o.AllowIncomplete {
 		return nil, &IncompleteError{Reasons: why}
 	}

@@ -32,7 +32,7 @@ func TestUnjudgeable(t *testing.T) {
 		r := results.New(results.KindReplay, LatencyServerLog)
 		r.Source = "cand"
 		r.Queries = one
-		r.Statements = results.StatementCounts{Total: total, Executed: total - lost, Skipped: map[string]int64{"connection lost": lost}}
+		r.Statements = results.StatementCounts{Total: total, Executed: total - lost, Skipped: map[results.SkipReason]int64{results.SkipConnectionLost: lost}}
 		r.Lost = lost
 		r.FirstTime, r.LastTime = results.Time(t0+from*sec), results.Time(t0+to*sec-1)
 		return r

@@ -74,7 +74,7 @@ func runWarnings(runs []*Run) []Warning {
 // the server it measured, so its statements/s is a lower bound of the
 // target's, and its latencies carry that competition.
 func sharedCPUWarning(r *Run) (Warning, bool) {
-	if r.Replay == nil || r.Speed != 0 || !r.TargetLocal {
+	if r.Replay == nil || !r.Unpaced() || !r.TargetLocal {
 		return Warning{}, false
 	}
 	w := Warning{Kind: WarnSharedCPU, Run: r.Name(), Source: r.LatencySource}

@@ -222,11 +222,11 @@ func (e *eval) replayOrder() int64 {
 // it, and a synchronized one is pointed at what let statements run early.
 func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 	switch r.Sync {
-	case "off":
+	case results.SyncOff:
 		return "its sessions ran without synchronization",
-			"Replay with synchronized sessions (replay --sync object, the default), so that a statement waits for the commits it depended on, and compare that replay."
-	case "object", "commit":
-		sync = "its sessions were synchronized (" + r.Sync + " mode), yet some ran out of order"
+			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+	case results.SyncObject, results.SyncCommit:
+		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
 		var why []string
 		if r.SyncTimeouts > 0 {
 			why = append(why, fmt.Sprintf("%s sync waits gave up at the %gs timeout", fnum(float64(r.SyncTimeouts)), r.SyncTimeoutSeconds))
@@ -239,17 +239,17 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 		}
 		if len(why) == 0 {
 			sync += " (a dependency the log does not show: values from sequences, time or chance, a function's or trigger's own statements)"
-			if r.Sync == "object" {
-				return sync, "The sessions were already synchronized by object; replay with --sync commit, which waits for every earlier commit, to see whether the errors go."
+			if r.Sync == results.SyncObject {
+				return sync, "The sessions were already synchronized by object; replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."
 			}
 			return sync, "The sessions were already synchronized by commit: the dependency is one the log does not show (see what is not guaranteed in docs/sync.md)."
 		}
 		sync += " (" + strings.Join(why, "; ") + ")"
 		if r.SyncTimeouts > 0 && len(why) == 1 {
-			return sync, "The sessions were already synchronized; find why the waits gave up (the result's sync timeouts by cause) and, when the target is slower than the original, replay with a longer --sync-timeout."
+			return sync, "The sessions were already synchronized; find why the waits gave up (the result's sync timeouts by cause) and, when the target is slower than the original, replay with a longer sync timeout."
 		}
 		return sync, "The sessions were already synchronized: the faults during the replay let statements run without what they depended on; replay again without the faults."
 	}
 	return "it did not say how its sessions were synchronized",
-		"Replay with synchronized sessions (replay --sync object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+		"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
 }

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // synchronized replay, and no finding that tells the user to fix them;
 // errors of other codes are still the target's.
 func TestReplayOrder(t *testing.T) {
-	replayOf := func(codes map[string]int64, onlyOnTarget int64, sync string) *Workload {
+	replayOf := func(codes map[string]int64, onlyOnTarget int64, sync results.SyncMode) *Workload {
 		w := &Workload{Name: "replay.json", Kind: "replay", Statements: 1000, ErrorsBySQLState: codes, LockWaitLines: -1,
 			Replay: &ReplayFacts{FailedOnlyOnTarget: onlyOnTarget, Sync: sync}}
 		var failed int64
@@ -25,9 +26,9 @@ func TestReplayOrder(t *testing.T) {
 		return w
 	}
 	ctx := context.Background()
-	rep := Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, "off")}, Options{})
+	rep := Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, results.SyncOff)}, Options{})
 	order := only(rep, IDReplayOrder)
-	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "--sync object") ||
+	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "sync mode object") ||
 		!strings.Contains(order[0].Summary, "35 statements that succeeded in the original") ||
 		!strings.Contains(order[0].Summary, "ran without synchronization") {
 		t.Fatalf("replay order: %+v", order)
@@ -44,29 +45,29 @@ func TestReplayOrder(t *testing.T) {
 		facts ReplayFacts
 		want  string
 	}{
-		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: "object"}, "--sync commit"},
-		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: "commit"}, "already synchronized by commit"},
-		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: "object", SyncTimeouts: 4, SyncTimeoutSeconds: 10}, "--sync-timeout"},
-		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: "object", LostTransactions: 2, Reconnects: 5}, "without the faults"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject}, "sync mode commit"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncCommit}, "already synchronized by commit"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject, SyncTimeouts: 4, SyncTimeoutSeconds: 10}, "longer sync timeout"},
+		{ReplayFacts{FailedOnlyOnTarget: 35, Sync: results.SyncObject, LostTransactions: 2, Reconnects: 5}, "without the faults"},
 	} {
 		w := replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, tc.facts.Sync)
 		w.Replay = &tc.facts
 		order := only(Evaluate(ctx, Input{Workload: w}, Options{}), IDReplayOrder)
-		if len(order) != 1 || strings.Contains(order[0].Recommendation, "--sync object") || !strings.Contains(order[0].Recommendation, tc.want) ||
-			!strings.Contains(order[0].Summary, "were synchronized ("+tc.facts.Sync+" mode)") {
+		if len(order) != 1 || strings.Contains(order[0].Recommendation, "sync mode object") || !strings.Contains(order[0].Recommendation, tc.want) ||
+			!strings.Contains(order[0].Summary, "were synchronized ("+string(tc.facts.Sync)+" mode)") {
 			t.Errorf("%+v: %+v", tc.facts, order)
 		}
 	}
 
 	// Other errors stay the target's; ordering errors the original had
 	// too are not the replay's.
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, "object")}, Options{})
+	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, results.SyncObject)}, Options{})
 	if len(only(rep, IDReplayOrder)) != 1 || len(only(rep, IDErrors)) != 1 {
 		t.Errorf("mixed errors: %+v", rep.Findings)
 	}
 	base := replayOf(map[string]int64{"23503": 30}, 0, "")
 	base.Kind, base.Replay = "analysis", nil
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, "object"), Baseline: base}, Options{})
+	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, results.SyncObject), Baseline: base}, Options{})
 	if len(only(rep, IDReplayOrder)) != 0 {
 		t.Errorf("ordering errors the original had too were attributed to the replay: %+v", only(rep, IDReplayOrder))
 	}

@@ -33,11 +33,11 @@ type ReplayFacts struct {
 	// FailedOnlyOnTarget counts the statements that failed on the
 	// target and had succeeded in the original.
 	FailedOnlyOnTarget int64
-	// Sync is how the sessions were synchronized ("object", "commit",
-	// "off"), empty when the result does not say; SyncTimeouts and
-	// SyncTimeoutSeconds its waits given up at the timeout, and
-	// LostTransactions the commits a fault lost on the target.
-	Sync               string
+	// Sync is how the sessions were synchronized, empty when the result
+	// does not say; SyncTimeouts and SyncTimeoutSeconds its waits given
+	// up at the timeout, and LostTransactions the commits a fault lost on
+	// the target.
+	Sync               results.SyncMode
 	SyncTimeouts       int64
 	SyncTimeoutSeconds float64
 	LostTransactions   int64
@@ -98,7 +98,7 @@ func FromResult(r *results.Result) *Workload {
 		SpanS:            r.SpanSeconds(),
 	}
 	if r.Lines != nil {
-		w.LockWaitLines = r.Lines.Skipped["lock wait"]
+		w.LockWaitLines = r.Lines.Skipped[results.LineSkipLockWait]
 	}
 	for _, q := range r.Queries {
 		w.Queries = append(w.Queries, Query{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, Errors: q.Errors,

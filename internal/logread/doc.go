@@ -27,10 +27,10 @@
 // lines the reader failed to read from those it had no use for (blank
 // lines, what the server writes without its prefix, plans of no logged
 // statement, ...). OpenSplit reads a large plain file in parts at once.
-// FingerprintOf tells copies of one log apart from different logs; the
-// Reader's Timing, TimeRange and Origin, and ProbeLog without reading a
-// log whole, say how it is timed, when it was written and by which
-// server, for a caller to refuse logs that are not one workload.
+// The Reader's Timing, TimeRange and Origin, and ProbeLog without reading
+// a log whole, say how it is timed, when it was written and by which
+// server, for a caller to refuse logs that are not one workload (package
+// source, which opens the logs, also tells copies of one log apart).
 //
 // The package reads; it does not decide what a run makes of what it read.
 // It never fails a run for lines it skipped, never prints, and names no

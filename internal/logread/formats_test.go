@@ -494,37 +494,6 @@ func TestTimeZones(t *testing.T) {
 	}
 }
 
-// TestFingerprints: copies of one log in other formats have the same
-// fingerprint; logs of other traffic do not.
-func TestFingerprints(t *testing.T) {
-	fp := func(path string) *Fingerprint {
-		t.Helper()
-		f, err := FingerprintOf(path, Options{Year: 2026, TimeZone: time.UTC})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	run1, bsd, iso, run2, journald := fp("testdata/syslog/run1.csv"), fp("testdata/syslog/bsd.log"), fp("testdata/syslog/iso.log"),
-		fp("testdata/syslog/run2.csv"), fp("testdata/syslog/journald.log")
-	for _, tc := range []struct {
-		name string
-		a, b *Fingerprint
-		want bool
-	}{
-		{"run1 syslog and its csvlog", bsd, run1, true},
-		{"run1 in two syslog formats", iso, bsd, true},
-		{"run2 journald and its csvlog", journald, run2, true},
-		{"one log and itself", run1, run1, true},
-		{"two runs", run2, run1, false},
-		{"two runs, other formats", journald, bsd, false},
-	} {
-		if got := tc.a.Repeats(tc.b); got != tc.want {
-			t.Errorf("%s: Repeats = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestLongFirstLine: a first line longer than the head the reader looks
 // at (1.1 MB, a big statement) is read, not "the log is empty".
 func TestLongFirstLine(t *testing.T) {

@@ -20,6 +20,11 @@
 // starting process dies without calling Stop (a test binary killed by
 // -timeout, a panic, SIGKILL).
 //
+// A cluster can go back to an earlier state: Snapshot copies its data
+// directory while the server is stopped, and Restore puts a copy back and
+// starts the server on the same port, so that a rehearsal replays a
+// workload that writes from the same start every round.
+//
 // The package only manages server processes. It knows nothing of
 // pgrehearse's log reader, replay or workload, so that each of those can be
 // tested against a real server through it.

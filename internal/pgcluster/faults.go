@@ -54,13 +54,7 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 	if c.stopped {
 		return fmt.Errorf("pgcluster: the cluster was removed")
 	}
-	out, err := c.server(ctx, "pg_ctl", "start", "-w", "-t", "120", "-D", c.DataDir(),
-		"-l", c.ServerLog(), "-o", "-p "+strconv.Itoa(c.port)).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pg_ctl start: %w\n%s", err, out)
-	}
-	c.serverDown = false
-	return nil
+	return c.startLocked(ctx)
 }
 
 // postmasterPID reads the postmaster's pid from postmaster.pid.

@@ -90,6 +90,7 @@ type Cluster struct {
 	serverDown bool
 	stopped    bool
 	stopErr    error
+	snapshots  int // taken so far, naming the next one's directory
 }
 
 // Start creates a cluster with initdb and starts it with pg_ctl, waiting

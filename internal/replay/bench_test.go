@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"os"
 	"regexp"
 	"strconv"
@@ -87,7 +88,7 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := r.Run(ctx, ctx, []Source{rd})
+		res, err := r.Run(ctx, ctx, []event.Source{rd})
 		rd.Close()
 		if err != nil {
 			b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -40,7 +40,7 @@ func TestReadOnlySQLExecute(t *testing.T) {
 	}
 	res := dryRun(t, Options{Speed: 0, ReadOnly: true}, &sliceSource{evs: evs})
 	st := res.Statements
-	want := map[string]int64{
+	want := map[results.SkipReason]int64{
 		SkipNotReadOnly:    1 + 1 + 1 + 2, // PREPARE w, EXECUTE w, EXPLAIN ANALYZE, the PREPARE s + INSERT string
 		SkipExecuteUnknown: 1 + 1 + 1 + 1, // elsewhere, r after DEALLOCATE, x in b, x after DISCARD
 		SkipPrepareSkipped: 1,
@@ -87,7 +87,7 @@ func TestClassParsedOnceInReplay(t *testing.T) {
 	res, _ := replayOrders(t, target, cp, Options{Speed: 0})
 	parses := fingerprint.ClassParses() - before
 	t.Logf("%d statements executed, %d distinct statements in %d distinct texts, %d parsed for their class", res.Statements.Executed, distinct, len(seen), parses)
-	if res.Sync == nil || res.Sync.Mode != syncdep.Object.String() || res.Statements.Executed == 0 {
+	if res.Sync == nil || res.Sync.Mode != results.SyncObject || res.Statements.Executed == 0 {
 		t.Fatalf("sync %+v, statements %+v", res.Sync, res.Statements)
 	}
 	if parses == 0 || parses > int64(distinct) {

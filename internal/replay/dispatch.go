@@ -17,32 +17,30 @@ import (
 // the goroutine that called Run and is the only one that reads sources,
 // creates sessions and touches the maps below.
 type dispatcher struct {
-	r        *Replayer
-	active   map[string][]*session // open sessions, by original session id: its Multiply copies
-	excluded map[string]bool       // sessions the filters removed, until they end: whether pgrehearse's own
-	running  []*session            // sessions that may still run: start barriers, stalls
-	timer    *time.Timer           // the dispatcher's only timer
-	clk      *clock                // nil until the first event
-	stalled  bool                  // reading past the budget, see waitBudget
-	holders  []dep                 // while stalled: who held the budget, and how far they were
-	checked  int                   // events read while stalled since holders were last looked at
-	pruned   int                   // len(running) after the last prune
-	warming  []*session            // sessions connecting before the clock starts
-	warmEnd  int64                 // log time the warm-up covers, before the clock starts
-	first    int64                 // log time range of the events replayed
-	last     int64
-	seen     bool
+	r       *Replayer
+	active  map[string][]*session // open sessions, by original session id: its Multiply copies
+	running []*session            // sessions that may still run: start barriers, stalls
+	timer   *time.Timer           // the dispatcher's only timer
+	clk     *clock                // nil until the first event
+	stalled bool                  // reading past the budget, see waitBudget
+	holders []dep                 // while stalled: who held the budget, and how far they were
+	checked int                   // events read while stalled since holders were last looked at
+	pruned  int                   // len(running) after the last prune
+	warming []*session            // sessions connecting before the clock starts
+	warmEnd int64                 // log time the warm-up covers, before the clock starts
+	first   int64                 // log time range of the events replayed
+	last    int64
+	seen    bool
 }
 
 // errStopped ends reading when the replay is told to stop.
 var errStopped = errors.New("stopped")
 
-func (r *Replayer) dispatch(src []Source, res *results.Result) error {
+func (r *Replayer) dispatch(src []event.Source, res *results.Result) error {
 	d := &dispatcher{
-		r:        r,
-		active:   map[string][]*session{},
-		excluded: map[string]bool{},
-		timer:    time.NewTimer(time.Hour),
+		r:      r,
+		active: map[string][]*session{},
+		timer:  time.NewTimer(time.Hour),
 	}
 	d.timer.Stop()
 	defer func() {
@@ -57,7 +55,7 @@ func (r *Replayer) dispatch(src []Source, res *results.Result) error {
 	var err error
 	for i, s := range src {
 		name := fmt.Sprintf("source %d", i+1)
-		if n, ok := s.(Named); ok {
+		if n, ok := s.(event.Named); ok && n.Name() != "" {
 			name = n.Name()
 		}
 		res.Files = append(res.Files, name)
@@ -71,21 +69,17 @@ func (r *Replayer) dispatch(src []Source, res *results.Result) error {
 	if d.seen {
 		res.FirstTime, res.LastTime = results.Time(d.first), results.Time(d.last)
 	}
-	if err == errStopped || errors.Is(err, io.EOF) {
-		// io.EOF here means the --end window was passed: done reading.
-		if err == errStopped {
-			res.Partial = true
-		}
+	if err == errStopped {
+		res.Partial = true
 		return nil
 	}
 	return err
 }
 
-// readAll routes the events of one source. It returns io.EOF when the
-// time window is over, errStopped when told to stop.
-func (d *dispatcher) readAll(src Source) error {
+// readAll routes the events of one source. It returns errStopped when
+// told to stop.
+func (d *dispatcher) readAll(src event.Source) error {
 	r := d.r
-	f := &r.opts.Filter
 	lookUS := lookaheadUS(r.opts.Lookahead)
 	for {
 		if r.stopped() {
@@ -110,18 +104,9 @@ func (d *dispatcher) readAll(src Source) error {
 			// event, with Failed set.
 			continue
 		}
-		if ev.Session == "" || f.Start != 0 && ev.Time < f.Start {
-			d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
-			continue
-		}
-		if f.End != 0 && ev.Time >= f.End {
-			d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
-			// Events are in completion order, so one that started
-			// before End may still come a little later; past End by
-			// the lookahead, nothing of the window is left.
-			if ev.Time > f.End+lookUS {
-				return io.EOF
-			}
+		if ev.Session == "" {
+			// No session to replay it in.
+			d.filtered(ev)
 			continue
 		}
 		g := d.active[ev.Session]
@@ -141,7 +126,7 @@ func (d *dispatcher) readAll(src Source) error {
 			d.startClock()
 		}
 		// Read no further ahead of the replay clock than the lookahead.
-		if r.opts.Speed > 0 && d.clk.started() && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
+		if r.sched.Paced() && d.clk.started() && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
 			return errStopped
 		}
 		if !d.push(g, ev) {
@@ -164,27 +149,13 @@ func (d *dispatcher) failedConnect(ev *event.Event) {
 }
 
 // open starts the session (its Multiply copies) of an event whose session
-// has none yet, and returns them; nil when the filters leave it out, or
-// when the event is the end of a session that did nothing in the window.
+// has none yet, and returns them; nil when the event is the end of a
+// session that did nothing the replay read (it began before the time
+// window).
 func (d *dispatcher) open(ev *event.Event) []*session {
 	r := d.r
-	if own, ok := d.excluded[ev.Session]; ok {
-		d.filtered(ev, own)
-		if ev.Kind == event.Disconnect {
-			delete(d.excluded, ev.Session)
-		}
-		return nil
-	}
-	if !r.opts.Filter.session(ev) {
-		r.c.filteredSessions.Add(1)
-		d.filtered(ev, ev.IsOwn())
-		if ev.Kind != event.Disconnect {
-			d.excluded[ev.Session] = ev.IsOwn()
-		}
-		return nil
-	}
 	if ev.Kind == event.Disconnect {
-		d.filtered(ev, ev.IsOwn() || d.excluded[ev.Session])
+		d.filtered(ev)
 		return nil
 	}
 	if d.clk == nil {
@@ -194,7 +165,7 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		d.startClock()
 	}
 	var deps []dep
-	if r.opts.Speed == 0 {
+	if !r.sched.Paced() {
 		// Computed before the copies join running: copies of one
 		// session do not wait for each other.
 		deps = d.barrier(r.sync != nil)
@@ -272,8 +243,8 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 // statements, not a connection storm that the original did not time.
 func (d *dispatcher) newClock(t0 int64) {
 	r := d.r
-	if r.opts.Speed == 0 {
-		c := newClock(0, time.Now(), t0)
+	if !r.sched.Paced() {
+		c := newClock(Unpaced, 0, time.Now(), t0)
 		d.clk = &c
 	} else {
 		d.clk = newPendingClock(r.opts.Speed, t0)
@@ -299,15 +270,11 @@ func (d *dispatcher) startClock() {
 	d.clk.setStart(time.Now())
 }
 
-// filtered counts ev as left out; own says it is of pgrehearse's own
-// session (known from the session's first event).
-func (d *dispatcher) filtered(ev *event.Event, own bool) {
+// filtered counts ev as left out: the replay has no session for it.
+func (d *dispatcher) filtered(ev *event.Event) {
 	d.r.c.filteredEvents.Add(1)
 	if ev.IsExecution() {
 		d.r.c.filteredStatements.Add(1)
-		if own {
-			d.r.c.filteredOwn.Add(1)
-		}
 	}
 }
 

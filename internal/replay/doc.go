@@ -6,13 +6,21 @@
 //
 // # Layers
 //
-// The package consumes events (package event) from Sources and talks to the
-// target through pgconn only: it does not know log formats, and it writes no
-// reports; internal/report renders a Result. Measurements flow one way, to the
+// The package consumes events (package event) from event.Sources and talks
+// to the target through pgconn only: it does not know log formats, it does
+// not select (the time window, the filters, pgrehearse's own sessions and
+// shards are package source's decorators, whose counts it puts in the
+// Result), and it writes no reports; internal/report renders a Result. The
+// sequence around a replay (pre-flight, observer, the target's log,
+// findings, the outcome) is package replayrun's. Measurements flow one way, to the
 // Result and to an optional SampleSink; nothing measured feeds back into the
 // schedule.
 //
 // # Sessions and pacing
+//
+// The Schedule is decided once, from Options.Speed: Paced (speed > 0) or
+// Unpaced (speed 0, as fast as possible); the engine asks the schedule,
+// never the speed, whether events have a time to wait for.
 //
 // One dispatcher goroutine reads events lazily and routes each to the queue
 // of its original session. Every session has its own goroutine, its own
@@ -90,12 +98,13 @@
 //
 // Statements are counted as package analyze counts them: a query string of
 // k statements is k statements, and when it fails the failure is put on
-// its last statement. Every statement read (after the filters) ends in
+// its last statement. Every statement read (of the selected events) ends in
 // exactly one of executed, failed or skipped[reason], so
 // Statements.Total == Executed + Failed + sum(Skipped) always, even when
 // the replay is interrupted (unrun statements are skipped as
-// "interrupted"). Statements removed by the filters are not part of the
-// total; they are counted under Filtered. Strings that hold no statement
+// "interrupted"). Statements the sources' selection left out are not part
+// of the total; they are counted under Filtered, as are events without a
+// session, which cannot be replayed. Strings that hold no statement
 // (only comments) are not sent and are counted under Statements.Empty, as
 // analyze does.
 //

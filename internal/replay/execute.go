@@ -60,7 +60,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	issued := time.Now()
 	var lag time.Duration
-	if s.clk.speed > 0 {
+	if s.clk.paced() {
 		lag = max(issued.Sub(due), 0)
 	}
 	var sy synced
@@ -209,7 +209,7 @@ func (s *session) trackTx(items []fingerprint.Item, text string) {
 }
 
 // skipReason says why an execution cannot be replayed, or "".
-func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
+func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.SkipReason {
 	if s.failReason != "" {
 		return s.failReason
 	}
@@ -221,7 +221,7 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) string {
 			return SkipParamsTruncated
 		}
 	}
-	var reason string
+	var reason results.SkipReason
 	var pending map[string]bool // PREPAREs earlier in this string: name -> read-only
 	for _, it := range items {
 		cl := it.Class(ev.Query)
@@ -435,7 +435,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			st.RecordRows(rows[i])
 		}
 	}
-	if s.clk.speed > 0 {
+	if s.clk.paced() {
 		sh.recordLag(lag.Microseconds())
 	}
 	if failed {
@@ -473,7 +473,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 }
 
 // skip counts an execution that is not run.
-func (s *session) skip(items []fingerprint.Item, reason string) {
+func (s *session) skip(items []fingerprint.Item, reason results.SkipReason) {
 	i := skipIndex(reason)
 	s.faultSkip = s.faultSkip || faultSkip[i]
 	s.r.c.skipped[i].Add(int64(len(items)))
@@ -481,7 +481,7 @@ func (s *session) skip(items []fingerprint.Item, reason string) {
 }
 
 // skipEvent counts an execution that is not run, before it was looked at.
-func (s *session) skipEvent(ev *event.Event, reason string) {
+func (s *session) skipEvent(ev *event.Event, reason results.SkipReason) {
 	items := s.r.cache.Get(ev.Query)
 	if len(items) == 0 {
 		s.r.c.empty.Add(1)

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"os"
 	"runtime"
 	"strconv"
@@ -155,7 +156,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := r.Run(stop, context.Background(), []Source{rd})
+		res, err := r.Run(stop, context.Background(), []event.Source{rd})
 		cancel()
 		rd.Close()
 		if err != nil {

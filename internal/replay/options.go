@@ -2,23 +2,13 @@ package replay
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
-
-// Source yields events, then io.EOF. A *logread.Reader is one.
-type Source interface {
-	Next() (*event.Event, error)
-}
-
-// Named is a Source that knows its file name, listed in Result.Files.
-type Named interface {
-	Name() string
-}
 
 // Defaults of Options.
 const (
@@ -59,8 +49,9 @@ type Options struct {
 	Target string
 
 	// Speed multiplies the original pace: 1 is real time, 2 twice as
-	// fast, 0 as fast as possible (see the package comment for what keeps
-	// order then).
+	// fast. 0 is the other schedule, Unpaced: as fast as possible (see
+	// the package comment for what keeps order then); Options.Schedule
+	// says which, and nothing else reads Speed as a mode.
 	Speed float64
 
 	// DryRun reads and schedules without connecting: statements that would
@@ -81,8 +72,6 @@ type Options struct {
 	// target; names not in them are kept.
 	UserMap     map[string]string
 	DatabaseMap map[string]string
-
-	Filter Filter
 
 	// Lookahead is how far ahead of the replay clock, in log time, events
 	// are read at speed > 0; zero means DefaultLookahead.
@@ -162,6 +151,11 @@ type Options struct {
 	// Sink, if not nil, receives measurements as they happen.
 	Sink SampleSink
 
+	// Cache is the fingerprint cache of the statements' texts; nil means
+	// a new one. A caller that fingerprints the same texts again (the
+	// target's log of the replay) shares it.
+	Cache *fingerprint.Cache
+
 	// connectLead is connectAheadBy, at most Lookahead: set by
 	// withDefaults.
 	connectLead time.Duration
@@ -227,48 +221,6 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Filter selects what is replayed. Session attributes (database, user,
-// application) are decided on a session's first event and hold for the
-// whole session, so a session is replayed whole or not at all; the time
-// window applies to each event.
-type Filter struct {
-	// Start and End bound event times, in µs since the epoch:
-	// Start <= Time < End. Zero means unbounded.
-	Start, End int64
-
-	// Databases, Users and Applications, when not empty, list the values
-	// a session must have, each.
-	Databases    []string
-	Users        []string
-	Applications []string
-}
-
-// session reports whether the session of ev is replayed. pgrehearse's own
-// sessions never are (event.OwnApplicationPrefix).
-func (f *Filter) session(ev *event.Event) bool {
-	return !ev.IsOwn() && match(f.Databases, ev.Database) && match(f.Users, ev.User) && match(f.Applications, ev.Application)
-}
-
-func match(list []string, v string) bool {
-	return len(list) == 0 || slices.Contains(list, v)
-}
-
-// timeLayouts are the forms --start and --end accept.
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}
-
-// ParseTime reads a --start or --end value: RFC 3339 or
-// "2006-01-02 15:04:05" (fractions allowed), in loc when it has no zone.
-// It returns µs since the epoch.
-func ParseTime(s string, loc *time.Location) (int64, error) {
-	s = strings.TrimSpace(s)
-	for _, l := range timeLayouts {
-		if t, err := time.ParseInLocation(l, s, loc); err == nil {
-			return t.UnixMicro(), nil
-		}
-	}
-	return 0, fmt.Errorf("cannot read time %q: use RFC 3339 (2006-01-02T15:04:05Z) or \"2006-01-02 15:04:05\"", s)
-}
-
 // ParseMap reads "a=b,c=d" pairs, as --user-map and --database-map take
 // them.
 func ParseMap(pairs []string) (map[string]string, error) {
@@ -294,4 +246,15 @@ func mapped(m map[string]string, v string) string {
 		return to
 	}
 	return v
+}
+
+// syncMode is how a result names m.
+func syncMode(m syncdep.Mode) results.SyncMode {
+	switch m {
+	case syncdep.Object:
+		return results.SyncObject
+	case syncdep.Commit:
+		return results.SyncCommit
+	}
+	return results.SyncOff
 }

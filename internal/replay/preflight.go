@@ -41,12 +41,13 @@ type Scan struct {
 	Complete bool
 }
 
-// Scan reads src, a second pass over the logs the replay will read. It
-// stops at the end of the logs, after maxEvents events (0: no bound) or
-// when ctx ends, so that a caller can bound its time on a large log and
-// say that the rest is checked only as the replay meets it.
-func (r *Replayer) Scan(ctx context.Context, src []Source, maxEvents int64) (*Scan, error) {
-	f := &r.opts.Filter
+// Scan reads src, the first events of what the replay will run, already
+// selected (package source): the caller gives the replay the same events
+// afterwards, so that the logs are read once. It stops at the end of src,
+// after maxEvents events (0: no bound) or when ctx ends, so that a caller
+// can bound its time on a large log and say that the rest is checked only
+// as the replay meets it.
+func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64) (*Scan, error) {
 	sc := &Scan{Destructive: map[string]int64{}}
 	seen := map[Login]bool{}
 	// included holds, per session open in the log, whether the replay
@@ -78,21 +79,16 @@ func (r *Replayer) Scan(ctx context.Context, src []Source, maxEvents int64) (*Sc
 			// Decided on the first statement: a session that never ran
 			// one (an original connection that failed, as the replay
 			// counts apart) needs no check.
-			if !ev.IsExecution() || f.Start != 0 && ev.Time < f.Start || f.End != 0 && ev.Time >= f.End {
+			if !ev.IsExecution() {
 				continue
 			}
-			in, decided := included[ev.Session]
-			if !decided {
-				in = f.session(ev)
-				included[ev.Session] = in
+			if _, decided := included[ev.Session]; !decided {
+				included[ev.Session] = true
 				l := Login{User: mapped(r.opts.UserMap, ev.User), Database: mapped(r.opts.DatabaseMap, ev.Database)}
-				if in && !seen[l] && !created["role:"+l.User] && !created["db:"+l.Database] {
+				if !seen[l] && !created["role:"+l.User] && !created["db:"+l.Database] {
 					seen[l] = true
 					sc.Logins = append(sc.Logins, l)
 				}
-			}
-			if !in {
-				continue
 			}
 			for _, it := range r.cache.Get(ev.Query) {
 				if cl := it.Class(ev.Query); cl.Destructive != "" {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,12 +36,12 @@ func TestScan(t *testing.T) {
 		// s1 again after its disconnection (a reused id): decided anew.
 		ev(event.Statement, "s1", "app", "shop2", "web", 7*time.Second, "SELECT 1"),
 	}
-	r, err := New(Options{Target: "host=/tmp", UserMap: map[string]string{"prod": "app"},
-		Filter: Filter{Applications: []string{"web"}, End: t0 + (8 * time.Second).Microseconds()}})
+	r, err := New(Options{Target: "host=/tmp", UserMap: map[string]string{"prod": "app"}})
+	sel := source.Selection{Applications: []string{"web"}, End: t0 + (8 * time.Second).Microseconds()}
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := r.Scan(context.Background(), []Source{&sliceSource{evs: evs}}, 0)
+	sc, err := r.Scan(context.Background(), selected(sel, &sliceSource{evs: evs}), 0)
 	if err != nil || !sc.Complete {
 		t.Fatalf("complete %v, err %v", sc.Complete, err)
 	}
@@ -52,7 +53,7 @@ func TestScan(t *testing.T) {
 	if !reflect.DeepEqual(sc.Destructive, wantDestructive) {
 		t.Errorf("destructive %v, want %v", sc.Destructive, wantDestructive)
 	}
-	sc, _ = r.Scan(context.Background(), []Source{&sliceSource{evs: evs}}, 3)
+	sc, _ = r.Scan(context.Background(), selected(sel, &sliceSource{evs: evs}), 3)
 	if sc.Complete || !reflect.DeepEqual(sc.Logins, want[:1]) {
 		t.Errorf("bounded: %v (complete %v), want %v", sc.Logins, sc.Complete, want[:1])
 	}

@@ -23,15 +23,8 @@ type item struct {
 	deps  []dep
 }
 
-// eventSize estimates the memory an event holds: its strings and a fixed
-// share for the struct and the queue slot.
-func eventSize(ev *event.Event) int64 {
-	n := int64(256 + len(ev.Query) + len(ev.ErrorMessage()))
-	for _, p := range ev.Params {
-		n += int64(len(p.Value)) + 24
-	}
-	return n
-}
+// eventSize estimates the memory an event holds (event.Event.Size).
+func eventSize(ev *event.Event) int64 { return ev.Size() }
 
 // queue is one session's FIFO. The dispatcher pushes without ever
 // blocking; the session pops, waiting when it is empty. Its slice is

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -18,13 +18,14 @@ import (
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
 	opts   Options
+	sched  Schedule // opts.Schedule()
 	c      counters
 	shards []*shard
 	fails  connFailures
 	cache  *fingerprint.Cache
 	budget *budget
 	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	conns  connLog       // every connection opened, for ServerSide
+	conns  connLog       // every connection opened, for Connections
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
@@ -62,15 +63,20 @@ func New(opts Options) (*Replayer, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	if opts.Cache == nil {
+		opts.Cache = fingerprint.NewCache(0)
+	}
 	n := min(max(2*runtime.GOMAXPROCS(0), 4), 32)
+	sched := opts.Schedule()
 	window := opts.Budget
-	if opts.Speed == 0 {
+	if !sched.Paced() {
 		window = Speed0Window
 	}
 	r := &Replayer{
 		opts:   opts,
+		sched:  sched,
 		shards: make([]*shard, n),
-		cache:  fingerprint.NewCache(0),
+		cache:  opts.Cache,
 		budget: newBudget(opts.Budget, window),
 	}
 	for i := range r.shards {
@@ -81,7 +87,10 @@ func New(opts Options) (*Replayer, error) {
 }
 
 // Run replays the events of src, read in order (one file after the other),
-// and returns what happened.
+// and returns what happened. The events are the workload: what a time
+// window, filters or a shard leave out is the sources' to select (package
+// source), and their counts (results.SourceCounter: lines, filtered, other
+// shards) go into the result.
 //
 // Two contexts stop it, as Ctrl-C twice would: when stop is done, no new
 // statement is issued and nothing more is read, but statements in flight
@@ -89,7 +98,7 @@ func New(opts Options) (*Replayer, error) {
 // way Run returns the result of what ran, with Partial set and a nil
 // error. A read error also ends the replay (after what was read has run);
 // Run then returns the partial result and the error.
-func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Result, error) {
+func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results.Result, error) {
 	stop, r.abort = context.WithCancel(stop)
 	defer r.abort()
 	r.stopCh = stop.Done()
@@ -97,7 +106,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
 	sched0 := schedLatency()
-	if r.opts.Speed > 0 && !r.opts.DryRun {
+	if r.sched.Paced() && !r.opts.DryRun {
 		// A dry run issues nothing whose lateness matters, and its
 		// tests run in synctest bubbles, whose fake time a timerfd
 		// does not follow.
@@ -121,9 +130,21 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 	}
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
+	var sc results.SourceCounts
+	for _, s := range src {
+		if c, ok := s.(results.SourceCounter); ok {
+			sc.Add(c.SourceCounts())
+		}
+	}
+	sc.Fill(res)
+	// Events read: those routed, and those the sources left out.
+	res.Reader.Events += sc.Filtered.Events
+	if o := sc.OtherShards; o != nil {
+		res.Reader.Events += o.Events
+	}
 	account(res, r.opts.MaxLost)
 	if why := r.gone.Load(); why != nil {
-		res.Incomplete = append(res.Incomplete, *why)
+		res.MarkIncomplete(results.IncompleteTargetGone, *why)
 	}
 	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()
@@ -131,7 +152,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []Source) (*results.Resul
 		return nil, err
 	}
 	r.faultsResult(res)
-	if err := mergeShards(res, r.shards, r.opts.Speed > 0); err != nil {
+	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
 		return nil, err
 	}
 	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
@@ -151,7 +172,7 @@ func (r *Replayer) targetGone(since time.Time, why string) {
 
 // stopReason is why statements are not run once the replay stops: the
 // target gone, or told to stop.
-func (r *Replayer) stopReason() string {
+func (r *Replayer) stopReason() results.SkipReason {
 	if r.gone.Load() != nil {
 		return SkipTargetGone
 	}
@@ -198,7 +219,7 @@ func (r *Replayer) Progress() Progress {
 	}
 	if c := r.clk.Load(); c != nil {
 		p.LogStart = c.t0
-		if c.speed > 0 {
+		if c.paced() {
 			lag := results.NewRecorder()
 			for _, s := range r.shards {
 				s.mu.Lock()
@@ -210,5 +231,3 @@ func (r *Replayer) Progress() Progress {
 	}
 	return p
 }
-
-func formatTime(us int64) string { return querystats.FormatTime(us) }

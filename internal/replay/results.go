@@ -15,49 +15,34 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// Skip reasons: why a statement read from the log was not run.
+// Skip reasons: why a statement read from the log was not run. They are
+// results' (results.SkipReason), the vocabulary of the results boundary,
+// named here too for the engine's brevity.
 const (
-	SkipParamsMissing   = "parameters not logged"
-	SkipParamsTruncated = "parameters truncated"
-	SkipCopyData        = "copy data not in log"
-	SkipNotReadOnly     = "not read-only"
-	// With --read-only, an SQL-level EXECUTE whose PREPARE the session
-	// did not show (it ran before the log or the --start window), so
-	// whether it writes is unknown; or whose PREPARE was skipped.
-	SkipExecuteUnknown = "EXECUTE of a statement prepared outside the log"
-	SkipPrepareSkipped = "EXECUTE of a statement whose PREPARE was skipped"
-	SkipConnectFailed  = "connection failed"
-	SkipConnectionLost = "connection lost"
-	// The rest of a transaction block whose connection broke: a new
-	// connection resumes at the session's next transaction boundary.
-	SkipBrokenTransaction = "rest of a transaction whose connection broke"
-	// Statements left when the target stayed away past the connect
-	// timeout and the replay stopped early.
-	SkipTargetGone = "target unavailable"
-	// Statements stopped by the user (Ctrl-C, SIGTERM): those not run,
-	// and those in flight that the stop cancelled on the server.
-	SkipInterrupted = "interrupted"
-	// A statement that waited for another session's commit which a
-	// fault lost on the target (the other session's connection broke
-	// before it committed), with the rest of its transaction block:
-	// without what it depended on it would do other work.
-	SkipDependencyLost = "dependency lost"
+	SkipParamsMissing     = results.SkipParamsMissing
+	SkipParamsTruncated   = results.SkipParamsTruncated
+	SkipCopyData          = results.SkipCopyData
+	SkipNotReadOnly       = results.SkipNotReadOnly
+	SkipExecuteUnknown    = results.SkipExecuteUnknown
+	SkipPrepareSkipped    = results.SkipPrepareSkipped
+	SkipConnectFailed     = results.SkipConnectFailed
+	SkipConnectionLost    = results.SkipConnectionLost
+	SkipBrokenTransaction = results.SkipBrokenTransaction
+	SkipDependencyLost    = results.SkipDependencyLost
+	SkipTargetGone        = results.SkipTargetGone
+	SkipInterrupted       = results.SkipInterrupted
 )
 
-// lostReasons are the skip reasons of faults, which Result.Lost counts;
-// the other reasons skip statements by design.
-var lostReasons = []string{SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipDependencyLost, SkipTargetGone, SkipInterrupted}
-
-var skipReasons = [...]string{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
+var skipReasons = [...]results.SkipReason{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
 	SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipDependencyLost, SkipTargetGone, SkipInterrupted}
 
-func skipIndex(reason string) int { return slices.Index(skipReasons[:], reason) }
+func skipIndex(reason results.SkipReason) int { return slices.Index(skipReasons[:], reason) }
 
 // faultSkip says, by skipIndex, whether a reason is a fault's: a commit
 // skipped so did not happen on the target (see syncRun.lose).
 var faultSkip = func() (f [len(skipReasons)]bool) {
 	for i, r := range skipReasons {
-		f[i] = slices.Contains(lostReasons, r)
+		f[i] = r.Lost()
 	}
 	return f
 }()
@@ -85,9 +70,11 @@ type counters struct {
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 
-	filteredEvents, filteredStatements, filteredSessions atomic.Int64
-	filteredOwn                                          atomic.Int64 // statements of pgrehearse's own sessions
-	events, budgetWaits, overBudget, maxBuffered         atomic.Int64
+	// filtered counts what the dispatcher could not replay: events
+	// without a session, a session's end without its start; what the
+	// sources' selection left out comes with their counts.
+	filteredEvents, filteredStatements           atomic.Int64
+	events, budgetWaits, overBudget, maxBuffered atomic.Int64
 
 	completions atomic.Int64 // events finished, for the stall watch
 	errors      atomic.Int64
@@ -168,7 +155,7 @@ func (c *counters) fill(res *results.Result) {
 		Executed: c.executed.Load(),
 		Failed:   c.failed.Load(),
 		Empty:    c.empty.Load(),
-		Skipped:  map[string]int64{},
+		Skipped:  map[results.SkipReason]int64{},
 	}
 	for i, r := range skipReasons {
 		if n := c.skipped[i].Load(); n > 0 {
@@ -188,7 +175,7 @@ func (c *counters) fill(res *results.Result) {
 		FailedOnlyInOriginal: c.onlyOrig.Load(),
 	}
 	res.Outcomes.SetRates()
-	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load(), Sessions: c.filteredSessions.Load(), OwnStatements: c.filteredOwn.Load()}
+	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
 	res.ReplayerDelayed = c.replayerDelayed.Load()
 	if t, r := c.lagTargetUS.Load(), c.lagReplayerUS.Load(); t+r > 0 {
@@ -201,7 +188,7 @@ func (c *counters) fill(res *results.Result) {
 func account(res *results.Result, maxLost float64) {
 	var lost int64
 	var why []string
-	for _, reason := range lostReasons {
+	for _, reason := range results.LostReasons() {
 		if n := res.Statements.Skipped[reason]; n > 0 {
 			lost += n
 			why = append(why, fmt.Sprintf("%d %s", n, reason))
@@ -212,7 +199,7 @@ func account(res *results.Result, maxLost float64) {
 	if lost == 0 || total == 0 || float64(lost) <= maxLost*float64(total) {
 		return
 	}
-	res.Incomplete = append(res.Incomplete, fmt.Sprintf("%d of %d statements (%.2f%%) were not replayed because of faults (%s), more than the %.2f%% allowed",
+	res.MarkIncomplete(results.IncompleteLost, fmt.Sprintf("%d of %d statements (%.2f%%) were not replayed because of faults (%s), more than the %.2f%% allowed",
 		lost, total, 100*float64(lost)/float64(total), strings.Join(why, ", "), 100*maxLost))
 }
 

@@ -5,30 +5,73 @@ import (
 	"time"
 )
 
+// Schedule is how a replay times the events it issues. It is decided
+// once, from Options.Speed (Options.Schedule); the engine asks it, never
+// the speed, whether events have a time to wait for.
+type Schedule uint8
+
+// Schedules.
+const (
+	// Paced issues each event at its logged time, at the log's pace
+	// times Options.Speed: the replay keeps the original's timing, and
+	// how late each statement was issued is measured (lag).
+	Paced Schedule = iota + 1
+	// Unpaced (speed 0) issues events as fast as the sessions run
+	// them: every event is due at once, each session keeps its order,
+	// and start barriers or synchronization keep the sessions' order
+	// against each other. There is no lag to measure.
+	Unpaced
+)
+
+// Paced reports whether events wait for their logged time.
+func (s Schedule) Paced() bool { return s == Paced }
+
+func (s Schedule) String() string {
+	if s == Unpaced {
+		return "unpaced"
+	}
+	return "paced"
+}
+
+// Schedule is the schedule o asks for: Unpaced at speed 0, Paced
+// otherwise.
+func (o Options) Schedule() Schedule {
+	if o.Speed == 0 {
+		return Unpaced
+	}
+	return Paced
+}
+
 // clock maps log time to wall time: a log time t is due at
-// start + (t - t0) / speed. The rate stays a float64 throughout: in
-// time.Duration arithmetic a speed of 0.5 would truncate to 0.
+// start + (t - t0) / speed when paced, at start when not. The rate stays
+// a float64 throughout: in time.Duration arithmetic a speed of 0.5 would
+// truncate to 0.
 //
 // At speed > 0 the clock starts only after the sessions of its first
 // moments have connected (see dispatcher.startClock): start is written
 // once, before ready is closed, and read only after ready is closed.
 type clock struct {
-	speed float64
+	sched Schedule
+	speed float64   // when paced
 	start time.Time // wall time of t0, with its monotonic reading
 	t0    int64     // log time, µs since the epoch
 	ready chan struct{}
 }
 
-func newClock(speed float64, now time.Time, t0 int64) clock {
-	c := clock{speed: speed, start: now, t0: t0, ready: make(chan struct{})}
+func newClock(sched Schedule, speed float64, now time.Time, t0 int64) clock {
+	c := clock{sched: sched, speed: speed, start: now, t0: t0, ready: make(chan struct{})}
 	close(c.ready)
 	return c
 }
 
-// newPendingClock returns a clock that has not started: setStart starts it.
+// newPendingClock returns a paced clock that has not started: setStart
+// starts it.
 func newPendingClock(speed float64, t0 int64) *clock {
-	return &clock{speed: speed, t0: t0, ready: make(chan struct{})}
+	return &clock{sched: Paced, speed: speed, t0: t0, ready: make(chan struct{})}
 }
+
+// paced reports whether events wait for their time.
+func (c *clock) paced() bool { return c.sched.Paced() }
 
 func (c *clock) setStart(now time.Time) {
 	c.start = now
@@ -46,9 +89,9 @@ func (c *clock) started() bool {
 }
 
 // offset returns how long after start the log time t is due; negative for
-// times before t0. At speed 0 everything is due at once.
+// times before t0. Unpaced, everything is due at once.
 func (c *clock) offset(t int64) time.Duration {
-	if c.speed == 0 {
+	if !c.paced() {
 		return 0
 	}
 	ns := float64(t-c.t0) * 1e3 / c.speed
@@ -67,7 +110,7 @@ func (c *clock) due(t int64) time.Time { return c.start.Add(c.offset(t)) }
 
 // logAt is the log time being replayed at wall time now.
 func (c *clock) logAt(now time.Time) int64 {
-	if c.speed == 0 {
+	if !c.paced() {
 		return c.t0
 	}
 	return c.t0 + int64(float64(now.Sub(c.start).Nanoseconds())*c.speed/1e3)

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,7 @@ func evenLog(sessions int, step, span time.Duration) []*event.Event {
 	return evs
 }
 
-func dryRun(t *testing.T, opts Options, src ...Source) *results.Result {
+func dryRun(t *testing.T, opts Options, src ...event.Source) *results.Result {
 	t.Helper()
 	opts.DryRun = true
 	r, err := New(opts)
@@ -110,7 +111,7 @@ func TestLookahead(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if _, err := r.Run(context.Background(), context.Background(), []Source{src}); err != nil {
+			if _, err := r.Run(context.Background(), context.Background(), []event.Source{src}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -147,7 +148,7 @@ func TestSkipReasonsAndInvariant(t *testing.T) {
 			{Kind: event.Disconnect, Time: t0 + 7, Session: "s"},
 		}
 		res := dryRun(t, Options{Speed: 1}, &sliceSource{evs: evs})
-		want := map[string]int64{SkipParamsMissing: 1, SkipParamsTruncated: 1, SkipCopyData: 1}
+		want := map[results.SkipReason]int64{SkipParamsMissing: 1, SkipParamsTruncated: 1, SkipCopyData: 1}
 		for k, v := range want {
 			if res.Statements.Skipped[k] != v {
 				t.Errorf("skipped %q = %d, want %d (%v)", k, res.Statements.Skipped[k], v, res.Statements.Skipped)
@@ -175,7 +176,7 @@ func TestFilters(t *testing.T) {
 				&event.Event{Kind: event.Statement, Time: t0 + int64(i) + 3e6, Session: s, Query: "SELECT 2"},
 				&event.Event{Kind: event.Disconnect, Time: t0 + int64(i) + 4e6, Session: s})
 		}
-		res := dryRun(t, Options{Speed: 0, Filter: Filter{Databases: []string{"a"}, End: t0 + 2e6}}, &sliceSource{evs: evs})
+		res := dryRun(t, Options{Speed: 0}, selected(source.Selection{Databases: []string{"a"}, End: t0 + 2e6}, &sliceSource{evs: evs})...)
 		if res.Statements.Total != 2 || res.Sessions.Total != 2 {
 			t.Errorf("statements %+v, sessions %+v: want 2 statements of 2 sessions", res.Statements, res.Sessions)
 		}
@@ -186,7 +187,7 @@ func TestFilters(t *testing.T) {
 		// A session of pgrehearse's own (a log captured while it ran) is
 		// never replayed, whatever the filters; it is counted apart.
 		evs[0].Application = event.OwnApplicationPrefix + "observe"
-		res = dryRun(t, Options{Speed: 0}, &sliceSource{evs: evs})
+		res = dryRun(t, Options{Speed: 0}, selected(source.Selection{}, &sliceSource{evs: evs})...)
 		if res.Statements.Total != 4 || res.Sessions.Total != 2 {
 			t.Errorf("statements %+v, sessions %+v: want 4 statements of 2 sessions", res.Statements, res.Sessions)
 		}
@@ -206,7 +207,7 @@ func TestInterrupted(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(3*time.Second, cancel)
-		res, err := r.Run(ctx, context.Background(), []Source{&sliceSource{evs: evenLog(4, 100*time.Millisecond, 10*time.Second)}})
+		res, err := r.Run(ctx, context.Background(), []event.Source{&sliceSource{evs: evenLog(4, 100*time.Millisecond, 10*time.Second)}})
 		if err != nil {
 			t.Fatal(err)
 		}

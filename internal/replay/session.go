@@ -81,10 +81,10 @@ type session struct {
 	// rest of that block is skipped for this reason (its connection
 	// broke in the middle, or a commit it depended on was lost).
 	logTx      bool
-	skipTx     string
-	connected  bool   // connected at least once
-	failReason string // set when connecting failed: skip the rest
-	failCode   string // and the error, as counted in r.fails
+	skipTx     results.SkipReason
+	connected  bool               // connected at least once
+	failReason results.SkipReason // set when connecting failed: skip the rest
+	failCode   string             // and the error, as counted in r.fails
 	failMsg    string
 	// faultSkip: the event being handled was skipped because of a
 	// fault, so a commit it carries did not happen on the target.
@@ -176,7 +176,7 @@ func (s *session) run() {
 		if !ok {
 			break
 		}
-		if first && s.clk.speed > 0 {
+		if first && s.clk.paced() {
 			s.connectAhead(it, timer)
 		}
 		s.faultSkip = false
@@ -290,7 +290,7 @@ func (s *session) handle(it item, t *time.Timer) {
 
 // waitDue waits for the item's time; false if told to stop first.
 func (s *session) waitDue(it item, t *time.Timer) bool {
-	if s.clk.speed == 0 {
+	if !s.clk.paced() {
 		return !s.r.stopped()
 	}
 	if !s.clk.started() {

@@ -1,6 +1,10 @@
 package replay
 
-import "time"
+import (
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
 
 // SampleSink receives the replay's measurements as they happen, for live
 // metrics. The engine never reads anything back from it.
@@ -28,7 +32,7 @@ type Sample struct {
 	// SQLState is the error's code when it failed on the target, else "".
 	SQLState string
 	// Skipped is the skip reason when it was not run, else "".
-	Skipped string
+	Skipped results.SkipReason
 	// Latency is the time the target took; Lag how late it was issued
 	// against its schedule (0 at speed 0), sync waits left out;
 	// SyncWait how long it waited for other sessions' commits (see

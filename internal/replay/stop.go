@@ -124,18 +124,18 @@ func (r *Replayer) watchFaults(hard context.Context) func() {
 // what the stop did on the server.
 func (r *Replayer) faultsResult(res *results.Result) {
 	if n := res.Sessions.Reconnects; n > 0 {
-		res.Degraded = append(res.Degraded, fmt.Sprintf("%d session%s reconnected after %s connection broke (a restart, a crash, "+
+		res.MarkDegraded(results.DegradedReconnected, fmt.Sprintf("%d session%s reconnected after %s connection broke (a restart, a crash, "+
 			"a terminated backend): the statements around each break waited for the target to come back, and ran on a server that had just restarted",
 			n, plural(n), pluralIts(n)))
 	}
 	if n := r.c.silentConns.Load(); n > 0 {
-		res.Degraded = append(res.Degraded, fmt.Sprintf("%d connection%s got no answer within the I/O timeout while the target answered others, and %s cut",
+		res.MarkDegraded(results.DegradedSilentConnections, fmt.Sprintf("%d connection%s got no answer within the I/O timeout while the target answered others, and %s cut",
 			n, plural(n), map[bool]string{true: "was", false: "were"}[n == 1]))
 	}
 	if st := res.Sync; st != nil && st.Timeouts > 0 {
 		ran := max(res.Outcomes.Ran, 1)
 		if share := float64(st.Timeouts) / float64(ran); share > MaxSyncTimeoutShare {
-			res.Degraded = append(res.Degraded, fmt.Sprintf("%d sync waits (%.2f%% of the statements run, above %.2f%%) gave up at the %v timeout "+
+			res.MarkDegraded(results.DegradedSyncTimeouts, fmt.Sprintf("%d sync waits (%.2f%% of the statements run, above %.2f%%) gave up at the %v timeout "+
 				"(%s): those statements ran that much late and before what they depended on", st.Timeouts, 100*share, 100*MaxSyncTimeoutShare,
 				r.opts.SyncTimeout, causesText(st.TimeoutsByCause)))
 		}

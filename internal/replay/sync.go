@@ -136,7 +136,7 @@ func (r *Replayer) attachSync(s *session, ev *event.Event) {
 		sr.tr.SetCatalog(s.db, cat)
 	}
 	s.sx = sr.tr.Session(s.db, s)
-	if r.opts.Speed == 0 {
+	if !r.sched.Paced() {
 		s.startWait = s.sx.Start(ev.Time)
 	}
 }
@@ -443,7 +443,7 @@ func (s *session) syncDisconnected() {
 // check's connection.
 func (r *Replayer) syncResult(res *results.Result) error {
 	if r.sync == nil {
-		res.Sync = &results.Sync{Mode: syncdep.Off.String()}
+		res.Sync = &results.Sync{Mode: syncMode(syncdep.Off)}
 		if r.syncOff != "" {
 			res.Sync.Notes = []string{r.syncOff}
 		}
@@ -451,7 +451,7 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	}
 	r.sync.mon.close()
 	sr := r.sync
-	st := &results.Sync{Mode: r.opts.Sync.String(), TimeoutSeconds: sr.timeout.Seconds(), CatalogMS: float64(sr.catalog.Microseconds()) / 1000}
+	st := &results.Sync{Mode: syncMode(r.opts.Sync), TimeoutSeconds: sr.timeout.Seconds(), CatalogMS: float64(sr.catalog.Microseconds()) / 1000}
 	st.Waited = sr.waited.Load()
 	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
 	st.LostTransactions = sr.lostN.Load()

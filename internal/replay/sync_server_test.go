@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"strconv"
 	"strings"
 	"sync"
@@ -494,8 +495,8 @@ func TestSyncFilters(t *testing.T) {
 	}
 	obs := &syncObserver{fp: fp("UPDATE t SET v = v + 1")}
 	start := time.Now()
-	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: 5 * time.Second, Sink: obs,
-		Filter: Filter{Start: logStart.Add(50 * ms).UnixMicro(), Applications: []string{"test"}}})
+	res := replaySelected(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: 5 * time.Second, Sink: obs},
+		source.Selection{Start: logStart.Add(50 * ms).UnixMicro(), Applications: []string{"test"}})
 	took := time.Since(start)
 	t.Logf("took %v; %s; the UPDATE waited %v", took, syncLine(res), obs.wait)
 	if res.Sync.Waited != 1 || res.Sync.Timeouts != 0 || obs.wait < 100*ms || obs.wait > 2*time.Second {

@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,8 +101,15 @@ func (l *testLog) write(t testing.TB) string {
 	return path
 }
 
-// replayFile replays a log file against target with opts.
+// replayFile replays a log file against target with opts, its own
+// sessions left out as the commands do (source.Selection).
 func replayFile(t testing.TB, path string, opts Options) *results.Result {
+	t.Helper()
+	return replaySelected(t, path, opts, source.Selection{})
+}
+
+// replaySelected replays the events of a log file that sel selects.
+func replaySelected(t testing.TB, path string, opts Options, sel source.Selection) *results.Result {
 	t.Helper()
 	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
 	if err != nil {
@@ -113,7 +122,7 @@ func replayFile(t testing.TB, path string, opts Options) *results.Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := r.Run(ctx, ctx, []Source{rd})
+	res, err := r.Run(ctx, ctx, selected(sel, rd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,4 +130,15 @@ func replayFile(t testing.TB, path string, opts Options) *results.Result {
 		checkInvariant(tt, res)
 	}
 	return res
+}
+
+// selected wraps the sources of one workload with sel, as source.Open
+// does.
+func selected(sel source.Selection, srcs ...event.Source) []event.Source {
+	st := source.NewState()
+	out := make([]event.Source, len(srcs))
+	for i, s := range srcs {
+		out[i] = source.Select(s, &sel, st, &source.Counts{})
+	}
+	return out
 }

@@ -426,7 +426,7 @@ func replayLog(b testing.TB, path, prefix string, opts Options) *results.Result 
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := r.Run(context.Background(), context.Background(), []Source{rd})
+	res, err := r.Run(context.Background(), context.Background(), []event.Source{rd})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func replayLogHard(b testing.TB, path string, hard context.Context, opts Options
 		b.Fatal(err)
 	}
 	defer rd.Close()
-	res, err := r.Run(context.Background(), hard, []Source{rd})
+	res, err := r.Run(context.Background(), hard, []event.Source{rd})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func BenchmarkStatementAllocs(b *testing.B) {
 	defer cancel()
 	r.stopCh = make(chan struct{})
 	r.hard = hard
-	clk := newClock(0, time.Now(), 0)
+	clk := newClock(Unpaced, 0, time.Now(), 0)
 	for _, tc := range []struct {
 		name string
 		ev   event.Event

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"io"
 	"slices"
 	"strconv"
@@ -42,10 +43,10 @@ func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 	}
 	ew.printf(" (%s distinct queries)\n", thousands(int64(len(r.Queries))))
 	ew.printf("sessions    %s", thousands(r.Sessions.Total))
-	if n := r.Events["connect"]; n > 0 {
+	if n := r.Events[event.Connect]; n > 0 {
 		ew.printf(", %s connections", thousands(n))
 	}
-	if n := r.Events["prepare"]; n > 0 {
+	if n := r.Events[event.Prepare]; n > 0 {
 		ew.printf(", %s prepares", thousands(n))
 	}
 	ew.printf("\n")
@@ -94,13 +95,13 @@ func writeLines(ew *errWriter, l results.LineCounts) {
 		ew.printf("            WARNING: %s lines are not accounted for\n", thousands(d))
 	}
 	reasons := sortedKeys(l.Skipped)
-	slices.SortStableFunc(reasons, func(a, b string) int { return cmp.Compare(l.Skipped[b], l.Skipped[a]) })
+	slices.SortStableFunc(reasons, func(a, b results.LineSkip) int { return cmp.Compare(l.Skipped[b], l.Skipped[a]) })
 	if len(reasons) == 0 {
 		return
 	}
 	table := make([][]string, len(reasons))
 	for i, reason := range reasons {
-		table[i] = []string{thousands(l.Skipped[reason]), reason}
+		table[i] = []string{thousands(l.Skipped[reason]), string(reason)}
 	}
 	writeTable(ew, "            ", table, 1)
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"math"
 	"strconv"
 	"strings"
@@ -159,8 +160,8 @@ func runCards(label string, s *compare.RunSummary) []htmlreport.Card {
 		{Label: label + ": failed", Value: strconv.FormatInt(s.Failed, 10), Sub: fmt.Sprintf("%d distinct queries", s.Queries)},
 	}
 	if st := s.Sync; st != nil {
-		c := htmlreport.Card{Label: label + ": sync", Value: st.Mode, Sub: syncLine(s)}
-		if st.Mode == "off" {
+		c := htmlreport.Card{Label: label + ": sync", Value: string(st.Mode), Sub: syncLine(s)}
+		if st.Mode == results.SyncOff {
 			c.Status = "bad"
 		}
 		cards = append(cards, c)

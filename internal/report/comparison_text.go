@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"io"
 	"maps"
 	"slices"
@@ -194,7 +195,7 @@ func syncLine(s *compare.RunSummary) string {
 	if st == nil {
 		return ""
 	}
-	if st.Mode == "off" {
+	if st.Mode == results.SyncOff {
 		return "sessions not synchronized"
 	}
 	line := fmt.Sprintf("sync %s: %d statements waited", st.Mode, st.Waited)

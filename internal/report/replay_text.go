@@ -99,7 +99,7 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 			prec = 2 // "0.0" would read as none
 		}
 		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
-		if res.TargetLocal && res.Speed == 0 {
+		if res.TargetLocal && res.Unpaced() {
 			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
 		}
 		b.WriteString("\n")
@@ -122,7 +122,7 @@ func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distri
 	if wait == nil {
 		wait = &results.Distribution{}
 	}
-	if st.Mode == "off" {
+	if st.Mode == results.SyncOff {
 		fmt.Fprintf(b, "  sync:       off: sessions ran without waiting for each other's commits, so statements that depend on another session's writes may have run before them\n")
 	} else {
 		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",

@@ -12,7 +12,7 @@ import (
 // server-side durations in the caller's words; a dry run says neither.
 func TestWriteReplay(t *testing.T) {
 	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 1, WallSeconds: 12.5}}
-	res.Statements = results.StatementCounts{Total: 10, Executed: 7, Failed: 1, Skipped: map[string]int64{"parameters not logged": 2}}
+	res.Statements = results.StatementCounts{Total: 10, Executed: 7, Failed: 1, Skipped: map[results.SkipReason]int64{results.SkipParamsMissing: 2}}
 	res.Sessions.Total = 3
 	var b strings.Builder
 	if err := WriteReplay(&b, res, Hints{TargetLog: "--target-log"}); err != nil {

@@ -32,8 +32,8 @@ func shorten(s string, width int) string {
 	return s
 }
 
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string](m map[K]int64) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -11,13 +11,21 @@
 // for a replay, its schedule lag and sync-wait distributions, outcomes and
 // connection figures.
 //
+// A Result knows what it is a part of: its Input (the files read, with
+// their sizes and content hashes) and its Part (shards of the input's
+// sessions, a rehearsal round). The vocabulary consumers test (sync mode,
+// skip reasons, event kinds, incomplete reasons, latency source) is typed
+// and defined here once (vocab.go).
+//
 // # Merging
 //
 // Merge combines two results of the same kind and latency source exactly:
 // counts add, histograms merge bucket for bucket, timelines align on wall
 // time, and the merge of the parts of a workload split by session equals
 // the result of the whole. That is what lets analysis run in parallel and
-// a replay run on several machines, each writing its own Result.
+// a replay run on several machines, each writing its own Result. Shards
+// of one input each read all of it: their line accounting is counted
+// once, and parts of different inputs, or that overlap, are refused.
 //
 // # JSON
 //

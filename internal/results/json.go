@@ -15,7 +15,8 @@ import (
 var ErrNotResult = errors.New("not a pgrehearse result")
 
 // Decode reads a result from its JSON form, of this Version or an earlier
-// one; name says where it came from, for messages and Result.Source.
+// one (2, or 1: written without a version); name says where it came from,
+// for messages and Result.Source.
 // Unknown fields (a command's findings beside its result) are ignored.
 func Decode(data []byte, name string) (*Result, error) {
 	var head struct {
@@ -102,11 +103,29 @@ func (r *Result) check() error {
 	if r.Files == nil {
 		r.Files = []string{}
 	}
+	// Versions before 3 did not type their reasons.
+	if len(r.IncompleteReasons) > len(r.Incomplete) {
+		return fmt.Errorf("%d incomplete_reasons for %d incomplete entries", len(r.IncompleteReasons), len(r.Incomplete))
+	}
+	for len(r.IncompleteReasons) < len(r.Incomplete) {
+		r.IncompleteReasons = append(r.IncompleteReasons, IncompleteOther)
+	}
+	if len(r.DegradedReasons) > len(r.Degraded) {
+		return fmt.Errorf("%d degraded_reasons for %d degraded entries", len(r.DegradedReasons), len(r.Degraded))
+	}
+	for len(r.DegradedReasons) < len(r.Degraded) {
+		r.DegradedReasons = append(r.DegradedReasons, DegradedOther)
+	}
+	if p := r.Part; p != nil {
+		if err := p.check(); err != nil {
+			return err
+		}
+	}
 	if r.ErrorsBySQLState == nil {
 		r.ErrorsBySQLState = map[string]int64{}
 	}
 	if r.Statements.Skipped == nil {
-		r.Statements.Skipped = map[string]int64{}
+		r.Statements.Skipped = map[SkipReason]int64{}
 	}
 	if r.Queries == nil {
 		r.Queries = []querystats.Row{}

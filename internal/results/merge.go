@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/timeline"
@@ -24,6 +25,14 @@ var errNoHist = errors.New("it has no latency histograms (a file of results vers
 // Both must be of the same kind and latency source, and two replays of
 // the same speed; evidence is not merged (it describes a server, not a
 // share of the workload): the result keeps the first one found.
+//
+// Shards of one input (Part.Of > 1) must be shards of the same input,
+// plan and round, and cover different shards; every shard read the whole
+// input, so its line accounting (and a replay's events read) are counted
+// once, not once per shard, and what each left to the others is counted
+// again for the shards the merge still lacks. Two results of the same
+// input that are not shards overlap entirely and are refused: their
+// statements would count twice.
 func Merge(a, b *Result) (*Result, error) {
 	if a.Kind != b.Kind {
 		return nil, fmt.Errorf("cannot merge %s (%s) with %s (%s): different kinds of results", a.Name(), a.Kind, b.Name(), b.Kind)
@@ -35,23 +44,47 @@ func Merge(a, b *Result) (*Result, error) {
 	if (a.Replay == nil) != (b.Replay == nil) {
 		return nil, fmt.Errorf("cannot merge %s with %s: only one is a replay", a.Name(), b.Name())
 	}
+	part, err := mergeParts(a, b)
+	if err != nil {
+		return nil, err
+	}
+	sharded := part.Sharded()
 	m := New(a.Kind, a.LatencySource)
 	m.Source = a.Name() + "+" + b.Name()
+	m.Part = part
 	m.Partial = a.Partial || b.Partial
-	if a.Incomplete != nil || b.Incomplete != nil {
-		m.Incomplete = union(a.Incomplete, b.Incomplete)
+	for _, r := range []*Result{a, b} {
+		for i, text := range r.Incomplete {
+			if !slices.Contains(m.Incomplete, text) {
+				m.MarkIncomplete(r.incompleteReason(i), text)
+			}
+		}
 	}
-	if a.Degraded != nil || b.Degraded != nil {
-		m.Degraded = union(a.Degraded, b.Degraded)
+	for _, r := range []*Result{a, b} {
+		for i, text := range r.Degraded {
+			if !slices.Contains(m.Degraded, text) {
+				m.MarkDegraded(r.degradedReason(i), text)
+			}
+		}
 	}
 	if a.Warnings != nil || b.Warnings != nil {
 		m.Warnings = union(a.Warnings, b.Warnings)
 	}
 	m.Files = union(a.Files, b.Files)
+	m.Input = mergeInputs(a.Input, b.Input, sharded)
 	m.FirstTime, m.LastTime = minTime(a.FirstTime, b.FirstTime), max(a.LastTime, b.LastTime)
 
-	if a.Lines != nil || b.Lines != nil {
-		m.Lines = &LineCounts{Skipped: map[string]int64{}}
+	switch {
+	case sharded:
+		// Every shard read the whole input: its lines once, from the
+		// shard that read furthest (one interrupted read less).
+		if l := furthest(a.Lines, b.Lines); l != nil {
+			c := *l
+			c.Skipped = addCounts(nil, l.Skipped)
+			m.Lines = &c
+		}
+	case a.Lines != nil || b.Lines != nil:
+		m.Lines = &LineCounts{Skipped: map[LineSkip]int64{}}
 		for _, l := range []*LineCounts{a.Lines, b.Lines} {
 			if l != nil {
 				m.Lines.Add(*l)
@@ -63,16 +96,13 @@ func Merge(a, b *Result) (*Result, error) {
 		m.Events = addCounts(addCounts(nil, a.Events), b.Events)
 	}
 	m.Sessions = addSessions(a.Sessions, b.Sessions)
-	m.Filtered = Filtered{
-		Events:     a.Filtered.Events + b.Filtered.Events,
-		Statements: a.Filtered.Statements + b.Filtered.Statements,
-		Sessions:   a.Filtered.Sessions + b.Filtered.Sessions,
-
-		OwnStatements: a.Filtered.OwnStatements + b.Filtered.OwnStatements,
+	m.Filtered = a.Filtered
+	m.Filtered.add(b.Filtered)
+	if sharded && !part.Whole() {
+		m.OtherShards = mergeOthers(a.OtherShards, b.OtherShards)
 	}
 	m.ErrorsBySQLState = addCounts(addCounts(nil, a.ErrorsBySQLState), b.ErrorsBySQLState)
 
-	var err error
 	if m.Queries, err = mergeRows(a, b, a.Queries, b.Queries); err != nil {
 		return nil, err
 	}
@@ -84,11 +114,148 @@ func Merge(a, b *Result) (*Result, error) {
 		m.Evidence = b.Evidence
 	}
 	if a.Replay != nil {
-		if m.Replay, err = mergeReplays(a, b); err != nil {
+		if m.Replay, err = mergeReplays(a, b, sharded); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// degradedReason is the reason of Degraded[i].
+func (r *Result) degradedReason(i int) DegradedReason {
+	if i < len(r.DegradedReasons) {
+		return r.DegradedReasons[i]
+	}
+	return DegradedOther
+}
+
+// incompleteReason is the reason of Incomplete[i].
+func (r *Result) incompleteReason(i int) IncompleteReason {
+	if i < len(r.IncompleteReasons) {
+		return r.IncompleteReasons[i]
+	}
+	return IncompleteOther
+}
+
+// mergeParts checks that a and b may be merged as parts, and returns the
+// part their merge covers (nil for a pool of whole inputs).
+func mergeParts(a, b *Result) (*Part, error) {
+	pa, pb := a.Part, b.Part
+	cannot := func(format string, args ...any) error {
+		return fmt.Errorf("cannot merge %s with %s: "+format, append([]any{a.Name(), b.Name()}, args...)...)
+	}
+	if pa.Sharded() != pb.Sharded() {
+		return nil, cannot("%s and %s: a shard merges only with the other shards of its input", pa, pb)
+	}
+	if !pa.Sharded() {
+		if a.Input.Same(b.Input) {
+			return nil, cannot("both read the same input (%s), whole: merge combines the parts of one workload, and these would count every statement twice", inputName(a.Input))
+		}
+		if pa != nil && pb != nil && pa.Round == pb.Round && pa.Round > 0 {
+			return &Part{Round: pa.Round}, nil
+		}
+		return nil, nil
+	}
+	switch {
+	case pa.Of != pb.Of:
+		return nil, cannot("their sessions were split into different numbers of shards (%d and %d)", pa.Of, pb.Of)
+	case pa.Plan != pb.Plan:
+		return nil, cannot("shards of different plans (%q and %q)", pa.Plan, pb.Plan)
+	case pa.Round != pb.Round:
+		return nil, cannot("shards of different rounds (%d and %d)", pa.Round, pb.Round)
+	case a.Input.Known() && b.Input.Known() && !a.Input.Same(b.Input):
+		return nil, cannot("shards of different inputs (%s and %s): their files differ in size or content", inputName(a.Input), inputName(b.Input))
+	}
+	shards, overlap := shardsUnion(pa.Shards, pb.Shards)
+	if overlap {
+		return nil, cannot("the parts overlap: both cover shard %v of %d", intersect(pa.Shards, pb.Shards), pa.Of)
+	}
+	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round}, nil
+}
+
+func intersect(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func inputName(in *Input) string {
+	if in == nil || len(in.Files) == 0 {
+		return "unknown"
+	}
+	names := make([]string, len(in.Files))
+	for i, f := range in.Files {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// mergeInputs is the input of a merge: the shards' common one, or the
+// files of both pooled inputs.
+func mergeInputs(a, b *Input, sharded bool) *Input {
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case sharded && a != nil:
+		return &Input{Files: slices.Clone(a.Files)}
+	case sharded || a == nil:
+		return &Input{Files: slices.Clone(b.Files)}
+	case b == nil:
+		return &Input{Files: slices.Clone(a.Files)}
+	}
+	m := &Input{Files: slices.Clone(a.Files)}
+	for _, f := range b.Files {
+		if !slices.Contains(m.Files, f) {
+			m.Files = append(m.Files, f)
+		}
+	}
+	return m
+}
+
+// furthest is the line accounting that counted the most lines.
+func furthest(a, b *LineCounts) *LineCounts {
+	if a == nil || b != nil && b.Total > a.Total {
+		return b
+	}
+	return a
+}
+
+// mergeOthers counts what shards a and b together left to the shards the
+// merge lacks: the input's events (the same for every shard) less what a
+// and b each kept. Nil when a shard did not say.
+func mergeOthers(a, b *OtherShards) *OtherShards {
+	if a == nil || b == nil {
+		return nil
+	}
+	left := func(readA, otherA, readB, otherB int64) (read, other int64) {
+		read = max(readA, readB)
+		return read, read - (readA - otherA) - (readB - otherB)
+	}
+	var m OtherShards
+	m.ReadEvents, m.Events = left(a.ReadEvents, a.Events, b.ReadEvents, b.Events)
+	m.ReadStatements, m.Statements = left(a.ReadStatements, a.Statements, b.ReadStatements, b.Statements)
+	m.ReadSessions, m.Sessions = left(a.ReadSessions, a.Sessions, b.ReadSessions, b.Sessions)
+	return &m
+}
+
+// MissingShards lists the shards of r's input that r does not cover; nil
+// for a result of its whole input.
+func (r *Result) MissingShards() []int {
+	p := r.Part
+	if p.Whole() {
+		return nil
+	}
+	var out []int
+	for k := range p.Of {
+		if !slices.Contains(p.Shards, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // MergeAll merges every result in turn; it needs at least one.
@@ -198,7 +365,7 @@ func timelineErr(r *Result, err error) error {
 	return fmt.Errorf("cannot merge the timeline of %s: %w", r.Name(), err)
 }
 
-func mergeReplays(a, b *Result) (*Replay, error) {
+func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	x, y := a.Replay, b.Replay
 	if x.Speed != y.Speed {
 		return nil, fmt.Errorf("cannot merge %s with %s: replays at different speeds (%g and %g)", a.Name(), b.Name(), x.Speed, y.Speed)
@@ -230,6 +397,10 @@ func mergeReplays(a, b *Result) (*Replay, error) {
 			// memory: the most any of them held.
 			MaxBufferedBytes: max(x.Reader.MaxBufferedBytes, y.Reader.MaxBufferedBytes),
 		},
+	}
+	if sharded {
+		// Every shard read the whole input.
+		m.Reader.Events = max(x.Reader.Events, y.Reader.Events)
 	}
 	m.Outcomes.SetRates()
 	if x.Destructive != nil || y.Destructive != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/timeline"
 )
@@ -12,8 +13,9 @@ import (
 // Version is the version of the JSON form that Encode writes. Version 1
 // is the form of the releases before versions were written: no "version"
 // field, latency histograms only on request, an analysis's "sessions" a
-// plain number.
-const Version = 2
+// plain number. Version 2 had no input, part, other_shards nor
+// incomplete_reasons.
+const Version = 3
 
 // Kind is what produced a result.
 type Kind string
@@ -83,20 +85,34 @@ type Result struct {
 	// not connect or lost their connection, a target that went away) or
 	// part of the input could not be read. Empty for a complete run.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// IncompleteReasons are the kinds of the entries of Incomplete, one
+	// each, in the same order: what a consumer tests (MarkIncomplete
+	// adds both).
+	IncompleteReasons []IncompleteReason `json:"incomplete_reasons,omitempty"`
 	// Degraded says why a replay's timings cannot be trusted though it
 	// ran to its end with (almost) every statement: recovering from a
 	// fault changed them (sessions reconnected after a restart, sync
 	// waits given up at their timeout beyond the documented share).
 	// Like an incomplete result, a degraded one is not judged.
 	Degraded []string `json:"degraded,omitempty"`
+	// DegradedReasons are the kinds of the entries of Degraded, one each,
+	// in the same order (MarkDegraded adds both).
+	DegradedReasons []DegradedReason `json:"degraded_reasons,omitempty"`
 	// Warnings are what a reader must know before trusting the figures
 	// (a replay that fell behind its schedule, so the target saw another
 	// load than the original's); a report repeats them.
 	Warnings []string `json:"warnings,omitempty"`
 
-	Files     []string `json:"files"`
-	FirstTime Time     `json:"first_time,omitzero"`
-	LastTime  Time     `json:"last_time,omitzero"`
+	Files []string `json:"files"`
+	// Input names the files read, with their sizes and content hashes,
+	// so that results of the same input are known as such; nil when the
+	// producer was not told (events from memory).
+	Input *Input `json:"input,omitempty"`
+	// Part says which part of its input the result covers (shards, a
+	// round); nil for the whole input.
+	Part      *Part `json:"part,omitempty"`
+	FirstTime Time  `json:"first_time,omitzero"`
+	LastTime  Time  `json:"last_time,omitzero"`
 
 	// Lines account for every line of the logs read, when the producer
 	// read logs and was told their counts.
@@ -104,11 +120,14 @@ type Result struct {
 	Statements StatementCounts `json:"statements"`
 	// Events counts the events read by kind ("connect", "execute",
 	// ...), including those that are not calls.
-	Events   map[string]int64 `json:"events,omitempty"`
-	Sessions SessionCounts    `json:"sessions"`
+	Events   map[event.Kind]int64 `json:"events,omitempty"`
+	Sessions SessionCounts        `json:"sessions"`
 	// Filtered counts what the time window and filters left out
 	// (--start, --end, --database...), outside Statements.
-	Filtered         Filtered         `json:"filtered"`
+	Filtered Filtered `json:"filtered"`
+	// OtherShards counts what a shard left to the other shards, apart
+	// from Filtered; nil when the sessions were not split.
+	OtherShards      *OtherShards     `json:"other_shards,omitempty"`
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
 	// Queries are per fingerprint, by total time, most first, each with
 	// its latency histogram.
@@ -192,9 +211,8 @@ type Replay struct {
 // Waits are counted per execution event, as Outcomes are; their times are
 // Replay.SyncWait.
 type Sync struct {
-	// Mode is "object", "commit" or "off".
-	Mode           string  `json:"mode"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	Mode           SyncMode `json:"mode"`
+	TimeoutSeconds float64  `json:"timeout_seconds,omitempty"`
 	// Waited counts statements that waited for another session's
 	// commit.
 	Waited int64 `json:"waited"`
@@ -256,9 +274,9 @@ type LagSources struct {
 // LineCounts account for every physical line of the logs: each was parsed
 // or skipped for a reason, so Total = Parsed + the sum of Skipped.
 type LineCounts struct {
-	Total   int64            `json:"total"`
-	Parsed  int64            `json:"parsed"`
-	Skipped map[string]int64 `json:"skipped"`
+	Total   int64              `json:"total"`
+	Parsed  int64              `json:"parsed"`
+	Skipped map[LineSkip]int64 `json:"skipped"`
 }
 
 // SkippedTotal is the sum of Skipped.
@@ -277,10 +295,10 @@ func (c *LineCounts) Add(o LineCounts) {
 // Skipped, always. An analysis skips nothing: every statement the log
 // shows ran, and failed or not.
 type StatementCounts struct {
-	Total    int64            `json:"total"`
-	Executed int64            `json:"executed"`
-	Failed   int64            `json:"failed"`
-	Skipped  map[string]int64 `json:"skipped"`
+	Total    int64                `json:"total"`
+	Executed int64                `json:"executed"`
+	Failed   int64                `json:"failed"`
+	Skipped  map[SkipReason]int64 `json:"skipped"`
 	// Unparsed statements did not parse (they are among Failed unless
 	// the log missed the error) and have a fallback fingerprint.
 	Unparsed int64 `json:"unparsed,omitempty"`
@@ -388,6 +406,13 @@ type Filtered struct {
 	OwnStatements int64 `json:"own_statements,omitempty"`
 }
 
+func (f *Filtered) add(o Filtered) {
+	f.Events += o.Events
+	f.Statements += o.Statements
+	f.Sessions += o.Sessions
+	f.OwnStatements += o.OwnStatements
+}
+
 // ReaderCounts describe a replay's reading of the log.
 type ReaderCounts struct {
 	Events int64 `json:"events"`
@@ -454,7 +479,7 @@ func New(k Kind, src LatencySource) *Result {
 		Kind:             k,
 		LatencySource:    src,
 		Files:            []string{},
-		Statements:       StatementCounts{Skipped: map[string]int64{}},
+		Statements:       StatementCounts{Skipped: map[SkipReason]int64{}},
 		ErrorsBySQLState: map[string]int64{},
 		Queries:          []querystats.Row{},
 	}
@@ -536,7 +561,7 @@ func (t *Time) UnmarshalText(b []byte) error {
 	return nil
 }
 
-func sum(m map[string]int64) int64 {
+func sum[K comparable](m map[K]int64) int64 {
 	var n int64
 	for _, v := range m {
 		n += v
@@ -545,9 +570,9 @@ func sum(m map[string]int64) int64 {
 }
 
 // addCounts adds o to m (made when nil) and drops keys that sum to 0.
-func addCounts(m, o map[string]int64) map[string]int64 {
+func addCounts[K comparable](m, o map[K]int64) map[K]int64 {
 	if m == nil {
-		m = make(map[string]int64, len(o))
+		m = make(map[K]int64, len(o))
 	}
 	for k, v := range o {
 		if m[k] += v; m[k] == 0 {

@@ -27,7 +27,13 @@ func TestDecode(t *testing.T) {
 		{`{"queries":[]}`, "no \"kind\"", ""},
 		{`[1,2]`, "not a pgrehearse result", ""},
 		{`{"kind":"analysis","timeline":{"bucket_ms":0}}`, "bucket_ms", ""},
-		{`{"version":3,"kind":"analysis"}`, "written by a newer pgrehearse (results version 3)", ""},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","incomplete":["a","b"],"incomplete_reasons":["lost"]}`, "", LatencyServerLog},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","incomplete_reasons":["lost"]}`, "1 incomplete_reasons for 0", ""},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","part":{"shards":[1,0],"of":2}}`, "ascending", ""},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","part":{"shards":[2],"of":2}}`, "distinct shards of 2", ""},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","events":{"connect":1,"statement":2}}`, "", LatencyServerLog},
+		{`{"version":3,"kind":"analysis","latency_source":"server_log","events":{"commit":1}}`, "unknown event kind", ""},
+		{`{"version":4,"kind":"analysis"}`, "written by a newer pgrehearse (results version 4)", ""},
 		{`{"version":1,"kind":"analysis"}`, "does not exist", ""},
 		{`{"version":2,"kind":"replay","latency_source":"client","statements":{"total":3,"executed":1}}`, "do not add up", ""},
 		{`{"version":2,"kind":"analysis","latency_source":"server_log","speed":1}`, "replay's fields", ""},
@@ -141,7 +147,7 @@ func build(t *testing.T, cs []call, keep func(call) bool, replay bool) *Result {
 		kind, src = KindReplay, LatencyClient
 	}
 	res := New(kind, src)
-	res.Lines = &LineCounts{Skipped: map[string]int64{}}
+	res.Lines = &LineCounts{Skipped: map[LineSkip]int64{}}
 	set := querystats.NewSet()
 	tl := timeline.New()
 	lag, wait := NewRecorder(), NewRecorder()
@@ -281,7 +287,7 @@ func TestEncodeHasNoNulls(t *testing.T) {
 		if strings.Contains(s, "null") {
 			t.Errorf("%s: empty result has nulls:\n%s", k, b.String())
 		}
-		if !strings.Contains(s, `"version": 2`) {
+		if !strings.Contains(s, `"version": 3`) {
 			t.Errorf("%s: no version:\n%s", k, s)
 		}
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/connlog"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -66,11 +67,12 @@ func Note(paths []string, prefix string) *Files {
 // after the replay (so it holds every statement of the replay: a backend
 // logs a statement before it answers, and the collector writes in the
 // order it receives), then reads the part of the log written since the
-// replay began and puts its server-side durations in res, through
-// r.ServerSide. target is the DSN the marker is sent to. Errors of the
-// files are *Error; r.ServerSide's wrap replay.ErrTargetLog when the log
-// lacks the settings it needs.
-func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target string, res *results.Result) error {
+// replay began and puts in res the server-side durations it shows for
+// the replay's connections (conns, replay.Replayer.Connections): see
+// match. target is the DSN the marker is sent to; cache fingerprints the
+// texts (nil: a new one). Errors of the files are *Error; errors wrap
+// ErrSettings when the log lacks the settings it needs.
+func (f *Files) ServerSide(ctx context.Context, conns []connlog.Conn, cache *fingerprint.Cache, target string, res *results.Result) error {
 	marker, err := sendMarker(ctx, target)
 	if err != nil {
 		return &Error{Err: err}
@@ -78,7 +80,7 @@ func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target strin
 	if err := f.waitFor(ctx, marker); err != nil {
 		return err
 	}
-	var sources []replay.Source
+	var sources []event.Source
 	for i, p := range f.paths {
 		file, err := os.Open(p)
 		if err != nil {
@@ -98,12 +100,12 @@ func (f *Files) ServerSide(ctx context.Context, r *replay.Replayer, target strin
 		if rd.Format() == logread.FormatStderr {
 			pf := rd.Prefix()
 			if !strings.Contains(pf, "%c") || !strings.Contains(pf, "%p") {
-				return &Error{Path: p, Err: fmt.Errorf("log_line_prefix %q lacks %%p or %%c: %w", pf, replay.ErrTargetLog)}
+				return &Error{Path: p, Err: fmt.Errorf("log_line_prefix %q lacks %%p or %%c: %w", pf, ErrSettings)}
 			}
 		}
 		sources = append(sources, rd)
 	}
-	return r.ServerSide(res, sources)
+	return match(res, conns, sources, cache)
 }
 
 // sendMarker runs one statement on the target that names a random marker,
@@ -145,7 +147,7 @@ func (f *Files) waitFor(ctx context.Context, marker string) error {
 		if time.Now().After(deadline) {
 			return &Error{Path: strings.Join(f.paths, ", "), Err: fmt.Errorf(
 				"the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
-				marker, Wait, replay.ErrTargetLog)}
+				marker, Wait, ErrSettings)}
 		}
 		select {
 		case <-tick.C:

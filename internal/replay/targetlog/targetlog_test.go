@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
 // TestFileHas: the marker is found after the offset only, also when it
@@ -60,10 +58,10 @@ func TestNote(t *testing.T) {
 }
 
 // An Error names its file, unless none is to blame, and unwraps to the
-// cause (replay.ErrTargetLog for a log without the settings).
+// cause (ErrSettings for a log without the settings).
 func TestError(t *testing.T) {
-	err := error(&Error{Path: "a.log", Err: replay.ErrTargetLog})
-	if !strings.HasPrefix(err.Error(), "a.log: the target's log cannot give") || !errors.Is(err, replay.ErrTargetLog) {
+	err := error(&Error{Path: "a.log", Err: ErrSettings})
+	if !strings.HasPrefix(err.Error(), "a.log: the target's log cannot give") || !errors.Is(err, ErrSettings) {
 		t.Errorf("error %q", err)
 	}
 	if err := (&Error{Err: errors.New("boom")}); err.Error() != "boom" {

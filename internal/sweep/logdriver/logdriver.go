@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -90,13 +91,13 @@ func (l *Log) Prepare() error {
 			return fmt.Errorf("setup: %w", err)
 		}
 	}
-	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone})
+	set, err := l.open(nil)
 	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+		return err
 	}
-	defer rd.Close()
-	p, err := scanLog(rd)
-	l.lines = rd.Counters()
+	defer set.Close()
+	p, err := scanLog(set.Sources()[0])
+	l.lines = set.Lines()
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Path, err)
 	}
@@ -126,7 +127,16 @@ type span struct {
 	closed      bool // its disconnection is in the log
 }
 
-func scanLog(src replay.Source) (*logPlan, error) {
+// open opens the log with the source layer, pgrehearse's own sessions
+// left out, and keep, when not nil, the only sessions kept.
+func (l *Log) open(keep func(session string) bool) (*source.Set, error) {
+	return source.Open([]string{l.Path}, source.Options{
+		Log:    logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone},
+		Select: &source.Selection{Sessions: keep},
+	})
+}
+
+func scanLog(src event.Source) (*logPlan, error) {
 	p := &logPlan{lane: map[string]int{}, per: map[string]perExec{}, users: map[string]string{}, dbs: map[string]string{}}
 	spans := map[string]*span{}
 	inTx := map[string]bool{}
@@ -569,11 +579,19 @@ func passFailed(res *results.Result) error {
 // pass replays the log once, the sessions of the lanes below used, each
 // mult times.
 func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
-	rd, err := logread.Open(l.Path, logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone})
+	var keep func(string) bool
+	if used < l.plan.allLanes {
+		// The sessions of the lanes below used.
+		keep = func(session string) bool {
+			lane, ok := l.plan.lane[session]
+			return !ok || lane < used
+		}
+	}
+	set, err := l.open(keep)
 	if err != nil {
 		return nil, err
 	}
-	defer rd.Close()
+	defer set.Close()
 	r, err := replay.New(replay.Options{
 		Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
 		// Not synchronized: multiplied copies never are, so steps of
@@ -588,34 +606,8 @@ func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *
 	if err != nil {
 		return nil, err
 	}
-	var src replay.Source = rd
-	if used < l.plan.allLanes {
-		src = &laneSource{src: rd, lane: l.plan.lane, keep: used}
-	}
-	return r.Run(stop, hard, []replay.Source{src})
+	return r.Run(stop, hard, set.Sources())
 }
-
-// laneSource passes on the events of the sessions in lanes below keep.
-type laneSource struct {
-	src  *logread.Reader
-	lane map[string]int
-	keep int
-}
-
-func (s *laneSource) Next() (*event.Event, error) {
-	for {
-		ev, err := s.src.Next()
-		if err != nil {
-			return ev, err
-		}
-		if l, ok := s.lane[ev.Session]; ok && l >= s.keep {
-			continue
-		}
-		return ev, nil
-	}
-}
-
-func (s *laneSource) Name() string { return s.src.Name() }
 
 // windowCounts is the replay's SampleSink during a step: it counts
 // what the replay ran inside the window.

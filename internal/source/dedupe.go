@@ -1,22 +1,20 @@
-package logread
+package source
 
 import (
-	"errors"
 	"hash/maphash"
-	"io"
 	"strconv"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
-// A Fingerprint is the first events of a log, reduced to what any copy of
+// A fingerprint is the first events of a log, reduced to what any copy of
 // the same log has in common whatever its format: the second they
 // happened in, the process, the kind, the statement and the error. Two
 // logs with the same fingerprint are copies of one log: the same file
 // given twice, or the csvlog and jsonlog (or stderr) files one server
 // wrote of the same traffic. Reading both would count every statement
 // twice.
-type Fingerprint struct {
+type fingerprint struct {
 	keys  map[uint64]bool
 	order []uint64
 }
@@ -26,23 +24,10 @@ const fingerprintEvents = 256
 
 var fingerprintSeed = maphash.MakeSeed()
 
-// FingerprintOf reads the first events of the log at path. It is not for
-// standard input, which can be read only once.
-func FingerprintOf(path string, opts Options) (*Fingerprint, error) {
-	r, err := Open(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f := &Fingerprint{keys: make(map[uint64]bool)}
-	for len(f.order) < fingerprintEvents {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+// fingerprintOf reduces a log's first events.
+func fingerprintOf(evs []*event.Event) *fingerprint {
+	f := &fingerprint{keys: make(map[uint64]bool)}
+	for _, ev := range evs {
 		if ev.Kind == event.Connect || ev.Kind == event.Disconnect {
 			// Their times are the line's in one format, the statement's
 			// start in none: connection lines alike are common.
@@ -64,19 +49,17 @@ func FingerprintOf(path string, opts Options) (*Fingerprint, error) {
 		h.WriteByte(0)
 		h.WriteString(ev.ErrorMessage())
 		k := h.Sum64()
-		if !f.keys[k] {
-			f.keys[k] = true
-		}
+		f.keys[k] = true
 		f.order = append(f.order, k)
 	}
-	return f, nil
+	return f
 }
 
-// Repeats reports whether f is the fingerprint of a copy of the log o is
+// repeats reports whether f is the fingerprint of a copy of the log o is
 // the fingerprint of: all its events are o's, and there are enough of
 // them to tell (a few events alike may be chance).
-func (f *Fingerprint) Repeats(o *Fingerprint) bool {
-	if len(f.order) < 4 || len(o.order) < 4 {
+func (f *fingerprint) repeats(o *fingerprint) bool {
+	if f == nil || o == nil || len(f.order) < 4 || len(o.order) < 4 {
 		return false
 	}
 	same := 0

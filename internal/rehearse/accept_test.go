@@ -1,0 +1,378 @@
+package rehearse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// The acceptance of issue 20 on real replays: a captured workload
+// (pgbench's TPC-B-like transactions and a shop application that looks
+// customers up, sums their orders, inserts and deletes events) rehearsed
+// 3+3 rounds at speed 1 with server-side timings from each target's log,
+// with template resets, then compared across rounds with compare's
+// defaults.
+//
+//   - BenchmarkAcceptanceAA: two identical targets, 5 rehearsals in a
+//     row; each must PASS with no regression. The false positives are
+//     reported (metric false-positives, target 0).
+//   - BenchmarkAcceptanceAB: one change at a time on the candidate; the
+//     changed queries must be named first, with intervals excluding 1,
+//     and nothing unrelated may be called a regression.
+//
+// They take minutes each and time real servers: benchmarks, run under
+// flock /tmp/timing.lock, never part of go test's default run.
+// PGREHEARSE_ACCEPT_SECONDS sets the captured log's length (30 s).
+
+// acceptScripts are the application's pgbench scripts, with weights,
+// beside pgbench's own tpcb-like@1.
+var acceptScripts = map[string]string{
+	"lookup@3": `\set n random(1, 50000)
+SELECT id, name FROM customers WHERE email = 'user' || :n || '@example.com';
+`,
+	"orders@2": `\set c random(1, 50000)
+SELECT count(*), sum(total) FROM orders WHERE customer_id = :c;
+`,
+	"events@2": `\set c random(1, 50000)
+\set d random(1, 200000)
+INSERT INTO events (customer_id, kind, payload) VALUES (:c, 'view', 'page');
+DELETE FROM events WHERE id = :d;
+`,
+}
+
+const eventsSchema = `CREATE TABLE events (
+	id bigserial PRIMARY KEY,
+	customer_id bigint NOT NULL,
+	kind text NOT NULL,
+	payload text,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO events (customer_id, kind, payload) SELECT 1 + i % 50000, 'view', 'page' FROM generate_series(1, 200000) i;
+CREATE INDEX events_customer_idx ON events (customer_id)`
+
+// acceptChanges are the candidate's changes, and the queries each must
+// be found to slow down (a pattern of the query text).
+var acceptChanges = map[string]struct {
+	sql     []string
+	changed *regexp.Regexp
+}{
+	// The Heap field report: every insert into a table locks and
+	// checks each of its indexes, partial or not.
+	"partial-indexes": {
+		sql: []string{`DO $$ BEGIN FOR i IN 1..200 LOOP
+			EXECUTE format('CREATE INDEX events_p%s ON events (customer_id) WHERE kind = %L', i, 'k' || i);
+		END LOOP; END $$`},
+		changed: regexp.MustCompile(`(?i)^(INSERT INTO events|DELETE FROM events)`),
+	},
+	// An index on an updated column: the update is no longer HOT, it
+	// writes every index, and the transaction's commit has more WAL.
+	"hot": {
+		sql:     []string{"CREATE INDEX pgbench_accounts_abalance ON pgbench_accounts (abalance)"},
+		changed: regexp.MustCompile(`(?i)^(UPDATE pgbench_accounts|END|COMMIT)`),
+	},
+	// The lookup of customers by email turns into a sequential scan at
+	// random_page_cost 800 (measured with EXPLAIN on the shop's data);
+	// the orders lookup keeps its plan until about 1600, the events
+	// (200,000 rows, so that their deletes by id keep theirs too) and
+	// pgbench's accounts longer (TestAcceptancePlans).
+	"random-page-cost": {
+		sql:     []string{"ALTER DATABASE " + workload.ShopDatabase + " SET random_page_cost = 800"},
+		changed: regexp.MustCompile(`(?i)^SELECT id, name FROM customers WHERE email`),
+	},
+}
+
+var accepted struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// acceptLog captures the workload once per test binary.
+func acceptLog(b *testing.B) string {
+	accepted.once.Do(func() {
+		secs := 30
+		if s := os.Getenv("PGREHEARSE_ACCEPT_SECONDS"); s != "" {
+			secs, accepted.err = strconv.Atoi(s)
+			if accepted.err != nil {
+				return
+			}
+		}
+		accepted.path, accepted.err = captureAccept(time.Duration(secs) * time.Second)
+	})
+	if accepted.err != nil {
+		b.Fatalf("capture the acceptance workload: %v", accepted.err)
+	}
+	return accepted.path
+}
+
+func captureAccept(d time.Duration) (string, error) {
+	ctx := context.Background()
+	settings := acceptSettings()
+	settings["log_min_duration_statement"] = "-1"
+	settings["log_connections"] = "off"
+	settings["log_disconnections"] = "off"
+	prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings})
+	if err != nil {
+		return "", err
+	}
+	defer prod.Stop()
+	if err := setupAccept(ctx, prod); err != nil {
+		return "", err
+	}
+	if err := logEverything(ctx, prod); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(testDir, "scripts")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"-n", "-M", "prepared", "-c", "4", "-j", "2", "-T", strconv.Itoa(int(d.Seconds())), "-R", "200",
+		"--random-seed=7", "-b", "tpcb-like@1"}
+	for _, name := range []string{"lookup@3", "orders@2", "events@2"} {
+		file, weight, _ := strings.Cut(name, "@")
+		path := filepath.Join(dir, file+".sql")
+		if err := os.WriteFile(path, []byte(acceptScripts[name]), 0o644); err != nil {
+			return "", err
+		}
+		args = append(args, "-f", path+"@"+weight)
+	}
+	if _, err := prod.Pgbench(ctx, append(args, workload.ShopDatabase)...); err != nil {
+		return "", err
+	}
+	if err := prod.StopServerSmart(10 * time.Second); err != nil {
+		return "", err
+	}
+	files, err := prod.LogFiles("*.log")
+	if err != nil || len(files) != 1 {
+		return "", fmt.Errorf("log files %v, %v: want one", files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(testDir, "accept.log")
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// acceptSettings are the servers': every statement logged, and durable
+// as production is (pgcluster's defaults turn fsync and synchronous
+// commits off, which would hide what a change does to the WAL).
+func acceptSettings() map[string]string {
+	s := workload.LogSettings()
+	maps.Copy(s, map[string]string{"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"})
+	return s
+}
+
+// setupAccept builds the same data on every server, unlogged.
+func setupAccept(ctx context.Context, c *pgcluster.Cluster) error {
+	if err := workload.SetupShop(ctx, c); err != nil {
+		return err
+	}
+	conn, err := quiet(ctx, c, workload.ShopDatabase)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, eventsSchema).ReadAll(); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "VACUUM ANALYZE events").ReadAll()
+	return err
+}
+
+// acceptTarget is a target with the workload's data and change.
+func acceptTarget(b *testing.B, change string) *pgcluster.Cluster {
+	c := pgclustertest.StartT(b, pgcluster.Options{Settings: acceptSettings()})
+	ctx := context.Background()
+	if err := setupAccept(ctx, c); err != nil {
+		b.Fatal(err)
+	}
+	for _, sql := range acceptChanges[change].sql {
+		if err := c.Exec(ctx, workload.ShopDatabase, sql); err != nil {
+			b.Fatalf("change %s: %v", change, err)
+		}
+	}
+	// The starting state of every target: freshly vacuumed and
+	// checkpointed, whatever the change wrote.
+	if err := c.Exec(ctx, workload.ShopDatabase, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// acceptRehearse rehearses the log onto ctl and cand and compares.
+func acceptRehearse(b *testing.B, logPath string, ctl, cand *pgcluster.Cluster) (*Outcome, *compare.Report, string) {
+	dbs := []string{workload.ShopDatabase}
+	out, err := Run(context.Background(), Config{
+		Control: Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs},
+			Logs: []string{filepath.Join(ctl.LogDir(), "*.log")}},
+		Candidate: Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs},
+			Logs: []string{filepath.Join(cand.LogDir(), "*.log")}},
+		Rounds: 3,
+		Replay: replayAt(logPath, workload.LogLinePrefix, 1, nil),
+	})
+	if err != nil {
+		b.Fatalf("rehearse: %v", err)
+	}
+	rep, err := Compare(out, compare.Options{})
+	if err != nil {
+		b.Fatalf("compare: %v", err)
+	}
+	var text bytes.Buffer
+	if err := report.WriteComparison(&text, rep, 8); err != nil {
+		b.Fatal(err)
+	}
+	return out, rep, text.String()
+}
+
+// regressions are the queries called regressions of either kind, by
+// impact.
+func regressions(rep *compare.Report) []compare.QueryDiff {
+	var out []compare.QueryDiff
+	for _, fp := range rep.RegressionsByAddedTime {
+		if q := rep.Query(fp); q != nil {
+			out = append(out, *q)
+		}
+	}
+	return out
+}
+
+func describe(q compare.QueryDiff) string {
+	e := q.Effects.Of(q.Regressed)
+	if e == nil {
+		return fmt.Sprintf("%s %.60q", q.Status, q.Query)
+	}
+	return fmt.Sprintf("%s %s %.2fx (%.2f-%.2f) %+.3f ms/call, impact %.0f ms: %.60q",
+		q.Status, q.Regressed, e.Ratio, e.Low, e.High, e.DeltaMS, q.ImpactMS, q.Query)
+}
+
+func BenchmarkAcceptanceAA(b *testing.B) {
+	logPath := acceptLog(b)
+	ctl, cand := acceptTarget(b, ""), acceptTarget(b, "")
+	const times = 5
+	falsePositives := 0
+	for range b.N {
+		for i := 1; i <= times; i++ {
+			_, rep, text := acceptRehearse(b, logPath, ctl, cand)
+			regs := regressions(rep)
+			fp := rep.Verdict.Status != compare.VerdictPass || len(regs) > 0
+			if fp {
+				falsePositives++
+			}
+			b.Logf("A/A %d of %d: verdict %s, %d regressions, %d tail regressions, noise measured %v",
+				i, times, rep.Verdict.Status, rep.Verdict.Regressions, rep.Verdict.TailRegressions, rep.Noise.Measured)
+			for _, q := range regs {
+				b.Logf("  FALSE POSITIVE: %s", describe(q))
+			}
+			if fp {
+				b.Logf("%s", text)
+			}
+		}
+	}
+	b.ReportMetric(float64(falsePositives), "false-positives")
+	if falsePositives > 0 {
+		b.Errorf("%d of %d A/A rehearsals did not pass", falsePositives, times*b.N)
+	}
+}
+
+func BenchmarkAcceptanceAB(b *testing.B) {
+	logPath := acceptLog(b)
+	for _, change := range []string{"partial-indexes", "hot", "random-page-cost"} {
+		b.Run(change, func(b *testing.B) {
+			ctl, cand := acceptTarget(b, ""), acceptTarget(b, change)
+			want := acceptChanges[change].changed
+			for range b.N {
+				_, rep, text := acceptRehearse(b, logPath, ctl, cand)
+				regs := regressions(rep)
+				b.Logf("%s: verdict %s, %d regressions, %d tail regressions", change, rep.Verdict.Status,
+					rep.Verdict.Regressions, rep.Verdict.TailRegressions)
+				unrelated := 0
+				for _, q := range regs {
+					related := want.MatchString(strings.TrimSpace(q.Query))
+					if !related {
+						unrelated++
+					}
+					b.Logf("  %v %s", map[bool]string{true: "changed:  ", false: "UNRELATED:"}[related], describe(q))
+				}
+				b.ReportMetric(float64(unrelated), "unrelated")
+				switch {
+				case len(regs) == 0:
+					b.Errorf("%s: no regression found\n%s", change, text)
+				case !want.MatchString(strings.TrimSpace(regs[0].Query)):
+					b.Errorf("%s: the first regression is not a changed query\n%s", change, text)
+				case unrelated > 0:
+					b.Errorf("%s: %d unrelated queries called regressions\n%s", change, unrelated, text)
+				}
+				for _, q := range regs {
+					if e := q.Effects.Of(q.Regressed); e != nil && want.MatchString(strings.TrimSpace(q.Query)) && e.Low <= 1 {
+						b.Errorf("%s: %q's interval (%.2f-%.2f) holds 1", change, q.Query, e.Low, e.High)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAcceptancePlans checks what the random-page-cost change rests on:
+// at random_page_cost 800 the lookup by email, and it alone among the
+// workload's statements, turns from an index scan into a sequential one.
+func TestAcceptancePlans(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := setupAccept(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN(workload.ShopDatabase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, tc := range []struct {
+		sql     string
+		flipped bool
+	}{
+		{"SELECT id, name FROM customers WHERE email = 'user' || 123 || '@example.com'", true},
+		{"SELECT count(*), sum(total) FROM orders WHERE customer_id = 123", false},
+		{"DELETE FROM events WHERE id = 123", false},
+		{"UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 123", false},
+		{"SELECT abalance FROM pgbench_accounts WHERE aid = 123", false},
+	} {
+		for _, rpc := range []string{"4", "800"} {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "SET LOCAL random_page_cost = "+rpc); err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := tx.Query(ctx, "EXPLAIN "+tc.sql)
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			tx.Rollback(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq := strings.Contains(strings.Join(plan, "\n"), "Seq Scan")
+			if want := tc.flipped && rpc == "800"; seq != want {
+				t.Errorf("random_page_cost %s: %s: sequential scan %v, want %v:\n%s", rpc, tc.sql, seq, want, strings.Join(plan, "\n"))
+			}
+		}
+	}
+}

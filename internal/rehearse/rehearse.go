@@ -1,0 +1,642 @@
+package rehearse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// Side is one of the two targets.
+type Side string
+
+// Sides.
+const (
+	// Control is the target as production is today.
+	Control Side = "control"
+	// Candidate is the target with the change.
+	Candidate Side = "candidate"
+)
+
+// DefaultRounds is the number of rounds per side when Config.Rounds is 0:
+// the fewest with which the run-to-run spread of each side is measured
+// at all, and an A B B A A B order balances drift.
+const DefaultRounds = 3
+
+// DefaultCleanupTimeout bounds the releases and the closing of the resets
+// after the rehearsal was interrupted or failed.
+const DefaultCleanupTimeout = 10 * time.Minute
+
+// IndexFile is the name of the index of the rounds in Config.Dir.
+const IndexFile = "rehearsal.json"
+
+// OutcomeVersion is the version of the index's JSON form.
+const OutcomeVersion = 1
+
+// Target is one side's server.
+type Target struct {
+	// DSN is the target's connection string, handed to the replay.
+	DSN string
+	// Reset returns the target to its starting state before each round.
+	Reset reset.Resetter
+	// Logs are the target's own server log files, for server-side
+	// timings, as paths or filepath.Glob patterns. They are expanded
+	// before each round, after the reset: a server restarted by its
+	// reset may have begun a new file.
+	Logs []string
+}
+
+// Round is one replay of the rehearsal, as the replay function gets it.
+type Round struct {
+	// Seq is the round's place in the rehearsal, from 1; Of is the
+	// number of rounds in all.
+	Seq, Of int
+	Side    Side
+	// N is the side's round, from 1.
+	N int
+	// DatabaseMap is the database map the replay must use: the user's
+	// map (Config.DatabaseMap) followed by the reset's copies, so that
+	// each logged database goes to its fresh copy.
+	DatabaseMap map[string]string
+	// Logs are the target's log files (Target.Logs expanded), for
+	// server-side timings.
+	Logs []string
+	// Reset is what the reset before the round did.
+	Reset reset.State
+}
+
+// ReplayFunc replays the workload once onto target for round. When ctx
+// is cancelled it must stop and return the result of what ran, marked
+// partial, as replay.Replayer.Run does. An error means the round gave no
+// usable result.
+type ReplayFunc func(ctx context.Context, round Round, target Target) (*results.Result, error)
+
+// Phase is what a round is doing.
+type Phase string
+
+// Phases, in order.
+const (
+	PhaseReset  Phase = "reset"
+	PhaseReplay Phase = "replay"
+	PhaseDone   Phase = "done"
+)
+
+// Progress is reported at each phase of each round.
+type Progress struct {
+	Round Round
+	Phase Phase
+	// Finished is the number of rounds finished.
+	Finished int
+	// Elapsed is the time since the rehearsal began.
+	Elapsed time.Duration
+	// Remaining is the estimated time to the end, from the rounds
+	// finished (or Config.RoundEstimate before the first); valid only
+	// when RemainingKnown.
+	Remaining      time.Duration
+	RemainingKnown bool
+}
+
+// Config is a rehearsal.
+type Config struct {
+	Control, Candidate Target
+	// Rounds per side; 0 means DefaultRounds.
+	Rounds int
+	// DatabaseMap is the user's map from logged databases to the
+	// targets'; each round's reset copies are mapped after it.
+	DatabaseMap map[string]string
+	Replay      ReplayFunc
+	// Dir receives each round's result and the index; empty means
+	// nothing is written. It must not hold another rehearsal's rounds
+	// unless Overwrite is set.
+	Dir       string
+	Overwrite bool
+	// Progress, if not nil, is called at each phase of each round, on
+	// the goroutine of Run.
+	Progress func(Progress)
+	// RoundEstimate is how long one round is expected to take (the
+	// log's span over the speed), for the estimate before a round has
+	// finished; zero means unknown until then.
+	RoundEstimate time.Duration
+	// CleanupTimeout bounds the releases and closes after an
+	// interruption or an error; zero means DefaultCleanupTimeout.
+	CleanupTimeout time.Duration
+}
+
+// Status is how a round ended.
+type Status string
+
+// Statuses.
+const (
+	// StatusDone: the round ran whole; its result counts.
+	StatusDone Status = "done"
+	// StatusInterrupted: stopped by the user; its result is partial and
+	// does not count.
+	StatusInterrupted Status = "interrupted"
+	// StatusFailed: the reset or the replay failed, or the replay
+	// stopped early by itself; the rehearsal stopped there.
+	StatusFailed Status = "failed"
+)
+
+// RoundRecord is what the index says of a round.
+type RoundRecord struct {
+	Seq    int         `json:"seq"`
+	Side   Side        `json:"side"`
+	N      int         `json:"n"`
+	Status Status      `json:"status"`
+	Reset  reset.State `json:"reset"`
+	// ReplaySeconds is the wall time of the replay alone;
+	// ReleaseSeconds that of undoing the reset's work after it
+	// (dropping the round's copies).
+	ReplaySeconds  float64   `json:"replay_seconds"`
+	ReleaseSeconds float64   `json:"release_seconds"`
+	StartedAt      time.Time `json:"started_at"`
+	EndedAt        time.Time `json:"ended_at"`
+	// File is the round's result, relative to the index's directory;
+	// empty when the round produced none.
+	File  string `json:"file,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Outcome is what a rehearsal did; its JSON form is the index.
+type Outcome struct {
+	Version int `json:"version"`
+	// Rounds is the number asked per side; Order the sides in the
+	// order they were to run.
+	Rounds int    `json:"rounds"`
+	Order  []Side `json:"order"`
+	// ResetModes are each side's way of resetting.
+	ResetModes map[Side]reset.Mode `json:"reset_modes"`
+	Records    []RoundRecord       `json:"records"`
+	// Control and Candidate are the results of the rounds finished
+	// (StatusDone), in order: the comparison's inputs.
+	Control   []*results.Result `json:"-"`
+	Candidate []*results.Result `json:"-"`
+	// Partial: fewer rounds finished than asked, on either side.
+	Partial bool `json:"partial,omitempty"`
+	// Interrupted: stopped by the user (the context).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Drifted: some round started from what an earlier one left (a
+	// reset that does not reset).
+	Drifted bool `json:"drifted,omitempty"`
+	// Stopped says why the rehearsal stopped before its end.
+	Stopped string `json:"stopped,omitempty"`
+	// ResetSeconds, ReleaseSeconds and ReplaySeconds total the rounds'
+	// resets, releases and replays; Prepare/CloseSeconds are the
+	// resets' one-off work.
+	ResetSeconds   float64   `json:"reset_seconds"`
+	ReleaseSeconds float64   `json:"release_seconds"`
+	ReplaySeconds  float64   `json:"replay_seconds"`
+	PrepareSeconds float64   `json:"prepare_seconds"`
+	CloseSeconds   float64   `json:"close_seconds"`
+	StartedAt      time.Time `json:"started_at"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
+}
+
+// ResetOverhead is the time the resets took in all: preparing, before
+// and after each round, and closing.
+func (o *Outcome) ResetOverhead() time.Duration {
+	return time.Duration((o.PrepareSeconds + o.ResetSeconds + o.ReleaseSeconds + o.CloseSeconds) * float64(time.Second))
+}
+
+// Results returns the finished rounds' results of side.
+func (o *Outcome) Results(side Side) []*results.Result {
+	if side == Control {
+		return o.Control
+	}
+	return o.Candidate
+}
+
+// Order is the order of the sides for rounds per side: A B, then B A, in
+// turns (A B B A A B ...), so that each side runs first as often as the
+// other, give or take one pair.
+func Order(rounds int) []Side {
+	o := make([]Side, 0, 2*rounds)
+	for i := range rounds {
+		if i%2 == 0 {
+			o = append(o, Control, Candidate)
+		} else {
+			o = append(o, Candidate, Control)
+		}
+	}
+	return o
+}
+
+// driftWarning goes into the result of a round that started from what
+// the rounds before it left.
+const driftWarning = "the target was not reset before this round: it started from the state the earlier rounds left, not the first round's"
+
+// Run runs the rehearsal. It returns the outcome, also when it stopped
+// early: an interruption (ctx) is no error, the outcome says so; a failed
+// reset or replay is, and the rounds finished before it are kept. Run
+// releases what each round's reset made and closes both resets before it
+// returns, whatever happened.
+func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	rounds := cfg.Rounds
+	if rounds == 0 {
+		rounds = DefaultRounds
+	}
+	if cfg.Dir != "" {
+		if err := checkDir(cfg.Dir, cfg.Overwrite); err != nil {
+			return nil, err
+		}
+	}
+	targets := map[Side]*Target{Control: &cfg.Control, Candidate: &cfg.Candidate}
+	out = &Outcome{
+		Version:    OutcomeVersion,
+		Rounds:     rounds,
+		Order:      Order(rounds),
+		ResetModes: map[Side]reset.Mode{Control: cfg.Control.Reset.Mode(), Candidate: cfg.Candidate.Reset.Mode()},
+		Records:    []RoundRecord{},
+		StartedAt:  time.Now(),
+	}
+	r := &run{cfg: cfg, out: out, begun: time.Now()}
+	cleanupTimeout := cfg.CleanupTimeout
+	if cleanupTimeout <= 0 {
+		cleanupTimeout = DefaultCleanupTimeout
+	}
+	// Releases and closes run also after Ctrl-C: copies left behind
+	// would fill the target's disk.
+	cleanupCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	}
+	r.cleanupCtx = cleanupCtx
+
+	var prepared []reset.Resetter
+	defer func() {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		t := time.Now()
+		for _, rs := range prepared {
+			if cerr := rs.Close(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up the %s reset: %w", rs.Mode(), cerr))
+			}
+		}
+		out.CloseSeconds = time.Since(t).Seconds()
+		out.EndedAt = time.Now()
+		out.Partial = len(out.Control) < rounds || len(out.Candidate) < rounds
+		if werr := r.writeIndex(); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}()
+
+	t := time.Now()
+	for _, side := range []Side{Control, Candidate} {
+		rs := targets[side].Reset
+		// Close undoes a Prepare that stopped half way too.
+		prepared = append(prepared, rs)
+		if perr := rs.Prepare(ctx); perr != nil {
+			out.PrepareSeconds = time.Since(t).Seconds()
+			if ctx.Err() != nil {
+				out.Interrupted, out.Stopped = true, "interrupted before the first round"
+				return out, nil
+			}
+			out.Stopped = fmt.Sprintf("the %s target's reset could not be prepared: %v", side, perr)
+			return out, fmt.Errorf("prepare the %s target's reset: %w", side, perr)
+		}
+	}
+	out.PrepareSeconds = time.Since(t).Seconds()
+	if err := r.writeIndex(); err != nil {
+		return out, err
+	}
+
+	n := map[Side]int{}
+	for i, side := range out.Order {
+		if ctx.Err() != nil {
+			out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before round %d", i+1)
+			return out, nil
+		}
+		n[side]++
+		round := Round{Seq: i + 1, Of: len(out.Order), Side: side, N: n[side]}
+		if stop, err := r.round(ctx, round, *targets[side]); stop || err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (cfg *Config) check() error {
+	if cfg.Replay == nil {
+		return errors.New("rehearse: no replay function")
+	}
+	if cfg.Rounds < 0 {
+		return fmt.Errorf("rehearse: %d rounds: want at least 1 per side", cfg.Rounds)
+	}
+	for side, t := range map[Side]Target{Control: cfg.Control, Candidate: cfg.Candidate} {
+		if t.DSN == "" {
+			return fmt.Errorf("rehearse: the %s target has no connection string", side)
+		}
+		if t.Reset == nil {
+			return fmt.Errorf("rehearse: the %s target has no reset (reset.None{} for none)", side)
+		}
+	}
+	return nil
+}
+
+// run is a rehearsal under way.
+type run struct {
+	cfg        Config
+	out        *Outcome
+	begun      time.Time
+	cleanupCtx func() (context.Context, context.CancelFunc)
+	// roundTimes are the wall times of the rounds finished, resets
+	// included, for the estimate.
+	roundTimes []time.Duration
+}
+
+// round resets the target, replays, releases and records one round. stop
+// is true when the rehearsal must stop (interrupted); err when it failed.
+func (r *run) round(ctx context.Context, round Round, target Target) (stop bool, err error) {
+	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, StartedAt: time.Now()}
+	began := time.Now()
+	r.progress(round, PhaseReset)
+	st, rerr := target.Reset.Reset(ctx, round.N)
+	rec.Reset = st
+	if rerr != nil {
+		// A reset that failed half way may have made some copies.
+		cctx, cancel := r.cleanupCtx()
+		relErr := target.Reset.Release(cctx, st)
+		cancel()
+		rec.EndedAt = time.Now()
+		if ctx.Err() != nil {
+			rec.Status = StatusInterrupted
+			r.add(rec)
+			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before round %d", round.Seq)
+			return true, relErr
+		}
+		rec.Status, rec.Error = StatusFailed, rerr.Error()
+		r.add(rec)
+		r.out.Stopped = fmt.Sprintf("the reset before round %d (%s) failed", round.Seq, round.Side)
+		return true, errors.Join(rerr, relErr)
+	}
+	r.out.ResetSeconds += st.Seconds
+	round.Reset = st
+	round.DatabaseMap = composeMap(r.cfg.DatabaseMap, st.Databases)
+	round.Logs, err = expandLogs(target.Logs)
+	if err != nil {
+		cctx, cancel := r.cleanupCtx()
+		defer cancel()
+		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
+		r.add(rec)
+		r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, err)
+		return true, errors.Join(err, target.Reset.Release(cctx, st))
+	}
+
+	r.progress(round, PhaseReplay)
+	replayStart := time.Now()
+	res, rerr := r.cfg.Replay(ctx, round, target)
+	rec.ReplaySeconds = time.Since(replayStart).Seconds()
+	r.out.ReplaySeconds += rec.ReplaySeconds
+	cctx, cancel := r.cleanupCtx()
+	relStart := time.Now()
+	relErr := target.Reset.Release(cctx, st)
+	cancel()
+	rec.ReleaseSeconds = time.Since(relStart).Seconds()
+	r.out.ReleaseSeconds += rec.ReleaseSeconds
+	rec.EndedAt = time.Now()
+
+	if res != nil {
+		unmapDatabases(res, st.Databases)
+		if st.Drifted {
+			r.out.Drifted = true
+			res.Warnings = append(res.Warnings, driftWarning)
+		}
+		name := fmt.Sprintf("round-%02d-%s.json", round.Seq, round.Side)
+		res.Source = fmt.Sprintf("%s round %d", round.Side, round.N)
+		if r.cfg.Dir != "" {
+			path := filepath.Join(r.cfg.Dir, name)
+			if werr := writeResult(path, res); werr != nil {
+				rerr = errors.Join(rerr, werr)
+			} else {
+				rec.File = name
+				res.Source = path
+			}
+		}
+	}
+	interrupted := ctx.Err() != nil
+	switch {
+	case rerr != nil && interrupted:
+		rec.Status, rec.Error = StatusInterrupted, rerr.Error()
+	case rerr != nil:
+		rec.Status, rec.Error = StatusFailed, rerr.Error()
+	case res == nil:
+		rec.Status, rec.Error = StatusFailed, "the replay gave no result"
+	case res.Partial && interrupted:
+		rec.Status = StatusInterrupted
+	case res.Partial:
+		rec.Status = StatusFailed
+		rec.Error = "the replay stopped early"
+		if len(res.Incomplete) > 0 {
+			rec.Error += ": " + strings.Join(res.Incomplete, "; ")
+		}
+	default:
+		rec.Status = StatusDone
+	}
+	if rec.Status == StatusDone && relErr != nil {
+		// The round counts, but the next could not start clean.
+		rec.Error = relErr.Error()
+	}
+	r.add(rec)
+	switch rec.Status {
+	case StatusInterrupted:
+		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during round %d (%s); its partial result does not count", round.Seq, round.Side)
+		return true, relErr
+	case StatusFailed:
+		r.out.Stopped = fmt.Sprintf("round %d (%s) failed: %s", round.Seq, round.Side, rec.Error)
+		if rerr == nil {
+			rerr = errors.New(r.out.Stopped)
+		}
+		return true, errors.Join(fmt.Errorf("round %d (%s): %w", round.Seq, round.Side, rerr), relErr)
+	}
+	if round.Side == Control {
+		r.out.Control = append(r.out.Control, res)
+	} else {
+		r.out.Candidate = append(r.out.Candidate, res)
+	}
+	r.roundTimes = append(r.roundTimes, time.Since(began))
+	r.progress(round, PhaseDone)
+	if relErr != nil {
+		r.out.Stopped = fmt.Sprintf("after round %d (%s) the reset could not release what it made", round.Seq, round.Side)
+		return true, relErr
+	}
+	if err := r.writeIndex(); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+func (r *run) add(rec RoundRecord) {
+	r.out.Records = append(r.out.Records, rec)
+}
+
+// progress reports a phase of round, with the estimate of what remains.
+func (r *run) progress(round Round, phase Phase) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	p := Progress{Round: round, Phase: phase, Finished: len(r.roundTimes), Elapsed: time.Since(r.begun)}
+	left := round.Of - round.Seq + 1 // this round included
+	if phase == PhaseDone {
+		left--
+	}
+	p.Remaining, p.RemainingKnown = estimate(r.roundTimes, r.cfg.RoundEstimate, left)
+	r.cfg.Progress(p)
+}
+
+// estimate is the time left rounds take: the mean of the rounds finished,
+// or est before any.
+func estimate(done []time.Duration, est time.Duration, left int) (time.Duration, bool) {
+	if len(done) == 0 {
+		return est * time.Duration(left), est > 0
+	}
+	var sum time.Duration
+	for _, d := range done {
+		sum += d
+	}
+	return sum / time.Duration(len(done)) * time.Duration(left), true
+}
+
+// composeMap is the user's database map followed by the reset's copies:
+// a logged database goes where the user's map sends it, and from there to
+// its copy.
+func composeMap(user, copies map[string]string) map[string]string {
+	if len(copies) == 0 {
+		return maps.Clone(user)
+	}
+	m := make(map[string]string, len(user)+len(copies))
+	for from, to := range user {
+		if c, ok := copies[to]; ok {
+			to = c
+		}
+		m[from] = to
+	}
+	for db, c := range copies {
+		if _, ok := user[db]; !ok {
+			m[db] = c
+		}
+	}
+	return m
+}
+
+// unmapDatabases names the target's databases in res where the replay
+// saw the round's copies, so that rounds read alike.
+func unmapDatabases(res *results.Result, copies map[string]string) {
+	if len(copies) == 0 {
+		return
+	}
+	orig := make(map[string]string, len(copies))
+	for db, c := range copies {
+		if db != "" {
+			orig[c] = db
+		}
+	}
+	for i, cf := range res.Sessions.ConnectFailures {
+		if db, ok := orig[cf.Database]; ok {
+			res.Sessions.ConnectFailures[i].Database = db
+		}
+	}
+}
+
+// expandLogs expands the patterns of Target.Logs into files, sorted per
+// pattern, each once.
+func expandLogs(patterns []string) ([]string, error) {
+	var files []string
+	for _, p := range patterns {
+		found, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("target log %q: %w", p, err)
+		}
+		if len(found) == 0 {
+			// A file the server has not written yet is still the
+			// place to read from.
+			found = []string{p}
+			if strings.ContainsAny(p, "*?[") {
+				return nil, fmt.Errorf("target log %q matches no file", p)
+			}
+		}
+		slices.Sort(found)
+		for _, f := range found {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+	}
+	return files, nil
+}
+
+// checkDir makes dir if needed and checks that it is writable and does
+// not hold another rehearsal, before any work.
+func checkDir(dir string, overwrite bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("rehearse: %w", err)
+	}
+	if !overwrite {
+		old, _ := filepath.Glob(filepath.Join(dir, "round-*.json"))
+		if _, err := os.Stat(filepath.Join(dir, IndexFile)); err == nil || len(old) > 0 {
+			return fmt.Errorf("rehearse: %s holds the rounds of another rehearsal: choose another directory or remove them", dir)
+		}
+	}
+	f, err := os.CreateTemp(dir, ".pgrehearse-check-*")
+	if err != nil {
+		return fmt.Errorf("rehearse: cannot write in %s: %w", dir, err)
+	}
+	name := f.Name()
+	return errors.Join(f.Close(), os.Remove(name))
+}
+
+func (r *run) writeIndex() error {
+	if r.cfg.Dir == "" {
+		return nil
+	}
+	return writeAtomic(filepath.Join(r.cfg.Dir, IndexFile), r.out)
+}
+
+func writeResult(path string, res *results.Result) error {
+	return writeAtomic(path, res)
+}
+
+// ReadOutcome reads the index a rehearsal wrote in dir, and the results
+// of its finished rounds into Control and Candidate, so that the
+// comparison can be made again from the files.
+func ReadOutcome(dir string) (*Outcome, error) {
+	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		return nil, err
+	}
+	var out Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, IndexFile), err)
+	}
+	if out.Version != OutcomeVersion {
+		return nil, fmt.Errorf("%s: version %d, this pgrehearse reads %d", filepath.Join(dir, IndexFile), out.Version, OutcomeVersion)
+	}
+	for _, rec := range out.Records {
+		if rec.Status != StatusDone {
+			continue
+		}
+		if rec.File == "" {
+			return nil, fmt.Errorf("%s: round %d is done but names no file", filepath.Join(dir, IndexFile), rec.Seq)
+		}
+		res, err := results.ReadFile(filepath.Join(dir, rec.File))
+		if err != nil {
+			return nil, err
+		}
+		if rec.Side == Control {
+			out.Control = append(out.Control, res)
+		} else {
+			out.Candidate = append(out.Candidate, res)
+		}
+	}
+	return &out, nil
+}

@@ -1,0 +1,146 @@
+package rehearse
+
+import (
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+)
+
+func TestOrder(t *testing.T) {
+	A, B := Control, Candidate
+	for rounds, want := range map[int][]Side{
+		1: {A, B},
+		2: {A, B, B, A},
+		3: {A, B, B, A, A, B},
+		4: {A, B, B, A, A, B, B, A},
+	} {
+		if got := Order(rounds); !slices.Equal(got, want) {
+			t.Errorf("Order(%d) = %v, want %v", rounds, got, want)
+		}
+	}
+	// Each side runs first in its pair as often as the other, give or
+	// take one, and each has its rounds.
+	for rounds := 1; rounds <= 9; rounds++ {
+		o := Order(rounds)
+		first := map[Side]int{}
+		count := map[Side]int{}
+		for i, s := range o {
+			count[s]++
+			if i%2 == 0 {
+				first[s]++
+			}
+		}
+		if count[A] != rounds || count[B] != rounds || first[A]-first[B] > 1 || first[B] > first[A] {
+			t.Errorf("Order(%d) = %v: counts %v, firsts %v", rounds, o, count, first)
+		}
+	}
+}
+
+func TestComposeMap(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		user, copies map[string]string
+		want         map[string]string
+	}{
+		{"no copies", map[string]string{"a": "b"}, nil, map[string]string{"a": "b"}},
+		{"copies only", nil, map[string]string{"app": "c_app", "": "c_pg"}, map[string]string{"app": "c_app", "": "c_pg"}},
+		{"the user's map first", map[string]string{"prod": "app"}, map[string]string{"app": "c_app"},
+			map[string]string{"prod": "c_app", "app": "c_app"}},
+		{"a logged name mapped away keeps the user's target", map[string]string{"app": "other"}, map[string]string{"app": "c_app", "other": "c_other"},
+			map[string]string{"app": "c_other", "other": "c_other"}},
+		{"a target that is not copied", map[string]string{"prod": "ro"}, map[string]string{"app": "c_app"},
+			map[string]string{"prod": "ro", "app": "c_app"}},
+	} {
+		if got := composeMap(tc.user, tc.copies); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: composeMap = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	if _, known := estimate(nil, 0, 4); known {
+		t.Errorf("estimate with nothing to go by is known")
+	}
+	if d, known := estimate(nil, 30*time.Second, 4); !known || d != 2*time.Minute {
+		t.Errorf("estimate from the guess = %v %v, want 2m", d, known)
+	}
+	if d, known := estimate([]time.Duration{40 * time.Second, 20 * time.Second}, time.Hour, 3); !known || d != 90*time.Second {
+		t.Errorf("estimate from the rounds = %v %v, want 1m30s (the guess is dropped once a round finished)", d, known)
+	}
+	if d, _ := estimate([]time.Duration{time.Second}, 0, 0); d != 0 {
+		t.Errorf("estimate with nothing left = %v", d)
+	}
+}
+
+func TestExpandLogs(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"postgresql-2.log", "postgresql-1.log", "other.csv"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := expandLogs([]string{filepath.Join(dir, "*.log"), filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "later.log")})
+	want := []string{filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "postgresql-2.log"), filepath.Join(dir, "later.log")}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("expandLogs = %v, %v; want %v (each once, a file not yet written kept)", got, err, want)
+	}
+	if _, err := expandLogs([]string{filepath.Join(dir, "*.json")}); err == nil {
+		t.Errorf("a pattern matching nothing: want an error")
+	}
+}
+
+// TestCheckDir: the output directory is checked before any work: one
+// holding another rehearsal's rounds is refused unless overwriting.
+func TestCheckDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "dir")
+	if err := checkDir(dir, false); err != nil {
+		t.Fatalf("checkDir of a new directory: %v", err)
+	}
+	if err := writeAtomic(filepath.Join(dir, IndexFile), &Outcome{Version: OutcomeVersion}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkDir(dir, false); err == nil || !strings.Contains(err.Error(), "another rehearsal") {
+		t.Errorf("checkDir of a used directory: %v", err)
+	}
+	if err := checkDir(dir, true); err != nil {
+		t.Errorf("checkDir with overwrite: %v", err)
+	}
+	// Refused before anything runs: no reset is prepared.
+	_, err := Run(context.Background(), Config{
+		Control:   Target{DSN: "host=/nonexistent", Reset: reset.None{}},
+		Candidate: Target{DSN: "host=/nonexistent", Reset: reset.None{}},
+		Dir:       dir,
+		Replay:    realReplay("/nonexistent", nil),
+	})
+	if err == nil || !strings.Contains(err.Error(), "another rehearsal") {
+		t.Errorf("Run into a used directory: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(t.TempDir(), "ro")
+		os.Mkdir(ro, 0o555)
+		if err := checkDir(ro, false); err == nil {
+			t.Errorf("checkDir of a read-only directory: want an error")
+		}
+	}
+}
+
+func TestConfigChecked(t *testing.T) {
+	ok := Target{DSN: "host=x", Reset: reset.None{}}
+	for name, cfg := range map[string]Config{
+		"no replay":        {Control: ok, Candidate: ok},
+		"negative rounds":  {Control: ok, Candidate: ok, Rounds: -1, Replay: realReplay("", nil)},
+		"no candidate DSN": {Control: ok, Candidate: Target{Reset: reset.None{}}, Replay: realReplay("", nil)},
+		"no reset":         {Control: Target{DSN: "host=x"}, Candidate: ok, Replay: realReplay("", nil)},
+	} {
+		if _, err := Run(context.Background(), cfg); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}

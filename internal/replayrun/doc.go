@@ -1,0 +1,22 @@
+// Package replayrun is the replay run as a library: everything between the
+// options of one replay and its outcome, in order. It opens the logs once
+// (package source), looks at their beginning for the pre-flight (the
+// target takes every login; the destructive statements the log holds) and
+// replays the same events from memory before reading on; it starts the
+// observer (package observe), notes the target's log (package
+// replay/targetlog), runs the replay (package replay), reads the
+// target's server-side durations, names the findings, and returns an
+// Outcome whose reasons (nothing measured, input cut, target gone,
+// interrupted, connect failures, error rate, diverged, incomplete) are
+// values, with the facts behind each.
+//
+// The replay command calls Run and renders the Outcome; rehearsal rounds
+// (several replays of one log onto two targets) and shard workers call
+// the same Run, with Config.Part saying which round or shard the result
+// is.
+//
+// It writes nothing and prints nothing: what the user should see on the
+// way goes to the Config's callbacks, and its messages name no flag (a
+// caller words a reason with Config.Describe, or from the typed facts).
+// It does not exit the process.
+package replayrun

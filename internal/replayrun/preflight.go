@@ -1,0 +1,124 @@
+package replayrun
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// Preflight is what the pre-flight found before the replay: whether the
+// target takes the replay's logins, which destructive statements the log
+// holds, whether the target's log files can be read.
+type Preflight struct {
+	// Checks are the logins checked, in order of first appearance; Own
+	// is the index of the target DSN's own login among them, -1 when it
+	// was not checked apart. OwnNeeded: the run needs the DSN's own login
+	// (the target log's end marker), so its failure fails the pre-flight;
+	// otherwise only the evidence is lost.
+	Checks    []replay.Check
+	Own       int
+	OwnNeeded bool
+	// TargetLogs are the target's log files that cannot be read, with
+	// why (os.ErrNotExist for a missing one).
+	TargetLogs []FileProblem
+	// Destructive counts the destructive statements of the part of the
+	// logs read, by kind; Complete says the logs were read whole.
+	Destructive map[string]int64
+	Complete    bool
+	Took        time.Duration
+}
+
+// FileProblem is a file that cannot be read, and why.
+type FileProblem struct {
+	Path string
+	Err  error
+}
+
+// Failed reports whether the target does not take the replay's
+// connections: the replay would fail, so it is not started.
+func (p *Preflight) Failed() bool {
+	if len(p.TargetLogs) > 0 {
+		return true
+	}
+	for i, c := range p.Checks {
+		if c.Problem != replay.ProblemNone && (i != p.Own || p.OwnNeeded || len(p.Checks) == 1) {
+			return true
+		}
+	}
+	return false
+}
+
+// Accepted counts the logins the target accepted.
+func (p *Preflight) Accepted() int {
+	n := 0
+	for _, c := range p.Checks {
+		if c.Problem == replay.ProblemNone {
+			n++
+		}
+	}
+	return n
+}
+
+// PreflightError is Run's error when the pre-flight failed: nothing was
+// replayed.
+type PreflightError struct{ Preflight *Preflight }
+
+func (e *PreflightError) Error() string {
+	return "pre-flight failed: the target does not take the replay's connections; nothing was replayed"
+}
+
+// preflight checks, before the schedule starts, that the target takes the
+// connections the replay will make: every login of the logs' beginning
+// (the selection and maps applied), and the target DSN's own login when
+// something else connects with it (the observer, the target log's
+// marker).
+func preflight(ctx context.Context, cfg Config, r *replay.Replayer, ahead *source.Lookahead) (*Preflight, error) {
+	start := time.Now()
+	pf := &Preflight{Own: -1, OwnNeeded: len(cfg.TargetLogs) > 0}
+	var logins []replay.Login
+	if slices.Contains(cfg.Paths, "-") {
+		// Only what was read of standard input is kept; its logins are
+		// checked as its sessions connect.
+		pf.Complete = false
+	} else {
+		scan, cancel := context.WithTimeout(ctx, PreflightScan)
+		sc, err := r.Scan(scan, ahead.First(), 0)
+		cancel()
+		if err != nil && !errors.Is(err, source.ErrLookaheadFull) {
+			return nil, err
+		}
+		logins, pf.Complete, pf.Destructive = sc.Logins, sc.Complete, sc.Destructive
+	}
+	// The DSN's own login: the target log's marker needs it (without it
+	// the server-side durations are lost after the whole replay ran); the
+	// observer's evidence is only lost.
+	if (cfg.Observe != nil || len(cfg.TargetLogs) > 0 || len(logins) == 0) && !slices.Contains(logins, replay.Login{}) {
+		pf.Own = len(logins)
+		logins = append(logins, replay.Login{})
+	}
+	for _, p := range cfg.TargetLogs {
+		if err := readable(p); err != nil {
+			pf.TargetLogs = append(pf.TargetLogs, FileProblem{Path: p, Err: err})
+		}
+	}
+	pf.Checks = r.Preflight(ctx, logins, PreflightTimeout)
+	pf.Took = time.Since(start)
+	if pf.Failed() {
+		return nil, &PreflightError{Preflight: pf}
+	}
+	return pf, nil
+}
+
+// readable reports why a file cannot be read.
+func readable(path string) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}

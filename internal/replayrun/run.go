@@ -1,0 +1,292 @@
+package replayrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// Config is one replay run.
+type Config struct {
+	// Paths are the logs to replay; Source how to open them (format,
+	// prefix, time zone, mixed sources, warnings; its Parts and Select
+	// are the run's). Selection selects the workload: time window,
+	// filters, shard.
+	Paths     []string
+	Source    source.Options
+	Selection source.Selection
+
+	// Replay configures the engine: target, speed, maps, timeouts,
+	// synchronization, sink.
+	Replay replay.Options
+	// Grace is how long statements in flight may finish once ctx is
+	// done, before they are cancelled; Hard, when it is closed, cancels
+	// them at once (a second Ctrl-C). Zero Grace means
+	// replay.DefaultGrace.
+	Grace time.Duration
+	Hard  <-chan struct{}
+
+	// SkipPreflight does not check the target's logins before the
+	// replay (a dry run never does).
+	SkipPreflight bool
+	// TargetLogs are the target's own log files, read after the replay
+	// for server-side durations (package replay/targetlog); prefix is
+	// their log_line_prefix when stderr, empty: detected.
+	TargetLogs      []string
+	TargetLogPrefix string
+	// Observe, when not nil, collects server-side evidence from the
+	// target during the replay (package observe).
+	Observe *observe.Options
+	// Findings names the known traps of the workload as the target ran
+	// it; FindingsDSN gives them the target's catalog.
+	Findings    bool
+	FindingsDSN string
+
+	// MaxSkipped is the share of unreadable lines (0.1: 10%) beyond
+	// which nothing is measured; MaxErrorRate the percentage points by
+	// which the target's error rate may exceed the original's.
+	MaxSkipped   float64
+	MaxErrorRate float64
+
+	// Part says which part of the input this run is (a shard, a round),
+	// written into the result with the shard of Selection.
+	Part *results.Part
+
+	// Describe words why nothing was measured, for the result; nil:
+	// the reason's own words, which name no flag.
+	Describe func(*source.Nothing) string
+	// Warn receives what the user should know on the way (the observer
+	// unavailable, what it will lack); nil: dropped.
+	Warn func(string)
+	// OnPreflight is told what the pre-flight found, before the replay
+	// starts; OnStart is told the replay started (for a progress line,
+	// from Replayer.Progress and the set's), and OnEnd that it ended.
+	OnPreflight func(*Preflight)
+	OnStart     func(*replay.Replayer, *source.Set)
+	OnEnd       func()
+}
+
+// Pre-flight bounds: the logins are gathered from the logs for at most
+// PreflightScan, keeping at most PreflightMemory bytes of events for the
+// replay (the logs are read once: what the pre-flight read is replayed
+// from memory), and each check may take PreflightTimeout. A log larger
+// than that is checked in part; later logins are checked when their
+// sessions connect.
+const (
+	PreflightScan    = 3 * time.Second
+	PreflightMemory  = 64 << 20
+	PreflightTimeout = 5 * time.Second
+)
+
+// Run replays the logs of cfg against the target and returns what
+// happened: the result, the evidence and findings, and why the run is
+// not a clean measurement, as values (Outcome.Reasons). The error is for
+// what stopped the run before it produced a result: bad options, logs
+// that cannot be opened (*source.Nothing, *source.Mixed and the like), a
+// log without times, a failed pre-flight (*PreflightError).
+//
+// When ctx is done (Ctrl-C), no new statement is issued; statements in
+// flight finish within Grace. The result of what ran is still returned,
+// marked partial.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	if err := cfg.Replay.Validate(); err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	if len(cfg.TargetLogs) > 0 && cfg.Replay.DryRun {
+		return nil, &OptionsError{Err: errors.New("the target's log needs a replay that runs, not a dry run")}
+	}
+	cache := cfg.Replay.Cache
+	if cache == nil {
+		cache = fingerprint.NewCache(0)
+		cfg.Replay.Cache = cache
+	}
+
+	// Events must come in log order: one source per file, never parts.
+	so := cfg.Source
+	so.Parts, so.Select = 1, &cfg.Selection
+	set, err := source.Open(cfg.Paths, so)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	if files := set.Timeless(); len(files) > 0 {
+		return nil, &TimelessError{Files: files}
+	}
+	r, err := replay.New(cfg.Replay)
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+
+	// The pre-flight looks at the logs' beginning; the replay reads the
+	// same events again from memory, then reads on.
+	ahead := source.NewLookahead(set.Sources(), PreflightMemory)
+	var pf *Preflight
+	if !cfg.Replay.DryRun && !cfg.SkipPreflight {
+		if pf, err = preflight(ctx, cfg, r, ahead); err != nil {
+			return nil, err
+		}
+		if cfg.OnPreflight != nil {
+			cfg.OnPreflight(pf)
+		}
+	}
+	var tlogs *targetlog.Files
+	if len(cfg.TargetLogs) > 0 {
+		tlogs = targetlog.Note(cfg.TargetLogs, cfg.TargetLogPrefix)
+	}
+	stopObserve := startObserve(ctx, cfg)
+
+	grace := cfg.Grace
+	if grace <= 0 {
+		grace = replay.DefaultGrace
+	}
+	hard, cancelHard := replay.HardStop(ctx, grace, cfg.Hard)
+	defer cancelHard()
+	if cfg.OnStart != nil {
+		cfg.OnStart(r, set)
+	}
+	res, runErr := r.Run(ctx, hard, ahead.Sources())
+	if cfg.OnEnd != nil {
+		cfg.OnEnd()
+	}
+	// Evidence that could not be collected only loses its sections; the
+	// observer said why.
+	evidence := stopObserve()
+	if res == nil {
+		return nil, runErr
+	}
+	o := &Outcome{Result: res, Evidence: evidence, Preflight: pf, Err: runErr}
+	if evidence != nil {
+		replay.NoteTargetWaits(res, targetWaits(evidence))
+	}
+	res.Input = set.Input()
+	res.Part = part(cfg)
+	if evidence != nil {
+		if res.Evidence, err = json.Marshal(evidence); err != nil {
+			return nil, fmt.Errorf("encode the evidence: %w", err)
+		}
+	}
+	// A log that yields nothing is said loudly, and its result marked
+	// so that report will not judge it; so is a log cut short.
+	if o.Nothing = set.Measured(res.Statements.Total, cfg.MaxSkipped); o.Nothing != nil && !res.Partial {
+		describe := cfg.Describe
+		if describe == nil {
+			describe = func(n *source.Nothing) string { return n.Error() }
+		}
+		res.MarkIncomplete(results.IncompleteNothingMeasured, describe(o.Nothing))
+	}
+	if cut := set.Partial(); cut != nil {
+		o.Cut = cut.(*source.Cut)
+		res.Partial = true
+		res.MarkIncomplete(results.IncompleteInputCut, cut.Error())
+	}
+	if tlogs != nil && runErr == nil {
+		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
+	}
+	if cfg.Findings && !res.Partial && !res.DryRun {
+		o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.FindingsDSN)
+	}
+	o.reasons(cfg.MaxErrorRate)
+	return o, nil
+}
+
+// part is the result's part: cfg's, with the selection's shard.
+func part(cfg Config) *results.Part {
+	var p *results.Part
+	if cfg.Part != nil {
+		c := *cfg.Part
+		p = &c
+	}
+	if sh := cfg.Selection.Shard; sh.Splits() {
+		if p == nil {
+			p = &results.Part{}
+		}
+		p.Shards, p.Of, p.Plan = []int{sh.K}, sh.Of, sh.Plan
+	}
+	return p
+}
+
+// startObserve starts the observer when asked; the returned function
+// stops it and returns the evidence, nil when there is none. A target
+// that cannot be observed (no rights, connections refused) gets a warning
+// and the replay goes on without evidence.
+func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
+	none := func() *observe.Evidence { return nil }
+	if cfg.Observe == nil || cfg.Replay.DryRun || cfg.Replay.Target == "" {
+		return none
+	}
+	warn := func(format string, args ...any) {
+		if cfg.Warn != nil {
+			cfg.Warn(fmt.Sprintf(format, args...))
+		}
+	}
+	start, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	o, err := observe.Start(start, cfg.Replay.Target, *cfg.Observe)
+	if err != nil {
+		warn("the target cannot be observed, no server-side evidence: %v", err)
+		return none
+	}
+	for _, w := range o.StartWarnings() {
+		warn("observe: %s", w)
+	}
+	return func() *observe.Evidence {
+		ev, err := o.Stop()
+		if err != nil {
+			warn("%v", err)
+		}
+		return ev
+	}
+}
+
+// replayFindings names the traps of the replayed workload as the target
+// ran it, with the target's catalog when dsn is given.
+func replayFindings(ctx context.Context, res *results.Result, dsn string) (*findings.Report, error) {
+	in := findings.Input{Workload: findings.FromResult(res)}
+	closeConn, err := findings.Connect(ctx, dsn, false, &in)
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	return findings.Evaluate(ctx, in, findings.Options{}), nil
+}
+
+// OptionsError is Run's error for options that cannot run.
+type OptionsError struct{ Err error }
+
+func (e *OptionsError) Error() string { return e.Err.Error() }
+func (e *OptionsError) Unwrap() error { return e.Err }
+
+// TimelessError is Run's error for logs whose lines have no time: a
+// replay cannot keep their pace, nor their sessions' order against each
+// other.
+type TimelessError struct{ Files []string }
+
+func (e *TimelessError) Error() string {
+	return fmt.Sprintf("the lines of %s have no time (a log_line_prefix without %%m, %%t or %%n, or an export without its timestamps): "+
+		"a replay cannot keep their pace nor order their sessions; capture the log with %%m in log_line_prefix (analyze still measures it)", strings.Join(e.Files, ", "))
+}
+
+// targetWaits are the wait events the observer sampled on the target,
+// most first, for the lag warning.
+func targetWaits(ev *observe.Evidence) []replay.WaitShare {
+	var out []replay.WaitShare
+	for _, w := range ev.Waits.Events {
+		name := w.Type + "/" + w.Event
+		if w.Type == w.Event {
+			name = w.Type
+		}
+		out = append(out, replay.WaitShare{Event: name, Share: w.Share})
+	}
+	return out
+}

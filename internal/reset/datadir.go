@@ -1,0 +1,54 @@
+package reset
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+// DataDir resets a throwaway cluster by restoring a copy of its data
+// directory taken at Prepare (pgcluster.Cluster.Snapshot). Each reset
+// restarts the server on its port, so every round starts with empty
+// shared buffers, as the first does.
+type DataDir struct {
+	Cluster *pgcluster.Cluster
+
+	snap *pgcluster.Snapshot
+}
+
+// Mode is ModeDataDir.
+func (d *DataDir) Mode() Mode { return ModeDataDir }
+
+// Prepare copies the data directory (stopping the server meanwhile).
+func (d *DataDir) Prepare(ctx context.Context) error {
+	if d.Cluster == nil {
+		return errors.New("reset: no cluster to snapshot")
+	}
+	snap, err := d.Cluster.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	d.snap = snap
+	return nil
+}
+
+// Reset restores the copy.
+func (d *DataDir) Reset(ctx context.Context, round int) (State, error) {
+	if d.snap == nil {
+		return State{}, errors.New("reset: Reset before Prepare")
+	}
+	t := time.Now()
+	if err := d.Cluster.Restore(ctx, d.snap); err != nil {
+		return State{}, err
+	}
+	return State{Mode: ModeDataDir, Round: round, Seconds: since(t)}, nil
+}
+
+// Release does nothing: the next Reset restores.
+func (d *DataDir) Release(context.Context, State) error { return nil }
+
+// Close does nothing: the copy is inside the cluster's directory and goes
+// with it.
+func (d *DataDir) Close(context.Context) error { return nil }

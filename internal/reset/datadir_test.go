@@ -1,0 +1,50 @@
+package reset
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestDataDirReset: after a round that inserts, updates and deletes, the
+// next round starts from the first one's state.
+func TestDataDirReset(t *testing.T) {
+	t.Parallel()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	setupApp(t, c)
+	ctx := context.Background()
+	var r Resetter = &DataDir{Cluster: c}
+	if _, err := r.Reset(ctx, 1); err == nil {
+		t.Errorf("Reset before Prepare: want an error")
+	}
+	if err := r.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := appState(t, c, "app", "postgres")
+	for round := 1; round <= 2; round++ {
+		st, err := r.Reset(ctx, round)
+		if err != nil {
+			t.Fatalf("Reset %d: %v", round, err)
+		}
+		if st.Mode != ModeDataDir || st.Drifted || len(st.Databases) != 0 {
+			t.Errorf("state = %+v", st)
+		}
+		if got := appState(t, c, "app", "postgres"); got != start {
+			t.Errorf("round %d starts from %q, want %q", round, got, start)
+		}
+		if err := c.Exec(ctx, "app", "INSERT INTO items VALUES (9999, 'new'); UPDATE items SET v = 'x' WHERE id < 5; DELETE FROM items WHERE id > 450; SELECT nextval('ids')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "postgres", "DELETE FROM counters"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Release(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

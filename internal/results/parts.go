@@ -1,0 +1,217 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Input names what a run read, so that results of the same input are
+// known as such (the shards of one replay, the rounds of a rehearsal) and
+// results of different inputs are never merged as parts of one.
+type Input struct {
+	Files []InputFile `json:"files"`
+}
+
+// InputFile is one file read: its name as given, its size and a SHA-256
+// of its size, its first and its last 64 KiB (of the file as stored,
+// compressed or not): the hash a shard plan names its logs by
+// (shard.FileHash), so that a result and a plan of the same log agree.
+// Standard input has no size (-1) and no hash.
+type InputFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+	Hash string `json:"head_tail_sha256,omitempty"`
+}
+
+// Known reports whether every file of in can be told from another: it
+// has a size and hashes.
+func (in *Input) Known() bool {
+	if in == nil || len(in.Files) == 0 {
+		return false
+	}
+	for _, f := range in.Files {
+		if f.Size < 0 || f.Hash == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Same reports whether in and o are the same files, by size and content
+// hashes, in the same order: names may differ (the parts of a replay run
+// on several machines mount the log where each can). It is false when
+// either is not Known.
+func (in *Input) Same(o *Input) bool {
+	if !in.Known() || !o.Known() || len(in.Files) != len(o.Files) {
+		return false
+	}
+	for i, f := range in.Files {
+		g := o.Files[i]
+		if f.Size != g.Size || f.Hash != g.Hash {
+			return false
+		}
+	}
+	return true
+}
+
+// Part says which part of its input a result covers: some shards of the
+// input's sessions (split by a stable hash of the session id, or by a
+// shard plan), a round of a rehearsal. A result without a Part covers its
+// whole input.
+type Part struct {
+	// Shards are the shards this result covers, ascending, each in
+	// 0..Of-1: one for a shard's own result, several for a merge.
+	Shards []int `json:"shards,omitempty"`
+	// Of is how many shards the input's sessions were split into; 0
+	// when they were not.
+	Of int `json:"of,omitempty"`
+	// Plan identifies the shard plan that assigned sessions to shards;
+	// empty for the stable hash.
+	Plan string `json:"plan,omitempty"`
+	// Round is the rehearsal round (1, 2, ...) this run was; 0 outside
+	// a rehearsal.
+	Round int `json:"round,omitempty"`
+}
+
+// Sharded reports whether p covers some shards of a split input.
+func (p *Part) Sharded() bool { return p != nil && p.Of > 1 }
+
+// Whole reports whether p covers every shard of its input, or the input
+// was not split.
+func (p *Part) Whole() bool {
+	if !p.Sharded() {
+		return true
+	}
+	return len(p.Shards) == p.Of
+}
+
+// String is "shard 2 of 4", "shards 0, 1 of 4", "round 3", or "whole".
+func (p *Part) String() string {
+	var s string
+	switch {
+	case p.Sharded() && len(p.Shards) == 1:
+		s = fmt.Sprintf("shard %d of %d", p.Shards[0], p.Of)
+	case p.Sharded():
+		s = fmt.Sprintf("shards %v of %d", p.Shards, p.Of)
+	}
+	if p != nil && p.Round > 0 {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("round %d", p.Round)
+	}
+	if s == "" {
+		return "whole"
+	}
+	return s
+}
+
+// OtherShards counts what a shard read and left to the other shards: their
+// sessions, apart from Filtered (which counts what the run's own window
+// and filters left out). Every shard reads the whole input; Read counts
+// all of it, so that the parts of a merge can be told apart exactly.
+type OtherShards struct {
+	// Events, Statements (execution events) and Sessions of the other
+	// shards.
+	Events     int64 `json:"events"`
+	Statements int64 `json:"statements"`
+	Sessions   int64 `json:"sessions"`
+	// ReadEvents, ReadStatements and ReadSessions are the whole input's,
+	// this shard's included.
+	ReadEvents     int64 `json:"read_events"`
+	ReadStatements int64 `json:"read_statements"`
+	ReadSessions   int64 `json:"read_sessions"`
+}
+
+// add adds o's counts to c.
+func (c *OtherShards) add(o OtherShards) {
+	c.Events += o.Events
+	c.Statements += o.Statements
+	c.Sessions += o.Sessions
+	c.ReadEvents += o.ReadEvents
+	c.ReadStatements += o.ReadStatements
+	c.ReadSessions += o.ReadSessions
+}
+
+// SourceCounts is what a source of events accounts for besides the events
+// it yields: the lines read, what its selection left out. It flows with the events into the result: analyze and replay ask
+// their sources (SourceCounter) once they are read.
+type SourceCounts struct {
+	// Lines are the lines of the logs read; nil when the source read no
+	// log (events from memory, a capture).
+	Lines *LineCounts
+	// Filtered counts what the time window and the filters left out.
+	Filtered Filtered
+	// OtherShards counts the other shards' events, when the source
+	// selected a shard; nil otherwise.
+	OtherShards *OtherShards
+}
+
+// Add adds o's counts to c.
+func (c *SourceCounts) Add(o SourceCounts) {
+	if o.Lines != nil {
+		if c.Lines == nil {
+			c.Lines = &LineCounts{Skipped: map[LineSkip]int64{}}
+		}
+		c.Lines.Add(*o.Lines)
+	}
+	c.Filtered.add(o.Filtered)
+	if o.OtherShards != nil {
+		if c.OtherShards == nil {
+			c.OtherShards = &OtherShards{}
+		}
+		c.OtherShards.add(*o.OtherShards)
+	}
+}
+
+// SourceCounter is a source of events that accounts for what it read
+// (SourceCounts). Consumers ask once the source is exhausted (or the run
+// stopped), from the goroutine that read it.
+type SourceCounter interface {
+	SourceCounts() SourceCounts
+}
+
+// Fill puts c into res: the lines, filtered and other shards' counts.
+// What res already counted as filtered (a replay's events it could not
+// place in a session) is kept, and c's added.
+func (c SourceCounts) Fill(res *Result) {
+	if c.Lines != nil {
+		l := *c.Lines
+		l.Skipped = addCounts(nil, c.Lines.Skipped)
+		res.Lines = &l
+	}
+	res.Filtered.add(c.Filtered)
+	if c.OtherShards != nil {
+		o := *c.OtherShards
+		res.OtherShards = &o
+	}
+}
+
+// shardsUnion is the sorted union of two shard lists, and whether they
+// overlap.
+func shardsUnion(a, b []int) ([]int, bool) {
+	out := slices.Clone(a)
+	overlap := false
+	for _, s := range b {
+		if slices.Contains(out, s) {
+			overlap = true
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out, overlap
+}
+
+// check validates a decoded Part.
+func (p *Part) check() error {
+	if p.Of < 0 || p.Round < 0 {
+		return fmt.Errorf("part: of %d, round %d must not be negative", p.Of, p.Round)
+	}
+	for i, s := range p.Shards {
+		if s < 0 || s >= max(p.Of, 1) || i > 0 && s <= p.Shards[i-1] {
+			return fmt.Errorf("part: shards %v are not distinct shards of %d in ascending order", p.Shards, p.Of)
+		}
+	}
+	return nil
+}

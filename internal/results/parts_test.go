@@ -1,0 +1,138 @@
+package results
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// shardOf builds shard k of n of the calls, as a shard that read the
+// whole input would write it: the lines of the whole, its own sessions'
+// statements, and the other shards' counted apart.
+func shardOf(t *testing.T, cs []call, k, n int, replay bool) *Result {
+	t.Helper()
+	whole := build(t, cs, func(call) bool { return true }, replay)
+	r := build(t, cs, func(c call) bool { return c.session%n == k }, replay)
+	r.Lines = whole.Lines
+	r.Input = testInput("a.log")
+	r.Part = &Part{Shards: []int{k}, Of: n}
+	sessions := map[int]bool{}
+	all := map[int]bool{}
+	o := &OtherShards{}
+	for _, c := range cs {
+		all[c.session] = true
+		o.ReadEvents++
+		o.ReadStatements++
+		if c.session%n != k {
+			o.Events++
+			o.Statements++
+			sessions[c.session] = true
+		}
+	}
+	o.Sessions, o.ReadSessions = int64(len(sessions)), int64(len(all))
+	r.OtherShards = o
+	r.Events = map[event.Kind]int64{event.Statement: r.Statements.Total}
+	if replay {
+		r.Reader.Events = o.ReadEvents
+	}
+	return roundTrip(t, r)
+}
+
+func testInput(name string) *Input {
+	return &Input{Files: []InputFile{{Name: name, Size: 1234, Hash: "aabb"}}}
+}
+
+// TestMergeShards: shards that each read the whole input merge into the
+// whole: lines and events read counted once, statements and sessions
+// added, nothing left to other shards; a merge of some shards counts what
+// the missing ones hold, and says which are missing.
+func TestMergeShards(t *testing.T) {
+	cs := calls(5000, 9)
+	for _, replay := range []bool{false, true} {
+		whole := build(t, cs, func(call) bool { return true }, replay)
+		whole.Input = testInput("a.log")
+		whole.Events = map[event.Kind]int64{event.Statement: whole.Statements.Total}
+		if replay {
+			whole.Reader.Events = int64(len(cs))
+		}
+		shards := []*Result{shardOf(t, cs, 0, 3, replay), shardOf(t, cs, 1, 3, replay), shardOf(t, cs, 2, 3, replay)}
+		m, err := MergeAll(shards[2], shards[0], shards[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Lines.Total != whole.Lines.Total || m.Lines.Skipped["noise"] != whole.Lines.Skipped["noise"] {
+			t.Errorf("replay %v: merged lines %+v, want the whole's %+v once", replay, m.Lines, whole.Lines)
+		}
+		if m.OtherShards != nil || m.MissingShards() != nil || !m.Part.Whole() || len(m.Part.Shards) != 3 {
+			t.Errorf("replay %v: a merge of every shard: others %+v, part %+v, missing %v", replay, m.OtherShards, m.Part, m.MissingShards())
+		}
+		got, want := *m, *roundTrip(t, whole)
+		got.Part, got.Lines, want.Lines = nil, nil, nil
+		if a, b := jsonOf(t, &got), jsonOf(t, &want); a != b {
+			t.Fatalf("replay %v: merged shards differ from the whole:\n%s\nwant\n%s", replay, a, b)
+		}
+
+		some, err := Merge(shards[0], shards[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if miss := some.MissingShards(); len(miss) != 1 || miss[0] != 1 {
+			t.Errorf("missing shards %v, want [1]", miss)
+		}
+		// What shards 0 and 2 left out is shard 1's.
+		own1 := shards[1].OtherShards.ReadStatements - shards[1].OtherShards.Statements
+		if o := some.OtherShards; o == nil || o.Statements != own1 || o.ReadStatements != int64(len(cs)) {
+			t.Errorf("a merge of shards 0 and 2 leaves %+v, want shard 1's %d statements", o, own1)
+		}
+	}
+}
+
+func TestMergeRefusesParts(t *testing.T) {
+	cs := calls(300, 5)
+	s0, s1 := shardOf(t, cs, 0, 2, false), shardOf(t, cs, 1, 2, false)
+	other := shardOf(t, cs, 1, 2, false)
+	other.Input = &Input{Files: []InputFile{{Name: "a.log", Size: 1234, Hash: "aacc"}}}
+	four := shardOf(t, cs, 1, 4, false)
+	round := shardOf(t, cs, 1, 2, false)
+	round.Part.Round = 2
+	whole := build(t, cs, func(call) bool { return true }, false)
+	whole.Input = testInput("a.log")
+	again := build(t, cs, func(call) bool { return true }, false)
+	again.Input = testInput("copy/a.log") // the same content elsewhere
+	for _, tc := range []struct {
+		name string
+		a, b *Result
+		want string
+	}{
+		{"the same shard twice", s0, s0, "overlap: both cover shard [0] of 2"},
+		{"different inputs", s0, other, "different inputs"},
+		{"different splits", s0, four, "different numbers of shards (2 and 4)"},
+		{"different rounds", s0, round, "different rounds"},
+		{"a shard with a whole", s0, whole, "a shard merges only with the other shards"},
+		{"the same input whole twice", whole, again, "read the same input"},
+	} {
+		if _, err := Merge(tc.a, tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Merge(s0, s1); err != nil {
+		t.Errorf("two shards of one input: %v", err)
+	}
+}
+
+func TestPartString(t *testing.T) {
+	for _, tc := range []struct {
+		p    *Part
+		want string
+	}{
+		{nil, "whole"},
+		{&Part{Shards: []int{2}, Of: 4}, "shard 2 of 4"},
+		{&Part{Shards: []int{0, 1}, Of: 4, Round: 3}, "shards [0 1] of 4, round 3"},
+		{&Part{Round: 1}, "round 1"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
