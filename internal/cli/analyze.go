@@ -59,7 +59,7 @@ statement, its logged duration divided equally among them.
 
 Ctrl-C stops reading; what was read so far is still summarized, marked as
 partial, and the exit code is 1.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyzeCmd(cmd.Context(), stdio, f, args)
@@ -68,7 +68,7 @@ partial, and the exit code is 1.
 	fl := cmd.Flags()
 	addLogFlags(fl, &f.logFlags)
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps the workload falls into")
-	fl.StringVar(&f.dsn, "dsn", "", "a server with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	dsnVar(fl, &f.dsn, "dsn", "a server with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the production server, for the hot-queryid finding")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")

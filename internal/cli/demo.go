@@ -72,7 +72,9 @@ with pg_stat_statements: set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
 When run as root, the servers run as the "postgres" user. The demo exits 0
 when it ran, whatever the verdict, which it prints.
-` + exitCodeHelp,
+` + exitHelp(exitDoc{ExitNoInput, "a step found nothing to measure (the demo names the step)"},
+			exitDoc{ExitIncomplete, "a step's replay was incomplete, or its report refused to judge it"},
+			exitDoc{ExitDiverged, "the report found that the candidate replay diverged"}),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.duration < time.Second {

@@ -14,6 +14,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
@@ -24,6 +25,7 @@ func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var lf logFlags
 	var count, showParams bool
 	var maxSkipped float64
+	var startFlag, endFlag string
 	cmd := &cobra.Command{
 		Use:   "events [flags] LOG...",
 		Short: "Print the events the log reader finds in PostgreSQL logs",
@@ -37,18 +39,24 @@ $1, $2... (as pg_stat_statements shows them), unless --show-params is given:
 they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 The plans the server logged (auto_explain) are shown by their format, with
 their text, which holds the statement's constants, only with --show-params.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxSkipped < 0 || maxSkipped > 100 {
 				return usageError("--max-skipped is a percentage between 0 and 100, got %v", maxSkipped)
 			}
-			return runEvents(cmd.Context(), stdio, args, lf, count, showParams, maxSkipped/100)
+			start, end, err := timeWindow(startFlag, endFlag)
+			if err != nil {
+				return err
+			}
+			return runEvents(cmd.Context(), stdio, args, lf, count, showParams, maxSkipped/100, start, end)
 		},
 	}
 	addLogFlags(cmd.Flags(), &lf)
 	cmd.Flags().BoolVar(&count, "count", false, "print only the number of events of each kind and the line counts")
 	addMaxSkipped(cmd.Flags(), &maxSkipped)
+	cmd.Flags().StringVar(&startFlag, "start", "", `print events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
+	cmd.Flags().StringVar(&endFlag, "end", "", "print events before this log time; reading stops a little after it")
 	cmd.Flags().BoolVar(&showParams, "show-params", false, "include parameter values and the query texts as logged, constants included")
 	return cmd
 }
@@ -141,10 +149,17 @@ func redacted(cache *fingerprint.Cache, query string, show bool) string {
 	return strings.Join(parts, "; ")
 }
 
-func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count, showParams bool, maxSkipped float64) error {
+func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count, showParams bool, maxSkipped float64, start, end int64) error {
 	// Every event the reader finds, pgrehearse's own sessions' too: no
-	// selection.
-	set, err := openLogs(stdio, paths, lf, 1, nil)
+	// selection but the time window, if one is given. Past its end,
+	// reading stops once events are later than a replay's look-ahead
+	// (events are in completion order): a slice of a large log is read
+	// only up to there.
+	var sel *source.Selection
+	if start != 0 || end != 0 {
+		sel = &source.Selection{Start: start, End: end, KeepOwn: true, StopAfter: replay.DefaultLookahead.Microseconds()}
+	}
+	set, err := openLogs(stdio, paths, lf, 1, sel)
 	var oe *source.OpenError
 	if errors.As(err, &oe) {
 		// The reader's own words: events shows what the reader does.

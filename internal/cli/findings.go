@@ -63,14 +63,14 @@ count: --server-cpus, or this machine's when --dsn points to a local server.
 
 The findings go to standard output; --json writes them as JSON ("-" for
 standard output, the text then goes to standard error), --html as a page.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFindings(cmd.Context(), stdio, f, args)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dsn, "dsn", "", "connection string of the server the workload ran on (read-only use)")
+	dsnVar(fl, &f.dsn, "dsn", "connection string of the server the workload ran on (read-only use)")
 	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the server, for hot-queryid (default: detected for a local server)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the findings as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write the findings as one self-contained HTML `FILE`")

@@ -34,7 +34,7 @@ and never twice the same shard; their line accounting is counted once. A merge
 that lacks some shards is written marked incomplete, names them, and exits 5.
 Two results of the same input that are not shards are refused: every statement
 would count twice.
-` + exitCodeHelp,
+` + exitHelp(exitDocMergeIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputs("--json", jsonPath); err != nil {

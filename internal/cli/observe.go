@@ -125,14 +125,14 @@ It only reads. It warns about what the server hides: pg_stat_statements not
 installed, pg_stat_statements.track_planning off (planning time invisible),
 a role without pg_read_all_stats. The summary goes to standard output;
 --json writes the evidence ("-" for standard output), --html a page.
-` + exitCodeHelp,
+` + exitHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runObserve(cmd.Context(), stdio, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "connection string or URI of the server to observe (required)")
+	dsnVar(fl, &f.target, "target", "connection string or URI of the server to observe (required)")
 	fl.DurationVar(&f.duration, "duration", 0, "how long to observe (0: until Ctrl-C)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the evidence as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write the evidence as one self-contained HTML `FILE`")

@@ -129,16 +129,21 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + exitCodeHelp,
+` + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A dry run measures the log, not a pace: it runs unpaced
+			// unless --speed asks for the schedule's timing.
+			if f.dryRun && !cmd.Flags().Changed("speed") {
+				f.speed = 0
+			}
 			return runReplayCmd(cmd.Context(), stdio, f, args)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "connection string or URI of the target server (required unless --dry-run)")
+	dsnVar(fl, &f.target, "target", "connection string or URI of the target server (required unless --dry-run)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
-	fl.StringVar(&f.findingsDSN, "findings-dsn", "", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	addLogFlags(fl, &f.logFlags)
@@ -147,7 +152,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
 	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
 	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would run")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
 	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
 	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")
@@ -196,16 +201,16 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	cfg.OnStart = func(r *replay.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
 	cfg.OnEnd = func() { stopLine() }
 	start := time.Now()
-	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start) }
+	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
 
 	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
-		return replayRunError(stdio, err, start)
+		return replayRunError(stdio, err, start, newLoginHints(f))
 	}
 	if err := writeReplayOutputs(stdio, f, o); err != nil {
 		return err
 	}
-	return replayExit(o, f.maxErrorRate)
+	return replayExit(o, f.maxErrorRate, newLoginHints(f))
 }
 
 // replayConfig turns the flags into the run's configuration, or a usage
@@ -252,7 +257,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 
 // replayRunError renders the errors of a run that produced no result in
 // the command's words.
-func replayRunError(stdio IO, err error, start time.Time) error {
+func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 	var oe *replayrun.OptionsError
 	var pe *replayrun.PreflightError
 	var te *replayrun.TimelessError
@@ -260,7 +265,7 @@ func replayRunError(stdio IO, err error, start time.Time) error {
 	case errors.As(err, &oe):
 		return usageError("%v", oe.Err)
 	case errors.As(err, &pe):
-		return preflightFailed(stdio.Stderr, pe.Preflight)
+		return preflightFailed(stdio.Stderr, pe.Preflight, h)
 	case errors.As(err, &te):
 		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %v", te)}
 	}
@@ -302,7 +307,7 @@ func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
 // a fault that ended it early, an interruption, nothing measured, a
 // failed verdict, an incomplete result. A divergence is a report's to
 // judge, against the baseline: it does not fail the replay.
-func replayExit(o *replayrun.Outcome, maxErrorRate float64) error {
+func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error {
 	res := o.Result
 	for _, r := range o.Reasons {
 		switch r {
@@ -332,7 +337,7 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64) error {
 			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
 				strings.Join(res.Degraded, "; "))}
 		case replayrun.ReasonConnectFailures:
-			return connectFailed(res)
+			return connectFailed(res, h)
 		case replayrun.ReasonErrorRate:
 			out := res.Outcomes
 			return &exitError{code: ExitRegression, err: fmt.Errorf(
@@ -356,7 +361,7 @@ func replayIncomplete(res *results.Result) error {
 
 // connectFailed fails a replay whose sessions could not connect (the
 // wrong target, a missing database or role).
-func connectFailed(res *results.Result) error {
+func connectFailed(res *results.Result, h loginHints) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
 		res.Sessions.ConnectFailed, res.Sessions.Total)
@@ -365,8 +370,12 @@ func connectFailed(res *results.Result) error {
 		if cf.SQLState != "" {
 			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
 		}
+		p := replay.ProblemUnreachable // no SQLSTATE: the network's failure
+		if cf.SQLState != "" {
+			p = replay.ProblemOf(cf.SQLState, cf.Message)
+		}
+		fmt.Fprintf(&b, ";\n    %s", h.advice(p, cf.User, cf.Database))
 	}
-	b.WriteString("\n  create them on the target, or rename them with --user-map / --database-map")
 	return errors.New(b.String())
 }
 

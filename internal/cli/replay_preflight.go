@@ -17,8 +17,8 @@ import (
 // the destructive statements the log holds, a login of the DSN's own that
 // failed where that only loses evidence, and how many logins the target
 // accepted.
-func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time) {
-	preflightNotes(w, pf)
+func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h loginHints) {
+	preflightNotes(w, pf, h)
 	what := fmt.Sprintf("%d of %d logins", pf.Accepted(), len(pf.Checks))
 	if !pf.Complete {
 		what += " (of the first part of the logs: later ones are checked when their sessions connect)"
@@ -28,18 +28,18 @@ func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time) {
 
 // preflightNotes writes the destructive statements and the DSN's own
 // login failed without failing the pre-flight.
-func preflightNotes(w io.Writer, pf *replayrun.Preflight) {
+func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
 	writeDestructive(w, pf.Destructive, pf.Complete)
 	for i, c := range pf.Checks {
 		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
-			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c))
+			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c, h))
 		}
 	}
 }
 
 // preflightFailed says, per login refused, what to do about it.
-func preflightFailed(w io.Writer, pf *replayrun.Preflight) error {
-	preflightNotes(w, pf)
+func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
+	preflightNotes(w, pf, h)
 	var problems []string
 	for _, p := range pf.TargetLogs {
 		msg := p.Err.Error()
@@ -52,14 +52,14 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight) error {
 		if c.Problem == replay.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
-		problems = append(problems, describeCheck(c))
+		problems = append(problems, describeCheck(c, h))
 	}
 	return fmt.Errorf("PRE-FLIGHT FAILED: the target does not take the replay's connections; nothing was replayed:\n  %s\n"+
 		"(--skip-preflight replays anyway)", strings.Join(problems, "\n  "))
 }
 
 // describeCheck says what failed and what to do about it.
-func describeCheck(c replay.Check) string {
+func describeCheck(c replay.Check, h loginHints) string {
 	who := "the target DSN's own user and database"
 	if c.Login != (replay.Login{}) {
 		who = fmt.Sprintf("user %q, database %q", c.User, c.Database)
@@ -73,28 +73,79 @@ func describeCheck(c replay.Check) string {
 	if c.SQLState != "" {
 		msg += " (SQLSTATE " + c.SQLState + ")"
 	}
-	var advice string
-	switch c.Problem {
-	case replay.ProblemConfig:
-		advice = "fix --target: it is not a valid connection string or URI"
-	case replay.ProblemUnreachable:
-		advice = "check --target's host and port, and that the server listens there (listen_addresses, port, a firewall)"
-	case replay.ProblemAuth:
-		advice = "give the password (PGPASSWORD, ~/.pgpass or --target) or allow the connection in the target's pg_hba.conf"
-	case replay.ProblemNoRole:
-		advice = fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN), or replay as another with --user-map %s=ROLE", quoteIdent(c.User), c.User)
-		if c.User == "" {
-			advice = "create the role on the target, or set user= in --target"
+	return fmt.Sprintf("%s: %s: %s; %s", who, c.Problem, msg, h.advice(c.Problem, c.User, c.Database))
+}
+
+// loginHints are the run's options that the advice on a refused login
+// must agree with: a role or database already renamed by a map is to be
+// created, not renamed again; a server not ready was already retried for
+// connectTimeout.
+type loginHints struct {
+	mappedUsers, mappedDBs map[string]bool // the maps' target names
+	connectTimeout         time.Duration
+}
+
+func newLoginHints(f replayFlags) loginHints {
+	h := loginHints{mappedUsers: map[string]bool{}, mappedDBs: map[string]bool{}, connectTimeout: f.connectTimeout}
+	for _, m := range []struct {
+		pairs []string
+		into  map[string]bool
+	}{{f.userMap, h.mappedUsers}, {f.dbMap, h.mappedDBs}} {
+		for _, p := range m.pairs {
+			if _, to, ok := strings.Cut(p, "="); ok {
+				m.into[to] = true
+			}
 		}
-	case replay.ProblemNoDatabase:
-		advice = fmt.Sprintf("create the database on the target, or replay into another with --database-map %s=DB", c.Database)
-		if c.Database == "" {
-			advice = "create the database on the target, or set dbname= in --target"
-		}
-	default:
-		advice = "the server refused the connection"
 	}
-	return fmt.Sprintf("%s: %s: %s; %s", who, c.Problem, msg, advice)
+	return h
+}
+
+// advice says what to do about a login the target refused, by the cause
+// (the SQLSTATE class, through replay.ProblemOf), in terms of the options
+// the run already has. user and db are the names the target was asked
+// for, after the maps.
+func (h loginHints) advice(p replay.Problem, user, db string) string {
+	switch p {
+	case replay.ProblemConfig:
+		return "fix --target: it is not a valid connection string or URI"
+	case replay.ProblemUnreachable:
+		return "check --target's host and port, and that the server listens there (listen_addresses, port, a firewall)"
+	case replay.ProblemAuth:
+		return "give the password (PGPASSWORD, ~/.pgpass or --target) or allow the connection in the target's pg_hba.conf"
+	case replay.ProblemNoRole:
+		switch {
+		case user == "":
+			return "create the role on the target, or set user= in --target"
+		case h.mappedUsers[user]:
+			return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN): --user-map already replays as it", quoteIdent(user))
+		}
+		return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN), or replay as another with --user-map %s=ROLE", quoteIdent(user), user)
+	case replay.ProblemNoDatabase:
+		switch {
+		case db == "":
+			return "create the database on the target, or set dbname= in --target"
+		case h.mappedDBs[db]:
+			return fmt.Sprintf("create the database %s on the target: --database-map already replays into it", quoteIdent(db))
+		}
+		return fmt.Sprintf("create the database on the target, or replay into another with --database-map %s=DB", db)
+	case replay.ProblemNoPrivilege:
+		return fmt.Sprintf("allow the role to connect on the target (GRANT CONNECT ON DATABASE %s TO %s; ALTER ROLE %s LOGIN)",
+			quoteIdent(orDefault(db, "DB")), quoteIdent(orDefault(user, "ROLE")), quoteIdent(orDefault(user, "ROLE")))
+	case replay.ProblemTooMany:
+		return "the target had no connection slot left: raise its max_connections (or the role's or database's CONNECTION LIMIT) " +
+			"above the log's concurrent sessions plus the server's other clients"
+	case replay.ProblemNotReady:
+		return fmt.Sprintf("the target was starting, shutting down or recovering, and did not accept connections within --connect-timeout (%s): "+
+			"wait until it accepts them, or raise --connect-timeout", h.connectTimeout)
+	}
+	return "the server refused the connection"
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func quoteIdent(s string) string {

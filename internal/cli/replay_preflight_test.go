@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
 // minuteLog writes a stderr log of a minute: each login connects at the
@@ -45,7 +46,9 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 func TestPreflight(t *testing.T) {
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`} {
+	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
+		`CREATE ROLE outsider LOGIN`, `CREATE ROLE limited LOGIN CONNECTION LIMIT 0`, `REVOKE CONNECT ON DATABASE shop FROM PUBLIC`,
+		`GRANT CONNECT ON DATABASE shop TO app, limited`} {
 		if err := c.Exec(ctx, "postgres", sql); err != nil {
 			t.Fatal(err)
 		}
@@ -71,21 +74,33 @@ func TestPreflight(t *testing.T) {
 	tests := []struct {
 		name, target, log string
 		want              []string
+		args              []string
+		not               []string
 	}{
 		{"wrong port", tcp(1, "right-password"), good,
-			[]string{"unreachable", "check --target's host and port"}},
+			[]string{"unreachable", "check --target's host and port"}, nil, nil},
 		{"wrong password", tcp(c.Port(), "wrong-password"), good,
-			[]string{`user "app", database "shop": authentication failed`, "pg_hba.conf"}},
+			[]string{`user "app", database "shop": authentication failed`, "pg_hba.conf"}, nil, nil},
 		{"missing role", socket, minuteLog(t, dir, "ghost.log", [2]string{"app", "shop"}, [2]string{"ghost", "shop"}),
-			[]string{`user "ghost", database "shop": role does not exist`, "CREATE ROLE ghost LOGIN", "--user-map ghost=ROLE"}},
+			[]string{`user "ghost", database "shop": role does not exist`, "CREATE ROLE ghost LOGIN", "--user-map ghost=ROLE"}, nil, nil},
 		{"missing database", socket, minuteLog(t, dir, "nowhere.log", [2]string{"app", "nowhere"}),
-			[]string{`user "app", database "nowhere": database does not exist`, "--database-map nowhere=DB"}},
-		{"bad DSN", "host=/tmp port=notaport", good, []string{"bad connection string", "fix --target"}},
+			[]string{`user "app", database "nowhere": database does not exist`, "--database-map nowhere=DB"}, nil, nil},
+		// The advice follows the SQLSTATE class, and the run's options.
+		{"no privilege", socket, minuteLog(t, dir, "outsider.log", [2]string{"outsider", "shop"}),
+			[]string{`user "outsider", database "shop": not allowed to connect`, "SQLSTATE 42501", "GRANT CONNECT ON DATABASE shop TO outsider"},
+			nil, []string{"--user-map"}},
+		{"no slot", socket, minuteLog(t, dir, "limited.log", [2]string{"limited", "shop"}),
+			[]string{`user "limited", database "shop": no connection slot`, "SQLSTATE 53300", "CONNECTION LIMIT"},
+			nil, []string{"--user-map", "CREATE ROLE"}},
+		{"mapped role missing", socket, minuteLog(t, dir, "mapped.log", [2]string{"app", "shop"}, [2]string{"ghost", "shop"}),
+			[]string{`user "phantom", database "shop": role does not exist`, "CREATE ROLE phantom LOGIN", "--user-map already replays as it"},
+			[]string{"--user-map", "ghost=phantom"}, []string{"--user-map phantom=ROLE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			code, stdout, stderr := runCLI(ctx, "", "replay", "--target", tt.target, "--prefix", testPrefix, tt.log)
+			args := append([]string{"replay", "--target", tt.target, "--prefix", testPrefix}, tt.args...)
+			code, stdout, stderr := runCLI(ctx, "", append(args, tt.log)...)
 			took := time.Since(start)
 			if code != ExitFailure {
 				t.Errorf("exit %d, want %d", code, ExitFailure)
@@ -98,6 +113,11 @@ func TestPreflight(t *testing.T) {
 					t.Errorf("message lacks %q:\n%s", w, stderr)
 				}
 			}
+			for _, w := range tt.not {
+				if strings.Contains(stderr, w) {
+					t.Errorf("message has %q, which the cause or the options rule out:\n%s", w, stderr)
+				}
+			}
 			if strings.Contains(stdout+stderr, "wrong-password") || strings.Contains(stdout+stderr, "right-password") {
 				t.Errorf("a password is printed:\n%s%s", stdout, stderr)
 			}
@@ -107,6 +127,15 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 
+	// A target that does not parse is a usage error, found before the
+	// pre-flight (cli/dsn.go).
+	t.Run("bad DSN", func(t *testing.T) {
+		code, _, stderr := runCLI(ctx, "", "replay", "--target", "host=/tmp port=notaport", "--prefix", testPrefix, good)
+		if code != ExitUsage || !strings.Contains(stderr, "--target: cannot parse the keyword/value connection string (host, port)") ||
+			strings.Contains(stderr, "PRE-FLIGHT") {
+			t.Errorf("exit %d, want %d naming --target before any pre-flight:\n%s", code, ExitUsage, stderr)
+		}
+	})
 	t.Run("every login accepted", func(t *testing.T) {
 		short := minuteLog(t, dir, "short.log", [2]string{"app", "shop"})
 		code, _, stderr := runCLI(ctx, "", "replay", "--target", tcp(c.Port(), "right-password"), "--prefix", testPrefix,
@@ -163,5 +192,57 @@ func TestDestructiveListed(t *testing.T) {
 	code, stdout, stderr = runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", testPrefix, log)
 	if code != ExitOK || !strings.Contains(stderr, "pre-flight: the log holds destructive statements, which the replay will run on the target: "+want) {
 		t.Errorf("replay: exit %d, want %q:\n%s%s", code, want, stdout, stderr)
+	}
+}
+
+// TestProblemOf checks that a refused login is sorted by its SQLSTATE
+// class, so that the advice follows the cause.
+func TestProblemOf(t *testing.T) {
+	for _, tc := range []struct {
+		code, msg string
+		want      replay.Problem
+	}{
+		{"3D000", `database "x" does not exist`, replay.ProblemNoDatabase},
+		{"28000", `role "x" does not exist`, replay.ProblemNoRole},
+		{"28000", `no pg_hba.conf entry for host "1.2.3.4"`, replay.ProblemAuth},
+		{"28P01", `password authentication failed for user "x"`, replay.ProblemAuth},
+		{"42501", `permission denied for database "x"`, replay.ProblemNoPrivilege},
+		{"53300", `sorry, too many clients already`, replay.ProblemTooMany},
+		{"53300", `too many connections for role "x"`, replay.ProblemTooMany},
+		{"53200", `out of memory`, replay.ProblemTooMany},
+		{"57P03", `the database system is starting up`, replay.ProblemNotReady},
+		{"57P01", `terminating connection due to administrator command`, replay.ProblemNotReady},
+		{"08006", `connection failure`, replay.ProblemUnreachable},
+		{"XX000", `internal error`, replay.ProblemRefused},
+	} {
+		if got := replay.ProblemOf(tc.code, tc.msg); got != tc.want {
+			t.Errorf("ProblemOf(%s, %q) = %v, want %v", tc.code, tc.msg, got, tc.want)
+		}
+	}
+}
+
+// TestLoginAdvice checks the advice against the run's options: a name a
+// map already gives is to be created, never renamed again; a server not
+// ready names the --connect-timeout it was retried for.
+func TestLoginAdvice(t *testing.T) {
+	h := newLoginHints(replayFlags{userMap: []string{"prod=app"}, dbMap: []string{"proddb=shop"}, connectTimeout: 45 * time.Second})
+	for _, tc := range []struct {
+		p        replay.Problem
+		user, db string
+		want     string
+		not      string
+	}{
+		{replay.ProblemNoRole, "app", "shop", "--user-map already replays as it", "--user-map app="},
+		{replay.ProblemNoRole, "other", "shop", "--user-map other=ROLE", "already"},
+		{replay.ProblemNoDatabase, "app", "shop", "--database-map already replays into it", "--database-map shop="},
+		{replay.ProblemNoDatabase, "app", "elsewhere", "--database-map elsewhere=DB", "already"},
+		{replay.ProblemNotReady, "app", "shop", "--connect-timeout (45s)", "CREATE"},
+		{replay.ProblemTooMany, "app", "shop", "max_connections", "--user-map"},
+		{replay.ProblemNoPrivilege, "app", "shop", "GRANT CONNECT ON DATABASE shop TO app", "--user-map"},
+	} {
+		got := h.advice(tc.p, tc.user, tc.db)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("advice(%v, %s, %s) = %q, want %q and not %q", tc.p, tc.user, tc.db, got, tc.want, tc.not)
+		}
 	}
 }

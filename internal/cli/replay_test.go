@@ -233,8 +233,9 @@ func TestReplayRightTarget(t *testing.T) {
 		t.Errorf("exit %d, want %d with a pre-flight message naming gone_db and no result:\n%s", code, ExitFailure, out)
 	}
 	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--skip-preflight", log)
-	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") {
-		t.Errorf("exit %d, want %d with a message naming gone_db:\n%s", code, ExitFailure, out)
+	if code != ExitFailure || !strings.Contains(out, `database "gone_db"`) || !strings.Contains(out, "could not connect") ||
+		!strings.Contains(out, "--database-map gone_db=DB") || strings.Contains(out, "--user-map") {
+		t.Errorf("exit %d, want %d with a message naming gone_db and advice for a missing database only:\n%s", code, ExitFailure, out)
 	}
 	if res == nil || res.Sessions.ConnectFailed != 1 || res.Statements.Skipped[replay.SkipConnectFailed] != 2 {
 		t.Errorf("result %+v", res)
@@ -251,6 +252,16 @@ func TestReplayRightTarget(t *testing.T) {
 	code, out, res = runReplay(t, "--dry-run", "--speed", "0", "--prefix", replayTestPrefix, log)
 	if code != ExitOK || res == nil || !res.DryRun || res.Statements.Executed != 3 {
 		t.Errorf("dry run: exit %d, result %+v:\n%s", code, res, out)
+	}
+	// It does not wait out the log's pace unless --speed asks.
+	for _, tc := range []struct {
+		args  []string
+		speed float64
+	}{{nil, 0}, {[]string{"--speed", "2"}, 2}} {
+		code, out, res = runReplay(t, append(append([]string{"--dry-run", "--prefix", replayTestPrefix}, tc.args...), log)...)
+		if code != ExitOK || res == nil || res.Speed != tc.speed {
+			t.Errorf("dry run %v: exit %d, speed %v, want %v:\n%s", tc.args, code, res.Speed, tc.speed, out)
+		}
 	}
 }
 

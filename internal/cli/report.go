@@ -93,7 +93,7 @@ comparison (schema: docs/report-json.md), to standard output with
 "--json -", in which case the summary goes to standard error.
 
 ` + rulesHelp + `
-` + exitCodeHelp + `  (2 also when --fail-on is given with one file, or when the latency
+` + exitHelp(exitDocFailOn, exitDocRefused, exitDocDiverged) + `  (2 also when --fail-on is given with one file, or when the latency
    sources differ without --allow-mixed-latency)
 `,
 		// The files of --baseline and --candidate follow their flag,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -43,24 +44,86 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
 
-const exitCodeHelp = `
-Exit codes:
-  0  success
-  1  failure: unreadable input, unreachable server, an error during the run
-  2  usage error: bad flags or arguments
-  3  the run worked but broke a --fail-on threshold
-  4  nothing to measure: the input yielded no statement, or more than
-     --max-skipped of its lines could not be read
-  5  incomplete: a replay lost more than --max-lost of its statements
-     (connections refused or lost, the target gone or frozen), was
-     interrupted (Ctrl-C, SIGTERM), or was degraded by recovering from a
-     fault; a merge lacks some shards of its input; or report was asked
-     to judge an incomplete, interrupted, degraded or much smaller result
-  6  diverged: report found that the candidate replay did different work
-     than the baseline (rows per call, errors of ordering such as foreign
-     keys): sessions that depended on each other ran out of order, and the
-     candidate is not judged (see docs/sync.md)
-`
+// exitDoc is one exit code as a command's help explains it: each command
+// lists only the codes it can return, in its own words.
+type exitDoc struct {
+	code int
+	text string
+}
+
+// The exit codes as the commands explain them. Codes 0, 1 and 2 are every
+// command's; the others belong to the commands that name them.
+var (
+	exitDocNoInput = exitDoc{ExitNoInput, "nothing to measure: the input yielded no statement, or more than " +
+		"--max-skipped of its lines could not be read"}
+	exitDocInputCut = exitDoc{ExitIncomplete, "incomplete input: a log broke off (a truncated compressed file); " +
+		"the figures cover what was read before"}
+	exitDocReplayIncomplete = exitDoc{ExitIncomplete, "incomplete: the replay lost more than --max-lost of its " +
+		"statements (connections refused or lost, the target gone or frozen), was interrupted (Ctrl-C, SIGTERM), " +
+		"was degraded by recovering from a fault, or its log broke off; the result is written and marked, and " +
+		"report will not judge it"}
+	exitDocErrorRate = exitDoc{ExitRegression, "the replay worked, but the target's error rate exceeded the " +
+		"original's by more than --max-error-rate"}
+	exitDocMergeIncomplete = exitDoc{ExitIncomplete, "incomplete: the merge lacks some shards of its input; " +
+		"the merged result is written, marked incomplete"}
+	exitDocFailOn  = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
+	exitDocRefused = exitDoc{ExitIncomplete, "not judged: a result is incomplete, interrupted, degraded, " +
+		"much smaller than the other side, or inconsistent (the field is named)"}
+	exitDocDiverged = exitDoc{ExitDiverged, "diverged: the candidate replay did different work than the " +
+		"baseline (rows per call, errors of ordering such as foreign keys): sessions that depended on each " +
+		"other ran out of order, and the candidate is not judged (see docs/sync.md)"}
+)
+
+// exitHelp is the "Exit codes:" section of a command's help: 0, 1 and 2,
+// then docs in order of their codes (two docs of one code are joined).
+func exitHelp(docs ...exitDoc) string {
+	all := append([]exitDoc{
+		{ExitOK, "success"},
+		{ExitFailure, "failure: unreadable input, unreachable server, an error during the run"},
+		{ExitUsage, "usage error: bad flags or arguments"},
+	}, docs...)
+	slices.SortStableFunc(all, func(a, b exitDoc) int { return a.code - b.code })
+	var b strings.Builder
+	b.WriteString("\nExit codes:\n")
+	for i := 0; i < len(all); i++ {
+		text := all[i].text
+		for i+1 < len(all) && all[i+1].code == all[i].code {
+			i++
+			text += "; or " + all[i].text
+		}
+		b.WriteString(wrapExit(all[i].code, text))
+	}
+	return b.String()
+}
+
+// wrapExit writes one code's line, wrapped at 76 columns under its text.
+func wrapExit(code int, text string) string {
+	var b strings.Builder
+	line := fmt.Sprintf("  %d  ", code)
+	indent := strings.Repeat(" ", len(line))
+	n := len(line)
+	for i, w := range strings.Fields(text) {
+		if i > 0 && n+1+len(w) > 76 {
+			b.WriteString(line + "\n")
+			line, n = indent+w, len(indent)+len(w)
+			continue
+		}
+		if i > 0 {
+			line += " "
+			n++
+		}
+		line += w
+		n += len(w)
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// exitCodeHelp is the overview of every code, in the root command's help.
+var exitCodeHelp = exitHelp(exitDocFailOn, exitDocErrorRate, exitDocNoInput,
+	exitDoc{ExitIncomplete, "incomplete: a replay lost more than --max-lost of its statements, was " +
+		"interrupted or degraded; a log broke off; a merge lacks shards; or report was asked to judge such a result"},
+	exitDocDiverged)
 
 // commands lists the constructors of the subcommands. Each command file
 // registers itself in an init function so that adding one touches no
@@ -77,6 +140,8 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 		Long:          "pgrehearse reads production traffic from PostgreSQL server logs, replays it against a\ntarget server and reports what got slower.\n" + exitCodeHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Connection strings are checked before any work (dsnVar).
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return checkDSNFlags(cmd) },
 	}
 	root.SetIn(stdio.Stdin)
 	root.SetOut(stdio.Stdout)

@@ -39,7 +39,7 @@ inside one process. The summary says what share of those dependencies still
 crosses shards, next to what a split by hash (no plan) would leave.
 
 The plan is JSON (docs/shard-plan-json.md), written atomically to --out.
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShardPlan(ctx, stdio, f, args)

@@ -104,14 +104,14 @@ failures, not retried. For example:
 It needs pgbench (and for throwaway clusters initdb, pg_ctl and postgres):
 set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
-` + exitCodeHelp,
+` + exitHelp(exitDocNoInput),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSweepCmd(cmd.Context(), stdio, cmd, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "connection string of the server to sweep (default: throwaway clusters)")
+	dsnVar(fl, &f.target, "target", "connection string of the server to sweep (default: throwaway clusters)")
 	fl.StringVarP(&f.builtin, "builtin", "b", "", "built-in pgbench script: select-only, tpcb-like or simple-update (default select-only)")
 	fl.StringVarP(&f.script, "file", "f", "", "pgbench script file to run instead of a built-in one")
 	fl.StringVarP(&f.mode, "protocol", "M", "simple", "query mode: simple, extended or prepared")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -259,4 +260,14 @@ func keywordValues(s string) [][3]string {
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// ParsePgx parses a connection string as pgx does, for a pgx.Conn. When
+// it cannot, the error never holds the string itself: see SafeError.
+func ParsePgx(connString string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, SafeError(err)
+	}
+	return cfg, nil
 }

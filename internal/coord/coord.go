@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -192,7 +193,7 @@ func Join(ctx context.Context, cfg Config) (*Member, error) {
 }
 
 func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("coordination database: %w", err)
 	}

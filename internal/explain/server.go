@@ -14,6 +14,7 @@ import (
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
@@ -34,7 +35,7 @@ type session struct {
 // connect opens a session on database db of the server at dsn (the
 // DSN's own database when db is empty).
 func connect(ctx context.Context, side Side, dsn, db string, opts *Options) (*session, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", side, err)
 	}

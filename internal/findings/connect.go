@@ -21,7 +21,7 @@ func Connect(ctx context.Context, dsn string, explainAnalyze bool, in *Input) (f
 	if dsn == "" {
 		return func() {}, nil
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("connect for findings: %w", err)
 	}

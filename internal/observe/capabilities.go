@@ -153,7 +153,7 @@ type pwsSettings struct {
 // database that exists (replay's --target names none: each session picks
 // its own) falls back to "postgres".
 func connect(ctx context.Context, dsn, database string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("observe: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -125,13 +126,24 @@ const (
 	ProblemNoRole
 	// ProblemNoDatabase: the database does not exist on the target.
 	ProblemNoDatabase
-	// ProblemRefused: the server refused for another reason (too many
-	// connections, starting up, shutting down), or the query failed.
+	// ProblemRefused: the server refused for another reason, or the
+	// query failed.
 	ProblemRefused
+	// ProblemTooMany: the server has no connection slot left
+	// (SQLSTATE class 53: max_connections, a role's or a database's
+	// connection limit, or out of memory for a backend).
+	ProblemTooMany
+	// ProblemNotReady: the server is starting, shutting down or in
+	// crash recovery (57P01, 57P02, 57P03).
+	ProblemNotReady
+	// ProblemNoPrivilege: the role may not connect to the database
+	// (42501: CONNECT not granted, or the role lacks LOGIN).
+	ProblemNoPrivilege
 )
 
 var problemNames = [...]string{"ok", "bad connection string", "unreachable", "authentication failed",
-	"role does not exist", "database does not exist", "refused"}
+	"role does not exist", "database does not exist", "refused", "no connection slot", "not accepting connections",
+	"not allowed to connect"}
 
 func (p Problem) String() string {
 	if int(p) < len(problemNames) {
@@ -176,7 +188,7 @@ func (r *Replayer) check(ctx context.Context, l Login, timeout time.Duration) Ch
 	defer func() { c.Took = time.Since(start) }()
 	cfg, err := r.config(l.User, l.Database)
 	if err != nil {
-		c.Problem, c.Message = ProblemConfig, redactDSN(err.Error())
+		c.Problem, c.Message = ProblemConfig, connstr.SafeError(err).Error()
 		return c
 	}
 	// Named as the tool's own: an analysis of the target's log leaves
@@ -196,22 +208,36 @@ func (r *Replayer) check(ctx context.Context, l Login, timeout time.Duration) Ch
 	return c
 }
 
+// ProblemOf sorts a server's refusal of a connection by its SQLSTATE (and,
+// for 28000, which covers both, by whether the message says the role does
+// not exist), so that the advice follows the cause.
+func ProblemOf(sqlstate, message string) Problem {
+	switch {
+	case sqlstate == "3D000":
+		return ProblemNoDatabase
+	case sqlstate == "28000" && strings.HasPrefix(message, "role ") && strings.HasSuffix(message, "does not exist"):
+		return ProblemNoRole
+	case sqlstate == "28P01", sqlstate == "28000":
+		return ProblemAuth
+	case sqlstate == "42501":
+		return ProblemNoPrivilege
+	case strings.HasPrefix(sqlstate, "53"):
+		return ProblemTooMany
+	case sqlstate == "57P01", sqlstate == "57P02", sqlstate == "57P03":
+		return ProblemNotReady
+	case strings.HasPrefix(sqlstate, "08"):
+		return ProblemUnreachable
+	}
+	return ProblemRefused
+}
+
 // classifyConnect sorts a connection's failure.
 func classifyConnect(err error) (Problem, string, string) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		p := ProblemRefused
-		switch {
-		case pgErr.Code == "3D000":
-			p = ProblemNoDatabase
-		case pgErr.Code == "28000" && strings.HasPrefix(pgErr.Message, "role ") && strings.HasSuffix(pgErr.Message, "does not exist"):
-			p = ProblemNoRole
-		case pgErr.Code == "28P01", pgErr.Code == "28000":
-			p = ProblemAuth
-		}
-		return p, pgErr.Code, pgErr.Message
+		return ProblemOf(pgErr.Code, pgErr.Message), pgErr.Code, pgErr.Message
 	}
-	msg := redactDSN(err.Error())
+	msg := connstr.SafeError(err).Error()
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
@@ -223,43 +249,6 @@ func classifyConnect(err error) (Problem, string, string) {
 		return ProblemAuth, "", msg
 	}
 	return ProblemRefused, "", msg
-}
-
-// redactDSN drops a password from a message that quotes a connection
-// string (pgconn's parse errors do).
-func redactDSN(msg string) string {
-	i := strings.Index(msg, "password=")
-	for i >= 0 {
-		j := i + len("password=")
-		k := j
-		if k < len(msg) && msg[k] == '\'' {
-			k++
-			for k < len(msg) && msg[k] != '\'' {
-				k++
-			}
-			k++
-		} else {
-			for k < len(msg) && msg[k] != ' ' && msg[k] != '&' {
-				k++
-			}
-		}
-		msg = msg[:j] + "xxxxx" + msg[min(k, len(msg)):]
-		next := strings.Index(msg[j+5:], "password=")
-		if next < 0 {
-			break
-		}
-		i = j + 5 + next
-	}
-	// A URI's user:password@host.
-	if s := strings.Index(msg, "://"); s >= 0 {
-		if at := strings.Index(msg[s+3:], "@"); at >= 0 {
-			cred := msg[s+3 : s+3+at]
-			if c := strings.Index(cred, ":"); c >= 0 {
-				msg = msg[:s+3+c+1] + "xxxxx" + msg[s+3+at:]
-			}
-		}
-	}
-	return msg
 }
 
 // startsWithCreate reports whether sql's first word is CREATE, in any

@@ -490,7 +490,7 @@ func (r *Replayer) config(user, db string) (*pgconn.Config, error) {
 	if r.cfgs == nil {
 		r.cfgs = map[[2]string]cfgResult{}
 	}
-	cfg, err := pgconn.ParseConfig(withUserDB(r.opts.Target, user, db))
+	cfg, err := connstr.Parse(withUserDB(r.opts.Target, user, db))
 	if err == nil {
 		connstr.KeepAlive(cfg)
 		if r.opts.LockTimeout > 0 {

@@ -33,6 +33,15 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	if res.FirstTime != 0 {
 		fmt.Fprintf(&b, "  log time:   %s .. %s\n", res.FirstTime, res.LastTime)
 	}
+	if res.DryRun {
+		// Only what a dry run measures: what would be sent, what would
+		// be skipped, the sessions, the schedule's lag when paced, and
+		// the replayer's own cost. Nothing ran: no errors, latencies or
+		// waits to show.
+		writeDryRun(&b, res)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	s := res.Statements
 	fmt.Fprintf(&b, "  statements: %d total, %d executed, %d failed, %d skipped", s.Total, s.Executed, s.Failed, s.SkippedTotal())
 	if s.Empty > 0 {
@@ -110,6 +119,38 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeDryRun writes what a dry run measured.
+func writeDryRun(b *strings.Builder, res *results.Result) {
+	s := res.Statements
+	fmt.Fprintf(b, "  statements: %d read, %d would be sent, %d would be skipped", s.Total, s.Executed, s.SkippedTotal())
+	if s.Empty > 0 {
+		fmt.Fprintf(b, " (%d empty strings)", s.Empty)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(s.Skipped) {
+		fmt.Fprintf(b, "    skipped, %s: %d\n", k, s.Skipped[k])
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(b, "  WARNING: %s\n", w)
+	}
+	if len(res.Destructive) > 0 {
+		fmt.Fprintf(b, "  destructive statements read (DROP, TRUNCATE, DELETE or UPDATE without WHERE, ALTER): %s\n", CountList(res.Destructive))
+	}
+	if f := res.Filtered; f.Events > 0 {
+		fmt.Fprintf(b, "  filtered:   %d events (%d statements, %d sessions) %s\n", f.Events, f.Statements, f.Sessions, filteredWhy(f, "outside the filters"))
+	}
+	fmt.Fprintf(b, "  sessions:   %d\n", res.Sessions.Total)
+	if res.Lag != nil && !res.Unpaced() {
+		fmt.Fprintf(b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms (the schedule alone, without a server)\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
+	}
+	if res.ClientCPUSeconds > 0 && res.WallSeconds > 0 {
+		fmt.Fprintf(b, "  client:     the replayer used %.2f CPU-seconds to read and schedule\n", res.ClientCPUSeconds)
+	}
+	if res.Sync != nil && len(res.Sync.Notes) > 0 {
+		fmt.Fprintf(b, "  sync:       not exercised: %s\n", strings.Join(res.Sync.Notes, "; "))
+	}
 }
 
 // writeSyncSummary says what synchronizing the sessions cost: how many

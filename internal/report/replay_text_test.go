@@ -40,8 +40,15 @@ func TestWriteReplay(t *testing.T) {
 	if err := WriteReplay(&b, res, Hints{TargetLog: "--target-log"}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(b.String(), "Replay (dry run: nothing was sent) at speed 1") || strings.Contains(b.String(), "latency:") {
+	if !strings.HasPrefix(b.String(), "Replay (dry run: nothing was sent) at speed 1") || !strings.Contains(b.String(), "would be sent") {
 		t.Errorf("dry run summary:\n%s", b.String())
+	}
+	// Only what a dry run measures: nothing ran, so no latency, error,
+	// execution or reconnect figure.
+	for _, no := range []string{"latency:", "errors:", "executed", "failed", "reconnects", "only in the original"} {
+		if strings.Contains(b.String(), no) {
+			t.Errorf("dry run summary shows %q, which it did not measure:\n%s", no, b.String())
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -102,7 +103,7 @@ func (c *Command) Prepare(context.Context) error {
 	if strings.TrimSpace(c.Command) == "" {
 		return errors.New("reset: the reset command is empty")
 	}
-	_, err := pgconn.ParseConfig(c.DSN)
+	_, err := connstr.Parse(c.DSN)
 	return err
 }
 
@@ -115,7 +116,7 @@ func (c *Command) Close(context.Context) error { return nil }
 // Reset runs the command and waits for the target.
 func (c *Command) Reset(ctx context.Context, round int) (State, error) {
 	t := time.Now()
-	cfg, err := pgconn.ParseConfig(c.DSN)
+	cfg, err := connstr.Parse(c.DSN)
 	if err != nil {
 		return State{}, err
 	}

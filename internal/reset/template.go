@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
@@ -150,7 +151,7 @@ func (t *Template) Bytes() int64 {
 // CanCreateDatabases reports whether the login of dsn may create
 // databases, which a template reset needs.
 func CanCreateDatabases(ctx context.Context, dsn string) (bool, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return false, err
 	}
@@ -167,7 +168,7 @@ func CanCreateDatabases(ctx context.Context, dsn string) (bool, error) {
 
 // Prepare makes the pristine templates.
 func (t *Template) Prepare(ctx context.Context) error {
-	cfg, err := pgconn.ParseConfig(t.DSN)
+	cfg, err := connstr.Parse(t.DSN)
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func (t *Template) Prepare(ctx context.Context) error {
 // connect opens the connection the reset's statements run on, to a
 // database that is not copied (a session in a database prevents its copy).
 func (t *Template) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(t.DSN)
+	cfg, err := connstr.ParsePgx(t.DSN)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,12 @@ type Selection struct {
 
 	// Shard, when it splits (Of > 1), keeps the sessions of one shard.
 	Shard Shard
+
+	// KeepOwn keeps pgrehearse's own sessions (its replays' and
+	// observers' connections, by their application_name), which every
+	// other selection leaves out of a workload: for a command that shows
+	// what the reader found, not a workload.
+	KeepOwn bool
 }
 
 // sessionFilters reports whether the selection filters sessions.
@@ -65,7 +71,9 @@ func Select(src event.Source, sel *Selection, st *State, c *Counts) event.Source
 	if sel.Start != 0 || sel.End != 0 {
 		src = &window{base: base{src: src, c: c}, sel: sel, st: st}
 	}
-	src = &ownFilter{base: base{src: src, c: c}, st: st}
+	if !sel.KeepOwn {
+		src = &ownFilter{base: base{src: src, c: c}, st: st}
+	}
 	if sel.sessionFilters() {
 		src = &sessionFilter{base: base{src: src, c: c}, sel: sel, st: st}
 	}

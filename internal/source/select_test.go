@@ -75,6 +75,10 @@ func TestSelect(t *testing.T) {
 		{"window", Selection{Start: t0 + 5e5, End: t0 + 2e6},
 			[]int64{2, 6},
 			results.Filtered{Events: 11, Statements: 4, Sessions: 1, OwnStatements: 2}, Dropped{Window: 3, Own: 1}},
+		{"window, own sessions kept", Selection{Start: t0 + 5e5, End: t0 + 2e6, KeepOwn: true},
+			// r's statement at 1 s too: what the reader found, as events shows it.
+			[]int64{2, 6, 10},
+			results.Filtered{Events: 10, Statements: 3, OwnStatements: 1}, Dropped{Window: 3}},
 		{"window, stop after", Selection{Start: t0 + 5e5, End: t0 + 2e6, StopAfter: 5e5},
 			// p's statement at 3 s is 1 s past End: reading stops there.
 			[]int64{2},

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -136,7 +135,7 @@ func (e *RefusedSettingsError) NeedsRestart() bool {
 // openTarget checks that every configuration's settings can be applied by
 // a reload and remembers what postgresql.auto.conf held for them.
 func openTarget(ctx context.Context, dsn string, configs []Config) (*target, error) {
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := connectPgx(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the target: %w", err)
 	}
@@ -179,7 +178,7 @@ WHERE sourcefile LIKE '%postgresql.auto.conf' AND name = ANY($1) ORDER BY seqno`
 // apply sets cfg's settings, puts the others back, reloads and waits
 // until new sessions see cfg's values.
 func (t *target) apply(ctx context.Context, cfg Config) error {
-	conn, err := pgx.Connect(ctx, t.dsn)
+	conn, err := connectPgx(ctx, t.dsn)
 	if err != nil {
 		return err
 	}
@@ -222,7 +221,7 @@ func (t *target) restore(ctx context.Context) error {
 }
 
 func readSettings(ctx context.Context, dsn string, names []string) (map[string]string, error) {
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := connectPgx(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +274,7 @@ func localPostmaster(ctx context.Context, dsn string) int {
 	if !connstr.IsLocal(dsn) {
 		return 0
 	}
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := connectPgx(ctx, dsn)
 	if err != nil {
 		return 0
 	}
@@ -297,9 +296,19 @@ func localPostmaster(ctx context.Context, dsn string) int {
 // RedactDSN returns dsn as host, port, user and database, without a
 // password or other options, for the results.
 func RedactDSN(dsn string) string {
-	cfg, err := pgconn.ParseConfig(dsn)
+	cfg, err := connstr.Parse(dsn)
 	if err != nil {
 		return "(unparsable connection string)"
 	}
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s", cfg.Host, cfg.Port, cfg.User, cfg.Database)
+}
+
+// connectPgx connects to dsn; a DSN that does not parse is described
+// without its values (connstr.SafeError), never quoted.
+func connectPgx(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := connstr.ParsePgx(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }

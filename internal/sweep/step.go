@@ -124,7 +124,7 @@ type windowProbe struct {
 }
 
 func newWindowProbe(ctx context.Context, opts *Options, s *server) (*windowProbe, error) {
-	conn, err := pgx.Connect(ctx, s.dsn)
+	conn, err := connectPgx(ctx, s.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sampler connection: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -116,7 +117,7 @@ func sendMarker(ctx context.Context, target string) (string, error) {
 	marker := "pgrehearse replay end " + hex.EncodeToString(b)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cfg, err := pgconn.ParseConfig(target)
+	cfg, err := connstr.Parse(target)
 	if err != nil {
 		return "", fmt.Errorf("connect to the target to mark the end of the replay in its log: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -435,7 +436,11 @@ func (l *Log) Init(ctx context.Context, dsn string, scale int) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	conn, err := pgconn.Connect(ctx, dsn)
+	cfg, err := connstr.Parse(dsn)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("setup: connect: %w", err)
 	}
