@@ -26,6 +26,9 @@
 # replayer runs on a machine of its own: that is the layout the
 # "within 10% of pgbench" target is stated for.
 #
+# Figures, a profile of where the client's CPU goes and the targets:
+# docs/performance.md.
+#
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
 # cancellable hard context as the CLI does, with its allocations per
