@@ -26,6 +26,9 @@
 # replayer runs on a machine of its own: that is the layout the
 # "within 10% of pgbench" target is stated for.
 #
+# Figures, a profile of where the client's CPU goes and the targets:
+# docs/performance.md.
+#
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
 # cancellable hard context as the CLI does, with its allocations per
@@ -40,9 +43,16 @@
 # BenchmarkSyncDependent (the producer/consumer orders workload: speed-1
 # lag with sync waits left out, the waits, speed-0 object against off).
 #
-# Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10
+# Usage: bench/replay.sh   (env: BENCH_CLIENTS=8 BENCH_SECONDS=10 BENCH_SYNC=object
 #        BENCH_ROUNDS=3 BENCH_LAYOUT=shared,apart
-#        BENCH_PROFILE=DIR for CPU/block/mutex profiles,
+#        BENCH_PROFILE=DIR for CPU/block/mutex/allocation profiles,
+#        BENCH_BASELINE=BIN to replay with another build's test binary
+#        too, in the same rounds: git worktree add /tmp/base COMMIT,
+#        copy internal/replay/baseline_test.go there if it lacks it, and
+#        go test -c -o BIN ./internal/replay/ in it,
+#        BENCH_AB=1 to leave pgbench -t and the bare loop out of the
+#        rounds (this build, the baseline and pgbench -T only; more
+#        rounds in the time, for an A/B of two builds),
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -24,6 +24,11 @@ type Options struct {
 	// BatchSize is the number of events handed to a worker at a time;
 	// 0 means 1000, which makes channel costs negligible.
 	BatchSize int
+	// KeepSamples keeps, per fingerprint, its slowest and median
+	// executions with their parameter values (Result.Samples), and the
+	// values in the plans the log holds. Values are personal data:
+	// without it the result holds none.
+	KeepSamples bool
 }
 
 // Analyze reads every event of src, in order, and summarizes them. The
@@ -53,7 +58,7 @@ func Analyze(ctx context.Context, src []event.Source, opts Options) (*results.Re
 	parts := make([]*partial, jobs)
 	var wg sync.WaitGroup
 	for i := range parts {
-		p := newPartial(cache)
+		p := newPartial(cache, opts.KeepSamples)
 		parts[i] = p
 		wg.Go(func() {
 			for b := range batches {

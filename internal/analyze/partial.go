@@ -26,6 +26,11 @@ type partial struct {
 	first  int64
 	last   int64
 	seen   bool
+
+	// samples keeps executions with their values, only when asked;
+	// plans are the plans the log holds (auto_explain).
+	samples *results.Sampler
+	plans   *loggedPlans
 }
 
 // query is what a worker knows of a query text: its statements, and for
@@ -37,14 +42,18 @@ type query struct {
 	unparsed int64 // items that did not parse
 }
 
-func newPartial(cache *fingerprint.Cache) *partial {
+func newPartial(cache *fingerprint.Cache, keepSamples bool) *partial {
 	p := &partial{
+		plans:    newLoggedPlans(),
 		set:      querystats.NewSet(),
 		timeline: timeline.New(),
 		errors:   make(map[string]int64),
 		sessions: make(map[string]struct{}),
 	}
 	p.queries = fingerprint.NewLocal(cache, p.query)
+	if keepSamples {
+		p.samples = results.NewSampler(0)
+	}
 	return p
 }
 
@@ -116,10 +125,18 @@ func (p *partial) execution(ev *event.Event) {
 		p.statements.Failed++
 		q.stats[k-1].RecordError(sqlState(ev))
 	}
+	if plans := ev.Plans(); len(plans) > 0 {
+		p.loggedPlans(ev, q, plans)
+	}
 	if k == 1 {
 		// Most strings hold one statement; below is the general case.
 		q.stats[0].Record(q.items[0].Query, ev.Time, ev.Duration, ev.Failed)
 		p.timeline.Add(ev.Time, ev.Duration, ev.Failed)
+		// A sample is an execution whose values are all known, to be
+		// planned again with them.
+		if p.samples != nil && !ev.Failed && ev.Duration >= 0 && ev.ParamState == event.ParamsComplete {
+			p.samples.AddEvent(q.items[0].Fingerprint, ev.Database, ev.Query, ev.Params, float64(ev.Duration)/1000)
+		}
 		return
 	}
 	for i, st := range q.stats {
@@ -135,7 +152,23 @@ func (p *partial) execution(ev *event.Event) {
 	}
 }
 
+// loggedPlans keeps the plans the server logged for an execution: one
+// per statement of the string, in order, else they cannot be told apart
+// (auto_explain's nested statements) and are left out.
+func (p *partial) loggedPlans(ev *event.Event, q *query, plans []event.Plan) {
+	if len(plans) != len(q.items) {
+		return
+	}
+	for i, pl := range plans {
+		p.plans.add(q.items[i].Fingerprint, ev.Time, pl)
+	}
+}
+
 func (p *partial) merge(o *partial) {
+	p.plans.merge(o.plans)
+	if p.samples != nil {
+		p.samples.Merge(o.samples)
+	}
 	p.set.Merge(o.set)
 	p.timeline.Merge(o.timeline)
 	for k, v := range o.kinds {
@@ -168,6 +201,10 @@ func (p *partial) fill(res *results.Result) error {
 		return err
 	}
 	res.Queries = rows
+	if p.samples != nil {
+		res.KeptSamples, res.Samples = true, p.samples.Result()
+	}
+	res.LoggedPlans = p.plans.result(p.samples != nil)
 	res.Timeline = p.timeline.JSON()
 	res.Statements = p.statements
 	// Every statement a log shows ran: it failed or it did not.

@@ -39,6 +39,8 @@ type analyzeFlags struct {
 	findings   bool
 	dsn        string
 	serverCPUs int
+	// keepSamples is --keep-samples.
+	keepSamples bool
 }
 
 func newAnalyzeCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -59,7 +61,8 @@ statement, its logged duration divided equally among them.
 
 Ctrl-C stops reading; what was read so far is still summarized, marked as
 partial, and the exit code is 1.
-` + exitHelp(exitDocNoInput, exitDocInputCut),
+
+` + keepSamplesHelp + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyzeCmd(cmd.Context(), stdio, f, args)
@@ -71,6 +74,7 @@ partial, and the exit code is 1.
 	dsnVar(fl, &f.dsn, "dsn", "a server with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.IntVar(&f.serverCPUs, "server-cpus", 0, "CPU count of the production server, for the hot-queryid finding")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.IntVar(&f.top, "top", 10, "queries shown in each top list (0 for none)")
 	addMaxSkipped(fl, &f.maxSkipped)
@@ -117,7 +121,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if f.findings && f.dsn != "" {
 		obs = findings.NewEventSampler(cache)
 	}
-	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
+	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache, KeepSamples: f.keepSamples})
 	if err != nil {
 		return err
 	}

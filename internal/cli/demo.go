@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,8 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -39,6 +40,7 @@ type demoFlags struct {
 	duration    time.Duration
 	change      string
 	speed       float64
+	rounds      int
 	out         string
 	failOn      string
 	minEffectMS float64
@@ -49,32 +51,46 @@ func newDemoCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Rehearse a change end to end on two throwaway servers",
-		Long: `demo shows pgrehearse end to end without a server of your own. It starts two
-throwaway PostgreSQL clusters with the same data: "production" and a
-"candidate" with one deliberate difference (--change). It runs a shop's
-traffic on production for --duration (pgbench at a steady rate with the
-prepared protocol: customers looked up by email, their orders summed, and
-pgbench's own transactions), with every statement logged; then:
+		Short: "Rehearse a change end to end on throwaway servers",
+		Long: `demo shows pgrehearse end to end without a server of your own. It starts three
+throwaway PostgreSQL clusters with the same data: "production", a "control"
+(production's setup as it is) and a "candidate" with one deliberate
+difference (--change). It runs a shop's traffic on production for --duration
+(pgbench at a steady rate with the prepared protocol: customers looked up by
+email, their orders summed, the orders of a range of customers reported, and
+pgbench's own transactions, which update and insert), with every statement
+logged; then it rehearses that log:
 
-  1. analyze production's log                   -> baseline.json
-  2. replay that log against the candidate      -> replay.json
-  3. analyze the candidate's own log of the replay -> candidate.json
-     (server-side times on both sides: never client round trips)
-  4. report baseline.json candidate.json       -> report.html, report.json
+  pgrehearse rehearse --reset datadir --control-cluster ... --candidate-cluster ...
+      --control-log ... --candidate-log ... --rounds 3 LOG
 
-and prints the verdict of --fail-on and where the report is. With
---change drop-index the lookup by email is the top regression; with
---change none nothing should regress beyond noise.
+which replays the log onto the control and the candidate in alternating
+rounds (control, candidate, candidate, control, control, candidate),
+restoring each cluster's data directory before each round, reads every
+round's server-side durations from the target's own log, and compares the
+candidate's rounds with the control's, beyond the control's own noise. The
+comparison is printed, and written to report.html (one file, works offline)
+and report.json in --out, with each round's result in --out/rounds.
+
+The rehearsal keeps each query's slowest and median executions with their
+values (--keep-samples: the shop's data is made up), and explains the
+regressed queries and the top ones by time added on both targets. With
+--change drop-index the lookup by email is the top regression, the
+--fail-on rule fails, and its plans read "plan changed: Index Scan
+(customers_email_idx) -> Seq Scan (customers); cause: index missing on
+candidate". With --change small-shared-buffers the plans stay the same, and
+the range report reads from outside shared_buffers the blocks the control
+finds in them (shared_buffers is named the cause when the comparison finds
+it slower). With --change none nothing should regress beyond noise.
 
 It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
 with pg_stat_statements: set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
 When run as root, the servers run as the "postgres" user. The demo exits 0
 when it ran, whatever the verdict, which it prints.
-` + exitHelp(exitDoc{ExitNoInput, "a step found nothing to measure (the demo names the step)"},
-			exitDoc{ExitIncomplete, "a step's replay was incomplete, or its report refused to judge it"},
-			exitDoc{ExitDiverged, "the report found that the candidate replay diverged"}),
+` + exitHelp(exitDoc{ExitNoInput, "the rehearsal found nothing to measure in production's log"},
+			exitDoc{ExitIncomplete, "the rehearsal was interrupted, or a round's replay was incomplete"},
+			exitDoc{ExitDiverged, "the candidate's rounds diverged from the control's"}),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.duration < time.Second {
@@ -86,20 +102,21 @@ when it ran, whatever the verdict, which it prints.
 			if f.speed < 0 {
 				return usageError("--speed must be >= 0")
 			}
+			if f.rounds < 1 {
+				return usageError("--rounds must be at least 1")
+			}
 			return runDemo(cmd.Context(), stdio, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.keep, "keep", false, "keep the clusters' directories and logs")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long production traffic runs")
+	fl.DurationVar(&f.duration, "duration", 20*time.Second, "how long production traffic runs")
 	fl.StringVar(&f.change, "change", "drop-index", "the candidate's difference: drop-index, small-shared-buffers or none")
 	fl.Float64Var(&f.speed, "speed", 1, "replay speed (1: the original pace; 0: as fast as possible)")
-	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the results and the report")
-	fl.StringVar(&f.failOn, "fail-on", "p95>+50%", "report rule that makes the verdict fail")
-	// Production and candidate run one after the other on one machine,
-	// whose other load differs between the two: sub-millisecond queries
-	// jitter by tens of microseconds, which is nobody's regression.
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", 0.2, "report: fewest ms a query must slow down by to count")
+	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side")
+	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the rounds, the comparison and the report")
+	fl.StringVar(&f.failOn, "fail-on", "p95>+50%", "rule that makes the verdict fail")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest ms a query must slow down by to count")
 	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
 	return cmd
 }
@@ -110,27 +127,33 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		return err
 	}
 	out := func(name string) string { return filepath.Join(f.out, name) }
+	// The rounds of an earlier demo in the same directory make way.
+	if err := os.RemoveAll(out("rounds")); err != nil {
+		return err
+	}
 
 	settings, candSettings := demoSettings(f.change)
-	say("starting a throwaway production cluster and a candidate (%s)", demoChanges[f.change])
-	prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: settings, Keep: f.keep})
-	if err != nil {
-		return err
+	say("starting three throwaway clusters: production, a control and a candidate (%s)", demoChanges[f.change])
+	clusters := map[string]*pgcluster.Cluster{}
+	for _, name := range []string{"production", "control", "candidate"} {
+		s := settings
+		if name == "candidate" {
+			s = candSettings
+		}
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep})
+		if err != nil {
+			return err
+		}
+		defer stopCluster(c, &err, say, f.keep)
+		clusters[name] = c
 	}
-	defer stopCluster(prod, &err, say, f.keep)
-	cand, err := pgcluster.Start(ctx, pgcluster.Options{Settings: candSettings, Keep: f.keep})
-	if err != nil {
-		return err
-	}
-	defer stopCluster(cand, &err, say, f.keep)
-
-	if err := setupDemoShops(ctx, say, prod, cand, f.change); err != nil {
+	prod, ctl, cand := clusters["production"], clusters["control"], clusters["candidate"]
+	if err := setupDemoShops(ctx, say, f.change, prod, ctl, cand); err != nil {
 		return err
 	}
 	if err := enableStatementLog(ctx, prod); err != nil {
 		return err
 	}
-
 	say("production traffic: pgbench -M prepared, %d transactions/s for %v", f.rate, f.duration)
 	run, err := workload.RunShop(ctx, prod, f.duration, f.rate)
 	if err != nil {
@@ -141,35 +164,24 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	// The targets log every statement from now on: each round's
+	// server-side durations come from there.
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			return err
+		}
+	}
 
-	if err := runStep(ctx, stdio, say, []string{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix,
-		"--json", out("baseline.json"), prodLog}); err != nil {
-		return err
-	}
-	// The candidate logs from just before the replay, so that both runs'
-	// timelines start with their traffic.
-	if err := enableStatementLog(ctx, cand); err != nil {
-		return err
-	}
-	if err := runStep(ctx, stdio, say, []string{"replay", "--target", cand.DSN("postgres"),
-		"--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
-		"--format", "stderr", "--prefix", demoPrefix, "--json", out("replay.json"), prodLog}); err != nil {
-		return err
-	}
-	candLog, err := stoppedLog(cand)
-	if err != nil {
-		return err
-	}
-	if err := runStep(ctx, stdio, say, []string{"analyze", "--hist", "--format", "stderr", "--prefix", demoPrefix,
-		"--json", out("candidate.json"), candLog}); err != nil {
-		return err
-	}
-	report := []string{"report", out("baseline.json"), out("candidate.json"), "--html", out("report.html"),
-		"--json", out("report.json"), "--evidence", out("replay.json"), "--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64)}
-	say("pgrehearse %s", shellJoin(report))
-	code := Run(ctx, stdio, report)
+	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix,
+		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"),
+		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64), prodLog}
+	say("pgrehearse %s", shellJoin(args))
+	code := Run(ctx, stdio, args)
 	if code != ExitOK && code != ExitRegression {
-		return &exitError{code: code, err: fmt.Errorf("demo: report failed (exit code %d)", code)}
+		return &exitError{code: code, err: fmt.Errorf("demo: rehearse failed (exit code %d)", code)}
 	}
 	verdict, err := reportVerdict(out("report.json"))
 	if err != nil {
@@ -200,10 +212,10 @@ func demoSettings(change string) (prod, cand map[string]string) {
 	return prod, cand
 }
 
-// setupDemoShops builds the shop's data on both clusters, then makes the
-// candidate's change when it is to the schema.
-func setupDemoShops(ctx context.Context, say func(string, ...any), prod, cand *pgcluster.Cluster, change string) error {
-	for _, c := range []*pgcluster.Cluster{prod, cand} {
+// setupDemoShops builds the shop's data on every cluster, then makes the
+// candidate's change (the last cluster's) when it is to the schema.
+func setupDemoShops(ctx context.Context, say func(string, ...any), change string, clusters ...*pgcluster.Cluster) error {
+	for _, c := range clusters {
 		say("building the shop's data in %s", c.Dir())
 		if err := workload.SetupShop(ctx, c); err != nil {
 			return fmt.Errorf("shop data: %w", err)
@@ -214,17 +226,7 @@ func setupDemoShops(ctx context.Context, say func(string, ...any), prod, cand *p
 		}
 	}
 	if change == "drop-index" {
-		return cand.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
-	}
-	return nil
-}
-
-// runStep runs one pgrehearse command in this process, as a user would.
-func runStep(ctx context.Context, stdio IO, say func(string, ...any), args []string) error {
-	say("pgrehearse %s", shellJoin(args))
-	quiet := IO{Stdin: stdio.Stdin, Stdout: io.Discard, Stderr: stdio.Stderr}
-	if code := Run(ctx, quiet, args); code != ExitOK {
-		return &exitError{code: code, err: fmt.Errorf("demo: %s failed (exit code %d)", args[0], code)}
+		return clusters[len(clusters)-1].Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
 	}
 	return nil
 }

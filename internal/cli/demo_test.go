@@ -22,6 +22,30 @@ type demoReport struct {
 		Factor      float64 `json:"factor"`
 	} `json:"queries"`
 	RegressionsByAddedTime []string `json:"regressions_by_added_time"`
+	Plans                  struct {
+		Outcomes []struct {
+			Query     string `json:"query"`
+			Verdict   string `json:"verdict"`
+			Generic   bool   `json:"generic"`
+			Explained []struct {
+				Growths []struct {
+					Before struct {
+						SharedRead int64 `json:"shared_read"`
+					} `json:"before"`
+					After struct {
+						SharedRead int64 `json:"shared_read"`
+					} `json:"after"`
+				} `json:"growths"`
+			} `json:"explained"`
+			Causes []struct {
+				Kind     string `json:"kind"`
+				Setting  string `json:"setting"`
+				Evidence string `json:"evidence"`
+			} `json:"causes"`
+		} `json:"outcomes"`
+	} `json:"plans"`
+	// stdout is the demo's summary.
+	stdout string
 }
 
 // runDemoTest runs the whole demo on real throwaway servers and returns
@@ -39,17 +63,20 @@ func runDemoTest(t *testing.T, change string) demoReport {
 	if code != ExitOK {
 		t.Fatalf("demo exit code %d, want 0\n%s", code, stderr.String())
 	}
-	for _, f := range []string{"baseline.json", "replay.json", "candidate.json", "report.json", "report.html"} {
+	for _, f := range []string{"rounds/rehearsal.json", "rounds/round-01-control.json", "rounds/round-06-candidate.json", "report.json", "report.html"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("demo did not write %s: %v", f, err)
 		}
 	}
-	for _, s := range []string{"demo: verdict: ", "demo: report: " + filepath.Join(dir, "report.html")} {
+	for _, s := range []string{"pgrehearse rehearse --reset datadir", "round 6 of 6: candidate 3: done", "demo: verdict: ", "demo: report: " + filepath.Join(dir, "report.html")} {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("demo output lacks %q:\n%s", s, stderr.String())
 		}
 	}
-	// The replay observed the candidate: its evidence is on the page.
+	if !strings.Contains(stdout.String(), "REHEARSAL: 3 rounds per side, reset datadir / datadir") {
+		t.Errorf("the rehearsal's rounds are not shown:\n%s", stdout.String())
+	}
+	// The replays observed the targets: their evidence is on the page.
 	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(html), "Wait events") {
 		t.Errorf("report.html lacks the replay's server-side evidence (wait events): %v", err)
 	}
@@ -61,6 +88,7 @@ func runDemoTest(t *testing.T, change string) demoReport {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
+	r.stdout = stdout.String()
 	return r
 }
 
@@ -84,6 +112,54 @@ func TestDemoFindsDroppedIndex(t *testing.T) {
 				t.Errorf("lookup by email slower by only x%.2f", q.Factor)
 			}
 		}
+	}
+	// The rehearsal explained it on its two targets, with the values
+	// the rounds kept: the plan changed, and the dropped index is why.
+	if !strings.Contains(r.stdout, droppedIndexLine) {
+		t.Errorf("the summary lacks %q:\n%s", droppedIndexLine, r.stdout)
+	}
+	found := false
+	for _, o := range r.Plans.Outcomes {
+		if strings.Contains(o.Query, "customers WHERE email") {
+			found = true
+			if o.Verdict != "plan_changed" || o.Generic || len(o.Causes) == 0 || o.Causes[0].Kind != "index_missing" {
+				t.Errorf("the lookup's plans: %+v", o)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the lookup was not explained: %+v", r.Plans.Outcomes)
+	}
+}
+
+// TestDemoSmallSharedBuffers: with shared_buffers tiny on the candidate,
+// the report of a range of customers' orders keeps its plan and reads
+// from outside shared_buffers what the control finds in them; when the
+// comparison finds it slower, shared_buffers is named as the cause.
+func TestDemoSmallSharedBuffers(t *testing.T) {
+	r := runDemoTest(t, "small-shared-buffers")
+	found := false
+	for _, o := range r.Plans.Outcomes {
+		if !strings.Contains(o.Query, "customer_id BETWEEN") {
+			continue
+		}
+		found = true
+		grew := false
+		for _, e := range o.Explained {
+			for _, g := range e.Growths {
+				grew = grew || g.After.SharedRead > g.Before.SharedRead+100
+			}
+		}
+		if o.Verdict != "same_plan" || !grew {
+			t.Errorf("the range report's plans: %+v", o)
+		}
+		if strings.Contains(r.stdout, "same plan, slower: Bitmap Heap Scan") &&
+			(len(o.Causes) == 0 || o.Causes[0].Setting != "shared_buffers" || o.Causes[0].Evidence != "reads") {
+			t.Errorf("slower without shared_buffers as the cause: %+v", o.Causes)
+		}
+	}
+	if !found {
+		t.Errorf("the range report was not explained: %+v", r.Plans.Outcomes)
 	}
 }
 

@@ -84,6 +84,7 @@ func TestNoPasswordInDSNErrors(t *testing.T) {
 		"analyze":  {"--prefix", testPrefix, smallLog},
 		"findings": {"--prefix", testPrefix, smallLog},
 		"replay":   {"--prefix", testPrefix, smallLog},
+		"rehearse": {"--prefix", testPrefix, smallLog},
 		"observe":  {"--duration", "1s"},
 		"sweep":    {"--clients", "1", "--duration", "1s", "--warmup", "0s"},
 	}

@@ -58,6 +58,7 @@ func TestHelpListsOwnExitCodes(t *testing.T) {
 		{"report", []int{0, 1, 2, 3, 5, 6}},
 		{"sweep", []int{0, 1, 2, 4}},
 		{"demo", []int{0, 1, 2, 4, 5, 6}},
+		{"rehearse", []int{0, 1, 2, 3, 4, 5, 6}},
 	} {
 		var args []string
 		if tc.cmd != "" {

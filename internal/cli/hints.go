@@ -21,7 +21,7 @@ var (
 	// reportHints name the commands that write what report reads.
 	reportHints = report.Hints{Histograms: "analyze --hist", TargetLog: "replay --target-log", Observe: "replay --observe",
 		Lacks: map[findings.Lack]string{
-			findings.LackServer:     "pgrehearse findings --dsn",
+			findings.LackServer:     "--candidate-dsn",
 			findings.LackServerCPUs: "pgrehearse findings --server-cpus",
 		}}
 )

@@ -57,6 +57,7 @@ type replayFlags struct {
 	connectTimeout   time.Duration
 	ioTimeout        time.Duration
 	shards           shardFlags
+	keepSamples      bool
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -145,35 +146,13 @@ stops early, exit 5, naming the silent connection.
 	fl := cmd.Flags()
 	dsnVar(fl, &f.target, "target", "connection string or URI of the target server (required unless --dry-run)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
-	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
-	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only; default: the target, in the database of most of the replay's logins)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
-	addLogFlags(fl, &f.logFlags)
-	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
-	fl.StringVar(&f.end, "end", "", "replay events before this log time")
-	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
-	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
-	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
-	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
-	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
-	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")
-	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
-	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
-	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
-	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the --target-log files, when stderr (default: detected)")
-	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
-	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
-	fl.DurationVar(&f.ioTimeout, "io-timeout", replay.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
-	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
-	addMaxSkipped(fl, &f.maxSkipped)
-	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
-	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
-	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
-	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
-	addObserveFlags(fl, &f.observe)
+	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
+	addReplayOptionFlags(fl, &f)
 	addShardFlags(fl, &f.shards)
 	return cmd
 }
@@ -239,6 +218,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 	}
 	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
 		return cfg, err
+	}
+	if f.keepSamples {
+		opts.Samples = results.NewSampler(0)
 	}
 	cfg = replayrun.Config{
 		Paths: paths, Source: so, Selection: sel, Replay: opts, Grace: f.grace,

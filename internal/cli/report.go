@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -34,6 +36,7 @@ type reportFlags struct {
 	minCalls    int64
 	allowMixed  bool
 	allowPart   bool
+	plans       planFlags
 }
 
 func newReportCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -92,7 +95,7 @@ self-contained page (charts included, works offline); --json writes the
 comparison (schema: docs/report-json.md), to standard output with
 "--json -", in which case the summary goes to standard error.
 
-` + rulesHelp + `
+` + planHelp + rulesHelp + `
 ` + exitHelp(exitDocFailOn, exitDocRefused, exitDocDiverged) + `  (2 also when --fail-on is given with one file, or when the latency
    sources differ without --allow-mixed-latency)
 `,
@@ -109,6 +112,11 @@ comparison (schema: docs/report-json.md), to standard output with
 			}
 			if help, _ := fl.GetBool("help"); help {
 				return cmd.Help()
+			}
+			// The flags were parsed only now: their connection strings
+			// are checked here.
+			if err := checkDSNFlags(cmd); err != nil {
+				return err
 			}
 			base, cand, err := reportSides(f, fl.Args())
 			if err != nil {
@@ -130,6 +138,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
+	addPlanFlags(fl, &f.plans)
 	fl.BoolVar(&f.allowPart, "allow-partial", false, "compare results that cannot be judged (incomplete, interrupted, much smaller, identical); the verdict is then never a pass")
 	return cmd
 }
@@ -185,6 +194,9 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if err != nil {
 		return err
 	}
+	if err := checkPlanFlags(f.plans, len(candPaths) > 0); err != nil {
+		return err
+	}
 	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}
@@ -207,9 +219,18 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if err := report.WriteComparison(summaryOut, rep, f.top); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
+	plans, err := reportPlans(ctx, stdio.Stderr, f.plans, rep, base, cand)
+	if err != nil {
+		return err
+	}
+	if plans != nil {
+		if err := report.WritePlans(summaryOut, plans.Report, plans.Slower, planHints); err != nil {
+			return fmt.Errorf("write plans: %w", err)
+		}
+	}
 	var frep *findings.Report
 	if f.findings {
-		if frep = reportFindings(ctx, base, cand); frep != nil {
+		if frep = reportFindings(ctx, stdio.Stderr, f.plans, plans, base, cand); frep != nil {
 			fmt.Fprintln(summaryOut)
 			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
 				return fmt.Errorf("write findings: %w", err)
@@ -220,13 +241,17 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			return enc.Encode(reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: frep})
+			out := reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: frep}
+			if plans != nil {
+				out.Plans = plans.Report
+			}
+			return enc.Encode(out)
 		}); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
 	}
 	if f.htmlPath != "" {
-		if err := writeReportHTML(stdio.Stdout, f, rep, frep, base, cand); err != nil {
+		if err := writeReportHTML(stdio.Stdout, f, rep, frep, plans, base, cand); err != nil {
 			return err
 		}
 		if f.htmlPath != "-" {
@@ -338,9 +363,10 @@ func resultsOf(runs []reportRun) []*compare.Run {
 
 // reportFindings are the findings of the candidate's first run (or the
 // only result), judged against the baseline's first run when there is a
-// candidate: errors that appear only on the target. Nil when that result
-// holds no workload.
-func reportFindings(ctx context.Context, base, cand []reportRun) *findings.Report {
+// candidate: errors that appear only on the target; with
+// --candidate-dsn, on its catalog and the plans already made. Nil when
+// that result holds no workload.
+func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *compareplans.Result, base, cand []reportRun) *findings.Report {
 	last := base[0].workload
 	if len(cand) > 0 {
 		last = cand[0].workload
@@ -352,25 +378,20 @@ func reportFindings(ctx context.Context, base, cand []reportRun) *findings.Repor
 	if len(cand) > 0 {
 		in.Baseline = base[0].workload
 	}
+	closeConn, err := connectReportFindings(ctx, pf, plans, &in)
+	if err != nil {
+		// The findings that need the server say they lacked it.
+		fmt.Fprintf(stderr, "pgrehearse: findings: --candidate-dsn: %v\n", err)
+		closeConn = func() {}
+	}
+	defer closeConn()
 	return findings.Evaluate(ctx, in, findings.Options{})
 }
 
 // writeReportHTML writes the comparison's page with the findings and
 // every run's server-side evidence, --evidence's as the candidate's.
-func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, base, cand []reportRun) error {
-	opts := report.ComparisonOptions{Top: min(f.top, 12), Findings: frep, Hints: reportHints}
-	for side, runs := range [][]reportRun{base, cand} {
-		for i, run := range runs {
-			label := ""
-			if len(cand) > 0 {
-				label = [2]string{"baseline", "candidate"}[side]
-				if len(runs) > 1 {
-					label += fmt.Sprintf(" %d", i+1)
-				}
-			}
-			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
-		}
-	}
+func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, plans *compareplans.Result, base, cand []reportRun) error {
+	var extra []report.RunEvidence
 	// A candidate that is the analysis of the target's own log has no
 	// evidence; the replay that produced it does.
 	if f.evidence != "" {
@@ -382,10 +403,35 @@ func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep 
 		if err != nil || ev == nil {
 			return usageError("--evidence %s holds no server-side evidence (a replay run with --observe)", f.evidence)
 		}
-		opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: "candidate", Evidence: ev})
+		extra = append(extra, report.RunEvidence{Label: "candidate", Evidence: ev})
 	}
+	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, rep, frep, plans, base, cand, extra)
+}
+
+// writeComparisonHTML writes a comparison's page to path with the
+// findings and every run's server-side evidence, labelled by the sides'
+// names (and the run's number when a side has several), then extra.
+func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, rep *compare.Report, frep *findings.Report,
+	plans *compareplans.Result, base, cand []reportRun, extra []report.RunEvidence) error {
+	opts := report.ComparisonOptions{Top: min(top, 12), Findings: frep, Hints: reportHints}
+	for side, runs := range [][]reportRun{base, cand} {
+		for i, run := range runs {
+			label := ""
+			if len(cand) > 0 {
+				label = names[side]
+				if len(runs) > 1 {
+					label += fmt.Sprintf(" %d", i+1)
+				}
+			}
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
+		}
+	}
+	opts.Evidence = append(opts.Evidence, extra...)
 	page := report.ComparisonPage(rep, opts)
-	if err := writeOutput(stdout, f.htmlPath, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
+	if plans != nil {
+		addPlansSection(&page, plans)
+	}
+	if err := writeOutput(stdout, path, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil
@@ -396,6 +442,8 @@ func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep 
 type reportOutput struct {
 	*report.ComparisonJSON
 	Findings *findings.Report `json:"findings,omitempty"`
+	// Plans are the plans explained on both servers (docs/plans-json.md).
+	Plans *explain.Report `json:"plans,omitempty"`
 }
 
 // readResultFile reads an analysis or replay result, and says how to

@@ -22,7 +22,9 @@ const (
 // TestNoSecretsInOutput: a password and an e-mail address planted in a
 // real server's traffic (as a statement's constants, as a bound parameter,
 // and in a failing statement) appear in no output of any command, text,
-// JSON or HTML, unless --show-params asks for them.
+// JSON or HTML, unless --show-params asks for them; --keep-samples keeps
+// them in the results it writes, and a report that explains plans with
+// them still shows none.
 func TestNoSecretsInOutput(t *testing.T) {
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
@@ -88,7 +90,28 @@ func TestNoSecretsInOutput(t *testing.T) {
 	run("report", p("a.json"), p("r.json"), "--allow-mixed-latency", "--json", p("rep.json"), "--html", p("rep.html"), "--top", "50")
 	run("report", p("r.json"), "--html", p("one.html"))
 	run("merge", "--json", p("m.json"), p("a.json"))
-	for _, f := range []string{"a.json", "r.json", "rep.json", "rep.html", "one.html", "m.json"} {
+	// Asked to keep samples, the results hold the values; the report
+	// explains with them on the servers, and prints and writes none.
+	run("analyze", "--keep-samples", "--json", p("ka.json"), log)
+	run("replay", "--keep-samples", "--target", b.DSN("postgres"), "--speed", "0", "--json", p("kr.json"), log)
+	// The second replay's INSERT meets the first's row: it diverged
+	// (exit 6), and its plans are explained all the same.
+	args := []string{"report", p("ka.json"), p("kr.json"), "--allow-mixed-latency", "--control-dsn", b.DSN("postgres"), "--candidate-dsn", b.DSN("postgres"),
+		"--plans-top", "50", "--json", p("plans.json"), "--html", p("plans.html")}
+	code, stdout, stderr := runCLI(ctx, "", args...)
+	if code != ExitDiverged {
+		t.Fatalf("%v: exit %d, want %d\n%s", args, code, ExitDiverged, stderr)
+	}
+	outputs = append(outputs, strings.Join(args, " ")+"\x00"+stdout+stderr)
+	for _, f := range []string{"ka.json", "kr.json"} {
+		if data, err := os.ReadFile(p(f)); err != nil || !strings.Contains(string(data), plantedEmail) {
+			t.Errorf("%s lacks the values --keep-samples keeps: %v", f, err)
+		}
+	}
+	if data, err := os.ReadFile(p("plans.json")); err != nil || !strings.Contains(string(data), `"sample": "slowest"`) {
+		t.Errorf("report explained no statement with kept values: %v", err)
+	}
+	for _, f := range []string{"a.json", "r.json", "rep.json", "rep.html", "one.html", "m.json", "plans.json", "plans.html"} {
 		b, err := os.ReadFile(p(f))
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +135,7 @@ func TestNoSecretsInOutput(t *testing.T) {
 	}
 
 	// Asked for, they are shown.
-	code, stdout, _ := runCLI(ctx, "", "events", "--show-params", log)
+	code, stdout, _ = runCLI(ctx, "", "events", "--show-params", log)
 	if code != ExitOK || !strings.Contains(stdout, plantedPassword) || !strings.Contains(stdout, plantedEmail) {
 		t.Errorf("events --show-params hides what it was asked to show (exit %d)", code)
 	}

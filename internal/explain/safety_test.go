@@ -220,3 +220,39 @@ func autoExplainEntries(log, marker string) []string {
 	flush()
 	return out
 }
+
+// TestOwnStatementsUntracked: explain's catalog reads and EXPLAINs do
+// not reach pg_stat_statements (a superuser's session untracks itself),
+// where a finding would take them for the workload's.
+func TestOwnStatementsUntracked(t *testing.T) {
+	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+	p := startPair(t, pgss, pgss)
+	p.both("postgres", shopSQL+"CREATE EXTENSION pg_stat_statements;")
+	p.both("postgres", "SELECT pg_stat_statements_reset()")
+	q := "SELECT total FROM orders WHERE id = $1"
+	rep := p.run(Options{Analyze: true}, Statement{Fingerprint: "q", Database: "postgres", Query: q,
+		Samples: []Sample{{Role: SampleSlowest, Query: q, Params: []*string{str("7")}}}})
+	if rep.Outcomes[0].Verdict != SamePlan || !rep.Outcomes[0].Explained[0].Candidate.Plan.Analyzed {
+		t.Fatalf("not explained: %+v", rep.Outcomes[0])
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, p.cand.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT query FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seen {
+		// The probe whether the role may untrack is all that remains.
+		if s != "SELECT current_setting($1) = $2" {
+			t.Errorf("pg_stat_statements tracked explain's own %q", s)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"github.com/pgrehearse/pgrehearse/internal/plan"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Side is one of the two servers compared.
@@ -31,27 +32,18 @@ const (
 	ModeLogged Mode = "logged"
 )
 
-// SampleRole says which execution a sample is.
-type SampleRole string
+// SampleRole says which execution a sample is (results.SampleRole).
+type SampleRole = results.SampleRole
 
 // Sample roles.
 const (
-	SampleSlowest SampleRole = "slowest"
-	SampleMedian  SampleRole = "median"
+	SampleSlowest = results.SampleSlowest
+	SampleMedian  = results.SampleMedian
 )
 
-// Sample is one logged execution of a statement, with its values.
-type Sample struct {
-	Role SampleRole `json:"role"`
-	// Query is the text as sent: $n placeholders for the extended
-	// protocol, literals for the simple one.
-	Query string `json:"query"`
-	// Params are the values of $1, $2, ... in text form, nil for NULL.
-	Params     []*string `json:"params"`
-	DurationMS float64   `json:"duration_ms"`
-	// Database is the database it ran in.
-	Database string `json:"database,omitempty"`
-}
+// Sample is one logged execution of a statement, with its values
+// (results.Sample).
+type Sample = results.Sample
 
 // Statement is what to explain: one fingerprint of the workload.
 type Statement struct {

@@ -18,12 +18,21 @@ import (
 // The connection is used read-only, named as pgrehearse's own; the
 // returned function closes it.
 func Connect(ctx context.Context, dsn string, explainAnalyze bool, in *Input) (func(), error) {
+	return ConnectTo(ctx, dsn, "", explainAnalyze, in)
+}
+
+// ConnectTo is Connect to database of the server at dsn (the DSN's own
+// when empty): a replay's target, whose sessions each chose theirs.
+func ConnectTo(ctx context.Context, dsn, database string, explainAnalyze bool, in *Input) (func(), error) {
 	if dsn == "" {
 		return func() {}, nil
 	}
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("connect for findings: %w", err)
+	}
+	if database != "" {
+		cfg.Database = database
 	}
 	// Named as the tool's own: its catalog reads and EXPLAINs are not
 	// the workload in an analysis of the server's log.
@@ -33,6 +42,7 @@ func Connect(ctx context.Context, dsn string, explainAnalyze bool, in *Input) (f
 		return nil, fmt.Errorf("connect for findings: %w", err)
 	}
 	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
+	catalog.Untracked(ctx, conn)
 	if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
 		closeConn()
 		return nil, fmt.Errorf("read the catalog: %w", err)

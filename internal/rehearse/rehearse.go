@@ -16,15 +16,16 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// Side is one of the two targets.
-type Side string
+// Side is one of the two targets: results' vocabulary, which each
+// round's result carries in its Part.
+type Side = results.Side
 
 // Sides.
 const (
 	// Control is the target as production is today.
-	Control Side = "control"
+	Control = results.SideControl
 	// Candidate is the target with the change.
-	Candidate Side = "candidate"
+	Candidate = results.SideCandidate
 )
 
 // DefaultRounds is the number of rounds per side when Config.Rounds is 0:
@@ -248,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		rounds = DefaultRounds
 	}
 	if cfg.Dir != "" {
-		if err := checkDir(cfg.Dir, cfg.Overwrite); err != nil {
+		if err := CheckDir(cfg.Dir, cfg.Overwrite); err != nil {
 			return nil, err
 		}
 	}
@@ -575,9 +576,10 @@ func expandLogs(patterns []string) ([]string, error) {
 	return files, nil
 }
 
-// checkDir makes dir if needed and checks that it is writable and does
-// not hold another rehearsal, before any work.
-func checkDir(dir string, overwrite bool) error {
+// CheckDir makes dir if needed and checks that it is writable and does
+// not hold another rehearsal (unless overwrite), as Run does before any
+// work: a caller with work of its own before Run checks first.
+func CheckDir(dir string, overwrite bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("rehearse: %w", err)
 	}

@@ -100,16 +100,16 @@ func TestExpandLogs(t *testing.T) {
 // holding another rehearsal's rounds is refused unless overwriting.
 func TestCheckDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "dir")
-	if err := checkDir(dir, false); err != nil {
+	if err := CheckDir(dir, false); err != nil {
 		t.Fatalf("checkDir of a new directory: %v", err)
 	}
 	if err := writeAtomic(filepath.Join(dir, IndexFile), &Outcome{Version: OutcomeVersion}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkDir(dir, false); err == nil || !strings.Contains(err.Error(), "another rehearsal") {
+	if err := CheckDir(dir, false); err == nil || !strings.Contains(err.Error(), "another rehearsal") {
 		t.Errorf("checkDir of a used directory: %v", err)
 	}
-	if err := checkDir(dir, true); err != nil {
+	if err := CheckDir(dir, true); err != nil {
 		t.Errorf("checkDir with overwrite: %v", err)
 	}
 	// Refused before anything runs: no reset is prepared.
@@ -125,7 +125,7 @@ func TestCheckDir(t *testing.T) {
 	if os.Geteuid() != 0 {
 		ro := filepath.Join(t.TempDir(), "ro")
 		os.Mkdir(ro, 0o555)
-		if err := checkDir(ro, false); err == nil {
+		if err := CheckDir(ro, false); err == nil {
 			t.Errorf("checkDir of a read-only directory: want an error")
 		}
 	}

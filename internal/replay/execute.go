@@ -98,8 +98,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !r.opts.DryRun {
 		var err error
 		var seq int64
-		latency, seq, err = s.exec(ev, items)
-		s.lastEnd = time.Now()
+		latency, seq, err = s.exec(ev, issued)
 		delayed = s.delayedSeq.Load() == seq
 		if err != nil && r.hardDone.Load() {
 			// Cancelled by the stop (or cut, the target silent): the
@@ -134,6 +133,13 @@ func (s *session) statement(it item, t *time.Timer) {
 			s.rollback()
 			r.c.realigned.Add(1)
 		}
+	}
+	if c := it.sync.Commit; c != nil {
+		// The commit the event carries ran on the target (whatever its
+		// outcome there): the sessions waiting for it go on now, not
+		// after the accounting below, which they do not depend on. On
+		// a chain of dependent sessions this is on every link.
+		c.Done()
 	}
 	if delayed {
 		// Its time includes a wait the replayer made: counted, with no
@@ -288,24 +294,25 @@ func (s *session) trackPrepared(items []fingerprint.Item, text string, ran bool)
 	}
 }
 
-// exec runs an execution and returns how long the target took, and the
-// execution's number (see session.execSeq). The messages are those of
-// the pgconn calls the replay used before, sent and read at the message
-// level (wire.go). While it runs, the session is in flight: the I/O watch
-// looks for an answer by busyUntil, and the hard stop cancels it.
-func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration, int64, error) {
+// exec runs an execution issued at start and returns how long the
+// target took, and the execution's number (see session.execSeq); it sets
+// lastEnd. The messages are those of the pgconn calls the replay used
+// before, sent and read at the message level (wire.go). While it runs,
+// the session is in flight: the I/O watch looks for an answer by
+// busyUntil, and the hard stop cancels it.
+func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, error) {
 	s.w.rows = s.w.rows[:0]
 	seq := s.execSeq.Add(1)
 	allow := s.r.opts.IOTimeout
 	if ev.Duration > 0 {
 		allow += 2 * time.Duration(ev.Duration) * time.Microsecond
 	}
-	start := time.Now()
 	s.busyUntil.Store(start.Add(allow).UnixNano())
 	defer s.busyUntil.Store(0)
 	// After busyUntil is set: a hard stop either sees the session in
 	// flight and cancels it, or is seen here (see interruptInFlight).
 	if s.r.hardDone.Load() {
+		s.lastEnd = start
 		return 0, seq, errStopping
 	}
 	if ev.Kind == event.Statement {
@@ -313,7 +320,7 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 		// it: several statements run in one implicit transaction. COPY
 		// TO STDOUT output is read and dropped.
 		err := s.execSimple(ev.Query)
-		return time.Since(start), seq, err
+		return s.ended(start), seq, err
 	}
 
 	params := s.bindParams(ev.Params)
@@ -321,14 +328,28 @@ func (s *session) exec(ev *event.Event, items []fingerprint.Item) (time.Duration
 		// Parameter types 0: the server infers them, as it did for
 		// the original, whose types the log does not show.
 		err := s.execParams(ev.Query, params)
-		return time.Since(start), seq, err
+		return s.ended(start), seq, err
 	}
-	if err := s.prepare(s.r.hard, ev.Name, ev.Query); err != nil {
-		return 0, seq, err
+	if q, ok := s.prepared[ev.Name]; !ok || q != ev.Query {
+		if err := s.prepare(s.r.hard, ev.Name, ev.Query); err != nil {
+			s.ended(start)
+			return 0, seq, err
+		}
+		// The execution's time leaves the Parse out.
+		start = time.Now()
 	}
-	start = time.Now()
 	err := s.execPrepared(ev.Name, params)
-	return time.Since(start), seq, err
+	return s.ended(start), seq, err
+}
+
+// ended notes that the session's statement ended now, and returns how
+// long it took since start. The clock is read once per execution here
+// and once where it is issued: a few reads less per statement count at
+// speed 0.
+func (s *session) ended(start time.Time) time.Duration {
+	now := time.Now()
+	s.lastEnd = now
+	return now.Sub(start)
 }
 
 // bindParams returns the parameters as byte slices that view the event's
@@ -416,6 +437,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	}
 	if s.clk.paced() {
 		sh.recordLag(lag.Microseconds())
+	}
+	if r.opts.Samples != nil && k == 1 && !failed && latency >= 0 && !r.opts.DryRun {
+		r.opts.Samples.AddEvent(items[0].Fingerprint, ev.Database, ev.Query, ev.Params, float64(latency.Microseconds())/1000)
 	}
 	if failed {
 		sh.errors[te.code]++

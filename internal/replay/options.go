@@ -62,6 +62,12 @@ type Options struct {
 	// parsing; sessions also run with default_transaction_read_only=on.
 	ReadOnly bool
 
+	// Samples, when set, is offered every execution that succeeded, with
+	// its parameter values and its time on the target: the result then
+	// keeps each query's slowest and median executions (Result.Samples).
+	// Values are personal data: only when the user asked.
+	Samples *results.Sampler
+
 	// LockTimeout and StatementTimeout, when not zero, are set on every
 	// session at connection (startup parameters lock_timeout and
 	// statement_timeout).

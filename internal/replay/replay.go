@@ -156,6 +156,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
 		return nil, err
 	}
+	if r.opts.Samples != nil {
+		res.KeptSamples, res.Samples = true, r.opts.Samples.Result()
+	}
 	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
 	return res, readErr
 }

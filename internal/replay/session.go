@@ -211,7 +211,8 @@ func (s *session) done(it item) {
 			// The commit did not happen on the target: what waits for
 			// it is released, and knows it was lost.
 			s.r.sync.lose(c)
-		default:
+		case !c.Ran():
+			// statement released it as soon as it ran.
 			c.Done()
 		}
 	}

@@ -35,8 +35,11 @@ import (
 // (no log reading, no queues, no accounting: the least a Go client can
 // do), and the replay engine. Each run starts from a settled server and
 // the order turns from round to round; the rates of a round are measured
-// within seconds of each other. BENCH_PROFILE=DIR writes CPU, block and
-// mutex profiles of the replays there.
+// within seconds of each other. BENCH_PROFILE=DIR writes CPU, block,
+// mutex and allocation profiles of the replays there. BENCH_BASELINE=BIN
+// adds to each round the replay of another build of this package's test
+// binary, on the same capture (see baseline_test.go), so that a change is
+// measured against its baseline in the same run.
 //
 // The rounds run in two layouts (BENCH_LAYOUT=shared,apart): with the
 // server and the clients sharing every CPU, then with the server on a CPU
@@ -90,9 +93,13 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	default:
 		b.Fatalf("BENCH_LAYOUT: %q is neither shared nor apart", layout)
 	}
-	var ofT, ofFixed []float64
+	baseline := os.Getenv("BENCH_BASELINE")
+	// BENCH_AB=1 leaves out pgbench -t and the bare loop: the replay,
+	// its baseline and pgbench -T only, for more rounds in the time.
+	full := os.Getenv("BENCH_AB") == ""
+	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU []float64
 	for round := range rounds {
-		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU float64
+		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU float64
 		var res *results.Result
 		var tl *timeline
 		runs := []func(){
@@ -101,12 +108,6 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				base = pgbenchRate(b, c, clients, secs)
 				pgbenchCPU = (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
 			},
-			func() { fixed = pgbenchFixedRate(b, c, clients, txPerClient) },
-			func() {
-				self0 := cpuTime(syscall.RUSAGE_SELF)
-				bare = bareRate(b, c, perSession)
-				bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
-			},
 			func() {
 				self0 := cpuTime(syscall.RUSAGE_SELF)
 				var stop func()
@@ -114,12 +115,24 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
 				}
 				tl = &timeline{start: time.Now()}
-				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0))})
+				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0)), Sync: benchSync(b)})
 				if stop != nil {
 					stop()
 				}
 				replayCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(res.Statements.Executed+res.Statements.Failed)
 			},
+		}
+		if full {
+			runs = append(runs,
+				func() { fixed = pgbenchFixedRate(b, c, clients, txPerClient) },
+				func() {
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					bare = bareRate(b, c, perSession)
+					bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				})
+		}
+		if baseline != "" {
+			runs = append(runs, func() { oldRate, oldCPU = baselineReplay(b, baseline, files[len(files)-1], c.DSN("postgres")) })
 		}
 		// Each run updates the same rows and leaves dead tuples and
 		// WAL behind, which slow whatever runs next: every run starts
@@ -131,19 +144,42 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		}
 		ran := float64(res.Statements.Executed + res.Statements.Failed)
 		rate := ran / res.WallSeconds
-		b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, bare %.1f µs, replay %.1f µs",
-			layout, round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
-		b.Logf("%s round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
-			layout, round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
-		b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
-			layout, round+1, txPerClient, fixed, rate/fixed)
+		if full {
+			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, bare %.1f µs, replay %.1f µs",
+				layout, round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
+			b.Logf("%s round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
+				layout, round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
+			b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
+				layout, round+1, txPerClient, fixed, rate/fixed)
+			ofFixed = append(ofFixed, rate/fixed)
+		} else {
+			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, replay %.1f µs; pgbench %.0f stmt/s, replay %.0f stmt/s (%.2f of pgbench) in %.2f s",
+				layout, round+1, pgbenchCPU*1e6, replayCPU*1e6, base, rate, rate/base, res.WallSeconds)
+		}
 		b.Logf("%s round %d: replay statements per 500 ms: %v", layout, round+1, tl.buckets())
-		ofT, ofFixed = append(ofT, rate/base), append(ofFixed, rate/fixed)
+		b.Logf("%s round %d: replay sync %s", layout, round+1, syncLine(res))
+		ofT = append(ofT, rate/base)
+		cpuOf = append(cpuOf, replayCPU/pgbenchCPU)
+		if baseline != "" {
+			b.Logf("%s round %d: baseline build: replay %.0f stmt/s (%.2f of pgbench), client CPU per statement %.1f µs (%.2fx pgbench's); this build %.2f of pgbench, %.2fx",
+				layout, round+1, oldRate, oldRate/base, oldCPU*1e6, oldCPU/pgbenchCPU, rate/base, replayCPU/pgbenchCPU)
+			baseOfT, baseCPUOf = append(baseOfT, oldRate/base), append(baseCPUOf, oldCPU/pgbenchCPU)
+			pairRate, pairCPU = append(pairRate, rate/oldRate), append(pairCPU, replayCPU/oldCPU)
+		}
 	}
 	// Single rounds move by several percent: the median is the figure
 	// to compare from run to run.
-	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T, %.2f of pgbench -t",
-		layout, rounds, median(ofT), median(ofFixed))
+	if full {
+		b.Logf("%s, median of %d rounds: replay %.2f of pgbench -t", layout, rounds, median(ofFixed))
+	}
+	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
+		layout, rounds, median(ofT), median(cpuOf))
+	if baseline != "" {
+		b.Logf("%s, median of %d rounds, baseline build: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
+			layout, rounds, median(baseOfT), median(baseCPUOf))
+		b.Logf("%s, this build against the baseline in the same round, median of %d: rate %.3f (%s), CPU per statement %.3f (%s)",
+			layout, rounds, median(pairRate), fmtRatios(pairRate), median(pairCPU), fmtRatios(pairCPU))
+	}
 }
 
 func median(xs []float64) float64 {
@@ -331,17 +367,26 @@ func startProfiles(b *testing.B, dir, run string) func() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
+	// The allocations before and after: go tool pprof -base
+	// allocs0-RUN.pprof allocs-RUN.pprof shows the run's own.
+	writeProfile := func(kind, file string) {
+		if kind == "allocs" {
+			runtime.GC() // the profile is as of the last collection
+		}
+		pf, err := os.Create(name(file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprof.Lookup(kind).WriteTo(pf, 0)
+		pf.Close()
+	}
+	writeProfile("allocs", "allocs0")
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
-		for _, kind := range []string{"block", "mutex"} {
-			pf, err := os.Create(name(kind))
-			if err != nil {
-				b.Fatal(err)
-			}
-			pprof.Lookup(kind).WriteTo(pf, 0)
-			pf.Close()
-		}
+		writeProfile("allocs", "allocs")
+		writeProfile("block", "block")
+		writeProfile("mutex", "mutex")
 	}
 }
 

@@ -70,7 +70,7 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 			runtime.ReadMemStats(&ms0)
 			stop = profile("replay", round)
 			self0 = cpuTime(syscall.RUSAGE_SELF)
-			res := replayLogHard(b, files[len(files)-1], hard, Options{Target: c.DSN("postgres"), Speed: 0})
+			res := replayLogHard(b, files[len(files)-1], hard, Options{Target: c.DSN("postgres"), Speed: 0, Sync: benchSync(b)})
 			stop()
 			cancel()
 			runtime.ReadMemStats(&ms1)

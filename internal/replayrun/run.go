@@ -49,7 +49,9 @@ type Config struct {
 	// target during the replay (package observe).
 	Observe *observe.Options
 	// Findings names the known traps of the workload as the target ran
-	// it; FindingsDSN gives them the target's catalog.
+	// it; FindingsDSN gives them the catalog of the target's database
+	// with the workload's schema. Empty, the target is used, in the
+	// database most of the logins checked before the replay use.
 	Findings    bool
 	FindingsDSN string
 
@@ -217,7 +219,19 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
 	}
 	if cfg.Findings && !res.Partial && !res.DryRun {
-		o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.FindingsDSN)
+		if cfg.FindingsDSN != "" {
+			o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.FindingsDSN, "")
+		} else {
+			// The target, not asked for: when it does not take the
+			// findings' connection, they go without it and say so.
+			db := WorkloadDatabase(pf)
+			if o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.Replay.Target, db); o.FindingsErr != nil {
+				if cfg.Warn != nil {
+					cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
+				}
+				o.Findings, o.FindingsErr = replayFindings(ctx, res, "", "")
+			}
+		}
 	}
 	o.reasons(cfg.MaxErrorRate)
 	return o, nil
@@ -272,11 +286,32 @@ func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
 	}
 }
 
+// WorkloadDatabase is the database most of the logins the pre-flight
+// checked use (the first of them on a tie), empty without any: the
+// target DSN's own.
+func WorkloadDatabase(pf *Preflight) string {
+	if pf == nil {
+		return ""
+	}
+	n := map[string]int{}
+	best := ""
+	for _, c := range pf.Checks {
+		if c.Database == "" || c.Problem != replay.ProblemNone {
+			continue
+		}
+		n[c.Database]++
+		if best == "" || n[c.Database] > n[best] {
+			best = c.Database
+		}
+	}
+	return best
+}
+
 // replayFindings names the traps of the replayed workload as the target
 // ran it, with the target's catalog when dsn is given.
-func replayFindings(ctx context.Context, res *results.Result, dsn string) (*findings.Report, error) {
+func replayFindings(ctx context.Context, res *results.Result, dsn, database string) (*findings.Report, error) {
 	in := findings.Input{Workload: findings.FromResult(res)}
-	closeConn, err := findings.Connect(ctx, dsn, false, &in)
+	closeConn, err := findings.ConnectTo(ctx, dsn, database, false, &in)
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,7 @@ func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 		}
 		ew.printf("errors      %s by SQLSTATE: %s\n", thousands(n), strings.Join(parts, ", "))
 	}
+	writeKept(ew, r)
 	if top > 0 && len(r.Queries) > 0 {
 		spanS := r.SpanSeconds()
 		byTime := r.Queries // already by total time

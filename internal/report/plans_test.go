@@ -83,6 +83,10 @@ func TestPlanLines(t *testing.T) {
 			t.Errorf("line %d:\n got %q\nwant %q", i, got, want[i])
 		}
 	}
+	both := explain.Outcome{Verdict: explain.NotCompared, Problems: []explain.Problem{{Side: explain.Control, Kind: explain.ProblemUtility}, {Side: explain.Candidate, Kind: explain.ProblemUtility}}}
+	if got := PlanLine(&both, false); got != "not explained: DDL or a utility statement, which EXPLAIN cannot plan" {
+		t.Errorf("the same reason on both sides: %q", got)
+	}
 	if got := PlanLine(&rep.Outcomes[1], false); !strings.HasPrefix(got, "same plan: ") || strings.Contains(got, "cause") {
 		t.Errorf("not slower: %q", got)
 	}

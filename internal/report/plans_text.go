@@ -82,6 +82,13 @@ func planWordsOf(o *explain.Outcome, slower bool) planWords {
 	}
 	w := planWords{verdict: "not explained"}
 	var why []string
+	// A reason of the statement itself (a utility statement) is the
+	// same on both sides: said once.
+	if len(o.Problems) == 2 && o.Problems[0].Kind == o.Problems[1].Kind && o.Problems[0].Message == o.Problems[1].Message &&
+		o.Problems[0].Relation == o.Problems[1].Relation {
+		w.what = ProblemText(o.Problems[0])
+		return w
+	}
 	for _, p := range o.Problems {
 		why = append(why, string(p.Side)+": "+ProblemText(p))
 	}

@@ -165,7 +165,7 @@ func TestTailBuffer(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for in, want := range map[string]Mode{"template": ModeTemplate, "none": ModeNone, "datadir": "", "command": "", "": "", "Template": ""} {
+	for in, want := range map[string]Mode{"template": ModeTemplate, "none": ModeNone, "datadir": ModeDataDir, "command": "", "": "", "Template": ""} {
 		got, err := ParseMode(in)
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)

@@ -49,6 +49,11 @@ func (d *DataDir) Reset(ctx context.Context, round int) (State, error) {
 // Release does nothing: the next Reset restores.
 func (d *DataDir) Release(context.Context, State) error { return nil }
 
-// Close does nothing: the copy is inside the cluster's directory and goes
-// with it.
-func (d *DataDir) Close(context.Context) error { return nil }
+// Close removes the copy: it is as large as the data directory, and a
+// cluster attached from another process (pgcluster.Attach) outlives the
+// rehearsal.
+func (d *DataDir) Close(context.Context) error {
+	err := d.snap.Remove()
+	d.snap = nil
+	return err
+}

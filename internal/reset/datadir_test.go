@@ -2,6 +2,7 @@ package reset
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -44,7 +45,14 @@ func TestDataDirReset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	snaps, _ := filepath.Glob(filepath.Join(c.Dir(), "snapshot-*"))
+	if len(snaps) != 1 {
+		t.Errorf("snapshots before Close: %v, want one", snaps)
+	}
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if snaps, _ := filepath.Glob(filepath.Join(c.Dir(), "snapshot-*")); len(snaps) != 0 {
+		t.Errorf("Close left the copy of the data directory: %v", snaps)
 	}
 }

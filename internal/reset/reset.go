@@ -32,15 +32,15 @@ func (m Mode) Valid() bool {
 	return false
 }
 
-// ParseMode reads a mode a user may name: template or none. A command
-// reset is given by its command, and data-directory copies are for
-// throwaway clusters only.
+// ParseMode reads a mode a user may name: template, none, or datadir
+// (for throwaway clusters only, whose directories the caller must then
+// name). A command reset is given by its command.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case ModeTemplate, ModeNone:
+	case ModeTemplate, ModeNone, ModeDataDir:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown reset %q: use template or none", s)
+	return "", fmt.Errorf("unknown reset %q: use template, none or datadir", s)
 }
 
 // State is what one reset did, for the round that follows it.

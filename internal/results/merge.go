@@ -113,6 +113,11 @@ func Merge(a, b *Result) (*Result, error) {
 	if m.Evidence == nil {
 		m.Evidence = b.Evidence
 	}
+	// Values kept on one side only are kept: the user asked for them
+	// there.
+	m.KeptSamples = a.KeptSamples || b.KeptSamples
+	m.Samples = mergeSamples(a.Samples, b.Samples)
+	m.LoggedPlans = mergeLoggedPlans(a.LoggedPlans, b.LoggedPlans)
 	if a.Replay != nil {
 		if m.Replay, err = mergeReplays(a, b, sharded); err != nil {
 			return nil, err
@@ -151,8 +156,8 @@ func mergeParts(a, b *Result) (*Part, error) {
 		if a.Input.Same(b.Input) {
 			return nil, cannot("both read the same input (%s), whole: merge combines the parts of one workload, and these would count every statement twice", inputName(a.Input))
 		}
-		if pa != nil && pb != nil && pa.Round == pb.Round && pa.Round > 0 {
-			return &Part{Round: pa.Round}, nil
+		if pa != nil && pb != nil && pa.Round == pb.Round && pa.Round > 0 && pa.Side == pb.Side {
+			return &Part{Round: pa.Round, Side: pa.Side}, nil
 		}
 		return nil, nil
 	}
@@ -161,8 +166,8 @@ func mergeParts(a, b *Result) (*Part, error) {
 		return nil, cannot("their sessions were split into different numbers of shards (%d and %d)", pa.Of, pb.Of)
 	case pa.Plan != pb.Plan:
 		return nil, cannot("shards of different plans (%q and %q)", pa.Plan, pb.Plan)
-	case pa.Round != pb.Round:
-		return nil, cannot("shards of different rounds (%d and %d)", pa.Round, pb.Round)
+	case pa.Round != pb.Round || pa.Side != pb.Side:
+		return nil, cannot("shards of different rounds (%s and %s)", pa, pb)
 	case pa.Run != pb.Run:
 		return nil, cannot("shards of different runs (%q and %q)", pa.Run, pb.Run)
 	case !pa.Barrier.Same(pb.Barrier):
@@ -174,7 +179,7 @@ func mergeParts(a, b *Result) (*Part, error) {
 	if overlap {
 		return nil, cannot("the parts overlap: both cover shard %v of %d", intersect(pa.Shards, pb.Shards), pa.Of)
 	}
-	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Run: pa.Run, Barrier: pa.Barrier}, nil
+	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Side: pa.Side, Run: pa.Run, Barrier: pa.Barrier}, nil
 }
 
 func intersect(a, b []int) []int {

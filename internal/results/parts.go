@@ -70,7 +70,7 @@ type Part struct {
 	// empty for the stable hash.
 	Plan string `json:"plan,omitempty"`
 	// Round is the rehearsal round (1, 2, ...) this run was; 0 outside
-	// a rehearsal.
+	// a rehearsal. With Side, it is the side's round.
 	Round int `json:"round,omitempty"`
 	// Run names the replay the shards were started as (every shard of
 	// it gives the same); empty when not given.
@@ -79,6 +79,8 @@ type Part struct {
 	// schedule began, and how it was fixed (Barrier.Kind); nil for a
 	// shard that met none (speed 0 without one).
 	Barrier *Barrier `json:"barrier,omitempty"`
+	// Side is the target of a rehearsal round; empty outside one.
+	Side Side `json:"side,omitempty"`
 }
 
 // BarrierKind is how the shards of a replay agreed on their start.
@@ -118,6 +120,17 @@ func (b *Barrier) String() string {
 	return fmt.Sprintf("%s %s", b.Kind, time.UnixMicro(int64(b.At)).UTC().Format(time.RFC3339Nano))
 }
 
+// Side is one of a rehearsal's two targets.
+type Side string
+
+// Sides.
+const (
+	// SideControl is the target as production is today.
+	SideControl Side = "control"
+	// SideCandidate is the target with the change.
+	SideCandidate Side = "candidate"
+)
+
 // Sharded reports whether p covers some shards of a split input.
 func (p *Part) Sharded() bool { return p != nil && p.Of > 1 }
 
@@ -130,7 +143,8 @@ func (p *Part) Whole() bool {
 	return len(p.Shards) == p.Of
 }
 
-// String is "shard 2 of 4", "shards 0, 1 of 4", "round 3", or "whole".
+// String is "shard 2 of 4", "shards 0, 1 of 4", "round 3", "control round
+// 2", or "whole".
 func (p *Part) String() string {
 	var s string
 	switch {
@@ -142,6 +156,9 @@ func (p *Part) String() string {
 	if p != nil && p.Round > 0 {
 		if s != "" {
 			s += ", "
+		}
+		if p.Side != "" {
+			s += string(p.Side) + " "
 		}
 		s += fmt.Sprintf("round %d", p.Round)
 	}

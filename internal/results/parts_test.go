@@ -130,9 +130,29 @@ func TestPartString(t *testing.T) {
 		{&Part{Shards: []int{2}, Of: 4}, "shard 2 of 4"},
 		{&Part{Shards: []int{0, 1}, Of: 4, Round: 3}, "shards [0 1] of 4, round 3"},
 		{&Part{Round: 1}, "round 1"},
+		{&Part{Round: 2, Side: SideCandidate}, "candidate round 2"},
+		{&Part{Shards: []int{1}, Of: 2, Round: 2, Side: SideControl}, "shard 1 of 2, control round 2"},
 	} {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestMergeRoundShards: the shards of one rehearsal round merge into the
+// round's result, keeping its side; shards of the same round number on
+// the two sides do not.
+func TestMergeRoundShards(t *testing.T) {
+	cs := calls(500, 5)
+	a, b := shardOf(t, cs, 0, 2, true), shardOf(t, cs, 1, 2, true)
+	a.Part.Round, a.Part.Side = 2, SideCandidate
+	b.Part.Round, b.Part.Side = 2, SideCandidate
+	m, err := Merge(a, b)
+	if err != nil || m.Part.Round != 2 || m.Part.Side != SideCandidate || !m.Part.Whole() {
+		t.Fatalf("Merge of a round's shards: %v, part %v", err, m.Part)
+	}
+	b.Part.Side = SideControl
+	if _, err := Merge(a, b); err == nil || !strings.Contains(err.Error(), "different rounds") {
+		t.Errorf("Merge of shards of two sides' rounds: %v, want it refused", err)
 	}
 }

@@ -139,6 +139,17 @@ type Result struct {
 	// observe's JSON), kept as it was written; nil without.
 	Evidence json.RawMessage `json:"evidence,omitempty"`
 
+	// KeptSamples: the user asked to keep parameter values
+	// (--keep-samples), and Samples holds them. Without, the result
+	// holds no parameter value, and plans made from it are generic.
+	KeptSamples bool `json:"kept_samples,omitempty"`
+	// Samples are, per fingerprint, its slowest and its median
+	// executions with their parameter values; only with KeptSamples.
+	Samples []QuerySamples `json:"samples,omitempty"`
+	// LoggedPlans are, per fingerprint, the plan the server logged
+	// with auto_explain, when its log had any (an analysis).
+	LoggedPlans []LoggedPlan `json:"logged_plans,omitempty"`
+
 	*Replay
 }
 

@@ -12,8 +12,8 @@ import (
 )
 
 // The shop is the rehearsal demo's application: customers found by email,
-// their orders summed, and pgbench's own transactions, run by pgbench at a
-// steady rate. Its lookup by email depends on one index, which a
+// their orders summed, the orders of a range of customers reported, and
+// pgbench's own transactions, run by pgbench at a steady rate. Its lookup by email depends on one index, which a
 // candidate server can lose on purpose to show a regression.
 
 // ShopDatabase holds the shop's tables and pgbench's.
@@ -65,6 +65,12 @@ SELECT id, name FROM customers WHERE email = 'user' || :n || '@example.com';
 	ordersScript = `\set c random(1, 50000)
 SELECT count(*), sum(total) FROM orders WHERE customer_id = :c;
 `
+	// rangeScript sums the orders of a hundred neighbouring customers:
+	// some 400 rows spread over as many pages, which a server with a
+	// small shared_buffers reads again on every call.
+	rangeScript = `\set c random(1, 49900)
+SELECT count(*), sum(total) FROM orders WHERE customer_id BETWEEN :c AND :c + 100;
+`
 )
 
 // SetupShop creates the shop database, its data and pgbench's tables on
@@ -112,10 +118,14 @@ func RunShop(ctx context.Context, c *pgcluster.Cluster, d time.Duration, rate in
 	if err := os.WriteFile(orders, []byte(ordersScript), 0o644); err != nil {
 		return ShopRun{}, err
 	}
+	ranges := filepath.Join(dir, "range.sql")
+	if err := os.WriteFile(ranges, []byte(rangeScript), 0o644); err != nil {
+		return ShopRun{}, err
+	}
 	run := ShopRun{Clients: 4, Rate: rate, Duration: d}
 	out, err := c.Pgbench(ctx, "-n", "-M", "prepared", "-c", strconv.Itoa(run.Clients), "-j", "2",
 		"-T", strconv.Itoa(int(d.Seconds())), "-R", strconv.Itoa(rate), "--random-seed=7",
-		"-f", lookup+"@3", "-f", orders+"@2", "-b", "tpcb-like@1", ShopDatabase)
+		"-f", lookup+"@3", "-f", orders+"@2", "-f", ranges+"@1", "-b", "tpcb-like@1", ShopDatabase)
 	if err != nil {
 		return run, err
 	}

@@ -1,14 +1,10 @@
-package explain
+package results
 
 import (
-	"context"
 	"math"
 	"strconv"
 	"sync"
 	"testing"
-
-	"github.com/pgrehearse/pgrehearse/internal/catalog"
-	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
 func TestSampler(t *testing.T) {
@@ -54,19 +50,30 @@ func TestSampler(t *testing.T) {
 	}
 }
 
-func TestForFindings(t *testing.T) {
-	p, err := plan.ParseText("Seq Scan on customers  (cost=0.00..1141.00 rows=1 width=22)\n  Filter: (email = $1)")
-	if err != nil {
-		t.Fatal(err)
+// TestSamplerMerge: two workers' samplers merged keep the slowest of
+// both and a median drawn from both in proportion to what each saw.
+func TestSamplerMerge(t *testing.T) {
+	a, b := NewSampler(0), NewSampler(0)
+	for i := 1; i <= 9000; i++ {
+		v := strconv.Itoa(i)
+		a.Add("fp", "shop", "SELECT $1", []*string{&v}, float64(i%1000+1))
 	}
-	rep := &Report{Outcomes: []Outcome{{Query: "SELECT * FROM customers WHERE email = $1",
-		Explained: []Explained{{Candidate: &SidePlan{Mode: ModeGeneric, Plan: p}}}}}}
-	f := rep.ForFindings(Candidate, nil)
-	cp, err := f.Explain(context.Background(), catalog.Request{Query: "SELECT * FROM customers WHERE email = $1", Generic: true})
-	if err != nil || cp.Mode != "generic" || cp.Root.NodeType != "Seq Scan" || cp.Root.Relation != "customers" || cp.Root.Filter != "(email = $1)" || cp.Root.TotalCost != 1141 {
-		t.Errorf("plan %+v, %v", cp, err)
+	for i := 1; i <= 1000; i++ {
+		v := strconv.Itoa(i)
+		b.Add("fp", "shop", "SELECT $1", []*string{&v}, 5000+float64(i))
 	}
-	if _, err := f.Explain(context.Background(), catalog.Request{Query: "SELECT 1"}); err == nil {
-		t.Error("a statement not explained, without a connection")
+	b.Add("only-b", "shop", "SELECT 1", nil, 1)
+	a.Merge(b)
+	got := a.Samples("fp")
+	if len(got) != 2 || got[0].DurationMS != 6000 {
+		t.Fatalf("merged: %+v", got)
+	}
+	// Nine in ten executions were a's (at most 1,000 ms): the median
+	// is one of them.
+	if got[1].DurationMS > 1000 {
+		t.Errorf("median %v drawn from the smaller side", got[1].DurationMS)
+	}
+	if len(a.Result()) != 2 {
+		t.Errorf("fingerprints after merge: %v", a.Fingerprints())
 	}
 }

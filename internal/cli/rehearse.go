@@ -1,0 +1,710 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+func init() { commands = append(commands, newRehearseCmd) }
+
+type rehearseFlags struct {
+	// replayFlags hold the options every round's replay shares; their
+	// target, logs and findings server are each side's.
+	replayFlags
+	control, candidate               string
+	controlLogs, candidateLogs       []string
+	rounds                           int
+	resetMode, resetCmd              string
+	controlCluster, candidateCluster string
+	out                              string
+	htmlPath                         string
+	failOn                           []string
+	top                              int
+	minCalls                         int64
+	minEffectMS                      float64
+	// explain is --plans; plans how, on the two targets.
+	explain bool
+	plans   planFlags
+}
+
+func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f rehearseFlags
+	cmd := &cobra.Command{
+		Use:   "rehearse --control DSN --candidate DSN [flags] LOG...",
+		Short: "Replay a log onto a control and a candidate in alternating rounds, and compare like with like",
+		Long: `rehearse answers "what would get slower if production traffic hit the
+changed server?" by comparing replay with replay: it replays the logs onto a
+control target (a copy of production as it is today) and onto a candidate
+target (the same with the change), in alternating rounds, --rounds of each
+(3 by default), in the order control, candidate, candidate, control, control,
+candidate ... so that a drift of the machine over the rehearsal falls on both
+sides alike. The comparison is then across all rounds (as report --baseline
+A1 A2 A3 --candidate B1 B2 B3): each query's effect is the candidate's median
+over the control's with an interval from the run-to-run spread, and a
+regression must exceed the control's own noise between its rounds, the
+effect floor and --min-effect-ms.
+
+A replay writes, so before every round each target is reset to its starting
+state (--reset):
+  template  (default) each database the logs' sessions use (read from the
+            logs first) is copied from a pristine copy made at the start
+            (CREATE DATABASE ... TEMPLATE, STRATEGY FILE_COPY on PostgreSQL
+            15+), the round replays onto the copies, which are dropped after
+            it; the login needs CREATEDB. Needs free disk for two copies of
+            those databases on each target.
+  none      nothing is reset, for read-only workloads; every round after the
+            first is marked as drifted.
+  datadir   throwaway clusters only (pgrehearse demo --keep leaves them):
+            the data directory of --control-cluster and --candidate-cluster
+            is copied at the start and restored before each round.
+--reset-cmd COMMAND runs your own reset instead (a ZFS, LVM or EBS snapshot
+rolled back, a Database Lab clone reset), by /bin/sh before each round, with
+the target in PGHOST, PGPORT, PGUSER, PGDATABASE and PGREHEARSE_DSN (no
+password), its name (control or candidate) in PGREHEARSE_TARGET and its round
+in PGREHEARSE_ROUND; the round starts once the target accepts connections. A
+reset command that fails stops the rehearsal (exit 1).
+
+Every round is a replay as "pgrehearse replay" does it, with the same options
+(speed, synchronization, filters, maps, timeouts, evidence); with
+--control-log and --candidate-log (each target's own server log) every round
+reads its server-side durations, which is what the comparison should rest
+on. replay's --target, --target-log, --max-error-rate, --dry-run and
+--metrics-addr are not rehearse's: each side has its own DSN and log, the
+comparison judges the candidate's errors against the control's (an errors
+rule of --fail-on), and a rehearsal is never dry. A round that replay
+would fail (a failed pre-flight, sessions that could not connect, a target
+log without durations, statements lost beyond --max-lost, a degraded
+replay) stops the rehearsal with replay's exit code.
+
+Each round's result goes to --out DIR as it ends (round-01-control.json ...),
+with the index of the rounds (rehearsal.json): "pgrehearse report --baseline
+DIR/round-*-control.json --candidate DIR/round-*-candidate.json" makes the
+comparison again. A progress line on standard error says, per round, where
+the rehearsal is and about how long is left. Ctrl-C stops the round under way
+(a second Ctrl-C, or --grace later, cancels its statements); the rounds
+finished are kept, the comparison of what finished is shown marked partial,
+never a pass, and the exit code is 5.
+
+The comparison goes to standard output (the rounds first, the verdict last),
+--json FILE writes it (report --json's schema with the rehearsal's index
+under "rehearsal"), --html FILE as report's page with every round's evidence.
+The findings are the candidate's first round's, against the control's first,
+with the candidate's catalog (--findings-dsn, else the candidate target).
+
+After the rounds (--plans, on by default), rehearse explains on both targets
+the queries that regressed or diverged and the top --plans-top by time added,
+and says per query "plan changed" (the first nodes that differ) or "same
+plan, slower" (the nodes whose time or reads grew), with the setting, index
+or statistic behind it: one line each in the summary, "plans" in the JSON
+(docs/plans-json.md), both trees side by side on the page. The targets are
+the rehearsal's own, so it needs no other connection: explain runs
+read-only, under statement_timeout and lock_timeout, never runs a write, and
+writes the plans without their constants. With --keep-samples, the rounds
+keep each query's slowest and median executions with their parameter values
+(personal data) and the queries are explained with them (custom plans, and
+EXPLAIN ANALYZE of plain SELECTs unless --explain-analyze=false); without,
+generic plans, said so.
+
+` + rulesHelp + `
+` + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
+			exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
+			exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"}),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRehearseCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
+		},
+	}
+	fl := cmd.Flags()
+	dsnVar(fl, &f.control, "control", "connection string or URI of the control target: production's setup as it is today")
+	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target: the same with the change")
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
+	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
+	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each round: template, none or datadir")
+	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each round of each target (see above)")
+	fl.StringVar(&f.controlCluster, "control-cluster", "", "with --reset datadir: the control's throwaway cluster directory")
+	fl.StringVar(&f.candidateCluster, "candidate-cluster", "", "with --reset datadir: the candidate's throwaway cluster directory")
+	fl.StringVar(&f.out, "out", "", "directory for each round's result and the index (default: pgrehearse-rehearsal-TIME in the current directory); it must not hold another rehearsal")
+	fl.StringVar(&f.jsonPath, "json", "", `write the comparison as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringVar(&f.htmlPath, "html", "", "write the comparison as one self-contained HTML `FILE`")
+	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
+	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary")
+	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every round for a query to be judged")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
+	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
+	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
+	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
+	addPlanOptionFlags(fl, &f.plans)
+	addReplayOptionFlags(fl, &f.replayFlags)
+	return cmd
+}
+
+// rehearseRun is a rehearsal as the command sets it up.
+type rehearseRun struct {
+	stdio IO
+	f     rehearseFlags
+	cfg   rehearse.Config
+	// replay is every round's replay; each round sets its target,
+	// database map, target logs and part.
+	replay replayrun.Config
+	// notes are what each round's replay found that does not stop the
+	// rehearsal (a divergence from the original), by round.
+	notes map[int][]string
+	// database is the workload's database on the targets, as the first
+	// round's pre-flight found it: where the plans are explained.
+	database string
+}
+
+func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven bool, paths []string) error {
+	rules, err := rehearseChecks(f, resetGiven)
+	if err != nil {
+		return err
+	}
+	// The targets and every round's replay are checked before anything
+	// is written or touched.
+	clusters, err := attachClusters(&f)
+	if err != nil {
+		return err
+	}
+	rf := f.replayFlags
+	rf.target = f.control
+	cfg, err := replayConfig(stdio, rf, paths)
+	if err != nil {
+		return err
+	}
+	if f.out == "" {
+		f.out = "pgrehearse-rehearsal-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
+		return err
+	}
+	if err := rehearse.CheckDir(f.out, false); err != nil {
+		return fmt.Errorf("--out: %w; nothing was done", err)
+	}
+	r, err := setUpRehearsal(ctx, stdio, f, cfg, clusters)
+	if err != nil {
+		return err
+	}
+	second, release := secondInterrupt(ctx)
+	defer release()
+	r.replay.Hard = second
+
+	fmt.Fprintf(stdio.Stderr, "rehearse: %d rounds per side, in the order %s; each round's result goes to %s\n",
+		r.cfg.Rounds, orderText(rehearse.Order(r.cfg.Rounds)), f.out)
+	out, runErr := rehearse.Run(ctx, r.cfg)
+	if out == nil {
+		return runErr
+	}
+	// What ran is shown whatever stopped the rehearsal: the rounds, then
+	// the comparison of those finished.
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		summaryOut = stdio.Stderr
+	}
+	writeRounds(summaryOut, out, r.notes)
+	rep, cmpErr := r.compare(ctx, summaryOut, out, rules)
+	switch {
+	case runErr != nil:
+		return rehearsalStopped(out, f.out, runErr)
+	case out.Interrupted:
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("INTERRUPTED: %s; %d of %d control and %d of %d candidate rounds finished, kept in %s; "+
+			"the comparison above is partial and is not a verdict", out.Stopped, len(out.Control), out.Rounds, len(out.Candidate), out.Rounds, f.out)}
+	case cmpErr != nil:
+		return cmpErr
+	}
+	switch rep.Verdict.Status {
+	case compare.VerdictDiverged:
+		return &exitError{code: ExitDiverged, err: errors.New("the candidate's rounds diverged from the control's: they did different work, so the candidate is not judged")}
+	case compare.VerdictFail:
+		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	}
+	return nil
+}
+
+// rehearseChecks checks the flags against each other and parses
+// --fail-on.
+func rehearseChecks(f rehearseFlags, resetGiven bool) ([]compare.Rule, error) {
+	switch {
+	case f.control == "" && f.controlCluster == "":
+		return nil, usageError("rehearse needs the control target: --control DSN")
+	case f.candidate == "" && f.candidateCluster == "":
+		return nil, usageError("rehearse needs the candidate target: --candidate DSN")
+	case f.control != "" && f.control == f.candidate:
+		return nil, usageError("--control and --candidate are the same server: the candidate must be another target, with the change")
+	case f.rounds < 1:
+		return nil, usageError("--rounds must be at least 1, got %d (3 or more measure the noise)", f.rounds)
+	case f.resetCmd != "" && resetGiven:
+		return nil, usageError("--reset-cmd is a reset of its own: give it or --reset, not both")
+	}
+	mode, err := reset.ParseMode(f.resetMode)
+	if err != nil {
+		return nil, usageError("--reset: %v", err)
+	}
+	datadir := mode == reset.ModeDataDir && f.resetCmd == ""
+	switch {
+	case datadir && (f.controlCluster == "" || f.candidateCluster == ""):
+		return nil, usageError("--reset datadir needs each target's throwaway cluster directory: --control-cluster DIR --candidate-cluster DIR")
+	case !datadir && (f.controlCluster != "" || f.candidateCluster != ""):
+		return nil, usageError("--control-cluster and --candidate-cluster go with --reset datadir")
+	case len(f.targetLogs) > 0:
+		return nil, usageError("rehearse reads each target's log: --control-log and --candidate-log")
+	case len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
+		return nil, usageError("--control-log and --candidate-log go together: the comparison needs the same source of durations on both sides")
+	}
+	return reportRules(reportFlags{failOn: f.failOn, top: f.top, minEffectMS: f.minEffectMS, minCalls: f.minCalls,
+		jsonPath: f.jsonPath, htmlPath: f.htmlPath}, true)
+}
+
+// attachClusters finds the throwaway clusters of --reset datadir, whose
+// DSNs stand for --control and --candidate when those are not given.
+func attachClusters(f *rehearseFlags) (map[rehearse.Side]*pgcluster.Cluster, error) {
+	if f.resetCmd != "" || f.resetMode != string(reset.ModeDataDir) {
+		return nil, nil
+	}
+	out := map[rehearse.Side]*pgcluster.Cluster{}
+	for side, dir := range map[rehearse.Side]string{rehearse.Control: f.controlCluster, rehearse.Candidate: f.candidateCluster} {
+		c, err := pgcluster.Attach(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--%s-cluster: %w", side, err)
+		}
+		out[side] = c
+	}
+	if f.control == "" {
+		f.control = out[rehearse.Control].DSN("postgres")
+	}
+	if f.candidate == "" {
+		f.candidate = out[rehearse.Candidate].DSN("postgres")
+	}
+	if f.control == f.candidate {
+		return nil, usageError("--control-cluster and --candidate-cluster are the same cluster")
+	}
+	return out, nil
+}
+
+// setUpRehearsal builds the rehearsal: the replay of every round (cfg,
+// the options shared) and each target's reset.
+func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayrun.Config, attached map[rehearse.Side]*pgcluster.Cluster) (*rehearseRun, error) {
+	r := &rehearseRun{stdio: stdio, f: f, notes: map[int][]string{}}
+	targets := map[rehearse.Side]*rehearse.Target{rehearse.Control: &r.cfg.Control, rehearse.Candidate: &r.cfg.Candidate}
+	dsn := map[rehearse.Side]string{rehearse.Control: f.control, rehearse.Candidate: f.candidate}
+	logs := map[rehearse.Side][]string{rehearse.Control: splitList(f.controlLogs), rehearse.Candidate: splitList(f.candidateLogs)}
+	mode, _ := reset.ParseMode(f.resetMode)
+	if f.resetCmd != "" {
+		mode = reset.ModeCommand
+	}
+	// Each side's error rate against the original is the comparison's
+	// to judge (errors rules), and the findings are the rehearsal's.
+	cfg.MaxErrorRate, cfg.Findings = 100, false
+	cfg.Replay.Cache = fingerprint.NewCache(0)
+	// Every round's replay warns alike (an observer that lacks
+	// pg_stat_statements): once is enough.
+	warned := map[string]bool{}
+	cfg.Warn = func(w string) {
+		if !warned[w] {
+			warned[w] = true
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w)
+		}
+	}
+	r.replay = cfg
+
+	var err error
+	var dbs []string
+	if mode == reset.ModeTemplate {
+		if dbs, err = r.scan(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for side, t := range targets {
+		t.DSN, t.Logs = dsn[side], logs[side]
+		switch mode {
+		case reset.ModeTemplate:
+			ok, err := reset.CanCreateDatabases(ctx, t.DSN)
+			if err != nil {
+				return nil, fmt.Errorf("the %s target: %w", side, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
+					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
+			}
+			t.Reset = &reset.Template{DSN: t.DSN, Databases: dbs}
+		case reset.ModeCommand:
+			t.Reset = &reset.Command{Command: f.resetCmd, DSN: t.DSN, Name: string(side), Output: stdio.Stderr}
+		case reset.ModeDataDir:
+			t.Reset = &reset.DataDir{Cluster: attached[side]}
+		default:
+			t.Reset = reset.None{}
+		}
+	}
+	r.cfg.Rounds, r.cfg.Dir, r.cfg.DatabaseMap = f.rounds, f.out, cfg.Replay.DatabaseMap
+	r.cfg.Progress = rehearseProgress(stdio.Stderr)
+	r.cfg.Replay = r.round
+	return r, nil
+}
+
+// scan reads the logs for the databases their sessions use, which the
+// template reset copies, and for how long a round will take.
+func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
+	start := time.Now()
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: reading the logs for the databases their sessions use (--reset template copies them)\n")
+	sc, err := replayrun.Scan(ctx, r.replay)
+	if err != nil {
+		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+	}
+	var dbs []string
+	for _, l := range sc.Logins {
+		if !slices.Contains(dbs, l.Database) {
+			dbs = append(dbs, l.Database)
+		}
+	}
+	if len(dbs) == 0 {
+		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+	}
+	slices.Sort(dbs)
+	if speed := r.replay.Replay.Speed; speed > 0 && sc.Span > 0 {
+		r.cfg.RoundEstimate = time.Duration(float64(sc.Span) / speed)
+	}
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
+		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
+	return dbs, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		if s == "" {
+			s = "(the DSN's own)"
+		}
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// round replays the logs once for a round of the rehearsal, onto target,
+// with the round's database map and target logs. A round whose replay
+// would fail the replay command stops the rehearsal with that error (and
+// its exit code); an interrupted one returns its partial result.
+func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target rehearse.Target) (*results.Result, error) {
+	cfg := r.replay
+	cfg.Replay.Target = target.DSN
+	cfg.Replay.DatabaseMap = round.DatabaseMap
+	cfg.TargetLogs = round.Logs
+	cfg.Part = &results.Part{Round: round.N, Side: results.Side(round.Side)}
+	if cfg.Replay.Samples != nil {
+		// Each round keeps its own executions.
+		cfg.Replay.Samples = results.NewSampler(0)
+	}
+	if cfg.Observe != nil {
+		o := *cfg.Observe
+		cfg.Observe = &o
+	}
+	start := time.Now()
+	if round.N == 1 {
+		// Each target's logins are shown once.
+		cfg.OnPreflight = func(pf *replayrun.Preflight) {
+			writePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
+		}
+	}
+	var stopLine func()
+	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
+	cfg.OnEnd = func() {
+		if stopLine != nil {
+			stopLine()
+		}
+	}
+	o, err := replayrun.Run(ctx, cfg)
+	if err == nil && r.database == "" && o.Preflight != nil {
+		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
+	}
+	if err != nil {
+		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+	}
+	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
+		return o.Result, nil
+	}
+	// What stops the rehearsal is what would fail the replay command,
+	// except what the comparison judges between the two sides: the
+	// error rate and a divergence.
+	stop := *o
+	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why replayrun.Reason) bool {
+		return why == replayrun.ReasonErrorRate || why == replayrun.ReasonDiverged
+	})
+	if stop.First() == replayrun.ReasonTargetLog {
+		// replay's words name its --target-log; here each side has its own.
+		return o.Result, fmt.Errorf("--%s-log: %w", round.Side, o.TargetLogErr)
+	}
+	if err := replayExit(&stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
+		return o.Result, err
+	}
+	if o.Has(replayrun.ReasonDiverged) {
+		r.notes[round.Seq] = append(r.notes[round.Seq], fmt.Sprintf("%d statements that succeeded in the original failed, some with errors of ordering (see docs/sync.md)",
+			o.Result.Outcomes.FailedOnlyOnTarget))
+	}
+	return o.Result, nil
+}
+
+// rehearseProgress prints a line on w when each round starts and ends,
+// with the estimate of the time left.
+func rehearseProgress(w io.Writer) func(rehearse.Progress) {
+	return func(p rehearse.Progress) {
+		rd := p.Round
+		left := "time left unknown until a round has finished"
+		if p.RemainingKnown {
+			left = fmt.Sprintf("about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
+		}
+		switch p.Phase {
+		case rehearse.PhaseReset:
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: resetting the target; %s\n", rd.Seq, rd.Of, rd.Side, rd.N, left)
+		case rehearse.PhaseReplay:
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Side, rd.N,
+				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
+		case rehearse.PhaseDone:
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Side, rd.N,
+				p.Elapsed.Round(time.Second), left)
+		}
+	}
+}
+
+func orderText(order []rehearse.Side) string {
+	s := make([]string, len(order))
+	for i, side := range order {
+		s[i] = string(side)
+	}
+	return strings.Join(s, ", ")
+}
+
+// writeRounds lists the rounds: how each ended, what its replay did, and
+// what the rehearsal's resets took.
+func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
+	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate])
+	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %11s %8s %10s %s\n", "round", "target", "status", "replay s", "reset s", "statements", "failed", "lag p99", "sync waits/give-ups")
+	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
+	done := map[rehearse.Side]int{}
+	for _, rec := range out.Records {
+		line := fmt.Sprintf("  %-5d %-14s %-11s %9.1f %9.1f", rec.Seq, fmt.Sprintf("%s %d", rec.Side, rec.N), rec.Status, rec.ReplaySeconds, rec.Reset.Seconds+rec.ReleaseSeconds)
+		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
+			res := results[rec.Side][done[rec.Side]]
+			done[rec.Side]++
+			line += fmt.Sprintf(" %11d %8d %10s %s", res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), syncText(res))
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		if rec.Error != "" {
+			fmt.Fprintf(w, "        %s\n", firstLine(rec.Error))
+		}
+		for _, n := range notes[rec.Seq] {
+			fmt.Fprintf(w, "        note: %s\n", n)
+		}
+	}
+	fmt.Fprintf(w, "  the resets took %v of %v (%s)\n", out.ResetOverhead().Round(100*time.Millisecond),
+		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out))
+	if out.Drifted {
+		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
+	}
+	if out.Stopped != "" {
+		fmt.Fprintf(w, "  STOPPED: %s\n", out.Stopped)
+	}
+	fmt.Fprintln(w)
+}
+
+func resetShare(out *rehearse.Outcome) string {
+	total := out.EndedAt.Sub(out.StartedAt)
+	if total <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*out.ResetOverhead().Seconds()/total.Seconds())
+}
+
+func lagText(res *results.Result) string {
+	if res.Replay == nil || res.Replay.Lag == nil || res.Replay.Lag.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f ms", res.Replay.Lag.P99)
+}
+
+func syncText(res *results.Result) string {
+	if res.Replay == nil || res.Replay.Sync == nil {
+		return "-"
+	}
+	s := res.Replay.Sync
+	if s.Mode == results.SyncOff {
+		return "off"
+	}
+	return fmt.Sprintf("%d/%d", s.Waited, s.Timeouts)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// compare compares the rounds finished and writes the comparison, its
+// findings, JSON and page. A rehearsal that stopped early is compared
+// all the same, when each side finished a round, and the comparison is
+// then marked partial, never a pass.
+func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Outcome, rules []compare.Rule) (*compare.Report, error) {
+	f := r.f
+	var rep *compare.Report
+	var frep *findings.Report
+	var plans *compareplans.Result
+	var base, cand []reportRun
+	if len(out.Control) > 0 && len(out.Candidate) > 0 {
+		minMS := f.minEffectMS
+		if minMS == 0 {
+			minMS = -1 // none, as asked
+		}
+		var err error
+		rep, err = rehearse.Compare(out, compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial})
+		if err != nil {
+			if errors.Is(err, compare.ErrIncomplete) {
+				return nil, refused(err)
+			}
+			return nil, err
+		}
+		if err := report.WriteComparison(w, rep, f.top); err != nil {
+			return nil, fmt.Errorf("write summary: %w", err)
+		}
+		base, cand = runsOf(out.Control), runsOf(out.Candidate)
+		if f.explain && !out.Interrupted {
+			pf := f.plans
+			pf.controlDSN, pf.candidateDSN, pf.database = f.control, f.candidate, r.database
+			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
+				return nil, err
+			}
+			if err := report.WritePlans(w, plans.Report, plans.Slower, planHints); err != nil {
+				return nil, fmt.Errorf("write plans: %w", err)
+			}
+		}
+		if f.findings {
+			frep = r.findings(ctx, base, cand, plans)
+			if frep != nil {
+				fmt.Fprintln(w)
+				if err := report.WriteFindings(w, frep, replayHints); err != nil {
+					return nil, fmt.Errorf("write findings: %w", err)
+				}
+			}
+		}
+	} else {
+		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
+	}
+	if f.jsonPath != "" {
+		doc := rehearseOutput{Findings: frep, Rehearsal: out}
+		if plans != nil {
+			doc.Plans = plans.Report
+		}
+		if rep != nil {
+			doc.ComparisonJSON = report.ComparisonDocument(rep)
+		}
+		if err := writeJSON(r.stdio.Stdout, f.jsonPath, doc); err != nil {
+			return nil, err
+		}
+	}
+	if f.htmlPath != "" && rep != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, plans, base, cand, nil); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)
+	}
+	if rep == nil {
+		return nil, &exitError{code: ExitIncomplete, err: errors.New("nothing to compare: a side finished no round")}
+	}
+	return rep, nil
+}
+
+// findings are the candidate's first round's, against the control's
+// first (errors only on the candidate), with the candidate's catalog when
+// --findings-dsn names it.
+func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) *findings.Report {
+	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload}
+	if in.Workload == nil {
+		return nil
+	}
+	// Without --findings-dsn, the candidate target in the workload's
+	// database, with the plans already made.
+	dsn, db := r.f.findingsDSN, ""
+	if dsn == "" {
+		dsn, db = r.f.candidate, r.database
+	}
+	closeConn, err := findings.ConnectTo(ctx, dsn, db, false, &in)
+	if err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", err)
+	} else {
+		defer closeConn()
+		if ce, ok := in.Explainer.(*catalog.Explainer); ok && plans != nil && plans.Findings != nil {
+			plans.Findings.Next = ce
+			in.Explainer = plans.Findings
+		}
+	}
+	return findings.Evaluate(ctx, in, findings.Options{})
+}
+
+// loggedDatabase is the database a target's round used (round's map
+// applied), as the workload names it on the targets outside the rounds:
+// the logged name with the user's map; db itself when no map names it.
+func loggedDatabase(db string, round, user map[string]string) string {
+	for logged, name := range round {
+		if name == db {
+			if to, ok := user[logged]; ok {
+				return to
+			}
+			return logged
+		}
+	}
+	return db
+}
+
+func runsOf(rs []*results.Result) []reportRun {
+	out := make([]reportRun, len(rs))
+	for i, res := range rs {
+		ev, _ := observe.Decode(res.Evidence)
+		out[i] = reportRun{res: res, workload: findings.FromResult(res), evidence: ev}
+	}
+	return out
+}
+
+// rehearseOutput is what rehearse --json writes: the comparison as report
+// --json writes it, its findings, and the rehearsal's index.
+type rehearseOutput struct {
+	*report.ComparisonJSON
+	Findings  *findings.Report  `json:"findings,omitempty"`
+	Plans     *explain.Report   `json:"plans,omitempty"`
+	Rehearsal *rehearse.Outcome `json:"rehearsal"`
+}
+
+// rehearsalStopped is the error of a rehearsal that a failed reset or
+// round stopped: the round's own exit code when it has one (replay's),
+// else a failure; the rounds finished are kept.
+func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
+	kept := fmt.Sprintf("the %d control and %d candidate rounds finished are kept in %s", len(out.Control), len(out.Candidate), dir)
+	if abs, aerr := filepath.Abs(dir); aerr == nil {
+		kept = strings.Replace(kept, dir, abs, 1)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.code, err: fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)}
+	}
+	return fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)
+}

@@ -1,0 +1,432 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// The rehearse command end to end on throwaway clusters: the shop's
+// traffic (pgbench's TPC-B-like transactions, which update and insert,
+// and lookups) captured once, rehearsed onto two targets with the shop's
+// data.
+
+var shopCapture struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// shopLog captures 3 s of the shop's traffic, once per test binary.
+func shopLog(t *testing.T) string {
+	t.Helper()
+	shopCapture.once.Do(func() {
+		ctx := context.Background()
+		prodSettings, _ := demoSettings("none")
+		prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: prodSettings})
+		if err != nil {
+			shopCapture.err = err
+			return
+		}
+		defer prod.Stop()
+		if shopCapture.err = workload.SetupShop(ctx, prod); shopCapture.err != nil {
+			return
+		}
+		if shopCapture.err = enableStatementLog(ctx, prod); shopCapture.err != nil {
+			return
+		}
+		if _, shopCapture.err = workload.RunShop(ctx, prod, 3*time.Second, 100); shopCapture.err != nil {
+			return
+		}
+		log, err := stoppedLog(prod)
+		if err != nil {
+			shopCapture.err = err
+			return
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			shopCapture.err = err
+			return
+		}
+		if shopCapture.dir, err = os.MkdirTemp("", "rehearse-cli-"); err != nil {
+			shopCapture.err = err
+			return
+		}
+		shopCapture.path = filepath.Join(shopCapture.dir, "production.log")
+		shopCapture.err = os.WriteFile(shopCapture.path, b, 0o644)
+	})
+	if shopCapture.err != nil {
+		t.Fatalf("capture the shop's traffic: %v", shopCapture.err)
+	}
+	// The copy is small; the test binary's temporary directory goes with
+	// the last test that needs it.
+	t.Cleanup(func() {})
+	return shopCapture.path
+}
+
+// shopRehearsalTarget is a target with the shop's data that logs every
+// statement, for server-side durations.
+func shopRehearsalTarget(t *testing.T) *pgcluster.Cluster {
+	t.Helper()
+	_, settings := demoSettings("none")
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	ctx := context.Background()
+	if err := workload.SetupShop(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := enableStatementLog(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// shopState is what the tables the traffic writes hold.
+func shopState(t *testing.T, c *pgcluster.Cluster, db string) string {
+	t.Helper()
+	lines := queryLines(t, c, db, "SELECT (SELECT count(*) FROM pgbench_history) || ' ' || (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers)")
+	return strings.Join(lines, "")
+}
+
+// interruptOn is standard error that cancels the command's context once
+// it has printed want: a Ctrl-C at a chosen point of the rehearsal.
+type interruptOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	want   string
+	cancel context.CancelFunc
+}
+
+func (w *interruptOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.want != "" && strings.Contains(w.buf.String(), w.want) {
+		w.want = ""
+		w.cancel()
+	}
+	return n, err
+}
+
+func (w *interruptOn) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// runRehearse runs "pgrehearse rehearse" with args; with interruptAt,
+// the context is cancelled once standard error shows it.
+func runRehearse(t *testing.T, interruptAt string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	errw := &interruptOn{want: interruptAt, cancel: cancel}
+	code = Run(ctx, IO{Stdout: &out, Stderr: errw}, append([]string{"rehearse"}, args...))
+	return code, out.String(), errw.String()
+}
+
+type rehearseJSON struct {
+	Verdict struct {
+		Status string `json:"status"`
+	} `json:"verdict"`
+	Noise struct {
+		BaselineRuns  int `json:"baseline_runs"`
+		CandidateRuns int `json:"candidate_runs"`
+	} `json:"noise"`
+	Rehearsal *rehearse.Outcome `json:"rehearsal"`
+	Plans     *struct {
+		Outcomes []struct {
+			Fingerprint string `json:"fingerprint"`
+			Database    string `json:"database"`
+			Verdict     string `json:"verdict"`
+			Problems    []struct {
+				Side string `json:"side"`
+				Kind string `json:"kind"`
+			} `json:"problems"`
+		} `json:"outcomes"`
+	} `json:"plans"`
+}
+
+func readRehearseJSON(t *testing.T, path string) rehearseJSON {
+	t.Helper()
+	var r rehearseJSON
+	if err := json.Unmarshal(readFile(t, path), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRehearseTemplate: two rounds a side with template resets and
+// server-side durations from each target's log: every round's result is
+// kept with its side and round, the comparison is written as text, JSON
+// and HTML, progress is told per round, and the targets' own databases
+// are as they were, with no copy left.
+func TestRehearseTemplate(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	before := shopState(t, ctl, workload.ShopDatabase)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "rounds")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix,
+		"--out", out, "--json", filepath.Join(dir, "rehearsal.json"), "--html", filepath.Join(dir, "rehearsal.html"), logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	for _, want := range []string{
+		`the sessions use "shop"`,
+		"round 1 of 4: control 1: resetting the target; time left unknown",
+		"round 2 of 4: candidate 1: resetting the target; about ",
+		"round 4 of 4: control 2: done, ",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("standard error lacks %q", want)
+		}
+	}
+	// Two rounds a side do not measure the noise: whether the default
+	// floors let a wobble through is compare's to test, not this one's.
+	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "(no rule to fail on)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("standard output lacks %q", want)
+		}
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Control) != 2 || len(back.Candidate) != 2 || back.Partial {
+		t.Fatalf("rounds kept: %d+%d, partial %v", len(back.Control), len(back.Candidate), back.Partial)
+	}
+	for side, rs := range map[results.Side][]*results.Result{results.SideControl: back.Control, results.SideCandidate: back.Candidate} {
+		for i, res := range rs {
+			if res.LatencySource != results.LatencyServerLog {
+				t.Errorf("%s round %d: latencies from %s, want the target's log", side, i+1, res.LatencySource)
+			}
+			if res.Part == nil || res.Part.Side != side || res.Part.Round != i+1 {
+				t.Errorf("%s round %d: part %v", side, i+1, res.Part)
+			}
+			if res.Statements.Failed != 0 {
+				t.Errorf("%s round %d: %d statements failed: %v", side, i+1, res.Statements.Failed, res.ErrorsBySQLState)
+			}
+		}
+	}
+	js := readRehearseJSON(t, filepath.Join(dir, "rehearsal.json"))
+	if js.Noise.BaselineRuns != 2 || js.Noise.CandidateRuns != 2 || js.Verdict.Status == "" || js.Rehearsal == nil || len(js.Rehearsal.Records) != 4 {
+		t.Errorf("JSON: verdict %q, runs %+v, rehearsal %+v", js.Verdict.Status, js.Noise, js.Rehearsal)
+	}
+	// The plans were explained on both targets, in the workload's own
+	// database (the rounds ran on copies of it), identical there.
+	if js.Plans == nil || len(js.Plans.Outcomes) == 0 || !strings.Contains(stdout, "Plans on the control and the candidate") {
+		t.Errorf("no plans explained: %+v", js.Plans)
+	} else {
+		for _, o := range js.Plans.Outcomes {
+			if o.Verdict == "plan_changed" {
+				t.Errorf("%s: a plan changed between identical targets", o.Fingerprint)
+			}
+			for _, p := range o.Problems {
+				if p.Kind != "utility" {
+					t.Errorf("%s not explained on the %s: %s", o.Fingerprint, p.Side, p.Kind)
+				}
+			}
+		}
+	}
+	if html := readFile(t, filepath.Join(dir, "rehearsal.html")); !bytes.Contains(html, []byte("control 2")) {
+		t.Errorf("the page lacks the control's second round's evidence")
+	}
+	if got := shopState(t, ctl, workload.ShopDatabase); got != before {
+		t.Errorf("the control's own shop changed: %s, was %s", got, before)
+	}
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
+			t.Errorf("databases of the reset left: %v", left)
+		}
+	}
+	// The same directory is not written over.
+	code, _, stderr = runRehearse(t, "", "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--out", out, logPath)
+	if code != ExitFailure || !strings.Contains(stderr, "holds the rounds of another rehearsal") || !strings.Contains(stderr, "nothing was done") {
+		t.Errorf("a second rehearsal into %s: exit %d\n%s", out, code, stderr)
+	}
+}
+
+// TestRehearseInterrupted: Ctrl-C during the third round keeps the two
+// rounds finished, shows their comparison marked partial and exits 5.
+func TestRehearseInterrupted(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	out := filepath.Join(t.TempDir(), "rounds")
+	code, stdout, stderr := runRehearse(t, "round 3 of 4: candidate 2: replaying",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "1",
+		"--format", "stderr", "--prefix", demoPrefix, "--out", out, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitIncomplete {
+		t.Fatalf("exit code %d, want %d", code, ExitIncomplete)
+	}
+	if !strings.Contains(stderr, "INTERRUPTED") || !strings.Contains(stderr, "1 of 2 control and 1 of 2 candidate rounds finished") {
+		t.Errorf("standard error does not say what the interruption kept")
+	}
+	if !strings.Contains(stdout, "interrupted") || !strings.Contains(stdout, "NOT JUDGED") {
+		t.Errorf("standard output does not show the partial comparison as not judged")
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Interrupted || !back.Partial || len(back.Control) != 1 || len(back.Candidate) != 1 || len(back.Records) != 3 ||
+		back.Records[2].Status != rehearse.StatusInterrupted {
+		t.Errorf("index: interrupted %v partial %v, %d+%d, records %+v", back.Interrupted, back.Partial, len(back.Control), len(back.Candidate), back.Records)
+	}
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
+			t.Errorf("databases of the reset left after Ctrl-C: %v", left)
+		}
+	}
+}
+
+// TestRehearseResetCommandFails: a reset command that fails before the
+// candidate's second round stops the rehearsal with exit 1, saying why,
+// and keeps the two rounds finished.
+func TestRehearseResetCommandFails(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	out := filepath.Join(t.TempDir(), "rounds")
+	cmd := `[ "$PGREHEARSE_TARGET" = control ] || [ "$PGREHEARSE_ROUND" -lt 2 ] || { echo "cannot rollback to 'tank/pg@base': dataset is busy" >&2; exit 3; }`
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--reset-cmd", cmd, "--format", "stderr", "--prefix", demoPrefix, "--out", out, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitFailure {
+		t.Fatalf("exit code %d, want %d", code, ExitFailure)
+	}
+	for _, want := range []string{"REHEARSAL STOPPED", "the reset command of the candidate target failed before its round 2 (exit status 3)",
+		"dataset is busy", "the 1 control and 1 candidate rounds finished are kept in"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("standard error lacks %q", want)
+		}
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Control) != 1 || len(back.Candidate) != 1 || len(back.Records) != 3 || back.Records[2].Status != rehearse.StatusFailed {
+		t.Errorf("index: %d+%d, records %+v", len(back.Control), len(back.Candidate), back.Records)
+	}
+}
+
+// TestRehearseDataDir: throwaway clusters reset by their data directory,
+// named by their directories alone: each round starts from the state the
+// first did.
+func TestRehearseDataDir(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	before := shopState(t, ctl, workload.ShopDatabase)
+	out := filepath.Join(t.TempDir(), "rounds")
+	code, stdout, stderr := runRehearse(t, "",
+		"--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(), "--rounds", "2", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--format", "stderr", "--prefix", demoPrefix, "--out", out, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ResetModes[rehearse.Control] != reset.ModeDataDir || len(back.Control) != 2 || len(back.Candidate) != 2 {
+		t.Fatalf("index: modes %v, %d+%d rounds", back.ResetModes, len(back.Control), len(back.Candidate))
+	}
+	var executed int64 = -1
+	for _, res := range append(back.Control, back.Candidate...) {
+		// The traffic's inserts would collide with the ids of a round
+		// run before on the same data.
+		if res.Statements.Failed != 0 || executed >= 0 && res.Statements.Executed != executed {
+			t.Errorf("%s: executed %d (another round %d), failed %d %v", res.Source, res.Statements.Executed, executed, res.Statements.Failed, res.ErrorsBySQLState)
+		}
+		executed = res.Statements.Executed
+	}
+	// The last round's writes are on the control, which was restored
+	// before it from the first state.
+	if got := shopState(t, ctl, workload.ShopDatabase); got == before {
+		t.Errorf("the control's state did not move in its last round: %s", got)
+	}
+	if snaps, _ := filepath.Glob(filepath.Join(ctl.Dir(), "snapshot-*")); len(snaps) != 0 {
+		t.Errorf("the data directory's copies are left: %v", snaps)
+	}
+}
+
+// TestRehearseUsage: flags that cannot work are refused before anything
+// is done, naming the flag.
+func TestRehearseUsage(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--candidate", "host=b", log}, "--control DSN"},
+		{[]string{"--control", "host=a", log}, "--candidate DSN"},
+		{[]string{"--control", "host=a", "--candidate", "host=a", log}, "the same server"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--rounds", "0", log}, "--rounds must be at least 1"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--reset", "zfs", log}, "unknown reset"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--reset", "none", "--reset-cmd", "true", log}, "not both"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--reset", "datadir", log}, "--control-cluster DIR"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--control-cluster", "/tmp", log}, "go with --reset datadir"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--control-log", "a.log", log}, "go together"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--fail-on", "p95>fast", log}, "--fail-on"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--sync", "maybe", log}, "--sync"},
+		{[]string{"--control", "host=a", "--candidate", "host=b"}, "requires at least 1 arg"},
+	} {
+		code, _, stderr := runRehearse(t, "", tc.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
+		}
+	}
+}
+
+// TestRehearseTargetLogUnread: a control log that never gets the
+// replay's statements stops the rehearsal after its first round, naming
+// the flag, with the round's result kept for audit.
+func TestRehearseTargetLogUnread(t *testing.T) {
+	logPath := shopLog(t)
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	dir := t.TempDir()
+	silent := filepath.Join(dir, "silent.log")
+	if err := os.WriteFile(silent, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "rounds")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--control-log", silent, "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--out", out, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitFailure || !strings.Contains(stderr, "REHEARSAL STOPPED: round 1 (control): --control-log") {
+		t.Fatalf("exit %d, want %d naming --control-log", code, ExitFailure)
+	}
+	back, err := rehearse.ReadOutcome(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Records) != 1 || back.Records[0].Status != rehearse.StatusFailed || back.Records[0].File == "" {
+		t.Errorf("index: %+v, want round 1 failed with its result kept", back.Records)
+	}
+}

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+)
+
+// addReplayOptionFlags registers the options of a replay that replay and
+// rehearse share: pace, selection, maps, timeouts, synchronization,
+// pre-flight, evidence. What names a target (its DSN, its log, its
+// findings server) and what a command writes are each command's own.
+func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
+	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
+	addLogFlags(fl, &f.logFlags)
+	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
+	fl.StringVar(&f.end, "end", "", "replay events before this log time")
+	fl.StringSliceVar(&f.databases, "database", nil, "replay only sessions of these databases (repeatable, or a comma list)")
+	fl.StringSliceVar(&f.users, "user", nil, "replay only sessions of these users")
+	fl.StringSliceVar(&f.applications, "application", nil, "replay only sessions of these application names")
+	fl.BoolVar(&f.readOnly, "read-only", false, "replay only statements that cannot write")
+	fl.DurationVar(&f.lockTimeout, "lock-timeout", 0, "lock_timeout of every replayed session (0: the server's)")
+	fl.DurationVar(&f.statementTimeout, "statement-timeout", 0, "statement_timeout of every replayed session (0: the server's)")
+	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
+	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
+	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the target's own server log files, when stderr (default: detected)")
+	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
+	fl.DurationVar(&f.ioTimeout, "io-timeout", replay.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
+	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
+	addMaxSkipped(fl, &f.maxSkipped)
+	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
+	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
+	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
+	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
+	addObserveFlags(fl, &f.observe)
+	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
+}

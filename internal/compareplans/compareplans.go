@@ -1,0 +1,167 @@
+package compareplans
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// DefaultTop is how many queries by time added are explained besides the
+// regressed and diverged ones.
+const DefaultTop = 20
+
+// Options configure Run.
+type Options struct {
+	// ControlDSN and CandidateDSN are the servers to explain on. Without
+	// a control, the baseline's logged plans (auto_explain) stand for
+	// its plans.
+	ControlDSN, CandidateDSN string
+	// Top is how many queries by time added are explained besides the
+	// regressed and diverged ones; 0 means DefaultTop, negative none.
+	Top int
+	// Analyze allows EXPLAIN (ANALYZE, BUFFERS) of plain SELECTs with
+	// known values (explain.Options.Analyze).
+	Analyze bool
+	// StatementTimeout bounds each statement explain sends (0: its
+	// default).
+	StatementTimeout time.Duration
+	// Database is where statements whose samples do not say run (a
+	// rehearsal's targets know the workload's); empty: each DSN's own.
+	Database string
+	// Progress, when set, is called after each statement.
+	Progress func(done, total int)
+}
+
+// Result is what Run found.
+type Result struct {
+	// Report is explain's, its plans redacted.
+	Report *explain.Report
+	// Slower holds the fingerprints the comparison found slower: a
+	// same plan among them is "same plan, slower".
+	Slower map[string]bool
+	// KeptSamples: some statement was explained with kept parameter
+	// values; without, every plan with parameters is generic.
+	KeptSamples bool
+	// Findings serves the candidate's plans to the findings
+	// (missing-index), made before the plans were redacted: set its
+	// Next to a connection for what it does not hold.
+	Findings *explain.FindingsExplainer
+}
+
+// Input is a comparison and the results it compared.
+type Input struct {
+	Report              *compare.Report
+	Baseline, Candidate []*results.Result
+}
+
+// Statements returns what to explain for in, in order: the regressions
+// by time added, the divergent queries, then the top queries by time
+// added (top of them, regressed or not), each once; with the samples
+// (the baseline's, else the candidate's) and the baseline's logged plan.
+func Statements(in Input, top int) []explain.Statement {
+	if top == 0 {
+		top = DefaultTop
+	}
+	rep := in.Report
+	var order []string
+	seen := map[string]bool{}
+	add := func(fp string) {
+		if !seen[fp] {
+			seen[fp] = true
+			order = append(order, fp)
+		}
+	}
+	for _, fp := range rep.RegressionsByAddedTime {
+		add(fp)
+	}
+	for _, d := range rep.Divergence {
+		add(d.Fingerprint)
+	}
+	var byAdded []*compare.QueryDiff
+	for i := range rep.Queries {
+		if q := &rep.Queries[i]; q.AddedMS > 0 && q.Baseline != nil && q.Candidate != nil {
+			byAdded = append(byAdded, q)
+		}
+	}
+	slices.SortStableFunc(byAdded, func(a, b *compare.QueryDiff) int { return cmp.Compare(b.AddedMS, a.AddedMS) })
+	for _, q := range byAdded[:max(0, min(top, len(byAdded)))] {
+		add(q.Fingerprint)
+	}
+	out := make([]explain.Statement, 0, len(order))
+	for _, fp := range order {
+		q := rep.Query(fp)
+		text := ""
+		if q != nil {
+			text = q.Query
+		} else {
+			for _, d := range rep.Divergence {
+				if d.Fingerprint == fp {
+					text = d.Query
+				}
+			}
+		}
+		st := explain.Statement{Fingerprint: fp, Query: text, Samples: samplesOf(fp, in.Baseline, in.Candidate)}
+		for _, r := range in.Baseline {
+			if lp := r.LoggedPlanOf(fp); lp != nil {
+				st.Logged = lp.Plan
+				break
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// samplesOf returns fingerprint's samples from the first run of a side
+// that kept them, the baseline's first: its values are production's.
+func samplesOf(fp string, sides ...[]*results.Result) []explain.Sample {
+	for _, runs := range sides {
+		for _, r := range runs {
+			if s := r.SamplesOf(fp); len(s) > 0 {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// Slower returns the fingerprints rep found slower: its regressions.
+func Slower(rep *compare.Report) map[string]bool {
+	out := map[string]bool{}
+	for i := range rep.Queries {
+		if rep.Queries[i].Status.Regression() {
+			out[rep.Queries[i].Fingerprint] = true
+		}
+	}
+	return out
+}
+
+// Run explains in's statements on both servers. It fails only when ctx
+// ends (with what was explained so far); a server that cannot be reached
+// makes problems of its statements.
+func Run(ctx context.Context, in Input, opts Options) (*Result, error) {
+	stmts := Statements(in, opts.Top)
+	for i := range stmts {
+		if stmts[i].Database == "" && len(stmts[i].Samples) == 0 {
+			stmts[i].Database = opts.Database
+		}
+	}
+	rep, err := explain.Run(ctx, stmts, explain.Options{
+		ControlDSN: opts.ControlDSN, CandidateDSN: opts.CandidateDSN, Analyze: opts.Analyze,
+		StatementTimeout: opts.StatementTimeout, Progress: opts.Progress,
+	})
+	if rep == nil {
+		return nil, err
+	}
+	res := &Result{Report: rep, Slower: Slower(in.Report), Findings: rep.ForFindings(explain.Candidate, nil)}
+	for _, st := range stmts {
+		res.KeptSamples = res.KeptSamples || len(st.Samples) > 0
+	}
+	rep.Redact()
+	return res, err
+}

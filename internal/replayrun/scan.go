@@ -1,0 +1,77 @@
+package replayrun
+
+import (
+	"context"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// Scanned is what Scan found.
+type Scanned struct {
+	*replay.Scan
+	// Span is the log time from the first event selected to the last:
+	// a replay at speed s takes about Span/s.
+	Span time.Duration
+}
+
+// Scan reads the logs of cfg whole, as Run would select and map them,
+// without connecting, and returns what the replay would need of the
+// target: the logins of its sessions (the maps applied; databases the log
+// creates itself left out), its destructive statements and its span. A
+// rehearsal reads it to know which databases to copy before each round,
+// and how long a round will take.
+func Scan(ctx context.Context, cfg Config) (*Scanned, error) {
+	if err := cfg.Replay.Validate(); err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	if cfg.Replay.Cache == nil {
+		cfg.Replay.Cache = fingerprint.NewCache(0)
+	}
+	so := cfg.Source
+	so.Parts, so.Select = 1, &cfg.Selection
+	set, err := source.Open(cfg.Paths, so)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	r, err := replay.New(cfg.Replay)
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	var first, last int64
+	srcs := set.Sources()
+	timed := make([]event.Source, len(srcs))
+	for i, s := range srcs {
+		timed[i] = &spanSource{Source: s, first: &first, last: &last}
+	}
+	sc, err := r.Scan(ctx, timed, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := &Scanned{Scan: sc}
+	if last > first {
+		out.Span = time.Duration(last-first) * time.Microsecond
+	}
+	return out, nil
+}
+
+// spanSource notes the first and last event times of what it passes on.
+type spanSource struct {
+	event.Source
+	first, last *int64
+}
+
+func (s *spanSource) Next() (*event.Event, error) {
+	ev, err := s.Source.Next()
+	if ev != nil && ev.Time > 0 {
+		if *s.first == 0 || ev.Time < *s.first {
+			*s.first = ev.Time
+		}
+		*s.last = max(*s.last, ev.Time)
+	}
+	return ev, err
+}
