@@ -148,14 +148,6 @@ func TestShardJob(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// pendingFlags are flags the manifests pass that the binary does not
-// have yet: the replay's shard options land with the integration of
-// internal/shard and internal/coord into replay (issue 22). The test
-// asserts they are still missing, so this list cannot outlive them.
-var pendingFlags = map[string][]string{
-	"replay": {"--shards", "--plan", "--coord-dsn", "--run-id"},
-}
-
 func TestManifestFlagsExist(t *testing.T) {
 	jobs, _ := manifests(t)
 	for name, job := range jobs {
@@ -171,11 +163,7 @@ func TestManifestFlagsExist(t *testing.T) {
 				}
 				flag, _, _ := strings.Cut(a, "=")
 				has := regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(flag) + `\b`).MatchString(help)
-				pending := slices.Contains(pendingFlags[sub], flag)
-				switch {
-				case pending && has:
-					t.Errorf("%s: %s %s exists now: take it out of pendingFlags", name, sub, flag)
-				case !pending && !has:
+				if !has {
 					t.Errorf("%s: pgrehearse %s has no flag %s", name, sub, flag)
 				}
 			}

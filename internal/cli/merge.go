@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -31,7 +33,12 @@ latency histograms, are refused with the reason.
 Shards of one replay or analysis (each read the whole input and kept its share
 of the sessions) merge only with shards of the same input, split the same way,
 and never twice the same shard; their line accounting is counted once. A merge
-that lacks some shards is written marked incomplete, names them, and exits 5.
+that lacks some shards, or holds shards that failed (stopped early, or seen
+lost by the others), is written marked incomplete, names them, and exits 5.
+Shards of a replay must also be of the same run and start barrier; the merge
+lists each shard's statements, time, CPU, memory, lag and clock offset, the
+spread of their clocks, and names a shard whose replayer was the bottleneck
+(its CPU saturated while it fell behind its schedule).
 Two results of the same input that are not shards are refused: every statement
 would count twice.
 ` + exitHelp(exitDocMergeIncomplete),
@@ -51,11 +58,28 @@ would count twice.
 			if err != nil {
 				return err
 			}
+			// Each shard that is missing or failed, by name.
 			var missing error
-			if miss := m.MissingShards(); len(miss) > 0 {
-				why := fmt.Sprintf("shards %v of %d are missing: the merge covers part of the input", miss, m.Part.Of)
+			var gone, failed, whys []string
+			for _, f := range m.ShardFailures() {
+				if f.Missing {
+					gone = append(gone, report.ShardFailureText(f))
+				} else {
+					failed = append(failed, report.ShardFailureText(f))
+				}
+			}
+			if len(gone) > 0 {
+				why := fmt.Sprintf("shards %v of %d are missing, the merge covers part of the input (%s)", m.MissingShards(), m.Part.Of, strings.Join(gone, "; "))
 				m.MarkIncomplete(results.IncompleteMissingParts, why)
-				missing = &exitError{code: ExitIncomplete, err: errors.New("MERGE INCOMPLETE: " + why + "; the result is marked incomplete and report will not judge it")}
+				whys = append(whys, why)
+			}
+			if len(failed) > 0 {
+				why := "shards failed: " + strings.Join(failed, "; ")
+				m.MarkIncomplete(results.IncompleteFailedParts, why)
+				whys = append(whys, why)
+			}
+			if len(whys) > 0 {
+				missing = &exitError{code: ExitIncomplete, err: errors.New("MERGE INCOMPLETE: " + strings.Join(whys, "; ") + "; the result is marked incomplete and report will not judge it")}
 			}
 			if err := writeJSON(stdio.Stdout, jsonPath, m); err != nil {
 				return err
@@ -63,6 +87,9 @@ would count twice.
 			s := m.Statements
 			fmt.Fprintf(stdio.Stderr, "merged %d %s results: %d statements (%d executed, %d failed, %d skipped), %d sessions, %d distinct queries\n",
 				len(parts), m.Kind, s.Total, s.Executed, s.Failed, s.SkippedTotal(), m.Sessions.Total, len(m.Queries))
+			if err := report.WriteShards(stdio.Stderr, m); err != nil {
+				return err
+			}
 			return missing
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -55,6 +56,7 @@ type replayFlags struct {
 	maxLag           time.Duration
 	connectTimeout   time.Duration
 	ioTimeout        time.Duration
+	shards           shardFlags
 	keepSamples      bool
 }
 
@@ -130,7 +132,7 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
+` + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A dry run measures the log, not a pace: it runs unpaced
@@ -151,6 +153,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
 	addReplayOptionFlags(fl, &f)
+	addShardFlags(fl, &f.shards)
 	return cmd
 }
 
@@ -164,7 +167,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 		return err
 	}
 	if f.metricsAddr != "" {
-		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr)
+		sink, stopMetrics, err := startMetrics(stdio, f.metricsAddr, metricLabels(&cfg))
 		if err != nil {
 			return err
 		}
@@ -226,6 +229,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
 		Describe: nothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
+	}
+	if err := f.shards.apply(&cfg); err != nil {
+		return cfg, err
 	}
 	if f.observe.enabled && !f.dryRun {
 		oo, err := f.observe.options()
@@ -501,8 +507,8 @@ func targetLogError(err error) error {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string) (replay.SampleSink, func(), error) {
-	m, bound, stop, err := promsink.Serve(addr)
+func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replay.SampleSink, func(), error) {
+	m, bound, stop, err := promsink.ServeLabeled(addr, labels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
 	}

@@ -22,6 +22,11 @@ func (m *Member) Barrier(ctx context.Context, timeout time.Duration) (time.Time,
 	deadline := time.Now().Add(timeout)
 	c := m.cfg
 	for {
+		// Alive while it waits: a shard that passed the barrier first
+		// must not take this one for lost before its worker beats.
+		if _, err := m.work.Exec(ctx, "UPDATE pgrehearse_coord.members SET heartbeat = clock_timestamp() WHERE run = $1 AND shard = $2", c.Run, c.Shard); err != nil {
+			return time.Time{}, fmt.Errorf("coordination database: %w", err)
+		}
 		var startAt *time.Time
 		if err := m.work.QueryRow(ctx, "SELECT start_at FROM pgrehearse_coord.runs WHERE run = $1", c.Run).Scan(&startAt); err != nil {
 			return time.Time{}, fmt.Errorf("coordination database: %w", err)
@@ -31,7 +36,7 @@ func (m *Member) Barrier(ctx context.Context, timeout time.Duration) (time.Time,
 			if clk, err := measureClock(ctx, m.work, 8); err == nil && clk.RTT <= m.clock.RTT*2 {
 				m.clock = clk
 			}
-			m.start = m.clock.Local(*startAt)
+			m.start, m.startServer = m.clock.Local(*startAt), *startAt
 			m.begin()
 			return m.start, nil
 		}

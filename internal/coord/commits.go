@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Releaser is a commit that a waiter may wait for: Done releases it.
@@ -13,7 +15,7 @@ type Releaser interface{ Done() }
 
 // ReasonShardLost is the give-up reason of a wait for a commit of a shard
 // that was lost: its waiters were released without it.
-const ReasonShardLost = "shard_lost"
+const ReasonShardLost = results.SyncGiveUpShardLost
 
 // ownState is what this shard has committed: its commits read but not
 // yet run, and the ones that ran since the last publication.
@@ -327,7 +329,7 @@ func (p *Peer) Shard() int { return p.k }
 
 // SyncGiveUp returns ReasonShardLost once the peer is lost (its commits
 // are released without having run), "" while it is not.
-func (p *Peer) SyncGiveUp() string {
+func (p *Peer) SyncGiveUp() results.SyncGiveUp {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if p.m.remotes[p.k].lost {

@@ -92,6 +92,8 @@ type Member struct {
 	listen  *pgx.Conn
 	clock   Clock
 	start   time.Time
+	// startServer is the start on the coordination server's clock.
+	startServer time.Time
 
 	ctx    context.Context // ends the goroutines
 	cancel context.CancelFunc
@@ -291,6 +293,10 @@ func measureClock(ctx context.Context, conn *pgx.Conn, n int) (Clock, error) {
 	}
 	return best, nil
 }
+
+// StartServer is the start the Barrier returned, on the coordination
+// server's clock: the same in every shard.
+func (m *Member) StartServer() time.Time { return m.startServer }
 
 // Clock returns the shard's clock offset against the coordination
 // server, measured at Join and again at the Barrier.

@@ -38,7 +38,7 @@ type FollowOptions struct {
 	// Catalog is called before the first session of a database the
 	// Tracker has no catalog for, to set it (the replay reads the
 	// target's); nil leaves it to the Tracker (commit mode there).
-	Catalog func(db string)
+	Catalog func(ev *event.Event, db string)
 }
 
 // NewFollower returns a Follower of other shards' sessions into tr.
@@ -72,7 +72,7 @@ func (f *Follower) Event(ev *event.Event, pos int64) bool {
 			db = f.o.Database(ev)
 		}
 		if !f.tr.HasDatabase(db) && f.o.Catalog != nil {
-			f.o.Catalog(db)
+			f.o.Catalog(ev, db)
 		}
 		k := f.o.ShardOf(ev.Session)
 		s = &followed{sx: f.tr.Session(db, f.m.Peer(k)), k: k}

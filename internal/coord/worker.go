@@ -241,7 +241,13 @@ func (m *Member) Finish(ctx context.Context, ok bool) error {
 		notice = failedPayload(m.cfg.Shard)
 	}
 	var err error
-	if m.work != nil && !m.work.IsClosed() {
+	if m.work == nil || m.work.IsClosed() {
+		// Stopping the worker may have cancelled a query in flight,
+		// which closes the connection: the others must still learn
+		// that this shard finished, or they take it for lost.
+		m.work, err = connect(ctx, m.cfg.DSN)
+	}
+	if err == nil {
 		_, err = m.work.Exec(ctx, `WITH u AS (UPDATE pgrehearse_coord.members SET status = $3, low = $4, heartbeat = clock_timestamp()
 			WHERE run = $1 AND shard = $2) SELECT pg_notify($5, $6)`,
 			m.cfg.Run, m.cfg.Shard, status, int64(noLow), m.channel, notice)

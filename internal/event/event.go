@@ -111,6 +111,13 @@ type Event struct {
 	// the entry that produced this event.
 	Line int64
 
+	// Pos is the event's ordinal in its whole input (from 1), set by a
+	// shard selector (package source) on the events it keeps: the same
+	// in every shard of a split input, whichever sessions each keeps, so
+	// that shards can name a commit of the log to each other. Zero when
+	// no shard selector read the event.
+	Pos int64
+
 	rare *rare
 }
 

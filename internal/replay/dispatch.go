@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -52,6 +53,7 @@ func (r *Replayer) dispatch(src []event.Source, res *results.Result) error {
 			}
 		}
 	}()
+	r.followPeers()
 	var err error
 	for i, s := range src {
 		name := fmt.Sprintf("source %d", i+1)
@@ -65,6 +67,10 @@ func (r *Replayer) dispatch(src []event.Source, res *results.Result) error {
 			}
 			break
 		}
+	}
+	if p := r.peers(); p != nil && err == nil {
+		// The other shards' events after this one's last.
+		p.Before(math.MaxInt64)
 	}
 	if d.seen {
 		res.FirstTime, res.LastTime = results.Time(d.first), results.Time(d.last)
@@ -93,6 +99,9 @@ func (d *dispatcher) readAll(src event.Source) error {
 			return err
 		}
 		r.c.events.Add(1)
+		if p := r.peers(); p != nil && ev.Pos > 0 && !p.Before(ev.Pos) {
+			return errStopped
+		}
 		switch ev.Kind {
 		case event.Connect, event.Disconnect, event.Statement, event.Execute:
 		case event.Error:
@@ -214,6 +223,9 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 			deps = d.barrierOf(g[0], ev.Time+r.sync.tr.Tick())
 		}
 	}
+	if p := r.peers(); p != nil && ev.Pos > 0 {
+		p.Advance(ev.Pos, step.Commit != nil)
+	}
 	for _, s := range g {
 		s.dispatched++
 		if r.sync != nil {
@@ -243,10 +255,22 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 // statements, not a connection storm that the original did not time.
 func (d *dispatcher) newClock(t0 int64) {
 	r := d.r
-	if !r.sched.Paced() {
+	switch {
+	case !r.sched.Paced():
 		c := newClock(Unpaced, 0, time.Now(), t0)
 		d.clk = &c
-	} else {
+	case !r.opts.StartAt.IsZero():
+		// The shards' shared start: every shard maps the same log time
+		// to the same instant, and its sessions connect ahead by the
+		// clock.
+		if r.opts.Origin != nil {
+			if o := r.opts.Origin(); o != 0 {
+				t0 = o
+			}
+		}
+		c := newClock(Paced, r.opts.Speed, r.opts.StartAt, t0)
+		d.clk = &c
+	default:
 		d.clk = newPendingClock(r.opts.Speed, t0)
 		d.warmEnd = t0 + int64(float64(r.opts.connectLead.Microseconds())*r.opts.Speed)
 	}

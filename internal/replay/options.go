@@ -154,6 +154,25 @@ type Options struct {
 	// the give-up is counted. Zero means DefaultSyncTimeout.
 	SyncTimeout time.Duration
 
+	// StartAt, when not zero, is the start barrier the shards of a split
+	// replay share: nothing runs before it, and a paced schedule maps
+	// Origin (the log time every shard starts from) to it, so that the
+	// shards' statements are due at the same instants as in one process.
+	// Origin is called once, at the first event; nil or zero: the first
+	// event's time.
+	StartAt time.Time
+	Origin  func() int64
+	// Peers, when not nil, are the other shards whose commits this
+	// shard's synchronized sessions also wait for (see Peers); nil: only
+	// its own sessions' commits are waited for.
+	Peers Peers
+
+	// CreatedElsewhere, when not nil, tells the pre-flight which roles
+	// and databases ("role:x", "db:x", as CreatedBy names them) the log
+	// creates in sessions this replay does not run (other shards'), so
+	// that their logins are not checked before they exist.
+	CreatedElsewhere func(name string) bool
+
 	// Sink, if not nil, receives measurements as they happen.
 	Sink SampleSink
 

@@ -86,7 +86,7 @@ func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64
 			if _, decided := included[ev.Session]; !decided {
 				included[ev.Session] = true
 				l := Login{User: mapped(r.opts.UserMap, ev.User), Database: mapped(r.opts.DatabaseMap, ev.Database)}
-				if !seen[l] && !created["role:"+l.User] && !created["db:"+l.Database] {
+				if !seen[l] && !r.created(created, "role:"+l.User) && !r.created(created, "db:"+l.Database) {
 					seen[l] = true
 					sc.Logins = append(sc.Logins, l)
 				}
@@ -253,6 +253,22 @@ func classifyConnect(err error) (Problem, string, string) {
 
 // startsWithCreate reports whether sql's first word is CREATE, in any
 // case, after white space: the cheap test before parsing.
+// created reports whether the log creates name ("role:x", "db:x") before
+// here: in the sessions scanned, or in those the replay does not run
+// (Options.CreatedElsewhere).
+func (r *Replayer) created(seen map[string]bool, name string) bool {
+	return seen[name] || r.opts.CreatedElsewhere != nil && r.opts.CreatedElsewhere(name)
+}
+
+// CreatedBy returns the roles ("role:NAME") and databases ("db:NAME")
+// that a statement creates, as the pre-flight names them.
+func CreatedBy(sql string) []string {
+	if !startsWithCreate(sql) {
+		return nil
+	}
+	return createdNames(sql)
+}
+
 func startsWithCreate(sql string) bool {
 	sql = strings.TrimLeft(sql, " \t\r\n(")
 	return len(sql) >= 6 && strings.EqualFold(sql[:6], "create")

@@ -103,6 +103,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	defer r.abort()
 	r.stopCh = stop.Done()
 	defer r.watchFaults(hard)()
+	r.startBarrier()
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
 	sched0 := schedLatency()

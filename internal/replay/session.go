@@ -199,6 +199,10 @@ func (s *session) run() {
 
 func (s *session) done(it item) {
 	if c := it.sync.Commit; c != nil {
+		if p := s.r.opts.Peers; p != nil && it.ev.Pos > 0 {
+			// Told the other shards after the commit is marked, below.
+			defer p.Ran(it.ev.Pos)
+		}
 		switch {
 		case s.faultSkip && s.r.stopped():
 			// The replay is stopping: nothing of it runs any more.

@@ -96,7 +96,7 @@ type syncRun struct {
 	causes  map[string]int64  // timeouts by cause
 	lostTxs []results.LostCommit
 
-	waited, timeouts, deadlocks, starts, lostN atomic.Int64
+	waited, timeouts, deadlocks, starts, lostN, shardLost atomic.Int64
 }
 
 // newSyncRun returns the state of a synchronized replay, or nil and why
@@ -264,6 +264,12 @@ wait:
 				lostDep = true
 				break wait
 			}
+			if why := givenUp(aw); why != "" {
+				// Another shard's commit, released because its
+				// shard was lost: it did not run.
+				reason = why
+				break wait
+			}
 			ch, aw = next()
 		case <-s.r.stopCh:
 			t.Stop()
@@ -276,12 +282,26 @@ wait:
 			}
 			if !now.Before(deadline) {
 				reason = SyncTimeout
+				if why := givenUp(aw); why != "" {
+					reason = why
+				}
 				break wait
 			}
 			check = now.Add(deadlockCheckEvery)
 			// Only a session in a transaction holds row locks that
 			// the awaited one could be blocked on.
-			if aw.owner != nil && inTx() {
+			if aw.owner == nil && aw.tx != nil && s.r.opts.Peers != nil && inTx() {
+				// Another shard's commit: its session is not ours to
+				// follow, so any other shard's backend blocked by
+				// this one's locks is taken for it (see foreignCycle).
+				checked = true
+				found, ok := sr.foreignCycle(s)
+				unchecked = unchecked || !ok
+				if found {
+					reason = SyncDeadlock
+					break wait
+				}
+			} else if aw.owner != nil && inTx() {
 				checked = true
 				found, ok := sr.cycle(s, aw)
 				unchecked = unchecked || !ok
@@ -304,6 +324,18 @@ wait:
 	}
 	sr.record(waited, reason, cause, start)
 	return synced{wait: waited, giveUp: reason, lostDep: lostDep}, true
+}
+
+// givenUp is why the owner of the awaited commit gave it up (another
+// shard, lost), "" when it did not.
+func givenUp(aw *awaited) string {
+	if aw.tx == nil {
+		return ""
+	}
+	if g, ok := aw.tx.Owner().(SyncGiver); ok {
+		return string(g.SyncGiveUp())
+	}
+	return ""
 }
 
 // awaited is what a session's sync wait waits for: a commit of the log,
@@ -401,6 +433,8 @@ func (sr *syncRun) record(d time.Duration, reason, cause string, start bool) {
 		sr.mu.Unlock()
 	case SyncDeadlock:
 		sr.deadlocks.Add(1)
+	case string(results.SyncGiveUpShardLost):
+		sr.shardLost.Add(1)
 	}
 	if start {
 		sr.starts.Add(1)
@@ -455,6 +489,7 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	st.Waited = sr.waited.Load()
 	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
 	st.LostTransactions = sr.lostN.Load()
+	st.ShardLost = sr.shardLost.Load()
 	sr.notesMu.Lock()
 	st.Notes = append(st.Notes, sr.notes...)
 	sr.notesMu.Unlock()

@@ -64,6 +64,9 @@ type Config struct {
 	// Part says which part of the input this run is (a shard, a round),
 	// written into the result with the shard of Selection.
 	Part *results.Part
+	// Shards says how a shard (Selection.Shard) meets the other shards
+	// of its replay: run name, start barrier, coordination database.
+	Shards *Shards
 
 	// Describe words why nothing was measured, for the result; nil:
 	// the reason's own words, which name no flag.
@@ -114,6 +117,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		cfg.Replay.Cache = cache
 	}
 
+	sh, err := prepareShards(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	// Events must come in log order: one source per file, never parts.
 	so := cfg.Source
 	so.Parts, so.Select = 1, &cfg.Selection
@@ -125,8 +132,12 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if files := set.Timeless(); len(files) > 0 {
 		return nil, &TimelessError{Files: files}
 	}
+	if err := sh.checkPlan(set); err != nil {
+		return nil, err
+	}
 	r, err := replay.New(cfg.Replay)
 	if err != nil {
+		sh.fail()
 		return nil, &OptionsError{Err: err}
 	}
 
@@ -136,11 +147,21 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	var pf *Preflight
 	if !cfg.Replay.DryRun && !cfg.SkipPreflight {
 		if pf, err = preflight(ctx, cfg, r, ahead); err != nil {
+			sh.fail()
 			return nil, err
 		}
 		if cfg.OnPreflight != nil {
 			cfg.OnPreflight(pf)
 		}
+	}
+	// Joined once ready (the pre-flight passed): the rendezvous fixes
+	// the start when every shard is.
+	if err := sh.join(ctx, &cfg, set); err != nil {
+		return nil, err
+	}
+	if err := sh.barrier(ctx, r); err != nil {
+		sh.fail()
+		return nil, err
 	}
 	var tlogs *targetlog.Files
 	if len(cfg.TargetLogs) > 0 {
@@ -165,6 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	// observer said why.
 	evidence := stopObserve()
 	if res == nil {
+		sh.fail()
 		return nil, runErr
 	}
 	o := &Outcome{Result: res, Evidence: evidence, Preflight: pf, Err: runErr}
@@ -192,6 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		res.Partial = true
 		res.MarkIncomplete(results.IncompleteInputCut, cut.Error())
 	}
+	sh.finish(&cfg, res, runErr == nil && !res.Partial)
 	if tlogs != nil && runErr == nil {
 		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
 	}

@@ -168,6 +168,10 @@ func mergeParts(a, b *Result) (*Part, error) {
 		return nil, cannot("shards of different plans (%q and %q)", pa.Plan, pb.Plan)
 	case pa.Round != pb.Round || pa.Side != pb.Side:
 		return nil, cannot("shards of different rounds (%s and %s)", pa, pb)
+	case pa.Run != pb.Run:
+		return nil, cannot("shards of different runs (%q and %q)", pa.Run, pb.Run)
+	case !pa.Barrier.Same(pb.Barrier):
+		return nil, cannot("shards that started at different barriers (%s and %s): they did not replay one schedule", pa.Barrier, pb.Barrier)
 	case a.Input.Known() && b.Input.Known() && !a.Input.Same(b.Input):
 		return nil, cannot("shards of different inputs (%s and %s): their files differ in size or content", inputName(a.Input), inputName(b.Input))
 	}
@@ -175,7 +179,7 @@ func mergeParts(a, b *Result) (*Part, error) {
 	if overlap {
 		return nil, cannot("the parts overlap: both cover shard %v of %d", intersect(pa.Shards, pb.Shards), pa.Of)
 	}
-	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Side: pa.Side}, nil
+	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Side: pa.Side, Run: pa.Run, Barrier: pa.Barrier}, nil
 }
 
 func intersect(a, b []int) []int {
@@ -444,6 +448,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		}
 	}
 	m.TargetLog = mergeTargetLogs(x.TargetLog, y.TargetLog)
+	m.Shards = mergeShardRuns(x.Shards, y.Shards)
 	return m, nil
 }
 
@@ -575,6 +580,12 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 		CatalogMS:           x.CatalogMS + y.CatalogMS,
 		CheckReconnects:     x.CheckReconnects + y.CheckReconnects,
 		LostTransactions:    x.LostTransactions + y.LostTransactions,
+		ShardLost:           x.ShardLost + y.ShardLost,
+		Scope:               x.Scope,
+	}
+	if y.Scope == SyncWithinShard {
+		// The merge kept order only as far as its least part did.
+		m.Scope = y.Scope
 	}
 	if x.TimeoutsByCause != nil || y.TimeoutsByCause != nil {
 		m.TimeoutsByCause = addCounts(addCounts(nil, x.TimeoutsByCause), y.TimeoutsByCause)

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Input names what a run read, so that results of the same input are
@@ -71,8 +72,52 @@ type Part struct {
 	// Round is the rehearsal round (1, 2, ...) this run was; 0 outside
 	// a rehearsal. With Side, it is the side's round.
 	Round int `json:"round,omitempty"`
+	// Run names the replay the shards were started as (every shard of
+	// it gives the same); empty when not given.
+	Run string `json:"run,omitempty"`
+	// Barrier is the start the shards met at: the instant every shard's
+	// schedule began, and how it was fixed (Barrier.Kind); nil for a
+	// shard that met none (speed 0 without one).
+	Barrier *Barrier `json:"barrier,omitempty"`
 	// Side is the target of a rehearsal round; empty outside one.
 	Side Side `json:"side,omitempty"`
+}
+
+// BarrierKind is how the shards of a replay agreed on their start.
+type BarrierKind string
+
+// Barrier kinds.
+const (
+	// BarrierStartAt: a start time given to every shard (their clocks
+	// are trusted to agree).
+	BarrierStartAt BarrierKind = "start_at"
+	// BarrierRendezvous: every shard registered in the coordination
+	// database, and the first to see them all fixed the start, on that
+	// server's clock.
+	BarrierRendezvous BarrierKind = "rendezvous"
+)
+
+// Barrier is the start the shards of one replay met at.
+type Barrier struct {
+	Kind BarrierKind `json:"kind"`
+	// At is the start, in µs since the epoch: the given time, or the
+	// one the rendezvous fixed, on the coordination server's clock.
+	At Time `json:"at"`
+}
+
+// Same reports whether b and o are the same start.
+func (b *Barrier) Same(o *Barrier) bool {
+	if b == nil || o == nil {
+		return b == o
+	}
+	return *b == *o
+}
+
+func (b *Barrier) String() string {
+	if b == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s", b.Kind, time.UnixMicro(int64(b.At)).UTC().Format(time.RFC3339Nano))
 }
 
 // Side is one of a rehearsal's two targets.

@@ -215,6 +215,11 @@ type Replay struct {
 	ClientQueries []querystats.Row `json:"client_queries,omitempty"`
 	// TargetLog describes the target's log when Queries come from it.
 	TargetLog *TargetLog `json:"target_log,omitempty"`
+
+	// Shards describes each shard of a replay split by session: its
+	// own, in a shard's result; every shard merged, in shard order, in
+	// a merge's.
+	Shards []ShardRun `json:"shards,omitempty"`
 }
 
 // Sync is what synchronizing a replay's sessions did: a statement waited
@@ -254,6 +259,14 @@ type Sync struct {
 	// skipped for a lost dependency.
 	LostTransactions int64        `json:"lost_transactions,omitempty"`
 	LostCommits      []LostCommit `json:"lost_commits,omitempty"`
+	// Scope says how far a shard of a split replay synchronized:
+	// across every shard, or within its own sessions only; empty when
+	// the replay was not split.
+	Scope SyncScope `json:"scope,omitempty"`
+	// ShardLost counts waits given up because the awaited commit was
+	// another shard's that was lost (SyncGiveUpShardLost): the statement
+	// ran without it.
+	ShardLost int64 `json:"shard_lost,omitempty"`
 	// Notes say where synchronization did less than asked: off for a
 	// reason, a database waited on in commit mode because its catalog
 	// could not be read, the deadlock check unavailable.

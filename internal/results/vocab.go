@@ -107,6 +107,9 @@ const (
 	IncompleteTargetGone IncompleteReason = "target_gone"
 	// IncompleteMissingParts: a merge lacks some parts of its input.
 	IncompleteMissingParts IncompleteReason = "missing_parts"
+	// IncompleteFailedParts: a merge holds parts that failed (a shard
+	// that stopped early, or that the other shards saw lost).
+	IncompleteFailedParts IncompleteReason = "failed_parts"
 	// IncompleteOther: a reason written by an earlier version, which did
 	// not type its reasons.
 	IncompleteOther IncompleteReason = "other"

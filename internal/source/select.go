@@ -107,6 +107,8 @@ type State struct {
 	// shard holds the sessions the shard selector has seen, until they
 	// end, to count sessions once each.
 	shard map[string]bool
+	// pos numbers the events the shard selector read (event.Event.Pos).
+	pos atomic.Int64
 	// over is set once the window is over: every source ends.
 	over atomic.Bool
 }
@@ -319,6 +321,10 @@ func (f *shardFilter) Next() (*event.Event, error) {
 			return ev, err
 		}
 		mine := f.shard.Has(ev.Session)
+		pos := f.st.pos.Add(1)
+		if first := f.shard.First; first != nil && ev.Time > 0 && first.Load() == 0 {
+			first.Store(ev.Time)
+		}
 		o := &f.c.Other
 		o.ReadEvents++
 		if ev.IsExecution() {
@@ -331,7 +337,11 @@ func (f *shardFilter) Next() (*event.Event, error) {
 			}
 		}
 		if mine {
+			ev.Pos = pos
 			return ev, nil
+		}
+		if f.shard.Foreign != nil {
+			f.shard.Foreign(ev, pos)
 		}
 		o.Events++
 		if ev.IsExecution() {
