@@ -176,7 +176,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
 		"--rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
 		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix,
-		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"),
+		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"), "--keep-samples",
 		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64), prodLog}
 	say("pgrehearse %s", shellJoin(args))
 	code := Run(ctx, stdio, args)

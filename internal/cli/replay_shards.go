@@ -48,7 +48,7 @@ func addShardFlags(fl *pflag.FlagSet, f *shardFlags) {
 	fl.StringVar(&f.shard, "shard", "", "replay only shard `K/N` of the log's sessions (K from 0), split by --plan or by a stable hash of the session id")
 	fl.IntVar(&f.shards, "shards", 0, "replay one shard of `N`, K taken from "+shard.IndexEnv+" (set by Kubernetes in an Indexed Job's pods)")
 	fl.StringVar(&f.plan, "plan", "", "place sessions in shards by this shard plan (pgrehearse plan --out `FILE`, made from the same logs)")
-	fl.StringVar(&f.coordDSN, "coord-dsn", "", "coordination database of the shards (not the target): a rendezvous for one start, clock offsets, and commits waited for across shards")
+	dsnVar(fl, &f.coordDSN, "coord-dsn", "coordination database of the shards (not the target): a rendezvous for one start, clock offsets, and commits waited for across shards")
 	fl.StringVar(&f.runID, "run-id", "", "name of the sharded run, the same for every shard (with --coord-dsn; a Job's uid)")
 	fl.StringVar(&f.startAt, "start-at", "", "start every shard's schedule at this time (RFC 3339), instead of a rendezvous")
 }
