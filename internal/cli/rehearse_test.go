@@ -148,17 +148,6 @@ type rehearseJSON struct {
 		CandidateRuns int `json:"candidate_runs"`
 	} `json:"noise"`
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
-	Plans     *struct {
-		Outcomes []struct {
-			Fingerprint string `json:"fingerprint"`
-			Database    string `json:"database"`
-			Verdict     string `json:"verdict"`
-			Problems    []struct {
-				Side string `json:"side"`
-				Kind string `json:"kind"`
-			} `json:"problems"`
-		} `json:"outcomes"`
-	} `json:"plans"`
 }
 
 func readRehearseJSON(t *testing.T, path string) rehearseJSON {
@@ -230,22 +219,6 @@ func TestRehearseTemplate(t *testing.T) {
 	js := readRehearseJSON(t, filepath.Join(dir, "rehearsal.json"))
 	if js.Noise.BaselineRuns != 2 || js.Noise.CandidateRuns != 2 || js.Verdict.Status == "" || js.Rehearsal == nil || len(js.Rehearsal.Records) != 4 {
 		t.Errorf("JSON: verdict %q, runs %+v, rehearsal %+v", js.Verdict.Status, js.Noise, js.Rehearsal)
-	}
-	// The plans were explained on both targets, in the workload's own
-	// database (the rounds ran on copies of it), identical there.
-	if js.Plans == nil || len(js.Plans.Outcomes) == 0 || !strings.Contains(stdout, "Plans on the control and the candidate") {
-		t.Errorf("no plans explained: %+v", js.Plans)
-	} else {
-		for _, o := range js.Plans.Outcomes {
-			if o.Verdict == "plan_changed" {
-				t.Errorf("%s: a plan changed between identical targets", o.Fingerprint)
-			}
-			for _, p := range o.Problems {
-				if p.Kind != "utility" {
-					t.Errorf("%s not explained on the %s: %s", o.Fingerprint, p.Side, p.Kind)
-				}
-			}
-		}
 	}
 	if html := readFile(t, filepath.Join(dir, "rehearsal.html")); !bytes.Contains(html, []byte("control 2")) {
 		t.Errorf("the page lacks the control's second round's evidence")
