@@ -218,6 +218,18 @@ func forcedPlan(t testing.TB, dir, log string, apps map[string]string) string {
 	return plan
 }
 
+// coordAndTarget starts the two clusters of a sharded replay: one with
+// an empty database for the coordination (its DSN is returned) and the
+// target.
+func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
+	t.Helper()
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
+		t.Fatal(err)
+	}
+	return co.DSN("coord"), pgclustertest.StartT(t, pgcluster.Options{})
+}
+
 // TestShardsDependentWorkload is issue 22's second acceptance test: the
 // dependent producer/consumer workload, replayed in 3 shard processes
 // whose plan puts the producers and the consumers in different shards,
@@ -225,15 +237,10 @@ func forcedPlan(t testing.TB, dir, log string, apps map[string]string) string {
 // an identical target: no statement fails only on the target, and the
 // final tables equal the original's, at speed 1 and at speed 0.
 func TestShardsDependentWorkload(t *testing.T) {
-	ctx := context.Background()
 	log, want, apps := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	dir := t.TempDir()
 	plan := forcedPlan(t, dir, log, apps)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
-	target := pgclustertest.StartT(t, pgcluster.Options{})
+	coord, target := coordAndTarget(t)
 	for _, speed := range []string{"1", "0"} {
 		t.Run("speed"+speed, func(t *testing.T) {
 			freshShop(t, target)
@@ -241,7 +248,7 @@ func TestShardsDependentWorkload(t *testing.T) {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			ps := runShards(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "orders-"+speed,
+			ps := runShards(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "orders-"+speed,
 				"--target", target.DSN("postgres"), "--speed", speed, "--sync", "object", "--findings=false", log)
 			for _, p := range ps {
 				if p.code != ExitOK {
@@ -311,14 +318,10 @@ func TestShardsKilled(t *testing.T) {
 	log, _, apps := ordersLog(t, 2, 2, 100, 20*time.Millisecond)
 	dir := t.TempDir()
 	plan := forcedPlan(t, dir, log, apps)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
-	target := pgclustertest.StartT(t, pgcluster.Options{})
+	coord, target := coordAndTarget(t)
 	freshShop(t, target)
 	const syncTimeout = 5 * time.Second
-	args := []string{"--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "killed",
+	args := []string{"--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "killed",
 		"--target", target.DSN("postgres"), "--speed", "1", "--sync-timeout", syncTimeout.String(), "--findings=false", log}
 	ps := make([]*shardProc, 3)
 	for k := range ps {
@@ -326,7 +329,7 @@ func TestShardsKilled(t *testing.T) {
 	}
 	// Kill shard 1 (a producer) a second into the replay, by the start
 	// the rendezvous fixed.
-	conn, err := pgconn.Connect(ctx, co.DSN("coord"))
+	conn, err := pgconn.Connect(ctx, coord)
 	if err != nil {
 		t.Fatal(err)
 	}
