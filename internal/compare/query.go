@@ -182,11 +182,14 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 	bv, kv := values(b, m), values(k, m)
 	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
 	unreadable := false
-	if len(b) == 1 && len(k) == 1 && c.useHist {
-		// One run a side: what the calls of each run say of the
-		// figure's sampling error, beside the default noise floor.
-		sb, okB := logSE(b[0], m)
-		sk, okK := logSE(k[0], m)
+	if c.useHist && stats.Level(len(b), len(k), c.o.Alpha) == 0 {
+		// Too few runs for an interval over them (one or two a side):
+		// what the calls of the runs say of the figure's sampling
+		// error, beside the default noise floor. A p95 of 48 calls
+		// rests on its three slowest, and two runs do not average
+		// that away.
+		sb, okB := runsLogSE(b, m)
+		sk, okK := runsLogSE(k, m)
 		so.WithinLog = math.Sqrt(sb*sb + sk*sk)
 		unreadable = !okB || !okK
 	}
@@ -297,6 +300,22 @@ func underWhich(x *Effect, minEffect float64) Reason {
 	default:
 		return ReasonUnderMSFloor
 	}
+}
+
+// runsLogSE is the standard error of the mean of the logarithms of
+// metric m over runs, from each run's own (logSE): one run's for one run.
+func runsLogSE(runs []*Query, m Metric) (float64, bool) {
+	var sum2 float64
+	ok := true
+	for _, q := range runs {
+		se, good := logSE(q, m)
+		sum2 += se * se
+		ok = ok && good
+	}
+	if len(runs) == 0 {
+		return 0, ok
+	}
+	return math.Sqrt(sum2) / float64(len(runs)), ok
 }
 
 // logSE is the standard error of the logarithm of metric m of a run,

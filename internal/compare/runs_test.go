@@ -161,3 +161,44 @@ func TestRunsPower(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoRunsFewCallsTail: two runs a side measure no noise, so the
+// default floors apply; a p95 resting on three calls of 48 must also
+// carry its own sampling error, or a few slow calls of one run cross the
+// p95's floor of 3.1x (END's p95, 3.28x over 48 calls, was once called a
+// tail regression that way). A tail that grew over thousands of calls is
+// still found.
+func TestTwoRunsFewCallsTail(t *testing.T) {
+	around := func(us int64) dist {
+		return func(r *rand.Rand, _ int) int64 { return us - 50 + r.Int64N(100) }
+	}
+	runs := func(name string, seed uint64, n int, d dist) []*Run {
+		return []*Run{runOf(t, name+"1.json", seed, n, d), runOf(t, name+"2.json", seed+1, n, d)}
+	}
+	for _, c := range []struct {
+		name      string
+		n         int
+		base, cnd dist
+		want      Status
+	}{
+		{"three slow calls of 48", 48, around(1000), withTail(around(1000), 16, 3600), StatusSmallChange},
+		{"a tail of thousands of calls", 2000, around(1000), withTail(around(1000), 16, 5000), StatusTailRegressed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := Runs(runs("A", 1, c.n, c.base), runs("B", 7, c.n, c.cnd), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := rep.Query("q")
+			checkLabel(t, "q", q)
+			p95 := q.Effects.P95
+			if q.Status != c.want && !(c.want == StatusSmallChange && q.Status == StatusUnchanged) {
+				t.Errorf("%s %v, want %s; p95 %.2fx (%.2f-%.2f), floor %.2f, noise measured %v",
+					q.Status, q.Reasons, c.want, p95.Ratio, p95.Low, p95.High, p95.Floor, p95.NoiseMeasured)
+			}
+			if rep.Noise.Measured {
+				t.Errorf("two runs a side measured the noise: %+v", rep.Noise)
+			}
+		})
+	}
+}
