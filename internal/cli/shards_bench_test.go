@@ -93,8 +93,9 @@ func BenchmarkShards(b *testing.B) {
 	}
 }
 
-// BenchmarkShardsManySessions replays 10,000 sessions split over 4
-// shards at speed 0, synchronized across them.
+// BenchmarkShardsManySessions replays 10,000 sessions in one process,
+// then split over 4 shards at speed 0, synchronized across them: the
+// single process is the baseline of the same run.
 //
 //	flock /tmp/timing.lock go test -run '^$' -bench BenchmarkShardsManySessions -benchtime 1x ./internal/cli/
 func BenchmarkShardsManySessions(b *testing.B) {
@@ -130,27 +131,46 @@ func BenchmarkShardsManySessions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for i := range b.N {
-		if err := target.Exec(ctx, "db1", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1"); err != nil {
-			b.Fatal(err)
-		}
-		d := filepath.Join(dir, fmt.Sprint(i))
-		os.Mkdir(d, 0o755)
-		ps := runShards(b, 4, d, "--shards", "4", "--prefix", replayTestPrefix, "--coord-dsn", co.DSN("coord"), "--run-id", fmt.Sprintf("many-%d", i),
-			"--target", target.DSN("postgres"), "--speed", "0", "--findings=false", log)
-		code, out, m := mergeShards(b, d, ps)
-		if code != ExitOK {
-			b.Fatalf("merge exit %d:\n%s", code, out)
-		}
-		var rss []string
-		for _, s := range m.Shards {
-			rss = append(rss, fmt.Sprintf("shard %d: %d statements, max RSS %.0f MB (%.0f MB seen by the parent), %.1f s, CPU %.1f s",
-				s.Shard, s.Statements, float64(s.MaxRSSBytes)/(1<<20), float64(ps[s.Shard].rss)/(1<<20), s.WallSeconds, s.CPUSeconds))
-		}
-		st := m.Statements
-		b.Logf("10000 sessions over 4 shards: %d sessions, %d statements (%d executed, %d failed), %.1f s, %.0f statements/s; shards: %s",
-			m.Sessions.Total, st.Total, st.Executed, st.Failed, m.WallSeconds, float64(st.Executed+st.Failed)/m.WallSeconds, strings.Join(rss, "; "))
-		b.ReportMetric(float64(st.Executed+st.Failed)/m.WallSeconds, "stmts/s")
+	run := 0
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
+			for range b.N {
+				if err := target.Exec(ctx, "db1", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1"); err != nil {
+					b.Fatal(err)
+				}
+				run++
+				d := filepath.Join(dir, fmt.Sprint(run))
+				os.Mkdir(d, 0o755)
+				args := []string{"--prefix", replayTestPrefix, "--target", target.DSN("postgres"), "--speed", "0", "--findings=false"}
+				if n > 1 {
+					args = append(args, "--shards", fmt.Sprint(n), "--coord-dsn", co.DSN("coord"), "--run-id", fmt.Sprintf("many-%d", run))
+				}
+				ps := runShards(b, n, d, append(args, log)...)
+				m := readShardResult(b, ps[0].json)
+				if n > 1 {
+					var code int
+					var out string
+					if code, out, m = mergeShards(b, d, ps); code != ExitOK {
+						b.Fatalf("merge exit %d:\n%s", code, out)
+					}
+				} else if ps[0].code != ExitOK {
+					b.Fatalf("replay exit %d:\n%s", ps[0].code, ps[0].out.String())
+				}
+				var rss []string
+				for _, s := range m.Shards {
+					rss = append(rss, fmt.Sprintf("shard %d: %d statements, max RSS %.0f MB (%.0f MB seen by the parent), %.1f s, CPU %.1f s",
+						s.Shard, s.Statements, float64(s.MaxRSSBytes)/(1<<20), float64(ps[s.Shard].rss)/(1<<20), s.WallSeconds, s.CPUSeconds))
+				}
+				if n == 1 {
+					rss = append(rss, fmt.Sprintf("one process: max RSS %.0f MB", float64(ps[0].rss)/(1<<20)))
+				}
+				st := m.Statements
+				b.Logf("10000 sessions over %d shards: %d sessions, %d statements (%d executed, %d failed), %.1f s, %.0f statements/s; %s",
+					n, m.Sessions.Total, st.Total, st.Executed, st.Failed, m.WallSeconds, float64(st.Executed+st.Failed)/m.WallSeconds, strings.Join(rss, "; "))
+				b.ReportMetric(float64(st.Executed+st.Failed)/m.WallSeconds, "stmts/s")
+				b.ReportMetric(m.WallSeconds, "s-wall")
+			}
+		})
 	}
 }
 
