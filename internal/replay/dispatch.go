@@ -27,6 +27,7 @@ type dispatcher struct {
 	holders []dep                 // while stalled: who held the budget, and how far they were
 	checked int                   // events read while stalled since holders were last looked at
 	pruned  int                   // len(running) after the last prune
+	lastNew *session              // at speed 0, the session whose start barrier the next one's stands on
 	warming []*session            // sessions connecting before the clock starts
 	warmEnd int64                 // log time the warm-up covers, before the clock starts
 	first   int64                 // log time range of the events replayed
@@ -193,10 +194,16 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 			d.warming = append(d.warming, s)
 		}
 		s.deps = deps // only read
+		if !r.sched.Paced() {
+			s.passed = make(chan struct{})
+		}
 		d.running = append(d.running, s)
 		r.c.sessions.Add(1)
 		r.wg.Go(s.run)
 		g[i] = s
+	}
+	if !r.sched.Paced() {
+		d.lastNew = g[0]
 	}
 	d.active[ev.Session] = g
 	return g
@@ -310,16 +317,27 @@ func (d *dispatcher) filtered(ev *event.Event) {
 // the commits they depend on instead, and this keeps a session that began
 // after another ended from running beside it, so that a replay holds no
 // more connections at once than the original.
+//
+// The barrier stands on the previous new session's: that one went past
+// its own only after every event listed there was completed, so events
+// listed there (coveredN) are not listed again. A log of 10,000 short
+// sessions one after the other, read far ahead of the replay at speed 0,
+// so gives each new session at most two deps instead of every session
+// before it (memory and CPU quadratic in the sessions).
 func (d *dispatcher) barrier(ended bool) []dep {
 	var deps []dep
 	d.prune()
+	if p := d.lastNew; p != nil && !p.hasPassed() {
+		deps = append(deps, dep{s: p, start: true})
+	}
 	for _, o := range d.running {
 		if ended && !o.logEnded {
 			continue
 		}
-		if o.completed.Load() < o.dispatched {
+		if o.dispatched > o.coveredN && o.completed.Load() < o.dispatched {
 			deps = append(deps, dep{s: o, n: o.dispatched})
 		}
+		o.coveredN = o.dispatched
 	}
 	return deps
 }

@@ -31,8 +31,12 @@ type session struct {
 	app   string
 
 	q *queue
-	// deps is the start barrier, at speed 0.
-	deps []dep
+	// deps is the start barrier, at speed 0; passed is closed once the
+	// session went past it (or exited), when a later session's barrier
+	// stands on it.
+	deps       []dep
+	passed     chan struct{}
+	passClosed bool
 	// warmed is closed after the first connection attempt at speed > 0,
 	// or when the session ends without one.
 	warmed    chan struct{}
@@ -48,6 +52,7 @@ type session struct {
 	// finished.
 	dispatched int64
 	logEnded   bool
+	coveredN   int64   // events a start barrier already listed (the dispatcher's)
 	ends       endRing // when synchronized
 	completed  atomic.Int64
 	exited     atomic.Bool
@@ -104,9 +109,26 @@ type session struct {
 	delayedSeq atomic.Int64
 }
 
+// dep is what a session waits for: that s completed n events, or, with
+// start, that s passed its own start barrier (which stands for every
+// dep of that barrier: see dispatcher.barrier).
 type dep struct {
-	s *session
-	n int64
+	s     *session
+	n     int64
+	start bool
+}
+
+// wait waits for the dep; false if told to stop first.
+func (d dep) wait(stop <-chan struct{}) bool {
+	if !d.start {
+		return d.s.waitCompleted(d.n, stop)
+	}
+	select {
+	case <-d.s.passed:
+		return true
+	case <-stop:
+		return false
+	}
 }
 
 type waiter struct {
@@ -161,11 +183,12 @@ func (s *session) run() {
 	r := s.r
 	defer s.exit()
 	for _, d := range s.deps {
-		if !d.s.waitCompleted(d.n, r.stopCh) {
+		if !d.wait(r.stopCh) {
 			break
 		}
 	}
 	s.deps = nil
+	s.pass()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	if !s.startWait.None() {
@@ -235,7 +258,26 @@ func (s *session) done(it item) {
 	}
 }
 
+// pass closes passed, once: only the session's goroutine calls it.
+func (s *session) pass() {
+	if s.passed != nil && !s.passClosed {
+		s.passClosed = true
+		close(s.passed)
+	}
+}
+
+// hasPassed reports whether the session went past its start barrier.
+func (s *session) hasPassed() bool {
+	select {
+	case <-s.passed:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) exit() {
+	s.pass()
 	s.warmDone()
 	s.closeConn()
 	s.wmu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -578,6 +579,65 @@ func TestSyncSpeed0Sessions(t *testing.T) {
 		if len(obs.order) != 3 || obs.order[0] != fp(tc.first) {
 			t.Errorf("sync %v: sessions side by side finished in order %v, want %q first", tc.mode, obs.order, tc.first)
 		}
+	}
+}
+
+// TestSpeed0BarrierChain: a start barrier stands on the previous new
+// session's, and still waits for what that one did not cover. In turn,
+// three sessions run one at a time in their order. Unsynchronized, a
+// session that got another event after the second session's barrier was
+// taken holds the third back until that event completed too.
+func TestSpeed0BarrierChain(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ms := time.Millisecond
+	var inTurn testLog
+	a := inTurn.session("postgres", "postgres", 0)
+	a.query(1*ms, ms, "SELECT pg_sleep(0.3)")
+	a.disconnect(5 * ms)
+	b := inTurn.session("postgres", "postgres", 10*ms)
+	b.query(20*ms, ms, "SELECT 1")
+	b.disconnect(30 * ms)
+	d := inTurn.session("postgres", "postgres", 40*ms)
+	d.query(45*ms, ms, "SELECT 3")
+	d.disconnect(50 * ms)
+	obs := &orderObserver{}
+	replayFile(t, inTurn.write(t), Options{Target: c.DSN("postgres"), Speed: 0, Sink: obs})
+	if want := []string{fp("SELECT pg_sleep(0.3)"), fp("SELECT 1"), fp("SELECT 3")}; obs.max != 1 || !slices.Equal(obs.order, want) {
+		t.Errorf("sessions in turn: %d open at once, order %v; want 1, %v", obs.max, obs.order, want)
+	}
+
+	// b has not ended when c begins: c waits for a through b's barrier.
+	var open testLog
+	a = open.session("postgres", "postgres", 0)
+	a.query(1*ms, ms, "SELECT pg_sleep(0.3)")
+	a.disconnect(5 * ms)
+	b = open.session("postgres", "postgres", 10*ms)
+	b.query(20*ms, ms, "SELECT 1")
+	d = open.session("postgres", "postgres", 40*ms)
+	d.query(45*ms, ms, "SELECT 3")
+	d.disconnect(50 * ms)
+	b.disconnect(100 * ms)
+	obs = &orderObserver{}
+	replayFile(t, open.write(t), Options{Target: c.DSN("postgres"), Speed: 0, Sink: obs})
+	if len(obs.order) != 3 || obs.order[0] != fp("SELECT pg_sleep(0.3)") {
+		t.Errorf("a session begun after another ended, beside a third: finished in order %v, want the sleep first", obs.order)
+	}
+
+	var later testLog
+	a = later.session("postgres", "postgres", 0)
+	a.query(1*ms, ms, "SELECT pg_sleep(0.2)")
+	b = later.session("postgres", "postgres", 10*ms)
+	b.query(20*ms, ms, "SELECT 1")
+	b.disconnect(30 * ms)
+	a.query(50*ms, ms, "SELECT pg_sleep(0.1)")
+	d = later.session("postgres", "postgres", 60*ms)
+	d.query(70*ms, ms, "SELECT 3")
+	d.disconnect(80 * ms)
+	a.disconnect(100 * ms)
+	obs = &orderObserver{}
+	replayFile(t, later.write(t), Options{Target: c.DSN("postgres"), Speed: 0, Sync: syncdep.Off, Sink: obs})
+	if len(obs.order) != 4 || obs.order[3] != fp("SELECT 3") {
+		t.Errorf("sync off: finished in order %v, want %q last", obs.order, "SELECT 3")
 	}
 }
 
