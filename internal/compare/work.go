@@ -154,10 +154,14 @@ type ServerWork struct {
 	MinDirtied  float64 `json:"min_dirtied_per_call"`
 }
 
-// WorkMissing is a run without pg_stat_statements figures.
+// WorkMissing is a run without pg_stat_statements figures: PGSS is the
+// extension's state the observer found (observe.Capabilities.PGSS), or
+// empty when the run has no server-side evidence at all (Reason then
+// says why).
 type WorkMissing struct {
-	Run    string `json:"run"`
-	Reason string `json:"reason"`
+	Run    string                  `json:"run"`
+	PGSS   observe.ExtensionStatus `json:"pg_stat_statements,omitempty"`
+	Reason string                  `json:"reason"`
 }
 
 // workRows are, per run, its pg_stat_statements figures by fingerprint;
@@ -178,10 +182,10 @@ func workOf(runs []*Run) workRows {
 			w.any = true
 			w.missing = append(w.missing, WorkMissing{Run: r.Name(), Reason: err.Error()})
 		case ev == nil:
-			w.missing = append(w.missing, WorkMissing{Run: r.Name(), Reason: "no server-side evidence"})
+			w.missing = append(w.missing, WorkMissing{Run: r.Name()})
 		case ev.Statements == nil:
 			w.any = true
-			w.missing = append(w.missing, WorkMissing{Run: r.Name(), Reason: "pg_stat_statements " + ev.Capabilities.PGSS.String()})
+			w.missing = append(w.missing, WorkMissing{Run: r.Name(), PGSS: ev.Capabilities.PGSS.Status, Reason: ev.Capabilities.PGSS.Err})
 		default:
 			w.any = true
 			m = map[string]*observe.Query{}
@@ -207,7 +211,7 @@ func (r *Report) serverWork(base, cand []*Run, o Options) (b, c workRows, ok boo
 	sw.Compared = len(sw.Missing) == 0
 	r.ServerWork = sw
 	for _, m := range sw.Missing {
-		r.Warnings = append(r.Warnings, Warning{Kind: WarnWorkNotCompared, Run: m.Run, Text: m.Reason})
+		r.Warnings = append(r.Warnings, Warning{Kind: WarnWorkNotCompared, Run: m.Run, Text: m.Reason, PGSS: m.PGSS})
 	}
 	return b, c, sw.Compared
 }

@@ -22,7 +22,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 	if !sw.Compared {
 		s.Text = append(s.Text, "Not compared: some runs have no pg_stat_statements figures.")
 		for _, m := range sw.Missing {
-			s.Notes = append(s.Notes, m.Run+": "+m.Reason)
+			s.Notes = append(s.Notes, m.Run+": "+WorkMissingText(m.PGSS, m.Reason))
 		}
 		return s, true
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
 // workMetricNames are the work metrics' words, per call.
@@ -142,4 +143,26 @@ func workClause(rep *compare.Report) string {
 		}
 	}
 	return s
+}
+
+// WorkMissingText says why a run has no pg_stat_statements figures, from
+// the extension's state on its target (empty: no server-side evidence at
+// all, reason says why).
+func WorkMissingText(st observe.ExtensionStatus, reason string) string {
+	switch st {
+	case observe.ExtNotCreated:
+		return "pg_stat_statements is preloaded, but no database the observer reached has CREATE EXTENSION pg_stat_statements"
+	case observe.ExtNotPreloaded:
+		return "pg_stat_statements is created, but not in shared_preload_libraries"
+	case observe.ExtAvailable, observe.ExtUnavailable, observe.ExtMissing:
+		return "pg_stat_statements is not available on the target"
+	case observe.ExtUnreadable:
+		return "pg_stat_statements cannot be read: " + reason
+	case "":
+		if reason == "" {
+			return "no server-side evidence"
+		}
+		return reason
+	}
+	return "pg_stat_statements " + string(st)
 }
