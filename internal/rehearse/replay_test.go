@@ -19,6 +19,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -248,11 +249,14 @@ func state(t *testing.T, dsn string) string {
 // with the round's database map; with target logs, it reads the
 // server-side durations from them. before runs first, with the round.
 func realReplay(logPath string, before func(Round, Target)) ReplayFunc {
-	return replayAt(logPath, logPrefix, 0, before)
+	return replayAt(logPath, logPrefix, 0, nil, before)
 }
 
 // replayAt is realReplay for a log with prefix, at speed.
-func replayAt(logPath, prefix string, speed float64, before func(Round, Target)) ReplayFunc {
+//
+// With obs, the observer runs during every round (as rehearse's --observe
+// does), so that each round carries its server-side evidence.
+func replayAt(logPath, prefix string, speed float64, obs *observe.Options, before func(Round, Target)) ReplayFunc {
 	return func(ctx context.Context, round Round, tg Target) (*results.Result, error) {
 		if before != nil {
 			before(round, tg)
@@ -264,6 +268,10 @@ func replayAt(logPath, prefix string, speed float64, before func(Round, Target))
 			SkipPreflight: true,
 			MaxSkipped:    0.1,
 			MaxErrorRate:  100,
+		}
+		if obs != nil {
+			o := *obs
+			cfg.Observe = &o
 		}
 		if len(round.Logs) > 0 {
 			cfg.TargetLogs, cfg.TargetLogPrefix = round.Logs, prefix
