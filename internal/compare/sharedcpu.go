@@ -49,7 +49,7 @@ type Warning struct {
 	// Runs and MinRuns: WarnNoiseNotMeasured.
 	Runs    int `json:"runs,omitempty"`
 	MinRuns int `json:"min_runs,omitempty"`
-	// Count: WarnUncodedErrors.
+	// Count: WarnUncodedErrors; WarnWorkNotCompared, the runs.
 	Count int64 `json:"count,omitempty"`
 	// PGSS: WarnWorkNotCompared, the state of pg_stat_statements on
 	// Run's target (empty: the run had no server-side evidence).

@@ -73,8 +73,9 @@ const StatusMoreWork Status = "more_work"
 // beyond the floors.
 const ReasonMeanFasterWritesMore Reason = "mean_faster_writes_more"
 
-// WarnWorkNotCompared: Run had no pg_stat_statements figures (Text says
-// why), so server work was not compared.
+// WarnWorkNotCompared: Count runs, Run the first of them, had no
+// pg_stat_statements figures (PGSS and Text say why), so server work was
+// not compared.
 const WarnWorkNotCompared WarningKind = "work_not_compared"
 
 // WorkEffect is a work figure's change: the candidate's median per call
@@ -210,9 +211,17 @@ func (r *Report) serverWork(base, cand []*Run, o Options) (b, c workRows, ok boo
 	sw.Missing = append(slices.Clone(b.missing), c.missing...)
 	sw.Compared = len(sw.Missing) == 0
 	r.ServerWork = sw
+	// One warning per reason: Run the first run with it, Count how many.
+	var ws []Warning
 	for _, m := range sw.Missing {
-		r.Warnings = append(r.Warnings, Warning{Kind: WarnWorkNotCompared, Run: m.Run, Text: m.Reason, PGSS: m.PGSS})
+		i := slices.IndexFunc(ws, func(w Warning) bool { return w.PGSS == m.PGSS && w.Text == m.Reason })
+		if i < 0 {
+			ws = append(ws, Warning{Kind: WarnWorkNotCompared, Run: m.Run, Text: m.Reason, PGSS: m.PGSS})
+			i = len(ws) - 1
+		}
+		ws[i].Count++
 	}
+	r.Warnings = append(r.Warnings, ws...)
 	return b, c, sw.Compared
 }
 

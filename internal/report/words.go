@@ -265,6 +265,10 @@ func WarningText(w compare.Warning) string {
 			"changes are judged against default noise floors measured on replays onto identical targets, and nothing within them is called a change",
 			w.Runs, plural(w.Runs, "run", "runs"), w.MinRuns)
 	case compare.WarnWorkNotCompared:
+		if w.Count > 1 {
+			return fmt.Sprintf("server work per call was not compared: %d runs (the first %s) have no pg_stat_statements figures (%s)",
+				w.Count, w.Run, WorkMissingText(w.PGSS, w.Text))
+		}
 		return fmt.Sprintf("server work per call was not compared: %s has no pg_stat_statements figures (%s)", w.Run, WorkMissingText(w.PGSS, w.Text))
 	case compare.WarnUncodedErrors:
 		return fmt.Sprintf("%d %s logged without a SQLSTATE on one side (a log_line_prefix without %%e) %s matched by count to the other side's",
