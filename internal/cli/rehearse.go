@@ -110,6 +110,15 @@ the rehearsal is and about how long is left. Ctrl-C stops the round under way
 finished are kept, the comparison of what finished is shown marked partial,
 never a pass, and the exit code is 5.
 
+Every round is observed (--observe, on by default): besides latency, each
+query's server work per call from pg_stat_statements (WAL bytes, full-page
+images, shared blocks dirtied) is compared across the rounds, and a query
+whose latency did not regress but that writes 1.5x the WAL or dirties 1.5x
+the blocks per call beyond noise (an update that lost HOT) is a regression
+of its own kind, "more work" (docs/rehearse.md). A target without
+pg_stat_statements is rehearsed all the same, and the report says server work
+was not compared and why; --observe=false leaves it out.
+
 The comparison goes to standard output (the rounds first, the verdict last),
 --json FILE writes it (report --json's schema with the rehearsal's index
 under "rehearsal"), --html FILE as report's page with every round's evidence.
@@ -577,7 +586,11 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			minMS = -1 // none, as asked
 		}
 		var err error
-		rep, err = rehearse.Compare(out, compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial})
+		// Every round was observed (pg_stat_statements deltas, server
+		// work per call): a round without them is said to leave server
+		// work uncompared.
+		rep, err = rehearse.Compare(out, compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
+			ExpectWork: r.replay.Observe != nil})
 		if err != nil {
 			if errors.Is(err, compare.ErrIncomplete) {
 				return nil, refused(err)

@@ -46,6 +46,18 @@ type Options struct {
 	Unjudgeable []Unjudgeable
 	// Rules are the thresholds the comparison fails on.
 	Rules []Rule
+	// ExpectWork: the caller collected server-side evidence with every
+	// run, so a run without pg_stat_statements figures is said to
+	// leave server work uncompared even when no run has them.
+	ExpectWork bool
+	// WorkMinEffect is the relative growth of WAL bytes (or blocks
+	// dirtied) per call a work regression needs; 0 means
+	// DefaultWorkMinEffect. MinWALBytes and MinDirtied are the
+	// absolute growths per call it needs besides; 0 means
+	// DefaultMinWALBytes and DefaultMinDirtied.
+	WorkMinEffect float64
+	MinWALBytes   float64
+	MinDirtied    float64
 }
 
 // NoiseFloors are factors (>= 1) by which the figures of one run of a
@@ -108,6 +120,15 @@ func (o Options) withDefaults() Options {
 		o.MinEffectMS = DefaultMinEffectMS
 	case o.MinEffectMS < 0:
 		o.MinEffectMS = 0
+	}
+	if o.WorkMinEffect <= 0 {
+		o.WorkMinEffect = DefaultWorkMinEffect
+	}
+	if o.MinWALBytes <= 0 {
+		o.MinWALBytes = DefaultMinWALBytes
+	}
+	if o.MinDirtied <= 0 {
+		o.MinDirtied = DefaultMinDirtied
 	}
 	d := DefaultNoiseFloors
 	for _, p := range []struct{ f, def *float64 }{{&o.Noise.Mean, &d.Mean}, {&o.Noise.P50, &d.P50}, {&o.Noise.P95, &d.P95}, {&o.Noise.P99, &d.P99}} {
@@ -360,6 +381,9 @@ type QueryDiff struct {
 	// MixedLatency marks ratios of latencies measured in different
 	// places (Options.AllowMixedLatency): not evidence of a regression.
 	MixedLatency bool `json:"mixed_latency,omitempty"`
+	// Work is the query's server work per call on both sides, when
+	// every run has pg_stat_statements figures of it.
+	Work *QueryWork `json:"work,omitempty"`
 
 	// BaselineRows and CandidateRows are each run's row (nil where a
 	// run lacks the query), for charts.
@@ -472,10 +496,12 @@ type Verdict struct {
 	Broken []Broken      `json:"broken,omitempty"`
 	// Regressions and TailRegressions count the queries of each
 	// status; Worst is the first by impact.
-	Regressions     int    `json:"regressions"`
-	TailRegressions int    `json:"tail_regressions"`
-	Worst           string `json:"worst,omitempty"`
-	TooFewCalls     int    `json:"too_few_calls"`
+	Regressions     int `json:"regressions"`
+	TailRegressions int `json:"tail_regressions"`
+	// MoreWork counts the work regressions (StatusMoreWork).
+	MoreWork    int    `json:"more_work,omitempty"`
+	Worst       string `json:"worst,omitempty"`
+	TooFewCalls int    `json:"too_few_calls"`
 	// NoiseMeasured: every side had runs enough for rank intervals at
 	// the level; false when changes were judged against the default
 	// noise floors.
@@ -548,6 +574,11 @@ type Report struct {
 	// Divergence lists the queries that did different work in the two
 	// sides (see Divergence); apart from regressions.
 	Divergence []Divergence `json:"divergence"`
+	// ServerWork says whether server work per call was compared; nil
+	// when no run has server-side evidence (and none was expected).
+	ServerWork *ServerWork `json:"server_work,omitempty"`
+	// MoreWork are the work regressions, by WAL bytes added per run.
+	MoreWork []string `json:"more_work,omitempty"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
@@ -688,8 +719,16 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 
 	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand)}
+	bw, cw, work := rep.serverWork(base, cand, o)
 	for _, fp := range fingerprints(all) {
-		rep.Queries = append(rep.Queries, c.diff(rows(base, fp), rows(cand, fp)))
+		d := c.diff(rows(base, fp), rows(cand, fp))
+		if work && d.Baseline != nil && d.Candidate != nil {
+			c.work(&d, bw, cw, rep.Noise.Measured)
+		}
+		rep.Queries = append(rep.Queries, d)
+	}
+	if work {
+		rep.rankWork()
 	}
 	rep.rank()
 	rep.NewErrors, rep.UncodedErrors = newErrors(base, cand)
@@ -769,10 +808,11 @@ func (r *Report) rank() {
 	for _, q := range byFactor {
 		r.RegressionsByFactor = append(r.RegressionsByFactor, q.Fingerprint)
 	}
-	// The table: regressions by impact, then everything else by the
-	// time it costs in the candidate (or the baseline, for queries gone).
+	// The table: regressions by impact, work regressions by WAL added,
+	// then everything else by the time it costs in the candidate (or
+	// the baseline, for queries gone).
 	pos := map[string]int{}
-	for i, fp := range r.RegressionsByAddedTime {
+	for i, fp := range append(slices.Clone(r.RegressionsByAddedTime), r.MoreWork...) {
 		pos[fp] = i
 	}
 	cost := func(q *QueryDiff) float64 {
@@ -811,15 +851,19 @@ func (r *Report) verdict() {
 			r.Verdict.Regressions++
 		case StatusTailRegressed:
 			r.Verdict.TailRegressions++
+		case StatusMoreWork:
+			r.Verdict.MoreWork++
 		}
 	}
 	if len(r.RegressionsByAddedTime) > 0 {
 		r.Verdict.Worst = r.RegressionsByAddedTime[0]
+	} else if len(r.MoreWork) > 0 {
+		r.Verdict.Worst = r.MoreWork[0]
 	}
 	r.Verdict.TooFewCalls = len(r.TooFewCalls)
 	r.Verdict.NoiseMeasured = r.Noise.Measured
 	r.Verdict.Mixed = r.MixedLatency
-	nReg := r.Verdict.Regressions + r.Verdict.TailRegressions
+	nReg := r.Verdict.Regressions + r.Verdict.TailRegressions + r.Verdict.MoreWork
 	switch {
 	case len(r.Divergence) > 0:
 		r.Verdict.Status = VerdictDiverged

@@ -1,5 +1,7 @@
 package compare
 
+import "github.com/pgrehearse/pgrehearse/internal/observe"
+
 // WarningKind is what a reader must know before trusting a comparison.
 type WarningKind string
 
@@ -47,8 +49,11 @@ type Warning struct {
 	// Runs and MinRuns: WarnNoiseNotMeasured.
 	Runs    int `json:"runs,omitempty"`
 	MinRuns int `json:"min_runs,omitempty"`
-	// Count: WarnUncodedErrors.
+	// Count: WarnUncodedErrors; WarnWorkNotCompared, the runs.
 	Count int64 `json:"count,omitempty"`
+	// PGSS: WarnWorkNotCompared, the state of pg_stat_statements on
+	// Run's target (empty: the run had no server-side evidence).
+	PGSS observe.ExtensionStatus `json:"pg_stat_statements,omitempty"`
 }
 
 // runWarnings are the caveats each run brings: partial, its own

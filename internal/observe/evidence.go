@@ -79,6 +79,13 @@ type QueryStats struct {
 	TempBlksRead    int64   `json:"temp_blks_read"`
 	TempBlksWritten int64   `json:"temp_blks_written"`
 	WALBytes        int64   `json:"wal_bytes"`
+	// SharedBlksDirtied and SharedBlksWritten, WALRecords and WALFPI
+	// (full-page images) are 0 before PostgreSQL 13's
+	// pg_stat_statements 1.8 (WAL) and 1.1 (blocks).
+	SharedBlksDirtied int64 `json:"shared_blks_dirtied"`
+	SharedBlksWritten int64 `json:"shared_blks_written"`
+	WALRecords        int64 `json:"wal_records"`
+	WALFPI            int64 `json:"wal_fpi"`
 }
 
 // Query is one fingerprint's evidence.
@@ -549,6 +556,7 @@ func stats(c counters) QueryStats {
 		Calls: c.calls, TotalExecMS: round3(c.execMS), Plans: c.plans, TotalPlanMS: round3(c.planMS),
 		Rows: c.rows, SharedBlksHit: c.blksHit, SharedBlksRead: c.blksRead,
 		TempBlksRead: c.tempRead, TempBlksWritten: c.tempWritten, WALBytes: int64(math.Round(c.walBytes)),
+		SharedBlksDirtied: c.blksDirtied, SharedBlksWritten: c.blksWritten, WALRecords: c.walRecords, WALFPI: c.walFPI,
 	}
 	if c.calls > 0 {
 		s.MeanExecMS = round3(c.execMS / float64(c.calls))

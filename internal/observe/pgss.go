@@ -30,6 +30,9 @@ type counters struct {
 	execMS, planMS        float64
 	blksHit, blksRead     int64
 	tempRead, tempWritten int64
+	blksDirtied           int64
+	blksWritten           int64
+	walRecords, walFPI    int64
 	walBytes              float64
 }
 
@@ -43,6 +46,10 @@ func (c *counters) add(o counters) {
 	c.blksRead += o.blksRead
 	c.tempRead += o.tempRead
 	c.tempWritten += o.tempWritten
+	c.blksDirtied += o.blksDirtied
+	c.blksWritten += o.blksWritten
+	c.walRecords += o.walRecords
+	c.walFPI += o.walFPI
 	c.walBytes += o.walBytes
 }
 
@@ -52,6 +59,8 @@ func (c counters) sub(o counters) counters {
 		execMS: c.execMS - o.execMS, planMS: c.planMS - o.planMS,
 		blksHit: c.blksHit - o.blksHit, blksRead: c.blksRead - o.blksRead,
 		tempRead: c.tempRead - o.tempRead, tempWritten: c.tempWritten - o.tempWritten,
+		blksDirtied: c.blksDirtied - o.blksDirtied, blksWritten: c.blksWritten - o.blksWritten,
+		walRecords: c.walRecords - o.walRecords, walFPI: c.walFPI - o.walFPI,
 		walBytes: c.walBytes - o.walBytes,
 	}
 }
@@ -107,6 +116,8 @@ func newPGSSTracker(c *Capabilities) *pgssTracker {
 	q := tag + "SELECT userid, dbid, queryid, " + col("toplevel", "toplevel", "true") + ", calls, " +
 		col("plans", "plans", "0::bigint") + ", " + exec + ", " + col("total_plan_time", "total_plan_time", "0::float8") +
 		", rows, shared_blks_hit, shared_blks_read, temp_blks_read, temp_blks_written, " +
+		col("shared_blks_dirtied", "shared_blks_dirtied", "0::bigint") + ", " + col("shared_blks_written", "shared_blks_written", "0::bigint") + ", " +
+		col("wal_records", "wal_records", "0::bigint") + ", " + col("wal_fpi", "wal_fpi", "0::bigint") + ", " +
 		col("wal_bytes", "wal_bytes::float8", "0::float8") + ", " + col("stats_since", "stats_since::text", "''") +
 		" FROM " + c.pgssSchema + ".pg_stat_statements(false) WHERE queryid IS NOT NULL"
 	t := &pgssTracker{caps: c, snapQuery: q, acc: map[queryKey]*counters{}, texts: map[queryKey]string{}, restarted: map[queryKey]bool{}}
@@ -134,7 +145,8 @@ func (t *pgssTracker) read(ctx context.Context, conn *pgx.Conn, now time.Time) (
 	var k entryKey
 	var e entry
 	_, err = pgx.ForEachRow(rows, []any{&k.userid, &k.dbid, &k.queryid, &k.toplevel, &e.calls, &e.plans, &e.execMS, &e.planMS,
-		&e.rows, &e.blksHit, &e.blksRead, &e.tempRead, &e.tempWritten, &e.walBytes, &e.since}, func() error {
+		&e.rows, &e.blksHit, &e.blksRead, &e.tempRead, &e.tempWritten,
+		&e.blksDirtied, &e.blksWritten, &e.walRecords, &e.walFPI, &e.walBytes, &e.since}, func() error {
 		s.entries[k] = e
 		return nil
 	})

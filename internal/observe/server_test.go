@@ -524,3 +524,44 @@ func TestIdleServerNoOwnTransactions(t *testing.T) {
 		t.Errorf("idle server: %d calls, %d active samples", e.Statements.Totals.Calls, e.Waits.Samples)
 	}
 }
+
+// The work counters of pg_stat_statements (PostgreSQL 13+) are read: an
+// update writes WAL records and bytes and dirties shared blocks, and
+// after a checkpoint its first change of a page writes a full-page image.
+func TestWorkCounters(t *testing.T) {
+	c := startPgbench(t, pgssSettings(map[string]string{"full_page_writes": "on"}))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Minute, SampleInterval: 50 * time.Millisecond})
+	const calls = 200
+	for i := range calls {
+		// Rows 400 apart: a page of its own each.
+		if _, err := conn.Exec(ctx, "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = $1", 1+i*400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := stop(t, o)
+	q := e.query(fp(t, "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1"))
+	if q == nil {
+		t.Fatal("the update is not in the evidence")
+	}
+	if q.Calls != calls {
+		t.Errorf("%d calls, want %d", q.Calls, calls)
+	}
+	if q.WALBytes <= 0 || q.WALRecords < calls || q.WALFPI <= 0 || q.SharedBlksDirtied <= 0 {
+		t.Errorf("work counters not read: wal_bytes %d, wal_records %d, wal_fpi %d, shared_blks_dirtied %d",
+			q.WALBytes, q.WALRecords, q.WALFPI, q.SharedBlksDirtied)
+	}
+	t.Logf("per call: %.0f WAL bytes, %.2f records, %.2f FPI, %.2f dirtied, %.2f written", float64(q.WALBytes)/calls,
+		float64(q.WALRecords)/calls, float64(q.WALFPI)/calls, float64(q.SharedBlksDirtied)/calls, float64(q.SharedBlksWritten)/calls)
+	if tot := e.Statements.Totals; tot.WALBytes < q.WALBytes || tot.SharedBlksDirtied < q.SharedBlksDirtied {
+		t.Errorf("totals %+v below the update's", tot)
+	}
+}

@@ -53,7 +53,7 @@ func BenchmarkRehearsal(b *testing.B) {
 					Candidate: Target{DSN: cand.DSN("postgres"), Reset: resetter(cand),
 						Logs: []string{filepath.Join(cand.LogDir(), "*.log")}},
 					Rounds: 3,
-					Replay: replayAt(logPath, workload.LogLinePrefix, 1, nil),
+					Replay: replayAt(logPath, workload.LogLinePrefix, 1, nil, nil),
 				})
 				if err != nil {
 					b.Fatal(err)

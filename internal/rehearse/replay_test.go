@@ -19,10 +19,12 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -248,11 +250,14 @@ func state(t *testing.T, dsn string) string {
 // with the round's database map; with target logs, it reads the
 // server-side durations from them. before runs first, with the round.
 func realReplay(logPath string, before func(Round, Target)) ReplayFunc {
-	return replayAt(logPath, logPrefix, 0, before)
+	return replayAt(logPath, logPrefix, 0, nil, before)
 }
 
 // replayAt is realReplay for a log with prefix, at speed.
-func replayAt(logPath, prefix string, speed float64, before func(Round, Target)) ReplayFunc {
+//
+// With obs, the observer runs during every round (as rehearse's --observe
+// does), so that each round carries its server-side evidence.
+func replayAt(logPath, prefix string, speed float64, obs *observe.Options, before func(Round, Target)) ReplayFunc {
 	return func(ctx context.Context, round Round, tg Target) (*results.Result, error) {
 		if before != nil {
 			before(round, tg)
@@ -264,6 +269,10 @@ func replayAt(logPath, prefix string, speed float64, before func(Round, Target))
 			SkipPreflight: true,
 			MaxSkipped:    0.1,
 			MaxErrorRate:  100,
+		}
+		if obs != nil {
+			o := *obs
+			cfg.Observe = &o
 		}
 		if len(round.Logs) > 0 {
 			cfg.TargetLogs, cfg.TargetLogPrefix = round.Logs, prefix
@@ -615,4 +624,81 @@ func resetLeftovers(t *testing.T, c *pgcluster.Cluster) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestServerWorkRounds: rounds observed with pg_stat_statements carry the
+// server work of the log's queries, matched by fingerprint to what the
+// replay timed: on a candidate with an index on the column the update
+// changes (no HOT update), the update's WAL per call is higher, with an
+// interval over the rounds excluding 1.
+func TestServerWorkRounds(t *testing.T) {
+	logPath := capturedLog(t)
+	ctx := context.Background()
+	settings := serverSettings()
+	settings["shared_preload_libraries"] = "pg_stat_statements"
+	var clusters []*pgcluster.Cluster
+	for i, extra := range []string{"", "CREATE INDEX items_n ON items (n)"} {
+		c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+		if err := setupData(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []struct{ db, sql string }{
+			{"postgres", "CREATE EXTENSION pg_stat_statements"},
+			// Room in every page, for the control's updates to be HOT.
+			{appDB, "ALTER TABLE items SET (fillfactor = 50)"}, {appDB, "VACUUM FULL items"}, {appDB, extra},
+		} {
+			if x.sql == "" {
+				continue
+			}
+			conn, err := quiet(ctx, c, x.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = conn.Exec(ctx, x.sql).ReadAll()
+			conn.Close(ctx)
+			if err != nil {
+				t.Fatalf("target %d: %s: %v", i, x.sql, err)
+			}
+		}
+		clusters = append(clusters, c)
+	}
+	ctl, cand := clusters[0], clusters[1]
+	out, err := Run(ctx, Config{
+		Control:   Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: []string{appDB}}},
+		Candidate: Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: []string{appDB}}},
+		Rounds:    3,
+		Replay:    replayAt(logPath, logPrefix, 0, &observe.Options{}, nil),
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rep, err := Compare(out, compare.Options{ExpectWork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	report.WriteComparison(&text, rep, 10)
+	t.Logf("%s", text.String())
+	if sw := rep.ServerWork; sw == nil || !sw.Compared {
+		t.Fatalf("server work not compared: %+v", sw)
+	}
+	var upd *compare.QueryDiff
+	for i := range rep.Queries {
+		q := &rep.Queries[i]
+		if q.Baseline != nil && q.Candidate != nil && q.Work == nil {
+			t.Errorf("%q: no server work", q.Query)
+		}
+		if strings.HasPrefix(q.Query, "UPDATE items") {
+			upd = q
+		}
+	}
+	if upd == nil || upd.Work == nil {
+		t.Fatalf("the update has no server work: %+v", upd)
+	}
+	w := upd.Work
+	t.Logf("update: WAL/call %.0f -> %.0f (%.2fx, %.2f-%.2f), dirtied/call %.2f -> %.2f", w.WALBytes.Baseline, w.WALBytes.Candidate,
+		w.WALBytes.Ratio, w.WALBytes.Low, w.WALBytes.High, w.Dirtied.Baseline, w.Dirtied.Candidate)
+	if !w.Judged || w.WALBytes.Change != compare.ChangeMore || w.WALBytes.Low <= 1 || w.BaselineCalls != sessions*loops {
+		t.Errorf("the update's work: %+v", w)
+	}
 }

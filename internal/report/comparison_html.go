@@ -100,6 +100,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		}
 		p.Sections = append(p.Sections, errorsSection(rep))
 	}
+	if s, ok := workSection(rep); ok {
+		p.Sections = append(p.Sections, s)
+	}
 	if s, ok := roundTripsSection(rep, opts.Hints); ok {
 		p.Sections = append(p.Sections, s)
 	}
@@ -208,6 +211,16 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 		noise.Sub = fmt.Sprintf("over %d and %d runs; %.0f%% intervals", rep.Noise.BaselineRuns, rep.Noise.CandidateRuns, 100*rep.Noise.Level)
 	}
 	s.Cards = append(s.Cards, regs, noise)
+	if sw := rep.ServerWork; sw != nil {
+		work := htmlreport.Card{Label: "Writes more per call", Value: "not compared", Sub: "some runs have no pg_stat_statements figures"}
+		if sw.Compared {
+			work.Value, work.Sub = strconv.Itoa(rep.Verdict.MoreWork), "WAL bytes or blocks dirtied per call, beyond noise and the floors"
+			if rep.Verdict.MoreWork > 0 {
+				work.Status = "bad"
+			}
+		}
+		s.Cards = append(s.Cards, work)
+	}
 
 	t := htmlreport.Table{ID: "worst", Title: "Worst regressions (by time added per run)", Empty: "No query is slower beyond noise and the floors.",
 		Columns: []htmlreport.Column{{Label: "#", Numeric: true}, {Label: "figure", Tooltip: "the figure that regressed: mean, or p95 for a tail regression"},
@@ -313,6 +326,12 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 		t.Head = []string{"", "figure"}
 		for i := range t.Rows {
 			t.Rows[i] = t.Rows[i][:2]
+		}
+	}
+	if w := q.Work; w != nil && !one {
+		for _, m := range compare.WorkMetrics {
+			e := w.Of(m)
+			t.Rows = append(t.Rows, []string{WorkMetricName(m) + "/call", fmtPerCall(m, e.Baseline), fmtPerCall(m, e.Candidate), fmtWorkEffect(e), fmtFactor(e.Floor)})
 		}
 	}
 	d.Table = t
@@ -757,7 +776,7 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		}
 		class := ""
 		switch q.Status {
-		case compare.StatusRegressed, compare.StatusTailRegressed:
+		case compare.StatusRegressed, compare.StatusTailRegressed, compare.StatusMoreWork:
 			class = "bad"
 		case compare.StatusImproved:
 			class = "good"

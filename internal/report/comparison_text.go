@@ -59,6 +59,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	if !slices.Equal(rep.RegressionsByFactor, rep.RegressionsByAddedTime) {
 		writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
 	}
+	writeServerWork(ew, rep, top)
 	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {
 		t := [][]string{{"baseline", "candidate", "sqlstate", "queries"}}

@@ -143,6 +143,8 @@ func regressionsClause(rep *compare.Report) string {
 	n := v.Regressions + v.TailRegressions
 	var s string
 	switch {
+	case n == 0 && v.MoreWork > 0:
+		s = "no latency regression beyond noise"
 	case n == 0:
 		s = "no regression beyond noise"
 	case v.TailRegressions == 0:
@@ -150,7 +152,7 @@ func regressionsClause(rep *compare.Report) string {
 	default:
 		s = fmt.Sprintf("%d %s (%d of the tail only)", n, plural(n, "regression", "regressions"), v.TailRegressions)
 	}
-	if q := rep.Query(v.Worst); q != nil && q.Effects != nil {
+	if q := rep.Query(v.Worst); q != nil && q.Effects != nil && q.Status.Regression() {
 		e := q.Effects.Of(q.Regressed)
 		what := "mean"
 		added := fmtSignedTotal(q.AddedMS) + " per run"
@@ -158,6 +160,9 @@ func regressionsClause(rep *compare.Report) string {
 			what, added = "p95", fmtSignedTotal(q.TailAddedMS)+" per run by the slowest 5% of calls"
 		}
 		s += fmt.Sprintf(", worst %s (%s %s, %s)", queryName(rep, q.Fingerprint), what, fmtEffect(e), added)
+	}
+	if w := workClause(rep); w != "" {
+		s += "; " + w
 	}
 	if v.TooFewCalls > 0 {
 		s += fmt.Sprintf("; %d %s with too few calls to judge", v.TooFewCalls, plural(v.TooFewCalls, "query", "queries"))
@@ -259,6 +264,12 @@ func WarningText(w compare.Warning) string {
 		return fmt.Sprintf("run-to-run noise was not measured: %d %s a side, and an interval over runs needs %d a side; "+
 			"changes are judged against default noise floors measured on replays onto identical targets, and nothing within them is called a change",
 			w.Runs, plural(w.Runs, "run", "runs"), w.MinRuns)
+	case compare.WarnWorkNotCompared:
+		if w.Count > 1 {
+			return fmt.Sprintf("server work per call was not compared: %d runs (the first %s) have no pg_stat_statements figures (%s)",
+				w.Count, w.Run, WorkMissingText(w.PGSS, w.Text))
+		}
+		return fmt.Sprintf("server work per call was not compared: %s has no pg_stat_statements figures (%s)", w.Run, WorkMissingText(w.PGSS, w.Text))
 	case compare.WarnUncodedErrors:
 		return fmt.Sprintf("%d %s logged without a SQLSTATE on one side (a log_line_prefix without %%e) %s matched by count to the other side's",
 			w.Count, plural(int(w.Count), "error was", "errors were"), plural(int(w.Count), "is", "are"))
@@ -347,6 +358,8 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, "the typical call got faster but the slow calls cost more")
 		case compare.ReasonFasterButSlowerElsewhere:
 			out = append(out, "the mean got faster, but the median or the slowest calls got slower: not an improvement")
+		case compare.ReasonMeanFasterWritesMore:
+			out = append(out, "the mean got faster, but each call writes more: not an improvement")
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
 		default:

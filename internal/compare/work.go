@@ -1,0 +1,338 @@
+package compare
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+)
+
+// Server work per call: what pg_stat_statements counted of each query in
+// each run (the run's server-side evidence), divided by its calls there.
+// The counters are nearly deterministic (the same statements write the
+// same WAL and dirty the same blocks), so a change that latency hides
+// under its floors (an update that is no longer HOT: +0.1 ms a call,
+// but every index written) shows in them.
+
+// Work metrics, per call.
+const (
+	// MetricWALBytes is WAL bytes per call.
+	MetricWALBytes Metric = "wal_bytes"
+	// MetricWALFPI is WAL full-page images per call: shown, never
+	// judged (how many a call writes depends on when the last
+	// checkpoint was).
+	MetricWALFPI Metric = "wal_fpi"
+	// MetricDirtied is shared blocks dirtied per call.
+	MetricDirtied Metric = "shared_blks_dirtied"
+)
+
+// WorkMetrics are the work metrics, in the order reports show them.
+var WorkMetrics = []Metric{MetricWALBytes, MetricWALFPI, MetricDirtied}
+
+// Defaults of the work floors (docs/noise.md has the data). Measured on
+// pgbench's accounts update (fillfactor 90, 100 tps, rounds of 1,548
+// calls on fresh copies checkpointed by the template reset): A/A rounds
+// within 0.2% of each other per call; losing HOT (an index on abalance)
+// took it from 6.85 to 11.47 kB WAL and from 0.92 to 1.53 blocks dirtied
+// a call: 1.67x, +4.6 kB, +0.61 blocks.
+const (
+	// DefaultWorkMinEffect: a query writes more only when its WAL
+	// bytes (or blocks dirtied) per call grew by half at least: below
+	// the HOT loss measured, above what a checkpoint inside a round
+	// adds to the full-page images of a run (modeled as +30%).
+	DefaultWorkMinEffect = 0.5
+	// DefaultMinWALBytes is the least growth of WAL bytes per call
+	// that is a work regression: 1 kB, an eighth of a page; the
+	// one-row updates of pgbench's tellers and branches write 76
+	// bytes a call in all.
+	DefaultMinWALBytes = 1024
+	// DefaultMinDirtied is the least growth of shared blocks dirtied
+	// per call that is a work regression (the HOT loss: +0.61).
+	DefaultMinDirtied = 0.5
+)
+
+// workResolution are the smallest per-call figures told from 0, so that
+// ratios stay finite.
+var workResolution = map[Metric]float64{MetricWALBytes: 1, MetricWALFPI: 0.001, MetricDirtied: 0.001}
+
+// Change of a work figure.
+const (
+	ChangeMore Change = "more" // the whole interval is above 1
+	ChangeLess Change = "less" // the whole interval is below 1
+)
+
+// StatusMoreWork: latency did not regress, but the query writes more
+// WAL (or dirties more blocks) per call beyond noise and the work floors:
+// WAL is capacity (replication, archiving, checkpoints). It counts in
+// the verdict as a regression kind.
+const StatusMoreWork Status = "more_work"
+
+// ReasonMeanFasterWritesMore: a work regression whose mean got faster
+// beyond the floors.
+const ReasonMeanFasterWritesMore Reason = "mean_faster_writes_more"
+
+// WarnWorkNotCompared: Count runs, Run the first of them, had no
+// pg_stat_statements figures (PGSS and Text say why), so server work was
+// not compared.
+const WarnWorkNotCompared WarningKind = "work_not_compared"
+
+// WorkEffect is a work figure's change: the candidate's median per call
+// over its runs divided by the baseline's, and its interval, as Effect.
+type WorkEffect struct {
+	Ratio         float64      `json:"ratio"`
+	Low           float64      `json:"low"`
+	High          float64      `json:"high"`
+	Level         float64      `json:"level,omitempty"`
+	Interval      IntervalKind `json:"interval"`
+	NoiseFloor    float64      `json:"noise_floor"`
+	NoiseMeasured bool         `json:"noise_measured"`
+	Floor         float64      `json:"floor"`
+	Change        Change       `json:"change"`
+	Beyond        bool         `json:"beyond_floors"`
+	// Baseline and Candidate are the medians per call; Delta the
+	// candidate's less the baseline's.
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+	Delta     float64 `json:"delta"`
+	P         float64 `json:"p"`
+}
+
+// WorkRun is one run's pg_stat_statements figures of a query.
+type WorkRun struct {
+	Calls    int64 `json:"calls"`
+	WALBytes int64 `json:"wal_bytes"`
+	WALFPI   int64 `json:"wal_fpi"`
+	Dirtied  int64 `json:"shared_blks_dirtied"`
+}
+
+// QueryWork is a query's server work per call on both sides.
+type QueryWork struct {
+	// BaselineCalls and CandidateCalls are the medians of
+	// pg_stat_statements' calls over the runs.
+	BaselineCalls  int64      `json:"baseline_calls"`
+	CandidateCalls int64      `json:"candidate_calls"`
+	BaselineRuns   []WorkRun  `json:"baseline_runs"`
+	CandidateRuns  []WorkRun  `json:"candidate_runs"`
+	WALBytes       WorkEffect `json:"wal_bytes"`
+	WALFPI         WorkEffect `json:"wal_fpi"`
+	Dirtied        WorkEffect `json:"shared_blks_dirtied"`
+	// Judged: every run has the query with MinCalls calls at least,
+	// and the noise is measured.
+	Judged bool `json:"judged"`
+	// More is the metric that makes the query a work regression
+	// (StatusMoreWork), or that a latency regression also writes more
+	// of; empty otherwise.
+	More Metric `json:"more,omitempty"`
+	// AddedWALBytes is what the change of WAL bytes per call adds per
+	// run at the candidate's calls.
+	AddedWALBytes float64 `json:"added_wal_bytes"`
+}
+
+// Of returns the effect on work metric m; nil for another metric.
+func (w *QueryWork) Of(m Metric) *WorkEffect {
+	switch m {
+	case MetricWALBytes:
+		return &w.WALBytes
+	case MetricWALFPI:
+		return &w.WALFPI
+	case MetricDirtied:
+		return &w.Dirtied
+	}
+	return nil
+}
+
+// ServerWork says how server work was compared.
+type ServerWork struct {
+	// Compared: every run had pg_stat_statements figures.
+	Compared bool `json:"compared"`
+	// Missing are the runs without them, and why.
+	Missing []WorkMissing `json:"missing,omitempty"`
+	// The floors a work regression must reach.
+	MinEffect   float64 `json:"min_effect"`
+	MinWALBytes float64 `json:"min_wal_bytes_per_call"`
+	MinDirtied  float64 `json:"min_dirtied_per_call"`
+}
+
+// WorkMissing is a run without pg_stat_statements figures: PGSS is the
+// extension's state the observer found (observe.Capabilities.PGSS), or
+// empty when the run has no server-side evidence at all (Reason then
+// says why).
+type WorkMissing struct {
+	Run    string                  `json:"run"`
+	PGSS   observe.ExtensionStatus `json:"pg_stat_statements,omitempty"`
+	Reason string                  `json:"reason"`
+}
+
+// workRows are, per run, its pg_stat_statements figures by fingerprint;
+// nil for a run without them, with why.
+type workRows struct {
+	runs    []map[string]*observe.Query
+	missing []WorkMissing
+	any     bool // some run carried evidence
+}
+
+func workOf(runs []*Run) workRows {
+	var w workRows
+	for _, r := range runs {
+		ev, err := observe.Decode(r.Evidence)
+		var m map[string]*observe.Query
+		switch {
+		case err != nil:
+			w.any = true
+			w.missing = append(w.missing, WorkMissing{Run: r.Name(), Reason: err.Error()})
+		case ev == nil:
+			w.missing = append(w.missing, WorkMissing{Run: r.Name()})
+		case ev.Statements == nil:
+			w.any = true
+			w.missing = append(w.missing, WorkMissing{Run: r.Name(), PGSS: ev.Capabilities.PGSS.Status, Reason: ev.Capabilities.PGSS.Err})
+		default:
+			w.any = true
+			m = map[string]*observe.Query{}
+			for i := range ev.Statements.Queries {
+				q := &ev.Statements.Queries[i]
+				m[q.Fingerprint] = q
+			}
+		}
+		w.runs = append(w.runs, m)
+	}
+	return w
+}
+
+// serverWork decides whether work is compared; nil when no run carried
+// evidence and none was expected (output stays as without the feature).
+func (r *Report) serverWork(base, cand []*Run, o Options) (b, c workRows, ok bool) {
+	b, c = workOf(base), workOf(cand)
+	if !b.any && !c.any && !o.ExpectWork {
+		return b, c, false
+	}
+	sw := &ServerWork{MinEffect: o.WorkMinEffect, MinWALBytes: o.MinWALBytes, MinDirtied: o.MinDirtied}
+	sw.Missing = append(slices.Clone(b.missing), c.missing...)
+	sw.Compared = len(sw.Missing) == 0
+	r.ServerWork = sw
+	// One warning per reason: Run the first run with it, Count how many.
+	var ws []Warning
+	for _, m := range sw.Missing {
+		i := slices.IndexFunc(ws, func(w Warning) bool { return w.PGSS == m.PGSS && w.Text == m.Reason })
+		if i < 0 {
+			ws = append(ws, Warning{Kind: WarnWorkNotCompared, Run: m.Run, Text: m.Reason, PGSS: m.PGSS})
+			i = len(ws) - 1
+		}
+		ws[i].Count++
+	}
+	r.Warnings = append(r.Warnings, ws...)
+	return b, c, sw.Compared
+}
+
+// workValues are the runs' per-call values of m, and the runs' figures.
+func workValues(rows []map[string]*observe.Query, fp string) (runs []WorkRun, all bool) {
+	all = true
+	for _, m := range rows {
+		q := m[fp]
+		if q == nil || q.Calls == 0 {
+			all = false
+			runs = append(runs, WorkRun{})
+			continue
+		}
+		runs = append(runs, WorkRun{Calls: q.Calls, WALBytes: q.WALBytes, WALFPI: q.WALFPI, Dirtied: q.SharedBlksDirtied})
+	}
+	return runs, all
+}
+
+func perCall(runs []WorkRun, m Metric) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if r.Calls == 0 {
+			continue
+		}
+		v := map[Metric]int64{MetricWALBytes: r.WALBytes, MetricWALFPI: r.WALFPI, MetricDirtied: r.Dirtied}[m]
+		out = append(out, float64(v)/float64(r.Calls))
+	}
+	return out
+}
+
+// work fills d.Work from both sides' pg_stat_statements figures and
+// judges it: the same statistic, level and noise floor as latency's
+// (stats.Effect over the runs, the control's runs giving the floor).
+func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
+	bRuns, bAll := workValues(b.runs, d.Fingerprint)
+	kRuns, kAll := workValues(k.runs, d.Fingerprint)
+	if len(perCall(bRuns, MetricWALBytes)) == 0 || len(perCall(kRuns, MetricWALBytes)) == 0 {
+		return
+	}
+	w := &QueryWork{BaselineRuns: bRuns, CandidateRuns: kRuns}
+	calls := func(rs []WorkRun) (med int64, least int64) {
+		xs := make([]int64, len(rs))
+		least = math.MaxInt64
+		for i, r := range rs {
+			xs[i] = r.Calls
+			least = min(least, r.Calls)
+		}
+		return medianInt(xs), least
+	}
+	var bMin, kMin int64
+	w.BaselineCalls, bMin = calls(bRuns)
+	w.CandidateCalls, kMin = calls(kRuns)
+	for _, m := range WorkMetrics {
+		bv, kv := perCall(bRuns, m), perCall(kRuns, m)
+		r := stats.Effect(bv, kv, stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.WorkMinEffect, Min: workResolution[m]})
+		e := WorkEffect{Ratio: r.Ratio, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
+			NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Beyond: r.Beyond, P: r.P, Change: ChangeNone,
+			Baseline: stats.Median(bv), Candidate: stats.Median(kv)}
+		e.Delta = e.Candidate - e.Baseline
+		if r.RankInterval {
+			e.Interval = IntervalRuns
+		}
+		switch r.Change {
+		case stats.Higher:
+			e.Change = ChangeMore
+		case stats.Lower:
+			e.Change = ChangeLess
+		}
+		*w.Of(m) = e
+	}
+	w.AddedWALBytes = w.WALBytes.Delta * float64(w.CandidateCalls)
+	w.Judged = measured && bAll && kAll && min(bMin, kMin) >= c.o.MinCalls
+	d.Work = w
+	if !w.Judged {
+		return
+	}
+	more := func(e *WorkEffect, floor float64) bool {
+		return e.Change == ChangeMore && e.Beyond && e.Delta >= floor && e.Ratio > 1
+	}
+	switch {
+	case more(&w.WALBytes, c.o.MinWALBytes):
+		w.More = MetricWALBytes
+	case more(&w.Dirtied, c.o.MinDirtied):
+		w.More = MetricDirtied
+	default:
+		return
+	}
+	switch d.Status {
+	case StatusImproved:
+		d.Reasons = append(d.Reasons, ReasonMeanFasterWritesMore)
+		fallthrough
+	case StatusUnchanged, StatusSmallChange:
+		d.Status = StatusMoreWork
+	}
+}
+
+// rankWork fills MoreWork: the work regressions by added WAL bytes per
+// run, then by factor.
+func (r *Report) rankWork() {
+	var qs []*QueryDiff
+	for i := range r.Queries {
+		if r.Queries[i].Status == StatusMoreWork {
+			qs = append(qs, &r.Queries[i])
+		}
+	}
+	slices.SortStableFunc(qs, func(a, b *QueryDiff) int {
+		return cmp.Or(cmp.Compare(b.Work.AddedWALBytes, a.Work.AddedWALBytes),
+			cmp.Compare(b.Work.Of(b.Work.More).Ratio, a.Work.Of(a.Work.More).Ratio), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	r.MoreWork = []string{}
+	for _, q := range qs {
+		r.MoreWork = append(r.MoreWork, q.Fingerprint)
+	}
+}

@@ -1,0 +1,94 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+)
+
+// workComparison: three runs a side of the same latency; the candidate's
+// accounts update writes 2.5x the WAL and dirties 1.7x the blocks per
+// call (an update that lost HOT).
+func workComparison(t *testing.T) *compare.Report {
+	t.Helper()
+	var base, cand []*compare.Run
+	for i := range 6 {
+		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
+		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+		wal, dirtied := int64(6800), 0.92
+		if i >= 3 {
+			wal, dirtied = 17000, 1.55
+		}
+		wal += int64(i) * 10
+		qs := []observe.Query{
+			{Fingerprint: "b2c3d4e5f6071829", QueryStats: observe.QueryStats{Calls: 5000, WALBytes: 5000 * wal, WALFPI: 4600, SharedBlksDirtied: int64(5000 * dirtied)}},
+			{Fingerprint: "a1b2c3d4e5f60718", QueryStats: observe.QueryStats{Calls: 5000}},
+		}
+		b, err := json.Marshal(observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Evidence = b
+		if i < 3 {
+			base = append(base, run)
+		} else {
+			cand = append(cand, run)
+		}
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestServerWorkReport(t *testing.T) {
+	rep := workComparison(t)
+	if len(rep.MoreWork) != 1 || rep.MoreWork[0] != "b2c3d4e5f6071829" {
+		t.Fatalf("more work %v, queries %+v", rep.MoreWork, rep.Queries)
+	}
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 5); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	t.Logf("%s", out)
+	for _, want := range []string{
+		"Server work per call (pg_stat_statements): queries that write more, by WAL added per run; intervals over the runs; floors 1.50x and +1.0 kB WAL or +0.5 blocks dirtied a call",
+		"6.7 kB -> 16.6 kB", "+48.8 MB", "1.68x (1.68-1.68)", "more work", "REGRESSIONS (no rule to fail on): no latency regression beyond noise; 1 query writes more per call, most b2c3d4e5f6071829",
+		"(WAL bytes per call 2.50x (",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q", want)
+		}
+	}
+	js, err := json.Marshal(ComparisonDocument(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"more_work":["b2c3d4e5f6071829"]`, `"server_work":{"compared":true`, `"status":"more_work"`, `"wal_bytes":{"ratio":`} {
+		if !bytes.Contains(js, []byte(want)) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	p := ComparisonPage(rep, ComparisonOptions{})
+	var ids []string
+	for _, s := range p.Sections {
+		ids = append(ids, s.ID)
+	}
+	if got := strings.Join(ids, ","); !strings.Contains(got, "server-work") {
+		t.Errorf("sections %s", got)
+	}
+	var page bytes.Buffer
+	if err := htmlreport.Write(&page, p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "Writes more per call") || !strings.Contains(page.String(), "2.50x (") {
+		t.Errorf("the page lacks the server work")
+	}
+}
