@@ -381,6 +381,9 @@ type QueryDiff struct {
 	// MixedLatency marks ratios of latencies measured in different
 	// places (Options.AllowMixedLatency): not evidence of a regression.
 	MixedLatency bool `json:"mixed_latency,omitempty"`
+	// BusierWith is, for StatusSlowerWhileBusier, the regression the
+	// query slowed beside.
+	BusierWith string `json:"busier_with,omitempty"`
 	// Work is the query's server work per call on both sides, when
 	// every run has pg_stat_statements figures of it.
 	Work *QueryWork `json:"work,omitempty"`
@@ -499,9 +502,12 @@ type Verdict struct {
 	Regressions     int `json:"regressions"`
 	TailRegressions int `json:"tail_regressions"`
 	// MoreWork counts the work regressions (StatusMoreWork).
-	MoreWork    int    `json:"more_work,omitempty"`
-	Worst       string `json:"worst,omitempty"`
-	TooFewCalls int    `json:"too_few_calls"`
+	MoreWork int `json:"more_work,omitempty"`
+	// SlowerWhileBusier counts the queries slower beside the worst
+	// regression, not counted as regressions.
+	SlowerWhileBusier int    `json:"slower_while_busier,omitempty"`
+	Worst             string `json:"worst,omitempty"`
+	TooFewCalls       int    `json:"too_few_calls"`
 	// NoiseMeasured: every side had runs enough for rank intervals at
 	// the level; false when changes were judged against the default
 	// noise floors.
@@ -579,6 +585,9 @@ type Report struct {
 	ServerWork *ServerWork `json:"server_work,omitempty"`
 	// MoreWork are the work regressions, by WAL bytes added per run.
 	MoreWork []string `json:"more_work,omitempty"`
+	// SlowerWhileBusier are the queries slower beside a dominant
+	// regression (StatusSlowerWhileBusier), by impact.
+	SlowerWhileBusier []string `json:"slower_while_busier,omitempty"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
@@ -730,6 +739,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	if work {
 		rep.rankWork()
 	}
+	rep.markBusier(c.cSpans)
 	rep.rank()
 	rep.NewErrors, rep.UncodedErrors = newErrors(base, cand)
 	if rep.UncodedErrors > 0 {
@@ -778,7 +788,7 @@ func rows(runs []*Run, fp string) []*Query {
 
 // rank orders Queries and fills the ranked lists.
 func (r *Report) rank() {
-	var regs []*QueryDiff
+	var regs, busier []*QueryDiff
 	for i := range r.Queries {
 		q := &r.Queries[i]
 		switch q.Status {
@@ -792,7 +802,15 @@ func (r *Report) rank() {
 			r.TooFewCalls = append(r.TooFewCalls, q.Fingerprint)
 		case StatusSmallChange:
 			r.SmallChanges = append(r.SmallChanges, q.Fingerprint)
+		case StatusSlowerWhileBusier:
+			busier = append(busier, q)
 		}
+	}
+	slices.SortStableFunc(busier, func(a, b *QueryDiff) int {
+		return cmp.Or(cmp.Compare(b.ImpactMS, a.ImpactMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	for _, q := range busier {
+		r.SlowerWhileBusier = append(r.SlowerWhileBusier, q.Fingerprint)
 	}
 	byImpact := slices.Clone(regs)
 	slices.SortStableFunc(byImpact, func(a, b *QueryDiff) int {
@@ -812,7 +830,7 @@ func (r *Report) rank() {
 	// then everything else by the time it costs in the candidate (or
 	// the baseline, for queries gone).
 	pos := map[string]int{}
-	for i, fp := range append(slices.Clone(r.RegressionsByAddedTime), r.MoreWork...) {
+	for i, fp := range slices.Concat(r.RegressionsByAddedTime, r.MoreWork, r.SlowerWhileBusier) {
 		pos[fp] = i
 	}
 	cost := func(q *QueryDiff) float64 {
@@ -853,6 +871,8 @@ func (r *Report) verdict() {
 			r.Verdict.TailRegressions++
 		case StatusMoreWork:
 			r.Verdict.MoreWork++
+		case StatusSlowerWhileBusier:
+			r.Verdict.SlowerWhileBusier++
 		}
 	}
 	if len(r.RegressionsByAddedTime) > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,6 +191,12 @@ func checkLabel(t *testing.T, name string, d *QueryDiff) {
 	case StatusSmallChange:
 		if len(d.Reasons) == 0 {
 			t.Errorf("%s: small change without a reason", name)
+		}
+	case StatusSlowerWhileBusier:
+		x := e.Of(d.Regressed)
+		if d.BusierWith == "" || !slices.Contains(d.Reasons, ReasonServerBusier) || d.Factor <= 1 || d.ImpactMS <= 0 ||
+			x == nil || x.Change != ChangeSlower || x.Ratio < x.Floor || x.Low <= 1 {
+			t.Errorf("%s: slower while busier (with %q) with factor %.2f, %.1f ms added, %s %+v", name, d.BusierWith, d.Factor, d.ImpactMS, d.Regressed, x)
 		}
 	}
 	for _, x := range []Effect{e.Mean, e.P50, e.P95, e.P99} {

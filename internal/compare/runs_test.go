@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -198,6 +199,51 @@ func TestTwoRunsFewCallsTail(t *testing.T) {
 			}
 			if rep.Noise.Measured {
 				t.Errorf("two runs a side measured the noise: %+v", rep.Noise)
+			}
+		})
+	}
+}
+
+// TestSlowerWhileBusier: beside a regression that keeps the candidate's
+// server busy (query a, 100x, tens of seconds of server time a run over
+// runs of 2 s), a query slowed by a twentieth of that or less is slower
+// while busier, not a regression; one that added more stays a
+// regression; without a dominant regression nothing is relabelled.
+func TestSlowerWhileBusier(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		shift  map[string]float64
+		want   map[string]Status
+		busier int
+	}{
+		{"beside a dominant regression", map[string]float64{"a": 100, "b": 1.5, "e": 3},
+			map[string]Status{"a": StatusRegressed, "b": StatusSlowerWhileBusier, "e": StatusRegressed}, 1},
+		{"no dominant regression", map[string]float64{"b": 1.5, "c": 1.3},
+			map[string]Status{"b": StatusRegressed, "c": StatusRegressed}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := sideRuns(t, "A", 11, 3, 0.02, runsMeans, nil, nil)
+			cand := sideRuns(t, "B", 12, 3, 0.02, runsMeans, c.shift, nil)
+			for _, r := range cand {
+				// Runs of 2 s, as the calls' start times say.
+				r.FirstTime, r.LastTime = 1_700_000_000_000_000, 1_700_000_002_000_000
+			}
+			rep, err := Runs(base, cand, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for fp, want := range c.want {
+				q := rep.Query(fp)
+				checkLabel(t, fp, q)
+				if q.Status != want {
+					t.Errorf("%s: %s %v, want %s; added %.0f ms a run", fp, q.Status, q.Reasons, want, q.AddedMS)
+				}
+				if want == StatusSlowerWhileBusier && q.BusierWith != "a" {
+					t.Errorf("%s: slower beside %q, want a", fp, q.BusierWith)
+				}
+			}
+			if rep.Verdict.SlowerWhileBusier != c.busier || len(rep.SlowerWhileBusier) != c.busier || slices.Contains(rep.RegressionsByAddedTime, "b") == (c.busier == 1) {
+				t.Errorf("verdict %+v, slower while busier %v, regressions %v", rep.Verdict, rep.SlowerWhileBusier, rep.RegressionsByAddedTime)
 			}
 		})
 	}

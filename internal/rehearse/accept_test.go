@@ -373,6 +373,13 @@ func BenchmarkAcceptanceAB(b *testing.B) {
 					}
 					b.Logf("  %v %s", map[bool]string{true: "changed:  ", false: "UNRELATED:"}[related], describeWork(q))
 				}
+				// Slower beside a dominant regression (the server busier
+				// with it): shown, not regressions, so never unrelated ones.
+				for _, fp := range rep.SlowerWhileBusier {
+					if q := rep.Query(fp); q != nil {
+						b.Logf("  beside:    %s (busier with %s)", describe(*q), q.BusierWith)
+					}
+				}
 				// Latency regressions first, then the work regressions:
 				// the first of them is what the report names first.
 				named := append(regs, work...)

@@ -201,6 +201,9 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 	nReg := rep.Verdict.Regressions + rep.Verdict.TailRegressions
 	regs := htmlreport.Card{Label: "Regressions beyond noise", Value: strconv.Itoa(nReg),
 		Sub: fmt.Sprintf("%d of the tail only; %d with too few calls to judge", rep.Verdict.TailRegressions, len(rep.TooFewCalls))}
+	if n := rep.Verdict.SlowerWhileBusier; n > 0 {
+		regs.Sub += fmt.Sprintf("; %d more slower while the server was busier, not counted", n)
+	}
 	if nReg > 0 {
 		regs.Status = "bad"
 	}
@@ -227,25 +230,35 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			{Label: "C/B", Numeric: true, Tooltip: "candidate / baseline, with its interval"}, {Label: "floor", Numeric: true, Tooltip: "the factor a change had to reach: effect floor, noise floor (the baseline's own runs) or the default for one run"},
 			{Label: "impact", Numeric: true, Tooltip: "time added per run: mean change × calls, or for the tail p95 change × 5% of calls"},
 			{Label: "calls C", Numeric: true}, {Label: "query"}}}
-	for i, fp := range rep.RegressionsByAddedTime {
-		if i == 5 {
-			break
+	rows := func(fps []string, class string) []htmlreport.Row {
+		var out []htmlreport.Row
+		for i, fp := range fps {
+			if i == 5 {
+				break
+			}
+			q := rep.Query(fp)
+			e := q.Effects.Of(q.Regressed)
+			what := string(q.Regressed)
+			if q.Regressed == compare.MetricP95 {
+				what += " (tail)"
+			}
+			out = append(out, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+				htmlreport.Num(strconv.Itoa(i+1), float64(i+1)), htmlreport.Text(what),
+				effectCell(e), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
+				htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS),
+				htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
+				queryCell(fp, q.Query, pageQueryWidth),
+			}})
 		}
-		q := rep.Query(fp)
-		e := q.Effects.Of(q.Regressed)
-		what := string(q.Regressed)
-		if q.Status == compare.StatusTailRegressed {
-			what += " (tail)"
-		}
-		t.Rows = append(t.Rows, htmlreport.Row{Class: "bad", Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Num(strconv.Itoa(i+1), float64(i+1)), htmlreport.Text(what),
-			effectCell(e), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
-			htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS),
-			htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
-			queryCell(fp, q.Query, pageQueryWidth),
-		}})
+		return out
 	}
+	t.Rows = rows(rep.RegressionsByAddedTime, "bad")
 	s.Tables = append(s.Tables, t)
+	if len(rep.SlowerWhileBusier) > 0 {
+		b := t
+		b.ID, b.Title, b.Rows = "busier", BusierTitle(rep), rows(rep.SlowerWhileBusier, "")
+		s.Tables = append(s.Tables, b)
+	}
 	return s
 }
 

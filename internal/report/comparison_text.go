@@ -42,7 +42,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 		impact := fmtSignedTotal(q.ImpactMS)
 		b, c := figureOf(q.Baseline, q.Regressed), figureOf(q.Candidate, q.Regressed)
 		what := string(q.Regressed)
-		if q.Status == compare.StatusTailRegressed {
+		if q.Regressed == compare.MetricP95 {
 			what += " (tail)"
 		}
 		return []string{impact, what, fmtMS(b.v) + fmtSpread(b.spread, runs[0]), fmtMS(c.v) + fmtSpread(c.spread, runs[1]),
@@ -58,6 +58,9 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	// By factor only when it says something the list by impact did not.
 	if !slices.Equal(rep.RegressionsByFactor, rep.RegressionsByAddedTime) {
 		writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)
+	}
+	if len(rep.SlowerWhileBusier) > 0 {
+		writeList(ew, rep, BusierTitle(rep), rep.SlowerWhileBusier, top, regHead, regRow)
 	}
 	writeServerWork(ew, rep, top)
 	writeRoundTrips(ew, rep, top)

@@ -161,6 +161,9 @@ func regressionsClause(rep *compare.Report) string {
 		}
 		s += fmt.Sprintf(", worst %s (%s %s, %s)", queryName(rep, q.Fingerprint), what, fmtEffect(e), added)
 	}
+	if n := v.SlowerWhileBusier; n > 0 {
+		s += fmt.Sprintf("; %d more %s slower beside it while the server was busier, not counted", n, plural(n, "query", "queries"))
+	}
 	if w := workClause(rep); w != "" {
 		s += "; " + w
 	}
@@ -394,6 +397,23 @@ func DivergenceReason(d compare.Divergence) string {
 		s += " in " + d.Run
 	}
 	return s
+}
+
+// BusierTitle heads the list of the queries slower while the server was
+// busier with the worst regression.
+func BusierTitle(rep *compare.Report) string {
+	fp := ""
+	if len(rep.SlowerWhileBusier) > 0 {
+		if q := rep.Query(rep.SlowerWhileBusier[0]); q != nil {
+			fp = q.BusierWith
+		}
+	}
+	added := ""
+	if q := rep.Query(fp); q != nil {
+		added = " (" + fmtSignedTotal(q.AddedMS) + " of server time per run)"
+	}
+	return fmt.Sprintf("Slower while the server was busier with %s%s: likely contention, not counted as regressions; judge them again once it is fixed",
+		queryName(rep, fp), added)
 }
 
 // StatusText is a query's status for a person: "tail regressed".

@@ -92,3 +92,55 @@ func TestServerWorkReport(t *testing.T) {
 		t.Errorf("the page lacks the server work")
 	}
 }
+
+// TestSlowerWhileBusierReport: beside a dominant regression (the lookup,
+// 100x, minutes of server time a run), a query slowed by 1.5x is listed
+// apart, named with the regression it slowed beside, in the text, the
+// verdict line, the JSON and the page.
+func TestSlowerWhileBusierReport(t *testing.T) {
+	var base, cand []*compare.Run
+	for i := range 3 {
+		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
+		qs := append([]synthQuery(nil), synthQueries[:2]...)
+		qs[0].meanUS *= 100
+		qs[1].meanUS *= 1.5
+		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.SlowerWhileBusier) != 1 || len(rep.RegressionsByAddedTime) != 1 {
+		t.Fatalf("slower while busier %v, regressions %v", rep.SlowerWhileBusier, rep.RegressionsByAddedTime)
+	}
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 5); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{
+		`Slower while the server was busier with a1b2c3d4e5f60718 "SELECT abalance FROM pgbench_accounts WHERE aid = $1" (+`,
+		"1 regression, worst a1b2c3d4e5f60718",
+		"; 1 more query slower beside it while the server was busier, not counted",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := json.Marshal(ComparisonDocument(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"slower_while_busier":["b2c3d4e5f6071829"]`, `"busier_with":"a1b2c3d4e5f60718"`, `"status":"slower_while_busier"`} {
+		if !bytes.Contains(js, []byte(want)) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	var page bytes.Buffer
+	if err := htmlreport.Write(&page, ComparisonPage(rep, ComparisonOptions{})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "Slower while the server was busier with") {
+		t.Errorf("the page lacks the queries slower beside the regression")
+	}
+}
