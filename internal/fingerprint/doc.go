@@ -17,6 +17,8 @@
 // made on first use and kept with the Item, so each distinct statement
 // text is parsed for it once however many consumers ask (the replay's
 // sessions, its synchronization, its pre-flight, the sweep).
+// AssignedColumns, apart from the Class, gives the columns a statement's
+// SET lists assign, which only an explanation of its plans needs.
 //
 // Parsing runs the PostgreSQL parser through cgo and costs microseconds;
 // logs repeat the same texts, so Cache remembers results by exact text. The

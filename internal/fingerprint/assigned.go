@@ -1,0 +1,87 @@
+package fingerprint
+
+import (
+	"slices"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Assigned is a relation a statement updates in place and the columns it
+// assigns there: what decides whether the update can be HOT (a new row
+// version that no index needs to know of), which it cannot be once an
+// index covers one of these columns and the value changes.
+type Assigned struct {
+	Name
+	// Columns are the columns of the SET lists, each once, in order
+	// of first appearance, as PostgreSQL folds them (unquoted names
+	// in lower case). SET (a, b) = (...) assigns a and b; SET a[1] =
+	// ... and SET a.f = ... assign a.
+	Columns []string
+}
+
+// AssignedColumns parses one SQL statement and returns the relations it
+// updates in place with the columns it assigns: the SET list of an
+// UPDATE, of INSERT ... ON CONFLICT DO UPDATE, and of a MERGE's WHEN
+// MATCHED THEN UPDATE, data-modifying CTEs included. A relation updated
+// twice is listed once, with the columns of both. nil when the statement
+// updates nothing, does not parse or holds several statements: it is not
+// part of Class, which every replayed statement gets and which only a
+// plan's explanation needs this of.
+func AssignedColumns(sql string) []Assigned {
+	res, err := pg_query.Parse(sql)
+	if err != nil || len(res.Stmts) != 1 || res.Stmts[0].Stmt == nil {
+		return nil
+	}
+	var out []Assigned
+	visitAssigned(res.Stmts[0].Stmt.ProtoReflect(), &out)
+	return out
+}
+
+func visitAssigned(m protoreflect.Message, out *[]Assigned) {
+	switch x := m.Interface().(type) {
+	case *pg_query.UpdateStmt:
+		addAssigned(out, x.Relation, x.TargetList)
+	case *pg_query.InsertStmt:
+		if oc := x.OnConflictClause; oc != nil && oc.Action == pg_query.OnConflictAction_ONCONFLICT_UPDATE {
+			addAssigned(out, x.Relation, oc.TargetList)
+		}
+	case *pg_query.MergeStmt:
+		for _, w := range x.MergeWhenClauses {
+			if mw := w.GetMergeWhenClause(); mw != nil && mw.CommandType == pg_query.CmdType_CMD_UPDATE {
+				addAssigned(out, x.Relation, mw.TargetList)
+			}
+		}
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Kind() != protoreflect.MessageKind, fd.IsMap():
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				visitAssigned(l.Get(i).Message(), out)
+			}
+		default:
+			visitAssigned(v.Message(), out)
+		}
+		return true
+	})
+}
+
+func addAssigned(out *[]Assigned, rv *pg_query.RangeVar, targets []*pg_query.Node) {
+	if rv == nil || rv.Relname == "" {
+		return
+	}
+	n := rangeVarName(rv)
+	i := slices.IndexFunc(*out, func(a Assigned) bool { return a.Name == n })
+	if i < 0 {
+		*out = append(*out, Assigned{Name: n})
+		i = len(*out) - 1
+	}
+	a := &(*out)[i]
+	for _, t := range targets {
+		if rt := t.GetResTarget(); rt != nil && rt.Name != "" && !slices.Contains(a.Columns, rt.Name) {
+			a.Columns = append(a.Columns, rt.Name)
+		}
+	}
+}
