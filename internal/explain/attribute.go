@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
@@ -46,6 +47,17 @@ const (
 	// CauseVersion: the major versions differ, and with them the
 	// planner.
 	CauseVersion CauseKind = "version"
+	// CauseIndexStopsHOT: an UPDATE (or ON CONFLICT DO UPDATE, or
+	// MERGE's UPDATE) assigns Columns of Relation, which Index covers
+	// on the candidate (key, INCLUDE, expression or predicate) and no
+	// index covers on the control: its updates that change them
+	// cannot be HOT there, and write a new entry in every index of the
+	// relation, more WAL and more dirtied blocks per call. It needs no
+	// plan change. Candidate is the index's definition; Control is its
+	// definition on the control when an index of that name is there
+	// and does not cover them. HOT, when both sides' statistics counted
+	// updates of the relation, is their HOT share.
+	CauseIndexStopsHOT CauseKind = "index_stops_hot"
 )
 
 // Cause is one difference behind a plan change or a slowdown. Control
@@ -68,6 +80,24 @@ type Cause struct {
 	// (a sort, hash or aggregate went to disk), "reads" (shared blocks
 	// read from outside shared_buffers grew), "jit".
 	Evidence string `json:"evidence,omitempty"`
+	// Columns are the columns the statement assigns that the index
+	// covers (CauseIndexStopsHOT).
+	Columns []string `json:"columns,omitempty"`
+	// HOT are the relation's update counters on both sides
+	// (CauseIndexStopsHOT).
+	HOT *HOTUpdates `json:"hot_updates,omitempty"`
+}
+
+// HOTUpdates are a relation's pg_stat_all_tables counters on both sides
+// when the snapshots read them (once, after the runs): rows updated
+// (n_tup_upd) and of them updated HOT (n_tup_hot_upd), counted since
+// the statistics were reset or the database made. They count every
+// statement's updates of the relation, not one statement's.
+type HOTUpdates struct {
+	ControlUpdates   int64 `json:"control_updates"`
+	ControlHOT       int64 `json:"control_hot"`
+	CandidateUpdates int64 `json:"candidate_updates"`
+	CandidateHOT     int64 `json:"candidate_hot"`
 }
 
 // plannerSetting reports whether a setting changes how the planner
@@ -126,6 +156,10 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 	}
 	pa, pb := main.Control.Plan, main.Candidate.Plan
 	rels := append(pa.Relations(), pb.Relations()...)
+	assigned := fingerprint.AssignedColumns(out.Query)
+	for _, a := range assigned {
+		rels = append(rels, a.Name.Name)
+	}
 	for _, s := range []*session{ctl, cand} {
 		if s != nil {
 			// A relation snapshot that cannot be read only loses causes.
@@ -140,6 +174,7 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 	if changed {
 		causes = append(causes, r.verifyIndexes(ctx, main, cand, indexCauses(main, cs, cd))...)
 	}
+	causes = append(causes, hotCauses(assigned, cs, cd)...)
 	causes = append(causes, statisticsCauses(rels, cs, cd, changed)...)
 	if cs != nil && cd != nil {
 		if changed {
@@ -159,7 +194,7 @@ func causeRank(c Cause) int {
 		return 0
 	case CauseNeverAnalyzed:
 		return 1
-	case CauseIndexDiffers, CauseIndexNew:
+	case CauseIndexDiffers, CauseIndexNew, CauseIndexStopsHOT:
 		return 2
 	case CauseSetting:
 		switch {
@@ -226,6 +261,49 @@ func indexCauses(main *Explained, cs, cd *Snapshot) []Cause {
 	}
 	if cs != nil && cd != nil {
 		look(main.Candidate.Plan, cd, cs, true)
+	}
+	return out
+}
+
+// hotCauses finds, for each relation the statement updates, the indexes
+// that stop its updates from being HOT on the candidate and not on the
+// control: a column it assigns that an index covers on the candidate and
+// none covers on the control. A column covered on both sides is not a
+// cause (the control's updates of it were not HOT either), nor one
+// covered on the control only (the candidate does less). When both
+// sides' statistics counted updates of the relation and the candidate's
+// HOT share is not below the control's, the counters contradict the
+// cause and it is left out.
+func hotCauses(assigned []fingerprint.Assigned, cs, cd *Snapshot) []Cause {
+	var out []Cause
+	for _, a := range assigned {
+		rc, rd := relation(cs, a.Name.Name), relation(cd, a.Name.Name)
+		if rc == nil || rd == nil {
+			continue
+		}
+		var hot *HOTUpdates
+		if rc.Updates > 0 && rd.Updates > 0 {
+			hot = &HOTUpdates{ControlUpdates: rc.Updates, ControlHOT: rc.HOTUpdates, CandidateUpdates: rd.Updates, CandidateHOT: rd.HOTUpdates}
+			if float64(rd.HOTUpdates)/float64(rd.Updates) >= float64(rc.HOTUpdates)/float64(rc.Updates) {
+				continue
+			}
+		}
+		for _, ix := range rd.Indexes {
+			var cols []string
+			for _, col := range a.Columns {
+				if ix.Covers(col) && !slices.ContainsFunc(rc.Indexes, func(c Index) bool { return c.Covers(col) }) {
+					cols = append(cols, col)
+				}
+			}
+			if len(cols) == 0 {
+				continue
+			}
+			c := Cause{Kind: CauseIndexStopsHOT, Side: Candidate, Relation: a.Name.Name, Index: ix.Name, Candidate: ix.Def, Columns: cols, HOT: hot}
+			if mine := rc.Index(ix.Name); mine != nil {
+				c.Control = mine.Def
+			}
+			out = append(out, c)
+		}
 	}
 	return out
 }

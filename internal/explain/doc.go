@@ -15,14 +15,18 @@
 //
 // A Snapshot of each server, read once per database, holds its version,
 // its planner and resource settings, and, for the relations the plans
-// touch, their indexes (definitions, validity) and statistics (reltuples,
-// relpages, last analyze, rows modified since, extended statistics).
+// touch, their indexes (definitions, validity, the columns they
+// reference) and statistics (reltuples, relpages, last analyze, rows
+// modified since, rows updated and updated HOT, extended statistics).
 // Each plan change is attributed to the differences that touch its
 // relations and cost model: an index the control's plan uses that the
 // candidate lacks, a relation never analyzed on one side, a setting
 // whose control value, set on the candidate for one EXPLAIN, gives back
 // the control's plan (verified), and so on. When nothing found explains a
-// change, the outcome says so rather than guess.
+// change, the outcome says so rather than guess. One cause needs no plan
+// change: an update whose assigned columns an index covers on the
+// candidate only, which stops its updates from being HOT there (more WAL
+// and dirtied blocks per call with the same plan).
 //
 // Safety. Every connection sets application_name to
 // event.OwnApplicationPrefix + "explain", so that analyses of the

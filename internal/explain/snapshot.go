@@ -55,6 +55,12 @@ type Relation struct {
 	// nil when the statistics collector knows of none.
 	LastAnalyze     *time.Time `json:"last_analyze,omitempty"`
 	ModSinceAnalyze int64      `json:"mod_since_analyze"`
+	// Updates and HOTUpdates are pg_stat_all_tables.n_tup_upd and
+	// n_tup_hot_upd when the snapshot read them: rows updated since the
+	// statistics were reset (or the database made), and of them those
+	// updated HOT (no index written).
+	Updates    int64 `json:"n_tup_upd"`
+	HOTUpdates int64 `json:"n_tup_hot_upd"`
 	// ColumnStats: pg_stats has rows for its columns (what ANALYZE
 	// writes); false means the planner guesses every selectivity.
 	ColumnStats bool      `json:"column_stats"`
@@ -86,6 +92,21 @@ type Index struct {
 	// Valid is pg_index.indisvalid: false after a failed CREATE INDEX
 	// CONCURRENTLY, and then the planner ignores it.
 	Valid bool `json:"valid"`
+	// Columns are the table's columns the index references, in the
+	// table's order: its key and INCLUDE columns (pg_index.indkey), and
+	// those its expressions and its predicate use (pg_depend). An
+	// update that changes one of them cannot be HOT, whether the index
+	// is valid or not (a CREATE INDEX CONCURRENTLY under way counts).
+	Columns []string `json:"columns,omitempty"`
+	// Summarizing: a BRIN index on PostgreSQL 16 or later, which does
+	// not stop HOT updates.
+	Summarizing bool `json:"summarizing,omitempty"`
+}
+
+// Covers reports whether an update that changes column col cannot be
+// HOT because of ix.
+func (ix *Index) Covers(col string) bool {
+	return !ix.Summarizing && slices.Contains(ix.Columns, col)
 }
 
 // Shape is Def without the index's own name, to find the same index
@@ -145,6 +166,7 @@ const relationsQuery = `
 SELECT c.oid, n.nspname, c.relname, c.relpages, c.reltuples::float8,
        greatest(s.last_analyze, s.last_autoanalyze),
        coalesce(s.n_mod_since_analyze, 0),
+       coalesce(s.n_tup_upd, 0), coalesce(s.n_tup_hot_upd, 0),
        EXISTS (SELECT 1 FROM pg_stats ps WHERE ps.schemaname = n.nspname AND ps.tablename = c.relname),
        pg_table_is_visible(c.oid)
 FROM pg_class c
@@ -153,10 +175,25 @@ LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
 WHERE c.relname = ANY($1) AND c.relkind IN ('r', 'p', 'm', 'f')
 ORDER BY pg_table_is_visible(c.oid) DESC, n.nspname`
 
+// indexesQuery reads the indexes of relations. The columns an index
+// references are those of indkey (key and INCLUDE columns; 0 stands for
+// an expression), and those its expressions and predicate use: index_create
+// records each as a dependency of the index on the column (refobjsubid).
+// Summarizing: BRIN from PostgreSQL 16, whose indexes no longer stop HOT.
 const indexesQuery = `
-SELECT i.indrelid, ic.relname, pg_get_indexdef(i.indexrelid), i.indisvalid
+SELECT i.indrelid, ic.relname, pg_get_indexdef(i.indexrelid), i.indisvalid,
+       ARRAY(SELECT a.attname::text FROM pg_attribute a
+             WHERE a.attrelid = i.indrelid AND a.attnum > 0 AND NOT a.attisdropped
+               AND (a.attnum = ANY (i.indkey::int2[])
+                    OR EXISTS (SELECT 1 FROM pg_depend d
+                               WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
+                                 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = i.indrelid
+                                 AND d.refobjsubid = a.attnum))
+             ORDER BY a.attnum),
+       am.amname = 'brin' AND current_setting('server_version_num')::int >= 160000
 FROM pg_index i
 JOIN pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_am am ON am.oid = ic.relam
 WHERE i.indrelid = ANY($1)
 ORDER BY ic.relname`
 
@@ -192,7 +229,8 @@ func (s *Snapshot) LoadRelations(ctx context.Context, conn *pgx.Conn, timeout ti
 			var oid uint32
 			r := &Relation{}
 			var visible bool
-			if err := rows.Scan(&oid, &r.Schema, &r.Name, &r.Pages, &r.Tuples, &r.LastAnalyze, &r.ModSinceAnalyze, &r.ColumnStats, &visible); err != nil {
+			if err := rows.Scan(&oid, &r.Schema, &r.Name, &r.Pages, &r.Tuples, &r.LastAnalyze, &r.ModSinceAnalyze,
+				&r.Updates, &r.HOTUpdates, &r.ColumnStats, &visible); err != nil {
 				return fmt.Errorf("relations: %w", err)
 			}
 			if _, seen := s.Relations[r.Name]; seen {
@@ -220,7 +258,7 @@ func (s *Snapshot) LoadRelations(ctx context.Context, conn *pgx.Conn, timeout ti
 		for rows.Next() {
 			var oid uint32
 			var ix Index
-			if err := rows.Scan(&oid, &ix.Name, &ix.Def, &ix.Valid); err != nil {
+			if err := rows.Scan(&oid, &ix.Name, &ix.Def, &ix.Valid, &ix.Columns, &ix.Summarizing); err != nil {
 				return fmt.Errorf("indexes: %w", err)
 			}
 			if r := byOID[oid]; r != nil {
