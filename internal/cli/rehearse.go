@@ -607,7 +607,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
 				return nil, err
 			}
-			if err := report.WritePlans(w, plans.Report, plans.Slower, planHints); err != nil {
+			if err := report.WritePlans(w, plans.Report, plans.Flagged, planHints); err != nil {
 				return nil, fmt.Errorf("write plans: %w", err)
 			}
 		}

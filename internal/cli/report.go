@@ -224,7 +224,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		return err
 	}
 	if plans != nil {
-		if err := report.WritePlans(summaryOut, plans.Report, plans.Slower, planHints); err != nil {
+		if err := report.WritePlans(summaryOut, plans.Report, plans.Flagged, planHints); err != nil {
 			return fmt.Errorf("write plans: %w", err)
 		}
 	}

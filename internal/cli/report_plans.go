@@ -42,10 +42,12 @@ func addPlanOptionFlags(fl *pflag.FlagSet, f *planFlags) {
 
 // planHelp is report --help's paragraph on plans.
 const planHelp = `With --control-dsn and --candidate-dsn, report explains on both servers
-every query listed as regressed or diverged, and the top --plans-top by time
-added, and says per query "plan changed" (the first nodes that differ) or
-"same plan, slower" (the nodes whose time or reads grew), and the setting,
-index or statistic behind it (docs/plans-json.md). A query is explained with
+every query listed as regressed (slower, or writing more per call) or
+diverged, and the top --plans-top by time added, and says per query "plan
+changed" (the first nodes that differ), "same plan, slower" (the nodes whose
+time or reads grew) or "same plan, more work", and the setting, index or
+statistic behind it, such as an index on the candidate that stops an
+update's HOT updates (docs/plans-json.md). A query is explained with
 the parameter values of its slowest and its median execution when the
 results kept them (analyze or replay --keep-samples); otherwise with its
 generic plan, and the report says so; each query runs in the database of
@@ -126,7 +128,7 @@ func connectReportFindings(ctx context.Context, f planFlags, pr *compareplans.Re
 // addPlansSection puts the plans section of the page right after its
 // summary, where the regressions are listed (first without one).
 func addPlansSection(p *htmlreport.Page, pr *compareplans.Result) {
-	s := report.PlansSection(pr.Report, pr.Slower, planHints)
+	s := report.PlansSection(pr.Report, pr.Flagged, planHints)
 	at := 0
 	for i, sec := range p.Sections {
 		if sec.ID == "summary" {

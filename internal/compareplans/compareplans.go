@@ -41,9 +41,11 @@ type Options struct {
 type Result struct {
 	// Report is explain's, its plans redacted.
 	Report *explain.Report
-	// Slower holds the fingerprints the comparison found slower: a
-	// same plan among them is "same plan, slower".
-	Slower map[string]bool
+	// Flagged holds the comparison's status of the fingerprints it
+	// found slower (a latency regression) or doing more work per call
+	// (compare.StatusMoreWork): a same plan among them is "same plan,
+	// slower" or "same plan, more work", and its causes are named.
+	Flagged map[string]compare.Status
 	// KeptSamples: some statement was explained with kept parameter
 	// values; without, every plan with parameters is generic.
 	KeptSamples bool
@@ -59,10 +61,14 @@ type Input struct {
 	Baseline, Candidate []*results.Result
 }
 
-// Statements returns what to explain for in, in order: the regressions
-// by time added, the divergent queries, then the top queries by time
-// added (top of them, regressed or not), each once; with the samples
-// (the baseline's, else the candidate's) and the baseline's logged plan.
+// Statements returns what to explain for in, in order: the latency
+// regressions by time added, the work regressions (more WAL or dirtied
+// blocks per call) by WAL added per run, the divergent queries, then the
+// top queries by time added (top of them, regressed or not), each once;
+// with the samples (the baseline's, else the candidate's) and the
+// baseline's logged plan. Every regression of either kind is explained,
+// whatever top is: the latency regressions come first because they are
+// what the verdict names first.
 func Statements(in Input, top int) []explain.Statement {
 	if top == 0 {
 		top = DefaultTop
@@ -77,6 +83,9 @@ func Statements(in Input, top int) []explain.Statement {
 		}
 	}
 	for _, fp := range rep.RegressionsByAddedTime {
+		add(fp)
+	}
+	for _, fp := range rep.MoreWork {
 		add(fp)
 	}
 	for _, d := range rep.Divergence {
@@ -130,12 +139,13 @@ func samplesOf(fp string, sides ...[]*results.Result) []explain.Sample {
 	return nil
 }
 
-// Slower returns the fingerprints rep found slower: its regressions.
-func Slower(rep *compare.Report) map[string]bool {
-	out := map[string]bool{}
+// Flagged returns the status of each query rep found slower (its latency
+// regressions) or doing more work per call (StatusMoreWork).
+func Flagged(rep *compare.Report) map[string]compare.Status {
+	out := map[string]compare.Status{}
 	for i := range rep.Queries {
-		if rep.Queries[i].Status.Regression() {
-			out[rep.Queries[i].Fingerprint] = true
+		if q := &rep.Queries[i]; q.Status.Regression() || q.Status == compare.StatusMoreWork {
+			out[q.Fingerprint] = q.Status
 		}
 	}
 	return out
@@ -158,7 +168,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Result, error) {
 	if rep == nil {
 		return nil, err
 	}
-	res := &Result{Report: rep, Slower: Slower(in.Report), Findings: rep.ForFindings(explain.Candidate, nil)}
+	res := &Result{Report: rep, Flagged: Flagged(in.Report), Findings: rep.ForFindings(explain.Candidate, nil)}
 	for _, st := range stmts {
 		res.KeptSamples = res.KeptSamples || len(st.Samples) > 0
 	}

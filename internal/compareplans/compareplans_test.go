@@ -8,9 +8,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// TestStatements: the regressions first, then the divergent queries,
-// then the top by time added, each once; samples from the baseline
-// before the candidate; the baseline's logged plan.
+// TestStatements: the latency regressions first, then the work
+// regressions, then the divergent queries, then the top by time added,
+// each once; samples from the baseline before the candidate; the
+// baseline's logged plan.
 func TestStatements(t *testing.T) {
 	f := &compare.Figures{}
 	rep := &compare.Report{
@@ -20,8 +21,10 @@ func TestStatements(t *testing.T) {
 			{Fingerprint: "mid", Query: "Q mid", Status: compare.StatusUnchanged, AddedMS: 10, Baseline: f, Candidate: f},
 			{Fingerprint: "faster", Query: "Q faster", Status: compare.StatusImproved, AddedMS: -5, Baseline: f, Candidate: f},
 			{Fingerprint: "new", Query: "Q new", Status: compare.StatusOnlyCandidate, AddedMS: 70, Candidate: f},
+			{Fingerprint: "wal", Query: "UPDATE t SET v = v + $1 WHERE id = $2", Status: compare.StatusMoreWork, AddedMS: 1, Baseline: f, Candidate: f},
 		},
 		RegressionsByAddedTime: []string{"reg"},
+		MoreWork:               []string{"wal"},
 		Divergence:             []compare.Divergence{{Fingerprint: "div", Query: "Q div"}, {Fingerprint: "reg", Query: "Q reg"}},
 	}
 	p := &plan.Plan{Root: &plan.Node{Type: "Seq Scan", Relation: "t"}}
@@ -39,21 +42,21 @@ func TestStatements(t *testing.T) {
 	for _, st := range got {
 		fps = append(fps, st.Fingerprint)
 	}
-	if want := "reg div big"; join(fps) != want {
+	if want := "reg wal div big"; join(fps) != want {
 		t.Errorf("top 1: %q, want %q", join(fps), want)
 	}
-	if got[0].Query != "Q reg" || got[1].Query != "Q div" || got[0].Samples[0].Query != "base" || got[2].Samples[0].Query != "cand" || got[1].Samples != nil {
+	if got[0].Query != "Q reg" || got[2].Query != "Q div" || got[0].Samples[0].Query != "base" || got[3].Samples[0].Query != "cand" || got[2].Samples != nil {
 		t.Errorf("statements: %+v", got)
 	}
 	all := Statements(in, 0)
-	if len(all) != 4 || all[3].Fingerprint != "mid" || all[3].Logged != p {
+	if len(all) != 5 || all[4].Fingerprint != "mid" || all[4].Logged != p {
 		t.Errorf("default top: %+v", all)
 	}
-	if n := len(Statements(in, -1)); n != 2 {
+	if n := len(Statements(in, -1)); n != 3 {
 		t.Errorf("no top: %d statements", n)
 	}
-	if s := Slower(rep); len(s) != 1 || !s["reg"] {
-		t.Errorf("slower: %v", s)
+	if s := Flagged(rep); len(s) != 2 || s["reg"] != compare.StatusRegressed || s["wal"] != compare.StatusMoreWork {
+		t.Errorf("flagged: %v", s)
 	}
 }
 

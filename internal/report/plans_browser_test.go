@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 )
@@ -14,7 +15,7 @@ import (
 func TestPlansInBrowser(t *testing.T) {
 	rep := plansReport(t)
 	rep.Redact()
-	sec := PlansSection(rep, map[string]bool{"aaaa": true, "bbbb": true}, PlanHints{KeepSamples: "--keep-samples"})
+	sec := PlansSection(rep, map[string]compare.Status{"aaaa": compare.StatusRegressed, "bbbb": compare.StatusRegressed}, PlanHints{KeepSamples: "--keep-samples"})
 	if len(sec.Tables) != 3 {
 		t.Fatalf("%d tables: the statements and two pairs of trees", len(sec.Tables))
 	}

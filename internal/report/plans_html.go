@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/numfmt"
@@ -16,7 +17,10 @@ import (
 // side, node against aligned node, the changed nodes highlighted, with
 // per-node time and buffers where analyzed; and the settings and
 // statistics that differ between the servers.
-func PlansSection(rep *explain.Report, slower map[string]bool, h PlanHints) htmlreport.Section {
+//
+// status holds the comparison's status of the fingerprints it found
+// slower or doing more work (compareplans.Flagged).
+func PlansSection(rep *explain.Report, status map[string]compare.Status, h PlanHints) htmlreport.Section {
 	s := htmlreport.Section{ID: "plans", Title: "Plans"}
 	if rep == nil {
 		s.Text = []string{"Plans were not explained" + paren(h.Connections) + "."}
@@ -33,7 +37,7 @@ func PlansSection(rep *explain.Report, slower map[string]bool, h PlanHints) html
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
 		generic = generic || o.Generic
-		w := planWordsOf(o, slower[o.Fingerprint])
+		w := planWordsOf(o, status[o.Fingerprint])
 		class := ""
 		switch o.Verdict {
 		case explain.PlanChanged:
@@ -80,7 +84,7 @@ func PlansSection(rep *explain.Report, slower map[string]bool, h PlanHints) html
 	s.Tables = append(s.Tables, t)
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
-		if m := o.Main(); m != nil && (o.Verdict == explain.PlanChanged || slower[o.Fingerprint]) {
+		if m := o.Main(); m != nil && (o.Verdict == explain.PlanChanged || flagged(status[o.Fingerprint])) {
 			s.Tables = append(s.Tables, PlanTreesTable(o.Fingerprint, m))
 		}
 	}

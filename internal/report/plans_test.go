@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
@@ -79,15 +80,15 @@ func TestPlanLines(t *testing.T) {
 		"not explained: candidate: relation tmp_x does not exist there (a temporary table of a session that is gone, or a schema difference)",
 	}
 	for i := range rep.Outcomes {
-		if got := PlanLine(&rep.Outcomes[i], true); got != want[i] {
+		if got := PlanLine(&rep.Outcomes[i], compare.StatusRegressed); got != want[i] {
 			t.Errorf("line %d:\n got %q\nwant %q", i, got, want[i])
 		}
 	}
 	both := explain.Outcome{Verdict: explain.NotCompared, Problems: []explain.Problem{{Side: explain.Control, Kind: explain.ProblemUtility}, {Side: explain.Candidate, Kind: explain.ProblemUtility}}}
-	if got := PlanLine(&both, false); got != "not explained: DDL or a utility statement, which EXPLAIN cannot plan" {
+	if got := PlanLine(&both, compare.StatusUnchanged); got != "not explained: DDL or a utility statement, which EXPLAIN cannot plan" {
 		t.Errorf("the same reason on both sides: %q", got)
 	}
-	if got := PlanLine(&rep.Outcomes[1], false); !strings.HasPrefix(got, "same plan: ") || strings.Contains(got, "cause") {
+	if got := PlanLine(&rep.Outcomes[1], compare.StatusUnchanged); !strings.HasPrefix(got, "same plan: ") || strings.Contains(got, "cause") {
 		t.Errorf("not slower: %q", got)
 	}
 	long := ChangeLong(rep.Outcomes[0].Main())
@@ -99,7 +100,7 @@ func TestPlanLines(t *testing.T) {
 		t.Errorf("cause: %q", c)
 	}
 	var b bytes.Buffer
-	if err := WritePlans(&b, rep, map[string]bool{"aaaa": true, "bbbb": true}, PlanHints{KeepSamples: "--keep-samples"}); err != nil {
+	if err := WritePlans(&b, rep, map[string]compare.Status{"aaaa": compare.StatusRegressed, "bbbb": compare.StatusRegressed}, PlanHints{KeepSamples: "--keep-samples"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{want[0], "cause: index customers_email_idx on customers does not exist on the candidate", "Generic plans", "(--keep-samples)"} {
@@ -118,7 +119,7 @@ func TestPlansRedacted(t *testing.T) {
 	if err := WritePlans(&text, rep, nil, PlanHints{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := htmlreport.Write(&page, htmlreport.Page{Title: "t", Sections: []htmlreport.Section{PlansSection(rep, map[string]bool{"bbbb": true}, PlanHints{})}}); err != nil {
+	if err := htmlreport.Write(&page, htmlreport.Page{Title: "t", Sections: []htmlreport.Section{PlansSection(rep, map[string]compare.Status{"bbbb": compare.StatusRegressed}, PlanHints{})}}); err != nil {
 		t.Fatal(err)
 	}
 	js, err := json.Marshal(rep)
@@ -183,11 +184,86 @@ func TestSlowerSamePlanWords(t *testing.T) {
 	o := explain.Outcome{Fingerprint: "s", Verdict: explain.SamePlan, Explained: []explain.Explained{e},
 		Causes: []explain.Cause{{Kind: explain.CauseSetting, Setting: "work_mem", Control: "64MB", Candidate: "1MB", Evidence: "spill", Verified: true}}}
 	want := "same plan, slower: Sort temp blocks 0 -> 1,100, Sort Method external merge, Disk 4,392kB; cause: work_mem 64MB -> 1MB"
-	if got := PlanLine(&o, true); got != want {
+	if got := PlanLine(&o, compare.StatusRegressed); got != want {
 		t.Errorf("line:\n got %q\nwant %q", got, want)
 	}
 	want = "work_mem 64MB -> 1MB: the Sort went to disk (Sort Method external merge, Disk 4,392kB; temp blocks 0 -> 1,100) (verified: with 64MB nothing goes to disk)"
 	if got := CauseText(o.Causes[0], o.Main()); got != want {
 		t.Errorf("cause:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestMoreWorkHOTWords: an update that writes more WAL with the same
+// plan is "same plan, more work", and the index that stops its HOT
+// updates is its cause, in the line, the text, the page and the JSON;
+// the same outcome not flagged names no cause.
+func TestMoreWorkHOTWords(t *testing.T) {
+	e := explained(t, explain.ModeGeneric,
+		`Update on pgbench_accounts  (cost=0.29..8.31 rows=0 width=0)
+  ->  Index Scan using pgbench_accounts_pkey on pgbench_accounts  (cost=0.29..8.31 rows=1 width=10)
+        Index Cond: (aid = $2)`,
+		`Update on pgbench_accounts  (cost=0.29..8.31 rows=0 width=0)
+  ->  Index Scan using pgbench_accounts_pkey on pgbench_accounts  (cost=0.29..8.31 rows=1 width=10)
+        Index Cond: (aid = $2)`)
+	o := explain.Outcome{Fingerprint: "upd", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+		Verdict: explain.SamePlan, Generic: true, Explained: []explain.Explained{e},
+		Causes: []explain.Cause{{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts",
+			Index: "pgbench_accounts_abalance_idx", Candidate: "CREATE INDEX pgbench_accounts_abalance_idx ON public.pgbench_accounts USING btree (abalance)",
+			Columns: []string{"abalance"},
+			HOT:     &explain.HOTUpdates{ControlUpdates: 15480, ControlHOT: 14551, CandidateUpdates: 15480, CandidateHOT: 0}}}}
+	want := "same plan, more work; cause: index pgbench_accounts_abalance_idx stops HOT updates (generic plans)"
+	if got := PlanLine(&o, compare.StatusMoreWork); got != want {
+		t.Errorf("line:\n got %q\nwant %q", got, want)
+	}
+	if got := PlanLine(&o, compare.StatusUnchanged); got != "same plan (generic plans)" {
+		t.Errorf("not flagged: %q", got)
+	}
+	cause := "index pgbench_accounts_abalance_idx (candidate only) on pgbench_accounts (abalance) covers abalance, which this statement sets: " +
+		"its updates cannot be HOT on the candidate; HOT updates of pgbench_accounts 94% -> 0% " +
+		"(table statistics when the plans were explained: 15,480 and 15,480 rows updated)"
+	if got := CauseText(o.Causes[0], o.Main()); got != cause {
+		t.Errorf("cause:\n got %q\nwant %q", got, cause)
+	}
+	// Another definition on the control, two columns, no counters.
+	c := explain.Cause{Kind: explain.CauseIndexStopsHOT, Relation: "items", Index: "items_sku_idx",
+		Control: "CREATE INDEX items_sku_idx ON public.items USING btree (sku)", Candidate: "CREATE INDEX items_sku_idx ON public.items USING btree (sku) INCLUDE (note) WHERE (qty > 0)",
+		Columns: []string{"qty", "note"}}
+	if got, want := CauseText(c, nil), "index items_sku_idx (defined as (sku) on the control) on items (sku) INCLUDE (note) WHERE (qty > 0) covers qty and note, "+
+		"which this statement sets: its updates cannot be HOT on the candidate"; got != want {
+		t.Errorf("cause:\n got %q\nwant %q", got, want)
+	}
+
+	rep := &explain.Report{Outcomes: []explain.Outcome{o}}
+	status := map[string]compare.Status{"upd": compare.StatusMoreWork}
+	var text, page bytes.Buffer
+	if err := WritePlans(&text, rep, status, PlanHints{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "      cause: "+cause+"\n") {
+		t.Errorf("text lacks the cause:\n%s", text.String())
+	}
+	text.Reset()
+	if err := WritePlans(&text, rep, nil, PlanHints{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "cause") {
+		t.Errorf("not flagged, but a cause:\n%s", text.String())
+	}
+	if err := htmlreport.Write(&page, htmlreport.Page{Title: "t", Sections: []htmlreport.Section{PlansSection(rep, status, PlanHints{})}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"same plan, more work", "index pgbench_accounts_abalance_idx stops HOT updates", "94% -&gt; 0%"} {
+		if !strings.Contains(page.String(), s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+	js, err := json.Marshal(o.Causes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"kind":"index_stops_hot","side":"candidate","relation":"pgbench_accounts","index":"pgbench_accounts_abalance_idx",` +
+		`"candidate":"CREATE INDEX pgbench_accounts_abalance_idx ON public.pgbench_accounts USING btree (abalance)","columns":["abalance"],` +
+		`"hot_updates":{"control_updates":15480,"control_hot":14551,"candidate_updates":15480,"candidate_hot":0}}`; string(js) != want {
+		t.Errorf("JSON:\n got %s\nwant %s", js, want)
 	}
 }

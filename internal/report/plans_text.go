@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
@@ -24,17 +25,19 @@ type PlanHints struct {
 // PlanLines are how one statement's plans are said: the verdict with the
 // first change or the growth, and the cause.
 type planWords struct {
-	verdict string // "plan changed", "same plan, slower", "same plan", "not explained"
+	verdict string // "plan changed", "same plan, slower", "same plan, more work", "same plan", "not explained"
 	what    string // "Index Scan (customers_email_idx) -> Seq Scan (customers)"
 	cause   string // "index missing on candidate"
 }
 
 // PlanLine is one statement's plans in one line: "plan changed: Index
 // Scan (customers_email_idx) -> Seq Scan (customers); cause: index missing
-// on candidate". slower says the comparison found the statement slower,
-// which turns "same plan" into "same plan, slower".
-func PlanLine(o *explain.Outcome, slower bool) string {
-	w := planWordsOf(o, slower)
+// on candidate". status is the comparison's status of the statement: a
+// latency regression turns "same plan" into "same plan, slower", a work
+// regression (compare.StatusMoreWork) into "same plan, more work", and
+// either names the cause.
+func PlanLine(o *explain.Outcome, status compare.Status) string {
+	w := planWordsOf(o, status)
 	s := w.verdict
 	if w.what != "" {
 		s += ": " + w.what
@@ -48,8 +51,15 @@ func PlanLine(o *explain.Outcome, slower bool) string {
 	return s
 }
 
-func planWordsOf(o *explain.Outcome, slower bool) planWords {
+// flagged reports whether the comparison found a statement of status
+// slower or doing more work: what its causes are named for.
+func flagged(status compare.Status) bool {
+	return status.Regression() || status == compare.StatusMoreWork
+}
+
+func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 	m := o.Main()
+	slower := flagged(status)
 	switch o.Verdict {
 	case explain.PlanChanged:
 		w := planWords{verdict: "plan changed", what: changeShort(m)}
@@ -64,14 +74,17 @@ func planWordsOf(o *explain.Outcome, slower bool) planWords {
 		return w
 	case explain.SamePlan:
 		w := planWords{verdict: "same plan"}
-		if slower {
+		switch {
+		case status == compare.StatusMoreWork:
+			w.verdict = "same plan, more work"
+		case slower:
 			w.verdict = "same plan, slower"
 		}
 		if g := topGrowth(m); g != nil {
 			w.what = growthShort(m, g)
 		}
-		// A cause is named only for a slowdown: a same plan that is not
-		// slower needs none.
+		// A cause is named only for a slowdown or more work: a same
+		// plan that does neither needs none.
 		switch {
 		case slower && len(o.Causes) > 0:
 			w.cause = causeShort(o.Causes[0])
@@ -264,6 +277,8 @@ func causeShort(c explain.Cause) string {
 		return "version " + c.Control + " -> " + c.Candidate
 	case explain.CauseSetting:
 		return c.Setting + " " + c.Control + " -> " + c.Candidate
+	case explain.CauseIndexStopsHOT:
+		return "index " + c.Index + " stops HOT updates"
 	}
 	return string(c.Kind)
 }
@@ -345,8 +360,72 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 			s += " (not verified: it cannot be changed for one transaction)"
 		}
 		return s
+	case explain.CauseIndexStopsHOT:
+		return hotText(c)
 	}
 	return string(c.Kind)
+}
+
+// hotText is an index that stops HOT updates in a sentence: "index
+// pgbench_accounts_abalance_idx (candidate only) on pgbench_accounts
+// (abalance) covers abalance, which this statement sets: its updates
+// cannot be HOT on the candidate; HOT updates of pgbench_accounts 94% ->
+// 0% (table statistics when the plans were explained: 1,548 and 1,548
+// rows updated)".
+func hotText(c explain.Cause) string {
+	where := "candidate only"
+	if c.Control != "" {
+		where = "defined as " + indexKeys(c.Control) + " on the control"
+	}
+	s := "index " + c.Index + " (" + where + ") on " + c.Relation + " " + indexKeys(c.Candidate) + " covers " + andList(c.Columns) +
+		", which this statement sets: its updates cannot be HOT on the candidate"
+	if h := c.HOT; h != nil && h.ControlUpdates > 0 && h.CandidateUpdates > 0 {
+		s += "; HOT updates of " + c.Relation + " " + share(h.ControlHOT, h.ControlUpdates) + " -> " + share(h.CandidateHOT, h.CandidateUpdates) +
+			" (table statistics when the plans were explained: " + numfmt.Thousands(i64(h.ControlUpdates)) + " and " +
+			numfmt.Thousands(i64(h.CandidateUpdates)) + " rows updated)"
+	}
+	return s
+}
+
+// indexKeys is what an index definition (pg_get_indexdef) indexes:
+// "(abalance)", "(sku) WHERE (qty > 0)", "(lower(email))"; the definition
+// itself when it has no USING.
+func indexKeys(def string) string {
+	_, rest, ok := strings.Cut(def, " USING ")
+	if !ok {
+		return def
+	}
+	if _, keys, ok := strings.Cut(rest, " "); ok {
+		return keys
+	}
+	return rest
+}
+
+// share is part of whole in percent, never rounded to 0% or 100% when
+// it is not.
+func share(part, whole int64) string {
+	switch {
+	case part <= 0:
+		return "0%"
+	case part >= whole:
+		return "100%"
+	}
+	p := 100 * float64(part) / float64(whole)
+	switch {
+	case p < 1:
+		return "<1%"
+	case p > 99:
+		return ">99%"
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 func spillEvidence(m *explain.Explained) string {
@@ -393,9 +472,10 @@ func ProblemText(p explain.Problem) string {
 }
 
 // WritePlans writes the plans of the statements explained, one line
-// each, with the causes and what could not be explained. slower holds the
-// fingerprints the comparison found slower.
-func WritePlans(w io.Writer, rep *explain.Report, slower map[string]bool, h PlanHints) error {
+// each, with the causes and what could not be explained. status holds
+// the comparison's status of the fingerprints it found slower or doing
+// more work (compareplans.Flagged).
+func WritePlans(w io.Writer, rep *explain.Report, status map[string]compare.Status, h PlanHints) error {
 	ew := &errWriter{w: w}
 	if rep == nil || len(rep.Outcomes) == 0 {
 		return nil
@@ -405,12 +485,12 @@ func WritePlans(w io.Writer, rep *explain.Report, slower map[string]bool, h Plan
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
 		generic = generic || o.Generic
-		ew.printf("  %s  %s\n", o.Fingerprint, PlanLine(o, slower[o.Fingerprint]))
+		ew.printf("  %s  %s\n", o.Fingerprint, PlanLine(o, status[o.Fingerprint]))
 		m := o.Main()
 		if o.Verdict == explain.PlanChanged {
 			ew.printf("      %s\n", ChangeLong(m))
 		}
-		if o.Verdict == explain.SamePlan && !slower[o.Fingerprint] {
+		if o.Verdict == explain.SamePlan && !flagged(status[o.Fingerprint]) {
 			continue
 		}
 		for _, c := range o.Causes {
