@@ -56,7 +56,7 @@ const (
 	// plan change. Candidate is the index's definition; Control is its
 	// definition on the control when an index of that name is there
 	// and does not cover them. HOT, when both sides' statistics counted
-	// updates of the relation, is their HOT share.
+	// updates of the relation, are their counters.
 	CauseIndexStopsHOT CauseKind = "index_stops_hot"
 )
 
@@ -270,10 +270,10 @@ func indexCauses(main *Explained, cs, cd *Snapshot) []Cause {
 // control: a column it assigns that an index covers on the candidate and
 // none covers on the control. A column covered on both sides is not a
 // cause (the control's updates of it were not HOT either), nor one
-// covered on the control only (the candidate does less). When both
-// sides' statistics counted updates of the relation and the candidate's
-// HOT share is not below the control's, the counters contradict the
-// cause and it is left out.
+// covered on the control only (the candidate does less). The relation's
+// update counters go with the cause when both sides counted updates, but
+// never decide it: they count every statement's updates since the
+// statistics were last reset, which may be before the index was made.
 func hotCauses(assigned []fingerprint.Assigned, cs, cd *Snapshot) []Cause {
 	var out []Cause
 	for _, a := range assigned {
@@ -284,9 +284,6 @@ func hotCauses(assigned []fingerprint.Assigned, cs, cd *Snapshot) []Cause {
 		var hot *HOTUpdates
 		if rc.Updates > 0 && rd.Updates > 0 {
 			hot = &HOTUpdates{ControlUpdates: rc.Updates, ControlHOT: rc.HOTUpdates, CandidateUpdates: rd.Updates, CandidateHOT: rd.HOTUpdates}
-			if float64(rd.HOTUpdates)/float64(rd.Updates) >= float64(rc.HOTUpdates)/float64(rc.Updates) {
-				continue
-			}
 		}
 		for _, ix := range rd.Indexes {
 			var cols []string

@@ -32,9 +32,10 @@ INSERT INTO same SELECT i, 0 FROM generate_series(1, 1000) i;
 
 // TestIndexStopsHOT: an index only on the candidate that covers a column
 // an UPDATE assigns (by key, expression, predicate or INCLUDE) is named
-// as the cause, with the plans the same; an index on a column not
-// assigned, one on the control only, and counters showing the
-// candidate's updates still HOT are not causes.
+// as the cause, with the plans the same, and with both sides' update
+// counters when both counted updates, even when they show no drop (they
+// may predate the index); an index on a column not assigned and one on
+// the control only are not causes.
 func TestIndexStopsHOT(t *testing.T) {
 	p := startPair(t, nil, nil)
 	p.both("postgres", hotSchema)
@@ -86,7 +87,7 @@ CREATE INDEX same_v_idx ON same (v);`)
 		"partial": "items_sku_instock_idx on items covers qty",
 		"include": "items_sku_note_idx on items covers note",
 		"onctl":   "",
-		"same":    "",
+		"same":    "same_v_idx on same covers v",
 		"select":  "",
 	}
 	for fp, w := range want {
@@ -104,6 +105,9 @@ CREATE INDEX same_v_idx ON same (v);`)
 	}
 	if c := rep.Outcomes[2].Causes; len(c) == 0 || c[0].HOT != nil {
 		t.Errorf("users were not updated: no counters expected, got %+v", c)
+	}
+	if c := rep.Outcomes[6].Causes; len(c) == 0 || c[0].HOT == nil || *c[0].HOT != (HOTUpdates{20, 20, 20, 20}) {
+		t.Errorf("same: counters %+v", c)
 	}
 
 	// What the snapshot read of the indexes.

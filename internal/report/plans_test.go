@@ -219,7 +219,7 @@ func TestMoreWorkHOTWords(t *testing.T) {
 		t.Errorf("not flagged: %q", got)
 	}
 	cause := "index pgbench_accounts_abalance_idx (candidate only) on pgbench_accounts (abalance) covers abalance, which this statement sets: " +
-		"its updates cannot be HOT on the candidate; HOT updates of pgbench_accounts 94% -> 0% " +
+		"its updates that change it cannot be HOT on the candidate; HOT updates of pgbench_accounts 94% -> 0% " +
 		"(table statistics when the plans were explained: 15,480 and 15,480 rows updated)"
 	if got := CauseText(o.Causes[0], o.Main()); got != cause {
 		t.Errorf("cause:\n got %q\nwant %q", got, cause)
@@ -229,8 +229,14 @@ func TestMoreWorkHOTWords(t *testing.T) {
 		Control: "CREATE INDEX items_sku_idx ON public.items USING btree (sku)", Candidate: "CREATE INDEX items_sku_idx ON public.items USING btree (sku) INCLUDE (note) WHERE (qty > 0)",
 		Columns: []string{"qty", "note"}}
 	if got, want := CauseText(c, nil), "index items_sku_idx (defined as (sku) on the control) on items (sku) INCLUDE (note) WHERE (qty > 0) covers qty and note, "+
-		"which this statement sets: its updates cannot be HOT on the candidate"; got != want {
+		"which this statement sets: its updates that change them cannot be HOT on the candidate"; got != want {
 		t.Errorf("cause:\n got %q\nwant %q", got, want)
+	}
+	// Counters with no drop: said, with why they may not show one.
+	c.HOT = &explain.HOTUpdates{ControlUpdates: 200, ControlHOT: 2, CandidateUpdates: 1000, CandidateHOT: 10}
+	if got, want := CauseText(c, nil), "; the table statistics show no drop in HOT updates of items (1% -> 1%, 200 and 1,000 rows updated), "+
+		"but they count every statement's updates since they were last reset, which may be before the index was made"; !strings.HasSuffix(got, want) {
+		t.Errorf("cause:\n got %q\nwant suffix %q", got, want)
 	}
 
 	rep := &explain.Report{Outcomes: []explain.Outcome{o}}

@@ -368,23 +368,33 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 
 // hotText is an index that stops HOT updates in a sentence: "index
 // pgbench_accounts_abalance_idx (candidate only) on pgbench_accounts
-// (abalance) covers abalance, which this statement sets: its updates
-// cannot be HOT on the candidate; HOT updates of pgbench_accounts 94% ->
-// 0% (table statistics when the plans were explained: 1,548 and 1,548
-// rows updated)".
+// (abalance) covers abalance, which this statement sets: its updates that
+// change it cannot be HOT on the candidate; HOT updates of
+// pgbench_accounts 94% -> 0% (table statistics when the plans were
+// explained: 1,548 and 1,548 rows updated)". Counters that show no drop
+// are said so, and why they may not.
 func hotText(c explain.Cause) string {
 	where := "candidate only"
 	if c.Control != "" {
 		where = "defined as " + indexKeys(c.Control) + " on the control"
 	}
-	s := "index " + c.Index + " (" + where + ") on " + c.Relation + " " + indexKeys(c.Candidate) + " covers " + andList(c.Columns) +
-		", which this statement sets: its updates cannot be HOT on the candidate"
-	if h := c.HOT; h != nil && h.ControlUpdates > 0 && h.CandidateUpdates > 0 {
-		s += "; HOT updates of " + c.Relation + " " + share(h.ControlHOT, h.ControlUpdates) + " -> " + share(h.CandidateHOT, h.CandidateUpdates) +
-			" (table statistics when the plans were explained: " + numfmt.Thousands(i64(h.ControlUpdates)) + " and " +
-			numfmt.Thousands(i64(h.CandidateUpdates)) + " rows updated)"
+	it := "it"
+	if len(c.Columns) > 1 {
+		it = "them"
 	}
-	return s
+	s := "index " + c.Index + " (" + where + ") on " + c.Relation + " " + indexKeys(c.Candidate) + " covers " + andList(c.Columns) +
+		", which this statement sets: its updates that change " + it + " cannot be HOT on the candidate"
+	h := c.HOT
+	if h == nil || h.ControlUpdates <= 0 || h.CandidateUpdates <= 0 {
+		return s
+	}
+	shares := share(h.ControlHOT, h.ControlUpdates) + " -> " + share(h.CandidateHOT, h.CandidateUpdates)
+	counted := numfmt.Thousands(i64(h.ControlUpdates)) + " and " + numfmt.Thousands(i64(h.CandidateUpdates)) + " rows updated"
+	if float64(h.CandidateHOT)/float64(h.CandidateUpdates) < float64(h.ControlHOT)/float64(h.ControlUpdates) {
+		return s + "; HOT updates of " + c.Relation + " " + shares + " (table statistics when the plans were explained: " + counted + ")"
+	}
+	return s + "; the table statistics show no drop in HOT updates of " + c.Relation + " (" + shares + ", " + counted +
+		"), but they count every statement's updates since they were last reset, which may be before the index was made"
 }
 
 // indexKeys is what an index definition (pg_get_indexdef) indexes:
