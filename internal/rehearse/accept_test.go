@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -82,6 +84,10 @@ var acceptChanges = map[string]struct {
 	// regression, with an interval of its WAL (or blocks dirtied) per
 	// call excluding 1.
 	work *regexp.Regexp
+	// workCause, when set, is the first cause explain must give the
+	// first work regression, explained on both targets as rehearse
+	// does after its rounds.
+	workCause explain.CauseKind
 }{
 	// The Heap field report: every insert into a table locks and
 	// checks each of its indexes, partial or not.
@@ -97,9 +103,10 @@ var acceptChanges = map[string]struct {
 	// its WAL and blocks dirtied per call do (1.67x measured at 100
 	// tps), so it must be named first among the work regressions.
 	"hot": {
-		sql:     []string{"CREATE INDEX pgbench_accounts_abalance ON pgbench_accounts (abalance)"},
-		changed: regexp.MustCompile(`(?i)^(UPDATE pgbench_accounts|END|COMMIT)`),
-		work:    regexp.MustCompile(`(?i)^UPDATE pgbench_accounts`),
+		sql:       []string{"CREATE INDEX pgbench_accounts_abalance ON pgbench_accounts (abalance)"},
+		changed:   regexp.MustCompile(`(?i)^(UPDATE pgbench_accounts|END|COMMIT)`),
+		work:      regexp.MustCompile(`(?i)^UPDATE pgbench_accounts`),
+		workCause: explain.CauseIndexStopsHOT,
 	},
 	// The lookup of customers by email turns into a sequential scan at
 	// random_page_cost 800 (measured with EXPLAIN on the shop's data);
@@ -119,7 +126,7 @@ var accepted struct {
 }
 
 // acceptLog captures the workload once per test binary.
-func acceptLog(b *testing.B) string {
+func acceptLog(b testing.TB) string {
 	accepted.once.Do(func() {
 		secs := 30
 		if s := os.Getenv("PGREHEARSE_ACCEPT_SECONDS"); s != "" {
@@ -228,7 +235,7 @@ func setupAccept(ctx context.Context, c *pgcluster.Cluster) error {
 }
 
 // acceptTarget is a target with the workload's data and change.
-func acceptTarget(b *testing.B, change string) *pgcluster.Cluster {
+func acceptTarget(b testing.TB, change string) *pgcluster.Cluster {
 	c := pgclustertest.StartT(b, pgcluster.Options{Settings: acceptSettings()})
 	ctx := context.Background()
 	if err := setupAccept(ctx, c); err != nil {
@@ -248,7 +255,7 @@ func acceptTarget(b *testing.B, change string) *pgcluster.Cluster {
 }
 
 // acceptRehearse rehearses the log onto ctl and cand and compares.
-func acceptRehearse(b *testing.B, logPath string, ctl, cand *pgcluster.Cluster) (*Outcome, *compare.Report, string) {
+func acceptRehearse(b testing.TB, logPath string, ctl, cand *pgcluster.Cluster) (*Outcome, *compare.Report, string) {
 	dbs := []string{workload.ShopDatabase}
 	out, err := Run(context.Background(), Config{
 		Control: Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs},
@@ -273,6 +280,39 @@ func acceptRehearse(b *testing.B, logPath string, ctl, cand *pgcluster.Cluster) 
 		b.Fatalf("server work not compared: %+v\n%s", sw, text.String())
 	}
 	return out, rep, text.String()
+}
+
+// explainAccept explains the comparison's regressions on both targets, as
+// rehearse does after its rounds, and returns the plans and their text.
+func explainAccept(tb testing.TB, out *Outcome, rep *compare.Report, ctl, cand *pgcluster.Cluster) (*compareplans.Result, string) {
+	tb.Helper()
+	res, err := compareplans.Run(context.Background(), compareplans.Input{Report: rep, Baseline: out.Control, Candidate: out.Candidate},
+		compareplans.Options{ControlDSN: ctl.DSN(workload.ShopDatabase), CandidateDSN: cand.DSN(workload.ShopDatabase), Top: -1,
+			Database: workload.ShopDatabase})
+	if err != nil {
+		tb.Fatalf("explain: %v", err)
+	}
+	var text bytes.Buffer
+	if err := report.WritePlans(&text, res.Report, res.Flagged, report.PlanHints{}); err != nil {
+		tb.Fatal(err)
+	}
+	return res, text.String()
+}
+
+// checkWorkCause checks that the first work regression's first cause
+// is of kind want.
+func checkWorkCause(tb testing.TB, res *compareplans.Result, fp string, want explain.CauseKind, text string) {
+	tb.Helper()
+	for _, o := range res.Report.Outcomes {
+		if o.Fingerprint != fp {
+			continue
+		}
+		if len(o.Causes) == 0 || o.Causes[0].Kind != want {
+			tb.Errorf("the first work regression's causes are %+v, want %s first\n%s", o.Causes, want, text)
+		}
+		return
+	}
+	tb.Errorf("the first work regression %s was not explained\n%s", fp, text)
 }
 
 // workRegressions are the queries that write more per call, by WAL
@@ -354,7 +394,7 @@ func BenchmarkAcceptanceAB(b *testing.B) {
 			ctl, cand := acceptTarget(b, ""), acceptTarget(b, change)
 			want := acceptChanges[change].changed
 			for range b.N {
-				_, rep, text := acceptRehearse(b, logPath, ctl, cand)
+				out, rep, text := acceptRehearse(b, logPath, ctl, cand)
 				regs, work := regressions(rep), workRegressions(rep)
 				b.Logf("%s: verdict %s, %d regressions, %d tail regressions, %d more work", change, rep.Verdict.Status,
 					rep.Verdict.Regressions, rep.Verdict.TailRegressions, rep.Verdict.MoreWork)
@@ -401,6 +441,11 @@ func BenchmarkAcceptanceAB(b *testing.B) {
 					case work[0].Work.Of(work[0].Work.More).Low <= 1:
 						b.Errorf("%s: %q's %s interval holds 1\n%s", change, work[0].Query, work[0].Work.More, text)
 					}
+				}
+				if wc := acceptChanges[change].workCause; wc != "" && len(work) > 0 {
+					res, plans := explainAccept(b, out, rep, ctl, cand)
+					b.Logf("%s", plans)
+					checkWorkCause(b, res, work[0].Fingerprint, wc, plans)
 				}
 				for _, q := range regs {
 					if e := q.Effects.Of(q.Regressed); e != nil && want.MatchString(strings.TrimSpace(q.Query)) && e.Low <= 1 {
