@@ -461,7 +461,8 @@ func readResultFile(path string) (*results.Result, error) {
 const rulesHelp = `A --fail-on rule is METRIC>THRESHOLD; several rules are separated by commas
 or given in repeated flags, and the run fails when any rule is broken.
   METRIC     mean, p50, p95, p99 (latency), total_ms (a query's total time),
-             errors (a query's error rate)
+             errors (a query's error rate), wal and dirtied (WAL bytes and
+             shared blocks dirtied per call: +N% or Nx only)
   THRESHOLD  +N%   grew by more than N percent          p95>+20%
              Nx    grew by more than a factor N          mean>2x
              +Nms  grew by more than N milliseconds      p99>+50ms
@@ -472,5 +473,6 @@ broken by a query whose figure is slower with its interval above 1, beyond
 its floors (effect, noise, --min-effect-ms) and beyond the threshold (and
 that has at least the minimum of timed calls in every run), an errors rule
 by a query whose error rate rose significantly (one-sided two-proportion
-test over the calls of all runs).
+test over the calls of all runs), a wal or dirtied rule by a query that
+writes more per call beyond noise and the work floors (three runs a side).
 Queries found in one run only never break a rule; they are listed apart.`

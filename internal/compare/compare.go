@@ -858,7 +858,7 @@ func (r *Report) rank() {
 func (r *Report) verdict() {
 	for _, rule := range r.Rules {
 		for i := range r.Queries {
-			if b, ok := rule.check(&r.Queries[i], r.Settings); ok {
+			if b, ok := rule.check(&r.Queries[i], r.Settings, r.ServerWork); ok {
 				r.Verdict.Broken = append(r.Verdict.Broken, b)
 			}
 		}

@@ -45,7 +45,13 @@ var metricNames = map[string]Metric{
 	"p99": MetricP99, "p99_ms": MetricP99,
 	"total": MetricTotal, "total_ms": MetricTotal,
 	"errors": MetricErrors,
+	"wal":    MetricWALBytes, "wal_bytes": MetricWALBytes,
+	"dirtied": MetricDirtied, "blks_dirtied": MetricDirtied, "shared_blks_dirtied": MetricDirtied,
+	"wal_fpi": MetricWALFPI,
 }
+
+// workRule says whether m is a server-work metric (work.go).
+func workRule(m Metric) bool { return m == MetricWALBytes || m == MetricWALFPI || m == MetricDirtied }
 
 // ParseRules parses rules from flag values, each of which may hold several
 // comma-separated rules.
@@ -71,7 +77,7 @@ func ParseRules(values []string) ([]Rule, error) {
 func ParseRule(s string) (Rule, error) {
 	text := strings.Join(strings.Fields(s), "")
 	bad := func(why string) (Rule, error) {
-		return Rule{}, fmt.Errorf("rule %q: %s (want METRIC>THRESHOLD such as p95>+20%%, mean>2x, p99>+50ms, errors>+1pp)", s, why)
+		return Rule{}, fmt.Errorf("rule %q: %s (want METRIC>THRESHOLD such as p95>+20%%, mean>2x, p99>+50ms, errors>+1pp, wal>+50%%)", s, why)
 	}
 	name, thr, ok := strings.Cut(text, ">")
 	if !ok {
@@ -79,7 +85,10 @@ func ParseRule(s string) (Rule, error) {
 	}
 	m, ok := metricNames[strings.ToLower(name)]
 	if !ok {
-		return bad(fmt.Sprintf("unknown metric %q (want mean, p50, p95, p99, total_ms or errors)", name))
+		return bad(fmt.Sprintf("unknown metric %q (want mean, p50, p95, p99, total_ms, errors, wal or dirtied)", name))
+	}
+	if m == MetricWALFPI {
+		return bad("full-page images are shown, never judged: how many a call writes depends on when the last checkpoint was (use wal or dirtied)")
 	}
 	r := Rule{Text: text, Metric: m}
 	plus := strings.HasPrefix(thr, "+")
@@ -113,6 +122,8 @@ func ParseRule(s string) (Rule, error) {
 		return bad("errors take a threshold in percentage points (+Npp)")
 	case m != MetricErrors && r.Unit == UnitPP:
 		return bad("pp applies to errors only")
+	case workRule(m) && r.Unit == UnitMS:
+		return bad("server work per call takes a relative threshold (+N% or Nx)")
 	case m == MetricTotal && r.Unit == UnitMS:
 		// Allowed: total time added, in ms.
 	}
@@ -125,15 +136,22 @@ type Broken struct {
 	Metric      Metric `json:"metric"`
 	Fingerprint string `json:"fingerprint"`
 	// Baseline and Candidate are the metric's figures (medians over
-	// the runs): ms, or an error rate in percent.
+	// the runs): ms, an error rate in percent, or for a work metric
+	// bytes or blocks per call.
 	Baseline  float64 `json:"baseline"`
 	Candidate float64 `json:"candidate"`
 }
 
 // check returns how q breaks r, if it does. A latency rule is broken
 // only by a change that the comparison calls one: slower beyond noise,
-// by the metric's floor and by MinEffectMS.
-func (r Rule) check(q *QueryDiff, s Settings) (Broken, bool) {
+// by the metric's floor and by MinEffectMS. A work rule likewise, by a
+// change that would make a work regression (work.go): judged, more
+// beyond noise and the work floors; sw holds those floors, nil when
+// server work was not compared.
+func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
+	if workRule(r.Metric) {
+		return r.checkWork(q, sw)
+	}
 	if q.Baseline == nil || q.Candidate == nil {
 		return Broken{}, false
 	}
@@ -183,4 +201,30 @@ func (r Rule) check(q *QueryDiff, s Settings) (Broken, bool) {
 		return Broken{}, false
 	}
 	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv}, true
+}
+
+func (r Rule) checkWork(q *QueryDiff, sw *ServerWork) (Broken, bool) {
+	w := q.Work
+	if sw == nil || w == nil || !w.Judged {
+		return Broken{}, false
+	}
+	floor := sw.MinWALBytes
+	if r.Metric == MetricDirtied {
+		floor = sw.MinDirtied
+	}
+	e := w.Of(r.Metric)
+	if e == nil || !moreWork(e, floor) {
+		return Broken{}, false
+	}
+	var broken bool
+	switch r.Unit {
+	case UnitPercent:
+		broken = e.Candidate > e.Baseline*(1+r.Value/100)
+	case UnitFactor:
+		broken = e.Candidate > e.Baseline*r.Value
+	}
+	if !broken {
+		return Broken{}, false
+	}
+	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: e.Baseline, Candidate: e.Candidate}, true
 }

@@ -27,6 +27,13 @@ func TestParseRule(t *testing.T) {
 		{"mean>0.5x", Rule{}, "above 1"},
 		{"errors>+5%", Rule{}, "percentage points"},
 		{"p95>+1pp", Rule{}, "errors only"},
+		{"wal>+50%", Rule{Text: "wal>+50%", Metric: MetricWALBytes, Unit: UnitPercent, Value: 50}, ""},
+		{"WAL_bytes>1.5x", Rule{Text: "WAL_bytes>1.5x", Metric: MetricWALBytes, Unit: UnitFactor, Value: 1.5}, ""},
+		{"dirtied>2x", Rule{Text: "dirtied>2x", Metric: MetricDirtied, Unit: UnitFactor, Value: 2}, ""},
+		{"shared_blks_dirtied>+30%", Rule{Text: "shared_blks_dirtied>+30%", Metric: MetricDirtied, Unit: UnitPercent, Value: 30}, ""},
+		{"wal_fpi>+50%", Rule{}, "never judged"},
+		{"wal>+1ms", Rule{}, "relative threshold"},
+		{"dirtied>+1pp", Rule{}, "errors only"},
 	}
 	for _, tt := range tests {
 		got, err := ParseRule(tt.in)
@@ -94,13 +101,60 @@ func TestRuleCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := &QueryDiff{Fingerprint: "f", Baseline: b, Candidate: c, Effects: tt.eff, ErrorsP: tt.errP}
-		if _, got := r.check(d, Settings{MinEffectMS: 0.05}); got != tt.want {
+		if _, got := r.check(d, Settings{MinEffectMS: 0.05}, nil); got != tt.want {
 			t.Errorf("%s with %+v, errors p %v: broken %v, want %v", tt.rule, tt.eff, tt.errP, got, tt.want)
 		}
 	}
 	// A change under the ms floor breaks nothing.
 	r, _ := ParseRule("p95>+20%")
-	if _, got := r.check(&QueryDiff{Baseline: b, Candidate: c, Effects: sig}, Settings{MinEffectMS: 2}); got {
+	if _, got := r.check(&QueryDiff{Baseline: b, Candidate: c, Effects: sig}, Settings{MinEffectMS: 2}, nil); got {
 		t.Error("a change of 1 ms broke a rule with a floor of 2 ms")
+	}
+}
+
+// A work rule is broken only by a change that would make a work
+// regression (judged, more beyond noise and both work floors), and then
+// by its own threshold on the medians per call.
+func TestRuleCheckWork(t *testing.T) {
+	sw := &ServerWork{Compared: true, MinEffect: 0.5, MinWALBytes: 1024, MinDirtied: 0.5}
+	more := func(b, c float64) WorkEffect {
+		return WorkEffect{Ratio: c / b, Low: c / b * 0.98, High: c / b * 1.02, Change: ChangeMore, Beyond: true, Baseline: b, Candidate: c, Delta: c - b}
+	}
+	hot := QueryWork{Judged: true, WALBytes: more(6850, 11470), Dirtied: more(0.92, 1.53)} // the HOT loss of work.go
+	tests := []struct {
+		rule string
+		work QueryWork
+		sw   *ServerWork
+		want bool
+	}{
+		{"wal>+50%", hot, sw, true},     // 1.67x
+		{"wal>+70%", hot, sw, false},    // under the rule's own threshold
+		{"wal>1.6x", hot, sw, true},     //
+		{"dirtied>+60%", hot, sw, true}, // 1.66x, +0.61 blocks
+		{"wal>+50%", QueryWork{Judged: false, WALBytes: hot.WALBytes}, sw, false},                                                                              // one run a side, or noise not measured
+		{"wal>+50%", QueryWork{Judged: true, WALBytes: WorkEffect{Ratio: 1.67, Change: ChangeNone, Baseline: 6850, Candidate: 11470, Delta: 4620}}, sw, false}, // within noise
+		{"wal>+50%", QueryWork{Judged: true, WALBytes: more(600, 1200)}, sw, false},                                                                            // 2x, but +600 B a call: under the 1 kB floor
+		{"dirtied>+50%", QueryWork{Judged: true, Dirtied: more(0.2, 0.6)}, sw, false},                                                                          // 3x, +0.4 blocks: under the floor
+		{"wal>+50%", hot, nil, false}, // server work not compared
+	}
+	for _, tt := range tests {
+		r, err := ParseRule(tt.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := tt.work
+		d := &QueryDiff{Fingerprint: "f", Work: &w}
+		b, got := r.check(d, Settings{}, tt.sw)
+		if got != tt.want {
+			t.Errorf("%s with %+v: broken %v, want %v", tt.rule, tt.work, got, tt.want)
+		}
+		if got && (b.Metric != r.Metric || b.Baseline != w.Of(r.Metric).Baseline || b.Candidate != w.Of(r.Metric).Candidate) {
+			t.Errorf("%s: broken %+v does not carry the per-call medians", tt.rule, b)
+		}
+	}
+	// A latency rule is not broken by work alone.
+	r, _ := ParseRule("p95>+20%")
+	if _, got := r.check(&QueryDiff{Fingerprint: "f", Work: &hot}, Settings{}, sw); got {
+		t.Error("a latency rule was broken by a query with no latency figures")
 	}
 }

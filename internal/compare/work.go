@@ -298,13 +298,10 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	if !w.Judged {
 		return
 	}
-	more := func(e *WorkEffect, floor float64) bool {
-		return e.Change == ChangeMore && e.Beyond && e.Delta >= floor && e.Ratio > 1
-	}
 	switch {
-	case more(&w.WALBytes, c.o.MinWALBytes):
+	case moreWork(&w.WALBytes, c.o.MinWALBytes):
 		w.More = MetricWALBytes
-	case more(&w.Dirtied, c.o.MinDirtied):
+	case moreWork(&w.Dirtied, c.o.MinDirtied):
 		w.More = MetricDirtied
 	default:
 		return
@@ -316,6 +313,12 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	case StatusUnchanged, StatusSmallChange:
 		d.Status = StatusMoreWork
 	}
+}
+
+// moreWork says whether e is more work beyond noise, the relative work
+// floor and floor, the least growth per call.
+func moreWork(e *WorkEffect, floor float64) bool {
+	return e.Change == ChangeMore && e.Beyond && e.Delta >= floor && e.Ratio > 1
 }
 
 // rankWork fills MoreWork: the work regressions by added WAL bytes per

@@ -234,6 +234,15 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 	if b.Metric == compare.MetricErrors {
 		return fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.Baseline, b.Candidate, b.Candidate-b.Baseline)
 	}
+	if _, work := workMetricNames[b.Metric]; work {
+		s := fmt.Sprintf("%s per call %s -> %s (%s", WorkMetricName(b.Metric), fmtPerCall(b.Metric, b.Baseline), fmtPerCall(b.Metric, b.Candidate), fmtFactor(ratioOf(b.Candidate, b.Baseline)))
+		if q := rep.Query(b.Fingerprint); q != nil && q.Work != nil {
+			if e := q.Work.Of(b.Metric); e != nil {
+				s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
+			}
+		}
+		return s + ")"
+	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", b.Metric, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtFactor(ratioOf(b.Candidate, b.Baseline)))
 	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
 		if e := q.Effects.Of(b.Metric); e != nil {

@@ -14,7 +14,7 @@ import (
 // workComparison: three runs a side of the same latency; the candidate's
 // accounts update writes 2.5x the WAL and dirties 1.7x the blocks per
 // call (an update that lost HOT).
-func workComparison(t *testing.T) *compare.Report {
+func workComparison(t *testing.T, rules ...compare.Rule) *compare.Report {
 	t.Helper()
 	var base, cand []*compare.Run
 	for i := range 6 {
@@ -40,11 +40,42 @@ func workComparison(t *testing.T) *compare.Report {
 			cand = append(cand, run)
 		}
 	}
-	rep, err := compare.Runs(base, cand, compare.Options{})
+	rep, err := compare.Runs(base, cand, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// TestWorkRuleReport: --fail-on wal>+50% fails the verdict on the
+// update that writes 2.5x the WAL, and the report words the figures per
+// call with their interval; a threshold above the change breaks nothing.
+func TestWorkRuleReport(t *testing.T) {
+	rules, err := compare.ParseRules([]string{"wal>+50%,dirtied>3x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := workComparison(t, rules...)
+	if rep.Verdict.Status != compare.VerdictFail || len(rep.Verdict.Broken) != 1 {
+		t.Fatalf("verdict %s, broken %+v", rep.Verdict.Status, rep.Verdict.Broken)
+	}
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"FAIL: wal>+50% broken by 1 query",
+		"wal>+50% broken by b2c3d4e5f6071829",
+		"WAL bytes per call 6.7 kB -> 16.6 kB (2.50x, interval 2.",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	rules, _ = compare.ParseRules([]string{"wal>3x"})
+	if rep := workComparison(t, rules...); rep.Verdict.Status == compare.VerdictFail {
+		t.Errorf("wal>3x was broken by a 2.5x change: %+v", rep.Verdict.Broken)
+	}
 }
 
 func TestServerWorkReport(t *testing.T) {
