@@ -29,6 +29,12 @@
 # Figures, a profile of where the client's CPU goes and the targets:
 # docs/performance.md.
 #
+# With --sync object or commit (BENCH_SYNC), both benchmarks also run the
+# "sync floor": the bare message-level loop waiting for the same commits
+# the replay's syncdep Tracker names, with the same deadlock check, and
+# nothing else: what keeping the log's commit order costs any client, so
+# that the replay's own cost shows apart from it (docs/performance.md).
+#
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
 # cancellable hard context as the CLI does, with its allocations per

@@ -24,6 +24,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -97,9 +98,10 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	// BENCH_AB=1 leaves out pgbench -t and the bare loop: the replay,
 	// its baseline and pgbench -T only, for more rounds in the time.
 	full := os.Getenv("BENCH_AB") == ""
-	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU []float64
+	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor []float64
 	for round := range rounds {
-		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU float64
+		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU float64
+		var floorWaits, floorParks, floorGiveUps int
 		var res *results.Result
 		var tl *timeline
 		runs := []func(){
@@ -130,6 +132,14 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					bare = bareRate(b, c, perSession)
 					bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
 				})
+			if mode := benchSync(b); mode != syncdep.Off {
+				runs = append(runs, func() {
+					steps, board := syncSteps(b, c, files[len(files)-1], mode)
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps, board)
+					floorCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				})
+			}
 		}
 		if baseline != "" {
 			runs = append(runs, func() { oldRate, oldCPU = baselineReplay(b, baseline, files[len(files)-1], c.DSN("postgres")) })
@@ -152,6 +162,12 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 			b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
 				layout, round+1, txPerClient, fixed, rate/fixed)
 			ofFixed = append(ofFixed, rate/fixed)
+			if floor > 0 {
+				b.Logf("%s round %d: sync floor (bare wire keeping the commit order): %.0f stmt/s (%.2f of pgbench), client CPU %.1f µs per statement (%.2fx pgbench's), %d waits, %d parks, %d given up; replay %.2f of its rate, %.2fx its CPU",
+					layout, round+1, floor, floor/base, floorCPU*1e6, floorCPU/pgbenchCPU, floorWaits, floorParks, floorGiveUps, rate/floor, replayCPU/floorCPU)
+				floorOfT, floorCPUOf = append(floorOfT, floor/base), append(floorCPUOf, floorCPU/pgbenchCPU)
+				ofFloor, cpuOfFloor = append(ofFloor, rate/floor), append(cpuOfFloor, replayCPU/floorCPU)
+			}
 		} else {
 			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, replay %.1f µs; pgbench %.0f stmt/s, replay %.0f stmt/s (%.2f of pgbench) in %.2f s",
 				layout, round+1, pgbenchCPU*1e6, replayCPU*1e6, base, rate, rate/base, res.WallSeconds)
@@ -171,6 +187,10 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	// to compare from run to run.
 	if full {
 		b.Logf("%s, median of %d rounds: replay %.2f of pgbench -t", layout, rounds, median(ofFixed))
+		if len(floorOfT) > 0 {
+			b.Logf("%s, median of %d rounds: sync floor %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s); replay %.2f of the floor's rate (%s), %.2fx its CPU (%s)",
+				layout, rounds, median(floorOfT), fmtRatios(floorOfT), median(floorCPUOf), fmtRatios(floorCPUOf), median(ofFloor), fmtRatios(ofFloor), median(cpuOfFloor), fmtRatios(cpuOfFloor))
+		}
 	}
 	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
 		layout, rounds, median(ofT), median(cpuOf))

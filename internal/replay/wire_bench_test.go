@@ -17,6 +17,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -65,6 +66,16 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 			wireCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / n
 			stop()
 
+			floor, floorCPU, floorWaits, floorParks, floorGiveUps := -1.0, 0.0, 0, 0, 0
+			if mode := benchSync(b); mode != syncdep.Off {
+				steps, board := syncSteps(b, c, files[len(files)-1], mode)
+				stop = profile("syncfloor", round)
+				self0 = cpuTime(syscall.RUSAGE_SELF)
+				floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps, board)
+				floorCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / n
+				stop()
+			}
+
 			hard, cancel := context.WithCancel(context.Background())
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
@@ -79,6 +90,10 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 			rate := ran / res.WallSeconds
 			b.Logf("round %d: pgbench %.0f stmt/s; bare pgconn %.2f, bare wire %.2f, replay %.2f of pgbench; client CPU per statement: pgbench %.1f µs, bare pgconn %.1f µs, bare wire %.1f µs, replay %.1f µs",
 				round+1, base, bare/base, wire/base, rate/base, pgbenchCPU*1e6, bareCPU*1e6, wireCPU*1e6, replayCPU*1e6)
+			if floor >= 0 {
+				b.Logf("round %d: sync floor (bare wire keeping the commit order) %.2f of pgbench, client CPU %.1f µs per statement, %.2f of pgbench's; %d sync waits, %d parks, %d given up; replay's rate %.2f of the floor's, CPU %.2fx the floor's",
+					round+1, floor/base, floorCPU*1e6, floorCPU/pgbenchCPU, floorWaits, floorParks, floorGiveUps, rate/floor, replayCPU/floorCPU)
+			}
 			b.Logf("round %d: replay: %.1f allocations, %.0f bytes per statement (log reading included), %d GCs",
 				round+1, float64(ms1.Mallocs-ms0.Mallocs)/ran, float64(ms1.TotalAlloc-ms0.TotalAlloc)/ran, ms1.NumGC-ms0.NumGC)
 		}

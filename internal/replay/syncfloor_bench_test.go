@@ -1,0 +1,235 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// stepped is one captured execution with the synchronization the
+// replay's Tracker gives it.
+type stepped struct {
+	ev   *event.Event
+	step syncdep.Step
+}
+
+// syncSteps reads a capture in log order, as the dispatcher does, and
+// returns each session's executions with their syncdep steps, decided
+// by a Tracker of mode over the target's catalog. Every transaction is
+// on the returned Board until the loop marks it Done.
+func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mode) (map[string][]stepped, *syncdep.Board) {
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat, err := syncdep.LoadCatalog(ctx, conn)
+	conn.Close(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := syncdep.NewTracker(mode)
+	tr.SetCatalog("postgres", cat)
+	cache := fingerprint.NewCache(0)
+	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	sessions := map[string]*syncdep.Session{}
+	m := map[string][]stepped{}
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ev.IsExecution() || ev.Database != "postgres" {
+			continue
+		}
+		sx := sessions[ev.Session]
+		if sx == nil {
+			sx = tr.Session("postgres", ev.Session)
+			sessions[ev.Session] = sx
+		}
+		end := ev.Time
+		if ev.Duration >= 0 {
+			end += ev.Duration
+		}
+		st := sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed})
+		if st.Barrier && !strings.HasPrefix(ev.Query, "ALTER SYSTEM") {
+			// The capture's last statement turns the logging off; any
+			// other barrier would need the replay's wait for every
+			// earlier event, which this loop does not make.
+			b.Fatalf("a barrier in a pgbench capture: %q", ev.Query)
+		}
+		m[ev.Session] = append(m[ev.Session], stepped{ev: ev, step: st})
+	}
+	return m, tr.Board()
+}
+
+// syncFloorRate is bareWireRate keeping the log's commit order as the
+// replay's --sync does, and nothing else: before each execution it waits
+// on the Board for the commits its step names, and it marks its own
+// commit done as soon as it ran. No log reading, no dispatcher, no
+// accounting: the least a client can do to replay in the same order, and
+// so the cost that order has. Like the replay, a wait that has lasted
+// deadlockCheckAfter while the session holds a transaction open looks
+// for a cycle through the server's lock waits and the other sessions'
+// sync waits, again every deadlockCheckEvery, and gives up when it finds
+// one (a deadlock half of which is in the client), or at SyncTimeout.
+func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]stepped, board *syncdep.Board) (rate float64, waits, parks, giveUps int) {
+	ctx := context.Background()
+	r := &Replayer{hard: ctx}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var n int
+	type floorSession struct {
+		s         *session
+		pid       uint32
+		waitingOn atomic.Pointer[string] // the session whose commit it waits for
+	}
+	sessions := map[string]*floorSession{}
+	byPID := map[uint32]string{}
+	for id := range perSession {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions[id] = &floorSession{s: &session{r: r, conn: conn}, pid: conn.PID()}
+		byPID[conn.PID()] = id
+	}
+	// cycle reports whether the session me, waiting for owner's commit,
+	// is in a cycle of waits: sync waits, and lock waits on the server
+	// as conn (me's own, idle in its transaction) sees them now.
+	cycle := func(me, owner string, conn *pgconn.PgConn) bool {
+		rows, err := conn.Exec(ctx, "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity WHERE datname = 'postgres'").ReadAll()
+		if err != nil || len(rows) == 0 {
+			b.Errorf("lock graph: %v", err)
+			return false
+		}
+		edges := map[uint32][]uint32{}
+		for _, row := range rows[0].Rows {
+			pid, _ := strconv.ParseUint(string(row[0]), 10, 32)
+			for f := range strings.SplitSeq(strings.Trim(string(row[1]), "{}"), ",") {
+				if q, err := strconv.ParseUint(f, 10, 32); err == nil {
+					edges[uint32(pid)] = append(edges[uint32(pid)], uint32(q))
+				}
+			}
+		}
+		seen := map[string]bool{}
+		stack := []string{owner}
+		for len(stack) > 0 {
+			id := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if id == me {
+				return true
+			}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			fs := sessions[id]
+			if o := fs.waitingOn.Load(); o != nil {
+				stack = append(stack, *o)
+			}
+			for _, q := range edges[fs.pid] {
+				if o, ok := byPID[q]; ok {
+					stack = append(stack, o)
+				}
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	for id, sts := range perSession {
+		fs := sessions[id]
+		s := fs.s
+		wg.Go(func() {
+			defer s.conn.Close(ctx)
+			w, p, g := 0, 0, 0
+			t := time.NewTimer(time.Hour)
+			t.Stop()
+			for _, st := range sts {
+				ev := st.ev
+				first := true
+				var began, check time.Time
+			wait:
+				for tx := board.Blocker(st.step.Wait); tx != nil; tx = board.Blocker(st.step.Wait) {
+					if first {
+						w++
+						first = false
+						began = time.Now()
+						check = began.Add(deadlockCheckAfter)
+					}
+					p++
+					owner := tx.Owner().(string)
+					fs.waitingOn.Store(&owner)
+					for {
+						t.Reset(max(0, time.Until(check)))
+						select {
+						case <-tx.Wait():
+							t.Stop()
+							continue wait
+						case <-t.C:
+						}
+						if time.Since(began) >= DefaultSyncTimeout {
+							g++
+							break wait
+						}
+						if s.conn.TxStatus() != 'I' && cycle(id, owner, s.conn) {
+							g++
+							break wait
+						}
+						check = time.Now().Add(deadlockCheckEvery)
+					}
+				}
+				fs.waitingOn.Store(nil)
+				var err error
+				switch {
+				case ev.Kind == event.Statement:
+					err = s.execSimple(ev.Query)
+				case ev.Name != "":
+					if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
+						b.Error(err)
+						return
+					}
+					err = s.execPrepared(ev.Name, s.bindParams(ev.Params))
+				default:
+					err = s.execParams(ev.Query, s.bindParams(ev.Params))
+				}
+				if st.step.Commit != nil {
+					st.step.Commit.Done()
+				}
+				if err != nil && !ev.Failed {
+					b.Error(err)
+					return
+				}
+			}
+			mu.Lock()
+			n += len(sts)
+			waits += w
+			parks += p
+			giveUps += g
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds(), waits, parks, giveUps
+}
