@@ -167,6 +167,44 @@ func TestDemoSmallSharedBuffers(t *testing.T) {
 	}
 }
 
+// TestDemoHotIndex: an index on a column pgbench's update sets makes
+// that update dirty more blocks and write more WAL per call on the
+// candidate (no longer HOT), though its plan and its latency stay: a
+// work rule of the demo's --fail-on fails the verdict
+// and the plans name the index as the cause.
+func TestDemoHotIndex(t *testing.T) {
+	r := runDemoTest(t, "hot-index")
+	if r.Verdict.Status != "fail" || !strings.Contains(r.Verdict.Line, "dirtied>+50% broken") && !strings.Contains(r.Verdict.Line, "wal>+50% broken") {
+		t.Errorf("verdict %q, want a work rule broken", r.Verdict.Line)
+	}
+	if want := "same plan, more work; cause: index " + demoHotIndex + " stops HOT updates"; !strings.Contains(r.stdout, want) {
+		t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
+	}
+	found := false
+	for _, o := range r.Plans.Outcomes {
+		if strings.HasPrefix(o.Query, "UPDATE pgbench_accounts") {
+			found = true
+			if o.Verdict != "same_plan" || len(o.Causes) == 0 || o.Causes[0].Kind != "index_stops_hot" {
+				t.Errorf("the accounts update's plans: %+v", o)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the accounts update was not explained: %+v", r.Plans.Outcomes)
+	}
+	// The change is the candidate's only: no query is slower beyond
+	// noise for it at p95, nor writes more, but the update and its
+	// transaction's end.
+	for _, q := range r.Queries {
+		if q.Status != "regressed" && q.Status != "more_work" {
+			continue
+		}
+		if !strings.HasPrefix(q.Query, "UPDATE pgbench_accounts") && q.Query != "END" && q.Query != "END;" {
+			t.Errorf("an unrelated query is %s: %q (x%.2f)", q.Status, q.Query, q.Factor)
+		}
+	}
+}
+
 // TestDemoIdenticalPasses: an identical candidate shows no regression
 // beyond noise.
 func TestDemoIdenticalPasses(t *testing.T) {
