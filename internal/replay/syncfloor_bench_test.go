@@ -20,18 +20,20 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
-// stepped is one captured execution with the synchronization the
-// replay's Tracker gives it.
+// stepped is one captured execution with what it waits for before it is
+// sent (blocker: the next commit still awaited, nil when none) and the
+// commit it marks done once it ran (done, or nil).
 type stepped struct {
-	ev   *event.Event
-	step syncdep.Step
+	ev      *event.Event
+	blocker func() (ch <-chan struct{}, owner string)
+	done    func()
 }
 
 // syncSteps reads a capture in log order, as the dispatcher does, and
 // returns each session's executions with their syncdep steps, decided
 // by a Tracker of mode over the target's catalog. Every transaction is
 // on the returned Board until the loop marks it Done.
-func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mode) (map[string][]stepped, *syncdep.Board) {
+func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mode) map[string][]stepped {
 	ctx := context.Background()
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
@@ -79,9 +81,102 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 			// earlier event, which this loop does not make.
 			b.Fatalf("a barrier in a pgbench capture: %q", ev.Query)
 		}
-		m[ev.Session] = append(m[ev.Session], stepped{ev: ev, step: st})
+		board := tr.Board()
+		step := stepped{ev: ev, blocker: func() (<-chan struct{}, string) {
+			if tx := board.Blocker(st.Wait); tx != nil {
+				return tx.Wait(), tx.Owner().(string)
+			}
+			return nil, ""
+		}}
+		if st.Commit != nil {
+			step.done = st.Commit.Done
+		}
+		m[ev.Session] = append(m[ev.Session], step)
 	}
-	return m, tr.Board()
+	return m
+}
+
+// rowSteps is syncSteps by row instead of by relation, for pgbench's
+// tpcb-like transactions only: each statement waits for the last commit
+// of another session, before it ended in the log, that wrote a row it
+// reads or writes (the row named by its key parameter; the history
+// insert touches no row another statement reads). It measures what a
+// finer order than syncdep's would leave of the waits; it is not a
+// general dependency tracker (any other statement in a transaction fails
+// the benchmark; pgbench's own queries before its run wait for nothing).
+func rowSteps(b *testing.B, path string) map[string][]stepped {
+	type txn struct {
+		ch    chan struct{}
+		owner string
+	}
+	// key parameter (1-based) of the row each statement touches.
+	keyOf := map[string]struct {
+		table string
+		param int
+		write bool
+	}{
+		"UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;": {"a", 2, true},
+		"SELECT abalance FROM pgbench_accounts WHERE aid = $1;":                {"a", 1, false},
+		"UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2;":  {"t", 2, true},
+		"UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2;": {"b", 2, true},
+	}
+	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rd.Close()
+	last := map[string]*txn{}     // row -> last transaction that wrote it and committed
+	open := map[string][]string{} // session -> rows its open transaction wrote
+	m := map[string][]stepped{}
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ev.IsExecution() || ev.Database != "postgres" {
+			continue
+		}
+		st := stepped{ev: ev}
+		q := strings.TrimSpace(ev.Query)
+		switch k, ok := keyOf[q]; {
+		case ok:
+			if len(ev.Params) < k.param {
+				b.Fatalf("%q: %d parameters", q, len(ev.Params))
+			}
+			row := k.table + ev.Params[k.param-1].Value
+			if t := last[row]; t != nil && t.owner != ev.Session {
+				st.blocker = func() (<-chan struct{}, string) {
+					select {
+					case <-t.ch:
+						return nil, ""
+					default:
+						return t.ch, t.owner
+					}
+				}
+			}
+			if k.write {
+				open[ev.Session] = append(open[ev.Session], row)
+			}
+		case q == "BEGIN;" || strings.HasPrefix(q, "INSERT INTO pgbench_history ") || strings.HasPrefix(q, "ALTER SYSTEM"):
+		case q == "END;":
+			t := &txn{ch: make(chan struct{}), owner: ev.Session}
+			for _, row := range open[ev.Session] {
+				last[row] = t
+			}
+			open[ev.Session] = open[ev.Session][:0]
+			st.done = func() { close(t.ch) }
+		case ev.Kind == event.Statement && len(open[ev.Session]) == 0:
+			// pgbench's own queries before its run (the scale, the
+			// partitions): nothing of the run's rows is written yet.
+		default:
+			b.Fatalf("rowSteps: not a pgbench tpcb-like statement: %q", q)
+		}
+		m[ev.Session] = append(m[ev.Session], st)
+	}
+	return m
 }
 
 // syncFloorRate is bareWireRate keeping the log's commit order as the
@@ -94,7 +189,7 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 // for a cycle through the server's lock waits and the other sessions'
 // sync waits, again every deadlockCheckEvery, and gives up when it finds
 // one (a deadlock half of which is in the client), or at SyncTimeout.
-func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]stepped, board *syncdep.Board) (rate float64, waits, parks, giveUps int) {
+func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]stepped) (rate float64, waits, parks, giveUps int) {
 	ctx := context.Background()
 	r := &Replayer{hard: ctx}
 	var wg sync.WaitGroup
@@ -171,7 +266,11 @@ func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]s
 				first := true
 				var began, check time.Time
 			wait:
-				for tx := board.Blocker(st.step.Wait); tx != nil; tx = board.Blocker(st.step.Wait) {
+				for st.blocker != nil {
+					ch, owner := st.blocker()
+					if ch == nil {
+						break
+					}
 					if first {
 						w++
 						first = false
@@ -179,12 +278,11 @@ func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]s
 						check = began.Add(deadlockCheckAfter)
 					}
 					p++
-					owner := tx.Owner().(string)
 					fs.waitingOn.Store(&owner)
 					for {
 						t.Reset(max(0, time.Until(check)))
 						select {
-						case <-tx.Wait():
+						case <-ch:
 							t.Stop()
 							continue wait
 						case <-t.C:
@@ -214,8 +312,8 @@ func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]s
 				default:
 					err = s.execParams(ev.Query, s.bindParams(ev.Params))
 				}
-				if st.step.Commit != nil {
-					st.step.Commit.Done()
+				if st.done != nil {
+					st.done()
 				}
 				if err != nil && !ev.Failed {
 					b.Error(err)

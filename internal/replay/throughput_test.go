@@ -134,9 +134,9 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				})
 			if mode := benchSync(b); mode != syncdep.Off {
 				runs = append(runs, func() {
-					steps, board := syncSteps(b, c, files[len(files)-1], mode)
+					steps := syncSteps(b, c, files[len(files)-1], mode)
 					self0 := cpuTime(syscall.RUSAGE_SELF)
-					floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps, board)
+					floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps)
 					floorCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
 				})
 			}

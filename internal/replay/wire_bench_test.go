@@ -68,12 +68,20 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 
 			floor, floorCPU, floorWaits, floorParks, floorGiveUps := -1.0, 0.0, 0, 0, 0
 			if mode := benchSync(b); mode != syncdep.Off {
-				steps, board := syncSteps(b, c, files[len(files)-1], mode)
+				steps := syncSteps(b, c, files[len(files)-1], mode)
 				stop = profile("syncfloor", round)
 				self0 = cpuTime(syscall.RUSAGE_SELF)
-				floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps, board)
+				floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps)
 				floorCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / n
 				stop()
+				// The same by row (pgbench's key values), what a finer
+				// order than syncdep's would leave.
+				rows := rowSteps(b, files[len(files)-1])
+				self0 = cpuTime(syscall.RUSAGE_SELF)
+				rowFloor, rw, rp, rg := syncFloorRate(b, c, rows)
+				rowCPU := (cpuTime(syscall.RUSAGE_SELF) - self0) / n
+				b.Logf("round %d: row floor (bare wire keeping the commit order by row) %.2f of pgbench, client CPU %.1f µs per statement, %.2f of pgbench's; %d waits, %d parks, %d given up",
+					round+1, rowFloor/base, rowCPU*1e6, rowCPU/pgbenchCPU, rw, rp, rg)
 			}
 
 			hard, cancel := context.WithCancel(context.Background())
