@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,10 +13,8 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
-	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // stepped is one captured execution with what it waits for before it is
@@ -47,24 +44,9 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 	tr := syncdep.NewTracker(mode)
 	tr.SetCatalog("postgres", cat)
 	cache := fingerprint.NewCache(0)
-	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rd.Close()
 	sessions := map[string]*syncdep.Session{}
 	m := map[string][]stepped{}
-	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !ev.IsExecution() || ev.Database != "postgres" {
-			continue
-		}
+	for _, ev := range captured(b, path) {
 		sx := sessions[ev.Session]
 		if sx == nil {
 			sx = tr.Session("postgres", ev.Session)
@@ -120,25 +102,10 @@ func rowSteps(b *testing.B, path string) map[string][]stepped {
 		"UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2;":  {"t", 2, true},
 		"UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2;": {"b", 2, true},
 	}
-	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rd.Close()
 	last := map[string]*txn{}     // row -> last transaction that wrote it and committed
 	open := map[string][]string{} // session -> rows its open transaction wrote
 	m := map[string][]stepped{}
-	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !ev.IsExecution() || ev.Database != "postgres" {
-			continue
-		}
+	for _, ev := range captured(b, path) {
 		st := stepped{ev: ev}
 		q := strings.TrimSpace(ev.Query)
 		switch k, ok := keyOf[q]; {
@@ -299,19 +266,7 @@ func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]s
 					}
 				}
 				fs.waitingOn.Store(nil)
-				var err error
-				switch {
-				case ev.Kind == event.Statement:
-					err = s.execSimple(ev.Query)
-				case ev.Name != "":
-					if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
-						b.Error(err)
-						return
-					}
-					err = s.execPrepared(ev.Name, s.bindParams(ev.Params))
-				default:
-					err = s.execParams(ev.Query, s.bindParams(ev.Params))
-				}
+				err := s.runBare(ctx, ev)
 				if st.done != nil {
 					st.done()
 				}

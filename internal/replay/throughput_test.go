@@ -293,12 +293,22 @@ func pgbenchFixedRate(b *testing.B, c *pgcluster.Cluster, clients, tx int) float
 
 // loadExecutions reads the executions of a log into memory, by session.
 func loadExecutions(b *testing.B, path string) map[string][]*event.Event {
+	m := map[string][]*event.Event{}
+	for _, ev := range captured(b, path) {
+		m[ev.Session] = append(m[ev.Session], ev)
+	}
+	return m
+}
+
+// captured returns a capture's executions in the database postgres, in
+// log order.
+func captured(b *testing.B, path string) []*event.Event {
 	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rd.Close()
-	m := map[string][]*event.Event{}
+	var evs []*event.Event
 	for {
 		ev, err := rd.Next()
 		if err == io.EOF {
@@ -308,10 +318,10 @@ func loadExecutions(b *testing.B, path string) map[string][]*event.Event {
 			b.Fatal(err)
 		}
 		if ev.IsExecution() && ev.Database == "postgres" {
-			m[ev.Session] = append(m[ev.Session], ev)
+			evs = append(evs, ev)
 		}
 	}
-	return m
+	return evs
 }
 
 // bareRate runs each session's executions from memory on its own

@@ -126,6 +126,22 @@ func replayLogHard(b testing.TB, path string, hard context.Context, opts Options
 	return res
 }
 
+// runBare runs one captured execution on the message-level path, in the
+// protocol form it was logged in, with nothing around it.
+func (s *session) runBare(ctx context.Context, ev *event.Event) error {
+	switch {
+	case ev.Kind == event.Statement:
+		return s.execSimple(ev.Query)
+	case ev.Name != "":
+		if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
+			return err
+		}
+		return s.execPrepared(ev.Name, s.bindParams(ev.Params))
+	default:
+		return s.execParams(ev.Query, s.bindParams(ev.Params))
+	}
+}
+
 // bareWireRate is bareRate on the message-level path: each session's
 // executions from memory on its own goroutine and connection.
 func bareWireRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]*event.Event) float64 {
@@ -148,19 +164,7 @@ func bareWireRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]*e
 		wg.Go(func() {
 			defer s.conn.Close(ctx)
 			for _, ev := range evs {
-				var err error
-				switch {
-				case ev.Kind == event.Statement:
-					err = s.execSimple(ev.Query)
-				case ev.Name != "":
-					if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
-						b.Error(err)
-						return
-					}
-					err = s.execPrepared(ev.Name, s.bindParams(ev.Params))
-				default:
-					err = s.execParams(ev.Query, s.bindParams(ev.Params))
-				}
+				err := s.runBare(ctx, ev)
 				if err != nil {
 					b.Error(err)
 					return
