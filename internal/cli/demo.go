@@ -95,10 +95,9 @@ finds in them (shared_buffers is named the cause when the comparison finds
 it slower). With --change hot-index (every cluster's pgbench_accounts at
 fillfactor 90, room for HOT updates) the accounts update keeps its plan and
 its latency but dirties more blocks (its index pages) and writes more WAL
-per call, a work rule of --fail-on fails,
-and its plans read "same plan, more work; cause: index
-pgbench_accounts_abalance stops HOT updates". With --change none nothing
-should regress beyond noise.
+per call, a work rule of --fail-on fails, and its plans read "same plan,
+more work; cause: index pgbench_accounts_abalance stops HOT updates". With
+--change none nothing should regress beyond noise.
 
 It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
 with pg_stat_statements: set PG_BIN to their directory, or install them with
