@@ -86,8 +86,8 @@ and report.json in --out, with each round's result in --out/rounds.
 The rehearsal keeps each query's slowest and median executions with their
 values (--keep-samples: the shop's data is made up), and explains the
 regressed queries and the top ones by time added on both targets. With
---change drop-index the lookup by email is the top regression, the
---fail-on rule fails, and its plans read "plan changed: Index Scan
+--change drop-index the lookup by email is the top regression, the p95
+rule of --fail-on fails, and its plans read "plan changed: Index Scan
 (customers_email_idx) -> Seq Scan (customers); cause: index missing on
 candidate". With --change small-shared-buffers the plans stay the same, and
 the range report reads from outside shared_buffers the blocks the control
