@@ -144,12 +144,18 @@ func (r *Replayer) attachSync(s *session, ev *event.Event) {
 // syncStep returns the synchronization of one execution event, and its
 // statements, which the session then need not look up again.
 func (r *Replayer) syncStep(s *session, ev *event.Event) (syncdep.Step, []fingerprint.Item) {
+	items := r.cache.Get(ev.Query)
+	return s.sx.Event(syncExec(ev, items)), items
+}
+
+// syncExec is what the Tracker needs of an execution event whose
+// statements are items.
+func syncExec(ev *event.Event, items []fingerprint.Item) syncdep.Exec {
 	end := ev.Time
 	if ev.Duration >= 0 {
 		end += ev.Duration
 	}
-	items := r.cache.Get(ev.Query)
-	return s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed}), items
+	return syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed}
 }
 
 // loadCatalog reads a database's catalog on the target, as user.

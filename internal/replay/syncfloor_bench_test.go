@@ -28,8 +28,9 @@ type stepped struct {
 
 // syncSteps reads a capture in log order, as the dispatcher does, and
 // returns each session's executions with their syncdep steps, decided
-// by a Tracker of mode over the target's catalog. Every transaction is
-// on the returned Board until the loop marks it Done.
+// by a Tracker of mode over the target's catalog, as the replay's
+// syncStep does. Every transaction stays on the Tracker's Board until the
+// loop marks it done.
 func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mode) map[string][]stepped {
 	ctx := context.Background()
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
@@ -52,11 +53,7 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 			sx = tr.Session("postgres", ev.Session)
 			sessions[ev.Session] = sx
 		}
-		end := ev.Time
-		if ev.Duration >= 0 {
-			end += ev.Duration
-		}
-		st := sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed})
+		st := sx.Event(syncExec(ev, cache.Get(ev.Query)))
 		if st.Barrier && !strings.HasPrefix(ev.Query, "ALTER SYSTEM") {
 			// The capture's last statement turns the logging off; any
 			// other barrier would need the replay's wait for every
