@@ -98,10 +98,12 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	// BENCH_AB=1 leaves out pgbench -t and the bare loop: the replay,
 	// its baseline and pgbench -T only, for more rounds in the time.
 	full := os.Getenv("BENCH_AB") == ""
-	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor []float64
+	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor, rowOfT, rowCPUOf []float64
 	for round := range rounds {
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU float64
 		var floorWaits, floorParks, floorGiveUps int
+		var rowFloor, rowCPU float64
+		var rowWaits int
 		var res *results.Result
 		var tl *timeline
 		runs := []func(){
@@ -138,6 +140,11 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					self0 := cpuTime(syscall.RUSAGE_SELF)
 					floor, floorWaits, floorParks, floorGiveUps = syncFloorRate(b, c, steps)
 					floorCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				}, func() {
+					rows := rowSteps(b, files[len(files)-1])
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					rowFloor, rowWaits, _, _ = syncFloorRate(b, c, rows)
+					rowCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
 				})
 			}
 		}
@@ -165,6 +172,9 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 			if floor > 0 {
 				b.Logf("%s round %d: sync floor (bare wire keeping the commit order): %.0f stmt/s (%.2f of pgbench), client CPU %.1f µs per statement (%.2fx pgbench's), %d waits, %d parks, %d given up; replay %.2f of its rate, %.2fx its CPU",
 					layout, round+1, floor, floor/base, floorCPU*1e6, floorCPU/pgbenchCPU, floorWaits, floorParks, floorGiveUps, rate/floor, replayCPU/floorCPU)
+				b.Logf("%s round %d: row floor (pgbench's statements ordered by row): %.2f of pgbench, client CPU %.2fx pgbench's, %d waits",
+					layout, round+1, rowFloor/base, rowCPU/pgbenchCPU, rowWaits)
+				rowOfT, rowCPUOf = append(rowOfT, rowFloor/base), append(rowCPUOf, rowCPU/pgbenchCPU)
 				floorOfT, floorCPUOf = append(floorOfT, floor/base), append(floorCPUOf, floorCPU/pgbenchCPU)
 				ofFloor, cpuOfFloor = append(ofFloor, rate/floor), append(cpuOfFloor, replayCPU/floorCPU)
 			}
@@ -190,6 +200,8 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		if len(floorOfT) > 0 {
 			b.Logf("%s, median of %d rounds: sync floor %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s); replay %.2f of the floor's rate (%s), %.2fx its CPU (%s)",
 				layout, rounds, median(floorOfT), fmtRatios(floorOfT), median(floorCPUOf), fmtRatios(floorCPUOf), median(ofFloor), fmtRatios(ofFloor), median(cpuOfFloor), fmtRatios(cpuOfFloor))
+			b.Logf("%s, median of %d rounds: row floor %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s)",
+				layout, rounds, median(rowOfT), fmtRatios(rowOfT), median(rowCPUOf), fmtRatios(rowCPUOf))
 		}
 	}
 	b.Logf("%s, median of %d rounds: replay %.2f of pgbench -T; client CPU per statement %.2fx pgbench's",
