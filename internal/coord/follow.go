@@ -85,7 +85,8 @@ func (f *Follower) Event(ev *event.Event, pos int64) bool {
 	if ev.Duration >= 0 {
 		end += ev.Duration
 	}
-	step := s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: f.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed})
+	step := s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: f.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed,
+		Params: ev.Params, ParamState: ev.ParamState})
 	if step.Commit != nil {
 		return f.m.Foreign(s.k, pos, step.Commit)
 	}

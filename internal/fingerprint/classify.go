@@ -69,6 +69,9 @@ type Class struct {
 	// SHARE), so it may wait for other transactions' row locks as a
 	// write does.
 	LockRows bool
+	// Rows: which rows of the relation it names it reaches, as far as
+	// the text tells (see RowAccess); nil when the text does not tell.
+	Rows *RowAccess
 }
 
 // TxControl is a statement's effect on its session's transaction.
@@ -257,6 +260,9 @@ func classifyNode(n *pg_query.Node) *Class {
 		c.ExplainAnalyze = explainAnalyze(ex)
 	}
 	relations(n, c)
+	if !c.Opaque {
+		c.Rows = rowAccess(n)
+	}
 	switch {
 	case n.GetCopyStmt() != nil:
 		cp := n.GetCopyStmt()

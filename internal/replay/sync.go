@@ -155,7 +155,8 @@ func syncExec(ev *event.Event, items []fingerprint.Item) syncdep.Exec {
 	if ev.Duration >= 0 {
 		end += ev.Duration
 	}
-	return syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed}
+	return syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed,
+		Params: ev.Params, ParamState: ev.ParamState}
 }
 
 // loadCatalog reads a database's catalog on the target, as user.

@@ -23,6 +23,31 @@ type Catalog struct {
 	// Builtins are the names of the functions of pg_catalog and
 	// information_schema.
 	Builtins []string
+	// Indexes are the unique indexes and exclusion constraints of the
+	// relations: what tells which rows a statement reaches by key, and
+	// which writes may conflict with rows they do not name.
+	Indexes []Index
+}
+
+// Index is a unique index, or an exclusion constraint, of a table.
+type Index struct {
+	Rel     uint32
+	Primary bool
+	// Columns are its key columns in order (not its INCLUDE columns);
+	// an expression column has an empty Name.
+	Columns []IndexColumn
+	// Other: partial, on expressions, or an exclusion constraint: which
+	// rows conflict cannot be told by equal columns.
+	Other bool
+}
+
+// IndexColumn is a key column of an Index: its name, its type's OID, and
+// whether its collation tells equal values by their bytes (every
+// collation but a nondeterministic ICU one).
+type IndexColumn struct {
+	Name          string
+	Type          uint32
+	Deterministic bool
 }
 
 // Relation is a table, partitioned table, view, materialized view or
@@ -94,6 +119,22 @@ FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
 JOIN pg_language l ON l.oid = p.prolang
 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')`
+	// indexesQuery has a row per key column of each unique index or
+	// exclusion constraint, in order.
+	indexesQuery = `
+SELECT i.indexrelid, i.indrelid, i.indisprimary,
+       i.indisexclusion OR i.indpred IS NOT NULL OR i.indexprs IS NOT NULL,
+       a.attname, a.atttypid, coalesce(co.collisdeterministic, true)
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
+LEFT JOIN pg_collation co ON co.oid = a.attcollation
+WHERE (i.indisunique OR i.indisexclusion) AND k.ord <= i.indnkeyatts
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+ORDER BY i.indexrelid, k.ord`
 	builtinsQuery = `
 SELECT DISTINCT proname FROM pg_proc
 WHERE pronamespace IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)`
@@ -107,6 +148,7 @@ func LoadCatalog(ctx context.Context, conn *pgconn.PgConn) (*Catalog, error) {
 		return nil, err
 	}
 	defer func() { conn.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
+	var lastIndex uint32
 	steps := []struct {
 		what, sql string
 		cols      int
@@ -151,6 +193,25 @@ func LoadCatalog(ctx context.Context, conn *pgconn.PgConn) (*Catalog, error) {
 			}
 			c.Functions = append(c.Functions, Function{Schema: string(r[0]), Name: string(r[1]), Volatility: r[2][0],
 				Language: string(r[3]), Extension: isTrue(r[4])})
+			return nil
+		}},
+		{"indexes", indexesQuery, 7, func(r [][]byte) error {
+			idx, rel, err := twoOIDs(r)
+			if err != nil {
+				return err
+			}
+			if idx != lastIndex {
+				lastIndex = idx
+				c.Indexes = append(c.Indexes, Index{Rel: rel, Primary: isTrue(r[2]), Other: isTrue(r[3])})
+			}
+			col := IndexColumn{Name: string(r[4]), Deterministic: isTrue(r[6])}
+			if r[5] != nil {
+				if col.Type, err = parseOID(r[5]); err != nil {
+					return fmt.Errorf("bad row %q", r)
+				}
+			}
+			ix := &c.Indexes[len(c.Indexes)-1]
+			ix.Columns = append(ix.Columns, col)
 			return nil
 		}},
 		{"builtin functions", builtinsQuery, 1, func(r [][]byte) error {

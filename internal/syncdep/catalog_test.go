@@ -81,3 +81,23 @@ func TestLoadCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadCatalogKeys reads the unique indexes of a real database:
+// statements reach rows by key on it as on keyedCatalog, written by hand.
+func TestLoadCatalogKeys(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", keyedSchema); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	cat, err := LoadCatalog(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRowCases(t, NewResolver(cat))
+}

@@ -3,6 +3,8 @@ package syncdep
 import (
 	"cmp"
 	"slices"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
 // Effect is what a statement reaches in one database once its catalog is
@@ -28,6 +30,56 @@ type Effect struct {
 	// read nothing new depend on (DROP TABLE after the last reads of a
 	// table), so it waits for every statement that ended before it.
 	Barrier bool
+	// Rows: of one relation (Rows.Rel), the statement reaches only the
+	// row whose primary key its parameters give; that relation is then
+	// in neither Touch, Write nor Lock (see RowKey).
+	Rows *RowKey
+}
+
+// RowKey is the row of one relation that a statement reaches, by its
+// primary key: the key's columns equal the statement's parameters
+// Params, one per column in key order. The statement reads that row
+// only (and writes it, with Write; may wait for its lock, with Lock).
+//
+// A statement gets one only where nothing else of it reaches other rows
+// of the relation: a SELECT, UPDATE or DELETE whose WHERE has an equality
+// with a parameter for every primary key column; an UPDATE only when it
+// assigns no column of a unique index, and the relation has no partial
+// or expression unique index nor exclusion constraint; an INSERT of one
+// row that gives every key column, into a relation whose only unique
+// index is its primary key. Keys of integer, text (with a deterministic
+// collation) and uuid columns only: those whose logged text tells equal
+// values apart.
+type RowKey struct {
+	Rel         string
+	Params      []int32
+	kinds       []keyKind
+	Write, Lock bool
+}
+
+// keyKind is how the logged text of a key value is compared.
+type keyKind uint8
+
+const (
+	keyInt  keyKind = iota + 1 // int2, int4, int8: as a number
+	keyText                    // text, varchar: byte for byte
+	keyUUID                    // uuid: its 16 bytes
+)
+
+// keyKindOf returns how a column of type typ (a pg_type OID) is keyed, 0
+// when it cannot be.
+func keyKindOf(c IndexColumn) keyKind {
+	switch c.Type {
+	case 20, 21, 23:
+		return keyInt
+	case 25, 1043:
+		if c.Deterministic {
+			return keyText
+		}
+	case 2950:
+		return keyUUID
+	}
+	return 0
 }
 
 // Empty reports whether the effect reaches nothing: such a statement
@@ -47,6 +99,7 @@ type Resolver struct {
 	funcs   map[Name]fnKind
 	fnNames map[string]fnKind // unqualified: the most effectful of every schema's
 	builtin map[string]bool
+	keyed   map[string]bool // relation keys with a primary key that keys rows
 }
 
 // group is a relation, with its partitions or inheritance children.
@@ -57,6 +110,23 @@ type group struct {
 	bases  []int // a view's relations
 	parent []int // groups it references by foreign key
 	child  []fkChild
+
+	// What its unique indexes and exclusion constraints tell (see
+	// RowKey): its primary key (nil when it has none that can key
+	// rows: an inheritance tree's, or of other types), the columns of
+	// every unique index, and whether one is partial, on expressions,
+	// an exclusion constraint, or on other columns than the key.
+	pk          []keyCol
+	uniques     int
+	uniqueCols  []string
+	uniqueOther bool // an index is partial, on expressions or an exclusion constraint
+	otherKeys   bool // uniqueOther, or a unique index on other columns than pk
+	members     int
+}
+
+type keyCol struct {
+	name string
+	kind keyKind
 }
 
 type fkChild struct {
@@ -133,6 +203,7 @@ func NewResolver(c *Catalog) *Resolver {
 		}
 		gOf[i] = g
 		gr := &r.groups[g]
+		gr.members++
 		gr.view = gr.view || rel.Kind == 'v'
 		gr.opaque = gr.opaque || rel.Triggers || rel.Rules
 		n := Name{Schema: rel.Schema, Name: rel.Name}
@@ -168,6 +239,7 @@ func NewResolver(c *Catalog) *Resolver {
 			p.child = append(p.child, fkChild{g: cg, deleteWrites: fk.DeleteWrites, updateWrites: fk.UpdateWrites})
 		}
 	}
+	r.indexes(c, idx, gOf, hasParent)
 	for _, f := range c.Functions {
 		k := functionKind(f)
 		n := Name{Schema: f.Schema, Name: f.Name}
@@ -178,6 +250,65 @@ func NewResolver(c *Catalog) *Resolver {
 		r.builtin[b] = true
 	}
 	return r
+}
+
+// indexes fills the groups' keys from the catalog's unique indexes.
+func (r *Resolver) indexes(c *Catalog, idx map[uint32]int, gOf []int, hasParent []bool) {
+	for _, ix := range c.Indexes {
+		i, ok := idx[ix.Rel]
+		if !ok {
+			continue
+		}
+		gr := &r.groups[gOf[i]]
+		gr.uniques++
+		gr.uniqueOther = gr.uniqueOther || ix.Other
+		for _, col := range ix.Columns {
+			if col.Name != "" && !slices.Contains(gr.uniqueCols, col.Name) {
+				gr.uniqueCols = append(gr.uniqueCols, col.Name)
+			}
+		}
+		// The key of a single table, or of a partitioned table (whose
+		// primary key holds across its partitions); an inheritance
+		// tree's keys hold in each table alone.
+		if !ix.Primary || ix.Other || hasParent[i] || (gr.members > 1 && c.Relations[i].Kind != 'p') {
+			continue
+		}
+		var pk []keyCol
+		for _, col := range ix.Columns {
+			k := keyKindOf(col)
+			if k == 0 || col.Name == "" {
+				pk = nil
+				break
+			}
+			pk = append(pk, keyCol{name: col.Name, kind: k})
+		}
+		gr.pk = pk
+	}
+	for _, ix := range c.Indexes {
+		i, ok := idx[ix.Rel]
+		if !ok {
+			continue
+		}
+		gr := &r.groups[gOf[i]]
+		same := len(ix.Columns) == len(gr.pk) && !ix.Other
+		for _, col := range ix.Columns {
+			same = same && slices.ContainsFunc(gr.pk, func(k keyCol) bool { return k.name == col.Name })
+		}
+		gr.otherKeys = gr.otherKeys || !same
+	}
+	r.keyed = map[string]bool{}
+	for _, gr := range r.groups {
+		if gr.pk != nil {
+			r.keyed[gr.key] = true
+		}
+	}
+}
+
+// Keyed reports whether statements may reach rows of the relation key by
+// their primary key (see RowKey): a statement that reaches it whole must
+// then also wait for the commits that wrote some of its rows by key.
+func (r *Resolver) Keyed(key string) bool {
+	return r != nil && r.keyed[key]
 }
 
 func cmpName(a, b Name) int {
@@ -258,6 +389,11 @@ func (r *Resolver) Effect(st *Statement) Effect {
 		}
 		return e
 	}
+	if st.Rows != nil {
+		if re, ok := r.rowEffect(st); ok {
+			return re
+		}
+	}
 	x := expansion{r: r, e: &e, touched: map[int]bool{}, written: map[int]Op{}}
 	for _, n := range st.Touch {
 		gs := r.lookup(n)
@@ -277,6 +413,13 @@ func (r *Resolver) Effect(st *Statement) Effect {
 			x.write(g, w.Op)
 		}
 	}
+	r.funcEffects(st, &e)
+	e.assemble(&x, st.LockRows)
+	return e
+}
+
+// funcEffects adds what the functions st calls may read and write.
+func (r *Resolver) funcEffects(st *Statement, e *Effect) {
 	for _, f := range st.Funcs {
 		switch r.fn(f) {
 		case fnReads:
@@ -285,19 +428,120 @@ func (r *Resolver) Effect(st *Statement) Effect {
 			e.ReadAll, e.WriteAll = true, true
 		}
 	}
+}
+
+// assemble fills Touch, Write and Lock from an expansion: every relation
+// written is touched; the relations whose rows it may wait to lock are
+// those it writes, or all it touches when it locks the rows it reads.
+func (e *Effect) assemble(x *expansion, lockRows bool) {
 	for g := range x.touched {
-		e.Touch = append(e.Touch, r.groups[g].key)
+		e.Touch = append(e.Touch, x.r.groups[g].key)
 	}
 	for g := range x.written {
-		e.Write = append(e.Write, r.groups[g].key)
+		e.Write = append(e.Write, x.r.groups[g].key)
 	}
 	e.Touch = sortedUnique(append(e.Touch, e.Write...))
 	e.Write = sortedUnique(e.Write)
 	e.Lock = e.Write
-	if st.LockRows {
+	if lockRows {
 		e.Lock = e.Touch
 	}
-	return e
+}
+
+// rowEffect is the Effect of a statement that reaches one row of its
+// relation by key, or a blind insert (into a relation without unique
+// indexes: it reads no row and conflicts with none, so it waits for
+// nothing there, while its commit still counts as writing the whole
+// relation); false when st is neither, or when something else of it
+// reaches that relation whole (a view over it, a foreign key to itself).
+func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
+	ra := st.Rows
+	gs := r.lookup(ra.Rel)
+	if len(gs) != 1 {
+		return Effect{}, false
+	}
+	g := gs[0]
+	gr := &r.groups[g]
+	if gr.view || gr.opaque {
+		return Effect{}, false
+	}
+	blind := ra.Op == fingerprint.OpInsert && gr.uniques == 0
+	var key *RowKey
+	if !blind {
+		switch ra.Op {
+		case fingerprint.OpUpdate:
+			if gr.uniqueOther || slices.ContainsFunc(ra.Set, func(c string) bool { return slices.Contains(gr.uniqueCols, c) }) {
+				return Effect{}, false
+			}
+		case fingerprint.OpInsert:
+			if gr.otherKeys || slices.ContainsFunc(ra.Set, func(c string) bool { return slices.Contains(gr.uniqueCols, c) }) {
+				return Effect{}, false
+			}
+		}
+		if key = rowKey(gr, ra); key == nil {
+			return Effect{}, false
+		}
+		key.Write = ra.Op != 0
+		key.Lock = ra.Op != 0 || st.LockRows
+	}
+	var e Effect
+	e.ReadAll = st.ReadAll
+	x := expansion{r: r, e: &e, touched: map[int]bool{}, written: map[int]Op{}}
+	for _, n := range st.Touch {
+		if n == ra.Rel {
+			continue
+		}
+		gs := r.lookup(n)
+		if len(gs) == 0 {
+			e.Touch = append(e.Touch, "?"+n.Name)
+		}
+		for _, g := range gs {
+			x.touch(g)
+		}
+	}
+	for _, w := range st.Write {
+		if w.Name == ra.Rel {
+			continue
+		}
+		gs := r.lookup(w.Name)
+		if len(gs) == 0 {
+			e.Write = append(e.Write, "?"+w.Name.Name)
+		}
+		for _, g := range gs {
+			x.write(g, w.Op)
+		}
+	}
+	x.follow(g, ra.Op)
+	if x.touched[g] || x.written[g] != 0 {
+		return Effect{}, false
+	}
+	r.funcEffects(st, &e)
+	e.assemble(&x, st.LockRows)
+	if blind {
+		e.Write = sortedUnique(append(e.Write, gr.key))
+	} else {
+		key.Rel = gr.key
+		e.Rows = key
+	}
+	return e, true
+}
+
+// rowKey returns the key of gr that ra's equalities give in full, nil
+// when they do not.
+func rowKey(gr *group, ra *fingerprint.RowAccess) *RowKey {
+	if gr.pk == nil {
+		return nil
+	}
+	k := &RowKey{}
+	for _, c := range gr.pk {
+		p := ra.Param(c.name)
+		if p == 0 {
+			return nil
+		}
+		k.Params = append(k.Params, p)
+		k.kinds = append(k.kinds, c.kind)
+	}
+	return k
 }
 
 // expansion follows views and foreign keys from the relations a statement
@@ -331,6 +575,11 @@ func (x *expansion) write(g int, op Op) {
 	}
 	x.written[g] |= op
 	x.touch(g)
+	x.follow(g, op)
+}
+
+// follow adds what writing g with op reaches beyond g itself.
+func (x *expansion) follow(g int, op Op) {
 	gr := &x.r.groups[g]
 	if gr.opaque {
 		x.e.ReadAll, x.e.WriteAll = true, true

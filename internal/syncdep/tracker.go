@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
@@ -67,6 +68,11 @@ type Exec struct {
 	Text  string
 	// Failed: it failed in the original.
 	Failed bool
+	// Params are its bind parameters as logged, and ParamState how
+	// complete they are: the values of the keys of the rows it reaches
+	// (see RowKey).
+	Params     []event.Param
+	ParamState event.ParamState
 }
 
 // Step is what the replay must do around one execution event: wait for
@@ -110,9 +116,24 @@ type effect struct {
 	writeAll bool
 	lockAll  bool
 	barrier  bool
+	// rows: the row of one relation it reaches by key, whose ids each
+	// event decides from its parameters (see Tracker.rowEffect).
+	rows *rowRef
 }
 
-func (e *effect) empty() bool { return len(e.touch) == 0 && !e.readAll && !e.writeAll }
+// rowRef is a RowKey with relation ids: rel is the relation's id (that
+// of whole-relation writes), any the id that every write by key of the
+// relation also writes, for the statements that reach it whole.
+type rowRef struct {
+	rel, any    uint32
+	params      []int32
+	kinds       []keyKind
+	write, lock bool
+}
+
+func (e *effect) empty() bool {
+	return len(e.touch) == 0 && len(e.write) == 0 && e.rows == nil && !e.readAll && !e.writeAll
+}
 
 // Tracker follows the log's sessions and transactions and decides each
 // statement's Wait. All its methods (and its Sessions') are for one
@@ -127,6 +148,12 @@ type Tracker struct {
 	res      int64 // the log's time resolution, µs
 	prepared map[string]txBuild
 	sessions int
+	// buckets maps a relation's any id and a key's bucket to the id of
+	// the bucket's rows (sharing maxRelations with ids).
+	buckets map[uint64]uint32
+	// keyed counts the executions that reached a row by key, and
+	// unkeyed those whose key the log did not give (see rowEffect).
+	keyed, unkeyed int64
 }
 
 type database struct {
@@ -138,7 +165,7 @@ type database struct {
 // NewTracker returns a Tracker for mode (Object or Commit).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
-		res: 1_000_000, prepared: map[string]txBuild{}}
+		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}}
 }
 
 // Board returns the transactions not yet run on the target.
@@ -243,13 +270,76 @@ func (t *Tracker) id(d *database, key string) uint32 {
 	if id, ok := t.ids[k]; ok {
 		return id
 	}
-	if len(t.ids) >= maxRelations {
+	if len(t.ids)+len(t.buckets) >= maxRelations {
 		return maxRelations // the shared overflow id
 	}
-	id := uint32(len(t.ids))
+	id := uint32(len(t.ids) + len(t.buckets))
 	t.ids[k] = id
 	return id
 }
+
+// keyBuckets is how many groups of rows by key each relation has: two
+// keys in one bucket wait for each other's writes (more waiting, never
+// less), and the ids the Board keeps lists for stay bounded.
+const keyBuckets = 1024
+
+// bucket interns the id of a bucket of a relation's rows.
+func (t *Tracker) bucket(any uint32, b uint64) uint32 {
+	k := uint64(any)<<32 | b
+	if id, ok := t.buckets[k]; ok {
+		return id
+	}
+	if len(t.ids)+len(t.buckets) >= maxRelations {
+		return maxRelations
+	}
+	id := uint32(len(t.ids) + len(t.buckets))
+	t.buckets[k] = id
+	return id
+}
+
+// anyKey is the name of a relation's any id (see rowRef).
+func anyKey(key string) string { return key + "\x00rows" }
+
+// rowEffect is base (an effect with rows) for one execution: its row's
+// bucket when the event's parameters give the key, otherwise the whole
+// relation. A statement by key reads its bucket and the relation's
+// whole-relation writes; a write by key writes its bucket and the
+// relation's any id.
+func (t *Tracker) rowEffect(base *effect, e *Exec) *effect {
+	r := base.rows
+	x := *base
+	x.rows = nil
+	n := len(base.touch) + 2
+	x.touch = append(make([]uint32, 0, n), base.touch...)
+	x.write = append(make([]uint32, 0, len(base.write)+2), base.write...)
+	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
+	if h, ok := keyHash(r, e); ok {
+		t.keyed++
+		b := t.bucket(r.any, h%keyBuckets)
+		x.touch = append(x.touch, b, r.rel)
+		if r.write {
+			x.write = append(x.write, b, r.any)
+		}
+		if r.lock {
+			x.lock = append(x.lock, b, r.rel)
+		}
+	} else {
+		t.unkeyed++
+		x.touch = append(x.touch, r.rel, r.any)
+		if r.write {
+			x.write = append(x.write, r.rel)
+		}
+		if r.lock {
+			x.lock = append(x.lock, r.rel, r.any)
+		}
+	}
+	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
+	return &x
+}
+
+// Keys counts the executions that reached a row by its key, and those
+// whose key the log did not give (their relation was taken whole).
+func (t *Tracker) Keys() (keyed, unkeyed int64) { return t.keyed, t.unkeyed }
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	it := e.Items[i]
@@ -264,14 +354,25 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
 	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
+	// A relation reached whole also waits for writes of its rows by
+	// key (its any id).
 	for _, k := range ef.Touch {
 		x.touch = append(x.touch, t.id(d, k))
+		if d.res.Keyed(k) {
+			x.touch = append(x.touch, t.id(d, anyKey(k)))
+		}
 	}
 	for _, k := range ef.Write {
 		x.write = append(x.write, t.id(d, k))
 	}
 	for _, k := range ef.Lock {
 		x.lock = append(x.lock, t.id(d, k))
+		if d.res.Keyed(k) {
+			x.lock = append(x.lock, t.id(d, anyKey(k)))
+		}
+	}
+	if k := ef.Rows; k != nil {
+		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock}
 	}
 	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
 	if len(d.effects) >= maxEffects {
@@ -381,6 +482,9 @@ func (s *Session) Event(e Exec) Step {
 		case TxNone:
 			if eff.empty() {
 				continue
+			}
+			if eff.rows != nil {
+				eff = t.rowEffect(eff, &e)
 			}
 			s.tx.add(eff)
 			step.Barrier = step.Barrier || eff.barrier

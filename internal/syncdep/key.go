@@ -1,0 +1,101 @@
+package syncdep
+
+import (
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+)
+
+// keyHash hashes the key that e's parameters give for r, by value: two
+// texts the server reads as one key (" 7" and "7" of an integer, the
+// cases of a uuid) hash alike. false when the log does not give it: the
+// parameters are missing or cut, one is NULL or does not read as its
+// column's type, or the normalized statement's $n is a constant of the
+// logged text, not a parameter (see fingerprint.MaxParamRef).
+func keyHash(r *rowRef, e *Exec) (uint64, bool) {
+	if e.ParamState != event.ParamsComplete || len(e.Items) != 1 {
+		return 0, false
+	}
+	maxRef := int32(-1)
+	h := uint64(fnvOffset)
+	var buf [24]byte
+	for i, p := range r.params {
+		if int(p) > len(e.Params) {
+			return 0, false
+		}
+		if maxRef < 0 {
+			if maxRef = fingerprint.MaxParamRef(e.Text); maxRef < 0 {
+				return 0, false
+			}
+		}
+		if p > maxRef {
+			return 0, false
+		}
+		v := e.Params[p-1]
+		if v.Null {
+			return 0, false
+		}
+		switch r.kinds[i] {
+		case keyInt:
+			n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			h = fnvBytes(h, strconv.AppendInt(buf[:0], n, 10))
+		case keyText:
+			h = fnvString(h, v.Value)
+		case keyUUID:
+			u, ok := uuidBytes(v.Value, buf[:0])
+			if !ok {
+				return 0, false
+			}
+			h = fnvBytes(h, u)
+		default:
+			return 0, false
+		}
+		h = (h ^ 0xff) * fnvPrime // ends the column: ("ab","c") is not ("a","bc")
+	}
+	return h, true
+}
+
+// FNV-1a, 64 bits, written out so that hashing a key allocates nothing.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	return h
+}
+
+// uuidBytes reads a uuid's text as PostgreSQL accepts it (hex digits in
+// either case, with or without hyphens, possibly in braces) into its 16
+// bytes.
+func uuidBytes(s string, dst []byte) ([]byte, bool) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+		s = s[1 : len(s)-1]
+	}
+	s = strings.ReplaceAll(s, "-", "")
+	if len(s) != 32 {
+		return nil, false
+	}
+	out := dst[:16]
+	if _, err := hex.Decode(out, []byte(s)); err != nil {
+		return nil, false
+	}
+	return out, true
+}

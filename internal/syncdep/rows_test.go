@@ -1,0 +1,116 @@
+package syncdep
+
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// runP feeds a session one execution event with bind parameters.
+func runP(s *Session, at int64, sql string, params ...string) Step {
+	ps := make([]event.Param, len(params))
+	for i, p := range params {
+		ps[i] = event.Param{Value: p, Null: p == "NULL"}
+	}
+	return s.Event(Exec{Start: at - 100, End: at, Items: cache.Get(sql), Text: sql, Params: ps})
+}
+
+// TestRowOrder: statements that reach a row by its key wait for the
+// commits that wrote that row, or the whole table; not for those that
+// wrote other rows by key. Statements that reach the table whole wait
+// for every write of it, by key or not.
+func TestRowOrder(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	b := tr.Board()
+	w, r := tr.Session("db", "writer"), tr.Session("db", "reader")
+
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	c7 := runP(w, ms(1), upd, "5", "7").Commit
+	c8 := runP(w, ms(2), upd, "5", "8").Commit
+	if c7 == nil || c8 == nil {
+		t.Fatal("autocommit updates committed nothing")
+	}
+	for _, tc := range []struct {
+		sql    string
+		params []string
+		want   *Txn
+	}{
+		{"SELECT * FROM accounts WHERE id = $1", []string{"7"}, c7},
+		{"SELECT * FROM accounts WHERE id = $1", []string{" +8 "}, c8},
+		{"SELECT * FROM accounts WHERE id = $1", []string{"9"}, nil},
+		// Whole: waits for the first write of the table.
+		{"SELECT * FROM accounts WHERE email = $1", []string{"x"}, c7},
+		{"SELECT * FROM accounts", nil, c7},
+		// The key is a constant of the logged text, not a parameter,
+		// or the parameter is NULL or not a number: the whole table.
+		{"SELECT * FROM accounts WHERE id = 9", nil, c7},
+		{"SELECT * FROM accounts WHERE id = 9 AND email = $1", []string{"x"}, c7},
+		{"SELECT * FROM accounts WHERE id = $1", []string{"NULL"}, c7},
+		{"SELECT * FROM accounts WHERE id = $1", []string{"0x9"}, c7},
+		{"SELECT * FROM accounts WHERE id = $1", nil, c7},
+	} {
+		st := runP(r, ms(3), tc.sql, tc.params...)
+		if got := b.Blocker(st.Wait); got != tc.want {
+			t.Errorf("%s %v waits for %v, want %v", tc.sql, tc.params, seqOf(got), seqOf(tc.want))
+		}
+	}
+	// A write of the whole table is waited for by reads by key.
+	whole := runP(w, ms(4), "UPDATE accounts SET balance = 0 WHERE email = $1", "x").Commit
+	c7.Done()
+	c8.Done()
+	if got := b.Blocker(runP(r, ms(5), "SELECT * FROM accounts WHERE id = $1", "9").Wait); got != whole {
+		t.Errorf("a read by key waits for %v, want the whole-table write %v", seqOf(got), seqOf(whole))
+	}
+	whole.Done()
+	// A blind insert (no unique index) waits for nothing of its table;
+	// reads of the table wait for it.
+	ins := runP(w, ms(6), "INSERT INTO log (a) VALUES ($1)", "1")
+	if ins.Commit == nil {
+		t.Fatal("a blind insert committed nothing")
+	}
+	if got := b.Blocker(runP(r, ms(7), "INSERT INTO log (a) VALUES ($1)", "2").Wait); got != nil {
+		t.Errorf("a blind insert waits for %v", seqOf(got))
+	}
+	if got := b.Blocker(runP(r, ms(8), "SELECT * FROM log").Wait); got != ins.Commit {
+		t.Errorf("a read of log waits for %v, want the insert", seqOf(got))
+	}
+	// uuid keys compare by value.
+	pu := runP(w, ms(9), "INSERT INTO pairs (a, u) VALUES ($1, $2)", "1", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11").Commit
+	if got := b.Blocker(runP(r, ms(10), "SELECT * FROM pairs WHERE a = $1 AND u = $2", "1", "{a0eebc999c0b4ef8bb6d6bb9bd380a11}").Wait); got != pu {
+		t.Errorf("a read of the same uuid waits for %v", seqOf(got))
+	}
+	if keyed, unkeyed := tr.Keys(); keyed != 8 || unkeyed != 5 {
+		t.Errorf("Keys() = %d, %d; want 8 keyed, 5 unkeyed", keyed, unkeyed)
+	}
+}
+
+func seqOf(t *Txn) any {
+	if t == nil {
+		return "nothing"
+	}
+	return t.Seq()
+}
+
+// TestRowLockCut: a write by key waits, on its row, for the commits
+// logged while it ran (whose row locks it may have waited for), and not
+// for those on other rows.
+func TestRowLockCut(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	b := tr.Board()
+	a, c := tr.Session("db", "a"), tr.Session("db", "c")
+	const upd = "UPDATE accounts SET balance = $1 WHERE id = $2"
+	// c's update started at 1 ms and was logged at 10 ms; a's commits
+	// of rows 1 and 2 were logged in between.
+	c1 := runP(a, ms(5), upd, "0", "1").Commit
+	c2 := runP(a, ms(6), upd, "0", "2").Commit
+	st := c.Event(Exec{Start: ms(1), End: ms(10), Items: cache.Get(upd), Text: upd, Params: []event.Param{{Value: "0"}, {Value: "1"}}})
+	if got := b.Blocker(st.Wait); got != c1 {
+		t.Errorf("waits for %v, want the commit of row 1", seqOf(got))
+	}
+	c1.Done()
+	if got := b.Blocker(st.Wait); got != nil {
+		t.Errorf("waits for %v after row 1's commit (row 2's is %d)", seqOf(got), c2.Seq())
+	}
+}
