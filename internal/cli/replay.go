@@ -76,7 +76,8 @@ keeping each session's order.
 Sessions that depend on each other's writes stay in order (--sync, on by
 default): a statement waits until the transactions of other sessions that
 committed before it started in the log, and wrote a table it reads or writes
-(foreign keys and views followed through the target's catalog), have
+(foreign keys and views followed through the target's catalog; only the row,
+where the statement names one by its primary key as a logged parameter), have
 committed on the target; --sync commit waits for every earlier commit, --sync
 off for none. A wait never exceeds --sync-timeout, and one that would
 deadlock with a row lock ends at once; the summary counts both. Schedule lag

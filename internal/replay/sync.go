@@ -83,9 +83,12 @@ const (
 type syncRun struct {
 	timeout time.Duration
 	tr      *syncdep.Tracker // the dispatcher's
-	board   *syncdep.Board
-	pids    sync.Map // backend pid -> *session, for the deadlock check
-	mon     lockMonitor
+	// byRow and keyNotLogged count the dispatcher's steps by their
+	// RowOrder (the dispatcher's).
+	byRow, keyNotLogged int64
+	board               *syncdep.Board
+	pids                sync.Map // backend pid -> *session, for the deadlock check
+	mon                 lockMonitor
 
 	notesMu sync.Mutex
 	notes   []string
@@ -145,7 +148,14 @@ func (r *Replayer) attachSync(s *session, ev *event.Event) {
 // statements, which the session then need not look up again.
 func (r *Replayer) syncStep(s *session, ev *event.Event) (syncdep.Step, []fingerprint.Item) {
 	items := r.cache.Get(ev.Query)
-	return s.sx.Event(syncExec(ev, items)), items
+	st := s.sx.Event(syncExec(ev, items))
+	switch st.Rows {
+	case syncdep.RowsByKey:
+		r.sync.byRow++
+	case syncdep.RowsKeyNotLogged:
+		r.sync.keyNotLogged++
+	}
+	return st, items
 }
 
 // syncExec is what the Tracker needs of an execution event whose
@@ -497,6 +507,7 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	st.Timeouts, st.Deadlocks, st.SessionStartsWaited = sr.timeouts.Load(), sr.deadlocks.Load(), sr.starts.Load()
 	st.LostTransactions = sr.lostN.Load()
 	st.ShardLost = sr.shardLost.Load()
+	st.ByRow, st.KeyNotLogged = sr.byRow, sr.keyNotLogged
 	sr.notesMu.Lock()
 	st.Notes = append(st.Notes, sr.notes...)
 	sr.notesMu.Unlock()

@@ -265,7 +265,9 @@ func TestSyncOrders(t *testing.T) {
 	target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
 	for _, fk := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fk=%v", fk), func(t *testing.T) {
-			cp := captureOrders(t, fk, 4, 4, 250, 4*time.Millisecond)
+			const producers, perProducer = 4, 250
+			const producersTimes = producers * perProducer
+			cp := captureOrders(t, fk, producers, 4, perProducer, 4*time.Millisecond)
 			t.Logf("captured %d statements: %s", cp.stmts, stateSummary(cp.state))
 			var synced *results.Result
 			for _, speed := range []float64{1, 2, 0} {
@@ -286,6 +288,16 @@ func TestSyncOrders(t *testing.T) {
 				}
 				if res.Sync.Timeouts != 0 || res.Sync.Deadlocks != 0 {
 					t.Errorf("speed %v: %d timeouts, %d deadlocks on an identical target", speed, res.Sync.Timeouts, res.Sync.Deadlocks)
+				}
+				// Every INSERT and UPDATE names its row by its primary
+				// key as a bind parameter: all are ordered by row (the
+				// final tables above show that the order held).
+				byRow := int64(2 * producersTimes)
+				if fk {
+					byRow = 3 * producersTimes
+				}
+				if res.Sync.ByRow != byRow || res.Sync.KeyNotLogged != 0 {
+					t.Errorf("speed %v: %d statements ordered by row, %d with their key not logged; want %d and 0", speed, res.Sync.ByRow, res.Sync.KeyNotLogged, byRow)
 				}
 			}
 			// Commit mode, stricter, holds too.

@@ -168,6 +168,13 @@ func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distri
 	} else {
 		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
 			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
+		if st.ByRow > 0 || st.KeyNotLogged > 0 {
+			fmt.Fprintf(b, "    %d statements were ordered by the row their primary key names", st.ByRow)
+			if st.KeyNotLogged > 0 {
+				fmt.Fprintf(b, ", %d of the same forms by their whole table (the log did not give the key's value)", st.KeyNotLogged)
+			}
+			b.WriteString("\n")
+		}
 		if len(st.TimeoutsByCause) > 0 {
 			fmt.Fprintf(b, "    timeouts by cause: %s\n", CountList(st.TimeoutsByCause))
 		}

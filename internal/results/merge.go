@@ -581,6 +581,8 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 		CheckReconnects:     x.CheckReconnects + y.CheckReconnects,
 		LostTransactions:    x.LostTransactions + y.LostTransactions,
 		ShardLost:           x.ShardLost + y.ShardLost,
+		ByRow:               x.ByRow + y.ByRow,
+		KeyNotLogged:        x.KeyNotLogged + y.KeyNotLogged,
 		Scope:               x.Scope,
 	}
 	if y.Scope == SyncWithinShard {

@@ -267,6 +267,12 @@ type Sync struct {
 	// another shard's that was lost (SyncGiveUpShardLost): the statement
 	// ran without it.
 	ShardLost int64 `json:"shard_lost,omitempty"`
+	// ByRow counts the executions ordered by the row their primary key
+	// names (object mode), KeyNotLogged those of the same forms whose
+	// key value the log did not give (a constant in a simple-protocol
+	// text, parameters missing or cut), ordered by their whole table.
+	ByRow        int64 `json:"by_row,omitempty"`
+	KeyNotLogged int64 `json:"key_not_logged,omitempty"`
 	// Notes say where synchronization did less than asked: off for a
 	// reason, a database waited on in commit mode because its catalog
 	// could not be read, the deadlock check unavailable.

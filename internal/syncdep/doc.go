@@ -20,8 +20,9 @@
 //     server once; a Resolver expands a Statement through it into an
 //     Effect.
 //   - A Tracker follows the log, session by session: transaction
-//     boundaries, the relations each transaction wrote, the order of
-//     commits in log time. For each statement it returns a Wait (the
+//     boundaries, the relations each transaction wrote (and, for the
+//     statements that name a row by its primary key as a bind parameter,
+//     the rows: see RowKey), the order of commits in log time. For each statement it returns a Wait (the
 //     commits that ended before the statement started in the log and
 //     wrote what it touches; for a statement that writes or locks rows,
 //     also those on those relations that ended while it ran, whose row

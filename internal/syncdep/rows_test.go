@@ -80,8 +80,14 @@ func TestRowOrder(t *testing.T) {
 	if got := b.Blocker(runP(r, ms(10), "SELECT * FROM pairs WHERE a = $1 AND u = $2", "1", "{a0eebc999c0b4ef8bb6d6bb9bd380a11}").Wait); got != pu {
 		t.Errorf("a read of the same uuid waits for %v", seqOf(got))
 	}
-	if keyed, unkeyed := tr.Keys(); keyed != 8 || unkeyed != 5 {
-		t.Errorf("Keys() = %d, %d; want 8 keyed, 5 unkeyed", keyed, unkeyed)
+	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = $1", "1"); st.Rows != RowsByKey {
+		t.Errorf("a read by key: %v", st.Rows)
+	}
+	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = 1"); st.Rows != RowsKeyNotLogged {
+		t.Errorf("a read by a constant key: %v", st.Rows)
+	}
+	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE email = $1", "x"); st.Rows != RowsNone {
+		t.Errorf("a read by another column: %v", st.Rows)
 	}
 }
 

@@ -86,7 +86,24 @@ type Step struct {
 	// Effect.Barrier). The Tracker does not follow events that commit
 	// nothing, so the replay does that wait.
 	Barrier bool
+	// Rows says whether the event was ordered by the row its key names.
+	Rows RowOrder
 }
+
+// RowOrder says whether an event was ordered by the rows it reaches (see
+// RowKey).
+type RowOrder uint8
+
+const (
+	// RowsNone: it reaches no row by key; ordered by relation.
+	RowsNone RowOrder = iota
+	// RowsByKey: ordered by the row its primary key names.
+	RowsByKey
+	// RowsKeyNotLogged: of a form that reaches a row by key, but the
+	// log did not give the key's value (a constant of a simple-protocol
+	// text, parameters missing or cut, a NULL): ordered by relation.
+	RowsKeyNotLogged
+)
 
 // Wait is what a statement waits for: the transactions of the log, up to
 // a place in its commit order (cut), that wrote what it touches, and up
@@ -151,9 +168,6 @@ type Tracker struct {
 	// buckets maps a relation's any id and a key's bucket to the id of
 	// the bucket's rows (sharing maxRelations with ids).
 	buckets map[uint64]uint32
-	// keyed counts the executions that reached a row by key, and
-	// unkeyed those whose key the log did not give (see rowEffect).
-	keyed, unkeyed int64
 }
 
 type database struct {
@@ -301,11 +315,11 @@ func (t *Tracker) bucket(any uint32, b uint64) uint32 {
 func anyKey(key string) string { return key + "\x00rows" }
 
 // rowEffect is base (an effect with rows) for one execution: its row's
-// bucket when the event's parameters give the key, otherwise the whole
-// relation. A statement by key reads its bucket and the relation's
-// whole-relation writes; a write by key writes its bucket and the
-// relation's any id.
-func (t *Tracker) rowEffect(base *effect, e *Exec) *effect {
+// bucket when the event's parameters give the key (keyed), otherwise
+// the whole relation. A statement by key reads its bucket and the
+// relation's whole-relation writes; a write by key writes its bucket and
+// the relation's any id.
+func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
 	r := base.rows
 	x := *base
 	x.rows = nil
@@ -313,8 +327,8 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) *effect {
 	x.touch = append(make([]uint32, 0, n), base.touch...)
 	x.write = append(make([]uint32, 0, len(base.write)+2), base.write...)
 	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
-	if h, ok := keyHash(r, e); ok {
-		t.keyed++
+	h, keyed := keyHash(r, e)
+	if keyed {
 		b := t.bucket(r.any, h%keyBuckets)
 		x.touch = append(x.touch, b, r.rel)
 		if r.write {
@@ -324,7 +338,6 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) *effect {
 			x.lock = append(x.lock, b, r.rel)
 		}
 	} else {
-		t.unkeyed++
 		x.touch = append(x.touch, r.rel, r.any)
 		if r.write {
 			x.write = append(x.write, r.rel)
@@ -334,12 +347,8 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) *effect {
 		}
 	}
 	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
-	return &x
+	return &x, keyed
 }
-
-// Keys counts the executions that reached a row by its key, and those
-// whose key the log did not give (their relation was taken whole).
-func (t *Tracker) Keys() (keyed, unkeyed int64) { return t.keyed, t.unkeyed }
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	it := e.Items[i]
@@ -484,7 +493,14 @@ func (s *Session) Event(e Exec) Step {
 				continue
 			}
 			if eff.rows != nil {
-				eff = t.rowEffect(eff, &e)
+				var keyed bool
+				eff, keyed = t.rowEffect(eff, &e)
+				switch {
+				case !keyed:
+					step.Rows = RowsKeyNotLogged
+				case step.Rows == RowsNone:
+					step.Rows = RowsByKey
+				}
 			}
 			s.tx.add(eff)
 			step.Barrier = step.Barrier || eff.barrier
