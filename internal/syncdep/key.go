@@ -2,6 +2,7 @@ package syncdep
 
 import (
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,7 @@ func keyHash(r *rowRef, e *Exec) (uint64, bool) {
 			return 0, false
 		}
 		if maxRef < 0 {
-			if maxRef = fingerprint.MaxParamRef(e.Text); maxRef < 0 {
+			if maxRef = paramBound(e); maxRef < 0 {
 				return 0, false
 			}
 		}
@@ -98,4 +99,16 @@ func uuidBytes(s string, dst []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// paramBound is the highest $n of e's one normalized statement that is a
+// bind parameter of its logged text (see fingerprint.MaxParamRef), -1
+// when it cannot tell. A logged text that is its normalized statement
+// (up to a final semicolon) had no constant replaced: each of its $n is
+// a parameter, and it need not be scanned.
+func paramBound(e *Exec) int32 {
+	if rest, ok := strings.CutPrefix(e.Text, e.Items[0].Query); ok && strings.Trim(rest, " \t\r\n;") == "" {
+		return math.MaxInt32
+	}
+	return fingerprint.MaxParamRef(e.Text)
 }

@@ -168,7 +168,23 @@ type Tracker struct {
 	// buckets maps a relation's any id and a key's bucket to the id of
 	// the bucket's rows (sharing maxRelations with ids).
 	buckets map[uint64]uint32
+	// rowEffects caches rowEffect's answers: effects are never modified,
+	// so the executions of one statement on one bucket share one.
+	rowEffects map[rowEffectKey]*effect
 }
+
+// rowEffectKey is an effect with rows and the bucket an execution reached
+// (wholeBucket when its key was not logged).
+type rowEffectKey struct {
+	base   *effect
+	bucket uint32
+}
+
+const (
+	wholeBucket = ^uint32(0)
+	// maxRowEffects bounds rowEffects; beyond it the cache starts over.
+	maxRowEffects = 1 << 16
+)
 
 type database struct {
 	res     *Resolver
@@ -179,7 +195,7 @@ type database struct {
 // NewTracker returns a Tracker for mode (Object or Commit).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
-		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}}
+		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{}}
 }
 
 // Board returns the transactions not yet run on the target.
@@ -218,7 +234,8 @@ type Footprint struct {
 
 // Footprint returns what the Tracker holds now.
 func (t *Tracker) Footprint() Footprint {
-	f := Footprint{Relations: len(t.ids), Sessions: t.sessions, Prepared: len(t.prepared), Cuts: len(t.cuts.t), Pending: t.board.Pending()}
+	f := Footprint{Relations: len(t.ids) + len(t.buckets), Sessions: t.sessions, Prepared: len(t.prepared), Cuts: len(t.cuts.t), Pending: t.board.Pending(),
+		Effects: len(t.rowEffects)}
 	for _, d := range t.dbs {
 		f.Effects += len(d.effects)
 	}
@@ -321,15 +338,21 @@ func anyKey(key string) string { return key + "\x00rows" }
 // the relation's any id.
 func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
 	r := base.rows
-	x := *base
-	x.rows = nil
-	n := len(base.touch) + 2
-	x.touch = append(make([]uint32, 0, n), base.touch...)
-	x.write = append(make([]uint32, 0, len(base.write)+2), base.write...)
-	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
+	k := rowEffectKey{base: base, bucket: wholeBucket}
 	h, keyed := keyHash(r, e)
 	if keyed {
-		b := t.bucket(r.any, h%keyBuckets)
+		k.bucket = uint32(h % keyBuckets)
+	}
+	if x, ok := t.rowEffects[k]; ok {
+		return x, keyed
+	}
+	x := *base
+	x.rows = nil
+	x.touch = append(make([]uint32, 0, len(base.touch)+2), base.touch...)
+	x.write = append(make([]uint32, 0, len(base.write)+2), base.write...)
+	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
+	if keyed {
+		b := t.bucket(r.any, uint64(k.bucket))
 		x.touch = append(x.touch, b, r.rel)
 		if r.write {
 			x.write = append(x.write, b, r.any)
@@ -347,6 +370,10 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
 		}
 	}
 	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
+	if len(t.rowEffects) >= maxRowEffects {
+		clear(t.rowEffects)
+	}
+	t.rowEffects[k] = &x
 	return &x, keyed
 }
 
