@@ -223,10 +223,15 @@ type synced struct {
 // a fault) and keeps its place in the log's commit order.
 func (sr *syncRun) lose(tx *syncdep.Txn) {
 	tx.Lose()
+	if tx.Position() == 0 {
+		// A write by key, not a commit: its transaction's commit is
+		// lost too, and counted then.
+		return
+	}
 	sr.lostN.Add(1)
 	sr.mu.Lock()
 	if len(sr.lostTxs) < results.MaxLostCommits {
-		sr.lostTxs = append(sr.lostTxs, results.LostCommit{Position: tx.Seq(), At: results.Time(tx.At())})
+		sr.lostTxs = append(sr.lostTxs, results.LostCommit{Position: tx.Position(), At: results.Time(tx.At())})
 	}
 	sr.mu.Unlock()
 }

@@ -20,10 +20,13 @@ type Txn struct {
 	owner    any
 	writes   []uint32
 	writeAll bool
-	done     bool          // under b.mu
-	ran      atomic.Bool   // done, for readers without the lock
-	lost     atomic.Bool   // set before done by Lose
-	ch       chan struct{} // made when someone waits; closed by Done
+	// pos is its place among the log's commits (from 1), 0 for a write
+	// by key that is not a commit (see Step.Commit).
+	pos  uint64
+	done bool          // under b.mu
+	ran  atomic.Bool   // done, for readers without the lock
+	lost atomic.Bool   // set before done by Lose
+	ch   chan struct{} // made when someone waits; closed by Done
 }
 
 // Lose marks the transaction as lost on the target (see Txn) and wakes
@@ -46,8 +49,13 @@ func (t *Txn) Ran() bool { return t.ran.Load() }
 // commits the transaction.
 func (t *Txn) Owner() any { return t.owner }
 
-// Seq is the transaction's place in the log's commit order, from 1.
+// Seq is the transaction's place in the order of the Board, from 1: the
+// log's commits and its writes by key (see Step.Commit) in log order.
 func (t *Txn) Seq() uint64 { return t.seq }
+
+// Position is the transaction's place in the log's commit order, from
+// 1; 0 when it is a write by key, not a commit (see Step.Commit).
+func (t *Txn) Position() uint64 { return t.pos }
 
 // Done marks the transaction as run on the target and wakes its waiters.
 // It may be called once, from any goroutine.

@@ -120,3 +120,40 @@ func TestRowLockCut(t *testing.T) {
 		t.Errorf("waits for %v after row 1's commit (row 2's is %d)", seqOf(got), c2.Seq())
 	}
 }
+
+// TestRowWriteBeforeCommitLine: PostgreSQL releases a transaction's row
+// locks before it logs its COMMIT, so the write that waited for the lock
+// can be logged before that COMMIT. The later write must still wait for
+// the earlier one to have run, or on the target it could take the row
+// first.
+func TestRowWriteBeforeCommitLine(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	b := tr.Board()
+	early, late := tr.Session("db", "early"), tr.Session("db", "late")
+	const upd = "UPDATE accounts SET balance = balance - $1 WHERE id = $2"
+	runP(early, ms(1), "BEGIN")
+	w := runP(early, ms(2), upd, "1", "3").Commit
+	if w == nil || w.Position() != 0 {
+		t.Fatalf("a write by key in a block: %+v", w)
+	}
+	runP(late, ms(3), "BEGIN")
+	// late's UPDATE started at 2.5 ms, blocked on early's lock, and was
+	// logged at 4 ms, before early's COMMIT line.
+	st := late.Event(Exec{Start: ms(2) + 500, End: ms(4), Items: cache.Get(upd), Text: upd, Params: []event.Param{{Value: "2"}, {Value: "3"}}})
+	if got := b.Blocker(st.Wait); got != w {
+		t.Errorf("the later write waits for %v, want the earlier write", seqOf(got))
+	}
+	c := runP(early, ms(5), "COMMIT").Commit
+	if c == nil || c.Position() != 1 {
+		t.Fatalf("COMMIT: %+v", c)
+	}
+	// Another row's write does not wait.
+	if got := b.Blocker(runP(late, ms(6), upd, "1", "4").Wait); got != nil {
+		t.Errorf("a write of row 4 waits for %v", seqOf(got))
+	}
+	w.Done()
+	if got := b.Blocker(st.Wait); got != nil {
+		t.Errorf("after the earlier write ran, still waits for %v", seqOf(got))
+	}
+}

@@ -79,7 +79,14 @@ type Exec struct {
 // Wait before issuing it, and call Commit.Done (when not nil) once it has
 // run.
 type Step struct {
-	Wait   Wait
+	Wait Wait
+	// Commit is the transaction the event commits; or, for an event
+	// inside a transaction block that writes rows by key, that write
+	// (Position 0): the later writes of those rows by other sessions
+	// wait until it ran on the target. In the original they waited for
+	// its row lock, which PostgreSQL releases before it logs the COMMIT,
+	// so the log may show them before that commit: without this, on the
+	// target they could take the row first and run in another order.
 	Commit *Txn
 	// Barrier: the event must also wait for every event of other
 	// sessions that ended before it in the log, committed or not (see
@@ -160,7 +167,8 @@ type Tracker struct {
 	board    *Board
 	dbs      map[string]*database
 	ids      map[string]uint32 // database NUL relation key -> id
-	seq      uint64            // commits so far
+	seq      uint64            // Txns so far: commits, and writes by key in blocks
+	commits  uint64            // commits so far
 	cuts     cutIndex
 	res      int64 // the log's time resolution, µs
 	prepared map[string]txBuild
@@ -336,15 +344,16 @@ func anyKey(key string) string { return key + "\x00rows" }
 // the whole relation. A statement by key reads its bucket and the
 // relation's whole-relation writes; a write by key writes its bucket and
 // the relation's any id.
-func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
+func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, keyed bool) {
 	r := base.rows
 	k := rowEffectKey{base: base, bucket: wholeBucket}
 	h, keyed := keyHash(r, e)
 	if keyed {
 		k.bucket = uint32(h % keyBuckets)
+		bucket = t.bucket(r.any, uint64(k.bucket))
 	}
 	if x, ok := t.rowEffects[k]; ok {
-		return x, keyed
+		return x, bucket, keyed
 	}
 	x := *base
 	x.rows = nil
@@ -352,7 +361,7 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
 	x.write = append(make([]uint32, 0, len(base.write)+2), base.write...)
 	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
 	if keyed {
-		b := t.bucket(r.any, uint64(k.bucket))
+		b := bucket
 		x.touch = append(x.touch, b, r.rel)
 		if r.write {
 			x.write = append(x.write, b, r.any)
@@ -374,7 +383,7 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, keyed bool) {
 		clear(t.rowEffects)
 	}
 	t.rowEffects[k] = &x
-	return &x, keyed
+	return &x, bucket, keyed
 }
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
@@ -425,14 +434,15 @@ func sortedIDs(s []uint32) []uint32 {
 
 // Session follows one session of the log.
 type Session struct {
-	t       *Tracker
-	db      *database
-	owner   any
-	inBlock bool // in an explicit transaction block
-	aborted bool // the block failed: its COMMIT rolls back
-	tx      txBuild
-	commit  txBuild // what the event being read commits; both buffers are reused
-	ended   bool
+	t         *Tracker
+	db        *database
+	owner     any
+	rowWrites []uint32 // the buckets the event being read writes by key
+	inBlock   bool     // in an explicit transaction block
+	aborted   bool     // the block failed: its COMMIT rolls back
+	tx        txBuild
+	commit    txBuild // what the event being read commits; both buffers are reused
+	ended     bool
 }
 
 // txBuild is what a transaction wrote so far.
@@ -520,8 +530,13 @@ func (s *Session) Event(e Exec) Step {
 				continue
 			}
 			if eff.rows != nil {
+				r := eff.rows
+				var bucket uint32
 				var keyed bool
-				eff, keyed = t.rowEffect(eff, &e)
+				eff, bucket, keyed = t.rowEffect(eff, &e)
+				if keyed && r.write {
+					s.rowWrites = append(s.rowWrites, bucket)
+				}
 				switch {
 				case !keyed:
 					step.Rows = RowsKeyNotLogged
@@ -570,9 +585,13 @@ func (s *Session) Event(e Exec) Step {
 		committing = true
 		s.tx.reset()
 	}
-	if committing && !commit.empty() {
+	switch {
+	case committing && !commit.empty():
 		step.Commit = t.commit(*commit, e.End, s.owner)
+	case len(s.rowWrites) > 0:
+		step.Commit = t.write(s.rowWrites, e.End, s.owner)
 	}
+	s.rowWrites = s.rowWrites[:0]
 	return step
 }
 
@@ -586,10 +605,21 @@ func (e *effect) union(o *effect) {
 	e.lock = sortedIDs(append(e.lock, o.lock...))
 }
 
+// write puts on the board a write by key inside a transaction block (see
+// Step.Commit): a Txn that writes the rows' buckets and commits nothing.
+func (t *Tracker) write(buckets []uint32, end int64, owner any) *Txn {
+	t.seq++
+	tx := &Txn{b: t.board, seq: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(buckets))}
+	t.board.add(tx)
+	t.cuts.add(end, t.seq)
+	return tx
+}
+
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	t.commits++
+	tx := &Txn{b: t.board, seq: t.seq, pos: t.commits, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx
