@@ -39,19 +39,30 @@ func AssignedColumns(sql string) []Assigned {
 }
 
 func visitAssigned(m protoreflect.Message, out *[]Assigned) {
-	switch x := m.Interface().(type) {
-	case *pg_query.UpdateStmt:
-		addAssigned(out, x.Relation, x.TargetList)
-	case *pg_query.InsertStmt:
-		if oc := x.OnConflictClause; oc != nil && oc.Action == pg_query.OnConflictAction_ONCONFLICT_UPDATE {
-			addAssigned(out, x.Relation, oc.TargetList)
-		}
-	case *pg_query.MergeStmt:
-		for _, w := range x.MergeWhenClauses {
-			if mw := w.GetMergeWhenClause(); mw != nil && mw.CommandType == pg_query.CmdType_CMD_UPDATE {
-				addAssigned(out, x.Relation, mw.TargetList)
+	eachMessage(m, func(m protoreflect.Message) bool {
+		switch x := m.Interface().(type) {
+		case *pg_query.UpdateStmt:
+			addAssigned(out, x.Relation, x.TargetList)
+		case *pg_query.InsertStmt:
+			if oc := x.OnConflictClause; oc != nil && oc.Action == pg_query.OnConflictAction_ONCONFLICT_UPDATE {
+				addAssigned(out, x.Relation, oc.TargetList)
+			}
+		case *pg_query.MergeStmt:
+			for _, w := range x.MergeWhenClauses {
+				if mw := w.GetMergeWhenClause(); mw != nil && mw.CommandType == pg_query.CmdType_CMD_UPDATE {
+					addAssigned(out, x.Relation, mw.TargetList)
+				}
 			}
 		}
+		return true
+	})
+}
+
+// eachMessage calls fn for m and, while fn returns true for a message,
+// for every message under it, depth first.
+func eachMessage(m protoreflect.Message, fn func(protoreflect.Message) bool) {
+	if !fn(m) {
+		return
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
@@ -59,10 +70,10 @@ func visitAssigned(m protoreflect.Message, out *[]Assigned) {
 		case fd.IsList():
 			l := v.List()
 			for i := range l.Len() {
-				visitAssigned(l.Get(i).Message(), out)
+				eachMessage(l.Get(i).Message(), fn)
 			}
 		default:
-			visitAssigned(v.Message(), out)
+			eachMessage(v.Message(), fn)
 		}
 		return true
 	})

@@ -222,29 +222,13 @@ func paramOf(n *pg_query.Node) int32 {
 // namedTimes counts the RangeVars under n named name, in any schema.
 func namedTimes(n *pg_query.Node, name string) int {
 	count := 0
-	var visit func(protoreflect.Message)
-	visit = func(m protoreflect.Message) {
-		if rv, ok := m.Interface().(*pg_query.RangeVar); ok {
-			if rv.Relname == name {
-				count++
-			}
-			return
+	eachMessage(n.ProtoReflect(), func(m protoreflect.Message) bool {
+		rv, ok := m.Interface().(*pg_query.RangeVar)
+		if ok && rv.Relname == name {
+			count++
 		}
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			switch {
-			case fd.Kind() != protoreflect.MessageKind, fd.IsMap():
-			case fd.IsList():
-				l := v.List()
-				for i := range l.Len() {
-					visit(l.Get(i).Message())
-				}
-			default:
-				visit(v.Message())
-			}
-			return true
-		})
-	}
-	visit(n.ProtoReflect())
+		return !ok
+	})
 	return count
 }
 

@@ -37,18 +37,7 @@ INSERT INTO accounts SELECT g, g FROM generate_series(1, 12) g`
 func captureMix(t *testing.T, sessions, transfers int) (log, state string) {
 	t.Helper()
 	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + mixDB}, {mixDB, mixSchema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = simple(ctx, conn, step[1])
-		conn.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := loggedCluster(t, mixDB, mixSchema)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
@@ -96,14 +85,7 @@ func captureMix(t *testing.T, sessions, transfers int) (log, state string) {
 		t.Fatal(firstErr)
 	}
 	state = mixState(t, c.DSN(mixDB)+" options='-c log_min_duration_statement=-1'")
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
-	return files[0], state
+	return stoppedLog(t, c), state
 }
 
 func mixState(t *testing.T, dsn string) string {

@@ -54,20 +54,7 @@ func ordersSchemaSQL(fk bool) string {
 func captureOrders(tb testing.TB, fk bool, producers, consumers, perProducer int, pace time.Duration) ordersCapture {
 	tb.Helper()
 	ctx := context.Background()
-	c := pgclustertest.StartT(tb, pgcluster.Options{Settings: workload.LogSettings()})
-	// The database and schema are the target's too, created apart: not
-	// part of the workload's log.
-	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + ordersDB}, {ordersDB, ordersSchemaSQL(fk)}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		err = simple(ctx, conn, step[1])
-		conn.Close(ctx)
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
+	c := loggedCluster(tb, ordersDB, ordersSchemaSQL(fk))
 	ready := make(chan int64, producers*perProducer)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -158,6 +145,33 @@ func captureOrders(tb testing.TB, fk bool, producers, consumers, perProducer int
 	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.Contains(state, want) {
 		tb.Fatalf("the original did not ship every order: %s", stateSummary(state))
 	}
+	return ordersCapture{log: stoppedLog(tb, c), state: state, fk: fk, stmts: stmts}
+}
+
+// loggedCluster starts a cluster that logs every statement, with database
+// db made and schema run in it apart: not part of the workload's log
+// (the target gets them apart too).
+func loggedCluster(tb testing.TB, db, schema string) *pgcluster.Cluster {
+	tb.Helper()
+	ctx := context.Background()
+	c := pgclustertest.StartT(tb, pgcluster.Options{Settings: workload.LogSettings()})
+	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
+		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		err = simple(ctx, conn, step[1])
+		conn.Close(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return c
+}
+
+// stoppedLog stops c's server and returns its one stderr log file.
+func stoppedLog(tb testing.TB, c *pgcluster.Cluster) string {
+	tb.Helper()
 	if err := c.StopServer(); err != nil {
 		tb.Fatal(err)
 	}
@@ -165,7 +179,7 @@ func captureOrders(tb testing.TB, fk bool, producers, consumers, perProducer int
 	if err != nil || len(files) != 1 {
 		tb.Fatalf("log files %v: %v", files, err)
 	}
-	return ordersCapture{log: files[0], state: state, fk: fk, stmts: stmts}
+	return files[0]
 }
 
 func firstOf(a, b error) error {

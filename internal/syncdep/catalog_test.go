@@ -35,20 +35,8 @@ CREATE FUNCTION tax(numeric) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$SELECT 
 // TestLoadCatalog reads the catalog of a real database and expands
 // statements through it as through the hand-written one.
 func TestLoadCatalog(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", serverSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	cat, err := LoadCatalog(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat, conn := serverCatalog(t, serverSchema)
 	if len(cat.Builtins) < 1000 {
 		t.Errorf("%d builtin function names", len(cat.Builtins))
 	}
@@ -85,19 +73,28 @@ func TestLoadCatalog(t *testing.T) {
 // TestLoadCatalogKeys reads the unique indexes of a real database:
 // statements reach rows by key on it as on keyedCatalog, written by hand.
 func TestLoadCatalogKeys(t *testing.T) {
+	cat, _ := serverCatalog(t, keyedSchema)
+	checkRowCases(t, NewResolver(cat))
+}
+
+// serverCatalog makes schema in a new cluster's postgres database and
+// returns its catalog, read by LoadCatalog, and the connection it used
+// (open until the test ends).
+func serverCatalog(t *testing.T, schema string) (*Catalog, *pgconn.PgConn) {
+	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", keyedSchema); err != nil {
+	if err := c.Exec(ctx, "postgres", schema); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(ctx) })
 	cat, err := LoadCatalog(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRowCases(t, NewResolver(cat))
+	return cat, conn
 }

@@ -395,24 +395,7 @@ func (r *Resolver) Effect(st *Statement) Effect {
 		}
 	}
 	x := expansion{r: r, e: &e, touched: map[int]bool{}, written: map[int]Op{}}
-	for _, n := range st.Touch {
-		gs := r.lookup(n)
-		if len(gs) == 0 {
-			e.Touch = append(e.Touch, "?"+n.Name)
-		}
-		for _, g := range gs {
-			x.touch(g)
-		}
-	}
-	for _, w := range st.Write {
-		gs := r.lookup(w.Name)
-		if len(gs) == 0 {
-			e.Write = append(e.Write, "?"+w.Name.Name)
-		}
-		for _, g := range gs {
-			x.write(g, w.Op)
-		}
-	}
+	x.named(st, Name{})
 	r.funcEffects(st, &e)
 	e.assemble(&x, st.LockRows)
 	return e
@@ -487,30 +470,7 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 	var e Effect
 	e.ReadAll = st.ReadAll
 	x := expansion{r: r, e: &e, touched: map[int]bool{}, written: map[int]Op{}}
-	for _, n := range st.Touch {
-		if n == ra.Rel {
-			continue
-		}
-		gs := r.lookup(n)
-		if len(gs) == 0 {
-			e.Touch = append(e.Touch, "?"+n.Name)
-		}
-		for _, g := range gs {
-			x.touch(g)
-		}
-	}
-	for _, w := range st.Write {
-		if w.Name == ra.Rel {
-			continue
-		}
-		gs := r.lookup(w.Name)
-		if len(gs) == 0 {
-			e.Write = append(e.Write, "?"+w.Name.Name)
-		}
-		for _, g := range gs {
-			x.write(g, w.Op)
-		}
-	}
+	x.named(st, ra.Rel)
 	x.follow(g, ra.Op)
 	if x.touched[g] || x.written[g] != 0 {
 		return Effect{}, false
@@ -551,6 +511,35 @@ type expansion struct {
 	e       *Effect
 	touched map[int]bool
 	written map[int]Op
+}
+
+// named expands the relations st names, but skip: names the catalog
+// does not have are kept as "?name", the same in every schema.
+func (x *expansion) named(st *Statement, skip Name) {
+	for _, n := range st.Touch {
+		if n == skip {
+			continue
+		}
+		gs := x.r.lookup(n)
+		if len(gs) == 0 {
+			x.e.Touch = append(x.e.Touch, "?"+n.Name)
+		}
+		for _, g := range gs {
+			x.touch(g)
+		}
+	}
+	for _, w := range st.Write {
+		if w.Name == skip {
+			continue
+		}
+		gs := x.r.lookup(w.Name)
+		if len(gs) == 0 {
+			x.e.Write = append(x.e.Write, "?"+w.Name.Name)
+		}
+		for _, g := range gs {
+			x.write(g, w.Op)
+		}
+	}
 }
 
 // touch reads a group, and what a view reads.
