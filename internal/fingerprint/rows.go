@@ -242,119 +242,91 @@ func namedTimes(n *pg_query.Node, name string) int {
 // MaxParamRef of the logged text are bind parameters whose values the
 // log holds.
 func MaxParamRef(text string) int32 {
+	// The shape lexer's steps (shape.go), which follow PostgreSQL's
+	// lexical rules; what they are unsure of is -1 here.
 	var hi int32
 	n := len(text)
+	// tok is where the last token this loop stepped over ended: a "$"
+	// right after it starts a token, not the rest of an identifier.
+	tok := -1
 	for i := 0; i < n; {
-		c := text[i]
-		switch {
-		case c == 0:
-			return -1 // not a text the server takes
-		case c == '\'':
-			e := i > 0 && (text[i-1] == 'e' || text[i-1] == 'E') && (i < 2 || !identChar(text[i-2]))
-			j := i + 1
-			for ; j < n; j++ {
-				if text[j] == '\\' {
-					if !e {
-						return -1
-					}
-					j++
-					continue
-				}
-				if text[j] == '\'' {
-					if j+1 < n && text[j+1] == '\'' {
-						j++
-						continue
-					}
-					break
-				}
-			}
-			if j >= n {
+		if i = skipPlain(text, i); i >= n {
+			break
+		}
+		switch byteClass[text[i]] {
+		case cQuote:
+			escapes := i > 0 && (text[i-1] == 'E' || text[i-1] == 'e') && (i < 2 || !isIdent(text[i-2]))
+			end, ok := endQuoted(text, i, escapes)
+			if !ok || !escapes && strings.IndexByte(text[i:end], '\\') >= 0 {
 				return -1
 			}
-			i = j + 1
-		case c == '"':
-			j := strings.IndexByte(text[i+1:], '"')
-			if j < 0 {
+			i, tok = end, end
+		case cDQuote:
+			end, ok := endQuoted(text, i, false)
+			if !ok {
 				return -1
 			}
-			i += j + 2
-		case c == '-' && i+1 < n && text[i+1] == '-':
-			j := strings.IndexByte(text[i:], '\n')
-			if j < 0 {
-				return hi
+			i, tok = end, end
+		case cDollar:
+			if i > 0 && isIdent(text[i-1]) && i != tok {
+				// The rest of an identifier (a$1 is a name).
+				end, _, _ := endDollar(text, i)
+				i = end
+				continue
 			}
-			i += j + 1
-		case c == '/' && i+1 < n && text[i+1] == '*':
-			depth := 1
-			j := i + 2
-			for ; j < n && depth > 0; j++ {
-				switch {
-				case text[j] == '/' && j+1 < n && text[j+1] == '*':
-					depth++
-					j++
-				case text[j] == '*' && j+1 < n && text[j+1] == '/':
-					depth--
-					j++
-				}
-			}
-			if depth > 0 {
+			end, quoted, ok := dollarToken(text, i)
+			if !ok {
 				return -1
 			}
-			i = j
-		case c >= '0' && c <= '9':
-			// A number: digits, letters, "." and "_", never "$" (0$1
-			// is a number and a parameter).
-			j := i + 1
-			for j < n && (identChar(text[j]) || text[j] == '.') {
-				j++
-			}
-			i = j
-		case identChar(c):
-			// An identifier or keyword, whose later characters may be
-			// "$" and digits (a$1 is a name, not a parameter).
-			j := i + 1
-			for j < n && (identChar(text[j]) || text[j] == '$') {
-				j++
-			}
-			i = j
-		case c == '$':
-			j := i + 1
-			for j < n && text[j] >= '0' && text[j] <= '9' {
-				j++
-			}
-			if j > i+1 {
-				v, err := strconv.ParseInt(text[i+1:j], 10, 32)
+			if !quoted {
+				v, err := strconv.ParseInt(text[i+1:end], 10, 32)
 				if err != nil {
 					return -1
 				}
 				hi = max(hi, int32(v))
-				i = j
+			}
+			i, tok = end, end
+		case cDash:
+			if i+1 < n && text[i+1] == '-' {
+				nl := strings.IndexByte(text[i:], '\n')
+				if nl < 0 {
+					return hi
+				}
+				i += nl
 				continue
 			}
-			// A dollar-quoted string: $$...$$ or $tag$...$tag$.
-			k := j
-			for k < n && (identChar(text[k])) {
-				k++
-			}
-			if k >= n || text[k] != '$' {
-				i = j
+			i++
+		case cSlash:
+			if i+1 < n && text[i+1] == '*' {
+				end, ok := endComment(text, i)
+				if !ok {
+					return -1
+				}
+				i = end
 				continue
 			}
-			tag := text[i : k+1]
-			end := strings.Index(text[k+1:], tag)
-			if end < 0 {
+			i++
+		case cDot:
+			if i+1 < n && isDigit(text[i+1]) {
+				end, ok := endNumber(text, i)
+				if !ok {
+					return -1
+				}
+				i = end
+				continue
+			}
+			i++
+		case cDigit:
+			end, ok := endNumber(text, i)
+			if !ok {
 				return -1
 			}
-			i = k + 1 + end + len(tag)
+			i = end
+		case cMark:
+			return -1 // not a text the server takes
 		default:
 			i++
 		}
 	}
 	return hi
-}
-
-// identChar: a character that may continue an identifier (letters,
-// digits, underscore, and any byte of a multibyte character).
-func identChar(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }

@@ -186,6 +186,13 @@ func endDollar(text string, i int) (end int, quoted, ok bool) {
 		}
 		return i, false, true
 	}
+	return dollarToken(text, i)
+}
+
+// dollarToken returns the end of the parameter or dollar-quoted string
+// (quoted) that starts with the '$' at text[i]; ok is false for neither.
+func dollarToken(text string, i int) (end int, quoted, ok bool) {
+	n := len(text)
 	j := i + 1
 	if j < n && isDigit(text[j]) { // a parameter
 		for j < n && isDigit(text[j]) {
