@@ -21,7 +21,9 @@ type Txn struct {
 	writes   []uint32
 	writeAll bool
 	// pos is its place among the log's commits (from 1), 0 for a write
-	// by key that is not a commit (see Step.Commit).
+	// or lock by key that is not a commit (see Step.Commit): that one is
+	// not on the Board (seq 0), only waited for by the next write or
+	// lock of its row (see Wait).
 	pos  uint64
 	done bool          // under b.mu
 	ran  atomic.Bool   // done, for readers without the lock
@@ -49,12 +51,13 @@ func (t *Txn) Ran() bool { return t.ran.Load() }
 // commits the transaction.
 func (t *Txn) Owner() any { return t.owner }
 
-// Seq is the transaction's place in the order of the Board, from 1: the
-// log's commits and its writes by key (see Step.Commit) in log order.
+// Seq is the transaction's place in the order of the Board, from 1 (the
+// log's commit order); 0 for a write or lock by key that is not a commit
+// (see Step.Commit), which is not on the Board.
 func (t *Txn) Seq() uint64 { return t.seq }
 
 // Position is the transaction's place in the log's commit order, from
-// 1; 0 when it is a write by key, not a commit (see Step.Commit).
+// 1; 0 when it is a write or lock by key, not a commit (see Step.Commit).
 func (t *Txn) Position() uint64 { return t.pos }
 
 // Done marks the transaction as run on the target and wakes its waiters.
@@ -68,6 +71,13 @@ func (t *Txn) Done() {
 	}
 	t.done = true
 	t.ran.Store(true)
+	if t.seq == 0 {
+		// Not on the Board (see pos).
+		if t.ch != nil {
+			close(t.ch)
+		}
+		return
+	}
 	b.any.remove(t)
 	if t.writeAll {
 		b.unknown.remove(t)
@@ -213,8 +223,8 @@ func (b *Board) add(t *Txn) {
 // Blocker returns a transaction that w still waits for (the oldest), or
 // nil when w is satisfied. Once it returned nil for w it always will.
 func (b *Board) Blocker(w Wait) *Txn {
-	if w.None() || b.low.Load() > max(w.cut, w.lockCut) {
-		return nil
+	if w.cut == 0 && w.lockCut == 0 || b.low.Load() > max(w.cut, w.lockCut) {
+		return w.rowBlocker()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -248,7 +258,24 @@ func (b *Board) Blocker(w Wait) *Txn {
 			}
 		}
 	}
+	if best == nil {
+		return w.rowBlocker()
+	}
 	return best
+}
+
+// rowBlocker returns the write or lock by key that w still waits for
+// (see Wait.row), nil when none.
+func (w Wait) rowBlocker() *Txn {
+	if w.row != nil && !w.row.Ran() {
+		return w.row
+	}
+	for _, t := range w.rows {
+		if !t.Ran() {
+			return t
+		}
+	}
+	return nil
 }
 
 // Pending counts the transactions not Done.

@@ -55,6 +55,9 @@ type RowKey struct {
 	Params      []int32
 	kinds       []keyKind
 	Write, Lock bool
+	// Insert: it may insert the row (an INSERT, with or without ON
+	// CONFLICT).
+	Insert bool
 }
 
 // keyKind is how the logged text of a key value is compared.
@@ -466,6 +469,7 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 		}
 		key.Write = ra.Op != 0
 		key.Lock = ra.Op != 0 || st.LockRows
+		key.Insert = ra.Op == fingerprint.OpInsert
 	}
 	var e Effect
 	e.ReadAll = st.ReadAll

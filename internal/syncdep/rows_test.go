@@ -1,6 +1,7 @@
 package syncdep
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -155,5 +156,141 @@ func TestRowWriteBeforeCommitLine(t *testing.T) {
 	w.Done()
 	if got := b.Blocker(st.Wait); got != nil {
 		t.Errorf("after the earlier write ran, still waits for %v", seqOf(got))
+	}
+}
+
+// TestRowLockChain: a write or lock by key waits for the last write or
+// lock of its row by another session to have run, not for that
+// transaction's commit (the server's row lock orders the two, as in the
+// original), except where that transaction inserted the row, which is
+// not visible before its commit. Reads by key wait for commits only.
+func TestRowLockChain(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	b := tr.Board()
+	a, c, d := tr.Session("db", "a"), tr.Session("db", "c"), tr.Session("db", "d")
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	const sel = "SELECT balance FROM accounts WHERE id = $1"
+
+	runP(a, ms(1), "BEGIN")
+	wa := runP(a, ms(2), upd, "1", "5").Commit
+	if wa == nil || wa.Position() != 0 || wa.Seq() != 0 {
+		t.Fatalf("a write by key in a block: %+v", wa)
+	}
+	// A read of the row does not wait for a write not committed.
+	if got := b.Blocker(runP(d, ms(3), sel, "5").Wait); got != nil {
+		t.Errorf("a read waits for %v, an uncommitted write", seqOf(got))
+	}
+	ca := runP(a, ms(4), "COMMIT").Commit
+	// c's update of row 5 starts after a's COMMIT line: it waits for
+	// a's update to have run, not for the commit.
+	runP(c, ms(5), "BEGIN")
+	stc := runP(c, ms(6), upd, "2", "5")
+	if got := b.Blocker(stc.Wait); got != wa {
+		t.Errorf("c's write waits for %v, want a's write", seqOf(got))
+	}
+	wa.Done()
+	if got := b.Blocker(stc.Wait); got != nil {
+		t.Errorf("after a's write ran, c's waits for %v (a's commit is %v)", seqOf(got), seqOf(ca))
+	}
+	// A read does wait for the commit.
+	if got := b.Blocker(runP(d, ms(7), sel, "5").Wait); got != ca {
+		t.Errorf("a read waits for %v, want a's commit", seqOf(got))
+	}
+	// d's lock of row 5 waits for c's write only: c's waited for a's.
+	runP(d, ms(8), "BEGIN")
+	std := runP(d, ms(9), "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", "5")
+	if got := b.Blocker(std.Wait); got != stc.Commit || got == nil {
+		t.Errorf("d's lock waits for %v, want c's write %p", seqOf(got), stc.Commit)
+	}
+	stc.Commit.Done()
+	if got := b.Blocker(std.Wait); got != nil {
+		t.Errorf("d's lock waits for %v after c's write ran", seqOf(got))
+	}
+	// Its own session's writes are not waited for, nor other rows'.
+	if got := b.Blocker(runP(d, ms(10), upd, "1", "5").Wait); got != nil {
+		t.Errorf("d's write after its own lock waits for %v", seqOf(got))
+	}
+	if got := b.Blocker(runP(a, ms(10), upd, "1", "6").Wait); got != nil {
+		t.Errorf("a write of row 6 waits for %v", seqOf(got))
+	}
+	// A write or lock that failed in the original holds nothing.
+	runP(c, ms(11), "COMMIT")
+	runP(c, ms(12), "BEGIN")
+	failed := c.Event(Exec{Start: ms(12), End: ms(13), Items: cache.Get(upd), Text: upd, Failed: true, Params: []event.Param{{Value: "1"}, {Value: "7"}}})
+	if failed.Commit != nil {
+		t.Errorf("a failed write is waited for: %+v", failed.Commit)
+	}
+
+	// An insert by key: the next update of its row waits for its commit.
+	const ins = "INSERT INTO plain (id, v) VALUES ($1, $2)"
+	const updPlain = "UPDATE plain SET v = $1 WHERE id = $2"
+	runP(a, ms(20), "BEGIN")
+	wi := runP(a, ms(21), ins, "9", "0").Commit
+	ci := runP(a, ms(22), "COMMIT").Commit
+	wi.Done()
+	stu := runP(c, ms(23), updPlain, "1", "9")
+	if got := b.Blocker(stu.Wait); got != ci {
+		t.Errorf("an update of an inserted row waits for %v, want the insert's commit %v", seqOf(got), seqOf(ci))
+	}
+	ca.Done()
+	ci.Done()
+	if got := b.Blocker(stu.Wait); got != nil {
+		t.Errorf("after the insert committed, waits for %v", seqOf(got))
+	}
+	// An autocommit write by key is its own commit, and the next write of
+	// its row waits for it.
+	auto := runP(a, ms(24), updPlain, "2", "9").Commit
+	if got := b.Blocker(runP(c, ms(25), updPlain, "3", "9").Wait); got != auto {
+		t.Errorf("waits for %v, want the autocommit write %v", seqOf(got), seqOf(auto))
+	}
+}
+
+// TestRowLockChainMany: an event that reaches several rows by key waits
+// for the last write of each.
+func TestRowLockChainMany(t *testing.T) {
+	var w Wait
+	b := newBoard()
+	x, y := &Txn{b: b}, &Txn{b: b}
+	w.addRow(x)
+	w.addRow(x)
+	w.addRow(y)
+	if w.None() || len(w.rows) != 1 {
+		t.Fatalf("wait: %+v", w)
+	}
+	if got := b.Blocker(w); got != x {
+		t.Errorf("waits for %p, want %p", got, x)
+	}
+	x.Done()
+	if got := b.Blocker(w); got != y {
+		t.Errorf("waits for %p, want %p", got, y)
+	}
+	select {
+	case <-y.Wait():
+		t.Fatal("y's channel closed before Done")
+	default:
+	}
+	y.Done()
+	<-y.Wait()
+	if got := b.Blocker(w); got != nil {
+		t.Errorf("waits for %p after both ran", got)
+	}
+}
+
+// TestRowLastSwept: the last writes by key that ran are let go now and
+// then, with what they hold.
+func TestRowLastSwept(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	s := tr.Session("db", "a")
+	const upd = "UPDATE accounts SET balance = $1 WHERE id = $2"
+	for i := range maxLasts {
+		c := runP(s, ms(int64(i+1)), upd, "1", fmt.Sprint(i)).Commit
+		if i < maxLasts-1 {
+			c.Done()
+		}
+	}
+	if n := len(tr.last); n != 1 {
+		t.Errorf("%d entries after the sweep, want the one not run", n)
 	}
 }

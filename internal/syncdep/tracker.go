@@ -81,12 +81,10 @@ type Exec struct {
 type Step struct {
 	Wait Wait
 	// Commit is the transaction the event commits; or, for an event
-	// inside a transaction block that writes rows by key, that write
-	// (Position 0): the later writes of those rows by other sessions
-	// wait until it ran on the target. In the original they waited for
-	// its row lock, which PostgreSQL releases before it logs the COMMIT,
-	// so the log may show them before that commit: without this, on the
-	// target they could take the row first and run in another order.
+	// inside a transaction block that writes or locks rows by key, that
+	// event (Position 0, not on the Board): the next write or lock of
+	// those rows by another session waits until it ran on the target
+	// (see Wait).
 	Commit *Txn
 	// Barrier: the event must also wait for every event of other
 	// sessions that ended before it in the log, committed or not (see
@@ -116,6 +114,18 @@ const (
 // a place in its commit order (cut), that wrote what it touches, and up
 // to a later place (lockCut) those that wrote what it may have waited to
 // lock. The zero Wait waits for nothing.
+//
+// A write or lock of a row by key waits instead for the last write or
+// lock by key of that row (its bucket) by another session before it in
+// the log (row) to have run on the target: the server's row lock then
+// orders the two as in the original, without a client round trip to
+// wait for that transaction's commit. It waits by its cut only for the
+// commits that inserted a row of its bucket: a row inserted by a
+// transaction not yet committed is not visible, and is no lock to wait
+// for. (Waiting for the commits logged while it ran, the lock cut, would
+// be wrong twice here: PostgreSQL releases row locks before it logs the
+// COMMIT, so the lock's holder may be logged after the waiter; and an
+// insert committed while the statement ran was not visible to it.)
 type Wait struct {
 	cut, lockCut uint64
 	eff          *effect
@@ -123,10 +133,24 @@ type Wait struct {
 	// nor eff, only those that may have written anything (a session's
 	// connection waits so for DDL: CREATE ROLE, CREATE DATABASE).
 	all bool
+	// row and rows: the writes and locks by key it waits for (see
+	// above); rows only when it reaches more than one row by key.
+	row  *Txn
+	rows []*Txn
 }
 
 // None reports whether w waits for nothing.
-func (w Wait) None() bool { return w.cut == 0 && w.lockCut == 0 }
+func (w Wait) None() bool { return w.cut == 0 && w.lockCut == 0 && w.row == nil }
+
+// addRow makes w wait for t (see Wait.row).
+func (w *Wait) addRow(t *Txn) {
+	switch {
+	case w.row == nil:
+		w.row = t
+	case w.row != t && !slices.Contains(w.rows, t):
+		w.rows = append(w.rows, t)
+	}
+}
 
 // effect is an Effect with relation ids, shared by every event of one
 // normalized text in one database; it is never modified once made.
@@ -149,10 +173,10 @@ type effect struct {
 // of whole-relation writes), any the id that every write by key of the
 // relation also writes, for the statements that reach it whole.
 type rowRef struct {
-	rel, any    uint32
-	params      []int32
-	kinds       []keyKind
-	write, lock bool
+	rel, any            uint32
+	params              []int32
+	kinds               []keyKind
+	write, lock, insert bool
 }
 
 func (e *effect) empty() bool {
@@ -167,8 +191,7 @@ type Tracker struct {
 	board    *Board
 	dbs      map[string]*database
 	ids      map[string]uint32 // database NUL relation key -> id
-	seq      uint64            // Txns so far: commits, and writes by key in blocks
-	commits  uint64            // commits so far
+	seq      uint64            // commits so far
 	cuts     cutIndex
 	res      int64 // the log's time resolution, µs
 	prepared map[string]txBuild
@@ -179,6 +202,17 @@ type Tracker struct {
 	// rowEffects caches rowEffect's answers: effects are never modified,
 	// so the executions of one statement on one bucket share one.
 	rowEffects map[rowEffectKey]*effect
+	// last is, by bucket id, the last write or lock by key of a row of
+	// the bucket read so far, and its session (see Wait.row); lasts
+	// counts the entries made, to sweep out those that ran now and then.
+	last  map[uint32]rowLast
+	lasts int
+}
+
+// rowLast is an entry of Tracker.last.
+type rowLast struct {
+	tx *Txn
+	s  *Session
 }
 
 // rowEffectKey is an effect with rows and the bucket an execution reached
@@ -203,7 +237,8 @@ type database struct {
 // NewTracker returns a Tracker for mode (Object or Commit).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
-		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{}}
+		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
+		last: map[uint32]rowLast{}}
 }
 
 // Board returns the transactions not yet run on the target.
@@ -341,9 +376,11 @@ func anyKey(key string) string { return key + "\x00rows" }
 
 // rowEffect is base (an effect with rows) for one execution: its row's
 // bucket when the event's parameters give the key (keyed), otherwise
-// the whole relation. A statement by key reads its bucket and the
-// relation's whole-relation writes; a write by key writes its bucket and
-// the relation's any id.
+// the whole relation. A read by key touches its bucket and the
+// relation's whole-relation writes; a write or lock by key touches its
+// bucket's inserts instead of its bucket (see Wait) and may wait to lock
+// the relation's whole-relation writes; a write by key writes its bucket
+// (and its inserts, for an INSERT) and the relation's any id.
 func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, keyed bool) {
 	r := base.rows
 	k := rowEffectKey{base: base, bucket: wholeBucket}
@@ -362,12 +399,20 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, ke
 	x.lock = append(make([]uint32, 0, len(base.lock)+2), base.lock...)
 	if keyed {
 		b := bucket
-		x.touch = append(x.touch, b, r.rel)
+		inserts := t.bucket(r.any, keyBuckets+uint64(k.bucket))
+		if r.write || r.lock {
+			x.touch = append(x.touch, inserts, r.rel)
+		} else {
+			x.touch = append(x.touch, b, r.rel)
+		}
 		if r.write {
 			x.write = append(x.write, b, r.any)
+			if r.insert {
+				x.write = append(x.write, inserts)
+			}
 		}
 		if r.lock {
-			x.lock = append(x.lock, b, r.rel)
+			x.lock = append(x.lock, r.rel)
 		}
 	} else {
 		x.touch = append(x.touch, r.rel, r.any)
@@ -417,7 +462,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		}
 	}
 	if k := ef.Rows; k != nil {
-		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock}
+		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert}
 	}
 	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
 	if len(d.effects) >= maxEffects {
@@ -434,15 +479,15 @@ func sortedIDs(s []uint32) []uint32 {
 
 // Session follows one session of the log.
 type Session struct {
-	t         *Tracker
-	db        *database
-	owner     any
-	rowWrites []uint32 // the buckets the event being read writes by key
-	inBlock   bool     // in an explicit transaction block
-	aborted   bool     // the block failed: its COMMIT rolls back
-	tx        txBuild
-	commit    txBuild // what the event being read commits; both buffers are reused
-	ended     bool
+	t        *Tracker
+	db       *database
+	owner    any
+	rowLocks []uint32 // the buckets the event being read writes or locks by key
+	inBlock  bool     // in an explicit transaction block
+	aborted  bool     // the block failed: its COMMIT rolls back
+	tx       txBuild
+	commit   txBuild // what the event being read commits; both buffers are reused
+	ended    bool
 }
 
 // txBuild is what a transaction wrote so far.
@@ -534,8 +579,11 @@ func (s *Session) Event(e Exec) Step {
 				var bucket uint32
 				var keyed bool
 				eff, bucket, keyed = t.rowEffect(eff, &e)
-				if keyed && r.write {
-					s.rowWrites = append(s.rowWrites, bucket)
+				if keyed && (r.write || r.lock) {
+					s.rowLocks = append(s.rowLocks, bucket)
+					if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
+						step.Wait.addRow(l.tx)
+					}
 				}
 				switch {
 				case !keyed:
@@ -566,7 +614,7 @@ func (s *Session) Event(e Exec) Step {
 			step.Wait.lockCut = lockCut
 		}
 	} else {
-		step.Wait = Wait{}
+		step.Wait.eff = nil
 	}
 	if e.Failed {
 		// The original rolled back what the event was committing, and
@@ -585,15 +633,47 @@ func (s *Session) Event(e Exec) Step {
 		committing = true
 		s.tx.reset()
 	}
-	switch {
-	case committing && !commit.empty():
+	if committing && !commit.empty() {
 		step.Commit = t.commit(*commit, e.End, s.owner)
-	case len(s.rowWrites) > 0:
-		step.Commit = t.write(s.rowWrites, e.End, s.owner)
 	}
-	s.rowWrites = s.rowWrites[:0]
+	if len(s.rowLocks) > 0 && !e.Failed {
+		// The next write or lock of these rows by another session waits
+		// for this event (see Wait): its commit, or in a block the event
+		// itself, whose locks the server holds until the block ends. An
+		// autocommit lock that commits nothing held its lock only while
+		// it ran.
+		if step.Commit == nil && s.inBlock {
+			step.Commit = &Txn{b: t.board, at: e.End, owner: s.owner}
+		}
+		if step.Commit != nil {
+			t.setLast(s, step.Commit)
+		}
+	}
+	s.rowLocks = s.rowLocks[:0]
 	return step
 }
+
+// setLast records tx as the last write or lock by key of the rows of the
+// session's event being read (see Tracker.last).
+func (t *Tracker) setLast(s *Session, tx *Txn) {
+	for _, b := range s.rowLocks {
+		t.last[b] = rowLast{tx: tx, s: s}
+	}
+	t.lasts += len(s.rowLocks)
+	if t.lasts >= maxLasts {
+		// Bounded by the bucket ids anyway; the sweep lets the Txns
+		// that ran (and their owners) go.
+		t.lasts = 0
+		for b, l := range t.last {
+			if l.tx.Ran() {
+				delete(t.last, b)
+			}
+		}
+	}
+}
+
+// maxLasts is how many entries Tracker.last takes between two sweeps.
+const maxLasts = 1 << 14
 
 func (e *effect) union(o *effect) {
 	e.readAll = e.readAll || o.readAll
@@ -605,21 +685,10 @@ func (e *effect) union(o *effect) {
 	e.lock = sortedIDs(append(e.lock, o.lock...))
 }
 
-// write puts on the board a write by key inside a transaction block (see
-// Step.Commit): a Txn that writes the rows' buckets and commits nothing.
-func (t *Tracker) write(buckets []uint32, end int64, owner any) *Txn {
-	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(buckets))}
-	t.board.add(tx)
-	t.cuts.add(end, t.seq)
-	return tx
-}
-
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	t.commits++
-	tx := &Txn{b: t.board, seq: t.seq, pos: t.commits, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, pos: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx
