@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,12 @@ type stepped struct {
 	ev      *event.Event
 	blocker func() (ch <-chan struct{}, owner string)
 	done    func()
+	// last: a barrier at the log's end (the capture's ALTER SYSTEMs) or
+	// a statement after it,
+	// run once every session without one has run all its steps: the
+	// replay's barrier waits for every earlier event, and so for every
+	// earlier commit, in one wait.
+	last bool
 }
 
 // syncSteps reads a capture in log order, as the dispatcher does, and
@@ -47,6 +54,7 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 	cache := fingerprint.NewCache(0)
 	sessions := map[string]*syncdep.Session{}
 	m := map[string][]stepped{}
+	barriers := 0
 	for _, ev := range captured(b, path) {
 		sx := sessions[ev.Session]
 		if sx == nil {
@@ -59,6 +67,13 @@ func syncSteps(b *testing.B, c *pgcluster.Cluster, path string, mode syncdep.Mod
 			// other barrier would need the replay's wait for every
 			// earlier event, which this loop does not make.
 			b.Fatalf("a barrier in a pgbench capture: %q", ev.Query)
+		}
+		if st.Barrier || barriers > 0 {
+			// The closing barrier, and what follows it (its
+			// pg_reload_conf).
+			barriers++
+			m[ev.Session] = append(m[ev.Session], stepped{ev: ev, last: true})
+			continue
 		}
 		board := tr.Board()
 		step := stepped{ev: ev, blocker: func() (<-chan struct{}, string) {
@@ -216,17 +231,34 @@ func syncFloorRate(b *testing.B, c *pgcluster.Cluster, perSession map[string][]s
 		}
 		return false
 	}
+	// plain: the sessions with no step at the log's end (stepped.last).
+	var plain sync.WaitGroup
+	isLast := func(st stepped) bool { return st.last }
+	for _, sts := range perSession {
+		if !slices.ContainsFunc(sts, isLast) {
+			plain.Add(1)
+		}
+	}
 	start := time.Now()
 	for id, sts := range perSession {
 		fs := sessions[id]
 		s := fs.s
+		hasLast := slices.ContainsFunc(sts, isLast)
 		wg.Go(func() {
+			if !hasLast {
+				defer plain.Done()
+			}
 			defer s.conn.Close(ctx)
 			w, p, g := 0, 0, 0
 			t := time.NewTimer(time.Hour)
 			t.Stop()
 			for _, st := range sts {
 				ev := st.ev
+				if st.last {
+					w++
+					p++
+					plain.Wait()
+				}
 				first := true
 				var began, check time.Time
 			wait:
