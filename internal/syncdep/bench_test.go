@@ -2,8 +2,11 @@ package syncdep
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
@@ -87,5 +90,85 @@ func BenchmarkBoardDone(b *testing.B) {
 		w.cut = seq
 		_ = bd.Blocker(w)
 		txs = txs[len(shuffle):]
+	}
+}
+
+// BenchmarkEventByRow is BenchmarkEvent on pgbench's own tpcb-like
+// transactions, as a `-M prepared` log gives them: tables keyed by their
+// primary key, every key a bind parameter, 8 sessions sharing one branch,
+// ten tellers and 100,000 accounts. It is the dispatcher's tracking of a
+// speed-0 replay ordered by row; ns/op is per execution event.
+func BenchmarkEventByRow(b *testing.B) {
+	const sessions = 8
+	cat := &Catalog{}
+	for i, name := range []string{"pgbench_accounts", "pgbench_tellers", "pgbench_branches", "pgbench_history"} {
+		cat.Relations = append(cat.Relations, Relation{OID: uint32(i + 1), Schema: "public", Name: name, Kind: 'r'})
+	}
+	for i, col := range []string{"aid", "tid", "bid"} {
+		cat.Indexes = append(cat.Indexes, Index{Rel: uint32(i + 1), Primary: true, Columns: []IndexColumn{{Name: col, Type: 23, Deterministic: true}}})
+	}
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", cat)
+	c := fingerprint.NewCache(0)
+	texts := []string{"BEGIN",
+		"UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+		"SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+		"UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
+		"UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
+		"INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+		"END"}
+	items := make([][]fingerprint.Item, len(texts))
+	for k, t := range texts {
+		items[k] = c.Get(t)
+	}
+	// Parameters of 1,000 transactions, as logged.
+	rng := rand.New(rand.NewPCG(1, 2))
+	type txParams struct{ aid, tid, delta []event.Param }
+	txs := make([]txParams, 1000)
+	for i := range txs {
+		p := func(v int) event.Param { return event.Param{Value: strconv.Itoa(v)} }
+		aid, tid, delta := p(rng.IntN(100_000)+1), p(rng.IntN(10)+1), p(rng.IntN(10_001)-5_000)
+		txs[i] = txParams{aid: []event.Param{aid}, tid: []event.Param{delta, tid}, delta: []event.Param{delta, aid}}
+	}
+	bid := []event.Param{{Value: "-3"}, {Value: "1"}}
+	hist := []event.Param{{Value: "3"}, {Value: "1"}, {Value: "7"}, {Value: "-3"}}
+	var ss []*Session
+	for i := range sessions {
+		ss = append(ss, tr.Session("db", i))
+	}
+	var pending []*Txn
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		tx, k := n/len(texts), n%len(texts)
+		i, p := tx%sessions, txs[tx%len(txs)]
+		var params []event.Param
+		switch k {
+		case 1:
+			params = p.delta
+		case 2:
+			params = p.aid
+		case 3:
+			params = p.tid
+		case 4:
+			params = bid
+		case 5:
+			params = hist
+		}
+		at := ms(int64(n))
+		st := ss[i].Event(Exec{Start: at - 100, End: at, Items: items[k], Text: texts[k], Params: params})
+		if (k >= 1 && k <= 4) != (st.Rows == RowsByKey) {
+			b.Fatalf("%s: %v", texts[k], st.Rows)
+		}
+		_ = tr.board.Blocker(st.Wait)
+		if st.Commit != nil {
+			pending = append(pending, st.Commit)
+		}
+		if len(pending) > 16 {
+			// Commits run on the target a little later.
+			pending[0].Done()
+			pending = pending[1:]
+		}
+		n++
 	}
 }
