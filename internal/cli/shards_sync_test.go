@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -371,9 +372,11 @@ func TestShardsKilled(t *testing.T) {
 		t.Errorf("the merge does not name the killed shard:\n%s\n%v", out, m.Incomplete)
 	}
 	// The consumers' waits for the killed producer's commits ended as
-	// the shard's loss, not at the timeout.
+	// the shard's loss, not at the timeout. (Shard 0's producer inserts
+	// other orders, ordered by row: it waits for shard 1 only where two
+	// keys share a bucket, so it may or may not have lost a wait.)
 	f := m.ShardFailures()
-	if len(f) != 1 || f[0].Shard != 1 || !f[0].Missing || len(f[0].LostBy) != 2 {
+	if len(f) != 1 || f[0].Shard != 1 || !f[0].Missing || !slices.Contains(f[0].LostBy, 2) {
 		t.Errorf("shard failures %+v", f)
 	}
 	if s := m.Sync; s == nil || s.ShardLost == 0 {

@@ -85,3 +85,74 @@ func TestFollowerWaitsAcrossShards(t *testing.T) {
 		t.Errorf("stats %+v: want shard 0 lost and its later commit released", st)
 	}
 }
+
+// TestLinkRowsAcrossShards: a write by key inside a block of shard 0's
+// session is followed in shard 1 with its parameters, so shard 1's next
+// write of that row waits until shard 0 ran it (syncdep.Wait), although
+// the block's COMMIT is not in the log yet; a write of another row does
+// not wait.
+func TestLinkRowsAcrossShards(t *testing.T) {
+	ms := group(t, 2, func(c *Config) { c.Poll = 20 * time.Millisecond })
+	owner, here := ms[0], ms[1]
+	shardOf := func(s string) int {
+		if s == "early" {
+			return 0
+		}
+		return 1
+	}
+	tr := syncdep.NewTracker(syncdep.Object)
+	tr.SetCatalog("bank", &syncdep.Catalog{
+		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "accounts", Kind: 'r'}},
+		Indexes:   []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
+	})
+	cache := fingerprint.NewCache(0)
+	l := NewLink(shardOf, cache)
+	l.Attach(here)
+	l.Follow(tr, nil, nil)
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	params := func(v ...string) []event.Param {
+		ps := make([]event.Param, len(v))
+		for i, s := range v {
+			ps[i] = event.Param{Value: s}
+		}
+		return ps
+	}
+	for i, ev := range []event.Event{
+		{Kind: event.Connect, Session: "early", Database: "bank", Time: 1_000_000},
+		{Kind: event.Statement, Session: "early", Database: "bank", Query: "BEGIN", Time: 1_001_000, Duration: 10},
+		{Kind: event.Execute, Session: "early", Database: "bank", Query: upd, Params: params("5", "7"), ParamState: event.ParamsComplete, Time: 1_002_000, Duration: 100},
+	} {
+		l.Foreign(&ev, int64(i+1))
+	}
+	if !l.Before(4) {
+		t.Fatal("the member finished")
+	}
+	late := tr.Session("bank", "late")
+	here.Advance(4, false)
+	step := late.Event(syncdep.Exec{Start: 1_003_000, End: 1_003_100, Items: cache.Get(upd), Text: upd, Params: params("1", "7"), ParamState: event.ParamsComplete})
+	here.Advance(5, step.Commit != nil)
+	if step.Rows != syncdep.RowsByKey {
+		t.Fatalf("the update of row 7 here: %v", step.Rows)
+	}
+	tx := tr.Board().Blocker(step.Wait)
+	if tx == nil || tx.Position() != 0 {
+		t.Fatalf("the update of row 7 waits for %+v, want shard 0's write of it in its block", tx)
+	}
+	if p, ok := tx.Owner().(*Peer); !ok || p.Shard() != 0 {
+		t.Fatalf("the awaited write's owner is %#v, want shard 0's peer", tx.Owner())
+	}
+	other := late.Event(syncdep.Exec{Start: 1_004_000, End: 1_004_100, Items: cache.Get(upd), Text: upd, Params: params("1", "8"), ParamState: event.ParamsComplete})
+	if got := tr.Board().Blocker(other.Wait); got != nil {
+		t.Errorf("the update of row 8 waits for %+v", got)
+	}
+	// Shard 0 reads the same log and runs its write.
+	owner.Advance(1, false)
+	owner.Advance(2, false)
+	owner.Advance(3, true)
+	owner.Ran(3)
+	select {
+	case <-tx.Wait():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not released after shard 0 ran the write")
+	}
+}

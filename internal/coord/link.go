@@ -59,7 +59,15 @@ func (l *Link) Foreign(ev *event.Event, pos int64) {
 	}
 	c := event.Event{Kind: ev.Kind, Failed: ev.Failed, Time: ev.Time, Session: ev.Session, User: ev.User,
 		Database: ev.Database, Duration: ev.Duration, Query: ev.Query}
-	if !ev.IsExecution() {
+	if ev.IsExecution() {
+		// The tracker orders by row where the parameters give the key
+		// (syncdep.RowKey), as the shard that replays the session does:
+		// without them, that session's writes by key would reach their
+		// table whole here, and the next write of their row in this
+		// shard would not wait for them (syncdep.Wait). The reader never
+		// reuses what an event points to.
+		c.Params, c.ParamState = ev.Params, ev.ParamState
+	} else {
 		c.Query = ""
 	}
 	l.mu.Lock()
