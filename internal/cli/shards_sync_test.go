@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,36 +41,8 @@ const (
 func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Duration) (log, state string, apps map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + shardOrdersDB}, {shardOrdersDB, shardOrdersSchema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(ctx, step[1]).ReadAll()
-		conn.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	connect := func(app string) *pgconn.PgConn {
-		conn, err := pgconn.Connect(ctx, c.DSN(shardOrdersDB)+" application_name="+app)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return conn
-	}
-	exec := func(conn *pgconn.PgConn, sql string, args ...string) error {
-		if len(args) == 0 {
-			_, err := conn.Exec(ctx, sql).ReadAll()
-			return err
-		}
-		bs := make([][]byte, len(args))
-		for i, a := range args {
-			bs[i] = []byte(a)
-		}
-		return conn.ExecParams(ctx, sql, bs, nil, nil, nil).Read().Err
-	}
+	cp := newCapture(t, shardOrdersDB, shardOrdersSchema)
+	connect, exec := cp.connect, execArgs
 	ready := make(chan int64, producers*perProducer)
 	errs := make(chan error, producers+consumers)
 	var pwg, cwg sync.WaitGroup
@@ -127,14 +100,65 @@ func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Du
 	for err := range errs {
 		t.Fatal(err)
 	}
-	state = shardOrdersState(t, c.DSN(shardOrdersDB)+" options='-c log_min_duration_statement=-1'")
+	state = shardOrdersState(t, cp.quietDSN())
 	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.HasPrefix(state, want) {
 		t.Fatalf("the original did not ship every order: %.80s", state)
 	}
-	if err := c.StopServer(); err != nil {
+	log, apps = cp.stop(`(?:producer|consumer)-\d+`, producers+consumers)
+	return log, state, apps
+}
+
+// capture is a new cluster logging every statement, with a database and
+// its schema, for a workload whose sessions are named by their
+// application.
+type capture struct {
+	t  testing.TB
+	c  *pgcluster.Cluster
+	db string
+}
+
+func newCapture(t testing.TB, db, schema string) *capture {
+	t.Helper()
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
+		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, step[1]).ReadAll()
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &capture{t: t, c: c, db: db}
+}
+
+// connect opens a session of the workload, named app.
+func (cp *capture) connect(app string) *pgconn.PgConn {
+	conn, err := pgconn.Connect(context.Background(), cp.c.DSN(cp.db)+" application_name="+app)
+	if err != nil {
+		cp.t.Fatal(err)
+	}
+	return conn
+}
+
+// quietDSN reaches the database without logging, to read its state.
+func (cp *capture) quietDSN() string {
+	return cp.c.DSN(cp.db) + " options='-c log_min_duration_statement=-1'"
+}
+
+// stop stops the server and returns its log and the application of each
+// session by session id; apps is the pattern of the applications, n how
+// many sessions the workload ran.
+func (cp *capture) stop(apps string, n int) (log string, byID map[string]string) {
+	t := cp.t
+	t.Helper()
+	if err := cp.c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	files, err := c.LogFiles("*.log")
+	files, err := cp.c.LogFiles("*.log")
 	if err != nil || len(files) != 1 {
 		t.Fatalf("log files %v: %v", files, err)
 	}
@@ -143,15 +167,30 @@ func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Du
 		t.Fatal(err)
 	}
 	// workload.LogLinePrefix: "%m [%p] %q%u@%d/%a %c %e ".
-	line := regexp.MustCompile(`(?m)\] \S+@\S+/((?:producer|consumer)-\d+) (\S+) `)
-	apps = map[string]string{}
+	line := regexp.MustCompile(`(?m)\] \S+@\S+/(` + apps + `) (\S+) `)
+	byID = map[string]string{}
 	for _, m := range line.FindAllStringSubmatch(string(b), -1) {
-		apps[m[2]] = m[1]
+		byID[m[2]] = m[1]
 	}
-	if len(apps) != producers+consumers {
-		t.Fatalf("sessions in the log: %v", apps)
+	if len(byID) != n {
+		t.Fatalf("sessions in the log: %v", byID)
 	}
-	return files[0], state, apps
+	return files[0], byID
+}
+
+// execArgs runs sql on conn: with the simple protocol without args, the
+// extended one with them.
+func execArgs(conn *pgconn.PgConn, sql string, args ...string) error {
+	ctx := context.Background()
+	if len(args) == 0 {
+		_, err := conn.Exec(ctx, sql).ReadAll()
+		return err
+	}
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	return conn.ExecParams(ctx, sql, bs, nil, nil, nil).Read().Err
 }
 
 // shardOrdersState is the tables' content as one text: the orders by
@@ -191,15 +230,23 @@ func freshShop(t testing.TB, c *pgcluster.Cluster) {
 // of another shard.
 func forcedPlan(t testing.TB, dir, log string, apps map[string]string) string {
 	t.Helper()
-	plan := filepath.Join(dir, "plan.json")
-	args := []string{"plan", "--shards", "3", "--out", plan}
-	for sid, app := range apps {
-		k := 2
-		if strings.HasPrefix(app, "producer-") {
-			k, _ = strconv.Atoi(strings.TrimPrefix(app, "producer-"))
-			k %= 2
+	return planBy(t, dir, log, 3, apps, func(app string) int {
+		if n, ok := strings.CutPrefix(app, "producer-"); ok {
+			k, _ := strconv.Atoi(n)
+			return k % 2
 		}
-		args = append(args, "--force", fmt.Sprintf("%s=%d", sid, k))
+		return 2
+	})
+}
+
+// planBy plans the log into n shards, each session in the shard shardOf
+// gives its application, and checks that dependencies cross shards.
+func planBy(t testing.TB, dir, log string, n int, apps map[string]string, shardOf func(app string) int) string {
+	t.Helper()
+	plan := filepath.Join(dir, "plan.json")
+	args := []string{"plan", "--shards", strconv.Itoa(n), "--out", plan}
+	for sid, app := range apps {
+		args = append(args, "--force", fmt.Sprintf("%s=%d", sid, shardOf(app)))
 	}
 	if code, out := runCmd(t, append(args, log)...); code != ExitOK {
 		t.Fatalf("plan exited %d:\n%s", code, out)
@@ -383,4 +430,126 @@ func TestShardsKilled(t *testing.T) {
 		t.Errorf("sync %+v: no wait gave up for the lost shard", s)
 	}
 	t.Logf("merged: %s", syncSummary(m))
+}
+
+// The mixing workload (as package replay's TestSyncRowsMixing runs it):
+// sessions update two rows by key per transaction block, with updates
+// that do not commute, so the final values tell whether each row's
+// writes ran in the original's order.
+const (
+	shardMixDB     = "mix"
+	shardMixRows   = 8
+	shardMixSchema = `CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
+		INSERT INTO accounts SELECT g, g FROM generate_series(1, 8) g`
+)
+
+// mixLog runs the mixing workload in sessions mix-0 ... and returns its
+// log, the final values and the sessions' applications.
+func mixLog(t testing.TB, sessions, transfers int) (log, state string, apps map[string]string) {
+	t.Helper()
+	cp := newCapture(t, shardMixDB, shardMixSchema)
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := range sessions {
+		conn := cp.connect(fmt.Sprintf("mix-%d", s))
+		wg.Go(func() {
+			defer conn.Close(context.Background())
+			rng := rand.New(rand.NewPCG(uint64(s), 11))
+			for range transfers {
+				a, b := rng.IntN(shardMixRows)+1, rng.IntN(shardMixRows)+1
+				if a == b {
+					continue
+				}
+				first, second := "UPDATE accounts SET balance = (balance * 3 + $1) % 1000003 WHERE id = $2", "UPDATE accounts SET balance = (balance * 5 + $1) % 1000003 WHERE id = $2"
+				if b < a {
+					// Rows in id order: two transfers never deadlock.
+					first, second, a, b = second, first, b, a
+				}
+				amount := strconv.Itoa(rng.IntN(4) + 1)
+				err := execArgs(conn, "BEGIN")
+				if err == nil {
+					err = execArgs(conn, first, amount, strconv.Itoa(a))
+				}
+				if err == nil {
+					err = execArgs(conn, second, amount, strconv.Itoa(b))
+				}
+				if err == nil {
+					err = execArgs(conn, "COMMIT")
+				}
+				if err != nil {
+					errs <- fmt.Errorf("session %d: %w", s, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	state = mixValues(t, cp.quietDSN())
+	log, apps = cp.stop(`mix-\d+`, sessions)
+	return log, state, apps
+}
+
+func mixValues(t testing.TB, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	res := conn.ExecParams(ctx, "SELECT string_agg(id || ':' || balance, ',' ORDER BY id) FROM accounts", nil, nil, nil, nil).Read()
+	if res.Err != nil || len(res.Rows) != 1 {
+		t.Fatalf("values: %v", res.Err)
+	}
+	return string(res.Rows[0][0])
+}
+
+// TestShardsRowLockOrder: the mixing workload's sessions split over 2
+// shards, synchronized through the coordination database, end with the
+// original's values: a write of a row waits for the other shard's last
+// write of it inside its block (its parameters cross the shards with
+// it), so the rows' lock order holds across shards as in one process.
+func TestShardsRowLockOrder(t *testing.T) {
+	log, want, apps := mixLog(t, 4, 120)
+	dir := t.TempDir()
+	plan := planBy(t, dir, log, 2, apps, func(app string) int {
+		k, _ := strconv.Atoi(strings.TrimPrefix(app, "mix-"))
+		return k % 2
+	})
+	coord, target := coordAndTarget(t)
+	ctx := context.Background()
+	for run := range 2 {
+		for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + shardMixDB + " WITH (FORCE)"},
+			{"postgres", "CREATE DATABASE " + shardMixDB}, {shardMixDB, shardMixSchema}} {
+			if err := target.Exec(ctx, step[0], step[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := filepath.Join(dir, strconv.Itoa(run))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ps := runShards(t, 2, d, "--shards", "2", "--plan", plan, "--coord-dsn", coord, "--run-id", fmt.Sprintf("mix-%d", run),
+			"--target", target.DSN("postgres"), "--speed", "0", "--sync", "object", "--findings=false", log)
+		for _, p := range ps {
+			if p.code != ExitOK {
+				t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
+			}
+		}
+		code, out, m := mergeShards(t, d, ps)
+		if code != ExitOK {
+			t.Fatalf("merge exited %d:\n%s", code, out)
+		}
+		if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.ByRow == 0 || s.KeyNotLogged != 0 {
+			t.Errorf("sync %+v", s)
+		}
+		if got := mixValues(t, target.DSN(shardMixDB)); got != want {
+			t.Errorf("run %d: values differ from the original's:\n got %s\nwant %s", run, got, want)
+		}
+		t.Logf("run %d: %s", run, syncSummary(m))
+	}
 }
