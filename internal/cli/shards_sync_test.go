@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -119,20 +118,7 @@ type capture struct {
 
 func newCapture(t testing.TB, db, schema string) *capture {
 	t.Helper()
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(ctx, step[1]).ReadAll()
-		conn.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &capture{t: t, c: c, db: db}
+	return &capture{t: t, c: pgclustertest.StartLogged(t, workload.LogSettings(), db, schema), db: db}
 }
 
 // connect opens a session of the workload, named app.
@@ -155,14 +141,8 @@ func (cp *capture) quietDSN() string {
 func (cp *capture) stop(apps string, n int) (log string, byID map[string]string) {
 	t := cp.t
 	t.Helper()
-	if err := cp.c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := cp.c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
-	b, err := os.ReadFile(files[0])
+	log = pgclustertest.StoppedLog(t, cp.c)
+	b, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +155,7 @@ func (cp *capture) stop(apps string, n int) (log string, byID map[string]string)
 	if len(byID) != n {
 		t.Fatalf("sessions in the log: %v", byID)
 	}
-	return files[0], byID
+	return log, byID
 }
 
 // execArgs runs sql on conn: with the simple protocol without args, the
@@ -266,6 +246,23 @@ func planBy(t testing.TB, dir, log string, n int, apps map[string]string, shardO
 	return plan
 }
 
+// runAndMerge runs n shard processes of a replay with args, each of
+// which must exit ExitOK, and returns their merged result.
+func runAndMerge(t testing.TB, n int, dir string, args ...string) *results.Result {
+	t.Helper()
+	ps := runShards(t, n, dir, args...)
+	for _, p := range ps {
+		if p.code != ExitOK {
+			t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
+		}
+	}
+	code, out, m := mergeShards(t, dir, ps)
+	if code != ExitOK {
+		t.Fatalf("merge exited %d:\n%s", code, out)
+	}
+	return m
+}
+
 // coordAndTarget starts the two clusters of a sharded replay: one with
 // an empty database for the coordination (its DSN is returned) and the
 // target.
@@ -296,17 +293,8 @@ func TestShardsDependentWorkload(t *testing.T) {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			ps := runShards(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "orders-"+speed,
+			m := runAndMerge(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "orders-"+speed,
 				"--target", target.DSN("postgres"), "--speed", speed, "--sync", "object", "--findings=false", log)
-			for _, p := range ps {
-				if p.code != ExitOK {
-					t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
-				}
-			}
-			code, out, m := mergeShards(t, d, ps)
-			if code != ExitOK {
-				t.Fatalf("merge exited %d:\n%s", code, out)
-			}
 			if o := m.Outcomes; o.FailedOnlyOnTarget != 0 || o.Ran == 0 {
 				t.Errorf("outcomes %+v: want none failed only on the target", o)
 			}
@@ -432,60 +420,13 @@ func TestShardsKilled(t *testing.T) {
 	t.Logf("merged: %s", syncSummary(m))
 }
 
-// The mixing workload (as package replay's TestSyncRowsMixing runs it):
-// sessions update two rows by key per transaction block, with updates
-// that do not commute, so the final values tell whether each row's
-// writes ran in the original's order.
-const (
-	shardMixDB     = "mix"
-	shardMixRows   = 8
-	shardMixSchema = `CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
-		INSERT INTO accounts SELECT g, g FROM generate_series(1, 8) g`
-)
-
-// mixLog runs the mixing workload in sessions mix-0 ... and returns its
-// log, the final values and the sessions' applications.
-func mixLog(t testing.TB, sessions, transfers int) (log, state string, apps map[string]string) {
+// mixLog runs the mixing workload (workload.RunMix, updates only, on 8
+// rows) in sessions mix-0 ... and returns its log, the final values and
+// the sessions' applications.
+func mixLog(t testing.TB, sessions, transactions int) (log, state string, apps map[string]string) {
 	t.Helper()
-	cp := newCapture(t, shardMixDB, shardMixSchema)
-	var wg sync.WaitGroup
-	errs := make(chan error, sessions)
-	for s := range sessions {
-		conn := cp.connect(fmt.Sprintf("mix-%d", s))
-		wg.Go(func() {
-			defer conn.Close(context.Background())
-			rng := rand.New(rand.NewPCG(uint64(s), 11))
-			for range transfers {
-				a, b := rng.IntN(shardMixRows)+1, rng.IntN(shardMixRows)+1
-				if a == b {
-					continue
-				}
-				first, second := "UPDATE accounts SET balance = (balance * 3 + $1) % 1000003 WHERE id = $2", "UPDATE accounts SET balance = (balance * 5 + $1) % 1000003 WHERE id = $2"
-				if b < a {
-					// Rows in id order: two transfers never deadlock.
-					first, second, a, b = second, first, b, a
-				}
-				amount := strconv.Itoa(rng.IntN(4) + 1)
-				err := execArgs(conn, "BEGIN")
-				if err == nil {
-					err = execArgs(conn, first, amount, strconv.Itoa(a))
-				}
-				if err == nil {
-					err = execArgs(conn, second, amount, strconv.Itoa(b))
-				}
-				if err == nil {
-					err = execArgs(conn, "COMMIT")
-				}
-				if err != nil {
-					errs <- fmt.Errorf("session %d: %w", s, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	cp := newCapture(t, workload.MixDatabase, workload.MixSchema)
+	if err := workload.RunMix(context.Background(), cp.c.DSN(workload.MixDatabase), workload.MixOptions{Sessions: sessions, Transactions: transactions, Rows: 8, Seed: 11}); err != nil {
 		t.Fatal(err)
 	}
 	state = mixValues(t, cp.quietDSN())
@@ -495,17 +436,11 @@ func mixLog(t testing.TB, sessions, transfers int) (log, state string, apps map[
 
 func mixValues(t testing.TB, dsn string) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, dsn)
+	v, err := workload.MixValues(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	res := conn.ExecParams(ctx, "SELECT string_agg(id || ':' || balance, ',' ORDER BY id) FROM accounts", nil, nil, nil, nil).Read()
-	if res.Err != nil || len(res.Rows) != 1 {
-		t.Fatalf("values: %v", res.Err)
-	}
-	return string(res.Rows[0][0])
+	return v
 }
 
 // TestShardsRowLockOrder: the mixing workload's sessions split over 2
@@ -523,8 +458,8 @@ func TestShardsRowLockOrder(t *testing.T) {
 	coord, target := coordAndTarget(t)
 	ctx := context.Background()
 	for run := range 2 {
-		for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + shardMixDB + " WITH (FORCE)"},
-			{"postgres", "CREATE DATABASE " + shardMixDB}, {shardMixDB, shardMixSchema}} {
+		for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + workload.MixDatabase + " WITH (FORCE)"},
+			{"postgres", "CREATE DATABASE " + workload.MixDatabase}, {workload.MixDatabase, workload.MixSchema}} {
 			if err := target.Exec(ctx, step[0], step[1]); err != nil {
 				t.Fatal(err)
 			}
@@ -533,21 +468,14 @@ func TestShardsRowLockOrder(t *testing.T) {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		ps := runShards(t, 2, d, "--shards", "2", "--plan", plan, "--coord-dsn", coord, "--run-id", fmt.Sprintf("mix-%d", run),
+		m := runAndMerge(t, 2, d, "--shards", "2", "--plan", plan, "--coord-dsn", coord, "--run-id", fmt.Sprintf("mix-%d", run),
 			"--target", target.DSN("postgres"), "--speed", "0", "--sync", "object", "--findings=false", log)
-		for _, p := range ps {
-			if p.code != ExitOK {
-				t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
-			}
-		}
-		code, out, m := mergeShards(t, d, ps)
-		if code != ExitOK {
-			t.Fatalf("merge exited %d:\n%s", code, out)
-		}
-		if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.ByRow == 0 || s.KeyNotLogged != 0 {
+		// No wait given up on a deadlock either: kept in the original's
+		// lock order, the replay meets none.
+		if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.ByRow == 0 || s.KeyNotLogged != 0 || s.Deadlocks != 0 {
 			t.Errorf("sync %+v", s)
 		}
-		if got := mixValues(t, target.DSN(shardMixDB)); got != want {
+		if got := mixValues(t, target.DSN(workload.MixDatabase)); got != want {
 			t.Errorf("run %d: values differ from the original's:\n got %s\nwant %s", run, got, want)
 		}
 		t.Logf("run %d: %s", run, syncSummary(m))

@@ -167,14 +167,7 @@ func captureMixed(t testing.TB, d time.Duration) string {
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: d}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := a.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
-	return files[0]
+	return pgclustertest.StoppedLog(t, a)
 }
 
 func pgssTarget(t testing.TB) *pgcluster.Cluster {
@@ -217,17 +210,8 @@ func TestShardsMergeEqualSingle(t *testing.T) {
 		t.Fatal(err)
 	}
 	sharded := pgssTarget(t)
-	ps := runShards(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "acceptance-1",
+	merged := runAndMerge(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "acceptance-1",
 		"--target", sharded.DSN("postgres"), "--speed", "0", log)
-	for _, p := range ps {
-		if p.code != ExitOK {
-			t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
-		}
-	}
-	code, out, merged := mergeShards(t, dir, ps)
-	if code != ExitOK {
-		t.Fatalf("merge exited %d:\n%s", code, out)
-	}
 	shardedCalls := pgssCalls(ctx, t, sharded)
 
 	if a, b := one.Statements, merged.Statements; a.Total != b.Total || a.Executed != b.Executed || a.Failed != b.Failed ||

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
@@ -28,4 +30,38 @@ func StartT(t testing.TB, opts pgcluster.Options) *pgcluster.Cluster {
 		}
 	})
 	return c
+}
+
+// StartLogged starts a cluster for t that logs as settings say (for a
+// capture, workload.LogSettings()), with database db made and schema run
+// in it without being logged.
+func StartLogged(t testing.TB, settings map[string]string, db, schema string) *pgcluster.Cluster {
+	t.Helper()
+	c := StartT(t, pgcluster.Options{Settings: settings})
+	ctx := context.Background()
+	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
+		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, step[1]).ReadAll()
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// StoppedLog stops c's server and returns its one log file.
+func StoppedLog(t testing.TB, c *pgcluster.Cluster) string {
+	t.Helper()
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := c.LogFiles("*.log")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("log files %v: %v", files, err)
+	}
+	return files[0]
 }

@@ -3,13 +3,14 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/pgrehearse/pgrehearse/internal/source"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/source"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -54,7 +55,7 @@ func ordersSchemaSQL(fk bool) string {
 func captureOrders(tb testing.TB, fk bool, producers, consumers, perProducer int, pace time.Duration) ordersCapture {
 	tb.Helper()
 	ctx := context.Background()
-	c := loggedCluster(tb, ordersDB, ordersSchemaSQL(fk))
+	c := pgclustertest.StartLogged(tb, workload.LogSettings(), ordersDB, ordersSchemaSQL(fk))
 	ready := make(chan int64, producers*perProducer)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -145,41 +146,7 @@ func captureOrders(tb testing.TB, fk bool, producers, consumers, perProducer int
 	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.Contains(state, want) {
 		tb.Fatalf("the original did not ship every order: %s", stateSummary(state))
 	}
-	return ordersCapture{log: stoppedLog(tb, c), state: state, fk: fk, stmts: stmts}
-}
-
-// loggedCluster starts a cluster that logs every statement, with database
-// db made and schema run in it apart: not part of the workload's log
-// (the target gets them apart too).
-func loggedCluster(tb testing.TB, db, schema string) *pgcluster.Cluster {
-	tb.Helper()
-	ctx := context.Background()
-	c := pgclustertest.StartT(tb, pgcluster.Options{Settings: workload.LogSettings()})
-	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		err = simple(ctx, conn, step[1])
-		conn.Close(ctx)
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return c
-}
-
-// stoppedLog stops c's server and returns its one stderr log file.
-func stoppedLog(tb testing.TB, c *pgcluster.Cluster) string {
-	tb.Helper()
-	if err := c.StopServer(); err != nil {
-		tb.Fatal(err)
-	}
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		tb.Fatalf("log files %v: %v", files, err)
-	}
-	return files[0]
+	return ordersCapture{log: pgclustertest.StoppedLog(tb, c), state: state, fk: fk, stmts: stmts}
 }
 
 func firstOf(a, b error) error {

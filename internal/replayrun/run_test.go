@@ -42,14 +42,7 @@ func capture(t *testing.T) string {
 		conn.Exec(ctx, "SELECT count(*) FROM items").ReadAll()
 		conn.Close(ctx)
 	}
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := a.LogFiles("*.log")
-	if err != nil || len(logs) != 1 {
-		t.Fatalf("logs %v: %v", logs, err)
-	}
-	return logs[0]
+	return pgclustertest.StoppedLog(t, a)
 }
 
 func rows(t *testing.T, dsn string) string {
