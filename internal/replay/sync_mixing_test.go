@@ -14,11 +14,11 @@ import (
 // captureMix runs the mixing workload (workload.RunMix, with its locking
 // transactions) on a new cluster that logs every statement and returns
 // its log and the final values.
-func captureMix(t *testing.T, sessions, transactions int) (log, state string) {
+func captureMix(t *testing.T, sessions, transactions int, simple bool) (log, state string) {
 	t.Helper()
 	ctx := context.Background()
 	c := pgclustertest.StartLogged(t, workload.LogSettings(), workload.MixDatabase, workload.MixSchema)
-	if err := workload.RunMix(ctx, c.DSN(workload.MixDatabase), workload.MixOptions{Sessions: sessions, Transactions: transactions, Locks: true, Seed: 7}); err != nil {
+	if err := workload.RunMix(ctx, c.DSN(workload.MixDatabase), workload.MixOptions{Sessions: sessions, Transactions: transactions, Locks: true, Seed: 7, Simple: simple}); err != nil {
 		t.Fatal(err)
 	}
 	state = mixState(t, c.DSN(workload.MixDatabase)+" options='-c log_min_duration_statement=-1'")
@@ -44,8 +44,16 @@ func mixState(t *testing.T, dsn string) string {
 // for. With locks by key left out of that order, 2 of 3 captures of the
 // workload with its FOR UPDATE transactions ended with other values in
 // every replay.
-func TestSyncRowsMixing(t *testing.T) {
-	log, state := captureMix(t, 6, 150)
+func TestSyncRowsMixing(t *testing.T) { testRowsMixing(t, false) }
+
+// TestSyncRowsMixingSimple is TestSyncRowsMixing with the workload's
+// statements sent with the simple protocol, the keys written in their
+// text: they are read there (syncdep.constantAt), and the replay keeps
+// each row's order as with bind parameters.
+func TestSyncRowsMixingSimple(t *testing.T) { testRowsMixing(t, true) }
+
+func testRowsMixing(t *testing.T, simple bool) {
+	log, state := captureMix(t, 6, 150, simple)
 	t.Logf("captured: values %s", state)
 	target := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()

@@ -269,8 +269,9 @@ type Sync struct {
 	ShardLost int64 `json:"shard_lost,omitempty"`
 	// ByRow counts the executions ordered by the row their primary key
 	// names (object mode), KeyNotLogged those of the same forms whose
-	// key value the log did not give (a constant in a simple-protocol
-	// text, parameters missing or cut), ordered by their whole table.
+	// key value the log did not give (parameters missing or cut, a
+	// constant written in a form the replay does not read), ordered by
+	// their whole table.
 	ByRow        int64 `json:"by_row,omitempty"`
 	KeyNotLogged int64 `json:"key_not_logged,omitempty"`
 	// Notes say where synchronization did less than asked: off for a

@@ -43,10 +43,14 @@ func TestRowOrder(t *testing.T) {
 		// Whole: waits for the first write of the table.
 		{"SELECT * FROM accounts WHERE email = $1", []string{"x"}, c7},
 		{"SELECT * FROM accounts", nil, c7},
-		// The key is a constant of the logged text, not a parameter,
-		// or the parameter is NULL or not a number: the whole table.
-		{"SELECT * FROM accounts WHERE id = 9", nil, c7},
-		{"SELECT * FROM accounts WHERE id = 9 AND email = $1", []string{"x"}, c7},
+		// The key is a constant of the logged text: read there.
+		{"SELECT * FROM accounts WHERE id = 7", nil, c7},
+		{"SELECT * FROM accounts WHERE id = 9", nil, nil},
+		{"SELECT * FROM accounts WHERE id = '8'::int AND email = $1", []string{"x"}, c8},
+		// A constant it does not read, or the parameter is NULL or
+		// not a number: the whole table.
+		{"SELECT * FROM accounts WHERE id = E'9'", nil, c7},
+		{"SELECT * FROM accounts WHERE id = 9.0", nil, c7},
 		{"SELECT * FROM accounts WHERE id = $1", []string{"NULL"}, c7},
 		{"SELECT * FROM accounts WHERE id = $1", []string{"0x9"}, c7},
 		{"SELECT * FROM accounts WHERE id = $1", nil, c7},
@@ -84,8 +88,11 @@ func TestRowOrder(t *testing.T) {
 	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = $1", "1"); st.Rows != RowsByKey {
 		t.Errorf("a read by key: %v", st.Rows)
 	}
-	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = 1"); st.Rows != RowsKeyNotLogged {
+	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = 1"); st.Rows != RowsByKey {
 		t.Errorf("a read by a constant key: %v", st.Rows)
+	}
+	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE id = E'1'"); st.Rows != RowsKeyNotLogged {
+		t.Errorf("a read by an escaped constant key: %v", st.Rows)
 	}
 	if st := runP(r, ms(11), "SELECT * FROM accounts WHERE email = $1", "x"); st.Rows != RowsNone {
 		t.Errorf("a read by another column: %v", st.Rows)

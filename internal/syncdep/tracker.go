@@ -105,8 +105,8 @@ const (
 	// RowsByKey: ordered by the row its primary key names.
 	RowsByKey
 	// RowsKeyNotLogged: of a form that reaches a row by key, but the
-	// log did not give the key's value (a constant of a simple-protocol
-	// text, parameters missing or cut, a NULL): ordered by relation.
+	// log did not give the key's value (parameters missing or cut, a
+	// NULL, a constant keyHash does not read): ordered by relation.
 	RowsKeyNotLogged
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +41,9 @@ type MixOptions struct {
 	Rows int
 	// Seed makes the sessions' choices of rows and amounts.
 	Seed uint64
+	// Simple sends every statement with the simple protocol, its values
+	// written in the text, as drivers that interpolate on the client do.
+	Simple bool
 }
 
 // RunMix runs the mix against the database at dsn (MixSchema made), each
@@ -71,16 +75,31 @@ func RunMix(ctx context.Context, dsn string, o MixOptions) error {
 }
 
 func mixSession(ctx context.Context, conn *pgconn.PgConn, rng *rand.Rand, o MixOptions) error {
+	// query runs sql with args: bound, or (Simple) written in its text;
+	// the values are integers.
+	query := func(sql string, args ...string) *pgconn.Result {
+		if o.Simple {
+			for i := len(args); i > 0; i-- {
+				sql = strings.ReplaceAll(sql, "$"+strconv.Itoa(i), args[i-1])
+			}
+			res, err := conn.Exec(ctx, sql).ReadAll()
+			if err != nil {
+				return &pgconn.Result{Err: err}
+			}
+			return res[len(res)-1]
+		}
+		return conn.ExecParams(ctx, sql, textArgs(args), nil, nil, nil).Read()
+	}
 	exec := func(sql string, args ...string) error {
 		if len(args) == 0 {
 			_, err := conn.Exec(ctx, sql).ReadAll()
 			return err
 		}
-		return conn.ExecParams(ctx, sql, textArgs(args), nil, nil, nil).Read().Err
+		return query(sql, args...).Err
 	}
 	lockAndSet := func(id int, amount int64) error {
 		key := strconv.Itoa(id)
-		res := conn.ExecParams(ctx, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", textArgs([]string{key}), nil, nil, nil).Read()
+		res := query("SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", key)
 		if res.Err != nil {
 			return res.Err
 		}
