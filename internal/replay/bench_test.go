@@ -101,6 +101,9 @@ func BenchmarkReplayVsPgbench(b *testing.B) {
 		b.ReportMetric(rate/baseline, "replay/pgbench")
 		b.Logf("replay: %.0f statements in %.2f s = %.0f/s over %d sessions; pgbench -M %s -c %s: %.0f statements/s (%.0f/s while logging); ratio %.2f; failed %d, skipped %v",
 			ran, res.WallSeconds, rate, res.Sessions.Total, mode, clients, baseline, captured, rate/baseline, res.Statements.Failed, res.Statements.Skipped)
+		if s := res.Sync; s != nil {
+			b.Logf("sync %s: %d waited, %d deadlocks given up; %d ordered by row, %d with the key not logged", s.Mode, s.Waited, s.Deadlocks, s.ByRow, s.KeyNotLogged)
+		}
 	}
 }
 

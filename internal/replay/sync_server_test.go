@@ -297,7 +297,6 @@ func TestSyncOrders(t *testing.T) {
 					t.Errorf("sync %+v, want off", res.Sync)
 				}
 				if res.Outcomes.FailedOnlyOnTarget > 0 || state != cp.state {
-					diverged = true
 					// Compared with the synchronized replay, the free one
 					// is reported as diverged, naming the queries that did
 					// other work (rows per call, ordering errors), not as
@@ -307,6 +306,15 @@ func TestSyncOrders(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Logf("report: %s", rep.Verdict.Status)
+					if rep.Verdict.Status == compare.VerdictPass && res.Outcomes.FailedOnlyOnTarget == 0 {
+						// A difference within the comparison's tolerance
+						// of rows per call (compare.MaxRowsPerCallDiff,
+						// 1%: one order of a thousand left unshipped, seen
+						// in CI at 05:10), which it rightly passes: not
+						// what this checks; another try diverges further.
+						continue
+					}
+					diverged = true
 					if rep.Verdict.Status != compare.VerdictDiverged || len(rep.Divergence) == 0 {
 						t.Errorf("synced vs off: verdict %q, divergence %+v", rep.Verdict.Status, rep.Divergence)
 					}
