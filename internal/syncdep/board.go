@@ -29,6 +29,8 @@ type Txn struct {
 	ran  atomic.Bool   // done, for readers without the lock
 	lost atomic.Bool   // set before done by Lose
 	ch   chan struct{} // made when someone waits; closed by Done
+	// notify is called by Done, after the lock (see Notify).
+	notify []func()
 }
 
 // Lose marks the transaction as lost on the target (see Txn) and wakes
@@ -65,31 +67,47 @@ func (t *Txn) Position() uint64 { return t.pos }
 func (t *Txn) Done() {
 	b := t.b
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if t.done {
+		b.mu.Unlock()
 		return
 	}
 	t.done = true
 	t.ran.Store(true)
-	if t.seq == 0 {
-		// Not on the Board (see pos).
-		if t.ch != nil {
-			close(t.ch)
+	if t.seq != 0 {
+		b.any.remove(t)
+		if t.writeAll {
+			b.unknown.remove(t)
 		}
-		return
-	}
-	b.any.remove(t)
-	if t.writeAll {
-		b.unknown.remove(t)
-	}
-	for _, id := range t.writes {
-		b.rels[id].remove(t)
-	}
-	b.setLow()
-	b.pending--
+		for _, id := range t.writes {
+			b.rels[id].remove(t)
+		}
+		b.setLow()
+		b.pending--
+	} // else not on the Board (see pos)
 	if t.ch != nil {
 		close(t.ch)
 	}
+	notify := t.notify
+	t.notify = nil
+	b.mu.Unlock()
+	for _, f := range notify {
+		f()
+	}
+}
+
+// Notify has Done call f, from the goroutine that calls it, once the
+// transaction is marked done: for a waiter that is no goroutine of its
+// own (a coroutine the replay parks). It returns false, and does not keep
+// f, when the transaction is done already.
+func (t *Txn) Notify(f func()) bool {
+	b := t.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.notify = append(t.notify, f)
+	return true
 }
 
 // Wait returns a channel closed when the transaction is Done.

@@ -67,3 +67,43 @@ func TestTxListOutOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnNotify: Done calls what Notify registered, once, after the
+// transaction is marked (a waiter woken finds it done and off the Board),
+// for a commit on the Board and a write off it alike; Lose too; Notify on
+// a transaction done already keeps nothing and says so.
+func TestTxnNotify(t *testing.T) {
+	b := newBoard()
+	on := &Txn{b: b, seq: 1, pos: 1, writes: []uint32{0}}
+	b.add(on)
+	off := &Txn{b: b} // a write by key: seq 0, not on the Board
+	lost := &Txn{b: b, seq: 2, pos: 2, writes: []uint32{0}}
+	b.add(lost)
+	for _, tx := range []*Txn{on, off, lost} {
+		calls := 0
+		var sawDone, sawPending bool
+		f := func() {
+			calls++
+			sawDone = tx.Ran()
+			sawPending = b.any.front() == tx
+		}
+		if !tx.Notify(f) || !tx.Notify(f) {
+			t.Fatalf("seq %d: Notify refused before Done", tx.seq)
+		}
+		if calls != 0 {
+			t.Fatalf("seq %d: called before Done", tx.seq)
+		}
+		if tx == lost {
+			tx.Lose()
+		} else {
+			tx.Done()
+		}
+		tx.Done() // a second Done calls nothing
+		if calls != 2 || !sawDone || sawPending {
+			t.Errorf("seq %d: %d calls (want 2, one per Notify), saw it done %v, still on the Board %v", tx.seq, calls, sawDone, sawPending)
+		}
+		if tx.Notify(f) || calls != 2 {
+			t.Errorf("seq %d: Notify after Done kept f or called it (%d calls)", tx.seq, calls)
+		}
+	}
+}
