@@ -35,6 +35,11 @@
 # nothing else: what keeping the log's commit order costs any client, so
 # that the replay's own cost shows apart from it (docs/performance.md).
 #
+# In full rounds (not BENCH_AB) two more clients run the same
+# statements from memory: a one-thread epoll loop over raw sockets (what a
+# poller engine could cost at least) and a goroutine per session on the
+# same raw sockets (what Go's netpoller and scheduler add to it).
+#
 # BenchmarkWireVsPgconn adds the same bare loop on the message-level path
 # the replay uses (internal/replay/wire.go) and runs the replay with a
 # cancellable hard context as the CLI does, with its allocations per
@@ -59,6 +64,9 @@
 #        BENCH_AB=1 to leave pgbench -t and the bare loop out of the
 #        rounds (this build, the baseline and pgbench -T only; more
 #        rounds in the time, for an A/B of two builds),
+#        BENCH_SESSIONS=engine|goroutines to run this build's sessions
+#        so at speed 0 (default auto: the engine with GOMAXPROCS 1, so
+#        apart; see docs/performance.md),
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."

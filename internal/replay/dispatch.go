@@ -19,6 +19,7 @@ import (
 // creates sessions and touches the maps below.
 type dispatcher struct {
 	r       *Replayer
+	task    *task                 // on the engine: the dispatcher's coroutine; nil on a goroutine
 	active  map[string][]*session // open sessions, by original session id: its Multiply copies
 	running []*session            // sessions that may still run: start barriers, stalls
 	timer   *time.Timer           // the dispatcher's only timer
@@ -39,7 +40,13 @@ type dispatcher struct {
 var errStopped = errors.New("stopped")
 
 func (r *Replayer) dispatch(src []event.Source, res *results.Result) error {
+	return r.dispatchOn(nil, src, res)
+}
+
+// dispatchOn is dispatch, as task t on the engine when t is not nil.
+func (r *Replayer) dispatchOn(t *task, src []event.Source, res *results.Result) error {
 	d := &dispatcher{
+		task:   t,
 		r:      r,
 		active: map[string][]*session{},
 		timer:  time.NewTimer(time.Hour),
@@ -88,9 +95,16 @@ func (r *Replayer) dispatch(src []event.Source, res *results.Result) error {
 func (d *dispatcher) readAll(src event.Source) error {
 	r := d.r
 	lookUS := lookaheadUS(r.opts.Lookahead)
-	for {
+	for n := 0; ; n++ {
 		if r.stopped() {
 			return errStopped
+		}
+		if t := d.task; t != nil && n%dispatchTurn == dispatchTurn-1 {
+			// On the engine, the sessions' answers are handled
+			// between turns: reading a batch of events in one go
+			// would leave the server without statements meanwhile.
+			t.e.wake(t)
+			t.park()
 		}
 		ev, err := src.Next()
 		if err == io.EOF {
@@ -199,7 +213,16 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		}
 		d.running = append(d.running, s)
 		r.c.sessions.Add(1)
-		r.wg.Go(s.run)
+		if e := r.engine; e != nil {
+			r.wg.Add(1)
+			e.start(func(t *task) {
+				defer r.wg.Done()
+				s.task = t
+				s.run()
+			})
+		} else {
+			r.wg.Go(s.run)
+		}
 		g[i] = s
 	}
 	if !r.sched.Paced() {
@@ -291,12 +314,14 @@ func (d *dispatcher) startClock() {
 	if d.clk == nil || d.clk.started() {
 		return
 	}
-	for _, s := range d.warming {
-		select {
-		case <-s.warmed:
-		case <-d.r.stopCh:
+	d.block(func() {
+		for _, s := range d.warming {
+			select {
+			case <-s.warmed:
+			case <-d.r.stopCh:
+			}
 		}
-	}
+	})
 	d.warming = nil
 	d.clk.setStart(time.Now())
 }
@@ -364,7 +389,7 @@ func (d *dispatcher) prune() {
 // counting those would end the stall after every event, waiting
 // stallTimeout again each time, long before the COMMIT that unblocks the
 // others is read. It returns false when told to stop.
-func (d *dispatcher) waitBudget() bool {
+func (d *dispatcher) waitBudget() (ok bool) {
 	r := d.r
 	b := r.budget
 	used := b.used.Load()
@@ -382,6 +407,22 @@ func (d *dispatcher) waitBudget() bool {
 		}
 		d.stalled, d.holders = false, nil
 	}
+	if t := d.task; t != nil {
+		// On the engine, the wait (a timer and a channel) is on a
+		// goroutine of its own.
+		d.task = nil
+		runBlocking(t, func() { ok = d.overBudget() })
+		d.task = t
+		return ok
+	}
+	return d.overBudget()
+}
+
+// overBudget waits for the queues to drain below the budget, or for a
+// stall (see waitBudget).
+func (d *dispatcher) overBudget() bool {
+	r := d.r
+	b := r.budget
 	r.c.budgetWaits.Add(1)
 	b.waiting.Store(b.limit / 4 * 3)
 	defer b.waiting.Store(0)
@@ -419,6 +460,14 @@ func (d *dispatcher) waitWindow() bool {
 	b.waiting.Store(b.window / 4 * 3)
 	defer b.waiting.Store(0)
 	for b.used.Load() > b.window && b.starving.Load() == 0 {
+		if t := d.task; t != nil {
+			// wakeDispatcher wakes the task.
+			t.park()
+			if r.stopped() {
+				return false
+			}
+			continue
+		}
 		select {
 		case <-b.drained:
 		case <-r.stopCh:
@@ -450,4 +499,14 @@ func (d *dispatcher) holdersMoved() bool {
 		}
 	}
 	return len(d.holders) == 0
+}
+
+// dispatchTurn is how many events the dispatcher reads on the engine
+// before it lets the sessions run.
+const dispatchTurn = 64
+
+// block runs f where it may wait: on the engine, on a goroutine of its own
+// while the dispatcher's task parks (see session.block).
+func (d *dispatcher) block(f func()) {
+	runBlocking(d.task, f)
 }

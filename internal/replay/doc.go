@@ -30,6 +30,13 @@
 // in float64. A statement that is slow on the target delays only the later
 // statements of its own session: the dispatcher never waits for a session.
 //
+// Unpaced, on Linux, the sessions can run instead as coroutines of one
+// engine (engine_linux.go), with the dispatcher, which waits for the
+// answers of all their connections with one epoll, as pgbench does from
+// one thread: the same session code, parked where it would wait, without
+// a goroutine parked and woken per statement. Options.Sessions chooses;
+// by default the engine runs when the process has one CPU for Go code.
+//
 // At speed > 0 a session connects half a second (connectAheadBy) before
 // its first event is due, and the clock starts once the sessions of the
 // log's first half second have connected, so connection set-up is not

@@ -53,7 +53,9 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	due := s.clk.start.Add(it.due)
 	if s.conn == nil && !(r.opts.DryRun && s.connected) {
-		if !s.connect() {
+		ok := false
+		s.block(func() { ok = s.connect() })
+		if !ok {
 			s.skip(items, s.failReason)
 			return
 		}
@@ -65,8 +67,14 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	var sy synced
 	if !it.sync.Wait.None() || len(it.deps) > 0 {
-		var ok bool
-		if sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false); !ok {
+		ok := true
+		switch {
+		case s.task == nil:
+			sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false)
+		case s.syncPending(it.sync.Wait, it.deps):
+			sy, ok = s.syncWaitParked(it.sync.Wait, it.deps, t)
+		}
+		if !ok {
 			s.skip(items, r.stopReason())
 			return
 		}
@@ -387,12 +395,16 @@ func (s *session) prepare(ctx context.Context, name, query string) error {
 		if q == query {
 			return nil
 		}
-		if err := s.conn.Deallocate(ctx, name); err != nil {
+		var err error
+		s.block(func() { err = s.conn.Deallocate(ctx, name) })
+		if err != nil {
 			return err
 		}
 		delete(s.prepared, name)
 	}
-	if _, err := s.conn.Prepare(ctx, name, query, nil); err != nil {
+	var err error
+	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, nil) })
+	if err != nil {
 		return err
 	}
 	if s.prepared == nil {

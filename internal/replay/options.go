@@ -57,6 +57,8 @@ type Options struct {
 	// DryRun reads and schedules without connecting: statements that would
 	// run are counted as executed, with no latency.
 	DryRun bool
+	// Sessions says how the sessions run at speed 0 (see Sessions).
+	Sessions Sessions
 
 	// ReadOnly replays only statements that cannot write, decided by
 	// parsing; sessions also run with default_transaction_read_only=on.
@@ -282,4 +284,49 @@ func syncMode(m syncdep.Mode) results.SyncMode {
 		return results.SyncCommit
 	}
 	return results.SyncOff
+}
+
+// Sessions is how the sessions of a replay at speed 0 run. Paced replays
+// (speed > 0) and dry runs always give each session a goroutine.
+type Sessions int
+
+const (
+	// SessionsAuto runs them on the engine when the process has one
+	// CPU to run Go code on (GOMAXPROCS 1), else on goroutines: the
+	// engine drives every session from one thread, and with more CPUs
+	// the goroutines measured better (docs/performance.md).
+	SessionsAuto Sessions = iota
+	// SessionsGoroutines gives each session a goroutine of its own.
+	SessionsGoroutines
+	// SessionsEngine runs them as coroutines of one engine, which
+	// waits for all their connections with one epoll (Linux; elsewhere
+	// goroutines).
+	SessionsEngine
+)
+
+// engine reports whether the sessions of a replay with this schedule
+// run on the engine, with gomaxprocs CPUs for Go code.
+func (m Sessions) engine(paced, dryRun bool, gomaxprocs int) bool {
+	if paced || dryRun {
+		return false
+	}
+	switch m {
+	case SessionsEngine:
+		return true
+	case SessionsAuto:
+		return gomaxprocs == 1
+	}
+	return false
+}
+
+func (m Sessions) String() string {
+	switch m {
+	case SessionsAuto:
+		return "auto"
+	case SessionsGoroutines:
+		return "goroutines"
+	case SessionsEngine:
+		return "engine"
+	}
+	return fmt.Sprintf("Sessions(%d)", int(m))
 }

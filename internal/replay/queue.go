@@ -37,6 +37,7 @@ type queue struct {
 	closed bool
 	wake   chan struct{} // capacity 1: "something changed"
 	b      *budget       // told when the session starves
+	waiter *task         // on the engine: the session parked for an item
 }
 
 func newQueue(b *budget) *queue { return &queue{wake: make(chan struct{}, 1), b: b} }
@@ -44,18 +45,26 @@ func newQueue(b *budget) *queue { return &queue{wake: make(chan struct{}, 1), b:
 func (q *queue) push(it item) {
 	q.mu.Lock()
 	q.items = append(q.items, it)
+	w := q.waiter
+	q.waiter = nil
 	q.mu.Unlock()
-	q.signal()
+	q.signal(w)
 }
 
 func (q *queue) close() {
 	q.mu.Lock()
 	q.closed = true
+	w := q.waiter
+	q.waiter = nil
 	q.mu.Unlock()
-	q.signal()
+	q.signal(w)
 }
 
-func (q *queue) signal() {
+func (q *queue) signal(w *task) {
+	if w != nil {
+		w.e.wake(w)
+		return
+	}
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -90,8 +99,38 @@ func (q *queue) tryPop() (it item, ok, closed bool) {
 }
 
 // pop waits for the next item; ok is false when the queue is closed and
-// empty, or done is closed.
-func (q *queue) pop(done <-chan struct{}) (item, bool) {
+// empty, or done is closed. t is the session's task on the engine, which
+// parks while it waits; nil on a goroutine of its own.
+func (q *queue) pop(done <-chan struct{}, t *task) (item, bool) {
+	for t != nil {
+		it, ok, closed := q.tryPop()
+		if ok {
+			return it, true
+		}
+		if closed {
+			return item{}, false
+		}
+		q.mu.Lock()
+		empty := q.head == len(q.items) && !q.closed
+		if empty {
+			q.waiter = t
+		}
+		q.mu.Unlock()
+		if !empty {
+			continue
+		}
+		q.b.starve(1)
+		t.park()
+		q.b.starve(-1)
+		q.mu.Lock()
+		q.waiter = nil
+		q.mu.Unlock()
+		select {
+		case <-done:
+			return item{}, false
+		default:
+		}
+	}
 	for {
 		it, ok, closed := q.tryPop()
 		if ok {
@@ -133,6 +172,8 @@ type budget struct {
 	starving      atomic.Int64  // sessions waiting with nothing queued
 	waiting       atomic.Int64  // the level the dispatcher waits for; 0 when not waiting
 	drained       chan struct{} // capacity 1
+	// task is the dispatcher's on the engine, woken with drained.
+	task atomic.Pointer[task]
 }
 
 func newBudget(limit, window int64) *budget {
@@ -158,6 +199,9 @@ func (b *budget) wakeDispatcher() {
 	select {
 	case b.drained <- struct{}{}:
 	default:
+	}
+	if t := b.task.Load(); t != nil {
+		t.e.wake(t)
 	}
 }
 

@@ -25,6 +25,7 @@ type Replayer struct {
 	cache  *fingerprint.Cache
 	budget *budget
 	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	engine *engine       // at speed 0 (engine_linux.go); nil elsewhere
 	conns  connLog       // every connection opened, for Connections
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
@@ -118,8 +119,37 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	res := results.New(results.KindReplay, results.LatencyClient)
 	res.DryRun, res.Speed = r.opts.DryRun, r.opts.Speed
 	res.StartedAt = results.Time(r.began.UnixMicro())
-	readErr := r.dispatch(src, res)
+	if r.opts.Sessions.engine(r.sched.Paced(), r.opts.DryRun, runtime.GOMAXPROCS(0)) {
+		if r.engine = newEngine(); r.engine != nil {
+			go func() {
+				// Parked sessions look at the stop when woken.
+				select {
+				case <-r.stopCh:
+					r.engine.wakeAll()
+				case <-r.engine.done:
+				}
+			}()
+		}
+	}
+	var readErr error
+	if e := r.engine; e != nil && r.peers() == nil {
+		// The dispatcher runs on the engine too: the whole replay on
+		// one thread, as pgbench's clients. With other shards it
+		// stays on this goroutine: it waits for them on the network.
+		done := make(chan struct{})
+		e.start(func(t *task) {
+			defer close(done)
+			r.budget.task.Store(t)
+			readErr = r.dispatchOn(t, src, res)
+		})
+		<-done
+	} else {
+		readErr = r.dispatch(src, res)
+	}
 	r.wg.Wait()
+	if r.engine != nil {
+		r.engine.close()
+	}
 	if readErr != nil || r.stopped() {
 		res.Partial = true
 	}

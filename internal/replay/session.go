@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -73,6 +74,10 @@ type session struct {
 	syncPush  time.Duration
 
 	// Owned by the session goroutine.
+	// task is the session's coroutine on the engine, nil when it runs
+	// on a goroutine of its own; ec its connection's socket then.
+	task        *task
+	ec          *engineConn
 	conn        *pgconn.PgConn
 	prepared    map[string]string  // protocol-level statement name -> query
 	sqlPrepared map[string]sqlPrep // SQL-level PREPAREs seen, with --read-only
@@ -182,20 +187,24 @@ func (s *session) connectAhead(it item, t *time.Timer) {
 func (s *session) run() {
 	r := s.r
 	defer s.exit()
-	for _, d := range s.deps {
-		if !d.wait(r.stopCh) {
-			break
-		}
+	if len(s.deps) > 0 {
+		s.block(func() {
+			for _, d := range s.deps {
+				if !d.wait(r.stopCh) {
+					break
+				}
+			}
+		})
 	}
 	s.deps = nil
 	s.pass()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	if !s.startWait.None() {
-		s.syncWait(s.startWait, nil, timer, true)
+		s.block(func() { s.syncWait(s.startWait, nil, timer, true) })
 	}
 	for first := true; ; first = false {
-		it, ok := s.q.pop(r.stopCh)
+		it, ok := s.q.pop(r.stopCh, s.task)
 		if !ok {
 			break
 		}
@@ -279,7 +288,9 @@ func (s *session) hasPassed() bool {
 func (s *session) exit() {
 	s.pass()
 	s.warmDone()
-	s.closeConn()
+	if s.conn != nil {
+		s.block(s.closeConn)
+	}
 	s.wmu.Lock()
 	s.exited.Store(true)
 	for _, w := range s.waiters {
@@ -316,11 +327,11 @@ func (s *session) handle(it item, t *time.Timer) {
 	switch it.ev.Kind {
 	case event.Connect:
 		if s.waitDue(it, t) && s.conn == nil && s.failReason == "" {
-			s.connect()
+			s.block(func() { s.connect() })
 		}
 	case event.Disconnect:
 		if s.waitDue(it, t) {
-			s.closeConn()
+			s.block(s.closeConn)
 		}
 	case event.Statement, event.Execute:
 		s.statement(it, t)
@@ -451,9 +462,20 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
+		if t := s.task; t != nil {
+			dial := cfg.DialFunc
+			cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return t.e.wrapConn(c, t), nil
+			}
+		}
 		begin := time.Now()
 		s.conn, err = r.dial(ctx, cfg)
 		if err == nil {
+			s.ec, _ = s.conn.Conn().(*engineConn)
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
 			s.unwatch = s.watchHard(s.conn)
@@ -517,6 +539,7 @@ func (s *session) dropConn() {
 	}
 	s.r.live.remove(s)
 	s.conn = nil
+	s.ec = nil
 	s.prepared = nil
 	s.r.c.open.Add(-1)
 	s.r.opts.Sink.SessionClosed()

@@ -236,11 +236,28 @@ func (sr *syncRun) lose(tx *syncdep.Txn) {
 	sr.mu.Unlock()
 }
 
+// syncPending reports whether syncWait would wait: for an event of a
+// barrier, or for a commit of w.
+func (s *session) syncPending(w syncdep.Wait, deps []dep) bool {
+	for _, d := range deps {
+		if d.s.completed.Load() < d.n && !d.s.exited.Load() {
+			return true
+		}
+	}
+	return s.r.sync != nil && !w.None() && s.r.sync.board.Blocker(w) != nil
+}
+
 // syncWait waits until the commits w depends on have run on the target,
 // and the events deps (a barrier, see syncdep.Step), until the deadline
 // passes or a deadlock is found. It returns false when told to stop
 // meanwhile. t is the session's timer.
 func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
+	return s.syncWaitFrom(time.Time{}, w, deps, t, start)
+}
+
+// syncWaitFrom is syncWait for a wait that began at began, when not zero
+// (the engine's, syncWaitParked, hands its longer waits over here).
+func (s *session) syncWaitFrom(began time.Time, w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
 	sr := s.r.sync
 	// next returns what the session still waits for.
 	next := func() (<-chan struct{}, *awaited) {
@@ -259,9 +276,16 @@ func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool
 	}
 	ch, aw := next()
 	if ch == nil {
-		return synced{}, true
+		if began.IsZero() {
+			return synced{}, true
+		}
+		waited := time.Since(began)
+		sr.record(waited, "", "", start)
+		return synced{wait: waited}, true
 	}
-	began := time.Now()
+	if began.IsZero() {
+		began = time.Now()
+	}
 	deadline := began.Add(sr.timeout)
 	check := began.Add(deadlockCheckAfter)
 	defer s.waitingOn.Store(nil)

@@ -43,7 +43,8 @@ func mixState(t *testing.T, dsn string) string {
 // write of a row is often logged before the COMMIT whose lock it waited
 // for. With locks by key left out of that order, 2 of 3 captures of the
 // workload with its FOR UPDATE transactions ended with other values in
-// every replay.
+// every replay. At speed 0 it replays once with a goroutine per session
+// and once on the engine (engine_linux.go).
 func TestSyncRowsMixing(t *testing.T) { testRowsMixing(t, false) }
 
 // TestSyncRowsMixingSimple is TestSyncRowsMixing with the workload's
@@ -65,12 +66,17 @@ func testRowsMixing(t *testing.T, simple bool) {
 			}
 		}
 	}
-	for _, speed := range []float64{1, 0, 0} {
+	// At speed 0 once with a goroutine per session, once on the engine.
+	for i, speed := range []float64{1, 0, 0} {
+		mode := SessionsGoroutines
+		if i == 2 {
+			mode = SessionsEngine
+		}
 		fresh()
-		res := replayLog(t, log, workload.LogLinePrefix, Options{Speed: speed, Target: target.DSN("postgres")})
+		res := replayLog(t, log, workload.LogLinePrefix, Options{Speed: speed, Target: target.DSN("postgres"), Sessions: mode})
 		checkInvariant(t, res)
 		got := mixState(t, target.DSN(workload.MixDatabase))
-		t.Logf("speed %v: %s; %d ordered by row", speed, syncLine(res), res.Sync.ByRow)
+		t.Logf("speed %v, sessions %v: %s; %d ordered by row", speed, mode, syncLine(res), res.Sync.ByRow)
 		if res.Sync.Mode != results.SyncObject || res.Sync.ByRow == 0 || res.Sync.KeyNotLogged != 0 {
 			t.Errorf("speed %v: sync %s, %d by row, %d key not logged", speed, res.Sync.Mode, res.Sync.ByRow, res.Sync.KeyNotLogged)
 		}

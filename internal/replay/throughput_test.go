@@ -98,9 +98,10 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	// BENCH_AB=1 leaves out pgbench -t and the bare loop: the replay,
 	// its baseline and pgbench -T only, for more rounds in the time.
 	full := os.Getenv("BENCH_AB") == ""
+	var pollOfT, pollCPUOf, rawOfT, rawCPUOf []float64
 	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor, rowOfT, rowCPUOf []float64
 	for round := range rounds {
-		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU float64
+		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU, poll, pollCPU, rawG, rawGCPU float64
 		var floorWaits, floorParks, floorGiveUps int
 		var rowFloor, rowCPU float64
 		var rowWaits int
@@ -119,7 +120,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
 				}
 				tl = &timeline{start: time.Now()}
-				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0)), Sync: benchSync(b)})
+				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0)), Sync: benchSync(b), Sessions: benchSessions(b)})
 				if stop != nil {
 					stop()
 				}
@@ -133,6 +134,16 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					self0 := cpuTime(syscall.RUSAGE_SELF)
 					bare = bareRate(b, c, perSession)
 					bareCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				},
+				func() {
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					poll = pollRate(b, c, perSession)
+					pollCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
+				},
+				func() {
+					self0 := cpuTime(syscall.RUSAGE_SELF)
+					rawG = rawGoroutineRate(b, c, perSession)
+					rawGCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(nExec(perSession))
 				})
 			if mode := benchSync(b); mode != syncdep.Off {
 				runs = append(runs, func() {
@@ -166,6 +177,12 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				layout, round+1, pgbenchCPU*1e6, bareCPU*1e6, replayCPU*1e6)
 			b.Logf("%s round %d: pgbench %.0f stmt/s, bare pgconn %.0f stmt/s (%.2f of pgbench), replay %.0f stmt/s (%.2f of pgbench, %.2f of bare) in %.2f s",
 				layout, round+1, base, bare, bare/base, rate, rate/base, rate/bare, res.WallSeconds)
+			b.Logf("%s round %d: one-thread poll loop: %.0f stmt/s (%.2f of pgbench), client CPU per statement %.1f µs (%.2fx pgbench's)",
+				layout, round+1, poll, poll/base, pollCPU*1e6, pollCPU/pgbenchCPU)
+			pollOfT, pollCPUOf = append(pollOfT, poll/base), append(pollCPUOf, pollCPU/pgbenchCPU)
+			b.Logf("%s round %d: raw goroutine loop: %.0f stmt/s (%.2f of pgbench), client CPU per statement %.1f µs (%.2fx pgbench's)",
+				layout, round+1, rawG, rawG/base, rawGCPU*1e6, rawGCPU/pgbenchCPU)
+			rawOfT, rawCPUOf = append(rawOfT, rawG/base), append(rawCPUOf, rawGCPU/pgbenchCPU)
 			b.Logf("%s round %d: same work per connection: pgbench -t %d %.0f stmt/s, replay %.2f of it",
 				layout, round+1, txPerClient, fixed, rate/fixed)
 			ofFixed = append(ofFixed, rate/fixed)
@@ -197,6 +214,10 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	// to compare from run to run.
 	if full {
 		b.Logf("%s, median of %d rounds: replay %.2f of pgbench -t", layout, rounds, median(ofFixed))
+		b.Logf("%s, median of %d rounds: one-thread poll loop %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s)",
+			layout, rounds, median(pollOfT), fmtRatios(pollOfT), median(pollCPUOf), fmtRatios(pollCPUOf))
+		b.Logf("%s, median of %d rounds: raw goroutine loop %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s)",
+			layout, rounds, median(rawOfT), fmtRatios(rawOfT), median(rawCPUOf), fmtRatios(rawCPUOf))
 		if len(floorOfT) > 0 {
 			b.Logf("%s, median of %d rounds: sync floor %.2f of pgbench -T (%s), client CPU per statement %.2fx pgbench's (%s); replay %.2f of the floor's rate (%s), %.2fx its CPU (%s)",
 				layout, rounds, median(floorOfT), fmtRatios(floorOfT), median(floorCPUOf), fmtRatios(floorCPUOf), median(ofFloor), fmtRatios(ofFloor), median(cpuOfFloor), fmtRatios(cpuOfFloor))
@@ -497,4 +518,21 @@ func (t *timeline) buckets() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
+}
+
+// benchSessions is BENCH_SESSIONS: how this build's replay runs its
+// sessions, auto (the default: the engine with GOMAXPROCS 1, as in the
+// apart layout), engine or goroutines.
+func benchSessions(b *testing.B) Sessions {
+	switch m := envString("BENCH_SESSIONS", "auto"); m {
+	case "auto":
+		return SessionsAuto
+	case "engine":
+		return SessionsEngine
+	case "goroutines":
+		return SessionsGoroutines
+	default:
+		b.Fatalf("BENCH_SESSIONS: %q is none of auto, engine, goroutines", m)
+		return 0
+	}
 }

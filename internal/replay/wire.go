@@ -138,6 +138,11 @@ func (s *session) execSimple(sql string) error {
 // failure of the connection itself the connection is closed. extended
 // says whether the messages were of the extended protocol.
 func (s *session) exchange(extended bool) error {
+	if ec := s.ec; ec != nil {
+		// On the engine, its reads and writes park the session.
+		ec.mine.Store(true)
+		defer ec.mine.Store(false)
+	}
 	conn := s.conn
 	f := conn.Frontend()
 	if err := f.Flush(); err != nil {

@@ -1,0 +1,97 @@
+package replay
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+)
+
+// block runs f, which may wait for anything, where it cannot hold up the
+// other sessions: on the session's goroutine, or, on the engine, on a
+// goroutine of its own while the session parks.
+func (s *session) block(f func()) { runBlocking(s.task, f) }
+
+// runBlocking runs f on the calling goroutine when t is nil, else on a
+// goroutine of its own while task t parks.
+func runBlocking(t *task, f func()) {
+	if t == nil {
+		f()
+		return
+	}
+	var done atomic.Bool
+	t.e.blocking.Add(1)
+	go func() {
+		f()
+		done.Store(true)
+		t.e.blocking.Add(-1)
+		t.e.wake(t)
+	}()
+	for !done.Load() {
+		t.park()
+	}
+}
+
+// syncWaitParked is a statement's syncWait on the engine. A wait for the
+// commits of w parks the session, which the commit's Done wakes
+// (Txn.Notify): no goroutine per wait. One that lasts deadlockCheckAfter,
+// or waits for a barrier's events, goes on in syncWait on a goroutine of
+// its own (block), from the same start: the deadlock check, the timeout
+// and the stop are its.
+func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (synced, bool) {
+	sr := s.r.sync
+	began := time.Now()
+	long := func() (sy synced, ok bool) {
+		s.block(func() { sy, ok = s.syncWaitFrom(began, w, deps, t, false) })
+		return sy, ok
+	}
+	if len(deps) > 0 || sr == nil {
+		return long()
+	}
+	task := s.task
+	wake := func() { task.e.wake(task) }
+	var check *time.Timer
+	defer func() {
+		if check != nil {
+			check.Stop()
+		}
+		s.waitingOn.Store(nil)
+	}()
+	for {
+		tx := sr.board.Blocker(w)
+		if tx == nil {
+			waited := time.Since(began)
+			sr.record(waited, "", "", false)
+			return synced{wait: waited}, true
+		}
+		owner, _ := tx.Owner().(*session)
+		s.waitingOn.Store(&awaited{tx: tx, owner: owner})
+		if tx.Notify(wake) {
+			if check == nil {
+				check = time.AfterFunc(deadlockCheckAfter-time.Since(began), wake)
+			}
+			task.park()
+		}
+		if s.r.stopped() {
+			return synced{wait: time.Since(began)}, false
+		}
+		if tx.Ran() {
+			if tx.Lost() {
+				// What it depended on will never be on the target.
+				waited := time.Since(began)
+				sr.record(waited, "", "", false)
+				return synced{wait: waited, lostDep: true}, true
+			}
+			if why := givenUp(&awaited{tx: tx}); why != "" {
+				waited := time.Since(began)
+				sr.record(waited, why, "", false)
+				return synced{wait: waited, giveUp: why}, true
+			}
+			continue
+		}
+		if time.Since(began) >= deadlockCheckAfter {
+			s.waitingOn.Store(nil)
+			return long()
+		}
+	}
+}

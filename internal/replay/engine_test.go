@@ -1,0 +1,162 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// orderSink keeps the fingerprints of the statements in the order they
+// were recorded.
+type orderSink struct {
+	nopSink
+	mu  sync.Mutex
+	fps []string
+}
+
+func (o *orderSink) Statement(s Sample) {
+	o.mu.Lock()
+	o.fps = append(o.fps, s.Fingerprint)
+	o.mu.Unlock()
+}
+
+// TestEngineWaitsApart: at speed 0 (the engine, engine_linux.go), a
+// session waiting for a long answer, one reading a large answer in many
+// reads and one writing a statement larger than the socket's buffer hold
+// up none of the others: a session's 2,000 quick statements, read after
+// a 3 s statement and issued while it runs, are all recorded before it. Every statement
+// runs, as it does with a goroutine per session.
+func TestEngineWaitsApart(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	var l testLog
+	sleeper := l.session("postgres", "postgres", 0)
+	sleeper.query(time.Millisecond, 3*time.Second, "SELECT pg_sleep(3)")
+	sleeper.disconnect(4 * time.Second)
+	// Logged after the 3 s statement's line, as if they ran after it:
+	// at speed 0 they are read after it, and run while it does.
+	quick := l.session("postgres", "postgres", 0)
+	const n = 2000
+	for i := range n {
+		quick.query(3100*time.Millisecond+time.Duration(i)*time.Microsecond, time.Microsecond, "SELECT 1")
+	}
+	quick.disconnect(4 * time.Second)
+	reader := l.session("postgres", "postgres", 0)
+	reader.query(time.Millisecond, 100*time.Millisecond, "SELECT repeat('x', 1000) FROM generate_series(1, 20000)")
+	reader.disconnect(time.Second)
+	writer := l.session("postgres", "postgres", 0)
+	big := strings.Repeat("y", 4<<20)
+	writer.query(time.Millisecond, 10*time.Millisecond, "SELECT length('"+big+"')")
+	writer.disconnect(time.Second)
+	path := l.write(t)
+	for _, mode := range []Sessions{SessionsEngine, SessionsGoroutines} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			sink := &orderSink{}
+			res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Sink: sink, Sessions: mode})
+			if got, want := res.Statements.Executed, int64(n+3); got != want || res.Statements.Failed != 0 {
+				t.Fatalf("executed %d, failed %d, want %d and 0 (skipped %v)", got, res.Statements.Failed, want, res.Statements.Skipped)
+			}
+			sleep, one := fp("SELECT pg_sleep(3)"), fp("SELECT 1")
+			seen := 0
+			for _, f := range sink.fps {
+				switch f {
+				case one:
+					seen++
+				case sleep:
+					if seen != n {
+						t.Errorf("the 3 s statement ended after %d of the other session's %d quick ones: it held them up", seen, n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEngineFaults: the target restarted, or frozen (SIGSTOP), while the
+// engine replays at speed 0. Restarted, the sessions reconnect and go on,
+// the statements lost counted; frozen, the I/O watch cuts the silent
+// connections of sessions parked on the engine, and the replay ends,
+// marked incomplete. The counters add up either way.
+func TestEngineFaults(t *testing.T) {
+	const sessions, each = 8, 20000
+	var l testLog
+	for s := range sessions {
+		ss := l.session("postgres", "postgres", 0)
+		for i := range each {
+			ss.query(time.Duration(i)*time.Millisecond, time.Microsecond, fmt.Sprintf("INSERT INTO t VALUES (%d, %d)", s, i))
+		}
+		ss.disconnect(time.Duration(each) * time.Millisecond)
+	}
+	path := l.write(t)
+	for _, fault := range []string{"restart", "freeze"} {
+		t.Run(fault, func(t *testing.T) {
+			ctx := context.Background()
+			c := pgclustertest.StartT(t, pgcluster.Options{})
+			t.Cleanup(func() { c.Thaw() })
+			if err := c.Exec(ctx, "postgres", "CREATE TABLE t (s int, i int)"); err != nil {
+				t.Fatal(err)
+			}
+			var rows int64
+			faulted := make(chan error, 1)
+			go func() {
+				conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+				if err != nil {
+					faulted <- err
+					return
+				}
+				// Poll until the replay is well under way.
+				for rows < 4000 {
+					res := conn.ExecParams(ctx, "SELECT count(*) FROM t", nil, nil, nil, nil).Read()
+					if res.Err != nil {
+						faulted <- res.Err
+						return
+					}
+					fmt.Sscan(string(res.Rows[0][0]), &rows)
+				}
+				conn.Close(ctx)
+				if fault == "restart" {
+					faulted <- c.Restart(ctx, "fast")
+					return
+				}
+				faulted <- c.Freeze()
+			}()
+			res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 0, IOTimeout: 2 * time.Second, ConnectTimeout: 20 * time.Second, Sessions: SessionsEngine})
+			if err := <-faulted; err != nil {
+				t.Fatal(err)
+			}
+			s := res.Statements
+			t.Logf("%s after %d rows: executed %d, failed %d, skipped %v, reconnects %d, lost %d, incomplete %q",
+				fault, rows, s.Executed, s.Failed, s.Skipped, res.Sessions.Reconnects, res.Lost, res.Incomplete)
+			if err := s.Check(); err != nil {
+				t.Error(err)
+			}
+			switch fault {
+			case "restart":
+				if s.Total != sessions*each {
+					t.Errorf("%d statements counted, want %d", s.Total, sessions*each)
+				}
+				if res.Sessions.Reconnects == 0 || s.Executed <= rows || res.Lost == 0 {
+					t.Errorf("restart: %d reconnections, %d executed after %d rows, %d lost: want reconnections, statements run after it, and lost ones counted",
+						res.Sessions.Reconnects, s.Executed, rows, res.Lost)
+				}
+				if s.Skipped[SkipConnectionLost] == 0 {
+					t.Errorf("no statement skipped for the lost connection: %v", s.Skipped)
+				}
+			case "freeze":
+				if res.Complete() || !strings.Contains(strings.Join(res.Incomplete, " "), "stopped answering") {
+					t.Errorf("frozen target: incomplete %q, want it saying the target stopped answering", res.Incomplete)
+				}
+			}
+			if res.Outcomes.FailedOnlyOnTarget != 0 {
+				t.Errorf("%d statements failed only on the target: %v", res.Outcomes.FailedOnlyOnTarget, res.ErrorsBySQLState)
+			}
+		})
+	}
+}
