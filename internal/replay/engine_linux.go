@@ -253,6 +253,13 @@ func (t *task) park() { t.yield(struct{}{}) }
 // read or write that would wait parks the task until epoll says the
 // socket is ready; anywhere else (connecting, pgconn's own calls, a
 // goroutine of blocking work) it is the plain net.Conn.
+//
+// pgconn reads the socket from a goroutine of its own only after its
+// slow-write timer fired, which its own calls (Prepare, Close) arm and
+// the replay's exchange (wire.go) does not: such a read never runs
+// inside an exchange. parked also checks that the engine is running the
+// socket's own session, so that a read from any other goroutine takes
+// the plain path.
 type engineConn struct {
 	net.Conn
 	e    *engine
