@@ -101,6 +101,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	var pollOfT, pollCPUOf, rawOfT, rawCPUOf []float64
 	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor, rowOfT, rowCPUOf []float64
 	for round := range rounds {
+		var pgbenchSw, replaySw [2]float64
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU, poll, pollCPU, rawG, rawGCPU float64
 		var floorWaits, floorParks, floorGiveUps int
 		var rowFloor, rowCPU float64
@@ -110,11 +111,15 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		runs := []func(){
 			func() {
 				ch0 := cpuTime(syscall.RUSAGE_CHILDREN)
+				v0, i0 := switches(syscall.RUSAGE_CHILDREN)
 				base = pgbenchRate(b, c, clients, secs)
 				pgbenchCPU = (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
+				v1, i1 := switches(syscall.RUSAGE_CHILDREN)
+				pgbenchSw = [2]float64{float64(v1-v0) / (base * float64(secs)), float64(i1-i0) / (base * float64(secs))}
 			},
 			func() {
 				self0 := cpuTime(syscall.RUSAGE_SELF)
+				v0, i0 := switches(syscall.RUSAGE_SELF)
 				var stop func()
 				if profDir != "" {
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
@@ -125,6 +130,9 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop()
 				}
 				replayCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(res.Statements.Executed+res.Statements.Failed)
+				v1, i1 := switches(syscall.RUSAGE_SELF)
+				n := float64(res.Statements.Executed + res.Statements.Failed)
+				replaySw = [2]float64{float64(v1-v0) / n, float64(i1-i0) / n}
 			},
 		}
 		if full {
@@ -199,6 +207,8 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, replay %.1f µs; pgbench %.0f stmt/s, replay %.0f stmt/s (%.2f of pgbench) in %.2f s",
 				layout, round+1, pgbenchCPU*1e6, replayCPU*1e6, base, rate, rate/base, res.WallSeconds)
 		}
+		b.Logf("%s round %d: context switches per statement (voluntary, involuntary): pgbench %.2f, %.2f; replay %.2f, %.2f",
+			layout, round+1, pgbenchSw[0], pgbenchSw[1], replaySw[0], replaySw[1])
 		b.Logf("%s round %d: replay statements per 500 ms: %v", layout, round+1, tl.buckets())
 		b.Logf("%s round %d: replay sync %s", layout, round+1, syncLine(res))
 		ofT = append(ofT, rate/base)
@@ -455,6 +465,16 @@ func startProfiles(b *testing.B, dir, run string) func() {
 
 // cpuTime is the user+system CPU seconds of who (RUSAGE_SELF or
 // RUSAGE_CHILDREN, the children waited for).
+// switches returns the context switches of who so far, voluntary (the
+// thread slept: waited for a socket) and not.
+func switches(who int) (voluntary, involuntary int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0, 0
+	}
+	return ru.Nvcsw, ru.Nivcsw
+}
+
 func cpuTime(who int) float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {
