@@ -475,7 +475,13 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 		begin := time.Now()
 		s.conn, err = r.dial(ctx, cfg)
 		if err == nil {
-			s.ec, _ = s.conn.Conn().(*engineConn)
+			if s.ec, _ = s.conn.Conn().(*engineConn); s.ec != nil {
+				// Off Go's netpoller before the first statement (see
+				// detach). Should it fail (no descriptor left to
+				// duplicate), the socket stays on the netpoller,
+				// which costs idle threads' wake-ups, not results.
+				_ = s.ec.detach()
+			}
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)
 			s.unwatch = s.watchHard(s.conn)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -454,7 +455,21 @@ func startProfiles(b *testing.B, dir, run string) func() {
 		pf.Close()
 	}
 	writeProfile("allocs", "allocs0")
+	// BENCH_TRACE=1: an execution trace of the run too (go tool trace).
+	var tf *os.File
+	if os.Getenv("BENCH_TRACE") != "" {
+		if tf, err = os.Create(filepath.Join(dir, "trace-"+run+".out")); err != nil {
+			b.Fatal(err)
+		}
+		if err := trace.Start(tf); err != nil {
+			b.Fatal(err)
+		}
+	}
 	return func() {
+		if tf != nil {
+			trace.Stop()
+			tf.Close()
+		}
 		pprof.StopCPUProfile()
 		f.Close()
 		writeProfile("allocs", "allocs")
@@ -463,8 +478,6 @@ func startProfiles(b *testing.B, dir, run string) func() {
 	}
 }
 
-// cpuTime is the user+system CPU seconds of who (RUSAGE_SELF or
-// RUSAGE_CHILDREN, the children waited for).
 // switches returns the context switches of who so far, voluntary (the
 // thread slept: waited for a socket) and not.
 func switches(who int) (voluntary, involuntary int64) {
@@ -475,6 +488,8 @@ func switches(who int) (voluntary, involuntary int64) {
 	return ru.Nvcsw, ru.Nivcsw
 }
 
+// cpuTime is the user+system CPU seconds of who (RUSAGE_SELF or
+// RUSAGE_CHILDREN, the children waited for).
 func cpuTime(who int) float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {
