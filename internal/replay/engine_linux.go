@@ -57,6 +57,7 @@ type engine struct {
 
 	cur      atomic.Pointer[task] // the task running, nil between tasks
 	blocking atomic.Int64         // goroutines of session.block running
+	detached atomic.Int64         // sockets taken off Go's netpoller
 	done     chan struct{}        // closed when the loop returned
 }
 
@@ -302,6 +303,7 @@ func (c *engineConn) detach() error {
 	c.local, c.remote = c.Conn.LocalAddr(), c.Conn.RemoteAddr()
 	c.Conn.Close()
 	c.fd, c.detached = fd, true
+	c.e.detached.Add(1)
 	return nil
 }
 
