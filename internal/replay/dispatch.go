@@ -213,7 +213,10 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		}
 		d.running = append(d.running, s)
 		r.c.sessions.Add(1)
-		if e := r.engine; e != nil {
+		if n := len(r.engines); n > 0 {
+			// In turn, as pgbench -j deals its clients to its threads.
+			e := r.engines[r.started%n]
+			r.started++
 			r.wg.Add(1)
 			e.start(func(t *task) {
 				defer r.wg.Done()

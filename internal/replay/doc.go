@@ -35,7 +35,8 @@
 // answers of all their connections with one epoll, as pgbench does from
 // one thread: the same session code, parked where it would wait, without
 // a goroutine parked and woken per statement. Options.Sessions chooses;
-// by default the engine runs when the process has one CPU for Go code.
+// by default the engine runs when the process has at most two CPUs for
+// Go code (Options.Sessions, Options.Engines).
 //
 // At speed > 0 a session connects half a second (connectAheadBy) before
 // its first event is due, and the clock starts once the sessions of the

@@ -11,7 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-// TestEngineDetaches: every connection a session opens on the engine is
+// TestEngineDetaches: every connection a session opens on an engine is
 // taken off Go's netpoller
 // before its first statement (engineConn.detach). Left on it, each answer
 // and each read the server makes of a statement also wakes an idle
@@ -29,28 +29,40 @@ func TestEngineDetaches(t *testing.T) {
 		s.disconnect(time.Second)
 	}
 	path := l.write(t)
-	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	r, err := New(Options{Target: c.DSN("postgres"), Speed: 0, Sessions: SessionsEngine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := r.Run(ctx, ctx, selected(source.Selection{}, rd))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.engine == nil {
-		t.Fatal("the replay did not run on the engine")
-	}
-	if res.Statements.Executed != sessions*50 || res.Statements.Failed != 0 {
-		t.Fatalf("executed %d statements, %d failed, want %d and 0", res.Statements.Executed, res.Statements.Failed, sessions*50)
-	}
-	if got := r.engine.detached.Load(); got != sessions {
-		t.Errorf("%d of the %d connections were taken off Go's netpoller", got, sessions)
+	// On one engine, and dealt to two in turn (2 and 1).
+	for _, engines := range []int{1, 2} {
+		rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		r, err := New(Options{Target: c.DSN("postgres"), Speed: 0, Sessions: SessionsEngine, Engines: engines})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := r.Run(ctx, ctx, selected(source.Selection{}, rd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.engines) != engines {
+			t.Fatalf("the replay ran on %d engines, want %d", len(r.engines), engines)
+		}
+		if res.Statements.Executed != sessions*50 || res.Statements.Failed != 0 {
+			t.Fatalf("%d engines: executed %d statements, %d failed, want %d and 0", engines, res.Statements.Executed, res.Statements.Failed, sessions*50)
+		}
+		var per []int64
+		total := int64(0)
+		for _, e := range r.engines {
+			per = append(per, e.detached.Load())
+			total += e.detached.Load()
+		}
+		if total != sessions {
+			t.Errorf("%d engines: %d of the %d connections were taken off Go's netpoller", engines, total, sessions)
+		}
+		if engines == 2 && (per[0] != 2 || per[1] != 1) {
+			t.Errorf("two engines: connections %v, want [2 1] (dealt in turn)", per)
+		}
 	}
 }

@@ -59,6 +59,11 @@ type Options struct {
 	DryRun bool
 	// Sessions says how the sessions run at speed 0 (see Sessions).
 	Sessions Sessions
+	// Engines is how many engines (threads) the sessions are dealt to
+	// in turn when they run on the engine, as pgbench -j deals its
+	// clients to threads; 0 is one. Two engines sharing a 2-core machine
+	// with the server measured slower than one (docs/performance.md).
+	Engines int
 
 	// ReadOnly replays only statements that cannot write, decided by
 	// parsing; sessions also run with default_transaction_read_only=on.
@@ -291,10 +296,12 @@ func syncMode(m syncdep.Mode) results.SyncMode {
 type Sessions int
 
 const (
-	// SessionsAuto runs them on the engine when the process has one
-	// CPU to run Go code on (GOMAXPROCS 1), else on goroutines: the
-	// engine drives every session from one thread, and with more CPUs
-	// the goroutines measured better (docs/performance.md).
+	// SessionsAuto runs them on one engine when the process has at most
+	// two CPUs to run Go code on (GOMAXPROCS), else on goroutines. One
+	// engine drives every session from one thread, as pgbench -j 1:
+	// with one or two CPUs it measured better than the goroutines on
+	// both rate and CPU (docs/performance.md); with more, goroutines use
+	// them all, where one engine stops at one CPU's worth of statements.
 	SessionsAuto Sessions = iota
 	// SessionsGoroutines gives each session a goroutine of its own.
 	SessionsGoroutines
@@ -303,6 +310,10 @@ const (
 	// goroutines).
 	SessionsEngine
 )
+
+// autoEngineCPUs is the most CPUs (GOMAXPROCS) with which SessionsAuto
+// chooses the engine: up to where it was measured (a 2-core machine).
+const autoEngineCPUs = 2
 
 // engine reports whether the sessions of a replay with this schedule
 // run on the engine, with gomaxprocs CPUs for Go code.
@@ -314,9 +325,14 @@ func (m Sessions) engine(paced, dryRun bool, gomaxprocs int) bool {
 	case SessionsEngine:
 		return true
 	case SessionsAuto:
-		return gomaxprocs == 1
+		return gomaxprocs <= autoEngineCPUs
 	}
 	return false
+}
+
+// engines is how many engines a replay on the engine runs.
+func (o Options) engines() int {
+	return max(o.Engines, 1)
 }
 
 func (m Sessions) String() string {

@@ -25,8 +25,11 @@ type Replayer struct {
 	cache  *fingerprint.Cache
 	budget *budget
 	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	engine *engine       // at speed 0 (engine_linux.go); nil elsewhere
-	conns  connLog       // every connection opened, for Connections
+	// At speed 0 on the engine (engine_linux.go), its loops: the
+	// sessions are spread over them; the first runs the dispatcher.
+	engines []*engine
+	started int     // sessions started on the engines (the dispatcher's)
+	conns   connLog // every connection opened, for Connections
 	// destructive counts the statements read that destroy or reshape
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
@@ -120,24 +123,28 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	res.DryRun, res.Speed = r.opts.DryRun, r.opts.Speed
 	res.StartedAt = results.Time(r.began.UnixMicro())
 	if r.opts.Sessions.engine(r.sched.Paced(), r.opts.DryRun, runtime.GOMAXPROCS(0)) {
-		if r.engine = newEngine(); r.engine != nil {
-			go func() {
-				// Parked sessions look at the stop when woken.
-				select {
-				case <-r.stopCh:
-					r.engine.wakeAll()
-				case <-r.engine.done:
-				}
-			}()
+		for range r.opts.engines() {
+			if e := newEngine(); e != nil {
+				r.engines = append(r.engines, e)
+				go func() {
+					// Parked sessions look at the stop when woken.
+					select {
+					case <-r.stopCh:
+						e.wakeAll()
+					case <-e.done:
+					}
+				}()
+			}
 		}
 	}
 	var readErr error
-	if e := r.engine; e != nil && r.peers() == nil {
-		// The dispatcher runs on the engine too: the whole replay on
-		// one thread, as pgbench's clients. With other shards it
-		// stays on this goroutine: it waits for them on the network.
+	if len(r.engines) > 0 && r.peers() == nil {
+		// The dispatcher runs on the first engine too: with one, the
+		// whole replay on one thread, as pgbench's clients. With other
+		// shards it stays on this goroutine: it waits for them on the
+		// network.
 		done := make(chan struct{})
-		e.start(func(t *task) {
+		r.engines[0].start(func(t *task) {
 			defer close(done)
 			r.budget.task.Store(t)
 			readErr = r.dispatchOn(t, src, res)
@@ -147,8 +154,8 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 		readErr = r.dispatch(src, res)
 	}
 	r.wg.Wait()
-	if r.engine != nil {
-		r.engine.close()
+	for _, e := range r.engines {
+		e.close()
 	}
 	if readErr != nil || r.stopped() {
 		res.Partial = true

@@ -66,17 +66,20 @@ func testRowsMixing(t *testing.T, simple bool) {
 			}
 		}
 	}
-	// At speed 0 once with a goroutine per session, once on the engine.
-	for i, speed := range []float64{1, 0, 0} {
-		mode := SessionsGoroutines
-		if i == 2 {
-			mode = SessionsEngine
-		}
+	// At speed 0 once with a goroutine per session, once on one
+	// engine, once on two, where a commit wakes sessions of the other
+	// engine's thread.
+	for _, run := range []struct {
+		speed   float64
+		mode    Sessions
+		engines int
+	}{{1, SessionsGoroutines, 0}, {0, SessionsGoroutines, 0}, {0, SessionsEngine, 1}, {0, SessionsEngine, 2}} {
+		speed, mode := run.speed, run.mode
 		fresh()
-		res := replayLog(t, log, workload.LogLinePrefix, Options{Speed: speed, Target: target.DSN("postgres"), Sessions: mode})
+		res := replayLog(t, log, workload.LogLinePrefix, Options{Speed: speed, Target: target.DSN("postgres"), Sessions: mode, Engines: run.engines})
 		checkInvariant(t, res)
 		got := mixState(t, target.DSN(workload.MixDatabase))
-		t.Logf("speed %v, sessions %v: %s; %d ordered by row", speed, mode, syncLine(res), res.Sync.ByRow)
+		t.Logf("speed %v, sessions %v (%d engines): %s; %d ordered by row", speed, mode, run.engines, syncLine(res), res.Sync.ByRow)
 		if res.Sync.Mode != results.SyncObject || res.Sync.ByRow == 0 || res.Sync.KeyNotLogged != 0 {
 			t.Errorf("speed %v: sync %s, %d by row, %d key not logged", speed, res.Sync.Mode, res.Sync.ByRow, res.Sync.KeyNotLogged)
 		}

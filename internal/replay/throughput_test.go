@@ -126,7 +126,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
 				}
 				tl = &timeline{start: time.Now()}
-				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0)), Sync: benchSync(b), Sessions: benchSessions(b)})
+				res = replayLog(b, files[len(files)-1], workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sink: tl, Budget: int64(envInt("BENCH_BUDGET", 0)), Sync: benchSync(b), Sessions: benchSessions(b), Engines: envInt("BENCH_ENGINES", 0)})
 				if stop != nil {
 					stop()
 				}
