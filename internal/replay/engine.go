@@ -76,16 +76,10 @@ func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (syn
 			return synced{wait: time.Since(began)}, false
 		}
 		if tx.Ran() {
-			if tx.Lost() {
-				// What it depended on will never be on the target.
-				waited := time.Since(began)
-				sr.record(waited, "", "", false)
-				return synced{wait: waited, lostDep: true}, true
-			}
-			if why := givenUp(&awaited{tx: tx}); why != "" {
+			if lost, why := woken(&awaited{tx: tx}, false); lost || why != "" {
 				waited := time.Since(began)
 				sr.record(waited, why, "", false)
-				return synced{wait: waited, giveUp: why}, true
+				return synced{wait: waited, giveUp: why, lostDep: lost}, true
 			}
 			continue
 		}

@@ -305,15 +305,7 @@ wait:
 		select {
 		case <-ch:
 			t.Stop()
-			if aw.tx != nil && aw.tx.Lost() && !start {
-				// What it depended on will never be on the target.
-				lostDep = true
-				break wait
-			}
-			if why := givenUp(aw); why != "" {
-				// Another shard's commit, released because its
-				// shard was lost: it did not run.
-				reason = why
+			if lostDep, reason = woken(aw, start); lostDep || reason != "" {
 				break wait
 			}
 			ch, aw = next()
@@ -370,6 +362,18 @@ wait:
 	}
 	sr.record(waited, reason, cause, start)
 	return synced{wait: waited, giveUp: reason, lostDep: lostDep}, true
+}
+
+// woken says what became of what a wait for aw woke for: the commit
+// lost, so that what depended on it will never be on the target (not said
+// of a start barrier's wait), or why its owner gave it up (another shard's
+// commit, released because its shard was lost: it did not run); neither
+// when the wait goes on to what is next.
+func woken(aw *awaited, start bool) (lost bool, why string) {
+	if aw.tx != nil && aw.tx.Lost() && !start {
+		return true, ""
+	}
+	return false, givenUp(aw)
 }
 
 // givenUp is why the owner of the awaited commit gave it up (another
