@@ -65,8 +65,9 @@
 #        rounds (this build, the baseline and pgbench -T only; more
 #        rounds in the time, for an A/B of two builds),
 #        BENCH_SESSIONS=engine|goroutines to run this build's sessions
-#        so at speed 0 (default auto: the engine with GOMAXPROCS 1, so
-#        apart; see docs/performance.md),
+#        so at speed 0 (default auto: one engine with GOMAXPROCS up to 2,
+#        so in both layouts here; see docs/performance.md),
+#        BENCH_ENGINES=N to deal them to N engines (default one),
 #        BENCH='Speed0Experiment|Lag200Sessions' to run fewer)
 set -euo pipefail
 cd "$(dirname "$0")/.."

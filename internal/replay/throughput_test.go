@@ -556,8 +556,8 @@ func (t *timeline) buckets() []int {
 }
 
 // benchSessions is BENCH_SESSIONS: how this build's replay runs its
-// sessions, auto (the default: the engine with GOMAXPROCS 1, as in the
-// apart layout), engine or goroutines.
+// sessions, auto (the default: one engine with GOMAXPROCS up to 2, so in
+// both layouts on a 2-core machine), engine or goroutines.
 func benchSessions(b *testing.B) Sessions {
 	switch m := envString("BENCH_SESSIONS", "auto"); m {
 	case "auto":
