@@ -1,19 +1,16 @@
 package replay
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 // TestEngineDetaches: every connection a session opens on an engine is
-// taken off Go's netpoller
-// before its first statement (engineConn.detach). Left on it, each answer
+// taken off Go's netpoller before its first statement (engineConn.detach). Left on it, each answer
 // and each read the server makes of a statement also wakes an idle
 // runtime thread in the netpoller's epoll; the replay's results are the
 // same, only its CPU shows it, so this counts.
@@ -31,21 +28,7 @@ func TestEngineDetaches(t *testing.T) {
 	path := l.write(t)
 	// On one engine, and dealt to two in turn (2 and 1).
 	for _, engines := range []int{1, 2} {
-		rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rd.Close()
-		r, err := New(Options{Target: c.DSN("postgres"), Speed: 0, Sessions: SessionsEngine, Engines: engines})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res, err := r.Run(ctx, ctx, selected(source.Selection{}, rd))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, r := replayKept(t, path, Options{Target: c.DSN("postgres"), Speed: 0, Sessions: SessionsEngine, Engines: engines}, source.Selection{})
 		if len(r.engines) != engines {
 			t.Fatalf("the replay ran on %d engines, want %d", len(r.engines), engines)
 		}

@@ -111,6 +111,14 @@ func replayFile(t testing.TB, path string, opts Options) *results.Result {
 // replaySelected replays the events of a log file that sel selects.
 func replaySelected(t testing.TB, path string, opts Options, sel source.Selection) *results.Result {
 	t.Helper()
+	res, _ := replayKept(t, path, opts, sel)
+	return res
+}
+
+// replayKept is replaySelected that also returns the Replayer, for a test
+// that looks at what it kept (its engines).
+func replayKept(t testing.TB, path string, opts Options, sel source.Selection) (*results.Result, *Replayer) {
+	t.Helper()
 	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +137,7 @@ func replaySelected(t testing.TB, path string, opts Options, sel source.Selectio
 	if tt, ok := t.(*testing.T); ok {
 		checkInvariant(tt, res)
 	}
-	return res
+	return res, r
 }
 
 // selected wraps the sources of one workload with sel, as source.Open
