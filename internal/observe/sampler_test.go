@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // The building blocks a sweep step uses, against pgbench: the reader's
@@ -147,5 +150,71 @@ func TestCutChars(t *testing.T) {
 		if got := cutChars(tc.s, tc.n); got != tc.want {
 			t.Errorf("cutChars(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// Stop while a sample is in flight leaves the connection usable: a sweep
+// step reads pg_stat_statements on it next. A sample is held in flight by
+// a lock on pg_authid, which pg_stat_activity joins. Before the fix, Stop
+// cancelled the sample's query, pgx closed the connection, and the
+// step's hot queries came out empty, now and then, under load.
+func TestWaitSamplerStopKeepsConnection(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	connect := func() *pgx.Conn {
+		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		return conn
+	}
+	conn, holder, watcher := connect(), connect(), connect()
+	ws, err := StartWaitSampler(ctx, conn, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	pid := conn.PgConn().PID()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		// pg_stat_get_activity, not the view: the view joins pg_authid.
+		if err := watcher.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_get_activity($1) WHERE wait_event_type = 'Lock'", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sampler's query never waited on the lock")
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		_, _, err := ws.Stop()
+		stopped <- err
+	}()
+	// Stop must wait for the sample; a Stop that returns while the lock
+	// is held has given up on it.
+	select {
+	case err := <-stopped:
+		t.Errorf("Stop returned while its sample waited on a lock (err %v)", err)
+		stopped <- err
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		t.Errorf("the connection after Stop: %v", err)
 	}
 }

@@ -18,11 +18,14 @@ import (
 // It leaves out its own backend and any Collector's, and the other
 // databases.
 type WaitSampler struct {
-	conn   *pgx.Conn
-	query  string
-	datid  uint32
-	cancel context.CancelFunc
-	done   chan struct{}
+	conn  *pgx.Conn
+	query string
+	datid uint32
+	// stop ends the loop between samples. Stop does not cancel a sample
+	// in flight: pgx closes a connection whose query is cancelled, and
+	// the caller reads pg_stat_statements on it next.
+	stop chan struct{}
+	done chan struct{}
 
 	mu     sync.Mutex
 	counts map[waitKey]int64
@@ -31,7 +34,8 @@ type WaitSampler struct {
 }
 
 // StartWaitSampler samples conn's database every interval on conn, from
-// its own goroutine, until Stop; conn must not be used meanwhile. It fails
+// its own goroutine, until Stop or the end of ctx; conn must not be used
+// meanwhile. It fails
 // when it cannot read the server's version or its database's oid.
 func StartWaitSampler(ctx context.Context, conn *pgx.Conn, interval time.Duration) (*WaitSampler, error) {
 	var version int
@@ -41,9 +45,8 @@ func StartWaitSampler(ctx context.Context, conn *pgx.Conn, interval time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s := &WaitSampler{conn: conn, query: activityQuery(version), datid: datid, cancel: cancel,
-		done: make(chan struct{}), counts: map[waitKey]int64{}}
+	s := &WaitSampler{conn: conn, query: activityQuery(version), datid: datid,
+		stop: make(chan struct{}), done: make(chan struct{}), counts: map[waitKey]int64{}}
 	go s.loop(ctx, interval)
 	return s, nil
 }
@@ -54,15 +57,15 @@ func (s *WaitSampler) loop(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		if err := s.sample(ctx); err != nil {
-			if ctx.Err() == nil {
-				s.mu.Lock()
-				s.err = err
-				s.mu.Unlock()
-			}
+			s.mu.Lock()
+			s.err = err
+			s.mu.Unlock()
 			return
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.stop:
 			return
 		case <-t.C:
 		}
@@ -95,11 +98,13 @@ func (s *WaitSampler) sample(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends sampling and returns the wait states by samples, most first
-// (Share over all of them), and the sampling rounds. A sampler whose query
-// failed returns what it counted until then, with the error.
+// Stop ends sampling, after the sample in flight if there is one, and
+// returns the wait states by samples, most first (Share over all of
+// them), and the sampling rounds. The connection is the caller's again,
+// usable. A sampler whose query failed (or whose context ended) returns
+// what it counted until then, with the error.
 func (s *WaitSampler) Stop() (waits []WaitCount, rounds int64, err error) {
-	s.cancel()
+	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()

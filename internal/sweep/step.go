@@ -118,6 +118,7 @@ type windowProbe struct {
 	cpuErr   error
 	pgssEnd  map[int64]observe.QueryCounts
 	pgssSecs float64
+	pgssErr  error // either read of pg_stat_statements
 	waits    []observe.WaitCount
 	rounds   int64
 	waitErr  error
@@ -144,7 +145,7 @@ func (p *windowProbe) start(ctx context.Context, at time.Time) {
 		p.cpuStart, p.cpuErr = serverCPU(p.opts.ProcDir, p.s.pid)
 	}
 	if p.stmts != nil {
-		p.pgssStart, _ = p.stmts.Counts(ctx)
+		p.pgssStart, p.pgssErr = p.stmts.Counts(ctx)
 		p.pgssAt = time.Now()
 	}
 	p.sampler, p.waitErr = observe.StartWaitSampler(ctx, p.conn, sampleEvery)
@@ -161,7 +162,7 @@ func (p *windowProbe) stop(ctx context.Context) {
 		p.cpuErr = errors.Join(p.cpuErr, err)
 	}
 	if p.stmts != nil && p.pgssStart != nil {
-		p.pgssEnd, _ = p.stmts.Counts(ctx)
+		p.pgssEnd, p.pgssErr = p.stmts.Counts(ctx)
 		p.pgssSecs = time.Since(p.pgssAt).Seconds()
 	}
 }
@@ -186,6 +187,9 @@ func (p *windowProbe) report(ctx context.Context, st *Step) {
 				st.CPUPerTxMS = &perTx
 			}
 		}
+	}
+	if p.pgssErr != nil {
+		p.opts.Progress("%s: no hot queries: %v", name, p.pgssErr)
 	}
 	if p.pgssEnd != nil {
 		st.HotQueries = hotQueries(ctx, p.stmts, p.pgssStart, p.pgssEnd, p.pgssSecs, p.opts.TopQueries)
