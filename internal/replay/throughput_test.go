@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 	var pollOfT, pollCPUOf, rawOfT, rawCPUOf []float64
 	var ofT, ofFixed, cpuOf, baseOfT, baseCPUOf, pairRate, pairCPU, floorOfT, floorCPUOf, ofFloor, cpuOfFloor, rowOfT, rowCPUOf []float64
 	for round := range rounds {
-		var pgbenchSw, replaySw [2]float64
+		var pgbenchUse, replayUse usage
 		var base, fixed, bare, pgbenchCPU, bareCPU, replayCPU, oldRate, oldCPU, floor, floorCPU, poll, pollCPU, rawG, rawGCPU float64
 		var floorWaits, floorParks, floorGiveUps int
 		var rowFloor, rowCPU float64
@@ -112,15 +113,14 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 		runs := []func(){
 			func() {
 				ch0 := cpuTime(syscall.RUSAGE_CHILDREN)
-				v0, i0 := switches(syscall.RUSAGE_CHILDREN)
+				u0 := usageOf(syscall.RUSAGE_CHILDREN)
 				base = pgbenchRate(b, c, clients, secs)
 				pgbenchCPU = (cpuTime(syscall.RUSAGE_CHILDREN) - ch0) / (base * float64(secs))
-				v1, i1 := switches(syscall.RUSAGE_CHILDREN)
-				pgbenchSw = [2]float64{float64(v1-v0) / (base * float64(secs)), float64(i1-i0) / (base * float64(secs))}
+				pgbenchUse = usageOf(syscall.RUSAGE_CHILDREN).per(u0, base*float64(secs))
 			},
 			func() {
 				self0 := cpuTime(syscall.RUSAGE_SELF)
-				v0, i0 := switches(syscall.RUSAGE_SELF)
+				u0 := usageOf(syscall.RUSAGE_SELF)
 				var stop func()
 				if profDir != "" {
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
@@ -131,9 +131,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 					stop()
 				}
 				replayCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(res.Statements.Executed+res.Statements.Failed)
-				v1, i1 := switches(syscall.RUSAGE_SELF)
-				n := float64(res.Statements.Executed + res.Statements.Failed)
-				replaySw = [2]float64{float64(v1-v0) / n, float64(i1-i0) / n}
+				replayUse = usageOf(syscall.RUSAGE_SELF).per(u0, float64(res.Statements.Executed+res.Statements.Failed))
 			},
 		}
 		if full {
@@ -208,8 +206,8 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 			b.Logf("%s round %d: client CPU per statement: pgbench %.1f µs, replay %.1f µs; pgbench %.0f stmt/s, replay %.0f stmt/s (%.2f of pgbench) in %.2f s",
 				layout, round+1, pgbenchCPU*1e6, replayCPU*1e6, base, rate, rate/base, res.WallSeconds)
 		}
-		b.Logf("%s round %d: context switches per statement (voluntary, involuntary): pgbench %.2f, %.2f; replay %.2f, %.2f",
-			layout, round+1, pgbenchSw[0], pgbenchSw[1], replaySw[0], replaySw[1])
+		b.Logf("%s round %d: per statement (context switches voluntary, involuntary): pgbench %v; replay %v",
+			layout, round+1, pgbenchUse, replayUse)
 		b.Logf("%s round %d: replay statements per 500 ms: %v", layout, round+1, tl.buckets())
 		b.Logf("%s round %d: replay sync %s", layout, round+1, syncLine(res))
 		ofT = append(ofT, rate/base)
@@ -478,14 +476,32 @@ func startProfiles(b *testing.B, dir, run string) func() {
 	}
 }
 
-// switches returns the context switches of who so far, voluntary (the
-// thread slept: waited for a socket) and not.
-func switches(who int) (voluntary, involuntary int64) {
+// usage is who's resource use so far (RUSAGE_SELF or RUSAGE_CHILDREN):
+// context switches, voluntary (the thread slept: waited for a socket) and
+// not, minor page faults, and user and system CPU seconds.
+type usage struct {
+	voluntary, involuntary, minflt float64
+	user, sys                      float64
+}
+
+func usageOf(who int) usage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {
-		return 0, 0
+		return usage{}
 	}
-	return ru.Nvcsw, ru.Nivcsw
+	return usage{float64(ru.Nvcsw), float64(ru.Nivcsw), float64(ru.Minflt),
+		float64(ru.Utime.Nano()) / 1e9, float64(ru.Stime.Nano()) / 1e9}
+}
+
+// per is the use between u0 and u, per statement of n.
+func (u usage) per(u0 usage, n float64) usage {
+	return usage{(u.voluntary - u0.voluntary) / n, (u.involuntary - u0.involuntary) / n, (u.minflt - u0.minflt) / n,
+		(u.user - u0.user) / n, (u.sys - u0.sys) / n}
+}
+
+func (u usage) String() string {
+	return fmt.Sprintf("switches %.2f, %.2f; minor faults %.3f; user %.1f µs, sys %.1f µs",
+		u.voluntary, u.involuntary, u.minflt, u.user*1e6, u.sys*1e6)
 }
 
 // cpuTime is the user+system CPU seconds of who (RUSAGE_SELF or
