@@ -158,21 +158,76 @@ func openTarget(ctx context.Context, dsn string, configs []Config) (*target, err
 		return nil, refused
 	}
 	if len(t.names) > 0 {
-		// Only superusers may read pg_file_settings; without it, the
-		// settings are reset rather than restored.
-		rows, err := conn.Query(ctx, `SELECT name, setting FROM pg_file_settings
-WHERE sourcefile LIKE '%postgresql.auto.conf' AND name = ANY($1) ORDER BY seqno`, t.names)
-		if err == nil {
-			for rows.Next() {
-				var name, setting string
-				if rows.Scan(&name, &setting) == nil {
-					t.prior[name] = setting
-				}
-			}
-			rows.Close()
+		if err := t.mayChange(ctx, conn); err != nil {
+			return nil, err
+		}
+		if err := t.readPrior(ctx, conn); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// mayChange checks that the role may change the sweep's settings with
+// ALTER SYSTEM and reload them, so that a configuration is never half
+// applied and never left in place.
+func (t *target) mayChange(ctx context.Context, conn *pgx.Conn) error {
+	var version int
+	var super, reload bool
+	err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int,
+	(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+	has_function_privilege('pg_reload_conf()', 'EXECUTE')`).Scan(&version, &super, &reload)
+	if err != nil {
+		return fmt.Errorf("check the role's privileges on the target: %w", err)
+	}
+	if super {
+		return nil
+	}
+	var missing []string
+	for _, name := range t.names {
+		// GRANT ALTER SYSTEM ON PARAMETER came with PostgreSQL 15;
+		// before it only superusers may.
+		may := false
+		if version >= 150000 {
+			if err := conn.QueryRow(ctx, `SELECT has_parameter_privilege($1, 'ALTER SYSTEM')`, name).Scan(&may); err != nil {
+				return fmt.Errorf("check the role's privilege on %s: %w", name, err)
+			}
+		}
+		if !may {
+			missing = append(missing, "ALTER SYSTEM on "+name)
+		}
+	}
+	if !reload {
+		missing = append(missing, "EXECUTE on pg_reload_conf()")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the role may not apply the configurations on the target: it lacks %s; nothing was changed (run as a superuser, or grant them)",
+			strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// readPrior reads what postgresql.auto.conf holds for the sweep's
+// settings, to put it back at the end. Without it the end would reset
+// them, and a value the DBA set with ALTER SYSTEM would be lost: a role
+// that may change a setting (GRANT ALTER SYSTEM ON PARAMETER) but not
+// read pg_file_settings (superusers only, by default) is refused before
+// anything changes.
+func (t *target) readPrior(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT name, setting FROM pg_file_settings
+WHERE sourcefile LIKE '%postgresql.auto.conf' AND name = ANY($1) ORDER BY seqno`, t.names)
+	if err == nil {
+		var name, setting string
+		_, err = pgx.ForEachRow(rows, []any{&name, &setting}, func() error {
+			t.prior[name] = setting
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("read pg_file_settings, to put back what postgresql.auto.conf holds for %s after the sweep: %w; nothing was changed (a sweep on a target needs a role that may read pg_file_settings, such as a superuser)",
+			strings.Join(t.names, ", "), err)
+	}
+	return nil
 }
 
 // apply sets cfg's settings, puts the others back, reloads and waits

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,6 +194,65 @@ func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 	}
 	if got := settingsNow(t, c.DSN("postgres"), "shared_buffers"); got["shared_buffers"] != "128MB" {
 		t.Errorf("shared_buffers %v", got)
+	}
+}
+
+// A role short of any privilege the sweep needs to apply the settings
+// and put the DBA's back is refused before anything changes. Before, a
+// role allowed ALTER SYSTEM but not pg_file_settings and pg_reload_conf
+// had its configuration written, then the DBA's work_mem reset.
+func TestSweepTargetRefusesWithoutPrivileges(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"ALTER SYSTEM SET work_mem = '7MB'", "SELECT pg_reload_conf()"} {
+		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const (
+		alter    = "GRANT ALTER SYSTEM ON PARAMETER work_mem TO %s"
+		reload   = "GRANT EXECUTE ON FUNCTION pg_reload_conf() TO %s"
+		fileRead = "GRANT EXECUTE ON FUNCTION pg_show_all_file_settings() TO %s; GRANT SELECT ON pg_file_settings TO %s"
+	)
+	for i, tc := range []struct {
+		grants []string
+		want   string
+	}{
+		{[]string{alter}, "lacks EXECUTE on pg_reload_conf()"},
+		{[]string{reload, fileRead}, "lacks ALTER SYSTEM on work_mem"},
+		{[]string{alter, reload}, "read pg_file_settings"},
+	} {
+		role := fmt.Sprintf("sweeper%d", i)
+		if err := c.Exec(context.Background(), "postgres", "CREATE ROLE "+role+" LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range tc.grants {
+			for _, sql := range strings.Split(strings.ReplaceAll(g, "%s", role), "; ") {
+				if err := c.Exec(context.Background(), "postgres", sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		opts := sweeptest.Options(t, 1)
+		opts.Target = c.DSN("postgres") + " user=" + role
+		opts.Configs = []sweep.Config{{Name: "big", Settings: map[string]string{"work_mem": "64MB"}}}
+		res, err := sweep.Run(context.Background(), opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Errorf("%s: error %v: want %q and nothing changed", role, err, tc.want)
+			continue
+		}
+		if !res.Partial || len(res.Configs[0].Steps) != 0 {
+			t.Errorf("%s: steps ran: %+v", role, res.Configs)
+		}
+		auto, err := os.ReadFile(filepath.Join(c.DataDir(), "postgresql.auto.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(auto), "work_mem = '7MB'") {
+			t.Errorf("%s: the DBA's work_mem is gone from postgresql.auto.conf:\n%s", role, auto)
+		}
+		if got := settingsNow(t, c.DSN("postgres"), "work_mem"); got["work_mem"] != "7MB" {
+			t.Errorf("%s: work_mem %v", role, got)
+		}
 	}
 }
 
