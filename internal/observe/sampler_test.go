@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,20 +182,7 @@ func TestWaitSamplerStopKeepsConnection(t *testing.T) {
 	if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	pid := conn.PgConn().PID()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var waiting bool
-		// pg_stat_get_activity, not the view: the view joins pg_authid.
-		if err := watcher.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_get_activity($1) WHERE wait_event_type = 'Lock'", pid).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sampler's query never waited on the lock")
-		}
-	}
+	waitOnLock(t, watcher, conn.PgConn().PID())
 	stopped := make(chan error, 1)
 	go func() {
 		_, _, err := ws.Stop()
@@ -216,5 +204,60 @@ func TestWaitSamplerStopKeepsConnection(t *testing.T) {
 	}
 	if err := conn.Ping(ctx); err != nil {
 		t.Errorf("the connection after Stop: %v", err)
+	}
+}
+
+// A sample that does not end (here a lock held all along) is cut
+// stopWait after Stop, which says so: a frozen target cannot hang a
+// sweep's step.
+func TestWaitSamplerStopCutsStuckSample(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	connect := func() *pgx.Conn {
+		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		return conn
+	}
+	conn, holder, watcher := connect(), connect(), connect()
+	ws, err := StartWaitSampler(ctx, conn, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	waitOnLock(t, watcher, conn.PgConn().PID())
+	_, _, err = ws.Stop()
+	if err == nil || !strings.Contains(err.Error(), "its connection was cut") {
+		t.Errorf("Stop: %v, want the cut said", err)
+	}
+	if !conn.IsClosed() {
+		t.Error("the sampler's connection is still open")
+	}
+}
+
+// waitOnLock polls until the backend pid waits on a lock.
+func waitOnLock(t *testing.T, watcher *pgx.Conn, pid uint32) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		// pg_stat_get_activity, not the view: the view joins pg_authid.
+		if err := watcher.QueryRow(context.Background(), "SELECT count(*) > 0 FROM pg_stat_get_activity($1) WHERE wait_event_type = 'Lock'", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sampler's query never waited on the lock")
+		}
 	}
 }

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -102,10 +103,20 @@ func (s *WaitSampler) sample(ctx context.Context) error {
 // returns the wait states by samples, most first (Share over all of
 // them), and the sampling rounds. The connection is the caller's again,
 // usable. A sampler whose query failed (or whose context ended) returns
-// what it counted until then, with the error.
+// what it counted until then, with the error. A sample that has not
+// ended stopWait after the stop (a frozen server, a lock) has its
+// connection cut, and Stop says so.
 func (s *WaitSampler) Stop() (waits []WaitCount, rounds int64, err error) {
 	close(s.stop)
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(stopWait):
+		s.conn.PgConn().Conn().SetDeadline(time.Unix(1, 0))
+		<-s.done
+		s.mu.Lock()
+		s.err = fmt.Errorf("the server did not answer the wait sampler within %v of the stop: its connection was cut", stopWait)
+		s.mu.Unlock()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waits, _ = waitCounts(s.counts)

@@ -133,9 +133,10 @@ func newWindowProbe(ctx context.Context, opts *Options, s *server) (*windowProbe
 	// they would show among the hot queries; only a superuser may, and
 	// otherwise they stay, at about 10 calls/s.
 	_, _ = conn.Exec(ctx, "SET pg_stat_statements.track = 'none'")
-	// Not installed or not preloaded: no hot queries.
-	stmts, _ := observe.NewStatementsReader(ctx, conn)
-	return &windowProbe{opts: opts, s: s, conn: conn, stmts: stmts}, nil
+	// Not installed or not preloaded: no hot queries, and the step says
+	// why.
+	stmts, err := observe.NewStatementsReader(ctx, conn)
+	return &windowProbe{opts: opts, s: s, conn: conn, stmts: stmts, pgssErr: err}, nil
 }
 
 // start takes the readings at the window's opening and starts sampling.

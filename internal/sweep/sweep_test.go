@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,6 +254,34 @@ func TestSweepTargetRefusesWithoutPrivileges(t *testing.T) {
 		if got := settingsNow(t, c.DSN("postgres"), "work_mem"); got["work_mem"] != "7MB" {
 			t.Errorf("%s: work_mem %v", role, got)
 		}
+	}
+}
+
+// On a target without pg_stat_statements the steps have no hot queries,
+// and each says why instead of showing an empty list as if nothing ran.
+func TestSweepTargetWithoutStatements(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	opts := sweeptest.Options(t, 1)
+	opts.Target = c.DSN("postgres")
+	opts.Init = true
+	var mu sync.Mutex
+	var lines []string
+	opts.Progress = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	res, err := sweep.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Configs[0].Steps; len(s) != 1 || len(s[0].HotQueries) != 0 {
+		t.Fatalf("steps %+v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(lines, "\n"), "no hot queries: ") {
+		t.Errorf("no step said why it has no hot queries:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
