@@ -221,7 +221,11 @@ func analysisFindings(ctx context.Context, f analyzeFlags, res *results.Result, 
 		return nil, err
 	}
 	defer closeConn()
-	return findings.Evaluate(ctx, in, findings.Options{}), nil
+	rep, err := findings.Evaluate(ctx, in, findings.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // analysisOutput is what analyze --json writes: the analysis, and its

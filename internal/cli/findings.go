@@ -126,7 +126,10 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		return err
 	}
 	defer closeConn()
-	rep := findings.Evaluate(ctx, in, f.opts)
+	rep, err := findings.Evaluate(ctx, in, f.opts)
+	if err != nil {
+		return err
+	}
 
 	out := stdio.Stdout
 	if f.jsonPath == "-" || f.htmlPath == "-" {

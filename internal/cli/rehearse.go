@@ -578,6 +578,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 	f := r.f
 	var rep *compare.Report
 	var frep *findings.Report
+	var findingsErr error
 	var plans *compareplans.Result
 	var base, cand []reportRun
 	if len(out.Control) > 0 && len(out.Candidate) > 0 {
@@ -612,7 +613,11 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			}
 		}
 		if f.findings {
-			frep = r.findings(ctx, base, cand, plans)
+			// Interrupted, the findings are left out; the rounds and
+			// the comparison are still written.
+			if frep, findingsErr = r.findings(ctx, base, cand, plans); findingsErr != nil {
+				frep = nil
+			}
 			if frep != nil {
 				fmt.Fprintln(w)
 				if err := report.WriteFindings(w, frep, replayHints); err != nil {
@@ -650,10 +655,10 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 // findings are the candidate's first round's, against the control's
 // first (errors only on the candidate), with the candidate's catalog when
 // --findings-dsn names it.
-func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) *findings.Report {
+func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) (*findings.Report, error) {
 	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload}
 	if in.Workload == nil {
-		return nil
+		return nil, nil
 	}
 	// Without --findings-dsn, the candidate target in the workload's
 	// database, with the plans already made.

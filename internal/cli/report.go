@@ -229,8 +229,11 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		}
 	}
 	var frep *findings.Report
+	var findingsErr error
 	if f.findings {
-		if frep = reportFindings(ctx, stdio.Stderr, f.plans, plans, base, cand); frep != nil {
+		// Interrupted, the findings are left out; the comparison is
+		// still written.
+		if frep, findingsErr = reportFindings(ctx, stdio.Stderr, f.plans, plans, base, cand); frep != nil {
 			fmt.Fprintln(summaryOut)
 			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
 				return fmt.Errorf("write findings: %w", err)
@@ -257,6 +260,9 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		if f.htmlPath != "-" {
 			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
 		}
+	}
+	if findingsErr != nil {
+		return findingsErr
 	}
 	switch rep.Verdict.Status {
 	case compare.VerdictDiverged:
@@ -366,13 +372,13 @@ func resultsOf(runs []reportRun) []*compare.Run {
 // candidate: errors that appear only on the target; with
 // --candidate-dsn, on its catalog and the plans already made. Nil when
 // that result holds no workload.
-func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *compareplans.Result, base, cand []reportRun) *findings.Report {
+func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *compareplans.Result, base, cand []reportRun) (*findings.Report, error) {
 	last := base[0].workload
 	if len(cand) > 0 {
 		last = cand[0].workload
 	}
 	if last == nil {
-		return nil
+		return nil, nil
 	}
 	in := findings.Input{Workload: last}
 	if len(cand) > 0 {
@@ -385,7 +391,11 @@ func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *
 		closeConn = func() {}
 	}
 	defer closeConn()
-	return findings.Evaluate(ctx, in, findings.Options{})
+	rep, err := findings.Evaluate(ctx, in, findings.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // writeReportHTML writes the comparison's page with the findings and

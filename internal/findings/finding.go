@@ -3,6 +3,8 @@ package findings
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
@@ -171,8 +173,16 @@ type Input struct {
 	CPUSource  string
 }
 
-// Evaluate evaluates every finding on in.
-func Evaluate(ctx context.Context, in Input, opts Options) *Report {
+// ErrInterrupted is Evaluate's error when its context ended during the
+// evaluation (a Ctrl-C): the checks that needed the server then failed
+// and say "not evaluated", so the report is not whole and must not be
+// shown as if it were.
+var ErrInterrupted = errors.New("interrupted while evaluating the findings: they are incomplete and left out")
+
+// Evaluate evaluates every finding on in. When ctx ends during the
+// evaluation it returns what was evaluated with an error wrapping
+// ErrInterrupted.
+func Evaluate(ctx context.Context, in Input, opts Options) (*Report, error) {
 	th := opts.thresholds()
 	r := &Report{Kind: "findings", Findings: []Finding{}, NotEvaluated: []Skip{}, Thresholds: th}
 	if in.Workload == nil {
@@ -190,7 +200,10 @@ func Evaluate(ctx context.Context, in Input, opts Options) *Report {
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
 		return cmp.Compare(b.Severity.rank(), a.Severity.rank())
 	})
-	return r
+	if err := ctx.Err(); err != nil {
+		return r, fmt.Errorf("%w (%w)", ErrInterrupted, err)
+	}
+	return r, nil
 }
 
 // eval carries one evaluation.

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,7 +174,7 @@ func TestMissingIndexWithoutHypoPG(t *testing.T) {
 		cat := &catalog.Catalog{Database: "app", ServerVersion: 160002, HypoPG: c.state,
 			Tables: []*catalog.Table{{Schema: "public", Name: "t", Tuples: 1e6, Pages: 10000, Columns: []catalog.Column{{Name: "a", Type: "int"}}}}}
 		w := &Workload{Queries: []Query{{Fingerprint: "f1", Query: "SELECT * FROM t WHERE a = $1", Calls: 10, TotalMS: 100}}}
-		fs := only(Evaluate(context.Background(), Input{Workload: w, Catalog: cat, Explainer: x}, Options{}), IDMissingIndex)
+		fs := only(evaluate(t, context.Background(), Input{Workload: w, Catalog: cat, Explainer: x}, Options{}), IDMissingIndex)
 		if len(fs) != 1 {
 			t.Fatalf("hypopg %s: %+v", c.state, fs)
 		}
@@ -183,5 +184,37 @@ func TestMissingIndexWithoutHypoPG(t *testing.T) {
 		if x.hypothetical != 0 || fs[0].Severity != Critical {
 			t.Errorf("hypopg %s: %d hypothetical checks, severity %s", c.state, x.hypothetical, fs[0].Severity)
 		}
+	}
+}
+
+// cancellingExplainer is a Ctrl-C during an EXPLAIN: the context ends and
+// the connection with it, as pgx closes a connection whose query is
+// cancelled.
+type cancellingExplainer struct{ cancel context.CancelFunc }
+
+func (x *cancellingExplainer) Explain(ctx context.Context, _ catalog.Request) (*catalog.Plan, error) {
+	x.cancel()
+	return nil, fmt.Errorf("explain: %w", context.Cause(ctx))
+}
+
+func (x *cancellingExplainer) Hypothetical(ctx context.Context, _ catalog.Request, _ string) (*catalog.Hypo, error) {
+	return nil, fmt.Errorf("conn closed")
+}
+
+// An evaluation interrupted mid-way says so: its checks that needed the
+// server fail as "not evaluated", and a caller that shows the report as
+// whole would tell the DBA that nothing was found.
+func TestEvaluateInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cat := &catalog.Catalog{Database: "app", ServerVersion: 160002, HypoPG: "missing",
+		Tables: []*catalog.Table{{Schema: "public", Name: "t", Tuples: 1e6, Pages: 10000, Columns: []catalog.Column{{Name: "a", Type: "int"}}}}}
+	w := &Workload{Queries: []Query{{Fingerprint: "f1", Query: "SELECT * FROM t WHERE a = $1", Calls: 10, TotalMS: 100}}}
+	rep, err := Evaluate(ctx, Input{Workload: w, Catalog: cat, Explainer: &cancellingExplainer{cancel}}, Options{})
+	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want ErrInterrupted and the context's", err)
+	}
+	if rep == nil || len(rep.NotEvaluated) == 0 || len(only(rep, IDMissingIndex)) != 0 {
+		t.Errorf("report %+v: want the missing-index check not evaluated", rep)
 	}
 }

@@ -20,7 +20,7 @@ func TestThresholds(t *testing.T) {
 		t.Errorf("fixed thresholds changed: %+v", th)
 	}
 
-	b, err := json.Marshal(Evaluate(context.Background(), Input{}, Options{HotCallsPerCore: 50}))
+	b, err := json.Marshal(evaluate(t, context.Background(), Input{}, Options{HotCallsPerCore: 50}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestReplayOrder(t *testing.T) {
 		return w
 	}
 	ctx := context.Background()
-	rep := Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, results.SyncOff)}, Options{})
+	rep := evaluate(t, ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, results.SyncOff)}, Options{})
 	order := only(rep, IDReplayOrder)
 	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "sync mode object") ||
 		!strings.Contains(order[0].Summary, "35 statements that succeeded in the original") ||
@@ -52,7 +52,7 @@ func TestReplayOrder(t *testing.T) {
 	} {
 		w := replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, tc.facts.Sync)
 		w.Replay = &tc.facts
-		order := only(Evaluate(ctx, Input{Workload: w}, Options{}), IDReplayOrder)
+		order := only(evaluate(t, ctx, Input{Workload: w}, Options{}), IDReplayOrder)
 		if len(order) != 1 || strings.Contains(order[0].Recommendation, "sync mode object") || !strings.Contains(order[0].Recommendation, tc.want) ||
 			!strings.Contains(order[0].Summary, "were synchronized ("+string(tc.facts.Sync)+" mode)") {
 			t.Errorf("%+v: %+v", tc.facts, order)
@@ -61,18 +61,18 @@ func TestReplayOrder(t *testing.T) {
 
 	// Other errors stay the target's; ordering errors the original had
 	// too are not the replay's.
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, results.SyncObject)}, Options{})
+	rep = evaluate(t, ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "42P01": 7}, 37, results.SyncObject)}, Options{})
 	if len(only(rep, IDReplayOrder)) != 1 || len(only(rep, IDErrors)) != 1 {
 		t.Errorf("mixed errors: %+v", rep.Findings)
 	}
 	base := replayOf(map[string]int64{"23503": 30}, 0, "")
 	base.Kind, base.Replay = "analysis", nil
-	rep = Evaluate(ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, results.SyncObject), Baseline: base}, Options{})
+	rep = evaluate(t, ctx, Input{Workload: replayOf(map[string]int64{"23503": 30}, 30, results.SyncObject), Baseline: base}, Options{})
 	if len(only(rep, IDReplayOrder)) != 0 {
 		t.Errorf("ordering errors the original had too were attributed to the replay: %+v", only(rep, IDReplayOrder))
 	}
 	// An analysis has no replay to blame.
-	rep = Evaluate(ctx, Input{Workload: base}, Options{})
+	rep = evaluate(t, ctx, Input{Workload: base}, Options{})
 	if len(only(rep, IDReplayOrder)) != 0 || len(only(rep, IDErrors)) != 1 {
 		t.Errorf("analysis: %+v", rep.Findings)
 	}

@@ -189,9 +189,19 @@ func (r *rig) evaluateOn(conn *pgx.Conn, db string, in Input, opts Options) *Rep
 	}
 	in.Catalog = cat
 	in.Explainer = &catalog.Explainer{Conn: conn}
-	rep := Evaluate(r.ctx, in, opts)
+	rep := evaluate(r.t, r.ctx, in, opts)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	r.t.Logf("findings on %s:\n%s", db, b)
+	return rep
+}
+
+// evaluate is Evaluate for a test that does not interrupt it.
+func evaluate(t *testing.T, ctx context.Context, in Input, opts Options) *Report {
+	t.Helper()
+	rep, err := Evaluate(ctx, in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return rep
 }
 
@@ -577,14 +587,14 @@ func TestQueueWithoutSkipLocked(t *testing.T) {
 	ctl := poll("ctl", "FOR UPDATE SKIP LOCKED")
 
 	w, _ := analyzeSegment(t, trig, "trig")
-	fs := only(Evaluate(r.ctx, Input{Workload: w}, Options{}), IDQueue)
+	fs := only(evaluate(r.t, r.ctx, Input{Workload: w}, Options{}), IDQueue)
 	if len(fs) != 1 || fs[0].Severity != Warning {
 		t.Fatalf("queue poll with FOR UPDATE and lock waits: %+v (lock wait lines %d)", fs, w.LockWaitLines)
 	}
 	t.Logf("observed: %s", fs[0].Summary)
 
 	w, _ = analyzeSegment(t, ctl, "ctl")
-	if fs := only(Evaluate(r.ctx, Input{Workload: w}, Options{}), IDQueue); len(fs) != 0 {
+	if fs := only(evaluate(r.t, r.ctx, Input{Workload: w}, Options{}), IDQueue); len(fs) != 0 {
 		t.Errorf("queue poll with SKIP LOCKED: %+v", fs)
 	}
 	t.Logf("control: %d lock-wait log lines with SKIP LOCKED", w.LockWaitLines)
@@ -608,10 +618,10 @@ func TestErrors(t *testing.T) {
 	base, _ := analyzeSegment(t, run("base"), "base")
 	target, _ := analyzeSegment(t, run("target"), "target")
 
-	if fs := only(Evaluate(r.ctx, Input{Workload: base}, Options{}), IDErrors); len(fs) != 0 {
+	if fs := only(evaluate(r.t, r.ctx, Input{Workload: base}, Options{}), IDErrors); len(fs) != 0 {
 		t.Errorf("errors on a workload without errors: %+v", fs)
 	}
-	fs := only(Evaluate(r.ctx, Input{Workload: target, Baseline: base}, Options{}), IDErrors)
+	fs := only(evaluate(r.t, r.ctx, Input{Workload: target, Baseline: base}, Options{}), IDErrors)
 	if len(fs) != 2 {
 		t.Fatalf("errors on the target: %+v", fs)
 	}

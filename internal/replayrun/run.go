@@ -225,7 +225,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			// The target, not asked for: when it does not take the
 			// findings' connection, they go without it and say so.
 			db := WorkloadDatabase(pf)
-			if o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.Replay.Target, db); o.FindingsErr != nil {
+			o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.Replay.Target, db)
+			if o.FindingsErr != nil && !errors.Is(o.FindingsErr, findings.ErrInterrupted) {
 				if cfg.Warn != nil {
 					cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
 				}
@@ -316,7 +317,11 @@ func replayFindings(ctx context.Context, res *results.Result, dsn, database stri
 		return nil, err
 	}
 	defer closeConn()
-	return findings.Evaluate(ctx, in, findings.Options{}), nil
+	rep, err := findings.Evaluate(ctx, in, findings.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // OptionsError is Run's error for options that cannot run.
