@@ -162,8 +162,11 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 	}
 	for _, s := range []*session{ctl, cand} {
 		if s != nil {
-			// A relation snapshot that cannot be read only loses causes.
-			_ = s.snap.LoadRelations(ctx, s.conn, r.opts.statementTimeout(), rels)
+			// A relation snapshot that cannot be read loses the
+			// causes from statistics, and says so.
+			if err := s.snap.LoadRelations(ctx, s.conn, r.opts.statementTimeout(), rels); err != nil {
+				out.Unchecked = append(out.Unchecked, problemOf(s.side, "", err))
+			}
 		}
 	}
 	var causes []Cause

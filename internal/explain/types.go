@@ -172,6 +172,10 @@ type Outcome struct {
 	// nothing found explains it.
 	Causes   []Cause   `json:"causes"`
 	Problems []Problem `json:"problems,omitempty"`
+	// Unchecked are the reads behind the causes that failed on a side
+	// (its relations' statistics, a timeout or a lock): the causes they
+	// would have found are not in Causes, and "none found" is not said.
+	Unchecked []Problem `json:"unchecked,omitempty"`
 }
 
 // Main returns the explanation the outcome's verdict rests on: the first

@@ -193,6 +193,24 @@ func TestSlowerSamePlanWords(t *testing.T) {
 	}
 }
 
+// TestNoneFoundUnchecked: a slower same plan without a cause says "none
+// found in statistics" only when the statistics were read; a side whose
+// read failed is named instead.
+func TestNoneFoundUnchecked(t *testing.T) {
+	e := explained(t, explain.ModeLiteral,
+		`Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..51.200 rows=200000 loops=1)`,
+		`Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..91.200 rows=200000 loops=1)`)
+	o := explain.Outcome{Fingerprint: "s", Verdict: explain.SamePlan, Explained: []explain.Explained{e}}
+	if got := PlanLine(&o, compare.StatusRegressed); !strings.HasSuffix(got, "cause: none found in settings, indexes or statistics") {
+		t.Errorf("read: %q", got)
+	}
+	o.Unchecked = []explain.Problem{{Side: explain.Candidate, Kind: explain.ProblemTimeout, Message: "canceling statement due to lock timeout"}}
+	want := "cause: none found in settings or indexes; statistics not checked (candidate: the read ran out of time (statement_timeout or lock_timeout): canceling statement due to lock timeout)"
+	if got := PlanLine(&o, compare.StatusRegressed); !strings.HasSuffix(got, want) {
+		t.Errorf("unread:\n got %q\nwant suffix %q", got, want)
+	}
+}
+
 // TestMoreWorkHOTWords: an update that writes more WAL with the same
 // plan is "same plan, more work", and the index that stops its HOT
 // updates is its cause, in the line, the text, the page and the JSON;

@@ -64,7 +64,7 @@ func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 	case explain.PlanChanged:
 		w := planWords{verdict: "plan changed", what: changeShort(m)}
 		if len(o.Causes) == 0 {
-			w.cause = "none found in settings, indexes or statistics"
+			w.cause = noneFound(o)
 		} else {
 			w.cause = causeShort(o.Causes[0])
 			if n := len(o.Causes) - 1; n > 0 {
@@ -89,7 +89,7 @@ func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 		case slower && len(o.Causes) > 0:
 			w.cause = causeShort(o.Causes[0])
 		case slower:
-			w.cause = "none found in settings, indexes or statistics"
+			w.cause = noneFound(o)
 		}
 		return w
 	}
@@ -107,6 +107,23 @@ func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 	}
 	w.what = strings.Join(why, "; ")
 	return w
+}
+
+// noneFound says that no cause was found, and where it was not looked
+// for: a side whose statistics could not be read.
+func noneFound(o *explain.Outcome) string {
+	if len(o.Unchecked) == 0 {
+		return "none found in settings, indexes or statistics"
+	}
+	var why []string
+	for _, p := range o.Unchecked {
+		msg := redact.Message(p.Message)
+		if p.Kind == explain.ProblemTimeout {
+			msg = "the read ran out of time (statement_timeout or lock_timeout): " + msg
+		}
+		why = append(why, string(p.Side)+": "+msg)
+	}
+	return "none found in settings or indexes; statistics not checked (" + strings.Join(why, "; ") + ")"
 }
 
 // nodeShort names a node briefly: "Seq Scan (customers)", "Index Scan
