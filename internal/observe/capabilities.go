@@ -186,6 +186,11 @@ func connect(ctx context.Context, dsn, database string) (*pgx.Conn, error) {
 			break
 		}
 	}
+	// A SET cut by the end of ctx (a Stop during a reconnection) closes
+	// the connection: not a connection to hand back.
+	if conn.IsClosed() {
+		return nil, fmt.Errorf("observe: connect: the connection closed while it was set up: %w", ctx.Err())
+	}
 	return conn, nil
 }
 

@@ -60,18 +60,26 @@ func (l *liveSet) remove(s *session) {
 	l.mu.Unlock()
 }
 
+// lateConn is the connection of a session whose statement is overdue,
+// with that statement's allowance (busyUntil): a session whose busyUntil
+// differs later has moved on to another statement.
+type lateConn struct {
+	liveConn
+	until int64
+}
+
 // overdue returns the sessions whose statement in flight is past its
 // allowance at now.
-func (l *liveSet) overdue(now int64) map[*session]liveConn {
+func (l *liveSet) overdue(now int64) map[*session]lateConn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out map[*session]liveConn
+	var out map[*session]lateConn
 	for s, c := range l.m {
 		if until := s.busyUntil.Load(); until != 0 && now > until {
 			if out == nil {
-				out = map[*session]liveConn{}
+				out = map[*session]lateConn{}
 			}
-			out[s] = c
+			out[s] = lateConn{c, until}
 		}
 	}
 	return out
@@ -95,7 +103,7 @@ func (r *Replayer) watchIO(ctx context.Context) {
 }
 
 // probe asks the target about the backends of sessions overdue.
-func (r *Replayer) probe(ctx context.Context, late map[*session]liveConn) {
+func (r *Replayer) probe(ctx context.Context, late map[*session]lateConn) {
 	var first *session
 	pids := make([]string, 0, len(late))
 	for s, c := range late {
@@ -116,7 +124,7 @@ func (r *Replayer) probe(ctx context.Context, late map[*session]liveConn) {
 	}
 	if err != nil {
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			r.targetSilent(first, late[first], err)
+			r.targetSilent(first, late[first].liveConn, err)
 		}
 		return
 	}
@@ -130,13 +138,15 @@ func (r *Replayer) probe(ctx context.Context, late map[*session]liveConn) {
 	}
 	next := time.Now().Add(r.opts.IOTimeout).UnixNano()
 	for s, c := range late {
-		until := s.busyUntil.Load()
-		if until == 0 {
-			continue // answered meanwhile
+		if s.busyUntil.Load() != c.until {
+			// Answered meanwhile; maybe the session sent its next
+			// statement, which the probe's read of the backend's
+			// state may not have seen: not to be cut.
+			continue
 		}
 		if working[strconv.FormatUint(uint64(c.pid), 10)] {
 			// Slow, not silent: the server is working on it.
-			s.busyUntil.CompareAndSwap(until, next)
+			s.busyUntil.CompareAndSwap(c.until, next)
 			continue
 		}
 		// The server is not working on it: the connection is silent.
