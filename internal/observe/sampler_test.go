@@ -154,94 +154,81 @@ func TestCutChars(t *testing.T) {
 	}
 }
 
-// Stop while a sample is in flight leaves the connection usable: a sweep
-// step reads pg_stat_statements on it next. A sample is held in flight by
-// a lock on pg_authid, which pg_stat_activity joins. Before the fix, Stop
-// cancelled the sample's query, pgx closed the connection, and the
-// step's hot queries came out empty, now and then, under load.
-func TestWaitSamplerStopKeepsConnection(t *testing.T) {
+// Stop while a sample is in flight: a sample is held in flight by a lock
+// on pg_authid, which pg_stat_activity joins.
+//   - Released within stopWait, Stop waits for it and leaves the
+//     connection usable: a sweep step reads pg_stat_statements on it
+//     next. Before the fix, Stop cancelled the sample's query, pgx closed
+//     the connection, and the step's hot queries came out empty, now and
+//     then, under load.
+//   - Held all along, the sample is cut stopWait after Stop, which says
+//     so: a frozen target cannot hang a sweep's step.
+func TestWaitSamplerStop(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	connect := func() *pgx.Conn {
-		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	// sampling starts a sampler and returns it with its connection once
+	// its sample waits on the lock, and the lock's transaction.
+	sampling := func(t *testing.T) (*pgx.Conn, *WaitSampler, pgx.Tx) {
+		connect := func() *pgx.Conn {
+			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close(context.Background()) })
+			return conn
+		}
+		conn, holder, watcher := connect(), connect(), connect()
+		ws, err := StartWaitSampler(ctx, conn, time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { conn.Close(context.Background()) })
-		return conn
+		tx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback(context.Background()) })
+		if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		waitOnLock(t, watcher, conn.PgConn().PID())
+		return conn, ws, tx
 	}
-	conn, holder, watcher := connect(), connect(), connect()
-	ws, err := StartWaitSampler(ctx, conn, time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	waitOnLock(t, watcher, conn.PgConn().PID())
-	stopped := make(chan error, 1)
-	go func() {
-		_, _, err := ws.Stop()
-		stopped <- err
-	}()
-	// Stop must wait for the sample; a Stop that returns while the lock
-	// is held has given up on it.
-	select {
-	case err := <-stopped:
-		t.Errorf("Stop returned while its sample waited on a lock (err %v)", err)
-		stopped <- err
-	case <-time.After(200 * time.Millisecond):
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-stopped; err != nil {
-		t.Errorf("Stop: %v", err)
-	}
-	if err := conn.Ping(ctx); err != nil {
-		t.Errorf("the connection after Stop: %v", err)
-	}
-}
 
-// A sample that does not end (here a lock held all along) is cut
-// stopWait after Stop, which says so: a frozen target cannot hang a
-// sweep's step.
-func TestWaitSamplerStopCutsStuckSample(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	connect := func() *pgx.Conn {
-		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-		if err != nil {
+	t.Run("released", func(t *testing.T) {
+		conn, ws, tx := sampling(t)
+		stopped := make(chan error, 1)
+		go func() {
+			_, _, err := ws.Stop()
+			stopped <- err
+		}()
+		// Stop must wait for the sample; a Stop that returns while the
+		// lock is held has given up on it.
+		select {
+		case err := <-stopped:
+			t.Errorf("Stop returned while its sample waited on a lock (err %v)", err)
+			stopped <- err
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { conn.Close(context.Background()) })
-		return conn
-	}
-	conn, holder, watcher := connect(), connect(), connect()
-	ws, err := StartWaitSampler(ctx, conn, time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	waitOnLock(t, watcher, conn.PgConn().PID())
-	_, _, err = ws.Stop()
-	if err == nil || !strings.Contains(err.Error(), "its connection was cut") {
-		t.Errorf("Stop: %v, want the cut said", err)
-	}
-	if !conn.IsClosed() {
-		t.Error("the sampler's connection is still open")
-	}
+		if err := <-stopped; err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		if err := conn.Ping(ctx); err != nil {
+			t.Errorf("the connection after Stop: %v", err)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		conn, ws, _ := sampling(t)
+		_, _, err := ws.Stop()
+		if err == nil || !strings.Contains(err.Error(), "its connection was cut") {
+			t.Errorf("Stop: %v, want the cut said", err)
+		}
+		if !conn.IsClosed() {
+			t.Error("the sampler's connection is still open")
+		}
+	})
 }
 
 // waitOnLock polls until the backend pid waits on a lock.
