@@ -155,8 +155,12 @@ func (o Options) withDefaults() Options {
 
 // Result is a candidate's runs against a control's.
 type Result struct {
-	// Ratio is the candidate's median over the control's.
-	Ratio float64
+	// Ratio is the candidate's median over the control's; when that
+	// falls outside the rank interval (runs of two kinds, with many
+	// runs), the median of the pairwise ratios instead (Pairwise), the
+	// estimate the interval is built around.
+	Ratio    float64
+	Pairwise bool
 	// Low and High bound Ratio's interval; High may be +Inf.
 	Low, High float64
 	// Level is the interval's exact confidence (0.90 for three runs
@@ -167,7 +171,9 @@ type Result struct {
 	RankInterval bool
 	// Noise is the noise floor, a factor >= 1: the spread of the
 	// control's runs (max/min) when it has two or more
-	// (NoiseMeasured), else Options.DefaultNoise.
+	// (NoiseMeasured), else Options.DefaultNoise; without a rank
+	// interval, the larger of the two (NoiseMeasured only when the
+	// spread is).
 	Noise         float64
 	NoiseMeasured bool
 	// Floor is the factor a change must reach to count:
@@ -219,12 +225,22 @@ func Effect(x, y []float64, opts Options) Result {
 		slices.Sort(ratios)
 		r.Low, r.High = ratios[k-1], ratios[len(ratios)-k]
 		r.Level, r.RankInterval = level, true
+		if r.Ratio < r.Low || r.Ratio > r.High {
+			// A point outside its own interval would contradict it,
+			// and a decision on it would rest on neither.
+			r.Ratio, r.Pairwise = Median(ratios), true
+		}
 	} else {
 		// Too few runs for a rank interval at this level: the ratio
 		// widened by the sampling error inside the runs and by the
 		// larger of the default noise and what the control's runs
 		// showed.
 		n := math.Max(o.DefaultNoise, r.Noise)
+		if n > r.Noise {
+			// The default, not what the runs showed: the floor is
+			// not a measured one, and is not labelled so.
+			r.NoiseMeasured = false
+		}
 		r.Noise = n
 		w := math.Exp(normalQuantile(1-o.Alpha/2) * math.Max(o.WithinLog, 0))
 		r.Low, r.High = r.Ratio/(n*w), r.Ratio*n*w

@@ -264,3 +264,59 @@ func TestPower(t *testing.T) {
 	}
 	t.Logf("power to find a 1.20x shift over %d trials at alpha %.2f:\n%s", trials, DefaultAlpha, table.String())
 }
+
+// The point shown with an interval is inside it, and the decision rests
+// on it: with many runs of two kinds (some runs catching a checkpoint),
+// the ratio of the medians can fall outside the rank interval (found by
+// an audit: 1.252 (1.101-1.166), beyond a 1.172 floor); the median of
+// the pairwise ratios, the interval's own estimate, is used then.
+func TestPointInsideInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	pairwise := 0
+	for it := 0; it < 30000; it++ {
+		m := 3 + r.IntN(12)
+		n := 3 + r.IntN(12)
+		hi := 1 + 3*r.Float64()
+		px, py, shift := r.Float64(), r.Float64(), 0.8+0.6*r.Float64()
+		x, y := make([]float64, m), make([]float64, n)
+		for i := range x {
+			x[i] = 1 + 0.1*r.Float64()
+			if r.Float64() < px {
+				x[i] *= hi
+			}
+		}
+		for i := range y {
+			y[i] = shift * (1 + 0.1*r.Float64())
+			if r.Float64() < py {
+				y[i] *= hi
+			}
+		}
+		res := Effect(x, y, Options{Alpha: 0.1, MinEffect: 0.1})
+		if res.Pairwise {
+			pairwise++
+		}
+		if res.RankInterval && (res.Ratio < res.Low || res.Ratio > res.High) {
+			t.Fatalf("m=%d n=%d: ratio %.3f outside its interval %.3f-%.3f", m, n, res.Ratio, res.Low, res.High)
+		}
+		if res.Beyond && (res.Change == Higher && res.Ratio < res.Floor || res.Change == Lower && res.Ratio > 1/res.Floor) {
+			t.Fatalf("m=%d n=%d: beyond the floor %.3f with ratio %.3f", m, n, res.Floor, res.Ratio)
+		}
+	}
+	if pairwise == 0 {
+		t.Error("no case took the pairwise estimate: the test no longer reaches it")
+	}
+	t.Logf("%d of 30000 cases took the pairwise estimate", pairwise)
+}
+
+// A floor that is the default, because the control's runs differed by
+// less, is not labelled measured.
+func TestDefaultFloorNotMeasured(t *testing.T) {
+	res := Effect([]float64{1, 1.02}, []float64{2, 2.02}, Options{Alpha: 0.1, MinEffect: 0.1, DefaultNoise: 2.5})
+	if res.RankInterval || res.Noise != 2.5 || res.NoiseMeasured {
+		t.Errorf("noise %v measured %v (rank interval %v): want the default 2.5, not measured", res.Noise, res.NoiseMeasured, res.RankInterval)
+	}
+	res = Effect([]float64{1, 3}, []float64{2, 6}, Options{Alpha: 0.1, MinEffect: 0.1, DefaultNoise: 2.5})
+	if res.Noise <= 2.5 || !res.NoiseMeasured {
+		t.Errorf("noise %v measured %v: want the runs' spread, above the default, measured", res.Noise, res.NoiseMeasured)
+	}
+}
