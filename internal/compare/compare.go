@@ -171,11 +171,11 @@ type Status string
 // Statuses of a query.
 const (
 	// StatusRegressed: the mean is slower beyond noise and beyond the
-	// effect floors.
+	// effect floors (or the p50, when a rule names it).
 	StatusRegressed Status = "regressed"
 	// StatusTailRegressed: the mean is not (it may even be faster),
-	// but the p95 is slower beyond noise and the floors: a tail that
-	// users feel.
+	// but the p95 (or the p99, when a rule names it) is slower beyond
+	// noise and the floors: a tail that users feel.
 	StatusTailRegressed Status = "tail_regressed"
 	// StatusImproved: the mean is faster beyond noise and the floors,
 	// and neither its median nor its tail is slower beyond noise.
@@ -219,6 +219,11 @@ const (
 	// ReasonFasterButSlowerElsewhere: the mean is faster beyond the
 	// floors, but the median or the p95 is slower: not an improvement.
 	ReasonFasterButSlowerElsewhere Reason = "mean_faster_median_or_tail_slower"
+	// ReasonNotJudged: Changed moved beyond every floor, on a figure
+	// or in a direction the verdict does not judge: a slower p50 that
+	// no rule names, or a faster p50 or p95 beside a mean that is not
+	// faster.
+	ReasonNotJudged Reason = "not_judged"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"
@@ -251,8 +256,11 @@ const (
 // divided by the baseline's, and its interval.
 type Effect struct {
 	Ratio float64 `json:"ratio"`
-	Low   float64 `json:"low"`
-	High  float64 `json:"high"`
+	// Pairwise: Ratio is the median of the run-to-run ratios, as the
+	// ratio of the medians fell outside the interval (stats.Result).
+	Pairwise bool    `json:"pairwise,omitempty"`
+	Low      float64 `json:"low"`
+	High     float64 `json:"high"`
 	// Level is the interval's confidence (IntervalRuns); 0 otherwise.
 	Level    float64      `json:"level,omitempty"`
 	Interval IntervalKind `json:"interval"`
@@ -354,12 +362,17 @@ type QueryDiff struct {
 	Query       string   `json:"query"`
 	Status      Status   `json:"status"`
 	Reasons     []Reason `json:"reasons,omitempty"`
-	Baseline    *Figures `json:"baseline,omitempty"`
-	Candidate   *Figures `json:"candidate,omitempty"`
-	Ratio       *Ratios  `json:"ratio,omitempty"`
-	Effects     *Effects `json:"effects,omitempty"`
-	// Regressed is the metric a regression is about: the mean, or the
-	// p95 for a tail regression; empty otherwise.
+	// Changed is, for a small change, the metric its under-a-floor
+	// reason is about: the first slower beyond the test of the mean,
+	// the p95 and the p50, else the first changed.
+	Changed   Metric   `json:"changed,omitempty"`
+	Baseline  *Figures `json:"baseline,omitempty"`
+	Candidate *Figures `json:"candidate,omitempty"`
+	Ratio     *Ratios  `json:"ratio,omitempty"`
+	Effects   *Effects `json:"effects,omitempty"`
+	// Regressed is the metric a regression is about: the mean (or the
+	// p50, when a rule names it), or the p95 (or the p99, when a rule
+	// names it) for a tail regression; empty otherwise.
 	Regressed Metric `json:"regressed,omitempty"`
 	// Factor is the ratio of the regressed metric (of the mean for a
 	// query that did not regress).
@@ -373,7 +386,8 @@ type QueryDiff struct {
 	// calls.
 	TailAddedMS float64 `json:"tail_added_ms"`
 	// ImpactMS ranks regressions: AddedMS, or TailAddedMS for a tail
-	// regression.
+	// regression; for a regression of the p50, its change x the
+	// candidate's timed calls, and of the p99, its change x 1% of them.
 	ImpactMS float64 `json:"impact_ms"`
 	// ErrorsP is the p-value of the error rate's increase, over the
 	// calls of all runs.

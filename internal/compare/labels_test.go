@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -170,13 +171,13 @@ func checkLabel(t *testing.T, name string, d *QueryDiff) {
 	t.Helper()
 	e := d.Effects
 	switch d.Status {
-	case StatusRegressed:
-		if d.Factor <= 1 || d.AddedMS <= 0 || d.ImpactMS != d.AddedMS || e.Mean.Change != ChangeSlower || e.Mean.Ratio < e.Mean.Floor || e.Mean.Low <= 1 {
-			t.Errorf("%s: regressed with factor %.2f, %.1f ms added, mean %+v", name, d.Factor, d.AddedMS, e.Mean)
-		}
-	case StatusTailRegressed:
-		if d.Factor <= 1 || d.TailAddedMS <= 0 || d.ImpactMS != d.TailAddedMS || e.P95.Change != ChangeSlower || e.P95.Ratio < e.P95.Floor || e.P95.Low <= 1 {
-			t.Errorf("%s: tail regressed with factor %.2f, %.1f ms added by the tail, p95 %+v", name, d.Factor, d.TailAddedMS, e.P95)
+	case StatusRegressed, StatusTailRegressed:
+		x := e.Of(d.Regressed)
+		want := map[Metric]float64{MetricMean: d.AddedMS, MetricP95: d.TailAddedMS}
+		tail := d.Regressed == MetricP95 || d.Regressed == MetricP99
+		if x == nil || tail != (d.Status == StatusTailRegressed) || d.Factor <= 1 || d.Factor != x.Ratio || d.ImpactMS <= 0 ||
+			(want[d.Regressed] != 0 && d.ImpactMS != want[d.Regressed]) || x.Change != ChangeSlower || x.Ratio < x.Floor || x.Low <= 1 {
+			t.Errorf("%s: %s on %s with factor %.2f, %.1f ms added, %+v", name, d.Status, d.Regressed, d.Factor, d.ImpactMS, x)
 		}
 	case StatusImproved:
 		if e.Mean.Change != ChangeFaster || e.Mean.Ratio > 1/e.Mean.Floor || e.Mean.High >= 1 || e.P50.Change == ChangeSlower || e.P95.Change == ChangeSlower || d.AddedMS >= 0 {
@@ -191,6 +192,34 @@ func checkLabel(t *testing.T, name string, d *QueryDiff) {
 	case StatusSmallChange:
 		if len(d.Reasons) == 0 {
 			t.Errorf("%s: small change without a reason", name)
+		}
+		// The reason agrees with the figure it names (an under-a-floor
+		// or not-judged reason names one).
+		if d.Changed == "" && slices.ContainsFunc(d.Reasons, func(r Reason) bool {
+			return r == ReasonUnderEffectFloor || r == ReasonUnderNoiseFloor || r == ReasonUnderMSFloor || r == ReasonNotJudged
+		}) {
+			t.Errorf("%s: reasons %v name no figure", name, d.Reasons)
+		}
+		if d.Changed == "" {
+			break
+		}
+		x := e.Of(d.Changed)
+		if x == nil || x.Change == ChangeNone {
+			t.Errorf("%s: small change of %q, which did not change: %+v", name, d.Changed, x)
+			break
+		}
+		r := x.Ratio
+		if r < 1 {
+			r = 1 / r
+		}
+		for _, why := range d.Reasons {
+			switch {
+			case why == ReasonUnderEffectFloor && r >= 1.1,
+				why == ReasonUnderNoiseFloor && (r < 1.1 || r >= x.Floor),
+				why == ReasonUnderMSFloor && (r < x.Floor || math.Abs(x.DeltaMS) >= 0.2),
+				why == ReasonNotJudged && (r < x.Floor || math.Abs(x.DeltaMS) < 0.2):
+				t.Errorf("%s: reason %s beside %s %+v", name, why, d.Changed, x)
+			}
 		}
 	case StatusSlowerWhileBusier:
 		x := e.Of(d.Regressed)
@@ -213,5 +242,89 @@ func checkVerdict(t *testing.T, name string, rep *Report) {
 	}
 	if n := rep.Verdict.Regressions + rep.Verdict.TailRegressions; n != len(rep.RegressionsByAddedTime) {
 		t.Errorf("%s: verdict counts %d regressions, the list %d", name, n, len(rep.RegressionsByAddedTime))
+	}
+	// A query that breaks a latency rule is a regression of the rule's
+	// metric (or slower beside one while the server was busier).
+	for _, b := range rep.Verdict.Broken {
+		q := rep.Query(b.Fingerprint)
+		if workRule(b.Metric) || b.Metric == MetricErrors {
+			continue
+		}
+		if !q.Status.Regression() && q.Status != StatusSlowerWhileBusier {
+			t.Errorf("%s: %s broken by %s, whose status is %s", name, b.Rule, b.Fingerprint, q.Status)
+		}
+	}
+}
+
+// A rule on the p50 or the p99 judges that metric: a query that breaks
+// it is a regression of it, never "unchanged" beside a failed verdict
+// (the audit's case: 'FAIL: p99>+50% broken by 1 query; no regression
+// beyond noise', the query unchanged).
+func TestRuleMetricJudged(t *testing.T) {
+	scaled := func(d dist, s float64) dist {
+		return func(r *rand.Rand, i int) int64 { return int64(float64(d(r, i)) * s) }
+	}
+	runs := func(name string, seed uint64, d dist) []*Run {
+		var out []*Run
+		for k, s := range []float64{0.97, 1.0, 1.03} {
+			out = append(out, runOf(t, fmt.Sprint(name, k), seed+uint64(k), 10000, scaled(d, s)))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		rule       string
+		base, cand dist
+		metric     Metric
+		status     Status
+	}{
+		{"p99>+50%", expAround(1000), withTail(expAround(1000), 70, 6000), MetricP99, StatusTailRegressed},
+		{"p50>+20%", withTail(expAround(1000), 10, 10000), withTail(expAround(1400), 10, 6400), MetricP50, StatusRegressed},
+	} {
+		base, cand := runs("base", 1, tc.base), runs("cand", 100, tc.cand)
+		for _, rules := range [][]Rule{nil, mustRules(t, tc.rule)} {
+			rep, err := Runs(base, cand, Options{Rules: rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := rep.Query("q")
+			checkLabel(t, tc.rule, q)
+			checkVerdict(t, tc.rule, rep)
+			if rules == nil {
+				// Not named by a rule, the metric is not judged.
+				if q.Status.Regression() {
+					t.Errorf("%s: without the rule: %s on %s", tc.rule, q.Status, q.Regressed)
+				}
+				continue
+			}
+			if q.Status != tc.status || q.Regressed != tc.metric || rep.Verdict.Status != VerdictFail {
+				t.Errorf("%s: %s on %s, verdict %s; want %s on %s and a failure", tc.rule, q.Status, q.Regressed, rep.Verdict.Status, tc.status, tc.metric)
+			}
+		}
+	}
+}
+
+// A small change's reason is about the figure that moved the way a
+// reader looks for, and says which: the audit's case had the mean 0.95x
+// faster beyond the test and the p95 1.52x slower by 0.05 ms, and the
+// reason spoke of the mean's 10% floor.
+func TestSmallChangeReasonNamesItsFigure(t *testing.T) {
+	scaled := func(d dist, s float64) dist {
+		return func(r *rand.Rand, i int) int64 { return int64(float64(d(r, i)) * s) }
+	}
+	var base, cand []*Run
+	for k, s := range []float64{0.99, 1.0, 1.01} {
+		base = append(base, runOf(t, fmt.Sprint("base", k), 1+uint64(k), 10000, scaled(expAround(50), s)))
+		cand = append(cand, runOf(t, fmt.Sprint("cand", k), 100+uint64(k), 10000, scaled(withTail(expAround(40), 15, 150), s)))
+	}
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("q")
+	checkLabel(t, "tail under the ms floor", q)
+	p95 := q.Effects.P95
+	if q.Status != StatusSmallChange || q.Changed != MetricP95 || !slices.Equal(q.Reasons, []Reason{ReasonUnderMSFloor}) {
+		t.Errorf("status %s, changed %q, reasons %v (p95 %+v, mean %+v); want a small change of the p95, under the ms floor",
+			q.Status, q.Changed, q.Reasons, p95, q.Effects.Mean)
 	}
 }

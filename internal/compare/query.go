@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -197,7 +198,7 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 	if m == MetricMean && len(b) == 1 && len(k) == 1 {
 		r = robustMean(b[0], k[0], r, so)
 	}
-	e := Effect{Ratio: r.Ratio, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
+	e := Effect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
 		Floor: r.Floor, Beyond: r.Beyond, DeltaMS: stats.Median(kv) - stats.Median(bv), P: r.P, Interval: IntervalNoiseFloor, Change: ChangeNone}
 	if r.RankInterval {
 		e.Interval = IntervalRuns
@@ -251,12 +252,18 @@ func finite(v float64) float64 {
 // positive; a query whose tail grew while its mean did not is a tail
 // regression, ranked by what the tail added; an improvement has its mean
 // faster beyond noise and the floors, with neither its median nor its
-// tail slower beyond noise.
+// tail slower beyond noise. The mean and the p95 are always judged; the
+// p50 and the p99 when a rule names them, so that a query that breaks a
+// rule is never "unchanged" (a rule breaks on the same test, rules.go).
 func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
 	slower := func(x *Effect) bool { return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor }
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
+	ruled := func(m Metric) bool {
+		return slices.ContainsFunc(c.o.Rules, func(r Rule) bool { return r.Metric == m })
+	}
+	calls := float64(d.Candidate.TimedCalls)
 	switch {
 	case slower(&e.Mean):
 		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricMean, e.Mean.Ratio, d.AddedMS
@@ -268,6 +275,12 @@ func (c *comparer) judge(d *QueryDiff) {
 		if e.Mean.Change == ChangeFaster {
 			d.Reasons = append(d.Reasons, ReasonMeanFasterTailSlower)
 		}
+	case ruled(MetricP50) && slower(&e.P50):
+		// The typical call's change, over every call.
+		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
+	case ruled(MetricP99) && slower(&e.P99):
+		// The slowest 1% of calls, as the p95's 5%.
+		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
 	case faster(&e.Mean) && e.P50.Change != ChangeSlower && e.P95.Change != ChangeSlower:
 		d.Status = StatusImproved
 	case faster(&e.Mean):
@@ -275,19 +288,32 @@ func (c *comparer) judge(d *QueryDiff) {
 		d.Reasons = append(d.Reasons, ReasonFasterButSlowerElsewhere)
 	case e.Mean.Change != ChangeNone || e.P50.Change != ChangeNone || e.P95.Change != ChangeNone:
 		d.Status = StatusSmallChange
-		for _, x := range []*Effect{&e.Mean, &e.P50, &e.P95} {
-			if x.Change != ChangeNone {
-				d.Reasons = append(d.Reasons, underWhich(x, c.o.MinEffect))
+		// The reason is about the figure a reader looks for: a
+		// slower one first.
+		d.Changed = MetricMean
+		for _, m := range []Metric{MetricMean, MetricP95, MetricP50} {
+			if e.Of(m).Change == ChangeSlower {
+				d.Changed = m
 				break
 			}
 		}
+		if e.Of(d.Changed).Change != ChangeSlower {
+			for _, m := range []Metric{MetricMean, MetricP50, MetricP95} {
+				if e.Of(m).Change != ChangeNone {
+					d.Changed = m
+					break
+				}
+			}
+		}
+		d.Reasons = append(d.Reasons, underWhich(e.Of(d.Changed), c.o.MinEffect, msFloor))
 	default:
 		d.Status = StatusUnchanged
 	}
 }
 
-// underWhich says which floor a change beyond the test stayed under.
-func underWhich(x *Effect, minEffect float64) Reason {
+// underWhich says which floor a change beyond the test stayed under, or
+// that it cleared them all on a figure the verdict does not judge.
+func underWhich(x *Effect, minEffect, msFloor float64) Reason {
 	r := x.Ratio
 	if r < 1 && r > 0 {
 		r = 1 / r
@@ -297,8 +323,10 @@ func underWhich(x *Effect, minEffect float64) Reason {
 		return ReasonUnderEffectFloor
 	case r < x.Floor:
 		return ReasonUnderNoiseFloor
-	default:
+	case math.Abs(x.DeltaMS) < msFloor:
 		return ReasonUnderMSFloor
+	default:
+		return ReasonNotJudged
 	}
 }
 

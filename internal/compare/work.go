@@ -81,7 +81,9 @@ const WarnWorkNotCompared WarningKind = "work_not_compared"
 // WorkEffect is a work figure's change: the candidate's median per call
 // over its runs divided by the baseline's, and its interval, as Effect.
 type WorkEffect struct {
-	Ratio         float64      `json:"ratio"`
+	Ratio float64 `json:"ratio"`
+	// Pairwise: as Effect's.
+	Pairwise      bool         `json:"pairwise,omitempty"`
 	Low           float64      `json:"low"`
 	High          float64      `json:"high"`
 	Level         float64      `json:"level,omitempty"`
@@ -277,7 +279,7 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	for _, m := range WorkMetrics {
 		bv, kv := perCall(bRuns, m), perCall(kRuns, m)
 		r := stats.Effect(bv, kv, stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.WorkMinEffect, Min: workResolution[m]})
-		e := WorkEffect{Ratio: r.Ratio, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
+		e := WorkEffect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
 			NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Beyond: r.Beyond, P: r.P, Change: ChangeNone,
 			Baseline: stats.Median(bv), Candidate: stats.Median(kv)}
 		e.Delta = e.Candidate - e.Baseline

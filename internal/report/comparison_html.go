@@ -228,7 +228,7 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 	t := htmlreport.Table{ID: "worst", Title: "Worst regressions (by time added per run)", Empty: "No query is slower beyond noise and the floors.",
 		Columns: []htmlreport.Column{{Label: "#", Numeric: true}, {Label: "figure", Tooltip: "the figure that regressed: mean, or p95 for a tail regression"},
 			{Label: "C/B", Numeric: true, Tooltip: "candidate / baseline, with its interval"}, {Label: "floor", Numeric: true, Tooltip: "the factor a change had to reach: effect floor, noise floor (the baseline's own runs) or the default for one run"},
-			{Label: "impact", Numeric: true, Tooltip: "time added per run: mean change × calls, or for the tail p95 change × 5% of calls"},
+			{Label: "impact", Numeric: true, Tooltip: "time added per run: mean change × calls, or for the tail p95 change × 5% of calls" + ruledImpact(rep)},
 			{Label: "calls C", Numeric: true}, {Label: "query"}}}
 	rows := func(fps []string, class string) []htmlreport.Row {
 		var out []htmlreport.Row
@@ -239,12 +239,12 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			q := rep.Query(fp)
 			e := q.Effects.Of(q.Regressed)
 			what := string(q.Regressed)
-			if q.Regressed == compare.MetricP95 {
+			if q.Status == compare.StatusTailRegressed {
 				what += " (tail)"
 			}
 			out = append(out, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
 				htmlreport.Num(strconv.Itoa(i+1), float64(i+1)), htmlreport.Text(what),
-				effectCell(e), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
+				effectCell(q, q.Regressed), htmlreport.Num(floorText(e, rep.Settings.MinEffect), e.Floor),
 				htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS),
 				htmlreport.Num(strconv.FormatInt(q.Candidate.Calls, 10), float64(q.Candidate.Calls)),
 				queryCell(fp, q.Query, pageQueryWidth),
@@ -263,22 +263,21 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 }
 
 // effectCell is a change with its interval; it may wrap before the
-// interval.
-func effectCell(e *compare.Effect) htmlreport.Cell {
+// interval. Its colour is the query's judgement of metric m, not the
+// effect's own: a change beyond noise that stays under a floor (0.2 ms
+// a call) is not red.
+func effectCell(q *compare.QueryDiff, m compare.Metric) htmlreport.Cell {
+	e := q.Effects.Of(m)
 	if e == nil {
 		return htmlreport.Num("-", 0)
 	}
 	c := htmlreport.Num(fmtEffect(e), e.Ratio)
 	c.Class = "ci"
-	switch e.Change {
-	case compare.ChangeSlower:
-		if e.Beyond {
-			c.Class += " bad"
-		}
-	case compare.ChangeFaster:
-		if e.Beyond {
-			c.Class += " good"
-		}
+	switch {
+	case q.Regressed == m && (q.Status.Regression() || q.Status == compare.StatusSlowerWhileBusier):
+		c.Class += " bad"
+	case q.Status == compare.StatusImproved && m == compare.MetricMean:
+		c.Class += " good"
 	}
 	return c
 }
@@ -774,7 +773,7 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 	t.Columns = []htmlreport.Column{{Label: "status"}, {Label: "calls C", Numeric: true, Tooltip: "the candidate's calls (median over its runs)"},
 		{Label: "mean B ms", Numeric: true}, {Label: "mean C ms", Numeric: true}, {Label: "mean C/B", Numeric: true, Tooltip: "mean C / mean B with its interval; ~ = no change told from noise"},
 		{Label: "p95 B ms", Numeric: true}, {Label: "p95 C ms", Numeric: true}, {Label: "p95 C/B", Numeric: true, Tooltip: "p95 C / p95 B with its interval"},
-		{Label: "impact", Numeric: true, Tooltip: "time added per run: (mean C − mean B) × calls C; for a tail regression, (p95 C − p95 B) × 5% of calls C"},
+		{Label: "impact", Numeric: true, Tooltip: "time a regression adds per run: (mean C − mean B) × calls C; for a tail regression, (p95 C − p95 B) × 5% of calls C" + ruledImpact(rep) + "; - for a query that is not a regression"},
 		{Label: "errors B/C", Numeric: true, Tooltip: "errors in the baseline / in the candidate"},
 		{Label: "query", Tooltip: "hover for the fingerprint"}}
 	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
@@ -802,11 +801,13 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 		}
 		mean, p95 := htmlreport.Num("-", 0), htmlreport.Num("-", 0)
 		if q.Effects != nil {
-			mean, p95 = effectCell(&q.Effects.Mean), effectCell(&q.Effects.P95)
+			mean, p95 = effectCell(q, compare.MetricMean), effectCell(q, compare.MetricP95)
 		}
-		impact := q.AddedMS
-		if q.Status == compare.StatusTailRegressed {
-			impact = q.TailAddedMS
+		// What a regression adds, as the JSON's impact_ms: nothing
+		// for a query that is not one.
+		impact := htmlreport.Num("-", 0)
+		if q.Status.Regression() || q.Status == compare.StatusSlowerWhileBusier {
+			impact = htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS)
 		}
 		st := htmlreport.Text(status)
 		st.Title = joinNotes(QueryNotes(rep, q))
@@ -814,7 +815,7 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 			st, htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
 			spreadCell(b.MeanMS, b.TimedCalls, spreadOf(b, compare.MetricMean), runs[0]), spreadCell(c.MeanMS, c.TimedCalls, spreadOf(c, compare.MetricMean), runs[1]), mean,
 			spreadCell(b.P95MS, b.TimedCalls, spreadOf(b, compare.MetricP95), runs[0]), spreadCell(c.P95MS, c.TimedCalls, spreadOf(c, compare.MetricP95), runs[1]), p95,
-			htmlreport.Num(fmtSignedTotal(impact), impact),
+			impact,
 			htmlreport.Num(strconv.FormatInt(b.Errors, 10)+"/"+strconv.FormatInt(c.Errors, 10), float64(c.Errors-b.Errors)),
 			queryCell(q.Fingerprint, q.Query, 60)}})
 	}

@@ -42,7 +42,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 		impact := fmtSignedTotal(q.ImpactMS)
 		b, c := figureOf(q.Baseline, q.Regressed), figureOf(q.Candidate, q.Regressed)
 		what := string(q.Regressed)
-		if q.Regressed == compare.MetricP95 {
+		if q.Status == compare.StatusTailRegressed {
 			what += " (tail)"
 		}
 		return []string{impact, what, fmtMS(b.v) + fmtSpread(b.spread, runs[0]), fmtMS(c.v) + fmtSpread(c.spread, runs[1]),
@@ -54,7 +54,7 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	if !rep.Noise.Measured {
 		intervals = "one-run intervals: the calls' sampling error and the default noise floor"
 	}
-	writeList(ew, rep, "Regressions by impact: time added per run (mean, or the tail's p95 x its 5% of calls); "+intervals, rep.RegressionsByAddedTime, top, regHead, regRow)
+	writeList(ew, rep, "Regressions by impact: time added per run (mean, or the tail's p95 x its 5% of calls"+ruledImpact(rep)+"); "+intervals, rep.RegressionsByAddedTime, top, regHead, regRow)
 	// By factor only when it says something the list by impact did not.
 	if !slices.Equal(rep.RegressionsByFactor, rep.RegressionsByAddedTime) {
 		writeList(ew, rep, "Regressions by factor", rep.RegressionsByFactor, top, regHead, regRow)

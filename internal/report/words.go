@@ -70,6 +70,17 @@ func fmtFactor(r float64) string {
 	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
 }
 
+// fmtPoint formats a change shown with its interval, to the precision of
+// the interval's bounds (fmtBound): three decimals close to 1, so that
+// "1.00x (1.001-1.008)", a point printed outside its own interval, or
+// "looks 1.00x slower", cannot be.
+func fmtPoint(r float64) string {
+	if r > 0.9 && r < 1.1 {
+		return strconv.FormatFloat(r, 'f', 3, 64) + "x"
+	}
+	return fmtFactor(r)
+}
+
 // fmtBound formats an interval's bound like a factor, without its "x".
 func fmtBound(r float64) string {
 	switch {
@@ -93,7 +104,7 @@ func fmtEffect(e *compare.Effect) string {
 	if e == nil {
 		return "-"
 	}
-	s := fmtFactor(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
+	s := fmtPoint(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
 	if e.Change == compare.ChangeNone {
 		return "~ " + s
 	}
@@ -154,10 +165,13 @@ func regressionsClause(rep *compare.Report) string {
 	}
 	if q := rep.Query(v.Worst); q != nil && q.Effects != nil && q.Status.Regression() {
 		e := q.Effects.Of(q.Regressed)
-		what := "mean"
-		added := fmtSignedTotal(q.AddedMS) + " per run"
-		if q.Status == compare.StatusTailRegressed {
-			what, added = "p95", fmtSignedTotal(q.TailAddedMS)+" per run by the slowest 5% of calls"
+		what := string(q.Regressed)
+		added := fmtSignedTotal(q.ImpactMS) + " per run"
+		switch q.Regressed {
+		case compare.MetricP95:
+			added += " by the slowest 5% of calls"
+		case compare.MetricP99:
+			added += " by the slowest 1% of calls"
 		}
 		s += fmt.Sprintf(", worst %s (%s %s, %s)", queryName(rep, q.Fingerprint), what, fmtEffect(e), added)
 	}
@@ -169,6 +183,22 @@ func regressionsClause(rep *compare.Report) string {
 	}
 	if v.TooFewCalls > 0 {
 		s += fmt.Sprintf("; %d %s with too few calls to judge", v.TooFewCalls, plural(v.TooFewCalls, "query", "queries"))
+	}
+	return s
+}
+
+// ruledImpact says how the impact of a regression of the p50 or the p99
+// is counted, when a rule made one; "" otherwise.
+func ruledImpact(rep *compare.Report) string {
+	var s string
+	for _, fp := range rep.RegressionsByAddedTime {
+		q := rep.Query(fp)
+		switch {
+		case q.Regressed == compare.MetricP50 && !strings.Contains(s, "p50"):
+			s += "; p50 change x calls"
+		case q.Regressed == compare.MetricP99 && !strings.Contains(s, "p99"):
+			s += "; p99 change x 1% of calls"
+		}
 	}
 	return s
 }
@@ -235,7 +265,7 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		return fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.Baseline, b.Candidate, b.Candidate-b.Baseline)
 	}
 	if _, work := workMetricNames[b.Metric]; work {
-		s := fmt.Sprintf("%s per call %s -> %s (%s", WorkMetricName(b.Metric), fmtPerCall(b.Metric, b.Baseline), fmtPerCall(b.Metric, b.Candidate), fmtFactor(ratioOf(b.Candidate, b.Baseline)))
+		s := fmt.Sprintf("%s per call %s -> %s (%s", WorkMetricName(b.Metric), fmtPerCall(b.Metric, b.Baseline), fmtPerCall(b.Metric, b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 		if q := rep.Query(b.Fingerprint); q != nil && q.Work != nil {
 			if e := q.Work.Of(b.Metric); e != nil {
 				s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
@@ -243,7 +273,7 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		}
 		return s + ")"
 	}
-	s := fmt.Sprintf("%s %s ms -> %s ms (%s", b.Metric, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtFactor(ratioOf(b.Candidate, b.Baseline)))
+	s := fmt.Sprintf("%s %s ms -> %s ms (%s", b.Metric, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
 		if e := q.Effects.Of(b.Metric); e != nil {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
@@ -344,26 +374,52 @@ func UnjudgeableText(u compare.Unjudgeable) string {
 	return u.Run + " " + string(u.Kind)
 }
 
+// changedOf names the figure a small change's reason is about.
+func changedOf(q *compare.QueryDiff) string {
+	if q.Changed == "" {
+		return string(compare.MetricMean)
+	}
+	return string(q.Changed)
+}
+
 // QueryNotes word why a query got its status, for a person.
 func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 	var out []string
+	if e := q.Effects; e != nil {
+		var pair []string
+		for _, m := range []compare.Metric{compare.MetricMean, compare.MetricP50, compare.MetricP95, compare.MetricP99} {
+			if e.Of(m).Pairwise {
+				pair = append(pair, string(m))
+			}
+		}
+		if len(pair) > 0 {
+			out = append(out, "the runs fall in groups: the change of the "+strings.Join(pair, ", ")+
+				" is the median of the run-to-run ratios, as the ratio of the medians fell outside its interval")
+		}
+	}
 	for _, r := range q.Reasons {
 		switch r {
 		case compare.ReasonTooFewCalls:
 			s := fmt.Sprintf("too few calls to judge: %d and %d timed calls (at least %d in every run needed)",
 				timedOf(q.Baseline), timedOf(q.Candidate), rep.Settings.MinCalls)
 			if q.Factor > 1 {
-				s += fmt.Sprintf("; looks %s slower, which may be noise", fmtFactor(q.Factor))
+				s += fmt.Sprintf("; looks %s slower, which may be noise", fmtPoint(q.Factor))
 			}
 			out = append(out, s)
 		case compare.ReasonMissingInRun:
 			out = append(out, "absent from some runs of a side")
 		case compare.ReasonUnderEffectFloor:
-			out = append(out, fmt.Sprintf("changed beyond noise, but by less than %.0f%%", 100*rep.Settings.MinEffect))
+			out = append(out, fmt.Sprintf("%s changed beyond noise, but by less than %.0f%%", changedOf(q), 100*rep.Settings.MinEffect))
 		case compare.ReasonUnderNoiseFloor:
-			out = append(out, "changed beyond the test, but within its noise floor (how far apart its own runs were, or the default)")
+			out = append(out, changedOf(q)+" changed beyond the test, but within its noise floor (how far apart its own runs were, or the default)")
 		case compare.ReasonUnderMSFloor:
-			out = append(out, fmt.Sprintf("changed beyond noise, but by less than %g ms a call", rep.Settings.MinEffectMS))
+			out = append(out, fmt.Sprintf("%s changed beyond noise, but by less than %g ms a call", changedOf(q), rep.Settings.MinEffectMS))
+		case compare.ReasonNotJudged:
+			if e := q.Effects.Of(q.Changed); e != nil && e.Change == compare.ChangeSlower {
+				out = append(out, fmt.Sprintf("%s slower beyond every floor, but the verdict judges the %s only when a rule names it", changedOf(q), q.Changed))
+			} else {
+				out = append(out, fmt.Sprintf("%s faster beyond every floor, but an improvement is judged on the mean", changedOf(q)))
+			}
 		case compare.ReasonMeanFasterTailSlower:
 			out = append(out, "the mean got faster but the slowest calls slower: a tail regression")
 		case compare.ReasonMedianFasterMeanSlower:

@@ -29,7 +29,7 @@ func fmtWorkEffect(e *compare.WorkEffect) string {
 	if e == nil {
 		return "-"
 	}
-	s := fmtFactor(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
+	s := fmtPoint(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
 	if e.Change == compare.ChangeNone {
 		return "~ " + s
 	}

@@ -1,0 +1,52 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+)
+
+// A change's point is printed to its bounds' precision, so that it can
+// never read outside its own interval ("1.00x (1.001-1.008)"), and the
+// "~" goes with an interval that holds 1 as printed.
+func TestEffectWords(t *testing.T) {
+	for _, tc := range []struct {
+		e    compare.Effect
+		want string
+	}{
+		{compare.Effect{Ratio: 1.004, Low: 1.001, High: 1.008, Change: compare.ChangeSlower}, "1.004x (1.001-1.008)"},
+		{compare.Effect{Ratio: 0.9994, Low: 0.9991, High: 0.9996, Change: compare.ChangeFaster}, "0.999x (0.999-1.000)"},
+		{compare.Effect{Ratio: 0.96, Low: 0.903, High: 1.22, Change: compare.ChangeNone}, "~ 0.960x (0.903-1.22)"},
+		{compare.Effect{Ratio: 1.23, Low: 0.902, High: 1.32, Change: compare.ChangeNone}, "~ 1.23x (0.902-1.32)"},
+		{compare.Effect{Ratio: 103.8, Low: 93.46, High: 130.3, Change: compare.ChangeSlower}, "104x (93.46-130)"},
+	} {
+		if got := fmtEffect(&tc.e); got != tc.want {
+			t.Errorf("fmtEffect(%+v) = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
+
+// An effect is red only where its query is a regression of that figure:
+// a change beyond noise under the 0.2 ms floor (a small change) is not.
+func TestEffectCellColour(t *testing.T) {
+	slower := compare.Effect{Ratio: 1.29, Low: 1.016, High: 1.35, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 0.05}
+	faster := compare.Effect{Ratio: 0.5, Low: 0.4, High: 0.6, Change: compare.ChangeFaster, Beyond: true, DeltaMS: -1}
+	for _, tc := range []struct {
+		q    compare.QueryDiff
+		m    compare.Metric
+		want string
+	}{
+		{compare.QueryDiff{Status: compare.StatusSmallChange, Changed: compare.MetricP95, Effects: &compare.Effects{P95: slower}}, compare.MetricP95, "ci"},
+		{compare.QueryDiff{Status: compare.StatusTailRegressed, Regressed: compare.MetricP95, Effects: &compare.Effects{P95: slower}}, compare.MetricP95, "ci bad"},
+		{compare.QueryDiff{Status: compare.StatusTailRegressed, Regressed: compare.MetricP95, Effects: &compare.Effects{Mean: faster, P95: slower}}, compare.MetricMean, "ci"},
+		{compare.QueryDiff{Status: compare.StatusImproved, Effects: &compare.Effects{Mean: faster}}, compare.MetricMean, "ci good"},
+	} {
+		if got := effectCell(&tc.q, tc.m).Class; got != tc.want {
+			t.Errorf("%s, %s: class %q, want %q", tc.q.Status, tc.m, got, tc.want)
+		}
+	}
+	if s := fmtEffect(&slower); strings.HasPrefix(s, "~") {
+		t.Errorf("%q", s)
+	}
+}
