@@ -326,13 +326,14 @@ type Figures struct {
 	Runs []RunFigures `json:"runs,omitempty"`
 }
 
-// Spread is the "±" of Figures measured in several runs.
+// Spread is the "±" of Figures measured in several runs: fractions
+// (0.04: ±4%), not milliseconds, whatever the field names say in Go.
 type Spread struct {
 	Calls  float64 `json:"calls"`
-	MeanMS float64 `json:"mean_ms"`
-	P50MS  float64 `json:"p50_ms"`
-	P95MS  float64 `json:"p95_ms"`
-	P99MS  float64 `json:"p99_ms"`
+	MeanMS float64 `json:"mean"`
+	P50MS  float64 `json:"p50"`
+	P95MS  float64 `json:"p95"`
+	P99MS  float64 `json:"p99"`
 }
 
 // RunFigures are one run's figures for a query.
@@ -462,10 +463,11 @@ type RunSummary struct {
 	Runs []RunSummary `json:"runs,omitempty"`
 }
 
-// SummarySpread is the "±" of a side's figures over its runs.
+// SummarySpread is the "±" of a side's figures over its runs, as
+// fractions (Spread).
 type SummarySpread struct {
-	MeanMS         float64 `json:"mean_ms"`
-	P95MS          float64 `json:"p95_ms"`
+	MeanMS         float64 `json:"mean"`
+	P95MS          float64 `json:"p95"`
 	StatementsPerS float64 `json:"statements_per_s"`
 }
 
