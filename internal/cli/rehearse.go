@@ -528,8 +528,13 @@ func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 			fmt.Fprintf(w, "        note: %s\n", n)
 		}
 	}
-	fmt.Fprintf(w, "  the resets took %v of %v (%s)\n", out.ResetOverhead().Round(100*time.Millisecond),
-		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out))
+	// The parts, so that the total is checked against the column.
+	sec := func(s float64) time.Duration {
+		return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond)
+	}
+	fmt.Fprintf(w, "  the resets took %v of %v (%s): preparing %v, the resets column %v, releasing %v, closing %v\n", out.ResetOverhead().Round(100*time.Millisecond),
+		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out),
+		sec(out.PrepareSeconds), sec(out.ResetSeconds), sec(out.ReleaseSeconds), sec(out.CloseSeconds))
 	if out.Drifted {
 		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
 	}

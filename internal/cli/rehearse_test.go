@@ -191,7 +191,9 @@ func TestRehearseTemplate(t *testing.T) {
 	}
 	// Two rounds a side do not measure the noise: whether the default
 	// floors let a wobble through is compare's to test, not this one's.
-	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "(no rule to fail on)"} {
+	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "(no rule to fail on)",
+		// The total's parts, the resets column among them.
+		"): preparing ", ", the resets column ", ", releasing ", ", closing "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("standard output lacks %q", want)
 		}
