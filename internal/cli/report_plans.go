@@ -71,7 +71,7 @@ func reportPlans(ctx context.Context, stderr io.Writer, f planFlags, rep *compar
 	if !f.given() {
 		return nil, nil
 	}
-	fmt.Fprintf(stderr, "pgrehearse: explaining the regressed queries on both servers\n")
+	fmt.Fprintf(stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
 	res, err := compareplans.Run(ctx, compareplans.Input{Report: rep, Baseline: resultsList(base), Candidate: resultsList(cand)},
 		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database})
 	if err != nil && errors.Is(err, context.Canceled) {

@@ -363,10 +363,10 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 			d.Notes = append(d.Notes, fmt.Sprintf("Intervals over the runs at %.0f%% (exact rank test over the runs; Mann-Whitney p of the mean = %.3g).",
 				100*q.Effects.Mean.Level, q.Effects.Mean.P))
 		} else {
-			d.Notes = append(d.Notes, "One run a side: each interval is the change widened by the calls' own sampling error and by the default noise floor.")
+			d.Notes = append(d.Notes, "Too few runs of this query for an interval over them (one run a side, or runs without it): each interval is the change widened by the calls' own sampling error and by the noise floor.")
 		}
 	}
-	if q.Candidate != nil && q.Baseline != nil {
+	if q.Effects != nil && q.Candidate != nil && q.Baseline != nil {
 		d.Notes = append(d.Notes, "Time added per run: "+fmtSignedTotal(q.AddedMS)+" ((candidate mean − baseline mean) × candidate timed calls); by the slowest 5% of calls: "+
 			fmtSignedTotal(q.TailAddedMS)+".")
 	}

@@ -20,6 +20,7 @@ func TestEffectWords(t *testing.T) {
 		{compare.Effect{Ratio: 0.96, Low: 0.903, High: 1.22, Change: compare.ChangeNone}, "~ 0.960x (0.903-1.22)"},
 		{compare.Effect{Ratio: 1.23, Low: 0.902, High: 1.32, Change: compare.ChangeNone}, "~ 1.23x (0.902-1.32)"},
 		{compare.Effect{Ratio: 103.8, Low: 93.46, High: 130.3, Change: compare.ChangeSlower}, "104x (93.46-130)"},
+		{compare.Effect{Ratio: 99.996, Low: 99.995, High: 130, Change: compare.ChangeSlower}, "100x (100-130)"},
 	} {
 		if got := fmtEffect(&tc.e); got != tc.want {
 			t.Errorf("fmtEffect(%+v) = %q, want %q", tc.e, got, tc.want)

@@ -64,7 +64,7 @@ func fmtFactor(r float64) string {
 	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return "-"
 	}
-	if r >= 100 {
+	if r >= 99.995 { // what two decimals would print as 100.00
 		return strconv.FormatFloat(r, 'f', 0, 64) + "x"
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
@@ -88,7 +88,7 @@ func fmtBound(r float64) string {
 		return "∞"
 	case r <= 0:
 		return "0"
-	case r >= 100:
+	case r >= 99.995:
 		return strconv.FormatFloat(r, 'f', 0, 64)
 	case r > 0.9 && r < 1.1:
 		// Close to 1, where two decimals would round a bound that
