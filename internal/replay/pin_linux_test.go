@@ -56,7 +56,7 @@ func pinApart(b *testing.B, c *pgcluster.Cluster) func() {
 		}
 	}
 	setSelf(all &^ 1)
-	procs := runtime.GOMAXPROCS(n - 1)
+	procs := runtime.GOMAXPROCS(envInt("BENCH_APART_PROCS", n-1))
 	return func() {
 		for _, pid := range server {
 			setAffinity(b, pid, all)

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +123,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 			func() {
 				self0 := cpuTime(syscall.RUSAGE_SELF)
 				u0 := usageOf(syscall.RUSAGE_SELF)
+				th0 := threadUsage()
 				var stop func()
 				if profDir != "" {
 					stop = startProfiles(b, profDir, layout+"-"+itoa(round+1))
@@ -132,6 +135,7 @@ func speed0Rounds(b *testing.B, c *pgcluster.Cluster, files []string, perSession
 				}
 				replayCPU = (cpuTime(syscall.RUSAGE_SELF) - self0) / float64(res.Statements.Executed+res.Statements.Failed)
 				replayUse = usageOf(syscall.RUSAGE_SELF).per(u0, float64(res.Statements.Executed+res.Statements.Failed))
+				b.Logf("%s round %d: replay threads: %s", layout, round+1, threadLine(th0, threadUsage(), float64(res.Statements.Executed+res.Statements.Failed)))
 			},
 		}
 		if full {
@@ -491,6 +495,60 @@ func usageOf(who int) usage {
 	}
 	return usage{float64(ru.Nvcsw), float64(ru.Nivcsw), float64(ru.Minflt),
 		float64(ru.Utime.Nano()) / 1e9, float64(ru.Stime.Nano()) / 1e9}
+}
+
+// threadUsage reads every thread's CPU ticks (user, system) and context
+// switches (voluntary, involuntary) from /proc/self/task, by thread id.
+func threadUsage() map[string][4]float64 {
+	out := map[string][4]float64{}
+	dirs, _ := os.ReadDir("/proc/self/task")
+	for _, d := range dirs {
+		var u [4]float64
+		if b, err := os.ReadFile("/proc/self/task/" + d.Name() + "/stat"); err == nil {
+			// The fields after the command's closing parenthesis:
+			// utime and stime are the 12th and 13th.
+			if i := bytes.LastIndexByte(b, ')'); i > 0 {
+				if f := strings.Fields(string(b[i+1:])); len(f) > 12 {
+					u[0], u[1] = atof(f[11]), atof(f[12])
+				}
+			}
+		}
+		if b, err := os.ReadFile("/proc/self/task/" + d.Name() + "/status"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+					u[2] = atof(strings.TrimSpace(v))
+				}
+				if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
+					u[3] = atof(strings.TrimSpace(v))
+				}
+			}
+		}
+		out[d.Name()] = u
+	}
+	return out
+}
+
+// threadLine is the threads' use between two readings, busiest first:
+// CPU ticks user+system, and switches per statement of n.
+func threadLine(before, after map[string][4]float64, n float64) string {
+	type th struct {
+		id string
+		d  [4]float64
+	}
+	var ths []th
+	for id, a := range after {
+		b := before[id]
+		d := [4]float64{a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3]}
+		if d[0]+d[1]+d[2]+d[3] > 0 {
+			ths = append(ths, th{id, d})
+		}
+	}
+	sort.Slice(ths, func(i, j int) bool { return ths[i].d[0]+ths[i].d[1] > ths[j].d[0]+ths[j].d[1] })
+	var parts []string
+	for _, t := range ths {
+		parts = append(parts, fmt.Sprintf("[ticks %.0f+%.0f, switches %.3f+%.3f]", t.d[0], t.d[1], t.d[2]/n, t.d[3]/n))
+	}
+	return strings.Join(parts, " ")
 }
 
 // per is the use between u0 and u, per statement of n.
