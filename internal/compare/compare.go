@@ -171,11 +171,11 @@ type Status string
 // Statuses of a query.
 const (
 	// StatusRegressed: the mean is slower beyond noise and beyond the
-	// effect floors (or the p50, when a rule names it).
+	// effect floors (or the p50 breaks a rule on it).
 	StatusRegressed Status = "regressed"
 	// StatusTailRegressed: the mean is not (it may even be faster),
-	// but the p95 (or the p99, when a rule names it) is slower beyond
-	// noise and the floors: a tail that users feel.
+	// but the p95 is slower beyond noise and the floors (or the p99
+	// breaks a rule on it): a tail that users feel.
 	StatusTailRegressed Status = "tail_regressed"
 	// StatusImproved: the mean is faster beyond noise and the floors,
 	// and neither its median nor its tail is slower beyond noise.
@@ -221,7 +221,7 @@ const (
 	ReasonFasterButSlowerElsewhere Reason = "mean_faster_median_or_tail_slower"
 	// ReasonNotJudged: Changed moved beyond every floor, on a figure
 	// or in a direction the verdict does not judge: a slower p50 that
-	// no rule names, or a faster p50 or p95 beside a mean that is not
+	// breaks no rule, or a faster p50 or p95 beside a mean that is not
 	// faster.
 	ReasonNotJudged Reason = "not_judged"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
@@ -372,8 +372,8 @@ type QueryDiff struct {
 	Ratio     *Ratios  `json:"ratio,omitempty"`
 	Effects   *Effects `json:"effects,omitempty"`
 	// Regressed is the metric a regression is about: the mean (or the
-	// p50, when a rule names it), or the p95 (or the p99, when a rule
-	// names it) for a tail regression; empty otherwise.
+	// p50, when it breaks a rule on it), or the p95 (or the p99, when
+	// it breaks a rule on it) for a tail regression; empty otherwise.
 	Regressed Metric `json:"regressed,omitempty"`
 	// Factor is the ratio of the regressed metric (of the mean for a
 	// query that did not regress).

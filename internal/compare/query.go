@@ -252,18 +252,40 @@ func finite(v float64) float64 {
 // positive; a query whose tail grew while its mean did not is a tail
 // regression, ranked by what the tail added; an improvement has its mean
 // faster beyond noise and the floors, with neither its median nor its
-// tail slower beyond noise. The mean and the p95 are always judged; the
-// p50 and the p99 when a rule names them, so that a query that breaks a
-// rule is never "unchanged" (a rule breaks on the same test, rules.go).
+// tail slower beyond noise. The mean and the p95 are judged; a query
+// that breaks a rule on the p50 or the p99 is a regression of that
+// figure, so that it is never "unchanged" beside a failed verdict. Only
+// a broken rule does that: naming a figure in a rule adds no regression
+// that the rule itself would not fail on.
 func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
 	slower := func(x *Effect) bool { return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor }
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
-	ruled := func(m Metric) bool {
-		return slices.ContainsFunc(c.o.Rules, func(r Rule) bool { return r.Metric == m })
-	}
 	calls := float64(d.Candidate.TimedCalls)
+	defer func() {
+		if d.Status.Regression() {
+			return
+		}
+		for _, r := range c.o.Rules {
+			if r.Metric != MetricP50 && r.Metric != MetricP99 {
+				continue
+			}
+			if _, broken := r.check(d, settingsOf(c.o), nil); !broken {
+				continue
+			}
+			d.Reasons = slices.DeleteFunc(d.Reasons, underAFloor)
+			d.Changed = ""
+			if r.Metric == MetricP50 {
+				// The typical call's change, over every call.
+				d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
+			} else {
+				// The slowest 1% of calls, as the p95's 5%.
+				d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
+			}
+			return
+		}
+	}()
 	switch {
 	case slower(&e.Mean):
 		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricMean, e.Mean.Ratio, d.AddedMS
@@ -275,12 +297,6 @@ func (c *comparer) judge(d *QueryDiff) {
 		if e.Mean.Change == ChangeFaster {
 			d.Reasons = append(d.Reasons, ReasonMeanFasterTailSlower)
 		}
-	case ruled(MetricP50) && slower(&e.P50):
-		// The typical call's change, over every call.
-		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
-	case ruled(MetricP99) && slower(&e.P99):
-		// The slowest 1% of calls, as the p95's 5%.
-		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
 	case faster(&e.Mean) && e.P50.Change != ChangeSlower && e.P95.Change != ChangeSlower:
 		d.Status = StatusImproved
 	case faster(&e.Mean):
@@ -309,6 +325,11 @@ func (c *comparer) judge(d *QueryDiff) {
 	default:
 		d.Status = StatusUnchanged
 	}
+}
+
+// underAFloor is a reason of a small change's figure.
+func underAFloor(r Reason) bool {
+	return r == ReasonUnderEffectFloor || r == ReasonUnderNoiseFloor || r == ReasonUnderMSFloor || r == ReasonNotJudged
 }
 
 // underWhich says which floor a change beyond the test stayed under, or

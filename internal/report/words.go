@@ -416,7 +416,7 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, fmt.Sprintf("%s changed beyond noise, but by less than %g ms a call", changedOf(q), rep.Settings.MinEffectMS))
 		case compare.ReasonNotJudged:
 			if e := q.Effects.Of(q.Changed); e != nil && e.Change == compare.ChangeSlower {
-				out = append(out, fmt.Sprintf("%s slower beyond every floor, but the verdict judges the %s only when a rule names it", changedOf(q), q.Changed))
+				out = append(out, fmt.Sprintf("%s slower beyond every floor, but the %s counts only through a rule on it that the change breaks", changedOf(q), q.Changed))
 			} else {
 				out = append(out, fmt.Sprintf("%s faster beyond every floor, but an improvement is judged on the mean", changedOf(q)))
 			}
