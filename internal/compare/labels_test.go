@@ -195,9 +195,7 @@ func checkLabel(t *testing.T, name string, d *QueryDiff) {
 		}
 		// The reason agrees with the figure it names (an under-a-floor
 		// or not-judged reason names one).
-		if d.Changed == "" && slices.ContainsFunc(d.Reasons, func(r Reason) bool {
-			return r == ReasonUnderEffectFloor || r == ReasonUnderNoiseFloor || r == ReasonUnderMSFloor || r == ReasonNotJudged
-		}) {
+		if d.Changed == "" && slices.ContainsFunc(d.Reasons, underAFloor) {
 			t.Errorf("%s: reasons %v name no figure", name, d.Reasons)
 		}
 		if d.Changed == "" {

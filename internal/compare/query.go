@@ -175,6 +175,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 		d.TailAddedMS = d.Effects.P95.DeltaMS * 0.05 * float64(cf.TimedCalls)
 	}
 	c.judge(&d)
+	c.promote(&d)
 	return d
 }
 
@@ -252,40 +253,13 @@ func finite(v float64) float64 {
 // positive; a query whose tail grew while its mean did not is a tail
 // regression, ranked by what the tail added; an improvement has its mean
 // faster beyond noise and the floors, with neither its median nor its
-// tail slower beyond noise. The mean and the p95 are judged; a query
-// that breaks a rule on the p50 or the p99 is a regression of that
-// figure, so that it is never "unchanged" beside a failed verdict. Only
-// a broken rule does that: naming a figure in a rule adds no regression
-// that the rule itself would not fail on.
+// tail slower beyond noise. The mean and the p95 are judged here; the
+// p50 and the p99 only through a broken rule (promote).
 func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
 	slower := func(x *Effect) bool { return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor }
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
-	calls := float64(d.Candidate.TimedCalls)
-	defer func() {
-		if d.Status.Regression() {
-			return
-		}
-		for _, r := range c.o.Rules {
-			if r.Metric != MetricP50 && r.Metric != MetricP99 {
-				continue
-			}
-			if _, broken := r.check(d, settingsOf(c.o), nil); !broken {
-				continue
-			}
-			d.Reasons = slices.DeleteFunc(d.Reasons, underAFloor)
-			d.Changed = ""
-			if r.Metric == MetricP50 {
-				// The typical call's change, over every call.
-				d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
-			} else {
-				// The slowest 1% of calls, as the p95's 5%.
-				d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
-			}
-			return
-		}
-	}()
 	switch {
 	case slower(&e.Mean):
 		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricMean, e.Mean.Ratio, d.AddedMS
@@ -324,6 +298,36 @@ func (c *comparer) judge(d *QueryDiff) {
 		d.Reasons = append(d.Reasons, underWhich(e.Of(d.Changed), c.o.MinEffect, msFloor))
 	default:
 		d.Status = StatusUnchanged
+	}
+}
+
+// promote makes a judged query that breaks a rule on the p50 or the p99
+// a regression of that figure (a tail regression for the p99), so that
+// it is never "unchanged" beside the failed verdict. Only a broken rule
+// does that: naming a figure in a rule adds no regression that the rule
+// itself would not fail on.
+func (c *comparer) promote(d *QueryDiff) {
+	if d.Effects == nil || d.Status.Regression() {
+		return
+	}
+	e, calls := d.Effects, float64(d.Candidate.TimedCalls)
+	for _, r := range c.o.Rules {
+		if r.Metric != MetricP50 && r.Metric != MetricP99 {
+			continue
+		}
+		if _, broken := r.check(d, settingsOf(c.o), nil); !broken {
+			continue
+		}
+		d.Reasons = slices.DeleteFunc(d.Reasons, underAFloor)
+		d.Changed = ""
+		if r.Metric == MetricP50 {
+			// The typical call's change, over every call.
+			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
+		} else {
+			// The slowest 1% of calls, as the p95's 5%.
+			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
+		}
+		return
 	}
 }
 
