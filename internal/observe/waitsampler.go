@@ -36,8 +36,8 @@ type WaitSampler struct {
 
 // StartWaitSampler samples conn's database every interval on conn, from
 // its own goroutine, until Stop or the end of ctx; conn must not be used
-// meanwhile. It fails
-// when it cannot read the server's version or its database's oid.
+// meanwhile. It fails when it cannot read the server's version or its
+// database's oid.
 func StartWaitSampler(ctx context.Context, conn *pgx.Conn, interval time.Duration) (*WaitSampler, error) {
 	var version int
 	var datid uint32
