@@ -625,6 +625,8 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			}
 			if frep != nil {
 				fmt.Fprintln(w)
+				// Its shares of time are of one round: say which.
+				fmt.Fprintln(w, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
 				if err := report.WriteFindings(w, frep, replayHints); err != nil {
 					return nil, fmt.Errorf("write findings: %w", err)
 				}

@@ -235,6 +235,10 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		// still written.
 		if frep, findingsErr = reportFindings(ctx, stdio.Stderr, f.plans, plans, base, cand); frep != nil {
 			fmt.Fprintln(summaryOut)
+			if len(cand) > 0 {
+				// Its shares of time are of one run: say which.
+				fmt.Fprintln(summaryOut, "Findings of the candidate's first run; a share of time is of that run, slowed by any regression above")
+			}
 			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
 				return fmt.Errorf("write findings: %w", err)
 			}

@@ -800,8 +800,12 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 			status += " (mixed latency)"
 		}
 		mean, p95 := htmlreport.Num("-", 0), htmlreport.Num("-", 0)
-		if q.Effects != nil {
+		switch {
+		case q.Effects != nil:
 			mean, p95 = effectCell(q, compare.MetricMean), effectCell(q, compare.MetricP95)
+		case q.Status == compare.StatusTooFewCalls && q.Factor > 0:
+			// As the text's list: the ratio, with no interval.
+			mean = htmlreport.Num(fmtFactor(q.Factor), q.Factor)
 		}
 		// What a regression adds, as the JSON's impact_ms: nothing
 		// for a query that is not one.

@@ -51,3 +51,20 @@ func TestEffectCellColour(t *testing.T) {
 		t.Errorf("%q", s)
 	}
 }
+
+// A too-few-calls query shows its mean ratio on the page as in the text's
+// list (0.88x there, "-" here before), and no impact: it is not a
+// regression.
+func TestQueriesTableTooFewCalls(t *testing.T) {
+	rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
+		Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT $2 || $1", Status: compare.StatusTooFewCalls, Factor: 0.88,
+			Baseline: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 1}, Candidate: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 0.88}}}}
+	s := queriesSection(rep)
+	if len(s.Tables) != 1 || len(s.Tables[0].Rows) != 1 {
+		t.Fatalf("section %+v", s)
+	}
+	cells := s.Tables[0].Rows[0].Cells
+	if cells[4].Text != "0.88x" || cells[8].Text != "-" {
+		t.Errorf("mean C/B %q, impact %q; want 0.88x and -", cells[4].Text, cells[8].Text)
+	}
+}

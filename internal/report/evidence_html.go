@@ -149,7 +149,7 @@ func waitsSection(e *observe.Evidence, id, title string) htmlreport.Section {
 		if w.Samples > 0 {
 			share = float64(q.Samples) / float64(w.Samples)
 		}
-		d := &htmlreport.Detail{Title: q.Fingerprint, Code: q.Query, Table: waitTable(q.Events)}
+		d := &htmlreport.Detail{Title: q.Fingerprint, Code: DisplayQuery(q.Query), Table: waitTable(q.Events)}
 		t.Rows = append(t.Rows, htmlreport.Row{Cells: []htmlreport.Cell{
 			{Text: shorten(name, 90), Title: name}, htmlreport.Num(strconv.FormatInt(q.Samples, 10), float64(q.Samples)),
 			htmlreport.Num(pct(share), share), htmlreport.Text(top), htmlreport.Num(pct(topShare), topShare)}, Detail: d})
@@ -195,7 +195,7 @@ func statementsSection(e *observe.Evidence, id, title string) htmlreport.Section
 			hit = float64(q.SharedBlksHit) / float64(n)
 		}
 		temp := q.TempBlksRead + q.TempBlksWritten
-		d := &htmlreport.Detail{Title: q.Fingerprint, Code: q.Query, Table: &htmlreport.SimpleTable{Head: []string{"figure", "value"}, Rows: [][]string{
+		d := &htmlreport.Detail{Title: q.Fingerprint, Code: DisplayQuery(q.Query), Table: &htmlreport.SimpleTable{Head: []string{"figure", "value"}, Rows: [][]string{
 			{"calls", strconv.FormatInt(q.Calls, 10)}, {"plans", strconv.FormatInt(q.Plans, 10)},
 			{"total / mean execution", msText(q.TotalExecMS) + " / " + msText(q.MeanExecMS)},
 			{"total / mean planning", msText(q.TotalPlanMS) + " / " + msText(q.MeanPlanMS)},

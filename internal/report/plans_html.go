@@ -50,6 +50,8 @@ func PlansSection(rep *explain.Report, status map[string]compare.Status, h PlanH
 			class = "muted"
 		}
 		m := o.Main()
+		// The text as normalized, not renumbered (DisplayQuery): a
+		// generic plan's conditions name its parameters by these numbers.
 		d := &htmlreport.Detail{Title: o.Fingerprint, Code: o.Query}
 		if o.Verdict == explain.PlanChanged {
 			d.Notes = append(d.Notes, "First change: "+ChangeLong(m))

@@ -53,7 +53,7 @@ func roundTripsSection(rep *compare.Report, h Hints) (htmlreport.Section, bool) 
 
 func roundTripDetail(run string, q compare.RoundTrip) *htmlreport.Detail {
 	ms := func(v float64) string { return fmtMS(v) + " ms" }
-	return &htmlreport.Detail{Title: "Query " + q.Fingerprint + ": client round trips on the " + run, Code: q.Query,
+	return &htmlreport.Detail{Title: "Query " + q.Fingerprint + ": client round trips on the " + run, Code: DisplayQuery(q.Query),
 		Table: &htmlreport.SimpleTable{Head: []string{"", "server (target's log)", "client round trip", "overhead"}, Rows: [][]string{
 			{"calls", strconv.FormatInt(q.Calls, 10), strconv.FormatInt(q.ClientCalls, 10), ""},
 			{"mean", ms(q.ServerMeanMS), ms(q.ClientMeanMS), fmtSignedMS(q.OverheadMS) + " ms"},
