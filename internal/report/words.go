@@ -64,7 +64,7 @@ func fmtFactor(r float64) string {
 	if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return "-"
 	}
-	if r >= 99.995 { // what two decimals would print as 100.00
+	if r >= wholeFrom {
 		return strconv.FormatFloat(r, 'f', 0, 64) + "x"
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64) + "x"
@@ -75,11 +75,19 @@ func fmtFactor(r float64) string {
 // "1.00x (1.001-1.008)", a point printed outside its own interval, or
 // "looks 1.00x slower", cannot be.
 func fmtPoint(r float64) string {
-	if r > 0.9 && r < 1.1 {
+	if nearOne(r) {
 		return strconv.FormatFloat(r, 'f', 3, 64) + "x"
 	}
 	return fmtFactor(r)
 }
+
+// wholeFrom is where factors lose their decimals: what two decimals
+// would print as 100.00.
+const wholeFrom = 99.995
+
+// nearOne is where factors and bounds get three decimals: two would round
+// a bound that excludes 1 onto it.
+func nearOne(r float64) bool { return r > 0.9 && r < 1.1 }
 
 // fmtBound formats an interval's bound like a factor, without its "x".
 func fmtBound(r float64) string {
@@ -88,11 +96,9 @@ func fmtBound(r float64) string {
 		return "∞"
 	case r <= 0:
 		return "0"
-	case r >= 99.995:
+	case r >= wholeFrom:
 		return strconv.FormatFloat(r, 'f', 0, 64)
-	case r > 0.9 && r < 1.1:
-		// Close to 1, where two decimals would round a bound that
-		// excludes 1 onto it.
+	case nearOne(r):
 		return strconv.FormatFloat(r, 'f', 3, 64)
 	}
 	return strconv.FormatFloat(r, 'f', 2, 64)
