@@ -369,6 +369,9 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 	if q.Effects != nil && q.Candidate != nil && q.Baseline != nil {
 		d.Notes = append(d.Notes, "Time added per run: "+fmtSignedTotal(q.AddedMS)+" ((candidate mean − baseline mean) × candidate timed calls); by the slowest 5% of calls: "+
 			fmtSignedTotal(q.TailAddedMS)+".")
+		if m := ruledFigure(q); m != "" {
+			d.Notes = append(d.Notes, "Its impact as a regression of the "+string(m)+", which a rule judges: "+fmtSignedTotal(q.ImpactMS)+" per run ("+ruledImpactOf(m)+").")
+		}
 	}
 	if q.MixedLatency {
 		d.Notes = append(d.Notes, "MIXED LATENCY SOURCES: the ratios compare different measurements.")
@@ -796,6 +799,10 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 			class = "muted"
 		}
 		status := StatusText(q.Status)
+		if m := ruledFigure(q); m != "" {
+			// Neither the mean nor the p95 shown beside it: name it.
+			status += " (" + string(m) + ")"
+		}
 		if q.MixedLatency {
 			status += " (mixed latency)"
 		}

@@ -68,3 +68,47 @@ func TestQueriesTableTooFewCalls(t *testing.T) {
 		t.Errorf("mean C/B %q, impact %q; want 0.88x and -", cells[4].Text, cells[8].Text)
 	}
 }
+
+// A query that a p50 or p99 rule made a regression is red on the page
+// while its mean and p95 cells, the table's, are not: its status names
+// the figure, and its page gives the impact counted, which is neither
+// of the two "time added" figures.
+func TestQueriesTableRuledFigure(t *testing.T) {
+	none := compare.Effect{Ratio: 1.01, Low: 0.99, High: 1.03, Change: compare.ChangeNone}
+	for _, tc := range []struct {
+		status    compare.Status
+		m         compare.Metric
+		want      string
+		wantNote  string
+		effects   compare.Effects
+		impactWas float64
+	}{
+		{compare.StatusRegressed, compare.MetricP50, "regressed (p50)", "Its impact as a regression of the p50, which a rule judges: +120 ms per run (p50 change x calls).",
+			compare.Effects{Mean: none, P95: none, P50: compare.Effect{Ratio: 1.2, Low: 1.1, High: 1.3, Change: compare.ChangeSlower, Beyond: true}}, 120},
+		{compare.StatusTailRegressed, compare.MetricP99, "tail regressed (p99)", "Its impact as a regression of the p99, which a rule judges: +4.00 ms per run (p99 change x 1% of calls).",
+			compare.Effects{Mean: none, P95: none, P99: compare.Effect{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}, 4},
+		{compare.StatusTailRegressed, compare.MetricP95, "tail regressed", "",
+			compare.Effects{Mean: none, P95: compare.Effect{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}, 4},
+	} {
+		fig := &compare.Figures{Calls: 1000, TimedCalls: 1000, MeanMS: 1, P95MS: 2}
+		rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
+			Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT 1", Status: tc.status, Regressed: tc.m, ImpactMS: tc.impactWas,
+				Effects: &tc.effects, Baseline: fig, Candidate: fig}}}
+		row := queriesSection(rep).Tables[0].Rows[0]
+		if got := row.Cells[0].Text; got != tc.want {
+			t.Errorf("%s of the %s: status %q, want %q", tc.status, tc.m, got, tc.want)
+		}
+		if row.Class != "bad" || strings.Contains(row.Cells[4].Class, "bad") || strings.Contains(row.Cells[7].Class, "bad") != (tc.m == compare.MetricP95) {
+			t.Errorf("%s of the %s: row %q, mean cell %q, p95 cell %q", tc.status, tc.m, row.Class, row.Cells[4].Class, row.Cells[7].Class)
+		}
+		var note string
+		for _, n := range row.Detail.Notes {
+			if strings.HasPrefix(n, "Its impact") {
+				note = n
+			}
+		}
+		if note != tc.wantNote {
+			t.Errorf("%s of the %s: note %q, want %q", tc.status, tc.m, note, tc.wantNote)
+		}
+	}
+}

@@ -199,14 +199,30 @@ func ruledImpact(rep *compare.Report) string {
 	var s string
 	for _, fp := range rep.RegressionsByAddedTime {
 		q := rep.Query(fp)
-		switch {
-		case q.Regressed == compare.MetricP50 && !strings.Contains(s, "p50"):
-			s += "; p50 change x calls"
-		case q.Regressed == compare.MetricP99 && !strings.Contains(s, "p99"):
-			s += "; p99 change x 1% of calls"
+		if m := ruledFigure(q); m != "" && !strings.Contains(s, string(m)) {
+			s += "; " + ruledImpactOf(m)
 		}
 	}
 	return s
+}
+
+// ruledFigure is the figure a rule made q a regression of, the p50 or
+// the p99, which the queries table does not show beside the mean and
+// the p95; "" when q is no such regression.
+func ruledFigure(q *compare.QueryDiff) compare.Metric {
+	if q.Status.Regression() && (q.Regressed == compare.MetricP50 || q.Regressed == compare.MetricP99) {
+		return q.Regressed
+	}
+	return ""
+}
+
+// ruledImpactOf says how the impact of a regression of m (the p50 or
+// the p99) is counted.
+func ruledImpactOf(m compare.Metric) string {
+	if m == compare.MetricP50 {
+		return "p50 change x calls"
+	}
+	return "p99 change x 1% of calls"
 }
 
 // VerdictLine words a report's verdict in one line: what a CI log and
