@@ -75,28 +75,9 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const clients, perClient = 2, 300
-	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "300")
-	waits, rounds, err := ws.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, after, waits, rounds := window(t, r, conn, func() { pgbench(t, c, "-n", "-S", "-c", "2", "-t", "300") })
 
-	if rounds < 1 {
-		t.Fatalf("%d sampling rounds", rounds)
-	}
 	var total, idle int64
 	for _, w := range waits {
 		total += w.Samples
@@ -158,21 +139,7 @@ func TestOwnQueryIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, rounds, err := ws.Stop(); err != nil || rounds < 1 {
-		t.Fatalf("%d sampling rounds, %v", rounds, err)
-	}
-	after, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, after, _, _ := window(t, r, conn, func() {})
 	own, err := r.OwnQueryIDs(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +169,31 @@ func TestOwnQueryIDs(t *testing.T) {
 			t.Errorf("compute_query_id = %s: %v, %v; want none", tc.compute, own, err)
 		}
 	}
+}
+
+// window measures as a sweep's step does: r's counts before and after,
+// and a WaitSampler on r's connection conn in between, while during
+// runs. It returns the counts, and the sampler's waits and rounds (at
+// least one).
+func window(t *testing.T, r *StatementsReader, conn *pgx.Conn, during func()) (before, after map[int64]QueryCounts, waits []WaitCount, rounds int64) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := r.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	during()
+	if waits, rounds, err = ws.Stop(); err != nil || rounds < 1 {
+		t.Fatalf("%d sampling rounds, %v", rounds, err)
+	}
+	if after, err = r.Counts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return before, after, waits, rounds
 }
 
 func TestCutChars(t *testing.T) {
