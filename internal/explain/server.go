@@ -49,7 +49,7 @@ func connect(ctx context.Context, side Side, dsn, db string, opts *Options) (*se
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect to database %s: %w", side, cfg.Database, err)
 	}
-	catalog.Untracked(ctx, conn)
+	_ = catalog.Untracked(ctx, conn)
 	s := &session{side: side, conn: conn, opts: opts}
 	if s.snap, err = LoadSnapshot(ctx, conn, opts.statementTimeout()); err != nil {
 		conn.Close(context.WithoutCancel(ctx))

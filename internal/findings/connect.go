@@ -42,7 +42,7 @@ func ConnectTo(ctx context.Context, dsn, database string, explainAnalyze bool, i
 		return nil, fmt.Errorf("connect for findings: %w", err)
 	}
 	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) }
-	catalog.Untracked(ctx, conn)
+	_ = catalog.Untracked(ctx, conn)
 	if in.Catalog, err = catalog.Load(ctx, conn, catalog.Options{}); err != nil {
 		closeConn()
 		return nil, fmt.Errorf("read the catalog: %w", err)

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -74,28 +75,9 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const clients, perClient = 2, 300
-	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "300")
-	waits, rounds, err := ws.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := r.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, after, waits, rounds := window(t, r, conn, func() { pgbench(t, c, "-n", "-S", "-c", "2", "-t", "300") })
 
-	if rounds < 1 {
-		t.Fatalf("%d sampling rounds", rounds)
-	}
 	var total, idle int64
 	for _, w := range waits {
 		total += w.Samples
@@ -135,6 +117,83 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 	if cut, _ := r.Texts(ctx, []int64{selectID}, 6); cut[selectID] != "SELECT" {
 		t.Errorf("text cut to 6 characters: %q", cut[selectID])
 	}
+}
+
+// OwnQueryIDs are exactly the ids whose calls move between two Counts
+// when nothing but a WaitSampler runs on the reader's connection, which
+// pg_stat_statements tracks (the session does not set track = none).
+// Where the server shows no query ids, an error says why; where it
+// computes none, pg_stat_statements counts nothing to leave out.
+func TestOwnQueryIDs(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
+	ctx := context.Background()
+	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	r, err := NewStatementsReader(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after, _, _ := window(t, r, conn, func() {})
+	own, err := r.OwnQueryIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := map[int64]bool{}
+	for id, a := range after {
+		if a.Calls > before[id].Calls {
+			moved[id] = true
+		}
+	}
+	if !maps.Equal(own, moved) {
+		t.Errorf("own query ids %v, want those whose calls moved: %v", own, moved)
+	}
+
+	for _, tc := range []struct {
+		compute string
+		fails   bool
+	}{{"regress", true}, {"off", false}} {
+		if _, err := conn.Exec(ctx, "SET compute_query_id = "+tc.compute); err != nil {
+			t.Fatal(err)
+		}
+		own, err := r.OwnQueryIDs(ctx)
+		if tc.fails && (err == nil || !strings.Contains(err.Error(), "compute_query_id = "+tc.compute)) {
+			t.Errorf("compute_query_id = %s: %v, %v; want an error naming it", tc.compute, own, err)
+		}
+		if !tc.fails && (err != nil || len(own) != 0) {
+			t.Errorf("compute_query_id = %s: %v, %v; want none", tc.compute, own, err)
+		}
+	}
+}
+
+// window measures as a sweep's step does: r's counts before and after,
+// and a WaitSampler on r's connection conn in between, while during
+// runs. It returns the counts, and the sampler's waits and rounds (at
+// least one).
+func window(t *testing.T, r *StatementsReader, conn *pgx.Conn, during func()) (before, after map[int64]QueryCounts, waits []WaitCount, rounds int64) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := r.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := StartWaitSampler(ctx, conn, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	during()
+	if waits, rounds, err = ws.Stop(); err != nil || rounds < 1 {
+		t.Fatalf("%d sampling rounds, %v", rounds, err)
+	}
+	if after, err = r.Counts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return before, after, waits, rounds
 }
 
 func TestCutChars(t *testing.T) {

@@ -34,6 +34,11 @@ type WaitSampler struct {
 	err    error
 }
 
+// samplerStartQuery is what StartWaitSampler reads first: the server's
+// version and the database's oid.
+const samplerStartQuery = tag + `SELECT current_setting('server_version_num')::int, oid FROM pg_database
+		WHERE datname = current_database()`
+
 // StartWaitSampler samples conn's database every interval on conn, from
 // its own goroutine, until Stop or the end of ctx; conn must not be used
 // meanwhile. It fails when it cannot read the server's version or its
@@ -41,8 +46,7 @@ type WaitSampler struct {
 func StartWaitSampler(ctx context.Context, conn *pgx.Conn, interval time.Duration) (*WaitSampler, error) {
 	var version int
 	var datid uint32
-	err := conn.QueryRow(ctx, tag+`SELECT current_setting('server_version_num')::int, oid FROM pg_database
-		WHERE datname = current_database()`).Scan(&version, &datid)
+	err := conn.QueryRow(ctx, samplerStartQuery).Scan(&version, &datid)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,16 @@ import (
 const hotQueryText = 300
 
 // hotQueries returns the top query ids by calls per second between two
-// pg_stat_statements reads taken seconds apart, with their texts.
-func hotQueries(ctx context.Context, r *observe.StatementsReader, before, after map[int64]observe.QueryCounts, seconds float64, top int) []Hot {
+// pg_stat_statements reads taken seconds apart, with their texts. The
+// ids in own, the sampler's statements, are not the workload's: they
+// are left out, of the shares too.
+func hotQueries(ctx context.Context, r *observe.StatementsReader, before, after map[int64]observe.QueryCounts, own map[int64]bool, seconds float64, top int) []Hot {
 	var all []Hot
 	var total int64
 	for id, a := range after {
+		if own[id] {
+			continue
+		}
 		b := before[id] // zero when new in the window
 		calls := a.Calls - b.Calls
 		if calls <= 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
@@ -104,6 +105,13 @@ type windowProbe struct {
 	s     *server
 	conn  *pgx.Conn
 	stmts *observe.StatementsReader // nil without pg_stat_statements
+	// tracked is why pg_stat_statements counts the sampler's own
+	// statements, nil when it does not (catalog.Untracked).
+	tracked error
+	// own are the query ids of the sampler's statements, left out of
+	// the hot queries; ownErr is why they are unknown.
+	own    map[int64]bool
+	ownErr error
 
 	// Written by start, on the driver's goroutine, before the window is
 	// signalled open; read after.
@@ -129,14 +137,18 @@ func newWindowProbe(ctx context.Context, opts *Options, s *server) (*windowProbe
 	if err != nil {
 		return nil, fmt.Errorf("sampler connection: %w", err)
 	}
-	// Keep the sampler's own queries out of pg_stat_statements, where
-	// they would show among the hot queries; only a superuser may, and
-	// otherwise they stay, at about 10 calls/s.
-	_, _ = conn.Exec(ctx, "SET pg_stat_statements.track = 'none'")
+	// Keep the sampler's own statements out of pg_stat_statements where
+	// the role may (a superuser); otherwise they are counted, at about
+	// 10 calls/s, and left out of the hot queries by their query ids.
+	tracked := catalog.Untracked(ctx, conn)
 	// Not installed or not preloaded: no hot queries, and the step says
 	// why.
 	stmts, err := observe.NewStatementsReader(ctx, conn)
-	return &windowProbe{opts: opts, s: s, conn: conn, stmts: stmts, pgssErr: err}, nil
+	p := &windowProbe{opts: opts, s: s, conn: conn, stmts: stmts, pgssErr: err, tracked: tracked}
+	if stmts != nil {
+		p.own, p.ownErr = stmts.OwnQueryIDs(ctx)
+	}
+	return p, nil
 }
 
 // start takes the readings at the window's opening and starts sampling.
@@ -193,6 +205,22 @@ func (p *windowProbe) report(ctx context.Context, st *Step) {
 		p.opts.Progress("%s: no hot queries: %v", name, p.pgssErr)
 	}
 	if p.pgssEnd != nil {
-		st.HotQueries = hotQueries(ctx, p.stmts, p.pgssStart, p.pgssEnd, p.pgssSecs, p.opts.TopQueries)
+		if p.tracked != nil {
+			p.opts.Progress("%s: %s", name, p.trackedNote())
+		}
+		st.HotQueries = hotQueries(ctx, p.stmts, p.pgssStart, p.pgssEnd, p.own, p.pgssSecs, p.opts.TopQueries)
 	}
+}
+
+// trackedNote says why pg_stat_statements counts the sampler's own
+// statements, and what becomes of them in the hot queries.
+func (p *windowProbe) trackedNote() string {
+	why := fmt.Sprintf("its session could not set pg_stat_statements.track = none: %v", p.tracked)
+	if errors.Is(p.tracked, catalog.ErrNotSuperuser) {
+		why = fmt.Sprintf("role %s is not a superuser, and only a superuser may set pg_stat_statements.track = none for its session", p.conn.Config().User)
+	}
+	if p.ownErr != nil {
+		return fmt.Sprintf("pg_stat_statements counts the sampler's own statements (%s), and they cannot be told apart (%v): the hot queries may include them", why, p.ownErr)
+	}
+	return fmt.Sprintf("pg_stat_statements counts the sampler's own statements (%s); they are left out of the hot queries instead", why)
 }

@@ -264,13 +264,7 @@ func TestSweepTargetWithoutStatements(t *testing.T) {
 	opts := sweeptest.Options(t, 1)
 	opts.Target = c.DSN("postgres")
 	opts.Init = true
-	var mu sync.Mutex
-	var lines []string
-	opts.Progress = func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, fmt.Sprintf(format, args...))
-	}
+	progress := recordProgress(t, &opts)
 	res, err := sweep.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -278,10 +272,79 @@ func TestSweepTargetWithoutStatements(t *testing.T) {
 	if s := res.Configs[0].Steps; len(s) != 1 || len(s[0].HotQueries) != 0 {
 		t.Fatalf("steps %+v", s)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(strings.Join(lines, "\n"), "no hot queries: ") {
-		t.Errorf("no step said why it has no hot queries:\n%s", strings.Join(lines, "\n"))
+	if all := progress(); !strings.Contains(all, "no hot queries: ") {
+		t.Errorf("no step said why it has no hot queries:\n%s", all)
+	}
+}
+
+// A role that is not a superuser may not keep the sampler's statements
+// out of pg_stat_statements (pg_stat_statements.track = none): they are
+// counted there, about 10 calls/s, and must still not show as the
+// workload's hot queries; the step says why it could not untrack them.
+func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The role owns its database, so that it may create pgbench's
+	// tables there; the extension takes a superuser.
+	for _, s := range []struct{ db, sql string }{
+		{"postgres", "CREATE ROLE sweeper LOGIN"},
+		{"postgres", "CREATE DATABASE sweep OWNER sweeper"},
+		{"sweep", "CREATE EXTENSION pg_stat_statements"},
+	} {
+		if err := c.Exec(ctx, s.db, s.sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := sweeptest.Options(t, 1)
+	opts.Target = c.DSN("sweep") + " user=sweeper"
+	opts.Init = true
+	// Room for every statement that ran in the window.
+	opts.TopQueries = 50
+	progress := recordProgress(t, &opts)
+	res, err := sweep.Run(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Configs[0].Steps
+	if len(s) != 1 {
+		t.Fatalf("steps %+v", s)
+	}
+	if sweeptest.FindHot(s[0], sweeptest.PgbenchQuery) == nil {
+		t.Errorf("pgbench's query not among the hot queries %+v", s[0].HotQueries)
+	}
+	// The sampler's statements: its start (on pg_database), its
+	// pg_stat_activity samples and its pg_stat_statements reads, each
+	// tagged by observe.
+	for _, h := range s[0].HotQueries {
+		for _, own := range []string{"pgrehearse-observe", "pg_database", "pg_stat_activity", "pg_stat_statements"} {
+			if strings.Contains(h.Query, own) {
+				t.Errorf("the sampler's own statement is among the hot queries: %+v", h)
+				break
+			}
+		}
+	}
+	const want = "role sweeper is not a superuser"
+	if all := progress(); !strings.Contains(all, want) || !strings.Contains(all, "left out of the hot queries") {
+		t.Errorf("no step said that the sampler's statements are counted and left out (%q):\n%s", want, all)
+	}
+}
+
+// recordProgress makes opts.Progress keep the lines it logs, and returns
+// them so far, one a line.
+func recordProgress(t *testing.T, opts *sweep.Options) func() string {
+	var mu sync.Mutex
+	var lines []string
+	opts.Progress = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+		t.Logf(format, args...)
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
 	}
 }
 
