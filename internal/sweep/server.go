@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
@@ -27,6 +28,9 @@ type server struct {
 	apply func(ctx context.Context) error
 	// effective reads cfg's settings back from the server.
 	effective map[string]string
+	// trackedSaid: a step said why pg_stat_statements counts the
+	// sampler's own statements; the later steps need not.
+	trackedSaid bool
 }
 
 // throwawaySettings are a throwaway cluster's settings for cfg:
@@ -360,10 +364,19 @@ func RedactDSN(dsn string) string {
 
 // connectPgx connects to dsn; a DSN that does not parse is described
 // without its values (connstr.SafeError), never quoted.
+// ApplicationName is the application_name of the sweep's own connections
+// (its sampler, its settings), unless the DSN names one.
+const ApplicationName = event.OwnApplicationPrefix + "sweep"
+
 func connectPgx(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		// The tool's own session, which an observer leaves out of
+		// what it measures.
+		cfg.RuntimeParams["application_name"] = ApplicationName
 	}
 	return pgx.ConnectConfig(ctx, cfg)
 }

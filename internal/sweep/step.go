@@ -205,7 +205,8 @@ func (p *windowProbe) report(ctx context.Context, st *Step) {
 		p.opts.Progress("%s: no hot queries: %v", name, p.pgssErr)
 	}
 	if p.pgssEnd != nil {
-		if p.tracked != nil {
+		if p.tracked != nil && !p.s.trackedSaid {
+			p.s.trackedSaid = true
 			p.opts.Progress("%s: %s", name, p.trackedNote())
 		}
 		st.HotQueries = hotQueries(ctx, p.stmts, p.pgssStart, p.pgssEnd, p.own, p.pgssSecs, p.opts.TopQueries)

@@ -296,37 +296,83 @@ func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := sweeptest.Options(t, 1)
+	opts := sweeptest.Options(t, 1, 2)
 	opts.Target = c.DSN("sweep") + " user=sweeper"
 	opts.Init = true
 	// Room for every statement that ran in the window.
 	opts.TopQueries = 50
 	progress := recordProgress(t, &opts)
-	res, err := sweep.Run(ctx, opts)
+	// While the sweep runs, the application names of the role's
+	// sessions: the sampler's must be the tool's own, which an
+	// observer leaves out of what it measures.
+	watcher, err := pgx.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer watcher.Close(ctx)
+	names := map[string]bool{}
+	watch, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			rows, _ := watcher.Query(watch, "SELECT DISTINCT application_name FROM pg_stat_activity WHERE usename = 'sweeper'")
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if watch.Err() != nil {
+				watched <- nil
+				return
+			}
+			if err != nil {
+				watched <- err
+				return
+			}
+			for _, n := range got {
+				names[n] = true
+			}
+			select {
+			case <-watch.Done():
+				watched <- nil
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	res, err := sweep.Run(ctx, opts)
+	stopWatch()
+	if werr := <-watched; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !names[sweep.ApplicationName] {
+		t.Errorf("the role's sessions during the sweep were named %v: none %q", names, sweep.ApplicationName)
+	}
 	s := res.Configs[0].Steps
-	if len(s) != 1 {
+	if len(s) != 2 {
 		t.Fatalf("steps %+v", s)
 	}
-	if sweeptest.FindHot(s[0], sweeptest.PgbenchQuery) == nil {
-		t.Errorf("pgbench's query not among the hot queries %+v", s[0].HotQueries)
-	}
-	// The sampler's statements: its start (on pg_database), its
-	// pg_stat_activity samples and its pg_stat_statements reads, each
-	// tagged by observe.
-	for _, h := range s[0].HotQueries {
-		for _, own := range []string{"pgrehearse-observe", "pg_database", "pg_stat_activity", "pg_stat_statements"} {
-			if strings.Contains(h.Query, own) {
-				t.Errorf("the sampler's own statement is among the hot queries: %+v", h)
-				break
+	for _, st := range s {
+		if sweeptest.FindHot(st, sweeptest.PgbenchQuery) == nil {
+			t.Errorf("%d clients: pgbench's query not among the hot queries %+v", st.Clients, st.HotQueries)
+		}
+		// The sampler's statements: its start (on pg_database), its
+		// pg_stat_activity samples and its pg_stat_statements reads,
+		// each tagged by observe.
+		for _, h := range st.HotQueries {
+			for _, own := range []string{"pgrehearse-observe", "pg_database", "pg_stat_activity", "pg_stat_statements"} {
+				if strings.Contains(h.Query, own) {
+					t.Errorf("%d clients: the sampler's own statement is among the hot queries: %+v", st.Clients, h)
+					break
+				}
 			}
 		}
 	}
+	// Said once, not once a step.
 	const want = "role sweeper is not a superuser"
-	if all := progress(); !strings.Contains(all, want) || !strings.Contains(all, "left out of the hot queries") {
-		t.Errorf("no step said that the sampler's statements are counted and left out (%q):\n%s", want, all)
+	if all := progress(); strings.Count(all, want) != 1 || !strings.Contains(all, "left out of the hot queries") {
+		t.Errorf("not said once that the sampler's statements are counted and left out (%q):\n%s", want, all)
 	}
 }
 
