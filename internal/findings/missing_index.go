@@ -1,11 +1,13 @@
 package findings
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 )
 
@@ -126,7 +128,24 @@ func (e *eval) explain(q *Query) (*catalog.Plan, catalog.Request, string, error)
 			return plan, r, how, nil
 		}
 	}
+	if untyped(err) {
+		values := "the input kept no logged execution of it to plan instead"
+		if len(reqs) > 1 {
+			values = "its logged execution did not plan either"
+		}
+		err = fmt.Errorf("the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared, and %s: %w", values, err)
+	}
 	return nil, catalog.Request{}, "", err
+}
+
+// untyped reports whether err is the server's refusal to prepare a
+// statement whose parameters' types it cannot infer: an operator or a
+// function of parameters alone (42725, "operator is not unique: unknown +
+// unknown"), or a parameter with no context (42P18).
+func untyped(err error) bool {
+	const ambiguousFunction, indeterminateDatatype = "42725", "42P18"
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == ambiguousFunction || pe.Code == indeterminateDatatype)
 }
 
 // hypoVerdict is what verify concluded about a suggested index.

@@ -368,6 +368,44 @@ func TestMissingIndex(t *testing.T) {
 	}
 }
 
+// The normalized text of "BETWEEN 5 AND 5 + 100" (the demo's pgbench
+// script) is "BETWEEN $1 AND $2 + $3", whose $2 + $3 the server cannot
+// type: its generic plan cannot be prepared. The logged statement plans;
+// without it (a replay's results keep no statement) the check says why
+// in words, not only with the server's "operator is not unique: unknown
+// + unknown".
+func TestMissingIndexUntypedParameters(t *testing.T) {
+	r := startRig(t, nil)
+	r.createDB("untyped")
+	r.exec("untyped", "CREATE TABLE orders (id int PRIMARY KEY, customer_id int); INSERT INTO orders SELECT g, g % 1000 FROM generate_series(1, 50000) g; ANALYZE orders")
+	seg := r.capture(func() {
+		conn := r.connect("untyped")
+		for i := range 5 {
+			if _, err := conn.Exec(r.ctx, fmt.Sprintf("SELECT count(*) FROM orders WHERE customer_id BETWEEN %d AND %d + 100", i, i), pgx.QueryExecModeSimpleProtocol); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	w, obs := analyzeSegment(t, seg, "untyped")
+	skipped := func(in Input) string {
+		for _, s := range r.evaluate("untyped", in, Options{}).NotEvaluated {
+			if s.ID == IDMissingIndex {
+				return s.Reason
+			}
+		}
+		return ""
+	}
+	if why := skipped(Input{Workload: w, Observed: obs}); why != "" {
+		t.Errorf("the logged statement not explained: %s", why)
+	}
+	why := skipped(Input{Workload: w})
+	const want = "the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared, and the input kept no logged execution of it to plan instead"
+	if !strings.Contains(why, want) || !strings.Contains(why, "SQLSTATE 42725") {
+		t.Errorf("missing-index not evaluated because %q; want %q and the server's error", why, want)
+	}
+	t.Logf("not evaluated: %s", why)
+}
+
 func TestPlanningHeavy(t *testing.T) {
 	r := startRig(t, map[string]string{"pg_stat_statements.track_planning": "on"})
 	r.createDB("trig", "ctl")
