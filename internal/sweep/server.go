@@ -328,28 +328,32 @@ func quoteLiteral(s string) string {
 // runs on this machine and its data directory is readable: the connection
 // goes through a unix socket or the loopback interface, and postmaster.pid
 // in the data_directory the server reports names a live process listening
-// on the connection's port. Otherwise it returns 0: CPU is unknown.
-func localPostmaster(ctx context.Context, dsn string) int {
+// on the connection's port. Otherwise it returns 0 and why: CPU is
+// unknown.
+func localPostmaster(ctx context.Context, dsn string) (int, error) {
 	if !connstr.IsLocal(dsn) {
-		return 0
+		return 0, errors.New("the target is not on this machine (neither a unix socket nor the loopback interface)")
 	}
 	conn, err := connectPgx(ctx, dsn)
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	defer conn.Close(context.Background())
 	var dataDir, port string
-	if conn.QueryRow(ctx, "SELECT current_setting('data_directory'), current_setting('port')").Scan(&dataDir, &port) != nil {
-		return 0
+	if err := conn.QueryRow(ctx, "SELECT current_setting('data_directory'), current_setting('port')").Scan(&dataDir, &port); err != nil {
+		return 0, fmt.Errorf("the role cannot read data_directory (a superuser or pg_read_all_settings may): %w", err)
 	}
 	pid, pidPort, err := postmasterPID(dataDir)
-	if err != nil || strconv.Itoa(pidPort) != port {
-		return 0
+	if err != nil {
+		return 0, err
+	}
+	if strconv.Itoa(pidPort) != port {
+		return 0, fmt.Errorf("%s/postmaster.pid names port %d, the server listens on %s", dataDir, pidPort, port)
 	}
 	if _, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/stat"); err != nil {
-		return 0
+		return 0, fmt.Errorf("the postmaster's process %d is not in sight: %w", pid, err)
 	}
-	return pid
+	return pid, nil
 }
 
 // RedactDSN returns dsn as host, port, user and database, without a
@@ -362,12 +366,12 @@ func RedactDSN(dsn string) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s", cfg.Host, cfg.Port, cfg.User, cfg.Database)
 }
 
-// connectPgx connects to dsn; a DSN that does not parse is described
-// without its values (connstr.SafeError), never quoted.
 // ApplicationName is the application_name of the sweep's own connections
 // (its sampler, its settings), unless the DSN names one.
 const ApplicationName = event.OwnApplicationPrefix + "sweep"
 
+// connectPgx connects to dsn; a DSN that does not parse is described
+// without its values (connstr.SafeError), never quoted.
 func connectPgx(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {

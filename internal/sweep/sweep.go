@@ -177,9 +177,9 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 				return err
 			}
 		}
-		pid := localPostmaster(ctx, opts.Target)
+		pid, why := localPostmaster(ctx, opts.Target)
 		if pid == 0 {
-			opts.Progress("target: server CPU is unknown (not on this machine, or its data directory is unreadable)")
+			opts.Progress("target: server CPU is unknown: %v", why)
 		}
 		for i, cfg := range configs {
 			cfg := cfg
