@@ -663,7 +663,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 // first (errors only on the candidate), with the candidate's catalog when
 // --findings-dsn names it.
 func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) (*findings.Report, error) {
-	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload}
+	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload, Observed: findings.ObservedFromResult(cand[0].res)}
 	if in.Workload == nil {
 		return nil, nil
 	}

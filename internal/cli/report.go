@@ -377,14 +377,14 @@ func resultsOf(runs []reportRun) []*compare.Run {
 // --candidate-dsn, on its catalog and the plans already made. Nil when
 // that result holds no workload.
 func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *compareplans.Result, base, cand []reportRun) (*findings.Report, error) {
-	last := base[0].workload
+	last := base[0]
 	if len(cand) > 0 {
-		last = cand[0].workload
+		last = cand[0]
 	}
-	if last == nil {
+	if last.workload == nil {
 		return nil, nil
 	}
-	in := findings.Input{Workload: last}
+	in := findings.Input{Workload: last.workload, Observed: findings.ObservedFromResult(last.res)}
 	if len(cand) > 0 {
 		in.Baseline = base[0].workload
 	}

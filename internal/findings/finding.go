@@ -161,7 +161,8 @@ type Input struct {
 	// (report): errors then lists statements that failed only in
 	// Workload.
 	Baseline *Workload
-	// Observed is what an EventSampler saw in the events of Workload's logs.
+	// Observed is what an EventSampler saw in the events of Workload's
+	// logs, or what its result's samples give (ObservedFromResult).
 	Observed *Observed
 	// Catalog and Explainer come from a connection to the server.
 	Catalog   *catalog.Catalog

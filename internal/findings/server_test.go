@@ -404,6 +404,22 @@ func TestMissingIndexUntypedParameters(t *testing.T) {
 		t.Errorf("missing-index not evaluated because %q; want %q and the server's error", why, want)
 	}
 	t.Logf("not evaluated: %s", why)
+
+	// A replay's result keeps no statement, but with --keep-samples it
+	// keeps the slowest execution, which plans as the log's does.
+	if len(w.Queries) != 1 {
+		t.Fatalf("queries %+v", w.Queries)
+	}
+	res := &results.Result{Samples: []results.QuerySamples{{Fingerprint: w.Queries[0].Fingerprint, Samples: []results.Sample{
+		{Role: results.SampleMedian, Query: "SELECT count(*) FROM orders WHERE customer_id BETWEEN 2 AND 2 + 100", DurationMS: 1},
+		{Role: results.SampleSlowest, Query: "SELECT count(*) FROM orders WHERE customer_id BETWEEN 3 AND 3 + 100", DurationMS: 2},
+	}}}}
+	if why := skipped(Input{Workload: w, Observed: ObservedFromResult(res)}); why != "" {
+		t.Errorf("not explained with the result's sample: %s", why)
+	}
+	if ObservedFromResult(&results.Result{}) != nil {
+		t.Errorf("observed from a result without samples")
+	}
 }
 
 func TestPlanningHeavy(t *testing.T) {

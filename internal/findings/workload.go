@@ -88,6 +88,30 @@ func (w *Workload) Query(fp string) *Query {
 	return nil
 }
 
+// ObservedFromResult is what a result's samples (kept when its user
+// asked, --keep-samples) give the checks that plan a statement: per
+// fingerprint, its slowest execution with its values, as an EventSampler
+// over the logs gives. A result keeps no sessions or inserted values, so
+// the checks that count those say they lacked them. Nil without samples.
+func ObservedFromResult(r *results.Result) *Observed {
+	if r == nil || len(r.Samples) == 0 {
+		return nil
+	}
+	o := &Observed{Queries: map[string]*ObservedQuery{}}
+	for _, qs := range r.Samples {
+		for _, s := range qs.Samples {
+			if s.Role != results.SampleSlowest {
+				continue
+			}
+			// A result samples only executions that ran without an
+			// error, with every value known.
+			o.Queries[qs.Fingerprint] = &ObservedQuery{Sample: &Sample{Query: s.Query, Params: s.Params, Complete: true,
+				Extended: s.Params != nil, DurationUS: int64(s.DurationMS * 1000), Database: s.Database}}
+		}
+	}
+	return o
+}
+
 // FromResult takes the figures of an analysis or a replay.
 func FromResult(r *results.Result) *Workload {
 	w := &Workload{

@@ -311,7 +311,7 @@ func WorkloadDatabase(pf *Preflight) string {
 // replayFindings names the traps of the replayed workload as the target
 // ran it, with the target's catalog when dsn is given.
 func replayFindings(ctx context.Context, res *results.Result, dsn, database string) (*findings.Report, error) {
-	in := findings.Input{Workload: findings.FromResult(res)}
+	in := findings.Input{Workload: findings.FromResult(res), Observed: findings.ObservedFromResult(res)}
 	closeConn, err := findings.ConnectTo(ctx, dsn, database, false, &in)
 	if err != nil {
 		return nil, err
