@@ -134,8 +134,9 @@ func TestDemoFindsDroppedIndex(t *testing.T) {
 
 // TestDemoSmallSharedBuffers: with shared_buffers tiny on the candidate,
 // the report of a range of customers' orders keeps its plan and reads
-// from outside shared_buffers what the control finds in them; when the
-// comparison finds it slower, shared_buffers is named as the cause.
+// from outside shared_buffers what the control finds in them; the plans
+// find shared_buffers behind it, and when the comparison finds it
+// slower, the line names it as the cause.
 func TestDemoSmallSharedBuffers(t *testing.T) {
 	r := runDemoTest(t, "small-shared-buffers")
 	found := false
@@ -153,13 +154,40 @@ func TestDemoSmallSharedBuffers(t *testing.T) {
 		if o.Verdict != "same_plan" || !grew {
 			t.Errorf("the range report's plans: %+v", o)
 		}
-		// Issue 21: it reads "same plan, slower", with the reads that
-		// grew and shared_buffers as the cause.
-		if !strings.Contains(r.stdout, "same plan, slower: Bitmap Heap Scan (orders)") || !strings.Contains(r.stdout, "cause: shared_buffers 128MB -> 128kB") {
-			t.Errorf("the range report does not read \"same plan, slower\" with shared_buffers as the cause:\n%s", r.stdout)
-		}
+		// The plans find shared_buffers behind the reads that grew,
+		// whatever the comparison made of the latency.
 		if len(o.Causes) == 0 || o.Causes[0].Setting != "shared_buffers" || o.Causes[0].Evidence != "reads" {
-			t.Errorf("slower without shared_buffers as the cause: %+v", o.Causes)
+			t.Errorf("reads grew without shared_buffers as the cause: %+v", o.Causes)
+		}
+		// Issue 21: when the comparison finds it slower, it reads "same
+		// plan, slower", with the reads that grew and shared_buffers as
+		// the cause. A 4 s demo's runs can be too far apart for that (a
+		// 2x p50 beside a mean of 1.68x (0.982-2.57) in one CI run):
+		// then the line must not say slower, nor name a cause.
+		status, line := "", ""
+		for _, q := range r.Queries {
+			if strings.Contains(q.Query, "customer_id BETWEEN") {
+				status = q.Status
+				// Its line among the plans: "  <fingerprint>  same plan...".
+				for _, l := range strings.Split(r.stdout, "\n") {
+					if strings.HasPrefix(strings.TrimSpace(l), q.Fingerprint+"  same plan") {
+						line = l
+					}
+				}
+			}
+		}
+		switch status {
+		case "regressed", "tail_regressed":
+			if !strings.Contains(line, "same plan, slower: Bitmap Heap Scan (orders)") || !strings.Contains(line, "cause: shared_buffers 128MB -> 128kB") {
+				t.Errorf("the range report, %s, does not read \"same plan, slower\" with shared_buffers as the cause: %q\n%s", status, line, r.stdout)
+			}
+		case "":
+			t.Errorf("the range report is not among the compared queries: %+v", r.Queries)
+		default:
+			if !strings.Contains(line, "same plan: Bitmap Heap Scan (orders)") || strings.Contains(line, "cause:") {
+				t.Errorf("the range report, %s, is not \"same plan\" without a cause: %q\n%s", status, line, r.stdout)
+			}
+			t.Logf("the comparison did not find the range report slower in this run (%s)", status)
 		}
 	}
 	if !found {
