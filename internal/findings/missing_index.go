@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 )
 

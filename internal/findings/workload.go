@@ -88,8 +88,9 @@ func (w *Workload) Query(fp string) *Query {
 	return nil
 }
 
-// ObservedFromResult is what a result's samples (kept when its user
-// asked, --keep-samples) give the checks that plan a statement: per
+// ObservedFromResult is what a result's samples (kept only when its user
+// asked, for they hold parameter values) give the checks that plan a
+// statement: per
 // fingerprint, its slowest execution with its values, as an EventSampler
 // over the logs gives. A result keeps no sessions or inserted values, so
 // the checks that count those say they lacked them. Nil without samples.
