@@ -145,7 +145,9 @@ func newWindowProbe(ctx context.Context, opts *Options, s *server) (*windowProbe
 	// why.
 	stmts, err := observe.NewStatementsReader(ctx, conn)
 	p := &windowProbe{opts: opts, s: s, conn: conn, stmts: stmts, pgssErr: err, tracked: tracked}
-	if stmts != nil {
+	if stmts != nil && tracked != nil {
+		// Only a tracked session's statements are counted: untracked,
+		// there is nothing to leave out and no EXPLAIN to run.
 		p.own, p.ownErr = stmts.OwnQueryIDs(ctx)
 	}
 	return p, nil
