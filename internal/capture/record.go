@@ -1,0 +1,121 @@
+package capture
+
+import "strconv"
+
+// Kind says what a record holds.
+type Kind uint8
+
+const (
+	// KindStartup opens a session: the client's startup parameters (no
+	// password is ever among them), the protocol version it asked for,
+	// whether the client leg is TLS, and the backend's process id once
+	// the server sent BackendKeyData (0 until then; the secret key is
+	// never recorded).
+	KindStartup Kind = iota + 1
+	// KindFrontend is one message the client sent after authentication,
+	// verbatim in PostgreSQL's wire format (type byte, length, body):
+	// Query, Parse, Bind, Describe, Execute, Sync, Flush, Close,
+	// CopyData, CopyDone, CopyFail, FunctionCall, Terminate. Password,
+	// SASL and GSS messages are never recorded.
+	KindFrontend
+	// KindComplete is the server's CommandComplete: Tag ("UPDATE 3").
+	KindComplete
+	// KindError is the server's ErrorResponse: SQLState, Severity and
+	// Message (no DETAIL: it may hold row values).
+	KindError
+	// KindReady is the server's ReadyForQuery: TxStatus ('I', 'T', 'E').
+	KindReady
+	// KindCopyIn is the server's CopyInResponse: it now takes COPY data.
+	KindCopyIn
+	// KindCancel is a CancelRequest the proxy relayed for this session.
+	KindCancel
+	// KindEnd closes a session: End says how.
+	KindEnd
+	// KindGap says the recorder dropped Dropped records of this session
+	// (of every session when Session is 0): the capture is incomplete
+	// from here.
+	KindGap
+)
+
+var kindNames = [...]string{"", "startup", "frontend", "complete", "error", "ready", "copy_in", "cancel", "end", "gap"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// EndReason says how a session ended.
+type EndReason uint8
+
+const (
+	// EndTerminate: the client sent Terminate.
+	EndTerminate EndReason = iota + 1
+	// EndClientGone: the client's connection closed without Terminate.
+	EndClientGone
+	// EndServerGone: the server closed the connection (a restart, a
+	// FATAL error, pg_terminate_backend).
+	EndServerGone
+	// EndOpen: the session was still open when the capture stopped.
+	EndOpen
+	// EndAuthFailed: the session never got past authentication.
+	EndAuthFailed
+)
+
+var endNames = [...]string{"", "terminate", "client_gone", "server_gone", "open", "auth_failed"}
+
+func (e EndReason) String() string {
+	if int(e) < len(endNames) && e != 0 {
+		return endNames[e]
+	}
+	return "end(" + strconv.Itoa(int(e)) + ")"
+}
+
+// Param is one startup parameter (user, database, application_name,
+// options, ...), in the order the client sent them.
+type Param struct {
+	Name, Value string
+}
+
+// Record is one thing the proxy saw in one session. Which fields are set
+// depends on Kind; the others are zero.
+type Record struct {
+	Kind Kind
+	// Session numbers the proxy's sessions from 1, in the order they
+	// connected; 0 only in a KindGap that covers every session.
+	Session uint64
+	// Time is when the proxy saw the message, in microseconds since the
+	// Unix epoch: for a frontend message, when its last byte was
+	// forwarded to the server; for an answer, when its first byte
+	// arrived from the server. A statement's server time as the proxy
+	// sees it is the time of its answer minus the time of its request.
+	Time int64
+
+	// KindStartup.
+	Params        []Param
+	ProtocolMajor uint16
+	ProtocolMinor uint16
+	TLS           bool
+	BackendPID    uint32
+	ClientAddr    string
+
+	// KindFrontend: the message verbatim (type byte, four-byte length,
+	// body).
+	Msg []byte
+
+	// KindComplete.
+	Tag string
+
+	// KindError.
+	SQLState, Severity, Message string
+
+	// KindReady.
+	TxStatus byte
+
+	// KindEnd.
+	End EndReason
+
+	// KindGap.
+	Dropped int64
+}
