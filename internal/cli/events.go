@@ -203,8 +203,8 @@ func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count
 		}
 		out.Flush()
 		reportLogWarnings(stdio, source.WarningsOf(r))
-		if count {
-			if err := report.WriteLogCounts(out, r.Name(), r.Layout(), r.Format(), r.Prefix(), r.Counters()); err != nil {
+		if lr, ok := source.LogReader(r); ok && count {
+			if err := report.WriteLogCounts(out, lr.Name(), lr.Layout(), lr.Format(), lr.Prefix(), lr.Counters()); err != nil {
 				return err
 			}
 		}

@@ -224,7 +224,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		opts.Samples = results.NewSampler(0)
 	}
 	cfg = replayrun.Config{
-		Paths: paths, Source: so, Selection: sel, Replay: opts, Grace: f.grace,
+		Input: source.Paths(paths), Source: so, Selection: sel, Replay: opts, Grace: f.grace,
 		SkipPreflight: f.skipPreflight, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
 		Findings: f.findings, FindingsDSN: f.findingsDSN,
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,

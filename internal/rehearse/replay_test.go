@@ -263,7 +263,7 @@ func replayAt(logPath, prefix string, speed float64, obs *observe.Options, befor
 			before(round, tg)
 		}
 		cfg := replayrun.Config{
-			Paths:         []string{logPath},
+			Input:         source.Paths{logPath},
 			Source:        source.Options{Log: logread.Options{Prefix: prefix}},
 			Replay:        replay.Options{Target: tg.DSN, Speed: speed, DatabaseMap: round.DatabaseMap, MaxLost: 0.001},
 			SkipPreflight: true,

@@ -81,7 +81,7 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, ahead *sourc
 	start := time.Now()
 	pf := &Preflight{Own: -1, OwnNeeded: len(cfg.TargetLogs) > 0}
 	var logins []replay.Login
-	if slices.Contains(cfg.Paths, "-") {
+	if cfg.Input != nil && cfg.Input.Stdin() {
 		// Only what was read of standard input is kept; its logins are
 		// checked as its sessions connect.
 		pf.Complete = false

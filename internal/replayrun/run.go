@@ -19,11 +19,12 @@ import (
 
 // Config is one replay run.
 type Config struct {
-	// Paths are the logs to replay; Source how to open them (format,
-	// prefix, time zone, mixed sources, warnings; its Parts and Select
-	// are the run's). Selection selects the workload: time window,
-	// filters, shard.
-	Paths     []string
+	// Input is what to replay: logs and captures named by path
+	// (source.Paths), or events held in memory (source.Memory). Source
+	// says how to open it (format, prefix, time zone, mixed sources,
+	// warnings; its Parts and Select are the run's). Selection selects
+	// the workload: time window, filters, shard.
+	Input     source.Origin
 	Source    source.Options
 	Selection source.Selection
 
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	// Events must come in log order: one source per file, never parts.
 	so := cfg.Source
 	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := source.Open(cfg.Paths, so)
+	set, err := openInput(cfg, so)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +237,14 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	o.reasons(cfg.MaxErrorRate)
 	return o, nil
+}
+
+// openInput opens the run's input with so.
+func openInput(cfg Config, so source.Options) (*source.Set, error) {
+	if cfg.Input == nil {
+		return nil, &OptionsError{Err: errors.New("nothing to replay: no input given")}
+	}
+	return cfg.Input.Open(so)
 }
 
 // part is the result's part: cfg's, with the selection's shard.

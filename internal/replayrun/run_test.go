@@ -79,7 +79,7 @@ func TestRunEndToEnd(t *testing.T) {
 	var events []string
 	oo := observe.Options{Interval: time.Second, SampleInterval: 100 * time.Millisecond}
 	cfg := Config{
-		Paths:      []string{log},
+		Input:      source.Paths{log},
 		Selection:  source.Selection{Applications: []string{"shop"}},
 		Replay:     replay.Options{Target: b.DSN("postgres"), Speed: 0},
 		TargetLogs: bLogs,
@@ -145,7 +145,7 @@ func TestRunOutcomes(t *testing.T) {
 	log := capture(t)
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 
-	base := Config{Paths: []string{log}, Replay: replay.Options{Target: b.DSN("postgres"), Speed: 0}, MaxSkipped: 0.1, MaxErrorRate: 1}
+	base := Config{Input: source.Paths{log}, Replay: replay.Options{Target: b.DSN("postgres"), Speed: 0}, MaxSkipped: 0.1, MaxErrorRate: 1}
 
 	// Logins the target refuses: the pre-flight stops the run.
 	cfg := base

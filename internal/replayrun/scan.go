@@ -7,7 +7,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 // Scanned is what Scan found.
@@ -33,7 +32,7 @@ func Scan(ctx context.Context, cfg Config) (*Scanned, error) {
 	}
 	so := cfg.Source
 	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := source.Open(cfg.Paths, so)
+	set, err := openInput(cfg, so)
 	if err != nil {
 		return nil, err
 	}

@@ -78,10 +78,11 @@ func (f *file) span(opts logread.Options) {
 		return
 	}
 	f.last = 0
-	if f.path == "-" {
+	lr, ok := LogReader(r)
+	if f.path == "-" || !ok {
 		return
 	}
-	opts.Format, opts.Prefix = r.Format(), r.Prefix()
+	opts.Format, opts.Prefix = lr.Format(), lr.Prefix()
 	p, err := logread.ProbeLog(f.path, opts)
 	if err != nil {
 		return // read as it comes: the reading will say what is wrong

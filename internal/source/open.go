@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -52,7 +53,7 @@ type Set struct {
 	opts    Options
 	files   []*file
 	sources []event.Source
-	readers []*logread.Reader
+	readers []Reader
 	counts  []*Counts
 	state   *State
 	input   *results.Input
@@ -65,7 +66,7 @@ type Set struct {
 // file is one log given, opened.
 type file struct {
 	path    string
-	readers []*logread.Reader
+	readers []Reader
 	head    []*event.Event // the first events of readers[0], peeked
 	headErr error          // the error that ended the peek, if any
 	print   *fingerprint
@@ -147,6 +148,27 @@ func Open(paths []string, opts Options) (*Set, error) {
 	return s, nil
 }
 
+// Origin is where a run's events come from, opened by the run itself with
+// its options (selection, parts, progress): logs and captures named by
+// their paths (Paths), or events held in memory (Memory). It is the one
+// way into analyze and replay.
+type Origin interface {
+	Open(opts Options) (*Set, error)
+	// Stdin reports whether the origin reads standard input, which can
+	// be read only once: a replay cannot look at all of it beforehand.
+	Stdin() bool
+}
+
+// Paths are inputs named by path, each detected: a log of any format the
+// reader knows, or a capture of the proxy. "-" is standard input.
+type Paths []string
+
+// Open opens the paths (see Open).
+func (p Paths) Open(opts Options) (*Set, error) { return Open(p, opts) }
+
+// Stdin reports whether "-" is among the paths.
+func (p Paths) Stdin() bool { return slices.Contains(p, "-") }
+
 // openFile opens one log, in parts when asked, and peeks at its first
 // events.
 func openFile(path string, opts Options) (*file, error) {
@@ -156,13 +178,8 @@ func openFile(path string, opts Options) (*file, error) {
 			return nil, err
 		}
 	}
-	rs, err := logread.OpenSplit(path, opts.Log, max(opts.Parts, 1))
+	rs, err := openReaders(path, opts)
 	if err != nil {
-		for _, r := range rs {
-			if r != nil {
-				r.Close()
-			}
-		}
 		return nil, err
 	}
 	f.readers = rs
@@ -294,8 +311,9 @@ func (s *Set) Timeless() []string {
 	return out
 }
 
-// Readers are the log readers behind the sources, one per source.
-func (s *Set) Readers() []*logread.Reader { return s.readers }
+// Readers are the readers behind the sources, one per source: a log's
+// (LogReader tells) or a capture's.
+func (s *Set) Readers() []Reader { return s.readers }
 
 // Input names the files read, with their sizes and content hashes.
 func (s *Set) Input() *results.Input { return s.input }
@@ -335,7 +353,9 @@ func (s *Set) Dropped() Dropped {
 func (s *Set) Lines() *logread.Counters {
 	c := &logread.Counters{Skipped: map[string]int64{}}
 	for _, r := range s.readers {
-		c.Add(r.Counters())
+		if lr, ok := LogReader(r); ok {
+			c.Add(lr.Counters())
+		}
 	}
 	return c
 }
@@ -351,7 +371,7 @@ type Warning struct {
 func (s *Set) Warnings() []Warning { return WarningsOf(s.readers...) }
 
 // WarningsOf are the warnings of some readers, once per file.
-func WarningsOf(readers ...*logread.Reader) []Warning {
+func WarningsOf(readers ...Reader) []Warning {
 	var out []Warning
 	seen := map[Warning]bool{}
 	for _, r := range readers {
@@ -426,7 +446,7 @@ func (s *Set) Close() {
 // fileSource yields a reader's events, the peeked ones first, and counts
 // its progress.
 type fileSource struct {
-	r       *logread.Reader
+	r       Reader
 	set     *Set
 	head    []*event.Event
 	headErr error
@@ -467,12 +487,5 @@ func (s *fileSource) Name() string { return s.r.Name() }
 
 func (s *fileSource) Recycle(evs ...*event.Event) { s.r.Recycle(evs...) }
 
-// SourceCounts are the reader's lines.
-func (s *fileSource) SourceCounts() results.SourceCounts {
-	c := s.r.Counters()
-	lc := results.LineCounts{Total: c.Total, Parsed: c.Parsed, Skipped: make(map[results.LineSkip]int64, len(c.Skipped))}
-	for k, v := range c.Skipped {
-		lc.Skipped[results.LineSkip(k)] = v
-	}
-	return results.SourceCounts{Lines: &lc}
-}
+// SourceCounts are the reader's: a log's lines, a capture's messages.
+func (s *fileSource) SourceCounts() results.SourceCounts { return s.r.SourceCounts() }
