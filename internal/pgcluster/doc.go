@@ -25,6 +25,13 @@
 // starts the server on the same port, so that a rehearsal replays a
 // workload that writes from the same start every round.
 //
+// Options.Version runs another major version than the installed one:
+// PostgreSQL 13 to 18 (Majors) from the cache that `make pg-versions`
+// fills, .cache/pg/<major> in the module's root or $PGREHEARSE_PG_CACHE.
+// Those builds hold the server and contrib but no pgbench; Pgbench then
+// runs the installed pgbench, which drives any of them. A version missing
+// from the cache is an error naming that command.
+//
 // The package only manages server processes. It knows nothing of
 // pgrehearse's log reader, replay or workload, so that each of those can be
 // tested against a real server through it.

@@ -55,6 +55,11 @@ type Options struct {
 	// $PATH.
 	BinDir string
 
+	// Version, when not 0, is the major version to run (13 to 18, see
+	// Majors), from the cache that `make pg-versions` fills (BinDirFor).
+	// It is an error to set both Version and BinDir.
+	Version int
+
 	// Settings are added to postgresql.conf after pgcluster's own
 	// defaults, so they win over them. Values are given unquoted, as SHOW
 	// prints them ("on", "0", "stderr,csvlog,jsonlog",
@@ -97,7 +102,17 @@ type Cluster struct {
 // until it accepts connections. ctx bounds the start only; the server runs
 // until Stop.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bin, err := FindBinDir(opts.BinDir, serverPrograms...)
+	binDir := opts.BinDir
+	if opts.Version != 0 {
+		if binDir != "" {
+			return nil, fmt.Errorf("pgcluster: Options.Version %d and BinDir %s both set: choose one", opts.Version, binDir)
+		}
+		var err error
+		if binDir, err = BinDirFor(opts.Version); err != nil {
+			return nil, err
+		}
+	}
+	bin, err := FindBinDir(binDir, serverPrograms...)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +397,8 @@ func (c *Cluster) Exec(ctx context.Context, db, sql string) error {
 }
 
 // Pgbench runs pgbench against the cluster as the superuser and returns its
-// combined output. The connection options come first, so args are the
+// combined output. It is the cluster's own pgbench, or the installed one
+// when the cluster's bin directory has none (see Options.Version). The connection options come first, so args are the
 // other options and an optional database name, as on pgbench's command line.
 func (c *Cluster) Pgbench(ctx context.Context, args ...string) ([]byte, error) {
 	return c.PgbenchEnv(ctx, nil, args...)
@@ -391,8 +407,12 @@ func (c *Cluster) Pgbench(ctx context.Context, args ...string) ([]byte, error) {
 // PgbenchEnv is Pgbench with extra environment variables, such as
 // PGOPTIONS to change settings for pgbench's sessions.
 func (c *Cluster) PgbenchEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	pgbench, err := c.pgbenchPath()
+	if err != nil {
+		return nil, err
+	}
 	full := append([]string{"-h", c.SocketDir(), "-p", strconv.Itoa(c.port), "-U", superuser}, args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, "pgbench"), full...)
+	cmd := exec.CommandContext(ctx, pgbench, full...)
 	cmd.Env = append(clientEnv(), env...)
 	cmd.Dir = os.TempDir()
 	out, err := cmd.CombinedOutput()
@@ -400,6 +420,22 @@ func (c *Cluster) PgbenchEnv(ctx context.Context, env []string, args ...string) 
 		return out, fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return out, nil
+}
+
+// pgbenchPath is the cluster's own pgbench, or, for a bin directory
+// without one (the server-only builds of the version cache), the
+// installed pgbench FindBinDir finds: pgbench speaks the protocol and
+// plain SQL that every supported server accepts, so the installed 15
+// drives 13 to 18 alike.
+func (c *Cluster) pgbenchPath() (string, error) {
+	if hasPrograms(c.bin, []string{"pgbench"}) {
+		return filepath.Join(c.bin, "pgbench"), nil
+	}
+	dir, err := FindBinDir("", "pgbench")
+	if err != nil {
+		return "", fmt.Errorf("%s has no pgbench, and: %w", c.bin, err)
+	}
+	return filepath.Join(dir, "pgbench"), nil
 }
 
 // LogFiles returns the files in LogDir matching the filepath.Match pattern,

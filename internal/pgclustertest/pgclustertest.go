@@ -2,6 +2,7 @@ package pgclustertest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -65,3 +66,18 @@ func StoppedLog(t testing.TB, c *pgcluster.Cluster) string {
 	}
 	return files[0]
 }
+
+// StartVersion starts a cluster of PostgreSQL major version major from the
+// version cache (pgcluster.Options.Version) with settings. A version
+// missing from the cache fails t with the command that installs it, never
+// a skip: a test naming a version must have run on it.
+func StartVersion(t testing.TB, major int, settings map[string]string) *pgcluster.Cluster {
+	t.Helper()
+	return StartT(t, pgcluster.Options{Version: major, Settings: settings})
+}
+
+// LongVersions reports whether the long per-version suite is to run:
+// `make test-versions` sets PGREHEARSE_VERSIONS=all. Without it the
+// per-version tests run their smoke cases only, one per capability, on
+// every major of pgcluster.Majors all the same.
+func LongVersions() bool { return os.Getenv("PGREHEARSE_VERSIONS") == "all" }

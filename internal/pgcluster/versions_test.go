@@ -1,0 +1,70 @@
+package pgcluster_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestVersionsStart starts each major of pgcluster.Majors (13, 14, 15,
+// 16, 17, 18) from the version cache, with pg_stat_statements preloaded,
+// checks that the server is that version, creates the extension, and
+// drives it with the installed pgbench, which the cache's builds lack.
+// A version missing from the cache fails, naming `make pg-versions`.
+func TestVersionsStart(t *testing.T) {
+	for _, major := range pgcluster.Majors {
+		t.Run(strconv.Itoa(major), func(t *testing.T) {
+			c := pgclustertest.StartVersion(t, major, map[string]string{
+				"shared_preload_libraries": "pg_stat_statements",
+			})
+			num, err := strconv.Atoi(query(t, c, "postgres", "SHOW server_version_num"))
+			if err != nil || num/10000 != major {
+				t.Fatalf("server_version_num = %d, %v; want %d", num, err, major)
+			}
+			ctx := context.Background()
+			if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := c.Pgbench(ctx, "-i", "-s", "1", "-q", "postgres"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if out, err := c.Pgbench(ctx, "-n", "-S", "-t", "20", "postgres"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var calls int64
+			if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+				WHERE query LIKE 'SELECT abalance FROM pgbench_accounts%'`).Scan(&calls); err != nil {
+				t.Fatal(err)
+			}
+			if calls != 20 {
+				t.Errorf("pg_stat_statements counts %d calls of pgbench's select, want 20", calls)
+			}
+		})
+	}
+}
+
+// TestVersionMissing: a version absent from the cache is an error that
+// names the command installing it, and Version excludes BinDir.
+func TestVersionMissing(t *testing.T) {
+	t.Setenv("PGREHEARSE_PG_CACHE", t.TempDir())
+	_, err := pgcluster.Start(context.Background(), pgcluster.Options{Version: 18})
+	if !errors.Is(err, pgcluster.ErrNoVersion) || !strings.Contains(err.Error(), "make pg-versions") {
+		t.Errorf("Start(Version: 18) with an empty cache = %v; want ErrNoVersion naming make pg-versions", err)
+	}
+	_, err = pgcluster.Start(context.Background(), pgcluster.Options{Version: 18, BinDir: "/usr/bin"})
+	if err == nil || !strings.Contains(err.Error(), "both set") {
+		t.Errorf("Start with Version and BinDir = %v; want an error", err)
+	}
+}
