@@ -1,0 +1,33 @@
+// Package proxy is the capture proxy: a TCP relay between applications and
+// PostgreSQL that forwards every byte as it came, in both directions, and
+// hands a copy of what it sees to a capture.Sink.
+//
+// The proxy speaks just enough of the protocol to frame it. It reads the
+// client's startup packet (answering SSLRequest with its own certificate
+// and refusing GSSENCRequest), connects to the upstream server with the
+// upstream DSN's TLS settings, and forwards the startup packet unchanged.
+// Authentication is relayed: the client answers the server's challenges
+// itself, so the proxy never knows a password. It changes one thing only:
+// SCRAM-SHA-256-PLUS is taken out of the mechanisms the server offers,
+// because channel binding ties the SCRAM exchange to one TLS connection
+// and a relay has two.
+//
+// After authentication each direction is split into messages (a type byte
+// and a four-byte length) and forwarded in batches, one write per read.
+// Frontend messages (Query, the extended protocol, COPY data, function
+// calls, Terminate) are recorded verbatim; of the server's answers only
+// CommandComplete, ErrorResponse (without DETAIL), ReadyForQuery and
+// CopyInResponse are summarized. Rows, passwords, SASL and GSS messages and
+// cancel keys are never recorded.
+//
+// A record reaches the sink before the message it describes is forwarded,
+// so that a session's records are in the order the two sides saw them
+// (the answer to a query cannot be recorded before the query). The sink
+// never blocks (capture.Sink), so recording never holds up forwarding.
+//
+// A problem with one connection (a malformed startup packet, a length out
+// of range, a client gone mid-message, a server restart) ends that
+// connection only, with an ErrorResponse to the client where the client
+// can still read one, and one sentence through Config.Warn. The package
+// knows no command line: the capture command maps its flags to Config.
+package proxy

@@ -1,0 +1,303 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// Upstream is the server's libpq connection string (keyword/value or
+	// URL). Only where and how to connect is used: the first host and
+	// port (a unix-socket directory works too), sslmode and the TLS
+	// settings that go with it, and connect_timeout. User, password and
+	// database come from each client's own startup packet.
+	Upstream string
+	// TLS is the certificate the proxy shows clients that send
+	// SSLRequest. Nil answers SSLRequest with 'N': clients continue
+	// without TLS, or give up if their sslmode requires it.
+	TLS *tls.Config
+	// Sink receives the records. Nil records nothing.
+	Sink capture.Sink
+	// Warn is told, in one sentence, of each problem with one
+	// connection. It never sees a password or a parameter value. Nil
+	// discards them; Stats counts them either way.
+	Warn func(string)
+	// DialTimeout bounds connecting to the upstream, TLS included. Zero
+	// means the DSN's connect_timeout, or 10 seconds without one.
+	DialTimeout time.Duration
+}
+
+// ErrorKind says what went wrong with one connection.
+type ErrorKind uint8
+
+const (
+	// ErrStartup: the client's startup packet was malformed or of an
+	// unknown kind, or the client never sent one.
+	ErrStartup ErrorKind = iota + 1
+	// ErrClientTLS: the TLS handshake with the client failed.
+	ErrClientTLS
+	// ErrUpstream: the upstream server could not be reached (dial, TLS).
+	ErrUpstream
+	// ErrClientProtocol: the client sent a message length out of range.
+	ErrClientProtocol
+	// ErrServerProtocol: the server sent a message length out of range.
+	ErrServerProtocol
+	// ErrChannelBinding: the server offered only SCRAM-SHA-256-PLUS,
+	// which cannot pass through the proxy.
+	ErrChannelBinding
+	// ErrCancel: a CancelRequest could not be forwarded.
+	ErrCancel
+
+	numErrorKinds = iota
+)
+
+var errorKindNames = [...]string{"", "startup", "client_tls", "upstream", "client_protocol", "server_protocol", "channel_binding", "cancel"}
+
+func (k ErrorKind) String() string {
+	if int(k) < len(errorKindNames) && k != 0 {
+		return errorKindNames[k]
+	}
+	return "error_kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Stats are the proxy's counters since New.
+type Stats struct {
+	// SessionsOpen and SessionsTotal count sessions: connections that
+	// sent a StartupMessage (not SSL negotiation alone, not cancels).
+	SessionsOpen, SessionsTotal int64
+	// Frontend and Backend count the messages and bytes forwarded from
+	// clients and from the server, authentication included.
+	FrontendMessages, FrontendBytes int64
+	BackendMessages, BackendBytes   int64
+	// Cancels counts CancelRequests forwarded.
+	Cancels int64
+	// Errors counts connections ended by a problem, by kind; kinds that
+	// never happened are absent.
+	Errors map[ErrorKind]int64
+}
+
+// Proxy relays connections to one upstream server. Serve may be called
+// once.
+type Proxy struct {
+	cfg      Config
+	upstream *pgconn.Config
+	timeout  time.Duration
+
+	frontend, backend dirCounts
+	sessionsOpen      atomic.Int64
+	sessionsTotal     atomic.Int64
+	cancels           atomic.Int64
+	errors            [numErrorKinds]atomic.Int64
+
+	nextSession atomic.Uint64
+
+	mu      sync.Mutex
+	closing bool
+	links   map[*link]struct{}
+	// byPID finds a session by its backend's process id, for
+	// CancelRequest.
+	byPID map[uint32]*session
+}
+
+// New checks cfg and returns a Proxy.
+func New(cfg Config) (*Proxy, error) {
+	up, err := pgconn.ParseConfig(cfg.Upstream)
+	if err != nil {
+		// pgconn's message quotes the connection string, password
+		// included; say only what kind of problem it is.
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && pe.Unwrap() != nil {
+			return nil, errors.New("proxy: invalid upstream connection string: " + pe.Unwrap().Error())
+		}
+		return nil, errors.New("proxy: invalid upstream connection string")
+	}
+	timeout := cfg.DialTimeout
+	if timeout == 0 {
+		timeout = up.ConnectTimeout
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	return &Proxy{
+		cfg:      cfg,
+		upstream: up,
+		timeout:  timeout,
+		links:    map[*link]struct{}{},
+		byPID:    map[uint32]*session{},
+	}, nil
+}
+
+// Serve accepts connections on ln and relays each to the upstream until
+// ctx is done. Then it closes ln and every connection, records the
+// sessions still open as ended with capture.EndOpen, and returns nil once
+// every connection's goroutines are gone. An Accept error other than a
+// temporary one stops it the same way and is returned.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	var serveErr error
+	delay := time.Duration(0)
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: back off as
+				// net/http does, rather than spin or give up.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+				}
+				continue
+			}
+			serveErr = err
+			break
+		}
+		delay = 0
+		wg.Go(func() { p.handle(conn) })
+	}
+	ln.Close()
+	p.closeAll()
+	wg.Wait()
+	return serveErr
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// Stats returns the counters.
+func (p *Proxy) Stats() Stats {
+	s := Stats{
+		SessionsOpen:     p.sessionsOpen.Load(),
+		SessionsTotal:    p.sessionsTotal.Load(),
+		FrontendMessages: p.frontend.msgs.Load(),
+		FrontendBytes:    p.frontend.bytes.Load(),
+		BackendMessages:  p.backend.msgs.Load(),
+		BackendBytes:     p.backend.bytes.Load(),
+		Cancels:          p.cancels.Load(),
+		Errors:           map[ErrorKind]int64{},
+	}
+	for k := range p.errors {
+		if n := p.errors[k].Load(); n > 0 {
+			s.Errors[ErrorKind(k)] = n
+		}
+	}
+	return s
+}
+
+// problem counts a problem of one connection and says it through Warn.
+func (p *Proxy) problem(kind ErrorKind, sentence string) {
+	p.errors[kind].Add(1)
+	if p.cfg.Warn != nil {
+		p.cfg.Warn(sentence)
+	}
+}
+
+func (p *Proxy) add(r capture.Record) {
+	if p.cfg.Sink != nil {
+		p.cfg.Sink.Add(r)
+	}
+}
+
+// link is one accepted connection and, once dialed, its upstream: what
+// Serve closes when it stops.
+type link struct {
+	mu     sync.Mutex
+	closed bool
+	client net.Conn
+	server net.Conn
+	sess   *session
+}
+
+// track registers l; false means Serve is stopping and l was closed.
+func (p *Proxy) track(l *link) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		l.close()
+		return false
+	}
+	p.links[l] = struct{}{}
+	return true
+}
+
+// stopping says whether Serve is closing every connection.
+func (p *Proxy) stopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
+}
+
+func (p *Proxy) untrack(l *link) {
+	p.mu.Lock()
+	delete(p.links, l)
+	p.mu.Unlock()
+	l.close()
+}
+
+// setServer attaches the upstream connection; false means the link was
+// closed meanwhile (and so is server now).
+func (l *link) setServer(server net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		server.Close()
+		return false
+	}
+	l.server = server
+	return true
+}
+
+// setClient replaces the client connection by its TLS wrapping.
+func (l *link) setClient(client net.Conn) {
+	l.mu.Lock()
+	l.client = client
+	l.mu.Unlock()
+}
+
+func (l *link) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.client.Close()
+	if l.server != nil {
+		l.server.Close()
+	}
+}
+
+func (p *Proxy) closeAll() {
+	p.mu.Lock()
+	p.closing = true
+	links := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		links = append(links, l)
+	}
+	p.mu.Unlock()
+	for _, l := range links {
+		l.mu.Lock()
+		s := l.sess
+		l.mu.Unlock()
+		if s != nil {
+			s.setEnd(capture.EndOpen)
+		}
+		l.close()
+	}
+}

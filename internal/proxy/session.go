@@ -1,0 +1,329 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+)
+
+// recorded are the frontend message types recorded verbatim: Query,
+// Parse, Bind, Describe, Execute, Sync, Flush, Close, CopyData, CopyDone,
+// CopyFail, FunctionCall, Terminate. 'p' (password, SASL, GSS) is not
+// among them.
+var recorded = func() (t [256]bool) {
+	for _, c := range []byte("QPBDESHCdcfFX") {
+		t[c] = true
+	}
+	return t
+}()
+
+// errChannelBindingOnly stops the server pump when the server offers no
+// SASL mechanism but SCRAM-SHA-256-PLUS.
+var errChannelBindingOnly = errors.New("the server offers only SCRAM-SHA-256-PLUS")
+
+const channelBindingMessage = "channel binding (SCRAM-SHA-256-PLUS) cannot pass through the proxy, and the server offers no other SASL mechanism"
+
+// errorGrace is how long a client that broke the protocol has to read the
+// proxy's ErrorResponse before its connection closes.
+const errorGrace = 5 * time.Second
+
+// session is one relayed client connection that sent a StartupMessage.
+//
+// KindStartup is emitted when the server sends BackendKeyData, so that
+// it carries the backend's process id; without BackendKeyData, at the
+// first answer recorded or at the end (then with BackendPID 0). Frontend
+// messages are recorded only after it, which is after authentication.
+type session struct {
+	p      *Proxy
+	id     uint64
+	client net.Conn
+	server net.Conn
+	addr   string
+
+	params        []capture.Param
+	proto         uint32
+	tls           bool
+	pid           uint32
+	authenticated bool // AuthenticationOk seen; read after the server pump ended
+	inStartup     bool // before the first ReadyForQuery; server pump only
+
+	started    atomic.Bool
+	terminated atomic.Bool   // the client sent Terminate
+	end        atomic.Uint32 // capture.EndReason, the first one set wins
+}
+
+func (s *session) setEnd(r capture.EndReason) bool {
+	return s.end.CompareAndSwap(0, uint32(r))
+}
+
+func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsClient bool) {
+	s := &session{
+		p:         p,
+		id:        p.nextSession.Add(1),
+		client:    client,
+		addr:      addr,
+		params:    startupParams(raw),
+		proto:     binary.BigEndian.Uint32(raw[4:]),
+		tls:       tlsClient,
+		inStartup: true,
+	}
+	p.sessionsTotal.Add(1)
+	p.sessionsOpen.Add(1)
+	defer p.sessionsOpen.Add(-1)
+	l.mu.Lock()
+	l.sess = s
+	l.mu.Unlock()
+	defer s.finish()
+
+	server, err := p.dialUpstream(context.Background())
+	if err != nil {
+		p.problem(ErrUpstream, fmt.Sprintf("client %s: cannot reach the upstream server: %v.", addr, err))
+		writeFatal(client, "08006", "cannot reach the server: "+err.Error())
+		return
+	}
+	if !l.setServer(server) {
+		return
+	}
+	s.server = server
+	if _, err := server.Write(raw); err != nil {
+		p.problem(ErrUpstream, fmt.Sprintf("client %s: cannot send the startup packet upstream: %v.", addr, err))
+		writeFatal(client, "08006", "cannot reach the server: "+err.Error())
+		return
+	}
+
+	cbuf, sbuf := bufPool.Get().(*[]byte), bufPool.Get().(*[]byte)
+	defer bufPool.Put(cbuf)
+	defer bufPool.Put(sbuf)
+	fromClient := &pump{src: client, dst: server, buf: *cbuf, counts: &p.frontend,
+		onMsg: s.frontendMsg, keep: s.keepFrontend}
+	fromServer := &pump{src: server, dst: client, buf: *sbuf, counts: &p.backend,
+		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
+
+	serverDone := make(chan struct{})
+	go func() {
+		defer close(serverDone)
+		err := fromServer.run()
+		var fe *frameError
+		switch {
+		case errors.As(err, &fe):
+			if s.setEnd(capture.EndServerGone) {
+				p.problem(ErrServerProtocol, fmt.Sprintf("client %s: the server sent a %v; closing the connection.", addr, fe))
+				writeFatal(client, "08P01", "the server sent a "+fe.Error())
+			}
+		case errors.Is(err, errChannelBindingOnly):
+			if s.setEnd(capture.EndAuthFailed) {
+				p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, channelBindingMessage))
+				writeFatal(client, "28000", channelBindingMessage)
+			}
+		default:
+			if s.terminated.Load() {
+				s.setEnd(capture.EndTerminate)
+			}
+			s.setEnd(capture.EndServerGone)
+		}
+		l.close()
+	}()
+
+	err = fromClient.run()
+	var fe *frameError
+	if errors.As(err, &fe) && s.setEnd(capture.EndClientGone) {
+		p.problem(ErrClientProtocol, fmt.Sprintf("client %s: sent a %v; closing the connection.", addr, fe))
+		// The server pump owns writes to the client: stop it first, and
+		// give it little time if the client does not read.
+		client.SetWriteDeadline(time.Now().Add(errorGrace))
+		server.Close()
+		<-serverDone
+		client.SetWriteDeadline(time.Now().Add(errorGrace))
+		writeFatal(client, "08P01", "the client sent a "+fe.Error())
+	} else if s.terminated.Load() {
+		s.setEnd(capture.EndTerminate)
+	} else if s.setEnd(capture.EndClientGone) && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		// A client gone mid-message is not the proxy's problem, but
+		// worth a word: the server saw a truncated message.
+		if errors.Is(err, io.ErrUnexpectedEOF) && p.cfg.Warn != nil {
+			p.cfg.Warn(fmt.Sprintf("client %s: disconnected in the middle of a message.", addr))
+		}
+	}
+	l.close()
+	<-serverDone
+}
+
+// finish records the session's end, once both directions stopped.
+func (s *session) finish() {
+	s.emitStartup()
+	s.p.mu.Lock()
+	if s.pid != 0 && s.p.byPID[s.pid] == s {
+		delete(s.p.byPID, s.pid)
+	}
+	s.p.mu.Unlock()
+	end := capture.EndReason(s.end.Load())
+	if !s.authenticated || end == 0 {
+		// Never authenticated: whatever cut it, it was no session yet.
+		end = capture.EndAuthFailed
+	}
+	s.p.add(capture.Record{Kind: capture.KindEnd, Session: s.id, Time: time.Now().UnixMicro(), End: end})
+}
+
+// emitStartup records KindStartup once.
+func (s *session) emitStartup() {
+	if !s.started.CompareAndSwap(false, true) {
+		return
+	}
+	s.p.add(capture.Record{
+		Kind:          capture.KindStartup,
+		Session:       s.id,
+		Time:          time.Now().UnixMicro(),
+		Params:        s.params,
+		ProtocolMajor: uint16(s.proto >> 16),
+		ProtocolMinor: uint16(s.proto),
+		TLS:           s.tls,
+		BackendPID:    s.pid,
+		ClientAddr:    s.addr,
+	})
+}
+
+func (s *session) keepFrontend(typ byte) bool {
+	return recorded[typ] && s.started.Load()
+}
+
+func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
+	typ := msg[0]
+	if typ == 'X' {
+		s.terminated.Store(true)
+	}
+	if recorded[typ] && s.started.Load() && s.p.cfg.Sink != nil {
+		s.p.cfg.Sink.Add(capture.Record{Kind: capture.KindFrontend, Session: s.id, Time: at.UnixMicro(), Msg: bytes.Clone(msg)})
+	}
+	return nil, nil
+}
+
+func keepBackend(typ byte) bool {
+	switch typ {
+	case 'C', 'E', 'Z', 'G', 'R', 'K':
+		return true
+	}
+	return false
+}
+
+func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
+	body := msg[5:]
+	if s.inStartup {
+		switch msg[0] {
+		case 'R':
+			if len(body) < 4 {
+				break
+			}
+			switch binary.BigEndian.Uint32(body) {
+			case 0:
+				s.authenticated = true
+			case 10: // AuthenticationSASL
+				return withoutPlus(msg)
+			}
+		case 'K':
+			if len(body) >= 4 && !s.started.Load() {
+				s.pid = binary.BigEndian.Uint32(body)
+				s.p.mu.Lock()
+				s.p.byPID[s.pid] = s
+				s.p.mu.Unlock()
+				s.emitStartup()
+			}
+		case 'Z':
+			s.inStartup = false
+		}
+	}
+	r := capture.Record{Session: s.id, Time: at.UnixMicro()}
+	switch msg[0] {
+	case 'C':
+		r.Kind = capture.KindComplete
+		r.Tag = cstring(body)
+	case 'E':
+		r.Kind = capture.KindError
+		r.SQLState, r.Severity, r.Message = errorFields(body)
+	case 'Z':
+		r.Kind = capture.KindReady
+		if len(body) > 0 {
+			r.TxStatus = body[0]
+		}
+	case 'G':
+		r.Kind = capture.KindCopyIn
+	default:
+		return nil, nil
+	}
+	s.emitStartup()
+	s.p.add(r)
+	return nil, nil
+}
+
+// withoutPlus returns AuthenticationSASL msg without SCRAM-SHA-256-PLUS
+// among its mechanisms, or nil when it was not there.
+func withoutPlus(msg []byte) ([]byte, error) {
+	mechs := msg[9:]
+	out := append(make([]byte, 0, len(msg)), msg[:9]...)
+	found, kept := false, 0
+	for len(mechs) > 0 {
+		name, rest, ok := bytes.Cut(mechs, []byte{0})
+		if !ok || len(name) == 0 {
+			break
+		}
+		mechs = rest
+		if string(name) == "SCRAM-SHA-256-PLUS" {
+			found = true
+			continue
+		}
+		out = append(append(out, name...), 0)
+		kept++
+	}
+	if !found {
+		return nil, nil
+	}
+	if kept == 0 {
+		return nil, errChannelBindingOnly
+	}
+	out = append(out, 0)
+	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-1))
+	return out, nil
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// errorFields returns an ErrorResponse's SQLSTATE, severity (the
+// untranslated one when the server sends it) and message; never DETAIL,
+// which may quote row values.
+func errorFields(body []byte) (code, severity, message string) {
+	var localized string
+	for len(body) > 1 {
+		f := body[0]
+		v, rest, ok := bytes.Cut(body[1:], []byte{0})
+		if !ok {
+			break
+		}
+		switch f {
+		case 'C':
+			code = string(v)
+		case 'V':
+			severity = string(v)
+		case 'S':
+			localized = string(v)
+		case 'M':
+			message = string(v)
+		}
+		body = rest
+	}
+	if severity == "" {
+		severity = localized
+	}
+	return code, severity, message
+}
