@@ -14,14 +14,17 @@ import (
 // activityQuery reads every client backend but pgrehearse's own (the
 // observer's, the replay's catalog reads and probes). A backend
 // of another user shows null details to a role without
-// pg_read_all_stats; it still counts as a connection.
-const activityQueryPG14 = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+// pg_read_all_stats; it still counts as a connection. From PostgreSQL 18
+// a connection still logging in shows as a client backend in state
+// "starting" with no database yet: its datid reads as 0, the oid of no
+// database, and it counts as a connection, not an active one.
+const activityQueryPG14 = tag + `SELECT coalesce(datid, 0), coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
 	coalesce(query_id, 0), coalesce(query, '')
 FROM pg_stat_activity
 WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name NOT LIKE '` + event.OwnApplicationPrefix + `%'`
 
 // Before PostgreSQL 14 there is no query_id.
-const activityQueryOld = tag + `SELECT datid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+const activityQueryOld = tag + `SELECT coalesce(datid, 0), coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
 	0::bigint, coalesce(query, '')
 FROM pg_stat_activity
 WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name NOT LIKE '` + event.OwnApplicationPrefix + `%'`

@@ -1,0 +1,140 @@
+package observe
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// startPgbenchVersion is startPgbench on PostgreSQL major from the
+// version cache.
+func startPgbenchVersion(t *testing.T, major int, settings map[string]string) *pgcluster.Cluster {
+	t.Helper()
+	c := pgclustertest.StartVersion(t, major, settings)
+	ctx := context.Background()
+	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// holdStarting opens a connection to c that stops in authentication: the
+// role must give a password (SCRAM through TCP) and none is sent. From
+// PostgreSQL 18, pg_stat_activity shows such a backend as a client
+// backend in state "starting", with no database yet (datid null), as it
+// shows every connection for a moment while it logs in. holdStarting
+// returns once the backend is there, on 18; on older versions it only
+// holds the connection, which they do not show.
+func holdStarting(t *testing.T, c *pgcluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hba, append([]byte("host all slowpoke 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// pg_reload_conf only signals: wait until the postmaster read the
+	// new pg_hba.conf.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_hba_file_rules WHERE 'slowpoke' = ANY(user_name)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pg_hba.conf's new line never showed")
+		}
+	}
+	nc, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(c.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	fe := pgproto3.NewFrontend(nc, nc)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+		Parameters: map[string]string{"user": "slowpoke", "database": "postgres"}})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := fe.Receive(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := m.(*pgproto3.AuthenticationSASL); !ok {
+		t.Fatalf("the server answered %T, not a request for the password", m)
+	}
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 180000 {
+		return
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND datid IS NULL AND state = 'starting'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection in authentication never showed in pg_stat_activity")
+		}
+	}
+}
+
+// TestVersion18StartingBackend: on PostgreSQL 18 a connection still
+// logging in is a client backend without a database. The activity
+// sample read its datid into a uint32 and failed on every round while
+// one was there: "observe: pg_stat_activity: can't scan into dest[0]
+// (col: datid): cannot scan NULL into *uint32", losing the wait events of
+// a rehearsal's rounds. It is a connection, not an active one.
+func TestVersion18StartingBackend(t *testing.T) {
+	c := startPgbenchVersion(t, 18, pgssSettings(nil))
+	holdStarting(t, c)
+	o, w := startWaitable(t, c.DSN("postgres"), Options{Interval: 200 * time.Millisecond, SampleInterval: 10 * time.Millisecond})
+	// Three rounds, or an error (seen from the round after it), which
+	// Stop then returns.
+	w.wait(t, "three activity samples", func(o *Collector) bool { return o.stats.rounds >= 3 || len(o.errs) > 0 })
+	stop(t, o) // fails t on the evidence's error
+
+	// The sweep's wait sampler reads the same query.
+	conn, err := pgx.Connect(context.Background(), c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	ws, err := StartWaitSampler(context.Background(), conn, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rounds, err := ws.Stop(); err != nil || rounds < 1 {
+		t.Errorf("wait sampler: %d rounds, %v", rounds, err)
+	}
+}
