@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -300,12 +301,17 @@ type PGSSRow struct {
 }
 
 func loadPGSS(ctx context.Context, tx pgx.Tx, p *PGSS) error {
-	var tp string
-	if err := tx.QueryRow(ctx, "SELECT coalesce(current_setting('pg_stat_statements.track_planning', true), '')").Scan(&tp); err != nil {
+	var tp, extversion string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(current_setting('pg_stat_statements.track_planning', true), ''),
+		(SELECT extversion FROM pg_extension WHERE extname = 'pg_stat_statements')`).Scan(&tp, &extversion); err != nil {
 		return err
 	}
-	p.HasPlanColumns = tp != ""
-	p.TrackPlanning = tp == "on"
+	// The columns are the extension's, not the server's: an extension
+	// created on an older server and carried over by pg_upgrade keeps its
+	// version (and its view) until ALTER EXTENSION ... UPDATE, so a
+	// PostgreSQL 13 or later server may still show 1.7's total_time.
+	p.HasPlanColumns = extVersionAtLeast(extversion, 1, 8)
+	p.TrackPlanning = p.HasPlanColumns && tp == "on"
 	q := `SELECT s.queryid, coalesce(d.datname, ''), s.query, s.calls, 0::bigint, s.total_time, 0::float8
 		FROM pg_stat_statements s LEFT JOIN pg_database d ON d.oid = s.dbid`
 	if p.HasPlanColumns {
@@ -330,6 +336,18 @@ func loadPGSS(ctx context.Context, tx pgx.Tx, p *PGSS) error {
 		p.Rows = append(p.Rows, r)
 	}
 	return rows.Err()
+}
+
+// extVersionAtLeast reports whether an extension version such as "1.10"
+// is major.minor or later; numerically, so "1.10" is after "1.8".
+func extVersionAtLeast(v string, major, minor int) bool {
+	a, b, _ := strings.Cut(v, ".")
+	ma, err1 := strconv.Atoi(a)
+	mi, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // Table returns the table called name ("t" or "schema.t", as written in a
