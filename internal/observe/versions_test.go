@@ -138,3 +138,68 @@ func TestVersion18StartingBackend(t *testing.T) {
 		t.Errorf("wait sampler: %d rounds, %v", rounds, err)
 	}
 }
+
+// TestVersionsObserve observes a short pgbench run on each major of
+// pgcluster.Majors, and on 13 and 18 with pg_stat_statements created at
+// 1.7, as pg_upgrade leaves an extension from 12: every statement's calls
+// are exactly pgbench's, wait events are sampled, and the evidence has no
+// error. The long suite (PGREHEARSE_VERSIONS=all) runs both protocols.
+func TestVersionsObserve(t *testing.T) {
+	type tc struct {
+		major      int
+		extversion string
+	}
+	var cases []tc
+	for _, m := range pgcluster.Majors {
+		cases = append(cases, tc{m, ""})
+	}
+	cases = append(cases, tc{13, "1.7"}, tc{18, "1.7"})
+	modes := []string{"prepared"}
+	if pgclustertest.LongVersions() {
+		modes = append(modes, "simple", "extended")
+	}
+	for _, tc := range cases {
+		name := strconv.Itoa(tc.major)
+		if tc.extversion != "" {
+			name += "/pgss-" + tc.extversion
+		}
+		t.Run(name, func(t *testing.T) {
+			c := pgclustertest.StartVersion(t, tc.major, pgssSettings(nil))
+			ctx := context.Background()
+			if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
+				t.Fatalf("pgbench -i: %v\n%s", err, out)
+			}
+			create := "CREATE EXTENSION pg_stat_statements"
+			if tc.extversion != "" {
+				create += " VERSION '" + tc.extversion + "'"
+			}
+			if err := c.Exec(ctx, "postgres", create); err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range modes {
+				if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+					t.Fatal(err)
+				}
+				o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 10 * time.Millisecond})
+				const clients, perClient = 2, 100
+				pgbench(t, c, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient))
+				e := stop(t, o)
+				for name, sql := range pgbenchStatements {
+					q := e.query(fp(t, sql))
+					if q == nil {
+						t.Errorf("%s %s: not in the evidence", mode, name)
+						continue
+					}
+					if q.Calls != clients*perClient || q.TotalExecMS <= 0 {
+						t.Errorf("%s %s: %d calls in %.3f ms, want %d", mode, name, q.Calls, q.TotalExecMS, clients*perClient)
+					}
+				}
+				// Whether a 10 ms poll catches a short transaction
+				// active is chance: the rounds are not.
+				if e.Waits.Source != WaitsFromActivity || e.Waits.Rounds == 0 {
+					t.Errorf("%s: waits from %s in %d rounds, want pg_stat_activity's", mode, e.Waits.Source, e.Waits.Rounds)
+				}
+			}
+		})
+	}
+}
