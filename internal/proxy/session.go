@@ -111,23 +111,30 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	go func() {
 		defer close(serverDone)
 		err := fromServer.run()
+		// Whoever sets the end closes the connections; the others
+		// stop because of it.
 		var fe *frameError
 		switch {
 		case errors.As(err, &fe):
-			if s.setEnd(capture.EndServerGone) {
-				p.problem(ErrServerProtocol, fmt.Sprintf("client %s: the server sent a %v; closing the connection.", addr, fe))
-				writeFatal(client, "08P01", "the server sent a "+fe.Error())
+			if !s.setEnd(capture.EndServerGone) {
+				return
 			}
+			p.problem(ErrServerProtocol, fmt.Sprintf("client %s: the server sent a %v; closing the connection.", addr, fe))
+			writeFatal(client, "08P01", "the server sent a "+fe.Error())
 		case errors.Is(err, errChannelBindingOnly):
-			if s.setEnd(capture.EndAuthFailed) {
-				p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, channelBindingMessage))
-				writeFatal(client, "28000", channelBindingMessage)
+			if !s.setEnd(capture.EndAuthFailed) {
+				return
 			}
+			p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, channelBindingMessage))
+			refuse(client, "28000", channelBindingMessage)
 		default:
+			end := capture.EndServerGone
 			if s.terminated.Load() {
-				s.setEnd(capture.EndTerminate)
+				end = capture.EndTerminate
 			}
-			s.setEnd(capture.EndServerGone)
+			if !s.setEnd(end) {
+				return
+			}
 		}
 		l.close()
 	}()
@@ -141,8 +148,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		client.SetWriteDeadline(time.Now().Add(errorGrace))
 		server.Close()
 		<-serverDone
-		client.SetWriteDeadline(time.Now().Add(errorGrace))
-		writeFatal(client, "08P01", "the client sent a "+fe.Error())
+		refuse(client, "08P01", "the client sent a "+fe.Error())
 	} else if s.terminated.Load() {
 		s.setEnd(capture.EndTerminate)
 	} else if s.setEnd(capture.EndClientGone) && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

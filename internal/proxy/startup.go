@@ -52,7 +52,7 @@ func (p *Proxy) handle(conn net.Conn) {
 				return
 			}
 			p.problem(ErrStartup, fmt.Sprintf("client %s: invalid startup packet (%v); closing the connection.", addr, err))
-			writeFatal(client, "08P01", "invalid startup packet: "+err.Error())
+			refuse(client, "08P01", "invalid startup packet: "+err.Error())
 			return
 		}
 		switch m := msg.(type) {
@@ -60,7 +60,7 @@ func (p *Proxy) handle(conn net.Conn) {
 			if tlsDone || p.cfg.TLS == nil {
 				if tlsDone {
 					p.problem(ErrStartup, fmt.Sprintf("client %s: a second SSLRequest; closing the connection.", addr))
-					writeFatal(client, "08P01", "unexpected second SSLRequest")
+					refuse(client, "08P01", "unexpected second SSLRequest")
 					return
 				}
 				tlsDone = true
@@ -82,7 +82,7 @@ func (p *Proxy) handle(conn net.Conn) {
 		case *pgproto3.GSSEncRequest:
 			if gssDone || tlsDone {
 				p.problem(ErrStartup, fmt.Sprintf("client %s: GSSENCRequest after encryption negotiation; closing the connection.", addr))
-				writeFatal(client, "08P01", "unexpected GSSENCRequest")
+				refuse(client, "08P01", "unexpected GSSENCRequest")
 				return
 			}
 			gssDone = true
@@ -165,6 +165,24 @@ func writeFatal(w io.Writer, code, message string) {
 	if err == nil {
 		w.Write(msg)
 	}
+}
+
+// lingerTime bounds how long the proxy reads what a refused client still
+// sends after the proxy's ErrorResponse.
+const lingerTime = time.Second
+
+// refuse sends the client a FATAL ErrorResponse and closes its sending
+// side, then reads (and drops) what the client still sends for a moment:
+// closing a socket with unread bytes resets it, and a reset can destroy
+// the ErrorResponse before the client reads it.
+func refuse(conn net.Conn, code, message string) {
+	conn.SetWriteDeadline(time.Now().Add(errorGrace))
+	writeFatal(conn, code, message)
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	conn.SetReadDeadline(time.Now().Add(lingerTime))
+	io.Copy(io.Discard, io.LimitReader(conn, 1<<20))
 }
 
 // dialUpstream connects to the upstream server and negotiates TLS as its
