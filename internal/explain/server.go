@@ -138,11 +138,11 @@ func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
 			runs = 2
 		}
 		for range runs {
-			var text string
-			if err := tx.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&text); err != nil {
+			text, err := explainText(ctx, tx, sql)
+			if err != nil {
 				return err
 			}
-			p, err := plan.ParseJSON([]byte(text))
+			p, err := plan.ParseJSON(text)
 			if err != nil {
 				return fmt.Errorf("read EXPLAIN's output: %w", err)
 			}
@@ -151,6 +151,22 @@ func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
 		return nil
 	})
 	return out, err
+}
+
+// explainText runs an EXPLAIN (FORMAT JSON) with the simple protocol and
+// returns its one value. Straight through pgconn: pgx's simple protocol
+// would substitute the $n of a GENERIC_PLAN's statement (PostgreSQL 16
+// and later) with arguments, and fails with "insufficient arguments"
+// when there are none.
+func explainText(ctx context.Context, tx pgx.Tx, sql string) ([]byte, error) {
+	results, err := tx.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(results) != 1 || len(results[0].Rows) != 1 || len(results[0].Rows[0]) != 1 {
+		return nil, fmt.Errorf("EXPLAIN returned %d results, not one value", len(results))
+	}
+	return results[0].Rows[0][0], nil
 }
 
 // stmtKind is what a statement is, for what explain may do with it.
