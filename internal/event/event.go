@@ -127,6 +127,43 @@ type rare struct {
 	message  string
 	portal   string
 	plans    []Plan
+	wire     *Wire
+	copyData [][]byte
+	answer   *Answer
+}
+
+// Wire is how the original client sent an execution with the extended
+// protocol, when the input knows it (a capture; a log never does): the
+// parameter types its Parse named (0: left to the server) and the format
+// codes of its Bind's parameters and results (0 text, 1 binary), as the
+// protocol carries them: none means all text, one applies to all. A
+// parameter in binary format is Param.Value's bytes as sent.
+type Wire struct {
+	ParamOIDs     []uint32
+	ParamFormats  []int16
+	ResultFormats []int16
+}
+
+// Binary reports whether parameter i was sent in binary format.
+func (w *Wire) Binary(i int) bool {
+	if w == nil {
+		return false
+	}
+	switch len(w.ParamFormats) {
+	case 0:
+		return false
+	case 1:
+		return w.ParamFormats[0] == 1
+	}
+	return i < len(w.ParamFormats) && w.ParamFormats[i] == 1
+}
+
+// Answer is what the original server answered an execution, when the
+// input recorded it (a capture; a log does not): the row count of each
+// statement that completed, in order (0 for a command tag without one),
+// and the SQLSTATE of its error, if any (Event.SQLState).
+type Answer struct {
+	Rows []int64
 }
 
 // PlanFormat is the format a plan was logged in (auto_explain.log_format).
@@ -162,6 +199,60 @@ type Plan struct {
 	// Duration is the executor's time auto_explain measured, in
 	// microseconds.
 	Duration int64
+}
+
+// Wire is how the original client sent the execution, nil when the input
+// does not know (a log).
+func (e *Event) Wire() *Wire {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.wire
+}
+
+// SetWire sets how the original client sent the execution. Like
+// SetPortal, it leaves other copies of the event as they were.
+func (e *Event) SetWire(w *Wire) {
+	if e.rare == nil && w == nil {
+		return
+	}
+	e.clone().wire = w
+}
+
+// CopyData is the data the original client sent for a COPY FROM STDIN,
+// in its CopyData messages; nil when the input does not have it (a log).
+func (e *Event) CopyData() [][]byte {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.copyData
+}
+
+// SetCopyData sets the COPY data. Like SetPortal, it leaves other copies
+// of the event as they were.
+func (e *Event) SetCopyData(data [][]byte) {
+	if e.rare == nil && data == nil {
+		return
+	}
+	e.clone().copyData = data
+}
+
+// Answer is what the original server answered, nil when the input did not
+// record it (a log).
+func (e *Event) Answer() *Answer {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.answer
+}
+
+// SetAnswer sets what the original server answered. Like SetPortal, it
+// leaves other copies of the event as they were.
+func (e *Event) SetAnswer(a *Answer) {
+	if e.rare == nil && a == nil {
+		return
+	}
+	e.clone().answer = a
 }
 
 // ErrorSeverity is the error's severity (ERROR, FATAL, PANIC) of an Error

@@ -36,6 +36,9 @@ func (e *Event) Size() int64 {
 	for _, p := range e.Params {
 		n += int64(len(p.Value)) + 24
 	}
+	for _, d := range e.CopyData() {
+		n += int64(len(d)) + 24
+	}
 	return n
 }
 

@@ -36,6 +36,11 @@ type Row struct {
 	// producer could not tell (a server log does not say).
 	RowsCalls int64 `json:"rows_calls,omitempty"`
 	Rows      int64 `json:"rows,omitempty"`
+	// Answered counts the calls compared with the answer the original
+	// server gave (a replay of a capture), AnswerDiffers those that
+	// differed, by how (AnswerDiff's names).
+	Answered      int64            `json:"answered,omitempty"`
+	AnswerDiffers map[string]int64 `json:"answer_differs,omitempty"`
 	// Hist is the latency histogram in µs, HdrHistogram V2 compressed and
 	// base64 encoded (readable by HdrHistogram in any language). It is
 	// set only when asked for: a few hundred bytes per query, needed only
@@ -77,7 +82,9 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 		P99MS:       ms(s.PercentileUS(99)),
 		RowsCalls:   s.RowsCalls,
 		Rows:        s.Rows,
+		Answered:    s.Answered,
 	}
+	r.AnswerDiffers = s.answerRow()
 	if s.codes != nil {
 		r.ErrorsBySQLState = maps.Clone(s.codes)
 	}
@@ -119,6 +126,8 @@ func FromRows(rows []Row) (*Set, error) {
 		st.Calls, st.Errors, st.TimedCalls = r.Calls, r.Errors, r.TimedCalls
 		st.TotalUS, st.MinUS, st.MaxUS = us(r.TotalMS), us(r.MinMS), us(r.MaxMS)
 		st.RowsCalls, st.Rows = r.RowsCalls, r.Rows
+		st.Answered = r.Answered
+		st.answerFromRow(r.AnswerDiffers)
 		if len(r.ErrorsBySQLState) > 0 {
 			st.codes = maps.Clone(r.ErrorsBySQLState)
 		}

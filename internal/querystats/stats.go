@@ -46,6 +46,11 @@ type Stats struct {
 	// reads it from the server's CommandComplete); Rows is their sum.
 	RowsCalls int64
 	Rows      int64
+	// Answered counts the calls compared with the answer the original
+	// server gave (a capture records it); answerDiffs how many of them
+	// differed, by AnswerDiff.
+	Answered    int64
+	answerDiffs [answerDiffs]int64
 
 	// hist is sparse: most fingerprints see few distinct durations, and a
 	// dense HDR histogram of this range would take ~200 KB each. Nil
@@ -150,6 +155,10 @@ func (s *Stats) merge(o *Stats) {
 	s.Errors += o.Errors
 	s.RowsCalls += o.RowsCalls
 	s.Rows += o.Rows
+	s.Answered += o.Answered
+	for i, n := range o.answerDiffs {
+		s.answerDiffs[i] += n
+	}
 	for k, v := range o.codes {
 		if s.codes == nil {
 			s.codes = make(map[string]int64, len(o.codes))

@@ -323,6 +323,9 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		s.lastEnd = start
 		return 0, seq, errStopping
 	}
+	// A capture's COPY data, sent when the server asks for it; without
+	// (a log), the COPY is failed.
+	s.w.copyData = ev.CopyData()
 	if ev.Kind == event.Statement {
 		// The whole string as one simple query, as the original sent
 		// it: several statements run in one implicit transaction. COPY
@@ -332,21 +335,27 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 	}
 
 	params := s.bindParams(ev.Params)
+	w := ev.Wire()
 	if ev.Name == "" {
-		// Parameter types 0: the server infers them, as it did for
-		// the original, whose types the log does not show.
-		err := s.execParams(ev.Query, params)
+		// Parameter types as the original's Parse named them (a
+		// capture), or 0: the server infers them, as it did for the
+		// original, whose types a log does not show.
+		err := s.execParams(ev.Query, params, w)
 		return s.ended(start), seq, err
 	}
 	if q, ok := s.prepared[ev.Name]; !ok || q != ev.Query {
-		if err := s.prepare(s.r.hard, ev.Name, ev.Query); err != nil {
+		var oids []uint32
+		if w != nil {
+			oids = w.ParamOIDs
+		}
+		if err := s.prepare(s.r.hard, ev.Name, ev.Query, oids); err != nil {
 			s.ended(start)
 			return 0, seq, err
 		}
 		// The execution's time leaves the Parse out.
 		start = time.Now()
 	}
-	err := s.execPrepared(ev.Name, params)
+	err := s.execPrepared(ev.Name, params, w)
 	return s.ended(start), seq, err
 }
 
@@ -390,7 +399,7 @@ var emptyParam = []byte{}
 // prepare makes sure the named statement is prepared with query on this
 // connection: once per session, and again when the log reuses the name for
 // another query.
-func (s *session) prepare(ctx context.Context, name, query string) error {
+func (s *session) prepare(ctx context.Context, name, query string, oids []uint32) error {
 	if q, ok := s.prepared[name]; ok {
 		if q == query {
 			return nil
@@ -403,7 +412,7 @@ func (s *session) prepare(ctx context.Context, name, query string) error {
 		delete(s.prepared, name)
 	}
 	var err error
-	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, nil) })
+	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
 	if err != nil {
 		return err
 	}
@@ -440,11 +449,23 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	if r.opts.DryRun {
 		rows = nil
 	}
+	ans := ev.Answer()
+	if r.opts.DryRun {
+		ans = nil
+	}
+	var differs int64
 	for i, it := range items {
 		st := sh.set.Slot(it.Fingerprint, it.Query)
 		st.Record(it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
 		if i < len(rows) {
 			st.RecordRows(rows[i])
+		}
+		if ans != nil {
+			d := answerDiffers(ev, ans, i, int(k), rows, failed, te.code)
+			st.RecordAnswer(d)
+			if d != querystats.AnswerSame {
+				differs++
+			}
 		}
 	}
 	if s.clk.paced() {
@@ -467,6 +488,12 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	sh.mu.Unlock()
 
 	r.c.ran.Add(1)
+	if ans != nil {
+		r.c.answered.Add(1)
+		if differs > 0 {
+			r.c.answerDiffers.Add(1)
+		}
+	}
 	if failed {
 		r.c.failed.Add(1)
 		r.c.executed.Add(k - 1)
@@ -485,6 +512,26 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.c.onlyTarget.Add(1)
 	}
 	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
+}
+
+// answerDiffers compares item i (of k) of an execution with what the
+// original server answered (a capture): the same outcome, and, when both
+// succeeded, the same row count. rows are the target's counts of the
+// statements that completed, failed and code its outcome.
+func answerDiffers(ev *event.Event, ans *event.Answer, i, k int, rows []int64, failed bool, code string) querystats.AnswerDiff {
+	last := i == k-1
+	switch {
+	case last && failed && !ev.Failed:
+		return querystats.AnswerErrorOnlyOnTarget
+	case last && ev.Failed && !failed:
+		return querystats.AnswerErrorOnlyInOriginal
+	case last && failed && ev.SQLState != "" && code != ev.SQLState:
+		return querystats.AnswerOtherSQLState
+	}
+	if i < len(rows) && i < len(ans.Rows) && rows[i] != ans.Rows[i] {
+		return querystats.AnswerRows
+	}
+	return querystats.AnswerSame
 }
 
 // skip counts an execution that is not run.

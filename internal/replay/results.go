@@ -69,6 +69,7 @@ type counters struct {
 	connectFailedAlike                                        atomic.Int64
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
+	answered, answerDiffers                           atomic.Int64
 
 	// filtered counts what the dispatcher could not replay: events
 	// without a session, a session's end without its start; what the
@@ -173,6 +174,8 @@ func (c *counters) fill(res *results.Result) {
 		BothFailed:           c.bothFailed.Load(),
 		FailedOnlyOnTarget:   c.onlyTarget.Load(),
 		FailedOnlyInOriginal: c.onlyOrig.Load(),
+		Answered:             c.answered.Load(),
+		AnswerDiffers:        c.answerDiffers.Load(),
 	}
 	res.Outcomes.SetRates()
 	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}

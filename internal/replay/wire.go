@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
 // The hot path of an execution drives the protocol at the message level,
@@ -53,6 +55,7 @@ var (
 	executeAll     = &pgproto3.Execute{}
 	syncMsg        = &pgproto3.Sync{}
 	copyFail       = &pgproto3.CopyFail{Message: "pgrehearse: the COPY data is not in the log"}
+	copyDone       = &pgproto3.CopyDone{}
 )
 
 // errCopyBoth: the server started a replication stream, which a replay
@@ -65,6 +68,9 @@ type wire struct {
 	bind  pgproto3.Bind
 	parse pgproto3.Parse
 	query pgproto3.Query
+	// copyData is the COPY data of the execution in flight, when its
+	// input has it (a capture): sent when the server asks for it.
+	copyData [][]byte
 	// rows holds, per statement that completed in the last exchange, in
 	// order, the rows its command tag gives (INSERT 0 5, UPDATE 2,
 	// SELECT 3, ...; 0 for a tag without a count, such as BEGIN).
@@ -89,35 +95,46 @@ func tagRows(tag []byte) int64 {
 	return n
 }
 
-// execPrepared executes the named prepared statement with text
-// parameters.
-func (s *session) execPrepared(name string, params [][]byte) error {
+// execPrepared executes the named prepared statement with the parameters
+// in the formats the original sent them (w; nil: text, as a log has them).
+func (s *session) execPrepared(name string, params [][]byte, w *event.Wire) error {
 	if len(params) > math.MaxUint16 {
 		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
 	}
 	f := s.conn.Frontend()
 	s.w.bind = pgproto3.Bind{PreparedStatement: name, Parameters: params}
+	if w != nil {
+		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
+	}
 	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters = nil
+	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
 	f.SendDescribe(describePortal)
 	f.SendExecute(executeAll)
 	f.SendSync(syncMsg)
 	return s.exchange(true)
 }
 
-// execParams parses query as the unnamed statement, parameter types left
-// to the server, and executes it with text parameters.
-func (s *session) execParams(query string, params [][]byte) error {
+// execParams parses query as the unnamed statement and executes it. With
+// w (a capture), the Parse names the parameter types the original named
+// and the Bind sends the formats it sent; without (a log), the types are
+// left to the server and the parameters are text.
+func (s *session) execParams(query string, params [][]byte, w *event.Wire) error {
 	if len(params) > math.MaxUint16 {
 		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
 	}
 	f := s.conn.Frontend()
 	s.w.parse.Query = query
+	if w != nil {
+		s.w.parse.ParameterOIDs = w.ParamOIDs
+	}
 	f.SendParse(&s.w.parse)
-	s.w.parse.Query = ""
+	s.w.parse.Query, s.w.parse.ParameterOIDs = "", nil
 	s.w.bind = pgproto3.Bind{Parameters: params}
+	if w != nil {
+		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
+	}
 	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters = nil
+	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
 	f.SendDescribe(describePortal)
 	f.SendExecute(executeAll)
 	f.SendSync(syncMsg)
@@ -169,6 +186,24 @@ func (s *session) exchange(extended bool) error {
 				first = pgconn.ErrorResponseToPgError(m)
 			}
 		case *pgproto3.CopyInResponse:
+			if data := s.w.copyData; data != nil {
+				// The data the original sent (a capture), then its end.
+				s.w.copyData = nil
+				for _, d := range data {
+					f.Send(&pgproto3.CopyData{Data: d})
+				}
+				f.Send(copyDone)
+				if extended {
+					// The server ignored the Sync sent after Execute
+					// while in copy-in mode: ReadyForQuery needs
+					// another.
+					f.SendSync(syncMsg)
+				}
+				if err := f.Flush(); err != nil {
+					return s.broken(err)
+				}
+				continue
+			}
 			f.Send(copyFail)
 			if extended {
 				// The server ignored the Sync sent after Execute, being

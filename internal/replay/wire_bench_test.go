@@ -133,12 +133,12 @@ func (s *session) runBare(ctx context.Context, ev *event.Event) error {
 	case ev.Kind == event.Statement:
 		return s.execSimple(ev.Query)
 	case ev.Name != "":
-		if err := s.prepare(ctx, ev.Name, ev.Query); err != nil {
+		if err := s.prepare(ctx, ev.Name, ev.Query, nil); err != nil {
 			return err
 		}
-		return s.execPrepared(ev.Name, s.bindParams(ev.Params))
+		return s.execPrepared(ev.Name, s.bindParams(ev.Params), nil)
 	default:
-		return s.execParams(ev.Query, s.bindParams(ev.Params))
+		return s.execParams(ev.Query, s.bindParams(ev.Params), nil)
 	}
 }
 
@@ -266,6 +266,6 @@ func BenchmarkBareLoop(b *testing.B) {
 		})
 	})
 	b.Run("wire", func(b *testing.B) {
-		run(b, func(s *session) error { return s.execPrepared("p", params) })
+		run(b, func(s *session) error { return s.execPrepared("p", params, nil) })
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 // wireSession connects a bare session, as the replay's, to dsn. cfg, when
@@ -105,7 +106,7 @@ func TestWireProtocolPaths(t *testing.T) {
 		t.Errorf("simple error mid-stream: %v", err)
 	}
 	checkUsable(t, s, "simple error mid-stream")
-	if err := s.execParams("SELECT 1/($1::int-x) FROM generate_series(1, 100000) x", [][]byte{[]byte("50000")}); sqlState(err) != "22012" {
+	if err := s.execParams("SELECT 1/($1::int-x) FROM generate_series(1, 100000) x", [][]byte{[]byte("50000")}, nil); sqlState(err) != "22012" {
 		t.Errorf("extended error mid-stream: %v", err)
 	}
 	checkUsable(t, s, "extended error mid-stream")
@@ -115,13 +116,13 @@ func TestWireProtocolPaths(t *testing.T) {
 	if err := s.execSimple(many); err != nil {
 		t.Errorf("many rows, simple: %v", err)
 	}
-	if err := s.execParams(many, nil); err != nil {
+	if err := s.execParams(many, nil, nil); err != nil {
 		t.Errorf("many rows, unnamed: %v", err)
 	}
 	if _, err := s.conn.Prepare(ctx, "many", many, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.execPrepared("many", nil); err != nil {
+	if err := s.execPrepared("many", nil, nil); err != nil {
 		t.Errorf("many rows, prepared: %v", err)
 	}
 	checkUsable(t, s, "many rows")
@@ -134,27 +135,27 @@ func TestWireProtocolPaths(t *testing.T) {
 	if got := fmt.Sprint(s.w.rows); got != "[5 3 5 0 5 0]" {
 		t.Errorf("rows of a simple string: %s, want [5 3 5 0 5 0]", got)
 	}
-	if err := s.execParams("SELECT x FROM generate_series(1, $1::int) x", [][]byte{[]byte("7")}); err != nil || fmt.Sprint(s.w.rows) != "[7]" {
+	if err := s.execParams("SELECT x FROM generate_series(1, $1::int) x", [][]byte{[]byte("7")}, nil); err != nil || fmt.Sprint(s.w.rows) != "[7]" {
 		t.Errorf("rows of an unnamed statement: %v, %v", s.w.rows, err)
 	}
-	if err := s.execPrepared("many", nil); err != nil || fmt.Sprint(s.w.rows) != "[200000]" {
+	if err := s.execPrepared("many", nil, nil); err != nil || fmt.Sprint(s.w.rows) != "[200000]" {
 		t.Errorf("rows of a prepared statement: %v, %v", s.w.rows, err)
 	}
 
 	// Parse, bind and execution errors of the extended protocol.
-	if err := s.execParams("SELEC 1", nil); sqlState(err) != "42601" {
+	if err := s.execParams("SELEC 1", nil, nil); sqlState(err) != "42601" {
 		t.Errorf("parse error: %v", err)
 	}
-	if err := s.execParams("SELECT $1::int", [][]byte{[]byte("x")}); sqlState(err) != "22P02" {
+	if err := s.execParams("SELECT $1::int", [][]byte{[]byte("x")}, nil); sqlState(err) != "22P02" {
 		t.Errorf("bind error: %v", err)
 	}
-	if err := s.execPrepared("nosuch", nil); sqlState(err) != "26000" {
+	if err := s.execPrepared("nosuch", nil, nil); sqlState(err) != "26000" {
 		t.Errorf("unknown statement: %v", err)
 	}
 	// NULL and '' as bindParams makes them: 1/0 fails unless the
 	// parameter arrived as expected.
 	nullAndEmpty := s.bindParams([]event.Param{{Null: true}, {Value: ""}})
-	if err := s.execParams("SELECT 1/(($1::text IS NULL AND $2::text = '')::int)", nullAndEmpty); err != nil {
+	if err := s.execParams("SELECT 1/(($1::text IS NULL AND $2::text = '')::int)", nullAndEmpty, nil); err != nil {
 		t.Errorf("NULL and '' parameters: %v", err)
 	}
 	checkUsable(t, s, "extended errors")
@@ -180,7 +181,7 @@ func TestWireProtocolPaths(t *testing.T) {
 		t.Fatal("COPY FROM STDIN hangs")
 	}
 	checkUsable(t, s, "COPY FROM STDIN")
-	go func() { done <- s.execParams("COPY wt FROM STDIN", nil) }()
+	go func() { done <- s.execParams("COPY wt FROM STDIN", nil, nil) }()
 	select {
 	case err := <-done:
 		if sqlState(err) != "57014" {
@@ -195,13 +196,13 @@ func TestWireProtocolPaths(t *testing.T) {
 	if err := s.execSimple("DO $$BEGIN RAISE NOTICE 'simple notice'; END$$"); err != nil {
 		t.Error(err)
 	}
-	if err := s.execParams("SELECT count(*) FROM (SELECT 1) x WHERE $1::text IS NOT NULL", [][]byte{[]byte("a")}); err != nil {
+	if err := s.execParams("SELECT count(*) FROM (SELECT 1) x WHERE $1::text IS NOT NULL", [][]byte{[]byte("a")}, nil); err != nil {
 		t.Error(err)
 	}
 	if err := s.execSimple("CREATE FUNCTION pg_temp.noisy(t text) RETURNS int LANGUAGE plpgsql AS $$BEGIN RAISE NOTICE '%', t; RETURN 1; END$$"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.execParams("SELECT pg_temp.noisy($1)", [][]byte{[]byte("extended notice")}); err != nil {
+	if err := s.execParams("SELECT pg_temp.noisy($1)", [][]byte{[]byte("extended notice")}, nil); err != nil {
 		t.Error(err)
 	}
 	mu.Lock()
@@ -220,7 +221,7 @@ func TestWireProtocolPaths(t *testing.T) {
 	if err := s.execSimple("SELECT 1"); err != nil {
 		t.Error(err)
 	}
-	if err := s.execParams("SELECT 1", nil); err != nil {
+	if err := s.execParams("SELECT 1", nil, nil); err != nil {
 		t.Error(err)
 	}
 	mu.Lock()
@@ -240,7 +241,7 @@ func TestWireProtocolPaths(t *testing.T) {
 		t.Errorf("BEGIN: %v, status %c", err, s.conn.TxStatus())
 	}
 	// An error after CommandComplete: a deferred constraint, at COMMIT.
-	if err := s.execParams("INSERT INTO wd VALUES ($1, $2)", [][]byte{[]byte("1"), []byte("42")}); err != nil {
+	if err := s.execParams("INSERT INTO wd VALUES ($1, $2)", [][]byte{[]byte("1"), []byte("42")}, nil); err != nil {
 		t.Error(err)
 	}
 	if err := s.execSimple("COMMIT"); sqlState(err) != "23503" {
@@ -358,11 +359,11 @@ func TestWireSameMessages(t *testing.T) {
 		{"prepared", func() error {
 			_, err := s.conn.ExecPrepared(ctx, "p", params, nil, nil).Close()
 			return err
-		}, func() error { return s.execPrepared("p", params) }},
+		}, func() error { return s.execPrepared("p", params, nil) }},
 		{"unnamed", func() error {
 			_, err := s.conn.ExecParams(ctx, "SELECT $1, $2::int", intParams, nil, nil, nil).Close()
 			return err
-		}, func() error { return s.execParams("SELECT $1, $2::int", intParams) }},
+		}, func() error { return s.execParams("SELECT $1, $2::int", intParams, nil) }},
 		{"simple", func() error {
 			return s.conn.Exec(ctx, "SELECT 1; SELECT 2").Close()
 		}, func() error { return s.execSimple("SELECT 1; SELECT 2") }},
@@ -413,5 +414,79 @@ func TestBindParams(t *testing.T) {
 	}
 	if got := s.bindParams(nil); len(got) != 0 {
 		t.Errorf("no parameters: %q", got)
+	}
+}
+
+// TestWireCaptured: what a capture knows and a log does not goes to the
+// server as the original sent it: parameter types named in the Parse,
+// parameters in binary, and COPY data, by the simple and the extended
+// protocol.
+func TestWireCaptured(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	s := wireSession(t, ctx, c.DSN("postgres"), nil)
+	if err := s.execSimple("CREATE TABLE wc (id int, t text)"); err != nil {
+		t.Fatal(err)
+	}
+	// int8 42 in binary, typed by the Parse: without the type the server
+	// would take 8 bytes of text for "unknown" and fail to compare.
+	bin := []byte{0, 0, 0, 0, 0, 0, 0, 42}
+	w := &event.Wire{ParamOIDs: []uint32{20}, ParamFormats: []int16{1}, ResultFormats: []int16{1}}
+	if err := s.execParams("SELECT $1 + 1", [][]byte{bin}, w); err != nil || fmt.Sprint(s.w.rows) != "[1]" {
+		t.Errorf("binary int8 with its type: %v, rows %v", err, s.w.rows)
+	}
+	if err := s.prepare(ctx, "p8", "SELECT $1 * 2", []uint32{20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.execPrepared("p8", [][]byte{bin}, w); err != nil {
+		t.Errorf("binary int8, prepared with its type: %v", err)
+	}
+	// The same bytes as text fail: the formats are what made it work.
+	if err := s.execParams("SELECT $1::int8 + 1", [][]byte{bin}, nil); sqlState(err) == "" {
+		t.Error("binary bytes sent as text succeeded: the formats are not what the test checks")
+	}
+	checkUsable(t, s, "binary parameters")
+
+	s.w.copyData = [][]byte{[]byte("1\tone\n2\ttwo\n"), []byte("3\tthree\n")}
+	if err := s.execSimple("COPY wc FROM STDIN"); err != nil || fmt.Sprint(s.w.rows) != "[3]" {
+		t.Errorf("COPY FROM STDIN with its data: %v, rows %v", err, s.w.rows)
+	}
+	s.w.copyData = [][]byte{[]byte("4\tfour\n")}
+	if err := s.execParams("COPY wc FROM STDIN", nil, nil); err != nil || fmt.Sprint(s.w.rows) != "[1]" {
+		t.Errorf("COPY FROM STDIN with its data, extended: %v, rows %v", err, s.w.rows)
+	}
+	checkUsable(t, s, "COPY with data")
+	if err := s.execSimple("SELECT * FROM wc"); err != nil || fmt.Sprint(s.w.rows) != "[4]" {
+		t.Errorf("rows after the COPYs: %v, %v", err, s.w.rows)
+	}
+}
+
+// TestAnswerDiffers: a replayed execution against the original's recorded
+// answer.
+func TestAnswerDiffers(t *testing.T) {
+	ok := &event.Event{}
+	failed := &event.Event{Failed: true, SQLState: "23505"}
+	ans := &event.Answer{Rows: []int64{1, 5}}
+	for _, c := range []struct {
+		name   string
+		ev     *event.Event
+		i, k   int
+		rows   []int64
+		failed bool
+		code   string
+		want   querystats.AnswerDiff
+	}{
+		{"same", ok, 1, 2, []int64{1, 5}, false, "", querystats.AnswerSame},
+		{"rows", ok, 1, 2, []int64{1, 4}, false, "", querystats.AnswerRows},
+		{"rows of an earlier statement", ok, 0, 2, []int64{2, 5}, false, "", querystats.AnswerRows},
+		{"only on target", ok, 1, 2, []int64{1}, true, "40001", querystats.AnswerErrorOnlyOnTarget},
+		{"only in original", failed, 1, 2, []int64{1, 5}, false, "", querystats.AnswerErrorOnlyInOriginal},
+		{"other sqlstate", failed, 1, 2, []int64{1}, true, "40001", querystats.AnswerOtherSQLState},
+		{"same sqlstate", failed, 1, 2, []int64{1}, true, "23505", querystats.AnswerSame},
+		{"the error is the last statement's", ok, 0, 2, []int64{1}, true, "40001", querystats.AnswerSame},
+	} {
+		if got := answerDiffers(c.ev, ans, c.i, c.k, c.rows, c.failed, c.code); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -396,6 +396,8 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 			OriginalFailed:       x.Outcomes.OriginalFailed + y.Outcomes.OriginalFailed,
 			BothFailed:           x.Outcomes.BothFailed + y.Outcomes.BothFailed,
 			FailedOnlyOnTarget:   x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
+			Answered:             x.Outcomes.Answered + y.Outcomes.Answered,
+			AnswerDiffers:        x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
 			FailedOnlyInOriginal: x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
 		},
 		Reader: ReaderCounts{

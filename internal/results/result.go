@@ -411,6 +411,12 @@ type Outcomes struct {
 	BothFailed           int64 `json:"both_failed"`
 	FailedOnlyOnTarget   int64 `json:"failed_only_on_target"`
 	FailedOnlyInOriginal int64 `json:"failed_only_in_original"`
+	// Answered counts the executions compared with the answer the
+	// original server gave (the input recorded it: a capture); of them,
+	// AnswerDiffers differed in outcome, SQLSTATE or row count. Both 0
+	// for a log.
+	Answered      int64 `json:"answered,omitempty"`
+	AnswerDiffers int64 `json:"answer_differs,omitempty"`
 	// Error rates in percent of Ran, derived from the counts above.
 	OriginalErrorRate float64 `json:"original_error_rate_pct"`
 	TargetErrorRate   float64 `json:"target_error_rate_pct"`

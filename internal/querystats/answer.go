@@ -1,0 +1,80 @@
+package querystats
+
+import "strconv"
+
+// AnswerDiff says how a replayed call's answer compares with the one the
+// original server gave, which a capture of the proxy records (a log does
+// not): divergence per statement, apart from latency.
+type AnswerDiff uint8
+
+const (
+	// AnswerSame: the same outcome and, when both succeeded, the same
+	// row count.
+	AnswerSame AnswerDiff = iota
+	// AnswerRows: both succeeded with different row counts.
+	AnswerRows
+	// AnswerErrorOnlyOnTarget: the original succeeded, the replay failed.
+	AnswerErrorOnlyOnTarget
+	// AnswerErrorOnlyInOriginal: the original failed, the replay did not.
+	AnswerErrorOnlyInOriginal
+	// AnswerOtherSQLState: both failed, with different SQLSTATEs.
+	AnswerOtherSQLState
+
+	answerDiffs = iota
+)
+
+var answerNames = [...]string{"same", "rows", "error_only_on_target", "error_only_in_original", "other_sqlstate"}
+
+// String is the name the JSON uses.
+func (d AnswerDiff) String() string {
+	if int(d) < len(answerNames) {
+		return answerNames[d]
+	}
+	return "answer(" + strconv.Itoa(int(d)) + ")"
+}
+
+// RecordAnswer counts a call compared with the original's answer, and how
+// it differed.
+func (s *Stats) RecordAnswer(d AnswerDiff) {
+	s.Answered++
+	if d != AnswerSame && int(d) < answerDiffs {
+		s.answerDiffs[d]++
+	}
+}
+
+// AnswerDiffers is how many compared calls differed, by how.
+func (s *Stats) AnswerDiffers() map[AnswerDiff]int64 {
+	var m map[AnswerDiff]int64
+	for d, n := range s.answerDiffs {
+		if n > 0 {
+			if m == nil {
+				m = map[AnswerDiff]int64{}
+			}
+			m[AnswerDiff(d)] = n
+		}
+	}
+	return m
+}
+
+// answerRow is AnswerDiffers keyed by name, for the JSON; nil when none.
+func (s *Stats) answerRow() map[string]int64 {
+	var m map[string]int64
+	for d, n := range s.AnswerDiffers() {
+		if m == nil {
+			m = map[string]int64{}
+		}
+		m[d.String()] = n
+	}
+	return m
+}
+
+// answerFromRow sets the counts from the JSON's names.
+func (s *Stats) answerFromRow(m map[string]int64) {
+	for name, n := range m {
+		for d, known := range answerNames {
+			if known == name && d != int(AnswerSame) {
+				s.answerDiffs[d] += n
+			}
+		}
+	}
+}
