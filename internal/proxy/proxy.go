@@ -26,6 +26,17 @@ type Config struct {
 	// TLS is the certificate the proxy shows clients that send
 	// SSLRequest. Nil answers SSLRequest with 'N': clients continue
 	// without TLS, or give up if their sslmode requires it.
+	//
+	// SCRAM channel binding (tls-server-end-point) hashes the server's
+	// certificate, so it passes through only when this is the upstream
+	// server's own certificate (one certificate, no GetCertificate).
+	// Otherwise the proxy takes SCRAM-SHA-256-PLUS out of the server's
+	// offer, and refuses, with an ErrorResponse saying why, a client on
+	// TLS whose SCRAM exchange asks for channel binding or says it
+	// supports it: over TLS the server would refuse that exchange anyway,
+	// as a downgrade ("SCRAM channel binding negotiation error"). Such
+	// clients connect with channel_binding=disable, or without TLS to
+	// the proxy.
 	TLS *tls.Config
 	// Sink receives the records. Nil records nothing.
 	Sink capture.Sink
@@ -53,8 +64,9 @@ const (
 	ErrClientProtocol
 	// ErrServerProtocol: the server sent a message length out of range.
 	ErrServerProtocol
-	// ErrChannelBinding: the server offered only SCRAM-SHA-256-PLUS,
-	// which cannot pass through the proxy.
+	// ErrChannelBinding: the client or the server wanted channel
+	// binding, which cannot pass through the proxy unless it shows
+	// clients the server's own certificate.
 	ErrChannelBinding
 	// ErrCancel: a CancelRequest could not be forwarded.
 	ErrCancel
@@ -102,6 +114,11 @@ type Proxy struct {
 
 	nextSession atomic.Uint64
 
+	// certDER is the certificate the proxy shows clients, when it is
+	// known before the handshake (one certificate, no GetCertificate):
+	// channel binding passes through when it is the server's own.
+	certDER []byte
+
 	mu      sync.Mutex
 	closing bool
 	links   map[*link]struct{}
@@ -129,7 +146,12 @@ func New(cfg Config) (*Proxy, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
+	var certDER []byte
+	if cfg.TLS != nil && cfg.TLS.GetCertificate == nil && len(cfg.TLS.Certificates) == 1 && len(cfg.TLS.Certificates[0].Certificate) > 0 {
+		certDER = cfg.TLS.Certificates[0].Certificate[0]
+	}
 	return &Proxy{
+		certDER:  certDER,
 		cfg:      cfg,
 		upstream: up,
 		timeout:  timeout,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,7 +30,16 @@ var recorded = func() (t [256]bool) {
 // SASL mechanism but SCRAM-SHA-256-PLUS.
 var errChannelBindingOnly = errors.New("the server offers only SCRAM-SHA-256-PLUS")
 
-const channelBindingMessage = "channel binding (SCRAM-SHA-256-PLUS) cannot pass through the proxy, and the server offers no other SASL mechanism"
+// errChannelBindingClient stops the client pump when the client's SCRAM
+// exchange asks for channel binding or says it supports it, on TLS to a
+// server on TLS: the server would refuse it.
+var errChannelBindingClient = errors.New("the client asks for channel binding")
+
+const (
+	channelBindingMessage = "channel binding (SCRAM-SHA-256-PLUS) cannot pass through the proxy, and the server offers no other SASL mechanism"
+	clientBindingMessage  = "channel binding cannot pass through the proxy (its TLS certificate is not the server's): " +
+		"connect with channel_binding=disable, or without TLS to the proxy"
+)
 
 // errorGrace is how long a client that broke the protocol has to read the
 // proxy's ErrorResponse before its connection closes.
@@ -54,6 +64,16 @@ type session struct {
 	pid           uint32
 	authenticated bool // AuthenticationOk seen; read after the server pump ended
 	inStartup     bool // before the first ReadyForQuery; server pump only
+
+	// bindingThrough: both legs are TLS and the proxy shows the server's
+	// own certificate, so SCRAM channel binding works end to end and
+	// the server's SASL offer goes through untouched.
+	bindingThrough bool
+	// refuseBinding: both legs are TLS with different certificates, so
+	// the server would refuse a SCRAM exchange whose client supports
+	// channel binding; the proxy refuses it first, saying why.
+	refuseBinding bool
+	saslOffered   atomic.Bool // AuthenticationSASL went to the client
 
 	started    atomic.Bool
 	terminated atomic.Bool   // the client sent Terminate
@@ -93,6 +113,11 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		return
 	}
 	s.server = server
+	if st, ok := server.(interface{ ConnectionState() tls.ConnectionState }); ok && tlsClient {
+		peer := st.ConnectionState().PeerCertificates
+		s.bindingThrough = len(peer) > 0 && p.certDER != nil && bytes.Equal(peer[0].Raw, p.certDER)
+		s.refuseBinding = !s.bindingThrough
+	}
 	if _, err := server.Write(raw); err != nil {
 		p.problem(ErrUpstream, fmt.Sprintf("client %s: cannot send the startup packet upstream: %v.", addr, err))
 		writeFatal(client, "08006", "cannot reach the server: "+err.Error())
@@ -143,12 +168,10 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	var fe *frameError
 	if errors.As(err, &fe) && s.setEnd(capture.EndClientGone) {
 		p.problem(ErrClientProtocol, fmt.Sprintf("client %s: sent a %v; closing the connection.", addr, fe))
-		// The server pump owns writes to the client: stop it first, and
-		// give it little time if the client does not read.
-		client.SetWriteDeadline(time.Now().Add(errorGrace))
-		server.Close()
-		<-serverDone
-		refuse(client, "08P01", "the client sent a "+fe.Error())
+		s.refuseFromClientPump(serverDone, "08P01", "the client sent a "+fe.Error())
+	} else if errors.Is(err, errChannelBindingClient) && s.setEnd(capture.EndAuthFailed) {
+		p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, clientBindingMessage))
+		s.refuseFromClientPump(serverDone, "28000", clientBindingMessage)
 	} else if s.terminated.Load() {
 		s.setEnd(capture.EndTerminate)
 	} else if s.setEnd(capture.EndClientGone) && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -160,6 +183,16 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	}
 	l.close()
 	<-serverDone
+}
+
+// refuseFromClientPump ends the session with an ErrorResponse to the
+// client. The server pump owns writes to the client: it is stopped first,
+// with little time if the client does not read.
+func (s *session) refuseFromClientPump(serverDone <-chan struct{}, code, message string) {
+	s.client.SetWriteDeadline(time.Now().Add(errorGrace))
+	s.server.Close()
+	<-serverDone
+	refuse(s.client, code, message)
 }
 
 // finish records the session's end, once both directions stopped.
@@ -205,6 +238,9 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 	if typ == 'X' {
 		s.terminated.Store(true)
 	}
+	if typ == 'p' && s.refuseBinding && s.saslOffered.CompareAndSwap(true, false) && wantsBinding(msg) {
+		return nil, errChannelBindingClient
+	}
 	if recorded[typ] && s.started.Load() && s.p.cfg.Sink != nil {
 		s.p.cfg.Sink.Add(capture.Record{Kind: capture.KindFrontend, Session: s.id, Time: at.UnixMicro(), Msg: bytes.Clone(msg)})
 	}
@@ -231,6 +267,10 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 			case 0:
 				s.authenticated = true
 			case 10: // AuthenticationSASL
+				s.saslOffered.Store(true)
+				if s.bindingThrough {
+					return nil, nil
+				}
 				return withoutPlus(msg)
 			}
 		case 'K':
@@ -296,6 +336,19 @@ func withoutPlus(msg []byte) ([]byte, error) {
 	out = append(out, 0)
 	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-1))
 	return out, nil
+}
+
+// wantsBinding says whether a SASLInitialResponse's GS2 header asks for
+// channel binding ('p') or says the client supports it but believes the
+// server does not ('y'), which a server on TLS refuses.
+func wantsBinding(msg []byte) bool {
+	body := msg[5:]
+	i := bytes.IndexByte(body, 0)
+	if i < 0 || len(body) < i+6 {
+		return false
+	}
+	flag := body[i+5] // after the mechanism, its NUL and the data's int32 length
+	return flag == 'y' || flag == 'p'
 }
 
 func cstring(b []byte) string {
