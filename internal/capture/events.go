@@ -1,0 +1,507 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// RecordSource yields a capture's records in the order they were written,
+// then io.EOF. A Reader is one.
+type RecordSource interface {
+	Next() (*Record, error)
+}
+
+// MessageSkip says why a record of a capture made no event. Every record
+// read is either used (it made, or completed, an event) or skipped for
+// one of these reasons, so that a capture's records add up as a log's
+// lines do.
+type MessageSkip string
+
+const (
+	// SkipFunctionCall: a fast-path FunctionCall (libpq's large-object
+	// functions), which a replay does not send.
+	SkipFunctionCall MessageSkip = "function_call"
+	// SkipDiscarded: an Execute the original server never ran, because an
+	// earlier message of the same batch (up to its Sync) failed.
+	SkipDiscarded MessageSkip = "discarded_by_server"
+	// SkipUnknownStatement: a Bind or Execute that names a statement or
+	// portal the capture does not hold (its Parse was in a gap).
+	SkipUnknownStatement MessageSkip = "unknown_statement"
+	// SkipUnknownSession: a record of a session whose start the capture
+	// does not hold (it was in a gap).
+	SkipUnknownSession MessageSkip = "unknown_session"
+	// SkipCancel: a CancelRequest the proxy relayed; a replay does not
+	// cancel.
+	SkipCancel MessageSkip = "cancel_request"
+	// SkipGap: the marker of records the recorder dropped.
+	SkipGap MessageSkip = "gap"
+	// SkipMalformed: a frontend message that does not decode.
+	SkipMalformed MessageSkip = "malformed"
+	// SkipUnmatched: an answer of the server with no request in flight.
+	SkipUnmatched MessageSkip = "unmatched_answer"
+)
+
+// MessageCounts account for every record of a capture read: Total ==
+// Used + the sum of Skipped.
+type MessageCounts struct {
+	Total   int64
+	Used    int64
+	Skipped map[MessageSkip]int64
+	// Dropped is what the recorder lost, as its gap records say: those
+	// messages are not in the capture, so not in Total.
+	Dropped int64
+	// OpenSessions are the sessions still open when the capture stopped
+	// (or whose end it does not hold).
+	OpenSessions int64
+}
+
+// Decoder turns a capture's records into the events a log would give,
+// session by session: a Query is a Statement, an Execute (with the Parse
+// and Bind it uses) an Execute event with its parameters as sent, their
+// type OIDs and formats (event.Wire), its COPY data, and what the server
+// answered (event.Answer, Failed and SQLState). An event is yielded once
+// its answer is complete, as a log line is written once its statement has
+// ended; its Time is when its request reached the proxy.
+//
+// A replay sends each execution with its own Sync: several Executes the
+// original pipelined before one Sync (an implicit transaction) are
+// replayed one transaction each.
+type Decoder struct {
+	src      RecordSource
+	sessions map[uint64]*capSession
+	ready    []*event.Event
+	counts   MessageCounts
+	n        int64
+	warnings []string
+	eof      bool
+}
+
+// NewDecoder decodes src's records.
+func NewDecoder(src RecordSource) *Decoder {
+	return &Decoder{src: src, sessions: map[uint64]*capSession{}, counts: MessageCounts{Skipped: map[MessageSkip]int64{}}}
+}
+
+type prepared struct {
+	query string
+	oids  []uint32
+}
+
+type portal struct {
+	stmt    string
+	query   string
+	oids    []uint32
+	params  [][]byte
+	formats []int16
+	results []int16
+}
+
+// inFlight is an execution waiting for its answer.
+type inFlight struct {
+	ev   *event.Event
+	rows []int64
+	copy [][]byte
+}
+
+type capSession struct {
+	id       string
+	user, db string
+	app      string
+	pid      int32
+	stmts    map[string]prepared
+	portals  map[string]portal
+	// simple is the Query in flight; pending the Executes of the current
+	// extended batch without their answer yet, in order.
+	simple  *inFlight
+	pending []*inFlight
+	// failed: an error ended the current extended batch; the server
+	// discards what follows up to the Sync.
+	failed bool
+	// copying is the execution that takes COPY data now.
+	copying *inFlight
+	ended   bool
+}
+
+// Next returns the next event, io.EOF after the last.
+func (d *Decoder) Next() (*event.Event, error) {
+	for len(d.ready) == 0 {
+		if d.eof {
+			return nil, io.EOF
+		}
+		r, err := d.src.Next()
+		if errors.Is(err, io.EOF) {
+			d.eof = true
+			d.finish()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.n++
+		d.counts.Total++
+		d.record(r)
+	}
+	ev := d.ready[0]
+	d.ready[0] = nil
+	d.ready = d.ready[1:]
+	return ev, nil
+}
+
+// Counts accounts for the records read so far.
+func (d *Decoder) Counts() MessageCounts { return d.counts }
+
+// Warnings are what the decoder set aside, one sentence each.
+func (d *Decoder) Warnings() []string { return d.warnings }
+
+func (d *Decoder) skip(why MessageSkip) { d.counts.Skipped[why]++ }
+
+func (d *Decoder) use() { d.counts.Used++ }
+
+func (d *Decoder) record(r *Record) {
+	switch r.Kind {
+	case KindStartup:
+		d.startup(r)
+		return
+	case KindGap:
+		d.skip(SkipGap)
+		d.counts.Dropped += r.Dropped
+		return
+	case KindCancel:
+		d.skip(SkipCancel)
+		return
+	}
+	s := d.sessions[r.Session]
+	if s == nil || s.ended {
+		d.skip(SkipUnknownSession)
+		return
+	}
+	switch r.Kind {
+	case KindFrontend:
+		d.frontend(s, r)
+	case KindComplete:
+		d.complete(s, r)
+	case KindError:
+		d.error(s, r)
+	case KindReady:
+		d.readyForQuery(s, r)
+	case KindCopyIn:
+		d.copyIn(s)
+	case KindEnd:
+		d.end(s, r.Time)
+	default:
+		d.skip(SkipMalformed)
+	}
+}
+
+func (d *Decoder) startup(r *Record) {
+	s := &capSession{id: "c" + strconv.FormatUint(r.Session, 10), pid: int32(r.BackendPID), stmts: map[string]prepared{}, portals: map[string]portal{}}
+	for _, p := range r.Params {
+		switch p.Name {
+		case "user":
+			s.user = p.Value
+		case "database":
+			s.db = p.Value
+		case "application_name":
+			s.app = p.Value
+		}
+	}
+	if s.db == "" {
+		// PostgreSQL's default: the database named as the user.
+		s.db = s.user
+	}
+	d.sessions[r.Session] = s
+	d.use()
+	ev := d.event(s, event.Connect, r.Time)
+	d.ready = append(d.ready, ev)
+}
+
+func (d *Decoder) event(s *capSession, k event.Kind, t int64) *event.Event {
+	return &event.Event{
+		Kind: k, Time: t, Session: s.id, PID: s.pid,
+		User: s.user, Database: s.db, Application: s.app,
+		Duration: event.NoDuration, Line: d.n,
+	}
+}
+
+func (d *Decoder) frontend(s *capSession, r *Record) {
+	if len(r.Msg) < 5 {
+		d.skip(SkipMalformed)
+		return
+	}
+	body := r.Msg[5:]
+	switch r.Msg[0] {
+	case 'Q':
+		var m pgproto3.Query
+		if m.Decode(body) != nil {
+			d.skip(SkipMalformed)
+			return
+		}
+		ev := d.event(s, event.Statement, r.Time)
+		ev.Query = m.String
+		s.simple = &inFlight{ev: ev}
+		s.copying = s.simple
+		d.use()
+	case 'P':
+		var m pgproto3.Parse
+		if m.Decode(body) != nil {
+			d.skip(SkipMalformed)
+			return
+		}
+		s.stmts[m.Name] = prepared{query: m.Query, oids: m.ParameterOIDs}
+		d.use()
+	case 'B':
+		var m pgproto3.Bind
+		if m.Decode(body) != nil {
+			d.skip(SkipMalformed)
+			return
+		}
+		st, ok := s.stmts[m.PreparedStatement]
+		if !ok {
+			d.skip(SkipUnknownStatement)
+			return
+		}
+		s.portals[m.DestinationPortal] = portal{stmt: m.PreparedStatement, query: st.query, oids: st.oids, params: m.Parameters, formats: m.ParameterFormatCodes, results: m.ResultFormatCodes}
+		d.use()
+	case 'E':
+		var m pgproto3.Execute
+		if m.Decode(body) != nil {
+			d.skip(SkipMalformed)
+			return
+		}
+		p, ok := s.portals[m.Portal]
+		if !ok {
+			d.skip(SkipUnknownStatement)
+			return
+		}
+		if s.failed {
+			d.skip(SkipDiscarded)
+			return
+		}
+		ev := d.event(s, event.Execute, r.Time)
+		ev.Query, ev.Name = p.query, p.stmt
+		if m.Portal != "" {
+			ev.SetPortal(m.Portal)
+		}
+		if len(p.params) > 0 {
+			ev.Params = make([]event.Param, len(p.params))
+			for i, v := range p.params {
+				ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
+			}
+		}
+		ev.SetWire(wireOf(p))
+		f := &inFlight{ev: ev}
+		s.pending = append(s.pending, f)
+		s.copying = f
+		d.use()
+	case 'd':
+		if s.copying == nil {
+			d.skip(SkipUnmatched)
+			return
+		}
+		s.copying.copy = append(s.copying.copy, body)
+		d.use()
+	case 'f':
+		// CopyFail: the replay fails the COPY on its own (no data).
+		if s.copying != nil {
+			s.copying.copy = nil
+		}
+		s.copying = nil
+		d.use()
+	case 'F':
+		d.skip(SkipFunctionCall)
+	case 'C':
+		var m pgproto3.Close
+		if m.Decode(body) == nil {
+			if m.ObjectType == 'S' {
+				delete(s.stmts, m.Name)
+			} else {
+				delete(s.portals, m.Name)
+			}
+		}
+		d.use()
+	case 'c', 'S', 'H', 'D', 'X':
+		// CopyDone, Sync, Flush, Describe, Terminate: their effect is in
+		// the answers, or in the session's end.
+		d.use()
+	default:
+		d.skip(SkipMalformed)
+	}
+}
+
+// wireOf is how the original sent an execution, nil when that is all the
+// replay would do without it (types left to the server, all text).
+func wireOf(p portal) *event.Wire {
+	plain := true
+	for _, o := range p.oids {
+		plain = plain && o == 0
+	}
+	for _, f := range p.formats {
+		plain = plain && f == 0
+	}
+	for _, f := range p.results {
+		plain = plain && f == 0
+	}
+	if plain {
+		return nil
+	}
+	return &event.Wire{ParamOIDs: p.oids, ParamFormats: p.formats, ResultFormats: p.results}
+}
+
+// head is the execution an answer belongs to: the Query in flight, else
+// the first Execute of the batch.
+func (s *capSession) head() *inFlight {
+	if s.simple != nil {
+		return s.simple
+	}
+	if len(s.pending) > 0 {
+		return s.pending[0]
+	}
+	return nil
+}
+
+func (d *Decoder) complete(s *capSession, r *Record) {
+	d.use()
+	if s.simple != nil {
+		s.simple.rows = append(s.simple.rows, tagRows(r.Tag))
+		return
+	}
+	if len(s.pending) == 0 {
+		// The completion of something that made no event (a Parse and
+		// Sync alone complete nothing; a FunctionCall has no tag).
+		return
+	}
+	f := s.pending[0]
+	s.pending = s.pending[1:]
+	f.rows = append(f.rows, tagRows(r.Tag))
+	d.emit(f, r.Time)
+}
+
+func (d *Decoder) error(s *capSession, r *Record) {
+	d.use()
+	f := s.head()
+	if f == nil {
+		// An error of a Parse or Bind with no Execute after it, or a
+		// FATAL outside any statement: an Error event, as a log has.
+		ev := d.event(s, event.Error, r.Time)
+		ev.SQLState = r.SQLState
+		ev.SetError(r.Severity, r.Message)
+		s.failed = true
+		d.ready = append(d.ready, ev)
+		return
+	}
+	f.ev.Failed = true
+	f.ev.SQLState = r.SQLState
+	f.ev.SetError(r.Severity, r.Message)
+	if s.simple != nil {
+		// The rest of the string is not run; ReadyForQuery ends it.
+		return
+	}
+	// The server discards the rest of the batch up to the Sync.
+	s.pending = s.pending[1:]
+	d.emit(f, r.Time)
+	d.counts.Skipped[SkipDiscarded] += int64(len(s.pending))
+	d.counts.Used -= int64(len(s.pending))
+	s.pending = nil
+	s.failed = true
+}
+
+func (d *Decoder) copyIn(s *capSession) {
+	d.use()
+	if f := s.head(); f != nil {
+		s.copying = f
+	}
+}
+
+func (d *Decoder) readyForQuery(s *capSession, r *Record) {
+	d.use()
+	if s.simple != nil {
+		d.emit(s.simple, r.Time)
+		s.simple = nil
+	}
+	// Executes still without an answer (an empty query, a portal
+	// suspended at its row limit) end with the batch.
+	for _, f := range s.pending {
+		d.emit(f, r.Time)
+	}
+	s.pending = nil
+	s.failed = false
+	s.copying = nil
+}
+
+// emit yields an execution with its answer, ended at t.
+func (d *Decoder) emit(f *inFlight, t int64) {
+	ev := f.ev
+	if t >= ev.Time {
+		ev.Duration = t - ev.Time
+	}
+	ev.SetAnswer(&event.Answer{Rows: f.rows})
+	d.yield(f)
+}
+
+// yield yields an execution whose answer never came: neither its
+// duration nor its outcome is known, and nothing is compared with it.
+func (d *Decoder) yield(f *inFlight) {
+	if f.copy != nil {
+		f.ev.SetCopyData(f.copy)
+	}
+	d.ready = append(d.ready, f.ev)
+}
+
+func (d *Decoder) end(s *capSession, t int64) {
+	d.use()
+	d.flush(s)
+	s.ended = true
+	d.ready = append(d.ready, d.event(s, event.Disconnect, t))
+}
+
+// flush yields what a session had in flight when its record stream
+// stopped: executions whose answer never came.
+func (d *Decoder) flush(s *capSession) {
+	if s.simple != nil {
+		d.yield(s.simple)
+		s.simple = nil
+	}
+	for _, f := range s.pending {
+		d.yield(f)
+	}
+	s.pending = nil
+}
+
+// finish ends the sessions whose end the capture does not hold: they
+// were open when it stopped.
+func (d *Decoder) finish() {
+	ids := slices.Sorted(maps.Keys(d.sessions))
+	for _, id := range ids {
+		if s := d.sessions[id]; !s.ended {
+			d.counts.OpenSessions++
+			d.flush(s)
+		}
+	}
+	if d.counts.OpenSessions > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%d sessions were still open when the capture stopped: replayed up to there, without their end", d.counts.OpenSessions))
+	}
+	if d.counts.Dropped > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("the recorder dropped %d messages: the capture is incomplete", d.counts.Dropped))
+	}
+}
+
+// tagRows is the row count at the end of a command tag ("INSERT 0 5" is
+// 5), 0 when the tag has none, as the replay reads its own.
+func tagRows(tag string) int64 {
+	i := len(tag)
+	for i > 0 && tag[i-1] >= '0' && tag[i-1] <= '9' {
+		i--
+	}
+	if i == len(tag) || (i > 0 && tag[i-1] != ' ') || len(tag)-i > 18 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(tag[i:], 10, 64)
+	return n
+}

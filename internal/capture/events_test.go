@@ -1,0 +1,180 @@
+package capture
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
+
+// records is a RecordSource over a slice.
+type records []*Record
+
+func (r *records) Next() (*Record, error) {
+	if len(*r) == 0 {
+		return nil, io.EOF
+	}
+	x := (*r)[0]
+	*r = (*r)[1:]
+	return x, nil
+}
+
+type encoder interface{ Encode([]byte) ([]byte, error) }
+
+func fe(t *testing.T, session uint64, at int64, m encoder) *Record {
+	t.Helper()
+	b, err := m.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Record{Kind: KindFrontend, Session: session, Time: at, Msg: b}
+}
+
+// describe is an event as the test compares it: kind, query, name,
+// params, duration, outcome, answer and COPY data.
+func describe(ev *event.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", ev.Kind, ev.Session)
+	if ev.Query != "" {
+		fmt.Fprintf(&b, " %q", ev.Query)
+	}
+	if ev.Name != "" {
+		fmt.Fprintf(&b, " name=%s", ev.Name)
+	}
+	for _, p := range ev.Params {
+		if p.Null {
+			b.WriteString(" NULL")
+		} else {
+			fmt.Fprintf(&b, " %q", p.Value)
+		}
+	}
+	if w := ev.Wire(); w != nil {
+		fmt.Fprintf(&b, " oids=%v formats=%v", w.ParamOIDs, w.ParamFormats)
+	}
+	if ev.Duration != event.NoDuration {
+		fmt.Fprintf(&b, " %dus", ev.Duration)
+	}
+	if ev.Failed {
+		fmt.Fprintf(&b, " failed=%s", ev.SQLState)
+	}
+	if ev.Kind == event.Error {
+		fmt.Fprintf(&b, " error=%s", ev.SQLState)
+	}
+	if a := ev.Answer(); a != nil {
+		fmt.Fprintf(&b, " rows=%v", a.Rows)
+	}
+	if c := ev.CopyData(); c != nil {
+		fmt.Fprintf(&b, " copy=%q", c)
+	}
+	return b.String()
+}
+
+func TestDecoder(t *testing.T) {
+	bin := []byte{0, 0, 0, 0, 0, 0, 0, 42}
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}, {"database", "shop"}, {"application_name", "web"}}},
+		{Kind: KindStartup, Session: 2, Time: 110, Params: []Param{{"user", "batch"}}},
+		// A simple query string of two statements.
+		fe(t, 1, 200, &pgproto3.Query{String: "BEGIN; UPDATE t SET x = 1"}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: "BEGIN"},
+		{Kind: KindComplete, Session: 1, Time: 250, Tag: "UPDATE 3"},
+		{Kind: KindReady, Session: 1, Time: 260, TxStatus: 'T'},
+		// The unnamed statement, a binary int8 typed by the Parse.
+		fe(t, 1, 300, &pgproto3.Parse{Query: "SELECT $1 + 1", ParameterOIDs: []uint32{20}}),
+		fe(t, 1, 300, &pgproto3.Bind{Parameters: [][]byte{bin}, ParameterFormatCodes: []int16{1}}),
+		fe(t, 1, 300, &pgproto3.Describe{ObjectType: 'P'}),
+		fe(t, 1, 300, &pgproto3.Execute{}),
+		fe(t, 1, 300, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 320, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 321, TxStatus: 'T'},
+		// A named statement, pipelined twice before one Sync, text and
+		// a NULL; then a batch whose first Execute fails: the second is
+		// discarded by the server.
+		fe(t, 2, 400, &pgproto3.Parse{Name: "s1", Query: "SELECT * FROM t WHERE id = $1"}),
+		fe(t, 2, 400, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("7")}}),
+		fe(t, 2, 400, &pgproto3.Execute{}),
+		fe(t, 2, 400, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{nil}}),
+		fe(t, 2, 401, &pgproto3.Execute{}),
+		fe(t, 2, 401, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 2, Time: 410, Tag: "SELECT 1"},
+		{Kind: KindComplete, Session: 2, Time: 420, Tag: "SELECT 0"},
+		{Kind: KindReady, Session: 2, Time: 421, TxStatus: 'I'},
+		fe(t, 2, 500, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("x")}}),
+		fe(t, 2, 500, &pgproto3.Execute{}),
+		fe(t, 2, 500, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("8")}}),
+		fe(t, 2, 500, &pgproto3.Execute{}),
+		fe(t, 2, 500, &pgproto3.Sync{}),
+		{Kind: KindError, Session: 2, Time: 505, SQLState: "22P02", Severity: "ERROR", Message: "invalid input syntax for type integer"},
+		{Kind: KindReady, Session: 2, Time: 506, TxStatus: 'I'},
+		// COPY FROM STDIN by the simple protocol.
+		fe(t, 1, 600, &pgproto3.Query{String: "COPY t FROM STDIN"}),
+		{Kind: KindCopyIn, Session: 1, Time: 601},
+		fe(t, 1, 602, &pgproto3.CopyData{Data: []byte("1\n2\n")}),
+		fe(t, 1, 603, &pgproto3.CopyData{Data: []byte("3\n")}),
+		fe(t, 1, 604, &pgproto3.CopyDone{}),
+		{Kind: KindComplete, Session: 1, Time: 610, Tag: "COPY 3"},
+		{Kind: KindReady, Session: 1, Time: 611, TxStatus: 'T'},
+		// A fast-path call, a cancel and a gap: accounted, not replayed.
+		fe(t, 1, 700, &pgproto3.FunctionCall{Function: 764}),
+		{Kind: KindReady, Session: 1, Time: 701, TxStatus: 'T'},
+		{Kind: KindCancel, Session: 1, Time: 702},
+		{Kind: KindGap, Session: 1, Time: 703, Dropped: 5},
+		fe(t, 1, 800, &pgproto3.Terminate{}),
+		{Kind: KindEnd, Session: 1, Time: 801, End: EndTerminate},
+		// Session 2 is open at the end, with a query in flight.
+		fe(t, 2, 900, &pgproto3.Query{String: "SELECT pg_sleep(60)"}),
+		// A record of a session the capture never saw start.
+		{Kind: KindComplete, Session: 9, Time: 901, Tag: "SELECT 1"},
+	}
+	total := int64(len(recs))
+	d := NewDecoder(&recs)
+	var got []string
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describe(ev))
+	}
+	want := []string{
+		"connect c1",
+		"connect c2",
+		`statement c1 "BEGIN; UPDATE t SET x = 1" 60us rows=[0 3]`,
+		`execute c1 "SELECT $1 + 1" "\x00\x00\x00\x00\x00\x00\x00*" oids=[20] formats=[1] 20us rows=[1]`,
+		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "7" 10us rows=[1]`,
+		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 NULL 19us rows=[0]`,
+		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "x" 5us failed=22P02 rows=[]`,
+		`statement c1 "COPY t FROM STDIN" 11us rows=[3] copy=["1\n2\n" "3\n"]`,
+		"disconnect c1",
+		`statement c2 "SELECT pg_sleep(60)"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c := d.Counts()
+	var skipped int64
+	for _, n := range c.Skipped {
+		skipped += n
+	}
+	if c.Total != total || c.Used+skipped != c.Total {
+		t.Errorf("counts %+v: total %d, used+skipped %d, want %d", c, c.Total, c.Used+skipped, total)
+	}
+	for why, n := range map[MessageSkip]int64{SkipDiscarded: 1, SkipFunctionCall: 1, SkipCancel: 1, SkipGap: 1, SkipUnknownSession: 1} {
+		if c.Skipped[why] != n {
+			t.Errorf("skipped %s: %d, want %d", why, c.Skipped[why], n)
+		}
+	}
+	if c.Dropped != 5 || c.OpenSessions != 1 {
+		t.Errorf("dropped %d, open %d; want 5, 1", c.Dropped, c.OpenSessions)
+	}
+	if len(d.Warnings()) != 2 {
+		t.Errorf("warnings: %q", d.Warnings())
+	}
+}
