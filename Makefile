@@ -35,71 +35,17 @@ test: postgres pg-versions extensions chromium
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # test-versions runs the long compatibility suite on every version of
-# hack/pg-versions.txt: the tests that PGREHEARSE_VERSIONS=all enables, in
-# the packages that hold them.
-VERSION_PKGS := ./internal/pgcluster ./internal/observe
+# hack/pg-versions.txt: the TestVersions* tests, with PGREHEARSE_VERSIONS=all
+# for their longer cases. It then writes docs/versions.md from the run's
+# results (internal/versionsdoc), so the table states only what ran, and
+# fails if any test did.
+VERSION_PKGS := ./internal/pgcluster ./internal/observe ./internal/catalog ./internal/explain ./internal/cli
+VERSION_RESULTS := .cache/test-versions.json
 test-versions: postgres pg-versions
-	PGREHEARSE_VERSIONS=all $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run Version -v $(VERSION_PKGS)
-
-bench:
-	bash bench/parse.sh
-
-# static links the binary statically against musl (pg_query needs cgo), as
-# the Dockerfile does: bin/pgrehearse-static runs in an empty image.
-STATIC      := bin/pgrehearse-static
-static:
-	@command -v musl-gcc >/dev/null || { echo "musl-gcc not found: apt-get install -y musl-tools" >&2; exit 1; }
-	CGO_ENABLED=1 CC=musl-gcc $(GO) build -tags timetzdata -trimpath \
-		-ldflags '-s -w -linkmode external -extldflags "-static" -X github.com/pgrehearse/pgrehearse/internal/cli.version=$(VERSION)' \
-		-o $(STATIC) ./cmd/pgrehearse
-
-# image builds the Dockerfile's final stage (FROM scratch, the static
-# binary, user 65532) with buildah from the host's static binary, for
-# machines where no registry serves the golang image the Dockerfile's
-# first stage needs. With one: `buildah bud -t pgrehearse .`.
-IMAGE       ?= localhost/pgrehearse:$(VERSION)
-BUILDAH     ?= buildah --storage-driver vfs
-image: static
-	@command -v buildah >/dev/null || { echo "buildah not found: apt-get install -y buildah" >&2; exit 1; }
-	set -e; ctr=$$($(BUILDAH) from scratch); \
-	trap '$(BUILDAH) rm '"$$ctr"' >/dev/null' EXIT; \
-	tmp=$$(mktemp -d); mkdir -m 1777 $$tmp/tmp; \
-	$(BUILDAH) copy $$ctr $(STATIC) /pgrehearse >/dev/null; \
-	$(BUILDAH) copy $$ctr $$tmp/tmp /tmp >/dev/null; rm -rf $$tmp; \
-	$(BUILDAH) copy $$ctr /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null; \
-	$(BUILDAH) config --user 65532:65532 --env HOME=/tmp --entrypoint '["/pgrehearse"]' $$ctr; \
-	$(BUILDAH) commit $$ctr $(IMAGE); \
-	$(BUILDAH) run --isolation chroot $$ctr -- /pgrehearse --version
-
-fmt:
-	gofmt -w .
-
-vet:
-	$(GO) vet ./...
-
-# postgres makes sure the PostgreSQL server binaries that
-# internal/pgcluster looks for exist, looking where pgcluster.FindBinDir
-# does and in its order ($PG_BIN, /usr/lib/postgresql/*/bin, $PATH),
-# installing them as root, or saying how to, when they do not.
-# pgbench and pg_stat_statements come in the same Debian package.
-postgres:
-	@if [ -n "$$PG_BIN" ]; then \
-		if [ -x "$$PG_BIN/initdb" ] && [ -x "$$PG_BIN/pg_ctl" ] && [ -x "$$PG_BIN/pgbench" ]; then exit 0; fi; \
-		echo "PG_BIN=$$PG_BIN does not hold initdb, pg_ctl and pgbench" >&2; exit 1; \
-	fi; \
-	for d in /usr/lib/postgresql/*/bin; do \
-		if [ -x "$$d/initdb" ] && [ -x "$$d/pgbench" ]; then exit 0; fi; \
-	done; \
-	if command -v initdb >/dev/null && command -v pgbench >/dev/null; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then \
-		echo "PostgreSQL binaries not found: running $(PG_INSTALL)"; \
-		export DEBIAN_FRONTEND=noninteractive; $(PG_INSTALL); \
-	else \
-		echo "PostgreSQL binaries not found. Install them with:" >&2; \
-		echo "  sudo sh -c '$(PG_INSTALL)'" >&2; \
-		echo "or set PG_BIN to the directory holding initdb, pg_ctl, postgres and pgbench." >&2; \
-		exit 1; \
-	fi
+	@status=0; PGREHEARSE_VERSIONS=all $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) -run '^TestVersions' $(VERSION_PKGS) >$(VERSION_RESULTS) || status=$$?; \
+	$(GO) test -count=1 -v -run '^TestVersionsDoc$$' ./internal/versionsdoc -args -update -results $(CURDIR)/$(VERSION_RESULTS) || status=1; \
+	grep '"Action":"fail"' $(VERSION_RESULTS) | sed -E 's/.*"Package":"([^"]*)"(,"Test":"([^"]*)")?.*/FAIL \1 \3/' | sort -u >&2; \
+	exit $$status
 
 # pg-versions fetches the server builds of PostgreSQL 13 to 18 pinned in
 # hack/pg-versions.txt into .cache/pg/<major> (npm pack: the one reachable

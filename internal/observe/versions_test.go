@@ -109,13 +109,13 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	}
 }
 
-// TestVersion18StartingBackend: on PostgreSQL 18 a connection still
+// TestVersionsObserve18StartingBackend: on PostgreSQL 18 a connection still
 // logging in is a client backend without a database. The activity
 // sample read its datid into a uint32 and failed on every round while
 // one was there: "observe: pg_stat_activity: can't scan into dest[0]
 // (col: datid): cannot scan NULL into *uint32", losing the wait events of
 // a rehearsal's rounds. It is a connection, not an active one.
-func TestVersion18StartingBackend(t *testing.T) {
+func TestVersionsObserve18StartingBackend(t *testing.T) {
 	c := startPgbenchVersion(t, 18, pgssSettings(nil))
 	holdStarting(t, c)
 	o, w := startWaitable(t, c.DSN("postgres"), Options{Interval: 200 * time.Millisecond, SampleInterval: 10 * time.Millisecond})

@@ -55,9 +55,9 @@ func TestVersionsStart(t *testing.T) {
 	}
 }
 
-// TestVersionMissing: a version absent from the cache is an error that
+// TestMissingVersion: a version absent from the cache is an error that
 // names the command installing it, and Version excludes BinDir.
-func TestVersionMissing(t *testing.T) {
+func TestMissingVersion(t *testing.T) {
 	t.Setenv("PGREHEARSE_PG_CACHE", t.TempDir())
 	_, err := pgcluster.Start(context.Background(), pgcluster.Options{Version: 18})
 	if !errors.Is(err, pgcluster.ErrNoVersion) || !strings.Contains(err.Error(), "make pg-versions") {
