@@ -91,6 +91,27 @@ func Merge(a, b *Result) (*Result, error) {
 			}
 		}
 	}
+	switch {
+	case sharded:
+		// Every shard read the whole capture, as every shard reads
+		// the whole log.
+		if a.Messages != nil && (b.Messages == nil || a.Messages.Total >= b.Messages.Total) {
+			c := *a.Messages
+			c.Skipped = addCounts(nil, a.Messages.Skipped)
+			m.Messages = &c
+		} else if b.Messages != nil {
+			c := *b.Messages
+			c.Skipped = addCounts(nil, b.Messages.Skipped)
+			m.Messages = &c
+		}
+	case a.Messages != nil || b.Messages != nil:
+		m.Messages = &MessageCounts{Skipped: map[MessageSkip]int64{}}
+		for _, c := range []*MessageCounts{a.Messages, b.Messages} {
+			if c != nil {
+				m.Messages.Add(*c)
+			}
+		}
+	}
 	m.Statements = addStatements(a.Statements, b.Statements)
 	if a.Events != nil || b.Events != nil {
 		m.Events = addCounts(addCounts(nil, a.Events), b.Events)

@@ -202,6 +202,9 @@ type SourceCounts struct {
 	// Lines are the lines of the logs read; nil when the source read no
 	// log (events from memory, a capture).
 	Lines *LineCounts
+	// Messages are the records of the captures read; nil when the
+	// source read no capture.
+	Messages *MessageCounts
 	// Filtered counts what the time window and the filters left out.
 	Filtered Filtered
 	// OtherShards counts the other shards' events, when the source
@@ -216,6 +219,12 @@ func (c *SourceCounts) Add(o SourceCounts) {
 			c.Lines = &LineCounts{Skipped: map[LineSkip]int64{}}
 		}
 		c.Lines.Add(*o.Lines)
+	}
+	if o.Messages != nil {
+		if c.Messages == nil {
+			c.Messages = &MessageCounts{Skipped: map[MessageSkip]int64{}}
+		}
+		c.Messages.Add(*o.Messages)
 	}
 	c.Filtered.add(o.Filtered)
 	if o.OtherShards != nil {
@@ -241,6 +250,11 @@ func (c SourceCounts) Fill(res *Result) {
 		l := *c.Lines
 		l.Skipped = addCounts(nil, c.Lines.Skipped)
 		res.Lines = &l
+	}
+	if c.Messages != nil {
+		m := *c.Messages
+		m.Skipped = addCounts(nil, c.Messages.Skipped)
+		res.Messages = &m
 	}
 	res.Filtered.add(c.Filtered)
 	if c.OtherShards != nil {

@@ -116,7 +116,10 @@ type Result struct {
 
 	// Lines account for every line of the logs read, when the producer
 	// read logs and was told their counts.
-	Lines      *LineCounts     `json:"lines,omitempty"`
+	Lines *LineCounts `json:"lines,omitempty"`
+	// Messages account for every record of the captures read, when the
+	// producer read a capture of the proxy.
+	Messages   *MessageCounts  `json:"messages,omitempty"`
 	Statements StatementCounts `json:"statements"`
 	// Events counts the events read by kind ("connect", "execute",
 	// ...), including those that are not calls.
@@ -300,6 +303,31 @@ type LostCommit struct {
 type LagSources struct {
 	TargetMS   float64 `json:"target_ms"`
 	ReplayerMS float64 `json:"replayer_ms"`
+}
+
+// MessageSkip says why a record of a capture made no event.
+type MessageSkip string
+
+// MessageCounts account for every record of a capture of the proxy, as
+// LineCounts do for a log's lines: each was used (it made or completed an
+// event) or skipped for a reason, so Total = Used + the sum of Skipped.
+// Dropped are the messages the recorder lost (not in Total), and
+// OpenSessions the sessions still open when the capture stopped.
+type MessageCounts struct {
+	Total        int64                 `json:"total"`
+	Used         int64                 `json:"used"`
+	Skipped      map[MessageSkip]int64 `json:"skipped"`
+	Dropped      int64                 `json:"dropped,omitempty"`
+	OpenSessions int64                 `json:"open_sessions,omitempty"`
+}
+
+// Add adds o's counts to c.
+func (c *MessageCounts) Add(o MessageCounts) {
+	c.Total += o.Total
+	c.Used += o.Used
+	c.Skipped = addCounts(c.Skipped, o.Skipped)
+	c.Dropped += o.Dropped
+	c.OpenSessions += o.OpenSessions
 }
 
 // LineCounts account for every physical line of the logs: each was parsed
