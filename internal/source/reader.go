@@ -1,6 +1,7 @@
 package source
 
 import (
+	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -63,6 +64,17 @@ func LogReader(r Reader) (*logread.Reader, bool) {
 // openReaders opens one input: a capture when it is one, else a log, in
 // parts when asked.
 func openReaders(path string, opts Options) ([]Reader, error) {
+	if path != "-" {
+		if ok, err := capture.Detect(path); err == nil && ok {
+			// A capture is one reader: its sessions' messages
+			// interleave, and its events need them in order.
+			c, err := openCapture(path)
+			if err != nil {
+				return nil, err
+			}
+			return []Reader{c}, nil
+		}
+	}
 	rs, err := logread.OpenSplit(path, opts.Log, max(opts.Parts, 1))
 	if err != nil {
 		for _, r := range rs {

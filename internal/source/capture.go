@@ -1,0 +1,113 @@
+package source
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// capReader is a capture's Reader: the proxy's records decoded into
+// events, accounted for in messages rather than lines.
+type capReader struct {
+	path string
+	r    *capture.Reader
+	dec  *capture.Decoder
+
+	mu          sync.Mutex // guards the reader's progress against Progress
+	first, last int64
+}
+
+// openCapture opens the capture at path (a directory, or one of its
+// segment files).
+func openCapture(path string) (*capReader, error) {
+	r, err := capture.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &capReader{path: path, r: r}
+	c.dec = capture.NewDecoder(lockedRecords{c})
+	return c, nil
+}
+
+// lockedRecords reads the capture under the reader's lock, so that
+// Progress may be asked from another goroutine.
+type lockedRecords struct{ c *capReader }
+
+func (l lockedRecords) Next() (*capture.Record, error) {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	return l.c.r.Next()
+}
+
+func (c *capReader) Next() (*event.Event, error) {
+	ev, err := c.dec.Next()
+	if err != nil {
+		return nil, err
+	}
+	if ev.Time > 0 {
+		if c.first == 0 || ev.Time < c.first {
+			c.first = ev.Time
+		}
+		c.last = max(c.last, ev.Time)
+	}
+	return ev, nil
+}
+
+func (c *capReader) Name() string            { return c.path }
+func (c *capReader) Recycle(...*event.Event) {}
+
+func (c *capReader) Progress() (read, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.r.Progress()
+}
+
+// Timing: the proxy stamps every message in microseconds.
+func (c *capReader) Timing() logread.Timing { return logread.TimingFraction }
+
+func (c *capReader) TimeRange() (first, last int64, ok bool) {
+	return c.first, c.last, c.first > 0
+}
+
+// Origin: a capture does not know the server's identity.
+func (c *capReader) Origin() logread.Origin { return logread.Origin{} }
+
+// Partial says why the capture does not hold every message the proxy
+// saw: its writer never closed it, or the recorder lost records.
+func (c *capReader) Partial() error {
+	info := c.r.Info()
+	switch {
+	case !info.Finalized && c.r.Partial():
+		return fmt.Errorf("capture %s ends in a chunk not wholly written: it is still being written, or its proxy stopped without closing it", c.path)
+	case !info.Finalized:
+		return nil
+	case !info.Complete:
+		return fmt.Errorf("capture %s is incomplete: %s (%d records lost)", c.path, info.Reason, info.Dropped)
+	}
+	return nil
+}
+
+func (c *capReader) Warnings() []string {
+	w := c.dec.Warnings()
+	if info := c.r.Info(); !info.Finalized && !c.r.Partial() {
+		w = append(w, fmt.Sprintf("capture %s has no manifest: its proxy stopped without closing it, so sessions may be cut at its end", c.path))
+	}
+	return w
+}
+
+func (c *capReader) SourceCounts() results.SourceCounts {
+	mc := c.dec.Counts()
+	m := results.MessageCounts{Total: mc.Total, Used: mc.Used, Skipped: make(map[results.MessageSkip]int64, len(mc.Skipped)), Dropped: mc.Dropped, OpenSessions: mc.OpenSessions}
+	for k, v := range mc.Skipped {
+		if v != 0 {
+			m.Skipped[results.MessageSkip(k)] = v
+		}
+	}
+	return results.SourceCounts{Messages: &m}
+}
+
+func (c *capReader) Close() error { return c.r.Close() }
