@@ -138,3 +138,31 @@ func ServeLabeled(addr string, labels prometheus.Labels) (*Sink, string, func(),
 	}
 	return m, ln.Addr().String(), stop, nil
 }
+
+// ServeRegistry serves reg's metrics on addr (see ListenAddr) at /metrics,
+// with the process's own CPU and memory, and /ready, which answers 200
+// while the server runs (a Kubernetes readiness probe). It returns the
+// address it listens on and a function that stops the server.
+func ServeRegistry(addr string, reg *prometheus.Registry) (string, func(), error) {
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", ListenAddr(addr))
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the capture goes on without metrics
+		}
+	}()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/promsink"
+)
+
+func init() { commands = append(commands, newCaptureCmd) }
+
+var exitDocCaptureIncomplete = exitDoc{ExitIncomplete, "incomplete capture: the recorder fell behind, the disk " +
+	"filled or a write failed; the proxy kept relaying, and the capture is finalized and marked incomplete"}
+
+func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var (
+		listen, upstream, out string
+		tlsCert, tlsKey       string
+		duration              time.Duration
+		maxSize, fileSize     string
+		stopAtLimit           bool
+		metrics               string
+		queue                 int
+	)
+	cmd := &cobra.Command{
+		Use:   "capture --listen ADDR --upstream DSN --out DIR",
+		Short: "Record production traffic through a wire-protocol proxy, without logging every statement",
+		Long: `capture is a proxy between applications and PostgreSQL: point the applications at
+--listen, and it relays every byte to --upstream unchanged while it records each
+session (its startup parameters, every message it sent, and the server's answers in
+summary: command tags with row counts, SQLSTATEs) into --out. Every command that
+reads a log (analyze, events, replay, rehearse, findings, sweep) reads the capture
+directory the same way, and a replay of it sends the same protocol form, parameter
+types and formats and COPY data, and says where the target answered otherwise.
+
+Authentication is relayed: each client logs in as itself, and no password or SASL
+message is ever written. Forwarding never waits for the recorder: when it falls
+behind or the disk fills, the proxy goes on relaying, stops recording and marks
+the capture incomplete. Ctrl-C or SIGTERM finalizes the capture; sessions still
+open are recorded as open. --duration and --max-size finalize it too, and the
+proxy then goes on relaying, unrecorded, until stopped (--stop-at-limit: it stops).
+
+The capture holds parameter values, which are personal data: its files are
+created readable by their owner only. See docs/capture-format.md.` + exitHelp(exitDocCaptureIncomplete),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if upstream == "" || out == "" {
+				return usageError("capture needs --upstream and --out")
+			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return usageError("--tls-cert and --tls-key go together")
+			}
+			maxBytes, err := parseBytes(maxSize)
+			if err != nil {
+				return usageError("--max-size: %v", err)
+			}
+			fileBytes, err := parseBytes(fileSize)
+			if err != nil {
+				return usageError("--file-size: %v", err)
+			}
+			cfg := capturerun.Config{
+				Listen: listen, Upstream: upstream, Out: out,
+				Duration: duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: stopAtLimit, Queue: queue,
+				Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
+			}
+			if tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+				if err != nil {
+					return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+				}
+				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
+			if metrics != "" {
+				reg := prometheus.NewRegistry()
+				addr, stop, err := promsink.ServeRegistry(metrics, reg)
+				if err != nil {
+					return fmt.Errorf("--metrics: %w", err)
+				}
+				defer stop()
+				cfg.Metrics = reg
+				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: metrics on http://%s/metrics\n", addr)
+			}
+			where := upstreamAddr(upstream)
+			cfg.Listening = func(addr string) {
+				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
+			}
+			cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
+				if why != capturerun.StopInterrupted && !stopAtLimit {
+					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
+				}
+			}
+			sum, err := capturerun.Run(ctx, cfg)
+			if sum.Addr == "" && err != nil {
+				return err
+			}
+			printCaptureSummary(stdio, sum)
+			if err != nil {
+				return err
+			}
+			if !sum.Manifest.Complete {
+				return &exitError{code: ExitIncomplete, err: fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason)}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
+	dsnVar(fl, &upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
+	fl.StringVar(&out, "out", "", "capture directory to create (it must not hold a capture already)")
+	fl.StringVar(&tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
+	fl.StringVar(&tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fl.DurationVar(&duration, "duration", 0, "finalize the capture after this long (0: when stopped)")
+	fl.StringVar(&maxSize, "max-size", "", "finalize the capture when its files reach this size (e.g. 10GB; empty: unbounded)")
+	fl.StringVar(&fileSize, "file-size", "", "start a new file of the capture at this size (default 64MiB)")
+	fl.BoolVar(&stopAtLimit, "stop-at-limit", false, "stop relaying when --duration or --max-size is reached, instead of relaying on unrecorded")
+	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
+	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 32768)")
+	return cmd
+}
+
+// upstreamAddr names the server a connection string reaches, without its
+// user or password.
+func upstreamAddr(dsn string) string {
+	cfg, err := connstr.Parse(dsn)
+	if err != nil || cfg.Host == "" {
+		return "the upstream"
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+}
+
+func printCaptureSummary(stdio IO, sum capturerun.Summary) {
+	m := sum.Manifest
+	state := "complete"
+	if !m.Complete {
+		state = "INCOMPLETE: " + string(m.Reason)
+		if m.Error != "" {
+			state += " (" + m.Error + ")"
+		}
+	}
+	fmt.Fprintf(stdio.Stdout, "capture %s: %s\n", sum.Dir, state)
+	fmt.Fprintf(stdio.Stdout, "  sessions  %d (%d still open at the end, recorded as open)\n", m.Sessions, sum.Proxy.SessionsOpen)
+	fmt.Fprintf(stdio.Stdout, "  messages  %d from clients, %d from the server, relayed\n", sum.Proxy.FrontendMessages, sum.Proxy.BackendMessages)
+	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
+	if m.Dropped > 0 {
+		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
+	}
+	for k, n := range sum.Proxy.Errors {
+		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, n)
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// parseBytes reads a size: a number of bytes with an optional unit (kB,
+// MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024). Empty is 0.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	num, unit := strings.TrimSpace(s[:i]), strings.TrimSpace(s[i:])
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[strings.ToUpper(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q: unknown unit %q (kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, unit)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return int64(f * mult), nil
+}
