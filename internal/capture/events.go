@@ -307,6 +307,12 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		}
 		s.copying.copy = append(s.copying.copy, body)
 		d.use()
+	case 'c':
+		// CopyDone: a COPY of no rows has data too, none.
+		if s.copying != nil && s.copying.copy == nil {
+			s.copying.copy = [][]byte{}
+		}
+		d.use()
 	case 'f':
 		// CopyFail: the replay fails the COPY on its own (no data).
 		if s.copying != nil {
@@ -326,8 +332,8 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			}
 		}
 		d.use()
-	case 'c', 'S', 'H', 'D', 'X':
-		// CopyDone, Sync, Flush, Describe, Terminate: their effect is in
+	case 'S', 'H', 'D', 'X':
+		// Sync, Flush, Describe, Terminate: their effect is in
 		// the answers, or in the session's end.
 		d.use()
 	default:

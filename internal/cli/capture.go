@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -155,8 +157,8 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 	if m.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
 	}
-	for k, n := range sum.Proxy.Errors {
-		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, n)
+	for _, k := range slices.Sorted(maps.Keys(sum.Proxy.Errors)) {
+		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, sum.Proxy.Errors[k])
 	}
 }
 

@@ -236,7 +236,8 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 		if cl.Destructive != "" {
 			s.r.destructive.note(cl.Destructive)
 		}
-		if cl.CopyIn {
+		if cl.CopyIn && ev.CopyData() == nil {
+			// A log has no COPY data; a capture has it.
 			return SkipCopyData
 		}
 		if !s.r.opts.ReadOnly || reason != "" {

@@ -34,6 +34,9 @@ func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 	if r.Lines != nil {
 		writeLines(ew, *r.Lines)
 	}
+	if r.Messages != nil {
+		writeMessages(ew, *r.Messages)
+	}
 	ew.printf("statements  %s executed, %s failed", thousands(r.Statements.Total), thousands(r.Statements.Failed))
 	if r.Statements.Unparsed > 0 {
 		ew.printf(", %s did not parse", thousands(r.Statements.Unparsed))
@@ -105,6 +108,35 @@ func writeLines(ew *errWriter, l results.LineCounts) {
 		table[i] = []string{thousands(l.Skipped[reason]), string(reason)}
 	}
 	writeTable(ew, "            ", table, 1)
+}
+
+// writeMessages is writeLines for a capture: every client message
+// recorded was used or skipped for a reason; what the recorder dropped
+// and the sessions still open at the end are said apart.
+func writeMessages(ew *errWriter, m results.MessageCounts) {
+	skipped := m.SkippedTotal()
+	ew.printf("messages    %s read, %s used, %s skipped", thousands(m.Total), thousands(m.Used), thousands(skipped))
+	if m.Dropped > 0 {
+		ew.printf("; %s dropped by the recorder (not in the capture)", thousands(m.Dropped))
+	}
+	if m.OpenSessions > 0 {
+		ew.printf("; %s sessions still open when the capture ended", thousands(m.OpenSessions))
+	}
+	ew.printf("\n")
+	if d := m.Total - m.Used - skipped; d != 0 {
+		ew.printf("            WARNING: %s messages are not accounted for\n", thousands(d))
+	}
+	reasons := sortedKeys(m.Skipped)
+	slices.SortStableFunc(reasons, func(a, b results.MessageSkip) int { return cmp.Compare(m.Skipped[b], m.Skipped[a]) })
+	table := make([][]string, 0, len(reasons))
+	for _, reason := range reasons {
+		if m.Skipped[reason] > 0 {
+			table = append(table, []string{thousands(m.Skipped[reason]), string(reason)})
+		}
+	}
+	if len(table) > 0 {
+		writeTable(ew, "            ", table, 1)
+	}
 }
 
 func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS float64) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -87,6 +88,9 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
 	for _, k := range sortedKeys(res.ErrorsBySQLState) {
 		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
+	}
+	if o.Answered > 0 {
+		writeAnswers(&b, o, res.Queries)
 	}
 	if tl := res.TargetLog; tl != nil {
 		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
@@ -197,4 +201,41 @@ func CountList(counts map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// answersShown is how many queries whose answers differ are listed.
+const answersShown = 5
+
+// writeAnswers writes how the replay's answers compare with those the
+// capture recorded: the total, then the queries that differ most, each
+// with how (rows, an error on one side only, another SQLSTATE).
+func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.Row) {
+	fmt.Fprintf(b, "  answers:    %d statements compared with the answers the capture recorded: %d differ\n", o.Answered, o.AnswerDiffers)
+	type differ struct {
+		q querystats.Row
+		n int64
+	}
+	var ds []differ
+	for _, q := range queries {
+		var n int64
+		for _, c := range q.AnswerDiffers {
+			n += c
+		}
+		if n > 0 {
+			ds = append(ds, differ{q, n})
+		}
+	}
+	slices.SortStableFunc(ds, func(x, y differ) int { return cmp.Compare(y.n, x.n) })
+	for i, d := range ds {
+		if i == answersShown {
+			fmt.Fprintf(b, "    ... and %d more queries\n", len(ds)-answersShown)
+			break
+		}
+		kinds := sortedKeys(d.q.AnswerDiffers)
+		parts := make([]string, len(kinds))
+		for j, k := range kinds {
+			parts[j] = fmt.Sprintf("%s %d", k, d.q.AnswerDiffers[k])
+		}
+		fmt.Fprintf(b, "    %d of %d calls differ (%s): %s\n", d.n, d.q.Answered, strings.Join(parts, ", "), OneLine(DisplayQuery(d.q.Query), QueryWidth))
+	}
 }

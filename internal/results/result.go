@@ -321,6 +321,9 @@ type MessageCounts struct {
 	OpenSessions int64                 `json:"open_sessions,omitempty"`
 }
 
+// SkippedTotal is the sum of Skipped.
+func (c MessageCounts) SkippedTotal() int64 { return sum(c.Skipped) }
+
 // Add adds o's counts to c.
 func (c *MessageCounts) Add(o MessageCounts) {
 	c.Total += o.Total

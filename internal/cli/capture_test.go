@@ -1,0 +1,335 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+)
+
+// lockedBuffer is a bytes.Buffer a command writes to while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runningCapture is "pgrehearse capture" running in the background, as
+// an operator starts it, listening on a free port.
+type runningCapture struct {
+	dir, host, port string
+	cancel          context.CancelFunc
+	done            chan int
+	stdout, stderr  *lockedBuffer
+	code            *int
+}
+
+var listeningRE = regexp.MustCompile(`listening on (\S+),`)
+
+func startCapture(t *testing.T, upstream string, extra ...string) *runningCapture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rc := &runningCapture{
+		dir: filepath.Join(t.TempDir(), "capture"), cancel: cancel, done: make(chan int, 1),
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
+	}
+	args := append([]string{"capture", "--listen", "127.0.0.1:0", "--upstream", upstream, "--out", rc.dir}, extra...)
+	go func() { rc.done <- Run(ctx, IO{Stdout: rc.stdout, Stderr: rc.stderr}, args) }()
+	t.Cleanup(func() { rc.stop(t) })
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(rc.stderr.String()); m != nil {
+			var err error
+			if rc.host, rc.port, err = net.SplitHostPort(m[1]); err != nil {
+				t.Fatal(err)
+			}
+			return rc
+		}
+		select {
+		case code := <-rc.done:
+			rc.code = &code
+			t.Fatalf("capture exited %d before listening:\n%s%s", code, rc.stdout, rc.stderr)
+		case <-deadline:
+			t.Fatalf("capture did not listen within 30 s:\n%s", rc.stderr)
+		case <-poll.C:
+		}
+	}
+}
+
+// stop stops the capture as Ctrl-C does and returns its exit code and
+// output.
+func (rc *runningCapture) stop(t *testing.T) (int, string) {
+	t.Helper()
+	rc.cancel()
+	if rc.code == nil {
+		code := <-rc.done
+		rc.code = &code
+	}
+	return *rc.code, rc.stdout.String() + rc.stderr.String()
+}
+
+// dsn is a connection string to the proxy.
+func (rc *runningCapture) dsn(user, db string) string {
+	return "host=" + rc.host + " port=" + rc.port + " user=" + user + " dbname=" + db + " sslmode=disable"
+}
+
+// TestCaptureReplayMatchesPgStatStatements is the capture's acceptance
+// test: pgbench in its three protocols (its initialization loads the
+// accounts with COPY FROM STDIN), psql with COPY data inline, and pgx
+// with binary parameters run through the proxy against cluster A; the
+// capture is replayed onto B, a fresh cluster as A was before; B's
+// pg_stat_statements calls per query equal A's, the data COPY loaded is
+// on B, and every statement answered as it did on A.
+func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
+	ctx := context.Background()
+	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	for _, c := range []*pgcluster.Cluster{a, b} {
+		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := startCapture(t, a.DSN("postgres"))
+	through := []string{"-h", rc.host, "-p", rc.port}
+	for _, args := range [][]string{
+		{"-i", "-s", "1", "-q"},
+		{"-M", "simple", "-c", "2", "-t", "50"},
+		{"-M", "extended", "-c", "2", "-t", "50"},
+		{"-M", "prepared", "-c", "2", "-t", "50"},
+	} {
+		if out, err := a.Pgbench(ctx, append(append(through, args...), "postgres")...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	psql(t, a, rc, "CREATE TABLE copied (id int, name text);\n"+
+		"COPY copied FROM STDIN;\n1\tone\n2\ttwo\n3\t\\N\n\\.\n"+
+		"SELECT count(*) FROM copied;\n")
+	conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for aid := int64(1); aid <= 5; aid++ {
+		var balance int32
+		// pgx sends aid as a binary int8, with its type OID.
+		if err := conn.QueryRow(ctx, "SELECT abalance FROM pgbench_accounts WHERE aid = $1", aid).Scan(&balance); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "UPDATE copied SET name = $1 WHERE id = $2", "uno", int32(1)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	code, out := rc.stop(t)
+	t.Logf("capture:\n%s", out)
+	if code != ExitOK || !strings.Contains(out, ": complete") {
+		t.Fatalf("capture exited %d, want a complete capture:\n%s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(rc.dir, "*"))
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600: a capture holds parameter values", f, st.Mode().Perm(), err)
+		}
+	}
+	original := pgssCalls(ctx, t, a)
+
+	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
+	t.Logf("replay:\n%s", text)
+	if code != ExitOK || res == nil {
+		t.Fatalf("replay exited %d:\n%s", code, text)
+	}
+	replayed := pgssCalls(ctx, t, b)
+
+	excluded := map[string]bool{}
+	// The reset and the count are the test's; the replay's pre-flight
+	// runs SELECT 1 on the target as each login.
+	for _, q := range []string{"SELECT pg_stat_statements_reset()", pgssQuery, "SELECT 1"} {
+		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
+	}
+	checked := 0
+	var diffs []string
+	for fp, n := range original {
+		if excluded[fp] {
+			continue
+		}
+		if got := replayed[fp].calls; got != n.calls {
+			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
+		}
+		checked++
+	}
+	for fp, n := range replayed {
+		if _, ok := original[fp]; !ok && !excluded[fp] {
+			diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
+		}
+	}
+	sort.Strings(diffs)
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if checked < 15 {
+		t.Errorf("only %d queries compared: the workload did not run", checked)
+	}
+
+	// COPY's data went to B too, and pgx's binary parameter found its row.
+	for q, want := range map[string]string{
+		"SELECT count(*) FROM pgbench_accounts":                               "100000",
+		"SELECT string_agg(coalesce(name, '-'), ',' ORDER BY id) FROM copied": "uno,two,-",
+	} {
+		if got := queryLines(t, b, "postgres", q); len(got) != 1 || got[0] != want {
+			t.Errorf("%s on the replay's target: %q, want %q", q, got, want)
+		}
+	}
+	m := res.Messages
+	if m == nil {
+		t.Fatal("the replay's result has no message counts")
+	}
+	if m.Total == 0 || m.Total != m.Used+m.SkippedTotal() || m.Dropped != 0 {
+		t.Errorf("messages %+v: want every message used or skipped, none dropped", *m)
+	}
+	if o := res.Outcomes; o.Answered < res.Statements.Executed || o.AnswerDiffers != 0 {
+		t.Errorf("outcomes %+v: want every executed statement compared with its recorded answer, none differing", o)
+	}
+	if !strings.Contains(text, "answers:") || !strings.Contains(text, ": 0 differ") {
+		t.Errorf("the replay's text does not say how the answers compare:\n%s", text)
+	}
+	if res.Statements.Failed != 0 || res.Outcomes.FailedOnlyOnTarget != 0 {
+		t.Errorf("statements %+v, outcomes %+v: want no failure", res.Statements, res.Outcomes)
+	}
+}
+
+// psql runs script with the installed psql through the capture's proxy.
+func psql(t *testing.T, c *pgcluster.Cluster, rc *runningCapture, script string) {
+	t.Helper()
+	bin, err := pgcluster.FindBinDir("", "psql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
+		"-h", rc.host, "-p", rc.port, "-U", c.User(), "-d", "postgres", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	cmd.Env = append(os.Environ(), "PGSSLMODE=disable", "PGAPPNAME=psql")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+}
+
+// TestCaptureAnswerDivergence replays a capture onto a database where
+// one row an UPDATE touches is gone and a table is missing: the UPDATE's
+// fingerprint shows the row-count divergence on each call, the missing
+// table an error only on the target, and the statements that answer as
+// they did (a failure on both sides included) show none.
+func TestCaptureAnswerDivergence(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g;"
+	for _, db := range []string{"orig", "changed"} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "orig", setup+"CREATE TABLE u (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "changed", setup+"DELETE FROM t WHERE id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	rc := startCapture(t, c.DSN("orig"))
+	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const update = "UPDATE t SET v = v + 1 WHERE id <= $1"
+	for range 3 {
+		if _, err := conn.Exec(ctx, update, int32(5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t WHERE v >= $1", int32(0)).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("count %d: %v", n, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT x FROM u"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1 / $1", int32(0)); err == nil {
+		t.Fatal("1 / 0 did not fail")
+	}
+	conn.Close(ctx)
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+
+	_, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", rc.dir)
+	t.Logf("replay:\n%s", text)
+	if res == nil {
+		t.Fatalf("no result:\n%s", text)
+	}
+	byQuery := map[string]querystats.Row{}
+	for _, q := range res.Queries {
+		byQuery[q.Fingerprint] = q
+	}
+	for _, tc := range []struct {
+		query string
+		want  map[string]int64
+	}{
+		{update, map[string]int64{"rows": 3}},
+		{"SELECT x FROM u", map[string]int64{"error_only_on_target": 1}},
+		{"SELECT count(*) FROM t WHERE v >= $1", nil},
+		{"SELECT 1 / $1", nil},
+	} {
+		q, ok := byQuery[fingerprint.Compute(tc.query)[0].Fingerprint]
+		if !ok {
+			t.Errorf("%s: not in the replay's queries", tc.query)
+			continue
+		}
+		if q.Answered != q.Calls || q.Calls == 0 {
+			t.Errorf("%s: %d of %d calls compared with the recorded answer", tc.query, q.Answered, q.Calls)
+		}
+		if len(q.AnswerDiffers) != len(tc.want) {
+			t.Errorf("%s: answers differ %v, want %v", tc.query, q.AnswerDiffers, tc.want)
+		}
+		for k, v := range tc.want {
+			if q.AnswerDiffers[k] != v {
+				t.Errorf("%s: answers differ %v, want %v", tc.query, q.AnswerDiffers, tc.want)
+			}
+		}
+	}
+	if res.Outcomes.AnswerDiffers != 4 {
+		t.Errorf("outcomes %+v: want 4 answers differing", res.Outcomes)
+	}
+	if !strings.Contains(text, "3 of 3 calls differ (rows 3): UPDATE t SET v = v + $1 WHERE id <= $2") {
+		t.Errorf("the replay's text does not name the UPDATE's divergence:\n%s", text)
+	}
+}
