@@ -15,7 +15,10 @@ import (
 // `pgrehearse demo --keep` leaves), with its server running. The cluster
 // is the caller's to use, not to remove: its Stop stops the server and
 // leaves the directory, and no watchdog stops it when this process ends.
-// Its snapshots go into the directory beside those already there.
+// Its snapshots go into the directory beside those already there. Its
+// binaries are those the cluster was started with (binDirFile), so that
+// a cluster of another major version than the installed one (a demo's
+// upgrade candidate) is stopped and started by its own pg_ctl.
 func Attach(dir string) (*Cluster, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -28,7 +31,7 @@ func Attach(dir string) (*Cluster, error) {
 	if c.port, err = postmasterPort(c.DataDir()); err != nil {
 		return nil, fmt.Errorf("pgcluster: the server of %s: %w", dir, err)
 	}
-	if c.bin, err = FindBinDir("", serverPrograms...); err != nil {
+	if c.bin, err = attachedBinDir(dir); err != nil {
 		return nil, err
 	}
 	if c.cred, err = serverCredential(); err != nil {
@@ -41,6 +44,24 @@ func Attach(dir string) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// binDirFile, in a cluster's directory, names the directory of the
+// binaries Start ran it with.
+const binDirFile = "bindir"
+
+// attachedBinDir returns the bin directory recorded in the cluster
+// directory dir, or, for a cluster started before it was recorded,
+// FindBinDir's choice.
+func attachedBinDir(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, binDirFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return FindBinDir("", serverPrograms...)
+	}
+	if err != nil {
+		return "", err
+	}
+	return FindBinDir(strings.TrimSpace(string(b)), serverPrograms...)
 }
 
 // postmasterPort reads the port of the server running on dataDir from its

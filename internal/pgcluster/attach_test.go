@@ -71,3 +71,30 @@ func TestAttach(t *testing.T) {
 		t.Errorf("Attach of a stopped cluster: %v", err)
 	}
 }
+
+// TestAttachOtherVersion: a cluster of another major version than the
+// installed one (a demo's upgrade candidate) is attached with the
+// binaries it was started with, so that its snapshot restores and its
+// server starts again on that version.
+func TestAttachOtherVersion(t *testing.T) {
+	t.Parallel()
+	owner := pgclustertest.StartVersion(t, 18, nil)
+	c, err := pgcluster.Attach(owner.Dir())
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	if c.BinDir() != owner.BinDir() {
+		t.Errorf("attached with the binaries of %s, want %s", c.BinDir(), owner.BinDir())
+	}
+	ctx := context.Background()
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	if err := c.Restore(ctx, snap); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if got := query(t, owner, "postgres", "SHOW server_version_num"); !strings.HasPrefix(got, "18") {
+		t.Errorf("after Restore the server is %s, want 18", got)
+	}
+}

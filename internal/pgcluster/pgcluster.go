@@ -173,6 +173,10 @@ func (c *Cluster) init(ctx context.Context, conf string) error {
 	if err := c.appendConf(conf); err != nil {
 		return err
 	}
+	// Attach, in another process, runs the same binaries.
+	if err := os.WriteFile(filepath.Join(c.dir, binDirFile), []byte(c.bin+"\n"), 0o644); err != nil {
+		return err
+	}
 	if err := c.startWatchdog(); err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 )
 
@@ -58,4 +60,28 @@ func BinDirFor(major int) (string, error) {
 			ErrNoVersion, major, cache, VersionsHint)
 	}
 	return dir, nil
+}
+
+// versionLine matches postgres --version: "postgres (PostgreSQL) 18.4",
+// "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)".
+var versionLine = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
+
+// MajorOf returns the major version of the PostgreSQL server binaries in
+// binDir (FindBinDir's choice when empty), as their postgres --version
+// says, which needs no server: settings that exist only from some
+// version on can be chosen before initdb.
+func MajorOf(binDir string) (int, error) {
+	bin, err := FindBinDir(binDir, serverPrograms...)
+	if err != nil {
+		return 0, err
+	}
+	out, err := exec.Command(filepath.Join(bin, "postgres"), "--version").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w\n%s", filepath.Join(bin, "postgres"), err, out)
+	}
+	m := versionLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("%s --version says %q: no version", filepath.Join(bin, "postgres"), out)
+	}
+	return strconv.Atoi(string(m[1]))
 }

@@ -68,3 +68,20 @@ func TestMissingVersion(t *testing.T) {
 		t.Errorf("Start with Version and BinDir = %v; want an error", err)
 	}
 }
+
+// TestMajorOf: the major version of the installed binaries and of each
+// cached one, from postgres --version.
+func TestMajorOf(t *testing.T) {
+	if _, err := pgcluster.MajorOf(""); err != nil {
+		t.Errorf("the installed binaries: %v", err)
+	}
+	for _, major := range pgcluster.Majors {
+		dir, err := pgcluster.BinDirFor(major)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := pgcluster.MajorOf(dir); got != major || err != nil {
+			t.Errorf("MajorOf(%s) = %d, %v; want %d", dir, got, err, major)
+		}
+	}
+}
