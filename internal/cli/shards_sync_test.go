@@ -39,9 +39,22 @@ const (
 // (producer-N, consumer-N) by session id.
 func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Duration) (log, state string, apps map[string]string) {
 	t.Helper()
-	ctx := context.Background()
 	cp := newCapture(t, shardOrdersDB, shardOrdersSchema)
-	connect, exec := cp.connect, execArgs
+	runOrders(t, cp.connect, producers, consumers, perProducer, pace)
+	state = shardOrdersState(t, cp.quietDSN())
+	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.HasPrefix(state, want) {
+		t.Fatalf("the original did not ship every order: %.80s", state)
+	}
+	log, apps = cp.stop(`(?:producer|consumer)-\d+`, producers+consumers)
+	return log, state, apps
+}
+
+// runOrders runs the orders workload in sessions that connect opens,
+// named producer-N and consumer-N, and fails t if a statement fails.
+func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, producers, consumers, perProducer int, pace time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	exec := execArgs
 	ready := make(chan int64, producers*perProducer)
 	errs := make(chan error, producers+consumers)
 	var pwg, cwg sync.WaitGroup
@@ -99,12 +112,6 @@ func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Du
 	for err := range errs {
 		t.Fatal(err)
 	}
-	state = shardOrdersState(t, cp.quietDSN())
-	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.HasPrefix(state, want) {
-		t.Fatalf("the original did not ship every order: %.80s", state)
-	}
-	log, apps = cp.stop(`(?:producer|consumer)-\d+`, producers+consumers)
-	return log, state, apps
 }
 
 // capture is a new cluster logging every statement, with a database and
