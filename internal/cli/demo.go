@@ -56,6 +56,7 @@ type demoFlags struct {
 	failOn      string
 	minEffectMS float64
 	rate        int
+	capture     string
 }
 
 func newDemoCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -99,6 +100,11 @@ per call, a work rule of --fail-on fails, and its plans read "same plan,
 more work; cause: index pgbench_accounts_abalance stops HOT updates". With
 --change none nothing should regress beyond noise.
 
+With --capture proxy, production logs no statement: its traffic goes through
+"pgrehearse capture" (a proxy that records each session, the server's
+answers included), and the rehearsal replays that capture instead of the
+log, with the same verdict.
+
 It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
 with pg_stat_statements: set PG_BIN to their directory, or install them with
   ` + pgcluster.InstallHint + `
@@ -121,6 +127,9 @@ when it ran, whatever the verdict, which it prints.
 			if f.rounds < 1 {
 				return usageError("--rounds must be at least 1")
 			}
+			if f.capture != demoCaptureLog && f.capture != demoCaptureProxy {
+				return usageError("--capture %q: use log or proxy", f.capture)
+			}
 			return runDemo(cmd.Context(), stdio, f)
 		},
 	}
@@ -134,6 +143,7 @@ when it ran, whatever the verdict, which it prints.
 	fl.StringVar(&f.failOn, "fail-on", demoFailOn, "rules that make the verdict fail")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest ms a query must slow down by to count")
 	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
+	fl.StringVar(&f.capture, "capture", demoCaptureLog, "how production's traffic is taken: log (every statement logged) or proxy (through pgrehearse capture, production logging nothing)")
 	return cmd
 }
 
@@ -167,18 +177,24 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	if err := setupDemoShops(ctx, say, f.change, prod, ctl, cand); err != nil {
 		return err
 	}
-	if err := enableStatementLog(ctx, prod); err != nil {
-		return err
-	}
-	say("production traffic: pgbench -M prepared, %d transactions/s for %v", f.rate, f.duration)
-	run, err := workload.RunShop(ctx, prod, f.duration, f.rate)
-	if err != nil {
-		return err
-	}
-	say("production ran %d transactions", run.Transactions)
-	prodLog, err := stoppedLog(prod)
-	if err != nil {
-		return err
+	var prodLog string
+	if f.capture == demoCaptureProxy {
+		if prodLog, err = captureShop(ctx, stdio, say, prod, f, out("capture")); err != nil {
+			return err
+		}
+	} else {
+		if err := enableStatementLog(ctx, prod); err != nil {
+			return err
+		}
+		say("production traffic: pgbench -M prepared, %d transactions/s for %v", f.rate, f.duration)
+		run, err := workload.RunShop(ctx, prod, f.duration, f.rate)
+		if err != nil {
+			return err
+		}
+		say("production ran %d transactions", run.Transactions)
+		if prodLog, err = stoppedLog(prod); err != nil {
+			return err
+		}
 	}
 	// The targets log every statement from now on: each round's
 	// server-side durations come from there.
@@ -191,9 +207,13 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
 		"--rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
-		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix,
+		"--target-log-prefix", demoPrefix,
 		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"), "--keep-samples",
-		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64), prodLog}
+		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64)}
+	if f.capture == demoCaptureLog {
+		args = append(args, "--format", "stderr", "--prefix", demoPrefix)
+	}
+	args = append(args, prodLog)
 	say("pgrehearse %s", shellJoin(args))
 	code := Run(ctx, stdio, args)
 	if code != ExitOK && code != ExitRegression {

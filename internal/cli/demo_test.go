@@ -44,13 +44,13 @@ type demoReport struct {
 			} `json:"causes"`
 		} `json:"outcomes"`
 	} `json:"plans"`
-	// stdout is the demo's summary.
-	stdout string
+	// stdout is the demo's summary, stderr its progress.
+	stdout, stderr string
 }
 
 // runDemoTest runs the whole demo on real throwaway servers and returns
 // its report.
-func runDemoTest(t *testing.T, change string) demoReport {
+func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "demo")
 	if err != nil {
@@ -59,7 +59,7 @@ func runDemoTest(t *testing.T, change string) demoReport {
 	defer os.RemoveAll(dir)
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr},
-		[]string{"demo", "--duration", "4s", "--change", change, "--speed", "1", "--out", dir})
+		append([]string{"demo", "--duration", "4s", "--change", change, "--speed", "1", "--out", dir}, extra...))
 	if code != ExitOK {
 		t.Fatalf("demo exit code %d, want 0\n%s", code, stderr.String())
 	}
@@ -89,13 +89,32 @@ func runDemoTest(t *testing.T, change string) demoReport {
 		t.Fatal(err)
 	}
 	r.stdout = stdout.String()
+	r.stderr = stderr.String()
 	return r
 }
 
 // TestDemoFindsDroppedIndex: the demo's deliberate difference, a dropped
 // index, is the top regression and fails the verdict.
 func TestDemoFindsDroppedIndex(t *testing.T) {
-	r := runDemoTest(t, "drop-index")
+	assertDroppedIndex(t, runDemoTest(t, "drop-index"))
+}
+
+// TestDemoCaptureProxy: production logs no statement, its traffic goes
+// through the capture proxy, and the rehearsal of the capture reaches
+// the same verdict as the log's.
+func TestDemoCaptureProxy(t *testing.T) {
+	r := runDemoTest(t, "drop-index", "--capture", "proxy")
+	if !strings.Contains(r.stderr, "through pgrehearse capture on 127.0.0.1:") || !strings.Contains(r.stderr, "/capture\n") {
+		t.Errorf("the demo did not say it captured through the proxy:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "--prefix") {
+		t.Errorf("the rehearsal of a capture was given a log's prefix:\n%s", r.stderr)
+	}
+	assertDroppedIndex(t, r)
+}
+
+func assertDroppedIndex(t *testing.T, r demoReport) {
+	t.Helper()
 	if r.Verdict.Status != "fail" {
 		t.Errorf("verdict %q, want fail", r.Verdict.Line)
 	}

@@ -105,6 +105,16 @@ type ShopRun struct {
 // RunShop runs the shop's traffic on c for d with pgbench -M prepared at
 // a steady rate, below what the machine can do, as production traffic is.
 func RunShop(ctx context.Context, c *pgcluster.Cluster, d time.Duration, rate int) (ShopRun, error) {
+	return runShop(ctx, c, nil, d, rate)
+}
+
+// RunShopThrough is RunShop with pgbench connecting to host:port instead
+// of c's socket: a proxy in front of c, such as a capture's.
+func RunShopThrough(ctx context.Context, c *pgcluster.Cluster, host, port string, d time.Duration, rate int) (ShopRun, error) {
+	return runShop(ctx, c, []string{"-h", host, "-p", port}, d, rate)
+}
+
+func runShop(ctx context.Context, c *pgcluster.Cluster, conn []string, d time.Duration, rate int) (ShopRun, error) {
 	dir, err := os.MkdirTemp("", "pgrehearse-shop")
 	if err != nil {
 		return ShopRun{}, err
@@ -123,9 +133,11 @@ func RunShop(ctx context.Context, c *pgcluster.Cluster, d time.Duration, rate in
 		return ShopRun{}, err
 	}
 	run := ShopRun{Clients: 4, Rate: rate, Duration: d}
-	out, err := c.Pgbench(ctx, "-n", "-M", "prepared", "-c", strconv.Itoa(run.Clients), "-j", "2",
+	// c.Pgbench names c's socket first: conn, after it, wins.
+	args := append(conn, "-n", "-M", "prepared", "-c", strconv.Itoa(run.Clients), "-j", "2",
 		"-T", strconv.Itoa(int(d.Seconds())), "-R", strconv.Itoa(rate), "--random-seed=7",
 		"-f", lookup+"@3", "-f", orders+"@2", "-f", ranges+"@1", "-b", "tpcb-like@1", ShopDatabase)
+	out, err := c.Pgbench(ctx, args...)
 	if err != nil {
 		return run, err
 	}
