@@ -172,16 +172,36 @@ func TestServeStopsOpenSessions(t *testing.T) {
 
 // TestCancel cancels pg_sleep(30) through the proxy with pgconn's
 // CancelRequest: the query fails with 57014 at once, and the session
-// holds a KindCancel.
+// holds a KindCancel. On PostgreSQL 18 with protocol 3.2 the cancel key
+// is 32 bytes, not 4: the proxy forwards it whole.
 func TestCancel(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, tc := range []struct {
+		name    string
+		version int
+		extra   string
+		keyLen  int
+	}{
+		{"protocol 3.0", 0, "", 4},
+		{"PostgreSQL 18, protocol 3.2", 18, "max_protocol_version=3.2", 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pgclustertest.StartT(t, pgcluster.Options{Version: tc.version})
+			testCancel(t, c, tc.extra, tc.keyLen)
+		})
+	}
+}
+
+func testCancel(t *testing.T, c *pgcluster.Cluster, extra string, keyLen int) {
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, r.dsn("postgres", "postgres", "sslmode=disable"))
+	conn, err := pgconn.Connect(ctx, r.dsn("postgres", "postgres", "sslmode=disable "+extra))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	if n := len(conn.SecretKey()); n != keyLen {
+		t.Fatalf("cancel key of %d bytes through the proxy, want %d", n, keyLen)
+	}
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() {
