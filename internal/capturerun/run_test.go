@@ -1,0 +1,217 @@
+package capturerun
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// started is a Run in the background.
+type started struct {
+	addr      string
+	cancel    context.CancelFunc
+	done      chan result
+	mu        sync.Mutex
+	finalized []StopReason
+}
+
+type result struct {
+	sum Summary
+	err error
+}
+
+func start(t *testing.T, cfg Config) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{cancel: cancel, done: make(chan result, 1)}
+	listening := make(chan string, 1)
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Listening = func(a string) { listening <- a }
+	cfg.Finalized = func(why StopReason, _ capture.Manifest) {
+		s.mu.Lock()
+		s.finalized = append(s.finalized, why)
+		s.mu.Unlock()
+	}
+	go func() {
+		sum, err := Run(ctx, cfg)
+		s.done <- result{sum, err}
+	}()
+	t.Cleanup(cancel)
+	select {
+	case s.addr = <-listening:
+	case r := <-s.done:
+		t.Fatalf("Run returned before listening: %v", r.err)
+	}
+	return s
+}
+
+func (s *started) stopped() []StopReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StopReason(nil), s.finalized...)
+}
+
+func (s *started) dsn() string {
+	host, port, _ := net.SplitHostPort(s.addr)
+	return "host=" + host + " port=" + port + " user=" + "postgres dbname=postgres sslmode=disable"
+}
+
+// query runs sql through the proxy on a new connection.
+func query(t *testing.T, s *started, user, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	host, port, _ := net.SplitHostPort(s.addr)
+	conn, err := pgconn.Connect(ctx, "host="+host+" port="+port+" user="+user+" dbname=postgres sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: not within 30 s", what)
+		}
+	}
+}
+
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue next
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s%v", name, labels)
+	return 0
+}
+
+// TestRunDurationThenRelays: --duration finalizes a complete capture,
+// the metrics say the proxy stopped recording, and the proxy goes on
+// relaying, unrecorded, until it is stopped.
+func TestRunDurationThenRelays(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	user := c.User()
+	reg := prometheus.NewRegistry()
+	dir := filepath.Join(t.TempDir(), "cap")
+	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Duration: 500 * time.Millisecond, Metrics: reg})
+	query(t, s, user, "SELECT 1")
+	if got := metric(t, reg, "pgrehearse_capture_recording", nil); got != 1 && len(s.stopped()) == 0 {
+		t.Errorf("recording %v while the capture runs", got)
+	}
+	poll(t, "the capture finalized at --duration", func() bool { return len(s.stopped()) > 0 })
+	if got := metric(t, reg, "pgrehearse_capture_recording", nil); got != 0 {
+		t.Errorf("recording %v after the capture was finalized, want 0", got)
+	}
+	// Still relaying, not recording.
+	query(t, s, user, "SELECT 2")
+	if n := metric(t, reg, "pgrehearse_capture_sessions_total", nil); n < 2 {
+		t.Errorf("sessions_total %v, want 2", n)
+	}
+	if n := metric(t, reg, "pgrehearse_capture_messages_total", map[string]string{"from": "client"}); n < 4 {
+		t.Errorf("client messages %v, want at least the two sessions' Query and Terminate", n)
+	}
+	s.cancel()
+	r := <-s.done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.sum.Stopped != StopDuration || !r.sum.Manifest.Complete {
+		t.Errorf("stopped %q, manifest %+v: want a complete capture stopped by its duration", r.sum.Stopped, r.sum.Manifest)
+	}
+	if got := s.stopped(); len(got) != 1 {
+		t.Errorf("finalized %v, want once", got)
+	}
+	// The capture holds the first session, not the second.
+	rd, err := capture.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	queries := 0
+	for {
+		rec, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if rec.Kind == capture.KindFrontend && len(rec.Msg) > 0 && rec.Msg[0] == 'Q' {
+			queries++
+		}
+	}
+	if queries != 1 {
+		t.Errorf("the capture holds %d queries, want the one before --duration", queries)
+	}
+}
+
+// TestRunStopAtMaxSize: with StopAtLimit, reaching MaxSize finalizes the
+// capture, marked incomplete for that reason, and ends the run.
+func TestRunStopAtMaxSize(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	dir := filepath.Join(t.TempDir(), "cap")
+	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, MaxSize: 4 << 10, StopAtLimit: true})
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, s.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var r result
+	// Each query is recorded until the files pass 4 kB; then the run
+	// ends by itself, and the connection with it.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(60 * time.Second)
+loop:
+	for i := 0; ; i++ {
+		conn.Exec(ctx, "SELECT repeat('x', 1000) /* "+time.Now().String()+" */").ReadAll()
+		select {
+		case r = <-s.done:
+			break loop
+		case <-deadline:
+			t.Fatal("the run did not stop at --max-size")
+		case <-tick.C:
+		}
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.sum.Stopped != StopMaxSize || r.sum.Manifest.Complete || r.sum.Manifest.Reason != capture.ReasonMaxSize {
+		t.Errorf("stopped %q, manifest %+v: want an incomplete capture, stopped at its max size", r.sum.Stopped, r.sum.Manifest)
+	}
+}
