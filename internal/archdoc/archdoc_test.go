@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,12 @@ func root(t *testing.T) string {
 // otherwise change the imports with the machine the test runs on).
 func loadGraph(t *testing.T) map[string]*pkg {
 	t.Helper()
-	graphOnce.Do(func() { graphCache, graphErr = listGraph(root(t)) })
+	graphOnce.Do(func() {
+		dir := root(t)
+		if graphErr = noteSources(dir); graphErr == nil {
+			graphCache, graphErr = listGraph(dir)
+		}
+	})
 	if graphErr != nil {
 		t.Fatal(graphErr)
 	}
@@ -64,6 +70,33 @@ var (
 	graphCache map[string]*pkg
 	graphErr   error
 )
+
+// noteSources opens every directory and Go file of the module. The go
+// command caches a passing test with the files the test itself opened;
+// go list's reads are not among them, so without this a package added
+// or an import changed elsewhere would leave a stale pass in the cache.
+func noteSources(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") && name != "go.mod" {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+}
 
 func listGraph(dir string) (map[string]*pkg, error) {
 	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Doc,Imports,Error,Module", "./...")
