@@ -57,6 +57,11 @@ func PlansSection(rep *explain.Report, status map[string]compare.Status, h PlanH
 			d.Notes = append(d.Notes, "First change: "+ChangeLong(m))
 		}
 		for _, c := range o.Causes {
+			// The versions, said once above the table, explain a
+			// same plan neither slower nor doing more work no further.
+			if c.Kind == explain.CauseVersion && o.Verdict == explain.SamePlan && !flagged(status[o.Fingerprint]) {
+				continue
+			}
 			d.Notes = append(d.Notes, "Cause: "+CauseText(c, m))
 		}
 		if o.Verdict == explain.PlanChanged && len(o.Causes) == 0 {
@@ -78,6 +83,9 @@ func PlansSection(rep *explain.Report, status map[string]compare.Status, h PlanH
 		{Label: "plan changed", Value: i64(int64(changed)), Status: map[bool]string{true: "bad"}[changed > 0]},
 		{Label: "same plan", Value: i64(int64(same))},
 		{Label: "not explained", Value: i64(int64(not))},
+	}
+	if v := VersionsNote(rep); v != "" {
+		s.Notes = append(s.Notes, v+".")
 	}
 	if generic {
 		s.Notes = append(s.Notes, "Generic plans: no parameter values were kept, so the plans are those the servers make for unknown values"+

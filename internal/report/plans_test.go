@@ -291,3 +291,54 @@ func TestMoreWorkHOTWords(t *testing.T) {
 		t.Errorf("JSON:\n got %s\nwant %s", js, want)
 	}
 }
+
+// TestPlansAcrossVersions: a control on 13 and a candidate on 18 make the
+// same plan, though 18's EXPLAIN prints fractional rows, index searches
+// and buffers of planning; the versions are said once above the plans,
+// and not as the cause of a plan that neither changed nor slowed.
+func TestPlansAcrossVersions(t *testing.T) {
+	e := explained(t, explain.ModeCustom,
+		`Index Scan using customers_email_idx on customers  (cost=0.29..8.31 rows=1 width=22) (actual time=0.020..0.021 rows=1 loops=1)
+  Index Cond: (email = 'bob@example.com'::text)
+  Buffers: shared hit=3`,
+		`Index Scan using customers_email_idx on customers  (cost=0.29..8.31 rows=1 width=22) (actual time=0.018..0.019 rows=1.00 loops=1)
+  Index Cond: (email = 'bob@example.com'::text)
+  Index Searches: 1
+  Buffers: shared hit=3`)
+	if !e.Diff.Same {
+		t.Fatalf("13's and 18's EXPLAIN of one plan compare as a change: %+v", e.Diff)
+	}
+	rep := &explain.Report{
+		Control:   map[string]*explain.Snapshot{"shop": {Version: 130023, VersionText: "13.23"}},
+		Candidate: map[string]*explain.Snapshot{"shop": {Version: 180004, VersionText: "18.4"}},
+		Outcomes: []explain.Outcome{{Fingerprint: "aaaa", Query: "SELECT id, name FROM customers WHERE email = $1", Verdict: explain.SamePlan,
+			Explained: []explain.Explained{e}, Causes: []explain.Cause{{Kind: explain.CauseVersion, Control: "13.23", Candidate: "18.4"}}}},
+	}
+	note := "The control runs PostgreSQL 13.23, the candidate PostgreSQL 18.4: plans are compared by their nodes"
+	var b bytes.Buffer
+	if err := WritePlans(&b, rep, nil, PlanHints{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(b.String(), note) != 1 || !strings.Contains(b.String(), "aaaa  same plan\n") || strings.Contains(b.String(), "planner differs") {
+		t.Errorf("the plans across versions read:\n%s", b.String())
+	}
+	var page bytes.Buffer
+	if err := htmlreport.Write(&page, htmlreport.Page{Title: "t", Sections: []htmlreport.Section{PlansSection(rep, nil, PlanHints{})}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(page.String(), "PostgreSQL 13.23") != 1 || strings.Contains(page.String(), "planner differs") {
+		t.Errorf("the page says the versions %d times, the planner differs: %v", strings.Count(page.String(), "PostgreSQL 13.23"), strings.Contains(page.String(), "planner differs"))
+	}
+	// Slower on the candidate, the version is a cause.
+	b.Reset()
+	if err := WritePlans(&b, rep, map[string]compare.Status{"aaaa": compare.StatusRegressed}, PlanHints{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "same plan, slower; cause: version 13.23 -> 18.4") {
+		t.Errorf("slower across versions:\n%s", b.String())
+	}
+	rep.Candidate["shop"] = &explain.Snapshot{Version: 130020, VersionText: "13.20"}
+	if v := VersionsNote(rep); v != "" {
+		t.Errorf("same major: %q", v)
+	}
+}

@@ -498,6 +498,26 @@ func ProblemText(p explain.Problem) string {
 	return redact.Message(p.Message)
 }
 
+// VersionsNote says, once for all the plans, which major versions the
+// control and the candidate run when they differ, and that what only one
+// version's EXPLAIN prints is no plan change; it is empty when they run
+// the same major version.
+func VersionsNote(rep *explain.Report) string {
+	var ctl, cand *explain.Snapshot
+	for db, c := range rep.Control {
+		if d := rep.Candidate[db]; c != nil && d != nil {
+			ctl, cand = c, d
+			break
+		}
+	}
+	if ctl == nil || ctl.Version/10000 == cand.Version/10000 {
+		return ""
+	}
+	return "The control runs PostgreSQL " + ctl.VersionText + ", the candidate PostgreSQL " + cand.VersionText +
+		": plans are compared by their nodes, relations, indexes and conditions, not by what only one version's EXPLAIN prints" +
+		" (from 18: fractional row counts, index searches, buffers without asking)"
+}
+
 // WritePlans writes the plans of the statements explained, one line
 // each, with the causes and what could not be explained. status holds
 // the comparison's status of the fingerprints it found slower or doing
@@ -508,6 +528,9 @@ func WritePlans(w io.Writer, rep *explain.Report, status map[string]compare.Stat
 		return nil
 	}
 	ew.printf("\nPlans on the control and the candidate\n")
+	if v := VersionsNote(rep); v != "" {
+		ew.printf("  %s.\n", v)
+	}
 	generic := false
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
