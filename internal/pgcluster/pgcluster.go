@@ -116,6 +116,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The binaries run in the cluster's directory: a relative path
+	// would lead elsewhere from there.
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, err
+	}
 	for name := range opts.Settings {
 		if slices.Contains(reserved, strings.ToLower(name)) {
 			return nil, fmt.Errorf("pgcluster: setting %s is reserved: pgcluster sets it", name)
