@@ -30,7 +30,7 @@ type result struct {
 	err error
 }
 
-func start(t *testing.T, cfg Config) *started {
+func start(t testing.TB, cfg Config) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{cancel: cancel, done: make(chan result, 1)}
