@@ -188,6 +188,21 @@ func TestAuthTLS(t *testing.T) {
 				}
 				if ends[id] == capture.EndAuthFailed {
 					authFailed++
+					continue
+				}
+				// Over TLS as in clear: the session's query, then
+				// its answer, as the replay will read them.
+				var query, complete bool
+				for _, rec := range recs {
+					switch {
+					case rec.Kind == capture.KindFrontend && rec.Msg[0] == 'Q' && bytes.Contains(rec.Msg, []byte("SELECT current_user")):
+						query = true
+					case rec.Kind == capture.KindComplete && query && rec.Tag == "SELECT 1":
+						complete = true
+					}
+				}
+				if !query || !complete {
+					t.Errorf("session %d (TLS %v): query recorded %v, its answer %v", id, recs[0].TLS, query, complete)
 				}
 			}
 			if tlsStartups != wantTLS || authFailed != wantFailed {
