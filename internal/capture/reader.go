@@ -81,27 +81,15 @@ func open(path string, maxChunk uint32) (*Reader, error) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	r := &Reader{maxChunk: maxChunk}
+	if r.files, err = Segments(path); err != nil {
+		return nil, err
+	}
 	if st.IsDir() {
 		r.dir = path
-		seqs, err := segments(path)
-		if err != nil {
-			return nil, err
-		}
-		if len(seqs) == 0 {
-			return nil, fmt.Errorf("capture: %s holds no capture segment (%s)", path, segmentName(1))
-		}
-		for i, s := range seqs {
-			if s != uint32(i+1) {
-				return nil, fmt.Errorf("capture: %s: %s is missing", path, segmentName(uint32(i+1)))
-			}
-			r.files = append(r.files, filepath.Join(path, segmentName(s)))
-		}
 		r.manifest, err = readManifest(path)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-	} else {
-		r.files = []string{path}
 	}
 	r.sizes = make([]int64, len(r.files))
 	for i, name := range r.files {
@@ -142,6 +130,35 @@ func segments(dir string) ([]uint32, error) {
 	}
 	slices.Sort(seqs)
 	return seqs, nil
+}
+
+// Segments lists the segment files of the capture at path, in order: a
+// directory's (each from the first must be there), or path itself when it
+// names one segment file. The manifest is not among them: it is written
+// last, when the capture is closed.
+func Segments(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	seqs, err := segments(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("capture: %s holds no capture segment (%s)", path, segmentName(1))
+	}
+	files := make([]string, len(seqs))
+	for i, s := range seqs {
+		if s != uint32(i+1) {
+			return nil, fmt.Errorf("capture: %s: %s is missing", path, segmentName(uint32(i+1)))
+		}
+		files[i] = filepath.Join(path, segmentName(s))
+	}
+	return files, nil
 }
 
 // Detect says whether path is a capture: a directory holding segment

@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/shard"
+	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
 func init() { commands = append(commands, newShardPlanCmd) }
@@ -86,9 +87,11 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 		if p == "-" {
 			return usageError("a plan reads files, not standard input: every shard must read the same log")
 		}
-		fi, err := shard.FileHash(p)
+		// A capture directory is named by its segments, as the
+		// shards' replays name it (source.Describe).
+		fi, err := source.Describe(p)
 		if err != nil {
-			return fmt.Errorf("log file %s: %w", p, err)
+			return fmt.Errorf("input %s: %w", p, err)
 		}
 		input.Files = append(input.Files, fi)
 	}

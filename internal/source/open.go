@@ -13,7 +13,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/results"
-	"github.com/pgrehearse/pgrehearse/internal/shard"
 )
 
 // Options configure Open.
@@ -213,17 +212,17 @@ func (f *file) peek() {
 	f.print = fingerprintOf(f.head)
 }
 
-// hash notes the file's size and content hash (shard.FileHash), for a
-// regular file only: reading a pipe would take its data.
+// hash notes the input's size and content hash (Describe), for a regular
+// file or a capture directory only: reading a pipe would take its data.
 func (f *file) hash() error {
 	st, err := os.Stat(f.path)
 	if err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
+	if !st.Mode().IsRegular() && !st.IsDir() {
 		return nil
 	}
-	fh, err := shard.FileHash(f.path)
+	fh, err := Describe(f.path)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,122 @@
+package source
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/shard"
+)
+
+// writeTestCapture writes a capture of one session sending queries, in
+// segments of about fileSize bytes.
+func writeTestCapture(t *testing.T, dir string, queries int, fileSize int64) {
+	t.Helper()
+	start := time.Date(2026, 11, 25, 6, 30, 0, 0, time.UTC)
+	w, err := capture.Create(dir, capture.WriterOptions{Start: start, FileSize: fileSize, FrameSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := start.UnixMicro()
+	recs := []capture.Record{{Kind: capture.KindStartup, Session: 1, Time: at, Params: []capture.Param{{Name: "user", Value: "u"}, {Name: "database", Value: "d"}}, ProtocolMajor: 3}}
+	for i := range queries {
+		sql := "SELECT " + string(rune('a'+i%26)) + " FROM t WHERE id = " + strconv.Itoa(i)
+		msg := append([]byte{'Q', 0, 0, 0, 0}, sql...)
+		msg = append(msg, 0)
+		binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
+		recs = append(recs, capture.Record{Kind: capture.KindFrontend, Session: 1, Time: at + int64(i)*100 + 10, Msg: msg},
+			capture.Record{Kind: capture.KindComplete, Session: 1, Time: at + int64(i)*100 + 50, Tag: "SELECT 1"})
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(capture.EndInfo{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDescribeCapture: a capture directory is named by its segments
+// together, as a shard plan and every shard's result name their input:
+// a copy elsewhere is the same input, a capture whose segment changed is
+// not, and a directory that is not a capture is refused.
+func TestDescribeCapture(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "capture")
+	writeTestCapture(t, dir, 400, 2<<10)
+	segs, err := capture.Segments(dir)
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments %v: %v; want several", segs, err)
+	}
+	d, err := Describe(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, s := range segs {
+		st, err := os.Stat(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += st.Size()
+	}
+	if d.Name != dir || d.Size != size || len(d.Hash) != 64 {
+		t.Errorf("describe %+v: want the segments' %d bytes and a SHA-256", d, size)
+	}
+
+	// A copy, manifest left behind: the same input.
+	cp := filepath.Join(t.TempDir(), "copy")
+	if err := os.Mkdir(cp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cp, filepath.Base(s)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := Describe(cp); err != nil || c.Size != d.Size || c.Hash != d.Hash {
+		t.Errorf("copy %+v (%v), original %+v: want the same size and hash", c, err, d)
+	}
+
+	// The last segment grown by a byte: another input.
+	f, err := os.OpenFile(filepath.Join(cp, filepath.Base(segs[len(segs)-1])), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0})
+	f.Close()
+	if c, err := Describe(cp); err != nil || c.Hash == d.Hash || c.Size != d.Size+1 {
+		t.Errorf("grown copy %+v (%v), original %+v: want another hash", c, err, d)
+	}
+
+	// One segment file is a file like a log.
+	fh, err := shard.FileHash(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one, err := Describe(segs[0]); err != nil || one != fh {
+		t.Errorf("one segment: %+v (%v), want shard.FileHash's %+v", one, err, fh)
+	}
+
+	if _, err := Describe(t.TempDir()); err == nil {
+		t.Error("an empty directory was described as an input")
+	}
+
+	// Open names the capture as Describe does.
+	set, err := Open([]string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if in := set.Input(); !in.Known() || in.Files[0].Size != d.Size || in.Files[0].Hash != d.Hash {
+		t.Errorf("Open's input %+v, Describe's %+v", in.Files, d)
+	}
+}
