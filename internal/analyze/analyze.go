@@ -93,6 +93,11 @@ func Analyze(ctx context.Context, src []event.Source, opts Options) (*results.Re
 		return nil, err
 	}
 	counts.Fill(res)
+	if counts.Lines == nil && counts.Messages != nil {
+		// Only captures were read: no line to account for, and no log
+		// line (a lock wait's) that a finding could count.
+		res.Lines = nil
+	}
 	return res, readErr
 }
 
