@@ -163,7 +163,8 @@ func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *f
 }
 
 // readResult reads an analysis or replay JSON, or returns nil when path is
-// not one (a log, jsonlog included: many objects, none with a kind).
+// not one (a log, jsonlog included: many objects, none with a kind; a
+// capture).
 func readResult(path string) (*findings.Workload, error) {
 	if path == "-" {
 		return nil, nil
@@ -175,7 +176,8 @@ func readResult(path string) (*findings.Workload, error) {
 		}
 		return nil, err
 	}
-	if !strings.HasSuffix(path, ".json") || fi.Size() > 1<<30 {
+	// A directory is a capture (one named *.json too): read as a source.
+	if fi.IsDir() || !strings.HasSuffix(path, ".json") || fi.Size() > 1<<30 {
 		return nil, nil
 	}
 	data, err := os.ReadFile(path)

@@ -58,6 +58,8 @@ type Log struct {
 	// lines and statements are what Prepare read of the log.
 	lines      *logread.Counters
 	statements int64
+	// capture: Path is a capture of the proxy, not a log.
+	capture bool
 }
 
 // logPlan is what a first read of the log found.
@@ -99,6 +101,8 @@ func (l *Log) Prepare() error {
 	defer set.Close()
 	p, err := scanLog(set.Sources()[0])
 	l.lines = set.Lines()
+	_, isLog := source.LogReader(set.Readers()[0])
+	l.capture = !isLog
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Path, err)
 	}
@@ -394,7 +398,10 @@ func Fit(lanes, clients int) (lanesUsed, multiply int) {
 // Info implements sweep.Driver.
 func (l *Log) Info() sweep.WorkloadInfo {
 	w := sweep.WorkloadInfo{Kind: "log", Log: l.Path, Setup: l.Setup, Mode: "as logged", Format: string(l.Format)}
-	if w.Format == "" {
+	switch {
+	case l.capture:
+		w.Format = "capture"
+	case w.Format == "":
 		w.Format = string(logread.FormatAuto)
 	}
 	if l.PgbenchInit {
