@@ -157,6 +157,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	defer poll.Stop()
 	var serveErr error
 	stopped := false
+	var warnedDropped int64
 wait:
 	for {
 		select {
@@ -175,7 +176,16 @@ wait:
 			if sink.rec.Load() == nil {
 				continue
 			}
-			switch st := rec.Stats(); st.Stopped {
+			st := rec.Stats()
+			if st.Dropped > 0 && warnedDropped == 0 && cfg.Warn != nil {
+				cfg.Warn(fmt.Sprintf("the recorder fell behind the traffic and dropped %d records: the capture will be marked incomplete; "+
+					"the proxy goes on relaying every message unchanged (a larger --queue or a faster disk keeps up)", st.Dropped))
+			}
+			warnedDropped = st.Dropped
+			if st.Stopped != "" && st.Stopped != capture.ReasonMaxSize && cfg.Warn != nil {
+				cfg.Warn(fmt.Sprintf("recording stopped: %s; the capture is finalized as incomplete, and the proxy goes on relaying, unrecorded", st.Stopped))
+			}
+			switch st.Stopped {
 			case "":
 			case capture.ReasonMaxSize:
 				finalize(StopMaxSize)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,5 +216,48 @@ loop:
 	}
 	if r.sum.Stopped != StopMaxSize || r.sum.Manifest.Complete || r.sum.Manifest.Reason != capture.ReasonMaxSize {
 		t.Errorf("stopped %q, manifest %+v: want an incomplete capture, stopped at its max size", r.sum.Stopped, r.sum.Manifest)
+	}
+}
+
+// TestRunFallsBehind: a recorder whose queue cannot keep up drops
+// records, and the application never notices: pgbench through the proxy
+// completes every transaction, the capture is finalized as incomplete
+// for that reason with its drops counted, and the operator is told once.
+func TestRunFallsBehind(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if out, err := c.Pgbench(ctx, "-i", "-q", "postgres"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var mu sync.Mutex
+	var warns []string
+	s := start(t, Config{Upstream: c.DSN("postgres"), Out: filepath.Join(t.TempDir(), "cap"), Queue: 1,
+		Warn: func(w string) { mu.Lock(); warns = append(warns, w); mu.Unlock() }})
+	host, port, _ := net.SplitHostPort(s.addr)
+	out, err := c.Pgbench(ctx, "-h", host, "-p", port, "-c", "4", "-t", "200", "postgres")
+	if err != nil {
+		t.Fatalf("pgbench through a proxy that falls behind: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "number of failed transactions: 0") && !strings.Contains(string(out), "number of transactions actually processed: 800/800") {
+		t.Errorf("pgbench lost transactions:\n%s", out)
+	}
+	poll(t, "the operator is told", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(warns) > 0
+	})
+	s.cancel()
+	r := <-s.done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	m := r.sum.Manifest
+	if m.Complete || m.Reason != capture.ReasonFellBehind || m.Dropped == 0 {
+		t.Errorf("manifest %+v: want incomplete, the recorder fell behind, with its drops", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warns) != 1 || !strings.Contains(warns[0], "fell behind") || !strings.Contains(warns[0], "goes on relaying") {
+		t.Errorf("warnings %q: want one saying the recorder fell behind and the proxy relays on", warns)
 	}
 }
