@@ -33,6 +33,7 @@ var demoChanges = map[string]string{
 	"drop-index":           "the candidate lacks the index the lookup of customers by email uses",
 	"small-shared-buffers": "the candidate runs with shared_buffers = 128kB",
 	"hot-index":            "the candidate has an index on pgbench_accounts (abalance), a column pgbench's updates set, so they are no longer HOT",
+	"upgrade":              "the candidate runs another major version (--candidate-bin), with the same data",
 	"none":                 "the candidate is identical: the verdict should pass",
 }
 
@@ -57,6 +58,10 @@ type demoFlags struct {
 	minEffectMS float64
 	rate        int
 	capture     string
+
+	// controlBin and candidateBin are the binaries of production and
+	// the control, and of the candidate: empty is the installed ones.
+	controlBin, candidateBin string
 }
 
 func newDemoCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -100,6 +105,15 @@ per call, a work rule of --fail-on fails, and its plans read "same plan,
 more work; cause: index pgbench_accounts_abalance stops HOT updates". With
 --change none nothing should regress beyond noise.
 
+With --change upgrade --candidate-bin DIR the candidate runs the server
+binaries in DIR, another major version (say /usr/lib/postgresql/18/bin), and
+production and the control those of --control-bin (the installed ones by
+default): a major-version upgrade rehearsed with the same data, built on each
+server by the same statements. Plans are compared across the versions: what
+only the format of one version's EXPLAIN adds (buffers by default, fractional
+row counts, index searches on 18) is not a plan change, and a plan that did
+change names the version as its cause.
+
 With --capture proxy, production logs no statement: its traffic goes through
 "pgrehearse capture" (a proxy that records each session, the server's
 answers included), and the rehearsal replays that capture instead of the
@@ -119,7 +133,10 @@ when it ran, whatever the verdict, which it prints.
 				return usageError("--duration must be at least 1s, got %v", f.duration)
 			}
 			if _, ok := demoChanges[f.change]; !ok {
-				return usageError("--change %q: use drop-index, small-shared-buffers, hot-index or none", f.change)
+				return usageError("--change %q: use drop-index, small-shared-buffers, hot-index, upgrade or none", f.change)
+			}
+			if f.change == "upgrade" && f.candidateBin == "" {
+				return usageError("--change upgrade needs the candidate's server binaries: --candidate-bin DIR")
 			}
 			if f.speed < 0 {
 				return usageError("--speed must be >= 0")
@@ -136,7 +153,9 @@ when it ran, whatever the verdict, which it prints.
 	fl := cmd.Flags()
 	fl.BoolVar(&f.keep, "keep", false, "keep the clusters' directories and logs")
 	fl.DurationVar(&f.duration, "duration", 20*time.Second, "how long production traffic runs")
-	fl.StringVar(&f.change, "change", "drop-index", "the candidate's difference: drop-index, small-shared-buffers, hot-index or none")
+	fl.StringVar(&f.change, "change", "drop-index", "the candidate's difference: drop-index, small-shared-buffers, hot-index, upgrade or none")
+	fl.StringVar(&f.controlBin, "control-bin", "", "directory of the server binaries of production and the control (default: the installed ones)")
+	fl.StringVar(&f.candidateBin, "candidate-bin", "", "directory of the candidate's server binaries, another major version for --change upgrade (default: --control-bin's)")
 	fl.Float64Var(&f.speed, "speed", 1, "replay speed (1: the original pace; 0: as fast as possible)")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side")
 	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the rounds, the comparison and the report")
@@ -159,6 +178,10 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 
 	settings, candSettings := demoSettings(f.change)
+	bins, majors, err := demoVersions(f, say)
+	if err != nil {
+		return err
+	}
 	say("starting three throwaway clusters: production, a control and a candidate (%s)", demoChanges[f.change])
 	clusters := map[string]*pgcluster.Cluster{}
 	for _, name := range []string{"production", "control", "candidate"} {
@@ -166,7 +189,8 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		if name == "candidate" {
 			s = candSettings
 		}
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep})
+		s = versionSettings(s, majors[name])
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep, BinDir: bins[name]})
 		if err != nil {
 			return err
 		}
@@ -226,6 +250,56 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	say("verdict: %s", verdict)
 	say("report: %s", out("report.html"))
 	return nil
+}
+
+// demoVersions returns each cluster's bin directory and major version:
+// production's and the control's from --control-bin, the candidate's
+// from --candidate-bin (--control-bin's when not given). It says which
+// versions run when they differ, and once what a version lacks that the
+// demo's settings ask for.
+func demoVersions(f demoFlags, say func(string, ...any)) (bins map[string]string, majors map[string]int, err error) {
+	candBin := f.candidateBin
+	if candBin == "" {
+		candBin = f.controlBin
+	}
+	bins = map[string]string{"production": f.controlBin, "control": f.controlBin, "candidate": candBin}
+	majors = map[string]int{}
+	for _, name := range []string{"control", "candidate"} {
+		if majors[name], err = pgcluster.MajorOf(bins[name]); err != nil {
+			flag := map[string]string{"control": "--control-bin", "candidate": "--candidate-bin"}[name]
+			return nil, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	majors["production"] = majors["control"]
+	ctl, cand := majors["control"], majors["candidate"]
+	switch {
+	case f.change == "upgrade" && ctl == cand:
+		say("--change upgrade: the candidate's binaries are PostgreSQL %d, as the control's: the rehearsal compares the same version", cand)
+	case ctl != cand:
+		say("production and the control run PostgreSQL %d, the candidate PostgreSQL %d", ctl, cand)
+	}
+	if m := min(ctl, cand); m < 15 {
+		// Said once: the demo reads the stderr log, and jsonlog is only
+		// one of the formats written beside it.
+		say("PostgreSQL %d has no jsonlog (from 15): its servers log stderr and csvlog", m)
+	}
+	return bins, majors, nil
+}
+
+// versionSettings returns settings as PostgreSQL major takes them:
+// log_destination without jsonlog before 15.
+func versionSettings(settings map[string]string, major int) map[string]string {
+	s := maps.Clone(settings)
+	if major < 15 {
+		var dests []string
+		for _, d := range strings.Split(s["log_destination"], ",") {
+			if d != "jsonlog" {
+				dests = append(dests, d)
+			}
+		}
+		s["log_destination"] = strings.Join(dests, ",")
+	}
+	return s
 }
 
 // demoSettings returns the production cluster's settings and the

@@ -21,8 +21,16 @@ type demoReport struct {
 		Status      string  `json:"status"`
 		Factor      float64 `json:"factor"`
 	} `json:"queries"`
-	RegressionsByAddedTime []string `json:"regressions_by_added_time"`
-	Plans                  struct {
+	RegressionsByAddedTime []string          `json:"regressions_by_added_time"`
+	Divergence             []json.RawMessage `json:"divergence"`
+	Findings               struct {
+		Findings []struct {
+			ID       string `json:"id"`
+			Severity string `json:"severity"`
+			Title    string `json:"title"`
+		} `json:"findings"`
+	} `json:"findings"`
+	Plans struct {
 		Outcomes []struct {
 			Query     string `json:"query"`
 			Verdict   string `json:"verdict"`

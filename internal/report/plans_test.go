@@ -334,7 +334,8 @@ func TestPlansAcrossVersions(t *testing.T) {
 	if err := WritePlans(&b, rep, map[string]compare.Status{"aaaa": compare.StatusRegressed}, PlanHints{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "same plan, slower; cause: version 13.23 -> 18.4") {
+	if !strings.Contains(b.String(), "same plan, slower; cause: version 13.23 -> 18.4") ||
+		!strings.Contains(b.String(), "cause: PostgreSQL 13.23 on the control, 18.4 on the candidate: the same plan runs on another version's executor and storage") {
 		t.Errorf("slower across versions:\n%s", b.String())
 	}
 	rep.Candidate["shop"] = &explain.Snapshot{Version: 130020, VersionText: "13.20"}

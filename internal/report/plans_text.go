@@ -357,6 +357,9 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 	case explain.CauseExtendedStatistics:
 		return "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(otherSide(c.Side))
 	case explain.CauseVersion:
+		if m != nil && m.Diff.Same {
+			return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the same plan runs on another version's executor and storage"
+		}
 		return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the planner differs"
 	case explain.CauseSetting:
 		s := c.Setting + " " + c.Control + " -> " + c.Candidate

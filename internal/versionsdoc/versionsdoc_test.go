@@ -38,7 +38,7 @@ type cell struct {
 var known = map[string]bool{
 	"TestVersionsStart": true, "TestVersionsPGSS": true, "TestVersionsObserve": true,
 	"TestVersionsObserve18StartingBackend": true, "TestVersionsExplain": true,
-	"TestVersionsAnalyzeMatchesPgStatStatements": true,
+	"TestVersionsAnalyzeMatchesPgStatStatements": true, "TestVersionsDemoUpgrade": true,
 }
 
 // rowOf maps a per-version (sub)test's name to the capability it checks
@@ -79,6 +79,17 @@ func rowOf(name string) (row string, major int, ok bool) {
 			return "explain: generic and analyzed custom plans, same plan on the same data", d, true
 		}
 		return fmt.Sprintf("explain: control on %d, candidate on this version: same plan", c), d, true
+	case "TestVersionsDemoUpgrade":
+		if len(parts) != 2 {
+			return "", 0, false
+		}
+		ctl, cand, _ := strings.Cut(parts[1], "-")
+		c, _ := strconv.Atoi(ctl)
+		d, _ := strconv.Atoi(cand)
+		if c == d {
+			return "demo workload rehearsed A/A, control and candidate on this version: PASS", d, true
+		}
+		return fmt.Sprintf("demo workload rehearsed from %d to this version: no rule broken, no divergence, no plan change", c), d, true
 	case "TestVersionsAnalyzeMatchesPgStatStatements":
 		if len(parts) != 3 {
 			return "", 0, false
