@@ -250,7 +250,7 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 	if err == nil || errors.Is(err, logdriver.ErrNoStatements) {
 		// Nothing to measure, or mostly lines that could not be read:
 		// said as analyze and replay say it.
-		if n := source.Check(ld.Lines(), ld.Statements(), f.maxSkipped/100, source.Dropped{}, nil); n != nil {
+		if n := source.Check(ld.Lines(), ld.Messages(), ld.Statements(), f.maxSkipped/100, source.Dropped{}, nil); n != nil {
 			return nil, false, nothingError(n)
 		}
 	}

@@ -59,6 +59,9 @@ const (
 	NothingOwn
 	// NothingOtherShards: every statement belongs to other shards.
 	NothingOtherShards
+	// NothingNoQuery: the input is captures of the proxy, and they
+	// hold no statement: no application sent one through the proxy.
+	NothingNoQuery
 )
 
 // Nothing is the error of a run whose input yielded nothing to measure,
@@ -68,9 +71,11 @@ type Nothing struct {
 	Reason Reason
 	// Path is the empty log (NothingEmpty).
 	Path string
-	// Lines are the lines read; Statements the statements the run
+	// Lines are the lines read; Messages the captures' messages read
+	// (nil when no capture was); Statements the statements the run
 	// measured.
 	Lines      results.LineCounts
+	Messages   *results.MessageCounts
 	Statements int64
 	// Unreadable counts the lines the reader failed to read, MaxSkipped
 	// the share (0.1 is 10%) allowed.
@@ -120,6 +125,8 @@ func (n *Nothing) What() string {
 		return fmt.Sprintf("all %d statements read were pgrehearse's own (application_name pgrehearse-...)", n.Dropped.Own)
 	case NothingOtherShards:
 		return fmt.Sprintf("all %d statements read belong to other shards' sessions", n.Other.Statements)
+	case NothingNoQuery:
+		return fmt.Sprintf("the capture holds no statement (%d messages read)", n.Messages.Total)
 	default:
 		return fmt.Sprintf("the logs yielded no statement (%d lines read, %d parsed)", n.Lines.Total, n.Lines.Parsed)
 	}
@@ -156,6 +163,8 @@ func (n *Nothing) Remedy() string {
 		return "; the log holds only pgrehearse's own connections (pre-flight, observer, marker): give the workload's log"
 	case NothingOtherShards:
 		return "; this shard has no session of the log: split it into fewer shards"
+	case NothingNoQuery:
+		return "; no application sent a query through the proxy while it recorded: point the applications at the proxy's address, not the server's"
 	}
 	switch {
 	case n.TopIs(logread.SkipNoPrefix):
@@ -194,22 +203,23 @@ func asideRemedy(aside string) string {
 // measure: no statement measured (statements), or more than maxSkipped
 // (a share) of its lines unreadable. The reason is the one that dropped
 // the statements: the time window, the filters, pgrehearse's own sessions,
-// other shards; or, when none did, the log itself.
+// other shards; or, when none did, the log or the capture itself.
 func (s *Set) Measured(statements int64, maxSkipped float64) *Nothing {
 	sc := s.Counts()
-	return Check(s.Lines(), statements, maxSkipped, s.Dropped(), sc.OtherShards)
+	return Check(s.Lines(), sc.Messages, statements, maxSkipped, s.Dropped(), sc.OtherShards)
 }
 
 // Check is Measured on counts already added up: the lines read (nil:
-// none), the statements measured, and what the selection dropped.
-func Check(c *logread.Counters, statements int64, maxSkipped float64, d Dropped, other *results.OtherShards) *Nothing {
+// none), the captures' messages read (nil: no capture), the statements
+// measured, and what the selection dropped.
+func Check(c *logread.Counters, m *results.MessageCounts, statements int64, maxSkipped float64, d Dropped, other *results.OtherShards) *Nothing {
 	if c == nil {
 		c = &logread.Counters{Skipped: map[string]int64{}}
 	}
 	n := &Nothing{Statements: statements, MaxSkipped: maxSkipped, Dropped: d, Other: other, Unreadable: c.Unparseable(),
-		Lines: results.LineCounts{Total: c.Total, Parsed: c.Parsed}}
+		Lines: results.LineCounts{Total: c.Total, Parsed: c.Parsed}, Messages: m}
 	switch {
-	case statements == 0 && c.Total == 0:
+	case statements == 0 && c.Total == 0 && m == nil:
 		n.Reason = NothingNoLines
 	case statements == 0 && d.Timeless > 0 && d.Timeless >= d.Window && d.Window > 0:
 		n.Reason = NothingTimeless
@@ -221,6 +231,10 @@ func Check(c *logread.Counters, statements int64, maxSkipped float64, d Dropped,
 		n.Reason = NothingOwn
 	case statements == 0 && other != nil && other.Statements > 0:
 		n.Reason = NothingOtherShards
+	case statements == 0 && c.Total == 0:
+		// Captures alone were read (m != nil): a capture has no line
+		// to blame, its proxy relayed no query.
+		n.Reason = NothingNoQuery
 	case statements == 0:
 		n.Reason = NothingNoStatement
 	case c.Total > 0 && float64(n.Unreadable) > maxSkipped*float64(c.Total):

@@ -210,6 +210,11 @@ func TestMeasured(t *testing.T) {
 		strings.Repeat("  TopTransactionContext: 8192 total in 1 blocks; 7744 free (0 chunks); 448 used\n", 40) +
 		"Grand total: 1245184 bytes in 150 blocks; 301312 free (97 chunks); 943872 used\n"
 	oom := write(t, dir, "oom.log", stderrLog(day, 10)+dump+stderrLog(day.Add(time.Minute), 10)+"\n")
+	// Captures of the proxy: a session that sent no query, and one that
+	// sent some.
+	idle, busy := filepath.Join(dir, "idle"), filepath.Join(dir, "busy")
+	writeTestCapture(t, idle, 0, 0)
+	writeTestCapture(t, busy, 5, 0)
 	tests := []struct {
 		name   string
 		path   string
@@ -230,6 +235,9 @@ func TestMeasured(t *testing.T) {
 		// neither unreadable nor a reason to measure nothing.
 		{"the server's own output and a blank line", oom, testPrefix, Selection{}, 0, ""},
 		{"measured", a, testPrefix, Selection{}, 0, ""},
+		{"a capture without a query", idle, "", Selection{}, NothingNoQuery, "through the proxy"},
+		{"a capture outside the window", busy, "", Selection{Start: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()}, NothingOutsideWindow, "time window"},
+		{"a capture measured", busy, "", Selection{}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,8 +55,10 @@ type Log struct {
 	Grace time.Duration
 
 	plan *logPlan
-	// lines and statements are what Prepare read of the log.
+	// lines (messages, for a capture) and statements are what Prepare
+	// read of the log.
 	lines      *logread.Counters
+	messages   *results.MessageCounts
 	statements int64
 	// capture: Path is a capture of the proxy, not a log.
 	capture bool
@@ -101,6 +103,7 @@ func (l *Log) Prepare() error {
 	defer set.Close()
 	p, err := scanLog(set.Sources()[0])
 	l.lines = set.Lines()
+	l.messages = set.Counts().Messages
 	_, isLog := source.LogReader(set.Readers()[0])
 	l.capture = !isLog
 	if err != nil {
@@ -121,6 +124,10 @@ var ErrNoStatements = errors.New("no statement to replay")
 // Lines is the line accounting of the log's reading by Prepare; nil
 // before it read.
 func (l *Log) Lines() *logread.Counters { return l.lines }
+
+// Messages is the message accounting of Prepare's reading when Path is a
+// capture; nil otherwise.
+func (l *Log) Messages() *results.MessageCounts { return l.messages }
 
 // Statements is the number of statements Prepare found in the log.
 func (l *Log) Statements() int64 { return l.statements }
