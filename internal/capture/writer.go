@@ -155,7 +155,39 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		}
 		return nil, err
 	}
+	if err := reserve(dir); err != nil {
+		w.closeSegment()
+		return nil, fmt.Errorf("capture: no room for a capture in %s: %w", dir, err)
+	}
 	return w, nil
+}
+
+// reserveName is a file of reserveSize bytes that Create writes and Close
+// removes just before it writes the manifest, so that a capture that
+// filled its disk can still be finalized: its manifest then says why it
+// stopped instead of leaving the capture unfinalized.
+const (
+	reserveName = ".reserve"
+	reserveSize = 64 << 10
+)
+
+func reserve(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, reserveName), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	// Written, not truncated to size: a sparse file would hold no room.
+	_, err = f.Write(make([]byte, reserveSize))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // Dir is the capture's directory.
@@ -393,6 +425,10 @@ func (w *Writer) Close(end EndInfo) error {
 		m.Reason = ReasonFellBehind
 	}
 	m.Complete = m.Reason == ""
+	// The room kept for the manifest (see reserve).
+	if err := os.Remove(filepath.Join(w.dir, reserveName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("capture: %w", err))
+	}
 	if err := writeManifest(w.dir, m); err != nil {
 		errs = append(errs, fmt.Errorf("capture: writing the manifest: %w", err))
 	}

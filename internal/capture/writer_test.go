@@ -273,3 +273,27 @@ func TestWriterFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestReserve: while a capture is written, it holds room for its
+// manifest on its disk, which Close gives back to write the manifest, so
+// that a capture that filled the disk is still finalized and says why.
+func TestReserve(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := Create(dir, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, reserveName))
+	if err != nil || st.Size() != reserveSize || st.Mode().Perm() != 0o600 {
+		t.Fatalf("reserve while writing: %v, %v", st, err)
+	}
+	if err := w.Close(EndInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, reserveName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reserve is still there after Close: %v", err)
+	}
+	if _, err := ReadManifest(dir); err != nil {
+		t.Error(err)
+	}
+}

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	sum.Addr = ln.Addr().String()
 	if cfg.Metrics != nil {
-		if err := register(cfg.Metrics, p, sink); err != nil {
+		if err := register(cfg.Metrics, p, sink, rec); err != nil {
 			ln.Close()
 			rec.Close()
 			return sum, err
@@ -140,6 +140,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			sum.Recorder = rec.Stats()
 			if m, err := capture.ReadManifest(cfg.Out); err == nil {
 				sum.Manifest = *m
+			} else {
+				// Not finalized: what the files hold, as a reader of
+				// an unfinalized capture will find it.
+				st := sum.Recorder
+				sum.Manifest = capture.Manifest{Records: st.Records, Bytes: st.Bytes, Dropped: st.Dropped,
+					Reason: capture.ReasonNotFinalized, Error: errors.Join(finalizeErr, err).Error()}
 			}
 			if cfg.Finalized != nil {
 				cfg.Finalized(why, sum.Manifest)
@@ -177,7 +183,9 @@ wait:
 				continue
 			}
 			st := rec.Stats()
-			if st.Dropped > 0 && warnedDropped == 0 && cfg.Warn != nil {
+			// Records dropped because recording stopped are told with
+			// the stop, not as a recorder that fell behind.
+			if st.Dropped > 0 && warnedDropped == 0 && st.Stopped == "" && cfg.Warn != nil {
 				cfg.Warn(fmt.Sprintf("the recorder fell behind the traffic and dropped %d records: the capture will be marked incomplete; "+
 					"the proxy goes on relaying every message unchanged (a larger --queue or a faster disk keeps up)", st.Dropped))
 			}
@@ -210,17 +218,9 @@ wait:
 
 // register adds the capture's metrics to reg: the proxy's sessions,
 // messages and bytes, and the recorder's records, bytes, lag and drops.
-func register(reg prometheus.Registerer, p *proxy.Proxy, sink *switchSink) error {
-	var mu sync.Mutex
-	var last capture.RecorderStats
-	recStats := func() capture.RecorderStats {
-		mu.Lock()
-		defer mu.Unlock()
-		if rec := sink.rec.Load(); rec != nil {
-			last = rec.Stats()
-		}
-		return last
-	}
+func register(reg prometheus.Registerer, p *proxy.Proxy, sink *switchSink, rec *capture.Recorder) error {
+	// The recorder's figures stay what they were once it is closed.
+	recStats := rec.Stats
 	recording := func() float64 {
 		if sink.rec.Load() != nil {
 			return 1

@@ -140,6 +140,9 @@ func TestRunDurationThenRelays(t *testing.T) {
 	if got := metric(t, reg, "pgrehearse_capture_recording", nil); got != 0 {
 		t.Errorf("recording %v after the capture was finalized, want 0", got)
 	}
+	if got := metric(t, reg, "pgrehearse_capture_records_total", nil); got < 3 {
+		t.Errorf("records_total %v after the capture was finalized, want what it wrote (a startup, a query, its answers)", got)
+	}
 	// Still relaying, not recording.
 	query(t, s, user, "SELECT 2")
 	if n := metric(t, reg, "pgrehearse_capture_sessions_total", nil); n < 2 {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -98,7 +99,8 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
 			}
 			cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
-				if why != capturerun.StopInterrupted && !stopAtLimit {
+				// A write failure was told as it happened.
+				if (why == capturerun.StopDuration || why == capturerun.StopMaxSize) && !stopAtLimit {
 					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
 				}
 			}
@@ -107,13 +109,12 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 				return err
 			}
 			printCaptureSummary(stdio, sum)
-			if err != nil {
-				return err
-			}
 			if !sum.Manifest.Complete {
-				return &exitError{code: ExitIncomplete, err: fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason)}
+				// What was recorded is readable; the exit says it is
+				// not all.
+				return &exitError{code: ExitIncomplete, err: errors.Join(fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason), err)}
 			}
-			return nil
+			return err
 		},
 	}
 	fl := cmd.Flags()

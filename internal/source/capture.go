@@ -101,7 +101,10 @@ func (c *capReader) Warnings() []string {
 
 func (c *capReader) SourceCounts() results.SourceCounts {
 	mc := c.dec.Counts()
-	m := results.MessageCounts{Total: mc.Total, Used: mc.Used, Skipped: make(map[results.MessageSkip]int64, len(mc.Skipped)), Dropped: mc.Dropped, OpenSessions: mc.OpenSessions}
+	// The gap records count the drops the recorder could place; the
+	// manifest counts them all, those after recording stopped too.
+	dropped := max(mc.Dropped, c.r.Info().Dropped)
+	m := results.MessageCounts{Total: mc.Total, Used: mc.Used, Skipped: make(map[results.MessageSkip]int64, len(mc.Skipped)), Dropped: dropped, OpenSessions: mc.OpenSessions}
 	for k, v := range mc.Skipped {
 		if v != 0 {
 			m.Skipped[results.MessageSkip(k)] = v
