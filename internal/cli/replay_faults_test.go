@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -54,6 +57,33 @@ func busyLog(t *testing.T, dir string, sessions int, span, step time.Duration) s
 	return p
 }
 
+// waitRows polls the replay's progress on c: until table t of database
+// shop holds n rows.
+func waitRows(ctx context.Context, c *pgcluster.Cluster, n int) error {
+	conn, err := pgconn.Connect(ctx, c.DSN("shop"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		res, err := conn.Exec(ctx, "SELECT count(*) FROM t").ReadAll()
+		if err != nil {
+			return err
+		}
+		if got, _ := strconv.Atoi(string(res[0].Rows[0][0])); got >= n {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return fmt.Errorf("table t did not reach %d rows within 2 minutes", n)
+		}
+	}
+}
+
 // sortLines orders log lines by their time, which leads each line.
 func sortLines(lines []string) {
 	// Stable: lines of one session at one time keep their order.
@@ -88,7 +118,12 @@ func TestReplaySurvivesFaults(t *testing.T) {
 			}
 			faulted := make(chan error, 1)
 			go func() {
-				time.Sleep(10 * time.Second) // the fault's moment in the replay, not a synchronization
+				// A third of the way through the replay: a third of
+				// its rows are in.
+				if err := waitRows(ctx, c, 1000); err != nil {
+					faulted <- err
+					return
+				}
 				if fault == "restart" {
 					faulted <- c.Restart(ctx, "fast")
 					return
@@ -97,7 +132,9 @@ func TestReplaySurvivesFaults(t *testing.T) {
 					faulted <- err
 					return
 				}
-				time.Sleep(5 * time.Second) // the outage
+				// The outage: the server stays down 5 s, the fault's
+				// length, not a synchronization.
+				<-time.After(5 * time.Second)
 				faulted <- c.StartServer(ctx)
 			}()
 			out := filepath.Join(dir, fault+".json")
@@ -163,8 +200,10 @@ func TestReplayTargetGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		time.Sleep(3 * time.Second) // the fault's moment, not a synchronization
-		c.StopServer()
+		// Some way into the replay: 75 of its 500 rows are in.
+		if waitRows(ctx, c, 75) == nil {
+			c.StopServer()
+		}
 	}()
 	out := filepath.Join(dir, "gone.json")
 	start := time.Now()
