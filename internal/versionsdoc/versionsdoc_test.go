@@ -39,6 +39,8 @@ var known = map[string]bool{
 	"TestVersionsStart": true, "TestVersionsPGSS": true, "TestVersionsObserve": true,
 	"TestVersionsObserve18StartingBackend": true, "TestVersionsExplain": true,
 	"TestVersionsAnalyzeMatchesPgStatStatements": true, "TestVersionsDemoUpgrade": true,
+	"TestVersionsReplaySync": true, "TestVersionsRehearseTemplate": true, "TestVersionsFindings": true,
+	"TestVersionsSweep": true, "TestVersionsShardCoordination": true,
 }
 
 // rowOf maps a per-version (sub)test's name to the capability it checks
@@ -90,6 +92,19 @@ func rowOf(name string) (row string, major int, ok bool) {
 			return "demo workload rehearsed A/A, control and candidate on this version: PASS", d, true
 		}
 		return fmt.Sprintf("demo workload rehearsed from %d to this version: no rule broken, no divergence, no plan change", c), d, true
+	case "TestVersionsReplaySync":
+		if len(parts) != 3 {
+			return "", 0, false
+		}
+		return "replay with --sync at " + strings.Replace(parts[2], "speed", "speed ", 1) + ": nothing fails only on it, the original's final tables", atoi(1), true
+	case "TestVersionsRehearseTemplate":
+		return "rehearse with --reset template (STRATEGY FILE_COPY from 15): every round from the same tables, no copy left", atoi(1), len(parts) == 2
+	case "TestVersionsFindings":
+		return "findings on its csvlog with its catalog (--dsn)", atoi(1), len(parts) == 2
+	case "TestVersionsSweep":
+		return "sweep on it (--target): every step measured, the sampler without an error", atoi(1), len(parts) == 2
+	case "TestVersionsShardCoordination":
+		return "sharded replay (3 shards, --sync across them) with its coordination database on it", atoi(1), len(parts) == 2
 	case "TestVersionsAnalyzeMatchesPgStatStatements":
 		if len(parts) != 3 {
 			return "", 0, false
