@@ -1,0 +1,260 @@
+package headroom
+
+import (
+	"math"
+	"slices"
+)
+
+// Baseline is a side at k = 1: the median of its baseline rounds, per
+// figure and per query.
+type Baseline struct {
+	StatementsPerS float64 `json:"statements_per_s"`
+	ErrorRate      float64 `json:"error_rate_pct"`
+	MeanMS         float64 `json:"mean_ms"`
+	// Queries are the queries judged: those with MinCalls timed calls
+	// in every baseline round and MinShare of its time.
+	Queries []Query `json:"queries"`
+	Rounds  int     `json:"rounds"`
+}
+
+// NewBaseline is the baseline of a side's k = 1 rounds under slo.
+func NewBaseline(rounds []Measurement, slo SLO) Baseline {
+	b := Baseline{Rounds: len(rounds)}
+	if len(rounds) == 0 {
+		return b
+	}
+	pick := func(f func(Measurement) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, m := range rounds {
+			v[i] = f(m)
+		}
+		return median(v)
+	}
+	b.StatementsPerS = pick(func(m Measurement) float64 { return m.StatementsPerS })
+	b.ErrorRate = pick(func(m Measurement) float64 { return m.ErrorRate })
+	b.MeanMS = pick(func(m Measurement) float64 { return m.MeanMS })
+	var total float64
+	for _, q := range rounds[0].Queries {
+		total += q.TotalMS
+	}
+	for _, q := range rounds[0].Queries {
+		if total > 0 && q.TotalMS/total < slo.MinShare {
+			continue
+		}
+		qs := []Query{}
+		for _, m := range rounds {
+			if o, ok := findQuery(m.Queries, q.Fingerprint); ok && o.TimedCalls >= slo.MinCalls {
+				qs = append(qs, o)
+			}
+		}
+		if len(qs) < len(rounds) {
+			continue
+		}
+		mq := q
+		mq.TotalMS = medianOf(qs, func(q Query) float64 { return q.TotalMS })
+		mq.MeanMS = medianOf(qs, func(q Query) float64 { return q.MeanMS })
+		mq.P50MS = medianOf(qs, func(q Query) float64 { return q.P50MS })
+		mq.P95MS = medianOf(qs, func(q Query) float64 { return q.P95MS })
+		mq.P99MS = medianOf(qs, func(q Query) float64 { return q.P99MS })
+		b.Queries = append(b.Queries, mq)
+	}
+	return b
+}
+
+func findQuery(qs []Query, fp string) (Query, bool) {
+	for _, q := range qs {
+		if q.Fingerprint == fp {
+			return q, true
+		}
+	}
+	return Query{}, false
+}
+
+func medianOf(qs []Query, f func(Query) float64) float64 {
+	v := make([]float64, len(qs))
+	for i, q := range qs {
+		v[i] = f(q)
+	}
+	return median(v)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Bound is what limited a step, when not the target.
+type Bound string
+
+// Bounds.
+const (
+	// BoundTarget: the step ran as asked, or the target is why it did
+	// not.
+	BoundTarget Bound = "target"
+	// BoundRoundTrips: the step fell short of its k while the target
+	// answered as fast as at k = 1: the sessions' own round trips (each
+	// waits for its answer before its next statement) bound the load.
+	BoundRoundTrips Bound = "round_trips"
+	// BoundReplayer: the replayer could not keep the schedule, its own
+	// CPU saturated or its lag its own: more replayers (shards) are
+	// needed to ask more of the target.
+	BoundReplayer Bound = "replayer"
+)
+
+// Break is one rule a step broke, or the closest it came (Margin < 0).
+type Break struct {
+	Metric Metric `json:"metric"`
+	// Fingerprint and Query name the query of a latency rule.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Query       string `json:"query,omitempty"`
+	// Base and Value are the figure at k = 1 and in the step (ms, or
+	// percent for errors); Limit what the rule allows.
+	Base  float64 `json:"base"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	// Margin is how far past the rule the step was, on the rule's own
+	// scale (0 at the limit, 1 at twice the growth allowed, -1 with no
+	// growth): the step broke the rule when it is above 0.
+	Margin float64 `json:"margin"`
+	// Waits are the query's wait events in the step.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Verdict is the judgement of one step against its side's baseline.
+type Verdict struct {
+	Held bool `json:"held"`
+	// AchievedK is the step's statements per second over the baseline's.
+	AchievedK float64 `json:"achieved_k"`
+	// Margin is the largest of the rules' margins: above 0, broken.
+	Margin float64 `json:"margin"`
+	// Broken are the rules broken, largest margin first; Closest the
+	// rule nearest to breaking when none was.
+	Broken  []Break `json:"broken,omitempty"`
+	Closest *Break  `json:"closest,omitempty"`
+	Bound   Bound   `json:"bound"`
+	// Why says in words why the step is bound by other than the target.
+	Why string `json:"why,omitempty"`
+}
+
+// ReplayerSaturated is the share of the machine's cores the replayer's
+// own CPU must reach for a step to be said bound by the replayer.
+const ReplayerSaturated = 0.85
+
+// ShortFall is how far below its asked k a step's achieved k must be to
+// be said to fall short.
+const ShortFall = 0.9
+
+// Judge judges a step that asked for k, measured m, against its side's
+// baseline b under slo; cores is the number of CPUs the replayer may use.
+func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
+	v := Verdict{Bound: BoundTarget, Margin: math.Inf(-1)}
+	if b.StatementsPerS > 0 {
+		v.AchievedK = m.StatementsPerS / b.StatementsPerS
+	}
+	add := func(br Break) {
+		if br.Margin > 0 {
+			v.Broken = append(v.Broken, br)
+		} else if v.Closest == nil || br.Margin > v.Closest.Margin {
+			c := br
+			v.Closest = &c
+		}
+		v.Margin = max(v.Margin, br.Margin)
+	}
+	latencyGrew := false
+	for _, r := range slo.Rules {
+		if r.Metric == MetricErrors {
+			lim := b.ErrorRate + r.PP
+			mg := -1.0
+			if r.PP > 0 {
+				mg = (m.ErrorRate-b.ErrorRate)/r.PP - 1
+			} else if m.ErrorRate > b.ErrorRate {
+				mg = 1
+			}
+			add(Break{Metric: MetricErrors, Base: b.ErrorRate, Value: m.ErrorRate, Limit: lim, Margin: mg})
+			continue
+		}
+		for _, bq := range b.Queries {
+			q, ok := findQuery(m.Queries, bq.Fingerprint)
+			if !ok || q.TimedCalls < slo.MinCalls {
+				continue
+			}
+			base, val := latency(bq, r.Metric), latency(q, r.Metric)
+			if base <= 0 || val <= 0 {
+				continue
+			}
+			mg := math.Log(val/base)/math.Log(r.Ratio) - 1
+			if val-base < slo.MinEffectMS {
+				// Too small a change to break, however large its ratio.
+				mg = min(mg, -0.01)
+			}
+			if val/base >= 1.1 && val-base >= slo.MinEffectMS {
+				latencyGrew = true
+			}
+			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * r.Ratio, Margin: mg, Waits: q.Waits})
+		}
+	}
+	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= 1.1 {
+		latencyGrew = true
+	}
+	short := v.AchievedK > 0 && v.AchievedK < ShortFall*k
+	lagMS := float64(slo.MaxLag.Microseconds()) / 1000
+	late := lagMS > 0 && m.LagP99MS > lagMS
+	saturated := cores > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(cores)
+	replayerLate := m.LagReplayerMS > m.LagTargetMS
+	switch {
+	case (late || short) && (saturated || replayerLate):
+		v.Bound = BoundReplayer
+		v.Why = "the replayer could not keep the schedule"
+		if saturated {
+			v.Why = "the replayer's own CPU was saturated"
+		}
+	case late && latencyGrew:
+		// The sessions waited on the target, which answered slower.
+		add(Break{Metric: MetricLag, Base: 0, Value: m.LagP99MS, Limit: lagMS, Margin: m.LagP99MS/lagMS - 1})
+	case (late || short) && !latencyGrew:
+		v.Bound = BoundRoundTrips
+		v.Why = "the target answered as fast as at 1x, but the sessions could not issue faster than their own round trips"
+	}
+	slices.SortStableFunc(v.Broken, func(a, b Break) int {
+		switch {
+		case a.Margin > b.Margin:
+			return -1
+		case a.Margin < b.Margin:
+			return 1
+		}
+		return 0
+	})
+	if math.IsInf(v.Margin, -1) {
+		v.Margin = -1
+	}
+	v.Held = len(v.Broken) == 0
+	if m.Partial && v.Held {
+		// A replay that did not run whole proves nothing held.
+		v.Held = false
+		v.Margin = max(v.Margin, 0.01)
+		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
+	}
+	return v
+}
+
+func latency(q Query, m Metric) float64 {
+	switch m {
+	case MetricP50:
+		return q.P50MS
+	case MetricP95:
+		return q.P95MS
+	case MetricP99:
+		return q.P99MS
+	case MetricMean:
+		return q.MeanMS
+	}
+	return 0
+}

@@ -1,0 +1,559 @@
+package headroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// Side is a target's name in the run: results' vocabulary.
+type Side = results.Side
+
+// Sides.
+const (
+	Control   = results.SideControl
+	Candidate = results.SideCandidate
+)
+
+// OutcomeVersion is the version of the Outcome's JSON form
+// (docs/headroom-json.md).
+const OutcomeVersion = 1
+
+// By says how a step makes k times the load.
+type By string
+
+// Ways to make the load.
+const (
+	// BySpeed replays the same sessions at k times their pace.
+	BySpeed By = "speed"
+	// ByFold overlays k consecutive slices of a longer log on one
+	// window.
+	ByFold By = "fold"
+)
+
+// Target is one side's server.
+type Target struct {
+	Side Side
+	DSN  string
+	// Reset returns the target to its starting state before each step.
+	Reset reset.Resetter
+	// Logs are the target's own server log files (paths or patterns),
+	// for server-side durations, expanded before each step.
+	Logs []string
+}
+
+// StepRun is one step as the replay function gets it.
+type StepRun struct {
+	// Seq is the step's place in the run, from 1.
+	Seq  int
+	Side Side
+	// K is the load factor asked; Round the step's round at that k on
+	// its side, from 1; N the side's step, from 1 (its reset's round).
+	K     float64
+	Round int
+	N     int
+	// DatabaseMap is the user's map followed by the reset's copies.
+	DatabaseMap map[string]string
+	Logs        []string
+	Reset       reset.State
+}
+
+// ReplayFunc replays the workload once at load factor step.K onto
+// target. When ctx is cancelled it returns what ran, marked partial. An
+// error means the step gave no usable result, and the run stops; what a
+// target's overload causes (errors, lost connections) belongs in the
+// result, which the step's verdict then judges.
+type ReplayFunc func(ctx context.Context, step StepRun, target Target) (*results.Result, error)
+
+// Phase is what a step is doing.
+type Phase string
+
+// Phases, in order.
+const (
+	PhaseReset  Phase = "reset"
+	PhaseReplay Phase = "replay"
+	PhaseDone   Phase = "done"
+)
+
+// Progress is reported at each phase of each step.
+type Progress struct {
+	Step  StepRun
+	Phase Phase
+	// Done is the step finished, at PhaseDone.
+	Done *Step
+	// Elapsed is the time since the run began; Remaining an estimate of
+	// what is left (valid when RemainingKnown): the steps the searches
+	// may still need, each as long as the log at its k plus the steps'
+	// mean overhead, bounded by the budget.
+	Elapsed        time.Duration
+	Remaining      time.Duration
+	RemainingKnown bool
+}
+
+// Config is a headroom run.
+type Config struct {
+	// Targets are one or two; two alternate (A B, then B A, ...).
+	Targets []Target
+	SLO     SLO
+	// Search bounds each side's search (MaxK, Resolution, rounds,
+	// MaxSteps); zero fields take the defaults.
+	Search Search
+	By     By
+	// Speed is the pace at k = 1 (the log's own: 1); a step at k
+	// replays at Speed times k.
+	Speed       float64
+	DatabaseMap map[string]string
+	Replay      ReplayFunc
+	// Budget bounds the run's wall time: no step starts that would end
+	// past it (by its estimate); zero: no bound.
+	Budget time.Duration
+	// Span is how long the log takes at k = 1 (its span over Speed),
+	// for the estimates.
+	Span time.Duration
+	// Cores is the number of CPUs the replayer may use, for telling its
+	// own saturation.
+	Cores int
+	// Dir, when set, receives each step's result as it ends.
+	Dir      string
+	Progress func(Progress)
+	// CleanupTimeout bounds releases and closes after an interruption;
+	// zero: 10 minutes.
+	CleanupTimeout time.Duration
+}
+
+// Status is how a step ended.
+type Status string
+
+// Statuses.
+const (
+	StatusDone        Status = "done"
+	StatusInterrupted Status = "interrupted"
+	StatusFailed      Status = "failed"
+)
+
+// Step is one replay of the run and what it measured.
+type Step struct {
+	Seq    int     `json:"seq"`
+	Side   Side    `json:"side"`
+	K      float64 `json:"k"`
+	Round  int     `json:"round"`
+	Status Status  `json:"status"`
+	// Baseline: a round at k = 1, which the side's other steps are
+	// judged against; it has no verdict.
+	Baseline    bool         `json:"baseline,omitempty"`
+	Measurement *Measurement `json:"measurement,omitempty"`
+	Verdict     *Verdict     `json:"verdict,omitempty"`
+	// File is the step's result in Config.Dir, when written.
+	File          string    `json:"file,omitempty"`
+	ResetSeconds  float64   `json:"reset_seconds"`
+	ReplaySeconds float64   `json:"replay_seconds"`
+	StartedAt     time.Time `json:"started_at"`
+	Error         string    `json:"error,omitempty"`
+}
+
+// FirstBreak is the first rule broken on a side: at the lowest achieved
+// k among the steps that broke (bound by the target), the rule broken by
+// the most.
+type FirstBreak struct {
+	K      float64 `json:"k"`
+	AskedK float64 `json:"asked_k"`
+	Break
+}
+
+// SideOutcome is one side's search and its answer.
+type SideOutcome struct {
+	Side       Side        `json:"side"`
+	Steps      []Step      `json:"steps"`
+	Baseline   *Baseline   `json:"baseline,omitempty"`
+	Answer     *Answer     `json:"answer,omitempty"`
+	FirstBreak *FirstBreak `json:"first_break,omitempty"`
+	// USL is the model fitted to the steps' throughput; nil with fewer
+	// than three loads measured.
+	USL *USL `json:"usl,omitempty"`
+	// BoundWhy says why a step was bound by other than the target.
+	BoundWhy string `json:"bound_why,omitempty"`
+}
+
+// Outcome is what a headroom run found; its JSON form is documented in
+// docs/headroom-json.md.
+type Outcome struct {
+	Version int     `json:"version"`
+	By      By      `json:"by"`
+	Speed   float64 `json:"speed"`
+	SLO     SLO     `json:"slo"`
+	Search  Search  `json:"search"`
+	// SpanSeconds is the log's length at k = 1.
+	SpanSeconds float64             `json:"span_seconds"`
+	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
+	Sides       []*SideOutcome      `json:"sides"`
+	// Partial: a search did not finish (interrupted, the budget, a
+	// failed step); the answers are of the steps finished.
+	Partial     bool      `json:"partial,omitempty"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Stopped     string    `json:"stopped,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
+}
+
+// Side returns the outcome of side, nil when it did not run.
+func (o *Outcome) Side(side Side) *SideOutcome {
+	for _, s := range o.Sides {
+		if s.Side == side {
+			return s
+		}
+	}
+	return nil
+}
+
+// run is a headroom run under way.
+type run struct {
+	cfg      Config
+	out      *Outcome
+	begun    time.Time
+	searches map[Side]*Search
+	base     map[Side][]Measurement
+	baseline map[Side]*Baseline
+	n        map[Side]int
+	// overheads are the steps' wall times beyond the log's span at their
+	// k (resets, connections, reading), for the estimates.
+	overheads []time.Duration
+}
+
+// Run runs the search on every target. It returns the outcome also when
+// it stopped early: an interruption (ctx) or the budget is no error, the
+// outcome says so; a failed reset or step is, and the steps finished
+// are kept and answered.
+func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Speed <= 0 {
+		cfg.Speed = 1
+	}
+	if cfg.By == "" {
+		cfg.By = BySpeed
+	}
+	proto := NewSearch(cfg.Search)
+	out = &Outcome{Version: OutcomeVersion, By: cfg.By, Speed: cfg.Speed, SLO: cfg.SLO, Search: *proto,
+		SpanSeconds: cfg.Span.Seconds(), ResetModes: map[Side]reset.Mode{}, StartedAt: time.Now()}
+	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]Measurement{},
+		baseline: map[Side]*Baseline{}, n: map[Side]int{}}
+	for _, t := range cfg.Targets {
+		s := *proto
+		r.searches[t.Side] = &s
+		out.ResetModes[t.Side] = t.Reset.Mode()
+		out.Sides = append(out.Sides, &SideOutcome{Side: t.Side, Steps: []Step{}})
+	}
+	cleanup := cfg.CleanupTimeout
+	if cleanup <= 0 {
+		cleanup = 10 * time.Minute
+	}
+	var prepared []reset.Resetter
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup)
+		defer cancel()
+		for _, rs := range prepared {
+			if cerr := rs.Close(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up the %s reset: %w", rs.Mode(), cerr))
+			}
+		}
+		r.answer()
+		out.EndedAt = time.Now()
+		for _, s := range r.searches {
+			if _, done := s.Next(); !done {
+				out.Partial = true
+			}
+		}
+	}()
+	for _, t := range cfg.Targets {
+		prepared = append(prepared, t.Reset)
+		if perr := t.Reset.Prepare(ctx); perr != nil {
+			if ctx.Err() != nil {
+				out.Interrupted, out.Stopped = true, "interrupted before the first step"
+				return out, nil
+			}
+			out.Stopped = fmt.Sprintf("the %s target's reset could not be prepared: %v", t.Side, perr)
+			return out, fmt.Errorf("prepare the %s target's reset: %w", t.Side, perr)
+		}
+	}
+	seq := 0
+	for pass := 0; ; pass++ {
+		order := slices.Clone(cfg.Targets)
+		if pass%2 == 1 {
+			slices.Reverse(order)
+		}
+		progressed := false
+		for _, t := range order {
+			s := r.searches[t.Side]
+			k, done := s.Next()
+			if done {
+				continue
+			}
+			if ctx.Err() != nil {
+				out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before step %d", seq+1)
+				return out, nil
+			}
+			if cfg.Budget > 0 && time.Since(r.begun)+r.estimate(k) > cfg.Budget {
+				out.Stopped = fmt.Sprintf("the budget (%v) ends before the next step (%s at %gx) would", cfg.Budget, t.Side, k)
+				return out, nil
+			}
+			seq++
+			progressed = true
+			r.n[t.Side]++
+			st := StepRun{Seq: seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
+			if stop, err := r.step(ctx, st, t); stop || err != nil {
+				return out, err
+			}
+		}
+		if !progressed {
+			return out, nil
+		}
+	}
+}
+
+func (cfg *Config) check() error {
+	switch {
+	case cfg.Replay == nil:
+		return errors.New("headroom: no replay function")
+	case len(cfg.Targets) == 0 || len(cfg.Targets) > 2:
+		return fmt.Errorf("headroom: %d targets, want one or two", len(cfg.Targets))
+	case len(cfg.SLO.Rules) == 0:
+		return errors.New("headroom: an SLO without rules")
+	}
+	for _, t := range cfg.Targets {
+		if t.DSN == "" || t.Reset == nil {
+			return fmt.Errorf("headroom: the %s target needs a connection string and a reset (reset.None{} for none)", t.Side)
+		}
+	}
+	if len(cfg.Targets) == 2 && cfg.Targets[0].Side == cfg.Targets[1].Side {
+		return fmt.Errorf("headroom: two targets named %s", cfg.Targets[0].Side)
+	}
+	return nil
+}
+
+// step resets the target, replays at the step's k, releases and records
+// the step. stop is true when the run must stop.
+func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err error) {
+	so := r.out.Side(t.Side)
+	rec := Step{Seq: st.Seq, Side: st.Side, K: st.K, Round: st.Round, StartedAt: time.Now()}
+	began := time.Now()
+	r.progress(st, PhaseReset, nil)
+	rs, rerr := t.Reset.Reset(ctx, st.N)
+	rec.ResetSeconds = rs.Seconds
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if rerr != nil {
+		relErr := t.Reset.Release(cctx, rs)
+		if ctx.Err() != nil {
+			rec.Status = StatusInterrupted
+			so.Steps = append(so.Steps, rec)
+			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before step %d", st.Seq)
+			return true, relErr
+		}
+		rec.Status, rec.Error = StatusFailed, rerr.Error()
+		so.Steps = append(so.Steps, rec)
+		r.out.Stopped = fmt.Sprintf("the reset before step %d (%s) failed", st.Seq, st.Side)
+		return true, errors.Join(rerr, relErr)
+	}
+	st.Reset = rs
+	st.DatabaseMap = composeMap(r.cfg.DatabaseMap, rs.Databases)
+	st.Logs = expandLogs(t.Logs)
+	r.progress(st, PhaseReplay, nil)
+	replayStart := time.Now()
+	res, rerr := r.cfg.Replay(ctx, st, t)
+	rec.ReplaySeconds = time.Since(replayStart).Seconds()
+	relErr := t.Reset.Release(cctx, rs)
+	interrupted := ctx.Err() != nil
+	if res != nil && r.cfg.Dir != "" {
+		name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
+		if werr := outfile.Write(filepath.Join(r.cfg.Dir, name), func(w io.Writer) error { return results.Encode(w, res) }); werr != nil {
+			rerr = errors.Join(rerr, werr)
+		} else {
+			rec.File = name
+		}
+	}
+	switch {
+	case interrupted:
+		rec.Status = StatusInterrupted
+		if rerr != nil {
+			rec.Error = rerr.Error()
+		}
+		so.Steps = append(so.Steps, rec)
+		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during step %d (%s at %gx); its partial result does not count", st.Seq, st.Side, st.K)
+		return true, relErr
+	case rerr != nil || res == nil:
+		if rerr == nil {
+			rerr = errors.New("the replay gave no result")
+		}
+		rec.Status, rec.Error = StatusFailed, rerr.Error()
+		so.Steps = append(so.Steps, rec)
+		r.out.Stopped = fmt.Sprintf("step %d (%s at %gx) failed: %v", st.Seq, st.Side, st.K, rerr)
+		return true, errors.Join(fmt.Errorf("step %d (%s at %gx): %w", st.Seq, st.Side, st.K, rerr), relErr)
+	}
+	rec.Status = StatusDone
+	m := Measure(res)
+	rec.Measurement = &m
+	s := r.searches[st.Side]
+	if same(st.K, 1) && len(r.base[st.Side]) < s.BaseRounds {
+		rec.Baseline = true
+		r.base[st.Side] = append(r.base[st.Side], m)
+		if len(r.base[st.Side]) == s.BaseRounds {
+			b := NewBaseline(r.base[st.Side], r.cfg.SLO)
+			r.baseline[st.Side] = &b
+		}
+		s.Record(Trial{K: 1, Achieved: 1, Held: true, Margin: -1, Bound: BoundTarget})
+	} else {
+		v := Judge(*r.baseline[st.Side], m, st.K, r.cfg.SLO, r.cfg.Cores)
+		rec.Verdict = &v
+		s.Record(Trial{K: st.K, Achieved: v.AchievedK, Held: v.Held, Margin: v.Margin, Bound: v.Bound})
+	}
+	so.Steps = append(so.Steps, rec)
+	if over := time.Since(began) - r.span(st.K); over > 0 {
+		r.overheads = append(r.overheads, over)
+	}
+	r.progress(st, PhaseDone, &so.Steps[len(so.Steps)-1])
+	if relErr != nil {
+		r.out.Stopped = fmt.Sprintf("after step %d (%s) the reset could not release what it made", st.Seq, st.Side)
+		return true, relErr
+	}
+	return false, nil
+}
+
+// span is the log's length at load factor k.
+func (r *run) span(k float64) time.Duration {
+	return time.Duration(float64(r.cfg.Span) / k)
+}
+
+// estimate is how long a step at k is expected to take.
+func (r *run) estimate(k float64) time.Duration {
+	var over time.Duration
+	for _, o := range r.overheads {
+		over += o
+	}
+	if len(r.overheads) > 0 {
+		over /= time.Duration(len(r.overheads))
+	}
+	return r.span(k) + over
+}
+
+// remaining estimates the time the searches may still need: for each
+// side, the ladder above what it tried and a bisection and boundary
+// rounds (four steps) at about its largest k.
+func (r *run) remaining() time.Duration {
+	var left time.Duration
+	for _, s := range r.searches {
+		if _, done := s.Next(); done {
+			continue
+		}
+		top := s.maxTried()
+		if base := s.BaseRounds - s.rounds(1); base > 0 {
+			left += time.Duration(base) * r.estimate(1)
+		}
+		for _, l := range s.ladder {
+			if l > top+1e-9 {
+				left += r.estimate(l)
+			}
+		}
+		left += 4 * r.estimate(max(top, 1.5))
+	}
+	if b := r.cfg.Budget; b > 0 {
+		left = min(left, max(0, b-time.Since(r.begun)))
+	}
+	return left
+}
+
+func (r *run) progress(st StepRun, phase Phase, done *Step) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	p := Progress{Step: st, Phase: phase, Done: done, Elapsed: time.Since(r.begun)}
+	p.Remaining = r.remaining()
+	p.RemainingKnown = r.cfg.Span > 0
+	r.cfg.Progress(p)
+}
+
+// answer fills each side's answer, first break and model from its steps.
+func (r *run) answer() {
+	for _, so := range r.out.Sides {
+		s := r.searches[so.Side]
+		so.Baseline = r.baseline[so.Side]
+		if so.Baseline == nil {
+			continue
+		}
+		a := s.Answer()
+		so.Answer = &a
+		var pts []Point
+		var first *FirstBreak
+		for _, st := range so.Steps {
+			if st.Measurement == nil {
+				continue
+			}
+			pts = append(pts, Point{K: st.K, X: st.Measurement.StatementsPerS})
+			v := st.Verdict
+			if v == nil {
+				continue
+			}
+			if v.Bound != BoundTarget && so.BoundWhy == "" {
+				so.BoundWhy = fmt.Sprintf("at %gx asked (%.2fx achieved): %s", st.K, v.AchievedK, v.Why)
+			}
+			if v.Held || v.Bound != BoundTarget || len(v.Broken) == 0 {
+				continue
+			}
+			if first == nil || v.AchievedK < first.K {
+				first = &FirstBreak{K: v.AchievedK, AskedK: st.K, Break: v.Broken[0]}
+			}
+		}
+		so.FirstBreak = first
+		if u, ok := FitUSL(pts); ok {
+			so.USL = &u
+		}
+	}
+}
+
+// composeMap is the user's database map followed by the reset's copies.
+func composeMap(user, copies map[string]string) map[string]string {
+	if len(copies) == 0 {
+		return maps.Clone(user)
+	}
+	m := make(map[string]string, len(user)+len(copies))
+	for from, to := range user {
+		if c, ok := copies[to]; ok {
+			to = c
+		}
+		m[from] = to
+	}
+	for db, c := range copies {
+		if _, ok := user[db]; !ok {
+			m[db] = c
+		}
+	}
+	return m
+}
+
+// expandLogs expands the target's log patterns into files, sorted; a
+// pattern without a match stays as given (a file not written yet).
+func expandLogs(patterns []string) []string {
+	var files []string
+	for _, p := range patterns {
+		found, err := filepath.Glob(p)
+		if err != nil || len(found) == 0 {
+			found = []string{p}
+		}
+		slices.Sort(found)
+		for _, f := range found {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+	}
+	return files
+}

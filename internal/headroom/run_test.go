@@ -1,0 +1,207 @@
+package headroom
+
+import (
+	"context"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// fakeTarget answers a step as a target whose lookup's p95 grows past
+// +50% at kStar (noiseless), and whose load is capped at maxX
+// statements per second.
+type fakeTarget struct {
+	kStar float64
+	maxX  float64
+}
+
+const fakeRate = 1000 // statements per second at k = 1
+
+func (f fakeTarget) result(k float64) *results.Result {
+	x := min(fakeRate*k, f.maxX)
+	wall := 10.0
+	n := int64(x * wall)
+	p95 := 1.0 * math.Exp(math.Log(1.5)*(k-1)/(f.kStar-1))
+	return &results.Result{
+		Kind:       results.KindReplay,
+		Statements: results.StatementCounts{Total: n, Executed: n},
+		Queries: []querystats.Row{
+			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2, TimedCalls: n / 2, TotalMS: float64(n) / 2 * p95 / 2, MeanMS: p95 / 2, P50MS: p95 / 2, P95MS: p95, P99MS: p95 * 1.2},
+			{Fingerprint: "orders", Query: "SELECT sum(total) FROM orders WHERE customer_id = $1", Calls: n / 2, TimedCalls: n / 2, TotalMS: float64(n) / 2 * 0.5, MeanMS: 0.5, P50MS: 0.5, P95MS: 0.9, P99MS: 1},
+		},
+		Replay: &results.Replay{Speed: k, WallSeconds: wall, ClientCPUSeconds: 0.5},
+	}
+}
+
+// TestRun: two targets alternate (A B, then B A), each is measured at
+// k = 1 first, the weaker breaks lower, its first break is the query
+// that slows, and every step is reset.
+func TestRun(t *testing.T) {
+	slo, err := ParseSLO(DefaultSLO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[Side]fakeTarget{Control: {kStar: 6, maxX: 1e9}, Candidate: {kStar: 2.5, maxX: 1e9}}
+	var order []Side
+	cfg := Config{
+		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}, {Side: Candidate, DSN: "d", Reset: reset.None{}}},
+		SLO:     slo,
+		Search:  Search{MaxK: 16},
+		Span:    10 * time.Second,
+		Cores:   2,
+		Replay: func(ctx context.Context, st StepRun, tg Target) (*results.Result, error) {
+			order = append(order, st.Side)
+			return targets[st.Side].result(st.K), nil
+		},
+	}
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Partial || out.Interrupted {
+		t.Errorf("outcome partial %v interrupted %v: %s", out.Partial, out.Interrupted, out.Stopped)
+	}
+	if len(order) < 4 || order[0] != Control || order[1] != Candidate || order[2] != Candidate || order[3] != Control {
+		t.Errorf("order %v, want control, candidate, candidate, control ...", order)
+	}
+	ctl, cand := out.Side(Control), out.Side(Candidate)
+	for _, so := range []*SideOutcome{ctl, cand} {
+		a := so.Answer
+		kStar := targets[so.Side].kStar
+		if a == nil || a.AtLeast || a.Lo > kStar || a.Hi < kStar {
+			t.Errorf("%s: answer %+v, want an interval around %g", so.Side, a, kStar)
+		}
+		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != MetricP95 {
+			t.Errorf("%s: first break %+v, want the lookup's p95", so.Side, so.FirstBreak)
+		}
+		if !so.Steps[0].Baseline || !so.Steps[1].Baseline || so.Steps[2].Verdict == nil {
+			t.Errorf("%s: steps %+v: want two baseline rounds first", so.Side, so.Steps[:3])
+		}
+		if so.USL == nil {
+			t.Errorf("%s: no model", so.Side)
+		}
+	}
+	if cand.Answer.Hi >= ctl.Answer.Lo {
+		t.Errorf("candidate %+v and control %+v overlap", cand.Answer, ctl.Answer)
+	}
+}
+
+// TestRunRoundTrips: a target whose load cannot grow past 2.2x, while
+// its latency holds, is bound by the sessions' round trips: at least
+// about 2.2x, never a break.
+func TestRunRoundTrips(t *testing.T) {
+	slo, _ := ParseSLO(DefaultSLO)
+	tg := fakeTarget{kStar: 1e6, maxX: 2.2 * fakeRate}
+	out, err := Run(context.Background(), Config{
+		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
+		SLO:     slo, Span: 10 * time.Second, Cores: 2,
+		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) { return tg.result(st.K), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := out.Side(Control).Answer
+	if a == nil || !a.AtLeast || a.Bound != BoundRoundTrips || math.Abs(a.Lo-2.2) > 0.05 || out.Side(Control).FirstBreak != nil {
+		t.Errorf("answer %+v, first break %+v: want at least 2.2x bound by round trips", a, out.Side(Control).FirstBreak)
+	}
+}
+
+// TestRunReplayer: a replayer whose CPU is saturated is named as the
+// limit, not the target.
+func TestRunReplayer(t *testing.T) {
+	slo, _ := ParseSLO(DefaultSLO)
+	tg := fakeTarget{kStar: 1e6, maxX: 3.1 * fakeRate}
+	out, err := Run(context.Background(), Config{
+		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
+		SLO:     slo, Span: 10 * time.Second, Cores: 2,
+		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+			res := tg.result(st.K)
+			if st.K*fakeRate > tg.maxX {
+				res.Replay.ClientCPUSeconds = 1.9 * res.Replay.WallSeconds
+			}
+			return res, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(Control)
+	if so.Answer == nil || so.Answer.Bound != BoundReplayer || !so.Answer.AtLeast || so.BoundWhy == "" {
+		t.Errorf("answer %+v (%s): want the replayer named", so.Answer, so.BoundWhy)
+	}
+}
+
+// TestRunInterrupted: Ctrl-C during a step keeps the steps finished,
+// marks the outcome partial and interrupted, and answers from what ran.
+func TestRunInterrupted(t *testing.T) {
+	slo, _ := ParseSLO(DefaultSLO)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tg := fakeTarget{kStar: 6, maxX: 1e9}
+	steps := 0
+	out, err := Run(ctx, Config{
+		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
+		SLO:     slo, Span: 10 * time.Second, Cores: 2,
+		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+			steps++
+			if steps == 5 {
+				cancel()
+				res := tg.result(st.K)
+				res.Partial = true
+				return res, nil
+			}
+			return tg.result(st.K), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(Control)
+	if !out.Interrupted || !out.Partial || len(so.Steps) != 5 || so.Steps[4].Status != StatusInterrupted || so.Answer == nil || !so.Answer.AtLeast || so.Answer.Lo != 2 {
+		t.Errorf("interrupted %v partial %v, %d steps, answer %+v: want 4 steps kept, at least 2x", out.Interrupted, out.Partial, len(so.Steps), so.Answer)
+	}
+}
+
+// TestRunBudget: no step starts that would end past the budget. Each
+// step takes the log's span at its k, on synctest's clock.
+func TestRunBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slo, _ := ParseSLO(DefaultSLO)
+		tg := fakeTarget{kStar: 6, maxX: 1e9}
+		out, err := Run(context.Background(), Config{
+			Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
+			SLO:     slo, Span: time.Hour, Cores: 2, Budget: 150 * time.Minute,
+			Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+				time.Sleep(time.Duration(float64(time.Hour) / st.K))
+				return tg.result(st.K), nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1h + 1h, then 40 min for 1.5x would pass 150 min.
+		if so := out.Side(Control); !out.Partial || len(so.Steps) != 2 || out.Stopped == "" {
+			t.Errorf("partial %v, %d steps, stopped %q: want the two baseline rounds only", out.Partial, len(so.Steps), out.Stopped)
+		}
+	})
+}
+
+func TestParseSLO(t *testing.T) {
+	s, err := ParseSLO("p95<+50%, errors<+0.1pp,p99<2x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.String(); got != "p95<+50%,errors<+0.1pp,p99<+100%" {
+		t.Errorf("String() = %q", got)
+	}
+	for _, bad := range []string{"", "p95>+50%", "p95<50", "errors<+1%", "cpu<+5%", "p95<+5%,p95<+6%", "p95<0.5x"} {
+		if _, err := ParseSLO(bad); err == nil {
+			t.Errorf("ParseSLO(%q): no error", bad)
+		}
+	}
+}
