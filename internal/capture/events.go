@@ -117,9 +117,11 @@ type capSession struct {
 	pid      int32
 	stmts    map[string]prepared
 	portals  map[string]portal
-	// simple is the Query in flight; pending the Executes of the current
-	// extended batch without their answer yet, in order.
-	simple  *inFlight
+	// simple are the Queries in flight, in order: a client may send the
+	// next before the first's ReadyForQuery, and the server answers
+	// them in turn. pending are the Executes of the current extended
+	// batch without their answer yet, in order.
+	simple  []*inFlight
 	pending []*inFlight
 	// failed: an error ended the current extended batch; the server
 	// discards what follows up to the Sync.
@@ -245,8 +247,13 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		}
 		ev := d.event(s, event.Statement, r.Time)
 		ev.Query = m.String
-		s.simple = &inFlight{ev: ev}
-		s.copying = s.simple
+		f := &inFlight{ev: ev}
+		if len(s.simple) == 0 {
+			// Behind another Query, its COPY data waits for its
+			// CopyInResponse (copyIn).
+			s.copying = f
+		}
+		s.simple = append(s.simple, f)
 		d.use()
 	case 'P':
 		var m pgproto3.Parse
@@ -363,8 +370,8 @@ func wireOf(p portal) *event.Wire {
 // head is the execution an answer belongs to: the Query in flight, else
 // the first Execute of the batch.
 func (s *capSession) head() *inFlight {
-	if s.simple != nil {
-		return s.simple
+	if len(s.simple) > 0 {
+		return s.simple[0]
 	}
 	if len(s.pending) > 0 {
 		return s.pending[0]
@@ -374,8 +381,8 @@ func (s *capSession) head() *inFlight {
 
 func (d *Decoder) complete(s *capSession, r *Record) {
 	d.use()
-	if s.simple != nil {
-		s.simple.rows = append(s.simple.rows, tagRows(r.Tag))
+	if len(s.simple) > 0 {
+		s.simple[0].rows = append(s.simple[0].rows, tagRows(r.Tag))
 		return
 	}
 	if len(s.pending) == 0 {
@@ -405,7 +412,7 @@ func (d *Decoder) error(s *capSession, r *Record) {
 	f.ev.Failed = true
 	f.ev.SQLState = r.SQLState
 	f.ev.SetError(r.Severity, r.Message)
-	if s.simple != nil {
+	if len(s.simple) > 0 {
 		// The rest of the string is not run; ReadyForQuery ends it.
 		return
 	}
@@ -427,9 +434,14 @@ func (d *Decoder) copyIn(s *capSession) {
 
 func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 	d.use()
-	if s.simple != nil {
-		d.emit(s.simple, r.Time)
-		s.simple = nil
+	if len(s.simple) > 0 {
+		// The ReadyForQuery of the first Query in flight.
+		d.emit(s.simple[0], r.Time)
+		s.simple[0] = nil
+		s.simple = s.simple[1:]
+		if len(s.simple) == 0 {
+			s.simple = nil
+		}
 	}
 	// Executes still without an answer (an empty query, a portal
 	// suspended at its row limit) end with the batch.
@@ -470,10 +482,10 @@ func (d *Decoder) end(s *capSession, t int64) {
 // flush yields what a session had in flight when its record stream
 // stopped: executions whose answer never came.
 func (d *Decoder) flush(s *capSession) {
-	if s.simple != nil {
-		d.yield(s.simple)
-		s.simple = nil
+	for _, f := range s.simple {
+		d.yield(f)
 	}
+	s.simple = nil
 	for _, f := range s.pending {
 		d.yield(f)
 	}

@@ -178,3 +178,60 @@ func TestDecoder(t *testing.T) {
 		t.Errorf("warnings: %q", d.Warnings())
 	}
 }
+
+// TestDecoderPipelinedQueries: a client may send several simple Query
+// messages without waiting for the first's ReadyForQuery; the server
+// answers them in order, each up to its own ReadyForQuery. Each is one
+// statement, with its own answer, error and COPY data: none is lost.
+func TestDecoderPipelinedQueries(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, Params: []Param{{Name: "user", Value: "app"}}},
+		fe(t, 1, 200, &pgproto3.Query{String: "UPDATE t SET x = 1"}),
+		fe(t, 1, 201, &pgproto3.Query{String: "SELECT 1 / 0"}),
+		fe(t, 1, 202, &pgproto3.Query{String: "COPY t FROM STDIN"}),
+		fe(t, 1, 203, &pgproto3.Query{String: "SELECT 2"}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: "UPDATE 3"},
+		{Kind: KindReady, Session: 1, Time: 211, TxStatus: 'I'},
+		{Kind: KindError, Session: 1, Time: 220, SQLState: "22012", Severity: "ERROR", Message: "division by zero"},
+		{Kind: KindReady, Session: 1, Time: 221, TxStatus: 'I'},
+		{Kind: KindCopyIn, Session: 1, Time: 230},
+		fe(t, 1, 231, &pgproto3.CopyData{Data: []byte("1\n")}),
+		fe(t, 1, 232, &pgproto3.CopyDone{}),
+		{Kind: KindComplete, Session: 1, Time: 240, Tag: "COPY 1"},
+		{Kind: KindReady, Session: 1, Time: 241, TxStatus: 'I'},
+		{Kind: KindComplete, Session: 1, Time: 250, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 251, TxStatus: 'I'},
+		fe(t, 1, 300, &pgproto3.Query{String: "SELECT 3"}),
+		fe(t, 1, 301, &pgproto3.Query{String: "SELECT 4"}),
+		{Kind: KindComplete, Session: 1, Time: 310, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 311, TxStatus: 'I'},
+		// The capture stops with the second in flight.
+	}
+	d := NewDecoder(&recs)
+	var got []string
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describe(ev))
+	}
+	want := []string{
+		"connect c1",
+		`statement c1 "UPDATE t SET x = 1" 11us rows=[3]`,
+		`statement c1 "SELECT 1 / 0" 20us failed=22012 rows=[]`,
+		`statement c1 "COPY t FROM STDIN" 39us rows=[1] copy=["1\n"]`,
+		`statement c1 "SELECT 2" 48us rows=[1]`,
+		`statement c1 "SELECT 3" 11us rows=[1]`,
+		`statement c1 "SELECT 4"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := d.Counts(); c.Used != c.Total {
+		t.Errorf("counts %+v: want every record used", c)
+	}
+}
