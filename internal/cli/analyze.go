@@ -46,7 +46,7 @@ type analyzeFlags struct {
 func newAnalyzeCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f analyzeFlags
 	cmd := &cobra.Command{
-		Use:   "analyze [flags] LOG...",
+		Use:   "analyze [flags] LOG|CAPTURE...",
 		Short: "Summarize the workload in PostgreSQL server logs",
 		Long: `analyze reads PostgreSQL server logs (stderr, csvlog, jsonlog, syslog and the
 exports of managed services, optionally compressed; "-" is standard input) and summarizes the workload: how every
@@ -62,7 +62,7 @@ statement, its logged duration divided equally among them.
 Ctrl-C stops reading; what was read so far is still summarized, marked as
 partial, and the exit code is 1.
 
-` + keepSamplesHelp + exitHelp(exitDocNoInput, exitDocInputCut),
+` + captureHelp[1:] + "\n" + keepSamplesHelp + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyzeCmd(cmd.Context(), stdio, f, args)

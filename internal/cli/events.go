@@ -27,7 +27,7 @@ func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var maxSkipped float64
 	var startFlag, endFlag string
 	cmd := &cobra.Command{
-		Use:   "events [flags] LOG...",
+		Use:   "events [flags] LOG|CAPTURE...",
 		Short: "Print the events the log reader finds in PostgreSQL logs",
 		Long: `events prints, one JSON object per line, what the log reader makes of each
 log: sessions connecting and disconnecting, statements, extended-protocol
@@ -39,7 +39,7 @@ $1, $2... (as pg_stat_statements shows them), unless --show-params is given:
 they may hold personal data and passwords (ALTER ROLE ... PASSWORD '...').
 The plans the server logged (auto_explain) are shown by their format, with
 their text, which holds the statement's constants, only with --show-params.
-` + exitHelp(exitDocNoInput, exitDocInputCut),
+` + captureHelp + exitHelp(exitDocNoInput, exitDocInputCut),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxSkipped < 0 || maxSkipped > 100 {

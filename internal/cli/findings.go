@@ -39,7 +39,7 @@ type findingsFlags struct {
 func newFindingsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f findingsFlags
 	cmd := &cobra.Command{
-		Use:   "findings [flags] ANALYSIS.json | LOG...",
+		Use:   "findings [flags] ANALYSIS.json | LOG|CAPTURE...",
 		Short: "Name the known performance traps of a workload, with evidence and a fix",
 		Long: `findings looks for the known traps of a workload and says what to fix:
 
@@ -63,7 +63,7 @@ count: --server-cpus, or this machine's when --dsn points to a local server.
 
 The findings go to standard output; --json writes them as JSON ("-" for
 standard output, the text then goes to standard error), --html as a page.
-` + exitHelp(exitDocNoInput),
+` + captureHelp + exitHelp(exitDocNoInput),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runFindings(cmd.Context(), stdio, f, args)

@@ -46,6 +46,15 @@ func (f logFlags) options(stdio IO) (logread.Options, error) {
 	return opts, nil
 }
 
+// captureHelp tells, in every command that reads logs, that a capture
+// is read as one.
+const captureHelp = `
+A capture (the directory "pgrehearse capture" writes, or one of its segment
+files) is read as a log is, detected by its content: the sessions as the
+proxy relayed them, with their parameters as sent and the server's answers.
+--format, --prefix and --timezone are for logs; a capture needs none.
+`
+
 // sourceOptions are the options of source.Open for the flags: the
 // opener's warnings go to standard error.
 func (f logFlags) sourceOptions(stdio IO, parts int, sel *source.Selection) (source.Options, error) {

@@ -55,7 +55,7 @@ type rehearseFlags struct {
 func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f rehearseFlags
 	cmd := &cobra.Command{
-		Use:   "rehearse --control DSN --candidate DSN [flags] LOG...",
+		Use:   "rehearse --control DSN --candidate DSN [flags] LOG|CAPTURE...",
 		Short: "Replay a log onto a control and a candidate in alternating rounds, and compare like with like",
 		Long: `rehearse answers "what would get slower if production traffic hit the
 changed server?" by comparing replay with replay: it replays the logs onto a
@@ -140,7 +140,7 @@ EXPLAIN ANALYZE of plain SELECTs unless --explain-analyze=false); without,
 generic plans, said so.
 
 ` + rulesHelp + `
-` + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
+` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
 			exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
 			exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"}),
 		Args: cobra.MinimumNArgs(1),

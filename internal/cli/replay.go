@@ -63,7 +63,7 @@ type replayFlags struct {
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
-		Use:   "replay --target DSN [flags] LOG...",
+		Use:   "replay --target DSN [flags] LOG|CAPTURE...",
 		Short: "Replay the traffic of PostgreSQL server logs against a target server",
 		Long: `replay plays the sessions of PostgreSQL server logs (as analyze reads them)
 against a target server: each original session is its own connection, as its
@@ -133,7 +133,7 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
+` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A dry run measures the log, not a pace: it runs unpaced

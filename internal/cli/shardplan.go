@@ -29,7 +29,7 @@ type shardPlanFlags struct {
 func newShardPlanCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f shardPlanFlags
 	cmd := &cobra.Command{
-		Use:   "plan --shards N --out PLAN.json [flags] LOG...",
+		Use:   "plan --shards N --out PLAN.json [flags] LOG|CAPTURE...",
 		Short: "Split a log's sessions into N shards for a replay spread over N processes",
 		Long: `plan reads the logs once and writes a shard plan: which of N shards replays
 each session (replay --shard K/N --plan PLAN.json, or the pods of a Kubernetes
@@ -40,7 +40,7 @@ inside one process. The summary says what share of those dependencies still
 crosses shards, next to what a split by hash (no plan) would leave.
 
 The plan is JSON (docs/shard-plan-json.md), written atomically to --out.
-` + exitHelp(exitDocNoInput),
+` + captureHelp + exitHelp(exitDocNoInput),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShardPlan(ctx, stdio, f, args)

@@ -125,7 +125,7 @@ set PG_BIN to their directory, or install them with
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write a self-contained HTML report with the TPS and p95 chart to `FILE`")
 	fl.BoolVar(&f.init, "init", false, "with --target, run pgbench -i --scale on it first; with --log, also on throwaway clusters (for a pgbench capture)")
-	fl.StringVar(&f.logPath, "log", "", "sweep a captured server log `FILE`, replayed at speed 0 with its sessions multiplied")
+	fl.StringVar(&f.logPath, "log", "", "sweep a captured server log `FILE` (or a capture directory of pgrehearse capture), replayed at speed 0 with its sessions multiplied")
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.StringVar(&f.format, "format", "auto", "with --log: log format, auto, stderr, csvlog or jsonlog")
 	fl.StringVar(&f.prefix, "prefix", "", "with --log: log_line_prefix of a stderr log (default: detected)")

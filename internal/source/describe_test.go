@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/shard"
 )
 
@@ -29,7 +31,8 @@ func writeTestCapture(t *testing.T, dir string, queries int, fileSize int64) {
 		msg = append(msg, 0)
 		binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
 		recs = append(recs, capture.Record{Kind: capture.KindFrontend, Session: 1, Time: at + int64(i)*100 + 10, Msg: msg},
-			capture.Record{Kind: capture.KindComplete, Session: 1, Time: at + int64(i)*100 + 50, Tag: "SELECT 1"})
+			capture.Record{Kind: capture.KindComplete, Session: 1, Time: at + int64(i)*100 + 50, Tag: "SELECT 1"},
+			capture.Record{Kind: capture.KindReady, Session: 1, Time: at + int64(i)*100 + 60, TxStatus: 'I'})
 	}
 	for i := range recs {
 		if err := w.Write(&recs[i]); err != nil {
@@ -118,5 +121,35 @@ func TestDescribeCapture(t *testing.T) {
 	defer set.Close()
 	if in := set.Input(); !in.Known() || in.Files[0].Size != d.Size || in.Files[0].Hash != d.Hash {
 		t.Errorf("Open's input %+v, Describe's %+v", in.Files, d)
+	}
+}
+
+// TestOpenCaptureLogOptions: a log's format or prefix given for a
+// capture is not used, and a warning names the capture; without them,
+// nothing is said.
+func TestOpenCaptureLogOptions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "capture")
+	writeTestCapture(t, dir, 3, 0)
+	for _, tc := range []struct {
+		log  logread.Options
+		warn bool
+	}{
+		{logread.Options{}, false},
+		{logread.Options{Format: logread.FormatAuto}, false},
+		{logread.Options{Format: logread.FormatCSV}, true},
+		{logread.Options{Prefix: "%m [%p] "}, true},
+	} {
+		var warnings []string
+		set, err := Open([]string{dir}, Options{Log: tc.log, Warn: func(w string) { warnings = append(warnings, w) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := readAll(t, set); n != 3 {
+			t.Errorf("%+v: %d statements read, want 3", tc.log, n)
+		}
+		set.Close()
+		if got := len(warnings) == 1 && strings.Contains(warnings[0], dir+" is a capture"); got != tc.warn || len(warnings) > 1 {
+			t.Errorf("%+v: warnings %q, want one naming the capture: %v", tc.log, warnings, tc.warn)
+		}
 	}
 }

@@ -124,6 +124,9 @@ func Open(paths []string, opts Options) (*Set, error) {
 			}
 			return fail(&OpenError{Path: p, Err: err})
 		}
+		if _, isLog := LogReader(f.readers[0]); !isLog && logOptionsGiven(opts.Log) {
+			warn("%s is a capture: the log format, prefix and time zone given are for logs, and not used for it", p)
+		}
 		if o := s.repeats(f); o != nil {
 			if o.path == f.path || sameFile(o.path, f.path) {
 				warn("%s is given twice: read once", p)
@@ -145,6 +148,12 @@ func Open(paths []string, opts Options) (*Set, error) {
 	}
 	s.build()
 	return s, nil
+}
+
+// logOptionsGiven reports whether o says more of a log than the reader
+// would detect: a format, a prefix or a time zone.
+func logOptionsGiven(o logread.Options) bool {
+	return (o.Format != "" && o.Format != logread.FormatAuto) || o.Prefix != "" || o.TimeZone != nil
 }
 
 // Origin is where a run's events come from, opened by the run itself with
