@@ -215,7 +215,18 @@ type eval struct {
 	report *Report
 }
 
-func (e *eval) add(f Finding) { e.report.Findings = append(e.report.Findings, f) }
+// minSharePct is the least share of the workload's time a finding with
+// one must weigh to be more than info: a trap that costs the workload
+// almost nothing is worth knowing, not a warning.
+const minSharePct = 1.0
+
+func (e *eval) add(f Finding) {
+	if share, ok := f.Figure("share_of_total_time_pct"); ok && share.Value < minSharePct && f.Severity != Info {
+		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("info rather than %s: %.1f%% of the workload's time, under %g%%", f.Severity, share.Value, minSharePct))
+		f.Severity = Info
+	}
+	e.report.Findings = append(e.report.Findings, f)
+}
 func (e *eval) skip(id, reason string) {
 	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{ID: id, Reason: reason})
 }

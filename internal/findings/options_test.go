@@ -34,3 +34,31 @@ func TestThresholds(t *testing.T) {
 		t.Errorf("report options: %v", rep.Options)
 	}
 }
+
+// TestSeverityFollowsShare: a finding on under 1% of the workload's time
+// is info, whatever its rule would make it, and says why; one above keeps
+// its severity.
+func TestSeverityFollowsShare(t *testing.T) {
+	for _, tc := range []struct {
+		share float64
+		sev   Severity
+		want  Severity
+	}{
+		{0.2, Warning, Info},
+		{0.99, Critical, Info},
+		{1, Warning, Warning},
+		{60, Critical, Critical},
+	} {
+		e := &eval{report: &Report{}}
+		f := Finding{ID: IDBatchInserts, Severity: tc.sev}
+		f.Evidence.Figures = append(f.Evidence.Figures, fig("share_of_total_time_pct", tc.share, "%"))
+		e.add(f)
+		got := e.report.Findings[0]
+		if got.Severity != tc.want {
+			t.Errorf("share %v%%, %s: %s, want %s", tc.share, tc.sev, got.Severity, tc.want)
+		}
+		if (tc.want != tc.sev) != (len(got.Evidence.Notes) == 1) {
+			t.Errorf("share %v%%: notes %q", tc.share, got.Evidence.Notes)
+		}
+	}
+}
