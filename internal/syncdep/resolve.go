@@ -407,13 +407,46 @@ func (r *Resolver) Effect(st *Statement) Effect {
 // funcEffects adds what the functions st calls may read and write.
 func (r *Resolver) funcEffects(st *Statement, e *Effect) {
 	for _, f := range st.Funcs {
-		switch r.fn(f) {
+		k := r.fn(f)
+		if k == fnPure && (f.Schema == "" || f.Schema == "pg_catalog") {
+			// The large-object functions read and write the large
+			// objects' catalog, which no statement names: one
+			// relation of its own here.
+			switch largeObjectFuncs[f.Name] {
+			case loReads:
+				e.Touch = append(e.Touch, largeObjects)
+			case loWrites:
+				e.Touch = append(e.Touch, largeObjects)
+				e.Write = append(e.Write, largeObjects)
+			}
+		}
+		switch k {
 		case fnReads:
 			e.ReadAll = true
 		case fnOpaque:
 			e.ReadAll, e.WriteAll = true, true
 		}
 	}
+}
+
+// largeObjects is the relation key of pg_largeobject, which the
+// large-object functions read and write.
+const largeObjects = "pg_catalog.pg_largeobject"
+
+type loAccess uint8
+
+const (
+	loReads loAccess = iota + 1
+	loWrites
+)
+
+// largeObjectFuncs are the builtins that read or write large objects (the
+// server's side of libpq's lo_* calls, as SQL).
+var largeObjectFuncs = map[string]loAccess{
+	"lo_open": loReads, "loread": loReads, "lo_get": loReads, "lo_export": loReads,
+	"lo_lseek": loReads, "lo_lseek64": loReads, "lo_tell": loReads, "lo_tell64": loReads, "lo_close": loReads,
+	"lo_create": loWrites, "lo_creat": loWrites, "lo_from_bytea": loWrites, "lo_import": loWrites,
+	"lo_put": loWrites, "lowrite": loWrites, "lo_unlink": loWrites, "lo_truncate": loWrites, "lo_truncate64": loWrites,
 }
 
 // assemble fills Touch, Write and Lock from an expansion: every relation

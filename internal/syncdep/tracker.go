@@ -164,6 +164,10 @@ type effect struct {
 	writeAll bool
 	lockAll  bool
 	barrier  bool
+	// query: a SELECT, VALUES, TABLE or WITH, which reads what other
+	// sessions made even when it names no relation (see Session.Event);
+	// not SET, SHOW, LISTEN, FETCH, a plain EXPLAIN...
+	query bool
 	// rows: the row of one relation it reaches by key, whose ids each
 	// event decides from its parameters (see Tracker.rowEffect).
 	rows *rowRef
@@ -178,6 +182,27 @@ type rowRef struct {
 	kinds               []keyKind
 	write, lock, insert bool
 }
+
+// isQuery reports whether a normalized statement is a query: SELECT,
+// VALUES, TABLE or WITH, in parentheses or not.
+func isQuery(q string) bool {
+	q = strings.TrimLeft(q, " \t\r\n(")
+	n := 0
+	for n < len(q) && n < 7 && (q[n]|0x20 >= 'a' && q[n]|0x20 <= 'z') {
+		n++
+	}
+	switch strings.ToLower(q[:n]) {
+	case "select", "values", "table", "with":
+		return true
+	}
+	return false
+}
+
+// noEffect is the effect of a statement that names no relation and
+// calls no function that reads or writes one: waited for by nothing, it
+// still waits for the commits that may have written anything (see
+// Session.Event).
+var noEffect = &effect{}
 
 func (e *effect) empty() bool {
 	return len(e.touch) == 0 && len(e.write) == 0 && e.rows == nil && !e.readAll && !e.writeAll
@@ -443,7 +468,8 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	// shared with the rest of the replay.
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
-	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier}
+	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier,
+		query: isQuery(it.Query)}
 	// A relation reached whole also waits for writes of its rows by
 	// key (its any id).
 	for _, k := range ef.Touch {
@@ -572,6 +598,20 @@ func (s *Session) Event(e Exec) Step {
 			delete(t.prepared, it.Class(e.Text).Gid)
 		case TxNone:
 			if eff.empty() {
+				if !eff.query {
+					continue
+				}
+				// A query that names no relation may still read
+				// what another session's commit made: a role, a
+				// grant, a function, a large object (SELECT
+				// loread(...) after a GRANT ON LARGE OBJECT). So it
+				// waits for every earlier commit in commit mode,
+				// and for those of unknown effect (DDL, GRANT) in
+				// object mode; it writes nothing.
+				wantAll = wantAll || t.mode == Commit
+				if step.Wait.eff == nil {
+					step.Wait.eff = noEffect
+				}
 				continue
 			}
 			if eff.rows != nil {
@@ -596,7 +636,7 @@ func (s *Session) Event(e Exec) Step {
 			step.Barrier = step.Barrier || eff.barrier
 			wantAll = wantAll || t.mode == Commit
 			switch {
-			case step.Wait.eff == nil:
+			case step.Wait.eff == nil || step.Wait.eff == noEffect:
 				step.Wait.eff = eff
 			case merged == nil:
 				merged = &effect{}

@@ -428,3 +428,54 @@ func TestLockCut(t *testing.T) {
 		t.Errorf("after the commit it ran beside is done, it waits for %v (late %v, other %v)", got, late, other)
 	}
 }
+
+// TestNoRelationWaits: a statement that names no relation (a large
+// object read, a builtin) still depends on another session's earlier
+// GRANT: in commit mode it waits for every earlier commit, in object
+// mode for those of unknown effect and for the large-object writes.
+// Before, it waited for nothing, and failed with 42501 on the target
+// (issue 39).
+func TestNoRelationWaits(t *testing.T) {
+	for _, mode := range []Mode{Object, Commit} {
+		tr := NewTracker(mode)
+		cat := shopCatalog()
+		cat.Builtins = append(cat.Builtins, "lo_from_bytea", "loread", "lo_open")
+		tr.SetCatalog("shop", cat)
+		b := tr.Board()
+		owner, reader := tr.Session("shop", "owner"), tr.Session("shop", "reader")
+		create := run(owner, ms(1)-100, ms(1), "SELECT lo_from_bytea(4242, 'x')").Commit
+		if create == nil {
+			t.Fatalf("%v: a large object's creation committed nothing", mode)
+		}
+		grant := run(owner, ms(2)-100, ms(2), "GRANT SELECT ON LARGE OBJECT 4242 TO reader").Commit
+		if grant == nil {
+			t.Fatalf("%v: the GRANT committed nothing", mode)
+		}
+		get := run(reader, ms(3)-100, ms(3), "SELECT loread(lo_open(4242, 262144), 10)")
+		if got := b.Blocker(get.Wait); got != create {
+			t.Errorf("%v: the large object's read waits for %v, want its creation", mode, got)
+		}
+		// A statement that reaches nothing waits, in object mode, for
+		// the GRANT only.
+		one := run(reader, ms(4)-100, ms(4), "SELECT 1")
+		want := grant
+		if mode == Commit {
+			want = create
+		}
+		if got := b.Blocker(one.Wait); got != want {
+			t.Errorf("%v: SELECT 1 waits for %v, want %v", mode, got, want)
+		}
+		create.Done()
+		if got := b.Blocker(get.Wait); got != grant {
+			t.Errorf("%v: the read waits for %v, want the GRANT", mode, got)
+		}
+		grant.Done()
+		if got := b.Blocker(get.Wait); got != nil {
+			t.Errorf("%v: the read still waits for %v", mode, got)
+		}
+		// Transaction control never waits.
+		if st := run(reader, ms(5)-100, ms(5), "BEGIN"); !st.Wait.None() {
+			t.Errorf("%v: BEGIN waits: %+v", mode, st)
+		}
+	}
+}
