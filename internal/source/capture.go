@@ -2,6 +2,8 @@ package source
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
@@ -19,6 +21,14 @@ type capReader struct {
 
 	mu          sync.Mutex // guards the reader's progress against Progress
 	first, last int64
+
+	// alone: path is one segment file of a capture, read without the
+	// others; others counts the other segments beside it, and closed
+	// says its directory has the manifest of a capture closed by its
+	// proxy.
+	alone  bool
+	others int
+	closed bool
 }
 
 // openCapture opens the capture at path (a directory, or one of its
@@ -30,6 +40,19 @@ func openCapture(path string) (*capReader, error) {
 	}
 	c := &capReader{path: path, r: r}
 	c.dec = capture.NewDecoder(lockedRecords{c})
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		c.alone = true
+		dir := filepath.Dir(path)
+		if segs, err := capture.Segments(dir); err == nil {
+			for _, seg := range segs {
+				if !sameFile(seg, path) {
+					c.others++
+				}
+			}
+		}
+		_, err := capture.ReadManifest(dir)
+		c.closed = err == nil
+	}
 	return c, nil
 }
 
@@ -93,7 +116,12 @@ func (c *capReader) Partial() error {
 
 func (c *capReader) Warnings() []string {
 	w := c.dec.Warnings()
-	if info := c.r.Info(); !info.Finalized && !c.r.Partial() {
+	switch info := c.r.Info(); {
+	case c.alone && c.others > 0:
+		w = append(w, fmt.Sprintf("%s is one segment file of a capture of %d, read alone: sessions that go on in the others are cut; give the capture's directory to read them all", c.path, c.others+1))
+	case c.alone && c.closed:
+		// The capture's only segment, its proxy closed it: whole.
+	case !info.Finalized && !c.r.Partial():
 		w = append(w, fmt.Sprintf("capture %s has no manifest: its proxy stopped without closing it, so sessions may be cut at its end", c.path))
 	}
 	return w

@@ -1,7 +1,10 @@
 package source
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +37,7 @@ func writeTestCapture(t *testing.T, dir string, queries int, fileSize int64) {
 			capture.Record{Kind: capture.KindComplete, Session: 1, Time: at + int64(i)*100 + 50, Tag: "SELECT 1"},
 			capture.Record{Kind: capture.KindReady, Session: 1, Time: at + int64(i)*100 + 60, TxStatus: 'I'})
 	}
+	recs = append(recs, capture.Record{Kind: capture.KindEnd, Session: 1, Time: at + int64(queries)*100 + 100, End: capture.EndTerminate})
 	for i := range recs {
 		if err := w.Write(&recs[i]); err != nil {
 			t.Fatal(err)
@@ -151,5 +155,75 @@ func TestOpenCaptureLogOptions(t *testing.T) {
 		if got := len(warnings) == 1 && strings.Contains(warnings[0], dir+" is a capture"); got != tc.warn || len(warnings) > 1 {
 			t.Errorf("%+v: warnings %q, want one naming the capture: %v", tc.log, warnings, tc.warn)
 		}
+	}
+}
+
+// TestOpenCaptureSegment: one segment file is read as a capture; alone
+// of several, a warning says the sessions going on in the others are cut
+// (and the decoder, that they were open at its end); none is said for the
+// only segment of a closed capture. A capture on
+// standard input is refused with the way to read it.
+func TestOpenCaptureSegment(t *testing.T) {
+	one, several := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "several")
+	writeTestCapture(t, one, 5, 0)
+	writeTestCapture(t, several, 400, 2<<10)
+	lone := filepath.Join(t.TempDir(), "lone.pgcap")
+	segs, err := capture.Segments(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manySegs, err := capture.Segments(several)
+	if err != nil || len(manySegs) < 2 {
+		t.Fatalf("segments %v: %v", manySegs, err)
+	}
+	for _, tc := range []struct {
+		path, warn string
+		statements int
+	}{
+		{segs[0], "", 5},
+		{manySegs[0], fmt.Sprintf("one segment file of a capture of %d, read alone", len(manySegs)), -1},
+		{lone, "has no manifest", 5},
+	} {
+		set, err := Open([]string{tc.path}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := readAll(t, set)
+		ws := set.Warnings()
+		set.Close()
+		if tc.statements >= 0 && n != tc.statements {
+			t.Errorf("%s: %d statements, want %d", tc.path, n, tc.statements)
+		}
+		said := false
+		for _, w := range ws {
+			said = said || strings.Contains(w.Text, tc.warn)
+		}
+		switch {
+		case tc.warn == "" && len(ws) != 0:
+			t.Errorf("%s: warnings %v, want none", tc.path, ws)
+		case tc.warn != "" && !said:
+			t.Errorf("%s: warnings %v, want one saying %q", tc.path, ws, tc.warn)
+		}
+	}
+
+	_, err = Open([]string{"-"}, Options{Log: logread.Options{Stdin: bytes.NewReader(b)}})
+	if !errors.Is(err, ErrCaptureStdin) {
+		t.Errorf("a capture on standard input: %v, want %v", err, ErrCaptureStdin)
+	}
+	// A log on standard input is still read whole.
+	set, err := Open([]string{"-"}, Options{Log: logread.Options{Stdin: strings.NewReader(stderrLog(time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC), 20))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if n := readAll(t, set); n != 20 {
+		t.Errorf("a log on standard input: %d statements, want 20", n)
 	}
 }

@@ -1,6 +1,10 @@
 package source
 
 import (
+	"bufio"
+	"errors"
+	"os"
+
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -61,9 +65,25 @@ func LogReader(r Reader) (*logread.Reader, bool) {
 	return lr.Reader, true
 }
 
+// ErrCaptureStdin is Open's error for a capture given on standard input.
+var ErrCaptureStdin = errors.New("standard input holds a capture: give the capture's directory instead, which is read from its files")
+
 // openReaders opens one input: a capture when it is one, else a log, in
 // parts when asked.
 func openReaders(path string, opts Options) ([]Reader, error) {
+	if path == "-" {
+		// A capture is read from its files: its segments follow each
+		// other, and its manifest is beside them.
+		stdin := opts.Log.Stdin
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		br := bufio.NewReader(stdin)
+		if b, _ := br.Peek(len(capture.Magic)); string(b) == capture.Magic {
+			return nil, ErrCaptureStdin
+		}
+		opts.Log.Stdin = br
+	}
 	if path != "-" {
 		if ok, err := capture.Detect(path); err == nil && ok {
 			// A capture is one reader: its sessions' messages
