@@ -51,6 +51,17 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 			continue
 		}
 		mq := q
+		mq.Waits = nil
+		mq.Spread = map[Metric]float64{}
+		for _, m := range []Metric{MetricP50, MetricP95, MetricP99, MetricMean} {
+			lo, hi := latency(qs[0], m), latency(qs[0], m)
+			for _, o := range qs[1:] {
+				lo, hi = min(lo, latency(o, m)), max(hi, latency(o, m))
+			}
+			if lo > 0 {
+				mq.Spread[m] = hi / lo
+			}
+		}
 		mq.TotalMS = medianOf(qs, func(q Query) float64 { return q.TotalMS })
 		mq.MeanMS = medianOf(qs, func(q Query) float64 { return q.MeanMS })
 		mq.P50MS = medianOf(qs, func(q Query) float64 { return q.P50MS })
@@ -190,7 +201,11 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 			if base <= 0 || val <= 0 {
 				continue
 			}
-			mg := math.Log(val/base)/math.Log(r.Ratio) - 1
+			// The limit grows by the spread the 1x rounds showed between
+			// themselves: a step must break the SLO by more than the
+			// noise of the target's own 1x.
+			limit := r.Ratio * max(1, bq.Spread[r.Metric])
+			mg := math.Log(val/base)/math.Log(limit) - 1
 			if val-base < slo.MinEffectMS {
 				// Too small a change to break, however large its ratio.
 				mg = min(mg, -0.01)
@@ -198,7 +213,7 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 			if val/base >= 1.1 && val-base >= slo.MinEffectMS {
 				latencyGrew = true
 			}
-			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * r.Ratio, Margin: mg, Waits: q.Waits})
+			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
 		}
 	}
 	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= 1.1 {

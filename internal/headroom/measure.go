@@ -20,6 +20,9 @@ type Query struct {
 	P50MS       float64 `json:"p50_ms"`
 	P95MS       float64 `json:"p95_ms"`
 	P99MS       float64 `json:"p99_ms"`
+	// Spread is, in a baseline, each latency's largest over its smallest
+	// across the 1x rounds: the noise a step must exceed to break a rule.
+	Spread map[Metric]float64 `json:"spread,omitempty"`
 	// Waits are the wait events its sessions were seen in, most first
 	// (with the replay's evidence).
 	Waits []Wait `json:"waits,omitempty"`

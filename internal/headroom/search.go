@@ -226,6 +226,10 @@ type Answer struct {
 	// AtLeast: nothing broke (up to MaxK, or until Bound stopped the
 	// search): the target holds Lo or more, and Hi is unknown.
 	AtLeast bool `json:"at_least,omitempty"`
+	// Mixed: no k broke in every round; above Lo, some rounds broke and
+	// others held up to Hi, the largest k tried: the noise of the steps
+	// is as large as the SLO's margin there.
+	Mixed bool `json:"mixed,omitempty"`
 	// Bound is what ended the search when not the target.
 	Bound Bound `json:"bound,omitempty"`
 	// Steps is the number of steps the answer rests on.
@@ -247,9 +251,17 @@ func (s *Search) Answer() Answer {
 		}
 	}
 	if !ok {
-		a.AtLeast = true
-		a.Holds = a.Lo
-		return a
+		// No k broke in every round. Above lo, rounds that broke make
+		// the interval reach up to the largest k tried; none, and the
+		// target held all it was asked.
+		top := s.maxTried()
+		if a.Bound != "" || !slices.ContainsFunc(s.trials, func(t Trial) bool { return t.K > lo+1e-9 && !t.Held }) {
+			a.AtLeast = true
+			a.Holds = a.Lo
+			return a
+		}
+		a.Mixed = true
+		hi = top
 	}
 	a.AskedHi, a.Hi = hi, s.achieved(hi)
 	if a.Hi < a.Lo {

@@ -49,11 +49,12 @@ type SLO struct {
 	MaxLag time.Duration `json:"max_lag_ns"`
 	// MinEffectMS is the fewest milliseconds a latency must grow by to
 	// break a rule, so that a query of microseconds does not break on
-	// noise.
+	// noise. A rule's limit also grows by the spread of the query's
+	// figure between the 1x rounds (Query.Spread).
 	MinEffectMS float64 `json:"min_effect_ms"`
 	// MinCalls is the fewest timed calls a query needs, at k = 1 and in
 	// the step, to be judged; MinShare the least share of the baseline's
-	// time (0.02: 2%) it must take.
+	// time (0.05: 5%) it must take.
 	MinCalls int64   `json:"min_calls"`
 	MinShare float64 `json:"min_share"`
 }
@@ -65,8 +66,8 @@ const DefaultSLO = "p95<+50%,errors<+0.1pp"
 const (
 	DefaultMaxLag      = 100 * time.Millisecond
 	DefaultMinEffectMS = 0.2
-	DefaultMinCalls    = 20
-	DefaultMinShare    = 0.02
+	DefaultMinCalls    = 50
+	DefaultMinShare    = 0.05
 )
 
 // ParseSLO reads an SLO such as "p95<+50%,errors<+0.1pp": latency rules

@@ -1,0 +1,478 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+func init() { commands = append(commands, newHeadroomCmd) }
+
+type headroomFlags struct {
+	replayFlags
+	control, candidate               string
+	controlLogs, candidateLogs       []string
+	resetMode, resetCmd              string
+	controlCluster, candidateCluster string
+	slo                              string
+	by                               string
+	maxK                             float64
+	budget                           time.Duration
+	baseRounds, boundaryRounds       int
+	require                          float64
+	out                              string
+	htmlPath                         string
+}
+
+func newHeadroomCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f headroomFlags
+	cmd := &cobra.Command{
+		Use:   "headroom --control DSN [--candidate DSN] [flags] LOG...",
+		Short: "Find how many times the log's load each target holds within an SLO",
+		Long: `headroom answers "how much room is left?": it replays the log (or a capture
+directory) at growing load factors k on each target and finds the largest k
+at which the target still meets the SLO (--slo), relative to the same target
+at k = 1 measured in the same run: "control holds 3.1x (2.8-3.4) the log's
+load, candidate 2.2x (2.0-2.5); first to break on the candidate: SELECT ...
+p95 +50% (1.2 ms -> 1.8 ms) at 2.4x, its sessions waiting on LWLock:BufferIO".
+One target alone (--control) is searched the same way.
+
+How k times the load is made (--by):
+  speed  (default) the same sessions at k times the log's pace (--speed k
+         times). It keeps the log's keys and its commit order, so it adds
+         no new data and no new sessions: a session is a closed loop, and
+         at k times its pace its think time may vanish, its own round
+         trips then bound it. The answer says so when they do (the target
+         answered as fast as at 1x while the load fell short of k), and
+         does not call that a break of the target.
+
+The search, per target: --base-rounds rounds at 1x (their median is what
+every step is judged against); then 1.5, 2, 3, 4, 6, 8, 12, 16 ... up to
+--max-k until a step breaks the SLO; then bisection between the last k that
+held and the first that broke; then --boundary-rounds rounds at both ends,
+each moved outward until every round at the lower end held and every round
+at the upper end broke. The interval widens the bracket by the noise the
+repeated rounds measured (and the 1x rounds' own error, which moves every
+step alike). k is what was achieved (statements per second over 1x's), not
+what was asked. A step breaks the SLO when one of the queries that take 2%
+of the time at 1x (with 20 timed calls) breaks a latency rule by more than
+0.2 ms, when the error rate grows beyond an errors rule, when the replay
+could not run whole (statements lost, connections refused), or when it fell
+behind its schedule beyond --max-lag because the target answered slower.
+When the replayer's own CPU is saturated, or the lag is its own, the search
+stops there and names the replayer, not the target.
+
+Each step starts from the reset state, as rehearse's rounds do (--reset
+template, none, datadir or --reset-cmd; see rehearse --help), and the two
+targets alternate (control, candidate, then candidate, control ...). A line
+per step on standard error says where the search is and about how long is
+left; --max-k and --budget bound it. Each step's replay result goes to --out
+as it ends. Ctrl-C stops the step under way and answers from the steps
+finished, marked partial (exit 5).
+
+Every step shows its throughput, errors, lag, the replayer's CPU, the rule
+nearest to its limit and the top wait event (with --observe, on by
+default). The Universal Scalability Law fitted to the steps' throughput
+stands beside the measurement, with its predicted peak. --json writes the
+whole run (docs/headroom-json.md).
+` + exitHelp(exitDocNoInput,
+			exitDoc{ExitRegression, "a target holds less than --require"},
+			exitDoc{ExitIncomplete, "interrupted (Ctrl-C, SIGTERM) or stopped by --budget before a search finished: the answer is of the steps finished, marked partial"}),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runHeadroomCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
+		},
+	}
+	fl := cmd.Flags()
+	dsnVar(fl, &f.control, "control", "connection string or URI of the control target (or the one target)")
+	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target, searched the same way, in alternation")
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob), read after each step for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log, as --control-log")
+	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each step: template, none or datadir")
+	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each step (see rehearse --help)")
+	fl.StringVar(&f.controlCluster, "control-cluster", "", "with --reset datadir: the control's throwaway cluster directory")
+	fl.StringVar(&f.candidateCluster, "candidate-cluster", "", "with --reset datadir: the candidate's throwaway cluster directory")
+	fl.StringVar(&f.slo, "slo", headroom.DefaultSLO, "what a target must keep, relative to itself at 1x: p50, p95, p99 or mean as <+N% or <Nx, errors as <+Npp")
+	fl.StringVar(&f.by, "by", string(headroom.BySpeed), "how k times the load is made: speed (the same sessions at k times their pace)")
+	fl.Float64Var(&f.maxK, "max-k", headroom.DefaultMaxK, "the largest load factor tried")
+	fl.DurationVar(&f.budget, "budget", 0, "stop before a step that would end past this much time (0: no bound); the answer is then partial")
+	fl.IntVar(&f.baseRounds, "base-rounds", headroom.DefaultBaseRounds, "rounds at 1x per target, whose median every step is judged against")
+	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
+	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never)")
+	fl.StringVar(&f.out, "out", "", "directory for each step's replay result (default: none)")
+	fl.StringVar(&f.jsonPath, "json", "", `write the run as JSON to `+"`FILE`"+` ("-" for standard output)`)
+	fl.StringVar(&f.htmlPath, "html", "", "write a page with throughput and p95 against k to `FILE`")
+	addReplayOptionFlags(fl, &f.replayFlags)
+	return cmd
+}
+
+// headroomChecks checks the flags against each other and parses the SLO.
+func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
+	var slo headroom.SLO
+	switch {
+	case f.control == "" && f.controlCluster == "":
+		return slo, usageError("headroom needs a target: --control DSN (and --candidate DSN to compare two)")
+	case f.control != "" && f.control == f.candidate:
+		return slo, usageError("--control and --candidate are the same server")
+	case f.by != string(headroom.BySpeed):
+		if f.by == string(headroom.ByFold) {
+			return slo, usageError("--by fold is not built yet: --by speed")
+		}
+		return slo, usageError("--by %q: speed", f.by)
+	case f.maxK <= 1:
+		return slo, usageError("--max-k must be above 1, got %g", f.maxK)
+	case f.baseRounds < 1 || f.boundaryRounds < 1:
+		return slo, usageError("--base-rounds and --boundary-rounds must be at least 1")
+	case f.speed <= 0:
+		return slo, usageError("headroom multiplies the log's pace: --speed must be above 0 (1: as logged)")
+	case f.resetCmd != "" && resetGiven:
+		return slo, usageError("--reset-cmd is a reset of its own: give it or --reset, not both")
+	case len(f.targetLogs) > 0:
+		return slo, usageError("headroom reads each target's log: --control-log and --candidate-log")
+	case f.dryRun:
+		return slo, usageError("headroom replays: no --dry-run")
+	case len(f.candidateLogs) > 0 && f.candidate == "" && f.candidateCluster == "":
+		return slo, usageError("--candidate-log without --candidate")
+	case f.candidate != "" && len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
+		return slo, usageError("--control-log and --candidate-log go together: both sides need the same source of durations")
+	}
+	if _, err := reset.ParseMode(f.resetMode); err != nil {
+		return slo, usageError("--reset: %v", err)
+	}
+	slo, err := headroom.ParseSLO(f.slo)
+	if err != nil {
+		return slo, usageError("--slo: %v", err)
+	}
+	slo.MaxLag = f.maxLag
+	return slo, nil
+}
+
+// headroomRun is a headroom run as the command sets it up.
+type headroomRun struct {
+	stdio  IO
+	f      headroomFlags
+	replay replayrun.Config
+	cfg    headroom.Config
+	shown  map[headroom.Side]bool
+}
+
+func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
+	slo, err := headroomChecks(f, resetGiven)
+	if err != nil {
+		return err
+	}
+	clusters, err := headroomClusters(&f)
+	if err != nil {
+		return err
+	}
+	rf := f.replayFlags
+	rf.target = f.control
+	cfg, err := replayConfig(stdio, rf, paths)
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := rehearse.CheckDir(f.out, true); err != nil {
+			return fmt.Errorf("--out: %w; nothing was done", err)
+		}
+	}
+	h := &headroomRun{stdio: stdio, f: f, shown: map[headroom.Side]bool{}}
+	// Each step's errors are the SLO's to judge; findings are not a
+	// headroom's.
+	cfg.MaxErrorRate, cfg.Findings = 100, false
+	cfg.Replay.Cache = fingerprint.NewCache(0)
+	warned := map[string]bool{}
+	cfg.Warn = func(w string) {
+		if !warned[w] {
+			warned[w] = true
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w)
+		}
+	}
+	h.replay = cfg
+	span, dbs, err := h.scan(ctx)
+	if err != nil {
+		return err
+	}
+	targets, err := h.targets(ctx, dbs, clusters)
+	if err != nil {
+		return err
+	}
+	h.cfg = headroom.Config{
+		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
+		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
+		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out,
+		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
+	}
+	second, release := secondInterrupt(ctx)
+	defer release()
+	h.replay.Hard = second
+
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = string(t.Side)
+	}
+	fmt.Fprintf(stdio.Stderr, "headroom: %s by %s, the log %v long at 1x; steps up to %gx, SLO %s\n",
+		strings.Join(names, " and "), f.by, span.Round(100*time.Millisecond), f.maxK, slo)
+	out, runErr := headroom.Run(ctx, h.cfg)
+	if out == nil {
+		return runErr
+	}
+	summaryOut := stdio.Stdout
+	if f.jsonPath == "-" {
+		summaryOut = stdio.Stderr
+	}
+	if err := report.WriteHeadroom(summaryOut, out); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if f.jsonPath != "" {
+		if err := writeJSON(stdio.Stdout, f.jsonPath, out); err != nil {
+			return err
+		}
+	}
+	if f.htmlPath != "" {
+		if err := writeOutput(stdio.Stdout, f.htmlPath, func(w io.Writer) error { return report.WriteHeadroomHTML(w, out) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
+	}
+	switch {
+	case runErr != nil:
+		var ee *exitError
+		if errors.As(runErr, &ee) {
+			return &exitError{code: ee.code, err: fmt.Errorf("HEADROOM STOPPED: %w", runErr)}
+		}
+		return fmt.Errorf("HEADROOM STOPPED: %w", runErr)
+	case out.Partial:
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("PARTIAL: %s; the answer above rests on the steps finished", out.Stopped)}
+	}
+	if f.require > 0 {
+		var short []string
+		for _, so := range out.Sides {
+			if so.Answer == nil || so.Answer.Holds < f.require {
+				short = append(short, string(so.Side))
+			}
+		}
+		if len(short) > 0 {
+			return &exitError{code: ExitRegression, err: fmt.Errorf("%s holds less than the %gx required", strings.Join(short, " and "), f.require)}
+		}
+	}
+	return nil
+}
+
+// headroomClusters finds the throwaway clusters of --reset datadir, whose
+// DSNs stand for the targets when those are not given.
+func headroomClusters(f *headroomFlags) (map[headroom.Side]*pgcluster.Cluster, error) {
+	if f.resetCmd != "" || f.resetMode != string(reset.ModeDataDir) {
+		if f.controlCluster != "" || f.candidateCluster != "" {
+			return nil, usageError("--control-cluster and --candidate-cluster go with --reset datadir")
+		}
+		return nil, nil
+	}
+	out := map[headroom.Side]*pgcluster.Cluster{}
+	for side, dir := range map[headroom.Side]*string{headroom.Control: &f.controlCluster, headroom.Candidate: &f.candidateCluster} {
+		if *dir == "" {
+			continue
+		}
+		c, err := pgcluster.Attach(*dir)
+		if err != nil {
+			return nil, fmt.Errorf("--%s-cluster: %w", side, err)
+		}
+		out[side] = c
+	}
+	if c := out[headroom.Control]; c == nil {
+		return nil, usageError("--reset datadir needs each target's throwaway cluster directory: --control-cluster DIR")
+	} else if f.control == "" {
+		f.control = c.DSN("postgres")
+	}
+	if c := out[headroom.Candidate]; c != nil && f.candidate == "" {
+		f.candidate = c.DSN("postgres")
+	}
+	if f.candidate != "" && out[headroom.Candidate] == nil {
+		return nil, usageError("--reset datadir needs the candidate's cluster too: --candidate-cluster DIR")
+	}
+	return out, nil
+}
+
+// scan reads the logs once for how long they last at 1x and, for the
+// template reset, the databases their sessions use.
+func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error) {
+	start := time.Now()
+	fmt.Fprintf(h.stdio.Stderr, "headroom: reading the logs for their span and the databases their sessions use\n")
+	sc, err := replayrun.Scan(ctx, h.replay)
+	if err != nil {
+		return 0, nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
+	}
+	var dbs []string
+	for _, l := range sc.Logins {
+		if !slices.Contains(dbs, l.Database) {
+			dbs = append(dbs, l.Database)
+		}
+	}
+	if len(dbs) == 0 {
+		return 0, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+	}
+	slices.Sort(dbs)
+	return time.Duration(float64(sc.Span) / h.f.speed), dbs, nil
+}
+
+// targets are the sides with their resets, control first.
+func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[headroom.Side]*pgcluster.Cluster) ([]headroom.Target, error) {
+	f := h.f
+	mode, _ := reset.ParseMode(f.resetMode)
+	if f.resetCmd != "" {
+		mode = reset.ModeCommand
+	}
+	var out []headroom.Target
+	for _, side := range []headroom.Side{headroom.Control, headroom.Candidate} {
+		dsn, logs := f.control, splitList(f.controlLogs)
+		if side == headroom.Candidate {
+			dsn, logs = f.candidate, splitList(f.candidateLogs)
+		}
+		if dsn == "" {
+			continue
+		}
+		t := headroom.Target{Side: side, DSN: dsn, Logs: logs}
+		switch mode {
+		case reset.ModeTemplate:
+			ok, err := reset.CanCreateDatabases(ctx, dsn)
+			if err != nil {
+				return nil, fmt.Errorf("the %s target: %w", side, err)
+			}
+			if !ok {
+				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
+					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
+			}
+			t.Reset = &reset.Template{DSN: dsn, Databases: dbs}
+		case reset.ModeCommand:
+			t.Reset = &reset.Command{Command: f.resetCmd, DSN: dsn, Name: string(side), Output: h.stdio.Stderr}
+		case reset.ModeDataDir:
+			t.Reset = &reset.DataDir{Cluster: clusters[side]}
+		default:
+			t.Reset = reset.None{}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// step replays the log once at the step's load factor onto target. At 1x
+// (the baseline) a replay that the replay command would fail stops the
+// run, as a rehearsal's round does; above, what the load did to the
+// target (statements lost, connections refused, a degraded replay) is the
+// step's result, which its verdict judges.
+func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
+	cfg := h.replay
+	cfg.Replay.Target = target.DSN
+	cfg.Replay.Speed = h.f.speed * st.K
+	cfg.Replay.DatabaseMap = st.DatabaseMap
+	cfg.TargetLogs = st.Logs
+	cfg.Part = &results.Part{Round: st.N, Side: st.Side}
+	if cfg.Observe != nil {
+		o := *cfg.Observe
+		cfg.Observe = &o
+	}
+	start := time.Now()
+	if !h.shown[st.Side] {
+		cfg.OnPreflight = func(pf *replayrun.Preflight) {
+			h.shown[st.Side] = true
+			writePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
+		}
+	} else {
+		// Checked once per target.
+		cfg.SkipPreflight = true
+	}
+	var stopLine func()
+	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
+	cfg.OnEnd = func() {
+		if stopLine != nil {
+			stopLine()
+		}
+	}
+	o, err := replayrun.Run(ctx, cfg)
+	if err != nil {
+		return nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
+	}
+	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
+		return o.Result, nil
+	}
+	if o.First() == replayrun.ReasonTargetLog {
+		return o.Result, fmt.Errorf("--%s-log: %w", st.Side, o.TargetLogErr)
+	}
+	stop := *o
+	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why replayrun.Reason) bool {
+		switch why {
+		case replayrun.ReasonErrorRate, replayrun.ReasonDiverged:
+			return true
+		case replayrun.ReasonIncomplete, replayrun.ReasonConnectFailures, replayrun.ReasonDegraded, replayrun.ReasonTargetGone:
+			// Above 1x, the load's doing: the step breaks.
+			return st.K > 1
+		}
+		return false
+	})
+	if err := replayExit(&stop, 100, newLoginHints(h.f.replayFlags)); err != nil {
+		return o.Result, err
+	}
+	return o.Result, nil
+}
+
+// headroomProgress prints a line when each step ends (and when a reset
+// starts, for a long one), with the estimate of the time left.
+func headroomProgress(w io.Writer) func(headroom.Progress) {
+	return func(p headroom.Progress) {
+		st := p.Step
+		left := "time left unknown"
+		if p.RemainingKnown {
+			left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
+		}
+		switch p.Phase {
+		case headroom.PhaseReplay:
+			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, st.Side, st.K, st.Round,
+				time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
+		case headroom.PhaseDone:
+			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, st.Side, st.K, stepSummary(p.Done),
+				p.Elapsed.Round(time.Second), left)
+		}
+	}
+}
+
+func stepSummary(s *headroom.Step) string {
+	m := s.Measurement
+	if m == nil {
+		return string(s.Status)
+	}
+	base := fmt.Sprintf("%.0f statements/s, errors %.2f%%, lag p99 %.1f ms", m.StatementsPerS, m.ErrorRate, m.LagP99MS)
+	v := s.Verdict
+	if v == nil {
+		return "baseline, " + base
+	}
+	word := "held"
+	if !v.Held {
+		word = "BROKE"
+	}
+	if v.Bound != headroom.BoundTarget {
+		word += " (bound by " + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
+	}
+	return fmt.Sprintf("%s at %.2fx achieved, %s", word, v.AchievedK, base)
+}

@@ -1,0 +1,81 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/headroom"
+)
+
+// headroomOutcome is a run of two sides: a control with an interval and
+// a candidate bound by the replayer.
+func headroomOutcome(t *testing.T) *headroom.Outcome {
+	t.Helper()
+	slo, err := headroom.ParseSLO(headroom.DefaultSLO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := headroom.Break{Metric: headroom.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
+		Base: 1.2, Value: 1.9, Limit: 1.8, Margin: 0.13, Waits: []headroom.Wait{{Event: "IO:DataFileRead", Share: 0.6}}}
+	m := func(x float64) *headroom.Measurement {
+		return &headroom.Measurement{Statements: int64(x * 10), WallSeconds: 10, StatementsPerS: x, Waits: []headroom.Wait{{Event: "CPU", Share: 0.5}}}
+	}
+	return &headroom.Outcome{
+		Version: 1, By: headroom.BySpeed, Speed: 1, SLO: slo, Search: headroom.Search{MaxK: 16, BaseRounds: 2, BoundaryRounds: 2},
+		Sides: []*headroom.SideOutcome{
+			{Side: headroom.Control, Baseline: &headroom.Baseline{StatementsPerS: 100},
+				Steps: []headroom.Step{
+					{Seq: 1, Side: headroom.Control, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
+					{Seq: 3, Side: headroom.Control, K: 3, Status: headroom.StatusDone, Measurement: m(300),
+						Verdict: &headroom.Verdict{AchievedK: 3, Held: true, Bound: headroom.BoundTarget, Margin: -0.2}},
+					{Seq: 5, Side: headroom.Control, K: 4, Status: headroom.StatusDone, Measurement: m(390),
+						Verdict: &headroom.Verdict{AchievedK: 3.9, Held: false, Bound: headroom.BoundTarget, Margin: 0.13, Broken: []headroom.Break{lookup}}},
+				},
+				Answer:     &headroom.Answer{Holds: 3.1, Lo: 2.8, Hi: 3.4, AskedLo: 3, AskedHi: 4, Steps: 3},
+				FirstBreak: &headroom.FirstBreak{K: 3.9, AskedK: 4, Break: lookup},
+				USL:        &headroom.USL{Lambda: 100, Sigma: 0.02, Kappa: 0.01, PeakK: 9.9, PeakX: 610, R2: 0.98, Points: 3}},
+			{Side: headroom.Candidate, Baseline: &headroom.Baseline{StatementsPerS: 100},
+				Steps: []headroom.Step{
+					{Seq: 2, Side: headroom.Candidate, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
+					{Seq: 4, Side: headroom.Candidate, K: 3, Status: headroom.StatusDone, Measurement: m(250),
+						Verdict: &headroom.Verdict{AchievedK: 2.5, Held: true, Bound: headroom.BoundReplayer, Why: "the replayer's own CPU was saturated"}},
+				},
+				Answer:   &headroom.Answer{Holds: 2.5, Lo: 2.5, AtLeast: true, Bound: headroom.BoundReplayer, AskedLo: 3, Steps: 2},
+				BoundWhy: "at 3x asked (2.50x achieved): the replayer's own CPU was saturated"},
+		},
+	}
+}
+
+func TestWriteHeadroom(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHeadroom(&b, headroomOutcome(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	t.Log(got)
+	for _, want := range []string{
+		"control holds 3.1x (2.8-3.4) the log's load, candidate holds at least 2.5x",
+		"first to break on the control: SELECT id, name FROM customers WHERE email = $1 p95 +58% (1.20 ms -> 1.90 ms) at 3.9x, its sessions waiting on IO:DataFileRead",
+		"the candidate was not the limit: the replayer was",
+		"--shards",
+		"peaks at 9.9x",
+		"BROKE",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+}
+
+func TestWriteHeadroomHTML(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHeadroomHTML(&b, headroomOutcome(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"headroom-throughput", "headroom-p95", "control holds 3.1x", "markArea"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/texttable"
+)
+
+// WriteHeadroom renders a headroom run for a terminal: the answer first
+// (how many times the log's load each target holds, with its interval,
+// and what broke first), then each side's steps.
+func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p("HEADROOM by %s: SLO %s relative to each target at 1x, lag p99 below %v; %s\n",
+		out.By, out.SLO.String(), out.SLO.MaxLag, searchLine(out))
+	if out.Partial {
+		why := out.Stopped
+		if why == "" {
+			why = "a search did not finish"
+		}
+		p("PARTIAL: %s; the answer below rests on the steps finished\n", why)
+	}
+	p("  %s\n", HeadroomLine(out))
+	for _, so := range out.Sides {
+		for _, line := range sideNotes(so) {
+			p("  %s\n", line)
+		}
+	}
+	for _, so := range out.Sides {
+		p("\n%s: %d steps\n", so.Side, len(so.Steps))
+		p("%s", headroomStepsTable(so))
+	}
+	return bw.Flush()
+}
+
+func searchLine(out *headroom.Outcome) string {
+	s := out.Search
+	return fmt.Sprintf("steps up to %gx, %d rounds at 1x and at each end of the interval", s.MaxK, s.BaseRounds)
+}
+
+// HeadroomLine is the answer in one sentence: "control holds 3.1x
+// (2.8-3.4) the log's load, candidate 2.2x (2.0-2.5)".
+func HeadroomLine(out *headroom.Outcome) string {
+	var parts []string
+	for i, so := range out.Sides {
+		phrase := holdsPhrase(so)
+		if i == 0 && so.Answer != nil {
+			phrase += " the log's load"
+		}
+		parts = append(parts, string(so.Side)+" "+phrase)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func holdsPhrase(so *headroom.SideOutcome) string {
+	a := so.Answer
+	switch {
+	case a == nil:
+		return "not measured (its 1x rounds did not finish)"
+	case a.AtLeast:
+		return fmt.Sprintf("holds at least %s", fmtK(a.Lo))
+	case a.Lo <= 1.0001 && a.Holds <= 1.0001:
+		return fmt.Sprintf("holds less than %s", fmtK(a.Hi))
+	}
+	return fmt.Sprintf("holds %s (%s-%s)", fmtK(a.Holds), fmtKBare(a.Lo), fmtKBare(a.Hi))
+}
+
+func fmtK(k float64) string { return fmtKBare(k) + "x" }
+
+func fmtKBare(k float64) string {
+	if k >= 10 {
+		return fmt.Sprintf("%.0f", k)
+	}
+	return fmt.Sprintf("%.1f", k)
+}
+
+// sideNotes say, per side, what broke first, what bound the search, and
+// the model's peak.
+func sideNotes(so *headroom.SideOutcome) []string {
+	var out []string
+	if fb := so.FirstBreak; fb != nil {
+		out = append(out, fmt.Sprintf("first to break on the %s: %s", so.Side, breakText(fb.Break, fb.K)))
+	}
+	if a := so.Answer; a != nil {
+		if a.Mixed {
+			out = append(out, fmt.Sprintf("on the %s, rounds at one k disagreed up to %s (some held, some broke): the steps' noise is as large as the SLO's margin; "+
+				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.Hi)))
+		}
+		switch a.Bound {
+		case headroom.BoundReplayer:
+			out = append(out, fmt.Sprintf("the %s was not the limit: the replayer was (%s); the target held what it was sent: "+
+				"run more replayers (--shards) to ask more of it", so.Side, so.BoundWhy))
+		case headroom.BoundRoundTrips:
+			out = append(out, fmt.Sprintf("on the %s the sessions' own round trips bound the load (%s): "+
+				"the same sessions cannot go faster; k times real traffic needs more sessions (--by fold)", so.Side, so.BoundWhy))
+		}
+	}
+	if u := so.USL; u != nil {
+		var measured float64
+		for _, st := range so.Steps {
+			if st.Measurement != nil {
+				measured = max(measured, st.Measurement.StatementsPerS)
+			}
+		}
+		line := fmt.Sprintf("model (Universal Scalability Law, R² %.2f, %d steps): the %s ", u.R2, u.Points, so.Side)
+		if u.PeakK > 0 {
+			line += fmt.Sprintf("peaks at %s (%.0f statements/s predicted, %.0f the most measured)", fmtK(u.PeakK), u.PeakX, measured)
+		} else {
+			line += fmt.Sprintf("shows no peak within reach (contention %.3f, coherency 0); %.0f statements/s the most measured", u.Sigma, measured)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// breakText is a broken rule at load factor k in words: "SELECT ... p95
+// +62% (1.20 ms -> 1.90 ms) at 2.4x, its sessions waiting on
+// Lock:transactionid".
+func breakText(b headroom.Break, k float64) string {
+	at := " at " + fmtK(k)
+	switch b.Metric {
+	case headroom.MetricErrors:
+		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
+	case headroom.MetricLag:
+		return fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (the target answered slower)", at, fmtMS(b.Value))
+	case "incomplete":
+		return "the replay could not run whole (statements lost, connections refused)" + at
+	}
+	s := fmt.Sprintf("%s %s %+.0f%% (%s ms -> %s ms)%s", shorten(oneLine(b.Query), 60), b.Metric, 100*(b.Value/b.Base-1), fmtMS(b.Base), fmtMS(b.Value), at)
+	if len(b.Waits) > 0 {
+		s += ", its sessions waiting on " + b.Waits[0].Event
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// headroomStepsTable lists a side's steps: k asked and achieved, throughput,
+// errors, lag, the replayer's CPU, the rule nearest to (or past) its
+// limit, the top wait event, and the verdict.
+func headroomStepsTable(so *headroom.SideOutcome) string {
+	rows := [][]string{{"step", "k", "achieved", "stmts/s", "errors", "lag p99", "replayer CPU", "verdict", "worst rule", "top wait"}}
+	for _, st := range so.Steps {
+		row := []string{fmt.Sprint(st.Seq), fmtKBare(st.K)}
+		m := st.Measurement
+		if m == nil {
+			row = append(row, "-", "-", "-", "-", "-", string(st.Status), firstLine(st.Error), "")
+			rows = append(rows, row)
+			continue
+		}
+		achieved, verdict, worst := "1.00", "baseline", ""
+		if v := st.Verdict; v != nil {
+			achieved = fmt.Sprintf("%.2f", v.AchievedK)
+			verdict = "held"
+			if !v.Held {
+				verdict = "BROKE"
+			}
+			if v.Bound != headroom.BoundTarget {
+				verdict += " (" + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
+			}
+			switch {
+			case len(v.Broken) > 0:
+				worst = ruleShort(v.Broken[0])
+			case v.Closest != nil:
+				worst = ruleShort(*v.Closest)
+			}
+		}
+		wait := ""
+		if len(m.Waits) > 0 {
+			wait = fmt.Sprintf("%s %.0f%%", m.Waits[0].Event, 100*m.Waits[0].Share)
+		}
+		row = append(row, achieved, fmt.Sprintf("%.0f", m.StatementsPerS), fmt.Sprintf("%.2f%%", m.ErrorRate),
+			fmtMS(m.LagP99MS), fmt.Sprintf("%.2f", m.ReplayerCPU), verdict, worst, wait)
+		rows = append(rows, row)
+	}
+	return texttable.Format("  ", rows, 7)
+}
+
+// ruleShort is a rule's figure in a table cell: "p95 +12% lookup".
+func ruleShort(b headroom.Break) string {
+	switch b.Metric {
+	case headroom.MetricErrors:
+		return fmt.Sprintf("errors %+.2fpp", b.Value-b.Base)
+	case headroom.MetricLag:
+		return "lag " + fmtMS(b.Value) + " ms"
+	case "incomplete":
+		return "incomplete"
+	}
+	return fmt.Sprintf("%s %+.0f%% %s", b.Metric, 100*(b.Value/b.Base-1), shorten(oneLine(b.Query), 40))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
