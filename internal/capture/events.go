@@ -45,8 +45,14 @@ const (
 	SkipGap MessageSkip = "gap"
 	// SkipMalformed: a frontend message that does not decode.
 	SkipMalformed MessageSkip = "malformed"
-	// SkipUnmatched: an answer of the server with no request in flight.
+	// SkipUnmatched: an answer of the server with no request in flight
+	// (its request made no event: it was in a gap, or named a statement
+	// the capture does not hold), or COPY data with no COPY in progress.
 	SkipUnmatched MessageSkip = "unmatched_answer"
+	// SkipAuthFailed: the startup and end of a session that never got
+	// past authentication, which a replay does not attempt (a log has
+	// no session for it either).
+	SkipAuthFailed MessageSkip = "auth_failed"
 )
 
 // MessageCounts account for every record of a capture read: Total ==
@@ -129,6 +135,9 @@ type capSession struct {
 	// copying is the execution that takes COPY data now.
 	copying *inFlight
 	ended   bool
+	// connect is the session's Connect while it is unknown whether it
+	// logged in (see startup).
+	connect *event.Event
 }
 
 // Next returns the next event, io.EOF after the last.
@@ -172,6 +181,11 @@ func (d *Decoder) record(r *Record) {
 		d.startup(r)
 		return
 	case KindGap:
+		if r.Dropped < 0 {
+			// A damaged count must not lower the drops.
+			d.skip(SkipMalformed)
+			return
+		}
 		d.skip(SkipGap)
 		d.counts.Dropped += r.Dropped
 		return
@@ -183,6 +197,18 @@ func (d *Decoder) record(r *Record) {
 	if s == nil || s.ended {
 		d.skip(SkipUnknownSession)
 		return
+	}
+	if c := s.connect; c != nil {
+		// A startup without a backend: logged in, or refused?
+		s.connect = nil
+		if r.Kind == KindEnd && r.End == EndAuthFailed {
+			d.skip(SkipAuthFailed) // its startup
+			d.skip(SkipAuthFailed)
+			s.ended = true
+			return
+		}
+		d.use()
+		d.ready = append(d.ready, c)
 	}
 	switch r.Kind {
 	case KindFrontend:
@@ -196,7 +222,7 @@ func (d *Decoder) record(r *Record) {
 	case KindCopyIn:
 		d.copyIn(s)
 	case KindEnd:
-		d.end(s, r.Time)
+		d.end(s, r)
 	default:
 		d.skip(SkipMalformed)
 	}
@@ -219,8 +245,15 @@ func (d *Decoder) startup(r *Record) {
 		s.db = s.user
 	}
 	d.sessions[r.Session] = s
-	d.use()
 	ev := d.event(s, event.Connect, r.Time)
+	if r.BackendPID == 0 {
+		// The proxy records a session's startup when the server sends
+		// its BackendKeyData, after authentication; without one, at the
+		// session's end, which says whether it ever logged in.
+		s.connect = ev
+		return
+	}
+	d.use()
 	d.ready = append(d.ready, ev)
 }
 
@@ -386,8 +419,9 @@ func (d *Decoder) complete(s *capSession, r *Record) {
 		return
 	}
 	if len(s.pending) == 0 {
-		// The completion of something that made no event (a Parse and
-		// Sync alone complete nothing; a FunctionCall has no tag).
+		// The completion of an Execute that made no event.
+		d.counts.Used--
+		d.skip(SkipUnmatched)
 		return
 	}
 	f := s.pending[0]
@@ -472,11 +506,17 @@ func (d *Decoder) yield(f *inFlight) {
 	d.ready = append(d.ready, f.ev)
 }
 
-func (d *Decoder) end(s *capSession, t int64) {
+func (d *Decoder) end(s *capSession, r *Record) {
 	d.use()
 	d.flush(s)
 	s.ended = true
-	d.ready = append(d.ready, d.event(s, event.Disconnect, t))
+	if r.End == EndOpen {
+		// Still open when the capture stopped: replayed up to there,
+		// without an end, as a log's session open at its end is.
+		d.counts.OpenSessions++
+		return
+	}
+	d.ready = append(d.ready, d.event(s, event.Disconnect, r.Time))
 }
 
 // flush yields what a session had in flight when its record stream

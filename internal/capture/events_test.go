@@ -77,7 +77,7 @@ func TestDecoder(t *testing.T) {
 	bin := []byte{0, 0, 0, 0, 0, 0, 0, 42}
 	recs := records{
 		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}, {"database", "shop"}, {"application_name", "web"}}},
-		{Kind: KindStartup, Session: 2, Time: 110, Params: []Param{{"user", "batch"}}},
+		{Kind: KindStartup, Session: 2, Time: 110, BackendPID: 4343, Params: []Param{{"user", "batch"}}},
 		// A simple query string of two statements.
 		fe(t, 1, 200, &pgproto3.Query{String: "BEGIN; UPDATE t SET x = 1"}),
 		{Kind: KindComplete, Session: 1, Time: 210, Tag: "BEGIN"},
@@ -233,5 +233,63 @@ func TestDecoderPipelinedQueries(t *testing.T) {
 	}
 	if c := d.Counts(); c.Used != c.Total {
 		t.Errorf("counts %+v: want every record used", c)
+	}
+}
+
+// TestDecoderSessionEnds: a session refused at authentication (its
+// startup has no backend, and its end says so) makes no event, as a log
+// has no session for it; a session the capture ended as open is replayed
+// without an end and counted open; an answer to an Execute that made no
+// event, and a damaged gap count, are skipped, not used.
+func TestDecoderSessionEnds(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, Params: []Param{{Name: "user", Value: "intruder"}}},
+		{Kind: KindEnd, Session: 1, Time: 101, End: EndAuthFailed},
+		{Kind: KindStartup, Session: 2, Time: 110, BackendPID: 7, Params: []Param{{Name: "user", Value: "app"}}},
+		// An Execute of a statement whose Parse the capture lacks, and
+		// the server's answer to it.
+		fe(t, 2, 120, &pgproto3.Bind{PreparedStatement: "lost"}),
+		fe(t, 2, 121, &pgproto3.Execute{}),
+		fe(t, 2, 122, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 2, Time: 130, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 2, Time: 131, TxStatus: 'I'},
+		{Kind: KindGap, Session: 2, Time: 132, Dropped: -5},
+		fe(t, 2, 140, &pgproto3.Query{String: "SELECT 1"}),
+		{Kind: KindComplete, Session: 2, Time: 150, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 2, Time: 151, TxStatus: 'I'},
+		{Kind: KindEnd, Session: 2, Time: 160, End: EndOpen},
+	}
+	total := int64(len(recs))
+	d := NewDecoder(&recs)
+	var got []string
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describe(ev))
+	}
+	want := []string{"connect c2", `statement c2 "SELECT 1" 11us rows=[1]`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c := d.Counts()
+	var skipped int64
+	for _, n := range c.Skipped {
+		skipped += n
+	}
+	if c.Total != total || c.Used+skipped != c.Total {
+		t.Errorf("counts %+v: want %d records, used or skipped", c, total)
+	}
+	for why, n := range map[MessageSkip]int64{SkipAuthFailed: 2, SkipUnknownStatement: 2, SkipUnmatched: 1, SkipMalformed: 1} {
+		if c.Skipped[why] != n {
+			t.Errorf("skipped %s: %d, want %d (%v)", why, c.Skipped[why], n, c.Skipped)
+		}
+	}
+	if c.OpenSessions != 1 || c.Dropped != 0 {
+		t.Errorf("open %d, dropped %d: want 1 open, nothing dropped", c.OpenSessions, c.Dropped)
 	}
 }

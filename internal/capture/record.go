@@ -86,9 +86,9 @@ type Record struct {
 	// connected; 0 only in a KindGap that covers every session.
 	Session uint64
 	// Time is when the proxy saw the message, in microseconds since the
-	// Unix epoch: for a frontend message, when its last byte was
-	// forwarded to the server; for an answer, when its first byte
-	// arrived from the server. A statement's server time as the proxy
+	// Unix epoch: for a frontend message, when the read that completed
+	// it returned, just before it is forwarded to the server; for an
+	// answer, when its first byte arrived from the server. A statement's server time as the proxy
 	// sees it is the time of its answer minus the time of its request.
 	Time int64
 

@@ -4,19 +4,29 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 const (
-	defaultQueue         = 32768
+	defaultQueue         = 1 << 20
+	defaultQueueBytes    = 64 << 20
 	defaultFlushInterval = 100 * time.Millisecond
+	// recordCost is what a queued record holds besides its message and
+	// parameters: the Record value itself (184 bytes on amd64).
+	recordCost = int64(unsafe.Sizeof(Record{}))
 )
 
 // RecorderOptions configures a Recorder. The zero value is usable.
 type RecorderOptions struct {
 	// Queue is how many records may wait for the writer; 0 means
-	// 32768 (about 6 MiB of Record values, twice: the one filling and
-	// the one being written, plus their messages).
-	Queue int
+	// 1,048,576. QueueBytes bounds the memory they hold (the Record
+	// values, their messages and parameters); 0 means 64 MiB. The queue
+	// grows as records come, up to whichever bound comes first, so that
+	// a burst (a COPY of a hundred thousand rows is as many CopyData
+	// messages) waits for the disk instead of being dropped; twice that
+	// at most is held, the queue filling and the batch being written.
+	Queue      int
+	QueueBytes int64
 	// FlushInterval bounds how long a written record may wait in the
 	// writer's buffer before a reader can see it; 0 means 100 ms.
 	FlushInterval time.Duration
@@ -50,17 +60,20 @@ type Recorder struct {
 	w        *Writer
 	interval time.Duration
 
-	mu       sync.Mutex
-	queue    []Record // Add appends; the writing goroutine swaps it out
-	spare    []Record
-	queuedAt time.Time      // when queue[0] was added
-	gaps     map[uint64]gap // dropped records not yet in a queued KindGap
-	dropped  int64
-	batch    int       // records in the batch being written
-	batchAt  time.Time // when its first record was added
-	stopped  Reason
-	stopErr  error
-	closed   bool
+	mu          sync.Mutex
+	maxQueue    int
+	maxBytes    int64
+	queuedBytes int64    // the cost of the records in queue
+	queue       []Record // Add appends; the writing goroutine swaps it out
+	spare       []Record
+	queuedAt    time.Time      // when queue[0] was added
+	gaps        map[uint64]gap // dropped records not yet in a queued KindGap
+	dropped     int64
+	batch       int       // records in the batch being written
+	batchAt     time.Time // when its first record was added
+	stopped     Reason
+	stopErr     error
+	closed      bool
 
 	wake     chan struct{}
 	closing  chan struct{}
@@ -87,14 +100,19 @@ func NewRecorder(w *Writer, opts RecorderOptions) *Recorder {
 	if opts.Queue <= 0 {
 		opts.Queue = defaultQueue
 	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = defaultQueueBytes
+	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = defaultFlushInterval
 	}
 	rc := &Recorder{
 		w:        w,
 		interval: opts.FlushInterval,
-		queue:    make([]Record, 0, opts.Queue),
-		spare:    make([]Record, 0, opts.Queue),
+		maxQueue: opts.Queue,
+		maxBytes: opts.QueueBytes,
+		queue:    make([]Record, 0, min(opts.Queue, 4096)),
+		spare:    make([]Record, 0, min(opts.Queue, 4096)),
 		gaps:     make(map[uint64]gap),
 		wake:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
@@ -121,7 +139,8 @@ func (rc *Recorder) Add(r Record) bool {
 	if g.n > 0 {
 		need = 2
 	}
-	if len(rc.queue)+need > cap(rc.queue) {
+	cost := r.cost()
+	if len(rc.queue)+need > rc.maxQueue || rc.queuedBytes+cost > rc.maxBytes {
 		rc.gaps[r.Session] = gap{g.n + 1, r.Time}
 		rc.dropped++
 		rc.mu.Unlock()
@@ -139,8 +158,23 @@ func (rc *Recorder) Add(r Record) bool {
 		delete(rc.gaps, r.Session)
 	}
 	rc.queue = append(rc.queue, r)
+	rc.queuedBytes += cost
 	rc.mu.Unlock()
 	return true
+}
+
+// cost is the memory a queued record holds.
+func (r *Record) cost() int64 {
+	n := recordCost + int64(len(r.Msg))
+	for _, p := range r.Params {
+		n += int64(len(p.Name) + len(p.Value))
+	}
+	return n
+}
+
+// full says whether the queue is at one of its bounds.
+func (rc *Recorder) full() bool {
+	return len(rc.queue) >= rc.maxQueue || rc.queuedBytes >= rc.maxBytes
 }
 
 // Stats returns the recorder's counters; safe from any goroutine.
@@ -221,7 +255,7 @@ func (rc *Recorder) drain(closing bool) {
 	for {
 		rc.mu.Lock()
 		for s, g := range rc.gaps {
-			if !closing && len(rc.queue) >= cap(rc.queue) {
+			if !closing && rc.full() {
 				break
 			}
 			if rc.stopped == "" {
@@ -231,6 +265,7 @@ func (rc *Recorder) drain(closing bool) {
 		}
 		batch := rc.queue
 		rc.queue, rc.spare = rc.spare[:0], nil
+		rc.queuedBytes = 0
 		rc.batch, rc.batchAt = len(batch), rc.queuedAt
 		rc.mu.Unlock()
 		if len(batch) == 0 {

@@ -10,7 +10,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,21 +75,71 @@ type Summary struct {
 	Manifest capture.Manifest
 	Proxy    proxy.Stats
 	Recorder capture.RecorderStats
+	// OpenAtEnd counts the sessions recorded as open: relayed when the
+	// capture was finalized.
+	OpenAtEnd int64
 }
 
 // switchSink is the proxy's Sink: the recorder until the capture is
 // finalized, nothing after (the proxy goes on relaying).
+// It keeps which sessions are open, so that a capture finalized while
+// the proxy relays on (--duration, --max-size) records them as open, as
+// Serve does when it stops.
 type switchSink struct {
+	// mu is held shared by Add, exclusively by stop: no record reaches
+	// the recorder after stop.
+	mu    sync.RWMutex
 	rec   atomic.Pointer[capture.Recorder]
 	after atomic.Int64
+
+	openMu sync.Mutex
+	open   map[uint64]struct{}
+	// openAtEnd counts the sessions recorded as open at the end.
+	openAtEnd int64
 }
 
 func (s *switchSink) Add(r capture.Record) bool {
-	if rec := s.rec.Load(); rec != nil {
-		return rec.Add(r)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	rec := s.rec.Load()
+	if rec == nil {
+		s.after.Add(1)
+		return false
 	}
-	s.after.Add(1)
-	return false
+	switch r.Kind {
+	case capture.KindStartup:
+		s.openMu.Lock()
+		s.open[r.Session] = struct{}{}
+		s.openMu.Unlock()
+	case capture.KindEnd:
+		s.openMu.Lock()
+		delete(s.open, r.Session)
+		if r.End == capture.EndOpen {
+			s.openAtEnd++
+		}
+		s.openMu.Unlock()
+	}
+	return rec.Add(r)
+}
+
+// stop takes the recorder out of the proxy's path and records the
+// sessions still open as ended open, then returns the recorder to close.
+func (s *switchSink) stop() *capture.Recorder {
+	s.mu.Lock()
+	rec := s.rec.Swap(nil)
+	s.mu.Unlock()
+	if rec == nil {
+		return nil
+	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	now := time.Now().UnixMicro()
+	for _, id := range slices.Sorted(maps.Keys(s.open)) {
+		rec.Add(capture.Record{Kind: capture.KindEnd, Session: id, Time: now, End: capture.EndOpen})
+		s.openAtEnd++
+	}
+	clear(s.open)
+	return rec
 }
 
 // Run captures until ctx is done (and, with StopAtLimit, until a limit
@@ -105,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	rec := capture.NewRecorder(w, capture.RecorderOptions{Queue: cfg.Queue})
-	sink := &switchSink{}
+	sink := &switchSink{open: map[uint64]struct{}{}}
 	sink.rec.Store(rec)
 	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn})
 	if err != nil {
@@ -134,8 +186,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	var finalizeErr error
 	finalize := func(why StopReason) {
 		once.Do(func() {
-			sink.rec.Store(nil)
+			sink.stop()
 			finalizeErr = rec.Close()
+			sink.openMu.Lock()
+			sum.OpenAtEnd = sink.openAtEnd
+			sink.openMu.Unlock()
 			sum.Stopped = why
 			sum.Recorder = rec.Stats()
 			if m, err := capture.ReadManifest(cfg.Out); err == nil {

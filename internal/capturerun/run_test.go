@@ -133,6 +133,12 @@ func TestRunDurationThenRelays(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Duration: 500 * time.Millisecond, Metrics: reg})
 	query(t, s, user, "SELECT 1")
+	// A session that stays open across the limit is recorded as open.
+	held, err := pgconn.Connect(context.Background(), s.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close(context.Background())
 	if got := metric(t, reg, "pgrehearse_capture_recording", nil); got != 1 && len(s.stopped()) == 0 {
 		t.Errorf("recording %v while the capture runs", got)
 	}
@@ -158,8 +164,9 @@ func TestRunDurationThenRelays(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if r.sum.Stopped != StopDuration || !r.sum.Manifest.Complete {
-		t.Errorf("stopped %q, manifest %+v: want a complete capture stopped by its duration", r.sum.Stopped, r.sum.Manifest)
+	if r.sum.Stopped != StopDuration || !r.sum.Manifest.Complete || r.sum.OpenAtEnd != 1 {
+		t.Errorf("stopped %q, %d open at the end, manifest %+v: want a complete capture stopped by its duration, with the held session open",
+			r.sum.Stopped, r.sum.OpenAtEnd, r.sum.Manifest)
 	}
 	if got := s.stopped(); len(got) != 1 {
 		t.Errorf("finalized %v, want once", got)
@@ -171,6 +178,7 @@ func TestRunDurationThenRelays(t *testing.T) {
 	}
 	defer rd.Close()
 	queries := 0
+	ends := map[capture.EndReason]int{}
 	for {
 		rec, err := rd.Next()
 		if err != nil {
@@ -179,9 +187,15 @@ func TestRunDurationThenRelays(t *testing.T) {
 		if rec.Kind == capture.KindFrontend && len(rec.Msg) > 0 && rec.Msg[0] == 'Q' {
 			queries++
 		}
+		if rec.Kind == capture.KindEnd {
+			ends[rec.End]++
+		}
 	}
 	if queries != 1 {
 		t.Errorf("the capture holds %d queries, want the one before --duration", queries)
+	}
+	if ends[capture.EndTerminate] != 1 || ends[capture.EndOpen] != 1 || len(ends) != 2 {
+		t.Errorf("session ends %v: want the first terminated, the held one open", ends)
 	}
 }
 

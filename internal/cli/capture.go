@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 		stopAtLimit           bool
 		metrics               string
 		queue                 int
+		ready                 atomic.Bool
 	)
 	cmd := &cobra.Command{
 		Use:   "capture --listen ADDR --upstream DSN --out DIR",
@@ -86,7 +88,9 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			}
 			if metrics != "" {
 				reg := prometheus.NewRegistry()
-				addr, stop, err := promsink.ServeRegistry(metrics, reg)
+				// Ready from the moment the proxy listens until it
+				// stops: relaying, recorded or not, is the service.
+				addr, stop, err := promsink.ServeRegistry(metrics, reg, ready.Load)
 				if err != nil {
 					return fmt.Errorf("--metrics: %w", err)
 				}
@@ -96,6 +100,8 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			}
 			where := upstreamAddr(upstream)
 			cfg.Listening = func(addr string) {
+				ready.Store(true)
+				context.AfterFunc(ctx, func() { ready.Store(false) })
 				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
 			}
 			cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
@@ -128,7 +134,7 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 	fl.StringVar(&fileSize, "file-size", "", "start a new file of the capture at this size (default 64MiB)")
 	fl.BoolVar(&stopAtLimit, "stop-at-limit", false, "stop relaying when --duration or --max-size is reached, instead of relaying on unrecorded")
 	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
-	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 32768)")
+	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 1048576, within 64 MiB of memory)")
 	return cmd
 }
 
@@ -152,7 +158,7 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 		}
 	}
 	fmt.Fprintf(stdio.Stdout, "capture %s: %s\n", sum.Dir, state)
-	fmt.Fprintf(stdio.Stdout, "  sessions  %d (%d still open at the end, recorded as open)\n", m.Sessions, sum.Proxy.SessionsOpen)
+	fmt.Fprintf(stdio.Stdout, "  sessions  %d (%d still open at the end, recorded as open)\n", m.Sessions, sum.OpenAtEnd)
 	fmt.Fprintf(stdio.Stdout, "  messages  %d from clients, %d from the server, relayed\n", sum.Proxy.FrontendMessages, sum.Proxy.BackendMessages)
 	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
 	if m.Dropped > 0 {

@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,7 +267,23 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	if err := c.Exec(ctx, "changed", setup+"DELETE FROM t WHERE id = 3"); err != nil {
 		t.Fatal(err)
 	}
-	rc := startCapture(t, c.DSN("orig"))
+	rc := startCapture(t, c.DSN("orig"), "--metrics", "127.0.0.1:0")
+	// The readiness probe and the metrics a deployment reads.
+	m := regexp.MustCompile(`metrics on (http://\S+)/metrics`).FindStringSubmatch(rc.stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address:\n%s", rc.stderr)
+	}
+	for path, want := range map[string]string{"/ready": "", "/metrics": "pgrehearse_capture_recording 1"} {
+		resp, err := http.Get(m[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %s, want 200 with %q:\n%s", path, resp.Status, want, body)
+		}
+	}
 	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
 	if err != nil {
 		t.Fatal(err)

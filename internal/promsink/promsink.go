@@ -140,10 +140,11 @@ func ServeLabeled(addr string, labels prometheus.Labels) (*Sink, string, func(),
 }
 
 // ServeRegistry serves reg's metrics on addr (see ListenAddr) at /metrics,
-// with the process's own CPU and memory, and /ready, which answers 200
-// while the server runs (a Kubernetes readiness probe). It returns the
-// address it listens on and a function that stops the server.
-func ServeRegistry(addr string, reg *prometheus.Registry) (string, func(), error) {
+// with the process's own CPU and memory, and /ready, a Kubernetes
+// readiness probe, which answers 200 while ready says so and 503 before
+// and after. It returns the address it listens on and a function that
+// stops the server.
+func ServeRegistry(addr string, reg *prometheus.Registry, ready func() bool) (string, func(), error) {
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return "", nil, err
 	}
@@ -153,7 +154,13 @@ func ServeRegistry(addr string, reg *prometheus.Registry) (string, func(), error
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if ready() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
