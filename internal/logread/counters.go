@@ -30,6 +30,9 @@ const (
 	// (auto_explain.log_nested_statements), or one whose plan came before
 	// the first plan of the log showed it has plans.
 	SkipPlanAlone = "plan without statement"
+	// SkipParallelWorker is a parallel worker's error, which its leader
+	// logs again in its own session (CONTEXT: parallel worker).
+	SkipParallelWorker = "parallel worker error"
 )
 
 // unparseable are the skip reasons that mean the reader could not read a

@@ -25,6 +25,7 @@ const (
 	csvContext     = 18
 	csvQuery       = 19
 	csvApplication = 22
+	csvBackendType = 23 // 13 and later
 
 	csvMinColumns = 22 // PostgreSQL 8.4
 	// csvMaxColumns is how many columns are kept; more are accepted and
@@ -492,6 +493,8 @@ func (cr *csvReader) fill(e *entry, rec []byte) bool {
 		context:     cr.str(csvContext),
 		statement:   cr.str(csvQuery),
 	}
+	// (Its leader_pid, column 24, is set only when this is.)
+	e.worker = len(f) > csvBackendType && string(f[csvBackendType].b) == "parallel worker"
 	return true
 }
 

@@ -19,6 +19,10 @@ type entry struct {
 	detail      string
 	context     string
 	statement   string // STATEMENT: line, csvlog query, jsonlog statement
+	// worker: a parallel worker's line (csvlog's and jsonlog's
+	// backend_type or leader_pid say so; the stderr reader sets
+	// lineFields.worker instead).
+	worker bool
 
 	line  int64 // first physical line of the entry, 1-based
 	lines int64 // physical lines the entry spans, for the line counters

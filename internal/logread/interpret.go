@@ -507,7 +507,7 @@ func byLine(a, b *event.Event) int {
 // and counting its lines.
 func (in *interpreter) add(e *entry) {
 	if e.f == nil {
-		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate}
+		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate, worker: e.worker}
 		e.f = &in.scratch
 	}
 	if e.sev != prefix.SevNone {
@@ -893,6 +893,18 @@ func (in *interpreter) disconnect(e *entry) {
 // error handles ERROR, FATAL and PANIC. The failing statement, if any, is
 // emitted first with Failed set, then the Error event.
 func (in *interpreter) error(e *entry) {
+	if e.f.worker || e.f.short && e.statement != "" {
+		// A parallel worker's error: its leader logs it again, with
+		// "CONTEXT:  parallel worker", in its own session. Read as a
+		// session of its own, the failure would count twice, and a
+		// replay would run its statement again without the leader's
+		// database. Without %b or %P in the prefix, a worker's line
+		// stops at %q (it has no client) and is known by the
+		// statement it ran, which no other process that stops there
+		// has.
+		in.c.skip(SkipParallelWorker, e.lines)
+		return
+	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	state, msg := e.f.sqlstate, e.message

@@ -55,6 +55,7 @@ const (
 	jTextPayload        // "textPayload" (Cloud Logging)
 	jPrefix             // "prefix" (Azure Single Server)
 	jLogTime            // "time", "TimeGenerated" (Azure): used if there is no other time
+	jBackendType        // "backend_type"
 	jSlots
 )
 
@@ -88,6 +89,8 @@ func jsonSlot(k []byte) int {
 		return jApplication
 	case "textPayload":
 		return jTextPayload
+	case "backend_type":
+		return jBackendType
 	}
 	return -1
 }
@@ -1064,6 +1067,8 @@ func (jr *jsonReader) fill(e *entry, o *jsonObj) bool {
 			return false
 		}
 	}
+	// (Its leader_pid is set only when this is.)
+	e.worker = string(o.v[jBackendType].b) == "parallel worker"
 	return true
 }
 

@@ -90,6 +90,9 @@ type lineFields struct {
 	// short is set for a background process's line, stopped at %q: its
 	// tail stays out of the fast table (see fields).
 	short bool
+	// worker is set for a parallel worker's line (%b, %P): see
+	// interpreter.error.
+	worker bool
 	// tail is the text the fields are kept by, when shared.
 	tail string
 }
@@ -426,6 +429,7 @@ func (s *stderrReader) fields(line, rest []byte, f *prefix.Fields) *lineFields {
 			application: s.intern.get(f.Application),
 			sqlstate:    s.intern.get(f.SQLState),
 			short:       f.QCut,
+			worker:      f.ParallelWorker(),
 		}
 		return lf
 	}
@@ -456,6 +460,7 @@ func (s *stderrReader) fields(line, rest []byte, f *prefix.Fields) *lineFields {
 		sqlstate:    sub(f.SQLState),
 		shared:      true,
 		short:       f.QCut,
+		worker:      f.ParallelWorker(),
 		tail:        tail,
 	}
 	s.tails[tail] = lf

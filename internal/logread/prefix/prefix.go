@@ -39,6 +39,10 @@ type Fields struct {
 	Database    []byte
 	Application []byte
 	SQLState    []byte
+	// BackendType (%b) and LeaderPID (%P, the leader's pid in a
+	// parallel worker's lines, empty in every other process's).
+	BackendType []byte
+	LeaderPID   []byte
 	// QCut is set when the line stopped at %q: a background process,
 	// whose short tail the tail cache keeps out of its fast table.
 	QCut bool
@@ -303,7 +307,18 @@ func (p *Prefix) set(esc byte, v []byte, f *Fields) {
 		f.Application = v
 	case 'e':
 		f.SQLState = v
+	case 'b':
+		f.BackendType = v
+	case 'P':
+		f.LeaderPID = v
 	}
+}
+
+// ParallelWorker reports whether a line's fields are a parallel worker's:
+// its backend type (%b) says so, or it has a leader (%P) other than
+// itself.
+func (f *Fields) ParallelWorker() bool {
+	return string(f.BackendType) == "parallel worker" || len(f.LeaderPID) > 0 && string(f.LeaderPID) != string(f.PID)
 }
 
 func takeInt(b []byte) (v, rest []byte, ok bool) {
