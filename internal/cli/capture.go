@@ -66,6 +66,9 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			if (tlsCert == "") != (tlsKey == "") {
 				return usageError("--tls-cert and --tls-key go together")
 			}
+			// A container restarted in the same pod names its new
+			// capture apart from the one it left.
+			out = strings.ReplaceAll(out, "{start}", time.Now().UTC().Format("20060102T150405Z"))
 			maxBytes, err := parseBytes(maxSize)
 			if err != nil {
 				return usageError("--max-size: %v", err)
@@ -126,7 +129,7 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
 	dsnVar(fl, &upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
-	fl.StringVar(&out, "out", "", "capture directory to create (it must not hold a capture already)")
+	fl.StringVar(&out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
 	fl.StringVar(&tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
 	fl.StringVar(&tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
 	fl.DurationVar(&duration, "duration", 0, "finalize the capture after this long (0: when stopped)")
