@@ -34,6 +34,11 @@ type dispatcher struct {
 	first   int64                 // log time range of the events replayed
 	last    int64
 	seen    bool
+	// creates holds, by role and database the log creates ("role:x",
+	// "db:x", as CreatedBy names them), the event of the session that
+	// creates it: a later session of that role or database does not
+	// connect before it ran (see open).
+	creates map[string]dep
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -204,7 +209,16 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 		if r.sync != nil {
 			r.attachSync(s, ev)
 		}
-		if !d.clk.started() {
+		if i == 0 {
+			// Its role and database, when the log creates them
+			// before: at every speed, the session must not try to
+			// connect before they exist (a connection ahead of its
+			// first statement would fail, and skip all of them).
+			deps = d.createdBy(deps, s)
+		}
+		if !d.clk.started() && !d.waitsForCreate(deps) {
+			// (A session that waits for a CREATE cannot connect
+			// before the clock starts: the CREATE runs by it.)
 			d.warming = append(d.warming, s)
 		}
 		s.deps = deps // only read
@@ -265,6 +279,14 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 			s.ends.add(ev, s.dispatched)
 		}
 		s.q.push(item{ev: ev, due: due, size: size, sync: step, items: items, deps: deps})
+	}
+	if ev.IsExecution() && !ev.Failed {
+		for _, name := range CreatedBy(ev.Query) {
+			if d.creates == nil {
+				d.creates = map[string]dep{}
+			}
+			d.creates[name] = dep{s: g[0], n: g[0].dispatched, create: true}
+		}
 	}
 	r.opts.Sink.ReaderPosition(ev.Time)
 	if ev.Kind == event.Disconnect {
@@ -327,6 +349,38 @@ func (d *dispatcher) startClock() {
 	})
 	d.warming = nil
 	d.clk.setStart(time.Now())
+}
+
+// createdBy adds to deps the CREATE ROLE of s's user and the CREATE
+// DATABASE of its database that the log ran before s started, when they
+// have not run on the target yet.
+func (d *dispatcher) createdBy(deps []dep, s *session) []dep {
+	if len(d.creates) == 0 {
+		return deps
+	}
+	var out []dep
+	for _, name := range []string{"role:" + s.user, "db:" + s.db} {
+		if c, ok := d.creates[name]; ok && c.s.completed.Load() < c.n {
+			if out == nil {
+				out = append(make([]dep, 0, len(deps)+2), deps...)
+			}
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return deps
+	}
+	return out
+}
+
+// waitsForCreate reports whether deps hold a CREATE (see createdBy).
+func (d *dispatcher) waitsForCreate(deps []dep) bool {
+	for _, x := range deps {
+		if x.create {
+			return true
+		}
+	}
+	return false
 }
 
 // filtered counts ev as left out: the replay has no session for it.

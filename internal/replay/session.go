@@ -121,6 +121,9 @@ type dep struct {
 	s     *session
 	n     int64
 	start bool
+	// create: the event creates the role or database of the session
+	// that waits (see dispatcher.createdBy).
+	create bool
 }
 
 // wait waits for the dep; false if told to stop first.
