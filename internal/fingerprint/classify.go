@@ -115,6 +115,24 @@ func (c *Class) Block() BlockEffect {
 	return BlockNone
 }
 
+// RanBeforeFailure returns the statements of a string of several (one
+// simple-protocol query, text) that ran in a session where the string
+// failed: those up to the one that failed, since the server skips the
+// rest of the string after an error. The log does not say which failed;
+// transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT) does not fail
+// but for a COMMIT's deferred constraint, so it is taken to be the last
+// statement that is not transaction control: BEGIN; INSERT ...; ROLLBACK
+// that failed ran BEGIN and the INSERT, and its session stayed in the
+// aborted block. A string of transaction control alone ran whole.
+func RanBeforeFailure(items []Item, text string) []Item {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Class(text).Tx == TxNone {
+			return items[:i+1]
+		}
+	}
+	return items
+}
+
 // BlockEffect is a statement's effect on its session's transaction block;
 // see Class.Block.
 type BlockEffect uint8

@@ -294,3 +294,24 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestRanBeforeFailure: of a failed string, the statements up to its
+// last one that is not transaction control ran.
+func TestRanBeforeFailure(t *testing.T) {
+	c := NewCache(0)
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"BEGIN; SELECT 1/0; ROLLBACK", 2},
+		{"BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); COMMIT", 3},
+		{"SELECT 1/0", 1},
+		{"COMMIT", 1},
+		{"BEGIN; COMMIT", 2},
+	} {
+		items := c.Get(tc.text)
+		if got := len(RanBeforeFailure(items, tc.text)); got != tc.want {
+			t.Errorf("%q: %d statements ran, want %d", tc.text, got, tc.want)
+		}
+	}
+}

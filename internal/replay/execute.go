@@ -27,7 +27,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		return
 	}
 	r.c.total.Add(k)
-	s.trackTx(items, ev.Query)
+	s.trackTx(items, ev.Query, ev.Failed)
 	if s.skipTx != "" {
 		// The connection broke inside this transaction block, or a
 		// commit it depended on was lost: its rest cannot run (on a
@@ -132,6 +132,14 @@ func (s *session) statement(it item, t *time.Timer) {
 				s.lost, s.lostAt = true, time.Now()
 			}
 		}
+		if failed && ev.Failed && !te.lost {
+			// It failed in the original too, most likely where it
+			// failed here: the target's block is the best evidence
+			// of the original's (a failed COMMIT of a deferred
+			// constraint ended it, a failed statement before the
+			// string's ROLLBACK left it open and aborted).
+			s.logTx = s.conn.TxStatus() != 'I'
+		}
 		if failed && !te.lost && !s.logTx && s.conn.TxStatus() != 'I' {
 			// The log's block ended with this string (BEGIN; ...;
 			// COMMIT sent as one query), but on the target a statement
@@ -198,14 +206,20 @@ func (s *session) lose(items []fingerprint.Item) {
 }
 
 // trackTx follows the log's transaction block through a statement's
-// items, whether they run or not.
+// items, whether they run or not. Of a string that failed in the
+// original, only the items up to the failure ran there (see
+// fingerprint.RanBeforeFailure): BEGIN; ...; ROLLBACK that failed left
+// its session in the aborted block, whose ROLLBACK never ran.
 //
 // A statement's kind (its effect on the transaction block, read-only,
 // destructive, COPY FROM STDIN, SQL-level PREPARE/EXECUTE/DEALLOCATE) is
 // package fingerprint's Class, made once per statement text and kept with
 // the statement's Item in the replay's Cache; the synchronization reads
 // its relations from the same Class, so nothing is parsed twice.
-func (s *session) trackTx(items []fingerprint.Item, text string) {
+func (s *session) trackTx(items []fingerprint.Item, text string, failed bool) {
+	if failed {
+		items = fingerprint.RanBeforeFailure(items, text)
+	}
 	for _, it := range items {
 		switch it.Class(text).Block() {
 		case fingerprint.BlockOpens:

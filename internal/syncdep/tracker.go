@@ -566,7 +566,13 @@ func (s *Session) Event(e Exec) Step {
 	commit := &s.commit
 	commit.reset()
 	committing := false
-	for i, it := range e.Items {
+	items := e.Items
+	if e.Failed {
+		// What came after the failure in a string of several did not
+		// run: BEGIN; ...; ROLLBACK that failed left its block open.
+		items = fingerprint.RanBeforeFailure(items, e.Text)
+	}
+	for i, it := range items {
 		eff := t.effectOf(s.db, &e, i)
 		switch eff.control {
 		case TxBegin:

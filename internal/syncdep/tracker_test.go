@@ -479,3 +479,22 @@ func TestNoRelationWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedStringLeavesBlockOpen: BEGIN; ...; ROLLBACK sent as one
+// string that failed in the original never ran its ROLLBACK: the
+// session stayed in its aborted block, whose COMMIT later commits
+// nothing (issue 39).
+func TestFailedStringLeavesBlockOpen(t *testing.T) {
+	tr := newShop(Object)
+	a := tr.Session("shop", "a")
+	run(a, ms(1), ms(1), "BEGIN; INSERT INTO public.orders (id) VALUES (1); ROLLBACK", true)
+	if st := run(a, ms(2), ms(2), "INSERT INTO public.orders (id) VALUES (2)", true); st.Commit != nil {
+		t.Errorf("a statement in the aborted block committed: %+v", st)
+	}
+	if st := run(a, ms(3), ms(3), "COMMIT"); st.Commit != nil {
+		t.Errorf("the aborted block's COMMIT committed: %+v", st)
+	}
+	if st := run(a, ms(4), ms(4), "INSERT INTO public.orders (id) VALUES (3)"); st.Commit == nil {
+		t.Error("after the block, an INSERT commits on its own")
+	}
+}

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// The tests of this file replay small logs that reproduce the fidelity
+// defects a replay of PostgreSQL's regression suite found (issue 39).
+
+// logSession is a session of a log that writeStepsLog writes.
+type logSession struct{ user, db string }
+
+// logStep is one line of such a log: session s connects (q ""), or runs
+// q, which failed with the message err when err is not "".
+type logStep struct {
+	s      int
+	q, err string
+}
+
+// writeStepsLog writes a stderr log (replayTestPrefix) of sessions whose
+// steps interleave as listed, one every 10 ms from 10:00:00; a session
+// connects at its first step (when that is not a connection of its own)
+// and disconnects after the last step of all, in order.
+func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string {
+	t.Helper()
+	var b strings.Builder
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	pre := func(i int) string {
+		at = at.Add(10 * time.Millisecond)
+		pid := 3000 + i
+		s := sessions[i]
+		return fmt.Sprintf("%s [%d] %s@%s/app%d 65e1a5e0.%x ", at.Format("2006-01-02 15:04:05.000 MST"), pid, s.user, s.db, i, pid)
+	}
+	connected := make([]bool, len(sessions))
+	connect := func(i int) {
+		if !connected[i] {
+			connected[i] = true
+			fmt.Fprintf(&b, "%sLOG:  connection authorized: user=%s database=%s application_name=app%d\n", pre(i), sessions[i].user, sessions[i].db, i)
+		}
+	}
+	for _, st := range steps {
+		if st.q == "" {
+			connect(st.s)
+			continue
+		}
+		connect(st.s)
+		if st.err == "" {
+			fmt.Fprintf(&b, "%sLOG:  duration: 0.100 ms  statement: %s\n", pre(st.s), st.q)
+			continue
+		}
+		p := pre(st.s)
+		fmt.Fprintf(&b, "%sERROR:  %s\n%sSTATEMENT:  %s\n", p, st.err, p, st.q)
+	}
+	for i, s := range sessions {
+		if connected[i] {
+			fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(i), s.user, s.db)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "postgresql.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestReplayWaitsForGrantWithoutRelation: a statement that names no
+// relation (a large object's read) waits for another session's earlier
+// GRANT, in object and in commit mode. Before, it waited for nothing
+// and failed with 42501 on the target only, while the GRANT's session
+// was still busy with the statement before it.
+func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "db1", "SELECT lo_from_bytea(4242, 'hello'); ALTER LARGE OBJECT 4242 OWNER TO u1"); err != nil {
+		t.Fatal(err)
+	}
+	log := writeStepsLog(t, []logSession{{"u1", "db1"}, {"u2", "db1"}}, []logStep{
+		{s: 1}, // the reader connects first
+		{s: 0, q: "SELECT pg_sleep(1)"},
+		{s: 0, q: "GRANT SELECT ON LARGE OBJECT 4242 TO u2"},
+		{s: 1, q: "SELECT encode(lo_get(4242), 'escape')"},
+	})
+	for _, mode := range []string{"commit", "object"} {
+		if err := c.Exec(ctx, "db1", "REVOKE SELECT ON LARGE OBJECT 4242 FROM u2"); err != nil {
+			t.Fatal(err)
+		}
+		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--sync", mode, "--prefix", replayTestPrefix, log)
+		if code != ExitOK || res == nil {
+			t.Fatalf("--sync %s: exit %d:\n%s", mode, code, out)
+		}
+		if o := res.Outcomes; o.FailedOnlyOnTarget != 0 || res.Statements.Executed != 3 {
+			t.Errorf("--sync %s: outcomes %+v, errors %v, executed %d: the read ran before the GRANT\n%s", mode, o, res.ErrorsBySQLState, res.Statements.Executed, out)
+		}
+		if res.Sync == nil || res.Sync.Waited == 0 {
+			t.Errorf("--sync %s: sync %+v, want the read to have waited", mode, res.Sync)
+		}
+	}
+}
+
+// TestReplayKeepsAbortedBlock: a query string BEGIN; ...; ROLLBACK that
+// failed in the original left its session in an aborted block (the
+// ROLLBACK after the error never ran), so the replay sends no ROLLBACK
+// of its own: the session's next statement fails with 25P02 on the
+// target as it did in the original. Before, the replayer rolled back,
+// and that statement failed only in the original.
+func TestReplayKeepsAbortedBlock(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const aborted = "current transaction is aborted, commands ignored until end of transaction block"
+	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
+		{s: 0, q: "BEGIN; SELECT 1/0; ROLLBACK", err: "division by zero"},
+		{s: 0, q: "SELECT 1", err: aborted},
+		{s: 0, q: "ROLLBACK"},
+		{s: 0, q: "SELECT 2"},
+	})
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if o := res.Outcomes; o.OriginalFailed != 2 || o.BothFailed != 2 || o.FailedOnlyInOriginal != 0 || o.FailedOnlyOnTarget != 0 {
+		t.Errorf("outcomes %+v, errors %v: want both failures on the target too\n%s", o, res.ErrorsBySQLState, out)
+	}
+	if strings.Contains(out, "rolled back, so that") {
+		t.Errorf("the replayer rolled back a block the original left open:\n%s", out)
+	}
+}
+
+// TestReplayConnectsAfterCreateDatabase: at --speed 1, a session of a
+// database and a role that the log itself creates connects only after
+// the CREATE DATABASE and CREATE ROLE ran on the target. Before, it
+// connected ahead of its first statement, as every session does, before
+// they ran: it could not, and its statements were all skipped.
+func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	su := c.User()
+	log := writeStepsLog(t, []logSession{{su, "postgres"}, {"newu", "newdb"}, {"newu", "postgres"}}, []logStep{
+		{s: 0, q: "CREATE ROLE newu LOGIN"},
+		{s: 0, q: "CREATE DATABASE newdb OWNER newu"},
+		{s: 2, q: "SELECT current_user"},
+		{s: 1, q: "CREATE TABLE x (a int)"},
+		{s: 1, q: "INSERT INTO x VALUES (1)"},
+	})
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "1", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if res.Statements.Executed != 5 || res.Sessions.ConnectFailed != 0 || res.Statements.SkippedTotal() != 0 {
+		t.Errorf("executed %d, skipped %v, sessions %+v: want every statement run\n%s", res.Statements.Executed, res.Statements.Skipped, res.Sessions, out)
+	}
+	if got := queryLines(t, c, "newdb", "SELECT count(*) FROM x"); len(got) != 1 || got[0] != "1" {
+		t.Errorf("newdb's x holds %v rows, want 1", got)
+	}
+}
