@@ -21,6 +21,7 @@ import (
 const (
 	scramPassword = "scram-Pa55word-never-recorded"
 	md5Password   = "md5-Pa55word-never-recorded"
+	plainPassword = "plain-Pa55word-never-recorded"
 )
 
 // writeServerFile writes a file into the cluster's data directory, owned
@@ -61,7 +62,7 @@ func tlsCluster(t *testing.T) (*pgcluster.Cluster, tls.Certificate) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := "host all scram 127.0.0.1/32 scram-sha-256\nhost all md5u 127.0.0.1/32 md5\n"
+	rules := "host all scram 127.0.0.1/32 scram-sha-256\nhost all md5u 127.0.0.1/32 md5\nhost all plain 127.0.0.1/32 password\n"
 	// os.WriteFile keeps the file's owner.
 	if err := os.WriteFile(hbaPath, append([]byte(rules), hba...), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func tlsCluster(t *testing.T) (*pgcluster.Cluster, tls.Certificate) {
 		"ALTER SYSTEM SET ssl_key_file = 'server.key'",
 		"SET password_encryption = 'scram-sha-256'; CREATE ROLE scram LOGIN PASSWORD '" + scramPassword + "'",
 		"SET password_encryption = 'md5'; CREATE ROLE md5u LOGIN PASSWORD '" + md5Password + "'",
+		"CREATE ROLE plain LOGIN PASSWORD '" + plainPassword + "'",
 		"SELECT pg_reload_conf()",
 	} {
 		if err := c.Exec(ctx, "postgres", sql); err != nil {
@@ -90,7 +92,7 @@ func tlsCluster(t *testing.T) (*pgcluster.Cluster, tls.Certificate) {
 	return c, cert
 }
 
-// TestAuthTLS relays SCRAM-SHA-256, md5 and trust through the proxy, with
+// TestAuthTLS relays SCRAM-SHA-256, md5, password and trust through the proxy, with
 // TLS from the client to the proxy and from the proxy to the server. With
 // the server's own certificate, the proxy passes SCRAM channel binding
 // through, so pgx's default (channel_binding=prefer) and require both log
@@ -124,7 +126,10 @@ func TestAuthTLS(t *testing.T) {
 			{"scram", scramPassword, "sslmode=require channel_binding=require", ""},
 			{"scram", scramPassword, "sslmode=disable", ""},
 			{"md5u", md5Password, "sslmode=require", ""},
+			{"plain", plainPassword, "sslmode=require", ""},
 			{"postgres", "", "sslmode=require", ""},
+			{"scram", "wrong-" + scramPassword, "sslmode=require", "password authentication failed"},
+			{"plain", "wrong-" + plainPassword, "sslmode=disable", "password authentication failed"},
 		}},
 		{"another certificate", otherCert, []attempt{
 			{"scram", scramPassword, "sslmode=require", "channel binding cannot pass through the proxy"},
@@ -210,14 +215,14 @@ func TestAuthTLS(t *testing.T) {
 					tlsStartups, authFailed, wantTLS, wantFailed)
 			}
 			for _, rec := range r.sink.records() {
-				for _, pw := range []string{scramPassword, md5Password} {
+				for _, pw := range []string{scramPassword, md5Password, plainPassword} {
 					if recordHolds(rec, pw) {
 						t.Errorf("a %v record holds a password", rec.Kind)
 					}
 				}
 			}
 			for _, w := range r.warns() {
-				if strings.Contains(w, scramPassword) || strings.Contains(w, md5Password) {
+				if strings.Contains(w, scramPassword) || strings.Contains(w, md5Password) || strings.Contains(w, plainPassword) {
 					t.Errorf("a warning holds a password: %s", w)
 				}
 			}
