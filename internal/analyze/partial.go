@@ -135,7 +135,7 @@ func (p *partial) execution(ev *event.Event) {
 		// A sample is an execution whose values are all known, to be
 		// planned again with them.
 		if p.samples != nil && !ev.Failed && ev.Duration >= 0 && ev.ParamState == event.ParamsComplete {
-			p.samples.AddEvent(q.items[0].Fingerprint, ev.Database, ev.Query, ev.Params, float64(ev.Duration)/1000)
+			p.samples.AddEvent(q.items[0].Fingerprint, ev.Database, ev.Query, ev.TextParams(), float64(ev.Duration)/1000)
 		}
 		return
 	}

@@ -120,7 +120,7 @@ func toJSONEvent(cache *fingerprint.Cache, ev *event.Event, showParams bool) jso
 		j.Plans = append(j.Plans, jp)
 	}
 	if showParams {
-		for _, p := range ev.Params {
+		for _, p := range ev.TextParams() {
 			if p.Null {
 				j.Params = append(j.Params, nil)
 			} else {

@@ -40,7 +40,7 @@ const (
 func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Duration) (log, state string, apps map[string]string) {
 	t.Helper()
 	cp := newCapture(t, shardOrdersDB, shardOrdersSchema)
-	runOrders(t, cp.connect, producers, consumers, perProducer, pace)
+	runOrders(t, cp.connect, execArgs, producers, consumers, perProducer, pace)
 	state = shardOrdersState(t, cp.quietDSN())
 	if want := fmt.Sprintf("%d shipped", producers*perProducer); !strings.HasPrefix(state, want) {
 		t.Fatalf("the original did not ship every order: %.80s", state)
@@ -50,8 +50,11 @@ func ordersLog(t testing.TB, producers, consumers, perProducer int, pace time.Du
 }
 
 // runOrders runs the orders workload in sessions that connect opens,
-// named producer-N and consumer-N, and fails t if a statement fails.
-func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, producers, consumers, perProducer int, pace time.Duration) {
+// named producer-N and consumer-N, and fails t if a statement fails. The
+// producers run their statements with execArgs, the consumers with
+// consume (execArgs, or another way to send the same).
+func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, consume func(*pgconn.PgConn, string, ...string) error,
+	producers, consumers, perProducer int, pace time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	exec := execArgs
@@ -88,15 +91,15 @@ func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, producers,
 			defer conn.Close(ctx)
 			for id := range ready {
 				arg := strconv.FormatInt(id, 10)
-				err := exec(conn, "BEGIN")
+				err := consume(conn, "BEGIN")
 				if err == nil {
-					err = exec(conn, "INSERT INTO shipments (order_id, carrier) VALUES ($1, 'post')", arg)
+					err = consume(conn, "INSERT INTO shipments (order_id, carrier) VALUES ($1, 'post')", arg)
 				}
 				if err == nil {
-					err = exec(conn, "UPDATE orders SET state = 'shipped' WHERE id = $1", arg)
+					err = consume(conn, "UPDATE orders SET state = 'shipped' WHERE id = $1", arg)
 				}
 				if err == nil {
-					err = exec(conn, "COMMIT")
+					err = consume(conn, "COMMIT")
 				}
 				if err != nil {
 					errs <- fmt.Errorf("consumer %d: %w", i, err)

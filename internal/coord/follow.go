@@ -86,7 +86,7 @@ func (f *Follower) Event(ev *event.Event, pos int64) bool {
 		end += ev.Duration
 	}
 	step := s.sx.Event(syncdep.Exec{Start: ev.Time, End: end, Items: f.cache.Get(ev.Query), Text: ev.Query, Failed: ev.Failed,
-		Params: ev.Params, ParamState: ev.ParamState})
+		Params: ev.TextParams(), ParamState: ev.ParamState})
 	if step.Commit != nil {
 		return f.m.Foreign(s.k, pos, step.Commit)
 	}

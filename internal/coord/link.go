@@ -65,8 +65,9 @@ func (l *Link) Foreign(ev *event.Event, pos int64) {
 		// without them, that session's writes by key would reach their
 		// table whole here, and the next write of their row in this
 		// shard would not wait for them (syncdep.Wait). The reader never
-		// reuses what an event points to.
-		c.Params, c.ParamState = ev.Params, ev.ParamState
+		// reuses what an event points to. A capture's binary parameters
+		// go as their text, which the copy, without its wire, keeps.
+		c.Params, c.ParamState = ev.TextParams(), ev.ParamState
 	} else {
 		c.Query = ""
 	}

@@ -81,7 +81,7 @@ func (ob *observing) observe(ev *event.Event) {
 	complete := ev.Kind == event.Statement || ev.ParamState == event.ParamsComplete
 	if ev.Kind == event.Execute && complete {
 		params = make([]*string, len(ev.Params))
-		for i, p := range ev.Params {
+		for i, p := range ev.TextParams() {
 			if !p.Null {
 				v := strings.Clone(p.Value)
 				params[i] = &v

@@ -165,8 +165,10 @@ func syncExec(ev *event.Event, items []fingerprint.Item) syncdep.Exec {
 	if ev.Duration >= 0 {
 		end += ev.Duration
 	}
+	// A capture's binary parameters read as their text: a key sent as
+	// a binary int8 is the row the same key sent as text is.
 	return syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed,
-		Params: ev.Params, ParamState: ev.ParamState}
+		Params: ev.TextParams(), ParamState: ev.ParamState}
 }
 
 // loadCatalog reads a database's catalog on the target, as user.
