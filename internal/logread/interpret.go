@@ -630,6 +630,13 @@ func (in *interpreter) log(e *entry) {
 		in.c.skip(SkipAutovacuum, e.lines)
 	case hasPrefixFold(msg, "temporary file: "):
 		in.c.skip(SkipTempFile, e.lines)
+	case hasPrefixFold(msg, "fastpath function call: "):
+		// "fastpath function call: "lo_open" (OID 952)": a call of
+		// the fast-path protocol (libpq's large-object functions),
+		// whose arguments the log does not hold, so it cannot be
+		// replayed; counted apart, as a capture counts its
+		// FunctionCall messages.
+		in.c.skip(SkipFastPath, e.lines)
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:

@@ -1,6 +1,8 @@
 package logread
 
 import (
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -49,5 +51,42 @@ func TestParallelWorkerErrors(t *testing.T) {
 				t.Errorf("skipped %v, want the worker's ERROR and STATEMENT lines as %q", c.Skipped, SkipParallelWorker)
 			}
 		})
+	}
+}
+
+// TestFastPathCalls: the lines PostgreSQL 15 wrote for psql's \lo_import
+// (libpq's large-object functions call the server through the fast-path
+// protocol; log_min_duration_statement = 0) are counted as "fast-path
+// function call", not as any other message: they are calls the log
+// cannot replay (it does not hold their arguments), as a capture counts
+// its FunctionCall messages. Before, they were "other message".
+func TestFastPathCalls(t *testing.T) {
+	const log = `2026-11-25 07:23:35.060 UTC [636] postgres@postgres LOG:  duration: 0.096 ms  statement: BEGIN
+2026-11-25 07:23:35.063 UTC [636] postgres@postgres LOG:  duration: 0.251 ms  fastpath function call: "lo_creat" (OID 957)
+2026-11-25 07:23:35.063 UTC [636] postgres@postgres LOG:  duration: 0.011 ms  fastpath function call: "lo_open" (OID 952)
+2026-11-25 07:23:35.063 UTC [636] postgres@postgres LOG:  duration: 0.178 ms  fastpath function call: "lowrite" (OID 955)
+2026-11-25 07:23:35.063 UTC [636] postgres@postgres LOG:  fastpath function call: "lo_close" (OID 953)
+2026-11-25 07:23:35.068 UTC [636] postgres@postgres LOG:  duration: 4.467 ms  statement: COMMIT
+`
+	r, err := NewReader(strings.NewReader(log), "lo_import", Options{Prefix: "%m [%p] %q%u@%d "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.IsExecution() {
+			n++
+		}
+	}
+	c := r.Counters()
+	if n != 2 || c.Skipped[SkipFastPath] != 4 || c.Skipped[SkipOtherMessage] != 0 {
+		t.Errorf("%d statements, skipped %v: want BEGIN and COMMIT, and 4 fast-path calls", n, c.Skipped)
 	}
 }
