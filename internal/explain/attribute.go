@@ -111,7 +111,8 @@ func plannerSetting(name string) bool {
 		"maintenance_work_mem", "autovacuum_work_mem", "logical_decoding_work_mem", "max_stack_depth",
 		"dynamic_shared_memory_type", "huge_pages", "huge_page_size", "shared_memory_type", "min_dynamic_shared_memory",
 		"track_io_timing", "max_connections", "server_version", "jit_provider", "backend_flush_after",
-		"old_snapshot_threshold", "max_prepared_transactions", "vacuum_buffer_usage_limit":
+		"old_snapshot_threshold", "max_prepared_transactions", "vacuum_buffer_usage_limit", "io_combine_limit",
+		"max_parallel_maintenance_workers":
 		return false
 	}
 	return true // Query Tuning: enable_*, cost constants, GEQO, collapse limits, jit...

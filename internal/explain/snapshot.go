@@ -123,16 +123,22 @@ type ExtStat struct {
 	Built bool `json:"built"`
 }
 
-// plannerCategories are the pg_settings categories read into a snapshot,
-// with the few settings of other categories that change plans or their
-// cost.
+// settingsQuery reads the pg_settings categories of a snapshot, with the
+// few settings of other categories that change plans or their cost. The
+// settings of "Resource Usage / Asynchronous Behavior" (up to 17) are
+// named, since 18 moved them to "I/O" and "Worker Processes": by their
+// category, a 13 or 17 control would have them and an 18 candidate not,
+// and their differences would go unseen.
 const settingsQuery = `
 SELECT name, current_setting(name), setting, coalesce(unit, ''), source, context
 FROM pg_settings
 WHERE category LIKE 'Query Tuning%'
    OR category LIKE 'Resource Usage / Memory%'
    OR category LIKE 'Resource Usage / Asynchronous%'
-   OR name IN ('jit_provider', 'track_io_timing', 'max_connections', 'server_version')
+   OR name IN ('jit_provider', 'track_io_timing', 'max_connections', 'server_version',
+               'backend_flush_after', 'effective_io_concurrency', 'maintenance_io_concurrency', 'io_combine_limit',
+               'max_worker_processes', 'max_parallel_workers', 'max_parallel_workers_per_gather',
+               'max_parallel_maintenance_workers', 'parallel_leader_participation', 'old_snapshot_threshold')
 ORDER BY name`
 
 // LoadSnapshot reads the server's version and settings; relations are

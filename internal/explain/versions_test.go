@@ -50,6 +50,17 @@ func TestVersionsExplain(t *testing.T) {
 					t.Errorf("outcome %d: %s, problems %+v, unchecked %+v", i, o.Verdict, o.Problems, o.Unchecked)
 				}
 			}
+			// 18 moved these out of the category they had: both
+			// snapshots still hold them, to compare.
+			for side, snaps := range map[Side]map[string]*Snapshot{Control: rep.Control, Candidate: rep.Candidate} {
+				for db, s := range snaps {
+					for _, name := range []string{"max_parallel_workers_per_gather", "effective_io_concurrency"} {
+						if _, ok := s.Settings[name]; !ok {
+							t.Errorf("the %s's snapshot of %s (%s) lacks %s", side, db, s.VersionText, name)
+						}
+					}
+				}
+			}
 			if t.Failed() {
 				return
 			}
