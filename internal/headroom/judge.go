@@ -1,8 +1,10 @@
 package headroom
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Baseline is a side at k = 1: the median of its baseline rounds, per
@@ -11,6 +13,9 @@ type Baseline struct {
 	StatementsPerS float64 `json:"statements_per_s"`
 	ErrorRate      float64 `json:"error_rate_pct"`
 	MeanMS         float64 `json:"mean_ms"`
+	// LagP99MS is the schedule lag p99 at 1x: a step's lag is judged
+	// beyond it (SLO.MaxLag above what 1x itself lagged).
+	LagP99MS float64 `json:"lag_p99_ms"`
 	// Queries are the queries judged: those with MinCalls timed calls
 	// in every baseline round and MinShare of its time.
 	Queries []Query `json:"queries"`
@@ -33,12 +38,13 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 	b.StatementsPerS = pick(func(m Measurement) float64 { return m.StatementsPerS })
 	b.ErrorRate = pick(func(m Measurement) float64 { return m.ErrorRate })
 	b.MeanMS = pick(func(m Measurement) float64 { return m.MeanMS })
+	b.LagP99MS = pick(func(m Measurement) float64 { return m.LagP99MS })
 	var total float64
 	for _, q := range rounds[0].Queries {
 		total += q.TotalMS
 	}
 	for _, q := range rounds[0].Queries {
-		if total > 0 && q.TotalMS/total < slo.MinShare {
+		if total > 0 && q.TotalMS/total < slo.MinShare || transactionControl(q.Query) {
 			continue
 		}
 		qs := []Query{}
@@ -70,6 +76,20 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		b.Queries = append(b.Queries, mq)
 	}
 	return b
+}
+
+// transactionControl reports whether query only opens a transaction or
+// marks a savepoint: its time is a round trip, the client's and the
+// network's more than the target's, and is not judged. COMMIT is, since
+// it waits for the WAL to be flushed.
+func transactionControl(query string) bool {
+	q := strings.ToUpper(strings.TrimSpace(query))
+	for _, p := range []string{"BEGIN", "START TRANSACTION", "SAVEPOINT", "RELEASE"} {
+		if strings.HasPrefix(q, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func findQuery(qs []Query, fp string) (Query, bool) {
@@ -137,6 +157,9 @@ type Break struct {
 	Margin float64 `json:"margin"`
 	// Waits are the query's wait events in the step.
 	Waits []Wait `json:"waits,omitempty"`
+	// Cause is, for a lag break, the query whose latency grew the most
+	// over 1x (by 10% or more): what the sessions waited on.
+	Cause *Break `json:"cause,omitempty"`
 }
 
 // Verdict is the judgement of one step against its side's baseline.
@@ -180,6 +203,7 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 		v.Margin = max(v.Margin, br.Margin)
 	}
 	latencyGrew := false
+	var slowest *Break
 	for _, r := range slo.Rules {
 		if r.Metric == MetricErrors {
 			lim := b.ErrorRate + r.PP
@@ -210,17 +234,27 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 				// Too small a change to break, however large its ratio.
 				mg = min(mg, -0.01)
 			}
+			br := Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits}
 			if val/base >= 1.1 && val-base >= slo.MinEffectMS {
 				latencyGrew = true
+				if slowest == nil || val/base > slowest.Value/slowest.Base {
+					c := br
+					slowest = &c
+				}
 			}
-			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
+			add(br)
 		}
 	}
 	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= 1.1 {
 		latencyGrew = true
 	}
 	short := v.AchievedK > 0 && v.AchievedK < ShortFall*k
+	// Lag is judged beyond what 1x itself lagged: a busy machine's
+	// replay lags at 1x too.
 	lagMS := float64(slo.MaxLag.Microseconds()) / 1000
+	if lagMS > 0 {
+		lagMS += b.LagP99MS
+	}
 	late := lagMS > 0 && m.LagP99MS > lagMS
 	saturated := cores > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(cores)
 	replayerLate := m.LagReplayerMS > m.LagTargetMS
@@ -231,12 +265,29 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 		if saturated {
 			v.Why = "the replayer's own CPU was saturated"
 		}
-	case late && latencyGrew:
-		// The sessions waited on the target, which answered slower.
-		add(Break{Metric: MetricLag, Base: 0, Value: m.LagP99MS, Limit: lagMS, Margin: m.LagP99MS/lagMS - 1})
-	case (late || short) && !latencyGrew:
+	case (late || short) && !latencyGrew && m.ServerShare > 0 && m.ServerShare < RoundTripShare:
+		// The target answered as fast as at 1x and most of each round
+		// trip was not the target's: the sessions, closed loops, could
+		// not go faster.
 		v.Bound = BoundRoundTrips
-		v.Why = "the target answered as fast as at 1x, but the sessions could not issue faster than their own round trips"
+		v.Why = fmt.Sprintf("the target answered as fast as at 1x, and %.0f%% of the sessions' round trips was the target's: they could not issue faster", 100*m.ServerShare)
+	case late || short:
+		// The sessions waited on the target: it answered slower, or its
+		// answers, as slow as at 1x, left them no time at k (or whose
+		// time it was is unknown without the target's own durations).
+		cause := slowest
+		if cause == nil {
+			cause = busiest(b, m)
+		}
+		mg := 0.01
+		if lagMS > 0 {
+			mg = max(mg, m.LagP99MS/lagMS-1)
+		}
+		if short {
+			// Fell short of k: by how much, on the lag's scale.
+			mg = max(mg, ShortFall*k/v.AchievedK-1)
+		}
+		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause})
 	}
 	slices.SortStableFunc(v.Broken, func(a, b Break) int {
 		switch {
@@ -258,6 +309,32 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
 	}
 	return v
+}
+
+// RoundTripShare is the share of the sessions' round trips the target's
+// own time must stay below for a step that lagged with latencies as at 1x
+// to be said bound by the round trips rather than by the target.
+const RoundTripShare = 0.5
+
+// busiest is the judged query with the most time in the step, as a p95
+// break: what the sessions spent their time waiting on.
+func busiest(b Baseline, m Measurement) *Break {
+	var best *Break
+	for _, bq := range b.Queries {
+		q, ok := findQuery(m.Queries, bq.Fingerprint)
+		if !ok || bq.P95MS <= 0 {
+			continue
+		}
+		if best == nil || q.TotalMS > bestTotal(m, best) {
+			best = &Break{Metric: MetricP95, Fingerprint: q.Fingerprint, Query: q.Query, Base: bq.P95MS, Value: q.P95MS, Waits: q.Waits}
+		}
+	}
+	return best
+}
+
+func bestTotal(m Measurement, b *Break) float64 {
+	q, _ := findQuery(m.Queries, b.Fingerprint)
+	return q.TotalMS
 }
 
 func latency(q Query, m Metric) float64 {

@@ -48,6 +48,10 @@ type Measurement struct {
 	ErrorRate float64 `json:"error_rate_pct"`
 	// MeanMS is the mean latency over every timed call.
 	MeanMS float64 `json:"mean_ms"`
+	// ServerShare is, when the latencies are the target's own (its
+	// log), their total over the replayer's round trips' total: how
+	// much of a session's waiting was the target's; 0 when unknown.
+	ServerShare float64 `json:"server_share,omitempty"`
 	// Lag is the schedule lag p99 in ms, and the lateness split by who
 	// caused it (results.LagSources): the target (a session still
 	// waiting on its previous statement) or the replayer.
@@ -117,6 +121,15 @@ func Measure(res *results.Result) Measurement {
 	}
 	if timed > 0 {
 		m.MeanMS = total / float64(timed)
+	}
+	if res.LatencySource.ServerSide() && res.Replay != nil && len(res.ClientQueries) > 0 {
+		var client float64
+		for _, q := range res.ClientQueries {
+			client += q.TotalMS
+		}
+		if client > 0 {
+			m.ServerShare = total / client
+		}
 	}
 	qs := slices.Clone(res.Queries)
 	slices.SortStableFunc(qs, func(a, b querystats.Row) int {

@@ -92,22 +92,44 @@ func TestRun(t *testing.T) {
 }
 
 // TestRunRoundTrips: a target whose load cannot grow past 2.2x, while
-// its latency holds, is bound by the sessions' round trips: at least
-// about 2.2x, never a break.
+// its latency holds and its own time is a fifth of the sessions' round
+// trips, is bound by the sessions' round trips: at least about 2.2x,
+// never a break. The same with the target's time most of the round
+// trips is the target's limit, a break.
 func TestRunRoundTrips(t *testing.T) {
 	slo, _ := ParseSLO(DefaultSLO)
 	tg := fakeTarget{kStar: 1e6, maxX: 2.2 * fakeRate}
-	out, err := Run(context.Background(), Config{
-		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
-		SLO:     slo, Span: 10 * time.Second, Cores: 2,
-		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) { return tg.result(st.K), nil },
-	})
-	if err != nil {
-		t.Fatal(err)
+	run := func(share float64) *SideOutcome {
+		out, err := Run(context.Background(), Config{
+			Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
+			SLO:     slo, Span: 10 * time.Second, Cores: 2,
+			Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+				res := tg.result(st.K)
+				res.LatencySource = results.LatencyServerLog
+				res.ClientQueries = []querystats.Row{{Fingerprint: "all", TotalMS: 0}}
+				for _, q := range res.Queries {
+					res.ClientQueries[0].TotalMS += q.TotalMS / share
+				}
+				if st.K*fakeRate > tg.maxX {
+					res.Replay.Lag = &results.Distribution{Count: 100, P99: 500}
+					res.Replay.LagSources = &results.LagSources{TargetMS: 5000}
+				}
+				return res, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Side(Control)
 	}
-	a := out.Side(Control).Answer
-	if a == nil || !a.AtLeast || a.Bound != BoundRoundTrips || math.Abs(a.Lo-2.2) > 0.05 || out.Side(Control).FirstBreak != nil {
-		t.Errorf("answer %+v, first break %+v: want at least 2.2x bound by round trips", a, out.Side(Control).FirstBreak)
+	so := run(0.2)
+	if a := so.Answer; a == nil || !a.AtLeast || a.Bound != BoundRoundTrips || math.Abs(a.Lo-2.2) > 0.05 || so.FirstBreak != nil {
+		t.Errorf("answer %+v, first break %+v: want at least 2.2x bound by round trips", a, so.FirstBreak)
+	}
+	so = run(0.9)
+	if a := so.Answer; a == nil || a.AtLeast || a.Bound != "" || so.FirstBreak == nil || so.FirstBreak.Metric != MetricLag ||
+		so.FirstBreak.Cause == nil || so.FirstBreak.Cause.Fingerprint != "lookup" {
+		t.Errorf("answer %+v, first break %+v: want a break by lag, caused by the lookup", a, so.FirstBreak)
 	}
 }
 

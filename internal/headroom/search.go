@@ -43,6 +43,9 @@ type Search struct {
 	BaseRounds     int     `json:"base_rounds"`
 	BoundaryRounds int     `json:"boundary_rounds"`
 	MaxSteps       int     `json:"max_steps"`
+	// Integer: only whole load factors (a fold overlays whole slices):
+	// the ladder skips 1.5 and bisection stops at neighbours.
+	Integer bool `json:"integer,omitempty"`
 
 	trials []Trial
 	ladder []float64
@@ -65,7 +68,13 @@ func NewSearch(s Search) *Search {
 	if s.MaxSteps <= 0 {
 		s.MaxSteps = DefaultMaxSteps
 	}
+	if s.Integer {
+		s.MaxK = math.Floor(s.MaxK)
+	}
 	s.ladder = Ladder(s.MaxK)
+	if s.Integer {
+		s.ladder = slices.DeleteFunc(s.ladder, func(k float64) bool { return k != math.Trunc(k) })
+	}
 	return &s
 }
 
@@ -100,6 +109,9 @@ func (s *Search) Next() (k float64, done bool) {
 	}
 	if hi/lo > s.Resolution && !s.triedBetween(lo, hi) {
 		mid := roundK(math.Sqrt(lo * hi))
+		if s.Integer {
+			mid = math.Round(mid)
+		}
 		if mid > lo && mid < hi {
 			return mid, false
 		}
@@ -284,6 +296,9 @@ func (s *Search) Answer() Answer {
 // however alike the repeated rounds were.
 const NoiseFloor = 0.15
 
+// maxWiden bounds how far the noise widens the bracket, each way.
+const maxWiden = 1.5
+
 // intervalZ is how many standard errors of the crossing the interval
 // spans on each side.
 const intervalZ = 2
@@ -312,7 +327,11 @@ func (s *Search) widen(a *Answer, lo, hi float64) {
 	se := sigma * math.Sqrt(1/float64(s.BoundaryRounds)+1/float64(s.BaseRounds))
 	x0 := -alpha / beta
 	half := intervalZ * se / beta
-	lo2, hi2 := max(1, math.Exp(x0-half)), math.Exp(x0+half)
+	// A flat fit (rounds that disagree over a short range) would widen
+	// without bound: the interval stays within a step of the ladder
+	// (1.5x) of the bracket.
+	lo2 := max(1, math.Exp(x0-half), a.Lo/maxWiden)
+	hi2 := min(math.Exp(x0+half), a.Hi*maxWiden)
 	a.Lo, a.Hi = min(a.Lo, lo2), max(a.Hi, hi2)
 	a.Holds = min(max(a.Holds, a.Lo), a.Hi)
 }

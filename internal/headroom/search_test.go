@@ -198,3 +198,28 @@ func TestLadder(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchInteger: a fold's search asks whole load factors only.
+func TestSearchInteger(t *testing.T) {
+	s := NewSearch(Search{MaxK: 12.5, Integer: true})
+	c := curve{kStar: 5.5, power: 1}
+	var ks []float64
+	for {
+		k, done := s.Next()
+		if done {
+			break
+		}
+		ks = append(ks, k)
+		m := math.Log(c.ratio(k))/math.Log(sloRatio) - 1
+		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: BoundTarget})
+	}
+	want := []float64{1, 1, 2, 3, 4, 6, 5, 5, 6}
+	if len(ks) != len(want) {
+		t.Fatalf("steps %v, want %v", ks, want)
+	}
+	for i := range ks {
+		if ks[i] != want[i] {
+			t.Fatalf("steps %v, want %v", ks, want)
+		}
+	}
+}

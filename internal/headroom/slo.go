@@ -43,9 +43,9 @@ func roundPct(p float64) float64 { return float64(int64(p*10+0.5)) / 10 }
 // SLO is what a target must keep at a load factor to hold it.
 type SLO struct {
 	Rules []Rule `json:"rules"`
-	// MaxLag fails a step whose schedule lag p99 is beyond it when the
-	// target is why (its sessions waited on their previous statement and
-	// latency grew); 0: lag is not judged.
+	// MaxLag fails a step whose schedule lag p99 is beyond it, over the
+	// lag p99 at 1x, when the target is why (its sessions waited on their
+	// previous statement and latency grew); 0: lag is not judged.
 	MaxLag time.Duration `json:"max_lag_ns"`
 	// MinEffectMS is the fewest milliseconds a latency must grow by to
 	// break a rule, so that a query of microseconds does not break on

@@ -127,7 +127,14 @@ func breakText(b headroom.Break, k float64) string {
 	case headroom.MetricErrors:
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
 	case headroom.MetricLag:
-		return fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (the target answered slower)", at, fmtMS(b.Value))
+		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
+		if c := b.Cause; c != nil {
+			s += fmt.Sprintf("; the sessions waited most on %s, %s %+.0f%% (%s ms -> %s ms)", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value))
+			if len(c.Waits) > 0 {
+				s += ", its sessions waiting on " + c.Waits[0].Event
+			}
+		}
+		return s
 	case "incomplete":
 		return "the replay could not run whole (statements lost, connections refused)" + at
 	}
