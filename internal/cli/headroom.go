@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -64,6 +65,17 @@ How k times the load is made (--by):
          trips then bound it. The answer says so when they do (the target
          answered as fast as at 1x while the load fell short of k), and
          does not call that a break of the target.
+  fold   k consecutive slices of the log, each 1/k of it, overlaid on one
+         window: k replays at once, each of its slice at the log's pace,
+         so the extra load is real, different traffic (other keys, other
+         sessions), as Oracle's consolidated replay scales up. Commit order
+         is kept inside each slice, not across them: a statement may meet
+         a row that a later slice's traffic made or changed, and sessions
+         cut by a slice's edge start or end in their middle. k is whole
+         (2, 3, 4, 6, 8 ...); every step runs every statement of the log
+         once, so a 60 s log folded 3 times runs in 20 s. The targets'
+         logs (--control-log) cannot time the slices apart: steps are timed
+         by the replayer.
 
 The search, per target: --base-rounds rounds at 1x (their median is what
 every step is judged against); then 1.5, 2, 3, 4, 6, 8, 12, 16 ... up to
@@ -77,7 +89,8 @@ what was asked. A step breaks the SLO when one of the queries that take 2%
 of the time at 1x (with 20 timed calls) breaks a latency rule by more than
 0.2 ms, when the error rate grows beyond an errors rule, when the replay
 could not run whole (statements lost, connections refused), or when it fell
-behind its schedule beyond --max-lag because the target answered slower.
+behind its schedule by --max-lag more than at 1x (lag p99) because the target
+answered slower (the query slowed the most is named).
 When the replayer's own CPU is saturated, or the lag is its own, the search
 stops there and names the replayer, not the target.
 
@@ -112,7 +125,7 @@ whole run (docs/headroom-json.md).
 	fl.StringVar(&f.controlCluster, "control-cluster", "", "with --reset datadir: the control's throwaway cluster directory")
 	fl.StringVar(&f.candidateCluster, "candidate-cluster", "", "with --reset datadir: the candidate's throwaway cluster directory")
 	fl.StringVar(&f.slo, "slo", headroom.DefaultSLO, "what a target must keep, relative to itself at 1x: p50, p95, p99 or mean as <+N% or <Nx, errors as <+Npp")
-	fl.StringVar(&f.by, "by", string(headroom.BySpeed), "how k times the load is made: speed (the same sessions at k times their pace)")
+	fl.StringVar(&f.by, "by", string(headroom.BySpeed), "how k times the load is made: speed (the same sessions at k times their pace) or fold (k slices of the log at once)")
 	fl.Float64Var(&f.maxK, "max-k", headroom.DefaultMaxK, "the largest load factor tried")
 	fl.DurationVar(&f.budget, "budget", 0, "stop before a step that would end past this much time (0: no bound); the answer is then partial")
 	fl.IntVar(&f.baseRounds, "base-rounds", headroom.DefaultBaseRounds, "rounds at 1x per target, whose median every step is judged against")
@@ -133,13 +146,10 @@ func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
 		return slo, usageError("headroom needs a target: --control DSN (and --candidate DSN to compare two)")
 	case f.control != "" && f.control == f.candidate:
 		return slo, usageError("--control and --candidate are the same server")
-	case f.by != string(headroom.BySpeed):
-		if f.by == string(headroom.ByFold) {
-			return slo, usageError("--by fold is not built yet: --by speed")
-		}
-		return slo, usageError("--by %q: speed", f.by)
-	case f.maxK <= 1:
-		return slo, usageError("--max-k must be above 1, got %g", f.maxK)
+	case f.by != string(headroom.BySpeed) && f.by != string(headroom.ByFold):
+		return slo, usageError("--by %q: speed or fold", f.by)
+	case f.maxK <= 1 || (f.by == string(headroom.ByFold) && f.maxK < 2):
+		return slo, usageError("--max-k must be above 1 (at least 2 by fold), got %g", f.maxK)
 	case f.baseRounds < 1 || f.boundaryRounds < 1:
 		return slo, usageError("--base-rounds and --boundary-rounds must be at least 1")
 	case f.speed <= 0:
@@ -150,6 +160,8 @@ func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
 		return slo, usageError("headroom reads each target's log: --control-log and --candidate-log")
 	case f.dryRun:
 		return slo, usageError("headroom replays: no --dry-run")
+	case f.by == string(headroom.ByFold) && (len(f.controlLogs) > 0 || len(f.candidateLogs) > 0):
+		return slo, usageError("--by fold times each step by the replayer: the targets' logs cannot be split between the slices replayed at once")
 	case len(f.candidateLogs) > 0 && f.candidate == "" && f.candidateCluster == "":
 		return slo, usageError("--candidate-log without --candidate")
 	case f.candidate != "" && len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
@@ -173,6 +185,10 @@ type headroomRun struct {
 	replay replayrun.Config
 	cfg    headroom.Config
 	shown  map[headroom.Side]bool
+	// first and span are the log's first event time (µs since the
+	// epoch) and its length in log time, for --by fold's slices.
+	first int64
+	span  time.Duration
 }
 
 func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
@@ -221,7 +237,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	}
 	h.cfg = headroom.Config{
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
-		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
+		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds, Integer: f.by == string(headroom.ByFold)},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out,
 		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
 	}
@@ -334,6 +350,7 @@ func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error)
 		return 0, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
 	slices.Sort(dbs)
+	h.first, h.span = sc.First, sc.Span
 	return time.Duration(float64(sc.Span) / h.f.speed), dbs, nil
 }
 
@@ -383,9 +400,85 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 // target (statements lost, connections refused, a degraded replay) is the
 // step's result, which its verdict judges.
 func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
+	if h.f.by == string(headroom.ByFold) && st.K > 1 {
+		return h.fold(ctx, st, target)
+	}
+	return h.replayOnce(ctx, st, target, h.f.speed*st.K, source.Selection{})
+}
+
+// fold makes k times the load by overlaying k consecutive slices of the
+// log, each 1/k of it, on one window: k replays at once, each of its own
+// slice at the log's pace, each keeping the commit order of its own
+// sessions. Their results are merged into the step's.
+func (h *headroomRun) fold(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
+	k := int(math.Round(st.K))
+	width := int64(h.span/time.Microsecond)/int64(k) + 1
+	type done struct {
+		res *results.Result
+		err error
+	}
+	ch := make(chan done, k)
+	for i := range k {
+		sel := source.Selection{Start: h.first + int64(i)*width, End: h.first + int64(i+1)*width}
+		go func() {
+			res, err := h.replayOnce(ctx, st, target, h.f.speed, sel)
+			ch <- done{res, err}
+		}()
+	}
+	var parts []*results.Result
+	var errs []error
+	for range k {
+		d := <-ch
+		if d.err != nil {
+			errs = append(errs, d.err)
+		}
+		if d.res != nil {
+			parts = append(parts, d.res)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var cpu float64
+	for _, p := range parts {
+		// Each slice's result names the same input whole; merged, they
+		// are one step's. Their CPU is the one process's, measured k
+		// times over the same window.
+		p.Input, p.Part = nil, nil
+		if p.Replay != nil {
+			cpu = max(cpu, p.Replay.ClientCPUSeconds)
+		}
+	}
+	m, err := results.MergeAll(parts...)
+	if err != nil {
+		return nil, fmt.Errorf("fold %d slices: %w", k, err)
+	}
+	if m.Replay != nil {
+		m.Replay.ClientCPUSeconds = cpu
+		m.Replay.Speed = h.f.speed
+	}
+	return m, nil
+}
+
+// replayOnce replays the log (the part sel selects) at speed onto
+// target for step st.
+func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, target headroom.Target, speed float64, sel source.Selection) (*results.Result, error) {
 	cfg := h.replay
 	cfg.Replay.Target = target.DSN
-	cfg.Replay.Speed = h.f.speed * st.K
+	cfg.Replay.Speed = speed
+	if sel.Start != 0 {
+		cfg.Selection.Start, cfg.Selection.End = max(cfg.Selection.Start, sel.Start), sel.End
+		if cfg.Selection.End == 0 || (h.replay.Selection.End != 0 && h.replay.Selection.End < sel.End) {
+			cfg.Selection.End = h.replay.Selection.End
+		}
+		// Every slice after the first starts in the middle of the
+		// log's sessions, and the pre-flight was made.
+		cfg.SkipPreflight = true
+		if sel.Start != h.first {
+			// One observer sees the whole server: the first slice's.
+			cfg.Observe = nil
+		}
+	}
 	cfg.Replay.DatabaseMap = st.DatabaseMap
 	cfg.TargetLogs = st.Logs
 	cfg.Part = &results.Part{Round: st.N, Side: st.Side}
@@ -394,7 +487,9 @@ func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target head
 		cfg.Observe = &o
 	}
 	start := time.Now()
-	if !h.shown[st.Side] {
+	if cfg.SkipPreflight {
+		// Decided above.
+	} else if !h.shown[st.Side] {
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
 			h.shown[st.Side] = true
 			writePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
@@ -403,11 +498,13 @@ func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target head
 		// Checked once per target.
 		cfg.SkipPreflight = true
 	}
-	var stopLine func()
-	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
-	cfg.OnEnd = func() {
-		if stopLine != nil {
-			stopLine()
+	if sel.Start == 0 {
+		var stopLine func()
+		cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
+		cfg.OnEnd = func() {
+			if stopLine != nil {
+				stopLine()
+			}
 		}
 	}
 	o, err := replayrun.Run(ctx, cfg)

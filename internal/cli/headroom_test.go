@@ -93,3 +93,146 @@ func runHeadroom(t *testing.T, args ...string) (code int, stdout, stderr string)
 	defer cancel()
 	return runCLI(ctx, "", append([]string{"headroom"}, args...)...)
 }
+
+// shopLogFor captures d of the shop's traffic at rate transactions per
+// second into dir.
+func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
+	t.Helper()
+	ctx := context.Background()
+	prodSettings, _ := demoSettings("none")
+	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: prodSettings})
+	if err := workload.SetupShop(ctx, prod); err != nil {
+		t.Fatal(err)
+	}
+	if err := enableStatementLog(ctx, prod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workload.RunShop(ctx, prod, d, rate); err != nil {
+		t.Fatal(err)
+	}
+	log, err := stoppedLog(prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "production.log")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestHeadroomAB (by hand: PGREHEARSE_HEADROOM_AB=1, a few minutes): a
+// candidate without the index of the shop's lookup by email holds less
+// of the log's load than the control, their intervals apart, and the
+// first query to break on the candidate is that lookup.
+func TestHeadroomAB(t *testing.T) {
+	if os.Getenv("PGREHEARSE_HEADROOM_AB") == "" {
+		t.Log("the A/B headroom runs by hand: PGREHEARSE_HEADROOM_AB=1 (a few minutes)")
+		return
+	}
+	dir := t.TempDir()
+	logPath := shopLogFor(t, dir, 8*time.Second, 100)
+	// Server-side durations: the machine's scheduling stays out of the
+	// latencies.
+	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	if err := cand.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(dir, "headroom.json")
+	if keep := os.Getenv("PGREHEARSE_HEADROOM_JSON"); keep != "" {
+		jsonPath = keep
+	}
+	maxK := os.Getenv("PGREHEARSE_HEADROOM_MAXK")
+	if maxK == "" {
+		maxK = "8"
+	}
+	start := time.Now()
+	code, stdout, stderr := runHeadroom(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--max-k", maxK, "--json", jsonPath, "--html", filepath.Join(dir, "headroom.html"), logPath)
+	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	c, d := out.Side(headroom.Control).Answer, out.Side(headroom.Candidate).Answer
+	if c == nil || d == nil || d.AtLeast || (!c.AtLeast && c.Lo <= d.Hi) || c.Lo <= d.Hi {
+		t.Errorf("control %+v, candidate %+v: want the candidate's interval below the control's", c, d)
+	}
+	fb := out.Side(headroom.Candidate).FirstBreak
+	if fb != nil && fb.Cause != nil {
+		fb.Break = *fb.Cause
+	}
+	if fb == nil || !strings.Contains(fb.Query, "email") {
+		t.Errorf("first break on the candidate %+v, want the lookup by email", fb)
+	}
+}
+
+// TestHeadroomFold: --by fold overlays k slices of the log on one window:
+// a step at k replays every statement of the log (k slices of 1/k) in
+// 1/k of its time, so its statements are those of 1x and its achieved k
+// near k, with no error from the slices' keys colliding; one target
+// alone is searched.
+func TestHeadroomFold(t *testing.T) {
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	start := time.Now()
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--by", "fold", "--max-k", "3",
+		"--boundary-rounds", "1", "--json", jsonPath, logPath)
+	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(headroom.Control)
+	if out.By != headroom.ByFold || len(out.Sides) != 1 || so == nil || so.Baseline == nil {
+		t.Fatalf("by %s, %d sides", out.By, len(out.Sides))
+	}
+	base := so.Steps[0].Measurement.Statements
+	folded := 0
+	for _, st := range so.Steps {
+		m := st.Measurement
+		if m == nil || st.Status != headroom.StatusDone {
+			t.Fatalf("step %d: %+v", st.Seq, st)
+		}
+		if st.K != float64(int(st.K)) {
+			t.Errorf("step %d at %gx: a fold overlays whole slices", st.Seq, st.K)
+		}
+		if m.Failed != 0 {
+			t.Errorf("step %d at %gx: %d statements failed", st.Seq, st.K, m.Failed)
+		}
+		if st.K < 2 {
+			continue
+		}
+		folded++
+		// Sessions cut by a slice's edge may lose a statement or two.
+		if d := m.Statements - base; d < -base/50 || d > base/50 {
+			t.Errorf("step %d at %gx: %d statements, 1x ran %d", st.Seq, st.K, m.Statements, base)
+		}
+		if v := st.Verdict; v == nil || v.AchievedK < 0.7*st.K || v.AchievedK > 1.2*st.K {
+			t.Errorf("step %d at %gx: achieved %+v", st.Seq, st.K, st.Verdict)
+		}
+	}
+	if folded == 0 {
+		t.Error("no folded step")
+	}
+}

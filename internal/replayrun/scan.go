@@ -15,6 +15,10 @@ type Scanned struct {
 	// Span is the log time from the first event selected to the last:
 	// a replay at speed s takes about Span/s.
 	Span time.Duration
+	// First is the log time of the first event selected, in µs since
+	// the epoch (0 without events): where a caller cuts the log in
+	// windows of time.
+	First int64
 }
 
 // Scan reads the logs of cfg whole, as Run would select and map them,
@@ -51,7 +55,7 @@ func Scan(ctx context.Context, cfg Config) (*Scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Scanned{Scan: sc}
+	out := &Scanned{Scan: sc, First: first}
 	if last > first {
 		out.Span = time.Duration(last-first) * time.Microsecond
 	}
