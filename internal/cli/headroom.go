@@ -24,6 +24,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
 func init() { commands = append(commands, newHeadroomCmd) }
@@ -240,6 +241,13 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds, Integer: f.by == string(headroom.ByFold)},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out,
 		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
+		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
+			s, err := sweep.LocalServerCPU(ctx, dsn)
+			if err != nil {
+				return nil, err
+			}
+			return s.Seconds, nil
+		},
 	}
 	second, release := secondInterrupt(ctx)
 	defer release()

@@ -62,7 +62,11 @@ func TestHeadroomAA(t *testing.T) {
 		for _, st := range so.Steps {
 			m := st.Measurement
 			if st.Status != headroom.StatusDone || m == nil || m.Statements == 0 || m.StatementsPerS <= 0 || len(m.Queries) == 0 {
-				t.Errorf("%s step %d: %+v", so.Side, st.Seq, st)
+				t.Fatalf("%s step %d: %+v", so.Side, st.Seq, st)
+			}
+			// The targets run here: their CPU is read, as a sweep's.
+			if m.ServerCPUSeconds == nil || *m.ServerCPUSeconds <= 0 {
+				t.Errorf("%s step %d: server CPU %v", so.Side, st.Seq, m.ServerCPUSeconds)
 			}
 		}
 	}
@@ -139,8 +143,12 @@ func TestHeadroomAB(t *testing.T) {
 	// Server-side durations: the machine's scheduling stays out of the
 	// latencies.
 	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
-	if err := cand.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-		t.Fatal(err)
+	// PGREHEARSE_HEADROOM_CHANGE=none: an A/A of the same length.
+	aa := os.Getenv("PGREHEARSE_HEADROOM_CHANGE") == "none"
+	if !aa {
+		if err := cand.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
+			t.Fatal(err)
+		}
 	}
 	jsonPath := filepath.Join(dir, "headroom.json")
 	if keep := os.Getenv("PGREHEARSE_HEADROOM_JSON"); keep != "" {
@@ -167,6 +175,18 @@ func TestHeadroomAB(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, d := out.Side(headroom.Control).Answer, out.Side(headroom.Candidate).Answer
+	if aa {
+		top := func(a *headroom.Answer) float64 {
+			if a.AtLeast {
+				return 1e9
+			}
+			return a.Hi
+		}
+		if c == nil || d == nil || top(c) < d.Lo || top(d) < c.Lo {
+			t.Errorf("A/A intervals apart: control %+v, candidate %+v", c, d)
+		}
+		return
+	}
 	if c == nil || d == nil || d.AtLeast || (!c.AtLeast && c.Lo <= d.Hi) || c.Lo <= d.Hi {
 		t.Errorf("control %+v, candidate %+v: want the candidate's interval below the control's", c, d)
 	}

@@ -69,6 +69,11 @@ type Measurement struct {
 	// and ActiveSessions their mean number, when observed.
 	Waits          []Wait  `json:"waits,omitempty"`
 	ActiveSessions float64 `json:"active_sessions,omitempty"`
+	// ServerCPUSeconds is the CPU time of the target's server (its
+	// postmaster and every child) over the replay, when it runs on this
+	// machine; ServerCPU the same over the replay's wall time, in cores.
+	ServerCPUSeconds *float64 `json:"server_cpu_s,omitempty"`
+	ServerCPU        float64  `json:"server_cpu_cores,omitempty"`
 	// ServerTPS is the target's own transactions per second, when
 	// observed.
 	ServerTPS float64 `json:"server_tps,omitempty"`

@@ -122,6 +122,11 @@ type Config struct {
 	// Cores is the number of CPUs the replayer may use, for telling its
 	// own saturation.
 	Cores int
+	// ServerCPU, when set, finds a target's server on this machine
+	// before each step (a reset may have restarted it) and returns a
+	// reading of its CPU seconds so far; an error leaves the step's
+	// server CPU unknown.
+	ServerCPU func(ctx context.Context, dsn string) (func() (float64, error), error)
 	// Dir, when set, receives each step's result as it ends.
 	Dir      string
 	Progress func(Progress)
@@ -368,9 +373,24 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	st.DatabaseMap = composeMap(r.cfg.DatabaseMap, rs.Databases)
 	st.Logs = expandLogs(t.Logs)
 	r.progress(st, PhaseReplay, nil)
+	var cpu func() (float64, error)
+	var cpu0 float64
+	if r.cfg.ServerCPU != nil {
+		if read, err := r.cfg.ServerCPU(ctx, t.DSN); err == nil {
+			if c, err := read(); err == nil {
+				cpu, cpu0 = read, c
+			}
+		}
+	}
 	replayStart := time.Now()
 	res, rerr := r.cfg.Replay(ctx, st, t)
 	rec.ReplaySeconds = time.Since(replayStart).Seconds()
+	serverCPU := -1.0
+	if cpu != nil {
+		if c, err := cpu(); err == nil {
+			serverCPU = c - cpu0
+		}
+	}
 	relErr := t.Reset.Release(cctx, rs)
 	interrupted := ctx.Err() != nil
 	if res != nil && r.cfg.Dir != "" {
@@ -401,6 +421,10 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	}
 	rec.Status = StatusDone
 	m := Measure(res)
+	if serverCPU >= 0 && rec.ReplaySeconds > 0 {
+		m.ServerCPUSeconds = &serverCPU
+		m.ServerCPU = serverCPU / rec.ReplaySeconds
+	}
 	rec.Measurement = &m
 	s := r.searches[st.Side]
 	if same(st.K, 1) && len(r.base[st.Side]) < s.BaseRounds {

@@ -183,13 +183,14 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 		Columns: []htmlreport.Column{{Label: "step", Numeric: true}, {Label: "k asked", Numeric: true}, {Label: "k achieved", Numeric: true},
 			{Label: "statements/s", Numeric: true}, {Label: "errors %", Numeric: true}, {Label: "lag p99 ms", Numeric: true},
 			{Label: "replayer CPU", Numeric: true, Tooltip: "the replayer's CPU time over the step's wall time, in cores"},
+			{Label: "server CPU", Numeric: true, Tooltip: "the target server's CPU time over the step's replay, in cores, when it runs on this machine"},
 			{Label: "verdict"}, {Label: "worst rule"}, {Label: "top wait"}}}
 	for _, st := range so.Steps {
 		row := htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Num(fmt.Sprint(st.Seq), float64(st.Seq)), htmlreport.Num(fmtKBare(st.K), st.K)}}
 		m := st.Measurement
 		if m == nil {
 			row.Class = "muted"
-			row.Cells = append(row.Cells, htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"),
+			row.Cells = append(row.Cells, htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"), htmlreport.Text("-"),
 				htmlreport.Text(string(st.Status)), htmlreport.Text(firstLine(st.Error)), htmlreport.Text(""))
 			t.Rows = append(t.Rows, row)
 			continue
@@ -223,6 +224,7 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 			htmlreport.Num(fmt.Sprintf("%.2f", m.ErrorRate), m.ErrorRate),
 			htmlreport.Num(fmt.Sprintf("%.1f", m.LagP99MS), m.LagP99MS),
 			htmlreport.Num(fmt.Sprintf("%.2f", m.ReplayerCPU), m.ReplayerCPU),
+			serverCPUCell(m),
 			htmlreport.Text(verdict), htmlreport.Text(worst), htmlreport.Text(wait))
 		qt := &htmlreport.SimpleTable{Head: []string{"query", "calls", "p95 ms", "mean ms"}}
 		for _, q := range m.Queries {
@@ -232,4 +234,11 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+func serverCPUCell(m *headroom.Measurement) htmlreport.Cell {
+	if m.ServerCPUSeconds == nil {
+		return htmlreport.Num("-", -1)
+	}
+	return htmlreport.Num(fmt.Sprintf("%.2f", m.ServerCPU), m.ServerCPU)
 }

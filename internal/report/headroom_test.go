@@ -29,6 +29,8 @@ func headroomOutcome(t *testing.T) *headroom.Outcome {
 					{Seq: 1, Side: headroom.Control, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
 					{Seq: 3, Side: headroom.Control, K: 3, Status: headroom.StatusDone, Measurement: m(300),
 						Verdict: &headroom.Verdict{AchievedK: 3, Held: true, Bound: headroom.BoundTarget, Margin: -0.2}},
+					{Seq: 6, Side: headroom.Control, K: 6, Status: headroom.StatusDone, Measurement: m(390),
+						Verdict: &headroom.Verdict{AchievedK: 3.9, Held: false, Bound: headroom.BoundTarget, Margin: 0.13, Broken: []headroom.Break{lookup}}},
 					{Seq: 5, Side: headroom.Control, K: 4, Status: headroom.StatusDone, Measurement: m(390),
 						Verdict: &headroom.Verdict{AchievedK: 3.9, Held: false, Bound: headroom.BoundTarget, Margin: 0.13, Broken: []headroom.Break{lookup}}},
 				},

@@ -101,17 +101,22 @@ func sideNotes(so *headroom.SideOutcome) []string {
 		}
 	}
 	if u := so.USL; u != nil {
-		var measured float64
+		var measured, topK float64
 		for _, st := range so.Steps {
 			if st.Measurement != nil {
 				measured = max(measured, st.Measurement.StatementsPerS)
+				topK = max(topK, st.K)
 			}
 		}
 		line := fmt.Sprintf("model (Universal Scalability Law, R² %.2f, %d steps): the %s ", u.R2, u.Points, so.Side)
-		if u.PeakK > 0 {
+		switch {
+		case u.PeakK > 2*topK:
+			// A peak far beyond the steps is the fit's extrapolation.
+			line += fmt.Sprintf("shows no peak within twice the largest k tried (its fit peaks at %s, beyond what the steps measured); %.0f statements/s the most measured", fmtK(u.PeakK), measured)
+		case u.PeakK > 0:
 			line += fmt.Sprintf("peaks at %s (%.0f statements/s predicted, %.0f the most measured)", fmtK(u.PeakK), u.PeakX, measured)
-		} else {
-			line += fmt.Sprintf("shows no peak within reach (contention %.3f, coherency 0); %.0f statements/s the most measured", u.Sigma, measured)
+		default:
+			line += fmt.Sprintf("shows no peak (contention %.3f, coherency 0: throughput only flattens); %.0f statements/s the most measured", u.Sigma, measured)
 		}
 		out = append(out, line)
 	}
@@ -148,15 +153,16 @@ func breakText(b headroom.Break, k float64) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // headroomStepsTable lists a side's steps: k asked and achieved, throughput,
-// errors, lag, the replayer's CPU, the rule nearest to (or past) its
-// limit, the top wait event, and the verdict.
+// errors, lag, the replayer's and the server's CPU (in cores), the
+// verdict, the rule nearest to (or past) its limit and the top wait
+// event.
 func headroomStepsTable(so *headroom.SideOutcome) string {
-	rows := [][]string{{"step", "k", "achieved", "stmts/s", "errors", "lag p99", "replayer CPU", "verdict", "worst rule", "top wait"}}
+	rows := [][]string{{"step", "k", "achieved", "stmts/s", "errors", "lag p99", "replayer CPU", "server CPU", "verdict", "worst rule", "top wait"}}
 	for _, st := range so.Steps {
 		row := []string{fmt.Sprint(st.Seq), fmtKBare(st.K)}
 		m := st.Measurement
 		if m == nil {
-			row = append(row, "-", "-", "-", "-", "-", string(st.Status), firstLine(st.Error), "")
+			row = append(row, "-", "-", "-", "-", "-", "-", string(st.Status), firstLine(st.Error), "")
 			rows = append(rows, row)
 			continue
 		}
@@ -181,11 +187,15 @@ func headroomStepsTable(so *headroom.SideOutcome) string {
 		if len(m.Waits) > 0 {
 			wait = fmt.Sprintf("%s %.0f%%", m.Waits[0].Event, 100*m.Waits[0].Share)
 		}
+		server := "-"
+		if m.ServerCPUSeconds != nil {
+			server = fmt.Sprintf("%.2f", m.ServerCPU)
+		}
 		row = append(row, achieved, fmt.Sprintf("%.0f", m.StatementsPerS), fmt.Sprintf("%.2f%%", m.ErrorRate),
-			fmtMS(m.LagP99MS), fmt.Sprintf("%.2f", m.ReplayerCPU), verdict, worst, wait)
+			fmtMS(m.LagP99MS), fmt.Sprintf("%.2f", m.ReplayerCPU), server, verdict, worst, wait)
 		rows = append(rows, row)
 	}
-	return texttable.Format("  ", rows, 7)
+	return texttable.Format("  ", rows, 8)
 }
 
 // ruleShort is a rule's figure in a table cell: "p95 +12% lookup".
