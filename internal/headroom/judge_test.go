@@ -1,0 +1,64 @@
+package headroom
+
+import (
+	"testing"
+	"time"
+)
+
+func measurement(stmtsPerS, lookupP95, beginP95 float64) Measurement {
+	return Measurement{StatementsPerS: stmtsPerS, Queries: []Query{
+		{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", TimedCalls: 500, TotalMS: 900, P95MS: lookupP95, MeanMS: lookupP95 / 2},
+		{Fingerprint: "begin", Query: "BEGIN", TimedCalls: 500, TotalMS: 100, P95MS: beginP95, MeanMS: beginP95 / 2},
+	}}
+}
+
+// TestJudge: a latency rule's limit grows by the spread of the 1x
+// rounds; BEGIN is not judged; a lag of the replayer's own names the
+// replayer; a lag waiting on a slower target breaks, naming the query.
+func TestJudge(t *testing.T) {
+	slo, err := ParseSLO(DefaultSLO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slo.MaxLag = 100 * time.Millisecond
+	// The two 1x rounds differ by 1.2x: the limit is 1.5 x 1.2.
+	b := NewBaseline([]Measurement{measurement(100, 2, 0.5), measurement(100, 2.4, 0.5)}, slo)
+	if len(b.Queries) != 1 || b.Queries[0].Fingerprint != "lookup" || b.Queries[0].Spread[MetricP95] != 1.2 {
+		t.Fatalf("baseline %+v: want the lookup alone judged, its spread 1.2", b.Queries)
+	}
+	base := b.Queries[0].P95MS // 2.2
+	for _, tc := range []struct {
+		name  string
+		m     Measurement
+		k     float64
+		held  bool
+		bound Bound
+		rule  Metric
+	}{
+		{"within the limit and its noise", measurement(200, base*1.7, 5), 2, true, BoundTarget, ""},
+		{"beyond", measurement(200, base*1.9, 0.5), 2, false, BoundTarget, MetricP95},
+		{"the replayer late", func() Measurement {
+			m := measurement(150, base, 0.5)
+			m.LagP99MS, m.LagReplayerMS, m.LagTargetMS = 400, 900, 100
+			return m
+		}(), 2, true, BoundReplayer, ""},
+		{"the target late, slower", func() Measurement {
+			m := measurement(190, base*1.3, 0.5)
+			m.LagP99MS, m.LagReplayerMS, m.LagTargetMS = 400, 10, 900
+			return m
+		}(), 2, false, BoundTarget, MetricLag},
+		{"the round trips, not the target's time", func() Measurement {
+			m := measurement(150, base, 0.5)
+			m.LagP99MS, m.LagTargetMS, m.ServerShare = 400, 900, 0.2
+			return m
+		}(), 2, true, BoundRoundTrips, ""},
+	} {
+		v := Judge(b, tc.m, tc.k, slo, 2)
+		if v.Held != tc.held || v.Bound != tc.bound || (tc.rule != "" && (len(v.Broken) == 0 || v.Broken[0].Metric != tc.rule)) {
+			t.Errorf("%s: %+v", tc.name, v)
+		}
+		if tc.rule == MetricLag && (v.Broken[0].Cause == nil || v.Broken[0].Cause.Fingerprint != "lookup") {
+			t.Errorf("%s: the lag's cause %+v, want the lookup", tc.name, v.Broken[0].Cause)
+		}
+	}
+}
