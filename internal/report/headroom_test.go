@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 )
 
 // headroomOutcome is a run of two sides: a control with an interval and
@@ -80,4 +81,12 @@ func TestWriteHeadroomHTML(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+}
+
+// The headroom page draws its two charts (throughput and latency against
+// k, the intervals, the SLO line and the first break marked) and its
+// steps tables sort and open in a real browser.
+func TestHeadroomInBrowser(t *testing.T) {
+	sc := htmltest.SelfCheck(t, writePage(t, HeadroomPage(headroomOutcome(t))))
+	htmltest.AssertSelfCheck(t, sc, 2, "headroom-steps-control", "headroom-steps-candidate")
 }
