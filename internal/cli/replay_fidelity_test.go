@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // The tests of this file replay small logs that reproduce the fidelity
@@ -168,5 +169,59 @@ func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
 	}
 	if got := queryLines(t, c, "newdb", "SELECT count(*) FROM x"); len(got) != 1 || got[0] != "1" {
 		t.Errorf("newdb's x holds %v rows, want 1", got)
+	}
+}
+
+// TestReplayBlameForBakedIDs: a large object's OID that the original's
+// server assigned, written into a later statement, names nothing on the
+// target: the statement fails there (42704) and the rest of its block
+// with 25P02, among them a statement that had failed in the original too
+// (with another error). Neither the replay's replay-order finding nor
+// report's divergence (exit 6) blames the replay's order for those
+// 25P02s, and the summary names the server-assigned id. Before, both
+// took every 25P02 for an error of ordering.
+func TestReplayBlameForBakedIDs(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Exec(ctx, "db1", "CREATE TABLE t (a int); ALTER TABLE t OWNER TO u1"); err != nil {
+		t.Fatal(err)
+	}
+	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
+		{s: 0, q: "BEGIN"},
+		{s: 0, q: "SELECT lo_unlink(98765)"},
+		{s: 0, q: "INSERT INTO t VALUES (1)"},
+		{s: 0, q: "INSERT INTO no_such_table VALUES (1)", err: `relation "no_such_table" does not exist`},
+		{s: 0, q: "ROLLBACK"},
+	})
+	dir := t.TempDir()
+	replayJSON := filepath.Join(dir, "replay.json")
+	code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--json", replayJSON, log)
+	out := stdout + stderr
+	b, err := os.ReadFile(replayJSON)
+	if err != nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	res, err := results.Decode(b, replayJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outcomes; o.FailedOnlyOnTarget != 2 || o.BothFailed != 1 || o.OnlyOnTargetBakedIDs != 2 || o.OnlyOnTargetBySQLState["25P02"] != 0 {
+		t.Errorf("outcomes %+v", o)
+	}
+	if strings.Contains(out, "replay's order") || !strings.Contains(out, "named an id the original's server assigned") {
+		t.Errorf("the summary blames the replay's order, or does not name the server-assigned id:\n%s", out)
+	}
+	analyzeJSON := filepath.Join(dir, "analyze.json")
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", replayTestPrefix, "--json", analyzeJSON, log); code != ExitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = runCLI(ctx, "", "report", "--allow-mixed-latency", analyzeJSON, replayJSON)
+	if code == ExitDiverged || code == ExitUsage || strings.Contains(stdout+stderr, "DIVERGED") {
+		t.Errorf("report: exit %d, the replay is said to have diverged:\n%s%s", code, stdout, stderr)
 	}
 }

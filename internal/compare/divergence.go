@@ -70,7 +70,17 @@ func divergences(base, cand []*Run) []Divergence {
 }
 
 // divergencesOf finds the queries of two runs that did different work.
+//
+// A replay that counts its failures by cause (the errors of statements
+// that succeeded in the original, a 25P02 under the error that aborted
+// its block: results.Outcomes.OnlyOnTargetBySQLState) is judged by
+// those: an error that failed in the original too, or a 25P02 after an
+// error of another kind (a server-assigned id of the original written
+// into the text), is not one of the replay's order. Against the original
+// (an analysis) they count whole; against another replay that counts
+// them, beyond its own.
 func divergencesOf(base, cand *Run) []Divergence {
+	byCause := counted(cand) && (base.Replay == nil || counted(base))
 	var out []Divergence
 	for i := range cand.Queries {
 		cq := &cand.Queries[i]
@@ -85,6 +95,24 @@ func divergencesOf(base, cand *Run) []Divergence {
 			d.BaselineRowsPerCall, d.CandidateRowsPerCall = &b, &c
 			diff := math.Abs(c - b)
 			d.RowsDiffer = diff > MaxRowsPerCallDiff*max(b, c) && diff*float64(cq.RowsCalls) >= 1
+		}
+		if byCause {
+			for _, code := range OrderingSQLStates {
+				extra := cq.OnlyOnTargetBySQLState[code]
+				if base.Replay != nil {
+					extra -= scaled(bq.OnlyOnTargetBySQLState[code], bq.Calls, cq.Calls)
+				}
+				if extra > 0 && float64(extra) >= MinOrderingErrorRate*float64(cq.Calls) {
+					if d.OrderingErrors == nil {
+						d.OrderingErrors = map[string]int64{}
+					}
+					d.OrderingErrors[code] = extra
+				}
+			}
+			if d.RowsDiffer || len(d.OrderingErrors) > 0 {
+				out = append(out, d)
+			}
+			continue
 		}
 		// Errors the baseline logged without a SQLSTATE (a prefix
 		// without %e) may be any of these: they are matched first.
@@ -105,6 +133,12 @@ func divergencesOf(base, cand *Run) []Divergence {
 		}
 	}
 	return out
+}
+
+// counted reports whether r is a replay that counts its failures by
+// cause (see divergencesOf).
+func counted(r *Run) bool {
+	return r.Replay != nil && r.Outcomes.OnlyOnTargetBySQLState != nil
 }
 
 // uncodedErrors are a row's errors without a known SQLSTATE: those

@@ -8,7 +8,9 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// replayWith is a replay result of one query with rows and errors.
+// replayWith is a replay result of one query with rows and errors, all
+// of calls that succeeded in the original (counted by cause, as a replay
+// counts them).
 func replayWith(t *testing.T, name string, calls, rowsEach int64, noRows int64, codes map[string]int64) *Run {
 	t.Helper()
 	s := querystats.NewSet()
@@ -19,6 +21,7 @@ func replayWith(t *testing.T, name string, calls, rowsEach int64, noRows int64, 
 			st := s.Slot("upd", "UPDATE orders SET state = $1 WHERE id = $2")
 			st.Record("UPDATE orders SET state = $1 WHERE id = $2", 1, 100, true)
 			st.RecordError(code)
+			st.RecordOnlyOnTarget(code)
 		}
 	}
 	for i := range calls - failed {
@@ -39,6 +42,20 @@ func replayWith(t *testing.T, name string, calls, rowsEach int64, noRows int64, 
 	r.WallSeconds = float64(10 + len(name)) // each its own: never the same result twice
 	r.Statements = results.StatementCounts{Total: calls, Executed: calls - failed, Failed: failed}
 	r.ErrorsBySQLState = codes
+	r.Outcomes.OnlyOnTargetBySQLState = maps.Clone(codes)
+	if r.Outcomes.OnlyOnTargetBySQLState == nil {
+		r.Outcomes.OnlyOnTargetBySQLState = map[string]int64{}
+	}
+	return r
+}
+
+// legacy makes r a replay result from before replays counted their
+// failures by cause (results.Outcomes.OnlyOnTargetBySQLState).
+func legacy(r *Run) *Run {
+	r.Outcomes.OnlyOnTargetBySQLState = nil
+	for i := range r.Queries {
+		r.Queries[i].OnlyOnTargetBySQLState = nil
+	}
 	return r
 }
 
@@ -83,12 +100,12 @@ func TestDivergence(t *testing.T) {
 // replay's target log codes them 23505. Not a divergence. More of them
 // than the baseline had at all still is.
 func TestDivergenceUncoded(t *testing.T) {
-	base := replayWith(t, "prod", 1000, 1, 0, map[string]int64{results.UnknownSQLState: 30})
+	base := legacy(replayWith(t, "prod", 1000, 1, 0, map[string]int64{results.UnknownSQLState: 30}))
 	for _, tt := range []struct {
 		n    int64
 		want map[string]int64
 	}{{30, nil}, {29, nil}, {60, map[string]int64{"23505": 30}}} {
-		cand := replayWith(t, "replay", 1000, 1, 0, map[string]int64{"23505": tt.n})
+		cand := legacy(replayWith(t, "replay", 1000, 1, 0, map[string]int64{"23505": tt.n}))
 		rep, err := Compare(base, cand, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -100,5 +117,39 @@ func TestDivergenceUncoded(t *testing.T) {
 		if !maps.Equal(got, tt.want) || (tt.want == nil) != (rep.Verdict.Status != VerdictDiverged) {
 			t.Errorf("%d coded against 30 uncoded: divergence %+v, verdict %s", tt.n, rep.Divergence, rep.Verdict.Status)
 		}
+	}
+}
+
+// TestDivergenceByCause: a replay that counts its failures by cause is
+// judged by those alone. Its 25P02s after an error of another kind (a
+// server-assigned id of the original, 42704), and its errors of calls
+// that failed in the original too, are not of the replay's order, against
+// the original's analysis or another such replay; its 23503s that failed
+// only on the target still are (issue 39).
+func TestDivergenceByCause(t *testing.T) {
+	analysis := replayWith(t, "prod", 1000, 1, 0, nil)
+	analysis.Replay = nil
+	cand := replayWith(t, "replay", 1000, 1, 0, map[string]int64{"25P02": 40, "42704": 10})
+	// The 25P02s followed the 42704s; ten more failed in the original too.
+	cand.Outcomes.OnlyOnTargetBySQLState = map[string]int64{"42704": 40}
+	for i := range cand.Queries {
+		cand.Queries[i].OnlyOnTargetBySQLState = map[string]int64{"42704": 40}
+	}
+	for _, base := range []*Run{analysis, replayWith(t, "control", 1000, 1, 0, nil)} {
+		rep, err := Compare(base, cand, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Divergence) != 0 || rep.Verdict.Status == VerdictDiverged {
+			t.Errorf("against %s: divergence %+v, verdict %s", base.Source, rep.Divergence, rep.Verdict.Status)
+		}
+	}
+	fk := replayWith(t, "fk", 1000, 1, 0, map[string]int64{"23503": 30})
+	rep, err := Compare(analysis, fk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Divergence) != 1 || !maps.Equal(rep.Divergence[0].OrderingErrors, map[string]int64{"23503": 30}) {
+		t.Errorf("foreign key errors only on the target: divergence %+v", rep.Divergence)
 	}
 }

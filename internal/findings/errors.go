@@ -96,7 +96,7 @@ func (e *eval) targetOnly() {
 		if b != nil && b.Errors > 0 {
 			continue
 		}
-		if w.Replay != nil && onlyOrdering(q) {
+		if w.Replay != nil && onlyOrderingCaused(q, w.Replay) {
 			continue // the replay-order finding's
 		}
 		bc := "not run"
@@ -141,6 +141,37 @@ func (e *eval) targetOnly() {
 	e.add(f)
 }
 
+// orderingCaused reports whether q has errors of the replay's order: by
+// their cause where the replay counted it, else by code (onlyOrdering).
+func orderingCaused(q *Query, r *ReplayFacts) bool {
+	if r == nil || r.OnlyOnTargetBySQLState == nil {
+		return onlyOrdering(q)
+	}
+	for _, code := range results.OrderingSQLStates {
+		if q.OnlyOnTargetBySQLState[code] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyOrderingCaused reports whether every error of q that failed only on
+// the target was caused by one of ordering, where the replay counted
+// them by cause (else onlyOrdering).
+func onlyOrderingCaused(q *Query, r *ReplayFacts) bool {
+	if r == nil || r.OnlyOnTargetBySQLState == nil {
+		return onlyOrdering(q)
+	}
+	var n, all int64
+	for code, c := range q.OnlyOnTargetBySQLState {
+		all += c
+		if slices.Contains(results.OrderingSQLStates, code) {
+			n += c
+		}
+	}
+	return all > 0 && n == all
+}
+
 // onlyOrdering reports whether every error of q is of an ordering code.
 func onlyOrdering(q *Query) bool {
 	if q.Errors == 0 || len(q.ErrorsBySQLState) == 0 {
@@ -167,17 +198,35 @@ func (e *eval) replayOrder() int64 {
 	}
 	var n int64
 	counts := map[string]int64{}
+	// The errors caused by one of ordering, of statements that
+	// succeeded in the original, where the replay counted them so:
+	// errors that failed in the original too, the 25P02s after an
+	// error of another kind and those after a server-assigned id of the
+	// original are not the replay's order.
+	byCause := w.ErrorsBySQLState
+	if w.Replay.OnlyOnTargetBySQLState != nil {
+		byCause = w.Replay.OnlyOnTargetBySQLState
+	}
 	for _, code := range results.OrderingSQLStates {
-		if c := w.ErrorsBySQLState[code]; c > 0 {
+		if c := byCause[code]; c > 0 {
 			counts[code] = c
 			n += c
 		}
 	}
-	if e.in.Baseline != nil {
+	if b := e.in.Baseline; b != nil {
 		// Errors of these codes the original had too are not the
-		// replay's doing.
+		// replay's doing; a baseline replay's own errors of its order
+		// are counted apart from the original's where it did.
+		subtract := b.ErrorsBySQLState
+		switch {
+		case w.Replay.OnlyOnTargetBySQLState == nil:
+		case b.Replay != nil && b.Replay.OnlyOnTargetBySQLState != nil:
+			subtract = b.Replay.OnlyOnTargetBySQLState
+		default:
+			subtract = nil // the original's failures are left out already
+		}
 		for code := range counts {
-			c := max(counts[code]-e.in.Baseline.ErrorsBySQLState[code], 0)
+			c := max(counts[code]-subtract[code], 0)
 			n -= counts[code] - c
 			if counts[code] = c; c == 0 {
 				delete(counts, code)
@@ -204,7 +253,7 @@ func (e *eval) replayOrder() int64 {
 		Evidence: Evidence{Figures: []Figure{fig("ordering_errors", float64(n), ""), fig("failed_only_on_target", float64(w.Replay.FailedOnlyOnTarget), "")}},
 	}
 	for _, q := range failingQueries(w) {
-		if onlyOrdering(q) && len(f.Evidence.Queries) < 10 {
+		if orderingCaused(q, w.Replay) && len(f.Evidence.Queries) < 10 {
 			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
 		}
 	}

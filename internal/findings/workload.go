@@ -43,6 +43,12 @@ type ReplayFacts struct {
 	LostTransactions   int64
 	// Reconnects counts sessions that reconnected after a fault.
 	Reconnects int64
+	// OnlyOnTargetBySQLState splits FailedOnlyOnTarget by cause (a
+	// 25P02 under the error that aborted its block), BakedIDs counts
+	// those from server-assigned ids of the original
+	// (results.Outcomes); nil in a result from before.
+	OnlyOnTargetBySQLState map[string]int64
+	BakedIDs               int64
 }
 
 // Query is one fingerprint's figures.
@@ -53,8 +59,11 @@ type Query struct {
 	Errors      int64  `json:"errors"`
 	// ErrorsBySQLState are the query's errors by code, when known.
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
-	TotalMS          float64          `json:"total_ms"`
-	MeanMS           float64          `json:"mean_ms"`
+	// OnlyOnTargetBySQLState: of a replay's, those of calls that
+	// succeeded in the original, by cause (querystats.Row).
+	OnlyOnTargetBySQLState map[string]int64 `json:"only_on_target_by_sqlstate,omitempty"`
+	TotalMS                float64          `json:"total_ms"`
+	MeanMS                 float64          `json:"mean_ms"`
 }
 
 // TotalMS is the time of every query.
@@ -127,10 +136,11 @@ func FromResult(r *results.Result) *Workload {
 	}
 	for _, q := range r.Queries {
 		w.Queries = append(w.Queries, Query{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, Errors: q.Errors,
-			ErrorsBySQLState: q.ErrorsBySQLState, TotalMS: q.TotalMS, MeanMS: q.MeanMS})
+			ErrorsBySQLState: q.ErrorsBySQLState, OnlyOnTargetBySQLState: q.OnlyOnTargetBySQLState, TotalMS: q.TotalMS, MeanMS: q.MeanMS})
 	}
 	if r.Replay != nil {
-		w.Replay = &ReplayFacts{FailedOnlyOnTarget: r.Outcomes.FailedOnlyOnTarget, Reconnects: r.Sessions.Reconnects}
+		w.Replay = &ReplayFacts{FailedOnlyOnTarget: r.Outcomes.FailedOnlyOnTarget, Reconnects: r.Sessions.Reconnects,
+			OnlyOnTargetBySQLState: r.Outcomes.OnlyOnTargetBySQLState, BakedIDs: r.Outcomes.OnlyOnTargetBakedIDs}
 		if r.Sync != nil {
 			w.Replay.Sync = r.Sync.Mode
 			w.Replay.SyncTimeouts, w.Replay.SyncTimeoutSeconds = r.Sync.Timeouts, r.Sync.TimeoutSeconds

@@ -31,6 +31,11 @@ type Row struct {
 	// ErrorsBySQLState counts the errors by SQLSTATE when the producer
 	// knew the codes; its sum may be below Errors (codes not logged).
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
+	// OnlyOnTargetBySQLState counts, of a replay's errors, those of
+	// calls that succeeded in the original, by cause: a 25P02 under the
+	// error that aborted its block on the target (see
+	// results.Outcomes.OnlyOnTargetBySQLState).
+	OnlyOnTargetBySQLState map[string]int64 `json:"only_on_target_by_sqlstate,omitempty"`
 	// RowsCalls counts the calls whose row count is known, Rows their
 	// rows (inserted, updated, deleted or returned); both 0 when the
 	// producer could not tell (a server log does not say).
@@ -88,6 +93,9 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 	if s.codes != nil {
 		r.ErrorsBySQLState = maps.Clone(s.codes)
 	}
+	if s.onlyTarget != nil {
+		r.OnlyOnTargetBySQLState = maps.Clone(s.onlyTarget)
+	}
 	if s.TimedCalls > 0 {
 		r.MinMS, r.MaxMS = ms(s.MinUS), ms(s.MaxUS)
 	}
@@ -130,6 +138,9 @@ func FromRows(rows []Row) (*Set, error) {
 		st.answerFromRow(r.AnswerDiffers)
 		if len(r.ErrorsBySQLState) > 0 {
 			st.codes = maps.Clone(r.ErrorsBySQLState)
+		}
+		if len(r.OnlyOnTargetBySQLState) > 0 {
+			st.onlyTarget = maps.Clone(r.OnlyOnTargetBySQLState)
 		}
 		var err error
 		if st.first, err = parseTime(r.FirstSeen); err != nil {

@@ -42,6 +42,10 @@ type Stats struct {
 	// codes (RecordError); nil until the first. Errors counts every
 	// failed call, known code or not.
 	codes map[string]int64
+	// onlyTarget counts, of a replay's errors, those of calls that
+	// succeeded in the original, by cause (RecordOnlyOnTarget); nil
+	// until the first.
+	onlyTarget map[string]int64
 	// RowsCalls counts the calls whose row count is known (a replay
 	// reads it from the server's CommandComplete); Rows is their sum.
 	RowsCalls int64
@@ -133,6 +137,17 @@ func (s *Stats) RecordError(sqlstate string) {
 	s.codes[sqlstate]++
 }
 
+// RecordOnlyOnTarget counts a replayed call that failed on the target
+// and not in the original, by the SQLSTATE that caused it (for a 25P02,
+// the error that aborted its transaction block: see
+// results.Outcomes.OnlyOnTargetBySQLState). It counts no call or error.
+func (s *Stats) RecordOnlyOnTarget(cause string) {
+	if s.onlyTarget == nil {
+		s.onlyTarget = make(map[string]int64, 1)
+	}
+	s.onlyTarget[cause]++
+}
+
 // RecordRows adds the row count of one call (rows inserted, updated,
 // deleted or returned, as the server's command tag says).
 func (s *Stats) RecordRows(n int64) {
@@ -164,6 +179,12 @@ func (s *Stats) merge(o *Stats) {
 			s.codes = make(map[string]int64, len(o.codes))
 		}
 		s.codes[k] += v
+	}
+	for k, v := range o.onlyTarget {
+		if s.onlyTarget == nil {
+			s.onlyTarget = make(map[string]int64, len(o.onlyTarget))
+		}
+		s.onlyTarget[k] += v
 	}
 	if o.first != NoTime {
 		if s.first == NoTime || o.first < s.first || (o.first == s.first && o.Query < s.Query) {
@@ -200,6 +221,9 @@ func (s *Stats) clone() *Stats {
 	c.owner, c.hot = nil, nil
 	if s.codes != nil {
 		c.codes = maps.Clone(s.codes)
+	}
+	if s.onlyTarget != nil {
+		c.onlyTarget = maps.Clone(s.onlyTarget)
 	}
 	if s.hist != nil {
 		c.hist = s.hist.Clone()

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -11,6 +12,12 @@ import (
 type targetError struct {
 	code    string // SQLSTATE, or one of the *SQLState constants
 	message string
+	// cause is the SQLSTATE behind it: its own, or for a 25P02 the
+	// error that aborted the block on the target; baked: that error
+	// came from a server-assigned id of the original written into the
+	// statement (see bakedID).
+	cause string
+	baked bool
 	// lost: the connection is gone and must be made again for the rest
 	// of the session.
 	lost bool
@@ -42,4 +49,20 @@ func connectError(err error) (code, message string) {
 		return pgErr.Code, pgErr.Message
 	}
 	return "", err.Error()
+}
+
+// bakedID reports whether an error's message names an id the original's
+// server assigned and a later statement's text repeats: a large object's
+// OID (lo_unlink(16385) after lo_creat) or a transaction id
+// (txid_status(742) after txid_current()). The target assigns other ids,
+// so such a statement fails there without its being the target's doing
+// or the replay's order.
+func bakedID(message string) bool {
+	switch {
+	case strings.HasPrefix(message, "large object ") && strings.HasSuffix(message, " does not exist"):
+		return true
+	case strings.HasPrefix(message, "transaction ID ") && strings.HasSuffix(message, " is in the future"):
+		return true
+	}
+	return false
 }

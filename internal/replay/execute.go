@@ -149,6 +149,7 @@ func (s *session) statement(it item, t *time.Timer) {
 			s.rollback()
 			r.c.realigned.Add(1)
 		}
+		s.blame(&te, failed)
 	}
 	if c := it.sync.Commit; c != nil {
 		// The commit the event carries ran on the target (whatever its
@@ -165,6 +166,29 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
+
+// blame sets what caused a target error (te.cause, te.baked), and keeps
+// the cause of the error that aborted the session's block on the target
+// for the 25P02s that follow it: those are not errors of the replay's
+// order when that error was not.
+func (s *session) blame(te *targetError, failed bool) {
+	if failed && !te.lost {
+		te.cause, te.baked = te.code, bakedID(te.message)
+		if te.code == abortedSQLState && s.blockCause != "" {
+			te.cause, te.baked = s.blockCause, s.blockBaked
+		}
+	}
+	switch {
+	case s.conn == nil || s.conn.IsClosed() || s.conn.TxStatus() != 'E':
+		s.blockCause, s.blockBaked = "", false
+	case failed && s.blockCause == "":
+		s.blockCause, s.blockBaked = te.cause, te.baked
+	}
+}
+
+// abortedSQLState is in_failed_sql_transaction: a statement in a block
+// that an earlier error aborted.
+const abortedSQLState = "25P02"
 
 // lagSource splits a statement's lag (issued late against due) between
 // the target (the session's previous statement was still running on it
@@ -492,7 +516,15 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	if failed {
 		sh.errors[te.code]++
 		last := items[k-1]
-		sh.set.Slot(last.Fingerprint, last.Query).RecordError(te.code)
+		slot := sh.set.Slot(last.Fingerprint, last.Query)
+		slot.RecordError(te.code)
+		if !ev.Failed {
+			slot.RecordOnlyOnTarget(te.cause)
+			sh.onlyTarget[te.cause]++
+			if te.baked {
+				sh.bakedIDs++
+			}
+		}
 		key := sampleKey{te.code, last.Fingerprint}
 		if e := sh.samples[key]; e != nil {
 			e.Count++

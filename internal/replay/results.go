@@ -104,17 +104,22 @@ type shard struct {
 	lag     *results.Recorder
 	errors  map[string]int64
 	samples map[sampleKey]*results.ErrorSample
-	_       [64]byte
+	// onlyTarget and bakedIDs: the errors of statements that succeeded
+	// in the original, by cause (results.Outcomes).
+	onlyTarget map[string]int64
+	bakedIDs   int64
+	_          [64]byte
 }
 
 type sampleKey struct{ code, fp string }
 
 func newShard() *shard {
 	return &shard{
-		set:     querystats.NewSet(),
-		lag:     results.NewRecorder(),
-		errors:  map[string]int64{},
-		samples: map[sampleKey]*results.ErrorSample{},
+		set:        querystats.NewSet(),
+		lag:        results.NewRecorder(),
+		errors:     map[string]int64{},
+		samples:    map[sampleKey]*results.ErrorSample{},
+		onlyTarget: map[string]int64{},
 	}
 }
 
@@ -285,6 +290,7 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 	lag := results.NewRecorder()
 	var samples []results.ErrorSample
 	res.ErrorsBySQLState = map[string]int64{}
+	res.Outcomes.OnlyOnTargetBySQLState = map[string]int64{}
 	for _, s := range shards {
 		s.mu.Lock()
 		set.Merge(s.set)
@@ -292,6 +298,10 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 		for k, v := range s.errors {
 			res.ErrorsBySQLState[k] += v
 		}
+		for k, v := range s.onlyTarget {
+			res.Outcomes.OnlyOnTargetBySQLState[k] += v
+		}
+		res.Outcomes.OnlyOnTargetBakedIDs += s.bakedIDs
 		for _, v := range s.samples {
 			samples = append(samples, *v)
 		}

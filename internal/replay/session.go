@@ -90,8 +90,13 @@ type session struct {
 	// after the statements handled so far; skipTx, when not empty: the
 	// rest of that block is skipped for this reason (its connection
 	// broke in the middle, or a commit it depended on was lost).
-	logTx      bool
-	skipTx     results.SkipReason
+	logTx  bool
+	skipTx results.SkipReason
+	// blockCause is the SQLSTATE of the error that aborted the
+	// session's block on the target, blockBaked whether it came from a
+	// server-assigned id (see session.blame); "" outside such a block.
+	blockCause string
+	blockBaked bool
 	connected  bool               // connected at least once
 	failReason results.SkipReason // set when connecting failed: skip the rest
 	failCode   string             // and the error, as counted in r.fails

@@ -121,9 +121,20 @@ func (o *Outcome) reasons(maxErrorRate float64) {
 }
 
 // diverged reports whether statements that succeeded in the original
-// failed on the target with errors of ordering.
+// failed on the target with errors of ordering: caused by one (a 25P02
+// after an error of another kind, or after a server-assigned id of the
+// original, is not), as the result counts them; in a result from before
+// it did, any error of ordering the target had.
 func diverged(res *results.Result) bool {
 	if res.Outcomes.FailedOnlyOnTarget == 0 {
+		return false
+	}
+	if by := res.Outcomes.OnlyOnTargetBySQLState; by != nil {
+		for _, code := range results.OrderingSQLStates {
+			if by[code] > 0 {
+				return true
+			}
+		}
 		return false
 	}
 	for _, e := range res.Errors {

@@ -89,6 +89,10 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	for _, k := range sortedKeys(res.ErrorsBySQLState) {
 		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
 	}
+	if o.OnlyOnTargetBakedIDs > 0 {
+		fmt.Fprintf(&b, "    %d of those only on the target named an id the original's server assigned (a large object's, a transaction's), which the target assigned otherwise, or followed one in its transaction\n",
+			o.OnlyOnTargetBakedIDs)
+	}
 	if o.Answered > 0 {
 		writeAnswers(&b, o, res.Queries)
 	}

@@ -413,13 +413,15 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		ReplayerDelayed:  x.ReplayerDelayed + y.ReplayerDelayed,
 		TargetLocal:      x.TargetLocal || y.TargetLocal,
 		Outcomes: Outcomes{
-			Ran:                  x.Outcomes.Ran + y.Outcomes.Ran,
-			OriginalFailed:       x.Outcomes.OriginalFailed + y.Outcomes.OriginalFailed,
-			BothFailed:           x.Outcomes.BothFailed + y.Outcomes.BothFailed,
-			FailedOnlyOnTarget:   x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
-			Answered:             x.Outcomes.Answered + y.Outcomes.Answered,
-			AnswerDiffers:        x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
-			FailedOnlyInOriginal: x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
+			Ran:                    x.Outcomes.Ran + y.Outcomes.Ran,
+			OriginalFailed:         x.Outcomes.OriginalFailed + y.Outcomes.OriginalFailed,
+			BothFailed:             x.Outcomes.BothFailed + y.Outcomes.BothFailed,
+			FailedOnlyOnTarget:     x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
+			Answered:               x.Outcomes.Answered + y.Outcomes.Answered,
+			AnswerDiffers:          x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
+			FailedOnlyInOriginal:   x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
+			OnlyOnTargetBySQLState: sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),
+			OnlyOnTargetBakedIDs:   x.Outcomes.OnlyOnTargetBakedIDs + y.Outcomes.OnlyOnTargetBakedIDs,
 		},
 		Reader: ReaderCounts{
 			Events:      x.Reader.Events + y.Reader.Events,
@@ -625,4 +627,19 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 		m.Notes = union(x.Notes, y.Notes)
 	}
 	return m, nil
+}
+
+// sumKnown sums two counts by key; nil when either is nil (not counted).
+func sumKnown(x, y map[string]int64) map[string]int64 {
+	if x == nil || y == nil {
+		return nil
+	}
+	m := make(map[string]int64, len(x)+len(y))
+	for k, v := range x {
+		m[k] += v
+	}
+	for k, v := range y {
+		m[k] += v
+	}
+	return m
 }

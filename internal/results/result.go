@@ -442,6 +442,19 @@ type Outcomes struct {
 	BothFailed           int64 `json:"both_failed"`
 	FailedOnlyOnTarget   int64 `json:"failed_only_on_target"`
 	FailedOnlyInOriginal int64 `json:"failed_only_in_original"`
+	// OnlyOnTargetBySQLState splits FailedOnlyOnTarget by the error
+	// that caused each failure: its own SQLSTATE, but for a 25P02 (in a
+	// block aborted on the target) the SQLSTATE of the error that
+	// aborted the block, so that the 25P02s after an error of another
+	// kind are not taken for errors of the replay's order. Not nil in
+	// every replay that counts it (nil: a result from before).
+	OnlyOnTargetBySQLState map[string]int64 `json:"only_on_target_by_sqlstate"`
+	// OnlyOnTargetBakedIDs counts those of FailedOnlyOnTarget that came
+	// from a server-assigned id of the original written into a later
+	// statement's text (a large object's OID, a transaction id), which
+	// the target assigned otherwise, and the 25P02s after them: not the
+	// target's doing, and not the replay's order.
+	OnlyOnTargetBakedIDs int64 `json:"only_on_target_baked_ids,omitempty"`
 	// Answered counts the executions compared with the answer the
 	// original server gave (the input recorded it: a capture); of them,
 	// AnswerDiffers differed in outcome, SQLSTATE or row count. Both 0
@@ -552,7 +565,7 @@ func New(k Kind, src LatencySource) *Result {
 		Queries:          []querystats.Row{},
 	}
 	if k == KindReplay {
-		r.Replay = &Replay{Errors: []ErrorSample{}}
+		r.Replay = &Replay{Errors: []ErrorSample{}, Outcomes: Outcomes{OnlyOnTargetBySQLState: map[string]int64{}}}
 	}
 	return r
 }
