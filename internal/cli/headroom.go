@@ -86,9 +86,10 @@ each moved outward until every round at the lower end held and every round
 at the upper end broke. The interval widens the bracket by the noise the
 repeated rounds measured (and the 1x rounds' own error, which moves every
 step alike). k is what was achieved (statements per second over 1x's), not
-what was asked. A step breaks the SLO when one of the queries that take 2%
-of the time at 1x (with 20 timed calls) breaks a latency rule by more than
-0.2 ms, when the error rate grows beyond an errors rule, when the replay
+what was asked. A step breaks the SLO when one of the queries that take 5%
+of the time at 1x (with 50 timed calls; BEGIN and savepoints left out)
+breaks a latency rule beyond the spread of its own 1x rounds (scaled to
+three rounds, as report's noise floor) and by more than 0.2 ms, when the error rate grows beyond an errors rule, when the replay
 could not run whole (statements lost, connections refused), or when it fell
 behind its schedule by --max-lag more than at 1x (lag p99) because the target
 answered slower (the query slowed the most is named).

@@ -65,7 +65,7 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 				lo, hi = min(lo, latency(o, m)), max(hi, latency(o, m))
 			}
 			if lo > 0 {
-				mq.Spread[m] = hi / lo
+				mq.Spread[m] = math.Exp(math.Log(hi/lo) * rangeScale(len(qs)))
 			}
 		}
 		mq.TotalMS = medianOf(qs, func(q Query) float64 { return q.TotalMS })
@@ -76,6 +76,23 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		b.Queries = append(b.Queries, mq)
 	}
 	return b
+}
+
+// d2 are the control-chart constants: the expected range of n samples
+// of a normal distribution, in standard deviations.
+var d2 = []float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078}
+
+// rangeScale scales the range of n rounds to that of three, as
+// compare's noise floor does (docs/noise.md): two rounds span less than
+// three would, and five more.
+func rangeScale(n int) float64 {
+	if n < 2 {
+		return 1
+	}
+	if n >= len(d2) {
+		n = len(d2) - 1
+	}
+	return d2[3] / d2[n]
 }
 
 // transactionControl reports whether query only opens a transaction or

@@ -1,6 +1,7 @@
 package headroom
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -21,10 +22,11 @@ func TestJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	slo.MaxLag = 100 * time.Millisecond
-	// The two 1x rounds differ by 1.2x: the limit is 1.5 x 1.2.
+	// The two 1x rounds differ by 1.2x, as three would by 1.2^1.5: the
+	// limit is 1.5 x 1.31.
 	b := NewBaseline([]Measurement{measurement(100, 2, 0.5), measurement(100, 2.4, 0.5)}, slo)
-	if len(b.Queries) != 1 || b.Queries[0].Fingerprint != "lookup" || b.Queries[0].Spread[MetricP95] != 1.2 {
-		t.Fatalf("baseline %+v: want the lookup alone judged, its spread 1.2", b.Queries)
+	if len(b.Queries) != 1 || b.Queries[0].Fingerprint != "lookup" || math.Abs(b.Queries[0].Spread[MetricP95]-1.315) > 0.001 {
+		t.Fatalf("baseline %+v: want the lookup alone judged, its spread 1.315", b.Queries)
 	}
 	base := b.Queries[0].P95MS // 2.2
 	for _, tc := range []struct {
@@ -35,8 +37,8 @@ func TestJudge(t *testing.T) {
 		bound Bound
 		rule  Metric
 	}{
-		{"within the limit and its noise", measurement(200, base*1.7, 5), 2, true, BoundTarget, ""},
-		{"beyond", measurement(200, base*1.9, 0.5), 2, false, BoundTarget, MetricP95},
+		{"within the limit and its noise", measurement(200, base*1.9, 5), 2, true, BoundTarget, ""},
+		{"beyond", measurement(200, base*2.1, 0.5), 2, false, BoundTarget, MetricP95},
 		{"the replayer late", func() Measurement {
 			m := measurement(150, base, 0.5)
 			m.LagP99MS, m.LagReplayerMS, m.LagTargetMS = 400, 900, 100

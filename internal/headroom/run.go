@@ -529,10 +529,12 @@ func (r *run) answer() {
 			if v.Bound != BoundTarget && so.BoundWhy == "" {
 				so.BoundWhy = fmt.Sprintf("at %gx asked (%.2fx achieved): %s", st.K, v.AchievedK, v.Why)
 			}
-			if v.Held || v.Bound != BoundTarget || len(v.Broken) == 0 {
+			if v.Held || v.Bound != BoundTarget || len(v.Broken) == 0 || !s.allBroke(st.K) {
+				// A round that broke where another held at the same k
+				// is within the noise: not the first break.
 				continue
 			}
-			if first == nil || v.AchievedK < first.K {
+			if first == nil || st.K < first.AskedK || (same(st.K, first.AskedK) && v.Broken[0].Margin > first.Margin) {
 				first = &FirstBreak{K: v.AchievedK, AskedK: st.K, Break: v.Broken[0]}
 			}
 		}

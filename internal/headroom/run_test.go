@@ -79,8 +79,8 @@ func TestRun(t *testing.T) {
 		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != MetricP95 {
 			t.Errorf("%s: first break %+v, want the lookup's p95", so.Side, so.FirstBreak)
 		}
-		if !so.Steps[0].Baseline || !so.Steps[1].Baseline || so.Steps[2].Verdict == nil {
-			t.Errorf("%s: steps %+v: want two baseline rounds first", so.Side, so.Steps[:3])
+		if !so.Steps[0].Baseline || !so.Steps[1].Baseline || !so.Steps[2].Baseline || so.Steps[3].Verdict == nil {
+			t.Errorf("%s: steps %+v: want three baseline rounds first", so.Side, so.Steps[:4])
 		}
 		if so.USL == nil {
 			t.Errorf("%s: no model", so.Side)
@@ -168,7 +168,7 @@ func TestRunInterrupted(t *testing.T) {
 	steps := 0
 	out, err := Run(ctx, Config{
 		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
-		SLO:     slo, Span: 10 * time.Second, Cores: 2,
+		SLO:     slo, Span: 10 * time.Second, Cores: 2, Search: Search{BaseRounds: 2},
 		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
 			steps++
 			if steps == 5 {
@@ -197,7 +197,7 @@ func TestRunBudget(t *testing.T) {
 		tg := fakeTarget{kStar: 6, maxX: 1e9}
 		out, err := Run(context.Background(), Config{
 			Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
-			SLO:     slo, Span: time.Hour, Cores: 2, Budget: 150 * time.Minute,
+			SLO:     slo, Span: time.Hour, Cores: 2, Budget: 150 * time.Minute, Search: Search{BaseRounds: 2},
 			Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
 				time.Sleep(time.Duration(float64(time.Hour) / st.K))
 				return tg.result(st.K), nil

@@ -12,8 +12,10 @@ const (
 	// bracket is within 15% of the lower.
 	DefaultResolution = 1.15
 	// DefaultBaseRounds are the rounds at k = 1, whose median every
-	// step is judged against.
-	DefaultBaseRounds = 2
+	// step is judged against and whose spread is the noise a step must
+	// exceed: three, as a rehearsal's rounds, the fewest whose range
+	// says much.
+	DefaultBaseRounds = 3
 	// DefaultBoundaryRounds are the rounds each end of the final
 	// bracket needs, all agreeing.
 	DefaultBoundaryRounds = 2
@@ -212,6 +214,20 @@ func (s *Search) bracket() (lo, hi float64, ok bool) {
 		return lo, 0, false
 	}
 	return lo, sts[hiAt].k, true
+}
+
+// allBroke reports whether every round at k broke.
+func (s *Search) allBroke(k float64) bool {
+	n := 0
+	for _, t := range s.trials {
+		if same(t.K, k) {
+			if t.Held {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 func (s *Search) triedBetween(lo, hi float64) bool {

@@ -121,7 +121,7 @@ func TestSearchAA(t *testing.T) {
 // TestSearchSteps: a noiseless curve breaking at 2.5 goes up the ladder
 // to 3, bisects between 2 and 3, and confirms both ends.
 func TestSearchSteps(t *testing.T) {
-	s := NewSearch(Search{MaxK: 16})
+	s := NewSearch(Search{MaxK: 16, BaseRounds: 2})
 	c := curve{kStar: 2.5, power: 1}
 	var ks []float64
 	for {
@@ -201,7 +201,7 @@ func TestLadder(t *testing.T) {
 
 // TestSearchInteger: a fold's search asks whole load factors only.
 func TestSearchInteger(t *testing.T) {
-	s := NewSearch(Search{MaxK: 12.5, Integer: true})
+	s := NewSearch(Search{MaxK: 12.5, Integer: true, BaseRounds: 2})
 	c := curve{kStar: 5.5, power: 1}
 	var ks []float64
 	for {
