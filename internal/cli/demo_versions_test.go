@@ -14,11 +14,12 @@ import (
 // TestVersionsDemoUpgrade rehearses the demo's workload with production
 // and the control on one major version and the candidate on another
 // (`demo --change upgrade --control-bin --candidate-bin`), or on the same
-// one (an A/A rehearsal): with the same data, no rule of the verdict
-// breaks (an A/A passes), nothing diverges, every statement explained keeps its plan (what only one
-// version's EXPLAIN prints is no plan change), the versions are said
-// once above the plans, the findings name no error, and no observation
-// of either server fails. `make test` runs 15 to 18; `make test-versions`
+// one (an A/A rehearsal): with the same data nothing diverges, an A/A
+// passes, every statement explained keeps its plan (what only one
+// version's EXPLAIN prints is no plan change), what got slower or does
+// more work on the other version keeps its plan with the version as its
+// cause, the versions are said once above the plans, the findings name
+// no error, and no observation of either server fails. `make test` runs 15 to 18; `make test-versions`
 // also 13, 14, 16 and 17 to 18, 13 to 17, and 17 to 17.
 func TestVersionsDemoUpgrade(t *testing.T) {
 	pairs := [][2]int{{15, 18}}
@@ -39,16 +40,28 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 				change = "none"
 			}
 			r := runDemoTest(t, change, "--control-bin", bin(pr[0]), "--candidate-bin", bin(pr[1]))
-			// PASS; across versions a query may also be slower beyond
-			// the noise without breaking the demo's rules (a range scan
-			// on 18 at p95 1.41x of 15's, once): its plans must then say
-			// why, with the version among the causes.
-			if r.Verdict.Status != "pass" && (pr[0] == pr[1] || r.Verdict.Status != "regressions") {
+			// An A/A rehearsal passes. Across versions the same data
+			// never diverges, but a query may be slower, or do more
+			// work, on the other version beyond the demo's rules: the
+			// range report's Bitmap Heap Scan on 18, in 3 of 5 runs on
+			// a busy 2-core machine (own time 0.095 ms -> 4.2 ms in one
+			// slowest sample). Then its plans must say so, the same
+			// plan with the version as the cause.
+			switch {
+			case pr[0] == pr[1] && r.Verdict.Status != "pass":
+				t.Errorf("A/A verdict %q\n%s", r.Verdict.Line, r.stdout)
+			case r.Verdict.Status == "diverged" || r.Verdict.Status == "incomplete":
 				t.Errorf("verdict %q\n%s", r.Verdict.Line, r.stdout)
+			}
+			plans := planLines(r.stdout)
+			for _, l := range strings.Split(plans, "\n") {
+				if (strings.Contains(l, "  same plan, slower") || strings.Contains(l, "  same plan, more work")) && !strings.Contains(l, "; cause: version ") {
+					t.Errorf("a slower plan across versions names no version: %s", l)
+				}
 			}
 			for _, q := range r.Queries {
 				if q.Status == "regressed" || q.Status == "tail_regressed" {
-					if !strings.Contains(r.stdout, q.Fingerprint+"  same plan, slower; cause: version ") {
+					if !strings.Contains(plans, q.Fingerprint+"  same plan, slower") {
 						t.Errorf("%s (%s) is not said to keep its plan on another version:\n%s", q.Query, q.Status, r.stdout)
 					}
 				}

@@ -91,7 +91,7 @@ func rowOf(name string) (row string, major int, ok bool) {
 		if c == d {
 			return "demo workload rehearsed A/A, control and candidate on this version: PASS", d, true
 		}
-		return fmt.Sprintf("demo workload rehearsed from %d to this version: no rule broken, no divergence, no plan change", c), d, true
+		return fmt.Sprintf("demo workload rehearsed from %d to this version: no divergence, no plan change, any slowdown the version's", c), d, true
 	case "TestVersionsReplaySync":
 		if len(parts) != 3 {
 			return "", 0, false
