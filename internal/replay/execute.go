@@ -511,7 +511,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		sh.recordLag(lag.Microseconds())
 	}
 	if r.opts.Samples != nil && k == 1 && !failed && latency >= 0 && !r.opts.DryRun {
-		r.opts.Samples.AddEvent(items[0].Fingerprint, ev.Database, ev.Query, ev.Params, float64(latency.Microseconds())/1000)
+		r.opts.Samples.AddEvent(items[0].Fingerprint, ev.Database, ev.Query, ev.TextParams(), float64(latency.Microseconds())/1000)
 	}
 	if failed {
 		sh.errors[te.code]++
