@@ -90,9 +90,10 @@ what was asked. A step breaks the SLO when one of the queries that take 5%
 of the time at 1x (with 50 timed calls; BEGIN and savepoints left out)
 breaks a latency rule beyond the spread of its own 1x rounds (scaled to
 three rounds, as report's noise floor) and by more than 0.2 ms, when the error rate grows beyond an errors rule, when the replay
-could not run whole (statements lost, connections refused), or when it fell
-behind its schedule by --max-lag more than at 1x (lag p99) because the target
-answered slower (the query slowed the most is named).
+could not run whole (statements lost, connections refused), when it fell
+behind its schedule by --max-lag more than at 1x (lag p99) while the target
+answered slower, or when it fell short of its k waiting on the target (the
+query the sessions waited on is named).
 When the replayer's own CPU is saturated, or the lag is its own, the search
 stops there and names the replayer, not the target.
 

@@ -275,20 +275,24 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 	late := lagMS > 0 && m.LagP99MS > lagMS
 	saturated := cores > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(cores)
 	replayerLate := m.LagReplayerMS > m.LagTargetMS
+	// A lag spike alone, with the load achieved and the latencies as at
+	// 1x, is noise; a step that fell short of its k, or lagged while the
+	// target answered slower, is bound by something: the replayer, the
+	// sessions' round trips, or the target.
 	switch {
-	case (late || short) && (saturated || replayerLate):
+	case saturated || (short && replayerLate):
 		v.Bound = BoundReplayer
 		v.Why = "the replayer could not keep the schedule"
 		if saturated {
 			v.Why = "the replayer's own CPU was saturated"
 		}
-	case (late || short) && !latencyGrew && m.ServerShare > 0 && m.ServerShare < RoundTripShare:
+	case short && !latencyGrew && m.ServerShare > 0 && m.ServerShare < RoundTripShare:
 		// The target answered as fast as at 1x and most of each round
 		// trip was not the target's: the sessions, closed loops, could
 		// not go faster.
 		v.Bound = BoundRoundTrips
 		v.Why = fmt.Sprintf("the target answered as fast as at 1x, and %.0f%% of the sessions' round trips was the target's: they could not issue faster", 100*m.ServerShare)
-	case late || short:
+	case short || (late && latencyGrew):
 		// The sessions waited on the target: it answered slower, or its
 		// answers, as slow as at 1x, left them no time at k (or whose
 		// time it was is unknown without the target's own durations).
@@ -297,7 +301,7 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 			cause = busiest(b, m)
 		}
 		mg := 0.01
-		if lagMS > 0 {
+		if lagMS > 0 && late {
 			mg = max(mg, m.LagP99MS/lagMS-1)
 		}
 		if short {
