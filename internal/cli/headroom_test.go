@@ -256,3 +256,35 @@ func TestHeadroomFold(t *testing.T) {
 		t.Error("no folded step")
 	}
 }
+
+func TestHeadroomUsage(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--candidate", "host=b", log}, "--control DSN"},
+		{[]string{"--control", "host=a", "--candidate", "host=a", log}, "the same server"},
+		{[]string{"--control", "host=a", "--slo", "p95>+50%", log}, "--slo"},
+		{[]string{"--control", "host=a", "--slo", "cpu<+5%", log}, "unknown metric"},
+		{[]string{"--control", "host=a", "--by", "clients", log}, "speed or fold"},
+		{[]string{"--control", "host=a", "--max-k", "1", log}, "--max-k"},
+		{[]string{"--control", "host=a", "--by", "fold", "--max-k", "1.5", log}, "at least 2 by fold"},
+		{[]string{"--control", "host=a", "--speed", "0", log}, "--speed must be above 0"},
+		{[]string{"--control", "host=a", "--base-rounds", "0", log}, "--base-rounds"},
+		{[]string{"--control", "host=a", "--by", "fold", "--control-log", "a.log", log}, "cannot be split"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--control-log", "a.log", log}, "go together"},
+		{[]string{"--control", "host=a", "--reset", "zfs", log}, "unknown reset"},
+		{[]string{"--control", "host=a", "--reset", "none", "--reset-cmd", "true", log}, "not both"},
+		{[]string{"--control", "host=a", "--control-cluster", "/tmp", log}, "go with --reset datadir"},
+		{[]string{"--control", "host=a"}, "requires at least 1 arg"},
+	} {
+		code, _, stderr := runHeadroom(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
+		}
+	}
+}
