@@ -89,7 +89,7 @@ func sideNotes(so *headroom.SideOutcome) []string {
 	if a := so.Answer; a != nil {
 		if a.Mixed {
 			out = append(out, fmt.Sprintf("on the %s, rounds at one k disagreed up to %s (some held, some broke): the steps' noise is as large as the SLO's margin; "+
-				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.Hi)))
+				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.AskedHi)))
 		}
 		switch a.Bound {
 		case headroom.BoundReplayer:
