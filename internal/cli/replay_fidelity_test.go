@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,12 @@ import (
 type logSession struct{ user, db string }
 
 // logStep is one line of such a log: session s connects (q ""), or runs
-// q, which failed with the message err when err is not "".
+// q, which failed with the message err when err is not ""; with msg, q
+// is the whole message after the duration (a fast-path call's).
 type logStep struct {
 	s      int
 	q, err string
+	msg    bool
 }
 
 // writeStepsLog writes a stderr log (replayTestPrefix) of sessions whose
@@ -54,6 +57,10 @@ func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string 
 			continue
 		}
 		connect(st.s)
+		if st.msg {
+			fmt.Fprintf(&b, "%sLOG:  duration: 0.100 ms  %s\n", pre(st.s), st.q)
+			continue
+		}
 		if st.err == "" {
 			fmt.Fprintf(&b, "%sLOG:  duration: 0.100 ms  statement: %s\n", pre(st.s), st.q)
 			continue
@@ -223,5 +230,36 @@ func TestReplayBlameForBakedIDs(t *testing.T) {
 	code, stdout, stderr = runCLI(ctx, "", "report", "--allow-mixed-latency", analyzeJSON, replayJSON)
 	if code == ExitDiverged || code == ExitUsage || strings.Contains(stdout+stderr, "DIVERGED") {
 		t.Errorf("report: exit %d, the replay is said to have diverged:\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestReplayWarnsOfFastPathCalls: a fast-path call (libpq's large
+// objects, logged without its arguments) cannot be replayed; the replay
+// says how many the logs hold, and analyze counts their lines apart.
+// Before, they went unsaid.
+func TestReplayWarnsOfFastPathCalls(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
+		{s: 0, q: "BEGIN"},
+		{s: 0, q: `fastpath function call: "lo_creat" (OID 957)`, msg: true},
+		{s: 0, q: `fastpath function call: "lo_open" (OID 952)`, msg: true},
+		{s: 0, q: "COMMIT"},
+	})
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, log)
+	if code != ExitOK || res == nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "2 fast-path function calls") }) {
+		t.Errorf("warnings %q: want the 2 fast-path calls said", res.Warnings)
+	}
+	code, stdout, stderr := runCLI(ctx, "", "analyze", "--prefix", replayTestPrefix, "--json", "-", log)
+	if code != ExitOK || !strings.Contains(stdout, `"fast-path function call": 2`) {
+		t.Errorf("analyze: exit %d, want the 2 fast-path lines counted:\n%s%s", code, stdout, stderr)
 	}
 }
