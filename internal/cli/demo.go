@@ -58,6 +58,8 @@ type demoFlags struct {
 	minEffectMS float64
 	rate        int
 	capture     string
+	// headroom searches each target's headroom instead of rehearsing.
+	headroom bool
 
 	// controlBin and candidateBin are the binaries of production and
 	// the control, and of the candidate: empty is the installed ones.
@@ -138,8 +140,8 @@ when it ran, whatever the verdict, which it prints.
 			if f.change == "upgrade" && f.candidateBin == "" {
 				return usageError("--change upgrade needs the candidate's server binaries: --candidate-bin DIR")
 			}
-			if f.speed < 0 {
-				return usageError("--speed must be >= 0")
+			if f.speed < 0 || (f.headroom && f.speed == 0) {
+				return usageError("--speed must be >= 0 (above 0 with --headroom, which multiplies it)")
 			}
 			if f.rounds < 1 {
 				return usageError("--rounds must be at least 1")
@@ -163,6 +165,7 @@ when it ran, whatever the verdict, which it prints.
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest ms a query must slow down by to count")
 	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
 	fl.StringVar(&f.capture, "capture", demoCaptureLog, "how production's traffic is taken: log (every statement logged) or proxy (through pgrehearse capture, production logging nothing)")
+	fl.BoolVar(&f.headroom, "headroom", false, "instead of the rehearsal, find how many times production's load each target holds (pgrehearse headroom, up to 8x; --duration 8s keeps it to a few minutes)")
 	return cmd
 }
 
@@ -228,6 +231,9 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		}
 	}
 
+	if f.headroom {
+		return demoHeadroom(ctx, stdio, say, f, ctl, cand, prodLog, out)
+	}
 	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
 		"--rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
