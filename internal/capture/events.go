@@ -230,6 +230,7 @@ func (d *Decoder) record(r *Record) {
 
 func (d *Decoder) startup(r *Record) {
 	s := &capSession{id: "c" + strconv.FormatUint(r.Session, 10), pid: int32(r.BackendPID), stmts: map[string]prepared{}, portals: map[string]portal{}}
+	var settings []event.Setting
 	for _, p := range r.Params {
 		switch p.Name {
 		case "user":
@@ -238,6 +239,10 @@ func (d *Decoder) startup(r *Record) {
 			s.db = p.Value
 		case "application_name":
 			s.app = p.Value
+		case "replication":
+			// A replication connection is not replayed as one.
+		default:
+			settings = append(settings, event.Setting{Name: p.Name, Value: p.Value})
 		}
 	}
 	if s.db == "" {
@@ -246,6 +251,7 @@ func (d *Decoder) startup(r *Record) {
 	}
 	d.sessions[r.Session] = s
 	ev := d.event(s, event.Connect, r.Time)
+	ev.SetStartup(settings)
 	if r.BackendPID == 0 {
 		// The proxy records a session's startup when the server sends
 		// its BackendKeyData, after authentication; without one, at the

@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,5 +292,23 @@ func TestDecoderSessionEnds(t *testing.T) {
 	}
 	if c.OpenSessions != 1 || c.Dropped != 0 {
 		t.Errorf("open %d, dropped %d: want 1 open, nothing dropped", c.OpenSessions, c.Dropped)
+	}
+}
+
+// TestDecoderStartupSettings: what a client set in its startup packet,
+// besides its user, database and application name, is on its Connect
+// for the replay to set too; a replication connection's flag is not.
+func TestDecoderStartupSettings(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 7, Params: []Param{{"user", "app"}, {"database", "shop"},
+			{"application_name", "web"}, {"options", "-c search_path=s2"}, {"DateStyle", "ISO, DMY"}, {"replication", "false"}}},
+	}
+	ev, err := NewDecoder(&recs).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []event.Setting{{Name: "options", Value: "-c search_path=s2"}, {Name: "DateStyle", Value: "ISO, DMY"}}
+	if !slices.Equal(ev.Startup(), want) || ev.User != "app" || ev.Database != "shop" || ev.Application != "web" {
+		t.Errorf("connect %+v, startup %v: want %v", ev, ev.Startup(), want)
 	}
 }

@@ -255,7 +255,8 @@ func psql(t *testing.T, c *pgcluster.Cluster, rc *runningCapture, script string)
 func TestCaptureAnswerDivergence(t *testing.T) {
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g;"
+	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g; " +
+		"CREATE SCHEMA s2; CREATE TABLE s2.only_there (x int);"
 	for _, db := range []string{"orig", "changed"} {
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
 			t.Fatal(err)
@@ -305,6 +306,21 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		t.Fatal("1 / 0 did not fail")
 	}
 	conn.Close(ctx)
+	// A session whose search_path is in its startup packet, as
+	// PGOPTIONS or a driver sets it: the replay connects with it too.
+	cfg, err := pgx.ParseConfig(rc.dsn(c.User(), "orig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["options"] = "-c search_path=s2"
+	other, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(ctx, "SELECT count(*) FROM only_there"); err != nil {
+		t.Fatal(err)
+	}
+	other.Close(ctx)
 	if code, out := rc.stop(t); code != ExitOK {
 		t.Fatalf("capture exited %d:\n%s", code, out)
 	}
@@ -326,6 +342,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		{"SELECT x FROM u", map[string]int64{"error_only_on_target": 1}},
 		{"SELECT count(*) FROM t WHERE v >= $1", nil},
 		{"SELECT 1 / $1", nil},
+		{"SELECT count(*) FROM only_there", nil},
 	} {
 		q, ok := byQuery[fingerprint.Compute(tc.query)[0].Fingerprint]
 		if !ok {

@@ -130,6 +130,7 @@ type rare struct {
 	wire     *Wire
 	copyData [][]byte
 	answer   *Answer
+	startup  []Setting
 }
 
 // Wire is how the original client sent an execution with the extended
@@ -235,6 +236,31 @@ func (e *Event) SetCopyData(data [][]byte) {
 		return
 	}
 	e.clone().copyData = data
+}
+
+// Setting is a parameter a client set in its startup packet.
+type Setting struct {
+	Name, Value string
+}
+
+// Startup is what else a Connect's original client set when it
+// connected (a capture's startup packet: options, DateStyle, TimeZone,
+// search_path, ...), besides its user, database and application name;
+// nil when the input does not know it (a log).
+func (e *Event) Startup() []Setting {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.startup
+}
+
+// SetStartup sets Startup. Like SetPortal, it leaves other copies of
+// the event alone.
+func (e *Event) SetStartup(params []Setting) {
+	if e.rare == nil && params == nil {
+		return
+	}
+	e.clone().startup = params
 }
 
 // Answer is what the original server answered, nil when the input did not

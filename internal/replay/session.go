@@ -30,6 +30,8 @@ type session struct {
 	user  string // on the target, after the maps
 	db    string
 	app   string
+	// start is what else the original client set when it connected.
+	start []event.Setting
 
 	q *queue
 	// deps is the start barrier, at speed 0; passed is closed once the
@@ -160,6 +162,7 @@ func (r *Replayer) newSession(ev *event.Event, clk *clock) *session {
 		user:   mapped(r.opts.UserMap, ev.User),
 		db:     mapped(r.opts.DatabaseMap, ev.Database),
 		app:    ev.Application,
+		start:  ev.Startup(),
 		q:      newQueue(r.budget),
 		warmed: make(chan struct{}),
 	}
@@ -461,6 +464,14 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 		cfg = cfg.Copy()
 		if s.app != "" {
 			cfg.RuntimeParams["application_name"] = s.app
+		}
+		// What the original client set when it connected (a capture
+		// knows), under the replay's own settings (timeouts, read-only),
+		// which the server applies after options' switches.
+		for _, p := range s.start {
+			if _, own := cfg.RuntimeParams[p.Name]; !own {
+				cfg.RuntimeParams[p.Name] = p.Value
+			}
 		}
 		ctx := r.hard
 		if cfg.ConnectTimeout == 0 {
