@@ -354,10 +354,15 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	r.progress(st, PhaseReset, nil)
 	rs, rerr := t.Reset.Reset(ctx, st.N)
 	rec.ResetSeconds = rs.Seconds
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
+	// Releases run also after Ctrl-C, each with its own time from when
+	// it starts: copies left behind would fill the target's disk.
+	release := func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
+		defer cancel()
+		return t.Reset.Release(cctx, rs)
+	}
 	if rerr != nil {
-		relErr := t.Reset.Release(cctx, rs)
+		relErr := release()
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
 			so.Steps = append(so.Steps, rec)
@@ -391,7 +396,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 			serverCPU = c - cpu0
 		}
 	}
-	relErr := t.Reset.Release(cctx, rs)
+	relErr := release()
 	interrupted := ctx.Err() != nil
 	if res != nil && r.cfg.Dir != "" {
 		name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
@@ -450,6 +455,13 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, relErr
 	}
 	return false, nil
+}
+
+func (r *run) cleanupTimeout() time.Duration {
+	if r.cfg.CleanupTimeout > 0 {
+		return r.cfg.CleanupTimeout
+	}
+	return 10 * time.Minute
 }
 
 // span is the log's length at load factor k.

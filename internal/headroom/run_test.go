@@ -227,3 +227,29 @@ func TestParseSLO(t *testing.T) {
 		}
 	}
 }
+
+// releaseChecker is a reset whose Release fails when its context is done.
+type releaseChecker struct{ reset.None }
+
+func (releaseChecker) Release(ctx context.Context, _ reset.State) error { return ctx.Err() }
+
+// TestRunReleaseAfterLongStep: a step longer than the cleanup timeout
+// still releases what its reset made, with the whole timeout from when
+// the release starts (a 60 s step once found its release's time gone).
+func TestRunReleaseAfterLongStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slo, _ := ParseSLO(DefaultSLO)
+		tg := fakeTarget{kStar: 6, maxX: 1e9}
+		out, err := Run(context.Background(), Config{
+			Targets: []Target{{Side: Control, DSN: "c", Reset: releaseChecker{}}},
+			SLO:     slo, Span: 2 * time.Minute, Cores: 2, CleanupTimeout: time.Minute, Search: Search{MaxK: 2},
+			Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+				time.Sleep(time.Duration(float64(2*time.Minute) / st.K))
+				return tg.result(st.K), nil
+			},
+		})
+		if err != nil || out.Stopped != "" {
+			t.Fatalf("stopped %q: %v", out.Stopped, err)
+		}
+	})
+}
