@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -222,8 +223,12 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	// headroom's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
 	cfg.Replay.Cache = fingerprint.NewCache(0)
+	// The slices of a fold replay at once, each warning alike.
+	var mu sync.Mutex
 	warned := map[string]bool{}
 	cfg.Warn = func(w string) {
+		mu.Lock()
+		defer mu.Unlock()
 		if !warned[w] {
 			warned[w] = true
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w)

@@ -204,13 +204,23 @@ func TestHeadroomAB(t *testing.T) {
 // 1/k of its time, so its statements are those of 1x and its achieved k
 // near k, with no error from the slices' keys colliding; one target
 // alone is searched.
+//
+// By hand, PGREHEARSE_HEADROOM_FOLD_LOG=60s folds a log of that length
+// instead of the 3 s one (a 60 s log folded 3 times runs in 20 s).
 func TestHeadroomFold(t *testing.T) {
-	logPath := shopLog(t)
+	var logPath string
+	args := []string{"--boundary-rounds", "1"}
+	if d, err := time.ParseDuration(os.Getenv("PGREHEARSE_HEADROOM_FOLD_LOG")); err == nil {
+		logPath = shopLogFor(t, t.TempDir(), d, 100)
+		args = append(args, "--base-rounds", "1")
+	} else {
+		logPath = shopLog(t)
+	}
 	tg := shopHeadroomTarget(t, nil)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--by", "fold", "--max-k", "3",
-		"--boundary-rounds", "1", "--json", jsonPath, logPath)
+	code, stdout, stderr := runHeadroom(t, append(args, "--control", tg.DSN("postgres"), "--by", "fold", "--max-k", "3",
+		"--json", jsonPath, logPath)...)
 	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
