@@ -40,7 +40,8 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 
 func searchLine(out *headroom.Outcome) string {
 	s := out.Search
-	return fmt.Sprintf("steps up to %gx, %d rounds at 1x and at each end of the interval", s.MaxK, s.BaseRounds)
+	return fmt.Sprintf("steps up to %gx, %s at 1x, %s at each end of the interval", s.MaxK,
+		plural(s.BaseRounds, "1 round", fmt.Sprintf("%d rounds", s.BaseRounds)), plural(s.BoundaryRounds, "1 round", fmt.Sprintf("%d rounds", s.BoundaryRounds)))
 }
 
 // HeadroomLine is the answer in one sentence: "control holds 3.1x
