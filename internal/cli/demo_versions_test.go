@@ -78,7 +78,9 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 					t.Errorf("plan changed from %d to %d: %s\n%s", pr[0], pr[1], o.Query, r.stdout)
 				}
 			}
-			if explained < 3 {
+			// An A/A rehearsal may find no query worth explaining:
+			// none regressed, none added time.
+			if pr[0] != pr[1] && explained < 3 {
 				t.Errorf("only %d statements explained with the same plan: %+v", explained, r.Plans.Outcomes)
 			}
 			note := fmt.Sprintf("The control runs PostgreSQL %d.", pr[0])
