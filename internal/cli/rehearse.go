@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -229,6 +230,15 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	if out == nil {
 		return runErr
 	}
+	// The last rounds' copies were kept for the plans and the findings:
+	// dropped once they are done, also after Ctrl-C.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rehearse.DefaultCleanupTimeout)
+		defer cancel()
+		if err := out.ReleaseKept(cctx, r.cfg); err != nil {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: %v\n", err)
+		}
+	}()
 	// What ran is shown whatever stopped the rehearsal: the rounds, then
 	// the comparison of those finished.
 	summaryOut := stdio.Stdout
@@ -372,6 +382,9 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	r.cfg.Rounds, r.cfg.Dir, r.cfg.DatabaseMap = f.rounds, f.out, cfg.Replay.DatabaseMap
 	r.cfg.Progress = rehearseProgress(stdio.Stderr)
 	r.cfg.Replay = r.round
+	// The plans and the findings read the state the replay left: the
+	// tables the log creates exist only there.
+	r.cfg.KeepLast = f.explain || f.findings
 	return r, nil
 }
 
@@ -610,6 +623,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		if f.explain && !out.Interrupted {
 			pf := f.plans
 			pf.controlDSN, pf.candidateDSN, pf.database = f.control, f.candidate, r.database
+			pf.databases = keptDatabases(out)
 			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
 				return nil, err
 			}
@@ -620,7 +634,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		if f.findings {
 			// Interrupted, the findings are left out; the rounds and
 			// the comparison are still written.
-			if frep, findingsErr = r.findings(ctx, base, cand, plans); findingsErr != nil {
+			if frep, findingsErr = r.findings(ctx, base, cand, plans, keptDatabases(out)); findingsErr != nil {
 				frep = nil
 			}
 			if frep != nil {
@@ -662,7 +676,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 // findings are the candidate's first round's, against the control's
 // first (errors only on the candidate), with the candidate's catalog when
 // --findings-dsn names it.
-func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result) (*findings.Report, error) {
+func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result, kept map[explain.Side]map[string]string) (*findings.Report, error) {
 	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload, Observed: findings.ObservedFromResult(cand[0].res)}
 	if in.Workload == nil {
 		return nil, nil
@@ -672,6 +686,9 @@ func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plan
 	dsn, db := r.f.findingsDSN, ""
 	if dsn == "" {
 		dsn, db = r.f.candidate, r.database
+		if to, ok := kept[explain.Candidate][db]; ok {
+			db = to
+		}
 	}
 	closeConn, err := findings.ConnectTo(ctx, dsn, db, false, &in)
 	if err != nil {
@@ -684,6 +701,26 @@ func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plan
 		}
 	}
 	return findings.Evaluate(ctx, in, findings.Options{})
+}
+
+// keptDatabases maps, per side, the workload's databases (as the logs
+// and as the targets name them) to the copies of the side's last round,
+// which hold what its replay left; none when no round was kept.
+func keptDatabases(out *rehearse.Outcome) map[explain.Side]map[string]string {
+	m := map[explain.Side]map[string]string{}
+	for side, round := range out.Kept {
+		dbs := maps.Clone(round.Reset.Databases)
+		if dbs == nil {
+			dbs = map[string]string{}
+		}
+		for logged, to := range round.DatabaseMap {
+			if _, ok := dbs[logged]; !ok {
+				dbs[logged] = to
+			}
+		}
+		m[explain.Side(side)] = dbs
+	}
+	return m
 }
 
 // loggedDatabase is the database a target's round used (round's map

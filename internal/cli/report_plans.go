@@ -11,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/report"
@@ -25,6 +26,9 @@ type planFlags struct {
 	// database is where queries whose samples do not say run: empty
 	// for report (each DSN's own), the workload's for rehearse.
 	database string
+	// databases map, per side, a statement's database to the one to
+	// explain it in: a rehearsal's last round's copies.
+	databases map[explain.Side]map[string]string
 }
 
 func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
@@ -73,7 +77,7 @@ func reportPlans(ctx context.Context, stderr io.Writer, f planFlags, rep *compar
 	}
 	fmt.Fprintf(stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
 	res, err := compareplans.Run(ctx, compareplans.Input{Report: rep, Baseline: resultsList(base), Candidate: resultsList(cand)},
-		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database})
+		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database, Databases: f.databases})
 	if err != nil && errors.Is(err, context.Canceled) {
 		return res, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// Database is where statements whose samples do not say run (a
 	// rehearsal's targets know the workload's); empty: each DSN's own.
 	Database string
+	// Databases map, per side, a statement's database to the one to
+	// explain it in (explain.Options.Databases).
+	Databases map[explain.Side]map[string]string
 	// Progress, when set, is called after each statement.
 	Progress func(done, total int)
 }
@@ -163,7 +166,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Result, error) {
 	}
 	rep, err := explain.Run(ctx, stmts, explain.Options{
 		ControlDSN: opts.ControlDSN, CandidateDSN: opts.CandidateDSN, Analyze: opts.Analyze,
-		StatementTimeout: opts.StatementTimeout, Progress: opts.Progress,
+		StatementTimeout: opts.StatementTimeout, Progress: opts.Progress, Databases: opts.Databases,
 	})
 	if rep == nil {
 		return nil, err

@@ -29,6 +29,10 @@ type Options struct {
 	NoVerify bool
 	// Progress, when set, is called after each statement.
 	Progress func(done, total int)
+	// Databases map, per side, a statement's database to the one to
+	// connect to instead: a rehearsal's last round's copy, which holds
+	// what its replay left. The report still names the statement's.
+	Databases map[Side]map[string]string
 }
 
 // Report is what Run found.
@@ -58,6 +62,10 @@ func Run(ctx context.Context, stmts []Statement, opts Options) (*Report, error) 
 	for k, s := range r.sessions {
 		if s.s == nil {
 			continue
+		}
+		if k.db != "" {
+			// The statement's database, also where it was mapped.
+			s.s.snap.Database = k.db
 		}
 		if k.side == Control {
 			rep.Control[s.s.snap.Database] = s.s.snap
@@ -105,7 +113,11 @@ func (r *runner) session(ctx context.Context, side Side, db string) (*session, *
 	s := r.sessions[k]
 	if s == nil {
 		s = &sessionOrErr{}
-		s.s, s.err = connect(ctx, side, dsn, db, r.opts)
+		to := db
+		if m, ok := r.opts.Databases[side][db]; ok {
+			to = m
+		}
+		s.s, s.err = connect(ctx, side, dsn, to, r.opts)
 		r.sessions[k] = s
 	}
 	if s.err != nil {

@@ -130,6 +130,13 @@ type Config struct {
 	// CleanupTimeout bounds the releases and closes after an
 	// interruption or an error; zero means DefaultCleanupTimeout.
 	CleanupTimeout time.Duration
+	// KeepLast leaves what the reset made for each side's last round
+	// (a template reset's copies) in place when that round finished,
+	// so that plans and catalogs are read on the state its replay left
+	// (tables the workload creates exist only there): Outcome.Kept
+	// lists them, and the caller releases them (Outcome.ReleaseKept),
+	// whatever Run returned.
+	KeepLast bool
 }
 
 // Status is how a round ended.
@@ -200,6 +207,33 @@ type Outcome struct {
 	CloseSeconds   float64   `json:"close_seconds"`
 	StartedAt      time.Time `json:"started_at"`
 	EndedAt        time.Time `json:"ended_at,omitzero"`
+	// Kept are the last rounds of each side whose reset was not
+	// released (Config.KeepLast), with the database map their replay
+	// used: where the state they left is.
+	Kept map[Side]Round `json:"-"`
+}
+
+// ReleaseKept releases what the resets of cfg made for the rounds Kept,
+// once the caller is done with the state they left.
+func (o *Outcome) ReleaseKept(ctx context.Context, cfg Config) error {
+	var errs []error
+	for _, side := range []Side{Control, Candidate} {
+		round, ok := o.Kept[side]
+		if !ok {
+			continue
+		}
+		rs := cfg.Control.Reset
+		if side == Candidate {
+			rs = cfg.Candidate.Reset
+		}
+		t := time.Now()
+		if err := rs.Release(ctx, round.Reset); err != nil {
+			errs = append(errs, fmt.Errorf("release the %s target's last round: %w", side, err))
+		}
+		o.ReleaseSeconds += time.Since(t).Seconds()
+		delete(o.Kept, side)
+	}
+	return errors.Join(errs...)
 }
 
 // ResetOverhead is the time the resets took in all: preparing, before
@@ -399,12 +433,21 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	res, rerr := r.cfg.Replay(ctx, round, target)
 	rec.ReplaySeconds = time.Since(replayStart).Seconds()
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	cctx, cancel := r.cleanupCtx()
-	relStart := time.Now()
-	relErr := target.Reset.Release(cctx, st)
-	cancel()
-	rec.ReleaseSeconds = time.Since(relStart).Seconds()
-	r.out.ReleaseSeconds += rec.ReleaseSeconds
+	var relErr error
+	if r.cfg.KeepLast && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
+		// Its state stays for the plans; the caller releases it.
+		if r.out.Kept == nil {
+			r.out.Kept = map[Side]Round{}
+		}
+		r.out.Kept[round.Side] = round
+	} else {
+		cctx, cancel := r.cleanupCtx()
+		relStart := time.Now()
+		relErr = target.Reset.Release(cctx, st)
+		cancel()
+		rec.ReleaseSeconds = time.Since(relStart).Seconds()
+		r.out.ReleaseSeconds += rec.ReleaseSeconds
+	}
 	rec.EndedAt = time.Now()
 
 	if res != nil {

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+)
+
+// A rehearsal of a log that creates its own table (issue 35): one round
+// a side, template resets, onto two servers without pg_stat_statements;
+// the candidate plans without index scans, so that the lookups on the
+// table the log creates add time there and are explained.
+
+// createdTableLog is the log: a session creates and fills jobs, looks
+// rows up by id (an index scan on the control) and by id with an
+// interval (whose normalized text, "interval $2", does not parse), and
+// reads pg_stat_statements, which the targets do not have.
+func createdTableLog(t *testing.T, user string) string {
+	t.Helper()
+	s := []string{user, "app",
+		"CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL, created timestamptz NOT NULL)",
+		"INSERT INTO jobs SELECT g, 'new', now() FROM generate_series(1, 50000) g",
+		"copy (select count(*) from pg_stat_statements) to stdout",
+	}
+	for i := range 12 {
+		s = append(s, "SELECT state FROM jobs WHERE id = "+strconv.Itoa(100+i),
+			"SELECT count(*) FROM jobs WHERE id < "+strconv.Itoa(20+i)+" AND created > now() - interval '1 day'")
+	}
+	return writeSessionsLog(t, [][]string{s})
+}
+
+// createdTableTargets are the two targets, each with an empty database
+// app; the candidate's app plans without index scans.
+func createdTableTargets(t *testing.T) (ctl, cand *pgcluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{}), pgclustertest.StartT(t, pgcluster.Options{})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cand.Exec(ctx, "postgres", "ALTER DATABASE app SET enable_indexscan = off; ALTER DATABASE app SET enable_bitmapscan = off; ALTER DATABASE app SET enable_indexonlyscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	return ctl, cand
+}
+
+type createdTableRun struct {
+	code           int
+	stdout, stderr string
+	out            string
+	plans          *explain.Report
+	back           *rehearse.Outcome
+	targets        []*pgcluster.Cluster
+}
+
+func rehearseCreatedTable(t *testing.T) createdTableRun {
+	t.Helper()
+	ctl, cand := createdTableTargets(t)
+	log := createdTableLog(t, ctl.User())
+	dir := t.TempDir()
+	r := createdTableRun{out: filepath.Join(dir, "rounds"), targets: []*pgcluster.Cluster{ctl, cand}}
+	r.code, r.stdout, r.stderr = runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--speed", "0",
+		"--min-calls", "1", "--prefix", replayTestPrefix, "--observe=false", "--findings=false",
+		"--out", r.out, "--json", filepath.Join(dir, "rehearsal.json"), log)
+	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	var doc struct {
+		Plans *explain.Report `json:"plans"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "rehearsal.json")); err == nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.plans = doc.Plans
+	back, err := rehearse.ReadOutcome(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.back = back
+	return r
+}
+
+// TestRehearseCreatedTable: the plans of a log that creates its table
+// are explained where the last rounds' replays left it, and their copies
+// are dropped after.
+func TestRehearseCreatedTable(t *testing.T) {
+	r := rehearseCreatedTable(t)
+	if r.code != ExitOK || r.plans == nil {
+		t.Fatalf("exit %d, plans %v", r.code, r.plans != nil)
+	}
+	t.Run("explained on the last round's copy", func(t *testing.T) {
+		o := planOutcome(r.plans, "SELECT state FROM jobs WHERE id = $1")
+		if o == nil || len(o.Problems) > 0 || o.Verdict != explain.PlanChanged {
+			t.Errorf("the lookup on jobs: %+v, want its plan changed (index scan, then none)", o)
+		}
+		for _, c := range r.targets {
+			if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
+				t.Errorf("databases of the reset left: %v", left)
+			}
+		}
+	})
+}
+
+func planOutcome(rep *explain.Report, query string) *explain.Outcome {
+	for i := range rep.Outcomes {
+		if rep.Outcomes[i].Query == query {
+			return &rep.Outcomes[i]
+		}
+	}
+	return nil
+}
