@@ -138,7 +138,9 @@ writes the plans without their constants. With --keep-samples, the rounds
 keep each query's slowest and median executions with their parameter values
 (personal data) and the queries are explained with them (custom plans, and
 EXPLAIN ANALYZE of plain SELECTs unless --explain-analyze=false); without,
-generic plans, said so.
+generic plans, said so; a statement whose normalized text the servers cannot
+plan ("interval $2") is explained with one execution read again from the
+logs, whose values are used, never run and not kept.
 
 ` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
@@ -624,6 +626,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			pf := f.plans
 			pf.controlDSN, pf.candidateDSN, pf.database = f.control, f.candidate, r.database
 			pf.databases = keptDatabases(out)
+			pf.examples = r.examples(ctx, rep)
 			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
 				return nil, err
 			}
@@ -701,6 +704,36 @@ func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plan
 		}
 	}
 	return findings.Evaluate(ctx, in, findings.Options{})
+}
+
+// examples gives, for a statement whose normalized text cannot be
+// explained, one execution of it from the logs. The logs are read once,
+// at the first statement that needs it, for every query of rep; the
+// values stay in memory (the plans are redacted).
+func (r *rehearseRun) examples(ctx context.Context, rep *compare.Report) func(string) *explain.Sample {
+	var found map[string]results.Sample
+	return func(fp string) *explain.Sample {
+		if found == nil {
+			fps := make([]string, 0, len(rep.Queries)+len(rep.Divergence))
+			for _, q := range rep.Queries {
+				fps = append(fps, q.Fingerprint)
+			}
+			for _, d := range rep.Divergence {
+				fps = append(fps, d.Fingerprint)
+			}
+			var err error
+			if found, err = replayrun.Examples(ctx, r.replay, fps); err != nil {
+				fmt.Fprintf(r.stdio.Stderr, "pgrehearse: reading the logs for examples of the statements to explain: %v\n", err)
+			}
+			if found == nil {
+				found = map[string]results.Sample{}
+			}
+		}
+		if s, ok := found[fp]; ok {
+			return &s
+		}
+		return nil
+	}
 }
 
 // keptDatabases maps, per side, the workload's databases (as the logs

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/explain"
@@ -62,6 +64,7 @@ type createdTableRun struct {
 	plans          *explain.Report
 	back           *rehearse.Outcome
 	targets        []*pgcluster.Cluster
+	json           string
 }
 
 func rehearseCreatedTable(t *testing.T) createdTableRun {
@@ -69,16 +72,16 @@ func rehearseCreatedTable(t *testing.T) createdTableRun {
 	ctl, cand := createdTableTargets(t)
 	log := createdTableLog(t, ctl.User())
 	dir := t.TempDir()
-	r := createdTableRun{out: filepath.Join(dir, "rounds"), targets: []*pgcluster.Cluster{ctl, cand}}
+	r := createdTableRun{out: filepath.Join(dir, "rounds"), targets: []*pgcluster.Cluster{ctl, cand}, json: filepath.Join(dir, "rehearsal.json")}
 	r.code, r.stdout, r.stderr = runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--speed", "0",
 		"--min-calls", "1", "--prefix", replayTestPrefix, "--observe=false", "--findings=false",
-		"--out", r.out, "--json", filepath.Join(dir, "rehearsal.json"), log)
+		"--out", r.out, "--json", r.json, log)
 	t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	var doc struct {
 		Plans *explain.Report `json:"plans"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "rehearsal.json")); err == nil {
+	if b, err := os.ReadFile(r.json); err == nil {
 		if err := json.Unmarshal(b, &doc); err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +112,24 @@ func TestRehearseCreatedTable(t *testing.T) {
 			if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
 				t.Errorf("databases of the reset left: %v", left)
 			}
+		}
+	})
+	t.Run("explained from an execution in the log", func(t *testing.T) {
+		// Normalized, "interval $2" does not parse on the servers.
+		o := planOutcome(r.plans, "SELECT count(*) FROM jobs WHERE id < $1 AND created > now() - interval $2")
+		if o == nil || len(o.Problems) > 0 || o.Verdict != explain.PlanChanged || len(o.Explained) == 0 ||
+			o.Explained[0].Sample != explain.SampleExample || o.Generic {
+			t.Fatalf("the lookup with an interval: %+v, want its plan changed, explained with an example", o)
+		}
+		if sp := o.Explained[0].Candidate; sp.Plan.Analyzed || sp.NotAnalyzed != explain.SkipExample {
+			t.Errorf("the example was analyzed (%v, %q): its values were not asked to be kept", sp.Plan.Analyzed, sp.NotAnalyzed)
+		}
+		// Its values are not written.
+		if b := readFile(t, r.json); bytes.Contains(b, []byte("1 day")) {
+			t.Errorf("the JSON holds the example's values")
+		}
+		if !strings.Contains(r.stdout, "(an execution from the log: its normalized text cannot be planned)") {
+			t.Errorf("the summary does not say the plan is an example's")
 		}
 	})
 }

@@ -29,6 +29,9 @@ type planFlags struct {
 	// databases map, per side, a statement's database to the one to
 	// explain it in: a rehearsal's last round's copies.
 	databases map[explain.Side]map[string]string
+	// examples gives a real execution of a fingerprint from the logs,
+	// for the texts that cannot be explained normalized; nil: none.
+	examples func(fingerprint string) *explain.Sample
 }
 
 func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
@@ -77,7 +80,7 @@ func reportPlans(ctx context.Context, stderr io.Writer, f planFlags, rep *compar
 	}
 	fmt.Fprintf(stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
 	res, err := compareplans.Run(ctx, compareplans.Input{Report: rep, Baseline: resultsList(base), Candidate: resultsList(cand)},
-		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database, Databases: f.databases})
+		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database, Databases: f.databases, Examples: f.examples})
 	if err != nil && errors.Is(err, context.Canceled) {
 		return res, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
 	}

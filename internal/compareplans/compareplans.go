@@ -36,6 +36,10 @@ type Options struct {
 	// Databases map, per side, a statement's database to the one to
 	// explain it in (explain.Options.Databases).
 	Databases map[explain.Side]map[string]string
+	// Examples gives a real execution of a fingerprint from the log, for
+	// the statements whose normalized text cannot be explained
+	// (explain.Options.Examples).
+	Examples func(fingerprint string) *explain.Sample
 	// Progress, when set, is called after each statement.
 	Progress func(done, total int)
 }
@@ -167,6 +171,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Result, error) {
 	rep, err := explain.Run(ctx, stmts, explain.Options{
 		ControlDSN: opts.ControlDSN, CandidateDSN: opts.CandidateDSN, Analyze: opts.Analyze,
 		StatementTimeout: opts.StatementTimeout, Progress: opts.Progress, Databases: opts.Databases,
+		Examples: opts.Examples,
 	})
 	if rep == nil {
 		return nil, err

@@ -29,6 +29,12 @@ type Options struct {
 	NoVerify bool
 	// Progress, when set, is called after each statement.
 	Progress func(done, total int)
+	// Examples, when set, gives a real execution of a fingerprint from
+	// the log (results.SampleExample), or nil: a statement without
+	// samples whose normalized text the servers (or the parser) refuse
+	// ("interval $2", a text cut short) is explained with it instead,
+	// never analyzed, its plans redacted as every plan is.
+	Examples func(fingerprint string) *Sample
 	// Databases map, per side, a statement's database to the one to
 	// connect to instead: a rehearsal's last round's copy, which holds
 	// what its replay left. The report still names the statement's.
@@ -135,6 +141,15 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 		out.Database = st.Database
 	}
 	kind, funcs, prob := classify(st.Query)
+	var example *Sample
+	if prob == ProblemUnparsable && r.mayUseExample(st) {
+		// A text cut short, or a normalization the parser refuses.
+		if e := r.opts.Examples(st.Fingerprint); e != nil {
+			if k, f, p := classify(e.Query); p == "" {
+				kind, funcs, prob, example = k, f, "", e
+			}
+		}
+	}
 	if prob != "" {
 		out.Problems = append(out.Problems, Problem{Side: Control, Kind: prob}, Problem{Side: Candidate, Kind: prob})
 		return out
@@ -177,6 +192,10 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 		// first way for the candidate.
 		ways = ways[:1]
 	}
+	if example != nil {
+		ways = []way{{SampleExample, exampleRequest(example)}}
+		out.Generic = false
+	}
 
 	// Whether ANALYZE may run, decided once per side.
 	skip := map[Side]AnalyzeSkip{}
@@ -198,7 +217,10 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 		}
 	}
 
-	for _, w := range ways {
+	if example != nil {
+		skip[Control], skip[Candidate] = SkipExample, SkipExample
+	}
+	explainWay := func(w way) {
 		ex := Explained{Sample: w.sample, req: w.req}
 		for _, side := range []Side{Control, Candidate} {
 			s := map[Side]*session{Control: ctl, Candidate: cand}[side]
@@ -235,6 +257,25 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 			out.Explained = append(out.Explained, ex)
 		}
 	}
+	for _, w := range ways {
+		explainWay(w)
+	}
+	if len(out.Explained) == 0 && example == nil && textRefused(out.Problems) && r.mayUseExample(st) {
+		// The servers refused the normalized text ("syntax error at
+		// or near $2", a parameter whose type cannot be inferred): a
+		// real execution from the log has its values where they go.
+		if e := r.opts.Examples(st.Fingerprint); e != nil {
+			refused := out.Problems
+			out.Problems = nil
+			skip[Control], skip[Candidate] = SkipExample, SkipExample
+			explainWay(way{SampleExample, exampleRequest(e)})
+			if len(out.Explained) == 0 {
+				out.Problems = append(refused, out.Problems...)
+			} else {
+				out.Generic = false
+			}
+		}
+	}
 	main := out.Main()
 	if main == nil {
 		return out
@@ -245,6 +286,36 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	}
 	r.attribute(ctx, &out, main, ctl, cand)
 	return out
+}
+
+// mayUseExample reports whether st may be explained with an example
+// from the log: it has no samples of its own, no logged plan stands for
+// the control's, and the caller gives examples.
+func (r *runner) mayUseExample(st Statement) bool {
+	return r.opts.Examples != nil && len(st.Samples) == 0 && st.Logged == nil
+}
+
+// exampleRequest explains an example with its values (custom plan), or
+// its text alone when it has none.
+func exampleRequest(e *Sample) request {
+	mode := ModeCustom
+	if len(e.Params) == 0 {
+		mode = ModeLiteral
+	}
+	return request{query: e.Query, params: e.Params, mode: mode}
+}
+
+// textRefused reports whether every problem is the servers refusing the
+// text itself: an error of the server (a syntax error) or parameters
+// whose types cannot be inferred; not a connection, a timeout or a
+// missing relation, which an example would not mend.
+func textRefused(ps []Problem) bool {
+	for _, p := range ps {
+		if p.Kind != ProblemError && p.Kind != ProblemNoParams {
+			return false
+		}
+	}
+	return len(ps) > 0
 }
 
 // minGrowthMS is the least own time a node must add to count as grown

@@ -39,6 +39,7 @@ type SampleRole = results.SampleRole
 const (
 	SampleSlowest = results.SampleSlowest
 	SampleMedian  = results.SampleMedian
+	SampleExample = results.SampleExample
 )
 
 // Sample is one logged execution of a statement, with its values
@@ -127,6 +128,7 @@ const (
 	SkipGeneric     AnalyzeSkip = "generic"        // a generic plan: no values to run it with
 	SkipLogged      AnalyzeSkip = "logged"         // the log's plan was not analyzed (log_analyze off)
 	SkipFailedRerun AnalyzeSkip = "analyze_failed" // EXPLAIN ANALYZE failed (timeout): the estimate is kept
+	SkipExample     AnalyzeSkip = "example"        // an example from the log, whose values the user did not ask to keep: not run
 )
 
 // SidePlan is a statement's plan on one side.

@@ -120,8 +120,11 @@ func explainedNote(e *explain.Explained) string {
 		return s
 	}
 	who := "Values of the " + string(e.Sample) + " execution"
-	if e.Sample == "" {
+	switch e.Sample {
+	case "":
 		who = "Without values"
+	case explain.SampleExample:
+		who = "Values of an execution from the log, not kept (its normalized text cannot be planned)"
 	}
 	return who + ": control " + side(e.Control) + "; candidate " + side(e.Candidate) + "."
 }

@@ -48,6 +48,9 @@ func PlanLine(o *explain.Outcome, status compare.Status) string {
 	if o.Generic && o.Verdict != explain.NotCompared {
 		s += " (generic plans)"
 	}
+	if m := o.Main(); m != nil && m.Sample == explain.SampleExample {
+		s += " (an execution from the log: its normalized text cannot be planned)"
+	}
 	return s
 }
 

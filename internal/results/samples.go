@@ -22,6 +22,10 @@ const (
 	// SampleMedian: an execution of median duration (of a uniform
 	// sample of them).
 	SampleMedian SampleRole = "median"
+	// SampleExample: an execution read from the log for its text alone,
+	// when the normalized text cannot be explained; its values are not
+	// kept (replayrun.Examples).
+	SampleExample SampleRole = "example"
 )
 
 // Sample is one execution of a statement with its parameter values: what
