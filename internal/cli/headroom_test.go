@@ -298,3 +298,55 @@ func TestHeadroomUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadroomReplayerLimit (by hand: PGREHEARSE_HEADROOM_REPLAYER=1,
+// best with GOMAXPROCS=1 so that one core bounds the replayer): pgbench's
+// select-only traffic at 2000 transactions per second
+// (PGREHEARSE_HEADROOM_CLIENTS sessions, 8 by default), asked up to 32
+// times over, is more than one replayer, or the sessions' own round
+// trips, can send: the answer names the replayer or the round trips, not
+// the target, which times the statements in its own log.
+func TestHeadroomReplayerLimit(t *testing.T) {
+	if os.Getenv("PGREHEARSE_HEADROOM_REPLAYER") == "" {
+		t.Log("the replayer's limit runs by hand: PGREHEARSE_HEADROOM_REPLAYER=1 GOMAXPROCS=1")
+		return
+	}
+	ctx := context.Background()
+	noLog := []string{"PGOPTIONS=-c log_min_duration_statement=-1"}
+	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	if _, err := prod.PgbenchEnv(ctx, noLog, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	clients := os.Getenv("PGREHEARSE_HEADROOM_CLIENTS")
+	if clients == "" {
+		clients = "8"
+	}
+	if _, err := prod.Pgbench(ctx, "-S", "-M", "prepared", "-c", clients, "-j", "2", "-R", "2000", "-T", "4", "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	logPath := pgclustertest.StoppedLog(t, prod)
+	tg := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"log_min_duration_statement": "0",
+		"log_line_prefix": workload.LogLinePrefix, "lc_messages": "C", "logging_collector": "on", "log_rotation_size": "0"}})
+	if _, err := tg.PgbenchEnv(ctx, noLog, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	start := time.Now()
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--reset", "none", "--max-k", "32",
+		"--control-log", filepath.Join(tg.LogDir(), "*.log"), "--json", jsonPath, logPath)
+	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if a := out.Side(headroom.Control).Answer; a == nil || (a.Bound != headroom.BoundReplayer && a.Bound != headroom.BoundRoundTrips) {
+		t.Errorf("answer %+v: want the replayer or the round trips named", a)
+	}
+}
