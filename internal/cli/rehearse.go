@@ -484,11 +484,34 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	if err := replayExit(&stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
 		return o.Result, err
 	}
-	if o.Has(replayrun.ReasonDiverged) {
-		r.notes[round.Seq] = append(r.notes[round.Seq], fmt.Sprintf("%d statements that succeeded in the original failed, some with errors of ordering (see docs/sync.md)",
-			o.Result.Outcomes.FailedOnlyOnTarget))
+	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
+		r.notes[round.Seq] = append(r.notes[round.Seq], n)
 	}
 	return o.Result, nil
+}
+
+// onlyOnTargetNote says how many of a round's failures succeeded in the
+// original, by their cause's SQLSTATE, as its file counts them
+// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
+// round's failed column failed in the original too. Errors of ordering
+// are said to be when they made the round diverge. Empty when none.
+func onlyOnTargetNote(o results.Outcomes, diverged bool) string {
+	if o.FailedOnlyOnTarget == 0 {
+		return ""
+	}
+	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
+	by := make([]string, 0, len(codes))
+	for _, c := range codes {
+		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
+	}
+	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
+	if len(by) > 0 {
+		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
+	}
+	if diverged {
+		s += ", some with errors of ordering (see docs/sync.md)"
+	}
+	return s
 }
 
 // rehearseProgress prints a line on w when each round starts and ends,

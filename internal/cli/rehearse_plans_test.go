@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // A rehearsal of a log that creates its own table (issue 35): one round
@@ -28,16 +30,19 @@ import (
 // reads pg_stat_statements, which the targets do not have.
 func createdTableLog(t *testing.T, user string) string {
 	t.Helper()
-	s := []string{user, "app",
-		"CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL, created timestamptz NOT NULL)",
-		"INSERT INTO jobs SELECT g, 'new', now() FROM generate_series(1, 50000) g",
-		"copy (select count(*) from pg_stat_statements) to stdout",
+	steps := []logStep{
+		{q: "CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL, created timestamptz NOT NULL)"},
+		{q: "INSERT INTO jobs SELECT g, 'new', now() FROM generate_series(1, 50000) g"},
+		// Failed in the original too, with an error of ordering's
+		// SQLSTATE: no divergence.
+		{q: "INSERT INTO jobs VALUES (1, 'new', now())", err: `duplicate key value violates unique constraint "jobs_pkey"`},
+		{q: "copy (select count(*) from pg_stat_statements) to stdout"},
 	}
 	for i := range 12 {
-		s = append(s, "SELECT state FROM jobs WHERE id = "+strconv.Itoa(100+i),
-			"SELECT count(*) FROM jobs WHERE id < "+strconv.Itoa(20+i)+" AND created > now() - interval '1 day'")
+		steps = append(steps, logStep{q: "SELECT state FROM jobs WHERE id = " + strconv.Itoa(100+i)},
+			logStep{q: "SELECT count(*) FROM jobs WHERE id < " + strconv.Itoa(20+i) + " AND created > now() - interval '1 day'"})
 	}
-	return writeSessionsLog(t, [][]string{s})
+	return writeStepsLog(t, []logSession{{user, "app"}}, steps)
 }
 
 // createdTableTargets are the two targets, each with an empty database
@@ -130,6 +135,40 @@ func TestRehearseCreatedTable(t *testing.T) {
 		}
 		if !strings.Contains(r.stdout, "(an execution from the log: its normalized text cannot be planned)") {
 			t.Errorf("the summary does not say the plan is an example's")
+		}
+	})
+	t.Run("the rounds table agrees with the rounds' files", func(t *testing.T) {
+		// pg_stat_statements is not on the targets: the log's COPY of
+		// it failed only there, in every round, and no error of
+		// ordering did.
+		res := map[string]*results.Result{}
+		for _, rs := range append(r.back.Control, r.back.Candidate...) {
+			res[fmt.Sprintf("%s %d", rs.Part.Side, rs.Part.Round)] = rs
+		}
+		lines := strings.Split(r.stdout, "\n")
+		for i, line := range lines {
+			f := strings.Fields(line)
+			if len(f) < 9 || f[3] != string(rehearse.StatusDone) {
+				continue
+			}
+			rs := res[f[1]+" "+f[2]]
+			if rs == nil {
+				continue
+			}
+			if got := f[7]; got != strconv.FormatInt(rs.Statements.Failed, 10) || rs.Statements.Failed != 2 || rs.Outcomes.FailedOnlyOnTarget != 1 {
+				t.Errorf("%s: the table says %s failed, its file %d (%d only on the target, want 1)", f[1]+" "+f[2], got, rs.Statements.Failed, rs.Outcomes.FailedOnlyOnTarget)
+			}
+			// The failed column's failure that the original did not
+			// have is noted as the file counts it, without blaming the
+			// replay's order.
+			want := "note: 1 statements that succeeded in the original failed only on the target (SQLSTATE 42P01 1)"
+			if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) != want {
+				t.Errorf("%s: the line after the round is %q, want %q; its file: %+v", f[1]+" "+f[2], lines[min(i+1, len(lines)-1)], want, rs.Outcomes)
+			}
+			delete(res, f[1]+" "+f[2])
+		}
+		if len(res) != 0 {
+			t.Errorf("rounds not in the table: %v", res)
 		}
 	})
 }
