@@ -85,6 +85,7 @@ func TestNoPasswordInDSNErrors(t *testing.T) {
 		"findings": {"--prefix", testPrefix, smallLog},
 		"replay":   {"--prefix", testPrefix, smallLog},
 		"rehearse": {"--prefix", testPrefix, smallLog},
+		"headroom": {"--prefix", testPrefix, smallLog},
 		"observe":  {"--duration", "1s"},
 		"sweep":    {"--clients", "1", "--duration", "1s", "--warmup", "0s"},
 	}
