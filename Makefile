@@ -14,7 +14,7 @@ TEST_FLAGS  ?= -p 1
 TEST_TIMEOUT ?= 40m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test test-versions bench fmt vet postgres pg-versions extensions chromium static image
+.PHONY: all build demo test test-long test-versions bench fmt vet postgres pg-versions extensions chromium static image
 
 all: build
 
@@ -33,6 +33,11 @@ demo: build postgres
 # capability on each of PostgreSQL 13 to 18) fail, never skip, without it.
 test: postgres pg-versions extensions chromium
 	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+# test-long is make test with the long cases too (PGREHEARSE_LONG=1): the
+# demo's other changes, beyond the one case per capability make test runs.
+test-long: postgres pg-versions extensions chromium
+	PGREHEARSE_LONG=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 # test-versions runs the long compatibility suite on every version of
 # hack/pg-versions.txt: the TestVersions* tests, with PGREHEARSE_VERSIONS=all

@@ -56,6 +56,17 @@ type demoReport struct {
 	stdout, stderr string
 }
 
+// longCase skips t unless the long suite runs (make test-long sets
+// PGREHEARSE_LONG): make test keeps one case per capability within its
+// time, the demo's dropped index (a plan change), its identical candidate
+// (no false alarm) and its capture; the other changes are long cases.
+func longCase(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PGREHEARSE_LONG") == "" {
+		t.Skip("a long case, which make test-long runs (PGREHEARSE_LONG=1)")
+	}
+}
+
 // runDemoTest runs the whole demo on real throwaway servers and returns
 // its report.
 func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
@@ -165,6 +176,7 @@ func assertDroppedIndex(t *testing.T, r demoReport) {
 // find shared_buffers behind it, and when the comparison finds it
 // slower, the line names it as the cause.
 func TestDemoSmallSharedBuffers(t *testing.T) {
+	longCase(t)
 	r := runDemoTest(t, "small-shared-buffers")
 	found := false
 	for _, o := range r.Plans.Outcomes {
@@ -228,6 +240,7 @@ func TestDemoSmallSharedBuffers(t *testing.T) {
 // work rule of the demo's --fail-on fails the verdict
 // and the plans name the index as the cause.
 func TestDemoHotIndex(t *testing.T) {
+	longCase(t)
 	r := runDemoTest(t, "hot-index")
 	if r.Verdict.Status != "fail" || !strings.Contains(r.Verdict.Line, "dirtied>+50% broken") && !strings.Contains(r.Verdict.Line, "wal>+50% broken") {
 		t.Errorf("verdict %q, want a work rule broken", r.Verdict.Line)
