@@ -132,18 +132,7 @@ func TestDecoder(t *testing.T) {
 		{Kind: KindComplete, Session: 9, Time: 901, Tag: "SELECT 1"},
 	}
 	total := int64(len(recs))
-	d := NewDecoder(&recs)
-	var got []string
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, describe(ev))
-	}
+	d, got := decodeAll(t, &recs)
 	want := []string{
 		"connect c1",
 		"connect c2",
@@ -208,18 +197,7 @@ func TestDecoderPipelinedQueries(t *testing.T) {
 		{Kind: KindReady, Session: 1, Time: 311, TxStatus: 'I'},
 		// The capture stops with the second in flight.
 	}
-	d := NewDecoder(&recs)
-	var got []string
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, describe(ev))
-	}
+	d, got := decodeAll(t, &recs)
 	want := []string{
 		"connect c1",
 		`statement c1 "UPDATE t SET x = 1" 11us rows=[3]`,
@@ -234,6 +212,23 @@ func TestDecoderPipelinedQueries(t *testing.T) {
 	}
 	if c := d.Counts(); c.Used != c.Total {
 		t.Errorf("counts %+v: want every record used", c)
+	}
+}
+
+// decodeAll decodes every record of recs and describes each event.
+func decodeAll(t *testing.T, recs *records) (*Decoder, []string) {
+	t.Helper()
+	d := NewDecoder(recs)
+	var got []string
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			return d, got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, describe(ev))
 	}
 }
 
@@ -261,18 +256,7 @@ func TestDecoderSessionEnds(t *testing.T) {
 		{Kind: KindEnd, Session: 2, Time: 160, End: EndOpen},
 	}
 	total := int64(len(recs))
-	d := NewDecoder(&recs)
-	var got []string
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, describe(ev))
-	}
+	d, got := decodeAll(t, &recs)
 	want := []string{"connect c2", `statement c2 "SELECT 1" 11us rows=[1]`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
