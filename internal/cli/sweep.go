@@ -31,6 +31,7 @@ type sweepFlags struct {
 	mode       string
 	clients    string
 	maxClients int
+	repeat     int
 	warmup     time.Duration
 	duration   time.Duration
 	scale      int
@@ -60,6 +61,19 @@ wait events (pg_stat_activity sampled every 100 ms) and the hottest query ids
 (pg_stat_statements, when installed). It reports the peak (clients, TPS) and
 the cliff: the first client count after the peak whose TPS falls below
 --cliff times the peak's.
+
+--repeat N runs every client count N times (A B, B A, ... across the
+repeats too); the spread of the repeats is the noise that the peak, the
+knee, the cliff and the ratios between configurations are judged against,
+with the step-curve finder that headroom's break uses. The peak is the
+highest median TPS, with the client counts that cannot be told from it;
+the knee the client count of the highest TPS over latency, called only when
+a later one is lower beyond the noise; the cliff is called only when a
+client count's TPS is below --cliff times the peak's beyond the noise, with
+an interval for where it crosses. A ratio between configurations within the
+noise is printed "~", as benchstat does. With one step per client count
+(the default) a step is assumed within 15% of another: --repeat 3 measures
+the noise instead, at three times the time.
 
 --compare 'NAME:setting=value[,setting=value]', given twice or more, runs
 every configuration in the same sweep, alternating them at every client count
@@ -117,6 +131,7 @@ set PG_BIN to their directory, or install them with
 	fl.StringVarP(&f.mode, "protocol", "M", "simple", "query mode: simple, extended or prepared")
 	fl.StringVar(&f.clients, "clients", "", "comma-separated client counts, such as 1,2,4,8")
 	fl.IntVar(&f.maxClients, "max-clients", 32, "sweep 1, 2, 4, ... clients up to this many (when --clients is not given)")
+	fl.IntVar(&f.repeat, "repeat", 1, "run every client count this many times; their spread is the noise peak, knee, cliff and ratios are judged against (3 measures it)")
 	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "warm-up of every step before measuring (whole seconds)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured time of every step (whole seconds)")
 	fl.IntVar(&f.scale, "scale", 10, "pgbench -i scale factor of throwaway clusters (and of --init)")
@@ -180,6 +195,9 @@ func sweepOptions(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Options, er
 	} else if f.maxClients < 1 {
 		return sweep.Options{}, usageError("--max-clients must be at least 1, got %d", f.maxClients)
 	}
+	if f.repeat < 1 {
+		return sweep.Options{}, usageError("--repeat must be at least 1, got %d", f.repeat)
+	}
 	if len(f.compare) == 1 {
 		return sweep.Options{}, usageError("--compare needs two configurations or more, got one")
 	}
@@ -196,6 +214,7 @@ func sweepOptions(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Options, er
 		Clients:    sweep.ClientCounts(list, f.maxClients),
 		Warmup:     f.warmup,
 		Duration:   f.duration,
+		Repeat:     f.repeat,
 		CliffRatio: f.cliff,
 		Configs:    configs,
 		Target:     f.target,

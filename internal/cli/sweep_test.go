@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
 func TestSweepUsageErrors(t *testing.T) {
@@ -92,5 +94,51 @@ func TestSweepCommand(t *testing.T) {
 	page, err := os.ReadFile(htmlPath)
 	if err != nil || !bytes.Contains(page, []byte("sweep-curve")) {
 		t.Errorf("HTML: %v, %d bytes", err, len(page))
+	}
+}
+
+// TestSweepAA: an A/A sweep, two identical configurations on throwaway
+// clusters, three steps per client count: every b/a is "~", and the two
+// sides' peaks, knees and cliffs agree within their intervals (issue
+// 38). The longer run of the issue is by hand: -b select-only --clients
+// 1,2,4,8 --repeat 3 --duration 3s.
+func TestSweepAA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 12 steps on two throwaway clusters")
+	}
+	jsonPath := filepath.Join(t.TempDir(), "aa.json")
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
+		"-b", "select-only", "--clients", "1,4", "--repeat", "3", "--warmup", "0s", "--duration", "1s", "--scale", "1",
+		"--compare", "a:work_mem=4MB", "--compare", "b:work_mem=4MB", "--json", jsonPath})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	t.Logf("%s", stdout.String())
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res sweep.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configs) != 2 || len(res.Configs[0].Steps) != 6 || res.Plan.Repeat != 3 {
+		t.Fatalf("JSON: %s", b)
+	}
+	for _, c := range res.Comparison {
+		if d, ok := c.Change["b"]; !ok || !d.Same {
+			t.Errorf("%d clients: b/a %+v, want ~", c.Clients, d)
+		}
+	}
+	a, bb := res.Configs[0], res.Configs[1]
+	if a.Peak.Hi < bb.Peak.Lo || bb.Peak.Hi < a.Peak.Lo {
+		t.Errorf("peaks apart: %+v and %+v", a.Peak, bb.Peak)
+	}
+	if a.Knee.Found && bb.Knee.Found && (a.Knee.Hi < bb.Knee.Lo || bb.Knee.Hi < a.Knee.Lo) {
+		t.Errorf("knees apart: %+v and %+v", a.Knee, bb.Knee)
+	}
+	if a.Cliff.Found || bb.Cliff.Found {
+		t.Errorf("a cliff on a select-only sweep up to 4 clients: %+v and %+v", a.Cliff, bb.Cliff)
 	}
 }

@@ -3,6 +3,8 @@ package headroom
 import (
 	"math"
 	"slices"
+
+	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 )
 
 // Search defaults.
@@ -152,68 +154,30 @@ func (s *Search) maxTried() float64 {
 	return top
 }
 
-// state is what the rounds at one k agree on.
-type state struct {
-	k                 float64
-	held, broke, runs int
-}
-
-// states are the ks tried, ascending, k = 1 always held (the reference).
-func (s *Search) states() []state {
-	var out []state
-	for _, t := range s.trials {
-		i := slices.IndexFunc(out, func(st state) bool { return same(st.k, t.K) })
-		if i < 0 {
-			out = append(out, state{k: t.K})
-			i = len(out) - 1
+// readings are the trials as the step-curve finder reads them.
+func (s *Search) readings() []stepcurve.Reading {
+	out := make([]stepcurve.Reading, len(s.trials))
+	for i, t := range s.trials {
+		a := t.Achieved
+		if a <= 0 {
+			a = t.K
 		}
-		out[i].runs++
-		if t.Held || same(t.K, 1) {
-			out[i].held++
-		} else {
-			out[i].broke++
-		}
+		out[i] = stepcurve.Reading{X: t.K, Achieved: a, Held: t.Held, Margin: t.Margin}
 	}
-	slices.SortFunc(out, func(a, b state) int {
-		switch {
-		case a.k < b.k:
-			return -1
-		case a.k > b.k:
-			return 1
-		}
-		return 0
-	})
 	return out
 }
 
-// bracket is the search's interval: hi the smallest k whose rounds all
-// broke, lo the largest k below it whose rounds all held. Rounds that
-// disagree lie between them. ok is false while nothing broke in every
-// round; lo is then the largest k held in every round with no broken k
-// below... the largest k held throughout.
+// breakOptions are the search's, as the step-curve finder takes them.
+func (s *Search) breakOptions() stepcurve.BreakOptions {
+	return stepcurve.BreakOptions{Ref: 1, Rounds: s.BoundaryRounds, RefRounds: s.BaseRounds, NoiseFloor: NoiseFloor}
+}
+
+// bracket is the search's interval (stepcurve.Bracket): hi the smallest
+// k whose rounds all broke, lo the largest k below it whose rounds all
+// held. Rounds that disagree lie between them. ok is false while nothing
+// broke in every round; lo is then the largest k held throughout.
 func (s *Search) bracket() (lo, hi float64, ok bool) {
-	sts := s.states()
-	lo = 1
-	hiAt := -1
-	for i, st := range sts {
-		if st.broke == st.runs && st.runs > 0 {
-			hiAt = i
-			break
-		}
-	}
-	end := len(sts)
-	if hiAt >= 0 {
-		end = hiAt
-	}
-	for _, st := range sts[:end] {
-		if st.held == st.runs {
-			lo = st.k
-		}
-	}
-	if hiAt < 0 {
-		return lo, 0, false
-	}
-	return lo, sts[hiAt].k, true
+	return stepcurve.Bracket(s.readings(), s.breakOptions())
 }
 
 // allBroke reports whether every round at k broke.
@@ -291,19 +255,10 @@ func (s *Search) Answer() Answer {
 		a.Mixed = true
 		hi = top
 	}
-	a.AskedHi, a.Hi = hi, s.achieved(hi)
-	if a.Hi < a.Lo {
-		// Achieved figures can cross when the target saturates: the
-		// interval is then of asked ks' order, with both ends.
-		a.Lo, a.Hi = a.Hi, a.Lo
-	}
-	a.Holds = math.Sqrt(a.Lo * a.Hi)
-	mlo, mhi := s.margin(lo), s.margin(hi)
-	if mlo < 0 && mhi > 0 && a.Lo > 0 && a.Hi > a.Lo {
-		f := -mlo / (mhi - mlo)
-		a.Holds = math.Exp(math.Log(a.Lo) + f*(math.Log(a.Hi)-math.Log(a.Lo)))
-	}
-	s.widen(&a, lo, hi)
+	b := stepcurve.Interval(s.readings(), lo, hi, s.breakOptions())
+	a.AskedHi, a.Hi, a.Holds = hi, b.Hi, b.Estimate
+	a.Lo = min(a.Lo, b.Lo)
+	a.Holds = min(max(a.Holds, a.Lo), a.Hi)
 	return a
 }
 
@@ -312,134 +267,7 @@ func (s *Search) Answer() Answer {
 // however alike the repeated rounds were.
 const NoiseFloor = 0.15
 
-// maxWiden bounds how far the noise widens the bracket, each way.
-const maxWiden = 1.5
-
-// intervalZ is how many standard errors of the crossing the interval
-// spans on each side.
-const intervalZ = 2
-
-// widen widens the answer's interval by the noise of the measurement:
-// the steps' margins near the bracket are fitted by a line in ln k, and
-// the interval holds every k at which that line is within intervalZ
-// standard errors of 0. The standard error comes from the spread of the
-// rounds repeated at one k (at least NoiseFloor), over the rounds at the
-// boundary and at k = 1: the baseline's own error moves every step's
-// margin alike, which no repetition at the boundary shows.
-func (s *Search) widen(a *Answer, lo, hi float64) {
-	var xs, ys []float64
-	for _, t := range s.trials {
-		if same(t.K, 1) || t.K < lo/1.6 || t.K > hi*1.6 || t.Achieved <= 0 {
-			continue
-		}
-		xs = append(xs, math.Log(t.Achieved))
-		ys = append(ys, t.Margin)
-	}
-	alpha, beta, ok := fitLine(xs, ys)
-	if !ok || beta <= 0 {
-		return
-	}
-	sigma := max(s.pooledSD(), NoiseFloor)
-	se := sigma * math.Sqrt(1/float64(s.BoundaryRounds)+1/float64(s.BaseRounds))
-	x0 := -alpha / beta
-	half := intervalZ * se / beta
-	// A flat fit (rounds that disagree over a short range) would widen
-	// without bound: the interval stays within a step of the ladder
-	// (1.5x) of the bracket.
-	lo2 := max(1, math.Exp(x0-half), a.Lo/maxWiden)
-	hi2 := min(math.Exp(x0+half), a.Hi*maxWiden)
-	a.Lo, a.Hi = min(a.Lo, lo2), max(a.Hi, hi2)
-	a.Holds = min(max(a.Holds, a.Lo), a.Hi)
-}
-
-// fitLine is the least-squares line y = alpha + beta x; ok is false
-// without two distinct xs.
-func fitLine(xs, ys []float64) (alpha, beta float64, ok bool) {
-	n := float64(len(xs))
-	if len(xs) < 2 {
-		return 0, 0, false
-	}
-	var sx, sy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-	}
-	mx, my := sx/n, sy/n
-	var sxx, sxy float64
-	for i := range xs {
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-		sxy += (xs[i] - mx) * (ys[i] - my)
-	}
-	if sxx < 1e-12 {
-		return 0, 0, false
-	}
-	beta = sxy / sxx
-	return my - beta*mx, beta, true
-}
-
-// pooledSD is the pooled standard deviation of the margins of rounds
-// repeated at one k (k = 1 left out), 0 without repeats.
-func (s *Search) pooledSD() float64 {
-	byK := map[float64][]float64{}
-	for _, t := range s.trials {
-		if !same(t.K, 1) {
-			byK[t.K] = append(byK[t.K], t.Margin)
-		}
-	}
-	var ss float64
-	df := 0
-	for _, v := range byK {
-		if len(v) < 2 {
-			continue
-		}
-		var m float64
-		for _, x := range v {
-			m += x
-		}
-		m /= float64(len(v))
-		for _, x := range v {
-			ss += (x - m) * (x - m)
-		}
-		df += len(v) - 1
-	}
-	if df == 0 {
-		return 0
-	}
-	return math.Sqrt(ss / float64(df))
-}
-
 // achieved is the median achieved k of the rounds at asked k (1 at 1).
 func (s *Search) achieved(k float64) float64 {
-	if same(k, 1) {
-		return 1
-	}
-	var v []float64
-	for _, t := range s.trials {
-		if same(t.K, k) && t.Achieved > 0 {
-			v = append(v, t.Achieved)
-		}
-	}
-	if len(v) == 0 {
-		return k
-	}
-	return median(v)
-}
-
-// margin is the mean margin of the rounds at k (-1 at k = 1).
-func (s *Search) margin(k float64) float64 {
-	if same(k, 1) {
-		return -1
-	}
-	var sum float64
-	n := 0
-	for _, t := range s.trials {
-		if same(t.K, k) {
-			sum += t.Margin
-			n++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return sum / float64(n)
+	return stepcurve.Achieved(s.readings(), k, 1)
 }

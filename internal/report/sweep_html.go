@@ -39,8 +39,9 @@ func SweepSections(res *sweep.Result) []htmlreport.Section {
 	}
 	curves.Charts = []htmlreport.Chart{{ID: "sweep-curve", Title: "TPS (solid) and p95 latency (dashed) by client count",
 		Height: 380, Option: curveOption(res),
-		Note: fmt.Sprintf("The knee is the last client count before throughput grows by less than latency does; the peak is the highest TPS measured, "+
-			"one reading per step; the cliff is the first client count after the peak below %.2f of the peak's TPS.", res.Plan.CliffRatio)}}
+		Note: fmt.Sprintf("Medians of the repeated steps. The knee is the client count of the highest TPS over latency, past which more clients cost more in latency than they buy; "+
+			"the peak is the highest median TPS, with the client counts not told from it; the cliff is the first client count after the peak below %.2f of the peak's TPS beyond the noise, "+
+			"with the interval where TPS crosses it. A ratio within noise is shown as ~.", res.Plan.CliffRatio)}}
 	if w := sharedDriverWarning(res); w != "" {
 		curves.Text = append(curves.Text, w)
 	}
@@ -69,22 +70,22 @@ func peakCards(c sweep.ConfigRun) []htmlreport.Card {
 	var cards []htmlreport.Card
 	if k := c.Knee; k != nil && k.Found {
 		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: fmt.Sprintf("%d clients", k.Clients),
-			Sub: fmt.Sprintf("%.0f TPS; to %d clients TPS %.2fx, latency %.2fx", k.TPS, k.NextClients, k.TPSGrowth, k.LatencyGrowth)})
+			Sub: fmt.Sprintf("%s within noise; %.0f TPS; to %d clients TPS %.2fx, latency %.2fx", span(k.Lo, k.Hi), k.TPS, k.NextClients, k.TPSGrowth, k.LatencyGrowth)})
 	} else if k != nil {
-		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: "none", Sub: fmt.Sprintf("up to %d clients", k.UpTo), Status: "good"})
+		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: "none", Sub: fmt.Sprintf("up to %d clients, beyond the noise", k.UpTo), Status: "good"})
 	}
 	peakSub := fmt.Sprintf("%.0f TPS", c.Peak.TPS)
-	if k := c.Knee; k != nil && k.Found && c.Peak.Clients != k.Clients && c.Peak.TPS < k.TPS*(1+peakNoise) {
-		peakSub += fmt.Sprintf(", within %.0f%% of the knee's", 100*peakNoise)
+	if c.Peak.Lo != c.Peak.Hi {
+		peakSub += fmt.Sprintf("; %s clients within noise of it", span(c.Peak.Lo, c.Peak.Hi))
 	}
 	cards = append(cards, htmlreport.Card{Label: c.Name + ": peak", Value: fmt.Sprintf("%d clients", c.Peak.Clients), Sub: peakSub})
 	if cl := c.Cliff; cl != nil {
 		if cl.Found {
 			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: fmt.Sprintf("%d clients", cl.Clients),
-				Sub: fmt.Sprintf("%.0f TPS, %.2f of the peak", cl.TPS, cl.RatioToPeak), Status: "bad"})
+				Sub: fmt.Sprintf("%.0f TPS, %.2f of the peak; below %.2f from %.3g clients (%.3g-%.3g)", cl.TPS, cl.RatioToPeak, cl.Ratio, cl.Estimate, cl.Lo, cl.Hi), Status: "bad"})
 		} else {
 			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: "none",
-				Sub: fmt.Sprintf("up to %d clients", cl.UpTo), Status: "good"})
+				Sub: fmt.Sprintf("up to %d clients, beyond the noise", cl.UpTo), Status: "good"})
 		}
 	}
 	return cards
@@ -96,7 +97,7 @@ func curveOption(res *sweep.Result) json.RawMessage {
 	for i, c := range res.Configs {
 		color := palette[i%len(palette)]
 		var tps, p95 [][2]float64
-		for _, s := range c.Steps {
+		for _, s := range medianSteps(c.Steps) {
 			tps = append(tps, [2]float64{float64(s.Clients), roundHalfUp(s.TPS, 1)})
 			p95 = append(p95, [2]float64{float64(s.Clients), roundHalfUp(s.Latency.P95, 3)})
 		}
@@ -137,7 +138,7 @@ func roundHalfUp(v float64, digits int) float64 {
 
 func comparisonTable(res *sweep.Result) htmlreport.Table {
 	base := res.Comparison[0].Baseline
-	t := htmlreport.Table{ID: "sweep-compare", Title: "TPS relative to " + base, Sortable: true,
+	t := htmlreport.Table{ID: "sweep-compare", Title: "TPS relative to " + base + " (" + sameLegend(res) + ")", Sortable: true,
 		Columns: []htmlreport.Column{{Label: "clients", Numeric: true}}}
 	for _, c := range res.Configs {
 		t.Columns = append(t.Columns, htmlreport.Column{Label: c.Name + " TPS", Numeric: true})
@@ -155,12 +156,14 @@ func comparisonTable(res *sweep.Result) htmlreport.Table {
 		}
 		for _, c := range res.Configs[1:] {
 			r := cmp.Ratio[c.Name]
-			cell := htmlreport.Num(fmt.Sprintf("%.3f", r), r)
-			switch {
-			case r > 0 && r < 0.9:
-				cell.Class = "bad"
-			case r > 1.1:
-				cell.Class = "good"
+			cell := htmlreport.Num(ratioText(cmp, c.Name), r)
+			if d, ok := cmp.Change[c.Name]; ok && !d.Same {
+				switch {
+				case r < 1:
+					cell.Class = "bad"
+				case r > 1:
+					cell.Class = "good"
+				}
 			}
 			row.Cells = append(row.Cells, cell)
 		}
@@ -196,7 +199,7 @@ func stepsTable(c sweep.ConfigRun) htmlreport.Table {
 			wait = fmt.Sprintf("%s:%s %.0f%%", w.Type, w.Event, 100*w.Share)
 		}
 		row := htmlreport.Row{Cells: []htmlreport.Cell{
-			htmlreport.Num(fmt.Sprint(s.Clients), float64(s.Clients)),
+			htmlreport.Num(clientsText(s), float64(s.Clients)),
 			htmlreport.Num(fmt.Sprintf("%.1f", s.TPS), s.TPS),
 			htmlreport.Num(fmt.Sprintf("%.3f", s.Latency.P50), s.Latency.P50),
 			htmlreport.Num(fmt.Sprintf("%.3f", s.Latency.P95), s.Latency.P95),

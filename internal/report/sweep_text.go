@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
@@ -54,13 +56,13 @@ func WriteSweep(w io.Writer, res *sweep.Result) error {
 				wait = fmt.Sprintf("%s:%s %.0f%%", e.Type, e.Event, 100*e.Share)
 			}
 			if isLog {
-				p("  %7d %11.1f %11.1f %8s %9.3f %9.3f %10s  %s\n", s.Clients, s.TPS, s.StatementsPerS, sessionsText(s.Sessions), s.Latency.P50, s.Latency.P95, cpu, wait)
+				p("  %7s %11.1f %11.1f %8s %9.3f %9.3f %10s  %s\n", clientsText(s), s.TPS, s.StatementsPerS, sessionsText(s.Sessions), s.Latency.P50, s.Latency.P95, cpu, wait)
 				if s.Failed > 0 {
 					p("  %7s %d statements failed: %s\n", "", s.Failed, errorsText(s.Sessions))
 				}
 				continue
 			}
-			p("  %7d %11.1f %9.3f %9.3f %10s  %s\n", s.Clients, s.TPS, s.Latency.P50, s.Latency.P95, cpu, wait)
+			p("  %7s %11.1f %9.3f %9.3f %10s  %s\n", clientsText(s), s.TPS, s.Latency.P50, s.Latency.P95, cpu, wait)
 		}
 		p("%s", peakCliffLines(c))
 	}
@@ -69,12 +71,12 @@ func WriteSweep(w io.Writer, res *sweep.Result) error {
 
 	if len(res.Comparison) > 0 {
 		base := res.Comparison[0].Baseline
-		p("\nTPS relative to %s\n  %7s", base, "clients")
+		p("\nTPS relative to %s (medians; %s)\n  %7s", base, sameLegend(res), "clients")
 		for _, c := range res.Configs {
 			p(" %11s", c.Name+" TPS")
 		}
 		for _, c := range res.Configs[1:] {
-			p(" %9s", c.Name+"/"+base)
+			p(" %18s", c.Name+"/"+base)
 		}
 		p("\n")
 		for _, cmp := range res.Comparison {
@@ -87,16 +89,38 @@ func WriteSweep(w io.Writer, res *sweep.Result) error {
 				}
 			}
 			for _, c := range res.Configs[1:] {
-				if v, ok := cmp.Ratio[c.Name]; ok {
-					p(" %9.3f", v)
-				} else {
-					p(" %9s", "-")
-				}
+				p(" %18s", ratioText(cmp, c.Name))
 			}
 			p("\n")
 		}
 	}
 	return bw.Flush()
+}
+
+// ratioText is a configuration's TPS over the baseline's at one client
+// count: "~" when it cannot be told from noise, as benchstat prints it,
+// else the ratio with its interval.
+func ratioText(cmp sweep.Comparison, name string) string {
+	v, ok := cmp.Ratio[name]
+	if !ok {
+		return "-"
+	}
+	d, ok := cmp.Change[name]
+	if !ok {
+		return fmt.Sprintf("%.3f", v)
+	}
+	if d.Same {
+		return "~"
+	}
+	return fmt.Sprintf("%.3f (%.2f-%.2f)", v, d.Low, d.High)
+}
+
+// sameLegend says what "~" means for the sweep's repeats.
+func sameLegend(res *sweep.Result) string {
+	if res.Plan.Repeat > 1 {
+		return fmt.Sprintf("%d steps each; ~: not told from noise, the ratio's interval holds 1 or it is within the noise of the steps or 10%%", res.Plan.Repeat)
+	}
+	return fmt.Sprintf("one step each; ~: not told from noise, within %.0f%%, the noise assumed of one step (--repeat 3 measures it)", 100*(stepcurve.DefaultNoise-1))
 }
 
 // workloadLine describes the workload in one line.
@@ -149,9 +173,27 @@ func settingsOr(m map[string]string) string {
 	return sweep.SettingsString(m)
 }
 
+// clientsText is a step's client count, with its repeat when the sweep
+// repeats steps ("4 #2").
+func clientsText(s sweep.Step) string {
+	if s.Round > 0 {
+		return fmt.Sprintf("%d #%d", s.Clients, s.Round)
+	}
+	return fmt.Sprint(s.Clients)
+}
+
+// span is a range of client counts: "4" or "2-16".
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
 // peakCliffLines are the summary lines of a configuration: the knee
 // first (where more clients stop paying), then the highest TPS measured,
-// said to be within noise of the knee when it is, then the cliff.
+// with the client counts whose TPS cannot be told from it, then the
+// cliff, each with its interval.
 func peakCliffLines(c sweep.ConfigRun) string {
 	if c.Peak == nil {
 		return "  no steps\n"
@@ -160,31 +202,35 @@ func peakCliffLines(c sweep.ConfigRun) string {
 	switch k := c.Knee; {
 	case k == nil:
 	case k.Found:
-		fmt.Fprintf(&b, "  knee:  %d clients, %.1f TPS at %.3f ms mean: from %d to %d clients TPS grew %.2fx while latency grew %.2fx\n",
-			k.Clients, k.TPS, k.MeanMS, k.Clients, k.NextClients, k.TPSGrowth, k.LatencyGrowth)
+		within := ""
+		if k.Lo != k.Hi {
+			within = fmt.Sprintf(" (%s clients within noise of it)", span(k.Lo, k.Hi))
+		}
+		fmt.Fprintf(&b, "  knee:  %d clients%s, %.1f TPS at %.3f ms mean: from %d to %d clients TPS grew %.2fx while latency grew %.2fx\n",
+			k.Clients, within, k.TPS, k.MeanMS, k.Clients, k.NextClients, k.TPSGrowth, k.LatencyGrowth)
 	default:
-		fmt.Fprintf(&b, "  knee:  none up to %d clients: every step bought more throughput than it cost in latency\n", k.UpTo)
+		fmt.Fprintf(&b, "  knee:  none up to %d clients: no step bought less throughput than it cost in latency beyond the noise\n", k.UpTo)
 	}
-	if k := c.Knee; k != nil && k.Found && c.Peak.Clients != k.Clients && c.Peak.TPS < k.TPS*(1+peakNoise) {
-		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS, within %.0f%% of the knee's: no real gain past the knee\n",
-			c.Peak.Clients, c.Peak.TPS, 100*peakNoise)
-	} else {
-		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS\n", c.Peak.Clients, c.Peak.TPS)
+	pk := c.Peak
+	switch k := c.Knee; {
+	case k != nil && k.Found && pk.Clients != k.Clients && k.Clients >= pk.Lo && k.Clients <= pk.Hi:
+		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS, not told from the knee's (%s clients within noise of it): no real gain past the knee\n",
+			pk.Clients, pk.TPS, span(pk.Lo, pk.Hi))
+	case pk.Lo != pk.Hi:
+		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS (%s clients within noise of it)\n", pk.Clients, pk.TPS, span(pk.Lo, pk.Hi))
+	default:
+		fmt.Fprintf(&b, "  peak:  %d clients, %.1f TPS\n", pk.Clients, pk.TPS)
 	}
 	switch cl := c.Cliff; {
 	case cl == nil:
 	case cl.Found:
-		fmt.Fprintf(&b, "  cliff: %d clients, %.1f TPS = %.2f of the peak (threshold %.2f)\n", cl.Clients, cl.TPS, cl.RatioToPeak, cl.Ratio)
+		fmt.Fprintf(&b, "  cliff: %d clients, %.1f TPS = %.2f of the peak (threshold %.2f); below it from %.3g clients (%.3g-%.3g)\n",
+			cl.Clients, cl.TPS, cl.RatioToPeak, cl.Ratio, cl.Estimate, cl.Lo, cl.Hi)
 	default:
-		fmt.Fprintf(&b, "  cliff: no cliff up to %d clients (no step after the peak below %.2f of it)\n", cl.UpTo, cl.Ratio)
+		fmt.Fprintf(&b, "  cliff: no cliff up to %d clients (no step after the peak below %.2f of it beyond the noise)\n", cl.UpTo, cl.Ratio)
 	}
 	return b.String()
 }
-
-// peakNoise is how much above the knee's TPS a higher step must be for
-// the peak to mean more than noise: one step is one reading, and steps of
-// a sweep on a shared machine differ by a few percent for nothing.
-const peakNoise = 0.05
 
 // sharedDriverWarning says that the load generator took the server's
 // CPU, when it did.
@@ -195,12 +241,35 @@ func sharedDriverWarning(res *sweep.Result) string {
 	return fmt.Sprintf("WARNING: the load generator ran on the server's machine (%d CPUs shared): the CPU it used was taken from the server, so the knee and the cliff may be the generator's; run it from another machine to measure the server alone", res.ClientCPUs)
 }
 
+// medianSteps are a configuration's steps, one per client count, in the
+// order first run, with the medians of the repeats' TPS and latencies.
+func medianSteps(steps []sweep.Step) []sweep.Step {
+	var out []sweep.Step
+	idx := map[int]int{}
+	var tps, p95 [][]float64
+	for _, s := range steps {
+		i, ok := idx[s.Clients]
+		if !ok {
+			i = len(out)
+			idx[s.Clients] = i
+			out = append(out, sweep.Step{Clients: s.Clients})
+			tps, p95 = append(tps, nil), append(p95, nil)
+		}
+		tps[i] = append(tps[i], s.TPS)
+		p95[i] = append(p95[i], s.Latency.P95)
+	}
+	for i := range out {
+		out[i].TPS, out[i].Latency.P95 = stats.Median(tps[i]), stats.Median(p95[i])
+	}
+	return out
+}
+
 // writeChart draws TPS against clients as horizontal bars, one row per
 // configuration per client count, all on the same scale.
 func writeChart(w io.Writer, res *sweep.Result) {
 	var top float64
 	for _, c := range res.Configs {
-		for _, s := range c.Steps {
+		for _, s := range medianSteps(c.Steps) {
 			top = max(top, s.TPS)
 		}
 	}
@@ -215,7 +284,7 @@ func writeChart(w io.Writer, res *sweep.Result) {
 		nameWidth = max(nameWidth, len(c.Name))
 	}
 	for _, c := range res.Configs {
-		for _, s := range c.Steps {
+		for _, s := range medianSteps(c.Steps) {
 			if _, ok := byClients[s.Clients]; !ok {
 				order = append(order, s.Clients)
 			}

@@ -1,79 +1,146 @@
 package sweep
 
-import "sort"
+import (
+	"math"
+	"sort"
 
-// FindPeak returns the step with the highest TPS; on a tie the fewer
-// clients win, since they reach the same throughput more cheaply. It is nil
-// without steps.
-func FindPeak(steps []Step) *Peak {
-	var p *Peak
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
+)
+
+// levels groups steps by client count, ascending: each client count's
+// repeated steps are one level of the step curve.
+func levels(steps []Step) []stepcurve.Level {
+	byClients := map[int]*stepcurve.Level{}
+	var order []int
 	for _, s := range steps {
-		if p == nil || s.TPS > p.TPS || (s.TPS == p.TPS && s.Clients < p.Clients) {
-			p = &Peak{Clients: s.Clients, TPS: s.TPS}
+		l := byClients[s.Clients]
+		if l == nil {
+			l = &stepcurve.Level{X: float64(s.Clients)}
+			byClients[s.Clients] = l
+			order = append(order, s.Clients)
 		}
+		l.Throughput = append(l.Throughput, s.TPS)
+		l.Latency = append(l.Latency, s.Latency.Mean)
 	}
-	return p
+	sort.Ints(order)
+	out := make([]stepcurve.Level, len(order))
+	for i, n := range order {
+		out[i] = *byClients[n]
+	}
+	return out
 }
 
-// FindKnee returns where adding clients stops paying: the last client
-// count before the first step whose throughput grows by a smaller factor
-// than its mean latency does. Before the knee, more clients buy more
-// throughput at little cost in latency; after it, they mostly queue. In a
-// closed loop (each client waits for its answer) clients = TPS x latency,
-// so at the knee of a doubling sweep TPS grows less than sqrt(2).
-//
-// Unlike the peak, which on a flat curve is wherever noise put the
-// highest reading, the knee is stable under noise of a few percent: it
-// is found where latency grows faster than throughput, which on a flat
-// curve is at once. Found is false when every step still paid (or there
-// are fewer than two timed steps); UpTo is then the highest client count.
-func FindKnee(steps []Step) *Knee {
-	if len(steps) == 0 {
+// FindPeak returns the client count with the highest median TPS over
+// its repeated steps, and the client counts whose TPS cannot be told from
+// it (stepcurve.FindPeak); on a tie the fewer clients win, since they
+// reach the same throughput more cheaply. It is nil without steps.
+func FindPeak(steps []Step) *Peak {
+	ls := levels(steps)
+	p := stepcurve.FindPeak(ls, stepcurve.Options{})
+	if p == nil {
 		return nil
 	}
-	sorted := append([]Step(nil), steps...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Clients < sorted[j].Clients })
-	k := &Knee{UpTo: sorted[len(sorted)-1].Clients}
-	for i := 0; i+1 < len(sorted); i++ {
-		a, b := sorted[i], sorted[i+1]
-		if a.TPS <= 0 || a.Latency.Mean <= 0 || b.Latency.Mean <= 0 {
-			continue
-		}
-		tpsGrowth, latGrowth := b.TPS/a.TPS, b.Latency.Mean/a.Latency.Mean
-		if tpsGrowth < latGrowth {
-			*k = Knee{Found: true, Clients: a.Clients, TPS: a.TPS, MeanMS: a.Latency.Mean,
-				NextClients: b.Clients, TPSGrowth: tpsGrowth, LatencyGrowth: latGrowth, UpTo: k.UpTo}
-			return k
-		}
-	}
-	return k
+	return &Peak{Clients: int(p.X), TPS: p.Throughput, Lo: int(p.Lo), Hi: int(p.Hi), Steps: repeats(ls, p.X)}
 }
 
-// FindCliff returns where TPS falls off after the peak: the first step with
-// more clients than the peak whose TPS is below ratio times the peak's.
-// Steps are taken in order of client count. It is nil without steps.
+func repeats(ls []stepcurve.Level, x float64) int {
+	for _, l := range ls {
+		if l.X == x {
+			return len(l.Throughput)
+		}
+	}
+	return 0
+}
+
+// FindKnee returns where adding clients stops paying: the client count
+// at which TPS over mean latency (Kleinrock's power, step by step, its
+// median over the repeats) is highest (stepcurve.FindKnee). Before the
+// knee, more clients buy more throughput than they cost in latency;
+// after it, they mostly queue. In a closed loop (each client waits for
+// its answer) clients = TPS x latency, so past the knee of a doubling
+// sweep TPS grows less than sqrt(2).
+//
+// Found is true only when a later client count's power is lower than the
+// knee's beyond noise; Lo and Hi are the client counts whose power cannot
+// be told from the knee's. Unlike the peak, which on a flat curve spans
+// every client count, the knee is narrow on a flat curve: latency grows
+// with every client there. UpTo is the highest client count measured.
+func FindKnee(steps []Step) *Knee {
+	ls := levels(steps)
+	k := stepcurve.FindKnee(ls, stepcurve.Options{})
+	if k == nil {
+		return nil
+	}
+	out := &Knee{Found: k.Found, UpTo: int(k.UpTo)}
+	if k.Found {
+		out.Clients, out.TPS, out.MeanMS = int(k.X), k.Throughput, k.Latency
+		out.NextClients, out.TPSGrowth, out.LatencyGrowth = int(k.Next), k.ThroughputGrowth, k.LatencyGrowth
+		out.Lo, out.Hi = int(k.Lo), int(k.Hi)
+	}
+	return out
+}
+
+// CliffZ is how many standard errors of its mean margin a client count's
+// TPS must be below the cliff's threshold to be called the cliff
+// (stepcurve.BreakOptions.Z): one reading just under the threshold is
+// not a cliff.
+const CliffZ = 2
+
+// CliffNoiseFloor is the least noise of one step's TPS the cliff's
+// interval assumes, on the margin's scale (stepcurve.BreakOptions): 0.15
+// of ln(1/0.8) is about 3% of TPS.
+const CliffNoiseFloor = 0.15
+
+// FindCliff returns where TPS falls off after the peak: the break of the
+// step curve (stepcurve.FindBreak) at which the TPS falls below ratio
+// times the peak's. Each step after the peak is read as a margin, 0 at
+// ratio times the peak's TPS, -1 at the peak's, above 0 below the ratio;
+// the cliff is the first client count whose every step is below the
+// ratio and whose mean margin is beyond the noise (CliffZ standard
+// errors, the noise from the repeats, at least CliffNoiseFloor), and the
+// interval is the bracket between it and the last client count above
+// the ratio, widened by that noise. It is nil without steps.
 func FindCliff(steps []Step, ratio float64) *Cliff {
-	peak := FindPeak(steps)
+	ls := levels(steps)
+	peak := stepcurve.FindPeak(ls, stepcurve.Options{})
 	if peak == nil {
 		return nil
 	}
-	sorted := append([]Step(nil), steps...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Clients < sorted[j].Clients })
-	c := &Cliff{Ratio: ratio, UpTo: sorted[len(sorted)-1].Clients}
-	for _, s := range sorted {
-		if s.Clients <= peak.Clients {
+	c := &Cliff{Ratio: ratio, UpTo: int(ls[len(ls)-1].X)}
+	if !(ratio > 0 && ratio < 1) || peak.Throughput <= 0 {
+		return c
+	}
+	scale := math.Log(1 / ratio)
+	var rs []stepcurve.Reading
+	for _, l := range ls {
+		if l.X < peak.X {
 			continue
 		}
-		if s.TPS < ratio*peak.TPS {
-			c.Found = true
-			c.Clients = s.Clients
-			c.TPS = s.TPS
-			if peak.TPS > 0 {
-				c.RatioToPeak = s.TPS / peak.TPS
+		for _, tps := range l.Throughput {
+			m := 10.0 // no throughput at all: far past the limit
+			if tps > 0 {
+				m = math.Log(peak.Throughput/tps)/scale - 1
 			}
-			return c
+			if l.X == peak.X {
+				m = -1
+			}
+			rs = append(rs, stepcurve.Reading{X: l.X, Margin: m, Held: m <= 0})
 		}
 	}
+	b := stepcurve.FindBreak(rs, stepcurve.BreakOptions{Ref: peak.X, RefRounds: repeats(ls, peak.X), NoiseFloor: CliffNoiseFloor, Z: CliffZ})
+	if !b.Found {
+		return c
+	}
+	c.Found = true
+	c.Clients = int(b.AskedHi)
+	for _, l := range ls {
+		if l.X == b.AskedHi {
+			c.TPS = stats.Median(l.Throughput)
+		}
+	}
+	c.RatioToPeak = c.TPS / peak.Throughput
+	c.Lo, c.Hi, c.Estimate = b.Lo, b.Hi, b.Estimate
 	return c
 }
 
@@ -103,27 +170,37 @@ func ClientCounts(list []int, max int) []int {
 	return out
 }
 
-// CompareConfigs lines up the configurations' steps by client count, relative to
-// the first configuration.
+// CompareConfigs lines up the configurations' steps by client count,
+// relative to the first configuration: each one's median TPS and p95 over
+// its repeated steps, its ratio to the first's, and that ratio with its
+// interval (stepcurve.Compare), Same ("~") when it cannot be told from
+// noise.
 func CompareConfigs(configs []ConfigRun) []Comparison {
 	if len(configs) < 2 {
 		return nil
 	}
 	base := configs[0]
 	var out []Comparison
-	for _, bs := range base.Steps {
-		c := Comparison{Clients: bs.Clients, Baseline: base.Name,
-			TPS: map[string]float64{}, Ratio: map[string]float64{}, P95: map[string]float64{}}
+	for _, bl := range levels(base.Steps) {
+		n := int(bl.X)
+		c := Comparison{Clients: n, Baseline: base.Name,
+			TPS: map[string]float64{}, Ratio: map[string]float64{}, P95: map[string]float64{}, Change: map[string]stepcurve.Diff{}}
 		for _, cfg := range configs {
+			var tps, p95 []float64
 			for _, s := range cfg.Steps {
-				if s.Clients != bs.Clients {
-					continue
+				if s.Clients == n {
+					tps = append(tps, s.TPS)
+					p95 = append(p95, s.Latency.P95)
 				}
-				c.TPS[cfg.Name] = s.TPS
-				c.P95[cfg.Name] = s.Latency.P95
-				if bs.TPS > 0 {
-					c.Ratio[cfg.Name] = s.TPS / bs.TPS
-				}
+			}
+			if len(tps) == 0 {
+				continue
+			}
+			c.TPS[cfg.Name] = stats.Median(tps)
+			c.P95[cfg.Name] = stats.Median(p95)
+			if b := stats.Median(bl.Throughput); b > 0 {
+				c.Ratio[cfg.Name] = c.TPS[cfg.Name] / b
+				c.Change[cfg.Name] = stepcurve.Compare(bl.Throughput, tps, stepcurve.Options{})
 			}
 		}
 		out = append(out, c)

@@ -17,6 +17,9 @@ func curve(points ...float64) []Step {
 	return steps
 }
 
+// One step per client count: each reading is assumed within
+// stepcurve.DefaultNoise (15%) of another, so that only clear falls are
+// called; the peak spans the client counts within that noise of it.
 func TestPeakAndCliff(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -26,24 +29,24 @@ func TestPeakAndCliff(t *testing.T) {
 		cliff *Cliff
 	}{
 		{"rising: no cliff", curve(1, 100, 2, 190, 4, 350, 8, 600), 0.8,
-			&Peak{8, 600}, &Cliff{Ratio: 0.8, UpTo: 8}},
+			&Peak{8, 600, 8, 8, 1}, &Cliff{Ratio: 0.8, UpTo: 8}},
 		{"plateau above the threshold: no cliff", curve(1, 100, 2, 200, 4, 300, 8, 290, 16, 250), 0.8,
-			&Peak{4, 300}, &Cliff{Ratio: 0.8, UpTo: 16}},
-		{"cliff at the first step below 0.8 of the peak", curve(1, 100, 2, 200, 4, 400, 8, 330, 16, 310, 32, 150), 0.8,
-			&Peak{4, 400}, &Cliff{Found: true, Clients: 16, TPS: 310, RatioToPeak: 310.0 / 400, Ratio: 0.8, UpTo: 32}},
+			&Peak{4, 300, 4, 8, 1}, &Cliff{Ratio: 0.8, UpTo: 16}},
+		// 310 of 400 is 0.775: within the noise of one reading of the
+		// threshold, not a cliff; 150 is.
+		{"cliff at the first step below 0.8 of the peak beyond the noise", curve(1, 100, 2, 200, 4, 400, 8, 330, 16, 310, 32, 150), 0.8,
+			&Peak{4, 400, 4, 4, 1}, &Cliff{Found: true, Clients: 32, TPS: 150, RatioToPeak: 150.0 / 400, Ratio: 0.8, UpTo: 32}},
 		// The field report's shape: track_planning on peaks early and
-		// halves; the cliff is where it first drops below the ratio.
+		// halves.
 		{"track_planning on, 192 vCPUs", curve(1, 10e3, 10, 90e3, 20, 160e3, 40, 200e3, 80, 120e3, 160, 100e3), 0.8,
-			&Peak{40, 200e3}, &Cliff{Found: true, Clients: 80, TPS: 120e3, RatioToPeak: 0.6, Ratio: 0.8, UpTo: 160}},
-		{"a stricter ratio finds an earlier cliff", curve(1, 100, 2, 200, 4, 170, 8, 100), 0.9,
-			&Peak{2, 200}, &Cliff{Found: true, Clients: 4, TPS: 170, RatioToPeak: 0.85, Ratio: 0.9, UpTo: 8}},
+			&Peak{40, 200e3, 40, 40, 1}, &Cliff{Found: true, Clients: 80, TPS: 120e3, RatioToPeak: 0.6, Ratio: 0.8, UpTo: 160}},
 		{"a dip before the peak is no cliff", curve(1, 100, 2, 50, 4, 300), 0.8,
-			&Peak{4, 300}, &Cliff{Ratio: 0.8, UpTo: 4}},
+			&Peak{4, 300, 4, 4, 1}, &Cliff{Ratio: 0.8, UpTo: 4}},
 		{"a tie goes to fewer clients", curve(1, 100, 2, 300, 4, 300, 8, 100), 0.8,
-			&Peak{2, 300}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 1.0 / 3, Ratio: 0.8, UpTo: 8}},
+			&Peak{2, 300, 2, 4, 1}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 1.0 / 3, Ratio: 0.8, UpTo: 8}},
 		{"steps out of order", curve(8, 100, 1, 100, 4, 400, 2, 200), 0.8,
-			&Peak{4, 400}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 0.25, Ratio: 0.8, UpTo: 8}},
-		{"one step", curve(1, 100), 0.8, &Peak{1, 100}, &Cliff{Ratio: 0.8, UpTo: 1}},
+			&Peak{4, 400, 4, 4, 1}, &Cliff{Found: true, Clients: 8, TPS: 100, RatioToPeak: 0.25, Ratio: 0.8, UpTo: 8}},
+		{"one step", curve(1, 100), 0.8, &Peak{1, 100, 1, 1, 1}, &Cliff{Ratio: 0.8, UpTo: 1}},
 		{"no steps", nil, 0.8, nil, nil},
 	}
 	for _, tt := range tests {
@@ -51,7 +54,15 @@ func TestPeakAndCliff(t *testing.T) {
 			if got := FindPeak(tt.steps); !reflect.DeepEqual(got, tt.peak) {
 				t.Errorf("peak %+v, want %+v", got, tt.peak)
 			}
-			if got := FindCliff(tt.steps, tt.ratio); !reflect.DeepEqual(got, tt.cliff) {
+			got := FindCliff(tt.steps, tt.ratio)
+			if got != nil {
+				// The interval is FindBreak's, tested in stepcurve.
+				if got.Found && !(got.Lo <= float64(got.Clients) && got.Lo < got.Hi && got.Estimate >= got.Lo && got.Estimate <= got.Hi) {
+					t.Errorf("cliff %+v: its interval does not hold it", got)
+				}
+				got.Lo, got.Hi, got.Estimate = 0, 0, 0
+			}
+			if !reflect.DeepEqual(got, tt.cliff) {
 				t.Errorf("cliff %+v, want %+v", got, tt.cliff)
 			}
 		})
@@ -176,17 +187,20 @@ func TestKnee(t *testing.T) {
 		want  *Knee
 	}{
 		{"scales, then queues", lat(1, 1000, 1.0, 2, 1900, 1.05, 4, 3600, 1.1, 8, 4000, 2.0, 16, 4100, 3.9),
-			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, UpTo: 16}},
+			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, Lo: 4, Hi: 4, UpTo: 16}},
 		// A flat curve: the highest reading (16 clients) is noise; the
 		// knee is where throughput stopped paying, at once.
 		{"flat with noise", lat(1, 5000, 0.2, 2, 5150, 0.39, 4, 4950, 0.81, 8, 5050, 1.58, 16, 5200, 3.1),
-			&Knee{Found: true, Clients: 1, TPS: 5000, MeanMS: 0.2, NextClients: 2, TPSGrowth: 5150.0 / 5000, LatencyGrowth: 0.39 / 0.2, UpTo: 16}},
+			&Knee{Found: true, Clients: 1, TPS: 5000, MeanMS: 0.2, NextClients: 2, TPSGrowth: 5150.0 / 5000, LatencyGrowth: 0.39 / 0.2, Lo: 1, Hi: 1, UpTo: 16}},
 		{"every step pays", lat(1, 100, 1, 2, 200, 1, 4, 390, 1.02), &Knee{UpTo: 4}},
+		// 4 clients' power is 5% below 2's: within the noise of one
+		// reading, so no knee is called.
+		{"a knee within the noise is none", lat(1, 100, 1, 2, 200, 1, 4, 390, 2.05), &Knee{UpTo: 4}},
 		{"one step", lat(1, 100, 1), &Knee{UpTo: 1}},
 		{"untimed steps are passed over", lat(1, 100, 0, 2, 200, 1, 4, 210, 1.9),
-			&Knee{Found: true, Clients: 2, TPS: 200, MeanMS: 1, NextClients: 4, TPSGrowth: 210.0 / 200, LatencyGrowth: 1.9, UpTo: 4}},
+			&Knee{Found: true, Clients: 2, TPS: 200, MeanMS: 1, NextClients: 4, TPSGrowth: 210.0 / 200, LatencyGrowth: 1.9, Lo: 2, Hi: 2, UpTo: 4}},
 		{"steps out of order", lat(4, 3600, 1.1, 1, 1000, 1.0, 8, 4000, 2.0, 2, 1900, 1.05),
-			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, UpTo: 8}},
+			&Knee{Found: true, Clients: 4, TPS: 3600, MeanMS: 1.1, NextClients: 8, TPSGrowth: 4000.0 / 3600, LatencyGrowth: 2.0 / 1.1, Lo: 4, Hi: 4, UpTo: 8}},
 		{"no steps", nil, nil},
 	}
 	for _, tt := range tests {

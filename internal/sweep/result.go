@@ -1,6 +1,10 @@
 package sweep
 
-import "time"
+import (
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
+)
 
 // Result is a sweep's outcome, encoded as the JSON of docs/sweep-json.md.
 type Result struct {
@@ -78,7 +82,11 @@ type PlanInfo struct {
 	WarmupS    float64 `json:"warmup_s"`
 	DurationS  float64 `json:"duration_s"`
 	CliffRatio float64 `json:"cliff_ratio"`
-	Order      string  `json:"order"` // how configurations alternate
+	// Repeat is the steps run at each client count of each
+	// configuration (1 when absent): their spread is the noise that the
+	// peak, the knee, the cliff and the comparison are judged against.
+	Repeat int    `json:"repeat,omitempty"`
+	Order  string `json:"order"` // how configurations alternate
 }
 
 // ConfigRun is one configuration's curve.
@@ -98,7 +106,10 @@ type ConfigRun struct {
 
 // Step is one client count on one configuration.
 type Step struct {
-	Clients int       `json:"clients"`
+	Clients int `json:"clients"`
+	// Round is the step's repeat at its client count, from 1; absent
+	// when every client count ran once.
+	Round   int       `json:"round,omitempty"`
 	Threads int       `json:"threads"`
 	Started time.Time `json:"started"`
 	// WindowS is the length of the measured window in seconds.
@@ -156,10 +167,14 @@ type Hot struct {
 	ShareCalls float64 `json:"share_of_calls"`
 }
 
-// Knee is the last client count before throughput grows by less than
-// latency (see FindKnee): from Clients to NextClients, TPS grew by the
-// factor TPSGrowth and mean latency by LatencyGrowth. Found is false when
-// every step still paid; UpTo is the highest client count measured.
+// Knee is where more clients stop buying throughput (see FindKnee): the
+// client count with the highest TPS over mean latency, medians over its
+// repeats; from Clients to NextClients TPS grew by the factor TPSGrowth
+// and mean latency by LatencyGrowth. Found is false when no later client
+// count's TPS over latency is lower beyond noise; the other fields are
+// then empty. Lo and Hi are the client counts whose TPS over latency
+// cannot be told from the knee's. UpTo is the highest client count
+// measured.
 type Knee struct {
 	Found         bool    `json:"found"`
 	Clients       int     `json:"clients,omitempty"`
@@ -168,33 +183,50 @@ type Knee struct {
 	NextClients   int     `json:"next_clients,omitempty"`
 	TPSGrowth     float64 `json:"tps_growth,omitempty"`
 	LatencyGrowth float64 `json:"latency_growth,omitempty"`
+	Lo            int     `json:"lo_clients,omitempty"`
+	Hi            int     `json:"hi_clients,omitempty"`
 	UpTo          int     `json:"up_to_clients"`
 }
 
-// Peak is the step with the highest TPS.
+// Peak is the client count with the highest median TPS; Lo and Hi the
+// client counts whose TPS cannot be told from it (the whole sweep, on a
+// flat curve); Steps the repeats it rests on.
 type Peak struct {
 	Clients int     `json:"clients"`
 	TPS     float64 `json:"tps"`
+	Lo      int     `json:"lo_clients,omitempty"`
+	Hi      int     `json:"hi_clients,omitempty"`
+	Steps   int     `json:"steps,omitempty"`
 }
 
-// Cliff is the first client count after the peak whose TPS falls below
-// Ratio times the peak's. Found is false when no step after the peak does;
-// UpTo is then the highest client count measured.
+// Cliff is where TPS falls below Ratio times the peak's after the peak
+// (see FindCliff): Clients is the first client count whose every step is
+// below it beyond the noise, with its median TPS and RatioToPeak; Lo and
+// Hi bound the break (client counts, interpolated) and Estimate is where
+// the TPS crosses the ratio. Found is false when no client count after
+// the peak is below it beyond the noise; UpTo is the highest client
+// count measured.
 type Cliff struct {
 	Found       bool    `json:"found"`
 	Clients     int     `json:"clients,omitempty"`
 	TPS         float64 `json:"tps,omitempty"`
 	RatioToPeak float64 `json:"ratio_to_peak,omitempty"`
+	Lo          float64 `json:"lo_clients,omitempty"`
+	Hi          float64 `json:"hi_clients,omitempty"`
+	Estimate    float64 `json:"estimate_clients,omitempty"`
 	Ratio       float64 `json:"threshold"`
 	UpTo        int     `json:"up_to_clients"`
 }
 
 // Comparison is one client count across configurations: every
-// configuration's TPS and its ratio to the first configuration's.
+// configuration's median TPS and p95 over its repeats, its ratio to the
+// first configuration's, and that ratio's interval (Change), Same when it
+// cannot be told from noise ("~").
 type Comparison struct {
-	Clients  int                `json:"clients"`
-	Baseline string             `json:"baseline"`
-	TPS      map[string]float64 `json:"tps"`
-	Ratio    map[string]float64 `json:"ratio"`
-	P95      map[string]float64 `json:"p95_ms"`
+	Clients  int                       `json:"clients"`
+	Baseline string                    `json:"baseline"`
+	TPS      map[string]float64        `json:"tps"`
+	Ratio    map[string]float64        `json:"ratio"`
+	Change   map[string]stepcurve.Diff `json:"change,omitempty"`
+	P95      map[string]float64        `json:"p95_ms"`
 }

@@ -17,6 +17,10 @@ type Options struct {
 	Clients  []int // client counts, ascending
 	Warmup   time.Duration
 	Duration time.Duration
+	// Repeat is how many steps run at each client count of each
+	// configuration (0: one); their spread is the noise the peak, the
+	// knee, the cliff and the comparison are judged against.
+	Repeat int
 	// CliffRatio: the cliff is the first step after the peak below
 	// CliffRatio times the peak's TPS.
 	CliffRatio float64
@@ -66,6 +70,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("sweep: the duration must be whole seconds, at least 1s, got %v", o.Duration)
 	case o.Warmup < 0 || o.Warmup%time.Second != 0:
 		return fmt.Errorf("sweep: the warm-up must be whole seconds, got %v", o.Warmup)
+	case o.Repeat < 0:
+		return fmt.Errorf("sweep: the repeats must be at least 1, got %d", o.Repeat)
 	case !(o.CliffRatio > 0 && o.CliffRatio < 1):
 		return fmt.Errorf("sweep: the cliff ratio must be between 0 and 1, got %v", o.CliffRatio)
 	case o.Scale < 1 && (o.Target == "" || o.Init):
@@ -97,6 +103,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.ProcDir == "" {
 		opts.ProcDir = "/proc"
 	}
+	if opts.Repeat == 0 {
+		opts.Repeat = 1
+	}
 	if opts.TopWaits == 0 {
 		opts.TopWaits = 5
 	}
@@ -115,6 +124,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			CliffRatio: opts.CliffRatio, Order: "alternating: A B at the 1st client count, B A at the 2nd, A B at the 3rd..."},
 		Target:             "throwaway",
 		DriverSharesServer: opts.Target == "" || connstr.IsLocal(opts.Target),
+	}
+	if opts.Repeat > 1 {
+		res.Plan.Repeat = opts.Repeat
+		res.Plan.Order = "alternating: A B at the 1st step, B A at the 2nd, A B at the 3rd... (every repeat of every client count is a step)"
 	}
 	if (opts.Target == "" || opts.Init) && res.Workload.Kind == "pgbench" {
 		res.Workload.Scale = opts.Scale
@@ -194,49 +207,59 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 }
 
 // runSteps runs every step, the servers in alternating order (A B, then
-// B A, ...), appending each step to its configuration's result.
+// B A, ...), each client count Repeat times, appending each step to its
+// configuration's result.
 func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result) error {
 	// Only the names the configuration sets are read back.
 	names := func(c Config) []string { return settingNames([]Config{c}) }
-	for step, clients := range opts.Clients {
-		order := make([]int, len(servers))
-		for i := range order {
-			order[i] = i
-			if step%2 == 1 {
-				order[i] = len(servers) - 1 - i
-			}
-		}
-		for _, i := range order {
-			s := servers[i]
-			cr := &res.Configs[i]
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if s.apply != nil {
-				if err := s.apply(ctx); err != nil {
-					return fmt.Errorf("configuration %s: apply: %w", s.cfg.Name, err)
+	seq := 0
+	for _, clients := range opts.Clients {
+		for round := 1; round <= opts.Repeat; round++ {
+			order := make([]int, len(servers))
+			for i := range order {
+				order[i] = i
+				if seq%2 == 1 {
+					order[i] = len(servers) - 1 - i
 				}
 			}
-			if cr.Effective == nil && len(s.cfg.Settings) > 0 {
-				eff, err := readSettings(ctx, s.dsn, names(s.cfg))
+			seq++
+			for _, i := range order {
+				s := servers[i]
+				cr := &res.Configs[i]
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if s.apply != nil {
+					if err := s.apply(ctx); err != nil {
+						return fmt.Errorf("configuration %s: apply: %w", s.cfg.Name, err)
+					}
+				}
+				if cr.Effective == nil && len(s.cfg.Settings) > 0 {
+					eff, err := readSettings(ctx, s.dsn, names(s.cfg))
+					if err != nil {
+						return fmt.Errorf("configuration %s: %w", s.cfg.Name, err)
+					}
+					cr.Effective = eff
+					if !matches(s.cfg.Settings, eff) {
+						opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, SettingsString(eff), SettingsString(s.cfg.Settings))
+					}
+				}
+				st, err := runStep(ctx, opts, s, clients, samplingRate(cr.Steps, clients, opts))
 				if err != nil {
-					return fmt.Errorf("configuration %s: %w", s.cfg.Name, err)
+					return fmt.Errorf("configuration %s, %d clients: %w", s.cfg.Name, clients, err)
 				}
-				cr.Effective = eff
-				if !matches(s.cfg.Settings, eff) {
-					opts.Progress("%s: warning: the server shows %s, asked for %s", s.cfg.Name, SettingsString(eff), SettingsString(s.cfg.Settings))
+				rnd := ""
+				if opts.Repeat > 1 {
+					st.Round = round
+					rnd = fmt.Sprintf(" (%d/%d)", round, opts.Repeat)
 				}
+				cr.Steps = append(cr.Steps, st)
+				top := "none"
+				if len(st.WaitEvents) > 0 {
+					top = st.WaitEvents[0].Type + ":" + st.WaitEvents[0].Event
+				}
+				opts.Progress("%s: %3d clients%s: %.0f TPS, p95 %.3f ms, top wait %s", s.cfg.Name, clients, rnd, st.TPS, st.Latency.P95, top)
 			}
-			st, err := runStep(ctx, opts, s, clients, samplingRate(cr.Steps, clients, opts))
-			if err != nil {
-				return fmt.Errorf("configuration %s, %d clients: %w", s.cfg.Name, clients, err)
-			}
-			cr.Steps = append(cr.Steps, st)
-			top := "none"
-			if len(st.WaitEvents) > 0 {
-				top = st.WaitEvents[0].Type + ":" + st.WaitEvents[0].Event
-			}
-			opts.Progress("%s: %3d clients: %.0f TPS, p95 %.3f ms, top wait %s", s.cfg.Name, clients, st.TPS, st.Latency.P95, top)
 		}
 	}
 	return nil
