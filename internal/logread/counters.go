@@ -33,10 +33,6 @@ const (
 	// SkipParallelWorker is a parallel worker's error, which its leader
 	// logs again in its own session (CONTEXT: parallel worker).
 	SkipParallelWorker = "parallel worker error"
-	// SkipFastPath is a call of the fast-path protocol ("fastpath
-	// function call: "lo_open" (OID 952)", libpq's large-object
-	// functions), whose arguments the log does not hold: not replayed.
-	SkipFastPath = "fast-path function call"
 )
 
 // unparseable are the skip reasons that mean the reader could not read a

@@ -182,3 +182,29 @@ func FuzzReaderAuto(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastPathName: a fast-path call's message is read for its function's
+// name or refused, never half read: a name read is not empty and reads
+// back the same from the message fastpath.c would write for it, and its
+// query begins with FastPathPrefix.
+func FuzzFastPathName(f *testing.F) {
+	for _, s := range []string{`"lo_open" (OID 952)`, `"my "f" (OID 16999)`, `lo_open (OID 952)`, `"" (OID 1)`,
+		`"lo_open" (OID x)`, `"lo_open" (OID 952`, `"`, `"a" (OID 99999999999)`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, ok := fastPathName(s)
+		if !ok {
+			return
+		}
+		if name == "" {
+			t.Fatalf("%q: an empty name", s)
+		}
+		if again, ok := fastPathName(`"` + name + `" (OID 1)`); !ok || again != name {
+			t.Fatalf("%q: name %q reads back as %q, %v", s, name, again, ok)
+		}
+		if q := FastPathQuery(name); !strings.HasPrefix(q, FastPathPrefix) {
+			t.Fatalf("%q: query %q", s, q)
+		}
+	})
+}

@@ -53,6 +53,10 @@ type interpreter struct {
 	// several lines in a row.
 	lastSession *sessionState
 
+	// suspects are errors that may be parallel workers', held (see
+	// error).
+	suspects []suspect
+
 	// scratch holds an entry's fields as the message corrects them
 	// (connect, disconnect): the reader's are shared, and stay as they
 	// are.
@@ -470,6 +474,7 @@ func (in *interpreter) flushCounts() {
 // takePending returns the statements still waiting for a duration, by
 // session, instead of emitting them: the end of a part of a split log.
 func (in *interpreter) takePending() map[string]*event.Event {
+	in.releaseSuspects(nil)
 	m := make(map[string]*event.Event)
 	for _, s := range in.sessions {
 		if s.held != nil {
@@ -487,6 +492,7 @@ func (in *interpreter) takePending() map[string]*event.Event {
 // finishAll emits what is still pending at the end of the log, in log
 // order: sessions are in a map, whose order would change from run to run.
 func (in *interpreter) finishAll() {
+	in.releaseSuspects(nil)
 	n := len(in.out)
 	for _, s := range in.sessions {
 		in.flush(s)
@@ -509,6 +515,9 @@ func (in *interpreter) add(e *entry) {
 	if e.f == nil {
 		in.scratch = lineFields{pid: e.pid, session: e.session, user: e.user, database: e.database, application: e.application, sqlstate: e.sqlstate, worker: e.worker}
 		e.f = &in.scratch
+	}
+	if len(in.suspects) > 0 {
+		in.releaseSuspects(e)
 	}
 	if e.sev != prefix.SevNone {
 		if e.sev == prefix.SevLog {
@@ -631,12 +640,7 @@ func (in *interpreter) log(e *entry) {
 	case hasPrefixFold(msg, "temporary file: "):
 		in.c.skip(SkipTempFile, e.lines)
 	case hasPrefixFold(msg, "fastpath function call: "):
-		// "fastpath function call: "lo_open" (OID 952)": a call of
-		// the fast-path protocol (libpq's large-object functions),
-		// whose arguments the log does not hold, so it cannot be
-		// replayed; counted apart, as a capture counts its
-		// FunctionCall messages.
-		in.c.skip(SkipFastPath, e.lines)
+		in.fastPath(e, msg[len("fastpath function call: "):], dur)
 	case strings.HasPrefix(msg, "process ") && (strings.Contains(msg, " still waiting for ") || strings.Contains(msg, " acquired ")):
 		in.c.skip(SkipLockWait, e.lines)
 	default:
@@ -662,6 +666,27 @@ func (in *interpreter) simple(e *entry, query string, dur int64) {
 	s := in.session(e)
 	ev := in.newEvent(event.Statement, e, s)
 	ev.Query = in.keepText(query)
+	in.statement(e, s, ev, dur)
+}
+
+// fastPath handles "fastpath function call: "lo_open" (OID 952)", after
+// "fastpath function call: ": a call of the fast-path protocol (libpq's
+// large-object functions), which ran in the original but whose arguments
+// the log does not hold. It is an Execute whose parameters are missing,
+// its text FastPathQuery's, so that an analysis counts the call and its
+// time and a replay skips it for its own reason ("fast-path function
+// call") rather than dropping it unsaid. A text of another shape is
+// counted as another message.
+func (in *interpreter) fastPath(e *entry, rest string, dur int64) {
+	name, ok := fastPathName(rest)
+	if !ok {
+		in.c.skip(SkipOtherMessage, e.lines)
+		return
+	}
+	s := in.session(e)
+	ev := in.newEvent(event.Execute, e, s)
+	ev.Query = in.keepText(FastPathQuery(name))
+	ev.ParamState = event.ParamsMissing
 	in.statement(e, s, ev, dur)
 }
 
@@ -912,6 +937,91 @@ func (in *interpreter) error(e *entry) {
 		in.c.skip(SkipParallelWorker, e.lines)
 		return
 	}
+	if len(in.suspects) > 0 && strings.Contains(e.context, "parallel worker") {
+		in.confirmWorker(e)
+	}
+	if e.statement != "" && e.f.session == "" && e.f.user == "" && e.f.database == "" && !in.leading && in.byPID[e.pid] == "" {
+		// A process never seen, whose line names no session, user or
+		// database, fails a statement: with a prefix as bare as
+		// '%m [%p] ' (PostgreSQL's default), a parallel worker's error
+		// reads so, and so does a session whose first statement failed.
+		// Its events are held until its leader's error (CONTEXT:
+		// parallel worker) names the same statement and message, or
+		// released (see suspect).
+		n := len(in.out)
+		in.sessionError(e)
+		in.suspects = append(in.suspects, suspect{pid: e.pid, key: in.byPID[e.pid], time: e.time, line: e.line, lines: e.lines,
+			statement: strings.Clone(e.statement), message: strings.Clone(e.message), evs: slices.Clone(in.out[n:])})
+		clear(in.out[n:])
+		in.out = in.out[:n]
+		return
+	}
+	in.sessionError(e)
+}
+
+// suspect is an error held in case it was a parallel worker's (see
+// error): its events, and what its leader's error would repeat.
+type suspect struct {
+	pid                int32
+	key                string
+	time, line, lines  int64
+	statement, message string
+	evs                []*event.Event
+}
+
+// suspectWindow bounds how long, in log time (µs) or in lines for a log
+// without times, a suspect waits for its leader's error: the leader
+// reports its worker's error as soon as it reads the worker's messages,
+// which PostgreSQL 15 logged within milliseconds.
+const (
+	suspectWindow      = 10_000_000
+	suspectWindowLines = 10_000
+)
+
+// confirmWorker drops the suspect whose statement and message the
+// leader's error e repeats: it was a parallel worker's, its lines are
+// counted as such and its session forgotten.
+func (in *interpreter) confirmWorker(e *entry) {
+	for i, sp := range in.suspects {
+		if sp.statement != e.statement || sp.message != e.message || sp.pid == e.pid {
+			continue
+		}
+		in.c.Total -= sp.lines
+		in.c.Parsed -= sp.lines
+		in.c.skip(SkipParallelWorker, sp.lines)
+		if s := in.sessions[sp.key]; s != nil {
+			if in.lastSession == s {
+				in.lastSession = nil
+			}
+			s.release()
+			delete(in.sessions, sp.key)
+		}
+		if in.byPID[sp.pid] == sp.key {
+			delete(in.byPID, sp.pid)
+		}
+		in.suspects = slices.Delete(in.suspects, i, i+1)
+		return
+	}
+}
+
+// releaseSuspects emits the events of the suspects that e shows were no
+// parallel worker's: another line of the same process, or no leader's
+// error within the window; all of them when e is nil (the end).
+func (in *interpreter) releaseSuspects(e *entry) {
+	kept := in.suspects[:0]
+	for _, sp := range in.suspects {
+		if e != nil && e.pid != sp.pid && (e.time == 0 || sp.time == 0 || e.time-sp.time <= suspectWindow) && e.line-sp.line <= suspectWindowLines {
+			kept = append(kept, sp)
+			continue
+		}
+		in.out = append(in.out, sp.evs...)
+	}
+	clear(in.suspects[len(kept):])
+	in.suspects = kept
+}
+
+// sessionError handles an error of a session: see error.
+func (in *interpreter) sessionError(e *entry) {
 	s := in.session(e)
 	in.c.parsed(e.lines)
 	state, msg := e.f.sqlstate, e.message

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -254,6 +255,12 @@ func (s *session) trackTx(items []fingerprint.Item, text string, failed bool) {
 	}
 }
 
+// FastPathPrefix begins the text of an execution read from a fast-path
+// function call's log line (logread.FastPathPrefix, the same string):
+// such an execution, its parameters missing, is skipped as
+// SkipFastPath.
+const FastPathPrefix = "/* fastpath function call */ "
+
 // skipReason says why an execution cannot be replayed, or "".
 func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.SkipReason {
 	if s.failReason != "" {
@@ -262,6 +269,9 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 	if ev.Kind == event.Execute {
 		switch ev.ParamState {
 		case event.ParamsMissing:
+			if strings.HasPrefix(ev.Query, FastPathPrefix) {
+				return SkipFastPath
+			}
 			return SkipParamsMissing
 		case event.ParamsTruncated:
 			return SkipParamsTruncated

@@ -22,6 +22,7 @@ const (
 	SkipParamsMissing     = results.SkipParamsMissing
 	SkipParamsTruncated   = results.SkipParamsTruncated
 	SkipCopyData          = results.SkipCopyData
+	SkipFastPath          = results.SkipFastPath
 	SkipNotReadOnly       = results.SkipNotReadOnly
 	SkipExecuteUnknown    = results.SkipExecuteUnknown
 	SkipPrepareSkipped    = results.SkipPrepareSkipped
@@ -33,7 +34,7 @@ const (
 	SkipInterrupted       = results.SkipInterrupted
 )
 
-var skipReasons = [...]results.SkipReason{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
+var skipReasons = [...]results.SkipReason{SkipParamsMissing, SkipParamsTruncated, SkipCopyData, SkipFastPath, SkipNotReadOnly, SkipExecuteUnknown, SkipPrepareSkipped,
 	SkipConnectFailed, SkipConnectionLost, SkipBrokenTransaction, SkipDependencyLost, SkipTargetGone, SkipInterrupted}
 
 func skipIndex(reason results.SkipReason) int { return slices.Index(skipReasons[:], reason) }

@@ -30,7 +30,11 @@ const (
 	SkipParamsMissing   SkipReason = "parameters not logged"
 	SkipParamsTruncated SkipReason = "parameters truncated"
 	SkipCopyData        SkipReason = "copy data not in log"
-	SkipNotReadOnly     SkipReason = "not read-only"
+	// SkipFastPath: a call of the fast-path protocol (libpq's
+	// large-object functions: lo_open, loread, lowrite...), which the
+	// server logs without its arguments.
+	SkipFastPath    SkipReason = "fast-path function call"
+	SkipNotReadOnly SkipReason = "not read-only"
 	// SkipExecuteUnknown: with a read-only replay, an SQL-level EXECUTE
 	// whose PREPARE the session did not show (it ran before the log or
 	// the time window), so whether it writes is unknown.

@@ -1,0 +1,187 @@
+package replay
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/analyze"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// The tests of this file replay logs that a real PostgreSQL server wrote
+// for the shapes issue 39 found in PostgreSQL's own regression suite.
+
+// loggingSettings make a server log every statement as the README asks,
+// with testPrefix (replayFile's) as its log_line_prefix.
+func loggingSettings(prefix string) map[string]string {
+	return map[string]string{
+		"log_min_duration_statement": "0",
+		"log_connections":            "on",
+		"log_disconnections":         "on",
+		"lc_messages":                "C",
+		"log_line_prefix":            prefix,
+	}
+}
+
+// serverLog stops c and returns the path of its stderr log.
+func serverLog(t *testing.T, c *pgcluster.Cluster) string {
+	t.Helper()
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	return c.ServerLog()
+}
+
+// psql runs psql (of the server's own binaries) with args on c's
+// database postgres.
+func psql(t *testing.T, c *pgcluster.Cluster, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(c.BinDir(), "psql")
+	if _, err := os.Stat(bin); err != nil {
+		if bin, err = exec.LookPath("psql"); err != nil {
+			t.Fatalf("psql: not with the server (%s) nor on PATH", c.BinDir())
+		}
+	}
+	out, err := exec.Command(bin, append([]string{"-X", "-v", "ON_ERROR_STOP=1", "-d", c.DSN("postgres")}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql %q: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestFastPathSkipped: psql's \lo_import and \lo_export call libpq's
+// large-object functions, which reach the server through the fast-path
+// protocol (FunctionCall messages) and are logged as "fastpath function
+// call: "lo_open" (OID 952)" without their arguments. An analysis counts
+// each as an execution, and a replay skips each as a "fast-path function
+// call", so that its statements add up with them; before, their lines were
+// set aside and the calls were missing from both counts.
+func TestFastPathSkipped(t *testing.T) {
+	ctx := context.Background()
+	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
+	file := filepath.Join(t.TempDir(), "blob.txt")
+	if err := os.WriteFile(file, []byte(strings.Repeat("large object ", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := psql(t, origin, "-c", `\lo_import `+file)
+	oid := strings.TrimPrefix(strings.TrimSpace(out), "lo_import ")
+	psql(t, origin, "-c", `\lo_export `+oid+` `+filepath.Join(t.TempDir(), "back.txt"))
+	psql(t, origin, "-c", "SELECT count(*) FROM pg_largeobject_metadata")
+	path := serverLog(t, origin)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := int64(strings.Count(string(b), "fastpath function call: "))
+	if calls < 6 {
+		t.Fatalf("the server logged %d fast-path calls, want those of \\lo_import and \\lo_export:\n%s", calls, b)
+	}
+
+	// analyze: every call is an execution, and every line is used.
+	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := analyze.Analyze(ctx, []event.Source{rd}, analyze.Options{})
+	c := rd.Counters()
+	rd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fast int64
+	for _, q := range a.Queries {
+		if strings.Contains(q.Query, "pg_catalog.lo") {
+			fast += q.Calls
+		}
+	}
+	if fast != calls || c.Total != c.Parsed+c.SkippedTotal() {
+		t.Errorf("analyze: %d fast-path executions (want %d); lines %d, parsed %d, skipped %v", fast, calls, c.Total, c.Parsed, c.Skipped)
+	}
+
+	target := pgclustertest.StartT(t, pgcluster.Options{})
+	res := replayFile(t, path, Options{Target: target.DSN("postgres"), Speed: 0})
+	if got := res.Statements.Skipped[SkipFastPath]; got != calls {
+		t.Errorf("replay: %d skipped as %q, want the log's %d calls; statements %+v", got, SkipFastPath, calls, res.Statements)
+	}
+	if n := res.Statements.Skipped[SkipParamsMissing]; n != 0 {
+		t.Errorf("replay: %d skipped as %q: the fast-path calls must be named", n, SkipParamsMissing)
+	}
+	if res.Statements.Failed != 0 || res.Outcomes.FailedOnlyOnTarget != 0 {
+		t.Errorf("replay: statements %+v, outcomes %+v: want the rest to run", res.Statements, res.Outcomes)
+	}
+}
+
+// TestParallelWorkerBarePrefix: with PostgreSQL's default log_line_prefix
+// '%m [%p] ', a parallel worker's error line names no session, user or
+// database, as a session's would not either: it is known by its leader's
+// error (CONTEXT: parallel worker), which repeats its statement and
+// message. Its lines are counted as a parallel worker's error, the
+// failure counts once, and the replay runs the statement once, in its
+// session. Before, the worker was read as a session of its own.
+func TestParallelWorkerBarePrefix(t *testing.T) {
+	ctx := context.Background()
+	const bare = "%m [%p] "
+	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(bare)})
+	psql(t, origin, "-c", "CREATE TABLE t AS SELECT g AS a FROM generate_series(1, 1000) g", "-c", "ANALYZE t")
+	out, err := exec.Command(filepath.Join(origin.BinDir(), "psql"), "-X", "-d", origin.DSN("postgres"),
+		"-c", "SET force_parallel_mode = on", "-c", "SET parallel_setup_cost = 0", "-c", "SET parallel_tuple_cost = 0",
+		"-c", "SET min_parallel_table_scan_size = 0", "-c", "SET parallel_leader_participation = off",
+		"-c", "SELECT count(*) FROM t WHERE 1/(a-500) > 0", "-c", "SELECT 1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "division by zero") {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	path := serverLog(t, origin)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), "ERROR:  division by zero") != 2 || !strings.Contains(string(b), "CONTEXT:  parallel worker") {
+		t.Fatalf("the server did not log the worker's error and its leader's:\n%s", b)
+	}
+
+	open := func() *logread.Reader {
+		rd, err := logread.Open(path, logread.Options{Prefix: bare})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rd
+	}
+	rd := open()
+	a, err := analyze.Analyze(ctx, []event.Source{rd}, analyze.Options{})
+	c := rd.Counters()
+	rd.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Statements.Failed != 1 || c.Skipped[logread.SkipParallelWorker] != 2 || c.Total != c.Parsed+c.SkippedTotal() {
+		t.Errorf("analyze: statements %+v; lines %d, parsed %d, skipped %v: want 1 failure and the worker's 2 lines skipped as %q",
+			a.Statements, c.Total, c.Parsed, c.Skipped, logread.SkipParallelWorker)
+	}
+
+	target := pgclustertest.StartT(t, pgcluster.Options{})
+	psql(t, target, "-c", "CREATE TABLE t AS SELECT g AS a FROM generate_series(1, 1000) g")
+	rd = open()
+	defer rd.Close()
+	r, err := New(Options{Target: target.DSN("postgres"), Speed: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(ctx, ctx, selected(source.Selection{}, rd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariant(t, res)
+	// The table exists on the target already: its CREATE fails there.
+	if res.Sessions.Total != 2 || res.Outcomes.OriginalFailed != 1 || res.Outcomes.BothFailed != 1 {
+		t.Errorf("replay: sessions %+v, outcomes %+v: want the two psql sessions and the division by zero failing once in both",
+			res.Sessions, res.Outcomes)
+	}
+}
