@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -44,6 +45,10 @@ type headroomFlags struct {
 	require                          float64
 	out                              string
 	htmlPath                         string
+	// shards splits every step's replay by session into this many
+	// replays at once, meeting in the coordination database coordDSN.
+	shards   int
+	coordDSN string
 }
 
 func newHeadroomCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -106,6 +111,16 @@ left; --max-k and --budget bound it. Each step's replay result goes to --out
 as it ends. Ctrl-C stops the step under way and answers from the steps
 finished, marked partial (exit 5).
 
+--shards N --coord-dsn DSN replays every step (and every slice of a fold)
+split by session into N shards at once, as replay --shard K/N --coord-dsn
+does across processes: they start together at a rendezvous in the
+coordination database (a PostgreSQL database that is not a target), and
+with --sync a statement waits there for the commits it depends on in other
+shards. Their results are merged, as pgrehearse merge merges shards, into
+the step's. The shards run in this process, each with its own dispatcher
+and sessions; their CPU is this process's, so a step whose replayer CPU is
+saturated still needs another machine.
+
 Every step shows its throughput, errors, lag, the replayer's CPU, the rule
 nearest to its limit and the top wait event (with --observe, on by
 default). The Universal Scalability Law fitted to the steps' throughput
@@ -138,6 +153,8 @@ whole run (docs/headroom-json.md).
 	fl.StringVar(&f.out, "out", "", "directory for each step's replay result (default: none)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the run as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write a page with throughput and p95 against k to `FILE`")
+	fl.IntVar(&f.shards, "shards", 1, "replay every step split by session into `N` shards at once, which meet in the coordination database (--coord-dsn): for loads one replayer cannot send")
+	dsnVar(fl, &f.coordDSN, "coord-dsn", "with --shards: the coordination database of the shards (a PostgreSQL database that is not a target): one start, clock offsets, and commits waited for across shards")
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
 }
@@ -166,6 +183,14 @@ func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
 		return slo, usageError("headroom replays: no --dry-run")
 	case f.by == string(headroom.ByFold) && (len(f.controlLogs) > 0 || len(f.candidateLogs) > 0):
 		return slo, usageError("--by fold times each step by the replayer: the targets' logs cannot be split between the slices replayed at once")
+	case f.shards < 1:
+		return slo, usageError("--shards must be at least 1, got %d", f.shards)
+	case f.shards > 1 && f.coordDSN == "":
+		return slo, usageError("--shards %d needs the shards' coordination database, for their one start and the commits they wait for in each other: --coord-dsn DSN (not a target)", f.shards)
+	case f.shards == 1 && f.coordDSN != "":
+		return slo, usageError("--coord-dsn is for a step split in shards: --shards N, N > 1")
+	case f.coordDSN != "" && (f.coordDSN == f.control || f.coordDSN == f.candidate):
+		return slo, usageError("--coord-dsn is a target: the shards' coordination database must be another, so that it does not disturb what is measured")
 	case len(f.candidateLogs) > 0 && f.candidate == "" && f.candidateCluster == "":
 		return slo, usageError("--candidate-log without --candidate")
 	case f.candidate != "" && len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
@@ -193,6 +218,9 @@ type headroomRun struct {
 	// epoch) and its length in log time, for --by fold's slices.
 	first int64
 	span  time.Duration
+	// runID names the run's sharded replays in the coordination
+	// database, each step's with its step and slice after it.
+	runID string
 }
 
 func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
@@ -264,8 +292,13 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	for i, t := range targets {
 		names[i] = string(t.Side)
 	}
-	fmt.Fprintf(stdio.Stderr, "headroom: %s by %s, the log %v long at 1x; steps up to %gx, SLO %s\n",
-		strings.Join(names, " and "), f.by, span.Round(100*time.Millisecond), f.maxK, slo)
+	shards := ""
+	if f.shards > 1 {
+		shards = fmt.Sprintf("; every step in %d shards at once, meeting in the coordination database", f.shards)
+		h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	fmt.Fprintf(stdio.Stderr, "headroom: %s by %s, the log %v long at 1x; steps up to %gx, SLO %s%s\n",
+		strings.Join(names, " and "), f.by, span.Round(100*time.Millisecond), f.maxK, slo, shards)
 	out, runErr := headroom.Run(ctx, h.cfg)
 	if out == nil {
 		return runErr
@@ -522,6 +555,16 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, targe
 			}
 		}
 	}
+	if h.f.shards > 1 {
+		return h.replayShards(ctx, st, cfg, start, sel)
+	}
+	return h.runReplay(ctx, st, cfg, start)
+}
+
+// runReplay runs one replay of a step and says whether its result
+// counts: at 1x what the replay command would fail stops the run; above,
+// what the load did to the target is the step's result.
+func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg replayrun.Config, start time.Time) (*results.Result, error) {
 	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
 		return nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))

@@ -291,6 +291,10 @@ func TestHeadroomUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--reset", "none", "--reset-cmd", "true", log}, "not both"},
 		{[]string{"--control", "host=a", "--control-cluster", "/tmp", log}, "go with --reset datadir"},
 		{[]string{"--control", "host=a"}, "requires at least 1 arg"},
+		{[]string{"--control", "host=a", "--shards", "0", log}, "--shards must be at least 1"},
+		{[]string{"--control", "host=a", "--shards", "2", log}, "--coord-dsn DSN"},
+		{[]string{"--control", "host=a", "--coord-dsn", "host=c", log}, "--shards N, N > 1"},
+		{[]string{"--control", "host=a", "--shards", "2", "--coord-dsn", "host=a", log}, "--coord-dsn is a target"},
 	} {
 		code, _, stderr := runHeadroom(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
