@@ -565,8 +565,14 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	case ev.Failed:
 		r.c.origFailed.Add(1)
 		r.c.onlyOrig.Add(1)
+		if dateTimeState(ev.SQLState) {
+			r.startup.dateTime.Add(1)
+		}
 	case failed:
 		r.c.onlyTarget.Add(1)
+		if dateTimeState(te.code) {
+			r.startup.dateTime.Add(1)
+		}
 	}
 	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
 }

@@ -185,3 +185,42 @@ func TestParallelWorkerBarePrefix(t *testing.T) {
 			res.Sessions, res.Outcomes)
 	}
 }
+
+// TestStartupSettingsNoted: settings a client sends when it connects
+// (PGDATESTYLE, PGTZ, PGOPTIONS) reach the server outside the log. A
+// session that read '13/01/2026' as a date with DateStyle DMY fails on the
+// target, whose default is MDY; the replay says that the log cannot show
+// such settings, gives the target's values, counts the date error on one
+// side only, and names pg_regress's sessions as a client known to set
+// them. Before, the failure was only one more error on the target.
+func TestStartupSettingsNoted(t *testing.T) {
+	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
+	psql(t, origin, "-c", "CREATE TABLE d (v date)")
+	cmd := exec.Command(filepath.Join(origin.BinDir(), "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", origin.DSN("postgres"),
+		"-c", "INSERT INTO d VALUES ('13/01/2026')")
+	cmd.Env = append(os.Environ(), "PGDATESTYLE=ISO, DMY", "PGTZ=Asia/Tokyo", "PGAPPNAME=pg_regress/dates")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql with DateStyle DMY: %v\n%s", err, out)
+	}
+	path := serverLog(t, origin)
+
+	target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"DateStyle": "ISO, MDY", "TimeZone": "UTC"}})
+	res := replayFile(t, path, Options{Target: target.DSN("postgres"), Speed: 0})
+	st := res.StartupSettings
+	if st == nil {
+		t.Fatal("no startup_settings in the result")
+	}
+	t.Logf("note: %s", st.Note)
+	if st.Recorded || !st.Suspect || st.DateTimeDiffers != 1 || st.Target["DateStyle"] != "ISO, MDY" || st.Target["TimeZone"] != "UTC" {
+		t.Errorf("startup settings %+v: want not recorded, suspect, 1 date error on one side, the target's DateStyle ISO, MDY and TimeZone UTC", *st)
+	}
+	if len(st.KnownClients) != 1 || st.KnownClients[0].Application != "pg_regress" || st.KnownClients[0].Sessions != 1 {
+		t.Errorf("known clients %+v: want pg_regress's one session", st.KnownClients)
+	}
+	if !strings.Contains(st.Note, "does not record") || !strings.Contains(st.Note, "DateStyle ISO, MDY") {
+		t.Errorf("note %q", st.Note)
+	}
+	if res.Outcomes.FailedOnlyOnTarget != 1 || res.Outcomes.OnlyOnTargetBySQLState["22008"] != 1 {
+		t.Errorf("outcomes %+v: want the insert failing on the target only, 22008", res.Outcomes)
+	}
+}

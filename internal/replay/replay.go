@@ -17,14 +17,16 @@ import (
 // Replayer replays logs against a target. Make one with New, call Run
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
-	opts   Options
-	sched  Schedule // opts.Schedule()
-	c      counters
-	shards []*shard
-	fails  connFailures
-	cache  *fingerprint.Cache
-	budget *budget
-	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	opts Options
+	// startup: what the replay learns of its sessions' startup settings.
+	startup startupWatch
+	sched   Schedule // opts.Schedule()
+	c       counters
+	shards  []*shard
+	fails   connFailures
+	cache   *fingerprint.Cache
+	budget  *budget
+	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
 	// At speed 0 on the engine (engine_linux.go), its loops: the
 	// sessions are spread over them; the first runs the dispatcher.
 	engines []*engine
@@ -175,6 +177,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 		}
 	}
 	sc.Fill(res)
+	if !r.opts.DryRun {
+		r.startup.result(res, res.Messages != nil)
+	}
 	// Events read: those routed, and those the sources left out.
 	res.Reader.Events += sc.Filtered.Events
 	if o := sc.OtherShards; o != nil {

@@ -30,8 +30,10 @@ type session struct {
 	user  string // on the target, after the maps
 	db    string
 	app   string
-	// start is what else the original client set when it connected.
-	start []event.Setting
+	// start is what else the original client set when it connected;
+	// startNoted, that the replay's startupWatch saw its connection.
+	start      []event.Setting
+	startNoted bool
 
 	q *queue
 	// deps is the start barrier, at speed 0; passed is closed once the
@@ -500,6 +502,10 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 				// duplicate), the socket stays on the netpoller,
 				// which costs idle threads' wake-ups, not results.
 				_ = s.ec.detach()
+			}
+			if !s.startNoted {
+				s.startNoted = true
+				r.startup.connected(s, s.conn)
 			}
 			s.rec = newConnRecord(s.conn.PID(), begin, time.Now())
 			r.conns.add(s.rec)

@@ -223,6 +223,59 @@ type Replay struct {
 	// own, in a shard's result; every shard merged, in shard order, in
 	// a merge's.
 	Shards []ShardRun `json:"shards,omitempty"`
+
+	// StartupSettings says what a replay knows of the settings that
+	// the original clients sent when they connected, outside any
+	// statement (libpq's PGOPTIONS, PGTZ, PGDATESTYLE...), which change
+	// results silently; nil in an analysis and in results from before.
+	StartupSettings *StartupSettings `json:"startup_settings,omitempty"`
+}
+
+// StartupSettings is what a replay knows of its sessions' startup
+// settings. A capture records each session's startup parameters, and
+// the replay sets them on its connection. A server log records none of
+// them: the replay's sessions run with the target's defaults, and what
+// the original's were is not known. The replay says so, with the
+// target's values of the reported settings that decide results, and
+// with the evidence it has that they differed: sessions of a client
+// known to set some (pg_regress), and executions that failed on one side
+// only with a date, time or interval error. It cannot see a difference
+// that changes a result without an error (a time printed in another
+// zone, another DateStyle's output).
+type StartupSettings struct {
+	// Recorded: the input recorded the startup parameters (a capture),
+	// and the replay set them; false for a log.
+	Recorded bool `json:"recorded"`
+	// SessionsWithSettings counts the sessions whose recorded startup
+	// parameters set something beyond the user, database and
+	// application name.
+	SessionsWithSettings int64 `json:"sessions_with_settings,omitempty"`
+	// Target holds the values the target reported to the replay's first
+	// connection without recorded settings (TimeZone, DateStyle,
+	// IntervalStyle, client_encoding): its defaults, as the replay's
+	// sessions of a log ran with them.
+	Target map[string]string `json:"target,omitempty"`
+	// KnownClients counts the sessions, by application name, of clients
+	// known to connect with startup settings of their own, and says
+	// which (pg_regress: TimeZone, DateStyle and IntervalStyle).
+	KnownClients []KnownClient `json:"known_clients,omitempty"`
+	// DateTimeDiffers counts the executions that failed on one side
+	// only (the original or the target) with a date, time or interval
+	// error (SQLSTATE 22007, 22008, 22009, 22015): what another
+	// TimeZone, DateStyle or IntervalStyle makes.
+	DateTimeDiffers int64 `json:"datetime_outcomes_differ,omitempty"`
+	// Suspect: KnownClients or DateTimeDiffers say that the original's
+	// sessions may have run with other settings than the replay's.
+	Suspect bool `json:"suspect,omitempty"`
+	// Note says the above in a sentence, for a report.
+	Note string `json:"note"`
+}
+
+// KnownClient is a client known to set startup settings of its own.
+type KnownClient struct {
+	Application string            `json:"application"`
+	Sessions    int64             `json:"sessions"`
+	Settings    map[string]string `json:"settings"`
 }
 
 // Sync is what synchronizing a replay's sessions did: a statement waited
