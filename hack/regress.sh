@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# regress.sh replays PostgreSQL's own regression suite (issue 39's
+# acceptance): pg_regress runs the parallel schedule against a throwaway
+# PostgreSQL 15 server that logs every statement; the log is analyzed,
+# then replayed at --speed 0 and at --speed 1, each onto a fresh server of
+# its own, and the figures that matter are printed: statements that
+# failed only on the target, how many of them are named as server-assigned
+# ids baked into later texts, the rest, and whether each run is complete.
+#
+# The suite's sql/, expected/, data/ and schedule are not installed by
+# Debian's postgresql-15 package: they come from its source package, which
+# `apt-get source` brings from Debian's archive (the deb-src lines and the
+# package lists are kept in a private directory, so the machine's own apt
+# lists are not touched), into $REGRESS_CACHE (.cache/regress). The regress
+# module (regress.so) is built there from the same source, which needs
+# postgresql-server-dev-15 (installed as root when missing).
+# REGRESS_SRC=DIR uses a src/test/regress directory of your own instead.
+#
+# Everything else lives in a temporary directory, removed at the end
+# unless REGRESS_KEEP=1; REGRESS_SPEEDS (default "0 1") chooses the runs,
+# PGREHEARSE_BIN a pgrehearse of your own (the checkout's is built).
+# Not part of make test: it takes about ten minutes on two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+major=$("$PG_BIN/postgres" --version | sed -E 's/.* ([0-9]+)\..*/\1/')
+cache=${REGRESS_CACHE:-$root/.cache/regress}
+speeds=${REGRESS_SPEEDS:-0 1}
+mkdir -p "$cache"
+
+# --- the suite's files --------------------------------------------------
+src=${REGRESS_SRC:-}
+if [ -z "$src" ]; then
+	src=$(ls -d "$cache"/postgresql-"$major".*/src/test/regress 2>/dev/null | tail -1 || true)
+fi
+if [ -z "$src" ] || [ ! -f "$src/parallel_schedule" ]; then
+	echo "regress: fetching the source of postgresql-$major with apt-get source" >&2
+	apt=$cache/apt
+	mkdir -p "$apt/lists/partial" "$apt/archives/partial"
+	cat >"$apt/sources.list" <<-EOF
+		deb-src http://deb.debian.org/debian bookworm main
+		deb-src http://deb.debian.org/debian bookworm-updates main
+		deb-src http://deb.debian.org/debian-security bookworm-security main
+	EOF
+	aptopts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives"
+		-o "Dir::Cache::pkgcache=$apt/pkgcache.bin" -o "Dir::Cache::srcpkgcache=$apt/srcpkgcache.bin"
+		-o APT::Sandbox::User=root)
+	apt-get "${aptopts[@]}" update >&2
+	# The installed server's version first, any version of the major next.
+	want=$(dpkg-query -W -f '${Version}' "postgresql-$major" 2>/dev/null || true)
+	(cd "$cache" && { { [ -n "$want" ] && apt-get "${aptopts[@]}" source --download-only "postgresql-$major=$want"; } ||
+		apt-get "${aptopts[@]}" source --download-only "postgresql-$major"; } >&2)
+	tarball=$(ls "$cache"/postgresql-"$major"_*.orig.tar.* | tail -1)
+	tar -xf "$tarball" -C "$cache" --wildcards '*/src/test/regress/*'
+	src=$(ls -d "$cache"/postgresql-"$major".*/src/test/regress | tail -1)
+fi
+src=$(cd "$src" && pwd)
+echo "regress: suite from $src" >&2
+
+# --- the regress module (C functions the suite calls) --------------------
+lib=$cache/lib-$major
+if [ ! -f "$lib/regress.so" ] || [ "$src/regress.c" -nt "$lib/regress.so" ]; then
+	inc=$(pg_config --includedir-server 2>/dev/null || true)
+	if [ ! -f "$inc/postgres.h" ] && [ "$(id -u)" = 0 ]; then
+		# The headers of the installed server's own version: an unpinned
+		# install would upgrade the server with them.
+		v=$(dpkg-query -W -f '${Version}' "postgresql-$major")
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "postgresql-server-dev-$major=$v" >&2
+		inc=$(pg_config --includedir-server)
+	fi
+	[ -f "$inc/postgres.h" ] || { echo "regress: needs postgresql-server-dev-$major (PostgreSQL's server headers)" >&2; exit 1; }
+	mkdir -p "$lib"
+	gcc -O1 -fPIC -shared -I"$inc" "$src/regress.c" -o "$lib/regress.so"
+fi
+# autoinc and refint (contrib/spi) are installed with the server.
+pkglib=$(cd "$PG_BIN/../lib" && pwd)
+for m in autoinc refint; do ln -sf "$pkglib/$m.so" "$lib/$m.so"; done
+
+# --- throwaway servers ----------------------------------------------------
+work=$(mktemp -d /tmp/pgrehearse-regress.XXXXXX)
+runas=()
+if [ "$(id -u)" = 0 ]; then
+	id postgres >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin postgres
+	chown postgres: "$work"
+	chmod 755 "$work" "$cache" "$lib"
+	runas=(runuser -u postgres --)
+fi
+servers=()
+cleanup() {
+	for d in "${servers[@]}"; do "${runas[@]}" "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true; done
+	if [ "${REGRESS_KEEP:-}" = 1 ]; then echo "regress: kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start NAME: a fresh cluster logging every statement as the README asks;
+# prints its port.
+start() {
+	local d=$work/$1 port
+	port=$(freeport)
+	"${runas[@]}" "$PG_BIN/initdb" -D "$d" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$work/$1.initdb" 2>&1
+	cat >>"$d/postgresql.conf" <<-EOF
+		port = $port
+		listen_addresses = '127.0.0.1'
+		unix_socket_directories = '$work'
+		max_connections = 200
+		max_prepared_transactions = 10
+		fsync = off
+		log_min_duration_statement = 0
+		log_connections = on
+		log_disconnections = on
+		lc_messages = 'C'
+		log_line_prefix = '%m [%p] %q%u@%d/%a %c %e '
+		logging_collector = off
+	EOF
+	"${runas[@]}" "$PG_BIN/pg_ctl" -D "$d" -l "$work/$1.log" -w start >/dev/null
+	servers+=("$d")
+	echo "$port"
+}
+stop() { "${runas[@]}" "$PG_BIN/pg_ctl" -D "$work/$1" -w stop >/dev/null; }
+
+# PGREHEARSE_BIN: a pgrehearse built elsewhere (another commit's).
+pgr=${PGREHEARSE_BIN:-$work/pgrehearse}
+[ -n "${PGREHEARSE_BIN:-}" ] || go build -o "$pgr" ./cmd/pgrehearse
+
+# --- the original: pg_regress on a server logging every statement ---------
+port=$(start origin)
+mkdir -p "$work/out"
+[ "$(id -u)" = 0 ] && chown postgres: "$work/out"
+echo "regress: pg_regress --schedule=parallel_schedule on port $port" >&2
+status=0
+regress=$pkglib/pgxs/src/test/regress/pg_regress
+(cd "$work/out" && "${runas[@]}" env PGTZ= PGDATESTYLE= "$regress" --host=127.0.0.1 --port="$port" \
+	--bindir="$PG_BIN" --inputdir="$src" --outputdir="$work/out" --dlpath="$lib" \
+	--schedule="$src/parallel_schedule" >"$work/pg_regress.out" 2>&1) || status=$?
+tail -3 "$work/pg_regress.out" >&2
+echo "regress: pg_regress exit $status (its failures, if any, are the environment's; see $work/out/regression.diffs with REGRESS_KEEP=1)" >&2
+stop origin
+log=$work/origin.log
+echo "regress: the original's log: $(wc -l <"$log") lines" >&2
+
+# --- analyze and replay ---------------------------------------------------
+"$pgr" analyze --json "$work/analyze.json" "$log" >"$work/analyze.txt" 2>"$work/analyze.err" || { cat "$work/analyze.err" >&2; exit 1; }
+
+declare -A rc
+for s in $speeds; do
+	tport=$(start "target-$s")
+	echo "regress: replay --speed $s onto a fresh server (port $tport)" >&2
+	rc[$s]=0
+	"$pgr" replay --target "host=127.0.0.1 port=$tport user=postgres dbname=postgres" --speed "$s" \
+		--json "$work/replay-$s.json" "$log" >"$work/replay-$s.txt" 2>"$work/replay-$s.err" || rc[$s]=$?
+	stop "target-$s"
+done
+
+# --- the figures -------------------------------------------------------------
+python3 - "$work" "$speeds" "${rc[@]}" <<'EOF'
+import json, sys
+work, speeds, rcs = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+a = json.load(open(f"{work}/analyze.json"))
+ln = a.get("lines") or {}
+st = a["statements"]
+print(f"original: {ln.get('total')} lines, {ln.get('parsed')} parsed, skipped {ln.get('skipped')}")
+print(f"  statements {st['total']} ({st['executed']} executed, {st['failed']} failed), sessions {a['sessions']['total']}")
+for s, rc in zip(speeds, rcs):
+    r = json.load(open(f"{work}/replay-{s}.json"))
+    o, st = r["outcomes"], r["statements"]
+    only, baked = o["failed_only_on_target"], o.get("only_on_target_baked_ids", 0)
+    print(f"speed {s}: exit {rc}; statements {st['total']} ({st['executed']} executed, {st['failed']} failed, skipped {st.get('skipped')})")
+    print(f"  failed only on the target: {only}, of them baked-in server-assigned ids: {baked}, the rest: {only - baked}")
+    print(f"  only on the target by cause: {o.get('only_on_target_by_sqlstate')}")
+    print(f"  failed only in the original: {o['failed_only_in_original']}")
+    inc = r.get("incomplete") or []
+    print(f"  complete: {'yes' if not inc and not r.get('partial') else 'NO: ' + '; '.join(inc)}")
+    for k in ("degraded", "warnings"):
+        for w in r.get(k) or []:
+            print(f"  {k[:-1]}: {w}")
+    print("  queries that failed only on the target:")
+    for q in r.get("queries") or []:
+        for code, n in (q.get("only_on_target_by_sqlstate") or {}).items():
+            print(f"    {code} x{n}: {q['query'][:100]!r}")
+    st = r.get("startup_settings")
+    if st:
+        print(f"  startup settings: {st.get('note')}")
+EOF
+for s in $speeds; do
+	echo "--- replay --speed $s summary (standard error) ---"
+	tail -5 "$work/replay-$s.err"
+done
