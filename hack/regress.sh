@@ -49,11 +49,20 @@ if [ -z "$src" ] || [ ! -f "$src/parallel_schedule" ]; then
 		-o "Dir::Cache::pkgcache=$apt/pkgcache.bin" -o "Dir::Cache::srcpkgcache=$apt/srcpkgcache.bin"
 		-o APT::Sandbox::User=root)
 	apt-get "${aptopts[@]}" update >&2
-	# The installed server's version first, any version of the major next.
+	# The installed server's version first, then the archive's others,
+	# newest first: the security archive lists versions whose files it
+	# no longer holds.
 	want=$(dpkg-query -W -f '${Version}' "postgresql-$major" 2>/dev/null || true)
-	(cd "$cache" && { { [ -n "$want" ] && apt-get "${aptopts[@]}" source --download-only "postgresql-$major=$want"; } ||
-		apt-get "${aptopts[@]}" source --download-only "postgresql-$major"; } >&2)
-	tarball=$(ls "$cache"/postgresql-"$major"_*.orig.tar.* | tail -1)
+	got=
+	for v in $want $(apt-cache "${aptopts[@]}" showsrc "postgresql-$major" | awk '/^Version:/ {print $2}' | sort -rV); do
+		if (cd "$cache" && apt-get "${aptopts[@]}" source --download-only "postgresql-$major=$v" >&2); then
+			got=$v
+			break
+		fi
+	done
+	[ -n "$got" ] || { echo "regress: no source of postgresql-$major could be fetched" >&2; exit 1; }
+	echo "regress: the suite of postgresql-$major $got (the server is ${want:-not a Debian package})" >&2
+	tarball=$(ls "$cache"/postgresql-"$major"_"${got%%-*}".orig.tar.* | tail -1)
 	tar -xf "$tarball" -C "$cache" --wildcards '*/src/test/regress/*'
 	src=$(ls -d "$cache"/postgresql-"$major".*/src/test/regress | tail -1)
 fi
