@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
 // Explainer runs EXPLAIN on one connection. It is not safe for concurrent
@@ -270,22 +271,6 @@ func TrimStatement(q string) string {
 }
 
 // PlainSelect reports whether q is one SELECT that neither locks rows nor
-// writes through a CTE or INTO: the only statement EXPLAIN ANALYZE may run.
-func PlainSelect(q string) bool {
-	tree, err := pg_query.Parse(q)
-	if err != nil || len(tree.Stmts) != 1 {
-		return false
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || sel.IntoClause != nil || len(sel.LockingClause) > 0 {
-		return false
-	}
-	if w := sel.WithClause; w != nil {
-		for _, cte := range w.Ctes {
-			if c := cte.GetCommonTableExpr(); c == nil || c.Ctequery.GetSelectStmt() == nil {
-				return false
-			}
-		}
-	}
-	return true
-}
+// writes, in a CTE, a subquery or INTO: the only statement EXPLAIN
+// ANALYZE may run. It is fingerprint's answer (Class.PlainSelect).
+func PlainSelect(q string) bool { return fingerprint.PlainSelect(q) }

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/plan"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
 )
@@ -179,62 +178,28 @@ const (
 )
 
 // classify says whether q can be explained, and how; a Problem when not.
-// funcs are the functions it calls, for the volatility check.
+// funcs are the functions it calls, for the volatility check. What q is
+// is fingerprint's answer, from one parse of the text.
 func classify(q string) (kind stmtKind, funcs []string, problem ProblemKind) {
-	tree, err := pg_query.Parse(q)
-	if err != nil {
+	c, err := fingerprint.Statement(q)
+	switch {
+	case errors.Is(err, fingerprint.ErrSeveral):
+		return 0, nil, ProblemSeveral
+	case err != nil:
 		return 0, nil, ProblemUnparsable
 	}
-	if len(tree.Stmts) != 1 {
-		return 0, nil, ProblemSeveral
-	}
-	st := tree.Stmts[0].Stmt
-	switch {
-	case st.GetSelectStmt() != nil:
+	switch c.Kind {
+	case fingerprint.KindSelect:
 		kind = kindRead
-		if catalog.PlainSelect(q) {
+		if c.PlainSelect {
 			kind = kindSelect
 		}
-	case st.GetInsertStmt() != nil, st.GetUpdateStmt() != nil, st.GetDeleteStmt() != nil, st.GetMergeStmt() != nil:
+	case fingerprint.KindInsert, fingerprint.KindUpdate, fingerprint.KindDelete, fingerprint.KindMerge:
 		kind = kindWrite
 	default:
 		return 0, nil, ProblemUtility
 	}
-	if js, err := pg_query.ParseToJSON(q); err == nil {
-		var v any
-		if json.Unmarshal([]byte(js), &v) == nil {
-			funcs = funcCalls(v, funcs)
-		}
-	}
-	return kind, funcs, ""
-}
-
-// funcCalls collects the names of the functions a parse tree calls.
-func funcCalls(v any, out []string) []string {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, c := range x {
-			if k == "FuncCall" {
-				if m, ok := c.(map[string]any); ok {
-					if names, ok := m["funcname"].([]any); ok && len(names) > 0 {
-						if last, ok := names[len(names)-1].(map[string]any); ok {
-							if s, ok := last["String"].(map[string]any); ok {
-								if name, ok := s["sval"].(string); ok && !slices.Contains(out, name) {
-									out = append(out, name)
-								}
-							}
-						}
-					}
-				}
-			}
-			out = funcCalls(c, out)
-		}
-	case []any:
-		for _, c := range x {
-			out = funcCalls(c, out)
-		}
-	}
-	return out
+	return kind, c.FuncNames(), ""
 }
 
 // harmless are volatile functions that change nothing but their result.

@@ -32,7 +32,7 @@ func (e *eval) missingIndex() {
 			break
 		}
 		q := &w.Queries[i]
-		kind := statementKind(parseOne(q.Query))
+		kind := statementKind(classOf(q.Query))
 		if kind != "select" && kind != "update" && kind != "delete" {
 			continue
 		}

@@ -1,19 +1,18 @@
 package findings
 
 import (
-	"strconv"
-
-	pg_query "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/reflect/protoreflect"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
-// parseOne parses q and returns its only statement, or nil.
-func parseOne(q string) *pg_query.Node {
-	tree, err := pg_query.Parse(q)
-	if err != nil || len(tree.Stmts) != 1 {
+// classOf is what q is, as package fingerprint's classifier says (one
+// parse per distinct text, shared with every other package that asks);
+// nil when q is not one statement that parses.
+func classOf(q string) *fingerprint.Class {
+	c, err := fingerprint.Statement(q)
+	if err != nil {
 		return nil
 	}
-	return tree.Stmts[0].Stmt
+	return c
 }
 
 // insertShape is what an INSERT ... VALUES says about its target.
@@ -24,8 +23,8 @@ type insertShape struct {
 	Columns []string
 	// Rows is the number of VALUES rows; 0 for INSERT ... SELECT.
 	Rows int
-	// values are the expressions of the first VALUES row.
-	values []*pg_query.Node
+	// values are the first VALUES row's values.
+	values []fingerprint.Value
 }
 
 // Qualified is the table as the statement names it.
@@ -39,27 +38,12 @@ func (s *insertShape) Qualified() string {
 // parseInsert returns the shape of an INSERT statement, or nil for any
 // other statement.
 func parseInsert(q string) *insertShape {
-	stmt := parseOne(q)
-	if stmt == nil {
+	c := classOf(q)
+	if c == nil || c.Insert == nil {
 		return nil
 	}
-	ins := stmt.GetInsertStmt()
-	if ins == nil || ins.Relation == nil {
-		return nil
-	}
-	s := &insertShape{Schema: ins.Relation.Schemaname, Table: ins.Relation.Relname}
-	for _, c := range ins.Cols {
-		if rt := c.GetResTarget(); rt != nil {
-			s.Columns = append(s.Columns, rt.Name)
-		}
-	}
-	if sel := ins.SelectStmt.GetSelectStmt(); sel != nil && len(sel.ValuesLists) > 0 {
-		s.Rows = len(sel.ValuesLists)
-		if l := sel.ValuesLists[0].GetList(); l != nil {
-			s.values = l.Items
-		}
-	}
-	return s
+	in := c.Insert
+	return &insertShape{Schema: in.Rel.Schema, Table: in.Rel.Name, Columns: in.Columns, Rows: in.Rows, values: in.Values}
 }
 
 // value returns the text of the i-th value of the first row: a literal, or
@@ -69,44 +53,30 @@ func (s *insertShape) value(i int, params []*string) (string, bool) {
 	if i >= len(s.values) {
 		return "", false
 	}
-	n := s.values[i]
-	if tc := n.GetTypeCast(); tc != nil {
-		n = tc.Arg
-	}
-	if p := n.GetParamRef(); p != nil {
-		k := int(p.Number) - 1
+	v := s.values[i]
+	if v.Param != 0 {
+		k := v.Param - 1
 		if k < 0 || k >= len(params) || params[k] == nil {
 			return "", false
 		}
 		return *params[k], true
 	}
-	c := n.GetAConst()
-	if c == nil || c.Isnull {
-		return "", false
-	}
-	switch {
-	case c.GetSval() != nil:
-		return c.GetSval().Sval, true
-	case c.GetIval() != nil:
-		return strconv.Itoa(int(c.GetIval().Ival)), true
-	case c.GetFval() != nil:
-		return c.GetFval().Fval, true
-	}
-	return "", false
+	return v.Literal, v.IsLiteral
 }
 
 // statementKind is "select", "insert", "update", "delete" or "".
-func statementKind(stmt *pg_query.Node) string {
-	switch {
-	case stmt == nil:
+func statementKind(c *fingerprint.Class) string {
+	if c == nil {
 		return ""
-	case stmt.GetSelectStmt() != nil:
+	}
+	switch c.Kind {
+	case fingerprint.KindSelect:
 		return "select"
-	case stmt.GetInsertStmt() != nil:
+	case fingerprint.KindInsert:
 		return "insert"
-	case stmt.GetUpdateStmt() != nil:
+	case fingerprint.KindUpdate:
 		return "update"
-	case stmt.GetDeleteStmt() != nil:
+	case fingerprint.KindDelete:
 		return "delete"
 	}
 	return ""
@@ -123,71 +93,18 @@ const (
 // waits for locked ones, or an UPDATE or DELETE whose rows come from a
 // subquery with LIMIT that does not skip locked rows (locking or not: an
 // unlocked one lets two workers claim the same rows, a locking one queues
-// them). NOWAIT is not a wait, so it does not count.
+// them). NOWAIT is not a wait, so it does not count. The classifier
+// (fingerprint.Class.Queue) recognizes it.
 func queuePattern(q string) string {
-	stmt := parseOne(q)
-	if stmt == nil {
+	c := classOf(q)
+	if c == nil {
 		return ""
 	}
-	if sel := stmt.GetSelectStmt(); sel != nil {
-		if sel.LimitCount != nil && waits(sel.LockingClause) {
-			return patternSelectForUpdate
-		}
-		return ""
-	}
-	var root protoreflect.Message
-	switch {
-	case stmt.GetUpdateStmt() != nil:
-		root = stmt.GetUpdateStmt().ProtoReflect()
-	case stmt.GetDeleteStmt() != nil:
-		root = stmt.GetDeleteStmt().ProtoReflect()
-	default:
-		return ""
-	}
-	found := false
-	walk(root, func(m protoreflect.Message) {
-		sel, ok := m.Interface().(*pg_query.SelectStmt)
-		if !ok || sel.LimitCount == nil {
-			return
-		}
-		if len(sel.LockingClause) == 0 || waits(sel.LockingClause) {
-			found = true
-		}
-	})
-	if found {
+	switch c.Queue {
+	case fingerprint.QueueSelectLimitLocks:
+		return patternSelectForUpdate
+	case fingerprint.QueueModifyLimitSubquery:
 		return patternUpdateSubquery
 	}
 	return ""
-}
-
-// waits reports whether a locking clause waits for locked rows.
-func waits(clauses []*pg_query.Node) bool {
-	for _, c := range clauses {
-		lc := c.GetLockingClause()
-		if lc == nil {
-			continue
-		}
-		if lc.WaitPolicy != pg_query.LockWaitPolicy_LockWaitSkip && lc.WaitPolicy != pg_query.LockWaitPolicy_LockWaitError {
-			return true
-		}
-	}
-	return false
-}
-
-// walk calls f on m and every message below it.
-func walk(m protoreflect.Message, f func(protoreflect.Message)) {
-	f(m)
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				walk(l.Get(i).Message(), f)
-			}
-		case fd.IsMap():
-		case fd.Message() != nil:
-			walk(v.Message(), f)
-		}
-		return true
-	})
 }

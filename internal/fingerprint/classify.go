@@ -72,6 +72,29 @@ type Class struct {
 	// Rows: which rows of the relation it names it reaches, as far as
 	// the text tells (see RowAccess); nil when the text does not tell.
 	Rows *RowAccess
+
+	// Kind is the command at the statement's top level.
+	Kind Kind
+	// PlainSelect: a SELECT (or VALUES) that is ReadOnly and locks no
+	// row anywhere (no FOR UPDATE or FOR SHARE in a CTE, a subquery or
+	// a branch of a set operation): the only statement EXPLAIN ANALYZE
+	// may run.
+	PlainSelect bool
+	// Insert is an INSERT's target, columns and first row; nil for
+	// other statements.
+	Insert *Insert
+	// Queue: whether the statement is a job-queue poll whose pollers
+	// wait for each other.
+	Queue QueueShape
+	// Creates names the role or database a CREATE ROLE (or USER, or
+	// GROUP) or CREATE DATABASE makes: "role:NAME", "db:NAME".
+	Creates string
+
+	// funcNames: Funcs' names without schema (see FuncNames).
+	funcNames []string
+	// limitSub: a SELECT with LIMIT that does not skip locked rows is
+	// somewhere in the statement (for Queue).
+	limitSub bool
 }
 
 // TxControl is a statement's effect on its session's transaction.
@@ -254,16 +277,15 @@ func parseOne(norm, text string, i, n int) *pg_query.Node {
 	return nil
 }
 
-// Classify parses one SQL statement and returns its Class, without
-// caching: for a statement met once. Text that does not parse, or holds
+// Classify returns the Class of one SQL statement, parsed once per
+// distinct text (see Statements). Text that does not parse, or holds
 // other than one statement, has unknown effects (Opaque).
 func Classify(sql string) *Class {
-	classParses.Add(1)
-	res, err := pg_query.Parse(sql)
-	if err != nil || len(res.Stmts) != 1 {
+	c, err := Statement(sql)
+	if err != nil {
 		return unknownClass
 	}
-	return classifyNode(res.Stmts[0].Stmt)
+	return c
 }
 
 func classifyNode(n *pg_query.Node) *Class {
@@ -280,6 +302,21 @@ func classifyNode(n *pg_query.Node) *Class {
 	relations(n, c)
 	if !c.Opaque {
 		c.Rows = rowAccess(n)
+	}
+	c.Kind = kindOf(n)
+	c.PlainSelect = c.Kind == KindSelect && c.ReadOnly && !c.LockRows
+	c.Creates = createdOf(n)
+	switch c.Kind {
+	case KindInsert:
+		c.Insert = insertOf(n.GetInsertStmt())
+	case KindSelect:
+		if sel := n.GetSelectStmt(); sel.LimitCount != nil && waits(sel.LockingClause) {
+			c.Queue = QueueSelectLimitLocks
+		}
+	case KindUpdate, KindDelete:
+		if c.limitSub {
+			c.Queue = QueueModifyLimitSubquery
+		}
 	}
 	switch {
 	case n.GetCopyStmt() != nil:
@@ -537,6 +574,9 @@ func visit(m protoreflect.Message, c *Class) {
 		c.addFunc(x.Funcname)
 	case *pg_query.SelectStmt:
 		c.LockRows = c.LockRows || len(x.LockingClause) > 0
+		if x.LimitCount != nil && (len(x.LockingClause) == 0 || waits(x.LockingClause)) {
+			c.limitSub = true
+		}
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if fd.Kind() != protoreflect.MessageKind {
@@ -599,5 +639,10 @@ func (c *Class) addFunc(parts []*pg_query.Node) {
 	}
 	if !slices.Contains(c.Funcs, n) {
 		c.Funcs = append(c.Funcs, n)
+	}
+	if len(parts) > 0 {
+		if name := parts[len(parts)-1].GetString_().GetSval(); name != "" && !slices.Contains(c.funcNames, name) {
+			c.funcNames = append(c.funcNames, name)
+		}
 	}
 }

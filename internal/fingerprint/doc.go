@@ -19,6 +19,13 @@
 // sessions, its synchronization, its pre-flight, the sweep).
 // AssignedColumns, apart from the Class, gives the columns a statement's
 // SET lists assign, which only an explanation of its plans needs.
+// Statements (and Statement, Classify, PlainSelect) give the Class of any
+// other text, parsed once per distinct text and remembered within a
+// bounded memory: what catalog, explain, findings and the replay's
+// pre-flight ask (a plain SELECT that EXPLAIN ANALYZE may run, the
+// statement's kind, an INSERT's target and first row, a job-queue poll,
+// the role or database a CREATE makes, the functions called), so that no
+// other package parses SQL.
 //
 // Parsing runs the PostgreSQL parser through cgo and costs microseconds;
 // logs repeat the same texts, so Cache remembers results by exact text. The

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	pg_query "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
 // Login is a user and a database the replay connects as, after the user
@@ -275,19 +275,16 @@ func startsWithCreate(sql string) bool {
 }
 
 // createdNames returns the roles ("role:NAME") and databases ("db:NAME")
-// that sql creates.
+// that sql creates, as fingerprint's classifier reads them.
 func createdNames(sql string) []string {
-	tree, err := pg_query.Parse(sql)
+	cls, err := fingerprint.Statements(sql)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, st := range tree.GetStmts() {
-		switch n := st.GetStmt().GetNode().(type) {
-		case *pg_query.Node_CreateRoleStmt:
-			out = append(out, "role:"+n.CreateRoleStmt.GetRole())
-		case *pg_query.Node_CreatedbStmt:
-			out = append(out, "db:"+n.CreatedbStmt.GetDbname())
+	for _, c := range cls {
+		if c.Creates != "" {
+			out = append(out, c.Creates)
 		}
 	}
 	return out
