@@ -2,8 +2,11 @@
 // findings need to know about its schema and statistics: tables with their
 // size and insert counts, their columns and indexes (primary, partial,
 // expression), pg_stat_statements rows with planning time when
-// track_planning is on, and whether hypopg is available. It also runs
-// EXPLAIN with a statement's logged parameter values.
+// track_planning is on, and whether hypopg is available. Its Explainer is
+// pgrehearse's one EXPLAIN runner (the findings' and package explain's):
+// literal, with a statement's logged parameter values, or generic, into a
+// plan.Plan. Whether a statement is a plain SELECT is package
+// fingerprint's answer, not this package's.
 //
 // The package only reads. Every query it sends runs in a read-only
 // transaction under a statement_timeout, and Explain never executes a

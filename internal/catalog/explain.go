@@ -2,9 +2,10 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,14 +13,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
-// Explainer runs EXPLAIN on one connection. It is not safe for concurrent
-// use, as the connection is not.
+// Explainer runs EXPLAIN on one connection: the one EXPLAIN runner, used
+// by the findings and by the plan comparison (package explain). It is not
+// safe for concurrent use, as the connection is not.
 type Explainer struct {
 	Conn *pgx.Conn
 	// Timeout bounds each statement; 0 means 10 s.
 	Timeout time.Duration
+	// LockTimeout, when positive, bounds each wait for a lock (SET
+	// LOCAL lock_timeout); 0 leaves the server's.
+	LockTimeout time.Duration
 	// AllowAnalyze lets a Request ask for EXPLAIN ANALYZE, which runs
 	// the statement; even then only a plain SELECT is analyzed.
 	AllowAnalyze bool
@@ -39,60 +45,68 @@ type Request struct {
 	// force_generic_plan), for a statement whose values are unknown:
 	// the placeholders are bound to NULL, which a generic plan ignores.
 	Generic bool
+	// GenericOption, with Generic, asks for it with EXPLAIN
+	// (GENERIC_PLAN) instead, which PostgreSQL 16 and later have:
+	// nothing is prepared.
+	GenericOption bool
+	// ForceCustom, with Params, sets plan_cache_mode =
+	// force_custom_plan.
+	ForceCustom bool
 	// Analyze asks for EXPLAIN ANALYZE; see Explainer.AllowAnalyze.
 	Analyze bool
+	// Buffers adds BUFFERS to an EXPLAIN ANALYZE; Warm runs it once
+	// before the run that is kept, so that the cache is warm, as
+	// production's is.
+	Buffers, Warm bool
+	// Set are settings changed for this EXPLAIN only (SET LOCAL), set
+	// in the order of their names.
+	Set map[string]string
 }
 
-// Plan is an EXPLAIN (FORMAT JSON) result.
-type Plan struct {
-	Root PlanNode `json:"Plan"`
-	// PlanningMS is set by EXPLAIN ANALYZE only.
-	PlanningMS float64 `json:"Planning Time"`
+// Explained is a plan and how it was made.
+type Explained struct {
+	*plan.Plan
 	// Mode says how the statement was explained: "literal" (a
 	// statement with no parameters), "custom" (with the logged
 	// values), "generic", and " analyze" is appended when it ran.
-	Mode string `json:"-"`
+	Mode string
 }
 
-// PlanNode is one node of a plan, with the fields the findings read.
-type PlanNode struct {
-	NodeType  string     `json:"Node Type"`
-	Relation  string     `json:"Relation Name"`
-	Alias     string     `json:"Alias"`
-	IndexName string     `json:"Index Name"`
-	Filter    string     `json:"Filter"`
-	PlanRows  float64    `json:"Plan Rows"`
-	TotalCost float64    `json:"Total Cost"`
-	Removed   float64    `json:"Rows Removed by Filter"`
-	Plans     []PlanNode `json:"Plans"`
+// StepError is an EXPLAIN's failure and the step that failed: "prepare"
+// (PREPARE of the statement), "explain" (the EXPLAIN itself), "read"
+// (its output).
+type StepError struct {
+	Step string
+	Err  error
 }
 
-// Walk calls f on n and every node below it, depth first.
-func (n *PlanNode) Walk(f func(*PlanNode)) {
-	f(n)
-	for i := range n.Plans {
-		n.Plans[i].Walk(f)
+func (e *StepError) Error() string {
+	if e.Step == "read" {
+		return "read EXPLAIN's output: " + e.Err.Error()
 	}
+	return e.Step + ": " + e.Err.Error()
 }
+
+func (e *StepError) Unwrap() error { return e.Err }
 
 const stmtName = "pgrehearse_explain"
 
 // Explain explains r in a read-only transaction that is rolled back.
-func (e *Explainer) Explain(ctx context.Context, r Request) (*Plan, error) {
-	var plan *Plan
+func (e *Explainer) Explain(ctx context.Context, r Request) (*Explained, error) {
+	var out *Explained
 	err := e.inTx(ctx, r, func(tx pgx.Tx) error {
 		var err error
-		plan, err = e.explain(ctx, tx, r)
+		out, err = e.explain(ctx, tx, r)
 		return err
 	})
-	return plan, err
+	return out, err
 }
 
 // Hypo is what Explainer.Hypothetical found.
 type Hypo struct {
 	// Before is the plan without the hypothetical index, After the plan
 	// with it.
-	Before, After *Plan
+	Before, After *Explained
 	// Index is the name hypopg gave the hypothetical index, as EXPLAIN
 	// prints it ("<13828>btree_queue_items_referenced_at").
 	Index string
@@ -145,8 +159,16 @@ func (e *Explainer) Hypothetical(ctx context.Context, r Request, ddl string) (h 
 	if h.After, err = e.Explain(ctx, r); err != nil {
 		return nil, err
 	}
-	h.After.Root.Walk(func(n *PlanNode) { h.Used = h.Used || n.IndexName == h.Index })
+	h.After.Root.Walk(func(n *plan.Node) bool {
+		h.Used = h.Used || n.Index == h.Index
+		return true
+	})
 	return h, nil
+}
+
+// prepares reports whether r is explained through a prepared statement.
+func (r *Request) prepares() bool {
+	return r.Generic && !r.GenericOption || len(r.Params) > 0
 }
 
 func (e *Explainer) inTx(ctx context.Context, r Request, f func(pgx.Tx) error) error {
@@ -171,37 +193,49 @@ func (e *Explainer) inTx(ctx context.Context, r Request, f func(pgx.Tx) error) e
 		// PREPARE is not transactional: the statement outlives the
 		// rollback.
 		if prepared {
-			e.Conn.Exec(bg, "DEALLOCATE "+stmtName)
+			e.Conn.Exec(bg, "DEALLOCATE "+stmtName, pgx.QueryExecModeSimpleProtocol)
 		}
 	}()
-	setup := []string{
-		fmt.Sprintf("SET LOCAL statement_timeout = %d", timeout.Milliseconds()),
-		"SET LOCAL standard_conforming_strings = on",
+	setup := []string{fmt.Sprintf("SET LOCAL statement_timeout = %d", timeout.Milliseconds())}
+	if e.LockTimeout > 0 {
+		setup = append(setup, fmt.Sprintf("SET LOCAL lock_timeout = %d", e.LockTimeout.Milliseconds()))
 	}
-	if r.Generic {
+	setup = append(setup, "SET LOCAL standard_conforming_strings = on")
+	switch {
+	case r.Generic && !r.GenericOption:
 		setup = append(setup, "SET LOCAL plan_cache_mode = force_generic_plan")
+	case !r.Generic && r.ForceCustom && len(r.Params) > 0:
+		setup = append(setup, "SET LOCAL plan_cache_mode = force_custom_plan")
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Set)) {
+		setup = append(setup, "SET LOCAL "+pgx.Identifier{k}.Sanitize()+" = "+QuoteLiteral(r.Set[k]))
 	}
 	for _, s := range setup {
-		if _, err := tx.Exec(ctx, s); err != nil {
+		if _, err := tx.Exec(ctx, s, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return err
 		}
 	}
-	if r.Generic || len(r.Params) > 0 {
-		if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+TrimStatement(r.Query)); err != nil {
-			return fmt.Errorf("prepare: %w", err)
+	if r.prepares() {
+		if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+TrimStatement(r.Query), pgx.QueryExecModeSimpleProtocol); err != nil {
+			return &StepError{"prepare", err}
 		}
 		prepared = true
 	}
 	return f(tx)
 }
 
-func (e *Explainer) explain(ctx context.Context, tx pgx.Tx, r Request) (*Plan, error) {
+func (e *Explainer) explain(ctx context.Context, tx pgx.Tx, r Request) (*Explained, error) {
 	opts := "FORMAT JSON"
 	if r.Analyze {
 		opts = "ANALYZE, FORMAT JSON"
+		if r.Buffers {
+			opts = "ANALYZE, BUFFERS, FORMAT JSON"
+		}
 	}
 	var sql, mode string
 	switch {
+	case r.Generic && r.GenericOption:
+		sql, mode = "EXPLAIN (GENERIC_PLAN, "+opts+") "+TrimStatement(r.Query), "generic"
 	case r.Generic:
 		n := max(len(r.Params), MaxParam(r.Query))
 		sql, mode = "EXPLAIN ("+opts+") EXECUTE "+stmtName+ExecuteArgs(make([]*string, n)), "generic"
@@ -210,19 +244,42 @@ func (e *Explainer) explain(ctx context.Context, tx pgx.Tx, r Request) (*Plan, e
 	default:
 		sql, mode = "EXPLAIN ("+opts+") "+TrimStatement(r.Query), "literal"
 	}
+	runs := 1
 	if r.Analyze {
 		mode += " analyze"
+		if r.Warm {
+			runs = 2
+		}
 	}
-	var out string
-	if err := tx.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&out); err != nil {
-		return nil, fmt.Errorf("explain: %w", err)
+	var out *Explained
+	for range runs {
+		text, err := explainText(ctx, tx, sql)
+		if err != nil {
+			return nil, &StepError{"explain", err}
+		}
+		p, err := plan.ParseJSON(text)
+		if err != nil {
+			return nil, &StepError{"read", err}
+		}
+		out = &Explained{Plan: p, Mode: mode}
 	}
-	var plans []Plan
-	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
-		return nil, fmt.Errorf("explain: unexpected output %.200q: %v", out, err)
+	return out, nil
+}
+
+// explainText runs an EXPLAIN (FORMAT JSON) with the simple protocol and
+// returns its one value. Straight through pgconn: pgx's simple protocol
+// would substitute the $n of a GENERIC_PLAN's statement (PostgreSQL 16
+// and later) with arguments, and fails with "insufficient arguments"
+// when there are none.
+func explainText(ctx context.Context, tx pgx.Tx, sql string) ([]byte, error) {
+	results, err := tx.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, err
 	}
-	plans[0].Mode = mode
-	return &plans[0], nil
+	if len(results) != 1 || len(results[0].Rows) != 1 || len(results[0].Rows[0]) != 1 {
+		return nil, fmt.Errorf("EXPLAIN returned %d results, not one value", len(results))
+	}
+	return results[0].Rows[0][0], nil
 }
 
 // ExecuteArgs renders parameter values as an EXECUTE argument list of

@@ -52,9 +52,9 @@ func TestHypothetical(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
-		if h.Before.Root.NodeType != "Seq Scan" || !h.Used || !strings.HasPrefix(h.Index, "<") ||
+		if h.Before.Root.Type != "Seq Scan" || !h.Used || !strings.HasPrefix(h.Index, "<") ||
 			h.After.Root.TotalCost >= h.Before.Root.TotalCost {
-			t.Errorf("%s: before %s %.1f, after %+v, index %q used %v", h.Before.Mode, h.Before.Root.NodeType, h.Before.Root.TotalCost,
+			t.Errorf("%s: before %s %.1f, after %+v, index %q used %v", h.Before.Mode, h.Before.Root.Type, h.Before.Root.TotalCost,
 				h.After.Root, h.Index, h.Used)
 		}
 		t.Logf("%s: cost %.1f -> %.1f with %s", h.Before.Mode, h.Before.Root.TotalCost, h.After.Root.TotalCost, h.Index)

@@ -7,7 +7,12 @@
 // and the median) when the caller has them, which gives the custom plan
 // each server really makes; otherwise the generic plan, marked as such
 // (EXPLAIN (GENERIC_PLAN) from PostgreSQL 16, PREPARE with plan_cache_mode
-// = force_generic_plan before). The control's plan may instead come from
+// = force_generic_plan before), through catalog's Explainer, the one
+// EXPLAIN runner, which the findings use too; the findings read the plans
+// made here (ForFindings) as the same plan.Plan. What a statement is (a
+// plain SELECT that ANALYZE may run, a write, a utility statement, the
+// functions it calls) is package fingerprint's answer, from one parse
+// per distinct text. The control's plan may instead come from
 // the production log (auto_explain), and then needs no connection. Plans
 // are compared with package plan: "plan changed", naming the first nodes
 // that differ, or "same plan", with where the time and the reads grew

@@ -4,23 +4,22 @@ import (
 	"context"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
-	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
 // FindingsExplainer serves the findings (missing-index) the plans a Run
-// already made on one side, as catalog plans, so that a finding and the
-// plan comparison read the same plans; what it does not hold (another
+// already made on one side, so that a finding and the plan comparison
+// read the same plans (the same plan.Plan); what it does not hold (another
 // statement, a check with a hypothetical index) goes to Next. It
 // satisfies the findings' Explainer.
 type FindingsExplainer struct {
-	plans map[string]*catalog.Plan
+	plans map[string]*catalog.Explained
 	Next  *catalog.Explainer
 }
 
 // ForFindings returns a FindingsExplainer of side's plans, by normalized
 // query text; next may be nil when there is no connection to delegate to.
 func (r *Report) ForFindings(side Side, next *catalog.Explainer) *FindingsExplainer {
-	f := &FindingsExplainer{plans: map[string]*catalog.Plan{}, Next: next}
+	f := &FindingsExplainer{plans: map[string]*catalog.Explained{}, Next: next}
 	for i := range r.Outcomes {
 		o := &r.Outcomes[i]
 		for _, e := range o.Explained {
@@ -32,7 +31,7 @@ func (r *Report) ForFindings(side Side, next *catalog.Explainer) *FindingsExplai
 				continue
 			}
 			if _, ok := f.plans[o.Query]; !ok {
-				f.plans[o.Query] = ToCatalog(sp.Plan, sp.Mode)
+				f.plans[o.Query] = explained(sp)
 			}
 		}
 	}
@@ -40,7 +39,7 @@ func (r *Report) ForFindings(side Side, next *catalog.Explainer) *FindingsExplai
 }
 
 // Explain returns the plan made for r's query, else asks Next.
-func (f *FindingsExplainer) Explain(ctx context.Context, r catalog.Request) (*catalog.Plan, error) {
+func (f *FindingsExplainer) Explain(ctx context.Context, r catalog.Request) (*catalog.Explained, error) {
 	if p, ok := f.plans[r.Query]; ok && !r.Analyze {
 		return p, nil
 	}
@@ -66,26 +65,12 @@ func (notExplained) Error() string {
 
 var errNotExplained error = notExplained{}
 
-// ToCatalog converts a plan to the findings' form.
-func ToCatalog(p *plan.Plan, mode Mode) *catalog.Plan {
-	out := &catalog.Plan{Mode: string(mode), PlanningMS: max(p.PlanningMS, 0)}
-	if p.Analyzed {
-		out.Mode += " analyze"
+// explained is a side's plan as the findings' Explainer returns it: the
+// plan itself, with the mode named as catalog's Explainer names it.
+func explained(sp *SidePlan) *catalog.Explained {
+	mode := string(sp.Mode)
+	if sp.Plan.Analyzed {
+		mode += " analyze"
 	}
-	if p.Root != nil {
-		out.Root = toCatalogNode(p.Root)
-	}
-	return out
-}
-
-func toCatalogNode(n *plan.Node) catalog.PlanNode {
-	c := catalog.PlanNode{NodeType: n.Type, Relation: n.Relation, Alias: n.Alias, IndexName: n.Index, Filter: n.Filter,
-		PlanRows: n.PlanRows, TotalCost: n.TotalCost}
-	if n.Actual != nil {
-		c.Removed = n.Actual.RemovedByFilter
-	}
-	for _, ch := range n.Children {
-		c.Plans = append(c.Plans, toCatalogNode(ch))
-	}
-	return c
+	return &catalog.Explained{Plan: sp.Plan, Mode: mode}
 }

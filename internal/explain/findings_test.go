@@ -17,7 +17,7 @@ func TestForFindings(t *testing.T) {
 		Explained: []Explained{{Candidate: &SidePlan{Mode: ModeGeneric, Plan: p}}}}}}
 	f := rep.ForFindings(Candidate, nil)
 	cp, err := f.Explain(context.Background(), catalog.Request{Query: "SELECT * FROM customers WHERE email = $1", Generic: true})
-	if err != nil || cp.Mode != "generic" || cp.Root.NodeType != "Seq Scan" || cp.Root.Relation != "customers" || cp.Root.Filter != "(email = $1)" || cp.Root.TotalCost != 1141 {
+	if err != nil || cp.Mode != "generic" || cp.Root.Type != "Seq Scan" || cp.Root.Relation != "customers" || cp.Root.Filter != "(email = $1)" || cp.Root.TotalCost != 1141 {
 		t.Errorf("plan %+v, %v", cp, err)
 	}
 	if _, err := f.Explain(context.Background(), catalog.Request{Query: "SELECT 1"}); err == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,101 +70,30 @@ type request struct {
 	set map[string]string
 }
 
-// stmtName is the name of the prepared statement EXPLAIN EXECUTE uses.
-const stmtName = "pgrehearse_explain"
-
 // explain runs one EXPLAIN in a read-only transaction that is rolled
-// back. With analyze, the statement runs twice and the second run is
-// kept: the first warms the cache, as production's is warm.
+// back, with catalog's Explainer (the one EXPLAIN runner, which the
+// findings use too). With analyze, the statement runs twice and the
+// second run is kept: the first warms the cache, as production's is warm.
 func (s *session) explain(ctx context.Context, r request) (*plan.Plan, error) {
-	var out *plan.Plan
-	generic16 := r.mode == ModeGeneric && s.snap.Version >= 160000
-	prepared := false
-	defer func() {
-		// PREPARE is not transactional: it outlives the rollback.
-		if prepared {
-			s.conn.Exec(context.WithoutCancel(ctx), "DEALLOCATE "+stmtName, pgx.QueryExecModeSimpleProtocol)
-		}
-	}()
-	err := readOnly(ctx, s.conn, s.opts.statementTimeout(), s.opts.lockTimeout(), func(tx pgx.Tx) error {
-		setup := []string{"SET LOCAL standard_conforming_strings = on"}
-		switch r.mode {
-		case ModeGeneric:
-			if !generic16 {
-				setup = append(setup, "SET LOCAL plan_cache_mode = force_generic_plan")
-			}
-		case ModeCustom:
-			setup = append(setup, "SET LOCAL plan_cache_mode = force_custom_plan")
-		}
-		names := make([]string, 0, len(r.set))
-		for k := range r.set {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			setup = append(setup, "SET LOCAL "+pgx.Identifier{k}.Sanitize()+" = "+catalog.QuoteLiteral(r.set[k]))
-		}
-		for _, q := range setup {
-			if _, err := tx.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
-				return err
-			}
-		}
-		opts := "FORMAT JSON"
-		if r.analyze {
-			opts = "ANALYZE, BUFFERS, FORMAT JSON"
-		}
-		var sql string
-		switch {
-		case generic16:
-			sql = "EXPLAIN (GENERIC_PLAN, " + opts + ") " + catalog.TrimStatement(r.query)
-		case r.mode == ModeGeneric || r.mode == ModeCustom:
-			if _, err := tx.Exec(ctx, "PREPARE "+stmtName+" AS "+catalog.TrimStatement(r.query), pgx.QueryExecModeSimpleProtocol); err != nil {
-				return err
-			}
-			prepared = true
-			params := r.params
-			if r.mode == ModeGeneric {
-				// A generic plan ignores the values: NULLs stand in.
-				params = make([]*string, catalog.MaxParam(r.query))
-			}
-			sql = "EXPLAIN (" + opts + ") EXECUTE " + stmtName + catalog.ExecuteArgs(params)
-		default:
-			sql = "EXPLAIN (" + opts + ") " + catalog.TrimStatement(r.query)
-		}
-		runs := 1
-		if r.analyze {
-			runs = 2
-		}
-		for range runs {
-			text, err := explainText(ctx, tx, sql)
-			if err != nil {
-				return err
-			}
-			p, err := plan.ParseJSON(text)
-			if err != nil {
-				return fmt.Errorf("read EXPLAIN's output: %w", err)
-			}
-			out = p
-		}
-		return nil
+	ex := &catalog.Explainer{Conn: s.conn, Timeout: s.opts.statementTimeout(), LockTimeout: s.opts.lockTimeout(), AllowAnalyze: r.analyze}
+	out, err := ex.Explain(ctx, catalog.Request{
+		Query: r.query, Params: r.params,
+		Generic:       r.mode == ModeGeneric,
+		GenericOption: r.mode == ModeGeneric && s.snap.Version >= 160000,
+		ForceCustom:   r.mode == ModeCustom,
+		Analyze:       r.analyze, Buffers: true, Warm: true,
+		Set: r.set,
 	})
-	return out, err
-}
-
-// explainText runs an EXPLAIN (FORMAT JSON) with the simple protocol and
-// returns its one value. Straight through pgconn: pgx's simple protocol
-// would substitute the $n of a GENERIC_PLAN's statement (PostgreSQL 16
-// and later) with arguments, and fails with "insufficient arguments"
-// when there are none.
-func explainText(ctx context.Context, tx pgx.Tx, sql string) ([]byte, error) {
-	results, err := tx.Conn().PgConn().Exec(ctx, sql).ReadAll()
 	if err != nil {
+		// The step is the runner's word: problems say what the server
+		// said.
+		var se *catalog.StepError
+		if errors.As(err, &se) && se.Step != "read" {
+			err = se.Err
+		}
 		return nil, err
 	}
-	if len(results) != 1 || len(results[0].Rows) != 1 || len(results[0].Rows[0]) != 1 {
-		return nil, fmt.Errorf("EXPLAIN returned %d results, not one value", len(results))
-	}
-	return results[0].Rows[0][0], nil
+	return out.Plan, nil
 }
 
 // stmtKind is what a statement is, for what explain may do with it.

@@ -150,7 +150,7 @@ func (r *Report) Count(s Severity) int {
 // Explainer is what missing-index needs of a server; *catalog.Explainer
 // is one.
 type Explainer interface {
-	Explain(ctx context.Context, r catalog.Request) (*catalog.Plan, error)
+	Explain(ctx context.Context, r catalog.Request) (*catalog.Explained, error)
 	Hypothetical(ctx context.Context, r catalog.Request, ddl string) (*catalog.Hypo, error)
 }
 

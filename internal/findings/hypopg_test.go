@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
 // requireHypoPG fails the test, rather than skipping it, unless hypopg's
@@ -153,9 +154,9 @@ func TestMissingIndexHypoPG(t *testing.T) {
 // need no server.
 type fakeExplainer struct{ hypothetical int }
 
-func (x *fakeExplainer) Explain(_ context.Context, r catalog.Request) (*catalog.Plan, error) {
-	return &catalog.Plan{Mode: "generic", Root: catalog.PlanNode{NodeType: "Seq Scan", Relation: "t",
-		Filter: "(a = $1)", PlanRows: 10, TotalCost: 1000}}, nil
+func (x *fakeExplainer) Explain(_ context.Context, r catalog.Request) (*catalog.Explained, error) {
+	return &catalog.Explained{Mode: "generic", Plan: &plan.Plan{Root: &plan.Node{Type: "Seq Scan", Relation: "t",
+		Filter: "(a = $1)", PlanRows: 10, TotalCost: 1000}}}, nil
 }
 
 func (x *fakeExplainer) Hypothetical(context.Context, catalog.Request, string) (*catalog.Hypo, error) {
@@ -192,7 +193,7 @@ func TestMissingIndexWithoutHypoPG(t *testing.T) {
 // cancelled.
 type cancellingExplainer struct{ cancel context.CancelFunc }
 
-func (x *cancellingExplainer) Explain(ctx context.Context, _ catalog.Request) (*catalog.Plan, error) {
+func (x *cancellingExplainer) Explain(ctx context.Context, _ catalog.Request) (*catalog.Explained, error) {
 	x.cancel()
 	return nil, fmt.Errorf("explain: %w", context.Cause(ctx))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/plan"
 )
 
 // missingIndex explains the top queries by total time and flags
@@ -37,30 +38,30 @@ func (e *eval) missingIndex() {
 			continue
 		}
 		n++
-		plan, req, how, err := e.explain(q)
+		ex, req, how, err := e.explain(q)
 		if err != nil {
 			e.skip(IDMissingIndex, fmt.Sprintf("query %s not explained: %v", q.Fingerprint, err))
 			continue
 		}
-		plan.Root.Walk(func(node *catalog.PlanNode) {
-			if node.NodeType != "Seq Scan" || node.Filter == "" || node.Relation == "" {
-				return
+		ex.Root.Walk(func(node *plan.Node) bool {
+			if node.Type != "Seq Scan" || node.Filter == "" || node.Relation == "" {
+				return true
 			}
 			t := e.table("", node.Relation)
 			if t == nil || (t.Tuples < e.th.IndexMinRows && t.Pages < e.th.IndexMinPages) {
-				return
+				return true
 			}
 			if t.Tuples > 0 && node.PlanRows/t.Tuples > e.th.IndexMaxSelectivity {
-				return // most of the table qualifies: a scan is right
+				return true // most of the table qualifies: a scan is right
 			}
 			cols := filterColumns(node.Filter, t)
 			if len(cols) == 0 {
-				return
+				return true
 			}
 			if ix := leadingIndex(t, cols); ix != "" {
 				e.skip(IDMissingIndex, fmt.Sprintf("query %s scans %s although index %s starts with a filter column: the planner judged it worse",
 					q.Fingerprint, t.QualifiedName(), ix))
-				return
+				return true
 			}
 			ddl := fmt.Sprintf("CREATE INDEX CONCURRENTLY ON %s (%s)", t.QualifiedName(), quoteAll(cols))
 			key := ddl
@@ -76,12 +77,13 @@ func (e *eval) missingIndex() {
 					fig("table_rows", t.Tuples, ""), fig("table_pages", float64(t.Pages), ""),
 					fig("plan_rows", node.PlanRows, ""), fig("scan_cost", node.TotalCost, ""))
 				f.Evidence.Tables = append(f.Evidence.Tables, Table{Title: "Plan node", Head: []string{"node", "table", "filter", "filter columns", "plan"},
-					Rows: [][]string{{node.NodeType, t.QualifiedName(), node.Filter, strings.Join(cols, ", "), how}}})
+					Rows: [][]string{{node.Type, t.QualifiedName(), node.Filter, strings.Join(cols, ", "), how}}})
 				verdicts[key] = e.verify(f, req, ddl)
 				byTable[key] = f
 				order = append(order, key)
 			}
 			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
+			return true
 		})
 	}
 	for _, key := range order {
@@ -108,7 +110,7 @@ func (e *eval) missingIndex() {
 // explain explains q with the logged values of its slowest execution when
 // the log had them, else its generic plan. It returns the request that
 // worked, for verify to explain again.
-func (e *eval) explain(q *Query) (*catalog.Plan, catalog.Request, string, error) {
+func (e *eval) explain(q *Query) (*catalog.Explained, catalog.Request, string, error) {
 	var reqs []catalog.Request
 	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
 		s := oq.Sample
@@ -119,14 +121,14 @@ func (e *eval) explain(q *Query) (*catalog.Plan, catalog.Request, string, error)
 	reqs = append(reqs, catalog.Request{Query: q.Query, Generic: true})
 	var err error
 	for _, r := range reqs {
-		var plan *catalog.Plan
-		if plan, err = e.in.Explainer.Explain(e.ctx, r); err == nil {
+		var ex *catalog.Explained
+		if ex, err = e.in.Explainer.Explain(e.ctx, r); err == nil {
 			how := map[string]string{
 				"literal": "EXPLAIN of the logged statement",
 				"custom":  "EXPLAIN EXECUTE with the logged parameter values",
 				"generic": "EXPLAIN EXECUTE of the generic plan (plan_cache_mode = force_generic_plan)",
-			}[plan.Mode]
-			return plan, r, how, nil
+			}[ex.Mode]
+			return ex, r, how, nil
 		}
 	}
 	if untyped(err) {
@@ -191,7 +193,7 @@ func (e *eval) verify(f *Finding, r catalog.Request, ddl string) hypoVerdict {
 	before, after := h.Before.Root.TotalCost, h.After.Root.TotalCost
 	f.Evidence.Figures = append(f.Evidence.Figures,
 		fig("hypopg_cost_before", before, ""), fig("hypopg_cost_after", after, ""))
-	scans := planScans(&h.After.Root)
+	scans := planScans(h.After.Root)
 	if h.Used {
 		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf(
 			"verified with hypopg: with the index created hypothetically the plan would use it (%s); estimated cost %s -> %s (%s)",
@@ -211,20 +213,21 @@ func (e *eval) verify(f *Finding, r catalog.Request, ddl string) hypoVerdict {
 
 // planScans describes the scan nodes of a plan ("Seq Scan on t, Index
 // Scan using i on t").
-func planScans(root *catalog.PlanNode) string {
+func planScans(root *plan.Node) string {
 	var out []string
-	root.Walk(func(n *catalog.PlanNode) {
-		if n.Relation == "" && n.IndexName == "" {
-			return
+	root.Walk(func(n *plan.Node) bool {
+		if n.Relation == "" && n.Index == "" {
+			return true
 		}
-		s := n.NodeType
-		if n.IndexName != "" {
-			s += " using " + n.IndexName
+		s := n.Type
+		if n.Index != "" {
+			s += " using " + n.Index
 		}
 		if n.Relation != "" {
 			s += " on " + n.Relation
 		}
 		out = append(out, s)
+		return true
 	})
 	if len(out) == 0 {
 		return "a plan without scans"

@@ -28,6 +28,7 @@
 // plans where the user did not ask for values redact them first.
 //
 // The package is pure: no database, no files, no logging. It does not run
-// EXPLAIN (package explain does), does not attribute a change to a cause,
+// EXPLAIN (catalog's Explainer does, for package explain's comparison and
+// the findings, which both read this package's Plan), does not attribute a change to a cause,
 // and formats nothing for people beyond EXPLAIN's own node labels.
 package plan
