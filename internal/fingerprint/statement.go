@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -143,7 +144,9 @@ func (m *classMemo) get(sql string) ([]*Class, error) {
 	if kept, ok := m.cur[sql]; ok {
 		e = kept
 	} else {
-		m.put(sql, e)
+		// The text may be a slice of a large reader buffer; a copy
+		// keeps the memo from pinning it.
+		m.put(strings.Clone(sql), e)
 	}
 	m.mu.Unlock()
 	return e.cls, e.err
