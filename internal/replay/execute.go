@@ -533,6 +533,8 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			sh.onlyTarget[te.cause]++
 			if te.baked {
 				sh.bakedIDs++
+			} else if s.fastPathSkipped {
+				sh.afterFastPath++
 			}
 		}
 		key := sampleKey{te.code, last.Fingerprint}
@@ -601,6 +603,7 @@ func answerDiffers(ev *event.Event, ans *event.Answer, i, k int, rows []int64, f
 func (s *session) skip(items []fingerprint.Item, reason results.SkipReason) {
 	i := skipIndex(reason)
 	s.faultSkip = s.faultSkip || faultSkip[i]
+	s.fastPathSkipped = s.fastPathSkipped || reason == SkipFastPath
 	s.r.c.skipped[i].Add(int64(len(items)))
 	s.r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, Skipped: reason})
 }

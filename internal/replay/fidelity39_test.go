@@ -245,3 +245,24 @@ func TestTempSchemaBaked(t *testing.T) {
 		t.Errorf("outcomes %+v: want the REINDEX failing on the target only, 3F000, counted as a baked-in id", o)
 	}
 }
+
+// TestFailureAfterFastPath: PostgreSQL's largeobject test gives a large
+// object to a role, unlinks it with psql's \lo_unlink (a fast-path call,
+// skipped), and drops the role: on the target the object is still there,
+// and DROP ROLE fails (2BP01). It is counted among the failures only on
+// the target of a session that skipped a fast-path call
+// (only_on_target_after_fast_path), not left unexplained.
+func TestFailureAfterFastPath(t *testing.T) {
+	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
+	psql(t, origin, "-c", "CREATE ROLE regress_lo_user", "-c", "SELECT lo_create(42)",
+		"-c", "ALTER LARGE OBJECT 42 OWNER TO regress_lo_user", "-c", `\lo_unlink 42`, "-c", "DROP ROLE regress_lo_user")
+	path := serverLog(t, origin)
+	target := pgclustertest.StartT(t, pgcluster.Options{})
+	res := replayFile(t, path, Options{Target: target.DSN("postgres"), Speed: 0})
+	if res.Statements.Skipped[SkipFastPath] != 1 {
+		t.Errorf("statements %+v: want \\lo_unlink's call skipped", res.Statements)
+	}
+	if o := res.Outcomes; o.FailedOnlyOnTarget != 1 || o.OnlyOnTargetBySQLState["2BP01"] != 1 || o.OnlyOnTargetAfterFastPath != 1 || o.OnlyOnTargetBakedIDs != 0 {
+		t.Errorf("outcomes %+v: want DROP ROLE failing on the target only, after the skipped fast-path call", o)
+	}
+}

@@ -107,9 +107,10 @@ type shard struct {
 	samples map[sampleKey]*results.ErrorSample
 	// onlyTarget and bakedIDs: the errors of statements that succeeded
 	// in the original, by cause (results.Outcomes).
-	onlyTarget map[string]int64
-	bakedIDs   int64
-	_          [64]byte
+	onlyTarget    map[string]int64
+	bakedIDs      int64
+	afterFastPath int64
+	_             [64]byte
 }
 
 type sampleKey struct{ code, fp string }
@@ -303,6 +304,7 @@ func mergeShards(res *results.Result, shards []*shard, paced bool) error {
 			res.Outcomes.OnlyOnTargetBySQLState[k] += v
 		}
 		res.Outcomes.OnlyOnTargetBakedIDs += s.bakedIDs
+		res.Outcomes.OnlyOnTargetAfterFastPath += s.afterFastPath
 		for _, v := range s.samples {
 			samples = append(samples, *v)
 		}

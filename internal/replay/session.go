@@ -108,6 +108,9 @@ type session struct {
 	// faultSkip: the event being handled was skipped because of a
 	// fault, so a commit it carries did not happen on the target.
 	faultSkip bool
+	// fastPathSkipped: the session skipped a fast-path function call,
+	// whose effect (a large object unlinked, written) the target lacks.
+	fastPathSkipped bool
 	// lastEnd is when the session's previous statement ended on the
 	// target, to tell the lag the target caused from the replayer's.
 	lastEnd time.Time

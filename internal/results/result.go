@@ -508,6 +508,13 @@ type Outcomes struct {
 	// the target assigned otherwise, and the 25P02s after them: not the
 	// target's doing, and not the replay's order.
 	OnlyOnTargetBakedIDs int64 `json:"only_on_target_baked_ids,omitempty"`
+	// OnlyOnTargetAfterFastPath counts those of FailedOnlyOnTarget,
+	// not among OnlyOnTargetBakedIDs, in sessions that had skipped a
+	// fast-path function call before (results.SkipFastPath): the
+	// target lacks what the call did (a large object unlinked, so that
+	// a later DROP ROLE of its owner fails), though which failure comes
+	// of it is not proven.
+	OnlyOnTargetAfterFastPath int64 `json:"only_on_target_after_fast_path,omitempty"`
 	// Answered counts the executions compared with the answer the
 	// original server gave (the input recorded it: a capture); of them,
 	// AnswerDiffers differed in outcome, SQLSTATE or row count. Both 0
