@@ -178,8 +178,12 @@ for s, rc in zip(speeds, rcs):
     r = json.load(open(f"{work}/replay-{s}.json"))
     o, st = r["outcomes"], r["statements"]
     only, baked = o["failed_only_on_target"], o.get("only_on_target_baked_ids", 0)
+    afp = o.get("only_on_target_after_fast_path", 0)
     print(f"speed {s}: exit {rc}; statements {st['total']} ({st['executed']} executed, {st['failed']} failed, skipped {st.get('skipped')})")
-    print(f"  failed only on the target: {only}, of them baked-in server-assigned ids: {baked}, the rest: {only - baked}")
+    print(f"  failed only on the target: {only}, of them baked-in server-assigned ids: {baked}, "
+          f"after a skipped fast-path call in their session: {afp}, the rest: {only - baked - afp}")
+    sy = r.get("sync") or {}
+    print(f"  wall {r.get('wall_seconds', 0):.0f} s; sync: waited {sy.get('waited')}, timeouts {sy.get('timeouts')}, deadlocks unblocked {sy.get('deadlocks_unblocked')}")
     print(f"  only on the target by cause: {o.get('only_on_target_by_sqlstate')}")
     print(f"  failed only in the original: {o['failed_only_in_original']}")
     inc = r.get("incomplete") or []
