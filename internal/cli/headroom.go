@@ -274,7 +274,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	h.cfg = headroom.Config{
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds, Integer: f.by == string(headroom.ByFold)},
-		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out,
+		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
 		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
 			s, err := sweep.LocalServerCPU(ctx, dsn)

@@ -49,6 +49,9 @@ func TestHeadroomShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	so := out.Side(headroom.Control)
+	if out.Shards != 2 {
+		t.Errorf("the outcome says %d shards, want 2", out.Shards)
+	}
 	if so == nil || so.Answer == nil || so.Baseline == nil || len(so.Steps) < 3 {
 		t.Fatalf("side %+v", so)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 )
 
 // Side is a target's name in the run: results' vocabulary.
@@ -133,6 +134,9 @@ type Config struct {
 	// CleanupTimeout bounds releases and closes after an interruption;
 	// zero: 10 minutes.
 	CleanupTimeout time.Duration
+	// Shards is how many shards the Replay function splits each step
+	// into (recorded in the Outcome); 0 or 1: none.
+	Shards int
 }
 
 // Status is how a step ended.
@@ -186,6 +190,34 @@ type SideOutcome struct {
 	USL *USL `json:"usl,omitempty"`
 	// BoundWhy says why a step was bound by other than the target.
 	BoundWhy string `json:"bound_why,omitempty"`
+	// Peak and Knee are the side's throughput curve over the ks asked,
+	// found by the step-curve finder that sweep's client counts use
+	// (package stepcurve); nil without two loads measured.
+	Peak *CurvePeak `json:"peak,omitempty"`
+	Knee *CurveKnee `json:"knee,omitempty"`
+}
+
+// CurvePeak is the k (asked) of the highest median statements per second
+// over its rounds, and the ks whose throughput cannot be told from it.
+type CurvePeak struct {
+	K              float64 `json:"k"`
+	StatementsPerS float64 `json:"statements_per_s"`
+	Lo             float64 `json:"lo_k"`
+	Hi             float64 `json:"hi_k"`
+}
+
+// CurveKnee is where more load stops paying: the k (asked) of the highest
+// statements per second over mean latency (medians over its rounds).
+// Found only when a higher k's is lower beyond noise; Lo and Hi are the
+// ks whose cannot be told from it. UpTo is the largest k measured.
+type CurveKnee struct {
+	Found          bool    `json:"found"`
+	K              float64 `json:"k,omitempty"`
+	StatementsPerS float64 `json:"statements_per_s,omitempty"`
+	MeanMS         float64 `json:"mean_ms,omitempty"`
+	Lo             float64 `json:"lo_k,omitempty"`
+	Hi             float64 `json:"hi_k,omitempty"`
+	UpTo           float64 `json:"up_to_k"`
 }
 
 // Outcome is what a headroom run found; its JSON form is documented in
@@ -194,8 +226,10 @@ type Outcome struct {
 	Version int     `json:"version"`
 	By      By      `json:"by"`
 	Speed   float64 `json:"speed"`
-	SLO     SLO     `json:"slo"`
-	Search  Search  `json:"search"`
+	// Shards is Config.Shards when above 1.
+	Shards int    `json:"shards,omitempty"`
+	SLO    SLO    `json:"slo"`
+	Search Search `json:"search"`
 	// SpanSeconds is the log's length at k = 1.
 	SpanSeconds float64             `json:"span_seconds"`
 	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
@@ -250,6 +284,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	proto := NewSearch(cfg.Search)
 	out = &Outcome{Version: OutcomeVersion, By: cfg.By, Speed: cfg.Speed, SLO: cfg.SLO, Search: *proto,
 		SpanSeconds: cfg.Span.Seconds(), ResetModes: map[Side]reset.Mode{}, StartedAt: time.Now()}
+	if cfg.Shards > 1 {
+		out.Shards = cfg.Shards
+	}
 	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]Measurement{},
 		baseline: map[Side]*Baseline{}, n: map[Side]int{}}
 	for _, t := range cfg.Targets {
@@ -554,7 +591,42 @@ func (r *run) answer() {
 		if u, ok := FitUSL(pts); ok {
 			so.USL = &u
 		}
+		so.Peak, so.Knee = peakAndKnee(so.Steps)
 	}
+}
+
+// peakAndKnee is the peak and the knee of a side's throughput over the ks
+// asked, each k's rounds its repeats; nil without two ks measured.
+func peakAndKnee(steps []Step) (*CurvePeak, *CurveKnee) {
+	var levels []stepcurve.Level
+	for _, st := range steps {
+		m := st.Measurement
+		if m == nil {
+			continue
+		}
+		i := slices.IndexFunc(levels, func(l stepcurve.Level) bool { return same(l.X, st.K) })
+		if i < 0 {
+			levels = append(levels, stepcurve.Level{X: st.K})
+			i = len(levels) - 1
+		}
+		levels[i].Throughput = append(levels[i].Throughput, m.StatementsPerS)
+		levels[i].Latency = append(levels[i].Latency, m.MeanMS)
+	}
+	if len(levels) < 2 {
+		return nil, nil
+	}
+	var peak *CurvePeak
+	if p := stepcurve.FindPeak(levels, stepcurve.Options{}); p != nil {
+		peak = &CurvePeak{K: p.X, StatementsPerS: p.Throughput, Lo: p.Lo, Hi: p.Hi}
+	}
+	var knee *CurveKnee
+	if k := stepcurve.FindKnee(levels, stepcurve.Options{}); k != nil {
+		knee = &CurveKnee{Found: k.Found, UpTo: k.UpTo}
+		if k.Found {
+			knee.K, knee.StatementsPerS, knee.MeanMS, knee.Lo, knee.Hi = k.X, k.Throughput, k.Latency, k.Lo, k.Hi
+		}
+	}
+	return peak, knee
 }
 
 // composeMap is the user's database map followed by the reset's copies.

@@ -37,7 +37,9 @@ func headroomOutcome(t *testing.T) *headroom.Outcome {
 				},
 				Answer:     &headroom.Answer{Holds: 3.1, Lo: 2.8, Hi: 3.4, AskedLo: 3, AskedHi: 4, Steps: 3},
 				FirstBreak: &headroom.FirstBreak{K: 3.9, AskedK: 4, Break: lookup},
-				USL:        &headroom.USL{Lambda: 100, Sigma: 0.02, Kappa: 0.01, PeakK: 9.9, PeakX: 610, R2: 0.98, Points: 3}},
+				USL:        &headroom.USL{Lambda: 100, Sigma: 0.02, Kappa: 0.01, PeakK: 9.9, PeakX: 610, R2: 0.98, Points: 3},
+				Peak:       &headroom.CurvePeak{K: 4, StatementsPerS: 390, Lo: 4, Hi: 6},
+				Knee:       &headroom.CurveKnee{Found: true, K: 3, StatementsPerS: 300, MeanMS: 1, Lo: 3, Hi: 3, UpTo: 6}},
 			{Side: headroom.Candidate, Baseline: &headroom.Baseline{StatementsPerS: 100},
 				Steps: []headroom.Step{
 					{Seq: 2, Side: headroom.Candidate, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
@@ -63,6 +65,7 @@ func TestWriteHeadroom(t *testing.T) {
 		"the candidate was not the limit: the replayer was",
 		"--shards",
 		"peaks at 9.9x",
+		"curve: the control's throughput was highest at 4.0x asked (4.0-6.0x within noise), 390 statements/s; more load stopped paying (statements/s over latency highest) at 3.0x",
 		"BROKE",
 	} {
 		if !strings.Contains(got, want) {

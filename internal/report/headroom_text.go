@@ -40,8 +40,33 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 
 func searchLine(out *headroom.Outcome) string {
 	s := out.Search
-	return fmt.Sprintf("steps up to %gx, %s at 1x, %s at each end of the interval", s.MaxK,
+	line := fmt.Sprintf("steps up to %gx, %s at 1x, %s at each end of the interval", s.MaxK,
 		plural(s.BaseRounds, "1 round", fmt.Sprintf("%d rounds", s.BaseRounds)), plural(s.BoundaryRounds, "1 round", fmt.Sprintf("%d rounds", s.BoundaryRounds)))
+	if out.Shards > 1 {
+		line += fmt.Sprintf(", every step in %d shards", out.Shards)
+	}
+	return line
+}
+
+// curveLine says where a side's throughput peaked and where more load
+// stopped paying (its knee), each with the ks within noise of it, as a
+// sweep says them of client counts.
+func curveLine(so *headroom.SideOutcome) string {
+	p, k := so.Peak, so.Knee
+	if p == nil || k == nil {
+		return ""
+	}
+	within := func(lo, hi float64) string {
+		if lo == hi {
+			return ""
+		}
+		return fmt.Sprintf(" (%s-%s within noise)", fmtKBare(lo), fmtK(hi))
+	}
+	line := fmt.Sprintf("curve: the %s's throughput was highest at %s asked%s, %.0f statements/s; ", so.Side, fmtK(p.K), within(p.Lo, p.Hi), p.StatementsPerS)
+	if k.Found {
+		return line + fmt.Sprintf("more load stopped paying (statements/s over latency highest) at %s%s", fmtK(k.K), within(k.Lo, k.Hi))
+	}
+	return line + fmt.Sprintf("more load still paid up to %s (no knee beyond the noise)", fmtK(k.UpTo))
 }
 
 // HeadroomLine is the answer in one sentence: "control holds 3.1x
@@ -100,6 +125,9 @@ func sideNotes(so *headroom.SideOutcome) []string {
 			out = append(out, fmt.Sprintf("on the %s the sessions' own round trips bound the load (%s): "+
 				"the same sessions cannot go faster; k times real traffic needs more sessions (--by fold)", so.Side, so.BoundWhy))
 		}
+	}
+	if line := curveLine(so); line != "" {
+		out = append(out, line)
 	}
 	if u := so.USL; u != nil {
 		var measured, topK float64
