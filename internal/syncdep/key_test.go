@@ -38,14 +38,14 @@ func TestConstantAt(t *testing.T) {
 		if len(items) != 1 || items[0].Unparsed {
 			t.Fatalf("%q: items %+v", tc.raw, items)
 		}
-		got, ok := constantAt(items[0].Query, tc.raw, tc.k)
+		got, ok := fingerprint.ConstantValue(items[0].Query, tc.raw, tc.k)
 		if ok != tc.ok || ok && got != tc.want {
 			t.Errorf("%q ($%d, normalized %q): %q %v, want %q %v", tc.raw, tc.k, items[0].Query, got, ok, tc.want, tc.ok)
 		}
 	}
 }
 
-// FuzzConstantAt: on any text the normalizer takes, constantAt does not
+// FuzzConstantAt: on any text the normalizer takes, fingerprint.ConstantValue does not
 // fail, and an integer it reads is a constant of the text.
 func FuzzConstantAt(f *testing.F) {
 	for _, s := range []string{"SELECT * FROM t WHERE id = 7", "UPDATE t SET v = $1 WHERE id = -5", "SELECT 'a''b', 3 FROM t",
@@ -58,7 +58,7 @@ func FuzzConstantAt(f *testing.F) {
 			return
 		}
 		for k := int32(1); k <= 4; k++ {
-			v, ok := constantAt(items[0].Query, raw, k)
+			v, ok := fingerprint.ConstantValue(items[0].Query, raw, k)
 			if ok && !strings.HasPrefix(v, "'") && !strings.Contains(raw, v) && !strings.Contains(raw, strings.ReplaceAll(v, "'", "''")) {
 				t.Errorf("%q: $%d read as %q, not in the text", raw, k, v)
 			}
