@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -264,5 +266,55 @@ func TestFailureAfterFastPath(t *testing.T) {
 	}
 	if o := res.Outcomes; o.FailedOnlyOnTarget != 1 || o.OnlyOnTargetBySQLState["2BP01"] != 1 || o.OnlyOnTargetAfterFastPath != 1 || o.OnlyOnTargetBakedIDs != 0 {
 		t.Errorf("outcomes %+v: want DROP ROLE failing on the target only, after the skipped fast-path call", o)
+	}
+}
+
+// TestLockWaitsSafeSnapshot: a serializable read-only deferrable
+// transaction waiting for its safe snapshot is blocked by the open
+// serializable transaction of another backend, and lockWaits names that
+// backend, so that a sync wait of that backend's session on the blocked
+// one's commit is known for a deadlock at once. Before, the wait (IPC
+// SafeSnapshot, no lock) was invisible, and in the speed-1 replay of
+// PostgreSQL's regression suite a session kept open by it waited out
+// --sync-timeout on each of its statements.
+func TestLockWaitsSafeSnapshot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	connect := func() *pgconn.PgConn {
+		conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		return conn
+	}
+	rw, ro, watch := connect(), connect(), connect()
+	if _, err := rw.Exec(ctx, "BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT 1").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ro.Exec(ctx, "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE; SELECT 1").ReadAll()
+		done <- err
+	}()
+	var edges map[uint32][]uint32
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if edges, err = lockWaits(ctx, watch); err != nil {
+			t.Fatal(err)
+		}
+		if len(edges[ro.PID()]) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if by := edges[ro.PID()]; len(by) != 1 || by[0] != rw.PID() {
+		t.Errorf("lock waits %v: want backend %d blocked by %d", edges, ro.PID(), rw.PID())
+	}
+	if _, err := rw.Exec(ctx, "COMMIT").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -877,9 +877,14 @@ func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
 }
 
 // lockWaits returns the backends waiting for a lock, each with those
-// that block it.
+// that block it; a serializable read-only deferrable transaction waiting
+// for its safe snapshot (SafeSnapshot, an IPC wait) is blocked by the
+// serializable transactions still open, which pg_blocking_pids does not
+// name: PostgreSQL's transactions test waits so, and a session kept in its
+// transaction by a sync wait on that very statement's commit waited out
+// its timeout on every statement (issue 39's speed-1 replay).
 func lockWaits(ctx context.Context, conn *pgconn.PgConn) (map[uint32][]uint32, error) {
-	res := conn.ExecParams(ctx, "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", nil, nil, nil, nil).Read()
+	res := conn.ExecParams(ctx, lockWaitsQuery, nil, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, res.Err
 	}
@@ -900,6 +905,10 @@ func lockWaits(ctx context.Context, conn *pgconn.PgConn) (map[uint32][]uint32, e
 	}
 	return edges, nil
 }
+
+// lockWaitsQuery reads lockWaits' edges.
+const lockWaitsQuery = "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' " +
+	"UNION ALL SELECT pid, pg_safe_snapshot_blocking_pids(pid) FROM pg_stat_activity WHERE wait_event_type = 'IPC' AND wait_event = 'SafeSnapshot'"
 
 // parsePIDs reads an int[] of backend pids in its text form.
 func parsePIDs(b []byte) ([]uint32, error) {
