@@ -20,22 +20,21 @@ type Assigned struct {
 	Columns []string
 }
 
-// AssignedColumns parses one SQL statement and returns the relations it
-// updates in place with the columns it assigns: the SET list of an
-// UPDATE, of INSERT ... ON CONFLICT DO UPDATE, and of a MERGE's WHEN
-// MATCHED THEN UPDATE, data-modifying CTEs included. A relation updated
-// twice is listed once, with the columns of both. nil when the statement
-// updates nothing, does not parse or holds several statements: it is not
-// part of Class, which every replayed statement gets and which only a
-// plan's explanation needs this of.
+// AssignedColumns returns the relations one SQL statement updates in
+// place with the columns it assigns: the SET list of an UPDATE, of
+// INSERT ... ON CONFLICT DO UPDATE, and of a MERGE's WHEN MATCHED THEN
+// UPDATE, data-modifying CTEs included. A relation updated twice is
+// listed once, with the columns of both. nil when the statement updates
+// nothing, does not parse or holds several statements. It is read in the
+// same parse as Statement's Class (one parse per distinct text), but it
+// is not part of the Class an Item gives, which every replayed statement
+// gets and which only a plan's explanation needs this of.
 func AssignedColumns(sql string) []Assigned {
-	res, err := pg_query.Parse(sql)
-	if err != nil || len(res.Stmts) != 1 || res.Stmts[0].Stmt == nil {
+	c, err := Statement(sql)
+	if err != nil {
 		return nil
 	}
-	var out []Assigned
-	visitAssigned(res.Stmts[0].Stmt.ProtoReflect(), &out)
-	return out
+	return c.assigned
 }
 
 func visitAssigned(m protoreflect.Message, out *[]Assigned) {

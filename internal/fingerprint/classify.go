@@ -92,6 +92,8 @@ type Class struct {
 
 	// funcNames: Funcs' names without schema (see FuncNames).
 	funcNames []string
+	// assigned: AssignedColumns' answer, set by Statements only.
+	assigned []Assigned
 	// limitSub: a SELECT with LIMIT that does not skip locked rows is
 	// somewhere in the statement (for Queue).
 	limitSub bool

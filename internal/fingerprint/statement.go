@@ -168,7 +168,11 @@ func parseStatements(sql string) memoEntry {
 	}
 	cls := make([]*Class, len(res.Stmts))
 	for i, st := range res.Stmts {
-		cls[i] = classifyNode(st.Stmt)
+		c := classifyNode(st.Stmt)
+		if st.Stmt != nil {
+			visitAssigned(st.Stmt.ProtoReflect(), &c.assigned)
+		}
+		cls[i] = c
 	}
 	return memoEntry{cls: cls}
 }

@@ -55,7 +55,7 @@ func TestStatementClass(t *testing.T) {
 
 // TestStatementParsedOnce checks that a text is parsed once however many
 // times, and through however many of the package's functions, it is
-// asked about.
+// asked about (explain asks Statement and AssignedColumns of one text).
 func TestStatementParsedOnce(t *testing.T) {
 	const q = "SELECT a FROM parsed_once_t WHERE b = $1"
 	before := ClassParses()
@@ -63,6 +63,7 @@ func TestStatementParsedOnce(t *testing.T) {
 		Classify(q)
 		PlainSelect(q)
 		Statement(q)
+		AssignedColumns(q)
 	}
 	if n := ClassParses() - before; n != 1 {
 		t.Errorf("parsed %d times, want 1", n)
