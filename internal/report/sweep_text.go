@@ -209,7 +209,11 @@ func peakCliffLines(c sweep.ConfigRun) string {
 		fmt.Fprintf(&b, "  knee:  %d clients%s, %.1f TPS at %.3f ms mean: from %d to %d clients TPS grew %.2fx while latency grew %.2fx\n",
 			k.Clients, within, k.TPS, k.MeanMS, k.Clients, k.NextClients, k.TPSGrowth, k.LatencyGrowth)
 	default:
-		fmt.Fprintf(&b, "  knee:  none up to %d clients: no step bought less throughput than it cost in latency beyond the noise\n", k.UpTo)
+		fmt.Fprintf(&b, "  knee:  none up to %d clients: no step bought less throughput than it cost in latency beyond the noise", k.UpTo)
+		if k.Lo > 0 && k.Lo < k.UpTo {
+			fmt.Fprintf(&b, "; a knee, if any, is at %d clients or more", k.Lo)
+		}
+		b.WriteString("\n")
 	}
 	pk := c.Peak
 	switch k := c.Knee; {

@@ -30,7 +30,8 @@ type BreakOptions struct {
 	// DefaultNoiseFloor when 0.
 	NoiseFloor float64
 	// Z, when above 0, is how many standard errors of its mean margin
-	// a level must be beyond 0 to count: broken only when every
+	// (and of the reference's, with RefRounds) a level must be beyond 0
+	// to count: broken only when every
 	// reading broke and the mean margin is above Z standard errors,
 	// held only when every reading held and it is below -Z. A level
 	// between is within the noise (neither end of the bracket). 0: the
@@ -124,9 +125,9 @@ func levels(readings []Reading, ref float64) []level {
 // held throughout.
 func Bracket(readings []Reading, o BreakOptions) (lo, hi float64, ok bool) {
 	ls := levels(readings, o.Ref)
-	se := 0.0
+	sigma := 0.0
 	if o.Z > 0 {
-		se = max(pooledSD(readings, o.Ref), o.noiseFloor())
+		sigma = max(pooledSD(readings, o.Ref), o.noiseFloor())
 	}
 	sure := func(l level, broke bool) bool {
 		if same(l.x, o.Ref) {
@@ -139,7 +140,12 @@ func Bracket(readings []Reading, o BreakOptions) (lo, hi float64, ok bool) {
 			return true
 		}
 		m := l.sum / float64(l.runs)
-		lim := o.Z * se / math.Sqrt(float64(l.runs))
+		// The level's mean and the reference's both carry noise.
+		v := 1 / float64(l.runs)
+		if o.RefRounds > 0 {
+			v += 1 / float64(o.RefRounds)
+		}
+		lim := o.Z * sigma * math.Sqrt(v)
 		if broke {
 			return m > lim
 		}

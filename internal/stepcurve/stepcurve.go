@@ -52,6 +52,11 @@ type Options struct {
 	Noise float64
 	// MinEffect is DefaultMinEffect when 0.
 	MinEffect float64
+	// Floor is a noise floor (a factor >= 1) measured over the whole
+	// curve (CurveNoise), which every comparison's floor is at least:
+	// one level's few readings may lie close by chance, where the
+	// steps' noise is larger.
+	Floor float64
 }
 
 func (o Options) stats() stats.Options {
@@ -102,11 +107,49 @@ func Compare(a, b []float64, o Options) Diff {
 	if nb, ok := stats.NoiseFloor(b, 1e-9); ok && nb > d.Noise {
 		d.Noise = nb
 	}
+	d.Noise = max(d.Noise, o.Floor)
 	d.Same = r.Change == stats.Same || !r.Beyond || max(d.Ratio, 1/d.Ratio) < d.Noise
 	if math.IsInf(d.High, 1) {
 		d.High = math.MaxFloat64
 	}
 	return d
+}
+
+// CurveNoise is the noise of one reading over whole curves: the pooled
+// standard deviation of ln(throughput) within each level of each curve
+// (sigma, 0 without a repeated level), and the noise floor it implies,
+// the range three readings span on average (exp(1.693 sigma), as
+// stats.NoiseFloor's floor of three runs).
+func CurveNoise(curves ...[]Level) (sigma, floor float64) {
+	var ss float64
+	df := 0
+	for _, ls := range curves {
+		for _, l := range ls {
+			var xs []float64
+			for _, t := range l.Throughput {
+				if t > 0 {
+					xs = append(xs, math.Log(t))
+				}
+			}
+			if len(xs) < 2 {
+				continue
+			}
+			var m float64
+			for _, x := range xs {
+				m += x
+			}
+			m /= float64(len(xs))
+			for _, x := range xs {
+				ss += (x - m) * (x - m)
+			}
+			df += len(xs) - 1
+		}
+	}
+	if df == 0 {
+		return 0, 1
+	}
+	sigma = math.Sqrt(ss / float64(df))
+	return sigma, math.Exp(1.693 * sigma)
 }
 
 // Peak is the level with the highest median throughput.

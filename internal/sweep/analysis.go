@@ -37,11 +37,20 @@ func levels(steps []Step) []stepcurve.Level {
 // reach the same throughput more cheaply. It is nil without steps.
 func FindPeak(steps []Step) *Peak {
 	ls := levels(steps)
-	p := stepcurve.FindPeak(ls, stepcurve.Options{})
+	p := stepcurve.FindPeak(ls, curveOptions(ls))
 	if p == nil {
 		return nil
 	}
 	return &Peak{Clients: int(p.X), TPS: p.Throughput, Lo: int(p.Lo), Hi: int(p.Hi), Steps: repeats(ls, p.X)}
+}
+
+// curveOptions are the comparisons' options for curves: their floor is
+// the noise of a step over every client count (stepcurve.CurveNoise),
+// so that a client count whose few steps lay close by chance is not
+// judged by that alone.
+func curveOptions(curves ...[]stepcurve.Level) stepcurve.Options {
+	_, floor := stepcurve.CurveNoise(curves...)
+	return stepcurve.Options{Floor: floor}
 }
 
 func repeats(ls []stepcurve.Level, x float64) int {
@@ -63,20 +72,21 @@ func repeats(ls []stepcurve.Level, x float64) int {
 //
 // Found is true only when a later client count's power is lower than the
 // knee's beyond noise; Lo and Hi are the client counts whose power cannot
-// be told from the knee's. Unlike the peak, which on a flat curve spans
+// be told from the knee's. Without it, Lo to Hi (the highest client
+// count) is where the knee may still be: from the highest power measured
+// on, every later one within noise of it. Unlike the peak, which on a flat curve spans
 // every client count, the knee is narrow on a flat curve: latency grows
 // with every client there. UpTo is the highest client count measured.
 func FindKnee(steps []Step) *Knee {
 	ls := levels(steps)
-	k := stepcurve.FindKnee(ls, stepcurve.Options{})
+	k := stepcurve.FindKnee(ls, curveOptions(ls))
 	if k == nil {
 		return nil
 	}
-	out := &Knee{Found: k.Found, UpTo: int(k.UpTo)}
+	out := &Knee{Found: k.Found, UpTo: int(k.UpTo), Lo: int(k.Lo), Hi: int(k.Hi)}
 	if k.Found {
 		out.Clients, out.TPS, out.MeanMS = int(k.X), k.Throughput, k.Latency
 		out.NextClients, out.TPSGrowth, out.LatencyGrowth = int(k.Next), k.ThroughputGrowth, k.LatencyGrowth
-		out.Lo, out.Hi = int(k.Lo), int(k.Hi)
 	}
 	return out
 }
@@ -103,7 +113,7 @@ const CliffNoiseFloor = 0.15
 // the ratio, widened by that noise. It is nil without steps.
 func FindCliff(steps []Step, ratio float64) *Cliff {
 	ls := levels(steps)
-	peak := stepcurve.FindPeak(ls, stepcurve.Options{})
+	peak := stepcurve.FindPeak(ls, curveOptions(ls))
 	if peak == nil {
 		return nil
 	}
@@ -128,7 +138,10 @@ func FindCliff(steps []Step, ratio float64) *Cliff {
 			rs = append(rs, stepcurve.Reading{X: l.X, Margin: m, Held: m <= 0})
 		}
 	}
-	b := stepcurve.FindBreak(rs, stepcurve.BreakOptions{Ref: peak.X, RefRounds: repeats(ls, peak.X), NoiseFloor: CliffNoiseFloor, Z: CliffZ})
+	// The noise of a step's margin: at least the floor, and the noise of
+	// the steps' TPS over every client count, the peak's included.
+	sigma, _ := stepcurve.CurveNoise(ls)
+	b := stepcurve.FindBreak(rs, stepcurve.BreakOptions{Ref: peak.X, RefRounds: repeats(ls, peak.X), NoiseFloor: max(CliffNoiseFloor, sigma/scale), Z: CliffZ})
 	if !b.Found {
 		return c
 	}
@@ -180,6 +193,11 @@ func CompareConfigs(configs []ConfigRun) []Comparison {
 		return nil
 	}
 	base := configs[0]
+	var all [][]stepcurve.Level
+	for _, cfg := range configs {
+		all = append(all, levels(cfg.Steps))
+	}
+	opts := curveOptions(all...)
 	var out []Comparison
 	for _, bl := range levels(base.Steps) {
 		n := int(bl.X)
@@ -200,7 +218,7 @@ func CompareConfigs(configs []ConfigRun) []Comparison {
 			c.P95[cfg.Name] = stats.Median(p95)
 			if b := stats.Median(bl.Throughput); b > 0 {
 				c.Ratio[cfg.Name] = c.TPS[cfg.Name] / b
-				c.Change[cfg.Name] = stepcurve.Compare(bl.Throughput, tps, stepcurve.Options{})
+				c.Change[cfg.Name] = stepcurve.Compare(bl.Throughput, tps, opts)
 			}
 		}
 		out = append(out, c)

@@ -192,10 +192,10 @@ func TestKnee(t *testing.T) {
 		// knee is where throughput stopped paying, at once.
 		{"flat with noise", lat(1, 5000, 0.2, 2, 5150, 0.39, 4, 4950, 0.81, 8, 5050, 1.58, 16, 5200, 3.1),
 			&Knee{Found: true, Clients: 1, TPS: 5000, MeanMS: 0.2, NextClients: 2, TPSGrowth: 5150.0 / 5000, LatencyGrowth: 0.39 / 0.2, Lo: 1, Hi: 1, UpTo: 16}},
-		{"every step pays", lat(1, 100, 1, 2, 200, 1, 4, 390, 1.02), &Knee{UpTo: 4}},
+		{"every step pays", lat(1, 100, 1, 2, 200, 1, 4, 390, 1.02), &Knee{Lo: 4, Hi: 4, UpTo: 4}},
 		// 4 clients' power is 5% below 2's: within the noise of one
 		// reading, so no knee is called.
-		{"a knee within the noise is none", lat(1, 100, 1, 2, 200, 1, 4, 390, 2.05), &Knee{UpTo: 4}},
+		{"a knee within the noise is none", lat(1, 100, 1, 2, 200, 1, 4, 390, 2.05), &Knee{Lo: 2, Hi: 4, UpTo: 4}},
 		{"one step", lat(1, 100, 1), &Knee{UpTo: 1}},
 		{"untimed steps are passed over", lat(1, 100, 0, 2, 200, 1, 4, 210, 1.9),
 			&Knee{Found: true, Clients: 2, TPS: 200, MeanMS: 1, NextClients: 4, TPSGrowth: 210.0 / 200, LatencyGrowth: 1.9, Lo: 2, Hi: 2, UpTo: 4}},

@@ -171,10 +171,11 @@ type Hot struct {
 // client count with the highest TPS over mean latency, medians over its
 // repeats; from Clients to NextClients TPS grew by the factor TPSGrowth
 // and mean latency by LatencyGrowth. Found is false when no later client
-// count's TPS over latency is lower beyond noise; the other fields are
-// then empty. Lo and Hi are the client counts whose TPS over latency
-// cannot be told from the knee's. UpTo is the highest client count
-// measured.
+// count's TPS over latency is lower beyond noise; the other fields but
+// Lo and Hi are then empty. Lo and Hi are the client counts whose TPS
+// over latency cannot be told from the knee's (without Found: where the
+// knee may still be, from the highest TPS over latency measured up to the
+// last client count). UpTo is the highest client count measured.
 type Knee struct {
 	Found         bool    `json:"found"`
 	Clients       int     `json:"clients,omitempty"`
