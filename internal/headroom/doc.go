@@ -14,7 +14,10 @@
 // A repeated round that disagrees moves the end outward, to the next k
 // whose rounds all agree, so that noise widens the interval instead of
 // moving it. The answer is that interval, with an estimate inside it where
-// the steps' margins to the SLO cross zero (Search, Answer).
+// the steps' margins to the SLO cross zero (Search, Answer). The bracket,
+// its interval and the estimate are package stepcurve's break finder,
+// which sweep's cliff uses too; each side's throughput curve over k gets
+// its peak and knee from the same package, as a sweep's client counts do.
 //
 // k is what was achieved, not what was asked: each step's statements per
 // second over its baseline's. A step can fall short of what was asked for
