@@ -69,3 +69,25 @@ func TestStatementParsedOnce(t *testing.T) {
 		t.Errorf("parsed %d times, want 1", n)
 	}
 }
+
+// TestItemCreates: an Item's Class (what the replay's pre-flight reads)
+// names what a CREATE makes, also where the normalized text does not
+// parse (PASSWORD $1) and the logged text is read instead.
+func TestItemCreates(t *testing.T) {
+	for text, want := range map[string][]string{
+		"CREATE ROLE app LOGIN PASSWORD 'secret'":                 {"role:app"},
+		"CREATE USER \"Web\" WITH PASSWORD 'x'":                   {"role:Web"},
+		"CREATE DATABASE shop TEMPLATE template0 ENCODING 'UTF8'": {"db:shop"},
+		"CREATE ROLE a; CREATE DATABASE b":                        {"role:a", "db:b"},
+	} {
+		var got []string
+		for _, it := range Compute(text) {
+			if c := it.Class(text).Creates; c != "" {
+				got = append(got, c)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: %v, want %v", text, got, want)
+		}
+	}
+}

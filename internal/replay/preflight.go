@@ -91,14 +91,16 @@ func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64
 					sc.Logins = append(sc.Logins, l)
 				}
 			}
+			// One Class per statement says both what it destroys and
+			// what it creates.
+			creates := startsWithCreate(ev.Query)
 			for _, it := range r.cache.Get(ev.Query) {
-				if cl := it.Class(ev.Query); cl.Destructive != "" {
+				cl := it.Class(ev.Query)
+				if cl.Destructive != "" {
 					sc.Destructive[cl.Destructive]++
 				}
-			}
-			if startsWithCreate(ev.Query) {
-				for _, name := range createdNames(ev.Query) {
-					created[name] = true
+				if creates && cl.Creates != "" {
+					created[cl.Creates] = true
 				}
 			}
 		}
