@@ -1,0 +1,247 @@
+// Package judge turns the runs of two sides (or one run alone) into one
+// typed verdict: the comparison and its verdict, the plans behind it on
+// both targets, and the findings, so that every command that judges
+// (rehearse, report, replay's own findings, analyze, findings) does it
+// the same way and only renders what it returns.
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// Run is one run of a side as the judge reads it: its result, the
+// workload the findings read from it, and the server-side evidence its
+// replay kept (nil when none, or unreadable: only the page's evidence
+// sections are lost).
+type Run struct {
+	Result   *results.Result
+	Workload *findings.Workload
+	Evidence *observe.Evidence
+}
+
+// NewRun reads res once for the judge.
+func NewRun(res *results.Result) Run {
+	ev, _ := observe.Decode(res.Evidence)
+	return Run{Result: res, Workload: findings.FromResult(res), Evidence: ev}
+}
+
+// NewRuns is NewRun of each result.
+func NewRuns(rs []*results.Result) []Run {
+	out := make([]Run, len(rs))
+	for i, res := range rs {
+		out[i] = NewRun(res)
+	}
+	return out
+}
+
+// Results are the runs' results, in order.
+func Results(runs []Run) []*results.Result {
+	out := make([]*results.Result, len(runs))
+	for i, r := range runs {
+		out[i] = r.Result
+	}
+	return out
+}
+
+// Stage is a part of the verdict, reported to Options.OnStage as soon as
+// it is known.
+type Stage int
+
+const (
+	// StageCompared: Verdict.Comparison is set.
+	StageCompared Stage = iota + 1
+	// StageExplaining: the plans are about to be explained on both
+	// targets (which may take a while).
+	StageExplaining
+	// StageExplained: Verdict.Plans is set.
+	StageExplained
+	// StageFindings: Verdict.Findings (nil when the run holds no
+	// workload), Verdict.CatalogErr and Verdict.FindingsErr are set.
+	StageFindings
+)
+
+// Catalog says where the findings read the candidate's catalog (its
+// tables, indexes, statistics and plans).
+type Catalog struct {
+	// DSN is the server; empty: no catalog, and the findings that need
+	// one say so.
+	DSN string
+	// Database is the database to read there; empty: the DSN's own.
+	Database string
+	// ExplainAnalyze allows the findings to run EXPLAIN ANALYZE of
+	// plain SELECTs.
+	ExplainAnalyze bool
+	// Required makes a catalog that cannot be reached an error of the
+	// findings, none evaluated; otherwise they are evaluated without
+	// it, and the error is Verdict.CatalogErr.
+	Required bool
+}
+
+// FindingsOptions ask the judge for the findings of the candidate's
+// first run (the only run when there is no candidate), judged against
+// the baseline's first run (errors only on the candidate).
+type FindingsOptions struct {
+	Catalog Catalog
+	Options findings.Options
+}
+
+// Options are what to judge beyond the comparison.
+type Options struct {
+	// Compare are the comparison's options: its floors and rules.
+	Compare compare.Options
+	// Plans explains the plans behind the comparison on both targets;
+	// nil leaves them out.
+	Plans *compareplans.Options
+	// Examples, when set, gives the plans a real execution of the
+	// statements whose normalized text cannot be explained, from the
+	// comparison (compareplans.Options.Examples).
+	Examples func(*compare.Report) func(fingerprint string) *explain.Sample
+	// Findings evaluates the findings; nil leaves them out.
+	Findings *FindingsOptions
+	// OnStage is called as each part of the verdict is known, before
+	// the next (perhaps long) one starts, so that a command shows it at
+	// once; an error it returns stops the judging with that error.
+	OnStage func(Stage, *Verdict) error
+}
+
+// Verdict is everything the judge found.
+type Verdict struct {
+	// Comparison is the comparison of the candidate's runs with the
+	// baseline's, or the summary of the one run.
+	Comparison *compare.Report
+	// Plans are the plans explained on both targets; nil when not asked.
+	Plans *compareplans.Result
+	// Findings are the findings; nil when not asked or when the run
+	// holds no workload.
+	Findings *findings.Report
+	// CatalogErr is why the candidate's catalog could not be read: the
+	// findings that need it are left out (Catalog.Required unset).
+	CatalogErr error
+	// FindingsErr is why the findings could not be evaluated (Ctrl-C,
+	// or a catalog that Catalog.Required and could not be reached).
+	FindingsErr error
+}
+
+// Judge compares the candidate's runs with the baseline's (or summarizes
+// the baseline's one run when there is no candidate), then explains the
+// plans and evaluates the findings as opts ask. A comparison that cannot
+// be made returns its error (compare.ErrIncomplete,
+// *compare.MixedLatencyError) and no verdict; plans that fail (Ctrl-C)
+// return the verdict so far with the error; findings that fail are
+// Verdict.FindingsErr, and the rest of the verdict stands.
+func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error) {
+	if len(base) == 0 {
+		return nil, errors.New("judge: no baseline run")
+	}
+	v := &Verdict{}
+	var err error
+	if v.Comparison, err = comparison(base, cand, opts.Compare); err != nil {
+		return nil, err
+	}
+	if err := stage(opts, StageCompared, v); err != nil {
+		return v, err
+	}
+	if opts.Plans != nil {
+		if err := stage(opts, StageExplaining, v); err != nil {
+			return v, err
+		}
+		po := *opts.Plans
+		if opts.Examples != nil {
+			po.Examples = opts.Examples(v.Comparison)
+		}
+		v.Plans, err = compareplans.Run(ctx, compareplans.Input{Report: v.Comparison, Baseline: Results(base), Candidate: Results(cand)}, po)
+		if err != nil {
+			return v, err
+		}
+		if err := stage(opts, StageExplained, v); err != nil {
+			return v, err
+		}
+	}
+	if opts.Findings != nil {
+		last := base[0]
+		in := findings.Input{}
+		if len(cand) > 0 {
+			last = cand[0]
+			in.Baseline = base[0].Workload
+		}
+		if last.Workload != nil {
+			in.Workload, in.Observed = last.Workload, findings.ObservedFromResult(last.Result)
+			v.Findings, v.CatalogErr, v.FindingsErr = Findings(ctx, in, opts.Findings.Catalog, v.Plans, opts.Findings.Options)
+		}
+		if err := stage(opts, StageFindings, v); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+func stage(opts Options, s Stage, v *Verdict) error {
+	if opts.OnStage == nil {
+		return nil
+	}
+	return opts.OnStage(s, v)
+}
+
+// comparison is compare.Runs of the two sides, or the summary of the
+// baseline's one run, refused as compare.Validate says unless the
+// options allow an incomplete one.
+func comparison(base, cand []Run, opts compare.Options) (*compare.Report, error) {
+	if len(cand) == 0 {
+		if err := compare.Validate(base[0].Result); err != nil && !opts.AllowIncomplete {
+			return nil, err
+		}
+		return compare.Summarize(base[0].Result), nil
+	}
+	return compare.Runs(Results(base), Results(cand), opts)
+}
+
+// Findings evaluates the findings of in with the catalog of cat, reading
+// the candidate's plans already explained (plans, when not nil) so that
+// the findings and the plans section speak of the same plans. A catalog
+// that cannot be reached is catalogErr, the findings evaluated without
+// it, or err when cat.Required.
+func Findings(ctx context.Context, in findings.Input, cat Catalog, plans *compareplans.Result, opts findings.Options) (rep *findings.Report, catalogErr, err error) {
+	closeConn, cerr := findings.ConnectTo(ctx, cat.DSN, cat.Database, cat.ExplainAnalyze, &in)
+	switch {
+	case cerr != nil && cat.Required:
+		return nil, nil, cerr
+	case cerr != nil:
+		catalogErr = cerr
+	default:
+		defer closeConn()
+		if ce, ok := in.Explainer.(*catalog.Explainer); ok && plans != nil && plans.Findings != nil {
+			plans.Findings.Next = ce
+			in.Explainer = plans.Findings
+		}
+	}
+	rep, err = findings.Evaluate(ctx, in, opts)
+	if err != nil {
+		return nil, catalogErr, err
+	}
+	return rep, catalogErr, nil
+}
+
+// String names the stage, for messages and tests.
+func (s Stage) String() string {
+	switch s {
+	case StageCompared:
+		return "compared"
+	case StageExplaining:
+		return "explaining"
+	case StageExplained:
+		return "explained"
+	case StageFindings:
+		return "findings"
+	}
+	return fmt.Sprintf("Stage(%d)", int(s))
+}
