@@ -38,6 +38,13 @@ func FuzzStderrReader(f *testing.F) {
 			f.Add(b, uint8(5))
 		}
 	}
+	// A parallel worker's error and its leader's under the bare prefix
+	// (held, then dropped), and one released by another line.
+	f.Add([]byte(ts+" [7] ERROR:  division by zero\n"+ts+" [7] STATEMENT:  SELECT 1/a FROM t\n"+
+		ts+" [6] LOG:  duration: 1.0 ms  statement: SELECT 2\n"+
+		ts+" [6] ERROR:  division by zero\n"+ts+" [6] CONTEXT:  parallel worker\n"+ts+" [6] STATEMENT:  SELECT 1/a FROM t\n"+
+		ts+" [8] ERROR:  division by zero\n"+ts+" [8] STATEMENT:  SELECT 1/0\n"+ts+" [8] LOG:  duration: 1.0 ms  statement: SELECT 3\n"), uint8(len(fuzzPrefixes)))
+	f.Add([]byte(ts+" [1] LOG:  duration: 0.2 ms  fastpath function call: \"lo_open\" (OID 952)\n"), uint8(len(fuzzPrefixes)))
 	f.Fuzz(func(t *testing.T, in []byte, which uint8) {
 		ps := fuzzPrefixes[int(which)%len(fuzzPrefixes)]
 		r, err := NewReader(bytes.NewReader(in), "fuzz", Options{Format: FormatStderr, Prefix: ps})

@@ -605,7 +605,7 @@ func (in *interpreter) log(e *entry) {
 				in.parse(e, msg[len("parse "):], dur)
 				return
 			}
-			if msg[1] == 'l' && strings.HasPrefix(msg, "plan:") {
+			if len(msg) > 1 && msg[1] == 'l' && strings.HasPrefix(msg, "plan:") {
 				// auto_explain: "duration: 0.046 ms  plan:\n..."
 				in.plan(e, msg[len("plan:"):], dur)
 				return
