@@ -210,7 +210,7 @@ func peakCliffLines(c sweep.ConfigRun) string {
 			k.Clients, within, k.TPS, k.MeanMS, k.Clients, k.NextClients, k.TPSGrowth, k.LatencyGrowth)
 	default:
 		fmt.Fprintf(&b, "  knee:  none up to %d clients: no step bought less throughput than it cost in latency beyond the noise", k.UpTo)
-		if k.Lo > 0 && k.Lo < k.UpTo {
+		if k.Lo > 1 && k.Lo < k.UpTo {
 			fmt.Fprintf(&b, "; a knee, if any, is at %d clients or more", k.Lo)
 		}
 		b.WriteString("\n")
