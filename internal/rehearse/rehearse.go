@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -684,4 +685,12 @@ func ReadOutcome(dir string) (*Outcome, error) {
 		}
 	}
 	return &out, nil
+}
+
+// RoundOf is the replay of round onto target, for replayrun.Config.Round:
+// the target, the round's database map (its reset's copies), the side's
+// target logs, and the round and side written into its result.
+func RoundOf(round Round, target Target) replayrun.Round {
+	return replayrun.Round{Target: target.DSN, DatabaseMap: round.DatabaseMap, TargetLogs: round.Logs,
+		Part: &results.Part{Round: round.N, Side: round.Side}}
 }

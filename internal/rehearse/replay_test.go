@@ -265,19 +265,16 @@ func replayAt(logPath, prefix string, speed float64, obs *observe.Options, befor
 		cfg := replayrun.Config{
 			Input:         source.Paths{logPath},
 			Source:        source.Options{Log: logread.Options{Prefix: prefix}},
-			Replay:        replay.Options{Target: tg.DSN, Speed: speed, DatabaseMap: round.DatabaseMap, MaxLost: 0.001},
+			Replay:        replay.Options{Speed: speed, MaxLost: 0.001},
 			SkipPreflight: true,
 			MaxSkipped:    0.1,
 			MaxErrorRate:  100,
-		}
-		if obs != nil {
-			o := *obs
-			cfg.Observe = &o
+			Observe:       obs,
 		}
 		if len(round.Logs) > 0 {
-			cfg.TargetLogs, cfg.TargetLogPrefix = round.Logs, prefix
+			cfg.TargetLogPrefix = prefix
 		}
-		o, err := replayrun.Run(ctx, cfg)
+		o, err := cfg.Rounds()(ctx, RoundOf(round, tg))
 		if err != nil {
 			return nil, err
 		}
