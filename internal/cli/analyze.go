@@ -19,6 +19,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -216,12 +217,7 @@ func analysisFindings(ctx context.Context, f analyzeFlags, res *results.Result, 
 	if obs != nil {
 		in.Observed = obs.Result()
 	}
-	closeConn, err := connectFindings(ctx, f.dsn, false, &in)
-	if err != nil {
-		return nil, err
-	}
-	defer closeConn()
-	rep, err := findings.Evaluate(ctx, in, findings.Options{})
+	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: f.dsn, Required: true}, nil, findings.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -121,12 +122,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 			return usageError("--baseline %s is not an analysis or replay JSON", f.baseline)
 		}
 	}
-	closeConn, err := connectFindings(ctx, f.dsn, f.explainAnalyze, &in)
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	rep, err := findings.Evaluate(ctx, in, f.opts)
+	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: f.dsn, ExplainAnalyze: f.explainAnalyze, Required: true}, nil, f.opts)
 	if err != nil {
 		return err
 	}
@@ -154,12 +150,6 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		}
 	}
 	return nil
-}
-
-// connectFindings is findings.Connect: the server inputs of the
-// findings from dsn.
-func connectFindings(ctx context.Context, dsn string, explainAnalyze bool, in *findings.Input) (func(), error) {
-	return findings.Connect(ctx, dsn, explainAnalyze, in)
 }
 
 // readResult reads an analysis or replay JSON, or returns nil when path is

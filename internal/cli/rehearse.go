@@ -13,13 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -433,19 +432,7 @@ func quoteAll(ss []string) []string {
 // would fail the replay command stops the rehearsal with that error (and
 // its exit code); an interrupted one returns its partial result.
 func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target rehearse.Target) (*results.Result, error) {
-	cfg := r.replay
-	cfg.Replay.Target = target.DSN
-	cfg.Replay.DatabaseMap = round.DatabaseMap
-	cfg.TargetLogs = round.Logs
-	cfg.Part = &results.Part{Round: round.N, Side: results.Side(round.Side)}
-	if cfg.Replay.Samples != nil {
-		// Each round keeps its own executions.
-		cfg.Replay.Samples = results.NewSampler(0)
-	}
-	if cfg.Observe != nil {
-		o := *cfg.Observe
-		cfg.Observe = &o
-	}
+	cfg := r.replay.Round(rehearse.RoundOf(round, target))
 	start := time.Now()
 	if round.N == 1 {
 		// Each target's logins are shown once.
@@ -473,15 +460,12 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	// What stops the rehearsal is what would fail the replay command,
 	// except what the comparison judges between the two sides: the
 	// error rate and a divergence.
-	stop := *o
-	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why replayrun.Reason) bool {
-		return why == replayrun.ReasonErrorRate || why == replayrun.ReasonDiverged
-	})
+	stop := o.RoundStop(false)
 	if stop.First() == replayrun.ReasonTargetLog {
 		// replay's words name its --target-log; here each side has its own.
 		return o.Result, fmt.Errorf("--%s-log: %w", round.Side, o.TargetLogErr)
 	}
-	if err := replayExit(&stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
+	if err := replayExit(stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
 		return o.Result, err
 	}
 	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
@@ -619,114 +603,102 @@ func firstLine(s string) string {
 // then marked partial, never a pass.
 func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Outcome, rules []compare.Rule) (*compare.Report, error) {
 	f := r.f
-	var rep *compare.Report
-	var frep *findings.Report
-	var findingsErr error
-	var plans *compareplans.Result
-	var base, cand []reportRun
+	var v *judge.Verdict
+	var base, cand []judge.Run
 	if len(out.Control) > 0 && len(out.Candidate) > 0 {
 		minMS := f.minEffectMS
 		if minMS == 0 {
 			minMS = -1 // none, as asked
 		}
-		var err error
 		// Every round was observed (pg_stat_statements deltas, server
 		// work per call): a round without them is said to leave server
 		// work uncompared.
-		rep, err = rehearse.Compare(out, compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
-			ExpectWork: r.replay.Observe != nil})
-		if err != nil {
-			if errors.Is(err, compare.ErrIncomplete) {
-				return nil, refused(err)
-			}
-			return nil, err
-		}
-		if err := report.WriteComparison(w, rep, f.top); err != nil {
-			return nil, fmt.Errorf("write summary: %w", err)
-		}
-		base, cand = runsOf(out.Control), runsOf(out.Candidate)
-		if f.explain && !out.Interrupted {
-			pf := f.plans
-			pf.controlDSN, pf.candidateDSN, pf.database = f.control, f.candidate, r.database
-			pf.databases = keptDatabases(out)
-			pf.examples = r.examples(ctx, rep)
-			if plans, err = reportPlans(ctx, r.stdio.Stderr, pf, rep, base, cand); err != nil {
-				return nil, err
-			}
-			if err := report.WritePlans(w, plans.Report, plans.Flagged, planHints); err != nil {
-				return nil, fmt.Errorf("write plans: %w", err)
-			}
+		opts := judge.Options{Compare: out.CompareOptions(compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
+			ExpectWork: r.replay.Observe != nil})}
+		kept := keptDatabases(out)
+		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
+			opts.Plans = &compareplans.Options{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
+				Database: r.database, Databases: kept}
+			opts.Examples = func(rep *compare.Report) func(string) *explain.Sample { return r.examples(ctx, rep) }
 		}
 		if f.findings {
-			// Interrupted, the findings are left out; the rounds and
-			// the comparison are still written.
-			if frep, findingsErr = r.findings(ctx, base, cand, plans, keptDatabases(out)); findingsErr != nil {
-				frep = nil
-			}
-			if frep != nil {
-				fmt.Fprintln(w)
-				// Its shares of time are of one round: say which.
-				fmt.Fprintln(w, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
-				if err := report.WriteFindings(w, frep, replayHints); err != nil {
-					return nil, fmt.Errorf("write findings: %w", err)
+			// Without --findings-dsn, the candidate target in the
+			// workload's database (its last round's copy when kept),
+			// with the plans already made.
+			cat := judge.Catalog{DSN: f.findingsDSN}
+			if cat.DSN == "" {
+				cat.DSN, cat.Database = f.candidate, r.database
+				if to, ok := kept[explain.Candidate][cat.Database]; ok {
+					cat.Database = to
 				}
 			}
+			opts.Findings = &judge.FindingsOptions{Catalog: cat}
+		}
+		opts.OnStage = func(st judge.Stage, v *judge.Verdict) error {
+			switch st {
+			case judge.StageCompared:
+				if err := report.WriteComparison(w, v.Comparison, f.top); err != nil {
+					return fmt.Errorf("write summary: %w", err)
+				}
+			case judge.StageExplaining:
+				fmt.Fprintf(r.stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
+			case judge.StageExplained:
+				if err := report.WritePlans(w, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
+					return fmt.Errorf("write plans: %w", err)
+				}
+			case judge.StageFindings:
+				if v.CatalogErr != nil {
+					fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", v.CatalogErr)
+				}
+				// Interrupted, the findings are left out; the rounds
+				// and the comparison are still written.
+				if v.Findings != nil {
+					fmt.Fprintln(w)
+					// Its shares of time are of one round: say which.
+					fmt.Fprintln(w, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
+					if err := report.WriteFindings(w, v.Findings, replayHints); err != nil {
+						return fmt.Errorf("write findings: %w", err)
+					}
+				}
+			}
+			return nil
+		}
+		base, cand = judge.NewRuns(out.Control), judge.NewRuns(out.Candidate)
+		var err error
+		if v, err = judge.Judge(ctx, base, cand, opts); err != nil {
+			switch {
+			case errors.Is(err, compare.ErrIncomplete):
+				return nil, refused(err)
+			case errors.Is(err, context.Canceled) && v != nil && v.Comparison != nil:
+				return nil, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
+			}
+			return nil, err
 		}
 	} else {
 		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
 	}
 	if f.jsonPath != "" {
-		doc := rehearseOutput{Findings: frep, Rehearsal: out}
-		if plans != nil {
-			doc.Plans = plans.Report
-		}
-		if rep != nil {
-			doc.ComparisonJSON = report.ComparisonDocument(rep)
+		doc := rehearseOutput{Rehearsal: out}
+		if v != nil {
+			doc.ComparisonJSON, doc.Findings = report.ComparisonDocument(v.Comparison), v.Findings
+			if v.Plans != nil {
+				doc.Plans = v.Plans.Report
+			}
 		}
 		if err := writeJSON(r.stdio.Stdout, f.jsonPath, doc); err != nil {
 			return nil, err
 		}
 	}
-	if f.htmlPath != "" && rep != nil {
-		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, rep, frep, plans, base, cand, nil); err != nil {
+	if f.htmlPath != "" && v != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, v, base, cand, nil); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)
 	}
-	if rep == nil {
+	if v == nil {
 		return nil, &exitError{code: ExitIncomplete, err: errors.New("nothing to compare: a side finished no round")}
 	}
-	return rep, nil
-}
-
-// findings are the candidate's first round's, against the control's
-// first (errors only on the candidate), with the candidate's catalog when
-// --findings-dsn names it.
-func (r *rehearseRun) findings(ctx context.Context, base, cand []reportRun, plans *compareplans.Result, kept map[explain.Side]map[string]string) (*findings.Report, error) {
-	in := findings.Input{Workload: cand[0].workload, Baseline: base[0].workload, Observed: findings.ObservedFromResult(cand[0].res)}
-	if in.Workload == nil {
-		return nil, nil
-	}
-	// Without --findings-dsn, the candidate target in the workload's
-	// database, with the plans already made.
-	dsn, db := r.f.findingsDSN, ""
-	if dsn == "" {
-		dsn, db = r.f.candidate, r.database
-		if to, ok := kept[explain.Candidate][db]; ok {
-			db = to
-		}
-	}
-	closeConn, err := findings.ConnectTo(ctx, dsn, db, false, &in)
-	if err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", err)
-	} else {
-		defer closeConn()
-		if ce, ok := in.Explainer.(*catalog.Explainer); ok && plans != nil && plans.Findings != nil {
-			plans.Findings.Next = ce
-			in.Explainer = plans.Findings
-		}
-	}
-	return findings.Evaluate(ctx, in, findings.Options{})
+	return v.Comparison, nil
 }
 
 // examples gives, for a statement whose normalized text cannot be
@@ -792,15 +764,6 @@ func loggedDatabase(db string, round, user map[string]string) string {
 		}
 	}
 	return db
-}
-
-func runsOf(rs []*results.Result) []reportRun {
-	out := make([]reportRun, len(rs))
-	for i, res := range rs {
-		ev, _ := observe.Decode(res.Evidence)
-		out[i] = reportRun{res: res, workload: findings.FromResult(res), evidence: ev}
-	}
-	return out
 }
 
 // rehearseOutput is what rehearse --json writes: the comparison as report

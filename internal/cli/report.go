@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -208,49 +209,63 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if err != nil {
 		return err
 	}
-	rep, err := compareRuns(base, cand, f, rules)
-	if err != nil {
-		return err
-	}
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	if err := report.WriteComparison(summaryOut, rep, f.top); err != nil {
-		return fmt.Errorf("write summary: %w", err)
+	opts := judge.Options{Compare: compareOptions(f, rules)}
+	if f.plans.given() {
+		opts.Plans = &compareplans.Options{ControlDSN: f.plans.controlDSN, CandidateDSN: f.plans.candidateDSN, Top: planTop(f.plans.top),
+			Analyze: f.plans.analyze, Database: f.plans.database, Databases: f.plans.databases, Examples: f.plans.examples}
 	}
-	plans, err := reportPlans(ctx, stdio.Stderr, f.plans, rep, base, cand)
-	if err != nil {
-		return err
-	}
-	if plans != nil {
-		if err := report.WritePlans(summaryOut, plans.Report, plans.Flagged, planHints); err != nil {
-			return fmt.Errorf("write plans: %w", err)
-		}
-	}
-	var frep *findings.Report
-	var findingsErr error
 	if f.findings {
-		// Interrupted, the findings are left out; the comparison is
-		// still written.
-		if frep, findingsErr = reportFindings(ctx, stdio.Stderr, f.plans, plans, base, cand); frep != nil {
-			fmt.Fprintln(summaryOut)
-			if len(cand) > 0 {
-				// Its shares of time are of one run: say which.
-				fmt.Fprintln(summaryOut, "Findings of the candidate's first run; a share of time is of that run, slowed by any regression above")
+		// With --candidate-dsn, on its catalog and the plans already made.
+		opts.Findings = &judge.FindingsOptions{Catalog: judge.Catalog{DSN: f.plans.candidateDSN}}
+	}
+	opts.OnStage = func(st judge.Stage, v *judge.Verdict) error {
+		switch st {
+		case judge.StageCompared:
+			if err := report.WriteComparison(summaryOut, v.Comparison, f.top); err != nil {
+				return fmt.Errorf("write summary: %w", err)
 			}
-			if err := report.WriteFindings(summaryOut, frep, reportHints); err != nil {
-				return fmt.Errorf("write findings: %w", err)
+		case judge.StageExplaining:
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
+		case judge.StageExplained:
+			if err := report.WritePlans(summaryOut, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
+				return fmt.Errorf("write plans: %w", err)
+			}
+		case judge.StageFindings:
+			if v.CatalogErr != nil {
+				// The findings that need the server say they lacked it.
+				fmt.Fprintf(stdio.Stderr, "pgrehearse: findings: --candidate-dsn: %v\n", v.CatalogErr)
+			}
+			// Interrupted, the findings are left out; the comparison is
+			// still written.
+			if v.Findings != nil {
+				fmt.Fprintln(summaryOut)
+				if len(cand) > 0 {
+					// Its shares of time are of one run: say which.
+					fmt.Fprintln(summaryOut, "Findings of the candidate's first run; a share of time is of that run, slowed by any regression above")
+				}
+				if err := report.WriteFindings(summaryOut, v.Findings, reportHints); err != nil {
+					return fmt.Errorf("write findings: %w", err)
+				}
 			}
 		}
+		return nil
 	}
+	v, err := judge.Judge(ctx, base, cand, opts)
+	if err != nil {
+		return judgeError(err, v)
+	}
+	rep := v.Comparison
 	if f.jsonPath != "" {
 		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			out := reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: frep}
-			if plans != nil {
-				out.Plans = plans.Report
+			out := reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: v.Findings}
+			if v.Plans != nil {
+				out.Plans = v.Plans.Report
 			}
 			return enc.Encode(out)
 		}); err != nil {
@@ -258,15 +273,15 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		}
 	}
 	if f.htmlPath != "" {
-		if err := writeReportHTML(stdio.Stdout, f, rep, frep, plans, base, cand); err != nil {
+		if err := writeReportHTML(stdio.Stdout, f, v, base, cand); err != nil {
 			return err
 		}
 		if f.htmlPath != "-" {
 			fmt.Fprintf(summaryOut, "HTML report: %s\n", f.htmlPath)
 		}
 	}
-	if findingsErr != nil {
-		return findingsErr
+	if v.FindingsErr != nil {
+		return v.FindingsErr
 	}
 	switch rep.Verdict.Status {
 	case compare.VerdictDiverged:
@@ -297,55 +312,43 @@ func reportRules(f reportFlags, compared bool) ([]compare.Rule, error) {
 	return rules, nil
 }
 
-// reportRun is one result given to report, read once, with what the
-// findings and the page take from it.
-type reportRun struct {
-	res      *results.Result
-	workload *findings.Workload
-	// evidence is the server-side evidence a replay kept; nil when none
-	// (or unreadable: the page only loses its sections).
-	evidence *observe.Evidence
-}
-
-func readReportRuns(paths []string) ([]reportRun, error) {
-	runs := make([]reportRun, len(paths))
+func readReportRuns(paths []string) ([]judge.Run, error) {
+	runs := make([]judge.Run, len(paths))
 	for i, p := range paths {
 		res, err := readResultFile(p)
 		if err != nil {
 			return nil, err
 		}
-		ev, _ := observe.Decode(res.Evidence)
-		runs[i] = reportRun{res: res, workload: findings.FromResult(res), evidence: ev}
+		runs[i] = judge.NewRun(res)
 	}
 	return runs, nil
 }
 
-// compareRuns compares the candidate's runs with the baseline's, or
-// summarizes a single run; a comparison refused says what to do, in the
-// flags that allow it.
-func compareRuns(base, cand []reportRun, f reportFlags, rules []compare.Rule) (*compare.Report, error) {
-	if len(cand) == 0 {
-		if err := compare.Validate(base[0].res); err != nil && !f.allowPart {
-			return nil, refused(err)
-		}
-		return compare.Summarize(base[0].res), nil
-	}
+// compareOptions are the comparison's options as report's flags give
+// them.
+func compareOptions(f reportFlags, rules []compare.Rule) compare.Options {
 	minMS := f.minEffectMS
 	if minMS == 0 {
 		minMS = -1 // none, as asked
 	}
-	rep, err := compare.Runs(resultsOf(base), resultsOf(cand), compare.Options{
-		MinCalls: f.minCalls, MinEffectMS: minMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
-	})
+	return compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules}
+}
+
+// judgeError is the error of a judging that failed: a comparison refused
+// says what to do, in the flags that allow it; Ctrl-C while the plans
+// were explained says so.
+func judgeError(err error, v *judge.Verdict) error {
 	var mixed *compare.MixedLatencyError
-	if errors.As(err, &mixed) {
-		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
+	switch {
+	case errors.As(err, &mixed):
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
+	case errors.Is(err, compare.ErrIncomplete):
+		return refused(err)
+	case errors.Is(err, context.Canceled) && v != nil && v.Comparison != nil:
+		return &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
 	}
-	if errors.Is(err, compare.ErrIncomplete) {
-		return nil, refused(err)
-	}
-	return rep, err
+	return err
 }
 
 // refused says why results cannot be judged, each reason worded, with
@@ -363,48 +366,9 @@ func refused(err error) error {
 		"(--allow-partial compares anyway, and the verdict is then never a pass)", strings.Join(why, "\n  "))}
 }
 
-func resultsOf(runs []reportRun) []*compare.Run {
-	out := make([]*compare.Run, len(runs))
-	for i, r := range runs {
-		out[i] = r.res
-	}
-	return out
-}
-
-// reportFindings are the findings of the candidate's first run (or the
-// only result), judged against the baseline's first run when there is a
-// candidate: errors that appear only on the target; with
-// --candidate-dsn, on its catalog and the plans already made. Nil when
-// that result holds no workload.
-func reportFindings(ctx context.Context, stderr io.Writer, pf planFlags, plans *compareplans.Result, base, cand []reportRun) (*findings.Report, error) {
-	last := base[0]
-	if len(cand) > 0 {
-		last = cand[0]
-	}
-	if last.workload == nil {
-		return nil, nil
-	}
-	in := findings.Input{Workload: last.workload, Observed: findings.ObservedFromResult(last.res)}
-	if len(cand) > 0 {
-		in.Baseline = base[0].workload
-	}
-	closeConn, err := connectReportFindings(ctx, pf, plans, &in)
-	if err != nil {
-		// The findings that need the server say they lacked it.
-		fmt.Fprintf(stderr, "pgrehearse: findings: --candidate-dsn: %v\n", err)
-		closeConn = func() {}
-	}
-	defer closeConn()
-	rep, err := findings.Evaluate(ctx, in, findings.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return rep, nil
-}
-
 // writeReportHTML writes the comparison's page with the findings and
 // every run's server-side evidence, --evidence's as the candidate's.
-func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep *findings.Report, plans *compareplans.Result, base, cand []reportRun) error {
+func writeReportHTML(stdout io.Writer, f reportFlags, v *judge.Verdict, base, cand []judge.Run) error {
 	var extra []report.RunEvidence
 	// A candidate that is the analysis of the target's own log has no
 	// evidence; the replay that produced it does.
@@ -419,16 +383,15 @@ func writeReportHTML(stdout io.Writer, f reportFlags, rep *compare.Report, frep 
 		}
 		extra = append(extra, report.RunEvidence{Label: "candidate", Evidence: ev})
 	}
-	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, rep, frep, plans, base, cand, extra)
+	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, v, base, cand, extra)
 }
 
 // writeComparisonHTML writes a comparison's page to path with the
 // findings and every run's server-side evidence, labelled by the sides'
 // names (and the run's number when a side has several), then extra.
-func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, rep *compare.Report, frep *findings.Report,
-	plans *compareplans.Result, base, cand []reportRun, extra []report.RunEvidence) error {
-	opts := report.ComparisonOptions{Top: min(top, 12), Findings: frep, Hints: reportHints}
-	for side, runs := range [][]reportRun{base, cand} {
+func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, v *judge.Verdict, base, cand []judge.Run, extra []report.RunEvidence) error {
+	opts := report.ComparisonOptions{Top: min(top, 12), Findings: v.Findings, Hints: reportHints}
+	for side, runs := range [][]judge.Run{base, cand} {
 		for i, run := range runs {
 			label := ""
 			if len(cand) > 0 {
@@ -437,13 +400,13 @@ func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string
 					label += fmt.Sprintf(" %d", i+1)
 				}
 			}
-			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.evidence})
+			opts.Evidence = append(opts.Evidence, report.RunEvidence{Label: label, Evidence: run.Evidence})
 		}
 	}
 	opts.Evidence = append(opts.Evidence, extra...)
-	page := report.ComparisonPage(rep, opts)
-	if plans != nil {
-		addPlansSection(&page, plans)
+	page := report.ComparisonPage(v.Comparison, opts)
+	if v.Plans != nil {
+		addPlansSection(&page, v.Plans)
 	}
 	if err := writeOutput(stdout, path, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 		return fmt.Errorf("write HTML: %w", err)

@@ -1,21 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-
 	"github.com/spf13/pflag"
 
-	"github.com/pgrehearse/pgrehearse/internal/catalog"
-	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/report"
-	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // planFlags are the flags that explain the plans of what regressed.
@@ -71,36 +62,12 @@ func (f planFlags) given() bool { return f.controlDSN != "" || f.candidateDSN !=
 // planHints are report's words for what the plans lack.
 var planHints = report.PlanHints{KeepSamples: "analyze or replay --keep-samples", Connections: "--control-dsn and --candidate-dsn"}
 
-// reportPlans explains the plans of the comparison's regressions when a
-// server was given; nil when none was. Only Ctrl-C makes it fail: a
-// server that cannot be reached is a problem of each statement, shown.
-func reportPlans(ctx context.Context, stderr io.Writer, f planFlags, rep *compare.Report, base, cand []reportRun) (*compareplans.Result, error) {
-	if !f.given() {
-		return nil, nil
-	}
-	fmt.Fprintf(stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
-	res, err := compareplans.Run(ctx, compareplans.Input{Report: rep, Baseline: resultsList(base), Candidate: resultsList(cand)},
-		compareplans.Options{ControlDSN: f.controlDSN, CandidateDSN: f.candidateDSN, Top: planTop(f.top), Analyze: f.analyze, Database: f.database, Databases: f.databases, Examples: f.examples})
-	if err != nil && errors.Is(err, context.Canceled) {
-		return res, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
-	}
-	return res, err
-}
-
 // planTop is --plans-top in compareplans' terms, where 0 is the default.
 func planTop(n int) int {
 	if n == 0 {
 		return -1
 	}
 	return n
-}
-
-func resultsList(runs []reportRun) []*results.Result {
-	out := make([]*results.Result, len(runs))
-	for i, r := range runs {
-		out[i] = r.res
-	}
-	return out
 }
 
 // checkPlanFlags checks the plan flags against the results given.
@@ -112,24 +79,6 @@ func checkPlanFlags(f planFlags, compared bool) error {
 		return usageError("--plans-top must not be negative, got %d", f.top)
 	}
 	return nil
-}
-
-// connectReportFindings gives the findings the candidate's catalog and
-// the plans already made, so that the missing-index finding reads the
-// same plans as the plans section; a no-op without --candidate-dsn.
-func connectReportFindings(ctx context.Context, f planFlags, pr *compareplans.Result, in *findings.Input) (func(), error) {
-	if f.candidateDSN == "" {
-		return func() {}, nil
-	}
-	closeConn, err := findings.Connect(ctx, f.candidateDSN, false, in)
-	if err != nil {
-		return nil, err
-	}
-	if ce, ok := in.Explainer.(*catalog.Explainer); ok && pr != nil && pr.Findings != nil {
-		pr.Findings.Next = ce
-		in.Explainer = pr.Findings
-	}
-	return closeConn, nil
 }
 
 // addPlansSection puts the plans section of the page right after its

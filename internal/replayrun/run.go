@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
@@ -325,16 +326,8 @@ func WorkloadDatabase(pf *Preflight) string {
 // ran it, with the target's catalog when dsn is given.
 func replayFindings(ctx context.Context, res *results.Result, dsn, database string) (*findings.Report, error) {
 	in := findings.Input{Workload: findings.FromResult(res), Observed: findings.ObservedFromResult(res)}
-	closeConn, err := findings.ConnectTo(ctx, dsn, database, false, &in)
-	if err != nil {
-		return nil, err
-	}
-	defer closeConn()
-	rep, err := findings.Evaluate(ctx, in, findings.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return rep, nil
+	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: dsn, Database: database, Required: true}, nil, findings.Options{})
+	return rep, err
 }
 
 // OptionsError is Run's error for options that cannot run.
