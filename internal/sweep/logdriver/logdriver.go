@@ -22,6 +22,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
@@ -96,7 +97,11 @@ func (l *Log) Prepare() error {
 			return fmt.Errorf("setup: %w", err)
 		}
 	}
-	set, err := l.open(nil)
+	// pgrehearse's own sessions left out, as replayrun's selection
+	// leaves them out of each pass.
+	so := l.sourceOptions()
+	so.Select = &source.Selection{}
+	set, err := source.Open([]string{l.Path}, so)
 	if err != nil {
 		return err
 	}
@@ -139,13 +144,9 @@ type span struct {
 	closed      bool // its disconnection is in the log
 }
 
-// open opens the log with the source layer, pgrehearse's own sessions
-// left out, and keep, when not nil, the only sessions kept.
-func (l *Log) open(keep func(session string) bool) (*source.Set, error) {
-	return source.Open([]string{l.Path}, source.Options{
-		Log:    logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone},
-		Select: &source.Selection{Sessions: keep},
-	})
+// sourceOptions are how the log is read, by Prepare and by each pass.
+func (l *Log) sourceOptions() source.Options {
+	return source.Options{Log: logread.Options{Format: l.Format, Prefix: l.Prefix, TimeZone: l.TimeZone}}
 }
 
 func scanLog(src event.Source) (*logPlan, error) {
@@ -483,17 +484,9 @@ func (l *Log) Run(ctx context.Context, spec sweep.RunSpec) (sweep.Load, error) {
 
 	stop, cancelStop := context.WithDeadline(ctx, winEnd.Add(sweep.Tail))
 	defer cancelStop()
-	grace := l.Grace
-	if grace <= 0 {
-		grace = 5 * time.Second
-	}
-	// Statements in flight when the step ends may finish for grace;
-	// Ctrl-C (ctx) cancels them at once.
-	hard, cancelHard := replay.HardStop(stop, grace, ctx.Done())
-	defer cancelHard()
 	open := watchWindow(stop, winStart, winEnd, spec.OnWindow, &obs.open)
 
-	passes, runErr := l.replayUntil(stop, hard, spec.DSN, used, mult, obs)
+	passes, runErr := l.replayUntil(ctx, stop, spec.DSN, used, mult, obs)
 	cancelStop()
 	<-open.done
 	if ctx.Err() != nil {
@@ -563,10 +556,12 @@ func watchWindow(stop context.Context, winStart, winEnd time.Time, onWindow func
 }
 
 // replayUntil replays the log pass after pass until stop, and returns
-// how many passes ran and why it stopped early, if it did.
-func (l *Log) replayUntil(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (passes int, err error) {
+// how many passes ran and why it stopped early, if it did. Once stop is
+// done, statements in flight may finish for Log.Grace; ctx done (Ctrl-C)
+// cancels them at once.
+func (l *Log) replayUntil(ctx, stop context.Context, dsn string, used, mult int, obs *windowCounts) (passes int, err error) {
 	for stop.Err() == nil {
-		res, err := l.pass(stop, hard, dsn, used, mult, obs)
+		res, err := l.pass(ctx, stop, dsn, used, mult, obs)
 		passes++
 		if err != nil {
 			return passes, err
@@ -595,9 +590,9 @@ func passFailed(res *results.Result) error {
 	return nil
 }
 
-// pass replays the log once, the sessions of the lanes below used, each
-// mult times.
-func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
+// pass replays the log once through replayrun, as every replay of
+// pgrehearse runs, the sessions of the lanes below used, each mult times.
+func (l *Log) pass(ctx, stop context.Context, dsn string, used, mult int, obs *windowCounts) (*results.Result, error) {
 	var keep func(string) bool
 	if used < l.plan.allLanes {
 		// The sessions of the lanes below used.
@@ -606,26 +601,37 @@ func (l *Log) pass(stop, hard context.Context, dsn string, used, mult int, obs *
 			return !ok || lane < used
 		}
 	}
-	set, err := l.open(keep)
-	if err != nil {
-		return nil, err
+	grace := l.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
 	}
-	defer set.Close()
-	r, err := replay.New(replay.Options{
-		Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
-		// Not synchronized: multiplied copies never are, so steps of
-		// one and of several copies run alike; and a synchronized pass
-		// reads the target's catalog on a connection of its own, which
-		// the step's wait-event sampling would count as a client.
-		Sync: syncdep.Off,
-		// The sweep observes one database: every session runs as the
-		// DSN's user in the DSN's database.
-		UserMap: l.plan.users, DatabaseMap: l.plan.dbs,
+	o, err := replayrun.Run(stop, replayrun.Config{
+		Input:     source.Paths{l.Path},
+		Source:    l.sourceOptions(),
+		Selection: source.Selection{Sessions: keep},
+		Replay: replay.Options{
+			Target: dsn, Speed: 0, Multiply: mult, Sink: obs,
+			// Not synchronized: multiplied copies never are, so steps
+			// of one and of several copies run alike; and a
+			// synchronized pass reads the target's catalog on a
+			// connection of its own, which the step's wait-event
+			// sampling would count as a client.
+			Sync: syncdep.Off,
+			// The sweep observes one database: every session runs as
+			// the DSN's user in the DSN's database.
+			UserMap: l.plan.users, DatabaseMap: l.plan.dbs,
+		},
+		Grace: grace, Hard: ctx.Done(),
+		// The step's connection string was checked by the sweep, and a
+		// pass has no logins of its own to check.
+		SkipPreflight: true,
+		// What a pass could not read was counted by Prepare.
+		MaxSkipped: 1,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return r.Run(stop, hard, set.Sources())
+	return o.Result, o.Err
 }
 
 // windowCounts is the replay's SampleSink during a step: it counts
