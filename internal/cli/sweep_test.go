@@ -97,14 +97,18 @@ func TestSweepCommand(t *testing.T) {
 	}
 }
 
-// TestSweepAA: an A/A sweep, two identical configurations on throwaway
-// clusters, three steps per client count: every b/a is "~", and the two
-// sides' peaks, knees and cliffs agree within their intervals (issue
-// 38). The longer run of the issue is by hand: -b select-only --clients
-// 1,2,4,8 --repeat 3 --duration 3s.
+// TestSweepAA (by hand: PGREHEARSE_SWEEP_AA=1, under a minute): an A/A
+// sweep, two identical configurations on throwaway clusters, three steps
+// per client count: every b/a is "~", and the two sides' peaks, knees and
+// cliffs agree within their intervals (issue 38). Its steps of one second
+// are at the mercy of the machine: with other tests' servers running on
+// two cores (load 11), one run of two found the two clusters' 4-client
+// steps apart by 1.46x, every step of one side below every step of the
+// other. The longer runs of the issue, by hand: -b select-only --clients
+// 1,2,4,8,16 --repeat 3 --warmup 1s --duration 3s.
 func TestSweepAA(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 12 steps on two throwaway clusters")
+	if os.Getenv("PGREHEARSE_SWEEP_AA") == "" {
+		t.Skip("by hand: PGREHEARSE_SWEEP_AA=1 (steps of one second, which a loaded machine moves by more than their noise)")
 	}
 	jsonPath := filepath.Join(t.TempDir(), "aa.json")
 	var stdout, stderr bytes.Buffer

@@ -251,14 +251,14 @@ func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result
 				rnd := ""
 				if opts.Repeat > 1 {
 					st.Round = round
-					rnd = fmt.Sprintf(" (%d/%d)", round, opts.Repeat)
+					rnd = fmt.Sprintf(" (step %d of %d)", round, opts.Repeat)
 				}
 				cr.Steps = append(cr.Steps, st)
 				top := "none"
 				if len(st.WaitEvents) > 0 {
 					top = st.WaitEvents[0].Type + ":" + st.WaitEvents[0].Event
 				}
-				opts.Progress("%s: %3d clients%s: %.0f TPS, p95 %.3f ms, top wait %s", s.cfg.Name, clients, rnd, st.TPS, st.Latency.P95, top)
+				opts.Progress("%s: %3d clients: %.0f TPS, p95 %.3f ms, top wait %s%s", s.cfg.Name, clients, st.TPS, st.Latency.P95, top, rnd)
 			}
 		}
 	}
