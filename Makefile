@@ -4,10 +4,25 @@
 
 GO          ?= go
 BIN         := bin/pgrehearse
-# One package at a time: several packages time real servers (replays at
-# the original pace, the demo's identical-target comparison, sweeps), and
-# packages running at once on two cores make each other's noise.
+# The packages whose tests time real servers (replays at the original
+# pace, the demo's identical-target comparison, sweeps, headroom steps,
+# the proxy's byte-for-byte relay, the observer's overhead) run one at a
+# time (-p 1): packages running at once on two cores make each other's
+# noise. The others (functional tests on throwaway servers, parsers,
+# statistics with fixed seeds) run two at a time first, which shortens
+# make test without touching a measurement.
 TEST_FLAGS  ?= -p 1
+SERIAL_PKGS := ./internal/cli ./internal/replay ./internal/observe ./internal/sweep ./internal/sweep/logdriver \
+	./internal/headroom ./internal/rehearse ./internal/proxy ./internal/capturerun ./internal/replayrun
+MODULE      := github.com/pgrehearse/pgrehearse
+# Every package but the serial ones (go list only when a test target runs).
+PARALLEL_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERIAL_PKGS)),$(shell $(GO) list ./...))
+# Both groups run even when the first fails, so that every failure shows;
+# the target fails when either did.
+RUN_TESTS    = status=0; \
+	$(GO) test $(1) -timeout $(TEST_TIMEOUT) -p 2 $(PARALLEL_PKGS) || status=1; \
+	$(GO) test $(1) -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(SERIAL_PKGS) || status=1; \
+	exit $$status
 # The timeout only catches a hang: it bounds each package's test binary,
 # and internal/cli (the demo and rehearsals end to end, replays at the
 # original pace) took 18 minutes on a busy 2-core machine.
@@ -32,12 +47,13 @@ demo: build postgres
 # pg-versions comes first: the per-version smoke tests (one case per
 # capability on each of PostgreSQL 13 to 18) fail, never skip, without it.
 test: postgres pg-versions extensions chromium
-	$(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	@$(call RUN_TESTS,)
 
 # test-long is make test with the long cases too (PGREHEARSE_LONG=1): the
-# demo's other changes, beyond the one case per capability make test runs.
+# second cases of a capability (longCase in internal/cli), beyond the one
+# case per capability make test runs.
 test-long: postgres pg-versions extensions chromium
-	PGREHEARSE_LONG=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	@export PGREHEARSE_LONG=1; $(call RUN_TESTS,-count=1)
 
 # test-versions runs the long compatibility suite on every version of
 # hack/pg-versions.txt: the TestVersions* tests, with PGREHEARSE_VERSIONS=all

@@ -31,6 +31,7 @@ func shopHeadroomTarget(t *testing.T, settings map[string]string) *pgcluster.Clu
 // both answer, their intervals overlap, every step's figures are there,
 // and the JSON and the page are written.
 func TestHeadroomAA(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopHeadroomTarget(t, nil), shopHeadroomTarget(t, nil)
 	dir := t.TempDir()

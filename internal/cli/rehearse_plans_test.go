@@ -104,6 +104,7 @@ func rehearseCreatedTable(t *testing.T) createdTableRun {
 // are explained where the last rounds' replays left it, and their copies
 // are dropped after.
 func TestRehearseCreatedTable(t *testing.T) {
+	longCase(t)
 	r := rehearseCreatedTable(t)
 	if r.code != ExitOK || r.plans == nil {
 		t.Fatalf("exit %d, plans %v", r.code, r.plans != nil)

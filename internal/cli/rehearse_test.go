@@ -285,6 +285,7 @@ func TestRehearseInterrupted(t *testing.T) {
 // candidate's second round stops the rehearsal with exit 1, saying why,
 // and keeps the two rounds finished.
 func TestRehearseResetCommandFails(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
 	out := filepath.Join(t.TempDir(), "rounds")
@@ -315,6 +316,7 @@ func TestRehearseResetCommandFails(t *testing.T) {
 // named by their directories alone: each round starts from the state the
 // first did.
 func TestRehearseDataDir(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
 	before := shopState(t, ctl, workload.ShopDatabase)
@@ -388,6 +390,7 @@ func TestRehearseUsage(t *testing.T) {
 // replay's statements stops the rehearsal after its first round, naming
 // the flag, with the round's result kept for audit.
 func TestRehearseTargetLogUnread(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
 	dir := t.TempDir()

@@ -169,6 +169,7 @@ func replayFor(t *testing.T, c *pgcluster.Cluster, log, out string, fault func(d
 // and again, the check reconnects and the replay ends every deadlock it
 // ends undisturbed, giving up no more sync waits at the timeout.
 func TestReplayFaultRecovery(t *testing.T) {
+	longCase(t)
 	ctx := context.Background()
 	log := captureMix(t)
 	base := filepath.Join(t.TempDir(), "base.json")

@@ -242,6 +242,7 @@ const noCodePrefix = "%m [%p] %q%u@%d/%a %c "
 //   - Its page, in headless Chromium, draws both replays over time and
 //     fits a 1280-pixel window without scrolling sideways.
 func TestReportIdenticalReplays(t *testing.T) {
+	longCase(t)
 	env := aaSetup(t, 8*time.Second, 80, noCodePrefix, workload.LogLinePrefix)
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }

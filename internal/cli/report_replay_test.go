@@ -17,6 +17,7 @@ import (
 // the target's log, and two such replays (all server-side); it refuses a
 // replay whose latencies are client round trips against an analysis.
 func TestReportOnReplays(t *testing.T) {
+	longCase(t)
 	ctx := context.Background()
 	settings := workload.LogSettings()
 	settings["log_line_prefix"] = demoPrefix

@@ -83,6 +83,7 @@ func analyzeToJSON(t *testing.T, log, name string) string {
 // that query first and fail --fail-on 'p95>+20%'; two analyses of one log
 // must pass with no regression at all.
 func TestReportFindsDroppedIndex(t *testing.T) {
+	longCase(t)
 	baseLog := captureLookups(t, true)
 	candLog := captureLookups(t, false)
 	base := analyzeToJSON(t, baseLog, "base.json")

@@ -459,6 +459,7 @@ func mixValues(t testing.TB, dsn string) string {
 // write of it inside its block (its parameters cross the shards with
 // it), so the rows' lock order holds across shards as in one process.
 func TestShardsRowLockOrder(t *testing.T) {
+	longCase(t)
 	log, want, apps := mixLog(t, 4, 120)
 	dir := t.TempDir()
 	plan := planBy(t, dir, log, 2, apps, func(app string) int {
