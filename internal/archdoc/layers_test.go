@@ -63,7 +63,7 @@ var layers = []layer{
 		name:  "judging",
 		about: "Compare results and say why: the comparison and its verdict, the plans behind it, the findings.",
 		packages: []string{
-			"internal/compare", "internal/compareplans", "internal/findings", "internal/stepcurve",
+			"internal/compare", "internal/compareplans", "internal/findings", "internal/judge", "internal/stepcurve",
 		},
 	},
 	{
