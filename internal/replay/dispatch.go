@@ -207,7 +207,8 @@ func (d *dispatcher) open(ev *event.Event) []*session {
 	for i := range g {
 		s := r.newSession(ev, d.clk)
 		if r.sync != nil {
-			r.attachSync(s, ev)
+			_, created := d.creates["db:"+s.db]
+			r.attachSync(s, ev, created)
 		}
 		if i == 0 {
 			// Its role and database, when the log creates them

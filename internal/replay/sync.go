@@ -127,11 +127,24 @@ func (sr *syncRun) note(format string, args ...any) {
 // catalog on the target first if it is the first session there. At speed
 // 0 it also sets what the session waits for before it connects. It runs
 // on the dispatcher.
-func (r *Replayer) attachSync(s *session, ev *event.Event) {
+//
+// A database the log creates (created) does not exist yet when its first
+// session attaches: it will be a copy of a template, whose catalog (that
+// of template1, which holds the built-in functions and what the target
+// added to every new database) is read instead, so that its statements
+// wait by object as any other's rather than for every earlier commit, as
+// in commit mode (PostgreSQL's regression suite creates its database).
+func (r *Replayer) attachSync(s *session, ev *event.Event, created bool) {
 	sr := r.sync
 	if !sr.tr.HasDatabase(s.db) {
 		began := time.Now()
 		cat, err := r.loadCatalog(s.user, s.db)
+		if err != nil && created {
+			if tcat, terr := r.loadCatalog(s.user, "template1"); terr == nil {
+				sr.note("database %q is created by the log: its statements waited by object, with the catalog of template1", s.db)
+				cat, err = tcat, nil
+			}
+		}
 		sr.catalog += time.Since(began)
 		if err != nil {
 			sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
