@@ -50,6 +50,10 @@ const (
 	// UnjudgeableInvalid: a figure of Run is impossible; Field names
 	// it, Detail says why.
 	UnjudgeableInvalid UnjudgeableKind = "invalid"
+	// UnjudgeableMixedLoad: Run and Other replayed the workload at
+	// different load levels (Detail: both, as "2x by speed and 1x"):
+	// their differences are the load's.
+	UnjudgeableMixedLoad UnjudgeableKind = "mixed_load"
 )
 
 // Unjudgeable is one reason a comparison is not a verdict on the
@@ -111,6 +115,12 @@ func unjudgeable(base, cand []*Run) []Unjudgeable {
 			if identical(a, b) {
 				why = append(why, Unjudgeable{Kind: UnjudgeableIdentical, Run: a.Name(), Other: b.Name()})
 			}
+		}
+	}
+	for _, r := range all[1:] {
+		if a, b := all[0].Part.LoadLevel(), r.Part.LoadLevel(); !a.Same(b) {
+			why = append(why, Unjudgeable{Kind: UnjudgeableMixedLoad, Run: all[0].Name(), Other: r.Name(), Detail: a.String() + " and " + b.String()})
+			break
 		}
 	}
 	if len(why) > 0 {

@@ -58,6 +58,11 @@ func TestUnjudgeable(t *testing.T) {
 			r.Kind = results.KindAnalysis
 			return r
 		}(), &Unjudgeable{Kind: UnjudgeableSmaller, Run: "cand", Other: "base", Measured: 5000, Expected: 10000}},
+		{"another load level", func() *Run {
+			r := replay(10000, 0, 0, 100)
+			r.Part = &results.Part{Load: &results.Load{By: results.LoadBySpeed, K: 2}}
+			return r
+		}(), &Unjudgeable{Kind: UnjudgeableMixedLoad, Run: "base", Other: "cand", Detail: "1x and 2x by speed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -392,6 +392,8 @@ func UnjudgeableText(u compare.Unjudgeable) string {
 		return fmt.Sprintf("%s and %s are identical inputs (the same figures: one result twice, or two analyses of one log): comparing them says nothing", u.Run, u.Other)
 	case compare.UnjudgeableInvalid:
 		return fmt.Sprintf("%s: %s %s", u.Run, u.Field, u.Detail)
+	case compare.UnjudgeableMixedLoad:
+		return fmt.Sprintf("%s and %s replayed the workload at different load levels (%s): their differences are the load's, not the candidate's", u.Run, u.Other, u.Detail)
 	}
 	return u.Run + " " + string(u.Kind)
 }

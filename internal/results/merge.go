@@ -177,8 +177,14 @@ func mergeParts(a, b *Result) (*Part, error) {
 		if a.Input.Same(b.Input) {
 			return nil, cannot("both read the same input (%s), whole: merge combines the parts of one workload, and these would count every statement twice", inputName(a.Input))
 		}
+		if !pa.LoadLevel().Same(pb.LoadLevel()) {
+			return nil, cannot("runs of different load levels (%s and %s)", pa.LoadLevel(), pb.LoadLevel())
+		}
 		if pa != nil && pb != nil && pa.Round == pb.Round && pa.Round > 0 && pa.Side == pb.Side {
-			return &Part{Round: pa.Round, Side: pa.Side}, nil
+			return &Part{Round: pa.Round, Side: pa.Side, Load: pa.Load}, nil
+		}
+		if pa != nil && pa.Load != nil {
+			return &Part{Load: pa.Load}, nil
 		}
 		return nil, nil
 	}
@@ -191,6 +197,8 @@ func mergeParts(a, b *Result) (*Part, error) {
 		return nil, cannot("shards of different rounds (%s and %s)", pa, pb)
 	case pa.Run != pb.Run:
 		return nil, cannot("shards of different runs (%q and %q)", pa.Run, pb.Run)
+	case !pa.Load.Same(pb.Load):
+		return nil, cannot("shards of different load levels (%s and %s)", pa.Load, pb.Load)
 	case !pa.Barrier.Same(pb.Barrier):
 		return nil, cannot("shards that started at different barriers (%s and %s): they did not replay one schedule", pa.Barrier, pb.Barrier)
 	case a.Input.Known() && b.Input.Known() && !a.Input.Same(b.Input):
@@ -200,7 +208,7 @@ func mergeParts(a, b *Result) (*Part, error) {
 	if overlap {
 		return nil, cannot("the parts overlap: both cover shard %v of %d", intersect(pa.Shards, pb.Shards), pa.Of)
 	}
-	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Side: pa.Side, Run: pa.Run, Barrier: pa.Barrier}, nil
+	return &Part{Shards: shards, Of: pa.Of, Plan: pa.Plan, Round: pa.Round, Side: pa.Side, Run: pa.Run, Barrier: pa.Barrier, Load: pa.Load}, nil
 }
 
 func intersect(a, b []int) []int {

@@ -81,6 +81,49 @@ type Part struct {
 	Barrier *Barrier `json:"barrier,omitempty"`
 	// Side is the target of a rehearsal round; empty outside one.
 	Side Side `json:"side,omitempty"`
+	// Load is the load level the workload was replayed at (a headroom
+	// step's k); nil: its own load, once.
+	Load *Load `json:"load,omitempty"`
+}
+
+// LoadBy is how a load level makes k times the workload's load.
+type LoadBy string
+
+const (
+	// LoadBySpeed: the same sessions at k times the pace.
+	LoadBySpeed LoadBy = "speed"
+	// LoadByFold: k consecutive slices of the workload overlaid on one
+	// window.
+	LoadByFold LoadBy = "fold"
+)
+
+// Load is a load level: part of a run's identity, so that runs of
+// different levels are never compared or merged as if alike.
+type Load struct {
+	By LoadBy `json:"by"`
+	// K is the factor asked of the workload's own load (1: its own).
+	K float64 `json:"k"`
+}
+
+// Same reports whether l and o are the same level; nil is the
+// workload's own load, the same as K 1 by any way.
+func (l *Load) Same(o *Load) bool {
+	return l.factor() == o.factor() && (l.factor() == 1 || l.By == o.By)
+}
+
+func (l *Load) factor() float64 {
+	if l == nil || l.K == 0 {
+		return 1
+	}
+	return l.K
+}
+
+// String is the level as reports show it: "2x by speed", "1x".
+func (l *Load) String() string {
+	if l.factor() == 1 {
+		return "1x"
+	}
+	return fmt.Sprintf("%gx by %s", l.K, l.By)
 }
 
 // BarrierKind is how the shards of a replay agreed on their start.
@@ -161,6 +204,12 @@ func (p *Part) String() string {
 			s += string(p.Side) + " "
 		}
 		s += fmt.Sprintf("round %d", p.Round)
+	}
+	if l := p.LoadLevel(); l.factor() != 1 {
+		if s == "" {
+			s = "whole"
+		}
+		s += " at " + l.String()
 	}
 	if s == "" {
 		return "whole"
@@ -290,4 +339,12 @@ func (p *Part) check() error {
 		}
 	}
 	return nil
+}
+
+// LoadLevel is p's load level; nil for a run at its own load.
+func (p *Part) LoadLevel() *Load {
+	if p == nil {
+		return nil
+	}
+	return p.Load
 }

@@ -100,6 +100,11 @@ func TestMergeRefusesParts(t *testing.T) {
 	whole.Input = testInput("a.log")
 	again := build(t, cs, func(call) bool { return true }, false)
 	again.Input = testInput("copy/a.log") // the same content elsewhere
+	faster := shardOf(t, cs, 1, 2, false)
+	faster.Part.Load = &Load{By: LoadBySpeed, K: 2}
+	half1, half2 := build(t, cs, func(c call) bool { return c.session%2 == 0 }, false), build(t, cs, func(c call) bool { return c.session%2 == 1 }, false)
+	half1.Input, half2.Input = testInput("a.log"), &Input{Files: []InputFile{{Name: "b.log", Size: 99, Hash: "bbbb"}}}
+	half1.Part = &Part{Load: &Load{By: LoadByFold, K: 3}}
 	for _, tc := range []struct {
 		name string
 		a, b *Result
@@ -111,6 +116,8 @@ func TestMergeRefusesParts(t *testing.T) {
 		{"different rounds", s0, round, "different rounds"},
 		{"a shard with a whole", s0, whole, "a shard merges only with the other shards"},
 		{"the same input whole twice", whole, again, "read the same input"},
+		{"shards of different load levels", s0, faster, "shards of different load levels (1x and 2x by speed)"},
+		{"runs of different load levels", half1, half2, "runs of different load levels (3x by fold and 1x)"},
 	} {
 		if _, err := Merge(tc.a, tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
@@ -132,6 +139,9 @@ func TestPartString(t *testing.T) {
 		{&Part{Round: 1}, "round 1"},
 		{&Part{Round: 2, Side: SideCandidate}, "candidate round 2"},
 		{&Part{Shards: []int{1}, Of: 2, Round: 2, Side: SideControl}, "shard 1 of 2, control round 2"},
+		{&Part{Load: &Load{By: LoadBySpeed, K: 1.5}}, "whole at 1.5x by speed"},
+		{&Part{Round: 2, Side: SideCandidate, Load: &Load{By: LoadByFold, K: 3}}, "candidate round 2 at 3x by fold"},
+		{&Part{Round: 1, Load: &Load{By: LoadBySpeed, K: 1}}, "round 1"},
 	} {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
@@ -154,5 +164,27 @@ func TestMergeRoundShards(t *testing.T) {
 	b.Part.Side = SideControl
 	if _, err := Merge(a, b); err == nil || !strings.Contains(err.Error(), "different rounds") {
 		t.Errorf("Merge of shards of two sides' rounds: %v, want it refused", err)
+	}
+}
+
+// TestLoadSame: a load level is the same only with the same factor and
+// way; 1x is 1x however it is made, and nil is 1x.
+func TestLoadSame(t *testing.T) {
+	speed2, fold2 := &Load{By: LoadBySpeed, K: 2}, &Load{By: LoadByFold, K: 2}
+	for _, tc := range []struct {
+		a, b *Load
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, &Load{By: LoadBySpeed, K: 1}, true},
+		{&Load{By: LoadByFold, K: 1}, &Load{By: LoadBySpeed, K: 1}, true},
+		{speed2, &Load{By: LoadBySpeed, K: 2}, true},
+		{speed2, fold2, false},
+		{speed2, nil, false},
+		{speed2, &Load{By: LoadBySpeed, K: 3}, false},
+	} {
+		if got := tc.a.Same(tc.b); got != tc.want || tc.b.Same(tc.a) != tc.want {
+			t.Errorf("%v and %v: %v, want %v both ways", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
