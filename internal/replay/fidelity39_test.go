@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -342,5 +343,26 @@ func TestSyncCreatedDatabaseByObject(t *testing.T) {
 	joined := strings.Join(res.Sync.Notes, "\n")
 	if !strings.Contains(joined, `database "db1" is created by the log`) || strings.Contains(joined, "commit mode") {
 		t.Errorf("sync notes %q: want db1 waited by object, with template1's catalog", res.Sync.Notes)
+	}
+}
+
+// TestMergeStartupSettings: the parts of a replay split by session merge
+// their startup settings and their failures after a skipped fast-path
+// call, as they merge the other outcomes.
+func TestMergeStartupSettings(t *testing.T) {
+	part := func(n int64, app string) *results.Result {
+		r := results.New(results.KindReplay, results.LatencyClient)
+		r.Outcomes.OnlyOnTargetAfterFastPath = n
+		r.StartupSettings = &results.StartupSettings{DateTimeDiffers: n, Target: map[string]string{"TimeZone": "UTC"},
+			KnownClients: []results.KnownClient{{Application: app, Sessions: n}}, Note: "part"}
+		return r
+	}
+	m, err := results.Merge(part(1, "pg_regress"), part(2, "pg_regress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := m.StartupSettings
+	if m.Outcomes.OnlyOnTargetAfterFastPath != 3 || st == nil || st.DateTimeDiffers != 3 || len(st.KnownClients) != 1 || st.KnownClients[0].Sessions != 3 || st.Target["TimeZone"] != "UTC" {
+		t.Errorf("merged outcomes %+v, startup settings %+v", m.Outcomes, st)
 	}
 }

@@ -421,15 +421,16 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		ReplayerDelayed:  x.ReplayerDelayed + y.ReplayerDelayed,
 		TargetLocal:      x.TargetLocal || y.TargetLocal,
 		Outcomes: Outcomes{
-			Ran:                    x.Outcomes.Ran + y.Outcomes.Ran,
-			OriginalFailed:         x.Outcomes.OriginalFailed + y.Outcomes.OriginalFailed,
-			BothFailed:             x.Outcomes.BothFailed + y.Outcomes.BothFailed,
-			FailedOnlyOnTarget:     x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
-			Answered:               x.Outcomes.Answered + y.Outcomes.Answered,
-			AnswerDiffers:          x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
-			FailedOnlyInOriginal:   x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
-			OnlyOnTargetBySQLState: sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),
-			OnlyOnTargetBakedIDs:   x.Outcomes.OnlyOnTargetBakedIDs + y.Outcomes.OnlyOnTargetBakedIDs,
+			Ran:                       x.Outcomes.Ran + y.Outcomes.Ran,
+			OriginalFailed:            x.Outcomes.OriginalFailed + y.Outcomes.OriginalFailed,
+			BothFailed:                x.Outcomes.BothFailed + y.Outcomes.BothFailed,
+			FailedOnlyOnTarget:        x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
+			Answered:                  x.Outcomes.Answered + y.Outcomes.Answered,
+			AnswerDiffers:             x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
+			FailedOnlyInOriginal:      x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
+			OnlyOnTargetBySQLState:    sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),
+			OnlyOnTargetBakedIDs:      x.Outcomes.OnlyOnTargetBakedIDs + y.Outcomes.OnlyOnTargetBakedIDs,
+			OnlyOnTargetAfterFastPath: x.Outcomes.OnlyOnTargetAfterFastPath + y.Outcomes.OnlyOnTargetAfterFastPath,
 		},
 		Reader: ReaderCounts{
 			Events:      x.Reader.Events + y.Reader.Events,
@@ -482,7 +483,40 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	}
 	m.TargetLog = mergeTargetLogs(x.TargetLog, y.TargetLog)
 	m.Shards = mergeShardRuns(x.Shards, y.Shards)
+	m.StartupSettings = mergeStartup(x.StartupSettings, y.StartupSettings)
 	return m, nil
+}
+
+// mergeStartup adds what two parts of a replay knew of their sessions'
+// startup settings: their counts, the target's values of the first part
+// that read them, and the first part's note, which names its own figures.
+func mergeStartup(x, y *StartupSettings) *StartupSettings {
+	if x == nil || y == nil {
+		if x == nil {
+			return y
+		}
+		return x
+	}
+	m := *x
+	m.Recorded = x.Recorded && y.Recorded
+	m.SessionsWithSettings += y.SessionsWithSettings
+	m.DateTimeDiffers += y.DateTimeDiffers
+	if len(m.Target) == 0 {
+		m.Target = y.Target
+	}
+	m.KnownClients = slices.Clone(x.KnownClients)
+	for _, c := range y.KnownClients {
+		if i := slices.IndexFunc(m.KnownClients, func(k KnownClient) bool { return k.Application == c.Application }); i >= 0 {
+			m.KnownClients[i].Sessions += c.Sessions
+		} else {
+			m.KnownClients = append(m.KnownClients, c)
+		}
+	}
+	m.Suspect = x.Suspect || y.Suspect
+	if m.Note == "" {
+		m.Note = y.Note
+	}
+	return &m
 }
 
 func mergeDist(a, b *Result, x, y *Distribution) (*Distribution, error) {
