@@ -49,6 +49,9 @@ type headroomFlags struct {
 	// replays at once, meeting in the coordination database coordDSN.
 	shards   int
 	coordDSN string
+	// forward are the replay options given, as a shard process is
+	// started with them (forwardedFlags).
+	forward []string
 }
 
 func newHeadroomCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -131,6 +134,7 @@ whole run (docs/headroom-json.md).
 			exitDoc{ExitIncomplete, "interrupted (Ctrl-C, SIGTERM) or stopped by --budget before a search finished: the answer is of the steps finished, marked partial"}),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.forward = forwardedFlags(cmd)
 			return runHeadroomCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
 		},
 	}
@@ -221,6 +225,13 @@ type headroomRun struct {
 	// runID names the run's sharded replays in the coordination
 	// database, each step's with its step and slice after it.
 	runID string
+	// paths are the logs as given, for the shard processes.
+	paths []string
+	// shardMode says where a step's shards run (shardsProcesses or
+	// shardsInProcess); shardBin and shardEnv start their processes.
+	shardMode string
+	shardBin  string
+	shardEnv  []string
 }
 
 func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
@@ -246,7 +257,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 			return fmt.Errorf("--out: %w; nothing was done", err)
 		}
 	}
-	h := &headroomRun{stdio: stdio, f: f, shown: map[headroom.Side]bool{}}
+	h := &headroomRun{stdio: stdio, f: f, shown: map[headroom.Side]bool{}, paths: paths}
 	// Each step's errors are the SLO's to judge; findings are not a
 	// headroom's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
@@ -294,8 +305,16 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	}
 	shards := ""
 	if f.shards > 1 {
-		shards = fmt.Sprintf("; every step in %d shards at once, meeting in the coordination database", f.shards)
 		h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
+		bin, env, err := shardBinary()
+		if err != nil {
+			h.shardMode = shardsInProcess
+			shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
+		} else {
+			h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
+			shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
+		}
+		h.cfg.ShardsRun = h.shardMode
 	}
 	fmt.Fprintf(stdio.Stderr, "headroom: %s by %s, the log %v long at 1x; steps up to %gx, SLO %s%s\n",
 		strings.Join(names, " and "), f.by, span.Round(100*time.Millisecond), f.maxK, slo, shards)

@@ -4,14 +4,71 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/coord"
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
+
+// shardBinary finds the program a headroom step runs its shards with:
+// this pgrehearse's own binary, and what its environment needs beyond
+// this process's. Tests, whose binary is the test binary, replace it.
+var shardBinary = func() (path string, env []string, err error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", nil, err
+	}
+	return p, nil, nil
+}
+
+// Where a step's shards run.
+const (
+	shardsProcesses = "processes"
+	shardsInProcess = "in_process"
+)
+
+// forwardedFlags are the replay options given on headroom's command line
+// that a shard process is started with as given: every flag replay and
+// headroom share (addReplayOptionFlags) except those a step sets itself
+// (its speed, database map, window, pre-flight and observer).
+func forwardedFlags(cmd *cobra.Command) []string {
+	own := pflag.NewFlagSet("replay options", pflag.ContinueOnError)
+	addReplayOptionFlags(own, &replayFlags{})
+	perStep := map[string]bool{"speed": true, "database-map": true, "start": true, "end": true, "skip-preflight": true, "observe": true}
+	var out []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if own.Lookup(f.Name) == nil || perStep[f.Name] {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				out = append(out, "--"+f.Name, v)
+			}
+			return
+		}
+		out = append(out, "--"+f.Name+"="+f.Value.String())
+	})
+	return out
+}
 
 // replayShards replays a step (or one slice of a fold) split by session
 // into --shards shards at once, as "pgrehearse replay --shard K/N
@@ -21,15 +78,24 @@ import (
 // in other shards (with --sync). Their results are merged as
 // "pgrehearse merge" merges shards, into the step's.
 //
-// The shards run in this process, each a replay of its own (its own
-// dispatcher and sessions), so that no one dispatcher bounds the load;
-// their CPU is this one process's.
+// Each shard is a process of its own (this binary's replay command), so
+// the shards' CPU adds up beyond one process's; only when the binary
+// cannot be found do they run in this process (h.shardMode says which).
 func (h *headroomRun) replayShards(ctx context.Context, st headroom.StepRun, cfg replayrun.Config, start time.Time, sel source.Selection) (*results.Result, error) {
-	n := h.f.shards
 	run := fmt.Sprintf("%s-step%d-%s", h.runID, st.Seq, st.Side)
 	if sel.Start != 0 {
 		run += fmt.Sprintf("-slice%d", sel.Start)
 	}
+	if h.shardMode == shardsProcesses {
+		return h.shardProcesses(ctx, st, cfg, run)
+	}
+	return h.shardsInProcess(ctx, st, cfg, start, run)
+}
+
+// shardsInProcess runs the shards in this process, each a replay of its
+// own (its own dispatcher and sessions); their CPU is this one process's.
+func (h *headroomRun) shardsInProcess(ctx context.Context, st headroom.StepRun, cfg replayrun.Config, start time.Time, run string) (*results.Result, error) {
+	n := h.f.shards
 	type done struct {
 		k   int
 		res *results.Result
@@ -81,4 +147,244 @@ func (h *headroomRun) replayShards(ctx context.Context, st headroom.StepRun, cfg
 		m.Replay.ClientCPUSeconds = cpu
 	}
 	return m, nil
+}
+
+// shardArgs are the arguments of shard k's process: replay of shard
+// k/n of run, with everything the step sets (target, speed, database
+// map with the reset's copies, window, the target's logs) as flags.
+func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, jsonPath string) []string {
+	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--coord-dsn", h.f.coordDSN, "--run-id", run,
+		"--json", jsonPath, "--target", cfg.Replay.Target, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
+		// The step's errors are the SLO's to judge; findings are not a
+		// headroom's.
+		"--findings=false", "--max-error-rate=100"}
+	args = append(args, h.f.forward...)
+	for _, from := range slices.Sorted(maps.Keys(cfg.Replay.DatabaseMap)) {
+		args = append(args, "--database-map", from+"="+cfg.Replay.DatabaseMap[from])
+	}
+	if s := cfg.Selection.Start; s != 0 {
+		args = append(args, "--start", time.UnixMicro(s).UTC().Format(time.RFC3339Nano))
+	}
+	if e := cfg.Selection.End; e != 0 {
+		args = append(args, "--end", time.UnixMicro(e).UTC().Format(time.RFC3339Nano))
+	}
+	for _, l := range cfg.TargetLogs {
+		args = append(args, "--target-log", l)
+	}
+	// One observer and one pre-flight: the first shard's.
+	if cfg.SkipPreflight || k > 0 {
+		args = append(args, "--skip-preflight")
+	}
+	if cfg.Observe == nil || k > 0 {
+		args = append(args, "--observe=false")
+	}
+	return append(args, "--")
+}
+
+// shardProc is one shard's process of a step.
+type headroomShardProc struct {
+	k    int
+	cmd  *exec.Cmd
+	json string
+	out  *tailBuffer
+	done chan struct{}
+	// err is Wait's, once done is closed.
+	err error
+}
+
+// shardProcesses runs the step's n shards as processes of this binary,
+// waits for all of them and merges their results. A shard that cannot
+// start, or ends without its result (killed, crashed, refused), fails
+// the step, naming it; the other shards are then stopped (SIGTERM: they
+// cancel what is in flight and write what ran) and waited for, so that
+// none is left running. Ctrl-C is passed on to each (SIGINT), the second
+// one as SIGTERM.
+func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, cfg replayrun.Config, run string) (*results.Result, error) {
+	n := h.f.shards
+	dir, err := os.MkdirTemp("", "pgrehearse-headroom-shards-")
+	if err != nil {
+		return nil, fmt.Errorf("a directory for the shards' results: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	procs := make([]*headroomShardProc, 0, n)
+	ended := make(chan *headroomShardProc, n)
+	// Whatever happens below, no shard outlives the step.
+	defer func() {
+		for _, p := range procs {
+			select {
+			case <-p.done:
+			default:
+				p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+	}()
+	signalAll := func(sig os.Signal) {
+		for _, p := range procs {
+			select {
+			case <-p.done:
+			default:
+				p.cmd.Process.Signal(sig)
+			}
+		}
+	}
+	var startErr error
+	for k := range n {
+		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
+		p.cmd.Env = append(os.Environ(), h.shardEnv...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		p.cmd.SysProcAttr = shardProcAttr()
+		if err := p.cmd.Start(); err != nil {
+			startErr = fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, h.shardBin, err)
+			break
+		}
+		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d\n", st.Seq, k, n, p.cmd.Process.Pid)
+		procs = append(procs, p)
+		go func() {
+			p.err = p.cmd.Wait()
+			close(p.done)
+			ended <- p
+		}()
+	}
+	if startErr != nil {
+		// The others would wait at the rendezvous for it: stop them.
+		signalAll(syscall.SIGTERM)
+		for _, p := range procs {
+			<-p.done
+		}
+		return nil, startErr
+	}
+	var failed []error
+	parts := make([]*results.Result, 0, n)
+	interrupted, hard := ctx.Done(), h.replay.Hard
+	stopped := false
+	for left := n; left > 0; {
+		select {
+		case <-interrupted:
+			interrupted = nil
+			signalAll(os.Interrupt)
+		case <-hard:
+			hard = nil
+			signalAll(syscall.SIGTERM)
+		case p := <-ended:
+			left--
+			res, err := h.shardOutcome(ctx, st, p, n)
+			if res != nil {
+				parts = append(parts, res)
+			}
+			// A shard stopped because another failed ends as it was
+			// told to: only the first failures are the step's.
+			if err != nil && !stopped {
+				failed = append(failed, err)
+			}
+			if len(failed) > 0 && !stopped {
+				// The step has failed: the others need not go on.
+				stopped = true
+				signalAll(syscall.SIGTERM)
+			}
+		}
+	}
+	var m *results.Result
+	if len(parts) > 0 {
+		if m, err = results.MergeAll(parts...); err != nil {
+			return nil, errors.Join(append(failed, fmt.Errorf("merge %d shards: %w", len(parts), err))...)
+		}
+		// The child's results know their shard, not the step's round and
+		// side: replay has no flag for those.
+		if m.Part == nil {
+			m.Part = &results.Part{}
+		}
+		m.Part.Round, m.Part.Side = st.N, st.Side
+	}
+	if len(failed) > 0 {
+		return m, errors.Join(failed...)
+	}
+	if m != nil && st.K <= 1 && ctx.Err() == nil {
+		if fs := m.ShardFailures(); len(fs) > 0 {
+			why := make([]string, len(fs))
+			for i, f := range fs {
+				why[i] = report.ShardFailureText(f)
+			}
+			return m, fmt.Errorf("shards failed at 1x: %s", strings.Join(why, "; "))
+		}
+	}
+	h.shown[st.Side] = true
+	return m, nil
+}
+
+// shardOutcome reads shard p's result once its process ended, and says
+// whether it counts, as runReplay does for a replay in this process: at
+// 1x what would fail the replay command fails the step; above, what the
+// load did to the target (statements lost, connections refused, a
+// degraded replay) is in the result, which the step's verdict judges.
+func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *headroomShardProc, n int) (*results.Result, error) {
+	pid := p.cmd.Process.Pid
+	code := p.cmd.ProcessState.ExitCode()
+	how := fmt.Sprintf("exited with code %d", code)
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		how = "was killed by signal " + ws.Signal().String()
+	}
+	if _, err := os.Stat(p.json); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s without writing its result%s", p.k, n, pid, how, p.out.lastLines(3))
+	}
+	res, rerr := results.ReadFile(p.json)
+	if rerr != nil {
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s; its result: %w%s", p.k, n, pid, how, rerr, p.out.lastLines(3))
+	}
+	switch {
+	case code == ExitOK:
+		return res, nil
+	case ctx.Err() != nil:
+		// Interrupted: what ran, marked partial.
+		return res, nil
+	case st.K > 1 && code == ExitIncomplete && (len(res.Incomplete) > 0 || len(res.Degraded) > 0):
+		return res, nil
+	case st.K > 1 && code == ExitFailure && res.Sessions.ConnectFailed > 0:
+		return res, nil
+	}
+	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, p.out.lastLines(3))
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// lastLines is what the process said last, as ": ...": its own error
+// line (pgrehearse: ...) when it wrote one, else its last n non-empty
+// lines; " (it wrote nothing)" when it wrote nothing.
+func (t *tailBuffer) lastLines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(string(t.b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return " (it wrote nothing)"
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if strings.HasPrefix(out[i], "pgrehearse: ") {
+			return ": " + strings.TrimPrefix(out[i], "pgrehearse: ")
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return ": " + strings.Join(out, " / ")
 }

@@ -3,11 +3,17 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -15,12 +21,46 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
+func init() {
+	// A step's shards are processes of the test binary, run as
+	// pgrehearse (TestMain).
+	shardBinary = func() (string, []string, error) { return os.Args[0], []string{asCLI + "=1"}, nil }
+}
+
+// shardPIDs are the processes a headroom run's stderr says it started
+// as shards, by step.
+var shardPIDLine = regexp.MustCompile(`headroom: step ([0-9]+): shard ([0-9]+) of ([0-9]+) is process ([0-9]+)`)
+
+func shardPIDs(t *testing.T, stderr string) (pids []int, steps map[int]int) {
+	t.Helper()
+	steps = map[int]int{}
+	for _, m := range shardPIDLine.FindAllStringSubmatch(stderr, -1) {
+		step, _ := strconv.Atoi(m[1])
+		pid, _ := strconv.Atoi(m[4])
+		pids = append(pids, pid)
+		steps[step]++
+	}
+	return pids, steps
+}
+
+// checkGone fails the test for every pid that still names a process.
+func checkGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("shard process %d is still there after headroom ended (kill 0: %v)", pid, err)
+		}
+	}
+}
+
 // TestHeadroomShards: headroom --shards 2 --coord-dsn replays every step
-// as two shards at once, meeting in a coordination database of their own
-// (another cluster than the target's): every step's result is the merge
-// of both shards of one run (its part covers shards 0 and 1 of 2, one
-// barrier), each 1x round runs every statement of the log once, and the
-// search answers.
+// as two shard processes at once (this binary's replay --shard K/2),
+// meeting in a coordination database of their own (another cluster than
+// the target's): every step's result is the merge of both shards of one
+// run (its part covers shards 0 and 1 of 2, one barrier, the step's round
+// and side), each 1x round runs every statement of the log once, the
+// merged client CPU is the sum of the shards', the search answers, and no
+// shard process is left once it has.
 func TestHeadroomShards(t *testing.T) {
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
@@ -37,9 +77,11 @@ func TestHeadroomShards(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	if !strings.Contains(stderr, "every step in 2 shards at once") {
-		t.Errorf("the start line does not say the steps are sharded")
+	if !strings.Contains(stderr, "every step in 2 shards at once, each a process") {
+		t.Errorf("the start line does not say the steps are sharded in processes")
 	}
+	pids, steps := shardPIDs(t, stderr)
+	checkGone(t, pids)
 	b, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +91,8 @@ func TestHeadroomShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	so := out.Side(headroom.Control)
-	if out.Shards != 2 {
-		t.Errorf("the outcome says %d shards, want 2", out.Shards)
+	if out.Shards != 2 || out.ShardsRun != shardsProcesses {
+		t.Errorf("the outcome says %d shards run as %q, want 2 as %q", out.Shards, out.ShardsRun, shardsProcesses)
 	}
 	if so == nil || so.Answer == nil || so.Baseline == nil || len(so.Steps) < 3 {
 		t.Fatalf("side %+v", so)
@@ -78,8 +120,124 @@ func TestHeadroomShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := res.Part; p == nil || p.Of != 2 || len(p.Shards) != 2 || p.Run == "" || p.Barrier == nil {
-			t.Errorf("step %d: part %+v, want both shards of 2 of one run, with its barrier", st.Seq, res.Part)
+		if p := res.Part; p == nil || p.Of != 2 || len(p.Shards) != 2 || p.Run == "" || p.Barrier == nil || p.Side != headroom.Control || p.Round == 0 {
+			t.Errorf("step %d: part %+v, want both shards of 2 of one run, with its barrier, side and round", st.Seq, res.Part)
 		}
+		if steps[st.Seq] != 2 {
+			t.Errorf("step %d: %d shard processes started, want 2", st.Seq, steps[st.Seq])
+		}
+		rp := res.Replay
+		if rp == nil || len(rp.Shards) != 2 {
+			t.Fatalf("step %d: replay %+v, want two shards' figures", st.Seq, rp)
+		}
+		var sum float64
+		for _, s := range rp.Shards {
+			sum += s.CPUSeconds
+		}
+		if d := rp.ClientCPUSeconds - sum; sum <= 0 || d > 1e-6 || d < -1e-6 {
+			t.Errorf("step %d: client CPU %.3f s, the shards' sum %.3f s", st.Seq, rp.ClientCPUSeconds, sum)
+		}
+	}
+}
+
+// TestHeadroomShardKilled: a shard process killed (SIGKILL) once its
+// step's replay has begun (its run's start passed in the coordination
+// database) fails that step, naming the shard, its process and the
+// signal; the run stops (exit 1) with the steps before it kept, and no
+// shard process of any step is left. The test polls the progress lines
+// and the coordination database; it never sleeps to synchronize.
+func TestHeadroomShardKilled(t *testing.T) {
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	go func() {
+		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
+			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
+	}()
+	conn, err := pgx.Connect(ctx, co.DSN("coord"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// Step 2 (the second 1x round): its shard 1, once the step's start
+	// has passed.
+	victim := 0
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+wait:
+	for {
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d before step 2's shards replayed:\n%s", code, stderr.String())
+		case <-deadline:
+			t.Fatalf("step 2's shards did not start replaying in 2 minutes:\n%s", stderr.String())
+		case <-tick.C:
+			if victim == 0 {
+				for _, m := range shardPIDLine.FindAllStringSubmatch(stderr.String(), -1) {
+					if m[1] == "2" && m[2] == "1" {
+						victim, _ = strconv.Atoi(m[4])
+					}
+				}
+				continue
+			}
+			var started bool
+			err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(start_at < clock_timestamp()), false) FROM pgrehearse_coord.runs WHERE run LIKE '%-step2-control'`).Scan(&started)
+			if err != nil {
+				// The schema is made by the first shard to join.
+				continue
+			}
+			if started {
+				break wait
+			}
+		}
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill shard process %d: %v", victim, err)
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("headroom did not end within 90 s of its shard's death:\n%s", stderr.String())
+	}
+	errOut := stderr.String()
+	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	pids, _ := shardPIDs(t, errOut)
+	checkGone(t, pids)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d (ExitFailure)", code, ExitFailure)
+	}
+	want := "shard 1 of 2 (process " + strconv.Itoa(victim) + ") was killed by signal killed without writing its result"
+	if !strings.Contains(errOut, want) {
+		t.Errorf("the error does not say %q", want)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(headroom.Control)
+	if so == nil || len(so.Steps) != 2 {
+		t.Fatalf("side %+v, want two steps", so)
+	}
+	if st := so.Steps[0]; st.Status != headroom.StatusDone {
+		t.Errorf("step 1: %s %s, want done", st.Status, st.Error)
+	}
+	if st := so.Steps[1]; st.Status != headroom.StatusFailed || !strings.Contains(st.Error, want) {
+		t.Errorf("step 2: %s %q, want failed saying %q", st.Status, st.Error, want)
 	}
 }

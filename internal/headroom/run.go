@@ -137,6 +137,9 @@ type Config struct {
 	// Shards is how many shards the Replay function splits each step
 	// into (recorded in the Outcome); 0 or 1: none.
 	Shards int
+	// ShardsRun says where the shards run: "processes" (one process
+	// each, their CPU adding up) or "in_process" (in one process).
+	ShardsRun string
 }
 
 // Status is how a step ended.
@@ -227,9 +230,12 @@ type Outcome struct {
 	By      By      `json:"by"`
 	Speed   float64 `json:"speed"`
 	// Shards is Config.Shards when above 1.
-	Shards int    `json:"shards,omitempty"`
-	SLO    SLO    `json:"slo"`
-	Search Search `json:"search"`
+	Shards int `json:"shards,omitempty"`
+	// ShardsRun is Config.ShardsRun with shards: "processes" or
+	// "in_process".
+	ShardsRun string `json:"shards_run,omitempty"`
+	SLO       SLO    `json:"slo"`
+	Search    Search `json:"search"`
 	// SpanSeconds is the log's length at k = 1.
 	SpanSeconds float64             `json:"span_seconds"`
 	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
@@ -285,7 +291,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	out = &Outcome{Version: OutcomeVersion, By: cfg.By, Speed: cfg.Speed, SLO: cfg.SLO, Search: *proto,
 		SpanSeconds: cfg.Span.Seconds(), ResetModes: map[Side]reset.Mode{}, StartedAt: time.Now()}
 	if cfg.Shards > 1 {
-		out.Shards = cfg.Shards
+		out.Shards, out.ShardsRun = cfg.Shards, cfg.ShardsRun
 	}
 	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]Measurement{},
 		baseline: map[Side]*Baseline{}, n: map[Side]int{}}

@@ -42,7 +42,12 @@ func searchLine(out *headroom.Outcome) string {
 	s := out.Search
 	line := fmt.Sprintf("steps up to %gx, %s at 1x, %s at each end of the interval", s.MaxK,
 		plural(s.BaseRounds, "1 round", fmt.Sprintf("%d rounds", s.BaseRounds)), plural(s.BoundaryRounds, "1 round", fmt.Sprintf("%d rounds", s.BoundaryRounds)))
-	if out.Shards > 1 {
+	switch {
+	case out.Shards > 1 && out.ShardsRun == "processes":
+		line += fmt.Sprintf(", every step in %d shard processes", out.Shards)
+	case out.Shards > 1 && out.ShardsRun == "in_process":
+		line += fmt.Sprintf(", every step in %d shards inside one process", out.Shards)
+	case out.Shards > 1:
 		line += fmt.Sprintf(", every step in %d shards", out.Shards)
 	}
 	return line
