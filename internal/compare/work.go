@@ -51,6 +51,21 @@ const (
 	// DefaultMinDirtied is the least growth of shared blocks dirtied
 	// per call that is a work regression (the HOT loss: +0.61).
 	DefaultMinDirtied = 0.5
+	// DefaultMinWorkShare: a change under the per-call floors is a
+	// work regression still when what it adds (its growth per call
+	// times the candidate's calls) is this share of the run's WAL (or
+	// blocks dirtied) at least, as the baseline's runs wrote it in all
+	// (pg_stat_statements' totals): the one-row update of pgbench's
+	// tellers that loses HOT goes from 78 to 219 B a call, +141 B, far
+	// under 1 kB, but 2% of a TPC-B-like run's WAL. Work is judged by
+	// what it adds to the run, as latency by the time it adds.
+	DefaultMinWorkShare = 0.01
+	// MinListedWorkEffect: a work change under a floor is listed (as
+	// latency's small changes are) when its ratio is beyond the
+	// noise floor and this far from 1 at least: two servers differ by
+	// a few per cent of WAL per call with certainty, which means
+	// nothing.
+	MinListedWorkEffect = 1.10
 )
 
 // workResolution are the smallest per-call figures told from 0, so that
@@ -72,6 +87,21 @@ const StatusMoreWork Status = "more_work"
 // ReasonMeanFasterWritesMore: a work regression whose mean got faster
 // beyond the floors.
 const ReasonMeanFasterWritesMore Reason = "mean_faster_writes_more"
+
+// Reasons a work change beyond noise is listed under the floors rather
+// than called a work regression (QueryWork.BelowWhy).
+const (
+	// ReasonUnderWorkEffectFloor: more, but under the relative work
+	// floor (WorkMinEffect) or the noise floor.
+	ReasonUnderWorkEffectFloor Reason = "under_work_effect_floor"
+	// ReasonUnderWorkSizeFloors: more beyond the relative floor, but
+	// by less than the per-call floor and less than the share of the
+	// run's WAL (or blocks dirtied) that makes a work regression.
+	ReasonUnderWorkSizeFloors Reason = "under_work_size_floors"
+	// ReasonLessWork: less work per call beyond noise: not a
+	// regression.
+	ReasonLessWork Reason = "less_work"
+)
 
 // WarnWorkNotCompared: Count runs, Run the first of them, had no
 // pg_stat_statements figures (PGSS and Text say why), so server work was
@@ -99,6 +129,19 @@ type WorkEffect struct {
 	Candidate float64 `json:"candidate"`
 	Delta     float64 `json:"delta"`
 	P         float64 `json:"p"`
+	// AddedShare is what the change adds per run (Delta times the
+	// candidate's calls) over the baseline's whole WAL (or blocks
+	// dirtied) per run, the median of its runs' pg_stat_statements
+	// totals; ShareLow and ShareHigh the same at the interval's ends.
+	// 0 for full-page images, and without totals.
+	AddedShare float64 `json:"added_share"`
+	ShareLow   float64 `json:"added_share_low"`
+	ShareHigh  float64 `json:"added_share_high"`
+	// Material: the change is large enough to matter, by the per-call
+	// floor or by its share reaching the share floor
+	// (ServerWork.MinShare) over the whole interval (ShareLow for more
+	// work).
+	Material bool `json:"material"`
 }
 
 // WorkRun is one run's pg_stat_statements figures of a query.
@@ -130,6 +173,11 @@ type QueryWork struct {
 	// AddedWALBytes is what the change of WAL bytes per call adds per
 	// run at the candidate's calls.
 	AddedWALBytes float64 `json:"added_wal_bytes"`
+	// Below is the metric that changed beyond noise but under a floor
+	// (the query is then in ServerWork.BelowFloors), BelowWhy which
+	// floor; empty otherwise.
+	Below    Metric `json:"below_floors,omitempty"`
+	BelowWhy Reason `json:"below_floors_reason,omitempty"`
 }
 
 // Of returns the effect on work metric m; nil for another metric.
@@ -155,6 +203,23 @@ type ServerWork struct {
 	MinEffect   float64 `json:"min_effect"`
 	MinWALBytes float64 `json:"min_wal_bytes_per_call"`
 	MinDirtied  float64 `json:"min_dirtied_per_call"`
+	// MinShare is the share of the run's WAL (or blocks dirtied) a
+	// change under the per-call floors must add to be a work
+	// regression (DefaultMinWorkShare).
+	MinShare float64 `json:"min_share_of_run"`
+	// BaselineWALPerRun and BaselineDirtiedPerRun are the medians over
+	// the baseline's runs of all the WAL bytes and blocks dirtied
+	// pg_stat_statements counted in a run: what shares are of.
+	BaselineWALPerRun     float64 `json:"baseline_wal_bytes_per_run"`
+	BaselineDirtiedPerRun float64 `json:"baseline_dirtied_per_run"`
+	// BelowFloors are the queries whose WAL or blocks dirtied per call
+	// changed beyond noise (and by MinListedWorkEffect) but under a
+	// floor, or got less: not work regressions, by the share of the
+	// run they add or save, most first.
+	BelowFloors []string `json:"below_floors"`
+	// HOT compares, per updated table, the share of its updates that
+	// were HOT on each side (hot.go).
+	HOT []TableHOT `json:"hot_updates,omitempty"`
 }
 
 // WorkMissing is a run without pg_stat_statements figures: PGSS is the
@@ -170,7 +235,11 @@ type WorkMissing struct {
 // workRows are, per run, its pg_stat_statements figures by fingerprint;
 // nil for a run without them, with why.
 type workRows struct {
-	runs    []map[string]*observe.Query
+	runs []map[string]*observe.Query
+	// totals are each run's pg_stat_statements totals, tables its
+	// updated tables (nil when not read); by run, as runs.
+	totals  []observe.QueryStats
+	tables  [][]observe.TableUpdates
 	missing []WorkMissing
 	any     bool // some run carried evidence
 }
@@ -180,6 +249,11 @@ func workOf(runs []*Run) workRows {
 	for _, r := range runs {
 		ev, err := observe.Decode(r.Evidence)
 		var m map[string]*observe.Query
+		var tot observe.QueryStats
+		var tables []observe.TableUpdates
+		if err == nil && ev != nil {
+			tables = ev.Tables
+		}
 		switch {
 		case err != nil:
 			w.any = true
@@ -196,8 +270,11 @@ func workOf(runs []*Run) workRows {
 				q := &ev.Statements.Queries[i]
 				m[q.Fingerprint] = q
 			}
+			tot = ev.Statements.Totals
 		}
 		w.runs = append(w.runs, m)
+		w.totals = append(w.totals, tot)
+		w.tables = append(w.tables, tables)
 	}
 	return w
 }
@@ -209,9 +286,10 @@ func (r *Report) serverWork(base, cand []*Run, o Options) (b, c workRows, ok boo
 	if !b.any && !c.any && !o.ExpectWork {
 		return b, c, false
 	}
-	sw := &ServerWork{MinEffect: o.WorkMinEffect, MinWALBytes: o.MinWALBytes, MinDirtied: o.MinDirtied}
+	sw := &ServerWork{MinEffect: o.WorkMinEffect, MinWALBytes: o.MinWALBytes, MinDirtied: o.MinDirtied, MinShare: DefaultMinWorkShare}
 	sw.Missing = append(slices.Clone(b.missing), c.missing...)
 	sw.Compared = len(sw.Missing) == 0
+	sw.BaselineWALPerRun, sw.BaselineDirtiedPerRun = b.perRun(MetricWALBytes), b.perRun(MetricDirtied)
 	r.ServerWork = sw
 	// One warning per reason: Run the first run with it, Count how many.
 	var ws []Warning
@@ -224,6 +302,9 @@ func (r *Report) serverWork(base, cand []*Run, o Options) (b, c workRows, ok boo
 		ws[i].Count++
 	}
 	r.Warnings = append(r.Warnings, ws...)
+	if sw.Compared {
+		r.compareHOT(b, c, r.Noise.Measured)
+	}
 	return b, c, sw.Compared
 }
 
@@ -254,9 +335,35 @@ func perCall(runs []WorkRun, m Metric) []float64 {
 	return out
 }
 
+// perRun is the median over the runs of all of metric m that
+// pg_stat_statements counted in a run (its totals); 0 without.
+func (w workRows) perRun(m Metric) float64 {
+	var xs []float64
+	for i, t := range w.totals {
+		if w.runs[i] == nil {
+			continue
+		}
+		switch m {
+		case MetricWALBytes:
+			xs = append(xs, float64(t.WALBytes))
+		case MetricDirtied:
+			xs = append(xs, float64(t.SharedBlksDirtied))
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
 // work fills d.Work from both sides' pg_stat_statements figures and
 // judges it: the same statistic, level and noise floor as latency's
 // (stats.Effect over the runs, the control's runs giving the floor).
+// A change beyond noise and the relative floor is a work regression
+// when it is material: by the per-call floor, or by what it adds to the
+// run as a share of the baseline's whole WAL (or blocks dirtied) per
+// run. A change beyond noise that is not one is listed below the
+// floors (Below).
 func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	bRuns, bAll := workValues(b.runs, d.Fingerprint)
 	kRuns, kAll := workValues(k.runs, d.Fingerprint)
@@ -276,6 +383,7 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	var bMin, kMin int64
 	w.BaselineCalls, bMin = calls(bRuns)
 	w.CandidateCalls, kMin = calls(kRuns)
+	perCallFloor := map[Metric]float64{MetricWALBytes: c.o.MinWALBytes, MetricDirtied: c.o.MinDirtied}
 	for _, m := range WorkMetrics {
 		bv, kv := perCall(bRuns, m), perCall(kRuns, m)
 		r := stats.Effect(bv, kv, stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.WorkMinEffect, Min: workResolution[m]})
@@ -292,6 +400,29 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 		case stats.Lower:
 			e.Change = ChangeLess
 		}
+		if m != MetricWALFPI {
+			if total := b.perRun(m); total > 0 {
+				n := float64(w.CandidateCalls) / total
+				base := math.Max(e.Baseline, workResolution[m])
+				e.AddedShare = e.Delta * n
+				e.ShareLow = base * (e.Low - 1) * n
+				e.ShareHigh = base * (math.Min(e.High, 1e6) - 1) * n
+				if e.ShareLow > e.AddedShare {
+					e.ShareLow = e.AddedShare
+				}
+				if e.ShareHigh < e.AddedShare {
+					e.ShareHigh = e.AddedShare
+				}
+			}
+			// By share, at the end of the interval nearer to 1: a
+			// change whose interval reaches under the share floor is
+			// not told to matter.
+			nearer := math.Min(math.Abs(e.ShareLow), math.Abs(e.ShareHigh))
+			if e.ShareLow < 0 && e.ShareHigh > 0 {
+				nearer = 0
+			}
+			e.Material = math.Abs(e.Delta) >= perCallFloor[m] || nearer >= DefaultMinWorkShare
+		}
 		*w.Of(m) = e
 	}
 	w.AddedWALBytes = w.WALBytes.Delta * float64(w.CandidateCalls)
@@ -306,6 +437,7 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	case moreWork(&w.Dirtied, c.o.MinDirtied):
 		w.More = MetricDirtied
 	default:
+		w.Below, w.BelowWhy = belowFloors(w)
 		return
 	}
 	switch d.Status {
@@ -317,19 +449,59 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	}
 }
 
-// moreWork says whether e is more work beyond noise, the relative work
-// floor and floor, the least growth per call.
+// moreWork says whether e is more work beyond noise and the relative
+// work floor, and material: by floor, the least growth per call, or by
+// its share of the run (Material).
 func moreWork(e *WorkEffect, floor float64) bool {
-	return e.Change == ChangeMore && e.Beyond && e.Delta >= floor && e.Ratio > 1
+	return e.Change == ChangeMore && e.Beyond && e.Ratio > 1 && e.Delta > 0 && (e.Delta >= floor || e.Material)
+}
+
+// listed says whether a work change is told from noise well enough to
+// be listed under the floors: its interval excludes 1, and its ratio is
+// beyond the noise floor and MinListedWorkEffect.
+func listed(e *WorkEffect) bool {
+	f := math.Max(e.NoiseFloor, MinListedWorkEffect)
+	switch e.Change {
+	case ChangeMore:
+		return e.Ratio >= f && e.Delta > 0
+	case ChangeLess:
+		return e.Ratio <= 1/f && e.Delta < 0
+	}
+	return false
+}
+
+// belowFloors is the metric of a judged query that is no work
+// regression which changed beyond noise (listed), and which floor kept
+// it from being one: WAL first, then blocks dirtied.
+func belowFloors(w *QueryWork) (Metric, Reason) {
+	for _, m := range []Metric{MetricWALBytes, MetricDirtied} {
+		e := w.Of(m)
+		if !listed(e) {
+			continue
+		}
+		switch {
+		case e.Change == ChangeLess:
+			return m, ReasonLessWork
+		case !e.Beyond:
+			return m, ReasonUnderWorkEffectFloor
+		default:
+			return m, ReasonUnderWorkSizeFloors
+		}
+	}
+	return "", ""
 }
 
 // rankWork fills MoreWork: the work regressions by added WAL bytes per
-// run, then by factor.
+// run, then by factor; and the server work's BelowFloors, by the share
+// of the run they add or save.
 func (r *Report) rankWork() {
-	var qs []*QueryDiff
+	var qs, below []*QueryDiff
 	for i := range r.Queries {
-		if r.Queries[i].Status == StatusMoreWork {
-			qs = append(qs, &r.Queries[i])
+		q := &r.Queries[i]
+		if q.Status == StatusMoreWork {
+			qs = append(qs, q)
+		} else if q.Work != nil && q.Work.Below != "" {
+			below = append(below, q)
 		}
 	}
 	slices.SortStableFunc(qs, func(a, b *QueryDiff) int {
@@ -339,5 +511,16 @@ func (r *Report) rankWork() {
 	r.MoreWork = []string{}
 	for _, q := range qs {
 		r.MoreWork = append(r.MoreWork, q.Fingerprint)
+	}
+	slices.SortStableFunc(below, func(a, b *QueryDiff) int {
+		ea, eb := a.Work.Of(a.Work.Below), b.Work.Of(b.Work.Below)
+		return cmp.Or(cmp.Compare(math.Abs(eb.AddedShare), math.Abs(ea.AddedShare)),
+			cmp.Compare(math.Abs(math.Log(eb.Ratio)), math.Abs(math.Log(ea.Ratio))), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	if r.ServerWork != nil {
+		r.ServerWork.BelowFloors = []string{}
+		for _, q := range below {
+			r.ServerWork.BelowFloors = append(r.ServerWork.BelowFloors, q.Fingerprint)
+		}
 	}
 }

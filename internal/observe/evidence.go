@@ -36,7 +36,11 @@ type Evidence struct {
 	Statements *Statements `json:"statements,omitempty"`
 	Waits      Waits       `json:"waits"`
 	Throughput *Throughput `json:"throughput,omitempty"`
-	Sampling   Sampling    `json:"sampling"`
+	// Tables are the tables updated during the observation, with how
+	// many of their updates were HOT and their indexes (tables.go);
+	// nil when they could not be read.
+	Tables   []TableUpdates `json:"tables,omitempty"`
+	Sampling Sampling       `json:"sampling"`
 }
 
 // Statements are pg_stat_statements deltas over the observation.
@@ -387,6 +391,10 @@ func (o *Collector) build() *Evidence {
 		o.buildStatements(e, r)
 	}
 	o.buildThroughput(e)
+	e.Tables = o.tableStats
+	if o.tablesErr != nil {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("the tables' update counters (pg_stat_user_tables) could not be read: %v", o.tablesErr))
+	}
 
 	s := &o.stats
 	dur := o.end.Sub(o.start)

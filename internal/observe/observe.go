@@ -65,6 +65,7 @@ type Collector struct {
 
 	pgss     *pgssTracker // nil without a readable pg_stat_statements
 	pws      *pwsTracker  // nil unless waits come from pg_wait_sampling
+	tables   *tableTracker
 	activity *activity
 	series   *series
 
@@ -89,6 +90,8 @@ type Collector struct {
 	stopOnce    sync.Once
 	evidence    *Evidence
 	evidenceErr error
+	tableStats  []TableUpdates
+	tablesErr   error
 }
 
 type samplingStats struct {
@@ -153,6 +156,9 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 			o.pgss = nil
 		}
 	}
+	// Before the first transaction count: the reads are transactions
+	// in each database.
+	o.startTables(ctx)
 	if err := o.readXacts(ctx, time.Now()); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("observe: pg_stat_database: %w", err)
@@ -391,6 +397,7 @@ func (o *Collector) Stop() (*Evidence, error) {
 				}
 			}
 			o.readDBNames(ctx)
+			o.tableStats, o.tablesErr = o.stopTables(ctx)
 		} else {
 			o.errs = append(o.errs, errors.New("the connection was lost: no snapshot at the end"))
 		}

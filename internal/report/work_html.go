@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
@@ -29,7 +30,8 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 	s.Text = append(s.Text, fmt.Sprintf("WAL bytes, WAL full-page images (FPI) and shared blocks dirtied per call, from each run's pg_stat_statements deltas; "+
 		"each change is the candidate's median per call over the baseline's, with its interval over the runs (\"~\" when it holds 1). "+
 		"A query whose latency did not regress writes more when its WAL bytes or blocks dirtied per call grew beyond the noise floor, by %s at least "+
-		"and by +%s WAL or +%g blocks a call; full-page images are shown, not judged.", fmtFactor(1+sw.MinEffect), fmtBytes(sw.MinWALBytes), sw.MinDirtied))
+		"and by +%s WAL or +%g blocks a call, or by %s of the run's WAL or blocks dirtied (what the change adds per run, over its whole interval, "+
+		"as a share of all the baseline's runs wrote); full-page images are shown, not judged.", fmtFactor(1+sw.MinEffect), fmtBytes(sw.MinWALBytes), sw.MinDirtied, fmtShare(sw.MinShare)))
 	if !rep.Noise.Measured {
 		s.Text = append(s.Text, "Run-to-run noise not measured ("+oneRunText(rep)+"): nothing is judged on server work.")
 	}
@@ -65,6 +67,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 			{Label: "WAL/call", Numeric: true}, {Label: "C/B", Numeric: true, Tooltip: "WAL bytes per call, candidate / baseline, with its interval"},
 			{Label: "FPI/call", Numeric: true}, {Label: "C/B", Numeric: true, Tooltip: "full-page images per call: shown, not judged"},
 			{Label: "dirtied/call", Numeric: true}, {Label: "C/B", Numeric: true, Tooltip: "shared blocks dirtied per call, with its interval"},
+			{Label: "share of run", Numeric: true, Tooltip: "what the change of WAL per call adds per run, as a share of the baseline's WAL per run, with its interval"},
 			{Label: "calls C", Numeric: true, Tooltip: "pg_stat_statements calls, median over the runs"},
 			{Label: "query"}}}
 	for _, q := range qs {
@@ -75,6 +78,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 			htmlreport.Num(workFigure(w, compare.MetricWALBytes), w.WALBytes.Candidate), workEffectCell(&w.WALBytes),
 			htmlreport.Num(workFigure(w, compare.MetricWALFPI), w.WALFPI.Candidate), workEffectCell(&w.WALFPI),
 			htmlreport.Num(workFigure(w, compare.MetricDirtied), w.Dirtied.Candidate), workEffectCell(&w.Dirtied),
+			htmlreport.Num(WorkShareText(compare.MetricWALBytes, &w.WALBytes), w.WALBytes.AddedShare),
 			htmlreport.Num(strconv.FormatInt(w.CandidateCalls, 10), float64(w.CandidateCalls)),
 			queryCell(q.Fingerprint, q.Query, pageQueryWidth),
 		}}
@@ -84,6 +88,49 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 		t.Rows = append(t.Rows, row)
 	}
 	s.Tables = append(s.Tables, t)
+	if rep.Noise.Measured {
+		below := htmlreport.Table{ID: "server-work-below", Title: fmt.Sprintf("Changed beyond noise (by %s at least), but under a floor: not work regressions",
+			fmtFactor(compare.MinListedWorkEffect)), Empty: "None.",
+			Columns: []htmlreport.Column{{Label: "figure"}, {Label: "per call", Numeric: true}, {Label: "C/B", Numeric: true},
+				{Label: "share of run", Numeric: true}, {Label: "why not a work regression"}, {Label: "query"}}}
+		for _, fp := range sw.BelowFloors {
+			q := rep.Query(fp)
+			if q == nil || q.Work == nil {
+				continue
+			}
+			w := q.Work
+			e := w.Of(w.Below)
+			below.Rows = append(below.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+				htmlreport.Text(WorkMetricName(w.Below)), htmlreport.Num(workFigure(w, w.Below), e.Candidate), workEffectCell(e),
+				htmlreport.Num(WorkShareText(w.Below, e), e.AddedShare), htmlreport.Text(WorkBelowText(sw, w)),
+				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
+		}
+		s.Tables = append(s.Tables, below)
+	}
+	if len(sw.HOT) > 0 {
+		hot := htmlreport.Table{ID: "server-work-hot", Title: "HOT updates per table (pg_stat_user_tables): share of updates that were HOT, median over the runs (lowest-highest run)",
+			Columns: []htmlreport.Column{{Label: "table"}, {Label: "HOT B", Numeric: true}, {Label: "HOT C", Numeric: true},
+				{Label: "updates B -> C", Numeric: true, Tooltip: "median over the runs"}, {Label: "what"}}}
+		for i := range sw.HOT {
+			h := &sw.HOT[i]
+			side := func(x compare.HOTShare) htmlreport.Cell {
+				return htmlreport.Num(fmtShare(x.Median)+" ("+strings.TrimSuffix(fmtShare(x.Low), "%")+"-"+fmtShare(x.High)+")", x.Median)
+			}
+			what := "~"
+			if h.Dropped || h.Rose {
+				what = HOTLine(h)
+			} else if !h.Judged {
+				what = "not judged (too few updates, or noise not measured)"
+			}
+			row := htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Text(h.Schema + "." + h.Name), side(h.Baseline), side(h.Candidate),
+				htmlreport.Num(fmt.Sprintf("%d -> %d", h.BaselineUpdates, h.CandidateUpdates), float64(h.CandidateUpdates)), htmlreport.Text(what)}}
+			if h.Dropped {
+				row.Class = "bad"
+			}
+			hot.Rows = append(hot.Rows, row)
+		}
+		s.Tables = append(s.Tables, hot)
+	}
 	return s, true
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -86,9 +87,76 @@ func workQueries(rep *compare.Report) []string {
 	return fps
 }
 
+// workFloors words the floors of a work regression: "1.50x and +1.0 kB
+// WAL or +0.5 blocks dirtied a call, or 1% of the run's WAL or blocks
+// dirtied".
+func workFloors(sw *compare.ServerWork) string {
+	s := fmt.Sprintf("%s and +%s WAL or +%g blocks dirtied a call", fmtFactor(1+sw.MinEffect), fmtBytes(sw.MinWALBytes), sw.MinDirtied)
+	if sw.MinShare > 0 {
+		s += ", or " + fmtShare(sw.MinShare) + " of the run's WAL or blocks dirtied"
+	}
+	return s
+}
+
+// fmtShare is a share as a percentage: "2.0%", "0.04%".
+func fmtShare(v float64) string {
+	p := 100 * v
+	a := p
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a == 0:
+		return "0%"
+	case a < 0.1:
+		return strconv.FormatFloat(p, 'f', 2, 64) + "%"
+	case a < 10:
+		return strconv.FormatFloat(p, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(p, 'f', 0, 64) + "%"
+}
+
+// WorkShareText is what a work change adds to the run, as a share of
+// the baseline's WAL (or blocks dirtied) per run, with its interval:
+// "+2.0% (1.9-2.1%) of the run's WAL"; "-" without totals.
+func WorkShareText(m compare.Metric, e *compare.WorkEffect) string {
+	if e == nil || (e.AddedShare == 0 && e.ShareLow == 0 && e.ShareHigh == 0) {
+		return "-"
+	}
+	of := "WAL"
+	if m == compare.MetricDirtied {
+		of = "blocks dirtied"
+	}
+	sign := ""
+	if e.AddedShare > 0 {
+		sign = "+"
+	}
+	return sign + fmtShare(e.AddedShare) + " (" + strings.TrimSuffix(fmtShare(e.ShareLow), "%") + " to " + fmtShare(e.ShareHigh) + ") of the run's " + of
+}
+
+// WorkBelowText says why a work change beyond noise is not a work
+// regression.
+func WorkBelowText(sw *compare.ServerWork, w *compare.QueryWork) string {
+	e := w.Of(w.Below)
+	switch w.BelowWhy {
+	case compare.ReasonLessWork:
+		return "less " + WorkMetricName(w.Below) + " per call"
+	case compare.ReasonUnderWorkEffectFloor:
+		return fmt.Sprintf("under the %s floor (noise %s, least %s)", fmtFactor(e.Floor), fmtFactor(e.NoiseFloor), fmtFactor(1+sw.MinEffect))
+	case compare.ReasonUnderWorkSizeFloors:
+		per := "+" + fmtBytes(sw.MinWALBytes)
+		if w.Below == compare.MetricDirtied {
+			per = fmt.Sprintf("+%g blocks", sw.MinDirtied)
+		}
+		return fmt.Sprintf("under %s a call and under %s of the run", per, fmtShare(sw.MinShare))
+	}
+	return string(w.BelowWhy)
+}
+
 // writeServerWork writes the server-work section: whether it was
-// compared, and the queries that write more per call with every figure's
-// interval.
+// compared, the queries that write more per call with every figure's
+// interval, the changes beyond noise under a floor, and the tables whose
+// share of HOT updates dropped.
 func writeServerWork(ew *errWriter, rep *compare.Report, top int) {
 	sw := rep.ServerWork
 	if sw == nil || top <= 0 {
@@ -104,21 +172,89 @@ func writeServerWork(ew *errWriter, rep *compare.Report, top int) {
 		return
 	}
 	fps := workQueries(rep)
-	title := fmt.Sprintf("Server work per call (pg_stat_statements): queries that write more, by WAL added per run; intervals over the runs; "+
-		"floors %s and +%s WAL or +%g blocks dirtied a call", fmtFactor(1+sw.MinEffect), fmtBytes(sw.MinWALBytes), sw.MinDirtied)
+	title := "Server work per call (pg_stat_statements): queries that write more, by WAL added per run; intervals over the runs; floors " + workFloors(sw)
 	if len(fps) == 0 {
-		ew.printf("\nServer work per call (pg_stat_statements): no query writes more beyond noise and the floors (%s and +%s WAL or +%g blocks dirtied a call)\n",
-			fmtFactor(1+sw.MinEffect), fmtBytes(sw.MinWALBytes), sw.MinDirtied)
-		return
+		ew.printf("\nServer work per call (pg_stat_statements): no query writes more beyond noise and the floors (%s)\n", workFloors(sw))
+	} else {
+		writeList(ew, rep, title, fps, top,
+			[]string{"WAL added", "WAL/call B -> C", "C/B (interval)", "share of run", "FPI/call C/B", "dirtied/call B -> C", "C/B (interval)", "status", "fingerprint", "query"},
+			func(q *compare.QueryDiff) []string {
+				w := q.Work
+				return []string{fmtSignedBytes(w.AddedWALBytes), workFigure(w, compare.MetricWALBytes), fmtWorkEffect(&w.WALBytes),
+					WorkShareText(w.More, w.Of(w.More)),
+					fmtWorkEffect(&w.WALFPI), workFigure(w, compare.MetricDirtied), fmtWorkEffect(&w.Dirtied), StatusText(q.Status),
+					q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
+			})
 	}
-	writeList(ew, rep, title, fps, top,
-		[]string{"WAL added", "WAL/call B -> C", "C/B (interval)", "FPI/call C/B", "dirtied/call B -> C", "C/B (interval)", "status", "fingerprint", "query"},
+	writeList(ew, rep, fmt.Sprintf("Server work changed beyond noise (by %s at least), but under a floor: not work regressions", fmtFactor(compare.MinListedWorkEffect)),
+		sw.BelowFloors, top,
+		[]string{"figure", "per call B -> C", "C/B (interval)", "share of run", "why not a work regression", "fingerprint", "query"},
 		func(q *compare.QueryDiff) []string {
 			w := q.Work
-			return []string{fmtSignedBytes(w.AddedWALBytes), workFigure(w, compare.MetricWALBytes), fmtWorkEffect(&w.WALBytes),
-				fmtWorkEffect(&w.WALFPI), workFigure(w, compare.MetricDirtied), fmtWorkEffect(&w.Dirtied), StatusText(q.Status),
-				q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
+			return []string{WorkMetricName(w.Below), workFigure(w, w.Below), fmtWorkEffect(w.Of(w.Below)), WorkShareText(w.Below, w.Of(w.Below)),
+				WorkBelowText(sw, w), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
+	writeHOT(ew, sw, top)
+}
+
+// writeHOT writes the tables whose share of HOT updates dropped (or
+// rose), each side's median with its runs' range, and the index that
+// ended them when one is known.
+func writeHOT(ew *errWriter, sw *compare.ServerWork, top int) {
+	if len(sw.HOT) == 0 {
+		return
+	}
+	var moved []*compare.TableHOT
+	for i := range sw.HOT {
+		if h := &sw.HOT[i]; h.Dropped || h.Rose {
+			moved = append(moved, h)
+		}
+	}
+	if len(moved) == 0 {
+		ew.printf("\nHOT updates (pg_stat_user_tables): no table's share of HOT updates moved beyond its runs' range and %s points (%d %s compared)\n",
+			strconv.FormatFloat(100*compare.MinHOTDrop, 'f', 0, 64), len(sw.HOT), plural(len(sw.HOT), "table", "tables"))
+		return
+	}
+	ew.printf("\nHOT updates (pg_stat_user_tables): tables whose share of HOT updates moved; median over the runs (lowest-highest run)\n")
+	for _, h := range moved[:min(top, len(moved))] {
+		ew.printf("  %s\n", HOTLine(h))
+	}
+}
+
+// HOTLine words a table's HOT share on both sides: "pgbench_tellers:
+// HOT updates 98.8% (97.4-98.9%) -> 0.5% (0.0-0.6%) of 1000 updates a
+// run; an index on the updated column tbalance exists only on the
+// candidate: pgbench_tellers_tbalance_idx".
+func HOTLine(h *compare.TableHOT) string {
+	name := h.Name
+	if h.Schema != "" && h.Schema != "public" {
+		name = h.Schema + "." + h.Name
+	}
+	side := func(s compare.HOTShare) string {
+		return fmtShare(s.Median) + " (" + strings.TrimSuffix(fmtShare(s.Low), "%") + "-" + fmtShare(s.High) + ")"
+	}
+	s := fmt.Sprintf("%s: HOT updates %s -> %s of %d -> %d updates a run", name, side(h.Baseline), side(h.Candidate), h.BaselineUpdates, h.CandidateUpdates)
+	switch {
+	case h.Rose:
+		return s + "; more HOT on the candidate"
+	case h.Cause != nil:
+		cols := "column " + h.Cause.Columns[0]
+		if len(h.Cause.Columns) > 1 {
+			cols = "columns " + strings.Join(h.Cause.Columns, ", ")
+		}
+		ixs := "an index"
+		if len(h.Cause.Indexes) > 1 {
+			ixs = "indexes"
+		}
+		verb := "exists"
+		if len(h.Cause.Indexes) > 1 {
+			verb = "exist"
+		}
+		return s + "; " + ixs + " on the updated " + cols + " " + verb + " only on the candidate: " + strings.Join(h.Cause.Indexes, ", ")
+	case len(h.UpdatedColumns) > 0:
+		return s + "; no index on a column its statements set (" + strings.Join(h.UpdatedColumns, ", ") + ") exists only on the candidate: the cause is elsewhere (fuller pages, longer transactions)"
+	}
+	return s + "; the statements that update it were not read (no pg_stat_statements text): no index is named"
 }
 
 func oneRunText(rep *compare.Report) string {
