@@ -120,9 +120,18 @@ does across processes: they start together at a rendezvous in the
 coordination database (a PostgreSQL database that is not a target), and
 with --sync a statement waits there for the commits it depends on in other
 shards. Their results are merged, as pgrehearse merge merges shards, into
-the step's. The shards run in this process, each with its own dispatcher
-and sessions; their CPU is this process's, so a step whose replayer CPU is
-saturated still needs another machine.
+the step's. Each shard is a process of this pgrehearse's binary
+(pgrehearse replay --shard K/N --coord-dsn ... --run-id ..., with the
+step's target, speed, database map, window and target logs as flags, and
+the replay options given here), so their CPU adds up beyond one process's;
+a line on standard error names each step's shard processes. Ctrl-C is
+passed on to them. A shard process that cannot start, or ends without its
+result (killed, crashed), fails its step, naming it; the other shards are
+then stopped, and none is left running. The step's replayer CPU is the
+shards' added up, judged against this machine's cores (the shards share
+them): a step whose shards saturate them needs shards on other machines
+(docs/sharding.md). Only when the binary cannot be found do the shards
+run inside this process, as the start line says.
 
 Every step shows its throughput, errors, lag, the replayer's CPU, the rule
 nearest to its limit and the top wait event (with --observe, on by

@@ -273,18 +273,31 @@ func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
 		lagMS += b.LagP99MS
 	}
 	late := lagMS > 0 && m.LagP99MS > lagMS
-	saturated := cores > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(cores)
+	// The replayer's CPU (its shards' added up) against what it could
+	// use: this machine's cores, or, split in shards, theirs added up
+	// when fewer (shards on this machine share its cores).
+	capacity := cores
+	if m.ShardCores > 0 && (capacity <= 0 || m.ShardCores < capacity) {
+		capacity = m.ShardCores
+	}
+	saturated := capacity > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(capacity)
+	shardSaturated := len(m.ShardsSaturated) > 0
 	replayerLate := m.LagReplayerMS > m.LagTargetMS
 	// A lag spike alone, with the load achieved and the latencies as at
 	// 1x, is noise; a step that fell short of its k, or lagged while the
 	// target answered slower, is bound by something: the replayer, the
 	// sessions' round trips, or the target.
 	switch {
-	case saturated || (short && replayerLate):
+	case saturated || shardSaturated || (short && replayerLate):
 		v.Bound = BoundReplayer
 		v.Why = "the replayer could not keep the schedule"
-		if saturated {
+		switch {
+		case saturated && m.ShardCores > 0:
+			v.Why = fmt.Sprintf("the shards' replayers' own CPU was saturated (%.2f of %d cores, added up)", m.ReplayerCPU, capacity)
+		case saturated:
 			v.Why = "the replayer's own CPU was saturated"
+		case shardSaturated:
+			v.Why = fmt.Sprintf("the own CPU of the replayer of shard %v was saturated (%.0f%% of its cores or more)", m.ShardsSaturated, 100*ReplayerSaturated)
 		}
 	case short && !latencyGrew && m.ServerShare > 0 && m.ServerShare < RoundTripShare:
 		// The target answered as fast as at 1x and most of each round

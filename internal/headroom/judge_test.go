@@ -2,6 +2,7 @@ package headroom
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,6 +55,21 @@ func TestJudge(t *testing.T) {
 			m.LagP99MS, m.LagTargetMS, m.ServerShare = 400, 900, 0.2
 			return m
 		}(), 2, true, BoundRoundTrips, ""},
+		{"shard processes' CPU, added up, at this machine's cores", func() Measurement {
+			m := measurement(200, base, 0.5)
+			m.ReplayerCPU, m.ShardCores = 1.8, 4
+			return m
+		}(), 2, true, BoundReplayer, ""},
+		{"shard processes' CPU, added up, below this machine's cores", func() Measurement {
+			m := measurement(200, base, 0.5)
+			m.ReplayerCPU, m.ShardCores = 0.9, 4
+			return m
+		}(), 2, true, BoundTarget, ""},
+		{"one shard's replayer saturated", func() Measurement {
+			m := measurement(200, base, 0.5)
+			m.ReplayerCPU, m.ShardCores, m.ShardsSaturated = 0.9, 4, []int{1}
+			return m
+		}(), 2, true, BoundReplayer, ""},
 	} {
 		v := Judge(b, tc.m, tc.k, slo, 2)
 		if v.Held != tc.held || v.Bound != tc.bound || (tc.rule != "" && (len(v.Broken) == 0 || v.Broken[0].Metric != tc.rule)) {
@@ -62,5 +78,12 @@ func TestJudge(t *testing.T) {
 		if tc.rule == MetricLag && (v.Broken[0].Cause == nil || v.Broken[0].Cause.Fingerprint != "lookup") {
 			t.Errorf("%s: the lag's cause %+v, want the lookup", tc.name, v.Broken[0].Cause)
 		}
+	}
+	// Shards of one core each (their cores added up, 2, below this
+	// machine's 8): 1.8 cores of theirs is saturated.
+	m := measurement(200, base, 0.5)
+	m.ReplayerCPU, m.ShardCores = 1.8, 2
+	if v := Judge(b, m, 2, slo, 8); v.Bound != BoundReplayer || !strings.Contains(v.Why, "1.80 of 2 cores") {
+		t.Errorf("two one-core shards at 1.8 cores: %+v", v)
 	}
 }

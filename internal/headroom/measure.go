@@ -63,6 +63,13 @@ type Measurement struct {
 	// shared the replayer's machine.
 	ReplayerCPU float64 `json:"replayer_cpu_cores"`
 	TargetLocal bool    `json:"target_local,omitempty"`
+	// ShardCores is, for a step split in shards, the cores its shards'
+	// replayers had, added up (each shard's machine's); 0 for one
+	// replayer. ShardsSaturated lists the shards whose own CPU reached
+	// ReplayerSaturated of their cores: each of them a bound by itself,
+	// whatever the others did.
+	ShardCores      int   `json:"shard_cores,omitempty"`
+	ShardsSaturated []int `json:"shards_saturated,omitempty"`
 	// Queries are the queries by total time, most first (MaxQueries).
 	Queries []Query `json:"queries"`
 	// Waits are the target's active sessions' wait events, most first,
@@ -109,6 +116,12 @@ func Measure(res *results.Result) Measurement {
 		}
 		if rp.WallSeconds > 0 {
 			m.ReplayerCPU = rp.ClientCPUSeconds / rp.WallSeconds
+		}
+		for _, sh := range rp.Shards {
+			m.ShardCores += sh.Cores
+			if sh.Cores > 0 && sh.WallSeconds > 0 && sh.CPUSeconds/sh.WallSeconds >= ReplayerSaturated*float64(sh.Cores) {
+				m.ShardsSaturated = append(m.ShardsSaturated, sh.Shard)
+			}
 		}
 		m.TargetLocal = rp.TargetLocal
 	}

@@ -27,7 +27,7 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 		Footer:   fmt.Sprintf("started %s; %s", out.StartedAt.Format("2006-01-02 15:04:05 MST"), searchLine(out)),
 	}
 	for _, so := range out.Sides {
-		p.Verdict.Items = append(p.Verdict.Items, sideNotes(so)...)
+		p.Verdict.Items = append(p.Verdict.Items, sideNotes(out, so)...)
 	}
 	if out.Partial {
 		p.Verdict.Status = "incomplete"

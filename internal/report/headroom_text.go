@@ -27,7 +27,7 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 	}
 	p("  %s\n", HeadroomLine(out))
 	for _, so := range out.Sides {
-		for _, line := range sideNotes(so) {
+		for _, line := range sideNotes(out, so) {
 			p("  %s\n", line)
 		}
 	}
@@ -112,7 +112,7 @@ func fmtKBare(k float64) string {
 
 // sideNotes say, per side, what broke first, what bound the search, and
 // the model's peak.
-func sideNotes(so *headroom.SideOutcome) []string {
+func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 	var out []string
 	if fb := so.FirstBreak; fb != nil {
 		out = append(out, fmt.Sprintf("first to break on the %s: %s", so.Side, breakText(fb.Break, fb.K)))
@@ -124,8 +124,14 @@ func sideNotes(so *headroom.SideOutcome) []string {
 		}
 		switch a.Bound {
 		case headroom.BoundReplayer:
-			out = append(out, fmt.Sprintf("the %s was not the limit: the replayer was (%s); the target held what it was sent: "+
-				"run more replayers (--shards) to ask more of it", so.Side, so.BoundWhy))
+			more := "run more replayers (--shards) to ask more of it"
+			switch {
+			case out0.Shards > 1 && out0.ShardsRun == "in_process":
+				more = "its shards ran in one process (pgrehearse's binary was not found): run them as processes, on more cores, to ask more of it"
+			case out0.Shards > 1:
+				more = fmt.Sprintf("its %d shard processes ran on this machine's cores: run the shards on more machines (pgrehearse replay --shard K/N, docs/sharding.md) to ask more of it", out0.Shards)
+			}
+			out = append(out, fmt.Sprintf("the %s was not the limit: the replayer was (%s); the target held what it was sent: %s", so.Side, so.BoundWhy, more))
 		case headroom.BoundRoundTrips:
 			out = append(out, fmt.Sprintf("on the %s the sessions' own round trips bound the load (%s): "+
 				"the same sessions cannot go faster; k times real traffic needs more sessions (--by fold)", so.Side, so.BoundWhy))
