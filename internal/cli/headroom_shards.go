@@ -239,7 +239,11 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 			startErr = fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, h.shardBin, err)
 			break
 		}
-		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d\n", st.Seq, k, n, p.cmd.Process.Pid)
+		slice := ""
+		if s := cfg.Selection.Start; s != 0 && h.f.by == string(headroom.ByFold) && st.K > 1 {
+			slice = ", the slice from " + time.UnixMicro(s).UTC().Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d%s\n", st.Seq, k, n, p.cmd.Process.Pid, slice)
 		procs = append(procs, p)
 		go func() {
 			p.err = p.cmd.Wait()

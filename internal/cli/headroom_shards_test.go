@@ -241,3 +241,134 @@ wait:
 		t.Errorf("step 2: %s %q, want failed saying %q", st.Status, st.Error, want)
 	}
 }
+
+// TestHeadroomShardsInterrupted: Ctrl-C (the command's context
+// cancelled) while step 2's shard processes replay is passed on to them:
+// they stop and write what ran, the step is marked interrupted, the
+// answer partial (exit 5), and no shard process is left.
+func TestHeadroomShardsInterrupted(t *testing.T) {
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
+			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+wait:
+	for {
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d before step 2's shards started:\n%s", code, stderr.String())
+		case <-deadline:
+			t.Fatalf("step 2's shards did not start in 2 minutes:\n%s", stderr.String())
+		case <-tick.C:
+			if _, steps := shardPIDs(t, stderr.String()); steps[2] == 2 {
+				break wait
+			}
+		}
+	}
+	cancel()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("headroom did not end within 90 s of Ctrl-C:\n%s", stderr.String())
+	}
+	errOut := stderr.String()
+	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	pids, _ := shardPIDs(t, errOut)
+	checkGone(t, pids)
+	if code != ExitIncomplete {
+		t.Errorf("exit %d, want %d (ExitIncomplete)", code, ExitIncomplete)
+	}
+	if !strings.Contains(errOut, "PARTIAL: interrupted during step 2") {
+		t.Errorf("the answer is not marked partial for step 2")
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(headroom.Control)
+	if !out.Partial || so == nil || len(so.Steps) != 2 || so.Steps[0].Status != headroom.StatusDone || so.Steps[1].Status != headroom.StatusInterrupted {
+		t.Errorf("partial %v, side %+v: want step 1 done and step 2 interrupted", out.Partial, so)
+	}
+}
+
+// TestHeadroomShardsFold: --by fold with --shards 2 runs every slice of
+// a 2x step as two shard processes (four at once), each slice its own
+// run in the coordination database, the window through --start and
+// --end: the 2x step runs every statement of the log once, as the 1x
+// rounds do, without errors.
+func TestHeadroomShardsFold(t *testing.T) {
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+		"--by", "fold", "--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	pids, steps := shardPIDs(t, stderr)
+	checkGone(t, pids)
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	so := out.Side(headroom.Control)
+	if so == nil || so.Baseline == nil {
+		t.Fatalf("side %+v", so)
+	}
+	var base int64
+	folded := 0
+	for _, st := range so.Steps {
+		m := st.Measurement
+		if st.Status != headroom.StatusDone || m == nil {
+			t.Fatalf("step %d: %+v", st.Seq, st)
+		}
+		want := 2
+		if st.K == 2 {
+			want = 4
+			folded++
+		}
+		if steps[st.Seq] != want {
+			t.Errorf("step %d at %gx: %d shard processes, want %d", st.Seq, st.K, steps[st.Seq], want)
+		}
+		if m.Failed != 0 {
+			t.Errorf("step %d at %gx: %d statements failed", st.Seq, st.K, m.Failed)
+		}
+		if base == 0 {
+			base = m.Statements
+		} else if m.Statements != base {
+			t.Errorf("step %d at %gx: %d statements, the first round %d", st.Seq, st.K, m.Statements, base)
+		}
+	}
+	if folded == 0 {
+		t.Errorf("no step at 2x")
+	}
+}
