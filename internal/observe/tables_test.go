@@ -1,0 +1,75 @@
+package observe
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestTableUpdates: the evidence counts each table's updates and HOT
+// updates over the observation only (updates before its start left
+// out), in every database, with the indexes of the tables updated and
+// the columns they refer to (key, expression and predicate): the
+// tellers' updates are no longer HOT once an index covers tbalance, the
+// branches' stay HOT.
+func TestTableUpdates(t *testing.T) {
+	c := startPgbench(t, pgssSettings(nil))
+	ctx := context.Background()
+	for _, x := range []struct{ db, sql string }{
+		{"postgres", "CREATE INDEX pgbench_tellers_tbalance_idx ON pgbench_tellers (tbalance)"},
+		{"postgres", "CREATE DATABASE other"},
+		{"other", "CREATE TABLE t (id int PRIMARY KEY, v int, w int)"},
+		{"other", "CREATE INDEX t_expr ON t ((w + 1)) WHERE v > 0"},
+		{"other", "INSERT INTO t SELECT i, i, i FROM generate_series(1, 10) i"},
+		// Before the observation: not counted.
+		{"other", "UPDATE t SET w = w + 1"},
+	} {
+		if err := c.Exec(ctx, x.db, x.sql); err != nil {
+			t.Fatalf("%s: %v", x.sql, err)
+		}
+	}
+	o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond})
+	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-t", "100", "postgres"); err != nil {
+		t.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	if err := c.Exec(ctx, "other", "UPDATE t SET w = w + 1"); err != nil {
+		t.Fatal(err)
+	}
+	e := stop(t, o)
+	got := map[string]TableUpdates{}
+	for _, tu := range e.Tables {
+		got[tu.Database+"."+tu.Name] = tu
+	}
+	t.Logf("%+v", e.Tables)
+	tellers, branches, other := got["postgres.pgbench_tellers"], got["postgres.pgbench_branches"], got["other.t"]
+	if tellers.Updates != 200 || tellers.HOTUpdates != 0 {
+		t.Errorf("tellers: %+v", tellers)
+	}
+	ix := func(tu TableUpdates, name string) []string {
+		for _, i := range tu.Indexes {
+			if i.Name == name {
+				return i.Columns
+			}
+		}
+		return nil
+	}
+	if cols := ix(tellers, "pgbench_tellers_tbalance_idx"); !slices.Equal(cols, []string{"tbalance"}) {
+		t.Errorf("tellers' index on tbalance: %v in %+v", cols, tellers.Indexes)
+	}
+	if cols := ix(tellers, "pgbench_tellers_pkey"); !slices.Equal(cols, []string{"tid"}) {
+		t.Errorf("tellers' primary key: %v", cols)
+	}
+	if branches.Updates != 200 || branches.HOTUpdates == 0 {
+		t.Errorf("branches: %+v", branches)
+	}
+	if other.Updates != 10 || other.HOTUpdates != 0 || other.Schema != "public" {
+		t.Errorf("other.t: %+v", other)
+	}
+	if cols := ix(other, "t_expr"); !slices.Equal(cols, []string{"v", "w"}) {
+		t.Errorf("t_expr: %v", cols)
+	}
+	if _, ok := got["postgres.pgbench_accounts"]; !ok {
+		t.Errorf("no pgbench_accounts: %v", e.Tables)
+	}
+}
