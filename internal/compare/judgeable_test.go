@@ -144,3 +144,20 @@ func TestInvalidFigures(t *testing.T) {
 		t.Errorf("an empty side judged: %v", err)
 	}
 }
+
+// TestStartupSettingsWarning: a run whose sessions may have run with
+// other connection settings than the original's is a warning of the
+// comparison, with its note; one with nothing suspect is not.
+func TestStartupSettingsWarning(t *testing.T) {
+	r := results.New(results.KindReplay, LatencyServerLog)
+	r.Source = "regress"
+	r.StartupSettings = &results.StartupSettings{Note: "note"}
+	if ws := runWarnings([]*Run{r}); len(ws) != 0 {
+		t.Errorf("nothing suspect: %+v", ws)
+	}
+	r.StartupSettings.Suspect = true
+	ws := runWarnings([]*Run{r})
+	if len(ws) != 1 || ws[0] != (Warning{Kind: WarnStartupSettings, Run: "regress", Text: "note"}) {
+		t.Errorf("suspect: %+v", ws)
+	}
+}

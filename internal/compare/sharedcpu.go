@@ -27,6 +27,11 @@ const (
 	// WarnUncodedErrors: Count errors logged without a SQLSTATE (a log
 	// prefix without %e) were matched by count to the other side's.
 	WarnUncodedErrors WarningKind = "uncoded_errors"
+	// WarnStartupSettings: Run's sessions may have run with other
+	// startup settings (PGTZ, PGDATESTYLE, PGOPTIONS) than the
+	// original's, which a log does not record and which change results
+	// silently; Text is the result's note (results.StartupSettings).
+	WarnStartupSettings WarningKind = "startup_settings"
 )
 
 // Warning is one caveat of a comparison or summary, as data;
@@ -69,6 +74,10 @@ func runWarnings(runs []*Run) []Warning {
 		}
 		if w, ok := sharedCPUWarning(r); ok {
 			out = append(out, w)
+		}
+		if r.Replay != nil && r.StartupSettings != nil && r.StartupSettings.Suspect {
+			st := r.StartupSettings
+			out = append(out, Warning{Kind: WarnStartupSettings, Run: r.Name(), Text: st.Note})
 		}
 	}
 	return out

@@ -196,10 +196,6 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		replay.NoteTargetWaits(res, targetWaits(evidence))
 	}
 	res.Input = set.Input()
-	if n := set.Lines().Skipped[skipFastPath]; n > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the logs hold %d fast-path function calls (libpq's large-object functions: lo_open, lowrite...), "+
-			"which the server logs without their arguments: they were not replayed, and are not among the statements counted", n))
-	}
 	res.Part = part(cfg)
 	if evidence != nil {
 		if res.Evidence, err = json.Marshal(evidence); err != nil {
@@ -360,6 +356,3 @@ func targetWaits(ev *observe.Evidence) []replay.WaitShare {
 	return out
 }
 
-// skipFastPath is logread.SkipFastPath: the lines of fast-path function
-// calls, which a log cannot replay.
-const skipFastPath = "fast-path function call"

@@ -93,6 +93,13 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		fmt.Fprintf(&b, "    %d of those only on the target named an id the original's server assigned (a large object's, a transaction's), which the target assigned otherwise, or followed one in its transaction\n",
 			o.OnlyOnTargetBakedIDs)
 	}
+	if o.OnlyOnTargetAfterFastPath > 0 {
+		fmt.Fprintf(&b, "    %d of those only on the target followed, in their session, a fast-path call the replay skipped (libpq's large-object functions: lo_unlink...), whose effect the target never saw\n",
+			o.OnlyOnTargetAfterFastPath)
+	}
+	if st := res.StartupSettings; st != nil && st.Suspect {
+		fmt.Fprintf(&b, "  settings:   the sessions may have run with other connection settings than the original's, which change results silently: %s\n", st.Note)
+	}
 	if o.Answered > 0 {
 		writeAnswers(&b, o, res.Queries)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -73,5 +74,39 @@ func TestWriteReplaySync(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "  sync:       off: sessions ran without waiting") {
 		t.Errorf("summary without sync:\n%s", b.String())
+	}
+}
+
+// TestWriteReplaySettings: a replay whose sessions may have run with
+// other connection settings than the original's says so, with its note,
+// and so does a comparison of it; failures after a skipped fast-path call
+// are named; a replay with nothing suspect says neither.
+func TestWriteReplaySettings(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Source: "regress", Replay: &results.Replay{Speed: 0, WallSeconds: 9}}
+	res.Statements = results.StatementCounts{Total: 10, Executed: 10}
+	res.Outcomes = results.Outcomes{FailedOnlyOnTarget: 2, OnlyOnTargetAfterFastPath: 1}
+	res.StartupSettings = &results.StartupSettings{Note: "a server log does not record the settings (TimeZone UTC)"}
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "settings:") {
+		t.Errorf("nothing suspect, yet the settings are said:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "    1 of those only on the target followed, in their session, a fast-path call the replay skipped") {
+		t.Errorf("the failure after a fast-path call is not named:\n%s", b.String())
+	}
+	res.StartupSettings.Suspect = true
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  settings:   the sessions may have run with other connection settings than the original's, which change results silently: a server log does not record the settings (TimeZone UTC)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+	w := compare.Warning{Kind: compare.WarnStartupSettings, Run: "regress", Text: res.StartupSettings.Note}
+	if got := WarningText(w); !strings.HasPrefix(got, "regress: its sessions may have run with other connection settings") || !strings.HasSuffix(got, "(TimeZone UTC)") {
+		t.Errorf("comparison warning %q", got)
 	}
 }

@@ -320,6 +320,8 @@ func WarningText(w compare.Warning) string {
 		return w.Run + " is a partial result: figures cover only what was read or run"
 	case compare.WarnRun:
 		return w.Run + ": " + w.Text
+	case compare.WarnStartupSettings:
+		return w.Run + ": its sessions may have run with other connection settings than the original's, which change results silently: " + w.Text
 	case compare.WarnSharedCPU:
 		return sharedCPUText(w)
 	case compare.WarnNoHistograms:
