@@ -321,6 +321,11 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 			shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
 		} else {
 			h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
+			// The shard processes share this machine's CPUs, whatever
+			// this process's GOMAXPROCS: the replayer's CPU, theirs
+			// added up, is judged against them (and against the
+			// shards' own cores, added up, when fewer).
+			h.cfg.Cores = runtime.NumCPU()
 			shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
 		}
 		h.cfg.ShardsRun = h.shardMode

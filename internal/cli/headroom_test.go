@@ -311,6 +311,7 @@ func TestHeadroomUsage(t *testing.T) {
 // times over, is more than one replayer, or the sessions' own round
 // trips, can send: the answer names the replayer or the round trips, not
 // the target, which times the statements in its own log.
+// PGREHEARSE_HEADROOM_SHARDS=N runs every step in N shard processes.
 func TestHeadroomReplayerLimit(t *testing.T) {
 	if os.Getenv("PGREHEARSE_HEADROOM_REPLAYER") == "" {
 		t.Log("the replayer's limit runs by hand: PGREHEARSE_HEADROOM_REPLAYER=1 GOMAXPROCS=1")
@@ -336,9 +337,19 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	args := []string{"--control", tg.DSN("postgres"), "--reset", "none", "--max-k", "32",
+		"--control-log", filepath.Join(tg.LogDir(), "*.log"), "--json", jsonPath}
+	if n := os.Getenv("PGREHEARSE_HEADROOM_SHARDS"); n != "" {
+		// Every step in n shard processes (each with GOMAXPROCS as
+		// given: one core each with GOMAXPROCS=1).
+		co := pgclustertest.StartT(t, pgcluster.Options{})
+		if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--shards", n, "--coord-dsn", co.DSN("coord"))
+	}
 	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--reset", "none", "--max-k", "32",
-		"--control-log", filepath.Join(tg.LogDir(), "*.log"), "--json", jsonPath, logPath)
+	code, stdout, stderr := runHeadroom(t, append(args, logPath)...)
 	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
