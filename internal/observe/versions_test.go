@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -193,6 +194,18 @@ func TestVersionsObserve(t *testing.T) {
 					if q.Calls != clients*perClient || q.TotalExecMS <= 0 {
 						t.Errorf("%s %s: %d calls in %.3f ms, want %d", mode, name, q.Calls, q.TotalExecMS, clients*perClient)
 					}
+				}
+				// Every version gives the tables' update counters
+				// and their indexes (tables.go).
+				tellers := -1
+				for i, tu := range e.Tables {
+					if tu.Name == "pgbench_tellers" {
+						tellers = i
+					}
+				}
+				if tellers < 0 || e.Tables[tellers].Updates != clients*perClient || len(e.Tables[tellers].Indexes) != 1 ||
+					!slices.Equal(e.Tables[tellers].Indexes[0].Columns, []string{"tid"}) {
+					t.Errorf("%s: tables %+v, warnings %v", mode, e.Tables, e.Warnings)
 				}
 				// Whether a 10 ms poll catches a short transaction
 				// active is chance: the rounds are not.
