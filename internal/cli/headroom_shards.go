@@ -263,6 +263,10 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 	parts := make([]*results.Result, 0, n)
 	interrupted, hard := ctx.Done(), h.replay.Hard
 	stopped := false
+	// Told to stop (SIGTERM), a shard cancels what is in flight and
+	// writes what ran; one that has not ended shardKillAfter later is
+	// killed.
+	var kill <-chan time.Time
 	for left := n; left > 0; {
 		select {
 		case <-interrupted:
@@ -271,9 +275,15 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 		case <-hard:
 			hard = nil
 			signalAll(syscall.SIGTERM)
+			kill = time.After(shardKillAfter)
+		case <-kill:
+			signalAll(syscall.SIGKILL)
 		case p := <-ended:
 			left--
 			res, err := h.shardOutcome(ctx, st, p, n)
+			if err == nil && p.cmd.ProcessState.ExitCode() == ExitOK {
+				h.relayShardLines(st, p)
+			}
 			if res != nil {
 				parts = append(parts, res)
 			}
@@ -281,11 +291,16 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 			// told to: only the first failures are the step's.
 			if err != nil && !stopped {
 				failed = append(failed, err)
+				if ctx.Err() == nil && strings.TrimSpace(p.out.String()) != "" {
+					fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d (process %d) failed; the end of its output:\n%s",
+						st.Seq, p.k, n, p.cmd.Process.Pid, indent(p.out.String(), "    "))
+				}
 			}
 			if len(failed) > 0 && !stopped {
 				// The step has failed: the others need not go on.
 				stopped = true
 				signalAll(syscall.SIGTERM)
+				kill = time.After(shardKillAfter)
 			}
 		}
 	}
@@ -348,6 +363,57 @@ func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *
 		return res, nil
 	}
 	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, p.out.lastLines(3))
+}
+
+// relayShardLines passes on what a shard process that ended well said
+// for the user: its warnings (pgrehearse: ...), once each across the
+// run's shards, and the first shard's pre-flight line the first time a
+// side is replayed.
+func (h *headroomRun) relayShardLines(st headroom.StepRun, p *headroomShardProc) {
+	for _, l := range strings.Split(p.out.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "pgrehearse: ") && h.replay.Warn != nil:
+			h.replay.Warn(strings.TrimPrefix(l, "pgrehearse: "))
+		case strings.HasPrefix(l, "pre-flight: ") && p.k == 0 && !h.shown[st.Side]:
+			fmt.Fprintln(h.stdio.Stderr, l)
+		}
+	}
+}
+
+// shardKillAfter is how long a shard process told to stop (SIGTERM) may
+// take to write what ran before it is killed.
+const shardKillAfter = 30 * time.Second
+
+// indent prefixes each of the last 20 non-empty lines of s with p, each
+// ending in a newline.
+func indent(s, p string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	lines = lines[max(0, len(lines)-20):]
+	var b strings.Builder
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString(p + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.b)
+	if len(t.b) == t.max {
+		// Cut in the middle of a line: start at the next.
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
 }
 
 // tailBuffer keeps the last max bytes written to it.

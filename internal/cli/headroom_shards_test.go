@@ -372,3 +372,45 @@ func TestHeadroomShardsFold(t *testing.T) {
 		t.Errorf("no step at 2x")
 	}
 }
+
+// TestHeadroomShardsInProcess: when pgrehearse's binary cannot be found,
+// the shards of every step run inside headroom's process, and the start
+// line, the text and the JSON say so.
+func TestHeadroomShardsInProcess(t *testing.T) {
+	saved := shardBinary
+	shardBinary = func() (string, []string, error) { return "", nil, errors.New("no binary here") }
+	t.Cleanup(func() { shardBinary = saved })
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+		"--max-k", "1.5", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(stderr, "every step in 2 shards at once inside this process (this pgrehearse's binary was not found to start them as processes: no binary here)") {
+		t.Errorf("the start line does not say the shards run inside this process, and why")
+	}
+	if !strings.Contains(stdout, "every step in 2 shards inside one process") {
+		t.Errorf("the summary does not say the shards ran inside one process")
+	}
+	if pids, _ := shardPIDs(t, stderr); len(pids) != 0 {
+		t.Errorf("shard processes %v started", pids)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ShardsRun != shardsInProcess {
+		t.Errorf("shards_run %q, want %q", out.ShardsRun, shardsInProcess)
+	}
+}
