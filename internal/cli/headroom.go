@@ -266,6 +266,11 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 			return fmt.Errorf("--out: %w; nothing was done", err)
 		}
 	}
+	if f.shards > 1 {
+		if err := checkCoord(ctx, f.coordDSN); err != nil {
+			return err
+		}
+	}
 	h := &headroomRun{stdio: stdio, f: f, shown: map[headroom.Side]bool{}, paths: paths}
 	// Each step's errors are the SLO's to judge; findings are not a
 	// headroom's.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -38,6 +39,19 @@ var shardBinary = func() (path string, env []string, err error) {
 		return "", nil, err
 	}
 	return p, nil, nil
+}
+
+// checkCoord connects to the shards' coordination database once, so
+// that one that cannot be reached stops the run before any target is
+// reset, rather than every shard of the first step.
+func checkCoord(ctx context.Context, dsn string) error {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, dsn)
+	if err != nil {
+		return fmt.Errorf("--coord-dsn: the shards' coordination database cannot be reached: %w; nothing was done", err)
+	}
+	return conn.Close(ctx)
 }
 
 // Where a step's shards run.

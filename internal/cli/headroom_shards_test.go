@@ -414,3 +414,21 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 		t.Errorf("shards_run %q, want %q", out.ShardsRun, shardsInProcess)
 	}
 }
+
+// TestHeadroomShardsCoordUnreachable: a coordination database that
+// cannot be reached stops headroom at once (exit 1), naming --coord-dsn,
+// before any target is touched or shard started.
+func TestHeadroomShardsCoordUnreachable(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := t.TempDir() // no server listens there
+	code, _, stderr := runHeadroom(t, "--control", "host=a", "--shards", "2", "--coord-dsn", "host="+sock+" port=1 dbname=coord", log)
+	if code != ExitFailure || !strings.Contains(stderr, "--coord-dsn: the shards' coordination database cannot be reached") || !strings.Contains(stderr, "nothing was done") {
+		t.Errorf("exit %d, want %d naming --coord-dsn:\n%s", code, ExitFailure, stderr)
+	}
+	if pids, _ := shardPIDs(t, stderr); len(pids) != 0 {
+		t.Errorf("shard processes %v started", pids)
+	}
+}
