@@ -18,6 +18,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -430,5 +431,49 @@ func TestHeadroomShardsCoordUnreachable(t *testing.T) {
 	}
 	if pids, _ := shardPIDs(t, stderr); len(pids) != 0 {
 		t.Errorf("shard processes %v started", pids)
+	}
+}
+
+// TestHeadroomShardArgs: a shard process gets the replay options given to
+// headroom as given (lists repeated), and the step's own target, speed,
+// database map, window and target logs in their place; replay's flags
+// read them all.
+func TestHeadroomShardArgs(t *testing.T) {
+	cmd := newHeadroomCmd(context.Background(), IO{})
+	if err := cmd.ParseFlags([]string{"--control", "host=a", "--sync", "commit", "--user-map", "a=b,c=d", "--max-lag", "50ms",
+		"--speed", "2", "--database-map", "x=y", "--observe=false", "--start", "2026-01-01 00:00:00", "--json", "out.json", "--shards", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	fw := forwardedFlags(cmd)
+	got := strings.Join(fw, " ")
+	for _, want := range []string{"--sync=commit", "--user-map a=b --user-map c=d", "--max-lag=50ms"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("forwarded %q, want %q in it", got, want)
+		}
+	}
+	for _, not := range []string{"--speed", "--database-map", "--observe", "--start", "--json", "--shards", "--control"} {
+		if strings.Contains(got, not) {
+			t.Errorf("forwarded %q: %s is the step's or headroom's own", got, not)
+		}
+	}
+	h := &headroomRun{f: headroomFlags{coordDSN: "host=c", forward: fw}}
+	var cfg replayrun.Config
+	cfg.Replay.Target, cfg.Replay.Speed = "host=t", 3
+	cfg.Replay.DatabaseMap = map[string]string{"shop": "shop_copy_2", "x": "y"}
+	cfg.Selection.Start, cfg.Selection.End = 1767225600000000, 1767225601500000
+	cfg.TargetLogs = []string{"/var/log/pg/a.log"}
+	args := h.shardArgs(cfg, "run-1", 1, 2, "/tmp/s1.json")
+	rc := newReplayCmd(context.Background(), IO{})
+	if err := rc.ParseFlags(args[1:]); err != nil {
+		t.Fatalf("replay's flags do not read %v: %v", args, err)
+	}
+	fl := rc.Flags()
+	for name, want := range map[string]string{"shard": "1/2", "coord-dsn": "host=c", "run-id": "run-1", "json": "/tmp/s1.json",
+		"target": "host=t", "speed": "3", "database-map": "[shop=shop_copy_2,x=y]", "start": "2026-01-01T00:00:00Z",
+		"end": "2026-01-01T00:00:01.5Z", "target-log": "[/var/log/pg/a.log]", "skip-preflight": "true", "observe": "false",
+		"sync": "commit", "user-map": "[a=b,c=d]", "max-lag": "50ms", "findings": "false", "max-error-rate": "100"} {
+		if v := fl.Lookup(name).Value.String(); v != want {
+			t.Errorf("--%s %q, want %q (args %v)", name, v, want, args)
+		}
 	}
 }
