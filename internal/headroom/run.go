@@ -472,6 +472,12 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	if serverCPU >= 0 && rec.ReplaySeconds > 0 {
 		m.ServerCPUSeconds = &serverCPU
 		m.ServerCPU = serverCPU / rec.ReplaySeconds
+		if r.cfg.Shards > 1 && m.WallSeconds > 0 && m.WallSeconds < rec.ReplaySeconds {
+			// Shards start their processes, read the log and meet at a
+			// rendezvous seconds ahead before the replay: the server's
+			// CPU is the replay's, over its own time.
+			m.ServerCPU = serverCPU / m.WallSeconds
+		}
 	}
 	rec.Measurement = &m
 	s := r.searches[st.Side]
