@@ -355,4 +355,3 @@ func targetWaits(ev *observe.Evidence) []replay.WaitShare {
 	}
 	return out
 }
-
