@@ -539,6 +539,7 @@ func (h *headroomRun) fold(ctx context.Context, st headroom.StepRun, target head
 	if err != nil {
 		return nil, fmt.Errorf("fold %d slices: %w", k, err)
 	}
+	m.Part = h.part(st)
 	if m.Replay != nil {
 		m.Replay.ClientCPUSeconds = cpu
 		m.Replay.Speed = h.f.speed
@@ -546,17 +547,22 @@ func (h *headroomRun) fold(ctx context.Context, st headroom.StepRun, target head
 	return m, nil
 }
 
+// part is the part of the workload step st replays: its round and
+// side, and its load level when not the workload's own.
+func (h *headroomRun) part(st headroom.StepRun) *results.Part {
+	p := &results.Part{Round: st.N, Side: st.Side}
+	if st.K != 1 {
+		p.Load = &results.Load{By: results.LoadBy(h.f.by), K: st.K}
+	}
+	return p
+}
+
 // replayOnce replays the log (the part sel selects) at speed onto
 // target for step st.
 func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, target headroom.Target, speed float64, sel source.Selection) (*results.Result, error) {
-	cfg := h.replay
-	cfg.Replay.Target = target.DSN
-	cfg.Replay.Speed = speed
+	cfg := h.replay.Round(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
+		Part: h.part(st), Speed: speed, Window: sel})
 	if sel.Start != 0 {
-		cfg.Selection.Start, cfg.Selection.End = max(cfg.Selection.Start, sel.Start), sel.End
-		if cfg.Selection.End == 0 || (h.replay.Selection.End != 0 && h.replay.Selection.End < sel.End) {
-			cfg.Selection.End = h.replay.Selection.End
-		}
 		// Every slice after the first starts in the middle of the
 		// log's sessions, and the pre-flight was made.
 		cfg.SkipPreflight = true
@@ -564,13 +570,6 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, targe
 			// One observer sees the whole server: the first slice's.
 			cfg.Observe = nil
 		}
-	}
-	cfg.Replay.DatabaseMap = st.DatabaseMap
-	cfg.TargetLogs = st.Logs
-	cfg.Part = &results.Part{Round: st.N, Side: st.Side}
-	if cfg.Observe != nil {
-		o := *cfg.Observe
-		cfg.Observe = &o
 	}
 	start := time.Now()
 	if cfg.SkipPreflight {
@@ -613,18 +612,10 @@ func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg re
 	if o.First() == replayrun.ReasonTargetLog {
 		return o.Result, fmt.Errorf("--%s-log: %w", st.Side, o.TargetLogErr)
 	}
-	stop := *o
-	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why replayrun.Reason) bool {
-		switch why {
-		case replayrun.ReasonErrorRate, replayrun.ReasonDiverged:
-			return true
-		case replayrun.ReasonIncomplete, replayrun.ReasonConnectFailures, replayrun.ReasonDegraded, replayrun.ReasonTargetGone:
-			// Above 1x, the load's doing: the step breaks.
-			return st.K > 1
-		}
-		return false
-	})
-	if err := replayExit(&stop, 100, newLoginHints(h.f.replayFlags)); err != nil {
+	// Above 1x, what the load did (a replay that could not finish,
+	// connections refused, a degraded or lost target) breaks the step.
+	stop := o.RoundStop(st.K > 1)
+	if err := replayExit(stop, 100, newLoginHints(h.f.replayFlags)); err != nil {
 		return o.Result, err
 	}
 	return o.Result, nil

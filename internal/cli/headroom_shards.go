@@ -328,7 +328,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 		if m.Part == nil {
 			m.Part = &results.Part{}
 		}
-		m.Part.Round, m.Part.Side = st.N, st.Side
+		m.Part.Round, m.Part.Side, m.Part.Load = st.N, st.Side, h.part(st).Load
 	}
 	if len(failed) > 0 {
 		return m, errors.Join(failed...)

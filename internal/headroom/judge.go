@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
 // Baseline is a side at k = 1: the median of its baseline rounds, per
@@ -96,17 +97,13 @@ func rangeScale(n int) float64 {
 }
 
 // transactionControl reports whether query only opens a transaction or
-// marks a savepoint: its time is a round trip, the client's and the
-// network's more than the target's, and is not judged. COMMIT is, since
-// it waits for the WAL to be flushed.
+// marks a savepoint (SAVEPOINT, RELEASE, ROLLBACK TO), as the one SQL
+// classifier (fingerprint) says: its time is a round trip, the client's
+// and the network's more than the target's, and is not judged. COMMIT
+// is, since it waits for the WAL to be flushed.
 func transactionControl(query string) bool {
-	q := strings.ToUpper(strings.TrimSpace(query))
-	for _, p := range []string{"BEGIN", "START TRANSACTION", "SAVEPOINT", "RELEASE"} {
-		if strings.HasPrefix(q, p) {
-			return true
-		}
-	}
-	return false
+	c, err := fingerprint.Statement(query)
+	return err == nil && (c.Tx == fingerprint.TxBegin || c.Tx == fingerprint.TxSavepoint)
 }
 
 func findQuery(qs []Query, fp string) (Query, bool) {

@@ -87,3 +87,20 @@ func TestJudge(t *testing.T) {
 		t.Errorf("two one-core shards at 1.8 cores: %+v", v)
 	}
 }
+
+// TestTransactionControl: what opens a transaction or marks a savepoint is
+// not judged, as the one classifier says; COMMIT and statements are.
+func TestTransactionControl(t *testing.T) {
+	for q, want := range map[string]bool{
+		"BEGIN": true, "begin isolation level serializable": true, "START TRANSACTION READ ONLY": true,
+		"SAVEPOINT sp1": true, "RELEASE SAVEPOINT sp1": true, "ROLLBACK TO SAVEPOINT sp1": true,
+		"COMMIT": false, "ROLLBACK": false, "SELECT 1": false, "UPDATE t SET v = $1 WHERE id = $2": false,
+		"BEGIN; SELECT 1": false, "not sql": false,
+		// A text that begins like one: a prefix test once said yes.
+		"BEGINNING_TABLE_SCAN()": false,
+	} {
+		if got := transactionControl(q); got != want {
+			t.Errorf("%q: %v, want %v", q, got, want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -418,7 +417,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, errors.Join(rerr, relErr)
 	}
 	st.Reset = rs
-	st.DatabaseMap = composeMap(r.cfg.DatabaseMap, rs.Databases)
+	st.DatabaseMap = rs.DatabaseMap(r.cfg.DatabaseMap)
 	st.Logs = expandLogs(t.Logs)
 	r.progress(st, PhaseReplay, nil)
 	var cpu func() (float64, error)
@@ -639,26 +638,6 @@ func peakAndKnee(steps []Step) (*CurvePeak, *CurveKnee) {
 		}
 	}
 	return peak, knee
-}
-
-// composeMap is the user's database map followed by the reset's copies.
-func composeMap(user, copies map[string]string) map[string]string {
-	if len(copies) == 0 {
-		return maps.Clone(user)
-	}
-	m := make(map[string]string, len(user)+len(copies))
-	for from, to := range user {
-		if c, ok := copies[to]; ok {
-			to = c
-		}
-		m[from] = to
-	}
-	for db, c := range copies {
-		if _, ok := user[db]; !ok {
-			m[db] = c
-		}
-	}
-	return m
 }
 
 // expandLogs expands the target's log patterns into files, sorted; a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -418,7 +417,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	}
 	r.out.ResetSeconds += st.Seconds
 	round.Reset = st
-	round.DatabaseMap = composeMap(r.cfg.DatabaseMap, st.Databases)
+	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
 	round.Logs, err = expandLogs(target.Logs)
 	if err != nil {
 		cctx, cancel := r.cleanupCtx()
@@ -550,28 +549,6 @@ func estimate(done []time.Duration, est time.Duration, left int) (time.Duration,
 		sum += d
 	}
 	return sum / time.Duration(len(done)) * time.Duration(left), true
-}
-
-// composeMap is the user's database map followed by the reset's copies:
-// a logged database goes where the user's map sends it, and from there to
-// its copy.
-func composeMap(user, copies map[string]string) map[string]string {
-	if len(copies) == 0 {
-		return maps.Clone(user)
-	}
-	m := make(map[string]string, len(user)+len(copies))
-	for from, to := range user {
-		if c, ok := copies[to]; ok {
-			to = c
-		}
-		m[from] = to
-	}
-	for db, c := range copies {
-		if _, ok := user[db]; !ok {
-			m[db] = c
-		}
-	}
-	return m
 }
 
 // unmapDatabases names the target's databases in res where the replay

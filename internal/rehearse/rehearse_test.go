@@ -2,7 +2,6 @@ package rehearse
 
 import (
 	"context"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,27 +38,6 @@ func TestOrder(t *testing.T) {
 		}
 		if count[A] != rounds || count[B] != rounds || first[A]-first[B] > 1 || first[B] > first[A] {
 			t.Errorf("Order(%d) = %v: counts %v, firsts %v", rounds, o, count, first)
-		}
-	}
-}
-
-func TestComposeMap(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		user, copies map[string]string
-		want         map[string]string
-	}{
-		{"no copies", map[string]string{"a": "b"}, nil, map[string]string{"a": "b"}},
-		{"copies only", nil, map[string]string{"app": "c_app", "": "c_pg"}, map[string]string{"app": "c_app", "": "c_pg"}},
-		{"the user's map first", map[string]string{"prod": "app"}, map[string]string{"app": "c_app"},
-			map[string]string{"prod": "c_app", "app": "c_app"}},
-		{"a logged name mapped away keeps the user's target", map[string]string{"app": "other"}, map[string]string{"app": "c_app", "other": "c_other"},
-			map[string]string{"app": "c_other", "other": "c_other"}},
-		{"a target that is not copied", map[string]string{"prod": "ro"}, map[string]string{"app": "c_app"},
-			map[string]string{"prod": "ro", "app": "c_app"}},
-	} {
-		if got := composeMap(tc.user, tc.copies); !maps.Equal(got, tc.want) {
-			t.Errorf("%s: composeMap = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -100,3 +101,27 @@ func (None) Release(context.Context, State) error { return nil }
 
 // Close does nothing.
 func (None) Close(context.Context) error { return nil }
+
+// DatabaseMap is the database map of the round that follows the reset:
+// the user's map (logged database to target database) followed by the
+// reset's copies, so that a logged database goes where the user's map
+// sends it, and from there to its copy.
+func (s State) DatabaseMap(user map[string]string) map[string]string {
+	copies := s.Databases
+	if len(copies) == 0 {
+		return maps.Clone(user)
+	}
+	m := make(map[string]string, len(user)+len(copies))
+	for from, to := range user {
+		if c, ok := copies[to]; ok {
+			to = c
+		}
+		m[from] = to
+	}
+	for db, c := range copies {
+		if _, ok := user[db]; !ok {
+			m[db] = c
+		}
+	}
+	return m
+}
