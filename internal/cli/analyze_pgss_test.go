@@ -25,6 +25,7 @@ import (
 // counts per fingerprint (calls - errors) equal the server's own
 // pg_stat_statements.calls, in each of the three log formats.
 func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	// The extension and the reset are logged but happen before the count

@@ -67,6 +67,7 @@ func benchState(t *testing.T, c *pgcluster.Cluster) string {
 // reads it whole, counts what the capture holds, and the replays end
 // with the original's tables.
 func TestCaptureEveryCommand(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	src := pgclustertest.StartT(t, pgcluster.Options{})
 	benchInit(t, src)
@@ -290,6 +291,7 @@ func checkCalls(t *testing.T, what string, res *results.Result, want map[string]
 // the consumers as a binary int8 (as pgx does): the replay still orders
 // them by row, the one key in both forms.
 func TestCaptureDependentSessions(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	src := pgclustertest.StartT(t, pgcluster.Options{})
 	freshShop(t, src)

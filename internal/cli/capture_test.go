@@ -111,6 +111,7 @@ func (rc *runningCapture) dsn(user, db string) string {
 // pg_stat_statements calls per query equal A's, the data COPY loaded is
 // on B, and every statement answered as it did on A.
 func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
@@ -253,6 +254,7 @@ func psql(t *testing.T, c *pgcluster.Cluster, rc *runningCapture, script string)
 // table an error only on the target, and the statements that answer as
 // they did (a failure on both sides included) show none.
 func TestCaptureAnswerDivergence(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g; " +

@@ -73,6 +73,19 @@ func longCase(t *testing.T) {
 	}
 }
 
+// parallelCase marks t as a functional case, which measures no time: it
+// counts statements, compares answers and tables, or checks messages and
+// exit codes, on throwaway servers of its own. Go runs such tests only
+// after every other test of the package has run, two at a time (one per
+// core): the cases that judge timings (the demo's verdicts, the README's
+// workflow, headroom's steps, rehearse's template rounds) run alone
+// first, undisturbed, and make test is shorter by the functional cases'
+// waits on their servers.
+func parallelCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // runDemoTest runs the whole demo on real throwaway servers and returns
 // its report.
 func runDemoTest(t *testing.T, change string, extra ...string) demoReport {

@@ -50,6 +50,7 @@ func TestFindingsCommandOffline(t *testing.T) {
 // the log gives the sessions, the server the partial indexes and, as it is
 // local, the CPU count.
 func TestFindingsCommandOnLogs(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	if err := c.Exec(ctx, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);

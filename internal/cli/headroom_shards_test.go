@@ -148,6 +148,7 @@ func TestHeadroomShards(t *testing.T) {
 // shard process of any step is left. The test polls the progress lines
 // and the coordination database; it never sleeps to synchronize.
 func TestHeadroomShardKilled(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
@@ -248,6 +249,7 @@ wait:
 // they stop and write what ran, the step is marked interrupted, the
 // answer partial (exit 5), and no shard process is left.
 func TestHeadroomShardsInterrupted(t *testing.T) {
+	longCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
@@ -378,6 +380,7 @@ func TestHeadroomShardsFold(t *testing.T) {
 // the shards of every step run inside headroom's process, and the start
 // line, the text and the JSON say so.
 func TestHeadroomShardsInProcess(t *testing.T) {
+	longCase(t)
 	saved := shardBinary
 	shardBinary = func() (string, []string, error) { return "", nil, errors.New("no binary here") }
 	t.Cleanup(func() { shardBinary = saved })

@@ -15,6 +15,7 @@ import (
 // a warning, and so is one that repeats another (the same file twice, a
 // copy, the csvlog and jsonlog of one server): never counted twice.
 func TestLogsEmptyAndRepeated(t *testing.T) {
+	parallelCase(t)
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.log")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {

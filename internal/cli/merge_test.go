@@ -26,6 +26,7 @@ import (
 // the analysis of the whole log: per-query calls, errors and histograms,
 // the timeline, the line and statement accounting, sessions and errors.
 func TestMergeHalvesEqualsWhole(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	if _, err := workload.Run(ctx, c, workload.Options{Duration: 2 * time.Second}); err != nil {

@@ -20,6 +20,7 @@ import (
 // the evidence JSON (which observe.FromResult reads, as report does from a
 // replay's JSON) and the HTML page.
 func TestObserveCommand(t *testing.T) {
+	parallelCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on"}})
 	ctx := context.Background()

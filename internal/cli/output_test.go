@@ -20,6 +20,7 @@ import (
 // reading.
 // A result written over a previous one replaces it whole.
 func TestOutputCheckedBeforeWork(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	dir := t.TempDir()

@@ -217,6 +217,7 @@ const droppedIndexLine = "plan changed: Index Scan (customers_email_idx) -> Seq 
 // parameter value reaches the report; and the missing-index finding is
 // evaluated on the plans.
 func TestReportPlansDroppedIndex(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	p := startPlansPair(t, false)
 	dir := t.TempDir()
@@ -345,6 +346,7 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 // then JSON); its analysis keeps the plans it logged, and report with
 // --candidate-dsn alone finds the plan change against them.
 func TestReportPlansFromAutoExplainLog(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	p := startPlansPair(t, true)
 	dir := t.TempDir()

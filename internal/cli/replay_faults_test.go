@@ -97,6 +97,7 @@ func sortLines(lines []string) {
 // run exits 5 with its result marked incomplete, and report refuses to
 // judge it.
 func TestReplaySurvivesFaults(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 20, 30*time.Second, 200*time.Millisecond)
@@ -187,6 +188,7 @@ func TestReplaySurvivesFaults(t *testing.T) {
 // --connect-timeout stops the replay early, its result written and marked
 // incomplete, the rest counted as "target unavailable".
 func TestReplayTargetGone(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 5, 20*time.Second, 200*time.Millisecond)

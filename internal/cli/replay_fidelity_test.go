@@ -85,6 +85,7 @@ func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string 
 // and failed with 42501 on the target only, while the GRANT's session
 // was still busy with the statement before it.
 func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
@@ -125,6 +126,7 @@ func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
 // target as it did in the original. Before, the replayer rolled back,
 // and that statement failed only in the original.
 func TestReplayKeepsAbortedBlock(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
@@ -157,6 +159,7 @@ func TestReplayKeepsAbortedBlock(t *testing.T) {
 // connected ahead of its first statement, as every session does, before
 // they ran: it could not, and its statements were all skipped.
 func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
+	parallelCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	su := c.User()
 	log := writeStepsLog(t, []logSession{{su, "postgres"}, {"newu", "newdb"}, {"newu", "postgres"}}, []logStep{
@@ -187,6 +190,7 @@ func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
 // 25P02s, and the summary names the server-assigned id. Before, both
 // took every 25P02 for an error of ordering.
 func TestReplayBlameForBakedIDs(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
@@ -237,6 +241,7 @@ func TestReplayBlameForBakedIDs(t *testing.T) {
 // counts them as skipped, by their own reason, and analyze as executions.
 // Before, they went unsaid.
 func TestReplayWarnsOfFastPathCalls(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {

@@ -44,6 +44,7 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 // before anything is sent, each with its own message saying what to do;
 // a target that takes every login replays.
 func TestPreflight(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
@@ -173,6 +174,7 @@ func TestPreflight(t *testing.T) {
 // TestDestructiveListed: a dry run's summary and a replay's start list the
 // statements that destroy or reshape, with counts.
 func TestDestructiveListed(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

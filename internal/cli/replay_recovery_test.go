@@ -417,6 +417,7 @@ func pollActivity(t *testing.T, c *pgcluster.Cluster, query string, limit time.D
 // (not run, so not divergence), report does not call the candidate
 // diverged, and the advice does not name --sync object, which was on.
 func TestReplayCrashLosesParent(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	const ms = time.Millisecond
 	lines := sessionLines(4001, 12*time.Second,
@@ -520,6 +521,7 @@ func TestReplayCrashLosesParent(t *testing.T) {
 // within --io-timeout plus 10 s, its result written and marked
 // incomplete, naming the silent connection.
 func TestReplayFrozenTarget(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 5, 60*time.Second, 200*time.Millisecond)

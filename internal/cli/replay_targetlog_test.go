@@ -19,6 +19,7 @@ import (
 // and errors the replay ran (client_queries), every connection's
 // statements found in order; latency_source says server_log.
 func TestReplayTargetLog(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
@@ -87,6 +88,7 @@ func TestReplayTargetLog(t *testing.T) {
 // which settings the target needs and exits 1, after writing the
 // client-side results.
 func TestReplayTargetLogWithoutSessionID(t *testing.T) {
+	parallelCase(t)
 	settings := workload.LogSettings()
 	settings["log_line_prefix"] = "%m [%p] %q%u@%d "
 	settings["log_destination"] = "stderr"

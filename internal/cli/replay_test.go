@@ -55,6 +55,7 @@ func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 // replayed against B at --speed 0; B's pg_stat_statements calls per query
 // must equal A's, except for the cases named below.
 func TestReplayMatchesPgStatStatements(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
@@ -187,6 +188,7 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 // logged database (after the maps), and a session whose database does not
 // exist on the target fails the run loudly.
 func TestReplayRightTarget(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	setup := []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1", "CREATE DATABASE db2"}

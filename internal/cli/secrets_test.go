@@ -26,6 +26,7 @@ const (
 // them in the results it writes, and a report that explains plans with
 // them still shows none.
 func TestNoSecretsInOutput(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})

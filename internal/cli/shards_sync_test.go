@@ -292,6 +292,7 @@ func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
 // an identical target: no statement fails only on the target, and the
 // final tables equal the original's, at speed 1 and at speed 0.
 func TestShardsDependentWorkload(t *testing.T) {
+	parallelCase(t)
 	log, want, apps := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	dir := t.TempDir()
 	plan := forcedPlan(t, dir, log, apps)
@@ -360,6 +361,7 @@ func syncSummary(m *results.Result) string {
 // the log's end; the merge of what they wrote is marked incomplete and
 // names the killed shard.
 func TestShardsKilled(t *testing.T) {
+	longCase(t)
 	ctx := context.Background()
 	log, _, apps := ordersLog(t, 2, 2, 100, 20*time.Millisecond)
 	dir := t.TempDir()

@@ -40,6 +40,7 @@ func versionsFor(smoke int) []int {
 // original pace and as fast as possible: nothing fails only on the
 // target, and its tables end as the original's did.
 func TestVersionsReplaySync(t *testing.T) {
+	parallelCase(t)
 	log, want, _ := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	for _, major := range versionsFor(13) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
@@ -75,6 +76,7 @@ func TestVersionsReplaySync(t *testing.T) {
 // on the tables of the one before would fail on its keys), the targets'
 // own databases are as they were, and no copy is left.
 func TestVersionsRehearseTemplate(t *testing.T) {
+	parallelCase(t)
 	log, _, _ := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	for _, major := range versionsFor(14) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
@@ -121,6 +123,7 @@ func TestVersionsRehearseTemplate(t *testing.T) {
 // single-row inserts, with that server's catalog (--dsn): the batch
 // inserts are found, with the table's partial indexes as evidence.
 func TestVersionsFindings(t *testing.T) {
+	parallelCase(t)
 	for _, major := range versionsFor(16) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			ctx := context.Background()
@@ -169,6 +172,7 @@ func TestVersionsFindings(t *testing.T) {
 // clients on each major (--target, --init): every step measures
 // transactions, and the sampler reads the server without an error.
 func TestVersionsSweep(t *testing.T) {
+	parallelCase(t)
 	for _, major := range versionsFor(17) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			c := pgclustertest.StartVersion(t, major, map[string]string{"shared_preload_libraries": "pg_stat_statements"})
@@ -222,6 +226,7 @@ func TestVersionsSweep(t *testing.T) {
 // at one start, wait for each other's commits through it, and the
 // target's tables end as the original's did.
 func TestVersionsShardCoordination(t *testing.T) {
+	parallelCase(t)
 	log, want, apps := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	dir := t.TempDir()
 	plan := forcedPlan(t, dir, log, apps)

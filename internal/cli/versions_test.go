@@ -40,6 +40,7 @@ func versionLogSettings(major int) (map[string]string, []string) {
 // simple and the extended protocol, analyze's successful calls per
 // fingerprint equal the server's pg_stat_statements calls.
 func TestVersionsAnalyzeMatchesPgStatStatements(t *testing.T) {
+	parallelCase(t)
 	for _, major := range pgcluster.Majors {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			ctx := context.Background()
