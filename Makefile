@@ -6,14 +6,15 @@ GO          ?= go
 BIN         := bin/pgrehearse
 # The packages whose tests time real servers (replays at the original
 # pace, the demo's identical-target comparison, sweeps, headroom steps,
-# the proxy's byte-for-byte relay, the observer's overhead) run one at a
+# the proxy's byte-for-byte relay, the observer's overhead, the shards'
+# coordination by LISTEN/NOTIFY) run one at a
 # time (-p 1): packages running at once on two cores make each other's
 # noise. The others (functional tests on throwaway servers, parsers,
 # statistics with fixed seeds) run two at a time first, which shortens
 # make test without touching a measurement.
 TEST_FLAGS  ?= -p 1
 SERIAL_PKGS := ./internal/cli ./internal/replay ./internal/observe ./internal/sweep ./internal/sweep/logdriver \
-	./internal/headroom ./internal/rehearse ./internal/proxy ./internal/capturerun ./internal/replayrun
+	./internal/headroom ./internal/rehearse ./internal/proxy ./internal/capturerun ./internal/replayrun ./internal/coord
 MODULE      := github.com/pgrehearse/pgrehearse
 # Every package but the serial ones (go list only when a test target runs).
 PARALLEL_PKGS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERIAL_PKGS)),$(shell $(GO) list ./...))
