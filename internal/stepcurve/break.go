@@ -284,9 +284,21 @@ func pooledSD(readings []Reading, ref float64) float64 {
 			byX[r.X] = append(byX[r.X], r.Margin)
 		}
 	}
+	groups := make([][]float64, 0, len(byX))
+	for _, v := range byX {
+		groups = append(groups, v)
+	}
+	sd, _ := pooled(groups)
+	return sd
+}
+
+// pooled is the pooled standard deviation of groups of repeated
+// readings, each about its own mean; ok is false (and sd 0) when no group
+// has two readings.
+func pooled(groups [][]float64) (sd float64, ok bool) {
 	var ss float64
 	df := 0
-	for _, v := range byX {
+	for _, v := range groups {
 		if len(v) < 2 {
 			continue
 		}
@@ -301,9 +313,9 @@ func pooledSD(readings []Reading, ref float64) float64 {
 		df += len(v) - 1
 	}
 	if df == 0 {
-		return 0
+		return 0, false
 	}
-	return math.Sqrt(ss / float64(df))
+	return math.Sqrt(ss / float64(df)), true
 }
 
 // Achieved is the median achieved level of the readings at asked level x

@@ -121,8 +121,7 @@ func Compare(a, b []float64, o Options) Diff {
 // the range three readings span on average (exp(1.693 sigma), as
 // stats.NoiseFloor's floor of three runs).
 func CurveNoise(curves ...[]Level) (sigma, floor float64) {
-	var ss float64
-	df := 0
+	var groups [][]float64
 	for _, ls := range curves {
 		for _, l := range ls {
 			var xs []float64
@@ -131,24 +130,13 @@ func CurveNoise(curves ...[]Level) (sigma, floor float64) {
 					xs = append(xs, math.Log(t))
 				}
 			}
-			if len(xs) < 2 {
-				continue
-			}
-			var m float64
-			for _, x := range xs {
-				m += x
-			}
-			m /= float64(len(xs))
-			for _, x := range xs {
-				ss += (x - m) * (x - m)
-			}
-			df += len(xs) - 1
+			groups = append(groups, xs)
 		}
 	}
-	if df == 0 {
+	sigma, ok := pooled(groups)
+	if !ok {
 		return 0, 1
 	}
-	sigma = math.Sqrt(ss / float64(df))
 	return sigma, math.Exp(1.693 * sigma)
 }
 
