@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -156,7 +157,7 @@ whole run (docs/headroom-json.md).
 	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each step (see rehearse --help)")
 	fl.StringVar(&f.controlCluster, "control-cluster", "", "with --reset datadir: the control's throwaway cluster directory")
 	fl.StringVar(&f.candidateCluster, "candidate-cluster", "", "with --reset datadir: the candidate's throwaway cluster directory")
-	fl.StringVar(&f.slo, "slo", headroom.DefaultSLO, "what a target must keep, relative to itself at 1x: p50, p95, p99 or mean as <+N% or <Nx, errors as <+Npp")
+	fl.StringVar(&f.slo, "slo", judge.DefaultSLO, "what a target must keep, relative to itself at 1x: p50, p95, p99 or mean as <+N% or <Nx, errors as <+Npp")
 	fl.StringVar(&f.by, "by", string(headroom.BySpeed), "how k times the load is made: speed (the same sessions at k times their pace) or fold (k slices of the log at once)")
 	fl.Float64Var(&f.maxK, "max-k", headroom.DefaultMaxK, "the largest load factor tried")
 	fl.DurationVar(&f.budget, "budget", 0, "stop before a step that would end past this much time (0: no bound); the answer is then partial")
@@ -173,8 +174,8 @@ whole run (docs/headroom-json.md).
 }
 
 // headroomChecks checks the flags against each other and parses the SLO.
-func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
-	var slo headroom.SLO
+func headroomChecks(f headroomFlags, resetGiven bool) (judge.SLO, error) {
+	var slo judge.SLO
 	switch {
 	case f.control == "" && f.controlCluster == "":
 		return slo, usageError("headroom needs a target: --control DSN (and --candidate DSN to compare two)")
@@ -212,7 +213,7 @@ func headroomChecks(f headroomFlags, resetGiven bool) (headroom.SLO, error) {
 	if _, err := reset.ParseMode(f.resetMode); err != nil {
 		return slo, usageError("--reset: %v", err)
 	}
-	slo, err := headroom.ParseSLO(f.slo)
+	slo, err := judge.ParseSLO(f.slo)
 	if err != nil {
 		return slo, usageError("--slo: %v", err)
 	}
@@ -655,7 +656,7 @@ func stepSummary(s *headroom.Step) string {
 	if !v.Held {
 		word = "BROKE"
 	}
-	if v.Bound != headroom.BoundTarget {
+	if v.Bound != judge.BoundTarget {
 		word += " (bound by " + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
 	}
 	return fmt.Sprintf("%s at %.2fx achieved, %s", word, v.AchievedK, base)

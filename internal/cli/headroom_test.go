@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -362,7 +363,7 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if a := out.Side(headroom.Control).Answer; a == nil || (a.Bound != headroom.BoundReplayer && a.Bound != headroom.BoundRoundTrips) {
+	if a := out.Side(headroom.Control).Answer; a == nil || (a.Bound != judge.BoundReplayer && a.Bound != judge.BoundRoundTrips) {
 		t.Errorf("answer %+v: want the replayer or the round trips named", a)
 	}
 }

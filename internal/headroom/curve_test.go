@@ -1,6 +1,10 @@
 package headroom
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/judge"
+)
 
 // A side's throughput grows with k up to 3x, where the target
 // saturates and latency starts to grow: the peak spans 3x to 6x (within
@@ -9,7 +13,7 @@ import "testing"
 func TestPeakAndKnee(t *testing.T) {
 	var steps []Step
 	add := func(k, x, ms float64) {
-		steps = append(steps, Step{K: k, Measurement: &Measurement{StatementsPerS: x, MeanMS: ms}})
+		steps = append(steps, Step{K: k, Measurement: &judge.Measurement{StatementsPerS: x, MeanMS: ms}})
 	}
 	for _, r := range []float64{0.98, 1, 1.02} {
 		add(1, 100*r, 1*r)

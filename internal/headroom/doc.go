@@ -25,7 +25,12 @@
 // saturated (a faster replay needs shards), or the sessions' own round
 // trips bound them (a session is a closed loop; at k times its pace its
 // think time may vanish). Either ends the side's search, and the answer
-// says which (Bound); neither is called a break of the target.
+// says which (judge.Bound); neither is called a break of the target.
+//
+// The SLO, the measurement of a step and its verdict are package judge's
+// (judge.SLO, judge.Measure, judge.NewBaseline, judge.Step): the search
+// judges each step as it runs, against its side's rounds at k = 1, the
+// way judge.Levels judges a side's load levels all at once.
 //
 // A model stands beside the measurement: the Universal Scalability Law
 // fitted to the steps' throughput (FitUSL), with its predicted peak.

@@ -4,27 +4,13 @@ import (
 	"fmt"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // The load factors a search climbs before anything breaks.
 func ExampleLadder() {
 	fmt.Println(headroom.Ladder(16))
 	// Output: [1 1.5 2 3 4 6 8 12 16]
-}
-
-// An SLO as --slo reads it: each query's p95 within +50% of its own at
-// 1x, the error rate within 0.1 percentage points.
-func ExampleParseSLO() {
-	slo, err := headroom.ParseSLO("p95<+50%,errors<+0.1pp")
-	if err != nil {
-		panic(err)
-	}
-	for _, r := range slo.Rules {
-		fmt.Printf("%s: ratio %g, pp %g\n", r.Metric, r.Ratio, r.PP)
-	}
-	// Output:
-	// p95: ratio 1.5, pp 0
-	// errors: ratio 0, pp 0.1
 }
 
 // A search driven by hand: a target whose steps hold up to 2.5x.
@@ -40,7 +26,7 @@ func ExampleSearch() {
 		if !held {
 			margin = 0.5
 		}
-		s.Record(headroom.Trial{K: k, Achieved: k, Held: held, Margin: margin, Bound: headroom.BoundTarget})
+		s.Record(headroom.Trial{K: k, Achieved: k, Held: held, Margin: margin, Bound: judge.BoundTarget})
 	}
 	var ks []float64
 	for _, t := range s.Trials() {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -103,7 +104,7 @@ type Progress struct {
 type Config struct {
 	// Targets are one or two; two alternate (A B, then B A, ...).
 	Targets []Target
-	SLO     SLO
+	SLO     judge.SLO
 	// Search bounds each side's search (MaxK, Resolution, rounds,
 	// MaxSteps); zero fields take the defaults.
 	Search Search
@@ -160,9 +161,9 @@ type Step struct {
 	Status Status  `json:"status"`
 	// Baseline: a round at k = 1, which the side's other steps are
 	// judged against; it has no verdict.
-	Baseline    bool         `json:"baseline,omitempty"`
-	Measurement *Measurement `json:"measurement,omitempty"`
-	Verdict     *Verdict     `json:"verdict,omitempty"`
+	Baseline    bool               `json:"baseline,omitempty"`
+	Measurement *judge.Measurement `json:"measurement,omitempty"`
+	Verdict     *judge.StepVerdict `json:"verdict,omitempty"`
 	// File is the step's result in Config.Dir, when written.
 	File          string    `json:"file,omitempty"`
 	ResetSeconds  float64   `json:"reset_seconds"`
@@ -177,16 +178,16 @@ type Step struct {
 type FirstBreak struct {
 	K      float64 `json:"k"`
 	AskedK float64 `json:"asked_k"`
-	Break
+	judge.Break
 }
 
 // SideOutcome is one side's search and its answer.
 type SideOutcome struct {
-	Side       Side        `json:"side"`
-	Steps      []Step      `json:"steps"`
-	Baseline   *Baseline   `json:"baseline,omitempty"`
-	Answer     *Answer     `json:"answer,omitempty"`
-	FirstBreak *FirstBreak `json:"first_break,omitempty"`
+	Side       Side            `json:"side"`
+	Steps      []Step          `json:"steps"`
+	Baseline   *judge.Baseline `json:"baseline,omitempty"`
+	Answer     *Answer         `json:"answer,omitempty"`
+	FirstBreak *FirstBreak     `json:"first_break,omitempty"`
 	// USL is the model fitted to the steps' throughput; nil with fewer
 	// than three loads measured.
 	USL *USL `json:"usl,omitempty"`
@@ -232,9 +233,9 @@ type Outcome struct {
 	Shards int `json:"shards,omitempty"`
 	// ShardsRun is Config.ShardsRun with shards: "processes" or
 	// "in_process".
-	ShardsRun string `json:"shards_run,omitempty"`
-	SLO       SLO    `json:"slo"`
-	Search    Search `json:"search"`
+	ShardsRun string    `json:"shards_run,omitempty"`
+	SLO       judge.SLO `json:"slo"`
+	Search    Search    `json:"search"`
 	// SpanSeconds is the log's length at k = 1.
 	SpanSeconds float64             `json:"span_seconds"`
 	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
@@ -264,8 +265,8 @@ type run struct {
 	out      *Outcome
 	begun    time.Time
 	searches map[Side]*Search
-	base     map[Side][]Measurement
-	baseline map[Side]*Baseline
+	base     map[Side][]judge.Measurement
+	baseline map[Side]*judge.Baseline
 	n        map[Side]int
 	// overheads are the steps' wall times beyond the log's span at their
 	// k (resets, connections, reading), for the estimates.
@@ -292,8 +293,8 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	if cfg.Shards > 1 {
 		out.Shards, out.ShardsRun = cfg.Shards, cfg.ShardsRun
 	}
-	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]Measurement{},
-		baseline: map[Side]*Baseline{}, n: map[Side]int{}}
+	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]judge.Measurement{},
+		baseline: map[Side]*judge.Baseline{}, n: map[Side]int{}}
 	for _, t := range cfg.Targets {
 		s := *proto
 		r.searches[t.Side] = &s
@@ -467,7 +468,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, errors.Join(fmt.Errorf("step %d (%s at %gx): %w", st.Seq, st.Side, st.K, rerr), relErr)
 	}
 	rec.Status = StatusDone
-	m := Measure(res)
+	m := judge.Measure(res)
 	if serverCPU >= 0 && rec.ReplaySeconds > 0 {
 		m.ServerCPUSeconds = &serverCPU
 		m.ServerCPU = serverCPU / rec.ReplaySeconds
@@ -484,12 +485,12 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		rec.Baseline = true
 		r.base[st.Side] = append(r.base[st.Side], m)
 		if len(r.base[st.Side]) == s.BaseRounds {
-			b := NewBaseline(r.base[st.Side], r.cfg.SLO)
+			b := judge.NewBaseline(r.base[st.Side], r.cfg.SLO)
 			r.baseline[st.Side] = &b
 		}
-		s.Record(Trial{K: 1, Achieved: 1, Held: true, Margin: -1, Bound: BoundTarget})
+		s.Record(Trial{K: 1, Achieved: 1, Held: true, Margin: -1, Bound: judge.BoundTarget})
 	} else {
-		v := Judge(*r.baseline[st.Side], m, st.K, r.cfg.SLO, r.cfg.Cores)
+		v := judge.Step(*r.baseline[st.Side], m, st.K, r.cfg.SLO, r.cfg.Cores)
 		rec.Verdict = &v
 		s.Record(Trial{K: st.K, Achieved: v.AchievedK, Held: v.Held, Margin: v.Margin, Bound: v.Bound})
 	}
@@ -586,10 +587,10 @@ func (r *run) answer() {
 			if v == nil {
 				continue
 			}
-			if v.Bound != BoundTarget && so.BoundWhy == "" {
+			if v.Bound != judge.BoundTarget && so.BoundWhy == "" {
 				so.BoundWhy = fmt.Sprintf("at %gx asked (%.2fx achieved): %s", st.K, v.AchievedK, v.Why)
 			}
-			if v.Held || v.Bound != BoundTarget || len(v.Broken) == 0 || !s.allBroke(st.K) {
+			if v.Held || v.Bound != judge.BoundTarget || len(v.Broken) == 0 || !s.allBroke(st.K) {
 				// A round that broke where another held at the same k
 				// is within the noise: not the first break.
 				continue

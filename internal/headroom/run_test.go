@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -42,7 +43,7 @@ func (f fakeTarget) result(k float64) *results.Result {
 // k = 1 first, the weaker breaks lower, its first break is the query
 // that slows, and every step is reset.
 func TestRun(t *testing.T) {
-	slo, err := ParseSLO(DefaultSLO)
+	slo, err := judge.ParseSLO(judge.DefaultSLO)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestRun(t *testing.T) {
 		if a == nil || a.AtLeast || a.Lo > kStar || a.Hi < kStar {
 			t.Errorf("%s: answer %+v, want an interval around %g", so.Side, a, kStar)
 		}
-		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != MetricP95 {
+		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != judge.MetricP95 {
 			t.Errorf("%s: first break %+v, want the lookup's p95", so.Side, so.FirstBreak)
 		}
 		if !so.Steps[0].Baseline || !so.Steps[1].Baseline || !so.Steps[2].Baseline || so.Steps[3].Verdict == nil {
@@ -97,7 +98,7 @@ func TestRun(t *testing.T) {
 // never a break. The same with the target's time most of the round
 // trips is the target's limit, a break.
 func TestRunRoundTrips(t *testing.T) {
-	slo, _ := ParseSLO(DefaultSLO)
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
 	tg := fakeTarget{kStar: 1e6, maxX: 2.2 * fakeRate}
 	run := func(share float64) *SideOutcome {
 		out, err := Run(context.Background(), Config{
@@ -123,11 +124,11 @@ func TestRunRoundTrips(t *testing.T) {
 		return out.Side(Control)
 	}
 	so := run(0.2)
-	if a := so.Answer; a == nil || !a.AtLeast || a.Bound != BoundRoundTrips || math.Abs(a.Lo-2.2) > 0.05 || so.FirstBreak != nil {
+	if a := so.Answer; a == nil || !a.AtLeast || a.Bound != judge.BoundRoundTrips || math.Abs(a.Lo-2.2) > 0.05 || so.FirstBreak != nil {
 		t.Errorf("answer %+v, first break %+v: want at least 2.2x bound by round trips", a, so.FirstBreak)
 	}
 	so = run(0.9)
-	if a := so.Answer; a == nil || a.AtLeast || a.Bound != "" || so.FirstBreak == nil || so.FirstBreak.Metric != MetricLag ||
+	if a := so.Answer; a == nil || a.AtLeast || a.Bound != "" || so.FirstBreak == nil || so.FirstBreak.Metric != judge.MetricLag ||
 		so.FirstBreak.Cause == nil || so.FirstBreak.Cause.Fingerprint != "lookup" {
 		t.Errorf("answer %+v, first break %+v: want a break by lag, caused by the lookup", a, so.FirstBreak)
 	}
@@ -136,7 +137,7 @@ func TestRunRoundTrips(t *testing.T) {
 // TestRunReplayer: a replayer whose CPU is saturated is named as the
 // limit, not the target.
 func TestRunReplayer(t *testing.T) {
-	slo, _ := ParseSLO(DefaultSLO)
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
 	tg := fakeTarget{kStar: 1e6, maxX: 3.1 * fakeRate}
 	out, err := Run(context.Background(), Config{
 		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
@@ -153,7 +154,7 @@ func TestRunReplayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	so := out.Side(Control)
-	if so.Answer == nil || so.Answer.Bound != BoundReplayer || !so.Answer.AtLeast || so.BoundWhy == "" {
+	if so.Answer == nil || so.Answer.Bound != judge.BoundReplayer || !so.Answer.AtLeast || so.BoundWhy == "" {
 		t.Errorf("answer %+v (%s): want the replayer named", so.Answer, so.BoundWhy)
 	}
 }
@@ -161,7 +162,7 @@ func TestRunReplayer(t *testing.T) {
 // TestRunInterrupted: Ctrl-C during a step keeps the steps finished,
 // marks the outcome partial and interrupted, and answers from what ran.
 func TestRunInterrupted(t *testing.T) {
-	slo, _ := ParseSLO(DefaultSLO)
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tg := fakeTarget{kStar: 6, maxX: 1e9}
@@ -193,7 +194,7 @@ func TestRunInterrupted(t *testing.T) {
 // step takes the log's span at its k, on synctest's clock.
 func TestRunBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slo, _ := ParseSLO(DefaultSLO)
+		slo, _ := judge.ParseSLO(judge.DefaultSLO)
 		tg := fakeTarget{kStar: 6, maxX: 1e9}
 		out, err := Run(context.Background(), Config{
 			Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
@@ -213,21 +214,6 @@ func TestRunBudget(t *testing.T) {
 	})
 }
 
-func TestParseSLO(t *testing.T) {
-	s, err := ParseSLO("p95<+50%, errors<+0.1pp,p99<2x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.String(); got != "p95<+50%,errors<+0.1pp,p99<+100%" {
-		t.Errorf("String() = %q", got)
-	}
-	for _, bad := range []string{"", "p95>+50%", "p95<50", "errors<+1%", "cpu<+5%", "p95<+5%,p95<+6%", "p95<0.5x"} {
-		if _, err := ParseSLO(bad); err == nil {
-			t.Errorf("ParseSLO(%q): no error", bad)
-		}
-	}
-}
-
 // releaseChecker is a reset whose Release fails when its context is done.
 type releaseChecker struct{ reset.None }
 
@@ -238,7 +224,7 @@ func (releaseChecker) Release(ctx context.Context, _ reset.State) error { return
 // the release starts (a 60 s step once found its release's time gone).
 func TestRunReleaseAfterLongStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slo, _ := ParseSLO(DefaultSLO)
+		slo, _ := judge.ParseSLO(judge.DefaultSLO)
 		tg := fakeTarget{kStar: 6, maxX: 1e9}
 		out, err := Run(context.Background(), Config{
 			Targets: []Target{{Side: Control, DSN: "c", Reset: releaseChecker{}}},

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 )
 
@@ -36,7 +37,7 @@ type Trial struct {
 	Margin float64 `json:"margin"`
 	// Bound is what limited the step: anything but the target ends the
 	// search, since asking more cannot load the target more.
-	Bound Bound `json:"bound"`
+	Bound judge.Bound `json:"bound"`
 }
 
 // Search is one side's search for its largest k. Next says which k to
@@ -131,7 +132,7 @@ func (s *Search) Next() (k float64, done bool) {
 
 // bounded reports whether a step was bound by other than the target.
 func (s *Search) bounded() bool {
-	return slices.ContainsFunc(s.trials, func(t Trial) bool { return t.Bound != "" && t.Bound != BoundTarget })
+	return slices.ContainsFunc(s.trials, func(t Trial) bool { return t.Bound != "" && t.Bound != judge.BoundTarget })
 }
 
 func (s *Search) rounds(k float64) int {
@@ -223,7 +224,7 @@ type Answer struct {
 	// is as large as the SLO's margin there.
 	Mixed bool `json:"mixed,omitempty"`
 	// Bound is what ended the search when not the target.
-	Bound Bound `json:"bound,omitempty"`
+	Bound judge.Bound `json:"bound,omitempty"`
 	// Steps is the number of steps the answer rests on.
 	Steps int `json:"steps"`
 }
@@ -233,7 +234,7 @@ func (s *Search) Answer() Answer {
 	lo, hi, ok := s.bracket()
 	a := Answer{AskedLo: lo, Lo: s.achieved(lo), Steps: len(s.trials)}
 	for _, t := range s.trials {
-		if t.Bound != "" && t.Bound != BoundTarget {
+		if t.Bound != "" && t.Bound != judge.BoundTarget {
 			a.Bound = t.Bound
 			// The step that ran into the bound held as far as it
 			// went (its achieved k), and says no more.

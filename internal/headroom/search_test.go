@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/judge"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
 // curve is a synthetic target: its p95 over k = 1's, without noise, at
@@ -46,12 +49,12 @@ func simulate(rng *rand.Rand, c curve, n noise, cfg Search) Answer {
 		p95 := c.ratio(a) * math.Exp(rng.NormFloat64()*n.p95)
 		if k == 1 && len(base) < s.BaseRounds {
 			base = append(base, p95)
-			s.Record(Trial{K: 1, Achieved: 1, Held: true, Margin: -1, Bound: BoundTarget})
+			s.Record(Trial{K: 1, Achieved: 1, Held: true, Margin: -1, Bound: judge.BoundTarget})
 			continue
 		}
-		r := p95 / median(base)
+		r := p95 / stats.Median(base)
 		m := math.Log(r)/math.Log(sloRatio) - 1
-		s.Record(Trial{K: k, Achieved: a, Held: m <= 0, Margin: m, Bound: BoundTarget})
+		s.Record(Trial{K: k, Achieved: a, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
 	}
 }
 
@@ -134,7 +137,7 @@ func TestSearchSteps(t *testing.T) {
 		if k == 1 {
 			m = -1
 		}
-		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: BoundTarget})
+		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
 	}
 	a := s.Answer()
 	t.Logf("steps %v, answer %+v", ks, a)
@@ -163,14 +166,14 @@ func TestSearchBound(t *testing.T) {
 		if done {
 			break
 		}
-		tr := Trial{K: k, Achieved: k, Held: true, Margin: -0.5, Bound: BoundTarget}
+		tr := Trial{K: k, Achieved: k, Held: true, Margin: -0.5, Bound: judge.BoundTarget}
 		if k >= 4 {
-			tr.Achieved, tr.Bound = 3.2, BoundReplayer
+			tr.Achieved, tr.Bound = 3.2, judge.BoundReplayer
 		}
 		s.Record(tr)
 	}
 	a := s.Answer()
-	if !a.AtLeast || a.Bound != BoundReplayer || a.Lo != 3.2 {
+	if !a.AtLeast || a.Bound != judge.BoundReplayer || a.Lo != 3.2 {
 		t.Errorf("answer %+v, want at least 3.2, bound by the replayer", a)
 	}
 }
@@ -211,7 +214,7 @@ func TestSearchInteger(t *testing.T) {
 		}
 		ks = append(ks, k)
 		m := math.Log(c.ratio(k))/math.Log(sloRatio) - 1
-		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: BoundTarget})
+		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
 	}
 	want := []float64{1, 1, 2, 3, 4, 6, 5, 5, 6}
 	if len(ks) != len(want) {

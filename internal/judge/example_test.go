@@ -54,3 +54,18 @@ func ExampleJudge() {
 	// verdict: fail
 	// lookup: regressed
 }
+
+// An SLO as --slo reads it: each query's p95 within +50% of its own at
+// 1x, the error rate within 0.1 percentage points.
+func ExampleParseSLO() {
+	slo, err := judge.ParseSLO("p95<+50%,errors<+0.1pp")
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range slo.Rules {
+		fmt.Printf("%s: ratio %g, pp %g\n", r.Metric, r.Ratio, r.PP)
+	}
+	// Output:
+	// p95: ratio 1.5, pp 0
+	// errors: ratio 0, pp 0.1
+}

@@ -1,8 +1,11 @@
-// Package judge turns the runs of two sides (or one run alone) into one
-// typed verdict: the comparison and its verdict, the plans behind it on
-// both targets, and the findings, so that every command that judges
-// (rehearse, report, replay's own findings, analyze, findings) does it
-// the same way and only renders what it returns.
+// Package judge turns the runs of two sides (or one run alone), or of N
+// load levels of one side (a headroom search's steps), into one typed
+// verdict: for two sides the comparison and its verdict, the plans behind
+// it on both targets, and the findings (Judge, Verdict); for load levels
+// each level's verdict against the side's own rounds at k = 1 under an
+// SLO (Levels, Step, StepVerdict). Every command that judges (rehearse,
+// report, replay's own findings, analyze, findings, headroom) does it the
+// same way and only renders what it returns.
 package judge
 
 import (

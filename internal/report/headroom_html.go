@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // WriteHeadroomHTML writes a headroom run as one self-contained page:
@@ -62,8 +63,8 @@ func headroomCard(so *headroom.SideOutcome) htmlreport.Card {
 
 // worstRatio is a step's worst latency rule as a ratio over 1x, 0 when
 // none was judged.
-func worstRatio(v *headroom.Verdict) float64 {
-	var bs []headroom.Break
+func worstRatio(v *judge.StepVerdict) float64 {
+	var bs []judge.Break
 	bs = append(bs, v.Broken...)
 	if v.Closest != nil {
 		bs = append(bs, *v.Closest)
@@ -71,7 +72,7 @@ func worstRatio(v *headroom.Verdict) float64 {
 	worst := 0.0
 	for _, b := range bs {
 		switch b.Metric {
-		case headroom.MetricP50, headroom.MetricP95, headroom.MetricP99, headroom.MetricMean:
+		case judge.MetricP50, judge.MetricP95, judge.MetricP99, judge.MetricMean:
 			if b.Base > 0 {
 				worst = max(worst, b.Value/b.Base)
 			}
@@ -201,7 +202,7 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 			if !v.Held {
 				verdict, row.Class = "broke", "bad"
 			}
-			if v.Bound != headroom.BoundTarget {
+			if v.Bound != judge.BoundTarget {
 				verdict += " (" + string(v.Bound) + ")"
 			}
 			switch {
@@ -236,7 +237,7 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 	return t
 }
 
-func serverCPUCell(m *headroom.Measurement) htmlreport.Cell {
+func serverCPUCell(m *judge.Measurement) htmlreport.Cell {
 	if m.ServerCPUSeconds == nil {
 		return htmlreport.Num("-", -1)
 	}

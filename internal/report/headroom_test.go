@@ -7,46 +7,47 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // headroomOutcome is a run of two sides: a control with an interval and
 // a candidate bound by the replayer.
 func headroomOutcome(t *testing.T) *headroom.Outcome {
 	t.Helper()
-	slo, err := headroom.ParseSLO(headroom.DefaultSLO)
+	slo, err := judge.ParseSLO(judge.DefaultSLO)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup := headroom.Break{Metric: headroom.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
-		Base: 1.2, Value: 1.9, Limit: 1.8, Margin: 0.13, Waits: []headroom.Wait{{Event: "IO:DataFileRead", Share: 0.6}}}
-	m := func(x float64) *headroom.Measurement {
-		return &headroom.Measurement{Statements: int64(x * 10), WallSeconds: 10, StatementsPerS: x, Waits: []headroom.Wait{{Event: "CPU", Share: 0.5}}}
+	lookup := judge.Break{Metric: judge.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
+		Base: 1.2, Value: 1.9, Limit: 1.8, Margin: 0.13, Waits: []judge.Wait{{Event: "IO:DataFileRead", Share: 0.6}}}
+	m := func(x float64) *judge.Measurement {
+		return &judge.Measurement{Statements: int64(x * 10), WallSeconds: 10, StatementsPerS: x, Waits: []judge.Wait{{Event: "CPU", Share: 0.5}}}
 	}
 	return &headroom.Outcome{
 		Version: 1, By: headroom.BySpeed, Speed: 1, SLO: slo, Search: headroom.Search{MaxK: 16, BaseRounds: 2, BoundaryRounds: 2},
 		Sides: []*headroom.SideOutcome{
-			{Side: headroom.Control, Baseline: &headroom.Baseline{StatementsPerS: 100},
+			{Side: headroom.Control, Baseline: &judge.Baseline{StatementsPerS: 100},
 				Steps: []headroom.Step{
 					{Seq: 1, Side: headroom.Control, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
 					{Seq: 3, Side: headroom.Control, K: 3, Status: headroom.StatusDone, Measurement: m(300),
-						Verdict: &headroom.Verdict{AchievedK: 3, Held: true, Bound: headroom.BoundTarget, Margin: -0.2}},
+						Verdict: &judge.StepVerdict{AchievedK: 3, Held: true, Bound: judge.BoundTarget, Margin: -0.2}},
 					{Seq: 6, Side: headroom.Control, K: 6, Status: headroom.StatusDone, Measurement: m(390),
-						Verdict: &headroom.Verdict{AchievedK: 3.9, Held: false, Bound: headroom.BoundTarget, Margin: 0.13, Broken: []headroom.Break{lookup}}},
+						Verdict: &judge.StepVerdict{AchievedK: 3.9, Held: false, Bound: judge.BoundTarget, Margin: 0.13, Broken: []judge.Break{lookup}}},
 					{Seq: 5, Side: headroom.Control, K: 4, Status: headroom.StatusDone, Measurement: m(390),
-						Verdict: &headroom.Verdict{AchievedK: 3.9, Held: false, Bound: headroom.BoundTarget, Margin: 0.13, Broken: []headroom.Break{lookup}}},
+						Verdict: &judge.StepVerdict{AchievedK: 3.9, Held: false, Bound: judge.BoundTarget, Margin: 0.13, Broken: []judge.Break{lookup}}},
 				},
 				Answer:     &headroom.Answer{Holds: 3.1, Lo: 2.8, Hi: 3.4, AskedLo: 3, AskedHi: 4, Steps: 3},
 				FirstBreak: &headroom.FirstBreak{K: 3.9, AskedK: 4, Break: lookup},
 				USL:        &headroom.USL{Lambda: 100, Sigma: 0.02, Kappa: 0.01, PeakK: 9.9, PeakX: 610, R2: 0.98, Points: 3},
 				Peak:       &headroom.CurvePeak{K: 4, StatementsPerS: 390, Lo: 4, Hi: 6},
 				Knee:       &headroom.CurveKnee{Found: true, K: 3, StatementsPerS: 300, MeanMS: 1, Lo: 3, Hi: 3, UpTo: 6}},
-			{Side: headroom.Candidate, Baseline: &headroom.Baseline{StatementsPerS: 100},
+			{Side: headroom.Candidate, Baseline: &judge.Baseline{StatementsPerS: 100},
 				Steps: []headroom.Step{
 					{Seq: 2, Side: headroom.Candidate, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
 					{Seq: 4, Side: headroom.Candidate, K: 3, Status: headroom.StatusDone, Measurement: m(250),
-						Verdict: &headroom.Verdict{AchievedK: 2.5, Held: true, Bound: headroom.BoundReplayer, Why: "the replayer's own CPU was saturated"}},
+						Verdict: &judge.StepVerdict{AchievedK: 2.5, Held: true, Bound: judge.BoundReplayer, Why: "the replayer's own CPU was saturated"}},
 				},
-				Answer:   &headroom.Answer{Holds: 2.5, Lo: 2.5, AtLeast: true, Bound: headroom.BoundReplayer, AskedLo: 3, Steps: 2},
+				Answer:   &headroom.Answer{Holds: 2.5, Lo: 2.5, AtLeast: true, Bound: judge.BoundReplayer, AskedLo: 3, Steps: 2},
 				BoundWhy: "at 3x asked (2.50x achieved): the replayer's own CPU was saturated"},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/texttable"
 )
 
@@ -123,7 +124,7 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 				"a longer log, server-side durations (--control-log) or more --boundary-rounds narrow it", so.Side, fmtK(a.AskedHi)))
 		}
 		switch a.Bound {
-		case headroom.BoundReplayer:
+		case judge.BoundReplayer:
 			more := "run more replayers (--shards) to ask more of it"
 			switch {
 			case out0.Shards > 1 && out0.ShardsRun == "in_process":
@@ -132,7 +133,7 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 				more = fmt.Sprintf("its %d shard processes ran on this machine's cores: run the shards on more machines (pgrehearse replay --shard K/N, docs/sharding.md) to ask more of it", out0.Shards)
 			}
 			out = append(out, fmt.Sprintf("the %s was not the limit: the replayer was (%s); the target held what it was sent: %s", so.Side, so.BoundWhy, more))
-		case headroom.BoundRoundTrips:
+		case judge.BoundRoundTrips:
 			out = append(out, fmt.Sprintf("on the %s the sessions' own round trips bound the load (%s): "+
 				"the same sessions cannot go faster; k times real traffic needs more sessions (--by fold)", so.Side, so.BoundWhy))
 		}
@@ -166,12 +167,12 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 // breakText is a broken rule at load factor k in words: "SELECT ... p95
 // +62% (1.20 ms -> 1.90 ms) at 2.4x, its sessions waiting on
 // Lock:transactionid".
-func breakText(b headroom.Break, k float64) string {
+func breakText(b judge.Break, k float64) string {
 	at := " at " + fmtK(k)
 	switch b.Metric {
-	case headroom.MetricErrors:
+	case judge.MetricErrors:
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
-	case headroom.MetricLag:
+	case judge.MetricLag:
 		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
 		if c := b.Cause; c != nil {
 			s += fmt.Sprintf("; the sessions waited most on %s, %s %+.0f%% (%s ms -> %s ms)", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value))
@@ -213,7 +214,7 @@ func headroomStepsTable(so *headroom.SideOutcome) string {
 			if !v.Held {
 				verdict = "BROKE"
 			}
-			if v.Bound != headroom.BoundTarget {
+			if v.Bound != judge.BoundTarget {
 				verdict += " (" + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
 			}
 			switch {
@@ -239,11 +240,11 @@ func headroomStepsTable(so *headroom.SideOutcome) string {
 }
 
 // ruleShort is a rule's figure in a table cell: "p95 +12% lookup".
-func ruleShort(b headroom.Break) string {
+func ruleShort(b judge.Break) string {
 	switch b.Metric {
-	case headroom.MetricErrors:
+	case judge.MetricErrors:
 		return fmt.Sprintf("errors %+.2fpp", b.Value-b.Base)
-	case headroom.MetricLag:
+	case judge.MetricLag:
 		return "lag " + fmtMS(b.Value) + " ms"
 	case "incomplete":
 		return "incomplete"

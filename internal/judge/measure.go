@@ -1,4 +1,4 @@
-package headroom
+package judge
 
 import (
 	"encoding/json"
@@ -34,7 +34,8 @@ type Wait struct {
 	Share float64 `json:"share"`
 }
 
-// Measurement is what one step's replay measured, as the search needs it.
+// Measurement is what one step's replay measured, as judging a step
+// (Step, Levels) needs it.
 type Measurement struct {
 	// Statements are those executed or failed; WallSeconds the replay's
 	// wall time, its catalog reading left out.
@@ -95,7 +96,7 @@ const (
 	MaxWaits   = 5
 )
 
-// Measure takes what the search needs from a replay's result.
+// Measure takes what judging a step needs from a replay's result.
 func Measure(res *results.Result) Measurement {
 	m := Measurement{
 		Statements: res.Statements.Executed + res.Statements.Failed,

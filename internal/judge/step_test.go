@@ -1,4 +1,4 @@
-package headroom
+package judge
 
 import (
 	"math"
@@ -14,10 +14,10 @@ func measurement(stmtsPerS, lookupP95, beginP95 float64) Measurement {
 	}}
 }
 
-// TestJudge: a latency rule's limit grows by the spread of the 1x
+// TestStep: a latency rule's limit grows by the spread of the 1x
 // rounds; BEGIN is not judged; a lag of the replayer's own names the
 // replayer; a lag waiting on a slower target breaks, naming the query.
-func TestJudge(t *testing.T) {
+func TestStep(t *testing.T) {
 	slo, err := ParseSLO(DefaultSLO)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestJudge(t *testing.T) {
 			return m
 		}(), 2, true, BoundReplayer, ""},
 	} {
-		v := Judge(b, tc.m, tc.k, slo, 2)
+		v := Step(b, tc.m, tc.k, slo, 2)
 		if v.Held != tc.held || v.Bound != tc.bound || (tc.rule != "" && (len(v.Broken) == 0 || v.Broken[0].Metric != tc.rule)) {
 			t.Errorf("%s: %+v", tc.name, v)
 		}
@@ -83,7 +83,7 @@ func TestJudge(t *testing.T) {
 	// machine's 8): 1.8 cores of theirs is saturated.
 	m := measurement(200, base, 0.5)
 	m.ReplayerCPU, m.ShardCores = 1.8, 2
-	if v := Judge(b, m, 2, slo, 8); v.Bound != BoundReplayer || !strings.Contains(v.Why, "1.80 of 2 cores") {
+	if v := Step(b, m, 2, slo, 8); v.Bound != BoundReplayer || !strings.Contains(v.Why, "1.80 of 2 cores") {
 		t.Errorf("two one-core shards at 1.8 cores: %+v", v)
 	}
 }

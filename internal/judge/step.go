@@ -1,4 +1,4 @@
-package headroom
+package judge
 
 import (
 	"fmt"
@@ -176,8 +176,10 @@ type Break struct {
 	Cause *Break `json:"cause,omitempty"`
 }
 
-// Verdict is the judgement of one step against its side's baseline.
-type Verdict struct {
+// StepVerdict is the judgement of one step (a round at a load factor k)
+// against its side's baseline, the second kind of verdict the judge
+// returns (Step, Levels); Verdict is the first, of two sides.
+type StepVerdict struct {
 	Held bool `json:"held"`
 	// AchievedK is the step's statements per second over the baseline's.
 	AchievedK float64 `json:"achieved_k"`
@@ -200,10 +202,12 @@ const ReplayerSaturated = 0.85
 // be said to fall short.
 const ShortFall = 0.9
 
-// Judge judges a step that asked for k, measured m, against its side's
+// Step judges a step that asked for k, measured m, against its side's
 // baseline b under slo; cores is the number of CPUs the replayer may use.
-func Judge(b Baseline, m Measurement, k float64, slo SLO, cores int) Verdict {
-	v := Verdict{Bound: BoundTarget, Margin: math.Inf(-1)}
+// A headroom search calls it on each step as it runs; Levels on every
+// level of a side at once.
+func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict {
+	v := StepVerdict{Bound: BoundTarget, Margin: math.Inf(-1)}
 	if b.StatementsPerS > 0 {
 		v.AchievedK = m.StatementsPerS / b.StatementsPerS
 	}

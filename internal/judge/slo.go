@@ -1,4 +1,4 @@
-package headroom
+package judge
 
 import (
 	"fmt"
