@@ -61,7 +61,7 @@ var layers = []layer{
 	},
 	{
 		name:  "judging",
-		about: "Compare results and say why: the comparison and its verdict, the plans behind it, the findings.",
+		about: "Compare results and say why: the comparison and its verdict, the plans behind it, the findings; a load level's verdict against its own 1x.",
 		packages: []string{
 			"internal/compare", "internal/compareplans", "internal/findings", "internal/judge", "internal/stepcurve",
 		},
