@@ -75,6 +75,11 @@ type Event struct {
 	// SQLState, ErrorSeverity() and ErrorMessage() describe that error,
 	// or the Error event.
 	Failed bool
+	// Lane is the part of a workload made of several (a folded log's
+	// slices, package source's Fold) that the event's session belongs
+	// to: a synchronized replay orders commits within a lane, never
+	// across lanes. Zero for a workload of one part, as every log is.
+	Lane uint8
 
 	PID int32
 

@@ -268,7 +268,7 @@ func (d *dispatcher) push(g []*session, ev *event.Event) bool {
 	var deps []dep
 	if r.sync != nil && ev.IsExecution() {
 		if step, items = r.syncStep(g[0], ev); step.Barrier {
-			deps = d.barrierOf(g[0], ev.Time+r.sync.tr.Tick())
+			deps = d.barrierOf(g[0], ev.Time+r.sync.tracker(g[0].lane).Tick())
 		}
 	}
 	if p := r.peers(); p != nil && ev.Pos > 0 {

@@ -58,7 +58,7 @@ func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (syn
 		s.waitingOn.Store(nil)
 	}()
 	for {
-		tx := sr.board.Blocker(w)
+		tx := s.syncBoard().Blocker(w)
 		if tx == nil {
 			waited := time.Since(began)
 			sr.record(waited, "", "", false)

@@ -73,6 +73,11 @@ type session struct {
 	// goroutine's.
 	sx        *syncdep.Session
 	startWait syncdep.Wait
+	// lane is the session's lane (event.Event.Lane) and board its
+	// tracker's Board, set with sx: commits are waited for within a
+	// lane only.
+	lane      uint8
+	board     *syncdep.Board
 	pid       atomic.Uint32
 	waitingOn atomic.Pointer[awaited]
 	syncPush  time.Duration

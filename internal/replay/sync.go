@@ -87,8 +87,16 @@ type syncRun struct {
 	// RowOrder (the dispatcher's).
 	byRow, keyNotLogged int64
 	board               *syncdep.Board
-	pids                sync.Map // backend pid -> *session, for the deadlock check
-	mon                 lockMonitor
+	// lanes are the trackers of the lanes after the first
+	// (event.Event.Lane: a folded log's slices), made at their first
+	// session, each with its own Board: commits are ordered within a
+	// lane, never across lanes. catalogs keeps the catalogs read, by
+	// database, for the lanes that come to a database after another
+	// (nil: it could not be read). Both the dispatcher's.
+	lanes    map[uint8]*syncdep.Tracker
+	catalogs map[string]*syncdep.Catalog
+	pids     sync.Map // backend pid -> *session, for the deadlock check
+	mon      lockMonitor
 
 	notesMu sync.Mutex
 	notes   []string
@@ -136,25 +144,61 @@ func (sr *syncRun) note(format string, args ...any) {
 // in commit mode (PostgreSQL's regression suite creates its database).
 func (r *Replayer) attachSync(s *session, ev *event.Event, created bool) {
 	sr := r.sync
-	if !sr.tr.HasDatabase(s.db) {
-		began := time.Now()
-		cat, err := r.loadCatalog(s.user, s.db)
-		if err != nil && created {
-			if tcat, terr := r.loadCatalog(s.user, "template1"); terr == nil {
-				sr.note("database %q is created by the log: its statements waited by object, with the catalog of template1", s.db)
-				cat, err = tcat, nil
+	tr := sr.tracker(ev.Lane)
+	if !tr.HasDatabase(s.db) {
+		cat, read := sr.catalogs[s.db]
+		if !read {
+			began := time.Now()
+			var err error
+			cat, err = r.loadCatalog(s.user, s.db)
+			if err != nil && created {
+				if tcat, terr := r.loadCatalog(s.user, "template1"); terr == nil {
+					sr.note("database %q is created by the log: its statements waited by object, with the catalog of template1", s.db)
+					cat, err = tcat, nil
+				}
 			}
+			sr.catalog += time.Since(began)
+			if err != nil {
+				sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
+			}
+			if sr.catalogs == nil {
+				sr.catalogs = map[string]*syncdep.Catalog{}
+			}
+			sr.catalogs[s.db] = cat
 		}
-		sr.catalog += time.Since(began)
-		if err != nil {
-			sr.note("database %q: its catalog could not be read at the start (%v), so its statements waited as in commit mode", s.db, err)
-		}
-		sr.tr.SetCatalog(s.db, cat)
+		tr.SetCatalog(s.db, cat)
 	}
-	s.sx = sr.tr.Session(s.db, s)
+	s.sx = tr.Session(s.db, s)
+	s.lane, s.board = ev.Lane, tr.Board()
 	if !r.sched.Paced() {
 		s.startWait = s.sx.Start(ev.Time)
 	}
+}
+
+// tracker is the Tracker of a lane (event.Event.Lane): the replay's for
+// the first, which every log's events are in; one of its own for each
+// other, made at its first session. It runs on the dispatcher.
+func (sr *syncRun) tracker(lane uint8) *syncdep.Tracker {
+	if lane == 0 {
+		return sr.tr
+	}
+	tr := sr.lanes[lane]
+	if tr == nil {
+		if sr.lanes == nil {
+			sr.lanes = map[uint8]*syncdep.Tracker{}
+		}
+		tr = syncdep.NewTracker(sr.tr.Mode())
+		sr.lanes[lane] = tr
+	}
+	return tr
+}
+
+// syncBoard is the Board of the session's lane.
+func (s *session) syncBoard() *syncdep.Board {
+	if s.board != nil {
+		return s.board
+	}
+	return s.r.sync.board
 }
 
 // syncStep returns the synchronization of one execution event, and its
@@ -259,7 +303,7 @@ func (s *session) syncPending(w syncdep.Wait, deps []dep) bool {
 			return true
 		}
 	}
-	return s.r.sync != nil && !w.None() && s.r.sync.board.Blocker(w) != nil
+	return s.r.sync != nil && !w.None() && s.syncBoard().Blocker(w) != nil
 }
 
 // syncWait waits until the commits w depends on have run on the target,
@@ -283,7 +327,7 @@ func (s *session) syncWaitFrom(began time.Time, w syncdep.Wait, deps []dep, t *t
 			}
 			deps = deps[1:]
 		}
-		if tx := sr.board.Blocker(w); tx != nil {
+		if tx := s.syncBoard().Blocker(w); tx != nil {
 			owner, _ := tx.Owner().(*session)
 			return tx.Wait(), &awaited{tx: tx, owner: owner}
 		}
@@ -432,7 +476,8 @@ func (d *dispatcher) barrierOf(s *session, before int64) []dep {
 	var deps []dep
 	d.prune()
 	for _, o := range d.running {
-		if o == s {
+		if o == s || o.lane != s.lane {
+			// Sessions of other lanes are other slices' traffic.
 			continue
 		}
 		if n := o.ends.before(before); o.completed.Load() < n {
