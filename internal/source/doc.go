@@ -20,6 +20,11 @@
 // sources are results.SourceCounters, which analyze and replay ask once
 // they are read. Progress is a callback (Options.Progress).
 //
+// Fold is an Origin made of another: its K consecutive time slices
+// overlaid on the first's window (a headroom step's k times the load),
+// one source merged by time, each slice's sessions its own and in a lane
+// of its own (event.Event.Lane), every event read counted once.
+//
 // Measured says why a run measured nothing, as a typed Reason with the
 // facts behind it (Nothing): the reason that actually dropped the lines
 // or statements, and the remedy for it in the server's terms.

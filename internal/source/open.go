@@ -60,6 +60,9 @@ type Set struct {
 	read    atomic.Int64
 	// progress is Options.Progress, or what OnProgress set.
 	progress func(read, total int64)
+	// subs are a Fold's sets, one per slice, the last read furthest
+	// (see Fold); its sources merge theirs.
+	subs []*Set
 }
 
 // file is one log given, opened.
@@ -310,6 +313,9 @@ func (s *Set) Sources() []event.Source { return s.sources }
 // a log_line_prefix without %m, %t or %n): an analysis counts their
 // statements, a replay cannot pace them.
 func (s *Set) Timeless() []string {
+	if len(s.subs) > 0 {
+		return s.subs[0].Timeless()
+	}
 	var out []string
 	for _, f := range s.files {
 		if f.readers[0].Timing() == logread.TimingNone {
@@ -328,11 +334,21 @@ func (s *Set) Input() *results.Input { return s.input }
 
 // OnProgress sets the function called with the bytes read so far and
 // their total, as Options.Progress; call it before reading.
-func (s *Set) OnProgress(fn func(read, total int64)) { s.progress = fn }
+func (s *Set) OnProgress(fn func(read, total int64)) {
+	if len(s.subs) > 0 {
+		s.subs[len(s.subs)-1].OnProgress(fn)
+	}
+	s.progress = fn
+}
 
 // Progress is how many bytes of the files were read, and their total
 // (-1 when a size is unknown); safe from any goroutine.
-func (s *Set) Progress() (read, total int64) { return s.read.Load(), s.total }
+func (s *Set) Progress() (read, total int64) {
+	if len(s.subs) > 0 {
+		return s.subs[len(s.subs)-1].Progress()
+	}
+	return s.read.Load(), s.total
+}
 
 // Counts are the sources' counts together: the lines of every reader and
 // what the selection left out. Ask once the sources are read.
@@ -445,6 +461,10 @@ func joinSemi(s []string) string {
 
 // Close closes every reader.
 func (s *Set) Close() {
+	for _, sub := range s.subs {
+		sub.Close()
+	}
+	s.subs = nil
 	for _, f := range s.files {
 		f.close()
 	}
