@@ -77,7 +77,7 @@ How k times the load is made (--by):
          answered as fast as at 1x while the load fell short of k), and
          does not call that a break of the target.
   fold   k consecutive slices of the log, each 1/k of it, overlaid on one
-         window: k replays at once, each of its slice at the log's pace,
+         window: one replay of the k slices at once, each at the log's pace,
          so the extra load is real, different traffic (other keys, other
          sessions), as Oracle's consolidated replay scales up. Commit order
          is kept inside each slice, not across them: a statement may meet
@@ -494,12 +494,28 @@ func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target head
 }
 
 // fold makes k times the load by overlaying k consecutive slices of the
-// log, each 1/k of it, on one window: k replays at once, each of its own
-// slice at the log's pace, each keeping the commit order of its own
-// sessions. Their results are merged into the step's.
+// log, each 1/k of it, on one window: one replay of the folded log
+// (source.Fold), each slice at the log's pace, each keeping the commit
+// order of its own sessions and none across slices. One replayer, one
+// pre-flight, one observer and one result, whose CPU is the replayer's.
+// Split in shards, the slices are replayed apart (foldSlices).
 func (h *headroomRun) fold(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
 	k := int(math.Round(st.K))
 	width := int64(h.span/time.Microsecond)/int64(k) + 1
+	if h.f.shards > 1 {
+		return h.foldSlices(ctx, st, target, k, width)
+	}
+	// The step's replay, of the folded log instead of the log.
+	folded := *h
+	folded.replay.Input = source.Fold{Of: h.replay.Input, K: k, First: h.first, Width: width}
+	return folded.replayOnce(ctx, st, target, h.f.speed, source.Selection{})
+}
+
+// foldSlices is fold split in shards: the shard processes replay the log
+// given by its paths, so each slice is a sharded replay of its own time
+// window of the log, k at once, and their results are merged into the
+// step's.
+func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, target headroom.Target, k int, width int64) (*results.Result, error) {
 	type done struct {
 		res *results.Result
 		err error
