@@ -109,11 +109,14 @@ func (f Fold) Open(opts Options) (*Set, error) {
 		}
 		m.slices = append(m.slices, sl)
 	}
-	// The window is the slices'; the rest of the selection applies to
-	// the folded sessions.
-	rest := sel
-	rest.Start, rest.End, rest.StopAfter = 0, 0, 0
-	s.sources = []event.Source{Select(m, &rest, s.state, c)}
+	s.sources = []event.Source{m}
+	if opts.Select != nil {
+		// The window is the slices'; the rest of the selection applies
+		// to the folded sessions.
+		rest := sel
+		rest.Start, rest.End, rest.StopAfter = 0, 0, 0
+		s.sources[0] = Select(m, &rest, s.state, c)
+	}
 	return s, nil
 }
 

@@ -183,14 +183,18 @@ func TestFold(t *testing.T) {
 func TestFoldOneIsUnfolded(t *testing.T) {
 	log := foldLog(0, 5e6)
 	mem := source.Memory{Name: "mem", Events: log}
-	for _, sel := range []source.Selection{{}, {Start: foldT0 + 1e6, End: foldT0 + 3e6}} {
-		s1, s2 := sel, sel
-		plain, err := mem.Open(source.Options{Select: &s1})
+	for _, sel := range []*source.Selection{nil, {}, {Start: foldT0 + 1e6, End: foldT0 + 3e6}} {
+		var s1, s2 *source.Selection
+		if sel != nil {
+			c1, c2 := *sel, *sel
+			s1, s2 = &c1, &c2
+		}
+		plain, err := mem.Open(source.Options{Select: s1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		first, last := log[0].Time, log[len(log)-1].Time
-		folded, err := source.Fold{Of: mem, K: 1, First: first, Width: last - first + 1}.Open(source.Options{Select: &s2})
+		folded, err := source.Fold{Of: mem, K: 1, First: first, Width: last - first + 1}.Open(source.Options{Select: s2})
 		if err != nil {
 			t.Fatal(err)
 		}
