@@ -249,7 +249,12 @@ const (
 
 // quietConn opens a connection of the replayer's own (not a replayed
 // session's) that pg_stat_statements does not count, where the user may
-// say so (superusers): the target's statistics are the workload's.
+// say so (superusers): the target's statistics are the workload's. A
+// session's user that may not (an application's role) gives way to the
+// target's own login (its DSN's user), most often the one that may; the
+// session's user, counted, is the last resort. Which session reads a
+// database's catalog first (another shard's, in a sharded replay) thus
+// no longer decides whether the read is in the target's statistics.
 func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgConn, error) {
 	cfg, err := r.config(user, db)
 	if err != nil {
@@ -257,16 +262,35 @@ func (r *Replayer) quietConn(ctx context.Context, user, db string) (*pgconn.PgCo
 	}
 	// Named as the tool's own, so that an analysis of the target's log
 	// leaves it out too (event.OwnApplicationPrefix).
-	named := cfg.Copy()
-	named.RuntimeParams["application_name"] = OwnApplication
-	quiet := named.Copy()
-	quiet.RuntimeParams["pg_stat_statements.track"] = "none"
-	conn, err := r.dial(ctx, quiet)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
-		conn, err = r.dial(ctx, named)
+	named := ownConfig(cfg, false)
+	conn, err := r.dial(ctx, ownConfig(cfg, true))
+	if !insufficientPrivilege(err) {
+		return conn, err
 	}
-	return conn, err
+	if login, lerr := r.config("", db); lerr == nil && login.User != cfg.User {
+		if conn, err := r.dial(ctx, ownConfig(login, true)); err == nil {
+			return conn, nil
+		}
+	}
+	return r.dial(ctx, named)
+}
+
+// ownConfig is cfg named as the replayer's own connection, untracked by
+// pg_stat_statements when quiet.
+func ownConfig(cfg *pgconn.Config, quiet bool) *pgconn.Config {
+	c := cfg.Copy()
+	c.RuntimeParams["application_name"] = OwnApplication
+	if quiet {
+		c.RuntimeParams["pg_stat_statements.track"] = "none"
+	}
+	return c
+}
+
+// insufficientPrivilege reports whether err is the server's refusal of a
+// setting the user may not make.
+func insufficientPrivilege(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
 // synced is what a statement's sync wait did: how long it waited, why
