@@ -227,7 +227,7 @@ type headroomRun struct {
 	f      headroomFlags
 	replay replayrun.Config
 	cfg    headroom.Config
-	shown  map[headroom.Side]bool
+	shown  *sidesShown
 	// first and span are the log's first event time (µs since the
 	// epoch) and its length in log time, for --by fold's slices.
 	first int64
@@ -272,7 +272,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 			return err
 		}
 	}
-	h := &headroomRun{stdio: stdio, f: f, shown: map[headroom.Side]bool{}, paths: paths}
+	h := &headroomRun{stdio: stdio, f: f, shown: &sidesShown{}, paths: paths}
 	// Each step's errors are the SLO's to judge; findings are not a
 	// headroom's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
@@ -481,6 +481,28 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 	return out, nil
 }
 
+// sidesShown are the sides whose pre-flight was shown. A fold's slices
+// split in shards replay at once, and each asks and sets it.
+type sidesShown struct {
+	mu sync.Mutex
+	m  map[headroom.Side]bool
+}
+
+func (s *sidesShown) has(side headroom.Side) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[side]
+}
+
+func (s *sidesShown) set(side headroom.Side) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[headroom.Side]bool{}
+	}
+	s.m[side] = true
+}
+
 // step replays the log once at the step's load factor onto target. At 1x
 // (the baseline) a replay that the replay command would fail stops the
 // run, as a rehearsal's round does; above, what the load did to the
@@ -591,9 +613,9 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, targe
 	start := time.Now()
 	if cfg.SkipPreflight {
 		// Decided above.
-	} else if !h.shown[st.Side] {
+	} else if !h.shown.has(st.Side) {
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
-			h.shown[st.Side] = true
+			h.shown.set(st.Side)
 			writePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
 		}
 	} else {

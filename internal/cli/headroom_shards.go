@@ -342,7 +342,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 			return m, fmt.Errorf("shards failed at 1x: %s", strings.Join(why, "; "))
 		}
 	}
-	h.shown[st.Side] = true
+	h.shown.set(st.Side)
 	return m, nil
 }
 
@@ -388,7 +388,7 @@ func (h *headroomRun) relayShardLines(st headroom.StepRun, p *headroomShardProc)
 		switch {
 		case strings.HasPrefix(l, "pgrehearse: ") && h.replay.Warn != nil:
 			h.replay.Warn(strings.TrimPrefix(l, "pgrehearse: "))
-		case strings.HasPrefix(l, "pre-flight: ") && p.k == 0 && !h.shown[st.Side]:
+		case strings.HasPrefix(l, "pre-flight: ") && p.k == 0 && !h.shown.has(st.Side):
 			fmt.Fprintln(h.stdio.Stderr, l)
 		}
 	}
