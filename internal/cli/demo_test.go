@@ -76,11 +76,12 @@ func longCase(t *testing.T) {
 // parallelCase marks t as a functional case, which measures no time: it
 // counts statements, compares answers and tables, or checks messages and
 // exit codes, on throwaway servers of its own. Go runs such tests only
-// after every other test of the package has run, two at a time (one per
-// core): the cases that judge timings (the demo's verdicts, the README's
-// workflow, headroom's steps, rehearse's template rounds) run alone
-// first, undisturbed, and make test is shorter by the functional cases'
-// waits on their servers.
+// after every other test of the package has run, as many at a time as
+// -parallel says (make test: 4; they wait on paced replays and servers
+// more than they use a core): the cases that judge timings (the demo's
+// verdicts, the README's workflow, headroom's steps and fold, rehearse's
+// template rounds, the shards' lag against one process) run alone first,
+// undisturbed, and make test is shorter by the functional cases' waits.
 func parallelCase(t *testing.T) {
 	t.Helper()
 	t.Parallel()

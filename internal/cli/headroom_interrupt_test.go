@@ -22,6 +22,7 @@ import (
 // The test polls the progress lines for the step it waits for; it never
 // sleeps to synchronize.
 func TestHeadroomInterrupted(t *testing.T) {
+	parallelCase(t)
 	logPath := shopLog(t)
 	ctl := shopHeadroomTarget(t, nil)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")

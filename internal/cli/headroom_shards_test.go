@@ -63,6 +63,7 @@ func checkGone(t *testing.T, pids []int) {
 // merged client CPU is the sum of the shards', the search answers, and no
 // shard process is left once it has.
 func TestHeadroomShards(t *testing.T) {
+	parallelCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
@@ -320,6 +321,7 @@ wait:
 // --end: the 2x step runs every statement of the log once, as the 1x
 // rounds do, without errors.
 func TestHeadroomShardsFold(t *testing.T) {
+	parallelCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})

@@ -250,6 +250,7 @@ func TestRehearseTemplate(t *testing.T) {
 // TestRehearseInterrupted: Ctrl-C during the third round keeps the two
 // rounds finished, shows their comparison marked partial and exits 5.
 func TestRehearseInterrupted(t *testing.T) {
+	parallelCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
 	out := filepath.Join(t.TempDir(), "rounds")

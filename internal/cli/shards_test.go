@@ -190,6 +190,7 @@ func pgssTarget(t testing.TB) *pgcluster.Cluster {
 // accounting, sessions, calls and errors per fingerprint, and the same
 // calls per query in the targets' pg_stat_statements.
 func TestShardsMergeEqualSingle(t *testing.T) {
+	parallelCase(t)
 	ctx := context.Background()
 	log := captureMixed(t, 3*time.Second)
 	dir := t.TempDir()
