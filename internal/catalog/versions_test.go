@@ -36,6 +36,8 @@ func TestVersionsPGSS(t *testing.T) {
 			name += "/pgss-" + tc.extversion
 		}
 		t.Run(name, func(t *testing.T) {
+			// Each version on servers of its own: the versions run side by side.
+			t.Parallel()
 			c := pgclustertest.StartVersion(t, tc.major, map[string]string{
 				"shared_preload_libraries":          "pg_stat_statements",
 				"pg_stat_statements.track_planning": "on",

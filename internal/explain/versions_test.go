@@ -25,6 +25,8 @@ func TestVersionsExplain(t *testing.T) {
 	pairs = append(pairs, [2]int{13, 18})
 	for _, pr := range pairs {
 		t.Run(fmt.Sprintf("%d-%d", pr[0], pr[1]), func(t *testing.T) {
+			// Each version on servers of its own: the versions run side by side.
+			t.Parallel()
 			p := &pair{t: t, ctx: context.Background()}
 			var wg sync.WaitGroup
 			wg.Add(2)

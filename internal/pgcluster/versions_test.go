@@ -21,6 +21,8 @@ import (
 func TestVersionsStart(t *testing.T) {
 	for _, major := range pgcluster.Majors {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
+			// Each version on servers of its own: the versions run side by side.
+			t.Parallel()
 			c := pgclustertest.StartVersion(t, major, map[string]string{
 				"shared_preload_libraries": "pg_stat_statements",
 			})
