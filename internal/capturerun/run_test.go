@@ -127,6 +127,8 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 // the metrics say the proxy stopped recording, and the proxy goes on
 // relaying, unrecorded, until it is stopped.
 func TestRunDurationThenRelays(t *testing.T) {
+	// Sequential: its first query and held session must come within the
+	// 500 ms --duration, which a busy machine may not leave them.
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	user := c.User()
 	reg := prometheus.NewRegistry()
@@ -202,6 +204,7 @@ func TestRunDurationThenRelays(t *testing.T) {
 // TestRunStopAtMaxSize: with StopAtLimit, reaching MaxSize finalizes the
 // capture, marked incomplete for that reason, and ends the run.
 func TestRunStopAtMaxSize(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	dir := filepath.Join(t.TempDir(), "cap")
 	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, MaxSize: 4 << 10, StopAtLimit: true})
@@ -241,6 +244,7 @@ loop:
 // completes every transaction, the capture is finalized as incomplete
 // for that reason with its drops counted, and the operator is told once.
 func TestRunFallsBehind(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "postgres"); err != nil {
@@ -277,4 +281,16 @@ func TestRunFallsBehind(t *testing.T) {
 	if len(warns) != 1 || !strings.Contains(warns[0], "fell behind") || !strings.Contains(warns[0], "goes on relaying") {
 		t.Errorf("warnings %q: want one saying the recorder fell behind and the proxy relays on", warns)
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }
