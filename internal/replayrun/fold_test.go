@@ -25,6 +25,8 @@ import (
 // slices' sessions update at the same shifted times, is waited for by
 // no sync wait across slices (none gives up), only its row lock.
 func TestRunFoldSource(t *testing.T) {
+	// Sequential: a synchronized replay at the log's pace, whose sync
+	// waits must not time out.
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := b.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int); CREATE TABLE total (id int PRIMARY KEY, n int); INSERT INTO total VALUES (1, 0)"); err != nil {
@@ -134,6 +136,8 @@ func sortByTime(evs []*event.Event) {
 // second slice's, at the same shifted time, does not: the commit is
 // another slice's traffic.
 func TestRunFoldLanes(t *testing.T) {
+	// Sequential: a synchronized replay at the log's pace, counting the
+	// sync waits that a late commit causes.
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := b.Exec(ctx, "postgres", "CREATE TABLE slow (id int PRIMARY KEY, n int); INSERT INTO slow VALUES (1, 0)"); err != nil {

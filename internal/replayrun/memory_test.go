@@ -19,6 +19,7 @@ import (
 // inserting and then failing once, replayed as its own user and database,
 // and the result accounts for it with no lines.
 func TestRunMemorySource(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := b.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)"); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRoundConfig(t *testing.T) {
+	functionalCase(t)
 	base := Config{TargetLogs: []string{"base.log"}, Observe: &observe.Options{}}
 	base.Replay.Target, base.Replay.Speed = "host=base", 2
 	base.Replay.Samples = results.NewSampler(0)
@@ -46,6 +47,7 @@ func TestRoundConfig(t *testing.T) {
 }
 
 func TestRoundStop(t *testing.T) {
+	functionalCase(t)
 	o := &Outcome{Reasons: []Reason{ReasonErrorRate, ReasonDiverged, ReasonIncomplete, ReasonTargetGone, ReasonInputCut}}
 	if got, want := o.RoundStop(false).Reasons, []Reason{ReasonIncomplete, ReasonTargetGone, ReasonInputCut}; !slices.Equal(got, want) {
 		t.Errorf("at the workload's load: %v, want %v", got, want)

@@ -66,6 +66,7 @@ func rows(t *testing.T, dsn string) string {
 // findings are named, and the outcome is clean; the result names its
 // input and accounts for every line and statement.
 func TestRunEndToEnd(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	log := capture(t)
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
@@ -141,6 +142,7 @@ func TestRunEndToEnd(t *testing.T) {
 // pre-flight is an error before anything runs; a shard's result names its
 // part, and the shards of a dry run merge into the whole, lines once.
 func TestRunOutcomes(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	log := capture(t)
 	b := pgclustertest.StartT(t, pgcluster.Options{})
@@ -214,4 +216,16 @@ func TestRunOutcomes(t *testing.T) {
 			m.Statements, m.Sessions.Total, m.Lines.Total, m.Reader.Events, m.Filtered, m.OtherShards,
 			w.Statements, w.Sessions.Total, w.Lines.Total, w.Reader.Events, w.Filtered)
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }
