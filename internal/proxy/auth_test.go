@@ -102,6 +102,7 @@ func tlsCluster(t *testing.T) (*pgcluster.Cluster, tls.Certificate) {
 // it as a downgrade); channel_binding=disable, or no TLS to the proxy,
 // logs in. No password is ever recorded or warned about.
 func TestAuthTLS(t *testing.T) {
+	functionalCase(t)
 	c, serverCert := tlsCluster(t)
 	ctx := context.Background()
 	_, _, otherCert := selfSigned(t)

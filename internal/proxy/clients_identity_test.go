@@ -105,6 +105,7 @@ func (tp *tee) streams(t *testing.T) [][]byte {
 // connection by connection, BackendKeyData's key aside. Each run starts
 // from the same state.
 func TestByteIdentityClients(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

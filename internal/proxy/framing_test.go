@@ -66,6 +66,7 @@ func message(typ byte, bodyLen int) []byte {
 // buffer, split across reads every which way, are forwarded unchanged and
 // each is seen whole once.
 func TestFramingSplitsAndStreams(t *testing.T) {
+	functionalCase(t)
 	var in []byte
 	var want [][]byte
 	for _, size := range []int{0, 3, 58, 59, 60, 200, 1, 1000, 0, 64, 7} {
@@ -95,6 +96,7 @@ func TestFramingSplitsAndStreams(t *testing.T) {
 // TestFramingLengthOutOfRange: a length below 4 or above MaxMessageLen
 // stops the pump with a frameError, after the messages before it.
 func TestFramingLengthOutOfRange(t *testing.T) {
+	functionalCase(t)
 	good := message('S', 0)
 	for _, length := range []uint32{0, 3, MaxMessageLen + 1, 1 << 31, 0xffffffff} {
 		bad := []byte{'Q', 0, 0, 0, 0, 'x'}
@@ -115,6 +117,8 @@ func TestFramingLengthOutOfRange(t *testing.T) {
 // bytes that came, not the ones declared; the partial message is
 // forwarded as it came and run says io.ErrUnexpectedEOF.
 func TestFramingDeclaredGigabyte(t *testing.T) {
+	// Sequential: it bounds the memory the whole process allocates
+	// meanwhile (TotalAlloc), which other tests would add to.
 	in := []byte{'Q', 0, 0, 0, 0, 'S', 'E', 'L', 'E', 'C', 'T'}
 	binary.BigEndian.PutUint32(in[1:], MaxMessageLen)
 	var before, after runtime.MemStats

@@ -211,3 +211,15 @@ func poll(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}

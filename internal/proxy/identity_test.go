@@ -136,6 +136,7 @@ func scriptedSession(t *testing.T, addr string) (received, sent []byte) {
 // aside), and the capture holds exactly the bytes the client sent after
 // its startup packet, message by message.
 func TestByteIdentity(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	direct, _ := scriptedSession(t, "127.0.0.1:"+strconv.Itoa(c.Port()))
@@ -222,6 +223,7 @@ func fatalThenClose(t *testing.T, conn net.Conn) string {
 // each end their own connection, with a clear error where the client
 // still reads; a session opened before them goes on.
 func TestBrokenClients(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx := context.Background()
@@ -303,6 +305,7 @@ func TestBrokenClients(t *testing.T) {
 // direct one sees (the server's FATAL), and the session ends
 // server_gone.
 func TestUpstreamRestart(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx := context.Background()

@@ -24,6 +24,7 @@ import (
 // startup records keep the parameters in the client's order and the
 // version it asked for.
 func TestNegotiation(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx := context.Background()

@@ -24,6 +24,7 @@ import (
 // proxy recorded one Query (simple) or Execute (extended, prepared) per
 // transaction.
 func TestPgbench(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	script := filepath.Join(t.TempDir(), "select.sql")
 	if err := os.WriteFile(script, []byte("\\set aid random(1, 1000)\nSELECT :aid::int + 1;\n"), 0o644); err != nil {
@@ -90,6 +91,7 @@ func cleanEnv() []string {
 // rows arrive, and the capture holds the CopyData verbatim, CopyDone and
 // the server's CopyInResponse and "COPY 3".
 func TestPsqlCopy(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (a int, b text)"); err != nil {
@@ -142,6 +144,7 @@ func TestPsqlCopy(t *testing.T) {
 // TestServeStopsOpenSessions: sessions still open when Serve stops end
 // with EndOpen, and their clients see the connection close.
 func TestServeStopsOpenSessions(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	r := startProxy(t, Config{Upstream: c.DSN("postgres")})
 	ctx := context.Background()
@@ -175,6 +178,7 @@ func TestServeStopsOpenSessions(t *testing.T) {
 // holds a KindCancel. On PostgreSQL 18 with protocol 3.2 the cancel key
 // is 32 bytes, not 4: the proxy forwards it whole.
 func TestCancel(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct {
 		name    string
 		version int
