@@ -49,6 +49,7 @@ var doubling = []int{1, 2, 4, 8, 16, 32, 64, 128}
 // interval covers the true cliff in at least 90% of sweeps, and the
 // knee's interval the true knee. Rates are printed.
 func TestCliffCoverage(t *testing.T) {
+	functionalCase(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	const trials = 2000
 	covered, found, kneeCovered := 0, 0, 0
@@ -93,6 +94,7 @@ func TestCliffCoverage(t *testing.T) {
 // Then the power: a configuration 20% slower everywhere is told apart
 // ("not ~") at most client counts.
 func TestSweepAAStatistics(t *testing.T) {
+	functionalCase(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	const trials = 2000
 	clients := []int{1, 2, 4, 8, 16, 32}
@@ -171,6 +173,7 @@ func TestSweepAAStatistics(t *testing.T) {
 // widely. The whole sweep's noise (stepcurve.CurveNoise) keeps the rates
 // printed here bounded.
 func TestSweepAANoisyMachine(t *testing.T) {
+	functionalCase(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const trials = 2000
 	clients := []int{1, 2, 4, 8, 16}

@@ -21,6 +21,7 @@ func curve(points ...float64) []Step {
 // stepcurve.DefaultNoise (15%) of another, so that only clear falls are
 // called; the peak spans the client counts within that noise of it.
 func TestPeakAndCliff(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		name  string
 		steps []Step
@@ -70,6 +71,7 @@ func TestPeakAndCliff(t *testing.T) {
 }
 
 func TestClientCounts(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		list []int
 		max  int
@@ -88,6 +90,7 @@ func TestClientCounts(t *testing.T) {
 }
 
 func TestParseConfig(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		in   string
 		want Config
@@ -112,6 +115,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestThrowawaySettings(t *testing.T) {
+	functionalCase(t)
 	s := throwawaySettings(Config{Settings: map[string]string{"shared_preload_libraries": "auto_explain"}}, 200)
 	if s["shared_preload_libraries"] != "auto_explain,pg_stat_statements" || s["max_connections"] != "210" {
 		t.Errorf("settings %v", s)
@@ -123,6 +127,7 @@ func TestThrowawaySettings(t *testing.T) {
 }
 
 func TestServerCPU(t *testing.T) {
+	functionalCase(t)
 	// A fake /proc: postmaster 100 with two children, and an unrelated
 	// process 300 whose command name holds ") 1 2 (".
 	proc := t.TempDir()
@@ -160,6 +165,7 @@ func TestServerCPU(t *testing.T) {
 }
 
 func TestPostmasterPID(t *testing.T) {
+	functionalCase(t)
 	dir := t.TempDir()
 	content := "4242\n/var/lib/postgresql/15/main\n1795336816\n5433\n/var/run/postgresql\n*\n  1234  5678\nready   \n"
 	if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(content), 0o600); err != nil {
@@ -181,6 +187,7 @@ func lat(points ...float64) []Step {
 }
 
 func TestKnee(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		name  string
 		steps []Step

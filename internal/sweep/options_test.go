@@ -9,6 +9,7 @@ import (
 // TestValidate: the options the CLI cannot catch while parsing flags are
 // refused here, before anything runs, with a message naming the option.
 func TestValidate(t *testing.T) {
+	functionalCase(t)
 	good := func() Options {
 		return Options{Driver: &Pgbench{Builtin: "select-only", Mode: "simple"}, Clients: []int{1, 2},
 			Warmup: time.Second, Duration: 2 * time.Second, CliffRatio: 0.8, Scale: 1,

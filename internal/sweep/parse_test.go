@@ -12,6 +12,7 @@ import (
 // The testdata/pgbench files are pgbench 15's real output, standard
 // output and standard error apart, as the driver reads them.
 func TestParseSummary(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		file string
 		want Summary
@@ -37,6 +38,7 @@ func TestParseSummary(t *testing.T) {
 }
 
 func TestParseSummaryOlderAndAborted(t *testing.T) {
+	functionalCase(t)
 	// pgbench 13 and older print two tps lines; the one excluding
 	// connections is the one to keep.
 	old := "number of transactions actually processed: 1000/1000\nlatency average = 1.500 ms\n" +
@@ -52,6 +54,7 @@ func TestParseSummaryOlderAndAborted(t *testing.T) {
 }
 
 func TestParseProgress(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		line string
 		ok   bool
@@ -84,6 +87,7 @@ func TestParseProgress(t *testing.T) {
 }
 
 func TestProgressTestdata(t *testing.T) {
+	functionalCase(t)
 	var reports []Progress
 	var other []string
 	for _, line := range strings.Split(strings.TrimSpace(string(readTestdata(t, "select-only-prepared.stderr"))), "\n") {
@@ -104,6 +108,7 @@ func TestProgressTestdata(t *testing.T) {
 }
 
 func TestWindowStats(t *testing.T) {
+	functionalCase(t)
 	reports := []Progress{
 		{At: 1, TPS: 100, LatMS: 10}, // warm-up
 		{At: 2, TPS: 200, LatMS: 1},
@@ -124,6 +129,7 @@ func TestWindowStats(t *testing.T) {
 }
 
 func TestParseTxLine(t *testing.T) {
+	functionalCase(t)
 	tests := []struct {
 		line    string
 		want    TxRecord
@@ -146,6 +152,7 @@ func TestParseTxLine(t *testing.T) {
 }
 
 func TestLatenciesFromLogs(t *testing.T) {
+	functionalCase(t)
 	dir := t.TempDir()
 	// One log per pgbench thread, as pgbench names them.
 	for i, name := range []string{"txlog.0", "txlog.1"} {

@@ -14,6 +14,7 @@ import (
 // same as of a local one. When the CPU is unknown, the reason says which
 // step failed.
 func TestLocalPostmaster(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if pid, why := localPostmaster(ctx, c.DSN("postgres")); pid <= 0 {
@@ -38,4 +39,16 @@ func TestLocalPostmaster(t *testing.T) {
 	if pid != 0 || why == nil || !strings.Contains(why.Error(), "cannot read data_directory") {
 		t.Errorf("a role without pg_read_all_settings: pid %d, why %v", pid, why)
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

@@ -170,6 +170,7 @@ func TestSweepTargetCompare(t *testing.T) {
 // A setting that needs a restart is refused on a target before anything
 // runs or changes.
 func TestSweepTargetRefusesRestartSettings(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	opts := sweeptest.Options(t, 1)
 	opts.Target = c.DSN("postgres")
@@ -203,6 +204,7 @@ func TestSweepTargetRefusesRestartSettings(t *testing.T) {
 // role allowed ALTER SYSTEM but not pg_file_settings and pg_reload_conf
 // had its configuration written, then the DBA's work_mem reset.
 func TestSweepTargetRefusesWithoutPrivileges(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, sql := range []string{"ALTER SYSTEM SET work_mem = '7MB'", "SELECT pg_reload_conf()"} {
 		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
@@ -260,6 +262,7 @@ func TestSweepTargetRefusesWithoutPrivileges(t *testing.T) {
 // On a target without pg_stat_statements the steps have no hot queries,
 // and each says why instead of showing an empty list as if nothing ran.
 func TestSweepTargetWithoutStatements(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	opts := sweeptest.Options(t, 1)
 	opts.Target = c.DSN("postgres")
@@ -282,6 +285,7 @@ func TestSweepTargetWithoutStatements(t *testing.T) {
 // counted there, about 10 calls/s, and must still not show as the
 // workload's hot queries; the step says why it could not untrack them.
 func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -415,6 +419,7 @@ func settingsNow(t *testing.T, dsn string, names ...string) map[string]string {
 // Ctrl-C during a step keeps the complete steps, marks the result partial and stops the
 // throwaway cluster.
 func TestSweepInterrupted(t *testing.T) {
+	functionalCase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := sweeptest.Options(t, 1, 2, 4)
@@ -436,4 +441,16 @@ func TestSweepInterrupted(t *testing.T) {
 	if p := res.Configs[0].Peak; p == nil || p.Clients != 1 {
 		t.Errorf("peak %+v", p)
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }
