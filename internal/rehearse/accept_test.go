@@ -461,6 +461,7 @@ func BenchmarkAcceptanceAB(b *testing.B) {
 // at random_page_cost 800 the lookup by email, and it alone among the
 // workload's statements, turns from an index scan into a sequential one.
 func TestAcceptancePlans(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := setupAccept(ctx, c); err != nil {

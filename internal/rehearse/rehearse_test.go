@@ -13,6 +13,7 @@ import (
 )
 
 func TestOrder(t *testing.T) {
+	functionalCase(t)
 	A, B := Control, Candidate
 	for rounds, want := range map[int][]Side{
 		1: {A, B},
@@ -43,6 +44,7 @@ func TestOrder(t *testing.T) {
 }
 
 func TestEstimate(t *testing.T) {
+	functionalCase(t)
 	if _, known := estimate(nil, 0, 4); known {
 		t.Errorf("estimate with nothing to go by is known")
 	}
@@ -58,6 +60,7 @@ func TestEstimate(t *testing.T) {
 }
 
 func TestExpandLogs(t *testing.T) {
+	functionalCase(t)
 	dir := t.TempDir()
 	for _, n := range []string{"postgresql-2.log", "postgresql-1.log", "other.csv"} {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
@@ -77,6 +80,7 @@ func TestExpandLogs(t *testing.T) {
 // TestCheckDir: the output directory is checked before any work: one
 // holding another rehearsal's rounds is refused unless overwriting.
 func TestCheckDir(t *testing.T) {
+	functionalCase(t)
 	dir := filepath.Join(t.TempDir(), "new", "dir")
 	if err := CheckDir(dir, false); err != nil {
 		t.Fatalf("checkDir of a new directory: %v", err)
@@ -110,6 +114,7 @@ func TestCheckDir(t *testing.T) {
 }
 
 func TestConfigChecked(t *testing.T) {
+	functionalCase(t)
 	ok := Target{DSN: "host=x", Reset: reset.None{}}
 	for name, cfg := range map[string]Config{
 		"no replay":        {Control: ok, Candidate: ok},
@@ -121,4 +126,16 @@ func TestConfigChecked(t *testing.T) {
 			t.Errorf("%s: want an error", name)
 		}
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

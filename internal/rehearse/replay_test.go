@@ -349,6 +349,7 @@ func checkRounds(t *testing.T, out *Outcome, dir string, starts map[int]string, 
 // onto fresh copies that start as the targets' databases were, and
 // nothing is left on the targets afterwards.
 func TestTemplateRounds(t *testing.T) {
+	functionalCase(t)
 	logPath := capturedLog(t)
 	ctl, cand := target(t), target(t)
 	want := state(t, ctl.DSN(appDB))
@@ -436,6 +437,7 @@ func TestTemplateRounds(t *testing.T) {
 // the replay reads server-side durations from each target's own log,
 // whose file a restart may change.
 func TestDataDirRounds(t *testing.T) {
+	functionalCase(t)
 	logPath := capturedLog(t)
 	ctl, cand := target(t), target(t)
 	want := state(t, ctl.DSN(appDB))
@@ -474,6 +476,7 @@ func TestDataDirRounds(t *testing.T) {
 // what the first left: its inserts collide, and the outcome and the
 // rounds' results say the state drifted.
 func TestNoReset(t *testing.T) {
+	functionalCase(t)
 	logPath := capturedLog(t)
 	ctl, cand := target(t), target(t)
 	out, err := Run(context.Background(), Config{
@@ -525,6 +528,7 @@ func TestNoReset(t *testing.T) {
 // with its exit status and standard error; the rounds finished are kept,
 // in memory and on disk.
 func TestResetCommandFails(t *testing.T) {
+	functionalCase(t)
 	logPath := capturedLog(t)
 	ctl, cand := target(t), target(t)
 	dir := t.TempDir()
@@ -571,6 +575,7 @@ func TestResetCommandFails(t *testing.T) {
 // the partial one for audit without counting it, and still drops the
 // reset's databases.
 func TestInterrupted(t *testing.T) {
+	functionalCase(t)
 	logPath := capturedLog(t)
 	ctl, cand := target(t), target(t)
 	dir := t.TempDir()
