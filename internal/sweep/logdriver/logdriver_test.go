@@ -21,6 +21,7 @@ import (
 )
 
 func TestFit(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct{ lanes, clients, used, mult int }{
 		{4, 1, 1, 1}, {4, 2, 2, 1}, {4, 4, 4, 1}, {4, 6, 3, 2}, {4, 7, 4, 2}, {4, 8, 4, 2}, {4, 9, 3, 3},
 		{1, 5, 1, 5}, {0, 3, 1, 3}, {10, 32, 8, 4},
@@ -36,6 +37,7 @@ func TestFit(t *testing.T) {
 }
 
 func TestTxEnds(t *testing.T) {
+	functionalCase(t)
 	items := func(q string) []fingerprint.Item { return fingerprint.Compute(q) }
 	for _, tc := range []struct {
 		q     string
@@ -84,6 +86,7 @@ func (s *sliceSource) Next() (*event.Event, error) {
 // overlapping ones do not, one never disconnected holds its lane to the
 // end, and the busiest lane comes first.
 func TestScanLogLanes(t *testing.T) {
+	functionalCase(t)
 	ev := func(s string, k event.Kind, q string) *event.Event {
 		return &event.Event{Kind: k, Session: s, Query: q, User: "u", Database: "d"}
 	}
@@ -237,4 +240,16 @@ func TestSweepLogThrowaway(t *testing.T) {
 	if !strings.Contains(text.String(), "log "+filepath.Base(path)) {
 		t.Errorf("text does not name the log:\n%s", text.String())
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }
