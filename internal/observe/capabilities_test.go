@@ -10,6 +10,7 @@ import (
 // state (docs/evidence-json.md), an unreadable one with its error, and
 // reads them back into the same typed state.
 func TestExtensionStateJSON(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct {
 		state ExtensionState
 		json  string

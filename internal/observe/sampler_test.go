@@ -18,6 +18,7 @@ import (
 // database's backends, idle ones included, and nothing of other
 // databases.
 func TestWaitSamplerAndStatementsReader(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(nil))
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE DATABASE other"); err != nil {
@@ -125,6 +126,7 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 // Where the server shows no query ids, an error says why; where it
 // computes none, pg_stat_statements counts nothing to leave out.
 func TestOwnQueryIDs(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
@@ -197,6 +199,7 @@ func window(t *testing.T, r *StatementsReader, conn *pgx.Conn, during func()) (b
 }
 
 func TestCutChars(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct {
 		s    string
 		n    int
@@ -223,6 +226,7 @@ func TestCutChars(t *testing.T) {
 //   - Held all along, the sample is cut stopWait after Stop, which says
 //     so: a frozen target cannot hang a sweep's step.
 func TestWaitSamplerStop(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	// sampling starts a sampler and returns it with its connection once

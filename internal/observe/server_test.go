@@ -161,6 +161,7 @@ func pgbenchTPS(t *testing.T, out []byte) float64 {
 // protocols: fingerprints of pg_stat_statements' normalized texts ($1) are
 // those of the statements with values, as a log has them.
 func TestDeltasMatchPgbench(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(nil))
 	ctx := context.Background()
 	for _, mode := range []string{"simple", "prepared"} {
@@ -317,6 +318,7 @@ func hasWarning(e *Evidence, word string) bool {
 // first run and the reset loses nothing). end minus start would give the
 // second run less the first.
 func TestResetInTheMiddle(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(nil))
 	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-c", "2", "-t", "150")
@@ -355,6 +357,7 @@ func TestResetInTheMiddle(t *testing.T) {
 // distinct queries, entries are evicted: the evidence says so, and a hot
 // query, which eviction spares, keeps exact counts.
 func TestEviction(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.max": "100"}))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
@@ -386,6 +389,8 @@ func TestEviction(t *testing.T) {
 // Eight clients updating pgbench's single branch wait for each other's
 // transactions: the profile shows Lock waits, on the branch update.
 func TestContentionWaits(t *testing.T) {
+	// Sequential: it wants 4 rounds of the 1 s interval within pgbench's 4 s, which
+	// a busy machine may delay.
 	c := startPgbench(t, pgssSettings(nil))
 	o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 	pgbench(t, c, "-n", "-c", "8", "-T", "4")
@@ -428,6 +433,7 @@ func TestContentionWaits(t *testing.T) {
 
 // With track_planning off the evidence warns that planning is invisible.
 func TestTrackPlanningOff(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.track_planning": "off"}))
 	o := startCollector(t, c.DSN("postgres"), Options{})
 	pgbench(t, c, "-n", "-c", "1", "-t", "50")
@@ -443,6 +449,7 @@ func TestTrackPlanningOff(t *testing.T) {
 // Without pg_stat_statements the observer still samples waits and TPS,
 // and says what is missing.
 func TestWithoutPGSS(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if out, err := c.Pgbench(context.Background(), "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -506,6 +513,7 @@ func TestOverhead(t *testing.T) {
 // On an idle server the observer sees no transactions: its own, dozens
 // a second, are left out.
 func TestIdleServerNoOwnTransactions(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
 	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
@@ -529,6 +537,7 @@ func TestIdleServerNoOwnTransactions(t *testing.T) {
 // update writes WAL records and bytes and dirties shared blocks, and
 // after a checkpoint its first change of a page writes a full-page image.
 func TestWorkCounters(t *testing.T) {
+	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"full_page_writes": "on"}))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
@@ -564,4 +573,16 @@ func TestWorkCounters(t *testing.T) {
 	if tot := e.Statements.Totals; tot.WALBytes < q.WALBytes || tot.SharedBlksDirtied < q.SharedBlksDirtied {
 		t.Errorf("totals %+v below the update's", tot)
 	}
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

@@ -117,6 +117,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 // (col: datid): cannot scan NULL into *uint32", losing the wait events of
 // a rehearsal's rounds. It is a connection, not an active one.
 func TestVersionsObserve18StartingBackend(t *testing.T) {
+	functionalCase(t)
 	c := startPgbenchVersion(t, 18, pgssSettings(nil))
 	holdStarting(t, c)
 	o, w := startWaitable(t, c.DSN("postgres"), Options{Interval: 200 * time.Millisecond, SampleInterval: 10 * time.Millisecond})
@@ -146,6 +147,7 @@ func TestVersionsObserve18StartingBackend(t *testing.T) {
 // are exactly pgbench's, wait events are sampled, and the evidence has no
 // error. The long suite (PGREHEARSE_VERSIONS=all) runs both protocols.
 func TestVersionsObserve(t *testing.T) {
+	functionalCase(t)
 	type tc struct {
 		major      int
 		extversion string
@@ -165,6 +167,7 @@ func TestVersionsObserve(t *testing.T) {
 			name += "/pgss-" + tc.extversion
 		}
 		t.Run(name, func(t *testing.T) {
+			functionalCase(t) // each case on a server of its own
 			c := pgclustertest.StartVersion(t, tc.major, pgssSettings(nil))
 			ctx := context.Background()
 			if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {

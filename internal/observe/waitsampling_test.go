@@ -95,6 +95,8 @@ func rawProfile(t *testing.T, conn *pgx.Conn) map[rawKey]int64 {
 // evidence's samples are the server's profile deltas of every client
 // backend but the observer's (and this test's), idle sessions left out.
 func TestWaitSamplingContention(t *testing.T) {
+	// Sequential: its rounds and samples are counted against the
+	// wall-clock duration.
 	c := startWaitSampling(t, true, true)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
@@ -239,6 +241,7 @@ func slicesContains(s []int32, v int32) bool {
 // Without pg_wait_sampling loaded, or not created in the database, the
 // observer samples pg_stat_activity, and the evidence says why.
 func TestWaitSamplingFallback(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct {
 		name            string
 		preload, create bool
@@ -248,6 +251,7 @@ func TestWaitSamplingFallback(t *testing.T) {
 		{"not created", true, false, "not_created", "CREATE EXTENSION pg_wait_sampling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			functionalCase(t) // each case on a server of its own
 			c := startWaitSampling(t, tc.preload, tc.create)
 			o := startCollector(t, c.DSN("postgres"), Options{Interval: time.Second})
 			pgbench(t, c, "-n", "-c", "8", "-T", "2")
