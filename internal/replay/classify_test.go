@@ -20,6 +20,7 @@ import (
 // log does not show is skipped with its own reason, never run blind; a
 // DEALLOCATE forgets the name; a new session knows none of another's.
 func TestReadOnlySQLExecute(t *testing.T) {
+	functionalCase(t)
 	ms := time.Millisecond
 	evs := []*event.Event{
 		stmt("a", 0, "PREPARE r(int) AS SELECT $1 + 1"),
@@ -63,6 +64,8 @@ func TestReadOnlySQLExecute(t *testing.T) {
 // the parser runs for it at most once per distinct statement of the log,
 // though the dispatcher's synchronization and the session each ask.
 func TestClassParsedOnceInReplay(t *testing.T) {
+	// Sequential: it counts the parses of fingerprint's package-wide
+	// counter, which other tests' replays would add to.
 	cp := captureOrders(t, true, 2, 2, 50, 4*time.Millisecond)
 	// The distinct statements of the log: per distinct text, its items.
 	rd, err := logread.Open(cp.log, logread.Options{Prefix: workload.LogLinePrefix})
@@ -101,6 +104,7 @@ func TestClassParsedOnceInReplay(t *testing.T) {
 // session rolls it back and goes on as logged: its next statements do not
 // fail with 25P02, and the result says so.
 func TestFailedBlockRealigned(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"); err != nil {

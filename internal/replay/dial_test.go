@@ -155,6 +155,7 @@ func TestDialStormFullListenQueue(t *testing.T) {
 // ends with its context, even while the attempts holding the slots hang,
 // and a connection made frees a slot for a waiter and raises the limit.
 func TestDialGate(t *testing.T) {
+	functionalCase(t)
 	synctest.Test(t, func(t *testing.T) {
 		s := gateSet{m: map[string]*dialGate{}}
 		const key = "gate"

@@ -15,6 +15,7 @@ import (
 // runtime thread in the netpoller's epoll; the replay's results are the
 // same, only its CPU shows it, so this counts.
 func TestEngineDetaches(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	var l testLog
 	const sessions = 3

@@ -35,6 +35,8 @@ func (o *orderSink) Statement(s Sample) {
 // a 3 s statement and issued while it runs, are all recorded before it. Every statement
 // runs, as it does with a goroutine per session.
 func TestEngineWaitsApart(t *testing.T) {
+	// Sequential: the other session's 2,000 statements must run within
+	// the 3 s statement.
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	var l testLog
 	sleeper := l.session("postgres", "postgres", 0)
@@ -85,6 +87,7 @@ func TestEngineWaitsApart(t *testing.T) {
 // connections of sessions parked on the engine, and the replay ends,
 // marked incomplete. The counters add up either way.
 func TestEngineFaults(t *testing.T) {
+	functionalCase(t)
 	const sessions, each = 8, 20000
 	var l testLog
 	for s := range sessions {
@@ -97,6 +100,7 @@ func TestEngineFaults(t *testing.T) {
 	path := l.write(t)
 	for _, fault := range []string{"restart", "freeze"} {
 		t.Run(fault, func(t *testing.T) {
+			functionalCase(t) // each fault on a server of its own
 			ctx := context.Background()
 			c := pgclustertest.StartT(t, pgcluster.Options{})
 			t.Cleanup(func() { c.Thaw() })

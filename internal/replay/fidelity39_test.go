@@ -69,6 +69,7 @@ func psql(t *testing.T, c *pgcluster.Cluster, args ...string) string {
 // call", so that its statements add up with them; before, their lines were
 // set aside and the calls were missing from both counts.
 func TestFastPathSkipped(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
 	file := filepath.Join(t.TempDir(), "blob.txt")
@@ -131,6 +132,9 @@ func TestFastPathSkipped(t *testing.T) {
 // failure counts once, and the replay runs the statement once, in its
 // session. Before, the worker was read as a session of its own.
 func TestParallelWorkerBarePrefix(t *testing.T) {
+	// Sequential: run among the parallel cases it once read 3 sessions
+	// and 2 failures from the log, not 2 and 1: what the server logs of
+	// the query's parallel workers seems to depend on how fast they run.
 	ctx := context.Background()
 	const bare = "%m [%p] "
 	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(bare)})
@@ -198,6 +202,7 @@ func TestParallelWorkerBarePrefix(t *testing.T) {
 // side only, and names pg_regress's sessions as a client known to set
 // them. Before, the failure was only one more error on the target.
 func TestStartupSettingsNoted(t *testing.T) {
+	functionalCase(t)
 	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
 	psql(t, origin, "-c", "CREATE TABLE d (v date)")
 	cmd := exec.Command(filepath.Join(origin.BinDir(), "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", origin.DSN("postgres"),
@@ -237,6 +242,7 @@ func TestStartupSettingsNoted(t *testing.T) {
 // target's doing. Before, it was one of the two failures only on the
 // target of the suite's replay that were not named.
 func TestTempSchemaBaked(t *testing.T) {
+	functionalCase(t)
 	var l testLog
 	s := l.session("postgres", "postgres", 0)
 	s.query(time.Millisecond, time.Millisecond, "CREATE TEMP TABLE tt (a int)")
@@ -256,6 +262,7 @@ func TestTempSchemaBaked(t *testing.T) {
 // the target of a session that skipped a fast-path call
 // (only_on_target_after_fast_path), not left unexplained.
 func TestFailureAfterFastPath(t *testing.T) {
+	functionalCase(t)
 	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
 	psql(t, origin, "-c", "CREATE ROLE regress_lo_user", "-c", "SELECT lo_create(42)",
 		"-c", "ALTER LARGE OBJECT 42 OWNER TO regress_lo_user", "-c", `\lo_unlink 42`, "-c", "DROP ROLE regress_lo_user")
@@ -279,6 +286,7 @@ func TestFailureAfterFastPath(t *testing.T) {
 // PostgreSQL's regression suite a session kept open by it waited out
 // --sync-timeout on each of its statements.
 func TestLockWaitsSafeSnapshot(t *testing.T) {
+	functionalCase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
@@ -327,6 +335,7 @@ func TestLockWaitsSafeSnapshot(t *testing.T) {
 // database pg_regress creates: 179 s at speed 0 for a 195 s log). It now
 // waits by object with the catalog of template1 (126 s).
 func TestSyncCreatedDatabaseByObject(t *testing.T) {
+	functionalCase(t)
 	var l testLog
 	a := l.session("postgres", "postgres", 0)
 	a.query(time.Millisecond, 50*time.Millisecond, "CREATE DATABASE db1")
@@ -350,6 +359,7 @@ func TestSyncCreatedDatabaseByObject(t *testing.T) {
 // their startup settings and their failures after a skipped fast-path
 // call, as they merge the other outcomes.
 func TestMergeStartupSettings(t *testing.T) {
+	functionalCase(t)
 	part := func(n int64, app string) *results.Result {
 		r := results.New(results.KindReplay, results.LatencyClient)
 		r.Outcomes.OnlyOnTargetAfterFastPath = n

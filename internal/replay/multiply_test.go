@@ -13,6 +13,7 @@ import (
 // counted as a session with all its statements; Multiply 0 and 1 replay
 // the log as it is.
 func TestMultiplyDryRun(t *testing.T) {
+	functionalCase(t)
 	for _, tc := range []struct{ multiply, sessions, statements int64 }{
 		{0, 3, 3 * 11}, {1, 3, 3 * 11}, {4, 12, 12 * 11},
 	} {
@@ -49,6 +50,8 @@ func (o *openSink) SessionClosed() { o.open.Add(-1) }
 // keys fail with unique violations, counted as the target's errors, while
 // the original's statements all ran.
 func TestMultiplyServer(t *testing.T) {
+	// Sequential: all six copies must be connected within their
+	// 0.5 s sleep, which a busy machine may not leave them.
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	if err := c.Exec(t.Context(), "postgres", "CREATE TABLE m (id int PRIMARY KEY)"); err != nil {
 		t.Fatal(err)

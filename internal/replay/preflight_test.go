@@ -14,6 +14,7 @@ import (
 )
 
 func TestScan(t *testing.T) {
+	functionalCase(t)
 	ev := func(kind event.Kind, session, user, db, app string, at time.Duration, q string) *event.Event {
 		return &event.Event{Kind: kind, Session: session, User: user, Database: db, Application: app, Time: t0 + at.Microseconds(), Query: q}
 	}
@@ -61,6 +62,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestWarnLag(t *testing.T) {
+	functionalCase(t)
 	res := results.New(results.KindReplay, results.LatencyClient)
 	res.Lag = &results.Distribution{Count: 100, P50: 1, P99: 90, Max: 120}
 	warnLag(res, 100*time.Millisecond, 0)

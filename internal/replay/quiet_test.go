@@ -20,6 +20,7 @@ import (
 // database's catalog first decided it, and a sharded replay's merge
 // differed from the single one's (TestShardsMergeEqualSingle).
 func TestCatalogReadUntrackedForRole(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	for _, sql := range []string{

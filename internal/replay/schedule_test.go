@@ -76,6 +76,7 @@ func checkInvariant(t *testing.T, res *results.Result) {
 // and 20 s at speed 0.5 (a rate that time.Duration arithmetic would
 // truncate), every statement on time.
 func TestPacing(t *testing.T) {
+	functionalCase(t) // timed on synctest's fake clock, which no load moves
 	for _, tc := range []struct {
 		speed float64
 		want  time.Duration
@@ -102,6 +103,7 @@ func TestPacing(t *testing.T) {
 // TestLookahead: the dispatcher reads no further ahead of the replay
 // clock than the lookahead.
 func TestLookahead(t *testing.T) {
+	functionalCase(t) // timed on synctest's fake clock, which no load moves
 	synctest.Test(t, func(t *testing.T) {
 		src := &sliceSource{evs: evenLog(2, 10*time.Millisecond, 60*time.Second)}
 		r, err := New(Options{Speed: 1, DryRun: true, Lookahead: 2 * time.Second})
@@ -135,6 +137,7 @@ func TestLookahead(t *testing.T) {
 // TestSkipReasonsAndInvariant: what cannot be replayed is skipped with its
 // reason, strings without a statement are empty, and the counts add up.
 func TestSkipReasonsAndInvariant(t *testing.T) {
+	functionalCase(t)
 	synctest.Test(t, func(t *testing.T) {
 		evs := []*event.Event{
 			{Kind: event.Connect, Time: t0, Session: "s", User: "u", Database: "d"},
@@ -166,6 +169,7 @@ func TestSkipReasonsAndInvariant(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	functionalCase(t)
 	synctest.Test(t, func(t *testing.T) {
 		var evs []*event.Event
 		for i, db := range []string{"a", "b", "a"} {
@@ -200,6 +204,7 @@ func TestFilters(t *testing.T) {
 // TestInterrupted: a replay stopped midway counts what did not run as
 // skipped, keeps the invariant and is partial.
 func TestInterrupted(t *testing.T) {
+	functionalCase(t) // timed on synctest's fake clock, which no load moves
 	synctest.Test(t, func(t *testing.T) {
 		r, err := New(Options{Speed: 1, DryRun: true})
 		if err != nil {
@@ -219,4 +224,16 @@ func TestInterrupted(t *testing.T) {
 			t.Errorf("executed %d in 3 s of a 40/s log", e)
 		}
 	})
+}
+
+// functionalCase marks t as a functional case, which measures no time:
+// it asserts counts, errors, messages, results or files, with generous
+// time bounds or none. Go runs such tests in parallel (at most -parallel
+// at once, GOMAXPROCS by default) and only after every sequential test
+// of the package has finished: the tests that time real servers (pacing,
+// lag, throughput, overhead, comparisons), left sequential, still run
+// alone, undisturbed.
+func functionalCase(t *testing.T) {
+	t.Helper()
+	t.Parallel()
 }

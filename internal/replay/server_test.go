@@ -130,6 +130,8 @@ func TestPacingWallClock(t *testing.T) {
 // deadlock on the target, the server breaks the deadlock, and the replay
 // neither hangs nor stops.
 func TestErrorsAndDeadlock(t *testing.T) {
+	// Sequential: the deadlock needs each session's updates on
+	// schedule, 100 ms apart, at the log's pace.
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"deadlock_timeout": "200ms"}})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)"); err != nil {

@@ -11,6 +11,7 @@ import (
 // at once on an abort after the stop (or one that came before it), and
 // never while the replay has not been stopped.
 func TestHardStop(t *testing.T) {
+	functionalCase(t) // timed on synctest's fake clock, which no load moves
 	const grace = 5 * time.Second
 	tests := []struct {
 		name       string
@@ -53,6 +54,7 @@ func TestHardStop(t *testing.T) {
 
 // The CancelFunc ends the watch without a stop: no goroutine is left.
 func TestHardStopReleased(t *testing.T) {
+	functionalCase(t)
 	synctest.Test(t, func(t *testing.T) {
 		hard, cancel := HardStop(context.Background(), time.Second, nil)
 		cancel()

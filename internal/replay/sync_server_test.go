@@ -641,6 +641,7 @@ func TestSpeed0BarrierChain(t *testing.T) {
 // (that session still connected) does not run before them on the target,
 // where they are held up by a sleep that was quick in the original.
 func TestSyncDDLAfterReads(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	var l testLog

@@ -78,6 +78,7 @@ func checkUsable(t *testing.T, s *session, after string) {
 // status, transaction status, errors after CommandComplete, and after each
 // one the connection must be usable by both this path and pgconn.
 func TestWireProtocolPaths(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
@@ -277,6 +278,7 @@ func TestWireProtocolPaths(t *testing.T) {
 // connection stays usable (for the ROLLBACK of the stop). A target that
 // stopped answering has the exchange cut instead.
 func TestWireHardCancel(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	hard, cancel := context.WithCancel(ctx)
@@ -343,6 +345,7 @@ func activeSleeps(t *testing.T, c *pgcluster.Cluster) int {
 // TestWireSameMessages: the messages sent are those of the pgconn calls
 // the replay used before, byte for byte.
 func TestWireSameMessages(t *testing.T) {
+	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	s := wireSession(t, ctx, c.DSN("postgres"), nil)
@@ -395,6 +398,7 @@ func TestWireSameMessages(t *testing.T) {
 // TestBindParams: NULL is nil, ” is empty but not nil, values are the
 // event's bytes.
 func TestTagRows(t *testing.T) {
+	functionalCase(t)
 	for tag, want := range map[string]int64{
 		"INSERT 0 5": 5, "UPDATE 12": 12, "DELETE 0": 0, "SELECT 3": 3, "MERGE 2": 2, "COPY 50000": 50000,
 		"FETCH 10": 10, "MOVE 4": 4, "BEGIN": 0, "CREATE TABLE": 0, "": 0, "SELECT": 0,
@@ -407,6 +411,7 @@ func TestTagRows(t *testing.T) {
 }
 
 func TestBindParams(t *testing.T) {
+	functionalCase(t)
 	var s session
 	got := s.bindParams([]event.Param{{Value: "a'b"}, {Null: true}, {Value: ""}, {Value: "42"}})
 	if len(got) != 4 || string(got[0]) != "a'b" || got[1] != nil || got[2] == nil || len(got[2]) != 0 || string(got[3]) != "42" {
@@ -422,6 +427,7 @@ func TestBindParams(t *testing.T) {
 // parameters in binary, and COPY data, by the simple and the extended
 // protocol.
 func TestWireCaptured(t *testing.T) {
+	functionalCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	s := wireSession(t, ctx, c.DSN("postgres"), nil)
@@ -464,6 +470,7 @@ func TestWireCaptured(t *testing.T) {
 // TestAnswerDiffers: a replayed execution against the original's recorded
 // answer.
 func TestAnswerDiffers(t *testing.T) {
+	functionalCase(t)
 	ok := &event.Event{}
 	failed := &event.Event{Failed: true, SQLState: "23505"}
 	ans := &event.Answer{Rows: []int64{1, 5}}
