@@ -34,6 +34,10 @@ RUN_TESTS    = status=0; \
 	$(GO) test $(1) -timeout $(TEST_TIMEOUT) -p 2 $(PARALLEL_PKGS) || status=1; \
 	$(GO) test $(1) -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(SERIAL_PKGS) || status=1; \
 	exit $$status
+# The tests' throwaway clusters copy a data directory made once by initdb
+# per binaries (pgcluster.InitCacheEnv) instead of each running initdb,
+# most of a cluster's start: make test starts hundreds.
+test test-long test-versions: export PGREHEARSE_INITDB_CACHE ?= /tmp/pgrehearse-initdb
 # The timeout only catches a hang: it bounds each package's test binary,
 # and internal/cli (the demo and rehearsals end to end, replays at the
 # original pace) took 18 minutes on a busy 2-core machine.

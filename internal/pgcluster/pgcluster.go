@@ -168,12 +168,8 @@ func (c *Cluster) init(ctx context.Context, conf string) error {
 			return err
 		}
 	}
-	// --no-locale with UTF8: byte-wise collation and English messages
-	// whatever the machine's locale; -N skips the fsync of the new
-	// directory, which a throwaway cluster does not need.
-	if out, err := c.server(ctx, "initdb", "-D", c.DataDir(), "-U", superuser,
-		"-A", "trust", "-E", "UTF8", "--no-locale", "-N").CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, out)
+	if err := c.makeData(ctx); err != nil {
+		return err
 	}
 	if err := c.appendConf(conf); err != nil {
 		return err
