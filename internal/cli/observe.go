@@ -155,6 +155,8 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	if err != nil {
 		return err
 	}
+	// The server's own clients go on after the observation.
+	opts.Live = true
 	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}

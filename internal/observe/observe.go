@@ -33,6 +33,12 @@ type Options struct {
 	SampleInterval time.Duration
 	// Top is how many queries keep a wait series over time; 0 means 10.
 	Top int
+	// Live says the observed server's clients go on after Stop (an
+	// observation of production, not of a replay whose sessions have
+	// just ended): Stop then reads the tables' update counters at once,
+	// without waiting up to TableFlushWait for the other backends to end,
+	// which they would not.
+	Live bool
 
 	// afterRound, set by tests only, is called on the sampling goroutine
 	// after every round, so that a test waits for what it needs (a
@@ -79,6 +85,7 @@ type Collector struct {
 
 	// Written by the loop only, read after done.
 	end         time.Time
+	flushLooks  int       // how many times Stop looked for other backends (waitBackends)
 	pwsNext     time.Time // the next pg_wait_sampling snapshot is due
 	errs        []error
 	stats       samplingStats

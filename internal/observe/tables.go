@@ -48,10 +48,11 @@ type TableIndex struct {
 // maxTableDatabases bounds how many databases the counters are read in.
 const maxTableDatabases = 32
 
-// tableFlushWait bounds how long the last read waits for the other
+// TableFlushWait bounds how long the last read waits for the other
 // client backends of the databases to end (a backend flushes its table
-// counters at least every second while busy, and when it exits).
-const tableFlushWait = time.Second
+// counters at least every second while busy, and when it exits), unless
+// Options.Live.
+const TableFlushWait = time.Second
 
 type tableKey struct{ db, schema, name string }
 
@@ -169,20 +170,25 @@ func (o *Collector) startTables(ctx context.Context) {
 	}
 }
 
-// waitBackends waits, up to tableFlushWait, until no other client
+// waitBackends waits, up to TableFlushWait, until no other client
 // backend is connected, so that the counters the replay's sessions kept
-// are flushed when they are read.
-func (o *Collector) waitBackends(ctx context.Context) {
-	deadline := time.Now().Add(tableFlushWait)
+// are flushed when they are read. It returns how many times it looked.
+func (o *Collector) waitBackends(ctx context.Context) (looks int) {
+	if o.opts.Live {
+		return 0
+	}
+	deadline := time.Now().Add(TableFlushWait)
 	for time.Now().Before(deadline) {
 		var n int64
+		looks++
 		err := o.conn.QueryRow(ctx, tag+"SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datid IS NOT NULL "+
 			"AND coalesce(application_name, '') <> $1 AND backend_type = 'client backend'", ApplicationName).Scan(&n)
 		if err != nil || n == 0 {
-			return
+			return looks
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return looks
 }
 
 // stopTables reads the counters at the end and builds the evidence's
@@ -195,7 +201,7 @@ func (o *Collector) stopTables(ctx context.Context) ([]TableUpdates, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	o.waitBackends(ctx)
+	o.flushLooks = o.waitBackends(ctx)
 	delta := func(k tableKey, c tableCounts) tableCounts {
 		s := t.start[k]
 		if c.upd < s.upd || c.hot < s.hot {

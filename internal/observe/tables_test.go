@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestTableUpdates: the evidence counts each table's updates and HOT
@@ -74,5 +76,33 @@ func TestTableUpdates(t *testing.T) {
 	}
 	if _, ok := got["postgres.pgbench_accounts"]; !ok {
 		t.Errorf("no pgbench_accounts: %v", e.Tables)
+	}
+}
+
+// TestLiveStopDoesNotWait: an observation of a live server (Options.Live,
+// the observe command) reads the tables' counters at its stop at once,
+// while its clients stay connected; a replay's observer looks for the
+// other backends to end, up to TableFlushWait, so that the counters of
+// sessions just ended are flushed.
+func TestLiveStopDoesNotWait(t *testing.T) {
+	functionalCase(t)
+	c := startPgbench(t, pgssSettings(nil))
+	ctx := context.Background()
+	client, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(ctx)
+	for _, live := range []bool{true, false} {
+		o := startCollector(t, c.DSN("postgres"), Options{Live: live})
+		if _, err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case live && o.flushLooks != 0:
+			t.Errorf("live: Stop looked %d times for the other backends to end", o.flushLooks)
+		case !live && o.flushLooks < 2:
+			t.Errorf("replay's observer: Stop looked %d times for a client that stayed connected, want until TableFlushWait", o.flushLooks)
+		}
 	}
 }
