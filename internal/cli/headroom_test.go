@@ -217,6 +217,7 @@ func TestHeadroomFold(t *testing.T) {
 		args = append(args, "--base-rounds", "1")
 	} else {
 		logPath = shopLog(t)
+		args = append(args, "--base-rounds", "2")
 	}
 	tg := shopHeadroomTarget(t, nil)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")

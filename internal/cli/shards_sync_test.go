@@ -299,6 +299,10 @@ func TestShardsDependentWorkload(t *testing.T) {
 	coord, target := coordAndTarget(t)
 	for _, speed := range []string{"1", "0"} {
 		t.Run("speed"+speed, func(t *testing.T) {
+			if speed == "0" {
+				// The second case of the capability, at speed 0.
+				longCase(t)
+			}
 			freshShop(t, target)
 			d := filepath.Join(dir, speed)
 			if err := os.Mkdir(d, 0o755); err != nil {

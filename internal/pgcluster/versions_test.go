@@ -19,6 +19,12 @@ import (
 // drives it with the installed pgbench, which the cache's builds lack.
 // A version missing from the cache fails, naming `make pg-versions`.
 func TestVersionsStart(t *testing.T) {
+	if !pgclustertest.LongVersions() {
+		// make test starts a server of every version in each of the
+		// per-version tests of the other packages (TestVersionsPGSS,
+		// TestVersionsExplain, TestVersionsObserve, pgbench included).
+		t.Skip("every version's start is also in the other per-version tests; make test-versions runs this one")
+	}
 	for _, major := range pgcluster.Majors {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			// Each version on servers of its own: the versions run side by side.

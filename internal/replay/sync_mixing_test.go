@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -51,7 +52,12 @@ func TestSyncRowsMixing(t *testing.T) { testRowsMixing(t, false) }
 // statements sent with the simple protocol, the keys written in their
 // text: they are read there (syncdep.constantAt), and the replay keeps
 // each row's order as with bind parameters.
-func TestSyncRowsMixingSimple(t *testing.T) { testRowsMixing(t, true) }
+func TestSyncRowsMixingSimple(t *testing.T) {
+	if os.Getenv("PGREHEARSE_LONG") == "" {
+		t.Skip("the simple protocol's case of TestSyncRowsMixing, which make test-long runs (PGREHEARSE_LONG=1)")
+	}
+	testRowsMixing(t, true)
+}
 
 func testRowsMixing(t *testing.T, simple bool) {
 	log, state := captureMix(t, 6, 150, simple)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,6 +158,11 @@ func captureLog(t *testing.T) string {
 // clients on a throwaway cluster initialized with pgbench -i, its sessions
 // multiplied to reach 4.
 func TestSweepLogThrowaway(t *testing.T) {
+	if os.Getenv("PGREHEARSE_LONG") == "" {
+		// internal/cli's TestSweepLogCommand runs a log's sweep on a
+		// throwaway cluster end to end in make test.
+		t.Skip("a second case of a log's sweep on a throwaway cluster, which make test-long runs (PGREHEARSE_LONG=1)")
+	}
 	bin := sweeptest.Pgbench(t)
 	path := captureLog(t)
 	drv := &Log{Path: path, PgbenchInit: true, PgbenchPath: bin, Scale: 1}
