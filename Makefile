@@ -92,6 +92,90 @@ test-versions: postgres pg-versions
 test-regress: postgres
 	@bash hack/regress.sh
 
+bench:
+	bash bench/parse.sh
+
+fmt:
+	gofmt -w .
+
+vet:
+	$(GO) vet ./...
+
+# static links the binary statically against musl (pg_query needs cgo), as
+# the Dockerfile does: bin/pgrehearse-static runs in an empty image or on
+# any Linux of the same architecture. It installs musl-tools as root when
+# musl-gcc is missing, and fails unless the result has no dynamic section
+# (no glibc, no loader).
+STATIC      := bin/pgrehearse-static
+static:
+	@if ! command -v musl-gcc >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y musl-tools || { apt-get update && apt-get install -y musl-tools; }; \
+		else \
+			echo "musl-gcc not found: sudo apt-get install musl-tools" >&2; exit 1; \
+		fi; \
+	fi
+	CGO_ENABLED=1 CC=musl-gcc $(GO) build -tags timetzdata -trimpath \
+		-ldflags '-s -w -linkmode external -extldflags "-static" -X github.com/pgrehearse/pgrehearse/internal/cli.version=$(VERSION)' \
+		-o $(STATIC) ./cmd/pgrehearse
+	@if LC_ALL=C readelf -d $(STATIC) 2>/dev/null | grep -q 'NEEDED'; then \
+		echo "$(STATIC) is dynamically linked:" >&2; readelf -d $(STATIC) | grep NEEDED >&2; exit 1; \
+	fi; \
+	if LC_ALL=C readelf -l $(STATIC) | grep -q 'INTERP'; then echo "$(STATIC) names a program interpreter" >&2; exit 1; fi; \
+	./$(STATIC) --version >/dev/null && echo "$(STATIC): static, no dynamic dependency"
+
+# image builds the Dockerfile's final stage (FROM scratch, the static
+# binary, user 65532) with buildah from the host's static binary, for
+# machines where no registry serves the golang image the Dockerfile's
+# first stage needs. With one: `buildah bud -t pgrehearse .`. buildah is
+# installed as root when missing.
+IMAGE       ?= localhost/pgrehearse:$(VERSION)
+BUILDAH     ?= buildah --storage-driver vfs
+image: static
+	@if ! command -v buildah >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y buildah || { apt-get update && apt-get install -y buildah; }; \
+		else \
+			echo "buildah not found: sudo apt-get install buildah" >&2; exit 1; \
+		fi; \
+	fi
+	set -e; ctr=$$($(BUILDAH) from scratch); \
+	trap '$(BUILDAH) rm '"$$ctr"' >/dev/null' EXIT; \
+	tmp=$$(mktemp -d); mkdir -m 1777 $$tmp/tmp; \
+	$(BUILDAH) copy $$ctr $(STATIC) /pgrehearse >/dev/null; \
+	$(BUILDAH) copy $$ctr $$tmp/tmp /tmp >/dev/null; rm -rf $$tmp; \
+	$(BUILDAH) copy $$ctr /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt >/dev/null; \
+	$(BUILDAH) config --user 65532:65532 --env HOME=/tmp --entrypoint '["/pgrehearse"]' $$ctr; \
+	$(BUILDAH) commit $$ctr $(IMAGE); \
+	$(BUILDAH) run --isolation chroot $$ctr -- /pgrehearse --version
+
+# postgres makes sure the PostgreSQL server binaries that
+# internal/pgcluster looks for exist, looking where pgcluster.FindBinDir
+# does and in its order ($PG_BIN, /usr/lib/postgresql/*/bin, $PATH),
+# with pgbench and the pg_stat_statements extension (Debian's postgresql
+# package holds both: its contrib), installing them as root, or saying how
+# to, when they do not.
+postgres:
+	@if [ -n "$$PG_BIN" ]; then \
+		if [ -x "$$PG_BIN/initdb" ] && [ -x "$$PG_BIN/pg_ctl" ] && [ -x "$$PG_BIN/pgbench" ]; then exit 0; fi; \
+		echo "PG_BIN=$$PG_BIN does not hold initdb, pg_ctl and pgbench" >&2; exit 1; \
+	fi; \
+	for d in /usr/lib/postgresql/*/bin; do \
+		if [ -x "$$d/initdb" ] && [ -x "$$d/pgbench" ] && \
+			ls $$(dirname $$d)/lib/pg_stat_statements.so >/dev/null 2>&1; then exit 0; fi; \
+	done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "PostgreSQL binaries not found: running $(PG_INSTALL)"; \
+		export DEBIAN_FRONTEND=noninteractive; $(PG_INSTALL); \
+	else \
+		echo "PostgreSQL binaries (initdb, pg_ctl, postgres, pgbench, pg_stat_statements) not found. Install them with:" >&2; \
+		echo "  sudo sh -c '$(PG_INSTALL)'" >&2; \
+		echo "or set PG_BIN to the directory holding initdb, pg_ctl, postgres and pgbench." >&2; \
+		exit 1; \
+	fi
+
 # pg-versions fetches the server builds of PostgreSQL 13 to 18 pinned in
 # hack/pg-versions.txt into .cache/pg/<major> (npm pack: the one reachable
 # source of every major), where pgcluster.Options.Version finds them. A
