@@ -56,6 +56,14 @@ the capture incomplete. Ctrl-C or SIGTERM finalizes the capture; sessions still
 open are recorded as open. --duration and --max-size finalize it too, and the
 proxy then goes on relaying, unrecorded, until stopped (--stop-at-limit: it stops).
 
+Clients that ask for TLS see --tls-cert; --upstream's sslmode sets the leg to the
+server. SCRAM channel binding passes through only when --tls-cert is the server's
+own certificate. Otherwise, with TLS on both legs, a client that supports binding
+(libpq's and pgjdbc's default) is refused, as the server would refuse it: relay in
+plaintext from beside the server, or turn binding off in the client (libpq
+channel_binding=disable, pgjdbc channelBinding=disable). See
+docs/capture-production.md.
+
 The capture holds parameter values, which are personal data: its files are
 created readable by their owner only. See docs/capture-format.md.` + exitHelp(exitDocCaptureIncomplete),
 		Args: cobra.NoArgs,
