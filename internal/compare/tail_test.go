@@ -78,3 +78,62 @@ func TestTailOnItsCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsAAFamily: A against A through the whole comparison, with the
+// calls' histograms: rehearsals of 50 queries of 200 to 1,000 calls a
+// round, three rounds a side, rounds that differ only by which calls were
+// slow. Before the calls' evidence a rehearsal in three or so showed a
+// regression (internal/stats' TestAAAnyRegression: 38%); with it, none
+// may. The count the runs alone would have called is logged beside.
+func TestRunsAAFamily(t *testing.T) {
+	const rehearsals = 5
+	r := rand.New(rand.NewPCG(45, 4))
+	var withRuns, withCalls, held int
+	for h := range rehearsals {
+		type shape struct {
+			n         int
+			mu, sigma float64
+		}
+		shapes := map[string]shape{}
+		for i := range 50 {
+			shapes[fmt.Sprintf("q%02d", i)] = shape{n: 200 + r.IntN(800), mu: math.Log(1000 + 9000*r.Float64()), sigma: 0.3 + 0.9*r.Float64()}
+		}
+		side := func(name string, seed uint64) []*Run {
+			var runs []*Run
+			for i := range 3 {
+				qs := map[string]queryDist{}
+				for fp, s := range shapes {
+					qs[fp] = queryDist{n: s.n, d: func(r *rand.Rand, _ int) int64 {
+						return int64(math.Exp(s.mu + s.sigma*r.NormFloat64()))
+					}}
+				}
+				runs = append(runs, runOfQueries(t, fmt.Sprintf("%s%d.json", name, i), seed+uint64(i), qs))
+			}
+			return runs
+		}
+		rep, err := Runs(side("A", uint64(1000*h)), side("B", uint64(1000*h+500)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runsSaid, callsSaid := false, false
+		for _, q := range rep.Queries {
+			if q.Status.Regression() {
+				callsSaid = true
+			}
+			if q.Effects != nil && (q.Effects.Mean.Calls != nil || q.Effects.P95.Calls != nil) {
+				runsSaid = true
+				held++
+			}
+		}
+		if callsSaid {
+			withCalls++
+		}
+		if callsSaid || runsSaid {
+			withRuns++
+		}
+	}
+	t.Logf("A/A rehearsals of 50 queries with a regression: %d of %d with the calls' evidence, %d of %d by the runs alone (%d figures held back)", withCalls, rehearsals, withRuns, rehearsals, held)
+	if withCalls > 0 {
+		t.Errorf("%d of %d A/A rehearsals of 50 queries showed a regression", withCalls, rehearsals)
+	}
+}
