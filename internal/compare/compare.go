@@ -224,6 +224,16 @@ const (
 	// breaks no rule, or a faster p50 or p95 beside a mean that is not
 	// faster.
 	ReasonNotJudged Reason = "not_judged"
+	// ReasonTailTooFewCalls: the runs showed the figure (the p95)
+	// slower beyond every floor, but a run's calls are too few for the
+	// bound its tail needs at the family's level (CallsEvidence): the
+	// tail rests on too few calls to be judged, and is not a
+	// regression.
+	ReasonTailTooFewCalls Reason = "tail_on_too_few_calls"
+	// ReasonWithinCallsNoise: the runs showed the figure slower beyond
+	// every floor, but not beyond the sampling error of the calls in
+	// each run, at the family's level (CallsEvidence).
+	ReasonWithinCallsNoise Reason = "within_calls_noise"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"
@@ -278,6 +288,35 @@ type Effect struct {
 	// P is the Mann-Whitney p-value over the runs; 1 with one run a
 	// side.
 	P float64 `json:"p"`
+	// Calls is set when the runs showed the figure (the mean or the
+	// p95) slower beyond every floor, but the calls inside the runs
+	// could not carry that change: it is then not a regression.
+	Calls *CallsEvidence `json:"calls,omitempty"`
+}
+
+// CallsEvidence is a change of a figure over the runs taken again with
+// each run's figure bounded by its own calls: the p95 by the order
+// statistics that bracket it (the binomial interval of a quantile), the
+// mean by its standard error. Each bound is one-sided at Alpha, the
+// comparison's level shared among every figure it judges (Bonferroni's
+// correction, stats.CallsAlpha), so that an A/A comparison shows a change
+// the calls cannot carry in no more than Alpha/2 of comparisons, however
+// many queries it judges. docs/noise.md has the measured rates.
+type CallsEvidence struct {
+	// Low and High are the rank interval over the runs of the bounds:
+	// a candidate run's lower bound over a baseline run's upper bound,
+	// and upper over lower (stats.CallsInterval). The change is carried
+	// when Low is above 1.
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+	// Alpha is each run's bound's one-sided level; Tests the figures
+	// judged that share the comparison's level.
+	Alpha float64 `json:"alpha"`
+	Tests int     `json:"tests"`
+	// TooFewCalls: some run had too few calls for the bound (a p95's
+	// upper bound needs MinCalls calls at Alpha).
+	TooFewCalls bool  `json:"too_few_calls,omitempty"`
+	MinCalls    int64 `json:"min_calls,omitempty"`
 }
 
 // Effects are the changes of a query's latency figures.
@@ -744,6 +783,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 
 	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand)}
+	c.tests = judgedFigures(base, cand, o.MinCalls)
 	bw, cw, work := rep.serverWork(base, cand, o)
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))
@@ -766,6 +806,22 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	rep.addRoundTrips(base[0], cand[0])
 	rep.fillEmpty()
 	return rep, nil
+}
+
+// judgedFigures is how many figures the comparison judges: the mean and
+// the p95 of every query in both sides with MinCalls timed calls in every
+// run (as diff judges them).
+func judgedFigures(base, cand []*Run, minCalls int64) int {
+	n := 0
+	for _, fp := range fingerprints(append(slices.Clone(base), cand...)) {
+		b, k := rows(base, fp), rows(cand, fp)
+		bSome, _ := present(b)
+		cSome, _ := present(k)
+		if bSome && cSome && minTimed(b) >= minCalls && minTimed(k) >= minCalls {
+			n += 2
+		}
+	}
+	return n
 }
 
 func spans(runs []*Run) []float64 {

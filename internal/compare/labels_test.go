@@ -98,6 +98,7 @@ func TestLabelsGolden(t *testing.T) {
 		{"bulk 2x faster, p95 slower", expAround(1000), withTail(expAround(500), 20, 2600)},
 		{"mean a little faster, p95 2x (the A/A's)", withTail(expAround(1000), 20, 2000), withTail(expAround(900), 20, 4500)},
 		{"typical 20% slower, tail faster", withTail(expAround(1000), 20, 20000), expAround(1200)},
+		{"bulk 2x faster, slowest 10% slower", expAround(1000), withTail(expAround(500), 10, 2600)},
 	}
 	var b strings.Builder
 	for i, tt := range tests {

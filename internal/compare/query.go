@@ -12,6 +12,10 @@ type comparer struct {
 	o              Options
 	mixed, useHist bool
 	bSpans, cSpans []float64
+	// tests is how many figures the comparison judges (the mean and
+	// the p95 of every query judged): the family whose chance of any
+	// change the calls cannot carry is held at Alpha/2 (CallsEvidence).
+	tests int
 }
 
 // figures are a side's figures for a query from each run's row (nil where
@@ -210,7 +214,94 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 	case stats.Lower:
 		e.Change = ChangeFaster
 	}
+	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.DeltaMS >= c.o.MinEffectMS {
+		// The runs call the figure slower: the calls inside them must
+		// carry it too, at the family's level.
+		if ev, ok := c.callsEvidence(b, k, m); ok && (ev.TooFewCalls || ev.Low <= 1) {
+			e.Calls = ev
+		}
+	}
 	return e, unreadable
+}
+
+// callsEvidence is the rank interval over the runs of metric m with each
+// run's figure at the bounds its calls give it (stats.CallsInterval), each
+// bound one-sided at stats.CallsAlpha of the comparison's tests; false
+// when a histogram does not decode.
+func (c *comparer) callsEvidence(b, k []*Query, m Metric) (*CallsEvidence, bool) {
+	ev := &CallsEvidence{Alpha: stats.CallsAlpha(c.o.Alpha, c.tests), Tests: c.tests}
+	side := func(rows []*Query, baseline bool) ([]stats.Bounds, bool) {
+		var out []stats.Bounds
+		for _, q := range rows {
+			if q == nil || q.TimedCalls == 0 {
+				continue
+			}
+			bd, few, ok := runBounds(q, m, ev.Alpha)
+			if !ok {
+				return nil, false
+			}
+			// A slower claim rests on the baseline's upper bounds
+			// and the candidate's lower ones.
+			if few && (baseline && math.IsInf(bd.High, 1) || !baseline && bd.Low <= 0) {
+				ev.TooFewCalls = true
+			}
+			out = append(out, bd)
+		}
+		return out, true
+	}
+	bx, okB := side(b, true)
+	kx, okK := side(k, false)
+	if !okB || !okK {
+		return nil, false
+	}
+	if ev.TooFewCalls && m == MetricP95 {
+		ev.MinCalls = stats.MinCallsForQuantile(0.95, ev.Alpha)
+	}
+	low, high, ok := stats.CallsInterval(bx, kx, c.o.Alpha)
+	if !ok {
+		return nil, false
+	}
+	ev.Low, ev.High = low, finite(high)
+	return ev, true
+}
+
+// runBounds are the bounds of a run's metric m from its calls, each
+// one-sided at alpha: the order statistics bracketing the p95 read from
+// the histogram at their ranks (stats.QuantileRanks), or the mean's
+// delta-method bounds. few is set when the calls are too few for a
+// bound (then 0 or +Inf); ok is false when the histogram does not
+// decode.
+func runBounds(q *Query, m Metric, alpha float64) (b stats.Bounds, few, ok bool) {
+	bs, err := Buckets(q.Hist)
+	if err != nil || len(bs) == 0 {
+		return stats.Bounds{}, false, false
+	}
+	var n int64
+	var sum, sum2 float64
+	for _, b := range bs {
+		v, c := float64(b.ValueUS)/1000, float64(b.Count)
+		n += b.Count
+		sum += v * c
+		sum2 += v * v * c
+	}
+	if m == MetricMean {
+		mean := sum / float64(n)
+		sd := 0.0
+		if n > 1 {
+			sd = math.Sqrt(math.Max(0, (sum2-float64(n)*mean*mean)/float64(n-1)))
+		}
+		b := stats.MeanBounds(q.MeanMS, sd, n, alpha)
+		return b, n < 2, true
+	}
+	lo, hi := stats.QuantileRanks(n, 0.95, alpha)
+	b = stats.Bounds{Low: 0, High: math.Inf(1)}
+	if lo >= 1 {
+		b.Low = math.Max(valueAtRank(bs, float64(lo)), msResolution)
+	}
+	if hi <= n {
+		b.High = math.Max(valueAtRank(bs, float64(hi)), msResolution)
+	}
+	return b, lo < 1 || hi > n, true
 }
 
 // robustMean makes a one-run change of the mean survive its slowest
@@ -258,7 +349,9 @@ func finite(v float64) float64 {
 func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
-	slower := func(x *Effect) bool { return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor }
+	slower := func(x *Effect) bool {
+		return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor && x.Calls == nil
+	}
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
 	switch {
 	case slower(&e.Mean):
@@ -283,6 +376,15 @@ func (c *comparer) judge(d *QueryDiff) {
 		d.Changed = MetricMean
 		for _, m := range []Metric{MetricMean, MetricP95, MetricP50} {
 			if e.Of(m).Change == ChangeSlower {
+				d.Changed = m
+				break
+			}
+		}
+		// A figure slower beyond every floor that its calls could not
+		// carry is what the reader looks for first: the one that would
+		// have been a regression.
+		for _, m := range []Metric{MetricMean, MetricP95} {
+			if e.Of(m).Calls != nil {
 				d.Changed = m
 				break
 			}
@@ -344,6 +446,10 @@ func underWhich(x *Effect, minEffect, msFloor float64) Reason {
 		r = 1 / r
 	}
 	switch {
+	case x.Calls != nil && x.Calls.TooFewCalls:
+		return ReasonTailTooFewCalls
+	case x.Calls != nil:
+		return ReasonWithinCallsNoise
 	case r < 1+minEffect:
 		return ReasonUnderEffectFloor
 	case r < x.Floor:

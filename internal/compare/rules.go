@@ -172,7 +172,7 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	if r.Metric == MetricTotal {
 		e = &q.Effects.Mean
 	}
-	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < s.MinEffectMS {
+	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < s.MinEffectMS || e.Calls != nil {
 		return Broken{}, false
 	}
 	var bv, cv float64

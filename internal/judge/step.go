@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
 // Baseline is a side at k = 1: the median of its baseline rounds, per
@@ -66,7 +67,9 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 				lo, hi = min(lo, latency(o, m)), max(hi, latency(o, m))
 			}
 			if lo > 0 {
-				mq.Spread[m] = math.Exp(math.Log(hi/lo) * rangeScale(len(qs)))
+				// The spread of the rounds, as compare's noise floor
+				// measures it (stats.RangeFactor, docs/noise.md).
+				mq.Spread[m] = stats.RangeFactor(lo, hi, len(qs))
 			}
 		}
 		mq.TotalMS = medianOf(qs, func(q Query) float64 { return q.TotalMS })
@@ -77,23 +80,6 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		b.Queries = append(b.Queries, mq)
 	}
 	return b
-}
-
-// d2 are the control-chart constants: the expected range of n samples
-// of a normal distribution, in standard deviations.
-var d2 = []float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078}
-
-// rangeScale scales the range of n rounds to that of three, as
-// compare's noise floor does (docs/noise.md): two rounds span less than
-// three would, and five more.
-func rangeScale(n int) float64 {
-	if n < 2 {
-		return 1
-	}
-	if n >= len(d2) {
-		n = len(d2) - 1
-	}
-	return d2[3] / d2[n]
 }
 
 // transactionControl reports whether query only opens a transaction or
@@ -123,17 +109,12 @@ func medianOf(qs []Query, f func(Query) float64) float64 {
 	return median(v)
 }
 
+// median is stats.Median, 0 for no values (a side without rounds).
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Median(v)
 }
 
 // Bound is what limited a step, when not the target.

@@ -112,3 +112,28 @@ func TestQueriesTableRuledFigure(t *testing.T) {
 		}
 	}
 }
+
+// A tail the runs called slower but its calls could not carry is worded
+// with its reason: too few calls (and how many its bound needs), or the
+// calls' own noise with the interval that decided.
+func TestCallsReasonWords(t *testing.T) {
+	rep := &compare.Report{}
+	few := compare.Effect{Ratio: 1.61, Low: 1.32, High: 2.39, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 5,
+		Calls: &compare.CallsEvidence{Alpha: 0.00025, Tests: 100, TooFewCalls: true, MinCalls: 162}}
+	noise := few
+	noise.Calls = &compare.CallsEvidence{Low: 0.92, High: 3.1, Alpha: 0.00025, Tests: 100}
+	for _, tc := range []struct {
+		e      compare.Effect
+		reason compare.Reason
+		want   string
+	}{
+		{few, compare.ReasonTailTooFewCalls, "p95 slower over the runs, but the tail rests on too few calls: not judged (120 timed calls in a run; its bound at the level of the 100 figures judged needs 162)"},
+		{noise, compare.ReasonWithinCallsNoise, "p95 slower over the runs, but within the sampling error of each run's calls (0.920-3.10 with each run bounded by its calls, at the level of the 100 figures judged)"},
+	} {
+		q := &compare.QueryDiff{Status: compare.StatusSmallChange, Changed: compare.MetricP95, Reasons: []compare.Reason{tc.reason},
+			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{TimedCalls: 120}, Candidate: &compare.Figures{TimedCalls: 130}}
+		if got := QueryNotes(rep, q); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}

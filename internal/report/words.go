@@ -454,6 +454,18 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, "the mean got faster, but the median or the slowest calls got slower: not an improvement")
 		case compare.ReasonMeanFasterWritesMore:
 			out = append(out, "the mean got faster, but each call writes more: not an improvement")
+		case compare.ReasonTailTooFewCalls:
+			s := changedOf(q) + " slower over the runs, but the tail rests on too few calls: not judged"
+			if e := q.Effects.Of(q.Changed); e != nil && e.Calls != nil && e.Calls.MinCalls > 0 {
+				s += fmt.Sprintf(" (%d timed calls in a run; its bound at the level of the %d figures judged needs %d)", timedOf(q.Baseline), e.Calls.Tests, e.Calls.MinCalls)
+			}
+			out = append(out, s)
+		case compare.ReasonWithinCallsNoise:
+			s := changedOf(q) + " slower over the runs, but within the sampling error of each run's calls"
+			if e := q.Effects.Of(q.Changed); e != nil && e.Calls != nil {
+				s += fmt.Sprintf(" (%s-%s with each run bounded by its calls, at the level of the %d figures judged)", fmtBound(e.Calls.Low), fmtBound(e.Calls.High), e.Calls.Tests)
+			}
+			out = append(out, s)
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
 		default:

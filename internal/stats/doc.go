@@ -18,6 +18,15 @@
 // what three runs per side can and cannot reach, and the false-positive
 // rate and power measured by this package's tests.
 //
+// It is the project's one statistics library (benchstat's benchmath is
+// the model): the median and spread of a figure over rounds, the spread
+// of rounds (NoiseFloor, RangeFactor, the one d2 table in D2, to 25
+// rounds), pooled deviations, rank intervals and tests over runs, and the
+// order-statistic bounds of a quantile from the calls of one run.
+// internal/compare, internal/judge and internal/stepcurve (and sweep and
+// headroom through them) read every such figure here, so that the same
+// rounds give every caller the same answer.
+//
 // The package knows numbers only: no query, no result, no unit, no
 // rendering. internal/compare gives it the run-level figures and turns its
 // answers into verdicts.

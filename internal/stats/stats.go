@@ -65,10 +65,9 @@ func Spread(xs []float64) float64 {
 // NoiseFloor is how far apart a control's own runs are, as a factor >= 1:
 // what an A against A comparison of runs of the same target shows. It is
 // the spread three runs span: with three runs, the largest ratio between
-// two of them (max/min); with n runs, that log-range scaled by d(3)/d(n),
-// d(n) the expected range of n normal samples in standard deviations
-// (the control-chart constant d2), so that more runs do not raise the
-// floor only because more runs span more. False with fewer than two runs.
+// two of them (max/min); with n runs, that log-range scaled by
+// RangeScale(n), so that more runs do not raise the floor only because
+// more runs span more. False with fewer than two runs.
 func NoiseFloor(xs []float64, min float64) (float64, bool) {
 	if len(xs) < 2 {
 		return 1, false
@@ -77,16 +76,70 @@ func NoiseFloor(xs []float64, min float64) (float64, bool) {
 	if lo <= 0 {
 		return 1, true
 	}
-	return math.Exp(math.Log(hi/lo) * rangeD2[3] / d2(len(xs))), true
+	return RangeFactor(lo, hi, len(xs)), true
+}
+
+// RangeFactor is the factor hi/lo that n rounds spanned, scaled to the
+// span of three (RangeScale): the one measure of the spread of rounds,
+// used by compare's noise floor, the judge's spread of a side's 1x rounds
+// and the step curves'. lo must be above 0.
+func RangeFactor(lo, hi float64, n int) float64 {
+	return math.Exp(math.Log(hi/lo) * RangeScale(n))
+}
+
+// RangeScale scales the range of n rounds to that of three: D2(3)/D2(n).
+// Two rounds span less than three would, and five more. 1 for fewer than
+// two rounds.
+func RangeScale(n int) float64 {
+	if n < 2 {
+		return 1
+	}
+	return D2(3) / D2(n)
 }
 
 // rangeD2 are the expected ranges of n standard normal samples, n = 2 to
-// 25 (ASTM's control-chart constant d2).
+// 25 (ASTM's control-chart constant d2). It is the only copy in the
+// project: every spread of rounds reads it through D2.
 var rangeD2 = [...]float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258, 3.336,
 	3.407, 3.472, 3.532, 3.588, 3.640, 3.689, 3.735, 3.778, 3.819, 3.858, 3.895, 3.931}
 
-func d2(n int) float64 {
-	return rangeD2[min(n, len(rangeD2)-1)]
+// MaxD2Rounds is the most rounds the d2 table holds; more rounds use its
+// last value (the expected range grows by under 1% a round beyond).
+const MaxD2Rounds = len(rangeD2) - 1
+
+// D2 is the control-chart constant d2 for n samples: the expected range
+// of n standard normal samples, in standard deviations. 0 below two.
+func D2(n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return rangeD2[min(n, MaxD2Rounds)]
+}
+
+// PooledSD is the pooled standard deviation of groups of repeated
+// readings, each about its own mean; ok is false (and sd 0) when no group
+// has two readings.
+func PooledSD(groups [][]float64) (sd float64, ok bool) {
+	var ss float64
+	df := 0
+	for _, v := range groups {
+		if len(v) < 2 {
+			continue
+		}
+		var m float64
+		for _, x := range v {
+			m += x
+		}
+		m /= float64(len(v))
+		for _, x := range v {
+			ss += (x - m) * (x - m)
+		}
+		df += len(v) - 1
+	}
+	if df == 0 {
+		return 0, false
+	}
+	return math.Sqrt(ss / float64(df)), true
 }
 
 // MinAlpha is the smallest two-sided level an exact rank test can reach

@@ -3,6 +3,8 @@ package stepcurve
 import (
 	"math"
 	"slices"
+
+	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
 // Reading is one step's verdict at a level: how far past its limit the
@@ -288,34 +290,8 @@ func pooledSD(readings []Reading, ref float64) float64 {
 	for _, v := range byX {
 		groups = append(groups, v)
 	}
-	sd, _ := pooled(groups)
+	sd, _ := stats.PooledSD(groups)
 	return sd
-}
-
-// pooled is the pooled standard deviation of groups of repeated
-// readings, each about its own mean; ok is false (and sd 0) when no group
-// has two readings.
-func pooled(groups [][]float64) (sd float64, ok bool) {
-	var ss float64
-	df := 0
-	for _, v := range groups {
-		if len(v) < 2 {
-			continue
-		}
-		var m float64
-		for _, x := range v {
-			m += x
-		}
-		m /= float64(len(v))
-		for _, x := range v {
-			ss += (x - m) * (x - m)
-		}
-		df += len(v) - 1
-	}
-	if df == 0 {
-		return 0, false
-	}
-	return math.Sqrt(ss / float64(df)), true
 }
 
 // Achieved is the median achieved level of the readings at asked level x
@@ -341,12 +317,7 @@ func achieved(readings []Reading, x, ref float64) float64 {
 	if len(v) == 0 {
 		return x
 	}
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
+	return stats.Median(v)
 }
 
 // margin is the mean margin of the readings at x (-1 at the reference).

@@ -118,7 +118,7 @@ func Compare(a, b []float64, o Options) Diff {
 // CurveNoise is the noise of one reading over whole curves: the pooled
 // standard deviation of ln(throughput) within each level of each curve
 // (sigma, 0 without a repeated level), and the noise floor it implies,
-// the range three readings span on average (exp(1.693 sigma), as
+// the range three readings span on average (exp(d2(3) sigma), as
 // stats.NoiseFloor's floor of three runs).
 func CurveNoise(curves ...[]Level) (sigma, floor float64) {
 	var groups [][]float64
@@ -133,11 +133,11 @@ func CurveNoise(curves ...[]Level) (sigma, floor float64) {
 			groups = append(groups, xs)
 		}
 	}
-	sigma, ok := pooled(groups)
+	sigma, ok := stats.PooledSD(groups)
 	if !ok {
 		return 0, 1
 	}
-	return sigma, math.Exp(1.693 * sigma)
+	return sigma, math.Exp(stats.D2(3) * sigma)
 }
 
 // Peak is the level with the highest median throughput.
