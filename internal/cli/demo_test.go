@@ -23,6 +23,9 @@ type demoReport struct {
 		Query       string  `json:"query"`
 		Status      string  `json:"status"`
 		Factor      float64 `json:"factor"`
+		Work        *struct {
+			More string `json:"more"`
+		} `json:"work"`
 	} `json:"queries"`
 	RegressionsByAddedTime []string          `json:"regressions_by_added_time"`
 	Divergence             []json.RawMessage `json:"divergence"`
