@@ -619,7 +619,8 @@ var walSettings = []string{"data_checksums", "wal_log_hints", "full_page_writes"
 // candidate for more WAL, a smaller shared_buffers for more blocks
 // dirtied (a block written out to make room is dirtied again). They are
 // causes whatever the plans, which cannot show that work: the comparison
-// counted it. A setting that have already names is left to it.
+// counted it. A setting already among have, with the plans' evidence,
+// is left there.
 func workSettings(more []Work, cs, cd *Snapshot, have []Cause) []Cause {
 	var out []Cause
 	for _, name := range settingDiffs(cs, cd) {
