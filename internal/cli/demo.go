@@ -111,7 +111,9 @@ With --change upgrade --candidate-bin DIR the candidate runs the server
 binaries in DIR, another major version (say /usr/lib/postgresql/18/bin), and
 production and the control those of --control-bin (the installed ones by
 default): a major-version upgrade rehearsed with the same data, built on each
-server by the same statements. Plans are compared across the versions: what
+server by the same statements. The candidate starts with the control's
+data-checksum setting, as pg_upgrade requires (18's initdb turns checksums
+on by default, and with them reads write WAL). Plans are compared across the versions: what
 only the format of one version's EXPLAIN adds (buffers by default, fractional
 row counts, index searches on 18) is not a plan change, and a plan that did
 change names the version as its cause.
@@ -185,6 +187,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	checksums := demoChecksums(majors, say)
 	say("starting three throwaway clusters: production, a control and a candidate (%s)", demoChanges[f.change])
 	clusters := map[string]*pgcluster.Cluster{}
 	for _, name := range []string{"production", "control", "candidate"} {
@@ -193,7 +196,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 			s = candSettings
 		}
 		s = versionSettings(s, majors[name])
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep, BinDir: bins[name]})
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep, BinDir: bins[name], Checksums: checksums[name]})
 		if err != nil {
 			return err
 		}
@@ -290,6 +293,23 @@ func demoVersions(f demoFlags, say func(string, ...any)) (bins map[string]string
 		say("PostgreSQL %d has no jsonlog (from 15): its servers log stderr and csvlog", m)
 	}
 	return bins, majors, nil
+}
+
+// demoChecksums returns each cluster's data-checksum setting: initdb's
+// default, except for a candidate of another major version than the
+// control's, which gets the control's, as pg_upgrade requires (the old and
+// new clusters must agree). PostgreSQL 18's initdb turns checksums on by
+// default; left so, an 18 candidate of a 13 control WAL-logs the hint bits
+// its reads set, and SELECTs write WAL on the candidate only: a difference
+// that no upgrade makes. It says so when it chooses.
+func demoChecksums(majors map[string]int, say func(string, ...any)) map[string]pgcluster.Checksums {
+	ctl, cand := majors["control"], majors["candidate"]
+	want := pgcluster.InitdbChecksums(ctl)
+	if ctl == cand || pgcluster.InitdbChecksums(cand) == want {
+		return map[string]pgcluster.Checksums{}
+	}
+	say("the candidate starts with data checksums %s, as the control's (PostgreSQL %d's default): pg_upgrade keeps the old cluster's setting", want, ctl)
+	return map[string]pgcluster.Checksums{"candidate": want}
 }
 
 // versionSettings returns settings as PostgreSQL major takes them:

@@ -23,6 +23,9 @@ type demoReport struct {
 		Query       string  `json:"query"`
 		Status      string  `json:"status"`
 		Factor      float64 `json:"factor"`
+		Work        *struct {
+			More string `json:"more"`
+		} `json:"work"`
 	} `json:"queries"`
 	RegressionsByAddedTime []string          `json:"regressions_by_added_time"`
 	Divergence             []json.RawMessage `json:"divergence"`
@@ -274,6 +277,19 @@ func TestDemoSmallSharedBuffers(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the range report was not explained: %+v", r.Plans.Outcomes)
+	}
+	// Issue 44: the writes that dirty more blocks with fewer buffers
+	// (a block written out to make room is dirtied again) name
+	// shared_buffers, the one difference, as their cause, never "none
+	// found".
+	for _, q := range r.Queries {
+		if q.Status != "more_work" || q.Work == nil || q.Work.More != "shared_blks_dirtied" {
+			continue
+		}
+		want := q.Fingerprint + "  same plan, more work; cause: shared_buffers 128MB -> 128kB"
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("%s dirties more blocks a call without shared_buffers as the cause; want %q:\n%s", q.Query, want, planLines(r.stdout))
+		}
 	}
 }
 

@@ -70,6 +70,20 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			if len(r.Divergence) != 0 {
 				t.Errorf("the same data diverged: %s", r.Divergence)
 			}
+			// The candidate starts with the control's data checksums,
+			// as pg_upgrade requires: an 18 candidate left with its
+			// initdb's (on) WAL-logged the hint bits its reads set,
+			// and its SELECTs broke the WAL rule (issue 44).
+			if pgcluster.InitdbChecksums(pr[0]) != pgcluster.InitdbChecksums(pr[1]) {
+				if said := fmt.Sprintf("the candidate starts with data checksums %s", pgcluster.InitdbChecksums(pr[0])); !strings.Contains(r.stderr, said) {
+					t.Errorf("the demo does not say %q:\n%s", said, r.stderr)
+				}
+			}
+			for _, q := range r.Queries {
+				if strings.HasPrefix(q.Query, "SELECT") && q.Work != nil && q.Work.More == "wal_bytes" {
+					t.Errorf("a read writes more WAL on PostgreSQL %d than on %d: %s", pr[1], pr[0], q.Query)
+				}
+			}
 			explained := 0
 			for _, o := range r.Plans.Outcomes {
 				switch o.Verdict {

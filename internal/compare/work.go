@@ -2,6 +2,7 @@ package compare
 
 import (
 	"cmp"
+	"encoding/json"
 	"math"
 	"slices"
 
@@ -142,6 +143,34 @@ type WorkEffect struct {
 	// (ServerWork.MinShare) over the whole interval (ShareLow for more
 	// work).
 	Material bool `json:"material"`
+	// FromNone: the baseline's median per call is under what the
+	// counter tells from 0 (FromNone) and the candidate's is not: a
+	// change from nothing, which no ratio measures. Ratio, Low and
+	// High are then over that resolution, what the judgement works
+	// with; reports say "none -> 105 B a call", and the JSON writes
+	// them 0 (MarshalJSON).
+	FromNone bool `json:"from_none,omitempty"`
+}
+
+// FromNone reports whether baseline, a median per call of work metric
+// m, is under what its counter tells from 0: 1 byte of WAL, a thousandth
+// of a block or full-page image.
+func FromNone(m Metric, baseline float64) bool {
+	res, ok := workResolution[m]
+	return ok && baseline < res
+}
+
+// MarshalJSON writes e with its ratio and interval 0 when it is a change
+// from nothing (FromNone), as a latency ratio is 0 when its baseline is:
+// a ratio over the counter's resolution (21 B over 1 B, "21x") would
+// read as a measured factor.
+func (e WorkEffect) MarshalJSON() ([]byte, error) {
+	type plain WorkEffect
+	p := plain(e)
+	if p.FromNone {
+		p.Ratio, p.Low, p.High = 0, 0, 0
+	}
+	return json.Marshal(p)
 }
 
 // WorkRun is one run's pg_stat_statements figures of a query.
@@ -391,6 +420,7 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 			NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Beyond: r.Beyond, P: r.P, Change: ChangeNone,
 			Baseline: stats.Median(bv), Candidate: stats.Median(kv)}
 		e.Delta = e.Candidate - e.Baseline
+		e.FromNone = FromNone(m, e.Baseline) && !FromNone(m, e.Candidate)
 		if r.RankInterval {
 			e.Interval = IntervalRuns
 		}

@@ -121,7 +121,7 @@ func Statements(in Input, top int) []explain.Statement {
 				}
 			}
 		}
-		st := explain.Statement{Fingerprint: fp, Query: text, Samples: samplesOf(fp, in.Baseline, in.Candidate)}
+		st := explain.Statement{Fingerprint: fp, Query: text, Samples: samplesOf(fp, in.Baseline, in.Candidate), MoreWork: moreWork(q)}
 		for _, r := range in.Baseline {
 			if lp := r.LoggedPlanOf(fp); lp != nil {
 				st.Logged = lp.Plan
@@ -129,6 +129,26 @@ func Statements(in Input, top int) []explain.Statement {
 			}
 		}
 		out = append(out, st)
+	}
+	return out
+}
+
+// moreWork is the work per call the comparison found q's candidate does
+// more of: the metric that made it a work regression (or that its
+// latency regression also does more of), and the other if it grew beyond
+// noise and the relative work floor too; nil when work was not judged.
+func moreWork(q *compare.QueryDiff) []explain.Work {
+	if q == nil || q.Work == nil || !q.Work.Judged {
+		return nil
+	}
+	var out []explain.Work
+	for _, m := range []struct {
+		metric compare.Metric
+		work   explain.Work
+	}{{compare.MetricWALBytes, explain.WorkWAL}, {compare.MetricDirtied, explain.WorkDirtied}} {
+		if e := q.Work.Of(m.metric); q.Work.More == m.metric || e.Change == compare.ChangeMore && e.Beyond && e.Delta > 0 {
+			out = append(out, m.work)
+		}
 	}
 	return out
 }

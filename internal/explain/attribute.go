@@ -78,7 +78,8 @@ type Cause struct {
 	Together bool `json:"together,omitempty"`
 	// Evidence names what in the plans ties the cause to them: "spill"
 	// (a sort, hash or aggregate went to disk), "reads" (shared blocks
-	// read from outside shared_buffers grew), "jit".
+	// read from outside shared_buffers grew), "jit"; or what in the
+	// comparison does: EvidenceWAL, EvidenceDirtied.
 	Evidence string `json:"evidence,omitempty"`
 	// Columns are the columns the statement assigns that the index
 	// covers (CauseIndexStopsHOT).
@@ -87,6 +88,18 @@ type Cause struct {
 	// (CauseIndexStopsHOT).
 	HOT *HOTUpdates `json:"hot_updates,omitempty"`
 }
+
+// Evidence of a setting that the comparison's work per call ties to the
+// statement (Statement.MoreWork).
+const (
+	// EvidenceWAL: the candidate writes more WAL per call, and the
+	// setting makes it WAL-log more (data_checksums, wal_log_hints,
+	// full_page_writes turned on).
+	EvidenceWAL = "wal"
+	// EvidenceDirtied: the candidate dirties more shared blocks per
+	// call, and has fewer shared_buffers.
+	EvidenceDirtied = "dirtied"
+)
 
 // HOTUpdates are a relation's pg_stat_all_tables counters on both sides
 // when the snapshots read them (once, after the runs): rows updated
@@ -112,7 +125,7 @@ func plannerSetting(name string) bool {
 		"dynamic_shared_memory_type", "huge_pages", "huge_page_size", "shared_memory_type", "min_dynamic_shared_memory",
 		"track_io_timing", "max_connections", "server_version", "jit_provider", "backend_flush_after",
 		"old_snapshot_threshold", "max_prepared_transactions", "vacuum_buffer_usage_limit", "io_combine_limit",
-		"max_parallel_maintenance_workers":
+		"max_parallel_maintenance_workers", "data_checksums", "wal_log_hints", "full_page_writes":
 		return false
 	}
 	return true // Query Tuning: enable_*, cost constants, GEQO, collapse limits, jit...
@@ -146,8 +159,9 @@ func SettingDiffs(control, candidate *Snapshot) []Cause {
 	return out
 }
 
-// attribute finds the causes of main's change or slowdown.
-func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, ctl, cand *session) {
+// attribute finds the causes of main's change or slowdown, and of the
+// more work per call the comparison found (more).
+func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, ctl, cand *session, more []Work) {
 	var cs, cd *Snapshot
 	if ctl != nil {
 		cs = ctl.snap
@@ -186,6 +200,7 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 		} else {
 			causes = append(causes, r.verifySpill(ctx, main, cand, slowdownSettings(main, cs, cd))...)
 		}
+		causes = append(causes, workSettings(more, cs, cd, causes)...)
 	}
 	slices.SortStableFunc(causes, func(x, y Cause) int { return cmp.Compare(causeRank(x), causeRank(y)) })
 	out.Causes = causes
@@ -591,3 +606,46 @@ func slowdownSettings(main *Explained, cs, cd *Snapshot) []Cause {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// walSettings are the settings that, turned on, make the same statements
+// write more WAL: data checksums and wal_log_hints WAL-log the first hint
+// bit set on a page after a checkpoint (a whole page, and reads set hint
+// bits), full_page_writes the first change of a page after one.
+var walSettings = []string{"data_checksums", "wal_log_hints", "full_page_writes"}
+
+// workSettings are the differing settings that change the work the
+// comparison found the candidate does more of per call (more), in the
+// direction that adds it: a WAL setting off on the control and on on the
+// candidate for more WAL, a smaller shared_buffers for more blocks
+// dirtied (a block written out to make room is dirtied again). They are
+// causes whatever the plans, which cannot show that work: the comparison
+// counted it. A setting already among have, with the plans' evidence,
+// is left there.
+func workSettings(more []Work, cs, cd *Snapshot, have []Cause) []Cause {
+	var out []Cause
+	for _, name := range settingDiffs(cs, cd) {
+		a, b := cs.Settings[name], cd.Settings[name]
+		ev := ""
+		switch {
+		case slices.Contains(more, WorkWAL) && slices.Contains(walSettings, name) && a.Raw == "off" && b.Raw == "on":
+			ev = EvidenceWAL
+		case slices.Contains(more, WorkDirtied) && name == "shared_buffers" && smaller(b, a):
+			ev = EvidenceDirtied
+		default:
+			continue
+		}
+		if slices.ContainsFunc(have, func(c Cause) bool { return c.Kind == CauseSetting && c.Setting == name }) {
+			continue
+		}
+		out = append(out, Cause{Kind: CauseSetting, Setting: name, Control: a.Value, Candidate: b.Value, Evidence: ev})
+	}
+	return out
+}
+
+// smaller reports whether setting a is a smaller number than b in the
+// same unit.
+func smaller(a, b Setting) bool {
+	x, errA := strconv.ParseInt(a.Raw, 10, 64)
+	y, errB := strconv.ParseInt(b.Raw, 10, 64)
+	return errA == nil && errB == nil && a.Unit == b.Unit && x < y
+}

@@ -284,7 +284,7 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	if !main.Diff.Same {
 		out.Verdict = PlanChanged
 	}
-	r.attribute(ctx, &out, main, ctl, cand)
+	r.attribute(ctx, &out, main, ctl, cand, st.MoreWork)
 	return out
 }
 

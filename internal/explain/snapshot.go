@@ -124,7 +124,8 @@ type ExtStat struct {
 }
 
 // settingsQuery reads the pg_settings categories of a snapshot, with the
-// few settings of other categories that change plans or their cost. The
+// few settings of other categories that change plans or their cost, and
+// those that change the WAL a statement writes (walSettings). The
 // settings of "Resource Usage / Asynchronous Behavior" (up to 17) are
 // named, since 18 moved them to "I/O" and "Worker Processes": by their
 // category, a 13 or 17 control would have them and an 18 candidate not,
@@ -138,7 +139,8 @@ WHERE category LIKE 'Query Tuning%'
    OR name IN ('jit_provider', 'track_io_timing', 'max_connections', 'server_version',
                'backend_flush_after', 'effective_io_concurrency', 'maintenance_io_concurrency', 'io_combine_limit',
                'max_worker_processes', 'max_parallel_workers', 'max_parallel_workers_per_gather',
-               'max_parallel_maintenance_workers', 'parallel_leader_participation', 'old_snapshot_threshold')
+               'max_parallel_maintenance_workers', 'parallel_leader_participation', 'old_snapshot_threshold',
+               'data_checksums', 'wal_log_hints', 'full_page_writes')
 ORDER BY name`
 
 // LoadSnapshot reads the server's version and settings; relations are

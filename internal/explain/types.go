@@ -60,7 +60,26 @@ type Statement struct {
 	// Logged is the control's own plan from its log (auto_explain),
 	// used when there is no connection to the control.
 	Logged *plan.Plan
+	// MoreWork is the server work per call the comparison found the
+	// candidate does more of: the settings that change that work
+	// (data checksums and WAL-logged hint bits for WAL, shared_buffers
+	// for blocks dirtied) are then named as its causes, with or without
+	// a plan change. EXPLAIN cannot tell: its runs come after the
+	// replay's, when the hint bits are set.
+	MoreWork []Work
 }
+
+// Work is a kind of server work per call that the comparison judges
+// (pg_stat_statements' counters).
+type Work string
+
+// Kinds of work.
+const (
+	// WorkWAL: WAL bytes per call.
+	WorkWAL Work = "wal"
+	// WorkDirtied: shared blocks dirtied per call.
+	WorkDirtied Work = "dirtied"
+)
 
 // Verdict says whether a statement's plan changed.
 type Verdict string

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -28,6 +29,31 @@ const InitCacheEnv = "PGREHEARSE_INITDB_CACHE"
 // the fsync of the new directory, which a throwaway cluster does not
 // need.
 var initdbArgs = []string{"-U", superuser, "-A", "trust", "-E", "UTF8", "--no-locale", "-N"}
+
+// initdbArgsFor returns initdb's options for a cluster of the binaries in
+// bin with data checksums as sums says: --data-checksums for on (every
+// version has it); for off, --no-data-checksums where initdb has it (from
+// 18, whose default is on), nothing before (off is their default). Only
+// an explicit off asks the binaries their version.
+func initdbArgsFor(bin string, sums Checksums) ([]string, error) {
+	args := slices.Clone(initdbArgs)
+	switch sums {
+	case ChecksumsDefault:
+	case ChecksumsOn:
+		args = append(args, "--data-checksums")
+	case ChecksumsOff:
+		major, err := MajorOf(bin)
+		if err != nil {
+			return nil, err
+		}
+		if InitdbChecksums(major) == ChecksumsOn {
+			args = append(args, "--no-data-checksums")
+		}
+	default:
+		return nil, fmt.Errorf("pgcluster: Options.Checksums %q: use %q, %q or empty (initdb's default)", sums, ChecksumsOn, ChecksumsOff)
+	}
+	return args, nil
+}
 
 // makeData makes the cluster's data directory: a copy of the cached
 // template of its binaries when InitCacheEnv names a usable cache, else
@@ -49,15 +75,17 @@ func (c *Cluster) makeData(ctx context.Context) error {
 }
 
 func (c *Cluster) initdb(ctx context.Context, dir string) error {
-	if out, err := c.server(ctx, "initdb", append([]string{"-D", dir}, initdbArgs...)...).CombinedOutput(); err != nil {
+	if out, err := c.server(ctx, "initdb", append([]string{"-D", dir}, c.initdbArgs...)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	return nil
 }
 
 // template returns the data directory of the cache made by initdb with
-// c's binaries (keyed by their directory and initdb's size and time, so
-// that an upgrade of the binaries makes a new one), making it first when
+// c's binaries and options (keyed by the binaries' directory, initdb's
+// size and time, so that an upgrade of the binaries makes a new one, and
+// initdb's options, so that a cluster with data checksums never starts
+// from a template without, or the reverse), making it first when
 // missing. Processes starting clusters at once make it once: the first
 // holds a lock on it while the others wait.
 func (c *Cluster) template(ctx context.Context, cache string) (string, error) {
@@ -65,7 +93,7 @@ func (c *Cluster) template(ctx context.Context, cache string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%s", c.bin, fi.Size(), fi.ModTime().UnixNano(), strings.Join(initdbArgs, " "))))
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%s", c.bin, fi.Size(), fi.ModTime().UnixNano(), strings.Join(c.initdbArgs, " "))))
 	dir := filepath.Join(cache, hex.EncodeToString(h[:8]))
 	data := filepath.Join(dir, "data")
 	ready := filepath.Join(dir, "ready")

@@ -58,3 +58,41 @@ func TestInitCache(t *testing.T) {
 }
 
 func containsBytes(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// TestChecksums: Options.Checksums gives the cluster the data-checksum
+// setting asked for, on 18 (whose initdb turns them on by default, and
+// has --no-data-checksums) and on 15 (off by default, no such option);
+// the zero value keeps initdb's default (InitdbChecksums). With the initdb
+// cache, each choice has a template of its own: a cluster never starts
+// from a template made with the other setting.
+func TestChecksums(t *testing.T) {
+	cache, err := os.MkdirTemp("/tmp", "initcache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(cache) })
+	if err := os.Chmod(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(pgcluster.InitCacheEnv, cache)
+	want := map[pgcluster.Checksums]string{pgcluster.ChecksumsOn: "on", pgcluster.ChecksumsOff: "off"}
+	for _, major := range []int{15, 18} {
+		want[pgcluster.ChecksumsDefault] = want[pgcluster.InitdbChecksums(major)]
+		for _, sums := range []pgcluster.Checksums{pgcluster.ChecksumsDefault, pgcluster.ChecksumsOn, pgcluster.ChecksumsOff} {
+			c := pgclustertest.StartT(t, pgcluster.Options{Version: major, Checksums: sums})
+			if got := query(t, c, "postgres", "SHOW data_checksums"); got != want[sums] {
+				t.Errorf("PostgreSQL %d, Checksums %q: data_checksums %s, want %s", major, sums, got, want[sums])
+			}
+		}
+	}
+	// A template per version and initdb options: 15's default and off
+	// run initdb alike and share one; 18's default, on and off each
+	// have theirs.
+	ready, _ := filepath.Glob(filepath.Join(cache, "*", "ready"))
+	if len(ready) != 5 {
+		t.Errorf("%d templates made in the cache, want 5 (on and off of each version, and 18's default): %v", len(ready), ready)
+	}
+	if _, err := pgcluster.Start(context.Background(), pgcluster.Options{Checksums: "maybe"}); err == nil || !strings.Contains(err.Error(), "maybe") {
+		t.Errorf("Checksums \"maybe\": %v, want an error naming it", err)
+	}
+}

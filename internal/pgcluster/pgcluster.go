@@ -72,6 +72,41 @@ type Options struct {
 	// Stop. The server is stopped either way. A Start that fails removes
 	// the directory regardless: its error quotes the server log.
 	Keep bool
+
+	// Checksums chooses whether initdb turns data checksums on. The
+	// zero value keeps initdb's default, which PostgreSQL 18 changed
+	// (InitdbChecksums): a cluster standing for another of another
+	// major version, as pg_upgrade makes it, must say which.
+	Checksums Checksums
+}
+
+// Checksums is a cluster's data-checksum setting, chosen once by initdb
+// (SHOW data_checksums). With checksums on, the first change of a page
+// after a checkpoint that only sets hint bits, which a read does, writes
+// the page to WAL: the same SELECT writes WAL on one server and not on
+// the other.
+type Checksums string
+
+// Data-checksum settings.
+const (
+	// ChecksumsDefault is what the binaries' initdb does by default.
+	ChecksumsDefault Checksums = ""
+	// ChecksumsOn: initdb --data-checksums.
+	ChecksumsOn Checksums = "on"
+	// ChecksumsOff: no data checksums (initdb --no-data-checksums from
+	// 18, its default before).
+	ChecksumsOff Checksums = "off"
+)
+
+// InitdbChecksums is the data-checksum setting initdb of PostgreSQL major
+// gives a cluster by default: on from 18, off before. pg_upgrade requires
+// the old and new clusters to have the same, so a candidate standing for
+// an upgrade of a major before 18 to 18 or later needs ChecksumsOff.
+func InitdbChecksums(major int) Checksums {
+	if major >= 18 {
+		return ChecksumsOn
+	}
+	return ChecksumsOff
 }
 
 // Cluster is a running throwaway PostgreSQL server. Its methods may be
@@ -85,6 +120,10 @@ type Cluster struct {
 	// cred is the identity the server binaries run as; nil means the
 	// current user.
 	cred *syscall.Credential
+
+	// initdbArgs are initdb's options after -D: initdbArgs and the
+	// data-checksum choice's.
+	initdbArgs []string
 
 	// watchdog stops the cluster if this process dies; writing "done" to
 	// watchdogW dismisses it.
@@ -130,6 +169,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	args, err := initdbArgsFor(bin, opts.Checksums)
+	if err != nil {
+		return nil, err
+	}
 	cred, err := serverCredential()
 	if err != nil {
 		return nil, err
@@ -138,7 +181,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, dir: dir, keep: opts.Keep, cred: cred}
+	c := &Cluster{bin: bin, dir: dir, keep: opts.Keep, cred: cred, initdbArgs: args}
 	if err := c.init(ctx, conf); err != nil {
 		// A server may be up even though pg_ctl failed (timed out, or
 		// killed by ctx): only the absence of postmaster.pid proves

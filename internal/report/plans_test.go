@@ -343,3 +343,33 @@ func TestPlansAcrossVersions(t *testing.T) {
 		t.Errorf("same major: %q", v)
 	}
 }
+
+// TestWorkSettingWords: a same plan that writes more WAL (a read under
+// data checksums) or dirties more blocks (fewer shared_buffers) reads
+// "same plan, more work" with the setting as the cause, and the cause's
+// sentence says how the setting adds that work.
+func TestWorkSettingWords(t *testing.T) {
+	e := explained(t, explain.ModeLiteral,
+		`Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..51.200 rows=200000 loops=1)`,
+		`Seq Scan on orders  (cost=0.00..3667.00 rows=200000 width=14) (actual time=0.010..51.300 rows=200000 loops=1)`)
+	for _, tc := range []struct {
+		cause      explain.Cause
+		line, text string
+	}{
+		{explain.Cause{Kind: explain.CauseSetting, Setting: "data_checksums", Control: "off", Candidate: "on", Evidence: explain.EvidenceWAL},
+			"same plan, more work; cause: data_checksums off -> on",
+			"data_checksums off -> on: the candidate writes more WAL per call: with data checksums, the first hint bit set on a page after a checkpoint, by a read too, writes the whole page to WAL"},
+		{explain.Cause{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "128MB", Candidate: "128kB", Evidence: explain.EvidenceDirtied},
+			"same plan, more work; cause: shared_buffers 128MB -> 128kB",
+			"shared_buffers 128MB -> 128kB: the candidate dirties more blocks per call, and with fewer buffers a block written out to make room is dirtied again"},
+	} {
+		o := explain.Outcome{Fingerprint: "s", Verdict: explain.SamePlan, Explained: []explain.Explained{e},
+			Causes: []explain.Cause{tc.cause, {Kind: explain.CauseVersion, Control: "13.23", Candidate: "18.4"}}}
+		if got := PlanLine(&o, compare.StatusMoreWork); got != tc.line {
+			t.Errorf("line:\n got %q\nwant %q", got, tc.line)
+		}
+		if got := CauseText(o.Causes[0], o.Main()); !strings.HasPrefix(got, tc.text) {
+			t.Errorf("cause:\n got %q\nwant prefix %q", got, tc.text)
+		}
+	}
+}

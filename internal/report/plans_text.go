@@ -375,6 +375,10 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 			s += ": " + readsEvidence(m)
 		case c.Evidence == "jit":
 			s += ": JIT time on the candidate"
+		case c.Evidence == explain.EvidenceWAL:
+			s += ": " + walEvidence(c.Setting)
+		case c.Evidence == explain.EvidenceDirtied:
+			s += ": the candidate dirties more blocks per call, and with fewer buffers a block written out to make room is dirtied again"
 		case c.Verified && c.Together:
 			s += " (verified with the other settings marked so: with the control's values together the candidate plans as the control does)"
 		case c.Verified:
@@ -470,6 +474,20 @@ func spillEvidence(m *explain.Explained) string {
 		}
 	}
 	return "temporary blocks grew"
+}
+
+// walEvidence says why a WAL setting turned on adds WAL per call.
+func walEvidence(setting string) string {
+	const more = "the candidate writes more WAL per call"
+	switch setting {
+	case "data_checksums":
+		return more + ": with data checksums, the first hint bit set on a page after a checkpoint, by a read too, writes the whole page to WAL (pg_upgrade keeps the old cluster's setting: initdb the new one alike)"
+	case "wal_log_hints":
+		return more + ": with wal_log_hints, the first hint bit set on a page after a checkpoint, by a read too, writes the whole page to WAL"
+	case "full_page_writes":
+		return more + ": with full_page_writes, the first change of a page after a checkpoint writes the whole page to WAL"
+	}
+	return more
 }
 
 func readsEvidence(m *explain.Explained) string {

@@ -287,6 +287,10 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		return fmt.Sprintf("error rate %.2f%% -> %.2f%% (%+.2f pp)", b.Baseline, b.Candidate, b.Candidate-b.Baseline)
 	}
 	if _, work := workMetricNames[b.Metric]; work {
+		// A change from nothing has no ratio: "none -> 105 B a call".
+		if compare.FromNone(b.Metric, b.Baseline) && !compare.FromNone(b.Metric, b.Candidate) {
+			return WorkMetricName(b.Metric) + " none -> " + fmtPerCall(b.Metric, b.Candidate) + " a call"
+		}
 		s := fmt.Sprintf("%s per call %s -> %s (%s", WorkMetricName(b.Metric), fmtPerCall(b.Metric, b.Baseline), fmtPerCall(b.Metric, b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 		if q := rep.Query(b.Fingerprint); q != nil && q.Work != nil {
 			if e := q.Work.Of(b.Metric); e != nil {

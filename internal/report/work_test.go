@@ -255,3 +255,92 @@ func TestServerWorkBelowFloorsAndHOT(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkFromNone: a query that wrote no WAL on the control and 105 B a
+// call on the candidate (a read whose hint bits are WAL-logged under data
+// checksums) is a change from nothing: "none -> 105 B a call" in the
+// verdict and the broken rule, "none -> 105 B" and "from none" in the
+// table, from_none with no ratio in the JSON, and never a ratio over the
+// counter's resolution ("105x (105-105)", "(-, interval 105-105)").
+func TestWorkFromNone(t *testing.T) {
+	var base, cand []*compare.Run
+	for i := range 6 {
+		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
+		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+		var wal int64
+		if i >= 3 {
+			wal = 105
+		}
+		qs := []observe.Query{
+			{Fingerprint: "b2c3d4e5f6071829", QueryStats: observe.QueryStats{Calls: 5000, WALBytes: 5000 * wal, SharedBlksDirtied: 4600}},
+			{Fingerprint: "a1b2c3d4e5f60718", QueryStats: observe.QueryStats{Calls: 5000, WALBytes: 5000 * 200, SharedBlksDirtied: 5000}},
+		}
+		totals := observe.QueryStats{Calls: 10000, WALBytes: 5000 * (wal + 200), SharedBlksDirtied: 9600}
+		b, err := json.Marshal(observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: totals}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Evidence = b
+		if i < 3 {
+			base = append(base, run)
+		} else {
+			cand = append(cand, run)
+		}
+	}
+	rules, err := compare.ParseRules([]string{"wal>+50%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("b2c3d4e5f6071829")
+	if q == nil || q.Work == nil || !q.Work.WALBytes.FromNone || q.Work.Dirtied.FromNone || q.Status != compare.StatusMoreWork || len(rep.Verdict.Broken) != 1 {
+		t.Fatalf("query %+v, broken %+v", q, rep.Verdict.Broken)
+	}
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 5); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, want := range []string{
+		"(WAL bytes none -> 105 B a call, +512.7 kB WAL per run)",
+		"wal>+50% broken by b2c3d4e5f6071829",
+		": WAL bytes none -> 105 B a call\n",
+		"  none -> 105 B ",
+		"  from none  +52% (52 to 52%) of the run's WAL",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := json.Marshal(ComparisonDocument(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"wal_bytes":{"ratio":0,`, `"from_none":true`, `"detail":"WAL bytes none -\u003e 105 B a call"`} {
+		if !bytes.Contains(js, []byte(want)) {
+			t.Errorf("JSON lacks %s:\n%s", want, js)
+		}
+	}
+	if n := bytes.Count(js, []byte(`"from_none"`)); n != 1 {
+		t.Errorf("from_none %d times in the JSON, want once (the WAL of one query)", n)
+	}
+	var page bytes.Buffer
+	if err := htmlreport.Write(&page, ComparisonPage(rep, ComparisonOptions{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"none -&gt; 105 B", "from none"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for name, s := range map[string]string{"text": out, "JSON": string(js), "page": page.String()} {
+		for _, ratio := range []string{"105x", "105.0x", "interval 105", "(105-105)", "(-, "} {
+			if strings.Contains(s, ratio) {
+				t.Errorf("the %s gives a change from nothing as a ratio: %q", name, ratio)
+			}
+		}
+	}
+}

@@ -25,10 +25,14 @@ func WorkMetricName(m compare.Metric) string {
 }
 
 // fmtWorkEffect is a work figure's change with its interval, as
-// fmtEffect: "2.90x (2.70-3.10)", "~ 1.02x (0.95-1.10)".
+// fmtEffect: "2.90x (2.70-3.10)", "~ 1.02x (0.95-1.10)"; "from none" for
+// a change from nothing, which no ratio measures.
 func fmtWorkEffect(e *compare.WorkEffect) string {
 	if e == nil {
 		return "-"
+	}
+	if e.FromNone {
+		return "from none"
 	}
 	s := fmtPoint(e.Ratio) + " (" + fmtBound(e.Low) + "-" + fmtBound(e.High) + ")"
 	if e.Change == compare.ChangeNone {
@@ -69,10 +73,24 @@ func fmtSignedBytes(v float64) string {
 	return fmtBytes(v)
 }
 
-// workFigure is "B -> C" per call of m.
+// workFigure is "B -> C" per call of m: "812 B -> 1.3 kB", "none -> 105
+// B" from nothing.
 func workFigure(w *compare.QueryWork, m compare.Metric) string {
 	e := w.Of(m)
+	if e.FromNone {
+		return "none -> " + fmtPerCall(m, e.Candidate)
+	}
 	return fmtPerCall(m, e.Baseline) + " -> " + fmtPerCall(m, e.Candidate)
+}
+
+// workChangeText words a work figure's change in a sentence: "WAL bytes
+// per call 2.90x (2.70-3.10)"; "WAL bytes none -> 105 B a call" from
+// nothing.
+func workChangeText(m compare.Metric, e *compare.WorkEffect) string {
+	if e != nil && e.FromNone {
+		return WorkMetricName(m) + " none -> " + fmtPerCall(m, e.Candidate) + " a call"
+	}
+	return WorkMetricName(m) + " per call " + fmtWorkEffect(e)
 }
 
 // workQueries are the queries the server-work section lists: the work
@@ -274,8 +292,8 @@ func workClause(rep *compare.Report) string {
 	if len(rep.MoreWork) > 0 {
 		if q := rep.Query(rep.MoreWork[0]); q != nil && q.Work != nil {
 			m := q.Work.More
-			s += fmt.Sprintf(", most %s (%s per call %s, %s WAL per run)", queryName(rep, q.Fingerprint), WorkMetricName(m),
-				fmtWorkEffect(q.Work.Of(m)), fmtSignedBytes(q.Work.AddedWALBytes))
+			s += fmt.Sprintf(", most %s (%s, %s WAL per run)", queryName(rep, q.Fingerprint),
+				workChangeText(m, q.Work.Of(m)), fmtSignedBytes(q.Work.AddedWALBytes))
 		}
 	}
 	return s
