@@ -202,6 +202,13 @@ func assertDroppedIndex(t *testing.T, r demoReport) {
 	if !strings.Contains(r.stdout, droppedIndexLine) {
 		t.Errorf("the summary lacks %q:\n%s", droppedIndexLine, r.stdout)
 	}
+	// The verdict comes first, before the rounds and the details: the
+	// FAIL line, the lookup with its cause and the fix it points to.
+	head, _, _ := strings.Cut(r.stdout, "REHEARSAL:")
+	if !strings.HasPrefix(r.stdout, "FAIL: ") || !strings.Contains(head, "top regression ") || !strings.Contains(head, droppedIndexLine) ||
+		!strings.Contains(head, "fix: create index customers_email_idx on the candidate") {
+		t.Errorf("the summary does not start with the verdict, the top regression's cause and its fix:\n%s", head)
+	}
 	found := false
 	for _, o := range r.Plans.Outcomes {
 		if strings.Contains(o.Query, "customers WHERE email") {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,7 @@ of its own kind, "more work" (docs/rehearse.md). A target without
 pg_stat_statements is rehearsed all the same, and the report says server work
 was not compared and why; --observe=false leaves it out.
 
-The comparison goes to standard output (the rounds first, the verdict last),
+The comparison goes to standard output (the verdict first, then the rounds),
 --json FILE writes it (report --json's schema with the rehearsal's index
 under "rehearsal"), --html FILE as report's page with every round's evidence.
 The findings are the candidate's first round's, against the control's first,
@@ -246,8 +247,10 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	if f.jsonPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	writeRounds(summaryOut, out, r.notes)
-	rep, cmpErr := r.compare(ctx, summaryOut, out, rules)
+	// The rounds are details: the verdict comes first (writeVerdictFirst).
+	var details bytes.Buffer
+	writeRounds(&details, out, r.notes)
+	rep, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
 	case runErr != nil:
 		return rehearsalStopped(out, f.out, runErr)
@@ -600,8 +603,11 @@ func firstLine(s string) string {
 // compare compares the rounds finished and writes the comparison, its
 // findings, JSON and page. A rehearsal that stopped early is compared
 // all the same, when each side finished a round, and the comparison is
-// then marked partial, never a pass.
-func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Outcome, rules []compare.Rule) (*compare.Report, error) {
+// then marked partial, never a pass. The verdict is written first, then
+// details (which hold the rounds already) with the comparison's details,
+// the plans and the findings added; details are written on every path.
+func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules []compare.Rule) (*compare.Report, error) {
+	defer details.WriteTo(w) // what is left when a path returned early
 	f := r.f
 	var v *judge.Verdict
 	var base, cand []judge.Run
@@ -637,13 +643,13 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		opts.OnStage = func(st judge.Stage, v *judge.Verdict) error {
 			switch st {
 			case judge.StageCompared:
-				if err := report.WriteComparison(w, v.Comparison, f.top); err != nil {
+				if err := report.WriteComparisonDetails(details, v.Comparison, f.top); err != nil {
 					return fmt.Errorf("write summary: %w", err)
 				}
 			case judge.StageExplaining:
 				fmt.Fprintf(r.stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
 			case judge.StageExplained:
-				if err := report.WritePlans(w, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
+				if err := report.WritePlans(details, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
 					return fmt.Errorf("write plans: %w", err)
 				}
 			case judge.StageFindings:
@@ -653,10 +659,10 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 				// Interrupted, the findings are left out; the rounds
 				// and the comparison are still written.
 				if v.Findings != nil {
-					fmt.Fprintln(w)
+					fmt.Fprintln(details)
 					// Its shares of time are of one round: say which.
-					fmt.Fprintln(w, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
-					if err := report.WriteFindings(w, v.Findings, replayHints); err != nil {
+					fmt.Fprintln(details, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
+					if err := report.WriteFindings(details, v.Findings, replayHints); err != nil {
 						return fmt.Errorf("write findings: %w", err)
 					}
 				}
@@ -665,7 +671,13 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 		}
 		base, cand = judge.NewRuns(out.Control), judge.NewRuns(out.Candidate)
 		var err error
-		if v, err = judge.Judge(ctx, base, cand, opts); err != nil {
+		v, err = judge.Judge(ctx, base, cand, opts)
+		if v != nil && v.Comparison != nil {
+			if werr := writeVerdictFirst(w, v, details); werr != nil {
+				return nil, werr
+			}
+		}
+		if err != nil {
 			switch {
 			case errors.Is(err, compare.ErrIncomplete):
 				return nil, refused(err)
@@ -675,6 +687,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, out *rehearse.Ou
 			return nil, err
 		}
 	} else {
+		details.WriteTo(w)
 		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
 	}
 	if f.jsonPath != "" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,7 +92,7 @@ not, by what its slowest 5% of calls added) and by factor; errors that grew
 are listed by SQLSTATE (errors a log without %e knows by message only are
 matched by count, never new), and queries seen on one side only apart.
 
-The summary goes to standard output, its verdict last. --html writes a
+The summary goes to standard output, its verdict first. --html writes a
 self-contained page (charts included, works offline); --json writes the
 comparison (schema: docs/report-json.md), to standard output with
 "--json -", in which case the summary goes to standard error.
@@ -222,16 +223,20 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		// With --candidate-dsn, on its catalog and the plans already made.
 		opts.Findings = &judge.FindingsOptions{Catalog: judge.Catalog{DSN: f.plans.candidateDSN}}
 	}
+	// The verdict comes first (writeVerdictFirst), with the top
+	// regression's cause from the plans explained after the comparison:
+	// the comparison's details, the plans and the findings wait for it.
+	var details bytes.Buffer
 	opts.OnStage = func(st judge.Stage, v *judge.Verdict) error {
 		switch st {
 		case judge.StageCompared:
-			if err := report.WriteComparison(summaryOut, v.Comparison, f.top); err != nil {
+			if err := report.WriteComparisonDetails(&details, v.Comparison, f.top); err != nil {
 				return fmt.Errorf("write summary: %w", err)
 			}
 		case judge.StageExplaining:
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
 		case judge.StageExplained:
-			if err := report.WritePlans(summaryOut, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
+			if err := report.WritePlans(&details, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
 				return fmt.Errorf("write plans: %w", err)
 			}
 		case judge.StageFindings:
@@ -242,12 +247,12 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 			// Interrupted, the findings are left out; the comparison is
 			// still written.
 			if v.Findings != nil {
-				fmt.Fprintln(summaryOut)
+				fmt.Fprintln(&details)
 				if len(cand) > 0 {
 					// Its shares of time are of one run: say which.
-					fmt.Fprintln(summaryOut, "Findings of the candidate's first run; a share of time is of that run, slowed by any regression above")
+					fmt.Fprintln(&details, "Findings of the candidate's first run; a share of time is of that run, slowed by any regression above")
 				}
-				if err := report.WriteFindings(summaryOut, v.Findings, reportHints); err != nil {
+				if err := report.WriteFindings(&details, v.Findings, reportHints); err != nil {
 					return fmt.Errorf("write findings: %w", err)
 				}
 			}
@@ -255,6 +260,11 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		return nil
 	}
 	v, err := judge.Judge(ctx, base, cand, opts)
+	if v != nil && v.Comparison != nil {
+		if werr := writeVerdictFirst(summaryOut, v, &details); werr != nil {
+			return werr
+		}
+	}
 	if err != nil {
 		return judgeError(err, v)
 	}
@@ -337,6 +347,27 @@ func compareOptions(f reportFlags, rules []compare.Rule) compare.Options {
 // judgeError is the error of a judging that failed: a comparison refused
 // says what to do, in the flags that allow it; Ctrl-C while the plans
 // were explained says so.
+// writeVerdictFirst writes v's verdict block (report.WriteVerdict, with
+// the top regression's plans when they were explained), then details:
+// what the comparison, the plans and the findings wrote, held until the
+// verdict was whole.
+func writeVerdictFirst(w io.Writer, v *judge.Verdict, details *bytes.Buffer) error {
+	var plans *explain.Report
+	if v.Plans != nil {
+		plans = v.Plans.Report
+	}
+	if err := report.WriteVerdict(w, v.Comparison, plans); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if _, err := details.WriteTo(w); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
 func judgeError(err error, v *judge.Verdict) error {
 	var mixed *compare.MixedLatencyError
 	switch {

@@ -199,6 +199,23 @@ func TestReportExitCodes(t *testing.T) {
 	}
 }
 
+// TestReportVerdictFirst: the summary starts with its verdict and the
+// rule broken with the query that broke it, before the details (issue
+// 44: some 130 lines came before the FAIL line), and does not say the
+// verdict again after them.
+func TestReportVerdictFirst(t *testing.T) {
+	dir := t.TempDir()
+	base := writeResult(t, dir, "base.json", "analysis", "", 100, 1)
+	slow := writeResult(t, dir, "slow.json", "analysis", "", 100, 3)
+	code, stdout, stderr := runCLI(context.Background(), "", "report", base, slow, "--fail-on", "mean>2x")
+	lines := strings.Split(stdout, "\n")
+	if code != ExitRegression || len(lines) < 3 || !strings.HasPrefix(lines[0], "FAIL: mean>2x broken by 1 query") ||
+		!strings.HasPrefix(lines[1], `  mean>2x broken by abc "SELECT $1": mean 1.00 ms -> 3.00 ms`) || lines[2] != "" ||
+		strings.Count(stdout, "FAIL") != 1 || !strings.HasPrefix(lines[3], "baseline   ") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
 func TestReportJSONToStdout(t *testing.T) {
 	dir := t.TempDir()
 	base := writeResult(t, dir, "base.json", "analysis", "", 100, 1)

@@ -218,17 +218,25 @@ func TestTwoRunsFewCallsTail(t *testing.T) {
 // server busy (query a, 100x, tens of seconds of server time a run over
 // runs of 2 s), a query slowed by a twentieth of that or less is slower
 // while busier, not a regression; one that added more stays a
-// regression; without a dominant regression nothing is relabelled.
+// regression; without a dominant regression nothing is relabelled. A
+// query that breaks a latency rule (b's mean, 1.5x, breaks mean>+20%,
+// not mean>+80%) stays a regression: never both not counted and
+// breaking a rule.
 func TestSlowerWhileBusier(t *testing.T) {
 	for _, c := range []struct {
 		name   string
+		rules  string
 		shift  map[string]float64
 		want   map[string]Status
 		busier int
 	}{
-		{"beside a dominant regression", map[string]float64{"a": 100, "b": 1.5, "e": 3},
+		{"beside a dominant regression", "", map[string]float64{"a": 100, "b": 1.5, "e": 3},
 			map[string]Status{"a": StatusRegressed, "b": StatusSlowerWhileBusier, "e": StatusRegressed}, 1},
-		{"no dominant regression", map[string]float64{"b": 1.5, "c": 1.3},
+		{"beside it, under a rule", "mean>+80%", map[string]float64{"a": 100, "b": 1.5, "e": 3},
+			map[string]Status{"a": StatusRegressed, "b": StatusSlowerWhileBusier, "e": StatusRegressed}, 1},
+		{"beside it, breaking a rule", "mean>+20%", map[string]float64{"a": 100, "b": 1.5, "e": 3},
+			map[string]Status{"a": StatusRegressed, "b": StatusRegressed, "e": StatusRegressed}, 0},
+		{"no dominant regression", "", map[string]float64{"b": 1.5, "c": 1.3},
 			map[string]Status{"b": StatusRegressed, "c": StatusRegressed}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -238,9 +246,21 @@ func TestSlowerWhileBusier(t *testing.T) {
 				// Runs of 2 s, as the calls' start times say.
 				r.FirstTime, r.LastTime = 1_700_000_000_000_000, 1_700_000_002_000_000
 			}
-			rep, err := Runs(base, cand, Options{})
+			var rules []Rule
+			if c.rules != "" {
+				var err error
+				if rules, err = ParseRules([]string{c.rules}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := Runs(base, cand, Options{Rules: rules})
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, b := range rep.Verdict.Broken {
+				if q := rep.Query(b.Fingerprint); q == nil || !q.Status.Regression() {
+					t.Errorf("%s broken by %s, which is no regression (%v)", b.Rule, b.Fingerprint, q.Status)
+				}
 			}
 			for fp, want := range c.want {
 				q := rep.Query(fp)

@@ -940,6 +940,16 @@ func (in *interpreter) error(e *entry) {
 	if len(in.suspects) > 0 && strings.Contains(e.context, "parallel worker") {
 		in.confirmWorker(e)
 	}
+	if e.f.session == "" && e.f.user == "" && e.f.database == "" && in.byPID[e.pid] == "" && workerOnlyError(e.message) {
+		// A parallel worker still running when its leader failed,
+		// which stopped it, or one that started after its leader had
+		// freed the query's shared memory and cannot attach (a busy
+		// machine runs workers late): its leader never repeats this
+		// error, so the suspect below would wait in vain and become
+		// a session of its own, with a failure the clients never saw.
+		in.c.skip(SkipParallelWorker, e.lines)
+		return
+	}
 	if e.statement != "" && e.f.session == "" && e.f.user == "" && e.f.database == "" && !in.leading && in.byPID[e.pid] == "" {
 		// A process never seen, whose line names no session, user or
 		// database, fails a statement: with a prefix as bare as
@@ -957,6 +967,28 @@ func (in *interpreter) error(e *entry) {
 		return
 	}
 	in.sessionError(e)
+}
+
+// workerOnlyMessages are errors that only a parallel worker logs
+// (PostgreSQL 13 to 18): stopped by its leader, which failed while the
+// worker still ran (die() in a background worker), or started after its
+// leader had ended and unable to attach to its shared memory
+// (ParallelWorkerMain, dsa_attach). Untranslated (lc_messages C or
+// English), as the interpreter reads every message.
+var workerOnlyMessages = []string{
+	`terminating background worker "parallel worker" due to administrator command`,
+	"could not attach to dynamic shared area",
+	"could not map dynamic shared memory segment",
+	"invalid magic number in dynamic shared memory segment",
+}
+
+// workerOnlyError reports whether msg is one of workerOnlyMessages. A
+// message may start with its SQLSTATE (log_error_verbosity = verbose).
+func workerOnlyError(msg string) bool {
+	if len(msg) > 7 && msg[5] == ':' && msg[6] == ' ' && prefix.IsSQLState(msg[:5]) {
+		msg = msg[7:]
+	}
+	return slices.Contains(workerOnlyMessages, msg)
 }
 
 // suspect is an error held in case it was a parallel worker's (see

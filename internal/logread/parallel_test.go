@@ -55,6 +55,82 @@ func TestParallelWorkerErrors(t *testing.T) {
 	}
 }
 
+// TestLateParallelWorker reads the logs that PostgreSQL 15.18 wrote, with
+// its default prefix '%m [%p] ', for TestParallelWorkerBarePrefix's
+// division by zero (internal/replay) on a loaded 2-core machine: the
+// second worker, still running when its leader reported the first one's
+// error, was stopped and said so (FATAL: terminating background worker),
+// or it started after its leader had freed the query's shared memory
+// and logged an error of its own (could not attach). No leader repeats
+// either. They are a parallel worker's errors too: the failure stays the
+// leader's alone, in one session. Before, the second worker was read as a
+// session of its own (with a second failure, which a replay ran again,
+// for the late one). The other cases are the worker failing earlier (no
+// shared memory segment, before it knows its statement) and a verbose
+// log's SQLSTATE.
+func TestLateParallelWorker(t *testing.T) {
+	const head = `2026-11-25 16:57:30.241 UTC [18194] LOG:  connection authorized: user=postgres database=postgres application_name=psql
+2026-11-25 16:57:30.247 UTC [18194] LOG:  duration: 0.023 ms  statement: SET parallel_leader_participation = off
+2026-11-25 16:57:30.262 UTC [18195] ERROR:  division by zero
+2026-11-25 16:57:30.262 UTC [18195] STATEMENT:  SELECT count(*) FROM t WHERE 1/(a-500) > 0
+2026-11-25 16:57:30.265 UTC [18194] ERROR:  division by zero
+2026-11-25 16:57:30.265 UTC [18194] CONTEXT:  parallel worker
+2026-11-25 16:57:30.265 UTC [18194] STATEMENT:  SELECT count(*) FROM t WHERE 1/(a-500) > 0
+2026-11-25 16:57:30.266 UTC [18184] LOG:  background worker "parallel worker" (PID 18195) exited with exit code 1
+`
+	const tail = `2026-11-25 16:57:30.277 UTC [18184] LOG:  background worker "parallel worker" (PID 18196) exited with exit code 1
+2026-11-25 16:57:30.296 UTC [18194] LOG:  duration: 18.686 ms  statement: SELECT 1
+2026-11-25 16:57:30.298 UTC [18194] LOG:  disconnection: session time: 0:00:00.059 user=postgres database=postgres host=[local]
+`
+	for _, tc := range []struct {
+		name, late  string
+		workerLines int64 // the first worker's 2 and the late one's
+	}{
+		{"attach", `2026-11-25 16:57:30.269 UTC [18196] ERROR:  could not attach to dynamic shared area
+2026-11-25 16:57:30.269 UTC [18196] STATEMENT:  SELECT count(*) FROM t WHERE 1/(a-500) > 0
+`, 4},
+		{"stopped", `2026-11-25 17:16:39.728 UTC [18196] FATAL:  terminating background worker "parallel worker" due to administrator command
+2026-11-25 17:16:39.728 UTC [18196] STATEMENT:  SELECT count(*) FROM t WHERE 1/(a-500) > 0
+`, 4},
+		{"stopped early", "2026-11-25 17:17:04.385 UTC [18196] FATAL:  terminating background worker \"parallel worker\" due to administrator command\n", 3},
+		{"segment", "2026-11-25 16:57:30.269 UTC [18196] ERROR:  could not map dynamic shared memory segment\n", 3},
+		{"verbose", `2026-11-25 16:57:30.269 UTC [18196] ERROR:  XX000: could not attach to dynamic shared area
+2026-11-25 16:57:30.269 UTC [18196] STATEMENT:  SELECT count(*) FROM t WHERE 1/(a-500) > 0
+`, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReader(strings.NewReader(head+tc.late+tail), "late", Options{Prefix: "%m [%p] "})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sessions := map[string]bool{}
+			failed := 0
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Session != "" {
+					sessions[ev.Session] = true
+				}
+				if ev.Failed {
+					failed++
+				}
+			}
+			c := r.Counters()
+			if failed != 1 || len(sessions) != 1 {
+				t.Errorf("%d failed statements in sessions %v: want the leader's division by zero alone, in its session", failed, sessions)
+			}
+			if c.Skipped[SkipParallelWorker] != tc.workerLines || c.Total != c.Parsed+c.SkippedTotal() {
+				t.Errorf("lines %d, parsed %d, skipped %v: want %d as %q", c.Total, c.Parsed, c.Skipped, tc.workerLines, SkipParallelWorker)
+			}
+		})
+	}
+}
+
 // TestFastPathCalls: the lines PostgreSQL 15 wrote for psql's \lo_import
 // (libpq's large-object functions call the server through the fast-path
 // protocol; log_min_duration_statement = 0) are executions whose

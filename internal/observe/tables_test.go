@@ -2,6 +2,8 @@ package observe
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -16,9 +18,6 @@ import (
 // tellers' updates are no longer HOT once an index covers tbalance, the
 // branches' stay HOT.
 func TestTableUpdates(t *testing.T) {
-	// Sequential: run among the parallel cases it once counted a HOT
-	// update of the tellers (1 of 200), which may as well be pgbench's
-	// random delta of 0 (tbalance unchanged) as the timing.
 	c := startPgbench(t, pgssSettings(nil))
 	ctx := context.Background()
 	for _, x := range []struct{ db, sql string }{
@@ -34,8 +33,16 @@ func TestTableUpdates(t *testing.T) {
 			t.Fatalf("%s: %v", x.sql, err)
 		}
 	}
+	// pgbench's TPC-B-like script with a delta that is never 0: the
+	// built-in one draws it from -5000 to 5000, and a 0 (about 2% of
+	// runs of 200 transactions) leaves tbalance as it was, which makes
+	// that update of the tellers HOT in spite of the index.
+	script := filepath.Join(t.TempDir(), "tpcb-nonzero.sql")
+	if err := os.WriteFile(script, []byte(tpcbNonZeroDelta), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond})
-	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-t", "100", "postgres"); err != nil {
+	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-t", "100", "-f", script, "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
 	if err := c.Exec(ctx, "other", "UPDATE t SET w = w + 1"); err != nil {
@@ -78,6 +85,21 @@ func TestTableUpdates(t *testing.T) {
 		t.Errorf("no pgbench_accounts: %v", e.Tables)
 	}
 }
+
+// tpcbNonZeroDelta is pgbench's built-in tpcb-like script with the
+// delta drawn from 1 to 5000, so that every update changes the balances.
+const tpcbNonZeroDelta = `\set aid random(1, 100000 * :scale)
+\set bid random(1, 1 * :scale)
+\set tid random(1, 10 * :scale)
+\set delta random(1, 5000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+`
 
 // TestLiveStopDoesNotWait: an observation of a live server (Options.Live,
 // the observe command) reads the tables' counters at its stop at once,

@@ -16,11 +16,24 @@ import (
 const comparisonQueryWidth = 70
 
 // WriteComparison writes a comparison, or the summary of one run, for a
-// person at a terminal: each side in a line, the ranked lists (at most
-// top entries each), every figure with its spread over the runs (±) and
-// every change with its interval, and the verdict last, where a CI log
-// shows it. It writes plain aligned text, no escapes.
+// person at a terminal: the verdict first (WriteVerdict, without plans),
+// then its details (WriteComparisonDetails). It writes plain aligned
+// text, no escapes.
 func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
+	if err := WriteVerdict(w, rep, nil); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return WriteComparisonDetails(w, rep, top)
+}
+
+// WriteComparisonDetails writes what a comparison's verdict rests on:
+// each side in a line, the ranked lists (at most top entries each),
+// every figure with its spread over the runs (±) and every change with
+// its interval. The verdict itself is WriteVerdict's, written before.
+func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 	ew := &errWriter{w: w}
 	ew.printf("baseline   %s\n", runLine(&rep.Baseline))
 	if rep.Candidate != nil {
@@ -32,7 +45,6 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 	if rep.Candidate == nil {
 		writeSummaryTop(ew, rep, top)
 		writeRoundTrips(ew, rep, top)
-		ew.printf("\n%s\n", VerdictLine(rep))
 		return ew.err
 	}
 	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
@@ -100,10 +112,6 @@ func WriteComparison(w io.Writer, rep *compare.Report, top int) error {
 		})
 	if len(rep.RegressionsByAddedTime) > 0 && top > 0 {
 		ew.printf("\n%s\n", legend)
-	}
-	ew.printf("\n%s\n", VerdictLine(rep))
-	for _, b := range rep.Verdict.Broken {
-		ew.printf("  %s\n", BrokenLine(rep, b))
 	}
 	return ew.err
 }

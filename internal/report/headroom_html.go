@@ -47,7 +47,7 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 	sections := []htmlreport.Section{curves}
 	for _, so := range out.Sides {
 		sections = append(sections, htmlreport.Section{ID: "headroom-" + string(so.Side), Title: "Steps of the " + string(so.Side),
-			Tables: []htmlreport.Table{headroomHTMLSteps(so)}})
+			Tables: []htmlreport.Table{headroomHTMLSteps(so, out.SLO)}})
 	}
 	p.Sections = sections
 	return p
@@ -179,7 +179,7 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
+func headroomHTMLSteps(so *headroom.SideOutcome, slo judge.SLO) htmlreport.Table {
 	t := htmlreport.Table{ID: "headroom-steps-" + string(so.Side), Sortable: true, Empty: "No step ran.",
 		Columns: []htmlreport.Column{{Label: "step", Numeric: true}, {Label: "k asked", Numeric: true}, {Label: "k achieved", Numeric: true},
 			{Label: "statements/s", Numeric: true}, {Label: "errors %", Numeric: true}, {Label: "lag p99 ms", Numeric: true},
@@ -207,9 +207,9 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 			}
 			switch {
 			case len(v.Broken) > 0:
-				worst = ruleShort(v.Broken[0])
+				worst = ruleShort(v.Broken[0], slo)
 			case v.Closest != nil:
-				worst = ruleShort(*v.Closest)
+				worst = ruleShort(*v.Closest, slo)
 			}
 		}
 		wait := ""
@@ -226,7 +226,7 @@ func headroomHTMLSteps(so *headroom.SideOutcome) htmlreport.Table {
 			htmlreport.Num(fmt.Sprintf("%.1f", m.LagP99MS), m.LagP99MS),
 			htmlreport.Num(fmt.Sprintf("%.2f", m.ReplayerCPU), m.ReplayerCPU),
 			serverCPUCell(m),
-			htmlreport.Text(verdict), htmlreport.Text(worst), htmlreport.Text(wait))
+			htmlreport.Text(verdict), htmlreport.Cell{Text: worst, Class: "wrap"}, htmlreport.Text(wait))
 		qt := &htmlreport.SimpleTable{Head: []string{"query", "calls", "p95 ms", "mean ms"}}
 		for _, q := range m.Queries {
 			qt.Rows = append(qt.Rows, []string{shorten(q.Query, 80), fmt.Sprint(q.Calls), fmt.Sprintf("%.3f", q.P95MS), fmt.Sprintf("%.3f", q.MeanMS)})

@@ -20,6 +20,10 @@ func headroomOutcome(t *testing.T) *headroom.Outcome {
 	}
 	lookup := judge.Break{Metric: judge.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
 		Base: 1.2, Value: 1.9, Limit: 1.8, Margin: 0.13, Waits: []judge.Wait{{Event: "IO:DataFileRead", Share: 0.6}}}
+	// Past the SLO's +50%, within the limit the 1x rounds' spread
+	// raised it to: the step held.
+	withinSpread := lookup
+	withinSpread.Value, withinSpread.Limit, withinSpread.Margin = 1.86, 1.944, -0.05
 	m := func(x float64) *judge.Measurement {
 		return &judge.Measurement{Statements: int64(x * 10), WallSeconds: 10, StatementsPerS: x, Waits: []judge.Wait{{Event: "CPU", Share: 0.5}}}
 	}
@@ -30,7 +34,7 @@ func headroomOutcome(t *testing.T) *headroom.Outcome {
 				Steps: []headroom.Step{
 					{Seq: 1, Side: headroom.Control, K: 1, Status: headroom.StatusDone, Baseline: true, Measurement: m(100)},
 					{Seq: 3, Side: headroom.Control, K: 3, Status: headroom.StatusDone, Measurement: m(300),
-						Verdict: &judge.StepVerdict{AchievedK: 3, Held: true, Bound: judge.BoundTarget, Margin: -0.2}},
+						Verdict: &judge.StepVerdict{AchievedK: 3, Held: true, Bound: judge.BoundTarget, Margin: -0.2, Closest: &withinSpread}},
 					{Seq: 6, Side: headroom.Control, K: 6, Status: headroom.StatusDone, Measurement: m(390),
 						Verdict: &judge.StepVerdict{AchievedK: 3.9, Held: false, Bound: judge.BoundTarget, Margin: 0.13, Broken: []judge.Break{lookup}}},
 					{Seq: 5, Side: headroom.Control, K: 4, Status: headroom.StatusDone, Measurement: m(390),
@@ -68,6 +72,7 @@ func TestWriteHeadroom(t *testing.T) {
 		"peaks at 9.9x",
 		"curve: the control's throughput was highest at 4.0x asked (4.0-6.0x within noise), 390 statements/s; more load stopped paying (statements/s over latency highest) at 3.0x",
 		"BROKE",
+		"p95 +55%, within the 1x spread (limit +62%) SELECT",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q", want)

@@ -34,7 +34,7 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 	}
 	for _, so := range out.Sides {
 		p("\n%s: %d steps\n", so.Side, len(so.Steps))
-		p("%s", headroomStepsTable(so))
+		p("%s", headroomStepsTable(so, out.SLO))
 	}
 	return bw.Flush()
 }
@@ -197,7 +197,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // errors, lag, the replayer's and the server's CPU (in cores), the
 // verdict, the rule nearest to (or past) its limit and the top wait
 // event.
-func headroomStepsTable(so *headroom.SideOutcome) string {
+func headroomStepsTable(so *headroom.SideOutcome, slo judge.SLO) string {
 	rows := [][]string{{"step", "k", "achieved", "stmts/s", "errors", "lag p99", "replayer CPU", "server CPU", "verdict", "worst rule", "top wait"}}
 	for _, st := range so.Steps {
 		row := []string{fmt.Sprint(st.Seq), fmtKBare(st.K)}
@@ -219,9 +219,9 @@ func headroomStepsTable(so *headroom.SideOutcome) string {
 			}
 			switch {
 			case len(v.Broken) > 0:
-				worst = ruleShort(v.Broken[0])
+				worst = ruleShort(v.Broken[0], slo)
 			case v.Closest != nil:
-				worst = ruleShort(*v.Closest)
+				worst = ruleShort(*v.Closest, slo)
 			}
 		}
 		wait := ""
@@ -239,8 +239,12 @@ func headroomStepsTable(so *headroom.SideOutcome) string {
 	return texttable.Format("  ", rows, 8)
 }
 
-// ruleShort is a rule's figure in a table cell: "p95 +12% lookup".
-func ruleShort(b judge.Break) string {
+// ruleShort is a rule's figure in a table cell: "p95 +12% lookup". A
+// latency figure past the SLO's own limit but within the limit the
+// query's spread between the 1x rounds raised it to (judge.Step) says
+// so: "p95 +55%, within the 1x spread (limit +62%) lookup", so that a
+// step that held with it does not read as a contradiction.
+func ruleShort(b judge.Break, slo judge.SLO) string {
 	switch b.Metric {
 	case judge.MetricErrors:
 		return fmt.Sprintf("errors %+.2fpp", b.Value-b.Base)
@@ -249,7 +253,21 @@ func ruleShort(b judge.Break) string {
 	case "incomplete":
 		return "incomplete"
 	}
-	return fmt.Sprintf("%s %+.0f%% %s", b.Metric, 100*(b.Value/b.Base-1), shorten(oneLine(b.Query), 40))
+	s := fmt.Sprintf("%s %+.0f%%", b.Metric, 100*(b.Value/b.Base-1))
+	if r, ok := sloRule(slo, b.Metric); ok && b.Base > 0 && b.Value > b.Base*r.Ratio && b.Value <= b.Limit {
+		s += fmt.Sprintf(", within the 1x spread (limit %+.0f%%)", 100*(b.Limit/b.Base-1))
+	}
+	return s + " " + shorten(oneLine(b.Query), 40)
+}
+
+// sloRule is slo's latency rule on m.
+func sloRule(slo judge.SLO, m judge.Metric) (judge.Rule, bool) {
+	for _, r := range slo.Rules {
+		if r.Metric == m && r.Ratio > 0 {
+			return r, true
+		}
+	}
+	return judge.Rule{}, false
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"io"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+)
+
+// verdictBrokenMax is how many broken rules the verdict block lists one
+// by one; the others are named by fingerprint.
+const verdictBrokenMax = 10
+
+// WriteVerdict writes the block a comparison's text starts with, so that
+// a reader gets the answer from the top (issue 44 counted some 130 lines
+// before the FAIL line): the verdict line (which names the top regression
+// with its figures), each rule broken with the query that broke it, and,
+// when plans holds the top regression's plans, their change, its cause
+// and the fix that the cause points to. plans may be nil (not
+// explained). The details follow it
+// (WriteComparisonDetails, the plans, the findings).
+func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("%s\n", VerdictLine(rep))
+	if rep.Candidate == nil {
+		return ew.err
+	}
+	broken := rep.Verdict.Broken
+	for i, b := range broken {
+		if i == verdictBrokenMax {
+			fps := make([]string, 0, len(broken)-i)
+			for _, x := range broken[i:] {
+				fps = append(fps, x.Rule+" "+x.Fingerprint)
+			}
+			ew.printf("  and %d more: %s\n", len(broken)-i, strings.Join(fps, ", "))
+			break
+		}
+		ew.printf("  %s\n", BrokenLine(rep, b))
+	}
+	// The verdict line names the top regression with its figures; its
+	// plans add the cause, and the cause the fix.
+	q := rep.Query(rep.Verdict.Worst)
+	if q == nil || !flagged(q.Status) {
+		return ew.err
+	}
+	o := outcomeOf(plans, q.Fingerprint)
+	if o == nil {
+		return ew.err
+	}
+	ew.printf("  top regression %s: %s\n", queryName(rep, q.Fingerprint), PlanLine(o, q.Status))
+	if len(o.Causes) > 0 {
+		if fix := FixText(o.Causes[0]); fix != "" {
+			ew.printf("    fix: %s\n", fix)
+		}
+	}
+	return ew.err
+}
+
+// outcomeOf is fp's plans in rep, nil when they were not explained.
+func outcomeOf(rep *explain.Report, fp string) *explain.Outcome {
+	if rep == nil {
+		return nil
+	}
+	for i := range rep.Outcomes {
+		if rep.Outcomes[i].Fingerprint == fp {
+			return &rep.Outcomes[i]
+		}
+	}
+	return nil
+}
+
+// FixText is what a cause points to doing, in a few words: "create it on
+// the candidate: CREATE INDEX ...", "run ANALYZE customers on the
+// candidate". It is "" for a cause that is the change itself or the data
+// (another version, other row counts, an index only the candidate has):
+// there the fix is a decision, not a command.
+func FixText(c explain.Cause) string {
+	switch c.Kind {
+	case explain.CauseIndexMissing:
+		if c.Control != "" {
+			return "create index " + c.Index + " on the " + string(c.Side) + " as on the other side: " + c.Control
+		}
+		return "create index " + c.Index + " on " + c.Relation + " on the " + string(c.Side)
+	case explain.CauseIndexInvalid:
+		return "rebuild it on the " + string(c.Side) + ": REINDEX INDEX " + c.Index
+	case explain.CauseIndexDiffers:
+		return "define index " + c.Index + " on the candidate as on the control: " + c.Control
+	case explain.CauseNeverAnalyzed, explain.CauseStaleStatistics:
+		return "run ANALYZE " + c.Relation + " on the " + string(c.Side)
+	case explain.CauseExtendedStatistics:
+		return "create the extended statistics " + c.Setting + " on the " + string(c.Side) + " as on the " + string(otherSide(c.Side)) +
+			", then ANALYZE " + c.Relation
+	case explain.CauseSetting:
+		if c.Verified {
+			return "set " + c.Setting + " to " + c.Control + " on the candidate, the control's value"
+		}
+		return "try " + c.Setting + " = " + c.Control + " on the candidate, the control's value (not verified)"
+	case explain.CauseIndexStopsHOT:
+		return "drop index " + c.Index + ", or leave the columns this statement sets out of it, if the reads it serves allow: its updates can then be HOT"
+	}
+	return ""
+}

@@ -1,0 +1,74 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+)
+
+// TestVerdictFirst: a comparison's text starts with its verdict (issue
+// 44: some 130 lines came before the FAIL line): the verdict line, the
+// rule broken with the query that broke it, and the top regression's
+// plans with their cause and the fix it points to; the details follow,
+// and the verdict is not said again after them.
+func TestVerdictFirst(t *testing.T) {
+	base := replayRun(t, "base.json", nil, serverRows, nil)
+	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
+	cand := replayRun(t, "cand.json", nil, slower, nil)
+	rules, err := compare.ParseRules([]string{"mean>+50%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := plansReport(t)
+	plans.Outcomes[0].Fingerprint = "slow" // the lookup whose index is missing
+	var b strings.Builder
+	if err := WriteVerdict(&b, rep, plans); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	want := []string{
+		"FAIL: mean>+50% broken by 1 query; 1 regression, worst slow",
+		`  mean>+50% broken by slow "SELECT slow": mean 10.0 ms -> 30.0 ms (3.00x, interval`,
+		`  top regression slow "SELECT slow": plan changed: Index Scan (customers_email_idx) -> Seq Scan (customers); cause: index missing on candidate`,
+		"    fix: create index customers_email_idx on the candidate as on the other side: CREATE INDEX customers_email_idx ON public.customers USING btree (email)",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("verdict block of %d lines, want %d:\n%s", len(lines), len(want), b.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n got %q\nwant %q...", i+1, lines[i], w)
+		}
+	}
+
+	// Without plans, the comparison's text starts with the verdict line
+	// and its broken rule, and says neither again.
+	b.Reset()
+	if err := WriteComparison(&b, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if !strings.HasPrefix(text, want[0]) || !strings.Contains(text, "\n"+want[1]) || strings.Count(text, "FAIL:") != 1 || strings.Contains(text, "top regression") {
+		t.Errorf("comparison text:\n%s", text)
+	}
+}
+
+// TestFixText: a cause that a command undoes names it; the change itself
+// (another version) names none.
+func TestFixText(t *testing.T) {
+	rep := plansReport(t)
+	if got, want := FixText(rep.Outcomes[1].Causes[0]), "try shared_buffers = 128MB on the candidate, the control's value (not verified)"; got != want {
+		t.Errorf("setting: %q, want %q", got, want)
+	}
+	c := rep.Outcomes[1].Causes[0]
+	c.Kind, c.Control, c.Candidate = explain.CauseVersion, "13.23", "18.4"
+	if got := FixText(c); got != "" {
+		t.Errorf("version: %q, want none", got)
+	}
+}
