@@ -164,11 +164,12 @@ func (h *headroomRun) shardsInProcess(ctx context.Context, st headroom.StepRun, 
 }
 
 // shardArgs are the arguments of shard k's process: replay of shard
-// k/n of run, with everything the step sets (target, speed, database
-// map with the reset's copies, window, the target's logs) as flags.
+// k/n of run, with everything the step sets (speed, database map with
+// the reset's copies, window, the target's logs) as flags, but its
+// connection strings, which shardDSNEnv gives.
 func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, jsonPath string) []string {
-	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--coord-dsn", h.f.coordDSN, "--run-id", run,
-		"--json", jsonPath, "--target", cfg.Replay.Target, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
+	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--run-id", run,
+		"--json", jsonPath, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
 		// The step's errors are the SLO's to judge; findings are not a
 		// headroom's.
 		"--findings=false", "--max-error-rate=100"}
@@ -193,6 +194,15 @@ func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, json
 		args = append(args, "--observe=false")
 	}
 	return append(args, "--")
+}
+
+// shardDSNEnv is what a shard process's environment adds to this one's:
+// the step's target and the coordination database, as the environment
+// variables replay reads its --target and --coord-dsn from (dsnEnv). On
+// a command line, a password in either would be read by every user of
+// the machine (ps); a process's environment only by its own user.
+func (h *headroomRun) shardDSNEnv(cfg replayrun.Config) []string {
+	return []string{dsnEnv("target") + "=" + cfg.Replay.Target, dsnEnv("coord-dsn") + "=" + h.f.coordDSN}
 }
 
 // shardProc is one shard's process of a step.
@@ -246,7 +256,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 	for k := range n {
 		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
 		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
-		p.cmd.Env = append(os.Environ(), h.shardEnv...)
+		p.cmd.Env = append(append(withoutDSNEnv(os.Environ()), h.shardEnv...), h.shardDSNEnv(cfg)...)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 		p.cmd.SysProcAttr = shardProcAttr()
 		if err := p.cmd.Start(); err != nil {
