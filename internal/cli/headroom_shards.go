@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/tailbuf"
 )
 
 // shardBinary finds the program a headroom step runs its shards with:
@@ -210,7 +210,7 @@ type headroomShardProc struct {
 	k    int
 	cmd  *exec.Cmd
 	json string
-	out  *tailBuffer
+	out  *tailbuf.Buffer
 	done chan struct{}
 	// err is Wait's, once done is closed.
 	err error
@@ -254,7 +254,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 	}
 	var startErr error
 	for k := range n {
-		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: tailbuf.New(16 << 10), done: make(chan struct{})}
 		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
 		p.cmd.Env = append(append(withoutDSNEnv(os.Environ()), h.shardEnv...), h.shardDSNEnv(cfg)...)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -369,11 +369,11 @@ func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *
 		how = "was killed by signal " + ws.Signal().String()
 	}
 	if _, err := os.Stat(p.json); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("shard %d of %d (process %d) %s without writing its result%s", p.k, n, pid, how, p.out.lastLines(3))
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s without writing its result%s", p.k, n, pid, how, lastLines(p.out, 3))
 	}
 	res, rerr := results.ReadFile(p.json)
 	if rerr != nil {
-		return nil, fmt.Errorf("shard %d of %d (process %d) %s; its result: %w%s", p.k, n, pid, how, rerr, p.out.lastLines(3))
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s; its result: %w%s", p.k, n, pid, how, rerr, lastLines(p.out, 3))
 	}
 	switch {
 	case code == ExitOK:
@@ -386,7 +386,7 @@ func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *
 	case st.K > 1 && code == ExitFailure && res.Sessions.ConnectFailed > 0:
 		return res, nil
 	}
-	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, p.out.lastLines(3))
+	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, lastLines(p.out, 3))
 }
 
 // relayShardLines passes on what a shard process that ended well said
@@ -427,44 +427,12 @@ func indent(s, p string) string {
 	return b.String()
 }
 
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(t.b)
-	if len(t.b) == t.max {
-		// Cut in the middle of a line: start at the next.
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	return s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
 // lastLines is what the process said last, as ": ...": its own error
 // line (pgrehearse: ...) when it wrote one, else its last n non-empty
 // lines; " (it wrote nothing)" when it wrote nothing.
-func (t *tailBuffer) lastLines(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func lastLines(t *tailbuf.Buffer, n int) string {
 	var out []string
-	for _, l := range strings.Split(string(t.b), "\n") {
+	for _, l := range strings.Split(t.String(), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			out = append(out, l)
 		}
