@@ -114,3 +114,39 @@ func TestNoPasswordInDSNErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDSNFromEnvironment: a connection-string flag not on the command
+// line is read from PGREHEARSE_DSN_<FLAG> (how headroom gives its shard
+// processes theirs, out of ps's sight); one on the command line wins;
+// one in the environment is checked as one on the command line is.
+func TestDSNFromEnvironment(t *testing.T) {
+	t.Setenv("PGREHEARSE_DSN_TARGET", "host=from-env dbname=x")
+	t.Setenv("PGREHEARSE_DSN_COORD_DSN", "host=coord-env")
+	value := func(args ...string) (map[string]string, error) {
+		cmd := newReplayCmd(context.Background(), IO{})
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		err := checkDSNFlags(cmd)
+		out := map[string]string{}
+		for _, name := range []string{"target", "coord-dsn", "findings-dsn"} {
+			out[name] = cmd.Flags().Lookup(name).Value.String()
+		}
+		return out, err
+	}
+	got, err := value()
+	if err != nil || got["target"] != "host=from-env dbname=x" || got["coord-dsn"] != "host=coord-env" || got["findings-dsn"] != "" {
+		t.Errorf("from the environment: %v, %v", got, err)
+	}
+	got, err = value("--target", "host=from-argv")
+	if err != nil || got["target"] != "host=from-argv" || got["coord-dsn"] != "host=coord-env" {
+		t.Errorf("the command line does not win: %v, %v", got, err)
+	}
+	t.Setenv("PGREHEARSE_DSN_TARGET", "host=x port=notaport password=PlantedEnvDSN-1")
+	if _, err := value(); err == nil || !strings.Contains(err.Error(), "--target: ") || strings.Contains(err.Error(), "PlantedEnvDSN-1") {
+		t.Errorf("a bad connection string from the environment: %v", err)
+	}
+	if env := withoutDSNEnv([]string{"PATH=/bin", "PGREHEARSE_DSN_TARGET=host=a", "PGPASSWORD=p"}); strings.Join(env, " ") != "PATH=/bin PGPASSWORD=p" {
+		t.Errorf("withoutDSNEnv = %v", env)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/tailbuf"
 )
 
 // shardBinary finds the program a headroom step runs its shards with:
@@ -164,11 +164,12 @@ func (h *headroomRun) shardsInProcess(ctx context.Context, st headroom.StepRun, 
 }
 
 // shardArgs are the arguments of shard k's process: replay of shard
-// k/n of run, with everything the step sets (target, speed, database
-// map with the reset's copies, window, the target's logs) as flags.
+// k/n of run, with everything the step sets (speed, database map with
+// the reset's copies, window, the target's logs) as flags, but its
+// connection strings, which shardDSNEnv gives.
 func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, jsonPath string) []string {
-	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--coord-dsn", h.f.coordDSN, "--run-id", run,
-		"--json", jsonPath, "--target", cfg.Replay.Target, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
+	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--run-id", run,
+		"--json", jsonPath, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
 		// The step's errors are the SLO's to judge; findings are not a
 		// headroom's.
 		"--findings=false", "--max-error-rate=100"}
@@ -195,12 +196,21 @@ func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, json
 	return append(args, "--")
 }
 
+// shardDSNEnv is what a shard process's environment adds to this one's:
+// the step's target and the coordination database, as the environment
+// variables replay reads its --target and --coord-dsn from (dsnEnv). On
+// a command line, a password in either would be read by every user of
+// the machine (ps); a process's environment only by its own user.
+func (h *headroomRun) shardDSNEnv(cfg replayrun.Config) []string {
+	return []string{dsnEnv("target") + "=" + cfg.Replay.Target, dsnEnv("coord-dsn") + "=" + h.f.coordDSN}
+}
+
 // shardProc is one shard's process of a step.
 type headroomShardProc struct {
 	k    int
 	cmd  *exec.Cmd
 	json string
-	out  *tailBuffer
+	out  *tailbuf.Buffer
 	done chan struct{}
 	// err is Wait's, once done is closed.
 	err error
@@ -244,9 +254,9 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 	}
 	var startErr error
 	for k := range n {
-		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
+		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: tailbuf.New(16 << 10), done: make(chan struct{})}
 		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
-		p.cmd.Env = append(os.Environ(), h.shardEnv...)
+		p.cmd.Env = append(append(withoutDSNEnv(os.Environ()), h.shardEnv...), h.shardDSNEnv(cfg)...)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 		p.cmd.SysProcAttr = shardProcAttr()
 		if err := p.cmd.Start(); err != nil {
@@ -359,11 +369,11 @@ func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *
 		how = "was killed by signal " + ws.Signal().String()
 	}
 	if _, err := os.Stat(p.json); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("shard %d of %d (process %d) %s without writing its result%s", p.k, n, pid, how, p.out.lastLines(3))
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s without writing its result%s", p.k, n, pid, how, lastLines(p.out, 3))
 	}
 	res, rerr := results.ReadFile(p.json)
 	if rerr != nil {
-		return nil, fmt.Errorf("shard %d of %d (process %d) %s; its result: %w%s", p.k, n, pid, how, rerr, p.out.lastLines(3))
+		return nil, fmt.Errorf("shard %d of %d (process %d) %s; its result: %w%s", p.k, n, pid, how, rerr, lastLines(p.out, 3))
 	}
 	switch {
 	case code == ExitOK:
@@ -376,7 +386,7 @@ func (h *headroomRun) shardOutcome(ctx context.Context, st headroom.StepRun, p *
 	case st.K > 1 && code == ExitFailure && res.Sessions.ConnectFailed > 0:
 		return res, nil
 	}
-	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, p.out.lastLines(3))
+	return res, fmt.Errorf("shard %d of %d (process %d) %s%s", p.k, n, pid, how, lastLines(p.out, 3))
 }
 
 // relayShardLines passes on what a shard process that ended well said
@@ -417,44 +427,12 @@ func indent(s, p string) string {
 	return b.String()
 }
 
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(t.b)
-	if len(t.b) == t.max {
-		// Cut in the middle of a line: start at the next.
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-	}
-	return s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
 // lastLines is what the process said last, as ": ...": its own error
 // line (pgrehearse: ...) when it wrote one, else its last n non-empty
 // lines; " (it wrote nothing)" when it wrote nothing.
-func (t *tailBuffer) lastLines(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func lastLines(t *tailbuf.Buffer, n int) string {
 	var out []string
-	for _, l := range strings.Split(string(t.b), "\n") {
+	for _, l := range strings.Split(t.String(), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			out = append(out, l)
 		}

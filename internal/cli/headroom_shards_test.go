@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,9 @@ func checkGone(t *testing.T, pids []int) {
 // run (its part covers shards 0 and 1 of 2, one barrier, the step's round
 // and side), each 1x round runs every statement of the log once, the
 // merged client CPU is the sum of the shards', the search answers, and no
-// shard process is left once it has.
+// shard process is left once it has. With a password in every connection
+// string, no shard process has one on its command line (read from
+// /proc/PID/cmdline while they run): they get them in their environment.
 func TestHeadroomShards(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
@@ -73,11 +76,33 @@ func TestHeadroomShards(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, outDir := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "steps")
 	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	// A password in every connection string (the servers trust, and
+	// ignore it): no shard process may have one on its command line.
+	const plantedTarget, plantedCoord = "PlantedShardTarget-3b7", "PlantedShardCoord-9d2"
+	stop := make(chan struct{})
+	seen := watchChildren(stop, func(cmdline string) bool { return strings.Contains(cmdline, "\x00--shard\x00") })
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres")+" password="+plantedTarget, "--shards", "2",
+		"--coord-dsn", co.DSN("coord")+" password="+plantedCoord,
 		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--out", outDir, "--json", jsonPath, logPath)
+	close(stop)
+	children := <-seen
 	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
+	}
+	ours := 0
+	for _, ch := range children {
+		if strings.Contains(ch.cmdline, plantedTarget) || strings.Contains(ch.cmdline, plantedCoord) {
+			t.Errorf("shard process %d has a password on its command line: %s", ch.pid, strings.ReplaceAll(ch.cmdline, "\x00", " "))
+		}
+		// Other tests' shards run beside this one: ours have our
+		// passwords in their environment.
+		if strings.Contains(ch.env, plantedTarget) && strings.Contains(ch.env, plantedCoord) {
+			ours++
+		}
+	}
+	if ours == 0 {
+		t.Errorf("no shard process of this run seen among %d readings", len(children))
 	}
 	if !strings.Contains(stderr, "every step in 2 shards at once, each a process") {
 		t.Errorf("the start line does not say the steps are sharded in processes")
@@ -140,6 +165,56 @@ func TestHeadroomShards(t *testing.T) {
 			t.Errorf("step %d: client CPU %.3f s, the shards' sum %.3f s", st.Seq, rp.ClientCPUSeconds, sum)
 		}
 	}
+}
+
+// child is a child process of this one as a poll of /proc saw it: its
+// command line and environment, NUL-separated.
+type child struct {
+	pid          int
+	cmdline, env string
+}
+
+// watchChildren polls /proc for this process's children until stop is
+// closed, and sends every reading of those match accepts.
+func watchChildren(stop <-chan struct{}, match func(cmdline string) bool) <-chan []child {
+	out := make(chan []child, 1)
+	self := strconv.Itoa(os.Getpid())
+	go func() {
+		var seen []child
+		for {
+			select {
+			case <-stop:
+				out <- seen
+				return
+			default:
+			}
+			entries, _ := os.ReadDir("/proc")
+			for _, e := range entries {
+				if _, err := strconv.Atoi(e.Name()); err != nil {
+					continue
+				}
+				dir := filepath.Join("/proc", e.Name())
+				stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+				if err != nil {
+					continue
+				}
+				// pid (comm) state ppid ...: comm may hold spaces.
+				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+				if len(fields) < 2 || fields[1] != self {
+					continue
+				}
+				cmdline, err1 := os.ReadFile(filepath.Join(dir, "cmdline"))
+				env, err2 := os.ReadFile(filepath.Join(dir, "environ"))
+				if err1 != nil || err2 != nil || len(cmdline) == 0 || !match(string(cmdline)) {
+					continue
+				}
+				pid, _ := strconv.Atoi(e.Name())
+				seen = append(seen, child{pid: pid, cmdline: string(cmdline), env: string(env)})
+			}
+			time.Sleep(2 * time.Millisecond) // a poll interval, not a synchronization
+		}
+	}()
+	return out
 }
 
 // TestHeadroomShardKilled: a shard process killed (SIGKILL) once its
@@ -440,9 +515,10 @@ func TestHeadroomShardsCoordUnreachable(t *testing.T) {
 }
 
 // TestHeadroomShardArgs: a shard process gets the replay options given to
-// headroom as given (lists repeated), and the step's own target, speed,
-// database map, window and target logs in their place; replay's flags
-// read them all.
+// headroom as given (lists repeated), and the step's own speed, database
+// map, window and target logs in their place; its target and
+// coordination database come in its environment, never on its command
+// line; replay reads them all.
 func TestHeadroomShardArgs(t *testing.T) {
 	cmd := newHeadroomCmd(context.Background(), IO{})
 	if err := cmd.ParseFlags([]string{"--control", "host=a", "--sync", "commit", "--user-map", "a=b,c=d", "--max-lag", "50ms",
@@ -468,9 +544,22 @@ func TestHeadroomShardArgs(t *testing.T) {
 	cfg.Selection.Start, cfg.Selection.End = 1767225600000000, 1767225601500000
 	cfg.TargetLogs = []string{"/var/log/pg/a.log"}
 	args := h.shardArgs(cfg, "run-1", 1, 2, "/tmp/s1.json")
+	for _, a := range args {
+		if strings.Contains(a, "host=") {
+			t.Errorf("a connection string on the shard's command line: %v", args)
+		}
+	}
+	// Its connection strings come through the environment.
+	for _, kv := range h.shardDSNEnv(cfg) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	rc := newReplayCmd(context.Background(), IO{})
 	if err := rc.ParseFlags(args[1:]); err != nil {
 		t.Fatalf("replay's flags do not read %v: %v", args, err)
+	}
+	if err := checkDSNFlags(rc); err != nil {
+		t.Fatal(err)
 	}
 	fl := rc.Flags()
 	for name, want := range map[string]string{"shard": "1/2", "coord-dsn": "host=c", "run-id": "run-1", "json": "/tmp/s1.json",

@@ -625,8 +625,11 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
 			opts.Plans = &compareplans.Options{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
 				Database: r.database, Databases: kept}
-			opts.Examples = func(rep *compare.Report) func(string) *explain.Sample { return r.examples(ctx, rep) }
 		}
+		// Statements whose normalized text does not plan are explained,
+		// by the plans and the findings, with an execution read from
+		// the logs.
+		opts.Examples = func(rep *compare.Report) func(string) *explain.Sample { return r.examples(ctx, rep) }
 		if f.findings {
 			// Without --findings-dsn, the candidate target in the
 			// workload's database (its last round's copy when kept),

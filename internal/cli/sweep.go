@@ -72,8 +72,11 @@ a later one is lower beyond the noise; the cliff is called only when a
 client count's TPS is below --cliff times the peak's beyond the noise, with
 an interval for where it crosses. A ratio between configurations within the
 noise is printed "~", as benchstat does. With one step per client count
-(the default) a step is assumed within 15% of another: --repeat 3 measures
-the noise instead, at three times the time.
+(the default without --compare) a step is assumed within 15% of another:
+--repeat 3 measures the noise instead, at three times the time. With
+--compare the default is --repeat 3; an explicit --repeat 1 prints the
+ratios without interval or "~" and calls no knee and no cliff, since one
+step each measures no noise.
 
 --compare 'NAME:setting=value[,setting=value]', given twice or more, runs
 every configuration in the same sweep, alternating them at every client count
@@ -131,7 +134,7 @@ set PG_BIN to their directory, or install them with
 	fl.StringVarP(&f.mode, "protocol", "M", "simple", "query mode: simple, extended or prepared")
 	fl.StringVar(&f.clients, "clients", "", "comma-separated client counts, such as 1,2,4,8")
 	fl.IntVar(&f.maxClients, "max-clients", 32, "sweep 1, 2, 4, ... clients up to this many (when --clients is not given)")
-	fl.IntVar(&f.repeat, "repeat", 1, "run every client count this many times; their spread is the noise peak, knee, cliff and ratios are judged against (3 measures it)")
+	fl.IntVar(&f.repeat, "repeat", 0, "run every client count this many times (default 1, 3 with --compare); their spread is the noise peak, knee, cliff and ratios are judged against (3 measures it)")
 	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "warm-up of every step before measuring (whole seconds)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured time of every step (whole seconds)")
 	fl.IntVar(&f.scale, "scale", 10, "pgbench -i scale factor of throwaway clusters (and of --init)")
@@ -195,7 +198,7 @@ func sweepOptions(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Options, er
 	} else if f.maxClients < 1 {
 		return sweep.Options{}, usageError("--max-clients must be at least 1, got %d", f.maxClients)
 	}
-	if f.repeat < 1 {
+	if cmd.Flags().Changed("repeat") && f.repeat < 1 {
 		return sweep.Options{}, usageError("--repeat must be at least 1, got %d", f.repeat)
 	}
 	if len(f.compare) == 1 {

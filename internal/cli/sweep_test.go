@@ -29,6 +29,7 @@ func TestSweepUsageErrors(t *testing.T) {
 		{[]string{"--duration", "1500ms"}, "whole seconds"},
 		{[]string{"--warmup", "-1s"}, "whole seconds"},
 		{[]string{"--cliff", "1.5"}, "between 0 and 1"},
+		{[]string{"--repeat", "0"}, "--repeat must be at least 1"},
 		{[]string{"--scale", "0"}, "scale must be at least 1"},
 		{[]string{"--init"}, "--init needs --target"},
 		{[]string{"--compare", "A:jit=on"}, "two configurations"},

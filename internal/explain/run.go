@@ -274,7 +274,11 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 			} else {
 				out.Generic = false
 			}
+		} else if out.Generic {
+			out.Problems = noSample(out.Problems)
 		}
+	} else if len(out.Explained) == 0 && example == nil && len(st.Samples) == 0 && out.Generic && textRefused(out.Problems) {
+		out.Problems = noSample(out.Problems)
 	}
 	main := out.Main()
 	if main == nil {
@@ -286,6 +290,17 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	}
 	r.attribute(ctx, &out, main, ctl, cand, st.MoreWork)
 	return out
+}
+
+// noSample is the problems of a statement whose normalized text the
+// servers refused and of which no execution is known: one ProblemNoSample
+// a side, alike (said once), with the first server's refusal.
+func noSample(ps []Problem) []Problem {
+	msg := ""
+	if len(ps) > 0 {
+		msg = ps[0].Message
+	}
+	return []Problem{{Side: Control, Kind: ProblemNoSample, Message: msg}, {Side: Candidate, Kind: ProblemNoSample, Message: msg}}
 }
 
 // mayUseExample reports whether st may be explained with an example

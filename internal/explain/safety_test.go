@@ -12,7 +12,10 @@ import (
 )
 
 // TestCannotExplain lists every statement that cannot be explained with
-// its reason, on each side, and never drops one.
+// its reason, on each side, and never drops one. A statement whose
+// normalized text the servers refuse (a parameter whose type cannot be
+// inferred, "interval $1") and of which no execution is known has no
+// sample, the same on both sides.
 func TestCannotExplain(t *testing.T) {
 	p := startPair(t, nil, nil)
 	p.both("postgres", shopSQL)
@@ -22,10 +25,11 @@ func TestCannotExplain(t *testing.T) {
 		{Fingerprint: "several", Query: "SELECT 1; SELECT 2"},
 		{Fingerprint: "garbage", Query: "SELEC wrong"},
 		{Fingerprint: "untyped", Query: "SELECT id FROM orders WHERE $1 IS NULL"},
+		{Fingerprint: "interval", Query: "SELECT id FROM orders WHERE id < $1 AND now() > now() - interval $2"},
 		{Fingerprint: "fine", Query: "SELECT id FROM customers WHERE email = $1"},
 	}
 	rep := p.run(Options{Analyze: true}, stmts...)
-	want := []ProblemKind{ProblemUtility, ProblemRelationMissing, ProblemSeveral, ProblemUnparsable, ProblemNoParams, ""}
+	want := []ProblemKind{ProblemUtility, ProblemRelationMissing, ProblemSeveral, ProblemUnparsable, ProblemNoSample, ProblemNoSample, ""}
 	for i, o := range rep.Outcomes {
 		if o.Fingerprint != stmts[i].Fingerprint {
 			t.Fatalf("outcome %d is %s", i, o.Fingerprint)
@@ -49,12 +53,31 @@ func TestCannotExplain(t *testing.T) {
 			t.Errorf("missing relation: %+v", o.Problems[0])
 		}
 	}
+	if o := rep.Outcomes[5]; o.Problems[0].Message != o.Problems[1].Message || !strings.Contains(o.Problems[0].Message, "syntax error") {
+		t.Errorf("interval: problems %+v, want one refusal, the same on both sides", o.Problems)
+	}
+	// With an execution from the log, it is explained as it ran, never
+	// analyzed (its values are not to be kept).
+	example := &Sample{Role: SampleExample, Query: "SELECT id FROM orders WHERE id < 10 AND now() > now() - interval '1 day'"}
+	rep = p.run(Options{Analyze: true, Examples: func(fp string) *Sample {
+		if fp == "interval" {
+			return example
+		}
+		return nil
+	}}, stmts[4], stmts[5])
+	if o := rep.Outcomes[0]; len(o.Problems) != 2 || o.Problems[0].Kind != ProblemNoSample {
+		t.Errorf("untyped, without an example: %+v", o.Problems)
+	}
+	if o := rep.Outcomes[1]; len(o.Problems) != 0 || len(o.Explained) != 1 || o.Explained[0].Sample != SampleExample || o.Generic ||
+		o.Explained[0].Candidate == nil || o.Explained[0].Candidate.NotAnalyzed != SkipExample {
+		t.Errorf("interval, with an example: %s %+v %+v", o.Verdict, o.Problems, o.Explained)
+	}
 	// A server that cannot be reached: each statement says so.
-	rep = p.runWith(Options{ControlDSN: p.ctl.DSN("postgres"), CandidateDSN: "host=/nonexistent port=1 user=x dbname=y connect_timeout=2"}, stmts[5])
+	rep = p.runWith(Options{ControlDSN: p.ctl.DSN("postgres"), CandidateDSN: "host=/nonexistent port=1 user=x dbname=y connect_timeout=2"}, stmts[6])
 	if o := rep.Outcomes[0]; o.Verdict != NotCompared || len(o.Problems) != 1 || o.Problems[0].Kind != ProblemConnect || o.Problems[0].Side != Candidate {
 		t.Errorf("unreachable candidate: %s %+v", o.Verdict, o.Problems)
 	}
-	rep = p.runWith(Options{CandidateDSN: p.cand.DSN("postgres")}, stmts[5])
+	rep = p.runWith(Options{CandidateDSN: p.cand.DSN("postgres")}, stmts[6])
 	if o := rep.Outcomes[0]; o.Verdict != NotCompared || len(o.Problems) != 1 || o.Problems[0].Kind != ProblemNoConnection || o.Problems[0].Side != Control {
 		t.Errorf("no control: %s %+v", o.Verdict, o.Problems)
 	}

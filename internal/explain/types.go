@@ -117,6 +117,11 @@ const (
 	// server cannot make a generic plan (a parameter's type cannot be
 	// inferred).
 	ProblemNoParams ProblemKind = "no_parameters"
+	// ProblemNoSample: no execution of it is known (no sample kept, no
+	// example in the logs) and the server refuses its normalized text
+	// ("interval $3", a parameter whose type cannot be inferred): it
+	// cannot be planned as it ran. Both sides carry the same one.
+	ProblemNoSample ProblemKind = "no_sample"
 	// ProblemTimeout: EXPLAIN hit statement_timeout or lock_timeout.
 	ProblemTimeout ProblemKind = "timeout"
 	// ProblemConnect: the connection to the server failed.

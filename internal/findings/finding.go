@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Severity ranks findings.
@@ -164,6 +165,12 @@ type Input struct {
 	// Observed is what an EventSampler saw in the events of Workload's
 	// logs, or what its result's samples give (ObservedFromResult).
 	Observed *Observed
+	// Examples, when set, gives a real execution of a fingerprint read
+	// from the workload's logs (nil when there is none), for a statement
+	// Observed has no sample of and whose normalized text the server
+	// refuses ("interval $3"): its plan is made with it, and redacted,
+	// for its values are not to be kept.
+	Examples func(fingerprint string) *results.Sample
 	// Catalog and Explainer come from a connection to the server.
 	Catalog   *catalog.Catalog
 	Explainer Explainer

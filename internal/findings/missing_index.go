@@ -107,9 +107,14 @@ func (e *eval) missingIndex() {
 	}
 }
 
-// explain explains q with the logged values of its slowest execution when
-// the log had them, else its generic plan. It returns the request that
-// worked, for verify to explain again.
+// explain explains q as it ran: with the values of its slowest logged
+// execution when the input kept one (Observed), else its generic plan
+// when its normalized text prepares, else with a real execution read
+// from its logs (Input.Examples), whose plan is redacted since its values
+// are not to be kept. A normalized text the server refuses ("interval
+// $3", "$2 + $3") is never the answer: without any execution it is
+// errNoSample. It returns the request that worked, for verify to explain
+// again.
 func (e *eval) explain(q *Query) (*catalog.Explained, catalog.Request, string, error) {
 	var reqs []catalog.Request
 	if oq := e.in.Observed.query(q.Fingerprint); oq != nil && oq.Sample != nil && oq.Sample.Complete {
@@ -123,22 +128,59 @@ func (e *eval) explain(q *Query) (*catalog.Explained, catalog.Request, string, e
 	for _, r := range reqs {
 		var ex *catalog.Explained
 		if ex, err = e.in.Explainer.Explain(e.ctx, r); err == nil {
-			how := map[string]string{
-				"literal": "EXPLAIN of the logged statement",
-				"custom":  "EXPLAIN EXECUTE with the logged parameter values",
-				"generic": "EXPLAIN EXECUTE of the generic plan (plan_cache_mode = force_generic_plan)",
-			}[ex.Mode]
-			return ex, r, how, nil
+			return ex, r, explainedHow(ex), nil
+		}
+	}
+	if len(reqs) == 1 && refused(err) && e.in.Examples != nil {
+		if s := e.in.Examples(q.Fingerprint); s != nil {
+			r := catalog.Request{Query: s.Query, Params: s.Params}
+			ex, exErr := e.in.Explainer.Explain(e.ctx, r)
+			if exErr == nil {
+				// A plan of this text is the server's, fresh: the
+				// plans' explainer serves normalized texts only.
+				ex.Plan.Redact()
+				return ex, r, explainedHow(ex), nil
+			}
+			err = fmt.Errorf("neither its normalized text nor an execution read from its logs plans: %w", exErr)
+			return nil, catalog.Request{}, "", err
 		}
 	}
 	if untyped(err) {
-		values := "the input kept no logged execution of it to plan instead"
-		if len(reqs) > 1 {
-			values = "its logged execution did not plan either"
+		if len(reqs) == 1 {
+			return nil, catalog.Request{}, "", errNoSample{fmt.Errorf("the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared: %w", err)}
 		}
-		err = fmt.Errorf("the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared, and %s: %w", values, err)
+		err = fmt.Errorf("the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared, and its logged execution did not plan either: %w", err)
+	} else if len(reqs) == 1 && refused(err) {
+		return nil, catalog.Request{}, "", errNoSample{fmt.Errorf("its normalized text does not prepare (a constant where a parameter cannot stand, as in interval $1): %w", err)}
 	}
 	return nil, catalog.Request{}, "", err
+}
+
+// explainedHow says how a plan was made, for the finding's evidence.
+func explainedHow(ex *catalog.Explained) string {
+	return map[string]string{
+		"literal": "EXPLAIN of the logged statement",
+		"custom":  "EXPLAIN EXECUTE with the logged parameter values",
+		"generic": "EXPLAIN EXECUTE of the generic plan (plan_cache_mode = force_generic_plan)",
+	}[ex.Mode]
+}
+
+// errNoSample is explain's error for a statement that has no execution
+// to plan (no sample kept, none read from its logs) and whose normalized
+// text the server refuses: "no sample", and why the text is not enough.
+type errNoSample struct{ why error }
+
+func (e errNoSample) Error() string { return "no sample: " + e.why.Error() }
+func (e errNoSample) Unwrap() error { return e.why }
+
+// refused reports whether err is the server refusing a normalized text
+// itself, which a real execution mends: a syntax error where a constant
+// became a parameter ("interval $3"), or parameters whose types it
+// cannot infer (untyped).
+func refused(err error) bool {
+	const syntaxError = "42601"
+	var pe *pgconn.PgError
+	return untyped(err) || errors.As(err, &pe) && pe.Code == syntaxError
 }
 
 // untyped reports whether err is the server's refusal to prepare a

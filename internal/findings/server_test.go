@@ -399,7 +399,7 @@ func TestMissingIndexUntypedParameters(t *testing.T) {
 		t.Errorf("the logged statement not explained: %s", why)
 	}
 	why := skipped(Input{Workload: w})
-	const want = "the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared, and the input kept no logged execution of it to plan instead"
+	const want = "not explained: no sample: the server cannot infer the types of its parameters from the normalized query alone (as in $2 + $3, where the log had two constants), so its generic plan cannot be prepared"
 	if !strings.Contains(why, want) || !strings.Contains(why, "SQLSTATE 42725") {
 		t.Errorf("missing-index not evaluated because %q; want %q and the server's error", why, want)
 	}
@@ -427,6 +427,96 @@ func TestMissingIndexUntypedParameters(t *testing.T) {
 	if ObservedFromResult(&results.Result{}) != nil {
 		t.Errorf("observed from a result without samples")
 	}
+}
+
+// TestMissingIndexExplainsRealStatements (issue 45): a statement whose
+// normalized text the server refuses ("interval $2": a constant where a
+// parameter cannot stand) is explained as it ran: with its logged
+// execution, or, when the input kept none (a replay's result without
+// samples), with an execution read from its logs (Input.Examples), whose
+// values the finding then does not show; with neither, it is "not
+// explained: no sample", once, never the server's syntax error alone.
+func TestMissingIndexExplainsRealStatements(t *testing.T) {
+	r := startRig(t, nil)
+	r.createDB("ivl")
+	r.exec("ivl", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int NOT NULL, due timestamptz NOT NULL);
+		INSERT INTO events (kind, due) SELECT g % 1000, now() - g * interval '1 second' FROM generate_series(1, 200000) g;
+		ANALYZE events`)
+	seg := r.capture(func() {
+		conn := r.connect("ivl")
+		for i := range 5 {
+			q := fmt.Sprintf("SELECT count(*) FROM events WHERE kind = %d AND due < now() + random() * interval '%d minutes'", i, i+1)
+			if _, err := conn.Exec(r.ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	w, obs := analyzeSegment(t, seg, "ivl")
+	var fp string
+	for _, q := range w.Queries {
+		if strings.Contains(q.Query, "interval $") {
+			fp = q.Fingerprint
+		}
+	}
+	if fp == "" {
+		t.Fatalf("the interval query not among %+v", w.Queries)
+	}
+	// skips are missing-index's reasons not to evaluate fp.
+	skips := func(rep *Report) []string {
+		var out []string
+		for _, s := range rep.NotEvaluated {
+			if s.ID == IDMissingIndex && strings.Contains(s.Reason, fp) {
+				out = append(out, s.Reason)
+			}
+		}
+		return out
+	}
+	found := func(rep *Report) *Finding {
+		for _, f := range only(rep, IDMissingIndex) {
+			if strings.HasPrefix(f.Subject, "public.events") {
+				return &f
+			}
+		}
+		return nil
+	}
+
+	// The logged execution.
+	rep := r.evaluate("ivl", Input{Workload: w, Observed: obs}, Options{})
+	if f := found(rep); f == nil || len(skips(rep)) != 0 {
+		t.Errorf("with the logged execution: finding %+v, not evaluated %v", f, skips(rep))
+	} else if how := f.Evidence.Tables[0].Rows[0][4]; how != "EXPLAIN of the logged statement" {
+		t.Errorf("planned by %q, want the logged statement", how)
+	}
+
+	// Nothing kept, nothing read: no sample, once.
+	rep = r.evaluate("ivl", Input{Workload: w}, Options{})
+	if sk := skips(rep); len(sk) != 1 || !strings.Contains(sk[0], "query "+fp+" not explained: no sample: its normalized text does not prepare") {
+		t.Errorf("without a sample: not evaluated %q, want once \"not explained: no sample\"", sk)
+	}
+	if f := found(rep); f != nil {
+		t.Errorf("a finding without a plan: %+v", f)
+	}
+
+	// An execution read from the logs: planned, its values not shown.
+	asked := 0
+	examples := func(f string) *results.Sample {
+		asked++
+		if f != fp {
+			return nil
+		}
+		return &results.Sample{Role: results.SampleExample, Database: "ivl",
+			Query: "SELECT count(*) FROM events WHERE kind = 8 AND due < now() + random() * interval '7 minutes'"}
+	}
+	rep = r.evaluate("ivl", Input{Workload: w, Examples: examples}, Options{})
+	f := found(rep)
+	if f == nil || len(skips(rep)) != 0 || asked == 0 {
+		t.Fatalf("with an example: finding %+v, not evaluated %v, examples asked %d times", f, skips(rep), asked)
+	}
+	row := strings.Join(f.Evidence.Tables[0].Rows[0], " | ")
+	if strings.Contains(row, "00:07:00") || strings.Contains(row, "= 8") || !strings.Contains(row, "kind") {
+		t.Errorf("the example's plan shows its values (or no filter): %s", row)
+	}
+	t.Logf("with an example: %s", row)
 }
 
 func TestPlanningHeavy(t *testing.T) {

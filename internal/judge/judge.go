@@ -105,9 +105,10 @@ type Options struct {
 	// Plans explains the plans behind the comparison on both targets;
 	// nil leaves them out.
 	Plans *compareplans.Options
-	// Examples, when set, gives the plans a real execution of the
-	// statements whose normalized text cannot be explained, from the
-	// comparison (compareplans.Options.Examples).
+	// Examples, when set, gives the plans and the findings a real
+	// execution of the statements whose normalized text cannot be
+	// explained, from the comparison (compareplans.Options.Examples,
+	// findings.Input.Examples); it is called once.
 	Examples func(*compare.Report) func(fingerprint string) *explain.Sample
 	// Findings evaluates the findings; nil leaves them out.
 	Findings *FindingsOptions
@@ -154,14 +155,18 @@ func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error
 	if err := stage(opts, StageCompared, v); err != nil {
 		return v, err
 	}
+	// One reading of the logs for examples, for the plans and the
+	// findings alike.
+	var examples func(fingerprint string) *explain.Sample
+	if opts.Examples != nil && (opts.Plans != nil || opts.Findings != nil) {
+		examples = opts.Examples(v.Comparison)
+	}
 	if opts.Plans != nil {
 		if err := stage(opts, StageExplaining, v); err != nil {
 			return v, err
 		}
 		po := *opts.Plans
-		if opts.Examples != nil {
-			po.Examples = opts.Examples(v.Comparison)
-		}
+		po.Examples = examples
 		v.Plans, err = compareplans.Run(ctx, compareplans.Input{Report: v.Comparison, Baseline: Results(base), Candidate: Results(cand)}, po)
 		if err != nil {
 			return v, err
@@ -178,7 +183,7 @@ func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error
 			in.Baseline = base[0].Workload
 		}
 		if last.Workload != nil {
-			in.Workload, in.Observed = last.Workload, findings.ObservedFromResult(last.Result)
+			in.Workload, in.Observed, in.Examples = last.Workload, findings.ObservedFromResult(last.Result), examples
 			v.Findings, v.CatalogErr, v.FindingsErr = Findings(ctx, in, opts.Findings.Catalog, v.Plans, opts.Findings.Options)
 		}
 		if err := stage(opts, StageFindings, v); err != nil {

@@ -222,17 +222,17 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	if cfg.Findings && !res.Partial && !res.DryRun {
 		if cfg.FindingsDSN != "" {
-			o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.FindingsDSN, "")
+			o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.FindingsDSN, "")
 		} else {
 			// The target, not asked for: when it does not take the
 			// findings' connection, they go without it and say so.
 			db := WorkloadDatabase(pf)
-			o.Findings, o.FindingsErr = replayFindings(ctx, res, cfg.Replay.Target, db)
+			o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.Replay.Target, db)
 			if o.FindingsErr != nil && !errors.Is(o.FindingsErr, findings.ErrInterrupted) {
 				if cfg.Warn != nil {
 					cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
 				}
-				o.Findings, o.FindingsErr = replayFindings(ctx, res, "", "")
+				o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, "", "")
 			}
 		}
 	}
@@ -319,9 +319,30 @@ func WorkloadDatabase(pf *Preflight) string {
 }
 
 // replayFindings names the traps of the replayed workload as the target
-// ran it, with the target's catalog when dsn is given.
-func replayFindings(ctx context.Context, res *results.Result, dsn, database string) (*findings.Report, error) {
+// ran it, with the target's catalog when dsn is given. A statement whose
+// normalized text does not plan is explained with an execution read
+// from cfg's input (Examples).
+func replayFindings(ctx context.Context, cfg Config, res *results.Result, dsn, database string) (*findings.Report, error) {
 	in := findings.Input{Workload: findings.FromResult(res), Observed: findings.ObservedFromResult(res)}
+	var found map[string]results.Sample
+	in.Examples = func(fp string) *results.Sample {
+		if found == nil {
+			fps := make([]string, 0, len(res.Queries))
+			for _, q := range res.Queries {
+				fps = append(fps, q.Fingerprint)
+			}
+			// Without examples (an input that cannot be read again),
+			// such a statement says it has no sample.
+			found, _ = Examples(ctx, cfg, fps)
+			if found == nil {
+				found = map[string]results.Sample{}
+			}
+		}
+		if s, ok := found[fp]; ok {
+			return &s
+		}
+		return nil
+	}
 	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: dsn, Database: database, Required: true}, nil, findings.Options{})
 	return rep, err
 }

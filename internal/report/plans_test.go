@@ -88,6 +88,14 @@ func TestPlanLines(t *testing.T) {
 	if got := PlanLine(&both, compare.StatusUnchanged); got != "not explained: DDL or a utility statement, which EXPLAIN cannot plan" {
 		t.Errorf("the same reason on both sides: %q", got)
 	}
+	// A statement without a sample whose normalized text the servers
+	// refuse: said once.
+	refused := `syntax error at or near "…"`
+	none := explain.Outcome{Verdict: explain.NotCompared, Problems: []explain.Problem{{Side: explain.Control, Kind: explain.ProblemNoSample, Message: refused},
+		{Side: explain.Candidate, Kind: explain.ProblemNoSample, Message: refused}}}
+	if got := PlanLine(&none, compare.StatusUnchanged); got != "not explained: no sample: no execution of it was kept or found in the logs, and its normalized text does not plan: "+refused {
+		t.Errorf("no sample: %q", got)
+	}
 	if got := PlanLine(&rep.Outcomes[1], compare.StatusUnchanged); !strings.HasPrefix(got, "same plan: ") || strings.Contains(got, "cause") {
 		t.Errorf("not slower: %q", got)
 	}

@@ -514,6 +514,8 @@ func ProblemText(p explain.Problem) string {
 		return "relation " + p.Relation + " does not exist there (a temporary table of a session that is gone, or a schema difference)"
 	case explain.ProblemNoParams:
 		return "no parameter values known, and the generic plan cannot be made: " + p.Message
+	case explain.ProblemNoSample:
+		return "no sample: no execution of it was kept or found in the logs, and its normalized text does not plan: " + p.Message
 	case explain.ProblemTimeout:
 		return "EXPLAIN ran out of time (statement_timeout or lock_timeout): " + p.Message
 	case explain.ProblemConnect:

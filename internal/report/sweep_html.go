@@ -45,6 +45,9 @@ func SweepSections(res *sweep.Result) []htmlreport.Section {
 	if w := sharedDriverWarning(res); w != "" {
 		curves.Text = append(curves.Text, w)
 	}
+	if res.NoiseUnmeasured {
+		curves.Text = append(curves.Text, "No knee, cliff, ratio interval or ~ is judged: "+unmeasuredWhy+".")
+	}
 	if len(res.Comparison) > 0 {
 		curves.Tables = append(curves.Tables, comparisonTable(res))
 	}

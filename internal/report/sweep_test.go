@@ -159,3 +159,37 @@ func TestWriteSweepKnee(t *testing.T) {
 		t.Errorf("the knee does not come before the peak:\n%s", out)
 	}
 }
+
+// A comparison of one step per client count measured no noise: its ratios
+// print bare, without interval or "~", and every configuration says why
+// it has no knee and no cliff; the page says so too.
+func TestWriteSweepNoiseUnmeasured(t *testing.T) {
+	res := syntheticSweep()
+	sweep.Judge(res, 1, 0.8)
+	var b strings.Builder
+	if err := WriteSweep(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"TPS relative to on (medians; no interval, no ~: one step per client count measures no noise between steps (--repeat 3 measures it, the default with --compare))",
+		"  knee, cliff: not judged: one step per client count measures no noise",
+		"1.200\n", // off/on at 4 clients, bare
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"cliff: 8 clients", "knee:  ", "within noise", "(1.", " ~\n"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output claims %q against unmeasured noise:\n%s", bad, out)
+		}
+	}
+	if n := strings.Count(out, "not judged"); n != 2 {
+		t.Errorf("%d configurations say why they are not judged, want 2:\n%s", n, out)
+	}
+	page := SweepSections(res)
+	if !strings.Contains(strings.Join(page[0].Text, " "), "one step per client count measures no noise") {
+		t.Errorf("the page does not say why nothing is judged: %v", page[0].Text)
+	}
+}

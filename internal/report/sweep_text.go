@@ -65,6 +65,9 @@ func WriteSweep(w io.Writer, res *sweep.Result) error {
 			p("  %7s %11.1f %9.3f %9.3f %10s  %s\n", clientsText(s), s.TPS, s.Latency.P50, s.Latency.P95, cpu, wait)
 		}
 		p("%s", peakCliffLines(c))
+		if res.NoiseUnmeasured && c.Peak != nil {
+			p("  knee, cliff: not judged: %s\n", unmeasuredWhy)
+		}
 	}
 
 	writeChart(bw, res)
@@ -115,8 +118,15 @@ func ratioText(cmp sweep.Comparison, name string) string {
 	return fmt.Sprintf("%.3f (%.2f-%.2f)", v, d.Low, d.High)
 }
 
+// unmeasuredWhy says why a comparison of one step per client count
+// judges nothing against noise.
+const unmeasuredWhy = "one step per client count measures no noise between steps (--repeat 3 measures it, the default with --compare)"
+
 // sameLegend says what "~" means for the sweep's repeats.
 func sameLegend(res *sweep.Result) string {
+	if res.NoiseUnmeasured {
+		return "no interval, no ~: " + unmeasuredWhy
+	}
 	if res.Plan.Repeat > 1 {
 		return fmt.Sprintf("%d steps each; ~: not told from noise, the ratio's interval holds 1 or it is within the noise of the steps or 10%%", res.Plan.Repeat)
 	}

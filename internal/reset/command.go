@@ -1,7 +1,6 @@
 package reset
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/tailbuf"
 )
 
 // Environment variables a reset command gets, besides libpq's PGHOST,
@@ -142,7 +142,7 @@ func (c *Command) run(ctx context.Context, cfg *pgconn.Config, round int) error 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	tail := &tailBuffer{max: tailBytes}
+	tail := tailbuf.New(tailBytes)
 	var stdout, stderr io.Writer = io.Discard, tail
 	if c.Output != nil {
 		out := &lockedWriter{w: c.Output}
@@ -251,39 +251,6 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.b
-	if len(b) > t.max {
-		cut := len(b) - t.max
-		whole := b[cut-1] == '\n'
-		b = b[cut:]
-		// Start on a whole line.
-		if i := bytes.IndexByte(b, '\n'); !whole && i >= 0 && i < len(b)-1 {
-			b = b[i+1:]
-		}
-	}
-	return string(b)
 }
 
 // lockedWriter serializes the command's two streams into one writer.

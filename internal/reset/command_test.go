@@ -153,17 +153,6 @@ func TestNone(t *testing.T) {
 	}
 }
 
-func TestTailBuffer(t *testing.T) {
-	tb := &tailBuffer{max: 16}
-	for i := 0; i < 100; i++ {
-		tb.Write([]byte("line\n"))
-	}
-	tb.Write([]byte("last words\n"))
-	if got := tb.String(); got != "line\nlast words\n" {
-		t.Errorf("tail = %q", got)
-	}
-}
-
 func TestParseMode(t *testing.T) {
 	for in, want := range map[string]Mode{"template": ModeTemplate, "none": ModeNone, "datadir": ModeDataDir, "command": "", "": "", "Template": ""} {
 		got, err := ParseMode(in)

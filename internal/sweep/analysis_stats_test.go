@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -212,5 +213,80 @@ func TestSweepAANoisyMachine(t *testing.T) {
 		100*fs, trials, 100*fc, 100*ap)
 	if fs > 0.05 || fc > 0.05 || ap > 0.10 {
 		t.Errorf("want at most 5%% of sweeps with a b/a not ~ (%.1f%%), 5%% with a false cliff (%.1f%%), 10%% with peaks or knees apart (%.1f%%)", 100*fs, 100*fc, 100*ap)
+	}
+}
+
+// TestJudgeClaimsOnlyMeasuredNoise: a comparison judges its ratios,
+// knees and cliffs against the noise between steps only when it measured
+// it. With one step per client count (repeat 1), an A/A sweep on a busy
+// machine (15% noise a step) used to print ratios such as 0.709
+// (0.62-0.81) and a cliff on one side, against a noise assumed; now it
+// prints bare ratios, no knee, no cliff and no peak range, and says so
+// (NoiseUnmeasured). With three steps it judges them all; a single curve
+// keeps its judgement against the noise assumed of one step.
+func TestJudgeClaimsOnlyMeasuredNoise(t *testing.T) {
+	functionalCase(t)
+	if DefaultRepeat(1) != 1 || DefaultRepeat(2) != CompareRepeat || DefaultRepeat(3) != CompareRepeat || CompareRepeat < 3 {
+		t.Fatalf("default repeats: %d alone, %d with two configurations, %d with three", DefaultRepeat(1), DefaultRepeat(2), DefaultRepeat(3))
+	}
+	rng := rand.New(rand.NewPCG(45, 6))
+	clients := []int{1, 2, 4, 8, 16}
+	s := shape{peak: 10000, rise: 2, fall: 8, gamma: 1}
+	for _, tt := range []struct {
+		configs, repeat int
+		unmeasured      bool
+	}{
+		{2, 1, true},
+		{3, 1, true},
+		{2, 2, false},
+		{2, 3, false},
+		{1, 1, false},
+		{1, 3, false},
+	} {
+		for trial := range 200 {
+			res := &Result{}
+			for i := range tt.configs {
+				res.Configs = append(res.Configs, ConfigRun{Name: string(rune('a' + i)), Steps: sweepOf(rng, s, clients, tt.repeat, 0.15)})
+			}
+			Judge(res, tt.repeat, 0.8)
+			where := func() string {
+				return fmt.Sprintf("%d configurations, repeat %d, trial %d", tt.configs, tt.repeat, trial)
+			}
+			if res.NoiseUnmeasured != tt.unmeasured {
+				t.Fatalf("%s: NoiseUnmeasured %v, want %v", where(), res.NoiseUnmeasured, tt.unmeasured)
+			}
+			for _, c := range res.Configs {
+				if c.Peak == nil || c.Peak.TPS <= 0 {
+					t.Fatalf("%s: %s: peak %+v", where(), c.Name, c.Peak)
+				}
+				if tt.unmeasured {
+					if c.Knee != nil || c.Cliff != nil || c.Peak.Lo != 0 || c.Peak.Hi != 0 {
+						t.Fatalf("%s: %s claims against unmeasured noise: knee %+v cliff %+v peak %+v", where(), c.Name, c.Knee, c.Cliff, c.Peak)
+					}
+				} else if c.Knee == nil || c.Cliff == nil || c.Peak.Lo == 0 || c.Peak.Hi == 0 {
+					t.Fatalf("%s: %s not judged: knee %+v cliff %+v peak %+v", where(), c.Name, c.Knee, c.Cliff, c.Peak)
+				}
+			}
+			if tt.configs == 1 {
+				if res.Comparison != nil {
+					t.Fatalf("%s: a comparison of one configuration: %+v", where(), res.Comparison)
+				}
+				continue
+			}
+			if len(res.Comparison) != len(clients) {
+				t.Fatalf("%s: %d comparison rows, want %d", where(), len(res.Comparison), len(clients))
+			}
+			for _, c := range res.Comparison {
+				for _, cfg := range res.Configs {
+					if c.Ratio[cfg.Name] <= 0 {
+						t.Fatalf("%s: %d clients: no ratio for %s: %+v", where(), c.Clients, cfg.Name, c)
+					}
+					_, judged := c.Change[cfg.Name]
+					if judged == tt.unmeasured {
+						t.Fatalf("%s: %d clients: %s's change %+v, want one only with measured noise", where(), c.Clients, cfg.Name, c.Change)
+					}
+				}
+			}
+		}
 	}
 }

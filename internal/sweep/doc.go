@@ -54,6 +54,10 @@
 // steady drift to first order, which running all of A and then all of B
 // would turn into a difference between A and B.
 //
+// A comparison runs CompareRepeat steps at every client count unless told
+// otherwise, so that the noise its ratios, knees and cliffs are judged
+// against is measured; with one step each it claims none of them (Judge).
+//
 // # Servers
 //
 // Without a target, every configuration gets its own throwaway cluster

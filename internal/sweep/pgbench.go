@@ -17,6 +17,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
@@ -80,12 +81,34 @@ func (p *Pgbench) Init(ctx context.Context, dsn string, scale int) error {
 	if err != nil {
 		return err
 	}
+	dsn, env, err := pgbenchConn(dsn)
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, bin, "-i", "-q", "-s", strconv.Itoa(scale), dsn)
 	cmd.Dir = os.TempDir()
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgbench -i: %w\n%s", err, tailLines(out, 20))
 	}
 	return nil
+}
+
+// pgbenchConn is how pgbench is told to connect to dsn: the connection
+// string without its password, for its command line, and this process's
+// environment with the password as PGPASSWORD, which libpq reads. A
+// command line is readable by every user of the machine (ps); a
+// process's environment only by its own user.
+func pgbenchConn(dsn string) (arg string, env []string, err error) {
+	arg, password, err := connstr.WithoutPassword(dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("pgbench: %w", err)
+	}
+	env = os.Environ()
+	if password != "" {
+		env = append(env, "PGPASSWORD="+password)
+	}
+	return arg, env, nil
 }
 
 // args returns pgbench's command line for a step, the connection string
@@ -129,8 +152,14 @@ func (p *Pgbench) Run(ctx context.Context, spec RunSpec) (Load, error) {
 	}
 	defer os.RemoveAll(dir)
 
+	dsn, env, err := pgbenchConn(spec.DSN)
+	if err != nil {
+		return load, err
+	}
+	spec.DSN = dsn
 	cmd := exec.CommandContext(ctx, bin, p.args(spec, filepath.Join(dir, "tx"))...)
 	cmd.Dir = dir
+	cmd.Env = env
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	stderr, err := cmd.StderrPipe()

@@ -26,6 +26,10 @@ type Result struct {
 	Plan               PlanInfo     `json:"plan"`
 	Configs            []ConfigRun  `json:"configs"`
 	Comparison         []Comparison `json:"comparison,omitempty"`
+	// NoiseUnmeasured: configurations were compared with one step per
+	// client count, so the noise between steps was not measured and
+	// nothing that needs it is claimed (see Judge).
+	NoiseUnmeasured bool `json:"noise_unmeasured,omitempty"`
 	// Partial is set when the sweep stopped early (Ctrl-C or an error):
 	// the steps present are complete, later ones are missing.
 	Partial bool `json:"partial,omitempty"`

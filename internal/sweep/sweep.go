@@ -18,8 +18,8 @@ type Options struct {
 	Warmup   time.Duration
 	Duration time.Duration
 	// Repeat is how many steps run at each client count of each
-	// configuration (0: one); their spread is the noise the peak, the
-	// knee, the cliff and the comparison are judged against.
+	// configuration (0: DefaultRepeat); their spread is the noise the
+	// peak, the knee, the cliff and the comparison are judged against.
 	Repeat int
 	// CliffRatio: the cliff is the first step after the peak below
 	// CliffRatio times the peak's TPS.
@@ -104,7 +104,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.ProcDir = "/proc"
 	}
 	if opts.Repeat == 0 {
-		opts.Repeat = 1
+		opts.Repeat = DefaultRepeat(len(opts.Configs))
 	}
 	if opts.TopWaits == 0 {
 		opts.TopWaits = 5
@@ -136,17 +136,69 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Configs = append(res.Configs, ConfigRun{Name: c.Name, Settings: c.Settings, Steps: []Step{}})
 	}
 	err := run(ctx, &opts, configs, res)
-	for i := range res.Configs {
-		cr := &res.Configs[i]
-		cr.Knee = FindKnee(cr.Steps)
-		cr.Peak = FindPeak(cr.Steps)
-		cr.Cliff = FindCliff(cr.Steps, opts.CliffRatio)
-	}
-	res.Comparison = CompareConfigs(res.Configs)
+	Judge(res, opts.Repeat, opts.CliffRatio)
 	if err != nil {
 		res.Partial = true
 	}
 	return res, err
+}
+
+// CompareRepeat is the steps a comparison of configurations runs at each
+// client count unless told otherwise: three, so that the spread between
+// steps is measured, not assumed. With one step each, two identical
+// configurations on a busy machine differ by 30% at a client count, which
+// an assumed noise reads as a difference.
+const CompareRepeat = 3
+
+// DefaultRepeat is the steps per client count of a sweep of configs
+// configurations when the caller asks for no number: CompareRepeat with two
+// configurations or more, else one (a single curve's peak and cliff are
+// read against the noise assumed of one step).
+func DefaultRepeat(configs int) int {
+	if configs > 1 {
+		return CompareRepeat
+	}
+	return 1
+}
+
+// NoiseUnmeasured reports whether a sweep of configs configurations with
+// repeat steps per client count compares configurations without having
+// measured the noise between steps: with one step each, nothing says how
+// far two steps of the same configuration differ, so no ratio, cliff or
+// knee can be told from noise.
+func NoiseUnmeasured(configs, repeat int) bool {
+	return configs > 1 && repeat < 2
+}
+
+// Judge fills in every configuration's knee, peak and cliff and the
+// comparison of configurations from the steps of res, run repeat times at
+// each client count. A comparison whose noise was not measured
+// (NoiseUnmeasured) claims nothing that needs it: its ratios have no
+// interval and no "~" (no Change), and every configuration's knee and
+// cliff are left nil and its peak without the client counts within noise
+// of it; res.NoiseUnmeasured says so.
+func Judge(res *Result, repeat int, cliffRatio float64) {
+	unmeasured := NoiseUnmeasured(len(res.Configs), repeat)
+	res.NoiseUnmeasured = unmeasured
+	for i := range res.Configs {
+		cr := &res.Configs[i]
+		cr.Peak = FindPeak(cr.Steps)
+		if unmeasured {
+			cr.Knee, cr.Cliff = nil, nil
+			if cr.Peak != nil {
+				cr.Peak.Lo, cr.Peak.Hi = 0, 0
+			}
+			continue
+		}
+		cr.Knee = FindKnee(cr.Steps)
+		cr.Cliff = FindCliff(cr.Steps, cliffRatio)
+	}
+	res.Comparison = CompareConfigs(res.Configs)
+	if unmeasured {
+		for i := range res.Comparison {
+			res.Comparison[i].Change = nil
+		}
+	}
 }
 
 func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err error) {

@@ -28,9 +28,14 @@ var trackPlanning = []sweep.Config{
 // The issue's acceptance sweep, in small: select-only on throwaway clusters
 // with track_planning on and off, every step measured. Figures are not
 // asserted, only what must hold however loaded the machine is.
+//
+// It asks for one step per client count, which measures no noise: the
+// comparison's ratios then carry no interval and no "~", and no knee or
+// cliff is called (sweep.Judge).
 func TestSweepThrowawayCompare(t *testing.T) {
 	opts := sweeptest.Options(t, 1, 2, 4)
 	opts.Configs = trackPlanning
+	opts.Repeat = 1
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := sweep.Run(ctx, opts)
@@ -76,6 +81,19 @@ func TestSweepThrowawayCompare(t *testing.T) {
 	if len(res.Comparison) != 3 || res.Comparison[0].Baseline != "on" || res.Comparison[2].Ratio["off"] <= 0 {
 		t.Errorf("comparison %+v", res.Comparison)
 	}
+	if !res.NoiseUnmeasured || res.Plan.Repeat != 0 {
+		t.Errorf("one step each: noise unmeasured %v, plan %+v", res.NoiseUnmeasured, res.Plan)
+	}
+	for _, c := range res.Comparison {
+		if c.Change != nil {
+			t.Errorf("%d clients: a change judged against unmeasured noise: %+v", c.Clients, c.Change)
+		}
+	}
+	for _, c := range res.Configs {
+		if c.Knee != nil || c.Cliff != nil {
+			t.Errorf("%s: knee %+v, cliff %+v judged against unmeasured noise", c.Name, c.Knee, c.Cliff)
+		}
+	}
 
 	// The JSON has the documented shape.
 	b, err := json.Marshal(res)
@@ -83,8 +101,9 @@ func TestSweepThrowawayCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Kind    string
-		Configs []struct {
+		Kind            string
+		NoiseUnmeasured bool `json:"noise_unmeasured"`
+		Configs         []struct {
 			Name  string
 			Steps []map[string]any
 			Peak  map[string]any
@@ -102,9 +121,12 @@ func TestSweepThrowawayCompare(t *testing.T) {
 				}
 			}
 		}
-		if c.Peak["clients"] == nil || c.Cliff["up_to_clients"] != float64(4) {
+		if c.Peak["clients"] == nil || c.Cliff != nil {
 			t.Errorf("%s: peak %v cliff %v", c.Name, c.Peak, c.Cliff)
 		}
+	}
+	if !doc.NoiseUnmeasured {
+		t.Errorf("the JSON does not say the noise was not measured: %s", b)
 	}
 	t.Logf("%s", b)
 }
@@ -127,6 +149,7 @@ func TestSweepTargetCompare(t *testing.T) {
 	opts := sweeptest.Options(t, 1, 2)
 	opts.Target = c.DSN("postgres")
 	opts.Init = true
+	opts.Repeat = 1 // settings, not statistics, are tested here
 	opts.Configs = []sweep.Config{
 		{Name: "off", Settings: map[string]string{"pg_stat_statements.track_planning": "off"}},
 		{Name: "jit", Settings: map[string]string{"jit": "off", "work_mem": "8MB"}},
