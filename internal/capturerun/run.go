@@ -184,8 +184,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	var once sync.Once
 	var finalizeErr error
+	// lostAfter: recording stopped on the writer's failure or at
+	// MaxSize, so what the proxy relays after the capture is finalized
+	// is lost to it, and counted in the manifest once the proxy stops.
+	lostAfter := false
 	finalize := func(why StopReason) {
 		once.Do(func() {
+			lostAfter = why == StopWriteFailed || why == StopMaxSize
 			sink.stop()
 			finalizeErr = rec.Close()
 			sink.openMu.Lock()
@@ -268,6 +273,16 @@ wait:
 	}
 	finalize(StopInterrupted)
 	sum.Proxy = p.Stats()
+	if n := sink.after.Load(); lostAfter && n > 0 && sum.Manifest.Reason != capture.ReasonNotFinalized {
+		m, err := capture.AddDropped(cfg.Out, n)
+		if err != nil {
+			// The manifest keeps the count of its finalization.
+			finalizeErr = errors.Join(finalizeErr, err)
+		} else {
+			sum.Manifest = *m
+			sum.Recorder.Dropped += n
+		}
+	}
 	return sum, errors.Join(serveErr, finalizeErr)
 }
 
