@@ -38,8 +38,24 @@ var errChannelBindingClient = errors.New("the client asks for channel binding")
 const (
 	channelBindingMessage = "channel binding (SCRAM-SHA-256-PLUS) cannot pass through the proxy, and the server offers no other SASL mechanism"
 	clientBindingMessage  = "channel binding cannot pass through the proxy (its TLS certificate is not the server's): " +
-		"connect with channel_binding=disable, or without TLS to the proxy"
+		"connect with %s, or without TLS to the proxy"
+	// jdbcApplication is the application_name pgjdbc sends unless the
+	// application sets its own.
+	jdbcApplication = "PostgreSQL JDBC Driver"
 )
+
+// bindingAdvice is how the client turns channel binding off, in its own
+// spelling: pgjdbc's when the startup packet says the client is pgjdbc,
+// else libpq's (psql, psycopg, and the drivers built on libpq) with
+// pgjdbc's beside it, since an application may name itself.
+func bindingAdvice(params []capture.Param) string {
+	for _, p := range params {
+		if p.Name == "application_name" && p.Value == jdbcApplication {
+			return fmt.Sprintf(clientBindingMessage, "channelBinding=disable in the JDBC URL")
+		}
+	}
+	return fmt.Sprintf(clientBindingMessage, "channel_binding=disable (libpq; channelBinding=disable for JDBC)")
+}
 
 // errorGrace is how long a client that broke the protocol has to read the
 // proxy's ErrorResponse before its connection closes.
@@ -170,8 +186,9 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		p.problem(ErrClientProtocol, fmt.Sprintf("client %s: sent a %v; closing the connection.", addr, fe))
 		s.refuseFromClientPump(serverDone, "08P01", "the client sent a "+fe.Error())
 	} else if errors.Is(err, errChannelBindingClient) && s.setEnd(capture.EndAuthFailed) {
-		p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, clientBindingMessage))
-		s.refuseFromClientPump(serverDone, "28000", clientBindingMessage)
+		advice := bindingAdvice(s.params)
+		p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, advice))
+		s.refuseFromClientPump(serverDone, "28000", advice)
 	} else if s.terminated.Load() {
 		s.setEnd(capture.EndTerminate)
 	} else if s.setEnd(capture.EndClientGone) && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
