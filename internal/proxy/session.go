@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // recorded are the frontend message types recorded verbatim: Query,
@@ -91,6 +92,13 @@ type session struct {
 	refuseBinding bool
 	saslOffered   atomic.Bool // AuthenticationSASL went to the client
 
+	// rows is the digest of the DataRows relayed since the last
+	// CommandComplete, ErrorResponse or ReadyForQuery, and rowStream
+	// hashes one too large for the buffer as it streams; the server
+	// pump's only.
+	rows      rowdigest.Digest
+	rowStream rowdigest.Stream
+
 	started    atomic.Bool
 	terminated atomic.Bool   // the client sent Terminate
 	end        atomic.Uint32 // capture.EndReason, the first one set wins
@@ -146,7 +154,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	fromClient := &pump{src: client, dst: server, buf: *cbuf, counts: &p.frontend,
 		onMsg: s.frontendMsg, keep: s.keepFrontend}
 	fromServer := &pump{src: server, dst: client, buf: *sbuf, counts: &p.backend,
-		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
+		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true, onPart: s.backendPart}
 
 	serverDone := make(chan struct{})
 	go func() {
@@ -274,6 +282,12 @@ func keepBackend(typ byte) bool {
 
 func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	body := msg[5:]
+	if msg[0] == 'D' {
+		// A row: hashed in place, on the frame the pump forwards,
+		// and never recorded.
+		s.rows.Add(body)
+		return nil, nil
+	}
 	if s.inStartup {
 		switch msg[0] {
 		case 'R':
@@ -307,11 +321,15 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'C':
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
+		r.Digest, r.HasDigest = s.rows, true
+		s.rows = rowdigest.Digest{}
 	case 'E':
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)
+		s.rows = rowdigest.Digest{}
 	case 'Z':
 		r.Kind = capture.KindReady
+		s.rows = rowdigest.Digest{}
 		if len(body) > 0 {
 			r.TxStatus = body[0]
 		}
@@ -323,6 +341,21 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	s.emitStartup()
 	s.p.add(r)
 	return nil, nil
+}
+
+// backendPart hashes a DataRow too large for the pump's buffer as it
+// streams through (see pump.onPart).
+func (s *session) backendPart(typ byte, part []byte, first, last bool) {
+	if typ != 'D' {
+		return
+	}
+	if first {
+		s.rowStream.Reset()
+	}
+	s.rowStream.Write(part)
+	if last {
+		s.rows.AddHash(s.rowStream.Sum())
+	}
 }
 
 // withoutPlus returns AuthenticationSASL msg without SCRAM-SHA-256-PLUS
