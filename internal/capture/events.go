@@ -563,6 +563,13 @@ func (d *Decoder) finish() {
 	ids := slices.Sorted(maps.Keys(d.sessions))
 	for _, id := range ids {
 		if s := d.sessions[id]; !s.ended {
+			if c := s.connect; c != nil {
+				// A startup without a backend whose end the capture
+				// does not hold: open, as any session cut there.
+				s.connect = nil
+				d.use()
+				d.ready = append(d.ready, c)
+			}
 			d.counts.OpenSessions++
 			d.flush(s)
 		}

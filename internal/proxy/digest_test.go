@@ -78,6 +78,23 @@ func TestRowDigest(t *testing.T) {
 	in = append(in, backendMessage('E', "SERROR\x00C22012\x00Mdivision by zero\x00\x00")...)
 	in = append(in, backendMessage('Z', "I")...)
 	in = append(in, backendMessage('C', "UPDATE 0\x00")...)
+	// A portal read in batches (Execute with a row limit, then Sync,
+	// as pgjdbc's fetch size): its rows go on across the
+	// ReadyForQuery into the digest of the Execute that completes it.
+	var batched rowdigest.Digest
+	for i, part := range []string{"s", "Z", "s", "Z", "C"} {
+		r := dataRow([]byte{byte('a' + i)})
+		in = append(in, r...)
+		batched.Add(r[5:])
+		switch part {
+		case "s":
+			in = append(in, backendMessage('s', "")...)
+		case "Z":
+			in = append(in, backendMessage('Z', "T")...)
+		case "C":
+			in = append(in, backendMessage('C', "SELECT 5\x00")...)
+		}
+	}
 	for _, sizes := range [][]int{nil, {1 << 20}, {7}, {16 << 10, 3, 5000}} {
 		sink := &keepSink{}
 		var out bytes.Buffer
@@ -97,8 +114,8 @@ func TestRowDigest(t *testing.T) {
 				digests = append(digests, r.Digest)
 			}
 		}
-		if len(digests) != 2 || digests[0] != want || digests[1] != (rowdigest.Digest{}) {
-			t.Errorf("reads of %v: digests %+v, want %+v then none", sizes, digests, want)
+		if len(digests) != 3 || digests[0] != want || digests[1] != (rowdigest.Digest{}) || digests[2] != batched {
+			t.Errorf("reads of %v: digests %+v, want %+v, none, then %+v", sizes, digests, want, batched)
 		}
 	}
 }
@@ -208,4 +225,69 @@ func tcpLegs(b *testing.B, set []byte, sets int) (io.Reader, io.Writer) {
 	}()
 	go io.Copy(io.Discard, clientSide)
 	return pumpIn, pumpOut
+}
+
+// FuzzRowDigest: server messages read in any pieces through a small
+// buffer (rows streamed through in pieces, never kept) give each
+// CommandComplete's record the digest of its rows taken whole.
+func FuzzRowDigest(f *testing.F) {
+	seed := append(dataRow([]byte("a"), nil), dataRow(bytes.Repeat([]byte("b"), 200))...)
+	seed = append(seed, backendMessage('s', "")...)
+	seed = append(seed, backendMessage('Z', "T")...)
+	seed = append(seed, dataRow([]byte("c"))...)
+	seed = append(seed, backendMessage('C', "SELECT 3\x00")...)
+	seed = append(seed, dataRow([]byte("d"))...)
+	seed = append(seed, backendMessage('E', "SERROR\x00\x00")...)
+	f.Add([]byte{3, 100, 1}, seed)
+	f.Add([]byte{}, dataRow([]byte("x")))
+	f.Fuzz(func(t *testing.T, sizes, data []byte) {
+		// What the digests are, from the messages taken whole.
+		var want []rowdigest.Digest
+		var cur rowdigest.Digest
+		suspended := false
+		for rest := data; len(rest) >= 5; {
+			l := int(binary.BigEndian.Uint32(rest[1:]))
+			if l < 4 || l > len(rest)-1 {
+				break
+			}
+			switch rest[0] {
+			case 'D':
+				cur.Add(rest[5 : l+1])
+			case 's':
+				suspended = true
+			case 'C':
+				want = append(want, cur)
+				cur, suspended = rowdigest.Digest{}, false
+			case 'E':
+				cur, suspended = rowdigest.Digest{}, false
+			case 'Z':
+				if !suspended {
+					cur = rowdigest.Digest{}
+				}
+			}
+			rest = rest[l+1:]
+		}
+		ints := make([]int, len(sizes))
+		for i, s := range sizes {
+			ints[i] = int(s)
+		}
+		sink := &keepSink{}
+		p := serverPump(&chunkReader{data: data, sizes: ints}, io.Discard, sink)
+		p.buf = make([]byte, 64)
+		p.run()
+		var got []rowdigest.Digest
+		for _, r := range sink.recs {
+			if r.Kind == capture.KindComplete {
+				got = append(got, r.Digest)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d completes recorded, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("complete %d: digest %+v, want %+v", i, got[i], want[i])
+			}
+		}
+	})
 }

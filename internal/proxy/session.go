@@ -98,6 +98,11 @@ type session struct {
 	// pump's only.
 	rows      rowdigest.Digest
 	rowStream rowdigest.Stream
+	// suspended: a portal stopped at its row limit (PortalSuspended)
+	// since the last CommandComplete or ErrorResponse; its rows go on
+	// into the digest of the Execute that completes it, across the
+	// ReadyForQuery of a Sync between them (pgjdbc's fetch size).
+	suspended bool
 
 	started    atomic.Bool
 	terminated atomic.Bool   // the client sent Terminate
@@ -282,10 +287,14 @@ func keepBackend(typ byte) bool {
 
 func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	body := msg[5:]
-	if msg[0] == 'D' {
+	switch msg[0] {
+	case 'D':
 		// A row: hashed in place, on the frame the pump forwards,
 		// and never recorded.
 		s.rows.Add(body)
+		return nil, nil
+	case 's':
+		s.suspended = true
 		return nil, nil
 	}
 	if s.inStartup {
@@ -322,14 +331,16 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
 		r.Digest, r.HasDigest = s.rows, true
-		s.rows = rowdigest.Digest{}
+		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 'E':
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)
-		s.rows = rowdigest.Digest{}
+		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 'Z':
 		r.Kind = capture.KindReady
-		s.rows = rowdigest.Digest{}
+		if !s.suspended {
+			s.rows = rowdigest.Digest{}
+		}
 		if len(body) > 0 {
 			r.TxStatus = body[0]
 		}
