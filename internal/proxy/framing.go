@@ -54,11 +54,12 @@ type pump struct {
 	// streams through, the others are forwarded without onMsg.
 	keep       func(typ byte) bool
 	stampFirst bool
-	// onPart, when not nil, sees the body of each message too large
-	// for buf that keep did not ask for, piece by piece as it streams
-	// through (first: the piece after the type and length; last: the
-	// message's end), so that it can be hashed without being kept.
-	onPart func(typ byte, part []byte, first, last bool)
+	// onPart, when not nil, sees the body (of body bytes) of each
+	// message too large for buf that keep did not ask for, piece by
+	// piece as it streams through (first: the piece after the type and
+	// length; last: the message's end), so that it can be hashed
+	// without being kept.
+	onPart func(typ byte, body int, part []byte, first, last bool)
 
 	// counts is where the messages and bytes forwarded are counted,
 	// once per write.
@@ -188,7 +189,7 @@ func (p *pump) stream(size, have int, first time.Time) (int, error) {
 		part = nil
 	}
 	if part != nil {
-		part(typ, buf[5:have], true, false)
+		part(typ, size-5, buf[5:have], true, false)
 	}
 	if err := p.write(buf[:have]); err != nil {
 		return 0, err
@@ -201,7 +202,7 @@ func (p *pump) stream(size, have int, first time.Time) (int, error) {
 			whole = append(whole, buf[:take]...)
 		}
 		if part != nil && (take > 0 || take == remaining) {
-			part(typ, buf[:take], false, take == remaining)
+			part(typ, size-5, buf[:take], false, take == remaining)
 		}
 		if take == remaining {
 			at := time.Now()

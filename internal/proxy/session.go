@@ -356,12 +356,12 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 
 // backendPart hashes a DataRow too large for the pump's buffer as it
 // streams through (see pump.onPart).
-func (s *session) backendPart(typ byte, part []byte, first, last bool) {
+func (s *session) backendPart(typ byte, body int, part []byte, first, last bool) {
 	if typ != 'D' {
 		return
 	}
 	if first {
-		s.rowStream.Reset()
+		s.rowStream.Reset(body)
 	}
 	s.rowStream.Write(part)
 	if last {

@@ -59,7 +59,7 @@ func TestEqual(t *testing.T) {
 func TestStreamAndValues(t *testing.T) {
 	row := body([]byte("hello"), nil, []byte{}, bytes.Repeat([]byte("x"), 40000))
 	var s Stream
-	s.Reset()
+	s.Reset(len(row))
 	for p := row; len(p) > 0; {
 		n := min(len(p), 16<<10)
 		s.Write(p[:n])
@@ -74,6 +74,46 @@ func TestStreamAndValues(t *testing.T) {
 	}
 	if got := Values(nil, dr.Values); !bytes.Equal(got, row) {
 		t.Errorf("values rebuilt to %d bytes, the body has %d", len(got), len(row))
+	}
+}
+
+// TestStreamPieces: every body of up to 70 bytes, written in pieces of
+// every size up to 20, hashes as whole; and no two of those bodies (each
+// a prefix of the next, or one byte changed) share a hash.
+func TestStreamPieces(t *testing.T) {
+	seen := map[uint64]string{}
+	data := make([]byte, 70)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for n := 0; n <= len(data); n++ {
+		b := data[:n]
+		want := Row(b)
+		for piece := 1; piece <= 20; piece++ {
+			var s Stream
+			s.Reset(n)
+			for p := b; len(p) > 0; p = p[min(piece, len(p)):] {
+				s.Write(p[:min(piece, len(p))])
+			}
+			if s.Sum() != want {
+				t.Fatalf("%d bytes in pieces of %d: %x, whole %x", n, piece, s.Sum(), want)
+			}
+		}
+		for _, v := range [][]byte{b, append(bytes.Clone(b), 0)} {
+			if n > 0 {
+				v = bytes.Clone(v)
+				v[n-1] ^= 1
+			}
+			h := Row(v)
+			if other, ok := seen[h]; ok && other != string(v) {
+				t.Fatalf("%x and %x share a hash", v, other)
+			}
+			seen[h] = string(v)
+		}
+		if other, ok := seen[want]; ok && other != string(b) {
+			t.Fatalf("%x and %x share a hash", b, other)
+		}
+		seen[want] = string(b)
 	}
 }
 
@@ -132,7 +172,7 @@ func FuzzRow(f *testing.F) {
 			cut = len(row) / 2
 		}
 		var s Stream
-		s.Reset()
+		s.Reset(len(row))
 		s.Write(row[:cut])
 		s.Write(row[cut:])
 		if s.Sum() != Row(row) {
