@@ -45,6 +45,8 @@ type Config struct {
 	StopAtLimit bool
 	// Queue is the recorder's queue in records (0: its default).
 	Queue int
+	// NoRowDigest spares the proxy the rows' digest (proxy.Config).
+	NoRowDigest bool
 	// Warn is told of each problem, one sentence, never a password or
 	// a parameter value.
 	Warn func(string)
@@ -159,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	rec := capture.NewRecorder(w, capture.RecorderOptions{Queue: cfg.Queue})
 	sink := &switchSink{open: map[uint64]struct{}{}}
 	sink.rec.Store(rec)
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn})
+	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn, NoRowDigest: cfg.NoRowDigest})
 	if err != nil {
 		ln.Close()
 		rec.Close()

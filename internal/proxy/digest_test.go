@@ -2,14 +2,20 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
@@ -51,10 +57,45 @@ func backendMessage(typ byte, body string) []byte {
 // serverPump is a session's server side pump over src, recording into
 // sink, as session() makes it.
 func serverPump(src io.Reader, dst io.Writer, sink capture.Sink) *pump {
-	s := &session{p: &Proxy{cfg: Config{Sink: sink}}, id: 1, inStartup: false}
+	s := &session{p: &Proxy{cfg: Config{Sink: sink}}, id: 1, inStartup: false, digest: true}
 	s.started.Store(true)
 	return &pump{src: src, dst: dst, buf: make([]byte, bufSize), counts: &dirCounts{},
 		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true, onPart: s.backendPart}
+}
+
+// TestNoRowDigest: through a proxy with Config.NoRowDigest, the
+// completes carry no digest (their answers are compared by row count
+// only); with the default, a SELECT's carries its rows'.
+func TestNoRowDigest(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	for _, off := range []bool{true, false} {
+		r := startProxy(t, Config{Upstream: "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " sslmode=disable", NoRowDigest: off})
+		conn, err := pgconn.Connect(ctx, r.dsn("postgres", "postgres", "sslmode=disable"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "SELECT generate_series(1, 3)").ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+		completes := 0
+		for _, recs := range r.sink.waitEnds(t, 1) {
+			for _, rec := range recs {
+				if rec.Kind != capture.KindComplete {
+					continue
+				}
+				completes++
+				if rec.HasDigest == off || (!off && rec.Digest.Rows != 3) {
+					t.Errorf("NoRowDigest %v: %s has digest %v %+v", off, rec.Tag, rec.HasDigest, rec.Digest)
+				}
+			}
+		}
+		if completes != 1 {
+			t.Errorf("NoRowDigest %v: %d completes recorded, want 1", off, completes)
+		}
+	}
 }
 
 // TestRowDigest: the proxy's record of each CommandComplete carries the

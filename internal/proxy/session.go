@@ -103,6 +103,8 @@ type session struct {
 	// into the digest of the Execute that completes it, across the
 	// ReadyForQuery of a Sync between them (pgjdbc's fetch size).
 	suspended bool
+	// digest: rows are digested (Config.NoRowDigest unset).
+	digest bool
 
 	started    atomic.Bool
 	terminated atomic.Bool   // the client sent Terminate
@@ -123,6 +125,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		proto:     binary.BigEndian.Uint32(raw[4:]),
 		tls:       tlsClient,
 		inStartup: true,
+		digest:    !p.cfg.NoRowDigest,
 	}
 	p.sessionsTotal.Add(1)
 	p.sessionsOpen.Add(1)
@@ -159,7 +162,10 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	fromClient := &pump{src: client, dst: server, buf: *cbuf, counts: &p.frontend,
 		onMsg: s.frontendMsg, keep: s.keepFrontend}
 	fromServer := &pump{src: server, dst: client, buf: *sbuf, counts: &p.backend,
-		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true, onPart: s.backendPart}
+		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
+	if s.digest {
+		fromServer.onPart = s.backendPart
+	}
 
 	serverDone := make(chan struct{})
 	go func() {
@@ -291,7 +297,9 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'D':
 		// A row: hashed in place, on the frame the pump forwards,
 		// and never recorded.
-		s.rows.Add(body)
+		if s.digest {
+			s.rows.Add(body)
+		}
 		return nil, nil
 	case 's':
 		s.suspended = true
@@ -330,7 +338,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'C':
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
-		r.Digest, r.HasDigest = s.rows, true
+		r.Digest, r.HasDigest = s.rows, s.digest
 		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 'E':
 		r.Kind = capture.KindError
