@@ -89,6 +89,13 @@ func (p *partial) add(ev *event.Event) {
 		// Not a call: the failing statement comes as its own event.
 		p.errors[sqlState(ev)]++
 	case ev.IsExecution():
+		if ev.Failed && ev.Answer() != nil {
+			// A capture records the failure on the execution itself
+			// (its answer), where a log writes an Error event of its
+			// own: counted here, errors by SQLSTATE add up to the
+			// failed executions as a log's do.
+			p.errors[sqlState(ev)]++
+		}
 		p.execution(ev)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // MaxFieldSize is the most bytes one field of a record (a message, a
@@ -55,6 +57,9 @@ func appendRecord(b []byte, r *Record, prev int64) ([]byte, error) {
 		b = append(b, r.Msg...)
 	case KindComplete:
 		b = appendString(b, r.Tag)
+		if r.HasDigest {
+			b = r.Digest.Append(b)
+		}
 	case KindError:
 		b = appendString(b, r.SQLState)
 		b = appendString(b, r.Severity)
@@ -88,6 +93,9 @@ func recordSize(r *Record, prev int64) int {
 		n += uvarintLen(uint64(len(r.Msg))) + len(r.Msg)
 	case KindComplete:
 		n += stringLen(r.Tag)
+		if r.HasDigest {
+			n += r.Digest.Size()
+		}
 	case KindError:
 		n += stringLen(r.SQLState) + stringLen(r.Severity) + stringLen(r.Message)
 	case KindReady, KindEnd:
@@ -263,6 +271,17 @@ func (d *decoder) next(r *Record) error {
 		}
 	case KindComplete:
 		r.Tag = d.string()
+		if d.err == nil && d.off < end {
+			// The rows' digest, which writers before it did not
+			// append.
+			dg, n, ok := rowdigest.Decode(d.b[d.off:end])
+			if !ok {
+				d.fail("bad row digest")
+				break
+			}
+			r.Digest, r.HasDigest = dg, true
+			d.off += n
+		}
 	case KindError:
 		r.SQLState = d.string()
 		r.Severity = d.string()

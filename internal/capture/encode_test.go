@@ -3,6 +3,8 @@ package capture
 import (
 	"math"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -17,6 +19,9 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"frontend bind", oneOfEach(1, base)[1], base},
 		{"frontend sync", Record{Kind: KindFrontend, Session: 1, Time: base, Msg: []byte{'S', 0, 0, 0, 4}}, base},
 		{"complete", oneOfEach(1, base)[2], base},
+		{"complete with rows' digest", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "SELECT 2", HasDigest: true,
+			Digest: rowdigest.Digest{Rows: 2, Ordered: 1 << 63, Unordered: 12345}}, base},
+		{"complete with no rows' digest", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "UPDATE 0", HasDigest: true}, base},
 		{"error", oneOfEach(1, base)[3], base},
 		{"ready", oneOfEach(1, base)[4], base},
 		{"copy_in", oneOfEach(1, base)[5], base},
@@ -76,9 +81,10 @@ func TestRecordRefused(t *testing.T) {
 }
 
 // A later writer of format version 1 may append fields to a kind's body;
-// this reader skips them.
+// this reader skips them. (The rows' digest of a KindComplete was one,
+// appended after its tag: a record without it reads as having none.)
 func TestRecordTrailingFieldsSkipped(t *testing.T) {
-	r := Record{Kind: KindComplete, Session: 9, Time: 100, Tag: "INSERT 0 1"}
+	r := Record{Kind: KindComplete, Session: 9, Time: 100, Tag: "INSERT 0 1", HasDigest: true}
 	body, _ := appendRecord(nil, &r, 0)
 	// Re-encode with two extra bytes in the body.
 	size := int(body[0]) + 2
@@ -111,6 +117,7 @@ func TestRecordCorruptRefused(t *testing.T) {
 		{"params count beyond record", []byte{5, byte(KindStartup), 1, 0, 0xff, 0x7f}},
 		{"bad TLS flag", []byte{9, byte(KindStartup), 1, 0, 0, 3, 0, 7, 0, 0}},
 		{"protocol out of range", []byte{9, byte(KindStartup), 1, 0, 0, 0xff, 0xff, 0x7f, 0, 0}},
+		{"digest cut short", []byte{7, byte(KindComplete), 1, 0, 1, 'X', 1, 0xAA}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

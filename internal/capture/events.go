@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // RecordSource yields a capture's records in the order they were written,
@@ -114,6 +115,20 @@ type inFlight struct {
 	ev   *event.Event
 	rows []int64
 	copy [][]byte
+	// digests are the rows' digests of the completes, in the order of
+	// rows; undigested: one complete had none (an earlier capture).
+	digests    []rowdigest.Digest
+	undigested bool
+}
+
+// completed adds a statement's CommandComplete to the execution's answer.
+func (f *inFlight) completed(r *Record) {
+	f.rows = append(f.rows, tagRows(r.Tag))
+	if r.HasDigest {
+		f.digests = append(f.digests, r.Digest)
+	} else {
+		f.undigested = true
+	}
 }
 
 type capSession struct {
@@ -421,7 +436,7 @@ func (s *capSession) head() *inFlight {
 func (d *Decoder) complete(s *capSession, r *Record) {
 	d.use()
 	if len(s.simple) > 0 {
-		s.simple[0].rows = append(s.simple[0].rows, tagRows(r.Tag))
+		s.simple[0].completed(r)
 		return
 	}
 	if len(s.pending) == 0 {
@@ -432,7 +447,7 @@ func (d *Decoder) complete(s *capSession, r *Record) {
 	}
 	f := s.pending[0]
 	s.pending = s.pending[1:]
-	f.rows = append(f.rows, tagRows(r.Tag))
+	f.completed(r)
 	d.emit(f, r.Time)
 }
 
@@ -499,7 +514,11 @@ func (d *Decoder) emit(f *inFlight, t int64) {
 	if t >= ev.Time {
 		ev.Duration = t - ev.Time
 	}
-	ev.SetAnswer(&event.Answer{Rows: f.rows})
+	a := &event.Answer{Rows: f.rows}
+	if !f.undigested {
+		a.Digests = f.digests
+	}
+	ev.SetAnswer(a)
 	d.yield(f)
 }
 
@@ -544,6 +563,13 @@ func (d *Decoder) finish() {
 	ids := slices.Sorted(maps.Keys(d.sessions))
 	for _, id := range ids {
 		if s := d.sessions[id]; !s.ended {
+			if c := s.connect; c != nil {
+				// A startup without a backend whose end the capture
+				// does not hold: open, as any session cut there.
+				s.connect = nil
+				d.use()
+				d.ready = append(d.ready, c)
+			}
 			d.counts.OpenSessions++
 			d.flush(s)
 		}

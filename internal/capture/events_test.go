@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // records is a RecordSource over a slice.
@@ -294,5 +295,39 @@ func TestDecoderStartupSettings(t *testing.T) {
 	want := []event.Setting{{Name: "options", Value: "-c search_path=s2"}, {Name: "DateStyle", Value: "ISO, DMY"}}
 	if !slices.Equal(ev.Startup(), want) || ev.User != "app" || ev.Database != "shop" || ev.Application != "web" {
 		t.Errorf("connect %+v, startup %v: want %v", ev, ev.Startup(), want)
+	}
+}
+
+// TestDecoderDigests: the rows' digests of a statement's completes are
+// its answer's, in order; a capture written before them (completes
+// without one) gives none, so nothing is compared by value.
+func TestDecoderDigests(t *testing.T) {
+	one, two := rowdigest.Digest{Rows: 1, Ordered: 1, Unordered: 1}, rowdigest.Digest{Rows: 2, Ordered: 2, Unordered: 3}
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}}},
+		fe(t, 1, 200, &pgproto3.Query{String: "SELECT 1; SELECT 1 UNION SELECT 2"}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: "SELECT 1", Digest: one, HasDigest: true},
+		{Kind: KindComplete, Session: 1, Time: 220, Tag: "SELECT 2", Digest: two, HasDigest: true},
+		{Kind: KindReady, Session: 1, Time: 230, TxStatus: 'I'},
+		fe(t, 1, 300, &pgproto3.Query{String: "SELECT 1"}),
+		{Kind: KindComplete, Session: 1, Time: 310, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 320, TxStatus: 'I'},
+	}
+	d := NewDecoder(&recs)
+	var got [][]rowdigest.Digest
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.Answer(); a != nil {
+			got = append(got, a.Digests)
+		}
+	}
+	if len(got) != 2 || !slices.Equal(got[0], []rowdigest.Digest{one, two}) || got[1] != nil {
+		t.Errorf("digests %v: want [%v %v] then none", got, one, two)
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // fuzzMaxChunk bounds the chunks the fuzzed readers accept, so that a
@@ -64,6 +66,14 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add(raw, uint8(fuzzRecords))
 	f.Add(append(raw[:len(raw):len(raw)], 0x05, byte(KindComplete), 1, 0, 0xff), uint8(fuzzRecords))
+	// A complete with its rows' digest, whole and cut short.
+	withDigest, err := appendRecord(nil, &Record{Kind: KindComplete, Session: 1, Time: prev, Tag: "SELECT 2", HasDigest: true,
+		Digest: rowdigest.Digest{Rows: 2, Ordered: 7, Unordered: 9}}, prev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(raw[:len(raw):len(raw)], withDigest...), uint8(fuzzRecords))
+	f.Add(append(raw[:len(raw):len(raw)], withDigest[:len(withDigest)-4]...), uint8(fuzzRecords))
 
 	frame := fuzzEncoder().EncodeAll(raw, nil)
 	f.Add(append(binary.LittleEndian.AppendUint32(nil, uint32(len(raw))), frame...), uint8(fuzzFrame))
@@ -228,7 +238,13 @@ func (s *recordsFrom) Next() (*Record, error) {
 // fuzzer's bytes) into events. Whatever they are, every record read is
 // accounted for: Total == Used + the sum of Skipped.
 func FuzzDecoder(f *testing.F) {
-	for _, recs := range [][]Record{decoderSeed(), sessions(2)} {
+	digested := decoderSeed()
+	for i := range digested {
+		if digested[i].Kind == KindComplete {
+			digested[i].HasDigest, digested[i].Digest = true, rowdigest.Digest{Rows: int64(i), Ordered: uint64(i), Unordered: uint64(i)}
+		}
+	}
+	for _, recs := range [][]Record{decoderSeed(), sessions(2), digested} {
 		var b []byte
 		var err error
 		prev := int64(0)

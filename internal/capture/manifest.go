@@ -120,3 +120,24 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// AddDropped adds n records lost to the manifest of the finalized,
+// incomplete capture in dir, and returns the manifest written. A capture
+// whose writer stopped (a full disk, a write error, its maximum size) is
+// finalized at once, but the proxy relays on and every record it makes
+// after is lost too: they are counted until the proxy stops, and written
+// then. The manifest is replaced as it was written, whole or not at all.
+func AddDropped(dir string, n int64) (*Manifest, error) {
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.Complete {
+		return nil, fmt.Errorf("capture: %s: records lost after a complete capture", filepath.Join(dir, ManifestName))
+	}
+	m.Dropped += n
+	if err := writeManifest(dir, m); err != nil {
+		return nil, fmt.Errorf("capture: rewriting the manifest: %w", err)
+	}
+	return m, nil
+}

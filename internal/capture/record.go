@@ -1,6 +1,10 @@
 package capture
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+)
 
 // Kind says what a record holds.
 type Kind uint8
@@ -18,7 +22,8 @@ const (
 	// CopyData, CopyDone, CopyFail, FunctionCall, Terminate. Password,
 	// SASL and GSS messages are never recorded.
 	KindFrontend
-	// KindComplete is the server's CommandComplete: Tag ("UPDATE 3").
+	// KindComplete is the server's CommandComplete: Tag ("UPDATE 3"),
+	// and the digest of the rows the statement returned (Digest).
 	KindComplete
 	// KindError is the server's ErrorResponse: SQLState, Severity and
 	// Message (no DETAIL: it may hold row values).
@@ -104,8 +109,13 @@ type Record struct {
 	// body).
 	Msg []byte
 
-	// KindComplete.
-	Tag string
+	// KindComplete. Digest is the digest of the DataRows the statement
+	// returned before it (HasDigest: the proxy kept it; a capture of an
+	// earlier version has none, and its answers are compared by row
+	// count only).
+	Tag       string
+	Digest    rowdigest.Digest
+	HasDigest bool
 
 	// KindError.
 	SQLState, Severity, Message string

@@ -45,6 +45,8 @@ type Config struct {
 	StopAtLimit bool
 	// Queue is the recorder's queue in records (0: its default).
 	Queue int
+	// NoRowDigest spares the proxy the rows' digest (proxy.Config).
+	NoRowDigest bool
 	// Warn is told of each problem, one sentence, never a password or
 	// a parameter value.
 	Warn func(string)
@@ -159,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	rec := capture.NewRecorder(w, capture.RecorderOptions{Queue: cfg.Queue})
 	sink := &switchSink{open: map[uint64]struct{}{}}
 	sink.rec.Store(rec)
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn})
+	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn, NoRowDigest: cfg.NoRowDigest})
 	if err != nil {
 		ln.Close()
 		rec.Close()
@@ -184,8 +186,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	var once sync.Once
 	var finalizeErr error
+	// lostAfter: recording stopped on the writer's failure or at
+	// MaxSize, so what the proxy relays after the capture is finalized
+	// is lost to it, and counted in the manifest once the proxy stops.
+	lostAfter := false
 	finalize := func(why StopReason) {
 		once.Do(func() {
+			lostAfter = why == StopWriteFailed || why == StopMaxSize
 			sink.stop()
 			finalizeErr = rec.Close()
 			sink.openMu.Lock()
@@ -268,6 +275,16 @@ wait:
 	}
 	finalize(StopInterrupted)
 	sum.Proxy = p.Stats()
+	if n := sink.after.Load(); lostAfter && n > 0 && sum.Manifest.Reason != capture.ReasonNotFinalized {
+		m, err := capture.AddDropped(cfg.Out, n)
+		if err != nil {
+			// The manifest keeps the count of its finalization.
+			finalizeErr = errors.Join(finalizeErr, err)
+		} else {
+			sum.Manifest = *m
+			sum.Recorder.Dropped += n
+		}
+	}
 	return sum, errors.Join(serveErr, finalizeErr)
 }
 

@@ -239,6 +239,54 @@ loop:
 	}
 }
 
+// TestRunDropsCountedUntilStop: a capture that reached its maximum size
+// (as one whose disk filled) is finalized at once, incomplete, and the
+// proxy relays on; the records it makes after are lost to the capture,
+// and the manifest counts them once the proxy stops.
+func TestRunDropsCountedUntilStop(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	dir := filepath.Join(t.TempDir(), "cap")
+	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, MaxSize: 4 << 10})
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, s.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	poll(t, "the capture reaches its maximum size", func() bool {
+		conn.Exec(ctx, "SELECT repeat('x', 1000) /* "+time.Now().String()+" */").ReadAll()
+		return len(s.stopped()) > 0
+	})
+	at, err := capture.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Relayed after the finalization: each a Query, a CommandComplete
+	// and a ReadyForQuery at least.
+	const after = 20
+	for range after {
+		if _, err := conn.Exec(ctx, "SELECT 1").ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.cancel()
+	r := <-s.done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	m, err := capture.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Complete || m.Reason != capture.ReasonMaxSize || m.Dropped < at.Dropped+3*after {
+		t.Errorf("manifest at the stop %+v, at the finalization %+v: want %d records more dropped", m, at, 3*after)
+	}
+	if r.sum.Manifest.Dropped != m.Dropped {
+		t.Errorf("summary says %d dropped, the manifest %d", r.sum.Manifest.Dropped, m.Dropped)
+	}
+}
+
 // TestRunFallsBehind: a recorder whose queue cannot keep up drops
 // records, and the application never notices: pgbench through the proxy
 // completes every transaction, the capture is finalized as incomplete

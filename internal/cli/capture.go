@@ -36,6 +36,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 		stopAtLimit           bool
 		metrics               string
 		queue                 int
+		rowDigest             bool
 		ready                 atomic.Bool
 	)
 	cmd := &cobra.Command{
@@ -88,7 +89,8 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			cfg := capturerun.Config{
 				Listen: listen, Upstream: upstream, Out: out,
 				Duration: duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: stopAtLimit, Queue: queue,
-				Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
+				NoRowDigest: !rowDigest,
+				Warn:        func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
 			}
 			if tlsCert != "" {
 				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
@@ -146,6 +148,7 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 	fl.BoolVar(&stopAtLimit, "stop-at-limit", false, "stop relaying when --duration or --max-size is reached, instead of relaying on unrecorded")
 	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
 	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 1048576, within 64 MiB of memory)")
+	fl.BoolVar(&rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
 	return cmd
 }
 

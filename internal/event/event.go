@@ -1,6 +1,10 @@
 package event
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+)
 
 // Kind says what happened in a session.
 type Kind uint8
@@ -170,6 +174,10 @@ func (w *Wire) Binary(i int) bool {
 // and the SQLSTATE of its error, if any (Event.SQLState).
 type Answer struct {
 	Rows []int64
+	// Digests are the digests of the rows each statement that completed
+	// returned, in the order of Rows, when the input kept them (a
+	// capture of a proxy that does); nil otherwise.
+	Digests []rowdigest.Digest
 }
 
 // PlanFormat is the format a plan was logged in (auto_explain.log_format).

@@ -73,6 +73,19 @@ type Class struct {
 	// the text tells (see RowAccess); nil when the text does not tell.
 	Rows *RowAccess
 
+	// Sorted: a query whose top level has ORDER BY, so that the order
+	// of its rows is part of its answer (of the others, the order is the
+	// plan's).
+	Sorted bool
+	// Volatile names what the statement calls whose result changes
+	// from one call to the next ("now()", "nextval()", "random()",
+	// "CURRENT_TIMESTAMP"), ServerState what it reads that a server
+	// assigns or keeps for itself (a catalog: "pg_class"; an object or
+	// transaction id: "regclass", "oid", "xmin"; its own state:
+	// "pg_backend_pid()"); "" for none. Either may make a replay's
+	// answer differ from the original's with nothing wrong.
+	Volatile, ServerState string
+
 	// Kind is the command at the statement's top level.
 	Kind Kind
 	// PlainSelect: a SELECT (or VALUES) that is ReadOnly and locks no
@@ -306,6 +319,7 @@ func classifyNode(n *pg_query.Node) *Class {
 		c.Rows = rowAccess(n)
 	}
 	c.Kind = kindOf(n)
+	answerTraits(n, c)
 	c.PlainSelect = c.Kind == KindSelect && c.ReadOnly && !c.LockRows
 	c.Creates = createdOf(n)
 	switch c.Kind {

@@ -133,7 +133,8 @@ func TestAuthTLS(t *testing.T) {
 			{"plain", "wrong-" + plainPassword, "sslmode=disable", "password authentication failed"},
 		}},
 		{"another certificate", otherCert, []attempt{
-			{"scram", scramPassword, "sslmode=require", "channel binding cannot pass through the proxy"},
+			{"scram", scramPassword, "sslmode=require", "connect with channel_binding=disable (libpq"},
+			{"scram", scramPassword, "sslmode=require application_name='PostgreSQL JDBC Driver'", "connect with channelBinding=disable in the JDBC URL"},
 			{"scram", scramPassword, "sslmode=require channel_binding=disable", ""},
 			{"scram", scramPassword, "sslmode=require channel_binding=require", "channel binding"},
 			{"scram", scramPassword, "sslmode=disable", ""},

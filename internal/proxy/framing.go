@@ -54,6 +54,12 @@ type pump struct {
 	// streams through, the others are forwarded without onMsg.
 	keep       func(typ byte) bool
 	stampFirst bool
+	// onPart, when not nil, sees the body (of body bytes) of each
+	// message too large for buf that keep did not ask for, piece by
+	// piece as it streams through (first: the piece after the type and
+	// length; last: the message's end), so that it can be hashed
+	// without being kept.
+	onPart func(typ byte, body int, part []byte, first, last bool)
 
 	// counts is where the messages and bytes forwarded are counted,
 	// once per write.
@@ -178,6 +184,13 @@ func (p *pump) stream(size, have int, first time.Time) (int, error) {
 		// that declares a gigabyte and sends nothing costs nothing.
 		whole = append(make([]byte, 0, 2*len(buf)), buf[:have]...)
 	}
+	part := p.onPart
+	if whole != nil {
+		part = nil
+	}
+	if part != nil {
+		part(typ, size-5, buf[5:have], true, false)
+	}
 	if err := p.write(buf[:have]); err != nil {
 		return 0, err
 	}
@@ -187,6 +200,9 @@ func (p *pump) stream(size, have int, first time.Time) (int, error) {
 		take := min(n, remaining)
 		if whole != nil {
 			whole = append(whole, buf[:take]...)
+		}
+		if part != nil && (take > 0 || take == remaining) {
+			part(typ, size-5, buf[:take], false, take == remaining)
 		}
 		if take == remaining {
 			at := time.Now()

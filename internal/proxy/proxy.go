@@ -47,6 +47,11 @@ type Config struct {
 	// DialTimeout bounds connecting to the upstream, TLS included. Zero
 	// means the DSN's connect_timeout, or 10 seconds without one.
 	DialTimeout time.Duration
+	// NoRowDigest spares the relay the digest of the rows each
+	// statement returned (a hash of every DataRow relayed, see package
+	// rowdigest), for a workload whose rows are many and small: the
+	// capture's answers are then compared by row count only.
+	NoRowDigest bool
 }
 
 // ErrorKind says what went wrong with one connection.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // recorded are the frontend message types recorded verbatim: Query,
@@ -38,8 +39,24 @@ var errChannelBindingClient = errors.New("the client asks for channel binding")
 const (
 	channelBindingMessage = "channel binding (SCRAM-SHA-256-PLUS) cannot pass through the proxy, and the server offers no other SASL mechanism"
 	clientBindingMessage  = "channel binding cannot pass through the proxy (its TLS certificate is not the server's): " +
-		"connect with channel_binding=disable, or without TLS to the proxy"
+		"connect with %s, or without TLS to the proxy"
+	// jdbcApplication is the application_name pgjdbc sends unless the
+	// application sets its own.
+	jdbcApplication = "PostgreSQL JDBC Driver"
 )
+
+// bindingAdvice is how the client turns channel binding off, in its own
+// spelling: pgjdbc's when the startup packet says the client is pgjdbc,
+// else libpq's (psql, psycopg, and the drivers built on libpq) with
+// pgjdbc's beside it, since an application may name itself.
+func bindingAdvice(params []capture.Param) string {
+	for _, p := range params {
+		if p.Name == "application_name" && p.Value == jdbcApplication {
+			return fmt.Sprintf(clientBindingMessage, "channelBinding=disable in the JDBC URL")
+		}
+	}
+	return fmt.Sprintf(clientBindingMessage, "channel_binding=disable (libpq; channelBinding=disable for JDBC)")
+}
 
 // errorGrace is how long a client that broke the protocol has to read the
 // proxy's ErrorResponse before its connection closes.
@@ -75,6 +92,20 @@ type session struct {
 	refuseBinding bool
 	saslOffered   atomic.Bool // AuthenticationSASL went to the client
 
+	// rows is the digest of the DataRows relayed since the last
+	// CommandComplete, ErrorResponse or ReadyForQuery, and rowStream
+	// hashes one too large for the buffer as it streams; the server
+	// pump's only.
+	rows      rowdigest.Digest
+	rowStream rowdigest.Stream
+	// suspended: a portal stopped at its row limit (PortalSuspended)
+	// since the last CommandComplete or ErrorResponse; its rows go on
+	// into the digest of the Execute that completes it, across the
+	// ReadyForQuery of a Sync between them (pgjdbc's fetch size).
+	suspended bool
+	// digest: rows are digested (Config.NoRowDigest unset).
+	digest bool
+
 	started    atomic.Bool
 	terminated atomic.Bool   // the client sent Terminate
 	end        atomic.Uint32 // capture.EndReason, the first one set wins
@@ -94,6 +125,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		proto:     binary.BigEndian.Uint32(raw[4:]),
 		tls:       tlsClient,
 		inStartup: true,
+		digest:    !p.cfg.NoRowDigest,
 	}
 	p.sessionsTotal.Add(1)
 	p.sessionsOpen.Add(1)
@@ -131,6 +163,9 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		onMsg: s.frontendMsg, keep: s.keepFrontend}
 	fromServer := &pump{src: server, dst: client, buf: *sbuf, counts: &p.backend,
 		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
+	if s.digest {
+		fromServer.onPart = s.backendPart
+	}
 
 	serverDone := make(chan struct{})
 	go func() {
@@ -170,8 +205,9 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		p.problem(ErrClientProtocol, fmt.Sprintf("client %s: sent a %v; closing the connection.", addr, fe))
 		s.refuseFromClientPump(serverDone, "08P01", "the client sent a "+fe.Error())
 	} else if errors.Is(err, errChannelBindingClient) && s.setEnd(capture.EndAuthFailed) {
-		p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, clientBindingMessage))
-		s.refuseFromClientPump(serverDone, "28000", clientBindingMessage)
+		advice := bindingAdvice(s.params)
+		p.problem(ErrChannelBinding, fmt.Sprintf("client %s: %s.", addr, advice))
+		s.refuseFromClientPump(serverDone, "28000", advice)
 	} else if s.terminated.Load() {
 		s.setEnd(capture.EndTerminate)
 	} else if s.setEnd(capture.EndClientGone) && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -257,6 +293,18 @@ func keepBackend(typ byte) bool {
 
 func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	body := msg[5:]
+	switch msg[0] {
+	case 'D':
+		// A row: hashed in place, on the frame the pump forwards,
+		// and never recorded.
+		if s.digest {
+			s.rows.Add(body)
+		}
+		return nil, nil
+	case 's':
+		s.suspended = true
+		return nil, nil
+	}
 	if s.inStartup {
 		switch msg[0] {
 		case 'R':
@@ -290,11 +338,17 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'C':
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
+		r.Digest, r.HasDigest = s.rows, s.digest
+		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 'E':
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)
+		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 'Z':
 		r.Kind = capture.KindReady
+		if !s.suspended {
+			s.rows = rowdigest.Digest{}
+		}
 		if len(body) > 0 {
 			r.TxStatus = body[0]
 		}
@@ -306,6 +360,21 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	s.emitStartup()
 	s.p.add(r)
 	return nil, nil
+}
+
+// backendPart hashes a DataRow too large for the pump's buffer as it
+// streams through (see pump.onPart).
+func (s *session) backendPart(typ byte, body int, part []byte, first, last bool) {
+	if typ != 'D' {
+		return
+	}
+	if first {
+		s.rowStream.Reset(body)
+	}
+	s.rowStream.Write(part)
+	if last {
+		s.rows.AddHash(s.rowStream.Sum())
+	}
 }
 
 // withoutPlus returns AuthenticationSASL msg without SCRAM-SHA-256-PLUS

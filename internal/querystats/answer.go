@@ -19,11 +19,43 @@ const (
 	AnswerErrorOnlyInOriginal
 	// AnswerOtherSQLState: both failed, with different SQLSTATEs.
 	AnswerOtherSQLState
+	// AnswerValues: both succeeded with the same row count, but the
+	// rows' digests differ: other values, or, for a statement that
+	// sorts at its top level, another order (package rowdigest).
+	AnswerValues
 
 	answerDiffs = iota
 )
 
-var answerNames = [...]string{"same", "rows", "error_only_on_target", "error_only_in_original", "other_sqlstate"}
+var answerNames = [...]string{"same", "rows", "error_only_on_target", "error_only_in_original", "other_sqlstate", "values"}
+
+// AnswerCause is what explains an answer differing from the original's,
+// when the statement's text tells: not the target's doing.
+type AnswerCause string
+
+const (
+	// CauseVolatile: the statement calls a function whose result
+	// changes from one call to the next (now(), random(), nextval()).
+	CauseVolatile AnswerCause = "volatile_function"
+	// CauseServerState: the statement reads what a server assigns or
+	// keeps for itself (a catalog such as pg_class, an OID, a system
+	// column, its backend's pid), which the target assigned otherwise.
+	CauseServerState AnswerCause = "server_assigned"
+)
+
+// ExplainAnswer counts a differing answer (already recorded) as explained
+// by cause; what names it in the statement ("now()", "pg_class"). The
+// first explanation is the query's.
+func (s *Stats) ExplainAnswer(cause AnswerCause, what string) {
+	s.answerExplained++
+	if s.answerCause == "" {
+		s.answerCause = string(cause) + ": " + what
+	}
+}
+
+// AnswerExplained is how many differing answers ExplainAnswer explained,
+// and the first explanation ("volatile_function: now()").
+func (s *Stats) AnswerExplained() (int64, string) { return s.answerExplained, s.answerCause }
 
 // String is the name the JSON uses.
 func (d AnswerDiff) String() string {

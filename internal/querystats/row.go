@@ -46,6 +46,12 @@ type Row struct {
 	// differed, by how (AnswerDiff's names).
 	Answered      int64            `json:"answered,omitempty"`
 	AnswerDiffers map[string]int64 `json:"answer_differs,omitempty"`
+	// AnswerExplained counts, of those, the ones the statement's text
+	// explains (a volatile function, what a server assigns), and
+	// AnswerCause says how ("volatile_function: now()"); the others are
+	// unexplained.
+	AnswerExplained int64  `json:"answer_explained,omitempty"`
+	AnswerCause     string `json:"answer_cause,omitempty"`
 	// Hist is the latency histogram in µs, HdrHistogram V2 compressed and
 	// base64 encoded (readable by HdrHistogram in any language). It is
 	// set only when asked for: a few hundred bytes per query, needed only
@@ -90,6 +96,7 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 		Answered:    s.Answered,
 	}
 	r.AnswerDiffers = s.answerRow()
+	r.AnswerExplained, r.AnswerCause = s.answerExplained, s.answerCause
 	if s.codes != nil {
 		r.ErrorsBySQLState = maps.Clone(s.codes)
 	}
@@ -136,6 +143,7 @@ func FromRows(rows []Row) (*Set, error) {
 		st.RowsCalls, st.Rows = r.RowsCalls, r.Rows
 		st.Answered = r.Answered
 		st.answerFromRow(r.AnswerDiffers)
+		st.answerExplained, st.answerCause = r.AnswerExplained, r.AnswerCause
 		if len(r.ErrorsBySQLState) > 0 {
 			st.codes = maps.Clone(r.ErrorsBySQLState)
 		}

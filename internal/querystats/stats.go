@@ -55,6 +55,10 @@ type Stats struct {
 	// differed, by AnswerDiff.
 	Answered    int64
 	answerDiffs [answerDiffs]int64
+	// answerExplained counts the differing answers whose cause the
+	// statement's text tells, answerCause the first (ExplainAnswer).
+	answerExplained int64
+	answerCause     string
 
 	// hist is sparse: most fingerprints see few distinct durations, and a
 	// dense HDR histogram of this range would take ~200 KB each. Nil
@@ -173,6 +177,10 @@ func (s *Stats) merge(o *Stats) {
 	s.Answered += o.Answered
 	for i, n := range o.answerDiffs {
 		s.answerDiffs[i] += n
+	}
+	s.answerExplained += o.answerExplained
+	if s.answerCause == "" {
+		s.answerCause = o.answerCause
 	}
 	for k, v := range o.codes {
 		if s.codes == nil {

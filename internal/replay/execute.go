@@ -359,6 +359,7 @@ func (s *session) trackPrepared(items []fingerprint.Item, text string, ran bool)
 // busyUntil, and the hard stop cancels it.
 func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, error) {
 	s.w.rows = s.w.rows[:0]
+	s.w.digests.start(ev)
 	seq := s.execSeq.Add(1)
 	allow := s.r.opts.IOTimeout
 	if ev.Duration > 0 {
@@ -503,6 +504,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		ans = nil
 	}
 	var differs int64
+	// explained is the cause of the execution's differing answers when
+	// each of them has one (the first), "" when one has none.
+	var explained querystats.AnswerCause
 	for i, it := range items {
 		st := sh.set.Slot(it.Fingerprint, it.Query)
 		st.Record(it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
@@ -511,8 +515,18 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		}
 		if ans != nil {
 			d := answerDiffers(ev, ans, i, int(k), rows, failed, te.code)
+			if d == querystats.AnswerSame && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
+				d = querystats.AnswerValues
+			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
+				cause, what := answerCause(d, it, ev.Query)
+				if cause != "" {
+					st.ExplainAnswer(cause, what)
+				}
+				if differs == 0 || explained != "" {
+					explained = cause
+				}
 				differs++
 			}
 		}
@@ -551,6 +565,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.c.answered.Add(1)
 		if differs > 0 {
 			r.c.answerDiffers.Add(1)
+			r.c.answerCause(explained).Add(1)
 		}
 	}
 	if failed {

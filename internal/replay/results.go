@@ -71,6 +71,9 @@ type counters struct {
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 	answered, answerDiffers                           atomic.Int64
+	// answerVolatile, answerServerState and answerUnexplained split
+	// answerDiffers by what explains them (answerCause).
+	answerVolatile, answerServerState, answerUnexplained atomic.Int64
 
 	// filtered counts what the dispatcher could not replay: events
 	// without a session, a session's end without its start; what the
@@ -184,6 +187,15 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
+	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load()} {
+		if n > 0 {
+			if res.Outcomes.AnswerDiffersExplained == nil {
+				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
+			}
+			res.Outcomes.AnswerDiffersExplained[string(cause)] = n
+		}
+	}
+	res.Outcomes.AnswerDiffersUnexplained = c.answerUnexplained.Load()
 	res.Outcomes.SetRates()
 	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
@@ -350,4 +362,16 @@ func (t *tally) counts() map[string]int64 {
 		return nil
 	}
 	return maps.Clone(t.m)
+}
+
+// answerCause is the counter of the executions whose differing answers
+// cause explains ("": unexplained).
+func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
+	switch cause {
+	case querystats.CauseVolatile:
+		return &c.answerVolatile
+	case querystats.CauseServerState:
+		return &c.answerServerState
+	}
+	return &c.answerUnexplained
 }

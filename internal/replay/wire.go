@@ -75,6 +75,9 @@ type wire struct {
 	// order, the rows its command tag gives (INSERT 0 5, UPDATE 2,
 	// SELECT 3, ...; 0 for a tag without a count, such as BEGIN).
 	rows []int64
+	// digests are the digests of their rows, when the execution's
+	// recorded answer has some to compare with (digest.go).
+	digests rowDigests
 }
 
 // tagRows is the row count at the end of a command tag ("INSERT 0 5" is
@@ -167,6 +170,7 @@ func (s *session) exchange(extended bool) error {
 	}
 	var first error
 	s.w.rows = s.w.rows[:0]
+	s.w.digests.reset()
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
@@ -177,9 +181,13 @@ func (s *session) exchange(extended bool) error {
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
 			return first
+		case *pgproto3.DataRow:
+			s.w.digests.row(m)
 		case *pgproto3.CommandComplete:
 			s.w.rows = append(s.w.rows, tagRows(m.CommandTag))
+			s.w.digests.completed()
 		case *pgproto3.ErrorResponse:
+			s.w.digests.failed()
 			// Only the first: an error after CommandComplete (a deferred
 			// constraint) is the first of its statement too.
 			if first == nil {

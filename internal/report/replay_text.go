@@ -221,32 +221,52 @@ const answersShown = 5
 // capture recorded: the total, then the queries that differ most, each
 // with how (rows, an error on one side only, another SQLSTATE).
 func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.Row) {
-	fmt.Fprintf(b, "  answers:    %d statements compared with the answers the capture recorded: %d differ\n", o.Answered, o.AnswerDiffers)
+	fmt.Fprintf(b, "  answers:    %d statements compared with the answers the capture recorded: %d differ", o.Answered, o.AnswerDiffers)
+	if len(o.AnswerDiffersExplained) > 0 {
+		// Those the statements' text explains stay apart from the
+		// others, the ones to look at.
+		fmt.Fprintf(b, " (%d unexplained; explained by the statement: %s)", o.AnswerDiffersUnexplained, CountList(o.AnswerDiffersExplained))
+	}
+	b.WriteString("\n")
 	type differ struct {
 		q querystats.Row
 		n int64
 	}
-	var ds []differ
+	var ds, explained []differ
 	for _, q := range queries {
 		var n int64
 		for _, c := range q.AnswerDiffers {
 			n += c
 		}
-		if n > 0 {
+		switch {
+		case n == 0:
+		case q.AnswerExplained >= n:
+			explained = append(explained, differ{q, n})
+		default:
 			ds = append(ds, differ{q, n})
 		}
 	}
-	slices.SortStableFunc(ds, func(x, y differ) int { return cmp.Compare(y.n, x.n) })
-	for i, d := range ds {
-		if i == answersShown {
-			fmt.Fprintf(b, "    ... and %d more queries\n", len(ds)-answersShown)
-			break
+	list := func(ds []differ) {
+		slices.SortStableFunc(ds, func(x, y differ) int { return cmp.Compare(y.n, x.n) })
+		for i, d := range ds {
+			if i == answersShown {
+				fmt.Fprintf(b, "    ... and %d more queries\n", len(ds)-answersShown)
+				break
+			}
+			kinds := sortedKeys(d.q.AnswerDiffers)
+			parts := make([]string, len(kinds))
+			for j, k := range kinds {
+				parts[j] = fmt.Sprintf("%s %d", k, d.q.AnswerDiffers[k])
+			}
+			fmt.Fprintf(b, "    %d of %d calls differ (%s): %s\n", d.n, d.q.Answered, strings.Join(parts, ", "), OneLine(DisplayQuery(d.q.Query), QueryWidth))
+			if d.q.AnswerExplained > 0 {
+				fmt.Fprintf(b, "      explained: %s\n", d.q.AnswerCause)
+			}
 		}
-		kinds := sortedKeys(d.q.AnswerDiffers)
-		parts := make([]string, len(kinds))
-		for j, k := range kinds {
-			parts[j] = fmt.Sprintf("%s %d", k, d.q.AnswerDiffers[k])
-		}
-		fmt.Fprintf(b, "    %d of %d calls differ (%s): %s\n", d.n, d.q.Answered, strings.Join(parts, ", "), OneLine(DisplayQuery(d.q.Query), QueryWidth))
+	}
+	list(ds)
+	if len(explained) > 0 {
+		fmt.Fprintf(b, "    explained by the statement's text (a volatile function, what a server assigns):\n")
+		list(explained)
 	}
 }

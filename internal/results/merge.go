@@ -427,6 +427,8 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 			FailedOnlyOnTarget:        x.Outcomes.FailedOnlyOnTarget + y.Outcomes.FailedOnlyOnTarget,
 			Answered:                  x.Outcomes.Answered + y.Outcomes.Answered,
 			AnswerDiffers:             x.Outcomes.AnswerDiffers + y.Outcomes.AnswerDiffers,
+			AnswerDiffersExplained:    sumCounts(x.Outcomes.AnswerDiffersExplained, y.Outcomes.AnswerDiffersExplained),
+			AnswerDiffersUnexplained:  x.Outcomes.AnswerDiffersUnexplained + y.Outcomes.AnswerDiffersUnexplained,
 			FailedOnlyInOriginal:      x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
 			OnlyOnTargetBySQLState:    sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),
 			OnlyOnTargetBakedIDs:      x.Outcomes.OnlyOnTargetBakedIDs + y.Outcomes.OnlyOnTargetBakedIDs,
@@ -672,6 +674,21 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 }
 
 // sumKnown sums two counts by key; nil when either is nil (not counted).
+// sumCounts adds two maps of counts; nil when both are empty.
+func sumCounts(x, y map[string]int64) map[string]int64 {
+	if len(x)+len(y) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(x)+len(y))
+	for k, v := range x {
+		m[k] += v
+	}
+	for k, v := range y {
+		m[k] += v
+	}
+	return m
+}
+
 func sumKnown(x, y map[string]int64) map[string]int64 {
 	if x == nil || y == nil {
 		return nil

@@ -521,6 +521,12 @@ type Outcomes struct {
 	// for a log.
 	Answered      int64 `json:"answered,omitempty"`
 	AnswerDiffers int64 `json:"answer_differs,omitempty"`
+	// AnswerDiffersExplained counts, of AnswerDiffers, those whose
+	// statement's text explains them, by cause (querystats.AnswerCause:
+	// a volatile function, what a server assigns); AnswerDiffersUnexplained
+	// the others, the ones to look at. Both empty when none.
+	AnswerDiffersExplained   map[string]int64 `json:"answer_differs_explained,omitempty"`
+	AnswerDiffersUnexplained int64            `json:"answer_differs_unexplained,omitempty"`
 	// Error rates in percent of Ran, derived from the counts above.
 	OriginalErrorRate float64 `json:"original_error_rate_pct"`
 	TargetErrorRate   float64 `json:"target_error_rate_pct"`

@@ -106,8 +106,14 @@ func (c *capReader) Partial() error {
 	switch {
 	case !info.Finalized && c.r.Partial():
 		return fmt.Errorf("capture %s ends in a chunk not wholly written: it is still being written, or its proxy stopped without closing it", c.path)
-	case !info.Finalized:
+	case !info.Finalized && c.alone && c.closed:
+		// The only segment, or one of several, of a capture its proxy
+		// closed: the warning says what reading it alone cuts.
 		return nil
+	case !info.Finalized:
+		// As a log that broke off: the proxy was killed (or still
+		// runs), so what it saw last may be missing.
+		return fmt.Errorf("capture %s has no manifest: its proxy was killed or is still running, so it may lack what the proxy saw last", c.path)
 	case !info.Complete:
 		return fmt.Errorf("capture %s is incomplete: %s (%d records lost)", c.path, info.Reason, info.Dropped)
 	}

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	capturefile "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+)
+
+// TestCaptureAnalyzeErrors: analyze of a capture counts every failed
+// statement by its SQLSTATE, as it does a log's: a division by zero (in
+// the simple and the extended protocol), a missing table and a
+// statement the application cancelled (57014) add up to the failed
+// statements. The same capture without its manifest (its proxy killed)
+// is incomplete: exit 5, and the JSON says why.
+func TestCaptureAnalyzeErrors(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	rc := startCapture(t, c.DSN("postgres"))
+	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT 1/0", "SELECT * FROM no_such_table"} {
+		if _, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err == nil {
+			t.Fatalf("%s did not fail", q)
+		}
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1 / $1", int32(0)); err == nil {
+		t.Fatal("1 / 0 did not fail")
+	}
+	// Cancelled by the application through the proxy once it runs.
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, "SELECT pg_sleep(30)")
+		done <- err
+	}()
+	direct, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close(ctx)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for running := false; !running; <-tick.C {
+		if err := direct.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'").Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conn.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		t.Fatalf("the cancelled statement: %v, want 57014", err)
+	}
+	conn.Close(ctx)
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+
+	out := filepath.Join(t.TempDir(), "analysis.json")
+	code, stdout, stderr := runCLI(ctx, "", "analyze", "--json", out, rc.dir)
+	if code != ExitOK {
+		t.Fatalf("analyze exited %d:\n%s%s", code, stdout, stderr)
+	}
+	res := readShardResult(t, out)
+	var sum int64
+	for _, n := range res.ErrorsBySQLState {
+		sum += n
+	}
+	if res.Statements.Failed != 4 || sum != res.Statements.Failed || res.ErrorsBySQLState["57014"] != 1 || res.ErrorsBySQLState["22012"] != 2 {
+		t.Errorf("%d failed statements, errors by SQLSTATE %v: want 4, with 22012 twice and 57014 once", res.Statements.Failed, res.ErrorsBySQLState)
+	}
+
+	// Its proxy killed: no manifest.
+	if err := os.Remove(filepath.Join(rc.dir, capturefile.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(ctx, "", "analyze", "--json", out, rc.dir)
+	if code != ExitIncomplete {
+		t.Errorf("analyze of a capture without a manifest exited %d, want %d:\n%s%s", code, ExitIncomplete, stdout, stderr)
+	}
+	var cut struct{ Incomplete []string }
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cut); err != nil {
+		t.Fatal(err)
+	}
+	if len(cut.Incomplete) == 0 || !strings.Contains(strings.Join(cut.Incomplete, " "), "no manifest") {
+		t.Errorf("incomplete %q: want the missing manifest named", cut.Incomplete)
+	}
+}
+
+// TestCaptureAnswerValues is the acceptance of answers compared by
+// content: a workload through the proxy (pgx's extended protocol with
+// binary results, and the simple protocol), replayed at speed 0 onto
+// copies of its database as it was before. Onto an identical copy, no
+// answer differs but those the statements' text explains (now(), a
+// catalog's OIDs), apart from the unexplained; onto a copy where one
+// value a sorted read returns was changed, "values" differ for that query
+// and only for it; onto a copy whose sorted text column has another
+// collation (C instead of ICU's root), for the query that sorts on it.
+func TestCaptureAnswerValues(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	table := func(collation string) string {
+		return `CREATE TABLE items (id int PRIMARY KEY, name text COLLATE "` + collation + `", qty int);
+			INSERT INTO items VALUES (1, 'apple', 10), (2, 'Banana', 20), (3, 'cherry', 30), (4, 'Date', 40), (5, NULL, 50);`
+	}
+	for db, setup := range map[string]string{
+		"orig":     table("und-x-icu"),
+		"same":     table("und-x-icu"),
+		"changed":  table("und-x-icu") + "UPDATE items SET qty = 31 WHERE id = 3;",
+		"collated": table("C"),
+	} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, db, setup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := startCapture(t, c.DSN("orig"))
+	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		byID      = "SELECT id, name, qty FROM items WHERE id > $1 ORDER BY id"
+		byName    = "SELECT name FROM items ORDER BY name"
+		unordered = "SELECT id FROM items WHERE qty < $1"
+		count     = "SELECT count(*) FROM items"
+		clock     = "SELECT now()"
+		catalog   = "SELECT c.oid, c.relname FROM pg_class c WHERE c.relname = $1"
+	)
+	for range 2 {
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{byID, []any{int32(0)}},
+			{byName, []any{pgx.QueryExecModeSimpleProtocol}},
+			{unordered, []any{int32(100)}},
+			{count, nil},
+			{clock, nil},
+			{catalog, []any{"items"}},
+		} {
+			rows, err := conn.Query(ctx, q.sql, q.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+			}
+			if rows.Err() != nil {
+				t.Fatalf("%s: %v", q.sql, rows.Err())
+			}
+		}
+	}
+	conn.Close(ctx)
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+
+	explained := map[string]string{clock: "volatile_function: now()", catalog: "server_assigned: oid"}
+	for _, tc := range []struct {
+		db     string
+		values string // the one query whose values differ, unexplained
+	}{
+		{"same", ""},
+		{"changed", byID},
+		{"collated", byName},
+	} {
+		_, text, res := runReplay(t, "--target", c.DSN(tc.db), "--database-map", "orig="+tc.db, "--speed", "0", "--findings=false", rc.dir)
+		if res == nil {
+			t.Fatalf("%s: no result:\n%s", tc.db, text)
+		}
+		byQuery := map[string]querystats.Row{}
+		for _, q := range res.Queries {
+			byQuery[q.Fingerprint] = q
+		}
+		for _, sql := range []string{byID, byName, unordered, count, clock, catalog} {
+			q := byQuery[fingerprint.Compute(sql)[0].Fingerprint]
+			if q.Answered != 2 {
+				t.Errorf("%s, %s: %d calls compared, want 2", tc.db, sql, q.Answered)
+			}
+			want := map[string]int64{}
+			if sql == tc.values || explained[sql] != "" {
+				want["values"] = 2
+			}
+			if len(q.AnswerDiffers) != len(want) || q.AnswerDiffers["values"] != want["values"] {
+				t.Errorf("%s, %s: answers differ %v, want %v", tc.db, sql, q.AnswerDiffers, want)
+			}
+			if q.AnswerCause != explained[sql] {
+				t.Errorf("%s, %s: explained %q, want %q", tc.db, sql, q.AnswerCause, explained[sql])
+			}
+		}
+		o := res.Outcomes
+		wantUnexplained := int64(0)
+		if tc.values != "" {
+			wantUnexplained = 2
+		}
+		if o.AnswerDiffersUnexplained != wantUnexplained || o.AnswerDiffersExplained["volatile_function"] != 2 || o.AnswerDiffersExplained["server_assigned"] != 2 {
+			t.Errorf("%s: outcomes %+v: want %d unexplained, 2 volatile, 2 server-assigned", tc.db, o, wantUnexplained)
+		}
+		if !strings.Contains(text, "explained by the statement's text") || !strings.Contains(text, "explained: volatile_function: now()") {
+			t.Errorf("%s: the replay's text does not set the explained answers apart:\n%s", tc.db, text)
+		}
+		if tc.values != "" && !strings.Contains(text, "2 of 2 calls differ (values 2): "+strings.SplitN(fingerprint.Compute(tc.values)[0].Query, " ", 2)[0]) {
+			t.Errorf("%s: the replay's text does not name the values differing:\n%s", tc.db, text)
+		}
+		t.Logf("%s:\n%s", tc.db, text)
+	}
+}

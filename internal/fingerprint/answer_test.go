@@ -1,0 +1,40 @@
+package fingerprint
+
+import "testing"
+
+// TestAnswerTraits: which statements sort at their top level, call a
+// volatile function or read what a server assigns.
+func TestAnswerTraits(t *testing.T) {
+	for _, tc := range []struct {
+		sql                   string
+		sorted                bool
+		volatile, serverState string
+	}{
+		{"SELECT a FROM t ORDER BY a", true, "", ""},
+		{"SELECT a FROM t", false, "", ""},
+		{"SELECT * FROM (SELECT a FROM t ORDER BY a) s", false, "", ""},
+		{"WITH w AS (SELECT 1 AS a) SELECT a FROM w ORDER BY 1", true, "", ""},
+		{"SELECT a FROM t UNION SELECT b FROM u ORDER BY 1", true, "", ""},
+		{"SELECT a FROM t WHERE a IN (SELECT b FROM u ORDER BY b LIMIT 3)", false, "", ""},
+		{"SELECT now(), a FROM t", false, "now()", ""},
+		{"INSERT INTO t VALUES (nextval('s')) RETURNING a", false, "nextval()", ""},
+		{"SELECT pg_catalog.random()", false, "random()", ""},
+		{"SELECT CURRENT_TIMESTAMP", false, "CURRENT_TIMESTAMP", ""},
+		{"SELECT current_user", false, "", ""},
+		{"SELECT gen_random_uuid()", false, "gen_random_uuid()", ""},
+		{"SELECT c.oid, c.relname FROM pg_catalog.pg_class c WHERE c.relname = 't' ORDER BY 2", true, "", "oid"},
+		{"SELECT relname FROM pg_class", false, "", "pg_class"},
+		{"SELECT 't'::regclass", false, "", "regclass"},
+		{"SELECT xmin, a FROM t", false, "", "xmin"},
+		{"SELECT pg_backend_pid()", false, "", "pg_backend_pid()"},
+		{"SELECT pg_sleep(1)", false, "", ""},
+		{"SELECT table_name FROM information_schema.tables", false, "", "tables"},
+		{"UPDATE t SET a = 1", false, "", ""},
+	} {
+		c := Classify(tc.sql)
+		if c.Sorted != tc.sorted || c.Volatile != tc.volatile || c.ServerState != tc.serverState {
+			t.Errorf("%s: sorted %v, volatile %q, server state %q; want %v, %q, %q",
+				tc.sql, c.Sorted, c.Volatile, c.ServerState, tc.sorted, tc.volatile, tc.serverState)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package replay
+
+import (
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+)
+
+// rowDigests is the digest of the rows the target returned per statement
+// of an exchange, kept only when the execution's recorded answer has
+// digests to compare them with (a capture of a proxy that keeps them):
+// the same digest the proxy made of the original's (package rowdigest).
+type rowDigests struct {
+	on bool
+	// done are the digests of the statements that completed, in order,
+	// as wire.rows; cur is the statement's being read; buf rebuilds a
+	// row's DataRow body from the values pgconn decoded.
+	done []rowdigest.Digest
+	cur  rowdigest.Digest
+	buf  []byte
+}
+
+// start readies the digests for an execution: kept when its answer has
+// digests to compare with.
+func (d *rowDigests) start(ev *event.Event) {
+	a := ev.Answer()
+	d.on = a != nil && a.Digests != nil
+	d.reset()
+}
+
+// reset starts an exchange, as wire.rows does.
+func (d *rowDigests) reset() { d.done, d.cur = d.done[:0], rowdigest.Digest{} }
+
+// row adds a DataRow of the target's.
+func (d *rowDigests) row(m *pgproto3.DataRow) {
+	if !d.on {
+		return
+	}
+	d.buf = rowdigest.Values(d.buf, m.Values)
+	d.cur.Add(d.buf)
+	if cap(d.buf) > 1<<20 {
+		d.buf = nil // an odd large row is not kept
+	}
+}
+
+// completed ends a statement at its CommandComplete.
+func (d *rowDigests) completed() {
+	if d.on {
+		d.done = append(d.done, d.cur)
+		d.cur = rowdigest.Digest{}
+	}
+}
+
+// failed drops the rows of a statement that failed.
+func (d *rowDigests) failed() { d.cur = rowdigest.Digest{} }
+
+// valuesDiffer compares statement i's rows with the original's: by the
+// ordered digest when the statement sorts at its top level, else by the
+// digest that ignores order. False when either side has no digest of it.
+func valuesDiffer(ans *event.Answer, got []rowdigest.Digest, i int, it fingerprint.Item, text string) bool {
+	if ans == nil || i >= len(ans.Digests) || i >= len(got) {
+		return false
+	}
+	return !ans.Digests[i].Equal(got[i], it.Class(text).Sorted)
+}
+
+// answerCause is what explains a statement's answer differing from the
+// original's, when its text tells: a volatile function it calls, or what
+// a server assigns that it reads ("" when neither). Only a different
+// row count or different values are explained so: an error has its own
+// causes (Outcomes.OnlyOnTargetBySQLState).
+func answerCause(d querystats.AnswerDiff, it fingerprint.Item, text string) (querystats.AnswerCause, string) {
+	if d != querystats.AnswerRows && d != querystats.AnswerValues {
+		return "", ""
+	}
+	cl := it.Class(text)
+	switch {
+	case cl.Volatile != "":
+		return querystats.CauseVolatile, cl.Volatile
+	case cl.ServerState != "":
+		return querystats.CauseServerState, cl.ServerState
+	}
+	return "", ""
+}

@@ -1,0 +1,82 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+)
+
+// TestValuesDiffer: the target's rows, digested as pgconn decoded them,
+// compare with the original's digest: in order for a statement that
+// sorts, in any order otherwise; a statement without a recorded digest
+// (a capture from before) or without the target's is not compared; an
+// execution without digests to compare keeps none.
+func TestValuesDiffer(t *testing.T) {
+	functionalCase(t)
+	rows := [][][]byte{{[]byte("1"), []byte("a")}, {[]byte("2"), nil}}
+	var orig rowdigest.Digest
+	for _, r := range rows {
+		orig.Add(rowdigest.Values(nil, r))
+	}
+	digest := func(on bool, order ...int) []rowdigest.Digest {
+		var d rowDigests
+		d.start(&event.Event{})
+		d.on = on
+		for _, i := range order {
+			d.row(&pgproto3.DataRow{Values: rows[i]})
+		}
+		d.completed()
+		return d.done
+	}
+	ans := &event.Answer{Rows: []int64{2}, Digests: []rowdigest.Digest{orig}}
+	sorted := "SELECT a, b FROM t ORDER BY a"
+	plain := "SELECT a, b FROM t"
+	for _, c := range []struct {
+		name  string
+		ans   *event.Answer
+		got   []rowdigest.Digest
+		query string
+		want  bool
+	}{
+		{"same order, sorted", ans, digest(true, 0, 1), sorted, false},
+		{"other order, sorted", ans, digest(true, 1, 0), sorted, true},
+		{"other order, not sorted", ans, digest(true, 1, 0), plain, false},
+		{"a row missing", ans, digest(true, 0), plain, true},
+		{"no recorded digest", &event.Answer{Rows: []int64{2}}, digest(true, 1), plain, false},
+		{"not digested", ans, digest(false, 1), plain, false},
+	} {
+		it := fingerprint.Compute(c.query)[0]
+		if got := valuesDiffer(c.ans, c.got, 0, it, c.query); got != c.want {
+			t.Errorf("%s: values differ %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAnswerCause: a differing count or values is explained by a
+// volatile function or a server-assigned id in the statement; an error
+// never is, nor a statement without either.
+func TestAnswerCause(t *testing.T) {
+	functionalCase(t)
+	for _, c := range []struct {
+		query string
+		diff  querystats.AnswerDiff
+		want  querystats.AnswerCause
+		what  string
+	}{
+		{"SELECT now()", querystats.AnswerValues, querystats.CauseVolatile, "now()"},
+		{"DELETE FROM t WHERE at < now() - interval '1 day'", querystats.AnswerRows, querystats.CauseVolatile, "now()"},
+		{"SELECT oid FROM pg_class WHERE relname = 't'", querystats.AnswerValues, querystats.CauseServerState, "oid"},
+		{"SELECT now()", querystats.AnswerErrorOnlyOnTarget, "", ""},
+		{"SELECT a FROM t", querystats.AnswerValues, "", ""},
+	} {
+		cause, what := answerCause(c.diff, fingerprint.Compute(c.query)[0], c.query)
+		if cause != c.want || what != c.what {
+			t.Errorf("%s, %v: %q %q, want %q %q", c.query, c.diff, cause, what, c.want, c.what)
+		}
+	}
+}
