@@ -237,6 +237,9 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
 	}
 	if f.requireStart {
+		if f.skipPreflight {
+			return cfg, usageError("--require-start-state is checked by the pre-flight, which --skip-preflight turns off")
+		}
 		cfg.StartCheck = replayrun.StartCheckRequire
 	}
 	if err := f.shards.apply(&cfg); err != nil {
