@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ ANALYZE;`
 // where rows were deleted from orders (and ANALYZEd) and items dropped,
 // with a warning naming both, the replay going on; and, with
 // --require-start-state, onto such a copy: exit 1, and not one statement
-// of the capture ran there.
+// of the capture ran there; and so does a rehearsal whose control is such
+// a copy.
 func TestCaptureStartState(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
@@ -52,7 +54,10 @@ func TestCaptureStartState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, db := range []string{"fewer", "strict"} {
+	if err := b.Exec(ctx, "postgres", startStateSchema); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"fewer", "strict", "postgres"} {
 		if err := b.Exec(ctx, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements"); err != nil {
 			t.Fatal(err)
 		}
@@ -161,5 +166,23 @@ func TestCaptureStartState(t *testing.T) {
 		WHERE d.datname = 'strict' AND (query LIKE 'INSERT INTO events%' OR query LIKE '%FROM orders WHERE%')`)
 	if len(ran) != 0 {
 		t.Errorf("with --require-start-state the capture's statements ran on the target: %q", ran)
+	}
+
+	// A rehearsal checks each target before its first round: the control
+	// (B's postgres, fewer orders) fails it, and no round runs anywhere.
+	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runRehearse(t, "", "--control", b.DSN("postgres"), "--candidate", a.DSN("postgres"), "--rounds", "1", "--speed", "0",
+		"--findings=false", "--require-start-state", "--out", filepath.Join(t.TempDir(), "rounds"), rc.dir)
+	t.Logf("rehearse (exit %d):\n%s%s", code, stdout, stderr)
+	if code != ExitFailure || !strings.Contains(stderr, "PRE-FLIGHT FAILED: --require-start-state") ||
+		!strings.Contains(stderr, "orders: 2,000 rows on the target, 5,000 at the start") || strings.Contains(stderr, "round 2 of") {
+		t.Errorf("rehearse with --require-start-state onto a control with fewer orders: exit %d, want %d naming orders before any round", code, ExitFailure)
+	}
+	ran = queryLines(t, b, "strict", `SELECT d.datname || ': ' || query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE query LIKE 'INSERT INTO events%' OR query LIKE '%FROM orders WHERE%'`)
+	if len(ran) != 0 {
+		t.Errorf("rehearse with --require-start-state: the capture's statements ran on the control: %q", ran)
 	}
 }
