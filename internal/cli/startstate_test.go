@@ -168,6 +168,28 @@ func TestCaptureStartState(t *testing.T) {
 		t.Errorf("with --require-start-state the capture's statements ran on the target: %q", ran)
 	}
 
+	// A capture taken without --monitor-dsn records no starting point:
+	// a replay that requires one refuses it, and says why.
+	plain := startCapture(t, a.DSN("postgres"))
+	pc, err := pgx.Connect(ctx, plain.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.Exec(ctx, "INSERT INTO events (note) VALUES ('unchecked')"); err != nil {
+		t.Fatal(err)
+	}
+	pc.Close(ctx)
+	if code, out := plain.stop(t); code != ExitOK || strings.Contains(out, "start     WAL") {
+		t.Fatalf("capture without --monitor-dsn: exit %d, want 0 and no start state:\n%s", code, out)
+	}
+	code, text, _ = runReplay(t, "--target", b.DSN("strict"), "--database-map", "postgres=strict", "--speed", "0", "--findings=false", "--require-start-state", plain.dir)
+	if code != ExitFailure || !strings.Contains(text, "the input records no starting point") {
+		t.Errorf("--require-start-state with a capture without one: exit %d, want %d saying it has none:\n%s", code, ExitFailure, text)
+	}
+	if got := queryLines(t, b, "strict", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "0" {
+		t.Errorf("--require-start-state with a capture without one: events %q on the target, want 0", got)
+	}
+
 	// A rehearsal checks each target before its first round: the control
 	// (B's postgres, fewer orders) fails it, and no round runs anywhere.
 	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
