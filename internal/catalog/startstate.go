@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
 // startTablesQuery reads each table's estimated rows and size. reltuples
@@ -35,6 +36,11 @@ WHERE c.relkind = 'r'
   AND n.nspname NOT LIKE 'pg\_temp%'
 ORDER BY n.nspname, c.relname`
 
+// StartStateApplication is the application_name of the connections that
+// ReadStartState and CheckStartState open: pgrehearse's own, which an
+// analysis of the server's log leaves out of the workload.
+const StartStateApplication = event.OwnApplicationPrefix + "start-state"
+
 // ReadStartState reads the state of the server dsn reaches, as a capture
 // records it at its start: per table, the estimated rows and size, for
 // every database the role can connect to (not the templates); then, last,
@@ -49,6 +55,7 @@ func ReadStartState(ctx context.Context, dsn string, opts Options) (*capture.Sta
 	if err != nil {
 		return nil, err
 	}
+	cfg.RuntimeParams["application_name"] = StartStateApplication
 	timeout := opts.StatementTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -240,6 +247,7 @@ func CheckStartState(ctx context.Context, dsn string, start *capture.StartState,
 	if err != nil {
 		return nil, err
 	}
+	cfg.RuntimeParams["application_name"] = StartStateApplication
 	timeout := opts.StatementTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
