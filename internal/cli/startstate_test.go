@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -206,5 +207,22 @@ func TestCaptureStartState(t *testing.T) {
 		WHERE query LIKE 'INSERT INTO events%' OR query LIKE '%FROM orders WHERE%'`)
 	if len(ran) != 0 {
 		t.Errorf("rehearse with --require-start-state: the capture's statements ran on the control: %q", ran)
+	}
+}
+
+// TestCaptureMonitorUnreachable: a monitoring connection that fails stops
+// the capture before it relays anything, saying so without the password.
+func TestCaptureMonitorUnreachable(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	dir := filepath.Join(t.TempDir(), "capture")
+	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"capture", "--listen", "127.0.0.1:0",
+		"--upstream", "host=/nonexistent port=1", "--monitor-dsn", "host=/nonexistent port=1 user=monitor password=hunter2", "--out", dir})
+	out := stdout.String() + stderr.String()
+	if code != ExitFailure || !strings.Contains(out, "the starting point cannot be read through the monitoring connection") ||
+		strings.Contains(out, "hunter2") || strings.Contains(out, "listening on") {
+		t.Errorf("exit %d, want %d saying the monitoring connection failed, before listening, without the password:\n%s", code, ExitFailure, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the capture directory was created (%v): nothing is recorded without its starting point", err)
 	}
 }
