@@ -54,6 +54,10 @@ type Manifest struct {
 	// Error is the write error's text, for ReasonDiskFull and
 	// ReasonWriteError.
 	Error string `json:"error,omitempty"`
+	// StartState is the upstream's state at the start, when the capture
+	// was given a monitoring connection (WriterOptions.StartState); nil
+	// otherwise, and in captures written before it existed.
+	StartState *StartState `json:"start_state,omitempty"`
 }
 
 const manifestFormat = "pgrehearse-capture"

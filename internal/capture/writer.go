@@ -48,6 +48,9 @@ type WriterOptions struct {
 	// and its result is written to instead: tests use it to make writes
 	// fail (a full disk) without filling one.
 	WrapFile func(name string, f io.Writer) io.Writer
+	// StartState, when not nil, is written into the manifest: the
+	// upstream's state when the capture started.
+	StartState *StartState
 }
 
 // EndInfo is what the caller of Writer.Close knows that the writer does
@@ -412,6 +415,8 @@ func (w *Writer) Close(end EndInfo) error {
 		Records:  st.Records,
 		Bytes:    st.Bytes,
 		Dropped:  end.Dropped + st.Lost,
+
+		StartState: w.opts.StartState,
 	}
 	switch {
 	case w.err != nil:

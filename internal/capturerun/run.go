@@ -47,6 +47,10 @@ type Config struct {
 	Queue int
 	// NoRowDigest spares the proxy the rows' digest (proxy.Config).
 	NoRowDigest bool
+	// MonitorDSN, when set, is a connection to the upstream as a role
+	// with pg_monitor, through which the capture records its starting
+	// point in its manifest (see StartState).
+	MonitorDSN string
 	// Warn is told of each problem, one sentence, never a password or
 	// a parameter value.
 	Warn func(string)
@@ -153,7 +157,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("capture: listen on %s: %w", cfg.Listen, err)
 	}
-	w, err := capture.Create(cfg.Out, capture.WriterOptions{MaxSize: cfg.MaxSize, FileSize: cfg.FileSize})
+	start, err := StartState(ctx, cfg.MonitorDSN)
+	if err != nil {
+		ln.Close()
+		return sum, err
+	}
+	w, err := capture.Create(cfg.Out, capture.WriterOptions{MaxSize: cfg.MaxSize, FileSize: cfg.FileSize, StartState: start})
 	if err != nil {
 		ln.Close()
 		return sum, err

@@ -30,6 +30,7 @@ var exitDocCaptureIncomplete = exitDoc{ExitIncomplete, "incomplete capture: the 
 func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var (
 		listen, upstream, out string
+		monitorDSN            string
 		tlsCert, tlsKey       string
 		duration              time.Duration
 		maxSize, fileSize     string
@@ -65,6 +66,12 @@ plaintext from beside the server, or turn binding off in the client (libpq
 channel_binding=disable, pgjdbc channelBinding=disable). See
 docs/capture-production.md.
 
+With --monitor-dsn (a role with pg_monitor), the capture records its starting
+point in its manifest: the upstream's WAL position and clock, its version and
+system identifier, and per table the estimated rows and size, in every database
+that role can connect to. replay and rehearse check their targets against it.
+See docs/start-state.md for making a copy at that point.
+
 The capture holds parameter values, which are personal data: its files are
 created readable by their owner only. See docs/capture-format.md.` + exitHelp(exitDocCaptureIncomplete),
 		Args: cobra.NoArgs,
@@ -92,6 +99,7 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 				NoRowDigest: !rowDigest,
 				Warn:        func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
 			}
+			cfg.MonitorDSN = monitorDSN
 			if tlsCert != "" {
 				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
 				if err != nil {
@@ -139,6 +147,8 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
 	dsnVar(fl, &upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
+	dsnVar(fl, &monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
+		"through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
 	fl.StringVar(&out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
 	fl.StringVar(&tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
 	fl.StringVar(&tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -177,6 +187,14 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
 	if m.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
+	}
+	if st := m.StartState; st != nil {
+		tables := 0
+		for _, db := range st.Databases {
+			tables += len(db.Tables)
+		}
+		fmt.Fprintf(stdio.Stdout, "  start     WAL %s at %s, PostgreSQL %s, %d tables in %d databases\n",
+			st.LSN, st.Time.Format(time.RFC3339Nano), st.ServerVersion, tables, len(st.Databases))
 	}
 	for _, k := range slices.Sorted(maps.Keys(sum.Proxy.Errors)) {
 		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, sum.Proxy.Errors[k])

@@ -67,7 +67,7 @@ const (
 func forwardedFlags(cmd *cobra.Command) []string {
 	own := pflag.NewFlagSet("replay options", pflag.ContinueOnError)
 	addReplayOptionFlags(own, &replayFlags{})
-	perStep := map[string]bool{"speed": true, "database-map": true, "start": true, "end": true, "skip-preflight": true, "observe": true}
+	perStep := map[string]bool{"speed": true, "database-map": true, "start": true, "end": true, "skip-preflight": true, "require-start-state": true, "observe": true}
 	var out []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if own.Lookup(f.Name) == nil || perStep[f.Name] {
@@ -189,6 +189,8 @@ func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, json
 	// One observer and one pre-flight: the first shard's.
 	if cfg.SkipPreflight || k > 0 {
 		args = append(args, "--skip-preflight")
+	} else if cfg.StartCheck == replayrun.StartCheckRequire {
+		args = append(args, "--require-start-state")
 	}
 	if cfg.Observe == nil || k > 0 {
 		args = append(args, "--observe=false")

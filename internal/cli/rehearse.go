@@ -442,6 +442,10 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
 			writePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
 		}
+	} else {
+		// The reset returns the target to what the first round's
+		// check compared.
+		cfg.StartCheck = replayrun.StartCheckSkip
 	}
 	var stopLine func()
 	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }

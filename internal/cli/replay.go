@@ -51,6 +51,7 @@ type replayFlags struct {
 	syncTimeout      time.Duration
 	observe          observeFlags
 	skipPreflight    bool
+	requireStart     bool
 	maxLost          float64
 	maxSkipped       float64
 	maxLag           time.Duration
@@ -118,7 +119,11 @@ the log will use (after the maps and filters; the logs' first seconds of
 reading when they are large) and runs SELECT 1, and with --target-log or
 --observe as the target DSN's own user; it fails within seconds, saying what
 to do for each login refused (a wrong host or port, a password or pg_hba.conf,
-a missing role or database). --skip-preflight turns it off.
+a missing role or database). --skip-preflight turns it off. A capture taken
+with --monitor-dsn records its starting point: the pre-flight then compares
+the target's tables with it (estimated rows, 10% and 1,000 rows apart at
+least) and names those that differ or are missing; --require-start-state makes
+that an error, exit 1 before anything is replayed (docs/start-state.md).
 
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than
@@ -231,6 +236,12 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		Describe: nothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
 	}
+	if f.requireStart {
+		if f.skipPreflight {
+			return cfg, usageError("--require-start-state is checked by the pre-flight, which --skip-preflight turns off")
+		}
+		cfg.StartCheck = replayrun.StartCheckRequire
+	}
 	if err := f.shards.apply(&cfg); err != nil {
 		return cfg, err
 	}
@@ -249,12 +260,15 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 	var oe *replayrun.OptionsError
 	var pe *replayrun.PreflightError
+	var se *replayrun.StartStateError
 	var te *replayrun.TimelessError
 	switch {
 	case errors.As(err, &oe):
 		return usageError("%v", oe.Err)
 	case errors.As(err, &pe):
 		return preflightFailed(stdio.Stderr, pe.Preflight, h)
+	case errors.As(err, &se):
+		return startStateFailed(stdio.Stderr, se)
 	case errors.As(err, &te):
 		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %v", te)}
 	}

@@ -24,6 +24,7 @@ func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h log
 		what += " (of the first part of the logs: later ones are checked when their sessions connect)"
 	}
 	fmt.Fprintf(w, "pre-flight: the target accepted %s in %.1f s\n", what, time.Since(start).Seconds())
+	writeStartCheck(w, pf)
 }
 
 // preflightNotes writes the destructive statements and the DSN's own

@@ -21,6 +21,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--dry-run", "--target-log", "x.log", "/no/such.log"}, "--target-log needs a replay that runs"},
 		{[]string{"--dry-run", "--max-error-rate", "-1", "/no/such.log"}, "--max-error-rate"},
 		{[]string{"--dry-run", "--start", "2024-01-02", "--end", "2024-01-01", "/no/such.log"}, "--end must be after --start"},
+		{[]string{"--target", "host=/tmp", "--require-start-state", "--skip-preflight", "/no/such.log"}, "--require-start-state is checked by the pre-flight"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"replay"}, tt.args...))

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
@@ -31,6 +33,15 @@ type Preflight struct {
 	Destructive map[string]int64
 	Complete    bool
 	Took        time.Duration
+
+	// StartState is the starting point the input's captures recorded,
+	// from the capture StartFrom; nil for logs, and for captures taken
+	// without a monitoring connection. StartCheck is the target compared
+	// with it (nil when not compared), StartErr why it could not be.
+	StartState *capfile.StartState
+	StartFrom  string
+	StartCheck *catalog.StartCheck
+	StartErr   error
 }
 
 // FileProblem is a file that cannot be read, and why.
@@ -77,7 +88,7 @@ func (e *PreflightError) Error() string {
 // (the selection and maps applied), and the target DSN's own login when
 // something else connects with it (the observer, the target log's
 // marker).
-func preflight(ctx context.Context, cfg Config, r *replay.Replayer, ahead *source.Lookahead) (*Preflight, error) {
+func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.Set, ahead *source.Lookahead) (*Preflight, error) {
 	start := time.Now()
 	pf := &Preflight{Own: -1, OwnNeeded: len(cfg.TargetLogs) > 0}
 	var logins []replay.Login
@@ -107,9 +118,16 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, ahead *sourc
 		}
 	}
 	pf.Checks = r.Preflight(ctx, logins, PreflightTimeout)
-	pf.Took = time.Since(start)
 	if pf.Failed() {
+		pf.Took = time.Since(start)
 		return nil, &PreflightError{Preflight: pf}
+	}
+	if cfg.StartCheck != StartCheckSkip {
+		checkStart(ctx, cfg, set, logins, pf)
+	}
+	pf.Took = time.Since(start)
+	if pf.startFailed(cfg.StartCheck) {
+		return nil, &StartStateError{Preflight: pf}
 	}
 	return pf, nil
 }

@@ -42,6 +42,10 @@ type Config struct {
 	// SkipPreflight does not check the target's logins before the
 	// replay (a dry run never does).
 	SkipPreflight bool
+	// StartCheck says whether the pre-flight compares the target with
+	// the starting point the captures recorded, and whether a difference
+	// fails it (see StartCheckMode); the zero value warns.
+	StartCheck StartCheckMode
 	// TargetLogs are the target's own log files, read after the replay
 	// for server-side durations (package replay/targetlog); prefix is
 	// their log_line_prefix when stderr, empty: detected.
@@ -148,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	ahead := source.NewLookahead(set.Sources(), PreflightMemory)
 	var pf *Preflight
 	if !cfg.Replay.DryRun && !cfg.SkipPreflight {
-		if pf, err = preflight(ctx, cfg, r, ahead); err != nil {
+		if pf, err = preflight(ctx, cfg, r, set, ahead); err != nil {
 			sh.fail()
 			return nil, err
 		}

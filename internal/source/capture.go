@@ -148,3 +148,31 @@ func (c *capReader) SourceCounts() results.SourceCounts {
 }
 
 func (c *capReader) Close() error { return c.r.Close() }
+
+// StartState is the starting point the capture's manifest records, nil
+// when it records none (taken without a monitoring connection, not
+// finalized, or read as one segment file).
+func (c *capReader) StartState() *capture.StartState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.r.Info().Manifest.StartState
+}
+
+// StartState is the starting point of the set's captures: of those whose
+// manifest records one, the capture that started first (several captures
+// replayed together start where the first did), with its path. Logs
+// record none: nil, "" for a set of logs only.
+func (s *Set) StartState() (*capture.StartState, string) {
+	var best *capture.StartState
+	var path string
+	for _, r := range s.readers {
+		c, ok := r.(*capReader)
+		if !ok {
+			continue
+		}
+		if st := c.StartState(); st != nil && (best == nil || st.Time.Before(best.Time)) {
+			best, path = st, c.path
+		}
+	}
+	return best, path
+}

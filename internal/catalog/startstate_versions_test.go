@@ -1,0 +1,140 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestVersionsStartState reads a start state as a role with pg_monitor
+// only, on each major of pgcluster.Majors, and checks a copy against it.
+// A table never analyzed has reltuples -1 from 14 on, and 0 with relpages
+// 0 before: both are read as unknown, and the statistics' live rows stand
+// in at the start. The copy (CREATE DATABASE ... TEMPLATE) carries
+// reltuples but not the statistics, so the table never analyzed is
+// counted there; the table with fewer rows and the one dropped are named.
+// A database the role may not connect to is left out.
+func TestVersionsStartState(t *testing.T) {
+	for _, major := range pgcluster.Majors {
+		t.Run(fmt.Sprint(major), func(t *testing.T) {
+			t.Parallel()
+			// No autovacuum: the table never analyzed stays so.
+			c := pgclustertest.StartVersion(t, major, map[string]string{"autovacuum": "off"})
+			ctx := context.Background()
+			for _, q := range []string{
+				"CREATE ROLE monitor LOGIN IN ROLE pg_monitor",
+				"CREATE DATABASE other", "CREATE DATABASE closed", "REVOKE CONNECT ON DATABASE closed FROM PUBLIC",
+			} {
+				if err := c.Exec(ctx, "postgres", q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Exec(ctx, "postgres", `CREATE TABLE analyzed (id int PRIMARY KEY);
+				INSERT INTO analyzed SELECT generate_series(1, 3000); ANALYZE analyzed;
+				CREATE TABLE fresh (id int); INSERT INTO fresh SELECT generate_series(1, 500);
+				CREATE TABLE empty (id int)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Exec(ctx, "other", "CREATE SCHEMA s; CREATE TABLE s.t (id int)"); err != nil {
+				t.Fatal(err)
+			}
+			// The live rows reach the statistics asynchronously before 15.
+			waitFor(t, c, "SELECT n_live_tup = 500 FROM pg_stat_user_tables WHERE relname = 'fresh'")
+
+			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`^[0-9A-F]+/[0-9A-F]+$`).MatchString(st.LSN) || st.Standby || st.ServerVersionNum/10000 != major ||
+				st.SystemIdentifier == "" || time.Since(st.Time) > time.Minute {
+				t.Errorf("start state %+v: want this primary's LSN, major %d, a system identifier, the time now", st, major)
+			}
+			var names []string
+			rows := map[string]string{}
+			for _, db := range st.Databases {
+				names = append(names, db.Name)
+				if db.Error != "" {
+					t.Errorf("database %s: %s", db.Name, db.Error)
+				}
+				for _, tb := range db.Tables {
+					rows[db.Name+"."+tb.Schema+"."+tb.Name] = fmt.Sprint(tb.Rows, " ", tb.RowsFrom)
+				}
+			}
+			if !slices.Equal(names, []string{"other", "postgres"}) {
+				t.Errorf("databases %v, want other and postgres: not closed, nor the templates", names)
+			}
+			for k, want := range map[string]string{
+				"postgres.public.analyzed": "3000 reltuples", "postgres.public.fresh": "500 n_live_tup", "other.s.t": "0",
+			} {
+				if got := rows[k]; !strings.HasPrefix(got+" ", want+" ") {
+					t.Errorf("%s: %q, want %q", k, got, want)
+				}
+			}
+			if got := rows["postgres.public.empty"]; !strings.HasPrefix(got, "0 ") {
+				t.Errorf("empty: %q, want 0 rows", got)
+			}
+
+			if err := c.Exec(ctx, "postgres", "CREATE DATABASE copy TEMPLATE postgres"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Exec(ctx, "copy", "DELETE FROM analyzed WHERE id > 1000; ANALYZE analyzed; DROP TABLE empty"); err != nil {
+				t.Fatal(err)
+			}
+			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, catalog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(check.Databases) != 1 || !check.Differs() {
+				t.Fatalf("check %+v: want one database, differing", check)
+			}
+			d := check.Databases[0]
+			want := []catalog.TableDiff{
+				{Schema: "public", Name: "analyzed", Start: 3000, Target: 1000, TargetFrom: capture.RowsReltuples},
+				{Schema: "public", Name: "empty", Start: 0, Target: -1, Missing: true},
+			}
+			if d.Name != "postgres" || d.Target != "copy" || d.Error != "" || d.Compared != 2 || !slices.Equal(d.Differ, want) || len(d.Unchecked) != 0 {
+				t.Errorf("database check %+v, want %s: analyzed and empty differ, analyzed and fresh compared", d, "postgres as copy")
+			}
+			// The same copy as it was: within the tolerance.
+			check, err = catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "postgres", "other": "other"}, catalog.DefaultStartTolerance, catalog.Options{})
+			if err != nil || check.Differs() || len(check.Databases) != 2 {
+				t.Errorf("the source against itself: %+v, %v; want two databases, no difference", check, err)
+			}
+		})
+	}
+}
+
+// waitFor polls q (a boolean) until it is true, for 30 s at most.
+func waitFor(t *testing.T, c *pgcluster.Cluster, q string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ok bool
+		if err := conn.QueryRow(context.Background(), q).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still false after 30 s", q)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the statistics, not synchronizing with a goroutine
+	}
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+)
+
+// writeStartCheck says how the target compares with the starting point
+// the capture recorded: a warning naming the tables that differ, or a
+// line saying they match. Nothing for logs, nor for a capture that
+// recorded no starting point.
+func writeStartCheck(w io.Writer, pf *replayrun.Preflight) {
+	if pf.StartState == nil {
+		return
+	}
+	if pf.StartErr != nil {
+		fmt.Fprintf(w, "pre-flight: WARNING: the target could not be compared with the starting point %s: %v\n", startPoint(pf), pf.StartErr)
+		return
+	}
+	c := pf.StartCheck
+	if c == nil {
+		return
+	}
+	if c.Differs() {
+		fmt.Fprintf(w, "pre-flight: WARNING: the target is not the starting point %s; a replay onto it shows errors and divergences that are not the target's fault:\n%s",
+			startPoint(pf), startDiffLines(c))
+		fmt.Fprintf(w, "pre-flight: (estimated rows, pg_class.reltuples, apart by more than %s and %s rows; --require-start-state makes this an error; docs/start-state.md)\n",
+			tolShare(c.Tolerance), numfmt.Thousands(fmt.Sprint(c.Tolerance.Rows)))
+	} else {
+		n := 0
+		for _, d := range c.Databases {
+			n += d.Compared
+		}
+		fmt.Fprintf(w, "pre-flight: the target's tables match the starting point %s: %d tables within %s or %s rows\n",
+			startPoint(pf), n, tolShare(c.Tolerance), numfmt.Thousands(fmt.Sprint(c.Tolerance.Rows)))
+	}
+	if u := startUnchecked(c); u != "" {
+		fmt.Fprintf(w, "pre-flight: %s\n", u)
+	}
+}
+
+// startStateFailed is the error of a pre-flight that --require-start-state
+// failed: what differs, and that nothing ran.
+func startStateFailed(w io.Writer, e *replayrun.StartStateError) error {
+	pf := e.Preflight
+	switch {
+	case pf.StartState == nil:
+		return fmt.Errorf("PRE-FLIGHT FAILED: --require-start-state: the input records no starting point (a capture taken with --monitor-dsn does; logs never do); nothing was replayed")
+	case pf.StartErr != nil:
+		return fmt.Errorf("PRE-FLIGHT FAILED: --require-start-state: the target could not be compared with the starting point %s: %v; nothing was replayed", startPoint(pf), pf.StartErr)
+	}
+	if u := startUnchecked(pf.StartCheck); u != "" {
+		fmt.Fprintf(w, "pre-flight: %s\n", u)
+	}
+	return fmt.Errorf("PRE-FLIGHT FAILED: --require-start-state: the target is not the starting point %s (estimated rows apart by more than %s and %s rows); nothing was replayed:\n%s",
+		startPoint(pf), tolShare(pf.StartCheck.Tolerance), numfmt.Thousands(fmt.Sprint(pf.StartCheck.Tolerance.Rows)),
+		strings.TrimSuffix(startDiffLines(pf.StartCheck), "\n"))
+}
+
+// startPoint names the starting point: the capture, its WAL position and
+// time.
+func startPoint(pf *replayrun.Preflight) string {
+	st := pf.StartState
+	return fmt.Sprintf("the capture %s recorded (WAL %s at %s)", pf.StartFrom, st.LSN, st.Time.UTC().Format(time.RFC3339))
+}
+
+// startDiffLines is one line per table that differs or is missing, and
+// per database that could not be read, each indented.
+func startDiffLines(c *catalog.StartCheck) string {
+	var b strings.Builder
+	many := len(c.Databases) > 1
+	for _, d := range c.Databases {
+		if d.Error != "" {
+			fmt.Fprintf(&b, "  database %s: cannot be read on the target (as %s): %s\n", d.Name, d.Target, d.Error)
+			continue
+		}
+		for _, t := range d.Differ {
+			name := tableName(d, t, many)
+			if t.Missing {
+				fmt.Fprintf(&b, "  %s: missing on the target, %s rows at the start\n", name, rowCount(t.Start))
+				continue
+			}
+			fmt.Fprintf(&b, "  %s: %s rows on the target, %s at the start\n", name, rowCount(t.Target), rowCount(t.Start))
+		}
+	}
+	return b.String()
+}
+
+// startUnchecked says which tables were not compared, because their rows
+// are unknown on one side; "" when every table was.
+func startUnchecked(c *catalog.StartCheck) string {
+	var names []string
+	many := len(c.Databases) > 1
+	for _, d := range c.Databases {
+		for _, t := range d.Unchecked {
+			names = append(names, tableName(d, t, many))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	const show = 5
+	list := strings.Join(names[:min(len(names), show)], ", ")
+	if len(names) > show {
+		list += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return fmt.Sprintf("%d tables not compared with the starting point, their rows unknown (never analyzed on the target and larger than %s, or at the start): %s",
+		len(names), humanBytes(catalog.CountBelow), list)
+}
+
+// tableName is the table as a reader knows it: without the public
+// schema, with its database when several were compared.
+func tableName(d catalog.StartDatabaseCheck, t catalog.TableDiff, withDB bool) string {
+	name := t.Name
+	if t.Schema != "public" {
+		name = t.Schema + "." + t.Name
+	}
+	if withDB {
+		name = d.Name + ": " + name
+	}
+	return name
+}
+
+// rowCount is a row count read at a glance: exact below 10,000, then in
+// thousands (k), millions (M) or billions (B).
+func rowCount(n int64) string {
+	switch {
+	case n < 0:
+		return "unknown"
+	case n < 10_000:
+		return numfmt.Thousands(fmt.Sprint(n))
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	case n < 1_000_000_000:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2fB", float64(n)/1e9)
+}
+
+func tolShare(t catalog.StartTolerance) string {
+	return numfmt.Figure(t.Share*100) + "%"
+}

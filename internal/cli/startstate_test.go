@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// startStateSchema is the data the capture starts from: orders large
+// enough that a deletion is beyond the tolerance (10%, 1,000 rows),
+// items small, events where the workload writes.
+const startStateSchema = `
+CREATE TABLE orders (id int PRIMARY KEY, note text);
+INSERT INTO orders SELECT g, 'order ' || g FROM generate_series(1, 5000) g;
+CREATE TABLE items (id int PRIMARY KEY);
+INSERT INTO items SELECT generate_series(1, 200);
+CREATE TABLE events (id serial PRIMARY KEY, note text);
+ANALYZE;`
+
+// TestCaptureStartState takes a capture with --monitor-dsn as a role
+// that has only pg_monitor, and checks that its manifest records the
+// upstream's WAL position, time, version, system identifier and per table
+// its rows. The capture is then replayed onto copies of the starting
+// data on another server: onto an identical one with no warning; onto one
+// where rows were deleted from orders (and ANALYZEd) and items dropped,
+// with a warning naming both, the replay going on; and, with
+// --require-start-state, onto such a copy: exit 1, and not one statement
+// of the capture ran there; and so does a rehearsal whose control is such
+// a copy.
+func TestCaptureStartState(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	a := pgclustertest.StartT(t, pgcluster.Options{})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
+	if err := a.Exec(ctx, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor;"); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"same", "fewer", "strict"} {
+		if err := b.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Exec(ctx, db, startStateSchema); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Exec(ctx, "postgres", startStateSchema); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"fewer", "strict", "postgres"} {
+		if err := b.Exec(ctx, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := time.Now()
+	rc := startCapture(t, a.DSN("postgres"), "--monitor-dsn", a.DSN("postgres")+" user=monitor")
+	conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := conn.Exec(ctx, "INSERT INTO events (note) VALUES ($1)", fmt.Sprint("event ", i)); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id <= $1", 100*i).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	code, out := rc.stop(t)
+	t.Logf("capture:\n%s", out)
+	if code != ExitOK || !regexp.MustCompile(`start +WAL [0-9A-F]+/[0-9A-F]+ at .*, PostgreSQL [0-9][^,]*, 3 tables in 1 databases`).MatchString(out) {
+		t.Fatalf("capture exited %d, want its start state in the summary:\n%s", code, out)
+	}
+
+	m, err := capfile.ReadManifest(rc.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := m.StartState
+	if st == nil {
+		t.Fatal("the manifest has no start_state")
+	}
+	want := queryLines(t, a, "postgres", "SELECT current_setting('server_version_num') || ' ' || system_identifier FROM pg_control_system()")
+	if got := fmt.Sprintf("%d %s", st.ServerVersionNum, st.SystemIdentifier); len(want) != 1 || got != want[0] {
+		t.Errorf("version and system identifier %q, want %q", got, want)
+	}
+	if !regexp.MustCompile(`^[0-9A-F]+/[0-9A-F]+$`).MatchString(st.LSN) || st.Standby || st.ServerVersion == "" {
+		t.Errorf("start state %+v: want a primary's LSN and its version", st)
+	}
+	// The LSN was read before the workload: the server is past it now.
+	if past := queryLines(t, a, "postgres", "SELECT pg_current_wal_insert_lsn() > '"+st.LSN+"'::pg_lsn"); len(past) != 1 || past[0] != "t" {
+		t.Errorf("the server's WAL is not past the recorded %s: %q", st.LSN, past)
+	}
+	if st.Time.Before(before.Add(-time.Minute)) || st.Time.After(m.Start.Add(time.Minute)) {
+		t.Errorf("start time %v, want about %v (the capture's start %v)", st.Time, before, m.Start)
+	}
+	rows := map[string]string{}
+	for _, db := range st.Databases {
+		if db.Error != "" {
+			t.Errorf("database %s: %s", db.Name, db.Error)
+		}
+		for _, tb := range db.Tables {
+			rows[db.Name+"."+tb.Schema+"."+tb.Name] = strconv.FormatInt(tb.Rows, 10) + " " + string(tb.RowsFrom)
+			if (tb.Bytes <= 0) != (tb.Name == "events") {
+				t.Errorf("%s: %d bytes, want more than 0 for a table with rows", tb.Name, tb.Bytes)
+			}
+		}
+	}
+	for k, v := range map[string]string{"postgres.public.orders": "5000 reltuples", "postgres.public.items": "200 reltuples", "postgres.public.events": "0 reltuples"} {
+		if rows[k] != v {
+			t.Errorf("%s: %q, want %q (all: %v)", k, rows[k], v, rows)
+		}
+	}
+
+	replayOnto := func(db string, extra ...string) (int, string) {
+		t.Helper()
+		args := append([]string{"--target", b.DSN(db), "--database-map", "postgres=" + db, "--speed", "0", "--findings=false"}, extra...)
+		code, text, _ := runReplay(t, append(args, rc.dir)...)
+		t.Logf("replay onto %s (exit %d):\n%s", db, code, text)
+		return code, text
+	}
+
+	code, text := replayOnto("same")
+	if code != ExitOK || strings.Contains(text, "WARNING: the target is not") || !strings.Contains(text, "the target's tables match the starting point") {
+		t.Errorf("onto an identical copy: exit %d, want 0, the tables matched and no warning", code)
+	}
+
+	code, text = replayOnto("fewer")
+	for _, w := range []string{"WARNING: the target is not the starting point", "orders: 2,000 rows on the target, 5,000 at the start", "items: missing on the target"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("onto a copy with fewer orders: the output lacks %q", w)
+		}
+	}
+	if strings.Contains(text, "events:") || code != ExitOK {
+		t.Errorf("onto a copy with fewer orders: exit %d, want 0 with only orders and items named", code)
+	}
+	if got := queryLines(t, b, "fewer", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "5" {
+		t.Errorf("without --require-start-state the replay runs: events %q, want 5", got)
+	}
+
+	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	code, text = replayOnto("strict", "--require-start-state")
+	if code != ExitFailure || !strings.Contains(text, "PRE-FLIGHT FAILED: --require-start-state") ||
+		!strings.Contains(text, "orders: 2,000 rows on the target, 5,000 at the start") || !strings.Contains(text, "nothing was replayed") {
+		t.Errorf("with --require-start-state onto a copy with fewer orders: exit %d, want %d naming orders", code, ExitFailure)
+	}
+	if got := queryLines(t, b, "strict", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "0" {
+		t.Errorf("with --require-start-state a statement ran on the target: events %q, want 0", got)
+	}
+	ran := queryLines(t, b, "strict", `SELECT query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE d.datname = 'strict' AND (query LIKE 'INSERT INTO events%' OR query LIKE '%FROM orders WHERE%')`)
+	if len(ran) != 0 {
+		t.Errorf("with --require-start-state the capture's statements ran on the target: %q", ran)
+	}
+
+	// A capture taken without --monitor-dsn records no starting point:
+	// a replay that requires one refuses it, and says why.
+	plain := startCapture(t, a.DSN("postgres"))
+	pc, err := pgx.Connect(ctx, plain.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.Exec(ctx, "INSERT INTO events (note) VALUES ('unchecked')"); err != nil {
+		t.Fatal(err)
+	}
+	pc.Close(ctx)
+	if code, out := plain.stop(t); code != ExitOK || strings.Contains(out, "start     WAL") {
+		t.Fatalf("capture without --monitor-dsn: exit %d, want 0 and no start state:\n%s", code, out)
+	}
+	code, text, _ = runReplay(t, "--target", b.DSN("strict"), "--database-map", "postgres=strict", "--speed", "0", "--findings=false", "--require-start-state", plain.dir)
+	if code != ExitFailure || !strings.Contains(text, "the input records no starting point") {
+		t.Errorf("--require-start-state with a capture without one: exit %d, want %d saying it has none:\n%s", code, ExitFailure, text)
+	}
+	if got := queryLines(t, b, "strict", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "0" {
+		t.Errorf("--require-start-state with a capture without one: events %q on the target, want 0", got)
+	}
+
+	// A rehearsal checks each target before its first round: the control
+	// (B's postgres, fewer orders) fails it, and no round runs anywhere.
+	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runRehearse(t, "", "--control", b.DSN("postgres"), "--candidate", a.DSN("postgres"), "--rounds", "1", "--speed", "0",
+		"--findings=false", "--require-start-state", "--out", filepath.Join(t.TempDir(), "rounds"), rc.dir)
+	t.Logf("rehearse (exit %d):\n%s%s", code, stdout, stderr)
+	if code != ExitFailure || !strings.Contains(stderr, "PRE-FLIGHT FAILED: --require-start-state") ||
+		!strings.Contains(stderr, "orders: 2,000 rows on the target, 5,000 at the start") || strings.Contains(stderr, "round 2 of") {
+		t.Errorf("rehearse with --require-start-state onto a control with fewer orders: exit %d, want %d naming orders before any round", code, ExitFailure)
+	}
+	ran = queryLines(t, b, "strict", `SELECT d.datname || ': ' || query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE query LIKE 'INSERT INTO events%' OR query LIKE '%FROM orders WHERE%'`)
+	if len(ran) != 0 {
+		t.Errorf("rehearse with --require-start-state: the capture's statements ran on the control: %q", ran)
+	}
+}
+
+// TestCaptureMonitorUnreachable: a monitoring connection that fails stops
+// the capture before it relays anything, saying so without the password.
+func TestCaptureMonitorUnreachable(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	dir := filepath.Join(t.TempDir(), "capture")
+	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"capture", "--listen", "127.0.0.1:0",
+		"--upstream", "host=/nonexistent port=1", "--monitor-dsn", "host=/nonexistent port=1 user=monitor password=hunter2", "--out", dir})
+	out := stdout.String() + stderr.String()
+	if code != ExitFailure || !strings.Contains(out, "the starting point cannot be read through the monitoring connection") ||
+		strings.Contains(out, "hunter2") || strings.Contains(out, "listening on") {
+		t.Errorf("exit %d, want %d saying the monitoring connection failed, before listening, without the password:\n%s", code, ExitFailure, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the capture directory was created (%v): nothing is recorded without its starting point", err)
+	}
+}

@@ -1,0 +1,95 @@
+package replayrun
+
+import (
+	"context"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// StartCheckMode says what the pre-flight does with the starting point a
+// capture recorded (capture.StartState): a replay onto a target that is
+// not that state shows errors and divergences that look like the
+// target's fault.
+type StartCheckMode int
+
+const (
+	// StartCheckWarn compares the target with the starting point and
+	// tells what differs (Preflight.StartCheck); the replay goes on.
+	StartCheckWarn StartCheckMode = iota
+	// StartCheckRequire fails the pre-flight (*StartStateError) when the
+	// target differs, when it could not be compared, or when the input
+	// records no starting point.
+	StartCheckRequire
+	// StartCheckSkip does not compare (a rehearsal's rounds after the
+	// first, whose reset returns the target to the state the first
+	// round's check saw).
+	StartCheckSkip
+)
+
+// StartCheckTimeout bounds the whole comparison; each query of it is
+// bounded by PreflightTimeout.
+const StartCheckTimeout = time.Minute
+
+// StartStateError is Run's error when the target is not the starting
+// point the capture recorded and the run requires it
+// (StartCheckRequire): nothing was replayed.
+type StartStateError struct{ Preflight *Preflight }
+
+func (e *StartStateError) Error() string {
+	switch {
+	case e.Preflight.StartState == nil:
+		return "pre-flight failed: the input records no starting point to compare the target with; nothing was replayed"
+	case e.Preflight.StartErr != nil:
+		return "pre-flight failed: the target could not be compared with the starting point: " + e.Preflight.StartErr.Error() + "; nothing was replayed"
+	}
+	return "pre-flight failed: the target is not the starting point the capture recorded; nothing was replayed"
+}
+
+// checkStart compares the target with the starting point of the set's
+// captures, in the databases the replay's logins use, and fills pf.
+func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []replay.Login, pf *Preflight) {
+	pf.StartState, pf.StartFrom = set.StartState()
+	if pf.StartState == nil {
+		return
+	}
+	// The databases the replay connects to on the target, each with the
+	// name it had at the start.
+	used := map[string]bool{}
+	for _, l := range logins {
+		db := l.Database
+		if db == "" {
+			if c, err := connstr.Parse(cfg.Replay.Target); err == nil {
+				db = c.Database
+			}
+		}
+		if db != "" {
+			used[db] = true
+		}
+	}
+	dbs := map[string]string{}
+	for _, d := range pf.StartState.Databases {
+		target := d.Name
+		if to, ok := cfg.Replay.DatabaseMap[d.Name]; ok {
+			target = to
+		}
+		if used[target] {
+			dbs[d.Name] = target
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, StartCheckTimeout)
+	defer cancel()
+	pf.StartCheck, pf.StartErr = catalog.CheckStartState(ctx, cfg.Replay.Target, pf.StartState, dbs,
+		catalog.DefaultStartTolerance, catalog.Options{StatementTimeout: PreflightTimeout})
+}
+
+// startFailed reports whether the start check fails the pre-flight.
+func (p *Preflight) startFailed(mode StartCheckMode) bool {
+	if mode != StartCheckRequire {
+		return false
+	}
+	return p.StartState == nil || p.StartErr != nil || p.StartCheck.Differs()
+}
