@@ -88,7 +88,8 @@ func (p *partial) add(ev *event.Event) {
 	case ev.Kind == event.Error:
 		// Not a call: the failing statement comes as its own event.
 		p.errors[sqlState(ev)]++
-	case ev.IsExecution():
+	case ev.IsExecution() && !ev.IsFetch():
+		// A Fetch continues its statement's portal: not a call.
 		p.execution(ev)
 	}
 }

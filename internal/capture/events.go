@@ -26,8 +26,8 @@ type RecordSource interface {
 type MessageSkip string
 
 const (
-	// SkipFunctionCall: a fast-path FunctionCall (libpq's large-object
-	// functions), which a replay does not send.
+	// SkipFunctionCall: a fast-path FunctionCall that does not decode.
+	// (A decodable one is an execution, which a replay sends.)
 	SkipFunctionCall MessageSkip = "function_call"
 	// SkipDiscarded: an Execute the original server never ran, because an
 	// earlier message of the same batch (up to its Sync) failed.
@@ -38,8 +38,10 @@ const (
 	// SkipUnknownSession: a record of a session whose start the capture
 	// does not hold (it was in a gap).
 	SkipUnknownSession MessageSkip = "unknown_session"
-	// SkipCancel: a CancelRequest the proxy relayed; a replay does not
-	// cancel.
+	// SkipCancel: a CancelRequest the proxy relayed while its session
+	// had no statement in flight (it came after the answer), which a
+	// replay has nothing to send for. A CancelRequest for a statement
+	// in flight is part of that statement's event (event.Wire.Cancel).
 	SkipCancel MessageSkip = "cancel_request"
 	// SkipGap: the marker of records the recorder dropped.
 	SkipGap MessageSkip = "gap"
@@ -107,13 +109,20 @@ type portal struct {
 	params  [][]byte
 	formats []int16
 	results []int16
+	// ran: an Execute ran the portal already; another Execute on it
+	// fetches on from where the row limit suspended it.
+	ran bool
 }
 
 // inFlight is an execution waiting for its answer.
 type inFlight struct {
 	ev   *event.Event
 	rows []int64
-	copy [][]byte
+	// copies are the data of each COPY FROM STDIN it ran, in order;
+	// copyOpen says the last one is still taking data.
+	copies    []event.CopyIn
+	copyOpen  bool
+	suspended bool
 }
 
 type capSession struct {
@@ -190,7 +199,7 @@ func (d *Decoder) record(r *Record) {
 		d.counts.Dropped += r.Dropped
 		return
 	case KindCancel:
-		d.skip(SkipCancel)
+		d.cancel(r)
 		return
 	}
 	s := d.sessions[r.Session]
@@ -341,7 +350,16 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 				ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
 			}
 		}
-		ev.SetWire(wireOf(p))
+		w := wireOf(p)
+		if m.MaxRows > 0 || p.ran {
+			if w == nil {
+				w = &event.Wire{}
+			}
+			w.MaxRows, w.Fetch = m.MaxRows, p.ran
+		}
+		ev.SetWire(w)
+		p.ran = true
+		s.portals[m.Portal] = p
 		f := &inFlight{ev: ev}
 		s.pending = append(s.pending, f)
 		s.copying = f
@@ -351,23 +369,34 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipUnmatched)
 			return
 		}
-		s.copying.copy = append(s.copying.copy, body)
+		f := s.copying.openCopy()
+		f.Data = append(f.Data, body)
 		d.use()
 	case 'c':
 		// CopyDone: a COPY of no rows has data too, none.
-		if s.copying != nil && s.copying.copy == nil {
-			s.copying.copy = [][]byte{}
+		if s.copying != nil {
+			s.copying.openCopy()
+			s.copying.copyOpen = false
 		}
 		d.use()
 	case 'f':
-		// CopyFail: the replay fails the COPY on its own (no data).
+		// CopyFail: the replay fails that COPY as the client did.
 		if s.copying != nil {
-			s.copying.copy = nil
+			s.copying.openCopy().Failed = true
+			s.copying.copyOpen = false
 		}
 		s.copying = nil
 		d.use()
 	case 'F':
-		d.skip(SkipFunctionCall)
+		var m pgproto3.FunctionCall
+		if m.Decode(body) != nil {
+			d.skip(SkipFunctionCall)
+			return
+		}
+		// Answered as a Query is: FunctionCallResponse (not recorded) or
+		// an error, then ReadyForQuery.
+		s.simple = append(s.simple, &inFlight{ev: d.functionCall(s, &m, r.Time)})
+		d.use()
 	case 'C':
 		var m pgproto3.Close
 		if m.Decode(body) == nil {
@@ -385,6 +414,16 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 	default:
 		d.skip(SkipMalformed)
 	}
+}
+
+// openCopy is the COPY taking data now, begun if none is (CopyData
+// whose CopyInResponse the capture does not hold).
+func (f *inFlight) openCopy() *event.CopyIn {
+	if !f.copyOpen {
+		f.copies = append(f.copies, event.CopyIn{})
+		f.copyOpen = true
+	}
+	return &f.copies[len(f.copies)-1]
 }
 
 // wireOf is how the original sent an execution, nil when that is all the
@@ -432,7 +471,11 @@ func (d *Decoder) complete(s *capSession, r *Record) {
 	}
 	f := s.pending[0]
 	s.pending = s.pending[1:]
-	f.rows = append(f.rows, tagRows(r.Tag))
+	if r.Tag == SuspendedTag {
+		f.suspend()
+	} else {
+		f.rows = append(f.rows, tagRows(r.Tag))
+	}
 	d.emit(f, r.Time)
 }
 
@@ -465,11 +508,52 @@ func (d *Decoder) error(s *capSession, r *Record) {
 	s.failed = true
 }
 
+// suspend sets an execution's answer to PortalSuspended: it returned
+// exactly its row limit.
+func (f *inFlight) suspend() {
+	if w := f.ev.Wire(); w != nil {
+		f.rows = append(f.rows[:0], int64(w.MaxRows))
+	}
+	f.suspended = true
+}
+
 func (d *Decoder) copyIn(s *capSession) {
 	d.use()
 	if f := s.head(); f != nil {
 		s.copying = f
+		// A new COPY of the string (a Query may run several).
+		f.copyOpen = false
+		f.openCopy()
 	}
+}
+
+// cancel puts a CancelRequest on the execution its session had in
+// flight, with its offset from the execution's request, so that a replay
+// cancels it as late; with none in flight it is skipped.
+func (d *Decoder) cancel(r *Record) {
+	s := d.sessions[r.Session]
+	if s == nil || s.ended {
+		d.skip(SkipCancel)
+		return
+	}
+	f := s.head()
+	if f == nil {
+		d.skip(SkipCancel)
+		return
+	}
+	var w event.Wire
+	if old := f.ev.Wire(); old != nil {
+		if old.Cancel {
+			// A second cancel of the same execution: the first one is
+			// the one that can take effect.
+			d.skip(SkipCancel)
+			return
+		}
+		w = *old
+	}
+	w.Cancel, w.CancelAfter = true, max(r.Time-f.ev.Time, 0)
+	f.ev.SetWire(&w)
+	d.use()
 }
 
 func (d *Decoder) readyForQuery(s *capSession, r *Record) {
@@ -484,8 +568,12 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 		}
 	}
 	// Executes still without an answer (an empty query, a portal
-	// suspended at its row limit) end with the batch.
+	// suspended at its row limit in a capture that does not record
+	// PortalSuspended) end with the batch.
 	for _, f := range s.pending {
+		if w := f.ev.Wire(); w != nil && w.MaxRows > 0 && len(f.rows) == 0 && !f.ev.Failed {
+			f.suspend()
+		}
 		d.emit(f, r.Time)
 	}
 	s.pending = nil
@@ -499,15 +587,24 @@ func (d *Decoder) emit(f *inFlight, t int64) {
 	if t >= ev.Time {
 		ev.Duration = t - ev.Time
 	}
-	ev.SetAnswer(&event.Answer{Rows: f.rows})
+	if f.copies == nil && ev.Failed {
+		// The server refused it before asking for any data (a COPY
+		// FROM STDIN of a missing table): there was none, which a
+		// replay can send, rather than data missing from the capture.
+		f.copies = noCopies
+	}
+	ev.SetAnswer(&event.Answer{Rows: f.rows, Suspended: f.suspended})
 	d.yield(f)
 }
+
+// noCopies says that an execution sent no COPY data.
+var noCopies = []event.CopyIn{}
 
 // yield yields an execution whose answer never came: neither its
 // duration nor its outcome is known, and nothing is compared with it.
 func (d *Decoder) yield(f *inFlight) {
-	if f.copy != nil {
-		f.ev.SetCopyData(f.copy)
+	if f.copies != nil {
+		f.ev.SetCopyIns(f.copies)
 	}
 	d.ready = append(d.ready, f.ev)
 }
@@ -544,6 +641,13 @@ func (d *Decoder) finish() {
 	ids := slices.Sorted(maps.Keys(d.sessions))
 	for _, id := range ids {
 		if s := d.sessions[id]; !s.ended {
+			if c := s.connect; c != nil {
+				// A startup without a backend and nothing after it:
+				// not refused as far as the capture says.
+				s.connect = nil
+				d.use()
+				d.ready = append(d.ready, c)
+			}
 			d.counts.OpenSessions++
 			d.flush(s)
 		}

@@ -249,7 +249,7 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 
 func keepBackend(typ byte) bool {
 	switch typ {
-	case 'C', 'E', 'Z', 'G', 'R', 'K':
+	case 'C', 'E', 'Z', 'G', 'R', 'K', 's':
 		return true
 	}
 	return false
@@ -290,6 +290,10 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'C':
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
+	case 's':
+		// PortalSuspended: the Execute's row limit was reached.
+		r.Kind = capture.KindComplete
+		r.Tag = capture.SuspendedTag
 	case 'E':
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)

@@ -116,6 +116,10 @@ type session struct {
 	// fastPathSkipped: the session skipped a fast-path function call,
 	// whose effect (a large object unlinked, written) the target lacks.
 	fastPathSkipped bool
+	// fetches are the statements whose portal the original left
+	// suspended at its row limit, by portal: their answers are compared
+	// once the original's last fetch is replayed (fetch.go).
+	fetches map[string]*openFetch
 	// lastEnd is when the session's previous statement ended on the
 	// target, to tell the lag the target caused from the replayer's.
 	lastEnd time.Time
@@ -243,7 +247,7 @@ func (s *session) run() {
 			break
 		}
 		s.faultSkip = false
-		if it.ev.IsExecution() {
+		if it.ev.IsExecution() && !it.ev.IsFetch() {
 			s.skipEvent(it.ev, r.stopReason())
 		}
 		s.done(it)
@@ -307,6 +311,7 @@ func (s *session) hasPassed() bool {
 }
 
 func (s *session) exit() {
+	s.endFetches()
 	s.pass()
 	s.warmDone()
 	if s.conn != nil {

@@ -55,6 +55,7 @@ var (
 	executeAll     = &pgproto3.Execute{}
 	syncMsg        = &pgproto3.Sync{}
 	copyFail       = &pgproto3.CopyFail{Message: "pgrehearse: the COPY data is not in the log"}
+	copyFailed     = &pgproto3.CopyFail{Message: "pgrehearse: the original client failed this COPY"}
 	copyDone       = &pgproto3.CopyDone{}
 )
 
@@ -68,9 +69,21 @@ type wire struct {
 	bind  pgproto3.Bind
 	parse pgproto3.Parse
 	query pgproto3.Query
-	// copyData is the COPY data of the execution in flight, when its
-	// input has it (a capture): sent when the server asks for it.
-	copyData [][]byte
+	// copyIns is the COPY data of the execution in flight, when its
+	// input has it (a capture): each COPY's sent when the server asks
+	// for it, in turn.
+	copyIns []event.CopyIn
+	// maxRows is the row limit of the Execute in flight: a
+	// PortalSuspended answer returned that many rows.
+	maxRows uint32
+	// portal is the portal an execution with a row limit binds, named
+	// as the original named it, so that its fetches find it.
+	portal string
+	// Messages of an execution with a row limit, on a named portal.
+	describe pgproto3.Describe
+	execute  pgproto3.Execute
+	close    pgproto3.Close
+	call     pgproto3.FunctionCall
 	// rows holds, per statement that completed in the last exchange, in
 	// order, the rows its command tag gives (INSERT 0 5, UPDATE 2,
 	// SELECT 3, ...; 0 for a tag without a count, such as BEGIN).
@@ -101,16 +114,11 @@ func (s *session) execPrepared(name string, params [][]byte, w *event.Wire) erro
 	if len(params) > math.MaxUint16 {
 		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
 	}
-	f := s.conn.Frontend()
 	s.w.bind = pgproto3.Bind{PreparedStatement: name, Parameters: params}
 	if w != nil {
 		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
 	}
-	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
-	f.SendDescribe(describePortal)
-	f.SendExecute(executeAll)
-	f.SendSync(syncMsg)
+	s.sendBindExecute(w)
 	return s.exchange(true)
 }
 
@@ -133,12 +141,71 @@ func (s *session) execParams(query string, params [][]byte, w *event.Wire) error
 	if w != nil {
 		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
 	}
+	s.sendBindExecute(w)
+	return s.exchange(true)
+}
+
+// sendBindExecute writes the Bind in s.w.bind, then Describe, Execute
+// and Sync: on the unnamed portal for all rows, as pgconn does; with the
+// original's row limit (w.MaxRows), on the portal the original named,
+// closed first in case an earlier run left it open (a Close of no portal
+// is no error), so that its Fetches continue it.
+func (s *session) sendBindExecute(w *event.Wire) {
+	f := s.conn.Frontend()
+	s.w.maxRows = 0
+	if w == nil || w.MaxRows == 0 {
+		f.SendBind(&s.w.bind)
+		s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
+		f.SendDescribe(describePortal)
+		f.SendExecute(executeAll)
+		f.SendSync(syncMsg)
+		return
+	}
+	s.w.maxRows = w.MaxRows
+	if s.w.portal != "" {
+		s.w.close = pgproto3.Close{ObjectType: 'P', Name: s.w.portal}
+		f.SendClose(&s.w.close)
+	}
+	s.w.bind.DestinationPortal = s.w.portal
 	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
-	f.SendDescribe(describePortal)
-	f.SendExecute(executeAll)
+	s.w.bind = pgproto3.Bind{}
+	s.w.describe = pgproto3.Describe{ObjectType: 'P', Name: s.w.portal}
+	f.SendDescribe(&s.w.describe)
+	s.w.execute = pgproto3.Execute{Portal: s.w.portal, MaxRows: w.MaxRows}
+	f.SendExecute(&s.w.execute)
+	f.SendSync(syncMsg)
+}
+
+// execFetch continues the portal an earlier execution left suspended at
+// its row limit, as the original did: Execute with the same limit and no
+// new Bind, then Sync.
+func (s *session) execFetch(portal string, maxRows uint32) error {
+	f := s.conn.Frontend()
+	s.w.maxRows = maxRows
+	s.w.execute = pgproto3.Execute{Portal: portal, MaxRows: maxRows}
+	f.SendExecute(&s.w.execute)
 	f.SendSync(syncMsg)
 	return s.exchange(true)
+}
+
+// execFunctionCall makes a fast-path function call as the original did:
+// the function's OID, the arguments in their formats and the result's
+// format. It is answered as a simple query is, up to ReadyForQuery.
+func (s *session) execFunctionCall(w *event.Wire, args [][]byte) error {
+	if len(args) > math.MaxUint16 {
+		return fmt.Errorf("function call limited to %v arguments", math.MaxUint16)
+	}
+	c := &s.w.call
+	*c = pgproto3.FunctionCall{Function: w.FunctionOID, Arguments: args, ArgFormatCodes: c.ArgFormatCodes[:0]}
+	for _, f := range w.ParamFormats {
+		c.ArgFormatCodes = append(c.ArgFormatCodes, uint16(f))
+	}
+	if len(w.ResultFormats) > 0 {
+		c.ResultFormatCode = uint16(w.ResultFormats[0])
+	}
+	s.conn.Frontend().Send(c)
+	c.Arguments = nil
+	return s.exchange(false)
 }
 
 // execSimple sends sql as one simple query.
@@ -179,6 +246,9 @@ func (s *session) exchange(extended bool) error {
 			return first
 		case *pgproto3.CommandComplete:
 			s.w.rows = append(s.w.rows, tagRows(m.CommandTag))
+		case *pgproto3.PortalSuspended:
+			// The row limit reached: exactly that many rows.
+			s.w.rows = append(s.w.rows, int64(s.w.maxRows))
 		case *pgproto3.ErrorResponse:
 			// Only the first: an error after CommandComplete (a deferred
 			// constraint) is the first of its statement too.
@@ -186,13 +256,19 @@ func (s *session) exchange(extended bool) error {
 				first = pgconn.ErrorResponseToPgError(m)
 			}
 		case *pgproto3.CopyInResponse:
-			if data := s.w.copyData; data != nil {
-				// The data the original sent (a capture), then its end.
-				s.w.copyData = nil
-				for _, d := range data {
+			if len(s.w.copyIns) > 0 {
+				// The data the original sent for this COPY (a
+				// capture), then its end as the original ended it.
+				c := s.w.copyIns[0]
+				s.w.copyIns = s.w.copyIns[1:]
+				for _, d := range c.Data {
 					f.Send(&pgproto3.CopyData{Data: d})
 				}
-				f.Send(copyDone)
+				if c.Failed {
+					f.Send(copyFailed)
+				} else {
+					f.Send(copyDone)
+				}
 				if extended {
 					// The server ignored the Sync sent after Execute
 					// while in copy-in mode: ReadyForQuery needs

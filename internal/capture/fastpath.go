@@ -1,0 +1,72 @@
+package capture
+
+import (
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
+)
+
+// SuspendedTag is the tag of a `complete` record that stands for the
+// server's PortalSuspended: an Execute stopped at its row limit. No
+// CommandComplete has an empty tag, and a reader that does not know it
+// reads a completion of no rows, which still ends the right Execute.
+const SuspendedTag = ""
+
+// builtinFunctions names the functions clients call through the fast
+// path (libpq's fe-lobj.c, pgjdbc's LargeObjectManager) by their OIDs,
+// which are the same on every server (pg_proc.dat): a call reads as the
+// SQL that would make it, as a log's fast-path line does.
+var builtinFunctions = map[uint32]string{
+	715: "lo_create", 952: "lo_open", 953: "lo_close", 954: "loread",
+	955: "lowrite", 956: "lo_lseek", 957: "lo_creat", 958: "lo_tell",
+	964: "lo_unlink", 1004: "lo_truncate", 3170: "lo_lseek64",
+	3171: "lo_tell64", 3172: "lo_truncate64",
+}
+
+// functionCall is the execution of a fast-path FunctionCall: its text is
+// the SQL that would make the call (logread.FastPathQuery for the large
+// object functions, whose text a log's fast-path line gives too), its
+// parameters the call's arguments as sent, and its Wire the function's
+// OID and the formats.
+func (d *Decoder) functionCall(s *capSession, m *pgproto3.FunctionCall, at int64) *event.Event {
+	ev := d.event(s, event.Execute, at)
+	name, ok := builtinFunctions[m.Function]
+	if !ok {
+		name = "function " + strconv.FormatUint(uint64(m.Function), 10)
+	}
+	ev.Query = logread.FastPathQuery(name)
+	if !ok {
+		// The arguments are in the call, not missing as in a log.
+		ev.Query = logread.FastPathPrefix + "SELECT \"" + name + "\"(" + placeholders(len(m.Arguments)) + ")"
+	}
+	if len(m.Arguments) > 0 {
+		ev.Params = make([]event.Param, len(m.Arguments))
+		for i, v := range m.Arguments {
+			ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
+		}
+	}
+	w := &event.Wire{FunctionOID: m.Function, ResultFormats: []int16{int16(m.ResultFormatCode)}}
+	if len(m.ArgFormatCodes) > 0 {
+		w.ParamFormats = make([]int16, len(m.ArgFormatCodes))
+		for i, f := range m.ArgFormatCodes {
+			w.ParamFormats[i] = int16(f)
+		}
+	}
+	ev.SetWire(w)
+	return ev
+}
+
+func placeholders(n int) string {
+	var b []byte
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
+}
