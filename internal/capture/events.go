@@ -147,6 +147,9 @@ type capSession struct {
 	// connect is the session's Connect while it is unknown whether it
 	// logged in (see startup).
 	connect *event.Event
+	// held is a fast-path lo_creat held until the session's next
+	// record, which may name the OID it made (see holdCreate).
+	held *event.Event
 }
 
 // Next returns the next event, io.EOF after the last.
@@ -218,6 +221,9 @@ func (d *Decoder) record(r *Record) {
 		}
 		d.use()
 		d.ready = append(d.ready, c)
+	}
+	if s.held != nil {
+		d.release(s, r)
 	}
 	switch r.Kind {
 	case KindFrontend:
@@ -561,6 +567,10 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 	if len(s.simple) > 0 {
 		// The ReadyForQuery of the first Query in flight.
 		d.emit(s.simple[0], r.Time)
+		if f := s.simple[0]; createsLargeObject(f.ev) && !f.ev.Failed {
+			d.ready = d.ready[:len(d.ready)-1]
+			s.held = f.ev
+		}
 		s.simple[0] = nil
 		s.simple = s.simple[1:]
 		if len(s.simple) == 0 {
@@ -625,6 +635,9 @@ func (d *Decoder) end(s *capSession, r *Record) {
 // flush yields what a session had in flight when its record stream
 // stopped: executions whose answer never came.
 func (d *Decoder) flush(s *capSession) {
+	if s.held != nil {
+		d.release(s, nil)
+	}
 	for _, f := range s.simple {
 		d.yield(f)
 	}

@@ -378,7 +378,11 @@ func TestDecoderProtocolForms(t *testing.T) {
 		fe(t, 1, 4_000_003, &pgproto3.CopyFail{Message: "interrupted"}),
 		{Kind: KindError, Session: 1, Time: 4_000_004, SQLState: "57014", Severity: "ERROR", Message: "COPY from stdin failed"},
 		{Kind: KindReady, Session: 1, Time: 4_000_005, TxStatus: 'I'},
-		// lo_open(16385, INV_WRITE), a user function, and a failed call.
+		// lo_creat(INV_READ|INV_WRITE), then lo_open(16385, INV_WRITE)
+		// of the object it made: sent as lo_create(16385); then a
+		// user function's call, which failed.
+		fe(t, 1, 4_900_000, &pgproto3.FunctionCall{Function: 957, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 6, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 4_900_001, TxStatus: 'T'},
 		fe(t, 1, 5_000_000, &pgproto3.FunctionCall{Function: 952, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 0, 0x40, 1}, {0, 2, 0, 0}}, ResultFormatCode: 1}),
 		{Kind: KindReady, Session: 1, Time: 5_000_001, TxStatus: 'T'},
 		fe(t, 1, 5_000_010, &pgproto3.FunctionCall{Function: 16500, Arguments: [][]byte{four}}),
@@ -398,6 +402,7 @@ func TestDecoderProtocolForms(t *testing.T) {
 		`statement c1 "COPY a FROM STDIN; COPY b FROM STDIN" 9us rows=[1 2] copy=["1\n"] copy=["2\n" "3\n"]`,
 		`statement c1 "COPY missing FROM STDIN" 2us failed=42P01 rows=[] copy=none`,
 		`statement c1 "COPY a FROM STDIN" 5us failed=57014 rows=[] copy=["4\n"](failed)`,
+		`execute c1 "/* fastpath function call */ SELECT pg_catalog.lo_creat($1)" "\x00\x00@\x01" oids=[] formats=[1] fn=715 result=[1] 1us rows=[]`,
 		`execute c1 "/* fastpath function call */ SELECT pg_catalog.lo_open($1, $2)" "\x00\x00@\x01" "\x00\x02\x00\x00" oids=[] formats=[1] fn=952 result=[1] 1us rows=[]`,
 		`execute c1 "/* fastpath function call */ SELECT \"function 16500\"($1)" "\x00\x00\x00\x04" oids=[] formats=[] fn=16500 result=[0] 2us failed=42883 rows=[]`,
 	}

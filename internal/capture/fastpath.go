@@ -59,6 +59,64 @@ func (d *Decoder) functionCall(s *capSession, m *pgproto3.FunctionCall, at int64
 	return ev
 }
 
+// The OIDs of the functions that make a large object.
+const (
+	oidLoCreate = 715
+	oidLoOpen   = 952
+	oidLoCreat  = 957
+)
+
+// createsLargeObject says whether ev is a fast-path call that makes a
+// large object under an OID the server picks: lo_creat(mode), or
+// lo_create(0).
+func createsLargeObject(ev *event.Event) bool {
+	w := ev.Wire()
+	if w == nil {
+		return false
+	}
+	switch w.FunctionOID {
+	case oidLoCreat:
+		return true
+	case oidLoCreate:
+		return len(ev.Params) == 1 && (ev.Params[0].Value == "0" || ev.Params[0].Value == "\x00\x00\x00\x00")
+	}
+	return false
+}
+
+// release yields the large object's creation a session held, once its
+// next record r (nil: the session's end) is read. The server picked the
+// object's OID, which the capture does not hold (it records no
+// FunctionCallResponse), and a target would pick another, so that every
+// later use of the OID would fail there. When r opens the object
+// (lo_open(oid, mode), as libpq's lo_import and pgjdbc's
+// LargeObjectManager do right after), that OID is the one the original
+// made: the creation is sent as lo_create(oid), which makes the object
+// under the same OID on the target. Its text stays the call the
+// application made.
+func (d *Decoder) release(s *capSession, r *Record) {
+	ev := s.held
+	s.held = nil
+	d.ready = append(d.ready, ev)
+	if r == nil || r.Kind != KindFrontend || len(r.Msg) < 5 || r.Msg[0] != 'F' {
+		return
+	}
+	var m pgproto3.FunctionCall
+	if m.Decode(r.Msg[5:]) != nil || m.Function != oidLoOpen || len(m.Arguments) == 0 || m.Arguments[0] == nil {
+		return
+	}
+	var format uint16 // the first argument's: one code applies to all
+	if len(m.ArgFormatCodes) > 0 {
+		format = m.ArgFormatCodes[0]
+	}
+	if format == 1 && len(m.Arguments[0]) != 4 || format > 1 {
+		return
+	}
+	w := *ev.Wire()
+	w.FunctionOID, w.ParamFormats = oidLoCreate, []int16{int16(format)}
+	ev.SetWire(&w)
+	ev.Params = []event.Param{{Value: string(m.Arguments[0])}}
+}
+
 func placeholders(n int) string {
 	var b []byte
 	for i := 1; i <= n; i++ {

@@ -362,6 +362,8 @@ func protocolSeed() []Record {
 		fe(3000, &pgproto3.Query{String: "COPY missing FROM STDIN"}),
 		{Kind: KindError, Session: 1, Time: 3001, SQLState: "42P01", Severity: "ERROR", Message: "relation does not exist"},
 		{Kind: KindReady, Session: 1, Time: 3002, TxStatus: 'I'},
+		fe(4900, &pgproto3.FunctionCall{Function: 957, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 6, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 4901, TxStatus: 'T'},
 		fe(5000, &pgproto3.FunctionCall{Function: 952, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 0, 0x40, 1}, {0, 2, 0, 0}}, ResultFormatCode: 1}),
 		{Kind: KindReady, Session: 1, Time: 5001, TxStatus: 'T'},
 		fe(5010, &pgproto3.FunctionCall{Function: 16500, Arguments: [][]byte{nil}}),
