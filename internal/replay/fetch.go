@@ -61,9 +61,12 @@ func (s *session) startFetch(ev *event.Event, item fingerprint.Item, ans *event.
 func (s *session) fetch(it item, t *time.Timer) {
 	r := s.r
 	ev := it.ev
-	if r.opts.DryRun || s.skipTx != "" || s.failReason != "" || s.conn == nil || s.conn.IsClosed() {
-		// Its statement was not run (or its connection is gone): no
-		// portal to continue.
+	f := s.fetches[ev.Portal()]
+	if f == nil || r.opts.DryRun || s.skipTx != "" || s.failReason != "" || s.conn == nil || s.conn.IsClosed() {
+		// Its statement was not run, or failed, or was not suspended
+		// in the original (or its connection is gone): no portal to
+		// continue, and an Execute of none would abort the
+		// transaction block on the target.
 		return
 	}
 	if !s.waitDue(it, t) {
@@ -88,12 +91,6 @@ func (s *session) fetch(it item, t *time.Timer) {
 	sh := s.shard
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	f := s.fetches[ev.Portal()]
-	if f == nil {
-		// Its first Execute's answer was not kept (it failed on one
-		// side, or the original's was not recorded).
-		return
-	}
 	ans := ev.Answer()
 	if ans != nil && len(ans.Rows) > 0 {
 		f.origRows += ans.Rows[0]

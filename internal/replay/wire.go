@@ -32,6 +32,12 @@ import (
 //     ExecParams with nil types and formats (text; types inferred);
 //   - simple protocol: one Query with the whole string, as Exec.
 //
+// and, for the forms a capture records besides (see fetch.go):
+//   - an Execute with a row limit: Close of the portal the original
+//     named, Bind to it, Describe, Execute with the limit, Sync; each
+//     later fetch of the portal: Execute with the limit, Sync;
+//   - a fast-path call: FunctionCall, answered up to ReadyForQuery.
+//
 // One exchange is written whole before anything is read. That cannot
 // deadlock on full socket buffers as a pipeline could (the reason pgconn
 // arms its slow-write timer): the server produces rows only for Execute
