@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,8 +93,8 @@ const batchedQuery = "SELECT id, v FROM big WHERE id > $1 ORDER BY id"
 // onto a copy of the source as it was before: a portal read 100 rows at
 // a time over 2,000 rows (JDBC's fetch size), a statement cancelled
 // after 0.5 s of pg_sleep(5), fast-path large-object calls as
-// lo_import makes them, two COPY FROM STDIN in one string and a COPY
-// refused before any data. pg_stat_statements' calls and rows per query
+// lo_import makes them (and psql's \lo_import itself), two COPY FROM
+// STDIN in one string and a COPY refused before any data. pg_stat_statements' calls and rows per query
 // are equal on both sides, the cancelled statement is cancelled on the
 // target too, the large object and the COPYs' rows exist there, and no
 // answer differs. Replayed onto a copy where the batched query finds no
@@ -212,6 +214,12 @@ func TestCaptureProtocolForms(t *testing.T) {
 		t.Fatalf("COPY of a missing table: %q, want 42P01", code)
 	}
 	conn.Close(ctx)
+	// psql's \lo_import: libpq's own fast-path calls.
+	file := filepath.Join(t.TempDir(), "lo.txt")
+	if err := os.WriteFile(file, []byte("from psql"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	psql(t, a, rc, "\\lo_import '"+file+"'\n")
 	if code, out := rc.stop(t); code != ExitOK {
 		t.Fatalf("capture exited %d:\n%s", code, out)
 	}
@@ -261,7 +269,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 		t.Errorf("messages %+v: want every record used", m)
 	}
 	for q, want := range map[string]string{
-		"SELECT string_agg(convert_from(lo_get(oid), 'UTF8'), ',') FROM pg_largeobject_metadata":                                     "hello, large object",
+		"SELECT string_agg(convert_from(lo_get(oid), 'UTF8'), ',' ORDER BY oid) FROM pg_largeobject_metadata":                        "hello, large object,from psql",
 		"SELECT (SELECT string_agg(x::text, ',' ORDER BY x) FROM ca) || '/' || (SELECT string_agg(x::text, ',' ORDER BY x) FROM cb)": "1,2/3,4,5",
 	} {
 		if got := queryLines(t, b, "postgres", q); len(got) != 1 || got[0] != want {
