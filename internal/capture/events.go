@@ -123,6 +123,8 @@ type inFlight struct {
 	copies    []event.CopyIn
 	copyOpen  bool
 	suspended bool
+	// synced: the client sent Sync after it (before its answer came).
+	synced bool
 }
 
 type capSession struct {
@@ -413,7 +415,12 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			}
 		}
 		d.use()
-	case 'S', 'H', 'D', 'X':
+	case 'S':
+		for _, f := range s.pending {
+			f.synced = true
+		}
+		d.use()
+	case 'H', 'D', 'X':
 		// Sync, Flush, Describe, Terminate: their effect is in
 		// the answers, or in the session's end.
 		d.use()
@@ -594,6 +601,12 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 // emit yields an execution with its answer, ended at t.
 func (d *Decoder) emit(f *inFlight, t int64) {
 	ev := f.ev
+	if w := ev.Wire(); w != nil && w.MaxRows > 0 && !f.synced && ev.Kind == event.Execute {
+		// Answered before any Sync (the client flushed): a replay
+		// waits for the answer without ending the implicit
+		// transaction that holds the portal.
+		w.NoSync = true
+	}
 	if t >= ev.Time {
 		ev.Duration = t - ev.Time
 	}

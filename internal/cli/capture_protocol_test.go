@@ -86,12 +86,42 @@ const (
 	oidLoCreat = 957
 )
 
-const batchedQuery = "SELECT id, v FROM big WHERE id > $1 ORDER BY id"
+const (
+	batchedQuery = "SELECT id, v FROM big WHERE id > $1 ORDER BY id"
+	cursorQuery  = "SELECT v FROM big WHERE id <= $1"
+)
+
+// read sends what was written and reads the answers up to the Execute's
+// end, PortalSuspended or CommandComplete, counting the rows: a batch
+// flushed without Sync gets no ReadyForQuery.
+func (c *protoClient) read() (rows int, complete bool) {
+	c.t.Helper()
+	if err := c.conn.Frontend().Flush(); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		msg, err := c.conn.ReceiveMessage(context.Background())
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			rows++
+		case *pgproto3.PortalSuspended:
+			return rows, false
+		case *pgproto3.CommandComplete:
+			return rows, true
+		case *pgproto3.ErrorResponse:
+			c.t.Fatalf("%s: %s", m.Code, m.Message)
+		}
+	}
+}
 
 // TestCaptureProtocolForms captures, through the proxy, the protocol
 // forms drivers send besides plain executions, and replays the capture
 // onto a copy of the source as it was before: a portal read 100 rows at
-// a time over 2,000 rows (JDBC's fetch size), a statement cancelled
+// a time over 2,000 rows (JDBC's fetch size), one read with Flush and
+// no Sync outside a transaction (node-postgres' cursors), a statement cancelled
 // after 0.5 s of pg_sleep(5), fast-path large-object calls as
 // lo_import makes them (and psql's \lo_import itself), two COPY FROM
 // STDIN in one string and a COPY refused before any data. pg_stat_statements' calls and rows per query
@@ -162,6 +192,29 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	if code := c.simple("COMMIT"); code != "" || rows != 2000 || executes != 21 {
 		t.Fatalf("batched read: %d rows in %d Executes (%s), want 2000 in 21", rows, executes, code)
+	}
+
+	// A cursor read 300 rows at a time with Flush, outside any
+	// transaction block, and Sync only once it is closed, as
+	// node-postgres' pg-cursor reads.
+	f.Send(&pgproto3.Parse{Name: "S_2", Query: cursorQuery})
+	f.Send(&pgproto3.Bind{PreparedStatement: "S_2", DestinationPortal: "C_2", Parameters: [][]byte{[]byte("1000")}})
+	f.Send(&pgproto3.Execute{Portal: "C_2", MaxRows: 300})
+	f.Send(&pgproto3.Flush{})
+	cursorRows, fetches := 0, 0
+	for done := false; !done; fetches++ {
+		if fetches > 0 {
+			f.Send(&pgproto3.Execute{Portal: "C_2", MaxRows: 300})
+			f.Send(&pgproto3.Flush{})
+		}
+		var n int
+		n, done = c.read()
+		cursorRows += n
+	}
+	f.Send(&pgproto3.Close{ObjectType: 'P', Name: "C_2"})
+	f.Send(&pgproto3.Sync{})
+	if code := c.until(nil); code != "" || cursorRows != 1000 || fetches != 4 {
+		t.Fatalf("cursor: %d rows in %d Executes (%s), want 1000 in 4", cursorRows, fetches, code)
 	}
 
 	// pg_sleep(5) cancelled after 0.5 s.
@@ -236,7 +289,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	replayed := pgssRows(ctx, t, b, "postgres")
 	// A cancelled statement never reaches pg_stat_statements.
-	for _, q := range []string{batchedQuery, "COPY ca FROM STDIN", "COPY cb FROM STDIN", "BEGIN", "COMMIT"} {
+	for _, q := range []string{batchedQuery, cursorQuery, "COPY ca FROM STDIN", "COPY cb FROM STDIN", "BEGIN", "COMMIT"} {
 		fp := fingerprint.Compute(q)[0].Fingerprint
 		if o, r := original[fp], replayed[fp]; o.calls == 0 || o != r {
 			t.Errorf("%s: pg_stat_statements %+v on the source, %+v on the target", q, o, r)
@@ -251,8 +304,10 @@ func TestCaptureProtocolForms(t *testing.T) {
 	for _, q := range res.Queries {
 		byFP[q.Fingerprint] = q
 	}
-	if q := byFP[fingerprint.Compute(batchedQuery)[0].Fingerprint]; q.Calls != 1 || q.Rows != 2000 || q.Answered != 1 {
-		t.Errorf("the replay's batched read: %d calls, %d rows, %d answered; want 1, 2000, 1", q.Calls, q.Rows, q.Answered)
+	for query, rows := range map[string]int64{batchedQuery: 2000, cursorQuery: 1000} {
+		if q := byFP[fingerprint.Compute(query)[0].Fingerprint]; q.Calls != 1 || q.Rows != rows || q.Answered != 1 {
+			t.Errorf("the replay's %s: %d calls, %d rows, %d answered; want 1, %d, 1", query, q.Calls, q.Rows, q.Answered, rows)
+		}
 	}
 	// Cancelled on the target too: its error is 57014, not a 5 s sleep.
 	if q := byFP[fingerprint.Compute("SELECT pg_sleep(5)")[0].Fingerprint]; q.ErrorsBySQLState["57014"] != 1 {
@@ -277,14 +332,15 @@ func TestCaptureProtocolForms(t *testing.T) {
 		}
 	}
 
-	// Onto a copy where the batched read finds nothing: its rows differ.
+	// Onto a copy where the batched reads find nothing: their rows
+	// differ, and only theirs.
 	_, text, res = runReplay(t, "--target", b.DSN("changed"), "--database-map", "postgres=changed", "--speed", "0", "--findings=false", rc.dir)
 	if res == nil {
 		t.Fatalf("no result:\n%s", text)
 	}
 	for _, q := range res.Queries {
 		want := map[string]int64(nil)
-		if q.Fingerprint == fingerprint.Compute(batchedQuery)[0].Fingerprint {
+		if fp := q.Fingerprint; fp == fingerprint.Compute(batchedQuery)[0].Fingerprint || fp == fingerprint.Compute(cursorQuery)[0].Fingerprint {
 			want = map[string]int64{querystats.AnswerRows.String(): 1}
 		}
 		if !sameDiffs(q.AnswerDiffers, want) {

@@ -157,6 +157,11 @@ type Wire struct {
 	// statement for pg_stat_statements, whose rows add to its first
 	// Execute's.
 	Fetch bool
+	// NoSync marks an Execute with a row limit that the original sent
+	// without a Sync before its answer (Flush instead, as node-postgres'
+	// cursors do): its portal lives on outside a transaction block
+	// until the client's Sync, so a replay must not send one either.
+	NoSync bool
 	// FunctionOID is the function a fast-path FunctionCall called (its
 	// arguments are Params, their formats ParamFormats, the result's
 	// format ResultFormats), 0 for an execution of SQL.

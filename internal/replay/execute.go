@@ -388,10 +388,15 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		s.lastEnd = start
 		return 0, seq, errStopping
 	}
+	w := ev.Wire()
+	if w == nil || !w.Fetch {
+		if err := s.syncBatch(); err != nil {
+			return s.ended(start), seq, err
+		}
+	}
 	// A capture's COPY data, sent when the server asks for it; without
 	// (a log), the COPY is failed.
 	s.w.copyIns = ev.CopyIns()
-	w := ev.Wire()
 	if w != nil && w.Cancel {
 		// The original client cancelled it: so does the replay, as
 		// late after its start.
@@ -412,7 +417,7 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		err := s.execFunctionCall(w, params)
 		return s.ended(start), seq, err
 	case w.Fetch:
-		err := s.execFetch(ev.Portal(), w.MaxRows)
+		err := s.execFetch(ev.Portal(), w)
 		return s.ended(start), seq, err
 	}
 	s.w.portal = ev.Portal()

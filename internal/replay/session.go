@@ -314,6 +314,10 @@ func (s *session) exit() {
 	s.endFetches()
 	s.pass()
 	s.warmDone()
+	if s.conn != nil && !s.r.hardDone.Load() {
+		// A batch the original ended with its Sync before it left.
+		s.syncBatch()
+	}
 	if s.conn != nil {
 		s.block(s.closeConn)
 	}
@@ -357,6 +361,9 @@ func (s *session) handle(it item, t *time.Timer) {
 		}
 	case event.Disconnect:
 		if s.waitDue(it, t) {
+			if s.conn != nil {
+				s.syncBatch()
+			}
 			s.block(s.closeConn)
 		}
 	case event.Statement, event.Execute:

@@ -63,6 +63,7 @@ var (
 	copyFail       = &pgproto3.CopyFail{Message: "pgrehearse: the COPY data is not in the log"}
 	copyFailed     = &pgproto3.CopyFail{Message: "pgrehearse: the original client failed this COPY"}
 	copyDone       = &pgproto3.CopyDone{}
+	flushMsg       = &pgproto3.Flush{}
 )
 
 // errCopyBoth: the server started a replication stream, which a replay
@@ -82,6 +83,14 @@ type wire struct {
 	// maxRows is the row limit of the Execute in flight: a
 	// PortalSuspended answer returned that many rows.
 	maxRows uint32
+	// noSync: the execution in flight was sent with Flush instead of
+	// Sync, as the original sent it (event.Wire.NoSync): its answer
+	// ends at PortalSuspended, CommandComplete or an error, not at a
+	// ReadyForQuery.
+	noSync bool
+	// unsynced: a batch sent without Sync was answered, and its
+	// implicit transaction (holding its portal) is still open.
+	unsynced bool
 	// portal is the portal an execution with a row limit binds, named
 	// as the original named it, so that its fetches find it.
 	portal string
@@ -179,18 +188,42 @@ func (s *session) sendBindExecute(w *event.Wire) {
 	f.SendDescribe(&s.w.describe)
 	s.w.execute = pgproto3.Execute{Portal: s.w.portal, MaxRows: w.MaxRows}
 	f.SendExecute(&s.w.execute)
-	f.SendSync(syncMsg)
+	s.endBatch(w.NoSync)
+}
+
+// endBatch ends an execution with a row limit as the original did: with
+// Sync, or with Flush when the original waited for its answer before any
+// Sync (the portal then lives on outside a transaction block).
+func (s *session) endBatch(noSync bool) {
+	s.w.noSync = noSync
+	if noSync {
+		s.conn.Frontend().Send(flushMsg)
+		return
+	}
+	s.conn.Frontend().SendSync(syncMsg)
+}
+
+// syncBatch sends the Sync that ends a batch sent without one, once the
+// session goes on to something other than fetching: the original sent it
+// then too (with the portal's Close), and its implicit transaction
+// commits, ending the portal's execution, as pg_stat_statements records
+// it, rather than aborting with a later statement's error.
+func (s *session) syncBatch() error {
+	if !s.w.unsynced || s.conn == nil || s.conn.IsClosed() {
+		return nil
+	}
+	s.conn.Frontend().SendSync(syncMsg)
+	return s.exchange(true)
 }
 
 // execFetch continues the portal an earlier execution left suspended at
 // its row limit, as the original did: Execute with the same limit and no
 // new Bind, then Sync.
-func (s *session) execFetch(portal string, maxRows uint32) error {
-	f := s.conn.Frontend()
-	s.w.maxRows = maxRows
-	s.w.execute = pgproto3.Execute{Portal: portal, MaxRows: maxRows}
-	f.SendExecute(&s.w.execute)
-	f.SendSync(syncMsg)
+func (s *session) execFetch(portal string, w *event.Wire) error {
+	s.w.maxRows = w.MaxRows
+	s.w.execute = pgproto3.Execute{Portal: portal, MaxRows: w.MaxRows}
+	s.conn.Frontend().SendExecute(&s.w.execute)
+	s.endBatch(w.NoSync)
 	return s.exchange(true)
 }
 
@@ -240,6 +273,7 @@ func (s *session) exchange(extended bool) error {
 	}
 	var first error
 	s.w.rows = s.w.rows[:0]
+	defer func() { s.w.noSync = false }()
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
@@ -249,17 +283,35 @@ func (s *session) exchange(extended bool) error {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
+			s.w.unsynced = false
 			return first
 		case *pgproto3.CommandComplete:
 			s.w.rows = append(s.w.rows, tagRows(m.CommandTag))
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
 		case *pgproto3.PortalSuspended:
 			// The row limit reached: exactly that many rows.
 			s.w.rows = append(s.w.rows, int64(s.w.maxRows))
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
 		case *pgproto3.ErrorResponse:
 			// Only the first: an error after CommandComplete (a deferred
 			// constraint) is the first of its statement too.
 			if first == nil {
 				first = pgconn.ErrorResponseToPgError(m)
+			}
+			if s.w.noSync {
+				// The server skips to the next Sync, which the original
+				// sent later: sent now, the session is usable again.
+				s.w.noSync = false
+				f.SendSync(syncMsg)
+				if err := f.Flush(); err != nil {
+					return s.broken(err)
+				}
 			}
 		case *pgproto3.CopyInResponse:
 			if len(s.w.copyIns) > 0 {

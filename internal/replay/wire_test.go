@@ -489,7 +489,7 @@ func TestWireCaptured(t *testing.T) {
 	}
 	var batches []string
 	for range 3 {
-		if err := s.execFetch("C_1", 2); err != nil {
+		if err := s.execFetch("C_1", limit); err != nil {
 			t.Fatalf("fetch: %v", err)
 		}
 		batches = append(batches, fmt.Sprint(s.w.rows))
@@ -513,6 +513,30 @@ func TestWireCaptured(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUsable(t, s, "fetches and a function call")
+
+	// A cursor read with Flush, no Sync (node-postgres' pg-cursor): the
+	// portal lives outside a transaction block until the Sync.
+	s.w.portal = "C_2"
+	flushed := &event.Wire{MaxRows: 2, NoSync: true}
+	if err := s.execParams("SELECT g FROM generate_series(1, 5) g", nil, flushed); err != nil || fmt.Sprint(s.w.rows) != "[2]" {
+		t.Errorf("first batch without Sync: %v, rows %v", err, s.w.rows)
+	}
+	batches = batches[:0]
+	for range 2 {
+		if err := s.execFetch("C_2", flushed); err != nil {
+			t.Fatalf("fetch without Sync: %v", err)
+		}
+		batches = append(batches, fmt.Sprint(s.w.rows))
+	}
+	if fmt.Sprint(batches) != "[[2] [1]]" {
+		t.Errorf("batches without Sync %v, want [[2] [1]]", batches)
+	}
+	// A fetch of no portal fails, and the Sync sent then makes the
+	// session usable.
+	if err := s.execFetch("C_none", flushed); sqlState(err) != "34000" {
+		t.Errorf("fetch of no portal: %v, want 34000", err)
+	}
+	checkUsable(t, s, "fetches without Sync")
 }
 
 // TestAnswerDiffers: a replayed execution against the original's recorded
