@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -322,6 +323,9 @@ func TestCaptureProtocolForms(t *testing.T) {
 	m := res.Messages
 	if m == nil || m.Total == 0 || m.Total != m.Used+m.SkippedTotal() || m.SkippedTotal() != 0 {
 		t.Errorf("messages %+v: want every record used", m)
+	}
+	if want := fmt.Sprintf("  messages:   %d read, %d used, 0 skipped\n", m.Total, m.Used); !strings.Contains(text, want) {
+		t.Errorf("the replay's text does not say how the capture's records were read (%q)", want)
 	}
 	for q, want := range map[string]string{
 		"SELECT string_agg(convert_from(lo_get(oid), 'UTF8'), ',' ORDER BY oid) FROM pg_largeobject_metadata":                        "hello, large object,from psql",
