@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 )
 
 // records is a RecordSource over a slice.
@@ -432,5 +433,21 @@ func TestDecoderProtocolForms(t *testing.T) {
 	}
 	if c.Total != total || c.Used+skipped != c.Total || c.Skipped[SkipCancel] != 1 || skipped != 1 {
 		t.Errorf("counts %+v: want %d records, all used but the cancel with nothing in flight", c, total)
+	}
+}
+
+// TestFastPathText: a fast-path call from a capture reads as the same
+// call from a log's fast-path line, so that both have one fingerprint.
+func TestFastPathText(t *testing.T) {
+	if fastPathPrefix != logread.FastPathPrefix {
+		t.Errorf("prefix %q, logread's %q", fastPathPrefix, logread.FastPathPrefix)
+	}
+	d := NewDecoder(nil)
+	for oid, name := range builtinFunctions {
+		want := logread.FastPathQuery(name)
+		m := &pgproto3.FunctionCall{Function: oid, Arguments: make([][]byte, strings.Count(want, "$"))}
+		if got := d.functionCall(&capSession{id: "c1"}, m, 0).Query; got != want {
+			t.Errorf("%d: %q, a log's %q", oid, got, want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 )
 
 // SuspendedTag is the tag of a `complete` record that stands for the
@@ -26,21 +25,23 @@ var builtinFunctions = map[uint32]string{
 	3171: "lo_tell64", 3172: "lo_truncate64",
 }
 
+// fastPathPrefix begins the text of an execution made of a fast-path
+// call: the same string as logread.FastPathPrefix, so that a call reads
+// as a log's fast-path line does (package replay knows it as
+// FastPathPrefix).
+const fastPathPrefix = "/* fastpath function call */ "
+
 // functionCall is the execution of a fast-path FunctionCall: its text is
-// the SQL that would make the call (logread.FastPathQuery for the large
-// object functions, whose text a log's fast-path line gives too), its
+// the SQL that would make the call, as logread.FastPathQuery writes it for
+// the large object functions (SELECT pg_catalog.lo_open($1, $2)), its
 // parameters the call's arguments as sent, and its Wire the function's
 // OID and the formats.
 func (d *Decoder) functionCall(s *capSession, m *pgproto3.FunctionCall, at int64) *event.Event {
 	ev := d.event(s, event.Execute, at)
-	name, ok := builtinFunctions[m.Function]
-	if !ok {
-		name = "function " + strconv.FormatUint(uint64(m.Function), 10)
-	}
-	ev.Query = logread.FastPathQuery(name)
-	if !ok {
-		// The arguments are in the call, not missing as in a log.
-		ev.Query = logread.FastPathPrefix + "SELECT \"" + name + "\"(" + placeholders(len(m.Arguments)) + ")"
+	if name, ok := builtinFunctions[m.Function]; ok {
+		ev.Query = fastPathPrefix + "SELECT pg_catalog." + name + "(" + placeholders(len(m.Arguments)) + ")"
+	} else {
+		ev.Query = fastPathPrefix + "SELECT \"function " + strconv.FormatUint(uint64(m.Function), 10) + "\"(" + placeholders(len(m.Arguments)) + ")"
 	}
 	if len(m.Arguments) > 0 {
 		ev.Params = make([]event.Param, len(m.Arguments))
