@@ -88,8 +88,7 @@ func (p *partial) add(ev *event.Event) {
 	case ev.Kind == event.Error:
 		// Not a call: the failing statement comes as its own event.
 		p.errors[sqlState(ev)]++
-	case ev.IsExecution() && !ev.IsFetch():
-		// A Fetch continues its statement's portal: not a call.
+	case ev.IsExecution():
 		p.execution(ev)
 	}
 }

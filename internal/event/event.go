@@ -428,9 +428,11 @@ func (e *Event) IsFetch() bool {
 }
 
 // IsExecution reports whether e is a statement the server ran: a Statement
-// or an Execute. Prepare and Error events are not executions.
+// or an Execute. Prepare and Error events are not executions, nor is a
+// Fetch (IsFetch), which goes on with its statement's portal: counted
+// with that statement, as pg_stat_statements counts it.
 func (e *Event) IsExecution() bool {
-	return e.Kind == Statement || e.Kind == Execute
+	return (e.Kind == Statement || e.Kind == Execute) && (e.rare == nil || !e.IsFetch())
 }
 
 // OwnApplicationPrefix begins the application_name of every connection

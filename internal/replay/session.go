@@ -247,7 +247,7 @@ func (s *session) run() {
 			break
 		}
 		s.faultSkip = false
-		if it.ev.IsExecution() && !it.ev.IsFetch() {
+		if it.ev.IsExecution() {
 			s.skipEvent(it.ev, r.stopReason())
 		}
 		s.done(it)
