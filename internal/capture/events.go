@@ -123,8 +123,9 @@ type inFlight struct {
 	copies    []event.CopyIn
 	copyOpen  bool
 	suspended bool
-	// synced: the client sent Sync after it (before its answer came).
-	synced bool
+	// synced: the client sent Sync after it (before its answer came);
+	// followed: it sent another Execute first, in the same batch.
+	synced, followed bool
 }
 
 type capSession struct {
@@ -368,6 +369,11 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		ev.SetWire(w)
 		p.ran = true
 		s.portals[m.Portal] = p
+		for _, f := range s.pending {
+			if !f.synced {
+				f.followed = true
+			}
+		}
 		f := &inFlight{ev: ev}
 		s.pending = append(s.pending, f)
 		s.copying = f
@@ -601,10 +607,11 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 // emit yields an execution with its answer, ended at t.
 func (d *Decoder) emit(f *inFlight, t int64) {
 	ev := f.ev
-	if w := ev.Wire(); w != nil && w.MaxRows > 0 && !f.synced && ev.Kind == event.Execute {
-		// Answered before any Sync (the client flushed): a replay
-		// waits for the answer without ending the implicit
-		// transaction that holds the portal.
+	if w := ev.Wire(); w != nil && w.MaxRows > 0 && (!f.synced || f.followed) && ev.Kind == event.Execute {
+		// Answered before any Sync (the client flushed), or followed
+		// by another Execute before it (a fetch of the same portal
+		// pipelined): a replay waits for the answer without ending
+		// the implicit transaction that holds the portal.
 		w.NoSync = true
 	}
 	if t >= ev.Time {

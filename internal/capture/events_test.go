@@ -365,6 +365,14 @@ func TestDecoderProtocolForms(t *testing.T) {
 		fe(t, 1, 540, &pgproto3.Close{ObjectType: 'P', Name: "C_2"}),
 		fe(t, 1, 540, &pgproto3.Sync{}),
 		{Kind: KindReady, Session: 1, Time: 541, TxStatus: 'I'},
+		// Two batches pipelined before one Sync.
+		fe(t, 1, 600, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_3"}),
+		fe(t, 1, 600, &pgproto3.Execute{Portal: "C_3", MaxRows: 2}),
+		fe(t, 1, 600, &pgproto3.Execute{Portal: "C_3", MaxRows: 2}),
+		fe(t, 1, 600, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 610, Tag: SuspendedTag},
+		{Kind: KindComplete, Session: 1, Time: 620, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 621, TxStatus: 'I'},
 		// Cancelled 500 ms after it was sent.
 		fe(t, 1, 1_000_000, &pgproto3.Query{String: "SELECT pg_sleep(5)"}),
 		{Kind: KindCancel, Session: 1, Time: 1_500_000},
@@ -415,6 +423,8 @@ func TestDecoderProtocolForms(t *testing.T) {
 		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch 5us rows=[1]`,
 		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 nosync 10us rows=[2] suspended`,
 		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch nosync 10us rows=[1]`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 nosync 10us rows=[2] suspended`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch 20us rows=[1]`,
 		`statement c1 "SELECT pg_sleep(5)" oids=[] formats=[] cancel=+500000us 500101us failed=57014 rows=[]`,
 		`statement c1 "COPY a FROM STDIN; COPY b FROM STDIN" 9us rows=[1 2] copy=["1\n"] copy=["2\n" "3\n"]`,
 		`statement c1 "COPY missing FROM STDIN" 2us failed=42P01 rows=[] copy=none`,

@@ -90,6 +90,7 @@ const (
 const (
 	batchedQuery = "SELECT id, v FROM big WHERE id > $1 ORDER BY id"
 	cursorQuery  = "SELECT v FROM big WHERE id <= $1"
+	pipedQuery   = "SELECT id FROM big WHERE id <= $1"
 )
 
 // read sends what was written and reads the answers up to the Execute's
@@ -122,7 +123,8 @@ func (c *protoClient) read() (rows int, complete bool) {
 // forms drivers send besides plain executions, and replays the capture
 // onto a copy of the source as it was before: a portal read 100 rows at
 // a time over 2,000 rows (JDBC's fetch size), one read with Flush and
-// no Sync outside a transaction (node-postgres' cursors), a statement cancelled
+// no Sync outside a transaction (node-postgres' cursors), two batches
+// pipelined before one Sync, a statement cancelled
 // after 0.5 s of pg_sleep(5), fast-path large-object calls as
 // lo_import makes them (and psql's \lo_import itself), two COPY FROM
 // STDIN in one string and a COPY refused before any data. pg_stat_statements' calls and rows per query
@@ -218,6 +220,22 @@ func TestCaptureProtocolForms(t *testing.T) {
 		t.Fatalf("cursor: %d rows in %d Executes (%s), want 1000 in 4", cursorRows, fetches, code)
 	}
 
+	// Two batches of a portal pipelined before one Sync, outside any
+	// transaction block.
+	f.Send(&pgproto3.Parse{Name: "S_3", Query: pipedQuery})
+	f.Send(&pgproto3.Bind{PreparedStatement: "S_3", DestinationPortal: "C_3", Parameters: [][]byte{[]byte("300")}})
+	f.Send(&pgproto3.Execute{Portal: "C_3", MaxRows: 200})
+	f.Send(&pgproto3.Execute{Portal: "C_3", MaxRows: 200})
+	f.Send(&pgproto3.Sync{})
+	pipedRows := 0
+	if code := c.until(func(m pgproto3.BackendMessage) {
+		if _, ok := m.(*pgproto3.DataRow); ok {
+			pipedRows++
+		}
+	}); code != "" || pipedRows != 300 {
+		t.Fatalf("pipelined batches: %d rows (%s), want 300", pipedRows, code)
+	}
+
 	// pg_sleep(5) cancelled after 0.5 s.
 	f.Send(&pgproto3.Query{String: "SELECT pg_sleep(5)"})
 	if err := f.Flush(); err != nil {
@@ -290,7 +308,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	replayed := pgssRows(ctx, t, b, "postgres")
 	// A cancelled statement never reaches pg_stat_statements.
-	for _, q := range []string{batchedQuery, cursorQuery, "COPY ca FROM STDIN", "COPY cb FROM STDIN", "BEGIN", "COMMIT"} {
+	for _, q := range []string{batchedQuery, cursorQuery, pipedQuery, "COPY ca FROM STDIN", "COPY cb FROM STDIN", "BEGIN", "COMMIT"} {
 		fp := fingerprint.Compute(q)[0].Fingerprint
 		if o, r := original[fp], replayed[fp]; o.calls == 0 || o != r {
 			t.Errorf("%s: pg_stat_statements %+v on the source, %+v on the target", q, o, r)
@@ -305,7 +323,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 	for _, q := range res.Queries {
 		byFP[q.Fingerprint] = q
 	}
-	for query, rows := range map[string]int64{batchedQuery: 2000, cursorQuery: 1000} {
+	for query, rows := range map[string]int64{batchedQuery: 2000, cursorQuery: 1000, pipedQuery: 300} {
 		if q := byFP[fingerprint.Compute(query)[0].Fingerprint]; q.Calls != 1 || q.Rows != rows || q.Answered != 1 {
 			t.Errorf("the replay's %s: %d calls, %d rows, %d answered; want 1, %d, 1", query, q.Calls, q.Rows, q.Answered, rows)
 		}
@@ -344,7 +362,8 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	for _, q := range res.Queries {
 		want := map[string]int64(nil)
-		if fp := q.Fingerprint; fp == fingerprint.Compute(batchedQuery)[0].Fingerprint || fp == fingerprint.Compute(cursorQuery)[0].Fingerprint {
+		if fp := q.Fingerprint; fp == fingerprint.Compute(batchedQuery)[0].Fingerprint || fp == fingerprint.Compute(cursorQuery)[0].Fingerprint ||
+			fp == fingerprint.Compute(pipedQuery)[0].Fingerprint {
 			want = map[string]int64{querystats.AnswerRows.String(): 1}
 		}
 		if !sameDiffs(q.AnswerDiffers, want) {
