@@ -27,8 +27,8 @@ type RecordSource interface {
 type MessageSkip string
 
 const (
-	// SkipFunctionCall: a fast-path FunctionCall (libpq's large-object
-	// functions), which a replay does not send.
+	// SkipFunctionCall: a fast-path FunctionCall that does not decode.
+	// (A decodable one is an execution, which a replay sends.)
 	SkipFunctionCall MessageSkip = "function_call"
 	// SkipDiscarded: an Execute the original server never ran, because an
 	// earlier message of the same batch (up to its Sync) failed.
@@ -39,8 +39,10 @@ const (
 	// SkipUnknownSession: a record of a session whose start the capture
 	// does not hold (it was in a gap).
 	SkipUnknownSession MessageSkip = "unknown_session"
-	// SkipCancel: a CancelRequest the proxy relayed; a replay does not
-	// cancel.
+	// SkipCancel: a CancelRequest the proxy relayed while its session
+	// had no statement in flight (it came after the answer), which a
+	// replay has nothing to send for. A CancelRequest for a statement
+	// in flight is part of that statement's event (event.Wire.Cancel).
 	SkipCancel MessageSkip = "cancel_request"
 	// SkipGap: the marker of records the recorder dropped.
 	SkipGap MessageSkip = "gap"
@@ -108,15 +110,27 @@ type portal struct {
 	params  [][]byte
 	formats []int16
 	results []int16
+	// ran: an Execute ran the portal already; another Execute on it
+	// fetches on from where the row limit suspended it.
+	ran bool
 }
 
 // inFlight is an execution waiting for its answer.
 type inFlight struct {
 	ev   *event.Event
 	rows []int64
-	copy [][]byte
+	// copies are the data of each COPY FROM STDIN it ran, in order;
+	// copyOpen says the last one is still taking data.
+	copies    []event.CopyIn
+	copyOpen  bool
+	suspended bool
+	// synced: the client sent Sync after it (before its answer came);
+	// followed: it sent another Execute first, in the same batch.
+	synced, followed bool
 	// digests are the rows' digests of the completes, in the order of
-	// rows; undigested: one complete had none (an earlier capture).
+	// rows; undigested: one complete had none (an earlier capture, or a
+	// batch stopped at its row limit, whose portal's rows are digested
+	// on its final CommandComplete).
 	digests    []rowdigest.Digest
 	undigested bool
 }
@@ -153,6 +167,9 @@ type capSession struct {
 	// connect is the session's Connect while it is unknown whether it
 	// logged in (see startup).
 	connect *event.Event
+	// held is a fast-path lo_creat held until the session's next
+	// record, which may name the OID it made (see holdCreate).
+	held *event.Event
 }
 
 // Next returns the next event, io.EOF after the last.
@@ -205,7 +222,7 @@ func (d *Decoder) record(r *Record) {
 		d.counts.Dropped += r.Dropped
 		return
 	case KindCancel:
-		d.skip(SkipCancel)
+		d.cancel(r)
 		return
 	}
 	s := d.sessions[r.Session]
@@ -224,6 +241,9 @@ func (d *Decoder) record(r *Record) {
 		}
 		d.use()
 		d.ready = append(d.ready, c)
+	}
+	if s.held != nil {
+		d.release(s, r)
 	}
 	switch r.Kind {
 	case KindFrontend:
@@ -356,7 +376,21 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 				ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
 			}
 		}
-		ev.SetWire(wireOf(p))
+		w := wireOf(p)
+		if m.MaxRows > 0 || p.ran {
+			if w == nil {
+				w = &event.Wire{}
+			}
+			w.MaxRows, w.Fetch = m.MaxRows, p.ran
+		}
+		ev.SetWire(w)
+		p.ran = true
+		s.portals[m.Portal] = p
+		for _, f := range s.pending {
+			if !f.synced {
+				f.followed = true
+			}
+		}
 		f := &inFlight{ev: ev}
 		s.pending = append(s.pending, f)
 		s.copying = f
@@ -366,23 +400,34 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipUnmatched)
 			return
 		}
-		s.copying.copy = append(s.copying.copy, body)
+		f := s.copying.openCopy()
+		f.Data = append(f.Data, body)
 		d.use()
 	case 'c':
 		// CopyDone: a COPY of no rows has data too, none.
-		if s.copying != nil && s.copying.copy == nil {
-			s.copying.copy = [][]byte{}
+		if s.copying != nil {
+			s.copying.openCopy()
+			s.copying.copyOpen = false
 		}
 		d.use()
 	case 'f':
-		// CopyFail: the replay fails the COPY on its own (no data).
+		// CopyFail: the replay fails that COPY as the client did.
 		if s.copying != nil {
-			s.copying.copy = nil
+			s.copying.openCopy().Failed = true
+			s.copying.copyOpen = false
 		}
 		s.copying = nil
 		d.use()
 	case 'F':
-		d.skip(SkipFunctionCall)
+		var m pgproto3.FunctionCall
+		if m.Decode(body) != nil {
+			d.skip(SkipFunctionCall)
+			return
+		}
+		// Answered as a Query is: FunctionCallResponse (not recorded) or
+		// an error, then ReadyForQuery.
+		s.simple = append(s.simple, &inFlight{ev: d.functionCall(s, &m, r.Time)})
+		d.use()
 	case 'C':
 		var m pgproto3.Close
 		if m.Decode(body) == nil {
@@ -393,13 +438,28 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			}
 		}
 		d.use()
-	case 'S', 'H', 'D', 'X':
+	case 'S':
+		for _, f := range s.pending {
+			f.synced = true
+		}
+		d.use()
+	case 'H', 'D', 'X':
 		// Sync, Flush, Describe, Terminate: their effect is in
 		// the answers, or in the session's end.
 		d.use()
 	default:
 		d.skip(SkipMalformed)
 	}
+}
+
+// openCopy is the COPY taking data now, begun if none is (CopyData
+// whose CopyInResponse the capture does not hold).
+func (f *inFlight) openCopy() *event.CopyIn {
+	if !f.copyOpen {
+		f.copies = append(f.copies, event.CopyIn{})
+		f.copyOpen = true
+	}
+	return &f.copies[len(f.copies)-1]
 }
 
 // wireOf is how the original sent an execution, nil when that is all the
@@ -447,7 +507,11 @@ func (d *Decoder) complete(s *capSession, r *Record) {
 	}
 	f := s.pending[0]
 	s.pending = s.pending[1:]
-	f.completed(r)
+	if r.Tag == SuspendedTag {
+		f.suspend()
+	} else {
+		f.completed(r)
+	}
 	d.emit(f, r.Time)
 }
 
@@ -480,11 +544,52 @@ func (d *Decoder) error(s *capSession, r *Record) {
 	s.failed = true
 }
 
+// suspend sets an execution's answer to PortalSuspended: it returned
+// exactly its row limit.
+func (f *inFlight) suspend() {
+	if w := f.ev.Wire(); w != nil {
+		f.rows = append(f.rows[:0], int64(w.MaxRows))
+	}
+	f.suspended = true
+}
+
 func (d *Decoder) copyIn(s *capSession) {
 	d.use()
 	if f := s.head(); f != nil {
 		s.copying = f
+		// A new COPY of the string (a Query may run several).
+		f.copyOpen = false
+		f.openCopy()
 	}
+}
+
+// cancel puts a CancelRequest on the execution its session had in
+// flight, with its offset from the execution's request, so that a replay
+// cancels it as late; with none in flight it is skipped.
+func (d *Decoder) cancel(r *Record) {
+	s := d.sessions[r.Session]
+	if s == nil || s.ended {
+		d.skip(SkipCancel)
+		return
+	}
+	f := s.head()
+	if f == nil {
+		d.skip(SkipCancel)
+		return
+	}
+	var w event.Wire
+	if old := f.ev.Wire(); old != nil {
+		if old.Cancel {
+			// A second cancel of the same execution: the first one is
+			// the one that can take effect.
+			d.skip(SkipCancel)
+			return
+		}
+		w = *old
+	}
+	w.Cancel, w.CancelAfter = true, max(r.Time-f.ev.Time, 0)
+	f.ev.SetWire(&w)
+	d.use()
 }
 
 func (d *Decoder) readyForQuery(s *capSession, r *Record) {
@@ -492,6 +597,10 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 	if len(s.simple) > 0 {
 		// The ReadyForQuery of the first Query in flight.
 		d.emit(s.simple[0], r.Time)
+		if f := s.simple[0]; createsLargeObject(f.ev) && !f.ev.Failed {
+			d.ready = d.ready[:len(d.ready)-1]
+			s.held = f.ev
+		}
 		s.simple[0] = nil
 		s.simple = s.simple[1:]
 		if len(s.simple) == 0 {
@@ -499,8 +608,12 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 		}
 	}
 	// Executes still without an answer (an empty query, a portal
-	// suspended at its row limit) end with the batch.
+	// suspended at its row limit in a capture that does not record
+	// PortalSuspended) end with the batch.
 	for _, f := range s.pending {
+		if w := f.ev.Wire(); w != nil && w.MaxRows > 0 && len(f.rows) == 0 && !f.ev.Failed {
+			f.suspend()
+		}
 		d.emit(f, r.Time)
 	}
 	s.pending = nil
@@ -511,22 +624,38 @@ func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 // emit yields an execution with its answer, ended at t.
 func (d *Decoder) emit(f *inFlight, t int64) {
 	ev := f.ev
+	if w := ev.Wire(); w != nil && w.MaxRows > 0 && (!f.synced || f.followed) && ev.Kind == event.Execute {
+		// Answered before any Sync (the client flushed), or followed
+		// by another Execute before it (a fetch of the same portal
+		// pipelined): a replay waits for the answer without ending
+		// the implicit transaction that holds the portal.
+		w.NoSync = true
+	}
 	if t >= ev.Time {
 		ev.Duration = t - ev.Time
 	}
-	a := &event.Answer{Rows: f.rows}
-	if !f.undigested {
+	if f.copies == nil && ev.Failed {
+		// The server refused it before asking for any data (a COPY
+		// FROM STDIN of a missing table): there was none, which a
+		// replay can send, rather than data missing from the capture.
+		f.copies = noCopies
+	}
+	a := &event.Answer{Rows: f.rows, Suspended: f.suspended}
+	if !f.undigested && !f.suspended {
 		a.Digests = f.digests
 	}
 	ev.SetAnswer(a)
 	d.yield(f)
 }
 
+// noCopies says that an execution sent no COPY data.
+var noCopies = []event.CopyIn{}
+
 // yield yields an execution whose answer never came: neither its
 // duration nor its outcome is known, and nothing is compared with it.
 func (d *Decoder) yield(f *inFlight) {
-	if f.copy != nil {
-		f.ev.SetCopyData(f.copy)
+	if f.copies != nil {
+		f.ev.SetCopyIns(f.copies)
 	}
 	d.ready = append(d.ready, f.ev)
 }
@@ -547,6 +676,9 @@ func (d *Decoder) end(s *capSession, r *Record) {
 // flush yields what a session had in flight when its record stream
 // stopped: executions whose answer never came.
 func (d *Decoder) flush(s *capSession) {
+	if s.held != nil {
+		d.release(s, nil)
+	}
 	for _, f := range s.simple {
 		d.yield(f)
 	}

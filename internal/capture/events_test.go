@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
@@ -56,6 +57,21 @@ func describe(ev *event.Event) string {
 	}
 	if w := ev.Wire(); w != nil {
 		fmt.Fprintf(&b, " oids=%v formats=%v", w.ParamOIDs, w.ParamFormats)
+		if w.MaxRows > 0 {
+			fmt.Fprintf(&b, " max=%d", w.MaxRows)
+		}
+		if w.Fetch {
+			b.WriteString(" fetch")
+		}
+		if w.NoSync {
+			b.WriteString(" nosync")
+		}
+		if w.FunctionOID != 0 {
+			fmt.Fprintf(&b, " fn=%d result=%v", w.FunctionOID, w.ResultFormats)
+		}
+		if w.Cancel {
+			fmt.Fprintf(&b, " cancel=+%dus", w.CancelAfter)
+		}
 	}
 	if ev.Duration != event.NoDuration {
 		fmt.Fprintf(&b, " %dus", ev.Duration)
@@ -68,9 +84,23 @@ func describe(ev *event.Event) string {
 	}
 	if a := ev.Answer(); a != nil {
 		fmt.Fprintf(&b, " rows=%v", a.Rows)
+		if a.Suspended {
+			b.WriteString(" suspended")
+		}
 	}
-	if c := ev.CopyData(); c != nil {
-		fmt.Fprintf(&b, " copy=%q", c)
+	switch c := ev.CopyIns(); {
+	case len(c) == 1 && !c[0].Failed:
+		fmt.Fprintf(&b, " copy=%q", c[0].Data)
+	case c != nil:
+		for _, in := range c {
+			fmt.Fprintf(&b, " copy=%q", in.Data)
+			if in.Failed {
+				b.WriteString("(failed)")
+			}
+		}
+		if len(c) == 0 && strings.Contains(ev.Query, "COPY") {
+			b.WriteString(" copy=none")
+		}
 	}
 	return b.String()
 }
@@ -120,7 +150,8 @@ func TestDecoder(t *testing.T) {
 		fe(t, 1, 604, &pgproto3.CopyDone{}),
 		{Kind: KindComplete, Session: 1, Time: 610, Tag: "COPY 3"},
 		{Kind: KindReady, Session: 1, Time: 611, TxStatus: 'T'},
-		// A fast-path call, a cancel and a gap: accounted, not replayed.
+		// A fast-path call (an execution), a cancel after its answer
+		// and a gap: accounted, not replayed.
 		fe(t, 1, 700, &pgproto3.FunctionCall{Function: 764}),
 		{Kind: KindReady, Session: 1, Time: 701, TxStatus: 'T'},
 		{Kind: KindCancel, Session: 1, Time: 702},
@@ -143,6 +174,7 @@ func TestDecoder(t *testing.T) {
 		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 NULL 19us rows=[0]`,
 		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "x" 5us failed=22P02 rows=[]`,
 		`statement c1 "COPY t FROM STDIN" 11us rows=[3] copy=["1\n2\n" "3\n"]`,
+		`execute c1 "/* fastpath function call */ SELECT \"function 764\"()" oids=[] formats=[] fn=764 result=[0] 1us rows=[]`,
 		"disconnect c1",
 		`statement c2 "SELECT pg_sleep(60)"`,
 	}
@@ -157,7 +189,7 @@ func TestDecoder(t *testing.T) {
 	if c.Total != total || c.Used+skipped != c.Total {
 		t.Errorf("counts %+v: total %d, used+skipped %d, want %d", c, c.Total, c.Used+skipped, total)
 	}
-	for why, n := range map[MessageSkip]int64{SkipDiscarded: 1, SkipFunctionCall: 1, SkipCancel: 1, SkipGap: 1, SkipUnknownSession: 1} {
+	for why, n := range map[MessageSkip]int64{SkipDiscarded: 1, SkipFunctionCall: 0, SkipCancel: 1, SkipGap: 1, SkipUnknownSession: 1} {
 		if c.Skipped[why] != n {
 			t.Errorf("skipped %s: %d, want %d", why, c.Skipped[why], n)
 		}
@@ -329,5 +361,138 @@ func TestDecoderDigests(t *testing.T) {
 	}
 	if len(got) != 2 || !slices.Equal(got[0], []rowdigest.Digest{one, two}) || got[1] != nil {
 		t.Errorf("digests %v: want [%v %v] then none", got, one, two)
+	}
+}
+
+// TestDecoderProtocolForms: the forms a replay sends as the application
+// did. A portal read 2 rows at a time, with the server's PortalSuspended
+// recorded (an empty tag) and, in an older capture, without it; a
+// CancelRequest while a statement ran; two COPYs in one string, each
+// with its data; a COPY the server refused before any data; a COPY the
+// client failed; fast-path calls with binary arguments.
+func TestDecoderProtocolForms(t *testing.T) {
+	four := []byte{0, 0, 0, 4}
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}}},
+		fe(t, 1, 200, &pgproto3.Parse{Name: "S_1", Query: "SELECT g FROM t"}),
+		fe(t, 1, 200, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_1"}),
+		fe(t, 1, 200, &pgproto3.Describe{ObjectType: 'P', Name: "C_1"}),
+		fe(t, 1, 200, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(t, 1, 200, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: SuspendedTag},
+		{Kind: KindReady, Session: 1, Time: 211, TxStatus: 'T'},
+		fe(t, 1, 300, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(t, 1, 300, &pgproto3.Sync{}),
+		// No PortalSuspended record: an older capture.
+		{Kind: KindReady, Session: 1, Time: 305, TxStatus: 'T'},
+		fe(t, 1, 400, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(t, 1, 400, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 405, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 406, TxStatus: 'T'},
+		// A cursor read with Flush, Sync only at its end (pg-cursor).
+		fe(t, 1, 500, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_2"}),
+		fe(t, 1, 500, &pgproto3.Execute{Portal: "C_2", MaxRows: 2}),
+		fe(t, 1, 500, &pgproto3.Flush{}),
+		{Kind: KindComplete, Session: 1, Time: 510, Tag: SuspendedTag},
+		fe(t, 1, 520, &pgproto3.Execute{Portal: "C_2", MaxRows: 2}),
+		fe(t, 1, 520, &pgproto3.Flush{}),
+		{Kind: KindComplete, Session: 1, Time: 530, Tag: "SELECT 1"},
+		fe(t, 1, 540, &pgproto3.Close{ObjectType: 'P', Name: "C_2"}),
+		fe(t, 1, 540, &pgproto3.Sync{}),
+		{Kind: KindReady, Session: 1, Time: 541, TxStatus: 'I'},
+		// Two batches pipelined before one Sync.
+		fe(t, 1, 600, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_3"}),
+		fe(t, 1, 600, &pgproto3.Execute{Portal: "C_3", MaxRows: 2}),
+		fe(t, 1, 600, &pgproto3.Execute{Portal: "C_3", MaxRows: 2}),
+		fe(t, 1, 600, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 610, Tag: SuspendedTag},
+		{Kind: KindComplete, Session: 1, Time: 620, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 621, TxStatus: 'I'},
+		// Cancelled 500 ms after it was sent.
+		fe(t, 1, 1_000_000, &pgproto3.Query{String: "SELECT pg_sleep(5)"}),
+		{Kind: KindCancel, Session: 1, Time: 1_500_000},
+		{Kind: KindError, Session: 1, Time: 1_500_100, SQLState: "57014", Severity: "ERROR", Message: "canceling statement due to user request"},
+		{Kind: KindReady, Session: 1, Time: 1_500_101, TxStatus: 'I'},
+		// Two COPYs in one string.
+		fe(t, 1, 2_000_000, &pgproto3.Query{String: "COPY a FROM STDIN; COPY b FROM STDIN"}),
+		{Kind: KindCopyIn, Session: 1, Time: 2_000_001},
+		fe(t, 1, 2_000_002, &pgproto3.CopyData{Data: []byte("1\n")}),
+		fe(t, 1, 2_000_003, &pgproto3.CopyDone{}),
+		{Kind: KindComplete, Session: 1, Time: 2_000_004, Tag: "COPY 1"},
+		{Kind: KindCopyIn, Session: 1, Time: 2_000_005},
+		fe(t, 1, 2_000_006, &pgproto3.CopyData{Data: []byte("2\n")}),
+		fe(t, 1, 2_000_006, &pgproto3.CopyData{Data: []byte("3\n")}),
+		fe(t, 1, 2_000_007, &pgproto3.CopyDone{}),
+		{Kind: KindComplete, Session: 1, Time: 2_000_008, Tag: "COPY 2"},
+		{Kind: KindReady, Session: 1, Time: 2_000_009, TxStatus: 'I'},
+		// Refused before any data.
+		fe(t, 1, 3_000_000, &pgproto3.Query{String: "COPY missing FROM STDIN"}),
+		{Kind: KindError, Session: 1, Time: 3_000_001, SQLState: "42P01", Severity: "ERROR", Message: "relation does not exist"},
+		{Kind: KindReady, Session: 1, Time: 3_000_002, TxStatus: 'I'},
+		// Failed by the client.
+		fe(t, 1, 4_000_000, &pgproto3.Query{String: "COPY a FROM STDIN"}),
+		{Kind: KindCopyIn, Session: 1, Time: 4_000_001},
+		fe(t, 1, 4_000_002, &pgproto3.CopyData{Data: []byte("4\n")}),
+		fe(t, 1, 4_000_003, &pgproto3.CopyFail{Message: "interrupted"}),
+		{Kind: KindError, Session: 1, Time: 4_000_004, SQLState: "57014", Severity: "ERROR", Message: "COPY from stdin failed"},
+		{Kind: KindReady, Session: 1, Time: 4_000_005, TxStatus: 'I'},
+		// lo_creat(INV_READ|INV_WRITE), then lo_open(16385, INV_WRITE)
+		// of the object it made: sent as lo_create(16385); then a
+		// user function's call, which failed.
+		fe(t, 1, 4_900_000, &pgproto3.FunctionCall{Function: 957, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 6, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 4_900_001, TxStatus: 'T'},
+		fe(t, 1, 5_000_000, &pgproto3.FunctionCall{Function: 952, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 0, 0x40, 1}, {0, 2, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 5_000_001, TxStatus: 'T'},
+		fe(t, 1, 5_000_010, &pgproto3.FunctionCall{Function: 16500, Arguments: [][]byte{four}}),
+		{Kind: KindError, Session: 1, Time: 5_000_011, SQLState: "42883", Severity: "ERROR", Message: "function does not exist"},
+		{Kind: KindReady, Session: 1, Time: 5_000_012, TxStatus: 'E'},
+		// A cancel with nothing in flight.
+		{Kind: KindCancel, Session: 1, Time: 5_000_020},
+	}
+	total := int64(len(recs))
+	d, got := decodeAll(t, &recs)
+	want := []string{
+		"connect c1",
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 10us rows=[2] suspended`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch 5us rows=[2] suspended`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch 5us rows=[1]`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 nosync 10us rows=[2] suspended`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch nosync 10us rows=[1]`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 nosync 10us rows=[2] suspended`,
+		`execute c1 "SELECT g FROM t" name=S_1 oids=[] formats=[] max=2 fetch 20us rows=[1]`,
+		`statement c1 "SELECT pg_sleep(5)" oids=[] formats=[] cancel=+500000us 500101us failed=57014 rows=[]`,
+		`statement c1 "COPY a FROM STDIN; COPY b FROM STDIN" 9us rows=[1 2] copy=["1\n"] copy=["2\n" "3\n"]`,
+		`statement c1 "COPY missing FROM STDIN" 2us failed=42P01 rows=[] copy=none`,
+		`statement c1 "COPY a FROM STDIN" 5us failed=57014 rows=[] copy=["4\n"](failed)`,
+		`execute c1 "/* fastpath function call */ SELECT pg_catalog.lo_creat($1)" "\x00\x00@\x01" oids=[] formats=[1] fn=715 result=[1] 1us rows=[]`,
+		`execute c1 "/* fastpath function call */ SELECT pg_catalog.lo_open($1, $2)" "\x00\x00@\x01" "\x00\x02\x00\x00" oids=[] formats=[1] fn=952 result=[1] 1us rows=[]`,
+		`execute c1 "/* fastpath function call */ SELECT \"function 16500\"($1)" "\x00\x00\x00\x04" oids=[] formats=[] fn=16500 result=[0] 2us failed=42883 rows=[]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c := d.Counts()
+	var skipped int64
+	for _, n := range c.Skipped {
+		skipped += n
+	}
+	if c.Total != total || c.Used+skipped != c.Total || c.Skipped[SkipCancel] != 1 || skipped != 1 {
+		t.Errorf("counts %+v: want %d records, all used but the cancel with nothing in flight", c, total)
+	}
+}
+
+// TestFastPathText: a fast-path call from a capture reads as the same
+// call from a log's fast-path line, so that both have one fingerprint.
+func TestFastPathText(t *testing.T) {
+	if fastPathPrefix != logread.FastPathPrefix {
+		t.Errorf("prefix %q, logread's %q", fastPathPrefix, logread.FastPathPrefix)
+	}
+	d := NewDecoder(nil)
+	for oid, name := range builtinFunctions {
+		want := logread.FastPathQuery(name)
+		m := &pgproto3.FunctionCall{Function: oid, Arguments: make([][]byte, strings.Count(want, "$"))}
+		if got := d.functionCall(&capSession{id: "c1"}, m, 0).Query; got != want {
+			t.Errorf("%d: %q, a log's %q", oid, got, want)
+		}
 	}
 }

@@ -244,7 +244,7 @@ func FuzzDecoder(f *testing.F) {
 			digested[i].HasDigest, digested[i].Digest = true, rowdigest.Digest{Rows: int64(i), Ordered: uint64(i), Unordered: uint64(i)}
 		}
 	}
-	for _, recs := range [][]Record{decoderSeed(), sessions(2), digested} {
+	for _, recs := range [][]Record{decoderSeed(), sessions(2), digested, protocolSeed()} {
 		var b []byte
 		var err error
 		prev := int64(0)
@@ -330,5 +330,68 @@ func decoderSeed() []Record {
 		{Kind: KindEnd, Session: 1, Time: 801, End: EndTerminate},
 		fe(2, 900, &pgproto3.Query{String: "SELECT pg_sleep(60)"}),
 		{Kind: KindComplete, Session: 9, Time: 901, Tag: "SELECT 1"},
+	}
+}
+
+// protocolSeed uses the decoder's paths of the forms a replay sends as
+// the application did: a portal read in batches (PortalSuspended
+// recorded, and not), a cancel in flight and one after the answer, two
+// COPYs in one string, a COPY refused before data, one the client
+// failed, fast-path calls.
+func protocolSeed() []Record {
+	fe := func(at int64, m interface{ Encode([]byte) ([]byte, error) }) Record {
+		b, err := m.Encode(nil)
+		if err != nil {
+			panic(err)
+		}
+		return Record{Kind: KindFrontend, Session: 1, Time: at, Msg: b}
+	}
+	return []Record{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}}},
+		fe(200, &pgproto3.Parse{Name: "S_1", Query: "SELECT g FROM t"}),
+		fe(200, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_1"}),
+		fe(200, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(200, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(200, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: SuspendedTag},
+		{Kind: KindComplete, Session: 1, Time: 211, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 212, TxStatus: 'T'},
+		fe(300, &pgproto3.Execute{Portal: "C_1", MaxRows: 2}),
+		fe(300, &pgproto3.Sync{}),
+		{Kind: KindReady, Session: 1, Time: 305, TxStatus: 'T'},
+		fe(400, &pgproto3.Bind{PreparedStatement: "S_1", DestinationPortal: "C_2"}),
+		fe(400, &pgproto3.Execute{Portal: "C_2", MaxRows: 2}),
+		fe(400, &pgproto3.Flush{}),
+		{Kind: KindComplete, Session: 1, Time: 410, Tag: SuspendedTag},
+		fe(420, &pgproto3.Execute{Portal: "C_2", MaxRows: 2}),
+		fe(420, &pgproto3.Flush{}),
+		{Kind: KindComplete, Session: 1, Time: 430, Tag: "SELECT 0"},
+		fe(440, &pgproto3.Sync{}),
+		{Kind: KindReady, Session: 1, Time: 441, TxStatus: 'I'},
+		fe(1000, &pgproto3.Query{String: "SELECT pg_sleep(5)"}),
+		{Kind: KindCancel, Session: 1, Time: 1500},
+		{Kind: KindCancel, Session: 1, Time: 1501},
+		{Kind: KindError, Session: 1, Time: 1502, SQLState: "57014", Severity: "ERROR", Message: "canceling statement"},
+		{Kind: KindReady, Session: 1, Time: 1503, TxStatus: 'I'},
+		{Kind: KindCancel, Session: 1, Time: 1504},
+		fe(2000, &pgproto3.Query{String: "COPY a FROM STDIN; COPY b FROM STDIN"}),
+		{Kind: KindCopyIn, Session: 1, Time: 2001},
+		fe(2002, &pgproto3.CopyData{Data: []byte("1\n")}),
+		fe(2003, &pgproto3.CopyDone{}),
+		{Kind: KindComplete, Session: 1, Time: 2004, Tag: "COPY 1"},
+		{Kind: KindCopyIn, Session: 1, Time: 2005},
+		fe(2006, &pgproto3.CopyData{Data: []byte("2\n")}),
+		fe(2007, &pgproto3.CopyFail{Message: "no"}),
+		{Kind: KindError, Session: 1, Time: 2008, SQLState: "57014", Severity: "ERROR", Message: "COPY from stdin failed"},
+		{Kind: KindReady, Session: 1, Time: 2009, TxStatus: 'I'},
+		fe(3000, &pgproto3.Query{String: "COPY missing FROM STDIN"}),
+		{Kind: KindError, Session: 1, Time: 3001, SQLState: "42P01", Severity: "ERROR", Message: "relation does not exist"},
+		{Kind: KindReady, Session: 1, Time: 3002, TxStatus: 'I'},
+		fe(4900, &pgproto3.FunctionCall{Function: 957, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 6, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 4901, TxStatus: 'T'},
+		fe(5000, &pgproto3.FunctionCall{Function: 952, ArgFormatCodes: []uint16{1}, Arguments: [][]byte{{0, 0, 0x40, 1}, {0, 2, 0, 0}}, ResultFormatCode: 1}),
+		{Kind: KindReady, Session: 1, Time: 5001, TxStatus: 'T'},
+		fe(5010, &pgproto3.FunctionCall{Function: 16500, Arguments: [][]byte{nil}}),
+		{Kind: KindReady, Session: 1, Time: 5011, TxStatus: 'T'},
 	}
 }

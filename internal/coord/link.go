@@ -54,7 +54,8 @@ func (l *Link) Foreign(ev *event.Event, pos int64) {
 	default:
 		return
 	}
-	if ev.Session == "" {
+	if ev.Session == "" || ev.IsFetch() {
+		// A Fetch goes on with a statement already followed.
 		return
 	}
 	c := event.Event{Kind: ev.Kind, Failed: ev.Failed, Time: ev.Time, Session: ev.Session, User: ev.User,

@@ -137,7 +137,7 @@ type rare struct {
 	portal   string
 	plans    []Plan
 	wire     *Wire
-	copyData [][]byte
+	copyIns  []CopyIn
 	answer   *Answer
 	startup  []Setting
 }
@@ -152,6 +152,28 @@ type Wire struct {
 	ParamOIDs     []uint32
 	ParamFormats  []int16
 	ResultFormats []int16
+	// MaxRows is the row limit of the Execute (JDBC's fetch size, a
+	// cursor's prefetch), 0 for none: the server stops after that many
+	// rows and answers PortalSuspended.
+	MaxRows uint32
+	// Fetch marks an Execute that continues the portal an earlier
+	// Execute left suspended at its row limit, without a new Bind: one
+	// statement for pg_stat_statements, whose rows add to its first
+	// Execute's.
+	Fetch bool
+	// NoSync marks an Execute with a row limit that the original sent
+	// without a Sync before its answer (Flush instead, as node-postgres'
+	// cursors do): its portal lives on outside a transaction block
+	// until the client's Sync, so a replay must not send one either.
+	NoSync bool
+	// FunctionOID is the function a fast-path FunctionCall called (its
+	// arguments are Params, their formats ParamFormats, the result's
+	// format ResultFormats), 0 for an execution of SQL.
+	FunctionOID uint32
+	// Cancel says that the client sent a CancelRequest for this
+	// execution, CancelAfter microseconds after the execution's request.
+	Cancel      bool
+	CancelAfter int64
 }
 
 // Binary reports whether parameter i was sent in binary format.
@@ -178,6 +200,10 @@ type Answer struct {
 	// returned, in the order of Rows, when the input kept them (a
 	// capture of a proxy that does); nil otherwise.
 	Digests []rowdigest.Digest
+	// Suspended: the execution stopped at its row limit (Wire.MaxRows;
+	// the server answered PortalSuspended), so Rows' one count is that
+	// limit and the portal goes on with a Fetch.
+	Suspended bool
 }
 
 // PlanFormat is the format a plan was logged in (auto_explain.log_format).
@@ -233,23 +259,59 @@ func (e *Event) SetWire(w *Wire) {
 	e.clone().wire = w
 }
 
-// CopyData is the data the original client sent for a COPY FROM STDIN,
-// in its CopyData messages; nil when the input does not have it (a log).
+// CopyIn is the data the original client sent for one COPY FROM STDIN,
+// in its CopyData messages.
+type CopyIn struct {
+	Data [][]byte
+	// Failed: the client ended the COPY with CopyFail.
+	Failed bool
+}
+
+// CopyData is the data the original client sent for the first COPY FROM
+// STDIN of the execution, in its CopyData messages; nil when the input
+// does not have it (a log) or the execution had no COPY.
 func (e *Event) CopyData() [][]byte {
+	if c := e.CopyIns(); len(c) > 0 {
+		return c[0].Data
+	}
+	return nil
+}
+
+// SetCopyData sets the data of the execution's one COPY. Like SetPortal,
+// it leaves other copies of the event as they were.
+func (e *Event) SetCopyData(data [][]byte) {
+	if data == nil {
+		e.SetCopyIns(nil)
+		return
+	}
+	e.SetCopyIns([]CopyIn{{Data: data}})
+}
+
+// CopyIns is the data of each COPY FROM STDIN the execution ran, in order
+// (a query string may hold several): nil when the input does not have
+// COPY data (a log), empty when it knows the execution sent none (a
+// capture; a COPY the server refused before asking for data).
+func (e *Event) CopyIns() []CopyIn {
 	if e.rare == nil {
 		return nil
 	}
-	return e.rare.copyData
+	return e.rare.copyIns
 }
 
-// SetCopyData sets the COPY data. Like SetPortal, it leaves other copies
-// of the event as they were.
-func (e *Event) SetCopyData(data [][]byte) {
-	if e.rare == nil && data == nil {
+// SetCopyIns sets the COPY data of each COPY. Like SetPortal, it leaves
+// other copies of the event as they were.
+func (e *Event) SetCopyIns(c []CopyIn) {
+	if e.rare == nil && c == nil {
 		return
 	}
-	e.clone().copyData = data
+	e.clone().copyIns = c
 }
+
+// FirstUserOID is where the OIDs of objects made after initdb begin
+// (PostgreSQL's FirstNormalObjectId): a function below it is built in,
+// with the same OID on every server; one above it may have another OID
+// on a replay's target.
+const FirstUserOID = 16384
 
 // Setting is a parameter a client set in its startup packet.
 type Setting struct {
@@ -365,10 +427,20 @@ func (e *Event) clone() *rare {
 	return r
 }
 
+// IsFetch reports whether e is an Execute that continues a portal an
+// earlier Execute left suspended at its row limit (Wire.Fetch): part of
+// that statement, not a statement of its own.
+func (e *Event) IsFetch() bool {
+	w := e.Wire()
+	return w != nil && w.Fetch
+}
+
 // IsExecution reports whether e is a statement the server ran: a Statement
-// or an Execute. Prepare and Error events are not executions.
+// or an Execute. Prepare and Error events are not executions, nor is a
+// Fetch (IsFetch), which goes on with its statement's portal: counted
+// with that statement, as pg_stat_statements counts it.
 func (e *Event) IsExecution() bool {
-	return e.Kind == Statement || e.Kind == Execute
+	return (e.Kind == Statement || e.Kind == Execute) && (e.rare == nil || !e.IsFetch())
 }
 
 // OwnApplicationPrefix begins the application_name of every connection

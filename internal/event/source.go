@@ -36,8 +36,10 @@ func (e *Event) Size() int64 {
 	for _, p := range e.Params {
 		n += int64(len(p.Value)) + 24
 	}
-	for _, d := range e.CopyData() {
-		n += int64(len(d)) + 24
+	for _, c := range e.CopyIns() {
+		for _, d := range c.Data {
+			n += int64(len(d)) + 24
+		}
 	}
 	return n
 }

@@ -16,8 +16,8 @@
 // and a four-byte length) and forwarded in batches, one write per read.
 // Frontend messages (Query, the extended protocol, COPY data, function
 // calls, Terminate) are recorded verbatim; of the server's answers only
-// CommandComplete, ErrorResponse (without DETAIL), ReadyForQuery and
-// CopyInResponse are summarized. Rows, passwords, SASL and GSS messages and
+// CommandComplete, PortalSuspended, ErrorResponse (without DETAIL),
+// ReadyForQuery and CopyInResponse are summarized. Rows, passwords, SASL and GSS messages and
 // cancel keys are never recorded.
 //
 // A record reaches the sink before the message it describes is forwarded,

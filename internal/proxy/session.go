@@ -285,7 +285,7 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 
 func keepBackend(typ byte) bool {
 	switch typ {
-	case 'C', 'E', 'Z', 'G', 'R', 'K':
+	case 'C', 'E', 'Z', 'G', 'R', 'K', 's':
 		return true
 	}
 	return false
@@ -302,8 +302,10 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 		}
 		return nil, nil
 	case 's':
+		// PortalSuspended: recorded below as a completion with the
+		// suspended tag; the rows' digest goes on until the portal's
+		// final CommandComplete.
 		s.suspended = true
-		return nil, nil
 	}
 	if s.inStartup {
 		switch msg[0] {
@@ -340,6 +342,12 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 		r.Tag = cstring(body)
 		r.Digest, r.HasDigest = s.rows, s.digest
 		s.rows, s.suspended = rowdigest.Digest{}, false
+	case 's':
+		// PortalSuspended: the Execute's row limit was reached. No
+		// digest: the portal's rows are digested until its final
+		// CommandComplete.
+		r.Kind = capture.KindComplete
+		r.Tag = capture.SuspendedTag
 	case 'E':
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)

@@ -102,6 +102,17 @@
 // Queues are ring-like slices that shrink as they drain, so a session that
 // once had a backlog does not keep its memory.
 //
+// # Protocol forms of a capture
+//
+// A capture (package capture) records how each execution was sent, and
+// the replay sends it so (wire.go): parameter types and formats, each
+// COPY's data, an Execute's row limit on the portal the original named
+// and the fetches that continue it without a Bind (one statement, its
+// answer compared once its last batch ran: fetch.go), a batch flushed
+// without Sync, a fast-path FunctionCall, and a CancelRequest sent to the
+// replay's own backend as long after the statement's start as the
+// original client sent its own.
+//
 // # Counting
 //
 // Statements are counted as package analyze counts them: a query string of

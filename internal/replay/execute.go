@@ -18,6 +18,10 @@ import (
 func (s *session) statement(it item, t *time.Timer) {
 	r := s.r
 	ev := it.ev
+	if ev.IsFetch() {
+		s.fetch(it, t)
+		return
+	}
 	items := it.items
 	if items == nil {
 		items = r.cache.Get(ev.Query)
@@ -266,6 +270,18 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 	if s.failReason != "" {
 		return s.failReason
 	}
+	if w := ev.Wire(); w != nil && w.FunctionOID != 0 {
+		switch {
+		case w.FunctionOID >= event.FirstUserOID:
+			// A function made after initdb: its OID on the target is
+			// another, and the capture does not say its name.
+			return SkipFastPath
+		case s.r.opts.ReadOnly:
+			// lowrite, lo_unlink, lo_creat write.
+			return SkipNotReadOnly
+		}
+		return ""
+	}
 	if ev.Kind == event.Execute {
 		switch ev.ParamState {
 		case event.ParamsMissing:
@@ -284,7 +300,7 @@ func (s *session) skipReason(ev *event.Event, items []fingerprint.Item) results.
 		if cl.Destructive != "" {
 			s.r.destructive.note(cl.Destructive)
 		}
-		if cl.CopyIn && ev.CopyData() == nil {
+		if cl.CopyIn && ev.CopyIns() == nil {
 			// A log has no COPY data; a capture has it.
 			return SkipCopyData
 		}
@@ -373,9 +389,20 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		s.lastEnd = start
 		return 0, seq, errStopping
 	}
+	w := ev.Wire()
+	if w == nil || !w.Fetch {
+		if err := s.syncBatch(); err != nil {
+			return s.ended(start), seq, err
+		}
+	}
 	// A capture's COPY data, sent when the server asks for it; without
 	// (a log), the COPY is failed.
-	s.w.copyData = ev.CopyData()
+	s.w.copyIns = ev.CopyIns()
+	if w != nil && w.Cancel {
+		// The original client cancelled it: so does the replay, as
+		// late after its start.
+		defer s.armCancel(start, w.CancelAfter)()
+	}
 	if ev.Kind == event.Statement {
 		// The whole string as one simple query, as the original sent
 		// it: several statements run in one implicit transaction. COPY
@@ -385,7 +412,16 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 	}
 
 	params := s.bindParams(ev.Params)
-	w := ev.Wire()
+	switch {
+	case w == nil:
+	case w.FunctionOID != 0:
+		err := s.execFunctionCall(w, params)
+		return s.ended(start), seq, err
+	case w.Fetch:
+		err := s.execFetch(ev.Portal(), w)
+		return s.ended(start), seq, err
+	}
+	s.w.portal = ev.Portal()
 	if ev.Name == "" {
 		// Parameter types as the original's Parse named them (a
 		// capture), or 0: the server infers them, as it did for the
@@ -513,6 +549,11 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		if i < len(rows) {
 			st.RecordRows(rows[i])
 		}
+		if ans != nil && ans.Suspended && !failed && k == 1 {
+			// Compared once its last batch ran (fetch.go).
+			s.startFetch(ev, it, ans, rows)
+			continue
+		}
 		if ans != nil {
 			d := answerDiffers(ev, ans, i, int(k), rows, failed, te.code)
 			if d == querystats.AnswerSame && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
@@ -561,7 +602,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	sh.mu.Unlock()
 
 	r.c.ran.Add(1)
-	if ans != nil {
+	if ans != nil && !(ans.Suspended && !failed && k == 1) {
 		r.c.answered.Add(1)
 		if differs > 0 {
 			r.c.answerDiffers.Add(1)

@@ -116,6 +116,10 @@ type session struct {
 	// fastPathSkipped: the session skipped a fast-path function call,
 	// whose effect (a large object unlinked, written) the target lacks.
 	fastPathSkipped bool
+	// fetches are the statements whose portal the original left
+	// suspended at its row limit, by portal: their answers are compared
+	// once the original's last fetch is replayed (fetch.go).
+	fetches map[string]*openFetch
 	// lastEnd is when the session's previous statement ended on the
 	// target, to tell the lag the target caused from the replayer's.
 	lastEnd time.Time
@@ -307,8 +311,13 @@ func (s *session) hasPassed() bool {
 }
 
 func (s *session) exit() {
+	s.endFetches()
 	s.pass()
 	s.warmDone()
+	if s.conn != nil && !s.r.hardDone.Load() {
+		// A batch the original ended with its Sync before it left.
+		s.syncBatch()
+	}
 	if s.conn != nil {
 		s.block(s.closeConn)
 	}
@@ -352,6 +361,9 @@ func (s *session) handle(it item, t *time.Timer) {
 		}
 	case event.Disconnect:
 		if s.waitDue(it, t) {
+			if s.conn != nil {
+				s.syncBatch()
+			}
 			s.block(s.closeConn)
 		}
 	case event.Statement, event.Execute:

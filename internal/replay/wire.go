@@ -32,6 +32,12 @@ import (
 //     ExecParams with nil types and formats (text; types inferred);
 //   - simple protocol: one Query with the whole string, as Exec.
 //
+// and, for the forms a capture records besides (see fetch.go):
+//   - an Execute with a row limit: Close of the portal the original
+//     named, Bind to it, Describe, Execute with the limit, Sync; each
+//     later fetch of the portal: Execute with the limit, Sync;
+//   - a fast-path call: FunctionCall, answered up to ReadyForQuery.
+//
 // One exchange is written whole before anything is read. That cannot
 // deadlock on full socket buffers as a pipeline could (the reason pgconn
 // arms its slow-write timer): the server produces rows only for Execute
@@ -55,7 +61,9 @@ var (
 	executeAll     = &pgproto3.Execute{}
 	syncMsg        = &pgproto3.Sync{}
 	copyFail       = &pgproto3.CopyFail{Message: "pgrehearse: the COPY data is not in the log"}
+	copyFailed     = &pgproto3.CopyFail{Message: "pgrehearse: the original client failed this COPY"}
 	copyDone       = &pgproto3.CopyDone{}
+	flushMsg       = &pgproto3.Flush{}
 )
 
 // errCopyBoth: the server started a replication stream, which a replay
@@ -68,9 +76,29 @@ type wire struct {
 	bind  pgproto3.Bind
 	parse pgproto3.Parse
 	query pgproto3.Query
-	// copyData is the COPY data of the execution in flight, when its
-	// input has it (a capture): sent when the server asks for it.
-	copyData [][]byte
+	// copyIns is the COPY data of the execution in flight, when its
+	// input has it (a capture): each COPY's sent when the server asks
+	// for it, in turn.
+	copyIns []event.CopyIn
+	// maxRows is the row limit of the Execute in flight: a
+	// PortalSuspended answer returned that many rows.
+	maxRows uint32
+	// noSync: the execution in flight was sent with Flush instead of
+	// Sync, as the original sent it (event.Wire.NoSync): its answer
+	// ends at PortalSuspended, CommandComplete or an error, not at a
+	// ReadyForQuery.
+	noSync bool
+	// unsynced: a batch sent without Sync was answered, and its
+	// implicit transaction (holding its portal) is still open.
+	unsynced bool
+	// portal is the portal an execution with a row limit binds, named
+	// as the original named it, so that its fetches find it.
+	portal string
+	// Messages of an execution with a row limit, on a named portal.
+	describe pgproto3.Describe
+	execute  pgproto3.Execute
+	close    pgproto3.Close
+	call     pgproto3.FunctionCall
 	// rows holds, per statement that completed in the last exchange, in
 	// order, the rows its command tag gives (INSERT 0 5, UPDATE 2,
 	// SELECT 3, ...; 0 for a tag without a count, such as BEGIN).
@@ -104,16 +132,11 @@ func (s *session) execPrepared(name string, params [][]byte, w *event.Wire) erro
 	if len(params) > math.MaxUint16 {
 		return fmt.Errorf("extended protocol limited to %v parameters", math.MaxUint16)
 	}
-	f := s.conn.Frontend()
 	s.w.bind = pgproto3.Bind{PreparedStatement: name, Parameters: params}
 	if w != nil {
 		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
 	}
-	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
-	f.SendDescribe(describePortal)
-	f.SendExecute(executeAll)
-	f.SendSync(syncMsg)
+	s.sendBindExecute(w)
 	return s.exchange(true)
 }
 
@@ -136,12 +159,95 @@ func (s *session) execParams(query string, params [][]byte, w *event.Wire) error
 	if w != nil {
 		s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = w.ParamFormats, w.ResultFormats
 	}
-	f.SendBind(&s.w.bind)
-	s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
-	f.SendDescribe(describePortal)
-	f.SendExecute(executeAll)
-	f.SendSync(syncMsg)
+	s.sendBindExecute(w)
 	return s.exchange(true)
+}
+
+// sendBindExecute writes the Bind in s.w.bind, then Describe, Execute
+// and Sync: on the unnamed portal for all rows, as pgconn does; with the
+// original's row limit (w.MaxRows), on the portal the original named,
+// closed first in case an earlier run left it open (a Close of no portal
+// is no error), so that its Fetches continue it.
+func (s *session) sendBindExecute(w *event.Wire) {
+	f := s.conn.Frontend()
+	s.w.maxRows = 0
+	if w == nil || w.MaxRows == 0 {
+		f.SendBind(&s.w.bind)
+		s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
+		f.SendDescribe(describePortal)
+		f.SendExecute(executeAll)
+		f.SendSync(syncMsg)
+		return
+	}
+	s.w.maxRows = w.MaxRows
+	if s.w.portal != "" {
+		s.w.close = pgproto3.Close{ObjectType: 'P', Name: s.w.portal}
+		f.SendClose(&s.w.close)
+	}
+	s.w.bind.DestinationPortal = s.w.portal
+	f.SendBind(&s.w.bind)
+	s.w.bind = pgproto3.Bind{}
+	s.w.describe = pgproto3.Describe{ObjectType: 'P', Name: s.w.portal}
+	f.SendDescribe(&s.w.describe)
+	s.w.execute = pgproto3.Execute{Portal: s.w.portal, MaxRows: w.MaxRows}
+	f.SendExecute(&s.w.execute)
+	s.endBatch(w.NoSync)
+}
+
+// endBatch ends an execution with a row limit as the original did: with
+// Sync, or with Flush when the original waited for its answer before any
+// Sync (the portal then lives on outside a transaction block).
+func (s *session) endBatch(noSync bool) {
+	s.w.noSync = noSync
+	if noSync {
+		s.conn.Frontend().Send(flushMsg)
+		return
+	}
+	s.conn.Frontend().SendSync(syncMsg)
+}
+
+// syncBatch sends the Sync that ends a batch sent without one, once the
+// session goes on to something other than fetching: the original sent it
+// then too (with the portal's Close), and its implicit transaction
+// commits, ending the portal's execution, as pg_stat_statements records
+// it, rather than aborting with a later statement's error.
+func (s *session) syncBatch() error {
+	if !s.w.unsynced || s.conn == nil || s.conn.IsClosed() {
+		return nil
+	}
+	s.conn.Frontend().SendSync(syncMsg)
+	return s.exchange(true)
+}
+
+// execFetch continues the portal an earlier execution left suspended at
+// its row limit, as the original did: Execute with the same limit and no
+// new Bind, then Sync.
+func (s *session) execFetch(portal string, w *event.Wire) error {
+	s.w.maxRows = w.MaxRows
+	s.w.execute = pgproto3.Execute{Portal: portal, MaxRows: w.MaxRows}
+	s.conn.Frontend().SendExecute(&s.w.execute)
+	s.endBatch(w.NoSync)
+	return s.exchange(true)
+}
+
+// execFunctionCall makes a fast-path function call as the original did:
+// the function's OID, the arguments in their formats and the result's
+// format. It is answered as a simple query is, up to ReadyForQuery.
+func (s *session) execFunctionCall(w *event.Wire, args [][]byte) error {
+	if len(args) > math.MaxUint16 {
+		return fmt.Errorf("function call limited to %v arguments", math.MaxUint16)
+	}
+	c := &s.w.call
+	*c = pgproto3.FunctionCall{Function: w.FunctionOID, Arguments: args, ArgFormatCodes: c.ArgFormatCodes[:0]}
+	for _, f := range w.ParamFormats {
+		c.ArgFormatCodes = append(c.ArgFormatCodes, uint16(f))
+	}
+	if len(w.ResultFormats) > 0 {
+		c.ResultFormatCode = uint16(w.ResultFormats[0])
+	}
+	s.conn.Frontend().Send(c)
+	c.Arguments = nil
+	return s.exchange(false)
 }
 
 // execSimple sends sql as one simple query.
@@ -171,6 +277,7 @@ func (s *session) exchange(extended bool) error {
 	var first error
 	s.w.rows = s.w.rows[:0]
 	s.w.digests.reset()
+	defer func() { s.w.noSync = false }()
 	for {
 		msg, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
@@ -180,12 +287,24 @@ func (s *session) exchange(extended bool) error {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
+			s.w.unsynced = false
 			return first
 		case *pgproto3.DataRow:
 			s.w.digests.row(m)
 		case *pgproto3.CommandComplete:
 			s.w.rows = append(s.w.rows, tagRows(m.CommandTag))
 			s.w.digests.completed()
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
+		case *pgproto3.PortalSuspended:
+			// The row limit reached: exactly that many rows.
+			s.w.rows = append(s.w.rows, int64(s.w.maxRows))
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
 		case *pgproto3.ErrorResponse:
 			s.w.digests.failed()
 			// Only the first: an error after CommandComplete (a deferred
@@ -193,14 +312,29 @@ func (s *session) exchange(extended bool) error {
 			if first == nil {
 				first = pgconn.ErrorResponseToPgError(m)
 			}
+			if s.w.noSync {
+				// The server skips to the next Sync, which the original
+				// sent later: sent now, the session is usable again.
+				s.w.noSync = false
+				f.SendSync(syncMsg)
+				if err := f.Flush(); err != nil {
+					return s.broken(err)
+				}
+			}
 		case *pgproto3.CopyInResponse:
-			if data := s.w.copyData; data != nil {
-				// The data the original sent (a capture), then its end.
-				s.w.copyData = nil
-				for _, d := range data {
+			if len(s.w.copyIns) > 0 {
+				// The data the original sent for this COPY (a
+				// capture), then its end as the original ended it.
+				c := s.w.copyIns[0]
+				s.w.copyIns = s.w.copyIns[1:]
+				for _, d := range c.Data {
 					f.Send(&pgproto3.CopyData{Data: d})
 				}
-				f.Send(copyDone)
+				if c.Failed {
+					f.Send(copyFailed)
+				} else {
+					f.Send(copyDone)
+				}
 				if extended {
 					// The server ignored the Sync sent after Execute
 					// while in copy-in mode: ReadyForQuery needs

@@ -453,18 +453,90 @@ func TestWireCaptured(t *testing.T) {
 	}
 	checkUsable(t, s, "binary parameters")
 
-	s.w.copyData = [][]byte{[]byte("1\tone\n2\ttwo\n"), []byte("3\tthree\n")}
+	s.w.copyIns = []event.CopyIn{{Data: [][]byte{[]byte("1\tone\n2\ttwo\n"), []byte("3\tthree\n")}}}
 	if err := s.execSimple("COPY wc FROM STDIN"); err != nil || fmt.Sprint(s.w.rows) != "[3]" {
 		t.Errorf("COPY FROM STDIN with its data: %v, rows %v", err, s.w.rows)
 	}
-	s.w.copyData = [][]byte{[]byte("4\tfour\n")}
+	s.w.copyIns = []event.CopyIn{{Data: [][]byte{[]byte("4\tfour\n")}}}
 	if err := s.execParams("COPY wc FROM STDIN", nil, nil); err != nil || fmt.Sprint(s.w.rows) != "[1]" {
 		t.Errorf("COPY FROM STDIN with its data, extended: %v, rows %v", err, s.w.rows)
 	}
 	checkUsable(t, s, "COPY with data")
-	if err := s.execSimple("SELECT * FROM wc"); err != nil || fmt.Sprint(s.w.rows) != "[4]" {
+	// Two COPYs in one string, each with its own data.
+	s.w.copyIns = []event.CopyIn{{Data: [][]byte{[]byte("5\tfive\n6\tsix\n")}}, {Data: [][]byte{[]byte("7\tseven\n")}}}
+	if err := s.execSimple("COPY wc FROM STDIN; COPY wc FROM STDIN"); err != nil || fmt.Sprint(s.w.rows) != "[2 1]" {
+		t.Errorf("two COPYs in one string: %v, rows %v", err, s.w.rows)
+	}
+	// A COPY the original client failed fails here too.
+	s.w.copyIns = []event.CopyIn{{Data: [][]byte{[]byte("8\teight\n")}, Failed: true}}
+	if err := s.execSimple("COPY wc FROM STDIN"); sqlState(err) != "57014" {
+		t.Errorf("a COPY the client failed: %v, want 57014", err)
+	}
+	checkUsable(t, s, "COPY failed")
+	if err := s.execSimple("SELECT * FROM wc"); err != nil || fmt.Sprint(s.w.rows) != "[7]" {
 		t.Errorf("rows after the COPYs: %v, %v", err, s.w.rows)
 	}
+
+	// A portal read 2 rows at a time: the first Execute binds the
+	// original's portal, each Fetch goes on without a Bind.
+	if err := s.execSimple("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	s.w.portal = "C_1"
+	limit := &event.Wire{MaxRows: 2}
+	if err := s.execParams("SELECT g FROM generate_series(1, 5) g", nil, limit); err != nil || fmt.Sprint(s.w.rows) != "[2]" {
+		t.Errorf("first batch: %v, rows %v", err, s.w.rows)
+	}
+	var batches []string
+	for range 3 {
+		if err := s.execFetch("C_1", limit); err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		batches = append(batches, fmt.Sprint(s.w.rows))
+	}
+	if fmt.Sprint(batches) != "[[2] [1] [0]]" {
+		t.Errorf("batches %v, want [[2] [1] [0]]", batches)
+	}
+	// Bound again under the same name (the Close before the Bind).
+	if err := s.execParams("SELECT 1", nil, limit); err != nil || fmt.Sprint(s.w.rows) != "[1]" {
+		t.Errorf("the portal bound again: %v, rows %v", err, s.w.rows)
+	}
+	// A fast-path call: lo_creat(INV_READ|INV_WRITE), binary int4.
+	call := &event.Wire{FunctionOID: 957, ParamFormats: []int16{1}, ResultFormats: []int16{1}}
+	if err := s.execFunctionCall(call, [][]byte{{0, 6, 0, 0}}); err != nil {
+		t.Errorf("fast-path lo_creat: %v", err)
+	}
+	if err := s.execSimple("SELECT 1 FROM pg_largeobject_metadata"); err != nil || fmt.Sprint(s.w.rows) != "[1]" {
+		t.Errorf("large objects after lo_creat: %v, rows %v", err, s.w.rows)
+	}
+	if err := s.execSimple("COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	checkUsable(t, s, "fetches and a function call")
+
+	// A cursor read with Flush, no Sync (node-postgres' pg-cursor): the
+	// portal lives outside a transaction block until the Sync.
+	s.w.portal = "C_2"
+	flushed := &event.Wire{MaxRows: 2, NoSync: true}
+	if err := s.execParams("SELECT g FROM generate_series(1, 5) g", nil, flushed); err != nil || fmt.Sprint(s.w.rows) != "[2]" {
+		t.Errorf("first batch without Sync: %v, rows %v", err, s.w.rows)
+	}
+	batches = batches[:0]
+	for range 2 {
+		if err := s.execFetch("C_2", flushed); err != nil {
+			t.Fatalf("fetch without Sync: %v", err)
+		}
+		batches = append(batches, fmt.Sprint(s.w.rows))
+	}
+	if fmt.Sprint(batches) != "[[2] [1]]" {
+		t.Errorf("batches without Sync %v, want [[2] [1]]", batches)
+	}
+	// A fetch of no portal fails, and the Sync sent then makes the
+	// session usable.
+	if err := s.execFetch("C_none", flushed); sqlState(err) != "34000" {
+		t.Errorf("fetch of no portal: %v, want 34000", err)
+	}
+	checkUsable(t, s, "fetches without Sync")
 }
 
 // TestAnswerDiffers: a replayed execution against the original's recorded

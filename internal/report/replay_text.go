@@ -52,6 +52,7 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	for _, k := range sortedKeys(s.Skipped) {
 		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
 	}
+	writeReplayMessages(&b, res.Messages)
 	if res.Lost > 0 && s.Total > 0 {
 		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
 	}
@@ -136,6 +137,29 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	return err
 }
 
+// writeReplayMessages writes how a capture's records were read (nil: the
+// input was a log): each used or skipped for a reason, as analyze says
+// it, so that every message kind the replay did not send is counted
+// with its reason.
+func writeReplayMessages(b *strings.Builder, m *results.MessageCounts) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "  messages:   %d read, %d used, %d skipped", m.Total, m.Used, m.SkippedTotal())
+	if m.Dropped > 0 {
+		fmt.Fprintf(b, "; %d dropped by the recorder (not in the capture)", m.Dropped)
+	}
+	if m.OpenSessions > 0 {
+		fmt.Fprintf(b, "; %d sessions still open when the capture ended", m.OpenSessions)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(m.Skipped) {
+		if m.Skipped[k] > 0 {
+			fmt.Fprintf(b, "    skipped, %s: %d\n", k, m.Skipped[k])
+		}
+	}
+}
+
 // writeDryRun writes what a dry run measured.
 func writeDryRun(b *strings.Builder, res *results.Result) {
 	s := res.Statements
@@ -147,6 +171,7 @@ func writeDryRun(b *strings.Builder, res *results.Result) {
 	for _, k := range sortedKeys(s.Skipped) {
 		fmt.Fprintf(b, "    skipped, %s: %d\n", k, s.Skipped[k])
 	}
+	writeReplayMessages(b, res.Messages)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(b, "  WARNING: %s\n", w)
 	}

@@ -32,7 +32,9 @@ const (
 	SkipCopyData        SkipReason = "copy data not in log"
 	// SkipFastPath: a call of the fast-path protocol (libpq's
 	// large-object functions: lo_open, loread, lowrite...), which the
-	// server logs without its arguments.
+	// server logs without its arguments; from a capture, which holds
+	// them, only a call of a function made after initdb, whose OID on
+	// the target is another.
 	SkipFastPath    SkipReason = "fast-path function call"
 	SkipNotReadOnly SkipReason = "not read-only"
 	// SkipExecuteUnknown: with a read-only replay, an SQL-level EXECUTE

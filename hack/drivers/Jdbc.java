@@ -1,0 +1,34 @@
+import java.sql.*;
+import java.io.*;
+import org.postgresql.PGConnection;
+import org.postgresql.largeobject.*;
+public class Jdbc {
+  public static void main(String[] a) throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + System.getenv("PROXY_PORT") + "/postgres?user=postgres&sslmode=disable&prepareThreshold=1")) {
+      c.setAutoCommit(false);
+      try (PreparedStatement ps = c.prepareStatement("SELECT id, v FROM big WHERE id > ? AND v <> 'jdbc'")) {
+        ps.setFetchSize(100);
+        ps.setInt(1, 0);
+        int n = 0;
+        try (ResultSet rs = ps.executeQuery()) { while (rs.next()) n++; }
+        System.out.println("jdbc fetch rows " + n);
+      }
+      LargeObjectManager lom = c.unwrap(PGConnection.class).getLargeObjectAPI();
+      long oid = lom.createLO(LargeObjectManager.READWRITE);
+      LargeObject lo = lom.open(oid, LargeObjectManager.WRITE);
+      lo.write("jdbc large object".getBytes());
+      lo.close();
+      c.commit();
+      System.out.println("jdbc lo " + oid);
+      c.setAutoCommit(true);
+      try (Statement st = c.createStatement()) {
+        st.setQueryTimeout(1);
+        st.execute("SELECT pg_sleep(5)");
+      } catch (SQLException e) { System.out.println("jdbc timeout " + e.getSQLState()); }
+      try (Statement st = c.createStatement()) {
+        ResultSet rs = st.executeQuery("SELECT convert_from(lo_get(" + oid + "), 'UTF8')");
+        rs.next(); System.out.println("jdbc lo_get " + rs.getString(1));
+      }
+    }
+  }
+}
