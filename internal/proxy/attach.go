@@ -36,9 +36,9 @@ func (p *Proxy) Attach(sink capture.Sink) (openBefore int64, err error) {
 		return 0, ErrAttached
 	}
 	// Sessions bind under p.mu (emitStartup): each open session either
-	// started already, and is counted here, or binds to sink.
-	for l := range p.links {
-		if s := l.sess; s != nil && s.started.Load() {
+	// bound already, and is counted here, or binds to sink.
+	for _, s := range p.sessionsLocked() {
+		if s.bindDone {
 			openBefore++
 		}
 	}
@@ -56,8 +56,8 @@ func (p *Proxy) Detach() (open int64) {
 	b := p.cur.Swap(nil)
 	var bound []*session
 	if b != nil {
-		for l := range p.links {
-			if s := l.sess; s != nil && s.rec.Load() == b {
+		for _, s := range p.sessionsLocked() {
+			if s.rec.Load() == b {
 				bound = append(bound, s)
 			}
 		}
@@ -105,4 +105,20 @@ func (s *session) quiesce() {
 // p.mu.
 func (s *session) bind() {
 	s.rec.Store(s.p.cur.Load())
+	s.bindDone = true
+}
+
+// sessionsLocked returns the sessions of the open connections. The
+// caller holds p.mu.
+func (p *Proxy) sessionsLocked() []*session {
+	out := make([]*session, 0, len(p.links))
+	for l := range p.links {
+		l.mu.Lock()
+		s := l.sess
+		l.mu.Unlock()
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

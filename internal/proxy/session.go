@@ -80,6 +80,7 @@ type session struct {
 	// when it records nothing; busy counts its adds under way.
 	rec        atomic.Pointer[binding]
 	busy       atomic.Int32
+	bindDone   bool          // bind ran; guarded by p.mu
 	terminated atomic.Bool   // the client sent Terminate
 	end        atomic.Uint32 // capture.EndReason, the first one set wins
 }
