@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -185,6 +186,10 @@ func ParseSize(s string) (int64, error) {
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || f < 0 {
 		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	// A float beyond int64 converts to anything: refuse it.
+	if f*mult >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int64(f * mult), nil
 }
