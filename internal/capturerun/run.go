@@ -1,8 +1,11 @@
 // Package capturerun runs a capture: the proxy (package proxy) in front of
 // a server, recording through a Recorder into a capture directory
 // (package capture), until it is stopped or reaches its limits, and
-// finalizes the capture whatever stopped it. It is what the capture
-// command calls; it knows no flags and prints nothing.
+// finalizes the capture whatever stopped it. A proxy that stays in the
+// path records on demand: Recordings starts and stops recordings, one at
+// a time, without touching a connection, and its admin interface
+// (Handler, Client) lets an operator do so over HTTP. It is what the
+// capture command calls; it knows no flags and prints nothing.
 package capturerun
 
 import (
@@ -10,11 +13,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,27 +22,29 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/proxy"
 )
 
-// Config is one capture.
+// Config is one capture proxy and its recordings.
 type Config struct {
 	// Listen is the address the proxy listens on (host:port).
 	Listen string
 	// Upstream is the server's connection string: where and how (TLS)
 	// to connect; each client authenticates as itself.
 	Upstream string
-	// Out is the capture directory, created; it must not hold a
-	// capture already.
+	// Out is the capture directory recorded into from the start,
+	// created; it must not hold a capture already. Empty records
+	// nothing until a recording is started through the admin interface.
 	Out string
 	// TLS is the certificate shown to clients that ask for TLS; nil
 	// refuses TLS to clients.
 	TLS *tls.Config
-	// Duration and MaxSize bound the recording (0: unbounded). When one
-	// is reached the capture is finalized; the proxy goes on relaying,
-	// unrecorded, until ctx is done, unless StopAtLimit.
+	// Duration and MaxSize bound the recording into Out (0: unbounded).
+	// When one is reached the capture is finalized; the proxy goes on
+	// relaying, unrecorded, until ctx is done, unless StopAtLimit.
+	// FileSize starts a new file of a capture at this size.
 	Duration    time.Duration
 	MaxSize     int64
 	FileSize    int64
 	StopAtLimit bool
-	// Queue is the recorder's queue in records (0: its default).
+	// Queue is each recorder's queue in records (0: its default).
 	Queue int
 	// NoRowDigest spares the proxy the rows' digest (proxy.Config).
 	NoRowDigest bool
@@ -51,14 +52,31 @@ type Config struct {
 	// with pg_monitor, through which the capture records its starting
 	// point in its manifest (see StartState).
 	MonitorDSN string
+	// Admin is the address of the admin interface (see Handler); empty
+	// serves none. A bare ":port" listens on loopback only.
+	Admin string
+	// AdminToken is the bearer token the admin interface requires; it
+	// must be set when Admin is not a loopback address, since whoever
+	// reaches the interface chooses where the proxy writes.
+	AdminToken string
+	// Drain is how long the proxy relays the open connections once ctx
+	// is done, having finalized the recording under way and stopped
+	// accepting; 0 closes them at once. EndDrain, when closed, cuts it
+	// short.
+	Drain    time.Duration
+	EndDrain <-chan struct{}
 	// Warn is told of each problem, one sentence, never a password or
 	// a parameter value.
 	Warn func(string)
-	// Listening is called once the proxy listens, with its address.
-	Listening func(addr string)
-	// Finalized is called once the capture is finalized, with why
-	// recording stopped (StopReason) and the capture's manifest.
+	// Listening is called once the proxy listens, with its address and
+	// the admin interface's ("" without one).
+	Listening func(addr, admin string)
+	// Finalized is called once the capture into Out is finalized, with
+	// why recording stopped (StopReason) and the capture's manifest.
 	Finalized func(StopReason, capture.Manifest)
+	// RecordingFinalized is called once each recording is finalized,
+	// the one into Out included.
+	RecordingFinalized func(Status)
 	// Metrics, when not nil, receives the capture's metrics.
 	Metrics prometheus.Registerer
 }
@@ -71,10 +89,14 @@ const (
 	StopDuration    StopReason = "duration reached"
 	StopMaxSize     StopReason = "max size reached"
 	StopWriteFailed StopReason = "the capture could not be written"
+	// StopRequested: stopped through the admin interface.
+	StopRequested StopReason = "stopped on request"
 )
 
 // Summary is what a capture did.
 type Summary struct {
+	// Dir, Stopped, Manifest, Recorder and OpenAtEnd are the capture
+	// into Config.Out's; empty without one.
 	Dir      string
 	Addr     string
 	Stopped  StopReason
@@ -84,73 +106,18 @@ type Summary struct {
 	// OpenAtEnd counts the sessions recorded as open: relayed when the
 	// capture was finalized.
 	OpenAtEnd int64
+	// Recordings are every recording the proxy made, oldest first, the
+	// one into Config.Out included.
+	Recordings []Status
 }
 
-// switchSink is the proxy's Sink: the recorder until the capture is
-// finalized, nothing after (the proxy goes on relaying).
-// It keeps which sessions are open, so that a capture finalized while
-// the proxy relays on (--duration, --max-size) records them as open, as
-// Serve does when it stops.
-type switchSink struct {
-	// mu is held shared by Add, exclusively by stop: no record reaches
-	// the recorder after stop.
-	mu    sync.RWMutex
-	rec   atomic.Pointer[capture.Recorder]
-	after atomic.Int64
-
-	openMu sync.Mutex
-	open   map[uint64]struct{}
-	// openAtEnd counts the sessions recorded as open at the end.
-	openAtEnd int64
-}
-
-func (s *switchSink) Add(r capture.Record) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	rec := s.rec.Load()
-	if rec == nil {
-		s.after.Add(1)
-		return false
-	}
-	switch r.Kind {
-	case capture.KindStartup:
-		s.openMu.Lock()
-		s.open[r.Session] = struct{}{}
-		s.openMu.Unlock()
-	case capture.KindEnd:
-		s.openMu.Lock()
-		delete(s.open, r.Session)
-		if r.End == capture.EndOpen {
-			s.openAtEnd++
-		}
-		s.openMu.Unlock()
-	}
-	return rec.Add(r)
-}
-
-// stop takes the recorder out of the proxy's path and records the
-// sessions still open as ended open, then returns the recorder to close.
-func (s *switchSink) stop() *capture.Recorder {
-	s.mu.Lock()
-	rec := s.rec.Swap(nil)
-	s.mu.Unlock()
-	if rec == nil {
-		return nil
-	}
-	s.openMu.Lock()
-	defer s.openMu.Unlock()
-	now := time.Now().UnixMicro()
-	for _, id := range slices.Sorted(maps.Keys(s.open)) {
-		rec.Add(capture.Record{Kind: capture.KindEnd, Session: id, Time: now, End: capture.EndOpen})
-		s.openAtEnd++
-	}
-	clear(s.open)
-	return rec
-}
-
-// Run captures until ctx is done (and, with StopAtLimit, until a limit
-// is reached). The output is created and the address bound before any
-// traffic is relayed, so that a wrong path or a busy port fails at once.
+// Run relays until ctx is done (and, with StopAtLimit, until the
+// capture into Out reaches a limit), recording into Out from the start
+// and into what the admin interface asks. The outputs are created and
+// the addresses bound before any traffic is relayed, so that a wrong
+// path or a busy port fails at once. When ctx is done, the recording
+// under way is finalized, the proxy stops accepting and relays the open
+// connections for Config.Drain at most.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	sum := Summary{Dir: cfg.Out}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -162,25 +129,54 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		ln.Close()
 		return sum, err
 	}
-	w, err := capture.Create(cfg.Out, capture.WriterOptions{MaxSize: cfg.MaxSize, FileSize: cfg.FileSize, StartState: start})
+	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, Drain: cfg.Drain, NoRowDigest: cfg.NoRowDigest})
 	if err != nil {
 		ln.Close()
 		return sum, err
 	}
-	rec := capture.NewRecorder(w, capture.RecorderOptions{Queue: cfg.Queue})
-	sink := &switchSink{open: map[uint64]struct{}{}}
-	sink.rec.Store(rec)
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Sink: sink, Warn: cfg.Warn, NoRowDigest: cfg.NoRowDigest})
-	if err != nil {
-		ln.Close()
-		rec.Close()
-		return sum, err
+	atLimit := make(chan struct{})
+	var finalizeErr error
+	recs := newRecordings(p, cfg, func(r *recording) {
+		if cfg.RecordingFinalized != nil {
+			cfg.RecordingFinalized(r.status)
+		}
+		// The capture into Out is the first recording.
+		if cfg.Out == "" || r.id != FirstID {
+			return
+		}
+		sum.Stopped, sum.Manifest, sum.Recorder, sum.OpenAtEnd = r.status.StopReason, r.manifest, r.recStats, r.status.OpenAtEnd
+		if r.manifest.Reason == capture.ReasonNotFinalized {
+			finalizeErr = errors.New(r.manifest.Error)
+		}
+		if cfg.Finalized != nil {
+			cfg.Finalized(r.status.StopReason, r.manifest)
+		}
+		if cfg.StopAtLimit && (r.status.StopReason == StopDuration || r.status.StopReason == StopMaxSize) {
+			close(atLimit)
+		}
+	})
+	if cfg.Out != "" {
+		if _, err := recs.Start(StartOptions{Out: cfg.Out, Duration: cfg.Duration, MaxSize: cfg.MaxSize, FileSize: cfg.FileSize, StartState: start}); err != nil {
+			ln.Close()
+			return sum, err
+		}
+	}
+	var adminAddr string
+	if cfg.Admin != "" {
+		addr, stop, err := serveAdmin(cfg.Admin, cfg.AdminToken, recs, cfg.FileSize)
+		if err != nil {
+			ln.Close()
+			recs.shutdown(StopInterrupted)
+			return sum, err
+		}
+		defer stop()
+		adminAddr = addr
 	}
 	sum.Addr = ln.Addr().String()
 	if cfg.Metrics != nil {
-		if err := register(cfg.Metrics, p, sink, rec); err != nil {
+		if err := register(cfg.Metrics, p, recs); err != nil {
 			ln.Close()
-			rec.Close()
+			recs.shutdown(StopInterrupted)
 			return sum, err
 		}
 	}
@@ -188,122 +184,62 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServe()
 	served := make(chan error, 1)
-	go func() { served <- p.Serve(serveCtx, ln) }()
+	serveDone := make(chan struct{})
+	go func() {
+		defer close(serveDone)
+		served <- p.Serve(serveCtx, ln)
+	}()
+	if cfg.EndDrain != nil {
+		go func() {
+			select {
+			case <-cfg.EndDrain:
+				p.EndDrain()
+			case <-serveDone:
+			}
+		}()
+	}
 	if cfg.Listening != nil {
-		cfg.Listening(sum.Addr)
+		cfg.Listening(sum.Addr, adminAddr)
 	}
 
-	var once sync.Once
-	var finalizeErr error
-	// lostAfter: recording stopped on the writer's failure or at
-	// MaxSize, so what the proxy relays after the capture is finalized
-	// is lost to it, and counted in the manifest once the proxy stops.
-	lostAfter := false
-	finalize := func(why StopReason) {
-		once.Do(func() {
-			lostAfter = why == StopWriteFailed || why == StopMaxSize
-			sink.stop()
-			finalizeErr = rec.Close()
-			sink.openMu.Lock()
-			sum.OpenAtEnd = sink.openAtEnd
-			sink.openMu.Unlock()
-			sum.Stopped = why
-			sum.Recorder = rec.Stats()
-			if m, err := capture.ReadManifest(cfg.Out); err == nil {
-				sum.Manifest = *m
-			} else {
-				// Not finalized: what the files hold, as a reader of
-				// an unfinalized capture will find it.
-				st := sum.Recorder
-				sum.Manifest = capture.Manifest{Records: st.Records, Bytes: st.Bytes, Dropped: st.Dropped,
-					Reason: capture.ReasonNotFinalized, Error: errors.Join(finalizeErr, err).Error()}
-			}
-			if cfg.Finalized != nil {
-				cfg.Finalized(why, sum.Manifest)
-			}
-		})
-	}
-
-	var limit <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		limit = t.C
-	}
-	poll := time.NewTicker(100 * time.Millisecond)
-	defer poll.Stop()
 	var serveErr error
 	stopped := false
-	var warnedDropped int64
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			break wait
-		case err := <-served:
-			serveErr, stopped = err, true
-			break wait
-		case <-limit:
-			limit = nil
-			finalize(StopDuration)
-			if cfg.StopAtLimit {
-				break wait
-			}
-		case <-poll.C:
-			if sink.rec.Load() == nil {
-				continue
-			}
-			st := rec.Stats()
-			// Records dropped because recording stopped are told with
-			// the stop, not as a recorder that fell behind.
-			if st.Dropped > 0 && warnedDropped == 0 && st.Stopped == "" && cfg.Warn != nil {
-				cfg.Warn(fmt.Sprintf("the recorder fell behind the traffic and dropped %d records: the capture will be marked incomplete; "+
-					"the proxy goes on relaying every message unchanged (a larger --queue or a faster disk keeps up)", st.Dropped))
-			}
-			warnedDropped = st.Dropped
-			if st.Stopped != "" && st.Stopped != capture.ReasonMaxSize && cfg.Warn != nil {
-				cfg.Warn(fmt.Sprintf("recording stopped: %s; the capture is finalized as incomplete, and the proxy goes on relaying, unrecorded", st.Stopped))
-			}
-			switch st.Stopped {
-			case "":
-			case capture.ReasonMaxSize:
-				finalize(StopMaxSize)
-				if cfg.StopAtLimit {
-					break wait
-				}
-			default:
-				finalize(StopWriteFailed)
-			}
-		}
+	select {
+	case <-ctx.Done():
+	case <-atLimit:
+	case serveErr = <-served:
+		stopped = true
 	}
-	// Serve records the sessions still open as open, then returns:
-	// the capture is finalized after it, so that they are in it.
+	// The recording under way is finalized first, its open sessions
+	// recorded as open; then the proxy stops accepting and drains.
+	recs.shutdown(StopInterrupted)
 	stopServe()
 	if !stopped {
 		serveErr = <-served
 	}
-	finalize(StopInterrupted)
 	sum.Proxy = p.Stats()
-	if n := sink.after.Load(); lostAfter && n > 0 && sum.Manifest.Reason != capture.ReasonNotFinalized {
-		m, err := capture.AddDropped(cfg.Out, n)
-		if err != nil {
-			// The manifest keeps the count of its finalization.
-			finalizeErr = errors.Join(finalizeErr, err)
-		} else {
-			sum.Manifest = *m
-			sum.Recorder.Dropped += n
+	// What the proxy relayed, unrecorded, after a recording stopped at
+	// its size limit or on its writer's failure, until it stopped.
+	if err := recs.settleLost(); err != nil {
+		finalizeErr = errors.Join(finalizeErr, err)
+	}
+	if cfg.Out != "" {
+		if r := recs.byID(FirstID); r != nil {
+			recs.mu.Lock()
+			sum.Manifest, sum.Recorder = r.manifest, r.recStats
+			recs.mu.Unlock()
 		}
 	}
+	sum.Recordings = recs.List()
 	return sum, errors.Join(serveErr, finalizeErr)
 }
 
 // register adds the capture's metrics to reg: the proxy's sessions,
 // messages and bytes, and the recorder's records, bytes, lag and drops.
-func register(reg prometheus.Registerer, p *proxy.Proxy, sink *switchSink, rec *capture.Recorder) error {
-	// The recorder's figures stay what they were once it is closed.
-	recStats := rec.Stats
+func register(reg prometheus.Registerer, p *proxy.Proxy, recs *Recordings) error {
+	recStats := recs.totals
 	recording := func() float64 {
-		if sink.rec.Load() != nil {
+		if recs.Current() != "" {
 			return 1
 		}
 		return 0

@@ -20,6 +20,7 @@ import (
 // started is a Run in the background.
 type started struct {
 	addr      string
+	admin     string
 	cancel    context.CancelFunc
 	done      chan result
 	mu        sync.Mutex
@@ -35,9 +36,9 @@ func start(t testing.TB, cfg Config) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{cancel: cancel, done: make(chan result, 1)}
-	listening := make(chan string, 1)
+	listening := make(chan [2]string, 1)
 	cfg.Listen = "127.0.0.1:0"
-	cfg.Listening = func(a string) { listening <- a }
+	cfg.Listening = func(a, admin string) { listening <- [2]string{a, admin} }
 	cfg.Finalized = func(why StopReason, _ capture.Manifest) {
 		s.mu.Lock()
 		s.finalized = append(s.finalized, why)
@@ -49,7 +50,8 @@ func start(t testing.TB, cfg Config) *started {
 	}()
 	t.Cleanup(cancel)
 	select {
-	case s.addr = <-listening:
+	case a := <-listening:
+		s.addr, s.admin = a[0], a[1]
 	case r := <-s.done:
 		t.Fatalf("Run returned before listening: %v", r.err)
 	}

@@ -38,10 +38,12 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 		metrics               string
 		queue                 int
 		rowDigest             bool
+		admin, adminTokenFile string
+		drain                 time.Duration
 		ready                 atomic.Bool
 	)
 	cmd := &cobra.Command{
-		Use:   "capture --listen ADDR --upstream DSN --out DIR",
+		Use:   "capture --listen ADDR --upstream DSN (--out DIR | --admin ADDR)",
 		Short: "Record production traffic through a wire-protocol proxy, without logging every statement",
 		Long: `capture is a proxy between applications and PostgreSQL: point the applications at
 --listen, and it relays every byte to --upstream unchanged while it records each
@@ -57,6 +59,14 @@ behind or the disk fills, the proxy goes on relaying, stops recording and marks
 the capture incomplete. Ctrl-C or SIGTERM finalizes the capture; sessions still
 open are recorded as open. --duration and --max-size finalize it too, and the
 proxy then goes on relaying, unrecorded, until stopped (--stop-at-limit: it stops).
+Once stopped, the proxy accepts no connection and relays the open ones until they
+close or --drain passes (a second Ctrl-C or SIGTERM closes them at once).
+
+With --admin and without --out, the proxy relays and records nothing until a
+recording is started through its admin interface ("pgrehearse capture start
+--admin ADDR --out DIR", stop, status; docs/capture-admin.md): recordings start and
+stop, one at a time, without touching a connection. A session is recorded from
+its start only: those open when a recording starts are counted, not recorded.
 
 Clients that ask for TLS see --tls-cert; --upstream's sslmode sets the leg to the
 server. SCRAM channel binding passes through only when --tls-cert is the server's
@@ -76,8 +86,15 @@ The capture holds parameter values, which are personal data: its files are
 created readable by their owner only. See docs/capture-format.md.` + exitHelp(exitDocCaptureIncomplete),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if upstream == "" || out == "" {
-				return usageError("capture needs --upstream and --out")
+			if upstream == "" || out == "" && admin == "" {
+				return usageError("capture needs --upstream, and --out or --admin")
+			}
+			if out == "" && (duration != 0 || maxSize != "" || stopAtLimit) {
+				return usageError("--duration, --max-size and --stop-at-limit bound --out's capture; a recording started through --admin gives its own")
+			}
+			token, err := readAdminToken(adminTokenFile)
+			if err != nil {
+				return err
 			}
 			if (tlsCert == "") != (tlsKey == "") {
 				return usageError("--tls-cert and --tls-key go together")
@@ -85,11 +102,11 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			// A container restarted in the same pod names its new
 			// capture apart from the one it left.
 			out = strings.ReplaceAll(out, "{start}", time.Now().UTC().Format("20060102T150405Z"))
-			maxBytes, err := parseBytes(maxSize)
+			maxBytes, err := capturerun.ParseSize(maxSize)
 			if err != nil {
 				return usageError("--max-size: %v", err)
 			}
-			fileBytes, err := parseBytes(fileSize)
+			fileBytes, err := capturerun.ParseSize(fileSize)
 			if err != nil {
 				return usageError("--file-size: %v", err)
 			}
@@ -97,9 +114,13 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 				Listen: listen, Upstream: upstream, Out: out,
 				Duration: duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: stopAtLimit, Queue: queue,
 				NoRowDigest: !rowDigest,
-				Warn:        func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
+				Admin:       admin, AdminToken: token, Drain: drain,
+				Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
 			}
 			cfg.MonitorDSN = monitorDSN
+			endDrain, release := drainInterrupt(ctx)
+			defer release()
+			cfg.EndDrain = endDrain
 			if tlsCert != "" {
 				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
 				if err != nil {
@@ -120,10 +141,22 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: metrics on http://%s/metrics\n", addr)
 			}
 			where := upstreamAddr(upstream)
-			cfg.Listening = func(addr string) {
+			cfg.Listening = func(addr, adminAddr string) {
 				ready.Store(true)
 				context.AfterFunc(ctx, func() { ready.Store(false) })
-				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
+				if out != "" {
+					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
+				} else {
+					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
+				}
+				if adminAddr != "" {
+					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: admin interface on http://%s/recordings\n", adminAddr)
+				}
+			}
+			cfg.RecordingFinalized = func(st capturerun.Status) {
+				if st.ID != capturerun.FirstID || out == "" {
+					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: recording %s into %s finalized (%s)\n", st.ID, st.Out, st.StopReason)
+				}
 			}
 			cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
 				// A write failure was told as it happened.
@@ -135,11 +168,29 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 			if sum.Addr == "" && err != nil {
 				return err
 			}
-			printCaptureSummary(stdio, sum)
-			if !sum.Manifest.Complete {
+			var incomplete []error
+			if out != "" {
+				printCaptureSummary(stdio, sum)
+				if !sum.Manifest.Complete {
+					incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason))
+				}
+			}
+			for _, st := range sum.Recordings {
+				if out != "" && st.ID == capturerun.FirstID {
+					continue
+				}
+				printRecording(stdio, st)
+				if !st.Complete {
+					incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", st.Out, st.Reason))
+				}
+			}
+			if out == "" && len(sum.Recordings) == 0 {
+				fmt.Fprintf(stdio.Stdout, "no recording: %d sessions relayed, unrecorded\n", sum.Proxy.SessionsTotal)
+			}
+			if len(incomplete) > 0 {
 				// What was recorded is readable; the exit says it is
 				// not all.
-				return &exitError{code: ExitIncomplete, err: errors.Join(fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason), err)}
+				return &exitError{code: ExitIncomplete, err: errors.Join(append(incomplete, err)...)}
 			}
 			return err
 		},
@@ -159,6 +210,10 @@ created readable by their owner only. See docs/capture-format.md.` + exitHelp(ex
 	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
 	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 1048576, within 64 MiB of memory)")
 	fl.BoolVar(&rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
+	fl.StringVar(&admin, "admin", "", "serve the admin interface (start, stop and list recordings) on this address (\":6433\" is loopback only); without --out, nothing is recorded until a recording starts")
+	fl.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the bearer token the admin interface requires; needed when --admin is not a loopback address")
+	fl.DurationVar(&drain, "drain", 30*time.Second, "once stopped, relay the open connections until they close or this long passes, accepting no new one (0: close them at once)")
+	cmd.AddCommand(newCaptureStartCmd(ctx, stdio), newCaptureStopCmd(ctx, stdio), newCaptureStatusCmd(ctx, stdio))
 	return cmd
 }
 
@@ -211,28 +266,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// parseBytes reads a size: a number of bytes with an optional unit (kB,
-// MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: of 1024). Empty is 0.
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, nil
-	}
-	i := len(s)
-	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
-		i--
-	}
-	num, unit := strings.TrimSpace(s[:i]), strings.TrimSpace(s[i:])
-	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[strings.ToUpper(unit)]
-	if mult == 0 {
-		return 0, fmt.Errorf("%q: unknown unit %q (kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, unit)
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f < 0 {
-		return 0, fmt.Errorf("%q is not a size", s)
-	}
-	return int64(f * mult), nil
 }

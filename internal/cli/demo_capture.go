@@ -37,7 +37,7 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 		sum, err := capturerun.Run(capCtx, capturerun.Config{
 			Listen: "127.0.0.1:0", Upstream: prod.DSN(workload.ShopDatabase), Out: dir,
 			Warn:      func(s string) { fmt.Fprintf(stdio.Stderr, "demo: capture: %s\n", s) },
-			Listening: func(addr string) { listening <- addr },
+			Listening: func(addr, _ string) { listening <- addr },
 		})
 		done <- outcome{sum, err}
 	}()

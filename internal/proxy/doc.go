@@ -25,6 +25,13 @@
 // (the answer to a query cannot be recorded before the query). The sink
 // never blocks (capture.Sink), so recording never holds up forwarding.
 //
+// Recording can start and stop while the proxy relays (Attach, Detach): a
+// session records into the sink attached when it started, until it ends
+// or that sink is detached; a session that started before an Attach is
+// relayed, unrecorded. Each message reads one atomic pointer to know
+// where its record goes, so attaching and detaching take no lock on the
+// relay's path and never touch a connection.
+//
 // A problem with one connection (a malformed startup packet, a length out
 // of range, a client gone mid-message, a server restart) ends that
 // connection only, with an ErrorResponse to the client where the client

@@ -38,12 +38,18 @@ type Config struct {
 	// clients connect with channel_binding=disable, or without TLS to
 	// the proxy.
 	TLS *tls.Config
-	// Sink receives the records. Nil records nothing.
+	// Sink receives the records from the start, as Attach does. Nil
+	// records nothing until Attach.
 	Sink capture.Sink
 	// Warn is told, in one sentence, of each problem with one
 	// connection. It never sees a password or a parameter value. Nil
 	// discards them; Stats counts them either way.
 	Warn func(string)
+	// Drain is how long Serve, once its context is done, goes on
+	// relaying the open connections, having stopped accepting new ones,
+	// before it closes them; each ends earlier when its client or server
+	// closes it. Zero closes them at once. EndDrain cuts it short.
+	Drain time.Duration
 	// DialTimeout bounds connecting to the upstream, TLS included. Zero
 	// means the DSN's connect_timeout, or 10 seconds without one.
 	DialTimeout time.Duration
@@ -115,9 +121,18 @@ type Proxy struct {
 	sessionsOpen      atomic.Int64
 	sessionsTotal     atomic.Int64
 	cancels           atomic.Int64
-	errors            [numErrorKinds]atomic.Int64
+	// unrecorded counts the records the sessions would have written
+	// while bound to no recording (see Unrecorded).
+	unrecorded atomic.Int64
+	errors     [numErrorKinds]atomic.Int64
 
 	nextSession atomic.Uint64
+
+	// cur is the attachment sessions starting now bind to (Attach).
+	cur atomic.Pointer[binding]
+	// endDrain is closed by EndDrain.
+	endDrain     chan struct{}
+	endDrainOnce sync.Once
 
 	// certDER is the certificate the proxy shows clients, when it is
 	// known before the handshake (one certificate, no GetCertificate):
@@ -155,21 +170,28 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.TLS != nil && cfg.TLS.GetCertificate == nil && len(cfg.TLS.Certificates) == 1 && len(cfg.TLS.Certificates[0].Certificate) > 0 {
 		certDER = cfg.TLS.Certificates[0].Certificate[0]
 	}
-	return &Proxy{
+	p := &Proxy{
 		certDER:  certDER,
 		cfg:      cfg,
 		upstream: up,
 		timeout:  timeout,
 		links:    map[*link]struct{}{},
 		byPID:    map[uint32]*session{},
-	}, nil
+		endDrain: make(chan struct{}),
+	}
+	if cfg.Sink != nil {
+		p.cur.Store(&binding{sink: cfg.Sink})
+	}
+	return p, nil
 }
 
 // Serve accepts connections on ln and relays each to the upstream until
-// ctx is done. Then it closes ln and every connection, records the
-// sessions still open as ended with capture.EndOpen, and returns nil once
-// every connection's goroutines are gone. An Accept error other than a
-// temporary one stops it the same way and is returned.
+// ctx is done. Then it closes ln, relays the open connections until they
+// end or Config.Drain passes (or EndDrain), closes those left, records
+// the sessions still open and recorded as ended with capture.EndOpen, and
+// returns nil once every connection's goroutines are gone. An Accept
+// error other than a temporary one stops it the same way and is
+// returned.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -200,9 +222,37 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { p.handle(conn) })
 	}
 	ln.Close()
+	p.drain(&wg)
 	p.closeAll()
 	wg.Wait()
 	return serveErr
+}
+
+// drain waits for the connections to end by themselves, for at most
+// Config.Drain, as a service manager expects of a stopping proxy
+// (Kubernetes sends SIGTERM, then SIGKILL after its grace period).
+func (p *Proxy) drain(wg *sync.WaitGroup) {
+	if p.cfg.Drain <= 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(p.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-p.endDrain:
+	}
+}
+
+// EndDrain ends Serve's drain now: the connections still open are
+// closed. It may be called at any time, more than once.
+func (p *Proxy) EndDrain() {
+	p.endDrainOnce.Do(func() { close(p.endDrain) })
 }
 
 func isTemporary(err error) bool {
@@ -230,17 +280,17 @@ func (p *Proxy) Stats() Stats {
 	return s
 }
 
+// Unrecorded is how many records the proxy's sessions would have written
+// while no recording held them (none attached, or a session that started
+// before the recording under way): what a capture finalized at its size
+// limit or on its writer's failure lost while the proxy relayed on.
+func (p *Proxy) Unrecorded() int64 { return p.unrecorded.Load() }
+
 // problem counts a problem of one connection and says it through Warn.
 func (p *Proxy) problem(kind ErrorKind, sentence string) {
 	p.errors[kind].Add(1)
 	if p.cfg.Warn != nil {
 		p.cfg.Warn(sentence)
-	}
-}
-
-func (p *Proxy) add(r capture.Record) {
-	if p.cfg.Sink != nil {
-		p.cfg.Sink.Add(r)
 	}
 }
 

@@ -106,7 +106,12 @@ type session struct {
 	// digest: rows are digested (Config.NoRowDigest unset).
 	digest bool
 
-	started    atomic.Bool
+	started atomic.Bool
+	// rec is the attachment the session records into (see Attach), nil
+	// when it records nothing; busy counts its adds under way.
+	rec        atomic.Pointer[binding]
+	busy       atomic.Int32
+	bindDone   bool          // bind ran; guarded by p.mu
 	terminated atomic.Bool   // the client sent Terminate
 	end        atomic.Uint32 // capture.EndReason, the first one set wins
 }
@@ -244,15 +249,25 @@ func (s *session) finish() {
 		// Never authenticated: whatever cut it, it was no session yet.
 		end = capture.EndAuthFailed
 	}
-	s.p.add(capture.Record{Kind: capture.KindEnd, Session: s.id, Time: time.Now().UnixMicro(), End: end})
+	// Unbound first: Detach, racing with this end, records the session
+	// as open instead, never twice.
+	s.busy.Add(1)
+	if b := s.rec.Swap(nil); b != nil {
+		b.sink.Add(capture.Record{Kind: capture.KindEnd, Session: s.id, Time: time.Now().UnixMicro(), End: end})
+	}
+	s.busy.Add(-1)
 }
 
-// emitStartup records KindStartup once.
+// emitStartup records KindStartup once, into the attachment current
+// then, to which it binds the session.
 func (s *session) emitStartup() {
 	if !s.started.CompareAndSwap(false, true) {
 		return
 	}
-	s.p.add(capture.Record{
+	s.p.mu.Lock()
+	s.bind()
+	s.p.mu.Unlock()
+	s.add(capture.Record{
 		Kind:          capture.KindStartup,
 		Session:       s.id,
 		Time:          time.Now().UnixMicro(),
@@ -266,7 +281,7 @@ func (s *session) emitStartup() {
 }
 
 func (s *session) keepFrontend(typ byte) bool {
-	return recorded[typ] && s.started.Load()
+	return recorded[typ] && s.rec.Load() != nil
 }
 
 func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
@@ -277,8 +292,12 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 	if typ == 'p' && s.refuseBinding && s.saslOffered.CompareAndSwap(true, false) && wantsBinding(msg) {
 		return nil, errChannelBindingClient
 	}
-	if recorded[typ] && s.started.Load() && s.p.cfg.Sink != nil {
-		s.p.cfg.Sink.Add(capture.Record{Kind: capture.KindFrontend, Session: s.id, Time: at.UnixMicro(), Msg: bytes.Clone(msg)})
+	if recorded[typ] {
+		if s.rec.Load() != nil {
+			s.add(capture.Record{Kind: capture.KindFrontend, Session: s.id, Time: at.UnixMicro(), Msg: bytes.Clone(msg)})
+		} else {
+			s.p.unrecorded.Add(1)
+		}
 	}
 	return nil, nil
 }
@@ -366,7 +385,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 		return nil, nil
 	}
 	s.emitStartup()
-	s.p.add(r)
+	s.add(r)
 	return nil, nil
 }
 

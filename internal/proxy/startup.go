@@ -251,7 +251,7 @@ func plainAllowed(up *pgconn.Config) bool {
 func (p *Proxy) cancel(raw []byte, pid uint32, addr string) {
 	p.mu.Lock()
 	if s := p.byPID[pid]; s != nil {
-		p.add(capture.Record{Kind: capture.KindCancel, Session: s.id, Time: time.Now().UnixMicro()})
+		s.add(capture.Record{Kind: capture.KindCancel, Session: s.id, Time: time.Now().UnixMicro()})
 	}
 	p.mu.Unlock()
 	conn, err := p.dialUpstream(context.Background())

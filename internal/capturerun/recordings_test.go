@@ -1,0 +1,359 @@
+package capturerun
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/source"
+)
+
+// connect opens a connection through the proxy.
+func connect(t *testing.T, s *started) *pgconn.PgConn {
+	t.Helper()
+	conn, err := pgconn.Connect(context.Background(), s.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func exec(t *testing.T, conn *pgconn.PgConn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql).ReadAll(); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// backendPID asks the server which backend serves conn.
+func backendPID(t *testing.T, conn *pgconn.PgConn) string {
+	t.Helper()
+	res, err := conn.Exec(context.Background(), "SELECT pg_backend_pid()").ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(res[0].Rows[0][0])
+}
+
+// statements reads a capture as every command does (package source) and
+// returns the statements it holds, sorted.
+func statements(t *testing.T, dir string) []string {
+	t.Helper()
+	set, err := source.Open([]string{dir}, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	var out []string
+	for _, src := range set.Sources() {
+		for {
+			e, err := src.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Kind == event.Statement {
+				out = append(out, e.Query)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRecordingsOnDemand is item 1's acceptance: a pool connected through
+// a proxy that records nothing keeps its connections (the same backends)
+// while two recordings start and stop through the admin interface; each
+// capture is complete and holds exactly the statements of the sessions
+// that started in its window; the sessions open at a start are counted,
+// not recorded; a second start is refused with 409 and the running id.
+func TestRecordingsOnDemand(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0"})
+	if s.admin == "" {
+		t.Fatal("no admin interface")
+	}
+	ctx := context.Background()
+	cl := &Client{Addr: s.admin}
+
+	pool := []*pgconn.PgConn{connect(t, s), connect(t, s), connect(t, s)}
+	var pids []string
+	for _, conn := range pool {
+		pids = append(pids, backendPID(t, conn))
+		exec(t, conn, "SELECT 'before any recording'")
+	}
+
+	dir1, dir2 := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "two")
+	st, err := cl.Start(ctx, StartRequest{Out: dir1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID != "r1" || st.State != StateRecording || st.NotRecorded != 3 {
+		t.Errorf("started %+v: want r1 recording, the pool's 3 sessions counted as not recorded", st)
+	}
+	for _, conn := range pool {
+		exec(t, conn, "SELECT 'pool during one'")
+	}
+	w1 := connect(t, s)
+	exec(t, w1, "SELECT 'window one a'")
+	held := connect(t, s) // open across the stop
+	exec(t, held, "SELECT 'window one held'")
+	exec(t, w1, "SELECT 'window one b'")
+	if err := w1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var l List
+	// The proxy sees w1 go after the client did.
+	poll(t, "w1's end relayed", func() bool {
+		if l, err = cl.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return l.SessionsOpen == 4
+	})
+	if l.Current != "r1" || len(l.Recordings) != 1 || l.Recordings[0].State != StateRecording {
+		t.Errorf("listed %+v: want r1 under way, with its sessions counted", l)
+	}
+	st, err = cl.Stop(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateFinalized || !st.Complete || st.StopReason != StopRequested || st.Sessions != 2 || st.OpenAtEnd != 1 {
+		t.Errorf("stopped %+v: want r1 finalized complete on request, 2 sessions, the held one open", st)
+	}
+
+	exec(t, held, "SELECT 'between the windows'")
+	between := connect(t, s)
+	exec(t, between, "SELECT 'between the windows, new session'")
+
+	st, err = cl.Start(ctx, StartRequest{Out: dir2, Duration: "1h", MaxSize: "1GB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID != "r2" || st.NotRecorded != 5 || st.Duration != "1h0m0s" || st.MaxSize != 1e9 {
+		t.Errorf("started %+v: want r2 with its limits, the pool, the held and the between sessions (5) not recorded", st)
+	}
+	// One recording at a time: the running one's id in a 409.
+	_, err = cl.Start(ctx, StartRequest{Out: filepath.Join(t.TempDir(), "three")})
+	var ae *AdminError
+	if !errors.As(err, &ae) || ae.Code != http.StatusConflict || ae.ID != "r2" || !errors.Is(err, ErrBusy) {
+		t.Errorf("second start: %v, want a 409 naming r2", err)
+	}
+	w2 := connect(t, s)
+	exec(t, w2, "SELECT 'window two'")
+	exec(t, held, "SELECT 'held during two'")
+	for _, conn := range pool {
+		exec(t, conn, "SELECT 'pool during two'")
+	}
+	if _, err := cl.Stop(ctx, "r9"); !errors.Is(err, ErrUnknownRecording) {
+		t.Errorf("stop of an unknown id: %v, want a 404", err)
+	}
+	st, err = cl.Stop(ctx, "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Complete || st.Sessions != 1 || st.OpenAtEnd != 1 {
+		t.Errorf("stopped %+v: want r2 complete, 1 session, open at the end", st)
+	}
+	// A stop of a finalized recording changes nothing.
+	if again, err := cl.Stop(ctx, "r2"); err != nil || again.Stopped == nil || !again.Stopped.Equal(*st.Stopped) {
+		t.Errorf("second stop: %+v, %v: want r2 as it was", again, err)
+	}
+
+	// No connection dropped: every one answers, from the same backend.
+	for i, conn := range pool {
+		if got := backendPID(t, conn); got != pids[i] {
+			t.Errorf("pool connection %d: backend %s, was %s", i, got, pids[i])
+		}
+	}
+	exec(t, held, "SELECT 'after'")
+	exec(t, w2, "SELECT 'after'")
+
+	if got, want := statements(t, dir1), []string{"SELECT 'window one a'", "SELECT 'window one b'", "SELECT 'window one held'"}; !slices.Equal(got, want) {
+		t.Errorf("the first capture holds %q, want %q", got, want)
+	}
+	if got, want := statements(t, dir2), []string{"SELECT 'window two'"}; !slices.Equal(got, want) {
+		t.Errorf("the second capture holds %q, want %q", got, want)
+	}
+	for _, dir := range []string{dir1, dir2} {
+		m, err := capture.ReadManifest(dir)
+		if err != nil || !m.Complete {
+			t.Errorf("%s: manifest %+v, %v: want complete", dir, m, err)
+		}
+	}
+	s.cancel()
+	r := <-s.done
+	if r.err != nil || len(r.sum.Recordings) != 2 || r.sum.Dir != "" {
+		t.Errorf("Run: %v, %d recordings, dir %q: want both recordings, no --out capture", r.err, len(r.sum.Recordings), r.sum.Dir)
+	}
+}
+
+// TestAdminToken: the admin interface refuses to listen beyond loopback
+// without a token, and with one refuses every request that lacks it.
+func TestAdminToken(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	_, err := Run(context.Background(), Config{Listen: "127.0.0.1:0", Upstream: c.DSN("postgres"), Admin: "0.0.0.0:0"})
+	if !errors.Is(err, ErrAdminToken) {
+		t.Fatalf("admin on 0.0.0.0 without a token: %v, want ErrAdminToken", err)
+	}
+	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "0.0.0.0:0", AdminToken: "s3cret"})
+	_, port, _ := net.SplitHostPort(s.admin)
+	addr := net.JoinHostPort("127.0.0.1", port)
+	ctx := context.Background()
+	for _, tok := range []string{"", "wrong"} {
+		_, err := (&Client{Addr: addr, Token: tok}).List(ctx)
+		var ae *AdminError
+		if !errors.As(err, &ae) || ae.Code != http.StatusUnauthorized {
+			t.Errorf("token %q: %v, want 401", tok, err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "cap")
+	if _, err := (&Client{Addr: addr}).Start(ctx, StartRequest{Out: dir}); err == nil {
+		t.Error("a start without the token was accepted")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a start without the token created %s: %v", dir, err)
+	}
+	if _, err := (&Client{Addr: addr, Token: "s3cret"}).Start(ctx, StartRequest{Out: dir}); err != nil {
+		t.Errorf("with the token: %v", err)
+	}
+}
+
+// TestAdminBadRequests: a start with a bad duration or size, or into a
+// directory that holds a capture, is refused with 400 and the reason.
+func TestAdminBadRequests(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	dir := filepath.Join(t.TempDir(), "cap")
+	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Admin: "127.0.0.1:0"})
+	ctx := context.Background()
+	cl := &Client{Addr: s.admin}
+	for _, tc := range []struct {
+		req  StartRequest
+		want string
+		code int
+	}{
+		{StartRequest{}, `"out"`, http.StatusBadRequest},
+		{StartRequest{Out: t.TempDir(), Duration: "soon"}, `"duration"`, http.StatusBadRequest},
+		{StartRequest{Out: t.TempDir(), MaxSize: "10 parsecs"}, `"max_size"`, http.StatusBadRequest},
+		// --out's capture is r1, under way.
+		{StartRequest{Out: t.TempDir()}, "r1", http.StatusConflict},
+	} {
+		_, err := cl.Start(ctx, tc.req)
+		var ae *AdminError
+		if !errors.As(err, &ae) || ae.Code != tc.code || !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("start %+v: %v, want %d saying %s", tc.req, err, tc.code, tc.want)
+		}
+	}
+	if _, err := cl.Stop(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cl.Start(ctx, StartRequest{Out: dir})
+	var ae *AdminError
+	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest || !strings.Contains(ae.Message, "holds a capture") {
+		t.Errorf("start into the finalized capture: %v, want 400", err)
+	}
+}
+
+// TestShutdownDrains: stopping the run (SIGTERM) finalizes the recording
+// under way at once, with its open sessions recorded as open; the proxy
+// accepts no new connection and relays the open ones until they close
+// (the run then returns, long before its drain) or EndDrain cuts it
+// short.
+func TestShutdownDrains(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	t.Run("until EndDrain", func(t *testing.T) {
+		endDrain := make(chan struct{})
+		finalized := make(chan Status, 1)
+		s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0", Drain: time.Hour, EndDrain: endDrain,
+			RecordingFinalized: func(st Status) { finalized <- st }})
+		dir := filepath.Join(t.TempDir(), "cap")
+		if _, err := (&Client{Addr: s.admin}).Start(ctx, StartRequest{Out: dir}); err != nil {
+			t.Fatal(err)
+		}
+		a, b := connect(t, s), connect(t, s)
+		exec(t, a, "SELECT 'a before'")
+		pid := backendPID(t, b)
+		s.cancel()
+		var st Status
+		select {
+		case st = <-finalized:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the recording was not finalized within 30 s of the stop")
+		}
+		if st.StopReason != StopInterrupted || !st.Complete || st.OpenAtEnd != 2 {
+			t.Errorf("finalized %+v: want complete, interrupted, both sessions open", st)
+		}
+		if _, err := capture.ReadManifest(dir); err != nil {
+			t.Errorf("no manifest once finalized: %v", err)
+		}
+		// Draining: the open connections work, a new one is refused.
+		exec(t, a, "SELECT 'a while draining'")
+		if got := backendPID(t, b); got != pid {
+			t.Errorf("b's backend %s while draining, was %s", got, pid)
+		}
+		if conn, err := pgconn.Connect(ctx, s.dsn()); err == nil {
+			conn.Close(ctx)
+			t.Error("a new connection was accepted while draining")
+		}
+		a.Close(ctx)
+		exec(t, b, "SELECT 'b while draining'")
+		close(endDrain)
+		var r result
+		select {
+		case r = <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return once the drain was ended")
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if _, err := b.Exec(ctx, "SELECT 1").ReadAll(); err == nil {
+			t.Error("b still relayed after the drain ended")
+		}
+		if got, want := statements(t, dir), []string{"SELECT 'a before'", "SELECT pg_backend_pid()"}; !slices.Equal(got, want) {
+			t.Errorf("the capture holds %q, want %q (nothing after the stop)", got, want)
+		}
+	})
+	t.Run("until the last connection closes", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "cap")
+		s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Drain: time.Hour})
+		a := connect(t, s)
+		exec(t, a, "SELECT 1")
+		s.cancel()
+		poll(t, "the capture finalized", func() bool {
+			_, err := capture.ReadManifest(dir)
+			return err == nil
+		})
+		exec(t, a, "SELECT 2")
+		a.Close(ctx)
+		select {
+		case r := <-s.done:
+			if r.err != nil || r.sum.OpenAtEnd != 1 || !r.sum.Manifest.Complete || r.sum.Stopped != StopInterrupted {
+				t.Errorf("Run: %v, summary %+v: want the capture complete, interrupted, a session open at the end", r.err, r.sum)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return once its last connection closed (its drain is an hour)")
+		}
+	})
+}
