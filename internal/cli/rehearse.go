@@ -147,9 +147,11 @@ plan ("interval $2") is explained with one execution read again from the
 logs, whose values are used, never run and not kept.
 
 Then (--fixes, on by default) each regression whose plans name a cause that
-a reset copy can undo (an index the control has and the candidate lacks) has
-its fix tried: --fix-rounds (2) more candidate rounds from the reset state,
-with the fix's SQL (the control's CREATE INDEX) applied to the round's copies
+a reset copy can undo has its fix tried (an index the control has and the
+candidate lacks: the control's CREATE INDEX; a planner setting a session may
+change: the control's value by ALTER DATABASE ... SET; a table never analyzed:
+ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first. Each fix is judged
 against the control's rounds: "fix verified" (the regression is within the
@@ -188,7 +190,7 @@ fixes never change the exit code.
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
-	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (an index the control has and the candidate lacks) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
+	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
 	addPlanOptionFlags(fl, &f.plans)
@@ -419,7 +421,8 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	// tables the log creates exist only there.
 	r.cfg.KeepLast = f.explain || f.findings
 	// The fix rounds start from the rounds' starting state.
-	r.cfg.KeepResets = f.explain && f.fixes
+	// A target that is not reset would keep the fix.
+	r.cfg.KeepResets = f.explain && f.fixes && mode != reset.ModeNone
 	return r, nil
 }
 
@@ -823,6 +826,10 @@ type rehearseOutput struct {
 func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts compare.Options) []fixes.Outcome {
 	planned := fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
 	if len(planned) == 0 {
+		return nil
+	}
+	if !r.cfg.KeepResets {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", len(planned))
 		return nil
 	}
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", len(planned), r.f.fixRounds)

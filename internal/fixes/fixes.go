@@ -1,6 +1,7 @@
 // Package fixes names the change that undoes a cause the plans found
-// behind a regression (an index the control has and the candidate lacks),
-// as SQL to try on the candidate's reset copy, and judges what fix rounds
+// behind a regression (an index the control has and the candidate lacks,
+// a planner setting, a table never analyzed), as SQL to try on the
+// candidate's reset copy, and judges what fix rounds
 // measured with it: whether the regression is back within the control's
 // noise, what share of its time came back, and what the fix cost the
 // other queries, its table's writes most of all. It runs nothing: the
@@ -31,6 +32,15 @@ const (
 	// (explain.CauseIndexMissing), created with the control's
 	// definition.
 	CreateIndex Kind = "create_index"
+	// SetDatabase: a planner setting that differs (explain.CauseSetting)
+	// and that a session may change (pg_settings' context user or
+	// superuser, no restart or reload): the control's value for the
+	// round's copy of the database (ALTER DATABASE ... SET), which the
+	// reset undoes with the copy.
+	SetDatabase Kind = "set_database"
+	// Analyze: a table never analyzed on the candidate
+	// (explain.CauseNeverAnalyzed): ANALYZE of it.
+	Analyze Kind = "analyze"
 )
 
 // Fix is a change tried on the candidate's copy in fix rounds, for the
@@ -47,6 +57,10 @@ type Fix struct {
 	Databases []string `json:"databases"`
 	// Relation is the table the fix changes, whose writes it may cost.
 	Relation string `json:"relation,omitempty"`
+	// Setting and Value are SetDatabase's setting and the control's
+	// value.
+	Setting string `json:"setting,omitempty"`
+	Value   string `json:"value,omitempty"`
 	// Fingerprints are the regressions it is for, largest time added
 	// first; AddedMS their time added per run, summed.
 	Fingerprints []string `json:"fingerprints"`
@@ -72,11 +86,11 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 			continue
 		}
 		for _, c := range o.Causes {
-			f, ok := fixOf(c)
+			f, ok := fixOf(c, plans)
 			if !ok {
 				continue
 			}
-			i := slices.IndexFunc(fixes, func(g Fix) bool { return g.SQL == f.SQL })
+			i := slices.IndexFunc(fixes, func(g Fix) bool { return g.Name == f.Name })
 			if i < 0 {
 				fixes = append(fixes, f)
 				i = len(fixes) - 1
@@ -91,6 +105,12 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 			}
 		}
 	}
+	for i := range fixes {
+		if fixes[i].Kind == SetDatabase {
+			// Shown with the workload's database; run with each copy's.
+			fixes[i].SQL = fixes[i].SQLIn(cmp.Or(fixes[i].Databases[0], "current database"))
+		}
+	}
 	slices.SortStableFunc(fixes, func(a, b Fix) int { return cmp.Compare(b.AddedMS, a.AddedMS) })
 	if max > 0 && len(fixes) > max {
 		fixes = fixes[:max]
@@ -99,12 +119,52 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 }
 
 // fixOf is the fix that undoes cause c on the candidate, if there is one.
-func fixOf(c explain.Cause) (Fix, bool) {
+func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 	switch {
 	case c.Kind == explain.CauseIndexMissing && c.Side == explain.Candidate && c.Control != "" && c.Index != "":
 		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, SQL: c.Control, Relation: c.Relation}, true
+	case c.Kind == explain.CauseSetting && c.Setting != "" && c.Control != "" && sessionSetting(plans, c.Setting):
+		return Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}, true
+	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
+		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
 	}
 	return Fix{}, false
+}
+
+// sessionSetting reports whether the candidate's snapshots say setting
+// may change for a database without a restart or a reload (pg_settings'
+// context user or superuser). A setting they do not know is not tried.
+func sessionSetting(plans *explain.Report, setting string) bool {
+	for _, snap := range plans.Candidate {
+		if snap == nil {
+			continue
+		}
+		if s, ok := snap.Settings[setting]; ok {
+			return s.Context == "user" || s.Context == "superuser"
+		}
+	}
+	return false
+}
+
+// SQLIn is the fix's SQL for database db (a round's copy, by its name).
+func (f Fix) SQLIn(db string) string {
+	if f.Kind == SetDatabase {
+		return "ALTER DATABASE " + quoteIdent(db) + " SET " + quoteIdent(f.Setting) + " = " + quoteLiteral(f.Value)
+	}
+	return f.SQL
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoteName quotes a relation's name, schema-qualified or not.
+func quoteName(rel string) string {
+	parts := strings.Split(rel, ".")
+	for i, p := range parts {
+		parts[i] = quoteIdent(p)
+	}
+	return strings.Join(parts, ".")
 }
 
 // fileSafe keeps a name to the characters a file name may carry anywhere.

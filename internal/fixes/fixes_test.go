@@ -130,3 +130,42 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSettingAndAnalyze: a planner setting a session may change gets
+// the control's value for the database, run in each copy by its name; one
+// that needs a restart or a reload gets none; a table never analyzed on
+// the candidate gets ANALYZE, one never analyzed on the control none.
+func TestPlanSettingAndAnalyze(t *testing.T) {
+	rep := report(
+		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
+		q("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
+	)
+	snap := &explain.Snapshot{Settings: map[string]explain.Setting{
+		"random_page_cost": {Value: "4", Context: "user"},
+		"shared_buffers":   {Value: "128MB", Context: "postmaster"},
+		"jit_above_cost":   {Value: "100000", Context: "user"},
+	}}
+	plans := &explain.Report{Candidate: map[string]*explain.Snapshot{"shop": snap}, Outcomes: []explain.Outcome{
+		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseSetting, Setting: "random_page_cost", Control: "4", Candidate: "800", Verified: true},
+			{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "1GB", Candidate: "128MB"},
+			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2"},
+		}},
+		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseNeverAnalyzed, Side: explain.Candidate, Relation: "orders"},
+			{Kind: explain.CauseNeverAnalyzed, Side: explain.Control, Relation: "items"},
+		}},
+	}}
+	got := Plan(rep, plans, 0)
+	if len(got) != 2 {
+		t.Fatalf("Plan = %+v, want random_page_cost and ANALYZE orders", got)
+	}
+	set, an := got[0], got[1]
+	if set.Name != "setting-random_page_cost" || set.Kind != SetDatabase || set.SQL != `ALTER DATABASE "shop" SET "random_page_cost" = '4'` ||
+		set.SQLIn("pgrehearse_x_r3_shop") != `ALTER DATABASE "pgrehearse_x_r3_shop" SET "random_page_cost" = '4'` {
+		t.Errorf("the setting's fix: %+v", set)
+	}
+	if an.Name != "analyze-orders" || an.Kind != Analyze || an.SQLIn("x") != `ANALYZE "orders"` || an.Relation != "orders" {
+		t.Errorf("the ANALYZE fix: %+v", an)
+	}
+}

@@ -45,6 +45,10 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 	if out.open == nil {
 		return errors.New("rehearse: the resets were closed: fix rounds need Config.KeepResets")
 	}
+	if cfg.Candidate.Reset.Mode() == reset.ModeNone {
+		// Nothing would undo the fix: it would stay on the candidate.
+		return errors.New("rehearse: fix rounds need a reset that undoes the fix (not --reset none)")
+	}
 	if rounds <= 0 {
 		rounds = fixes.DefaultRounds
 	}
@@ -186,7 +190,10 @@ func applyFix(ctx context.Context, dsn string, round Round, f fixes.Fix) error {
 		if err != nil {
 			return connstr.SafeError(err)
 		}
-		_, err = conn.Exec(ctx, f.SQL)
+		var name string
+		if err = conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err == nil {
+			_, err = conn.Exec(ctx, f.SQLIn(name))
+		}
 		conn.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
