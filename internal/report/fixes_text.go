@@ -24,10 +24,11 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed):\n")
 	for _, f := range tried {
 		fmt.Fprintf(w, "  %s\n", fixVerdictText(f))
-		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
 		if f.Status == fixes.NotTried {
+			fmt.Fprintf(w, "    not applied: %s\n", oneLine(f.SQL))
 			continue
 		}
+		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
 		for _, q := range f.Queries {
 			fmt.Fprintf(w, "    %s: %s against the control with the fix (%s without); %s per run added with it, %s without\n",
 				shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
