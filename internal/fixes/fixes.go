@@ -32,8 +32,9 @@ const (
 	// (explain.CauseIndexMissing), created with the control's
 	// definition.
 	CreateIndex Kind = "create_index"
-	// SetDatabase: a planner setting that differs (explain.CauseSetting)
-	// and that a session may change (pg_settings' context user or
+	// SetDatabase: a planner setting that differs (explain.CauseSetting),
+	// verified by planning again with the control's value or tied to the
+	// plans by evidence, and that a session may change (pg_settings' context user or
 	// superuser, no restart or reload): the control's value for the
 	// round's copy of the database (ALTER DATABASE ... SET), which the
 	// reset undoes with the copy.
@@ -123,7 +124,10 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 	switch {
 	case c.Kind == explain.CauseIndexMissing && c.Side == explain.Candidate && c.Control != "" && c.Index != "":
 		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, SQL: c.Control, Relation: c.Relation}, true
-	case c.Kind == explain.CauseSetting && c.Setting != "" && c.Control != "" && sessionSetting(plans, c.Setting):
+	case c.Kind == explain.CauseSetting && (c.Verified || c.Evidence != "") && c.Setting != "" && c.Control != "" && sessionSetting(plans, c.Setting):
+		// Only a setting the plans tie to the change (the control's plan
+		// back with its value, or a spill, reads, JIT): every setting
+		// that differs would cost rounds for nothing.
 		return Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}, true
 	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
 		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true

@@ -131,9 +131,10 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// TestPlanSettingAndAnalyze: a planner setting a session may change gets
-// the control's value for the database, run in each copy by its name; one
-// that needs a restart or a reload gets none; a table never analyzed on
+// TestPlanSettingAndAnalyze: a planner setting a session may change,
+// verified by the plans, gets the control's value for the database, run in
+// each copy by its name; one that needs a restart or a reload, one the
+// server does not know and one merely different get none; a table never analyzed on
 // the candidate gets ANALYZE, one never analyzed on the control none.
 func TestPlanSettingAndAnalyze(t *testing.T) {
 	rep := report(
@@ -148,8 +149,9 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 	plans := &explain.Report{Candidate: map[string]*explain.Snapshot{"shop": snap}, Outcomes: []explain.Outcome{
 		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{
 			{Kind: explain.CauseSetting, Setting: "random_page_cost", Control: "4", Candidate: "800", Verified: true},
-			{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "1GB", Candidate: "128MB"},
-			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2"},
+			{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "1GB", Candidate: "128MB", Evidence: "reads"},
+			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2", Verified: true},
+			{Kind: explain.CauseSetting, Setting: "jit_above_cost", Control: "100000", Candidate: "10"},
 		}},
 		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{
 			{Kind: explain.CauseNeverAnalyzed, Side: explain.Candidate, Relation: "orders"},
