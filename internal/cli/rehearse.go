@@ -828,11 +828,19 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 	if len(planned) == 0 {
 		return nil
 	}
-	if !r.cfg.KeepResets {
+	triable := 0
+	for _, p := range planned {
+		if p.Untried == "" {
+			triable++
+		}
+	}
+	if triable > 0 && !r.cfg.KeepResets {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", len(planned))
 		return nil
 	}
-	fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", len(planned), r.f.fixRounds)
+	if triable > 0 {
+		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", triable, r.f.fixRounds)
+	}
 	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
 	}

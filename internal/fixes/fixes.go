@@ -42,6 +42,10 @@ const (
 	// Analyze: a table never analyzed on the candidate
 	// (explain.CauseNeverAnalyzed): ANALYZE of it.
 	Analyze Kind = "analyze"
+	// SetServer: a setting as SetDatabase that a database cannot
+	// carry: it needs a reload (ALTER SYSTEM) or a restart. It is named
+	// with its SQL and not tried (Untried).
+	SetServer Kind = "set_server"
 )
 
 // Fix is a change tried on the candidate's copy in fix rounds, for the
@@ -62,6 +66,9 @@ type Fix struct {
 	// value.
 	Setting string `json:"setting,omitempty"`
 	Value   string `json:"value,omitempty"`
+	// Untried says why the fix cannot be tried on a reset copy (a
+	// setting that needs a restart); such a fix has no rounds.
+	Untried string `json:"untried,omitempty"`
 	// Fingerprints are the regressions it is for, largest time added
 	// first; AddedMS their time added per run, summed.
 	Fingerprints []string `json:"fingerprints"`
@@ -107,16 +114,26 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 		}
 	}
 	for i := range fixes {
-		if fixes[i].Kind == SetDatabase {
+		if fixes[i].Kind == SetDatabase && fixes[i].Untried == "" {
 			// Shown with the workload's database; run with each copy's.
 			fixes[i].SQL = fixes[i].SQLIn(cmp.Or(fixes[i].Databases[0], "current database"))
 		}
 	}
 	slices.SortStableFunc(fixes, func(a, b Fix) int { return cmp.Compare(b.AddedMS, a.AddedMS) })
-	if max > 0 && len(fixes) > max {
-		fixes = fixes[:max]
+	// The fixes named and not tried take no place among max: they cost
+	// no round.
+	var tried, named []Fix
+	for _, f := range fixes {
+		if f.Untried != "" {
+			named = append(named, f)
+		} else {
+			tried = append(tried, f)
+		}
 	}
-	return fixes
+	if max > 0 && len(tried) > max {
+		tried = tried[:max]
+	}
+	return append(tried, named...)
 }
 
 // fixOf is the fix that undoes cause c on the candidate, if there is one.
@@ -124,30 +141,42 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 	switch {
 	case c.Kind == explain.CauseIndexMissing && c.Side == explain.Candidate && c.Control != "" && c.Index != "":
 		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, SQL: c.Control, Relation: c.Relation}, true
-	case c.Kind == explain.CauseSetting && (c.Verified || c.Evidence != "") && c.Setting != "" && c.Control != "" && sessionSetting(plans, c.Setting):
+	case c.Kind == explain.CauseSetting && (c.Verified || c.Evidence != "") && c.Setting != "" && c.Control != "":
 		// Only a setting the plans tie to the change (the control's plan
 		// back with its value, or a spill, reads, JIT): every setting
 		// that differs would cost rounds for nothing.
-		return Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}, true
+		f := Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}
+		switch settingContext(plans, c.Setting) {
+		case "user", "superuser":
+		case "sighup":
+			f.Kind, f.Untried = SetServer, "it needs a reload of the server's configuration (ALTER SYSTEM), which fix rounds do not make"
+			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
+		case "postmaster":
+			f.Kind, f.Untried = SetServer, "it needs a restart of the server"
+			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
+		default:
+			return Fix{}, false
+		}
+		return f, true
 	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
 		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
 	}
 	return Fix{}, false
 }
 
-// sessionSetting reports whether the candidate's snapshots say setting
-// may change for a database without a restart or a reload (pg_settings'
-// context user or superuser). A setting they do not know is not tried.
-func sessionSetting(plans *explain.Report, setting string) bool {
+// settingContext is pg_settings.context of setting on the candidate
+// (user and superuser: a database may carry it; sighup: a reload;
+// postmaster: a restart); "" when the snapshots do not know it.
+func settingContext(plans *explain.Report, setting string) string {
 	for _, snap := range plans.Candidate {
 		if snap == nil {
 			continue
 		}
 		if s, ok := snap.Settings[setting]; ok {
-			return s.Context == "user" || s.Context == "superuser"
+			return s.Context
 		}
 	}
-	return false
+	return ""
 }
 
 // SQLIn is the fix's SQL for database db (a round's copy, by its name).

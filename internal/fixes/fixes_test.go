@@ -133,8 +133,9 @@ func TestJudge(t *testing.T) {
 
 // TestPlanSettingAndAnalyze: a planner setting a session may change,
 // verified by the plans, gets the control's value for the database, run in
-// each copy by its name; one that needs a restart or a reload, one the
-// server does not know and one merely different get none; a table never analyzed on
+// each copy by its name; one that needs a restart is named with its SQL
+// and not tried; one the server does not know and one merely different
+// get none; a table never analyzed on
 // the candidate gets ANALYZE, one never analyzed on the control none.
 func TestPlanSettingAndAnalyze(t *testing.T) {
 	rep := report(
@@ -159,10 +160,18 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 		}},
 	}}
 	got := Plan(rep, plans, 0)
-	if len(got) != 2 {
-		t.Fatalf("Plan = %+v, want random_page_cost and ANALYZE orders", got)
+	if len(got) != 3 {
+		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, and shared_buffers named", got)
 	}
-	set, an := got[0], got[1]
+	set, an, named := got[0], got[1], got[2]
+	if named.Name != "setting-shared_buffers" || named.Kind != SetServer || named.Untried != "it needs a restart of the server" ||
+		named.SQL != `ALTER SYSTEM SET "shared_buffers" = '1GB'` {
+		t.Errorf("the setting that needs a restart: %+v", named)
+	}
+	// max bounds the fixes tried; the one named costs no round.
+	if one := Plan(rep, plans, 1); len(one) != 2 || one[0].Name != set.Name || one[1].Name != named.Name {
+		t.Errorf("Plan with max 1 = %+v", one)
+	}
 	if set.Name != "setting-random_page_cost" || set.Kind != SetDatabase || set.SQL != `ALTER DATABASE "shop" SET "random_page_cost" = '4'` ||
 		set.SQLIn("pgrehearse_x_r3_shop") != `ALTER DATABASE "pgrehearse_x_r3_shop" SET "random_page_cost" = '4'` {
 		t.Errorf("the setting's fix: %+v", set)

@@ -60,12 +60,21 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 	r.cleanupCtx = func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	}
-	seq, of := len(out.Records), len(out.Records)+len(planned)*rounds
+	triable := 0
+	for _, f := range planned {
+		if f.Untried == "" {
+			triable++
+		}
+	}
+	seq, of := len(out.Records), len(out.Records)+triable*rounds
 	n := out.Rounds
 	defer func() { out.EndedAt = time.Now() }()
 	for _, f := range planned {
 		out.Fixes = append(out.Fixes, FixRun{Fix: f})
 		fr := &out.Fixes[len(out.Fixes)-1]
+		if f.Untried != "" {
+			continue
+		}
 		for range rounds {
 			if ctx.Err() != nil {
 				return ctx.Err()

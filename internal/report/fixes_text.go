@@ -25,7 +25,9 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 	for _, f := range tried {
 		fmt.Fprintf(w, "  %s\n", fixVerdictText(f))
 		if f.Status == fixes.NotTried {
-			fmt.Fprintf(w, "    not applied: %s\n", oneLine(f.SQL))
+			if f.SQL != "" {
+				fmt.Fprintf(w, "    not applied: %s\n", oneLine(f.SQL))
+			}
 			continue
 		}
 		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
@@ -70,6 +72,9 @@ func fixVerdictText(f fixes.Outcome) string {
 		return fmt.Sprintf("%s: fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.Name, f.RecoveredPct, rounds)
 	case fixes.NoEffect:
 		return fmt.Sprintf("%s: no effect (%s)", f.Name, rounds)
+	}
+	if f.Untried != "" {
+		return fmt.Sprintf("%s: not tried: %s", f.Name, f.Untried)
 	}
 	if f.NotApplied != "" {
 		return fmt.Sprintf("%s: not tried: the server refused it: %s", f.Name, oneLine(f.NotApplied))

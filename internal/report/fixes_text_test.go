@@ -30,6 +30,8 @@ func TestWriteFixes(t *testing.T) {
 			Status: fixes.Partial, Rounds: 2, RecoveredPct: 62.4},
 		{Fix: fixes.Fix{Name: "index-customers_key", SQL: "CREATE UNIQUE INDEX customers_key ON customers (name)", Relation: "customers"},
 			Status: fixes.NotTried, NotApplied: "ERROR: could not create unique index \"customers_key\" (SQLSTATE 23505)"},
+		{Fix: fixes.Fix{Name: "setting-shared_buffers", Kind: fixes.SetServer, SQL: `ALTER SYSTEM SET "shared_buffers" = '1GB'`, Untried: "it needs a restart of the server"},
+			Status: fixes.NotTried},
 		{Fix: fixes.Fix{Name: "analyze-orders", SQL: `ANALYZE "orders"`, Relation: "orders"}, Status: fixes.NoEffect, Rounds: 2},
 	}
 	var b bytes.Buffer
@@ -45,6 +47,7 @@ func TestWriteFixes(t *testing.T) {
 		"setting-random_page_cost: fix partial: 62% of the regression recovered (2 rounds); another cause remains",
 		`index-customers_key: not tried: the server refused it: ERROR: could not create unique index "customers_key" (SQLSTATE 23505)`,
 		"  not applied: CREATE UNIQUE INDEX customers_key ON customers (name)",
+		"setting-shared_buffers: not tried: it needs a restart of the server\n    not applied: ALTER SYSTEM SET \"shared_buffers\" = '1GB'",
 		"analyze-orders: no effect (2 rounds)",
 		"no query of the traffic writes orders: what the fix costs its writes is not measured here",
 	} {
