@@ -835,7 +835,7 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 		}
 	}
 	if triable > 0 && !r.cfg.KeepResets {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", len(planned))
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", triable)
 		return nil
 	}
 	if triable > 0 {
