@@ -63,7 +63,7 @@ var layers = []layer{
 		name:  "judging",
 		about: "Compare results and say why: the comparison and its verdict, the plans behind it, the findings; a load level's verdict against its own 1x.",
 		packages: []string{
-			"internal/compare", "internal/compareplans", "internal/findings", "internal/judge", "internal/stepcurve",
+			"internal/compare", "internal/compareplans", "internal/findings", "internal/fixes", "internal/judge", "internal/stepcurve",
 		},
 	},
 	{

@@ -19,6 +19,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
@@ -51,6 +52,10 @@ type rehearseFlags struct {
 	// explain is --plans; plans how, on the two targets.
 	explain bool
 	plans   planFlags
+	// fixes, fixRounds, maxFixes: the fix rounds after the comparison.
+	fixes     bool
+	fixRounds int
+	maxFixes  int
 }
 
 func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -142,6 +147,21 @@ generic plans, said so; a statement whose normalized text the servers cannot
 plan ("interval $2") is explained with one execution read again from the
 logs, whose values are used, never run and not kept.
 
+Then (--fixes, on by default) each regression whose plans name a cause that
+a reset copy can undo has its fix tried (an index the control has and the
+candidate lacks: the control's CREATE INDEX; a planner setting a session may
+change: the control's value by ALTER DATABASE ... SET; a table never analyzed:
+ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+with --reset none), with the fix's SQL applied to the round's copies
+and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
+--max-fixes of them, those adding the most time first. Each fix is judged
+against the control's rounds: "fix verified" (the regression is within the
+control's noise), "fix partial" (the share of its time recovered) or "no
+effect", with every other query that regressed with the fix only, and the
+writes of its table against the candidate without it; "fixes" in the JSON
+(docs/rehearse.md). A fix the server refuses is not tried, with its error;
+fixes never change the exit code.
+
 ` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
 			exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
@@ -171,6 +191,9 @@ logs, whose values are used, never run and not kept.
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
+	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
+	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
+	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
 	addPlanOptionFlags(fl, &f.plans)
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
@@ -232,6 +255,13 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	if out == nil {
 		return runErr
 	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rehearse.DefaultCleanupTimeout)
+		defer cancel()
+		if err := out.CloseResets(cctx); err != nil {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: %v\n", err)
+		}
+	}()
 	// The last rounds' copies were kept for the plans and the findings:
 	// dropped once they are done, also after Ctrl-C.
 	defer func() {
@@ -281,6 +311,10 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) ([]compare.Rule, error) {
 		return nil, usageError("--control and --candidate are the same server: the candidate must be another target, with the change")
 	case f.rounds < 1:
 		return nil, usageError("--rounds must be at least 1, got %d (3 or more measure the noise)", f.rounds)
+	case f.fixRounds < 1:
+		return nil, usageError("--fix-rounds must be at least 1, got %d", f.fixRounds)
+	case f.maxFixes < 0:
+		return nil, usageError("--max-fixes must be 0 (all) or more, got %d", f.maxFixes)
 	case f.resetCmd != "" && resetGiven:
 		return nil, usageError("--reset-cmd is a reset of its own: give it or --reset, not both")
 	}
@@ -389,6 +423,9 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	// The plans and the findings read the state the replay left: the
 	// tables the log creates exist only there.
 	r.cfg.KeepLast = f.explain || f.findings
+	// The fix rounds start from the rounds' starting state.
+	// A target that is not reset would keep the fix.
+	r.cfg.KeepResets = f.explain && f.fixes && mode != reset.ModeNone
 	return r, nil
 }
 
@@ -615,6 +652,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 	f := r.f
 	var v *judge.Verdict
 	var base, cand []judge.Run
+	var compareOpts compare.Options
 	if len(out.Control) > 0 && len(out.Candidate) > 0 {
 		minMS := f.minEffectMS
 		if minMS == 0 {
@@ -623,8 +661,9 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		// Every round was observed (pg_stat_statements deltas, server
 		// work per call): a round without them is said to leave server
 		// work uncompared.
-		opts := judge.Options{Compare: out.CompareOptions(compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
-			ExpectWork: r.replay.Observe != nil})}
+		compareOpts = compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
+			ExpectWork: r.replay.Observe != nil}
+		opts := judge.Options{Compare: out.CompareOptions(compareOpts)}
 		kept := keptDatabases(out)
 		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
 			opts.Plans = &compareplans.Options{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
@@ -697,8 +736,12 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		details.WriteTo(w)
 		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
 	}
+	var tried []fixes.Outcome
+	if v != nil && v.Plans != nil && f.fixes && !out.Partial && !out.Interrupted {
+		tried = r.tryFixes(ctx, w, out, v, compareOpts)
+	}
 	if f.jsonPath != "" {
-		doc := rehearseOutput{Rehearsal: out}
+		doc := rehearseOutput{Rehearsal: out, Fixes: tried}
 		if v != nil {
 			doc.ComparisonJSON, doc.Findings = report.ComparisonDocument(v.Comparison), v.Findings
 			if v.Plans != nil {
@@ -793,6 +836,42 @@ type rehearseOutput struct {
 	Findings  *findings.Report  `json:"findings,omitempty"`
 	Plans     *explain.Report   `json:"plans,omitempty"`
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
+	// Fixes are the fixes tried and their verdicts (docs/rehearse.md).
+	Fixes []fixes.Outcome `json:"fixes,omitempty"`
+}
+
+// tryFixes runs the fix rounds of the causes the plans named and writes
+// their verdicts. A fix round that fails is said and leaves the
+// rehearsal's verdict as it is: fixes never change the exit code.
+func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts compare.Options) []fixes.Outcome {
+	planned := fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
+	if len(planned) == 0 {
+		return nil
+	}
+	triable := 0
+	for _, p := range planned {
+		if p.Untried == "" {
+			triable++
+		}
+	}
+	if triable > 0 && !r.cfg.KeepResets {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", triable)
+		return nil
+	}
+	if triable > 0 {
+		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", triable, r.f.fixRounds)
+	}
+	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds); err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
+	}
+	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts)
+	if err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the fixes: %v\n", err)
+	}
+	if err := report.WriteFixes(w, tried); err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: write fixes: %v\n", err)
+	}
+	return tried
 }
 
 // rehearsalStopped is the error of a rehearsal that a failed reset or

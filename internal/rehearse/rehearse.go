@@ -137,6 +137,13 @@ type Config struct {
 	// lists them, and the caller releases them (Outcome.ReleaseKept),
 	// whatever Run returned.
 	KeepLast bool
+	// KeepResets leaves both resets prepared when every round finished
+	// (no error, no interruption), so that fix rounds (RunFixes) start
+	// from the same starting state as the rounds: the caller then closes
+	// them (Outcome.CloseResets), whatever happened. A reset prepared
+	// again later would record the state the rounds left (a data
+	// directory reset copies the directory as it is).
+	KeepResets bool
 }
 
 // Status is how a round ended.
@@ -172,6 +179,10 @@ type RoundRecord struct {
 	// empty when the round produced none.
 	File  string `json:"file,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Fix names the fix applied to the candidate's copy before the
+	// round (a fix round, RunFixes); such a round is not one of the
+	// comparison's.
+	Fix string `json:"fix,omitempty"`
 }
 
 // Outcome is what a rehearsal did; its JSON form is the index.
@@ -211,6 +222,11 @@ type Outcome struct {
 	// released (Config.KeepLast), with the database map their replay
 	// used: where the state they left is.
 	Kept map[Side]Round `json:"-"`
+	// Fixes are the fixes tried on the candidate after the rounds
+	// (RunFixes), each with its rounds' results.
+	Fixes []FixRun `json:"fixes,omitempty"`
+	// open are the resets left prepared (Config.KeepResets).
+	open []reset.Resetter
 }
 
 // ReleaseKept releases what the resets of cfg made for the rounds Kept,
@@ -233,6 +249,26 @@ func (o *Outcome) ReleaseKept(ctx context.Context, cfg Config) error {
 		o.ReleaseSeconds += time.Since(t).Seconds()
 		delete(o.Kept, side)
 	}
+	return errors.Join(errs...)
+}
+
+// CloseResets closes the resets Run left prepared (Config.KeepResets);
+// nothing when it left none.
+func (o *Outcome) CloseResets(ctx context.Context) error {
+	err := o.closeResets(ctx, o.open)
+	o.open = nil
+	return err
+}
+
+func (o *Outcome) closeResets(ctx context.Context, prepared []reset.Resetter) error {
+	var errs []error
+	t := time.Now()
+	for _, rs := range prepared {
+		if cerr := rs.Close(ctx); cerr != nil {
+			errs = append(errs, fmt.Errorf("clean up the %s reset: %w", rs.Mode(), cerr))
+		}
+	}
+	o.CloseSeconds += time.Since(t).Seconds()
 	return errors.Join(errs...)
 }
 
@@ -310,17 +346,17 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 
 	var prepared []reset.Resetter
 	defer func() {
-		cctx, cancel := cleanupCtx()
-		defer cancel()
-		t := time.Now()
-		for _, rs := range prepared {
-			if cerr := rs.Close(cctx); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("clean up the %s reset: %w", rs.Mode(), cerr))
-			}
-		}
-		out.CloseSeconds = time.Since(t).Seconds()
 		out.EndedAt = time.Now()
 		out.Partial = len(out.Control) < rounds || len(out.Candidate) < rounds
+		if cfg.KeepResets && err == nil && !out.Interrupted && !out.Partial {
+			// The fix rounds start from the same state; the caller
+			// closes them.
+			out.open = prepared
+		} else {
+			cctx, cancel := cleanupCtx()
+			defer cancel()
+			err = errors.Join(err, out.closeResets(cctx, prepared))
+		}
 		if werr := r.writeIndex(); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -645,7 +681,7 @@ func ReadOutcome(dir string) (*Outcome, error) {
 		return nil, fmt.Errorf("%s: version %d, this pgrehearse reads %d", filepath.Join(dir, IndexFile), out.Version, OutcomeVersion)
 	}
 	for _, rec := range out.Records {
-		if rec.Status != StatusDone {
+		if rec.Status != StatusDone || rec.Fix != "" {
 			continue
 		}
 		if rec.File == "" {

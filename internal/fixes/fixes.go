@@ -1,0 +1,394 @@
+// Package fixes names the change that undoes a cause the plans found
+// behind a regression (an index the control has and the candidate lacks,
+// a planner setting, a table never analyzed), as SQL to try on the
+// candidate's reset copy, and judges what fix rounds
+// measured with it: whether the regression is back within the control's
+// noise, what share of its time came back, and what the fix cost the
+// other queries, its table's writes most of all. It runs nothing: the
+// rounds are package rehearse's (RunFixes), and the words are
+// internal/report's.
+package fixes
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+)
+
+// DefaultRounds is the number of fix rounds per fix: two measure the
+// fix's own spread at all, and each adds a whole replay.
+const DefaultRounds = 2
+
+// Kind is what a fix changes on the candidate's copy.
+type Kind string
+
+// Kinds of fixes.
+const (
+	// CreateIndex: an index the control has and the candidate lacks
+	// (explain.CauseIndexMissing), created with the control's
+	// definition.
+	CreateIndex Kind = "create_index"
+	// SetDatabase: a planner setting that differs (explain.CauseSetting),
+	// verified by planning again with the control's value or tied to the
+	// plans by evidence, and that a session may change (pg_settings' context user or
+	// superuser, no restart or reload): the control's value for the
+	// round's copy of the database (ALTER DATABASE ... SET), which the
+	// reset undoes with the copy.
+	SetDatabase Kind = "set_database"
+	// Analyze: a table never analyzed on the candidate
+	// (explain.CauseNeverAnalyzed): ANALYZE of it.
+	Analyze Kind = "analyze"
+	// SetServer: a setting as SetDatabase that a database cannot
+	// carry: it needs a reload (ALTER SYSTEM) or a restart. It is named
+	// with its SQL and not tried (Untried).
+	SetServer Kind = "set_server"
+)
+
+// Fix is a change tried on the candidate's copy in fix rounds, for the
+// regressions whose cause it undoes.
+type Fix struct {
+	// Name names the fix in files and in the index: its kind and what
+	// it changes ("index-customers_email_idx").
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	// SQL is what is run on each of Databases' copies after the reset.
+	SQL string `json:"sql"`
+	// Databases are the databases (as the workload names them on the
+	// target) the regressions ran in; "" is the DSN's own.
+	Databases []string `json:"databases"`
+	// Relation is the table the fix changes, whose writes it may cost.
+	Relation string `json:"relation,omitempty"`
+	// Setting and Value are SetDatabase's setting and the control's
+	// value.
+	Setting string `json:"setting,omitempty"`
+	Value   string `json:"value,omitempty"`
+	// Untried says why the fix cannot be tried on a reset copy (a
+	// setting that needs a restart); such a fix has no rounds.
+	Untried string `json:"untried,omitempty"`
+	// Fingerprints are the regressions it is for, largest time added
+	// first; AddedMS their time added per run, summed.
+	Fingerprints []string `json:"fingerprints"`
+	AddedMS      float64  `json:"added_ms"`
+}
+
+// Plan returns the fixes for rep's regressions that plans names a
+// cause of that a fix can undo on a reset copy, largest time added
+// first, at most max (0: all). A regression with no such cause gets
+// none, and a rehearsal without regressions none at all.
+func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
+	if rep == nil || plans == nil {
+		return nil
+	}
+	byFP := map[string]*explain.Outcome{}
+	for i := range plans.Outcomes {
+		byFP[plans.Outcomes[i].Fingerprint] = &plans.Outcomes[i]
+	}
+	var fixes []Fix
+	for _, fp := range rep.RegressionsByAddedTime {
+		q, o := rep.Query(fp), byFP[fp]
+		if q == nil || o == nil {
+			continue
+		}
+		for _, c := range o.Causes {
+			f, ok := fixOf(c, plans)
+			if !ok {
+				continue
+			}
+			i := slices.IndexFunc(fixes, func(g Fix) bool { return g.Name == f.Name })
+			if i < 0 {
+				fixes = append(fixes, f)
+				i = len(fixes) - 1
+			}
+			g := &fixes[i]
+			if !slices.Contains(g.Databases, o.Database) {
+				g.Databases = append(g.Databases, o.Database)
+			}
+			if !slices.Contains(g.Fingerprints, fp) {
+				g.Fingerprints = append(g.Fingerprints, fp)
+				g.AddedMS += q.ImpactMS
+			}
+		}
+	}
+	for i := range fixes {
+		if fixes[i].Kind == SetDatabase && fixes[i].Untried == "" {
+			// Shown with the workload's database; run with each copy's.
+			fixes[i].SQL = fixes[i].SQLIn(cmp.Or(fixes[i].Databases[0], "current database"))
+		}
+	}
+	slices.SortStableFunc(fixes, func(a, b Fix) int { return cmp.Compare(b.AddedMS, a.AddedMS) })
+	// The fixes named and not tried take no place among max: they cost
+	// no round.
+	var tried, named []Fix
+	for _, f := range fixes {
+		if f.Untried != "" {
+			named = append(named, f)
+		} else {
+			tried = append(tried, f)
+		}
+	}
+	if max > 0 && len(tried) > max {
+		tried = tried[:max]
+	}
+	return append(tried, named...)
+}
+
+// fixOf is the fix that undoes cause c on the candidate, if there is one.
+func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
+	switch {
+	case c.Kind == explain.CauseIndexMissing && c.Side == explain.Candidate && c.Control != "" && c.Index != "":
+		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, SQL: c.Control, Relation: c.Relation}, true
+	case c.Kind == explain.CauseSetting && (c.Verified || c.Evidence != "") && c.Setting != "" && c.Control != "":
+		// Only a setting the plans tie to the change (the control's plan
+		// back with its value, or a spill, reads, JIT): every setting
+		// that differs would cost rounds for nothing.
+		f := Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}
+		switch settingContext(plans, c.Setting) {
+		case "user", "superuser":
+		case "sighup":
+			f.Kind, f.Untried = SetServer, "it needs a reload of the server's configuration (ALTER SYSTEM), which fix rounds do not make"
+			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
+		case "postmaster":
+			f.Kind, f.Untried = SetServer, "it needs a restart of the server"
+			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
+		default:
+			return Fix{}, false
+		}
+		return f, true
+	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
+		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
+	}
+	return Fix{}, false
+}
+
+// settingContext is pg_settings.context of setting on the candidate
+// (user and superuser: a database may carry it; sighup: a reload;
+// postmaster: a restart); "" when the snapshots do not know it.
+func settingContext(plans *explain.Report, setting string) string {
+	for _, snap := range plans.Candidate {
+		if snap == nil {
+			continue
+		}
+		if s, ok := snap.Settings[setting]; ok {
+			return s.Context
+		}
+	}
+	return ""
+}
+
+// SQLIn is the fix's SQL for database db (a round's copy, by its name).
+func (f Fix) SQLIn(db string) string {
+	if f.Kind == SetDatabase {
+		return "ALTER DATABASE " + quoteIdent(db) + " SET " + quoteIdent(f.Setting) + " = " + quoteLiteral(f.Value)
+	}
+	return f.SQL
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoteName quotes a relation's name, schema-qualified or not.
+func quoteName(rel string) string {
+	parts := strings.Split(rel, ".")
+	for i, p := range parts {
+		parts[i] = quoteIdent(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// fileSafe keeps a name to the characters a file name may carry anywhere.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Status is the verdict on a fix.
+type Status string
+
+// Fix verdicts.
+const (
+	// Verified: with the fix, the comparison with the control no
+	// longer finds the regression: within the control's noise.
+	Verified Status = "verified"
+	// Partial: still a regression, but less of one beyond noise
+	// (its interval against the control lies below the one without
+	// the fix): another cause remains.
+	Partial Status = "partial"
+	// NoEffect: still a regression, and not less of one beyond
+	// noise.
+	NoEffect Status = "no_effect"
+	// NotTried: the server refused the fix's SQL, or no fix round
+	// finished.
+	NotTried Status = "not_tried"
+)
+
+// Outcome is a fix's verdict, the contract of rehearse --json's
+// "fixes" (docs/rehearse.md).
+type Outcome struct {
+	Fix
+	Status Status `json:"status"`
+	// NotApplied is the server's error of a fix not tried.
+	NotApplied string `json:"not_applied,omitempty"`
+	// Rounds is the number of fix rounds finished.
+	Rounds int `json:"rounds"`
+	// RecoveredPct is the share of the regressions' time added per run
+	// that the fix took back (Partial), summed over its queries.
+	RecoveredPct float64 `json:"recovered_pct"`
+	// Queries are the regressions it is for, with and without it.
+	Queries []Query `json:"queries"`
+	// Costs are the other queries that regressed (slower or writing
+	// more) against the control with the fix and not without it.
+	Costs []Cost `json:"costs"`
+	// Writes are the queries that write the fix's relation, with the
+	// fix against the candidate without it: what the fix costs them,
+	// beyond noise or not.
+	Writes []Write `json:"writes"`
+}
+
+// Query is a regression with and without the fix, each against the
+// control.
+type Query struct {
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Status      Status `json:"status"`
+	// Metric is the regressed figure; Before and With its effect
+	// against the control without and with the fix.
+	Metric compare.Metric  `json:"metric"`
+	Before *compare.Effect `json:"before,omitempty"`
+	With   *compare.Effect `json:"with,omitempty"`
+	// WithStatus is the comparison's status of the query with the fix.
+	WithStatus compare.Status `json:"with_status"`
+	// AddedMSBefore and AddedMSWith are its time added per run
+	// (compare.QueryDiff.ImpactMS) without and with the fix.
+	AddedMSBefore float64 `json:"added_ms_before"`
+	AddedMSWith   float64 `json:"added_ms_with"`
+	RecoveredPct  float64 `json:"recovered_pct"`
+}
+
+// Cost is a query that regressed against the control with the fix
+// and not without it.
+type Cost struct {
+	Fingerprint string         `json:"fingerprint"`
+	Query       string         `json:"query"`
+	Status      compare.Status `json:"status"`
+	Metric      compare.Metric `json:"metric,omitempty"`
+	Factor      float64        `json:"factor"`
+	AddedMS     float64        `json:"added_ms"`
+}
+
+// Write is a query that writes the fix's relation: its mean with the
+// fix against the candidate's without it.
+type Write struct {
+	Fingerprint string          `json:"fingerprint"`
+	Query       string          `json:"query"`
+	Mean        *compare.Effect `json:"mean,omitempty"`
+	// Status is the comparison's (candidate without the fix against
+	// with it); Beyond: slower beyond noise and the floors.
+	Status compare.Status `json:"status"`
+	Beyond bool           `json:"beyond_noise"`
+}
+
+// regressed reports whether q is a regression of any kind the verdict
+// counts: slower, in its tail, or writing more.
+func regressed(q *compare.QueryDiff) bool {
+	return q != nil && (q.Status.Regression() || q.Status == compare.StatusMoreWork)
+}
+
+// Judge is fix's verdict from the comparisons of the control with the
+// candidate without it (before) and with it (with), and of the candidate
+// without it with the candidate with it (delta).
+func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
+	o := Outcome{Fix: fix, Queries: []Query{}, Costs: []Cost{}, Writes: []Write{}}
+	var sumBefore, sumWith float64
+	counts := map[Status]int{}
+	for _, fp := range fix.Fingerprints {
+		b, w := before.Query(fp), with.Query(fp)
+		if b == nil {
+			continue
+		}
+		fq := Query{Fingerprint: fp, Query: b.Query, Metric: cmp.Or(b.Regressed, compare.MetricMean), AddedMSBefore: b.ImpactMS}
+		if b.Effects != nil {
+			fq.Before = b.Effects.Of(fq.Metric)
+		}
+		if w != nil {
+			fq.WithStatus = w.Status
+			fq.AddedMSWith = max(0, w.ImpactMS)
+			if w.Effects != nil {
+				fq.With = w.Effects.Of(fq.Metric)
+			}
+		}
+		if fq.AddedMSBefore > 0 {
+			fq.RecoveredPct = 100 * (fq.AddedMSBefore - fq.AddedMSWith) / fq.AddedMSBefore
+		}
+		switch {
+		case w == nil:
+			fq.Status = NoEffect
+		case !regressed(w):
+			fq.Status, fq.RecoveredPct, fq.AddedMSWith = Verified, 100, 0
+		case fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low && fq.RecoveredPct > 0:
+			fq.Status = Partial
+		default:
+			fq.Status = NoEffect
+		}
+		counts[fq.Status]++
+		sumBefore += fq.AddedMSBefore
+		sumWith += fq.AddedMSWith
+		o.Queries = append(o.Queries, fq)
+	}
+	switch {
+	case len(o.Queries) == 0:
+		o.Status = NoEffect
+	case counts[Verified] == len(o.Queries):
+		o.Status = Verified
+	case counts[NoEffect] == len(o.Queries):
+		o.Status = NoEffect
+	default:
+		o.Status = Partial
+	}
+	if sumBefore > 0 {
+		o.RecoveredPct = max(0, 100*(sumBefore-sumWith)/sumBefore)
+	}
+	for _, w := range with.Queries {
+		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
+			continue
+		}
+		o.Costs = append(o.Costs, Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS})
+	}
+	if fix.Relation != "" {
+		for _, d := range delta.Queries {
+			if !writes(d.Query, fix.Relation) {
+				continue
+			}
+			fw := Write{Fingerprint: d.Fingerprint, Query: d.Query, Status: d.Status, Beyond: regressed(&d)}
+			if d.Effects != nil {
+				e := d.Effects.Mean
+				fw.Mean = &e
+			}
+			o.Writes = append(o.Writes, fw)
+		}
+	}
+	return o
+}
+
+// writes reports whether statement sql writes relation rel (schema
+// qualified or not).
+func writes(sql, rel string) bool {
+	schema, name, ok := strings.Cut(rel, ".")
+	if !ok {
+		schema, name = "", rel
+	}
+	for _, w := range fingerprint.Classify(sql).Write {
+		if w.Name.Name == name && (schema == "" || w.Schema == "" || w.Schema == schema) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,182 @@
+package fixes
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+)
+
+const indexDef = "CREATE INDEX customers_email_idx ON public.customers USING btree (email)"
+
+// q is a query of a comparison with its status, time added and the
+// interval of its mean.
+func q(fp, text string, st compare.Status, added, low, high float64) compare.QueryDiff {
+	e := compare.Effect{Ratio: (low + high) / 2, Low: low, High: high, Change: compare.ChangeSlower}
+	if low <= 1 && high >= 1 {
+		e.Change = compare.ChangeNone
+	}
+	d := compare.QueryDiff{Fingerprint: fp, Query: text, Status: st, ImpactMS: added, Effects: &compare.Effects{Mean: e}}
+	if st.Regression() {
+		d.Regressed = compare.MetricMean
+	}
+	return d
+}
+
+func report(qs ...compare.QueryDiff) *compare.Report {
+	r := &compare.Report{Queries: qs}
+	for _, d := range qs {
+		if d.Status.Regression() {
+			r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, d.Fingerprint)
+		}
+	}
+	return r
+}
+
+// TestPlan: a regression whose cause is an index missing on the
+// candidate, with the control's definition, gets the control's CREATE
+// INDEX, once however many queries it is for, in each of their
+// databases; other causes, and a cause without the definition, get none;
+// the largest time added goes first and max bounds them.
+func TestPlan(t *testing.T) {
+	rep := report(
+		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
+		q("b", "SELECT count(*) FROM orders WHERE customer_id = $1", compare.StatusRegressed, 500, 2, 3),
+		q("c", "SELECT name FROM customers WHERE email = $1", compare.StatusRegressed, 100, 2, 3),
+		q("d", "SELECT 1", compare.StatusRegressed, 50, 2, 3),
+		q("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	missing := explain.Cause{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: indexDef}
+	plans := &explain.Report{Outcomes: []explain.Outcome{
+		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{missing}},
+		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "orders", Index: "orders_customer_idx",
+			Control: "CREATE INDEX orders_customer_idx ON public.orders USING btree (customer_id)"}}},
+		{Fingerprint: "c", Database: "crm", Causes: []explain.Cause{missing}},
+		{Fingerprint: "d", Database: "shop", Causes: []explain.Cause{{Kind: explain.CauseSetting, Setting: "random_page_cost", Control: "4", Candidate: "800"},
+			{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "t", Index: "t_idx"}}},
+		{Fingerprint: "e", Database: "shop", Causes: []explain.Cause{{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "t", Index: "t_x", Control: "CREATE INDEX t_x ON t (x)"}}},
+	}}
+	got := Plan(rep, plans, 0)
+	if len(got) != 2 {
+		t.Fatalf("Plan = %+v, want the two indexes", got)
+	}
+	f := got[0]
+	if f.Name != "index-customers_email_idx" || f.Kind != CreateIndex || f.SQL != indexDef || f.Relation != "customers" ||
+		!slices.Equal(f.Databases, []string{"shop", "crm"}) || !slices.Equal(f.Fingerprints, []string{"a", "c"}) || f.AddedMS != 1000 {
+		t.Errorf("the email index's fix: %+v", f)
+	}
+	if got[1].Name != "index-orders_customer_idx" {
+		t.Errorf("second fix %+v", got[1])
+	}
+	if one := Plan(rep, plans, 1); len(one) != 1 || one[0].Name != f.Name {
+		t.Errorf("Plan with max 1 = %+v, want the one adding the most time", one)
+	}
+	// A/A: no regression, no fix.
+	if none := Plan(report(q("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1)), plans, 0); len(none) != 0 {
+		t.Errorf("Plan without regressions = %+v", none)
+	}
+}
+
+// TestJudge: the regression within noise with the fix is verified;
+// still regressed but with an interval below the one without, partial
+// with the share of its time recovered; overlapping, no effect. A query
+// that regressed with the fix only is its cost; one regressed before too
+// is not. The writes of its relation are compared with the candidate
+// without it.
+func TestJudge(t *testing.T) {
+	fix := Fix{Name: "index-customers_email_idx", Kind: CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}}
+	before := report(
+		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 1000, 100, 400),
+		q("o", "SELECT count(*) FROM orders", compare.StatusRegressed, 300, 2, 3),
+		q("i", "INSERT INTO customers (id, email) VALUES ($1, $2)", compare.StatusImproved, -10, 0.5, 0.8),
+	)
+	for _, tc := range []struct {
+		name       string
+		with       compare.QueryDiff
+		want       Status
+		recovered  float64
+		writeSlows bool
+	}{
+		{"verified", q("a", "", compare.StatusUnchanged, 3, 0.8, 1.3), Verified, 100, false},
+		{"partial", q("a", "", compare.StatusRegressed, 250, 3, 20), Partial, 75, true},
+		{"no effect", q("a", "", compare.StatusRegressed, 900, 90, 300), NoEffect, 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			with := report(tc.with,
+				q("o", "SELECT count(*) FROM orders", compare.StatusRegressed, 280, 2, 3),
+				q("u", "UPDATE customers SET name = $1 WHERE id = $2", compare.StatusRegressed, 40, 1.5, 2),
+				q("i", "INSERT INTO customers (id, email) VALUES ($1, $2)", compare.StatusUnchanged, 1, 0.9, 1.2))
+			insert := q("i", "INSERT INTO customers (id, email) VALUES ($1, $2)", compare.StatusUnchanged, 1, 0.95, 1.6)
+			if tc.writeSlows {
+				insert = q("i", "INSERT INTO customers (id, email) VALUES ($1, $2)", compare.StatusRegressed, 12, 1.3, 1.6)
+			}
+			delta := report(q("a", "", compare.StatusImproved, -900, 0.01, 0.02), insert,
+				q("o", "SELECT count(*) FROM orders", compare.StatusUnchanged, 0, 0.9, 1.1),
+				q("u", "UPDATE customers SET name = $1 WHERE id = $2", compare.StatusUnchanged, 0, 0.9, 1.1))
+			o := Judge(fix, before, with, delta)
+			if o.Status != tc.want || len(o.Queries) != 1 || o.Queries[0].Status != tc.want || o.RecoveredPct != tc.recovered {
+				t.Errorf("Judge = %s %.1f%% %+v, want %s %.0f%%", o.Status, o.RecoveredPct, o.Queries, tc.want, tc.recovered)
+			}
+			if fq := o.Queries[0]; fq.Before == nil || fq.With == nil || fq.Before.Low != 100 || fq.AddedMSBefore != 1000 {
+				t.Errorf("the query's figures: %+v", fq)
+			}
+			if len(o.Costs) != 1 || o.Costs[0].Fingerprint != "u" {
+				t.Errorf("costs %+v, want the update of customers only (the orders' regressed without the fix too)", o.Costs)
+			}
+			if len(o.Writes) != 2 || o.Writes[0].Fingerprint != "i" || o.Writes[0].Beyond != tc.writeSlows || o.Writes[0].Mean == nil || o.Writes[1].Fingerprint != "u" {
+				t.Errorf("writes %+v, want the insert (beyond noise: %v) and the update of customers", o.Writes, tc.writeSlows)
+			}
+		})
+	}
+}
+
+// TestPlanSettingAndAnalyze: a planner setting a session may change,
+// verified by the plans, gets the control's value for the database, run in
+// each copy by its name; one that needs a restart is named with its SQL
+// and not tried; one the server does not know and one merely different
+// get none; a table never analyzed on
+// the candidate gets ANALYZE, one never analyzed on the control none.
+func TestPlanSettingAndAnalyze(t *testing.T) {
+	rep := report(
+		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
+		q("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
+	)
+	snap := &explain.Snapshot{Settings: map[string]explain.Setting{
+		"random_page_cost": {Value: "4", Context: "user"},
+		"shared_buffers":   {Value: "128MB", Context: "postmaster"},
+		"jit_above_cost":   {Value: "100000", Context: "user"},
+	}}
+	plans := &explain.Report{Candidate: map[string]*explain.Snapshot{"shop": snap}, Outcomes: []explain.Outcome{
+		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseSetting, Setting: "random_page_cost", Control: "4", Candidate: "800", Verified: true},
+			{Kind: explain.CauseSetting, Setting: "shared_buffers", Control: "1GB", Candidate: "128MB", Evidence: "reads"},
+			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2", Verified: true},
+			{Kind: explain.CauseSetting, Setting: "jit_above_cost", Control: "100000", Candidate: "10"},
+		}},
+		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseNeverAnalyzed, Side: explain.Candidate, Relation: "orders"},
+			{Kind: explain.CauseNeverAnalyzed, Side: explain.Control, Relation: "items"},
+		}},
+	}}
+	got := Plan(rep, plans, 0)
+	if len(got) != 3 {
+		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, and shared_buffers named", got)
+	}
+	set, an, named := got[0], got[1], got[2]
+	if named.Name != "setting-shared_buffers" || named.Kind != SetServer || named.Untried != "it needs a restart of the server" ||
+		named.SQL != `ALTER SYSTEM SET "shared_buffers" = '1GB'` {
+		t.Errorf("the setting that needs a restart: %+v", named)
+	}
+	// max bounds the fixes tried; the one named costs no round.
+	if one := Plan(rep, plans, 1); len(one) != 2 || one[0].Name != set.Name || one[1].Name != named.Name {
+		t.Errorf("Plan with max 1 = %+v", one)
+	}
+	if set.Name != "setting-random_page_cost" || set.Kind != SetDatabase || set.SQL != `ALTER DATABASE "shop" SET "random_page_cost" = '4'` ||
+		set.SQLIn("pgrehearse_x_r3_shop") != `ALTER DATABASE "pgrehearse_x_r3_shop" SET "random_page_cost" = '4'` {
+		t.Errorf("the setting's fix: %+v", set)
+	}
+	if an.Name != "analyze-orders" || an.Kind != Analyze || an.SQLIn("x") != `ANALYZE "orders"` || an.Relation != "orders" {
+		t.Errorf("the ANALYZE fix: %+v", an)
+	}
+}

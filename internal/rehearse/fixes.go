@@ -1,0 +1,250 @@
+package rehearse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// FixRun is a fix tried in fix rounds, as the index records it.
+type FixRun struct {
+	fixes.Fix
+	// NotApplied is the server's error when the fix's SQL failed on the
+	// reset copy: the fix was not tried.
+	NotApplied string `json:"not_applied,omitempty"`
+	// Files are its rounds' results, relative to the index's directory.
+	Files []string `json:"files,omitempty"`
+	// Results are its finished rounds' results.
+	Results []*results.Result `json:"-"`
+}
+
+// RunFixes runs rounds fix rounds (0: fixes.DefaultRounds) of each fix on
+// the candidate after Run, which must have left the resets prepared
+// (Config.KeepResets): each starts from the reset state, applies the
+// fix's SQL to the copies of its databases and replays the whole
+// traffic, so that what the fix costs elsewhere is measured too. A fix
+// whose SQL the server refuses is recorded as not applied, and the next
+// is tried; a reset or a replay that fails stops the fix rounds with an
+// error. The rounds' results go to out.Fixes, their records to
+// out.Records (with Fix set), and never into the comparison's inputs.
+func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, rounds int) error {
+	if len(planned) == 0 {
+		return nil
+	}
+	if out.open == nil {
+		return errors.New("rehearse: the resets were closed: fix rounds need Config.KeepResets")
+	}
+	if cfg.Candidate.Reset.Mode() == reset.ModeNone {
+		// Nothing would undo the fix: it would stay on the candidate.
+		return errors.New("rehearse: fix rounds need a reset that undoes the fix (not --reset none)")
+	}
+	if rounds <= 0 {
+		rounds = fixes.DefaultRounds
+	}
+	r := &run{cfg: cfg, out: out, begun: time.Now()}
+	timeout := cfg.CleanupTimeout
+	if timeout <= 0 {
+		timeout = DefaultCleanupTimeout
+	}
+	r.cleanupCtx = func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	}
+	triable := 0
+	for _, f := range planned {
+		if f.Untried == "" {
+			triable++
+		}
+	}
+	seq, of := len(out.Records), len(out.Records)+triable*rounds
+	n := out.Rounds
+	defer func() { out.EndedAt = time.Now() }()
+	for _, f := range planned {
+		out.Fixes = append(out.Fixes, FixRun{Fix: f})
+		fr := &out.Fixes[len(out.Fixes)-1]
+		if f.Untried != "" {
+			continue
+		}
+		for range rounds {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			seq++
+			n++
+			// N goes on from the rounds', so that a template reset's
+			// copies never take the name of a kept round's.
+			round := Round{Seq: seq, Of: of, Side: Candidate, N: n}
+			applied, err := r.fixRound(ctx, round, cfg.Candidate, fr)
+			if err != nil {
+				return fmt.Errorf("fix %s: %w", f.Name, err)
+			}
+			if !applied {
+				break
+			}
+		}
+		if err := r.writeIndex(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fixRound is one fix round: reset, the fix applied, replay, release.
+// applied is false when the server refused the fix (fr.NotApplied).
+func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixRun) (applied bool, err error) {
+	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, Fix: fr.Name, StartedAt: time.Now()}
+	release := func(st reset.State) error {
+		cctx, cancel := r.cleanupCtx()
+		defer cancel()
+		t := time.Now()
+		err := target.Reset.Release(cctx, st)
+		rec.ReleaseSeconds = time.Since(t).Seconds()
+		r.out.ReleaseSeconds += rec.ReleaseSeconds
+		return err
+	}
+	fail := func(st reset.State, err error) (bool, error) {
+		err = errors.Join(err, release(st))
+		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
+		if ctx.Err() != nil {
+			rec.Status = StatusInterrupted
+		}
+		r.add(rec)
+		return false, err
+	}
+	r.progress(round, PhaseReset)
+	st, err := target.Reset.Reset(ctx, round.N)
+	rec.Reset = st
+	if err != nil {
+		return fail(st, err)
+	}
+	r.out.ResetSeconds += st.Seconds
+	round.Reset = st
+	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
+	if round.Logs, err = expandLogs(target.Logs); err != nil {
+		return fail(st, err)
+	}
+	if err := applyFix(ctx, target.DSN, round, fr.Fix); err != nil {
+		if ctx.Err() != nil {
+			return fail(st, err)
+		}
+		fr.NotApplied = err.Error()
+		err = release(st)
+		rec.Status, rec.Error, rec.EndedAt = StatusFailed, "the fix was not applied: "+fr.NotApplied, time.Now()
+		r.add(rec)
+		return false, err
+	}
+	r.progress(round, PhaseReplay)
+	t := time.Now()
+	res, rerr := r.cfg.Replay(ctx, round, target)
+	rec.ReplaySeconds = time.Since(t).Seconds()
+	r.out.ReplaySeconds += rec.ReplaySeconds
+	relErr := release(st)
+	rec.EndedAt = time.Now()
+	switch {
+	case rerr != nil:
+		return false, r.failedFix(rec, errors.Join(rerr, relErr))
+	case res == nil || res.Partial:
+		return false, r.failedFix(rec, errors.Join(errors.New("the replay stopped early"), relErr))
+	}
+	unmapDatabases(res, st.Databases)
+	name := fmt.Sprintf("round-%02d-candidate-fix-%s.json", round.Seq, fr.Name)
+	res.Source = fmt.Sprintf("candidate with fix %s, round %d", fr.Name, len(fr.Results)+1)
+	if r.cfg.Dir != "" {
+		path := filepath.Join(r.cfg.Dir, name)
+		if err := writeResult(path, res); err != nil {
+			return false, r.failedFix(rec, errors.Join(err, relErr))
+		}
+		rec.File, res.Source = name, path
+		fr.Files = append(fr.Files, name)
+	}
+	rec.Status = StatusDone
+	if relErr != nil {
+		rec.Error = relErr.Error()
+	}
+	r.add(rec)
+	fr.Results = append(fr.Results, res)
+	r.progress(round, PhaseDone)
+	return true, relErr
+}
+
+func (r *run) failedFix(rec RoundRecord, err error) error {
+	rec.Status, rec.Error = StatusFailed, err.Error()
+	r.add(rec)
+	return err
+}
+
+// applyFix runs the fix's SQL in the round's copy of each of its
+// databases.
+func applyFix(ctx context.Context, dsn string, round Round, f fixes.Fix) error {
+	for _, db := range f.Databases {
+		cfg, err := connstr.ParsePgx(dsn)
+		if err != nil {
+			return err
+		}
+		if to := copyOf(db, round); to != "" {
+			cfg.Database = to
+		}
+		cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "fix"
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return connstr.SafeError(err)
+		}
+		var name string
+		if err = conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err == nil {
+			_, err = conn.Exec(ctx, f.SQLIn(name))
+		}
+		conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyOf is the round's copy of database db (as the target names it, or
+// as the logs do), else db itself.
+func copyOf(db string, round Round) string {
+	if c, ok := round.Reset.Databases[db]; ok {
+		return c
+	}
+	if c, ok := round.DatabaseMap[db]; ok {
+		return c
+	}
+	return db
+}
+
+// JudgeFixes judges each fix of out.Fixes with the comparison's options:
+// its rounds against the control's (with), against the regressions the
+// rehearsal found (before), and against the candidate's rounds (what it
+// changed, for the writes of its relation).
+func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]fixes.Outcome, error) {
+	var all []fixes.Outcome
+	for _, fr := range out.Fixes {
+		if fr.NotApplied != "" || len(fr.Results) == 0 {
+			all = append(all, fixes.Outcome{Fix: fr.Fix, Status: fixes.NotTried, NotApplied: fr.NotApplied, Queries: []fixes.Query{}, Costs: []fixes.Cost{}, Writes: []fixes.Write{}})
+			continue
+		}
+		with, err := compare.Runs(out.Control, fr.Results, opts)
+		if err != nil {
+			return all, fmt.Errorf("fix %s against the control: %w", fr.Name, err)
+		}
+		delta, err := compare.Runs(out.Candidate, fr.Results, opts)
+		if err != nil {
+			return all, fmt.Errorf("fix %s against the candidate: %w", fr.Name, err)
+		}
+		o := fixes.Judge(fr.Fix, before, with, delta)
+		o.Rounds = len(fr.Results)
+		all = append(all, o)
+	}
+	return all, nil
+}

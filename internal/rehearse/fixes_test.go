@@ -1,0 +1,167 @@
+package rehearse
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+)
+
+// hasIndex reports whether index exists in database db of dsn's server.
+func hasIndex(t *testing.T, dsn, index string) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("hasIndex: %v", err)
+		return false
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE indexname = $1", index).Scan(&n); err != nil {
+		t.Errorf("hasIndex: %v", err)
+	}
+	return n > 0
+}
+
+// setting is a setting's value in a new session of dsn.
+func setting(t *testing.T, dsn, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("setting: %v", err)
+		return ""
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+		t.Errorf("setting: %v", err)
+	}
+	return v
+}
+
+// TestFixRounds: after the rounds, the resets stay prepared (KeepResets),
+// each fix's rounds start from the reset state with its SQL applied to
+// the round's copy (and only there), replay the whole traffic and are
+// written and indexed apart from the comparison's rounds; a fix the
+// server refuses (a unique index over duplicates) is not tried, with the
+// server's error, and the next fix still runs; a setting's fix holds for
+// the sessions of its rounds' copies only. The fix's verdict compares
+// the writes of its table with the candidate's rounds without it, and
+// the resets are closed at the end.
+func TestFixRounds(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	dbs := []string{appDB}
+	const good = "items_n_idx"
+	// The fix's index exists in the copies of its rounds only.
+	seen := map[int]bool{}
+	workMem := map[int]string{}
+	cfg := Config{
+		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
+		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
+		Rounds:     1,
+		Dir:        t.TempDir(),
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			if round.Side == Candidate {
+				seen[round.Seq] = hasIndex(t, cand.DSN(dbOf(round)), good)
+				workMem[round.Seq] = setting(t, cand.DSN(dbOf(round)), "work_mem")
+			}
+		}),
+	}
+	ctx := context.Background()
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(ctx)
+	before, err := Compare(out, compare.Options{MinCalls: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := []fixes.Fix{
+		{Name: "index-items_n_key", Kind: fixes.CreateIndex, SQL: "CREATE UNIQUE INDEX items_n_key ON items (n)", Databases: []string{appDB}, Relation: "items"},
+		{Name: "index-" + good, Kind: fixes.CreateIndex, SQL: "CREATE INDEX " + good + " ON items (n)", Databases: []string{appDB}, Relation: "items"},
+		{Name: "setting-work_mem", Kind: fixes.SetDatabase, Setting: "work_mem", Value: "7MB", Databases: []string{appDB}},
+	}
+	if err := RunFixes(ctx, cfg, out, planned, 2); err != nil {
+		t.Fatalf("RunFixes: %v", err)
+	}
+	if len(out.Fixes) != 3 {
+		t.Fatalf("fixes run: %+v", out.Fixes)
+	}
+	bad, ok := out.Fixes[0], out.Fixes[1]
+	if !strings.Contains(bad.NotApplied, "could not create unique index") || len(bad.Results) != 0 || len(bad.Files) != 0 {
+		t.Errorf("the refused fix: not applied %q, %d results", bad.NotApplied, len(bad.Results))
+	}
+	if ok.NotApplied != "" || len(ok.Results) != 2 || len(ok.Files) != 2 {
+		t.Fatalf("the fix: not applied %q, files %v", ok.NotApplied, ok.Files)
+	}
+	for _, f := range ok.Files {
+		if !strings.Contains(f, "-candidate-fix-index-"+good+".json") {
+			t.Errorf("fix round file %s", f)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Round 2 is the candidate's own; 3 the refused fix's (no replay);
+	// 4 and 5 the fix's.
+	if seen[2] || len(seen) != 5 || !seen[4] || !seen[5] || seen[6] || seen[7] {
+		t.Errorf("the index in the candidate's rounds (by seq): %v; want in the fix's rounds only", seen)
+	}
+	// The setting's fix: the control's value for the copy's sessions,
+	// in its rounds only.
+	if workMem[2] != "4MB" || workMem[4] != "4MB" || workMem[6] != "7MB" || workMem[7] != "7MB" || out.Fixes[2].NotApplied != "" {
+		t.Errorf("work_mem in the candidate's rounds (by seq): %v, not applied %q", workMem, out.Fixes[2].NotApplied)
+	}
+	if hasIndex(t, cand.DSN(appDB), good) {
+		t.Errorf("the fix reached the candidate's own %s, not only the copies", appDB)
+	}
+	var fixRecs int
+	for _, rec := range out.Records {
+		if rec.Fix != "" {
+			fixRecs++
+		}
+	}
+	if fixRecs != 5 {
+		t.Errorf("%d fix records in the index, want 5 (the refused one's and two rounds of two): %+v", fixRecs, out.Records)
+	}
+	read, err := ReadOutcome(cfg.Dir)
+	if err != nil || len(read.Control) != 1 || len(read.Candidate) != 1 || len(read.Fixes) != 3 {
+		t.Errorf("ReadOutcome: %v; %d control, %d candidate rounds (fix rounds are not the comparison's), %d fixes", err, len(read.Control), len(read.Candidate), len(read.Fixes))
+	}
+
+	judged, err := JudgeFixes(out, before, compare.Options{MinCalls: 5})
+	if err != nil || len(judged) != 3 {
+		t.Fatalf("JudgeFixes: %v, %+v", err, judged)
+	}
+	if judged[0].Status != fixes.NotTried || judged[0].NotApplied == "" {
+		t.Errorf("the refused fix's verdict: %+v", judged[0])
+	}
+	if j := judged[1]; j.Status == fixes.NotTried || j.Rounds != 2 || len(j.Writes) < 3 {
+		t.Errorf("the fix's verdict: %s, %d rounds, writes %+v; want the insert, update and delete of items", j.Status, j.Rounds, j.Writes)
+	} else {
+		for _, w := range j.Writes {
+			if w.Mean == nil {
+				t.Errorf("write %q without its figure", w.Query)
+			}
+		}
+	}
+	if err := out.CloseResets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := resetLeftovers(t, ctl) + resetLeftovers(t, cand); left != 0 {
+		t.Errorf("%d databases of the resets left after CloseResets", left)
+	}
+}

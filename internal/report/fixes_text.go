@@ -1,0 +1,94 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
+)
+
+// fixQueryWidth is how much of a query's text a fix's line shows.
+const fixQueryWidth = 60
+
+// WriteFixes writes the fixes tried on the candidate and each one's
+// verdict: the SQL applied, each regression it is for with and without
+// it against the control, the other queries it made regress, and what
+// it changed on the writes of its relation, beyond noise or not. Nothing
+// when no fix was tried.
+func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
+	if len(tried) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed):\n")
+	for _, f := range tried {
+		fmt.Fprintf(w, "  %s\n", fixVerdictText(f))
+		if f.Status == fixes.NotTried {
+			if f.SQL != "" {
+				fmt.Fprintf(w, "    not applied: %s\n", oneLine(f.SQL))
+			}
+			continue
+		}
+		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
+		for _, q := range f.Queries {
+			fmt.Fprintf(w, "    %s: %s against the control with the fix (%s without); %s per run added with it, %s without\n",
+				shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
+				fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
+		}
+		for _, c := range f.Costs {
+			fmt.Fprintf(w, "    regressed with the fix only: %s: %s, %s %s per run\n",
+				shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), fmtFactor(c.Factor), fmtSignedTotal(c.AddedMS))
+		}
+		if len(f.Costs) == 0 {
+			fmt.Fprintf(w, "    no other query regressed with the fix\n")
+		}
+		if f.Relation != "" && len(f.Writes) == 0 {
+			fmt.Fprintf(w, "    no query of the traffic writes %s: what the fix costs its writes is not measured here\n", f.Relation)
+		}
+		for _, wr := range f.Writes {
+			beyond := "within noise"
+			if wr.Beyond {
+				beyond = "slower beyond noise"
+			}
+			delta := ""
+			if wr.Mean != nil {
+				delta = ", " + fmtSignedMS(wr.Mean.DeltaMS) + " ms per call"
+			}
+			fmt.Fprintf(w, "    writes %s: %s: mean %s against the candidate without the fix%s, %s\n",
+				f.Relation, shorten(oneLine(wr.Query), fixQueryWidth), fmtEffect(wr.Mean), delta, beyond)
+		}
+	}
+	return nil
+}
+
+// fixVerdictText is a fix's verdict line.
+func fixVerdictText(f fixes.Outcome) string {
+	rounds := strconv.Itoa(f.Rounds) + " " + plural(f.Rounds, "round", "rounds")
+	switch f.Status {
+	case fixes.Verified:
+		return fmt.Sprintf("%s: fix verified (%s): within the control's noise", f.Name, rounds)
+	case fixes.Partial:
+		return fmt.Sprintf("%s: fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.Name, f.RecoveredPct, rounds)
+	case fixes.NoEffect:
+		return fmt.Sprintf("%s: no effect (%s)", f.Name, rounds)
+	}
+	if f.Untried != "" {
+		return fmt.Sprintf("%s: not tried: %s", f.Name, f.Untried)
+	}
+	if f.NotApplied != "" {
+		return fmt.Sprintf("%s: not tried: the server refused it: %s", f.Name, oneLine(f.NotApplied))
+	}
+	return fmt.Sprintf("%s: not tried: no fix round finished", f.Name)
+}
+
+// fixCostWords says how a query regressed with a fix.
+func fixCostWords(c fixes.Cost) string {
+	switch c.Status {
+	case compare.StatusMoreWork:
+		return "writes more"
+	case compare.StatusTailRegressed:
+		return "its tail slower"
+	}
+	return "slower"
+}
