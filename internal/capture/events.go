@@ -114,6 +114,9 @@ type inFlight struct {
 	ev   *event.Event
 	rows []int64
 	copy [][]byte
+	// batch numbers an Execute's extended batch: the Syncs the client
+	// sent before it.
+	batch uint64
 }
 
 type capSession struct {
@@ -129,6 +132,15 @@ type capSession struct {
 	// batch without their answer yet, in order.
 	simple  []*inFlight
 	pending []*inFlight
+	// expect are the ReadyForQuery the server owes, in the order the
+	// client asked for them: true for a Query's, false for a Sync's. A
+	// client may pipeline Queries and extended batches, and the server
+	// answers them in turn; without it, a Query sent behind a batch
+	// would take the batch's answers. synced counts the Syncs sent,
+	// answered the Syncs' ReadyForQuery seen: the batch answered now is
+	// number answered.
+	expect           []bool
+	synced, answered uint64
 	// failed: an error ended the current extended batch; the server
 	// discards what follows up to the Sync.
 	failed bool
@@ -188,6 +200,13 @@ func (d *Decoder) record(r *Record) {
 		}
 		d.skip(SkipGap)
 		d.counts.Dropped += r.Dropped
+		// What was in flight cannot be matched with its answers any
+		// more: it is yielded without them, and matching starts over.
+		for _, id := range slices.Sorted(maps.Keys(d.sessions)) {
+			if s := d.sessions[id]; (r.Session == 0 || id == r.Session) && !s.ended {
+				d.flush(s)
+			}
+		}
 		return
 	case KindCancel:
 		d.skip(SkipCancel)
@@ -293,6 +312,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			s.copying = f
 		}
 		s.simple = append(s.simple, f)
+		s.expect = append(s.expect, true)
 		d.use()
 	case 'P':
 		var m pgproto3.Parse
@@ -326,7 +346,8 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipUnknownStatement)
 			return
 		}
-		if s.failed {
+		if s.failed && s.synced == s.answered {
+			// After an error in its batch, before the Sync.
 			d.skip(SkipDiscarded)
 			return
 		}
@@ -342,7 +363,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			}
 		}
 		ev.SetWire(wireOf(p))
-		f := &inFlight{ev: ev}
+		f := &inFlight{ev: ev, batch: s.synced}
 		s.pending = append(s.pending, f)
 		s.copying = f
 		d.use()
@@ -378,7 +399,11 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			}
 		}
 		d.use()
-	case 'S', 'H', 'D', 'X':
+	case 'S':
+		s.expect = append(s.expect, false)
+		s.synced++
+		d.use()
+	case 'H', 'D', 'X':
 		// Sync, Flush, Describe, Terminate: their effect is in
 		// the answers, or in the session's end.
 		d.use()
@@ -406,10 +431,30 @@ func wireOf(p portal) *event.Wire {
 	return &event.Wire{ParamOIDs: p.oids, ParamFormats: p.formats, ResultFormats: p.results}
 }
 
-// head is the execution an answer belongs to: the Query in flight, else
-// the first Execute of the batch.
+// simpleNext says whether the server answers a Query now: the first
+// ReadyForQuery it owes is a Query's (or, owing none the decoder knows
+// of, a Query is in flight).
+func (s *capSession) simpleNext() bool {
+	if len(s.simple) == 0 {
+		return false
+	}
+	return len(s.expect) == 0 || s.expect[0]
+}
+
+// batchLen is how many of the Executes without their answer are in the
+// batch the server answers now.
+func (s *capSession) batchLen() int {
+	n := 0
+	for n < len(s.pending) && s.pending[n].batch <= s.answered {
+		n++
+	}
+	return n
+}
+
+// head is the execution an answer belongs to: the Query the server
+// answers now, else the first Execute without its answer.
 func (s *capSession) head() *inFlight {
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		return s.simple[0]
 	}
 	if len(s.pending) > 0 {
@@ -420,7 +465,7 @@ func (s *capSession) head() *inFlight {
 
 func (d *Decoder) complete(s *capSession, r *Record) {
 	d.use()
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		s.simple[0].rows = append(s.simple[0].rows, tagRows(r.Tag))
 		return
 	}
@@ -452,16 +497,21 @@ func (d *Decoder) error(s *capSession, r *Record) {
 	f.ev.Failed = true
 	f.ev.SQLState = r.SQLState
 	f.ev.SetError(r.Severity, r.Message)
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		// The rest of the string is not run; ReadyForQuery ends it.
 		return
 	}
-	// The server discards the rest of the batch up to the Sync.
+	// The server discards the rest of the batch up to the Sync (a
+	// batch sent after that Sync runs).
 	s.pending = s.pending[1:]
 	d.emit(f, r.Time)
-	d.counts.Skipped[SkipDiscarded] += int64(len(s.pending))
-	d.counts.Used -= int64(len(s.pending))
-	s.pending = nil
+	n := s.batchLen()
+	d.counts.Skipped[SkipDiscarded] += int64(n)
+	d.counts.Used -= int64(n)
+	s.pending = s.pending[n:]
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
 	s.failed = true
 }
 
@@ -474,6 +524,46 @@ func (d *Decoder) copyIn(s *capSession) {
 
 func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 	d.use()
+	if len(s.expect) > 0 {
+		query := s.expect[0]
+		s.expect = s.expect[1:]
+		if len(s.expect) == 0 {
+			s.expect = nil
+		}
+		if query {
+			// The ReadyForQuery of the first Query in flight; a batch
+			// sent behind it waits for its own.
+			if len(s.simple) > 0 {
+				f := s.simple[0]
+				d.emit(f, r.Time)
+				s.simple[0] = nil
+				s.simple = s.simple[1:]
+				if len(s.simple) == 0 {
+					s.simple = nil
+				}
+				if s.copying == f {
+					s.copying = nil
+				}
+			}
+			return
+		}
+		// A Sync's: Executes of its batch still without an answer (an
+		// empty query, a portal suspended at its row limit) end with it.
+		n := s.batchLen()
+		for _, f := range s.pending[:n] {
+			d.emit(f, r.Time)
+		}
+		s.pending = s.pending[n:]
+		if len(s.pending) == 0 {
+			s.pending = nil
+		}
+		s.answered++
+		s.failed = false
+		s.copying = nil
+		return
+	}
+	// A ReadyForQuery the decoder knows no request of ends whatever is
+	// in flight.
 	if len(s.simple) > 0 {
 		// The ReadyForQuery of the first Query in flight.
 		d.emit(s.simple[0], r.Time)
@@ -536,6 +626,10 @@ func (d *Decoder) flush(s *capSession) {
 		d.yield(f)
 	}
 	s.pending = nil
+	s.expect = nil
+	s.synced, s.answered = 0, 0
+	s.failed = false
+	s.copying = nil
 }
 
 // finish ends the sessions whose end the capture does not hold: they
@@ -544,6 +638,13 @@ func (d *Decoder) finish() {
 	ids := slices.Sorted(maps.Keys(d.sessions))
 	for _, id := range ids {
 		if s := d.sessions[id]; !s.ended {
+			if c := s.connect; c != nil {
+				// Logging in when the capture stopped: replayed up to
+				// there, as the open sessions are.
+				s.connect = nil
+				d.use()
+				d.ready = append(d.ready, c)
+			}
 			d.counts.OpenSessions++
 			d.flush(s)
 		}
