@@ -23,7 +23,8 @@ import (
 // protocol 3.2 (which 18 grants with a 32-byte cancel key, and which 13
 // to 17 answer with NegotiateProtocolVersion for 3.0 and a 4-byte key)
 // and cancels its own query through the proxy with the key it was
-// given. The capture is replayed onto a fresh server of the same major:
+// given; it pipelines a Query, an extended batch and a Query before the
+// first answer. The capture is replayed onto a fresh server of the same major:
 // nothing fails only on the target, every answer is the one the original
 // gave, and pg_stat_statements calls per query equal the original's.
 func TestVersionsCaptureProxy(t *testing.T) {
@@ -100,8 +101,8 @@ func TestVersionsCaptureProxy(t *testing.T) {
 // rawProtocol32 is a client of its own on pgproto3, through the proxy:
 // it asks for protocol 3.2, checks what the server granted (3.2 with a
 // 32-byte key from 18; NegotiateProtocolVersion for 3.0 and a 4-byte key
-// before), runs a query in the simple and one in the extended protocol,
-// and cancels a pg_sleep with a CancelRequest carrying the key whole.
+// before), pipelines a query in the simple protocol, one in the extended
+// and a SET, and cancels a pg_sleep with a CancelRequest carrying the key whole.
 // The sleep's session has a 2 s statement_timeout, so that the replay,
 // which does not send cancels, fails it with the same SQLSTATE.
 func rawProtocol32(t *testing.T, a *pgcluster.Cluster, rc *runningCapture, major int) {
@@ -144,20 +145,21 @@ func rawProtocol32(t *testing.T, a *pgcluster.Cluster, rc *runningCapture, major
 		t.Fatalf("BackendKeyData %+v through the proxy, want a %d-byte key", key, wantKey)
 	}
 
+	// Pipelined, as one write: a Query, an extended batch and a Query
+	// before the first answer. The server answers them in turn, and the
+	// capture must pair each with its own (the SET must not take the
+	// UPDATE's row count).
+	fe.Send(&pgproto3.Query{String: "SELECT count(*) FROM items"})
+	fe.Send(&pgproto3.Parse{Name: "rename", Query: "UPDATE items SET name = $1 WHERE id = $2"})
+	fe.Send(&pgproto3.Bind{PreparedStatement: "rename", Parameters: [][]byte{[]byte("renamed"), []byte("7")}})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Sync{})
+	fe.Send(&pgproto3.Query{String: "SET statement_timeout = '2s'"})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	var tags []string
-	for _, msgs := range [][]pgproto3.FrontendMessage{
-		{&pgproto3.Query{String: "SELECT count(*) FROM items"}},
-		{&pgproto3.Parse{Name: "rename", Query: "UPDATE items SET name = $1 WHERE id = $2"},
-			&pgproto3.Bind{PreparedStatement: "rename", Parameters: [][]byte{[]byte("renamed"), []byte("7")}},
-			&pgproto3.Execute{}, &pgproto3.Sync{}},
-		{&pgproto3.Query{String: "SET statement_timeout = '2s'"}},
-	} {
-		for _, m := range msgs {
-			fe.Send(m)
-		}
-		if err := fe.Flush(); err != nil {
-			t.Fatal(err)
-		}
+	for range 3 {
 		rawUntilReady(t, fe, func(m pgproto3.BackendMessage) {
 			switch m := m.(type) {
 			case *pgproto3.CommandComplete:
