@@ -54,6 +54,10 @@ func manifests(t *testing.T) (jobs map[string]*batchv1.Job, other []any) {
 				obj = &batchv1.Job{}
 			case "apps/v1 Deployment":
 				obj = &appsv1.Deployment{}
+			case "apps/v1 StatefulSet":
+				obj = &appsv1.StatefulSet{}
+			case "v1 ConfigMap":
+				obj = &corev1.ConfigMap{}
 			case "v1 Service":
 				obj = &corev1.Service{}
 			case "v1 Secret":
@@ -159,8 +163,11 @@ func TestManifestFlagsExist(t *testing.T) {
 		pods[name] = job.Spec.Template.Spec
 	}
 	for _, o := range other {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			pods[d.Name] = d.Spec.Template.Spec
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			pods[o.Name] = o.Spec.Template.Spec
+		case *appsv1.StatefulSet:
+			pods[o.Name] = o.Spec.Template.Spec
 		}
 	}
 	for name, ps := range pods {

@@ -133,6 +133,9 @@ type inFlight struct {
 	// on its final CommandComplete).
 	digests    []rowdigest.Digest
 	undigested bool
+	// batch numbers an Execute's extended batch: the Syncs the client
+	// sent before it.
+	batch uint64
 }
 
 // completed adds a statement's CommandComplete to the execution's answer.
@@ -158,6 +161,15 @@ type capSession struct {
 	// batch without their answer yet, in order.
 	simple  []*inFlight
 	pending []*inFlight
+	// expect are the ReadyForQuery the server owes, in the order the
+	// client asked for them: true for a Query's, false for a Sync's. A
+	// client may pipeline Queries and extended batches, and the server
+	// answers them in turn; without it, a Query sent behind a batch
+	// would take the batch's answers. synced counts the Syncs sent,
+	// answered the Syncs' ReadyForQuery seen: the batch answered now is
+	// number answered.
+	expect           []bool
+	synced, answered uint64
 	// failed: an error ended the current extended batch; the server
 	// discards what follows up to the Sync.
 	failed bool
@@ -220,6 +232,13 @@ func (d *Decoder) record(r *Record) {
 		}
 		d.skip(SkipGap)
 		d.counts.Dropped += r.Dropped
+		// What was in flight cannot be matched with its answers any
+		// more: it is yielded without them, and matching starts over.
+		for _, id := range slices.Sorted(maps.Keys(d.sessions)) {
+			if s := d.sessions[id]; (r.Session == 0 || id == r.Session) && !s.ended {
+				d.flush(s)
+			}
+		}
 		return
 	case KindCancel:
 		d.cancel(r)
@@ -328,6 +347,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			s.copying = f
 		}
 		s.simple = append(s.simple, f)
+		s.expect = append(s.expect, true)
 		d.use()
 	case 'P':
 		var m pgproto3.Parse
@@ -361,7 +381,8 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipUnknownStatement)
 			return
 		}
-		if s.failed {
+		if s.failed && s.synced == s.answered {
+			// After an error in its batch, before the Sync.
 			d.skip(SkipDiscarded)
 			return
 		}
@@ -391,7 +412,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 				f.followed = true
 			}
 		}
-		f := &inFlight{ev: ev}
+		f := &inFlight{ev: ev, batch: s.synced}
 		s.pending = append(s.pending, f)
 		s.copying = f
 		d.use()
@@ -427,6 +448,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		// Answered as a Query is: FunctionCallResponse (not recorded) or
 		// an error, then ReadyForQuery.
 		s.simple = append(s.simple, &inFlight{ev: d.functionCall(s, &m, r.Time)})
+		s.expect = append(s.expect, true)
 		d.use()
 	case 'C':
 		var m pgproto3.Close
@@ -442,6 +464,8 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		for _, f := range s.pending {
 			f.synced = true
 		}
+		s.expect = append(s.expect, false)
+		s.synced++
 		d.use()
 	case 'H', 'D', 'X':
 		// Sync, Flush, Describe, Terminate: their effect is in
@@ -481,10 +505,30 @@ func wireOf(p portal) *event.Wire {
 	return &event.Wire{ParamOIDs: p.oids, ParamFormats: p.formats, ResultFormats: p.results}
 }
 
-// head is the execution an answer belongs to: the Query in flight, else
-// the first Execute of the batch.
+// simpleNext says whether the server answers a Query now: the first
+// ReadyForQuery it owes is a Query's (or, owing none the decoder knows
+// of, a Query is in flight).
+func (s *capSession) simpleNext() bool {
+	if len(s.simple) == 0 {
+		return false
+	}
+	return len(s.expect) == 0 || s.expect[0]
+}
+
+// batchLen is how many of the Executes without their answer are in the
+// batch the server answers now.
+func (s *capSession) batchLen() int {
+	n := 0
+	for n < len(s.pending) && s.pending[n].batch <= s.answered {
+		n++
+	}
+	return n
+}
+
+// head is the execution an answer belongs to: the Query the server
+// answers now, else the first Execute without its answer.
 func (s *capSession) head() *inFlight {
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		return s.simple[0]
 	}
 	if len(s.pending) > 0 {
@@ -495,7 +539,7 @@ func (s *capSession) head() *inFlight {
 
 func (d *Decoder) complete(s *capSession, r *Record) {
 	d.use()
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		s.simple[0].completed(r)
 		return
 	}
@@ -531,16 +575,21 @@ func (d *Decoder) error(s *capSession, r *Record) {
 	f.ev.Failed = true
 	f.ev.SQLState = r.SQLState
 	f.ev.SetError(r.Severity, r.Message)
-	if len(s.simple) > 0 {
+	if s.simpleNext() {
 		// The rest of the string is not run; ReadyForQuery ends it.
 		return
 	}
-	// The server discards the rest of the batch up to the Sync.
+	// The server discards the rest of the batch up to the Sync (a
+	// batch sent after that Sync runs).
 	s.pending = s.pending[1:]
 	d.emit(f, r.Time)
-	d.counts.Skipped[SkipDiscarded] += int64(len(s.pending))
-	d.counts.Used -= int64(len(s.pending))
-	s.pending = nil
+	n := s.batchLen()
+	d.counts.Skipped[SkipDiscarded] += int64(n)
+	d.counts.Used -= int64(n)
+	s.pending = s.pending[n:]
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
 	s.failed = true
 }
 
@@ -594,6 +643,55 @@ func (d *Decoder) cancel(r *Record) {
 
 func (d *Decoder) readyForQuery(s *capSession, r *Record) {
 	d.use()
+	if len(s.expect) > 0 {
+		query := s.expect[0]
+		s.expect = s.expect[1:]
+		if len(s.expect) == 0 {
+			s.expect = nil
+		}
+		if query {
+			// The ReadyForQuery of the first Query in flight; a batch
+			// sent behind it waits for its own.
+			if len(s.simple) > 0 {
+				f := s.simple[0]
+				d.emit(f, r.Time)
+				if createsLargeObject(f.ev) && !f.ev.Failed {
+					d.ready = d.ready[:len(d.ready)-1]
+					s.held = f.ev
+				}
+				s.simple[0] = nil
+				s.simple = s.simple[1:]
+				if len(s.simple) == 0 {
+					s.simple = nil
+				}
+				if s.copying == f {
+					s.copying = nil
+				}
+			}
+			return
+		}
+		// A Sync's: Executes of its batch still without an answer (an
+		// empty query, a portal suspended at its row limit) end with it.
+		n := s.batchLen()
+		for _, f := range s.pending[:n] {
+			// A portal suspended at its row limit in a capture that
+			// does not record PortalSuspended.
+			if w := f.ev.Wire(); w != nil && w.MaxRows > 0 && len(f.rows) == 0 && !f.ev.Failed {
+				f.suspend()
+			}
+			d.emit(f, r.Time)
+		}
+		s.pending = s.pending[n:]
+		if len(s.pending) == 0 {
+			s.pending = nil
+		}
+		s.answered++
+		s.failed = false
+		s.copying = nil
+		return
+	}
+	// A ReadyForQuery the decoder knows no request of ends whatever is
+	// in flight.
 	if len(s.simple) > 0 {
 		// The ReadyForQuery of the first Query in flight.
 		d.emit(s.simple[0], r.Time)
@@ -687,6 +785,10 @@ func (d *Decoder) flush(s *capSession) {
 		d.yield(f)
 	}
 	s.pending = nil
+	s.expect = nil
+	s.synced, s.answered = 0, 0
+	s.failed = false
+	s.copying = nil
 }
 
 // finish ends the sessions whose end the capture does not hold: they

@@ -496,3 +496,96 @@ func TestFastPathText(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderPipelinedMixed: a client pipelines a Query, an extended
+// batch, a Query, and two more extended batches (the first of them
+// failing), each ended by its own Sync, before the first answer. The
+// server answers them in the order they came, and each gets its own
+// answer: the second Query is not given the batch's UPDATE count, the
+// batch is not ended by the first Query's ReadyForQuery, and the failure
+// discards the rest of its own batch only.
+func TestDecoderPipelinedMixed(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, Params: []Param{{Name: "user", Value: "app"}}},
+		fe(t, 1, 200, &pgproto3.Query{String: "SELECT count(*) FROM items"}),
+		fe(t, 1, 201, &pgproto3.Parse{Name: "up", Query: "UPDATE items SET name = $1 WHERE id = $2"}),
+		fe(t, 1, 202, &pgproto3.Bind{PreparedStatement: "up", Parameters: [][]byte{[]byte("a"), []byte("7")}}),
+		fe(t, 1, 203, &pgproto3.Execute{}),
+		fe(t, 1, 204, &pgproto3.Sync{}),
+		fe(t, 1, 205, &pgproto3.Query{String: "SET statement_timeout = '2s'"}),
+		fe(t, 1, 206, &pgproto3.Bind{PreparedStatement: "up", Parameters: [][]byte{[]byte("b"), []byte("x")}}),
+		fe(t, 1, 207, &pgproto3.Execute{}),
+		fe(t, 1, 208, &pgproto3.Bind{PreparedStatement: "up", Parameters: [][]byte{[]byte("c"), []byte("8")}}),
+		fe(t, 1, 209, &pgproto3.Execute{}),
+		fe(t, 1, 210, &pgproto3.Sync{}),
+		fe(t, 1, 211, &pgproto3.Bind{PreparedStatement: "up", Parameters: [][]byte{[]byte("d"), []byte("9")}}),
+		fe(t, 1, 212, &pgproto3.Execute{}),
+		fe(t, 1, 213, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 220, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 221, TxStatus: 'I'},
+		{Kind: KindComplete, Session: 1, Time: 230, Tag: "UPDATE 1"},
+		{Kind: KindReady, Session: 1, Time: 231, TxStatus: 'I'},
+		{Kind: KindComplete, Session: 1, Time: 240, Tag: "SET"},
+		{Kind: KindReady, Session: 1, Time: 241, TxStatus: 'I'},
+		{Kind: KindError, Session: 1, Time: 250, SQLState: "22P02", Severity: "ERROR", Message: "invalid input syntax for type integer"},
+		{Kind: KindReady, Session: 1, Time: 251, TxStatus: 'I'},
+		{Kind: KindComplete, Session: 1, Time: 260, Tag: "UPDATE 0"},
+		{Kind: KindReady, Session: 1, Time: 261, TxStatus: 'I'},
+	}
+	d, got := decodeAll(t, &recs)
+	want := []string{
+		"connect c1",
+		`statement c1 "SELECT count(*) FROM items" 21us rows=[1]`,
+		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "a" "7" 27us rows=[1]`,
+		`statement c1 "SET statement_timeout = '2s'" 36us rows=[0]`,
+		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "b" "x" 43us failed=22P02 rows=[]`,
+		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "d" "9" 48us rows=[0]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if c := d.Counts(); c.Used+c.Skipped[SkipDiscarded] != c.Total || c.Skipped[SkipDiscarded] != 1 {
+		t.Errorf("counts %+v: want every record used but the discarded Execute", c)
+	}
+}
+
+// TestDecoderGapRealigns: records of a pipelined session are dropped
+// (its ReadyForQuery among them). What was in flight at the gap is
+// yielded without an answer, and the statements after it get their own
+// answers, not the ones the lost records would have shifted onto them.
+func TestDecoderGapRealigns(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, Params: []Param{{Name: "user", Value: "app"}}},
+		fe(t, 1, 200, &pgproto3.Query{String: "SELECT 1"}),
+		fe(t, 1, 201, &pgproto3.Query{String: "SELECT 2"}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: "SELECT 1"},
+		{Kind: KindGap, Session: 1, Time: 215, Dropped: 3},
+		fe(t, 1, 300, &pgproto3.Query{String: "UPDATE t SET x = 1"}),
+		{Kind: KindComplete, Session: 1, Time: 310, Tag: "UPDATE 5"},
+		{Kind: KindReady, Session: 1, Time: 311, TxStatus: 'I'},
+	}
+	_, got := decodeAll(t, &recs)
+	want := []string{
+		"connect c1",
+		`statement c1 "SELECT 1"`,
+		`statement c1 "SELECT 2"`,
+		`statement c1 "UPDATE t SET x = 1" 11us rows=[5]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDecoderStartupOnly: a capture that stops while its one session is
+// logging in (its startup has no backend yet, and no end follows) counts
+// that record as used, with the session open: the counts add up.
+func TestDecoderStartupOnly(t *testing.T) {
+	recs := records{{Kind: KindStartup, Session: 1, Time: 100, Params: []Param{{Name: "user", Value: "app"}}}}
+	d, got := decodeAll(t, &recs)
+	if strings.Join(got, "\n") != "connect c1" {
+		t.Errorf("events %q, want the session's connect", got)
+	}
+	if c := d.Counts(); c.Total != 1 || c.Used != 1 || c.OpenSessions != 1 {
+		t.Errorf("counts %+v: want the startup used, the session open", c)
+	}
+}

@@ -40,7 +40,7 @@ var known = map[string]bool{
 	"TestVersionsObserve18StartingBackend": true, "TestVersionsExplain": true,
 	"TestVersionsAnalyzeMatchesPgStatStatements": true, "TestVersionsDemoUpgrade": true,
 	"TestVersionsReplaySync": true, "TestVersionsRehearseTemplate": true, "TestVersionsFindings": true,
-	"TestVersionsSweep": true, "TestVersionsShardCoordination": true,
+	"TestVersionsSweep": true, "TestVersionsShardCoordination": true, "TestVersionsCaptureProxy": true,
 }
 
 // rowOf maps a per-version (sub)test's name to the capability it checks
@@ -107,6 +107,8 @@ func rowOf(name string) (row string, major int, ok bool) {
 		return "sweep on it (--target): every step measured, the sampler without an error", atoi(1), len(parts) == 2
 	case "TestVersionsShardCoordination":
 		return "sharded replay (3 shards, --sync across them) with its coordination database on it", atoi(1), len(parts) == 2
+	case "TestVersionsCaptureProxy":
+		return "capture proxy (a client asking protocol 3.2; 18's 32-byte cancel key): the capture replays, answers and pg_stat_statements calls the original's", atoi(1), len(parts) == 2
 	case "TestVersionsAnalyzeMatchesPgStatStatements":
 		if len(parts) != 3 {
 			return "", 0, false
