@@ -22,6 +22,11 @@ type Baseline struct {
 	// in every baseline round and MinShare of its time.
 	Queries []Query `json:"queries"`
 	Rounds  int     `json:"rounds"`
+	// minor are the queries with MinCalls timed calls in every baseline
+	// round but less than MinShare of its time: they break no rule, but
+	// one may still add the most time at a step (Culprits), as rehearse
+	// would rank it.
+	minor []Query
 }
 
 // NewBaseline is the baseline of a side's k = 1 rounds under slo.
@@ -46,7 +51,7 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		total += q.TotalMS
 	}
 	for _, q := range rounds[0].Queries {
-		if total > 0 && q.TotalMS/total < slo.MinShare || transactionControl(q.Query) {
+		if transactionControl(q.Query) {
 			continue
 		}
 		qs := []Query{}
@@ -77,6 +82,10 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		mq.P50MS = medianOf(qs, func(q Query) float64 { return q.P50MS })
 		mq.P95MS = medianOf(qs, func(q Query) float64 { return q.P95MS })
 		mq.P99MS = medianOf(qs, func(q Query) float64 { return q.P99MS })
+		if total > 0 && q.TotalMS/total < slo.MinShare {
+			b.minor = append(b.minor, mq)
+			continue
+		}
 		b.Queries = append(b.Queries, mq)
 	}
 	return b
@@ -152,9 +161,18 @@ type Break struct {
 	Margin float64 `json:"margin"`
 	// Waits are the query's wait events in the step.
 	Waits []Wait `json:"waits,omitempty"`
-	// Cause is, for a lag break, the query whose latency grew the most
-	// over 1x (by 10% or more): what the sessions waited on.
+	// AddedMS is, for a culprit (Culprits), the time its growth over
+	// its 1x added to the step.
+	AddedMS float64 `json:"added_ms,omitempty"`
+	// Cause is, for a lag break, the culprit: the query that added the
+	// most time over its own 1x, beyond its noise (Culprits, the measure
+	// rehearse ranks regressions by); when none grew beyond its noise,
+	// the judged query with the most time in the step.
 	Cause *Break `json:"cause,omitempty"`
+	// WaitedMost is, for a lag break, the judged query with the most
+	// time in the step, with its wait events: where the sessions
+	// waited, evidence beside the cause; absent when it is the cause.
+	WaitedMost *Break `json:"waited_most,omitempty"`
 }
 
 // StepVerdict is the judgement of one step (a round at a load factor k)
@@ -202,7 +220,6 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Margin = max(v.Margin, br.Margin)
 	}
 	latencyGrew := false
-	var slowest *Break
 	for _, r := range slo.Rules {
 		if r.Metric == MetricErrors {
 			lim := b.ErrorRate + r.PP
@@ -233,18 +250,13 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 				// Too small a change to break, however large its ratio.
 				mg = min(mg, -0.01)
 			}
-			br := Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits}
-			if val/base >= 1.1 && val-base >= slo.MinEffectMS {
+			if val/base >= MinGrowth && val-base >= slo.MinEffectMS {
 				latencyGrew = true
-				if slowest == nil || val/base > slowest.Value/slowest.Base {
-					c := br
-					slowest = &c
-				}
 			}
-			add(br)
+			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
 		}
 	}
-	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= 1.1 {
+	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= MinGrowth {
 		latencyGrew = true
 	}
 	short := v.AchievedK > 0 && v.AchievedK < ShortFall*k
@@ -291,9 +303,15 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		// The sessions waited on the target: it answered slower, or its
 		// answers, as slow as at 1x, left them no time at k (or whose
 		// time it was is unknown without the target's own durations).
-		cause := slowest
-		if cause == nil {
-			cause = busiest(b, m)
+		// The cause is what added the most time over its own 1x; where
+		// the sessions waited is evidence beside it.
+		waited := busiest(b, m)
+		cause := waited
+		if cs := Culprits(b, m, slo); len(cs) > 0 {
+			cause = &cs[0]
+		}
+		if waited != nil && cause != nil && waited.Fingerprint == cause.Fingerprint {
+			waited = nil
 		}
 		mg := 0.01
 		if lagMS > 0 && late {
@@ -303,7 +321,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 			// Fell short of k: by how much, on the lag's scale.
 			mg = max(mg, ShortFall*k/v.AchievedK-1)
 		}
-		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause})
+		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause, WaitedMost: waited})
 	}
 	slices.SortStableFunc(v.Broken, func(a, b Break) int {
 		switch {

@@ -174,7 +174,21 @@ func breakText(b judge.Break, k float64) string {
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
 	case judge.MetricLag:
 		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
-		if c := b.Cause; c != nil {
+		if c := b.Cause; c != nil && c.AddedMS > 0 {
+			// The culprit, by the time it added over its own 1x (as
+			// rehearse ranks regressions); where the sessions waited
+			// is evidence beside it.
+			s += fmt.Sprintf("; the most time added over 1x: %s, %s %+.0f%% (%s ms -> %s ms), %s a run", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value), fmtSignedTotal(c.AddedMS))
+			if len(c.Waits) > 0 {
+				s += ", its sessions waiting on " + c.Waits[0].Event
+			}
+			if w := b.WaitedMost; w != nil {
+				s += fmt.Sprintf("; the sessions waited most on %s", shorten(oneLine(w.Query), 60))
+				if len(w.Waits) > 0 {
+					s += ", waiting on " + w.Waits[0].Event
+				}
+			}
+		} else if c != nil {
 			s += fmt.Sprintf("; the sessions waited most on %s, %s %+.0f%% (%s ms -> %s ms)", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value))
 			if len(c.Waits) > 0 {
 				s += ", its sessions waiting on " + c.Waits[0].Event
