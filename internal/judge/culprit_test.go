@@ -150,3 +150,32 @@ func TestCulpritsWithinNoise(t *testing.T) {
 		t.Errorf("0.1 ms a call: culprits %+v, want none", cs)
 	}
 }
+
+// TestStepLatencyBreakCulprit: a range read whose p95 breaks the SLO by
+// the most is the first rule broken, and the INSERT that added more time
+// over its 1x is named beside it as the culprit; a rule broken by the
+// culprit itself names no other.
+func TestStepLatencyBreakCulprit(t *testing.T) {
+	slo, err := ParseSLO(DefaultSLO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func(insMean, rngP95 float64) Measurement {
+		return Measurement{StatementsPerS: 100, Queries: []Query{
+			{Fingerprint: "range", Query: culpritRange, TimedCalls: 400, TotalMS: 5000, MeanMS: 12.5, P95MS: rngP95},
+			{Fingerprint: "insert", Query: culpritInsert, TimedCalls: 1200, TotalMS: 1200 * insMean, MeanMS: insMean, P95MS: 0.4},
+		}}
+	}
+	b := NewBaseline([]Measurement{round(0.2, 20), round(0.2, 20)}, slo)
+	v := Step(b, round(3.4, 32), 1, slo, 2)
+	if v.Held || len(v.Broken) == 0 || v.Broken[0].Fingerprint != "range" {
+		t.Fatalf("%+v: want the range read's p95 broken", v)
+	}
+	if c := v.Broken[0].Cause; c == nil || c.Fingerprint != "insert" || math.Abs(c.AddedMS-3840) > 1 {
+		t.Errorf("cause %+v: want the INSERT, 3840 ms added", c)
+	}
+	v = Step(b, round(0.2, 32), 1, slo, 2)
+	if len(v.Broken) == 0 || v.Broken[0].Cause != nil {
+		t.Errorf("%+v: the range read broke and added the most: no other cause", v)
+	}
+}

@@ -167,7 +167,9 @@ type Break struct {
 	// Cause is, for a lag break, the culprit: the query that added the
 	// most time over its own 1x, beyond its noise (Culprits, the measure
 	// rehearse ranks regressions by); when none grew beyond its noise,
-	// the judged query with the most time in the step.
+	// the judged query with the most time in the step. For the latency
+	// rule broken the most in a step, it is the culprit when that is
+	// another query (nameCulprit).
 	Cause *Break `json:"cause,omitempty"`
 	// WaitedMost is, for a lag break, the judged query with the most
 	// time in the step, with its wait events: where the sessions
@@ -275,6 +277,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		capacity = m.ShardCores
 	}
 	saturated := capacity > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(capacity)
+	culprits := Culprits(b, m, slo)
 	shardSaturated := len(m.ShardsSaturated) > 0
 	replayerLate := m.LagReplayerMS > m.LagTargetMS
 	// A lag spike alone, with the load achieved and the latencies as at
@@ -307,8 +310,8 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		// the sessions waited is evidence beside it.
 		waited := busiest(b, m)
 		cause := waited
-		if cs := Culprits(b, m, slo); len(cs) > 0 {
-			cause = &cs[0]
+		if len(culprits) > 0 {
+			cause = &culprits[0]
 		}
 		if waited != nil && cause != nil && waited.Fingerprint == cause.Fingerprint {
 			waited = nil
@@ -332,6 +335,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		}
 		return 0
 	})
+	nameCulprit(&v, culprits)
 	if math.IsInf(v.Margin, -1) {
 		v.Margin = -1
 	}
@@ -343,6 +347,19 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
 	}
 	return v
+}
+
+// nameCulprit gives the rule broken the most, when it is another query's
+// latency rule, the step's culprit as its Cause: a query whose figure
+// broke the SLO by the most may not be the one that added the most time
+// over its 1x, and the first to break names both.
+func nameCulprit(v *StepVerdict, culprits []Break) {
+	if len(v.Broken) == 0 || len(culprits) == 0 || v.Bound != BoundTarget {
+		return
+	}
+	if br := &v.Broken[0]; br.Fingerprint != "" && br.Cause == nil && br.Fingerprint != culprits[0].Fingerprint {
+		br.Cause = &culprits[0]
+	}
 }
 
 // RoundTripShare is the share of the sessions' round trips the target's

@@ -122,4 +122,11 @@ func TestBreakTextCulprit(t *testing.T) {
 	if got := breakText(lag, 3.7); got != want {
 		t.Errorf("no culprit:\n got %s\nwant %s", got, want)
 	}
+	rule := *rangeRead
+	rule.Cause = insert
+	want = "SELECT id FROM events WHERE account_id = $1 AND created_at … p95 +25% (20.0 ms -> 25.0 ms) at 3.7x, its sessions waiting on IO:DataFileRead; " +
+		"the most time added over 1x: INSERT INTO events (account_id, kind) VALUES ($1, $2), mean +1600% (0.200 ms -> 3.40 ms), +3.84 s a run"
+	if got := breakText(rule, 3.7); got != want {
+		t.Errorf("a rule broken, another query the culprit:\n got %s\nwant %s", got, want)
+	}
 }

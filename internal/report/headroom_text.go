@@ -178,10 +178,7 @@ func breakText(b judge.Break, k float64) string {
 			// The culprit, by the time it added over its own 1x (as
 			// rehearse ranks regressions); where the sessions waited
 			// is evidence beside it.
-			s += fmt.Sprintf("; the most time added over 1x: %s, %s %+.0f%% (%s ms -> %s ms), %s a run", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value), fmtSignedTotal(c.AddedMS))
-			if len(c.Waits) > 0 {
-				s += ", its sessions waiting on " + c.Waits[0].Event
-			}
+			s += "; " + culpritText(c)
 			if w := b.WaitedMost; w != nil {
 				s += fmt.Sprintf("; the sessions waited most on %s", shorten(oneLine(w.Query), 60))
 				if len(w.Waits) > 0 {
@@ -201,6 +198,21 @@ func breakText(b judge.Break, k float64) string {
 	s := fmt.Sprintf("%s %s %+.0f%% (%s ms -> %s ms)%s", shorten(oneLine(b.Query), 60), b.Metric, 100*(b.Value/b.Base-1), fmtMS(b.Base), fmtMS(b.Value), at)
 	if len(b.Waits) > 0 {
 		s += ", its sessions waiting on " + b.Waits[0].Event
+	}
+	if c := b.Cause; c != nil && c.AddedMS > 0 {
+		// Another query added more time over its 1x than this one.
+		s += "; " + culpritText(c)
+	}
+	return s
+}
+
+// culpritText is the query that added the most time over its 1x, with
+// what it added a run: "the most time added over 1x: INSERT ..., mean
+// +1600% (0.200 ms -> 3.40 ms), +3.84 s a run".
+func culpritText(c *judge.Break) string {
+	s := fmt.Sprintf("the most time added over 1x: %s, %s %+.0f%% (%s ms -> %s ms), %s a run", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value), fmtSignedTotal(c.AddedMS))
+	if len(c.Waits) > 0 {
+		s += ", its sessions waiting on " + c.Waits[0].Event
 	}
 	return s
 }
