@@ -306,16 +306,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		// The sessions waited on the target: it answered slower, or its
 		// answers, as slow as at 1x, left them no time at k (or whose
 		// time it was is unknown without the target's own durations).
-		// The cause is what added the most time over its own 1x; where
-		// the sessions waited is evidence beside it.
-		waited := busiest(b, m)
-		cause := waited
-		if len(culprits) > 0 {
-			cause = &culprits[0]
-		}
-		if waited != nil && cause != nil && waited.Fingerprint == cause.Fingerprint {
-			waited = nil
-		}
+		cause, waited := lagCause(b, m, culprits)
 		mg := 0.01
 		if lagMS > 0 && late {
 			mg = max(mg, m.LagP99MS/lagMS-1)
@@ -347,6 +338,22 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
 	}
 	return v
+}
+
+// lagCause is the cause of a lag: what added the most time over its own
+// 1x (the first of culprits), and, as evidence beside it, where the
+// sessions waited (busiest; nil when it is the cause). When no query grew
+// beyond its noise, where the sessions waited is the cause.
+func lagCause(b Baseline, m Measurement, culprits []Break) (cause, waited *Break) {
+	waited = busiest(b, m)
+	if len(culprits) == 0 {
+		return waited, nil
+	}
+	cause = &culprits[0]
+	if waited != nil && waited.Fingerprint == cause.Fingerprint {
+		waited = nil
+	}
+	return cause, waited
 }
 
 // nameCulprit gives the rule broken the most, when it is another query's
