@@ -886,7 +886,7 @@ func (r *Report) rank() {
 	}
 	byImpact := slices.Clone(regs)
 	slices.SortStableFunc(byImpact, func(a, b *QueryDiff) int {
-		return cmp.Or(cmp.Compare(b.ImpactMS, a.ImpactMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+		return ByAddedTime(a.ImpactMS, a.Fingerprint, b.ImpactMS, b.Fingerprint)
 	})
 	for _, q := range byImpact {
 		r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, q.Fingerprint)

@@ -175,8 +175,8 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 		}
 	}
 	if bf.TimedCalls > 0 && cf.TimedCalls > 0 {
-		d.AddedMS = d.Effects.Mean.DeltaMS * float64(cf.TimedCalls)
-		d.TailAddedMS = d.Effects.P95.DeltaMS * 0.05 * float64(cf.TimedCalls)
+		d.AddedMS = AddedMS(MetricMean, d.Effects.Mean.DeltaMS, cf.TimedCalls)
+		d.TailAddedMS = AddedMS(MetricP95, d.Effects.P95.DeltaMS, cf.TimedCalls)
 	}
 	c.judge(&d)
 	c.promote(&d)
@@ -412,7 +412,7 @@ func (c *comparer) promote(d *QueryDiff) {
 	if d.Effects == nil || d.Status.Regression() {
 		return
 	}
-	e, calls := d.Effects, float64(d.Candidate.TimedCalls)
+	e, calls := d.Effects, d.Candidate.TimedCalls
 	for _, r := range c.o.Rules {
 		if r.Metric != MetricP50 && r.Metric != MetricP99 {
 			continue
@@ -424,10 +424,10 @@ func (c *comparer) promote(d *QueryDiff) {
 		d.Changed = ""
 		if r.Metric == MetricP50 {
 			// The typical call's change, over every call.
-			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, e.P50.DeltaMS*calls
+			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricP50, e.P50.Ratio, AddedMS(MetricP50, e.P50.DeltaMS, calls)
 		} else {
 			// The slowest 1% of calls, as the p95's 5%.
-			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, e.P99.DeltaMS*0.01*calls
+			d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP99, e.P99.Ratio, AddedMS(MetricP99, e.P99.DeltaMS, calls)
 		}
 		return
 	}

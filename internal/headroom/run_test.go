@@ -239,3 +239,52 @@ func TestRunReleaseAfterLongStep(t *testing.T) {
 		}
 	})
 }
+
+// TestRunCulprit: the case. From 2x, an INSERT that took a
+// twentieth of the time at 1x stalls on 3% of its calls (its mean 17x,
+// seconds added a run), while a range read of the same table, where the
+// sessions spend the most time, grows 25% at its p95 and no rule breaks
+// but the lag's. The first to break names the INSERT, the query that
+// added the most time over its own 1x (as rehearse ranks it), and the
+// range read beside it as where the sessions waited.
+func TestRunCulprit(t *testing.T) {
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
+	result := func(k float64) *results.Result {
+		const wall = 10.0
+		n := int64(160 * k * wall)
+		ins, rng := n*3/4, n/4
+		insMean, rngMean, rngP95 := 0.2, 12.5, 20.0
+		res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: k, WallSeconds: wall, ClientCPUSeconds: 0.5}}
+		if k >= 2 {
+			insMean, rngMean, rngP95 = 3.4, 13, 25
+			res.Replay.Lag = &results.Distribution{Count: 100, P99: 500}
+			res.Replay.LagSources = &results.LagSources{TargetMS: 5000}
+		}
+		res.Statements = results.StatementCounts{Total: n, Executed: n}
+		res.Queries = []querystats.Row{
+			{Fingerprint: "range", Query: "SELECT id, kind FROM events WHERE account_id = $1 AND created_at > $2", Calls: rng, TimedCalls: rng,
+				TotalMS: float64(rng) * rngMean, MeanMS: rngMean, P50MS: 12, P95MS: rngP95, P99MS: rngP95 * 1.1},
+			{Fingerprint: "insert", Query: "INSERT INTO events (account_id, kind, payload) VALUES ($1, $2, $3)", Calls: ins, TimedCalls: ins,
+				TotalMS: float64(ins) * insMean, MeanMS: insMean, P50MS: 0.2, P95MS: 0.4, P99MS: 100},
+		}
+		return res
+	}
+	out, err := Run(context.Background(), Config{
+		Targets: []Target{{Side: Candidate, DSN: "d", Reset: reset.None{}}},
+		SLO:     slo, Search: Search{MaxK: 4}, Span: 10 * time.Second, Cores: 2,
+		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) { return result(st.K), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := out.Side(Candidate).FirstBreak
+	if fb == nil || fb.Metric != judge.MetricLag || fb.Cause == nil {
+		t.Fatalf("first break %+v: want a lag break with its cause", fb)
+	}
+	if c := fb.Cause; c.Fingerprint != "insert" || c.Metric != judge.MetricMean || c.AddedMS <= 0 {
+		t.Errorf("cause %+v: want the INSERT's mean, with the time it added", c)
+	}
+	if w := fb.WaitedMost; w == nil || w.Fingerprint != "range" {
+		t.Errorf("waited most %+v: want the range read", w)
+	}
+}

@@ -22,6 +22,11 @@ type Baseline struct {
 	// in every baseline round and MinShare of its time.
 	Queries []Query `json:"queries"`
 	Rounds  int     `json:"rounds"`
+	// minor are the queries with MinCalls timed calls in every baseline
+	// round but less than MinShare of its time: they break no rule, but
+	// one may still add the most time at a step (Culprits), as rehearse
+	// would rank it.
+	minor []Query
 }
 
 // NewBaseline is the baseline of a side's k = 1 rounds under slo.
@@ -46,7 +51,7 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		total += q.TotalMS
 	}
 	for _, q := range rounds[0].Queries {
-		if total > 0 && q.TotalMS/total < slo.MinShare || transactionControl(q.Query) {
+		if transactionControl(q.Query) {
 			continue
 		}
 		qs := []Query{}
@@ -77,6 +82,10 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		mq.P50MS = medianOf(qs, func(q Query) float64 { return q.P50MS })
 		mq.P95MS = medianOf(qs, func(q Query) float64 { return q.P95MS })
 		mq.P99MS = medianOf(qs, func(q Query) float64 { return q.P99MS })
+		if total > 0 && q.TotalMS/total < slo.MinShare {
+			b.minor = append(b.minor, mq)
+			continue
+		}
 		b.Queries = append(b.Queries, mq)
 	}
 	return b
@@ -152,9 +161,20 @@ type Break struct {
 	Margin float64 `json:"margin"`
 	// Waits are the query's wait events in the step.
 	Waits []Wait `json:"waits,omitempty"`
-	// Cause is, for a lag break, the query whose latency grew the most
-	// over 1x (by 10% or more): what the sessions waited on.
+	// AddedMS is, for a culprit (Culprits), the time its growth over
+	// its 1x added to the step.
+	AddedMS float64 `json:"added_ms,omitempty"`
+	// Cause is, for a lag break, the culprit: the query that added the
+	// most time over its own 1x, beyond its noise (Culprits, the measure
+	// rehearse ranks regressions by); when none grew beyond its noise,
+	// the judged query with the most time in the step. For the latency
+	// rule broken the most in a step, it is the culprit when that is
+	// another query (nameCulprit).
 	Cause *Break `json:"cause,omitempty"`
+	// WaitedMost is, for a lag break, the judged query with the most
+	// time in the step, with its wait events: where the sessions
+	// waited, evidence beside the cause; absent when it is the cause.
+	WaitedMost *Break `json:"waited_most,omitempty"`
 }
 
 // StepVerdict is the judgement of one step (a round at a load factor k)
@@ -202,7 +222,6 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Margin = max(v.Margin, br.Margin)
 	}
 	latencyGrew := false
-	var slowest *Break
 	for _, r := range slo.Rules {
 		if r.Metric == MetricErrors {
 			lim := b.ErrorRate + r.PP
@@ -233,18 +252,13 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 				// Too small a change to break, however large its ratio.
 				mg = min(mg, -0.01)
 			}
-			br := Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits}
-			if val/base >= 1.1 && val-base >= slo.MinEffectMS {
+			if val/base >= MinGrowth && val-base >= slo.MinEffectMS {
 				latencyGrew = true
-				if slowest == nil || val/base > slowest.Value/slowest.Base {
-					c := br
-					slowest = &c
-				}
 			}
-			add(br)
+			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
 		}
 	}
-	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= 1.1 {
+	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= MinGrowth {
 		latencyGrew = true
 	}
 	short := v.AchievedK > 0 && v.AchievedK < ShortFall*k
@@ -263,6 +277,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		capacity = m.ShardCores
 	}
 	saturated := capacity > 0 && m.ReplayerCPU >= ReplayerSaturated*float64(capacity)
+	culprits := Culprits(b, m, slo)
 	shardSaturated := len(m.ShardsSaturated) > 0
 	replayerLate := m.LagReplayerMS > m.LagTargetMS
 	// A lag spike alone, with the load achieved and the latencies as at
@@ -291,10 +306,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		// The sessions waited on the target: it answered slower, or its
 		// answers, as slow as at 1x, left them no time at k (or whose
 		// time it was is unknown without the target's own durations).
-		cause := slowest
-		if cause == nil {
-			cause = busiest(b, m)
-		}
+		cause, waited := lagCause(b, m, culprits)
 		mg := 0.01
 		if lagMS > 0 && late {
 			mg = max(mg, m.LagP99MS/lagMS-1)
@@ -303,7 +315,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 			// Fell short of k: by how much, on the lag's scale.
 			mg = max(mg, ShortFall*k/v.AchievedK-1)
 		}
-		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause})
+		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause, WaitedMost: waited})
 	}
 	slices.SortStableFunc(v.Broken, func(a, b Break) int {
 		switch {
@@ -314,6 +326,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		}
 		return 0
 	})
+	nameCulprit(&v, culprits)
 	if math.IsInf(v.Margin, -1) {
 		v.Margin = -1
 	}
@@ -325,6 +338,35 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
 	}
 	return v
+}
+
+// lagCause is the cause of a lag: what added the most time over its own
+// 1x (the first of culprits), and, as evidence beside it, where the
+// sessions waited (busiest; nil when it is the cause). When no query grew
+// beyond its noise, where the sessions waited is the cause.
+func lagCause(b Baseline, m Measurement, culprits []Break) (cause, waited *Break) {
+	waited = busiest(b, m)
+	if len(culprits) == 0 {
+		return waited, nil
+	}
+	cause = &culprits[0]
+	if waited != nil && waited.Fingerprint == cause.Fingerprint {
+		waited = nil
+	}
+	return cause, waited
+}
+
+// nameCulprit gives the rule broken the most, when it is another query's
+// latency rule, the step's culprit as its Cause: a query whose figure
+// broke the SLO by the most may not be the one that added the most time
+// over its 1x, and the first to break names both.
+func nameCulprit(v *StepVerdict, culprits []Break) {
+	if len(v.Broken) == 0 || len(culprits) == 0 || v.Bound != BoundTarget {
+		return
+	}
+	if br := &v.Broken[0]; br.Fingerprint != "" && br.Cause == nil && br.Fingerprint != culprits[0].Fingerprint {
+		br.Cause = &culprits[0]
+	}
 }
 
 // RoundTripShare is the share of the sessions' round trips the target's

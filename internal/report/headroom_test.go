@@ -99,3 +99,34 @@ func TestHeadroomInBrowser(t *testing.T) {
 	sc := htmltest.SelfCheck(t, writePage(t, HeadroomPage(headroomOutcome(t))))
 	htmltest.AssertSelfCheck(t, sc, 2, "headroom-steps-control", "headroom-steps-candidate")
 }
+
+// TestBreakTextCulprit: a lag break names first the query that added the
+// most time over its 1x, with the time it added a run, and then, as
+// evidence, where the sessions waited; a cause that added nothing (no
+// query grew beyond its noise) is where the sessions waited, as before.
+func TestBreakTextCulprit(t *testing.T) {
+	insert := &judge.Break{Metric: judge.MetricMean, Fingerprint: "ins", Query: "INSERT INTO events (account_id, kind) VALUES ($1, $2)",
+		Base: 0.2, Value: 3.4, AddedMS: 3840}
+	rangeRead := &judge.Break{Metric: judge.MetricP95, Fingerprint: "rng", Query: "SELECT id FROM events WHERE account_id = $1 AND created_at > $2",
+		Base: 20, Value: 25, Waits: []judge.Wait{{Event: "IO:DataFileRead", Share: 0.7}}}
+	lag := judge.Break{Metric: judge.MetricLag, Base: 13, Value: 400, Limit: 113, Margin: 2.5, Cause: insert, WaitedMost: rangeRead}
+	want := "the replay fell behind the log's pace at 3.7x, lag p99 400 ms (1x: 13.0 ms), waiting on the target; " +
+		"the most time added over 1x: INSERT INTO events (account_id, kind) VALUES ($1, $2), mean +1600% (0.200 ms -> 3.40 ms), +3.84 s a run; " +
+		"the sessions waited most on SELECT id FROM events WHERE account_id = $1 AND created_at …, waiting on IO:DataFileRead"
+	if got := breakText(lag, 3.7); got != want {
+		t.Errorf("culprit:\n got %s\nwant %s", got, want)
+	}
+	lag.Cause, lag.WaitedMost = rangeRead, nil
+	want = "the replay fell behind the log's pace at 3.7x, lag p99 400 ms (1x: 13.0 ms), waiting on the target; " +
+		"the sessions waited most on SELECT id FROM events WHERE account_id = $1 AND created_at …, p95 +25% (20.0 ms -> 25.0 ms), its sessions waiting on IO:DataFileRead"
+	if got := breakText(lag, 3.7); got != want {
+		t.Errorf("no culprit:\n got %s\nwant %s", got, want)
+	}
+	rule := *rangeRead
+	rule.Cause = insert
+	want = "SELECT id FROM events WHERE account_id = $1 AND created_at … p95 +25% (20.0 ms -> 25.0 ms) at 3.7x, its sessions waiting on IO:DataFileRead; " +
+		"the most time added over 1x: INSERT INTO events (account_id, kind) VALUES ($1, $2), mean +1600% (0.200 ms -> 3.40 ms), +3.84 s a run"
+	if got := breakText(rule, 3.7); got != want {
+		t.Errorf("a rule broken, another query the culprit:\n got %s\nwant %s", got, want)
+	}
+}

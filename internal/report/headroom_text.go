@@ -174,7 +174,18 @@ func breakText(b judge.Break, k float64) string {
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
 	case judge.MetricLag:
 		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
-		if c := b.Cause; c != nil {
+		if c := b.Cause; c != nil && c.AddedMS > 0 {
+			// The culprit, by the time it added over its own 1x (as
+			// rehearse ranks regressions); where the sessions waited
+			// is evidence beside it.
+			s += "; " + culpritText(c)
+			if w := b.WaitedMost; w != nil {
+				s += fmt.Sprintf("; the sessions waited most on %s", shorten(oneLine(w.Query), 60))
+				if len(w.Waits) > 0 {
+					s += ", waiting on " + w.Waits[0].Event
+				}
+			}
+		} else if c != nil {
 			s += fmt.Sprintf("; the sessions waited most on %s, %s %+.0f%% (%s ms -> %s ms)", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value))
 			if len(c.Waits) > 0 {
 				s += ", its sessions waiting on " + c.Waits[0].Event
@@ -187,6 +198,21 @@ func breakText(b judge.Break, k float64) string {
 	s := fmt.Sprintf("%s %s %+.0f%% (%s ms -> %s ms)%s", shorten(oneLine(b.Query), 60), b.Metric, 100*(b.Value/b.Base-1), fmtMS(b.Base), fmtMS(b.Value), at)
 	if len(b.Waits) > 0 {
 		s += ", its sessions waiting on " + b.Waits[0].Event
+	}
+	if c := b.Cause; c != nil && c.AddedMS > 0 {
+		// Another query added more time over its 1x than this one.
+		s += "; " + culpritText(c)
+	}
+	return s
+}
+
+// culpritText is the query that added the most time over its 1x, with
+// what it added a run: "the most time added over 1x: INSERT ..., mean
+// +1600% (0.200 ms -> 3.40 ms), +3.84 s a run".
+func culpritText(c *judge.Break) string {
+	s := fmt.Sprintf("the most time added over 1x: %s, %s %+.0f%% (%s ms -> %s ms), %s a run", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value), fmtSignedTotal(c.AddedMS))
+	if len(c.Waits) > 0 {
+		s += ", its sessions waiting on " + c.Waits[0].Event
 	}
 	return s
 }
