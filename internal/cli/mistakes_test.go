@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // The answers to a newcomer's mistakes: each says what is wrong in the
@@ -40,5 +43,63 @@ func TestNotALogFile(t *testing.T) {
 				t.Errorf("message lacks %q, or quotes the file:\n%s", tt.want, stderr)
 			}
 		})
+	}
+}
+
+// errorsOnlyLog is the log of a server at its default settings: it logs
+// the statements that fail (log_min_error_statement), none that succeed.
+const errorsOnlyLog = `2024-05-01 10:00:00.000 UTC [101] app@shop/psql 6630f1a0.65 ERROR:  relation "nope" does not exist at character 15
+2024-05-01 10:00:00.000 UTC [101] app@shop/psql 6630f1a0.65 STATEMENT:  SELECT * FROM nope
+2024-05-01 10:00:01.000 UTC [101] app@shop/psql 6630f1a0.65 ERROR:  division by zero
+2024-05-01 10:00:01.000 UTC [101] app@shop/psql 6630f1a0.65 STATEMENT:  SELECT 1/0
+`
+
+// TestErrorsOnlyLog: a log with errors and no successful statement says
+// the server logs none and how to make it, and exits 4 (nothing to
+// measure), for analyze and replay, with no error-rate finding; the
+// analysis is marked incomplete.
+func TestErrorsOnlyLog(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "postgresql.log")
+	os.WriteFile(log, []byte(errorsOnlyLog), 0o644)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"NOTHING MEASURED: all 2 statements the log shows failed: the server logs no successful statement",
+		"log_min_error_statement", "log_min_duration_statement = 0 (or log_statement = 'all')"}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"analyze", []string{"analyze", "--prefix", testPrefix, log}},
+		{"replay, dry run", []string{"replay", "--dry-run", "--prefix", testPrefix, log}},
+		{"replay", []string{"replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", testPrefix, log}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(ctx, "", tt.args...)
+			if code != ExitNoInput {
+				t.Errorf("exit %d, want %d", code, ExitNoInput)
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("message lacks %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stdout, "CRITICAL") {
+				t.Errorf("an error rate judged from errors alone:\n%s", stdout)
+			}
+		})
+	}
+	// One successful statement logged: measured as before.
+	withOne := filepath.Join(dir, "one.log")
+	os.WriteFile(withOne, []byte(errorsOnlyLog+"2024-05-01 10:00:02.000 UTC [101] app@shop/psql 6630f1a0.65 LOG:  duration: 0.100 ms  statement: SELECT 1\n"), 0o644)
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, withOne); code != ExitOK {
+		t.Errorf("a log with a successful statement: exit %d\n%s", code, stderr)
 	}
 }

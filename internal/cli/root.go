@@ -56,8 +56,8 @@ type exitDoc struct {
 // The exit codes as the commands explain them. Codes 0, 1 and 2 are every
 // command's; the others belong to the commands that name them.
 var (
-	exitDocNoInput = exitDoc{ExitNoInput, "nothing to measure: the input yielded no statement, or more than " +
-		"--max-skipped of its lines could not be read"}
+	exitDocNoInput = exitDoc{ExitNoInput, "nothing to measure: the input yielded no statement, only statements " +
+		"that failed (a server that logs only its errors), or more than --max-skipped of its lines could not be read"}
 	exitDocInputCut = exitDoc{ExitIncomplete, "incomplete input: a log broke off (a truncated compressed file); " +
 		"the figures cover what was read before"}
 	exitDocReplayIncomplete = exitDoc{ExitIncomplete, "incomplete: the replay lost more than --max-lost of its " +
