@@ -103,3 +103,35 @@ func TestErrorsOnlyLog(t *testing.T) {
 		t.Errorf("a log with a successful statement: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestUnknownConnectionKeyword: a misspelt keyword in any connection
+// string flag of any command is refused before any work, naming the flag
+// and the keyword as libpq does, exit 2; pgconn would have sent it to the
+// server as a run-time parameter and connected to the default socket.
+func TestUnknownConnectionKeyword(t *testing.T) {
+	ctx := context.Background()
+	all := dsnFlags()
+	if len(all) < 5 {
+		t.Fatalf("DSN flags in %d commands", len(all))
+	}
+	for cmd, flags := range all {
+		for _, flag := range flags {
+			for _, dsn := range []string{"hostname=127.0.0.1 port=1 dbname=app password=PlantedKW-1", "postgres://app:PlantedKW-1@127.0.0.1:1/app?hostname=x"} {
+				t.Run(cmd+" --"+flag, func(t *testing.T) {
+					args := []string{cmd, "--" + flag, dsn}
+					if cmd != "capture" && cmd != "observe" && cmd != "sweep" {
+						args = append(args, smallLog)
+					}
+					code, stdout, stderr := runCLI(ctx, "", args...)
+					want := "pgrehearse: --" + flag + `: invalid connection option "hostname"`
+					if code != ExitUsage || !strings.Contains(stderr, want) {
+						t.Errorf("exit %d, want %d saying %q:\n%s%s", code, ExitUsage, want, stdout, stderr)
+					}
+					if strings.Contains(stdout+stderr, "PlantedKW-1") {
+						t.Errorf("the password is printed:\n%s%s", stdout, stderr)
+					}
+				})
+			}
+		}
+	}
+}
