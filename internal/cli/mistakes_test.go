@@ -135,3 +135,32 @@ func TestUnknownConnectionKeyword(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagTypo: a mistyped flag is a usage error (exit 2) that suggests
+// the command's flags within two edits, its own or inherited; one far
+// from every flag suggests nothing. A mistyped command is cobra's.
+func TestFlagTypo(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // "" for no suggestion
+	}{
+		{[]string{"analyze", "--prefx", "%m ", smallLog}, "unknown flag: --prefx\n\nDid you mean this?\n\t--prefix\n"},
+		{[]string{"analyze", "--prefx=%m ", smallLog}, "\t--prefix\n"},
+		{[]string{"replay", "--taget", "host=/tmp", smallLog}, "Did you mean this?\n\t--target\n"},
+		{[]string{"replay", "--Speed", "2", smallLog}, "Did you mean this?\n\t--speed\n"},
+		{[]string{"report", "--fail-onn", "p95>+20%", "a.json", "b.json"}, "Did you mean this?\n\t--fail-on\n"},
+		{[]string{"analyze", "--completely-unknown", smallLog}, ""},
+		{[]string{"anlyze", smallLog}, "Did you mean this?\n\tanalyze\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
+			code, _, stderr := runCLI(context.Background(), "", tt.args...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			if tt.want == "" && strings.Contains(stderr, "Did you mean") || !strings.Contains(stderr, tt.want) {
+				t.Errorf("want %q:\n%s", tt.want, stderr)
+			}
+		})
+	}
+}

@@ -154,9 +154,7 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 	root.SetOut(stdio.Stdout)
 	root.SetErr(stdio.Stderr)
 	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: err}
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(ctx, stdio))
 	}
