@@ -164,3 +164,25 @@ func TestFlagTypo(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectionErrorOnce: a target where nothing answers is said once:
+// no warning about the DSN's own login before the failure, pgconn's two
+// attempts (with TLS and without) on one line, and the other logins
+// counted, not repeated; exit 1.
+func TestConnectionErrorOnce(t *testing.T) {
+	dir := t.TempDir()
+	log := minuteLog(t, dir, "three.log", [2]string{"app", "shop"}, [2]string{"report", "shop"}, [2]string{"app", "crm"})
+	for _, target := range []string{"host=127.0.0.1 port=1 dbname=postgres", "host=" + dir + " port=1 dbname=postgres"} {
+		t.Run(target, func(t *testing.T) {
+			code, _, stderr := runCLI(context.Background(), "", "replay", "--target", target, "--prefix", testPrefix, log)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d", code, ExitFailure)
+			}
+			for w, n := range map[string]int{"unreachable": 1, "dial error": 1, "PRE-FLIGHT FAILED": 1, "and 2 more logins alike": 1, "WARNING": 0} {
+				if got := strings.Count(stderr, w); got != n {
+					t.Errorf("%q said %d times, want %d:\n%s", w, got, n, stderr)
+				}
+			}
+		})
+	}
+}
