@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -184,5 +185,97 @@ func TestConnectionErrorOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// defaultLogging is a target's logging at the server's defaults: no
+// durations, a prefix without %c.
+var defaultLogging = map[string]string{"log_min_duration_statement": "-1", "log_line_prefix": "%m [%p] "}
+
+// TestTargetLogPreflight: --target-log onto a target that logs no
+// durations, with a prefix without %c, fails the pre-flight within
+// seconds, before anything is replayed, listing both settings at once;
+// exit 1.
+func TestTargetLogPreflight(t *testing.T) {
+	parallelCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: defaultLogging})
+	dir := t.TempDir()
+	tl := filepath.Join(dir, "target.log")
+	os.WriteFile(tl, nil, 0o644)
+	log := minuteLog(t, dir, "minute.log", [2]string{"postgres", "postgres"})
+	start := time.Now()
+	code, stdout, stderr := runCLI(context.Background(), "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--target-log", tl, log)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v: the pre-flight should fail within seconds", took)
+	}
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d", code, ExitFailure)
+	}
+	for _, w := range []string{"PRE-FLIGHT FAILED", "nothing was replayed",
+		"--target-log: the target's log cannot give server-side durations: log_min_duration_statement is -1: set it to 0",
+		`--target-log: the target's log cannot give server-side durations: log_line_prefix "%m [%p] " lacks %p or %c`} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("message lacks %q:\n%s", w, stderr)
+		}
+	}
+	if strings.Contains(stdout, "Replay at speed") {
+		t.Errorf("the replay ran:\n%s", stdout)
+	}
+}
+
+// TestRehearseChecklist: what both targets of a rehearsal lack (a login
+// without CREATEDB for --reset template, logging settings for
+// --control-log and --candidate-log) is listed at once, both sides,
+// before any reset or round; what thins only the evidence
+// (pg_stat_statements, pg_read_all_stats) is a warning; exit 1.
+func TestRehearseChecklist(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	dsn := map[string]string{}
+	for _, side := range []string{"control", "candidate"} {
+		c := pgclustertest.StartT(t, pgcluster.Options{Settings: defaultLogging})
+		if err := c.Exec(ctx, "postgres", "CREATE ROLE rehearser LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		// The candidate's login reads the settings, not the statistics.
+		if side == "candidate" {
+			if err := c.Exec(ctx, "postgres", "GRANT pg_read_all_settings TO rehearser"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dsn[side] = c.DSN("postgres") + " user=rehearser"
+		os.WriteFile(filepath.Join(dir, side+".log"), nil, 0o644)
+	}
+	start := time.Now()
+	code, stdout, stderr := runCLI(ctx, "", "rehearse", "--control", dsn["control"], "--candidate", dsn["candidate"],
+		"--control-log", filepath.Join(dir, "control.log"), "--candidate-log", filepath.Join(dir, "candidate.log"),
+		"--prefix", testPrefix, "--out", filepath.Join(dir, "out"), smallLog)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %v: the checklist should fail within seconds", took)
+	}
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d", code, ExitFailure)
+	}
+	for _, side := range []string{"control", "candidate"} {
+		for _, w := range []string{
+			`the ` + side + ` target: the login "rehearser" may not create databases, which --reset template does for each round: ALTER ROLE "rehearser" CREATEDB`,
+			`the ` + side + ` target: --` + side + `-log: the target's log cannot give server-side durations: log_min_duration_statement is -1`,
+			`the ` + side + ` target: --` + side + `-log: the target's log cannot give server-side durations: log_line_prefix "%m [%p] " lacks %p or %c`,
+			map[string]string{
+				"control":   `pre-flight: WARNING: the control target, for the server-side evidence (--observe): the login "rehearser" may not read the server's settings (shared_preload_libraries), so the observer cannot start: GRANT pg_monitor TO "rehearser"`,
+				"candidate": `pre-flight: WARNING: the candidate target, for the server-side evidence (--observe): pg_stat_statements is neither preloaded nor created`,
+			}[side],
+		} {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("message lacks %q:\n%s", w, stderr)
+			}
+		}
+	}
+	if w := `pre-flight: WARNING: the candidate target, for the server-side evidence (--observe): the login "rehearser" does not read other users' statistics: GRANT pg_read_all_stats TO "rehearser"`; !strings.Contains(stderr, w) {
+		t.Errorf("message lacks %q:\n%s", w, stderr)
+	}
+	if strings.Count(stderr, "PRE-FLIGHT FAILED") != 1 || strings.Contains(stdout+stderr, "round 1") {
+		t.Errorf("want one failure before any round:\n%s%s", stdout, stderr)
 	}
 }

@@ -359,18 +359,14 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 			return nil, err
 		}
 	}
+	if err := checkTargets(ctx, stdio, targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil},
+		dsn, logs); err != nil {
+		return nil, err
+	}
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
 		switch mode {
 		case reset.ModeTemplate:
-			ok, err := reset.CanCreateDatabases(ctx, t.DSN)
-			if err != nil {
-				return nil, fmt.Errorf("the %s target: %w", side, err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
-					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
-			}
 			t.Reset = &reset.Template{DSN: t.DSN, Databases: dbs}
 		case reset.ModeCommand:
 			t.Reset = &reset.Command{Command: f.resetCmd, DSN: t.DSN, Name: string(side), Output: stdio.Stderr}
@@ -452,7 +448,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
 	}
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+		h := newLoginHints(r.f.replayFlags)
+		h.targetLog = "--" + string(round.Side) + "-log"
+		return nil, replayRunError(r.stdio, err, start, h)
 	}
 	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
 		return o.Result, nil

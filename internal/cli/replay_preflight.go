@@ -62,7 +62,10 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 		if errors.Is(p.Err, fs.ErrNotExist) {
 			msg = "does not exist: give the target's current log file (log_directory/log_filename)"
 		}
-		problems = append(problems, fmt.Sprintf("--target-log %s: %s", p.Path, msg))
+		problems = append(problems, fmt.Sprintf("%s %s: %s", h.logFlag(), p.Path, msg))
+	}
+	for _, m := range pf.LogSettings {
+		problems = append(problems, fmt.Sprintf("%s: the target's log cannot give server-side durations: %s", h.logFlag(), m))
 	}
 	// A server that does not answer, or is not ready, refuses every
 	// login alike: said once, with how many more it refused.
@@ -126,6 +129,17 @@ func describeCheck(c replay.Check, h loginHints) string {
 type loginHints struct {
 	mappedUsers, mappedDBs map[string]bool // the maps' target names
 	connectTimeout         time.Duration
+	// targetLog is the option that names the target's log: --target-log,
+	// or a rehearsal's side's (--control-log); "" is --target-log.
+	targetLog string
+}
+
+// logFlag is the option that names the target's log.
+func (h loginHints) logFlag() string {
+	if h.targetLog == "" {
+		return "--target-log"
+	}
+	return h.targetLog
 }
 
 func newLoginHints(f replayFlags) loginHints {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -26,6 +27,11 @@ type Preflight struct {
 	// TargetLogs are the target's log files that cannot be read, with
 	// why (os.ErrNotExist for a missing one).
 	TargetLogs []FileProblem
+	// LogSettings are the settings the target's log lacks to give
+	// server-side durations (targetlog.Check), each with what to set:
+	// without them the replay would run whole before its log is found
+	// wanting.
+	LogSettings []string
 	// Destructive counts the destructive statements of the part of the
 	// logs read, by kind; Complete says the logs were read whole.
 	Destructive map[string]int64
@@ -42,7 +48,7 @@ type FileProblem struct {
 // Failed reports whether the target does not take the replay's
 // connections: the replay would fail, so it is not started.
 func (p *Preflight) Failed() bool {
-	if len(p.TargetLogs) > 0 {
+	if len(p.TargetLogs) > 0 || len(p.LogSettings) > 0 {
 		return true
 	}
 	for i, c := range p.Checks {
@@ -107,6 +113,16 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, ahead *sourc
 		}
 	}
 	pf.Checks = r.Preflight(ctx, logins, PreflightTimeout)
+	if own := slices.Index(logins, replay.Login{}); len(cfg.TargetLogs) > 0 && own >= 0 && pf.Checks[own].Problem == replay.ProblemNone {
+		// The DSN's own login works: it reads the settings.
+		check, cancel := context.WithTimeout(ctx, PreflightTimeout)
+		missing, err := targetlog.Check(check, cfg.Replay.Target)
+		cancel()
+		if err != nil {
+			missing = []string{err.Error()}
+		}
+		pf.LogSettings = missing
+	}
 	pf.Took = time.Since(start)
 	if pf.Failed() {
 		return nil, &PreflightError{Preflight: pf}
