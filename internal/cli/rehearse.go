@@ -359,9 +359,11 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 			return nil, err
 		}
 	}
-	if err := checkTargets(ctx, stdio, targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil},
-		dsn, logs); err != nil {
-		return nil, err
+	if !cfg.SkipPreflight {
+		if err := checkTargets(ctx, stdio, targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil},
+			dsn, logs); err != nil {
+			return nil, err
+		}
 	}
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
