@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // The answers to a newcomer's mistakes: each says what is wrong in the
@@ -277,5 +279,68 @@ func TestRehearseChecklist(t *testing.T) {
 	}
 	if strings.Count(stderr, "PRE-FLIGHT FAILED") != 1 || strings.Contains(stdout+stderr, "round 1") {
 		t.Errorf("want one failure before any round:\n%s%s", stdout, stderr)
+	}
+}
+
+// failingLog writes a log of one session: first, then n statements on a
+// table the target lacks 20 ms apart, and one more a minute later, so
+// that a replay that runs it to its end takes a minute.
+func failingLog(t *testing.T, dir, name, first string, n int) string {
+	t.Helper()
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	line := func(at time.Duration, msg string) {
+		fmt.Fprintf(&b, "%s [2000] app@shop/app %x.7d0 %s\n", start.Add(at).Format("2006-01-02 15:04:05.000 MST"), start.Unix(), msg)
+	}
+	line(0, "LOG:  connection authorized: user=app database=shop application_name=app")
+	if first != "" {
+		line(time.Millisecond, "LOG:  duration: 0.100 ms  statement: "+first)
+	}
+	for i := range n {
+		line(time.Duration(i+1)*20*time.Millisecond, fmt.Sprintf("LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = %d", i))
+	}
+	line(time.Minute, "LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = 0")
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestErrorWindow: a replay whose first statements all fail on the
+// target, none in the original (no schema: 42P01), stops within seconds
+// of its start, saying why, exit 3; one whose first statement succeeds
+// is not stopped by the window.
+func TestErrorWindow(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	start := time.Now()
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--prefix", testPrefix, "--error-window", "20",
+		failingLog(t, dir, "noschema.log", "", 100))
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("took %v: the replay should stop within seconds", took)
+	}
+	want := "REPLAY STOPPED EARLY: the first 20 statements all failed on the target, none of them in the original (by SQLSTATE: 20 42P01)"
+	if code != ExitRegression || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want %d saying %q:\n%s", code, ExitRegression, want, out)
+	}
+	if res == nil || !res.IncompleteBecause(results.IncompleteErrorStart) || res.Outcomes.Ran >= 100 {
+		t.Errorf("result %+v: want it marked error_start, stopped early", res)
+	}
+
+	// A first statement that succeeds: the target is not wholly wrong,
+	// and the replay runs on (to the error rate's verdict).
+	code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--prefix", testPrefix, "--error-window", "20", "--speed", "0",
+		failingLog(t, dir, "some.log", "SELECT 1", 30))
+	if code != ExitRegression || strings.Contains(out, "STOPPED EARLY") || !strings.Contains(out, "REPLAY FAILED: the target's error rate") ||
+		res == nil || res.Outcomes.Ran != 32 {
+		t.Errorf("exit %d, ran %v:\n%s", code, res != nil && res.Outcomes.Ran == 32, out)
 	}
 }

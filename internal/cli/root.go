@@ -65,7 +65,8 @@ var (
 		"was degraded by recovering from a fault, or its log broke off; the result is written and marked, and " +
 		"report will not judge it"}
 	exitDocErrorRate = exitDoc{ExitRegression, "the replay worked, but the target's error rate exceeded the " +
-		"original's by more than --max-error-rate"}
+		"original's by more than --max-error-rate, or its first --error-window statements all failed on the target " +
+		"(none in the original) and it stopped early"}
 	exitDocMergeIncomplete = exitDoc{ExitIncomplete, "incomplete: the merge lacks some shards of its input; " +
 		"the merged result is written, marked incomplete"}
 	exitDocFailOn  = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
