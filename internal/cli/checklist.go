@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
@@ -19,6 +20,12 @@ type targetNeeds struct {
 	template  bool     // --reset template: CREATEDB, and copying the databases
 	databases []string // the databases the template reset copies
 	observe   bool     // the observer: pg_stat_statements, pg_read_all_stats
+	// logins are the traffic's (the template reset's scan of the logs;
+	// nil: left to each round's pre-flight), checked with the replay's
+	// options; hints word the advice.
+	logins []replay.Login
+	replay replayrun.Config
+	hints  loginHints
 }
 
 // checkPreflightTimeout bounds each question of the checklist, as each
@@ -26,10 +33,11 @@ type targetNeeds struct {
 const checkPreflightTimeout = replayrun.PreflightTimeout
 
 // checkTargets asks both targets, before anything runs, for what the
-// options need of them, and fails with every item either lacks, listed at
-// once (exit 1); what only thins the evidence is a warning. A target that
-// cannot be reached is left to the round's pre-flight, which says why
-// with its advice, once.
+// options need of them (the traffic's logins, the template reset's
+// rights, the log settings), and fails with every item either lacks,
+// listed at once (exit 1); what only thins the evidence is a warning. A
+// target that does not answer is said once, by its logins' check, or,
+// without one, left to the round's pre-flight.
 func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse.Side]string, logs map[rehearse.Side][]string) error {
 	var lacks []string
 	for _, side := range []rehearse.Side{rehearse.Control, rehearse.Candidate} {
@@ -43,6 +51,34 @@ func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse
 			return items
 		}
 		var need []string
+		if len(n.logins) > 0 {
+			cctx, cancel := context.WithTimeout(ctx, 2*checkPreflightTimeout)
+			failed, err := replayrun.CheckLogins(cctx, n.replay, dsn[side], n.logins)
+			cancel()
+			if err != nil {
+				return err
+			}
+			// A server that does not answer refuses every login alike:
+			// said once, and the rest of its list cannot be asked.
+			alike := 0
+			for _, c := range failed {
+				if serverProblem(c.Problem) {
+					if alike++; alike > 1 {
+						continue
+					}
+				}
+				need = append(need, describeCheck(c, n.hints))
+			}
+			if alike > 1 {
+				need = append(need, loginsAlike(alike-1))
+			}
+			if alike > 0 {
+				for _, m := range need {
+					lacks = append(lacks, fmt.Sprintf("the %s target: %s", side, m))
+				}
+				continue
+			}
+		}
 		if n.template {
 			need = append(need, ask(func(ctx context.Context) ([]string, error) {
 				return reset.CheckTemplate(ctx, dsn[side], n.databases)

@@ -225,9 +225,9 @@ func TestTargetLogPreflight(t *testing.T) {
 	}
 }
 
-// TestRehearseChecklist: what both targets of a rehearsal lack (a login
-// without CREATEDB for --reset template, logging settings for
-// --control-log and --candidate-log) is listed at once, both sides,
+// TestRehearseChecklist: what both targets of a rehearsal lack (a role
+// of the traffic, a login without CREATEDB for --reset template, logging
+// settings for --control-log and --candidate-log) is listed at once, both sides,
 // before any reset or round; what thins only the evidence
 // (pg_stat_statements, pg_read_all_stats) is a warning; exit 1.
 func TestRehearseChecklist(t *testing.T) {
@@ -261,6 +261,7 @@ func TestRehearseChecklist(t *testing.T) {
 	}
 	for _, side := range []string{"control", "candidate"} {
 		for _, w := range []string{
+			`the ` + side + ` target: user "app", database "shop": role does not exist: role "app" does not exist (SQLSTATE 28000); create the role on the target (CREATE ROLE app LOGIN)`,
 			`the ` + side + ` target: the login "rehearser" may not create databases, which --reset template does for each round: ALTER ROLE "rehearser" CREATEDB`,
 			`the ` + side + ` target: --` + side + `-log: the target's log cannot give server-side durations: log_min_duration_statement is -1`,
 			`the ` + side + ` target: --` + side + `-log: the target's log cannot give server-side durations: log_line_prefix "%m [%p] " lacks %p or %c`,

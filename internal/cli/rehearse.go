@@ -354,14 +354,16 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 
 	var err error
 	var dbs []string
+	var logins []replay.Login
 	if mode == reset.ModeTemplate {
-		if dbs, err = r.scan(ctx); err != nil {
+		if dbs, logins, err = r.scan(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if !cfg.SkipPreflight {
-		if err := checkTargets(ctx, stdio, targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil},
-			dsn, logs); err != nil {
+		need := targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil,
+			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags)}
+		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
 	}
@@ -389,12 +391,12 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 
 // scan reads the logs for the databases their sessions use, which the
 // template reset copies, and for how long a round will take.
-func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
+func (r *rehearseRun) scan(ctx context.Context) ([]string, []replay.Login, error) {
 	start := time.Now()
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: reading the logs for the databases their sessions use (--reset template copies them)\n")
 	sc, err := replayrun.Scan(ctx, r.replay)
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+		return nil, nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
 	var dbs []string
 	for _, l := range sc.Logins {
@@ -403,7 +405,7 @@ func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
 		}
 	}
 	if len(dbs) == 0 {
-		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+		return nil, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
 	slices.Sort(dbs)
 	if speed := r.replay.Replay.Speed; speed > 0 && sc.Span > 0 {
@@ -411,7 +413,7 @@ func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
 	}
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
 		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
-	return dbs, nil
+	return dbs, sc.Logins, nil
 }
 
 func quoteAll(ss []string) []string {

@@ -138,3 +138,23 @@ func readable(path string) error {
 	}
 	return fh.Close()
 }
+
+// CheckLogins connects to target as each of logins (a Scan's), with cfg's
+// replay options (maps, timeouts), as a round's pre-flight does, and
+// returns the checks that failed: for a caller that checks several
+// targets before any round, all at once.
+func CheckLogins(ctx context.Context, cfg Config, target string, logins []replay.Login) ([]replay.Check, error) {
+	opts := cfg.Replay
+	opts.Target = target
+	r, err := replay.New(opts)
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	var failed []replay.Check
+	for _, c := range r.Preflight(ctx, logins, PreflightTimeout) {
+		if c.Problem != replay.ProblemNone {
+			failed = append(failed, c)
+		}
+	}
+	return failed, nil
+}
