@@ -131,6 +131,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	// A log that yields nothing is said loudly, and its result marked so
 	// that report will not judge it; so is a log cut short.
 	nothing := set.Measured(res.Statements.Total, f.maxSkipped/100)
+	if nothing == nil {
+		nothing = set.OnlyErrors(res.Statements.Total, res.Statements.Failed)
+	}
 	if nothing != nil && !res.Partial {
 		res.MarkIncomplete(results.IncompleteNothingMeasured, nothingText(nothing))
 	}
@@ -144,7 +147,10 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	}
 	out := analysisOutput{Result: res}
 	var findingsErr error
-	if f.findings && !res.Partial {
+	// A log of errors alone has no error rate to judge: the server did
+	// not log what succeeded.
+	onlyErrors := nothing != nil && nothing.Reason == source.NothingOnlyErrors
+	if f.findings && !res.Partial && !onlyErrors {
 		// Findings that fail (their server unreachable) lose only
 		// themselves: the analysis is still written.
 		if out.Findings, findingsErr = analysisFindings(ctx, f, res, obs); findingsErr == nil {

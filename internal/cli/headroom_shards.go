@@ -170,9 +170,10 @@ func (h *headroomRun) shardsInProcess(ctx context.Context, st headroom.StepRun, 
 func (h *headroomRun) shardArgs(cfg replayrun.Config, run string, k, n int, jsonPath string) []string {
 	args := []string{"replay", "--shard", fmt.Sprintf("%d/%d", k, n), "--run-id", run,
 		"--json", jsonPath, "--speed", strconv.FormatFloat(cfg.Replay.Speed, 'g', -1, 64),
-		// The step's errors are the SLO's to judge; findings are not a
-		// headroom's.
-		"--findings=false", "--max-error-rate=100"}
+		// The step's errors are the SLO's to judge (the unsharded
+		// step's replay has no error window either); findings are not
+		// a headroom's.
+		"--findings=false", "--max-error-rate=100", "--error-window=0"}
 	args = append(args, h.f.forward...)
 	for _, from := range slices.Sorted(maps.Keys(cfg.Replay.DatabaseMap)) {
 		args = append(args, "--database-map", from+"="+cfg.Replay.DatabaseMap[from])

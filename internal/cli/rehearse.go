@@ -391,8 +391,16 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 
 	var err error
 	var dbs []string
+	var logins []replay.Login
 	if mode == reset.ModeTemplate {
-		if dbs, err = r.scan(ctx); err != nil {
+		if dbs, logins, err = r.scan(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.SkipPreflight {
+		need := targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil,
+			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags)}
+		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
 	}
@@ -400,14 +408,6 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		t.DSN, t.Logs = dsn[side], logs[side]
 		switch mode {
 		case reset.ModeTemplate:
-			ok, err := reset.CanCreateDatabases(ctx, t.DSN)
-			if err != nil {
-				return nil, fmt.Errorf("the %s target: %w", side, err)
-			}
-			if !ok {
-				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
-					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
-			}
 			t.Reset = &reset.Template{DSN: t.DSN, Databases: dbs}
 		case reset.ModeCommand:
 			t.Reset = &reset.Command{Command: f.resetCmd, DSN: t.DSN, Name: string(side), Output: stdio.Stderr}
@@ -431,12 +431,12 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 
 // scan reads the logs for the databases their sessions use, which the
 // template reset copies, and for how long a round will take.
-func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
+func (r *rehearseRun) scan(ctx context.Context) ([]string, []replay.Login, error) {
 	start := time.Now()
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: reading the logs for the databases their sessions use (--reset template copies them)\n")
 	sc, err := replayrun.Scan(ctx, r.replay)
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+		return nil, nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
 	var dbs []string
 	for _, l := range sc.Logins {
@@ -445,7 +445,7 @@ func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
 		}
 	}
 	if len(dbs) == 0 {
-		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+		return nil, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
 	slices.Sort(dbs)
 	if speed := r.replay.Replay.Speed; speed > 0 && sc.Span > 0 {
@@ -453,7 +453,7 @@ func (r *rehearseRun) scan(ctx context.Context) ([]string, error) {
 	}
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
 		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
-	return dbs, nil
+	return dbs, sc.Logins, nil
 }
 
 func quoteAll(ss []string) []string {
@@ -496,7 +496,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
 	}
 	if err != nil {
-		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+		h := newLoginHints(r.f.replayFlags)
+		h.targetLog = "--" + string(round.Side) + "-log"
+		return nil, replayRunError(r.stdio, err, start, h)
 	}
 	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
 		return o.Result, nil

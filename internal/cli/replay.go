@@ -42,6 +42,7 @@ type replayFlags struct {
 	lockTimeout      time.Duration
 	statementTimeout time.Duration
 	maxErrorRate     float64
+	errorWindow      int
 	userMap, dbMap   []string
 	metricsAddr      string
 	grace            time.Duration
@@ -158,6 +159,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
+	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
 	addReplayOptionFlags(fl, &f)
 	addShardFlags(fl, &f.shards)
 	return cmd
@@ -305,6 +307,16 @@ func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
 	return nil
 }
 
+// incompleteText is the text of res's incomplete entry of reason.
+func incompleteText(res *results.Result, reason results.IncompleteReason) string {
+	for i, r := range res.IncompleteReasons {
+		if r == reason && i < len(res.Incomplete) {
+			return res.Incomplete[i]
+		}
+	}
+	return string(reason)
+}
+
 // replayExit maps the outcome's first reason to the exit: what stopped
 // the replay, what the target's log could not give, a log not read whole,
 // a fault that ended it early, an interruption, nothing measured, a
@@ -324,6 +336,9 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 			return cutError(o.Cut)
 		case replayrun.ReasonTargetGone:
 			return replayIncomplete(res)
+		case replayrun.ReasonErrorStart:
+			return &exitError{code: ExitRegression, err: fmt.Errorf("REPLAY STOPPED EARLY: %s (--error-window; the result is marked incomplete)",
+				incompleteText(res, results.IncompleteErrorStart))}
 		case replayrun.ReasonInterrupted:
 			if len(res.Incomplete) > 0 {
 				return replayIncomplete(res)
@@ -394,6 +409,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		ConnectTimeout:   f.connectTimeout,
 		IOTimeout:        f.ioTimeout,
 		MaxLag:           f.maxLag,
+		ErrorWindow:      f.errorWindow,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageError("%v", err)

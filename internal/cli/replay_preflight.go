@@ -32,10 +32,26 @@ func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h log
 func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
 	writeDestructive(w, pf.Destructive, pf.Complete)
 	for i, c := range pf.Checks {
-		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
+		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 && !saidForAll(pf, c) {
 			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c, h))
 		}
 	}
+}
+
+// saidForAll reports whether own, the DSN's own login that failed, failed
+// as a login of the replay's did, for a reason of the server, not of the
+// login (nothing answers, it is not ready): the pre-flight's failure says
+// it then, and a warning would say it again.
+func saidForAll(pf *replayrun.Preflight, own replay.Check) bool {
+	if !serverProblem(own.Problem) && own.Problem != replay.ProblemConfig {
+		return false
+	}
+	for i, c := range pf.Checks {
+		if i != pf.Own && c.Problem == own.Problem {
+			return true
+		}
+	}
+	return false
 }
 
 // preflightFailed says, per login refused, what to do about it.
@@ -47,16 +63,46 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 		if errors.Is(p.Err, fs.ErrNotExist) {
 			msg = "does not exist: give the target's current log file (log_directory/log_filename)"
 		}
-		problems = append(problems, fmt.Sprintf("--target-log %s: %s", p.Path, msg))
+		problems = append(problems, fmt.Sprintf("%s %s: %s", h.logFlag(), p.Path, msg))
 	}
+	for _, m := range pf.LogSettings {
+		problems = append(problems, fmt.Sprintf("%s: the target's log cannot give server-side durations: %s", h.logFlag(), m))
+	}
+	// A server that does not answer, or is not ready, refuses every
+	// login alike: said once, with how many more it refused.
+	alike := map[replay.Problem]int{}
 	for i, c := range pf.Checks {
 		if c.Problem == replay.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
+		if serverProblem(c.Problem) {
+			if alike[c.Problem]++; alike[c.Problem] > 1 {
+				continue
+			}
+		}
 		problems = append(problems, describeCheck(c, h))
+	}
+	for _, p := range []replay.Problem{replay.ProblemUnreachable, replay.ProblemNotReady} {
+		if n := alike[p] - 1; n > 0 {
+			problems = append(problems, loginsAlike(n))
+		}
 	}
 	return fmt.Errorf("PRE-FLIGHT FAILED: the target does not take the replay's connections; nothing was replayed:\n  %s\n"+
 		"(--skip-preflight replays anyway)", strings.Join(problems, "\n  "))
+}
+
+// loginsAlike counts the logins refused as the one said before them.
+func loginsAlike(n int) string {
+	if n == 1 {
+		return "and 1 more login alike"
+	}
+	return fmt.Sprintf("and %d more logins alike", n)
+}
+
+// serverProblem reports whether p is the server's, whatever the login:
+// nothing answers at its address, or it is not ready.
+func serverProblem(p replay.Problem) bool {
+	return p == replay.ProblemUnreachable || p == replay.ProblemNotReady
 }
 
 // describeCheck says what failed and what to do about it.
@@ -84,6 +130,17 @@ func describeCheck(c replay.Check, h loginHints) string {
 type loginHints struct {
 	mappedUsers, mappedDBs map[string]bool // the maps' target names
 	connectTimeout         time.Duration
+	// targetLog is the option that names the target's log: --target-log,
+	// or a rehearsal's side's (--control-log); "" is --target-log.
+	targetLog string
+}
+
+// logFlag is the option that names the target's log.
+func (h loginHints) logFlag() string {
+	if h.targetLog == "" {
+		return "--target-log"
+	}
+	return h.targetLog
 }
 
 func newLoginHints(f replayFlags) loginHints {

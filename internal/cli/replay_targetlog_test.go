@@ -84,8 +84,9 @@ func TestReplayTargetLog(t *testing.T) {
 }
 
 // TestReplayTargetLogWithoutSessionID: a target whose log_line_prefix has
-// no %c cannot be matched to the replay's connections: the replay says
-// which settings the target needs and exits 1, after writing the
+// no %c cannot be matched to the replay's connections: the pre-flight
+// says so before anything is replayed; with --skip-preflight the replay
+// says which settings the target needs and exits 1, after writing the
 // client-side results.
 func TestReplayTargetLogWithoutSessionID(t *testing.T) {
 	parallelCase(t)
@@ -104,7 +105,13 @@ func TestReplayTargetLogWithoutSessionID(t *testing.T) {
 	if err := os.WriteFile(path, []byte(l.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The pre-flight reads the prefix before anything is replayed.
 	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--prefix", "%m [%p] %q%u@%d/%a %c ", "--target-log", bLogs[0], path)
+	if code != ExitFailure || !strings.Contains(out, "PRE-FLIGHT FAILED") || !strings.Contains(out, "lacks %p or %c") || res != nil {
+		t.Errorf("exit %d, result %v, want %d naming the prefix before the replay:\n%s", code, res != nil, ExitFailure, out)
+	}
+	// Without it, the log says so after the replay.
+	code, out, res = runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--prefix", "%m [%p] %q%u@%d/%a %c ", "--target-log", bLogs[0], "--skip-preflight", path)
 	if code != ExitFailure || !strings.Contains(out, "%c") || !strings.Contains(out, "log_min_duration_statement = 0") {
 		t.Errorf("exit %d, want %d naming the settings:\n%s", code, ExitFailure, out)
 	}

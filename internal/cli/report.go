@@ -110,7 +110,7 @@ comparison (schema: docs/report-json.md), to standard output with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			if err := fl.Parse(groupSides(args)); err != nil {
-				return &exitError{code: ExitUsage, err: err}
+				return flagError(cmd, err)
 			}
 			if help, _ := fl.GetBool("help"); help {
 				return cmd.Help()

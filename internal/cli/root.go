@@ -56,8 +56,8 @@ type exitDoc struct {
 // The exit codes as the commands explain them. Codes 0, 1 and 2 are every
 // command's; the others belong to the commands that name them.
 var (
-	exitDocNoInput = exitDoc{ExitNoInput, "nothing to measure: the input yielded no statement, or more than " +
-		"--max-skipped of its lines could not be read"}
+	exitDocNoInput = exitDoc{ExitNoInput, "nothing to measure: the input yielded no statement, only statements " +
+		"that failed (a server that logs only its errors), or more than --max-skipped of its lines could not be read"}
 	exitDocInputCut = exitDoc{ExitIncomplete, "incomplete input: a log broke off (a truncated compressed file); " +
 		"the figures cover what was read before"}
 	exitDocReplayIncomplete = exitDoc{ExitIncomplete, "incomplete: the replay lost more than --max-lost of its " +
@@ -65,7 +65,8 @@ var (
 		"was degraded by recovering from a fault, or its log broke off; the result is written and marked, and " +
 		"report will not judge it"}
 	exitDocErrorRate = exitDoc{ExitRegression, "the replay worked, but the target's error rate exceeded the " +
-		"original's by more than --max-error-rate"}
+		"original's by more than --max-error-rate, or its first --error-window statements all failed on the target " +
+		"(none in the original) and it stopped early"}
 	exitDocMergeIncomplete = exitDoc{ExitIncomplete, "incomplete: the merge lacks some shards of its input; " +
 		"the merged result is written, marked incomplete"}
 	exitDocFailOn  = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
@@ -154,9 +155,7 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 	root.SetOut(stdio.Stdout)
 	root.SetErr(stdio.Stderr)
 	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: err}
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(ctx, stdio))
 	}

@@ -11,12 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Parse parses a connection string as pgconn does. When it cannot, the
-// error it returns never holds the string itself: see SafeError.
+// Parse parses a connection string as pgconn does, but refuses, as
+// libpq does, a keyword libpq does not know (*UnknownKeywordError). When
+// it cannot, the error it returns never holds the string itself: see
+// SafeError.
 func Parse(connString string) (*pgconn.Config, error) {
 	cfg, err := pgconn.ParseConfig(connString)
 	if err != nil {
 		return nil, SafeError(err)
+	}
+	if k := unknownKeyword(connString); k != "" {
+		return nil, &UnknownKeywordError{Keyword: k}
 	}
 	return cfg, nil
 }
@@ -262,12 +267,16 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
-// ParsePgx parses a connection string as pgx does, for a pgx.Conn. When
-// it cannot, the error never holds the string itself: see SafeError.
+// ParsePgx parses a connection string as pgx does, for a pgx.Conn, and
+// refuses an unknown keyword as Parse does. When it cannot, the error
+// never holds the string itself: see SafeError.
 func ParsePgx(connString string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		return nil, SafeError(err)
+	}
+	if k := unknownKeyword(connString); k != "" {
+		return nil, &UnknownKeywordError{Keyword: k}
 	}
 	return cfg, nil
 }

@@ -52,6 +52,9 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	if len(trimmed) == 0 {
 		return l, ErrEmptyLog
 	}
+	if what := notALog(head); what != "" {
+		return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
+	}
 	format := opts.Format
 	if format == "" || format == FormatAuto {
 		format = detectFormat(trimmed)
@@ -108,6 +111,9 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	if l.prefix == "" {
 		inf, err := prefix.Infer(inner)
 		if err != nil {
+			if what := binaryData(head); what != "" && errors.Is(err, ErrUnknownPrefix) {
+				return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
+			}
 			return l, err
 		}
 		l.prefix = inf.Prefix

@@ -15,7 +15,9 @@
 // whatever carried them. The format, the envelope and the prefix are
 // detected from the head of the file; what could not be decided for sure
 // is refused with an error that says why (ErrUnknownPrefix,
-// ErrAmbiguousPrefix, ErrNotEnglish, ErrPgbouncer, ErrEmptyLog), and what
+// ErrAmbiguousPrefix, ErrNotEnglish, ErrPgbouncer, ErrEmptyLog, and
+// ErrNotALog for a file that is no log at all, saying what it looks
+// like: an executable, an archive, an unknown compression), and what
 // was assumed is kept as a warning (Reader.Warnings).
 //
 // A Reader reads one file front to back, once, in memory that does not

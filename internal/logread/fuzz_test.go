@@ -53,7 +53,7 @@ func FuzzStderrReader(f *testing.F) {
 				errors.Is(err, ErrPgbouncer) || errors.Is(err, ErrEmptyLog)) {
 				return
 			}
-			if errors.Is(err, ErrEmptyLog) {
+			if errors.Is(err, ErrEmptyLog) || errors.Is(err, ErrNotALog) {
 				return
 			}
 			t.Fatalf("NewReader with prefix %q: %v", ps, err)

@@ -632,6 +632,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			r.startup.dateTime.Add(1)
 		}
 	}
+	if r.opts.ErrorWindow > 0 && !r.opts.DryRun {
+		r.window.record(r, failed && !ev.Failed, te.code)
+	}
 	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
 }
 

@@ -122,6 +122,13 @@ type Options struct {
 	// above it the result lists why in Incomplete. Zero allows none.
 	MaxLost float64
 
+	// ErrorWindow stops the replay early when its first ErrorWindow
+	// statements run all failed on the target and none of them in the
+	// original: a target without the schema (42P01 everywhere), the
+	// wrong database. What it would measure is failures, and the whole
+	// replay would take as long as the log. Zero never stops.
+	ErrorWindow int
+
 	// MaxLag is the schedule lag (p99) beyond which, at speed > 0, the
 	// result warns that its timings are doubtful: statements issued late
 	// put another load on the target than the original's. Zero means
@@ -235,6 +242,9 @@ func (o Options) Validate() error {
 	if o.MaxLost < 0 || o.MaxLost > 1 || o.MaxLost != o.MaxLost {
 		return fmt.Errorf("the share of statements that may be lost must be between 0 and 1, got %v", o.MaxLost)
 	}
+	if o.ErrorWindow < 0 {
+		return fmt.Errorf("the error window must not be negative, got %d", o.ErrorWindow)
+	}
 	if o.MaxLag < 0 {
 		return fmt.Errorf("the lag to warn beyond must not be negative, got %v", o.MaxLag)
 	}
@@ -346,3 +356,9 @@ func (m Sessions) String() string {
 	}
 	return fmt.Sprintf("Sessions(%d)", int(m))
 }
+
+// DefaultErrorWindow is the replay command's Options.ErrorWindow: enough
+// statements that a target which fails them all, none of them failed in
+// the original, is not the target the log needs, and few enough that a
+// replay onto it stops within seconds.
+const DefaultErrorWindow = 50

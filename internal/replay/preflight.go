@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -239,7 +240,7 @@ func classifyConnect(err error) (Problem, string, string) {
 	if errors.As(err, &pgErr) {
 		return ProblemOf(pgErr.Code, pgErr.Message), pgErr.Code, pgErr.Message
 	}
-	msg := connstr.SafeError(err).Error()
+	msg := onceEach(connstr.SafeError(err).Error())
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	switch {
@@ -251,6 +252,29 @@ func classifyConnect(err error) (Problem, string, string) {
 		return ProblemAuth, "", msg
 	}
 	return ProblemRefused, "", msg
+}
+
+// onceEach returns pgconn's message of a failed connection with each of
+// its attempts said once. pgconn lists every attempt on a line of its own
+// ("\n\t"), and with sslmode=prefer (libpq's default) it tries each
+// address twice, with TLS and without, which fail alike when nothing
+// answers: the same line twice. A single attempt left goes on the first
+// line, as pgconn writes one.
+func onceEach(msg string) string {
+	head, rest, ok := strings.Cut(msg, "\n\t")
+	if !ok {
+		return msg
+	}
+	var lines []string
+	for _, l := range strings.Split(rest, "\n\t") {
+		if !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 1 {
+		return head + " " + lines[0]
+	}
+	return head + "\n\t" + strings.Join(lines, "\n\t")
 }
 
 // startsWithCreate reports whether sql's first word is CREATE, in any

@@ -44,7 +44,11 @@ type Replayer struct {
 	abort    context.CancelFunc
 	gone     atomic.Pointer[string]
 	goneOnce sync.Once
-	hard     context.Context
+	// window watches the first statements for a target that fails them
+	// all (Options.ErrorWindow); failing says why it stopped the replay.
+	window  errorWindow
+	failing atomic.Pointer[string]
+	hard    context.Context
 	// Faults (stop.go, watch.go): cancelHard ends hard from within (the
 	// target silent); hardDone is set once hard ended; silent: the
 	// target stopped answering; live: the sessions with a connection.
@@ -188,6 +192,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	account(res, r.opts.MaxLost)
 	if why := r.gone.Load(); why != nil {
 		res.MarkIncomplete(results.IncompleteTargetGone, *why)
+	}
+	if why := r.failing.Load(); why != nil {
+		res.MarkIncomplete(results.IncompleteErrorStart, *why)
 	}
 	res.Destructive = r.destructive.counts()
 	res.Sessions.ConnectFailures = r.fails.list()

@@ -177,3 +177,43 @@ func causesText(m map[string]int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// errorWindow counts the outcomes of a replay's first statements
+// (Options.ErrorWindow) until it can tell whether the target failed them
+// all where the original had not.
+type errorWindow struct {
+	mu      sync.Mutex
+	n       int              // statements of the window run so far
+	decided bool             // the window is full, or one succeeded
+	codes   map[string]int64 // their SQLSTATEs
+}
+
+// record counts one statement run: onlyTarget when it failed on the
+// target and not in the original, with the target's SQLSTATE. When the
+// window fills with such failures alone, the replay stops early, saying
+// why; one statement that did not fail so decides it goes on.
+func (w *errorWindow) record(r *Replayer, onlyTarget bool, code string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.decided {
+		return
+	}
+	if !onlyTarget {
+		w.decided = true
+		return
+	}
+	if w.codes == nil {
+		w.codes = map[string]int64{}
+	}
+	w.n++
+	w.codes[code]++
+	if w.n < r.opts.ErrorWindow {
+		return
+	}
+	w.decided = true
+	msg := fmt.Sprintf("the first %d statements all failed on the target, none of them in the original (by SQLSTATE: %s): "+
+		"the target lacks what the log's statements need (its schema, its data, the right database), so the replay stopped early",
+		w.n, causesText(w.codes))
+	r.failing.Store(&msg)
+	r.abort()
+}

@@ -32,6 +32,10 @@ const (
 	// ReasonTargetGone: the target stayed away and the replay stopped
 	// early; the result says so in Incomplete.
 	ReasonTargetGone Reason = "target_gone"
+	// ReasonErrorStart: the replay's first statements all failed on the
+	// target, none in the original (replay.Options.ErrorWindow), and it
+	// stopped early; the result says so in Incomplete.
+	ReasonErrorStart Reason = "error_start"
 	// ReasonInterrupted: the replay was told to stop (Ctrl-C); the
 	// result is partial.
 	ReasonInterrupted Reason = "interrupted"
@@ -108,7 +112,8 @@ func (o *Outcome) reasons(maxErrorRate float64) {
 	add(o.Cut != nil, ReasonInputCut)
 	// Stopped early by a fault (the target gone), not by the user.
 	add(res.Partial && res.IncompleteBecause(results.IncompleteTargetGone), ReasonTargetGone)
-	add(res.Partial && o.Cut == nil && !res.IncompleteBecause(results.IncompleteTargetGone), ReasonInterrupted)
+	add(res.Partial && res.IncompleteBecause(results.IncompleteErrorStart), ReasonErrorStart)
+	add(res.Partial && o.Cut == nil && !res.IncompleteBecause(results.IncompleteTargetGone) && !res.IncompleteBecause(results.IncompleteErrorStart), ReasonInterrupted)
 	add(o.Nothing != nil, ReasonNothingMeasured)
 	add(len(res.Degraded) > 0 && res.Sessions.ConnectFailed == 0, ReasonDegraded)
 	if res.Replay != nil {

@@ -10,6 +10,7 @@ import (
 	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -28,6 +29,11 @@ type Preflight struct {
 	// TargetLogs are the target's log files that cannot be read, with
 	// why (os.ErrNotExist for a missing one).
 	TargetLogs []FileProblem
+	// LogSettings are the settings the target's log lacks to give
+	// server-side durations (targetlog.Check), each with what to set:
+	// without them the replay would run whole before its log is found
+	// wanting.
+	LogSettings []string
 	// Destructive counts the destructive statements of the part of the
 	// logs read, by kind; Complete says the logs were read whole.
 	Destructive map[string]int64
@@ -53,7 +59,7 @@ type FileProblem struct {
 // Failed reports whether the target does not take the replay's
 // connections: the replay would fail, so it is not started.
 func (p *Preflight) Failed() bool {
-	if len(p.TargetLogs) > 0 {
+	if len(p.TargetLogs) > 0 || len(p.LogSettings) > 0 {
 		return true
 	}
 	for i, c := range p.Checks {
@@ -118,6 +124,16 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.
 		}
 	}
 	pf.Checks = r.Preflight(ctx, logins, PreflightTimeout)
+	if own := slices.Index(logins, replay.Login{}); len(cfg.TargetLogs) > 0 && own >= 0 && pf.Checks[own].Problem == replay.ProblemNone {
+		// The DSN's own login works: it reads the settings.
+		check, cancel := context.WithTimeout(ctx, PreflightTimeout)
+		missing, err := targetlog.Check(check, cfg.Replay.Target)
+		cancel()
+		if err != nil {
+			missing = []string{err.Error()}
+		}
+		pf.LogSettings = missing
+	}
 	if pf.Failed() {
 		pf.Took = time.Since(start)
 		return nil, &PreflightError{Preflight: pf}
@@ -139,4 +155,24 @@ func readable(path string) error {
 		return err
 	}
 	return fh.Close()
+}
+
+// CheckLogins connects to target as each of logins (a Scan's), with cfg's
+// replay options (maps, timeouts), as a round's pre-flight does, and
+// returns the checks that failed: for a caller that checks several
+// targets before any round, all at once.
+func CheckLogins(ctx context.Context, cfg Config, target string, logins []replay.Login) ([]replay.Check, error) {
+	opts := cfg.Replay
+	opts.Target = target
+	r, err := replay.New(opts)
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	var failed []replay.Check
+	for _, c := range r.Preflight(ctx, logins, PreflightTimeout) {
+		if c.Problem != replay.ProblemNone {
+			failed = append(failed, c)
+		}
+	}
+	return failed, nil
 }

@@ -208,7 +208,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	// A log that yields nothing is said loudly, and its result marked
 	// so that report will not judge it; so is a log cut short.
-	if o.Nothing = set.Measured(res.Statements.Total, cfg.MaxSkipped); o.Nothing != nil && !res.Partial {
+	if o.Nothing = set.Measured(res.Statements.Total, cfg.MaxSkipped); o.Nothing == nil {
+		o.Nothing = set.OnlyErrors(res.Outcomes.Ran, res.Outcomes.OriginalFailed)
+	}
+	if o.Nothing != nil && !res.Partial {
 		describe := cfg.Describe
 		if describe == nil {
 			describe = func(n *source.Nothing) string { return n.Error() }
@@ -224,7 +227,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if tlogs != nil && runErr == nil {
 		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
 	}
-	if cfg.Findings && !res.Partial && !res.DryRun {
+	// A log of errors alone has no error rate to judge: the server did
+	// not log what succeeded.
+	onlyErrors := o.Nothing != nil && o.Nothing.Reason == source.NothingOnlyErrors
+	if cfg.Findings && !res.Partial && !res.DryRun && !onlyErrors {
 		if cfg.FindingsDSN != "" {
 			o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.FindingsDSN, "")
 		} else {

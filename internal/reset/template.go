@@ -641,3 +641,60 @@ func isCode(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
 }
+
+// CheckTemplate says, before a run, what the login of dsn lacks for a
+// template reset of databases (those the workload uses; "" is the DSN's
+// own), each with what to do: creating databases (CREATEDB), and for each
+// database that exists, that the login may copy it (its owner, a member
+// of its owner, or a superuser, unless it is a template). It
+// returns an error when the server cannot be asked.
+func CheckTemplate(ctx context.Context, dsn string, databases []string) ([]string, error) {
+	cfg, err := connstr.ParsePgx(dsn)
+	if err != nil {
+		return nil, err
+	}
+	own := cfg.Database
+	if own == "" {
+		own = cfg.User
+	}
+	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "reset"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connstr.SafeError(err)
+	}
+	defer conn.Close(context.Background())
+	var super, createdb bool
+	var user string
+	if err := conn.QueryRow(ctx, "SELECT rolsuper, rolcreatedb, current_user FROM pg_roles WHERE rolname = current_user").Scan(&super, &createdb, &user); err != nil {
+		return nil, err
+	}
+	var out []string
+	if !super && !createdb {
+		out = append(out, fmt.Sprintf("the login %q may not create databases, which --reset template does for each round: ALTER ROLE %s CREATEDB", user, ident(user)))
+	}
+	var seen []string
+	for _, name := range databases {
+		if name == "" {
+			name = own
+		}
+		if slices.Contains(seen, name) {
+			continue
+		}
+		seen = append(seen, name)
+		var found, mayCopy bool
+		var owner string
+		err := conn.QueryRow(ctx, `SELECT true, pg_get_userbyid(datdba), $2 OR datistemplate OR pg_has_role(current_user, datdba, 'USAGE')
+			FROM pg_database WHERE datname = $1`, name, super).Scan(&found, &owner, &mayCopy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the log may create it; Prepare says so (Missing)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !mayCopy {
+			out = append(out, fmt.Sprintf("the login %q may not copy the database %q, owned by %q: ALTER DATABASE %s OWNER TO %s, or GRANT %s TO %s",
+				user, name, owner, ident(name), ident(user), ident(owner), ident(user)))
+		}
+	}
+	return out, nil
+}

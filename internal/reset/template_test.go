@@ -301,3 +301,51 @@ func TestSettingValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTemplate: what a login lacks for a template reset is listed at
+// once: CREATEDB, and each database it may not copy (not its owner, nor a
+// member of the owner, nor a template); a superuser lacks nothing, and a
+// database that does not exist is Prepare's to tell.
+func TestCheckTemplate(t *testing.T) {
+	t.Parallel()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	for _, sql := range []string{"CREATE ROLE plain LOGIN", "CREATE ROLE maker LOGIN CREATEDB", "CREATE ROLE owner",
+		"CREATE DATABASE app OWNER owner", "CREATE DATABASE mine OWNER maker"} {
+		if err := c.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) string { return strings.Replace(c.DSN("postgres"), "user="+c.User(), "user="+user, 1) }
+	dbs := []string{"app", "mine", "absent", "template1", "app"}
+	tests := []struct {
+		user string
+		want []string
+	}{
+		{"plain", []string{`the login "plain" may not create databases`, `the login "plain" may not copy the database "app", owned by "owner"`,
+			`the login "plain" may not copy the database "mine", owned by "maker"`}},
+		{"maker", []string{`the login "maker" may not copy the database "app", owned by "owner": ALTER DATABASE "app" OWNER TO "maker", or GRANT "owner" TO "maker"`}},
+		{c.User(), nil},
+	}
+	for _, tt := range tests {
+		got, err := CheckTemplate(ctx, as(tt.user), dbs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %q, want %d items like %q", tt.user, got, len(tt.want), tt.want)
+			continue
+		}
+		for i, w := range tt.want {
+			if !strings.HasPrefix(got[i], w) {
+				t.Errorf("%s: item %d %q, want %q", tt.user, i, got[i], w)
+			}
+		}
+	}
+	if err := c.Exec(ctx, "postgres", "GRANT owner TO maker"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := CheckTemplate(ctx, as("maker"), dbs); err != nil || len(got) != 0 {
+		t.Errorf("maker, a member of the owner: %q, %v", got, err)
+	}
+}

@@ -111,6 +111,9 @@ const (
 	// IncompleteTargetGone: the target stayed away and the replay
 	// stopped early.
 	IncompleteTargetGone IncompleteReason = "target_gone"
+	// IncompleteErrorStart: the replay's first statements all failed on
+	// the target, none of them in the original, and it stopped early.
+	IncompleteErrorStart IncompleteReason = "error_start"
 	// IncompleteMissingParts: a merge lacks some parts of its input.
 	IncompleteMissingParts IncompleteReason = "missing_parts"
 	// IncompleteFailedParts: a merge holds parts that failed (a shard

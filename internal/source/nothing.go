@@ -62,6 +62,10 @@ const (
 	// NothingNoQuery: the input is captures of the proxy, and they
 	// hold no statement: no application sent one through the proxy.
 	NothingNoQuery
+	// NothingOnlyErrors: every statement the log shows failed (Failed
+	// of them): the server logs the statements that fail
+	// (log_min_error_statement, on by default) and none that succeed.
+	NothingOnlyErrors
 )
 
 // Nothing is the error of a run whose input yielded nothing to measure,
@@ -77,6 +81,9 @@ type Nothing struct {
 	Lines      results.LineCounts
 	Messages   *results.MessageCounts
 	Statements int64
+	// Failed are the statements that failed in the log
+	// (NothingOnlyErrors: all of them).
+	Failed int64
 	// Unreadable counts the lines the reader failed to read, MaxSkipped
 	// the share (0.1 is 10%) allowed.
 	Unreadable int64
@@ -127,6 +134,11 @@ func (n *Nothing) What() string {
 		return fmt.Sprintf("all %d statements read belong to other shards' sessions", n.Other.Statements)
 	case NothingNoQuery:
 		return fmt.Sprintf("the capture holds no statement (%d messages read)", n.Messages.Total)
+	case NothingOnlyErrors:
+		if n.Failed == 1 {
+			return "the one statement the log shows failed: the server logs no successful statement"
+		}
+		return fmt.Sprintf("all %d statements the log shows failed: the server logs no successful statement", n.Failed)
 	default:
 		return fmt.Sprintf("the logs yielded no statement (%d lines read, %d parsed)", n.Lines.Total, n.Lines.Parsed)
 	}
@@ -165,6 +177,8 @@ func (n *Nothing) Remedy() string {
 		return "; this shard has no session of the log: split it into fewer shards"
 	case NothingNoQuery:
 		return "; no application sent a query through the proxy while it recorded: point the applications at the proxy's address, not the server's"
+	case NothingOnlyErrors:
+		return "; at its default settings a server logs only the statements that fail (log_min_error_statement), which have no duration to measure: log every statement, " + logStatements
 	}
 	switch {
 	case n.TopIs(logread.SkipNoPrefix):
@@ -184,10 +198,13 @@ func (n *Nothing) Remedy() string {
 // (asideRemedy).
 var insteadOfStatements = []string{logread.SkipPlanAlone, logread.SkipDurationAlone, logread.SkipUnprefixed}
 
+// logStatements is the setting that makes a server log its statements.
+const logStatements = "log_min_duration_statement = 0 (or log_statement = 'all')"
+
 // asideRemedy is the remedy for a log that held no statement, by what it
 // held instead.
 func asideRemedy(aside string) string {
-	const logThem = "log_min_duration_statement = 0 (or log_statement = 'all')"
+	const logThem = logStatements
 	switch aside {
 	case logread.SkipPlanAlone:
 		return "; auto_explain logged plans but the server did not log their statements: log them too, " + logThem + ", and each plan goes with its statement"
@@ -260,6 +277,21 @@ func Check(c *logread.Counters, m *results.MessageCounts, statements int64, maxS
 		}
 	}
 	return n
+}
+
+// OnlyErrors returns a *Nothing when the logs' statements ran (ran of
+// them, not skipped) and every one failed in the log (failed): a server
+// that logs only its errors, whose log has nothing to time. A capture of
+// the proxy records every statement, failed or not: its input is never
+// taken for such a log. Call it when Measured found something to measure.
+func (s *Set) OnlyErrors(ran, failed int64) *Nothing {
+	sc := s.Counts()
+	if ran == 0 || failed < ran || sc.Messages != nil {
+		return nil
+	}
+	c := s.Lines()
+	return &Nothing{Reason: NothingOnlyErrors, Statements: ran, Failed: failed,
+		Lines: results.LineCounts{Total: c.Total, Parsed: c.Parsed}, Dropped: s.Dropped(), Other: sc.OtherShards}
 }
 
 // TopIs reports whether the most skipped unreadable lines were skipped for
