@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -629,13 +630,52 @@ func clientEnv() []string {
 	return env
 }
 
+// freePort picks a free TCP port below the kernel's ephemeral range, so
+// that the port a cluster keeps across a restart (Restore, a datadir
+// reset) is never the local port of some outgoing connection meanwhile:
+// a port the kernel handed out by binding to port 0 is one it hands out
+// again to clients, and a restart on it failed with "Address already in
+// use" on a busy machine (TestSnapshotRestore). Where the ephemeral range
+// starts too low to leave room, the kernel picks.
 func freePort() (int, error) {
+	if lo := ephemeralLow(); lo-portSpan >= 1024 {
+		for range 64 {
+			port := lo - portSpan + rand.IntN(portSpan)
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				continue
+			}
+			return port, l.Close()
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	return port, l.Close()
+}
+
+// portSpan is how many ports below the ephemeral range freePort picks
+// from.
+const portSpan = 12000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range), 32768 where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return lo
 }
 
 // quoteConninfo quotes a keyword/value connection string value.
