@@ -93,6 +93,11 @@ type Step struct {
 	Barrier bool
 	// Rows says whether the event was ordered by the row its key names.
 	Rows RowOrder
+	// Raced: in the original the event ran while a transaction of
+	// another session that wrote a relation it touches ended (committed
+	// or rolled back); its answer may have depended on which came first,
+	// an order the replay may not reproduce (see endRing).
+	Raced bool
 }
 
 // RowOrder says whether an event was ordered by the rows it reaches (see
@@ -232,6 +237,8 @@ type Tracker struct {
 	// counts the entries made, to sweep out those that ran now and then.
 	last  map[uint32]rowLast
 	lasts int
+	// ends are the last write transactions that ended (see Step.Raced).
+	ends endRing
 }
 
 // rowLast is an entry of Tracker.last.
@@ -514,6 +521,9 @@ type Session struct {
 	tx       txBuild
 	commit   txBuild // what the event being read commits; both buffers are reused
 	ended    bool
+	// raceTx is what the open transaction wrote and raceStmt what the
+	// event being read touches, relation by relation (see Step.Raced).
+	raceTx, raceStmt raceRels
 }
 
 // txBuild is what a transaction wrote so far.
@@ -566,6 +576,7 @@ func (s *Session) Event(e Exec) Step {
 	commit := &s.commit
 	commit.reset()
 	committing := false
+	s.raceStmt.reset()
 	items := e.Items
 	if e.Failed {
 		// What came after the failure in a string of several did not
@@ -582,9 +593,13 @@ func (s *Session) Event(e Exec) Step {
 				commit.merge(s.tx)
 				committing = true
 			}
+			t.ended(s, e.End, &s.raceTx)
+			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
 		case TxRollback:
+			t.ended(s, e.End, &s.raceTx)
+			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
 		case TxPrepare:
@@ -592,6 +607,7 @@ func (s *Session) Event(e Exec) Step {
 				t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
 			}
 			s.tx.reset()
+			s.raceTx.reset()
 			s.aborted, s.inBlock = false, false
 		case TxCommitPrepared:
 			g := it.Class(e.Text).Gid
@@ -620,6 +636,8 @@ func (s *Session) Event(e Exec) Step {
 				}
 				continue
 			}
+			s.raceStmt.addTouch(eff)
+			s.raceTx.addWrites(eff)
 			if eff.rows != nil {
 				r := eff.rows
 				var bucket uint32
@@ -661,6 +679,13 @@ func (s *Session) Event(e Exec) Step {
 		}
 	} else {
 		step.Wait.eff = nil
+	}
+	step.Raced = !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all)
+	if !s.inBlock && !s.raceTx.empty() {
+		// Outside a block an execution is its own transaction, which
+		// ended with it, committed or not.
+		t.ended(s, e.End, &s.raceTx)
+		s.raceTx.reset()
 	}
 	if e.Failed {
 		// The original rolled back what the event was committing, and
@@ -746,6 +771,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
+		s.raceTx, s.raceStmt = raceRels{}, raceRels{}
 		s.t.sessions--
 	}
 }

@@ -1,0 +1,130 @@
+package syncdep
+
+import "slices"
+
+// A statement races with another session's transaction when, in the
+// original, that transaction ended (committed or rolled back) while the
+// statement ran and had written a relation the statement touches: the
+// statement may have waited for that transaction's row lock, and its
+// answer (rows updated, a duplicate key) depended on which came first. A
+// replay orders it after that commit when the commit was logged before
+// the statement (Wait's lock cut), before it otherwise: either way the
+// order in the server may not be the original's, and a differing answer
+// is the race's, not the target's. Step.Raced says so, so that the
+// comparison of answers counts it apart from the unexplained ones.
+//
+// The Tracker keeps the ends of the last maxEnds write transactions it
+// read, in the order read (the order of their log lines, which is about
+// that of their times), with the relations they wrote: a statement walks
+// back from the newest to the first that ended before it started, so its
+// cost is the number of transactions that ended while it ran. Relations
+// are compared whole (not by key: a row's key names its bucket only for
+// some statements), in the statement's database.
+
+// maxEnds bounds the transaction ends a Tracker keeps for Raced. A
+// statement during which more ended is raced if one of the last maxEnds
+// is.
+const maxEnds = 1 << 12
+
+// txEnd is one ended write transaction, for Raced.
+type txEnd struct {
+	at     int64
+	s      *Session
+	writes []uint32 // relation ids, sorted
+	all    bool     // of unknown effect: may have written anything
+}
+
+// endRing holds the last maxEnds transaction ends, in the order read.
+type endRing struct {
+	ends []txEnd
+	next int // where the next end goes once ends is full
+}
+
+func (r *endRing) add(e txEnd) {
+	if len(r.ends) < maxEnds {
+		r.ends = append(r.ends, e)
+		return
+	}
+	r.ends[r.next] = e
+	r.next = (r.next + 1) % maxEnds
+}
+
+// raced reports whether a transaction of a session other than s that
+// wrote one of rels (any relation: all) ended after start, walking back
+// from the newest end read.
+func (r *endRing) raced(s *Session, start int64, rels []uint32, all bool) bool {
+	n := len(r.ends)
+	for i := 0; i < n; i++ {
+		e := &r.ends[(r.next+n-1-i)%n]
+		if e.at <= start {
+			return false
+		}
+		if e.s == s {
+			continue
+		}
+		if all || e.all {
+			return true
+		}
+		for _, id := range rels {
+			if _, ok := slices.BinarySearch(e.writes, id); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// raceRels is what a transaction or a statement reaches, relation by
+// relation, for Raced: the relations as a whole, whether it reached
+// them by key or not.
+type raceRels struct {
+	ids []uint32
+	all bool
+}
+
+func (r *raceRels) addID(id uint32) {
+	if !slices.Contains(r.ids, id) {
+		r.ids = append(r.ids, id)
+	}
+}
+
+// addWrites adds the relations eff (a statement's, before rowEffect)
+// writes.
+func (r *raceRels) addWrites(eff *effect) {
+	r.all = r.all || eff.writeAll
+	for _, id := range eff.write {
+		r.addID(id)
+	}
+	if eff.rows != nil && eff.rows.write {
+		r.addID(eff.rows.rel)
+	}
+}
+
+// addTouch adds the relations eff (a statement's, before rowEffect)
+// reads or writes.
+func (r *raceRels) addTouch(eff *effect) {
+	r.all = r.all || eff.readAll || eff.writeAll || eff.lockAll
+	for _, id := range eff.touch {
+		r.addID(id)
+	}
+	for _, id := range eff.write {
+		r.addID(id)
+	}
+	if eff.rows != nil {
+		r.addID(eff.rows.rel)
+	}
+}
+
+func (r *raceRels) empty() bool { return len(r.ids) == 0 && !r.all }
+
+func (r *raceRels) reset() { r.ids, r.all = r.ids[:0], false }
+
+// ended records that s's transaction, which wrote w, ended at log time at.
+func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
+	if w.empty() {
+		return
+	}
+	ids := slices.Clone(w.ids)
+	slices.Sort(ids)
+	t.ends.add(txEnd{at: at, s: s, writes: ids, all: w.all})
+}

@@ -1,0 +1,67 @@
+package syncdep
+
+import "testing"
+
+// TestRaced: a statement races with another session's transaction when
+// that transaction wrote a relation the statement touches and ended
+// (committed or rolled back) while the statement ran; not when it ended
+// before the statement started, wrote another relation, or was the
+// statement's own session's.
+func TestRaced(t *testing.T) {
+	tr := newShop(Object)
+	a, b, c := tr.Session("shop", "a"), tr.Session("shop", "b"), tr.Session("shop", "c")
+	run(a, ms(1), ms(1), "BEGIN")
+	run(a, ms(2), ms(2), "DELETE FROM public.orders WHERE id = 7")
+	run(a, ms(3), ms(3), "INSERT INTO public.orders (id) VALUES (7)")
+	// b's UPDATE started before a's COMMIT and was logged after it: it
+	// waited for a's row lock in the original.
+	run(a, ms(5), ms(5), "COMMIT")
+	if st := run(b, ms(4), ms(6), "UPDATE public.orders SET id = 7 WHERE id = 7"); !st.Raced {
+		t.Error("an UPDATE that ran across another session's commit of its table did not race")
+	}
+	// Started after the commit: ordered, no race.
+	if st := run(b, ms(7), ms(8), "UPDATE public.orders SET id = 7 WHERE id = 7"); st.Raced {
+		t.Error("an UPDATE after the commit raced")
+	}
+	// Another table: no race.
+	run(a, ms(9), ms(9), "BEGIN")
+	run(a, ms(10), ms(10), "DELETE FROM shipments WHERE order_id = 7")
+	run(a, ms(12), ms(12), "COMMIT")
+	if st := run(c, ms(11), ms(13), "SELECT * FROM archive.orders"); st.Raced {
+		t.Error("a statement on another relation raced")
+	}
+	// A rollback ends a transaction too; an autocommit write is its own
+	// transaction.
+	run(a, ms(14), ms(14), "BEGIN")
+	run(a, ms(15), ms(15), "INSERT INTO public.orders (id) VALUES (8)")
+	run(a, ms(17), ms(17), "ROLLBACK")
+	run(c, ms(18), ms(19), "INSERT INTO public.orders (id) VALUES (9)")
+	if st := run(b, ms(16), ms(20), "INSERT INTO public.orders (id) VALUES (8)", true); !st.Raced {
+		t.Error("an INSERT that ran across another session's rollback and autocommit INSERT did not race")
+	}
+	// Its own session's commits are no race.
+	run(b, ms(21), ms(21), "BEGIN")
+	run(b, ms(22), ms(22), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	if st := run(b, ms(21), ms(23), "COMMIT"); st.Raced {
+		t.Error("a COMMIT raced with its own transaction")
+	}
+}
+
+// TestRacedRingBounded: the ends kept stay at maxEnds however many
+// transactions end.
+func TestRacedRingBounded(t *testing.T) {
+	tr := newShop(Object)
+	a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+	for i := int64(0); i < 3*maxEnds; i++ {
+		run(a, ms(10+i), ms(10+i), "UPDATE public.orders SET id = 1 WHERE id = 1")
+	}
+	if n := len(tr.ends.ends); n != maxEnds {
+		t.Fatalf("%d ends kept, want %d", n, maxEnds)
+	}
+	if st := run(b, ms(10+3*maxEnds-5), ms(10+3*maxEnds), "SELECT * FROM public.orders"); !st.Raced {
+		t.Error("a read across the last commits did not race")
+	}
+	if st := run(b, ms(10+3*maxEnds+1), ms(10+3*maxEnds+2), "SELECT * FROM public.orders"); st.Raced {
+		t.Error("a read after every commit raced")
+	}
+}
