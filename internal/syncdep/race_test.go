@@ -45,6 +45,21 @@ func TestRaced(t *testing.T) {
 	if st := run(b, ms(21), ms(23), "COMMIT"); st.Raced {
 		t.Error("a COMMIT raced with its own transaction")
 	}
+	// In a block, what follows a statement that raced races too, up to
+	// the block's end: a DELETE that waited for another mover found 0
+	// rows, and the INSERT after it a duplicate key.
+	run(b, ms(30), ms(30), "BEGIN")
+	run(a, ms(31), ms(32), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	if st := run(b, ms(31)-500, ms(33), "DELETE FROM public.orders WHERE id = 7"); !st.Raced {
+		t.Error("a DELETE across another session's autocommit UPDATE did not race")
+	}
+	if st := run(b, ms(34), ms(35), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced {
+		t.Error("an INSERT after a statement of its block that raced did not race")
+	}
+	run(b, ms(36), ms(36), "COMMIT")
+	if st := run(b, ms(37), ms(38), "INSERT INTO public.orders (id) VALUES (7)"); st.Raced {
+		t.Error("an INSERT after the block that raced ended raced")
+	}
 }
 
 // TestRacedRingBounded: the ends kept stay at maxEnds however many

@@ -522,8 +522,10 @@ type Session struct {
 	commit   txBuild // what the event being read commits; both buffers are reused
 	ended    bool
 	// raceTx is what the open transaction wrote and raceStmt what the
-	// event being read touches, relation by relation (see Step.Raced).
+	// event being read touches, relation by relation (see Step.Raced);
+	// raceOpen: a statement of the open block raced.
 	raceTx, raceStmt raceRels
+	raceOpen         bool
 }
 
 // txBuild is what a transaction wrote so far.
@@ -680,7 +682,12 @@ func (s *Session) Event(e Exec) Step {
 	} else {
 		step.Wait.eff = nil
 	}
-	step.Raced = !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all)
+	// What a block did after a statement that raced depends on that
+	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
+	// the key): it raced too, up to the block's end.
+	raced := !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all)
+	step.Raced = raced || s.raceOpen
+	s.raceOpen = s.inBlock && (s.raceOpen || raced)
 	if !s.inBlock && !s.raceTx.empty() {
 		// Outside a block an execution is its own transaction, which
 		// ended with it, committed or not.
@@ -771,7 +778,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
-		s.raceTx, s.raceStmt = raceRels{}, raceRels{}
+		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, false
 		s.t.sessions--
 	}
 }
