@@ -165,7 +165,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
-	sy.raced = it.sync.Raced
+	sy.raced = it.sync.Raced()
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 

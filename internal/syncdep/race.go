@@ -1,6 +1,10 @@
 package syncdep
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+)
 
 // A statement races with another session's transaction when, in the
 // original, that transaction ended (committed or rolled back) while the
@@ -21,6 +25,37 @@ import "slices"
 // are compared whole (not by key: a row's key names its bucket only for
 // some statements), in the statement's database.
 
+// RaceSlack is how long after a statement's end a commit of another
+// session's transaction that was open while it ran may be logged and
+// still count as during it. The server releases a transaction's row
+// locks before it answers its COMMIT, so the statement that waited for
+// them may answer first: a capture then records the commit a few
+// microseconds after the statement it ended the wait of.
+const RaceSlack = time.Millisecond
+
+// Race says whether a statement raced (see Step.Raced). The Tracker sets
+// it when it reads the event, or later when the commit it raced with is
+// logged just after it (RaceSlack); the replay reads it once the
+// statement ran, from another goroutine.
+type Race struct{ b atomic.Bool }
+
+// raced is the Race of every statement known to race when read.
+var raced = func() *Race { r := &Race{}; r.b.Store(true); return r }()
+
+// Raced reports whether the statement raced.
+func (r *Race) Raced() bool { return r != nil && r.b.Load() }
+
+// maxLate bounds the statements a Tracker keeps for a commit logged just
+// after them (RaceSlack).
+const maxLate = 64
+
+// late is a statement read recently, for a commit logged just after it:
+// its session, while the session's last statement is this one (end).
+type late struct {
+	s   *Session
+	end int64
+}
+
 // maxEnds bounds the transaction ends a Tracker keeps for Raced. A
 // statement during which more ended is raced if one of the last maxEnds
 // is.
@@ -29,6 +64,7 @@ const maxEnds = 1 << 12
 // txEnd is one ended write transaction, for Raced.
 type txEnd struct {
 	at     int64
+	began  int64 // when its first write started
 	s      *Session
 	writes []uint32 // relation ids, sorted
 	all    bool     // of unknown effect: may have written anything
@@ -59,16 +95,21 @@ func (r *endRing) raced(s *Session, start int64, rels []uint32, all bool) bool {
 		if e.at <= start {
 			return false
 		}
-		if e.s == s {
-			continue
-		}
-		if all || e.all {
+		if e.s != s && e.wrote(rels, all) {
 			return true
 		}
-		for _, id := range rels {
-			if _, ok := slices.BinarySearch(e.writes, id); ok {
-				return true
-			}
+	}
+	return false
+}
+
+// wrote reports whether the transaction wrote one of rels (any: all).
+func (e *txEnd) wrote(rels []uint32, all bool) bool {
+	if all || e.all {
+		return true
+	}
+	for _, id := range rels {
+		if _, ok := slices.BinarySearch(e.writes, id); ok {
+			return true
 		}
 	}
 	return false
@@ -119,12 +160,46 @@ func (r *raceRels) empty() bool { return len(r.ids) == 0 && !r.all }
 
 func (r *raceRels) reset() { r.ids, r.all = r.ids[:0], false }
 
-// ended records that s's transaction, which wrote w, ended at log time at.
+// ended records that s's transaction, which wrote w from log time
+// s.raceBegan, ended at log time at. The statements of other sessions
+// read just before, which ended up to RaceSlack before at while it was
+// open and touch what it wrote, raced with it (see RaceSlack).
 func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 	if w.empty() {
 		return
 	}
 	ids := slices.Clone(w.ids)
 	slices.Sort(ids)
-	t.ends.add(txEnd{at: at, s: s, writes: ids, all: w.all})
+	e := txEnd{at: at, began: s.raceBegan, s: s, writes: ids, all: w.all}
+	t.ends.add(e)
+	n := len(t.lates)
+	for i := 0; i < n; i++ {
+		l := t.lates[(t.nextLate+n-1-i)%n]
+		if l.end < at-RaceSlack.Microseconds() {
+			break
+		}
+		o := l.s
+		if o == s || o.lastEnd != l.end || o.lastRace == nil || o.lastRace.Raced() || o.lastStart >= at || e.began >= l.end {
+			continue
+		}
+		if e.wrote(o.raceStmt.ids, o.raceStmt.all) {
+			o.lastRace.b.Store(true)
+			o.raceOpen = o.raceOpen || o.inBlock
+		}
+	}
+}
+
+// read records s's event just read, whose Race is r, for a commit logged
+// just after it (see ended).
+func (t *Tracker) read(s *Session, start, end int64, r *Race) {
+	s.lastStart, s.lastEnd, s.lastRace = start, end, r
+	if r == nil || r.Raced() {
+		return
+	}
+	if len(t.lates) < maxLate {
+		t.lates = append(t.lates, late{s: s, end: end})
+		return
+	}
+	t.lates[t.nextLate] = late{s: s, end: end}
+	t.nextLate = (t.nextLate + 1) % maxLate
 }

@@ -16,18 +16,18 @@ func TestRaced(t *testing.T) {
 	// b's UPDATE started before a's COMMIT and was logged after it: it
 	// waited for a's row lock in the original.
 	run(a, ms(5), ms(5), "COMMIT")
-	if st := run(b, ms(4), ms(6), "UPDATE public.orders SET id = 7 WHERE id = 7"); !st.Raced {
+	if st := run(b, ms(4), ms(6), "UPDATE public.orders SET id = 7 WHERE id = 7"); !st.Raced() {
 		t.Error("an UPDATE that ran across another session's commit of its table did not race")
 	}
 	// Started after the commit: ordered, no race.
-	if st := run(b, ms(7), ms(8), "UPDATE public.orders SET id = 7 WHERE id = 7"); st.Raced {
+	if st := run(b, ms(7), ms(8), "UPDATE public.orders SET id = 7 WHERE id = 7"); st.Raced() {
 		t.Error("an UPDATE after the commit raced")
 	}
 	// Another table: no race.
 	run(a, ms(9), ms(9), "BEGIN")
 	run(a, ms(10), ms(10), "DELETE FROM shipments WHERE order_id = 7")
 	run(a, ms(12), ms(12), "COMMIT")
-	if st := run(c, ms(11), ms(13), "SELECT * FROM archive.orders"); st.Raced {
+	if st := run(c, ms(11), ms(13), "SELECT * FROM archive.orders"); st.Raced() {
 		t.Error("a statement on another relation raced")
 	}
 	// A rollback ends a transaction too; an autocommit write is its own
@@ -36,13 +36,13 @@ func TestRaced(t *testing.T) {
 	run(a, ms(15), ms(15), "INSERT INTO public.orders (id) VALUES (8)")
 	run(a, ms(17), ms(17), "ROLLBACK")
 	run(c, ms(18), ms(19), "INSERT INTO public.orders (id) VALUES (9)")
-	if st := run(b, ms(16), ms(20), "INSERT INTO public.orders (id) VALUES (8)", true); !st.Raced {
+	if st := run(b, ms(16), ms(20), "INSERT INTO public.orders (id) VALUES (8)", true); !st.Raced() {
 		t.Error("an INSERT that ran across another session's rollback and autocommit INSERT did not race")
 	}
 	// Its own session's commits are no race.
 	run(b, ms(21), ms(21), "BEGIN")
 	run(b, ms(22), ms(22), "UPDATE public.orders SET id = 7 WHERE id = 7")
-	if st := run(b, ms(21), ms(23), "COMMIT"); st.Raced {
+	if st := run(b, ms(21), ms(23), "COMMIT"); st.Raced() {
 		t.Error("a COMMIT raced with its own transaction")
 	}
 	// In a block, what follows a statement that raced races too, up to
@@ -50,15 +50,49 @@ func TestRaced(t *testing.T) {
 	// rows, and the INSERT after it a duplicate key.
 	run(b, ms(30), ms(30), "BEGIN")
 	run(a, ms(31), ms(32), "UPDATE public.orders SET id = 7 WHERE id = 7")
-	if st := run(b, ms(31)-500, ms(33), "DELETE FROM public.orders WHERE id = 7"); !st.Raced {
+	if st := run(b, ms(31)-500, ms(33), "DELETE FROM public.orders WHERE id = 7"); !st.Raced() {
 		t.Error("a DELETE across another session's autocommit UPDATE did not race")
 	}
-	if st := run(b, ms(34), ms(35), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced {
+	if st := run(b, ms(34), ms(35), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced() {
 		t.Error("an INSERT after a statement of its block that raced did not race")
 	}
 	run(b, ms(36), ms(36), "COMMIT")
-	if st := run(b, ms(37), ms(38), "INSERT INTO public.orders (id) VALUES (7)"); st.Raced {
+	if st := run(b, ms(37), ms(38), "INSERT INTO public.orders (id) VALUES (7)"); st.Raced() {
 		t.Error("an INSERT after the block that raced ended raced")
+	}
+
+	// A commit logged just after the statement whose wait it ended
+	// (the server answers the waiter first, as it releases the row
+	// locks before it answers the COMMIT) races with it once read, and
+	// with what follows it in its block; one logged later than
+	// RaceSlack does not, nor one whose transaction began after it.
+	run(a, ms(40), ms(40), "BEGIN")
+	run(a, ms(41), ms(41), "DELETE FROM public.orders WHERE id = 7")
+	run(b, ms(42), ms(42), "BEGIN")
+	waiter := run(b, ms(42)+100, ms(43), "DELETE FROM public.orders WHERE id = 7")
+	if waiter.Raced() {
+		t.Fatal("raced before the commit was read")
+	}
+	run(a, ms(42)+500, ms(43)+30, "COMMIT")
+	if !waiter.Raced() {
+		t.Error("a DELETE whose wait a commit logged 30 µs after it ended did not race")
+	}
+	if st := run(b, ms(44), ms(45), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced() {
+		t.Error("an INSERT after that DELETE in its block did not race")
+	}
+	run(b, ms(46), ms(46), "COMMIT")
+	early := run(c, ms(47), ms(48), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	run(a, ms(48)+100, ms(48)+200, "INSERT INTO public.orders (id) VALUES (9)")
+	run(a, ms(49), ms(50), "BEGIN")
+	run(a, ms(51), ms(52), "INSERT INTO public.orders (id) VALUES (10)")
+	run(a, ms(53), ms(53), "COMMIT")
+	if early.Raced() {
+		t.Error("an UPDATE raced with transactions that began after it ended")
+	}
+	slow := run(c, ms(60), ms(61), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	run(a, ms(55), ms(61)+RaceSlack.Microseconds()+1, "DELETE FROM public.orders WHERE id = 8")
+	if slow.Raced() {
+		t.Error("an UPDATE raced with a commit logged more than RaceSlack after it")
 	}
 }
 
@@ -73,10 +107,10 @@ func TestRacedRingBounded(t *testing.T) {
 	if n := len(tr.ends.ends); n != maxEnds {
 		t.Fatalf("%d ends kept, want %d", n, maxEnds)
 	}
-	if st := run(b, ms(10+3*maxEnds-5), ms(10+3*maxEnds), "SELECT * FROM public.orders"); !st.Raced {
+	if st := run(b, ms(10+3*maxEnds-5), ms(10+3*maxEnds), "SELECT * FROM public.orders"); !st.Raced() {
 		t.Error("a read across the last commits did not race")
 	}
-	if st := run(b, ms(10+3*maxEnds+1), ms(10+3*maxEnds+2), "SELECT * FROM public.orders"); st.Raced {
+	if st := run(b, ms(10+3*maxEnds+1), ms(10+3*maxEnds+2), "SELECT * FROM public.orders"); st.Raced() {
 		t.Error("a read after every commit raced")
 	}
 }

@@ -93,12 +93,18 @@ type Step struct {
 	Barrier bool
 	// Rows says whether the event was ordered by the row its key names.
 	Rows RowOrder
-	// Raced: in the original the event ran while a transaction of
-	// another session that wrote a relation it touches ended (committed
-	// or rolled back); its answer may have depended on which came first,
-	// an order the replay may not reproduce (see endRing).
-	Raced bool
+	// Race says whether, in the original, the event ran while a
+	// transaction of another session that wrote a relation it touches
+	// ended (committed or rolled back), or followed such an event in its
+	// block: its answer may have depended on which came first, an order
+	// the replay may not reproduce (see endRing). Nil when it touches no
+	// relation; read with Raced once the event ran, since a commit
+	// logged just after it may set it (RaceSlack).
+	Race *Race
 }
+
+// Raced reports whether the event raced (see Step.Race).
+func (st Step) Raced() bool { return st.Race.Raced() }
 
 // RowOrder says whether an event was ordered by the rows it reaches (see
 // RowKey).
@@ -237,8 +243,12 @@ type Tracker struct {
 	// counts the entries made, to sweep out those that ran now and then.
 	last  map[uint32]rowLast
 	lasts int
-	// ends are the last write transactions that ended (see Step.Raced).
-	ends endRing
+	// ends are the last write transactions that ended, and lates the
+	// last statements read, whose Race a commit logged just after them
+	// may set (see Step.Raced).
+	ends     endRing
+	lates    []late
+	nextLate int
 }
 
 // rowLast is an entry of Tracker.last.
@@ -521,11 +531,16 @@ type Session struct {
 	tx       txBuild
 	commit   txBuild // what the event being read commits; both buffers are reused
 	ended    bool
-	// raceTx is what the open transaction wrote and raceStmt what the
-	// event being read touches, relation by relation (see Step.Raced);
-	// raceOpen: a statement of the open block raced.
-	raceTx, raceStmt raceRels
-	raceOpen         bool
+	// raceTx is what the open transaction wrote, from log time
+	// raceBegan, and raceStmt what the event last read touches,
+	// relation by relation; raceOpen: a statement of the open block
+	// raced. lastStart, lastEnd and lastRace are the event last read's
+	// (see Step.Race).
+	raceTx, raceStmt   raceRels
+	raceBegan          int64
+	raceOpen           bool
+	lastStart, lastEnd int64
+	lastRace           *Race
 }
 
 // txBuild is what a transaction wrote so far.
@@ -639,6 +654,9 @@ func (s *Session) Event(e Exec) Step {
 				continue
 			}
 			s.raceStmt.addTouch(eff)
+			if s.raceTx.empty() {
+				s.raceBegan = e.Start
+			}
 			s.raceTx.addWrites(eff)
 			if eff.rows != nil {
 				r := eff.rows
@@ -685,9 +703,14 @@ func (s *Session) Event(e Exec) Step {
 	// What a block did after a statement that raced depends on that
 	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
 	// the key): it raced too, up to the block's end.
-	raced := !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all)
-	step.Raced = raced || s.raceOpen
-	s.raceOpen = s.inBlock && (s.raceOpen || raced)
+	switch {
+	case s.raceOpen || !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all):
+		step.Race = raced
+	case !s.raceStmt.empty():
+		step.Race = &Race{}
+	}
+	s.raceOpen = s.inBlock && step.Race.Raced()
+	t.read(s, e.Start, e.End, step.Race)
 	if !s.inBlock && !s.raceTx.empty() {
 		// Outside a block an execution is its own transaction, which
 		// ended with it, committed or not.
@@ -778,7 +801,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
-		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, false
+		s.raceTx, s.raceStmt, s.raceOpen, s.lastRace = raceRels{}, raceRels{}, false, nil
 		s.t.sessions--
 	}
 }
