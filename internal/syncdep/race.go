@@ -50,11 +50,21 @@ func (r *Race) Raced() bool { return r != nil && r.b.Load() }
 const maxLate = 64
 
 // late is a statement read recently, for a commit logged just after it:
-// its session, while the session's last statement is this one (end).
+// its session, its block (Session.block; 0 outside one), when it ran,
+// its Race, and up to lateRels of the relations it touches (more: all).
 type late struct {
-	s   *Session
-	end int64
+	s          *Session
+	block      uint64
+	start, end int64
+	race       *Race
+	ids        [lateRels]uint32
+	n          uint8
+	all        bool
 }
+
+// lateRels is how many relations a late keeps; a statement that touches
+// more is taken to touch all.
+const lateRels = 4
 
 // maxEnds bounds the transaction ends a Tracker keeps for Raced. A
 // statement during which more ended is raced if one of the last maxEnds
@@ -174,17 +184,25 @@ func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 	t.ends.add(e)
 	n := len(t.lates)
 	for i := 0; i < n; i++ {
-		l := t.lates[(t.nextLate+n-1-i)%n]
+		l := &t.lates[(t.nextLate+n-1-i)%n]
 		if l.end < at-RaceSlack.Microseconds() {
 			break
 		}
-		o := l.s
-		if o == s || o.lastEnd != l.end || o.lastRace == nil || o.lastRace.Raced() || o.lastStart >= at || e.began >= l.end {
+		if l.s == s || l.race.Raced() || l.start >= at || e.began >= l.end || !e.wrote(l.ids[:l.n], l.all) {
 			continue
 		}
-		if e.wrote(o.raceStmt.ids, o.raceStmt.all) {
-			o.lastRace.b.Store(true)
-			o.raceOpen = o.raceOpen || o.inBlock
+		l.race.b.Store(true)
+		if l.block == 0 {
+			continue
+		}
+		// What its block did after it raced too (see Session.Event).
+		for j := 0; j < n; j++ {
+			if m := &t.lates[j]; m.s == l.s && m.block == l.block && m.end > l.end {
+				m.race.b.Store(true)
+			}
+		}
+		if l.s.inBlock && l.s.block == l.block {
+			l.s.raceOpen = true
 		}
 	}
 }
@@ -192,14 +210,20 @@ func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 // read records s's event just read, whose Race is r, for a commit logged
 // just after it (see ended).
 func (t *Tracker) read(s *Session, start, end int64, r *Race) {
-	s.lastStart, s.lastEnd, s.lastRace = start, end, r
 	if r == nil || r.Raced() {
 		return
 	}
+	l := late{s: s, start: start, end: end, race: r, all: s.raceStmt.all || len(s.raceStmt.ids) > lateRels}
+	if s.inBlock {
+		l.block = s.block
+	}
+	if !l.all {
+		l.n = uint8(copy(l.ids[:], s.raceStmt.ids))
+	}
 	if len(t.lates) < maxLate {
-		t.lates = append(t.lates, late{s: s, end: end})
+		t.lates = append(t.lates, l)
 		return
 	}
-	t.lates[t.nextLate] = late{s: s, end: end}
+	t.lates[t.nextLate] = l
 	t.nextLate = (t.nextLate + 1) % maxLate
 }

@@ -89,6 +89,20 @@ func TestRaced(t *testing.T) {
 	if early.Raced() {
 		t.Error("an UPDATE raced with transactions that began after it ended")
 	}
+	// The waiter's next statement may be read before the commit too.
+	run(b, ms(54), ms(54), "BEGIN")
+	run(a, ms(54)+10, ms(54)+20, "BEGIN")
+	run(a, ms(54)+30, ms(54)+40, "UPDATE public.orders SET id = 7 WHERE id = 7")
+	first := run(b, ms(54)+50, ms(55), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	next := run(b, ms(55)+10, ms(55)+20, "SELECT * FROM archive.orders")
+	run(a, ms(54)+60, ms(55)+30, "COMMIT")
+	if !first.Raced() || !next.Raced() {
+		t.Errorf("an UPDATE whose wait a commit logged after its next statement ended raced %v, the next %v: want both", first.Raced(), next.Raced())
+	}
+	if st := run(b, ms(56), ms(56)+10, "SELECT * FROM archive.orders"); !st.Raced() {
+		t.Error("the block's statement after them did not race")
+	}
+	run(b, ms(57), ms(57), "COMMIT")
 	slow := run(c, ms(60), ms(61), "UPDATE public.orders SET id = 7 WHERE id = 7")
 	run(a, ms(55), ms(61)+RaceSlack.Microseconds()+1, "DELETE FROM public.orders WHERE id = 8")
 	if slow.Raced() {

@@ -534,13 +534,11 @@ type Session struct {
 	// raceTx is what the open transaction wrote, from log time
 	// raceBegan, and raceStmt what the event last read touches,
 	// relation by relation; raceOpen: a statement of the open block
-	// raced. lastStart, lastEnd and lastRace are the event last read's
-	// (see Step.Race).
-	raceTx, raceStmt   raceRels
-	raceBegan          int64
-	raceOpen           bool
-	lastStart, lastEnd int64
-	lastRace           *Race
+	// raced; block numbers the session's blocks (see Step.Race).
+	raceTx, raceStmt raceRels
+	raceBegan        int64
+	raceOpen         bool
+	block            uint64
 }
 
 // txBuild is what a transaction wrote so far.
@@ -605,6 +603,7 @@ func (s *Session) Event(e Exec) Step {
 		switch eff.control {
 		case TxBegin:
 			s.inBlock = true
+			s.block++
 		case TxCommit:
 			if !s.aborted {
 				commit.merge(s.tx)
@@ -614,11 +613,13 @@ func (s *Session) Event(e Exec) Step {
 			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
+			s.block++
 		case TxRollback:
 			t.ended(s, e.End, &s.raceTx)
 			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
+			s.block++
 		case TxPrepare:
 			if !s.aborted && !s.tx.empty() {
 				t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
@@ -801,7 +802,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
-		s.raceTx, s.raceStmt, s.raceOpen, s.lastRace = raceRels{}, raceRels{}, false, nil
+		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, false
 		s.t.sessions--
 	}
 }
