@@ -74,7 +74,8 @@ const maxEnds = 1 << 12
 // txEnd is one ended write transaction, for Raced.
 type txEnd struct {
 	at     int64
-	began  int64 // when its first write started
+	began  int64  // when its first write started
+	block  uint64 // its session's block (Session.block); 0: autocommit
 	s      *Session
 	writes []uint32 // relation ids, sorted
 	all    bool     // of unknown effect: may have written anything
@@ -95,21 +96,33 @@ func (r *endRing) add(e txEnd) {
 	r.next = (r.next + 1) % maxEnds
 }
 
-// raced reports whether a transaction of a session other than s that
-// wrote one of rels (any relation: all) ended after start, walking back
-// from the newest end read.
-func (r *endRing) raced(s *Session, start int64, rels []uint32, all bool) bool {
+// raced returns a transaction of a session other than s that wrote one
+// of rels (any relation: all) and ended after start, walking back from
+// the newest end read; nil when none.
+func (r *endRing) raced(s *Session, start int64, rels []uint32, all bool) *txEnd {
 	n := len(r.ends)
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
 		if e.at <= start {
-			return false
+			return nil
 		}
 		if e.s != s && e.wrote(rels, all) {
-			return true
+			return e
 		}
 	}
-	return false
+	return nil
+}
+
+// flagTxn marks the statements of e's transaction still kept (lates) as
+// raced: the statement of another session it raced with may have run
+// before them on the target, as it could not in the original.
+func (t *Tracker) flagTxn(e *txEnd) {
+	for j := range t.lates {
+		m := &t.lates[j]
+		if m.s == e.s && (e.block != 0 && m.block == e.block || m.end == e.at) {
+			m.race.b.Store(true)
+		}
+	}
 }
 
 // wrote reports whether the transaction wrote one of rels (any: all).
@@ -181,6 +194,9 @@ func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 	ids := slices.Clone(w.ids)
 	slices.Sort(ids)
 	e := txEnd{at: at, began: s.raceBegan, s: s, writes: ids, all: w.all}
+	if s.inBlock {
+		e.block = s.block
+	}
 	t.ends.add(e)
 	n := len(t.lates)
 	for i := 0; i < n; i++ {
@@ -192,6 +208,7 @@ func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 			continue
 		}
 		l.race.b.Store(true)
+		t.flagTxn(&e)
 		if l.block == 0 {
 			continue
 		}

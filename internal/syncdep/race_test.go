@@ -103,10 +103,23 @@ func TestRaced(t *testing.T) {
 		t.Error("the block's statement after them did not race")
 	}
 	run(b, ms(57), ms(57), "COMMIT")
+	run(a, ms(58), ms(58), "BEGIN")
+	run(a, ms(58)+10, ms(58)+20, "DELETE FROM public.orders WHERE id = 8")
 	slow := run(c, ms(60), ms(61), "UPDATE public.orders SET id = 7 WHERE id = 7")
-	run(a, ms(55), ms(61)+RaceSlack.Microseconds()+1, "DELETE FROM public.orders WHERE id = 8")
+	run(a, ms(61)+RaceSlack.Microseconds()+1, ms(61)+RaceSlack.Microseconds()+1, "COMMIT")
 	if slow.Raced() {
 		t.Error("an UPDATE raced with a commit logged more than RaceSlack after it")
+	}
+
+	// The statements of a transaction whose commit another session's
+	// statement raced with race too: that statement may run before
+	// them on the target.
+	run(a, ms(70), ms(70), "BEGIN")
+	mine := run(a, ms(71), ms(72), "DELETE FROM public.orders WHERE id = 7")
+	run(c, ms(73), ms(75), "DELETE FROM public.orders WHERE id = 7")
+	run(a, ms(74), ms(74), "COMMIT")
+	if !mine.Raced() {
+		t.Error("a DELETE whose transaction's commit another DELETE waited for did not race")
 	}
 }
 

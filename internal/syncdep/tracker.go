@@ -705,10 +705,15 @@ func (s *Session) Event(e Exec) Step {
 	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
 	// the key): it raced too, up to the block's end.
 	switch {
-	case s.raceOpen || !s.raceStmt.empty() && t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all):
+	case s.raceOpen:
 		step.Race = raced
 	case !s.raceStmt.empty():
-		step.Race = &Race{}
+		if o := t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all); o != nil {
+			step.Race = raced
+			t.flagTxn(o)
+		} else {
+			step.Race = &Race{}
+		}
 	}
 	s.raceOpen = s.inBlock && step.Race.Raced()
 	t.read(s, e.Start, e.End, step.Race)
