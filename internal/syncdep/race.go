@@ -14,8 +14,12 @@ import (
 // replay orders it after that commit when the commit was logged before
 // the statement (Wait's lock cut), before it otherwise: either way the
 // order in the server may not be the original's, and a differing answer
-// is the race's, not the target's. Step.Raced says so, so that the
-// comparison of answers counts it apart from the unexplained ones.
+// is the race's, not the target's. Step.Race says so, so that the
+// comparison of answers counts it apart from the unexplained ones. So do
+// the statements that follow it in its block (their answers depend on
+// its answer), and the statements of the transaction it raced with (the
+// replay may run the racing statement before them). A commit logged up
+// to RaceSlack after the statement counts as during it.
 //
 // The Tracker keeps the ends of the last maxEnds write transactions it
 // read, in the order read (the order of their log lines, which is about
