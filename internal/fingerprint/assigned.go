@@ -63,19 +63,33 @@ func eachMessage(m protoreflect.Message, fn func(protoreflect.Message) bool) {
 	if !fn(m) {
 		return
 	}
+	// In the order the fields are declared, not Range's: protobuf
+	// leaves Range's order undefined, and varies it from one build of
+	// the binary to another, so the first of several things found
+	// (Class.Volatile, ServerState) would change with the build.
+	type field struct {
+		fd protoreflect.FieldDescriptor
+		v  protoreflect.Value
+	}
+	var buf [8]field
+	fields := buf[:0]
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.Kind() != protoreflect.MessageKind, fd.IsMap():
-		case fd.IsList():
-			l := v.List()
-			for i := range l.Len() {
-				eachMessage(l.Get(i).Message(), fn)
-			}
-		default:
-			eachMessage(v.Message(), fn)
+		if fd.Kind() == protoreflect.MessageKind && !fd.IsMap() {
+			fields = append(fields, field{fd, v})
 		}
 		return true
 	})
+	slices.SortFunc(fields, func(a, b field) int { return a.fd.Index() - b.fd.Index() })
+	for _, f := range fields {
+		if f.fd.IsList() {
+			l := f.v.List()
+			for i := range l.Len() {
+				eachMessage(l.Get(i).Message(), fn)
+			}
+			continue
+		}
+		eachMessage(f.v.Message(), fn)
+	}
 }
 
 func addAssigned(out *[]Assigned, rv *pg_query.RangeVar, targets []*pg_query.Node) {

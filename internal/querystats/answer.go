@@ -41,6 +41,12 @@ const (
 	// keeps for itself (a catalog such as pg_class, an OID, a system
 	// column, its backend's pid), which the target assigned otherwise.
 	CauseServerState AnswerCause = "server_assigned"
+	// CauseRaced: in the original the statement ran while another
+	// session's transaction that wrote a relation it touches ended
+	// (committed or rolled back), so its answer depended on which came
+	// first, an order the replay may not reproduce (syncdep.Step.Raced).
+	// It explains an error that differs too (a duplicate key).
+	CauseRaced AnswerCause = "raced_concurrent_transaction"
 )
 
 // ExplainAnswer counts a differing answer (already recorded) as explained

@@ -169,6 +169,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
+	sy.raced = it.sync.Raced()
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
@@ -562,6 +563,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
 				cause, what := answerCause(d, it, ev.Query)
+				if cause == "" && sy.raced {
+					cause, what = querystats.CauseRaced, "a concurrent transaction"
+				}
 				if cause != "" {
 					st.ExplainAnswer(cause, what)
 				}

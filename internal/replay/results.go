@@ -73,7 +73,7 @@ type counters struct {
 	answered, answerDiffers                           atomic.Int64
 	// answerVolatile, answerServerState and answerUnexplained split
 	// answerDiffers by what explains them (answerCause).
-	answerVolatile, answerServerState, answerUnexplained atomic.Int64
+	answerVolatile, answerServerState, answerRaced, answerUnexplained atomic.Int64
 
 	// filtered counts what the dispatcher could not replay: events
 	// without a session, a session's end without its start; what the
@@ -187,7 +187,7 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
-	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load()} {
+	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseRaced: c.answerRaced.Load()} {
 		if n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
@@ -372,6 +372,8 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerVolatile
 	case querystats.CauseServerState:
 		return &c.answerServerState
+	case querystats.CauseRaced:
+		return &c.answerRaced
 	}
 	return &c.answerUnexplained
 }

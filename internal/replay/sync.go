@@ -294,12 +294,15 @@ func insufficientPrivilege(err error) bool {
 }
 
 // synced is what a statement's sync wait did: how long it waited, why
-// it gave up ("" when its dependencies committed), and whether a commit
-// it waited for was lost on the target (lostDep).
+// it gave up ("" when its dependencies committed), whether a commit
+// it waited for was lost on the target (lostDep), and whether the
+// statement raced with another session's transaction in the original
+// (syncdep.Step.Raced).
 type synced struct {
 	wait    time.Duration
 	giveUp  string
 	lostDep bool
+	raced   bool
 }
 
 // lose marks a commit as lost on the target (its event was skipped for

@@ -249,8 +249,12 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 	fmt.Fprintf(b, "  answers:    %d statements compared with the answers the capture recorded: %d differ", o.Answered, o.AnswerDiffers)
 	if len(o.AnswerDiffersExplained) > 0 {
 		// Those the statements' text explains stay apart from the
-		// others, the ones to look at.
-		fmt.Fprintf(b, " (%d unexplained; explained by the statement: %s)", o.AnswerDiffersUnexplained, CountList(o.AnswerDiffersExplained))
+		// others, the ones to look at; a race is not the text's.
+		by := "explained by the statement"
+		if o.AnswerDiffersExplained[string(querystats.CauseRaced)] > 0 {
+			by = "explained by the statement or a race in the original"
+		}
+		fmt.Fprintf(b, " (%d unexplained; %s: %s)", o.AnswerDiffersUnexplained, by, CountList(o.AnswerDiffersExplained))
 	}
 	b.WriteString("\n")
 	type differ struct {

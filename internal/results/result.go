@@ -522,8 +522,9 @@ type Outcomes struct {
 	Answered      int64 `json:"answered,omitempty"`
 	AnswerDiffers int64 `json:"answer_differs,omitempty"`
 	// AnswerDiffersExplained counts, of AnswerDiffers, those whose
-	// statement's text explains them, by cause (querystats.AnswerCause:
-	// a volatile function, what a server assigns); AnswerDiffersUnexplained
+	// statement's text explains them, or a race with another session's
+	// transaction in the original, by cause (querystats.AnswerCause: a
+	// volatile function, what a server assigns, a race); AnswerDiffersUnexplained
 	// the others, the ones to look at. Both empty when none.
 	AnswerDiffersExplained   map[string]int64 `json:"answer_differs_explained,omitempty"`
 	AnswerDiffersUnexplained int64            `json:"answer_differs_unexplained,omitempty"`

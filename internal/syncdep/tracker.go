@@ -93,7 +93,18 @@ type Step struct {
 	Barrier bool
 	// Rows says whether the event was ordered by the row its key names.
 	Rows RowOrder
+	// Race says whether, in the original, the event ran while a
+	// transaction of another session that wrote a relation it touches
+	// ended (committed or rolled back), or followed such an event in its
+	// block: its answer may have depended on which came first, an order
+	// the replay may not reproduce (see endRing). Nil when it touches no
+	// relation; read with Raced once the event ran, since a commit
+	// logged just after it may set it (RaceSlack).
+	Race *Race
 }
+
+// Raced reports whether the event raced (see Step.Race).
+func (st Step) Raced() bool { return st.Race.Raced() }
 
 // RowOrder says whether an event was ordered by the rows it reaches (see
 // RowKey).
@@ -232,6 +243,12 @@ type Tracker struct {
 	// counts the entries made, to sweep out those that ran now and then.
 	last  map[uint32]rowLast
 	lasts int
+	// ends are the last write transactions that ended, and lates the
+	// last statements read, whose Race a commit logged just after them
+	// may set (see Step.Raced).
+	ends     endRing
+	lates    []late
+	nextLate int
 }
 
 // rowLast is an entry of Tracker.last.
@@ -514,6 +531,14 @@ type Session struct {
 	tx       txBuild
 	commit   txBuild // what the event being read commits; both buffers are reused
 	ended    bool
+	// raceTx is what the open transaction wrote, from log time
+	// raceBegan, and raceStmt what the event last read touches,
+	// relation by relation; raceOpen: a statement of the open block
+	// raced; block numbers the session's blocks (see Step.Race).
+	raceTx, raceStmt raceRels
+	raceBegan        int64
+	raceOpen         bool
+	block            uint64
 }
 
 // txBuild is what a transaction wrote so far.
@@ -566,6 +591,7 @@ func (s *Session) Event(e Exec) Step {
 	commit := &s.commit
 	commit.reset()
 	committing := false
+	s.raceStmt.reset()
 	items := e.Items
 	if e.Failed {
 		// What came after the failure in a string of several did not
@@ -577,21 +603,29 @@ func (s *Session) Event(e Exec) Step {
 		switch eff.control {
 		case TxBegin:
 			s.inBlock = true
+			s.block++
 		case TxCommit:
 			if !s.aborted {
 				commit.merge(s.tx)
 				committing = true
 			}
+			t.ended(s, e.End, &s.raceTx)
+			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
+			s.block++
 		case TxRollback:
+			t.ended(s, e.End, &s.raceTx)
+			s.raceTx.reset()
 			s.tx.reset()
 			s.aborted, s.inBlock = false, eff.chain
+			s.block++
 		case TxPrepare:
 			if !s.aborted && !s.tx.empty() {
 				t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
 			}
 			s.tx.reset()
+			s.raceTx.reset()
 			s.aborted, s.inBlock = false, false
 		case TxCommitPrepared:
 			g := it.Class(e.Text).Gid
@@ -620,6 +654,11 @@ func (s *Session) Event(e Exec) Step {
 				}
 				continue
 			}
+			s.raceStmt.addTouch(eff)
+			if s.raceTx.empty() {
+				s.raceBegan = e.Start
+			}
+			s.raceTx.addWrites(eff)
 			if eff.rows != nil {
 				r := eff.rows
 				var bucket uint32
@@ -661,6 +700,28 @@ func (s *Session) Event(e Exec) Step {
 		}
 	} else {
 		step.Wait.eff = nil
+	}
+	// What a block did after a statement that raced depends on that
+	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
+	// the key): it raced too, up to the block's end.
+	switch {
+	case s.raceOpen:
+		step.Race = raced
+	case !s.raceStmt.empty():
+		if o := t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all); o != nil {
+			step.Race = raced
+			t.flagTxn(o)
+		} else {
+			step.Race = &Race{}
+		}
+	}
+	s.raceOpen = s.inBlock && step.Race.Raced()
+	t.read(s, e.Start, e.End, step.Race)
+	if !s.inBlock && !s.raceTx.empty() {
+		// Outside a block an execution is its own transaction, which
+		// ended with it, committed or not.
+		t.ended(s, e.End, &s.raceTx)
+		s.raceTx.reset()
 	}
 	if e.Failed {
 		// The original rolled back what the event was committing, and
@@ -746,6 +807,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
+		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, false
 		s.t.sessions--
 	}
 }

@@ -1,0 +1,143 @@
+package syncdep
+
+import "testing"
+
+// TestRaced: a statement races with another session's transaction when
+// that transaction wrote a relation the statement touches and ended
+// (committed or rolled back) while the statement ran; not when it ended
+// before the statement started, wrote another relation, or was the
+// statement's own session's.
+func TestRaced(t *testing.T) {
+	tr := newShop(Object)
+	a, b, c := tr.Session("shop", "a"), tr.Session("shop", "b"), tr.Session("shop", "c")
+	run(a, ms(1), ms(1), "BEGIN")
+	run(a, ms(2), ms(2), "DELETE FROM public.orders WHERE id = 7")
+	run(a, ms(3), ms(3), "INSERT INTO public.orders (id) VALUES (7)")
+	// b's UPDATE started before a's COMMIT and was logged after it: it
+	// waited for a's row lock in the original.
+	run(a, ms(5), ms(5), "COMMIT")
+	if st := run(b, ms(4), ms(6), "UPDATE public.orders SET id = 7 WHERE id = 7"); !st.Raced() {
+		t.Error("an UPDATE that ran across another session's commit of its table did not race")
+	}
+	// Started after the commit: ordered, no race.
+	if st := run(b, ms(7), ms(8), "UPDATE public.orders SET id = 7 WHERE id = 7"); st.Raced() {
+		t.Error("an UPDATE after the commit raced")
+	}
+	// Another table: no race.
+	run(a, ms(9), ms(9), "BEGIN")
+	run(a, ms(10), ms(10), "DELETE FROM shipments WHERE order_id = 7")
+	run(a, ms(12), ms(12), "COMMIT")
+	if st := run(c, ms(11), ms(13), "SELECT * FROM archive.orders"); st.Raced() {
+		t.Error("a statement on another relation raced")
+	}
+	// A rollback ends a transaction too; an autocommit write is its own
+	// transaction.
+	run(a, ms(14), ms(14), "BEGIN")
+	run(a, ms(15), ms(15), "INSERT INTO public.orders (id) VALUES (8)")
+	run(a, ms(17), ms(17), "ROLLBACK")
+	run(c, ms(18), ms(19), "INSERT INTO public.orders (id) VALUES (9)")
+	if st := run(b, ms(16), ms(20), "INSERT INTO public.orders (id) VALUES (8)", true); !st.Raced() {
+		t.Error("an INSERT that ran across another session's rollback and autocommit INSERT did not race")
+	}
+	// Its own session's commits are no race.
+	run(b, ms(21), ms(21), "BEGIN")
+	run(b, ms(22), ms(22), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	if st := run(b, ms(21), ms(23), "COMMIT"); st.Raced() {
+		t.Error("a COMMIT raced with its own transaction")
+	}
+	// In a block, what follows a statement that raced races too, up to
+	// the block's end: a DELETE that waited for another mover found 0
+	// rows, and the INSERT after it a duplicate key.
+	run(b, ms(30), ms(30), "BEGIN")
+	run(a, ms(31), ms(32), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	if st := run(b, ms(31)-500, ms(33), "DELETE FROM public.orders WHERE id = 7"); !st.Raced() {
+		t.Error("a DELETE across another session's autocommit UPDATE did not race")
+	}
+	if st := run(b, ms(34), ms(35), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced() {
+		t.Error("an INSERT after a statement of its block that raced did not race")
+	}
+	run(b, ms(36), ms(36), "COMMIT")
+	if st := run(b, ms(37), ms(38), "INSERT INTO public.orders (id) VALUES (7)"); st.Raced() {
+		t.Error("an INSERT after the block that raced ended raced")
+	}
+
+	// A commit logged just after the statement whose wait it ended
+	// (the server answers the waiter first, as it releases the row
+	// locks before it answers the COMMIT) races with it once read, and
+	// with what follows it in its block; one logged later than
+	// RaceSlack does not, nor one whose transaction began after it.
+	run(a, ms(40), ms(40), "BEGIN")
+	run(a, ms(41), ms(41), "DELETE FROM public.orders WHERE id = 7")
+	run(b, ms(42), ms(42), "BEGIN")
+	waiter := run(b, ms(42)+100, ms(43), "DELETE FROM public.orders WHERE id = 7")
+	if waiter.Raced() {
+		t.Fatal("raced before the commit was read")
+	}
+	run(a, ms(42)+500, ms(43)+30, "COMMIT")
+	if !waiter.Raced() {
+		t.Error("a DELETE whose wait a commit logged 30 µs after it ended did not race")
+	}
+	if st := run(b, ms(44), ms(45), "INSERT INTO public.orders (id) VALUES (7)"); !st.Raced() {
+		t.Error("an INSERT after that DELETE in its block did not race")
+	}
+	run(b, ms(46), ms(46), "COMMIT")
+	early := run(c, ms(47), ms(48), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	run(a, ms(48)+100, ms(48)+200, "INSERT INTO public.orders (id) VALUES (9)")
+	run(a, ms(49), ms(50), "BEGIN")
+	run(a, ms(51), ms(52), "INSERT INTO public.orders (id) VALUES (10)")
+	run(a, ms(53), ms(53), "COMMIT")
+	if early.Raced() {
+		t.Error("an UPDATE raced with transactions that began after it ended")
+	}
+	// The waiter's next statement may be read before the commit too.
+	run(b, ms(54), ms(54), "BEGIN")
+	run(a, ms(54)+10, ms(54)+20, "BEGIN")
+	run(a, ms(54)+30, ms(54)+40, "UPDATE public.orders SET id = 7 WHERE id = 7")
+	first := run(b, ms(54)+50, ms(55), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	next := run(b, ms(55)+10, ms(55)+20, "SELECT * FROM archive.orders")
+	run(a, ms(54)+60, ms(55)+30, "COMMIT")
+	if !first.Raced() || !next.Raced() {
+		t.Errorf("an UPDATE whose wait a commit logged after its next statement ended raced %v, the next %v: want both", first.Raced(), next.Raced())
+	}
+	if st := run(b, ms(56), ms(56)+10, "SELECT * FROM archive.orders"); !st.Raced() {
+		t.Error("the block's statement after them did not race")
+	}
+	run(b, ms(57), ms(57), "COMMIT")
+	run(a, ms(58), ms(58), "BEGIN")
+	run(a, ms(58)+10, ms(58)+20, "DELETE FROM public.orders WHERE id = 8")
+	slow := run(c, ms(60), ms(61), "UPDATE public.orders SET id = 7 WHERE id = 7")
+	run(a, ms(61)+RaceSlack.Microseconds()+1, ms(61)+RaceSlack.Microseconds()+1, "COMMIT")
+	if slow.Raced() {
+		t.Error("an UPDATE raced with a commit logged more than RaceSlack after it")
+	}
+
+	// The statements of a transaction whose commit another session's
+	// statement raced with race too: that statement may run before
+	// them on the target.
+	run(a, ms(70), ms(70), "BEGIN")
+	mine := run(a, ms(71), ms(72), "DELETE FROM public.orders WHERE id = 7")
+	run(c, ms(73), ms(75), "DELETE FROM public.orders WHERE id = 7")
+	run(a, ms(74), ms(74), "COMMIT")
+	if !mine.Raced() {
+		t.Error("a DELETE whose transaction's commit another DELETE waited for did not race")
+	}
+}
+
+// TestRacedRingBounded: the ends kept stay at maxEnds however many
+// transactions end.
+func TestRacedRingBounded(t *testing.T) {
+	tr := newShop(Object)
+	a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+	for i := int64(0); i < 3*maxEnds; i++ {
+		run(a, ms(10+i), ms(10+i), "UPDATE public.orders SET id = 1 WHERE id = 1")
+	}
+	if n := len(tr.ends.ends); n != maxEnds {
+		t.Fatalf("%d ends kept, want %d", n, maxEnds)
+	}
+	if st := run(b, ms(10+3*maxEnds-5), ms(10+3*maxEnds), "SELECT * FROM public.orders"); !st.Raced() {
+		t.Error("a read across the last commits did not race")
+	}
+	if st := run(b, ms(10+3*maxEnds+1), ms(10+3*maxEnds+2), "SELECT * FROM public.orders"); st.Raced() {
+		t.Error("a read after every commit raced")
+	}
+}
