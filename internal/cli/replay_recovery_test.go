@@ -452,10 +452,14 @@ func TestReplayCrashLosesParent(t *testing.T) {
 	c := shopTarget(t)
 	crashed := make(chan error, 1)
 	go func() {
-		// The crash while pg_sleep has run 2 s: the shipment's session
-		// (due at 1 s) is waiting for the order's commit by then.
-		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s'",
-			30*time.Second, func(n int) bool { return n == 1 })
+		// The crash while pg_sleep has run 2 s and the shipment's session
+		// has begun its transaction (its INSERT then waits for the
+		// order's commit). On a busy machine the replay may run seconds
+		// behind its schedule, so the test waits for that session rather
+		// than for the time it is due (1 s): a crash before its BEGIN
+		// loses its connection, not its dependency.
+		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE (query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s') OR (query = 'BEGIN' AND state = 'idle in transaction')",
+			30*time.Second, func(n int) bool { return n == 2 })
 		if err := c.Kill(); err != nil {
 			crashed <- err
 			return
