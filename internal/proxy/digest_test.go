@@ -58,6 +58,8 @@ func backendMessage(typ byte, body string) []byte {
 // sink, as session() makes it.
 func serverPump(src io.Reader, dst io.Writer, sink capture.Sink) *pump {
 	s := &session{p: &Proxy{cfg: Config{Sink: sink}}, id: 1, inStartup: false, digest: true}
+	// Bound to the sink as a session that started while it was attached.
+	s.rec.Store(&binding{sink: sink})
 	s.started.Store(true)
 	return &pump{src: src, dst: dst, buf: make([]byte, bufSize), counts: &dirCounts{},
 		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true, onPart: s.backendPart}
@@ -148,6 +150,14 @@ func TestRowDigest(t *testing.T) {
 		}
 		var digests []rowdigest.Digest
 		for _, r := range sink.recs {
+			if r.Kind == capture.KindComplete && r.Tag == capture.SuspendedTag {
+				// PortalSuspended: recorded with no digest, the portal's
+				// rows going on into its final CommandComplete's.
+				if r.HasDigest {
+					t.Errorf("reads of %v: a PortalSuspended with a digest", sizes)
+				}
+				continue
+			}
 			if r.Kind == capture.KindComplete {
 				if !r.HasDigest {
 					t.Errorf("reads of %v: %s without a digest", sizes, r.Tag)
@@ -303,7 +313,11 @@ func FuzzRowDigest(f *testing.F) {
 			case 's':
 				suspended = true
 			case 'C':
-				want = append(want, cur)
+				// An empty tag (which no server sends) reads as a
+				// PortalSuspended's record, left out below.
+				if tag := rest[5 : l+1]; len(tag) > 0 && tag[0] != 0 {
+					want = append(want, cur)
+				}
 				cur, suspended = rowdigest.Digest{}, false
 			case 'E':
 				cur, suspended = rowdigest.Digest{}, false
@@ -324,7 +338,7 @@ func FuzzRowDigest(f *testing.F) {
 		p.run()
 		var got []rowdigest.Digest
 		for _, r := range sink.recs {
-			if r.Kind == capture.KindComplete {
+			if r.Kind == capture.KindComplete && r.Tag != capture.SuspendedTag {
 				got = append(got, r.Digest)
 			}
 		}
