@@ -90,7 +90,7 @@ var layers = []layer{
 		packages: []string{
 			"bench/aafloors", "bench/genlog", "deploy", "hack/samereplay",
 			"internal/archdoc", "internal/htmlreport/htmltest",
-			"internal/pgclustertest", "internal/results/resultstest",
+			"internal/pgclustertest", "internal/proctest", "internal/results/resultstest",
 			"internal/sweep/sweeptest", "internal/synthlog", "internal/versionsdoc",
 		},
 	},

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -80,7 +80,7 @@ func TestHeadroomShards(t *testing.T) {
 	// ignore it): no shard process may have one on its command line.
 	const plantedTarget, plantedCoord = "PlantedShardTarget-3b7", "PlantedShardCoord-9d2"
 	stop := make(chan struct{})
-	seen := watchChildren(stop, func(cmdline string) bool { return strings.Contains(cmdline, "\x00--shard\x00") })
+	seen := proctest.WatchChildren(stop, func(cmdline string) bool { return strings.Contains(cmdline, "\x00--shard\x00") })
 	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres")+" password="+plantedTarget, "--shards", "2",
 		"--coord-dsn", co.DSN("coord")+" password="+plantedCoord,
 		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--out", outDir, "--json", jsonPath, logPath)
@@ -92,12 +92,12 @@ func TestHeadroomShards(t *testing.T) {
 	}
 	ours := 0
 	for _, ch := range children {
-		if strings.Contains(ch.cmdline, plantedTarget) || strings.Contains(ch.cmdline, plantedCoord) {
-			t.Errorf("shard process %d has a password on its command line: %s", ch.pid, strings.ReplaceAll(ch.cmdline, "\x00", " "))
+		if strings.Contains(ch.Cmdline, plantedTarget) || strings.Contains(ch.Cmdline, plantedCoord) {
+			t.Errorf("shard process %d has a password on its command line: %s", ch.PID, strings.ReplaceAll(ch.Cmdline, "\x00", " "))
 		}
 		// Other tests' shards run beside this one: ours have our
 		// passwords in their environment.
-		if strings.Contains(ch.env, plantedTarget) && strings.Contains(ch.env, plantedCoord) {
+		if strings.Contains(ch.Env, plantedTarget) && strings.Contains(ch.Env, plantedCoord) {
 			ours++
 		}
 	}
@@ -165,56 +165,6 @@ func TestHeadroomShards(t *testing.T) {
 			t.Errorf("step %d: client CPU %.3f s, the shards' sum %.3f s", st.Seq, rp.ClientCPUSeconds, sum)
 		}
 	}
-}
-
-// child is a child process of this one as a poll of /proc saw it: its
-// command line and environment, NUL-separated.
-type child struct {
-	pid          int
-	cmdline, env string
-}
-
-// watchChildren polls /proc for this process's children until stop is
-// closed, and sends every reading of those match accepts.
-func watchChildren(stop <-chan struct{}, match func(cmdline string) bool) <-chan []child {
-	out := make(chan []child, 1)
-	self := strconv.Itoa(os.Getpid())
-	go func() {
-		var seen []child
-		for {
-			select {
-			case <-stop:
-				out <- seen
-				return
-			default:
-			}
-			entries, _ := os.ReadDir("/proc")
-			for _, e := range entries {
-				if _, err := strconv.Atoi(e.Name()); err != nil {
-					continue
-				}
-				dir := filepath.Join("/proc", e.Name())
-				stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-				if err != nil {
-					continue
-				}
-				// pid (comm) state ppid ...: comm may hold spaces.
-				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-				if len(fields) < 2 || fields[1] != self {
-					continue
-				}
-				cmdline, err1 := os.ReadFile(filepath.Join(dir, "cmdline"))
-				env, err2 := os.ReadFile(filepath.Join(dir, "environ"))
-				if err1 != nil || err2 != nil || len(cmdline) == 0 || !match(string(cmdline)) {
-					continue
-				}
-				pid, _ := strconv.Atoi(e.Name())
-				seen = append(seen, child{pid: pid, cmdline: string(cmdline), env: string(env)})
-			}
-			time.Sleep(2 * time.Millisecond) // a poll interval, not a synchronization
-		}
-	}()
-	return out
 }
 
 // TestHeadroomShardKilled: a shard process killed (SIGKILL) once its

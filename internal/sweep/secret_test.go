@@ -1,10 +1,7 @@
 package sweep_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,59 +9,10 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 	"github.com/pgrehearse/pgrehearse/internal/sweep/sweeptest"
 )
-
-// child is a child process of this one as a poll of /proc saw it: its
-// command line and environment, NUL-separated.
-type child struct {
-	pid          int
-	cmdline, env string
-}
-
-// watchChildren polls /proc for this process's children until stop is
-// closed, and sends every reading of those match accepts.
-func watchChildren(stop <-chan struct{}, match func(cmdline string) bool) <-chan []child {
-	out := make(chan []child, 1)
-	self := strconv.Itoa(os.Getpid())
-	go func() {
-		var seen []child
-		for {
-			select {
-			case <-stop:
-				out <- seen
-				return
-			default:
-			}
-			entries, _ := os.ReadDir("/proc")
-			for _, e := range entries {
-				if _, err := strconv.Atoi(e.Name()); err != nil {
-					continue
-				}
-				dir := filepath.Join("/proc", e.Name())
-				stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-				if err != nil {
-					continue
-				}
-				// pid (comm) state ppid ...: comm may hold spaces.
-				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-				if len(fields) < 2 || fields[1] != self {
-					continue
-				}
-				cmdline, err1 := os.ReadFile(filepath.Join(dir, "cmdline"))
-				env, err2 := os.ReadFile(filepath.Join(dir, "environ"))
-				if err1 != nil || err2 != nil || len(cmdline) == 0 || !match(string(cmdline)) {
-					continue
-				}
-				pid, _ := strconv.Atoi(e.Name())
-				seen = append(seen, child{pid: pid, cmdline: string(cmdline), env: string(env)})
-			}
-			time.Sleep(2 * time.Millisecond) // a poll interval, not a synchronization
-		}
-	}()
-	return out
-}
 
 // TestPgbenchPasswordNotOnCommandLine: a sweep of a target whose
 // connection string holds a password starts pgbench (its -i and its
@@ -82,7 +30,7 @@ func TestPgbenchPasswordNotOnCommandLine(t *testing.T) {
 	opts.Warmup, opts.Duration = 0, time.Second
 	port := "port=" + strconv.Itoa(c.Port())
 	stop := make(chan struct{})
-	seen := watchChildren(stop, func(cmdline string) bool {
+	seen := proctest.WatchChildren(stop, func(cmdline string) bool {
 		return strings.Contains(cmdline, "pgbench") && strings.Contains(cmdline, port)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -98,12 +46,12 @@ func TestPgbenchPasswordNotOnCommandLine(t *testing.T) {
 	}
 	steps := 0
 	for _, ch := range children {
-		args := strings.ReplaceAll(ch.cmdline, "\x00", " ")
-		if strings.Contains(ch.cmdline, planted) {
-			t.Errorf("pgbench %d has the password on its command line: %s", ch.pid, args)
+		args := strings.ReplaceAll(ch.Cmdline, "\x00", " ")
+		if strings.Contains(ch.Cmdline, planted) {
+			t.Errorf("pgbench %d has the password on its command line: %s", ch.PID, args)
 		}
-		if !strings.Contains("\x00"+ch.env+"\x00", "\x00PGPASSWORD="+planted+"\x00") {
-			t.Errorf("pgbench %d was not given the password in its environment: %s", ch.pid, args)
+		if !strings.Contains("\x00"+ch.Env+"\x00", "\x00PGPASSWORD="+planted+"\x00") {
+			t.Errorf("pgbench %d was not given the password in its environment: %s", ch.PID, args)
 		}
 		if strings.Contains(args, " -P 1 ") {
 			steps++
