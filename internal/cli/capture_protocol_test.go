@@ -154,7 +154,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rc := startCapture(t, a.DSN("postgres"))
+	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -292,6 +292,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	psql(t, a, rc, "\\lo_import '"+file+"'\n")
+	rc.idle(t)
 	if code, out := rc.stop(t); code != ExitOK {
 		t.Fatalf("capture exited %d:\n%s", code, out)
 	}

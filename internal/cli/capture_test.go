@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgrehearse/pgrehearse/internal/capturerun"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -46,10 +48,12 @@ func (l *lockedBuffer) String() string {
 // an operator starts it, listening on a free port.
 type runningCapture struct {
 	dir, host, port string
-	cancel          context.CancelFunc
-	done            chan int
-	stdout, stderr  *lockedBuffer
-	code            *int
+	// admin is the admin interface's address, when started with --admin.
+	admin          string
+	cancel         context.CancelFunc
+	done           chan int
+	stdout, stderr *lockedBuffer
+	code           *int
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+),`)
@@ -72,6 +76,9 @@ func startCapture(t *testing.T, upstream string, extra ...string) *runningCaptur
 			var err error
 			if rc.host, rc.port, err = net.SplitHostPort(m[1]); err != nil {
 				t.Fatal(err)
+			}
+			if a := adminRE.FindStringSubmatch(rc.stderr.String()); a != nil {
+				rc.admin = a[1]
 			}
 			return rc
 		}
@@ -96,6 +103,33 @@ func (rc *runningCapture) stop(t *testing.T) (int, string) {
 		rc.code = &code
 	}
 	return *rc.code, rc.stdout.String() + rc.stderr.String()
+}
+
+// idle waits until the proxy relays no session: a client that has
+// closed its connection may still be ending in the proxy, and a capture
+// stopped then records that session as open. It needs the capture
+// started with --admin.
+func (rc *runningCapture) idle(t *testing.T) {
+	t.Helper()
+	if rc.admin == "" {
+		t.Fatal("idle needs a capture started with --admin 127.0.0.1:0")
+	}
+	var last capturerun.List
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + rc.admin + "/recordings")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&last)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.SessionsOpen == 0 {
+			return
+		}
+	}
+	t.Fatalf("the proxy still relays %d sessions after 30 s", last.SessionsOpen)
 }
 
 // dsn is a connection string to the proxy.
