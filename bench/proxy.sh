@@ -10,9 +10,20 @@
 #
 #   BENCH_CLIENTS=16 BENCH_SECONDS=5 BENCH_MODE=select|tpcb bench/proxy.sh
 #
+# `bench/proxy.sh pgbouncer` instead runs BenchmarkProxyVsPgbouncer
+# (internal/capturerun): the proxy, recording, against PgBouncer in
+# session pooling (the distribution's pgbouncer package, which it needs),
+# over pgbench -S simple, -S prepared and TPC-B-like prepared, alternating,
+# BENCH_ROUNDS times: CPU per transaction of each relay and its ratio,
+# the throughput ratio, and what each adds to a SELECT 1 round trip's p50.
+#
 # The machine may be shared: compare within a run, as ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${BENCH_ROUNDS:-5}
+if [ "${1:-}" = pgbouncer ]; then
+  command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || { echo "pgbouncer is not installed (apt-get install pgbouncer)" >&2; exit 1; }
+  exec env BENCH_PGBOUNCER=1 go test -run '^$' -bench 'BenchmarkProxyVsPgbouncer$' -benchtime "${rounds}x" -timeout 60m ./internal/capturerun
+fi
 go test -run '^$' -bench 'BenchmarkCapturePgbench$' -benchtime "${rounds}x" -timeout 60m ./internal/capturerun
 go test -run '^$' -bench 'BenchmarkProxySelect$' -benchtime 20000x -count 3 -timeout 30m ./internal/proxy
