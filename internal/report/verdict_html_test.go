@@ -231,3 +231,64 @@ func TestVerdictFixesHTMLGolden(t *testing.T) {
 		t.Error("the fixes section lacks the verified fix's ratio with its interval")
 	}
 }
+
+// TestPageCountedOrNot: on the page a query is either a regression,
+// which may break a rule, or slower while the server was busier and not
+// counted, never both (issue 44 read a rule "broken by 4 queries" beside
+// "4 more queries ... not counted"). Beside a dominant regression, a
+// query 1.5x slower is not counted; with a rule it breaks, it is a
+// regression, named in the verdict box and the worst regressions, and
+// not in the table of those not counted.
+func TestPageCountedOrNot(t *testing.T) {
+	var base, cand []*compare.Run
+	for i := range 3 {
+		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
+		qs := append([]synthQuery(nil), synthQueries[:2]...)
+		qs[0].meanUS *= 100
+		qs[1].meanUS *= 1.5
+		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
+	}
+	const slowed = "b2c3d4e5f6071829"
+	for _, tc := range []struct {
+		rule    string
+		counted bool
+	}{{"", false}, {"mean>+20%", true}} {
+		t.Run("rule "+tc.rule, func(t *testing.T) {
+			var rules []compare.Rule
+			if tc.rule != "" {
+				var err error
+				if rules, err = compare.ParseRules([]string{tc.rule}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := compare.Runs(base, cand, compare.Options{Rules: rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := ComparisonPage(rep, ComparisonOptions{})
+			inBox := strings.Contains(strings.Join(p.Verdict.Items, "\n"), "broken by "+slowed)
+			inTable := func(id string) bool {
+				for _, tb := range p.Sections[0].Tables {
+					if tb.ID != id {
+						continue
+					}
+					for _, r := range tb.Rows {
+						if strings.HasPrefix(r.Cells[len(r.Cells)-1].Title, slowed) {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			worst, busier := inTable("worst"), inTable("busier")
+			if inBox != tc.counted || worst != tc.counted || busier == tc.counted {
+				t.Errorf("%s: in the verdict box %v, the worst regressions %v, not counted %v; want counted %v\nverdict %q",
+					slowed, inBox, worst, busier, tc.counted, p.Verdict.Items)
+			}
+			notCounted := strings.Contains(p.Verdict.Line, "not counted")
+			if notCounted == tc.counted {
+				t.Errorf("verdict line says not counted %v, want %v: %s", notCounted, !tc.counted, p.Verdict.Line)
+			}
+		})
+	}
+}
