@@ -59,12 +59,15 @@ type RunEvidence struct {
 }
 
 // ComparisonPage lays a comparison (or a one-run summary) out as a page:
-// the verdict and the worst regressions, both sides' throughput and
-// latency with their spread, every change with its interval (error
-// bars), both sides over time, distributions of the top queries, errors
-// and queries seen on one side only, a replay's client round trips when
-// it kept them, and the table of all queries; then the findings and the
-// runs' server-side evidence when opts has them.
+// the verdict first (the text's verdict block, NewVerdictBlock, with the
+// top regression's cause and fix when opts has the plans), then the
+// summary and the worst regressions, the fixes tried when opts has them
+// (FixesSection), both sides' throughput and latency with their spread,
+// every change with its interval (error bars), both sides over time,
+// distributions of the top queries, errors and queries seen on one side
+// only, a replay's client round trips when it kept them, and the table
+// of all queries; then the findings and the runs' server-side evidence
+// when opts has them.
 func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page {
 	if opts.Top <= 0 {
 		opts.Top = 6
