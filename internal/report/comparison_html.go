@@ -302,8 +302,10 @@ func effectCell(q *compare.QueryDiff, m compare.Metric) htmlreport.Cell {
 	}
 	c := htmlreport.Num(fmtEffect(e), e.Ratio)
 	c.Class = "ci"
+	// A query slower while the server was busier is not counted: its
+	// figure is not red, or it would read as a regression (issue 44).
 	switch {
-	case q.Regressed == m && (q.Status.Regression() || q.Status == compare.StatusSlowerWhileBusier):
+	case q.Regressed == m && q.Status.Regression():
 		c.Class += " bad"
 	case q.Status == compare.StatusImproved && m == compare.MetricMean:
 		c.Class += " good"

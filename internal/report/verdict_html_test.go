@@ -274,6 +274,10 @@ func TestPageCountedOrNot(t *testing.T) {
 					}
 					for _, r := range tb.Rows {
 						if strings.HasPrefix(r.Cells[len(r.Cells)-1].Title, slowed) {
+							// A row not counted is not red either.
+							if red := strings.Contains(r.Cells[2].Class, "bad"); red != (id == "worst") {
+								t.Errorf("%s in table %s: its figure's class %q", slowed, id, r.Cells[2].Class)
+							}
 							return true
 						}
 					}
