@@ -21,8 +21,8 @@ var transactionsRE = regexp.MustCompile(`number of transactions actually process
 
 // digestWorkloads are the traffic BenchmarkCaptureDigest relays: pgbench's
 // select-only transaction (one row of one int per statement); a
-// statement of 100 rows, of mixed sizes (about 30 to 330 bytes: a NULL
-// or 84 characters, and 0 to 199 more) or narrow (two ints, about 20
+// statement of 100 rows, of mixed sizes (25 to 315 bytes: a NULL
+// or 84 characters, and 0 to 199 more) or narrow (two ints, 12 to 18
 // bytes); and one of 10,000 narrow rows, an export that fills the proxy's
 // buffer at each read, where the digest weighs most against relaying.
 // Each is a pgbench script run with -M prepared.

@@ -213,7 +213,7 @@ type relayShape struct {
 // answer of pgbench's select-only transaction under -M prepared
 // (BindComplete, one row of one int, CommandComplete, ReadyForQuery);
 // mixed100, an answer of 100 rows of mixed sizes (five columns, one of
-// them NULL or 84 characters, one of 0 to 199: bodies of 36 to 322
+// them NULL or 84 characters, one of 0 to 199: bodies of 37 to 294
 // bytes); bulk60, 1000 rows of 61 bytes in one answer, an export of small
 // rows, where the digest weighs most against relaying.
 func relayShapes() []relayShape {
