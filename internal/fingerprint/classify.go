@@ -96,6 +96,9 @@ type Class struct {
 	// Insert is an INSERT's target, columns and first row; nil for
 	// other statements.
 	Insert *Insert
+	// Returning: of an INSERT with a RETURNING list, what it returns
+	// of its table (Insert.Rel); nil for other statements.
+	Returning *Returning
 	// Queue: whether the statement is a job-queue poll whose pollers
 	// wait for each other.
 	Queue QueueShape
@@ -325,6 +328,9 @@ func classifyNode(n *pg_query.Node) *Class {
 	switch c.Kind {
 	case KindInsert:
 		c.Insert = insertOf(n.GetInsertStmt())
+		if c.Insert != nil {
+			c.Returning = returningOf(n.GetInsertStmt())
+		}
 	case KindSelect:
 		if sel := n.GetSelectStmt(); sel.LimitCount != nil && waits(sel.LockingClause) {
 			c.Queue = QueueSelectLimitLocks

@@ -41,6 +41,13 @@ const (
 	// keeps for itself (a catalog such as pg_class, an OID, a system
 	// column, its backend's pid), which the target assigned otherwise.
 	CauseServerState AnswerCause = "server_assigned"
+	// CauseSequence: the statement returns a value the target's
+	// sequence assigned (INSERT ... RETURNING a column whose default
+	// calls nextval, or an identity column), which differs from the
+	// original's when that sequence stood elsewhere: rows inserted and
+	// rolled back, values cached by other sessions, a copy taken at
+	// another point.
+	CauseSequence AnswerCause = "sequence_assigned"
 	// CauseRaced: in the original the statement ran while another
 	// session's transaction that wrote a relation it touches ended
 	// (committed or rolled back), so its answer depended on which came

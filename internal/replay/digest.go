@@ -69,10 +69,13 @@ func valuesDiffer(ans *event.Answer, got []rowdigest.Digest, i int, it fingerpri
 
 // answerCause is what explains a statement's answer differing from the
 // original's, when its text tells: a volatile function it calls, or what
-// a server assigns that it reads ("" when neither). Only a different
+// a server assigns that it reads; or, for different values, when with
+// seqs (the target's sequence-filled columns) it tells that it returns
+// what the target's sequence assigned ("" when none). Only a different
 // row count or different values are explained so: an error has its own
-// causes (Outcomes.OnlyOnTargetBySQLState).
-func answerCause(d querystats.AnswerDiff, it fingerprint.Item, text string) (querystats.AnswerCause, string) {
+// causes (Outcomes.OnlyOnTargetBySQLState). A sequence changes values,
+// never how many rows an INSERT returns.
+func answerCause(d querystats.AnswerDiff, it fingerprint.Item, text string, seqs seqColumns) (querystats.AnswerCause, string) {
 	if d != querystats.AnswerRows && d != querystats.AnswerValues {
 		return "", ""
 	}
@@ -82,6 +85,11 @@ func answerCause(d querystats.AnswerDiff, it fingerprint.Item, text string) (que
 		return querystats.CauseVolatile, cl.Volatile
 	case cl.ServerState != "":
 		return querystats.CauseServerState, cl.ServerState
+	}
+	if d == querystats.AnswerValues {
+		if col := sequenceReturned(cl, seqs); col != "" {
+			return querystats.CauseSequence, col
+		}
 	}
 	return "", ""
 }

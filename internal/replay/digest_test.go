@@ -58,8 +58,9 @@ func TestValuesDiffer(t *testing.T) {
 }
 
 // TestAnswerCause: a differing count or values is explained by a
-// volatile function or a server-assigned id in the statement; an error
-// never is, nor a statement without either.
+// volatile function or a server-assigned id in the statement, different
+// values by a sequence-filled column an INSERT returns; an error never
+// is, nor a statement without either.
 func TestAnswerCause(t *testing.T) {
 	functionalCase(t)
 	for _, c := range []struct {
@@ -73,8 +74,23 @@ func TestAnswerCause(t *testing.T) {
 		{"SELECT oid FROM pg_class WHERE relname = 't'", querystats.AnswerValues, querystats.CauseServerState, "oid"},
 		{"SELECT now()", querystats.AnswerErrorOnlyOnTarget, "", ""},
 		{"SELECT a FROM t", querystats.AnswerValues, "", ""},
+		{"INSERT INTO orders (customer) VALUES ($1) RETURNING id", querystats.AnswerValues, querystats.CauseSequence, "orders.id"},
+		{"INSERT INTO app.orders (customer) VALUES ($1) RETURNING *", querystats.AnswerValues, querystats.CauseSequence, "orders.id"},
+		{"INSERT INTO items (name) VALUES ($1) RETURNING item_no", querystats.AnswerValues, querystats.CauseSequence, "items.item_no"},
+		// A count that differs is not the sequence's doing, nor an
+		// error; nor an id the statement gives, another column, a
+		// table without a sequence, one the catalog does not know
+		// (other.orders is not visible) or an UPDATE.
+		{"INSERT INTO orders (customer) SELECT c FROM staged RETURNING id", querystats.AnswerRows, "", ""},
+		{"INSERT INTO orders (customer) VALUES ($1) RETURNING id", querystats.AnswerErrorOnlyOnTarget, "", ""},
+		{"INSERT INTO orders (id, customer) VALUES ($1, $2) RETURNING id", querystats.AnswerValues, "", ""},
+		{"INSERT INTO orders (customer) VALUES ($1) RETURNING customer", querystats.AnswerValues, "", ""},
+		{"INSERT INTO plain (a) VALUES ($1) RETURNING a", querystats.AnswerValues, "", ""},
+		{"INSERT INTO other.orders (customer) VALUES ($1) RETURNING id", querystats.AnswerValues, "", ""},
+		{"UPDATE orders SET customer = $1 RETURNING id", querystats.AnswerValues, "", ""},
 	} {
-		cause, what := answerCause(c.diff, fingerprint.Compute(c.query)[0], c.query)
+		seqs := seqColumns{{Schema: "app", Name: "orders"}: {"id"}, {Name: "orders"}: {"id"}, {Name: "items"}: {"item_no"}}
+		cause, what := answerCause(c.diff, fingerprint.Compute(c.query)[0], c.query, seqs)
 		if cause != c.want || what != c.what {
 			t.Errorf("%s, %v: %q %q, want %q %q", c.query, c.diff, cause, what, c.want, c.what)
 		}

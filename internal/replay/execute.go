@@ -521,6 +521,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		latUS = latency.Microseconds()
 	}
 	at := issued.UnixMicro()
+	seqs := s.returnedSequences(ev, items)
 	if rec := s.rec; rec != nil && !r.opts.DryRun {
 		rec.sent++
 		for _, it := range items {
@@ -562,7 +563,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
-				cause, what := answerCause(d, it, ev.Query)
+				cause, what := answerCause(d, it, ev.Query, seqs)
 				if cause == "" && sy.raced {
 					cause, what = querystats.CauseRaced, "a concurrent transaction"
 				}

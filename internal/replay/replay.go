@@ -59,6 +59,9 @@ type Replayer struct {
 
 	cfgMu sync.Mutex
 	cfgs  map[[2]string]cfgResult
+	// seqs: the columns a sequence fills, by database, read when a
+	// statement first returns one that differs (sequence.go).
+	seqs seqCatalogs
 
 	sync    *syncRun // nil when sessions are not synchronized
 	syncOff string   // why not, when asked

@@ -71,9 +71,10 @@ type counters struct {
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 	answered, answerDiffers                           atomic.Int64
-	// answerVolatile, answerServerState and answerUnexplained split
-	// answerDiffers by what explains them (answerCause).
-	answerVolatile, answerServerState, answerRaced, answerUnexplained atomic.Int64
+	// answerVolatile, answerServerState, answerSequence, answerRaced
+	// and answerUnexplained split answerDiffers by what explains them
+	// (answerCause).
+	answerVolatile, answerServerState, answerSequence, answerRaced, answerUnexplained atomic.Int64
 
 	// filtered counts what the dispatcher could not replay: events
 	// without a session, a session's end without its start; what the
@@ -187,7 +188,7 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
-	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseRaced: c.answerRaced.Load()} {
+	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(), querystats.CauseRaced: c.answerRaced.Load()} {
 		if n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
@@ -372,6 +373,8 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerVolatile
 	case querystats.CauseServerState:
 		return &c.answerServerState
+	case querystats.CauseSequence:
+		return &c.answerSequence
 	case querystats.CauseRaced:
 		return &c.answerRaced
 	}

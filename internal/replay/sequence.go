@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+)
+
+// seqColumnsQuery lists the columns of a database's tables that a
+// sequence fills when a row gives them no value: identity columns and
+// those whose default calls nextval (serial, bigserial), with whether
+// the table is visible in the search path (for statements that do not
+// name its schema).
+const seqColumnsQuery = `SELECT n.nspname, c.relname, a.attname, pg_catalog.pg_table_is_visible(c.oid)
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p')
+  AND (a.attidentity <> '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%')`
+
+// seqTimeout bounds the read of a database's sequence-filled columns.
+const seqTimeout = 10 * time.Second
+
+// seqColumns are the columns a sequence fills, by table: each under its
+// schema-qualified name and, when the search path finds it, under its
+// bare name (Schema "").
+type seqColumns map[fingerprint.Name][]string
+
+// seqCatalogs keeps the sequence-filled columns of each database the
+// replay read them of, each read once, when a statement of the database
+// first returns such a value that differs from the original's.
+type seqCatalogs struct {
+	mu  sync.Mutex
+	dbs map[string]*seqDB
+}
+
+type seqDB struct {
+	once sync.Once
+	cols seqColumns // nil when it could not be read
+}
+
+// sequenceColumns returns the sequence-filled columns of database db on
+// the target, read once per replay on a connection of the replayer's own
+// (as loadCatalog reads the synchronization's catalog); nil when they
+// could not be read, so that nothing is explained by them. A table the
+// replay creates after that read is not among them.
+func (r *Replayer) sequenceColumns(user, db string) seqColumns {
+	r.seqs.mu.Lock()
+	d := r.seqs.dbs[db]
+	if d == nil {
+		if r.seqs.dbs == nil {
+			r.seqs.dbs = map[string]*seqDB{}
+		}
+		d = &seqDB{}
+		r.seqs.dbs[db] = d
+	}
+	r.seqs.mu.Unlock()
+	d.once.Do(func() {
+		ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+seqTimeout)
+		defer cancel()
+		conn, err := r.quietConn(ctx, user, db)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		d.cols, _ = readSeqColumns(ctx, conn)
+	})
+	return d.cols
+}
+
+// readSeqColumns runs seqColumnsQuery on conn.
+func readSeqColumns(ctx context.Context, conn *pgconn.PgConn) (seqColumns, error) {
+	res := conn.Exec(ctx, "SET statement_timeout = "+strconv.FormatInt(seqTimeout.Milliseconds(), 10)+"; "+seqColumnsQuery)
+	rs, err := res.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	cols := seqColumns{}
+	last := rs[len(rs)-1]
+	for _, row := range last.Rows {
+		if len(row) != 4 {
+			return nil, fmt.Errorf("sequence columns: bad row %q", row)
+		}
+		q := fingerprint.Name{Schema: string(row[0]), Name: string(row[1])}
+		cols[q] = append(cols[q], string(row[2]))
+		if string(row[3]) == "t" {
+			bare := fingerprint.Name{Name: q.Name}
+			cols[bare] = append(cols[bare], string(row[2]))
+		}
+	}
+	return cols, nil
+}
+
+// sequenceReturned names the column of the statement's table, "orders.id",
+// that the statement returns as the target's sequence assigned it (an
+// INSERT ... RETURNING it, giving it no value of its own); "" when none,
+// or when seqs does not know the table.
+func sequenceReturned(cl *fingerprint.Class, seqs seqColumns) string {
+	if cl.Returning == nil || cl.Insert == nil {
+		return ""
+	}
+	for _, col := range seqs[cl.Insert.Rel] {
+		if cl.Returning.Defaulted(col) {
+			return cl.Insert.Rel.Name + "." + col
+		}
+	}
+	return ""
+}
+
+// returnedSequences is the target's sequence-filled columns of the
+// session's database when one of the execution's statements may return
+// one whose values differ from the original's (an INSERT ... RETURNING
+// whose rows' digests differ), read then, before the execution is
+// recorded under its shard's lock; nil otherwise.
+func (s *session) returnedSequences(ev *event.Event, items []fingerprint.Item) seqColumns {
+	ans := ev.Answer()
+	if s.r.opts.DryRun || ans == nil || ans.Digests == nil {
+		return nil
+	}
+	for i, it := range items {
+		if it.Class(ev.Query).Returning != nil && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
+			return s.r.sequenceColumns(s.user, s.db)
+		}
+	}
+	return nil
+}
