@@ -47,8 +47,8 @@ type Row struct {
 	Answered      int64            `json:"answered,omitempty"`
 	AnswerDiffers map[string]int64 `json:"answer_differs,omitempty"`
 	// AnswerExplained counts, of those, the ones the statement's text
-	// explains (a volatile function, what a server assigns), and
-	// AnswerCause says how ("volatile_function: now()"); the others are
+	// explains (a volatile function, what a server assigns, a sequence's
+	// value an INSERT returns), and AnswerCause says how ("volatile_function: now()"); the others are
 	// unexplained.
 	AnswerExplained int64  `json:"answer_explained,omitempty"`
 	AnswerCause     string `json:"answer_cause,omitempty"`

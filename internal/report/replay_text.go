@@ -295,7 +295,15 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 	}
 	list(ds)
 	if len(explained) > 0 {
-		fmt.Fprintf(b, "    explained by the statement's text (a volatile function, what a server assigns):\n")
+		// A sequence's value is named only where one explains a
+		// query listed, so that the other replays' text stays as it was.
+		what := "a volatile function, what a server assigns"
+		if slices.ContainsFunc(explained, func(d differ) bool {
+			return strings.HasPrefix(d.q.AnswerCause, string(querystats.CauseSequence)+":")
+		}) {
+			what += ", a sequence's value an INSERT returns"
+		}
+		fmt.Fprintf(b, "    explained by the statement's text (%s):\n", what)
 		list(explained)
 	}
 }

@@ -524,7 +524,8 @@ type Outcomes struct {
 	// AnswerDiffersExplained counts, of AnswerDiffers, those whose
 	// statement's text explains them, or a race with another session's
 	// transaction in the original, by cause (querystats.AnswerCause: a
-	// volatile function, what a server assigns, a race); AnswerDiffersUnexplained
+	// volatile function, what a server assigns, a sequence's value an
+	// INSERT returns, a race); AnswerDiffersUnexplained
 	// the others, the ones to look at. Both empty when none.
 	AnswerDiffersExplained   map[string]int64 `json:"answer_differs_explained,omitempty"`
 	AnswerDiffersUnexplained int64            `json:"answer_differs_unexplained,omitempty"`

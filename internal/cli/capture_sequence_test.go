@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestCaptureAnswerSequence: an INSERT ... RETURNING of a serial or an
+// identity column, captured through the proxy and replayed onto a copy
+// whose sequences were advanced first, returns other ids with nothing
+// wrong: its differing values are explained by the sequence (by the
+// table and column), apart from the unexplained, while a plain SELECT
+// whose values differ on the copy stays unexplained, and so does an
+// INSERT that returns a column it gives itself.
+func TestCaptureAnswerSequence(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	const schema = `CREATE TABLE orders (id bigserial PRIMARY KEY, customer text);
+		CREATE TABLE items (no int GENERATED ALWAYS AS IDENTITY, name text);
+		CREATE TABLE stock (sku int PRIMARY KEY, qty int);
+		INSERT INTO stock VALUES (1, 10), (2, 20);`
+	for db, setup := range map[string]string{
+		"orig": schema,
+		"advanced": schema + `SELECT setval('orders_id_seq', 1000);
+			SELECT setval(pg_get_serial_sequence('items', 'no'), 500);
+			UPDATE stock SET qty = 21 WHERE sku = 2;`,
+	} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, db, setup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := startCapture(t, c.DSN("orig"))
+	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		order = "INSERT INTO orders (customer) VALUES ($1) RETURNING id"
+		item  = "INSERT INTO items (name) VALUES ($1) RETURNING no, name"
+		given = "INSERT INTO stock (sku, qty) VALUES ($1, $2) RETURNING sku, qty * 2"
+		read  = "SELECT sku, qty FROM stock ORDER BY sku"
+	)
+	for i := range 2 {
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{order, []any{"ann"}},
+			{item, []any{"bolt"}},
+			{given, []any{int32(10 + i), int32(i)}},
+			{read, nil},
+		} {
+			rows, err := conn.Query(ctx, q.sql, q.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+			}
+			if rows.Err() != nil {
+				t.Fatalf("%s: %v", q.sql, rows.Err())
+			}
+		}
+	}
+	conn.Close(ctx)
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+
+	_, text, res := runReplay(t, "--target", c.DSN("advanced"), "--database-map", "orig=advanced", "--speed", "0", "--findings=false", rc.dir)
+	if res == nil {
+		t.Fatalf("no result:\n%s", text)
+	}
+	for _, tc := range []struct {
+		sql    string
+		values int64
+		cause  string
+	}{
+		{order, 2, "sequence_assigned: orders.id"},
+		{item, 2, "sequence_assigned: items.no"},
+		{given, 0, ""},
+		{read, 2, ""},
+	} {
+		var found bool
+		for _, q := range res.Queries {
+			if q.Fingerprint != fingerprint.Compute(tc.sql)[0].Fingerprint {
+				continue
+			}
+			found = true
+			if q.Answered != 2 || q.AnswerDiffers["values"] != tc.values || len(q.AnswerDiffers) > 1 {
+				t.Errorf("%s: %d compared, differ %v, want 2 compared, values %d", tc.sql, q.Answered, q.AnswerDiffers, tc.values)
+			}
+			if q.AnswerCause != tc.cause {
+				t.Errorf("%s: explained %q, want %q", tc.sql, q.AnswerCause, tc.cause)
+			}
+		}
+		if !found {
+			t.Errorf("%s: not in the result", tc.sql)
+		}
+	}
+	o := res.Outcomes
+	if o.AnswerDiffersUnexplained != 2 || o.AnswerDiffersExplained["sequence_assigned"] != 4 || len(o.AnswerDiffersExplained) != 1 {
+		t.Errorf("outcomes %+v: want 2 unexplained, 4 sequence-assigned", o)
+	}
+	if !strings.Contains(text, "sequence_assigned 4") || !strings.Contains(text, "explained by the statement's text (a volatile function, what a server assigns, a sequence's value an INSERT returns):") || !strings.Contains(text, "explained: sequence_assigned: orders.id") {
+		t.Errorf("the replay's text does not set the sequence's answers apart:\n%s", text)
+	}
+	t.Logf("%s", text)
+}
