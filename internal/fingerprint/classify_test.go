@@ -269,7 +269,8 @@ func TestClassParsedOnce(t *testing.T) {
 func FuzzClassify(f *testing.F) {
 	for _, s := range []string{"SELECT * FROM a", "WITH x AS (UPDATE a SET v = 1 RETURNING *) SELECT * FROM x JOIN b USING (id)",
 		"COMMIT PREPARED 'x'", "EXPLAIN ANALYZE DELETE FROM t", "SELECT f(1), s.g(2) FROM t TABLESAMPLE SYSTEM (1)",
-		"EXPLAIN ANALYZE EXECUTE p(1)", "BEGIN; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; COMMIT"} {
+		"EXPLAIN ANALYZE EXECUTE p(1)", "BEGIN; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; COMMIT",
+		"INSERT INTO t (a, id) VALUES (1, DEFAULT), (2, DEFAULT) RETURNING *, id + 1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -287,6 +288,17 @@ func FuzzClassify(f *testing.F) {
 		}
 		if len(c.Write) > 0 && c.ReadOnly {
 			t.Fatalf("%q: writes %v but read-only", sql, c.Write)
+		}
+		// Only an INSERT returns defaults, never those it gives.
+		if r := c.Returning; r != nil {
+			if c.Insert == nil || c.Kind != KindInsert {
+				t.Fatalf("%q: returning %+v of a %v", sql, r, c.Kind)
+			}
+			for _, col := range r.Given {
+				if r.Defaulted(col) {
+					t.Fatalf("%q: %s given and defaulted", sql, col)
+				}
+			}
 		}
 		// Through Compute, every item has a Class.
 		for _, it := range Compute(sql) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,16 +45,16 @@ type seqCatalogs struct {
 
 type seqDB struct {
 	once sync.Once
-	cols seqColumns // nil when it could not be read
+	// read is set once cols is, so that later statements take them
+	// without blocking.
+	read atomic.Bool
+	cols seqColumns // nil when they could not be read
 }
 
-// sequenceColumns returns the sequence-filled columns of database db on
-// the target, read once per replay on a connection of the replayer's own
-// (as loadCatalog reads the synchronization's catalog); nil when they
-// could not be read, so that nothing is explained by them. A table the
-// replay creates after that read is not among them.
-func (r *Replayer) sequenceColumns(user, db string) seqColumns {
+// seqDB is database db's entry.
+func (r *Replayer) seqDB(db string) *seqDB {
 	r.seqs.mu.Lock()
+	defer r.seqs.mu.Unlock()
 	d := r.seqs.dbs[db]
 	if d == nil {
 		if r.seqs.dbs == nil {
@@ -62,8 +63,17 @@ func (r *Replayer) sequenceColumns(user, db string) seqColumns {
 		d = &seqDB{}
 		r.seqs.dbs[db] = d
 	}
-	r.seqs.mu.Unlock()
+	return d
+}
+
+// load reads the sequence-filled columns of database db on the target,
+// once per replay, on a connection of the replayer's own (as loadCatalog
+// reads the synchronization's catalog); they stay nil when they could
+// not be read, so that nothing is explained by them. A table the replay
+// creates after that read is not among them.
+func (d *seqDB) load(r *Replayer, user, db string) {
 	d.once.Do(func() {
+		defer d.read.Store(true)
 		ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+seqTimeout)
 		defer cancel()
 		conn, err := r.quietConn(ctx, user, db)
@@ -73,7 +83,6 @@ func (r *Replayer) sequenceColumns(user, db string) seqColumns {
 		defer conn.Close(context.Background())
 		d.cols, _ = readSeqColumns(ctx, conn)
 	})
-	return d.cols
 }
 
 // readSeqColumns runs seqColumnsQuery on conn.
@@ -127,7 +136,13 @@ func (s *session) returnedSequences(ev *event.Event, items []fingerprint.Item) s
 	}
 	for i, it := range items {
 		if it.Class(ev.Query).Returning != nil && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
-			return s.r.sequenceColumns(s.user, s.db)
+			d := s.r.seqDB(s.db)
+			if !d.read.Load() {
+				// A connection and a query, once per database: on the
+				// engine, where the other sessions are not held up.
+				s.block(func() { d.load(s.r, s.user, s.db) })
+			}
+			return d.cols
 		}
 	}
 	return nil
