@@ -154,7 +154,7 @@ func (s *session) statement(it item, t *time.Timer) {
 			s.rollback()
 			r.c.realigned.Add(1)
 		}
-		s.blame(&te, failed)
+		s.blame(&te, failed, ev)
 	}
 	if c := it.sync.Commit; c != nil {
 		// The commit the event carries ran on the target (whatever its
@@ -176,10 +176,16 @@ func (s *session) statement(it item, t *time.Timer) {
 // blame sets what caused a target error (te.cause, te.baked), and keeps
 // the cause of the error that aborted the session's block on the target
 // for the 25P02s that follow it: those are not errors of the replay's
-// order when that error was not.
-func (s *session) blame(te *targetError, failed bool) {
+// order when that error was not. A foreign key violated by a row that
+// refers to one the original's sequence numbered, by the original's
+// number (carriedSeqID), which the target gave another, is a baked id
+// too.
+func (s *session) blame(te *targetError, failed bool, ev *event.Event) {
 	if failed && !te.lost {
 		te.cause, te.baked = te.code, bakedID(te.message)
+		if !te.baked && te.code == foreignKeySQLState {
+			te.baked = s.carriedSeqID(ev) != ""
+		}
 		if te.code == abortedSQLState && s.blockCause != "" {
 			te.cause, te.baked = s.blockCause, s.blockBaked
 		}
@@ -564,6 +570,14 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
 				cause, what := answerCause(d, it, ev.Query, seqs)
+				switch {
+				case cause == querystats.CauseSequence:
+					s.keepSeqID(ans, i, what)
+				case cause == "" && (d == querystats.AnswerRows || d == querystats.AnswerValues):
+					if col := s.carriedSeqID(ev); col != "" {
+						cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
+					}
+				}
 				if cause == "" && sy.raced {
 					cause, what = querystats.CauseRaced, "a concurrent transaction"
 				}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // seqColumnsQuery lists the columns of a database's tables that a
@@ -146,4 +148,86 @@ func (s *session) returnedSequences(ev *event.Event, items []fingerprint.Item) s
 		}
 	}
 	return nil
+}
+
+// foreignKeySQLState is foreign_key_violation: a row that refers to one
+// the target numbered otherwise, by the original's number.
+const foreignKeySQLState = "23503"
+
+// seqIDsKept bounds the ids a session keeps of its INSERTs.
+const seqIDsKept = 64
+
+// seqID is an id the original's sequence assigned and an INSERT of the
+// session returned: the digest of the original's answer, one row of one
+// value, and the column ("orders.id"). The value itself is not recorded,
+// but a later statement's parameter that hashes to the digest is it.
+type seqID struct {
+	d    rowdigest.Digest
+	what string
+}
+
+// keepSeqID keeps the id statement i of ans returned, when it returned
+// one row: what a later statement of the session that refers to that row
+// sends, as the application read it from the original.
+func (s *session) keepSeqID(ans *event.Answer, i int, what string) {
+	if i >= len(ans.Rows) || ans.Rows[i] != 1 || i >= len(ans.Digests) {
+		return
+	}
+	if len(s.seqIDs) == seqIDsKept {
+		s.seqIDs = append(s.seqIDs[:0], s.seqIDs[1:]...)
+	}
+	s.seqIDs = append(s.seqIDs, seqID{ans.Digests[i], what})
+}
+
+// carriedSeqID names the column ("orders.id") of an id that one of the
+// session's INSERTs returned in the original, when a parameter of ev is
+// that id: in text, or as the int2, int4 or int8 of a binary parameter,
+// in either form (a client may read it in one and send it in the other);
+// "" when none is. A statement that carries it refers to a row the target
+// numbered otherwise, so its answer differs with nothing wrong.
+func (s *session) carriedSeqID(ev *event.Event) string {
+	if len(s.seqIDs) == 0 || len(ev.Params) == 0 {
+		return ""
+	}
+	var buf []byte
+	w := ev.Wire()
+	for i, p := range ev.Params {
+		if p.Null {
+			continue
+		}
+		// The id as the original's client sent it, and in the other
+		// forms a client that decoded it may send it in.
+		var n int64
+		raw := []byte(p.Value)
+		switch {
+		case w.Binary(i) && len(raw) == 8:
+			n = int64(binary.BigEndian.Uint64(raw))
+		case w.Binary(i) && len(raw) == 4:
+			n = int64(int32(binary.BigEndian.Uint32(raw)))
+		case w.Binary(i) && len(raw) == 2:
+			n = int64(int16(binary.BigEndian.Uint16(raw)))
+		case w.Binary(i):
+			continue
+		default:
+			var err error
+			if n, err = strconv.ParseInt(p.Value, 10, 64); err != nil {
+				continue
+			}
+		}
+		cands := [][]byte{raw, strconv.AppendInt(nil, n, 10), binary.BigEndian.AppendUint64(nil, uint64(n))}
+		if int64(int32(n)) == n {
+			cands = append(cands, binary.BigEndian.AppendUint32(nil, uint32(n)))
+		}
+		for _, c := range cands {
+			buf = rowdigest.Values(buf[:0], [][]byte{c})
+			var d rowdigest.Digest
+			d.Add(buf)
+			for _, id := range s.seqIDs {
+				if id.d.Equal(d, true) {
+					return id.what
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -2,14 +2,17 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // TestReadSeqColumns reads a database's sequence-filled columns: serial,
@@ -56,5 +59,50 @@ func TestReadSeqColumns(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%+v: %q, want %q", tc.rel, got, tc.want)
 		}
+	}
+}
+
+// TestCarriedSeqID: a parameter that is the id an earlier INSERT of the
+// session returned in the original (known by the answer's digest only)
+// is found in text or binary, whichever form the answer had; another
+// value, a NULL, or a session that kept no id is not.
+func TestCarriedSeqID(t *testing.T) {
+	digestOf := func(v []byte) rowdigest.Digest {
+		var d rowdigest.Digest
+		d.Add(rowdigest.Values(nil, [][]byte{v}))
+		return d
+	}
+	int8Bin := func(n uint64) string { return string(binary.BigEndian.AppendUint64(nil, n)) }
+	binaryWire := &event.Wire{ParamFormats: []int16{1}}
+	for _, tc := range []struct {
+		name   string
+		kept   []byte // the original's answer: one row of one value
+		params []event.Param
+		wire   *event.Wire
+		want   string
+	}{
+		{"binary sent, binary returned", binary.BigEndian.AppendUint64(nil, 1001), []event.Param{{Value: int8Bin(1001)}}, binaryWire, "orders.id"},
+		{"binary sent, text returned", []byte("1001"), []event.Param{{Value: int8Bin(1001)}}, binaryWire, "orders.id"},
+		{"text sent, int4 returned", binary.BigEndian.AppendUint32(nil, 1001), []event.Param{{Value: "x"}, {Value: "1001"}}, nil, "orders.id"},
+		{"text sent, text returned", []byte("1001"), []event.Param{{Value: "1001"}}, nil, "orders.id"},
+		{"another id", []byte("1001"), []event.Param{{Value: "1002"}}, nil, ""},
+		{"null", []byte("1001"), []event.Param{{Null: true}}, nil, ""},
+		{"nothing kept", nil, []event.Param{{Value: "1001"}}, nil, ""},
+	} {
+		s := &session{}
+		if tc.kept != nil {
+			s.keepSeqID(&event.Answer{Rows: []int64{1}, Digests: []rowdigest.Digest{digestOf(tc.kept)}}, 0, "orders.id")
+		}
+		ev := &event.Event{Params: tc.params}
+		ev.SetWire(tc.wire)
+		if got := s.carriedSeqID(ev); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// An INSERT that returned several rows keeps no id.
+	s := &session{}
+	s.keepSeqID(&event.Answer{Rows: []int64{2}, Digests: []rowdigest.Digest{digestOf([]byte("1001"))}}, 0, "orders.id")
+	if len(s.seqIDs) != 0 {
+		t.Errorf("kept %d ids of a two-row answer", len(s.seqIDs))
 	}
 }

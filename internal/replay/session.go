@@ -106,6 +106,10 @@ type session struct {
 	// server-assigned id (see session.blame); "" outside such a block.
 	blockCause string
 	blockBaked bool
+	// seqIDs are the digests of the one-value answers of the session's
+	// INSERTs that returned what the original's sequence assigned
+	// (sequence.go), the latest seqIDsKept.
+	seqIDs     []seqID
 	connected  bool               // connected at least once
 	failReason results.SkipReason // set when connecting failed: skip the rest
 	failCode   string             // and the error, as counted in r.fails
