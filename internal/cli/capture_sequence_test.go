@@ -54,6 +54,7 @@ func TestCaptureAnswerSequence(t *testing.T) {
 		// By the id the order's INSERT returned.
 		rename = "UPDATE orders SET customer = $1 WHERE id = $2"
 		line   = "INSERT INTO lines (order_id) VALUES ($1)"
+		later  = "INSERT INTO later (v) VALUES ($1) RETURNING id"
 	)
 	for i := range 2 {
 		var id int64
@@ -81,6 +82,20 @@ func TestCaptureAnswerSequence(t *testing.T) {
 			}
 		}
 	}
+	// A table the capture creates, after the replay first read the
+	// target's sequences: its sequence stood elsewhere in the original
+	// (advanced there outside the capture).
+	if _, err := conn.Exec(ctx, "CREATE TABLE later (id serial, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "orig", "SELECT setval('later_id_seq', 50)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := conn.Exec(ctx, later, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	conn.Close(ctx)
 	if code, out := rc.stop(t); code != ExitOK {
 		t.Fatalf("capture exited %d:\n%s", code, out)
@@ -100,6 +115,7 @@ func TestCaptureAnswerSequence(t *testing.T) {
 		{given, 0, ""},
 		{read, 2, ""},
 		{rename, 0, "sequence_assigned: orders.id an earlier INSERT returned"},
+		{later, 2, "sequence_assigned: later.id"},
 	} {
 		var found bool
 		for _, q := range res.Queries {
@@ -125,11 +141,11 @@ func TestCaptureAnswerSequence(t *testing.T) {
 	o := res.Outcomes
 	// The lines refer to orders the target numbered otherwise: an error
 	// from an id of the original's, as a large object's OID is.
-	if o.AnswerDiffersUnexplained != 4 || o.AnswerDiffersExplained["sequence_assigned"] != 6 || len(o.AnswerDiffersExplained) != 1 ||
+	if o.AnswerDiffersUnexplained != 4 || o.AnswerDiffersExplained["sequence_assigned"] != 8 || len(o.AnswerDiffersExplained) != 1 ||
 		o.FailedOnlyOnTarget != 2 || o.OnlyOnTargetBakedIDs != 2 || o.OnlyOnTargetBySQLState["23503"] != 2 {
-		t.Errorf("outcomes %+v: want 4 unexplained (2 reads, 2 lines), 6 sequence-assigned, 2 foreign-key errors from baked ids", o)
+		t.Errorf("outcomes %+v: want 4 unexplained (2 reads, 2 lines), 8 sequence-assigned, 2 foreign-key errors from baked ids", o)
 	}
-	if !strings.Contains(text, "sequence_assigned 6") || !strings.Contains(text, "explained by the statement's text (a volatile function, what a server assigns, a sequence's value an INSERT returns):") || !strings.Contains(text, "explained: sequence_assigned: orders.id") {
+	if !strings.Contains(text, "sequence_assigned 8") || !strings.Contains(text, "explained by the statement's text (a volatile function, what a server assigns, a sequence's value an INSERT returns):") || !strings.Contains(text, "explained: sequence_assigned: orders.id") {
 		t.Errorf("the replay's text does not set the sequence's answers apart:\n%s", text)
 	}
 	t.Logf("%s", text)

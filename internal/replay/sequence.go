@@ -38,19 +38,41 @@ const seqTimeout = 10 * time.Second
 type seqColumns map[fingerprint.Name][]string
 
 // seqCatalogs keeps the sequence-filled columns of each database the
-// replay read them of, each read once, when a statement of the database
-// first returns such a value that differs from the original's.
+// replay read them of: read when a statement of the database first
+// returns such a value that differs from the original's, and read again
+// when one returns from a table the last read did not have (a table the
+// replay created since), once per such table.
 type seqCatalogs struct {
 	mu  sync.Mutex
 	dbs map[string]*seqDB
 }
 
 type seqDB struct {
-	once sync.Once
-	// read is set once cols is, so that later statements take them
-	// without blocking.
-	read atomic.Bool
-	cols seqColumns // nil when they could not be read
+	// snap is the last read, nil before the first; sessions take it
+	// without blocking. loadMu orders the reads.
+	snap   atomic.Pointer[seqSnap]
+	loadMu sync.Mutex
+}
+
+// seqSnap is one read of a database's sequence-filled columns. It is not
+// modified once stored.
+type seqSnap struct {
+	cols seqColumns
+	// failed: the read failed, and is not tried again (nothing is
+	// explained by it); absent are the tables asked for that the read
+	// did not have.
+	failed bool
+	absent map[fingerprint.Name]bool
+}
+
+// knows reports whether the snapshot answers for rel: it has its
+// columns, or read it missing, or cannot be read.
+func (n *seqSnap) knows(rel fingerprint.Name) bool {
+	if n == nil {
+		return false
+	}
+	_, ok := n.cols[rel]
+	return ok || n.failed || n.absent[rel]
 }
 
 // seqDB is database db's entry.
@@ -69,22 +91,39 @@ func (r *Replayer) seqDB(db string) *seqDB {
 }
 
 // load reads the sequence-filled columns of database db on the target,
-// once per replay, on a connection of the replayer's own (as loadCatalog
-// reads the synchronization's catalog); they stay nil when they could
-// not be read, so that nothing is explained by them. A table the replay
-// creates after that read is not among them.
-func (d *seqDB) load(r *Replayer, user, db string) {
-	d.once.Do(func() {
-		defer d.read.Store(true)
-		ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+seqTimeout)
-		defer cancel()
-		conn, err := r.quietConn(ctx, user, db)
-		if err != nil {
-			return
+// on a connection of the replayer's own (as loadCatalog reads the
+// synchronization's catalog), unless a read since the caller looked
+// answers for rel. A read that fails is not tried again: nothing is
+// explained by it.
+func (d *seqDB) load(r *Replayer, user, db string, rel fingerprint.Name) {
+	d.loadMu.Lock()
+	defer d.loadMu.Unlock()
+	old := d.snap.Load()
+	if old.knows(rel) {
+		return
+	}
+	next := &seqSnap{absent: map[fingerprint.Name]bool{}}
+	if old != nil {
+		for k := range old.absent {
+			next.absent[k] = true
 		}
-		defer conn.Close(context.Background())
-		d.cols, _ = readSeqColumns(ctx, conn)
-	})
+	}
+	defer func() { d.snap.Store(next) }()
+	ctx, cancel := context.WithTimeout(r.hard, r.opts.ConnectTimeout+seqTimeout)
+	defer cancel()
+	conn, err := r.quietConn(ctx, user, db)
+	if err != nil {
+		next.failed = true
+		return
+	}
+	defer conn.Close(context.Background())
+	if next.cols, err = readSeqColumns(ctx, conn); err != nil {
+		next.failed = true
+		return
+	}
+	if _, ok := next.cols[rel]; !ok {
+		next.absent[rel] = true
+	}
 }
 
 // readSeqColumns runs seqColumnsQuery on conn.
@@ -129,22 +168,28 @@ func sequenceReturned(cl *fingerprint.Class, seqs seqColumns) string {
 // returnedSequences is the target's sequence-filled columns of the
 // session's database when one of the execution's statements may return
 // one whose values differ from the original's (an INSERT ... RETURNING
-// whose rows' digests differ), read then, before the execution is
-// recorded under its shard's lock; nil otherwise.
+// whose rows' digests differ), read then if no read has its table yet,
+// before the execution is recorded under its shard's lock; nil
+// otherwise. With several such statements, the first's table decides
+// whether to read.
 func (s *session) returnedSequences(ev *event.Event, items []fingerprint.Item) seqColumns {
 	ans := ev.Answer()
 	if s.r.opts.DryRun || ans == nil || ans.Digests == nil {
 		return nil
 	}
 	for i, it := range items {
-		if it.Class(ev.Query).Returning != nil && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
+		if cl := it.Class(ev.Query); cl.Returning != nil && cl.Insert != nil && valuesDiffer(ans, s.w.digests.done, i, it, ev.Query) {
 			d := s.r.seqDB(s.db)
-			if !d.read.Load() {
-				// A connection and a query, once per database: on the
-				// engine, where the other sessions are not held up.
-				s.block(func() { d.load(s.r, s.user, s.db) })
+			if !d.snap.Load().knows(cl.Insert.Rel) {
+				// A connection and a query, once per database and
+				// table new to it: on the engine, where the other
+				// sessions are not held up.
+				s.block(func() { d.load(s.r, s.user, s.db, cl.Insert.Rel) })
 			}
-			return d.cols
+			if n := d.snap.Load(); n != nil {
+				return n.cols
+			}
+			return nil
 		}
 	}
 	return nil
