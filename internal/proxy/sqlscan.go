@@ -226,7 +226,12 @@ func (w *words) next() string {
 	}
 	if w.s[w.i] == '"' {
 		end := quoteEnd(w.s, w.i, '"')
-		name := strings.ReplaceAll(w.s[w.i+1:min(end, len(w.s))], `""`, `"`)
+		if end <= w.i || w.s[end] != '"' {
+			// Unterminated: the server refuses it.
+			w.i = len(w.s)
+			return ""
+		}
+		name := strings.ReplaceAll(w.s[w.i+1:end], `""`, `"`)
 		w.i = end + 1
 		return name
 	}
