@@ -160,6 +160,27 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 		t.Errorf("r2 stopped %+v: want complete, 5 sessions taken up, one late after 2 messages in its transaction", st)
 	}
 
+	// State the proxy cannot know: a temporary table made before the
+	// recording, which the replay's session lacks.
+	tmp, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close(ctx)
+	if _, err := tmp.Exec(ctx, "CREATE TEMP TABLE scratch AS SELECT 1 AS x").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	dir3 := filepath.Join(t.TempDir(), "three")
+	if _, err = admin.Start(ctx, capturerun.StartRequest{Out: dir3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmp.Exec(ctx, "SELECT x FROM scratch").ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = admin.Stop(ctx, "r3"); err != nil {
+		t.Fatal(err)
+	}
+
 	// No connection dropped.
 	for i, conn := range pool {
 		if err := conn.Ping(ctx); err != nil || conn.PgConn().PID() != pids[i] {
@@ -194,5 +215,13 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 		if !strings.Contains(text, "preamble:") || !strings.Contains(text, "recorded from the middle") {
 			t.Errorf("the replay's text does not count the preamble apart:\n%s", text)
 		}
+	}
+	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", dir3)
+	t.Logf("replay of %s:\n%s", dir3, text)
+	if res == nil {
+		t.Fatalf("replay of %s exited %d", dir3, code)
+	}
+	if o := res.Outcomes; o.FailedOnlyOnTarget != 1 || o.OnlyOnTargetSessionState != 1 || !strings.Contains(text, "session state from before the recording") {
+		t.Errorf("replay of %s: outcomes %+v: want the statement on the temporary table failing only on the target, named as session state from before the recording", dir3, o)
 	}
 }
