@@ -151,6 +151,14 @@ func (s *session) resumeLocked(b *binding) {
 func (s *session) trackFrontend(msg []byte) {
 	st := s.st
 	locked := s.join.Load() != nil
+	switch msg[0] {
+	case 'd', 'c', 'f', 'X':
+		// COPY data and Terminate change no state; they count as
+		// skipped while a recording waits for the session.
+		if !locked {
+			return
+		}
+	}
 	if locked {
 		s.p.mu.Lock()
 		defer s.p.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 )
@@ -136,7 +137,7 @@ func (st *sessState) frontend(msg []byte) {
 	switch typ {
 	case 'Q':
 		if st.unrecordable == "" {
-			for _, c := range stateCmds(nil, cstring(body)) {
+			for _, c := range stateCmds(nil, view(body)) {
 				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 			}
 		}
@@ -149,7 +150,7 @@ func (st *sessState) frontend(msg []byte) {
 	case 'P':
 		st.unsynced = true
 		name, rest, _ := bytes.Cut(body, []byte{0})
-		query := cstring(rest)
+		query := view(rest)
 		a := pendingAck{kind: ackParse, batch: st.sent}
 		if len(name) > 0 && st.unrecordable == "" {
 			a.key, a.parse = stmtKey(string(name)), bytes.Clone(msg)
@@ -166,8 +167,7 @@ func (st *sessState) frontend(msg []byte) {
 	case 'B':
 		st.unsynced = true
 		portal, rest, _ := bytes.Cut(body, []byte{0})
-		stmt := cstring(rest)
-		if c, ok := st.stmtCmds[stmt]; ok {
+		if c, ok := st.stmtCmds[view(rest)]; ok {
 			if st.portalCmds == nil {
 				st.portalCmds = map[string]stateCmd{}
 			}
@@ -177,7 +177,7 @@ func (st *sessState) frontend(msg []byte) {
 		}
 	case 'E':
 		st.unsynced = true
-		if c, ok := st.portalCmds[cstring(body)]; ok {
+		if c, ok := st.portalCmds[view(body)]; ok {
 			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 		}
 	case 'C':
@@ -214,7 +214,7 @@ func (st *sessState) backend(typ byte, body []byte) {
 			st.remove(a.key)
 		}
 	case 'C':
-		tag := cstring(body)
+		tag := view(body)
 		if tag == "ROLLBACK" {
 			st.rolledBack = true
 		}
@@ -400,4 +400,14 @@ func (st *sessState) resume() *capture.Resume {
 		rs.SkipReason = ""
 	}
 	return rs
+}
+
+// view is the C string at the start of b as a string that shares b's
+// memory, without a copy: for reading a message in the pump's buffer
+// only, never to keep (classify copies what it keeps).
+func view(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -259,8 +259,24 @@ func (w *words) name() string {
 // once completed, and how.
 func classify(stmt string) (stateCmd, bool) {
 	w := words{s: stmt}
-	first := w.next()
-	sql := strings.TrimSpace(stmt)
+	// The first word, compared without folding it: every Query and
+	// Parse comes here, and few are session statements.
+	w.skipSpace()
+	start := w.i
+	for w.i < len(w.s) && isIdent(w.s[w.i]) {
+		w.i++
+	}
+	var first string
+	for _, kw := range stateKeywords {
+		if strings.EqualFold(stmt[start:w.i], kw) {
+			first = kw
+		}
+	}
+	if first == "" {
+		return stateCmd{}, false
+	}
+	// The statement may be in the pump's buffer: what is kept is copied.
+	sql := strings.Clone(strings.TrimSpace(stmt))
 	switch first {
 	case "set":
 		c := stateCmd{class: tagSet, sql: sql}
@@ -339,6 +355,9 @@ func classify(stmt string) (stateCmd, bool) {
 	}
 	return stateCmd{}, false
 }
+
+// stateKeywords are the first words of the statements classify knows.
+var stateKeywords = [...]string{"set", "reset", "discard", "deallocate", "prepare"}
 
 // settingKey is the key of the setting named kw ("time zone", "names"
 // and the like are other names of settings), "" when kw names none.
