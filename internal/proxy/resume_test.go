@@ -2,8 +2,13 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,5 +119,114 @@ func TestAttachResumes(t *testing.T) {
 	if !slices.Equal(states[0], []string{"SET app.tenant = 'b'"}) || !slices.Equal(states[1], []string{"SET app.tenant = 'c'"}) ||
 		starts[1].Resume.Skipped != 2 || starts[1].Resume.SkipReason != capture.ResumeInTransaction {
 		t.Errorf("states %q, late %+v: want each session's last setting, the late one's 2 messages skipped in its transaction", states, starts[1].Resume)
+	}
+}
+
+// recordSlice yields records to a capture.Decoder.
+type recordSlice []capture.Record
+
+func (s *recordSlice) Next() (*capture.Record, error) {
+	if len(*s) == 0 {
+		return nil, io.EOF
+	}
+	r := &(*s)[0]
+	*s = (*s)[1:]
+	return r, nil
+}
+
+// TestResumeUnderTraffic: recordings attached and detached while
+// sessions that started before them run queries, transactions and
+// pipelined extended batches without a pause. Every recording takes
+// each of them up at an idle point: decoded, its records make whole
+// statements, each with its answer, and none is skipped as an answer
+// without its request or a statement the capture does not hold.
+func TestResumeUnderTraffic(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	r := startProxy(t, Config{Upstream: c.DSN("postgres"), ResumeSessions: true})
+	r.p.Detach()
+	ctx := context.Background()
+	dsn := r.dsn("postgres", "postgres", "sslmode=disable")
+
+	const busy = 4
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, busy)
+	for k := range busy {
+		conn, err := pgconn.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Prepare(ctx, "s", "SELECT $1::int + 1", nil); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				var err error
+				switch (i + k) % 3 {
+				case 0:
+					_, err = conn.Exec(ctx, "SELECT "+strconv.Itoa(i)).ReadAll()
+				case 1:
+					for _, sql := range []string{"BEGIN", "SELECT 1", "COMMIT"} {
+						if _, err = conn.Exec(ctx, sql).ReadAll(); err != nil {
+							break
+						}
+					}
+				default:
+					b := &pgconn.Batch{}
+					b.ExecPrepared("s", [][]byte{[]byte(strconv.Itoa(i))}, nil, nil)
+					b.ExecParams("SELECT 2", nil, nil, nil, nil)
+					_, err = conn.ExecBatch(ctx, b).ReadAll()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for round := range 5 {
+		sink := &memSink{}
+		if _, err := r.p.Attach(sink); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); r.p.Resumes().Resumed < busy; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %+v: the busy sessions were not all taken up", round, r.p.Resumes())
+			}
+		}
+		// Traffic while recording: some hundred records.
+		for deadline := time.Now().Add(10 * time.Second); len(sink.records()) < 200; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d records in 10 s", round, len(sink.records()))
+			}
+		}
+		r.p.Detach()
+		recs := recordSlice(sink.records())
+		d := capture.NewDecoder(&recs)
+		statements := 0
+		for {
+			ev, err := d.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.IsExecution() {
+				statements++
+			}
+		}
+		counts := d.Counts()
+		if len(counts.Skipped) != 0 || counts.Resumed != busy || statements == 0 {
+			t.Errorf("round %d: %d statements, counts %+v: want every record used, %d sessions taken up", round, statements, counts, busy)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a session open before the recordings: %v", err)
 	}
 }
