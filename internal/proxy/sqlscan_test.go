@@ -130,3 +130,54 @@ func FuzzStateCmds(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSessState: whatever messages a client and a server exchange, the
+// session state reads them without panicking, and its accounting holds:
+// an index entry for each item, its bytes their sum, within its bounds
+// or dropped with a reason.
+func FuzzSessState(f *testing.F) {
+	var seed []byte
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.ReadyForQuery{TxStatus: 'I'}, &pgproto3.Query{String: "SET a.b = 1; PREPARE p AS SELECT 1"},
+		&pgproto3.CommandComplete{CommandTag: []byte("SET")}, &pgproto3.CommandComplete{CommandTag: []byte("PREPARE")},
+		&pgproto3.Parse{Name: "s", Query: "SET c.d = 2"}, &pgproto3.Bind{PreparedStatement: "s"}, &pgproto3.Execute{},
+		&pgproto3.Sync{}, &pgproto3.ParseComplete{}, &pgproto3.Close{ObjectType: 'S', Name: "s"}, &pgproto3.CloseComplete{},
+		&pgproto3.ErrorResponse{Code: "42601"}, &pgproto3.ReadyForQuery{TxStatus: 'T'},
+	} {
+		b, err := m.Encode(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed = append(seed, b...)
+	}
+	f.Add(seed, uint64(0b1101100011011))
+	f.Fuzz(func(t *testing.T, data []byte, fromServer uint64) {
+		st := newSessState(8, 1024)
+		for i := 0; len(data) >= 5; i++ {
+			n := int(data[1])<<24 | int(data[2])<<16 | int(data[3])<<8 | int(data[4])
+			if n < 4 || n+1 > len(data) {
+				break
+			}
+			msg := data[:n+1]
+			data = data[n+1:]
+			if fromServer>>(i%64)&1 == 1 {
+				st.backend(msg[0], msg[5:])
+			} else {
+				st.frontend(msg)
+			}
+			total := 0
+			for j, it := range st.items {
+				total += it.size()
+				if st.index[it.key] != j {
+					t.Fatalf("item %q at %d, indexed at %d", it.key, j, st.index[it.key])
+				}
+			}
+			if len(st.index) != len(st.items) || total != st.bytes {
+				t.Fatalf("%d items, %d indexed, %d bytes accounted for %d", len(st.items), len(st.index), st.bytes, total)
+			}
+			if st.unrecordable == "" && (len(st.items) > 8 || st.bytes > 1024) {
+				t.Fatalf("past the bounds without a reason: %d items, %d bytes", len(st.items), st.bytes)
+			}
+		}
+	})
+}
