@@ -16,10 +16,18 @@
 # postgresql-server-dev-15 (installed as root when missing).
 # REGRESS_SRC=DIR uses a src/test/regress directory of your own instead.
 #
+# The suite runs a second time through `pgrehearse capture` (issue 46
+# item 5), onto a server of its own that logs nothing, and that capture
+# is analyzed and replayed at --speed 0 onto a fresh server too: the
+# table at the end has a row per replay, from the log and from the
+# capture, with each one's real exit code and completeness, and checks
+# the capture's errors by SQLSTATE against its failed count.
+# REGRESS_PROXY=0 leaves the capture out.
+#
 # Everything else lives in a temporary directory, removed at the end
-# unless REGRESS_KEEP=1; REGRESS_SPEEDS (default "0 1") chooses the runs,
-# PGREHEARSE_BIN a pgrehearse of your own (the checkout's is built).
-# Not part of make test: it takes about ten minutes on two cores.
+# unless REGRESS_KEEP=1; REGRESS_SPEEDS (default "0 1") chooses the log's
+# runs, PGREHEARSE_BIN a pgrehearse of your own (the checkout's is built).
+# Not part of make test: it takes about twenty minutes on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -155,31 +163,79 @@ echo "regress: the original's log: $(wc -l <"$log") lines" >&2
 # --- analyze and replay ---------------------------------------------------
 "$pgr" analyze --json "$work/analyze.json" "$log" >"$work/analyze.txt" 2>"$work/analyze.err" || { cat "$work/analyze.err" >&2; exit 1; }
 
-declare -A rc
+runs=()
+rcs=()
 for s in $speeds; do
 	tport=$(start "target-$s")
-	echo "regress: replay --speed $s onto a fresh server (port $tport)" >&2
-	rc[$s]=0
+	echo "regress: replay of the log --speed $s onto a fresh server (port $tport)" >&2
+	r=0
 	"$pgr" replay --target "host=127.0.0.1 port=$tport user=postgres dbname=postgres" --speed "$s" \
-		--json "$work/replay-$s.json" "$log" >"$work/replay-$s.txt" 2>"$work/replay-$s.err" || rc[$s]=$?
+		--json "$work/replay-log-$s.json" "$log" >"$work/replay-log-$s.txt" 2>"$work/replay-log-$s.err" || r=$?
 	stop "target-$s"
+	runs+=("log-$s")
+	rcs+=("$r")
 done
 
+# --- the same suite through the capture proxy -------------------------------
+if [ "${REGRESS_PROXY:-1}" != 0 ]; then
+	pport=$(start proxied)
+	cport=$(freeport)
+	"$pgr" capture --listen "127.0.0.1:$cport" --upstream "host=127.0.0.1 port=$pport user=postgres dbname=postgres" \
+		--out "$work/capture" >"$work/capture.out" 2>"$work/capture.err" &
+	cpid=$!
+	for _ in $(seq 300); do grep -q "listening on" "$work/capture.err" && break; sleep 0.1; done
+	grep -q "listening on" "$work/capture.err" || { cat "$work/capture.err" >&2; exit 1; }
+	rm -rf "$work/out"; mkdir -p "$work/out"
+	[ "$(id -u)" = 0 ] && chown postgres: "$work/out"
+	echo "regress: pg_regress --schedule=parallel_schedule through pgrehearse capture on port $cport" >&2
+	pstatus=0
+	(cd "$work/out" && "${runas[@]}" env PGTZ= PGDATESTYLE= "$regress" --host=127.0.0.1 --port="$cport" \
+		--bindir="$PG_BIN" --inputdir="$src" --outputdir="$work/out" --dlpath="$lib" \
+		--schedule="$src/parallel_schedule" >"$work/pg_regress-proxied.out" 2>&1) || pstatus=$?
+	tail -3 "$work/pg_regress-proxied.out" >&2
+	echo "regress: pg_regress through the proxy exit $pstatus" >&2
+	kill -INT "$cpid"
+	crc=0
+	wait "$cpid" || crc=$?
+	echo "regress: capture exit $crc: $(tail -2 "$work/capture.err" | tr '\n' ' ')" >&2
+	stop proxied
+	"$pgr" analyze --json "$work/analyze-capture.json" "$work/capture" >"$work/analyze-capture.txt" 2>"$work/analyze-capture.err" ||
+		{ cat "$work/analyze-capture.err" >&2; exit 1; }
+	tport=$(start target-capture)
+	echo "regress: replay of the capture --speed 0 onto a fresh server (port $tport)" >&2
+	r=0
+	"$pgr" replay --target "host=127.0.0.1 port=$tport user=postgres dbname=postgres" --speed 0 \
+		--json "$work/replay-capture-0.json" "$work/capture" >"$work/replay-capture-0.txt" 2>"$work/replay-capture-0.err" || r=$?
+	stop target-capture
+	runs+=("capture-0")
+	rcs+=("$r")
+fi
+
 # --- the figures -------------------------------------------------------------
-python3 - "$work" "$speeds" "${rc[@]}" <<'EOF'
-import json, sys
-work, speeds, rcs = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
-a = json.load(open(f"{work}/analyze.json"))
-ln = a.get("lines") or {}
-st = a["statements"]
-print(f"original: {ln.get('total')} lines, {ln.get('parsed')} parsed, skipped {ln.get('skipped')}")
-print(f"  statements {st['total']} ({st['executed']} executed, {st['failed']} failed), sessions {a['sessions']['total']}")
-for s, rc in zip(speeds, rcs):
-    r = json.load(open(f"{work}/replay-{s}.json"))
+python3 - "$work" "${runs[*]}" "${rcs[@]}" <<'EOF'
+import json, os, sys
+work, runs, rcs = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+for src, name in (("log", "analyze.json"), ("capture", "analyze-capture.json")):
+    if not os.path.exists(f"{work}/{name}"):
+        continue
+    a = json.load(open(f"{work}/{name}"))
+    ln = a.get("lines") or a.get("messages") or {}
+    st = a["statements"]
+    errs = sum((a.get("errors_by_sqlstate") or {}).values())
+    print(f"original ({src}): {ln.get('total')} {'lines' if src == 'log' else 'records'}, statements {st['total']} "
+          f"({st['executed']} executed, {st['failed']} failed), sessions {a['sessions']['total']}; "
+          f"errors by SQLSTATE {errs} {'=' if errs == st['failed'] else '!='} failed {st['failed']}")
+table = []
+for run, rc in zip(runs, rcs):
+    r = json.load(open(f"{work}/replay-{run}.json"))
     o, st = r["outcomes"], r["statements"]
     only, baked = o["failed_only_on_target"], o.get("only_on_target_baked_ids", 0)
     afp = o.get("only_on_target_after_fast_path", 0)
-    print(f"speed {s}: exit {rc}; statements {st['total']} ({st['executed']} executed, {st['failed']} failed, skipped {st.get('skipped')})")
+    inc = r.get("incomplete") or []
+    table.append((run, rc, st["total"], st["failed"], only, baked, afp, only - baked - afp,
+                  o.get("answer_differs", 0), o.get("answer_differs_unexplained", 0),
+                  "yes" if not inc and not r.get("partial") else "NO"))
+    print(f"{run}: exit {rc}; statements {st['total']} ({st['executed']} executed, {st['failed']} failed, skipped {st.get('skipped')})")
     print(f"  failed only on the target: {only}, of them baked-in server-assigned ids: {baked}, "
           f"after a skipped fast-path call in their session: {afp}, the rest: {only - baked - afp}")
     sy = r.get("sync") or {}
@@ -198,8 +254,14 @@ for s, rc in zip(speeds, rcs):
     st = r.get("startup_settings")
     if st:
         print(f"  startup settings: {st.get('note')}")
+head = ("replay", "exit", "statements", "failed", "only on target", "baked ids", "after fast path", "rest",
+        "answers differ", "unexplained", "complete")
+print()
+print(" | ".join(head))
+for row in table:
+    print(" | ".join(str(x).rjust(len(h)) for x, h in zip(row, head)))
 EOF
-for s in $speeds; do
-	echo "--- replay --speed $s summary (standard error) ---"
-	tail -5 "$work/replay-$s.err"
+for run in "${runs[@]}"; do
+	echo "--- replay $run summary (standard error) ---"
+	tail -5 "$work/replay-$run.err"
 done

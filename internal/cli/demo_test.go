@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,6 +83,8 @@ type demoReport struct {
 	} `json:"fixes"`
 	// stdout is the demo's summary, stderr its progress.
 	stdout, stderr string
+	// page is report.html.
+	page string
 }
 
 // longCase skips t unless the long suite runs (make test-long sets
@@ -160,7 +163,8 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 		t.Errorf("the rehearsal's rounds are not shown:\n%s", stdout.String())
 	}
 	// The replays observed the targets: their evidence is on the page.
-	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(html), "Wait events") {
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(page), "Wait events") {
 		t.Errorf("report.html lacks the replay's server-side evidence (wait events): %v", err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
@@ -173,7 +177,19 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 	}
 	r.stdout = stdout.String()
 	r.stderr = stderr.String()
+	r.page = string(page)
 	return r
+}
+
+// pageVerdictBox is the text of a page's verdict box, its markup
+// unescaped, and whether the box comes before every section.
+func pageVerdictBox(page string) (string, bool) {
+	start := strings.Index(page, `id="verdict"`)
+	if start < 0 {
+		return "", false
+	}
+	box, _, _ := strings.Cut(page[start:], "</div>")
+	return html.UnescapeString(box), start < strings.Index(page, "<section")
 }
 
 // TestDemoFindsDroppedIndex: the demo's deliberate difference, a dropped
@@ -213,6 +229,14 @@ func assertIndexFixVerified(t *testing.T, r demoReport) {
 	// traffic that writes the fixed table).
 	if len(f.Writes) != 0 || !strings.Contains(r.stdout, "no query of the traffic writes customers") {
 		t.Errorf("the writes to customers: %+v\n%s", f.Writes, r.stdout)
+	}
+	// The page says it too, in its section "Does the fix work".
+	sec, _, _ := strings.Cut(r.page[max(0, strings.Index(r.page, `<section id="fixes">`)):], "</section>")
+	sec = html.UnescapeString(sec)
+	for _, s := range []string{"Does the fix work", "index-customers_email_idx", "fix verified (2 rounds)", "CREATE INDEX customers_email_idx ON "} {
+		if !strings.Contains(sec, s) {
+			t.Errorf("the page's fixes section lacks %q:\n%.3000s", s, sec)
+		}
 	}
 }
 
@@ -261,6 +285,12 @@ func assertDroppedIndex(t *testing.T, r demoReport) {
 	if !strings.HasPrefix(r.stdout, "FAIL: ") || !strings.Contains(head, "top regression ") || !strings.Contains(head, droppedIndexLine) ||
 		!strings.Contains(head, "fix: create index customers_email_idx on the candidate") {
 		t.Errorf("the summary does not start with the verdict, the top regression's cause and its fix:\n%s", head)
+	}
+	// So does the page: its verdict box, before every section.
+	box, first := pageVerdictBox(r.page)
+	if !first || !strings.Contains(box, "FAIL: ") || !strings.Contains(box, "Top regression ") || !strings.Contains(box, droppedIndexLine) ||
+		!strings.Contains(box, "Fix: create index customers_email_idx on the candidate") {
+		t.Errorf("the page does not start with the verdict, the top regression's cause and its fix (first %v):\n%s", first, box)
 	}
 	found := false
 	for _, o := range r.Plans.Outcomes {

@@ -305,6 +305,10 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 					t.Errorf("page lacks %q", want)
 				}
 			}
+			// The page's verdict box, first, names the lookup's cause.
+			if box, first := pageVerdictBox(string(html)); !first || !strings.Contains(box, droppedIndexLine) || !strings.Contains(box, "Fix: create index customers_email_idx") {
+				t.Errorf("the page's verdict box (first %v) lacks the top regression's cause and fix:\n%s", first, box)
+			}
 			for _, text := range []string{stdout, stderr, string(html)} {
 				if strings.Contains(text, "@example.com") {
 					t.Errorf("a parameter value reached the report")

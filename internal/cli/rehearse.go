@@ -755,7 +755,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		}
 	}
 	if f.htmlPath != "" && v != nil {
-		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, v, base, cand, nil); err != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, v, base, cand, nil, tried); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)

@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -414,14 +415,20 @@ func writeReportHTML(stdout io.Writer, f reportFlags, v *judge.Verdict, base, ca
 		}
 		extra = append(extra, report.RunEvidence{Label: "candidate", Evidence: ev})
 	}
-	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, v, base, cand, extra)
+	return writeComparisonHTML(stdout, f.htmlPath, f.top, [2]string{"baseline", "candidate"}, v, base, cand, extra, nil)
 }
 
 // writeComparisonHTML writes a comparison's page to path with the
 // findings and every run's server-side evidence, labelled by the sides'
-// names (and the run's number when a side has several), then extra.
-func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, v *judge.Verdict, base, cand []judge.Run, extra []report.RunEvidence) error {
-	opts := report.ComparisonOptions{Top: min(top, 12), Findings: v.Findings, Hints: reportHints}
+// names (and the run's number when a side has several), then extra; the
+// verdict box holds the top regression's cause and fix when the plans
+// were explained, and the page the fixes tried (rehearse's) when tried
+// holds some.
+func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, v *judge.Verdict, base, cand []judge.Run, extra []report.RunEvidence, tried []fixes.Outcome) error {
+	opts := report.ComparisonOptions{Top: min(top, 12), Findings: v.Findings, Hints: reportHints, Fixes: tried}
+	if v.Plans != nil {
+		opts.Plans = v.Plans.Report
+	}
 	for side, runs := range [][]judge.Run{base, cand} {
 		for i, run := range runs {
 			label := ""

@@ -31,6 +31,13 @@ type Verdict struct {
 	Line   string
 	// Items are shown under the line (broken rules, warnings).
 	Items []string
+	// Focus is a line after the items that the verdict turns on (the
+	// top regression's cause), and Action what to do about it, shown
+	// under it; "" for none.
+	Focus, Action string
+	// Notes are shown last, smaller: what the verdict rests on but is
+	// not (warnings).
+	Notes []string
 }
 
 // Section is a titled part of the page; everything in it is optional and

@@ -169,3 +169,30 @@ func TestBrowserRunsFit(t *testing.T) {
 	}
 	htmltest.ScreenshotLogged(t, path, "1280,2400")
 }
+
+// TestBrowserVerdictAndFixes: a rehearsal's page with the top
+// regression's plans and the fixes tried draws and works in a real
+// browser, its verdict box comes before every section, and at 1,400
+// pixels the fixes' tables fit without scrolling sideways.
+func TestBrowserVerdictAndFixes(t *testing.T) {
+	rep, plans := verdictComparison(t)
+	page := ComparisonPage(rep, ComparisonOptions{Plans: plans, Fixes: triedFixes()})
+	path := writePage(t, page)
+	charts := 0
+	for _, s := range page.Sections {
+		charts += len(s.Charts)
+	}
+	sc := htmltest.SelfCheckAt(t, path, "1400,1000")
+	htmltest.AssertSelfCheck(t, sc, charts, "queries-table")
+	for _, o := range sc.Overflows {
+		if strings.HasPrefix(o.Table, "fix") {
+			t.Errorf("at 1400 px the fixes' table %s scrolls sideways: %d px in %d", o.Table, o.ScrollWidth, o.ClientWidth)
+		}
+	}
+	dom := string(htmltest.DumpDOM(t, path, ""))
+	box, fixes := strings.Index(dom, `id="verdict"`), strings.Index(dom, `<section id="fixes">`)
+	if box < 0 || fixes < 0 || box > strings.Index(dom, "<section") || !strings.Contains(dom, "Fix: create index customers_email_idx") {
+		t.Errorf("verdict box at %d, fixes at %d, first section at %d", box, fixes, strings.Index(dom, "<section"))
+	}
+	htmltest.ScreenshotLogged(t, path, "1400,2400")
+}

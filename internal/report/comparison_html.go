@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
@@ -41,6 +43,12 @@ type ComparisonOptions struct {
 	// Evidence adds the server-side evidence of runs, last.
 	Evidence []RunEvidence
 	Hints    Hints
+	// Plans, when the regressions' plans were explained, add the top
+	// regression's cause and fix to the verdict (NewVerdictBlock).
+	Plans *explain.Report
+	// Fixes, when rehearse tried some, add the section "Does the fix
+	// work" after the summary (FixesSection).
+	Fixes []fixes.Outcome
 }
 
 // RunEvidence is the server-side evidence of one run and the label of its
@@ -51,12 +59,15 @@ type RunEvidence struct {
 }
 
 // ComparisonPage lays a comparison (or a one-run summary) out as a page:
-// the verdict and the worst regressions, both sides' throughput and
-// latency with their spread, every change with its interval (error
-// bars), both sides over time, distributions of the top queries, errors
-// and queries seen on one side only, a replay's client round trips when
-// it kept them, and the table of all queries; then the findings and the
-// runs' server-side evidence when opts has them.
+// the verdict first (the text's verdict block, NewVerdictBlock, with the
+// top regression's cause and fix when opts has the plans), then the
+// summary and the worst regressions, the fixes tried when opts has them
+// (FixesSection), both sides' throughput and latency with their spread,
+// every change with its interval (error bars), both sides over time,
+// distributions of the top queries, errors and queries seen on one side
+// only, a replay's client round trips when it kept them, and the table
+// of all queries; then the findings and the runs' server-side evidence
+// when opts has them.
 func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page {
 	if opts.Top <= 0 {
 		opts.Top = 6
@@ -75,16 +86,12 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", sideName(&rep.Baseline), rep.Baseline.Kind,
 			sideName(rep.Candidate), rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
 	}
-	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: VerdictLine(rep)}
-	for _, b := range rep.Verdict.Broken {
-		v.Items = append(v.Items, BrokenLine(rep, b))
-	}
-	for _, w := range rep.Warnings {
-		v.Items = append(v.Items, WarningText(w))
-	}
-	p.Verdict = v
+	p.Verdict = verdictBox(rep, opts.Plans)
 
 	p.Sections = append(p.Sections, summarySection(rep))
+	if len(opts.Fixes) > 0 {
+		p.Sections = append(p.Sections, FixesSection(opts.Fixes))
+	}
 	if !one {
 		if s, ok := effectsSection(rep); ok {
 			p.Sections = append(p.Sections, s)
@@ -116,6 +123,28 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		}
 	}
 	return p
+}
+
+// verdictBox is the page's verdict, the box above every section: the
+// verdict block the text starts with (NewVerdictBlock: the verdict line,
+// the rules broken by which queries, the top regression's cause and fix),
+// then the comparison's warnings.
+func verdictBox(rep *compare.Report, plans *explain.Report) *htmlreport.Verdict {
+	vb := NewVerdictBlock(rep, plans)
+	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: vb.Line, Items: vb.Broken}
+	if vb.More != "" {
+		v.Items = append(v.Items, vb.More)
+	}
+	if t := vb.Top; t != nil {
+		v.Focus = "Top regression " + t.Query + ": " + t.Plan
+		if t.Fix != "" {
+			v.Action = "Fix: " + t.Fix
+		}
+	}
+	for _, w := range rep.Warnings {
+		v.Notes = append(v.Notes, WarningText(w))
+	}
+	return v
 }
 
 // sideName is a side's file, or "3 runs: a.json, b.json, c.json".
@@ -273,8 +302,10 @@ func effectCell(q *compare.QueryDiff, m compare.Metric) htmlreport.Cell {
 	}
 	c := htmlreport.Num(fmtEffect(e), e.Ratio)
 	c.Class = "ci"
+	// A query slower while the server was busier is not counted: its
+	// figure is not red, or it would read as a regression (issue 44).
 	switch {
-	case q.Regressed == m && (q.Status.Regression() || q.Status == compare.StatusSlowerWhileBusier):
+	case q.Regressed == m && q.Status.Regression():
 		c.Class += " bad"
 	case q.Status == compare.StatusImproved && m == compare.MetricMean:
 		c.Class += " good"

@@ -31,55 +31,83 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 			continue
 		}
 		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
-		for _, q := range f.Queries {
-			fmt.Fprintf(w, "    %s: %s against the control with the fix (%s without); %s per run added with it, %s without\n",
-				shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
-				fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
-		}
-		for _, c := range f.Costs {
-			fmt.Fprintf(w, "    regressed with the fix only: %s: %s, %s %s per run\n",
-				shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), fmtFactor(c.Factor), fmtSignedTotal(c.AddedMS))
-		}
-		if len(f.Costs) == 0 {
-			fmt.Fprintf(w, "    no other query regressed with the fix\n")
-		}
-		if f.Relation != "" && len(f.Writes) == 0 {
-			fmt.Fprintf(w, "    no query of the traffic writes %s: what the fix costs its writes is not measured here\n", f.Relation)
-		}
-		for _, wr := range f.Writes {
-			beyond := "within noise"
-			if wr.Beyond {
-				beyond = "slower beyond noise"
-			}
-			delta := ""
-			if wr.Mean != nil {
-				delta = ", " + fmtSignedMS(wr.Mean.DeltaMS) + " ms per call"
-			}
-			fmt.Fprintf(w, "    writes %s: %s: mean %s against the candidate without the fix%s, %s\n",
-				f.Relation, shorten(oneLine(wr.Query), fixQueryWidth), fmtEffect(wr.Mean), delta, beyond)
+		for _, line := range fixFigureLines(f) {
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 	return nil
 }
 
-// fixVerdictText is a fix's verdict line.
+// fixVerdictText is a fix's verdict line: its name, then
+// fixVerdictWords.
 func fixVerdictText(f fixes.Outcome) string {
+	return f.Name + ": " + fixVerdictWords(f)
+}
+
+// fixVerdictWords is a fix's verdict in words, with the rounds it rests
+// on: "fix verified (2 rounds): within the control's noise", "not tried:
+// the server refused it: ERROR: ...".
+func fixVerdictWords(f fixes.Outcome) string {
 	rounds := strconv.Itoa(f.Rounds) + " " + plural(f.Rounds, "round", "rounds")
 	switch f.Status {
 	case fixes.Verified:
-		return fmt.Sprintf("%s: fix verified (%s): within the control's noise", f.Name, rounds)
+		return fmt.Sprintf("fix verified (%s): within the control's noise", rounds)
 	case fixes.Partial:
-		return fmt.Sprintf("%s: fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.Name, f.RecoveredPct, rounds)
+		return fmt.Sprintf("fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.RecoveredPct, rounds)
 	case fixes.NoEffect:
-		return fmt.Sprintf("%s: no effect (%s)", f.Name, rounds)
+		return fmt.Sprintf("no effect (%s)", rounds)
 	}
 	if f.Untried != "" {
-		return fmt.Sprintf("%s: not tried: %s", f.Name, f.Untried)
+		return "not tried: " + f.Untried
 	}
 	if f.NotApplied != "" {
-		return fmt.Sprintf("%s: not tried: the server refused it: %s", f.Name, oneLine(f.NotApplied))
+		return "not tried: the server refused it: " + oneLine(f.NotApplied)
 	}
-	return fmt.Sprintf("%s: not tried: no fix round finished", f.Name)
+	return "not tried: no fix round finished"
+}
+
+// fixFigureLines are a tried fix's figures in words, a line each: each
+// regression it is for with and without it against the control, the
+// other queries that regressed with it only (or that none did), and what
+// it cost the queries that write its relation.
+func fixFigureLines(f fixes.Outcome) []string {
+	var out []string
+	for _, q := range f.Queries {
+		out = append(out, fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
+			shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
+			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore)))
+	}
+	for _, c := range f.Costs {
+		out = append(out, fmt.Sprintf("regressed with the fix only: %s: %s, %s %s per run",
+			shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), fmtFactor(c.Factor), fmtSignedTotal(c.AddedMS)))
+	}
+	if len(f.Costs) == 0 {
+		out = append(out, "no other query regressed with the fix")
+	}
+	return append(out, fixWritesLines(f)...)
+}
+
+// fixWritesLines say what a tried fix cost the queries that write its
+// relation, against the candidate without it, beyond noise or not; or
+// that no query of the traffic writes it.
+func fixWritesLines(f fixes.Outcome) []string {
+	var out []string
+	if f.Relation != "" && len(f.Writes) == 0 {
+		out = append(out, fmt.Sprintf("no query of the traffic writes %s: what the fix costs its writes is not measured here", f.Relation))
+	}
+	for _, wr := range f.Writes {
+		beyond := "within noise"
+		if wr.Beyond {
+			beyond = "slower beyond noise"
+		}
+		delta := ""
+		if wr.Mean != nil {
+			delta = ", " + fmtSignedMS(wr.Mean.DeltaMS) + " ms per call"
+		}
+		out = append(out, fmt.Sprintf("writes %s: %s: mean %s against the candidate without the fix%s, %s",
+			f.Relation, shorten(oneLine(wr.Query), fixQueryWidth), fmtEffect(wr.Mean), delta, beyond))
+	}
+	return out
 }
 
 // fixCostWords says how a query regressed with a fix.

@@ -130,3 +130,18 @@ func TestBreakTextCulprit(t *testing.T) {
 		t.Errorf("a rule broken, another query the culprit:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestHeadroomStepsFit: the steps tables, their worst rule saying when a
+// figure past the SLO is within the 1x spread, fit a 1,400-pixel window
+// without scrolling sideways (issue 44 found the top-wait column cut).
+func TestHeadroomStepsFit(t *testing.T) {
+	path := writePage(t, HeadroomPage(headroomOutcome(t)))
+	sc := htmltest.SelfCheckAt(t, path, "1400,1300")
+	htmltest.AssertSelfCheck(t, sc, 2, "headroom-steps-control", "headroom-steps-candidate")
+	if sc.PageWidth > sc.ViewportWidth || len(sc.Overflows) > 0 {
+		t.Errorf("at 1400 px: page %d px wide in a %d px window; tables scrolling sideways: %+v", sc.PageWidth, sc.ViewportWidth, sc.Overflows)
+	}
+	if dom := string(htmltest.DumpDOM(t, path, "")); !strings.Contains(dom, "within the 1x spread (limit +62%)") {
+		t.Error("the steps table does not say the figure is within the 1x spread")
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -12,19 +13,42 @@ import (
 // by one; the others are named by fingerprint.
 const verdictBrokenMax = 10
 
-// WriteVerdict writes the block a comparison's text starts with, so that
-// a reader gets the answer from the top (issue 44 counted some 130 lines
-// before the FAIL line): the verdict line (which names the top regression
-// with its figures), each rule broken with the query that broke it, and,
-// when plans holds the top regression's plans, their change, its cause
-// and the fix that the cause points to. plans may be nil (not
-// explained). The details follow it
-// (WriteComparisonDetails, the plans, the findings).
-func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error {
-	ew := &errWriter{w: w}
-	ew.printf("%s\n", VerdictLine(rep))
+// VerdictBlock is what a comparison's verdict says before its details:
+// the text's first lines (WriteVerdict) and the page's verdict box
+// (ComparisonPage) are written from this one value, so that the two
+// never say different things.
+type VerdictBlock struct {
+	// Line is the verdict line (VerdictLine), which names the top
+	// regression with its figures.
+	Line string
+	// Broken are the rules broken, each with the query that broke it
+	// (BrokenLine), at most verdictBrokenMax of them; More names the
+	// others by rule and fingerprint ("and 3 more: ..."), "" when none.
+	Broken []string
+	More   string
+	// Top is the top regression's plans, cause and fix; nil when its
+	// plans were not explained (or there is no regression).
+	Top *TopRegression
+}
+
+// TopRegression is the top regression's plans in the verdict: what
+// changed in them with its cause, and the fix that the cause points to.
+type TopRegression struct {
+	// Query names it: its fingerprint and its text on one line.
+	Query string
+	// Plan is PlanLine's: the plans' change and their cause.
+	Plan string
+	// Fix is FixText of its first cause; "" when the cause is the change
+	// itself or the data, where the fix is a decision.
+	Fix string
+}
+
+// NewVerdictBlock is rep's verdict block; plans may be nil (not
+// explained).
+func NewVerdictBlock(rep *compare.Report, plans *explain.Report) VerdictBlock {
+	vb := VerdictBlock{Line: VerdictLine(rep)}
 	if rep.Candidate == nil {
-		return ew.err
+		return vb
 	}
 	broken := rep.Verdict.Broken
 	for i, b := range broken {
@@ -33,25 +57,50 @@ func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error
 			for _, x := range broken[i:] {
 				fps = append(fps, x.Rule+" "+x.Fingerprint)
 			}
-			ew.printf("  and %d more: %s\n", len(broken)-i, strings.Join(fps, ", "))
+			vb.More = fmt.Sprintf("and %d more: %s", len(broken)-i, strings.Join(fps, ", "))
 			break
 		}
-		ew.printf("  %s\n", BrokenLine(rep, b))
+		vb.Broken = append(vb.Broken, BrokenLine(rep, b))
 	}
 	// The verdict line names the top regression with its figures; its
 	// plans add the cause, and the cause the fix.
 	q := rep.Query(rep.Verdict.Worst)
 	if q == nil || !flagged(q.Status) {
-		return ew.err
+		return vb
 	}
 	o := outcomeOf(plans, q.Fingerprint)
 	if o == nil {
-		return ew.err
+		return vb
 	}
-	ew.printf("  top regression %s: %s\n", queryName(rep, q.Fingerprint), PlanLine(o, q.Status))
+	vb.Top = &TopRegression{Query: queryName(rep, q.Fingerprint), Plan: PlanLine(o, q.Status)}
 	if len(o.Causes) > 0 {
-		if fix := FixText(o.Causes[0]); fix != "" {
-			ew.printf("    fix: %s\n", fix)
+		vb.Top.Fix = FixText(o.Causes[0])
+	}
+	return vb
+}
+
+// WriteVerdict writes the block a comparison's text starts with, so that
+// a reader gets the answer from the top (issue 44 counted some 130 lines
+// before the FAIL line): the verdict line (which names the top regression
+// with its figures), each rule broken with the query that broke it, and,
+// when plans holds the top regression's plans, their change, its cause
+// and the fix that the cause points to (NewVerdictBlock). plans may be
+// nil (not explained). The details follow it
+// (WriteComparisonDetails, the plans, the findings).
+func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error {
+	vb := NewVerdictBlock(rep, plans)
+	ew := &errWriter{w: w}
+	ew.printf("%s\n", vb.Line)
+	for _, b := range vb.Broken {
+		ew.printf("  %s\n", b)
+	}
+	if vb.More != "" {
+		ew.printf("  %s\n", vb.More)
+	}
+	if t := vb.Top; t != nil {
+		ew.printf("  top regression %s: %s\n", t.Query, t.Plan)
+		if t.Fix != "" {
+			ew.printf("    fix: %s\n", t.Fix)
 		}
 	}
 	return ew.err
