@@ -194,8 +194,8 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 		skipped             int64
 	}{{dir1, 4, 8, 0}, {dir2, 5, 9, 2}} {
 		m, err := capfmt.ReadManifest(c.dir)
-		if err != nil || !m.Complete {
-			t.Errorf("%s: manifest %+v, %v: want complete", c.dir, m, err)
+		if err != nil || !m.Complete || m.SessionsResumed != c.sessions || m.SkippedBeforeRecording.InTransaction != c.skipped {
+			t.Errorf("%s: manifest %+v, %v: want complete, %d sessions from the middle, %d messages skipped before", c.dir, m, err, c.sessions, c.skipped)
 		}
 		code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", c.dir)
 		t.Logf("replay of %s:\n%s", c.dir, text)
