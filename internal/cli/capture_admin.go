@@ -117,7 +117,7 @@ with the running one's id. No connection is dropped, delayed or changed.`,
 				fmt.Fprintf(stdio.Stdout, "; %d sessions open already are recorded from the middle, with their state", st.Resumed)
 			}
 			if st.Waiting > 0 {
-				fmt.Fprintf(stdio.Stdout, "; %d inside a transaction will be from their next idle point", st.Waiting)
+				fmt.Fprintf(stdio.Stdout, "; %d busy (in a transaction or a request) will be from their next idle point", st.Waiting)
 			}
 			if st.NotRecorded > 0 {
 				fmt.Fprintf(stdio.Stdout, "; %d sessions open already are not recorded", st.NotRecorded)

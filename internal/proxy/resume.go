@@ -38,7 +38,7 @@ type ResumeCounts struct {
 	Resumed, Late, Waiting int64
 	Skipped                map[capture.ResumeSkip]int64
 	// NotRecorded counts the sessions not in the recording, by why;
-	// Reasons gives, for NotResumedTooLarge, the first session's own
+	// Reason gives, for NotResumedTooLarge, the first session's own
 	// reason.
 	NotRecorded map[NotResumed]int64
 	Reason      string
