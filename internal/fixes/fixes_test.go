@@ -2,6 +2,7 @@ package fixes
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
@@ -178,5 +179,106 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 	}
 	if an.Name != "analyze-orders" || an.Kind != Analyze || an.SQLIn("x") != `ANALYZE "orders"` || an.Relation != "orders" {
 		t.Errorf("the ANALYZE fix: %+v", an)
+	}
+}
+
+// TestParseTry: --try's NAME:SQL, the SQL kept as given (colons and
+// all); a spec without the colon, a name or SQL, or with a name that
+// cannot name a file, is refused.
+func TestParseTry(t *testing.T) {
+	for _, tc := range []struct {
+		spec, name, sql, err string
+	}{
+		{"n_idx:CREATE INDEX ON items (n)", "try-n_idx", "CREATE INDEX ON items (n)", ""},
+		{" cast : SELECT 1::int ", "try-cast", "SELECT 1::int", ""},
+		{"CREATE INDEX ON items (n)", "", "", "want NAME:SQL"},
+		{":CREATE INDEX ON items (n)", "", "", "the name before ':' is empty"},
+		{"n_idx:  ", "", "", "the SQL after ':' is empty"},
+		{"my index:CREATE INDEX ON items (n)", "", "", "letters, digits"},
+		{"../x:SELECT 1", "", "", "letters, digits"},
+		{strings.Repeat("a", 61) + ":SELECT 1", "", "", "longer than 60"},
+	} {
+		f, err := ParseTry(tc.spec)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseTry(%q) = %+v, %v; want an error with %q", tc.spec, f, err, tc.err)
+		case tc.err == "" && (err != nil || f.Name != tc.name || f.SQL != tc.sql || f.Kind != Statement || f.Origin != OriginTry):
+			t.Errorf("ParseTry(%q) = %+v, %v; want %s: %s", tc.spec, f, err, tc.name, tc.sql)
+		}
+	}
+}
+
+// FuzzParseTry: whatever the spec, a fix read has a name that names a
+// file, and SQL.
+func FuzzParseTry(f *testing.F) {
+	for _, s := range []string{"n_idx:CREATE INDEX ON items (n)", "a:b:c", ":", "x:", "é:SELECT 1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fix, err := ParseTry(spec)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(fix.Name, TryPrefix) || fileSafe(fix.Name) != fix.Name || len(fix.Name) > len(TryPrefix)+maxTryName || fix.SQL == "" {
+			t.Errorf("ParseTry(%q) = %+v", spec, fix)
+		}
+	})
+}
+
+// TestJudgeTry: the user's own fix is aimed at every regression (the
+// latency's and the server work's); against the candidate without it,
+// the query it made faster and the one it made slower are both named,
+// the slower first, each with its mean against the control; one within
+// noise is not. With no regression at all, it is "tried", not "no
+// effect".
+func TestJudgeTry(t *testing.T) {
+	try, err := ParseTry("n_idx:CREATE INDEX ON items (n)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := report(
+		q("a", "SELECT v FROM items WHERE n = $1", compare.StatusRegressed, 800, 3, 5),
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusUnchanged, 0, 0.9, 1.1),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	before.MoreWork = []string{"w"}
+	before.Queries = append(before.Queries, compare.QueryDiff{Fingerprint: "w", Query: "UPDATE items SET n = n + 1 WHERE id = $1", Status: compare.StatusMoreWork, ImpactMS: -1})
+	aimed := Aim(try, before)
+	if !slices.Equal(aimed.Fingerprints, []string{"a", "w"}) || aimed.AddedMS != 800 {
+		t.Fatalf("Aim = %+v, want the regression and the work regression", aimed)
+	}
+	with := report(
+		q("a", "SELECT v FROM items WHERE n = $1", compare.StatusUnchanged, 1, 0.9, 1.2),
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusRegressed, 300, 4, 6),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	faster := q("a", "SELECT v FROM items WHERE n = $1", compare.StatusImproved, -790, 0.2, 0.3)
+	faster.Effects.Mean.Change = compare.ChangeFaster
+	delta := report(faster,
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusRegressed, 300, 4, 6),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	o := Judge(aimed, before, with, delta)
+	if len(o.Changes) != 2 {
+		t.Fatalf("changes %+v, want the faster and the slower query", o.Changes)
+	}
+	slower, fast := o.Changes[0], o.Changes[1]
+	if slower.Fingerprint != "b" || slower.Direction != Slower || slower.Effect == nil || slower.Effect.Low != 4 || slower.Control == nil || slower.ControlStatus != compare.StatusRegressed {
+		t.Errorf("the slower query: %+v", slower)
+	}
+	if fast.Fingerprint != "a" || fast.Direction != Faster || fast.Effect == nil || fast.Effect.High != 0.3 || fast.Control == nil || fast.ControlStatus != compare.StatusUnchanged {
+		t.Errorf("the faster query: %+v", fast)
+	}
+	if len(o.Costs) != 1 || o.Costs[0].Fingerprint != "b" {
+		t.Errorf("costs %+v, want the query it made regress against the control", o.Costs)
+	}
+	// No regression: tried, with its changes.
+	none := Judge(Aim(try, report(q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1))), before, with, delta)
+	if none.Status != Tried || len(none.Queries) != 0 || len(none.Changes) != 2 {
+		t.Errorf("with no regression: %s, %d queries, %d changes; want tried with both changes", none.Status, len(none.Queries), len(none.Changes))
+	}
+	// The plans' fixes carry no changes (their JSON is as it was).
+	if plain := Judge(Fix{Name: "index-x", Origin: OriginPlans, Fingerprints: []string{"a"}}, before, with, delta); plain.Changes != nil {
+		t.Errorf("a plans' fix has changes: %+v", plain.Changes)
 	}
 }

@@ -43,6 +43,9 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 		if len(f.Costs) == 0 {
 			fmt.Fprintf(w, "    no other query regressed with the fix\n")
 		}
+		if f.Origin == fixes.OriginTry {
+			writeFixChanges(w, f.Changes)
+		}
 		if f.Relation != "" && len(f.Writes) == 0 {
 			fmt.Fprintf(w, "    no query of the traffic writes %s: what the fix costs its writes is not measured here\n", f.Relation)
 		}
@@ -62,6 +65,34 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 	return nil
 }
 
+// writeFixChanges writes every query the user's own fix made faster or
+// slower beyond noise than the candidate without it, with its mean
+// against the control; a fix that changed none is said so.
+func writeFixChanges(w io.Writer, changes []fixes.Change) {
+	if len(changes) == 0 {
+		fmt.Fprintf(w, "    no query faster or slower beyond noise than on the candidate without it\n")
+		return
+	}
+	for _, c := range changes {
+		figure := "mean " + fmtEffect(c.Effect)
+		switch {
+		case c.Work != nil:
+			figure = workChangeText(c.Metric, c.Work)
+		case c.Metric != compare.MetricMean:
+			figure = string(c.Metric) + " " + fmtEffect(c.Effect)
+		}
+		if c.Effect != nil && c.Work == nil {
+			figure += ", " + fmtSignedMS(c.Effect.DeltaMS) + " ms per call"
+		}
+		control := ""
+		if c.Control != nil {
+			control = "; mean " + fmtEffect(c.Control) + " against the control with it"
+		}
+		fmt.Fprintf(w, "    %s beyond noise than on the candidate without it: %s: %s%s\n",
+			c.Direction, shorten(oneLine(c.Query), fixQueryWidth), figure, control)
+	}
+}
+
 // fixVerdictText is a fix's verdict line.
 func fixVerdictText(f fixes.Outcome) string {
 	rounds := strconv.Itoa(f.Rounds) + " " + plural(f.Rounds, "round", "rounds")
@@ -72,6 +103,8 @@ func fixVerdictText(f fixes.Outcome) string {
 		return fmt.Sprintf("%s: fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.Name, f.RecoveredPct, rounds)
 	case fixes.NoEffect:
 		return fmt.Sprintf("%s: no effect (%s)", f.Name, rounds)
+	case fixes.Tried:
+		return fmt.Sprintf("%s: tried (%s): no regression to judge it on against the control", f.Name, rounds)
 	}
 	if f.Untried != "" {
 		return fmt.Sprintf("%s: not tried: %s", f.Name, f.Untried)

@@ -33,6 +33,21 @@ func TestWriteFixes(t *testing.T) {
 		{Fix: fixes.Fix{Name: "setting-shared_buffers", Kind: fixes.SetServer, SQL: `ALTER SYSTEM SET "shared_buffers" = '1GB'`, Untried: "it needs a restart of the server"},
 			Status: fixes.NotTried},
 		{Fix: fixes.Fix{Name: "analyze-orders", SQL: `ANALYZE "orders"`, Relation: "orders"}, Status: fixes.NoEffect, Rounds: 2},
+		{Fix: fixes.Fix{Name: "try-n_idx", Kind: fixes.Statement, Origin: fixes.OriginTry, SQL: "CREATE INDEX ON items (n)"}, Status: fixes.Tried, Rounds: 2,
+			Costs: []fixes.Cost{{Query: "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT 1", Status: compare.StatusRegressed, Factor: 4.1, AddedMS: 310}},
+			Changes: []fixes.Change{
+				{Query: "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT 1", Direction: fixes.Slower, Status: compare.StatusRegressed, Metric: compare.MetricMean,
+					Effect:  &compare.Effect{Ratio: 4.1, Low: 3.5, High: 4.8, Change: compare.ChangeSlower, DeltaMS: 6.2},
+					Control: &compare.Effect{Ratio: 4, Low: 3.4, High: 4.9, Change: compare.ChangeSlower}, ControlStatus: compare.StatusRegressed},
+				{Query: "SELECT v FROM items WHERE n = $1", Direction: fixes.Faster, Status: compare.StatusImproved, Metric: compare.MetricMean,
+					Effect:  &compare.Effect{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster, DeltaMS: -2.5},
+					Control: &compare.Effect{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster}, ControlStatus: compare.StatusImproved},
+				{Query: "UPDATE items SET n = n + 1 WHERE id = $1", Direction: fixes.Slower, Status: compare.StatusMoreWork, Metric: compare.MetricWALBytes,
+					Work: &compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore}},
+			}},
+		{Fix: fixes.Fix{Name: "try-noop", Kind: fixes.Statement, Origin: fixes.OriginTry, SQL: "SELECT 1", Fingerprints: []string{"a"}}, Status: fixes.NoEffect, Rounds: 2, Changes: []fixes.Change{}},
+		{Fix: fixes.Fix{Name: "try-bad", Kind: fixes.Statement, Origin: fixes.OriginTry, SQL: "CREATE INDEX ON nowhere (n)"}, Status: fixes.NotTried,
+			NotApplied: `ERROR: relation "nowhere" does not exist (SQLSTATE 42P01)`},
 	}
 	var b bytes.Buffer
 	if err := WriteFixes(&b, tried); err != nil {
@@ -50,12 +65,18 @@ func TestWriteFixes(t *testing.T) {
 		"setting-shared_buffers: not tried: it needs a restart of the server\n    not applied: ALTER SYSTEM SET \"shared_buffers\" = '1GB'",
 		"analyze-orders: no effect (2 rounds)",
 		"no query of the traffic writes orders: what the fix costs its writes is not measured here",
+		"try-n_idx: tried (2 rounds): no regression to judge it on against the control\n    applied: CREATE INDEX ON items (n)\n",
+		"    slower beyond noise than on the candidate without it: SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT 1: mean 4.10x (3.50-4.80), +6.20 ms per call; mean 4.00x (3.40-4.90) against the control with it\n" +
+			"    faster beyond noise than on the candidate without it: SELECT v FROM items WHERE n = $1: mean 0.02x (0.01-0.03), -2.50 ms per call; mean 0.02x (0.01-0.03) against the control with it\n" +
+			"    slower beyond noise than on the candidate without it: UPDATE items SET n = n + 1 WHERE id = $1: WAL bytes per call 2.90x (2.70-3.10)\n",
+		"try-noop: no effect (2 rounds)\n    applied: SELECT 1\n    no other query regressed with the fix\n    no query faster or slower beyond noise than on the candidate without it\n",
+		`try-bad: not tried: the server refused it: ERROR: relation "nowhere" does not exist (SQLSTATE 42P01)`,
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("lacks %q:\n%s", want, b.String())
 		}
 	}
-	if strings.Count(b.String(), "no other query regressed with the fix") != 2 {
+	if strings.Count(b.String(), "no other query regressed with the fix") != 3 {
 		t.Errorf("the fixes without costs are not said so:\n%s", b.String())
 	}
 }
