@@ -152,8 +152,9 @@ logs, whose values are used, never run and not kept.
 Then (--fixes, on by default) each regression whose plans name a cause that
 a reset copy can undo has its fix tried (an index the control has and the
 candidate lacks: the control's CREATE INDEX; a planner setting a session may
-change: the control's value by ALTER DATABASE ... SET; a table never analyzed:
-ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+change: the control's value by ALTER DATABASE ... SET; one a reload applies:
+ALTER SYSTEM SET and a reload for the round, put back after it; a table never
+analyzed: ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first. Each fix is judged

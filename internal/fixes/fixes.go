@@ -45,8 +45,11 @@ const (
 	// (explain.CauseNeverAnalyzed): ANALYZE of it.
 	Analyze Kind = "analyze"
 	// SetServer: a setting as SetDatabase that a database cannot
-	// carry: it needs a reload (ALTER SYSTEM) or a restart. It is named
-	// with its SQL and not tried (Untried).
+	// carry. One a reload applies (pg_settings' context sighup) is set
+	// for the server by ALTER SYSTEM and a reload for the round, and
+	// put back as it was after it (the reset of a copy does not undo
+	// postgresql.auto.conf); one that needs a restart (postmaster) is
+	// named with its SQL and not tried (Untried).
 	SetServer Kind = "set_server"
 	// Statement: SQL of the user's own (rehearse --try), run as given.
 	Statement Kind = "sql"
@@ -106,7 +109,9 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 		byFP[plans.Outcomes[i].Fingerprint] = &plans.Outcomes[i]
 	}
 	var fixes []Fix
-	for _, fp := range rep.RegressionsByAddedTime {
+	// The work regressions too: an index that stops HOT updates, a
+	// setting that WAL-logs more, cost no time but WAL.
+	for _, fp := range slices.Concat(rep.RegressionsByAddedTime, rep.MoreWork) {
 		q, o := rep.Query(fp), byFP[fp]
 		if q == nil || o == nil {
 			continue
@@ -127,7 +132,10 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 			}
 			if !slices.Contains(g.Fingerprints, fp) {
 				g.Fingerprints = append(g.Fingerprints, fp)
-				g.AddedMS += q.ImpactMS
+				// A work regression may add no time.
+				if q.ImpactMS > 0 {
+					g.AddedMS += q.ImpactMS
+				}
 			}
 		}
 	}
@@ -167,7 +175,9 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 		switch settingContext(plans, c.Setting) {
 		case "user", "superuser":
 		case "sighup":
-			f.Kind, f.Untried = SetServer, "it needs a reload of the server's configuration (ALTER SYSTEM), which fix rounds do not make"
+			// A reload applies it: ALTER SYSTEM for the round, undone
+			// after it (package rehearse).
+			f.Kind = SetServer
 			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
 		case "postmaster":
 			f.Kind, f.Untried = SetServer, "it needs a restart of the server"

@@ -134,7 +134,8 @@ func TestJudge(t *testing.T) {
 
 // TestPlanSettingAndAnalyze: a planner setting a session may change,
 // verified by the plans, gets the control's value for the database, run in
-// each copy by its name; one that needs a restart is named with its SQL
+// each copy by its name; one a reload applies, tied to a work regression,
+// gets ALTER SYSTEM; one that needs a restart is named with its SQL
 // and not tried; one the server does not know and one merely different
 // get none; a table never analyzed on
 // the candidate gets ANALYZE, one never analyzed on the control none.
@@ -142,11 +143,14 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 	rep := report(
 		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
 		q("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
+		compare.QueryDiff{Fingerprint: "c", Query: "UPDATE orders SET total = $1 WHERE id = $2", Status: compare.StatusMoreWork, ImpactMS: 2},
 	)
+	rep.MoreWork = []string{"c"}
 	snap := &explain.Snapshot{Settings: map[string]explain.Setting{
 		"random_page_cost": {Value: "4", Context: "user"},
 		"shared_buffers":   {Value: "128MB", Context: "postmaster"},
 		"jit_above_cost":   {Value: "100000", Context: "user"},
+		"full_page_writes": {Value: "on", Context: "sighup"},
 	}}
 	plans := &explain.Report{Candidate: map[string]*explain.Snapshot{"shop": snap}, Outcomes: []explain.Outcome{
 		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{
@@ -155,16 +159,25 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2", Verified: true},
 			{Kind: explain.CauseSetting, Setting: "jit_above_cost", Control: "100000", Candidate: "10"},
 		}},
+		{Fingerprint: "c", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseSetting, Setting: "full_page_writes", Control: "off", Candidate: "on", Evidence: explain.EvidenceWAL},
+		}},
 		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{
 			{Kind: explain.CauseNeverAnalyzed, Side: explain.Candidate, Relation: "orders"},
 			{Kind: explain.CauseNeverAnalyzed, Side: explain.Control, Relation: "items"},
 		}},
 	}}
 	got := Plan(rep, plans, 0)
-	if len(got) != 3 {
-		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, and shared_buffers named", got)
+	if len(got) != 4 {
+		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, full_page_writes, and shared_buffers named", got)
 	}
-	set, an, named := got[0], got[1], got[2]
+	set, an, server, named := got[0], got[1], got[2], got[3]
+	// A setting a reload applies is tried, for the server, for the
+	// work regression it is tied to.
+	if server.Name != "setting-full_page_writes" || server.Kind != SetServer || server.Untried != "" ||
+		server.SQL != `ALTER SYSTEM SET "full_page_writes" = 'off'` || server.SQLIn("x") != server.SQL || !slices.Equal(server.Fingerprints, []string{"c"}) {
+		t.Errorf("the setting a reload applies: %+v", server)
+	}
 	if named.Name != "setting-shared_buffers" || named.Kind != SetServer || named.Untried != "it needs a restart of the server" ||
 		named.SQL != `ALTER SYSTEM SET "shared_buffers" = '1GB'` {
 		t.Errorf("the setting that needs a restart: %+v", named)
