@@ -154,7 +154,9 @@ a reset copy can undo has its fix tried (an index the control has and the
 candidate lacks: the control's CREATE INDEX; a planner setting a session may
 change: the control's value by ALTER DATABASE ... SET; one a reload applies:
 ALTER SYSTEM SET and a reload for the round, put back after it; a table never
-analyzed: ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+analyzed: ANALYZE; an index on the candidate only that stops HOT updates:
+DROP INDEX, the change reverted, "confirms the cause" when that brings the
+update's work back within noise): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first. Each fix is judged

@@ -53,6 +53,11 @@ const (
 	SetServer Kind = "set_server"
 	// Statement: SQL of the user's own (rehearse --try), run as given.
 	Statement Kind = "sql"
+	// DropIndex: an index the candidate has and the control lacks that
+	// stops its updates from being HOT (explain.CauseIndexStopsHOT),
+	// dropped from the copy: it reverts the change, so a verified
+	// verdict confirms the cause.
+	DropIndex Kind = "drop_index"
 )
 
 // Origin is who proposed a fix.
@@ -186,6 +191,11 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 			return Fix{}, false
 		}
 		return f, true
+	case c.Kind == explain.CauseIndexStopsHOT && c.Side == explain.Candidate && c.Index != "" && c.Control == "":
+		// The control has no index of that name: dropping it is the
+		// change undone. One of that name defined otherwise is not.
+		return Fix{Name: "drop-index-" + fileSafe(c.Index), Kind: DropIndex, Origin: OriginPlans,
+			SQL: "DROP INDEX " + quoteName(qualified(c.Index, c.Candidate)), Relation: c.Relation}, true
 	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
 		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, Origin: OriginPlans, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
 	}
@@ -237,6 +247,26 @@ func Aim(f Fix, rep *compare.Report) Fix {
 	}
 	return f
 }
+
+// qualified is index schema-qualified as its definition's table is
+// ("CREATE INDEX i ON public.t USING ...": public.i), else as it is: an
+// index lives in its table's schema.
+func qualified(index, def string) string {
+	_, rest, ok := strings.Cut(def, " ON ")
+	if !ok {
+		return index
+	}
+	rest = strings.TrimPrefix(rest, "ONLY ")
+	table, _, _ := strings.Cut(rest, " ")
+	if schema, _, ok := strings.Cut(table, "."); ok && !strings.Contains(schema, `"`) {
+		return schema + "." + index
+	}
+	return index
+}
+
+// Reverts reports whether the fix undoes the candidate's change itself
+// (DropIndex): verified, it confirms the cause.
+func (f Fix) Reverts() bool { return f.Kind == DropIndex }
 
 // settingContext is pg_settings.context of setting on the candidate
 // (user and superuser: a database may carry it; sighup: a reload;
@@ -382,6 +412,12 @@ type Query struct {
 	AddedMSBefore float64 `json:"added_ms_before"`
 	AddedMSWith   float64 `json:"added_ms_with"`
 	RecoveredPct  float64 `json:"recovered_pct"`
+	// WorkMetric is the figure of a work regression (more WAL or blocks
+	// dirtied per call); WorkBefore and WorkWith its effect against the
+	// control without and with the fix.
+	WorkMetric compare.Metric      `json:"work_metric,omitempty"`
+	WorkBefore *compare.WorkEffect `json:"work_before,omitempty"`
+	WorkWith   *compare.WorkEffect `json:"work_with,omitempty"`
 }
 
 // Cost is a query that regressed against the control with the fix
@@ -436,6 +472,12 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 				fq.With = w.Effects.Of(fq.Metric)
 			}
 		}
+		if b.Status == compare.StatusMoreWork && b.Work != nil && b.Work.More != "" {
+			fq.WorkMetric, fq.WorkBefore = b.Work.More, b.Work.Of(b.Work.More)
+			if w != nil && w.Work != nil {
+				fq.WorkWith = w.Work.Of(fq.WorkMetric)
+			}
+		}
 		if fq.AddedMSBefore > 0 {
 			fq.RecoveredPct = 100 * (fq.AddedMSBefore - fq.AddedMSWith) / fq.AddedMSBefore
 		}
@@ -444,6 +486,18 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 			fq.Status = NoEffect
 		case !regressed(w):
 			fq.Status, fq.RecoveredPct, fq.AddedMSWith = Verified, 100, 0
+		case fq.WorkMetric != "":
+			// Less work than without, beyond noise, but still more
+			// than the control's.
+			if fq.WorkBefore != nil && fq.WorkWith != nil && fq.WorkWith.High < fq.WorkBefore.Low {
+				fq.Status = Partial
+				if fq.WorkBefore.Delta > 0 {
+					// The share of the work added per call taken back.
+					fq.RecoveredPct = max(0, 100*(fq.WorkBefore.Delta-fq.WorkWith.Delta)/fq.WorkBefore.Delta)
+				}
+			} else {
+				fq.Status = NoEffect
+			}
 		case fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low && fq.RecoveredPct > 0:
 			fq.Status = Partial
 		default:
@@ -468,6 +522,12 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 	}
 	if sumBefore > 0 {
 		o.RecoveredPct = max(0, 100*(sumBefore-sumWith)/sumBefore)
+	} else if len(o.Queries) > 0 {
+		// Work regressions that added no time: their shares of work
+		// taken back, averaged.
+		for _, fq := range o.Queries {
+			o.RecoveredPct += fq.RecoveredPct / float64(len(o.Queries))
+		}
 	}
 	for _, w := range with.Queries {
 		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {

@@ -295,3 +295,58 @@ func TestJudgeTry(t *testing.T) {
 		t.Errorf("a plans' fix has changes: %+v", plain.Changes)
 	}
 }
+
+// TestPlanAndJudgeHOT: an index on the candidate only that stops HOT
+// updates is dropped from the copy, schema-qualified as its table, for
+// the work regression it causes; one that the control has under another
+// definition is not. Judged on the update's WAL per call: back within
+// noise is verified, and reverting confirms the cause.
+func TestPlanAndJudgeHOT(t *testing.T) {
+	upd := compare.QueryDiff{Fingerprint: "u", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusMoreWork,
+		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore, Delta: 150}}}
+	rep := report()
+	rep.Queries, rep.MoreWork = []compare.QueryDiff{upd}, []string{"u"}
+	def := "CREATE INDEX pgbench_accounts_abalance ON public.pgbench_accounts USING btree (abalance)"
+	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "u", Database: "shop", Causes: []explain.Cause{
+		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "pgbench_accounts_abalance", Candidate: def, Columns: []string{"abalance"}},
+		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "accounts_x", Candidate: "CREATE INDEX accounts_x ON public.pgbench_accounts (abalance, bid)",
+			Control: "CREATE INDEX accounts_x ON public.pgbench_accounts (bid)"},
+	}}}}
+	got := Plan(rep, plans, 0)
+	if len(got) != 1 {
+		t.Fatalf("Plan = %+v, want the index to drop", got)
+	}
+	f := got[0]
+	if f.Name != "drop-index-pgbench_accounts_abalance" || f.Kind != DropIndex || !f.Reverts() || f.SQL != `DROP INDEX "public"."pgbench_accounts_abalance"` ||
+		f.Relation != "pgbench_accounts" || !slices.Equal(f.Fingerprints, []string{"u"}) || !slices.Equal(f.Databases, []string{"shop"}) {
+		t.Errorf("the HOT index's fix: %+v", f)
+	}
+	for _, tc := range []struct {
+		name string
+		with compare.WorkEffect
+		st   compare.Status
+		want Status
+	}{
+		{"back within noise", compare.WorkEffect{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}, compare.StatusUnchanged, Verified},
+		{"less, still more", compare.WorkEffect{Ratio: 1.8, Low: 1.7, High: 1.9, Change: compare.ChangeMore, Delta: 60}, compare.StatusMoreWork, Partial},
+		{"as before", compare.WorkEffect{Ratio: 2.8, Low: 2.6, High: 3.0, Change: compare.ChangeMore, Delta: 140}, compare.StatusMoreWork, NoEffect},
+	} {
+		w := upd
+		w.Status, w.Work = tc.st, &compare.QueryWork{WALBytes: tc.with}
+		if tc.st == compare.StatusMoreWork {
+			w.Work.More = compare.MetricWALBytes
+		}
+		with := report()
+		with.Queries = []compare.QueryDiff{w}
+		o := Judge(f, rep, with, report())
+		if o.Status != tc.want || len(o.Queries) != 1 || o.Queries[0].WorkMetric != compare.MetricWALBytes || o.Queries[0].WorkBefore == nil || o.Queries[0].WorkWith == nil {
+			t.Errorf("%s: %s %+v, want %s with the WAL per call", tc.name, o.Status, o.Queries, tc.want)
+		}
+		if tc.want == Partial && o.RecoveredPct != 60 {
+			t.Errorf("%s: %.1f%% recovered, want 60%% of the WAL added per call", tc.name, o.RecoveredPct)
+		}
+	}
+	if q := qualified("i", `CREATE INDEX i ON ONLY "my schema".t USING btree (a)`); q != "i" {
+		t.Errorf("qualified with a quoted schema = %q, want the name as it is", q)
+	}
+}

@@ -32,6 +32,12 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 		}
 		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
 		for _, q := range f.Queries {
+			if q.WorkMetric != "" {
+				// A work regression: its work, not its time.
+				fmt.Fprintf(w, "    %s: %s per call %s against the control with the fix (%s without)\n",
+					shorten(oneLine(q.Query), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore))
+				continue
+			}
 			fmt.Fprintf(w, "    %s: %s against the control with the fix (%s without); %s per run added with it, %s without\n",
 				shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
 				fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
@@ -96,6 +102,17 @@ func writeFixChanges(w io.Writer, changes []fixes.Change) {
 // fixVerdictText is a fix's verdict line.
 func fixVerdictText(f fixes.Outcome) string {
 	rounds := strconv.Itoa(f.Rounds) + " " + plural(f.Rounds, "round", "rounds")
+	if f.Reverts() {
+		// Undoing the change itself: the verdict is on the cause.
+		switch f.Status {
+		case fixes.Verified:
+			return fmt.Sprintf("%s: reverts the change: confirms the cause (%s): within the control's noise", f.Name, rounds)
+		case fixes.Partial:
+			return fmt.Sprintf("%s: reverts the change: a partial cause: %.0f%% of the regression recovered (%s); another cause remains", f.Name, f.RecoveredPct, rounds)
+		case fixes.NoEffect:
+			return fmt.Sprintf("%s: reverts the change: no effect (%s): the cause is not confirmed", f.Name, rounds)
+		}
+	}
 	switch f.Status {
 	case fixes.Verified:
 		return fmt.Sprintf("%s: fix verified (%s): within the control's noise", f.Name, rounds)
