@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // The user's own fix (rehearse --try) on two identical targets: an index
@@ -143,5 +145,71 @@ func TestRehearseTryUsage(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
 		}
+	}
+}
+
+// TestRehearseSettingFix: random_page_cost 800 on the candidate only
+// (its postgresql.conf) turns the lookup by email into a sequential scan;
+// the plans tie it to the setting, and the fix round with the control's
+// value for the copy (ALTER DATABASE ... SET) brings the lookup back
+// within the control's noise.
+func TestRehearseSettingFix(t *testing.T) {
+	longCase(t)
+	parallelCase(t)
+	logPath := shopLog(t)
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	candSettings := maps.Clone(settings)
+	candSettings["random_page_cost"] = "800"
+	cand := pgclustertest.StartT(t, pgcluster.Options{Settings: candSettings})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := workload.SetupShop(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--findings=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, logPath)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var doc struct {
+		Fixes []fixes.Outcome `json:"fixes"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var set *fixes.Outcome
+	for i, f := range doc.Fixes {
+		if f.Name == "setting-random_page_cost" {
+			set = &doc.Fixes[i]
+		}
+	}
+	if set == nil || set.Kind != fixes.SetDatabase || set.Origin != fixes.OriginPlans || set.SQL != `ALTER DATABASE "shop" SET "random_page_cost" = '4'` {
+		t.Fatalf("the setting's fix: %+v (fixes %+v)", set, doc.Fixes)
+	}
+	lookup := false
+	for _, q := range set.Queries {
+		if strings.HasPrefix(q.Query, "SELECT id, name FROM customers WHERE email") {
+			lookup = true
+			if q.Status != fixes.Verified {
+				t.Errorf("the lookup by email with the control's random_page_cost: %s, with %s against the control", q.Status, q.WithStatus)
+			}
+		}
+	}
+	if !lookup {
+		t.Errorf("the setting's fix is not for the lookup by email: %+v", set.Queries)
+	}
+	if !strings.Contains(stdout, "setting-random_page_cost: fix verified (2 rounds)") && !strings.Contains(stdout, "setting-random_page_cost: fix partial") {
+		t.Errorf("the summary lacks the setting's verdict")
 	}
 }
