@@ -870,6 +870,11 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 	var planned []fixes.Fix
 	if v.Plans != nil && r.f.fixes {
 		planned = fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
+		// A reset that restarts the server (--reset datadir) undoes a
+		// setting that needs a restart too: it is tried.
+		if _, ok := r.cfg.Candidate.Reset.(reset.Restarter); ok {
+			planned = fixes.WithRestart(planned)
+		}
 	}
 	// The user's own, after the plans': in the workload's database,
 	// judged on every regression.

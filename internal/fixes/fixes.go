@@ -95,6 +95,9 @@ type Fix struct {
 	// Untried says why the fix cannot be tried on a reset copy (a
 	// setting that needs a restart); such a fix has no rounds.
 	Untried string `json:"untried,omitempty"`
+	// Restart: a SetServer fix applied by restarting the server, not by
+	// a reload (WithRestart).
+	Restart bool `json:"restart,omitempty"`
 	// Fingerprints are the regressions it is for, largest time added
 	// first; AddedMS their time added per run, summed.
 	Fingerprints []string `json:"fingerprints"`
@@ -185,7 +188,7 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 			f.Kind = SetServer
 			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
 		case "postmaster":
-			f.Kind, f.Untried = SetServer, "it needs a restart of the server"
+			f.Kind, f.Untried = SetServer, UntriedRestart
 			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
 		default:
 			return Fix{}, false
@@ -200,6 +203,23 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, Origin: OriginPlans, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
 	}
 	return Fix{}, false
+}
+
+// UntriedRestart is why a setting that needs a restart is named and not
+// tried, unless the reset may restart the server (WithRestart).
+const UntriedRestart = "it needs a restart of the server"
+
+// WithRestart makes the settings of planned that need a restart tried,
+// restarting the server (Fix.Restart): for a reset that restarts the
+// server anyway and undoes them with the data directory.
+func WithRestart(planned []Fix) []Fix {
+	out := slices.Clone(planned)
+	for i := range out {
+		if out[i].Kind == SetServer && out[i].Untried == UntriedRestart {
+			out[i].Untried, out[i].Restart = "", true
+		}
+	}
+	return out
 }
 
 // TryPrefix starts the name of every fix of the user's own (ParseTry),

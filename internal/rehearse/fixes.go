@@ -131,10 +131,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	r.out.ResetSeconds += st.Seconds
 	round.Reset = st
 	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
-	if round.Logs, err = expandLogs(target.Logs); err != nil {
-		return fail(st, err)
-	}
-	undo, err := applyFix(ctx, target.DSN, round, fr.Fix)
+	undo, err := applyFix(ctx, target, round, fr.Fix)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fail(st, err)
@@ -144,6 +141,15 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, "the fix was not applied: "+fr.NotApplied, time.Now()
 		r.add(rec)
 		return false, err
+	}
+	// After the fix: a restart for it may have begun another log file.
+	if round.Logs, err = expandLogs(target.Logs); err != nil {
+		if undo != nil {
+			cctx, cancel := r.cleanupCtx()
+			err = errors.Join(err, undo(cctx))
+			cancel()
+		}
+		return fail(st, err)
 	}
 	r.progress(round, PhaseReplay)
 	t := time.Now()
@@ -198,9 +204,18 @@ func (r *run) failedFix(rec RoundRecord, err error) error {
 // applyFix runs the fix's SQL in the round's copy of each of its
 // databases; a setting for the server (fixes.SetServer) is set once, by
 // ALTER SYSTEM and a reload, and undo puts it back as it was.
-func applyFix(ctx context.Context, dsn string, round Round, f fixes.Fix) (undo func(context.Context) error, err error) {
+func applyFix(ctx context.Context, target Target, round Round, f fixes.Fix) (undo func(context.Context) error, err error) {
+	dsn := target.DSN
 	if f.Kind == fixes.SetServer {
-		return setServer(ctx, dsn, f)
+		var restart func(context.Context) error
+		if f.Restart {
+			r, ok := target.Reset.(reset.Restarter)
+			if !ok {
+				return nil, errors.New("the setting needs a restart of the server, which this reset cannot make")
+			}
+			restart = r.Restart
+		}
+		return setServer(ctx, dsn, f, restart)
 	}
 	for _, db := range f.Databases {
 		conn, err := fixConn(ctx, dsn, copyOf(db, round))
@@ -237,11 +252,11 @@ func fixConn(ctx context.Context, dsn, db string) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// setServer sets f's setting for the server (ALTER SYSTEM, a reload)
-// and waits until new sessions have it. undo puts postgresql.auto.conf
-// back as it was, the candidate's own value of the setting or none, and
-// reloads again.
-func setServer(ctx context.Context, dsn string, f fixes.Fix) (undo func(context.Context) error, err error) {
+// setServer sets f's setting for the server (ALTER SYSTEM, a reload, or
+// restart when not nil) and waits until new sessions have it. undo puts
+// postgresql.auto.conf back as it was, the candidate's own value of the
+// setting or none, and reloads (restarts) again.
+func setServer(ctx context.Context, dsn string, f fixes.Fix, restart func(context.Context) error) (undo func(context.Context) error, err error) {
 	conn, err := fixConn(ctx, dsn, "")
 	if err != nil {
 		return nil, err
@@ -265,10 +280,10 @@ func setServer(ctx context.Context, dsn string, f fixes.Fix) (undo func(context.
 			return err
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
-		_, err = reload(ctx, conn, dsn, back)
+		_, err = reload(ctx, conn, dsn, back, restart)
 		return err
 	}
-	if altered, err := reload(ctx, conn, dsn, f.SQL); err != nil {
+	if altered, err := reload(ctx, conn, dsn, f.SQL, restart); err != nil {
 		// The ALTER SYSTEM written, the reload failed: put it back
 		// all the same.
 		if !altered {
@@ -286,14 +301,18 @@ func setServer(ctx context.Context, dsn string, f fixes.Fix) (undo func(context.
 // configuration, and waits until a new session of dsn has loaded it
 // (pg_conf_load_time later than before): the postmaster reloads on its
 // own time, and a round's session forked before would not have it.
-// altered says whether the ALTER SYSTEM was run.
-func reload(ctx context.Context, conn *pgx.Conn, dsn, alter string) (altered bool, err error) {
+// altered says whether the ALTER SYSTEM was run. With restart, the
+// server is restarted instead (conn is then ended).
+func reload(ctx context.Context, conn *pgx.Conn, dsn, alter string, restart func(context.Context) error) (altered bool, err error) {
 	var before time.Time
 	if err := conn.QueryRow(ctx, "SELECT pg_conf_load_time()").Scan(&before); err != nil {
 		return false, err
 	}
 	if _, err := conn.Exec(ctx, alter); err != nil {
 		return false, err
+	}
+	if restart != nil {
+		return true, restart(ctx)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 		return true, err

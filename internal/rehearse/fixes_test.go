@@ -12,6 +12,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // hasIndex reports whether index exists in database db of dsn's server.
@@ -262,5 +263,60 @@ func TestFixRoundsServerSetting(t *testing.T) {
 		if rec.Fix != "" && rec.Fix != "setting-bad" && (rec.Status != StatusDone || rec.Error != "") {
 			t.Errorf("fix round %+v", rec)
 		}
+	}
+}
+
+// TestFixRoundsRestart: under a reset that restarts the server (the data
+// directory's), a setting that needs a restart is set by ALTER SYSTEM and
+// a restart for its round, seen by its round's sessions only, and put
+// back after it; under a template reset, which cannot restart, it is not
+// tried, with why.
+func TestFixRoundsRestart(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	ctx := context.Background()
+	locks := map[int]string{}
+	cfg := Config{
+		Control: Target{DSN: ctl.DSN("postgres"), Reset: &reset.DataDir{Cluster: ctl}, Logs: []string{filepath.Join(ctl.LogDir(), "*.log")}},
+		Candidate: Target{DSN: cand.DSN("postgres"), Reset: &reset.DataDir{Cluster: cand},
+			Logs: []string{filepath.Join(cand.LogDir(), "*.log")}},
+		Rounds:     1,
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			if round.Side == Candidate {
+				locks[round.Seq] = setting(t, cand.DSN(appDB), "max_locks_per_transaction")
+			}
+		}),
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(ctx)
+	named := fixes.Fix{Name: "setting-max_locks_per_transaction", Kind: fixes.SetServer, Setting: "max_locks_per_transaction", Value: "128",
+		SQL: `ALTER SYSTEM SET "max_locks_per_transaction" = '128'`, Databases: []string{appDB}, Untried: fixes.UntriedRestart}
+	planned := fixes.WithRestart([]fixes.Fix{named})
+	if planned[0].Untried != "" || !planned[0].Restart || named.Restart {
+		t.Fatalf("WithRestart: %+v (from %+v)", planned[0], named)
+	}
+	if err := RunFixes(ctx, cfg, out, planned, 1); err != nil {
+		t.Fatalf("RunFixes: %v", err)
+	}
+	// Its round read the server-side durations from the log the
+	// restart left.
+	if fr := out.Fixes[0]; fr.NotApplied != "" || len(fr.Results) != 1 || fr.Results[0].LatencySource != results.LatencyServerLog {
+		t.Errorf("the fix: not applied %q, %d results %+v", fr.NotApplied, len(fr.Results), fr.Results)
+	}
+	if locks[2] != "64" || locks[3] != "128" {
+		t.Errorf("max_locks_per_transaction in the candidate's rounds (by seq): %v", locks)
+	}
+	if got := autoConf(t, cand.DSN("postgres"), "max_locks_per_transaction"); got != "" || setting(t, cand.DSN("postgres"), "max_locks_per_transaction") != "64" {
+		t.Errorf("after the fix rounds: postgresql.auto.conf %q, in a session %q; want none, 64", got, setting(t, cand.DSN("postgres"), "max_locks_per_transaction"))
+	}
+	// A reset that cannot restart: the fix is not applied, and why.
+	undo, err := applyFix(ctx, Target{DSN: cand.DSN("postgres"), Reset: reset.None{}}, Round{}, planned[0])
+	if undo != nil || err == nil || !strings.Contains(err.Error(), "needs a restart of the server, which this reset cannot make") {
+		t.Errorf("applyFix without a restart: %v", err)
 	}
 }
