@@ -75,9 +75,10 @@ func TestTimesLeft(t *testing.T) {
 		want      time.Duration
 		wantKnown bool
 	}{
-		{"nothing known", nil, 0, 3, 0, false},
-		{"before the first round", nil, 2 * time.Second, 3, 6 * time.Second, true},
-		{"mean of the rounds measured", []time.Duration{time.Second, 3 * time.Second}, time.Hour, 4, 8 * time.Second, true},
+		{"nothing known", nil, 0, 4, 0, false},
+		{"before the first round", nil, 30 * time.Second, 4, 2 * time.Minute, true},
+		// The guess is dropped once a round finished.
+		{"mean of the rounds measured", []time.Duration{40 * time.Second, 20 * time.Second}, time.Hour, 3, 90 * time.Second, true},
 		{"none left", []time.Duration{time.Second}, 0, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
