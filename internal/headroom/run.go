@@ -76,14 +76,14 @@ type StepRun struct {
 // result, which the step's verdict then judges.
 type ReplayFunc func(ctx context.Context, step StepRun, target Target) (*results.Result, error)
 
-// Phase is what a step is doing.
-type Phase string
+// Phase is what a step is doing: the round runner's vocabulary.
+type Phase = rounds.Phase
 
 // Phases, in order.
 const (
-	PhaseReset  Phase = "reset"
-	PhaseReplay Phase = "replay"
-	PhaseDone   Phase = "done"
+	PhaseReset  = rounds.PhaseReset
+	PhaseReplay = rounds.PhaseReplay
+	PhaseDone   = rounds.PhaseDone
 )
 
 // Progress is reported at each phase of each step.
@@ -143,14 +143,16 @@ type Config struct {
 	ShardsRun string
 }
 
-// Status is how a step ended.
-type Status string
+// Status is how a step ended: the round runner's vocabulary. A step
+// whose replay did not finish under its load is done (its verdict judges
+// that), not failed.
+type Status = rounds.Status
 
 // Statuses.
 const (
-	StatusDone        Status = "done"
-	StatusInterrupted Status = "interrupted"
-	StatusFailed      Status = "failed"
+	StatusDone        = rounds.StatusDone
+	StatusInterrupted = rounds.StatusInterrupted
+	StatusFailed      = rounds.StatusFailed
 )
 
 // Step is one replay of the run and what it measured.

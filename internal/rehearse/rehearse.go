@@ -82,14 +82,14 @@ type Round struct {
 // usable result.
 type ReplayFunc func(ctx context.Context, round Round, target Target) (*results.Result, error)
 
-// Phase is what a round is doing.
-type Phase string
+// Phase is what a round is doing: the round runner's vocabulary.
+type Phase = rounds.Phase
 
 // Phases, in order.
 const (
-	PhaseReset  Phase = "reset"
-	PhaseReplay Phase = "replay"
-	PhaseDone   Phase = "done"
+	PhaseReset  = rounds.PhaseReset
+	PhaseReplay = rounds.PhaseReplay
+	PhaseDone   = rounds.PhaseDone
 )
 
 // Progress is reported at each phase of each round.
@@ -147,19 +147,19 @@ type Config struct {
 	KeepResets bool
 }
 
-// Status is how a round ended.
-type Status string
+// Status is how a round ended: the round runner's vocabulary.
+type Status = rounds.Status
 
 // Statuses.
 const (
 	// StatusDone: the round ran whole; its result counts.
-	StatusDone Status = "done"
+	StatusDone = rounds.StatusDone
 	// StatusInterrupted: stopped by the user; its result is partial and
 	// does not count.
-	StatusInterrupted Status = "interrupted"
+	StatusInterrupted = rounds.StatusInterrupted
 	// StatusFailed: the reset or the replay failed, or the replay
 	// stopped early by itself; the rehearsal stopped there.
-	StatusFailed Status = "failed"
+	StatusFailed = rounds.StatusFailed
 )
 
 // RoundRecord is what the index says of a round.

@@ -162,3 +162,28 @@ func (t *Times) Left(left int, before time.Duration) (d time.Duration, known boo
 // ErrNoResult is a round's error when its replay returned neither a
 // result nor an error.
 var ErrNoResult = errors.New("the replay gave no result")
+
+// Phase is what a round is doing, for a command's progress.
+type Phase string
+
+// Phases, in order.
+const (
+	PhaseReset  Phase = "reset"
+	PhaseReplay Phase = "replay"
+	PhaseDone   Phase = "done"
+)
+
+// Status is how a round ended, in a command's records.
+type Status string
+
+// Statuses.
+const (
+	// StatusDone: the round ran whole; its result counts.
+	StatusDone Status = "done"
+	// StatusInterrupted: stopped by the user; its result is partial and
+	// does not count.
+	StatusInterrupted Status = "interrupted"
+	// StatusFailed: the reset or the replay failed; the command stopped
+	// there.
+	StatusFailed Status = "failed"
+)
