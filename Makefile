@@ -98,8 +98,11 @@ test-versions: postgres pg-versions
 # test-regress replays PostgreSQL's own regression suite (issue 39's
 # acceptance, hack/regress.sh): pg_regress's parallel schedule logged by a
 # throwaway server, analyzed, and replayed at --speed 0 and 1 onto fresh
-# ones; it prints the failures only on the target, those of server-assigned
-# ids, and whether each run is complete. Not part of make test (minutes).
+# ones; then the suite again through pgrehearse capture, that capture
+# replayed at --speed 0 (issue 46). One table of every replay: its exit
+# code, the failures only on the target, those of server-assigned ids,
+# the answers that differ, and whether it is complete. Not part of make
+# test (twenty minutes).
 .PHONY: test-regress
 test-regress: postgres
 	@bash hack/regress.sh

@@ -52,6 +52,22 @@ func appendRecord(b []byte, r *Record, prev int64) ([]byte, error) {
 		b = append(b, boolByte(r.TLS))
 		b = binary.AppendUvarint(b, uint64(r.BackendPID))
 		b = appendString(b, r.ClientAddr)
+		if rs := r.Resume; rs != nil {
+			b = binary.AppendUvarint(b, resumeMarker)
+			b = binary.AppendUvarint(b, uint64(len(rs.State)))
+			for _, it := range rs.State {
+				if it.Parse != nil {
+					b = append(b, stateParse)
+					b = binary.AppendUvarint(b, uint64(len(it.Parse)))
+					b = append(b, it.Parse...)
+				} else {
+					b = append(b, stateSQL)
+					b = appendString(b, it.SQL)
+				}
+			}
+			b = binary.AppendUvarint(b, uint64(max(rs.Skipped, 0)))
+			b = appendString(b, string(rs.SkipReason))
+		}
 	case KindFrontend:
 		b = binary.AppendUvarint(b, uint64(len(r.Msg)))
 		b = append(b, r.Msg...)
@@ -89,6 +105,17 @@ func recordSize(r *Record, prev int64) int {
 		}
 		n += uvarintLen(uint64(r.ProtocolMajor)) + uvarintLen(uint64(r.ProtocolMinor)) + 1
 		n += uvarintLen(uint64(r.BackendPID)) + stringLen(r.ClientAddr)
+		if rs := r.Resume; rs != nil {
+			n += uvarintLen(resumeMarker) + uvarintLen(uint64(len(rs.State)))
+			for _, it := range rs.State {
+				if it.Parse != nil {
+					n += 1 + uvarintLen(uint64(len(it.Parse))) + len(it.Parse)
+				} else {
+					n += 1 + stringLen(it.SQL)
+				}
+			}
+			n += uvarintLen(uint64(max(rs.Skipped, 0))) + stringLen(string(rs.SkipReason))
+		}
 	case KindFrontend:
 		n += uvarintLen(uint64(len(r.Msg))) + len(r.Msg)
 	case KindComplete:
@@ -265,6 +292,9 @@ func (d *decoder) next(r *Record) error {
 		}
 		r.BackendPID = uint32(d.uvarintMax(0xffffffff))
 		r.ClientAddr = d.string()
+		if d.err == nil && d.off < end {
+			r.Resume = d.resume(end)
+		}
 	case KindFrontend:
 		if m := d.bytes(); len(m) > 0 {
 			r.Msg = append([]byte(nil), m...)
@@ -303,6 +333,64 @@ func (d *decoder) next(r *Record) error {
 	d.prev = r.Time
 	d.off = end
 	return nil
+}
+
+// The fields a startup record of a session recorded from the middle
+// appends (Record.Resume): a marker, so that a later writer may append
+// other fields instead, then the state's items, each a kind byte and its
+// bytes.
+const (
+	resumeMarker = 1
+	stateSQL     = 1
+	stateParse   = 2
+)
+
+// resume decodes the fields of Record.Resume, up to end; nil when they
+// carry another marker (a later writer's fields, skipped).
+func (d *decoder) resume(end int) *Resume {
+	if d.uvarint() != resumeMarker || d.err != nil {
+		return nil
+	}
+	n := d.uvarint()
+	// An item takes at least two bytes.
+	if n > uint64(end-d.off)/2 {
+		d.fail(fmt.Sprintf("%d state items overrun the record", n))
+		return nil
+	}
+	rs := &Resume{}
+	if n > 0 {
+		rs.State = make([]StateItem, 0, n)
+	}
+	for range n {
+		switch d.byte1() {
+		case stateSQL:
+			rs.State = append(rs.State, StateItem{SQL: d.string()})
+		case stateParse:
+			m := d.bytes()
+			if d.err == nil && (len(m) < 5 || m[0] != 'P') {
+				d.fail("state item is not a Parse message")
+			}
+			rs.State = append(rs.State, StateItem{Parse: append([]byte{}, m...)})
+		default:
+			if d.err == nil {
+				d.off--
+				d.fail("bad state item kind")
+			}
+		}
+		if d.err != nil {
+			return nil
+		}
+	}
+	skipped := d.uvarint()
+	if skipped > 1<<62 {
+		d.fail("skipped count out of range")
+	}
+	rs.Skipped = int64(skipped)
+	rs.SkipReason = ResumeSkip(d.string())
+	if d.err != nil {
+		return nil
+	}
+	return rs
 }
 
 func (d *decoder) uvarintMax(max uint64) uint64 {

@@ -28,6 +28,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"cancel", oneOfEach(1, base)[6], base},
 		{"end", oneOfEach(1, base)[7], base},
 		{"gap", oneOfEach(1, base)[8], base},
+		{"startup of a session recorded from the middle", *resumedStartup(3, base), base},
+		{"startup from the middle with no state", Record{Kind: KindStartup, Session: 3, Time: base, Resume: &Resume{}}, base},
 		{"gap of every session", Record{Kind: KindGap, Time: base, Dropped: 1 << 40}, base},
 		{"time before prev", Record{Kind: KindReady, Session: 1, Time: base - 5_000_000, TxStatus: 'I'}, base},
 		{"extreme values", Record{Kind: KindStartup, Session: math.MaxUint64, Time: math.MinInt64, ProtocolMajor: math.MaxUint16, ProtocolMinor: math.MaxUint16, BackendPID: math.MaxUint32}, math.MaxInt64},

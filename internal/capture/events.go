@@ -70,6 +70,15 @@ type MessageCounts struct {
 	// OpenSessions are the sessions still open when the capture stopped
 	// (or whose end it does not hold).
 	OpenSessions int64
+	// Resumed are the sessions recorded from the middle (Record.Resume),
+	// Preamble the state items their startups carry (settings and
+	// prepared statements a replay recreates before their first
+	// statement), and BeforeRecording the messages they sent after the
+	// recording started but before their first idle point, by why they
+	// were not idle: relayed, not recorded, so not in Total either.
+	Resumed         int64
+	Preamble        int64
+	BeforeRecording map[ResumeSkip]int64
 }
 
 // Decoder turns a capture's records into the events a log would give,
@@ -306,6 +315,9 @@ func (d *Decoder) startup(r *Record) {
 	d.sessions[r.Session] = s
 	ev := d.event(s, event.Connect, r.Time)
 	ev.SetStartup(settings)
+	if rs := r.Resume; rs != nil {
+		d.resume(s, ev, rs)
+	}
 	if r.BackendPID == 0 {
 		// The proxy records a session's startup when the server sends
 		// its BackendKeyData, after authentication; without one, at the
@@ -315,6 +327,36 @@ func (d *Decoder) startup(r *Record) {
 	}
 	d.use()
 	d.ready = append(d.ready, ev)
+}
+
+// resume sets up a session recorded from the middle: its prepared
+// statements are the session's from the start, so that its Executes
+// carry their queries, and the SQL that recreates the rest of its state
+// (settings, SQL-level PREPAREs) is the Connect's preamble, which a
+// replay runs before the session's first statement.
+func (d *Decoder) resume(s *capSession, ev *event.Event, rs *Resume) {
+	d.counts.Resumed++
+	d.counts.Preamble += int64(len(rs.State))
+	if rs.Skipped > 0 {
+		if d.counts.BeforeRecording == nil {
+			d.counts.BeforeRecording = map[ResumeSkip]int64{}
+		}
+		d.counts.BeforeRecording[rs.SkipReason] += rs.Skipped
+	}
+	sqls := []string{}
+	for _, it := range rs.State {
+		if it.Parse == nil {
+			sqls = append(sqls, it.SQL)
+			continue
+		}
+		var p pgproto3.Parse
+		if len(it.Parse) < 5 || p.Decode(it.Parse[5:]) != nil {
+			d.warnings = append(d.warnings, fmt.Sprintf("session %s: a prepared statement of its state from before the recording does not decode; its executions are skipped", s.id))
+			continue
+		}
+		s.stmts[p.Name] = prepared{query: p.Query, oids: p.ParameterOIDs}
+	}
+	ev.SetPreamble(sqls)
 }
 
 func (d *Decoder) event(s *capSession, k event.Kind, t int64) *event.Event {

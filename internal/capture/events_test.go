@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -327,6 +328,52 @@ func TestDecoderStartupSettings(t *testing.T) {
 	want := []event.Setting{{Name: "options", Value: "-c search_path=s2"}, {Name: "DateStyle", Value: "ISO, DMY"}}
 	if !slices.Equal(ev.Startup(), want) || ev.User != "app" || ev.Database != "shop" || ev.Application != "web" {
 		t.Errorf("connect %+v, startup %v: want %v", ev, ev.Startup(), want)
+	}
+}
+
+// TestDecoderResumedSession: the startup of a session recorded from the
+// middle gives its Connect the SQL of its state as a preamble, and its
+// prepared statements to the session, so that an Execute of one carries
+// its query and parameter types; its counts say so, with the messages it
+// skipped before its first idle point. A session recorded from its start
+// has no preamble.
+func TestDecoderResumedSession(t *testing.T) {
+	recs := records{
+		resumedStartup(1, 100),
+		{Kind: KindStartup, Session: 2, Time: 101, BackendPID: 8, Params: []Param{{"user", "app"}}},
+		fe(t, 1, 200, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("42")}}),
+		fe(t, 1, 200, &pgproto3.Execute{}),
+		fe(t, 1, 201, &pgproto3.Sync{}),
+		{Kind: KindComplete, Session: 1, Time: 210, Tag: "SELECT 1"},
+		{Kind: KindReady, Session: 1, Time: 211, TxStatus: 'I'},
+	}
+	d := NewDecoder(&recs)
+	var evs []*event.Event
+	for {
+		ev, err := d.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) != 3 || evs[0].Kind != event.Connect || evs[1].Kind != event.Connect || evs[2].Kind != event.Execute {
+		t.Fatalf("events %v: want two connects and the execution", evs)
+	}
+	if got := evs[0].Preamble(); !evs[0].Resumed() || !slices.Equal(got, []string{"SET search_path = app, public", "SET ROLE reader"}) {
+		t.Errorf("preamble %q: want the settings, in order", got)
+	}
+	if evs[1].Resumed() || evs[1].Preamble() != nil {
+		t.Errorf("a session recorded from its start has preamble %q", evs[1].Preamble())
+	}
+	if ex := evs[2]; ex.Query != "SELECT $1::int8" || ex.Name != "s1" || ex.Wire() == nil || !slices.Equal(ex.Wire().ParamOIDs, []uint32{20}) {
+		t.Errorf("execution %q of %q, wire %+v: want the statement prepared before the recording", ex.Query, ex.Name, ex.Wire())
+	}
+	c := d.Counts()
+	if c.Resumed != 1 || c.Preamble != 3 || c.BeforeRecording[ResumeInTransaction] != 4 || len(c.Skipped) != 0 || c.Total != c.Used {
+		t.Errorf("counts %+v: want 1 session from the middle, 3 preamble items, 4 messages skipped before, every record used", c)
 	}
 }
 

@@ -73,6 +73,13 @@ func FuzzReader(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(append(raw[:len(raw):len(raw)], withDigest...), uint8(fuzzRecords))
+	// A session recorded from the middle, whole and cut short.
+	resumed, err := appendRecord(nil, resumedStartup(9, prev), prev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append(raw[:len(raw):len(raw)], resumed...), uint8(fuzzRecords))
+	f.Add(append(raw[:len(raw):len(raw)], resumed[:len(resumed)-6]...), uint8(fuzzRecords))
 	f.Add(append(raw[:len(raw):len(raw)], withDigest[:len(withDigest)-4]...), uint8(fuzzRecords))
 
 	frame := fuzzEncoder().EncodeAll(raw, nil)
@@ -244,7 +251,8 @@ func FuzzDecoder(f *testing.F) {
 			digested[i].HasDigest, digested[i].Digest = true, rowdigest.Digest{Rows: int64(i), Ordered: uint64(i), Unordered: uint64(i)}
 		}
 	}
-	for _, recs := range [][]Record{decoderSeed(), sessions(2), digested, protocolSeed()} {
+	resumed := append([]Record{*resumedStartup(1, 10)}, decoderSeed()[1:]...)
+	for _, recs := range [][]Record{decoderSeed(), sessions(2), digested, protocolSeed(), resumed} {
 		var b []byte
 		var err error
 		prev := int64(0)

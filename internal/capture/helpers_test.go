@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // bind is a Bind message as the proxy forwards it: an unnamed portal, a
@@ -123,4 +125,18 @@ func checkRecords(t testing.TB, got []*Record, want []Record) {
 			t.Fatalf("record %d:\n got %+v\nwant %+v", i, *got[i], want[i])
 		}
 	}
+}
+
+// resumedStartup is the startup of a session recorded from the middle:
+// two settings, a prepared statement, and messages skipped while it was
+// in a transaction.
+func resumedStartup(session uint64, at int64) *Record {
+	parse, err := (&pgproto3.Parse{Name: "s1", Query: "SELECT $1::int8", ParameterOIDs: []uint32{20}}).Encode(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &Record{Kind: KindStartup, Session: session, Time: at, BackendPID: 77, Params: []Param{{"user", "app"}},
+		ProtocolMajor: 3, ClientAddr: "127.0.0.1:5000",
+		Resume: &Resume{State: []StateItem{{SQL: "SET search_path = app, public"}, {Parse: parse}, {SQL: "SET ROLE reader"}},
+			Skipped: 4, SkipReason: ResumeInTransaction}}
 }

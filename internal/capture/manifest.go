@@ -58,6 +58,30 @@ type Manifest struct {
 	// was given a monitoring connection (WriterOptions.StartState); nil
 	// otherwise, and in captures written before it existed.
 	StartState *StartState `json:"start_state,omitempty"`
+	// SessionsResumed counts, of Sessions, those recorded from the
+	// middle (Record.Resume), and SkippedBeforeRecording the messages
+	// they sent before their first idle point, relayed but not
+	// recorded, by reason; omitted when none (and in captures written
+	// before them).
+	SessionsResumed        int64           `json:"sessions_resumed,omitempty"`
+	SkippedBeforeRecording SkippedByReason `json:"skipped_before_recording,omitzero"`
+}
+
+// SkippedByReason counts messages by the ResumeSkip they were skipped
+// for; a struct, not a map, so that a Manifest stays comparable.
+type SkippedByReason struct {
+	InTransaction int64 `json:"in_transaction_at_start,omitempty"`
+	InFlight      int64 `json:"request_in_flight_at_start,omitempty"`
+}
+
+// Add counts n messages skipped for why.
+func (s *SkippedByReason) Add(why ResumeSkip, n int64) {
+	switch why {
+	case ResumeInTransaction:
+		s.InTransaction += n
+	default:
+		s.InFlight += n
+	}
 }
 
 const manifestFormat = "pgrehearse-capture"

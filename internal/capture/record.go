@@ -104,6 +104,11 @@ type Record struct {
 	TLS           bool
 	BackendPID    uint32
 	ClientAddr    string
+	// Resume is set on the startup of a session recorded from the
+	// middle: it was open, relayed unrecorded, when the recording
+	// started, and this is what the proxy knew of its state then. Nil
+	// for a session recorded from its start.
+	Resume *Resume
 
 	// KindFrontend: the message verbatim (type byte, four-byte length,
 	// body).
@@ -129,3 +134,42 @@ type Record struct {
 	// KindGap.
 	Dropped int64
 }
+
+// Resume is what a replay needs to continue a session recorded from the
+// middle: the state the session built before the recording took it up,
+// in the order it was built, and what the session did after the
+// recording started but before its first idle point (which is not in
+// the capture).
+type Resume struct {
+	// State recreates the session's state: its session-level settings
+	// (SET, SET ROLE, SET SESSION AUTHORIZATION, as SQL to run) and its
+	// prepared statements (a Parse message verbatim, or SQL PREPARE).
+	State []StateItem
+	// Skipped counts the messages the client sent after the recording
+	// started and before the session's first idle point, relayed but
+	// not recorded; SkipReason says why the session was not idle.
+	Skipped    int64
+	SkipReason ResumeSkip
+}
+
+// StateItem is one piece of a resumed session's state: SQL to run as a
+// simple query, or a Parse message to send (type byte, length, body).
+// Exactly one is set.
+type StateItem struct {
+	SQL   string
+	Parse []byte
+}
+
+// ResumeSkip says why a session resumed into a recording was not idle
+// when the recording started.
+type ResumeSkip string
+
+const (
+	// ResumeInTransaction: the session was inside a transaction block;
+	// it is recorded from the ReadyForQuery that ended it.
+	ResumeInTransaction ResumeSkip = "in_transaction_at_start"
+	// ResumeInFlight: the session had a request in flight (a query, an
+	// extended batch before its Sync); it is recorded from its answer's
+	// ReadyForQuery.
+	ResumeInFlight ResumeSkip = "request_in_flight_at_start"
+)

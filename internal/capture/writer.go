@@ -98,8 +98,16 @@ type Writer struct {
 	rawRecords  int64
 	rawGaps     int64 // KindGap records stand for records counted already
 	rawSessions int64
-	prev        int64  // time of the last record in raw, or start
-	out         []byte // the chunk compressed, after its header
+	// rawResumed and rawSkipped count the startups of sessions recorded
+	// from the middle in the chunk, and the messages they skipped by
+	// reason; resumed and skipped what the files hold (Close's goroutine
+	// only).
+	rawResumed int64
+	rawSkipped SkippedByReason
+	resumed    int64
+	skipped    SkippedByReason
+	prev       int64  // time of the last record in raw, or start
+	out        []byte // the chunk compressed, after its header
 
 	seq       uint32
 	f         *os.File
@@ -240,6 +248,12 @@ func (w *Writer) Write(r *Record) error {
 	switch r.Kind {
 	case KindStartup:
 		w.rawSessions++
+		if rs := r.Resume; rs != nil {
+			w.rawResumed++
+			if rs.Skipped > 0 {
+				w.rawSkipped.Add(rs.SkipReason, rs.Skipped)
+			}
+		}
 	case KindGap:
 		w.rawGaps++
 	}
@@ -294,6 +308,9 @@ func (w *Writer) Flush() error {
 	w.bytes.Add(int64(len(w.out)))
 	w.records.Add(w.rawRecords)
 	w.sessions.Add(w.rawSessions)
+	w.resumed += w.rawResumed
+	w.skipped.InTransaction += w.rawSkipped.InTransaction
+	w.skipped.InFlight += w.rawSkipped.InFlight
 	w.resetChunk()
 	if w.fileBytes >= w.opts.FileSize {
 		// The next segment is created only when there is a chunk for
@@ -307,7 +324,8 @@ func (w *Writer) Flush() error {
 
 func (w *Writer) resetChunk() {
 	w.raw = w.raw[:0]
-	w.rawRecords, w.rawGaps, w.rawSessions = 0, 0, 0
+	w.rawRecords, w.rawGaps, w.rawSessions, w.rawResumed = 0, 0, 0, 0
+	w.rawSkipped = SkippedByReason{}
 	w.prev = w.start
 }
 
@@ -417,6 +435,9 @@ func (w *Writer) Close(end EndInfo) error {
 		Dropped:  end.Dropped + st.Lost,
 
 		StartState: w.opts.StartState,
+
+		SessionsResumed:        w.resumed,
+		SkippedBeforeRecording: w.skipped,
 	}
 	switch {
 	case w.err != nil:

@@ -75,12 +75,29 @@ type Status struct {
 	Stopped  *time.Time `json:"stopped,omitempty"`
 	// StopReason says why it stopped; empty while recording.
 	StopReason StopReason `json:"stop_reason,omitempty"`
-	// Sessions counts the sessions recorded from their start.
+	// Sessions counts the sessions recorded: from their start, or
+	// from the middle (Resumed of them).
 	Sessions int64 `json:"sessions"`
-	// NotRecorded counts the sessions open when the recording started:
-	// a session is recorded from its start only, so they are relayed
-	// but none of their statements is in this capture.
-	NotRecorded int64 `json:"sessions_not_recorded"`
+	// NotRecorded counts the sessions open when the recording started
+	// that are not in it, and NotRecordedWhy by why (a session whose
+	// state the proxy could not keep, one never idle while it
+	// recorded): they are relayed, but none of their statements is in
+	// this capture.
+	NotRecorded    int64            `json:"sessions_not_recorded"`
+	NotRecordedWhy map[string]int64 `json:"sessions_not_recorded_by_reason,omitempty"`
+	// Resumed counts the sessions open when the recording started that
+	// it took up from the middle, with their state (docs/capture-format.md):
+	// an idle one at once, one inside a transaction or with a request in
+	// flight (ResumedLate) at its next idle point, the messages it sent
+	// before counted in SkippedBeforeRecording, by why it was not idle.
+	// Waiting are still waiting for their idle point.
+	Resumed                int64            `json:"sessions_resumed,omitempty"`
+	ResumedLate            int64            `json:"sessions_resumed_late,omitempty"`
+	Waiting                int64            `json:"sessions_waiting_for_idle,omitempty"`
+	SkippedBeforeRecording map[string]int64 `json:"messages_skipped_before_recording,omitempty"`
+	// NotResumedReason is why the first session whose state the proxy
+	// could not keep was left out.
+	NotResumedReason string `json:"not_resumed_reason,omitempty"`
 	// OpenAtEnd counts the sessions recorded as open: relayed still
 	// when the recording stopped.
 	OpenAtEnd int64 `json:"sessions_open_at_end"`
@@ -184,12 +201,13 @@ func (rs *Recordings) Start(opts StartOptions) (Status, error) {
 	if opts.Duration > 0 {
 		r.status.Duration = opts.Duration.String()
 	}
-	before, err := rs.p.Attach(r.rec)
-	if err != nil {
+	// The sessions open now are taken up from the middle, or counted
+	// as not recorded, in the proxy's Resumes.
+	if _, err := rs.p.Attach(r.rec); err != nil {
 		r.rec.Close()
 		return Status{}, err
 	}
-	r.status.NotRecorded = before
+	r.status.setResumes(rs.p.Resumes())
 	rs.cur = r
 	rs.all = append(rs.all, r)
 	go rs.watch(r)
@@ -316,6 +334,9 @@ func (rs *Recordings) byID(id string) *recording {
 func (rs *Recordings) statusLocked(r *recording) Status {
 	st := r.status
 	if st.State == StateRecording {
+		if rs.cur == r {
+			st.setResumes(rs.p.Resumes())
+		}
 		rst, wst := r.rec.Stats(), r.w.Stats()
 		st.Sessions, st.Records, st.Bytes, st.Dropped = wst.Sessions, rst.Records, rst.Bytes, rst.Dropped
 		st.Complete = false
@@ -335,6 +356,7 @@ func (rs *Recordings) finish(r *recording, why StopReason) {
 	}
 	rs.mu.Unlock()
 	open := rs.p.Detach()
+	resumes := rs.p.Resumes()
 	closeErr := r.rec.Close()
 	recStats := r.rec.Stats()
 	var m capture.Manifest
@@ -352,6 +374,7 @@ func (rs *Recordings) finish(r *recording, why StopReason) {
 	st := &r.status
 	st.State, st.Stopped, st.StopReason = StateFinalized, &stopped, why
 	st.OpenAtEnd = open
+	st.setResumes(resumes)
 	st.Sessions, st.Records, st.Bytes, st.Dropped = m.Sessions, m.Records, m.Bytes, m.Dropped
 	st.Complete, st.Reason, st.Error = m.Complete, m.Reason, m.Error
 	if rs.cur == r {
@@ -409,5 +432,25 @@ func (rs *Recordings) watch(r *recording) {
 				return
 			}
 		}
+	}
+}
+
+// setResumes copies what became of the sessions open at the start.
+func (st *Status) setResumes(c proxy.ResumeCounts) {
+	st.NotRecorded, st.NotRecordedWhy = 0, nil
+	for why, n := range c.NotRecorded {
+		if st.NotRecordedWhy == nil {
+			st.NotRecordedWhy = map[string]int64{}
+		}
+		st.NotRecordedWhy[string(why)] = n
+		st.NotRecorded += n
+	}
+	st.Resumed, st.ResumedLate, st.Waiting, st.NotResumedReason = c.Resumed, c.Late, c.Waiting, c.Reason
+	st.SkippedBeforeRecording = nil
+	for why, n := range c.Skipped {
+		if st.SkippedBeforeRecording == nil {
+			st.SkippedBeforeRecording = map[string]int64{}
+		}
+		st.SkippedBeforeRecording[string(why)] = n
 	}
 }

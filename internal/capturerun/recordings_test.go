@@ -81,9 +81,10 @@ func statements(t *testing.T, dir string) []string {
 // TestRecordingsOnDemand is item 1's acceptance: a pool connected through
 // a proxy that records nothing keeps its connections (the same backends)
 // while two recordings start and stop through the admin interface; each
-// capture is complete and holds exactly the statements of the sessions
-// that started in its window; the sessions open at a start are counted,
-// not recorded; a second start is refused with 409 and the running id.
+// capture is complete and holds exactly the statements its window saw:
+// those of the sessions that started in it, and those of the sessions
+// open at its start, idle, which it takes up from the middle (item 2);
+// a second start is refused with 409 and the running id.
 func TestRecordingsOnDemand(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
@@ -106,8 +107,8 @@ func TestRecordingsOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ID != "r1" || st.State != StateRecording || st.NotRecorded != 3 {
-		t.Errorf("started %+v: want r1 recording, the pool's 3 sessions counted as not recorded", st)
+	if st.ID != "r1" || st.State != StateRecording || st.NotRecorded != 0 || st.Resumed != 3 {
+		t.Errorf("started %+v: want r1 recording, the pool's 3 idle sessions taken up from the middle", st)
 	}
 	for _, conn := range pool {
 		exec(t, conn, "SELECT 'pool during one'")
@@ -135,8 +136,8 @@ func TestRecordingsOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateFinalized || !st.Complete || st.StopReason != StopRequested || st.Sessions != 2 || st.OpenAtEnd != 1 {
-		t.Errorf("stopped %+v: want r1 finalized complete on request, 2 sessions, the held one open", st)
+	if st.State != StateFinalized || !st.Complete || st.StopReason != StopRequested || st.Sessions != 5 || st.OpenAtEnd != 4 || st.Resumed != 3 {
+		t.Errorf("stopped %+v: want r1 finalized complete on request, 5 sessions (3 taken up), the held one and the pool open", st)
 	}
 
 	exec(t, held, "SELECT 'between the windows'")
@@ -147,8 +148,8 @@ func TestRecordingsOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ID != "r2" || st.NotRecorded != 5 || st.Duration != "1h0m0s" || st.MaxSize != 1e9 {
-		t.Errorf("started %+v: want r2 with its limits, the pool, the held and the between sessions (5) not recorded", st)
+	if st.ID != "r2" || st.NotRecorded != 0 || st.Resumed != 5 || st.Duration != "1h0m0s" || st.MaxSize != 1e9 {
+		t.Errorf("started %+v: want r2 with its limits, the pool, the held and the between sessions (5) taken up", st)
 	}
 	// One recording at a time: the running one's id in a 409.
 	_, err = cl.Start(ctx, StartRequest{Out: filepath.Join(t.TempDir(), "three")})
@@ -169,8 +170,8 @@ func TestRecordingsOnDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Complete || st.Sessions != 1 || st.OpenAtEnd != 1 {
-		t.Errorf("stopped %+v: want r2 complete, 1 session, open at the end", st)
+	if !st.Complete || st.Sessions != 6 || st.OpenAtEnd != 6 {
+		t.Errorf("stopped %+v: want r2 complete, 6 sessions (5 taken up), open at the end", st)
 	}
 	// A stop of a finalized recording changes nothing.
 	if again, err := cl.Stop(ctx, "r2"); err != nil || again.Stopped == nil || !again.Stopped.Equal(*st.Stopped) {
@@ -186,10 +187,12 @@ func TestRecordingsOnDemand(t *testing.T) {
 	exec(t, held, "SELECT 'after'")
 	exec(t, w2, "SELECT 'after'")
 
-	if got, want := statements(t, dir1), []string{"SELECT 'window one a'", "SELECT 'window one b'", "SELECT 'window one held'"}; !slices.Equal(got, want) {
+	if got, want := statements(t, dir1), []string{"SELECT 'pool during one'", "SELECT 'pool during one'", "SELECT 'pool during one'",
+		"SELECT 'window one a'", "SELECT 'window one b'", "SELECT 'window one held'"}; !slices.Equal(got, want) {
 		t.Errorf("the first capture holds %q, want %q", got, want)
 	}
-	if got, want := statements(t, dir2), []string{"SELECT 'window two'"}; !slices.Equal(got, want) {
+	if got, want := statements(t, dir2), []string{"SELECT 'held during two'", "SELECT 'pool during two'", "SELECT 'pool during two'", "SELECT 'pool during two'",
+		"SELECT 'window two'"}; !slices.Equal(got, want) {
 		t.Errorf("the second capture holds %q, want %q", got, want)
 	}
 	for _, dir := range []string{dir1, dir2} {

@@ -129,7 +129,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		ln.Close()
 		return sum, err
 	}
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, Drain: cfg.Drain, NoRowDigest: cfg.NoRowDigest})
+	// With an admin interface, recordings start while sessions are
+	// open: the proxy keeps what it needs to take them up from the
+	// middle.
+	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, Drain: cfg.Drain, NoRowDigest: cfg.NoRowDigest,
+		ResumeSessions: cfg.Admin != ""})
 	if err != nil {
 		ln.Close()
 		return sum, err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -111,6 +113,12 @@ with the running one's id. No connection is dropped, delayed or changed.`,
 				return err
 			}
 			fmt.Fprintf(stdio.Stdout, "recording %s started into %s", st.ID, st.Out)
+			if st.Resumed > 0 {
+				fmt.Fprintf(stdio.Stdout, "; %d sessions open already are recorded from the middle, with their state", st.Resumed)
+			}
+			if st.Waiting > 0 {
+				fmt.Fprintf(stdio.Stdout, "; %d busy (in a transaction or a request) will be from their next idle point", st.Waiting)
+			}
 			if st.NotRecorded > 0 {
 				fmt.Fprintf(stdio.Stdout, "; %d sessions open already are not recorded", st.NotRecorded)
 			}
@@ -218,7 +226,22 @@ func printRecording(stdio IO, st capturerun.Status) {
 	if st.State == capturerun.StateFinalized {
 		fmt.Fprintf(stdio.Stdout, " (%d still open at the end, recorded as open)", st.OpenAtEnd)
 	}
-	fmt.Fprintf(stdio.Stdout, "; %d open at the start, not recorded\n", st.NotRecorded)
+	fmt.Fprintf(stdio.Stdout, "; %d open at the start, not recorded", st.NotRecorded)
+	for _, why := range slices.Sorted(maps.Keys(st.NotRecordedWhy)) {
+		fmt.Fprintf(stdio.Stdout, " (%s: %d)", why, st.NotRecordedWhy[why])
+	}
+	fmt.Fprintln(stdio.Stdout)
+	if st.Resumed > 0 || st.Waiting > 0 {
+		fmt.Fprintf(stdio.Stdout, "  resumed   %d sessions open at the start, recorded from the middle with their state (%d from their next idle point", st.Resumed, st.ResumedLate)
+		if st.Waiting > 0 {
+			fmt.Fprintf(stdio.Stdout, ", %d still waiting for it", st.Waiting)
+		}
+		fmt.Fprint(stdio.Stdout, ")")
+		for _, why := range slices.Sorted(maps.Keys(st.SkippedBeforeRecording)) {
+			fmt.Fprintf(stdio.Stdout, "; %d messages skipped before it, %s", st.SkippedBeforeRecording[why], why)
+		}
+		fmt.Fprintln(stdio.Stdout)
+	}
 	fmt.Fprintf(stdio.Stdout, "  records   %d, %s\n", st.Records, humanBytes(st.Bytes))
 	if st.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", st.Dropped)

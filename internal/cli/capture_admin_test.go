@@ -74,7 +74,7 @@ func TestCaptureAdminCommands(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "rec")
 	code, out, errOut := runCLI(ctx, "", "capture", "start", "--admin", admin, "--out", dir)
-	if code != ExitOK || !strings.Contains(out, "recording r1 started into "+dir+"; 1 sessions open already are not recorded") {
+	if code != ExitOK || !strings.Contains(out, "recording r1 started into "+dir+"; 1 sessions open already are recorded from the middle, with their state") {
 		t.Fatalf("capture start exited %d:\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(ctx, "", "capture", "start", "--admin", admin, "--out", filepath.Join(t.TempDir(), "other"))
@@ -92,8 +92,8 @@ func TestCaptureAdminCommands(t *testing.T) {
 
 	code, out, errOut = runCLI(ctx, "", "capture", "status", "--admin", admin, "--json", "-")
 	var l capturerun.List
-	if code != ExitOK || json.Unmarshal([]byte(out), &l) != nil || l.Current != "r1" || len(l.Recordings) != 1 || l.Recordings[0].NotRecorded != 1 {
-		t.Errorf("capture status --json exited %d, want r1 under way with the pool's session not recorded:\n%s%s", code, out, errOut)
+	if code != ExitOK || json.Unmarshal([]byte(out), &l) != nil || l.Current != "r1" || len(l.Recordings) != 1 || l.Recordings[0].NotRecorded != 0 || l.Recordings[0].Resumed != 1 {
+		t.Errorf("capture status --json exited %d, want r1 under way with the pool's session taken up from the middle:\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(ctx, "", "capture", "status", "--admin", admin)
 	if code != ExitOK || !strings.Contains(out, "recording r1 into "+dir+": recording since") {
@@ -107,8 +107,8 @@ func TestCaptureAdminCommands(t *testing.T) {
 		t.Errorf("the pool's connection after the recording: %v, backend %d (was %d)", err, pool.PID(), pid)
 	}
 	code, out, errOut = runCLI(ctx, "", "events", dir)
-	if code != ExitOK || strings.Count(out, `"kind":"statement"`) != 1 || strings.Count(out, `"kind":"connect"`) != 1 {
-		t.Errorf("events of the recording exited %d, want the recorded session and its one statement only:\n%s%s", code, out, errOut)
+	if code != ExitOK || strings.Count(out, `"kind":"statement"`) != 1 || strings.Count(out, `"kind":"connect"`) != 2 {
+		t.Errorf("events of the recording exited %d, want the recorded session, the pool's taken up from the middle, and the one statement only:\n%s%s", code, out, errOut)
 	}
 
 	cancel()

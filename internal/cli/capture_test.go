@@ -54,6 +54,7 @@ type runningCapture struct {
 	done           chan int
 	stdout, stderr *lockedBuffer
 	code           *int
+	ctx            context.Context
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+),`)
@@ -63,9 +64,25 @@ func startCapture(t *testing.T, upstream string, extra ...string) *runningCaptur
 	ctx, cancel := context.WithCancel(context.Background())
 	rc := &runningCapture{
 		dir: filepath.Join(t.TempDir(), "capture"), cancel: cancel, done: make(chan int, 1),
-		stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, ctx: ctx,
 	}
 	args := append([]string{"capture", "--listen", "127.0.0.1:0", "--upstream", upstream, "--out", rc.dir}, extra...)
+	return rc.start(t, args)
+}
+
+// startAdminProxy starts "capture --admin" without --out: a proxy that
+// records nothing until a recording starts.
+func startAdminProxy(t *testing.T, upstream string) *runningCapture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rc := &runningCapture{cancel: cancel, done: make(chan int, 1), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, ctx: ctx}
+	return rc.start(t, []string{"capture", "--listen", "127.0.0.1:0", "--upstream", upstream, "--admin", "127.0.0.1:0", "--drain", "0"})
+}
+
+// start runs the capture command with args and waits until it listens.
+func (rc *runningCapture) start(t *testing.T, args []string) *runningCapture {
+	t.Helper()
+	ctx := rc.ctx
 	go func() { rc.done <- Run(ctx, IO{Stdout: rc.stdout, Stderr: rc.stderr}, args) }()
 	t.Cleanup(func() { rc.stop(t) })
 	poll := time.NewTicker(10 * time.Millisecond)

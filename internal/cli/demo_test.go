@@ -386,8 +386,9 @@ func TestDemoSmallSharedBuffers(t *testing.T) {
 // TestDemoHotIndex: an index on a column pgbench's update sets makes
 // that update dirty more blocks and write more WAL per call on the
 // candidate (no longer HOT), though its plan and its latency stay: a
-// work rule of the demo's --fail-on fails the verdict
-// and the plans name the index as the cause.
+// work rule of the demo's --fail-on fails the verdict,
+// the plans name the index as the cause, and the fix round that drops it
+// confirms it.
 func TestDemoHotIndex(t *testing.T) {
 	longCase(t)
 	r := runDemoTest(t, "hot-index")
@@ -408,6 +409,21 @@ func TestDemoHotIndex(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the accounts update was not explained: %+v", r.Plans.Outcomes)
+	}
+	// Issue 48: the fix round drops the index from the copy, the
+	// change reverted; the update's work per call is back within the
+	// control's noise, which confirms the cause.
+	var drop *struct{ name, sql, status string }
+	for _, f := range r.Fixes {
+		if f.Name == "drop-index-"+demoHotIndex {
+			drop = &struct{ name, sql, status string }{f.Name, f.SQL, f.Status}
+		}
+	}
+	if drop == nil || drop.sql != `DROP INDEX "public"."`+demoHotIndex+`"` || drop.status != "verified" {
+		t.Errorf("the HOT index's fix: %+v (fixes %+v)", drop, r.Fixes)
+	}
+	if want := "drop-index-" + demoHotIndex + ": reverts the change: confirms the cause ("; !strings.Contains(r.stdout, want) {
+		t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
 	}
 	// The change is the candidate's only: no query is slower beyond
 	// noise for it at p95, nor writes more, but the update and its

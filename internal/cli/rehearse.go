@@ -56,6 +56,8 @@ type rehearseFlags struct {
 	fixes     bool
 	fixRounds int
 	maxFixes  int
+	// tries are --try's NAME:SQL, the user's own fixes.
+	tries []string
 }
 
 func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -150,8 +152,11 @@ logs, whose values are used, never run and not kept.
 Then (--fixes, on by default) each regression whose plans name a cause that
 a reset copy can undo has its fix tried (an index the control has and the
 candidate lacks: the control's CREATE INDEX; a planner setting a session may
-change: the control's value by ALTER DATABASE ... SET; a table never analyzed:
-ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+change: the control's value by ALTER DATABASE ... SET; one a reload applies:
+ALTER SYSTEM SET and a reload for the round, put back after it; a table never
+analyzed: ANALYZE; an index on the candidate only that stops HOT updates:
+DROP INDEX, the change reverted, "confirms the cause" when that brings the
+update's work back within noise): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first. Each fix is judged
@@ -161,6 +166,15 @@ effect", with every other query that regressed with the fix only, and the
 writes of its table against the candidate without it; "fixes" in the JSON
 (docs/rehearse.md). A fix the server refuses is not tried, with its error;
 fixes never change the exit code.
+
+--try 'NAME:SQL' (repeatable) tries your own change the same way, whatever
+the plans found (an index you mean to add, a setting): its SQL is run as
+given in the round's copy of the workload's database, in --fix-rounds
+rounds of its own (round-NN-candidate-fix-try-NAME.json), and its verdict
+names every query faster or slower beyond noise than on the candidate
+without it, each also against the control, with the verdict on the
+rehearsal's regressions when there are some. A --try whose SQL fails is
+"not tried", with the server's error. Not with --reset none.
 
 ` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
@@ -194,6 +208,7 @@ fixes never change the exit code.
 	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
+	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
@@ -322,6 +337,12 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) ([]compare.Rule, error) {
 	if err != nil {
 		return nil, usageError("--reset: %v", err)
 	}
+	if _, err := parseTries(f.tries); err != nil {
+		return nil, err
+	}
+	if len(f.tries) > 0 && mode == reset.ModeNone && f.resetCmd == "" {
+		return nil, usageError("--try needs a reset that undoes it: not --reset none")
+	}
 	datadir := mode == reset.ModeDataDir && f.resetCmd == ""
 	switch {
 	case datadir && (f.controlCluster == "" || f.candidateCluster == ""):
@@ -425,7 +446,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	r.cfg.KeepLast = f.explain || f.findings
 	// The fix rounds start from the rounds' starting state.
 	// A target that is not reset would keep the fix.
-	r.cfg.KeepResets = f.explain && f.fixes && mode != reset.ModeNone
+	r.cfg.KeepResets = (f.explain && f.fixes || len(f.tries) > 0) && mode != reset.ModeNone
 	return r, nil
 }
 
@@ -739,7 +760,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
 	}
 	var tried []fixes.Outcome
-	if v != nil && v.Plans != nil && f.fixes && !out.Partial && !out.Interrupted {
+	if v != nil && (v.Plans != nil && f.fixes || len(f.tries) > 0) && !out.Partial && !out.Interrupted {
 		tried = r.tryFixes(ctx, w, out, v, compareOpts)
 	}
 	if f.jsonPath != "" {
@@ -846,7 +867,22 @@ type rehearseOutput struct {
 // their verdicts. A fix round that fails is said and leaves the
 // rehearsal's verdict as it is: fixes never change the exit code.
 func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts compare.Options) []fixes.Outcome {
-	planned := fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
+	var planned []fixes.Fix
+	if v.Plans != nil && r.f.fixes {
+		planned = fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
+		// A reset that restarts the server (--reset datadir) undoes a
+		// setting that needs a restart too: it is tried.
+		if _, ok := r.cfg.Candidate.Reset.(reset.Restarter); ok {
+			planned = fixes.WithRestart(planned)
+		}
+	}
+	// The user's own, after the plans': in the workload's database,
+	// judged on every regression.
+	tries, _ := parseTries(r.f.tries)
+	for _, t := range tries {
+		t.Databases = []string{r.database}
+		planned = append(planned, fixes.Aim(t, v.Comparison))
+	}
 	if len(planned) == 0 {
 		return nil
 	}
@@ -874,6 +910,22 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: write fixes: %v\n", err)
 	}
 	return tried
+}
+
+// parseTries reads --try's NAME:SQL, each name once.
+func parseTries(specs []string) ([]fixes.Fix, error) {
+	var out []fixes.Fix
+	for _, s := range specs {
+		f, err := fixes.ParseTry(s)
+		if err != nil {
+			return nil, usageError("--try: %v", err)
+		}
+		if slices.ContainsFunc(out, func(g fixes.Fix) bool { return g.Name == f.Name }) {
+			return nil, usageError("--try: the name %q is given twice: it names the rounds' files", strings.TrimPrefix(f.Name, fixes.TryPrefix))
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // rehearsalStopped is the error of a rehearsal that a failed reset or

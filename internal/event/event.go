@@ -140,6 +140,7 @@ type rare struct {
 	copyIns  []CopyIn
 	answer   *Answer
 	startup  []Setting
+	preamble []string
 }
 
 // Wire is how the original client sent an execution with the extended
@@ -336,6 +337,33 @@ func (e *Event) SetStartup(params []Setting) {
 		return
 	}
 	e.clone().startup = params
+}
+
+// Preamble is the SQL that recreates the state a session recorded from
+// the middle had built before the recording took it up (its settings,
+// its SQL-level prepared statements), in order: a replay runs it on the
+// session's connection before its first statement, untimed and not
+// compared. Nil for a session recorded from its start (and for a log);
+// not nil, possibly empty, for one recorded from the middle, whose
+// answers may then depend on state the capture does not hold (Resumed).
+func (e *Event) Preamble() []string {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.preamble
+}
+
+// Resumed reports whether a Connect is that of a session recorded from
+// the middle.
+func (e *Event) Resumed() bool { return e.Preamble() != nil }
+
+// SetPreamble sets Preamble. Like SetPortal, it leaves other copies of
+// the event alone.
+func (e *Event) SetPreamble(sql []string) {
+	if e.rare == nil && sql == nil {
+		return
+	}
+	e.clone().preamble = sql
 }
 
 // Answer is what the original server answered, nil when the input did not

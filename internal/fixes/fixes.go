@@ -11,6 +11,8 @@ package fixes
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -43,9 +45,31 @@ const (
 	// (explain.CauseNeverAnalyzed): ANALYZE of it.
 	Analyze Kind = "analyze"
 	// SetServer: a setting as SetDatabase that a database cannot
-	// carry: it needs a reload (ALTER SYSTEM) or a restart. It is named
-	// with its SQL and not tried (Untried).
+	// carry. One a reload applies (pg_settings' context sighup) is set
+	// for the server by ALTER SYSTEM and a reload for the round, and
+	// put back as it was after it (the reset of a copy does not undo
+	// postgresql.auto.conf); one that needs a restart (postmaster) is
+	// named with its SQL and not tried (Untried).
 	SetServer Kind = "set_server"
+	// Statement: SQL of the user's own (rehearse --try), run as given.
+	Statement Kind = "sql"
+	// DropIndex: an index the candidate has and the control lacks that
+	// stops its updates from being HOT (explain.CauseIndexStopsHOT),
+	// dropped from the copy: it reverts the change, so a verified
+	// verdict confirms the cause.
+	DropIndex Kind = "drop_index"
+)
+
+// Origin is who proposed a fix.
+type Origin string
+
+// Origins of fixes.
+const (
+	// OriginPlans: a cause the plans named (Plan).
+	OriginPlans Origin = "plans"
+	// OriginTry: the user's own SQL (ParseTry), tried whatever the
+	// plans found.
+	OriginTry Origin = "try"
 )
 
 // Fix is a change tried on the candidate's copy in fix rounds, for the
@@ -55,6 +79,8 @@ type Fix struct {
 	// it changes ("index-customers_email_idx").
 	Name string `json:"name"`
 	Kind Kind   `json:"kind"`
+	// Origin says whether the plans named it or the user asked for it.
+	Origin Origin `json:"origin"`
 	// SQL is what is run on each of Databases' copies after the reset.
 	SQL string `json:"sql"`
 	// Databases are the databases (as the workload names them on the
@@ -69,6 +95,9 @@ type Fix struct {
 	// Untried says why the fix cannot be tried on a reset copy (a
 	// setting that needs a restart); such a fix has no rounds.
 	Untried string `json:"untried,omitempty"`
+	// Restart: a SetServer fix applied by restarting the server, not by
+	// a reload (WithRestart).
+	Restart bool `json:"restart,omitempty"`
 	// Fingerprints are the regressions it is for, largest time added
 	// first; AddedMS their time added per run, summed.
 	Fingerprints []string `json:"fingerprints"`
@@ -88,7 +117,9 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 		byFP[plans.Outcomes[i].Fingerprint] = &plans.Outcomes[i]
 	}
 	var fixes []Fix
-	for _, fp := range rep.RegressionsByAddedTime {
+	// The work regressions too: an index that stops HOT updates, a
+	// setting that WAL-logs more, cost no time but WAL.
+	for _, fp := range slices.Concat(rep.RegressionsByAddedTime, rep.MoreWork) {
 		q, o := rep.Query(fp), byFP[fp]
 		if q == nil || o == nil {
 			continue
@@ -109,7 +140,10 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 			}
 			if !slices.Contains(g.Fingerprints, fp) {
 				g.Fingerprints = append(g.Fingerprints, fp)
-				g.AddedMS += q.ImpactMS
+				// A work regression may add no time.
+				if q.ImpactMS > 0 {
+					g.AddedMS += q.ImpactMS
+				}
 			}
 		}
 	}
@@ -140,29 +174,119 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 	switch {
 	case c.Kind == explain.CauseIndexMissing && c.Side == explain.Candidate && c.Control != "" && c.Index != "":
-		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, SQL: c.Control, Relation: c.Relation}, true
+		return Fix{Name: "index-" + fileSafe(c.Index), Kind: CreateIndex, Origin: OriginPlans, SQL: c.Control, Relation: c.Relation}, true
 	case c.Kind == explain.CauseSetting && (c.Verified || c.Evidence != "") && c.Setting != "" && c.Control != "":
 		// Only a setting the plans tie to the change (the control's plan
 		// back with its value, or a spill, reads, JIT): every setting
 		// that differs would cost rounds for nothing.
-		f := Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Setting: c.Setting, Value: c.Control}
+		f := Fix{Name: "setting-" + fileSafe(c.Setting), Kind: SetDatabase, Origin: OriginPlans, Setting: c.Setting, Value: c.Control}
 		switch settingContext(plans, c.Setting) {
 		case "user", "superuser":
 		case "sighup":
-			f.Kind, f.Untried = SetServer, "it needs a reload of the server's configuration (ALTER SYSTEM), which fix rounds do not make"
+			// A reload applies it: ALTER SYSTEM for the round, undone
+			// after it (package rehearse).
+			f.Kind = SetServer
 			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
 		case "postmaster":
-			f.Kind, f.Untried = SetServer, "it needs a restart of the server"
+			f.Kind, f.Untried = SetServer, UntriedRestart
 			f.SQL = "ALTER SYSTEM SET " + quoteIdent(c.Setting) + " = " + quoteLiteral(c.Control)
 		default:
 			return Fix{}, false
 		}
 		return f, true
+	case c.Kind == explain.CauseIndexStopsHOT && c.Side == explain.Candidate && c.Index != "" && c.Control == "":
+		// The control has no index of that name: dropping it is the
+		// change undone. One of that name defined otherwise is not.
+		return Fix{Name: "drop-index-" + fileSafe(c.Index), Kind: DropIndex, Origin: OriginPlans,
+			SQL: "DROP INDEX " + quoteName(qualified(c.Index, c.Candidate)), Relation: c.Relation}, true
 	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
-		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
+		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, Origin: OriginPlans, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
 	}
 	return Fix{}, false
 }
+
+// UntriedRestart is why a setting that needs a restart is named and not
+// tried, unless the reset may restart the server (WithRestart).
+const UntriedRestart = "it needs a restart of the server"
+
+// WithRestart makes the settings of planned that need a restart tried,
+// restarting the server (Fix.Restart): for a reset that restarts the
+// server anyway and undoes them with the data directory.
+func WithRestart(planned []Fix) []Fix {
+	out := slices.Clone(planned)
+	for i := range out {
+		if out[i].Kind == SetServer && out[i].Untried == UntriedRestart {
+			out[i].Untried, out[i].Restart = "", true
+		}
+	}
+	return out
+}
+
+// TryPrefix starts the name of every fix of the user's own (ParseTry),
+// so that it never takes the name of one the plans name.
+const TryPrefix = "try-"
+
+// maxTryName bounds a --try's name, which names its rounds' files.
+const maxTryName = 60
+
+// ParseTry reads the user's own fix, "NAME:SQL": NAME names it in the
+// report and in its rounds' files (letters, digits, '_', '-', '.'), SQL
+// is run as given in the round's copy of each of the fix's databases
+// (the caller's to set). Its regressions are the caller's too (Aim).
+func ParseTry(spec string) (Fix, error) {
+	name, sql, ok := strings.Cut(spec, ":")
+	name, sql = strings.TrimSpace(name), strings.TrimSpace(sql)
+	switch {
+	case !ok:
+		return Fix{}, errors.New("want NAME:SQL, e.g. 'orders_idx:CREATE INDEX ON orders (created_at)'")
+	case name == "":
+		return Fix{}, errors.New("the name before ':' is empty")
+	case len(name) > maxTryName:
+		return Fix{}, fmt.Errorf("the name %.20q... is longer than %d characters", name, maxTryName)
+	case fileSafe(name) != name:
+		return Fix{}, fmt.Errorf("the name %q may hold letters, digits, '_', '-' and '.' only: it names files", name)
+	case sql == "":
+		return Fix{}, fmt.Errorf("%s: the SQL after ':' is empty", name)
+	}
+	return Fix{Name: TryPrefix + name, Kind: Statement, Origin: OriginTry, SQL: sql}, nil
+}
+
+// Aim points f at every regression of rep (latency's, largest time
+// added first, then server work's), so that its verdict against the
+// control is on all of them: the user's own fix names none.
+func Aim(f Fix, rep *compare.Report) Fix {
+	f.Fingerprints, f.AddedMS = []string{}, 0
+	if rep == nil {
+		return f
+	}
+	for _, fp := range slices.Concat(rep.RegressionsByAddedTime, rep.MoreWork) {
+		if q := rep.Query(fp); q != nil && !slices.Contains(f.Fingerprints, fp) {
+			f.Fingerprints = append(f.Fingerprints, fp)
+			f.AddedMS += max(0, q.ImpactMS)
+		}
+	}
+	return f
+}
+
+// qualified is index schema-qualified as its definition's table is
+// ("CREATE INDEX i ON public.t USING ...": public.i), else as it is: an
+// index lives in its table's schema.
+func qualified(index, def string) string {
+	_, rest, ok := strings.Cut(def, " ON ")
+	if !ok {
+		return index
+	}
+	rest = strings.TrimPrefix(rest, "ONLY ")
+	table, _, _ := strings.Cut(rest, " ")
+	if schema, _, ok := strings.Cut(table, "."); ok && !strings.Contains(schema, `"`) {
+		return schema + "." + index
+	}
+	return index
+}
+
+// Reverts reports whether the fix undoes the candidate's change itself
+// (DropIndex): verified, it confirms the cause.
+func (f Fix) Reverts() bool { return f.Kind == DropIndex }
 
 // settingContext is pg_settings.context of setting on the candidate
 // (user and superuser: a database may carry it; sighup: a reload;
@@ -228,6 +352,20 @@ const (
 	// NotTried: the server refused the fix's SQL, or no fix round
 	// finished.
 	NotTried Status = "not_tried"
+	// Tried: the user's own fix, tried when the rehearsal found no
+	// regression to judge it on: what it changed is in Changes only.
+	Tried Status = "tried"
+)
+
+// Direction is which way a query changed with a fix, against the
+// candidate without it.
+type Direction string
+
+// Directions of a change.
+const (
+	Faster Direction = "faster"
+	// Slower: slower (its mean or its tail) or writing more per call.
+	Slower Direction = "slower"
 )
 
 // Outcome is a fix's verdict, the contract of rehearse --json's
@@ -251,6 +389,29 @@ type Outcome struct {
 	// fix against the candidate without it: what the fix costs them,
 	// beyond noise or not.
 	Writes []Write `json:"writes"`
+	// Changes are, for the user's own fix (OriginTry), every query
+	// faster or slower beyond noise with it than on the candidate
+	// without it, each also against the control.
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// Change is a query that the user's own fix made faster or slower beyond
+// noise, against the candidate without it.
+type Change struct {
+	Fingerprint string    `json:"fingerprint"`
+	Query       string    `json:"query"`
+	Direction   Direction `json:"direction"`
+	// Status is the comparison's (the candidate without the fix against
+	// with it); Metric the figure that changed; Effect its effect, or
+	// Work's for a query writing more per call.
+	Status compare.Status      `json:"status"`
+	Metric compare.Metric      `json:"metric"`
+	Effect *compare.Effect     `json:"effect,omitempty"`
+	Work   *compare.WorkEffect `json:"work,omitempty"`
+	// Control is the query's mean with the fix against the control,
+	// ControlStatus that comparison's status.
+	Control       *compare.Effect `json:"control,omitempty"`
+	ControlStatus compare.Status  `json:"control_status,omitempty"`
 }
 
 // Query is a regression with and without the fix, each against the
@@ -271,6 +432,12 @@ type Query struct {
 	AddedMSBefore float64 `json:"added_ms_before"`
 	AddedMSWith   float64 `json:"added_ms_with"`
 	RecoveredPct  float64 `json:"recovered_pct"`
+	// WorkMetric is the figure of a work regression (more WAL or blocks
+	// dirtied per call); WorkBefore and WorkWith its effect against the
+	// control without and with the fix.
+	WorkMetric compare.Metric      `json:"work_metric,omitempty"`
+	WorkBefore *compare.WorkEffect `json:"work_before,omitempty"`
+	WorkWith   *compare.WorkEffect `json:"work_with,omitempty"`
 }
 
 // Cost is a query that regressed against the control with the fix
@@ -325,6 +492,12 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 				fq.With = w.Effects.Of(fq.Metric)
 			}
 		}
+		if b.Status == compare.StatusMoreWork && b.Work != nil && b.Work.More != "" {
+			fq.WorkMetric, fq.WorkBefore = b.Work.More, b.Work.Of(b.Work.More)
+			if w != nil && w.Work != nil {
+				fq.WorkWith = w.Work.Of(fq.WorkMetric)
+			}
+		}
 		if fq.AddedMSBefore > 0 {
 			fq.RecoveredPct = 100 * (fq.AddedMSBefore - fq.AddedMSWith) / fq.AddedMSBefore
 		}
@@ -333,6 +506,18 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 			fq.Status = NoEffect
 		case !regressed(w):
 			fq.Status, fq.RecoveredPct, fq.AddedMSWith = Verified, 100, 0
+		case fq.WorkMetric != "":
+			// Less work than without, beyond noise, but still more
+			// than the control's.
+			if fq.WorkBefore != nil && fq.WorkWith != nil && fq.WorkWith.High < fq.WorkBefore.Low {
+				fq.Status = Partial
+				if fq.WorkBefore.Delta > 0 {
+					// The share of the work added per call taken back.
+					fq.RecoveredPct = max(0, 100*(fq.WorkBefore.Delta-fq.WorkWith.Delta)/fq.WorkBefore.Delta)
+				}
+			} else {
+				fq.Status = NoEffect
+			}
 		case fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low && fq.RecoveredPct > 0:
 			fq.Status = Partial
 		default:
@@ -344,6 +529,8 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		o.Queries = append(o.Queries, fq)
 	}
 	switch {
+	case len(o.Queries) == 0 && fix.Origin == OriginTry:
+		o.Status = Tried
 	case len(o.Queries) == 0:
 		o.Status = NoEffect
 	case counts[Verified] == len(o.Queries):
@@ -355,12 +542,21 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 	}
 	if sumBefore > 0 {
 		o.RecoveredPct = max(0, 100*(sumBefore-sumWith)/sumBefore)
+	} else if len(o.Queries) > 0 {
+		// Work regressions that added no time: their shares of work
+		// taken back, averaged.
+		for _, fq := range o.Queries {
+			o.RecoveredPct += fq.RecoveredPct / float64(len(o.Queries))
+		}
 	}
 	for _, w := range with.Queries {
 		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
 			continue
 		}
 		o.Costs = append(o.Costs, Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS})
+	}
+	if fix.Origin == OriginTry {
+		o.Changes = changes(delta, with)
 	}
 	if fix.Relation != "" {
 		for _, d := range delta.Queries {
@@ -377,6 +573,56 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 	}
 	return o
 }
+
+// changes are the queries of delta (the candidate without a fix against
+// with it) faster or slower beyond noise, the slower first, each by its
+// time added or taken per run, largest first; with is the fix's
+// comparison with the control.
+func changes(delta, with *compare.Report) []Change {
+	out := []Change{}
+	for _, d := range delta.Queries {
+		c := Change{Fingerprint: d.Fingerprint, Query: d.Query, Status: d.Status, Metric: compare.MetricMean}
+		switch {
+		case d.Status == compare.StatusMoreWork && d.Work != nil && d.Work.More != "":
+			c.Direction, c.Metric, c.Work = Slower, d.Work.More, d.Work.Of(d.Work.More)
+		case regressed(&d):
+			c.Direction, c.Metric = Slower, cmp.Or(d.Regressed, compare.MetricMean)
+		case d.Status == compare.StatusImproved:
+			c.Direction = Faster
+		default:
+			continue
+		}
+		if d.Effects != nil && c.Work == nil {
+			c.Effect = d.Effects.Of(c.Metric)
+		}
+		if w := with.Query(d.Fingerprint); w != nil {
+			c.ControlStatus = w.Status
+			if w.Effects != nil {
+				e := w.Effects.Mean
+				c.Control = &e
+			}
+		}
+		out = append(out, c)
+	}
+	impact := func(fp string) float64 {
+		if q := delta.Query(fp); q != nil {
+			return q.ImpactMS
+		}
+		return 0
+	}
+	slices.SortStableFunc(out, func(a, b Change) int {
+		if a.Direction != b.Direction {
+			if a.Direction == Slower {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(abs(impact(b.Fingerprint)), abs(impact(a.Fingerprint)))
+	})
+	return out
+}
+
+func abs(x float64) float64 { return max(x, -x) }
 
 // writes reports whether statement sql writes relation rel (schema
 // qualified or not).

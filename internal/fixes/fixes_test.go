@@ -2,6 +2,7 @@ package fixes
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
@@ -133,7 +134,8 @@ func TestJudge(t *testing.T) {
 
 // TestPlanSettingAndAnalyze: a planner setting a session may change,
 // verified by the plans, gets the control's value for the database, run in
-// each copy by its name; one that needs a restart is named with its SQL
+// each copy by its name; one a reload applies, tied to a work regression,
+// gets ALTER SYSTEM; one that needs a restart is named with its SQL
 // and not tried; one the server does not know and one merely different
 // get none; a table never analyzed on
 // the candidate gets ANALYZE, one never analyzed on the control none.
@@ -141,11 +143,14 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 	rep := report(
 		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
 		q("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
+		compare.QueryDiff{Fingerprint: "c", Query: "UPDATE orders SET total = $1 WHERE id = $2", Status: compare.StatusMoreWork, ImpactMS: 2},
 	)
+	rep.MoreWork = []string{"c"}
 	snap := &explain.Snapshot{Settings: map[string]explain.Setting{
 		"random_page_cost": {Value: "4", Context: "user"},
 		"shared_buffers":   {Value: "128MB", Context: "postmaster"},
 		"jit_above_cost":   {Value: "100000", Context: "user"},
+		"full_page_writes": {Value: "on", Context: "sighup"},
 	}}
 	plans := &explain.Report{Candidate: map[string]*explain.Snapshot{"shop": snap}, Outcomes: []explain.Outcome{
 		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{
@@ -154,16 +159,25 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 			{Kind: explain.CauseSetting, Setting: "unknown_setting", Control: "1", Candidate: "2", Verified: true},
 			{Kind: explain.CauseSetting, Setting: "jit_above_cost", Control: "100000", Candidate: "10"},
 		}},
+		{Fingerprint: "c", Database: "shop", Causes: []explain.Cause{
+			{Kind: explain.CauseSetting, Setting: "full_page_writes", Control: "off", Candidate: "on", Evidence: explain.EvidenceWAL},
+		}},
 		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{
 			{Kind: explain.CauseNeverAnalyzed, Side: explain.Candidate, Relation: "orders"},
 			{Kind: explain.CauseNeverAnalyzed, Side: explain.Control, Relation: "items"},
 		}},
 	}}
 	got := Plan(rep, plans, 0)
-	if len(got) != 3 {
-		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, and shared_buffers named", got)
+	if len(got) != 4 {
+		t.Fatalf("Plan = %+v, want random_page_cost, ANALYZE orders, full_page_writes, and shared_buffers named", got)
 	}
-	set, an, named := got[0], got[1], got[2]
+	set, an, server, named := got[0], got[1], got[2], got[3]
+	// A setting a reload applies is tried, for the server, for the
+	// work regression it is tied to.
+	if server.Name != "setting-full_page_writes" || server.Kind != SetServer || server.Untried != "" ||
+		server.SQL != `ALTER SYSTEM SET "full_page_writes" = 'off'` || server.SQLIn("x") != server.SQL || !slices.Equal(server.Fingerprints, []string{"c"}) {
+		t.Errorf("the setting a reload applies: %+v", server)
+	}
 	if named.Name != "setting-shared_buffers" || named.Kind != SetServer || named.Untried != "it needs a restart of the server" ||
 		named.SQL != `ALTER SYSTEM SET "shared_buffers" = '1GB'` {
 		t.Errorf("the setting that needs a restart: %+v", named)
@@ -178,5 +192,161 @@ func TestPlanSettingAndAnalyze(t *testing.T) {
 	}
 	if an.Name != "analyze-orders" || an.Kind != Analyze || an.SQLIn("x") != `ANALYZE "orders"` || an.Relation != "orders" {
 		t.Errorf("the ANALYZE fix: %+v", an)
+	}
+}
+
+// TestParseTry: --try's NAME:SQL, the SQL kept as given (colons and
+// all); a spec without the colon, a name or SQL, or with a name that
+// cannot name a file, is refused.
+func TestParseTry(t *testing.T) {
+	for _, tc := range []struct {
+		spec, name, sql, err string
+	}{
+		{"n_idx:CREATE INDEX ON items (n)", "try-n_idx", "CREATE INDEX ON items (n)", ""},
+		{" cast : SELECT 1::int ", "try-cast", "SELECT 1::int", ""},
+		{"CREATE INDEX ON items (n)", "", "", "want NAME:SQL"},
+		{":CREATE INDEX ON items (n)", "", "", "the name before ':' is empty"},
+		{"n_idx:  ", "", "", "the SQL after ':' is empty"},
+		{"my index:CREATE INDEX ON items (n)", "", "", "letters, digits"},
+		{"../x:SELECT 1", "", "", "letters, digits"},
+		{strings.Repeat("a", 61) + ":SELECT 1", "", "", "longer than 60"},
+	} {
+		f, err := ParseTry(tc.spec)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseTry(%q) = %+v, %v; want an error with %q", tc.spec, f, err, tc.err)
+		case tc.err == "" && (err != nil || f.Name != tc.name || f.SQL != tc.sql || f.Kind != Statement || f.Origin != OriginTry):
+			t.Errorf("ParseTry(%q) = %+v, %v; want %s: %s", tc.spec, f, err, tc.name, tc.sql)
+		}
+	}
+}
+
+// FuzzParseTry: whatever the spec, a fix read has a name that names a
+// file, and SQL.
+func FuzzParseTry(f *testing.F) {
+	for _, s := range []string{"n_idx:CREATE INDEX ON items (n)", "a:b:c", ":", "x:", "é:SELECT 1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fix, err := ParseTry(spec)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(fix.Name, TryPrefix) || fileSafe(fix.Name) != fix.Name || len(fix.Name) > len(TryPrefix)+maxTryName || fix.SQL == "" {
+			t.Errorf("ParseTry(%q) = %+v", spec, fix)
+		}
+	})
+}
+
+// TestJudgeTry: the user's own fix is aimed at every regression (the
+// latency's and the server work's); against the candidate without it,
+// the query it made faster and the one it made slower are both named,
+// the slower first, each with its mean against the control; one within
+// noise is not. With no regression at all, it is "tried", not "no
+// effect".
+func TestJudgeTry(t *testing.T) {
+	try, err := ParseTry("n_idx:CREATE INDEX ON items (n)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := report(
+		q("a", "SELECT v FROM items WHERE n = $1", compare.StatusRegressed, 800, 3, 5),
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusUnchanged, 0, 0.9, 1.1),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	before.MoreWork = []string{"w"}
+	before.Queries = append(before.Queries, compare.QueryDiff{Fingerprint: "w", Query: "UPDATE items SET n = n + 1 WHERE id = $1", Status: compare.StatusMoreWork, ImpactMS: -1})
+	aimed := Aim(try, before)
+	if !slices.Equal(aimed.Fingerprints, []string{"a", "w"}) || aimed.AddedMS != 800 {
+		t.Fatalf("Aim = %+v, want the regression and the work regression", aimed)
+	}
+	with := report(
+		q("a", "SELECT v FROM items WHERE n = $1", compare.StatusUnchanged, 1, 0.9, 1.2),
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusRegressed, 300, 4, 6),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	faster := q("a", "SELECT v FROM items WHERE n = $1", compare.StatusImproved, -790, 0.2, 0.3)
+	faster.Effects.Mean.Change = compare.ChangeFaster
+	delta := report(faster,
+		q("b", "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT $2", compare.StatusRegressed, 300, 4, 6),
+		q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1),
+	)
+	o := Judge(aimed, before, with, delta)
+	if len(o.Changes) != 2 {
+		t.Fatalf("changes %+v, want the faster and the slower query", o.Changes)
+	}
+	slower, fast := o.Changes[0], o.Changes[1]
+	if slower.Fingerprint != "b" || slower.Direction != Slower || slower.Effect == nil || slower.Effect.Low != 4 || slower.Control == nil || slower.ControlStatus != compare.StatusRegressed {
+		t.Errorf("the slower query: %+v", slower)
+	}
+	if fast.Fingerprint != "a" || fast.Direction != Faster || fast.Effect == nil || fast.Effect.High != 0.3 || fast.Control == nil || fast.ControlStatus != compare.StatusUnchanged {
+		t.Errorf("the faster query: %+v", fast)
+	}
+	if len(o.Costs) != 1 || o.Costs[0].Fingerprint != "b" {
+		t.Errorf("costs %+v, want the query it made regress against the control", o.Costs)
+	}
+	// No regression: tried, with its changes.
+	none := Judge(Aim(try, report(q("c", "SELECT 1", compare.StatusUnchanged, 0, 0.9, 1.1))), before, with, delta)
+	if none.Status != Tried || len(none.Queries) != 0 || len(none.Changes) != 2 {
+		t.Errorf("with no regression: %s, %d queries, %d changes; want tried with both changes", none.Status, len(none.Queries), len(none.Changes))
+	}
+	// The plans' fixes carry no changes (their JSON is as it was).
+	if plain := Judge(Fix{Name: "index-x", Origin: OriginPlans, Fingerprints: []string{"a"}}, before, with, delta); plain.Changes != nil {
+		t.Errorf("a plans' fix has changes: %+v", plain.Changes)
+	}
+}
+
+// TestPlanAndJudgeHOT: an index on the candidate only that stops HOT
+// updates is dropped from the copy, schema-qualified as its table, for
+// the work regression it causes; one that the control has under another
+// definition is not. Judged on the update's WAL per call: back within
+// noise is verified, and reverting confirms the cause.
+func TestPlanAndJudgeHOT(t *testing.T) {
+	upd := compare.QueryDiff{Fingerprint: "u", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusMoreWork,
+		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore, Delta: 150}}}
+	rep := report()
+	rep.Queries, rep.MoreWork = []compare.QueryDiff{upd}, []string{"u"}
+	def := "CREATE INDEX pgbench_accounts_abalance ON public.pgbench_accounts USING btree (abalance)"
+	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "u", Database: "shop", Causes: []explain.Cause{
+		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "pgbench_accounts_abalance", Candidate: def, Columns: []string{"abalance"}},
+		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "accounts_x", Candidate: "CREATE INDEX accounts_x ON public.pgbench_accounts (abalance, bid)",
+			Control: "CREATE INDEX accounts_x ON public.pgbench_accounts (bid)"},
+	}}}}
+	got := Plan(rep, plans, 0)
+	if len(got) != 1 {
+		t.Fatalf("Plan = %+v, want the index to drop", got)
+	}
+	f := got[0]
+	if f.Name != "drop-index-pgbench_accounts_abalance" || f.Kind != DropIndex || !f.Reverts() || f.SQL != `DROP INDEX "public"."pgbench_accounts_abalance"` ||
+		f.Relation != "pgbench_accounts" || !slices.Equal(f.Fingerprints, []string{"u"}) || !slices.Equal(f.Databases, []string{"shop"}) {
+		t.Errorf("the HOT index's fix: %+v", f)
+	}
+	for _, tc := range []struct {
+		name string
+		with compare.WorkEffect
+		st   compare.Status
+		want Status
+	}{
+		{"back within noise", compare.WorkEffect{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}, compare.StatusUnchanged, Verified},
+		{"less, still more", compare.WorkEffect{Ratio: 1.8, Low: 1.7, High: 1.9, Change: compare.ChangeMore, Delta: 60}, compare.StatusMoreWork, Partial},
+		{"as before", compare.WorkEffect{Ratio: 2.8, Low: 2.6, High: 3.0, Change: compare.ChangeMore, Delta: 140}, compare.StatusMoreWork, NoEffect},
+	} {
+		w := upd
+		w.Status, w.Work = tc.st, &compare.QueryWork{WALBytes: tc.with}
+		if tc.st == compare.StatusMoreWork {
+			w.Work.More = compare.MetricWALBytes
+		}
+		with := report()
+		with.Queries = []compare.QueryDiff{w}
+		o := Judge(f, rep, with, report())
+		if o.Status != tc.want || len(o.Queries) != 1 || o.Queries[0].WorkMetric != compare.MetricWALBytes || o.Queries[0].WorkBefore == nil || o.Queries[0].WorkWith == nil {
+			t.Errorf("%s: %s %+v, want %s with the WAL per call", tc.name, o.Status, o.Queries, tc.want)
+		}
+		if tc.want == Partial && o.RecoveredPct != 60 {
+			t.Errorf("%s: %.1f%% recovered, want 60%% of the WAL added per call", tc.name, o.RecoveredPct)
+		}
+	}
+	if q := qualified("i", `CREATE INDEX i ON ONLY "my schema".t USING btree (a)`); q != "i" {
+		t.Errorf("qualified with a quoted schema = %q, want the name as it is", q)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 )
 
@@ -75,14 +76,14 @@ type StepRun struct {
 // result, which the step's verdict then judges.
 type ReplayFunc func(ctx context.Context, step StepRun, target Target) (*results.Result, error)
 
-// Phase is what a step is doing.
-type Phase string
+// Phase is what a step is doing: the round runner's vocabulary.
+type Phase = rounds.Phase
 
 // Phases, in order.
 const (
-	PhaseReset  Phase = "reset"
-	PhaseReplay Phase = "replay"
-	PhaseDone   Phase = "done"
+	PhaseReset  = rounds.PhaseReset
+	PhaseReplay = rounds.PhaseReplay
+	PhaseDone   = rounds.PhaseDone
 )
 
 // Progress is reported at each phase of each step.
@@ -142,14 +143,16 @@ type Config struct {
 	ShardsRun string
 }
 
-// Status is how a step ended.
-type Status string
+// Status is how a step ended: the round runner's vocabulary. A step
+// whose replay did not finish under its load is done (its verdict judges
+// that), not failed.
+type Status = rounds.Status
 
 // Statuses.
 const (
-	StatusDone        Status = "done"
-	StatusInterrupted Status = "interrupted"
-	StatusFailed      Status = "failed"
+	StatusDone        = rounds.StatusDone
+	StatusInterrupted = rounds.StatusInterrupted
+	StatusFailed      = rounds.StatusFailed
 )
 
 // Step is one replay of the run and what it measured.
@@ -270,7 +273,7 @@ type run struct {
 	n        map[Side]int
 	// overheads are the steps' wall times beyond the log's span at their
 	// k (resets, connections, reading), for the estimates.
-	overheads []time.Duration
+	overheads rounds.Times
 }
 
 // Run runs the search on every target. It returns the outcome also when
@@ -301,13 +304,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		out.ResetModes[t.Side] = t.Reset.Mode()
 		out.Sides = append(out.Sides, &SideOutcome{Side: t.Side, Steps: []Step{}})
 	}
-	cleanup := cfg.CleanupTimeout
-	if cleanup <= 0 {
-		cleanup = 10 * time.Minute
-	}
 	var prepared []reset.Resetter
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup)
+		cctx, cancel := rounds.CleanupContext(ctx, cfg.CleanupTimeout)
 		defer cancel()
 		for _, rs := range prepared {
 			if cerr := rs.Close(cctx); cerr != nil {
@@ -333,39 +332,45 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			return out, fmt.Errorf("prepare the %s target's reset: %w", t.Side, perr)
 		}
 	}
+	// The sides take turns, A B then B A; a side whose search is done
+	// drops out of the turns, and the run ends when every side's is.
 	seq := 0
-	for pass := 0; ; pass++ {
-		order := slices.Clone(cfg.Targets)
-		if pass%2 == 1 {
-			slices.Reverse(order)
-		}
-		progressed := false
-		for _, t := range order {
+	pass, order, progressed := 0, rounds.Turn(cfg.Targets, 0), false
+	next := func() (func(context.Context) (bool, error), bool) {
+		for {
+			if len(order) == 0 {
+				if !progressed {
+					return nil, false
+				}
+				pass++
+				order, progressed = rounds.Turn(cfg.Targets, pass), false
+			}
+			t := order[0]
+			order = order[1:]
 			s := r.searches[t.Side]
 			k, done := s.Next()
 			if done {
 				continue
 			}
-			if ctx.Err() != nil {
-				out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before step %d", seq+1)
-				return out, nil
-			}
-			if cfg.Budget > 0 && time.Since(r.begun)+r.estimate(k) > cfg.Budget {
-				out.Stopped = fmt.Sprintf("the budget (%v) ends before the next step (%s at %gx) would", cfg.Budget, t.Side, k)
-				return out, nil
-			}
-			seq++
-			progressed = true
-			r.n[t.Side]++
-			st := StepRun{Seq: seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
-			if stop, err := r.step(ctx, st, t); stop || err != nil {
-				return out, err
-			}
-		}
-		if !progressed {
-			return out, nil
+			return func(ctx context.Context) (bool, error) {
+				if cfg.Budget > 0 && time.Since(r.begun)+r.estimate(k) > cfg.Budget {
+					out.Stopped = fmt.Sprintf("the budget (%v) ends before the next step (%s at %gx) would", cfg.Budget, t.Side, k)
+					return true, nil
+				}
+				seq++
+				progressed = true
+				r.n[t.Side]++
+				st := StepRun{Seq: seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
+				return r.step(ctx, st, t)
+			}, true
 		}
 	}
+	if before, err := rounds.Sequence(ctx, next); before > 0 {
+		out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before step %d", before)
+	} else if err != nil {
+		return out, err
+	}
+	return out, nil
 }
 
 func (cfg *Config) check() error {
@@ -395,17 +400,13 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	rec := Step{Seq: st.Seq, Side: st.Side, K: st.K, Round: st.Round, StartedAt: time.Now()}
 	began := time.Now()
 	r.progress(st, PhaseReset, nil)
-	rs, rerr := t.Reset.Reset(ctx, st.N)
-	rec.ResetSeconds = rs.Seconds
 	// Releases run also after Ctrl-C, each with its own time from when
 	// it starts: copies left behind would fill the target's disk.
-	release := func() error {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
-		defer cancel()
-		return t.Reset.Release(cctx, rs)
-	}
+	round := rounds.Round{Reset: t.Reset, N: st.N, CleanupTimeout: r.cfg.CleanupTimeout}
+	rerr, relErr := round.Start(ctx)
+	rs := round.State
+	rec.ResetSeconds = rs.Seconds
 	if rerr != nil {
-		relErr := release()
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
 			so.Steps = append(so.Steps, rec)
@@ -430,16 +431,15 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 			}
 		}
 	}
-	replayStart := time.Now()
-	res, rerr := r.cfg.Replay(ctx, st, t)
-	rec.ReplaySeconds = time.Since(replayStart).Seconds()
+	res, rerr := rounds.Replay(ctx, &round, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, st, t) })
+	rec.ReplaySeconds = round.ReplaySeconds
 	serverCPU := -1.0
 	if cpu != nil {
 		if c, err := cpu(); err == nil {
 			serverCPU = c - cpu0
 		}
 	}
-	relErr := release()
+	relErr = round.Release(ctx)
 	interrupted := ctx.Err() != nil
 	if res != nil && r.cfg.Dir != "" {
 		name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
@@ -460,7 +460,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, relErr
 	case rerr != nil || res == nil:
 		if rerr == nil {
-			rerr = errors.New("the replay gave no result")
+			rerr = rounds.ErrNoResult
 		}
 		rec.Status, rec.Error = StatusFailed, rerr.Error()
 		so.Steps = append(so.Steps, rec)
@@ -496,7 +496,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	}
 	so.Steps = append(so.Steps, rec)
 	if over := time.Since(began) - r.span(st.K); over > 0 {
-		r.overheads = append(r.overheads, over)
+		r.overheads.Add(over)
 	}
 	r.progress(st, PhaseDone, &so.Steps[len(so.Steps)-1])
 	if relErr != nil {
@@ -506,13 +506,6 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	return false, nil
 }
 
-func (r *run) cleanupTimeout() time.Duration {
-	if r.cfg.CleanupTimeout > 0 {
-		return r.cfg.CleanupTimeout
-	}
-	return 10 * time.Minute
-}
-
 // span is the log's length at load factor k.
 func (r *run) span(k float64) time.Duration {
 	return time.Duration(float64(r.cfg.Span) / k)
@@ -520,14 +513,7 @@ func (r *run) span(k float64) time.Duration {
 
 // estimate is how long a step at k is expected to take.
 func (r *run) estimate(k float64) time.Duration {
-	var over time.Duration
-	for _, o := range r.overheads {
-		over += o
-	}
-	if len(r.overheads) > 0 {
-		over /= time.Duration(len(r.overheads))
-	}
-	return r.span(k) + over
+	return r.span(k) + r.overheads.Mean()
 }
 
 // remaining estimates the time the searches may still need: for each

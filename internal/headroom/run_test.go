@@ -190,6 +190,49 @@ func TestRunInterrupted(t *testing.T) {
 	}
 }
 
+// TestRunInterruptedBetweenSteps: Ctrl-C between two steps starts no
+// further step, keeps every step finished as done, and says before which
+// step the run stopped.
+func TestRunInterruptedBetweenSteps(t *testing.T) {
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tg := fakeTarget{kStar: 6, maxX: 1e9}
+	steps := 0
+	out, err := Run(ctx, Config{
+		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}, {Side: Candidate, DSN: "d", Reset: reset.None{}}},
+		SLO:     slo, Span: 10 * time.Second, Cores: 2, Search: Search{BaseRounds: 2},
+		Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+			steps++
+			return tg.result(st.K), nil
+		},
+		Progress: func(p Progress) {
+			if p.Phase == PhaseDone && p.Step.Seq == 3 {
+				cancel()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done []Side
+	for _, so := range out.Sides {
+		for _, st := range so.Steps {
+			if st.Status != StatusDone {
+				t.Errorf("step %d: %s, want done", st.Seq, st.Status)
+			}
+			done = append(done, st.Side)
+		}
+	}
+	if !out.Interrupted || !out.Partial || steps != 3 || len(done) != 3 || out.Stopped != "interrupted before step 4" {
+		t.Errorf("interrupted %v partial %v, %d replays, %d steps kept, stopped %q: want 3 kept, interrupted before step 4", out.Interrupted, out.Partial, steps, len(done), out.Stopped)
+	}
+	// A B, then B A: the third step is the candidate's.
+	if c, d := len(out.Side(Control).Steps), len(out.Side(Candidate).Steps); c != 1 || d != 2 {
+		t.Errorf("control %d steps, candidate %d: want 1 and 2 (A B B)", c, d)
+	}
+}
+
 // TestRunBudget: no step starts that would end past the budget. Each
 // step takes the log's span at its k, on synctest's clock.
 func TestRunBudget(t *testing.T) {

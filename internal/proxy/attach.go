@@ -17,15 +17,22 @@ var ErrAttached = errors.New("proxy: a sink is attached already")
 // binding is one attachment of a sink. A session is bound to the
 // attachment current when its KindStartup is emitted and records into it
 // until it ends or the attachment is detached; a session that started
-// before gives it nothing.
+// before is taken up from the middle (resume.go), or gives it nothing.
 type binding struct {
 	sink capture.Sink
+	// The resumes of the sessions open when it was attached; guarded
+	// by Proxy.mu.
+	resumes ResumeCounts
 }
 
 // Attach starts recording into sink: every session that starts from now
-// on is recorded into it, until Detach. It returns how many sessions
-// were open already: they are relayed as before but not recorded, since
-// a session is recorded from its start only.
+// on is recorded into it, until Detach. The sessions open already are
+// taken up from the middle with Config.ResumeSessions: an idle one at
+// once, one inside a transaction or with a request in flight at its
+// next idle point (ReadyForQuery 'I'), each with a KindStartup that
+// carries its state (capture.Resume); Resumes counts them. It returns
+// how many open sessions it cannot take up (none kept, or past its
+// bounds): they are relayed as before but not recorded.
 //
 // Attaching never touches a connection: the relay reads one atomic
 // pointer per message to know where its records go.
@@ -36,14 +43,18 @@ func (p *Proxy) Attach(sink capture.Sink) (openBefore int64, err error) {
 		return 0, ErrAttached
 	}
 	// Sessions bind under p.mu (emitStartup): each open session either
-	// bound already, and is counted here, or binds to sink.
-	for _, s := range p.sessionsLocked() {
+	// bound already, and is taken up or counted here, or binds to sink.
+	b := &binding{sink: sink}
+	p.cur.Store(b)
+	p.last.Store(b)
+	sessions := p.sessionsLocked()
+	slices.SortFunc(sessions, func(x, y *session) int { return cmp.Compare(x.id, y.id) })
+	for _, s := range sessions {
 		if s.bindDone {
-			openBefore++
+			s.resumeAtAttach(b)
 		}
 	}
-	p.cur.Store(&binding{sink: sink})
-	return openBefore, nil
+	return b.resumes.notRecorded(), nil
 }
 
 // Detach stops recording into the attached sink, if any: the sessions
@@ -59,6 +70,11 @@ func (p *Proxy) Detach() (open int64) {
 		for _, s := range p.sessionsLocked() {
 			if s.rec.Load() == b {
 				bound = append(bound, s)
+			}
+			if s.join.Load() == b {
+				// Never idle while recording: not taken up.
+				s.join.Store(nil)
+				b.gaveUp(NotResumedNeverIdle)
 			}
 		}
 	}

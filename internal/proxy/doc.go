@@ -27,10 +27,15 @@
 //
 // Recording can start and stop while the proxy relays (Attach, Detach): a
 // session records into the sink attached when it started, until it ends
-// or that sink is detached; a session that started before an Attach is
-// relayed, unrecorded. Each message reads one atomic pointer to know
-// where its record goes, so attaching and detaching take no lock on the
-// relay's path and never touch a connection.
+// or that sink is detached. A session that started before an Attach is
+// relayed, unrecorded, unless Config.ResumeSessions: then the proxy keeps
+// each session's settings, prepared statements and transaction state
+// (bounded per session), and the recording takes the session up from the
+// middle at its first idle point, its startup record carrying that state
+// (capture.Resume). Each message reads one atomic pointer to know where
+// its record goes, so attaching and detaching take no lock on the relay's
+// path and never touch a connection; keeping the state takes one
+// uncontended lock per request and answer.
 //
 // A problem with one connection (a malformed startup packet, a length out
 // of range, a client gone mid-message, a server restart) ends that

@@ -58,6 +58,15 @@ type Config struct {
 	// rowdigest), for a workload whose rows are many and small: the
 	// capture's answers are then compared by row count only.
 	NoRowDigest bool
+	// ResumeSessions keeps, for each session, what a recording that
+	// starts while it is open needs to take it up from the middle: its
+	// settings, its prepared statements, whether it is idle (see
+	// Attach). Without it such a session is relayed, unrecorded.
+	// StateItems and StateBytes bound what one session keeps (0: the
+	// defaults, DefaultStateItems and DefaultStateBytes); a session
+	// past them cannot be taken up.
+	ResumeSessions         bool
+	StateItems, StateBytes int
 }
 
 // ErrorKind says what went wrong with one connection.
@@ -128,8 +137,11 @@ type Proxy struct {
 
 	nextSession atomic.Uint64
 
-	// cur is the attachment sessions starting now bind to (Attach).
-	cur atomic.Pointer[binding]
+	// cur is the attachment sessions starting now bind to (Attach);
+	// last is the latest attachment, current or detached, whose
+	// resumes Resumes counts.
+	cur  atomic.Pointer[binding]
+	last atomic.Pointer[binding]
 	// endDrain is closed by EndDrain.
 	endDrain     chan struct{}
 	endDrainOnce sync.Once

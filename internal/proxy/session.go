@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -106,6 +107,13 @@ type session struct {
 	// digest: rows are digested (Config.NoRowDigest unset).
 	digest bool
 
+	// st is what the proxy keeps of the session so that a recording
+	// can take it up from the middle (Config.ResumeSessions), nil
+	// without; join is the recording waiting for its next idle point
+	// to do so (Attach).
+	st   *sessState
+	join atomic.Pointer[binding]
+
 	started atomic.Bool
 	// rec is the attachment the session records into (see Attach), nil
 	// when it records nothing; busy counts its adds under way.
@@ -131,6 +139,9 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		tls:       tlsClient,
 		inStartup: true,
 		digest:    !p.cfg.NoRowDigest,
+	}
+	if p.cfg.ResumeSessions {
+		s.st = newSessState(cmp.Or(p.cfg.StateItems, DefaultStateItems), cmp.Or(p.cfg.StateBytes, DefaultStateBytes))
 	}
 	p.sessionsTotal.Add(1)
 	p.sessionsOpen.Add(1)
@@ -249,6 +260,13 @@ func (s *session) finish() {
 		// Never authenticated: whatever cut it, it was no session yet.
 		end = capture.EndAuthFailed
 	}
+	if s.join.Load() != nil {
+		s.p.mu.Lock()
+		if b := s.join.Swap(nil); b != nil {
+			b.gaveUp(NotResumedEnded)
+		}
+		s.p.mu.Unlock()
+	}
 	// Unbound first: Detach, racing with this end, records the session
 	// as open instead, never twice.
 	s.busy.Add(1)
@@ -291,6 +309,9 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 	}
 	if typ == 'p' && s.refuseBinding && s.saslOffered.CompareAndSwap(true, false) && wantsBinding(msg) {
 		return nil, errChannelBindingClient
+	}
+	if s.st != nil && recorded[typ] {
+		s.trackFrontend(msg)
 	}
 	if recorded[typ] {
 		if s.rec.Load() != nil {
@@ -382,10 +403,16 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'G':
 		r.Kind = capture.KindCopyIn
 	default:
+		if s.st != nil && (msg[0] == '1' || msg[0] == '3') {
+			s.trackBackend(msg[0], body)
+		}
 		return nil, nil
 	}
 	s.emitStartup()
 	s.add(r)
+	if s.st != nil && msg[0] != 'G' && msg[0] != 's' {
+		s.trackBackend(msg[0], body)
+	}
 	return nil, nil
 }
 

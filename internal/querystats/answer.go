@@ -54,6 +54,13 @@ const (
 	// first, an order the replay may not reproduce (syncdep.Step.Raced).
 	// It explains an error that differs too (a duplicate key).
 	CauseRaced AnswerCause = "raced_concurrent_transaction"
+	// CauseSessionState: the statement's session was recorded from the
+	// middle (open when the recording started), and its answer may
+	// depend on state it built before, which the capture does not hold:
+	// a temporary table, a cursor WITH HOLD, an advisory lock, a
+	// setting made by a function ("session state from before the
+	// recording").
+	CauseSessionState AnswerCause = "session_state_before_recording"
 )
 
 // ExplainAnswer counts a differing answer (already recorded) as explained

@@ -12,6 +12,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // hasIndex reports whether index exists in database db of dsn's server.
@@ -163,5 +164,159 @@ func TestFixRounds(t *testing.T) {
 	}
 	if left := resetLeftovers(t, ctl) + resetLeftovers(t, cand); left != 0 {
 		t.Errorf("%d databases of the resets left after CloseResets", left)
+	}
+}
+
+// autoConf is what the server's postgresql.auto.conf sets name to, ""
+// when it does not.
+func autoConf(t *testing.T, dsn, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("autoConf: %v", err)
+		return ""
+	}
+	defer conn.Close(ctx)
+	var v string
+	err = conn.QueryRow(ctx, `SELECT coalesce(max(setting), '') FROM pg_file_settings WHERE name = $1 AND sourcefile LIKE '%postgresql.auto.conf'`, name).Scan(&v)
+	if err != nil {
+		t.Errorf("autoConf: %v", err)
+	}
+	return v
+}
+
+// TestFixRoundsServerSetting: a setting a reload applies is set for the
+// server by ALTER SYSTEM and a reload, seen by its rounds' sessions and
+// by no other round's, and put back after each of its rounds: the
+// candidate's own value in postgresql.auto.conf (ALTER SYSTEM SET of
+// it), or none (ALTER SYSTEM RESET). A value the server refuses is not
+// tried, with the server's error, and changes nothing.
+func TestFixRoundsServerSetting(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	ctx := context.Background()
+	// The candidate's own change, in its postgresql.auto.conf.
+	for _, sql := range []string{"ALTER SYSTEM SET checkpoint_timeout = '6min'", "SELECT pg_reload_conf()"} {
+		if err := cand.Exec(ctx, "postgres", sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for setting(t, cand.DSN("postgres"), "checkpoint_timeout") != "6min" {
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	dbs := []string{appDB}
+	ckpt, wwd := map[int]string{}, map[int]string{}
+	cfg := Config{
+		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
+		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
+		Rounds:     1,
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			if round.Side == Candidate {
+				ckpt[round.Seq] = setting(t, cand.DSN(dbOf(round)), "checkpoint_timeout")
+				wwd[round.Seq] = setting(t, cand.DSN(dbOf(round)), "wal_writer_delay")
+			}
+		}),
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(ctx)
+	planned := []fixes.Fix{
+		{Name: "setting-checkpoint_timeout", Kind: fixes.SetServer, Setting: "checkpoint_timeout", Value: "7min", SQL: `ALTER SYSTEM SET "checkpoint_timeout" = '7min'`, Databases: dbs},
+		{Name: "setting-wal_writer_delay", Kind: fixes.SetServer, Setting: "wal_writer_delay", Value: "300ms", SQL: `ALTER SYSTEM SET "wal_writer_delay" = '300ms'`, Databases: dbs},
+		{Name: "setting-bad", Kind: fixes.SetServer, Setting: "checkpoint_timeout", Value: "banana", SQL: `ALTER SYSTEM SET "checkpoint_timeout" = 'banana'`, Databases: dbs},
+	}
+	if err := RunFixes(ctx, cfg, out, planned, 1); err != nil {
+		t.Fatalf("RunFixes: %v", err)
+	}
+	// Round 2 is the candidate's own, 3 and 4 the settings', 5 the
+	// refused one's (no replay).
+	if ckpt[2] != "6min" || ckpt[3] != "7min" || ckpt[4] != "6min" || len(ckpt) != 3 {
+		t.Errorf("checkpoint_timeout in the candidate's rounds (by seq): %v", ckpt)
+	}
+	if wwd[2] != "200ms" || wwd[3] != "200ms" || wwd[4] != "300ms" {
+		t.Errorf("wal_writer_delay in the candidate's rounds (by seq): %v", wwd)
+	}
+	for i, fr := range out.Fixes[:2] {
+		if fr.NotApplied != "" || len(fr.Results) != 1 {
+			t.Errorf("fix %d: not applied %q, %d results", i, fr.NotApplied, len(fr.Results))
+		}
+	}
+	if bad := out.Fixes[2]; !strings.Contains(bad.NotApplied, "invalid value for parameter") || len(bad.Results) != 0 {
+		t.Errorf("the refused setting: not applied %q, %d results", bad.NotApplied, len(bad.Results))
+	}
+	// As the candidate was: its own line back, and none added.
+	dsn := cand.DSN("postgres")
+	if got := autoConf(t, dsn, "checkpoint_timeout"); got != "6min" || setting(t, dsn, "checkpoint_timeout") != "6min" {
+		t.Errorf("checkpoint_timeout after the fix rounds: postgresql.auto.conf %q, in a session %q; want the candidate's own 6min", got, setting(t, dsn, "checkpoint_timeout"))
+	}
+	if got := autoConf(t, dsn, "wal_writer_delay"); got != "" || setting(t, dsn, "wal_writer_delay") != "200ms" {
+		t.Errorf("wal_writer_delay after the fix rounds: postgresql.auto.conf %q, in a session %q; want none, the default", got, setting(t, dsn, "wal_writer_delay"))
+	}
+	for _, rec := range out.Records {
+		if rec.Fix != "" && rec.Fix != "setting-bad" && (rec.Status != StatusDone || rec.Error != "") {
+			t.Errorf("fix round %+v", rec)
+		}
+	}
+}
+
+// TestFixRoundsRestart: under a reset that restarts the server (the data
+// directory's), a setting that needs a restart is set by ALTER SYSTEM and
+// a restart for its round, seen by its round's sessions only, and put
+// back after it; under a template reset, which cannot restart, it is not
+// tried, with why.
+func TestFixRoundsRestart(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	ctx := context.Background()
+	locks := map[int]string{}
+	cfg := Config{
+		Control: Target{DSN: ctl.DSN("postgres"), Reset: &reset.DataDir{Cluster: ctl}, Logs: []string{filepath.Join(ctl.LogDir(), "*.log")}},
+		Candidate: Target{DSN: cand.DSN("postgres"), Reset: &reset.DataDir{Cluster: cand},
+			Logs: []string{filepath.Join(cand.LogDir(), "*.log")}},
+		Rounds:     1,
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			if round.Side == Candidate {
+				locks[round.Seq] = setting(t, cand.DSN(appDB), "max_locks_per_transaction")
+			}
+		}),
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(ctx)
+	named := fixes.Fix{Name: "setting-max_locks_per_transaction", Kind: fixes.SetServer, Setting: "max_locks_per_transaction", Value: "128",
+		SQL: `ALTER SYSTEM SET "max_locks_per_transaction" = '128'`, Databases: []string{appDB}, Untried: fixes.UntriedRestart}
+	planned := fixes.WithRestart([]fixes.Fix{named})
+	if planned[0].Untried != "" || !planned[0].Restart || named.Restart {
+		t.Fatalf("WithRestart: %+v (from %+v)", planned[0], named)
+	}
+	if err := RunFixes(ctx, cfg, out, planned, 1); err != nil {
+		t.Fatalf("RunFixes: %v", err)
+	}
+	// Its round read the server-side durations from the log the
+	// restart left.
+	if fr := out.Fixes[0]; fr.NotApplied != "" || len(fr.Results) != 1 || fr.Results[0].LatencySource != results.LatencyServerLog {
+		t.Errorf("the fix: not applied %q, %d results %+v", fr.NotApplied, len(fr.Results), fr.Results)
+	}
+	if locks[2] != "64" || locks[3] != "128" {
+		t.Errorf("max_locks_per_transaction in the candidate's rounds (by seq): %v", locks)
+	}
+	if got := autoConf(t, cand.DSN("postgres"), "max_locks_per_transaction"); got != "" || setting(t, cand.DSN("postgres"), "max_locks_per_transaction") != "64" {
+		t.Errorf("after the fix rounds: postgresql.auto.conf %q, in a session %q; want none, 64", got, setting(t, cand.DSN("postgres"), "max_locks_per_transaction"))
+	}
+	// A reset that cannot restart: the fix is not applied, and why.
+	undo, err := applyFix(ctx, Target{DSN: cand.DSN("postgres"), Reset: reset.None{}}, Round{}, planned[0])
+	if undo != nil || err == nil || !strings.Contains(err.Error(), "needs a restart of the server, which this reset cannot make") {
+		t.Errorf("applyFix without a restart: %v", err)
 	}
 }

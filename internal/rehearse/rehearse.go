@@ -14,6 +14,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // Side is one of the two targets: results' vocabulary, which each
@@ -34,8 +35,8 @@ const (
 const DefaultRounds = 3
 
 // DefaultCleanupTimeout bounds the releases and the closing of the resets
-// after the rehearsal was interrupted or failed.
-const DefaultCleanupTimeout = 10 * time.Minute
+// after the rehearsal was interrupted or failed: the round runner's.
+const DefaultCleanupTimeout = rounds.DefaultCleanupTimeout
 
 // IndexFile is the name of the index of the rounds in Config.Dir.
 const IndexFile = "rehearsal.json"
@@ -81,14 +82,14 @@ type Round struct {
 // usable result.
 type ReplayFunc func(ctx context.Context, round Round, target Target) (*results.Result, error)
 
-// Phase is what a round is doing.
-type Phase string
+// Phase is what a round is doing: the round runner's vocabulary.
+type Phase = rounds.Phase
 
 // Phases, in order.
 const (
-	PhaseReset  Phase = "reset"
-	PhaseReplay Phase = "replay"
-	PhaseDone   Phase = "done"
+	PhaseReset  = rounds.PhaseReset
+	PhaseReplay = rounds.PhaseReplay
+	PhaseDone   = rounds.PhaseDone
 )
 
 // Progress is reported at each phase of each round.
@@ -146,19 +147,19 @@ type Config struct {
 	KeepResets bool
 }
 
-// Status is how a round ended.
-type Status string
+// Status is how a round ended: the round runner's vocabulary.
+type Status = rounds.Status
 
 // Statuses.
 const (
 	// StatusDone: the round ran whole; its result counts.
-	StatusDone Status = "done"
+	StatusDone = rounds.StatusDone
 	// StatusInterrupted: stopped by the user; its result is partial and
 	// does not count.
-	StatusInterrupted Status = "interrupted"
+	StatusInterrupted = rounds.StatusInterrupted
 	// StatusFailed: the reset or the replay failed, or the replay
 	// stopped early by itself; the rehearsal stopped there.
-	StatusFailed Status = "failed"
+	StatusFailed = rounds.StatusFailed
 )
 
 // RoundRecord is what the index says of a round.
@@ -289,16 +290,8 @@ func (o *Outcome) Results(side Side) []*results.Result {
 // Order is the order of the sides for rounds per side: A B, then B A, in
 // turns (A B B A A B ...), so that each side runs first as often as the
 // other, give or take one pair.
-func Order(rounds int) []Side {
-	o := make([]Side, 0, 2*rounds)
-	for i := range rounds {
-		if i%2 == 0 {
-			o = append(o, Control, Candidate)
-		} else {
-			o = append(o, Candidate, Control)
-		}
-	}
-	return o
+func Order(n int) []Side {
+	return rounds.Alternate(Control, Candidate, n)
 }
 
 // driftWarning goes into the result of a round that started from what
@@ -314,9 +307,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	rounds := cfg.Rounds
-	if rounds == 0 {
-		rounds = DefaultRounds
+	perSide := cfg.Rounds
+	if perSide == 0 {
+		perSide = DefaultRounds
 	}
 	if cfg.Dir != "" {
 		if err := CheckDir(cfg.Dir, cfg.Overwrite); err != nil {
@@ -326,28 +319,24 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	targets := map[Side]*Target{Control: &cfg.Control, Candidate: &cfg.Candidate}
 	out = &Outcome{
 		Version:    OutcomeVersion,
-		Rounds:     rounds,
-		Order:      Order(rounds),
+		Rounds:     perSide,
+		Order:      Order(perSide),
 		ResetModes: map[Side]reset.Mode{Control: cfg.Control.Reset.Mode(), Candidate: cfg.Candidate.Reset.Mode()},
 		Records:    []RoundRecord{},
 		StartedAt:  time.Now(),
 	}
 	r := &run{cfg: cfg, out: out, begun: time.Now()}
-	cleanupTimeout := cfg.CleanupTimeout
-	if cleanupTimeout <= 0 {
-		cleanupTimeout = DefaultCleanupTimeout
-	}
 	// Releases and closes run also after Ctrl-C: copies left behind
 	// would fill the target's disk.
 	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		return rounds.CleanupContext(ctx, cfg.CleanupTimeout)
 	}
 	r.cleanupCtx = cleanupCtx
 
 	var prepared []reset.Resetter
 	defer func() {
 		out.EndedAt = time.Now()
-		out.Partial = len(out.Control) < rounds || len(out.Candidate) < rounds
+		out.Partial = len(out.Control) < perSide || len(out.Candidate) < perSide
 		if cfg.KeepResets && err == nil && !out.Interrupted && !out.Partial {
 			// The fix rounds start from the same state; the caller
 			// closes them.
@@ -383,18 +372,23 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	}
 
 	n := map[Side]int{}
-	for i, side := range out.Order {
-		if ctx.Err() != nil {
-			out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before round %d", i+1)
-			return out, nil
+	i := 0
+	before, err := rounds.Sequence(ctx, func() (func(context.Context) (bool, error), bool) {
+		if i == len(out.Order) {
+			return nil, false
 		}
-		n[side]++
-		round := Round{Seq: i + 1, Of: len(out.Order), Side: side, N: n[side]}
-		if stop, err := r.round(ctx, round, *targets[side]); stop || err != nil {
-			return out, err
-		}
+		side := out.Order[i]
+		i++
+		return func(ctx context.Context) (bool, error) {
+			n[side]++
+			round := Round{Seq: i, Of: len(out.Order), Side: side, N: n[side]}
+			return r.round(ctx, round, *targets[side])
+		}, true
+	})
+	if before > 0 {
+		out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before round %d", before)
 	}
-	return out, nil
+	return out, err
 }
 
 func (cfg *Config) check() error {
@@ -423,7 +417,7 @@ type run struct {
 	cleanupCtx func() (context.Context, context.CancelFunc)
 	// roundTimes are the wall times of the rounds finished, resets
 	// included, for the estimate.
-	roundTimes []time.Duration
+	roundTimes rounds.Times
 }
 
 // round resets the target, replays, releases and records one round. stop
@@ -432,13 +426,13 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, StartedAt: time.Now()}
 	began := time.Now()
 	r.progress(round, PhaseReset)
-	st, rerr := target.Reset.Reset(ctx, round.N)
+	// A reset that failed half way may have made some copies: Start
+	// releases them.
+	lc := rounds.Round{Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout}
+	rerr, relErr := lc.Start(ctx)
+	st := lc.State
 	rec.Reset = st
 	if rerr != nil {
-		// A reset that failed half way may have made some copies.
-		cctx, cancel := r.cleanupCtx()
-		relErr := target.Reset.Release(cctx, st)
-		cancel()
 		rec.EndedAt = time.Now()
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
@@ -456,20 +450,16 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
 	round.Logs, err = expandLogs(target.Logs)
 	if err != nil {
-		cctx, cancel := r.cleanupCtx()
-		defer cancel()
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
 		r.add(rec)
 		r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, err)
-		return true, errors.Join(err, target.Reset.Release(cctx, st))
+		return true, errors.Join(err, lc.Release(ctx))
 	}
 
 	r.progress(round, PhaseReplay)
-	replayStart := time.Now()
-	res, rerr := r.cfg.Replay(ctx, round, target)
-	rec.ReplaySeconds = time.Since(replayStart).Seconds()
+	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
+	rec.ReplaySeconds = lc.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	var relErr error
 	if r.cfg.KeepLast && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
 		// Its state stays for the plans; the caller releases it.
 		if r.out.Kept == nil {
@@ -477,11 +467,8 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		}
 		r.out.Kept[round.Side] = round
 	} else {
-		cctx, cancel := r.cleanupCtx()
-		relStart := time.Now()
-		relErr = target.Reset.Release(cctx, st)
-		cancel()
-		rec.ReleaseSeconds = time.Since(relStart).Seconds()
+		relErr = lc.Release(ctx)
+		rec.ReleaseSeconds = lc.ReleaseSeconds
 		r.out.ReleaseSeconds += rec.ReleaseSeconds
 	}
 	rec.EndedAt = time.Now()
@@ -511,7 +498,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	case rerr != nil:
 		rec.Status, rec.Error = StatusFailed, rerr.Error()
 	case res == nil:
-		rec.Status, rec.Error = StatusFailed, "the replay gave no result"
+		rec.Status, rec.Error = StatusFailed, rounds.ErrNoResult.Error()
 	case res.Partial && interrupted:
 		rec.Status = StatusInterrupted
 	case res.Partial:
@@ -544,7 +531,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	} else {
 		r.out.Candidate = append(r.out.Candidate, res)
 	}
-	r.roundTimes = append(r.roundTimes, time.Since(began))
+	r.roundTimes.Add(time.Since(began))
 	r.progress(round, PhaseDone)
 	if relErr != nil {
 		r.out.Stopped = fmt.Sprintf("after round %d (%s) the reset could not release what it made", round.Seq, round.Side)
@@ -565,26 +552,13 @@ func (r *run) progress(round Round, phase Phase) {
 	if r.cfg.Progress == nil {
 		return
 	}
-	p := Progress{Round: round, Phase: phase, Finished: len(r.roundTimes), Elapsed: time.Since(r.begun)}
+	p := Progress{Round: round, Phase: phase, Finished: r.roundTimes.Len(), Elapsed: time.Since(r.begun)}
 	left := round.Of - round.Seq + 1 // this round included
 	if phase == PhaseDone {
 		left--
 	}
-	p.Remaining, p.RemainingKnown = estimate(r.roundTimes, r.cfg.RoundEstimate, left)
+	p.Remaining, p.RemainingKnown = r.roundTimes.Left(left, r.cfg.RoundEstimate)
 	r.cfg.Progress(p)
-}
-
-// estimate is the time left rounds take: the mean of the rounds finished,
-// or est before any.
-func estimate(done []time.Duration, est time.Duration, left int) (time.Duration, bool) {
-	if len(done) == 0 {
-		return est * time.Duration(left), est > 0
-	}
-	var sum time.Duration
-	for _, d := range done {
-		sum += d
-	}
-	return sum / time.Duration(len(done)) * time.Duration(left), true
 }
 
 // unmapDatabases names the target's databases in res where the replay

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func TestOrder(t *testing.T) {
@@ -40,22 +40,6 @@ func TestOrder(t *testing.T) {
 		if count[A] != rounds || count[B] != rounds || first[A]-first[B] > 1 || first[B] > first[A] {
 			t.Errorf("Order(%d) = %v: counts %v, firsts %v", rounds, o, count, first)
 		}
-	}
-}
-
-func TestEstimate(t *testing.T) {
-	functionalCase(t)
-	if _, known := estimate(nil, 0, 4); known {
-		t.Errorf("estimate with nothing to go by is known")
-	}
-	if d, known := estimate(nil, 30*time.Second, 4); !known || d != 2*time.Minute {
-		t.Errorf("estimate from the guess = %v %v, want 2m", d, known)
-	}
-	if d, known := estimate([]time.Duration{40 * time.Second, 20 * time.Second}, time.Hour, 3); !known || d != 90*time.Second {
-		t.Errorf("estimate from the rounds = %v %v, want 1m30s (the guess is dropped once a round finished)", d, known)
-	}
-	if d, _ := estimate([]time.Duration{time.Second}, 0, 0); d != 0 {
-		t.Errorf("estimate with nothing left = %v", d)
 	}
 }
 
@@ -138,4 +122,41 @@ func TestConfigChecked(t *testing.T) {
 func functionalCase(t *testing.T) {
 	t.Helper()
 	t.Parallel()
+}
+
+// TestInterruptedBetweenRounds: Ctrl-C between two rounds starts no
+// further round, keeps the rounds finished and says before which round
+// the rehearsal stopped.
+func TestInterruptedBetweenRounds(t *testing.T) {
+	functionalCase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	replays := 0
+	out, err := Run(ctx, Config{
+		Control:   Target{DSN: "control", Reset: reset.None{}},
+		Candidate: Target{DSN: "candidate", Reset: reset.None{}},
+		Rounds:    3,
+		Replay: func(context.Context, Round, Target) (*results.Result, error) {
+			replays++
+			return &results.Result{Kind: results.KindReplay}, nil
+		},
+		Progress: func(p Progress) {
+			if p.Phase == PhaseDone && p.Round.Seq == 2 {
+				cancel()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !out.Interrupted || !out.Partial || out.Stopped != "interrupted before round 3" || replays != 2 ||
+		len(out.Records) != 2 || len(out.Control) != 1 || len(out.Candidate) != 1 {
+		t.Fatalf("outcome interrupted %v partial %v stopped %q, %d replays, records %+v, %d+%d results: want the 2 rounds finished kept",
+			out.Interrupted, out.Partial, out.Stopped, replays, out.Records, len(out.Control), len(out.Candidate))
+	}
+	for _, rec := range out.Records {
+		if rec.Status != StatusDone {
+			t.Errorf("round %d: %s, want done", rec.Seq, rec.Status)
+		}
+	}
 }

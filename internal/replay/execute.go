@@ -581,6 +581,9 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 				if cause == "" && sy.raced {
 					cause, what = querystats.CauseRaced, "a concurrent transaction"
 				}
+				if cause == "" && s.resumed {
+					cause, what = querystats.CauseSessionState, "session state from before the recording"
+				}
 				if cause != "" {
 					st.ExplainAnswer(cause, what)
 				}
@@ -609,6 +612,8 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 				sh.bakedIDs++
 			} else if s.fastPathSkipped {
 				sh.afterFastPath++
+			} else if s.resumed && sessionStateError(te.cause) {
+				r.c.onlyTargetSessionState.Add(1)
 			}
 		}
 		key := sampleKey{te.code, last.Fingerprint}

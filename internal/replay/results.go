@@ -71,10 +71,16 @@ type counters struct {
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 	answered, answerDiffers                           atomic.Int64
-	// answerVolatile, answerServerState, answerSequence, answerRaced
-	// and answerUnexplained split answerDiffers by what explains them
-	// (answerCause).
+	// answerVolatile, answerServerState, answerSequence, answerRaced,
+	// answerSessionState and answerUnexplained split answerDiffers by
+	// what explains them (answerCause).
 	answerVolatile, answerServerState, answerSequence, answerRaced, answerUnexplained atomic.Int64
+	answerSessionState                                                                atomic.Int64
+	// onlyTargetSessionState: failures only on the target in sessions
+	// recorded from the middle that their state from before explains.
+	onlyTargetSessionState atomic.Int64
+	// preamble*: the preambles of sessions recorded from the middle.
+	preambleSessions, preambleRan, preambleFailed atomic.Int64
 
 	// filtered counts what the dispatcher could not replay: events
 	// without a session, a session's end without its start; what the
@@ -188,7 +194,7 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
-	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(), querystats.CauseRaced: c.answerRaced.Load()} {
+	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(), querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseSessionState: c.answerSessionState.Load()} {
 		if n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
@@ -197,6 +203,10 @@ func (c *counters) fill(res *results.Result) {
 		}
 	}
 	res.Outcomes.AnswerDiffersUnexplained = c.answerUnexplained.Load()
+	res.Outcomes.OnlyOnTargetSessionState = c.onlyTargetSessionState.Load()
+	if n := c.preambleSessions.Load(); n > 0 {
+		res.Preamble = &results.Preamble{Sessions: n, Statements: c.preambleRan.Load(), Failed: c.preambleFailed.Load()}
+	}
 	res.Outcomes.SetRates()
 	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}
 	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
@@ -377,6 +387,8 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerSequence
 	case querystats.CauseRaced:
 		return &c.answerRaced
+	case querystats.CauseSessionState:
+		return &c.answerSessionState
 	}
 	return &c.answerUnexplained
 }

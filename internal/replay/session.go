@@ -34,6 +34,12 @@ type session struct {
 	// startNoted, that the replay's startupWatch saw its connection.
 	start      []event.Setting
 	startNoted bool
+	// resumed: the session was recorded from the middle; preamble is
+	// the SQL that recreates its state from before, run on each of its
+	// connections before anything else (preamble.go).
+	resumed       bool
+	preamble      []string
+	preambleNoted bool
 
 	q *queue
 	// deps is the start barrier, at speed 0; passed is closed once the
@@ -173,16 +179,18 @@ func (r *Replayer) newSession(ev *event.Event, clk *clock) *session {
 	n := r.nsessions
 	r.nsessions++
 	return &session{
-		r:      r,
-		clk:    clk,
-		shard:  r.shards[n%len(r.shards)],
-		id:     ev.Session,
-		user:   mapped(r.opts.UserMap, ev.User),
-		db:     mapped(r.opts.DatabaseMap, ev.Database),
-		app:    ev.Application,
-		start:  ev.Startup(),
-		q:      newQueue(r.budget),
-		warmed: make(chan struct{}),
+		r:        r,
+		clk:      clk,
+		shard:    r.shards[n%len(r.shards)],
+		id:       ev.Session,
+		user:     mapped(r.opts.UserMap, ev.User),
+		db:       mapped(r.opts.DatabaseMap, ev.Database),
+		app:      ev.Application,
+		start:    ev.Startup(),
+		resumed:  ev.Resumed(),
+		preamble: ev.Preamble(),
+		q:        newQueue(r.budget),
+		warmed:   make(chan struct{}),
 	}
 }
 
@@ -553,6 +561,7 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 	r.c.open.Add(1)
 	r.live.add(s)
 	r.opts.Sink.SessionOpened()
+	s.runPreamble()
 	return "", "", true
 }
 

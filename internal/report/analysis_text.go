@@ -137,6 +137,14 @@ func writeMessages(ew *errWriter, m results.MessageCounts) {
 	if len(table) > 0 {
 		writeTable(ew, "            ", table, 1)
 	}
+	if m.ResumedSessions > 0 {
+		ew.printf("            %s sessions recorded from the middle (open when the recording started), with %s preamble items of their state from before",
+			thousands(m.ResumedSessions), thousands(m.Preamble))
+		for _, k := range sortedKeys(m.BeforeRecording) {
+			ew.printf("; %s messages skipped before their first idle point, %s", thousands(m.BeforeRecording[k]), k)
+		}
+		ew.printf("\n")
+	}
 }
 
 func writeTop(ew *errWriter, title string, rows []querystats.Row, top int, spanS float64) {

@@ -67,15 +67,20 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 			continue
 		}
 		for _, q := range f.Queries {
-			with := fixEffectCell(q.With)
+			metric, with, before := htmlreport.Text(string(q.Metric)), fixEffectCell(q.With), fixEffectCell(q.Before)
+			if q.WorkMetric != "" {
+				// A work regression: its work per call, not its time.
+				metric = htmlreport.Text(WorkMetricName(q.WorkMetric) + " per call")
+				with, before = fixWorkCell(q.WorkWith), fixWorkCell(q.WorkBefore)
+			}
 			switch q.Status {
 			case fixes.Verified:
 				with.Class += " good"
 			case fixes.NoEffect:
 				with.Class += " bad"
 			}
-			queries.Rows = append(queries.Rows, htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Text(f.Name), htmlreport.Text(string(q.Metric)),
-				with, fixEffectCell(q.Before),
+			queries.Rows = append(queries.Rows, htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Text(f.Name), metric,
+				with, before,
 				htmlreport.Num(fmtSignedTotal(q.AddedMSWith), q.AddedMSWith), htmlreport.Num(fmtSignedTotal(q.AddedMSBefore), q.AddedMSBefore),
 				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
 		}
@@ -83,6 +88,11 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 			costs.Rows = append(costs.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{htmlreport.Text(f.Name), htmlreport.Text(fixCostWords(c)),
 				htmlreport.Num(fmtFactor(c.Factor), c.Factor), htmlreport.Num(fmtSignedTotal(c.AddedMS), c.AddedMS),
 				queryCell(c.Fingerprint, c.Query, pageQueryWidth)}})
+		}
+		if f.Origin == fixes.OriginTry {
+			for _, line := range fixChangeLines(f.Changes) {
+				s.Notes = append(s.Notes, f.Name+": "+line)
+			}
 		}
 		for _, line := range fixWritesLines(f) {
 			s.Notes = append(s.Notes, f.Name+": "+line)
@@ -98,6 +108,17 @@ func fixEffectCell(e *compare.Effect) htmlreport.Cell {
 		return htmlreport.Num("-", 0)
 	}
 	c := htmlreport.Num(fmtEffect(e), e.Ratio)
+	c.Class = "ci"
+	return c
+}
+
+// fixWorkCell is a fix's work figure against the control with its
+// interval.
+func fixWorkCell(e *compare.WorkEffect) htmlreport.Cell {
+	if e == nil {
+		return htmlreport.Num("-", 0)
+	}
+	c := htmlreport.Num(fmtWorkEffect(e), e.Ratio)
 	c.Class = "ci"
 	return c
 }

@@ -46,9 +46,20 @@ func fixVerdictText(f fixes.Outcome) string {
 
 // fixVerdictWords is a fix's verdict in words, with the rounds it rests
 // on: "fix verified (2 rounds): within the control's noise", "not tried:
-// the server refused it: ERROR: ...".
+// the server refused it: ERROR: ...". A fix that reverts the change
+// itself is a verdict on the cause.
 func fixVerdictWords(f fixes.Outcome) string {
 	rounds := strconv.Itoa(f.Rounds) + " " + plural(f.Rounds, "round", "rounds")
+	if f.Reverts() {
+		switch f.Status {
+		case fixes.Verified:
+			return fmt.Sprintf("reverts the change: confirms the cause (%s): within the control's noise", rounds)
+		case fixes.Partial:
+			return fmt.Sprintf("reverts the change: a partial cause: %.0f%% of the regression recovered (%s); another cause remains", f.RecoveredPct, rounds)
+		case fixes.NoEffect:
+			return fmt.Sprintf("reverts the change: no effect (%s): the cause is not confirmed", rounds)
+		}
+	}
 	switch f.Status {
 	case fixes.Verified:
 		return fmt.Sprintf("fix verified (%s): within the control's noise", rounds)
@@ -56,6 +67,8 @@ func fixVerdictWords(f fixes.Outcome) string {
 		return fmt.Sprintf("fix partial: %.0f%% of the regression recovered (%s); another cause remains", f.RecoveredPct, rounds)
 	case fixes.NoEffect:
 		return fmt.Sprintf("no effect (%s)", rounds)
+	case fixes.Tried:
+		return fmt.Sprintf("tried (%s): no regression to judge it on against the control", rounds)
 	}
 	if f.Untried != "" {
 		return "not tried: " + f.Untried
@@ -73,6 +86,12 @@ func fixVerdictWords(f fixes.Outcome) string {
 func fixFigureLines(f fixes.Outcome) []string {
 	var out []string
 	for _, q := range f.Queries {
+		if q.WorkMetric != "" {
+			// A work regression: its work, not its time.
+			out = append(out, fmt.Sprintf("%s: %s per call %s against the control with the fix (%s without)",
+				shorten(oneLine(q.Query), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore)))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
 			shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
 			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore)))
@@ -84,7 +103,39 @@ func fixFigureLines(f fixes.Outcome) []string {
 	if len(f.Costs) == 0 {
 		out = append(out, "no other query regressed with the fix")
 	}
+	if f.Origin == fixes.OriginTry {
+		out = append(out, fixChangeLines(f.Changes)...)
+	}
 	return append(out, fixWritesLines(f)...)
+}
+
+// fixChangeLines are every query the user's own fix made faster or
+// slower beyond noise than the candidate without it, with its mean
+// against the control; a fix that changed none is said so.
+func fixChangeLines(changes []fixes.Change) []string {
+	if len(changes) == 0 {
+		return []string{"no query faster or slower beyond noise than on the candidate without it"}
+	}
+	var out []string
+	for _, c := range changes {
+		figure := "mean " + fmtEffect(c.Effect)
+		switch {
+		case c.Work != nil:
+			figure = workChangeText(c.Metric, c.Work)
+		case c.Metric != compare.MetricMean:
+			figure = string(c.Metric) + " " + fmtEffect(c.Effect)
+		}
+		if c.Effect != nil && c.Work == nil {
+			figure += ", " + fmtSignedMS(c.Effect.DeltaMS) + " ms per call"
+		}
+		control := ""
+		if c.Control != nil {
+			control = "; mean " + fmtEffect(c.Control) + " against the control with it"
+		}
+		out = append(out, fmt.Sprintf("%s beyond noise than on the candidate without it: %s: %s%s",
+			c.Direction, shorten(oneLine(c.Query), fixQueryWidth), figure, control))
+	}
+	return out
 }
 
 // fixWritesLines say what a tried fix cost the queries that write its

@@ -53,6 +53,13 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		fmt.Fprintf(&b, "    skipped, %s: %d\n", k, s.Skipped[k])
 	}
 	writeReplayMessages(&b, res.Messages)
+	if p := res.Preamble; p != nil {
+		fmt.Fprintf(&b, "  preamble:   %d statements run to recreate %d sessions recorded from the middle (settings, prepared statements), untimed, not compared", p.Statements, p.Sessions)
+		if p.Failed > 0 {
+			fmt.Fprintf(&b, "; %d refused by the target", p.Failed)
+		}
+		b.WriteString("\n")
+	}
 	if res.Lost > 0 && s.Total > 0 {
 		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
 	}
@@ -97,6 +104,10 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	if o.OnlyOnTargetAfterFastPath > 0 {
 		fmt.Fprintf(&b, "    %d of those only on the target followed, in their session, a fast-path call the replay skipped (libpq's large-object functions: lo_unlink...), whose effect the target never saw\n",
 			o.OnlyOnTargetAfterFastPath)
+	}
+	if o.OnlyOnTargetSessionState > 0 {
+		fmt.Fprintf(&b, "    %d of those only on the target were in sessions recorded from the middle, with an error that session state from before the recording explains (a temporary table, a cursor WITH HOLD, a prepared statement the capture does not hold)\n",
+			o.OnlyOnTargetSessionState)
 	}
 	if st := res.StartupSettings; st != nil && st.Suspect {
 		fmt.Fprintf(&b, "  settings:   the sessions may have run with other connection settings than the original's, which change results silently: %s\n", st.Note)
@@ -158,6 +169,7 @@ func writeReplayMessages(b *strings.Builder, m *results.MessageCounts) {
 			fmt.Fprintf(b, "    skipped, %s: %d\n", k, m.Skipped[k])
 		}
 	}
+	writeResumed(b, m)
 }
 
 // writeDryRun writes what a dry run measured.
@@ -254,6 +266,9 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 		if o.AnswerDiffersExplained[string(querystats.CauseRaced)] > 0 {
 			by = "explained by the statement or a race in the original"
 		}
+		if o.AnswerDiffersExplained[string(querystats.CauseSessionState)] > 0 {
+			by += ", or session state from before the recording"
+		}
 		fmt.Fprintf(b, " (%d unexplained; %s: %s)", o.AnswerDiffersUnexplained, by, CountList(o.AnswerDiffersExplained))
 	}
 	b.WriteString("\n")
@@ -305,5 +320,21 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 		}
 		fmt.Fprintf(b, "    explained by the statement's text (%s):\n", what)
 		list(explained)
+	}
+}
+
+// writeResumed says, for a capture that took sessions up from the
+// middle, how many, their preambles, and what they did before their
+// first idle point that is not in the capture; nothing otherwise.
+func writeResumed(b *strings.Builder, m *results.MessageCounts) {
+	if m.ResumedSessions == 0 {
+		return
+	}
+	fmt.Fprintf(b, "    %d sessions recorded from the middle: %d preamble items (settings, prepared statements) recreated before their first statement, not counted as statements\n",
+		m.ResumedSessions, m.Preamble)
+	for _, k := range sortedKeys(m.BeforeRecording) {
+		if m.BeforeRecording[k] > 0 {
+			fmt.Fprintf(b, "    skipped before recording, %s: %d messages\n", k, m.BeforeRecording[k])
+		}
 	}
 }

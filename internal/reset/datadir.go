@@ -46,6 +46,21 @@ func (d *DataDir) Reset(ctx context.Context, round int) (State, error) {
 	return State{Mode: ModeDataDir, Round: round, Seconds: since(t)}, nil
 }
 
+// Restarter is a reset that may restart the server between its reset and
+// its release, for a fix round whose setting needs a restart: its next
+// reset undoes the setting with everything else.
+type Restarter interface {
+	Restart(ctx context.Context) error
+}
+
+// Restart restarts the cluster's server (fast: sessions are ended).
+func (d *DataDir) Restart(ctx context.Context) error {
+	if d.Cluster == nil {
+		return errors.New("reset: no cluster to restart")
+	}
+	return d.Cluster.Restart(ctx, "fast")
+}
+
 // Release does nothing: the next Reset restores.
 func (d *DataDir) Release(context.Context, State) error { return nil }
 

@@ -98,10 +98,12 @@ func Merge(a, b *Result) (*Result, error) {
 		if a.Messages != nil && (b.Messages == nil || a.Messages.Total >= b.Messages.Total) {
 			c := *a.Messages
 			c.Skipped = addCounts(nil, a.Messages.Skipped)
+			c.BeforeRecording = maps.Clone(a.Messages.BeforeRecording)
 			m.Messages = &c
 		} else if b.Messages != nil {
 			c := *b.Messages
 			c.Skipped = addCounts(nil, b.Messages.Skipped)
+			c.BeforeRecording = maps.Clone(b.Messages.BeforeRecording)
 			m.Messages = &c
 		}
 	case a.Messages != nil || b.Messages != nil:
@@ -433,6 +435,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 			OnlyOnTargetBySQLState:    sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),
 			OnlyOnTargetBakedIDs:      x.Outcomes.OnlyOnTargetBakedIDs + y.Outcomes.OnlyOnTargetBakedIDs,
 			OnlyOnTargetAfterFastPath: x.Outcomes.OnlyOnTargetAfterFastPath + y.Outcomes.OnlyOnTargetAfterFastPath,
+			OnlyOnTargetSessionState:  x.Outcomes.OnlyOnTargetSessionState + y.Outcomes.OnlyOnTargetSessionState,
 		},
 		Reader: ReaderCounts{
 			Events:      x.Reader.Events + y.Reader.Events,
@@ -486,6 +489,16 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	m.TargetLog = mergeTargetLogs(x.TargetLog, y.TargetLog)
 	m.Shards = mergeShardRuns(x.Shards, y.Shards)
 	m.StartupSettings = mergeStartup(x.StartupSettings, y.StartupSettings)
+	if x.Preamble != nil || y.Preamble != nil {
+		m.Preamble = &Preamble{}
+		for _, p := range []*Preamble{x.Preamble, y.Preamble} {
+			if p != nil {
+				m.Preamble.Sessions += p.Sessions
+				m.Preamble.Statements += p.Statements
+				m.Preamble.Failed += p.Failed
+			}
+		}
+	}
 	return m, nil
 }
 

@@ -229,6 +229,25 @@ type Replay struct {
 	// statement (libpq's PGOPTIONS, PGTZ, PGDATESTYLE...), which change
 	// results silently; nil in an analysis and in results from before.
 	StartupSettings *StartupSettings `json:"startup_settings,omitempty"`
+
+	// Preamble counts what a replay of a capture ran to recreate the
+	// state of the sessions recorded from the middle before their first
+	// statement; nil when it had none.
+	Preamble *Preamble `json:"preamble,omitempty"`
+}
+
+// Preamble is what a replay ran, apart from the workload's statements,
+// to recreate the sessions a capture recorded from the middle: their
+// settings and SQL-level prepared statements, on each of their
+// connections, untimed and not compared. Their protocol-level prepared
+// statements are prepared as any others, when first executed.
+type Preamble struct {
+	// Sessions are the sessions recorded from the middle that connected;
+	// Statements the preamble statements run, Failed those of them the
+	// target refused (a role it lacks, say).
+	Sessions   int64 `json:"sessions"`
+	Statements int64 `json:"statements"`
+	Failed     int64 `json:"failed"`
 }
 
 // StartupSettings is what a replay knows of its sessions' startup
@@ -372,6 +391,16 @@ type MessageCounts struct {
 	Skipped      map[MessageSkip]int64 `json:"skipped"`
 	Dropped      int64                 `json:"dropped,omitempty"`
 	OpenSessions int64                 `json:"open_sessions,omitempty"`
+	// ResumedSessions are the sessions a capture recorded from the
+	// middle (open when its recording started), Preamble the state
+	// items (settings, prepared statements) their replays recreate
+	// before their first statement, and BeforeRecording the messages
+	// those sessions sent after the recording started and before their
+	// first idle point, by reason: relayed, never recorded, so not in
+	// Total.
+	ResumedSessions int64            `json:"resumed_sessions,omitempty"`
+	Preamble        int64            `json:"preamble,omitempty"`
+	BeforeRecording map[string]int64 `json:"skipped_before_recording,omitempty"`
 }
 
 // SkippedTotal is the sum of Skipped.
@@ -384,6 +413,14 @@ func (c *MessageCounts) Add(o MessageCounts) {
 	c.Skipped = addCounts(c.Skipped, o.Skipped)
 	c.Dropped += o.Dropped
 	c.OpenSessions += o.OpenSessions
+	c.ResumedSessions += o.ResumedSessions
+	c.Preamble += o.Preamble
+	for k, v := range o.BeforeRecording {
+		if c.BeforeRecording == nil {
+			c.BeforeRecording = map[string]int64{}
+		}
+		c.BeforeRecording[k] += v
+	}
 }
 
 // LineCounts account for every physical line of the logs: each was parsed
@@ -515,6 +552,13 @@ type Outcomes struct {
 	// a later DROP ROLE of its owner fails), though which failure comes
 	// of it is not proven.
 	OnlyOnTargetAfterFastPath int64 `json:"only_on_target_after_fast_path,omitempty"`
+	// OnlyOnTargetSessionState counts those of FailedOnlyOnTarget, not
+	// among the two above, in sessions a capture recorded from the
+	// middle, with an error that state the capture cannot hold
+	// explains (a temporary table, a cursor WITH HOLD, a prepared
+	// statement, a role made before the recording): "session state
+	// from before the recording".
+	OnlyOnTargetSessionState int64 `json:"only_on_target_session_state,omitempty"`
 	// Answered counts the executions compared with the answer the
 	// original server gave (the input recorded it: a capture); of them,
 	// AnswerDiffers differed in outcome, SQLSTATE or row count. Both 0

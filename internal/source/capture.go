@@ -144,6 +144,13 @@ func (c *capReader) SourceCounts() results.SourceCounts {
 			m.Skipped[results.MessageSkip(k)] = v
 		}
 	}
+	m.ResumedSessions, m.Preamble = mc.Resumed, mc.Preamble
+	for k, v := range mc.BeforeRecording {
+		if m.BeforeRecording == nil {
+			m.BeforeRecording = map[string]int64{}
+		}
+		m.BeforeRecording[string(k)] += v
+	}
 	return results.SourceCounts{Messages: &m}
 }
 

@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"maps"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+)
+
+// NotResumed says why a session open when a recording started is not in
+// it.
+type NotResumed string
+
+const (
+	// NotResumedUntracked: the proxy keeps no session state
+	// (Config.ResumeSessions unset).
+	NotResumedUntracked NotResumed = "session_state_not_kept"
+	// NotResumedTooLarge: its state outgrew the proxy's bounds, or
+	// could not be known (settings changed in a transaction rolled
+	// back to a savepoint).
+	NotResumedTooLarge NotResumed = "session_state_unknown"
+	// NotResumedNeverIdle: it was inside a transaction or had a request
+	// in flight from the start to the end of the recording.
+	NotResumedNeverIdle NotResumed = "never_idle_while_recording"
+	// NotResumedEnded: it ended before its next idle point.
+	NotResumedEnded NotResumed = "ended_before_idle"
+)
+
+// ResumeCounts count what became of the sessions open when a recording
+// started.
+type ResumeCounts struct {
+	// Resumed are the sessions taken up from the middle, Late those of
+	// them that were inside a transaction or had a request in flight at
+	// the start, taken up at their next idle point; Skipped the
+	// messages those sent before it (relayed, not recorded), by why
+	// they were not idle. Waiting are the sessions still waiting for
+	// their idle point.
+	Resumed, Late, Waiting int64
+	Skipped                map[capture.ResumeSkip]int64
+	// NotRecorded counts the sessions not in the recording, by why;
+	// Reason gives, for NotResumedTooLarge, the first session's own
+	// reason.
+	NotRecorded map[NotResumed]int64
+	Reason      string
+}
+
+func (c *ResumeCounts) notRecorded() int64 {
+	var n int64
+	for _, v := range c.NotRecorded {
+		n += v
+	}
+	return n
+}
+
+func (c ResumeCounts) clone() ResumeCounts {
+	c.Skipped = maps.Clone(c.Skipped)
+	c.NotRecorded = maps.Clone(c.NotRecorded)
+	return c
+}
+
+// Resumes counts what became of the sessions open when the latest
+// recording (current or detached) started.
+func (p *Proxy) Resumes() ResumeCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.last.Load()
+	if b == nil {
+		return ResumeCounts{}
+	}
+	return b.resumes.clone()
+}
+
+// notResumed counts a session left out of b. p.mu is held.
+func (b *binding) notResumed(why NotResumed) {
+	if b.resumes.NotRecorded == nil {
+		b.resumes.NotRecorded = map[NotResumed]int64{}
+	}
+	b.resumes.NotRecorded[why]++
+}
+
+// gaveUp counts a session that waited for its idle point to be taken up
+// into b, and will not be. p.mu is held.
+func (b *binding) gaveUp(why NotResumed) {
+	b.resumes.Waiting--
+	b.notResumed(why)
+}
+
+// resumeAtAttach takes s, open and unbound, up into b: at once when it
+// is idle, else at its next idle point. p.mu is held.
+func (s *session) resumeAtAttach(b *binding) {
+	st := s.st
+	if st == nil {
+		b.notResumed(NotResumedUntracked)
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.unrecordable != "":
+		if b.resumes.Reason == "" {
+			b.resumes.Reason = st.unrecordable
+		}
+		b.notResumed(NotResumedTooLarge)
+	case st.idle():
+		st.skipped, st.joinWhy = 0, ""
+		s.resumeLocked(b)
+	default:
+		st.skipped, st.joinWhy = 0, capture.ResumeInFlight
+		if st.status == 'T' || st.status == 'E' {
+			st.joinWhy = capture.ResumeInTransaction
+		}
+		b.resumes.Waiting++
+		s.join.Store(b)
+	}
+}
+
+// resumeLocked records s's startup with its state into b and binds s to
+// it: its records go there from now on. p.mu and s.st.mu are held.
+func (s *session) resumeLocked(b *binding) {
+	st := s.st
+	if s.join.Swap(nil) == b {
+		b.resumes.Waiting--
+		b.resumes.Late++
+		if st.skipped > 0 {
+			if b.resumes.Skipped == nil {
+				b.resumes.Skipped = map[capture.ResumeSkip]int64{}
+			}
+			b.resumes.Skipped[st.joinWhy] += st.skipped
+		}
+	}
+	b.resumes.Resumed++
+	b.sink.Add(capture.Record{
+		Kind:          capture.KindStartup,
+		Session:       s.id,
+		Time:          time.Now().UnixMicro(),
+		Params:        s.params,
+		ProtocolMajor: uint16(s.proto >> 16),
+		ProtocolMinor: uint16(s.proto),
+		TLS:           s.tls,
+		BackendPID:    s.pid,
+		ClientAddr:    s.addr,
+		Resume:        st.resume(),
+	})
+	st.skipped, st.joinWhy = 0, ""
+	s.rec.Store(b)
+}
+
+// trackFrontend notes a client's message in the session's state, before
+// it is recorded and forwarded; a recording waiting for the session's
+// idle point takes it up first if it is idle, before this message.
+func (s *session) trackFrontend(msg []byte) {
+	st := s.st
+	locked := s.join.Load() != nil
+	switch msg[0] {
+	case 'd', 'c', 'f', 'X':
+		// COPY data and Terminate change no state; they count as
+		// skipped while a recording waits for the session.
+		if !locked {
+			return
+		}
+	}
+	if locked {
+		s.p.mu.Lock()
+		defer s.p.mu.Unlock()
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if b := s.join.Load(); b != nil {
+		switch {
+		case locked && st.unrecordable != "":
+			s.join.Store(nil)
+			b.gaveUp(NotResumedTooLarge)
+		case locked && st.idle():
+			s.resumeLocked(b)
+		default:
+			st.skipped++
+		}
+	}
+	st.frontend(msg)
+}
+
+// trackBackend notes a server's answer in the session's state, after it
+// is recorded and before it is forwarded; a recording waiting for the
+// session's idle point takes it up after a ReadyForQuery that ends one.
+func (s *session) trackBackend(typ byte, body []byte) {
+	st := s.st
+	locked := typ == 'Z' && s.join.Load() != nil
+	if locked {
+		s.p.mu.Lock()
+		defer s.p.mu.Unlock()
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.backend(typ, body)
+	if !locked {
+		return
+	}
+	if b := s.join.Load(); b != nil {
+		switch {
+		case st.unrecordable != "":
+			s.join.Store(nil)
+			b.gaveUp(NotResumedTooLarge)
+		case st.idle():
+			s.resumeLocked(b)
+		}
+	}
+}

@@ -1,0 +1,413 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/pgrehearse/pgrehearse/internal/capture"
+)
+
+// Default bounds of the state the proxy keeps per session so that a
+// recording can take it up from the middle (Config.ResumeSessions).
+const (
+	DefaultStateItems = 1024
+	DefaultStateBytes = 256 << 10
+)
+
+// stateItemOverhead is what one kept item costs besides its bytes: the
+// item itself in its slice, its key's header, and its map entry.
+const stateItemOverhead = 96
+
+// stateItem is one piece of a session's state: a setting (SQL), a
+// SQL-level prepared statement (SQL), or a protocol-level one (its
+// Parse message, verbatim).
+type stateItem struct {
+	key   string
+	sql   string
+	parse []byte
+}
+
+func (it *stateItem) size() int {
+	return stateItemOverhead + len(it.key) + len(it.sql) + len(it.parse)
+}
+
+// ackKind is the server's acknowledgement a request of the extended
+// protocol waits for.
+type ackKind uint8
+
+const (
+	ackParse ackKind = iota + 1 // ParseComplete
+	ackClose                    // CloseComplete
+)
+
+// pendingAck is a Parse or Close waiting for the server's answer: the
+// statement exists (or is gone) only once it came.
+type pendingAck struct {
+	kind ackKind
+	// key is the statement's key, "" for the unnamed statement or a
+	// portal, which the proxy does not keep.
+	key   string
+	parse []byte
+	// batch is the request it belongs to: how many Query, Sync and
+	// FunctionCall the client sent before it.
+	batch uint64
+}
+
+// pendingCmd is a session-state statement waiting for its
+// CommandComplete, in its request (see pendingAck.batch).
+type pendingCmd struct {
+	stateCmd
+	batch uint64
+}
+
+// sessState is what the proxy keeps of one session so that a recording
+// started while the session is open can take it up from the middle:
+// its settings, its prepared statements, whether it is idle. Both pumps
+// update it, under mu; an Attach reads it.
+//
+// What it cannot know (temporary tables, cursors WITH HOLD, advisory
+// locks, settings made by functions) a replay names as "session state
+// from before the recording" where it explains a failure.
+type sessState struct {
+	mu sync.Mutex
+
+	// items is the committed state, in the order it was made; index
+	// finds an item by key.
+	items []stateItem
+	index map[string]int
+	bytes int
+	// txn are the transactional changes (SET, RESET) made since the
+	// last ReadyForQuery outside a transaction block, applied when it
+	// commits.
+	txn []stateCmd
+	// unrecordable says why the session cannot be taken up from the
+	// middle (its state outgrew the bounds, or is unknown); once set
+	// the state is dropped and no longer kept.
+	unrecordable string
+	maxItems     int
+	maxBytes     int
+
+	// acks are the Parses and Closes waiting for the server's answer;
+	// cmds the statements waiting for their CommandComplete, by class.
+	acks []pendingAck
+	cmds [numTagClasses][]pendingCmd
+	// named maps a prepared statement or portal of the extended
+	// protocol whose query changes the state to its command.
+	stmtCmds   map[string]stateCmd
+	portalCmds map[string]stateCmd
+
+	// status is the last ReadyForQuery's; sent counts the requests
+	// that end with a ReadyForQuery (Query, Sync, FunctionCall) the
+	// client sent, done those the server answered: the request
+	// answered now is number done, and a client may pipeline more.
+	// unsynced says the client sent extended-protocol messages since
+	// its last Sync. errored and rolledBack: an ErrorResponse, a
+	// ROLLBACK tag since the last ReadyForQuery.
+	status              byte
+	sent, done          uint64
+	unsynced            bool
+	errored, rolledBack bool
+
+	// join is the recording that waits for the session's next idle
+	// point to take it up (Attach), skipped the messages it sent since,
+	// and joinWhy why it was not idle at the start.
+	join    *binding
+	skipped int64
+	joinWhy capture.ResumeSkip
+}
+
+func newSessState(maxItems, maxBytes int) *sessState {
+	return &sessState{maxItems: maxItems, maxBytes: maxBytes}
+}
+
+// idle says whether the session is between requests, outside a
+// transaction block: what the recording takes up is then whole.
+// st.mu is held.
+func (st *sessState) idle() bool {
+	return st.status == 'I' && st.sent == st.done && !st.unsynced
+}
+
+// frontend notes a message the client sends, before it is forwarded.
+// st.mu is held.
+func (st *sessState) frontend(msg []byte) {
+	typ, body := msg[0], msg[5:]
+	switch typ {
+	case 'Q':
+		if st.unrecordable == "" {
+			for _, c := range stateCmds(nil, view(body)) {
+				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
+			}
+		}
+		st.sent++
+	case 'S':
+		st.sent++
+		st.unsynced = false
+	case 'F':
+		st.sent++
+	case 'P':
+		st.unsynced = true
+		name, rest, _ := bytes.Cut(body, []byte{0})
+		query := view(rest)
+		a := pendingAck{kind: ackParse, batch: st.sent}
+		if len(name) > 0 && st.unrecordable == "" {
+			a.key, a.parse = stmtKey(string(name)), bytes.Clone(msg)
+		}
+		st.acks = append(st.acks, a)
+		if c, ok := classify(query); ok && st.unrecordable == "" {
+			if st.stmtCmds == nil {
+				st.stmtCmds = map[string]stateCmd{}
+			}
+			st.stmtCmds[string(name)] = c
+		} else if len(st.stmtCmds) > 0 {
+			delete(st.stmtCmds, string(name))
+		}
+	case 'B':
+		st.unsynced = true
+		portal, rest, _ := bytes.Cut(body, []byte{0})
+		if c, ok := st.stmtCmds[view(rest)]; ok {
+			if st.portalCmds == nil {
+				st.portalCmds = map[string]stateCmd{}
+			}
+			st.portalCmds[string(portal)] = c
+		} else if len(st.portalCmds) > 0 {
+			delete(st.portalCmds, string(portal))
+		}
+	case 'E':
+		st.unsynced = true
+		if c, ok := st.portalCmds[view(body)]; ok {
+			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
+		}
+	case 'C':
+		st.unsynced = true
+		a := pendingAck{kind: ackClose, batch: st.sent}
+		if len(body) > 1 && body[0] == 'S' {
+			if name := cstring(body[1:]); name != "" {
+				a.key = stmtKey(name)
+				delete(st.stmtCmds, name)
+			}
+		}
+		st.acks = append(st.acks, a)
+	case 'D', 'H':
+		st.unsynced = true
+	}
+}
+
+// backend notes an answer of the server, before it is forwarded. st.mu
+// is held.
+func (st *sessState) backend(typ byte, body []byte) {
+	switch typ {
+	case '1', '3':
+		st.settle(st.done)
+		if len(st.acks) == 0 {
+			return
+		}
+		a := st.acks[0]
+		st.acks = st.acks[1:]
+		switch {
+		case a.key == "" || st.unrecordable != "":
+		case a.kind == ackParse:
+			st.put(stateItem{key: a.key, parse: a.parse})
+		default:
+			st.remove(a.key)
+		}
+	case 'C':
+		tag := view(body)
+		if tag == "ROLLBACK" {
+			st.rolledBack = true
+		}
+		class := classOfTag(tag)
+		if class == tagNone {
+			return
+		}
+		st.settle(st.done)
+		if len(st.cmds[class]) == 0 {
+			return
+		}
+		c := st.cmds[class][0]
+		st.cmds[class] = st.cmds[class][1:]
+		st.apply(c.stateCmd)
+	case 'E':
+		st.errored = true
+		// What the server skips up to the end of the request never
+		// completes.
+		st.settle(st.done + 1)
+	case 'Z':
+		if len(body) > 0 {
+			st.readyForQuery(body[0])
+		}
+	}
+}
+
+// readyForQuery ends a request: the changes of a transaction that
+// committed are kept, those of one that failed or rolled back dropped.
+func (st *sessState) readyForQuery(status byte) {
+	st.status = status
+	if st.done < st.sent {
+		// Not the ReadyForQuery that ends the login.
+		st.settle(st.done + 1)
+		st.done++
+	}
+	switch status {
+	case 'I':
+		if !st.errored && !st.rolledBack {
+			for _, c := range st.txn {
+				st.commit(c)
+			}
+		}
+		st.txn = st.txn[:0]
+	default:
+		if st.rolledBack && len(st.txn) > 0 {
+			// A ROLLBACK TO SAVEPOINT inside the block may have undone
+			// some of the changes: which, the proxy cannot tell.
+			st.drop("its settings changed in a transaction rolled back to a savepoint")
+		}
+	}
+	st.errored, st.rolledBack = false, false
+}
+
+// settle forgets the Parses, Closes and statements of the requests
+// before batch, which will never be answered: the server skipped them
+// after an error, or answered them already.
+func (st *sessState) settle(batch uint64) {
+	i := 0
+	for i < len(st.acks) && st.acks[i].batch < batch {
+		i++
+	}
+	st.acks = st.acks[i:]
+	for c := range st.cmds {
+		q := st.cmds[c]
+		i := 0
+		for i < len(q) && q[i].batch < batch {
+			i++
+		}
+		st.cmds[c] = q[i:]
+	}
+}
+
+// apply makes a completed statement's change: at once, or at the
+// commit of its transaction for a setting.
+func (st *sessState) apply(c stateCmd) {
+	if st.unrecordable != "" {
+		return
+	}
+	switch c.op {
+	case opSet, opReset, opResetAll:
+		st.txn = append(st.txn, c)
+	default:
+		st.commit(c)
+	}
+}
+
+func (st *sessState) commit(c stateCmd) {
+	switch c.op {
+	case opSet, opPrepare:
+		st.put(stateItem{key: c.key, sql: c.sql})
+	case opReset, opDeallocate:
+		st.remove(c.key)
+	case opResetAll:
+		st.removeIf(func(key string) bool { return strings.HasPrefix(key, "guc:") })
+	case opDeallocateAll:
+		st.removeIf(func(key string) bool { return strings.HasPrefix(key, "stmt:") })
+	case opDiscardAll:
+		st.removeIf(func(string) bool { return true })
+	}
+}
+
+// put keeps it, in place of an item of the same key, at the end: the
+// order the state was made in is the order a replay makes it.
+func (st *sessState) put(it stateItem) {
+	if st.unrecordable != "" {
+		return
+	}
+	st.remove(it.key)
+	if st.index == nil {
+		st.index = map[string]int{}
+	}
+	st.index[it.key] = len(st.items)
+	st.items = append(st.items, it)
+	st.bytes += it.size()
+	switch {
+	case len(st.items) > st.maxItems:
+		st.drop(fmt.Sprintf("it holds more than %d prepared statements and settings", st.maxItems))
+	case st.bytes > st.maxBytes:
+		st.drop(fmt.Sprintf("its prepared statements and settings take more than %d bytes", st.maxBytes))
+	}
+}
+
+func (st *sessState) remove(key string) {
+	i, ok := st.index[key]
+	if !ok {
+		return
+	}
+	st.bytes -= st.items[i].size()
+	st.items = append(st.items[:i], st.items[i+1:]...)
+	delete(st.index, key)
+	for j := i; j < len(st.items); j++ {
+		st.index[st.items[j].key] = j
+	}
+}
+
+func (st *sessState) removeIf(f func(key string) bool) {
+	kept := st.items[:0]
+	for _, it := range st.items {
+		if f(it.key) {
+			st.bytes -= it.size()
+			delete(st.index, it.key)
+			continue
+		}
+		st.index[it.key] = len(kept)
+		kept = append(kept, it)
+	}
+	clear(st.items[len(kept):])
+	st.items = kept
+}
+
+// drop marks the session as one a recording cannot take up from the
+// middle, for why, and frees what it kept.
+func (st *sessState) drop(why string) {
+	if st.unrecordable != "" {
+		return
+	}
+	st.unrecordable = why
+	st.items, st.index, st.bytes, st.txn = nil, nil, 0, nil
+	st.stmtCmds, st.portalCmds = nil, nil
+	for c := range st.cmds {
+		st.cmds[c] = nil
+	}
+}
+
+// Bytes is how much memory the kept state accounts for.
+func (st *sessState) Bytes() int { return st.bytes }
+
+// resume is the state a recording that takes the session up now
+// starts it with.
+func (st *sessState) resume() *capture.Resume {
+	rs := &capture.Resume{Skipped: st.skipped, SkipReason: st.joinWhy}
+	if len(st.items) > 0 {
+		rs.State = make([]capture.StateItem, len(st.items))
+		for i, it := range st.items {
+			if it.parse != nil {
+				rs.State[i] = capture.StateItem{Parse: it.parse}
+			} else {
+				rs.State[i] = capture.StateItem{SQL: it.sql}
+			}
+		}
+	}
+	if rs.Skipped == 0 {
+		rs.SkipReason = ""
+	}
+	return rs
+}
+
+// view is the C string at the start of b as a string that shares b's
+// memory, without a copy: for reading a message in the pump's buffer
+// only, never to keep (classify copies what it keeps).
+func view(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

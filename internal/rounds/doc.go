@@ -1,0 +1,21 @@
+// Package rounds owns what every command that replays a workload several
+// times does around each replay: the round runner between the commands
+// (rehearse, headroom) and the replay (package replayrun).
+//
+// A round resets its target (package reset), replays, and releases what
+// the reset made for it. The release runs also after Ctrl-C, each under
+// its own cleanup timeout counted from when it starts, because copies
+// left behind would fill the target's disk. A round the user interrupted
+// is dropped: its partial result does not count; the rounds finished
+// before it are kept, and Sequence never starts another once the context
+// is cancelled.
+//
+// The sides alternate, A B then B A (A B B A A B ...), so that a drift of
+// the machine over the command (a cache warming, a neighbour starting)
+// falls on both sides alike instead of on whichever went last. The time
+// left is estimated from the rounds measured so far (Times).
+//
+// The package knows nothing of what a round replays or how its result is
+// judged and recorded: each command keeps its own records, statuses and
+// files. It names no command-line flag and prints nothing.
+package rounds
