@@ -29,10 +29,8 @@ var longFuncs = []string{
 	"internal/explain/run.go:runner.statement",
 	"internal/logread/prefix/infer.go:assignRoles",
 	"internal/logread/prefix/infer.go:induce",
-	"internal/rehearse/rehearse.go:run.round",
 	"internal/replay/execute.go:session.record",
 	"internal/replay/execute.go:session.statement",
-	"internal/replayrun/run.go:Run",
 	"internal/shard/builder.go:Builder.Plan",
 	"internal/syncdep/tracker.go:Session.Event",
 }
