@@ -32,7 +32,6 @@ var longFuncs = []string{
 	"internal/replay/execute.go:session.record",
 	"internal/replay/execute.go:session.statement",
 	"internal/shard/builder.go:Builder.Plan",
-	"internal/syncdep/tracker.go:Session.Event",
 }
 
 // longFunc is a function over maxFuncLines.
