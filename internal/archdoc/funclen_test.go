@@ -31,7 +31,6 @@ var longFuncs = []string{
 	"internal/logread/prefix/infer.go:induce",
 	"internal/replay/execute.go:session.record",
 	"internal/replay/execute.go:session.statement",
-	"internal/shard/builder.go:Builder.Plan",
 }
 
 // longFunc is a function over maxFuncLines.
