@@ -27,9 +27,6 @@ var longFuncs = []string{
 	"internal/capture/events.go:Decoder.frontend",
 	"internal/cli/rehearse.go:newRehearseCmd",
 	"internal/explain/run.go:runner.statement",
-	"internal/logread/prefix/infer.go:assignRoles",
-	"internal/logread/prefix/infer.go:induce",
-	"internal/replay/execute.go:session.record",
 	"internal/replay/execute.go:session.statement",
 }
 

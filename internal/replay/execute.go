@@ -613,6 +613,17 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			r.c.answerCause(explained).Add(1)
 		}
 	}
+	r.countOutcome(ev, k, failed, te.code)
+	if r.opts.ErrorWindow > 0 && !r.opts.DryRun {
+		r.window.record(r, failed && !ev.Failed, te.code)
+	}
+	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
+}
+
+// countOutcome counts an execution of k statements that failed on the
+// target (with SQLSTATE code) or not, against whether the original
+// failed: the statements executed, the errors, and which side failed.
+func (r *Replayer) countOutcome(ev *event.Event, k int64, failed bool, code string) {
 	if failed {
 		r.c.failed.Add(1)
 		r.c.executed.Add(k - 1)
@@ -632,14 +643,10 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		}
 	case failed:
 		r.c.onlyTarget.Add(1)
-		if dateTimeState(te.code) {
+		if dateTimeState(code) {
 			r.startup.dateTime.Add(1)
 		}
 	}
-	if r.opts.ErrorWindow > 0 && !r.opts.DryRun {
-		r.window.record(r, failed && !ev.Failed, te.code)
-	}
-	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
 }
 
 // answerDiffers compares item i (of k) of an execution with what the
