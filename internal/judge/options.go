@@ -23,9 +23,8 @@ const DefaultComparisonMinEffectMS = compare.DefaultMinEffectMS
 // besides the regressed and diverged ones when PlansOptions.Top is 0.
 const DefaultPlansTop = compareplans.DefaultTop
 
-// Rules are the rules whose breaking fails a comparison (report's and
-// rehearse's --fail-on), parsed once so that a mistake is said before
-// any work is done.
+// Rules are the rules whose breaking fails a comparison, parsed once so
+// that a mistake is said before any work is done.
 type Rules []compare.Rule
 
 // ParseRules parses rules in compare's language: METRIC>THRESHOLD, several
