@@ -3,16 +3,19 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	capturefile "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -38,6 +41,10 @@ type driverCase struct {
 	// printed are lines the program must print: proof that the driver
 	// did what the case is about (a timeout that did cancel).
 	printed []string
+	// wire checks the capture's events: that the driver sent the
+	// protocol forms the case is about (binary formats, row limits, a
+	// cancel, fast-path calls), which the replay must send again.
+	wire func(t *testing.T, evs []*event.Event)
 	// rows are the replay's rows per query, each answered once.
 	rows map[string]int64
 	// cancelled are queries the replay must see cancelled (57014).
@@ -102,7 +109,15 @@ var driverCases = []driverCase{{
 		jar := installed(t, dir, "java/postgresql-*.jar")
 		return exec.CommandContext(ctx, tool(t, "java"), "-cp", jar, driverProgram(t, "Jdbc.java"))
 	},
-	printed:   []string{"jdbc fetch rows 2000", "jdbc lo written", "jdbc timeout 57014", "jdbc lo_get jdbc large object"},
+	printed: []string{"jdbc fetch rows 2000", "jdbc lo written", "jdbc timeout 57014", "jdbc lo_get jdbc large object"},
+	wire: func(t *testing.T, evs []*event.Event) {
+		wantEvents(t, evs, "a fetch size of 100", 1, func(e *event.Event, w *event.Wire) bool { return e.Query == jdbcFetch && !w.Fetch && w.MaxRows == 100 })
+		wantEvents(t, evs, "fetches of 100 rows on", 20, func(e *event.Event, w *event.Wire) bool { return e.Query == jdbcFetch && w.Fetch })
+		// lo_creat, lo_open, lowrite, lo_close (and pgjdbc's lookup
+		// of their OIDs, in SQL).
+		wantEvents(t, evs, "fast-path calls", 4, func(e *event.Event, w *event.Wire) bool { return w.FunctionOID != 0 })
+		wantEvents(t, evs, "a cancel", 1, func(e *event.Event, w *event.Wire) bool { return e.Query == sleepQuery && w.Cancel })
+	},
 	rows:      map[string]int64{jdbcFetch: 2000},
 	cancelled: []string{sleepQuery},
 	onTarget:  map[string]string{loContents: "jdbc large object"},
@@ -111,7 +126,14 @@ var driverCases = []driverCase{{
 	command: func(ctx context.Context, t *testing.T, dir string) *exec.Cmd {
 		return exec.CommandContext(ctx, installed(t, dir, "venv/bin/python"), driverProgram(t, "asyncpg_forms.py"))
 	},
-	printed:   []string{"asyncpg cursor rows 2000", "asyncpg timeout cancelled", "asyncpg after 10"},
+	printed: []string{"asyncpg cursor rows 2000", "asyncpg timeout cancelled", "asyncpg after 10"},
+	wire: func(t *testing.T, evs []*event.Event) {
+		wantEvents(t, evs, "a prefetch of 100", 1, func(e *event.Event, w *event.Wire) bool {
+			return e.Query == asyncpgFetch && !w.Fetch && w.MaxRows == 100
+		})
+		wantEvents(t, evs, "fetches of 100 rows on", 20, func(e *event.Event, w *event.Wire) bool { return e.Query == asyncpgFetch && w.Fetch })
+		wantEvents(t, evs, "a cancel", 1, func(e *event.Event, w *event.Wire) bool { return e.Query == sleepQuery && w.Cancel })
+	},
 	rows:      map[string]int64{asyncpgFetch: 2000},
 	cancelled: []string{sleepQuery},
 }, {
@@ -120,7 +142,15 @@ var driverCases = []driverCase{{
 		return exec.CommandContext(ctx, installed(t, dir, "venv/bin/python"), driverProgram(t, "psycopg_forms.py"))
 	},
 	printed: []string{"psycopg binary rows 10 (10, 'v10')", "psycopg pipeline count 2", "psycopg pipeline error 22012",
-		"psycopg copy out rows 300", "psycopg copied 600 180300"},
+		"psycopg implicit error 22012", "psycopg after errors 7", "psycopg copy out rows 300", "psycopg copied 600 180300"},
+	wire: func(t *testing.T, evs []*event.Event) {
+		wantEvents(t, evs, "binary parameters and results", 1, func(e *event.Event, w *event.Wire) bool {
+			return strings.HasPrefix(e.Query, "SELECT id, v FROM big WHERE id <= $1") && w.Binary(0) && w.Binary(1) && slices.Contains(w.ResultFormats, 1)
+		})
+		wantEvents(t, evs, "COPY FROM STDIN with its data", 2, func(e *event.Event, w *event.Wire) bool {
+			return len(e.CopyIns()) == 1 && len(e.CopyIns()[0].Data) > 0
+		})
+	},
 	rows: map[string]int64{"SELECT id, v FROM big WHERE id <= $1 AND v <> $2 ORDER BY id": 10},
 	// The INSERT after 1/0 in the pipeline: the server discarded it.
 	skipped: map[results.MessageSkip]int64{results.MessageSkip(capturefile.SkipDiscarded): 1},
@@ -136,7 +166,12 @@ var driverCases = []driverCase{{
 		return cmd
 	},
 	printed: []string{"node cursor rows 2000 reads 21"},
-	rows:    map[string]int64{nodeFetch: 2000},
+	wire: func(t *testing.T, evs []*event.Event) {
+		wantEvents(t, evs, "a cursor read of 100 with Flush", 1, func(e *event.Event, w *event.Wire) bool {
+			return e.Query == nodeFetch && !w.Fetch && w.MaxRows == 100 && w.NoSync
+		})
+	},
+	rows: map[string]int64{nodeFetch: 2000},
 }, {
 	name: "psql",
 	command: func(ctx context.Context, t *testing.T, dir string) *exec.Cmd {
@@ -156,11 +191,56 @@ var driverCases = []driverCase{{
 		return cmd
 	},
 	printed: []string{"lo_import", "COPY 2", "COPY 3"},
+	wire: func(t *testing.T, evs []*event.Event) {
+		wantEvents(t, evs, "fast-path calls", 4, func(e *event.Event, w *event.Wire) bool { return w.FunctionOID != 0 })
+		wantEvents(t, evs, "two COPYs in one string", 1, func(e *event.Event, w *event.Wire) bool { return len(e.CopyIns()) == 2 })
+	},
 	onTarget: map[string]string{
 		loContents: "from psql",
 		"SELECT (SELECT string_agg(x::text, ',' ORDER BY x) FROM ca) || '/' || (SELECT string_agg(x::text, ',' ORDER BY x) FROM cb)": "1,2/3,4,5",
 	},
 }}
+
+// captureEvents decodes the capture in dir into its events.
+func captureEvents(t *testing.T, dir string) []*event.Event {
+	t.Helper()
+	r, err := capturefile.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dec := capturefile.NewDecoder(r)
+	var evs []*event.Event
+	for {
+		e, err := dec.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+}
+
+// wantEvents fails t unless at least min of evs match, given each
+// event's Wire (a zero one for an event without).
+func wantEvents(t *testing.T, evs []*event.Event, what string, min int, match func(*event.Event, *event.Wire) bool) {
+	t.Helper()
+	n := 0
+	for _, e := range evs {
+		w := e.Wire()
+		if w == nil {
+			w = &event.Wire{}
+		}
+		if match(e, w) {
+			n++
+		}
+	}
+	if n < min {
+		t.Errorf("the capture holds %d events of %s, want at least %d", n, what, min)
+	}
+}
 
 // TestDrivers is issue 46's acceptance: real drivers, installed from
 // their registries by `make test-drivers`, run their protocol forms
@@ -227,6 +307,9 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 		t.Fatalf("capture exited %d, want a complete capture:\n%s", code, text)
 	}
 	original := pgssRows(ctx, t, a, "postgres")
+	if dc.wire != nil {
+		dc.wire(t, captureEvents(t, rc.dir))
+	}
 
 	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,18 @@ with psycopg.connect(dbname='postgres', sslmode='disable', autocommit=True) as c
     except psycopg.errors.DivisionByZero as e:
         print('psycopg pipeline error', e.sqlstate)
 
+    # Outside a transaction block, the statements up to the pipeline's
+    # Sync are one implicit transaction: the error rolls back the INSERT
+    # before it too.
+    try:
+        with c.pipeline():
+            c.execute('INSERT INTO piped (x, note) VALUES (%s, %s)', (200, 'rolled back'))
+            c.execute('SELECT 1/0')
+        print('psycopg implicit error none')
+    except psycopg.errors.DivisionByZero as e:
+        print('psycopg implicit error', e.sqlstate)
+    print('psycopg after errors', c.execute('SELECT count(*) FROM piped').fetchone()[0])
+
     with c.cursor() as cur:
         with cur.copy('COPY copied (id, v) FROM STDIN') as cp:
             for i in range(1, 501):
