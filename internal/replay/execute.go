@@ -391,11 +391,14 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		return 0, seq, errStopping
 	}
 	w := ev.Wire()
-	if w == nil || !w.Fetch {
+	if (w == nil || !w.Fetch) && !s.w.piped {
 		if err := s.syncBatch(); err != nil {
 			return s.ended(start), seq, err
 		}
 	}
+	// The original sent this execution in the pipeline's batch, before
+	// its Sync: it goes on in the same implicit transaction.
+	s.w.piped = false
 	// A capture's COPY data, sent when the server asks for it; without
 	// (a log), the COPY is failed.
 	s.w.copyIns = ev.CopyIns()

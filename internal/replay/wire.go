@@ -91,6 +91,10 @@ type wire struct {
 	// unsynced: a batch sent without Sync was answered, and its
 	// implicit transaction (holding its portal) is still open.
 	unsynced bool
+	// piped: that batch is a pipeline's (event.Wire.NoSync without a
+	// row limit), which the session's next execution goes on with
+	// rather than ending it with a Sync first.
+	piped bool
 	// portal is the portal an execution with a row limit binds, named
 	// as the original named it, so that its fetches find it.
 	portal string
@@ -176,6 +180,13 @@ func (s *session) sendBindExecute(w *event.Wire) {
 		s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
 		f.SendDescribe(describePortal)
 		f.SendExecute(executeAll)
+		if w != nil && w.NoSync {
+			// A pipeline's: the next execution goes on with its
+			// implicit transaction.
+			s.w.piped = true
+			s.endBatch(true)
+			return
+		}
 		f.SendSync(syncMsg)
 		return
 	}
@@ -287,8 +298,15 @@ func (s *session) exchange(extended bool) error {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
-			s.w.unsynced = false
+			s.w.unsynced, s.w.piped = false, false
 			return first
+		case *pgproto3.EmptyQueryResponse:
+			// An empty query's whole answer, but for the ReadyForQuery
+			// of a Sync.
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
 		case *pgproto3.DataRow:
 			s.w.digests.row(m)
 		case *pgproto3.CommandComplete:
