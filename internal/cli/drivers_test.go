@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	capturefile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -393,5 +396,76 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 		if got := queryLines(t, b, "postgres", q); len(got) != 1 || got[0] != want {
 			t.Errorf("%s on the target: %q, want %q", q, got, want)
 		}
+	}
+}
+
+// TestCapturePipelineImplicitTransaction is what TestDrivers' psycopg
+// case found, at the message level for make test: Executes pipelined
+// before one Sync outside a transaction block are one implicit
+// transaction, so an error in the second rolls back the first. The
+// replay must send them so too: the INSERT before the error is not on
+// the target, the pipeline that succeeds is, and no answer differs.
+func TestCapturePipelineImplicitTransaction(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	for _, c := range []*pgcluster.Cluster{a, b} {
+		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; CREATE TABLE piped (x int PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
+	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &protoClient{t: t, conn: conn}
+	f := conn.Frontend()
+	pipeline := func(batch ...[2]string) string {
+		for _, q := range batch {
+			f.Send(&pgproto3.Parse{Query: q[0]})
+			f.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(q[1])}})
+			f.Send(&pgproto3.Execute{})
+		}
+		f.Send(&pgproto3.Sync{})
+		return c.until(nil)
+	}
+	const insert = "INSERT INTO piped VALUES ($1)"
+	if code := pipeline([2]string{insert, "200"}, [2]string{"SELECT 1 / $1::int", "0"}); code != "22012" {
+		t.Fatalf("the failing pipeline: %q, want 22012", code)
+	}
+	if code := pipeline([2]string{insert, "300"}, [2]string{insert, "301"}); code != "" {
+		t.Fatalf("the pipeline that succeeds: %q", code)
+	}
+	const after = "SELECT string_agg(x::text, ',' ORDER BY x) FROM piped"
+	if code := c.simple(after); code != "" {
+		t.Fatal(code)
+	}
+	conn.Close(ctx)
+	rc.idle(t)
+	if code, text := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, text)
+	}
+	original := pgssRows(ctx, t, a, "postgres")
+	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
+		t.Fatal(err)
+	}
+	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
+	if res == nil {
+		t.Fatalf("replay exited %d:\n%s", code, text)
+	}
+	replayed := pgssRows(ctx, t, b, "postgres")
+	failed := t.Failed()
+	checkDriverReplay(t, driverCase{name: "pipeline", onTarget: map[string]string{after: "300,301"}}, original, replayed, res, b)
+	if o := original[fingerprint.Compute(insert)[0].Fingerprint]; o.calls != 3 {
+		t.Errorf("the INSERT on the source: %+v, want 3 calls (one rolled back)", o)
+	}
+	if !failed && t.Failed() {
+		t.Logf("replay:\n%s", text)
 	}
 }
