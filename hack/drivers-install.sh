@@ -49,7 +49,8 @@ echo "drivers-install: pip ${py_pkgs[*]}"
 echo "drivers-install: mvn ${jars[*]}"
 rm -rf "$dir/java"
 for a in "${jars[@]}"; do
-	mvn -B -q -Dstyle.color=never dependency:copy -Dartifact="$a" -DoutputDirectory="$dir/java"
+	# mvn -q still prints colour codes; its output is shown on failure.
+	out=$(mvn -B -q dependency:copy -Dartifact="$a" -DoutputDirectory="$dir/java" 2>&1) || { echo "$out" >&2; exit 1; }
 done
 
 echo "$pins" >"$dir/.versions"

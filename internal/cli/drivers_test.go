@@ -150,6 +150,10 @@ var driverCases = []driverCase{{
 		wantEvents(t, evs, "binary parameters and results", 1, func(e *event.Event, w *event.Wire) bool {
 			return strings.HasPrefix(e.Query, "SELECT id, v FROM big WHERE id <= $1") && w.Binary(0) && w.Binary(1) && slices.Contains(w.ResultFormats, 1)
 		})
+		// Executes sent before another of their batch, the Sync after:
+		// the first pipeline's two, executemany's four, the INSERTs
+		// before each 1/0.
+		wantEvents(t, evs, "pipelined Executes", 2+4+1+1, func(e *event.Event, w *event.Wire) bool { return w.NoSync && w.MaxRows == 0 })
 		wantEvents(t, evs, "COPY FROM STDIN with its data", 2, func(e *event.Event, w *event.Wire) bool {
 			return len(e.CopyIns()) == 1 && len(e.CopyIns()[0].Data) > 0
 		})
