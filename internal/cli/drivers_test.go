@@ -406,9 +406,10 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 // TestCapturePipelineImplicitTransaction is what TestDrivers' psycopg
 // case found, at the message level for make test: Executes pipelined
 // before one Sync outside a transaction block are one implicit
-// transaction, so an error in the second rolls back the first. The
-// replay must send them so too: the INSERT before the error is not on
-// the target, the pipeline that succeeds is, and no answer differs.
+// transaction, so an error in the last rolls back the ones before it,
+// a named statement's first use among them included. The replay must
+// send them so too: the INSERTs before the error are not on the target,
+// the pipeline that succeeds is, and no answer differs.
 func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
@@ -430,20 +431,23 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	}
 	c := &protoClient{t: t, conn: conn}
 	f := conn.Frontend()
-	pipeline := func(batch ...[2]string) string {
+	// Each of batch is a statement's name, its text and its parameter.
+	pipeline := func(batch ...[3]string) string {
 		for _, q := range batch {
-			f.Send(&pgproto3.Parse{Query: q[0]})
-			f.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte(q[1])}})
+			f.Send(&pgproto3.Parse{Name: q[0], Query: q[1]})
+			f.Send(&pgproto3.Bind{PreparedStatement: q[0], Parameters: [][]byte{[]byte(q[2])}})
 			f.Send(&pgproto3.Execute{})
 		}
 		f.Send(&pgproto3.Sync{})
 		return c.until(nil)
 	}
 	const insert = "INSERT INTO piped VALUES ($1)"
-	if code := pipeline([2]string{insert, "200"}, [2]string{"SELECT 1 / $1::int", "0"}); code != "22012" {
+	// A named statement first used in the middle of the batch: the
+	// replay prepares it without ending the batch.
+	if code := pipeline([3]string{"", insert, "200"}, [3]string{"S_1", insert, "201"}, [3]string{"", "SELECT 1 / $1::int", "0"}); code != "22012" {
 		t.Fatalf("the failing pipeline: %q, want 22012", code)
 	}
-	if code := pipeline([2]string{insert, "300"}, [2]string{insert, "301"}); code != "" {
+	if code := pipeline([3]string{"", insert, "300"}, [3]string{"", insert, "301"}); code != "" {
 		t.Fatalf("the pipeline that succeeds: %q", code)
 	}
 	const after = "SELECT string_agg(x::text, ',' ORDER BY x) FROM piped"
@@ -466,8 +470,8 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	replayed := pgssRows(ctx, t, b, "postgres")
 	failed := t.Failed()
 	checkDriverReplay(t, driverCase{name: "pipeline", onTarget: map[string]string{after: "300,301"}}, original, replayed, res, b)
-	if o := original[fingerprint.Compute(insert)[0].Fingerprint]; o.calls != 3 {
-		t.Errorf("the INSERT on the source: %+v, want 3 calls (one rolled back)", o)
+	if o := original[fingerprint.Compute(insert)[0].Fingerprint]; o.calls != 4 {
+		t.Errorf("the INSERT on the source: %+v, want 4 calls (two rolled back)", o)
 	}
 	if !failed && t.Failed() {
 		t.Logf("replay:\n%s", text)

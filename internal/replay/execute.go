@@ -502,7 +502,13 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 		delete(s.prepared, name)
 	}
 	var err error
-	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	if s.w.unsynced {
+		// In a batch the original had not ended (a pipeline's): the
+		// Sync of pgconn's Prepare would end its implicit transaction.
+		s.block(func() { err = s.parseInBatch(name, query, oids) })
+	} else {
+		s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	}
 	if err != nil {
 		return err
 	}

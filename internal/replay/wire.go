@@ -230,6 +230,43 @@ func (s *session) syncBatch() error {
 	return s.exchange(true)
 }
 
+// parseInBatch prepares name with Parse and Flush, without the Sync that
+// would end the batch still open, and waits for its ParseComplete. After
+// an error the server skips to the next Sync: sent then, the session is
+// usable again, as the batch's Sync made it for the original.
+func (s *session) parseInBatch(name, query string, oids []uint32) error {
+	f := s.conn.Frontend()
+	f.SendParse(&pgproto3.Parse{Name: name, Query: query, ParameterOIDs: oids})
+	f.Send(flushMsg)
+	if err := f.Flush(); err != nil {
+		return s.broken(err)
+	}
+	var first error
+	for {
+		msg, err := s.conn.ReceiveMessage(context.Background())
+		if err != nil {
+			return s.broken(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ParseComplete:
+			if first == nil {
+				return nil
+			}
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+				f.SendSync(syncMsg)
+				if err := f.Flush(); err != nil {
+					return s.broken(err)
+				}
+			}
+		case *pgproto3.ReadyForQuery:
+			s.w.unsynced, s.w.piped = false, false
+			return first
+		}
+	}
+}
+
 // execFetch continues the portal an earlier execution left suspended at
 // its row limit, as the original did: Execute with the same limit and no
 // new Bind, then Sync.
