@@ -777,6 +777,17 @@ func (d *Decoder) emit(f *inFlight, t int64) {
 		// pipelined): a replay waits for the answer without ending
 		// the implicit transaction that holds the portal.
 		w.NoSync = true
+	} else if f.followed && ev.Kind == event.Execute && (w == nil || w.MaxRows == 0) {
+		// Followed by another Execute before the batch's Sync (a
+		// pipeline: psycopg's, libpq's, a JDBC batch): outside a
+		// transaction block the statements up to the Sync are one
+		// implicit transaction, which an error in a later one rolls
+		// back whole, so a replay sends it without a Sync either.
+		if w == nil {
+			w = &event.Wire{}
+			ev.SetWire(w)
+		}
+		w.NoSync = true
 	}
 	if t >= ev.Time {
 		ev.Duration = t - ev.Time

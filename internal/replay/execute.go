@@ -403,11 +403,14 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		return 0, seq, errStopping
 	}
 	w := ev.Wire()
-	if w == nil || !w.Fetch {
+	if (w == nil || !w.Fetch) && !s.w.piped {
 		if err := s.syncBatch(); err != nil {
 			return s.ended(start), seq, err
 		}
 	}
+	// The original sent this execution in the pipeline's batch, before
+	// its Sync: it goes on in the same implicit transaction.
+	s.w.piped = false
 	// A capture's COPY data, sent when the server asks for it; without
 	// (a log), the COPY is failed.
 	s.w.copyIns = ev.CopyIns()
@@ -511,7 +514,13 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 		delete(s.prepared, name)
 	}
 	var err error
-	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	if s.w.unsynced {
+		// In a batch the original had not ended (a pipeline's): the
+		// Sync of pgconn's Prepare would end its implicit transaction.
+		s.block(func() { err = s.parseInBatch(name, query, oids) })
+	} else {
+		s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	}
 	if err != nil {
 		return err
 	}
