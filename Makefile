@@ -37,14 +37,14 @@ RUN_TESTS    = status=0; \
 # The tests' throwaway clusters copy a data directory made once by initdb
 # per binaries (pgcluster.InitCacheEnv) instead of each running initdb,
 # most of a cluster's start: make test starts hundreds.
-test test-long test-versions: export PGREHEARSE_INITDB_CACHE ?= /tmp/pgrehearse-initdb
+test test-long test-versions test-drivers: export PGREHEARSE_INITDB_CACHE ?= /tmp/pgrehearse-initdb
 # The timeout only catches a hang: it bounds each package's test binary,
 # and internal/cli (the demo and rehearsals end to end, replays at the
 # original pace) took 18 minutes on a busy 2-core machine.
 TEST_TIMEOUT ?= 40m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test test-busy test-long test-versions bench fmt vet postgres pg-versions extensions chromium static image
+.PHONY: all build demo test test-busy test-long test-versions test-drivers bench fmt vet postgres pg-versions extensions chromium static image
 
 all: build
 
@@ -94,6 +94,19 @@ test-versions: postgres pg-versions
 	$(GO) test -count=1 -v -run '^TestVersionsDoc$$' ./internal/versionsdoc -args -update -results $(CURDIR)/$(VERSION_RESULTS) || status=1; \
 	grep '"Action":"fail"' $(VERSION_RESULTS) | sed -E 's/.*"Package":"([^"]*)"(,"Test":"([^"]*)")?.*/FAIL \1 \3/' | sort -u >&2; \
 	exit $$status
+
+# test-drivers runs TestDrivers (internal/cli, issue 46's acceptance) with
+# the real client drivers: hack/drivers-install.sh installs pgjdbc (mvn),
+# asyncpg and psycopg 3 (pip, in a virtual environment) and node-postgres
+# (npm) from their registries into DRIVERS_DIR, pinned; each driver's
+# program runs through the capture proxy and its capture is replayed onto
+# a copy of the source. With PGREHEARSE_DRIVERS set, a driver that cannot
+# run fails; make test, without it, runs only psql's case. Not part of
+# make test: it needs npm, pip, mvn, java and node.
+DRIVERS_DIR ?= .cache/drivers
+test-drivers: postgres
+	@bash hack/drivers-install.sh $(DRIVERS_DIR)
+	PGREHEARSE_DRIVERS=$(abspath $(DRIVERS_DIR)) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) -run '^TestDrivers$$' ./internal/cli
 
 # test-regress replays PostgreSQL's own regression suite (issue 39's
 # acceptance, hack/regress.sh): pg_regress's parallel schedule logged by a

@@ -413,51 +413,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		s.portals[m.DestinationPortal] = portal{stmt: m.PreparedStatement, query: st.query, oids: st.oids, params: m.Parameters, formats: m.ParameterFormatCodes, results: m.ResultFormatCodes}
 		d.use()
 	case 'E':
-		var m pgproto3.Execute
-		if m.Decode(body) != nil {
-			d.skip(SkipMalformed)
-			return
-		}
-		p, ok := s.portals[m.Portal]
-		if !ok {
-			d.skip(SkipUnknownStatement)
-			return
-		}
-		if s.failed && s.synced == s.answered {
-			// After an error in its batch, before the Sync.
-			d.skip(SkipDiscarded)
-			return
-		}
-		ev := d.event(s, event.Execute, r.Time)
-		ev.Query, ev.Name = p.query, p.stmt
-		if m.Portal != "" {
-			ev.SetPortal(m.Portal)
-		}
-		if len(p.params) > 0 {
-			ev.Params = make([]event.Param, len(p.params))
-			for i, v := range p.params {
-				ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
-			}
-		}
-		w := wireOf(p)
-		if m.MaxRows > 0 || p.ran {
-			if w == nil {
-				w = &event.Wire{}
-			}
-			w.MaxRows, w.Fetch = m.MaxRows, p.ran
-		}
-		ev.SetWire(w)
-		p.ran = true
-		s.portals[m.Portal] = p
-		for _, f := range s.pending {
-			if !f.synced {
-				f.followed = true
-			}
-		}
-		f := &inFlight{ev: ev, batch: s.synced}
-		s.pending = append(s.pending, f)
-		s.copying = f
-		d.use()
+		d.execute(s, r, body)
 	case 'd':
 		if s.copying == nil {
 			d.skip(SkipUnmatched)
@@ -516,6 +472,57 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 	default:
 		d.skip(SkipMalformed)
 	}
+}
+
+// execute reads an Execute (body) of session s: the event of its
+// portal's statement with the Bind's values and wire, which waits for
+// its answers.
+func (d *Decoder) execute(s *capSession, r *Record, body []byte) {
+	var m pgproto3.Execute
+	if m.Decode(body) != nil {
+		d.skip(SkipMalformed)
+		return
+	}
+	p, ok := s.portals[m.Portal]
+	if !ok {
+		d.skip(SkipUnknownStatement)
+		return
+	}
+	if s.failed && s.synced == s.answered {
+		// After an error in its batch, before the Sync.
+		d.skip(SkipDiscarded)
+		return
+	}
+	ev := d.event(s, event.Execute, r.Time)
+	ev.Query, ev.Name = p.query, p.stmt
+	if m.Portal != "" {
+		ev.SetPortal(m.Portal)
+	}
+	if len(p.params) > 0 {
+		ev.Params = make([]event.Param, len(p.params))
+		for i, v := range p.params {
+			ev.Params[i] = event.Param{Value: string(v), Null: v == nil}
+		}
+	}
+	w := wireOf(p)
+	if m.MaxRows > 0 || p.ran {
+		if w == nil {
+			w = &event.Wire{}
+		}
+		w.MaxRows, w.Fetch = m.MaxRows, p.ran
+	}
+	ev.SetWire(w)
+	p.ran = true
+	s.portals[m.Portal] = p
+	for _, f := range s.pending {
+		if !f.synced {
+			f.followed = true
+		}
+	}
+	f := &inFlight{ev: ev, batch: s.synced}
+	s.pending = append(s.pending, f)
+	s.copying = f
+	d.use()
 }
 
 // openCopy is the COPY taking data now, begun if none is (CopyData
@@ -769,6 +776,17 @@ func (d *Decoder) emit(f *inFlight, t int64) {
 		// by another Execute before it (a fetch of the same portal
 		// pipelined): a replay waits for the answer without ending
 		// the implicit transaction that holds the portal.
+		w.NoSync = true
+	} else if f.followed && ev.Kind == event.Execute && (w == nil || w.MaxRows == 0) {
+		// Followed by another Execute before the batch's Sync (a
+		// pipeline: psycopg's, libpq's, a JDBC batch): outside a
+		// transaction block the statements up to the Sync are one
+		// implicit transaction, which an error in a later one rolls
+		// back whole, so a replay sends it without a Sync either.
+		if w == nil {
+			w = &event.Wire{}
+			ev.SetWire(w)
+		}
 		w.NoSync = true
 	}
 	if t >= ev.Time {

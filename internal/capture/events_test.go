@@ -171,9 +171,9 @@ func TestDecoder(t *testing.T) {
 		"connect c2",
 		`statement c1 "BEGIN; UPDATE t SET x = 1" 60us rows=[0 3]`,
 		`execute c1 "SELECT $1 + 1" "\x00\x00\x00\x00\x00\x00\x00*" oids=[20] formats=[1] 20us rows=[1]`,
-		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "7" 10us rows=[1]`,
+		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "7" oids=[] formats=[] nosync 10us rows=[1]`,
 		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 NULL 19us rows=[0]`,
-		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "x" 5us failed=22P02 rows=[]`,
+		`execute c2 "SELECT * FROM t WHERE id = $1" name=s1 "x" oids=[] formats=[] nosync 5us failed=22P02 rows=[]`,
 		`statement c1 "COPY t FROM STDIN" 11us rows=[3] copy=["1\n2\n" "3\n"]`,
 		`execute c1 "/* fastpath function call */ SELECT \"function 764\"()" oids=[] formats=[] fn=764 result=[0] 1us rows=[]`,
 		"disconnect c1",
@@ -585,7 +585,7 @@ func TestDecoderPipelinedMixed(t *testing.T) {
 		`statement c1 "SELECT count(*) FROM items" 21us rows=[1]`,
 		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "a" "7" 27us rows=[1]`,
 		`statement c1 "SET statement_timeout = '2s'" 36us rows=[0]`,
-		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "b" "x" 43us failed=22P02 rows=[]`,
+		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "b" "x" oids=[] formats=[] nosync 43us failed=22P02 rows=[]`,
 		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "d" "9" 48us rows=[0]`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

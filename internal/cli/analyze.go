@@ -17,7 +17,6 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
 	"github.com/pgrehearse/pgrehearse/internal/event"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/report"
@@ -118,9 +117,9 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	// Findings that need a server also need what only the events show
 	// (logged parameter values, a sample execution to explain): they are
 	// observed on the way, which costs reading speed, so only then.
-	var obs *findings.EventSampler
+	var obs *judge.Sampler
 	if f.findings && f.dsn != "" {
-		obs = findings.NewEventSampler(cache)
+		obs = judge.NewSampler(cache)
 	}
 	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache, KeepSamples: f.keepSamples})
 	if err != nil {
@@ -153,7 +152,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if f.findings && !res.Partial && !onlyErrors {
 		// Findings that fail (their server unreachable) lose only
 		// themselves: the analysis is still written.
-		if out.Findings, findingsErr = analysisFindings(ctx, f, res, obs); findingsErr == nil {
+		if findingsErr = analysisFindings(ctx, f, &out, obs); findingsErr == nil {
 			fmt.Fprintln(summaryOut)
 			if err := report.WriteFindings(summaryOut, out.Findings, findingsHints); err != nil {
 				return fmt.Errorf("write findings: %w", err)
@@ -195,7 +194,7 @@ func (f analyzeFlags) check() (start, end int64, err error) {
 
 // readLogs analyzes the set's events with a progress bar, showing them
 // to obs on the way when it is not nil. The result names its input.
-func readLogs(ctx context.Context, stdio IO, set *source.Set, obs *findings.EventSampler, opts analyze.Options) (*results.Result, error) {
+func readLogs(ctx context.Context, stdio IO, set *source.Set, obs *judge.Sampler, opts analyze.Options) (*results.Result, error) {
 	prog := newProgress(stdio.Stderr, set)
 	sources := set.Sources()
 	if obs != nil {
@@ -214,29 +213,24 @@ func readLogs(ctx context.Context, stdio IO, set *source.Set, obs *findings.Even
 
 // analysisFindings names the traps of an analyzed workload, with the
 // server's catalog when --dsn is given.
-func analysisFindings(ctx context.Context, f analyzeFlags, res *results.Result, obs *findings.EventSampler) (*findings.Report, error) {
-	res.Source = strings.Join(res.Files, ", ")
-	in := findings.Input{Workload: findings.FromResult(res), ServerCPUs: f.serverCPUs}
+func analysisFindings(ctx context.Context, f analyzeFlags, out *analysisOutput, obs *judge.Sampler) error {
+	out.Source = strings.Join(out.Files, ", ")
+	in := judge.FindingsInput{Result: out.Result, Sampler: obs, ServerCPUs: f.serverCPUs}
 	if f.serverCPUs > 0 {
 		in.CPUSource = "--server-cpus"
 	}
-	if obs != nil {
-		in.Observed = obs.Result()
-	}
-	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: f.dsn, Required: true}, nil, findings.Options{})
+	rep, _, err := judge.WorkloadFindings(ctx, in, judge.FindingsOptions{Catalog: judge.Catalog{DSN: f.dsn, Required: true}})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return rep, nil
+	out.Findings = rep
+	return nil
 }
 
 // analysisOutput is what analyze --json writes: the analysis, and its
 // findings under "findings" (the analyze package cannot hold them: the
 // findings are computed from an analysis).
-type analysisOutput struct {
-	*results.Result
-	Findings *findings.Report `json:"findings,omitempty"`
-}
+type analysisOutput = report.ResultJSON
 
 // progress is the bar on standard error, or nothing at all when standard
 // error is not a terminal (a file, a pipe, a test) or a size is unknown.

@@ -27,25 +27,56 @@ func init() { commands = append(commands, newCaptureCmd) }
 var exitDocCaptureIncomplete = exitDoc{ExitIncomplete, "incomplete capture: the recorder fell behind, the disk " +
 	"filled or a write failed; the proxy kept relaying, and the capture is finalized and marked incomplete"}
 
+// captureFlags are capture's flags.
+type captureFlags struct {
+	listen, upstream, out string
+	monitorDSN            string
+	tlsCert, tlsKey       string
+	duration              time.Duration
+	maxSize, fileSize     string
+	stopAtLimit           bool
+	metrics               string
+	queue                 int
+	rowDigest             bool
+	admin, adminTokenFile string
+	drain                 time.Duration
+}
+
 func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
-	var (
-		listen, upstream, out string
-		monitorDSN            string
-		tlsCert, tlsKey       string
-		duration              time.Duration
-		maxSize, fileSize     string
-		stopAtLimit           bool
-		metrics               string
-		queue                 int
-		rowDigest             bool
-		admin, adminTokenFile string
-		drain                 time.Duration
-		ready                 atomic.Bool
-	)
+	var f captureFlags
 	cmd := &cobra.Command{
 		Use:   "capture --listen ADDR --upstream DSN (--out DIR | --admin ADDR)",
 		Short: "Record production traffic through a wire-protocol proxy, without logging every statement",
-		Long: `capture is a proxy between applications and PostgreSQL: point the applications at
+		Long:  captureLong + exitHelp(exitDocCaptureIncomplete),
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCapture(ctx, stdio, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
+	dsnVar(fl, &f.upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
+	dsnVar(fl, &f.monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
+		"through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
+	fl.StringVar(&f.out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
+	fl.DurationVar(&f.duration, "duration", 0, "finalize the capture after this long (0: when stopped)")
+	fl.StringVar(&f.maxSize, "max-size", "", "finalize the capture when its files reach this size (e.g. 10GB; empty: unbounded)")
+	fl.StringVar(&f.fileSize, "file-size", "", "start a new file of the capture at this size (default 64MiB)")
+	fl.BoolVar(&f.stopAtLimit, "stop-at-limit", false, "stop relaying when --duration or --max-size is reached, instead of relaying on unrecorded")
+	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
+	fl.IntVar(&f.queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 1048576, within 64 MiB of memory)")
+	fl.BoolVar(&f.rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
+	fl.StringVar(&f.admin, "admin", "", "serve the admin interface (start, stop and list recordings) on this address (\":6433\" is loopback only); without --out, nothing is recorded until a recording starts")
+	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token the admin interface requires; needed when --admin is not a loopback address")
+	fl.DurationVar(&f.drain, "drain", 30*time.Second, "once stopped, relay the open connections until they close or this long passes, accepting no new one (0: close them at once)")
+	cmd.AddCommand(newCaptureStartCmd(ctx, stdio), newCaptureStopCmd(ctx, stdio), newCaptureStatusCmd(ctx, stdio))
+	return cmd
+}
+
+// captureLong is capture --help's text before its exit codes.
+const captureLong = `capture is a proxy between applications and PostgreSQL: point the applications at
 --listen, and it relays every byte to --upstream unchanged while it records each
 session (its startup parameters, every message it sent, and the server's answers in
 summary: command tags with row counts, SQLSTATEs) into --out. Every command that
@@ -83,138 +114,134 @@ that role can connect to. replay and rehearse check their targets against it.
 See docs/start-state.md for making a copy at that point.
 
 The capture holds parameter values, which are personal data: its files are
-created readable by their owner only. See docs/capture-format.md.` + exitHelp(exitDocCaptureIncomplete),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if upstream == "" || out == "" && admin == "" {
-				return usageError("capture needs --upstream, and --out or --admin")
-			}
-			if out == "" && (duration != 0 || maxSize != "" || stopAtLimit) {
-				return usageError("--duration, --max-size and --stop-at-limit bound --out's capture; a recording started through --admin gives its own")
-			}
-			token, err := readAdminToken(adminTokenFile)
-			if err != nil {
-				return err
-			}
-			if (tlsCert == "") != (tlsKey == "") {
-				return usageError("--tls-cert and --tls-key go together")
-			}
-			// A container restarted in the same pod names its new
-			// capture apart from the one it left.
-			out = strings.ReplaceAll(out, "{start}", time.Now().UTC().Format("20060102T150405Z"))
-			maxBytes, err := capturerun.ParseSize(maxSize)
-			if err != nil {
-				return usageError("--max-size: %v", err)
-			}
-			fileBytes, err := capturerun.ParseSize(fileSize)
-			if err != nil {
-				return usageError("--file-size: %v", err)
-			}
-			cfg := capturerun.Config{
-				Listen: listen, Upstream: upstream, Out: out,
-				Duration: duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: stopAtLimit, Queue: queue,
-				NoRowDigest: !rowDigest,
-				Admin:       admin, AdminToken: token, Drain: drain,
-				Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
-			}
-			cfg.MonitorDSN = monitorDSN
-			endDrain, release := drainInterrupt(ctx)
-			defer release()
-			cfg.EndDrain = endDrain
-			if tlsCert != "" {
-				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
-				if err != nil {
-					return fmt.Errorf("--tls-cert, --tls-key: %w", err)
-				}
-				cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-			}
-			if metrics != "" {
-				reg := prometheus.NewRegistry()
-				// Ready from the moment the proxy listens until it
-				// stops: relaying, recorded or not, is the service.
-				addr, stop, err := promsink.ServeRegistry(metrics, reg, ready.Load)
-				if err != nil {
-					return fmt.Errorf("--metrics: %w", err)
-				}
-				defer stop()
-				cfg.Metrics = reg
-				fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: metrics on http://%s/metrics\n", addr)
-			}
-			where := upstreamAddr(upstream)
-			cfg.Listening = func(addr, adminAddr string) {
-				ready.Store(true)
-				context.AfterFunc(ctx, func() { ready.Store(false) })
-				if out != "" {
-					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
-				} else {
-					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
-				}
-				if adminAddr != "" {
-					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: admin interface on http://%s/recordings\n", adminAddr)
-				}
-			}
-			cfg.RecordingFinalized = func(st capturerun.Status) {
-				if st.ID != capturerun.FirstID || out == "" {
-					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: recording %s into %s finalized (%s)\n", st.ID, st.Out, st.StopReason)
-				}
-			}
-			cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
-				// A write failure was told as it happened.
-				if (why == capturerun.StopDuration || why == capturerun.StopMaxSize) && !stopAtLimit {
-					fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
-				}
-			}
-			sum, err := capturerun.Run(ctx, cfg)
-			if sum.Addr == "" && err != nil {
-				return err
-			}
-			var incomplete []error
-			if out != "" {
-				printCaptureSummary(stdio, sum)
-				if !sum.Manifest.Complete {
-					incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason))
-				}
-			}
-			for _, st := range sum.Recordings {
-				if out != "" && st.ID == capturerun.FirstID {
-					continue
-				}
-				printRecording(stdio, st)
-				if !st.Complete {
-					incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", st.Out, st.Reason))
-				}
-			}
-			if out == "" && len(sum.Recordings) == 0 {
-				fmt.Fprintf(stdio.Stdout, "no recording: %d sessions relayed, unrecorded\n", sum.Proxy.SessionsTotal)
-			}
-			if len(incomplete) > 0 {
-				// What was recorded is readable; the exit says it is
-				// not all.
-				return &exitError{code: ExitIncomplete, err: errors.Join(append(incomplete, err)...)}
-			}
-			return err
-		},
+created readable by their owner only. See docs/capture-format.md.`
+
+// runCapture relays and records as f says until ctx ends (or a limit
+// --stop-at-limit stops at), then says what was recorded.
+func runCapture(ctx context.Context, stdio IO, f *captureFlags) error {
+	// ready says the proxy listens, for --metrics' readiness.
+	var ready atomic.Bool
+	if f.upstream == "" || f.out == "" && f.admin == "" {
+		return usageError("capture needs --upstream, and --out or --admin")
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
-	dsnVar(fl, &upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
-	dsnVar(fl, &monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
-		"through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
-	fl.StringVar(&out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
-	fl.StringVar(&tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
-	fl.StringVar(&tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
-	fl.DurationVar(&duration, "duration", 0, "finalize the capture after this long (0: when stopped)")
-	fl.StringVar(&maxSize, "max-size", "", "finalize the capture when its files reach this size (e.g. 10GB; empty: unbounded)")
-	fl.StringVar(&fileSize, "file-size", "", "start a new file of the capture at this size (default 64MiB)")
-	fl.BoolVar(&stopAtLimit, "stop-at-limit", false, "stop relaying when --duration or --max-size is reached, instead of relaying on unrecorded")
-	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address (\":9187\" is loopback only), /metrics")
-	fl.IntVar(&queue, "queue", 0, "records that may wait for the disk before the recorder drops (0: 1048576, within 64 MiB of memory)")
-	fl.BoolVar(&rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
-	fl.StringVar(&admin, "admin", "", "serve the admin interface (start, stop and list recordings) on this address (\":6433\" is loopback only); without --out, nothing is recorded until a recording starts")
-	fl.StringVar(&adminTokenFile, "admin-token-file", "", "file holding the bearer token the admin interface requires; needed when --admin is not a loopback address")
-	fl.DurationVar(&drain, "drain", 30*time.Second, "once stopped, relay the open connections until they close or this long passes, accepting no new one (0: close them at once)")
-	cmd.AddCommand(newCaptureStartCmd(ctx, stdio), newCaptureStopCmd(ctx, stdio), newCaptureStatusCmd(ctx, stdio))
-	return cmd
+	if f.out == "" && (f.duration != 0 || f.maxSize != "" || f.stopAtLimit) {
+		return usageError("--duration, --max-size and --stop-at-limit bound --out's capture; a recording started through --admin gives its own")
+	}
+	token, err := readAdminToken(f.adminTokenFile)
+	if err != nil {
+		return err
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usageError("--tls-cert and --tls-key go together")
+	}
+	// A container restarted in the same pod names its new
+	// capture apart from the one it left.
+	f.out = strings.ReplaceAll(f.out, "{start}", time.Now().UTC().Format("20060102T150405Z"))
+	maxBytes, err := capturerun.ParseSize(f.maxSize)
+	if err != nil {
+		return usageError("--max-size: %v", err)
+	}
+	fileBytes, err := capturerun.ParseSize(f.fileSize)
+	if err != nil {
+		return usageError("--file-size: %v", err)
+	}
+	cfg := capturerun.Config{
+		Listen: f.listen, Upstream: f.upstream, Out: f.out,
+		Duration: f.duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: f.stopAtLimit, Queue: f.queue,
+		NoRowDigest: !f.rowDigest,
+		Admin:       f.admin, AdminToken: token, Drain: f.drain,
+		Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
+	}
+	cfg.MonitorDSN = f.monitorDSN
+	endDrain, release := drainInterrupt(ctx)
+	defer release()
+	cfg.EndDrain = endDrain
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if f.metrics != "" {
+		reg := prometheus.NewRegistry()
+		// Ready from the moment the proxy listens until it
+		// stops: relaying, recorded or not, is the service.
+		addr, stop, err := promsink.ServeRegistry(f.metrics, reg, ready.Load)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		defer stop()
+		cfg.Metrics = reg
+		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: metrics on http://%s/metrics\n", addr)
+	}
+	captureNotices(ctx, stdio, f, &cfg, &ready)
+	sum, err := capturerun.Run(ctx, cfg)
+	return captureOutcome(stdio, f.out, sum, err)
+}
+
+// captureNotices sets cfg's callbacks that tell, on standard error, where
+// the proxy listens and each recording finalized; ready is set while the
+// proxy listens.
+func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capturerun.Config, ready *atomic.Bool) {
+	where := upstreamAddr(f.upstream)
+	cfg.Listening = func(addr, adminAddr string) {
+		ready.Store(true)
+		context.AfterFunc(ctx, func() { ready.Store(false) })
+		if f.out != "" {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, f.out)
+		} else {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
+		}
+		if adminAddr != "" {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: admin interface on http://%s/recordings\n", adminAddr)
+		}
+	}
+	cfg.RecordingFinalized = func(st capturerun.Status) {
+		if st.ID != capturerun.FirstID || f.out == "" {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: recording %s into %s finalized (%s)\n", st.ID, st.Out, st.StopReason)
+		}
+	}
+	cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
+		// A write failure was told as it happened.
+		if (why == capturerun.StopDuration || why == capturerun.StopMaxSize) && !f.stopAtLimit {
+			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
+		}
+	}
+}
+
+// captureOutcome prints what the capture recorded (out, and the
+// recordings started through --admin) and is its error: ExitIncomplete
+// when a recording is incomplete, with err.
+func captureOutcome(stdio IO, out string, sum capturerun.Summary, err error) error {
+	if sum.Addr == "" && err != nil {
+		return err
+	}
+	var incomplete []error
+	if out != "" {
+		printCaptureSummary(stdio, sum)
+		if !sum.Manifest.Complete {
+			incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason))
+		}
+	}
+	for _, st := range sum.Recordings {
+		if out != "" && st.ID == capturerun.FirstID {
+			continue
+		}
+		printRecording(stdio, st)
+		if !st.Complete {
+			incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", st.Out, st.Reason))
+		}
+	}
+	if out == "" && len(sum.Recordings) == 0 {
+		fmt.Fprintf(stdio.Stdout, "no recording: %d sessions relayed, unrecorded\n", sum.Proxy.SessionsTotal)
+	}
+	if len(incomplete) > 0 {
+		// What was recorded is readable; the exit says it is
+		// not all.
+		return &exitError{code: ExitIncomplete, err: errors.Join(append(incomplete, err)...)}
+	}
+	return err
 }
 
 // upstreamAddr names the server a connection string reaches, without its

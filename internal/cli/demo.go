@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -164,7 +164,7 @@ when it ran, whatever the verdict, which it prints.
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side")
 	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the rounds, the comparison and the report")
 	fl.StringVar(&f.failOn, "fail-on", demoFailOn, "rules that make the verdict fail")
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest ms a query must slow down by to count")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest ms a query must slow down by to count")
 	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
 	fl.StringVar(&f.capture, "capture", demoCaptureLog, "how production's traffic is taken: log (every statement logged) or proxy (through pgrehearse capture, production logging nothing)")
 	fl.BoolVar(&f.headroom, "headroom", false, "instead of the rehearsal, find how many times production's load each target holds (pgrehearse headroom, up to 8x; --duration 8s keeps it to a few minutes)")

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/analyze"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
@@ -34,7 +33,7 @@ type findingsFlags struct {
 	logFlags
 	jobs           int
 	explainAnalyze bool
-	opts           findings.Options
+	thresholds     judge.Thresholds
 }
 
 func newFindingsCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -79,9 +78,9 @@ standard output, the text then goes to standard error), --html as a page.
 	addLogFlags(fl, &f.logFlags)
 	fl.IntVarP(&f.jobs, "jobs", "j", defaultJobs(), "workers that fingerprint and aggregate statements")
 	fl.BoolVar(&f.explainAnalyze, "explain-analyze", false, "allow EXPLAIN ANALYZE (runs the statement) for plain SELECTs")
-	fl.Float64Var(&f.opts.IndexMinRows, "index-min-rows", 0, "rows from which a table is big for missing-index (default 100000)")
-	fl.Float64Var(&f.opts.KeyMinRows, "key-min-rows", 0, "rows from which a table is large for random-keys (default 1000000)")
-	fl.Float64Var(&f.opts.HotCallsPerCore, "hot-calls-per-core", 0, "K of hot-queryid's model, calls/s per CPU core (default 10000)")
+	fl.Float64Var(&f.thresholds.IndexMinRows, "index-min-rows", 0, "rows from which a table is big for missing-index (default 100000)")
+	fl.Float64Var(&f.thresholds.KeyMinRows, "key-min-rows", 0, "rows from which a table is large for random-keys (default 1000000)")
+	fl.Float64Var(&f.thresholds.HotCallsPerCore, "hot-calls-per-core", 0, "K of hot-queryid's model, calls/s per CPU core (default 10000)")
 	return cmd
 }
 
@@ -98,19 +97,19 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}
-	in := findings.Input{ServerCPUs: f.serverCPUs}
+	in := judge.FindingsInput{ServerCPUs: f.serverCPUs}
 	if f.serverCPUs > 0 {
 		in.CPUSource = "--server-cpus"
 	}
 	var err error
 	if len(args) == 1 {
-		in.Workload, err = readResult(args[0])
+		in.Result, err = readResult(args[0])
 		if err != nil {
 			return err
 		}
 	}
-	if in.Workload == nil {
-		if in.Workload, in.Observed, err = analyzeLogs(ctx, stdio, f, args); err != nil {
+	if in.Result == nil {
+		if in.Result, in.Sampler, err = analyzeLogs(ctx, stdio, f, args); err != nil {
 			return err
 		}
 	}
@@ -122,7 +121,8 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 			return usageError("--baseline %s is not an analysis or replay JSON", f.baseline)
 		}
 	}
-	rep, _, err := judge.Findings(ctx, in, judge.Catalog{DSN: f.dsn, ExplainAnalyze: f.explainAnalyze, Required: true}, nil, f.opts)
+	rep, _, err := judge.WorkloadFindings(ctx, in, judge.FindingsOptions{
+		Catalog: judge.Catalog{DSN: f.dsn, ExplainAnalyze: f.explainAnalyze, Required: true}, Thresholds: f.thresholds})
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 // readResult reads an analysis or replay JSON, or returns nil when path is
 // not one (a log, jsonlog included: many objects, none with a kind; a
 // capture).
-func readResult(path string) (*findings.Workload, error) {
+func readResult(path string) (*results.Result, error) {
 	if path == "-" {
 		return nil, nil
 	}
@@ -178,25 +178,21 @@ func readResult(path string) (*findings.Workload, error) {
 		Kind string `json:"kind"`
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &probe) == nil && probe.Kind != "" {
-		r, err := results.Decode(data, path)
-		if err != nil {
-			return nil, err
-		}
-		return findings.FromResult(r), nil
+		return results.Decode(data, path)
 	}
 	return nil, nil
 }
 
 // analyzeLogs analyzes logs as the analyze command does, observing their
 // events on the way.
-func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*findings.Workload, *findings.Observed, error) {
+func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string) (*results.Result, *judge.Sampler, error) {
 	set, err := openLogs(stdio, paths, f.logFlags, f.jobs, &source.Selection{})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer set.Close()
 	cache := fingerprint.NewCache(0)
-	obs := findings.NewEventSampler(cache)
+	obs := judge.NewSampler(cache)
 	res, err := readLogs(ctx, stdio, set, obs, analyze.Options{Jobs: f.jobs, Cache: cache})
 	if err != nil {
 		return nil, nil, err
@@ -205,5 +201,5 @@ func analyzeLogs(ctx context.Context, stdio IO, f findingsFlags, paths []string)
 		return nil, nil, errors.New("interrupted: no findings from a partial analysis")
 	}
 	res.Source = strings.Join(res.Files, ", ")
-	return findings.FromResult(res), obs.Result(), nil
+	return res, obs, nil
 }

@@ -277,17 +277,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	// headroom's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
 	cfg.Replay.Cache = fingerprint.NewCache(0)
-	// The slices of a fold replay at once, each warning alike.
-	var mu sync.Mutex
-	warned := map[string]bool{}
-	cfg.Warn = func(w string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !warned[w] {
-			warned[w] = true
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w)
-		}
-	}
+	cfg.Warn = warnOnce(stdio.Stderr)
 	h.replay = cfg
 	span, dbs, err := h.scan(ctx)
 	if err != nil {
@@ -320,21 +310,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	}
 	shards := ""
 	if f.shards > 1 {
-		h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
-		bin, env, err := shardBinary()
-		if err != nil {
-			h.shardMode = shardsInProcess
-			shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
-		} else {
-			h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
-			// The shard processes share this machine's CPUs, whatever
-			// this process's GOMAXPROCS: the replayer's CPU, theirs
-			// added up, is judged against them (and against the
-			// shards' own cores, added up, when fewer).
-			h.cfg.Cores = runtime.NumCPU()
-			shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
-		}
-		h.cfg.ShardsRun = h.shardMode
+		shards = h.setShards()
 	}
 	fmt.Fprintf(stdio.Stderr, "headroom: %s by %s, the log %v long at 1x; steps up to %gx, SLO %s%s\n",
 		strings.Join(names, " and "), f.by, span.Round(100*time.Millisecond), f.maxK, slo, shards)
@@ -342,6 +318,53 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	if out == nil {
 		return runErr
 	}
+	return h.outcome(out, runErr)
+}
+
+// warnOnce writes each warning once to stderr: the slices of a fold
+// replay at once, each warning alike.
+func warnOnce(stderr io.Writer) func(string) {
+	var mu sync.Mutex
+	warned := map[string]bool{}
+	return func(w string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !warned[w] {
+			warned[w] = true
+			fmt.Fprintf(stderr, "pgrehearse: %s\n", w)
+		}
+	}
+}
+
+// setShards sets up --shards' steps: the shards as processes of this
+// binary when it is found, else inside this process. It returns what the
+// opening line says of them.
+func (h *headroomRun) setShards() string {
+	f := h.f
+	var shards string
+	h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
+	bin, env, err := shardBinary()
+	if err != nil {
+		h.shardMode = shardsInProcess
+		shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
+	} else {
+		h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
+		// The shard processes share this machine's CPUs, whatever
+		// this process's GOMAXPROCS: the replayer's CPU, theirs
+		// added up, is judged against them (and against the
+		// shards' own cores, added up, when fewer).
+		h.cfg.Cores = runtime.NumCPU()
+		shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
+	}
+	h.cfg.ShardsRun = h.shardMode
+	return shards
+}
+
+// outcome writes the headroom search's summary, JSON and page, and is
+// the command's error: the search's when it stopped, ExitIncomplete
+// when partial, ExitRegression when a side holds less than --require.
+func (h *headroomRun) outcome(out *headroom.Outcome, runErr error) error {
+	f, stdio := h.f, h.stdio
 	summaryOut := stdio.Stdout
 	if f.jsonPath == "-" {
 		summaryOut = stdio.Stderr

@@ -233,7 +233,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 		return nil, fmt.Errorf("a directory for the shards' results: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	procs := make([]*headroomShardProc, 0, n)
+	var procs []*headroomShardProc
 	ended := make(chan *headroomShardProc, n)
 	// Whatever happens below, no shard outlives the step.
 	defer func() {
@@ -256,28 +256,7 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 		}
 	}
 	var startErr error
-	for k := range n {
-		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: tailbuf.New(16 << 10), done: make(chan struct{})}
-		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
-		p.cmd.Env = append(append(withoutDSNEnv(os.Environ()), h.shardEnv...), h.shardDSNEnv(cfg)...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		p.cmd.SysProcAttr = shardProcAttr()
-		if err := p.cmd.Start(); err != nil {
-			startErr = fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, h.shardBin, err)
-			break
-		}
-		slice := ""
-		if s := cfg.Selection.Start; s != 0 && h.f.by == string(headroom.ByFold) && st.K > 1 {
-			slice = ", the slice from " + time.UnixMicro(s).UTC().Format(time.RFC3339Nano)
-		}
-		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d%s\n", st.Seq, k, n, p.cmd.Process.Pid, slice)
-		procs = append(procs, p)
-		go func() {
-			p.err = p.cmd.Wait()
-			close(p.done)
-			ended <- p
-		}()
-	}
+	procs, startErr = h.startShards(st, cfg, run, dir, ended)
 	if startErr != nil {
 		// The others would wait at the rendezvous for it: stop them.
 		signalAll(syscall.SIGTERM)
@@ -331,8 +310,47 @@ func (h *headroomRun) shardProcesses(ctx context.Context, st headroom.StepRun, c
 			}
 		}
 	}
+	return h.mergeShards(ctx, st, parts, failed)
+}
+
+// startShards starts the step's shards, each a process of this binary
+// that writes its result into dir and is sent to ended once it ended.
+// It returns those started; at the first that cannot start, with its
+// error.
+func (h *headroomRun) startShards(st headroom.StepRun, cfg replayrun.Config, run, dir string, ended chan<- *headroomShardProc) ([]*headroomShardProc, error) {
+	n := h.f.shards
+	procs := make([]*headroomShardProc, 0, n)
+	for k := range n {
+		p := &headroomShardProc{k: k, json: filepath.Join(dir, fmt.Sprintf("shard-%d.json", k)), out: tailbuf.New(16 << 10), done: make(chan struct{})}
+		p.cmd = exec.Command(h.shardBin, append(h.shardArgs(cfg, run, k, n, p.json), h.paths...)...)
+		p.cmd.Env = append(append(withoutDSNEnv(os.Environ()), h.shardEnv...), h.shardDSNEnv(cfg)...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		p.cmd.SysProcAttr = shardProcAttr()
+		if err := p.cmd.Start(); err != nil {
+			return procs, fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, h.shardBin, err)
+		}
+		slice := ""
+		if s := cfg.Selection.Start; s != 0 && h.f.by == string(headroom.ByFold) && st.K > 1 {
+			slice = ", the slice from " + time.UnixMicro(s).UTC().Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d%s\n", st.Seq, k, n, p.cmd.Process.Pid, slice)
+		procs = append(procs, p)
+		go func() {
+			p.err = p.cmd.Wait()
+			close(p.done)
+			ended <- p
+		}()
+	}
+	return procs, nil
+}
+
+// mergeShards merges the results of the step's shards that wrote one
+// into the step's result, and is the step's error: the shards' failures,
+// or at 1x a shard's failure its result records.
+func (h *headroomRun) mergeShards(ctx context.Context, st headroom.StepRun, parts []*results.Result, failed []error) (*results.Result, error) {
 	var m *results.Result
 	if len(parts) > 0 {
+		var err error
 		if m, err = results.MergeAll(parts...); err != nil {
 			return nil, errors.Join(append(failed, fmt.Errorf("merge %d shards: %w", len(parts), err))...)
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
@@ -11,17 +10,9 @@ import (
 var (
 	// findingsHints serve analyze and findings, which share the flags
 	// that give the findings their server.
-	findingsHints = report.Hints{Lacks: map[findings.Lack]string{
-		findings.LackServer:     "--dsn",
-		findings.LackServerCPUs: "give --server-cpus",
-	}}
-	replayHints = report.Hints{TargetLog: "--target-log", Lacks: map[findings.Lack]string{
-		findings.LackServer: "--findings-dsn",
-	}}
+	findingsHints = report.Hints{Server: "--dsn", ServerCPUs: "give --server-cpus"}
+	replayHints   = report.Hints{TargetLog: "--target-log", Server: "--findings-dsn"}
 	// reportHints name the commands that write what report reads.
 	reportHints = report.Hints{Histograms: "analyze --hist", TargetLog: "replay --target-log", Observe: "replay --observe",
-		Lacks: map[findings.Lack]string{
-			findings.LackServer:     "--candidate-dsn",
-			findings.LackServerCPUs: "pgrehearse findings --server-cpus",
-		}}
+		Server: "--candidate-dsn", ServerCPUs: "pgrehearse findings --server-cpus"}
 )

@@ -14,10 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
-	"github.com/pgrehearse/pgrehearse/internal/compareplans"
-	"github.com/pgrehearse/pgrehearse/internal/explain"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
@@ -201,7 +197,7 @@ rehearsal's regressions when there are some. A --try whose SQL fails is
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every round for a query to be judged")
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
@@ -295,7 +291,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	// The rounds are details: the verdict comes first (writeVerdictFirst).
 	var details bytes.Buffer
 	writeRounds(&details, out, r.notes)
-	rep, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
+	v, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
 	case runErr != nil:
 		return rehearsalStopped(out, f.out, runErr)
@@ -305,10 +301,10 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	case cmpErr != nil:
 		return cmpErr
 	}
-	switch rep.Verdict.Status {
-	case compare.VerdictDiverged:
+	switch {
+	case v.Diverged():
 		return &exitError{code: ExitDiverged, err: errors.New("the candidate's rounds diverged from the control's: they did different work, so the candidate is not judged")}
-	case compare.VerdictFail:
+	case v.Failed():
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	}
 	return nil
@@ -316,7 +312,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 
 // rehearseChecks checks the flags against each other and parses
 // --fail-on.
-func rehearseChecks(f rehearseFlags, resetGiven bool) ([]compare.Rule, error) {
+func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
 	switch {
 	case f.control == "" && f.controlCluster == "":
 		return nil, usageError("rehearse needs the control target: --control DSN")
@@ -670,32 +666,26 @@ func firstLine(s string) string {
 // then marked partial, never a pass. The verdict is written first, then
 // details (which hold the rounds already) with the comparison's details,
 // the plans and the findings added; details are written on every path.
-func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules []compare.Rule) (*compare.Report, error) {
+func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules judge.Rules) (*judge.Verdict, error) {
 	defer details.WriteTo(w) // what is left when a path returned early
 	f := r.f
 	var v *judge.Verdict
 	var base, cand []judge.Run
-	var compareOpts compare.Options
+	var opts judge.Options
 	if len(out.Control) > 0 && len(out.Candidate) > 0 {
-		minMS := f.minEffectMS
-		if minMS == 0 {
-			minMS = -1 // none, as asked
-		}
 		// Every round was observed (pg_stat_statements deltas, server
 		// work per call): a round without them is said to leave server
 		// work uncompared.
-		compareOpts = compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
-			ExpectWork: r.replay.Observe != nil}
-		opts := judge.Options{Compare: out.CompareOptions(compareOpts)}
-		kept := keptDatabases(out)
+		opts = judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), Rules: rules, AllowIncomplete: out.Partial,
+			ExpectWork: r.replay.Observe != nil, Unjudgeable: out.Unjudgeable()}
 		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
-			opts.Plans = &compareplans.Options{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
-				Database: r.database, Databases: kept}
+			opts.Plans = &judge.PlansOptions{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
+				Database: r.database, ControlDatabases: out.KeptDatabases(rehearse.Control), CandidateDatabases: out.KeptDatabases(rehearse.Candidate)}
 		}
 		// Statements whose normalized text does not plan are explained,
 		// by the plans and the findings, with an execution read from
 		// the logs.
-		opts.Examples = func(rep *compare.Report) func(string) *explain.Sample { return r.examples(ctx, rep) }
+		opts.Examples = func(fps []string) func(string) *results.Sample { return r.examples(ctx, fps) }
 		if f.findings {
 			// Without --findings-dsn, the candidate target in the
 			// workload's database (its last round's copy when kept),
@@ -703,7 +693,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 			cat := judge.Catalog{DSN: f.findingsDSN}
 			if cat.DSN == "" {
 				cat.DSN, cat.Database = f.candidate, r.database
-				if to, ok := kept[explain.Candidate][cat.Database]; ok {
+				if to, ok := out.KeptDatabases(rehearse.Candidate)[cat.Database]; ok {
 					cat.Database = to
 				}
 			}
@@ -748,7 +738,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		}
 		if err != nil {
 			switch {
-			case errors.Is(err, compare.ErrIncomplete):
+			case errors.Is(err, judge.ErrIncomplete):
 				return nil, refused(err)
 			case errors.Is(err, context.Canceled) && v != nil && v.Comparison != nil:
 				return nil, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
@@ -761,15 +751,12 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 	}
 	var tried []fixes.Outcome
 	if v != nil && (v.Plans != nil && f.fixes || len(f.tries) > 0) && !out.Partial && !out.Interrupted {
-		tried = r.tryFixes(ctx, w, out, v, compareOpts)
+		tried = r.tryFixes(ctx, w, out, v, opts)
 	}
 	if f.jsonPath != "" {
 		doc := rehearseOutput{Rehearsal: out, Fixes: tried}
 		if v != nil {
-			doc.ComparisonJSON, doc.Findings = report.ComparisonDocument(v.Comparison), v.Findings
-			if v.Plans != nil {
-				doc.Plans = v.Plans.Report
-			}
+			doc.VerdictJSON = report.VerdictDocument(v)
 		}
 		if err := writeJSON(r.stdio.Stdout, f.jsonPath, doc); err != nil {
 			return nil, err
@@ -784,24 +771,17 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 	if v == nil {
 		return nil, &exitError{code: ExitIncomplete, err: errors.New("nothing to compare: a side finished no round")}
 	}
-	return v.Comparison, nil
+	return v, nil
 }
 
 // examples gives, for a statement whose normalized text cannot be
 // explained, one execution of it from the logs. The logs are read once,
 // at the first statement that needs it, for every query of rep; the
 // values stay in memory (the plans are redacted).
-func (r *rehearseRun) examples(ctx context.Context, rep *compare.Report) func(string) *explain.Sample {
+func (r *rehearseRun) examples(ctx context.Context, fps []string) func(string) *results.Sample {
 	var found map[string]results.Sample
-	return func(fp string) *explain.Sample {
+	return func(fp string) *results.Sample {
 		if found == nil {
-			fps := make([]string, 0, len(rep.Queries)+len(rep.Divergence))
-			for _, q := range rep.Queries {
-				fps = append(fps, q.Fingerprint)
-			}
-			for _, d := range rep.Divergence {
-				fps = append(fps, d.Fingerprint)
-			}
 			var err error
 			if found, err = replayrun.Examples(ctx, r.replay, fps); err != nil {
 				fmt.Fprintf(r.stdio.Stderr, "pgrehearse: reading the logs for examples of the statements to explain: %v\n", err)
@@ -815,26 +795,6 @@ func (r *rehearseRun) examples(ctx context.Context, rep *compare.Report) func(st
 		}
 		return nil
 	}
-}
-
-// keptDatabases maps, per side, the workload's databases (as the logs
-// and as the targets name them) to the copies of the side's last round,
-// which hold what its replay left; none when no round was kept.
-func keptDatabases(out *rehearse.Outcome) map[explain.Side]map[string]string {
-	m := map[explain.Side]map[string]string{}
-	for side, round := range out.Kept {
-		dbs := maps.Clone(round.Reset.Databases)
-		if dbs == nil {
-			dbs = map[string]string{}
-		}
-		for logged, to := range round.DatabaseMap {
-			if _, ok := dbs[logged]; !ok {
-				dbs[logged] = to
-			}
-		}
-		m[explain.Side(side)] = dbs
-	}
-	return m
 }
 
 // loggedDatabase is the database a target's round used (round's map
@@ -855,9 +815,7 @@ func loggedDatabase(db string, round, user map[string]string) string {
 // rehearseOutput is what rehearse --json writes: the comparison as report
 // --json writes it, its findings, and the rehearsal's index.
 type rehearseOutput struct {
-	*report.ComparisonJSON
-	Findings  *findings.Report  `json:"findings,omitempty"`
-	Plans     *explain.Report   `json:"plans,omitempty"`
+	report.VerdictJSON
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
 	// Fixes are the fixes tried and their verdicts (docs/rehearse.md).
 	Fixes []fixes.Outcome `json:"fixes,omitempty"`
@@ -866,7 +824,7 @@ type rehearseOutput struct {
 // tryFixes runs the fix rounds of the causes the plans named and writes
 // their verdicts. A fix round that fails is said and leaves the
 // rehearsal's verdict as it is: fixes never change the exit code.
-func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts compare.Options) []fixes.Outcome {
+func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts judge.Options) []fixes.Outcome {
 	var planned []fixes.Fix
 	if v.Plans != nil && r.f.fixes {
 		planned = fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
@@ -902,7 +860,7 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
 	}
-	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts)
+	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts.Comparison())
 	if err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the fixes: %v\n", err)
 	}

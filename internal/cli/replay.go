@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -515,10 +514,7 @@ func progressText(p replay.Progress, read, total int64, rate float64) string {
 
 // replayOutput is what replay --json writes: the result, and its findings
 // under "findings".
-type replayOutput struct {
-	*results.Result
-	Findings *findings.Report `json:"findings,omitempty"`
-}
+type replayOutput = report.ResultJSON
 
 // targetLogError says which option named the target's log file that
 // failed, and how to give a prefix it could not detect.

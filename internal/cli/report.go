@@ -12,10 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
-	"github.com/pgrehearse/pgrehearse/internal/compareplans"
-	"github.com/pgrehearse/pgrehearse/internal/explain"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
@@ -136,7 +132,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.StringArrayVar(&f.candidate, "candidate", nil, "the candidate's results, one per run: --candidate B1.json B2.json B3.json")
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every run for a query to be judged")
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", compare.DefaultMinEffectMS,
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS,
 		"fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); the default is what identical targets differed by (docs/noise.md)")
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
@@ -215,10 +211,10 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if f.jsonPath == "-" || f.htmlPath == "-" {
 		summaryOut = stdio.Stderr
 	}
-	opts := judge.Options{Compare: compareOptions(f, rules)}
+	opts := judgeOptions(f, rules)
 	if f.plans.given() {
-		opts.Plans = &compareplans.Options{ControlDSN: f.plans.controlDSN, CandidateDSN: f.plans.candidateDSN, Top: planTop(f.plans.top),
-			Analyze: f.plans.analyze, Database: f.plans.database, Databases: f.plans.databases, Examples: f.plans.examples}
+		opts.Plans = &judge.PlansOptions{ControlDSN: f.plans.controlDSN, CandidateDSN: f.plans.candidateDSN, Top: planTop(f.plans.top),
+			Analyze: f.plans.analyze}
 	}
 	if f.findings {
 		// With --candidate-dsn, on its catalog and the plans already made.
@@ -269,16 +265,11 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if err != nil {
 		return judgeError(err, v)
 	}
-	rep := v.Comparison
 	if f.jsonPath != "" {
 		if err := writeOutput(stdio.Stdout, f.jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			out := reportOutput{ComparisonJSON: report.ComparisonDocument(rep), Findings: v.Findings}
-			if v.Plans != nil {
-				out.Plans = v.Plans.Report
-			}
-			return enc.Encode(out)
+			return enc.Encode(report.VerdictDocument(v))
 		}); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
@@ -294,18 +285,18 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if v.FindingsErr != nil {
 		return v.FindingsErr
 	}
-	switch rep.Verdict.Status {
-	case compare.VerdictDiverged:
+	switch {
+	case v.Diverged():
 		return &exitError{code: ExitDiverged, err: errors.New("the replay diverged: it did different work than the baseline, so the candidate is not judged")}
-	case compare.VerdictFail:
+	case v.Failed():
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	}
 	return nil
 }
 
 // reportRules checks the flags against each other and parses --fail-on.
-func reportRules(f reportFlags, compared bool) ([]compare.Rule, error) {
-	rules, err := compare.ParseRules(f.failOn)
+func reportRules(f reportFlags, compared bool) (judge.Rules, error) {
+	rules, err := judge.ParseRules(f.failOn)
 	switch {
 	case err != nil:
 		return nil, usageError("--fail-on: %v", err)
@@ -335,14 +326,19 @@ func readReportRuns(paths []string) ([]judge.Run, error) {
 	return runs, nil
 }
 
-// compareOptions are the comparison's options as report's flags give
+// judgeOptions are the comparison's options as report's flags give
 // them.
-func compareOptions(f reportFlags, rules []compare.Rule) compare.Options {
-	minMS := f.minEffectMS
-	if minMS == 0 {
-		minMS = -1 // none, as asked
+func judgeOptions(f reportFlags, rules judge.Rules) judge.Options {
+	return judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules}
+}
+
+// minEffectMS is --min-effect-ms in the judge's terms, where 0 is the
+// default and a negative figure none.
+func minEffectMS(flag float64) float64 {
+	if flag == 0 {
+		return -1 // none, as asked
 	}
-	return compare.Options{MinCalls: f.minCalls, MinEffectMS: minMS, AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules}
+	return flag
 }
 
 // judgeError is the error of a judging that failed: a comparison refused
@@ -353,11 +349,7 @@ func compareOptions(f reportFlags, rules []compare.Rule) compare.Options {
 // what the comparison, the plans and the findings wrote, held until the
 // verdict was whole.
 func writeVerdictFirst(w io.Writer, v *judge.Verdict, details *bytes.Buffer) error {
-	var plans *explain.Report
-	if v.Plans != nil {
-		plans = v.Plans.Report
-	}
-	if err := report.WriteVerdict(w, v.Comparison, plans); err != nil {
+	if err := report.WriteVerdict(w, v.Comparison, v.PlansReport()); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	if _, err := fmt.Fprintln(w); err != nil {
@@ -370,12 +362,11 @@ func writeVerdictFirst(w io.Writer, v *judge.Verdict, details *bytes.Buffer) err
 }
 
 func judgeError(err error, v *judge.Verdict) error {
-	var mixed *compare.MixedLatencyError
 	switch {
-	case errors.As(err, &mixed):
+	case judge.MixedLatency(err):
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w. Compare results of the same source (replay --target-log gives server-side "+
 			"durations), or pass --allow-mixed-latency to compare anyway with every ratio flagged", err)}
-	case errors.Is(err, compare.ErrIncomplete):
+	case errors.Is(err, judge.ErrIncomplete):
 		return refused(err)
 	case errors.Is(err, context.Canceled) && v != nil && v.Comparison != nil:
 		return &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
@@ -386,12 +377,12 @@ func judgeError(err error, v *judge.Verdict) error {
 // refused says why results cannot be judged, each reason worded, with
 // exit code 5.
 func refused(err error) error {
-	var inc *compare.IncompleteError
-	if !errors.As(err, &inc) {
+	reasons, ok := judge.Refusal(err)
+	if !ok {
 		return err
 	}
-	why := make([]string, len(inc.Reasons))
-	for i, u := range inc.Reasons {
+	why := make([]string, len(reasons))
+	for i, u := range reasons {
 		why[i] = report.UnjudgeableText(u)
 	}
 	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPORT REFUSED: the results cannot be judged:\n  %s\n"+
@@ -444,21 +435,12 @@ func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string
 	opts.Evidence = append(opts.Evidence, extra...)
 	page := report.ComparisonPage(v.Comparison, opts)
 	if v.Plans != nil {
-		addPlansSection(&page, v.Plans)
+		addPlansSection(&page, v)
 	}
 	if err := writeOutput(stdout, path, func(w io.Writer) error { return htmlreport.Write(w, page) }); err != nil {
 		return fmt.Errorf("write HTML: %w", err)
 	}
 	return nil
-}
-
-// reportOutput is what report --json writes: the comparison, and the
-// findings under "findings".
-type reportOutput struct {
-	*report.ComparisonJSON
-	Findings *findings.Report `json:"findings,omitempty"`
-	// Plans are the plans explained on both servers (docs/plans-json.md).
-	Plans *explain.Report `json:"plans,omitempty"`
 }
 
 // readResultFile reads an analysis or replay result, and says how to

@@ -3,9 +3,8 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/pgrehearse/pgrehearse/internal/compareplans"
-	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
@@ -14,15 +13,6 @@ type planFlags struct {
 	controlDSN, candidateDSN string
 	top                      int
 	analyze                  bool
-	// database is where queries whose samples do not say run: empty
-	// for report (each DSN's own), the workload's for rehearse.
-	database string
-	// databases map, per side, a statement's database to the one to
-	// explain it in: a rehearsal's last round's copies.
-	databases map[explain.Side]map[string]string
-	// examples gives a real execution of a fingerprint from the logs,
-	// for the texts that cannot be explained normalized; nil: none.
-	examples func(fingerprint string) *explain.Sample
 }
 
 func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
@@ -34,7 +24,7 @@ func addPlanFlags(fl *pflag.FlagSet, f *planFlags) {
 // addPlanOptionFlags registers how plans are explained, which report
 // and rehearse share.
 func addPlanOptionFlags(fl *pflag.FlagSet, f *planFlags) {
-	fl.IntVar(&f.top, "plans-top", compareplans.DefaultTop, "besides the regressed and diverged queries, explain this many queries by time added")
+	fl.IntVar(&f.top, "plans-top", judge.DefaultPlansTop, "besides the regressed and diverged queries, explain this many queries by time added")
 	fl.BoolVar(&f.analyze, "explain-analyze", true, "run EXPLAIN (ANALYZE, BUFFERS) for plain SELECTs with kept values (read-only transaction, statement_timeout 10s), for per-node time and buffers")
 }
 
@@ -62,7 +52,7 @@ func (f planFlags) given() bool { return f.controlDSN != "" || f.candidateDSN !=
 // planHints are report's words for what the plans lack.
 var planHints = report.PlanHints{KeepSamples: "analyze or replay --keep-samples", Connections: "--control-dsn and --candidate-dsn"}
 
-// planTop is --plans-top in compareplans' terms, where 0 is the default.
+// planTop is --plans-top in the judge's terms, where 0 is the default.
 func planTop(n int) int {
 	if n == 0 {
 		return -1
@@ -83,8 +73,8 @@ func checkPlanFlags(f planFlags, compared bool) error {
 
 // addPlansSection puts the plans section of the page right after its
 // summary, where the regressions are listed (first without one).
-func addPlansSection(p *htmlreport.Page, pr *compareplans.Result) {
-	s := report.PlansSection(pr.Report, pr.Flagged, planHints)
+func addPlansSection(p *htmlreport.Page, v *judge.Verdict) {
+	s := report.PlansSection(v.Plans.Report, v.Plans.Flagged, planHints)
 	at := 0
 	for i, sec := range p.Sections {
 		if sec.ID == "summary" {

@@ -166,6 +166,10 @@ type Wire struct {
 	// without a Sync before its answer (Flush instead, as node-postgres'
 	// cursors do): its portal lives on outside a transaction block
 	// until the client's Sync, so a replay must not send one either.
+	// It marks too an Execute without a row limit that the original
+	// followed with another Execute before the batch's Sync (a
+	// pipeline): the next execution goes on in the same implicit
+	// transaction.
 	NoSync bool
 	// FunctionOID is the function a fast-path FunctionCall called (its
 	// arguments are Params, their formats ParamFormats, the result's

@@ -165,57 +165,8 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 		}
 	}
 
-	// What to explain: each sample with its values, else the generic
-	// plan (or the statement itself when it has no parameter).
-	type way struct {
-		sample SampleRole
-		req    request
-	}
-	var ways []way
-	for _, s := range st.Samples {
-		mode := ModeCustom
-		if len(s.Params) == 0 {
-			mode = ModeLiteral
-		}
-		ways = append(ways, way{s.Role, request{query: s.Query, params: s.Params, mode: mode}})
-	}
-	if len(ways) == 0 {
-		mode := ModeGeneric
-		if catalog.MaxParam(st.Query) == 0 {
-			mode = ModeLiteral
-		}
-		out.Generic = mode == ModeGeneric
-		ways = append(ways, way{"", request{query: st.Query, mode: mode}})
-	}
-	if ctl == nil && st.Logged != nil {
-		// The log's plan is the control's: one comparison, with the
-		// first way for the candidate.
-		ways = ways[:1]
-	}
-	if example != nil {
-		ways = []way{{SampleExample, exampleRequest(example)}}
-		out.Generic = false
-	}
-
-	// Whether ANALYZE may run, decided once per side.
-	skip := map[Side]AnalyzeSkip{}
-	volatileFn := map[Side]string{}
-	for _, s := range []*session{ctl, cand} {
-		if s == nil {
-			continue
-		}
-		switch {
-		case !r.opts.Analyze:
-			skip[s.side] = SkipNotAllowed
-		case kind != kindSelect:
-			skip[s.side] = SkipNotSelect
-		default:
-			fn, err := s.volatile(ctx, funcs)
-			if err != nil || fn != "" {
-				skip[s.side], volatileFn[s.side] = SkipVolatile, fn
-			}
-		}
-	}
+	ways := explainWays(st, ctl == nil && st.Logged != nil, example, &out)
+	skip, volatileFn := r.analyzeSkips(ctx, kind, funcs, ctl, cand)
 
 	if example != nil {
 		skip[Control], skip[Candidate] = SkipExample, SkipExample
@@ -290,6 +241,72 @@ func (r *runner) statement(ctx context.Context, st Statement) Outcome {
 	}
 	r.attribute(ctx, &out, main, ctl, cand, st.MoreWork)
 	return out
+}
+
+// way is one way to explain a statement: with a sample's values, or
+// generic.
+type way struct {
+	sample SampleRole
+	req    request
+}
+
+// explainWays are the ways to explain st: each sample with its values,
+// else the generic plan (or the statement itself when it has no
+// parameter), of which only the first when the log's plan stands for
+// the control's (logged), or example's values alone when it is given.
+// out.Generic says whether the plan explained is generic.
+func explainWays(st Statement, logged bool, example *Sample, out *Outcome) []way {
+	var ways []way
+	for _, s := range st.Samples {
+		mode := ModeCustom
+		if len(s.Params) == 0 {
+			mode = ModeLiteral
+		}
+		ways = append(ways, way{s.Role, request{query: s.Query, params: s.Params, mode: mode}})
+	}
+	if len(ways) == 0 {
+		mode := ModeGeneric
+		if catalog.MaxParam(st.Query) == 0 {
+			mode = ModeLiteral
+		}
+		out.Generic = mode == ModeGeneric
+		ways = append(ways, way{"", request{query: st.Query, mode: mode}})
+	}
+	if logged {
+		// The log's plan is the control's: one comparison, with the
+		// first way for the candidate.
+		ways = ways[:1]
+	}
+	if example != nil {
+		ways = []way{{SampleExample, exampleRequest(example)}}
+		out.Generic = false
+	}
+	return ways
+}
+
+// analyzeSkips say, per side with a session, why ANALYZE may not run
+// (none when it may), decided once per statement of kind calling funcs,
+// and the volatile function that stops it.
+func (r *runner) analyzeSkips(ctx context.Context, kind stmtKind, funcs []string, ctl, cand *session) (map[Side]AnalyzeSkip, map[Side]string) {
+	skip := map[Side]AnalyzeSkip{}
+	volatileFn := map[Side]string{}
+	for _, s := range []*session{ctl, cand} {
+		if s == nil {
+			continue
+		}
+		switch {
+		case !r.opts.Analyze:
+			skip[s.side] = SkipNotAllowed
+		case kind != kindSelect:
+			skip[s.side] = SkipNotSelect
+		default:
+			fn, err := s.volatile(ctx, funcs)
+			if err != nil || fn != "" {
+				skip[s.side], volatileFn[s.side] = SkipVolatile, fn
+			}
+		}
+	}
+	return skip, volatileFn
 }
 
 // noSample is the problems of a statement whose normalized text the

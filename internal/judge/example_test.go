@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -33,9 +32,9 @@ func run(name string, meanMS float64) *results.Result {
 func ExampleJudge() {
 	base := judge.NewRuns([]*results.Result{run("control 1", 1.0), run("control 2", 1.02), run("control 3", 0.98)})
 	cand := judge.NewRuns([]*results.Result{run("candidate 1", 4.0), run("candidate 2", 4.1), run("candidate 3", 3.9)})
-	rules, _ := compare.ParseRules([]string{"p95>+20%"})
+	rules, _ := judge.ParseRules([]string{"p95>+20%"})
 	v, err := judge.Judge(context.Background(), base, cand, judge.Options{
-		Compare: compare.Options{MinCalls: 1, Rules: rules},
+		MinCalls: 1, Rules: rules,
 		OnStage: func(s judge.Stage, v *judge.Verdict) error {
 			fmt.Println("stage:", s)
 			return nil

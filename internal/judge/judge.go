@@ -94,22 +94,42 @@ type Catalog struct {
 // first run (the only run when there is no candidate), judged against
 // the baseline's first run (errors only on the candidate).
 type FindingsOptions struct {
-	Catalog Catalog
-	Options findings.Options
+	Catalog    Catalog
+	Thresholds Thresholds
 }
 
-// Options are what to judge beyond the comparison.
+// Options are what to judge: the comparison's floors and rules, and
+// what beyond the comparison. A command fills them from its flags.
 type Options struct {
-	// Compare are the comparison's options: its floors and rules.
-	Compare compare.Options
+	// MinCalls is the fewest timed calls in every run for a query to be
+	// judged.
+	MinCalls int64
+	// MinEffectMS is the fewest milliseconds a query's mean (or p95,
+	// for its tail) must grow by to be called a regression; 0 means
+	// DefaultComparisonMinEffectMS, negative none.
+	MinEffectMS float64
+	// AllowMixedLatency compares latencies measured in different
+	// places, flagging every ratio.
+	AllowMixedLatency bool
+	// AllowIncomplete compares runs that cannot be judged; the verdict
+	// is then never a pass.
+	AllowIncomplete bool
+	// Unjudgeable are reasons the caller knows the runs cannot be judged
+	// (a rehearsal stopped early), besides those the comparison finds.
+	Unjudgeable []compare.Unjudgeable
+	// Rules fail the comparison when broken.
+	Rules Rules
+	// ExpectWork says every run was observed (server work per call): a
+	// run without it is said to leave server work uncompared.
+	ExpectWork bool
 	// Plans explains the plans behind the comparison on both targets;
 	// nil leaves them out.
-	Plans *compareplans.Options
+	Plans *PlansOptions
 	// Examples, when set, gives the plans and the findings a real
 	// execution of the statements whose normalized text cannot be
-	// explained, from the comparison (compareplans.Options.Examples,
-	// findings.Input.Examples); it is called once.
-	Examples func(*compare.Report) func(fingerprint string) *explain.Sample
+	// explained: it is called once, with the fingerprints of the
+	// comparison, and returns where to look each one up (nil: none).
+	Examples func(fingerprints []string) func(fingerprint string) *results.Sample
 	// Findings evaluates the findings; nil leaves them out.
 	Findings *FindingsOptions
 	// OnStage is called as each part of the verdict is known, before
@@ -149,7 +169,7 @@ func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error
 	}
 	v := &Verdict{}
 	var err error
-	if v.Comparison, err = comparison(base, cand, opts.Compare); err != nil {
+	if v.Comparison, err = comparison(base, cand, opts.Comparison()); err != nil {
 		return nil, err
 	}
 	if err := stage(opts, StageCompared, v); err != nil {
@@ -159,13 +179,13 @@ func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error
 	// findings alike.
 	var examples func(fingerprint string) *explain.Sample
 	if opts.Examples != nil && (opts.Plans != nil || opts.Findings != nil) {
-		examples = opts.Examples(v.Comparison)
+		examples = opts.Examples(fingerprints(v.Comparison))
 	}
 	if opts.Plans != nil {
 		if err := stage(opts, StageExplaining, v); err != nil {
 			return v, err
 		}
-		po := *opts.Plans
+		po := opts.Plans.compareplans()
 		po.Examples = examples
 		v.Plans, err = compareplans.Run(ctx, compareplans.Input{Report: v.Comparison, Baseline: Results(base), Candidate: Results(cand)}, po)
 		if err != nil {
@@ -184,13 +204,25 @@ func Judge(ctx context.Context, base, cand []Run, opts Options) (*Verdict, error
 		}
 		if last.Workload != nil {
 			in.Workload, in.Observed, in.Examples = last.Workload, findings.ObservedFromResult(last.Result), examples
-			v.Findings, v.CatalogErr, v.FindingsErr = Findings(ctx, in, opts.Findings.Catalog, v.Plans, opts.Findings.Options)
+			v.Findings, v.CatalogErr, v.FindingsErr = Findings(ctx, in, opts.Findings.Catalog, v.Plans, opts.Findings.Thresholds.findings())
 		}
 		if err := stage(opts, StageFindings, v); err != nil {
 			return v, err
 		}
 	}
 	return v, nil
+}
+
+// fingerprints are those of rep's queries, then of its divergence.
+func fingerprints(rep *compare.Report) []string {
+	fps := make([]string, 0, len(rep.Queries)+len(rep.Divergence))
+	for _, q := range rep.Queries {
+		fps = append(fps, q.Fingerprint)
+	}
+	for _, d := range rep.Divergence {
+		fps = append(fps, d.Fingerprint)
+	}
+	return fps
 }
 
 func stage(opts Options, s Stage, v *Verdict) error {

@@ -86,7 +86,7 @@ func TestJudgeRefused(t *testing.T) {
 	if _, err := Judge(context.Background(), []Run{NewRun(part)}, nil, Options{}); !errors.Is(err, compare.ErrIncomplete) {
 		t.Fatalf("err %v, want compare.ErrIncomplete", err)
 	}
-	v, err := Judge(context.Background(), []Run{NewRun(part)}, nil, Options{Compare: compare.Options{AllowIncomplete: true}})
+	v, err := Judge(context.Background(), []Run{NewRun(part)}, nil, Options{AllowIncomplete: true})
 	if err != nil || v.Comparison == nil {
 		t.Fatalf("allowed: %v, %+v", err, v)
 	}

@@ -221,43 +221,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		}
 		v.Margin = max(v.Margin, br.Margin)
 	}
-	latencyGrew := false
-	for _, r := range slo.Rules {
-		if r.Metric == MetricErrors {
-			lim := b.ErrorRate + r.PP
-			mg := -1.0
-			if r.PP > 0 {
-				mg = (m.ErrorRate-b.ErrorRate)/r.PP - 1
-			} else if m.ErrorRate > b.ErrorRate {
-				mg = 1
-			}
-			add(Break{Metric: MetricErrors, Base: b.ErrorRate, Value: m.ErrorRate, Limit: lim, Margin: mg})
-			continue
-		}
-		for _, bq := range b.Queries {
-			q, ok := findQuery(m.Queries, bq.Fingerprint)
-			if !ok || q.TimedCalls < slo.MinCalls {
-				continue
-			}
-			base, val := latency(bq, r.Metric), latency(q, r.Metric)
-			if base <= 0 || val <= 0 {
-				continue
-			}
-			// The limit grows by the spread the 1x rounds showed between
-			// themselves: a step must break the SLO by more than the
-			// noise of the target's own 1x.
-			limit := r.Ratio * max(1, bq.Spread[r.Metric])
-			mg := math.Log(val/base)/math.Log(limit) - 1
-			if val-base < slo.MinEffectMS {
-				// Too small a change to break, however large its ratio.
-				mg = min(mg, -0.01)
-			}
-			if val/base >= MinGrowth && val-base >= slo.MinEffectMS {
-				latencyGrew = true
-			}
-			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
-		}
-	}
+	latencyGrew := ruleBreaks(b, m, slo, add)
 	if b.MeanMS > 0 && m.MeanMS/b.MeanMS >= MinGrowth {
 		latencyGrew = true
 	}
@@ -338,6 +302,50 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		v.Broken = append(v.Broken, Break{Metric: "incomplete", Margin: 0.01})
 	}
 	return v
+}
+
+// ruleBreaks judges m against each rule of slo, over the baseline b:
+// the error rate, and each query's latency timed often enough on both,
+// passing add every rule's Break. It says whether some query's latency
+// grew beyond MinGrowth and slo.MinEffectMS.
+func ruleBreaks(b Baseline, m Measurement, slo SLO, add func(Break)) (latencyGrew bool) {
+	for _, r := range slo.Rules {
+		if r.Metric == MetricErrors {
+			lim := b.ErrorRate + r.PP
+			mg := -1.0
+			if r.PP > 0 {
+				mg = (m.ErrorRate-b.ErrorRate)/r.PP - 1
+			} else if m.ErrorRate > b.ErrorRate {
+				mg = 1
+			}
+			add(Break{Metric: MetricErrors, Base: b.ErrorRate, Value: m.ErrorRate, Limit: lim, Margin: mg})
+			continue
+		}
+		for _, bq := range b.Queries {
+			q, ok := findQuery(m.Queries, bq.Fingerprint)
+			if !ok || q.TimedCalls < slo.MinCalls {
+				continue
+			}
+			base, val := latency(bq, r.Metric), latency(q, r.Metric)
+			if base <= 0 || val <= 0 {
+				continue
+			}
+			// The limit grows by the spread the 1x rounds showed between
+			// themselves: a step must break the SLO by more than the
+			// noise of the target's own 1x.
+			limit := r.Ratio * max(1, bq.Spread[r.Metric])
+			mg := math.Log(val/base)/math.Log(limit) - 1
+			if val-base < slo.MinEffectMS {
+				// Too small a change to break, however large its ratio.
+				mg = min(mg, -0.01)
+			}
+			if val/base >= MinGrowth && val-base >= slo.MinEffectMS {
+				latencyGrew = true
+			}
+			add(Break{Metric: r.Metric, Fingerprint: q.Fingerprint, Query: q.Query, Base: base, Value: val, Limit: base * limit, Margin: mg, Waits: q.Waits})
+		}
+	}
+	return latencyGrew
 }
 
 // lagCause is the cause of a lag: what added the most time over its own

@@ -2,6 +2,7 @@ package rehearse
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
@@ -14,14 +15,42 @@ import (
 // *compare.IncompleteError saying so, unless opts.AllowIncomplete, and
 // then its verdict is never a pass.
 func (o *Outcome) CompareOptions(opts compare.Options) compare.Options {
-	if o.Partial {
-		opts.Unjudgeable = append(opts.Unjudgeable, compare.Unjudgeable{
-			Kind: compare.UnjudgeablePartial,
-			Run: fmt.Sprintf("the rehearsal (%d of %d control and %d of %d candidate rounds finished)",
-				len(o.Control), o.Rounds, len(o.Candidate), o.Rounds),
-		})
-	}
+	opts.Unjudgeable = append(opts.Unjudgeable, o.Unjudgeable()...)
 	return opts
+}
+
+// Unjudgeable are the reasons the rehearsal's rounds cannot be judged
+// that the comparison cannot see for itself: a rehearsal that stopped
+// before its last round (judge.Options.Unjudgeable). None otherwise.
+func (o *Outcome) Unjudgeable() []compare.Unjudgeable {
+	if !o.Partial {
+		return nil
+	}
+	return []compare.Unjudgeable{{
+		Kind: compare.UnjudgeablePartial,
+		Run: fmt.Sprintf("the rehearsal (%d of %d control and %d of %d candidate rounds finished)",
+			len(o.Control), o.Rounds, len(o.Candidate), o.Rounds),
+	}}
+}
+
+// KeptDatabases maps the workload's databases (as the logs and as the
+// targets name them) to the copies of side's last round, which hold
+// what its replay left; nil when no round of side was kept.
+func (o *Outcome) KeptDatabases(side Side) map[string]string {
+	round, ok := o.Kept[side]
+	if !ok {
+		return nil
+	}
+	dbs := maps.Clone(round.Reset.Databases)
+	if dbs == nil {
+		dbs = map[string]string{}
+	}
+	for logged, to := range round.DatabaseMap {
+		if _, ok := dbs[logged]; !ok {
+			dbs[logged] = to
+		}
+	}
+	return dbs
 }
 
 // Compare compares the candidate's finished rounds with the control's

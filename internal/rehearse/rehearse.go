@@ -491,25 +491,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 			}
 		}
 	}
-	interrupted := ctx.Err() != nil
-	switch {
-	case rerr != nil && interrupted:
-		rec.Status, rec.Error = StatusInterrupted, rerr.Error()
-	case rerr != nil:
-		rec.Status, rec.Error = StatusFailed, rerr.Error()
-	case res == nil:
-		rec.Status, rec.Error = StatusFailed, rounds.ErrNoResult.Error()
-	case res.Partial && interrupted:
-		rec.Status = StatusInterrupted
-	case res.Partial:
-		rec.Status = StatusFailed
-		rec.Error = "the replay stopped early"
-		if len(res.Incomplete) > 0 {
-			rec.Error += ": " + strings.Join(res.Incomplete, "; ")
-		}
-	default:
-		rec.Status = StatusDone
-	}
+	rec.Status, rec.Error = roundStatus(res, rerr, ctx.Err() != nil)
 	if rec.Status == StatusDone && relErr != nil {
 		// The round counts, but the next could not start clean.
 		rec.Error = relErr.Error()
@@ -541,6 +523,28 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		return true, err
 	}
 	return false, nil
+}
+
+// roundStatus is the status of a round whose replay returned res and
+// rerr, and why it failed or was interrupted when it says.
+func roundStatus(res *results.Result, rerr error, interrupted bool) (Status, string) {
+	switch {
+	case rerr != nil && interrupted:
+		return StatusInterrupted, rerr.Error()
+	case rerr != nil:
+		return StatusFailed, rerr.Error()
+	case res == nil:
+		return StatusFailed, rounds.ErrNoResult.Error()
+	case res.Partial && interrupted:
+		return StatusInterrupted, ""
+	case res.Partial:
+		why := "the replay stopped early"
+		if len(res.Incomplete) > 0 {
+			why += ": " + strings.Join(res.Incomplete, "; ")
+		}
+		return StatusFailed, why
+	}
+	return StatusDone, ""
 }
 
 func (r *run) add(rec RoundRecord) {

@@ -104,57 +104,9 @@ func (s *session) statement(it item, t *time.Timer) {
 		}
 	}
 
-	latency := time.Duration(-1)
-	var te targetError
-	failed := false
-	delayed := false
-	if !r.opts.DryRun {
-		var err error
-		var seq int64
-		latency, seq, err = s.exec(ev, issued)
-		delayed = s.delayedSeq.Load() == seq
-		if err != nil && r.hardDone.Load() {
-			// Cancelled by the stop (or cut, the target silent): the
-			// statement did not run to its end, which says nothing of
-			// the target.
-			if s.conn.IsClosed() {
-				s.dropConn()
-			}
-			s.skip(items, r.stopReason())
-			return
-		}
-		if err != nil {
-			failed = true
-			te = classifyError(err, s.conn)
-			if te.lost {
-				s.dropConn()
-				// The original's session ended here too (it was
-				// terminated): an outcome like any other.
-				if !(ev.Failed && ev.ErrorSeverity() == "FATAL") {
-					s.lose(items)
-					return
-				}
-				s.lost, s.lostAt = true, time.Now()
-			}
-		}
-		if failed && ev.Failed && !te.lost {
-			// It failed in the original too, most likely where it
-			// failed here: the target's block is the best evidence
-			// of the original's (a failed COMMIT of a deferred
-			// constraint ended it, a failed statement before the
-			// string's ROLLBACK left it open and aborted).
-			s.logTx = s.conn.TxStatus() != 'I'
-		}
-		if failed && !te.lost && !s.logTx && s.conn.TxStatus() != 'I' {
-			// The log's block ended with this string (BEGIN; ...;
-			// COMMIT sent as one query), but on the target a statement
-			// failed before its COMMIT, leaving the block open and
-			// aborted: every later statement of the session would fail
-			// with 25P02. Rolled back, the session goes on as logged.
-			s.rollback()
-			r.c.realigned.Add(1)
-		}
-		s.blame(&te, failed, ev)
+	latency, te, failed, delayed, ok := s.issue(ev, items, issued)
+	if !ok {
+		return
 	}
 	if c := it.sync.Commit; c != nil {
 		// The commit the event carries ran on the target (whatever its
@@ -171,6 +123,66 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	sy.raced = it.sync.Raced()
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
+}
+
+// issue executes ev (items) on the target, issued at issued, unless the
+// replay is a dry run, and classifies its outcome: the latency (-1 when
+// none), whether it failed and how, and whether its time includes a wait
+// the replayer made (delayed). A failure leaves the session's block as
+// the log's. ok is false when the execution is not to be recorded, and
+// was counted already: the stop cut it, or the connection was lost where
+// the original's was not.
+func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.Time) (latency time.Duration, te targetError, failed, delayed, ok bool) {
+	r := s.r
+	latency = -1
+	if r.opts.DryRun {
+		return latency, te, false, false, true
+	}
+	latency, seq, err := s.exec(ev, issued)
+	delayed = s.delayedSeq.Load() == seq
+	if err != nil && r.hardDone.Load() {
+		// Cancelled by the stop (or cut, the target silent): the
+		// statement did not run to its end, which says nothing of
+		// the target.
+		if s.conn.IsClosed() {
+			s.dropConn()
+		}
+		s.skip(items, r.stopReason())
+		return latency, te, failed, delayed, false
+	}
+	if err != nil {
+		failed = true
+		te = classifyError(err, s.conn)
+		if te.lost {
+			s.dropConn()
+			// The original's session ended here too (it was
+			// terminated): an outcome like any other.
+			if !(ev.Failed && ev.ErrorSeverity() == "FATAL") {
+				s.lose(items)
+				return latency, te, failed, delayed, false
+			}
+			s.lost, s.lostAt = true, time.Now()
+		}
+	}
+	if failed && ev.Failed && !te.lost {
+		// It failed in the original too, most likely where it
+		// failed here: the target's block is the best evidence
+		// of the original's (a failed COMMIT of a deferred
+		// constraint ended it, a failed statement before the
+		// string's ROLLBACK left it open and aborted).
+		s.logTx = s.conn.TxStatus() != 'I'
+	}
+	if failed && !te.lost && !s.logTx && s.conn.TxStatus() != 'I' {
+		// The log's block ended with this string (BEGIN; ...;
+		// COMMIT sent as one query), but on the target a statement
+		// failed before its COMMIT, leaving the block open and
+		// aborted: every later statement of the session would fail
+		// with 25P02. Rolled back, the session goes on as logged.
+		s.rollback()
+		r.c.realigned.Add(1)
+	}
+	s.blame(&te, failed, ev)
+	return latency, te, failed, delayed, true
 }
 
 // blame sets what caused a target error (te.cause, te.baked), and keeps
@@ -397,11 +409,14 @@ func (s *session) exec(ev *event.Event, start time.Time) (time.Duration, int64, 
 		return 0, seq, errStopping
 	}
 	w := ev.Wire()
-	if w == nil || !w.Fetch {
+	if (w == nil || !w.Fetch) && !s.w.piped {
 		if err := s.syncBatch(); err != nil {
 			return s.ended(start), seq, err
 		}
 	}
+	// The original sent this execution in the pipeline's batch, before
+	// its Sync: it goes on in the same implicit transaction.
+	s.w.piped = false
 	// A capture's COPY data, sent when the server asks for it; without
 	// (a log), the COPY is failed.
 	s.w.copyIns = ev.CopyIns()
@@ -505,7 +520,13 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 		delete(s.prepared, name)
 	}
 	var err error
-	s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	if s.w.unsynced {
+		// In a batch the original had not ended (a pipeline's): the
+		// Sync of pgconn's Prepare would end its implicit transaction.
+		s.block(func() { err = s.parseInBatch(name, query, oids) })
+	} else {
+		s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+	}
 	if err != nil {
 		return err
 	}
@@ -633,6 +654,17 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			r.c.answerCause(explained).Add(1)
 		}
 	}
+	r.countOutcome(ev, k, failed, te.code)
+	if r.opts.ErrorWindow > 0 && !r.opts.DryRun {
+		r.window.record(r, failed && !ev.Failed, te.code)
+	}
+	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
+}
+
+// countOutcome counts an execution of k statements that failed on the
+// target (with SQLSTATE code) or not, against whether the original
+// failed: the statements executed, the errors, and which side failed.
+func (r *Replayer) countOutcome(ev *event.Event, k int64, failed bool, code string) {
 	if failed {
 		r.c.failed.Add(1)
 		r.c.executed.Add(k - 1)
@@ -652,14 +684,10 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		}
 	case failed:
 		r.c.onlyTarget.Add(1)
-		if dateTimeState(te.code) {
+		if dateTimeState(code) {
 			r.startup.dateTime.Add(1)
 		}
 	}
-	if r.opts.ErrorWindow > 0 && !r.opts.DryRun {
-		r.window.record(r, failed && !ev.Failed, te.code)
-	}
-	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
 }
 
 // answerDiffers compares item i (of k) of an execution with what the

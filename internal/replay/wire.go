@@ -91,6 +91,10 @@ type wire struct {
 	// unsynced: a batch sent without Sync was answered, and its
 	// implicit transaction (holding its portal) is still open.
 	unsynced bool
+	// piped: that batch is a pipeline's (event.Wire.NoSync without a
+	// row limit), which the session's next execution goes on with
+	// rather than ending it with a Sync first.
+	piped bool
 	// portal is the portal an execution with a row limit binds, named
 	// as the original named it, so that its fetches find it.
 	portal string
@@ -176,6 +180,13 @@ func (s *session) sendBindExecute(w *event.Wire) {
 		s.w.bind.Parameters, s.w.bind.ParameterFormatCodes, s.w.bind.ResultFormatCodes = nil, nil, nil
 		f.SendDescribe(describePortal)
 		f.SendExecute(executeAll)
+		if w != nil && w.NoSync {
+			// A pipeline's: the next execution goes on with its
+			// implicit transaction.
+			s.w.piped = true
+			s.endBatch(true)
+			return
+		}
 		f.SendSync(syncMsg)
 		return
 	}
@@ -217,6 +228,43 @@ func (s *session) syncBatch() error {
 	}
 	s.conn.Frontend().SendSync(syncMsg)
 	return s.exchange(true)
+}
+
+// parseInBatch prepares name with Parse and Flush, without the Sync that
+// would end the batch still open, and waits for its ParseComplete. After
+// an error the server skips to the next Sync: sent then, the session is
+// usable again, as the batch's Sync made it for the original.
+func (s *session) parseInBatch(name, query string, oids []uint32) error {
+	f := s.conn.Frontend()
+	f.SendParse(&pgproto3.Parse{Name: name, Query: query, ParameterOIDs: oids})
+	f.Send(flushMsg)
+	if err := f.Flush(); err != nil {
+		return s.broken(err)
+	}
+	var first error
+	for {
+		msg, err := s.conn.ReceiveMessage(context.Background())
+		if err != nil {
+			return s.broken(err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ParseComplete:
+			if first == nil {
+				return nil
+			}
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+				f.SendSync(syncMsg)
+				if err := f.Flush(); err != nil {
+					return s.broken(err)
+				}
+			}
+		case *pgproto3.ReadyForQuery:
+			s.w.unsynced, s.w.piped = false, false
+			return first
+		}
+	}
 }
 
 // execFetch continues the portal an earlier execution left suspended at
@@ -287,8 +335,15 @@ func (s *session) exchange(extended bool) error {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
-			s.w.unsynced = false
+			s.w.unsynced, s.w.piped = false, false
 			return first
+		case *pgproto3.EmptyQueryResponse:
+			// An empty query's whole answer, but for the ReadyForQuery
+			// of a Sync.
+			if s.w.noSync {
+				s.w.unsynced = true
+				return first
+			}
 		case *pgproto3.DataRow:
 			s.w.digests.row(m)
 		case *pgproto3.CommandComplete:

@@ -206,8 +206,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			return nil, fmt.Errorf("encode the evidence: %w", err)
 		}
 	}
-	// A log that yields nothing is said loudly, and its result marked
-	// so that report will not judge it; so is a log cut short.
+	o.markUnmeasured(cfg, set)
+	sh.finish(&cfg, res, runErr == nil && !res.Partial)
+	if tlogs != nil && runErr == nil {
+		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
+	}
+	o.evaluateFindings(ctx, cfg)
+	o.reasons(cfg.MaxErrorRate)
+	return o, nil
+}
+
+// markUnmeasured marks o's result incomplete when its input yielded
+// nothing to measure, or was cut short: a log that yields nothing is said
+// loudly, and its result marked so that report will not judge it; so is
+// a log cut short.
+func (o *Outcome) markUnmeasured(cfg Config, set *source.Set) {
+	res := o.Result
 	if o.Nothing = set.Measured(res.Statements.Total, cfg.MaxSkipped); o.Nothing == nil {
 		o.Nothing = set.OnlyErrors(res.Outcomes.Ran, res.Outcomes.OriginalFailed)
 	}
@@ -223,31 +237,33 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		res.Partial = true
 		res.MarkIncomplete(results.IncompleteInputCut, cut.Error())
 	}
-	sh.finish(&cfg, res, runErr == nil && !res.Partial)
-	if tlogs != nil && runErr == nil {
-		o.TargetLogErr = tlogs.ServerSide(hard, r.Connections(), cache, cfg.Replay.Target, res)
-	}
+}
+
+// evaluateFindings evaluates the findings of o's result when cfg asks
+// for them, on cfg.FindingsDSN or else on the target in the workload's
+// database (o.Preflight's), without a server when the target refuses.
+func (o *Outcome) evaluateFindings(ctx context.Context, cfg Config) {
+	res := o.Result
 	// A log of errors alone has no error rate to judge: the server did
 	// not log what succeeded.
 	onlyErrors := o.Nothing != nil && o.Nothing.Reason == source.NothingOnlyErrors
-	if cfg.Findings && !res.Partial && !res.DryRun && !onlyErrors {
-		if cfg.FindingsDSN != "" {
-			o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.FindingsDSN, "")
-		} else {
-			// The target, not asked for: when it does not take the
-			// findings' connection, they go without it and say so.
-			db := WorkloadDatabase(pf)
-			o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.Replay.Target, db)
-			if o.FindingsErr != nil && !errors.Is(o.FindingsErr, findings.ErrInterrupted) {
-				if cfg.Warn != nil {
-					cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
-				}
-				o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, "", "")
-			}
-		}
+	if !cfg.Findings || res.Partial || res.DryRun || onlyErrors {
+		return
 	}
-	o.reasons(cfg.MaxErrorRate)
-	return o, nil
+	if cfg.FindingsDSN != "" {
+		o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.FindingsDSN, "")
+		return
+	}
+	// The target, not asked for: when it does not take the findings'
+	// connection, they go without it and say so.
+	db := WorkloadDatabase(o.Preflight)
+	o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, cfg.Replay.Target, db)
+	if o.FindingsErr != nil && !errors.Is(o.FindingsErr, findings.ErrInterrupted) {
+		if cfg.Warn != nil {
+			cfg.Warn(fmt.Sprintf("the findings cannot use the target (%v); those that need its catalog are not evaluated", o.FindingsErr))
+		}
+		o.Findings, o.FindingsErr = replayFindings(ctx, cfg, res, "", "")
+	}
 }
 
 // openInput opens the run's input with so.

@@ -2,6 +2,10 @@ package report
 
 import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // ComparisonJSON is a comparison as `report --json` writes it
@@ -73,4 +77,26 @@ func joinNotes(notes []string) string {
 		s += n
 	}
 	return s
+}
+
+// VerdictJSON is a judged comparison in its JSON form: the comparison
+// (ComparisonJSON), its findings under "findings" and the plans explained
+// on both servers under "plans" (docs/plans-json.md).
+type VerdictJSON struct {
+	*ComparisonJSON
+	Findings *findings.Report `json:"findings,omitempty"`
+	Plans    *explain.Report  `json:"plans,omitempty"`
+}
+
+// VerdictDocument words v for its JSON form.
+func VerdictDocument(v *judge.Verdict) VerdictJSON {
+	return VerdictJSON{ComparisonJSON: ComparisonDocument(v.Comparison), Findings: v.Findings, Plans: v.PlansReport()}
+}
+
+// ResultJSON is an analysis or a replay in its JSON form: the result,
+// and its findings under "findings" (the result cannot hold them: they
+// are computed from it).
+type ResultJSON struct {
+	*results.Result
+	Findings *findings.Report `json:"findings,omitempty"`
 }

@@ -31,7 +31,7 @@ func syntheticFindings() *findings.Report {
 // what a skipped finding lacked in the caller's words, after what is
 // missing; without a hint it says only what is missing.
 func TestWriteFindings(t *testing.T) {
-	hints := Hints{Lacks: map[findings.Lack]string{findings.LackServer: "--dsn", findings.LackServerCPUs: "give --server-cpus"}}
+	hints := Hints{Server: "--dsn", ServerCPUs: "give --server-cpus"}
 	var b strings.Builder
 	if err := WriteFindings(&b, syntheticFindings(), hints); err != nil {
 		t.Fatal(err)

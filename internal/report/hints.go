@@ -19,9 +19,23 @@ type Hints struct {
 	// Observe collects a replay's server-side evidence
 	// ("replay --observe").
 	Observe string
-	// Lacks say, per input a finding lacked, how to provide it (for
+	// Server gives the findings their server, when one lacked it (for
 	// example the flag --dsn).
-	Lacks map[findings.Lack]string
+	Server string
+	// ServerCPUs gives the findings the server's CPU count, when one
+	// lacked it ("give --server-cpus").
+	ServerCPUs string
+}
+
+// lack is the hint for what a finding lacked; empty when there is none.
+func (h Hints) lack(l findings.Lack) string {
+	switch l {
+	case findings.LackServer:
+		return h.Server
+	case findings.LackServerCPUs:
+		return h.ServerCPUs
+	}
+	return ""
 }
 
 // paren is " (h)", or nothing without a hint.
@@ -36,7 +50,7 @@ func paren(h string) string {
 // for what it lacked after its first clause: "no connection to the server
 // (--dsn): plans cannot be explained".
 func skipReason(s findings.Skip, h Hints) string {
-	hint := h.Lacks[s.Lacks]
+	hint := h.lack(s.Lacks)
 	if s.Lacks == "" || hint == "" {
 		return s.Reason
 	}

@@ -92,34 +92,53 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
 	}
 	o := res.Outcomes
-	fmt.Fprintf(&b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
-		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
-	for _, k := range sortedKeys(res.ErrorsBySQLState) {
-		fmt.Fprintf(&b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
-	}
-	if o.OnlyOnTargetBakedIDs > 0 {
-		fmt.Fprintf(&b, "    %d of those only on the target named an id the original's server assigned (a large object's, a transaction's), which the target assigned otherwise, or followed one in its transaction\n",
-			o.OnlyOnTargetBakedIDs)
-	}
-	if o.OnlyOnTargetAfterFastPath > 0 {
-		fmt.Fprintf(&b, "    %d of those only on the target followed, in their session, a fast-path call the replay skipped (libpq's large-object functions: lo_unlink...), whose effect the target never saw\n",
-			o.OnlyOnTargetAfterFastPath)
-	}
-	if o.OnlyOnTargetSessionState > 0 {
-		fmt.Fprintf(&b, "    %d of those only on the target were in sessions recorded from the middle, with an error that session state from before the recording explains (a temporary table, a cursor WITH HOLD, a prepared statement the capture does not hold)\n",
-			o.OnlyOnTargetSessionState)
-	}
+	writeReplayErrors(&b, res)
 	if st := res.StartupSettings; st != nil && st.Suspect {
 		fmt.Fprintf(&b, "  settings:   the sessions may have run with other connection settings than the original's, which change results silently: %s\n", st.Note)
 	}
 	if o.Answered > 0 {
 		writeAnswers(&b, o, res.Queries)
 	}
+	writeReplayCost(&b, res, h)
+	writeSyncSummary(&b, res.Sync, res.SyncWait)
+	if rd := res.Reader; rd.OverBudget > 0 {
+		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeReplayErrors writes the replay's errors against the original's,
+// by SQLSTATE, and those only on the target that are explained.
+func writeReplayErrors(b *strings.Builder, res *results.Result) {
+	o := res.Outcomes
+	fmt.Fprintf(b, "  errors:     target %.2f%%, original %.2f%% (%d failed in both, %d only on the target, %d only in the original)\n",
+		o.TargetErrorRate, o.OriginalErrorRate, o.BothFailed, o.FailedOnlyOnTarget, o.FailedOnlyInOriginal)
+	for _, k := range sortedKeys(res.ErrorsBySQLState) {
+		fmt.Fprintf(b, "    SQLSTATE %s: %d\n", k, res.ErrorsBySQLState[k])
+	}
+	if o.OnlyOnTargetBakedIDs > 0 {
+		fmt.Fprintf(b, "    %d of those only on the target named an id the original's server assigned (a large object's, a transaction's), which the target assigned otherwise, or followed one in its transaction\n",
+			o.OnlyOnTargetBakedIDs)
+	}
+	if o.OnlyOnTargetAfterFastPath > 0 {
+		fmt.Fprintf(b, "    %d of those only on the target followed, in their session, a fast-path call the replay skipped (libpq's large-object functions: lo_unlink...), whose effect the target never saw\n",
+			o.OnlyOnTargetAfterFastPath)
+	}
+	if o.OnlyOnTargetSessionState > 0 {
+		fmt.Fprintf(b, "    %d of those only on the target were in sessions recorded from the middle, with an error that session state from before the recording explains (a temporary table, a cursor WITH HOLD, a prepared statement the capture does not hold)\n",
+			o.OnlyOnTargetSessionState)
+	}
+}
+
+// writeReplayCost writes where the latencies come from and what the
+// replayer's own CPU cost.
+func writeReplayCost(b *strings.Builder, res *results.Result, h Hints) {
 	if tl := res.TargetLog; tl != nil {
-		fmt.Fprintf(&b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
+		fmt.Fprintf(b, "  latency:    server-side, from the target's log: %d executions on %d of %d connections, %d matching what was sent in order",
 			tl.Executions, tl.ConnectionsFound, tl.Connections, tl.ExecutionsMatched)
 		if len(tl.Mismatched) > 0 {
-			fmt.Fprintf(&b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
+			fmt.Fprintf(b, " (%d connections differ, e.g. pid %d: %d sent, %d logged)", len(tl.Mismatched), tl.Mismatched[0].PID, tl.Mismatched[0].Sent, tl.Mismatched[0].Logged)
 		}
 		b.WriteString("; client round trips are under client_queries\n")
 	} else if !res.DryRun {
@@ -134,18 +153,12 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		if res.ClientCPUSeconds < 1 {
 			prec = 2 // "0.0" would read as none
 		}
-		fmt.Fprintf(&b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
+		fmt.Fprintf(b, "  client:     the replayer used %.*f CPU-seconds (%.2f cores on average)", prec, res.ClientCPUSeconds, res.ClientCPUSeconds/res.WallSeconds)
 		if res.TargetLocal && res.Unpaced() {
 			b.WriteString("; the target is on this machine, so that CPU was taken from the server and the rate is a lower bound of the target's own (replay from another machine to measure the target alone)")
 		}
 		b.WriteString("\n")
 	}
-	writeSyncSummary(&b, res.Sync, res.SyncWait)
-	if rd := res.Reader; rd.OverBudget > 0 {
-		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeReplayMessages writes how a capture's records were read (nil: the

@@ -468,47 +468,9 @@ func (b *Builder) Plan(input Input) (*Plan, error) {
 		}
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(w[y], w[x]) })
-	for _, i := range order {
-		gain(i)
-		best := -1
-		for k := range n {
-			if load[k]+w[i] > capacity+1e-12 {
-				continue
-			}
-			if best < 0 || gains[k] > gains[best] || gains[k] == gains[best] && load[k] < load[best] {
-				best = k
-			}
-		}
-		if best < 0 {
-			best = slices.Index(load, slices.Min(load))
-		}
-		assign[i] = int32(best)
-		load[best] += w[i]
-	}
-	// Refine: move a session to the shard it depends on most, where the
-	// balance allows, until nothing moves.
-	for pass := 0; pass < 8; pass++ {
-		moved := false
-		for _, i := range order {
-			gain(i)
-			cur := int(assign[i])
-			best := cur
-			for k := range n {
-				if k != cur && gains[k] > gains[best] && load[k]+w[i] <= capacity+1e-12 {
-					best = k
-				}
-			}
-			if best != cur {
-				load[cur] -= w[i]
-				load[best] += w[i]
-				assign[i] = int32(best)
-				moved = true
-			}
-		}
-		if !moved {
-			break
-		}
-	}
+	pl := placement{n: n, w: w, load: load, capacity: capacity, assign: assign, gains: gains, gain: gain}
+	pl.first(order)
+	pl.refine(order)
 
 	p := &Plan{Version: PlanVersion, Kind: PlanKind, Shards: n, Input: input, Forced: forced,
 		Sessions: make(map[string]int, nodes)}
@@ -533,9 +495,18 @@ func (b *Builder) Plan(input Input) (*Plan, error) {
 			l.Share = float64(l.Sessions) / nsessions
 		}
 	}
+	p.Dependencies = b.dependencies(shardOf, n)
+	p.ID = p.contentID()
+	return p, nil
+}
+
+// dependencies counts the dependencies between sessions that the
+// placement shardOf (of n shards) leaves across shards, and those that
+// hashing the sessions' ids (Of) would.
+func (b *Builder) dependencies(shardOf func(node int32) int32, n int) Dependencies {
 	d := Dependencies{Total: b.deps, Untracked: b.untracked, Cross: b.fixedX}
 	hashX := b.fixedX
-	hashOf := make([]int32, nodes)
+	hashOf := make([]int32, len(b.sessions))
 	for i, s := range b.sessions {
 		hashOf[i] = int32(Of(s.id, n))
 	}
@@ -558,9 +529,74 @@ func (b *Builder) Plan(input Input) (*Plan, error) {
 		d.CrossShare = float64(d.Cross) / float64(known)
 		d.HashCrossShare = float64(hashX) / float64(known)
 	}
-	p.Dependencies = d
-	p.ID = p.contentID()
-	return p, nil
+	return d
+}
+
+// placement is Plan's placing of sessions on n shards.
+type placement struct {
+	n int
+	// w is each session's weight, load each shard's, capacity the most
+	// a shard may take.
+	w, load  []float64
+	capacity float64
+	// assign is each session's shard.
+	assign []int32
+	// gain(i) sets gains to the weight of session i's dependencies on
+	// each shard.
+	gains []int64
+	gain  func(i int)
+}
+
+// first places each session of order on the shard with room that it
+// depends on most, the least loaded at a tie; on the least loaded when
+// none has room.
+func (pl *placement) first(order []int) {
+	gains, load, w := pl.gains, pl.load, pl.w
+	for _, i := range order {
+		pl.gain(i)
+		best := -1
+		for k := range pl.n {
+			if load[k]+w[i] > pl.capacity+1e-12 {
+				continue
+			}
+			if best < 0 || gains[k] > gains[best] || gains[k] == gains[best] && load[k] < load[best] {
+				best = k
+			}
+		}
+		if best < 0 {
+			best = slices.Index(load, slices.Min(load))
+		}
+		pl.assign[i] = int32(best)
+		load[best] += w[i]
+	}
+}
+
+// refine moves a session of order to the shard it depends on most, where
+// the balance allows, until nothing moves (8 passes at most).
+func (pl *placement) refine(order []int) {
+	gains, load, w := pl.gains, pl.load, pl.w
+	for pass := 0; pass < 8; pass++ {
+		moved := false
+		for _, i := range order {
+			pl.gain(i)
+			cur := int(pl.assign[i])
+			best := cur
+			for k := range pl.n {
+				if k != cur && gains[k] > gains[best] && load[k]+w[i] <= pl.capacity+1e-12 {
+					best = k
+				}
+			}
+			if best != cur {
+				load[cur] -= w[i]
+				load[best] += w[i]
+				pl.assign[i] = int32(best)
+				moved = true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
 }
 
 func sumSessions(ls []Load) int64 {

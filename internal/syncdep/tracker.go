@@ -600,97 +600,63 @@ func (s *Session) Event(e Exec) Step {
 	}
 	for i, it := range items {
 		eff := t.effectOf(s.db, &e, i)
-		switch eff.control {
-		case TxBegin:
-			s.inBlock = true
-			s.block++
-		case TxCommit:
-			if !s.aborted {
-				commit.merge(s.tx)
-				committing = true
-			}
-			t.ended(s, e.End, &s.raceTx)
-			s.raceTx.reset()
-			s.tx.reset()
-			s.aborted, s.inBlock = false, eff.chain
-			s.block++
-		case TxRollback:
-			t.ended(s, e.End, &s.raceTx)
-			s.raceTx.reset()
-			s.tx.reset()
-			s.aborted, s.inBlock = false, eff.chain
-			s.block++
-		case TxPrepare:
-			if !s.aborted && !s.tx.empty() {
-				t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
-			}
-			s.tx.reset()
-			s.raceTx.reset()
-			s.aborted, s.inBlock = false, false
-		case TxCommitPrepared:
-			g := it.Class(e.Text).Gid
-			if p, ok := t.prepared[g]; ok {
-				delete(t.prepared, g)
-				commit.merge(p)
-				committing = true
-			}
-		case TxRollbackPrepared:
-			delete(t.prepared, it.Class(e.Text).Gid)
-		case TxNone:
-			if eff.empty() {
-				if !eff.query {
-					continue
-				}
-				// A query that names no relation may still read
-				// what another session's commit made: a role, a
-				// grant, a function, a large object (SELECT
-				// loread(...) after a GRANT ON LARGE OBJECT). So it
-				// waits for every earlier commit in commit mode,
-				// and for those of unknown effect (DDL, GRANT) in
-				// object mode; it writes nothing.
-				wantAll = wantAll || t.mode == Commit
-				if step.Wait.eff == nil {
-					step.Wait.eff = noEffect
-				}
+		if eff.control != TxNone {
+			committing = s.control(eff, it, &e) || committing
+			continue
+		}
+		if eff.empty() {
+			if !eff.query {
 				continue
 			}
-			s.raceStmt.addTouch(eff)
-			if s.raceTx.empty() {
-				s.raceBegan = e.Start
-			}
-			s.raceTx.addWrites(eff)
-			if eff.rows != nil {
-				r := eff.rows
-				var bucket uint32
-				var keyed bool
-				eff, bucket, keyed = t.rowEffect(eff, &e)
-				if keyed && (r.write || r.lock) {
-					s.rowLocks = append(s.rowLocks, bucket)
-					if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
-						step.Wait.addRow(l.tx)
-					}
-				}
-				switch {
-				case !keyed:
-					step.Rows = RowsKeyNotLogged
-				case step.Rows == RowsNone:
-					step.Rows = RowsByKey
-				}
-			}
-			s.tx.add(eff)
-			step.Barrier = step.Barrier || eff.barrier
+			// A query that names no relation may still read
+			// what another session's commit made: a role, a
+			// grant, a function, a large object (SELECT
+			// loread(...) after a GRANT ON LARGE OBJECT). So it
+			// waits for every earlier commit in commit mode,
+			// and for those of unknown effect (DDL, GRANT) in
+			// object mode; it writes nothing.
 			wantAll = wantAll || t.mode == Commit
-			switch {
-			case step.Wait.eff == nil || step.Wait.eff == noEffect:
-				step.Wait.eff = eff
-			case merged == nil:
-				merged = &effect{}
-				merged.union(step.Wait.eff)
-				merged.union(eff)
-				step.Wait.eff = merged
-			default:
-				merged.union(eff)
+			if step.Wait.eff == nil {
+				step.Wait.eff = noEffect
 			}
+			continue
+		}
+		s.raceStmt.addTouch(eff)
+		if s.raceTx.empty() {
+			s.raceBegan = e.Start
+		}
+		s.raceTx.addWrites(eff)
+		if eff.rows != nil {
+			r := eff.rows
+			var bucket uint32
+			var keyed bool
+			eff, bucket, keyed = t.rowEffect(eff, &e)
+			if keyed && (r.write || r.lock) {
+				s.rowLocks = append(s.rowLocks, bucket)
+				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
+					step.Wait.addRow(l.tx)
+				}
+			}
+			switch {
+			case !keyed:
+				step.Rows = RowsKeyNotLogged
+			case step.Rows == RowsNone:
+				step.Rows = RowsByKey
+			}
+		}
+		s.tx.add(eff)
+		step.Barrier = step.Barrier || eff.barrier
+		wantAll = wantAll || t.mode == Commit
+		switch {
+		case step.Wait.eff == nil || step.Wait.eff == noEffect:
+			step.Wait.eff = eff
+		case merged == nil:
+			merged = &effect{}
+			merged.union(step.Wait.eff)
+			merged.union(eff)
+			step.Wait.eff = merged
+		default:
+			merged.union(eff)
 		}
 	}
 	if eff := step.Wait.eff; eff != nil && (cut > 0 || lockCut > 0 && (len(eff.lock) > 0 || eff.lockAll)) {
@@ -701,6 +667,60 @@ func (s *Session) Event(e Exec) Step {
 	} else {
 		step.Wait.eff = nil
 	}
+	s.end(&e, &step, committing)
+	return step
+}
+
+// control applies a transaction-control statement (eff.control is not
+// TxNone), item it of event e, to the session's transaction; it says
+// whether the statement commits what s.commit then holds.
+func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing bool) {
+	t, commit := s.t, &s.commit
+	switch eff.control {
+	case TxBegin:
+		s.inBlock = true
+		s.block++
+	case TxCommit:
+		if !s.aborted {
+			commit.merge(s.tx)
+			committing = true
+		}
+		t.ended(s, e.End, &s.raceTx)
+		s.raceTx.reset()
+		s.tx.reset()
+		s.aborted, s.inBlock = false, eff.chain
+		s.block++
+	case TxRollback:
+		t.ended(s, e.End, &s.raceTx)
+		s.raceTx.reset()
+		s.tx.reset()
+		s.aborted, s.inBlock = false, eff.chain
+		s.block++
+	case TxPrepare:
+		if !s.aborted && !s.tx.empty() {
+			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
+		}
+		s.tx.reset()
+		s.raceTx.reset()
+		s.aborted, s.inBlock = false, false
+	case TxCommitPrepared:
+		g := it.Class(e.Text).Gid
+		if p, ok := t.prepared[g]; ok {
+			delete(t.prepared, g)
+			commit.merge(p)
+			committing = true
+		}
+	case TxRollbackPrepared:
+		delete(t.prepared, it.Class(e.Text).Gid)
+	}
+	return committing
+}
+
+// end finishes reading event e once its items are: whether it raced, the
+// transaction it ended or committed (committing: one of its statements
+// commits s.commit), and the rows it locked, into step.
+func (s *Session) end(e *Exec, step *Step, committing bool) {
+	t, commit := s.t, &s.commit
 	// What a block did after a statement that raced depends on that
 	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
 	// the key): it raced too, up to the block's end.
@@ -757,7 +777,6 @@ func (s *Session) Event(e Exec) Step {
 		}
 	}
 	s.rowLocks = s.rowLocks[:0]
-	return step
 }
 
 // setLast records tx as the last write or lock by key of the rows of the

@@ -681,62 +681,8 @@ func induce(samples []sample, main string, groups map[string][]int) (Inference, 
 	var warnings []string
 	votes := 0
 
-	// Times: the one with a fraction is %m; without, the first is %t and
-	// others are the session start %s.
-	timeSeen := false
-	for j, t := range shape {
-		if t.kind != tkTime {
-			continue
-		}
-		frac := false
-		for _, i := range idx {
-			frac = frac || samples[i].toks[j].frac
-		}
-		if frac && !timeSeen {
-			esc[j], timeSeen = 'm', true
-		}
-	}
-	for j, t := range shape {
-		if t.kind == tkTime && esc[j] == 0 {
-			if !timeSeen {
-				esc[j], timeSeen = 't', true
-			} else {
-				esc[j] = 's'
-			}
-		}
-	}
-	// Shapes and labels.
-	pidSeen := false
-	for j, t := range shape {
-		switch t.kind {
-		case tkEpoch:
-			esc[j] = 'n'
-		case tkSession:
-			esc[j] = 'c'
-		case tkRemote:
-			esc[j] = 'r'
-		case tkVXID:
-			esc[j] = 'v'
-		case tkNum:
-			k := keyEscape(t.key)
-			switch {
-			case allSQLStates(cols[j]):
-				esc[j] = 'e'
-			case k == 'p' || k == 'l' || k == 'x' || k == 'Q' || k == 'P' || k == 'e':
-				esc[j] = k
-			case constant(cols[j]) && cols[j][0] == "1" && j > 0 && shape[j-1].kind == tkLit && strings.HasSuffix(shape[j-1].text, "-"):
-				// The "1" of "[%l-1]".
-				esc[j] = 0
-			case !pidSeen:
-				esc[j] = 'p'
-			default:
-				esc[j] = 'l'
-			}
-			if esc[j] == 'p' {
-				pidSeen = true
-			}
-		}
-	}
+	timeEscapes(samples, idx, shape, esc)
+	shapeEscapes(shape, cols, esc)
 	// Free text: labels, then places, then what the messages say.
 	var free []int
 	for j, t := range shape {
@@ -803,6 +749,72 @@ func induce(samples []sample, main string, groups map[string][]int) (Inference, 
 		}
 	}
 	return Inference{Prefix: ps, Warnings: warnings, votes: votes}, nil
+}
+
+// timeEscapes sets the escapes of the times of shape (esc[j] for
+// shape[j]), read on the samples of idx: the one with a fraction is %m;
+// without, the first is %t and others are the session start %s.
+func timeEscapes(samples []sample, idx []int, shape []token, esc []byte) {
+	timeSeen := false
+	for j, t := range shape {
+		if t.kind != tkTime {
+			continue
+		}
+		frac := false
+		for _, i := range idx {
+			frac = frac || samples[i].toks[j].frac
+		}
+		if frac && !timeSeen {
+			esc[j], timeSeen = 'm', true
+		}
+	}
+	for j, t := range shape {
+		if t.kind == tkTime && esc[j] == 0 {
+			if !timeSeen {
+				esc[j], timeSeen = 't', true
+			} else {
+				esc[j] = 's'
+			}
+		}
+	}
+}
+
+// shapeEscapes sets the escapes of the tokens of shape that their shape
+// or their label tells (esc[j] for shape[j], whose values are cols[j]):
+// epochs, session ids, remote hosts, virtual transaction ids, and
+// numbers (an SQLSTATE, the pid first, then the line number).
+func shapeEscapes(shape []token, cols [][]string, esc []byte) {
+	pidSeen := false
+	for j, t := range shape {
+		switch t.kind {
+		case tkEpoch:
+			esc[j] = 'n'
+		case tkSession:
+			esc[j] = 'c'
+		case tkRemote:
+			esc[j] = 'r'
+		case tkVXID:
+			esc[j] = 'v'
+		case tkNum:
+			k := keyEscape(t.key)
+			switch {
+			case allSQLStates(cols[j]):
+				esc[j] = 'e'
+			case k == 'p' || k == 'l' || k == 'x' || k == 'Q' || k == 'P' || k == 'e':
+				esc[j] = k
+			case constant(cols[j]) && cols[j][0] == "1" && j > 0 && shape[j-1].kind == tkLit && strings.HasSuffix(shape[j-1].text, "-"):
+				// The "1" of "[%l-1]".
+				esc[j] = 0
+			case !pidSeen:
+				esc[j] = 'p'
+			default:
+				esc[j] = 'l'
+			}
+			if esc[j] == 'p' {
+				pidSeen = true
+			}
+		}
+	}
 }
 
 // withQ renders the prefix, with a %q where it reads more samples, and
@@ -893,29 +905,7 @@ func assignRoles(samples []sample, idx []int, shape []token, esc []byte, free []
 	for _, e := range esc {
 		taken[e] = true
 	}
-	// votes[n][r]: lines where column free[n] holds what the message says
-	// role r is; against[n][r]: lines where it holds something else.
-	votes := make([][numRoles]int, len(free))
-	against := make([][numRoles]int, len(free))
-	for n, j := range free {
-		for k, i := range idx {
-			v := cols[j][k]
-			if v == "" || v == "[unknown]" {
-				continue
-			}
-			ev := samples[i].ev
-			for r, want := range [...]string{roleUser: ev.user, roleDB: ev.database, roleHost: ev.host} {
-				if want == "" {
-					continue
-				}
-				if v == want {
-					votes[n][r]++
-				} else {
-					against[n][r]++
-				}
-			}
-		}
-	}
+	votes, against := roleVotes(samples, idx, free, cols)
 	constantCol := make([]bool, len(free))
 	for n, j := range free {
 		constantCol[n] = constant(cols[j]) && cols[j][0] != "[unknown]" && cols[j][0] != ""
@@ -969,26 +959,8 @@ func assignRoles(samples []sample, idx []int, shape []token, esc []byte, free []
 	if len(free) <= maxFreeColumns {
 		walk(0, map[byte]bool{}, 0, 0, 0)
 	} else {
-		// Too many words to try every reading (5^n): the words the
-		// messages name take their roles, the others are free text
-		// the reader does not keep.
-		roles := make([]byte, len(free))
-		used := map[byte]bool{}
-		v := 0
-		for n := range free {
-			roles[n] = roleEscape[roleOther]
-			if constantCol[n] && votes[n] == [numRoles]int{} {
-				roles[n] = 0
-				continue
-			}
-			for r := roleUser; r <= roleHost; r++ {
-				if e := roleEscape[r]; votes[n][r] > 0 && against[n][r] == 0 && !used[e] && !taken[e] {
-					roles[n], used[e] = e, true
-					v += votes[n][r]
-					break
-				}
-			}
-		}
+		// Too many words to try every reading (5^n).
+		roles, v := namedRoles(constantCol, votes, against, taken)
 		cands = append(cands, cand{roles: roles, votes: v})
 	}
 	if len(cands) == 0 {
@@ -1033,6 +1005,61 @@ func assignRoles(samples []sample, idx []int, shape []token, esc []byte, free []
 		}
 	}
 	return best.roles, warn, best.votes, nil
+}
+
+// roleVotes counts, per free column free[n] and role r, the lines
+// (samples[idx[k]], whose column j holds cols[j][k]) where the column
+// holds what the message says role r is (votes[n][r]) and those where it
+// holds something else (against[n][r]).
+func roleVotes(samples []sample, idx []int, free []int, cols [][]string) (votes, against [][numRoles]int) {
+	votes = make([][numRoles]int, len(free))
+	against = make([][numRoles]int, len(free))
+	for n, j := range free {
+		for k, i := range idx {
+			v := cols[j][k]
+			if v == "" || v == "[unknown]" {
+				continue
+			}
+			ev := samples[i].ev
+			for r, want := range [...]string{roleUser: ev.user, roleDB: ev.database, roleHost: ev.host} {
+				if want == "" {
+					continue
+				}
+				if v == want {
+					votes[n][r]++
+				} else {
+					against[n][r]++
+				}
+			}
+		}
+	}
+	return votes, against
+}
+
+// namedRoles reads the free columns without trying every reading: the
+// words the messages name (and nothing contradicts) take their roles,
+// the constant words no message names are literal text (0), the others
+// free text the reader does not keep. It returns the escapes and the
+// votes they won.
+func namedRoles(constantCol []bool, votes, against [][numRoles]int, taken map[byte]bool) ([]byte, int) {
+	roles := make([]byte, len(constantCol))
+	used := map[byte]bool{}
+	v := 0
+	for n := range constantCol {
+		roles[n] = roleEscape[roleOther]
+		if constantCol[n] && votes[n] == [numRoles]int{} {
+			roles[n] = 0
+			continue
+		}
+		for r := roleUser; r <= roleHost; r++ {
+			if e := roleEscape[r]; votes[n][r] > 0 && against[n][r] == 0 && !used[e] && !taken[e] {
+				roles[n], used[e] = e, true
+				v += votes[n][r]
+				break
+			}
+		}
+	}
+	return roles, v
 }
 
 // ambiguity is the error of two prefixes that fit equally well.

@@ -1,0 +1,185 @@
+package judge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// DefaultComparisonMinEffectMS is the fewest milliseconds a query's mean
+// (or p95) must grow by to be called a regression when
+// Options.MinEffectMS is 0: what identical targets differed by
+// (docs/noise.md).
+const DefaultComparisonMinEffectMS = compare.DefaultMinEffectMS
+
+// DefaultPlansTop is how many queries by time added are explained
+// besides the regressed and diverged ones when PlansOptions.Top is 0.
+const DefaultPlansTop = compareplans.DefaultTop
+
+// Rules are the rules whose breaking fails a comparison, parsed once so
+// that a mistake is said before any work is done.
+type Rules []compare.Rule
+
+// ParseRules parses rules in compare's language: METRIC>THRESHOLD, several
+// separated by commas or given apart.
+func ParseRules(s []string) (Rules, error) {
+	rules, err := compare.ParseRules(s)
+	return Rules(rules), err
+}
+
+// PlansOptions ask the judge to explain the plans behind the comparison
+// on both targets.
+type PlansOptions struct {
+	// ControlDSN and CandidateDSN are the servers to explain on; without
+	// a control, the baseline's logged plans (auto_explain) stand for
+	// its plans.
+	ControlDSN, CandidateDSN string
+	// Top is how many queries by time added are explained besides the
+	// regressed and diverged ones; 0 means DefaultPlansTop, negative none.
+	Top int
+	// Analyze allows EXPLAIN (ANALYZE, BUFFERS) of plain SELECTs with
+	// known values.
+	Analyze bool
+	// Database is where statements whose samples do not say run; empty:
+	// each DSN's own.
+	Database string
+	// ControlDatabases and CandidateDatabases map a statement's database
+	// to the one to explain it in on that side (a rehearsal's last
+	// round's copies); nil: none for that side.
+	ControlDatabases, CandidateDatabases map[string]string
+}
+
+// compareplans are the options of compareplans.Run that o gives.
+func (o *PlansOptions) compareplans() compareplans.Options {
+	dbs := map[explain.Side]map[string]string{}
+	if o.ControlDatabases != nil {
+		dbs[explain.Control] = o.ControlDatabases
+	}
+	if o.CandidateDatabases != nil {
+		dbs[explain.Candidate] = o.CandidateDatabases
+	}
+	return compareplans.Options{ControlDSN: o.ControlDSN, CandidateDSN: o.CandidateDSN, Top: o.Top,
+		Analyze: o.Analyze, Database: o.Database, Databases: dbs}
+}
+
+// Thresholds are the findings' thresholds a caller may change; 0 keeps
+// the findings' own default of each.
+type Thresholds struct {
+	// IndexMinRows is the rows from which a table is big for
+	// missing-index.
+	IndexMinRows float64
+	// KeyMinRows is the rows from which a table is large for
+	// random-keys.
+	KeyMinRows float64
+	// HotCallsPerCore is hot-queryid's calls per second per CPU core.
+	HotCallsPerCore float64
+}
+
+func (t Thresholds) findings() findings.Options {
+	return findings.Options{IndexMinRows: t.IndexMinRows, KeyMinRows: t.KeyMinRows, HotCallsPerCore: t.HotCallsPerCore}
+}
+
+// Comparison are the options of the comparison that o gives; a caller
+// that compares more runs the same way (a rehearsal's fixes) uses them.
+func (o Options) Comparison() compare.Options {
+	return compare.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, AllowMixedLatency: o.AllowMixedLatency,
+		AllowIncomplete: o.AllowIncomplete, Unjudgeable: o.Unjudgeable, Rules: o.Rules, ExpectWork: o.ExpectWork}
+}
+
+// Diverged says that the candidate's runs did different work than the
+// baseline's, so that the candidate is not judged.
+func (v *Verdict) Diverged() bool {
+	return v.Comparison.Verdict.Status == compare.VerdictDiverged
+}
+
+// Failed says that a rule of Options.Rules is broken.
+func (v *Verdict) Failed() bool {
+	return v.Comparison.Verdict.Status == compare.VerdictFail
+}
+
+// ErrIncomplete is the error of runs that cannot be judged (an
+// *IncompleteError says why); Options.AllowIncomplete compares them
+// anyway, never as a pass.
+var ErrIncomplete = compare.ErrIncomplete
+
+// Refusal is why runs cannot be judged, as Judge's error says: each
+// reason for report.UnjudgeableText; ok is false when err is not such
+// a refusal.
+func Refusal(err error) (reasons []compare.Unjudgeable, ok bool) {
+	var inc *compare.IncompleteError
+	if !errors.As(err, &inc) {
+		return nil, false
+	}
+	return inc.Reasons, true
+}
+
+// MixedLatency says that err refuses to compare latencies measured in
+// different places (a server log's against a replay's round trips),
+// which Options.AllowMixedLatency allows.
+func MixedLatency(err error) bool {
+	var mixed *compare.MixedLatencyError
+	return errors.As(err, &mixed)
+}
+
+// FindingsInput is a workload to name the traps of, as a command reads
+// it: an analysis or a replay, and what was seen of its logs' events.
+type FindingsInput struct {
+	// Result is the workload's analysis or replay.
+	Result *results.Result
+	// Baseline, when set, is the run Result is compared with: the
+	// errors finding then lists statements that failed only in Result.
+	Baseline *results.Result
+	// Sampler, when set, observed the events of Result's logs.
+	Sampler *Sampler
+	// ServerCPUs is the server's CPU count, 0 when unknown; CPUSource
+	// says, in the caller's words, where it comes from.
+	ServerCPUs int
+	CPUSource  string
+}
+
+// WorkloadFindings evaluates the findings of in, alone, with the catalog
+// of opts.Catalog (Findings).
+func WorkloadFindings(ctx context.Context, in FindingsInput, opts FindingsOptions) (rep *findings.Report, catalogErr, err error) {
+	fin := findings.Input{ServerCPUs: in.ServerCPUs, CPUSource: in.CPUSource}
+	if in.Result != nil {
+		fin.Workload = findings.FromResult(in.Result)
+	}
+	if in.Baseline != nil {
+		fin.Baseline = findings.FromResult(in.Baseline)
+	}
+	if in.Sampler != nil {
+		fin.Observed = in.Sampler.s.Result()
+	}
+	return Findings(ctx, fin, opts.Catalog, nil, opts.Thresholds.findings())
+}
+
+// Sampler observes a log's events on their way to an analysis, for the
+// findings that need what only the events show (logged parameter values,
+// an execution to explain).
+type Sampler struct {
+	s *findings.EventSampler
+}
+
+// NewSampler is a Sampler that fingerprints with cache.
+func NewSampler(cache *fingerprint.Cache) *Sampler {
+	return &Sampler{s: findings.NewEventSampler(cache)}
+}
+
+// Add observes one event (a source.Tap).
+func (s *Sampler) Add(ev *event.Event) { s.s.Add(ev) }
+
+// PlansReport is the report of the plans explained on both targets; nil
+// when they were not asked for.
+func (v *Verdict) PlansReport() *explain.Report {
+	if v.Plans == nil {
+		return nil
+	}
+	return v.Plans.Report
+}
