@@ -121,7 +121,12 @@ change names the version as its cause.
 With --capture proxy, production logs no statement: its traffic goes through
 "pgrehearse capture" (a proxy that records each session, the server's
 answers included), and the rehearsal replays that capture instead of the
-log, with the same verdict.
+log, with the same verdict. The demo takes two recordings from that one
+proxy while the traffic runs, without a reconnect, as an operator would
+through its admin interface: the first over the first half of the run (kept
+in capture-first/), the second over the rest (capture/), whose sessions,
+open when it started, are recorded from the middle; the rehearsal replays
+the second.
 
 It needs the PostgreSQL server binaries (initdb, pg_ctl, postgres, pgbench)
 with pg_stat_statements: set PG_BIN to their directory, or install them with
@@ -209,7 +214,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	var prodLog string
 	if f.capture == demoCaptureProxy {
-		if prodLog, err = captureShop(ctx, stdio, say, prod, f, out("capture")); err != nil {
+		if prodLog, err = captureShop(ctx, stdio, say, prod, f, out("capture-first"), out("capture")); err != nil {
 			return err
 		}
 	} else {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -17,15 +20,30 @@ const (
 	demoCaptureProxy = "proxy"
 )
 
-// captureShop runs the shop's traffic on prod through a capture proxy,
+// demoSessionsTotal is the capture proxy's metric of the sessions it
+// relayed since its start: unchanged across the switch between the two
+// recordings when no connection was dropped or reopened.
+const demoSessionsTotal = "pgrehearse_capture_sessions_total"
+
+// captureShop runs the shop's traffic on prod through one capture proxy,
 // with prod logging no statement, as a team that cannot log every
-// statement would take it, and returns the finalized capture's directory.
-func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *pgcluster.Cluster, f demoFlags, dir string) (string, error) {
-	// A capture refuses a directory that holds one: an earlier demo's.
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
+// statement would take it, and takes two recordings from that proxy
+// while the traffic runs, as an operator would through its admin
+// interface: the first over the first half of the run into firstDir,
+// the second over the rest into dir, without a reconnect, so that the
+// sessions open at the switch are recorded from the middle. It returns
+// the second's directory, the one the rehearsal replays.
+func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *pgcluster.Cluster, f demoFlags, firstDir, dir string) (string, error) {
+	// A recording refuses a directory that holds a capture: an earlier
+	// demo's.
+	for _, d := range []string{firstDir, dir} {
+		if err := os.RemoveAll(d); err != nil {
+			return "", err
+		}
 	}
-	listening := make(chan string, 1)
+	type addrs struct{ proxy, admin string }
+	listening := make(chan addrs, 1)
+	reg := prometheus.NewRegistry()
 	capCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	type outcome struct {
@@ -34,37 +52,114 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		// No Out: the proxy records nothing until a recording starts.
 		sum, err := capturerun.Run(capCtx, capturerun.Config{
-			Listen: "127.0.0.1:0", Upstream: prod.DSN(workload.ShopDatabase), Out: dir,
+			Listen: "127.0.0.1:0", Upstream: prod.DSN(workload.ShopDatabase), Admin: "127.0.0.1:0", Metrics: reg,
 			Warn:      func(s string) { fmt.Fprintf(stdio.Stderr, "demo: capture: %s\n", s) },
-			Listening: func(addr, _ string) { listening <- addr },
+			Listening: func(addr, admin string) { listening <- addrs{addr, admin} },
 		})
 		done <- outcome{sum, err}
 	}()
-	var addr string
+	var a addrs
 	select {
-	case addr = <-listening:
+	case a = <-listening:
 	case o := <-done:
 		return "", fmt.Errorf("demo: capture: %w", o.err)
 	}
-	host, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(a.proxy)
 	if err != nil {
 		return "", err
 	}
-	say("production traffic through pgrehearse capture on %s (production logs no statement): pgbench -M prepared, %d transactions/s for %v", addr, f.rate, f.duration)
+	admin := &capturerun.Client{Addr: a.admin}
+	first, err := admin.Start(ctx, capturerun.StartRequest{Out: firstDir})
+	if err != nil {
+		return "", fmt.Errorf("demo: capture: start the first recording: %w", err)
+	}
+	half := f.duration / 2
+	say("production traffic through pgrehearse capture on %s, admin interface on %s (production logs no statement): pgbench -M prepared, %d transactions/s for %v",
+		a.proxy, a.admin, f.rate, f.duration)
+	say("recording %s into %s over the first %v; the second from then on, from the same proxy", first.ID, firstDir, half)
+
+	// At the half, the first recording stops and the second starts,
+	// the traffic going on through the same connections.
+	type switched struct {
+		first, second   capturerun.Status
+		open, totalThen int64
+		err             error
+	}
+	sw := make(chan switched, 1)
+	swCtx, cancelSwitch := context.WithCancel(ctx)
+	defer cancelSwitch()
+	go func() {
+		var s switched
+		defer func() { sw <- s }()
+		select {
+		case <-time.After(half):
+		case <-swCtx.Done():
+			s.err = context.Cause(swCtx)
+			return
+		}
+		if s.first, s.err = admin.Stop(ctx, first.ID); s.err != nil {
+			return
+		}
+		if s.second, s.err = admin.Start(ctx, capturerun.StartRequest{Out: dir}); s.err != nil {
+			return
+		}
+		l, err := admin.List(ctx)
+		s.open, s.err = l.SessionsOpen, err
+		if s.err == nil {
+			s.totalThen, s.err = gatheredCounter(reg, demoSessionsTotal)
+		}
+	}()
 	run, runErr := workload.RunShopThrough(ctx, prod, host, port, f.duration, f.rate)
+	if runErr != nil {
+		// No switch once the traffic failed.
+		cancelSwitch()
+	}
+	s := <-sw
+	var second capturerun.Status
+	if s.err == nil {
+		second, s.err = admin.Stop(ctx, s.second.ID)
+	}
 	stop()
 	o := <-done
 	if runErr != nil {
 		return "", runErr
 	}
+	if s.err != nil {
+		return "", fmt.Errorf("demo: capture: %w", s.err)
+	}
 	if o.err != nil {
 		return "", fmt.Errorf("demo: capture: %w", o.err)
 	}
-	m := o.sum.Manifest
-	if !m.Complete {
-		return "", &exitError{code: ExitIncomplete, err: fmt.Errorf("demo: the capture %s is incomplete: %s", dir, m.Reason)}
+	say("production ran %d transactions", run.Transactions)
+	for _, r := range []capturerun.Status{s.first, second} {
+		if !r.Complete {
+			return "", &exitError{code: ExitIncomplete, err: fmt.Errorf("demo: the capture %s (recording %s) is incomplete: %s", r.Out, r.ID, r.Reason)}
+		}
+		say("recording %s: %d sessions (%d recorded from the middle), %d records, %s in %s",
+			r.ID, r.Sessions, r.Resumed, r.Records, humanBytes(r.Bytes), r.Out)
 	}
-	say("production ran %d transactions; the capture holds %d sessions, %d records, %s in %s", run.Transactions, m.Sessions, m.Records, humanBytes(m.Bytes), dir)
+	if total := o.sum.Proxy.SessionsTotal; total == s.totalThen {
+		say("no connection was dropped: the proxy's sessions_total was %d at the switch and %d at the end; the %d sessions open at the switch went on into %s",
+			s.totalThen, total, s.open, second.ID)
+	} else {
+		say("%d sessions started after the switch (the proxy's sessions_total was %d at the switch, %d at the end)", total-s.totalThen, s.totalThen, total)
+	}
+	say("the rehearsal replays %s (%s); %s is kept in %s", second.ID, dir, s.first.ID, firstDir)
 	return dir, nil
+}
+
+// gatheredCounter is the value of the counter name in reg.
+func gatheredCounter(reg *prometheus.Registry, name string) (int64, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return int64(mf.GetMetric()[0].GetCounter().GetValue()), nil
+		}
+	}
+	return 0, fmt.Errorf("the proxy has no metric %s", name)
 }

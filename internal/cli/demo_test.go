@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	capfmt "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 type demoReport struct {
@@ -85,6 +88,11 @@ type demoReport struct {
 	stdout, stderr string
 	// page is report.html.
 	page string
+	// captures are the manifests of the demo's captures by directory
+	// (capture, capture-first), those it wrote; rounds are the
+	// rehearsal's rounds' results.
+	captures map[string]*capfmt.Manifest
+	rounds   []*results.Result
 }
 
 // longCase skips t unless the long suite runs (make test-long sets
@@ -178,6 +186,20 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 	r.stdout = stdout.String()
 	r.stderr = stderr.String()
 	r.page = string(page)
+	r.captures = map[string]*capfmt.Manifest{}
+	for _, name := range []string{"capture", "capture-first"} {
+		if m, err := capfmt.ReadManifest(filepath.Join(dir, name)); err == nil {
+			r.captures[name] = m
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rounds", "round-*.json"))
+	for _, f := range files {
+		res, err := results.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.rounds = append(r.rounds, res)
+	}
 	return r
 }
 
@@ -248,6 +270,40 @@ func TestDemoCaptureProxy(t *testing.T) {
 	r := runDemoTest(t, "drop-index", "--capture", "proxy")
 	if !strings.Contains(r.stderr, "through pgrehearse capture on 127.0.0.1:") || !strings.Contains(r.stderr, "/capture\n") {
 		t.Errorf("the demo did not say it captured through the proxy:\n%s", r.stderr)
+	}
+	// Two recordings from the one proxy, both complete: the first over
+	// the first half, the second over the rest, the traffic's sessions,
+	// open when it started, recorded from the middle, none reconnected.
+	first, second := r.captures["capture-first"], r.captures["capture"]
+	if first == nil || second == nil {
+		t.Fatalf("the demo did not keep its two recordings: %v", r.captures)
+	}
+	for name, m := range r.captures {
+		if !m.Complete || m.Records == 0 {
+			t.Errorf("recording %s: complete %v (%s), %d records", name, m.Complete, m.Reason, m.Records)
+		}
+	}
+	if second.SessionsResumed == 0 || second.SessionsResumed != second.Sessions {
+		t.Errorf("the second recording: %d sessions, %d of them recorded from the middle; want them all", second.Sessions, second.SessionsResumed)
+	}
+	if first.SessionsResumed != 0 || first.Sessions < second.Sessions {
+		t.Errorf("the first recording: %d sessions, %d recorded from the middle; want every session from its start", first.Sessions, first.SessionsResumed)
+	}
+	for _, s := range []string{"recording r1: ", "recording r2: ", " recorded from the middle)", "no connection was dropped: ",
+		"the rehearsal replays r2 (", "r1 is kept in "} {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("the demo's output lacks %q:\n%s", s, r.stderr)
+		}
+	}
+	// The rehearsal replayed the second end to end: no statement failed
+	// only on a target.
+	if len(r.rounds) == 0 {
+		t.Fatal("no round's result")
+	}
+	for _, res := range r.rounds {
+		if o := res.Outcomes; o.Ran == 0 || o.FailedOnlyOnTarget != 0 {
+			t.Errorf("%s: %d statements ran, %d failed only on the target: %+v", res.Source, o.Ran, o.FailedOnlyOnTarget, o.OnlyOnTargetBySQLState)
+		}
 	}
 	if strings.Contains(r.stderr, "--prefix") {
 		t.Errorf("the rehearsal of a capture was given a log's prefix:\n%s", r.stderr)
