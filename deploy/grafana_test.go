@@ -61,9 +61,10 @@ var metricsOnRE = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 
 // exposedCapture runs the capture proxy as the sidecar runs it, with
 // --metrics, waits until it listens, and returns the series names and label names it serves.
-// Its series are counters and gauges without variable labels, so each
-// exists before the first client; no server is needed, since the proxy
-// dials the upstream only for a client.
+// Its series are counters, gauges and a histogram whose labels take
+// fixed values (from: client, server), so each exists before the first
+// client; no server is needed, since the proxy dials the upstream only
+// for a client.
 func exposedCapture(t *testing.T) (names, labels map[string]bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,6 +157,17 @@ func TestDashboardUsesExposedMetrics(t *testing.T) {
 		names, labels := source(t)
 		if filepath.Base(f) == "sharded-replay.json" && !labels["shard"] {
 			t.Error("the replay's metrics carry no shard label")
+		}
+		if filepath.Base(f) == "capture-proxy.json" {
+			// The time the proxy adds, by direction.
+			for _, n := range []string{"pgrehearse_capture_relay_seconds_bucket", "pgrehearse_capture_relay_seconds_sum", "pgrehearse_capture_relay_seconds_count"} {
+				if !names[n] {
+					t.Errorf("capture --metrics serves no %s", n)
+				}
+			}
+			if !labels["from"] || !labels["le"] {
+				t.Error("the capture's metrics carry no from or le label")
+			}
 		}
 		data, err := os.ReadFile(f)
 		if err != nil {

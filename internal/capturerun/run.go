@@ -239,7 +239,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 }
 
 // register adds the capture's metrics to reg: the proxy's sessions,
-// messages and bytes, and the recorder's records, bytes, lag and drops.
+// messages, bytes and the time it adds, and the recorder's records,
+// bytes, lag and drops.
 func register(reg prometheus.Registerer, p *proxy.Proxy, recs *Recordings) error {
 	recStats := recs.totals
 	recording := func() float64 {
@@ -271,6 +272,9 @@ func register(reg prometheus.Registerer, p *proxy.Proxy, recs *Recordings) error
 			func() float64 { return recStats().Lag.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgrehearse_capture_recording", Help: "1 while the proxy records, 0 once the capture is finalized (it may go on relaying)."},
 			recording),
+		relayCollector{p: p, desc: prometheus.NewDesc("pgrehearse_capture_relay_seconds",
+			"Time the proxy added to each chunk it relayed, from its read to the end of the write forwarding it, recording included.",
+			[]string{"from"}, nil)},
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -278,4 +282,30 @@ func register(reg prometheus.Registerer, p *proxy.Proxy, recs *Recordings) error
 		}
 	}
 	return nil
+}
+
+// relayCollector serves the proxy's RelayTimes as a histogram by the
+// direction relayed: the proxy counts them in its own fixed buckets,
+// without Prometheus on its hot path, and they are read at each scrape.
+type relayCollector struct {
+	p    *proxy.Proxy
+	desc *prometheus.Desc
+}
+
+func (c relayCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c relayCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.p.Stats()
+	for _, d := range []struct {
+		from string
+		t    proxy.RelayTimes
+	}{{"client", s.FrontendRelay}, {"server", s.BackendRelay}} {
+		buckets := make(map[float64]uint64, len(proxy.RelayBuckets))
+		n := uint64(0)
+		for i, b := range d.t.Buckets {
+			n += uint64(b)
+			buckets[proxy.RelayBuckets[i].Seconds()] = n
+		}
+		ch <- prometheus.MustNewConstHistogram(c.desc, uint64(d.t.Count()), d.t.Sum.Seconds(), buckets, d.from)
+	}
 }

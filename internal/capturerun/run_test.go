@@ -118,6 +118,9 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels map[stri
 			if c := m.GetCounter(); c != nil {
 				return c.GetValue()
 			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
 			return m.GetGauge().GetValue()
 		}
 	}
@@ -162,6 +165,11 @@ func TestRunDurationThenRelays(t *testing.T) {
 	// went on.
 	poll(t, "the two sessions' Query and Terminate counted", func() bool {
 		return metric(t, reg, "pgrehearse_capture_messages_total", map[string]string{"from": "client"}) >= 4
+	})
+	// Each of those came in a chunk of its own, timed once forwarded.
+	poll(t, "the time the proxy added to the client's four chunks and the server's answers", func() bool {
+		return metric(t, reg, "pgrehearse_capture_relay_seconds", map[string]string{"from": "client"}) >= 4 &&
+			metric(t, reg, "pgrehearse_capture_relay_seconds", map[string]string{"from": "server"}) >= 2
 	})
 	s.cancel()
 	r := <-s.done

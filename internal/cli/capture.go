@@ -266,6 +266,10 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 	fmt.Fprintf(stdio.Stdout, "capture %s: %s\n", sum.Dir, state)
 	fmt.Fprintf(stdio.Stdout, "  sessions  %d (%d still open at the end, recorded as open)\n", m.Sessions, sum.OpenAtEnd)
 	fmt.Fprintf(stdio.Stdout, "  messages  %d from clients, %d from the server, relayed\n", sum.Proxy.FrontendMessages, sum.Proxy.BackendMessages)
+	if sum.Proxy.FrontendRelay.Count()+sum.Proxy.BackendRelay.Count() > 0 {
+		fmt.Fprintf(stdio.Stdout, "  added     per chunk relayed, %s from clients; %s from the server\n",
+			relayQuantiles(sum.Proxy.FrontendRelay.Quantile), relayQuantiles(sum.Proxy.BackendRelay.Quantile))
+	}
 	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
 	if m.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
@@ -281,6 +285,23 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 	for _, k := range slices.Sorted(maps.Keys(sum.Proxy.Errors)) {
 		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, sum.Proxy.Errors[k])
 	}
+}
+
+// relayQuantiles says the p50 and p99 of the time the proxy added to a
+// direction's chunks (quantile: proxy.RelayTimes.Quantile) as the bounds
+// of the buckets they fall in: that is all the buckets carry.
+func relayQuantiles(quantile func(q float64) (time.Duration, bool)) string {
+	if d, ok := quantile(0.5); d == 0 && !ok {
+		return "none"
+	}
+	say := func(q float64) string {
+		d, ok := quantile(q)
+		if !ok {
+			return "over " + d.String()
+		}
+		return "at most " + d.String()
+	}
+	return "p50 " + say(0.5) + ", p99 " + say(0.99)
 }
 
 func humanBytes(n int64) string {

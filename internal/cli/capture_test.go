@@ -23,6 +23,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/proxy"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
@@ -374,8 +375,14 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
+	code, out := rc.stop(t)
+	if code != ExitOK {
 		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+	// What the proxy added, both ways: the sessions sent and got chunks.
+	q := `p50 (at most|over) [0-9.]+[µm]?s, p99 (at most|over) [0-9.]+[µm]?s`
+	if !regexp.MustCompile(`\n  added     per chunk relayed, ` + q + ` from clients; ` + q + ` from the server\n`).MatchString(out) {
+		t.Errorf("no line saying what the proxy added per chunk:\n%s", out)
 	}
 
 	_, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", rc.dir)
@@ -421,5 +428,28 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	}
 	if !strings.Contains(text, "3 of 3 calls differ (rows 3): UPDATE t SET v = v + $1 WHERE id <= $2") {
 		t.Errorf("the replay's text does not name the UPDATE's divergence:\n%s", text)
+	}
+}
+
+// TestRelayQuantiles: the quantiles are said as the bucket bounds they
+// are, "over" past the last, "none" without chunks.
+func TestRelayQuantiles(t *testing.T) {
+	parallelCase(t)
+	var some, over proxy.RelayTimes
+	some.Buckets[1] = 98 // at most 25µs
+	some.Buckets[6] = 2  // at most 1ms
+	over.Buckets[0] = 1
+	over.Over = 1
+	for _, c := range []struct {
+		t    proxy.RelayTimes
+		want string
+	}{
+		{proxy.RelayTimes{}, "none"},
+		{some, "p50 at most 25µs, p99 at most 1ms"},
+		{over, "p50 at most 10µs, p99 over 100ms"},
+	} {
+		if got := relayQuantiles(c.t.Quantile); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.t, got, c.want)
+		}
 	}
 }

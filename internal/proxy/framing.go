@@ -69,6 +69,8 @@ type pump struct {
 // dirCounts count one direction's traffic over all connections.
 type dirCounts struct {
 	msgs, bytes atomic.Int64
+	// relay is the time the proxy added to each chunk it forwarded.
+	relay relayHist
 }
 
 // run relays until src ends or fails, dst fails, a length is out of range
@@ -134,6 +136,9 @@ func (p *pump) run() error {
 		p.counts.msgs.Add(msgs)
 		if err := p.write(buf[flushFrom:off]); err != nil {
 			return err
+		}
+		if msgs > 0 {
+			p.counts.relay.observe(time.Since(now))
 		}
 		start = off
 		if rerr != nil {

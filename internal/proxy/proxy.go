@@ -112,6 +112,9 @@ type Stats struct {
 	// clients and from the server, authentication included.
 	FrontendMessages, FrontendBytes int64
 	BackendMessages, BackendBytes   int64
+	// FrontendRelay and BackendRelay are the time the proxy added to
+	// the chunks it relayed from clients and from the server.
+	FrontendRelay, BackendRelay RelayTimes
 	// Cancels counts CancelRequests forwarded.
 	Cancels int64
 	// Errors counts connections ended by a problem, by kind; kinds that
@@ -281,6 +284,8 @@ func (p *Proxy) Stats() Stats {
 		FrontendBytes:    p.frontend.bytes.Load(),
 		BackendMessages:  p.backend.msgs.Load(),
 		BackendBytes:     p.backend.bytes.Load(),
+		FrontendRelay:    p.frontend.relay.load(),
+		BackendRelay:     p.backend.relay.load(),
 		Cancels:          p.cancels.Load(),
 		Errors:           map[ErrorKind]int64{},
 	}
