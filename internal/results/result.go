@@ -132,6 +132,11 @@ type Result struct {
 	// from Filtered; nil when the sessions were not split.
 	OtherShards      *OtherShards     `json:"other_shards,omitempty"`
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
+	// ErrorsOutsideStatements counts the errors among ErrorsBySQLState
+	// that no statement reports: a Parse or Bind the client never
+	// executed (psql's \gdesc), a FATAL outside any statement. The
+	// other errors are the failed statements'; an analysis only.
+	ErrorsOutsideStatements int64 `json:"errors_outside_statements,omitempty"`
 	// Queries are per fingerprint, by total time, most first, each with
 	// its latency histogram.
 	Queries []querystats.Row `json:"queries"`
