@@ -181,17 +181,17 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 		s.rollback()
 		r.c.realigned.Add(1)
 	}
-	s.blame(&te, failed)
+	s.blame(&te, ev, failed)
 	return latency, te, failed, delayed, true
 }
 
-// blame sets what caused a target error (te.cause, te.baked), and keeps
+// blame sets what caused a target error of ev (te.cause, te.baked), and keeps
 // the cause of the error that aborted the session's block on the target
 // for the 25P02s that follow it: those are not errors of the replay's
 // order when that error was not.
-func (s *session) blame(te *targetError, failed bool) {
+func (s *session) blame(te *targetError, ev *event.Event, failed bool) {
 	if failed && !te.lost {
-		te.cause, te.baked = te.code, bakedID(te.message)
+		te.cause, te.baked = te.code, bakedID(te.message) || bakedOIDParam(te.message, ev)
 		if te.code == abortedSQLState && s.blockCause != "" {
 			te.cause, te.baked = s.blockCause, s.blockBaked
 		}

@@ -87,7 +87,7 @@ func (s *session) fetch(it item, t *time.Timer) {
 			s.lost, s.lostAt = true, time.Now()
 		}
 	}
-	s.blame(&te, err != nil)
+	s.blame(&te, ev, err != nil)
 	sh := s.shard
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

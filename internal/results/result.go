@@ -546,8 +546,10 @@ type Outcomes struct {
 	OnlyOnTargetBySQLState map[string]int64 `json:"only_on_target_by_sqlstate"`
 	// OnlyOnTargetBakedIDs counts those of FailedOnlyOnTarget that came
 	// from a server-assigned id of the original written into a later
-	// statement's text (a large object's OID, a transaction id), which
-	// the target assigned otherwise, and the 25P02s after them: not the
+	// statement's text (a large object's OID, a transaction id) or
+	// passed typed as an object id (oid, regclass, regproc, regtype) to
+	// a statement that failed on a missing OID, which the target
+	// assigned otherwise, and the 25P02s after them: not the
 	// target's doing, and not the replay's order.
 	OnlyOnTargetBakedIDs int64 `json:"only_on_target_baked_ids,omitempty"`
 	// OnlyOnTargetAfterFastPath counts those of FailedOnlyOnTarget,
