@@ -50,3 +50,20 @@ func TestBakedOIDParam(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBakedOIDParam: any text, parameter and message: no panic, and no
+// error but an OID lookup's is ever explained.
+func FuzzBakedOIDParam(f *testing.F) {
+	f.Add("SELECT pg_catalog.pg_get_partkeydef($1::pg_catalog.oid)", "16390", "cache lookup failed for relation 16390")
+	f.Add("SELECT '16390'::regclass", "", "could not open relation with OID 16390")
+	f.Add("SELECT $9::oid, $0::oid, 1::oid", "99999999999", `relation "t" does not exist`)
+	f.Fuzz(func(t *testing.T, query, param, message string) {
+		ev := &event.Event{Kind: event.Execute, Query: query, Params: []event.Param{{Value: param}}}
+		got := bakedOIDParam(message, ev)
+		if got && !oidLookupError(message) {
+			t.Errorf("%q explained though not an OID lookup error", message)
+		}
+		ev.SetWire(&event.Wire{ParamOIDs: []uint32{26}, ParamFormats: []int16{1}})
+		bakedOIDParam(message, ev)
+	})
+}
