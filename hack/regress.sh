@@ -21,7 +21,8 @@
 # is analyzed and replayed at --speed 0 onto a fresh server too: the
 # table at the end has a row per replay, from the log and from the
 # capture, with each one's real exit code and completeness, and checks
-# the capture's errors by SQLSTATE against its failed count.
+# the capture's errors by SQLSTATE against its failed count plus the
+# errors outside any statement (a Parse with no Execute: psql's \gdesc).
 # REGRESS_PROXY=0 leaves the capture out.
 #
 # Everything else lives in a temporary directory, removed at the end
@@ -222,9 +223,11 @@ for src, name in (("log", "analyze.json"), ("capture", "analyze-capture.json")):
     ln = a.get("lines") or a.get("messages") or {}
     st = a["statements"]
     errs = sum((a.get("errors_by_sqlstate") or {}).values())
+    outside = a.get("errors_outside_statements", 0)
     print(f"original ({src}): {ln.get('total')} {'lines' if src == 'log' else 'records'}, statements {st['total']} "
           f"({st['executed']} executed, {st['failed']} failed), sessions {a['sessions']['total']}; "
-          f"errors by SQLSTATE {errs} {'=' if errs == st['failed'] else '!='} failed {st['failed']}")
+          f"errors by SQLSTATE {errs} {'=' if errs == st['failed'] + outside else '!='} failed {st['failed']} "
+          f"+ outside any statement {outside}")
 table = []
 for run, rc in zip(runs, rcs):
     r = json.load(open(f"{work}/replay-{run}.json"))

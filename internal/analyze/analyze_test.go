@@ -97,6 +97,9 @@ func TestAnalyzeCounts(t *testing.T) {
 	if got := fmt.Sprint(res.ErrorsBySQLState); got != "map[23505:1 unknown:1]" {
 		t.Errorf("errors_by_sqlstate = %s", got)
 	}
+	if res.ErrorsOutsideStatements != 0 {
+		t.Errorf("errors outside statements = %d, want 0 (no event is marked so)", res.ErrorsOutsideStatements)
+	}
 	if res.FirstTime.String() != "2024-05-01T10:00:00.000000Z" || res.LastTime.String() != "2024-05-01T10:00:01.000000Z" {
 		t.Errorf("time span %s .. %s", res.FirstTime, res.LastTime)
 	}
@@ -379,5 +382,37 @@ func TestRecycledAfterAnalyzed(t *testing.T) {
 	b, _ := json.Marshal(got)
 	if string(a) != string(b) {
 		t.Errorf("recycling (%d events) changed the result", src.recycled)
+	}
+}
+
+// TestAnalyzeErrorsOutsideStatements: an Error event no statement reports
+// (a Parse never executed, a FATAL) counts in errors by SQLSTATE and
+// apart, so that errors add up to failed statements plus those outside;
+// a log's Error that pairs with its failed statement does not.
+func TestAnalyzeErrorsOutsideStatements(t *testing.T) {
+	failed := stmt("s1", 10, "INSERT INTO t VALUES (1)", event.NoDuration)
+	failed.Failed, failed.SQLState = true, "23505"
+	paired := &event.Event{Kind: event.Error, Session: "s1", Time: t0 + 10, SQLState: "23505", Query: failed.Query}
+	paired.SetError("ERROR", "duplicate key value violates unique constraint")
+	parse := &event.Event{Kind: event.Error, Session: "s1", Time: t0 + 20, SQLState: "42601"}
+	parse.SetError("ERROR", "syntax error at end of input")
+	parse.SetOutsideStatement()
+	fatal := &event.Event{Kind: event.Error, Session: "s2", Time: t0 + 30, SQLState: "57P01"}
+	fatal.SetError("FATAL", "terminating connection due to administrator command")
+	fatal.SetOutsideStatement()
+	evs := []*event.Event{paired, failed, parse, fatal}
+	for _, jobs := range []int{1, 2} {
+		src := &sliceSource{name: "a.log", events: evs, lines: results.LineCounts{Total: 4, Parsed: 4}}
+		res, err := Analyze(context.Background(), []event.Source{src}, Options{Jobs: jobs, BatchSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs int64
+		for _, n := range res.ErrorsBySQLState {
+			errs += n
+		}
+		if res.Statements.Failed != 1 || res.ErrorsOutsideStatements != 2 || errs != res.Statements.Failed+res.ErrorsOutsideStatements {
+			t.Errorf("jobs %d: %d errors by SQLSTATE (%v), %d failed, %d outside; want 3 = 1 + 2", jobs, errs, res.ErrorsBySQLState, res.Statements.Failed, res.ErrorsOutsideStatements)
+		}
 	}
 }

@@ -17,7 +17,10 @@ type partial struct {
 	kinds      [8]int64 // by event.Kind, which is small
 	statements results.StatementCounts
 	errors     map[string]int64
-	sessions   map[string]struct{}
+	// outside counts the errors among errors that no statement reports
+	// (event.Event.OutsideStatement).
+	outside  int64
+	sessions map[string]struct{}
 	// recent holds session ids already in sessions, by a hash of their
 	// last bytes (recentSlot): a log interleaves some hundreds of
 	// sessions at a time, and comparing a string with the one in its
@@ -86,8 +89,14 @@ func (p *partial) add(ev *event.Event) {
 	}
 	switch {
 	case ev.Kind == event.Error:
-		// Not a call: the failing statement comes as its own event.
+		// Not a call: the failing statement comes as its own event,
+		// unless there is none (a Parse or Bind never executed, a
+		// FATAL), counted apart so that errors add up to failed
+		// statements plus these.
 		p.errors[sqlState(ev)]++
+		if ev.OutsideStatement() {
+			p.outside++
+		}
 	case ev.IsExecution():
 		if ev.Failed && ev.Answer() != nil {
 			// A capture records the failure on the execution itself
@@ -188,6 +197,7 @@ func (p *partial) merge(o *partial) {
 	for k, v := range o.errors {
 		p.errors[k] += v
 	}
+	p.outside += o.outside
 	for s := range o.sessions {
 		p.sessions[s] = struct{}{}
 	}
@@ -226,6 +236,7 @@ func (p *partial) fill(res *results.Result) error {
 	for k, v := range p.errors {
 		res.ErrorsBySQLState[k] = v
 	}
+	res.ErrorsOutsideStatements = p.outside
 	if p.seen {
 		res.FirstTime, res.LastTime = results.Time(p.first), results.Time(p.last)
 	}

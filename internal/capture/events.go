@@ -617,6 +617,7 @@ func (d *Decoder) error(s *capSession, r *Record) {
 		ev := d.event(s, event.Error, r.Time)
 		ev.SQLState = r.SQLState
 		ev.SetError(r.Severity, r.Message)
+		ev.SetOutsideStatement()
 		s.failed = true
 		d.ready = append(d.ready, ev)
 		return

@@ -636,3 +636,51 @@ func TestDecoderStartupOnly(t *testing.T) {
 		t.Errorf("counts %+v: want the startup used, the session open", c)
 	}
 }
+
+// TestDecoderErrorOutsideStatement: the error of a Parse the client never
+// executed (psql's \gdesc on an incomplete query: Parse, Describe, Sync)
+// is an Error event outside any statement, while a failed execution
+// carries its error on its own event and makes no Error event: errors add
+// up to failed statements plus those outside.
+func TestDecoderErrorOutsideStatement(t *testing.T) {
+	recs := records{
+		{Kind: KindStartup, Session: 1, Time: 100, BackendPID: 4242, Params: []Param{{"user", "app"}, {"database", "shop"}}},
+		fe(t, 1, 200, &pgproto3.Parse{Query: "SELECT 1 +"}),
+		fe(t, 1, 200, &pgproto3.Describe{ObjectType: 'S'}),
+		fe(t, 1, 200, &pgproto3.Sync{}),
+		{Kind: KindError, Session: 1, Time: 205, SQLState: "42601", Severity: "ERROR", Message: "syntax error at end of input"},
+		{Kind: KindReady, Session: 1, Time: 206, TxStatus: 'I'},
+		fe(t, 1, 300, &pgproto3.Query{String: "SELECT 1/0"}),
+		{Kind: KindError, Session: 1, Time: 305, SQLState: "22012", Severity: "ERROR", Message: "division by zero"},
+		{Kind: KindReady, Session: 1, Time: 306, TxStatus: 'I'},
+	}
+	d := NewDecoder(&recs)
+	var errs, outside, failed int
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Kind == event.Error:
+			errs++
+			if !ev.OutsideStatement() || ev.SQLState != "42601" {
+				t.Errorf("error event %s outside=%v, want 42601 outside any statement", describe(ev), ev.OutsideStatement())
+			}
+			if ev.OutsideStatement() {
+				outside++
+			}
+		case ev.Failed:
+			failed++
+			if ev.SQLState != "22012" || ev.OutsideStatement() {
+				t.Errorf("failed execution %s outside=%v", describe(ev), ev.OutsideStatement())
+			}
+		}
+	}
+	if errs != 1 || outside != 1 || failed != 1 {
+		t.Errorf("%d error events (%d outside any statement), %d failed executions; want 1 (1), 1", errs, outside, failed)
+	}
+}

@@ -141,6 +141,9 @@ type rare struct {
 	answer   *Answer
 	startup  []Setting
 	preamble []string
+	// outside marks an Error no Statement or Execute event reports: see
+	// OutsideStatement.
+	outside bool
 }
 
 // Wire is how the original client sent an execution with the extended
@@ -439,6 +442,21 @@ func (e *Event) SetError(severity, message string) {
 	}
 	r := e.clone()
 	r.severity, r.message = severity, message
+}
+
+// OutsideStatement says that an Error event belongs to no statement: no
+// Statement or Execute event reports its failure (the error of a Parse or
+// Bind never executed, a FATAL outside any statement, an error at Sync
+// after the execution was counted). Its producer knows it, and the counts
+// need it: errors by SQLSTATE add up to the failed statements plus these.
+func (e *Event) OutsideStatement() bool {
+	return e.rare != nil && e.rare.outside
+}
+
+// SetOutsideStatement marks an Error event as belonging to no statement;
+// see OutsideStatement.
+func (e *Event) SetOutsideStatement() {
+	e.clone().outside = true
 }
 
 // SetPortal sets the portal name.

@@ -167,6 +167,11 @@ func TestSharedFixtures(t *testing.T) {
 			if got.execs != c.execs || got.timed != c.timed || got.errors != c.errors {
 				t.Errorf("%d executions (%d timed), %d errors; want %d (%d), %d", got.execs, got.timed, got.errors, c.execs, c.timed, c.errors)
 			}
+			// Every Error event is a failed execution's or outside any
+			// statement, so that an analysis's errors add up.
+			if got.errors != got.failed+got.outside {
+				t.Errorf("%d errors, %d failed executions + %d outside any statement", got.errors, got.failed, got.outside)
+			}
 			// A stderr file read with its real prefix must read the same
 			// with the prefix detected.
 			if c.opts.Prefix != "" {
@@ -192,6 +197,9 @@ type fixtureCounts struct {
 	format               Format
 	prefix               string
 	execs, timed, errors int
+	// failed counts the failed executions, outside the Error events
+	// that no execution reports (event.Event.OutsideStatement).
+	failed, outside int
 }
 
 // readFixtureCounts reads a fixture with Open, checks the line accounting
@@ -219,8 +227,14 @@ func readFixtureCounts(t *testing.T, file string, opts Options) (fixtureCounts, 
 			if ev.Duration >= 0 {
 				got.timed++
 			}
+			if ev.Failed {
+				got.failed++
+			}
 		case ev.Kind == event.Error:
 			got.errors++
+			if ev.OutsideStatement() {
+				got.outside++
+			}
 		}
 	}
 	c := r.Counters()

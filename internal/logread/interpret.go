@@ -1069,6 +1069,9 @@ func (in *interpreter) sessionError(e *entry) {
 	msg = in.keep(trimCursor(msg))
 	statement := in.keepText(e.statement)
 	var failed *event.Event
+	// held: the failed statement waits for the boundary with the
+	// previous part, which emits it.
+	held := false
 	switch {
 	case s.pending != nil && (e.statement == "" || e.statement == s.pending.Query):
 		// log_statement style: the statement was announced, then failed.
@@ -1110,7 +1113,7 @@ func (in *interpreter) sessionError(e *entry) {
 				in.leadingErrors = make(map[string]*event.Event)
 			}
 			in.leadingErrors[s.key] = failed
-			failed = nil
+			failed, held = nil, true
 		}
 	}
 	s.started = true
@@ -1123,6 +1126,9 @@ func (in *interpreter) sessionError(e *entry) {
 	ev := in.newEvent(event.Error, e, s)
 	ev.SQLState = state
 	ev.SetError(e.severity, msg)
+	if failed == nil && !held {
+		ev.SetOutsideStatement()
+	}
 	ev.Query = statement
 	in.out = append(in.out, ev)
 }

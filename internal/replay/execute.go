@@ -185,7 +185,7 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	return latency, te, failed, delayed, true
 }
 
-// blame sets what caused a target error (te.cause, te.baked), and keeps
+// blame sets what caused a target error of ev (te.cause, te.baked), and keeps
 // the cause of the error that aborted the session's block on the target
 // for the 25P02s that follow it: those are not errors of the replay's
 // order when that error was not. A foreign key violated by a row that
@@ -194,7 +194,7 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 // too.
 func (s *session) blame(te *targetError, failed bool, ev *event.Event) {
 	if failed && !te.lost {
-		te.cause, te.baked = te.code, bakedID(te.message)
+		te.cause, te.baked = te.code, bakedID(te.message) || bakedOIDParam(te.message, ev)
 		if !te.baked && te.code == foreignKeySQLState {
 			te.baked = s.carriedSeqID(ev) != ""
 		}

@@ -68,7 +68,11 @@ func WriteAnalysis(w io.Writer, r *results.Result, top int) error {
 			parts[i] = c + " " + thousands(r.ErrorsBySQLState[c])
 			n += r.ErrorsBySQLState[c]
 		}
-		ew.printf("errors      %s by SQLSTATE: %s\n", thousands(n), strings.Join(parts, ", "))
+		ew.printf("errors      %s by SQLSTATE: %s", thousands(n), strings.Join(parts, ", "))
+		if m := r.ErrorsOutsideStatements; m > 0 {
+			ew.printf(" (%s outside any statement: a Parse or Bind with no Execute, a FATAL)", thousands(m))
+		}
+		ew.printf("\n")
 	}
 	writeKept(ew, r)
 	if top > 0 && len(r.Queries) > 0 {

@@ -125,6 +125,7 @@ func Merge(a, b *Result) (*Result, error) {
 		m.OtherShards = mergeOthers(a.OtherShards, b.OtherShards)
 	}
 	m.ErrorsBySQLState = addCounts(addCounts(nil, a.ErrorsBySQLState), b.ErrorsBySQLState)
+	m.ErrorsOutsideStatements = a.ErrorsOutsideStatements + b.ErrorsOutsideStatements
 
 	if m.Queries, err = mergeRows(a, b, a.Queries, b.Queries); err != nil {
 		return nil, err

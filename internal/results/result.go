@@ -132,6 +132,11 @@ type Result struct {
 	// from Filtered; nil when the sessions were not split.
 	OtherShards      *OtherShards     `json:"other_shards,omitempty"`
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate"`
+	// ErrorsOutsideStatements counts the errors among ErrorsBySQLState
+	// that no statement reports: a Parse or Bind the client never
+	// executed (psql's \gdesc), a FATAL outside any statement. The
+	// other errors are the failed statements'; an analysis only.
+	ErrorsOutsideStatements int64 `json:"errors_outside_statements,omitempty"`
 	// Queries are per fingerprint, by total time, most first, each with
 	// its latency histogram.
 	Queries []querystats.Row `json:"queries"`
@@ -541,8 +546,10 @@ type Outcomes struct {
 	OnlyOnTargetBySQLState map[string]int64 `json:"only_on_target_by_sqlstate"`
 	// OnlyOnTargetBakedIDs counts those of FailedOnlyOnTarget that came
 	// from a server-assigned id of the original written into a later
-	// statement's text (a large object's OID, a transaction id), which
-	// the target assigned otherwise, and the 25P02s after them: not the
+	// statement's text (a large object's OID, a transaction id) or
+	// passed typed as an object id (oid, regclass, regproc, regtype) to
+	// a statement that failed on a missing OID, which the target
+	// assigned otherwise, and the 25P02s after them: not the
 	// target's doing, and not the replay's order.
 	OnlyOnTargetBakedIDs int64 `json:"only_on_target_baked_ids,omitempty"`
 	// OnlyOnTargetAfterFastPath counts those of FailedOnlyOnTarget,

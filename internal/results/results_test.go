@@ -171,6 +171,12 @@ func build(t *testing.T, cs []call, keep func(call) bool, replay bool) *Result {
 		} else {
 			res.Statements.Executed++
 		}
+		if !replay && c.d%5 == 0 {
+			// An error outside any statement (a Parse never
+			// executed), as an analysis counts it.
+			res.ErrorsBySQLState["42601"]++
+			res.ErrorsOutsideStatements++
+		}
 		if c.rows >= 0 {
 			st.RecordRows(c.rows)
 		}
