@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // FixRun is a fix tried in fix rounds, as the index records it.
@@ -30,7 +31,7 @@ type FixRun struct {
 	Results []*results.Result `json:"-"`
 }
 
-// RunFixes runs rounds fix rounds (0: fixes.DefaultRounds) of each fix on
+// RunFixes runs perFix fix rounds (0: fixes.DefaultRounds) of each fix on
 // the candidate after Run, which must have left the resets prepared
 // (Config.KeepResets): each starts from the reset state, applies the
 // fix's SQL to the copies of its databases and replays the whole
@@ -39,7 +40,7 @@ type FixRun struct {
 // is tried; a reset or a replay that fails stops the fix rounds with an
 // error. The rounds' results go to out.Fixes, their records to
 // out.Records (with Fix set), and never into the comparison's inputs.
-func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, rounds int) error {
+func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, perFix int) error {
 	if len(planned) == 0 {
 		return nil
 	}
@@ -50,16 +51,12 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 		// Nothing would undo the fix: it would stay on the candidate.
 		return errors.New("rehearse: fix rounds need a reset that undoes the fix (not --reset none)")
 	}
-	if rounds <= 0 {
-		rounds = fixes.DefaultRounds
+	if perFix <= 0 {
+		perFix = fixes.DefaultRounds
 	}
 	r := &run{cfg: cfg, out: out, begun: time.Now()}
-	timeout := cfg.CleanupTimeout
-	if timeout <= 0 {
-		timeout = DefaultCleanupTimeout
-	}
 	r.cleanupCtx = func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		return rounds.CleanupContext(ctx, cfg.CleanupTimeout)
 	}
 	triable := 0
 	for _, f := range planned {
@@ -67,19 +64,26 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 			triable++
 		}
 	}
-	seq, of := len(out.Records), len(out.Records)+triable*rounds
+	seq, of := len(out.Records), len(out.Records)+triable*perFix
 	n := out.Rounds
 	defer func() { out.EndedAt = time.Now() }()
-	for _, f := range planned {
-		out.Fixes = append(out.Fixes, FixRun{Fix: f})
-		fr := &out.Fixes[len(out.Fixes)-1]
-		if f.Untried != "" {
-			continue
-		}
-		for range rounds {
-			if ctx.Err() != nil {
-				return ctx.Err()
+	// The fixes one after another, each in its rounds, through the round
+	// runner: no round starts once ctx is cancelled.
+	next, left := 0, 0
+	var fr *FixRun
+	turn := func() (func(context.Context) (bool, error), bool) {
+		for left == 0 {
+			if next == len(planned) {
+				return nil, false
 			}
+			out.Fixes = append(out.Fixes, FixRun{Fix: planned[next]})
+			next++
+			if fr = &out.Fixes[len(out.Fixes)-1]; fr.Untried == "" {
+				left = perFix
+			}
+		}
+		left--
+		return func(ctx context.Context) (bool, error) {
 			seq++
 			n++
 			// N goes on from the rounds', so that a template reset's
@@ -87,15 +91,24 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 			round := Round{Seq: seq, Of: of, Side: Candidate, N: n}
 			applied, err := r.fixRound(ctx, round, cfg.Candidate, fr)
 			if err != nil {
-				return fmt.Errorf("fix %s: %w", f.Name, err)
+				return true, fmt.Errorf("fix %s: %w", fr.Name, err)
 			}
 			if !applied {
-				break
+				left = 0
 			}
-		}
-		if err := r.writeIndex(); err != nil {
-			return err
-		}
+			if left == 0 {
+				// The fix's rounds are over: the index lists them.
+				if err := r.writeIndex(); err != nil {
+					return true, err
+				}
+			}
+			return false, nil
+		}, true
+	}
+	if before, err := rounds.Sequence(ctx, turn); before > 0 {
+		return ctx.Err()
+	} else if err != nil {
+		return err
 	}
 	return nil
 }
@@ -104,17 +117,14 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 // applied is false when the server refused the fix (fr.NotApplied).
 func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixRun) (applied bool, err error) {
 	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, Fix: fr.Name, StartedAt: time.Now()}
-	release := func(st reset.State) error {
-		cctx, cancel := r.cleanupCtx()
-		defer cancel()
-		t := time.Now()
-		err := target.Reset.Release(cctx, st)
-		rec.ReleaseSeconds = time.Since(t).Seconds()
+	lc := rounds.Round{Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout}
+	release := func() error {
+		err := lc.Release(ctx)
+		rec.ReleaseSeconds = lc.ReleaseSeconds
 		r.out.ReleaseSeconds += rec.ReleaseSeconds
 		return err
 	}
-	fail := func(st reset.State, err error) (bool, error) {
-		err = errors.Join(err, release(st))
+	fail := func(err error) (bool, error) {
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
@@ -123,10 +133,14 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 		return false, err
 	}
 	r.progress(round, PhaseReset)
-	st, err := target.Reset.Reset(ctx, round.N)
+	// A reset that failed half way is released by Start.
+	rerr, relErr := lc.Start(ctx)
+	st := lc.State
 	rec.Reset = st
-	if err != nil {
-		return fail(st, err)
+	if rerr != nil {
+		rec.ReleaseSeconds = lc.ReleaseSeconds
+		r.out.ReleaseSeconds += rec.ReleaseSeconds
+		return fail(errors.Join(rerr, relErr))
 	}
 	r.out.ResetSeconds += st.Seconds
 	round.Reset = st
@@ -134,10 +148,10 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	undo, err := applyFix(ctx, target, round, fr.Fix)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fail(st, err)
+			return fail(errors.Join(err, release()))
 		}
 		fr.NotApplied = err.Error()
-		err = release(st)
+		err = release()
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, "the fix was not applied: "+fr.NotApplied, time.Now()
 		r.add(rec)
 		return false, err
@@ -149,12 +163,11 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 			err = errors.Join(err, undo(cctx))
 			cancel()
 		}
-		return fail(st, err)
+		return fail(errors.Join(err, release()))
 	}
 	r.progress(round, PhaseReplay)
-	t := time.Now()
-	res, rerr := r.cfg.Replay(ctx, round, target)
-	rec.ReplaySeconds = time.Since(t).Seconds()
+	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
+	rec.ReplaySeconds = lc.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
 	var undoErr error
 	if undo != nil {
@@ -166,7 +179,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 		}
 		cancel()
 	}
-	relErr := errors.Join(undoErr, release(st))
+	relErr = errors.Join(undoErr, release())
 	rec.EndedAt = time.Now()
 	switch {
 	case rerr != nil:
