@@ -660,27 +660,15 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, targe
 	return h.runReplay(ctx, st, cfg, start)
 }
 
-// runReplay runs one replay of a step and says whether its result
-// counts: at 1x what the replay command would fail stops the run; above,
-// what the load did to the target is the step's result.
+// runReplay runs one replay of a step (replayRound) and says whether
+// its result counts: at 1x what the replay command would fail stops the
+// run; above, what the load did to the target is the step's result.
 func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg replayrun.Config, start time.Time) (*results.Result, error) {
-	o, err := replayrun.Run(ctx, cfg)
-	if err != nil {
-		return nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
+	o, err := replayRound(ctx, h.stdio, cfg, st.Side, st.K > 1, start, newLoginHints(h.f.replayFlags))
+	if o == nil {
+		return nil, err
 	}
-	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
-		return o.Result, nil
-	}
-	if o.First() == replayrun.ReasonTargetLog {
-		return o.Result, fmt.Errorf("--%s-log: %w", st.Side, o.TargetLogErr)
-	}
-	// Above 1x, what the load did (a replay that could not finish,
-	// connections refused, a degraded or lost target) breaks the step.
-	stop := o.RoundStop(st.K > 1)
-	if err := replayExit(stop, 100, newLoginHints(h.f.replayFlags)); err != nil {
-		return o.Result, err
-	}
-	return o.Result, nil
+	return o.Result, err
 }
 
 // headroomProgress prints a line when each step ends (and when a reset

@@ -508,33 +508,44 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 			stopLine()
 		}
 	}
-	o, err := replayrun.Run(ctx, cfg)
-	if err == nil && r.database == "" && o.Preflight != nil {
-		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
-	}
-	if err != nil {
-		h := newLoginHints(r.f.replayFlags)
-		h.targetLog = "--" + string(round.Side) + "-log"
-		return nil, replayRunError(r.stdio, err, start, h)
-	}
-	if o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil {
-		return o.Result, nil
-	}
+	h := newLoginHints(r.f.replayFlags)
+	h.targetLog = "--" + string(round.Side) + "-log"
 	// What stops the rehearsal is what would fail the replay command,
 	// except what the comparison judges between the two sides: the
 	// error rate and a divergence.
-	stop := o.RoundStop(false)
-	if stop.First() == replayrun.ReasonTargetLog {
-		// replay's words name its --target-log; here each side has its own.
-		return o.Result, fmt.Errorf("--%s-log: %w", round.Side, o.TargetLogErr)
+	o, err := replayRound(ctx, r.stdio, cfg, round.Side, false, start, h)
+	if o == nil {
+		return nil, err
 	}
-	if err := replayExit(stop, 100, newLoginHints(r.f.replayFlags)); err != nil {
+	if r.database == "" && o.Preflight != nil {
+		r.database = loggedDatabase(replayrun.WorkloadDatabase(o.Preflight), round.DatabaseMap, r.cfg.DatabaseMap)
+	}
+	if err != nil || (o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil) {
 		return o.Result, err
 	}
 	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
 		r.notes[round.Seq] = append(r.notes[round.Seq], n)
 	}
 	return o.Result, nil
+}
+
+// replayRound replays one round of rehearse or of headroom
+// (replayrun.RunRound) and is the error that stops the command: replay's
+// own (its exit code) for what would fail the replay command, but what
+// the command judges itself (RoundStop; overloaded: a headroom step
+// above 1x), with the side's own option for its target log. An
+// interrupted replay returns its partial result and no error. o is nil
+// only when the replay did not run.
+func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side results.Side, overloaded bool, start time.Time, h loginHints) (*replayrun.Outcome, error) {
+	o, stop, err := replayrun.RunRound(ctx, cfg, overloaded)
+	if err != nil {
+		return nil, replayRunError(stdio, err, start, h)
+	}
+	if stop.First() == replayrun.ReasonTargetLog {
+		// replay's words name its --target-log; here each side has its own.
+		return o, fmt.Errorf("--%s-log: %w", side, o.TargetLogErr)
+	}
+	return o, replayExit(stop, 100, h)
 }
 
 // onlyOnTargetNote says how many of a round's failures succeeded in the

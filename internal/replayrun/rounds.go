@@ -29,15 +29,21 @@ type Round struct {
 	Window source.Selection
 }
 
-// RoundFunc replays one round.
-type RoundFunc func(ctx context.Context, r Round) (*Outcome, error)
-
-// Rounds is the RoundFunc that replays cfg's workload once per round,
-// with Config.Round.
-func (cfg Config) Rounds() RoundFunc {
-	return func(ctx context.Context, r Round) (*Outcome, error) {
-		return Run(ctx, cfg.Round(r))
+// RunRound replays one round of a command that replays a workload
+// several times (cfg is the command's Config.Round for it), and returns
+// its outcome with what of it stops the command: stop, as RoundStop
+// says (overloaded: a load level above the workload's own). A replay
+// interrupted by ctx stops nothing there (stop has no reason): its
+// partial result is the round runner's to drop. err is Run's.
+func RunRound(ctx context.Context, cfg Config, overloaded bool) (o, stop *Outcome, err error) {
+	o, err = Run(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
+	if o.Has(ReasonInterrupted) && ctx.Err() != nil {
+		return o, &Outcome{Result: o.Result}, nil
+	}
+	return o, o.RoundStop(overloaded), nil
 }
 
 // Round is cfg for one round r: onto r's target with r's map, logs and

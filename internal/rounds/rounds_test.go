@@ -118,7 +118,7 @@ func (c *countingReset) Release(ctx context.Context, _ reset.State) error {
 }
 
 // TestSequenceInterruptedKeepsFinished runs five rounds whose replay (a
-// function value standing for replayrun.RoundFunc) is cancelled during
+// function value standing for replayrun.RunRound) is cancelled during
 // the third: the two finished are kept, the third is dropped and
 // released under a live cleanup context, and no further round starts.
 func TestSequenceInterruptedKeepsFinished(t *testing.T) {
