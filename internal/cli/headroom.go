@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -289,7 +288,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	}
 	h.cfg = headroom.Config{
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
-		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds, Integer: f.by == string(headroom.ByFold)},
+		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
 		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
@@ -461,7 +460,7 @@ func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error)
 	}
 	slices.Sort(dbs)
 	h.first, h.span = sc.First, sc.Span
-	return time.Duration(float64(sc.Span) / h.f.speed), dbs, nil
+	return replayrun.Load{K: 1, Speed: h.f.speed}.Duration(sc.Span), dbs, nil
 }
 
 // targets are the sides with their resets, control first.
@@ -530,52 +529,41 @@ func (s *sidesShown) set(side headroom.Side) {
 // (the baseline) a replay that the replay command would fail stops the
 // run, as a rehearsal's round does; above, what the load did to the
 // target (statements lost, connections refused, a degraded replay) is the
-// step's result, which its verdict judges.
+// step's result, which its verdict judges. The replays that make the
+// step's load are its load level's (replayrun.Load.Rounds): one, or a
+// fold's slices apart when split in shards (foldSlices).
 func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
-	if h.f.by == string(headroom.ByFold) && st.K > 1 {
-		return h.fold(ctx, st, target)
+	load := h.load(st)
+	rs := load.Rounds(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
+		Part: &results.Part{Round: st.N, Side: st.Side}}, h.first, h.span)
+	if len(rs) == 1 {
+		return h.replayOnce(ctx, st, rs[0])
 	}
-	return h.replayOnce(ctx, st, target, h.f.speed*st.K, source.Selection{})
+	return h.foldSlices(ctx, st, load, rs)
 }
 
-// fold makes k times the load by overlaying k consecutive slices of the
-// log, each 1/k of it, on one window: one replay of the folded log
-// (source.Fold), each slice at the log's pace, each keeping the commit
-// order of its own sessions and none across slices. One replayer, one
-// pre-flight, one observer and one result, whose CPU is the replayer's.
-// Split in shards, the slices are replayed apart (foldSlices).
-func (h *headroomRun) fold(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
-	k := int(math.Round(st.K))
-	width := int64(h.span/time.Microsecond)/int64(k) + 1
-	if h.f.shards > 1 {
-		return h.foldSlices(ctx, st, target, k, width)
-	}
-	// The step's replay, of the folded log instead of the log.
-	folded := *h
-	folded.replay.Input = source.Fold{Of: h.replay.Input, K: k, First: h.first, Width: width}
-	return folded.replayOnce(ctx, st, target, h.f.speed, source.Selection{})
+// load is step st's load level, as the flags make it.
+func (h *headroomRun) load(st headroom.StepRun) replayrun.Load {
+	return replayrun.Load{By: h.cfg.By, K: st.K, Speed: h.cfg.Speed, Shards: h.cfg.Shards}
 }
 
-// foldSlices is fold split in shards: the shard processes replay the log
-// given by its paths, so each slice is a sharded replay of its own time
-// window of the log, k at once, and their results are merged into the
-// step's.
-func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, target headroom.Target, k int, width int64) (*results.Result, error) {
+// foldSlices replays the slices of a fold split in shards, k at once,
+// and merges their results into the step's (replayrun.Load.MergeSlices).
+func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, load replayrun.Load, rs []replayrun.Round) (*results.Result, error) {
 	type done struct {
 		res *results.Result
 		err error
 	}
-	ch := make(chan done, k)
-	for i := range k {
-		sel := source.Selection{Start: h.first + int64(i)*width, End: h.first + int64(i+1)*width}
+	ch := make(chan done, len(rs))
+	for _, r := range rs {
 		go func() {
-			res, err := h.replayOnce(ctx, st, target, h.f.speed, sel)
+			res, err := h.replayOnce(ctx, st, r)
 			ch <- done{res, err}
 		}()
 	}
 	var parts []*results.Result
 	var errs []error
-	for range k {
+	for range rs {
 		d := <-ch
 		if d.err != nil {
 			errs = append(errs, d.err)
@@ -587,43 +575,15 @@ func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, targe
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	var cpu float64
-	for _, p := range parts {
-		// Each slice's result names the same input whole; merged, they
-		// are one step's. Their CPU is the one process's, measured k
-		// times over the same window.
-		p.Input, p.Part = nil, nil
-		if p.Replay != nil {
-			cpu = max(cpu, p.Replay.ClientCPUSeconds)
-		}
-	}
-	m, err := results.MergeAll(parts...)
-	if err != nil {
-		return nil, fmt.Errorf("fold %d slices: %w", k, err)
-	}
-	m.Part = h.part(st)
-	if m.Replay != nil {
-		m.Replay.ClientCPUSeconds = cpu
-		m.Replay.Speed = h.f.speed
-	}
-	return m, nil
+	part := *rs[0].Part
+	return load.MergeSlices(parts, &part)
 }
 
-// part is the part of the workload step st replays: its round and
-// side, and its load level when not the workload's own.
-func (h *headroomRun) part(st headroom.StepRun) *results.Part {
-	p := &results.Part{Round: st.N, Side: st.Side}
-	if st.K != 1 {
-		p.Load = &results.Load{By: results.LoadBy(h.f.by), K: st.K}
-	}
-	return p
-}
-
-// replayOnce replays the log (the part sel selects) at speed onto
-// target for step st.
-func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, target headroom.Target, speed float64, sel source.Selection) (*results.Result, error) {
-	cfg := h.replay.Round(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
-		Part: h.part(st), Speed: speed, Window: sel})
+// replayOnce replays round r (the log, or the part its window selects)
+// onto its target for step st.
+func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, r replayrun.Round) (*results.Result, error) {
+	cfg := h.replay.Round(r)
+	sel := r.Window
 	if sel.Start != 0 {
 		// Every slice after the first starts in the middle of the
 		// log's sessions, and the pre-flight was made.

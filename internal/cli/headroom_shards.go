@@ -330,7 +330,7 @@ func (h *headroomRun) startShards(st headroom.StepRun, cfg replayrun.Config, run
 			return procs, fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, h.shardBin, err)
 		}
 		slice := ""
-		if s := cfg.Selection.Start; s != 0 && h.f.by == string(headroom.ByFold) && st.K > 1 {
+		if s := cfg.Selection.Start; s != 0 && h.load(st).Folds() {
 			slice = ", the slice from " + time.UnixMicro(s).UTC().Format(time.RFC3339Nano)
 		}
 		fmt.Fprintf(h.stdio.Stderr, "headroom: step %d: shard %d of %d is process %d%s\n", st.Seq, k, n, p.cmd.Process.Pid, slice)
@@ -359,7 +359,7 @@ func (h *headroomRun) mergeShards(ctx context.Context, st headroom.StepRun, part
 		if m.Part == nil {
 			m.Part = &results.Part{}
 		}
-		m.Part.Round, m.Part.Side, m.Part.Load = st.N, st.Side, h.part(st).Load
+		m.Part.Round, m.Part.Side, m.Part.Load = st.N, st.Side, h.load(st).Part()
 	}
 	if len(failed) > 0 {
 		return m, errors.Join(failed...)

@@ -30,16 +30,17 @@ const (
 // (docs/headroom-json.md).
 const OutcomeVersion = 1
 
-// By says how a step makes k times the load.
-type By string
+// By says how a step makes k times the load: results' vocabulary, which
+// each step's result carries in its Part.
+type By = results.LoadBy
 
 // Ways to make the load.
 const (
 	// BySpeed replays the same sessions at k times their pace.
-	BySpeed By = "speed"
+	BySpeed = results.LoadBySpeed
 	// ByFold overlays k consecutive slices of a longer log on one
-	// window.
-	ByFold By = "fold"
+	// window: only whole load factors (Search.Integer).
+	ByFold = results.LoadByFold
 )
 
 // Target is one side's server.
@@ -289,6 +290,10 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	}
 	if cfg.By == "" {
 		cfg.By = BySpeed
+	}
+	if cfg.By == ByFold {
+		// A fold overlays whole slices.
+		cfg.Search.Integer = true
 	}
 	proto := NewSearch(cfg.Search)
 	out = &Outcome{Version: OutcomeVersion, By: cfg.By, Speed: cfg.Speed, SLO: cfg.SLO, Search: *proto,

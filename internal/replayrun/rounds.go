@@ -27,6 +27,9 @@ type Round struct {
 	// to [Start, End) (a slice of a folded step); an End of 0 keeps the
 	// Config's.
 	Window source.Selection
+	// Fold, when set, replays the Config's input folded (a fold's
+	// step: Load.Rounds).
+	Fold *Fold
 }
 
 // RunRound replays one round of a command that replays a workload
@@ -67,6 +70,9 @@ func (cfg Config) Round(r Round) Config {
 		if r.Window.End == 0 || (end != 0 && end < r.Window.End) {
 			cfg.Selection.End = end
 		}
+	}
+	if f := r.Fold; f != nil {
+		cfg.Input = source.Fold{Of: cfg.Input, K: f.K, First: f.First, Width: f.Width}
 	}
 	if cfg.Replay.Samples != nil {
 		cfg.Replay.Samples = results.NewSampler(0)
