@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
@@ -24,7 +25,9 @@ type RecordSource interface {
 // read is either used (it made, or completed, an event) or skipped for
 // one of these reasons, so that a capture's records add up as a log's
 // lines do.
-type MessageSkip string
+//
+// It is results' type: the counts are carried as they are counted.
+type MessageSkip = results.MessageSkip
 
 const (
 	// SkipFunctionCall: a fast-path FunctionCall that does not decode.
@@ -59,27 +62,13 @@ const (
 )
 
 // MessageCounts account for every record of a capture read: Total ==
-// Used + the sum of Skipped.
-type MessageCounts struct {
-	Total   int64
-	Used    int64
-	Skipped map[MessageSkip]int64
-	// Dropped is what the recorder lost, as its gap records say: those
-	// messages are not in the capture, so not in Total.
-	Dropped int64
-	// OpenSessions are the sessions still open when the capture stopped
-	// (or whose end it does not hold).
-	OpenSessions int64
-	// Resumed are the sessions recorded from the middle (Record.Resume),
-	// Preamble the state items their startups carry (settings and
-	// prepared statements a replay recreates before their first
-	// statement), and BeforeRecording the messages they sent after the
-	// recording started but before their first idle point, by why they
-	// were not idle: relayed, not recorded, so not in Total either.
-	Resumed         int64
-	Preamble        int64
-	BeforeRecording map[ResumeSkip]int64
-}
+// Used + the sum of Skipped (results.MessageCounts, the one type the
+// counts are carried in from the decoder to a result). Dropped is what
+// the recorder lost, as its gap records say: those messages are not in
+// the capture, so not in Total. ResumedSessions are the sessions
+// recorded from the middle (Record.Resume), and BeforeRecording is
+// counted by ResumeSkip.
+type MessageCounts = results.MessageCounts
 
 // Decoder turns a capture's records into the events a log would give,
 // session by session: a Query is a Statement, an Execute (with the Parse
@@ -335,13 +324,13 @@ func (d *Decoder) startup(r *Record) {
 // (settings, SQL-level PREPAREs) is the Connect's preamble, which a
 // replay runs before the session's first statement.
 func (d *Decoder) resume(s *capSession, ev *event.Event, rs *Resume) {
-	d.counts.Resumed++
+	d.counts.ResumedSessions++
 	d.counts.Preamble += int64(len(rs.State))
 	if rs.Skipped > 0 {
 		if d.counts.BeforeRecording == nil {
-			d.counts.BeforeRecording = map[ResumeSkip]int64{}
+			d.counts.BeforeRecording = map[string]int64{}
 		}
-		d.counts.BeforeRecording[rs.SkipReason] += rs.Skipped
+		d.counts.BeforeRecording[string(rs.SkipReason)] += rs.Skipped
 	}
 	sqls := []string{}
 	for _, it := range rs.State {

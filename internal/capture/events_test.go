@@ -372,7 +372,7 @@ func TestDecoderResumedSession(t *testing.T) {
 		t.Errorf("execution %q of %q, wire %+v: want the statement prepared before the recording", ex.Query, ex.Name, ex.Wire())
 	}
 	c := d.Counts()
-	if c.Resumed != 1 || c.Preamble != 3 || c.BeforeRecording[ResumeInTransaction] != 4 || len(c.Skipped) != 0 || c.Total != c.Used {
+	if c.ResumedSessions != 1 || c.Preamble != 3 || c.BeforeRecording[string(ResumeInTransaction)] != 4 || len(c.Skipped) != 0 || c.Total != c.Used {
 		t.Errorf("counts %+v: want 1 session from the middle, 3 preamble items, 4 messages skipped before, every record used", c)
 	}
 }

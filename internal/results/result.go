@@ -388,6 +388,8 @@ type MessageSkip string
 // MessageCounts account for every record of a capture of the proxy, as
 // LineCounts do for a log's lines: each was used (it made or completed an
 // event) or skipped for a reason, so Total = Used + the sum of Skipped.
+// The capture's decoder counts in this type (capture.MessageCounts is
+// it), so that the counts reach a result as they were counted.
 // Dropped are the messages the recorder lost (not in Total), and
 // OpenSessions the sessions still open when the capture stopped.
 type MessageCounts struct {

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -134,23 +135,18 @@ func (c *capReader) Warnings() []string {
 }
 
 func (c *capReader) SourceCounts() results.SourceCounts {
-	mc := c.dec.Counts()
+	m := c.dec.Counts()
 	// The gap records count the drops the recorder could place; the
 	// manifest counts them all, those after recording stopped too.
-	dropped := max(mc.Dropped, c.r.Info().Dropped)
-	m := results.MessageCounts{Total: mc.Total, Used: mc.Used, Skipped: make(map[results.MessageSkip]int64, len(mc.Skipped)), Dropped: dropped, OpenSessions: mc.OpenSessions}
-	for k, v := range mc.Skipped {
-		if v != 0 {
-			m.Skipped[results.MessageSkip(k)] = v
-		}
+	m.Dropped = max(m.Dropped, c.r.Info().Dropped)
+	// The decoder's maps stay its own; a reason never counted is left
+	// out.
+	m.Skipped = maps.Clone(m.Skipped)
+	if m.Skipped == nil {
+		m.Skipped = map[results.MessageSkip]int64{}
 	}
-	m.ResumedSessions, m.Preamble = mc.Resumed, mc.Preamble
-	for k, v := range mc.BeforeRecording {
-		if m.BeforeRecording == nil {
-			m.BeforeRecording = map[string]int64{}
-		}
-		m.BeforeRecording[string(k)] += v
-	}
+	maps.DeleteFunc(m.Skipped, func(_ results.MessageSkip, n int64) bool { return n == 0 })
+	m.BeforeRecording = maps.Clone(m.BeforeRecording)
 	return results.SourceCounts{Messages: &m}
 }
 
