@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
@@ -61,7 +62,19 @@ func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rehearse --control DSN --candidate DSN [flags] LOG|CAPTURE...",
 		Short: "Replay a log onto a control and a candidate in alternating rounds, and compare like with like",
-		Long: `rehearse answers "what would get slower if production traffic hit the
+		Long:  rehearseHelp(),
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRehearseCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
+		},
+	}
+	addRehearseFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// rehearseHelp is rehearse --help's long text.
+func rehearseHelp() string {
+	return `rehearse answers "what would get slower if production traffic hit the
 changed server?" by comparing replay with replay: it replays the logs onto a
 control target (a copy of production as it is today) and onto a candidate
 target (the same with the change), in alternating rounds, --rounds of each
@@ -174,14 +187,12 @@ rehearsal's regressions when there are some. A --try whose SQL fails is
 
 ` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
-			exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
-			exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"}),
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRehearseCmd(cmd.Context(), stdio, f, cmd.Flags().Changed("reset"), args)
-		},
-	}
-	fl := cmd.Flags()
+		exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
+		exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"})
+}
+
+// addRehearseFlags adds rehearse's flags, into f, to fl.
+func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	dsnVar(fl, &f.control, "control", "connection string or URI of the control target: production's setup as it is today")
 	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target: the same with the change")
 	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
@@ -207,7 +218,6 @@ rehearsal's regressions when there are some. A --try whose SQL fails is
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
 	addReplayOptionFlags(fl, &f.replayFlags)
-	return cmd
 }
 
 // rehearseRun is a rehearsal as the command sets it up.
