@@ -219,7 +219,7 @@ func TestResumeUnderTraffic(t *testing.T) {
 			}
 		}
 		counts := d.Counts()
-		if len(counts.Skipped) != 0 || counts.Resumed != busy || statements == 0 {
+		if len(counts.Skipped) != 0 || counts.ResumedSessions != busy || statements == 0 {
 			t.Errorf("round %d: %d statements, counts %+v: want every record used, %d sessions taken up", round, statements, counts, busy)
 		}
 	}

@@ -274,7 +274,7 @@ func replayAt(logPath, prefix string, speed float64, obs *observe.Options, befor
 		if len(round.Logs) > 0 {
 			cfg.TargetLogPrefix = prefix
 		}
-		o, err := cfg.Rounds()(ctx, RoundOf(round, tg))
+		o, _, err := replayrun.RunRound(ctx, cfg.Round(RoundOf(round, tg)), false)
 		if err != nil {
 			return nil, err
 		}
