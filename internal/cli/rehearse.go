@@ -834,6 +834,11 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 			planned = fixes.WithRestart(planned)
 		}
 	}
+	if r.f.fixes {
+		// The findings' (the index a scan behind a filter lacks), after
+		// the plans', in the workload's database.
+		planned = append(planned, fixes.FromFindings(v.Findings, v.Comparison, r.database, planned)...)
+	}
 	// The user's own, after the plans': in the workload's database,
 	// judged on every regression.
 	tries, _ := parseTries(r.f.tries)

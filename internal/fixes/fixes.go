@@ -85,6 +85,10 @@ const (
 	// OriginTry: the user's own SQL (ParseTry), tried whatever the
 	// plans found.
 	OriginTry Origin = "try"
+	// OriginFinding: the change a finding of the workload recommends
+	// (FromFindings), such as the index a sequential scan behind a
+	// filter lacks: judged as the user's own, by what it changed.
+	OriginFinding Origin = "finding"
 )
 
 // Fix is a change tried on the candidate's copy in fix rounds, for the
@@ -338,6 +342,11 @@ func qualified(index, def string) string {
 	return index
 }
 
+// JudgedByChanges reports whether the fix is judged by what it changed
+// as well (Outcome.Changes): one that no cause of a regression proposed
+// (the user's own, a finding's).
+func (f Fix) JudgedByChanges() bool { return f.Origin == OriginTry || f.Origin == OriginFinding }
+
 // Reverts reports whether the fix undoes the candidate's change itself
 // (DropIndex, DropStatistics): verified, it confirms the cause.
 func (f Fix) Reverts() bool { return f.Kind == DropIndex || f.Kind == DropStatistics }
@@ -583,7 +592,7 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		o.Queries = append(o.Queries, fq)
 	}
 	switch {
-	case len(o.Queries) == 0 && fix.Origin == OriginTry:
+	case len(o.Queries) == 0 && fix.JudgedByChanges():
 		o.Status = Tried
 	case len(o.Queries) == 0:
 		o.Status = NoEffect
@@ -609,7 +618,7 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		}
 		o.Costs = append(o.Costs, Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS})
 	}
-	if fix.Origin == OriginTry {
+	if fix.JudgedByChanges() {
 		o.Changes = changes(delta, with)
 	}
 	if fix.Relation != "" {
