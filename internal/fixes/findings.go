@@ -29,7 +29,7 @@ func FromFindings(rep *findings.Report, cmpRep *compare.Report, db string, plann
 		if f.Fix == nil || f.Fix.SQL == "" || f.Fix.Untried != "" || indexedBy(planned, f.Fix.Relation) {
 			continue
 		}
-		name := FindingPrefix + f.ID + "-" + fileSafe(f.Subject)
+		name := FindingPrefix + f.ID + "-" + tidy(fileSafe(f.Subject))
 		if len(name) > maxFindingName {
 			name = name[:maxFindingName]
 		}
@@ -72,4 +72,13 @@ func indexedBy(planned []Fix, rel string) bool {
 	return slices.ContainsFunc(planned, func(f Fix) bool {
 		return f.Kind == CreateIndex && (f.Relation == rel || f.Relation == name)
 	})
+}
+
+// tidy is a file-safe name without runs of '_' or one at either end
+// ("public.jobs__state_": "public.jobs_state").
+func tidy(s string) string {
+	for strings.Contains(s, "__") {
+		s = strings.ReplaceAll(s, "__", "_")
+	}
+	return strings.Trim(s, "_")
 }

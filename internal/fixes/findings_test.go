@@ -34,7 +34,7 @@ func TestFromFindings(t *testing.T) {
 		t.Fatalf("FromFindings = %+v, want the jobs index alone", got)
 	}
 	f := got[0]
-	if f.Name != "finding-missing-index-public.jobs__state_" || f.Kind != CreateIndex || f.Origin != OriginFinding || f.SQL != `CREATE INDEX ON public.jobs ("state")` ||
+	if f.Name != "finding-missing-index-public.jobs_state" || f.Kind != CreateIndex || f.Origin != OriginFinding || f.SQL != `CREATE INDEX ON public.jobs ("state")` ||
 		f.Relation != "public.jobs" || !slices.Equal(f.Databases, []string{"app"}) || !slices.Equal(f.Fingerprints, []string{"poll"}) || f.AddedMS != 700 {
 		t.Errorf("the finding's fix: %+v", f)
 	}
