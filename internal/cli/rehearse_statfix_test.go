@@ -120,3 +120,74 @@ func TestRehearseStatisticsFix(t *testing.T) {
 		t.Errorf("the candidate's own app has the control's statistics: %v", got)
 	}
 }
+
+// jobsTable is a job queue: the jobs ready to run are the newest 500 of
+// 100,000, and nothing indexes the poll's filter.
+const jobsTable = `CREATE TABLE jobs (id int PRIMARY KEY, queue int NOT NULL, state text NOT NULL, payload text NOT NULL);
+INSERT INTO jobs SELECT i, i % 10, CASE WHEN i > 99500 THEN 'ready' ELSE 'done' END, 'p' || i FROM generate_series(1, 100000) i;
+ANALYZE jobs`
+
+// TestRehearseFindingFix: two identical targets poll a job queue by
+// state and queue without an index (issue 48 item 4). The findings name
+// the sequential scan behind the filter, and the index they suggest is
+// built on the candidate's copy and measured in a fix round: the poll is
+// faster beyond noise than on the candidate without it. The poll's lack
+// of SKIP LOCKED, a change of the application's, says it cannot be
+// tried on a copy.
+func TestRehearseFindingFix(t *testing.T) {
+	longCase(t)
+	parallelCase(t)
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "app", jobsTable); err != nil {
+			t.Fatal(err)
+		}
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var steps []logStep
+	for i := range 30 {
+		steps = append(steps, logStep{q: "SELECT id, payload FROM jobs WHERE state = 'ready' AND queue = " + strconv.Itoa(i%10) + " LIMIT 10 FOR UPDATE"})
+	}
+	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0: fixes never change it", code)
+	}
+	var doc struct {
+		Fixes []fixes.Outcome `json:"fixes"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Fixes) != 1 {
+		t.Fatalf("fixes %+v, want the finding's index alone", doc.Fixes)
+	}
+	idx := doc.Fixes[0]
+	if idx.Origin != fixes.OriginFinding || idx.Kind != fixes.CreateIndex || !strings.HasPrefix(idx.SQL, "CREATE INDEX ON public.jobs (") || idx.Rounds != 1 {
+		t.Fatalf("the finding's fix: %+v", idx)
+	}
+	faster := false
+	for _, c := range idx.Changes {
+		faster = faster || c.Direction == fixes.Faster && strings.HasPrefix(c.Query, "SELECT id, payload FROM jobs WHERE state = ")
+	}
+	if !faster {
+		t.Errorf("the poll is not faster with the finding's index: %+v", idx.Changes)
+	}
+	if want := "fix round: cannot be tried on a copy: SKIP LOCKED changes the application's statement"; !strings.Contains(stdout, want) {
+		t.Errorf("standard output lacks %q", want)
+	}
+}
