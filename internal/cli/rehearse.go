@@ -165,7 +165,11 @@ change: the control's value by ALTER DATABASE ... SET; one a reload applies:
 ALTER SYSTEM SET and a reload for the round, put back after it; a table never
 analyzed: ANALYZE; an index on the candidate only that stops HOT updates:
 DROP INDEX, the change reverted, "confirms the cause" when that brings the
-update's work back within noise): --fix-rounds (2) more candidate rounds from the reset state (not
+update's work back within noise; extended statistics on the control only:
+its CREATE STATISTICS, then ANALYZE; ones on the candidate only: DROP
+STATISTICS, the change reverted; a column's statistics target that
+differs: the control's, then ANALYZE; and the index a missing-index
+finding suggests, judged also by what it made faster or slower): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first. Each fix is judged
@@ -212,7 +216,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
-	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
+	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) and the index a missing-index finding suggests on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
@@ -854,6 +858,11 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 		if _, ok := r.cfg.Candidate.Reset.(reset.Restarter); ok {
 			planned = fixes.WithRestart(planned)
 		}
+	}
+	if r.f.fixes {
+		// The findings' (the index a scan behind a filter lacks), after
+		// the plans', in the workload's database.
+		planned = append(planned, fixes.FromFindings(v.Findings, v.Comparison, r.database, planned)...)
 	}
 	// The user's own, after the plans': in the workload's database,
 	// judged on every regression.

@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,8 +41,18 @@ const (
 	// than half between the servers.
 	CauseRowsDiffer CauseKind = "rows_differ"
 	// CauseExtendedStatistics: an extended statistics object on the
-	// relation exists (built) on one side only.
+	// relation exists (built) on one side only: Side is the side that
+	// lacks it, Statistics the object on the other, whose definition
+	// is that side's value (Control or Candidate). The lacking side's
+	// value is its own definition when it has the object unbuilt (not
+	// analyzed since it was made).
 	CauseExtendedStatistics CauseKind = "extended_statistics"
+	// CauseStatisticsTarget: a column of the relation that the query
+	// names has another statistics target on each side (ALTER TABLE
+	// ... SET STATISTICS): Target has both, Columns the column, and
+	// Control and Candidate the targets as text ("default" for none
+	// set). The planner's estimates of the column differ with it.
+	CauseStatisticsTarget CauseKind = "statistics_target"
 	// CauseSetting: a planner or resource setting differs.
 	CauseSetting CauseKind = "setting"
 	// CauseVersion: the major versions differ, and with them the
@@ -87,6 +98,20 @@ type Cause struct {
 	// HOT are the relation's update counters on both sides
 	// (CauseIndexStopsHOT).
 	HOT *HOTUpdates `json:"hot_updates,omitempty"`
+	// Statistics is the extended statistics object of the side that
+	// has it (CauseExtendedStatistics).
+	Statistics *ExtStat `json:"statistics,omitempty"`
+	// Target is the column's statistics target on both sides
+	// (CauseStatisticsTarget).
+	Target *StatisticsTarget `json:"statistics_target,omitempty"`
+}
+
+// StatisticsTarget is a column's statistics target on both sides,
+// DefaultTarget where none is set.
+type StatisticsTarget struct {
+	Column    string `json:"column"`
+	Control   int    `json:"control"`
+	Candidate int    `json:"candidate"`
 }
 
 // Evidence of a setting that the comparison's work per call ties to the
@@ -194,6 +219,9 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 	}
 	causes = append(causes, hotCauses(assigned, cs, cd)...)
 	causes = append(causes, statisticsCauses(rels, cs, cd, changed)...)
+	if changed {
+		causes = append(causes, targetCauses(out.Query, rels, cs, cd)...)
+	}
 	if cs != nil && cd != nil {
 		if changed {
 			causes = append(causes, r.settingCauses(ctx, main, ctl, cand)...)
@@ -227,7 +255,7 @@ func causeRank(c Cause) int {
 		return 5
 	case CauseRowsDiffer:
 		return 6
-	case CauseExtendedStatistics:
+	case CauseExtendedStatistics, CauseStatisticsTarget:
 		return 7
 	}
 	return 8
@@ -429,17 +457,87 @@ func statisticsCauses(rels []string, cs, cd *Snapshot, changed bool) []Cause {
 			out = append(out, Cause{Kind: CauseRowsDiffer, Relation: name, Control: tuples(a), Candidate: tuples(b)})
 		}
 		if changed {
-			for _, es := range a.ExtStats {
-				if es.Built && !builtExt(b, es.Name) {
-					out = append(out, Cause{Kind: CauseExtendedStatistics, Side: Candidate, Relation: name, Setting: es.Name})
-				}
-			}
-			for _, es := range b.ExtStats {
-				if es.Built && !builtExt(a, es.Name) {
-					out = append(out, Cause{Kind: CauseExtendedStatistics, Side: Control, Relation: name, Setting: es.Name})
-				}
-			}
+			out = append(out, extStatCauses(name, a, b)...)
 		}
+	}
+	return out
+}
+
+// extStatCauses are the extended statistics objects of relation name
+// built on one side (a: the control's, b: the candidate's) and not on
+// the other.
+func extStatCauses(name string, a, b *Relation) []Cause {
+	var out []Cause
+	for _, es := range a.ExtStats {
+		if es.Built && !builtExt(b, es.Name) {
+			c := Cause{Kind: CauseExtendedStatistics, Side: Candidate, Relation: name, Setting: es.Name, Control: es.Def, Statistics: &es}
+			if mine := b.ExtStat(es.Name); mine != nil {
+				c.Candidate = mine.Def
+			}
+			out = append(out, c)
+		}
+	}
+	for _, es := range b.ExtStats {
+		if es.Built && !builtExt(a, es.Name) {
+			c := Cause{Kind: CauseExtendedStatistics, Side: Control, Relation: name, Setting: es.Name, Candidate: es.Def, Statistics: &es}
+			if mine := a.ExtStat(es.Name); mine != nil {
+				c.Control = mine.Def
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// targetCauses are the columns named by query, of the plans' relations,
+// whose statistics targets differ between the sides.
+func targetCauses(query string, rels []string, cs, cd *Snapshot) []Cause {
+	var out []Cause
+	words := identifiers(query)
+	seen := map[string]bool{}
+	for _, name := range rels {
+		a, b := relation(cs, name), relation(cd, name)
+		if seen[name] || a == nil || b == nil {
+			continue
+		}
+		seen[name] = true
+		cols := slices.Concat(slices.Collect(maps.Keys(a.StatisticsTargets)), slices.Collect(maps.Keys(b.StatisticsTargets)))
+		slices.Sort(cols)
+		for _, col := range slices.Compact(cols) {
+			ta, tb := a.StatisticsTarget(col), b.StatisticsTarget(col)
+			if ta == tb || !words[col] {
+				continue
+			}
+			out = append(out, Cause{Kind: CauseStatisticsTarget, Relation: name, Columns: []string{col},
+				Control: TargetText(ta), Candidate: TargetText(tb), Target: &StatisticsTarget{Column: col, Control: ta, Candidate: tb}})
+		}
+	}
+	return out
+}
+
+// TargetText is a statistics target as text: "default" for
+// DefaultTarget.
+func TargetText(n int) string {
+	if n == DefaultTarget {
+		return "default"
+	}
+	return strconv.Itoa(n)
+}
+
+// identifiers are the words of sql that may name a column, folded to
+// lower case as PostgreSQL folds unquoted names, quoted ones as written.
+func identifiers(sql string) map[string]bool {
+	out := map[string]bool{}
+	word := func(r rune) bool {
+		return r == '_' || r == '$' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127
+	}
+	for i, part := range strings.Split(sql, `"`) {
+		if i%2 == 1 { // between quotes
+			out[part] = true
+		}
+	}
+	for _, w := range strings.FieldsFunc(sql, func(r rune) bool { return !word(r) }) {
+		out[strings.ToLower(w)] = true
 	}
 	return out
 }

@@ -66,6 +66,36 @@ type Relation struct {
 	ColumnStats bool      `json:"column_stats"`
 	Indexes     []Index   `json:"indexes"`
 	ExtStats    []ExtStat `json:"extended_statistics,omitempty"`
+	// StatisticsTargets are the per-column statistics targets set
+	// explicitly (ALTER TABLE ... ALTER COLUMN ... SET STATISTICS), by
+	// column: pg_attribute.attstattarget where it is not the default
+	// (-1, or NULL from PostgreSQL 17). A column absent has the
+	// default, default_statistics_target.
+	StatisticsTargets map[string]int `json:"statistics_targets,omitempty"`
+}
+
+// DefaultTarget stands for a column's default statistics target
+// (default_statistics_target) in StatisticsTarget, as ALTER TABLE ...
+// SET STATISTICS -1 sets it.
+const DefaultTarget = -1
+
+// StatisticsTarget is column's statistics target, DefaultTarget when
+// none is set.
+func (r *Relation) StatisticsTarget(column string) int {
+	if n, ok := r.StatisticsTargets[column]; ok {
+		return n
+	}
+	return DefaultTarget
+}
+
+// ExtStat returns r's extended statistics object called name, or nil.
+func (r *Relation) ExtStat(name string) *ExtStat {
+	for i := range r.ExtStats {
+		if r.ExtStats[i].Name == name {
+			return &r.ExtStats[i]
+		}
+	}
+	return nil
 }
 
 // NeverAnalyzed reports whether the planner has no statistics of r: no
@@ -117,8 +147,15 @@ func (ix *Index) Shape() string {
 
 // ExtStat is an extended statistics object (CREATE STATISTICS).
 type ExtStat struct {
-	Name  string   `json:"name"`
-	Kinds []string `json:"kinds"`
+	// Schema is the object's own schema, which need not be its
+	// table's.
+	Schema string   `json:"schema,omitempty"`
+	Name   string   `json:"name"`
+	Kinds  []string `json:"kinds"`
+	// Def is pg_get_statisticsobjdef: the CREATE STATISTICS that makes
+	// it (its name schema-qualified, its table as the snapshot's
+	// session's search path names it).
+	Def string `json:"def,omitempty"`
 	// Built: ANALYZE has computed it.
 	Built bool `json:"built"`
 }
@@ -206,7 +243,7 @@ WHERE i.indrelid = ANY($1)
 ORDER BY ic.relname`
 
 const extStatsQuery = `
-SELECT s.stxrelid, s.stxname, s.stxkind::text[],
+SELECT s.stxrelid, n.nspname, s.stxname, s.stxkind::text[], pg_get_statisticsobjdef(s.oid),
        EXISTS (SELECT 1 FROM pg_stats_ext e WHERE e.statistics_schemaname = n.nspname AND e.statistics_name = s.stxname)
 FROM pg_statistic_ext s
 JOIN pg_namespace n ON n.oid = s.stxnamespace
@@ -283,15 +320,53 @@ func (s *Snapshot) LoadRelations(ctx context.Context, conn *pgx.Conn, timeout ti
 		for rows.Next() {
 			var oid uint32
 			var es ExtStat
-			if err := rows.Scan(&oid, &es.Name, &es.Kinds, &es.Built); err != nil {
+			if err := rows.Scan(&oid, &es.Schema, &es.Name, &es.Kinds, &es.Def, &es.Built); err != nil {
 				return fmt.Errorf("extended statistics: %w", err)
 			}
 			if r := byOID[oid]; r != nil {
 				r.ExtStats = append(r.ExtStats, es)
 			}
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("extended statistics: %w", err)
+		}
+		return loadTargets(ctx, tx, oids, byOID)
 	})
+}
+
+// targetsQuery reads the columns whose statistics target is set: up to
+// 16 attstattarget is -1 by default, from 17 NULL (and NULL >= 0 is
+// not true).
+const targetsQuery = `
+SELECT attrelid, attname, attstattarget::int
+FROM pg_attribute
+WHERE attrelid = ANY($1) AND attnum > 0 AND NOT attisdropped AND attstattarget >= 0
+ORDER BY attrelid, attnum`
+
+// loadTargets reads the relations' statistics targets set by column.
+func loadTargets(ctx context.Context, tx pgx.Tx, oids []uint32, byOID map[uint32]*Relation) error {
+	rows, err := tx.Query(ctx, targetsQuery, oids)
+	if err != nil {
+		return fmt.Errorf("statistics targets: %w", err)
+	}
+	for rows.Next() {
+		var oid uint32
+		var col string
+		var n int
+		if err := rows.Scan(&oid, &col, &n); err != nil {
+			return fmt.Errorf("statistics targets: %w", err)
+		}
+		if r := byOID[oid]; r != nil {
+			if r.StatisticsTargets == nil {
+				r.StatisticsTargets = map[string]int{}
+			}
+			r.StatisticsTargets[col] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("statistics targets: %w", err)
+	}
+	return nil
 }
 
 // readOnly runs f in a read-only transaction with statement_timeout and

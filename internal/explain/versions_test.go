@@ -16,7 +16,9 @@ import (
 // same major, for each of pgcluster.Majors, and from 13 to 18: the same
 // data and indexes make the same plan on every pair, without a problem,
 // whatever each version's EXPLAIN adds (18: buffers by default,
-// fractional rows, "Index Searches").
+// fractional rows, "Index Searches"); each snapshot reads the
+// statistics target set on a column and the extended statistics'
+// definition (attstattarget is NULL by default from 17).
 func TestVersionsExplain(t *testing.T) {
 	var pairs [][2]int
 	for _, m := range pgcluster.Majors {
@@ -36,7 +38,8 @@ func TestVersionsExplain(t *testing.T) {
 			if p.ctl == nil || p.cand == nil {
 				t.FailNow()
 			}
-			p.both("postgres", shopSQL+"CREATE INDEX customers_email_idx ON customers (email);")
+			p.both("postgres", shopSQL+"CREATE INDEX customers_email_idx ON customers (email);"+
+				"ALTER TABLE customers ALTER COLUMN email SET STATISTICS 500; CREATE STATISTICS customers_s (ndistinct) ON id, email FROM customers;")
 			p.both("postgres", "VACUUM ANALYZE")
 			q := "SELECT id, name FROM customers WHERE email = $1"
 			withValues := Statement{Fingerprint: "lookup", Query: q, Samples: []Sample{
@@ -60,6 +63,13 @@ func TestVersionsExplain(t *testing.T) {
 						if _, ok := s.Settings[name]; !ok {
 							t.Errorf("the %s's snapshot of %s (%s) lacks %s", side, db, s.VersionText, name)
 						}
+					}
+					// The statistics targets set and the extended
+					// statistics' definitions, whatever the version.
+					if r := s.Relations["customers"]; r == nil || len(r.StatisticsTargets) != 1 || r.StatisticsTarget("email") != 500 ||
+						len(r.ExtStats) != 1 || r.ExtStats[0].Def != "CREATE STATISTICS public.customers_s (ndistinct) ON id, email FROM customers" ||
+						r.ExtStats[0].Schema != "public" || !r.ExtStats[0].Built {
+						t.Errorf("the %s's snapshot of customers (%s): %+v", side, s.VersionText, r)
 					}
 				}
 			}

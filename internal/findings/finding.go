@@ -59,6 +59,10 @@ type Finding struct {
 	Recommendation string   `json:"recommendation"`
 	// Model is set when the finding estimates rather than observes.
 	Model *Model `json:"model,omitempty"`
+	// Fix is the recommendation's change as a rehearsal's fix rounds
+	// can try it, or why they cannot; nil for a finding that suggests
+	// no change of the workload or the schema (errors, replay order).
+	Fix *Fix `json:"fix,omitempty"`
 }
 
 // Evidence is what a finding rests on.
@@ -232,7 +236,7 @@ func (e *eval) add(f Finding) {
 		f.Evidence.Notes = append(f.Evidence.Notes, fmt.Sprintf("info rather than %s: %.1f%% of the workload's time, under %g%%", f.Severity, share.Value, minSharePct))
 		f.Severity = Info
 	}
-	e.report.Findings = append(e.report.Findings, f)
+	e.report.Findings = append(e.report.Findings, withFix(f))
 }
 func (e *eval) skip(id, reason string) {
 	e.report.NotEvaluated = append(e.report.NotEvaluated, Skip{ID: id, Reason: reason})

@@ -9,6 +9,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
+// trackPlanningSubject is the subject of the finding that
+// pg_stat_statements.track_planning is off.
+const trackPlanningSubject = "pg_stat_statements.track_planning"
+
 // planningHeavy flags queries whose planning time is a large share of
 // their total, from pg_stat_statements with track_planning; with it off,
 // it warns that planning time is invisible. Postgres.FM: total time is
@@ -29,7 +33,7 @@ func (e *eval) planningHeavy() {
 	}
 	if !c.PGSS.TrackPlanning {
 		e.add(Finding{
-			ID: IDPlanningHeavy, Severity: Warning, Subject: "pg_stat_statements.track_planning",
+			ID: IDPlanningHeavy, Severity: Warning, Subject: trackPlanningSubject,
 			Title:   "Planning time is invisible: pg_stat_statements.track_planning is off",
 			Summary: "pg_stat_statements counts execution time only; the time spent planning each statement is nowhere to be seen",
 			Recommendation: "Turn pg_stat_statements.track_planning on (ALTER SYSTEM SET pg_stat_statements.track_planning = on; " +

@@ -348,6 +348,12 @@ func TestMissingIndex(t *testing.T) {
 	if !strings.Contains(f.Recommendation, "(referenced_at, queued_at)") {
 		t.Errorf("recommendation does not name the filter columns: %s", f.Recommendation)
 	}
+	// The suggested index is a fix that rehearse's fix rounds try on a
+	// copy, where nothing else runs: built at once.
+	if f.Fix == nil || !strings.HasPrefix(f.Fix.SQL, "CREATE INDEX ON ") || !strings.HasSuffix(f.Fix.SQL, "(referenced_at, queued_at)") ||
+		f.Fix.Relation == "" || f.Fix.Untried != "" {
+		t.Errorf("the finding's fix: %+v", f.Fix)
+	}
 	if rows := f.Evidence.Tables[0].Rows[0]; !strings.Contains(rows[4], "logged parameter values") {
 		t.Errorf("plan not made with the logged parameters: %v", rows)
 	}
@@ -579,6 +585,10 @@ func TestPlanningHeavy(t *testing.T) {
 	if len(fs) != 1 || fs[0].Subject != "pg_stat_statements.track_planning" || fs[0].Severity != Warning {
 		t.Errorf("track_planning off: %+v", fs)
 	}
+	// Turning it on changes what is measured: no fix round can verify it.
+	if len(fs) == 1 && (fs[0].Fix == nil || fs[0].Fix.SQL != "" || !strings.Contains(fs[0].Fix.Untried, "changes what is measured")) {
+		t.Errorf("track_planning off: its fix %+v, want one that says it cannot be tried", fs[0].Fix)
+	}
 }
 
 func TestHotQueryID(t *testing.T) {
@@ -687,6 +697,9 @@ func TestRandomKeys(t *testing.T) {
 			}
 			if len(fs) != 1 || fs[0].Severity != c.want || !strings.Contains(fs[0].Summary, c.what) {
 				t.Fatalf("random-keys on %s keys: %+v", c.db, fs)
+			}
+			if fx := fs[0].Fix; fx == nil || fx.SQL != "" || !strings.Contains(fx.Untried, "the application's keys") {
+				t.Errorf("random-keys' fix %+v, want one that says it cannot be tried on a copy", fx)
 			}
 			if n := figure(t, fs[0], "values_sampled"); n < 500 {
 				t.Errorf("only %v logged values judged", n)

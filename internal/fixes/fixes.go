@@ -1,6 +1,7 @@
 // Package fixes names the change that undoes a cause the plans found
 // behind a regression (an index the control has and the candidate lacks,
-// a planner setting, a table never analyzed), as SQL to try on the
+// a planner setting, a table never analyzed, extended statistics or a
+// column's statistics target on one side only), as SQL to try on the
 // candidate's reset copy, and judges what fix rounds
 // measured with it: whether the regression is back within the control's
 // noise, what share of its time came back, and what the fix cost the
@@ -58,6 +59,20 @@ const (
 	// dropped from the copy: it reverts the change, so a verified
 	// verdict confirms the cause.
 	DropIndex Kind = "drop_index"
+	// CreateStatistics: an extended statistics object the control has
+	// built and the candidate lacks (explain.CauseExtendedStatistics),
+	// created with the control's definition, then ANALYZE of its table:
+	// the planner uses it only once analyzed.
+	CreateStatistics Kind = "create_statistics"
+	// DropStatistics: an extended statistics object the candidate has
+	// built and the control has not at all, dropped from the copy: it
+	// reverts the change, so a verified verdict confirms the cause.
+	DropStatistics Kind = "drop_statistics"
+	// StatisticsTarget: a column's statistics target that differs
+	// (explain.CauseStatisticsTarget), set to the control's (ALTER TABLE
+	// ... ALTER COLUMN ... SET STATISTICS, -1 for the default), then
+	// ANALYZE of its table, which samples with it.
+	StatisticsTarget Kind = "statistics_target"
 )
 
 // Origin is who proposed a fix.
@@ -70,6 +85,10 @@ const (
 	// OriginTry: the user's own SQL (ParseTry), tried whatever the
 	// plans found.
 	OriginTry Origin = "try"
+	// OriginFinding: the change a finding of the workload recommends
+	// (FromFindings), such as the index a sequential scan behind a
+	// filter lacks: judged as the user's own, by what it changed.
+	OriginFinding Origin = "finding"
 )
 
 // Fix is a change tried on the candidate's copy in fix rounds, for the
@@ -200,7 +219,46 @@ func fixOf(c explain.Cause, plans *explain.Report) (Fix, bool) {
 		return Fix{Name: "drop-index-" + fileSafe(c.Index), Kind: DropIndex, Origin: OriginPlans,
 			SQL: "DROP INDEX " + quoteName(qualified(c.Index, c.Candidate)), Relation: c.Relation}, true
 	case c.Kind == explain.CauseNeverAnalyzed && c.Side == explain.Candidate && c.Relation != "":
-		return Fix{Name: "analyze-" + fileSafe(c.Relation), Kind: Analyze, Origin: OriginPlans, SQL: "ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
+		return analyze(c.Relation), true
+	case c.Kind == explain.CauseExtendedStatistics, c.Kind == explain.CauseStatisticsTarget:
+		return statisticsFix(c)
+	}
+	return Fix{}, false
+}
+
+// analyze is the fix of a table never analyzed on the candidate.
+func analyze(rel string) Fix {
+	return Fix{Name: "analyze-" + fileSafe(rel), Kind: Analyze, Origin: OriginPlans, SQL: "ANALYZE " + quoteName(rel), Relation: rel}
+}
+
+// statisticsFix is the fix of extended statistics on one side only, or
+// of a column's statistics target that differs.
+func statisticsFix(c explain.Cause) (Fix, bool) {
+	es := c.Statistics
+	switch {
+	case c.Relation == "":
+	case c.Kind == explain.CauseStatisticsTarget && c.Target != nil && c.Target.Column != "":
+		col := c.Target.Column
+		return Fix{Name: "statistics-target-" + fileSafe(c.Relation) + "." + fileSafe(col), Kind: StatisticsTarget, Origin: OriginPlans,
+			SQL: fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET STATISTICS %d; ANALYZE %s",
+				quoteName(c.Relation), quoteIdent(col), max(c.Target.Control, explain.DefaultTarget), quoteName(c.Relation)),
+			Relation: c.Relation}, true
+	case es == nil || es.Name == "":
+	case c.Side == explain.Candidate && c.Candidate != "":
+		// The candidate has it, never analyzed since it was made.
+		return analyze(c.Relation), true
+	case c.Side == explain.Candidate && strings.HasPrefix(es.Def, "CREATE STATISTICS "):
+		return Fix{Name: "statistics-" + fileSafe(es.Name), Kind: CreateStatistics, Origin: OriginPlans,
+			SQL: es.Def + "; ANALYZE " + quoteName(c.Relation), Relation: c.Relation}, true
+	case c.Side == explain.Control && c.Control == "":
+		// The control has no object of that name: dropping it is the
+		// change undone. One defined otherwise, unbuilt, is not.
+		name := quoteIdent(es.Name)
+		if es.Schema != "" {
+			name = quoteIdent(es.Schema) + "." + name
+		}
+		return Fix{Name: "drop-statistics-" + fileSafe(es.Name), Kind: DropStatistics, Origin: OriginPlans,
+			SQL: "DROP STATISTICS " + name, Relation: c.Relation}, true
 	}
 	return Fix{}, false
 }
@@ -284,9 +342,14 @@ func qualified(index, def string) string {
 	return index
 }
 
+// JudgedByChanges reports whether the fix is judged by what it changed
+// as well (Outcome.Changes): one that no cause of a regression proposed
+// (the user's own, a finding's).
+func (f Fix) JudgedByChanges() bool { return f.Origin == OriginTry || f.Origin == OriginFinding }
+
 // Reverts reports whether the fix undoes the candidate's change itself
-// (DropIndex): verified, it confirms the cause.
-func (f Fix) Reverts() bool { return f.Kind == DropIndex }
+// (DropIndex, DropStatistics): verified, it confirms the cause.
+func (f Fix) Reverts() bool { return f.Kind == DropIndex || f.Kind == DropStatistics }
 
 // settingContext is pg_settings.context of setting on the candidate
 // (user and superuser: a database may carry it; sighup: a reload;
@@ -529,7 +592,7 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		o.Queries = append(o.Queries, fq)
 	}
 	switch {
-	case len(o.Queries) == 0 && fix.Origin == OriginTry:
+	case len(o.Queries) == 0 && fix.JudgedByChanges():
 		o.Status = Tried
 	case len(o.Queries) == 0:
 		o.Status = NoEffect
@@ -555,7 +618,7 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		}
 		o.Costs = append(o.Costs, Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS})
 	}
-	if fix.Origin == OriginTry {
+	if fix.JudgedByChanges() {
 		o.Changes = changes(delta, with)
 	}
 	if fix.Relation != "" {

@@ -350,3 +350,60 @@ func TestPlanAndJudgeHOT(t *testing.T) {
 		t.Errorf("qualified with a quoted schema = %q, want the name as it is", q)
 	}
 }
+
+// TestPlanStatistics: extended statistics the control has built and the
+// candidate lacks are created with the control's definition, then the
+// table analyzed; ones the candidate has unbuilt get the ANALYZE alone;
+// ones the candidate has and the control lacks altogether are dropped,
+// a fix that reverts the change; a column's statistics target that
+// differs is set to the control's (-1 for its default) before ANALYZE.
+// A cause without what its fix needs gets none.
+func TestPlanStatistics(t *testing.T) {
+	const def = "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM t"
+	ctlStat := &explain.ExtStat{Schema: "public", Name: "t_ab", Kinds: []string{"f"}, Def: def, Built: true}
+	candStat := &explain.ExtStat{Schema: "app", Name: "t_cd", Kinds: []string{"d"}, Def: "CREATE STATISTICS app.t_cd (ndistinct) ON c, d FROM t", Built: true}
+	for _, tc := range []struct {
+		name    string
+		cause   explain.Cause
+		want    Fix // Name, Kind, SQL, Relation; zero: no fix
+		reverts bool
+	}{
+		{"control only", explain.Cause{Kind: explain.CauseExtendedStatistics, Side: explain.Candidate, Relation: "t", Setting: "t_ab", Control: def, Statistics: ctlStat},
+			Fix{Name: "statistics-t_ab", Kind: CreateStatistics, SQL: def + `; ANALYZE "t"`, Relation: "t"}, false},
+		{"unbuilt on the candidate", explain.Cause{Kind: explain.CauseExtendedStatistics, Side: explain.Candidate, Relation: "t", Setting: "t_ab", Control: def,
+			Candidate: def, Statistics: ctlStat},
+			Fix{Name: "analyze-t", Kind: Analyze, SQL: `ANALYZE "t"`, Relation: "t"}, false},
+		{"candidate only", explain.Cause{Kind: explain.CauseExtendedStatistics, Side: explain.Control, Relation: "t", Setting: "t_cd", Candidate: candStat.Def, Statistics: candStat},
+			Fix{Name: "drop-statistics-t_cd", Kind: DropStatistics, SQL: `DROP STATISTICS "app"."t_cd"`, Relation: "t"}, true},
+		{"candidate only, unbuilt on the control", explain.Cause{Kind: explain.CauseExtendedStatistics, Side: explain.Control, Relation: "t", Setting: "t_cd",
+			Control: "CREATE STATISTICS app.t_cd (ndistinct) ON c, e FROM t", Candidate: candStat.Def, Statistics: candStat}, Fix{}, false},
+		{"no definition", explain.Cause{Kind: explain.CauseExtendedStatistics, Side: explain.Candidate, Relation: "t", Setting: "t_ab"}, Fix{}, false},
+		{"target set on the control", explain.Cause{Kind: explain.CauseStatisticsTarget, Relation: "t", Columns: []string{"a"}, Control: "1000", Candidate: "default",
+			Target: &explain.StatisticsTarget{Column: "a", Control: 1000, Candidate: explain.DefaultTarget}},
+			Fix{Name: "statistics-target-t.a", Kind: StatisticsTarget, SQL: `ALTER TABLE "t" ALTER COLUMN "a" SET STATISTICS 1000; ANALYZE "t"`, Relation: "t"}, false},
+		{"target set on the candidate", explain.Cause{Kind: explain.CauseStatisticsTarget, Relation: "t", Columns: []string{"Odd col"}, Control: "default", Candidate: "10",
+			Target: &explain.StatisticsTarget{Column: "Odd col", Control: explain.DefaultTarget, Candidate: 10}},
+			Fix{Name: "statistics-target-t.Odd_col", Kind: StatisticsTarget, SQL: `ALTER TABLE "t" ALTER COLUMN "Odd col" SET STATISTICS -1; ANALYZE "t"`, Relation: "t"}, false},
+		{"target without its values", explain.Cause{Kind: explain.CauseStatisticsTarget, Relation: "t", Columns: []string{"a"}, Control: "1000", Candidate: "default"}, Fix{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := report(q("a", "SELECT v FROM t WHERE a = $1 AND b = $2 ORDER BY id LIMIT $3", compare.StatusRegressed, 900, 5, 9))
+			plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "a", Database: "app", Causes: []explain.Cause{tc.cause}}}}
+			got := Plan(rep, plans, 0)
+			if tc.want.Name == "" {
+				if len(got) != 0 {
+					t.Errorf("Plan = %+v, want no fix", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("Plan = %+v, want one fix", got)
+			}
+			f := got[0]
+			if f.Name != tc.want.Name || f.Kind != tc.want.Kind || f.SQLIn("x") != tc.want.SQL || f.Relation != tc.want.Relation || f.Origin != OriginPlans ||
+				!slices.Equal(f.Databases, []string{"app"}) || !slices.Equal(f.Fingerprints, []string{"a"}) || f.Reverts() != tc.reverts {
+				t.Errorf("fix %+v (reverts %v), want %+v (reverts %v)", f, f.Reverts(), tc.want, tc.reverts)
+			}
+		})
+	}
+}

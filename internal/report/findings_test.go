@@ -63,3 +63,30 @@ func TestWriteFindings(t *testing.T) {
 		t.Errorf("section %+v", s)
 	}
 }
+
+// TestWriteFindingsFix: a finding's fix is said with the SQL rehearse's
+// fix rounds try, or why they cannot, in the text and on the page.
+func TestWriteFindingsFix(t *testing.T) {
+	r := &findings.Report{Findings: []findings.Finding{
+		{ID: findings.IDMissingIndex, Severity: findings.Warning, Subject: "public.jobs (state)", Title: "scan",
+			Fix: &findings.Fix{SQL: "CREATE INDEX ON public.jobs (state)", Relation: "public.jobs"}},
+		{ID: findings.IDRandomKeys, Severity: findings.Warning, Subject: "public.events.id", Title: "keys",
+			Fix: &findings.Fix{Untried: "the application's keys"}},
+	}}
+	var b strings.Builder
+	if err := WriteFindings(&b, r, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  fix round: rehearse tries CREATE INDEX ON public.jobs (state) on the candidate's copy\n",
+		"  fix round: cannot be tried on a copy: the application's keys\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	s := FindingsSection(r, Hints{})
+	if len(s.Tables) != 1 || len(s.Tables[0].Rows) != 2 || !strings.Contains(strings.Join(s.Tables[0].Rows[1].Detail.Notes, " "), "Fix round: cannot be tried on a copy") {
+		t.Errorf("section %+v", s)
+	}
+}

@@ -57,6 +57,9 @@ func WriteFindings(w io.Writer, r *findings.Report, h Hints) error {
 			fmt.Fprintf(&b, "  source: %s\n", m.Source)
 		}
 		fmt.Fprintf(&b, "  recommendation: %s\n", f.Recommendation)
+		if t := findingFixText(f.Fix); t != "" {
+			fmt.Fprintf(&b, "  fix round: %s\n", t)
+		}
 	}
 	if len(r.NotEvaluated) > 0 {
 		b.WriteString("\nNot evaluated:\n")
@@ -72,4 +75,16 @@ func WriteFindings(w io.Writer, r *findings.Report, h Hints) error {
 func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
+}
+
+// findingFixText is what rehearse's fix rounds do with a finding's fix:
+// the SQL they try on the candidate's copy, or why they cannot.
+func findingFixText(f *findings.Fix) string {
+	switch {
+	case f == nil:
+		return ""
+	case f.Untried != "":
+		return "cannot be tried on a copy: " + f.Untried
+	}
+	return "rehearse tries " + f.SQL + " on the candidate's copy"
 }

@@ -89,7 +89,7 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 				htmlreport.Num(fmtFactor(c.Factor), c.Factor), htmlreport.Num(fmtSignedTotal(c.AddedMS), c.AddedMS),
 				queryCell(c.Fingerprint, c.Query, pageQueryWidth)}})
 		}
-		if f.Origin == fixes.OriginTry {
+		if f.JudgedByChanges() {
 			for _, line := range fixChangeLines(f.Changes) {
 				s.Notes = append(s.Notes, f.Name+": "+line)
 			}

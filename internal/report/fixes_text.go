@@ -103,7 +103,7 @@ func fixFigureLines(f fixes.Outcome) []string {
 	if len(f.Costs) == 0 {
 		out = append(out, "no other query regressed with the fix")
 	}
-	if f.Origin == fixes.OriginTry {
+	if f.JudgedByChanges() {
 		out = append(out, fixChangeLines(f.Changes)...)
 	}
 	return append(out, fixWritesLines(f)...)

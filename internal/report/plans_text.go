@@ -293,6 +293,8 @@ func causeShort(c explain.Cause) string {
 		return c.Relation + " rows " + tuplesText(c.Control) + " -> " + tuplesText(c.Candidate)
 	case explain.CauseExtendedStatistics:
 		return "extended statistics " + c.Setting + " only on " + string(otherSide(c.Side))
+	case explain.CauseStatisticsTarget:
+		return "statistics target of " + c.Relation + "." + strings.Join(c.Columns, ", ") + " " + c.Control + " -> " + c.Candidate
 	case explain.CauseVersion:
 		return "version " + c.Control + " -> " + c.Candidate
 	case explain.CauseSetting:
@@ -358,7 +360,14 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 	case explain.CauseRowsDiffer:
 		return c.Relation + " holds " + tuplesText(c.Control) + " rows on the control and " + tuplesText(c.Candidate) + " on the candidate"
 	case explain.CauseExtendedStatistics:
-		return "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(otherSide(c.Side))
+		s := "extended statistics " + c.Setting + " on " + c.Relation + " exist only on the " + string(otherSide(c.Side))
+		if c.Statistics != nil && c.Statistics.Def != "" {
+			s += " (" + c.Statistics.Def + ")"
+		}
+		return s
+	case explain.CauseStatisticsTarget:
+		return "the statistics target of " + c.Relation + "." + strings.Join(c.Columns, ", ") + " is " + c.Control + " on the control and " +
+			c.Candidate + " on the candidate: the planner's estimates of the column differ with it"
 	case explain.CauseVersion:
 		if m != nil && m.Diff.Same {
 			return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the same plan runs on another version's executor and storage"

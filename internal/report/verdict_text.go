@@ -140,6 +140,9 @@ func FixText(c explain.Cause) string {
 	case explain.CauseExtendedStatistics:
 		return "create the extended statistics " + c.Setting + " on the " + string(c.Side) + " as on the " + string(otherSide(c.Side)) +
 			", then ANALYZE " + c.Relation
+	case explain.CauseStatisticsTarget:
+		return "set the statistics target of " + c.Relation + "." + strings.Join(c.Columns, ", ") + " on the candidate to the control's (" +
+			c.Control + "), then ANALYZE " + c.Relation
 	case explain.CauseSetting:
 		if c.Verified {
 			return "set " + c.Setting + " to " + c.Control + " on the candidate, the control's value"

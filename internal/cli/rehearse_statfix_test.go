@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// Extended statistics on the control only (issue 48, item 1): a and b
+// of s are equal on every row, which the planner cannot know without
+// functional dependencies. Without them it takes a = X AND b = X to
+// keep one row in 100,000 and sorts what a sequential scan finds; with
+// them 200, and the walk of the primary key finds the first five after
+// 2,500 rows.
+
+// statTable is s on every target.
+const statTable = `CREATE TABLE s (id int PRIMARY KEY, a int NOT NULL, b int NOT NULL, v text NOT NULL);
+INSERT INTO s SELECT i, i % 500, i % 500, 'v' || i FROM generate_series(1, 100000) i;
+ANALYZE s`
+
+// statLog asks for the first five rows of s with a = b = X, by id.
+func statLog(t *testing.T, user string) string {
+	t.Helper()
+	var steps []logStep
+	for i := range 30 {
+		x := strconv.Itoa(7 + 11*i)
+		steps = append(steps, logStep{q: "SELECT v FROM s WHERE a = " + x + " AND b = " + x + " ORDER BY id LIMIT 5"})
+	}
+	return writeStepsLog(t, []logSession{{user, "app"}}, steps)
+}
+
+// TestRehearseStatisticsFix: the candidate lacks the control's extended
+// statistics on s's correlated columns; the plans name them as the
+// cause of the changed plan, and the fix round creates them with the
+// control's definition on the copy and analyzes s, which brings the
+// query back within the control's noise. The candidate's own database
+// never gets them. Its sequential scan behind the filter is a
+// missing-index finding too (issue 48 item 4), whose index is tried in
+// a fix round of its own and makes the query faster.
+func TestRehearseStatisticsFix(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "app", statTable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ctl.Exec(ctx, "app", "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := statLog(t, ctl.User())
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
+		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
+	}
+	var doc struct {
+		Fixes []fixes.Outcome `json:"fixes"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var stat *fixes.Outcome
+	for i, f := range doc.Fixes {
+		if f.Name == "statistics-s_ab" {
+			stat = &doc.Fixes[i]
+		}
+	}
+	if stat == nil || stat.Kind != fixes.CreateStatistics || stat.Origin != fixes.OriginPlans || stat.Relation != "s" ||
+		stat.SQL != `CREATE STATISTICS public.s_ab (dependencies) ON a, b FROM s; ANALYZE "s"` {
+		t.Fatalf("the statistics' fix: %+v (fixes %+v)", stat, doc.Fixes)
+	}
+	if stat.Status != fixes.Verified || stat.Rounds != 1 {
+		t.Errorf("the statistics' fix: %s after %d rounds, want verified after 1: %+v", stat.Status, stat.Rounds, stat.Queries)
+	}
+	// The candidate's scan of s behind its filter is a missing-index
+	// finding, whose index is tried too, judged by what it changed.
+	var idx *fixes.Outcome
+	for i, f := range doc.Fixes {
+		if f.Origin == fixes.OriginFinding {
+			idx = &doc.Fixes[i]
+		}
+	}
+	if idx == nil || idx.Name != "finding-missing-index-public.s_a_b" || idx.Kind != fixes.CreateIndex || idx.SQL != "CREATE INDEX ON public.s (a, b)" || idx.Rounds != 1 {
+		t.Fatalf("the finding's fix: %+v (fixes %+v)", idx, doc.Fixes)
+	}
+	if len(idx.Changes) != 1 || idx.Changes[0].Direction != fixes.Faster || !strings.HasPrefix(idx.Changes[0].Query, "SELECT v FROM s WHERE a = ") {
+		t.Errorf("what the finding's index changed: %+v", idx.Changes)
+	}
+	for _, want := range []string{"extended statistics s_ab on s exist only on the control", "statistics-s_ab: fix verified (1 round)",
+		"fix round: rehearse tries CREATE INDEX ON public.s (a, b) on the candidate's copy"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("standard output lacks %q", want)
+		}
+	}
+	if got := queryLines(t, cand, "app", "SELECT count(*) FROM pg_statistic_ext WHERE stxname = 's_ab'"); strings.Join(got, "") != "0" {
+		t.Errorf("the candidate's own app has the control's statistics: %v", got)
+	}
+}
+
+// jobsTable is a job queue: the jobs ready to run are the newest 500 of
+// 100,000, and nothing indexes the poll's filter.
+const jobsTable = `CREATE TABLE jobs (id int PRIMARY KEY, queue int NOT NULL, state text NOT NULL, payload text NOT NULL);
+INSERT INTO jobs SELECT i, i % 10, CASE WHEN i > 99500 THEN 'ready' ELSE 'done' END, 'p' || i FROM generate_series(1, 100000) i;
+ANALYZE jobs`
+
+// TestRehearseFindingFix: two identical targets poll a job queue by
+// state and queue without an index (issue 48 item 4). The findings name
+// the sequential scan behind the filter, and the index they suggest is
+// built on the candidate's copy and measured in a fix round: the poll is
+// faster beyond noise than on the candidate without it. The poll's lack
+// of SKIP LOCKED, a change of the application's, says it cannot be
+// tried on a copy.
+func TestRehearseFindingFix(t *testing.T) {
+	longCase(t)
+	parallelCase(t)
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "app", jobsTable); err != nil {
+			t.Fatal(err)
+		}
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var steps []logStep
+	for i := range 30 {
+		steps = append(steps, logStep{q: "SELECT id, payload FROM jobs WHERE state = 'ready' AND queue = " + strconv.Itoa(i%10) + " LIMIT 10 FOR UPDATE"})
+	}
+	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0: fixes never change it", code)
+	}
+	var doc struct {
+		Fixes []fixes.Outcome `json:"fixes"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Fixes) != 1 {
+		t.Fatalf("fixes %+v, want the finding's index alone", doc.Fixes)
+	}
+	idx := doc.Fixes[0]
+	if idx.Origin != fixes.OriginFinding || idx.Kind != fixes.CreateIndex || !strings.HasPrefix(idx.SQL, "CREATE INDEX ON public.jobs (") || idx.Rounds != 1 {
+		t.Fatalf("the finding's fix: %+v", idx)
+	}
+	faster := false
+	for _, c := range idx.Changes {
+		faster = faster || c.Direction == fixes.Faster && strings.HasPrefix(c.Query, "SELECT id, payload FROM jobs WHERE state = ")
+	}
+	if !faster {
+		t.Errorf("the poll is not faster with the finding's index: %+v", idx.Changes)
+	}
+	if want := "fix round: cannot be tried on a copy: SKIP LOCKED changes the application's statement"; !strings.Contains(stdout, want) {
+		t.Errorf("standard output lacks %q", want)
+	}
+}

@@ -1,0 +1,57 @@
+package fixes
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/findings"
+)
+
+// TestFromFindings: a finding's SQL becomes a fix of origin finding in
+// the workload's database, aimed at its queries that regressed (none:
+// judged by what it changes); a finding whose fix cannot be tried, one
+// without a fix, and an index on a table the plans' fix indexes already
+// get none. Judged, a finding's fix that regressed nothing is tried,
+// with its changes.
+func TestFromFindings(t *testing.T) {
+	poll := findings.QueryRef{Fingerprint: "poll", Query: "SELECT id FROM jobs WHERE state = $1 ORDER BY id LIMIT $2"}
+	rep := &findings.Report{Findings: []findings.Finding{
+		{ID: findings.IDMissingIndex, Subject: "public.jobs (state)", Evidence: findings.Evidence{Queries: []findings.QueryRef{poll}},
+			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.jobs ("state")`, Relation: "public.jobs"}},
+		{ID: findings.IDMissingIndex, Subject: "public.orders (customer_id)", Evidence: findings.Evidence{Queries: []findings.QueryRef{{Fingerprint: "o"}}},
+			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.orders (customer_id)`, Relation: "public.orders"}},
+		{ID: findings.IDRandomKeys, Subject: "public.events.id", Fix: &findings.Fix{Untried: "the application's keys"}},
+		{ID: findings.IDErrors, Subject: "23505"},
+	}}
+	cmpRep := report(
+		q("poll", poll.Query, compare.StatusRegressed, 700, 3, 5),
+		q("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5),
+	)
+	planned := []Fix{{Name: "index-orders_customer_idx", Kind: CreateIndex, Relation: "orders"}}
+	got := FromFindings(rep, cmpRep, "app", planned)
+	if len(got) != 1 {
+		t.Fatalf("FromFindings = %+v, want the jobs index alone", got)
+	}
+	f := got[0]
+	if f.Name != "finding-missing-index-public.jobs_state" || f.Kind != CreateIndex || f.Origin != OriginFinding || f.SQL != `CREATE INDEX ON public.jobs ("state")` ||
+		f.Relation != "public.jobs" || !slices.Equal(f.Databases, []string{"app"}) || !slices.Equal(f.Fingerprints, []string{"poll"}) || f.AddedMS != 700 {
+		t.Errorf("the finding's fix: %+v", f)
+	}
+	if none := FromFindings(rep, report(q("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5)), "app", planned); len(none) != 1 || len(none[0].Fingerprints) != 0 {
+		t.Errorf("a finding whose queries did not regress: %+v", none)
+	}
+	if FromFindings(nil, cmpRep, "app", nil) != nil {
+		t.Error("no findings, yet fixes")
+	}
+
+	// Nothing regressed: tried, judged by what it changed.
+	f.Fingerprints, f.AddedMS = []string{}, 0
+	same := report(q("poll", poll.Query, compare.StatusUnchanged, 0, 0.9, 1.1))
+	faster := q("poll", poll.Query, compare.StatusImproved, -600, 0.1, 0.2)
+	faster.Effects.Mean.Change = compare.ChangeFaster
+	o := Judge(f, same, same, report(faster))
+	if o.Status != Tried || len(o.Changes) != 1 || o.Changes[0].Direction != Faster || !f.JudgedByChanges() {
+		t.Errorf("the finding's fix judged: %s, changes %+v", o.Status, o.Changes)
+	}
+}
