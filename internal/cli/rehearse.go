@@ -50,9 +50,12 @@ type rehearseFlags struct {
 	explain bool
 	plans   planFlags
 	// fixes, fixRounds, maxFixes: the fix rounds after the comparison.
-	fixes     bool
-	fixRounds int
-	maxFixes  int
+	fixes bool
+	// fixFindings: the indexes missing-index findings suggest are tried
+	// too (--fix-findings).
+	fixFindings bool
+	fixRounds   int
+	maxFixes    int
 	// tries are --try's NAME:SQL, the user's own fixes.
 	tries []string
 }
@@ -71,6 +74,44 @@ func newRehearseCmd(ctx context.Context, stdio IO) *cobra.Command {
 	addRehearseFlags(cmd.Flags(), &f)
 	return cmd
 }
+
+// fixesHelp is the part of rehearse --help on fix rounds.
+const fixesHelp = `Then (--fixes, on by default) each regression whose plans name a cause that
+a reset copy can undo has its fix tried (an index the control has and the
+candidate lacks: the control's CREATE INDEX; a planner setting a session may
+change: the control's value by ALTER DATABASE ... SET; one a reload applies:
+ALTER SYSTEM SET and a reload for the round, put back after it; a table never
+analyzed: ANALYZE; an index on the candidate only that stops HOT updates:
+DROP INDEX, the change reverted, "confirms the cause" when that brings the
+update's work back within noise; extended statistics on the control only:
+its CREATE STATISTICS, then ANALYZE; ones on the candidate only: DROP
+STATISTICS, the change reverted; a column's statistics target that
+differs: the control's, then ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+with --reset none), with the fix's SQL applied to the round's copies
+and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
+--max-fixes of them, those adding the most time first. Each fix is judged
+against the control's rounds: "fix verified" (the regression is within the
+control's noise), "fix partial" (the share of its time recovered) or "no
+effect", with every other query that regressed with the fix only, and the
+writes of its table against the candidate without it; "fixes" in the JSON
+(docs/rehearse.md). A fix the server refuses is not tried, with its error;
+fixes never change the exit code.
+
+--fix-findings tries the index each missing-index finding suggests (a
+sequential scan behind a frequent filter) too, after the plans' fixes, judged
+by what it made faster or slower. It is off by default: a finding is of the
+traffic, on both sides alike, so an identical candidate would try it too.
+
+--try 'NAME:SQL' (repeatable) tries your own change the same way, whatever
+the plans found (an index you mean to add, a setting): its SQL is run as
+given in the round's copy of the workload's database, in --fix-rounds
+rounds of its own (round-NN-candidate-fix-try-NAME.json), and its verdict
+names every query faster or slower beyond noise than on the candidate
+without it, each also against the control, with the verdict on the
+rehearsal's regressions when there are some. A --try whose SQL fails is
+"not tried", with the server's error. Not with --reset none.
+
+`
 
 // rehearseHelp is rehearse --help's long text.
 func rehearseHelp() string {
@@ -158,38 +199,7 @@ generic plans, said so; a statement whose normalized text the servers cannot
 plan ("interval $2") is explained with one execution read again from the
 logs, whose values are used, never run and not kept.
 
-Then (--fixes, on by default) each regression whose plans name a cause that
-a reset copy can undo has its fix tried (an index the control has and the
-candidate lacks: the control's CREATE INDEX; a planner setting a session may
-change: the control's value by ALTER DATABASE ... SET; one a reload applies:
-ALTER SYSTEM SET and a reload for the round, put back after it; a table never
-analyzed: ANALYZE; an index on the candidate only that stops HOT updates:
-DROP INDEX, the change reverted, "confirms the cause" when that brings the
-update's work back within noise; extended statistics on the control only:
-its CREATE STATISTICS, then ANALYZE; ones on the candidate only: DROP
-STATISTICS, the change reverted; a column's statistics target that
-differs: the control's, then ANALYZE; and the index a missing-index
-finding suggests, judged also by what it made faster or slower): --fix-rounds (2) more candidate rounds from the reset state (not
-with --reset none), with the fix's SQL applied to the round's copies
-and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
---max-fixes of them, those adding the most time first. Each fix is judged
-against the control's rounds: "fix verified" (the regression is within the
-control's noise), "fix partial" (the share of its time recovered) or "no
-effect", with every other query that regressed with the fix only, and the
-writes of its table against the candidate without it; "fixes" in the JSON
-(docs/rehearse.md). A fix the server refuses is not tried, with its error;
-fixes never change the exit code.
-
---try 'NAME:SQL' (repeatable) tries your own change the same way, whatever
-the plans found (an index you mean to add, a setting): its SQL is run as
-given in the round's copy of the workload's database, in --fix-rounds
-rounds of its own (round-NN-candidate-fix-try-NAME.json), and its verdict
-names every query faster or slower beyond noise than on the candidate
-without it, each also against the control, with the verdict on the
-rehearsal's regressions when there are some. A --try whose SQL fails is
-"not tried", with the server's error. Not with --reset none.
-
-` + rulesHelp + `
+` + fixesHelp + `` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
 		exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
 		exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"})
@@ -216,8 +226,9 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
-	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) and the index a missing-index finding suggests on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
+	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
+	fl.BoolVar(&f.fixFindings, "fix-findings", false, "with --fixes, also try the index each missing-index finding suggests, judged by what it made faster or slower (off by default: findings are of the traffic, alike on both sides)")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
@@ -859,7 +870,7 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 			planned = fixes.WithRestart(planned)
 		}
 	}
-	if r.f.fixes {
+	if r.f.fixes && r.f.fixFindings {
 		// The findings' (the index a scan behind a filter lacks), after
 		// the plans', in the workload's database.
 		planned = append(planned, fixes.FromFindings(v.Findings, v.Comparison, r.database, planned)...)

@@ -71,7 +71,7 @@ func TestRehearseStatisticsFix(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
-		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--fix-findings",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
@@ -161,7 +161,7 @@ func TestRehearseFindingFix(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
-		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--fix-findings",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitOK {
