@@ -98,7 +98,32 @@ func (e *eval) batchInserts() {
 			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
 		}
 		e.indexCosts(&f, g.schema, g.table)
+		e.batchMeasured(&f, name)
 		e.add(f)
+	}
+}
+
+// batchMeasured adds to f what batching was measured to save on the
+// table's rows, or how to measure it.
+func (e *eval) batchMeasured(f *Finding, table string) {
+	m := e.in.Batched
+	said := m.measured(table)
+	if said == "" {
+		f.Evidence.Notes = append(f.Evidence.Notes, "what batching saves on this traffic is measured by rounds "+
+			"replayed with and without it: pgrehearse rehearse --batch-inserts 50 (docs/rehearse.md)")
+		return
+	}
+	f.Summary += "; " + said
+	f.Evidence.Figures = append(f.Evidence.Figures,
+		fig("batch_rows", float64(m.Max), ""),
+		fig("batch_time_per_row_factor", m.Time.Ratio, "x"),
+		fig("batch_time_per_row_factor_low", m.Time.Low, "x"),
+		fig("batch_time_per_row_factor_high", m.Time.High, "x"))
+	if m.WAL != nil {
+		f.Evidence.Figures = append(f.Evidence.Figures,
+			fig("batch_wal_per_row_factor", m.WAL.Ratio, "x"),
+			fig("batch_wal_per_row_factor_low", m.WAL.Low, "x"),
+			fig("batch_wal_per_row_factor_high", m.WAL.High, "x"))
 	}
 }
 

@@ -59,6 +59,10 @@ type Finding struct {
 	Recommendation string   `json:"recommendation"`
 	// Model is set when the finding estimates rather than observes.
 	Model *Model `json:"model,omitempty"`
+	// Untried says why the recommendation cannot be tried on a copy of
+	// the database (a rehearsal's fix round): what it changes is the
+	// application, or the server's reporting rather than its work.
+	Untried string `json:"untried,omitempty"`
 }
 
 // Evidence is what a finding rests on.
@@ -179,6 +183,10 @@ type Input struct {
 	// option, "local server: this machine's CPU count").
 	ServerCPUs int
 	CPUSource  string
+	// Batched, when set, is what batching the single-row INSERTs saved,
+	// measured in rounds (judge.BatchInserts): the batch-inserts
+	// finding then says it.
+	Batched *BatchMeasure
 }
 
 // ErrInterrupted is Evaluate's error when its context ended during the

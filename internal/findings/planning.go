@@ -37,6 +37,8 @@ func (e *eval) planningHeavy() {
 				"default because it takes pg_stat_statements' per-entry spinlock a second time per call: on a query id called " +
 				"hundreds of thousands of times per second that contention can halve peak throughput (see hot-queryid), so " +
 				"turn it off again on such servers.",
+			Untried: "it changes what the server reports, not what the workload costs: a replay on a copy has no saving to " +
+				"measure, and its overhead shows only as the contention of hot-queryid",
 			Evidence: Evidence{Figures: []Figure{fig("pgss_entries", float64(len(c.PGSS.Rows)), "")}},
 		})
 		return

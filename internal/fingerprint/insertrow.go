@@ -132,7 +132,9 @@ func plainValue(n *pg_query.Node) (int32, bool) {
 	case n.GetAConst() != nil, n.GetSetToDefault() != nil:
 		return 0, true
 	case n.GetParamRef() != nil:
-		return n.GetParamRef().Number, true
+		// $0 parses, and the server refuses it: not merged.
+		p := n.GetParamRef().Number
+		return p, p > 0
 	case n.GetTypeCast() != nil:
 		return plainValue(n.GetTypeCast().Arg)
 	}

@@ -73,6 +73,9 @@ func FindingsSection(r *findings.Report, h Hints) htmlreport.Section {
 			d.Notes = append(d.Notes, "Model: "+m.Rule+". Inputs: "+strings.Join(in, ", ")+". "+m.Source)
 		}
 		d.Notes = append(d.Notes, "Recommendation: "+f.Recommendation)
+		if f.Untried != "" {
+			d.Notes = append(d.Notes, "Not tried on a copy: "+f.Untried)
+		}
 		t.Rows = append(t.Rows, htmlreport.Row{
 			Cells: []htmlreport.Cell{htmlreport.Text(string(f.Severity)), htmlreport.Text(f.ID),
 				{Text: OneLine(f.Subject, 60), Title: f.Subject}, htmlreport.Text(f.Summary)},

@@ -57,6 +57,9 @@ func WriteFindings(w io.Writer, r *findings.Report, h Hints) error {
 			fmt.Fprintf(&b, "  source: %s\n", m.Source)
 		}
 		fmt.Fprintf(&b, "  recommendation: %s\n", f.Recommendation)
+		if f.Untried != "" {
+			fmt.Fprintf(&b, "  not tried on a copy: %s\n", f.Untried)
+		}
 	}
 	if len(r.NotEvaluated) > 0 {
 		b.WriteString("\nNot evaluated:\n")
