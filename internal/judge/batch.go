@@ -9,6 +9,15 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
+// BatchMeasure is what batching INSERTs saved, as the findings say it.
+type BatchMeasure = findings.BatchMeasure
+
+// AddBatchMeasure keeps m in v and has v's batch-inserts findings say it.
+func (v *Verdict) AddBatchMeasure(m *BatchMeasure) {
+	v.Batched = m
+	v.Findings.AddBatchMeasure(m)
+}
+
 // BatchInserts judges what batching the workload's single-row INSERTs
 // saves per inserted row: plain are rounds replayed with the INSERTs
 // counted, not merged (--batch-inserts 1), batched rounds with them

@@ -27,6 +27,9 @@ type Round struct {
 	// to [Start, End) (a slice of a folded step); an End of 0 keeps the
 	// Config's.
 	Window source.Selection
+	// BatchInserts, when not 0, replaces the Config's (a rehearsal's
+	// rounds with batched INSERTs).
+	BatchInserts int
 }
 
 // RoundFunc replays one round.
@@ -53,6 +56,9 @@ func (cfg Config) Round(r Round) Config {
 	cfg.Part = r.Part
 	if r.Speed != 0 {
 		cfg.Replay.Speed = r.Speed
+	}
+	if r.BatchInserts != 0 {
+		cfg.BatchInserts = r.BatchInserts
 	}
 	if r.Window.Start != 0 {
 		end := cfg.Selection.End
