@@ -98,6 +98,11 @@ once per session. Statements that cannot be replayed are skipped and counted
 by reason: parameters not logged or truncated, COPY FROM STDIN (its data is
 not in the log), and with --read-only those that can write (decided by
 parsing; sessions also run with default_transaction_read_only).
+--batch-inserts N sends each session's consecutive single-row INSERTs into
+one table (the same columns, no other statement of the session between
+them) as multi-row INSERTs of up to N rows, and says how many were merged,
+those left as they were by reason, and their time and WAL per row
+(docs/rehearse.md).
 
 The result (per query calls, errors and latencies as analyze --json, plus
 statement and session counts, schedule lag, errors by SQLSTATE and the
