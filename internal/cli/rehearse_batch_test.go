@@ -92,3 +92,46 @@ func TestRehearseBatchInserts(t *testing.T) {
 		t.Errorf("the candidate's own events hold %v rows, want none", got)
 	}
 }
+
+// TestReplayBatchInserts: replay --batch-inserts 3 merges a session's
+// consecutive single-row INSERTs within its autocommit run and within its
+// transaction, never across the COMMIT, leaves the RETURNING alone and
+// says so in its summary and its JSON; the rows are the log's.
+func TestReplayBatchInserts(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE events (id int PRIMARY KEY, body text)"); err != nil {
+		t.Fatal(err)
+	}
+	ins := func(i int) string { return fmt.Sprintf("INSERT INTO events (id, body) VALUES (%d, 'e''%d')", i, i) }
+	log := writeSessionsLog(t, [][]string{
+		{c.User(), "postgres", ins(1), ins(2), ins(3), ins(4), "BEGIN", ins(5), ins(6), "COMMIT", ins(7),
+			"INSERT INTO events (id, body) VALUES (8, 'r') RETURNING id", ins(9)},
+	})
+	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, "--batch-inserts", "3", log)
+	if code != ExitOK || res == nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	b := res.BatchInserts
+	// (1, 2, 3), (4), (5, 6), (7), (9); the RETURNING apart.
+	if b == nil || b.Max != 3 || b.Statements != 8 || b.Batches != 5 || b.Rows != 8 || b.NotBatched["RETURNING"] != 1 || b.WALBytes <= 0 {
+		t.Errorf("batch_inserts %+v", b)
+	}
+	if s := res.Statements; s.Executed != 8 {
+		t.Errorf("statements %+v, want the 5 batches, the RETURNING, BEGIN and COMMIT", s)
+	}
+	for _, want := range []string{
+		"  batched:    8 single-row INSERTs sent as 5 INSERTs of up to 3 rows",
+		"    not batched, RETURNING: 1\n",
+		"    per row:  ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	got := queryLines(t, c, "postgres", "SELECT string_agg(id || ':' || body, ' ' ORDER BY id) FROM events")
+	if want := "1:e'1 2:e'2 3:e'3 4:e'4 5:e'5 6:e'6 7:e'7 8:r 9:e'9"; strings.Join(got, "") != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}
