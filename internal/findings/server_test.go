@@ -704,6 +704,10 @@ func TestRandomKeys(t *testing.T) {
 			if n := figure(t, fs[0], "values_sampled"); n < 500 {
 				t.Errorf("only %v logged values judged", n)
 			}
+			// Its fix is the application's: a copy cannot try it.
+			if !strings.Contains(fs[0].Untried, "the keys are the application's") {
+				t.Errorf("untried %q, want why a copy cannot try the fix", fs[0].Untried)
+			}
 			t.Logf("observed: %s; %v", fs[0].Summary, fs[0].Evidence.Notes)
 		})
 	}
