@@ -45,7 +45,7 @@ var layers = []layer{
 		name:  "sources",
 		about: "From bytes to events: server logs, captures and the proxy that records them, selection and shards.",
 		packages: []string{
-			"internal/capture", "internal/logread", "internal/logread/prefix",
+			"internal/batch", "internal/capture", "internal/logread", "internal/logread/prefix",
 			"internal/proxy", "internal/shard", "internal/source",
 		},
 	},

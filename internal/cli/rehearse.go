@@ -230,6 +230,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
 	fl.BoolVar(&f.fixFindings, "fix-findings", false, "with --fixes, also try the index each missing-index finding suggests, judged by what it made faster or slower (off by default: findings are of the traffic, alike on both sides)")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
+	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
 	addReplayOptionFlags(fl, &f.replayFlags)
@@ -364,6 +365,9 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
 	if len(f.tries) > 0 && mode == reset.ModeNone && f.resetCmd == "" {
 		return nil, usageError("--try needs a reset that undoes it: not --reset none")
 	}
+	if f.batchInserts != 0 && (f.batchInserts < 2 || mode == reset.ModeNone && f.resetCmd == "") {
+		return nil, usageError("--batch-inserts needs batches of 2 rows or more and a reset that empties the tables again (not --reset none), got %d", f.batchInserts)
+	}
 	datadir := mode == reset.ModeDataDir && f.resetCmd == ""
 	switch {
 	case datadir && (f.controlCluster == "" || f.candidateCluster == ""):
@@ -419,6 +423,12 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	// Each side's error rate against the original is the comparison's
 	// to judge (errors rules), and the findings are the rehearsal's.
 	cfg.MaxErrorRate, cfg.Findings = 100, false
+	if cfg.BatchInserts > 0 {
+		// The rounds count the INSERTs that could be batched, and
+		// their time and WAL, for the batched rounds to be judged
+		// against; only --batch-inserts' own rounds merge them.
+		cfg.BatchInserts = 1
+	}
 	cfg.Replay.Cache = fingerprint.NewCache(0)
 	// Every round's replay warns alike (an observer that lacks
 	// pg_stat_statements): once is enough.
@@ -467,7 +477,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	r.cfg.KeepLast = f.explain || f.findings
 	// The fix rounds start from the rounds' starting state.
 	// A target that is not reset would keep the fix.
-	r.cfg.KeepResets = (f.explain && f.fixes || len(f.tries) > 0) && mode != reset.ModeNone
+	r.cfg.KeepResets = (f.explain && f.fixes || len(f.tries) > 0 || f.batchInserts > 1) && mode != reset.ModeNone
 	return r, nil
 }
 
@@ -789,6 +799,9 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 	if v != nil && (v.Plans != nil && f.fixes || len(f.tries) > 0) && !out.Partial && !out.Interrupted {
 		tried = r.tryFixes(ctx, w, out, v, opts)
 	}
+	if v != nil && f.batchInserts > 1 && !out.Partial && !out.Interrupted {
+		v.Batched = r.tryBatch(ctx, w, out, v)
+	}
 	if f.jsonPath != "" {
 		doc := rehearseOutput{Rehearsal: out, Fixes: tried}
 		if v != nil {
@@ -940,4 +953,27 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 		return &exitError{code: ee.code, err: fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)}
 	}
 	return fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)
+}
+
+// tryBatch replays the workload onto the candidate in fix rounds of their
+// own with the single-row INSERTs batched, and says what that saved per
+// row against the candidate's rounds; nil when it could not be measured
+// (said).
+func (r *rehearseRun) tryBatch(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict) *judge.BatchMeasure {
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds\n", r.f.batchInserts, r.f.fixRounds)
+	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds); err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the batched rounds stopped: %v; the verdict above stands\n", err)
+		return nil
+	}
+	fr := out.Fixes[len(out.Fixes)-1]
+	m, err := judge.BatchInserts(out.Candidate, fr.Results, 0)
+	if err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the batched INSERTs: %v\n", err)
+		return nil
+	}
+	v.AddBatchMeasure(m)
+	if err := report.WriteBatchMeasure(w, m); err != nil {
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: write batched INSERTs: %v\n", err)
+	}
+	return m
 }

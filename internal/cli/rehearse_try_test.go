@@ -140,6 +140,8 @@ func TestRehearseTryUsage(t *testing.T) {
 		{[]string{"--try", "CREATE INDEX ON t (a)"}, "--try: want NAME:SQL"},
 		{[]string{"--try", "x:SELECT 1", "--try", "x:SELECT 2"}, `--try: the name "x" is given twice`},
 		{[]string{"--try", "x:SELECT 1", "--reset", "none"}, "--try needs a reset that undoes it: not --reset none"},
+		{[]string{"--batch-inserts", "50", "--reset", "none"}, "--batch-inserts needs batches of 2 rows or more and a reset"},
+		{[]string{"--batch-inserts", "1"}, "--batch-inserts needs batches of 2 rows or more"},
 	} {
 		code, _, stderr := runRehearse(t, "", append([]string{"--control", "host=/nowhere dbname=a", "--candidate", "host=/nowhere dbname=b"}, append(tc.args, "x.log")...)...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

@@ -59,6 +59,7 @@ type replayFlags struct {
 	ioTimeout        time.Duration
 	shards           shardFlags
 	keepSamples      bool
+	batchInserts     int
 }
 
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -97,6 +98,11 @@ once per session. Statements that cannot be replayed are skipped and counted
 by reason: parameters not logged or truncated, COPY FROM STDIN (its data is
 not in the log), and with --read-only those that can write (decided by
 parsing; sessions also run with default_transaction_read_only).
+--batch-inserts N sends each session's consecutive single-row INSERTs into
+one table (the same columns, no other statement of the session between
+them) as multi-row INSERTs of up to N rows, and says how many were merged,
+those left as they were by reason, and their time and WAL per row
+(docs/rehearse.md).
 
 The result (per query calls, errors and latencies as analyze --json, plus
 statement and session counts, schedule lag, errors by SQLSTATE and the
@@ -153,6 +159,7 @@ stops early, exit 5, naming the silent connection.
 	dsnVar(fl, &f.target, "target", "connection string or URI of the target server (required unless --dry-run)")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the target ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the target's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only; default: the target, in the database of most of the replay's logins)")
+	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "send each session's consecutive single-row INSERTs into one table (same columns, no other statement between) as multi-row INSERTs of up to `N` rows, and measure their time and WAL per row (1: measure without merging; see docs/rehearse.md)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
@@ -232,10 +239,13 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 	cfg = replayrun.Config{
 		Input: source.Paths(paths), Source: so, Selection: sel, Replay: opts, Grace: f.grace,
 		SkipPreflight: f.skipPreflight, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
-		Findings: f.findings, FindingsDSN: f.findingsDSN,
+		Findings: f.findings, FindingsDSN: f.findingsDSN, BatchInserts: f.batchInserts,
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
 		Describe: nothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
+	}
+	if f.batchInserts < 0 {
+		return cfg, usageError("--batch-inserts must be 1 or more rows (0: off), got %d", f.batchInserts)
 	}
 	if f.requireStart {
 		if f.skipPreflight {

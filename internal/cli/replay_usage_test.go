@@ -22,6 +22,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--dry-run", "--max-error-rate", "-1", "/no/such.log"}, "--max-error-rate"},
 		{[]string{"--dry-run", "--start", "2024-01-02", "--end", "2024-01-01", "/no/such.log"}, "--end must be after --start"},
 		{[]string{"--target", "host=/tmp", "--require-start-state", "--skip-preflight", "/no/such.log"}, "--require-start-state is checked by the pre-flight"},
+		{[]string{"--dry-run", "--batch-inserts", "-1", "/no/such.log"}, "--batch-inserts must be 1 or more"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"replay"}, tt.args...))

@@ -98,8 +98,58 @@ func (e *eval) batchInserts() {
 			f.Evidence.Queries = append(f.Evidence.Queries, e.ref(q))
 		}
 		e.indexCosts(&f, g.schema, g.table)
+		e.batchMeasured(&f, name)
 		e.add(f)
 	}
+}
+
+// batchMeasured adds to f what batching was measured to save on the
+// table's rows, or how to measure it.
+func (e *eval) batchMeasured(f *Finding, table string) {
+	if !f.addBatchMeasure(e.in.Batched, table) {
+		f.Evidence.Notes = append(f.Evidence.Notes, measureBatchNote)
+	}
+}
+
+// measureBatchNote says how to measure what batching saves.
+const measureBatchNote = "what batching saves on this traffic is measured by rounds replayed with and without it: " +
+	"pgrehearse rehearse --batch-inserts 50 (docs/rehearse.md)"
+
+// AddBatchMeasure has r's batch-inserts findings say what m measured
+// batching saves on their table's rows (a measure made after the
+// findings: rehearse --batch-inserts' rounds).
+func (r *Report) AddBatchMeasure(m *BatchMeasure) {
+	if r == nil || m == nil {
+		return
+	}
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if f.ID == IDBatchInserts && f.addBatchMeasure(m, f.Subject) {
+			f.Evidence.Notes = slices.DeleteFunc(f.Evidence.Notes, func(n string) bool { return n == measureBatchNote })
+		}
+	}
+}
+
+// addBatchMeasure says in f what m measured on table's rows; false when
+// m did not batch them.
+func (f *Finding) addBatchMeasure(m *BatchMeasure, table string) bool {
+	said := m.measured(table)
+	if said == "" {
+		return false
+	}
+	f.Summary += "; " + said
+	f.Evidence.Figures = append(f.Evidence.Figures,
+		fig("batch_rows", float64(m.Max), ""),
+		fig("batch_time_per_row_factor", m.Time.Ratio, "x"),
+		fig("batch_time_per_row_factor_low", m.Time.Low, "x"),
+		fig("batch_time_per_row_factor_high", m.Time.High, "x"))
+	if m.WAL != nil {
+		f.Evidence.Figures = append(f.Evidence.Figures,
+			fig("batch_wal_per_row_factor", m.WAL.Ratio, "x"),
+			fig("batch_wal_per_row_factor_low", m.WAL.Low, "x"),
+			fig("batch_wal_per_row_factor_high", m.WAL.High, "x"))
+	}
+	return true
 }
 
 // indexCosts adds to f the partial and expression indexes of the table,

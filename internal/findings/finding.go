@@ -183,6 +183,10 @@ type Input struct {
 	// option, "local server: this machine's CPU count").
 	ServerCPUs int
 	CPUSource  string
+	// Batched, when set, is what batching the single-row INSERTs saved,
+	// measured in rounds (judge.BatchInserts): the batch-inserts
+	// finding then says it.
+	Batched *BatchMeasure
 }
 
 // ErrInterrupted is Evaluate's error when its context ended during the

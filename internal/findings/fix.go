@@ -19,7 +19,7 @@ type Fix struct {
 // untriedFixes are, by finding id, why the fix a finding of that id
 // recommends cannot be tried on a copy.
 var untriedFixes = map[string]string{
-	IDBatchInserts: "batching changes the application's statements, and fix rounds replay them as captured",
+	IDBatchInserts: "batching changes the application's statements, and fix rounds replay them as captured: rehearse --batch-inserts N measures it in rounds of its own",
 	IDRandomKeys:   "time-ordered keys change the application's keys and the data, and fix rounds replay the same values onto a copy of the same data",
 	IDHotQueryID:   "calling the statement less often changes the application, and fix rounds replay its calls as captured",
 	IDQueue:        "SKIP LOCKED changes the application's statement, and fix rounds replay it as captured",

@@ -302,6 +302,19 @@ func TestBatchInserts(t *testing.T) {
 	}
 	t.Logf("observed: %s single-row inserts/s from %v sessions, %.1f%% of the time",
 		fnum(figure(t, f, "inserts_per_s")), figure(t, f, "sessions"), figure(t, f, "share_of_total_time_pct"))
+	if !strings.Contains(strings.Join(f.Evidence.Notes, "\n"), "--batch-inserts 50") {
+		t.Errorf("notes %q, want how to measure what batching saves", f.Evidence.Notes)
+	}
+	// What rounds with and without batching measured, said in the
+	// summary with its interval.
+	m := &BatchMeasure{Max: 50, Rounds: 3, Tables: []string{"events"},
+		Time: Factor{Ratio: 9, Low: 8.1, High: 10.2, Level: 0.9}, WAL: &Factor{Ratio: 1.25, Low: 1.2, High: 1.3}}
+	fs = only(r.evaluate("trig", Input{Workload: w, Observed: obs, Batched: m}, Options{}), IDBatchInserts)
+	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "batches of 50 cut the target's time per row into events by 9x (8.1–10.2) and the WAL per row by 1.2x (1.2–1.3)") {
+		t.Errorf("batch-inserts with a measure: %+v", fs)
+	} else if figure(t, fs[0], "batch_time_per_row_factor_low") != 8.1 {
+		t.Errorf("figures %+v", fs[0].Evidence.Figures)
+	}
 
 	w, obs = analyzeSegment(t, ctl, "ctl")
 	if fs := only(r.evaluate("ctl", Input{Workload: w, Observed: obs}, Options{}), IDBatchInserts); len(fs) != 0 {

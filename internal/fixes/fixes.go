@@ -117,6 +117,8 @@ type Fix struct {
 	// Restart: a SetServer fix applied by restarting the server, not by
 	// a reload (WithRestart).
 	Restart bool `json:"restart,omitempty"`
+	// BatchRows is a BatchInserts fix's batch size.
+	BatchRows int `json:"batch_rows,omitempty"`
 	// Fingerprints are the regressions it is for, largest time added
 	// first; AddedMS their time added per run, summed.
 	Fingerprints []string `json:"fingerprints"`

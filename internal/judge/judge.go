@@ -154,6 +154,9 @@ type Verdict struct {
 	// FindingsErr is why the findings could not be evaluated (Ctrl-C,
 	// or a catalog that Catalog.Required and could not be reached).
 	FindingsErr error
+	// Batched is what batching the single-row INSERTs saved per row,
+	// when rounds measured it (BatchInserts, AddBatchMeasure).
+	Batched *BatchMeasure
 }
 
 // Judge compares the candidate's runs with the baseline's (or summarizes

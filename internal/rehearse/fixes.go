@@ -88,7 +88,7 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 			n++
 			// N goes on from the rounds', so that a template reset's
 			// copies never take the name of a kept round's.
-			round := Round{Seq: seq, Of: of, Side: Candidate, N: n}
+			round := Round{Seq: seq, Of: of, Side: Candidate, N: n, BatchInserts: fr.BatchRows}
 			applied, err := r.fixRound(ctx, round, cfg.Candidate, fr)
 			if err != nil {
 				return true, fmt.Errorf("fix %s: %w", fr.Name, err)
@@ -378,6 +378,11 @@ func copyOf(db string, round Round) string {
 func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]fixes.Outcome, error) {
 	var all []fixes.Outcome
 	for _, fr := range out.Fixes {
+		if fr.Kind == fixes.BatchInserts {
+			// Judged per inserted row (judge.BatchInserts): its
+			// statements are not the candidate's.
+			continue
+		}
 		if fr.NotApplied != "" || len(fr.Results) == 0 {
 			all = append(all, fixes.Outcome{Fix: fr.Fix, Status: fixes.NotTried, NotApplied: fr.NotApplied, Queries: []fixes.Query{}, Costs: []fixes.Cost{}, Writes: []fixes.Write{}})
 			continue

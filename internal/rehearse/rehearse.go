@@ -74,6 +74,10 @@ type Round struct {
 	Logs []string
 	// Reset is what the reset before the round did.
 	Reset reset.State
+	// BatchInserts, when not 0, is the batch size of a fix round of
+	// fixes.BatchInserts: the replay sends the single-row INSERTs in
+	// batches of that many rows.
+	BatchInserts int
 }
 
 // ReplayFunc replays the workload once onto target for round. When ctx
@@ -683,5 +687,5 @@ func ReadOutcome(dir string) (*Outcome, error) {
 // target logs, and the round and side written into its result.
 func RoundOf(round Round, target Target) replayrun.Round {
 	return replayrun.Round{Target: target.DSN, DatabaseMap: round.DatabaseMap, TargetLogs: round.Logs,
-		Part: &results.Part{Round: round.N, Side: round.Side}}
+		Part: &results.Part{Round: round.N, Side: round.Side}, BatchInserts: round.BatchInserts}
 }

@@ -30,6 +30,9 @@ type Round struct {
 	// Fold, when set, replays the Config's input folded (a fold's
 	// step: Load.Rounds).
 	Fold *Fold
+	// BatchInserts, when not 0, replaces the Config's (a rehearsal's
+	// rounds with batched INSERTs).
+	BatchInserts int
 }
 
 // RunRound replays one round of a command that replays a workload
@@ -62,6 +65,9 @@ func (cfg Config) Round(r Round) Config {
 	cfg.Part = r.Part
 	if r.Speed != 0 {
 		cfg.Replay.Speed = r.Speed
+	}
+	if r.BatchInserts != 0 {
+		cfg.BatchInserts = r.BatchInserts
 	}
 	if r.Window.Start != 0 {
 		end := cfg.Selection.End

@@ -61,6 +61,12 @@ type Config struct {
 	Findings    bool
 	FindingsDSN string
 
+	// BatchInserts, when above 0, sends each session's consecutive
+	// single-row INSERTs into one table as multi-row INSERTs of up to
+	// that many rows (package batch; 1 counts them without merging),
+	// and measures what they cost the target: Result.BatchInserts.
+	BatchInserts int
+
 	// MaxSkipped is the share of unreadable lines (0.1: 10%) beyond
 	// which nothing is measured; MaxErrorRate the percentage points by
 	// which the target's error rate may exceed the original's.
@@ -184,7 +190,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.OnStart != nil {
 		cfg.OnStart(r, set)
 	}
-	res, runErr := r.Run(ctx, hard, ahead.Sources())
+	srcs, batched := batchInserts(ctx, cfg, ahead.Sources())
+	res, runErr := r.Run(ctx, hard, srcs)
 	if cfg.OnEnd != nil {
 		cfg.OnEnd()
 	}
@@ -206,6 +213,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			return nil, fmt.Errorf("encode the evidence: %w", err)
 		}
 	}
+	batched.finish(ctx, cfg, res)
 	o.markUnmeasured(cfg, set)
 	sh.finish(&cfg, res, runErr == nil && !res.Partial)
 	if tlogs != nil && runErr == nil {

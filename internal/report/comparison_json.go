@@ -86,11 +86,13 @@ type VerdictJSON struct {
 	*ComparisonJSON
 	Findings *findings.Report `json:"findings,omitempty"`
 	Plans    *explain.Report  `json:"plans,omitempty"`
+	// BatchInserts is what rehearse --batch-inserts measured.
+	BatchInserts *findings.BatchMeasure `json:"batch_inserts,omitempty"`
 }
 
 // VerdictDocument words v for its JSON form.
 func VerdictDocument(v *judge.Verdict) VerdictJSON {
-	return VerdictJSON{ComparisonJSON: ComparisonDocument(v.Comparison), Findings: v.Findings, Plans: v.PlansReport()}
+	return VerdictJSON{ComparisonJSON: ComparisonDocument(v.Comparison), Findings: v.Findings, Plans: v.PlansReport(), BatchInserts: v.Batched}
 }
 
 // ResultJSON is an analysis or a replay in its JSON form: the result,

@@ -60,6 +60,7 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 		}
 		b.WriteString("\n")
 	}
+	writeBatchInserts(&b, res.BatchInserts)
 	if res.Lost > 0 && s.Total > 0 {
 		fmt.Fprintf(&b, "  lost:       %d statements (%.2f%%) not replayed because of faults\n", res.Lost, 100*float64(res.Lost)/float64(s.Total))
 	}
@@ -349,5 +350,32 @@ func writeResumed(b *strings.Builder, m *results.MessageCounts) {
 		if m.BeforeRecording[k] > 0 {
 			fmt.Fprintf(b, "    skipped before recording, %s: %d messages\n", k, m.BeforeRecording[k])
 		}
+	}
+}
+
+// writeBatchInserts says what --batch-inserts did: the single-row INSERTs
+// merged, the INSERTs sent for them, and what they cost per row.
+func writeBatchInserts(b *strings.Builder, c *results.BatchInserts) {
+	if c == nil {
+		return
+	}
+	if c.Max <= 1 {
+		fmt.Fprintf(b, "  inserts:    %d single-row INSERTs that could be batched, sent one by one (--batch-inserts 1 measures, merges nothing)", c.Statements)
+	} else {
+		fmt.Fprintf(b, "  batched:    %d single-row INSERTs sent as %d INSERTs of up to %d rows (only a session's consecutive INSERTs into one table with the same columns, within one transaction or autocommit run)",
+			c.Statements, c.Batches, c.Max)
+	}
+	b.WriteString("\n")
+	if c.Rows > 0 {
+		fmt.Fprintf(b, "    per row:  %.3f ms of the target's time for those INSERTs", c.InsertMS/float64(c.Rows))
+		if c.WALBytes >= 0 {
+			fmt.Fprintf(b, ", %.0f bytes of WAL (all the target wrote during the replay, over these rows)", float64(c.WALBytes)/float64(c.Rows))
+		} else {
+			b.WriteString(", WAL not measured")
+		}
+		b.WriteString("\n")
+	}
+	for _, k := range sortedKeys(c.NotBatched) {
+		fmt.Fprintf(b, "    not batched, %s: %d\n", k, c.NotBatched[k])
 	}
 }

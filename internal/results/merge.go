@@ -490,6 +490,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	m.TargetLog = mergeTargetLogs(x.TargetLog, y.TargetLog)
 	m.Shards = mergeShardRuns(x.Shards, y.Shards)
 	m.StartupSettings = mergeStartup(x.StartupSettings, y.StartupSettings)
+	m.BatchInserts = mergeBatch(x.BatchInserts, y.BatchInserts)
 	if x.Preamble != nil || y.Preamble != nil {
 		m.Preamble = &Preamble{}
 		for _, p := range []*Preamble{x.Preamble, y.Preamble} {
@@ -713,6 +714,41 @@ func sumKnown(x, y map[string]int64) map[string]int64 {
 	}
 	for k, v := range y {
 		m[k] += v
+	}
+	return m
+}
+
+// mergeBatch adds the batching counts of two parts; the WAL is -1 when
+// either part could not read it.
+func mergeBatch(x, y *BatchInserts) *BatchInserts {
+	if x == nil || y == nil {
+		if x == nil {
+			x = y
+		}
+		if x == nil {
+			return nil
+		}
+		c := *x
+		return &c
+	}
+	m := &BatchInserts{Max: max(x.Max, y.Max), Statements: x.Statements + y.Statements, Batches: x.Batches + y.Batches,
+		Rows: x.Rows + y.Rows, InsertMS: x.InsertMS + y.InsertMS, WALBytes: x.WALBytes + y.WALBytes}
+	if x.WALBytes < 0 || y.WALBytes < 0 {
+		m.WALBytes = -1
+	}
+	for _, src := range []*BatchInserts{x, y} {
+		for k, v := range src.NotBatched {
+			if m.NotBatched == nil {
+				m.NotBatched = map[string]int64{}
+			}
+			m.NotBatched[k] += v
+		}
+		for k, v := range src.Tables {
+			if m.Tables == nil {
+				m.Tables = map[string]int64{}
+			}
+			m.Tables[k] += v
+		}
 	}
 	return m
 }

@@ -239,6 +239,37 @@ type Replay struct {
 	// state of the sessions recorded from the middle before their first
 	// statement; nil when it had none.
 	Preamble *Preamble `json:"preamble,omitempty"`
+
+	// BatchInserts is what --batch-inserts did to the workload's
+	// single-row INSERTs; nil when it was not asked.
+	BatchInserts *BatchInserts `json:"batch_inserts,omitempty"`
+}
+
+// BatchInserts counts what a replay with batched INSERTs sent: a session's
+// consecutive single-row INSERT ... VALUES into one table with one column
+// list, with no other statement of the session between them (so within
+// one transaction, or one run of autocommit statements), went as one
+// multi-row INSERT of up to Max rows. Max 1 counts without merging, for a
+// replay to compare with.
+type BatchInserts struct {
+	Max int `json:"max"`
+	// Statements are the single-row INSERTs that could be merged (read,
+	// whether merged or not); Batches the INSERTs sent for them, Rows
+	// the rows those carried (Statements, when every one was sent).
+	Statements int64 `json:"statements"`
+	Batches    int64 `json:"batches"`
+	Rows       int64 `json:"rows"`
+	// NotBatched counts the INSERTs left as they were, by reason.
+	NotBatched map[string]int64 `json:"not_batched,omitempty"`
+	// Tables are the rows each table received through mergeable
+	// INSERTs, by name as the statements wrote it.
+	Tables map[string]int64 `json:"tables,omitempty"`
+	// InsertMS is the time the target took for the statements that
+	// carried those rows (batches, or single rows with Max 1), as the
+	// replay measured it; WALBytes the WAL the target wrote during the
+	// replay, -1 when it could not be read.
+	InsertMS float64 `json:"insert_ms"`
+	WALBytes int64   `json:"wal_bytes"`
 }
 
 // Preamble is what a replay ran, apart from the workload's statements,
