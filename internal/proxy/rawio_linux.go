@@ -8,9 +8,9 @@ import (
 	"unsafe"
 )
 
-// The relay's reads and writes on TCP connections, on Linux, go through
-// the connections' syscall.RawConn rather than their Read and Write, as
-// raw system calls: non-blocking reads and writes cannot block, and a raw
+// The relay's reads and writes on TCP and Unix socket connections, on
+// Linux, go through the connections' syscall.RawConn rather than their
+// Read and Write, as raw system calls: non-blocking reads and writes cannot block, and a raw
 // call does not tell the scheduler it might (entersyscall). That telling
 // is what wakes the runtime's monitor thread (sysmon) each time the
 // process turns from idle to busy, a futex wake-up and a run of 20 µs
@@ -21,24 +21,29 @@ import (
 // read that did not fill the buffer, the peer's end of stream or an error
 // may be pending without another edge from the poller to announce it.
 
-// rawConn returns c's RawConn when the relay can read it raw: a TCP
-// connection (TLS and Unix sockets keep their own Read).
+// rawConn returns c's RawConn when the relay can read it raw: a TCP or
+// Unix socket connection (TLS keeps its own Read).
 func rawConn(c io.Reader) syscall.RawConn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
 		return nil
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}
 	return rc
 }
 
-// rawWriter writes to a TCP connection through its RawConn.
+// rawWriter writes to a connection through its RawConn.
 type rawWriter struct{ rc syscall.RawConn }
 
-// asRawWriter returns w's raw writer when w is a TCP connection, else w.
+// asRawWriter returns w's raw writer when rawConn takes w, else w.
 func asRawWriter(w io.Writer) io.Writer {
 	if rc := rawConn(asReader(w)); rc != nil {
 		return rawWriter{rc}
