@@ -24,6 +24,7 @@
 # over pgbench -S simple, -S prepared and TPC-B-like prepared, alternating,
 # BENCH_ROUNDS times: CPU per transaction of each relay and its ratio,
 # the throughput ratio, and what each adds to a SELECT 1 round trip's p50.
+# The proxy runs on BENCH_THREADS threads (default 1, capture --threads').
 #
 # The machine may be shared: compare within a run, as ratios.
 set -euo pipefail

@@ -11,6 +11,14 @@ const (
 	defaultQueue         = 1 << 20
 	defaultQueueBytes    = 64 << 20
 	defaultFlushInterval = 100 * time.Millisecond
+	// wakeRecords and wakeBytes are the queue at which Add wakes the
+	// writer before its next tick (or half the queue's bounds, when
+	// smaller). Below them the records wait for the tick, at most
+	// FlushInterval, as they would in the writer's buffer anyway: waking
+	// the writer for each record costs the relay a goroutine switch per
+	// message (issue 47 item 4).
+	wakeRecords = 1024
+	wakeBytes   = 1 << 20
 	// recordCost is what a queued record holds besides its message and
 	// parameters: the Record value itself (216 bytes on amd64).
 	recordCost = int64(unsafe.Sizeof(Record{}))
@@ -60,9 +68,12 @@ type Recorder struct {
 	w        *Writer
 	interval time.Duration
 
-	mu          sync.Mutex
-	maxQueue    int
-	maxBytes    int64
+	mu       sync.Mutex
+	maxQueue int
+	maxBytes int64
+	// wakeRecords and wakeBytes: the queue at which Add wakes the writer.
+	wakeRecords int
+	wakeBytes   int64
 	queuedBytes int64    // the cost of the records in queue
 	queue       []Record // Add appends; the writing goroutine swaps it out
 	spare       []Record
@@ -107,16 +118,18 @@ func NewRecorder(w *Writer, opts RecorderOptions) *Recorder {
 		opts.FlushInterval = defaultFlushInterval
 	}
 	rc := &Recorder{
-		w:        w,
-		interval: opts.FlushInterval,
-		maxQueue: opts.Queue,
-		maxBytes: opts.QueueBytes,
-		queue:    make([]Record, 0, min(opts.Queue, 4096)),
-		spare:    make([]Record, 0, min(opts.Queue, 4096)),
-		gaps:     make(map[uint64]gap),
-		wake:     make(chan struct{}, 1),
-		closing:  make(chan struct{}),
-		done:     make(chan struct{}),
+		w:           w,
+		interval:    opts.FlushInterval,
+		maxQueue:    opts.Queue,
+		maxBytes:    opts.QueueBytes,
+		wakeRecords: max(1, min(wakeRecords, opts.Queue/2)),
+		wakeBytes:   max(1, min(wakeBytes, opts.QueueBytes/2)),
+		queue:       make([]Record, 0, min(opts.Queue, 4096)),
+		spare:       make([]Record, 0, min(opts.Queue, 4096)),
+		gaps:        make(map[uint64]gap),
+		wake:        make(chan struct{}, 1),
+		closing:     make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	go rc.run()
 	return rc
@@ -148,10 +161,6 @@ func (rc *Recorder) Add(r Record) bool {
 	}
 	if len(rc.queue) == 0 {
 		rc.queuedAt = time.Now()
-		select {
-		case rc.wake <- struct{}{}:
-		default:
-		}
 	}
 	if g.n > 0 {
 		rc.queue = append(rc.queue, g.record(r.Session))
@@ -159,6 +168,12 @@ func (rc *Recorder) Add(r Record) bool {
 	}
 	rc.queue = append(rc.queue, r)
 	rc.queuedBytes += cost
+	if len(rc.queue) >= rc.wakeRecords || rc.queuedBytes >= rc.wakeBytes {
+		select {
+		case rc.wake <- struct{}{}:
+		default:
+		}
+	}
 	rc.mu.Unlock()
 	return true
 }

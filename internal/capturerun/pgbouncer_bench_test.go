@@ -31,6 +31,8 @@ var txRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]
 // the simple and the prepared protocol, and the TPC-B-like script,
 // prepared) through both, their order turning from one iteration to the
 // next, BENCH_CLIENTS clients (default 16) for BENCH_SECONDS (default 5).
+// The proxy runs on BENCH_THREADS threads (Config.Threads, default 1 as
+// capture --threads).
 //
 // CPU is what each relay used per transaction: PgBouncer's from its
 // process's /proc/PID/stat, the proxy's from this process's rusage (the
@@ -59,7 +61,10 @@ func BenchmarkProxyVsPgbouncer(b *testing.B) {
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "10", "postgres"); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	s := start(b, Config{Upstream: c.DSN("postgres"), Out: filepath.Join(b.TempDir(), "cap")})
+	threads, _ := strconv.Atoi(envOr("BENCH_THREADS", "1"))
+	// Over TCP, as PgBouncer's: the same path to the same server.
+	upstream := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", c.Port())
+	s := start(b, Config{Upstream: upstream, Out: filepath.Join(b.TempDir(), "cap"), Threads: threads})
 	proxyHost, proxyPort, _ := net.SplitHostPort(s.addr)
 	bouncerPort, bouncerPID := startPgbouncer(b, bouncerBin, c.Port(), n)
 

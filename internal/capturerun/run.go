@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +80,24 @@ type Config struct {
 	RecordingFinalized func(Status)
 	// Metrics, when not nil, receives the capture's metrics.
 	Metrics prometheus.Registerer
+	// Threads, when above 0, is how many threads run the process's Go
+	// code (GOMAXPROCS) while Run runs; 0 leaves the runtime's choice.
+	// One thread, PgBouncer's model, relays a message for the least
+	// CPU: the threads of a process serving many sockets wake each
+	// other through futexes, and steal work from each other, for each
+	// burst of traffic (docs/performance.md). More relay more at once,
+	// once one thread is busy all the time.
+	Threads int
+}
+
+// setThreads sets GOMAXPROCS to n when n > 0 (Config.Threads) and
+// returns what puts it back.
+func setThreads(n int) func() {
+	if n <= 0 {
+		return func() {}
+	}
+	was := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(was) }
 }
 
 // StopReason says why recording stopped.
@@ -120,6 +139,7 @@ type Summary struct {
 // connections for Config.Drain at most.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	sum := Summary{Dir: cfg.Out}
+	defer setThreads(cfg.Threads)()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return sum, fmt.Errorf("capture: listen on %s: %w", cfg.Listen, err)

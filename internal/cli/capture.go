@@ -40,6 +40,7 @@ type captureFlags struct {
 	rowDigest             bool
 	admin, adminTokenFile string
 	drain                 time.Duration
+	threads               int
 }
 
 func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -70,6 +71,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	fl.BoolVar(&f.rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
 	fl.StringVar(&f.admin, "admin", "", "serve the admin interface (start, stop and list recordings) on this address (\":6433\" is loopback only); without --out, nothing is recorded until a recording starts")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token the admin interface requires; needed when --admin is not a loopback address")
+	fl.IntVar(&f.threads, "threads", 1, "threads that relay and record (0: the Go runtime's default, one per core or $GOMAXPROCS); one, as PgBouncer, spends the least CPU per message: raise it when the proxy's process keeps a core busy")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "once stopped, relay the open connections until they close or this long passes, accepting no new one (0: close them at once)")
 	cmd.AddCommand(newCaptureStartCmd(ctx, stdio), newCaptureStopCmd(ctx, stdio), newCaptureStatusCmd(ctx, stdio))
 	return cmd
@@ -131,6 +133,9 @@ func runCapture(ctx context.Context, stdio IO, f *captureFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.threads < 0 {
+		return usageError("--threads: %d is not a number of threads (0: one per core)", f.threads)
+	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageError("--tls-cert and --tls-key go together")
 	}
@@ -149,7 +154,7 @@ func runCapture(ctx context.Context, stdio IO, f *captureFlags) error {
 		Listen: f.listen, Upstream: f.upstream, Out: f.out,
 		Duration: f.duration, MaxSize: maxBytes, FileSize: fileBytes, StopAtLimit: f.stopAtLimit, Queue: f.queue,
 		NoRowDigest: !f.rowDigest,
-		Admin:       f.admin, AdminToken: token, Drain: f.drain,
+		Admin:       f.admin, AdminToken: token, Drain: f.drain, Threads: f.threads,
 		Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
 	}
 	cfg.MonitorDSN = f.monitorDSN

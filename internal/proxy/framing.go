@@ -64,6 +64,8 @@ type pump struct {
 	// counts is where the messages and bytes forwarded are counted,
 	// once per write.
 	counts *dirCounts
+
+	st relayState
 }
 
 // dirCounts count one direction's traffic over all connections.
@@ -73,6 +75,24 @@ type dirCounts struct {
 	relay relayHist
 }
 
+// relay state, kept between reads so that a read can be fed in from
+// outside the pump's loop (rawio_linux.go).
+type relayState struct {
+	start, end int       // the unforwarded bytes: buf[start:end]
+	carried    time.Time // when the first byte of the partial message at start arrived
+	big        *bigMsg   // the message larger than buf streaming through, if any
+}
+
+// bigMsg is a message larger than the pump's buffer, streaming through.
+type bigMsg struct {
+	typ       byte
+	size      int
+	remaining int
+	whole     []byte // the message so far, when keep asked for it
+	part      func(typ byte, body int, part []byte, first, last bool)
+	first     time.Time
+}
+
 // run relays until src ends or fails, dst fails, a length is out of range
 // or onMsg stops it. What src sent before it ended is forwarded, a
 // trailing partial message included: the other side then sees the same
@@ -80,174 +100,202 @@ type dirCounts struct {
 // ended cleanly after a whole message, io.ErrUnexpectedEOF when it ended
 // inside one.
 func (p *pump) run() error {
-	buf := p.buf
-	start, end := 0, 0
-	var carried time.Time // when the first byte of the partial message at start arrived
-	unframed := false     // the buffer holds bytes a stream left: frame them before reading
+	if rc := rawConn(p.src); rc != nil {
+		return p.runRaw(rc)
+	}
 	for {
-		var n int
-		var rerr error
-		if !unframed {
-			n, rerr = p.src.Read(buf[end:])
-		}
-		unframed = false
-		now := time.Now()
-		if start == end {
-			carried = now
-		}
-		end += n
-		msgs := int64(0)
-		off, flushFrom := start, start
-		for end-off >= 5 {
-			l := int64(binary.BigEndian.Uint32(buf[off+1:]))
-			if l < 4 || l > MaxMessageLen {
-				if err := p.write(buf[flushFrom:off]); err != nil {
-					return err
-				}
-				return &frameError{typ: buf[off], length: int64(int32(l))}
-			}
-			size := int(l) + 1
-			if size > end-off {
-				break
-			}
-			at := now
-			if p.stampFirst && off == start {
-				at = carried
-			}
-			rep, err := p.onMsg(buf[off:off+size], at)
-			if err != nil {
-				if werr := p.write(buf[flushFrom:off]); werr != nil {
-					return werr
-				}
-				return err
-			}
-			if rep != nil {
-				if err := p.write(buf[flushFrom:off]); err != nil {
-					return err
-				}
-				if err := p.write(rep); err != nil {
-					return err
-				}
-				flushFrom = off + size
-			}
-			off += size
-			msgs++
-		}
-		p.counts.msgs.Add(msgs)
-		if err := p.write(buf[flushFrom:off]); err != nil {
+		n, rerr := p.src.Read(p.target())
+		if err := p.feed(n, rerr); err != nil {
 			return err
-		}
-		if msgs > 0 {
-			p.counts.relay.observe(time.Since(now))
-		}
-		start = off
-		if rerr != nil {
-			if start < end {
-				// The peer sees the partial message as it would have
-				// without the proxy, then the close.
-				if err := p.write(buf[start:end]); err != nil {
-					return err
-				}
-				if rerr == io.EOF {
-					rerr = io.ErrUnexpectedEOF
-				}
-			}
-			return rerr
-		}
-		if start == end {
-			start, end = 0, 0
-			continue
-		}
-		carried = now
-		if start > 0 {
-			end = copy(buf, buf[start:end])
-			start = 0
-		}
-		if end >= 5 {
-			if size := int(binary.BigEndian.Uint32(buf[1:])) + 1; size > len(buf) {
-				var err error
-				if end, err = p.stream(size, end, carried); err != nil {
-					return err
-				}
-				// carried is the next partial message's, if any.
-				carried = time.Now()
-				unframed = end > 0
-			}
 		}
 	}
 }
 
-// stream relays a message of size bytes, larger than the buffer, whose
-// first have bytes are at the start of the buffer. It returns how many
-// bytes of the messages after it are at the start of the buffer.
-func (p *pump) stream(size, have int, first time.Time) (int, error) {
-	buf := p.buf
-	typ := buf[0]
-	var whole []byte
-	if p.keep(typ) {
-		// Grown as bytes arrive, never from the declared length: a peer
-		// that declares a gigabyte and sends nothing costs nothing.
-		whole = append(make([]byte, 0, 2*len(buf)), buf[:have]...)
+// target is where the next read goes.
+func (p *pump) target() []byte {
+	if p.st.big != nil {
+		return p.buf
 	}
-	part := p.onPart
-	if whole != nil {
-		part = nil
+	return p.buf[p.st.end:]
+}
+
+// feed relays what a read of n bytes into target() brought, rerr being
+// the read's error; a non-nil result stops the pump.
+func (p *pump) feed(n int, rerr error) error {
+	if p.st.big == nil {
+		return p.frame(n, rerr)
 	}
-	if part != nil {
-		part(typ, size-5, buf[5:have], true, false)
+	rest, err := p.streamed(n, rerr)
+	if err != nil || p.st.big != nil {
+		return err
 	}
-	if err := p.write(buf[:have]); err != nil {
-		return 0, err
+	// The big message ended: the rest of the read, now at the start of
+	// the buffer, is more messages.
+	p.st.start, p.st.end, p.st.carried = 0, rest, time.Now()
+	if rest == 0 && rerr == nil {
+		return nil
 	}
-	remaining := size - have
-	for remaining > 0 {
-		n, rerr := p.src.Read(buf)
-		take := min(n, remaining)
-		if whole != nil {
-			whole = append(whole, buf[:take]...)
-		}
-		if part != nil && (take > 0 || take == remaining) {
-			part(typ, size-5, buf[:take], false, take == remaining)
-		}
-		if take == remaining {
-			at := time.Now()
-			if p.stampFirst {
-				at = first
+	return p.frame(0, rerr)
+}
+
+// frame forwards the complete messages in the buffer once n more bytes
+// arrived at its end, and keeps the partial one after them.
+func (p *pump) frame(n int, rerr error) error {
+	buf, st := p.buf, &p.st
+	start, end := st.start, st.end
+	now := time.Now()
+	if start == end {
+		st.carried = now
+	}
+	end += n
+	msgs := int64(0)
+	off, flushFrom := start, start
+	for end-off >= 5 {
+		l := int64(binary.BigEndian.Uint32(buf[off+1:]))
+		if l < 4 || l > MaxMessageLen {
+			if err := p.write(buf[flushFrom:off]); err != nil {
+				return err
 			}
-			if whole != nil {
-				rep, err := p.onMsg(whole, at)
-				if err != nil {
-					return 0, err
-				}
-				if rep != nil {
-					// A replacement cannot undo the part already
-					// forwarded; onMsg only replaces small messages.
-					return 0, fmt.Errorf("proxy: cannot replace a message of %d bytes", size)
-				}
+			return &frameError{typ: buf[off], length: int64(int32(l))}
+		}
+		size := int(l) + 1
+		if size > end-off {
+			break
+		}
+		at := now
+		if p.stampFirst && off == start {
+			at = st.carried
+		}
+		rep, err := p.onMsg(buf[off:off+size], at)
+		if err != nil {
+			if werr := p.write(buf[flushFrom:off]); werr != nil {
+				return werr
 			}
-			p.counts.msgs.Add(1)
+			return err
 		}
-		if err := p.write(buf[:take]); err != nil {
-			return 0, err
+		if rep != nil {
+			if err := p.write(buf[flushFrom:off]); err != nil {
+				return err
+			}
+			if err := p.write(rep); err != nil {
+				return err
+			}
+			flushFrom = off + size
 		}
-		remaining -= take
-		if rerr != nil {
-			if remaining > 0 && rerr == io.EOF {
+		off += size
+		msgs++
+	}
+	p.counts.msgs.Add(msgs)
+	if err := p.write(buf[flushFrom:off]); err != nil {
+		return err
+	}
+	if msgs > 0 {
+		p.counts.relay.observe(time.Since(now))
+	}
+	start = off
+	if rerr != nil {
+		if start < end {
+			// The peer sees the partial message as it would have
+			// without the proxy, then the close.
+			if err := p.write(buf[start:end]); err != nil {
+				return err
+			}
+			if rerr == io.EOF {
 				rerr = io.ErrUnexpectedEOF
 			}
-			if rerr == io.EOF && take < n {
-				// The rest of this read is more messages: the caller
-				// frames them on its next read, which returns EOF
-				// again.
-				return copy(buf, buf[take:n]), nil
-			}
-			return 0, rerr
 		}
-		if take < n {
-			return copy(buf, buf[take:n]), nil
+		return rerr
+	}
+	if start == end {
+		st.start, st.end = 0, 0
+		return nil
+	}
+	st.carried = now
+	if start > 0 {
+		end = copy(buf, buf[start:end])
+		start = 0
+	}
+	st.start, st.end = start, end
+	if end >= 5 {
+		if size := int(binary.BigEndian.Uint32(buf[1:])) + 1; size > len(buf) {
+			return p.beginStream(size, end)
 		}
 	}
-	return 0, nil
+	return nil
+}
+
+// beginStream starts relaying a message of size bytes, larger than the
+// buffer, whose first have bytes are at the start of the buffer; the
+// reads after it go to the whole buffer until it ends (streamed).
+func (p *pump) beginStream(size, have int) error {
+	buf := p.buf
+	b := &bigMsg{typ: buf[0], size: size, remaining: size - have, part: p.onPart, first: p.st.carried}
+	if p.keep(b.typ) {
+		// Grown as bytes arrive, never from the declared length: a peer
+		// that declares a gigabyte and sends nothing costs nothing.
+		b.whole = append(make([]byte, 0, 2*len(buf)), buf[:have]...)
+		b.part = nil
+	}
+	if b.part != nil {
+		b.part(b.typ, size-5, buf[5:have], true, false)
+	}
+	p.st.big = b
+	p.st.start, p.st.end = 0, 0
+	return p.write(buf[:have])
+}
+
+// streamed relays what a read of n bytes brought to the big message
+// streaming through. When the message ends, p.st.big is nil and the
+// rest of the read, more messages, is at the start of the buffer: rest
+// bytes of it.
+func (p *pump) streamed(n int, rerr error) (rest int, err error) {
+	buf, b := p.buf, p.st.big
+	take := min(n, b.remaining)
+	if b.whole != nil {
+		b.whole = append(b.whole, buf[:take]...)
+	}
+	if b.part != nil && (take > 0 || take == b.remaining) {
+		b.part(b.typ, b.size-5, buf[:take], false, take == b.remaining)
+	}
+	if take == b.remaining {
+		at := time.Now()
+		if p.stampFirst {
+			at = b.first
+		}
+		if b.whole != nil {
+			rep, err := p.onMsg(b.whole, at)
+			if err != nil {
+				return 0, err
+			}
+			if rep != nil {
+				// A replacement cannot undo the part already
+				// forwarded; onMsg only replaces small messages.
+				return 0, fmt.Errorf("proxy: cannot replace a message of %d bytes", b.size)
+			}
+		}
+		p.counts.msgs.Add(1)
+	}
+	if err := p.write(buf[:take]); err != nil {
+		return 0, err
+	}
+	b.remaining -= take
+	if rerr != nil {
+		if b.remaining > 0 && rerr == io.EOF {
+			rerr = io.ErrUnexpectedEOF
+		}
+		if rerr == io.EOF && take < n {
+			// The rest of this read is more messages: the caller
+			// frames them, then returns the EOF.
+			p.st.big = nil
+			return copy(buf, buf[take:n]), nil
+		}
+		return 0, rerr
+	}
+	if b.remaining > 0 {
+		return 0, nil
+	}
+	p.st.big = nil
+	return copy(buf, buf[take:n]), nil
 }
 
 func (p *pump) write(b []byte) error {

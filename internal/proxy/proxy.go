@@ -367,10 +367,22 @@ func (l *link) setClient(client net.Conn) {
 	l.mu.Unlock()
 }
 
+// closedLongAgo is a deadline in the past: setting it wakes every read
+// and write waiting on a connection at once.
+var closedLongAgo = time.Unix(1, 0)
+
 func (l *link) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	// Deadlines first: a pump reading raw (rawio_linux.go) holds its
+	// source while it writes to the other side, and Close waits for it;
+	// the past deadline ends that write, blocked or not, so that neither
+	// Close waits on a peer that stopped reading.
+	l.client.SetDeadline(closedLongAgo)
+	if l.server != nil {
+		l.server.SetDeadline(closedLongAgo)
+	}
 	l.client.Close()
 	if l.server != nil {
 		l.server.Close()

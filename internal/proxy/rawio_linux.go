@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// The relay's reads and writes on TCP and Unix socket connections, on
+// Linux, go through the connections' syscall.RawConn rather than their
+// Read and Write, as raw system calls: non-blocking reads and writes cannot block, and a raw
+// call does not tell the scheduler it might (entersyscall). That telling
+// is what wakes the runtime's monitor thread (sysmon) each time the
+// process turns from idle to busy, a futex wake-up and a run of 20 µs
+// timer sleeps per burst of traffic: as much CPU as the relaying itself
+// at a few thousand round trips a second (docs/performance.md).
+//
+// Reads still go on until one fails with EAGAIN, as Go's own do: after a
+// read that did not fill the buffer, the peer's end of stream or an error
+// may be pending without another edge from the poller to announce it.
+
+// rawConn returns c's RawConn when the relay can read it raw: a TCP or
+// Unix socket connection (TLS keeps its own Read).
+func rawConn(c io.Reader) syscall.RawConn {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// rawWriter writes to a connection through its RawConn.
+type rawWriter struct{ rc syscall.RawConn }
+
+// asRawWriter returns w's raw writer when rawConn takes w, else w.
+func asRawWriter(w io.Writer) io.Writer {
+	if rc := rawConn(asReader(w)); rc != nil {
+		return rawWriter{rc}
+	}
+	return w
+}
+
+func asReader(w io.Writer) io.Reader {
+	r, _ := w.(io.Reader)
+	return r
+}
+
+func (w rawWriter) Write(b []byte) (int, error) {
+	done := 0
+	var werr error
+	err := w.rc.Write(func(fd uintptr) bool {
+		for done < len(b) {
+			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+			switch e {
+			case 0:
+				done += int(n)
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // the socket's buffer is full: wait until it drains
+			default:
+				werr = os.NewSyscallError("write", e)
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return done, err
+}
+
+// runRaw is run's loop on a connection read raw: one read per call of
+// the RawConn's Read, so that a Close between two is seen.
+func (p *pump) runRaw(rc syscall.RawConn) error {
+	p.dst = asRawWriter(p.dst)
+	var stop error
+	read := func(fd uintptr) bool {
+		b := p.target()
+		var rerr error
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		for e == syscall.EINTR {
+			n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		}
+		switch {
+		case e == syscall.EAGAIN:
+			return false
+		case e != 0:
+			n, rerr = 0, os.NewSyscallError("read", e)
+		case n == 0:
+			rerr = io.EOF
+		}
+		stop = p.feed(int(n), rerr)
+		return true
+	}
+	for {
+		if err := rc.Read(read); err != nil {
+			return err
+		}
+		if stop != nil {
+			return stop
+		}
+	}
+}
