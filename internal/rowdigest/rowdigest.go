@@ -17,7 +17,7 @@
 // multiplication, its 128-bit product's halves XORed), meant to tell rows
 // apart, not to resist an adversary. V1 hashed every row block by block
 // and folded Ordered with a multiplication per row in a chain; V2, the
-// current one, hashes a row of up to 32 bytes with one or two independent
+// current one, hashes a row of up to 64 bytes with one to four independent
 // multiplications and folds Ordered as a sum weighted by the row's
 // position, so that an export of many small rows costs the proxy's relay
 // about a third of what V1 did (docs/performance.md).
@@ -37,7 +37,7 @@ const (
 	// V1: every row hashed by blocks of 16 bytes (RowV1), Ordered
 	// folded by a multiplication chain. Captures written before V2.
 	V1 Version = 1
-	// V2: rows of up to 32 bytes hashed by one or two independent
+	// V2: rows of up to 64 bytes hashed by one to four independent
 	// multiplications (Row), longer ones as V1; Ordered a sum of the
 	// rows' hashes weighted by their positions.
 	V2 Version = 2
@@ -76,7 +76,7 @@ func mix(a, b uint64) uint64 {
 }
 
 // Row is the hash of one DataRow's body in the current version (V2): a
-// body of up to 32 bytes by short, a longer one as RowV1 does.
+// body of up to 64 bytes by short, a longer one as RowV1 does.
 func Row(body []byte) uint64 {
 	if len(body) <= shortMax {
 		return short(body, len(body))
@@ -85,21 +85,23 @@ func Row(body []byte) uint64 {
 }
 
 // shortMax is the longest body V2 hashes by short.
-const shortMax = 32
+const shortMax = 64
 
 // short is V2's hash of a body of n bytes, at most shortMax, of which b
 // holds all (or, for a Stream cut short, the first len(b)): with s the
 // length XOR p0, one multiplication of its first and last 8 bytes (fewer
-// when it has fewer), or two independent ones for more than 16 bytes,
-// of its first 16 and of its last 16. A DataRow body starts with its
-// column count, whose high byte is never p1's low byte, so that the
+// when it has fewer); two independent ones for 17 to 32 bytes, of its
+// first 16 and of its last 16; four for 33 to 64, of the first 32 so,
+// and of the last 32 with other constants. A DataRow body starts with
+// its column count, whose high byte is never p1's low byte, so that the
 // first multiplier is never zero.
 func short(b []byte, n int) uint64 {
 	s := uint64(n) ^ p0
 	switch k := len(b); {
+	case k > 32:
+		return mix32(b, k, s)
 	case k > 16:
-		return mix(binary.LittleEndian.Uint64(b)^p1, binary.LittleEndian.Uint64(b[8:])^s) ^
-			mix(binary.LittleEndian.Uint64(b[k-16:])^p2, binary.LittleEndian.Uint64(b[k-8:])^s)
+		return mix16(b, k, s)
 	case k >= 8:
 		return mix(binary.LittleEndian.Uint64(b)^p1, binary.LittleEndian.Uint64(b[k-8:])^s)
 	case k >= 4:
@@ -110,8 +112,25 @@ func short(b []byte, n int) uint64 {
 	return mix(p1, s)
 }
 
+// mix16 is short of 17 to 32 bytes b[:k].
+func mix16(b []byte, k int, s uint64) uint64 {
+	return mix(binary.LittleEndian.Uint64(b)^p1, binary.LittleEndian.Uint64(b[8:])^s) ^
+		mix(binary.LittleEndian.Uint64(b[k-16:])^p2, binary.LittleEndian.Uint64(b[k-8:])^s)
+}
+
+// mix32 is short of 33 to 64 bytes b[:k]: the first 32 as mix16 of 32,
+// the last 32 with the second multipliers' constants changed, so that a
+// body whose halves are alike does not cancel out.
+func mix32(b []byte, k int, s uint64) uint64 {
+	e := b[k-32:]
+	return mix(binary.LittleEndian.Uint64(b)^p1, binary.LittleEndian.Uint64(b[8:])^s) ^
+		mix(binary.LittleEndian.Uint64(b[16:])^p2, binary.LittleEndian.Uint64(b[24:])^s) ^
+		mix(binary.LittleEndian.Uint64(e)^p1, binary.LittleEndian.Uint64(e[8:])^s^p2) ^
+		mix(binary.LittleEndian.Uint64(e[16:])^p2, binary.LittleEndian.Uint64(e[24:])^s^p1)
+}
+
 // RowV1 is the hash of one DataRow's body in V1 (and of a body longer
-// than 32 bytes in V2): its length, then each 16-byte block but the
+// than 64 bytes in V2): its length, then each 16-byte block but the
 // last, then the last 1 to 16 bytes.
 func RowV1(body []byte) uint64 {
 	h := uint64(len(body)) ^ p0
@@ -152,15 +171,17 @@ func (d *Digest) AddHash(h uint64) {
 }
 
 // Add adds a row, its DataRow body, in the current version: AddHash of
-// Row, with short written out again, so that a small row, the proxy's
-// commonest, costs no call (the compiler inlines neither; TestEqual and
-// FuzzRow hold the two alike).
+// Row, with short's commonest cases written out again, so that a small
+// row, the proxy's commonest, costs no call (the compiler inlines neither
+// short nor Add; TestEqual and FuzzRow hold the two alike).
 func (d *Digest) Add(body []byte) {
 	var h uint64
 	s := uint64(len(body)) ^ p0
 	switch k := len(body); {
 	case k > shortMax:
 		h = RowV1(body)
+	case k > 32:
+		h = mix32(body, k, s)
 	case k > 16:
 		h = mix(binary.LittleEndian.Uint64(body)^p1, binary.LittleEndian.Uint64(body[8:])^s) ^
 			mix(binary.LittleEndian.Uint64(body[k-16:])^p2, binary.LittleEndian.Uint64(body[k-8:])^s)
