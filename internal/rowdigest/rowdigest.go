@@ -181,7 +181,11 @@ func (d *Digest) Add(body []byte) {
 	case k > shortMax:
 		h = RowV1(body)
 	case k > 32:
-		h = mix32(body, k, s)
+		e := body[k-32:]
+		h = mix(binary.LittleEndian.Uint64(body)^p1, binary.LittleEndian.Uint64(body[8:])^s) ^
+			mix(binary.LittleEndian.Uint64(body[16:])^p2, binary.LittleEndian.Uint64(body[24:])^s) ^
+			mix(binary.LittleEndian.Uint64(e)^p1, binary.LittleEndian.Uint64(e[8:])^s^p2) ^
+			mix(binary.LittleEndian.Uint64(e[16:])^p2, binary.LittleEndian.Uint64(e[24:])^s^p1)
 	case k > 16:
 		h = mix(binary.LittleEndian.Uint64(body)^p1, binary.LittleEndian.Uint64(body[8:])^s) ^
 			mix(binary.LittleEndian.Uint64(body[k-16:])^p2, binary.LittleEndian.Uint64(body[k-8:])^s)

@@ -296,15 +296,19 @@ func BenchmarkRow(b *testing.B) {
 
 // dataRows is n DataRow messages as a server sends them back to back:
 // narrow, two ints as pgbench_accounts' aid and abalance (bodies of 16 to
-// 18 bytes, as BenchmarkCaptureDigest's narrow10k export), or mixed, as
-// its rows100 (25 to 315 bytes: an int, an int, an int, a NULL or 84
-// characters, 0 to 199 more).
-func dataRows(n int, mixed bool) []byte {
+// 18 bytes, as BenchmarkCaptureDigest's narrow10k export); wide, bodies of
+// 61 bytes (proxy's BenchmarkRelayRows' bulk60); or mixed, as
+// BenchmarkCaptureDigest's rows100 (25 to 315 bytes: an int, an int, an
+// int, a NULL or 84 characters, 0 to 199 more).
+func dataRows(n int, shape string) []byte {
 	var buf []byte
 	for i := range n {
 		aid := []byte(strconv.Itoa(99_000 + i*37%900_000))
 		vals := [][]byte{aid, []byte("0")}
-		if mixed {
+		switch shape {
+		case "wide":
+			vals = [][]byte{append(bytes.Repeat([]byte("k"), 16), aid...), bytes.Repeat([]byte("v"), 29)}
+		case "mixed":
 			filler := []byte(nil)
 			if i%3 == 0 {
 				filler = bytes.Repeat([]byte(" "), 84)
@@ -330,12 +334,9 @@ func dataRows(n int, mixed bool) []byte {
 //
 //	go test -run '^$' -bench DataRows -benchtime 100x -count 3 ./internal/rowdigest
 func BenchmarkDataRows(b *testing.B) {
-	for _, shape := range []struct {
-		name  string
-		mixed bool
-	}{{"narrow", false}, {"mixed", true}} {
-		msgs := dataRows(10_000, shape.mixed)
-		b.Run(shape.name, func(b *testing.B) {
+	for _, shape := range []string{"narrow", "wide", "mixed"} {
+		msgs := dataRows(10_000, shape)
+		b.Run(shape, func(b *testing.B) {
 			d := new(Digest) // in memory, as the proxy's session holds it
 			var sink int
 			var cpu [3]time.Duration // framed only, V1, current
