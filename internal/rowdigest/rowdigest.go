@@ -20,7 +20,7 @@
 // current one, hashes a row of up to 64 bytes with one to four independent
 // multiplications and folds Ordered as a sum weighted by the row's
 // position, so that an export of many small rows costs the proxy's relay
-// about a third of what V1 did (docs/performance.md).
+// about half of what V1 did (docs/performance.md).
 package rowdigest
 
 import (
