@@ -74,7 +74,7 @@ func appendRecord(b []byte, r *Record, prev int64) ([]byte, error) {
 	case KindComplete:
 		b = appendString(b, r.Tag)
 		if r.HasDigest {
-			b = r.Digest.Append(b)
+			b = append(r.Digest.Append(b), byte(digestVersion(r)))
 		}
 	case KindError:
 		b = appendString(b, r.SQLState)
@@ -121,7 +121,7 @@ func recordSize(r *Record, prev int64) int {
 	case KindComplete:
 		n += stringLen(r.Tag)
 		if r.HasDigest {
-			n += r.Digest.Size()
+			n += r.Digest.Size() + 1 // and its version
 		}
 	case KindError:
 		n += stringLen(r.SQLState) + stringLen(r.Severity) + stringLen(r.Message)
@@ -155,6 +155,14 @@ func varintLen(x int64) int {
 		ux = ^ux
 	}
 	return uvarintLen(ux)
+}
+
+// digestVersion is the version r's digest is written with.
+func digestVersion(r *Record) rowdigest.Version {
+	if r.DigestVersion == 0 {
+		return rowdigest.Current
+	}
+	return r.DigestVersion
 }
 
 func boolByte(v bool) byte {
@@ -309,8 +317,16 @@ func (d *decoder) next(r *Record) error {
 				d.fail("bad row digest")
 				break
 			}
-			r.Digest, r.HasDigest = dg, true
+			r.Digest, r.HasDigest, r.DigestVersion = dg, true, rowdigest.V1
 			d.off += n
+			// Its version, which format version 1 did not write.
+			if d.off < end {
+				r.DigestVersion = rowdigest.Version(d.byte1())
+				if !r.DigestVersion.Known() {
+					d.off--
+					d.fail(fmt.Sprintf("row digest of version %d, which this pgrehearse does not know", r.DigestVersion))
+				}
+			}
 		}
 	case KindError:
 		r.SQLState = d.string()

@@ -1,7 +1,10 @@
 package capture
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
@@ -20,8 +23,11 @@ func TestRecordRoundTrip(t *testing.T) {
 		{"frontend sync", Record{Kind: KindFrontend, Session: 1, Time: base, Msg: []byte{'S', 0, 0, 0, 4}}, base},
 		{"complete", oneOfEach(1, base)[2], base},
 		{"complete with rows' digest", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "SELECT 2", HasDigest: true,
-			Digest: rowdigest.Digest{Rows: 2, Ordered: 1 << 63, Unordered: 12345}}, base},
-		{"complete with no rows' digest", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "UPDATE 0", HasDigest: true}, base},
+			Digest: rowdigest.Digest{Rows: 2, Ordered: 1 << 63, Unordered: 12345}, DigestVersion: rowdigest.Current}, base},
+		{"complete with rows' digest of V1", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "SELECT 2", HasDigest: true,
+			Digest: rowdigest.Digest{Rows: 2, Ordered: 1 << 63, Unordered: 12345}, DigestVersion: rowdigest.V1}, base},
+		{"complete with no rows' digest", Record{Kind: KindComplete, Session: 1, Time: base, Tag: "UPDATE 0", HasDigest: true,
+			DigestVersion: rowdigest.Current}, base},
 		{"error", oneOfEach(1, base)[3], base},
 		{"ready", oneOfEach(1, base)[4], base},
 		{"copy_in", oneOfEach(1, base)[5], base},
@@ -86,7 +92,7 @@ func TestRecordRefused(t *testing.T) {
 // this reader skips them. (The rows' digest of a KindComplete was one,
 // appended after its tag: a record without it reads as having none.)
 func TestRecordTrailingFieldsSkipped(t *testing.T) {
-	r := Record{Kind: KindComplete, Session: 9, Time: 100, Tag: "INSERT 0 1", HasDigest: true}
+	r := Record{Kind: KindComplete, Session: 9, Time: 100, Tag: "INSERT 0 1", HasDigest: true, DigestVersion: rowdigest.Current}
 	body, _ := appendRecord(nil, &r, 0)
 	// Re-encode with two extra bytes in the body.
 	size := int(body[0]) + 2
@@ -102,6 +108,48 @@ func TestRecordTrailingFieldsSkipped(t *testing.T) {
 		if !sameRecord(&got, &want) {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
+	}
+}
+
+// TestRecordDigestVersion: a complete's digest as format version 1 wrote
+// it, with no version after it, is of rowdigest.V1; one that says a
+// version this reader does not know is refused, not compared; a record
+// that says none is written with the current one.
+func TestRecordDigestVersion(t *testing.T) {
+	dg := rowdigest.Digest{Rows: 1, Ordered: 7, Unordered: 9}
+	// A complete as format version 1 wrote it: kind, session, time,
+	// tag, digest.
+	v1 := appendString(binary.AppendVarint(binary.AppendUvarint([]byte{byte(KindComplete)}, 3), 5), "SELECT 1")
+	v1 = dg.Append(v1)
+	unknown := append(bytes.Clone(v1), 9)
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want rowdigest.Version
+		err  string
+	}{
+		{"format version 1", v1, rowdigest.V1, ""},
+		{"unknown version", unknown, 0, "row digest of version 9"},
+	} {
+		d := decoder{b: append(binary.AppendUvarint(nil, uint64(len(tc.body))), tc.body...)}
+		var got Record
+		err := d.next(&got)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !got.HasDigest || got.Digest != dg || got.DigestVersion != tc.want:
+			t.Errorf("%s: digest %+v (%v) of version %d, want %+v of %d", tc.name, got.Digest, got.HasDigest, got.DigestVersion, dg, tc.want)
+		}
+	}
+	b, _ := appendRecord(nil, &Record{Kind: KindComplete, Session: 3, Time: 5, Tag: "SELECT 1", HasDigest: true, Digest: dg}, 0)
+	d := decoder{b: b}
+	var got Record
+	if err := d.next(&got); err != nil || got.DigestVersion != rowdigest.Current {
+		t.Errorf("a digest of no version written as %d (%v), want the current %d", got.DigestVersion, err, rowdigest.Current)
 	}
 }
 

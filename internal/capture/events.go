@@ -131,6 +131,9 @@ type inFlight struct {
 	// on its final CommandComplete).
 	digests    []rowdigest.Digest
 	undigested bool
+	// digestVersion is the digests' version; digests of two versions
+	// in one answer (never written so) leave it undigested.
+	digestVersion rowdigest.Version
 	// batch numbers an Execute's extended batch: the Syncs the client
 	// sent before it.
 	batch uint64
@@ -139,10 +142,15 @@ type inFlight struct {
 // completed adds a statement's CommandComplete to the execution's answer.
 func (f *inFlight) completed(r *Record) {
 	f.rows = append(f.rows, tagRows(r.Tag))
-	if r.HasDigest {
-		f.digests = append(f.digests, r.Digest)
-	} else {
+	v := r.DigestVersion
+	if v == 0 {
+		v = rowdigest.Current // a record not read from a file (as written)
+	}
+	switch {
+	case !r.HasDigest || len(f.digests) > 0 && v != f.digestVersion:
 		f.undigested = true
+	default:
+		f.digests, f.digestVersion = append(f.digests, r.Digest), v
 	}
 }
 
@@ -790,7 +798,7 @@ func (d *Decoder) emit(f *inFlight, t int64) {
 	}
 	a := &event.Answer{Rows: f.rows, Suspended: f.suspended}
 	if !f.undigested && !f.suspended {
-		a.Digests = f.digests
+		a.Digests, a.DigestVersion = f.digests, f.digestVersion
 	}
 	ev.SetAnswer(a)
 	d.yield(f)

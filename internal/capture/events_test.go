@@ -378,8 +378,10 @@ func TestDecoderResumedSession(t *testing.T) {
 }
 
 // TestDecoderDigests: the rows' digests of a statement's completes are
-// its answer's, in order; a capture written before them (completes
-// without one) gives none, so nothing is compared by value.
+// its answer's, in order, with their version (a record that says none is
+// of the current one); a capture written before them (completes without
+// one) gives none, so nothing is compared by value, and so do digests of
+// two versions in one answer.
 func TestDecoderDigests(t *testing.T) {
 	one, two := rowdigest.Digest{Rows: 1, Ordered: 1, Unordered: 1}, rowdigest.Digest{Rows: 2, Ordered: 2, Unordered: 3}
 	recs := records{
@@ -391,9 +393,18 @@ func TestDecoderDigests(t *testing.T) {
 		fe(t, 1, 300, &pgproto3.Query{String: "SELECT 1"}),
 		{Kind: KindComplete, Session: 1, Time: 310, Tag: "SELECT 1"},
 		{Kind: KindReady, Session: 1, Time: 320, TxStatus: 'I'},
+		fe(t, 1, 400, &pgproto3.Query{String: "SELECT 1; SELECT 1 UNION SELECT 2"}),
+		{Kind: KindComplete, Session: 1, Time: 410, Tag: "SELECT 1", Digest: one, HasDigest: true, DigestVersion: rowdigest.V1},
+		{Kind: KindComplete, Session: 1, Time: 420, Tag: "SELECT 2", Digest: two, HasDigest: true, DigestVersion: rowdigest.V1},
+		{Kind: KindReady, Session: 1, Time: 430, TxStatus: 'I'},
+		fe(t, 1, 500, &pgproto3.Query{String: "SELECT 1; SELECT 1 UNION SELECT 2"}),
+		{Kind: KindComplete, Session: 1, Time: 510, Tag: "SELECT 1", Digest: one, HasDigest: true, DigestVersion: rowdigest.V1},
+		{Kind: KindComplete, Session: 1, Time: 520, Tag: "SELECT 2", Digest: two, HasDigest: true, DigestVersion: rowdigest.V2},
+		{Kind: KindReady, Session: 1, Time: 530, TxStatus: 'I'},
 	}
 	d := NewDecoder(&recs)
 	var got [][]rowdigest.Digest
+	var versions []rowdigest.Version
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
@@ -403,11 +414,15 @@ func TestDecoderDigests(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a := ev.Answer(); a != nil {
-			got = append(got, a.Digests)
+			got, versions = append(got, a.Digests), append(versions, a.DigestVersion)
 		}
 	}
-	if len(got) != 2 || !slices.Equal(got[0], []rowdigest.Digest{one, two}) || got[1] != nil {
-		t.Errorf("digests %v: want [%v %v] then none", got, one, two)
+	both := []rowdigest.Digest{one, two}
+	if len(got) != 4 || !slices.Equal(got[0], both) || got[1] != nil || !slices.Equal(got[2], both) || got[3] != nil {
+		t.Errorf("digests %v: want %v, none, %v, none", got, both, both)
+	}
+	if len(versions) != 4 || versions[0] != rowdigest.Current || versions[2] != rowdigest.V1 {
+		t.Errorf("versions %v: want the current one, then V1 third", versions)
 	}
 }
 

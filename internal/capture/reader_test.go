@@ -140,7 +140,7 @@ func TestReaderCorruption(t *testing.T) {
 			b[6] = Version + 1
 			os.WriteFile(l.segments[1], b, 0o600)
 			return l.segments[1], 0
-		}, "format version 2"},
+		}, fmt.Sprintf("format version %d", Version+1)},
 		{"segment out of place", func(l layout) (string, int64) {
 			b, _ := os.ReadFile(l.segments[1])
 			b[8] = 9

@@ -117,10 +117,13 @@ type Record struct {
 	// KindComplete. Digest is the digest of the DataRows the statement
 	// returned before it (HasDigest: the proxy kept it; a capture of an
 	// earlier version has none, and its answers are compared by row
-	// count only).
-	Tag       string
-	Digest    rowdigest.Digest
-	HasDigest bool
+	// count only), made in DigestVersion: written with the digest (zero
+	// writes rowdigest.Current), read back as written, and rowdigest.V1
+	// for a digest of a format version 1 file, which has none.
+	Tag           string
+	Digest        rowdigest.Digest
+	HasDigest     bool
+	DigestVersion rowdigest.Version
 
 	// KindError.
 	SQLState, Severity, Message string

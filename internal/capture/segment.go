@@ -15,8 +15,10 @@ const (
 	// Magic opens every segment file.
 	Magic = "PGRCAP"
 	// Version is the format version this package writes. It reads
-	// files of this version and older; a newer one is refused.
-	Version = 1
+	// files of this version and older; a newer one is refused. Version
+	// 2: a complete's rows' digest is followed by its rowdigest.Version
+	// (digests of version 1 files are rowdigest.V1's).
+	Version = 2
 
 	headerSize      = 20 // magic, version, reserved, sequence, start
 	chunkHeaderSize = 12 // compressed length, raw length, CRC-32C of both

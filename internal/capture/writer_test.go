@@ -25,7 +25,7 @@ func TestWriteReadEveryKind(t *testing.T) {
 	checkRecords(t, got, recs)
 	info := r.Info()
 	want := Manifest{
-		Format: "pgrehearse-capture", Version: 1, Start: t0, Stop: t0.Add(time.Minute),
+		Format: "pgrehearse-capture", Version: Version, Start: t0, Stop: t0.Add(time.Minute),
 		Segments: 1, Sessions: 3, Records: int64(len(recs)), Bytes: info.Bytes, Complete: true,
 	}
 	if !info.Finalized || info.Partial || info.Manifest != want {

@@ -188,7 +188,9 @@ func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
 // (with another error). Neither the replay's replay-order finding nor
 // report's divergence (exit 6) blames the replay's order for those
 // 25P02s, and the summary names the server-assigned id. Before, both
-// took every 25P02 for an error of ordering.
+// took every 25P02 for an error of ordering. Nor does the error-rate gate
+// count them (exit 3, 2 of 5 statements): the replay passes, saying it
+// discounted them; an unexplained failure more fails it.
 func TestReplayBlameForBakedIDs(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
@@ -225,6 +227,23 @@ func TestReplayBlameForBakedIDs(t *testing.T) {
 	}
 	if strings.Contains(out, "replay's order") || !strings.Contains(out, "named an id the original's server assigned") {
 		t.Errorf("the summary blames the replay's order, or does not name the server-assigned id:\n%s", out)
+	}
+	if code != ExitOK || !strings.Contains(out, "--max-error-rate discounts those 2 explained failures") {
+		t.Errorf("replay exited %d, want %d with the explained failures discounted:\n%s", code, ExitOK, out)
+	}
+	// One failure more, which nothing explains (it succeeded in the
+	// original): the gate counts it, and says what it left out.
+	worse := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
+		{s: 0, q: "BEGIN"},
+		{s: 0, q: "SELECT lo_unlink(98765)"},
+		{s: 0, q: "INSERT INTO t VALUES (1)"},
+		{s: 0, q: "INSERT INTO no_such_table VALUES (1)", err: `relation "no_such_table" does not exist`},
+		{s: 0, q: "ROLLBACK"},
+		{s: 0, q: "SELECT * FROM missing_on_the_target"},
+	})
+	code, stdout, stderr = runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--speed", "0", "--prefix", replayTestPrefix, worse)
+	if out := stdout + stderr; code != ExitRegression || !strings.Contains(out, "REPLAY FAILED") || !strings.Contains(out, "3 statements failed only on the target, 2 of them explained and not counted") {
+		t.Errorf("replay with an unexplained failure exited %d, want %d, saying the explained ones were not counted:\n%s", code, ExitRegression, out)
 	}
 	analyzeJSON := filepath.Join(dir, "analyze.json")
 	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", replayTestPrefix, "--json", analyzeJSON, log); code != ExitOK {

@@ -208,6 +208,9 @@ type Answer struct {
 	// returned, in the order of Rows, when the input kept them (a
 	// capture of a proxy that does); nil otherwise.
 	Digests []rowdigest.Digest
+	// DigestVersion is the version Digests were made in, which a
+	// replay digests the target's rows in.
+	DigestVersion rowdigest.Version
 	// Suspended: the execution stopped at its row limit (Wire.MaxRows;
 	// the server answered PortalSuspended), so Rows' one count is that
 	// limit and the portal goes on with a Fetch.

@@ -380,7 +380,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case 'C':
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
-		r.Digest, r.HasDigest = s.rows, s.digest
+		r.Digest, r.HasDigest, r.DigestVersion = s.rows, s.digest, rowdigest.Current
 		s.rows, s.suspended = rowdigest.Digest{}, false
 	case 's':
 		// PortalSuspended: the Execute's row limit was reached. No

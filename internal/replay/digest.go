@@ -15,6 +15,9 @@ import (
 // the same digest the proxy made of the original's (package rowdigest).
 type rowDigests struct {
 	on bool
+	// v is the version of the recorded digests, which the target's
+	// rows are digested in.
+	v rowdigest.Version
 	// done are the digests of the statements that completed, in order,
 	// as wire.rows; cur is the statement's being read; buf rebuilds a
 	// row's DataRow body from the values pgconn decoded.
@@ -28,6 +31,9 @@ type rowDigests struct {
 func (d *rowDigests) start(ev *event.Event) {
 	a := ev.Answer()
 	d.on = a != nil && a.Digests != nil
+	if d.on {
+		d.v = a.DigestVersion
+	}
 	d.reset()
 }
 
@@ -40,7 +46,7 @@ func (d *rowDigests) row(m *pgproto3.DataRow) {
 		return
 	}
 	d.buf = rowdigest.Values(d.buf, m.Values)
-	d.cur.Add(d.buf)
+	d.cur.AddVersion(d.v, d.buf)
 	if cap(d.buf) > 1<<20 {
 		d.buf = nil // an odd large row is not kept
 	}

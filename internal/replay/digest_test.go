@@ -15,13 +15,28 @@ import (
 // compare with the original's digest: in order for a statement that
 // sorts, in any order otherwise; a statement without a recorded digest
 // (a capture from before) or without the target's is not compared; an
-// execution without digests to compare keeps none.
+// execution without digests to compare keeps none; the target's rows are
+// digested in the version of the recorded digests (a capture's of V1 in
+// V1, which the current version's differ from).
 func TestValuesDiffer(t *testing.T) {
 	functionalCase(t)
 	rows := [][][]byte{{[]byte("1"), []byte("a")}, {[]byte("2"), nil}}
-	var orig rowdigest.Digest
+	var orig, origV1 rowdigest.Digest
 	for _, r := range rows {
 		orig.Add(rowdigest.Values(nil, r))
+		origV1.AddVersion(rowdigest.V1, rowdigest.Values(nil, r))
+	}
+	ansV1 := &event.Answer{Rows: []int64{2}, Digests: []rowdigest.Digest{origV1}, DigestVersion: rowdigest.V1}
+	digestV1 := func(order ...int) []rowdigest.Digest {
+		var d rowDigests
+		ev := &event.Event{}
+		ev.SetAnswer(ansV1)
+		d.start(ev)
+		for _, i := range order {
+			d.row(&pgproto3.DataRow{Values: rows[i]})
+		}
+		d.completed()
+		return d.done
 	}
 	digest := func(on bool, order ...int) []rowdigest.Digest {
 		var d rowDigests
@@ -49,6 +64,10 @@ func TestValuesDiffer(t *testing.T) {
 		{"a row missing", ans, digest(true, 0), plain, true},
 		{"no recorded digest", &event.Answer{Rows: []int64{2}}, digest(true, 1), plain, false},
 		{"not digested", ans, digest(false, 1), plain, false},
+		{"V1, same order, sorted", ansV1, digestV1(0, 1), sorted, false},
+		{"V1, other order, not sorted", ansV1, digestV1(1, 0), plain, false},
+		{"V1, other order, sorted", ansV1, digestV1(1, 0), sorted, true},
+		{"V1 against the current version", ansV1, digest(true, 0, 1), plain, true},
 	} {
 		it := fingerprint.Compute(c.query)[0]
 		if got := valuesDiffer(c.ans, c.got, 0, it, c.query); got != c.want {

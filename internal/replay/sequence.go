@@ -208,6 +208,7 @@ const seqIDsKept = 64
 // but a later statement's parameter that hashes to the digest is it.
 type seqID struct {
 	d    rowdigest.Digest
+	v    rowdigest.Version // d's
 	what string
 }
 
@@ -221,7 +222,7 @@ func (s *session) keepSeqID(ans *event.Answer, i int, what string) {
 	if len(s.seqIDs) == seqIDsKept {
 		s.seqIDs = append(s.seqIDs[:0], s.seqIDs[1:]...)
 	}
-	s.seqIDs = append(s.seqIDs, seqID{ans.Digests[i], what})
+	s.seqIDs = append(s.seqIDs, seqID{ans.Digests[i], ans.DigestVersion, what})
 }
 
 // carriedSeqID names the column ("orders.id") of an id that one of the
@@ -265,9 +266,9 @@ func (s *session) carriedSeqID(ev *event.Event) string {
 		}
 		for _, c := range cands {
 			buf = rowdigest.Values(buf[:0], [][]byte{c})
-			var d rowdigest.Digest
-			d.Add(buf)
 			for _, id := range s.seqIDs {
+				var d rowdigest.Digest
+				d.AddVersion(id.v, buf)
 				if id.d.Equal(d, true) {
 					return id.what
 				}

@@ -50,7 +50,9 @@ const (
 	// (the result's Sessions.ConnectFailures say as whom).
 	ReasonConnectFailures Reason = "connect_failures"
 	// ReasonErrorRate: the target failed more statements than the
-	// original did, beyond MaxErrorRate percentage points.
+	// original did, beyond MaxErrorRate percentage points, not counting
+	// the failures only on the target that are explained
+	// (results.Outcomes.GateErrorRate).
 	ReasonErrorRate Reason = "error_rate"
 	// ReasonDiverged: statements that succeeded in the original failed
 	// on the target with errors of ordering (results.OrderingSQLStates):
@@ -119,7 +121,9 @@ func (o *Outcome) reasons(maxErrorRate float64) {
 	if res.Replay != nil {
 		add(res.Sessions.ConnectFailed > 0, ReasonConnectFailures)
 		out := res.Outcomes
-		add(out.TargetErrorRate-out.OriginalErrorRate > maxErrorRate, ReasonErrorRate)
+		// Explained failures (baked ids, session state from before
+		// the recording) are not the target's: not counted.
+		add(out.GateErrorRate()-out.OriginalErrorRate > maxErrorRate, ReasonErrorRate)
 		add(diverged(res), ReasonDiverged)
 	}
 	add(len(res.Incomplete) > 0, ReasonIncomplete)

@@ -59,3 +59,32 @@ func TestRoundStop(t *testing.T) {
 		t.Errorf("RoundStop changed the outcome's reasons: %v", o.Reasons)
 	}
 }
+
+// TestErrorRateGate: the error-rate gate counts the failures only on the
+// target that are not explained: a replay of 10 statements, one of which
+// names an OID the original's server assigned (and one after it in its
+// block), or ran in a session recorded from the middle without the state
+// it needed, passes at --max-error-rate 1; one unexplained failure more
+// fails it, as one after a skipped fast-path call does (its cause is not
+// proven).
+func TestErrorRateGate(t *testing.T) {
+	functionalCase(t)
+	for _, tc := range []struct {
+		name string
+		out  results.Outcomes
+		want bool
+	}{
+		{"baked ids", results.Outcomes{Ran: 10, FailedOnlyOnTarget: 2, OnlyOnTargetBakedIDs: 2}, false},
+		{"session state", results.Outcomes{Ran: 10, FailedOnlyOnTarget: 1, OnlyOnTargetSessionState: 1}, false},
+		{"baked ids and one unexplained", results.Outcomes{Ran: 10, FailedOnlyOnTarget: 3, OnlyOnTargetBakedIDs: 2}, true},
+		{"after a fast-path call", results.Outcomes{Ran: 10, FailedOnlyOnTarget: 1, OnlyOnTargetAfterFastPath: 1}, true},
+		{"both failed", results.Outcomes{Ran: 10, BothFailed: 1, FailedOnlyOnTarget: 1, OnlyOnTargetBakedIDs: 1}, false},
+	} {
+		tc.out.SetRates()
+		o := &Outcome{Result: &results.Result{Replay: &results.Replay{Outcomes: tc.out}}}
+		o.reasons(1)
+		if got := o.Has(ReasonErrorRate); got != tc.want {
+			t.Errorf("%s: error rate %v (target %.2f%%, gate %.2f%%), want %v", tc.name, got, tc.out.TargetErrorRate, tc.out.GateErrorRate(), tc.want)
+		}
+	}
+}

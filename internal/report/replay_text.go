@@ -130,6 +130,10 @@ func writeReplayErrors(b *strings.Builder, res *results.Result) {
 		fmt.Fprintf(b, "    %d of those only on the target were in sessions recorded from the middle, with an error that session state from before the recording explains (a temporary table, a cursor WITH HOLD, a prepared statement the capture does not hold)\n",
 			o.OnlyOnTargetSessionState)
 	}
+	if n := o.ExplainedOnlyOnTarget(); n > 0 && res.Replay != nil {
+		fmt.Fprintf(b, "    --max-error-rate discounts those %d explained failures: the target's error rate %.2f%% without them\n",
+			n, o.GateErrorRate())
+	}
 }
 
 // writeReplayCost writes where the latencies come from and what the

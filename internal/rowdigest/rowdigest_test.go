@@ -2,7 +2,12 @@ package rowdigest
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -16,19 +21,41 @@ func body(values ...[]byte) []byte {
 	return b[5:]
 }
 
-func digest(rows ...[]byte) Digest {
+func digest(rows ...[]byte) Digest { return digestV(Current, rows...) }
+
+func digestV(v Version, rows ...[]byte) Digest {
 	var d Digest
 	for _, r := range rows {
-		d.Add(r)
+		d.AddVersion(v, r)
 	}
 	return d
 }
 
-// TestEqual: the same rows in another order are equal unordered, not
-// ordered; another value, a NULL for an empty string, a row more or a
-// duplicate row instead of another are never equal.
+// TestEqual: in each version, the same rows in another order are equal
+// unordered, not ordered; another value, a NULL for an empty string, a
+// row more or a duplicate row instead of another are never equal; Add is
+// AddVersion of the current version, and AddHash of Row.
 func TestEqual(t *testing.T) {
+	for _, v := range []Version{V1, V2} {
+		testEqual(t, v)
+	}
+	mid, long := body(bytes.Repeat([]byte("y"), 40)), body(bytes.Repeat([]byte("y"), 70))
+	for _, rows := range [][][]byte{{}, {body(nil)}, {body([]byte("1")), mid, long, body([]byte("123456"), []byte("0"))}} {
+		var add, hashed Digest
+		for _, r := range rows {
+			add.Add(r)
+			hashed.AddHash(Row(r))
+		}
+		if want := digestV(Current, rows...); add != want || hashed != want {
+			t.Errorf("%d rows: Add %+v, AddHash %+v, AddVersion %+v", len(rows), add, hashed, want)
+		}
+	}
+}
+
+func testEqual(t *testing.T, v Version) {
+	digest := func(rows ...[]byte) Digest { return digestV(v, rows...) }
 	a, b, c := body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")), body([]byte("3"), nil)
+	long := body(bytes.Repeat([]byte("z"), 33), bytes.Repeat([]byte("z"), 40))
 	for _, tc := range []struct {
 		name               string
 		x, y               Digest
@@ -44,12 +71,14 @@ func TestEqual(t *testing.T) {
 		{"duplicate instead", digest(a, a), digest(a, b), false, false},
 		{"duplicates cancel not", digest(a, a, b), digest(b), false, false},
 		{"columns split otherwise", digest(body([]byte("ab"), []byte("c"))), digest(body([]byte("a"), []byte("bc"))), false, false},
+		{"long reordered", digest(a, long, b, c), digest(long, c, b, a), false, true},
+		{"other version", digest(a, b), digestV(V1+V2-v, a, b), false, false},
 	} {
 		if got := tc.x.Equal(tc.y, true); got != tc.ordered {
-			t.Errorf("%s: ordered equal %v, want %v", tc.name, got, tc.ordered)
+			t.Errorf("V%d: %s: ordered equal %v, want %v", v, tc.name, got, tc.ordered)
 		}
 		if got := tc.x.Equal(tc.y, false); got != tc.unordered {
-			t.Errorf("%s: unordered equal %v, want %v", tc.name, got, tc.unordered)
+			t.Errorf("V%d: %s: unordered equal %v, want %v", v, tc.name, got, tc.unordered)
 		}
 	}
 }
@@ -118,12 +147,12 @@ func TestStreamPieces(t *testing.T) {
 }
 
 // TestPinned: the hashes of a few bodies, and a digest of two rows, are
-// pinned. The proxy and a replay of its capture must hash alike, possibly years
-// and releases apart: a hash that changes (to make the relay cheaper,
-// say) changes every digest an older capture holds, which a replay would
-// then report as other values. Such a change must come with a version of
-// the digest in the capture format (docs/capture-format.md) and a replay
-// that does not compare the older ones, not with new values here alone.
+// pinned, in each version. The proxy and a replay of its capture must hash
+// alike, possibly years and releases apart: a hash that changes (to make
+// the relay cheaper, say) changes every digest an older capture holds,
+// which a replay would then report as other values. Such a change must
+// come as a new Version, which the capture format records with each
+// digest (docs/capture-format.md), the older ones kept as they are.
 func TestPinned(t *testing.T) {
 	for _, tc := range []struct {
 		body []byte
@@ -136,13 +165,36 @@ func TestPinned(t *testing.T) {
 		{body([]byte("12345"), []byte("some text value"), []byte("2026-11-25 06:30:00+00"), nil), 0x463c93062eb904f3},
 		{body(bytes.Repeat([]byte("x"), 300)), 0x683080888f25f90e},
 	} {
-		if got := Row(tc.body); got != tc.want {
-			t.Errorf("Row of %d bytes: %#x, pinned %#x", len(tc.body), got, tc.want)
+		if got := RowV1(tc.body); got != tc.want {
+			t.Errorf("V1: Row of %d bytes: %#x, pinned %#x", len(tc.body), got, tc.want)
 		}
 	}
-	d := digest(body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")))
+	var d Digest
+	d.AddVersion(V1, body([]byte("1"), []byte("a")))
+	d.AddVersion(V1, body([]byte("2"), []byte("b")))
 	if want := (Digest{Rows: 2, Ordered: 0xc03ea245e6c77880, Unordered: 0x525c12b6e36a8ace}); d != want {
-		t.Errorf("digest of two rows %+v, pinned %+v", d, want)
+		t.Errorf("V1: digest of two rows %+v, pinned %+v", d, want)
+	}
+	for _, tc := range []struct {
+		body []byte
+		want uint64
+	}{
+		{[]byte{}, 0x1ff5c2923a788d2c},
+		{body(nil), 0xad30e1d21e798dd8},
+		{body([]byte("1")), 0x28278534f201e05f},
+		{body([]byte("-2417")), 0x261c6f6f95d69376},
+		{body([]byte("123456"), []byte("0")), 0x1f27ccb7170a2358},
+		{body([]byte("12345"), []byte("some text value")), 0x18618b0fee94c2a1},
+		{body([]byte("12345"), []byte("some text value"), []byte("2026-11-25 06:30:00+00"), nil), 0x818ad86208f4518b},
+		{body(bytes.Repeat([]byte("x"), 300)), 0x683080888f25f90e},
+	} {
+		if got := Row(tc.body); got != tc.want {
+			t.Errorf("V2: Row of %d bytes: %#x, pinned %#x", len(tc.body), got, tc.want)
+		}
+	}
+	d = digest(body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")))
+	if want := (Digest{Rows: 2, Ordered: 0xede91c4bd44fac5b, Unordered: 0xb9279a980517cebb}); d != want {
+		t.Errorf("V2: digest of two rows %+v, pinned %+v", d, want)
 	}
 }
 
@@ -189,13 +241,16 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzRow: a DataRow body cut anywhere hashes in pieces as whole, and
-// one that decodes is rebuilt from its values byte for byte, so the
+// FuzzRow: a DataRow body cut anywhere hashes in pieces as whole; Add is
+// AddHash of Row and AddVersion of V2, and a row longer than 64 bytes
+// hashes in V2 as in V1; and one that decodes is rebuilt from its values byte for byte, so the
 // replay's digest of what pgx decoded is the proxy's of what it relayed.
 func FuzzRow(f *testing.F) {
 	f.Add(body([]byte("a"), nil, []byte{}), 1)
 	f.Add([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, 3)
 	f.Add([]byte{}, 0)
+	f.Add(body([]byte("123456"), []byte("0")), 9)
+	f.Add(body(bytes.Repeat([]byte("w"), 27)), 20)
 	f.Fuzz(func(t *testing.T, row []byte, cut int) {
 		if cut < 0 || cut > len(row) {
 			cut = len(row) / 2
@@ -206,6 +261,16 @@ func FuzzRow(f *testing.F) {
 		s.Write(row[cut:])
 		if s.Sum() != Row(row) {
 			t.Fatal("pieces hash otherwise than the whole")
+		}
+		var add, hashed, v2 Digest
+		add.Add(row)
+		hashed.AddHash(Row(row))
+		v2.AddVersion(V2, row)
+		if add != hashed || add != v2 {
+			t.Fatalf("Add %+v, AddHash of Row %+v, AddVersion V2 %+v", add, hashed, v2)
+		}
+		if len(row) > shortMax && Row(row) != RowV1(row) {
+			t.Fatal("a long row hashes otherwise in V2 than in V1")
 		}
 		var dr pgproto3.DataRow
 		if dr.Decode(row) != nil {
@@ -226,5 +291,129 @@ func BenchmarkRow(b *testing.B) {
 	b.SetBytes(int64(len(row)))
 	for b.Loop() {
 		d.Add(row)
+	}
+}
+
+// dataRows is n DataRow messages as a server sends them back to back:
+// narrow, two ints as pgbench_accounts' aid and abalance (bodies of 16 to
+// 18 bytes, as BenchmarkCaptureDigest's narrow10k export); wide, bodies of
+// 61 bytes (proxy's BenchmarkRelayRows' bulk60); or mixed, as
+// BenchmarkCaptureDigest's rows100 (25 to 315 bytes: an int, an int, an
+// int, a NULL or 84 characters, 0 to 199 more).
+func dataRows(n int, shape string) []byte {
+	var buf []byte
+	for i := range n {
+		aid := []byte(strconv.Itoa(99_000 + i*37%900_000))
+		vals := [][]byte{aid, []byte("0")}
+		switch shape {
+		case "wide":
+			vals = [][]byte{append(bytes.Repeat([]byte("k"), 16), aid...), bytes.Repeat([]byte("v"), 29)}
+		case "mixed":
+			filler := []byte(nil)
+			if i%3 == 0 {
+				filler = bytes.Repeat([]byte(" "), 84)
+			}
+			vals = [][]byte{aid, []byte("1"), []byte("0"), filler, bytes.Repeat([]byte("x"), i*37%200)}
+		}
+		msg, err := (&pgproto3.DataRow{Values: vals}).Encode(nil)
+		if err != nil {
+			panic(err)
+		}
+		buf = append(buf, msg...)
+	}
+	return buf
+}
+
+// BenchmarkDataRows is the digest of a statement's rows in memory, as the
+// proxy's relay makes it: DataRow messages back to back, each digested in
+// place, its body framed by its length, by AddVersion(V1) and by Add (the
+// current version), and only framed (the relay's least cost per message),
+// the three by turns in each iteration. It reports the CPU time per row
+// of each (the process's: sturdier than the wall time on a shared
+// machine), and of the digest alone, less the framing.
+//
+//	go test -run '^$' -bench DataRows -benchtime 100x -count 3 ./internal/rowdigest
+func BenchmarkDataRows(b *testing.B) {
+	for _, shape := range []string{"narrow", "wide", "mixed"} {
+		msgs := dataRows(10_000, shape)
+		b.Run(shape, func(b *testing.B) {
+			d := new(Digest) // in memory, as the proxy's session holds it
+			var sink int
+			var cpu [3]time.Duration // framed only, V1, current
+			for b.Loop() {
+				for how := range cpu {
+					c0 := processCPU(b)
+					for range 10 {
+						*d = Digest{}
+						for m := msgs; len(m) > 5; {
+							n := 1 + int(binary.BigEndian.Uint32(m[1:]))
+							switch how {
+							case 2:
+								d.Add(m[5:n])
+							case 1:
+								d.AddVersion(V1, m[5:n])
+							default:
+								sink += int(m[5])
+							}
+							m = m[n:]
+						}
+					}
+					cpu[how] += processCPU(b) - c0
+				}
+			}
+			rows := float64(b.N * 10 * 10_000)
+			perRow := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / rows }
+			b.ReportMetric(perRow(cpu[0]), "frame-cpu-ns/row")
+			b.ReportMetric(perRow(cpu[1]-cpu[0]), "v1-digest-cpu-ns/row")
+			b.ReportMetric(perRow(cpu[2]-cpu[0]), "current-digest-cpu-ns/row")
+			if d.Rows != 10_000 || sink < 0 {
+				b.Fatal(d.Rows)
+			}
+		})
+	}
+}
+
+// TestDistinct: rows such as tables hold, many alike but for a few bytes,
+// hash apart in each version: two ints as text, an int in binary, a
+// text of 17 to 32 bytes, one of 33 to 64 whose halves are alike but
+// for a few bytes; and in the ordered digest of 10,000 of them,
+// swapping any two rows shows, as do two rotations.
+func TestDistinct(t *testing.T) {
+	var rows [][]byte
+	for i := range 400 {
+		for j := range 250 {
+			rows = append(rows, body([]byte(strconv.Itoa(990_000+i)), []byte(strconv.Itoa(j-100))))
+		}
+	}
+	for i := range 1 << 16 {
+		rows = append(rows, body(binary.BigEndian.AppendUint32(nil, uint32(i)<<8|uint32(i>>8))))
+		rows = append(rows, body([]byte(fmt.Sprintf("customer-%016d", i))))
+		rows = append(rows, body([]byte(fmt.Sprintf("customer-%0*d-customer-%0*d", i%4+1, i, i%7+3, i))))
+	}
+	for _, v := range []Version{V1, V2} {
+		seen := make(map[uint64]int, len(rows))
+		for i, r := range rows {
+			var d Digest
+			d.AddVersion(v, r)
+			if j, ok := seen[d.Unordered]; ok {
+				t.Fatalf("V%d: %x and %x share a hash", v, rows[j], r)
+			}
+			seen[d.Unordered] = i
+		}
+		ten := rows[:10_000]
+		want := digestV(v, ten...)
+		for _, sw := range [][2]int{{0, 1}, {0, 9999}, {4999, 5000}, {17, 4113}, {255, 256}, {1, 8193}} {
+			swapped := slices.Clone(ten)
+			swapped[sw[0]], swapped[sw[1]] = swapped[sw[1]], swapped[sw[0]]
+			if got := digestV(v, swapped...); got.Equal(want, true) || !got.Equal(want, false) {
+				t.Errorf("V%d: rows %d and %d swapped: ordered equal %v, unordered %v", v, sw[0], sw[1], got.Equal(want, true), got.Equal(want, false))
+			}
+		}
+		for _, k := range []int{1, 4096} {
+			rotated := append(slices.Clone(ten[k:]), ten[:k]...)
+			if got := digestV(v, rotated...); got.Equal(want, true) || !got.Equal(want, false) {
+				t.Errorf("V%d: rotated by %d: ordered equal", v, k)
+			}
+		}
 	}
 }
