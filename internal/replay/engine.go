@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -30,6 +33,38 @@ func runBlocking(t *task, f func()) {
 	for !done.Load() {
 		t.park()
 	}
+}
+
+// detachConn takes the socket of conn, ec, off Go's netpoller
+// (engineConn.detach) once pgconn no longer reads it on a goroutine of its
+// own. When one of pgconn's writes takes more than 15 ms (its slow-write
+// timer; under load, a connection's startup message), pgconn reads the
+// socket on another goroutine meanwhile, and that read can still be
+// waiting when Connect returns: the answers Connect waited for came to
+// that goroutine before pgconn told it to stop. Detach closes the socket
+// the read waits on, and pgconn kept the read's error for the session's
+// first statement ("use of closed network connection"), which the replay
+// counted as lost to a broken connection and reconnected: a statement of
+// the workload not run (1 connection in a few hundred on a 2-core machine
+// at load 30). SyncConn waits for such a read, pinging the server for it
+// only then (an empty query: no statement for pg_stat_statements, nor for
+// a target log's matching, which leaves out strings without one). An
+// error leaves the connection unusable. timeout bounds the ping (0: the
+// context alone does).
+func detachConn(ctx context.Context, conn *pgconn.PgConn, ec *engineConn, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if err := conn.SyncConn(ctx); err != nil {
+		return err
+	}
+	// Should detach fail (no descriptor left to duplicate), the socket
+	// stays on the netpoller, which costs idle threads' wake-ups, not
+	// results.
+	_ = ec.detach()
+	return nil
 }
 
 // syncWaitParked is a statement's syncWait on the engine. A wait for the

@@ -529,12 +529,16 @@ func (s *session) dial(since time.Time) (code, msg string, ok bool) {
 		s.conn, err = r.dial(ctx, cfg)
 		if err == nil {
 			if s.ec, _ = s.conn.Conn().(*engineConn); s.ec != nil {
-				// Off Go's netpoller before the first statement (see
-				// detach). Should it fail (no descriptor left to
-				// duplicate), the socket stays on the netpoller,
-				// which costs idle threads' wake-ups, not results.
-				_ = s.ec.detach()
+				// Off Go's netpoller before the first statement.
+				if err = detachConn(ctx, s.conn, s.ec, cfg.ConnectTimeout); err != nil {
+					cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					s.conn.Close(cctx)
+					cancel()
+					s.ec = nil
+				}
 			}
+		}
+		if err == nil {
 			if !s.startNoted {
 				s.startNoted = true
 				r.startup.connected(s, s.conn)
