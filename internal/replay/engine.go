@@ -99,6 +99,17 @@ func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (syn
 			sr.record(waited, "", "", false)
 			return synced{wait: waited}, true
 		}
+		if time.Since(began) >= deadlockCheckAfter {
+			// Looked at before every park, not only once the check's
+			// timer woke the session: on a busy engine that wake can
+			// come while the session is queued already (for the commit
+			// it waited for, which ran meanwhile) and be one with it;
+			// a park for the next commit would then have no timer to
+			// end it, and a deadlock with a row lock would hold for
+			// good, with no check and no timeout (issue 44).
+			s.waitingOn.Store(nil)
+			return long()
+		}
 		owner, _ := tx.Owner().(*session)
 		s.waitingOn.Store(&awaited{tx: tx, owner: owner})
 		if tx.Notify(wake) {
@@ -116,11 +127,6 @@ func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (syn
 				sr.record(waited, why, "", false)
 				return synced{wait: waited, giveUp: why, lostDep: lost}, true
 			}
-			continue
-		}
-		if time.Since(began) >= deadlockCheckAfter {
-			s.waitingOn.Store(nil)
-			return long()
 		}
 	}
 }

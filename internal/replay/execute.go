@@ -11,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // statement replays one execution event: a query string (simple protocol)
@@ -121,7 +122,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
-	sy.raced = it.sync.Raced()
+	sy.race = it.sync.Race
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
@@ -568,10 +569,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	if r.opts.DryRun {
 		ans = nil
 	}
-	var differs int64
-	// explained is the cause of the execution's differing answers when
-	// each of them has one (the first), "" when one has none.
-	var explained querystats.AnswerCause
+	var tally answerTally
 	for i, it := range items {
 		st := sh.set.Slot(it.Fingerprint, it.Query)
 		st.Record(it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
@@ -590,30 +588,16 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
-				cause, what := answerCause(d, it, ev.Query, seqs)
-				switch {
-				case cause == querystats.CauseSequence:
-					s.keepSeqID(ans, i, what)
-				case cause == "" && (d == querystats.AnswerRows || d == querystats.AnswerValues):
-					if col := s.carriedSeqID(ev); col != "" {
-						cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
-					}
-				}
-				if cause == "" && sy.raced {
-					cause, what = querystats.CauseRaced, "a concurrent transaction"
-				}
-				if cause == "" && s.resumed {
-					cause, what = querystats.CauseSessionState, "session state from before the recording"
-				}
+				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy.race)
 				if cause != "" {
 					st.ExplainAnswer(cause, what)
 				}
-				if differs == 0 || explained != "" {
-					explained = cause
-				}
-				differs++
+				tally.add(st, cause, sy.race)
 			}
 		}
+	}
+	if len(tally.undecided) > 0 {
+		sh.addPendingRace(r, pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced})
 	}
 	if s.clk.paced() {
 		sh.recordLag(lag.Microseconds())
@@ -649,9 +633,11 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	r.c.ran.Add(1)
 	if ans != nil && !(ans.Suspended && !failed && k == 1) {
 		r.c.answered.Add(1)
-		if differs > 0 {
+		if tally.differs > 0 {
 			r.c.answerDiffers.Add(1)
-			r.c.answerCause(explained).Add(1)
+			if len(tally.undecided) == 0 {
+				r.c.answerCause(tally.explained).Add(1)
+			}
 		}
 	}
 	r.countOutcome(ev, k, failed, te.code)
@@ -659,6 +645,58 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.window.record(r, failed && !ev.Failed, te.code)
 	}
 	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
+}
+
+// differsBecause is what explains the differing answer d of item i (it)
+// of execution ev, whose original answer is ans, and what names it; ""
+// when nothing does yet. race is the execution's (syncdep.Step.Race).
+func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, race *syncdep.Race) (querystats.AnswerCause, string) {
+	cause, what := answerCause(d, it, ev.Query, seqs)
+	switch {
+	case cause == querystats.CauseSequence:
+		s.keepSeqID(ans, i, what)
+	case cause == "" && (d == querystats.AnswerRows || d == querystats.AnswerValues):
+		if col := s.carriedSeqID(ev); col != "" {
+			cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
+		}
+	}
+	if cause == "" && race.Raced() {
+		cause, what = querystats.CauseRaced, "a concurrent transaction"
+	}
+	if cause == "" && s.resumed {
+		cause, what = querystats.CauseSessionState, "session state from before the recording"
+	}
+	return cause, what
+}
+
+// answerTally sums the causes of an execution's differing answers:
+// explained is their cause when each has one (the first), "" when one
+// has none; ifRaced the same were the statement found to race later
+// (undecided: the queries whose differing answers only that would
+// explain, see pendingRace).
+type answerTally struct {
+	differs            int64
+	explained, ifRaced querystats.AnswerCause
+	undecided          []*querystats.Stats
+}
+
+// add counts a differing answer of st, explained by cause ("": nothing
+// yet); race is the execution's.
+func (a *answerTally) add(st *querystats.Stats, cause querystats.AnswerCause, race *syncdep.Race) {
+	if a.differs == 0 || a.explained != "" {
+		a.explained = cause
+	}
+	later := cause
+	if cause == "" && !race.Settled() {
+		// A transaction the tracker reads after the statement may
+		// still find it raced: decided once settled.
+		a.undecided = append(a.undecided, st)
+		later = querystats.CauseRaced
+	}
+	if a.differs == 0 || a.ifRaced != "" {
+		a.ifRaced = later
+	}
+	a.differs++
 }
 
 // countOutcome counts an execution of k statements that failed on the

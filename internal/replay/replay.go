@@ -166,6 +166,12 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	for _, e := range r.engines {
 		e.close()
 	}
+	// The tracker read all it will: every race is settled.
+	for _, sh := range r.shards {
+		sh.mu.Lock()
+		sh.settleRaces(r, true)
+		sh.mu.Unlock()
+	}
 	if readErr != nil || r.stopped() {
 		res.Partial = true
 	}

@@ -297,12 +297,12 @@ func insufficientPrivilege(err error) bool {
 // it gave up ("" when its dependencies committed), whether a commit
 // it waited for was lost on the target (lostDep), and whether the
 // statement raced with another session's transaction in the original
-// (syncdep.Step.Raced).
+// (syncdep.Step.Race, which a transaction read after it may still set).
 type synced struct {
 	wait    time.Duration
 	giveUp  string
 	lostDep bool
-	raced   bool
+	race    *syncdep.Race
 }
 
 // lose marks a commit as lost on the target (its event was skipped for

@@ -18,8 +18,21 @@ import (
 // comparison of answers counts it apart from the unexplained ones. So do
 // the statements that follow it in its block (their answers depend on
 // its answer), and the statements of the transaction it raced with (the
-// replay may run the racing statement before them). A commit logged up
-// to RaceSlack after the statement counts as during it.
+// replay may run the racing statement before them), whether the
+// statement raced with another transaction already or not.
+//
+// "While the statement ran" is read from the times of the statement that
+// ended the transaction (its COMMIT or ROLLBACK, or the autocommit
+// statement itself), start and end, not from its end alone: the server
+// ends the transaction, and releases its locks, somewhere between the
+// two, and a capture records a COMMIT's answer when the proxy relays it,
+// which on a loaded machine comes milliseconds after the answer of the
+// statement whose wait it ended (measured: 19 ms), while the COMMIT was
+// sent before that statement's answer. So a transaction ended while the
+// statement ran when the statement that ended it started before the
+// statement ended (up to RaceSlack after, for a log whose lines give one
+// time) and ended after the statement started: their times overlap,
+// however slow the machine that recorded them was.
 //
 // The Tracker keeps the ends of the last maxEnds write transactions it
 // read, in the order read (the order of their log lines, which is about
@@ -29,25 +42,30 @@ import (
 // are compared whole (not by key: a row's key names its bucket only for
 // some statements), in the statement's database.
 
-// RaceSlack is how long after a statement's end a commit of another
-// session's transaction that was open while it ran may be logged and
-// still count as during it. The server releases a transaction's row
-// locks before it answers its COMMIT, so the statement that waited for
-// them may answer first: a capture then records the commit a few
-// microseconds after the statement it ended the wait of.
+// RaceSlack is how long after a statement's end the statement that ended
+// another session's transaction, open while it ran, may have started and
+// still count as during it: a log line gives a COMMIT one time, its end,
+// and the server releases a transaction's row locks before it answers
+// its COMMIT, so the statement that waited for them may be logged first.
 const RaceSlack = time.Millisecond
 
 // Race says whether a statement raced (see Step.Raced). The Tracker sets
-// it when it reads the event, or later when the commit it raced with is
-// logged just after it (RaceSlack); the replay reads it once the
-// statement ran, from another goroutine.
-type Race struct{ b atomic.Bool }
+// it when it reads the event, or later, until it no longer keeps the
+// statement (maxLate), when a transaction it raced with ends after it;
+// the replay reads it from another goroutine, once the statement ran,
+// and again once it is settled.
+type Race struct{ b, settled atomic.Bool }
 
 // raced is the Race of every statement known to race when read.
 var raced = func() *Race { r := &Race{}; r.b.Store(true); return r }()
 
 // Raced reports whether the statement raced.
 func (r *Race) Raced() bool { return r != nil && r.b.Load() }
+
+// Settled reports whether Raced can no longer change: the statement
+// raced, touches no relation (nil), or the Tracker no longer keeps it
+// for a transaction that ends after it. Once Settled, Raced is final.
+func (r *Race) Settled() bool { return r == nil || r.settled.Load() || r.b.Load() }
 
 // maxLate bounds the statements a Tracker keeps for a commit logged just
 // after them (RaceSlack).
@@ -75,8 +93,11 @@ const lateRels = 4
 // is.
 const maxEnds = 1 << 12
 
-// txEnd is one ended write transaction, for Raced.
+// txEnd is one ended write transaction, for Raced: from and at are when
+// the statement that ended it (COMMIT, ROLLBACK, the autocommit
+// statement) started and ended.
 type txEnd struct {
+	from   int64
 	at     int64
 	began  int64  // when its first write started
 	block  uint64 // its session's block (Session.block); 0: autocommit
@@ -100,21 +121,25 @@ func (r *endRing) add(e txEnd) {
 	r.next = (r.next + 1) % maxEnds
 }
 
-// raced returns a transaction of a session other than s that wrote one
-// of rels (any relation: all) and ended after start, walking back from
-// the newest end read; nil when none.
-func (r *endRing) raced(s *Session, start int64, rels []uint32, all bool) *txEnd {
+// raced calls f with each transaction of a session other than s that
+// wrote one of rels (any relation: all) and ended while a statement of
+// s that ran from start to end did (see RaceSlack), walking back from the
+// newest end read to the first that ended before start; it reports
+// whether there was one.
+func (r *endRing) raced(s *Session, start, end int64, rels []uint32, all bool, f func(*txEnd)) bool {
 	n := len(r.ends)
+	found := false
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
 		if e.at <= start {
-			return nil
+			break
 		}
-		if e.s != s && e.wrote(rels, all) {
-			return e
+		if e.s != s && e.from <= end+RaceSlack.Microseconds() && e.wrote(rels, all) {
+			f(e)
+			found = true
 		}
 	}
-	return nil
+	return found
 }
 
 // flagTxn marks the statements of e's transaction still kept (lates) as
@@ -188,31 +213,42 @@ func (r *raceRels) empty() bool { return len(r.ids) == 0 && !r.all }
 func (r *raceRels) reset() { r.ids, r.all = r.ids[:0], false }
 
 // ended records that s's transaction, which wrote w from log time
-// s.raceBegan, ended at log time at. The statements of other sessions
-// read just before, which ended up to RaceSlack before at while it was
-// open and touch what it wrote, raced with it (see RaceSlack).
-func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
+// s.raceBegan, ended with a statement that ran from log time from to at.
+// The statements of other sessions read before, which ran while it ended
+// (see RaceSlack) while it was open and touch what it wrote, raced with
+// it, and so did its own statements.
+func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	if w.empty() {
 		return
 	}
 	ids := slices.Clone(w.ids)
 	slices.Sort(ids)
-	e := txEnd{at: at, began: s.raceBegan, s: s, writes: ids, all: w.all}
+	e := txEnd{from: from, at: at, began: s.raceBegan, s: s, writes: ids, all: w.all}
 	if s.inBlock {
 		e.block = s.block
 	}
 	t.ends.add(e)
 	n := len(t.lates)
+	flagged := false
 	for i := 0; i < n; i++ {
 		l := &t.lates[(t.nextLate+n-1-i)%n]
-		if l.end < at-RaceSlack.Microseconds() {
+		if l.end < from-RaceSlack.Microseconds() {
 			break
 		}
-		if l.s == s || l.race.Raced() || l.start >= at || e.began >= l.end || !e.wrote(l.ids[:l.n], l.all) {
+		if l.s == s || l.start >= at || e.began >= l.end || !e.wrote(l.ids[:l.n], l.all) {
+			continue
+		}
+		if !flagged {
+			// Also when the statement raced with another
+			// transaction already: it may have waited for this one
+			// too, and run before its statements on the target.
+			t.flagTxn(&e)
+			flagged = true
+		}
+		if l.race.Raced() {
 			continue
 		}
 		l.race.b.Store(true)
-		t.flagTxn(&e)
 		if l.block == 0 {
 			continue
 		}
@@ -228,10 +264,11 @@ func (t *Tracker) ended(s *Session, at int64, w *raceRels) {
 	}
 }
 
-// read records s's event just read, whose Race is r, for a commit logged
-// just after it (see ended).
+// read records s's event just read, whose Race is r, for a transaction
+// that ends after it (see ended), raced already or not; the one it takes
+// the place of is settled.
 func (t *Tracker) read(s *Session, start, end int64, r *Race) {
-	if r == nil || r.Raced() {
+	if r == nil {
 		return
 	}
 	l := late{s: s, start: start, end: end, race: r, all: s.raceStmt.all || len(s.raceStmt.ids) > lateRels}
@@ -245,6 +282,7 @@ func (t *Tracker) read(s *Session, start, end int64, r *Race) {
 		t.lates = append(t.lates, l)
 		return
 	}
+	t.lates[t.nextLate].race.settled.Store(true)
 	t.lates[t.nextLate] = l
 	t.nextLate = (t.nextLate + 1) % maxLate
 }

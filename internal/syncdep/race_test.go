@@ -141,3 +141,73 @@ func TestRacedRingBounded(t *testing.T) {
 		t.Error("a read after every commit raced")
 	}
 }
+
+// TestRacedLoadedCapture: the two races a capture made on a loaded
+// machine holds (issue 44, TestCaptureRacesExplained), which a COMMIT's
+// end alone missed.
+func TestRacedLoadedCapture(t *testing.T) {
+	tr := newShop(Object)
+	a, b, c := tr.Session("shop", "a"), tr.Session("shop", "b"), tr.Session("shop", "c")
+	// b's DELETE waited for a's row lock and found the row gone (0
+	// rows): a's COMMIT was sent while it ran, and its answer relayed
+	// 19 ms after the DELETE's. The events come in the order of their
+	// ends.
+	run(a, ms(1), ms(1), "BEGIN")
+	run(a, ms(2), ms(2)+600, "DELETE FROM public.orders WHERE id = 1")
+	run(a, ms(2)+640, ms(2)+810, "INSERT INTO public.orders (id) VALUES (1)")
+	waiter := run(b, ms(2)+820, ms(2)+1750, "DELETE FROM public.orders WHERE id = 1")
+	if waiter.Raced() {
+		t.Fatal("raced before the commit was read")
+	}
+	run(a, ms(2)+900, ms(22), "COMMIT")
+	if !waiter.Raced() || !waiter.Race.Settled() {
+		t.Error("a DELETE during which another session's COMMIT was sent, answered 19 ms after it, did not race")
+	}
+
+	// c's DELETE raced already (with a's autocommit UPDATE) when it
+	// waited for b's autocommit UPDATE, whose answer the capture
+	// relayed just after the DELETE's: b's UPDATE races too, since the
+	// DELETE may run before it on the target (its 1 row was 0 there).
+	run(c, ms(30), ms(30), "BEGIN")
+	run(a, ms(30)+100, ms(30)+400, "UPDATE public.orders SET id = 3 WHERE id = 3")
+	del := run(c, ms(30)+50, ms(34), "DELETE FROM public.orders WHERE id = 3")
+	if !del.Raced() {
+		t.Fatal("a DELETE across another session's autocommit UPDATE did not race")
+	}
+	upd := run(b, ms(31), ms(34)+14, "UPDATE public.orders SET id = 3 WHERE id = 3")
+	if !upd.Raced() {
+		t.Error("an UPDATE whose commit a DELETE, which raced already, waited for did not race")
+	}
+	run(c, ms(35), ms(35), "COMMIT")
+
+	// A statement across two commits: the statements of both race.
+	run(a, ms(40), ms(40), "BEGIN")
+	first := run(a, ms(40)+10, ms(40)+20, "UPDATE public.orders SET id = 4 WHERE id = 4")
+	run(c, ms(40)+30, ms(40)+40, "BEGIN")
+	second := run(c, ms(40)+50, ms(40)+60, "UPDATE public.orders SET id = 5 WHERE id = 5")
+	run(a, ms(41), ms(41)+10, "COMMIT")
+	run(c, ms(42), ms(42)+10, "COMMIT")
+	if !run(b, ms(40)+70, ms(43), "SELECT * FROM public.orders").Raced() {
+		t.Fatal("a read across two commits of its table did not race")
+	}
+	if !first.Raced() || !second.Raced() {
+		t.Errorf("the statements of the transactions a read ran across raced: %v and %v, want both", first.Raced(), second.Raced())
+	}
+}
+
+// TestRaceSettled: a statement's Race is settled once the Tracker no
+// longer keeps it for a transaction that ends after it.
+func TestRaceSettled(t *testing.T) {
+	tr := newShop(Object)
+	a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+	st := run(a, ms(1), ms(2), "SELECT * FROM public.orders")
+	if st.Race == nil || st.Race.Settled() {
+		t.Fatal("a read is settled as soon as read")
+	}
+	for i := range int64(maxLate) {
+		run(b, ms(10+i), ms(10+i), "SELECT * FROM public.orders")
+	}
+	if !st.Race.Settled() || st.Raced() {
+		t.Errorf("settled %v, raced %v after %d later statements: want settled, not raced", st.Race.Settled(), st.Raced(), maxLate)
+	}
+}

@@ -685,13 +685,13 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 			commit.merge(s.tx)
 			committing = true
 		}
-		t.ended(s, e.End, &s.raceTx)
+		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 		s.tx.reset()
 		s.aborted, s.inBlock = false, eff.chain
 		s.block++
 	case TxRollback:
-		t.ended(s, e.End, &s.raceTx)
+		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 		s.tx.reset()
 		s.aborted, s.inBlock = false, eff.chain
@@ -728,9 +728,9 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 	case s.raceOpen:
 		step.Race = raced
 	case !s.raceStmt.empty():
-		if o := t.ends.raced(s, e.Start, s.raceStmt.ids, s.raceStmt.all); o != nil {
+		// Every transaction it raced with: their statements race too.
+		if t.ends.raced(s, e.Start, e.End, s.raceStmt.ids, s.raceStmt.all, t.flagTxn) {
 			step.Race = raced
-			t.flagTxn(o)
 		} else {
 			step.Race = &Race{}
 		}
@@ -740,7 +740,7 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 	if !s.inBlock && !s.raceTx.empty() {
 		// Outside a block an execution is its own transaction, which
 		// ended with it, committed or not.
-		t.ended(s, e.End, &s.raceTx)
+		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 	}
 	if e.Failed {
