@@ -371,6 +371,16 @@ func TestCaptureProtocolForms(t *testing.T) {
 			t.Errorf("%s: answers differ %v, want %v", q.Query, q.AnswerDiffers, want)
 		}
 	}
+	// The batched reads' differing answers are counted as unexplained
+	// too (a fetch is compared once its last batch ran): the differing
+	// answers are the explained ones plus the rest.
+	explained := int64(0)
+	for _, n := range res.Outcomes.AnswerDiffersExplained {
+		explained += n
+	}
+	if o := res.Outcomes; o.AnswerDiffers == 0 || explained+o.AnswerDiffersUnexplained != o.AnswerDiffers {
+		t.Errorf("answers differ %d, explained %v, unexplained %d: they do not add up", o.AnswerDiffers, o.AnswerDiffersExplained, o.AnswerDiffersUnexplained)
+	}
 }
 
 func sameDiffs(a, b map[string]int64) bool {

@@ -25,6 +25,9 @@ import (
 // whose answer is compared when its last batch is replayed.
 type openFetch struct {
 	item fingerprint.Item
+	// query is the execution's text, which a differing answer's cause
+	// reads (answerCause).
+	query string
 	// The rows of the batches replayed so far, the original's and the
 	// target's.
 	origRows, rows int64
@@ -45,7 +48,7 @@ func (s *session) startFetch(ev *event.Event, item fingerprint.Item, ans *event.
 		// The original bound the portal anew: its last run ended.
 		s.endFetchLocked(old)
 	}
-	f := &openFetch{item: item}
+	f := &openFetch{item: item, query: ev.Query}
 	if len(ans.Rows) > 0 {
 		f.origRows = ans.Rows[0]
 	}
@@ -140,10 +143,18 @@ func (s *session) endFetchLocked(f *openFetch) {
 	case !f.failed && f.rows != f.origRows:
 		d = querystats.AnswerRows
 	}
-	s.shard.set.Slot(f.item.Fingerprint, f.item.Query).RecordAnswer(d)
+	st := s.shard.set.Slot(f.item.Fingerprint, f.item.Query)
+	st.RecordAnswer(d)
 	s.r.c.answered.Add(1)
 	if d != querystats.AnswerSame {
 		s.r.c.answerDiffers.Add(1)
+		// Explained or not, as any differing answer is, so that the
+		// differing answers are the explained ones plus the rest.
+		cause, what := answerCause(d, f.item, f.query, nil)
+		if cause != "" {
+			st.ExplainAnswer(cause, what)
+		}
+		s.r.c.answerCause(cause).Add(1)
 	}
 }
 
