@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,14 +91,36 @@ type Config struct {
 	Threads int
 }
 
+// threads is the process's GOMAXPROCS as the captures running in it
+// left it (setThreads): the value before the first, put back when the
+// last ends, so that two captures ending in any order never leave the
+// process on the first one's setting.
+var threads struct {
+	sync.Mutex
+	running, was int
+}
+
 // setThreads sets GOMAXPROCS to n when n > 0 (Config.Threads) and
-// returns what puts it back.
+// returns what puts it back once no capture of the process runs.
 func setThreads(n int) func() {
 	if n <= 0 {
 		return func() {}
 	}
-	was := runtime.GOMAXPROCS(n)
-	return func() { runtime.GOMAXPROCS(was) }
+	threads.Lock()
+	defer threads.Unlock()
+	if threads.running == 0 {
+		threads.was = runtime.GOMAXPROCS(n)
+	} else {
+		runtime.GOMAXPROCS(n)
+	}
+	threads.running++
+	return func() {
+		threads.Lock()
+		defer threads.Unlock()
+		if threads.running--; threads.running == 0 {
+			runtime.GOMAXPROCS(threads.was)
+		}
+	}
 }
 
 // StopReason says why recording stopped.
