@@ -68,4 +68,10 @@ func TestHeadroomTry(t *testing.T) {
 	if !strings.Contains(stderr, "control with email_idx at 1x") {
 		t.Errorf("no progress line of the try:\n%s", stderr)
 	}
+	// The index, named, was made in every step's fresh copy of the
+	// shop's database (customers is there only; a second CREATE in the
+	// same database would fail), and the target's own is left without.
+	if err := tg.Exec(context.Background(), workload.ShopDatabase, "CREATE INDEX "+workload.ShopEmailIndex+" ON customers (email)"); err != nil {
+		t.Errorf("the try reached the target's own database: %v", err)
+	}
 }

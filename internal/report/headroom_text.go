@@ -40,7 +40,7 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 		p("%s", headroomStepsTable(so, out.SLO))
 	}
 	for _, to := range out.Tries {
-		if to.With == nil || len(to.With.Steps) == 0 {
+		if to.With == nil || len(to.With.Steps) == 0 || to.NotTried != "" {
 			continue
 		}
 		p("\n%s with %s: %d steps\n", to.Side, to.Name, len(to.With.Steps))
