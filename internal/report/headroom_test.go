@@ -173,4 +173,13 @@ func TestWriteHeadroomTries(t *testing.T) {
 			t.Errorf("missing %q", want)
 		}
 	}
+	b.Reset()
+	if err := WriteHeadroomHTML(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"k held: at least 2.5x without, 4.2x with email_idx", "Steps of the candidate with email_idx"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page: missing %q", want)
+		}
+	}
 }
