@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -52,6 +54,8 @@ type headroomFlags struct {
 	// forward are the replay options given, as a shard process is
 	// started with them (forwardedFlags).
 	forward []string
+	// tries are --try's NAME:SQL, the user's own changes.
+	tries []string
 }
 
 func newHeadroomCmd(ctx context.Context, stdio IO) *cobra.Command {
@@ -133,6 +137,12 @@ them): a step whose shards saturate them needs shards on other machines
 (docs/sharding.md). Only when the binary cannot be found do the shards
 run inside this process, as the start line says.
 
+--try 'NAME:SQL' (repeatable), after the search, searches the candidate (the
+one target) again for each, its SQL run after every reset in the reset's copy
+of the workload's databases: "k held: 1.5x without, 4x with NAME". It needs a
+reset that undoes it (not --reset none). A try whose SQL fails is "not tried",
+with the server's error, and leaves the exit code as it is.
+
 Every step shows its throughput, errors, lag, the replayer's CPU, the rule
 nearest to its limit and the top wait event (with --observe, on by
 default). The Universal Scalability Law fitted to the steps' throughput
@@ -163,13 +173,20 @@ whole run (docs/headroom-json.md).
 	fl.IntVar(&f.baseRounds, "base-rounds", headroom.DefaultBaseRounds, "rounds at 1x per target, whose median every step is judged against")
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
 	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never)")
+	addHeadroomMoreFlags(fl, &f)
+	addReplayOptionFlags(fl, &f.replayFlags)
+	return cmd
+}
+
+// addHeadroomMoreFlags adds the flags of the outputs, the shards and
+// the tries.
+func addHeadroomMoreFlags(fl *pflag.FlagSet, f *headroomFlags) {
 	fl.StringVar(&f.out, "out", "", "directory for each step's replay result (default: none)")
 	fl.StringVar(&f.jsonPath, "json", "", `write the run as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.StringVar(&f.htmlPath, "html", "", "write a page with throughput and p95 against k to `FILE`")
 	fl.IntVar(&f.shards, "shards", 1, "replay every step split by session into `N` shards at once, which meet in the coordination database (--coord-dsn): for loads one replayer cannot send")
 	dsnVar(fl, &f.coordDSN, "coord-dsn", "with --shards: the coordination database of the shards (a PostgreSQL database that is not a target): one start, clock offsets, and commits waited for across shards")
-	addReplayOptionFlags(fl, &f.replayFlags)
-	return cmd
+	fl.StringArrayVar(&f.tries, "try", nil, "after the search, search the candidate (the one target) again with your own `NAME:SQL` applied to its reset copy of the workload's databases after every reset, and say the k it holds with it beside the k without it (repeatable)")
 }
 
 // headroomChecks checks the flags against each other and parses the SLO.
@@ -204,6 +221,8 @@ func headroomChecks(f headroomFlags, resetGiven bool) (judge.SLO, error) {
 		return slo, usageError("--coord-dsn is for a step split in shards: --shards N, N > 1")
 	case f.coordDSN != "" && (f.coordDSN == f.control || f.coordDSN == f.candidate):
 		return slo, usageError("--coord-dsn is a target: the shards' coordination database must be another, so that it does not disturb what is measured")
+	case len(f.tries) > 0 && f.resetCmd == "" && f.resetMode == string(reset.ModeNone):
+		return slo, usageError("--try needs a reset that undoes it: not --reset none")
 	case len(f.candidateLogs) > 0 && f.candidate == "" && f.candidateCluster == "":
 		return slo, usageError("--candidate-log without --candidate")
 	case f.candidate != "" && len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
@@ -211,6 +230,9 @@ func headroomChecks(f headroomFlags, resetGiven bool) (judge.SLO, error) {
 	}
 	if _, err := reset.ParseMode(f.resetMode); err != nil {
 		return slo, usageError("--reset: %v", err)
+	}
+	if _, err := parseTries(f.tries); err != nil {
+		return slo, err
 	}
 	slo, err := judge.ParseSLO(f.slo)
 	if err != nil {
@@ -286,11 +308,12 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	if err != nil {
 		return err
 	}
+	tries, _ := parseTries(f.tries)
 	h.cfg = headroom.Config{
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
-		Replay: h.step, Progress: headroomProgress(stdio.Stderr),
+		Replay: h.step, Progress: headroomProgress(stdio.Stderr), Tries: headroomTries(tries), Databases: dbs,
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
 			s, err := sweep.LocalServerCPU(ctx, dsn)
 			if err != nil {
@@ -318,6 +341,15 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		return runErr
 	}
 	return h.outcome(out, runErr)
+}
+
+// headroomTries are --try's fixes as headroom's tries.
+func headroomTries(tries []fixes.Fix) []headroom.Try {
+	var out []headroom.Try
+	for _, t := range tries {
+		out = append(out, headroom.Try{Name: strings.TrimPrefix(t.Name, fixes.TryPrefix), SQL: t.SQL})
+	}
+	return out
 }
 
 // warnOnce writes each warning once to stderr: the slices of a fold
@@ -636,16 +668,20 @@ func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg re
 func headroomProgress(w io.Writer) func(headroom.Progress) {
 	return func(p headroom.Progress) {
 		st := p.Step
+		side := string(st.Side)
+		if st.Try != "" {
+			side += " with " + st.Try
+		}
 		left := "time left unknown"
 		if p.RemainingKnown {
 			left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
 		}
 		switch p.Phase {
 		case headroom.PhaseReplay:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, st.Side, st.K, st.Round,
+			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
 				time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
 		case headroom.PhaseDone:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, st.Side, st.K, stepSummary(p.Done),
+			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, stepSummary(p.Done),
 				p.Elapsed.Round(time.Second), left)
 		}
 	}

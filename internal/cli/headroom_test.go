@@ -298,6 +298,9 @@ func TestHeadroomUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--shards", "2", log}, "--coord-dsn DSN"},
 		{[]string{"--control", "host=a", "--coord-dsn", "host=c", log}, "--shards N, N > 1"},
 		{[]string{"--control", "host=a", "--shards", "2", "--coord-dsn", "host=a", log}, "--coord-dsn is a target"},
+		{[]string{"--control", "host=a", "--reset", "none", "--try", "i:CREATE INDEX ON t (a)", log}, "--try needs a reset that undoes it"},
+		{[]string{"--control", "host=a", "--try", "CREATE INDEX ON t (a)", log}, "--try"},
+		{[]string{"--control", "host=a", "--try", "i:SELECT 1", "--try", "i:SELECT 2", log}, "given twice"},
 	} {
 		code, _, stderr := runHeadroom(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

@@ -35,6 +35,13 @@
 // A model stands beside the measurement: the Universal Scalability Law
 // fitted to the steps' throughput (FitUSL), with its predicted peak.
 //
+// The user's own changes (Config.Tries, headroom --try) are searched
+// after: the candidate's (the one target's) search runs again for each,
+// its SQL run after every reset in the reset's copy of the workload's
+// databases, and Outcome.Tries sets the k held with it beside the k
+// without it; a try the server refuses is not tried, and the run goes
+// on.
+//
 // The package runs steps through a function the caller gives (Config.Replay,
 // as package rehearse does with rounds): it knows nothing of logs, flags or
 // terminals. It resets each target before every step (package reset) and

@@ -68,6 +68,9 @@ type StepRun struct {
 	DatabaseMap map[string]string
 	Logs        []string
 	Reset       reset.State
+	// Try is the name of the try (Config.Tries) applied after the
+	// step's reset; "" for the search without one.
+	Try string
 }
 
 // ReplayFunc replays the workload once at load factor step.K onto
@@ -142,6 +145,14 @@ type Config struct {
 	// ShardsRun says where the shards run: "processes" (one process
 	// each, their CPU adding up) or "in_process" (in one process).
 	ShardsRun string
+	// Tries are the user's own changes: after the searches, the
+	// candidate's (the one target's) search runs again for each, its
+	// SQL applied after every reset in the reset's copy of each of
+	// Databases (Outcome.Tries). They need a reset that undoes them.
+	Tries []Try
+	// Databases are the workload's databases, as the logs name them,
+	// where a try's SQL runs; none: the target DSN's own database.
+	Databases []string
 }
 
 // Status is how a step ended: the round runner's vocabulary. A step
@@ -244,6 +255,8 @@ type Outcome struct {
 	SpanSeconds float64             `json:"span_seconds"`
 	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
 	Sides       []*SideOutcome      `json:"sides"`
+	// Tries are the searches again with each of Config.Tries applied.
+	Tries []*TryOutcome `json:"tries,omitempty"`
 	// Partial: a search did not finish (interrupted, the budget, a
 	// failed step); the answers are of the steps finished.
 	Partial     bool      `json:"partial,omitempty"`
@@ -275,6 +288,14 @@ type run struct {
 	// overheads are the steps' wall times beyond the log's span at their
 	// k (resets, connections, reading), for the estimates.
 	overheads rounds.Times
+	// seq is the run's last step, shared with the tries' searches.
+	seq *int
+	// try, in a try's search, is the try applied after every reset,
+	// and tried what became of it.
+	try   *Try
+	tried *TryOutcome
+	// tryRuns are the tries' searches, for whether they finished.
+	tryRuns []*run
 }
 
 // Run runs the search on every target. It returns the outcome also when
@@ -302,7 +323,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		out.Shards, out.ShardsRun = cfg.Shards, cfg.ShardsRun
 	}
 	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]judge.Measurement{},
-		baseline: map[Side]*judge.Baseline{}, n: map[Side]int{}}
+		baseline: map[Side]*judge.Baseline{}, n: map[Side]int{}, seq: new(int)}
 	for _, t := range cfg.Targets {
 		s := *proto
 		r.searches[t.Side] = &s
@@ -320,9 +341,15 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		}
 		r.answer()
 		out.EndedAt = time.Now()
-		for _, s := range r.searches {
-			if _, done := s.Next(); !done {
-				out.Partial = true
+		for _, x := range append([]*run{r}, r.tryRuns...) {
+			if x.tried != nil && x.tried.NotTried != "" {
+				// Not tried: its search stopped by design.
+				continue
+			}
+			for _, s := range x.searches {
+				if _, done := s.Next(); !done {
+					out.Partial = true
+				}
 			}
 		}
 	}()
@@ -337,9 +364,23 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			return out, fmt.Errorf("prepare the %s target's reset: %w", t.Side, perr)
 		}
 	}
+	if before, err := r.search(ctx); before > 0 {
+		out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before step %d", before)
+	} else if err != nil {
+		return out, err
+	}
+	if err := r.tries(ctx); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// search runs the sides' searches in turns until every one is done;
+// before is the step an interruption came before (0: none).
+func (r *run) search(ctx context.Context) (before int, err error) {
+	cfg, out := r.cfg, r.out
 	// The sides take turns, A B then B A; a side whose search is done
 	// drops out of the turns, and the run ends when every side's is.
-	seq := 0
 	pass, order, progressed := 0, rounds.Turn(cfg.Targets, 0), false
 	next := func() (func(context.Context) (bool, error), bool) {
 		for {
@@ -359,23 +400,21 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			}
 			return func(ctx context.Context) (bool, error) {
 				if cfg.Budget > 0 && time.Since(r.begun)+r.estimate(k) > cfg.Budget {
-					out.Stopped = fmt.Sprintf("the budget (%v) ends before the next step (%s at %gx) would", cfg.Budget, t.Side, k)
+					out.Stopped = fmt.Sprintf("the budget (%v) ends before the next step (%s at %gx%s) would", cfg.Budget, t.Side, k, r.withTry())
 					return true, nil
 				}
-				seq++
+				*r.seq++
 				progressed = true
 				r.n[t.Side]++
-				st := StepRun{Seq: seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
+				st := StepRun{Seq: *r.seq, Side: t.Side, K: k, Round: s.rounds(k) + 1, N: r.n[t.Side]}
+				if r.try != nil {
+					st.Try = r.try.Name
+				}
 				return r.step(ctx, st, t)
 			}, true
 		}
 	}
-	if before, err := rounds.Sequence(ctx, next); before > 0 {
-		out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before step %d", before)
-	} else if err != nil {
-		return out, err
-	}
-	return out, nil
+	return rounds.Sequence(ctx, next)
 }
 
 func (cfg *Config) check() error {
@@ -390,6 +429,9 @@ func (cfg *Config) check() error {
 	for _, t := range cfg.Targets {
 		if t.DSN == "" || t.Reset == nil {
 			return fmt.Errorf("headroom: the %s target needs a connection string and a reset (reset.None{} for none)", t.Side)
+		}
+		if len(cfg.Tries) > 0 && t.Reset.Mode() == reset.ModeNone {
+			return errors.New("headroom: a try needs a reset that undoes it, not none")
 		}
 	}
 	if len(cfg.Targets) == 2 && cfg.Targets[0].Side == cfg.Targets[1].Side {
@@ -425,6 +467,11 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	}
 	st.Reset = rs
 	st.DatabaseMap = rs.DatabaseMap(r.cfg.DatabaseMap)
+	if r.try != nil {
+		if applied, err := r.applyTry(ctx, st, t, rec, &round); !applied {
+			return true, err
+		}
+	}
 	st.Logs = expandLogs(t.Logs)
 	r.progress(st, PhaseReplay, nil)
 	var cpu func() (float64, error)
@@ -448,6 +495,9 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	interrupted := ctx.Err() != nil
 	if res != nil && r.cfg.Dir != "" {
 		name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
+		if st.Try != "" {
+			name = fmt.Sprintf("step-%02d-%s-try-%s-k%g.json", st.Seq, st.Side, st.Try, st.K)
+		}
 		if werr := outfile.Write(filepath.Join(r.cfg.Dir, name), func(w io.Writer) error { return results.Encode(w, res) }); werr != nil {
 			rerr = errors.Join(rerr, werr)
 		} else {

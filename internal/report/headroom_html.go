@@ -30,6 +30,9 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 	for _, so := range out.Sides {
 		p.Verdict.Items = append(p.Verdict.Items, sideNotes(out, so)...)
 	}
+	for _, to := range out.Tries {
+		p.Verdict.Items = append(p.Verdict.Items, TryLine(to))
+	}
 	if out.Partial {
 		p.Verdict.Status = "incomplete"
 		p.Verdict.Items = append([]string{"Partial: " + out.Stopped}, p.Verdict.Items...)
@@ -48,6 +51,13 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 	for _, so := range out.Sides {
 		sections = append(sections, htmlreport.Section{ID: "headroom-" + string(so.Side), Title: "Steps of the " + string(so.Side),
 			Tables: []htmlreport.Table{headroomHTMLSteps(so, out.SLO)}})
+	}
+	for _, to := range out.Tries {
+		if to.With == nil || len(to.With.Steps) == 0 || to.NotTried != "" {
+			continue
+		}
+		sections = append(sections, htmlreport.Section{ID: "headroom-" + string(to.Side) + "-try-" + to.Name,
+			Title: "Steps of the " + string(to.Side) + " with " + to.Name, Tables: []htmlreport.Table{headroomHTMLSteps(to.With, out.SLO)}})
 	}
 	p.Sections = sections
 	return p

@@ -145,3 +145,41 @@ func TestHeadroomStepsFit(t *testing.T) {
 		t.Error("the steps table does not say the figure is within the 1x spread")
 	}
 }
+
+// TestWriteHeadroomTries: each try's k beside the k without it, or why
+// it was not tried, and the try's steps under a heading of their own.
+func TestWriteHeadroomTries(t *testing.T) {
+	out := headroomOutcome(t)
+	cand := out.Side(headroom.Candidate)
+	with := &headroom.SideOutcome{Side: headroom.Candidate, Steps: cand.Steps,
+		Answer: &headroom.Answer{Holds: 4.2, Lo: 3.9, Hi: 4.6, AskedLo: 4, AskedHi: 6, Steps: 3}}
+	out.Tries = []*headroom.TryOutcome{
+		{Try: headroom.Try{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)"}, Side: headroom.Candidate, Without: cand.Answer, With: with},
+		{Try: headroom.Try{Name: "broken", SQL: "CREATE INDEX ON nope (a)"}, Side: headroom.Candidate, Without: cand.Answer,
+			NotTried: `ERROR: relation "nope" does not exist (SQLSTATE 42P01)`},
+	}
+	var b bytes.Buffer
+	if err := WriteHeadroom(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	t.Log(got)
+	for _, want := range []string{
+		"try email_idx on the candidate: k held: at least 2.5x without, 4.2x with email_idx",
+		`try broken on the candidate: not tried: ERROR: relation "nope" does not exist`,
+		"candidate with email_idx: ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	b.Reset()
+	if err := WriteHeadroomHTML(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"k held: at least 2.5x without, 4.2x with email_idx", "Steps of the candidate with email_idx"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page: missing %q", want)
+		}
+	}
+}

@@ -32,11 +32,44 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 			p("  %s\n", line)
 		}
 	}
+	for _, to := range out.Tries {
+		p("  %s\n", TryLine(to))
+	}
 	for _, so := range out.Sides {
 		p("\n%s: %d steps\n", so.Side, len(so.Steps))
 		p("%s", headroomStepsTable(so, out.SLO))
 	}
+	for _, to := range out.Tries {
+		if to.With == nil || len(to.With.Steps) == 0 || to.NotTried != "" {
+			continue
+		}
+		p("\n%s with %s: %d steps\n", to.Side, to.Name, len(to.With.Steps))
+		p("%s", headroomStepsTable(to.With, out.SLO))
+	}
 	return bw.Flush()
+}
+
+// TryLine is a try's answer beside the search's without it: "try
+// orders_idx on the candidate: k held: 1.5x without, 4x with
+// orders_idx", or why it was not tried.
+func TryLine(to *headroom.TryOutcome) string {
+	if to.NotTried != "" {
+		return fmt.Sprintf("try %s on the %s: not tried: %s", to.Name, to.Side, oneLine(to.NotTried))
+	}
+	k := func(a *headroom.Answer) string {
+		switch {
+		case a == nil:
+			return "not measured"
+		case a.AtLeast:
+			return "at least " + fmtK(a.Lo)
+		}
+		return fmtK(a.Holds)
+	}
+	var with *headroom.Answer
+	if to.With != nil {
+		with = to.With.Answer
+	}
+	return fmt.Sprintf("try %s on the %s: k held: %s without, %s with %s", to.Name, to.Side, k(to.Without), k(with), to.Name)
 }
 
 func searchLine(out *headroom.Outcome) string {

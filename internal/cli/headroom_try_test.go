@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
+)
+
+// TestHeadroomTry: headroom --try searches the one target again with the
+// user's SQL applied to its reset copy after every reset: a target
+// without the email lookup's index is searched again with a try that
+// creates it, and the JSON has the try with its k beside the k without
+// it; a try whose SQL fails is not tried, with the server's error, and
+// the exit code stays 0. The search is kept short (up to 1.5x, one round
+// at each place): what is tested is the try's run, not its k.
+func TestHeadroomTry(t *testing.T) {
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	if err := tg.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "headroom.json")
+	start := time.Now()
+	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--max-k", "1.5",
+		"--base-rounds", "1", "--boundary-rounds", "1", "--out", filepath.Join(dir, "steps"), "--json", jsonPath,
+		"--try", "email_idx:CREATE INDEX "+workload.ShopEmailIndex+" ON customers (email)",
+		"--try", "broken:CREATE INDEX ON no_such_table (a)", logPath)
+	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out headroom.Outcome
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Partial || len(out.Tries) != 2 {
+		t.Fatalf("partial %v, %d tries", out.Partial, len(out.Tries))
+	}
+	ok, bad := out.Tries[0], out.Tries[1]
+	if ok.Name != "email_idx" || ok.Side != headroom.Control || ok.NotTried != "" || ok.Without == nil ||
+		ok.With == nil || ok.With.Answer == nil || ok.With.Answer.Holds < 1 || len(ok.With.Steps) < 2 {
+		t.Fatalf("the index's try: %+v", ok)
+	}
+	// With the index in the copy, its rounds' files are there.
+	for _, st := range ok.With.Steps {
+		if st.Status != headroom.StatusDone || !strings.Contains(st.File, "try-email_idx") {
+			t.Errorf("try step %+v", st)
+		}
+	}
+	if bad.Name != "broken" || !strings.Contains(bad.NotTried, "no_such_table") || (bad.With != nil && bad.With.Answer != nil) {
+		t.Errorf("the broken try: %+v", bad)
+	}
+	if !strings.Contains(stdout, "k held: ") || !strings.Contains(stdout, "with email_idx") || !strings.Contains(stdout, "try broken on the control: not tried") {
+		t.Errorf("no try lines:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "control with email_idx at 1x") {
+		t.Errorf("no progress line of the try:\n%s", stderr)
+	}
+	// The index, named, was made in every step's fresh copy of the
+	// shop's database (customers is there only; a second CREATE in the
+	// same database would fail), and the target's own is left without.
+	if err := tg.Exec(context.Background(), workload.ShopDatabase, "CREATE INDEX "+workload.ShopEmailIndex+" ON customers (email)"); err != nil {
+		t.Errorf("the try reached the target's own database: %v", err)
+	}
+}
