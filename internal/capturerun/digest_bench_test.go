@@ -2,6 +2,7 @@ package capturerun
 
 import (
 	"context"
+	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,10 +104,10 @@ func BenchmarkCaptureDigest(b *testing.B) {
 			// message relayed, and the transactions.
 			run := func(l leg, secs string) (cpuPerMsg float64, tx int) {
 				host, port, _ := net.SplitHostPort(l.s.addr)
-				m0, c0 := l.msgs(), processCPU(b)
+				m0, c0 := l.msgs(), proctest.ProcessCPU(b)
 				out, err := c.Pgbench(ctx, "-h", host, "-p", port, "-M", "prepared", "-f", script,
 					"-n", "-c", clients, "-j", "2", "-T", secs, "postgres")
-				cpu, msgs := processCPU(b)-c0, l.msgs()-m0
+				cpu, msgs := proctest.ProcessCPU(b)-c0, l.msgs()-m0
 				if err != nil {
 					b.Fatalf("%v\n%s", err, out)
 				}

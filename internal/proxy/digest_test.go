@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"io"
 	"net"
 	"slices"
@@ -291,9 +292,9 @@ func BenchmarkRelayRows(b *testing.B) {
 				on() // warm both: buffers, sockets, caches
 				off()
 				timed := func(relay func()) time.Duration {
-					c0 := processCPU(b)
+					c0 := proctest.ProcessCPU(b)
 					relay()
-					return processCPU(b) - c0
+					return proctest.ProcessCPU(b) - c0
 				}
 				var onCPU, offCPU time.Duration
 				var ratios []float64

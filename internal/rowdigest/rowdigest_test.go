@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"slices"
 	"strconv"
 	"testing"
@@ -342,7 +343,7 @@ func BenchmarkDataRows(b *testing.B) {
 			var cpu [3]time.Duration // framed only, V1, current
 			for b.Loop() {
 				for how := range cpu {
-					c0 := processCPU(b)
+					c0 := proctest.ProcessCPU(b)
 					for range 10 {
 						*d = Digest{}
 						for m := msgs; len(m) > 5; {
@@ -358,7 +359,7 @@ func BenchmarkDataRows(b *testing.B) {
 							m = m[n:]
 						}
 					}
-					cpu[how] += processCPU(b) - c0
+					cpu[how] += proctest.ProcessCPU(b) - c0
 				}
 			}
 			rows := float64(b.N * 10 * 10_000)
