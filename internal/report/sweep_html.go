@@ -71,7 +71,10 @@ func peakCards(c sweep.ConfigRun) []htmlreport.Card {
 		return []htmlreport.Card{{Label: c.Name, Value: "no steps"}}
 	}
 	var cards []htmlreport.Card
-	if k := c.Knee; k != nil && k.Found {
+	if k := c.Knee; k != nil && k.Indistinct != "" {
+		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: "not told apart",
+			Sub: fmt.Sprintf("at %d clients on this curve alone; %s's none, and the curves are within noise at every client count", k.Clients, k.Indistinct)})
+	} else if k != nil && k.Found {
 		cards = append(cards, htmlreport.Card{Label: c.Name + ": knee", Value: fmt.Sprintf("%d clients", k.Clients),
 			Sub: fmt.Sprintf("%s within noise; %.0f TPS; to %d clients TPS %.2fx, latency %.2fx", span(k.Lo, k.Hi), k.TPS, k.NextClients, k.TPSGrowth, k.LatencyGrowth)})
 	} else if k != nil {
@@ -83,7 +86,10 @@ func peakCards(c sweep.ConfigRun) []htmlreport.Card {
 	}
 	cards = append(cards, htmlreport.Card{Label: c.Name + ": peak", Value: fmt.Sprintf("%d clients", c.Peak.Clients), Sub: peakSub})
 	if cl := c.Cliff; cl != nil {
-		if cl.Found {
+		if cl.Indistinct != "" {
+			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: "not told apart",
+				Sub: fmt.Sprintf("at %d clients on this curve alone; %s's none, and the curves are within noise at every client count", cl.Clients, cl.Indistinct)})
+		} else if cl.Found {
 			cards = append(cards, htmlreport.Card{Label: c.Name + ": cliff", Value: fmt.Sprintf("%d clients", cl.Clients),
 				Sub: fmt.Sprintf("%.0f TPS, %.2f of the peak; below %.2f from %.3g clients (%.3g-%.3g)", cl.TPS, cl.RatioToPeak, cl.Ratio, cl.Estimate, cl.Lo, cl.Hi), Status: "bad"})
 		} else {

@@ -193,3 +193,39 @@ func TestWriteSweepNoiseUnmeasured(t *testing.T) {
 		t.Errorf("the page does not say why nothing is judged: %v", page[0].Text)
 	}
 }
+
+// A knee and a cliff one curve alone shows, whose curve cannot be told
+// from the other's, say so on both the text and the page, and are not
+// claimed.
+func TestWriteSweepNotToldApart(t *testing.T) {
+	steps := []sweep.Step{{Clients: 1, TPS: 5000, Latency: sweep.Latency{Mean: 0.2}}, {Clients: 2, TPS: 5100, Latency: sweep.Latency{Mean: 0.39}}}
+	res := &sweep.Result{Workload: sweep.WorkloadInfo{Kind: "pgbench", Builtin: "select-only", Mode: "simple"}, Target: "throwaway", ClientCPUs: 2,
+		Configs: []sweep.ConfigRun{
+			{Name: "a", Steps: steps, Peak: &sweep.Peak{Clients: 2, TPS: 5100},
+				Knee:  &sweep.Knee{Clients: 2, Lo: 2, Hi: 2, UpTo: 8, Indistinct: "b"},
+				Cliff: &sweep.Cliff{Clients: 8, Ratio: 0.8, UpTo: 8, Indistinct: "b"}},
+			{Name: "b", Steps: steps, Peak: &sweep.Peak{Clients: 2, TPS: 5100},
+				Knee: &sweep.Knee{UpTo: 8, Lo: 4, Hi: 8}, Cliff: &sweep.Cliff{Ratio: 0.8, UpTo: 8}}}}
+	var b strings.Builder
+	if err := WriteSweep(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"knee:  not told apart: this curve alone shows one at 2 clients, b's none, and no client count's TPS or TPS over latency tells the two curves apart beyond the noise",
+		"cliff: not told apart: this curve alone falls below 0.80 of its peak at 8 clients, b's does not",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"knee:  2 clients", "cliff: 8 clients"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output claims %q:\n%s", bad, out)
+		}
+	}
+	cards := peakCards(res.Configs[0])
+	if cards[0].Value != "not told apart" || cards[len(cards)-1].Value != "not told apart" {
+		t.Errorf("the page's cards claim them: %+v", cards)
+	}
+}

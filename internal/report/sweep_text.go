@@ -211,6 +211,9 @@ func peakCliffLines(c sweep.ConfigRun) string {
 	var b strings.Builder
 	switch k := c.Knee; {
 	case k == nil:
+	case k.Indistinct != "":
+		fmt.Fprintf(&b, "  knee:  not told apart: this curve alone shows one at %d clients, %s's none, and no client count's TPS or TPS over latency tells the two curves apart beyond the noise\n",
+			k.Clients, k.Indistinct)
 	case k.Found:
 		within := ""
 		if k.Lo != k.Hi {
@@ -237,6 +240,9 @@ func peakCliffLines(c sweep.ConfigRun) string {
 	}
 	switch cl := c.Cliff; {
 	case cl == nil:
+	case cl.Indistinct != "":
+		fmt.Fprintf(&b, "  cliff: not told apart: this curve alone falls below %.2f of its peak at %d clients, %s's does not, and no client count's TPS or TPS over latency tells the two curves apart beyond the noise\n",
+			cl.Ratio, cl.Clients, cl.Indistinct)
 	case cl.Found:
 		fmt.Fprintf(&b, "  cliff: %d clients, %.1f TPS = %.2f of the peak (threshold %.2f); below it from %.3g clients (%.3g-%.3g)\n",
 			cl.Clients, cl.TPS, cl.RatioToPeak, cl.Ratio, cl.Estimate, cl.Lo, cl.Hi)

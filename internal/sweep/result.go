@@ -191,6 +191,11 @@ type Knee struct {
 	Lo            int     `json:"lo_clients,omitempty"`
 	Hi            int     `json:"hi_clients,omitempty"`
 	UpTo          int     `json:"up_to_clients"`
+	// Indistinct names another configuration whose curve shows no knee
+	// and cannot be told from this one at any client count (TPS, or TPS
+	// over latency, beyond the noise): this curve's knee at Clients is
+	// then not claimed (Found false), on either side.
+	Indistinct string `json:"indistinct_from,omitempty"`
 }
 
 // Peak is the client count with the highest median TPS; Lo and Hi the
@@ -221,6 +226,10 @@ type Cliff struct {
 	Estimate    float64 `json:"estimate_clients,omitempty"`
 	Ratio       float64 `json:"threshold"`
 	UpTo        int     `json:"up_to_clients"`
+	// Indistinct names another configuration whose curve shows no cliff
+	// and cannot be told from this one at any client count: this
+	// curve's cliff at Clients is then not claimed (Found false).
+	Indistinct string `json:"indistinct_from,omitempty"`
 }
 
 // Comparison is one client count across configurations: every

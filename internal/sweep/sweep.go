@@ -176,7 +176,9 @@ func NoiseUnmeasured(configs, repeat int) bool {
 // (NoiseUnmeasured) claims nothing that needs it: its ratios have no
 // interval and no "~" (no Change), and every configuration's knee and
 // cliff are left nil and its peak without the client counts within noise
-// of it; res.NoiseUnmeasured says so.
+// of it; res.NoiseUnmeasured says so. A knee or a cliff one configuration
+// shows and another does not, whose curves no client count tells apart,
+// is claimed on neither (withholdOneSided).
 func Judge(res *Result, repeat int, cliffRatio float64) {
 	unmeasured := NoiseUnmeasured(len(res.Configs), repeat)
 	res.NoiseUnmeasured = unmeasured
@@ -194,6 +196,9 @@ func Judge(res *Result, repeat int, cliffRatio float64) {
 		cr.Cliff = FindCliff(cr.Steps, cliffRatio)
 	}
 	res.Comparison = CompareConfigs(res.Configs)
+	if !unmeasured {
+		withholdOneSided(res.Configs)
+	}
 	if unmeasured {
 		for i := range res.Comparison {
 			res.Comparison[i].Change = nil
