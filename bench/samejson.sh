@@ -21,7 +21,7 @@
 # Outputs are compared byte for byte, standard error and exit codes too;
 # a JSON that differs is then compared field by field, printing the
 # fields only one side has and those that changed (their paths, indexes
-# as N). Nothing is stripped: none of these outputs holds a clock.
+# as N, queries matched by fingerprint and shown as {fp}). Nothing is stripped: none of these outputs holds a clock.
 #
 # Usage: bench/samejson.sh REFERENCE_TREE ROUNDS_DIR... 
 #   REFERENCE_TREE: a clone at the reference commit (git clone; git
@@ -52,11 +52,17 @@ def paths(o, p=''):
         return r
     if isinstance(o, list):
         r = {}
+        # Queries are matched by fingerprint (and metric), not by their
+        # place in a list that a changed label reorders.
+        keys = [isinstance(v, dict) and 'fingerprint' in v and v['fingerprint'] + ':' + str(v.get('metric', '')) for v in o]
+        if o and all(keys) and len(set(keys)) == len(keys):
+            for k, v in zip(keys, o): r.update(paths(v, p + '/{' + k + '}'))
+            return r
         for i, v in enumerate(o): r.update(paths(v, p + '/' + str(i)))
         return r
     return {p: o}
 a, b = (paths(json.load(open(f))) for f in sys.argv[1:3])
-n = lambda k: re.sub(r'/\d+', '/N', k)
+n = lambda k: re.sub(r'/\{[^}]*\}', '/{fp}', re.sub(r'/\d+', '/N', k))
 only_ref = sorted({n(k) for k in set(a) - set(b)})
 only_new = sorted({n(k) for k in set(b) - set(a)})
 changed = [k for k in set(a) & set(b) if a[k] != b[k]]
