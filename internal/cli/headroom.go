@@ -58,6 +58,18 @@ type headroomFlags struct {
 	tries []string
 }
 
+// headroomTryHelp is headroom --help's paragraph on --try.
+const headroomTryHelp = `--try 'NAME:SQL' (repeatable), after the search, searches the candidate (the
+one target) again for each, its SQL run after every reset in the reset's copy
+of the workload's databases: "k held: 1.5x without, 4x with NAME". It needs a
+reset that undoes it (not --reset none). A try whose SQL fails is "not tried",
+with the server's error, and leaves the exit code as it is. The time left on
+each step's line counts the tries' searches still to come. Ctrl-C during a
+try keeps the searches and tries finished, marks the one under way partial
+and names those not run ("tries not run"). --require judges the searches of
+the targets as they are, never a try's k (a change the target does not
+have); the line "--require Kx: met (...)" says so when there are tries.`
+
 func newHeadroomCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f headroomFlags
 	cmd := &cobra.Command{
@@ -137,11 +149,7 @@ them): a step whose shards saturate them needs shards on other machines
 (docs/sharding.md). Only when the binary cannot be found do the shards
 run inside this process, as the start line says.
 
---try 'NAME:SQL' (repeatable), after the search, searches the candidate (the
-one target) again for each, its SQL run after every reset in the reset's copy
-of the workload's databases: "k held: 1.5x without, 4x with NAME". It needs a
-reset that undoes it (not --reset none). A try whose SQL fails is "not tried",
-with the server's error, and leaves the exit code as it is.
+` + headroomTryHelp + `
 
 Every step shows its throughput, errors, lag, the replayer's CPU, the rule
 nearest to its limit and the top wait event (with --observe, on by
@@ -172,7 +180,7 @@ whole run (docs/headroom-json.md).
 	fl.DurationVar(&f.budget, "budget", 0, "stop before a step that would end past this much time (0: no bound); the answer is then partial")
 	fl.IntVar(&f.baseRounds, "base-rounds", headroom.DefaultBaseRounds, "rounds at 1x per target, whose median every step is judged against")
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
-	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never)")
+	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never); judged on the searches without the tries")
 	addHeadroomMoreFlags(fl, &f)
 	addReplayOptionFlags(fl, &f.replayFlags)
 	return cmd
@@ -425,14 +433,11 @@ func (h *headroomRun) outcome(out *headroom.Outcome, runErr error) error {
 		return &exitError{code: ExitIncomplete, err: fmt.Errorf("PARTIAL: %s; the answer above rests on the steps finished", out.Stopped)}
 	}
 	if f.require > 0 {
-		var short []string
-		for _, so := range out.Sides {
-			if so.Answer == nil || so.Answer.Holds < f.require {
-				short = append(short, string(so.Side))
-			}
-		}
-		if len(short) > 0 {
-			return &exitError{code: ExitRegression, err: fmt.Errorf("%s holds less than the %gx required", strings.Join(short, " and "), f.require)}
+		// The searches of the targets as they are, never a try's.
+		line, met := report.HeadroomRequire(out, f.require)
+		fmt.Fprintln(summaryOut, line)
+		if !met {
+			return &exitError{code: ExitRegression, err: errors.New(line)}
 		}
 	}
 	return nil

@@ -18,7 +18,8 @@ import (
 // without the email lookup's index is searched again with a try that
 // creates it, and the JSON has the try with its k beside the k without
 // it; a try whose SQL fails is not tried, with the server's error, and
-// the exit code stays 0. The search is kept short (up to 1.5x, one round
+// the exit code stays 0. --require says it judged the search without
+// the tries. The search is kept short (up to 1.5x, one round
 // at each place): what is tested is the try's run, not its k.
 func TestHeadroomTry(t *testing.T) {
 	logPath := shopLog(t)
@@ -30,7 +31,7 @@ func TestHeadroomTry(t *testing.T) {
 	jsonPath := filepath.Join(dir, "headroom.json")
 	start := time.Now()
 	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--max-k", "1.5",
-		"--base-rounds", "1", "--boundary-rounds", "1", "--out", filepath.Join(dir, "steps"), "--json", jsonPath,
+		"--base-rounds", "1", "--boundary-rounds", "1", "--out", filepath.Join(dir, "steps"), "--json", jsonPath, "--require", "0.5",
 		"--try", "email_idx:CREATE INDEX "+workload.ShopEmailIndex+" ON customers (email)",
 		"--try", "broken:CREATE INDEX ON no_such_table (a)", logPath)
 	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
@@ -64,6 +65,10 @@ func TestHeadroomTry(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "k held: ") || !strings.Contains(stdout, "with email_idx") || !strings.Contains(stdout, "try broken on the control: not tried") {
 		t.Errorf("no try lines:\n%s", stdout)
+	}
+	// --require judges the search without the tries, and says so.
+	if !strings.Contains(stdout, "--require 0.5x: met (the control holds ") || !strings.Contains(stdout, "; judged on the searches without the tries: a try's k is not judged") {
+		t.Errorf("no --require line saying what it judged:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "control with email_idx at 1x") {
 		t.Errorf("no progress line of the try:\n%s", stderr)

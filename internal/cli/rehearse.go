@@ -229,7 +229,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
 	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
 	fl.BoolVar(&f.fixFindings, "fix-findings", false, "with --fixes, also try the index each missing-index finding suggests, judged by what it made faster or slower (off by default: findings are of the traffic, alike on both sides)")
-	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, those of the regressions adding the most time first (0: all)")
+	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, the plans' and --fix-findings' together, those of the regressions adding the most time first (0: all; --try not counted)")
 	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
@@ -875,18 +875,21 @@ type rehearseOutput struct {
 // rehearsal's verdict as it is: fixes never change the exit code.
 func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts judge.Options) []fixes.Outcome {
 	var planned []fixes.Fix
-	if v.Plans != nil && r.f.fixes {
-		planned = fixes.Plan(v.Comparison, v.Plans.Report, r.f.maxFixes)
+	if r.f.fixes {
+		// The plans' fixes, then the findings' (the index a scan behind a
+		// filter lacks) in the workload's database, --max-fixes of them
+		// adding the most time tried.
+		c := fixes.Choice{Database: r.database, Max: r.f.maxFixes}
+		if v.Plans != nil {
+			c.Plans = v.Plans.Report
+		}
 		// A reset that restarts the server (--reset datadir) undoes a
 		// setting that needs a restart too: it is tried.
-		if _, ok := r.cfg.Candidate.Reset.(reset.Restarter); ok {
-			planned = fixes.WithRestart(planned)
+		_, c.Restart = r.cfg.Candidate.Reset.(reset.Restarter)
+		if r.f.fixFindings {
+			c.Findings = v.Findings
 		}
-	}
-	if r.f.fixes && r.f.fixFindings {
-		// The findings' (the index a scan behind a filter lacks), after
-		// the plans', in the workload's database.
-		planned = append(planned, fixes.FromFindings(v.Findings, v.Comparison, r.database, planned)...)
+		planned = fixes.Choose(v.Comparison, c)
 	}
 	// The user's own, after the plans': in the workload's database,
 	// judged on every regression.

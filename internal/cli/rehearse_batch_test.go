@@ -17,7 +17,7 @@ import (
 // rounds of its own with the rows in batches, and says what that saved
 // per row, time and WAL, with the interval, in the summary, in the
 // JSON's batch-inserts finding (the text's findings come before the
-// batched rounds); the candidate's own table is left as it was.
+// batched rounds) and on the HTML page; the candidate's own table is left as it was.
 func TestRehearseBatchInserts(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
@@ -44,11 +44,11 @@ func TestRehearseBatchInserts(t *testing.T) {
 	}
 	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
 	dir := t.TempDir()
-	jsonPath := filepath.Join(dir, "rehearsal.json")
+	jsonPath, htmlPath := filepath.Join(dir, "rehearsal.json"), filepath.Join(dir, "rehearsal.html")
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
 		"--prefix", replayTestPrefix, "--observe=false", "--plans=false", "--min-calls", "5",
-		"--batch-inserts", "50", "--fix-rounds", "2", "--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+		"--batch-inserts", "50", "--fix-rounds", "2", "--out", filepath.Join(dir, "rounds"), "--json", jsonPath, "--html", htmlPath, log)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitOK {
 		t.Fatalf("exit %d, want 0", code)
@@ -80,6 +80,13 @@ func TestRehearseBatchInserts(t *testing.T) {
 	}
 	if m := doc.BatchInserts; m == nil || m.Max != 50 || m.Time.Ratio <= 1 || m.WAL == nil || m.Time.Low > m.Time.Ratio || m.Time.High < m.Time.Ratio {
 		t.Errorf("batch_inserts in the JSON: %+v", m)
+	}
+	// The page says it as the text does (issue 48).
+	page := string(readFile(t, htmlPath))
+	for _, want := range []string{`<section id="batch-inserts">`, "time per row: batches of 50 would cut it by ", "WAL per row: batches of 50 would cut it by "} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the HTML page lacks %q", want)
+		}
 	}
 	said := false
 	for _, f := range doc.Findings.Findings {

@@ -191,3 +191,81 @@ func TestRehearseFindingFix(t *testing.T) {
 		t.Errorf("standard output lacks %q", want)
 	}
 }
+
+// TestRehearseDropStatisticsFix: the candidate alone has extended
+// statistics on s's correlated columns, and the traffic asks for a and b
+// that never go together (issue 48 item 3). With the dependency the
+// planner takes a = X AND b = X + 1 to keep the 200 rows of a = X and
+// walks the primary key for the first five, through all of s; without
+// it, the control expects under one row and reads the 200 rows of a = X
+// by s_a. The plans name the candidate's statistics as the cause; the fix
+// round drops them on the copy, which reverts the change and confirms the
+// cause, said with its verdict in the text and the JSON. The candidate's
+// own database keeps them.
+func TestRehearseDropStatisticsFix(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "app", statTable+"; CREATE INDEX s_a ON s (a); ANALYZE s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cand.Exec(ctx, "app", "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var steps []logStep
+	for i := range 30 {
+		x := 7 + 11*i
+		steps = append(steps, logStep{q: "SELECT v FROM s WHERE a = " + strconv.Itoa(x) + " AND b = " + strconv.Itoa(x+1) + " ORDER BY id LIMIT 5"})
+	}
+	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	code, stdout, stderr := runRehearse(t, "",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
+		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
+	}
+	var doc struct {
+		Fixes []fixes.Outcome `json:"fixes"`
+	}
+	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var drop *fixes.Outcome
+	for i, f := range doc.Fixes {
+		if f.Name == "drop-statistics-s_ab" {
+			drop = &doc.Fixes[i]
+		}
+	}
+	if drop == nil || drop.Kind != fixes.DropStatistics || drop.Origin != fixes.OriginPlans || drop.Relation != "s" ||
+		drop.SQL != `DROP STATISTICS "public"."s_ab"` {
+		t.Fatalf("the statistics' fix: %+v (fixes %+v)", drop, doc.Fixes)
+	}
+	if drop.Status != fixes.Verified || drop.Rounds != 1 {
+		t.Errorf("the statistics' fix: %s after %d rounds, want verified after 1: %+v", drop.Status, drop.Rounds, drop.Queries)
+	}
+	for _, want := range []string{"extended statistics s_ab on s exist only on the candidate",
+		"drop-statistics-s_ab: reverts the change: confirms the cause (1 round): within the control's noise"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("standard output lacks %q", want)
+		}
+	}
+	if got := queryLines(t, cand, "app", "SELECT count(*) FROM pg_statistic_ext WHERE stxname = 's_ab'"); strings.Join(got, "") != "1" {
+		t.Errorf("the candidate's own app lost its statistics: %v", got)
+	}
+}

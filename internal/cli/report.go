@@ -416,7 +416,7 @@ func writeReportHTML(stdout io.Writer, f reportFlags, v *judge.Verdict, base, ca
 // were explained, and the page the fixes tried (rehearse's) when tried
 // holds some.
 func writeComparisonHTML(stdout io.Writer, path string, top int, names [2]string, v *judge.Verdict, base, cand []judge.Run, extra []report.RunEvidence, tried []fixes.Outcome) error {
-	opts := report.ComparisonOptions{Top: min(top, 12), Findings: v.Findings, Hints: reportHints, Fixes: tried}
+	opts := report.ComparisonOptions{Top: min(top, 12), Findings: v.Findings, Hints: reportHints, Fixes: tried, Batched: v.Batched}
 	if v.Plans != nil {
 		opts.Plans = v.Plans.Report
 	}

@@ -104,16 +104,11 @@ func (e *eval) batchInserts() {
 }
 
 // batchMeasured adds to f what batching was measured to save on the
-// table's rows, or how to measure it.
+// table's rows; when it was not, its fix (untriedFixes) says how to
+// measure it, in one line.
 func (e *eval) batchMeasured(f *Finding, table string) {
-	if !f.addBatchMeasure(e.in.Batched, table) {
-		f.Evidence.Notes = append(f.Evidence.Notes, measureBatchNote)
-	}
+	f.addBatchMeasure(e.in.Batched, table)
 }
-
-// measureBatchNote says how to measure what batching saves.
-const measureBatchNote = "what batching saves on this traffic is measured by rounds replayed with and without it: " +
-	"pgrehearse rehearse --batch-inserts 50 (docs/rehearse.md)"
 
 // AddBatchMeasure has r's batch-inserts findings say what m measured
 // batching saves on their table's rows (a measure made after the
@@ -124,8 +119,8 @@ func (r *Report) AddBatchMeasure(m *BatchMeasure) {
 	}
 	for i := range r.Findings {
 		f := &r.Findings[i]
-		if f.ID == IDBatchInserts && f.addBatchMeasure(m, f.Subject) {
-			f.Evidence.Notes = slices.DeleteFunc(f.Evidence.Notes, func(n string) bool { return n == measureBatchNote })
+		if f.ID == IDBatchInserts {
+			f.addBatchMeasure(m, f.Subject)
 		}
 	}
 }
@@ -138,6 +133,8 @@ func (f *Finding) addBatchMeasure(m *BatchMeasure, table string) bool {
 		return false
 	}
 	f.Summary += "; " + said
+	// Measured: its fix line says where, not how to.
+	f.Fix = &Fix{Untried: untriedBatchMeasured}
 	f.Evidence.Figures = append(f.Evidence.Figures,
 		fig("batch_rows", float64(m.Max), ""),
 		fig("batch_time_per_row_factor", m.Time.Ratio, "x"),

@@ -60,10 +60,31 @@ func (m *BatchMeasure) measured(table string) string {
 	if !found {
 		return ""
 	}
-	s := fmt.Sprintf("measured on this traffic, replayed %d times each way: batches of %d cut the target's time per row into %s by %s",
-		m.Rounds, m.Max, table, m.Time)
-	if m.WAL != nil {
+	s := fmt.Sprintf("measured on this traffic, replayed %d times each way: batches of %d %s",
+		m.Rounds, m.Max, m.Time.does("the target's time per row into "+table))
+	switch {
+	case m.WAL == nil:
+	case m.Time.cut() && m.WAL.cut():
 		s += fmt.Sprintf(" and the WAL per row by %s", m.WAL)
+	default:
+		s += " and " + m.WAL.does("the WAL per row")
 	}
 	return s
+}
+
+// cut: the whole interval is a cut.
+func (f Factor) cut() bool { return f.Low > 1 }
+
+// does says what the factor does to what, in words its interval bears
+// out: "cut WHAT by 9x (8.1–10.2)" only when the whole interval is a
+// cut.
+func (f Factor) does(what string) string {
+	switch {
+	case f.cut():
+		return "cut " + what + " by " + f.String()
+	case f.High < 1 && f.High > 0:
+		return "raised " + what + ": " + f.String() + ", below 1, the batched rows cost more"
+	default:
+		return "did not change " + what + " beyond noise: ~ " + f.String()
+	}
 }

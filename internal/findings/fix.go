@@ -19,11 +19,17 @@ type Fix struct {
 // untriedFixes are, by finding id, why the fix a finding of that id
 // recommends cannot be tried on a copy.
 var untriedFixes = map[string]string{
-	IDBatchInserts: "batching changes the application's statements, and fix rounds replay them as captured: rehearse --batch-inserts N measures it in rounds of its own",
-	IDRandomKeys:   "time-ordered keys change the application's keys and the data, and fix rounds replay the same values onto a copy of the same data",
-	IDHotQueryID:   "calling the statement less often changes the application, and fix rounds replay its calls as captured",
-	IDQueue:        "SKIP LOCKED changes the application's statement, and fix rounds replay it as captured",
+	IDBatchInserts: "batching changes the application's statements, which fix rounds replay as captured; " +
+		"measure what it saves on this traffic with pgrehearse rehearse --batch-inserts 50, rounds replayed with and without it (docs/rehearse.md)",
+	IDRandomKeys: "time-ordered keys change the application's keys and the data, and fix rounds replay the same values onto a copy of the same data",
+	IDHotQueryID: "calling the statement less often changes the application, and fix rounds replay its calls as captured",
+	IDQueue:      "SKIP LOCKED changes the application's statement, and fix rounds replay it as captured",
 }
+
+// untriedBatchMeasured is the batch-inserts fix once rehearse
+// --batch-inserts measured it (its summary says what).
+const untriedBatchMeasured = "batching changes the application's statements, which fix rounds replay as captured; " +
+	"rehearse --batch-inserts measured it in rounds of its own, above"
 
 // untriedTrackPlanning is why turning track_planning on is not tried: it
 // changes what pg_stat_statements counts, not how fast anything runs.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
 )
 
@@ -53,5 +54,76 @@ func TestFromFindings(t *testing.T) {
 	o := Judge(f, same, same, report(faster))
 	if o.Status != Tried || len(o.Changes) != 1 || o.Changes[0].Direction != Faster || !f.JudgedByChanges() {
 		t.Errorf("the finding's fix judged: %s, changes %+v", o.Status, o.Changes)
+	}
+}
+
+// TestBoundCountsFindings: --max-fixes bounds the plans' fixes and the
+// findings' together (issue 48), largest time added first whatever found
+// them: a finding's fix adding more time than a plan's takes the plan's
+// place, one for no regression goes last, and a fix named and not tried
+// is kept, taking no place.
+func TestBoundCountsFindings(t *testing.T) {
+	plan := Fix{Name: "index-a", Kind: CreateIndex, Origin: OriginPlans, AddedMS: 300}
+	named := Fix{Name: "set-x", Kind: SetServer, Origin: OriginPlans, AddedMS: 900, Untried: UntriedRestart}
+	finding := Fix{Name: "finding-missing-index-public.jobs_state", Kind: CreateIndex, Origin: OriginFinding, AddedMS: 700}
+	idle := Fix{Name: "finding-missing-index-public.b_c", Kind: CreateIndex, Origin: OriginFinding}
+	planned := []Fix{named, plan, finding, idle}
+	names := func(fs []Fix) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		max  int
+		want []string
+	}{
+		{1, []string{finding.Name, named.Name}},
+		{2, []string{finding.Name, plan.Name, named.Name}},
+		{0, []string{finding.Name, plan.Name, idle.Name, named.Name}},
+	} {
+		if got := names(Bound(planned, tc.max)); !slices.Equal(got, tc.want) {
+			t.Errorf("Bound(max %d) = %v, want %v", tc.max, got, tc.want)
+		}
+	}
+	if planned[0].Name != named.Name {
+		t.Error("Bound reordered its argument")
+	}
+}
+
+// TestChooseCountsFindings: rehearse's choice (Choose) bounds the plans'
+// fixes and the findings' together by --max-fixes (issue 48): the
+// finding's index, for a regression adding more time than the plans'
+// index's, is the one fix of max 1; with max 2 both, the finding's first.
+func TestChooseCountsFindings(t *testing.T) {
+	rep := report(
+		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 300, 2, 3),
+		q("poll", "SELECT id FROM jobs WHERE state = $1", compare.StatusRegressed, 700, 3, 5),
+	)
+	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "a", Database: "app", Causes: []explain.Cause{{Kind: explain.CauseIndexMissing,
+		Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: indexDef}}}}}
+	fr := &findings.Report{Findings: []findings.Finding{{ID: findings.IDMissingIndex, Subject: "public.jobs (state)",
+		Evidence: findings.Evidence{Queries: []findings.QueryRef{{Fingerprint: "poll"}}},
+		Fix:      &findings.Fix{SQL: `CREATE INDEX ON public.jobs ("state")`, Relation: "public.jobs"}}}}
+	names := func(fs []Fix) (out []string) {
+		for _, f := range fs {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	const idx, fin = "index-customers_email_idx", "finding-missing-index-public.jobs_state"
+	for _, tc := range []struct {
+		c    Choice
+		want []string
+	}{
+		{Choice{Plans: plans, Findings: fr, Database: "app", Max: 1}, []string{fin}},
+		{Choice{Plans: plans, Findings: fr, Database: "app", Max: 2}, []string{fin, idx}},
+		{Choice{Plans: plans, Database: "app", Max: 1}, []string{idx}},
+		{Choice{Findings: fr, Database: "app"}, []string{fin}},
+	} {
+		if got := names(Choose(rep, tc.c)); !slices.Equal(got, tc.want) {
+			t.Errorf("Choose(max %d, findings %v) = %v, want %v", tc.c.Max, tc.c.Findings != nil, got, tc.want)
+		}
 	}
 }

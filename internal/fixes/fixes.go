@@ -174,9 +174,18 @@ func Plan(rep *compare.Report, plans *explain.Report, max int) []Fix {
 			fixes[i].SQL = fixes[i].SQLIn(cmp.Or(fixes[i].Databases[0], "current database"))
 		}
 	}
+	return Bound(fixes, max)
+}
+
+// Bound keeps, of the fixes to try, the max (0: all) whose regressions
+// add the most time (AddedMS), largest first, whatever found them (the
+// plans, the findings: a finding's fix for no regression adds none, so
+// goes last); the fixes named and not tried (Untried) follow, all of
+// them: they take no place among max, costing no round. The order among
+// equals is planned's.
+func Bound(planned []Fix, max int) []Fix {
+	fixes := slices.Clone(planned)
 	slices.SortStableFunc(fixes, func(a, b Fix) int { return cmp.Compare(b.AddedMS, a.AddedMS) })
-	// The fixes named and not tried take no place among max: they cost
-	// no round.
 	var tried, named []Fix
 	for _, f := range fixes {
 		if f.Untried != "" {

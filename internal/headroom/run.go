@@ -98,8 +98,10 @@ type Progress struct {
 	Done *Step
 	// Elapsed is the time since the run began; Remaining an estimate of
 	// what is left (valid when RemainingKnown): the steps the searches
-	// may still need, each as long as the log at its k plus the steps'
-	// mean overhead, bounded by the budget.
+	// may still need, the tries' searches still to come included (each
+	// as long as the try side's search without it, by the ks it tried),
+	// each step as long as the log at its k plus the steps' mean
+	// overhead, bounded by the budget.
 	Elapsed        time.Duration
 	Remaining      time.Duration
 	RemainingKnown bool
@@ -255,8 +257,13 @@ type Outcome struct {
 	SpanSeconds float64             `json:"span_seconds"`
 	ResetModes  map[Side]reset.Mode `json:"reset_modes"`
 	Sides       []*SideOutcome      `json:"sides"`
-	// Tries are the searches again with each of Config.Tries applied.
+	// Tries are the searches again with each of Config.Tries applied,
+	// those begun.
 	Tries []*TryOutcome `json:"tries,omitempty"`
+	// TriesNotRun are the names of the Config.Tries whose search never
+	// began: the run stopped before them (interrupted, the budget, a
+	// failed step).
+	TriesNotRun []string `json:"tries_not_run,omitempty"`
 	// Partial: a search did not finish (interrupted, the budget, a
 	// failed step); the answers are of the steps finished.
 	Partial     bool      `json:"partial,omitempty"`
@@ -296,6 +303,10 @@ type run struct {
 	tried *TryOutcome
 	// tryRuns are the tries' searches, for whether they finished.
 	tryRuns []*run
+	// triesLater are the tries whose searches come after this search,
+	// and oneTry the estimate of one, for the time left.
+	triesLater int
+	oneTry     func() time.Duration
 }
 
 // Run runs the search on every target. It returns the outcome also when
@@ -323,7 +334,8 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		out.Shards, out.ShardsRun = cfg.Shards, cfg.ShardsRun
 	}
 	r := &run{cfg: cfg, out: out, begun: time.Now(), searches: map[Side]*Search{}, base: map[Side][]judge.Measurement{},
-		baseline: map[Side]*judge.Baseline{}, n: map[Side]int{}, seq: new(int)}
+		baseline: map[Side]*judge.Baseline{}, n: map[Side]int{}, seq: new(int), triesLater: len(cfg.Tries)}
+	r.oneTry = r.tryEstimate
 	for _, t := range cfg.Targets {
 		s := *proto
 		r.searches[t.Side] = &s
@@ -349,8 +361,15 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			for _, s := range x.searches {
 				if _, done := s.Next(); !done {
 					out.Partial = true
+					if x.tried != nil {
+						x.tried.Partial = true
+					}
 				}
 			}
+		}
+		for _, t := range cfg.Tries[len(out.Tries):] {
+			out.TriesNotRun = append(out.TriesNotRun, t.Name)
+			out.Partial = true
 		}
 	}()
 	for _, t := range cfg.Targets {
@@ -591,10 +610,32 @@ func (r *run) remaining() time.Duration {
 		}
 		left += 4 * r.estimate(max(top, 1.5))
 	}
+	if r.triesLater > 0 && r.oneTry != nil {
+		left += time.Duration(r.triesLater) * r.oneTry()
+	}
 	if b := r.cfg.Budget; b > 0 {
 		left = min(left, max(0, b-time.Since(r.begun)))
 	}
 	return left
+}
+
+// tryEstimate is how long one try's search is expected to take: as long
+// as the try side's search without it, by the ks that search tried so
+// far (its 1x rounds, the ladder up to its largest k, a bisection and
+// boundary rounds, four steps, about it).
+func (r *run) tryEstimate() time.Duration {
+	s := r.searches[r.cfg.trySide().Side]
+	if s == nil {
+		return 0
+	}
+	top := s.maxTried()
+	left := time.Duration(s.BaseRounds) * r.estimate(1)
+	for _, l := range s.ladder {
+		if l > 1+1e-9 && l <= top+1e-9 {
+			left += r.estimate(l)
+		}
+	}
+	return left + 4*r.estimate(max(top, 1.5))
 }
 
 func (r *run) progress(st StepRun, phase Phase, done *Step) {

@@ -33,6 +33,9 @@ type TryOutcome struct {
 	// NotTried is the server's error when the try's SQL failed: its
 	// search stopped there, and With holds no answer.
 	NotTried string `json:"not_tried,omitempty"`
+	// Partial: its search did not finish (interrupted, the budget, a
+	// failed step); With's answer rests on the steps finished.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // trySide is the side the tries are searched on: the candidate, else
@@ -47,7 +50,10 @@ func (cfg *Config) trySide() Target {
 }
 
 // tries runs, after the searches finished whole, the try side's search
-// again for each of Config.Tries, in the prepared resets.
+// again for each of Config.Tries, in the prepared resets. Stopped in
+// one (Ctrl-C, the budget), the searches and tries finished are kept,
+// the one under way is partial, and those after it are not run
+// (Outcome.TriesNotRun, filled by Run).
 func (r *run) tries(ctx context.Context) error {
 	if len(r.cfg.Tries) == 0 || r.out.Stopped != "" || r.out.Interrupted {
 		return nil
@@ -66,7 +72,7 @@ func (r *run) tries(ctx context.Context) error {
 		}
 		sub := &run{cfg: cfg, begun: r.begun, searches: map[Side]*Search{t.Side: s}, base: map[Side][]judge.Measurement{},
 			baseline: map[Side]*judge.Baseline{}, n: r.n, seq: r.seq, overheads: r.overheads, try: &try, tried: to,
-			out: &Outcome{Sides: []*SideOutcome{{Side: t.Side, Steps: []Step{}}}}}
+			out: &Outcome{Sides: []*SideOutcome{{Side: t.Side, Steps: []Step{}}}}, triesLater: len(r.cfg.Tries) - i - 1, oneTry: r.oneTry}
 		r.tryRuns = append(r.tryRuns, sub)
 		before, err := sub.search(ctx)
 		r.overheads = sub.overheads

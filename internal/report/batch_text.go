@@ -21,12 +21,31 @@ func WriteBatchMeasure(w io.Writer, m *findings.BatchMeasure) error {
 	if m.Time.Level > 0 {
 		level = fmt.Sprintf(", %.0f%% interval", 100*m.Time.Level)
 	}
-	fmt.Fprintf(&b, "  time per row: batches of %d cut it by %s%s\n", m.Max, m.Time, level)
+	fmt.Fprintf(&b, "  time per row: batches of %d %s%s\n", m.Max, batchCutWords(m.Time), level)
 	if m.WAL != nil {
-		fmt.Fprintf(&b, "  WAL per row:  batches of %d cut it by %s\n", m.Max, m.WAL)
+		fmt.Fprintf(&b, "  WAL per row:  batches of %d %s\n", m.Max, batchCutWords(*m.WAL))
 	} else {
-		b.WriteString("  WAL per row:  not measured (the target's WAL position could not be read)\n")
+		b.WriteString("  WAL per row:  " + batchWALNotMeasured + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// batchWALNotMeasured is said of a measure without its WAL.
+const batchWALNotMeasured = "not measured (the target's WAL position could not be read)"
+
+// batchCutWords says what a factor of batching (the figure without over
+// the figure with) does, in words its interval bears out: "cut it by 9x
+// (8.1–10.2)" only when the whole interval is a cut, "raise it" when the
+// whole interval is a rise, and no change told from noise when the
+// interval holds 1.
+func batchCutWords(f findings.Factor) string {
+	switch {
+	case f.Low > 1:
+		return "cut it by " + f.String()
+	case f.High < 1 && f.High > 0:
+		return "raise it: " + f.String() + " (below 1, the batched rows cost more)"
+	default:
+		return "change it by no more than noise: ~ " + f.String()
+	}
 }

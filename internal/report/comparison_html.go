@@ -49,6 +49,9 @@ type ComparisonOptions struct {
 	// Fixes, when rehearse tried some, add the section "Does the fix
 	// work" after the summary (FixesSection).
 	Fixes []fixes.Outcome
+	// Batched, when rehearse --batch-inserts measured it, adds the
+	// section "Batched INSERTs" after the fixes (BatchSection).
+	Batched *findings.BatchMeasure
 }
 
 // RunEvidence is the server-side evidence of one run and the label of its
@@ -62,7 +65,8 @@ type RunEvidence struct {
 // the verdict first (the text's verdict block, NewVerdictBlock, with the
 // top regression's cause and fix when opts has the plans), then the
 // summary and the worst regressions, the fixes tried when opts has them
-// (FixesSection), both sides' throughput and latency with their spread,
+// (FixesSection) and what batching the INSERTs saved when opts has it
+// (BatchSection), both sides' throughput and latency with their spread,
 // every change with its interval (error bars), both sides over time,
 // distributions of the top queries, errors and queries seen on one side
 // only, a replay's client round trips when it kept them, and the table
@@ -91,6 +95,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 	p.Sections = append(p.Sections, summarySection(rep))
 	if len(opts.Fixes) > 0 {
 		p.Sections = append(p.Sections, FixesSection(opts.Fixes))
+	}
+	if opts.Batched != nil {
+		p.Sections = append(p.Sections, BatchSection(opts.Batched))
 	}
 	if !one {
 		if s, ok := effectsSection(rep); ok {

@@ -33,6 +33,9 @@ func HeadroomPage(out *headroom.Outcome) htmlreport.Page {
 	for _, to := range out.Tries {
 		p.Verdict.Items = append(p.Verdict.Items, TryLine(to))
 	}
+	if line := TriesNotRunLine(out); line != "" {
+		p.Verdict.Items = append(p.Verdict.Items, line)
+	}
 	if out.Partial {
 		p.Verdict.Status = "incomplete"
 		p.Verdict.Items = append([]string{"Partial: " + out.Stopped}, p.Verdict.Items...)

@@ -183,3 +183,59 @@ func TestWriteHeadroomTries(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteHeadroomTriesStopped: a run stopped during a try (issue 48)
+// says the try under way is partial and names the tries not run, in the
+// text and on the page.
+func TestWriteHeadroomTriesStopped(t *testing.T) {
+	out := headroomOutcome(t)
+	cand := out.Side(headroom.Candidate)
+	with := &headroom.SideOutcome{Side: headroom.Candidate, Steps: cand.Steps, Answer: &headroom.Answer{Holds: 1.5, Lo: 1.5, AtLeast: true, Steps: 2}}
+	out.Tries = []*headroom.TryOutcome{{Try: headroom.Try{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)"}, Side: headroom.Candidate,
+		Without: cand.Answer, With: with, Partial: true}}
+	out.TriesNotRun = []string{"orders_idx", "work_mem"}
+	out.Partial, out.Interrupted, out.Stopped = true, true, "interrupted during step 12 (candidate at 2x); its partial result does not count"
+	wants := []string{"with email_idx; partial: its search did not finish, the k with it rests on the steps finished",
+		"tries not run (the run stopped before them): orders_idx, work_mem"}
+	var b bytes.Buffer
+	if err := WriteHeadroom(&b, out); err != nil {
+		t.Fatal(err)
+	}
+	b2 := &bytes.Buffer{}
+	if err := WriteHeadroomHTML(b2, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range wants {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text: missing %q:\n%s", want, b.String())
+		}
+		if !strings.Contains(b2.String(), want) {
+			t.Errorf("page: missing %q", want)
+		}
+	}
+}
+
+// TestHeadroomRequire: --require judges the searches of the targets as
+// they are, never a try's k, and says so when there are tries (issue
+// 48); a k short of the required one by less than the rounding shows
+// its second decimal, never "holds 2.0x" beside "NOT met" of 2x.
+func TestHeadroomRequire(t *testing.T) {
+	out := &headroom.Outcome{Sides: []*headroom.SideOutcome{
+		{Side: headroom.Control, Answer: &headroom.Answer{Holds: 3.1}},
+		{Side: headroom.Candidate, Answer: &headroom.Answer{Holds: 1.96}},
+	}}
+	line, met := HeadroomRequire(out, 2)
+	if want := "--require 2.0x: NOT met by the candidate (the control holds 3.1x, the candidate holds 1.96x)"; met || line != want {
+		t.Errorf("%v %q, want %q", met, line, want)
+	}
+	if line, met := HeadroomRequire(out, 1.5); !met || strings.Contains(line, "tries") {
+		t.Errorf("%v %q, want met, no word of tries", met, line)
+	}
+	// A try that holds more does not meet it.
+	out.Tries = []*headroom.TryOutcome{{Try: headroom.Try{Name: "idx"}, Side: headroom.Candidate, Without: out.Sides[1].Answer,
+		With: &headroom.SideOutcome{Side: headroom.Candidate, Answer: &headroom.Answer{Holds: 4}}}}
+	line, met = HeadroomRequire(out, 2)
+	if met || !strings.HasSuffix(line, "; judged on the searches without the tries: a try's k is not judged") {
+		t.Errorf("with a try: %v %q", met, line)
+	}
+}

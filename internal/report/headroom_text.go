@@ -35,6 +35,9 @@ func WriteHeadroom(w io.Writer, out *headroom.Outcome) error {
 	for _, to := range out.Tries {
 		p("  %s\n", TryLine(to))
 	}
+	if line := TriesNotRunLine(out); line != "" {
+		p("  %s\n", line)
+	}
 	for _, so := range out.Sides {
 		p("\n%s: %d steps\n", so.Side, len(so.Steps))
 		p("%s", headroomStepsTable(so, out.SLO))
@@ -69,7 +72,55 @@ func TryLine(to *headroom.TryOutcome) string {
 	if to.With != nil {
 		with = to.With.Answer
 	}
-	return fmt.Sprintf("try %s on the %s: k held: %s without, %s with %s", to.Name, to.Side, k(to.Without), k(with), to.Name)
+	line := fmt.Sprintf("try %s on the %s: k held: %s without, %s with %s", to.Name, to.Side, k(to.Without), k(with), to.Name)
+	if to.Partial {
+		line += "; partial: its search did not finish, the k with it rests on the steps finished"
+	}
+	return line
+}
+
+// TriesNotRunLine names the tries whose search never began, the run
+// stopped before them; "" when every try began.
+func TriesNotRunLine(out *headroom.Outcome) string {
+	if len(out.TriesNotRun) == 0 {
+		return ""
+	}
+	return "tries not run (the run stopped before them): " + strings.Join(out.TriesNotRun, ", ")
+}
+
+// HeadroomRequire judges headroom --require k: met when every side's
+// search holds k at least. It judges the searches of the targets as they
+// are, never a try's (a change the target does not have): the line says
+// so when there are tries, with their ks beside.
+func HeadroomRequire(out *headroom.Outcome, k float64) (line string, met bool) {
+	var short, held []string
+	for _, so := range out.Sides {
+		holds := "no answer"
+		if a := so.Answer; a != nil {
+			holds = fmtK(a.Holds)
+			if a.Holds < k && holds == fmtK(k) {
+				// Not "holds 2.0x" beside "NOT met" of 2x.
+				holds = fmt.Sprintf("%.2fx", a.Holds)
+			}
+			if a.AtLeast {
+				holds = "at least " + holds
+			}
+		}
+		held = append(held, fmt.Sprintf("the %s holds %s", so.Side, holds))
+		if so.Answer == nil || so.Answer.Holds < k {
+			short = append(short, string(so.Side))
+		}
+	}
+	met = len(short) == 0
+	verdict := "met"
+	if !met {
+		verdict = "NOT met by the " + strings.Join(short, " and the ")
+	}
+	line = fmt.Sprintf("--require %s: %s (%s)", fmtK(k), verdict, strings.Join(held, ", "))
+	if len(out.Tries)+len(out.TriesNotRun) > 0 {
+		line += "; judged on the searches without the tries: a try's k is not judged"
+	}
+	return line, met
 }
 
 func searchLine(out *headroom.Outcome) string {

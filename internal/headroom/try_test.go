@@ -1,0 +1,123 @@
+package headroom
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/judge"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// tryConfig is a search of one real target (the tries' SQL runs there)
+// whose replays are fakeTarget's, with a reset command that changes
+// nothing: the tries' SQL changes nothing either.
+func tryConfig(t *testing.T, tries ...string) Config {
+	t.Helper()
+	slo, err := judge.ParseSLO(judge.DefaultSLO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	dsn := c.DSN("postgres")
+	cfg := Config{Targets: []Target{{Side: Control, DSN: dsn, Reset: &reset.Command{Command: "true", DSN: dsn, Name: "control"}}},
+		SLO: slo, Search: Search{MaxK: 4, BaseRounds: 1, BoundaryRounds: 1}, Span: 10 * time.Second, Cores: 2}
+	for _, name := range tries {
+		cfg.Tries = append(cfg.Tries, Try{Name: name, SQL: "SELECT 1"})
+	}
+	return cfg
+}
+
+// TestRunTryInterrupted: Ctrl-C during the second of three tries' search
+// (issue 48): the search without the tries and the first try's are kept
+// whole and answered, the second's is partial, its step under way
+// interrupted, and the third is named as not run; the outcome is
+// interrupted and partial.
+func TestRunTryInterrupted(t *testing.T) {
+	cfg := tryConfig(t, "one", "two", "three")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tg := fakeTarget{kStar: 3, maxX: 1e9}
+	stepsOfTwo := 0
+	cfg.Replay = func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+		if st.Try == "two" {
+			if stepsOfTwo++; stepsOfTwo == 2 {
+				// Ctrl-C while the step replays.
+				cancel()
+			}
+		}
+		return tg.result(st.K), nil
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Interrupted || !out.Partial {
+		t.Errorf("interrupted %v, partial %v: %s", out.Interrupted, out.Partial, out.Stopped)
+	}
+	if so := out.Side(Control); so.Answer == nil || so.Answer.AtLeast || len(so.Steps) < 3 {
+		t.Fatalf("the search without the tries is not kept whole: %+v", so)
+	}
+	if len(out.Tries) != 2 {
+		t.Fatalf("%d tries begun, want one and two", len(out.Tries))
+	}
+	one, two := out.Tries[0], out.Tries[1]
+	if one.Name != "one" || one.Partial || one.With == nil || one.With.Answer == nil || one.With.Answer.AtLeast || one.NotTried != "" {
+		t.Errorf("the finished try is not kept whole: %+v", one)
+	}
+	for _, st := range one.With.Steps {
+		if st.Status != StatusDone {
+			t.Errorf("try one's step %d: %s", st.Seq, st.Status)
+		}
+	}
+	if two.Name != "two" || !two.Partial || two.With == nil || len(two.With.Steps) != 2 || two.With.Steps[1].Status != StatusInterrupted {
+		t.Errorf("the try interrupted: %+v", two)
+	}
+	if !slices.Equal(out.TriesNotRun, []string{"three"}) {
+		t.Errorf("tries not run %v, want [three]", out.TriesNotRun)
+	}
+}
+
+// TestRunRemainingCountsTries: the time-left estimate counts the tries'
+// searches still to come (issue 48): at the first step, three tries add
+// three searches' worth (each its 1x round and more) to the estimate
+// without them, and during the last try's search none is left to count.
+func TestRunRemainingCountsTries(t *testing.T) {
+	tg := fakeTarget{kStar: 3, maxX: 1e9}
+	replay := func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) { return tg.result(st.K), nil }
+	first := func(cfg Config) (time.Duration, map[string]time.Duration) {
+		var at1 time.Duration
+		tryFirst := map[string]time.Duration{}
+		cfg.Replay = replay
+		cfg.Progress = func(p Progress) {
+			if p.Phase != PhaseReset {
+				return
+			}
+			if p.Step.Seq == 1 {
+				at1 = p.Remaining
+			}
+			if _, seen := tryFirst[p.Step.Try]; !seen && p.Step.Try != "" {
+				tryFirst[p.Step.Try] = p.Remaining
+			}
+		}
+		out, err := Run(context.Background(), cfg)
+		if err != nil || out.Partial {
+			t.Fatalf("err %v, partial %v", err, out != nil && out.Partial)
+		}
+		return at1, tryFirst
+	}
+	cfg := tryConfig(t, "one", "two", "three")
+	with, tries := first(cfg)
+	cfg.Tries = nil
+	without, _ := first(cfg)
+	if with-without < 3*cfg.Span {
+		t.Errorf("at the first step %v left with three tries, %v without: the tries are not counted", with, without)
+	}
+	if tries["one"] <= tries["three"] {
+		t.Errorf("left at try one's first step %v, at try three's %v: the tries after it are not counted", tries["one"], tries["three"])
+	}
+}
