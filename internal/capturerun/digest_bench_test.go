@@ -24,9 +24,11 @@ var transactionsRE = regexp.MustCompile(`number of transactions actually process
 // select-only transaction (one row of one int per statement); a
 // statement of 100 rows, of mixed sizes (25 to 315 bytes: a NULL
 // or 84 characters, and 0 to 199 more) or narrow (two ints, 12 to 18
-// bytes); and one of 10,000 narrow rows, an export that fills the proxy's
-// buffer at each read, where the digest weighs most against relaying.
-// Each is a pgbench script run with -M prepared.
+// bytes); one of 10,000 narrow rows, an export that fills the proxy's
+// buffer at each read, where the digest weighs most against relaying; and
+// one of 10,000 wide rows, pgbench_accounts' whole rows (with its filler
+// of 84 characters: bodies of 110 bytes, hashed as longer than 64). Each
+// is a pgbench script run with -M prepared.
 var digestWorkloads = []struct{ name, script string }{
 	{"select", "\\set aid random(1, 100000 * :scale)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"},
 	{"rows100", "\\set a random(1, 100000 * :scale - 100)\n" +
@@ -35,6 +37,8 @@ var digestWorkloads = []struct{ name, script string }{
 		"SELECT aid, abalance FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 99;\n"},
 	{"narrow10k", "\\set a random(1, 100000 * :scale - 10000)\n" +
 		"SELECT aid, abalance FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 9999;\n"},
+	{"wide10k", "\\set a random(1, 100000 * :scale - 10000)\n" +
+		"SELECT aid, bid, abalance, filler FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 9999;\n"},
 }
 
 // BenchmarkCaptureDigest is what the rows' digest costs the capture

@@ -69,12 +69,7 @@ func serverPumpDigest(src io.Reader, dst io.Writer, sink capture.Sink, digest bo
 	// Bound to the sink as a session that started while it was attached.
 	s.rec.Store(&binding{sink: sink})
 	s.started.Store(true)
-	p := &pump{src: src, dst: dst, buf: make([]byte, bufSize), counts: &dirCounts{},
-		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
-	if digest {
-		p.onPart = s.backendPart
-	}
-	return p
+	return s.serverPump(src, dst, make([]byte, bufSize), &dirCounts{})
 }
 
 // TestNoRowDigest: through a proxy with Config.NoRowDigest, the
@@ -396,7 +391,9 @@ func tcpLegs(b *testing.B, set []byte, sets int) (src *batchReader, dst io.Write
 
 // FuzzRowDigest: server messages read in any pieces through a small
 // buffer (rows streamed through in pieces, never kept) give each
-// CommandComplete's record the digest of its rows taken whole.
+// CommandComplete's record the digest of its rows taken whole (and none
+// without the digest), and reach the client as sent, up to a length out of
+// range.
 func FuzzRowDigest(f *testing.F) {
 	seed := append(dataRow([]byte("a"), nil), dataRow(bytes.Repeat([]byte("b"), 200))...)
 	seed = append(seed, backendMessage('s', "")...)
@@ -412,9 +409,14 @@ func FuzzRowDigest(f *testing.F) {
 		var want []rowdigest.Digest
 		var cur rowdigest.Digest
 		suspended := false
+		forwarded := data // what the client gets: up to a length out of range
 		for rest := data; len(rest) >= 5; {
 			l := int(binary.BigEndian.Uint32(rest[1:]))
-			if l < 4 || l > len(rest)-1 {
+			if l < 4 || l > MaxMessageLen {
+				forwarded = data[:len(data)-len(rest)]
+				break
+			}
+			if l > len(rest)-1 {
 				break
 			}
 			switch rest[0] {
@@ -442,22 +444,28 @@ func FuzzRowDigest(f *testing.F) {
 		for i, s := range sizes {
 			ints[i] = int(s)
 		}
-		sink := &keepSink{}
-		p := serverPump(&chunkReader{data: data, sizes: ints}, io.Discard, sink)
-		p.buf = make([]byte, 64)
-		p.run()
-		var got []rowdigest.Digest
-		for _, r := range sink.recs {
-			if r.Kind == capture.KindComplete && r.Tag != capture.SuspendedTag {
-				got = append(got, r.Digest)
+		var got [2][]rowdigest.Digest // without the digest, then with
+		for i, digest := range []bool{false, true} {
+			sink, out := &keepSink{}, &bytes.Buffer{}
+			p := serverPumpDigest(&chunkReader{data: data, sizes: ints}, out, sink, digest)
+			p.buf = make([]byte, 64)
+			p.run()
+			if !bytes.Equal(out.Bytes(), forwarded) {
+				t.Fatalf("digest %v: forwarded %x, want %x", digest, out.Bytes(), forwarded)
+			}
+			got[i] = []rowdigest.Digest{}
+			for _, r := range sink.recs {
+				if r.Kind == capture.KindComplete && r.Tag != capture.SuspendedTag {
+					got[i] = append(got[i], r.Digest)
+				}
 			}
 		}
-		if len(got) != len(want) {
-			t.Fatalf("%d completes recorded, want %d", len(got), len(want))
+		if len(got[1]) != len(want) || len(got[0]) != len(want) {
+			t.Fatalf("%d completes recorded, %d without the digest, want %d", len(got[1]), len(got[0]), len(want))
 		}
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("complete %d: digest %+v, want %+v", i, got[i], want[i])
+		for i := range want {
+			if got[1][i] != want[i] || got[0][i] != (rowdigest.Digest{}) {
+				t.Fatalf("complete %d: digest %+v, without %+v, want %+v", i, got[1][i], got[0][i], want[i])
 			}
 		}
 	})

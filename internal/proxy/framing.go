@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // MaxMessageLen is the largest length a message may declare, in either
@@ -60,6 +62,12 @@ type pump struct {
 	// length; last: the message's end), so that it can be hashed
 	// without being kept.
 	onPart func(typ byte, body int, part []byte, first, last bool)
+	// passRows: onMsg has nothing to do with a DataRow, so that the
+	// DataRows that fit in buf are relayed without it, and digested
+	// into rows when it is not nil: those of one read in one loop
+	// (rowdigest.Digest.AddRows), with no call per row.
+	passRows bool
+	rows     *rowdigest.Digest
 
 	// counts is where the messages and bytes forwarded are counted,
 	// once per write.
@@ -151,6 +159,14 @@ func (p *pump) frame(n int, rerr error) error {
 	msgs := int64(0)
 	off, flushFrom := start, start
 	for end-off >= 5 {
+		if p.rows != nil && buf[off] == 'D' {
+			n, k := p.rows.AddRows(buf[off:end])
+			off += n
+			msgs += int64(k)
+			if end-off < 5 {
+				break
+			}
+		}
 		l := int64(binary.BigEndian.Uint32(buf[off+1:]))
 		if l < 4 || l > MaxMessageLen {
 			if err := p.write(buf[flushFrom:off]); err != nil {
@@ -161,6 +177,15 @@ func (p *pump) frame(n int, rerr error) error {
 		size := int(l) + 1
 		if size > end-off {
 			break
+		}
+		if p.passRows && buf[off] == 'D' {
+			// Not taken by AddRows above, or no digest.
+			if p.rows != nil {
+				p.rows.Add(buf[off+5 : off+size])
+			}
+			off += size
+			msgs++
+			continue
 		}
 		at := now
 		if p.stampFirst && off == start {

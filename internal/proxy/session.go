@@ -177,11 +177,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	defer bufPool.Put(sbuf)
 	fromClient := &pump{src: client, dst: server, buf: *cbuf, counts: &p.frontend,
 		onMsg: s.frontendMsg, keep: s.keepFrontend}
-	fromServer := &pump{src: server, dst: client, buf: *sbuf, counts: &p.backend,
-		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true}
-	if s.digest {
-		fromServer.onPart = s.backendPart
-	}
+	fromServer := s.serverPump(server, client, *sbuf, &p.backend)
 
 	serverDone := make(chan struct{})
 	go func() {
@@ -323,6 +319,17 @@ func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 	return nil, nil
 }
 
+// serverPump is the pump that relays the server's messages to the client
+// through buf, counting them in counts.
+func (s *session) serverPump(server io.Reader, client io.Writer, buf []byte, counts *dirCounts) *pump {
+	p := &pump{src: server, dst: client, buf: buf, counts: counts,
+		onMsg: s.backendMsg, keep: keepBackend, stampFirst: true, passRows: true}
+	if s.digest {
+		p.rows, p.onPart = &s.rows, s.backendPart
+	}
+	return p
+}
+
 func keepBackend(typ byte) bool {
 	switch typ {
 	case 'C', 'E', 'Z', 'G', 'R', 'K', 's':
@@ -336,7 +343,8 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	switch msg[0] {
 	case 'D':
 		// A row: hashed in place, on the frame the pump forwards,
-		// and never recorded.
+		// and never recorded (the server pump does so itself:
+		// pump.passRows).
 		if s.digest {
 			s.rows.Add(body)
 		}

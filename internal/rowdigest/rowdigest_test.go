@@ -84,6 +84,42 @@ func testEqual(t *testing.T, v Version) {
 	}
 }
 
+// TestAddRows: AddRows takes the whole DataRows at the start of a buffer,
+// and stops at the first message that is not one, or not whole, or
+// declares a length under 4.
+func TestAddRows(t *testing.T) {
+	msg := func(typ byte, body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32([]byte{typ}, uint32(4+len(body))), body...)
+	}
+	a, b := body([]byte("1"), []byte("a")), body(bytes.Repeat([]byte("w"), 150))
+	rows := slices.Concat(msg('D', a), msg('D', b), msg('D', a))
+	for _, tc := range []struct {
+		name  string
+		buf   []byte
+		taken int
+	}{
+		{"no message", nil, 0},
+		{"rows then a complete", slices.Concat(rows, msg('C', []byte("SELECT 3\x00"))), 3},
+		{"rows then part of a row", slices.Concat(rows, msg('D', a)[:9]), 3},
+		{"rows then a length", slices.Concat(rows, msg('D', a)[:5]), 3},
+		{"rows then a type", slices.Concat(rows, []byte{'D', 0}), 3},
+		{"a length under 4", slices.Concat(rows, []byte{'D', 0, 0, 0, 3, 0, 0}), 3},
+		{"a length that wraps", slices.Concat(rows, []byte{'D', 0xff, 0xff, 0xff, 0xff, 0, 0}), 3},
+		{"a complete first", slices.Concat(msg('C', []byte("SELECT 3\x00")), rows), 0},
+	} {
+		var got, want Digest
+		got.Add(b) // a digest under way
+		want.Add(b)
+		n, k := got.AddRows(tc.buf)
+		for _, r := range [][]byte{a, b, a}[:tc.taken] {
+			want.Add(r)
+		}
+		if wantN := len(rows) * tc.taken / 3; n != wantN || k != tc.taken || got != want {
+			t.Errorf("%s: took %d bytes, %d rows, want %d, %d; digest %+v, want %+v", tc.name, n, k, wantN, tc.taken, got, want)
+		}
+	}
+}
+
 // TestStreamAndValues: a row hashed in pieces, or rebuilt from its
 // decoded values as the replay has them, hashes as its body does.
 func TestStreamAndValues(t *testing.T) {
@@ -243,15 +279,17 @@ func FuzzDecode(f *testing.F) {
 }
 
 // FuzzRow: a DataRow body cut anywhere hashes in pieces as whole; Add is
-// AddHash of Row and AddVersion of V2, and a row longer than 64 bytes
-// hashes in V2 as in V1; and one that decodes is rebuilt from its values byte for byte, so the
-// replay's digest of what pgx decoded is the proxy's of what it relayed.
+// AddHash of Row and AddVersion of V2, and AddRows of its message; a row
+// longer than 64 bytes hashes in V2 as in V1; and one that decodes is
+// rebuilt from its values byte for byte, so the replay's digest of what
+// pgx decoded is the proxy's of what it relayed.
 func FuzzRow(f *testing.F) {
 	f.Add(body([]byte("a"), nil, []byte{}), 1)
 	f.Add([]byte{0, 1, 0xff, 0xff, 0xff, 0xff}, 3)
 	f.Add([]byte{}, 0)
 	f.Add(body([]byte("123456"), []byte("0")), 9)
 	f.Add(body(bytes.Repeat([]byte("w"), 27)), 20)
+	f.Add(body([]byte("283114"), []byte("3"), []byte("0"), bytes.Repeat([]byte(" "), 84)), 70)
 	f.Fuzz(func(t *testing.T, row []byte, cut int) {
 		if cut < 0 || cut > len(row) {
 			cut = len(row) / 2
@@ -272,6 +310,18 @@ func FuzzRow(f *testing.F) {
 		}
 		if len(row) > shortMax && Row(row) != RowV1(row) {
 			t.Fatal("a long row hashes otherwise in V2 than in V1")
+		}
+		// AddRows of the row as a message, twice, after a row added
+		// otherwise, then a message of another type.
+		msg := append(binary.BigEndian.AppendUint32([]byte{'D'}, uint32(4+len(row))), row...)
+		msgs := append(append(bytes.Clone(msg), msg...), 'C', 0, 0, 0, 4)
+		var rows, added Digest
+		rows.Add(row)
+		added.Add(row)
+		added.Add(row)
+		added.Add(row)
+		if n, k := rows.AddRows(msgs); n != 2*len(msg) || k != 2 || rows != added {
+			t.Fatalf("AddRows took %d bytes, %d rows: %+v; Add %+v", n, k, rows, added)
 		}
 		var dr pgproto3.DataRow
 		if dr.Decode(row) != nil {
@@ -298,9 +348,11 @@ func BenchmarkRow(b *testing.B) {
 // dataRows is n DataRow messages as a server sends them back to back:
 // narrow, two ints as pgbench_accounts' aid and abalance (bodies of 16 to
 // 18 bytes, as BenchmarkCaptureDigest's narrow10k export); wide, bodies of
-// 61 bytes (proxy's BenchmarkRelayRows' bulk60); or mixed, as
-// BenchmarkCaptureDigest's rows100 (25 to 315 bytes: an int, an int, an
-// int, a NULL or 84 characters, 0 to 199 more).
+// 61 bytes (proxy's BenchmarkRelayRows' bulk60); filler, pgbench_accounts'
+// whole rows (aid, bid, abalance, and its filler of 84 characters: bodies
+// of 109 to 111 bytes, as BenchmarkCaptureDigest's wide10k export); or
+// mixed, as BenchmarkCaptureDigest's rows100 (25 to 315 bytes: an int, an
+// int, an int, a NULL or 84 characters, 0 to 199 more).
 func dataRows(n int, shape string) []byte {
 	var buf []byte
 	for i := range n {
@@ -309,6 +361,8 @@ func dataRows(n int, shape string) []byte {
 		switch shape {
 		case "wide":
 			vals = [][]byte{append(bytes.Repeat([]byte("k"), 16), aid...), bytes.Repeat([]byte("v"), 29)}
+		case "filler":
+			vals = [][]byte{aid, []byte(strconv.Itoa(1 + i*37%900_000/100_000)), []byte("0"), bytes.Repeat([]byte(" "), 84)}
 		case "mixed":
 			filler := []byte(nil)
 			if i%3 == 0 {
@@ -327,25 +381,33 @@ func dataRows(n int, shape string) []byte {
 
 // BenchmarkDataRows is the digest of a statement's rows in memory, as the
 // proxy's relay makes it: DataRow messages back to back, each digested in
-// place, its body framed by its length, by AddVersion(V1) and by Add (the
-// current version), and only framed (the relay's least cost per message),
-// the three by turns in each iteration. It reports the CPU time per row
-// of each (the process's: sturdier than the wall time on a shared
-// machine), and of the digest alone, less the framing.
+// place, its body framed by its length, by AddVersion of V1 and by Add
+// (the current version), and only framed (the relay's least cost per
+// message); and by AddRows, which frames the rows itself, as the relay
+// now digests them. The four by turns in each iteration. It
+// reports the CPU time per row of the framing alone (the process's:
+// sturdier than the wall time on a shared machine), and of each digest
+// less the framing.
 //
 //	go test -run '^$' -bench DataRows -benchtime 100x -count 3 ./internal/rowdigest
 func BenchmarkDataRows(b *testing.B) {
-	for _, shape := range []string{"narrow", "wide", "mixed"} {
+	for _, shape := range []string{"narrow", "wide", "filler", "mixed"} {
 		msgs := dataRows(10_000, shape)
 		b.Run(shape, func(b *testing.B) {
 			d := new(Digest) // in memory, as the proxy's session holds it
 			var sink int
-			var cpu [3]time.Duration // framed only, V1, current
+			var cpu [4]time.Duration // framed only, V1, current, AddRows
 			for b.Loop() {
 				for how := range cpu {
 					c0 := proctest.ProcessCPU(b)
 					for range 10 {
 						*d = Digest{}
+						if how == 3 {
+							if n, _ := d.AddRows(msgs); n != len(msgs) {
+								b.Fatal(n)
+							}
+							continue
+						}
 						for m := msgs; len(m) > 5; {
 							n := 1 + int(binary.BigEndian.Uint32(m[1:]))
 							switch how {
@@ -367,6 +429,7 @@ func BenchmarkDataRows(b *testing.B) {
 			b.ReportMetric(perRow(cpu[0]), "frame-cpu-ns/row")
 			b.ReportMetric(perRow(cpu[1]-cpu[0]), "v1-digest-cpu-ns/row")
 			b.ReportMetric(perRow(cpu[2]-cpu[0]), "current-digest-cpu-ns/row")
+			b.ReportMetric(perRow(cpu[3]-cpu[0]), "addrows-digest-cpu-ns/row")
 			if d.Rows != 10_000 || sink < 0 {
 				b.Fatal(d.Rows)
 			}
