@@ -514,7 +514,7 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 			return nil
 		}
 		var err error
-		s.block(func() { err = s.conn.Deallocate(ctx, name) })
+		s.block(func() { err = resynced(ctx, s.conn, s.ec, s.conn.Deallocate(ctx, name)) })
 		if err != nil {
 			return err
 		}
@@ -526,7 +526,10 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 		// Sync of pgconn's Prepare would end its implicit transaction.
 		s.block(func() { err = s.parseInBatch(name, query, oids) })
 	} else {
-		s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+		s.block(func() {
+			_, err = s.conn.Prepare(ctx, name, query, oids)
+			err = resynced(ctx, s.conn, s.ec, err)
+		})
 	}
 	if err != nil {
 		return err
