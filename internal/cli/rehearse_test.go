@@ -249,6 +249,10 @@ func TestRehearseTemplate(t *testing.T) {
 
 // TestRehearseInterrupted: Ctrl-C during the third round keeps the two
 // rounds finished, shows their comparison marked partial and exits 5.
+// The Ctrl-C comes as the round says it replays, before its replay's
+// pre-flight: the round is recorded as interrupted during the
+// pre-flight, never as the target refusing the replay's connections
+// (the checks the interruption cut short failed).
 func TestRehearseInterrupted(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
@@ -274,6 +278,12 @@ func TestRehearseInterrupted(t *testing.T) {
 	if !back.Interrupted || !back.Partial || len(back.Control) != 1 || len(back.Candidate) != 1 || len(back.Records) != 3 ||
 		back.Records[2].Status != rehearse.StatusInterrupted {
 		t.Errorf("index: interrupted %v partial %v, %d+%d, records %+v", back.Interrupted, back.Partial, len(back.Control), len(back.Candidate), back.Records)
+	}
+	if len(back.Records) == 3 && !strings.Contains(back.Records[2].Error, "INTERRUPTED during the pre-flight: nothing was replayed") {
+		t.Errorf("index: the interrupted round's error %q does not say it was interrupted during its pre-flight", back.Records[2].Error)
+	}
+	if strings.Contains(stdout+stderr, "PRE-FLIGHT FAILED") {
+		t.Errorf("the interruption is told as a failed pre-flight")
 	}
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
 		if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
