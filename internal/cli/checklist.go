@@ -101,6 +101,10 @@ func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse
 	if len(lacks) == 0 {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// What failed was cut short: not the targets' lack.
+		return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED: during the targets' pre-flight; nothing was replayed")}
+	}
 	return errors.New("PRE-FLIGHT FAILED: what the targets need (docs/target-checklist.md) is missing; nothing was replayed:\n  " +
 		strings.Join(lacks, "\n  "))
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -68,14 +66,7 @@ wait:
 	if !strings.Contains(out, "PARTIAL: interrupted during step 5") || !strings.Contains(errOut, "PARTIAL: interrupted during step 5") {
 		t.Errorf("the answer is not marked partial, or the error does not say why")
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o headroom.Outcome
-	if err := json.Unmarshal(b, &o); err != nil {
-		t.Fatal(err)
-	}
+	o := readJSON[headroom.Outcome](t, jsonPath)
 	if !o.Partial || !o.Interrupted || len(o.Sides) != 1 {
 		t.Fatalf("partial %v, interrupted %v, %d sides", o.Partial, o.Interrupted, len(o.Sides))
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -109,14 +108,7 @@ func TestHeadroomShards(t *testing.T) {
 	}
 	pids, steps := shardPIDs(t, stderr)
 	checkGone(t, pids)
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
 	if out.Shards != 2 || out.ShardsRun != shardsProcesses {
 		t.Errorf("the outcome says %d shards run as %q, want 2 as %q", out.Shards, out.ShardsRun, shardsProcesses)
@@ -250,14 +242,7 @@ wait:
 	if !strings.Contains(errOut, want) {
 		t.Errorf("the error does not say %q", want)
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
 	if so == nil || len(so.Steps) != 2 {
 		t.Fatalf("side %+v, want two steps", so)
@@ -326,14 +311,7 @@ wait:
 	if !strings.Contains(errOut, "PARTIAL: interrupted during step 2") {
 		t.Errorf("the answer is not marked partial for step 2")
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
 	if !out.Partial || so == nil || len(so.Steps) != 2 || so.Steps[0].Status != headroom.StatusDone || so.Steps[1].Status != headroom.StatusInterrupted {
 		t.Errorf("partial %v, side %+v: want step 1 done and step 2 interrupted", out.Partial, so)
@@ -354,22 +332,11 @@ func TestHeadroomShardsFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
 		"--by", "fold", "--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
-	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
 	pids, steps := shardPIDs(t, stderr)
 	checkGone(t, pids)
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
 	if so == nil || so.Baseline == nil {
 		t.Fatalf("side %+v", so)
@@ -418,12 +385,8 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
 		"--max-k", "1.5", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
-	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
 	if !strings.Contains(stderr, "every step in 2 shards at once inside this process (this pgrehearse's binary was not found to start them as processes: no binary here)") {
 		t.Errorf("the start line does not say the shards run inside this process, and why")
 	}
@@ -433,14 +396,7 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 	if pids, _ := shardPIDs(t, stderr); len(pids) != 0 {
 		t.Errorf("shard processes %v started", pids)
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	if out.ShardsRun != shardsInProcess {
 		t.Errorf("shards_run %q, want %q", out.ShardsRun, shardsInProcess)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,21 +36,9 @@ func TestHeadroomAA(t *testing.T) {
 	ctl, cand := shopHeadroomTarget(t, nil), shopHeadroomTarget(t, nil)
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "headroom.html")
-	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
+	stdout, stderr := headroomOK(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
 		"--max-k", "2", "--json", jsonPath, "--html", htmlPath, logPath)
-	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	if len(out.Sides) != 2 || out.Partial {
 		t.Fatalf("%d sides, partial %v", len(out.Sides), out.Partial)
 	}
@@ -98,6 +85,19 @@ func runHeadroom(t *testing.T, args ...string) (code int, stdout, stderr string)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	return runCLI(ctx, "", append([]string{"headroom"}, args...)...)
+}
+
+// headroomOK runs headroom with args, logs what it printed and how long
+// it took, and fails the test unless it exited 0.
+func headroomOK(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	start := time.Now()
+	code, stdout, stderr := runHeadroom(t, args...)
+	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	return stdout, stderr
 }
 
 // shopLogFor captures d of the shop's traffic at rate transactions per
@@ -160,22 +160,10 @@ func TestHeadroomAB(t *testing.T) {
 	if maxK == "" {
 		maxK = "8"
 	}
-	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
+	headroomOK(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
 		"--max-k", maxK, "--json", jsonPath, "--html", filepath.Join(dir, "headroom.html"), logPath)
-	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	c, d := out.Side(headroom.Control).Answer, out.Side(headroom.Candidate).Answer
 	if aa {
 		top := func(a *headroom.Answer) float64 {
@@ -221,21 +209,9 @@ func TestHeadroomFold(t *testing.T) {
 	}
 	tg := shopHeadroomTarget(t, nil)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, append(args, "--control", tg.DSN("postgres"), "--by", "fold", "--max-k", "3",
+	headroomOK(t, append(args, "--control", tg.DSN("postgres"), "--by", "fold", "--max-k", "3",
 		"--json", jsonPath, logPath)...)
-	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
 	if out.By != headroom.ByFold || len(out.Sides) != 1 || so == nil || so.Baseline == nil {
 		t.Fatalf("by %s, %d sides", out.By, len(out.Sides))
@@ -353,20 +329,8 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 		}
 		args = append(args, "--shards", n, "--coord-dsn", co.DSN("coord"))
 	}
-	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, append(args, logPath)...)
-	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	headroomOK(t, append(args, logPath)...)
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	if a := out.Side(headroom.Control).Answer; a == nil || (a.Bound != judge.BoundReplayer && a.Bound != judge.BoundRoundTrips) {
 		t.Errorf("answer %+v: want the replayer or the round trips named", a)
 	}

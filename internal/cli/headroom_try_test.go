@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -29,23 +26,11 @@ func TestHeadroomTry(t *testing.T) {
 	}
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "headroom.json")
-	start := time.Now()
-	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres"), "--max-k", "1.5",
+	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--max-k", "1.5",
 		"--base-rounds", "1", "--boundary-rounds", "1", "--out", filepath.Join(dir, "steps"), "--json", jsonPath, "--require", "0.5",
 		"--try", "email_idx:CREATE INDEX "+workload.ShopEmailIndex+" ON customers (email)",
 		"--try", "broken:CREATE INDEX ON no_such_table (a)", logPath)
-	t.Logf("exit %d in %v\n%s\n%s", code, time.Since(start).Round(time.Second), stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out headroom.Outcome
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := readJSON[headroom.Outcome](t, jsonPath)
 	if out.Partial || len(out.Tries) != 2 {
 		t.Fatalf("partial %v, %d tries", out.Partial, len(out.Tries))
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -77,12 +76,7 @@ func TestRehearseStatisticsFix(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
 	}
-	var doc struct {
-		Fixes []fixes.Outcome `json:"fixes"`
-	}
-	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := readJSON[fixesDoc](t, jsonPath)
 	var stat *fixes.Outcome
 	for i, f := range doc.Fixes {
 		if f.Name == "statistics-s_ab" {
@@ -158,21 +152,13 @@ func TestRehearseFindingFix(t *testing.T) {
 	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "rehearsal.json")
-	code, stdout, stderr := runRehearse(t, "",
+	// Exit 0: fixes never change it.
+	stdout, _ := rehearseOK(t,
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
 		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--fix-findings",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
-	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	if code != ExitOK {
-		t.Fatalf("exit %d, want 0: fixes never change it", code)
-	}
-	var doc struct {
-		Fixes []fixes.Outcome `json:"fixes"`
-	}
-	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := readJSON[fixesDoc](t, jsonPath)
 	if len(doc.Fixes) != 1 {
 		t.Fatalf("fixes %+v, want the finding's index alone", doc.Fixes)
 	}
@@ -240,12 +226,7 @@ func TestRehearseDropStatisticsFix(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
 	}
-	var doc struct {
-		Fixes []fixes.Outcome `json:"fixes"`
-	}
-	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := readJSON[fixesDoc](t, jsonPath)
 	var drop *fixes.Outcome
 	for i, f := range doc.Fixes {
 		if f.Name == "drop-statistics-s_ab" {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
@@ -139,6 +140,18 @@ func runRehearse(t *testing.T, interruptAt string, args ...string) (code int, st
 	return code, out.String(), errw.String()
 }
 
+// rehearseOK runs rehearse with args, logs what it printed, and fails
+// the test unless it exited 0.
+func rehearseOK(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := runRehearse(t, "", args...)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	return stdout, stderr
+}
+
 type rehearseJSON struct {
 	Verdict struct {
 		Status string `json:"status"`
@@ -150,13 +163,19 @@ type rehearseJSON struct {
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
 }
 
-func readRehearseJSON(t *testing.T, path string) rehearseJSON {
+// readJSON decodes the JSON file at path (a command's --json) as a T.
+func readJSON[T any](t *testing.T, path string) T {
 	t.Helper()
-	var r rehearseJSON
-	if err := json.Unmarshal(readFile(t, path), &r); err != nil {
-		t.Fatal(err)
+	var v T
+	if err := json.Unmarshal(readFile(t, path), &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return r
+	return v
+}
+
+// fixesDoc is the fixes of a rehearsal's JSON.
+type fixesDoc struct {
+	Fixes []fixes.Outcome `json:"fixes"`
 }
 
 // TestRehearseTemplate: two rounds a side with template resets and
@@ -225,7 +244,7 @@ func TestRehearseTemplate(t *testing.T) {
 			}
 		}
 	}
-	js := readRehearseJSON(t, filepath.Join(dir, "rehearsal.json"))
+	js := readJSON[rehearseJSON](t, filepath.Join(dir, "rehearsal.json"))
 	if js.Noise.BaselineRuns != 2 || js.Noise.CandidateRuns != 2 || js.Verdict.Status == "" || js.Rehearsal == nil || len(js.Rehearsal.Records) != 4 {
 		t.Errorf("JSON: verdict %q, runs %+v, rehearsal %+v", js.Verdict.Status, js.Noise, js.Rehearsal)
 	}
@@ -249,6 +268,10 @@ func TestRehearseTemplate(t *testing.T) {
 
 // TestRehearseInterrupted: Ctrl-C during the third round keeps the two
 // rounds finished, shows their comparison marked partial and exits 5.
+// The Ctrl-C comes as the round says it replays, before its replay's
+// pre-flight: the round is recorded as interrupted during the
+// pre-flight, never as the target refusing the replay's connections
+// (the checks the interruption cut short failed).
 func TestRehearseInterrupted(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
@@ -274,6 +297,12 @@ func TestRehearseInterrupted(t *testing.T) {
 	if !back.Interrupted || !back.Partial || len(back.Control) != 1 || len(back.Candidate) != 1 || len(back.Records) != 3 ||
 		back.Records[2].Status != rehearse.StatusInterrupted {
 		t.Errorf("index: interrupted %v partial %v, %d+%d, records %+v", back.Interrupted, back.Partial, len(back.Control), len(back.Candidate), back.Records)
+	}
+	if len(back.Records) == 3 && !strings.Contains(back.Records[2].Error, "INTERRUPTED during the pre-flight: nothing was replayed") {
+		t.Errorf("index: the interrupted round's error %q does not say it was interrupted during its pre-flight", back.Records[2].Error)
+	}
+	if strings.Contains(stdout+stderr, "PRE-FLIGHT FAILED") {
+		t.Errorf("the interruption is told as a failed pre-flight")
 	}
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
 		if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {

@@ -276,7 +276,10 @@ func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 	var pe *replayrun.PreflightError
 	var se *replayrun.StartStateError
 	var te *replayrun.TimelessError
+	var ie *replayrun.InterruptedError
 	switch {
+	case errors.As(err, &ie):
+		return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED during the pre-flight: nothing was replayed")}
 	case errors.As(err, &oe):
 		return usageError("%v", oe.Err)
 	case errors.As(err, &pe):

@@ -248,3 +248,22 @@ func TestLoginAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayInterruptedPreflight: Ctrl-C before the replay's pre-flight
+// has its answers (here, before it starts) is told as an interruption,
+// exit 5, never as a target that refuses the replay's connections: the
+// logins the interruption cut short failed, the target did not.
+func TestReplayInterruptedPreflight(t *testing.T) {
+	parallelCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	log := minuteLog(t, t.TempDir(), "app.log", [2]string{"postgres", "postgres"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, log)
+	if code != ExitIncomplete || !strings.Contains(stderr, "INTERRUPTED during the pre-flight: nothing was replayed") {
+		t.Errorf("exit %d, want %d saying the pre-flight was interrupted:\n%s", code, ExitIncomplete, stderr)
+	}
+	if strings.Contains(stderr, "PRE-FLIGHT FAILED") {
+		t.Errorf("the interruption is told as a failed pre-flight:\n%s", stderr)
+	}
+}

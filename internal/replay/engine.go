@@ -67,6 +67,24 @@ func detachConn(ctx context.Context, conn *pgconn.PgConn, ec *engineConn, timeou
 	return nil
 }
 
+// resynced follows a call of pgconn's own that ended with err on conn,
+// whose socket is ec (nil: not under the engine). Those calls (Prepare,
+// Deallocate) flush with pgconn's slow-write timer armed, as Connect
+// does, so a write that takes more than 15 ms leaves a read of the
+// socket waiting on a goroutine of pgconn's when the call returns (see
+// detachConn). On a detached socket that read waits in poll(2) while the
+// session's next exchange, on the engine's thread, waits for what it
+// reads: every session of that engine held for a round trip; and Close
+// would close the descriptor under it. SyncConn ends it (a ping only
+// then). A failed call is left as it ended: pgconn closed the connection
+// if it broke.
+func resynced(ctx context.Context, conn *pgconn.PgConn, ec *engineConn, err error) error {
+	if err != nil || ec == nil {
+		return err
+	}
+	return conn.SyncConn(ctx)
+}
+
 // syncWaitParked is a statement's syncWait on the engine. A wait for the
 // commits of w parks the session, which the commit's Done wakes
 // (Txn.Notify): no goroutine per wait. One that lasts deadlockCheckAfter,

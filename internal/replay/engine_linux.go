@@ -256,9 +256,11 @@ func (t *task) park() { t.yield(struct{}{}) }
 // goroutine of blocking work) it is the plain net.Conn.
 //
 // pgconn reads the socket from a goroutine of its own only after its
-// slow-write timer fired, which its own calls (Prepare, Close) arm and
-// the replay's exchange (wire.go) does not: such a read never runs
-// inside an exchange. parked also checks that the engine is running the
+// slow-write timer fired, which its own calls (Connect, Prepare,
+// Deallocate, Close) arm and the replay's exchange (wire.go) does not.
+// Such a read can outlive the call that started it; the replay ends it
+// after each of those calls (detachConn, resynced) but Close, whose read
+// the descriptor's lock (fdMu) keeps from a closed descriptor. parked also checks that the engine is running the
 // socket's own session, so that a read from any other goroutine takes
 // the plain path.
 type engineConn struct {
@@ -285,6 +287,13 @@ type engineConn struct {
 	detached      bool
 	local, remote net.Addr
 	closed        atomic.Bool
+	// Held (read) by each plain read and write while it uses the
+	// descriptor, which Close closes only under it: a read pgconn left
+	// waiting on a goroutine of its own (its slow-write timer, as in
+	// Close's own Terminate) must not go on with a number the process
+	// may have given another session's socket meanwhile.
+	fdMu    sync.RWMutex
+	plainIn atomic.Int32 // plain reads and writes under way
 }
 
 // detach takes the socket from Go's netpoller, once connected: every
@@ -335,9 +344,33 @@ func (c *engineConn) pollWait(events int16) {
 	unix.Poll(fds, int(wait.Milliseconds())+1)
 }
 
+// usePlain holds the descriptor for a plain read or write, false when
+// Close has closed it.
+func (c *engineConn) usePlain() bool {
+	c.fdMu.RLock()
+	if c.closed.Load() {
+		c.fdMu.RUnlock()
+		return false
+	}
+	c.plainIn.Add(1)
+	return true
+}
+
+func (c *engineConn) donePlain() {
+	c.plainIn.Add(-1)
+	c.fdMu.RUnlock()
+}
+
 // plainRead is Read outside an exchange on the engine, once detached.
 func (c *engineConn) plainRead(p []byte) (int, error) {
+	if !c.usePlain() {
+		return 0, net.ErrClosed
+	}
+	defer c.donePlain()
 	for {
+		if c.closed.Load() {
+			return 0, net.ErrClosed
+		}
 		if err := c.expired("read"); err != nil {
 			return 0, err
 		}
@@ -359,8 +392,15 @@ func (c *engineConn) plainRead(p []byte) (int, error) {
 
 // plainWrite is Write outside an exchange on the engine, once detached.
 func (c *engineConn) plainWrite(p []byte) (int, error) {
+	if !c.usePlain() {
+		return 0, net.ErrClosed
+	}
+	defer c.donePlain()
 	written := 0
 	for written < len(p) {
+		if c.closed.Load() {
+			return written, net.ErrClosed
+		}
 		if err := c.expired("write"); err != nil {
 			return written, err
 		}
@@ -615,6 +655,11 @@ func (c *engineConn) Close() error {
 		e.mu.Unlock()
 	}
 	if c.detached {
+		// Shut down first: a plain read or write waiting in poll(2)
+		// wakes, sees closed and lets the descriptor go.
+		unix.Shutdown(c.fd, unix.SHUT_RDWR)
+		c.fdMu.Lock()
+		defer c.fdMu.Unlock()
 		return unix.Close(c.fd)
 	}
 	return c.Conn.Close()

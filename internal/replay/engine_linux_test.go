@@ -3,7 +3,9 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,7 +95,7 @@ func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		h = &heldWrite{Conn: nc, raw: nc.(syscall.Conn), changed: make(chan struct{}, 1)}
+		h = &heldWrite{Conn: nc, raw: nc.(syscall.Conn), changed: make(chan struct{}, 1), hold: true}
 		ec, _ = e.wrapConn(h, nil).(*engineConn)
 		return ec, nil
 	}
@@ -132,17 +134,166 @@ func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 	}
 }
 
-// heldWrite is a connection whose first write, once written, returns
-// only when a read (pgconn's in the background: it is the only reader
-// then) has had a ReadyForQuery and waits in the next read, or after 10 s
-// (timedOut).
+// TestEnginePrepareAfterDetach: pgconn's own calls that the replay makes
+// on a connection already taken off Go's netpoller (Prepare and
+// Deallocate, in session.prepare) arm pgconn's slow-write timer as
+// Connect does, and can return with its read of the socket still
+// waiting on a goroutine of its own. On the engine, the session's next
+// exchange would then wait on the engine's thread for that read, which
+// waits in poll(2): every session of the engine held; and the
+// descriptor could be closed under it. Forced as in
+// TestEngineDetachAfterBackgroundRead, for the first write of each step
+// (Prepare's; Deallocate's, whose left read the Prepare after it would
+// end): once session.prepare returns, no read waits, and statements run
+// after it. Close is TestEngineCloseWaitsForPlainRead's.
+func TestEnginePrepareAfterDetach(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	e := newEngine()
+	if e == nil {
+		t.Fatal("no engine on Linux")
+	}
+	defer e.close()
+	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *heldWrite
+	var ec *engineConn
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// Above the engine's socket this time: its writes, once
+		// detached, are the engine's own.
+		ec, _ = e.wrapConn(nc, nil).(*engineConn)
+		if ec == nil {
+			return nil, errors.New("the connection was not put under the engine")
+		}
+		h = &heldWrite{Conn: ec, changed: make(chan struct{}, 1)}
+		return h, nil
+	}
+	ctx := context.Background()
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := detachConn(ctx, conn, ec, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !ec.detached {
+		t.Fatal("the socket was not taken off Go's netpoller")
+	}
+	s := &session{conn: conn, ec: ec}
+	for _, step := range []struct{ what, name, query string }{
+		{"Prepare", "s1", "SELECT 1"},
+		{"Deallocate and Prepare (the name reused for another query)", "s1", "SELECT 2"},
+		{"Prepare", "s2", "SELECT 3"},
+	} {
+		h.arm()
+		if err := s.prepare(ctx, step.name, step.query, nil); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		if h.timedOut {
+			t.Fatalf("%s: pgconn read no answer on a goroutine of its own while its write was held: this test no longer forces the race", step.what)
+		}
+		if h.pending() {
+			t.Errorf("%s: a read of pgconn's still waits on the detached socket once session.prepare returned", step.what)
+		}
+		// As an exchange sends and reads it (wire.go).
+		f := conn.Frontend()
+		f.SendQuery(&pgproto3.Query{String: "EXECUTE " + step.name})
+		if err := f.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := conn.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatalf("the statement after %s: %v", step.what, err)
+			}
+			if m, ok := msg.(*pgproto3.ErrorResponse); ok {
+				t.Fatalf("the statement after %s: %s", step.what, m.Message)
+			}
+			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+	}
+}
+
+// TestEngineCloseWaitsForPlainRead: a read of a detached socket outside
+// an exchange (pgconn's on a goroutine of its own, left waiting by a
+// slow write) ends when the socket is closed, before Close returns and
+// the descriptor's number can go to another socket: such a read, going
+// on, would take another session's answers.
+func TestEngineCloseWaitsForPlainRead(t *testing.T) {
+	e := newEngine()
+	if e == nil {
+		t.Fatal("no engine on Linux")
+	}
+	defer e.close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := <-accepted
+	if peer == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer peer.Close()
+	ec, _ := e.wrapConn(nc, nil).(*engineConn)
+	if ec == nil {
+		t.Fatal("the connection was not put under the engine")
+	}
+	if err := ec.detach(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := ec.Read(make([]byte, 16))
+		read <- err
+	}()
+	for ec.plainIn.Load() == 0 {
+		runtime.Gosched()
+	}
+	if err := ec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ec.plainIn.Load(); n != 0 {
+		t.Fatalf("Close returned with %d reads of the descriptor under way", n)
+	}
+	if err := <-read; err == nil {
+		t.Fatal("the read of a closed socket returned no error")
+	}
+}
+
+// heldWrite is a connection whose first write (or the first after arm),
+// once written, returns only when a read (pgconn's in the background: it
+// is the only reader then) has had a ReadyForQuery and waits in the next
+// read, or after 10 s (timedOut).
 type heldWrite struct {
 	net.Conn
 	raw     syscall.Conn
 	changed chan struct{}
 
 	mu                sync.Mutex
-	held              bool   // the first write is done
+	hold              bool   // the next write is held
 	read              []byte // what the reads returned
 	entered, returned int    // reads
 	timedOut          bool
@@ -167,6 +318,20 @@ func (h *heldWrite) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// arm holds the next write, as the first.
+func (h *heldWrite) arm() {
+	h.mu.Lock()
+	h.hold, h.read = true, nil
+	h.mu.Unlock()
+}
+
+// pending reports whether a read waits.
+func (h *heldWrite) pending() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.entered > h.returned
+}
+
 // waiting reports whether a read waits after a ReadyForQuery was read.
 func (h *heldWrite) waiting() bool {
 	h.mu.Lock()
@@ -179,10 +344,10 @@ func (h *heldWrite) waiting() bool {
 func (h *heldWrite) Write(p []byte) (int, error) {
 	n, err := h.Conn.Write(p)
 	h.mu.Lock()
-	first := !h.held
-	h.held = true
+	held := h.hold
+	h.hold = false
 	h.mu.Unlock()
-	if !first || err != nil {
+	if !held || err != nil {
 		return n, err
 	}
 	timeout := time.NewTimer(10 * time.Second)

@@ -141,6 +141,7 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	}
 	latency, seq, err := s.exec(ev, issued)
 	delayed = s.delayedSeq.Load() == seq
+	s.forgetDeallocated(items, ev.Query, err != nil)
 	if err != nil && r.hardDone.Load() {
 		// Cancelled by the stop (or cut, the target silent): the
 		// statement did not run to its end, which says nothing of
@@ -387,6 +388,41 @@ func (s *session) trackPrepared(items []fingerprint.Item, text string, ran bool)
 	}
 }
 
+// forgetDeallocated follows what an execution dropped of the statements
+// the replay prepared through the protocol (prepare): DEALLOCATE name or
+// ALL, and DISCARD ALL (a pooler's, between its clients) drop those too,
+// on the target as on the source. A name forgotten is prepared again at
+// its next execution, where the target would otherwise be asked to run a
+// statement it no longer has. After an error (DISCARD ALL refused inside
+// a transaction block, a string stopped before or after its DEALLOCATE)
+// the target may have them or not: they are marked unknown, which
+// prepare closes first (closing a statement the target lacks is no
+// error).
+func (s *session) forgetDeallocated(items []fingerprint.Item, text string, failed bool) {
+	if len(s.prepared) == 0 {
+		return
+	}
+	for _, it := range items {
+		cl := it.Class(text)
+		if cl.Prepared != fingerprint.PreparedDeallocate {
+			continue
+		}
+		for name := range s.prepared {
+			switch {
+			case !cl.DeallocateAll && name != cl.PreparedName:
+			case failed:
+				s.prepared[name] = unknownPrepared
+			default:
+				delete(s.prepared, name)
+			}
+		}
+	}
+}
+
+// unknownPrepared is the query of a prepared statement the target may or
+// may not have (see forgetDeallocated): no query is prepared as it.
+const unknownPrepared = "\x00unknown"
+
 // exec runs an execution issued at start and returns how long the
 // target took, and the execution's number (see session.execSeq); it sets
 // lastEnd. The messages are those of the pgconn calls the replay used
@@ -514,7 +550,7 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 			return nil
 		}
 		var err error
-		s.block(func() { err = s.conn.Deallocate(ctx, name) })
+		s.block(func() { err = resynced(ctx, s.conn, s.ec, s.conn.Deallocate(ctx, name)) })
 		if err != nil {
 			return err
 		}
@@ -526,7 +562,10 @@ func (s *session) prepare(ctx context.Context, name, query string, oids []uint32
 		// Sync of pgconn's Prepare would end its implicit transaction.
 		s.block(func() { err = s.parseInBatch(name, query, oids) })
 	} else {
-		s.block(func() { _, err = s.conn.Prepare(ctx, name, query, oids) })
+		s.block(func() {
+			_, err = s.conn.Prepare(ctx, name, query, oids)
+			err = resynced(ctx, s.conn, s.ec, err)
+		})
 	}
 	if err != nil {
 		return err

@@ -89,6 +89,17 @@ func (e *PreflightError) Error() string {
 	return "pre-flight failed: the target does not take the replay's connections; nothing was replayed"
 }
 
+// InterruptedError is Run's error when its context ended (Ctrl-C,
+// SIGTERM) during the pre-flight: the checks the interruption cut short
+// are not the target's refusal. Nothing was replayed.
+type InterruptedError struct{ Err error }
+
+func (e *InterruptedError) Error() string {
+	return "interrupted during the pre-flight; nothing was replayed"
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
 // preflight checks, before the schedule starts, that the target takes the
 // connections the replay will make: every login of the logs' beginning
 // (the selection and maps applied), and the target DSN's own login when

@@ -160,6 +160,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if !cfg.Replay.DryRun && !cfg.SkipPreflight {
 		if pf, err = preflight(ctx, cfg, r, set, ahead); err != nil {
 			sh.fail()
+			if ctx.Err() != nil {
+				// Its logins failed for being cut short.
+				return nil, &InterruptedError{Err: err}
+			}
 			return nil, err
 		}
 		if cfg.OnPreflight != nil {
