@@ -138,6 +138,14 @@ func FixText(c explain.Cause) string {
 	case explain.CauseNeverAnalyzed, explain.CauseStaleStatistics:
 		return "run ANALYZE " + c.Relation + " on the " + string(c.Side)
 	case explain.CauseExtendedStatistics:
+		if c.Side == explain.Control {
+			// The candidate has statistics the control lacks, and a
+			// regression is the candidate's: creating them on the
+			// control would make it as slow. What can bring the
+			// candidate back is to drop them there (the fix round
+			// confirms it), if the queries they were made for allow.
+			return "drop the extended statistics " + c.Setting + " on the candidate, as the control has none, if the queries they were made for allow: DROP STATISTICS " + c.Setting
+		}
 		return "create the extended statistics " + c.Setting + " on the " + string(c.Side) + " as on the " + string(otherSide(c.Side)) +
 			", then ANALYZE " + c.Relation
 	case explain.CauseStatisticsTarget:

@@ -71,4 +71,20 @@ func TestFixText(t *testing.T) {
 	if got := FixText(c); got != "" {
 		t.Errorf("version: %q, want none", got)
 	}
+	// Extended statistics on one side only: the fix goes the way that
+	// brings the candidate back, creating them where the candidate
+	// lacks them, dropping them where only the candidate has them.
+	ext := explain.Cause{Kind: explain.CauseExtendedStatistics, Relation: "s", Setting: "s_ab"}
+	for _, tc := range []struct {
+		side explain.Side
+		want string
+	}{
+		{explain.Candidate, "create the extended statistics s_ab on the candidate as on the control, then ANALYZE s"},
+		{explain.Control, "drop the extended statistics s_ab on the candidate, as the control has none, if the queries they were made for allow: DROP STATISTICS s_ab"},
+	} {
+		ext.Side = tc.side
+		if got := FixText(ext); got != tc.want {
+			t.Errorf("extended statistics lacking on the %s: %q, want %q", tc.side, got, tc.want)
+		}
+	}
 }
