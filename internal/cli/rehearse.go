@@ -758,7 +758,12 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 					return fmt.Errorf("write plans: %w", err)
 				}
 			case judge.StageFindings:
-				if v.CatalogErr != nil {
+				switch {
+				case errors.Is(v.CatalogErr, context.Canceled):
+					// Ctrl-C, not the catalog's server: say so, not
+					// pgx's "operation was canceled" as if it failed.
+					fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: interrupted before the catalog was read; the findings that need it are left out\n")
+				case v.CatalogErr != nil:
 					fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", v.CatalogErr)
 				}
 				// Interrupted, the findings are left out; the rounds

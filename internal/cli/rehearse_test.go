@@ -304,6 +304,9 @@ func TestRehearseInterrupted(t *testing.T) {
 	if strings.Contains(stdout+stderr, "PRE-FLIGHT FAILED") {
 		t.Errorf("the interruption is told as a failed pre-flight")
 	}
+	if strings.Contains(stderr, "operation was canceled") {
+		t.Errorf("the interruption is told as a failure of the findings' catalog connection")
+	}
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
 		if left := queryLines(t, c, "postgres", "SELECT datname FROM pg_database WHERE starts_with(datname, '"+reset.NamePrefix+"')"); len(left) != 0 {
 			t.Errorf("databases of the reset left after Ctrl-C: %v", left)
