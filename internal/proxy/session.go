@@ -107,6 +107,10 @@ type session struct {
 	// digest: rows are digested (Config.NoRowDigest unset).
 	digest bool
 
+	// loop is the event loop relaying the session, while one does
+	// (loop_linux.go).
+	loop atomic.Pointer[loopSess]
+
 	// st is what the proxy keeps of the session so that a recording
 	// can take it up from the middle (Config.ResumeSessions), nil
 	// without; join is the recording waiting for its next idle point
@@ -183,6 +187,13 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		fromServer.onPart = s.backendPart
 	}
 
+	if ls := p.enterLoop(s, fromClient, fromServer); ls != nil {
+		// The loop relays until it hands the session back, from
+		// where the pumps go on below.
+		<-ls.back
+		s.loop.Store(nil)
+	}
+
 	serverDone := make(chan struct{})
 	go func() {
 		defer close(serverDone)
@@ -235,6 +246,18 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	}
 	l.close()
 	<-serverDone
+}
+
+// enterLoop hands the session's relay to an event loop when the proxy
+// runs some and both legs are plain sockets; nil leaves it to the
+// goroutines.
+func (p *Proxy) enterLoop(s *session, fromClient, fromServer *pump) *loopSess {
+	if len(p.loops) == 0 {
+		return nil
+	}
+	l := p.loops[s.id%uint64(len(p.loops))]
+	ls := l.enter(s, fromClient, fromServer)
+	return ls
 }
 
 // refuseFromClientPump ends the session with an ErrorResponse to the
