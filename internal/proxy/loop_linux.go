@@ -3,7 +3,9 @@
 package proxy
 
 import (
+	"errors"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"sync"
@@ -81,45 +83,20 @@ type loopSess struct {
 // loopLeg is one connection of a session in a loop, and the pump that
 // reads it.
 type loopLeg struct {
-	rc   syscall.RawConn
-	in   *pump
-	out  *loopWriter // what in writes to: the other leg's connection
-	dst  io.Writer   // in's writer outside the loop
-	read func(fd uintptr)
-	// The last read's result.
-	n int
-	e syscall.Errno
+	fd  int // the loop's own descriptor of the socket
+	in  *pump
+	out *loopWriter // what in writes to: the other leg's socket
+	// conn is the connection handed back (handBack), nil when its
+	// descriptor could not be made one again.
+	conn net.Conn
 }
 
 // loopWriter writes a pump's output without waiting: what the socket
 // cannot take goes to the pump's pending, and so does everything after
 // it, which hands the session back after the pump's pass.
 type loopWriter struct {
-	rc    syscall.RawConn
-	p     *pump
-	b     []byte
-	done  int
-	e     syscall.Errno
-	write func(fd uintptr)
-}
-
-func newLoopWriter(rc syscall.RawConn, p *pump) *loopWriter {
-	w := &loopWriter{rc: rc, p: p}
-	w.write = func(fd uintptr) {
-		b := w.b
-		for w.done < len(b) {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[w.done])), uintptr(len(b)-w.done))
-			switch e {
-			case 0:
-				w.done += int(n)
-			case syscall.EINTR:
-			default:
-				w.e = e
-				return
-			}
-		}
-	}
-	return w
+	fd int
+	p  *pump
 }
 
 func (w *loopWriter) Write(b []byte) (int, error) {
@@ -127,17 +104,19 @@ func (w *loopWriter) Write(b []byte) (int, error) {
 		w.p.pending = append(w.p.pending, b...)
 		return len(b), nil
 	}
-	w.b, w.done, w.e = b, 0, 0
-	err := w.rc.Control(w.write)
-	w.b = nil
-	switch {
-	case err != nil:
-		return w.done, err
-	case w.e == syscall.EAGAIN:
-		w.p.pending = append(w.p.pending, b[w.done:]...)
-		return len(b), nil
-	case w.e != 0:
-		return w.done, os.NewSyscallError("write", w.e)
+	done := 0
+	for done < len(b) {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(w.fd), uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+		switch e {
+		case 0:
+			done += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			w.p.pending = append(w.p.pending, b[done:]...)
+			return len(b), nil
+		default:
+			return done, os.NewSyscallError("write", e)
+		}
 	}
 	return len(b), nil
 }
@@ -189,38 +168,84 @@ func newLoop() (*evLoop, error) {
 
 // enter hands the session's relay to the loop, which hands it back
 // through the returned channel; nil when a leg is not a raw socket.
+//
+// The loop takes the sockets off Go's poller, which would otherwise wake
+// for every event the loop handles too: it keeps a duplicate of each
+// descriptor and closes the connections (Go deregisters a descriptor
+// when it closes it; the socket stays open through the duplicate). The
+// session's goroutine gets new connections of them back (handedBack).
 func (l *evLoop) enter(s *session, fromClient, fromServer *pump) *loopSess {
-	crc, src := rawConn(s.client), rawConn(s.server)
-	if crc == nil || src == nil {
+	cfd, err := dupSocket(s.client)
+	if err != nil {
+		return nil
+	}
+	sfd, err := dupSocket(s.server)
+	if err != nil {
+		unix.Close(cfd)
 		return nil
 	}
 	ls := &loopSess{l: l, back: make(chan struct{})}
-	ls.legs[0] = loopLeg{rc: crc, in: fromClient, out: newLoopWriter(src, fromClient), dst: fromClient.dst}
-	ls.legs[1] = loopLeg{rc: src, in: fromServer, out: newLoopWriter(crc, fromServer), dst: fromServer.dst}
-	for i := range ls.legs {
-		leg := &ls.legs[i]
-		leg.read = func(fd uintptr) {
-			b := leg.in.target()
-			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			for e == syscall.EINTR {
-				n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			}
-			leg.n, leg.e = int(n), e
-		}
-	}
-	// Known to link.close before the loop sees it: a close from now on
-	// asks the loop to hand it back (leave).
-	s.loop.Store(ls)
+	ls.legs[0] = loopLeg{fd: cfd, in: fromClient, out: &loopWriter{fd: sfd, p: fromClient}}
+	ls.legs[1] = loopLeg{fd: sfd, in: fromServer, out: &loopWriter{fd: cfd, p: fromServer}}
+	fromClient.dst, fromServer.dst = ls.legs[0].out, ls.legs[1].out
+	s.client.Close()
+	s.server.Close()
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
-		s.loop.Store(nil)
-		return nil
+		ls.gone = true
+		ls.reconnect()
+		close(ls.back)
+		return ls
 	}
 	l.incoming = append(l.incoming, ls)
 	l.signalLocked()
 	l.mu.Unlock()
 	return ls
+}
+
+// dupSocket returns a duplicate of c's descriptor, non-blocking, when c is
+// a plain TCP or Unix socket.
+func dupSocket(c net.Conn) (int, error) {
+	rc := rawConn(c)
+	if rc == nil {
+		return -1, errors.New("not a raw socket")
+	}
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(s uintptr) {
+		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	return fd, derr
+}
+
+// conns returns the connections handed back, the old ones where a
+// descriptor could not become one (closed: the pumps end the session).
+func (ls *loopSess) conns(client, server net.Conn) (net.Conn, net.Conn) {
+	if c := ls.legs[0].conn; c != nil {
+		client = c
+	}
+	if c := ls.legs[1].conn; c != nil {
+		server = c
+	}
+	return client, server
+}
+
+// reconnect makes connections of the session's descriptors again, for
+// its goroutine: a descriptor that cannot become one is closed, and its
+// leg's connection left nil (the session's goroutine ends the session).
+func (ls *loopSess) reconnect() {
+	for i := range ls.legs {
+		leg := &ls.legs[i]
+		f := os.NewFile(uintptr(leg.fd), "socket")
+		c, err := net.FileConn(f) // a duplicate of its own, in Go's poller
+		f.Close()
+		if err == nil {
+			leg.conn = c
+		}
+		leg.fd = -1
+	}
 }
 
 // leave asks the loop to hand the session back (its connections are
@@ -355,17 +380,7 @@ func (l *evLoop) register(ls *loopSess) {
 	}
 	l.slots[ls.slot] = ls
 	for i := range ls.legs {
-		leg := &ls.legs[i]
-		leg.in.dst = leg.out
-		var cerr error
-		err := leg.rc.Control(func(fd uintptr) {
-			cerr = unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: ls.slot<<1 | int32(i)})
-		})
-		if err == nil {
-			err = cerr
-		}
-		if err != nil {
-			// Closed meanwhile: the session's goroutine finds out.
+		if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, ls.legs[i].fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: ls.slot<<1 | int32(i)}); err != nil {
 			l.handBack(ls)
 			return
 		}
@@ -375,12 +390,11 @@ func (l *evLoop) register(ls *loopSess) {
 // readable reads leg's socket once and relays what came.
 func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 	p := leg.in
-	if err := leg.rc.Control(leg.read); err != nil {
-		p.stopped = err
-		l.handBack(ls)
-		return
+	b := p.target()
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(leg.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	for e == syscall.EINTR {
+		n, _, e = syscall.RawSyscall(syscall.SYS_READ, uintptr(leg.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	}
-	n, e := leg.n, leg.e
 	var rerr error
 	switch {
 	case e == syscall.EAGAIN:
@@ -390,7 +404,7 @@ func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 	case n == 0:
 		rerr = io.EOF
 	}
-	if err := p.feed(n, rerr); err != nil {
+	if err := p.feed(int(n), rerr); err != nil {
 		p.stopped = err
 		l.handBack(ls)
 		return
@@ -404,15 +418,12 @@ func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 func (l *evLoop) handBack(ls *loopSess) {
 	ls.gone = true
 	for i := range ls.legs {
-		leg := &ls.legs[i]
-		leg.rc.Control(func(fd uintptr) {
-			unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, int(fd), nil)
-		})
-		leg.in.dst = leg.dst
+		unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, ls.legs[i].fd, nil)
 	}
-	if l.slots[ls.slot] == ls {
+	if int(ls.slot) < len(l.slots) && l.slots[ls.slot] == ls {
 		l.slots[ls.slot] = nil
 		l.freed = append(l.freed, ls.slot)
 	}
+	ls.reconnect()
 	close(ls.back)
 }

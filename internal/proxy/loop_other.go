@@ -2,6 +2,8 @@
 
 package proxy
 
+import "net"
+
 // No event loop off Linux: every session is relayed by its goroutines.
 type evLoop struct{}
 
@@ -14,3 +16,5 @@ func (*evLoop) enter(*session, *pump, *pump) *loopSess { return nil }
 func (*evLoop) stop() {}
 
 func (*loopSess) leave() {}
+
+func (*loopSess) conns(client, server net.Conn) (net.Conn, net.Conn) { return client, server }

@@ -384,6 +384,21 @@ func (l *link) setClient(client net.Conn) {
 	l.mu.Unlock()
 }
 
+// replace puts the connections an event loop handed back in place of the
+// ones it took (loop_linux.go), and closes them when the link was
+// closed meanwhile.
+func (l *link) replace(client, server net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.client, l.server = client, server
+	if l.closed {
+		client.SetDeadline(closedLongAgo)
+		server.SetDeadline(closedLongAgo)
+		client.Close()
+		server.Close()
+	}
+}
+
 // closedLongAgo is a deadline in the past: setting it wakes every read
 // and write waiting on a connection at once.
 var closedLongAgo = time.Unix(1, 0)
