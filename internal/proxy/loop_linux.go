@@ -38,6 +38,10 @@ import (
 // interface), and the recorder's goroutines run on it when the loop
 // yields.
 //
+// The loop takes its sockets off Go's poller (enter), which would wake
+// for each of their events too, and hands the session's goroutine new
+// connections of the same sockets when it gives the session back.
+//
 // The loop only relays. Anything that needs waiting hands the session
 // back to its goroutine, which goes on as the goroutine path does (two
 // pumps, blocking writes): a write the peer's socket cannot take
