@@ -12,8 +12,13 @@
 // because channel binding ties the SCRAM exchange to one TLS connection
 // and a relay has two.
 //
-// After authentication each direction is split into messages (a type byte
-// and a four-byte length) and forwarded in batches, one write per read.
+// Each direction is split into messages (a type byte and a four-byte
+// length) and forwarded in batches, one write per read. On Linux a
+// session whose two legs are plain sockets is relayed by an event loop
+// of the proxy's own (one goroutine per GOMAXPROCS over a level-triggered
+// epoll instance, as PgBouncer's one thread), until it has to wait: then
+// by two goroutines, as a session with a TLS leg is (loop_linux.go,
+// Config.NoEventLoop).
 // Frontend messages (Query, the extended protocol, COPY data, function
 // calls, Terminate) are recorded verbatim; of the server's answers only
 // CommandComplete, PortalSuspended, ErrorResponse (without DETAIL),

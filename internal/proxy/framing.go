@@ -74,6 +74,12 @@ type pump struct {
 	counts *dirCounts
 
 	st relayState
+
+	// pending is what the event loop forwarded that dst could not take
+	// yet, and stopped what ended the pump in the loop: run writes the
+	// one and returns the other first (loop_linux.go).
+	pending []byte
+	stopped error
 }
 
 // dirCounts count one direction's traffic over all connections.
@@ -108,6 +114,17 @@ type bigMsg struct {
 // ended cleanly after a whole message, io.ErrUnexpectedEOF when it ended
 // inside one.
 func (p *pump) run() error {
+	if len(p.pending) > 0 {
+		// Counted when the loop forwarded it.
+		b := p.pending
+		p.pending = nil
+		if _, err := asRawWriter(p.dst).Write(b); err != nil {
+			return err
+		}
+	}
+	if p.stopped != nil {
+		return p.stopped
+	}
 	if rc := rawConn(p.src); rc != nil {
 		return p.runRaw(rc)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,13 @@ type Config struct {
 	// past them cannot be taken up.
 	ResumeSessions         bool
 	StateItems, StateBytes int
+	// NoEventLoop relays every session with two goroutines, one per
+	// direction, as before the event loop (loop_linux.go). Without it,
+	// on Linux, a session whose two legs are plain TCP or Unix sockets
+	// is relayed by one of the proxy's event loops (one per GOMAXPROCS
+	// when Serve starts) until it needs to wait; TLS legs are always
+	// relayed by goroutines.
+	NoEventLoop bool
 }
 
 // ErrorKind says what went wrong with one connection.
@@ -154,6 +162,9 @@ type Proxy struct {
 	// channel binding passes through when it is the server's own.
 	certDER []byte
 
+	// loops are the event loops Serve runs (loop_linux.go).
+	loops []*evLoop
+
 	mu      sync.Mutex
 	closing bool
 	links   map[*link]struct{}
@@ -210,6 +221,9 @@ func New(cfg Config) (*Proxy, error) {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	if !p.cfg.NoEventLoop {
+		p.loops = newLoops(runtime.GOMAXPROCS(0))
+	}
 	var wg sync.WaitGroup
 	var serveErr error
 	delay := time.Duration(0)
@@ -240,6 +254,9 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	p.drain(&wg)
 	p.closeAll()
 	wg.Wait()
+	for _, l := range p.loops {
+		l.stop()
+	}
 	return serveErr
 }
 
@@ -367,6 +384,21 @@ func (l *link) setClient(client net.Conn) {
 	l.mu.Unlock()
 }
 
+// replace puts the connections an event loop handed back in place of the
+// ones it took (loop_linux.go), and closes them when the link was
+// closed meanwhile.
+func (l *link) replace(client, server net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.client, l.server = client, server
+	if l.closed {
+		client.SetDeadline(closedLongAgo)
+		server.SetDeadline(closedLongAgo)
+		client.Close()
+		server.Close()
+	}
+}
+
 // closedLongAgo is a deadline in the past: setting it wakes every read
 // and write waiting on a connection at once.
 var closedLongAgo = time.Unix(1, 0)
@@ -386,6 +418,13 @@ func (l *link) close() {
 	l.client.Close()
 	if l.server != nil {
 		l.server.Close()
+	}
+	if l.sess != nil {
+		if ls := l.sess.loop.Load(); ls != nil {
+			// The loop sees no event of a closed socket: it is
+			// told to hand the session back.
+			ls.leave()
+		}
 	}
 }
 

@@ -31,9 +31,19 @@ func TestPgbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clients, txs = 3, 40
-	for _, mode := range []string{"simple", "extended", "prepared"} {
-		t.Run(mode, func(t *testing.T) {
-			r := startProxy(t, Config{Upstream: c.DSN("postgres")})
+	// Each mode through the event loop and, with NoEventLoop, through
+	// the goroutines a session on a TLS leg uses.
+	for _, tc := range []struct {
+		mode   string
+		noLoop bool
+	}{{"simple", false}, {"extended", false}, {"prepared", false}, {"simple", true}, {"prepared", true}} {
+		mode := tc.mode
+		name := mode
+		if tc.noLoop {
+			name += "/goroutines"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := startProxy(t, Config{Upstream: c.DSN("postgres"), NoEventLoop: tc.noLoop})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			// The later -h and -p win over the cluster's own; -n: no

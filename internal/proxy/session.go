@@ -107,6 +107,10 @@ type session struct {
 	// digest: rows are digested (Config.NoRowDigest unset).
 	digest bool
 
+	// loop is the event loop relaying the session, while one does
+	// (loop_linux.go).
+	loop atomic.Pointer[loopSess]
+
 	// st is what the proxy keeps of the session so that a recording
 	// can take it up from the middle (Config.ResumeSessions), nil
 	// without; join is the recording waiting for its next idle point
@@ -179,6 +183,10 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		onMsg: s.frontendMsg, keep: s.keepFrontend}
 	fromServer := s.serverPump(server, client, *sbuf, &p.backend)
 
+	if p.relayInLoop(l, s, fromClient, fromServer) {
+		client = s.client
+	}
+
 	serverDone := make(chan struct{})
 	go func() {
 		defer close(serverDone)
@@ -231,6 +239,47 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 	}
 	l.close()
 	<-serverDone
+}
+
+// relayInLoop lets an event loop relay the session when it can
+// (enterLoop), until the loop hands it back: then the pumps go on from
+// where the loop left them, on new connections of the same sockets,
+// which it puts in s, l and the pumps. It says whether it did.
+func (p *Proxy) relayInLoop(l *link, s *session, fromClient, fromServer *pump) bool {
+	ls := p.enterLoop(l, s, fromClient, fromServer)
+	if ls == nil {
+		return false
+	}
+	<-ls.back
+	s.loop.Store(nil)
+	s.client, s.server = ls.conns(s.client, s.server)
+	l.replace(s.client, s.server)
+	fromClient.src, fromClient.dst = s.client, s.server
+	fromServer.src, fromServer.dst = s.server, s.client
+	return true
+}
+
+// enterLoop hands the session's relay to an event loop when the proxy
+// runs some and both legs are plain sockets; nil leaves it to the
+// goroutines.
+func (p *Proxy) enterLoop(l *link, s *session, fromClient, fromServer *pump) *loopSess {
+	if len(p.loops) == 0 {
+		return nil
+	}
+	ls := p.loops[s.id%uint64(len(p.loops))].enter(s, fromClient, fromServer)
+	if ls == nil {
+		return nil
+	}
+	// A close from now on asks the loop to hand the session back
+	// (link.close); one before it, the session asks itself.
+	s.loop.Store(ls)
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		ls.leave()
+	}
+	return ls
 }
 
 // refuseFromClientPump ends the session with an ErrorResponse to the
