@@ -665,7 +665,13 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 			cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
 		}
 	case cause == "" && baked && (d == querystats.AnswerErrorOnlyOnTarget || d == querystats.AnswerOtherSQLState):
-		cause, what = querystats.CauseServerState, "an id the original's server assigned, in the statement"
+		// A foreign key to a row the original's sequence numbered is
+		// that sequence's (blame).
+		if col := s.carriedSeqID(ev); col != "" {
+			cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
+		} else {
+			cause, what = querystats.CauseServerState, "an id the original's server assigned, in the statement"
+		}
 	}
 	if cause == "" && race.Raced() {
 		cause, what = querystats.CauseRaced, "a concurrent transaction"
