@@ -58,6 +58,13 @@ const (
 type Param struct {
 	Value string
 	Null  bool
+	// Binary marks, in TextParams' answer only, a parameter Value holds
+	// as the bytes the original client sent in binary format, of a type
+	// its Parse left to the server (as pgx and asyncpg do: the server
+	// says the type, the client sends that type's binary form): a reader
+	// that knows the type from where the parameter goes (a key column's,
+	// package syncdep) reads them by it.
+	Binary bool
 }
 
 // NoDuration is the Duration of an event whose log has no duration.

@@ -15,9 +15,11 @@ import (
 // TextParams gives the text form of those whose type the Parse named and
 // whose binary form is simple (booleans, integers, floats, text and its
 // kin, uuid, bytea, date, timestamps), and leaves the others as they are,
-// which then read as no value of their column's type. Params are
-// returned as they are when none is binary, without a copy; a replay
-// sends Params, never these.
+// which then read as no value of their column's type. Those of a type
+// the Parse left to the server stay as they are, marked Binary: their
+// place may tell their type (a key column's). Params are returned as
+// they are when none is binary, without a copy; a replay sends Params,
+// never these.
 func (e *Event) TextParams() []Param {
 	w := e.Wire()
 	if w == nil || len(e.Params) == 0 {
@@ -33,13 +35,17 @@ func (e *Event) TextParams() []Param {
 			oid = w.ParamOIDs[i]
 		}
 		v, ok := binaryText(oid, []byte(p.Value))
-		if !ok {
+		if !ok && oid != 0 {
 			continue
 		}
 		if out == nil {
 			out = append([]Param(nil), e.Params...)
 		}
-		out[i].Value = v
+		if ok {
+			out[i].Value = v
+		} else {
+			out[i].Binary = true
+		}
 	}
 	if out == nil {
 		return e.Params

@@ -14,7 +14,8 @@ func be(n int, v uint64) string {
 
 // TestTextParams: the binary parameters of a capture's execution read as
 // the text a log would hold, by the type the Parse named; text ones, NULLs,
-// unknown types and unnamed types are left as sent.
+// unknown types and unnamed types are left as sent, the unnamed ones
+// marked Binary (their place may tell their type).
 func TestTextParams(t *testing.T) {
 	for _, tc := range []struct {
 		oid   uint32
@@ -49,6 +50,9 @@ func TestTextParams(t *testing.T) {
 		got := ev.TextParams()
 		if len(got) != 3 || got[0].Value != "7" || got[1].Value != tc.want || !got[2].Null {
 			t.Errorf("oid %d %q: %+v, want %q", tc.oid, tc.value, got, tc.want)
+		}
+		if len(got) == 3 && (got[1].Binary != (tc.oid == 0) || got[0].Binary || got[2].Binary) {
+			t.Errorf("oid %d %q: %+v: only a binary parameter of a type left to the server is marked Binary", tc.oid, tc.value, got)
 		}
 		if ev.Params[1].Value != tc.value {
 			t.Errorf("oid %d: the event's own parameter changed to %q", tc.oid, ev.Params[1].Value)

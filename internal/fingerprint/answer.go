@@ -22,6 +22,14 @@ var volatileFuncs = map[string]bool{
 	"inet_client_addr": true, "inet_client_port": true, "inet_server_addr": true, "inet_server_port": true,
 }
 
+// serverStateFuncs are functions outside the pg_ prefix that read what
+// a server assigned or keeps for itself: txid_status (pg_xact_status's
+// older name) reads the commit status of a transaction id, which a
+// replay's statement carries from the original's server (psql's txid
+// test writes the id txid_current() returned into the text) while the
+// target gave that id to another transaction.
+var serverStateFuncs = map[string]bool{"txid_status": true}
+
 // serverIDTypes are the types whose values a server assigns (object ids
 // and their names, transaction ids, positions in the WAL): a cast to one
 // reads what the target assigned otherwise.
@@ -50,7 +58,7 @@ func answerTraits(n *pg_query.Node, c *Class) {
 			switch {
 			case volatileFuncs[name]:
 				setOnce(&c.Volatile, name+"()")
-			case strings.HasPrefix(name, "pg_") && name != "pg_sleep" && name != "pg_typeof":
+			case strings.HasPrefix(name, "pg_") && name != "pg_sleep" && name != "pg_typeof" || serverStateFuncs[name]:
 				// pg_backend_pid(), pg_relation_size(), pg_get_*():
 				// the server's own state.
 				setOnce(&c.ServerState, name+"()")

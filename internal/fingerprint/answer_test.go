@@ -28,6 +28,8 @@ func TestAnswerTraits(t *testing.T) {
 		{"SELECT xmin, a FROM t", false, "", "xmin"},
 		{"SELECT pg_backend_pid()", false, "", "pg_backend_pid()"},
 		{"SELECT pg_sleep(1)", false, "", ""},
+		{"SELECT txid_status(742) AS committed", false, "", "txid_status()"},
+		{"SELECT pg_xact_status('742'::xid8)", false, "", "pg_xact_status()"},
 		{"SELECT table_name FROM information_schema.tables", false, "", "tables"},
 		{"UPDATE t SET a = 1", false, "", ""},
 	} {

@@ -627,7 +627,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
-				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy.race)
+				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy.race, te.baked)
 				if cause != "" {
 					st.ExplainAnswer(cause, what)
 				}
@@ -688,8 +688,13 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 
 // differsBecause is what explains the differing answer d of item i (it)
 // of execution ev, whose original answer is ans, and what names it; ""
-// when nothing does yet. race is the execution's (syncdep.Step.Race).
-func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, race *syncdep.Race) (querystats.AnswerCause, string) {
+// when nothing does yet. race is the execution's (syncdep.Step.Race);
+// baked: the target's error came from a server-assigned id of the
+// original written into the statement (targetError.baked: a large
+// object's OID, a transaction id in the target's future, another
+// session's temporary schema), which is then the error's cause, proven
+// by its message, before any race.
+func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, race *syncdep.Race, baked bool) (querystats.AnswerCause, string) {
 	cause, what := answerCause(d, it, ev.Query, seqs)
 	switch {
 	case cause == querystats.CauseSequence:
@@ -697,6 +702,14 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	case cause == "" && (d == querystats.AnswerRows || d == querystats.AnswerValues):
 		if col := s.carriedSeqID(ev); col != "" {
 			cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
+		}
+	case cause == "" && baked && (d == querystats.AnswerErrorOnlyOnTarget || d == querystats.AnswerOtherSQLState):
+		// A foreign key to a row the original's sequence numbered is
+		// that sequence's (blame).
+		if col := s.carriedSeqID(ev); col != "" {
+			cause, what = querystats.CauseSequence, col+" an earlier INSERT returned"
+		} else {
+			cause, what = querystats.CauseServerState, "an id the original's server assigned, in the statement"
 		}
 	}
 	if cause == "" && race.Raced() {

@@ -52,15 +52,16 @@ func keyHash(r *rowRef, e *Exec) (uint64, bool) {
 		}
 		switch r.kinds[i] {
 		case keyInt:
-			n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
-			if err != nil {
+			n, ok := intValue(v)
+			if !ok {
 				return 0, false
 			}
 			h = fnvBytes(h, strconv.AppendInt(buf[:0], n, 10))
 		case keyText:
+			// A binary text, varchar or name is its bytes.
 			h = fnvString(h, v.Value)
 		case keyUUID:
-			u, ok := uuidBytes(v.Value, buf[:0])
+			u, ok := uuidValue(v, buf[:0])
 			if !ok {
 				return 0, false
 			}
@@ -71,6 +72,42 @@ func keyHash(r *rowRef, e *Exec) (uint64, bool) {
 		h = (h ^ 0xff) * fnvPrime // ends the column: ("ab","c") is not ("a","bc")
 	}
 	return h, true
+}
+
+// intValue reads an integer key's parameter: its text, or the bytes of
+// a binary one (event.Param.Binary), whose type the server gave from the
+// key column's (int2, int4, int8: 2, 4 or 8 bytes, big-endian, signed),
+// so that it gives the key its text form gives.
+func intValue(v event.Param) (int64, bool) {
+	if !v.Binary {
+		n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+		return n, err == nil
+	}
+	var u uint64
+	for i := 0; i < len(v.Value); i++ {
+		u = u<<8 | uint64(v.Value[i])
+	}
+	switch len(v.Value) {
+	case 2:
+		return int64(int16(u)), true
+	case 4:
+		return int64(int32(u)), true
+	case 8:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// uuidValue reads a uuid key's parameter into its 16 bytes: its text, or
+// the bytes of a binary one.
+func uuidValue(v event.Param, dst []byte) ([]byte, bool) {
+	if !v.Binary {
+		return uuidBytes(v.Value, dst)
+	}
+	if len(v.Value) != 16 {
+		return nil, false
+	}
+	return append(dst, v.Value...), true
 }
 
 // FNV-1a, 64 bits, written out so that hashing a key allocates nothing.

@@ -301,3 +301,68 @@ func TestRowLastSwept(t *testing.T) {
 		t.Errorf("%d entries after the sweep, want the one not run", n)
 	}
 }
+
+// TestRowOrderBinaryKeys: a key a capture holds as the bytes of a binary
+// parameter whose type the Parse left to the server (event.Param.Binary,
+// as pgx and asyncpg send them) gives the key its text form gives: an
+// int2, int4 or int8 by its value, a uuid by its 16 bytes, a text by its
+// bytes. Bytes of no integer's length read as no key: the whole table.
+func TestRowOrderBinaryKeys(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	b := tr.Board()
+	w, r := tr.Session("db", "writer"), tr.Session("db", "reader")
+	bin := func(n int, v int64) event.Param {
+		s := make([]byte, n)
+		for i := n - 1; i >= 0; i-- {
+			s[i], v = byte(v), v>>8
+		}
+		return event.Param{Value: string(s), Binary: true}
+	}
+	run := func(s *Session, at int64, sql string, ps ...event.Param) Step {
+		return s.Event(Exec{Start: at - 100, End: at, Items: cache.Get(sql), Text: sql, Params: ps})
+	}
+
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	c7 := runP(w, ms(1), upd, "5", "7").Commit
+	cNeg := runP(w, ms(2), upd, "5", "-300").Commit
+	c8 := run(w, ms(3), upd, bin(4, 5), bin(4, 8)).Commit
+	if c7 == nil || cNeg == nil || c8 == nil {
+		t.Fatal("autocommit updates committed nothing")
+	}
+	const sel = "SELECT * FROM accounts WHERE id = $1"
+	for _, tc := range []struct {
+		name string
+		p    event.Param
+		want *Txn
+		rows RowOrder
+	}{
+		{"int4 7", bin(4, 7), c7, RowsByKey},
+		{"int8 7", bin(8, 7), c7, RowsByKey},
+		{"int2 7", bin(2, 7), c7, RowsByKey},
+		{"int2 -300", bin(2, -300), cNeg, RowsByKey},
+		{"int4 -300", bin(4, -300), cNeg, RowsByKey},
+		{"int8 -300", bin(8, -300), cNeg, RowsByKey},
+		{"text 8 after a binary write", event.Param{Value: "8"}, c8, RowsByKey},
+		{"int4 9", bin(4, 9), nil, RowsByKey},
+		// Not an integer's length: the whole table, whose first
+		// write is row 7's.
+		{"3 bytes", event.Param{Value: "\x00\x00\x07", Binary: true}, c7, RowsKeyNotLogged},
+		// The same bytes as text: "\x00\x00\x00\x07" is no number.
+		{"int4's bytes as text", event.Param{Value: "\x00\x00\x00\x07"}, c7, RowsKeyNotLogged},
+	} {
+		st := run(r, ms(4), sel, tc.p)
+		if got := b.Blocker(st.Wait); got != tc.want || st.Rows != tc.rows {
+			t.Errorf("%s: waits for %v (%v), want %v (%v)", tc.name, seqOf(got), st.Rows, seqOf(tc.want), tc.rows)
+		}
+	}
+	// uuid and int8 keys of a binary insert, read back as text.
+	u := "\xa0\xee\xbc\x99\x9c\x0b\x4e\xf8\xbb\x6d\x6b\xb9\xbd\x38\x0a\x11"
+	pu := run(w, ms(5), "INSERT INTO pairs (a, u) VALUES ($1, $2)", bin(8, 1), event.Param{Value: u, Binary: true}).Commit
+	if got := b.Blocker(runP(r, ms(6), "SELECT * FROM pairs WHERE a = $1 AND u = $2", "1", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11").Wait); got != pu {
+		t.Errorf("a read of the same uuid in text waits for %v, want the binary insert %v", seqOf(got), seqOf(pu))
+	}
+	if got := b.Blocker(runP(r, ms(6), "SELECT * FROM pairs WHERE a = $1 AND u = $2", "2", "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11").Wait); got != nil {
+		t.Errorf("a read of another row waits for %v", seqOf(got))
+	}
+}
