@@ -209,8 +209,18 @@ postgres:
 # source of every major), where pgcluster.Options.Version finds them. A
 # second run only checks each postgres --version. They hold no psql or
 # pgbench: pgcluster runs the installed pgbench against them, hence
-# postgres first.
+# postgres first. npm is installed as root on Debian when missing (a
+# Debian without PostgreSQL has no npm either: make test stopped here,
+# issue 44).
 pg-versions: postgres
+	@if ! command -v npm >/dev/null; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get install -y npm || { apt-get update && apt-get install -y npm; }; \
+		else \
+			echo "make pg-versions fetches PostgreSQL 13 to 18 with npm: sudo apt-get install npm" >&2; exit 1; \
+		fi; \
+	fi
 	@bash hack/pg-versions.sh
 
 # extensions installs, as root on Debian, the optional extensions that some

@@ -26,6 +26,20 @@ if [ "$(id -u)" = 0 ]; then
 		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin postgres
 	fi
 	runas=(runuser -u postgres --)
+	# The postgres user must reach the cache: a clone in root's home
+	# (mode 700 on Debian) is out of its reach, and no server there
+	# would run. Each directory on the way that it cannot search gets
+	# o+x (search, not listing), said (issue 44: make test as root in
+	# /root stopped here).
+	IFS=/ read -ra parts <<<"${cache#/}"
+	d=
+	for p in "${parts[@]}"; do
+		d=$d/$p
+		if ! "${runas[@]}" test -x "$d"; then
+			chmod o+x "$d"
+			echo "pg-versions: chmod o+x $d: the servers run as the postgres user, which must reach $cache"
+		fi
+	done
 fi
 
 check() { # major dir: prints the version, or fails saying why
