@@ -523,6 +523,16 @@ type Cost struct {
 	Metric      compare.Metric `json:"metric,omitempty"`
 	Factor      float64        `json:"factor"`
 	AddedMS     float64        `json:"added_ms"`
+	// Effect is the regressed metric's ratio against the control with
+	// the fix, with its interval (nil for a work regression).
+	Effect *compare.Effect `json:"effect,omitempty"`
+	// Elsewhere: the query does not touch the relation the fix changes
+	// (an index, its statistics, an ANALYZE), so the fix cannot have
+	// changed its plan: a slowdown of it in the fix's rounds is more
+	// likely the machine's during those rounds (they run after the
+	// rehearsal's, not alternated with the control's) than the fix's.
+	// Never set for a setting, which reaches every query.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
 // Write is a query that writes the fix's relation: its mean with the
@@ -627,7 +637,12 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
 			continue
 		}
-		o.Costs = append(o.Costs, Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS})
+		c := Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS,
+			Elsewhere: fix.Relation != "" && fix.relationScoped() && !touches(w.Query, fix.Relation)}
+		if w.Effects != nil {
+			c.Effect = w.Effects.Of(w.Regressed)
+		}
+		o.Costs = append(o.Costs, c)
 	}
 	if fix.JudgedByChanges() {
 		o.Changes = changes(delta, with)
@@ -700,6 +715,38 @@ func abs(x float64) float64 { return max(x, -x) }
 
 // writes reports whether statement sql writes relation rel (schema
 // qualified or not).
+// relationScoped reports whether what the fix changes is its relation's
+// only (an index, statistics, an ANALYZE), so that a query that does not
+// touch the relation keeps its plan with the fix.
+func (f *Fix) relationScoped() bool {
+	switch f.Kind {
+	case CreateIndex, DropIndex, Analyze, CreateStatistics, DropStatistics, StatisticsTarget:
+		return true
+	}
+	return false
+}
+
+// touches reports whether sql reads or writes relation rel (schema.name
+// or name); a statement whose relations its text does not tell (DDL,
+// DO, CALL) is taken to touch it.
+func touches(sql, rel string) bool {
+	schema, name, ok := strings.Cut(rel, ".")
+	if !ok {
+		schema, name = "", rel
+	}
+	c := fingerprint.Classify(sql)
+	if c.Opaque || c.ReadAll || len(c.Funcs) > 0 {
+		// A function may read any relation: taken to touch it.
+		return true
+	}
+	for _, n := range c.Touch {
+		if n.Name == name && (schema == "" || n.Schema == "" || n.Schema == schema) {
+			return true
+		}
+	}
+	return false
+}
+
 func writes(sql, rel string) bool {
 	schema, name, ok := strings.Cut(rel, ".")
 	if !ok {

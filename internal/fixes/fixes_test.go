@@ -132,6 +132,38 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestJudgeCostElsewhere: an index on customers cannot change the plan
+// of a query on accounts: its slowdown in the fix's rounds is a cost
+// said as more likely the machine's (Elsewhere), with its interval; the
+// update of customers stays a plain cost, and a setting reaches every
+// query, so none of its costs is elsewhere.
+func TestJudgeCostElsewhere(t *testing.T) {
+	before := report(q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 1000, 100, 400))
+	with := report(q("a", "", compare.StatusUnchanged, 3, 0.8, 1.3),
+		q("u", "UPDATE customers SET name = $1 WHERE id = $2", compare.StatusRegressed, 40, 1.5, 2),
+		q("b", "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", compare.StatusRegressed, 190, 3.2, 40))
+	delta := report(q("a", "", compare.StatusImproved, -900, 0.01, 0.02))
+	for _, tc := range []struct {
+		fix       Fix
+		elsewhere map[string]bool
+	}{
+		{Fix{Name: "index-customers_email_idx", Kind: CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}},
+			map[string]bool{"u": false, "b": true}},
+		{Fix{Name: "setting-random_page_cost", Kind: SetDatabase, Relation: "customers", Fingerprints: []string{"a"}},
+			map[string]bool{"u": false, "b": false}},
+	} {
+		o := Judge(tc.fix, before, with, delta)
+		if len(o.Costs) != 2 {
+			t.Fatalf("%s: costs %+v, want the two updates", tc.fix.Name, o.Costs)
+		}
+		for _, c := range o.Costs {
+			if c.Elsewhere != tc.elsewhere[c.Fingerprint] || c.Effect == nil || c.Effect.Low == 0 {
+				t.Errorf("%s: cost %s elsewhere %v effect %+v, want elsewhere %v with an interval", tc.fix.Name, c.Fingerprint, c.Elsewhere, c.Effect, tc.elsewhere[c.Fingerprint])
+			}
+		}
+	}
+}
+
 // TestPlanSettingAndAnalyze: a planner setting a session may change,
 // verified by the plans, gets the control's value for the database, run in
 // each copy by its name; one a reload applies, tied to a work regression,

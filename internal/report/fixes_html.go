@@ -35,7 +35,7 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 			{Label: "without", Numeric: true, Tooltip: "time the regression adds per run against the control, without the fix"},
 			{Label: "query"}}}
 	costs := htmlreport.Table{ID: "fix-costs", Title: "Other queries that regressed with the fix only", Empty: "No other query regressed (slower or writing more) with a fix tried.",
-		Columns: []htmlreport.Column{{Label: "fix"}, {Label: "how"}, {Label: "factor", Numeric: true, Tooltip: "the candidate with the fix / the control"},
+		Columns: []htmlreport.Column{{Label: "fix"}, {Label: "how"}, {Label: "factor", Numeric: true, Tooltip: "the candidate with the fix / the control, with its interval"},
 			{Label: "added per run", Numeric: true}, {Label: "query"}}}
 	for _, f := range tried {
 		verdict := htmlreport.Cell{Text: fixVerdictWords(f), Class: "wrap"}
@@ -85,8 +85,16 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
 		}
 		for _, c := range f.Costs {
-			costs.Rows = append(costs.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{htmlreport.Text(f.Name), htmlreport.Text(fixCostWords(c)),
-				htmlreport.Num(fmtFactor(c.Factor), c.Factor), htmlreport.Num(fmtSignedTotal(c.AddedMS), c.AddedMS),
+			factor := htmlreport.Num(fmtFactor(c.Factor), c.Factor)
+			if c.Effect != nil {
+				factor = fixEffectCell(c.Effect)
+			}
+			how := fixCostWords(c)
+			if c.Elsewhere {
+				how += "; does not touch " + f.Relation + ": more likely the machine's than the fix's"
+			}
+			costs.Rows = append(costs.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{htmlreport.Text(f.Name), {Text: how, Class: "wrap"},
+				factor, htmlreport.Num(fmtSignedTotal(c.AddedMS), c.AddedMS),
 				queryCell(c.Fingerprint, c.Query, pageQueryWidth)}})
 		}
 		if f.JudgedByChanges() {

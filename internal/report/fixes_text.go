@@ -97,8 +97,16 @@ func fixFigureLines(f fixes.Outcome) []string {
 			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore)))
 	}
 	for _, c := range f.Costs {
-		out = append(out, fmt.Sprintf("regressed with the fix only: %s: %s, %s %s per run",
-			shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), fmtFactor(c.Factor), fmtSignedTotal(c.AddedMS)))
+		figure := fmtFactor(c.Factor)
+		if c.Effect != nil {
+			figure = fmtEffect(c.Effect)
+		}
+		line := fmt.Sprintf("regressed with the fix only: %s: %s, %s %s per run",
+			shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), figure, fmtSignedTotal(c.AddedMS))
+		if c.Elsewhere {
+			line += "; it does not touch " + f.Relation + ", which the fix changes: more likely the machine's during the fix's rounds than the fix's"
+		}
+		out = append(out, line)
 	}
 	if len(f.Costs) == 0 {
 		out = append(out, "no other query regressed with the fix")
