@@ -43,21 +43,7 @@ func TestRehearseBatchInserts(t *testing.T) {
 		steps = append(steps, logStep{q: fmt.Sprintf("INSERT INTO events (id, kind, body) VALUES (%d, %d, 'event %d')", i, i%20, i)})
 	}
 	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
-	dir := t.TempDir()
-	jsonPath, htmlPath := filepath.Join(dir, "rehearsal.json"), filepath.Join(dir, "rehearsal.html")
-	stdout, _ := rehearseOK(t,
-		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
-		"--prefix", replayTestPrefix, "--observe=false", "--plans=false", "--min-calls", "5",
-		"--batch-inserts", "50", "--fix-rounds", "2", "--out", filepath.Join(dir, "rounds"), "--json", jsonPath, "--html", htmlPath, log)
-	for _, want := range []string{
-		"Batched INSERTs (--batch-inserts 50), 2 rounds each way, into events:\n  time per row: batches of 50 cut it by ",
-		"  WAL per row:  batches of 50 cut it by ",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("standard output lacks %q", want)
-		}
-	}
-	var doc struct {
+	type measured struct {
 		BatchInserts *struct {
 			Max  int `json:"max"`
 			Time struct {
@@ -71,8 +57,39 @@ func TestRehearseBatchInserts(t *testing.T) {
 			} `json:"findings"`
 		} `json:"findings"`
 	}
-	if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
-		t.Fatal(err)
+	// The time per row is timed: on a busy machine its interval over
+	// three rounds each way may hold 1 although batching cuts it about
+	// 5x here, and the words then rightly say "no more than noise".
+	// That is the machine's race, which the test cannot force: it tries
+	// again, up to three times, and asserts the words of the attempt
+	// whose interval is above 1 (the WAL per row is not timed).
+	var (
+		stdout, jsonPath, htmlPath string
+		doc                        measured
+	)
+	for attempt := 1; ; attempt++ {
+		dir := t.TempDir()
+		jsonPath, htmlPath = filepath.Join(dir, "rehearsal.json"), filepath.Join(dir, "rehearsal.html")
+		stdout, _ = rehearseOK(t,
+			"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "3", "--speed", "0",
+			"--prefix", replayTestPrefix, "--observe=false", "--plans=false", "--min-calls", "5",
+			"--batch-inserts", "50", "--fix-rounds", "3", "--out", filepath.Join(dir, "rounds"), "--json", jsonPath, "--html", htmlPath, log)
+		doc = measured{}
+		if err := json.Unmarshal(readFile(t, jsonPath), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if m := doc.BatchInserts; m == nil || m.Time.Low > 1 || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: the time per row's interval %.2f-%.2f holds 1 on this machine; trying again", attempt, doc.BatchInserts.Time.Low, doc.BatchInserts.Time.High)
+	}
+	for _, want := range []string{
+		"Batched INSERTs (--batch-inserts 50), 3 rounds each way, into events:\n  time per row: batches of 50 cut it by ",
+		"  WAL per row:  batches of 50 cut it by ",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("standard output lacks %q", want)
+		}
 	}
 	if m := doc.BatchInserts; m == nil || m.Max != 50 || m.Time.Ratio <= 1 || m.WAL == nil || m.Time.Low > m.Time.Ratio || m.Time.High < m.Time.Ratio {
 		t.Errorf("batch_inserts in the JSON: %+v", m)
