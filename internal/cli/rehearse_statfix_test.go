@@ -35,6 +35,54 @@ func statLog(t *testing.T, user string) string {
 	return writeStepsLog(t, []logSession{{user, "app"}}, steps)
 }
 
+// statTargets starts the control and the candidate with database app
+// holding table (SQL run on both), then ctlSQL on the control and
+// candSQL on the candidate ("" for none), and their statement logs on.
+func statTargets(t *testing.T, table, ctlSQL, candSQL string) (ctl, cand *pgcluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	_, settings := demoSettings("none")
+	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	for _, c := range []struct {
+		c   *pgcluster.Cluster
+		sql string
+	}{{ctl, ctlSQL}, {cand, candSQL}} {
+		if err := c.c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.c.Exec(ctx, "app", table); err != nil {
+			t.Fatal(err)
+		}
+		if c.sql != "" {
+			if err := c.c.Exec(ctx, "app", c.sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []*pgcluster.Cluster{ctl, cand} {
+		if err := enableStatementLog(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctl, cand
+}
+
+// rehearseStats rehearses log with one round a side and one fix round,
+// the targets' own logs read for their server-side durations; it
+// returns rehearse's exit code, its standard output and its JSON's path.
+func rehearseStats(t *testing.T, ctl, cand *pgcluster.Cluster, log string, extra ...string) (int, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "rehearsal.json")
+	args := append([]string{"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
+		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath}, extra...)
+	code, stdout, stderr := runRehearse(t, "", append(args, log)...)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	return code, stdout, jsonPath
+}
+
 // TestRehearseStatisticsFix: the candidate lacks the control's extended
 // statistics on s's correlated columns; the plans name them as the
 // cause of the changed plan, and the fix round creates them with the
@@ -45,34 +93,8 @@ func statLog(t *testing.T, user string) string {
 // a fix round of its own and makes the query faster.
 func TestRehearseStatisticsFix(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
-	_, settings := demoSettings("none")
-	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
-	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", statTable); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := ctl.Exec(ctx, "app", "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := enableStatementLog(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log := statLog(t, ctl.User())
-	dir := t.TempDir()
-	jsonPath := filepath.Join(dir, "rehearsal.json")
-	code, stdout, stderr := runRehearse(t, "",
-		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
-		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
-		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--fix-findings",
-		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
-	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	ctl, cand := statTargets(t, statTable, "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s", "")
+	code, stdout, jsonPath := rehearseStats(t, ctl, cand, statLog(t, ctl.User()), "--fix-findings")
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
 	}
@@ -190,39 +212,13 @@ func TestRehearseFindingFix(t *testing.T) {
 // own database keeps them.
 func TestRehearseDropStatisticsFix(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
-	_, settings := demoSettings("none")
-	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
-	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", statTable+"; CREATE INDEX s_a ON s (a); ANALYZE s"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cand.Exec(ctx, "app", "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := enableStatementLog(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctl, cand := statTargets(t, statTable+"; CREATE INDEX s_a ON s (a); ANALYZE s", "", "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s")
 	var steps []logStep
 	for i := range 30 {
 		x := 7 + 11*i
 		steps = append(steps, logStep{q: "SELECT v FROM s WHERE a = " + strconv.Itoa(x) + " AND b = " + strconv.Itoa(x+1) + " ORDER BY id LIMIT 5"})
 	}
-	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
-	dir := t.TempDir()
-	jsonPath := filepath.Join(dir, "rehearsal.json")
-	code, stdout, stderr := runRehearse(t, "",
-		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
-		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
-		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
-		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
-	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	code, stdout, jsonPath := rehearseStats(t, ctl, cand, writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps))
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
 	}
