@@ -77,16 +77,7 @@ func TestEngineDetaches(t *testing.T) {
 // after detachConn runs.
 func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 	functionalCase(t)
-	c := pgclustertest.StartT(t, pgcluster.Options{})
-	e := newEngine()
-	if e == nil {
-		t.Fatal("no engine on Linux")
-	}
-	defer e.close()
-	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cfg := engineAndConfig(t)
 	var h *heldWrite
 	var ec *engineConn
 	dial := cfg.DialFunc
@@ -148,16 +139,7 @@ func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 // after it. Close is TestEngineCloseWaitsForPlainRead's.
 func TestEnginePrepareAfterDetach(t *testing.T) {
 	functionalCase(t)
-	c := pgclustertest.StartT(t, pgcluster.Options{})
-	e := newEngine()
-	if e == nil {
-		t.Fatal("no engine on Linux")
-	}
-	defer e.close()
-	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cfg := engineAndConfig(t)
 	var h *heldWrite
 	var ec *engineConn
 	dial := cfg.DialFunc
@@ -361,4 +343,22 @@ func (h *heldWrite) Write(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// engineAndConfig starts a throwaway server and an engine, closed when
+// the test ends, and returns the engine and the server's connection
+// config, whose DialFunc a test wraps.
+func engineAndConfig(t *testing.T) (*engine, *pgconn.Config) {
+	t.Helper()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	e := newEngine()
+	if e == nil {
+		t.Fatal("no engine on Linux")
+	}
+	t.Cleanup(e.close)
+	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cfg
 }
