@@ -72,17 +72,44 @@ func (m *BatchMeasure) measured(table string) string {
 	return s
 }
 
+// Reading is what a factor's interval bears out, the one rule its words
+// follow wherever they are written.
+type Reading int
+
+// Readings of a factor (the figure without over the figure with).
+const (
+	// WithinNoise: the interval holds 1, no change told from noise.
+	WithinNoise Reading = iota
+	// Cut: the whole interval is above 1.
+	Cut
+	// Raise: the whole interval is below 1 (and measured).
+	Raise
+)
+
+// Reading is Cut only when the whole interval is a cut, Raise only when
+// it is a rise, WithinNoise otherwise.
+func (f Factor) Reading() Reading {
+	switch {
+	case f.Low > 1:
+		return Cut
+	case f.High < 1 && f.High > 0:
+		return Raise
+	default:
+		return WithinNoise
+	}
+}
+
 // cut: the whole interval is a cut.
-func (f Factor) cut() bool { return f.Low > 1 }
+func (f Factor) cut() bool { return f.Reading() == Cut }
 
 // does says what the factor does to what, in words its interval bears
 // out: "cut WHAT by 9x (8.1–10.2)" only when the whole interval is a
 // cut.
 func (f Factor) does(what string) string {
-	switch {
-	case f.cut():
+	switch f.Reading() {
+	case Cut:
 		return "cut " + what + " by " + f.String()
-	case f.High < 1 && f.High > 0:
+	case Raise:
 		return "raised " + what + ": " + f.String() + ", below 1, the batched rows cost more"
 	default:
 		return "did not change " + what + " beyond noise: ~ " + f.String()

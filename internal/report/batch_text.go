@@ -40,10 +40,10 @@ const batchWALNotMeasured = "not measured (the target's WAL position could not b
 // whole interval is a rise, and no change told from noise when the
 // interval holds 1.
 func batchCutWords(f findings.Factor) string {
-	switch {
-	case f.Low > 1:
+	switch f.Reading() {
+	case findings.Cut:
 		return "cut it by " + f.String()
-	case f.High < 1 && f.High > 0:
+	case findings.Raise:
 		return "raise it: " + f.String() + " (below 1, the batched rows cost more)"
 	default:
 		return "change it by no more than noise: ~ " + f.String()
