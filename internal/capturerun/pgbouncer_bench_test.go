@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,7 +39,13 @@ var txRE = regexp.MustCompile(`number of transactions actually processed: ([0-9]
 // process's /proc/PID/stat, the proxy's from this process's rusage (the
 // proxy runs in it; pgbench is a child, counted apart, and the test
 // itself is idle meanwhile). Both are ratios measured in one run on one
-// machine, as the guide asks. After the pgbench runs, one client times
+// machine, as the guide asks: each reported as the iterations' median,
+// with their lowest and highest (-min, -max). Beside them, each relay's
+// sleeps per transaction (its threads' voluntary context switches): a
+// relay that takes more events per wake-up sleeps less, and each sleep
+// and wake-up is CPU, so a relay that falls behind its clients spends
+// less per transaction; the throughput ratio shows whether it did. After
+// the pgbench runs, one client times
 // SELECT 1 round trips directly, through the proxy and through PgBouncer,
 // alternating in blocks, and reports what each adds to the direct p50.
 //
@@ -77,14 +84,15 @@ func BenchmarkProxyVsPgbouncer(b *testing.B) {
 		{"select-prepared", []string{"-S", "-M", "prepared"}},
 		{"tpcb-prepared", []string{"-M", "prepared"}},
 	}
-	// run returns the transactions pgbench made and the CPU seconds the
-	// relay used meanwhile.
-	run := func(port string, m mode, cpu func() float64) (tx, cpuSec, tps float64) {
+	// run returns the transactions pgbench made, the CPU seconds the
+	// relay used meanwhile, and the times its threads went to sleep.
+	run := func(port string, m mode, cpu func() float64, sleeps func() float64) (tx, cpuSec, tps, slept float64) {
 		args := append([]string{"-h", proxyHost, "-p", port}, m.args...)
 		args = append(args, "-n", "-c", clients, "-j", "2", "-T", seconds, "postgres")
-		before := cpu()
+		before, sleptBefore := cpu(), sleeps()
 		out, err := c.Pgbench(ctx, args...)
 		after := cpu()
+		slept = sleeps() - sleptBefore
 		if err != nil {
 			b.Fatalf("pgbench %v: %v\n%s", args, err, out)
 		}
@@ -94,29 +102,32 @@ func BenchmarkProxyVsPgbouncer(b *testing.B) {
 		}
 		tx, _ = strconv.ParseFloat(string(t[1]), 64)
 		tps, _ = strconv.ParseFloat(string(r[1]), 64)
-		return tx, after - before, tps
+		return tx, after - before, tps, slept
 	}
 	proxyCPU := selfCPU
 	bouncerCPU := func() float64 { return procCPU(b, bouncerPID) }
+	proxySleeps := func() float64 { return voluntarySwitches(b, "self") }
+	bouncerSleeps := func() float64 { return voluntarySwitches(b, strconv.Itoa(bouncerPID)) }
 	bouncerPortS := strconv.Itoa(bouncerPort)
-	run(proxyPort, modes[0], proxyCPU) // warm the server's caches and both relays
-	run(bouncerPortS, modes[0], bouncerCPU)
-	type sums struct{ ratio, tpsRatio, pUs, bUs []float64 }
+	run(proxyPort, modes[0], proxyCPU, proxySleeps) // warm the server's caches and both relays
+	run(bouncerPortS, modes[0], bouncerCPU, bouncerSleeps)
+	type sums struct{ ratio, tpsRatio, pUs, bUs, pSleeps, bSleeps []float64 }
 	got := make([]sums, len(modes))
 	for i := 0; b.Loop(); i++ {
 		for j, m := range modes {
-			var pTx, pCPU, pTPS, bTx, bCPU, bTPS float64
+			var pTx, pCPU, pTPS, pSlept, bTx, bCPU, bTPS, bSlept float64
 			if (i+j)%2 == 0 {
-				pTx, pCPU, pTPS = run(proxyPort, m, proxyCPU)
-				bTx, bCPU, bTPS = run(bouncerPortS, m, bouncerCPU)
+				pTx, pCPU, pTPS, pSlept = run(proxyPort, m, proxyCPU, proxySleeps)
+				bTx, bCPU, bTPS, bSlept = run(bouncerPortS, m, bouncerCPU, bouncerSleeps)
 			} else {
-				bTx, bCPU, bTPS = run(bouncerPortS, m, bouncerCPU)
-				pTx, pCPU, pTPS = run(proxyPort, m, proxyCPU)
+				bTx, bCPU, bTPS, bSlept = run(bouncerPortS, m, bouncerCPU, bouncerSleeps)
+				pTx, pCPU, pTPS, pSlept = run(proxyPort, m, proxyCPU, proxySleeps)
 			}
 			pu, bu := 1e6*pCPU/pTx, 1e6*bCPU/bTx
 			g := &got[j]
 			g.pUs, g.bUs = append(g.pUs, pu), append(g.bUs, bu)
 			g.ratio, g.tpsRatio = append(g.ratio, pu/bu), append(g.tpsRatio, pTPS/bTPS)
+			g.pSleeps, g.bSleeps = append(g.pSleeps, pSlept/pTx), append(g.bSleeps, bSlept/bTx)
 		}
 	}
 	for j, m := range modes {
@@ -124,7 +135,13 @@ func BenchmarkProxyVsPgbouncer(b *testing.B) {
 		b.ReportMetric(median(g.pUs), m.name+"-proxy-cpu-us/tx")
 		b.ReportMetric(median(g.bUs), m.name+"-pgbouncer-cpu-us/tx")
 		b.ReportMetric(median(g.ratio), m.name+"-cpu-proxy/pgbouncer")
+		b.ReportMetric(slices.Min(g.ratio), m.name+"-cpu-proxy/pgbouncer-min")
+		b.ReportMetric(slices.Max(g.ratio), m.name+"-cpu-proxy/pgbouncer-max")
 		b.ReportMetric(median(g.tpsRatio), m.name+"-tps-proxy/pgbouncer")
+		b.ReportMetric(slices.Min(g.tpsRatio), m.name+"-tps-proxy/pgbouncer-min")
+		b.ReportMetric(slices.Max(g.tpsRatio), m.name+"-tps-proxy/pgbouncer-max")
+		b.ReportMetric(median(g.pSleeps), m.name+"-proxy-sleeps/tx")
+		b.ReportMetric(median(g.bSleeps), m.name+"-pgbouncer-sleeps/tx")
 	}
 	direct, proxied, bounced := roundTrips(b, []string{
 		fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", c.Port()),
@@ -256,6 +273,32 @@ func selfCPU() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// voluntarySwitches is the number of times process pid's threads (pid
+// "self": this process's) went to sleep so far, the sum of their
+// voluntary_ctxt_switches in /proc: a relay that handles more events per
+// wake-up sleeps fewer times per transaction, and each sleep and wake-up
+// costs it CPU (docs/performance.md).
+func voluntarySwitches(b *testing.B, pid string) float64 {
+	tasks, err := filepath.Glob("/proc/" + pid + "/task/*/status")
+	if err != nil || len(tasks) == 0 {
+		b.Fatalf("threads of process %s: %v", pid, err)
+	}
+	total := 0.0
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				total += n
+			}
+		}
+	}
+	return total
 }
 
 // procCPU is process pid's user and system CPU seconds, from
