@@ -64,7 +64,8 @@ func logRuns(rows []*Query, m Metric, alpha float64) (stats.LogRuns, bool) {
 		if !ok {
 			return stats.LogRuns{}, false
 		}
-		figs, bds = append(figs, metricOf(q, m)), append(bds, bd)
+		// At the values' resolution, as the runs' own test takes them.
+		figs, bds = append(figs, math.Max(metricOf(q, m), msResolution)), append(bds, bd)
 	}
 	return stats.LogRunsOf(figs, bds, alpha), true
 }
