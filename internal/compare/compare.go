@@ -234,6 +234,11 @@ const (
 	// every floor, but not beyond the sampling error of the calls in
 	// each run, at the family's level (CallsEvidence).
 	ReasonWithinCallsNoise Reason = "within_calls_noise"
+	// ReasonWithinRoundNoise: the runs showed the figure slower beyond
+	// every floor and its calls carried it, but not beyond the rounds'
+	// noise pooled over every query of the comparison, at the
+	// family's level (CallsEvidence's Family interval).
+	ReasonWithinRoundNoise Reason = "within_round_noise"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"
@@ -317,6 +322,19 @@ type CallsEvidence struct {
 	// upper bound needs MinCalls calls at Alpha).
 	TooFewCalls bool  `json:"too_few_calls,omitempty"`
 	MinCalls    int64 `json:"min_calls,omitempty"`
+	// RoundNoise is the figure's noise from round to round beyond the
+	// calls' sampling, pooled over every query the comparison judges
+	// and both sides (stats.PooledRoundNoise), as a factor (1.05:
+	// rounds about 5% apart), and RoundNoiseDF the degrees of freedom
+	// it was measured with. FamilyLow and FamilyHigh are the change
+	// (of the runs' geometric means) with its interval at the family's
+	// level, each run varying by that noise and by its own calls'
+	// sampling (stats.FamilyInterval, one-sided stats.FamilyAlpha).
+	// The change is carried when Low and FamilyLow are both above 1.
+	RoundNoise   float64 `json:"round_noise"`
+	RoundNoiseDF int     `json:"round_noise_df"`
+	FamilyLow    float64 `json:"family_low"`
+	FamilyHigh   float64 `json:"family_high"`
 }
 
 // Effects are the changes of a query's latency figures.
@@ -784,6 +802,9 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 
 	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand)}
 	c.tests = judgedFigures(base, cand, o.MinCalls)
+	if useHist && rep.Noise.Measured {
+		c.poolRoundNoise(base, cand)
+	}
 	bw, cw, work := rep.serverWork(base, cand, o)
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))

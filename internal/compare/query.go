@@ -16,6 +16,58 @@ type comparer struct {
 	// the p95 of every query judged): the family whose chance of any
 	// change the calls cannot carry is held at Alpha/2 (CallsEvidence).
 	tests int
+	// roundNoise is the noise from round to round of the mean and of
+	// the p95, pooled over every query judged (poolRoundNoise); absent
+	// without histograms or runs enough for a rank interval.
+	roundNoise map[Metric]stats.RoundNoise
+}
+
+// poolRoundNoise measures the rounds' noise of the mean and of the p95
+// over every query the comparison judges, both sides: each side of each
+// query is a group of runs whose logarithms vary by the rounds' noise
+// and by each run's calls (their bounds at the family's level), which
+// stats.PooledRoundNoise tells apart. Three rounds of one query cannot
+// tell its noise; the rehearsal's queries together can.
+func (c *comparer) poolRoundNoise(base, cand []*Run) {
+	alpha := stats.CallsAlpha(c.o.Alpha, c.tests)
+	c.roundNoise = map[Metric]stats.RoundNoise{}
+	for _, m := range []Metric{MetricMean, MetricP95} {
+		var groups []stats.LogRuns
+		for _, fp := range fingerprints(append(slices.Clone(base), cand...)) {
+			b, k := rows(base, fp), rows(cand, fp)
+			bSome, _ := present(b)
+			cSome, _ := present(k)
+			if !bSome || !cSome || minTimed(b) < c.o.MinCalls || minTimed(k) < c.o.MinCalls {
+				continue
+			}
+			for _, side := range [][]*Query{b, k} {
+				if g, ok := logRuns(side, m, alpha); ok {
+					groups = append(groups, g)
+				}
+			}
+		}
+		c.roundNoise[m] = stats.PooledRoundNoise(groups)
+	}
+}
+
+// logRuns are a side's runs of metric m on the log scale with their
+// calls' variance, from their bounds at one-sided level alpha
+// (stats.LogRunsOf); false when a histogram does not decode.
+func logRuns(rows []*Query, m Metric, alpha float64) (stats.LogRuns, bool) {
+	var figs []float64
+	var bds []stats.Bounds
+	for _, q := range rows {
+		if q == nil || q.TimedCalls == 0 {
+			continue
+		}
+		bd, _, ok := runBounds(q, m, alpha)
+		if !ok {
+			return stats.LogRuns{}, false
+		}
+		// At the values' resolution, as the runs' own test takes them.
+		figs, bds = append(figs, math.Max(metricOf(q, m), msResolution)), append(bds, bd)
+	}
+	return stats.LogRunsOf(figs, bds, alpha), true
 }
 
 // figures are a side's figures for a query from each run's row (nil where
@@ -217,7 +269,7 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.DeltaMS >= c.o.MinEffectMS {
 		// The runs call the figure slower: the calls inside them must
 		// carry it too, at the family's level.
-		if ev, ok := c.callsEvidence(b, k, m); ok && (ev.TooFewCalls || ev.Low <= 1) {
+		if ev, ok := c.callsEvidence(b, k, m); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
 			e.Calls = ev
 		}
 	}
@@ -262,6 +314,25 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric) (*CallsEvidence, bool)
 		return nil, false
 	}
 	ev.Low, ev.High = low, finite(high)
+	// The same runs against the rounds' noise of the whole comparison.
+	noise, pooled := c.roundNoise[m]
+	if !pooled {
+		// Not measured (no histograms, too few runs): only the calls
+		// decide, as before the pooled noise.
+		ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
+		return ev, true
+	}
+	bl, okB := logRuns(b, m, ev.Alpha)
+	kl, okK := logRuns(k, m, ev.Alpha)
+	if !okB || !okK {
+		return nil, false
+	}
+	ev.RoundNoise, ev.RoundNoiseDF = noise.Factor(), noise.DF
+	if _, flo, fhi, ok := stats.FamilyInterval(bl, kl, noise, c.o.Alpha, c.tests); ok {
+		ev.FamilyLow, ev.FamilyHigh = flo, finite(fhi)
+	} else {
+		ev.FamilyLow, ev.FamilyHigh = 0, finite(math.Inf(1))
+	}
 	return ev, true
 }
 
@@ -448,8 +519,10 @@ func underWhich(x *Effect, minEffect, msFloor float64) Reason {
 	switch {
 	case x.Calls != nil && x.Calls.TooFewCalls:
 		return ReasonTailTooFewCalls
-	case x.Calls != nil:
+	case x.Calls != nil && x.Calls.Low <= 1:
 		return ReasonWithinCallsNoise
+	case x.Calls != nil:
+		return ReasonWithinRoundNoise
 	case r < 1+minEffect:
 		return ReasonUnderEffectFloor
 	case r < x.Floor:

@@ -137,3 +137,56 @@ func TestRunsAAFamily(t *testing.T) {
 		t.Errorf("%d of %d A/A rehearsals of 50 queries showed a regression", withCalls, rehearsals)
 	}
 }
+
+// TestRoundNoisePooled: a query 1.12x slower in every candidate round,
+// its calls many enough to carry it, is a regression when the
+// rehearsal's other queries move about 2% from round to round, and
+// within the rounds' noise when they move about 7% (its own three rounds
+// cannot tell: they span 4% either way). The noise is pooled over
+// every query judged (CallsEvidence.RoundNoise).
+func TestRoundNoisePooled(t *testing.T) {
+	for _, tt := range []struct {
+		others []float64
+		status Status
+	}{
+		{[]float64{1, 1.02, 0.98}, StatusRegressed},
+		{[]float64{1, 1.08, 0.93}, StatusSmallChange},
+	} {
+		own := []float64{1, 1.02, 0.98}
+		side := func(name string, change float64, seed uint64) []*Run {
+			var runs []*Run
+			for i := range 3 {
+				qs := map[string]queryDist{"q": {5000, gridCalls(5000, 5*own[i]*change, 2, 1)}}
+				for j := range 9 {
+					// The others' rounds in another order on each
+					// side and for each query.
+					f := tt.others[(i+j+int(seed))%3]
+					qs[fmt.Sprintf("o%d", j)] = queryDist{5000, gridCalls(5000, f*(1+0.1*float64(j)), 2, 1)}
+				}
+				runs = append(runs, runOfQueries(t, fmt.Sprintf("%s%d", name, i), seed+uint64(i), qs))
+			}
+			return runs
+		}
+		rep, err := Runs(side("base", 1, 0), side("cand", 1.12, 1), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := rep.Query("q")
+		mean := q.Effects.Mean
+		if mean.Change != ChangeSlower || !mean.Beyond {
+			t.Fatalf("others %v: the runs should show the mean slower beyond the floors: %+v", tt.others, mean)
+		}
+		if q.Status != tt.status {
+			t.Errorf("others %v: %s %v, want %s; calls %+v", tt.others, q.Status, q.Reasons, tt.status, mean.Calls)
+			continue
+		}
+		if tt.status == StatusRegressed {
+			continue
+		}
+		ev := mean.Calls
+		if len(q.Reasons) != 1 || q.Reasons[0] != ReasonWithinRoundNoise || ev == nil || ev.Low <= 1 || ev.FamilyLow > 1 ||
+			ev.RoundNoise < 1.04 || ev.RoundNoiseDF != 40 || ev.Tests != 20 {
+			t.Errorf("others %v: reasons %v, evidence %+v", tt.others, q.Reasons, ev)
+		}
+	}
+}

@@ -114,14 +114,17 @@ func TestQueriesTableRuledFigure(t *testing.T) {
 }
 
 // A tail the runs called slower but its calls could not carry is worded
-// with its reason: too few calls (and how many its bound needs), or the
-// calls' own noise with the interval that decided.
+// with its reason: too few calls (and how many its bound needs), the
+// calls' own noise with the interval that decided, or the rehearsal's
+// pooled round noise with its interval and the noise.
 func TestCallsReasonWords(t *testing.T) {
 	rep := &compare.Report{}
 	few := compare.Effect{Ratio: 1.61, Low: 1.32, High: 2.39, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 5,
 		Calls: &compare.CallsEvidence{Alpha: 0.00025, Tests: 100, TooFewCalls: true, MinCalls: 162}}
 	noise := few
 	noise.Calls = &compare.CallsEvidence{Low: 0.92, High: 3.1, Alpha: 0.00025, Tests: 100}
+	rounds := few
+	rounds.Calls = &compare.CallsEvidence{Low: 1.21, High: 2.1, Alpha: 0.00025, Tests: 100, RoundNoise: 1.052, RoundNoiseDF: 200, FamilyLow: 0.97, FamilyHigh: 2.6}
 	for _, tc := range []struct {
 		e      compare.Effect
 		reason compare.Reason
@@ -129,6 +132,7 @@ func TestCallsReasonWords(t *testing.T) {
 	}{
 		{few, compare.ReasonTailTooFewCalls, "p95 slower over the runs, but the tail rests on too few calls: not judged (120 timed calls in a run; its bound at the level of the 100 figures judged needs 162)"},
 		{noise, compare.ReasonWithinCallsNoise, "p95 slower over the runs, but within the sampling error of each run's calls (0.920-3.10 with each run bounded by its calls, at the level of the 100 figures judged)"},
+		{rounds, compare.ReasonWithinRoundNoise, "p95 slower over the runs and beyond its calls' sampling, but within the rounds' noise of the whole rehearsal (0.970-2.60 with rounds 5.2% apart, pooled over its queries, at the level of the 100 figures judged)"},
 	} {
 		q := &compare.QueryDiff{Status: compare.StatusSmallChange, Changed: compare.MetricP95, Reasons: []compare.Reason{tc.reason},
 			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{TimedCalls: 120}, Candidate: &compare.Figures{TimedCalls: 130}}

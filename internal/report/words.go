@@ -104,6 +104,11 @@ func fmtBound(r float64) string {
 	return strconv.FormatFloat(r, 'f', 2, 64)
 }
 
+// fmtRoundNoise is a round noise factor as a share: 1.052 is "5.2%".
+func fmtRoundNoise(f float64) string {
+	return strconv.FormatFloat(100*(f-1), 'f', 1, 64) + "%"
+}
+
 // fmtEffect is a change with its interval: "2.38x (2.30-2.45)", and
 // "~ 1.03x (0.91-1.17)" when the interval holds 1 (benchstat's "~").
 func fmtEffect(e *compare.Effect) string {
@@ -468,6 +473,13 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			s := changedOf(q) + " slower over the runs, but within the sampling error of each run's calls"
 			if e := q.Effects.Of(q.Changed); e != nil && e.Calls != nil {
 				s += fmt.Sprintf(" (%s-%s with each run bounded by its calls, at the level of the %d figures judged)", fmtBound(e.Calls.Low), fmtBound(e.Calls.High), e.Calls.Tests)
+			}
+			out = append(out, s)
+		case compare.ReasonWithinRoundNoise:
+			s := changedOf(q) + " slower over the runs and beyond its calls' sampling, but within the rounds' noise of the whole rehearsal"
+			if e := q.Effects.Of(q.Changed); e != nil && e.Calls != nil {
+				s += fmt.Sprintf(" (%s-%s with rounds %s apart, pooled over its queries, at the level of the %d figures judged)",
+					fmtBound(e.Calls.FamilyLow), fmtBound(e.Calls.FamilyHigh), fmtRoundNoise(e.Calls.RoundNoise), e.Calls.Tests)
 			}
 			out = append(out, s)
 		case compare.ReasonHistogramUnreadable:

@@ -21,8 +21,11 @@
 // It is the project's one statistics library (benchstat's benchmath is
 // the model): the median and spread of a figure over rounds, the spread
 // of rounds (NoiseFloor, RangeFactor, the one d2 table in D2, to 25
-// rounds), pooled deviations, rank intervals and tests over runs, and the
-// order-statistic bounds of a quantile from the calls of one run.
+// rounds), pooled deviations, rank intervals and tests over runs, the
+// order-statistic bounds of a quantile from the calls of one run, and
+// the rounds' noise pooled over a rehearsal's queries with the interval
+// of a figure against it at the family's level (PooledRoundNoise,
+// FamilyInterval).
 // internal/compare, internal/judge and internal/stepcurve (and sweep and
 // headroom through them) read every such figure here, so that the same
 // rounds give every caller the same answer.
