@@ -113,9 +113,9 @@ func triedFixes() []fixes.Outcome {
 func TestWriteFixesVerifiedTailRemains(t *testing.T) {
 	fq := fixes.Query{Fingerprint: "1a2b3c4d5e6f7081", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
 		Status: fixes.Verified, Metric: compare.MetricMean, WithStatus: compare.StatusTailRegressed,
-		With:   &compare.Effect{Ratio: 3.49, Low: 0.85, High: 17.06, Change: compare.ChangeNone},
-		Before: &compare.Effect{Ratio: 49.27, Low: 12.83, High: 243, Change: compare.ChangeSlower},
-		Delta:  &compare.Effect{Ratio: 0.02, Low: 0.005, High: 0.07, Change: compare.ChangeFaster, Beyond: true},
+		With:    &compare.Effect{Ratio: 3.49, Low: 0.85, High: 17.06, Change: compare.ChangeNone},
+		Before:  &compare.Effect{Ratio: 49.27, Low: 12.83, High: 243, Change: compare.ChangeSlower},
+		Delta:   &compare.Effect{Ratio: 0.02, Low: 0.005, High: 0.07, Change: compare.ChangeFaster, Beyond: true},
 		Remains: compare.MetricP95, RemainsWith: &compare.Effect{Ratio: 30, Low: 5, High: 90, Change: compare.ChangeSlower},
 		AddedMSBefore: 816, AddedMSWith: 10.4, RecoveredPct: 98.7}
 	var b strings.Builder
