@@ -618,12 +618,12 @@ func rehearseProgress(w io.Writer) func(rehearse.Progress) {
 		}
 		switch p.Phase {
 		case rehearse.PhaseReset:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: resetting the target; %s\n", rd.Seq, rd.Of, rd.Side, rd.N, left)
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
 		case rehearse.PhaseReplay:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Side, rd.N,
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
 				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
 		case rehearse.PhaseDone:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Side, rd.N,
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
 				p.Elapsed.Round(time.Second), left)
 		}
 	}
@@ -917,9 +917,10 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 		return nil
 	}
 	if triable > 0 {
-		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", triable, r.f.fixRounds)
+		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each, in turn with %d control rounds they are judged against\n",
+			triable, r.f.fixRounds, r.f.fixRounds)
 	}
-	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds); err != nil {
+	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds, rehearse.Control); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
 	}
 	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts.Comparison())
@@ -968,13 +969,14 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 // row against the candidate's rounds; nil when it could not be measured
 // (said).
 func (r *rehearseRun) tryBatch(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict) *judge.BatchMeasure {
-	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds\n", r.f.batchInserts, r.f.fixRounds)
-	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds); err != nil {
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds, in turn with %d candidate rounds without\n",
+		r.f.batchInserts, r.f.fixRounds, r.f.fixRounds)
+	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds, rehearse.Candidate); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the batched rounds stopped: %v; the verdict above stands\n", err)
 		return nil
 	}
 	fr := out.Fixes[len(out.Fixes)-1]
-	m, err := judge.BatchInserts(out.Candidate, fr.Results, 0)
+	m, err := judge.BatchInserts(fr.BesideResults, fr.Results, 0)
 	if err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the batched INSERTs: %v\n", err)
 		return nil

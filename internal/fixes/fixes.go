@@ -457,6 +457,10 @@ type Outcome struct {
 	NotApplied string `json:"not_applied,omitempty"`
 	// Rounds is the number of fix rounds finished.
 	Rounds int `json:"rounds"`
+	// ControlRounds are the control's rounds the fix was judged against
+	// (with), by their seq in the rehearsal's index: those run in turn
+	// with the fix rounds, which saw the machine as they did.
+	ControlRounds []int `json:"control_rounds,omitempty"`
 	// RecoveredPct is the share of the regressions' time added per run
 	// that the fix took back (Partial), summed over its queries.
 	RecoveredPct float64 `json:"recovered_pct"`
@@ -545,8 +549,9 @@ type Cost struct {
 	// Elsewhere: the query does not touch the relation the fix changes
 	// (an index, its statistics, an ANALYZE), so the fix cannot have
 	// changed its plan: a slowdown of it in the fix's rounds is more
-	// likely the machine's during those rounds (they run after the
-	// rehearsal's, not alternated with the control's) than the fix's.
+	// likely the machine's during those rounds (the control's rounds
+	// run in turn with them see the same period, not every burst of
+	// it) than the fix's.
 	// Never set for a setting, which reaches every query.
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
