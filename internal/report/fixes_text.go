@@ -21,7 +21,7 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 	if len(tried) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed):\n")
+	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed, in turn with the control's rounds it is judged against):\n")
 	for _, f := range tried {
 		fmt.Fprintf(w, "  %s\n", fixVerdictText(f))
 		if f.Status == fixes.NotTried {
