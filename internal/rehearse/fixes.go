@@ -1,6 +1,7 @@
 package rehearse
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,7 +80,7 @@ const besideStep = -1
 // to out.Fixes (each fix with the beside rounds of its period), their
 // records to out.Records (with Fix or Beside set), and never into the
 // comparison's inputs. An interruption keeps the rounds finished.
-func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, perFix int, beside Side) error {
+func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, perFix int, beside Side) (err error) {
 	if len(planned) == 0 {
 		return nil
 	}
@@ -139,7 +140,11 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 			fr.BesideResults = append(fr.BesideResults, res)
 		}
 	}
-	defer func() { out.EndedAt = time.Now() }()
+	defer func() {
+		// The index says how the last round ended, interrupted too.
+		out.EndedAt = time.Now()
+		err = errors.Join(err, r.writeIndex())
+	}()
 	turn := func() (func(context.Context) (bool, error), bool) {
 		for len(steps) == 0 || steps[0] == besideStep && len(active) == 0 {
 			if len(steps) > 0 {
@@ -160,7 +165,7 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 			if step == besideStep {
 				n[beside]++
 				round := Round{Seq: seq, Of: of(), Side: beside, N: n[beside], Beside: true}
-				return r.round(ctx, round, targets[beside])
+				return r.besideRound(ctx, round, targets[beside])
 			}
 			fr := &out.Fixes[step]
 			n[Candidate]++
@@ -185,6 +190,21 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 		return err
 	}
 	return nil
+}
+
+// besideRound is a round run beside the fix rounds: the rehearsal's
+// round, whose interruption or failure is the fix rounds' error, not the
+// rehearsal's (out.Interrupted and out.Stopped say what stopped the
+// comparison's rounds, and the fixes never change its verdict).
+func (r *run) besideRound(ctx context.Context, round Round, target Target) (stop bool, err error) {
+	interrupted, stopped := r.out.Interrupted, r.out.Stopped
+	stop, err = r.round(ctx, round, target)
+	why := r.out.Stopped
+	r.out.Interrupted, r.out.Stopped = interrupted, stopped
+	if stop && err == nil {
+		err = errors.New(cmp.Or(why, "the round beside the fix rounds stopped"))
+	}
+	return stop, err
 }
 
 // fixRound is one fix round: reset, the fix applied, replay, release.

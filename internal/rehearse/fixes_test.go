@@ -368,3 +368,67 @@ func TestFixRoundsRestart(t *testing.T) {
 		t.Errorf("applyFix without a restart: %v", err)
 	}
 }
+
+// TestFixRoundsInterrupted: Ctrl-C during the control's round beside the
+// fix rounds keeps the rounds finished (the fix's, the first control
+// round beside it) in the index and in the fix's results, says so in
+// RunFixes' error, and leaves the rehearsal's own rounds as they ended:
+// not interrupted, nothing stopped them.
+func TestFixRoundsInterrupted(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	dbs := []string{appDB}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := Config{
+		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
+		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
+		Rounds:     1,
+		Dir:        t.TempDir(),
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			// The last round, the control's beside the fix: Ctrl-C.
+			if round.Beside && round.Seq == 6 {
+				cancel()
+			}
+		}),
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(context.Background())
+	fix := fixes.Fix{Name: "index-items_n_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX items_n_idx ON items (n)", Databases: dbs, Relation: "items"}
+	err = RunFixes(ctx, cfg, out, []fixes.Fix{fix}, 2, Control)
+	if err == nil || !strings.Contains(err.Error(), "interrupted during round 6") {
+		t.Errorf("RunFixes = %v, want the interruption of round 6", err)
+	}
+	if out.Interrupted || out.Stopped != "" {
+		t.Errorf("the rehearsal's own rounds: interrupted %v, stopped %q; want as they ended", out.Interrupted, out.Stopped)
+	}
+	fr := out.Fixes[0]
+	if len(fr.Results) != 2 || !slices.Equal(fr.Beside, []int{3}) || len(fr.BesideResults) != 1 {
+		t.Errorf("the fix: %d results, beside %v (%d results); want its 2 rounds and the control's round 3", len(fr.Results), fr.Beside, len(fr.BesideResults))
+	}
+	read, rerr := ReadOutcome(cfg.Dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	status := map[int]Status{}
+	for _, rec := range read.Records {
+		status[rec.Seq] = rec.Status
+	}
+	if status[3] != StatusDone || status[4] != StatusDone || status[5] != StatusDone || status[6] != StatusInterrupted || len(read.Control) != 1 ||
+		len(read.Fixes) != 1 || !slices.Equal(read.Fixes[0].Beside, []int{3}) || len(read.Fixes[0].Files) != 2 {
+		t.Errorf("the index: statuses %v, %d control rounds, fixes %+v", status, len(read.Control), read.Fixes)
+	}
+	before, err := Compare(out, compare.Options{MinCalls: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged, jerr := JudgeFixes(out, before, compare.Options{MinCalls: 5})
+	if jerr != nil || len(judged) != 1 || !slices.Equal(judged[0].ControlRounds, []int{3}) {
+		t.Errorf("JudgeFixes: %v, %+v; want the fix judged against round 3", jerr, judged)
+	}
+}
