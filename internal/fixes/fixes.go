@@ -693,9 +693,9 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 // with the control ran apart, and their intervals (fq.Before, fq.With)
 // may both be wide.
 //
-//   - Verified: the figure that regressed (fq.Metric) is back within the
-//     control's noise: the comparison flags another figure, such as the
-//     p95 of a handful of slow calls, and this one is not slower, as a
+//   - Verified: the figure that regressed (fq.Metric, the mean) is back
+//     within the control's noise: the comparison flags the tail only
+//     (the p95 of a handful of slow calls), and this one is not slower, as a
 //     query it no longer flags at all is verified. The other figure
 //     stays in fq.Remains, said beside the verdict, with the time it
 //     still adds (fq.AddedMSWith).
@@ -706,7 +706,7 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 //     faster-beyond-noise delta carries.
 func latencyStatus(fq *Query, w *compare.QueryDiff) Status {
 	faster := fq.Delta != nil && fq.Delta.Change == compare.ChangeFaster && fq.Delta.Beyond
-	if w.Regressed != "" && w.Regressed != fq.Metric && fq.With != nil && fq.With.Change != compare.ChangeSlower {
+	if w.Status == compare.StatusTailRegressed && w.Regressed != fq.Metric && fq.With != nil && fq.With.Change != compare.ChangeSlower {
 		fq.Remains = w.Regressed
 		if w.Effects != nil {
 			fq.RemainsWith = w.Effects.Of(w.Regressed)
