@@ -89,8 +89,10 @@ STATISTICS, the change reverted; a column's statistics target that
 differs: the control's, then ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
---max-fixes of them, those adding the most time first. Each fix is judged
-against the control's rounds: "fix verified" (the regression is within the
+--max-fixes of them, those adding the most time first, in turn with
+--fix-rounds control rounds run beside them (round-NN-control-beside-fixes.json,
+shared by all the fixes), which each fix is judged against, so that the
+machine's noise during the fix rounds is in its comparison: "fix verified" (the regression is within the
 control's noise), "fix partial" (the share of its time recovered) or "no
 effect", with every other query that regressed with the fix only, and the
 writes of its table against the candidate without it; "fixes" in the JSON
@@ -227,7 +229,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
 	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
-	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
+	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried, and as many control rounds run in turn with them")
 	fl.BoolVar(&f.fixFindings, "fix-findings", false, "with --fixes, also try the index each missing-index finding suggests, judged by what it made faster or slower (off by default: findings are of the traffic, alike on both sides)")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, the plans' and --fix-findings' together, those of the regressions adding the most time first (0: all; --try not counted)")
 	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
