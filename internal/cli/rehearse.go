@@ -89,8 +89,10 @@ STATISTICS, the change reverted; a column's statistics target that
 differs: the control's, then ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
---max-fixes of them, those adding the most time first. Each fix is judged
-against the control's rounds: "fix verified" (the regression is within the
+--max-fixes of them, those adding the most time first, in turn with
+--fix-rounds control rounds run beside them (round-NN-control-beside-fixes.json,
+shared by all the fixes), which each fix is judged against, so that the
+machine's noise during the fix rounds is in its comparison: "fix verified" (the regression is within the
 control's noise), "fix partial" (the share of its time recovered) or "no
 effect", with every other query that regressed with the fix only, and the
 writes of its table against the candidate without it; "fixes" in the JSON
@@ -227,7 +229,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
 	fl.BoolVar(&f.fixes, "fixes", true, "after the plans, try each fix of a named cause (the control's index, a planner setting's value, ANALYZE, the control's statistics) on the candidate in rounds of its own, and say whether it brings the regression back within noise and what it costs elsewhere")
-	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried")
+	fl.IntVar(&f.fixRounds, "fix-rounds", fixes.DefaultRounds, "rounds per fix tried, and as many control rounds run in turn with them")
 	fl.BoolVar(&f.fixFindings, "fix-findings", false, "with --fixes, also try the index each missing-index finding suggests, judged by what it made faster or slower (off by default: findings are of the traffic, alike on both sides)")
 	fl.IntVar(&f.maxFixes, "max-fixes", 0, "try at most `N` fixes, the plans' and --fix-findings' together, those of the regressions adding the most time first (0: all; --try not counted)")
 	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
@@ -618,12 +620,12 @@ func rehearseProgress(w io.Writer) func(rehearse.Progress) {
 		}
 		switch p.Phase {
 		case rehearse.PhaseReset:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: resetting the target; %s\n", rd.Seq, rd.Of, rd.Side, rd.N, left)
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
 		case rehearse.PhaseReplay:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Side, rd.N,
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
 				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
 		case rehearse.PhaseDone:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s %d: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Side, rd.N,
+			fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
 				p.Elapsed.Round(time.Second), left)
 		}
 	}
@@ -917,9 +919,10 @@ func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.O
 		return nil
 	}
 	if triable > 0 {
-		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each\n", triable, r.f.fixRounds)
+		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each, in turn with %d control rounds they are judged against\n",
+			triable, r.f.fixRounds, r.f.fixRounds)
 	}
-	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds); err != nil {
+	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds, rehearse.Control); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
 	}
 	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts.Comparison())
@@ -968,13 +971,14 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 // row against the candidate's rounds; nil when it could not be measured
 // (said).
 func (r *rehearseRun) tryBatch(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict) *judge.BatchMeasure {
-	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds\n", r.f.batchInserts, r.f.fixRounds)
-	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds); err != nil {
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds, in turn with %d candidate rounds without\n",
+		r.f.batchInserts, r.f.fixRounds, r.f.fixRounds)
+	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds, rehearse.Candidate); err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the batched rounds stopped: %v; the verdict above stands\n", err)
 		return nil
 	}
 	fr := out.Fixes[len(out.Fixes)-1]
-	m, err := judge.BatchInserts(out.Candidate, fr.Results, 0)
+	m, err := judge.BatchInserts(fr.BesideResults, fr.Results, 0)
 	if err != nil {
 		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the batched INSERTs: %v\n", err)
 		return nil

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,12 +78,23 @@ func TestRehearseTry(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "rehearsal.json")
 	// Exit 0: a --try never changes it.
-	stdout, _ := rehearseOK(t,
+	stdout, stderr := rehearseOK(t,
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
 		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--findings=false", "--plans=false",
 		"--try", "t_a:CREATE INDEX t_a ON t (a)", "--try", "bad:CREATE INDEX ON nowhere (a)",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
+	// The fix rounds in turn with the control's beside them: control,
+	// t_a, bad (refused), then t_a, control; the progress names them.
+	for _, want := range []string{
+		"rehearse: round 3 of 8: control 2 beside the fix rounds: resetting the target",
+		"rehearse: round 4 of 8: candidate 2 with fix try-t_a: resetting the target",
+		"rehearse: round 7 of 7: control 3 beside the fix rounds: done",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("standard error lacks %q:\n%s", want, stderr)
+		}
+	}
 	for _, want := range []string{
 		"try-t_a: tried (2 rounds): no regression to judge it on against the control\n    applied: CREATE INDEX t_a ON t (a)\n",
 		"faster beyond noise than on the candidate without it: SELECT v FROM t WHERE a = $1: mean ",
@@ -103,6 +116,12 @@ func TestRehearseTry(t *testing.T) {
 		if c.Effect == nil || c.Control == nil {
 			t.Errorf("change %+v without its figures", c)
 		}
+	}
+	if !slices.Equal(idx.ControlRounds, []int{3, 7}) {
+		t.Errorf("the index was judged against the control's rounds %v, want those beside it, 3 and 7", idx.ControlRounds)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rounds", "round-07-control-beside-fixes.json")); err != nil {
+		t.Error(err)
 	}
 	if idx.Origin != fixes.OriginTry || idx.Kind != fixes.Statement || idx.Status != fixes.Tried || idx.Rounds != 2 ||
 		dirs[fixes.Faster] != "SELECT v FROM t WHERE a = $1" || dirs[fixes.Slower] != "SELECT v FROM t WHERE b = $1 ORDER BY a LIMIT $2" {

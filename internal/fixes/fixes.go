@@ -414,14 +414,20 @@ type Status string
 // Fix verdicts.
 const (
 	// Verified: with the fix, the comparison with the control no
-	// longer finds the regression: within the control's noise.
+	// longer finds the regression: within the control's noise. A
+	// query whose regressed figure is back within the control's noise
+	// and faster beyond noise than without the fix is verified even
+	// when another figure of it (a tail of a few calls) is still
+	// flagged: Query.Remains says which.
 	Verified Status = "verified"
-	// Partial: still a regression, but less of one beyond noise
-	// (its interval against the control lies below the one without
-	// the fix): another cause remains.
+	// Partial: still a regression, but less of one beyond noise: faster
+	// beyond noise than on the candidate without the fix (Query.Delta),
+	// or its interval against the control below the one without it;
+	// another cause remains.
 	Partial Status = "partial"
 	// NoEffect: still a regression, and not less of one beyond
-	// noise.
+	// noise, neither against the candidate without the fix nor
+	// against the control.
 	NoEffect Status = "no_effect"
 	// NotTried: the server refused the fix's SQL, or no fix round
 	// finished.
@@ -451,6 +457,10 @@ type Outcome struct {
 	NotApplied string `json:"not_applied,omitempty"`
 	// Rounds is the number of fix rounds finished.
 	Rounds int `json:"rounds"`
+	// ControlRounds are the control's rounds the fix was judged against
+	// (with), by their seq in the rehearsal's index: those run in turn
+	// with the fix rounds, which saw the machine as they did.
+	ControlRounds []int `json:"control_rounds,omitempty"`
 	// RecoveredPct is the share of the regressions' time added per run
 	// that the fix took back (Partial), summed over its queries.
 	RecoveredPct float64 `json:"recovered_pct"`
@@ -501,6 +511,16 @@ type Query struct {
 	With   *compare.Effect `json:"with,omitempty"`
 	// WithStatus is the comparison's status of the query with the fix.
 	WithStatus compare.Status `json:"with_status"`
+	// Delta is the regressed figure with the fix against the candidate
+	// without it (below 1: faster), the direct comparison; faster
+	// beyond noise, it makes the fix at least Partial.
+	Delta *compare.Effect `json:"delta,omitempty"`
+	// Remains is, for a query Verified while the comparison with the
+	// control still flags another figure of it (the p95 of a few slow
+	// calls; WithStatus says which kind), that figure, and RemainsWith
+	// its effect against the control with the fix.
+	Remains     compare.Metric  `json:"remains,omitempty"`
+	RemainsWith *compare.Effect `json:"remains_with,omitempty"`
 	// AddedMSBefore and AddedMSWith are its time added per run
 	// (compare.QueryDiff.ImpactMS) without and with the fix.
 	AddedMSBefore float64 `json:"added_ms_before"`
@@ -529,8 +549,9 @@ type Cost struct {
 	// Elsewhere: the query does not touch the relation the fix changes
 	// (an index, its statistics, an ANALYZE), so the fix cannot have
 	// changed its plan: a slowdown of it in the fix's rounds is more
-	// likely the machine's during those rounds (they run after the
-	// rehearsal's, not alternated with the control's) than the fix's.
+	// likely the machine's during those rounds (the control's rounds
+	// run in turn with them see the same period, not every burst of
+	// it) than the fix's.
 	// Never set for a setting, which reaches every query.
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
@@ -582,6 +603,9 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 				fq.WorkWith = w.Work.Of(fq.WorkMetric)
 			}
 		}
+		if d := delta.Query(fp); d != nil && d.Effects != nil {
+			fq.Delta = d.Effects.Of(fq.Metric)
+		}
 		if fq.AddedMSBefore > 0 {
 			fq.RecoveredPct = 100 * (fq.AddedMSBefore - fq.AddedMSWith) / fq.AddedMSBefore
 		}
@@ -602,10 +626,8 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 			} else {
 				fq.Status = NoEffect
 			}
-		case fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low && fq.RecoveredPct > 0:
-			fq.Status = Partial
 		default:
-			fq.Status = NoEffect
+			fq.Status = latencyStatus(&fq, w)
 		}
 		counts[fq.Status]++
 		sumBefore += fq.AddedMSBefore
@@ -661,6 +683,41 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		}
 	}
 	return o
+}
+
+// latencyStatus is the verdict on a query whose time regressed and that
+// the comparison with the control still finds regressed (w) with the
+// fix, in one figure or another. The direct comparison of the candidate
+// without the fix against with it (fq.Delta) is the evidence of what the
+// fix did to the figure that regressed: the two sides of the comparison
+// with the control ran apart, and their intervals (fq.Before, fq.With)
+// may both be wide.
+//
+//   - Verified: the figure that regressed (fq.Metric, the mean) is back
+//     within the control's noise: the comparison flags the tail only
+//     (the p95 of a handful of slow calls), and this one is not slower, as a
+//     query it no longer flags at all is verified. The other figure
+//     stays in fq.Remains, said beside the verdict, with the time it
+//     still adds (fq.AddedMSWith).
+//   - Partial: some of the time came back (fq.RecoveredPct > 0), and the
+//     fix made the figure faster beyond noise than without it, or its
+//     interval against the control lies below the one without the fix.
+//   - NoEffect: neither; never next to a share recovered above 0 that a
+//     faster-beyond-noise delta carries.
+func latencyStatus(fq *Query, w *compare.QueryDiff) Status {
+	faster := fq.Delta != nil && fq.Delta.Change == compare.ChangeFaster && fq.Delta.Beyond
+	if w.Status == compare.StatusTailRegressed && w.Regressed != fq.Metric && fq.With != nil && fq.With.Change != compare.ChangeSlower {
+		fq.Remains = w.Regressed
+		if w.Effects != nil {
+			fq.RemainsWith = w.Effects.Of(w.Regressed)
+		}
+		return Verified
+	}
+	below := fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low
+	if fq.RecoveredPct > 0 && (faster || below) {
+		return Partial
+	}
+	return NoEffect
 }
 
 // changes are the queries of delta (the candidate without a fix against

@@ -1,10 +1,12 @@
 package rehearse
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,18 +31,56 @@ type FixRun struct {
 	Files []string `json:"files,omitempty"`
 	// Results are its finished rounds' results.
 	Results []*results.Result `json:"-"`
+	// BesideSide is the side of the rounds run beside the fix rounds, in
+	// turn with them (the control for a fix, the candidate for batched
+	// INSERTs), and Beside their seqs in the index (Records): what the
+	// fix is judged against, rounds that saw the machine as the fix
+	// rounds did. BesideResults are their results.
+	BesideSide    Side              `json:"beside_side,omitempty"`
+	Beside        []int             `json:"beside_rounds,omitempty"`
+	BesideResults []*results.Result `json:"-"`
 }
+
+// fixCycle is the order of the fix rounds' period: in each of perFix
+// cycles a round of the side beside the fixes (the control) and one
+// round of each fix, the beside round first in the odd cycles and last
+// in the even, the fixes in reverse there (B F1 F2, F2 F1 B, B F1 F2
+// ...), so that each fix runs as near the beside rounds as the others on
+// the whole, as the rehearsal's own A B B A order balances drift. The
+// beside rounds are shared by all the fixes of the period: they cost
+// perFix rounds whatever the number of fixes (2 by default).
+func fixCycle(cycle int, active []int) []int {
+	steps := make([]int, 0, len(active)+1)
+	if cycle%2 == 1 {
+		steps = append(append(steps, besideStep), active...)
+		return steps
+	}
+	for i := len(active) - 1; i >= 0; i-- {
+		steps = append(steps, active[i])
+	}
+	return append(steps, besideStep)
+}
+
+// besideStep is the beside round among fixCycle's steps, which are
+// otherwise the indexes of the fixes.
+const besideStep = -1
 
 // RunFixes runs perFix fix rounds (0: fixes.DefaultRounds) of each fix on
 // the candidate after Run, which must have left the resets prepared
-// (Config.KeepResets): each starts from the reset state, applies the
-// fix's SQL to the copies of its databases and replays the whole
-// traffic, so that what the fix costs elsewhere is measured too. A fix
-// whose SQL the server refuses is recorded as not applied, and the next
-// is tried; a reset or a replay that fails stops the fix rounds with an
-// error. The rounds' results go to out.Fixes, their records to
-// out.Records (with Fix set), and never into the comparison's inputs.
-func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, perFix int) error {
+// (Config.KeepResets), in turn with perFix rounds of side beside (the
+// control, whose rounds the fixes are judged against; the candidate for
+// batched INSERTs, judged against the candidate without them), in the
+// order of fixCycle: a burst of other work on the machine then falls on
+// the beside rounds too, not on the fix rounds alone. Each round starts
+// from the reset state; a fix round applies the fix's SQL to the copies
+// of its databases and replays the whole traffic, so that what the fix
+// costs elsewhere is measured too. A fix whose SQL the server refuses is
+// recorded as not applied and has no more rounds; a reset or a replay
+// that fails stops the fix rounds with an error. The rounds' results go
+// to out.Fixes (each fix with the beside rounds of its period), their
+// records to out.Records (with Fix or Beside set), and never into the
+// comparison's inputs. An interruption keeps the rounds finished.
+func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix, perFix int, beside Side) (err error) {
 	if len(planned) == 0 {
 		return nil
 	}
@@ -51,6 +91,9 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 		// Nothing would undo the fix: it would stay on the candidate.
 		return errors.New("rehearse: fix rounds need a reset that undoes the fix (not --reset none)")
 	}
+	if beside != Control && beside != Candidate {
+		return fmt.Errorf("rehearse: fix rounds beside %q: want the control or the candidate", beside)
+	}
 	if perFix <= 0 {
 		perFix = fixes.DefaultRounds
 	}
@@ -58,49 +101,85 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 	r.cleanupCtx = func() (context.Context, context.CancelFunc) {
 		return rounds.CleanupContext(ctx, cfg.CleanupTimeout)
 	}
-	triable := 0
-	for _, f := range planned {
+	// All the fixes are listed at once, in planned's order; those tried
+	// are active until the server refuses one.
+	base := len(out.Fixes)
+	var active []int
+	for i, f := range planned {
+		out.Fixes = append(out.Fixes, FixRun{Fix: f})
 		if f.Untried == "" {
-			triable++
+			out.Fixes[base+i].BesideSide = beside
+			active = append(active, base+i)
 		}
 	}
-	seq, of := len(out.Records), len(out.Records)+triable*perFix
-	n := out.Rounds
-	defer func() { out.EndedAt = time.Now() }()
-	// The fixes one after another, each in its rounds, through the round
-	// runner: no round starts once ctx is cancelled.
-	next, left := 0, 0
-	var fr *FixRun
+	if len(active) == 0 {
+		return r.writeIndex()
+	}
+	// N goes on from the rounds' of each side, so that a template
+	// reset's copies never take the name of a kept round's.
+	n := map[Side]int{}
+	for _, rec := range out.Records {
+		n[rec.Side] = max(n[rec.Side], rec.N)
+	}
+	targets := map[Side]Target{Control: cfg.Control, Candidate: cfg.Candidate}
+	seq := len(out.Records)
+	cycle := 0
+	var steps []int
+	// of is the number of rounds in all: those run, those of this
+	// cycle left, and the cycles after it.
+	of := func() int {
+		if len(active) == 0 {
+			return seq + len(steps)
+		}
+		return seq + len(steps) + (perFix-cycle)*(len(active)+1)
+	}
+	r.onBeside = func(round Round, res *results.Result) {
+		for _, i := range active {
+			fr := &out.Fixes[i]
+			fr.Beside = append(fr.Beside, round.Seq)
+			fr.BesideResults = append(fr.BesideResults, res)
+		}
+	}
+	defer func() {
+		// The index says how the last round ended, interrupted too.
+		out.EndedAt = time.Now()
+		err = errors.Join(err, r.writeIndex())
+	}()
 	turn := func() (func(context.Context) (bool, error), bool) {
-		for left == 0 {
-			if next == len(planned) {
+		for len(steps) == 0 || steps[0] == besideStep && len(active) == 0 {
+			if len(steps) > 0 {
+				// No fix left to run beside.
+				steps = steps[1:]
+				continue
+			}
+			if cycle == perFix || len(active) == 0 {
 				return nil, false
 			}
-			out.Fixes = append(out.Fixes, FixRun{Fix: planned[next]})
-			next++
-			if fr = &out.Fixes[len(out.Fixes)-1]; fr.Untried == "" {
-				left = perFix
-			}
+			cycle++
+			steps = fixCycle(cycle, active)
 		}
-		left--
+		step := steps[0]
+		steps = steps[1:]
 		return func(ctx context.Context) (bool, error) {
 			seq++
-			n++
-			// N goes on from the rounds', so that a template reset's
-			// copies never take the name of a kept round's.
-			round := Round{Seq: seq, Of: of, Side: Candidate, N: n, BatchInserts: fr.BatchRows}
+			if step == besideStep {
+				n[beside]++
+				round := Round{Seq: seq, Of: of(), Side: beside, N: n[beside], Beside: true}
+				return r.besideRound(ctx, round, targets[beside])
+			}
+			fr := &out.Fixes[step]
+			n[Candidate]++
+			round := Round{Seq: seq, Of: of(), Side: Candidate, N: n[Candidate], Fix: fr.Name, BatchInserts: fr.BatchRows}
 			applied, err := r.fixRound(ctx, round, cfg.Candidate, fr)
 			if err != nil {
 				return true, fmt.Errorf("fix %s: %w", fr.Name, err)
 			}
 			if !applied {
-				left = 0
+				active = slices.DeleteFunc(active, func(i int) bool { return i == step })
 			}
-			if left == 0 {
-				// The fix's rounds are over: the index lists them.
-				if err := r.writeIndex(); err != nil {
-					return true, err
-				}
+			// The index lists the fix's rounds as they finish.
+			if err := r.writeIndex(); err != nil {
+				return true, err
 			}
 			return false, nil
 		}, true
@@ -111,6 +190,21 @@ func RunFixes(ctx context.Context, cfg Config, out *Outcome, planned []fixes.Fix
 		return err
 	}
 	return nil
+}
+
+// besideRound is a round run beside the fix rounds: the rehearsal's
+// round, whose interruption or failure is the fix rounds' error, not the
+// rehearsal's (out.Interrupted and out.Stopped say what stopped the
+// comparison's rounds, and the fixes never change its verdict).
+func (r *run) besideRound(ctx context.Context, round Round, target Target) (stop bool, err error) {
+	interrupted, stopped := r.out.Interrupted, r.out.Stopped
+	stop, err = r.round(ctx, round, target)
+	why := r.out.Stopped
+	r.out.Interrupted, r.out.Stopped = interrupted, stopped
+	if stop && err == nil {
+		err = errors.New(cmp.Or(why, "the round beside the fix rounds stopped"))
+	}
+	return stop, err
 }
 
 // fixRound is one fix round: reset, the fix applied, replay, release.
@@ -204,6 +298,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	}
 	r.add(rec)
 	fr.Results = append(fr.Results, res)
+	r.roundTimes.Add(rec.EndedAt.Sub(rec.StartedAt))
 	r.progress(round, PhaseDone)
 	return true, relErr
 }
@@ -372,9 +467,12 @@ func copyOf(db string, round Round) string {
 }
 
 // JudgeFixes judges each fix of out.Fixes with the comparison's options:
-// its rounds against the control's (with), against the regressions the
-// rehearsal found (before), and against the candidate's rounds (what it
-// changed, for the writes of its relation).
+// its rounds against the control's run beside them (with: FixRun.Beside,
+// rounds that saw the machine as the fix rounds did; the rehearsal's own
+// control rounds for a fix run before rounds were run beside, whose
+// index names none), against the regressions the rehearsal found
+// (before), and against the candidate's rounds (delta: what it changed,
+// for the regressions and the writes of its relation).
 func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]fixes.Outcome, error) {
 	var all []fixes.Outcome
 	for _, fr := range out.Fixes {
@@ -387,7 +485,11 @@ func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]f
 			all = append(all, fixes.Outcome{Fix: fr.Fix, Status: fixes.NotTried, NotApplied: fr.NotApplied, Queries: []fixes.Query{}, Costs: []fixes.Cost{}, Writes: []fixes.Write{}})
 			continue
 		}
-		with, err := compare.Runs(out.Control, fr.Results, opts)
+		control, rounds := fr.BesideResults, fr.Beside
+		if fr.BesideSide != Control || len(control) == 0 {
+			control, rounds = out.Control, controlRounds(out)
+		}
+		with, err := compare.Runs(control, fr.Results, opts)
 		if err != nil {
 			return all, fmt.Errorf("fix %s against the control: %w", fr.Name, err)
 		}
@@ -397,7 +499,20 @@ func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]f
 		}
 		o := fixes.Judge(fr.Fix, before, with, delta)
 		o.Rounds = len(fr.Results)
+		o.ControlRounds = slices.Clone(rounds)
 		all = append(all, o)
 	}
 	return all, nil
+}
+
+// controlRounds are the seqs of the rehearsal's own control rounds
+// finished: the comparison's.
+func controlRounds(out *Outcome) []int {
+	var seqs []int
+	for _, rec := range out.Records {
+		if rec.Side == Control && rec.Status == StatusDone && rec.Fix == "" && !rec.Beside {
+			seqs = append(seqs, rec.Seq)
+		}
+	}
+	return seqs
 }

@@ -2,8 +2,10 @@ package rehearse
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,7 +59,11 @@ func setting(t *testing.T, dsn, name string) string {
 // server's error, and the next fix still runs; a setting's fix holds for
 // the sessions of its rounds' copies only. The fix's verdict compares
 // the writes of its table with the candidate's rounds without it, and
-// the resets are closed at the end.
+// the resets are closed at the end. The fix rounds run in turn with
+// control rounds (control, the fixes, then the fixes in reverse,
+// control), which the fixes are judged against: they are written and
+// indexed apart from the comparison's rounds, named in the progress, and
+// each fix names them; the progress counts the refused fix's rounds out.
 func TestFixRounds(t *testing.T) {
 	functionalCase(t)
 	logPath := capturedLog(t)
@@ -80,6 +86,12 @@ func TestFixRounds(t *testing.T) {
 			}
 		}),
 	}
+	names, of := map[int]string{}, map[int]int{}
+	cfg.Progress = func(p Progress) {
+		if p.Phase == PhaseReset {
+			names[p.Round.Seq], of[p.Round.Seq] = p.Round.Name(), p.Round.Of
+		}
+	}
 	ctx := context.Background()
 	out, err := Run(ctx, cfg)
 	if err != nil {
@@ -95,7 +107,7 @@ func TestFixRounds(t *testing.T) {
 		{Name: "index-" + good, Kind: fixes.CreateIndex, SQL: "CREATE INDEX " + good + " ON items (n)", Databases: []string{appDB}, Relation: "items"},
 		{Name: "setting-work_mem", Kind: fixes.SetDatabase, Setting: "work_mem", Value: "7MB", Databases: []string{appDB}},
 	}
-	if err := RunFixes(ctx, cfg, out, planned, 2); err != nil {
+	if err := RunFixes(ctx, cfg, out, planned, 2, Control); err != nil {
 		t.Fatalf("RunFixes: %v", err)
 	}
 	if len(out.Fixes) != 3 {
@@ -116,15 +128,47 @@ func TestFixRounds(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	// Round 2 is the candidate's own; 3 the refused fix's (no replay);
-	// 4 and 5 the fix's.
-	if seen[2] || len(seen) != 5 || !seen[4] || !seen[5] || seen[6] || seen[7] {
+	// Round 2 is the candidate's own; 3 the control's beside the fixes;
+	// 4 the refused fix's (no replay); 5 the index's, 6 and 7 the
+	// setting's, 8 the index's, 9 the control's beside them.
+	if seen[2] || len(seen) != 5 || !seen[5] || !seen[8] || seen[6] || seen[7] {
 		t.Errorf("the index in the candidate's rounds (by seq): %v; want in the fix's rounds only", seen)
 	}
 	// The setting's fix: the control's value for the copy's sessions,
 	// in its rounds only.
-	if workMem[2] != "4MB" || workMem[4] != "4MB" || workMem[6] != "7MB" || workMem[7] != "7MB" || out.Fixes[2].NotApplied != "" {
+	if workMem[2] != "4MB" || workMem[5] != "4MB" || workMem[6] != "7MB" || workMem[7] != "7MB" || workMem[8] != "4MB" || out.Fixes[2].NotApplied != "" {
 		t.Errorf("work_mem in the candidate's rounds (by seq): %v, not applied %q", workMem, out.Fixes[2].NotApplied)
+	}
+	wantNames := map[int]string{3: "control 2 beside the fix rounds", 4: "candidate 2 with fix index-items_n_key", 5: "candidate 3 with fix index-" + good,
+		6: "candidate 4 with fix setting-work_mem", 7: "candidate 5 with fix setting-work_mem", 8: "candidate 6 with fix index-" + good, 9: "control 3 beside the fix rounds"}
+	for seq, want := range wantNames {
+		if names[seq] != want {
+			t.Errorf("round %d named %q in the progress, want %q", seq, names[seq], want)
+		}
+	}
+	// Ten rounds in all until the fix was refused, nine after.
+	if of[3] != 10 || of[5] != 9 || of[9] != 9 {
+		t.Errorf("rounds in all in the progress (by seq): %v", of)
+	}
+	for _, fr := range out.Fixes[1:] {
+		if !slices.Equal(fr.Beside, []int{3, 9}) || len(fr.BesideResults) != 2 || fr.BesideSide != Control {
+			t.Errorf("fix %s: beside rounds %v (%d results, %s), want the control's 3 and 9", fr.Name, fr.Beside, len(fr.BesideResults), fr.BesideSide)
+		}
+	}
+	var beside []int
+	for _, rec := range out.Records {
+		if rec.Beside {
+			beside = append(beside, rec.Seq)
+			if rec.Side != Control || rec.Status != StatusDone || rec.File != fmt.Sprintf("round-%02d-control-beside-fixes.json", rec.Seq) {
+				t.Errorf("beside round %+v", rec)
+			}
+			if _, err := os.Stat(filepath.Join(cfg.Dir, rec.File)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if !slices.Equal(beside, []int{3, 9}) {
+		t.Errorf("beside rounds in the index: %v", beside)
 	}
 	if hasIndex(t, cand.DSN(appDB), good) {
 		t.Errorf("the fix reached the candidate's own %s, not only the copies", appDB)
@@ -149,6 +193,9 @@ func TestFixRounds(t *testing.T) {
 	}
 	if judged[0].Status != fixes.NotTried || judged[0].NotApplied == "" {
 		t.Errorf("the refused fix's verdict: %+v", judged[0])
+	}
+	if j := judged[1]; !slices.Equal(j.ControlRounds, []int{3, 9}) {
+		t.Errorf("the fix was judged against the control's rounds %v, want those run beside it, 3 and 9", j.ControlRounds)
 	}
 	if j := judged[1]; j.Status == fixes.NotTried || j.Rounds != 2 || len(j.Writes) < 3 {
 		t.Errorf("the fix's verdict: %s, %d rounds, writes %+v; want the insert, update and delete of items", j.Status, j.Rounds, j.Writes)
@@ -232,15 +279,15 @@ func TestFixRoundsServerSetting(t *testing.T) {
 		{Name: "setting-wal_writer_delay", Kind: fixes.SetServer, Setting: "wal_writer_delay", Value: "300ms", SQL: `ALTER SYSTEM SET "wal_writer_delay" = '300ms'`, Databases: dbs},
 		{Name: "setting-bad", Kind: fixes.SetServer, Setting: "checkpoint_timeout", Value: "banana", SQL: `ALTER SYSTEM SET "checkpoint_timeout" = 'banana'`, Databases: dbs},
 	}
-	if err := RunFixes(ctx, cfg, out, planned, 1); err != nil {
+	if err := RunFixes(ctx, cfg, out, planned, 1, Control); err != nil {
 		t.Fatalf("RunFixes: %v", err)
 	}
-	// Round 2 is the candidate's own, 3 and 4 the settings', 5 the
-	// refused one's (no replay).
-	if ckpt[2] != "6min" || ckpt[3] != "7min" || ckpt[4] != "6min" || len(ckpt) != 3 {
+	// Round 2 is the candidate's own, 3 the control's beside the fixes,
+	// 4 and 5 the settings', 6 the refused one's (no replay).
+	if ckpt[2] != "6min" || ckpt[4] != "7min" || ckpt[5] != "6min" || len(ckpt) != 3 {
 		t.Errorf("checkpoint_timeout in the candidate's rounds (by seq): %v", ckpt)
 	}
-	if wwd[2] != "200ms" || wwd[3] != "200ms" || wwd[4] != "300ms" {
+	if wwd[2] != "200ms" || wwd[4] != "200ms" || wwd[5] != "300ms" {
 		t.Errorf("wal_writer_delay in the candidate's rounds (by seq): %v", wwd)
 	}
 	for i, fr := range out.Fixes[:2] {
@@ -300,7 +347,7 @@ func TestFixRoundsRestart(t *testing.T) {
 	if planned[0].Untried != "" || !planned[0].Restart || named.Restart {
 		t.Fatalf("WithRestart: %+v (from %+v)", planned[0], named)
 	}
-	if err := RunFixes(ctx, cfg, out, planned, 1); err != nil {
+	if err := RunFixes(ctx, cfg, out, planned, 1, Control); err != nil {
 		t.Fatalf("RunFixes: %v", err)
 	}
 	// Its round read the server-side durations from the log the
@@ -308,7 +355,8 @@ func TestFixRoundsRestart(t *testing.T) {
 	if fr := out.Fixes[0]; fr.NotApplied != "" || len(fr.Results) != 1 || fr.Results[0].LatencySource != results.LatencyServerLog {
 		t.Errorf("the fix: not applied %q, %d results %+v", fr.NotApplied, len(fr.Results), fr.Results)
 	}
-	if locks[2] != "64" || locks[3] != "128" {
+	// Round 3 is the control's beside the fix.
+	if locks[2] != "64" || locks[4] != "128" || len(locks) != 2 {
 		t.Errorf("max_locks_per_transaction in the candidate's rounds (by seq): %v", locks)
 	}
 	if got := autoConf(t, cand.DSN("postgres"), "max_locks_per_transaction"); got != "" || setting(t, cand.DSN("postgres"), "max_locks_per_transaction") != "64" {
@@ -318,5 +366,69 @@ func TestFixRoundsRestart(t *testing.T) {
 	undo, err := applyFix(ctx, Target{DSN: cand.DSN("postgres"), Reset: reset.None{}}, Round{}, planned[0])
 	if undo != nil || err == nil || !strings.Contains(err.Error(), "needs a restart of the server, which this reset cannot make") {
 		t.Errorf("applyFix without a restart: %v", err)
+	}
+}
+
+// TestFixRoundsInterrupted: Ctrl-C during the control's round beside the
+// fix rounds keeps the rounds finished (the fix's, the first control
+// round beside it) in the index and in the fix's results, says so in
+// RunFixes' error, and leaves the rehearsal's own rounds as they ended:
+// not interrupted, nothing stopped them.
+func TestFixRoundsInterrupted(t *testing.T) {
+	functionalCase(t)
+	logPath := capturedLog(t)
+	ctl, cand := target(t), target(t)
+	dbs := []string{appDB}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := Config{
+		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
+		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
+		Rounds:     1,
+		Dir:        t.TempDir(),
+		KeepResets: true,
+		Replay: realReplay(logPath, func(round Round, tg Target) {
+			// The last round, the control's beside the fix: Ctrl-C.
+			if round.Beside && round.Seq == 6 {
+				cancel()
+			}
+		}),
+	}
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	defer out.CloseResets(context.Background())
+	fix := fixes.Fix{Name: "index-items_n_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX items_n_idx ON items (n)", Databases: dbs, Relation: "items"}
+	err = RunFixes(ctx, cfg, out, []fixes.Fix{fix}, 2, Control)
+	if err == nil || !strings.Contains(err.Error(), "interrupted during round 6") {
+		t.Errorf("RunFixes = %v, want the interruption of round 6", err)
+	}
+	if out.Interrupted || out.Stopped != "" {
+		t.Errorf("the rehearsal's own rounds: interrupted %v, stopped %q; want as they ended", out.Interrupted, out.Stopped)
+	}
+	fr := out.Fixes[0]
+	if len(fr.Results) != 2 || !slices.Equal(fr.Beside, []int{3}) || len(fr.BesideResults) != 1 {
+		t.Errorf("the fix: %d results, beside %v (%d results); want its 2 rounds and the control's round 3", len(fr.Results), fr.Beside, len(fr.BesideResults))
+	}
+	read, rerr := ReadOutcome(cfg.Dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	status := map[int]Status{}
+	for _, rec := range read.Records {
+		status[rec.Seq] = rec.Status
+	}
+	if status[3] != StatusDone || status[4] != StatusDone || status[5] != StatusDone || status[6] != StatusInterrupted || len(read.Control) != 1 ||
+		len(read.Fixes) != 1 || !slices.Equal(read.Fixes[0].Beside, []int{3}) || len(read.Fixes[0].Files) != 2 {
+		t.Errorf("the index: statuses %v, %d control rounds, fixes %+v", status, len(read.Control), read.Fixes)
+	}
+	before, err := Compare(out, compare.Options{MinCalls: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged, jerr := JudgeFixes(out, before, compare.Options{MinCalls: 5})
+	if jerr != nil || len(judged) != 1 || !slices.Equal(judged[0].ControlRounds, []int{3}) {
+		t.Errorf("JudgeFixes: %v, %+v; want the fix judged against round 3", jerr, judged)
 	}
 }

@@ -78,6 +78,24 @@ type Round struct {
 	// fixes.BatchInserts: the replay sends the single-row INSERTs in
 	// batches of that many rows.
 	BatchInserts int
+	// Fix names the fix applied before a fix round (RunFixes).
+	Fix string
+	// Beside: a round run in turn with the fix rounds (RunFixes), which
+	// the fixes are judged against; not one of the comparison's.
+	Beside bool
+}
+
+// Name names the round in progress lines: "control 2", "candidate 4
+// with fix index-x", "control 3 beside the fix rounds".
+func (r Round) Name() string {
+	s := fmt.Sprintf("%s %d", r.Side, r.N)
+	switch {
+	case r.Fix != "":
+		s += " with fix " + r.Fix
+	case r.Beside:
+		s += " beside the fix rounds"
+	}
+	return s
 }
 
 // ReplayFunc replays the workload once onto target for round. When ctx
@@ -188,6 +206,10 @@ type RoundRecord struct {
 	// round (a fix round, RunFixes); such a round is not one of the
 	// comparison's.
 	Fix string `json:"fix,omitempty"`
+	// Beside: a round of the side as it is, run in turn with the fix
+	// rounds (RunFixes), which the fixes are judged against
+	// (FixRun.Beside); not one of the comparison's either.
+	Beside bool `json:"beside_fixes,omitempty"`
 }
 
 // Outcome is what a rehearsal did; its JSON form is the index.
@@ -228,7 +250,8 @@ type Outcome struct {
 	// used: where the state they left is.
 	Kept map[Side]Round `json:"-"`
 	// Fixes are the fixes tried on the candidate after the rounds
-	// (RunFixes), each with its rounds' results.
+	// (RunFixes), each with its rounds' results and the rounds run
+	// beside them.
 	Fixes []FixRun `json:"fixes,omitempty"`
 	// open are the resets left prepared (Config.KeepResets).
 	open []reset.Resetter
@@ -422,12 +445,15 @@ type run struct {
 	// roundTimes are the wall times of the rounds finished, resets
 	// included, for the estimate.
 	roundTimes rounds.Times
+	// onBeside takes the result of a round run beside the fix rounds
+	// (Round.Beside), before the index is written.
+	onBeside func(Round, *results.Result)
 }
 
 // round resets the target, replays, releases and records one round. stop
 // is true when the rehearsal must stop (interrupted); err when it failed.
 func (r *run) round(ctx context.Context, round Round, target Target) (stop bool, err error) {
-	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, StartedAt: time.Now()}
+	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, Beside: round.Beside, StartedAt: time.Now()}
 	began := time.Now()
 	r.progress(round, PhaseReset)
 	// A reset that failed half way may have made some copies: Start
@@ -464,7 +490,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
 	rec.ReplaySeconds = lc.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	if r.cfg.KeepLast && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
+	if r.cfg.KeepLast && !round.Beside && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
 		// Its state stays for the plans; the caller releases it.
 		if r.out.Kept == nil {
 			r.out.Kept = map[Side]Round{}
@@ -485,6 +511,10 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		}
 		name := fmt.Sprintf("round-%02d-%s.json", round.Seq, round.Side)
 		res.Source = fmt.Sprintf("%s round %d", round.Side, round.N)
+		if round.Beside {
+			name = fmt.Sprintf("round-%02d-%s-beside-fixes.json", round.Seq, round.Side)
+			res.Source += ", beside the fix rounds"
+		}
 		if r.cfg.Dir != "" {
 			path := filepath.Join(r.cfg.Dir, name)
 			if werr := writeResult(path, res); werr != nil {
@@ -512,9 +542,12 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		}
 		return true, errors.Join(fmt.Errorf("round %d (%s): %w", round.Seq, round.Side, rerr), relErr)
 	}
-	if round.Side == Control {
+	switch {
+	case round.Beside:
+		r.onBeside(round, res)
+	case round.Side == Control:
 		r.out.Control = append(r.out.Control, res)
-	} else {
+	default:
 		r.out.Candidate = append(r.out.Candidate, res)
 	}
 	r.roundTimes.Add(time.Since(began))
@@ -663,7 +696,7 @@ func ReadOutcome(dir string) (*Outcome, error) {
 		return nil, fmt.Errorf("%s: version %d, this pgrehearse reads %d", filepath.Join(dir, IndexFile), out.Version, OutcomeVersion)
 	}
 	for _, rec := range out.Records {
-		if rec.Status != StatusDone || rec.Fix != "" {
+		if rec.Status != StatusDone || rec.Fix != "" || rec.Beside {
 			continue
 		}
 		if rec.File == "" {

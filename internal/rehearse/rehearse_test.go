@@ -160,3 +160,24 @@ func TestInterruptedBetweenRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestFixCycle: in each cycle the round beside the fixes and each fix
+// once, the beside round first in the odd cycles and last in the even,
+// the fixes in reverse there, as A B B A balances drift.
+func TestFixCycle(t *testing.T) {
+	for _, tc := range []struct {
+		cycle  int
+		active []int
+		want   []int
+	}{
+		{1, []int{0}, []int{besideStep, 0}},
+		{2, []int{0}, []int{0, besideStep}},
+		{1, []int{0, 1, 2}, []int{besideStep, 0, 1, 2}},
+		{2, []int{0, 1, 2}, []int{2, 1, 0, besideStep}},
+		{3, []int{1, 2}, []int{besideStep, 1, 2}},
+	} {
+		if got := fixCycle(tc.cycle, tc.active); !slices.Equal(got, tc.want) {
+			t.Errorf("fixCycle(%d, %v) = %v, want %v", tc.cycle, tc.active, got, tc.want)
+		}
+	}
+}

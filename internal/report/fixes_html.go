@@ -10,11 +10,12 @@ import (
 
 // fixesIntro says how the page's fixes were tried and judged, as
 // rehearse's text does before its fixes.
-const fixesIntro = "Each fix was tried on the candidate in rounds of its own from the reset state, the whole traffic replayed. " +
-	"Each regression it is for is compared with the control with the fix and without it: the candidate's figure over the control's, " +
+const fixesIntro = "Each fix was tried on the candidate in rounds of its own from the reset state, the whole traffic replayed, " +
+	"in turn with rounds of the control run beside them. " +
+	"Each regression it is for is compared with the control with the fix (those rounds) and without it: the candidate's figure over the control's, " +
 	"with its interval (\"~\" when the interval holds 1, no change told from noise). " +
 	"Verified: with the fix, the regression is within the control's noise; partial: still one, but less of one beyond noise " +
-	"(another cause remains); no effect: not less of one. Click a fix for its SQL and every figure."
+	"(faster beyond noise than on the candidate without the fix, or its interval below the one without; another cause remains); no effect: not less of one. Click a fix for its SQL and every figure."
 
 // FixesSection is the page's "Does the fix work": the fixes rehearse
 // tried on the candidate with what WriteFixes says of them, from the same

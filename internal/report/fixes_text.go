@@ -21,7 +21,7 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 	if len(tried) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed):\n")
+	fmt.Fprintf(w, "\nFixes tried on the candidate (each in rounds of its own from the reset state, the whole traffic replayed, in turn with the control's rounds it is judged against):\n")
 	for _, f := range tried {
 		fmt.Fprintf(w, "  %s\n", fixVerdictText(f))
 		if f.Status == fixes.NotTried {
@@ -92,9 +92,10 @@ func fixFigureLines(f fixes.Outcome) []string {
 				shorten(oneLine(q.Query), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
+		line := fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
 			shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
-			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore)))
+			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
+		out = append(out, line+fixQueryDeltaWords(q))
 	}
 	for _, c := range f.Costs {
 		figure := fmtFactor(c.Factor)
@@ -115,6 +116,25 @@ func fixFigureLines(f fixes.Outcome) []string {
 		out = append(out, fixChangeLines(f.Changes)...)
 	}
 	return append(out, fixWritesLines(f)...)
+}
+
+// fixQueryDeltaWords say, for a regression the comparison with the
+// control still flags with the fix, what the fix did to it against the
+// candidate without it (the direct comparison the verdict rests on), and
+// the figure that remains of a query verified on the one that
+// regressed; "" for a query no longer flagged.
+func fixQueryDeltaWords(q fixes.Query) string {
+	if !q.WithStatus.Regression() {
+		return ""
+	}
+	s := ""
+	if q.Delta != nil {
+		s = fmt.Sprintf("; %s %s against the candidate without the fix", q.Metric, fmtEffect(q.Delta))
+	}
+	if q.Remains != "" {
+		s += fmt.Sprintf("; %s back within the control's noise, its %s still slower: %s", q.Metric, q.Remains, fmtEffect(q.RemainsWith))
+	}
+	return s
 }
 
 // fixChangeLines are every query the user's own fix made faster or
