@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -177,7 +178,14 @@ when it ran, whatever the verdict, which it prints.
 }
 
 func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
-	say := func(format string, args ...any) { fmt.Fprintf(stdio.Stderr, "demo: "+format+"\n", args...) }
+	// The clusters start and build their shops at once: say may be
+	// called from several goroutines.
+	var sayMu sync.Mutex
+	say := func(format string, args ...any) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		fmt.Fprintf(stdio.Stderr, "demo: "+format+"\n", args...)
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
@@ -194,21 +202,26 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	checksums := demoChecksums(majors, say)
 	say("starting three throwaway clusters: production, a control and a candidate (%s)", demoChanges[f.change])
-	clusters := map[string]*pgcluster.Cluster{}
-	for _, name := range []string{"production", "control", "candidate"} {
+	names := []string{"production", "control", "candidate"}
+	clusters := make([]*pgcluster.Cluster, len(names))
+	startErr := eachAtOnce(len(names), func(i int) (err error) {
 		s := settings
-		if name == "candidate" {
+		if names[i] == "candidate" {
 			s = candSettings
 		}
-		s = versionSettings(s, majors[name])
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep, BinDir: bins[name], Checksums: checksums[name]})
-		if err != nil {
-			return err
+		s = versionSettings(s, majors[names[i]])
+		clusters[i], err = pgcluster.Start(ctx, pgcluster.Options{Settings: s, Keep: f.keep, BinDir: bins[names[i]], Checksums: checksums[names[i]]})
+		return err
+	})
+	for _, c := range clusters {
+		if c != nil {
+			defer stopCluster(c, &err, say, f.keep)
 		}
-		defer stopCluster(c, &err, say, f.keep)
-		clusters[name] = c
 	}
-	prod, ctl, cand := clusters["production"], clusters["control"], clusters["candidate"]
+	if startErr != nil {
+		return startErr
+	}
+	prod, ctl, cand := clusters[0], clusters[1], clusters[2]
 	if err := setupDemoShops(ctx, say, f.change, prod, ctl, cand); err != nil {
 		return err
 	}
@@ -353,10 +366,13 @@ func demoSettings(change string) (prod, cand map[string]string) {
 	return prod, cand
 }
 
-// setupDemoShops builds the shop's data on every cluster, then makes the
-// candidate's change (the last cluster's) when it is to the schema.
+// setupDemoShops builds the shop's data on every cluster, all at once
+// (each build is one server's work, and the machine may have cores to
+// spare), then makes the candidate's change (the last cluster's) when it
+// is to the schema.
 func setupDemoShops(ctx context.Context, say func(string, ...any), change string, clusters ...*pgcluster.Cluster) error {
-	for _, c := range clusters {
+	err := eachAtOnce(len(clusters), func(i int) error {
+		c := clusters[i]
 		say("building the shop's data in %s", c.Dir())
 		if err := workload.SetupShop(ctx, c); err != nil {
 			return fmt.Errorf("shop data: %w", err)
@@ -376,6 +392,10 @@ func setupDemoShops(ctx context.Context, say func(string, ...any), change string
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	cand := clusters[len(clusters)-1]
 	switch change {
@@ -385,6 +405,22 @@ func setupDemoShops(ctx context.Context, say func(string, ...any), change string
 		return cand.Exec(ctx, workload.ShopDatabase, "CREATE INDEX "+demoHotIndex+" ON pgbench_accounts (abalance)")
 	}
 	return nil
+}
+
+// eachAtOnce calls f(0) to f(n-1) each in its own goroutine and returns
+// their errors joined once all have returned.
+func eachAtOnce(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // enableStatementLog turns on the logging of every statement and session

@@ -19,11 +19,19 @@ import (
 // headroom's steps are timed by the replayer.
 func shopHeadroomTarget(t *testing.T, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
-	if err := workload.SetupShop(context.Background(), c); err != nil {
-		t.Fatal(err)
+	return shopHeadroomTargets(t, 1, settings)[0]
+}
+
+// shopHeadroomTargets are n targets as shopHeadroomTarget's, their shops
+// built at once.
+func shopHeadroomTargets(t *testing.T, n int, settings map[string]string) []*pgcluster.Cluster {
+	t.Helper()
+	cs := make([]*pgcluster.Cluster, n)
+	for i := range cs {
+		cs[i] = pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	}
-	return c
+	setupShops(t, cs...)
+	return cs
 }
 
 // TestHeadroomAA: the shop's traffic searched on two identical targets
@@ -33,7 +41,7 @@ func shopHeadroomTarget(t *testing.T, settings map[string]string) *pgcluster.Clu
 func TestHeadroomAA(t *testing.T) {
 	longCase(t)
 	logPath := shopLog(t)
-	ctl, cand := shopHeadroomTarget(t, nil), shopHeadroomTarget(t, nil)
+	ctl, cand := shopPair(shopHeadroomTargets(t, 2, nil))
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "headroom.html")
 	stdout, stderr := headroomOK(t, "--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"),
@@ -144,7 +152,7 @@ func TestHeadroomAB(t *testing.T) {
 	logPath := shopLogFor(t, dir, 8*time.Second, 100)
 	// Server-side durations: the machine's scheduling stays out of the
 	// latencies.
-	ctl, cand := shopRehearsalTarget(t), shopRehearsalTarget(t)
+	ctl, cand := shopPair(shopRehearsalTargets(t, 2))
 	// PGREHEARSE_HEADROOM_CHANGE=none: an A/A of the same length.
 	aa := os.Getenv("PGREHEARSE_HEADROOM_CHANGE") == "none"
 	if !aa {

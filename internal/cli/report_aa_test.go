@@ -69,11 +69,7 @@ func aaSetup(t testing.TB, d time.Duration, rate int, prefix, targetPrefix strin
 	for i := range env.targets {
 		env.targets[i] = pgclustertest.StartT(t, pgcluster.Options{Settings: targetSettings})
 	}
-	for _, c := range []*pgcluster.Cluster{prod, env.targets[0], env.targets[1]} {
-		if err := workload.SetupShop(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setupShops(t, prod, env.targets[0], env.targets[1])
 	// Logging starts once all are set up, so that the capture starts
 	// with its traffic.
 	for _, c := range []*pgcluster.Cluster{prod, env.targets[0], env.targets[1]} {

@@ -24,10 +24,8 @@ func TestReportOnReplays(t *testing.T) {
 	settings["log_min_duration_statement"] = "-1" // on after the setup, as in the demo
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	setupShops(t, a, b)
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := workload.SetupShop(ctx, c); err != nil {
-			t.Fatal(err)
-		}
 		if err := enableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -230,11 +228,7 @@ func TestReadmeWorkflow(t *testing.T) {
 	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	dropped := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	same := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
-	for _, c := range []*pgcluster.Cluster{prod, dropped, same} {
-		if err := workload.SetupShop(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setupShops(t, prod, dropped, same)
 	if err := dropped.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
 		t.Fatal(err)
 	}

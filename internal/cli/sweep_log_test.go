@@ -48,6 +48,9 @@ func TestSweepLogUsageErrors(t *testing.T) {
 // capture (select-only, prepared), its tables made with --init, every
 // output. A second table made by --setup shows the setup ran.
 func TestSweepLogCommand(t *testing.T) {
+	// Functional: it checks the outputs, not what the steps measured
+	// (issue 44: make test's sequential time).
+	parallelCase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})

@@ -49,6 +49,9 @@ func TestSweepUsageErrors(t *testing.T) {
 // The command end to end on a throwaway cluster, with a custom script,
 // no warm-up, and every output.
 func TestSweepCommand(t *testing.T) {
+	// Functional: it checks the outputs, not what the steps measured
+	// (issue 44: make test's sequential time).
+	parallelCase(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "point.sql")
 	if err := os.WriteFile(script, []byte("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"), 0o644); err != nil {

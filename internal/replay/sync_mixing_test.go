@@ -46,7 +46,12 @@ func mixState(t *testing.T, dsn string) string {
 // workload with its FOR UPDATE transactions ended with other values in
 // every replay. At speed 0 it replays once with a goroutine per session
 // and once on the engine (engine_linux.go).
-func TestSyncRowsMixing(t *testing.T) { testRowsMixing(t, false) }
+func TestSyncRowsMixing(t *testing.T) {
+	// Functional: it compares the final values and counts errors,
+	// never a time.
+	functionalCase(t)
+	testRowsMixing(t, false)
+}
 
 // TestSyncRowsMixingSimple is TestSyncRowsMixing with the workload's
 // statements sent with the simple protocol, the keys written in their
@@ -56,6 +61,7 @@ func TestSyncRowsMixingSimple(t *testing.T) {
 	if os.Getenv("PGREHEARSE_LONG") == "" {
 		t.Skip("the simple protocol's case of TestSyncRowsMixing, which make test-long runs (PGREHEARSE_LONG=1)")
 	}
+	functionalCase(t)
 	testRowsMixing(t, true)
 }
 

@@ -244,6 +244,9 @@ func syncLine(res *results.Result) string {
 // with Sync off usually diverges (a race, retried a bounded number of
 // times), and the comparison then reports it as diverged.
 func TestSyncOrders(t *testing.T) {
+	// Functional: it compares tables, counts and errors, never a time
+	// (issue 44: 30 s or more that no longer hold the sequential tests).
+	functionalCase(t)
 	target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
 	for _, fk := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fk=%v", fk), func(t *testing.T) {
