@@ -89,11 +89,11 @@ func fixFigureLines(f fixes.Outcome) []string {
 		if q.WorkMetric != "" {
 			// A work regression: its work, not its time.
 			out = append(out, fmt.Sprintf("%s: %s per call %s against the control with the fix (%s without)",
-				shorten(oneLine(q.Query), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore)))
+				shorten(oneLine(DisplayQuery(q.Query)), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore)))
 			continue
 		}
 		line := fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
-			shorten(oneLine(q.Query), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
+			shorten(oneLine(DisplayQuery(q.Query)), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
 			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
 		out = append(out, line+fixQueryDeltaWords(q))
 	}
@@ -103,7 +103,7 @@ func fixFigureLines(f fixes.Outcome) []string {
 			figure = fmtEffect(c.Effect)
 		}
 		line := fmt.Sprintf("regressed with the fix only: %s: %s, %s %s per run",
-			shorten(oneLine(c.Query), fixQueryWidth), fixCostWords(c), figure, fmtSignedTotal(c.AddedMS))
+			shorten(oneLine(DisplayQuery(c.Query)), fixQueryWidth), fixCostWords(c), figure, fmtSignedTotal(c.AddedMS))
 		if c.Elsewhere {
 			line += "; it does not touch " + f.Relation + ", which the fix changes: more likely the machine's during the fix's rounds than the fix's"
 		}
@@ -161,7 +161,7 @@ func fixChangeLines(changes []fixes.Change) []string {
 			control = "; mean " + fmtEffect(c.Control) + " against the control with it"
 		}
 		out = append(out, fmt.Sprintf("%s beyond noise than on the candidate without it: %s: %s%s",
-			c.Direction, shorten(oneLine(c.Query), fixQueryWidth), figure, control))
+			c.Direction, shorten(oneLine(DisplayQuery(c.Query)), fixQueryWidth), figure, control))
 	}
 	return out
 }
@@ -184,7 +184,7 @@ func fixWritesLines(f fixes.Outcome) []string {
 			delta = ", " + fmtSignedMS(wr.Mean.DeltaMS) + " ms per call"
 		}
 		out = append(out, fmt.Sprintf("writes %s: %s: mean %s against the candidate without the fix%s, %s",
-			f.Relation, shorten(oneLine(wr.Query), fixQueryWidth), fmtEffect(wr.Mean), delta, beyond))
+			f.Relation, shorten(oneLine(DisplayQuery(wr.Query)), fixQueryWidth), fmtEffect(wr.Mean), delta, beyond))
 	}
 	return out
 }

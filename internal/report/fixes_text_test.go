@@ -134,3 +134,22 @@ func TestWriteFixesVerifiedTailRemains(t *testing.T) {
 		t.Errorf("no effect next to a figure 98.7%% recovered:\n%s", out)
 	}
 }
+
+// TestWriteFixesQueryAsElsewhere: a fix's query reads as the verdict and
+// the tables above it print it, its parameters numbered in order; the
+// demo printed "email = $1 || $2 || $3" in the verdict and "$2 || $1 ||
+// $3" under the fixes, one query written two ways in one output.
+func TestWriteFixesQueryAsElsewhere(t *testing.T) {
+	const stored = "SELECT id, name FROM customers WHERE email = $2 || $1 || $3"
+	fq := fixes.Query{Fingerprint: "4db56df8b195d1b8", Query: stored, Status: fixes.Verified, Metric: compare.MetricMean,
+		With:   &compare.Effect{Ratio: 1.01, Low: 0.9, High: 1.1, Change: compare.ChangeNone},
+		Before: &compare.Effect{Ratio: 215, Low: 142, High: 321, Change: compare.ChangeSlower}, AddedMSBefore: 23730, RecoveredPct: 100}
+	var b strings.Builder
+	if err := WriteFixes(&b, []fixes.Outcome{{Fix: fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX customers_email_idx ON customers (email)"},
+		Status: fixes.Verified, Rounds: 2, RecoveredPct: 100, Queries: []fixes.Query{fq}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "email = $1 || $2 || $3") || strings.Contains(out, "$2 || $1") {
+		t.Errorf("the fix's query is not as the verdict prints it:\n%s", out)
+	}
+}
