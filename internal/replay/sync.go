@@ -363,11 +363,11 @@ func (s *session) syncWaitFrom(began time.Time, mark uint64, w syncdep.Wait, dep
 	}
 	ch, aw := next()
 	if ch == nil {
+		lost := s.lostDuring(w, mark, start) // since the caller's look
 		if began.IsZero() {
-			return synced{}, true
+			return synced{lostDep: lost}, true
 		}
 		waited := time.Since(began)
-		lost := s.lostDuring(w, mark, start)
 		sr.record(waited, "", "", start)
 		return synced{wait: waited, lostDep: lost}, true
 	}
