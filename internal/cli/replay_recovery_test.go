@@ -449,47 +449,28 @@ func TestReplayCrashLosesParent(t *testing.T) {
 	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--json", base, log); code != ExitOK {
 		t.Fatalf("analyze: exit %d\n%s", code, stderr)
 	}
-	c := shopTarget(t)
-	crashed := make(chan error, 1)
-	go func() {
-		// The crash while pg_sleep has run 2 s and the shipment's session
-		// has been in its transaction for 4 s (its INSERT, due 0.1 s
-		// after its BEGIN, then waits for the order's commit). On a busy
-		// machine the replay may run seconds behind its schedule, so the
-		// test waits for that session rather than for the time it is due
-		// (1 s): a crash before its BEGIN loses its connection, not its
-		// dependency, and so does a crash before its INSERT came to wait
-		// (issue 44: at load 30, with the replay's lag p99 3.3 s, the
-		// crash came right after the BEGIN, and the INSERT, UPDATE and
-		// COMMIT were lost with the connection). pg_sleep runs 8 s: the
-		// crash still comes during it.
-		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE (query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s') OR (query = 'BEGIN' AND state = 'idle in transaction' AND now() - state_change > interval '4 s')",
-			30*time.Second, func(n int) bool { return n == 2 })
-		if err := c.Kill(); err != nil {
-			crashed <- err
-			return
+	// The crash must come once the shipment's INSERT waits for the
+	// order's commit. The poll below sees its session's BEGIN done, but
+	// on a busy machine the replayer may not have begun that wait yet
+	// when the crash loses the commit: the INSERT then waits for nothing
+	// and meets the dead connection. That is the machine's race, which
+	// the test cannot force from outside the replayer: it tries again,
+	// up to three times, while no statement waited (the result's sync
+	// counts every wait, one ended by a lost commit too).
+	var (
+		code           int
+		stdout, stderr string
+		out            string
+		res            *results.Result
+	)
+	for attempt := 1; ; attempt++ {
+		code, stdout, stderr, out, res = crashDuringOrder(t, log)
+		if res.Sync == nil || res.Sync.Waited > 0 || res.Statements.Skipped[replay.SkipDependencyLost] > 0 || attempt == 3 {
+			break
 		}
-		// The server restarts as soon as it can (its crashed
-		// backends' shared memory may take a moment to go).
-		var err error
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-			if err = c.StartServer(ctx); err == nil {
-				break
-			}
-			time.Sleep(500 * time.Millisecond) // polling
-		}
-		crashed <- err
-	}()
-	out := filepath.Join(t.TempDir(), "crash.json")
-	code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--observe=false", "--json", out, log)
-	if err := <-crashed; err != nil {
-		t.Fatal(err)
+		t.Logf("attempt %d: the crash came before the shipment's INSERT began to wait for the order's commit (no statement waited): trying again\n%s%s", attempt, stdout, stderr)
 	}
 	t.Logf("replay: exit %d\n%s%s", code, stdout, stderr)
-	res, err := results.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := res.Statements
 	// The shipment's INSERT, its UPDATE and its COMMIT.
 	if st.Skipped[replay.SkipDependencyLost] != 3 {
@@ -523,6 +504,54 @@ func TestReplayCrashLosesParent(t *testing.T) {
 	if code == ExitDiverged || strings.Contains(rstdout+rstderr, "DIVERGED") {
 		t.Errorf("report called it diverged: exit %d\n%s%s", code, rstdout, rstderr)
 	}
+}
+
+// crashDuringOrder replays log (TestReplayCrashLosesParent's) on a new
+// shop target, which it crashes while the order's pg_sleep runs and the
+// shipment's session is in its transaction, and restarts: the replay's
+// exit code, output, and result, with its file.
+func crashDuringOrder(t *testing.T, log string) (code int, stdout, stderr, out string, res *results.Result) {
+	t.Helper()
+	ctx := context.Background()
+	c := shopTarget(t)
+	crashed := make(chan error, 1)
+	go func() {
+		// The crash while pg_sleep has run 2 s and the shipment's session
+		// has begun its transaction (its INSERT then waits for the
+		// order's commit). On a busy machine the replay may run seconds
+		// behind its schedule, so the test waits for that session rather
+		// than for the time it is due (1 s): a crash before its BEGIN
+		// loses its connection, not its dependency; its INSERT, due
+		// 0.1 s after the BEGIN, is given a second to come to its wait
+		// (at load 30, with the replay's lag p99 3.3 s, the crash came
+		// right after the BEGIN once).
+		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE (query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s') OR (query = 'BEGIN' AND state = 'idle in transaction' AND now() - state_change > interval '1 s')",
+			30*time.Second, func(n int) bool { return n == 2 })
+		if err := c.Kill(); err != nil {
+			crashed <- err
+			return
+		}
+		// The server restarts as soon as it can (its crashed
+		// backends' shared memory may take a moment to go).
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			if err = c.StartServer(ctx); err == nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond) // polling
+		}
+		crashed <- err
+	}()
+	out = filepath.Join(t.TempDir(), "crash.json")
+	code, stdout, stderr = runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", testPrefix, "--observe=false", "--json", out, log)
+	if err := <-crashed; err != nil {
+		t.Fatal(err)
+	}
+	res, err := results.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout, stderr, out, res
 }
 
 // TestReplayFrozenTarget: a target frozen with SIGSTOP in the middle of a

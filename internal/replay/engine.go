@@ -90,12 +90,13 @@ func resynced(ctx context.Context, conn *pgconn.PgConn, ec *engineConn, err erro
 // (Txn.Notify): no goroutine per wait. One that lasts deadlockCheckAfter,
 // or waits for a barrier's events, goes on in syncWait on a goroutine of
 // its own (block), from the same start: the deadlock check, the timeout
-// and the stop are its.
-func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (synced, bool) {
+// and the stop are its. mark is the Board's LostMark, taken before the
+// caller looked at the Board (syncPending).
+func (s *session) syncWaitParked(mark uint64, w syncdep.Wait, deps []dep, t *time.Timer) (synced, bool) {
 	sr := s.r.sync
 	began := time.Now()
 	long := func() (sy synced, ok bool) {
-		s.block(func() { sy, ok = s.syncWaitFrom(began, w, deps, t, false) })
+		s.block(func() { sy, ok = s.syncWaitFrom(began, mark, w, deps, t, false) })
 		return sy, ok
 	}
 	if len(deps) > 0 || sr == nil {
@@ -114,8 +115,9 @@ func (s *session) syncWaitParked(w syncdep.Wait, deps []dep, t *time.Timer) (syn
 		tx := s.syncBoard().Blocker(w)
 		if tx == nil {
 			waited := time.Since(began)
+			lost := s.lostDuring(w, mark, false)
 			sr.record(waited, "", "", false)
-			return synced{wait: waited}, true
+			return synced{wait: waited, lostDep: lost}, true
 		}
 		if time.Since(began) >= deadlockCheckAfter {
 			// Looked at before every park, not only once the check's

@@ -65,7 +65,7 @@ func TestSyncWaitParkedWokenLate(t *testing.T) {
 		})
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
-		sy, _ := s.syncWaitParked(wait, nil, timer)
+		sy, _ := s.syncWaitParked(s.syncBoard().LostMark(), wait, nil, timer)
 		done <- sy
 	})
 	select {
@@ -75,5 +75,37 @@ func TestSyncWaitParkedWokenLate(t *testing.T) {
 		}
 	case <-time.After(timeout + 30*time.Second):
 		t.Fatalf("the wait for a commit that never comes did not end at its %v timeout", timeout)
+	}
+}
+
+// TestSyncWaitParkedLostWhileWaitingForAnother is
+// TestSyncWaitLostWhileWaitingForAnother for a session parked on the
+// engine (or handed over to syncWaitFrom once its wait lasted
+// deadlockCheckAfter: both must tell the loss).
+func TestSyncWaitParkedLostWhileWaitingForAnother(t *testing.T) {
+	functionalCase(t)
+	c := newLostWaitCase(t)
+	e := newEngine()
+	if e == nil {
+		t.Fatal("no engine on this system")
+	}
+	defer e.close()
+	defer e.wakeAll() // a session left parked (the failure) is woken to stop
+	done := make(chan synced, 1)
+	e.start(func(tk *task) {
+		c.s.task = tk
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		sy, _ := c.s.syncWaitParked(c.s.syncBoard().LostMark(), c.wait, nil, timer)
+		done <- sy
+	})
+	c.loseSecond(t, done)
+	select {
+	case sy := <-done:
+		if !sy.lostDep || sy.giveUp != "" {
+			t.Errorf("the wait ended %+v: want a lost dependency", sy)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not end once its commits were done or lost")
 	}
 }

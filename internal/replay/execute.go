@@ -74,11 +74,14 @@ func (s *session) statement(it item, t *time.Timer) {
 	var sy synced
 	if !it.sync.Wait.None() || len(it.deps) > 0 {
 		ok := true
+		// Taken before the Board is looked at: a commit lost from
+		// then on is one the statement waited for (lostDuring).
+		mark := s.syncBoard().LostMark()
 		switch {
 		case s.task == nil:
-			sy, ok = s.syncWait(it.sync.Wait, it.deps, t, false)
+			sy, ok = s.syncWaitFrom(time.Time{}, mark, it.sync.Wait, it.deps, t, false)
 		case s.syncPending(it.sync.Wait, it.deps):
-			sy, ok = s.syncWaitParked(it.sync.Wait, it.deps, t)
+			sy, ok = s.syncWaitParked(mark, it.sync.Wait, it.deps, t)
 		}
 		if !ok {
 			s.skip(items, r.stopReason())

@@ -338,12 +338,13 @@ func (s *session) syncPending(w syncdep.Wait, deps []dep) bool {
 // passes or a deadlock is found. It returns false when told to stop
 // meanwhile. t is the session's timer.
 func (s *session) syncWait(w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
-	return s.syncWaitFrom(time.Time{}, w, deps, t, start)
+	return s.syncWaitFrom(time.Time{}, s.syncBoard().LostMark(), w, deps, t, start)
 }
 
 // syncWaitFrom is syncWait for a wait that began at began, when not zero
-// (the engine's, syncWaitParked, hands its longer waits over here).
-func (s *session) syncWaitFrom(began time.Time, w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
+// (the engine's, syncWaitParked, hands its longer waits over here), with
+// the Board's LostMark taken then.
+func (s *session) syncWaitFrom(began time.Time, mark uint64, w syncdep.Wait, deps []dep, t *time.Timer, start bool) (synced, bool) {
 	sr := s.r.sync
 	// next returns what the session still waits for.
 	next := func() (<-chan struct{}, *awaited) {
@@ -362,12 +363,13 @@ func (s *session) syncWaitFrom(began time.Time, w syncdep.Wait, deps []dep, t *t
 	}
 	ch, aw := next()
 	if ch == nil {
+		lost := s.lostDuring(w, mark, start) // since the caller's look
 		if began.IsZero() {
-			return synced{}, true
+			return synced{lostDep: lost}, true
 		}
 		waited := time.Since(began)
 		sr.record(waited, "", "", start)
-		return synced{wait: waited}, true
+		return synced{wait: waited, lostDep: lost}, true
 	}
 	if began.IsZero() {
 		began = time.Now()
@@ -401,6 +403,10 @@ wait:
 		case now := <-t.C:
 			if !aw.pending() {
 				// Done as the timer fired: select chose the timer.
+				// Lost or given up, it is told as on its channel.
+				if lostDep, reason = woken(aw, start); lostDep || reason != "" {
+					break wait
+				}
 				ch, aw = next()
 				continue
 			}
@@ -437,6 +443,9 @@ wait:
 		}
 	}
 	waited := time.Since(began)
+	if !lostDep && reason == "" {
+		lostDep = s.lostDuring(w, mark, start)
+	}
 	cause := ""
 	if reason == SyncTimeout {
 		cause = sr.timeoutCause(s, aw, unchecked)
@@ -448,6 +457,15 @@ wait:
 	}
 	sr.record(waited, reason, cause, start)
 	return synced{wait: waited, giveUp: reason, lostDep: lostDep}, true
+}
+
+// lostDuring reports whether a commit that w waited for was lost while it
+// waited, since mark (syncdep.Board.LostSince): the wait looks at what it
+// woke for (woken), but a commit lost while it waited for another, or
+// seen done without being asked how, leaves the Board as one that ran.
+// Not said of a start barrier's wait, as in woken.
+func (s *session) lostDuring(w syncdep.Wait, mark uint64, start bool) bool {
+	return !start && s.syncBoard().LostSince(w, mark) != nil
 }
 
 // woken says what became of what a wait for aw woke for: the commit

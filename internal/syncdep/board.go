@@ -2,6 +2,7 @@ package syncdep
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -73,6 +74,13 @@ func (t *Txn) Done() {
 	}
 	t.done = true
 	t.ran.Store(true)
+	if t.lost.Load() {
+		// Kept in the order lost, for a wait that began before (see
+		// LostSince): once off the lists below, Blocker no longer
+		// names it.
+		b.lost = append(b.lost, t)
+		b.nLost.Store(uint64(len(b.lost)))
+	}
 	if t.seq != 0 {
 		b.any.remove(t)
 		if t.writeAll {
@@ -137,6 +145,11 @@ type Board struct {
 	// low is the seq of the oldest transaction not Done, MaxUint64 when
 	// none: a Wait whose cut is below it is satisfied without the lock.
 	low atomic.Uint64
+	// lost are the transactions Lost, in the order they were, on the
+	// Board or not (a write by key); nLost is its length, for readers
+	// without the lock (see LostSince).
+	lost  []*Txn
+	nLost atomic.Uint64
 }
 
 func newBoard() *Board {
@@ -280,6 +293,65 @@ func (b *Board) Blocker(w Wait) *Txn {
 		return w.rowBlocker()
 	}
 	return best
+}
+
+// LostMark is where a wait that begins now starts to look for the
+// transactions lost while it waits (LostSince).
+func (b *Board) LostMark() uint64 { return b.nLost.Load() }
+
+// LostSince returns a transaction that w waited for and that was lost
+// (Lose) after mark, a LostMark taken when the wait began, or nil when
+// none was. A lost transaction leaves the Board as a done one does, so
+// Blocker, once it no longer names any transaction, cannot tell that
+// one of those it was waiting for was lost rather than run: a wait for
+// the oldest of two commits, released when it runs, would not see the
+// other's loss meanwhile, nor would a wait that saw its own commit done
+// without asking how (a deadlock check's timer that fired with it).
+// Those lost before mark are not the wait's: a statement that came after
+// the loss waited for nothing.
+func (b *Board) LostSince(w Wait, mark uint64) *Txn {
+	if b.nLost.Load() <= mark || w.None() {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.lost[min(mark, uint64(len(b.lost))):] {
+		if w.awaits(t) {
+			return t
+		}
+	}
+	return nil
+}
+
+// awaits reports whether t is among the transactions w waits for, as
+// Blocker chooses them, whether or not t is done.
+func (w Wait) awaits(t *Txn) bool {
+	if t.seq == 0 {
+		return t == w.row || slices.Contains(w.rows, t)
+	}
+	e := w.eff
+	if t.seq <= w.cut {
+		switch {
+		case w.all || (e != nil && e.readAll) || t.writeAll:
+			return true
+		case e != nil && intersects(t.writes, e.touch):
+			return true
+		}
+	}
+	if e != nil && w.lockCut > 0 && t.seq <= w.lockCut {
+		return e.lockAll && t.writeAll || intersects(t.writes, e.lock)
+	}
+	return false
+}
+
+// intersects reports whether a and b have an id in common.
+func intersects(a, b []uint32) bool {
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // rowBlocker returns the write or lock by key that w still waits for

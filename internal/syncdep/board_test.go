@@ -107,3 +107,52 @@ func TestTxnNotify(t *testing.T) {
 		}
 	}
 }
+
+// TestLostSince: a wait that began before a commit it waited for was
+// lost learns of it from LostSince, whichever commit it was waiting for
+// when the loss came; once the lost commit left the Board, Blocker no
+// longer tells it from one that ran (a shipment released as if the
+// order's commit had run, then run without it, as in internal/cli's
+// TestReplayCrashLosesParent on a busy machine). A loss before the wait
+// began, or of a commit the wait does not depend on, is not the wait's;
+// nor is a row's write that was lost, unless the wait is for that row.
+func TestLostSince(t *testing.T) {
+	tr := newShop(Object)
+	b := tr.Board()
+	a, c, other, cons := tr.Session("shop", "a"), tr.Session("shop", "c"), tr.Session("shop", "other"), tr.Session("shop", "consumer")
+	first := run(a, ms(1)-100, ms(1), "INSERT INTO public.orders (id) VALUES (1)").Commit
+	second := run(c, ms(2)-100, ms(2), "INSERT INTO public.orders (id) VALUES (2)").Commit
+	unrelated := run(other, ms(3)-100, ms(3), "INSERT INTO archive.orders (id) VALUES (3)").Commit
+	ship := run(cons, ms(4)-100, ms(4), "INSERT INTO shipments (order_id) VALUES (2)").Wait
+	if got := b.Blocker(ship); got != first {
+		t.Fatalf("the shipment waits for %v, want the first order's commit", seqOf(got))
+	}
+	mark := b.LostMark()
+	unrelated.Lose()
+	second.Lose() // while the wait is on the first
+	first.Done()
+	if got := b.Blocker(ship); got != nil {
+		t.Fatalf("Blocker %v after both orders' commits left the Board", seqOf(got))
+	}
+	if got := b.LostSince(ship, mark); got != second {
+		t.Errorf("LostSince %v, want the second order's commit, lost while the wait was on the first", seqOf(got))
+	}
+	if got := b.LostSince(ship, b.LostMark()); got != nil {
+		t.Errorf("LostSince a mark after the loss: %v, want none (the wait came after it)", seqOf(got))
+	}
+	// A read of archive.orders depends on archive's commit alone.
+	arch := run(tr.Session("shop", "archive"), ms(5)-100, ms(5), "SELECT * FROM archive.orders").Wait
+	if got := b.LostSince(arch, mark); got != unrelated {
+		t.Errorf("a read of archive.orders: LostSince %v, want archive's lost commit only", seqOf(got))
+	}
+	// A write by key, off the Board: only a wait for its row.
+	row := &Txn{b: b}
+	mark = b.LostMark()
+	row.Lose()
+	if got := b.LostSince(Wait{row: row}, mark); got != row {
+		t.Errorf("a row's wait: LostSince %v, want the row's lost write", seqOf(got))
+	}
+	if got := b.LostSince(Wait{row: &Txn{b: b}}, mark); got != nil {
+		t.Errorf("another row's wait: LostSince %v, want none", seqOf(got))
+	}
+}
