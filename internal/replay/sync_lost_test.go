@@ -44,7 +44,8 @@ func newLostWaitCase(t *testing.T) *lostWaitCase {
 
 // loseSecond waits (polling) until the reader waits, then loses the
 // second commit (its session's connection broke) while the reader waits
-// for the first, and runs the first.
+// for the first, and runs the first; the wait must then end, and say
+// its dependency was lost.
 func (c *lostWaitCase) loseSecond(t *testing.T, done <-chan synced) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); c.s.waitingOn.Load() == nil; {
@@ -60,6 +61,14 @@ func (c *lostWaitCase) loseSecond(t *testing.T, done <-chan synced) {
 	}
 	c.r.sync.lose(c.second)
 	c.first.Done()
+	select {
+	case sy := <-done:
+		if !sy.lostDep || sy.giveUp != "" {
+			t.Errorf("the wait ended %+v: want a lost dependency", sy)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait did not end once its commits were done or lost")
+	}
 }
 
 // TestSyncWaitLostWhileWaitingForAnother: a statement waiting for the
@@ -83,14 +92,6 @@ func TestSyncWaitLostWhileWaitingForAnother(t *testing.T) {
 		done <- sy
 	}()
 	c.loseSecond(t, done)
-	select {
-	case sy := <-done:
-		if !sy.lostDep || sy.giveUp != "" {
-			t.Errorf("the wait ended %+v: want a lost dependency", sy)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the wait did not end once its commits were done or lost")
-	}
 	if n := c.r.sync.lostN.Load(); n != 1 {
 		t.Errorf("%d lost transactions, want 1", n)
 	}
