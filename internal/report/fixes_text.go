@@ -31,11 +31,25 @@ func WriteFixes(w io.Writer, tried []fixes.Outcome) error {
 			continue
 		}
 		fmt.Fprintf(w, "    applied: %s\n", oneLine(f.SQL))
+		if len(f.ControlRounds) > 0 {
+			fmt.Fprintf(w, "    judged against the control's %s %s, run in turn with the fix's\n",
+				plural(len(f.ControlRounds), "round", "rounds"), fixRounds(f.ControlRounds))
+		}
 		for _, line := range fixFigureLines(f) {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 	return nil
+}
+
+// fixRounds is "3, 7": the rounds' numbers, as in the rehearsal's
+// index.
+func fixRounds(seqs []int) string {
+	ids := make([]int64, len(seqs))
+	for i, s := range seqs {
+		ids[i] = int64(s)
+	}
+	return joinIDs(ids)
 }
 
 // fixVerdictText is a fix's verdict line: its name, then

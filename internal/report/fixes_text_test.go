@@ -146,10 +146,16 @@ func TestWriteFixesQueryAsElsewhere(t *testing.T) {
 		Before: &compare.Effect{Ratio: 215, Low: 142, High: 321, Change: compare.ChangeSlower}, AddedMSBefore: 23730, RecoveredPct: 100}
 	var b strings.Builder
 	if err := WriteFixes(&b, []fixes.Outcome{{Fix: fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX customers_email_idx ON customers (email)"},
-		Status: fixes.Verified, Rounds: 2, RecoveredPct: 100, Queries: []fixes.Query{fq}}}); err != nil {
+		Status: fixes.Verified, Rounds: 2, ControlRounds: []int{7, 10}, RecoveredPct: 100, Queries: []fixes.Query{fq}}}); err != nil {
 		t.Fatal(err)
 	}
-	if out := b.String(); !strings.Contains(out, "email = $1 || $2 || $3") || strings.Contains(out, "$2 || $1") {
+	out := b.String()
+	if !strings.Contains(out, "email = $1 || $2 || $3") || strings.Contains(out, "$2 || $1") {
 		t.Errorf("the fix's query is not as the verdict prints it:\n%s", out)
+	}
+	// The control's rounds it was judged against, as the JSON's
+	// control_rounds.
+	if want := "    judged against the control's rounds 7, 10, run in turn with the fix's\n"; !strings.Contains(out, want) {
+		t.Errorf("missing %q in\n%s", want, out)
 	}
 }
