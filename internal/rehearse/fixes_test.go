@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -73,19 +74,13 @@ func TestFixRounds(t *testing.T) {
 	// The fix's index exists in the copies of its rounds only.
 	seen := map[int]bool{}
 	workMem := map[int]string{}
-	cfg := Config{
-		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
-		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
-		Rounds:     1,
-		Dir:        t.TempDir(),
-		KeepResets: true,
-		Replay: realReplay(logPath, func(round Round, tg Target) {
-			if round.Side == Candidate {
-				seen[round.Seq] = hasIndex(t, cand.DSN(dbOf(round)), good)
-				workMem[round.Seq] = setting(t, cand.DSN(dbOf(round)), "work_mem")
-			}
-		}),
-	}
+	cfg := templateConfig(ctl, cand, dbs, logPath, func(round Round, tg Target) {
+		if round.Side == Candidate {
+			seen[round.Seq] = hasIndex(t, cand.DSN(dbOf(round)), good)
+			workMem[round.Seq] = setting(t, cand.DSN(dbOf(round)), "work_mem")
+		}
+	})
+	cfg.Dir = t.TempDir()
 	names, of := map[int]string{}, map[int]int{}
 	cfg.Progress = func(p Progress) {
 		if p.Phase == PhaseReset {
@@ -257,18 +252,12 @@ func TestFixRoundsServerSetting(t *testing.T) {
 	}
 	dbs := []string{appDB}
 	ckpt, wwd := map[int]string{}, map[int]string{}
-	cfg := Config{
-		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
-		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
-		Rounds:     1,
-		KeepResets: true,
-		Replay: realReplay(logPath, func(round Round, tg Target) {
-			if round.Side == Candidate {
-				ckpt[round.Seq] = setting(t, cand.DSN(dbOf(round)), "checkpoint_timeout")
-				wwd[round.Seq] = setting(t, cand.DSN(dbOf(round)), "wal_writer_delay")
-			}
-		}),
-	}
+	cfg := templateConfig(ctl, cand, dbs, logPath, func(round Round, tg Target) {
+		if round.Side == Candidate {
+			ckpt[round.Seq] = setting(t, cand.DSN(dbOf(round)), "checkpoint_timeout")
+			wwd[round.Seq] = setting(t, cand.DSN(dbOf(round)), "wal_writer_delay")
+		}
+	})
 	out, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -381,19 +370,13 @@ func TestFixRoundsInterrupted(t *testing.T) {
 	dbs := []string{appDB}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := Config{
-		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
-		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
-		Rounds:     1,
-		Dir:        t.TempDir(),
-		KeepResets: true,
-		Replay: realReplay(logPath, func(round Round, tg Target) {
-			// The last round, the control's beside the fix: Ctrl-C.
-			if round.Beside && round.Seq == 6 {
-				cancel()
-			}
-		}),
-	}
+	cfg := templateConfig(ctl, cand, dbs, logPath, func(round Round, tg Target) {
+		// The last round, the control's beside the fix: Ctrl-C.
+		if round.Beside && round.Seq == 6 {
+			cancel()
+		}
+	})
+	cfg.Dir = t.TempDir()
 	out, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -430,5 +413,18 @@ func TestFixRoundsInterrupted(t *testing.T) {
 	judged, jerr := JudgeFixes(out, before, compare.Options{MinCalls: 5})
 	if jerr != nil || len(judged) != 1 || !slices.Equal(judged[0].ControlRounds, []int{3}) {
 		t.Errorf("JudgeFixes: %v, %+v; want the fix judged against round 3", jerr, judged)
+	}
+}
+
+// templateConfig is a rehearsal of logPath with one round a side, each
+// target reset from its template copies of dbs and kept for the fix
+// rounds; at calls back before each round's replay.
+func templateConfig(ctl, cand *pgcluster.Cluster, dbs []string, logPath string, at func(Round, Target)) Config {
+	return Config{
+		Control:    Target{DSN: ctl.DSN("postgres"), Reset: &reset.Template{DSN: ctl.DSN("postgres"), Databases: dbs}},
+		Candidate:  Target{DSN: cand.DSN("postgres"), Reset: &reset.Template{DSN: cand.DSN("postgres"), Databases: dbs}},
+		Rounds:     1,
+		KeepResets: true,
+		Replay:     realReplay(logPath, at),
 	}
 }
