@@ -787,32 +787,27 @@ func (f *Fix) relationScoped() bool {
 // or name); a statement whose relations its text does not tell (DDL,
 // DO, CALL) is taken to touch it.
 func touches(sql, rel string) bool {
-	schema, name, ok := strings.Cut(rel, ".")
-	if !ok {
-		schema, name = "", rel
-	}
 	c := fingerprint.Classify(sql)
 	if c.Opaque || c.ReadAll || len(c.Funcs) > 0 {
 		// A function may read any relation: taken to touch it.
 		return true
 	}
-	for _, n := range c.Touch {
-		if n.Name == name && (schema == "" || n.Schema == "" || n.Schema == schema) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.Touch, names(rel))
 }
 
 func writes(sql, rel string) bool {
+	is := names(rel)
+	return slices.ContainsFunc(fingerprint.Classify(sql).Write, func(w fingerprint.Write) bool { return is(w.Name) })
+}
+
+// names returns whether a name the statement's text gives is relation rel
+// (schema.name or name), a side without a schema matching any.
+func names(rel string) func(fingerprint.Name) bool {
 	schema, name, ok := strings.Cut(rel, ".")
 	if !ok {
 		schema, name = "", rel
 	}
-	for _, w := range fingerprint.Classify(sql).Write {
-		if w.Name.Name == name && (schema == "" || w.Schema == "" || w.Schema == schema) {
-			return true
-		}
+	return func(n fingerprint.Name) bool {
+		return n.Name == name && (schema == "" || n.Schema == "" || n.Schema == schema)
 	}
-	return false
 }
