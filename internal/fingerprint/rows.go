@@ -89,7 +89,11 @@ func rowAccess(n *pg_query.Node) *RowAccess {
 		ra = &RowAccess{Op: OpDelete, Eq: equalities(d.WhereClause, rv)}
 	case *pg_query.Node_InsertStmt:
 		in := x.InsertStmt
-		if in.WithClause != nil || len(in.Cols) == 0 || in.SelectStmt == nil {
+		// Without a column list, the values' columns are the table's
+		// in order, which only the catalog knows: no Eq, but still a
+		// RowAccess, for an insert into a table without unique indexes
+		// is blind whatever its columns (syncdep's rowEffect).
+		if in.WithClause != nil || in.SelectStmt == nil {
 			return nil
 		}
 		rv = in.Relation
@@ -107,6 +111,9 @@ func rowAccess(n *pg_query.Node) *RowAccess {
 		}
 		if sel := in.SelectStmt.GetSelectStmt(); sel != nil && len(sel.ValuesLists) == 1 {
 			row := sel.ValuesLists[0].GetList().GetItems()
+			if len(cols) == 0 {
+				break
+			}
 			if len(row) != len(cols) {
 				return nil
 			}

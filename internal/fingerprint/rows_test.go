@@ -56,6 +56,9 @@ func TestRowAccess(t *testing.T) {
 		{"SELECT * FROM t WHERE u.id = $1", "select t eq="},
 		{"INSERT INTO t (id, v) VALUES ($1, $2), ($3, $4)", "insert t eq="},
 		{"INSERT INTO h (a, b) SELECT x, y FROM s WHERE s.k = $1", "insert h eq="},
+		// No column list: which column a value is, the catalog says.
+		{"INSERT INTO t VALUES ($1, $2)", "insert t eq="},
+		{"INSERT INTO t VALUES (1, 2) ON CONFLICT (id) DO UPDATE SET v = 3", "insert t eq= set=v upsert"},
 		{"UPDATE t SET v = (SELECT max(v) FROM u) WHERE id = $1", "update t eq=id:$1 set=v"},
 		// Not a form it reads.
 		{"SELECT * FROM t JOIN u USING (id) WHERE t.id = $1", "-"},
@@ -65,7 +68,6 @@ func TestRowAccess(t *testing.T) {
 		{"WITH x AS (SELECT 1) SELECT * FROM t WHERE id = $1", "-"},
 		{"UPDATE t SET v = 1 FROM u WHERE t.id = u.id AND u.k = $1", "-"},
 		{"DELETE FROM t USING u WHERE t.id = $1", "-"},
-		{"INSERT INTO t VALUES ($1, $2)", "-"},
 		{"INSERT INTO t (id) SELECT id + 1 FROM t", "-"},
 		{"SELECT * FROM f($1)", "-"},
 		{"SELECT 1", "-"},

@@ -149,6 +149,8 @@ var rowCases = []struct{ sql, want string }{
 	{"INSERT INTO pairs (u, a) VALUES ($1, $2) ON CONFLICT (a, u) DO UPDATE SET a = 0", "touch=public.pairs write=public.pairs"},
 	// No unique index: a blind insert waits for nothing there.
 	{"INSERT INTO log (a, b) VALUES ($1, $2)", "write=public.log"},
+	{"INSERT INTO log VALUES ($1, $2)", "write=public.log"},
+	{"INSERT INTO log VALUES (1, 2), (3, 4)", "write=public.log"},
 	{"INSERT INTO log (a) SELECT id FROM accounts WHERE id = $1", "touch=public.accounts write=public.log"},
 	// An exclusion constraint: whole.
 	{"UPDATE books SET note = $1 WHERE id = $2", "touch=public.books write=public.books"},
@@ -163,6 +165,8 @@ var rowCases = []struct{ sql, want string }{
 	{"SELECT * FROM parts_1 WHERE id = $1 AND at = $2", "rows=public.parts($1,$2)"},
 	{"INSERT INTO plain (id, v) VALUES ($1, $2)", "rows=public.plain($1 write lock)"},
 	{"INSERT INTO plain (id, v) VALUES (1, $1)", "touch=public.plain write=public.plain"},
+	// Without a column list, a key cannot be read from the values.
+	{"INSERT INTO plain VALUES ($1, $2)", "touch=public.plain write=public.plain"},
 }
 
 func checkRowCases(t *testing.T, r *Resolver) {
@@ -232,7 +236,7 @@ func TestResolverEffect(t *testing.T) {
 		{"SELECT * FROM open_orders", "touch=public.open_orders,public.orders"},
 		{"UPDATE open_orders SET state = $1", "touch=public.open_orders,public.order_lines,public.orders,public.shipments write=public.open_orders,public.orders"},
 		// A partition is its partitioned table.
-		{"INSERT INTO events_2026 VALUES ($1)", "touch=public.events write=public.events"},
+		{"INSERT INTO events_2026 VALUES ($1)", "write=public.events"}, // blind: no unique index
 		{"SELECT * FROM events", "touch=public.events"},
 		// Triggers or rules on a written table: unknown effects.
 		{"INSERT INTO audited VALUES ($1)", "touch=public.audited write=public.audited readall writeall"},
