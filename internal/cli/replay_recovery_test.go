@@ -389,6 +389,14 @@ func shopTarget(t *testing.T) *pgcluster.Cluster {
 // pg_stat_activity with query, or fails the test after limit.
 func pollActivity(t *testing.T, c *pgcluster.Cluster, query string, limit time.Duration, cond func(n int) bool) {
 	t.Helper()
+	if err := awaitActivity(c, query, limit, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitActivity is pollActivity for a goroutine other than the test's,
+// which must not call t.Fatal: it returns the error instead.
+func awaitActivity(c *pgcluster.Cluster, query string, limit time.Duration, cond func(n int) bool) error {
 	ctx := context.Background()
 	deadline := time.Now().Add(limit)
 	for {
@@ -398,12 +406,12 @@ func pollActivity(t *testing.T, c *pgcluster.Cluster, query string, limit time.D
 			conn.Close(ctx)
 			if res.Err == nil && len(res.Rows) == 1 {
 				if n, _ := strconv.Atoi(string(res.Rows[0][0])); cond(n) {
-					return
+					return nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pg_stat_activity: %s did not come within %v", query, limit)
+			return fmt.Errorf("pg_stat_activity: %s did not come within %v", query, limit)
 		}
 		time.Sleep(50 * time.Millisecond) // polling
 	}
@@ -525,8 +533,11 @@ func crashDuringOrder(t *testing.T, log string) (code int, stdout, stderr, out s
 		// 0.1 s after the BEGIN, is given a second to come to its wait
 		// (at load 30, with the replay's lag p99 3.3 s, the crash came
 		// right after the BEGIN once).
-		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE (query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s') OR (query = 'BEGIN' AND state = 'idle in transaction' AND now() - state_change > interval '1 s')",
-			30*time.Second, func(n int) bool { return n == 2 })
+		if err := awaitActivity(c, "SELECT count(*) FROM pg_stat_activity WHERE (query = 'SELECT pg_sleep(8)' AND state = 'active' AND now() - query_start > interval '2 s') OR (query = 'BEGIN' AND state = 'idle in transaction' AND now() - state_change > interval '1 s')",
+			30*time.Second, func(n int) bool { return n == 2 }); err != nil {
+			crashed <- err
+			return
+		}
 		if err := c.Kill(); err != nil {
 			crashed <- err
 			return
@@ -567,7 +578,9 @@ func TestReplayFrozenTarget(t *testing.T) {
 	t.Cleanup(func() { c.Thaw() }) // before the cluster is stopped
 	frozenAt := make(chan time.Time, 1)
 	go func() {
-		pollActivity(t, c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'load'", 60*time.Second, func(n int) bool { return n >= 5 })
+		if err := awaitActivity(c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'load'", 60*time.Second, func(n int) bool { return n >= 5 }); err != nil {
+			t.Error(err)
+		}
 		if err := c.Freeze(); err != nil {
 			t.Error(err)
 		}
