@@ -88,7 +88,10 @@ func rehearseStats(t *testing.T, ctl, cand *pgcluster.Cluster, log string, extra
 // tried no such fix). One fix round of 30 calls is timed: on a busy
 // machine a burst of other work can fall on it alone and leave its
 // query outside the control's noise (a tail of one slow call), which is
-// the machine's race, not the fix's, and the test cannot force it.
+// the machine's race, not the fix's, and the test cannot force it. A
+// burst on the control's one round can as well hide the regression
+// itself (within the floor), and with it the fix: no such fix is tried
+// again too.
 func rehearseFix(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, extra ...string) (int, string, fixesDoc, *fixes.Outcome) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -100,10 +103,14 @@ func rehearseFix(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, e
 				o = &doc.Fixes[i]
 			}
 		}
-		if o == nil || o.Status == fixes.Verified || attempt == 3 {
+		if o != nil && o.Status == fixes.Verified || attempt == 3 {
 			return code, stdout, doc, o
 		}
-		t.Logf("attempt %d: %s is %s after one round on this machine; trying again", attempt, name, o.Status)
+		status := "not tried"
+		if o != nil {
+			status = string(o.Status)
+		}
+		t.Logf("attempt %d: %s is %s after one round a side on this machine; trying again", attempt, name, status)
 	}
 }
 
@@ -254,5 +261,76 @@ func TestRehearseDropStatisticsFix(t *testing.T) {
 	}
 	if got := queryLines(t, cand, "app", "SELECT count(*) FROM pg_statistic_ext WHERE stxname = 's_ab'"); strings.Join(got, "") != "1" {
 		t.Errorf("the candidate's own app lost its statistics: %v", got)
+	}
+}
+
+// A column's statistics target on the control only (issue 48 item 1):
+// skew holds 24,200 rows, fewer than the 30,000 (300 x the default
+// target 100) that ANALYZE samples, so it reads every row at either
+// target and the statistics are the same at every run. a holds 100
+// values of 220 rows each, 1000 on every 111th row up to 22,200 (200
+// rows), and 2,000 values of one row each. The default target keeps
+// the 100 commonest values in a's most common values, not 1000, which
+// the planner then takes to be as rare as the rest: one row. The
+// control's target 200 keeps 1000 too, with its 200 rows. v is some
+// 300 bytes, so that a sequential scan reads 1,053 pages.
+const targetTable = `CREATE TABLE skew (id int PRIMARY KEY, a int NOT NULL, v text NOT NULL);
+INSERT INTO skew SELECT i, CASE WHEN i % 111 = 0 THEN 1000 WHEN i % 111 <= 100 THEN i % 111 ELSE 100000 + i END, repeat('v', 300) || i
+	FROM generate_series(1, 22200) i;
+INSERT INTO skew SELECT i, i % 100 + 1, repeat('v', 300) || i FROM generate_series(22201, 24200) i;
+ANALYZE skew`
+
+// TestRehearseStatisticsTargetFix: the control's statistics target of
+// skew.a is 200, the candidate's the default. The control expects 200
+// rows of a = 1000 and walks the primary key for the first, found after
+// 111 rows; the candidate expects one and sorts what a sequential scan
+// of all 24,200 finds. The plans name the target as the cause, and the
+// fix round sets the control's target on the copy and analyzes skew,
+// which brings the query back within the control's noise. With the
+// samples kept the plans of the value differ; without, the generic
+// plans are the same (they know no value), and the target is named all
+// the same, with why the plans do not show it: a same generic plan
+// said "cause: none found in settings, indexes or statistics". The
+// candidate's own database keeps its default target.
+func TestRehearseStatisticsTargetFix(t *testing.T) {
+	parallelCase(t)
+	ctl, cand := statTargets(t, targetTable, "ALTER TABLE skew ALTER COLUMN a SET STATISTICS 200; ANALYZE skew", "")
+	var steps []logStep
+	for range 30 {
+		steps = append(steps, logStep{q: "SELECT v FROM skew WHERE a = 1000 ORDER BY id LIMIT 1"})
+	}
+	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	const cause = "cause: statistics target of skew.a 200 -> default"
+	for _, c := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"samples", []string{"--keep-samples"}, []string{"plan changed: added Sort; " + cause + "\n"}},
+		{"generic", nil, []string{"same plan, slower; " + cause + " (generic plans)\n",
+			"on the candidate: the planner's estimates of the column differ with it; the generic plans, made without the statement's values, cannot show an estimate of a value"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, doc, fix := rehearseFix(t, ctl, cand, log, "statistics-target-skew.a", c.extra...)
+			if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
+				t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
+			}
+			if fix == nil || fix.Kind != fixes.StatisticsTarget || fix.Origin != fixes.OriginPlans || fix.Relation != "skew" ||
+				fix.SQL != `ALTER TABLE "skew" ALTER COLUMN "a" SET STATISTICS 200; ANALYZE "skew"` {
+				t.Fatalf("the statistics target's fix: %+v (fixes %+v)", fix, doc.Fixes)
+			}
+			if fix.Status != fixes.Verified || fix.Rounds != 1 {
+				t.Errorf("the statistics target's fix: %s after %d rounds, want verified after 1: %+v", fix.Status, fix.Rounds, fix.Queries)
+			}
+			for _, want := range append(c.want, "the statistics target of skew.a is 200 on the control and default on the candidate",
+				"statistics-target-skew.a: fix verified (1 round)") {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("standard output lacks %q", want)
+				}
+			}
+		})
+	}
+	if got := queryLines(t, cand, "app", "SELECT coalesce(attstattarget, -1) FROM pg_attribute WHERE attrelid = 'skew'::regclass AND attname = 'a'"); strings.Join(got, "") != "-1" {
+		t.Errorf("the candidate's own app has the control's target: %v", got)
 	}
 }

@@ -218,8 +218,14 @@ func (r *runner) attribute(ctx context.Context, out *Outcome, main *Explained, c
 		causes = append(causes, r.verifyIndexes(ctx, main, cand, indexCauses(main, cs, cd))...)
 	}
 	causes = append(causes, hotCauses(assigned, cs, cd)...)
-	causes = append(causes, statisticsCauses(rels, cs, cd, changed)...)
-	if changed {
+	// Generic plans, made without the statement's values, cannot show
+	// an estimate of a value (a column's most common values, extended
+	// statistics' MCV lists): the same generic plans do not clear the
+	// statistics the values' plans rest on, which are named for a
+	// slowdown as for a changed plan.
+	hidden := changed || main.req.mode == ModeGeneric
+	causes = append(causes, statisticsCauses(rels, cs, cd, changed, hidden)...)
+	if hidden {
 		causes = append(causes, targetCauses(out.Query, rels, cs, cd)...)
 	}
 	if cs != nil && cd != nil {
@@ -417,8 +423,10 @@ func relation(s *Snapshot, name string) *Relation {
 	return s.Relations[name]
 }
 
-// statisticsCauses compares the statistics of the plans' relations.
-func statisticsCauses(rels []string, cs, cd *Snapshot, changed bool) []Cause {
+// statisticsCauses compares the statistics of the plans' relations:
+// stale statistics when the plan changed, extended statistics on one side
+// only when it changed or the plans are generic (ext).
+func statisticsCauses(rels []string, cs, cd *Snapshot, changed, ext bool) []Cause {
 	var out []Cause
 	seen := map[string]bool{}
 	for _, name := range rels {
@@ -456,7 +464,7 @@ func statisticsCauses(rels []string, cs, cd *Snapshot, changed bool) []Cause {
 		if a.Tuples > 0 && b.Tuples > 0 && (b.Tuples > 1.5*a.Tuples || a.Tuples > 1.5*b.Tuples) {
 			out = append(out, Cause{Kind: CauseRowsDiffer, Relation: name, Control: tuples(a), Candidate: tuples(b)})
 		}
-		if changed {
+		if ext {
 			out = append(out, extStatCauses(name, a, b)...)
 		}
 	}

@@ -19,7 +19,7 @@ func TestStatisticsCauses(t *testing.T) {
 	cand := &Snapshot{Relations: map[string]*Relation{"t": {Name: "t", Tuples: 100, ColumnStats: true, ExtStats: []ExtStat{cd},
 		StatisticsTargets: map[string]int{"B": 10, "z": 500}}}}
 
-	got := statisticsCauses([]string{"t"}, ctl, cand, true)
+	got := statisticsCauses([]string{"t"}, ctl, cand, true, true)
 	if len(got) != 2 {
 		t.Fatalf("causes %+v, want t_ab on the control only, t_cd built on the candidate only", got)
 	}
@@ -31,7 +31,7 @@ func TestStatisticsCauses(t *testing.T) {
 		c.Statistics == nil || c.Statistics.Schema != "public" {
 		t.Errorf("candidate only: %+v", c)
 	}
-	if same := statisticsCauses([]string{"t"}, ctl, cand, false); len(same) != 0 {
+	if same := statisticsCauses([]string{"t"}, ctl, cand, false, false); len(same) != 0 {
 		t.Errorf("the same plan: %+v", same)
 	}
 

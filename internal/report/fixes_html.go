@@ -80,9 +80,15 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 			case fixes.NoEffect:
 				with.Class += " bad"
 			}
+			added := htmlreport.Num(fmtSignedTotal(q.AddedMSWith), q.AddedMSWith)
+			if q.Status == fixes.Verified && q.Remains == "" {
+				// None by the verdict's reckoning, not a measured +0:
+				// as addedWith says.
+				added = htmlreport.Num("within noise", 0)
+			}
 			queries.Rows = append(queries.Rows, htmlreport.Row{Cells: []htmlreport.Cell{htmlreport.Text(f.Name), metric,
 				with, before,
-				htmlreport.Num(fmtSignedTotal(q.AddedMSWith), q.AddedMSWith), htmlreport.Num(fmtSignedTotal(q.AddedMSBefore), q.AddedMSBefore),
+				added, htmlreport.Num(fmtSignedTotal(q.AddedMSBefore), q.AddedMSBefore),
 				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
 		}
 		for _, c := range f.Costs {

@@ -106,9 +106,9 @@ func fixFigureLines(f fixes.Outcome) []string {
 				shorten(oneLine(DisplayQuery(q.Query)), fixQueryWidth), WorkMetricName(q.WorkMetric), fmtWorkEffect(q.WorkWith), fmtWorkEffect(q.WorkBefore)))
 			continue
 		}
-		line := fmt.Sprintf("%s: %s against the control with the fix (%s without); %s per run added with it, %s without",
+		line := fmt.Sprintf("%s: %s against the control with the fix (%s without); %s with it, %s per run without",
 			shorten(oneLine(DisplayQuery(q.Query)), fixQueryWidth), fmtEffect(q.With), fmtEffect(q.Before),
-			fmtSignedTotal(q.AddedMSWith), fmtSignedTotal(q.AddedMSBefore))
+			addedWith(q), fmtSignedTotal(q.AddedMSBefore))
 		out = append(out, line+fixQueryDeltaWords(q))
 	}
 	for _, c := range f.Costs {
@@ -130,6 +130,18 @@ func fixFigureLines(f fixes.Outcome) []string {
 		out = append(out, fixChangeLines(f.Changes)...)
 	}
 	return append(out, fixWritesLines(f)...)
+}
+
+// addedWith is the time a regression adds per run against the control
+// with the fix. A query no longer flagged adds none by the verdict's
+// reckoning (fixes.Judge counts 0): not a measured +0, which its ratio
+// with its interval beside it (~ 2.05x) would contradict, but within the
+// control's noise.
+func addedWith(q fixes.Query) string {
+	if q.Status == fixes.Verified && q.Remains == "" {
+		return "no time added per run beyond the control's noise"
+	}
+	return fmtSignedTotal(q.AddedMSWith) + " per run added"
 }
 
 // fixQueryDeltaWords say, for a regression the comparison with the

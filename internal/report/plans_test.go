@@ -219,6 +219,25 @@ func TestNoneFoundUnchecked(t *testing.T) {
 	}
 }
 
+// TestGenericStatisticsWords: a statistics target named behind the same
+// generic plans says why the plans do not show it; behind the same plans
+// of a value, or a changed generic plan, it does not.
+func TestGenericStatisticsWords(t *testing.T) {
+	scan := `Seq Scan on skew  (cost=0.00..1355.50 rows=1 width=312)`
+	c := explain.Cause{Kind: explain.CauseStatisticsTarget, Relation: "skew", Columns: []string{"a"}, Control: "200", Candidate: "default"}
+	base := "the statistics target of skew.a is 200 on the control and default on the candidate: the planner's estimates of the column differ with it"
+	generic := explained(t, explain.ModeGeneric, scan, scan)
+	if got, want := CauseText(c, &generic), base+"; the generic plans, made without the statement's values, cannot show an estimate of a value: the values' plans may differ"; got != want {
+		t.Errorf("same generic plans:\n got %q\nwant %q", got, want)
+	}
+	for _, e := range []explain.Explained{explained(t, explain.ModeCustom, scan, scan),
+		explained(t, explain.ModeGeneric, `Index Scan using skew_pkey on skew  (cost=0.29..1755.79 rows=200 width=312)`, scan)} {
+		if got := CauseText(c, &e); got != base {
+			t.Errorf("%s plans, same %v: %q", e.Candidate.Mode, e.Diff.Same, got)
+		}
+	}
+}
+
 // TestMoreWorkHOTWords: an update that writes more WAL with the same
 // plan is "same plan, more work", and the index that stops its HOT
 // updates is its cause, in the line, the text, the page and the JSON;

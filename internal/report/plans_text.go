@@ -305,6 +305,16 @@ func causeShort(c explain.Cause) string {
 	return string(c.Kind)
 }
 
+// genericSame says, of statistics named as a cause behind the same
+// generic plans (explain names them for a slowdown then), why the plans
+// do not show them.
+func genericSame(m *explain.Explained) string {
+	if m == nil || m.Diff == nil || !m.Diff.Same || m.Candidate == nil || m.Candidate.Mode != explain.ModeGeneric {
+		return ""
+	}
+	return "; the generic plans, made without the statement's values, cannot show an estimate of a value: the values' plans may differ"
+}
+
 func otherSide(s explain.Side) explain.Side {
 	if s == explain.Control {
 		return explain.Candidate
@@ -364,10 +374,10 @@ func CauseText(c explain.Cause, m *explain.Explained) string {
 		if c.Statistics != nil && c.Statistics.Def != "" {
 			s += " (" + c.Statistics.Def + ")"
 		}
-		return s
+		return s + genericSame(m)
 	case explain.CauseStatisticsTarget:
 		return "the statistics target of " + c.Relation + "." + strings.Join(c.Columns, ", ") + " is " + c.Control + " on the control and " +
-			c.Candidate + " on the candidate: the planner's estimates of the column differ with it"
+			c.Candidate + " on the candidate: the planner's estimates of the column differ with it" + genericSame(m)
 	case explain.CauseVersion:
 		if m != nil && m.Diff.Same {
 			return "PostgreSQL " + c.Control + " on the control, " + c.Candidate + " on the candidate: the same plan runs on another version's executor and storage"

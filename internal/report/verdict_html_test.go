@@ -172,7 +172,7 @@ func TestFixesSection(t *testing.T) {
 
 	queries := s.Tables[1]
 	wantQ := [][]string{
-		{"index-customers_email_idx", "mean", "~ 1.020x (0.90-1.20)", "40.00x (30.00-55.00)", "+0.000 ms", "+5.20 s", "SELECT id FROM customers WHERE email = $1"},
+		{"index-customers_email_idx", "mean", "~ 1.020x (0.90-1.20)", "40.00x (30.00-55.00)", "within noise", "+5.20 s", "SELECT id FROM customers WHERE email = $1"},
 		{"setting-random_page_cost", "p95", "3.10x (2.60-3.70)", "8.20x (7.10-9.50)", "+338 ms", "+900 ms", "SELECT * FROM orders WHERE customer_id = $1"},
 	}
 	if len(queries.Rows) != len(wantQ) {
