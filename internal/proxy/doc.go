@@ -15,9 +15,8 @@
 // Each direction is split into messages (a type byte and a four-byte
 // length) and forwarded in batches, one write per read. On Linux a
 // session whose two legs are plain sockets is relayed by an event loop
-// of the proxy's own (one goroutine per GOMAXPROCS but one, each over a
-// level-triggered epoll instance it sleeps in, as PgBouncer's one
-// thread), until it has to wait: then
+// of the proxy's own (one goroutine per GOMAXPROCS over a level-triggered
+// epoll instance, as PgBouncer's one thread), until it has to wait: then
 // by two goroutines, as a session with a TLS leg is (loop_linux.go,
 // Config.NoEventLoop).
 // Frontend messages (Query, the extended protocol, COPY data, function

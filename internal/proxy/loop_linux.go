@@ -41,8 +41,8 @@ import (
 // system call state, so that the wake-up costs no hand-off; the rest of
 // the process (the recorder, the listener, TLS sessions and the sessions
 // handed back) runs on the others: the proxy runs one loop fewer than
-// GOMAXPROCS (Serve; capturerun gives the loops one thread beyond
-// Threads). With one P only, the loop still relays and the rest
+// GOMAXPROCS (newLoops' callers; capturerun gives the loops one thread
+// beyond Threads). With one P only, the loop still relays and the rest
 // still runs, but only when the runtime's monitor takes the P from the
 // sleeping loop, or when the loop yields.
 //
