@@ -81,16 +81,13 @@ type Config struct {
 	RecordingFinalized func(Status)
 	// Metrics, when not nil, receives the capture's metrics.
 	Metrics prometheus.Registerer
-	// Threads, when above 0, is how many threads relay (the proxy's
-	// event loops) while Run runs: GOMAXPROCS is Threads plus one, the
-	// thread the rest of the process runs on (the recorder, accepting,
-	// TLS sessions), since a loop sleeps holding its P
-	// (internal/proxy/loop_linux.go); 0 leaves the runtime's choice.
-	// One loop, PgBouncer's model, relays a message for the least
+	// Threads, when above 0, is how many threads run the process's Go
+	// code (GOMAXPROCS) while Run runs; 0 leaves the runtime's choice.
+	// One thread, PgBouncer's model, relays a message for the least
 	// CPU: the threads of a process serving many sockets wake each
 	// other through futexes, and steal work from each other, for each
 	// burst of traffic (docs/performance.md). More relay more at once,
-	// once one loop is busy all the time.
+	// once one thread is busy all the time.
 	Threads int
 }
 
@@ -103,13 +100,12 @@ var threads struct {
 	running, was int
 }
 
-// setThreads sets GOMAXPROCS to n+1 when n > 0 (Config.Threads) and
+// setThreads sets GOMAXPROCS to n when n > 0 (Config.Threads) and
 // returns what puts it back once no capture of the process runs.
 func setThreads(n int) func() {
 	if n <= 0 {
 		return func() {}
 	}
-	n++
 	threads.Lock()
 	defer threads.Unlock()
 	if threads.running == 0 {

@@ -71,7 +71,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	fl.BoolVar(&f.rowDigest, "row-digest", true, "keep a 64-bit digest of the rows each statement returned (never a row), so that a replay compares answers by value; false spares the proxy hashing each row relayed, and answers are compared by row count only")
 	fl.StringVar(&f.admin, "admin", "", "serve the admin interface (start, stop and list recordings) on this address (\":6433\" is loopback only); without --out, nothing is recorded until a recording starts")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token the admin interface requires; needed when --admin is not a loopback address")
-	fl.IntVar(&f.threads, "threads", 1, "threads that relay, each an event loop, beside the one that records and accepts (0: the Go runtime's default, one per core or $GOMAXPROCS, one of them for the rest); one, as PgBouncer, spends the least CPU per message: raise it when the relay keeps a core busy")
+	fl.IntVar(&f.threads, "threads", 1, "threads that relay and record (0: the Go runtime's default, one per core or $GOMAXPROCS); one, as PgBouncer, spends the least CPU per message: raise it when the proxy's process keeps a core busy")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "once stopped, relay the open connections until they close or this long passes, accepting no new one (0: close them at once)")
 	cmd.AddCommand(newCaptureStartCmd(ctx, stdio), newCaptureStopCmd(ctx, stdio), newCaptureStatusCmd(ctx, stdio))
 	return cmd

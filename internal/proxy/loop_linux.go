@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,30 +27,16 @@ import (
 // proof of the end of the socket's bytes). Level-triggered, one read is
 // enough: what it left is reported again.
 //
-// The loop sleeps in one epoll_wait of its own epoll instance, as a
-// blocking system call (issue 47): one system call per sleep, as
-// PgBouncer's. Parking on that instance in Go's poller instead (the loop
-// before 2026-11-26) cost four epoll_pwait per sleep: the loop's poll that
-// found nothing, the scheduler's poll without waiting, its waiting poll
-// on Go's own instance (the loop's nested in it), and the loop's poll
-// once woken. Whatever else must wake the loop (a session entering or
-// leaving, Serve stopping) writes the eventfd in the same epoll set.
-//
-// While the loop sleeps its thread keeps its scheduler slot (P), in the
-// system call state, so that the wake-up costs no hand-off; the rest of
-// the process (the recorder, the listener, TLS sessions and the sessions
-// handed back) runs on the others: the proxy runs one loop fewer than
-// GOMAXPROCS (newLoops' callers; capturerun gives the loops one thread
-// beyond Threads). With one P only, the loop still relays and the rest
-// still runs, but only when the runtime's monitor takes the P from the
-// sleeping loop, or when the loop yields.
-//
-// The loop yields to the scheduler every loopYield: a goroutine that
-// has not been through the scheduler for 10 ms is preempted by the
-// runtime's monitor, and while in a system call its P is taken, which
-// keeps the monitor waking every 20 µs afterwards. The loop is not locked
-// to its thread: a locked goroutine that yields hands its P to another
-// thread and back, two wake-ups (docs/performance.md).
+// The loop does not block in epoll_wait itself: a goroutine blocked in a
+// system call hands its thread's scheduler slot (P) to another thread,
+// which wakes threads and the runtime's monitor (rawio_linux.go). It asks
+// its epoll instance without waiting (timeout 0), and when nothing is
+// ready it parks on that instance's descriptor in Go's own poller, where
+// an epoll descriptor is readable while events are pending: one thread
+// sleeps in one epoll_wait for the sockets of the loop and every other
+// connection of the process (TLS legs, the listener, the admin
+// interface), and the recorder's goroutines run on it when the loop
+// yields.
 //
 // The loop takes its sockets off Go's poller (enter), which would wake
 // for each of their events too, and hands the session's goroutine new
@@ -71,6 +56,8 @@ const loopEvents = 128
 // evLoop is one event loop; see above.
 type evLoop struct {
 	ep, efd int
+	file    *os.File // ep in Go's poller: the loop parks on it
+	wait    syscall.RawConn
 	events  []unix.EpollEvent
 
 	mu       sync.Mutex
@@ -167,7 +154,20 @@ func newLoop() (*evLoop, error) {
 		unix.Close(efd)
 		return nil, err
 	}
-	return &evLoop{ep: ep, efd: efd, events: make([]unix.EpollEvent, loopEvents), done: make(chan struct{})}, nil
+	// Non-blocking, so that os.NewFile puts it in Go's poller.
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		unix.Close(efd)
+		return nil, err
+	}
+	file := os.NewFile(uintptr(ep), "epoll")
+	wait, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		unix.Close(efd)
+		return nil, err
+	}
+	return &evLoop{ep: ep, efd: efd, file: file, wait: wait, events: make([]unix.EpollEvent, loopEvents), done: make(chan struct{})}, nil
 }
 
 // enter hands the session's relay to the loop, which hands it back
@@ -286,47 +286,41 @@ func (l *evLoop) run() {
 		l.exited = true
 		unix.Close(l.efd)
 		l.mu.Unlock()
-		unix.Close(l.ep)
+		l.file.Close()
 	}()
-	yielded := time.Now()
+	n := 0
+	wait := func(uintptr) bool {
+		// Parked only after a poll found nothing: Go's poller
+		// reports the epoll descriptor edge-triggered, and it forgets
+		// an edge that came before this Read.
+		n = epollWaitNow(l.ep, l.events)
+		return n > 0
+	}
 	for !l.stopped {
-		n, err := epollWait(l.ep, l.events)
-		if err != nil {
-			// Cannot happen with a valid epoll descriptor: hand
-			// every session back rather than spin.
-			l.mu.Lock()
-			l.closing = true
-			l.mu.Unlock()
-			l.control()
-			break
+		if err := l.wait.Read(wait); err != nil {
+			return
 		}
 		l.serve(l.events[:n])
 		l.free = append(l.free, l.freed...)
 		l.freed = l.freed[:0]
-		if now := time.Now(); now.Sub(yielded) > loopYield {
-			yielded = now
-			runtime.Gosched()
-		}
+		// Let the recorder's goroutines and the connections on the
+		// goroutine path have their turn.
+		runtime.Gosched()
 	}
 }
 
-// loopYield is how often a busy loop goes through the scheduler: well
-// within the 10 ms after which the runtime's monitor preempts it.
-const loopYield = 5 * time.Millisecond
-
-// epollWait is epoll_pwait without a timeout, as a blocking system call
-// (entering the scheduler's system call state: the thread sleeps in it
-// with its P, which the runtime may give another thread meanwhile).
-func epollWait(ep int, events []unix.EpollEvent) (int, error) {
+// epollWaitNow is epoll_wait with timeout 0, as a raw system call: it
+// cannot block.
+func epollWaitNow(ep int, events []unix.EpollEvent) int {
 	for {
-		n, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), ^uintptr(0), 0, 0)
+		n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
 		if e == syscall.EINTR {
 			continue
 		}
 		if e != 0 {
-			return 0, os.NewSyscallError("epoll_pwait", e)
+			return 0
 		}
-		return int(n), nil
+		return int(n)
 	}
 }
 

@@ -71,10 +71,9 @@ type Config struct {
 	// NoEventLoop relays every session with two goroutines, one per
 	// direction, as before the event loop (loop_linux.go). Without it,
 	// on Linux, a session whose two legs are plain TCP or Unix sockets
-	// is relayed by one of the proxy's event loops (GOMAXPROCS less one
-	// when Serve starts, at least one: each sleeps holding its P, and
-	// the rest of the process runs on the one left) until it needs to
-	// wait; TLS legs are always relayed by goroutines.
+	// is relayed by one of the proxy's event loops (one per GOMAXPROCS
+	// when Serve starts) until it needs to wait; TLS legs are always
+	// relayed by goroutines.
 	NoEventLoop bool
 }
 
@@ -223,9 +222,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	if !p.cfg.NoEventLoop {
-		// One P beyond the loops', which keep theirs while they
-		// sleep (loop_linux.go).
-		p.loops = newLoops(max(1, runtime.GOMAXPROCS(0)-1))
+		p.loops = newLoops(runtime.GOMAXPROCS(0))
 	}
 	var wg sync.WaitGroup
 	var serveErr error
