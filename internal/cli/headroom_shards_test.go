@@ -324,8 +324,7 @@ wait:
 // --end: the 2x step runs every statement of the log once, as the 1x
 // rounds do, without errors. A long case (issue 44: make test within 15
 // minutes), the second of headroom's shards: TestHeadroomShards keeps
-// every step in shard processes, TestHeadroomFold a fold's slices, and
-// TestMergeHalvesEqualsWhole a replay's window of --start and --end.
+// every step in shard processes, and TestHeadroomFold a fold's slices.
 func TestHeadroomShardsFold(t *testing.T) {
 	longCase(t)
 	parallelCase(t)
