@@ -104,7 +104,8 @@ type demoReport struct {
 // rehearsal's datadir reset, its failing reset command and unread target
 // log (its template reset and Ctrl-C are in make test), report's A/A and
 // replays cases (the demo's and README's are in make test), the second
-// fault test and the row-lock order of shards.
+// fault test, the row-lock order of shards and headroom's fold in shard
+// processes (its shards and its fold apart are in make test).
 func longCase(t *testing.T) {
 	t.Helper()
 	if os.Getenv("PGREHEARSE_LONG") == "" {
@@ -118,9 +119,9 @@ func longCase(t *testing.T) {
 // after every other test of the package has run, as many at a time as
 // -parallel says (make test: 4; they wait on paced replays and servers
 // more than they use a core): the cases that judge timings (the demo's
-// verdicts, the README's workflow, headroom's steps and fold, rehearse's
-// template rounds, the shards' lag against one process) run alone first,
-// undisturbed, and make test is shorter by the functional cases' waits.
+// verdicts, the README's workflow, headroom's fold's achieved k) run
+// alone first, undisturbed, and make test is shorter by the functional
+// cases' waits.
 func parallelCase(t *testing.T) {
 	t.Helper()
 	t.Parallel()

@@ -322,8 +322,11 @@ wait:
 // a 2x step as two shard processes (four at once), each slice its own
 // run in the coordination database, the window through --start and
 // --end: the 2x step runs every statement of the log once, as the 1x
-// rounds do, without errors.
+// rounds do, without errors. A long case (issue 44: make test within 15
+// minutes), the second of headroom's shards: TestHeadroomShards keeps
+// every step in shard processes, and TestHeadroomFold a fold's slices.
 func TestHeadroomShardsFold(t *testing.T) {
+	longCase(t)
 	parallelCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)

@@ -204,8 +204,10 @@ type fixesDoc struct {
 // server-side durations from each target's log: every round's result is
 // kept with its side and round, the comparison is written as text, JSON
 // and HTML, progress is told per round, and the targets' own databases
-// are as they were, with no copy left.
+// are as they were, with no copy left. A functional case: its rounds
+// replay at speed 0 and it judges no timing (issue 44).
 func TestRehearseTemplate(t *testing.T) {
+	parallelCase(t)
 	logPath := shopLog(t)
 	ctl, cand := shopPair(shopRehearsalTargets(t, 2))
 	before := shopState(t, ctl, workload.ShopDatabase)

@@ -138,8 +138,10 @@ func TestFastPathSkipped(t *testing.T) {
 // worker"), or start after that and log an error of its own ("could not
 // attach to dynamic shared area"; logread.TestLateParallelWorker): they
 // are a worker's lines too. Before they were read so, this test read 3
-// sessions and 2 failures under load.
+// sessions and 2 failures under load. Functional: it counts lines,
+// sessions and failures at speed 0, never a time (issue 44).
 func TestParallelWorkerBarePrefix(t *testing.T) {
+	functionalCase(t)
 	workerExited := regexp.MustCompile(`background worker "parallel worker" \(PID (\d+)\) exited`)
 	ctx := context.Background()
 	const bare = "%m [%p] "

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,20 +243,30 @@ func syncLine(res *results.Result) string {
 // with no statement failing only on the target and the same final
 // tables; with and without the foreign key. The same capture replayed
 // with Sync off usually diverges (a race, retried a bounded number of
-// times), and the comparison then reports it as diverged.
+// times), and the comparison then reports it as diverged. make test
+// replays the foreign key's case at speeds 1 and 0 (issue 44: make test
+// within 15 minutes); speed 2 stays without it, and make test-long
+// (PGREHEARSE_LONG) replays both at the three speeds.
 func TestSyncOrders(t *testing.T) {
 	// Functional: it compares tables, counts and errors, never a time
 	// (issue 44: 30 s or more that no longer hold the sequential tests).
 	functionalCase(t)
-	target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
 	for _, fk := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fk=%v", fk), func(t *testing.T) {
+			// The two cases at once, each on a target of its own (issue
+			// 44): the package's longest test was their sum.
+			t.Parallel()
+			target := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "100"}})
 			const producers, perProducer = 4, 250
 			const producersTimes = producers * perProducer
 			cp := captureOrders(t, fk, producers, 4, perProducer, 4*time.Millisecond)
 			t.Logf("captured %d statements: %s", cp.stmts, stateSummary(cp.state))
+			synchronized := []float64{1, 2, 0}
+			if fk && os.Getenv("PGREHEARSE_LONG") == "" {
+				synchronized = []float64{1, 0}
+			}
 			var synced *results.Result
-			for _, speed := range []float64{1, 2, 0} {
+			for _, speed := range synchronized {
 				res, state := replayOrders(t, target, cp, Options{Speed: speed})
 				synced = res
 				t.Logf("speed %v, sync %s; %s", speed, syncLine(res), stateSummary(state))
