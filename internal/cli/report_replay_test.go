@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -249,7 +250,10 @@ func TestReadmeWorkflow(t *testing.T) {
 	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demoPrefix, "--json", path("baseline.json"), prodLog); code != ExitOK {
 		t.Fatalf("analyze: exit %d\n%s", code, stderr)
 	}
-	for name, c := range map[string]*pgcluster.Cluster{"dropped": dropped, "same": same} {
+	// replayTo replays production's log onto c, its result in name.json,
+	// and returns the replay's schedule lag p99 in ms.
+	replayTo := func(name string, c *pgcluster.Cluster) float64 {
+		t.Helper()
 		logs, err := c.LogFiles("*.log")
 		if err != nil || len(logs) != 1 {
 			t.Fatalf("%s's logs %v: %v", name, logs, err)
@@ -258,7 +262,17 @@ func TestReadmeWorkflow(t *testing.T) {
 			"--target-log", logs[0], "--json", path(name+".json"), prodLog); code != ExitOK {
 			t.Fatalf("replay to %s: exit %d\n%s%s", name, code, stdout, stderr)
 		}
+		res, err := results.ReadFile(path(name + ".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Lag == nil {
+			return 0
+		}
+		return res.Lag.P99
 	}
+	replayTo("dropped", dropped)
+	lagged := replayTo("same", same)
 	report := func(name string) (int, string, map[string]compareQuery) {
 		t.Helper()
 		code, stdout, stderr := runCLI(ctx, "", "report", path("baseline.json"), path(name+".json"),
@@ -289,15 +303,36 @@ func TestReadmeWorkflow(t *testing.T) {
 	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Effects.Mean.Change != "slower" {
 		t.Errorf("dropped index: exit %d, verdict %q, lookup by email %+v", code, verdict, lookup)
 	}
-	code, verdict, queries = report("same")
-	if code != ExitOK || !strings.HasPrefix(verdict, "PASS") {
+	// One replay a side is compared with production's log, the noise
+	// between runs not measured: a replay that fell behind its schedule
+	// on a busy machine (make test-busy; lag p99 over 100 ms, which the
+	// replay warns of) bunches the updates of pgbench's few branches and
+	// their lock waits, and once made "UPDATE pgbench_branches" 24.32x
+	// (1.13-183) on the identical candidate. That is the machine's race,
+	// which the test cannot force: it is tried again on a fresh copy, up
+	// to three times; a failure without the lag fails at once.
+	for attempt := 1; ; attempt++ {
+		code, verdict, queries = report("same")
+		if code == ExitOK && strings.HasPrefix(verdict, "PASS") {
+			break
+		}
 		var regressed []string
 		for text, q := range queries {
 			if q.Status == "regressed" {
 				regressed = append(regressed, text)
 			}
 		}
-		t.Errorf("identical candidate: exit %d, verdict %q, regressed %q", code, verdict, regressed)
+		if lagged <= 100 || attempt == 3 {
+			t.Errorf("identical candidate: exit %d, verdict %q, regressed %q (the replay's lag p99 %.1f ms, attempt %d)", code, verdict, regressed, lagged, attempt)
+			break
+		}
+		t.Logf("attempt %d: the identical candidate's replay fell behind (lag p99 %.1f ms) and its verdict is %q; trying again on a fresh copy", attempt, lagged, verdict)
+		same = pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+		setupShops(t, same)
+		if err := enableStatementLog(ctx, same); err != nil {
+			t.Fatal(err)
+		}
+		lagged = replayTo("same", same)
 	}
 	// The target's log also holds the replay's own statements (pre-flight
 	// logins, the catalog read for --sync, the end marker). The replay's
