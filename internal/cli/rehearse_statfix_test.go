@@ -35,6 +35,17 @@ func statLog(t *testing.T, user string) string {
 	return writeStepsLog(t, []logSession{{user, "app"}}, steps)
 }
 
+// repeatedQueryLog is the log of one session of c's user in app that
+// runs q n times.
+func repeatedQueryLog(t *testing.T, c *pgcluster.Cluster, q string, n int) string {
+	t.Helper()
+	steps := make([]logStep, n)
+	for i := range steps {
+		steps[i] = logStep{q: q}
+	}
+	return writeStepsLog(t, []logSession{{c.User(), "app"}}, steps)
+}
+
 // statTargets starts the control and the candidate with database app
 // holding table (SQL run on both), then ctlSQL on the control and
 // candSQL on the candidate ("" for none), and their statement logs on.
@@ -295,11 +306,7 @@ ANALYZE skew`
 func TestRehearseStatisticsTargetFix(t *testing.T) {
 	parallelCase(t)
 	ctl, cand := statTargets(t, targetTable, "ALTER TABLE skew ALTER COLUMN a SET STATISTICS 200; ANALYZE skew", "")
-	var steps []logStep
-	for range 30 {
-		steps = append(steps, logStep{q: "SELECT v FROM skew WHERE a = 1000 ORDER BY id LIMIT 1"})
-	}
-	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	log := repeatedQueryLog(t, ctl, "SELECT v FROM skew WHERE a = 1000 ORDER BY id LIMIT 1", 30)
 	const cause = "cause: statistics target of skew.a 200 -> default"
 	for _, c := range []struct {
 		name  string
@@ -360,11 +367,7 @@ CREATE INDEX fresh_a ON fresh (a)`
 func TestRehearseNeverAnalyzedFix(t *testing.T) {
 	parallelCase(t)
 	ctl, cand := statTargets(t, freshTable, "ANALYZE fresh", "")
-	var steps []logStep
-	for range 30 {
-		steps = append(steps, logStep{q: "SELECT v FROM fresh WHERE a = 5 ORDER BY id LIMIT 1"})
-	}
-	log := writeStepsLog(t, []logSession{{ctl.User(), "app"}}, steps)
+	log := repeatedQueryLog(t, ctl, "SELECT v FROM fresh WHERE a = 5 ORDER BY id LIMIT 1", 30)
 	code, stdout, doc, fix := rehearseFix(t, ctl, cand, log, "analyze-fresh", "--keep-samples")
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
