@@ -534,6 +534,11 @@ type Query struct {
 	WorkWith   *compare.WorkEffect `json:"work_with,omitempty"`
 }
 
+// NoneAdded reports whether q, with the fix, adds no time per run by the
+// verdict's reckoning: verified with nothing remaining, so that
+// AddedMSWith's 0 is within the control's noise, not a measured +0.
+func (q Query) NoneAdded() bool { return q.Status == Verified && q.Remains == "" }
+
 // Cost is a query that regressed against the control with the fix
 // and not without it.
 type Cost struct {

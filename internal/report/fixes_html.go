@@ -81,7 +81,7 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 				with.Class += " bad"
 			}
 			added := htmlreport.Num(fmtSignedTotal(q.AddedMSWith), q.AddedMSWith)
-			if q.Status == fixes.Verified && q.Remains == "" {
+			if q.NoneAdded() {
 				// None by the verdict's reckoning, not a measured +0:
 				// as addedWith says.
 				added = htmlreport.Num("within noise", 0)

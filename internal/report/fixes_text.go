@@ -138,7 +138,7 @@ func fixFigureLines(f fixes.Outcome) []string {
 // with its interval beside it (~ 2.05x) would contradict, but within the
 // control's noise.
 func addedWith(q fixes.Query) string {
-	if q.Status == fixes.Verified && q.Remains == "" {
+	if q.NoneAdded() {
 		return "no time added per run beyond the control's noise"
 	}
 	return fmtSignedTotal(q.AddedMSWith) + " per run added"
