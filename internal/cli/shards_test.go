@@ -31,7 +31,15 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// The shop's capture, shared by the rehearsals' tests, lives as long
+	// as the test binary: a directory of its own under the system's
+	// temporary one, which no test's cleanup can remove (each make test
+	// left one behind).
+	if shopCapture.dir != "" {
+		os.RemoveAll(shopCapture.dir)
+	}
+	os.Exit(code)
 }
 
 // shardProc is a shard started as its own process.
