@@ -81,8 +81,9 @@ committed before it started in the log, and wrote a table it reads or writes
 (foreign keys and views followed through the target's catalog; only the row,
 where the statement names one by its primary key as a logged parameter), have
 committed on the target; --sync commit waits for every earlier commit, --sync
-off for none. A wait never exceeds --sync-timeout, and one that would
-deadlock with a row lock ends at once; the summary counts both. Schedule lag
+off for none. A wait is given up after --sync-timeout with no progress from
+the session or shard it waits on (and after many times it in all), and one
+that would deadlock with a row lock ends at once; the summary counts both. Schedule lag
 leaves sync waits out; they are reported on their own. See docs/sync.md for
 what this guarantees and what it cannot.
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -35,7 +36,8 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	fl.BoolVar(&f.requireStart, "require-start-state", false, "fail (exit 1) before replaying when the target's tables are not the starting point the capture recorded (--monitor-dsn), or when it recorded none")
 	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
-	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, "longest a statement waits for the commits it depends on; it then runs anyway, and the give-up is counted")
+	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, fmt.Sprintf("longest a statement waits for the commits it depends on with no progress from the session or shard it waits on "+
+		"(a wait that progresses ends anyway after %d times this); it then runs anyway, and the give-up is counted", replay.SyncWaitLimit))
 	addObserveFlags(fl, &f.observe)
 	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
 }

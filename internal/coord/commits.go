@@ -135,6 +135,11 @@ type remote struct {
 	lost     bool
 	peer     *Peer
 	released int64
+	// progress counts the shard's published moves: its low watermark
+	// rose, or a commit position above it was newly said to have run.
+	// Heartbeats do not count: a shard whose replay is frozen still
+	// beats. Read by Peer.SyncProgress without m.mu.
+	progress atomic.Uint64
 }
 
 type foreignEntry struct {
@@ -200,9 +205,9 @@ func (m *Member) apply(k int, low int64, done []int64) {
 	if rm.lost {
 		return
 	}
-	freed := 0
+	freed, moved := 0, false
 	if low > rm.low {
-		rm.low = low
+		rm.low, moved = low, true
 		for rm.head < len(rm.pending) && rm.pending[rm.head].pos < low {
 			if e := &rm.pending[rm.head]; e.r != nil {
 				e.r.Done()
@@ -230,15 +235,20 @@ func (m *Member) apply(k int, low int64, done []int64) {
 				e.r.Done()
 				e.r = nil
 				freed++
+				moved = true
 			}
 			continue
 		}
 		if rm.early == nil {
 			rm.early = map[int64]struct{}{}
 		}
-		if len(rm.early) < maxEarly {
+		if _, known := rm.early[p]; !known && len(rm.early) < maxEarly {
 			rm.early[p] = struct{}{}
+			moved = true
 		}
+	}
+	if moved {
+		rm.progress.Add(1)
 	}
 	rm.compact()
 	m.released(freed)
@@ -304,10 +314,12 @@ func (m *Member) lose(k int) {
 
 // Peer stands for another shard in the replay: the owner of its
 // sessions' commits. A wait that ended because its commit was released
-// asks it why.
+// asks it why; a wait still going on asks it whether the shard made
+// progress (SyncProgress).
 type Peer struct {
-	m *Member
-	k int
+	m        *Member
+	k        int
+	progress *atomic.Uint64
 }
 
 // Peer returns the Peer of shard k (not this one).
@@ -319,7 +331,7 @@ func (m *Member) Peer(k int) *Peer {
 		return nil
 	}
 	if rm.peer == nil {
-		rm.peer = &Peer{m: m, k: k}
+		rm.peer = &Peer{m: m, k: k, progress: &rm.progress}
 	}
 	return rm.peer
 }
@@ -337,6 +349,12 @@ func (p *Peer) SyncGiveUp() results.SyncGiveUp {
 	}
 	return ""
 }
+
+// SyncProgress counts the moves the peer's shard published (its low
+// watermark rose, or a commit of it above the watermark ran), as they
+// reached this shard: a wait for one of its commits is not given up
+// while the count moves (the replay's SyncProgressor). Any goroutine.
+func (p *Peer) SyncProgress() uint64 { return p.progress.Load() }
 
 // noLow is the low watermark of a shard that is done: every commit of it
 // ran, or never will.

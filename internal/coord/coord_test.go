@@ -619,3 +619,57 @@ func waitPolls(t *testing.T, m *Member, n int64) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPeerProgress: a shard's published moves are what a waiting shard's
+// sync wait counts as its progress (Peer.SyncProgress, issue 44): a commit
+// of it that ran above its watermark moves it while the awaited one is
+// still held, heartbeats alone do not (a shard whose replay is frozen
+// still beats), and the awaited commit's run moves it again.
+func TestPeerProgress(t *testing.T) {
+	ms := group(t, 2, func(c *Config) { c.Poll = 20 * time.Millisecond; c.Heartbeat = 20 * time.Millisecond })
+	a, b := ms[0], ms[1]
+	var ran sync.Map
+	var bad atomic.Int64
+	a.Advance(1, true)
+	a.Advance(5, true)
+	r := &releaser{pos: 1, ran: &ran, done: make(chan struct{}), bad: &bad}
+	b.Foreign(0, 1, r)
+	peer := b.Peer(0)
+	waitProgress := func(from uint64, what string) uint64 {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); peer.SyncProgress() == from; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: shard 0's progress did not move from %d (stats %+v)", what, from, b.Stats())
+			}
+			time.Sleep(time.Millisecond) // polling
+		}
+		return peer.SyncProgress()
+	}
+	p := waitProgress(0, "the barrier's first watermark")
+	ran.Store(int64(5), true)
+	a.Ran(5)
+	p = waitProgress(p, "a commit above the watermark ran")
+	select {
+	case <-r.done:
+		t.Fatal("the commit at 1 was released before it ran")
+	default:
+	}
+	// Shard 0 beats (every 20 ms, by notification and in its row) with
+	// nothing new to say: no progress.
+	received := b.Stats().Received
+	waitPolls(t, b, 10)
+	if got := peer.SyncProgress(); got != p {
+		t.Errorf("heartbeats moved shard 0's progress from %d to %d", p, got)
+	}
+	if b.Stats().Received == received {
+		t.Error("no heartbeat of shard 0 came meanwhile: the case did not look")
+	}
+	ran.Store(int64(1), true)
+	a.Ran(1)
+	waitProgress(p, "the awaited commit ran")
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the commit at 1 ran but was not released")
+	}
+}

@@ -51,9 +51,10 @@
 // Options.Sync (sync.go; the decisions are package syncdep's): the
 // dispatcher, as it reads each execution event, asks the tracker which
 // logged commits of other sessions it depends on; the session, once the
-// event is due, waits until those have run on the target (bounded by
-// SyncTimeout, and ended at once when the wait would deadlock with a row
-// lock), and after running an event that commits, marks that commit done.
+// event is due, waits until those have run on the target (given up after
+// SyncTimeout with no progress from the session or shard it waits for,
+// and ended at once when the wait would deadlock with a row lock), and
+// after running an event that commits, marks that commit done.
 // A statement of unknown effect by its kind (DDL, DO, CALL) also waits, as
 // a barrier, for the events of other sessions that ended before it
 // started in the log, reads included.

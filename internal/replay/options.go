@@ -164,7 +164,9 @@ type Options struct {
 	// the start barrier at speed 0. Multiplied sessions and dry runs are
 	// not synchronized (Result.Sync says so).
 	Sync syncdep.Mode
-	// SyncTimeout bounds each wait; the statement then runs anyway and
+	// SyncTimeout is how long a wait goes on while the session or shard
+	// it waits for makes no progress (a wait that progresses ends anyway
+	// after SyncWaitLimit of them); the statement then runs anyway and
 	// the give-up is counted. Zero means DefaultSyncTimeout.
 	SyncTimeout time.Duration
 

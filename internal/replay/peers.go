@@ -41,6 +41,16 @@ type SyncGiver interface {
 	SyncGiveUp() results.SyncGiveUp
 }
 
+// SyncProgressor is the owner of commits a session may wait for that can
+// tell how far it got: another shard (a coord.Peer) counts the commit
+// positions it published as run. A sync wait for such a commit is not
+// given up while the count moves (see awaited.progress); a heartbeat
+// alone does not move it, so a frozen shard is given up on after
+// SyncTimeout.
+type SyncProgressor interface {
+	SyncProgress() uint64
+}
+
 // startBarrier waits, before anything runs, for the start the shards
 // share (Options.StartAt), less what a paced replay connects ahead of its
 // first statements. It returns false when told to stop meanwhile.

@@ -136,7 +136,7 @@ func (r *Replayer) faultsResult(res *results.Result) {
 		ran := max(res.Outcomes.Ran, 1)
 		if share := float64(st.Timeouts) / float64(ran); share > MaxSyncTimeoutShare {
 			res.MarkDegraded(results.DegradedSyncTimeouts, fmt.Sprintf("%d sync waits (%.2f%% of the statements run, above %.2f%%) gave up at the %v timeout "+
-				"(%s): those statements ran that much late and before what they depended on", st.Timeouts, 100*share, 100*MaxSyncTimeoutShare,
+				"(%s): those statements ran late and before what they depended on", st.Timeouts, 100*share, 100*MaxSyncTimeoutShare,
 				r.opts.SyncTimeout, causesText(st.TimeoutsByCause)))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,15 +27,27 @@ import (
 // syncdep decides which) have run on the target. The dispatcher asks the
 // Tracker for each event's Step as it reads the event; the session waits
 // for the Step's Wait after its due time and marks the Step's commit done
-// once the event has run. A wait never hangs: it gives up after
-// SyncTimeout, or at once when it is what keeps the awaited session
-// blocked on a row lock that the waiting session's own open transaction
-// holds (a deadlock the server cannot see, half of it being in the
-// replayer).
+// once the event has run. A wait never hangs: it gives up once what it
+// waits for has made no progress for SyncTimeout (see awaited.progress),
+// or after SyncWaitLimit timeouts in all however it progressed, or at
+// once when it is what keeps the awaited session blocked on a row lock
+// that the waiting session's own open transaction holds (a deadlock the
+// server cannot see, half of it being in the replayer). A wait is not
+// given up while the awaited side moves on, however slowly: at speed 0 on
+// a busy machine a session, or another shard, that is merely behind would
+// otherwise be given up on, and the replay marked degraded, for the
+// machine's load (issue 44).
 
 // DefaultSyncTimeout is how long a statement waits for the commits it
-// depends on before it runs anyway.
+// depends on while the session or shard that is to bring them makes no
+// progress, before it runs anyway.
 const DefaultSyncTimeout = 10 * time.Second
+
+// SyncWaitLimit bounds a wait whose awaited side keeps making progress
+// without ever bringing the commit: it gives up after that many
+// SyncTimeouts in all (5 minutes at the default), counted under
+// SyncCauseLimit.
+const SyncWaitLimit = 30
 
 // Give-up reasons of a sync wait, in Sample.SyncGiveUp and the metrics.
 const (
@@ -64,6 +77,9 @@ const (
 	// The awaited session had not reached the commit: it was behind its
 	// own schedule (waiting for its due time, its previous statements).
 	SyncCauseBehind = "awaited session behind"
+	// What the wait awaited kept making progress, but had not brought
+	// the commit after SyncWaitLimit timeouts in all.
+	SyncCauseLimit = "awaited side slow past the wait limit"
 )
 
 // MaxSyncTimeoutShare is the share of the statements run whose sync
@@ -374,20 +390,19 @@ func (s *session) syncWaitFrom(began time.Time, mark uint64, w syncdep.Wait, dep
 	if began.IsZero() {
 		began = time.Now()
 	}
-	deadline := began.Add(sr.timeout)
+	clock := newWaitClock(began, sr.timeout, aw)
 	check := began.Add(deadlockCheckAfter)
 	defer s.waitingOn.Store(nil)
 	reason := ""
 	lostDep := false
 	// unchecked: a deadlock check was due and could not look.
 	unchecked, checked := false, false
-	inTx := func() bool { return s.conn != nil && !s.conn.IsClosed() && s.conn.TxStatus() != 'I' }
 wait:
 	for ch != nil {
 		s.waitingOn.Store(aw)
 		at := check
-		if deadline.Before(at) {
-			at = deadline
+		if d := clock.deadline(); d.Before(at) {
+			at = d
 		}
 		t.Reset(time.Until(at))
 		select {
@@ -396,7 +411,9 @@ wait:
 			if lostDep, reason = woken(aw, start); lostDep || reason != "" {
 				break wait
 			}
-			ch, aw = next()
+			if ch, aw = next(); ch != nil {
+				clock.arrived(time.Now(), aw)
+			}
 		case <-s.r.stopCh:
 			t.Stop()
 			return synced{wait: time.Since(began)}, false
@@ -407,10 +424,13 @@ wait:
 				if lostDep, reason = woken(aw, start); lostDep || reason != "" {
 					break wait
 				}
-				ch, aw = next()
+				if ch, aw = next(); ch != nil {
+					clock.arrived(now, aw)
+				}
 				continue
 			}
-			if !now.Before(deadline) {
+			clock.look(now, aw)
+			if !now.Before(clock.deadline()) {
 				reason = SyncTimeout
 				if why := givenUp(aw); why != "" {
 					reason = why
@@ -418,27 +438,11 @@ wait:
 				break wait
 			}
 			check = now.Add(deadlockCheckEvery)
-			// Only a session in a transaction holds row locks that
-			// the awaited one could be blocked on.
-			if aw.owner == nil && aw.tx != nil && s.r.opts.Peers != nil && inTx() {
-				// Another shard's commit: its session is not ours to
-				// follow, so any other shard's backend blocked by
-				// this one's locks is taken for it (see foreignCycle).
-				checked = true
-				found, ok := sr.foreignCycle(s)
-				unchecked = unchecked || !ok
-				if found {
-					reason = SyncDeadlock
-					break wait
-				}
-			} else if aw.owner != nil && inTx() {
-				checked = true
-				found, ok := sr.cycle(s, aw)
-				unchecked = unchecked || !ok
-				if found {
-					reason = SyncDeadlock
-					break wait
-				}
+			looked, found, ok := s.deadlockCheck(aw)
+			checked, unchecked = checked || looked, unchecked || !ok
+			if found {
+				reason = SyncDeadlock
+				break wait
 			}
 		}
 	}
@@ -447,16 +451,87 @@ wait:
 		lostDep = s.lostDuring(w, mark, start)
 	}
 	cause := ""
-	if reason == SyncTimeout {
+	switch {
+	case reason == SyncTimeout && clock.progressing(time.Now()):
+		// Given up at the limit while the awaited side progressed.
+		cause = SyncCauseLimit
+	case reason == SyncTimeout:
 		cause = sr.timeoutCause(s, aw, unchecked)
 	}
-	if checked && inTx() {
+	if checked && s.inTx() {
 		// The session held its open transaction's locks while it
 		// waited: statements blocked on them waited for the replayer.
 		sr.markDelayed(s)
 	}
 	sr.record(waited, reason, cause, start)
 	return synced{wait: waited, giveUp: reason, lostDep: lostDep}, true
+}
+
+// inTx reports whether the session's connection is in a transaction.
+func (s *session) inTx() bool {
+	return s.conn != nil && !s.conn.IsClosed() && s.conn.TxStatus() != 'I'
+}
+
+// deadlockCheck looks, for a session whose sync wait for aw is due a
+// check, whether the wait keeps the awaited session blocked on a lock of
+// the waiting session's open transaction (found). looked says a check was
+// made, ok false that it could not look.
+func (s *session) deadlockCheck(aw *awaited) (looked, found, ok bool) {
+	sr := s.r.sync
+	// Only a session in a transaction holds row locks that the awaited
+	// one could be blocked on.
+	switch {
+	case aw.owner == nil && aw.tx != nil && s.r.opts.Peers != nil && s.inTx():
+		// Another shard's commit: its session is not ours to follow, so
+		// any other shard's backend blocked by this one's locks is
+		// taken for it (see foreignCycle).
+		found, ok = sr.foreignCycle(s)
+		return true, found, ok
+	case aw.owner != nil && s.inTx():
+		found, ok = sr.cycle(s, aw)
+		return true, found, ok
+	}
+	return false, false, true
+}
+
+// waitClock is when a sync wait gives up: SyncTimeout after the awaited
+// side last made progress (moved: a commit the wait awaited arrived, or
+// the stamp of what it awaits changed when the wait looked), or at its
+// limit (SyncWaitLimit timeouts after it began), whichever comes first.
+type waitClock struct {
+	timeout      time.Duration
+	limit, moved time.Time
+	stamp        uint64
+}
+
+func newWaitClock(began time.Time, timeout time.Duration, aw *awaited) waitClock {
+	return waitClock{timeout: timeout, limit: began.Add(waitLimit(timeout)), moved: began, stamp: aw.progress()}
+}
+
+func (c *waitClock) deadline() time.Time {
+	if d := c.moved.Add(c.timeout); d.Before(c.limit) {
+		return d
+	}
+	return c.limit
+}
+
+// arrived notes that what the wait awaited arrived at now (progress), and
+// that it waits for aw next.
+func (c *waitClock) arrived(now time.Time, aw *awaited) {
+	c.moved, c.stamp = now, aw.progress()
+}
+
+// look notes progress at now if aw's stamp changed since the last look.
+func (c *waitClock) look(now time.Time, aw *awaited) {
+	if p := aw.progress(); p != c.stamp {
+		c.moved, c.stamp = now, p
+	}
+}
+
+// progressing reports whether the awaited side made progress within the
+// timeout before now: a wait that gave up then did so at its limit.
+func (c *waitClock) progressing(now time.Time) bool {
+	return now.Sub(c.moved) < c.timeout
 }
 
 // lostDuring reports whether a commit that w waited for was lost while it
@@ -490,6 +565,50 @@ func givenUp(aw *awaited) string {
 		return string(g.SyncGiveUp())
 	}
 	return ""
+}
+
+// waitLimit is how long a wait may last in all (SyncWaitLimit timeouts),
+// the longest time.Duration when that overflows.
+func waitLimit(timeout time.Duration) time.Duration {
+	if timeout > math.MaxInt64/SyncWaitLimit {
+		return math.MaxInt64
+	}
+	return SyncWaitLimit * timeout
+}
+
+// maxProgressChain bounds how far awaited.progress follows a chain of
+// sync waits.
+const maxProgressChain = 64
+
+// progress is a stamp of the progress of what a wait for a depends on: it
+// changes when the session that is to bring it completes an event, or,
+// while that session is itself in a sync wait, when the one it waits for
+// does (and so on along the chain, which a slow session at its end keeps
+// moving), or when another shard whose commit is awaited along the chain
+// publishes a new commit position (SyncProgressor). A session running a
+// statement, blocked on a lock, or reconnecting, and a frozen or silent
+// shard, leave it as it is: their waiters give up after SyncTimeout. The
+// chain changes shape only when a wait in it ends, itself progress or a
+// give-up that ends in a completed event.
+func (a *awaited) progress() uint64 {
+	var sum uint64
+	for range maxProgressChain {
+		if a == nil {
+			break
+		}
+		if a.tx != nil {
+			if p, ok := a.tx.Owner().(SyncProgressor); ok {
+				sum += p.SyncProgress()
+			}
+		}
+		o := a.owner
+		if o == nil {
+			break
+		}
+		sum += uint64(o.completed.Load())
+		a = o.waitingOn.Load()
+	}
+	return sum
 }
 
 // awaited is what a session's sync wait waits for: a commit of the log,

@@ -93,6 +93,13 @@ type BarrierError struct{ Err error }
 func (e *BarrierError) Error() string { return e.Err.Error() }
 func (e *BarrierError) Unwrap() error { return e.Err }
 
+// A wait for another shard's commit asks its owner, a *coord.Peer, why it
+// was released and whether the shard made progress.
+var (
+	_ replay.SyncGiver      = (*coord.Peer)(nil)
+	_ replay.SyncProgressor = (*coord.Peer)(nil)
+)
+
 // shardRun is a run's part in a split replay.
 type shardRun struct {
 	cfg    *Shards
