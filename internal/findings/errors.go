@@ -278,7 +278,7 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
 		var why []string
 		if r.SyncTimeouts > 0 {
-			why = append(why, fmt.Sprintf("%s sync waits gave up at the %gs timeout", fnum(float64(r.SyncTimeouts)), r.SyncTimeoutSeconds))
+			why = append(why, fmt.Sprintf("%s sync waits gave up after %gs without progress", fnum(float64(r.SyncTimeouts)), r.SyncTimeoutSeconds))
 		}
 		if r.LostTransactions > 0 {
 			why = append(why, fmt.Sprintf("%s transactions were lost to a fault", fnum(float64(r.LostTransactions))))

@@ -135,7 +135,7 @@ func (r *Replayer) faultsResult(res *results.Result) {
 	if st := res.Sync; st != nil && st.Timeouts > 0 {
 		ran := max(res.Outcomes.Ran, 1)
 		if share := float64(st.Timeouts) / float64(ran); share > MaxSyncTimeoutShare {
-			res.MarkDegraded(results.DegradedSyncTimeouts, fmt.Sprintf("%d sync waits (%.2f%% of the statements run, above %.2f%%) gave up at the %v timeout "+
+			res.MarkDegraded(results.DegradedSyncTimeouts, fmt.Sprintf("%d sync waits (%.2f%% of the statements run, above %.2f%%) gave up after %v without progress "+
 				"(%s): those statements ran late and before what they depended on", st.Timeouts, 100*share, 100*MaxSyncTimeoutShare,
 				r.opts.SyncTimeout, causesText(st.TimeoutsByCause)))
 		}

@@ -215,7 +215,7 @@ func syncLine(s *compare.RunSummary) string {
 		line += fmt.Sprintf(" (p50 %s ms, p99 %s ms, max %s ms)", fmtMS(w.P50), fmtMS(w.P99), fmtMS(w.Max))
 	}
 	if st.Timeouts > 0 || st.Deadlocks > 0 {
-		line += fmt.Sprintf(", %d gave up at the timeout, %d ended a deadlock", st.Timeouts, st.Deadlocks)
+		line += fmt.Sprintf(", %d gave up without progress, %d ended a deadlock", st.Timeouts, st.Deadlocks)
 	}
 	return line
 }

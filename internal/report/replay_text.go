@@ -236,7 +236,7 @@ func writeSyncSummary(b *strings.Builder, st *results.Sync, wait *results.Distri
 	if st.Mode == results.SyncOff {
 		fmt.Fprintf(b, "  sync:       off: sessions ran without waiting for each other's commits, so statements that depend on another session's writes may have run before them\n")
 	} else {
-		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up at the %gs timeout, %d to end a deadlock with a row lock\n",
+		fmt.Fprintf(b, "  sync:       %s; %d statements waited for other sessions' commits, %.1f ms in all (p50 %.2f ms, p99 %.2f ms, max %.2f ms); %d gave up after %gs without progress, %d to end a deadlock with a row lock\n",
 			st.Mode, st.Waited, wait.TotalMS, wait.P50, wait.P99, wait.Max, st.Timeouts, st.TimeoutSeconds, st.Deadlocks)
 		if st.ByRow > 0 || st.KeyNotLogged > 0 {
 			fmt.Fprintf(b, "    %d statements were ordered by the row their primary key names", st.ByRow)

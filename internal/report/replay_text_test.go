@@ -63,7 +63,7 @@ func TestWriteReplaySync(t *testing.T) {
 	if err := WriteReplay(&b, res, Hints{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "  sync:       commit; 12 statements waited for other sessions' commits, 40.0 ms in all (p50 1.00 ms, p99 9.50 ms, max 12.00 ms); 1 gave up at the 3s timeout, 0 to end a deadlock with a row lock\n    a note\n"
+	want := "  sync:       commit; 12 statements waited for other sessions' commits, 40.0 ms in all (p50 1.00 ms, p99 9.50 ms, max 12.00 ms); 1 gave up after 3s without progress, 0 to end a deadlock with a row lock\n    a note\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
