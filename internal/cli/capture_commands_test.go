@@ -67,7 +67,7 @@ func benchState(t *testing.T, c *pgcluster.Cluster) string {
 // reads it whole, counts what the capture holds, and the replays end
 // with the original's tables.
 func TestCaptureEveryCommand(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 15*time.Second)
 	ctx := context.Background()
 	src := pgclustertest.StartT(t, pgcluster.Options{})
 	benchInit(t, src)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	capfmt "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -117,14 +118,22 @@ func longCase(t *testing.T) {
 // counts statements, compares answers and tables, or checks messages and
 // exit codes, on throwaway servers of its own. Go runs such tests only
 // after every other test of the package has run, as many at a time as
-// -parallel says (make test: 4; they wait on paced replays and servers
+// -parallel says (make test: 6; they wait on paced replays and servers
 // more than they use a core): the cases that judge timings (the demo's
 // verdicts, the README's workflow, headroom's fold's achieved k) run
 // alone first, undisturbed, and make test is shorter by the functional
-// cases' waits.
+// cases' waits. The slow ones (slowCase) start first.
 func parallelCase(t *testing.T) {
 	t.Helper()
-	t.Parallel()
+	cases.enter(t, 0)
+}
+
+// slowCase is parallelCase for a case that takes about took on a quiet
+// machine, among the longest of the package: the cases start longest
+// first, so that none of them starts last and runs alone at the end.
+func slowCase(t *testing.T, took time.Duration) {
+	t.Helper()
+	cases.enter(t, took)
 }
 
 // runDemoTest runs the whole demo on real throwaway servers and returns

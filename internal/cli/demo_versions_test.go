@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -22,7 +23,7 @@ import (
 // errors, and no observation of either server fails. `make test` runs 15 to 18; `make test-versions`
 // also 13, 14, 16 and 17 to 18, 13 to 17, and 17 to 17.
 func TestVersionsDemoUpgrade(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 44*time.Second)
 	pairs := [][2]int{{15, 18}}
 	if pgclustertest.LongVersions() {
 		pairs = append(pairs, [2]int{13, 18}, [2]int{14, 18}, [2]int{16, 18}, [2]int{17, 18}, [2]int{13, 17}, [2]int{17, 17})

@@ -20,7 +20,7 @@ import (
 // The test polls the progress lines for the step it waits for; it never
 // sleeps to synchronize.
 func TestHeadroomInterrupted(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 19*time.Second)
 	logPath := shopLog(t)
 	ctl := shopHeadroomTarget(t, nil)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")

@@ -65,7 +65,7 @@ func checkGone(t *testing.T, pids []int) {
 // string, no shard process has one on its command line (read from
 // /proc/PID/cmdline while they run): they get them in their environment.
 func TestHeadroomShards(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 54*time.Second)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})

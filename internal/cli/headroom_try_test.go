@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -22,7 +23,7 @@ import (
 // reference, 1x, holds by definition (stepcurve.Bracket), whatever the
 // machine's load.
 func TestHeadroomTry(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 18*time.Second)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	if err := tg.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {

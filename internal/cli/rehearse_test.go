@@ -205,7 +205,7 @@ type fixesDoc struct {
 // are as they were, with no copy left. A functional case: its rounds
 // replay at speed 0 and it judges no timing (issue 44).
 func TestRehearseTemplate(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 24*time.Second)
 	logPath := shopLog(t)
 	ctl, cand := shopPair(shopRehearsalTargets(t, 2))
 	before := shopState(t, ctl, workload.ShopDatabase)
@@ -295,7 +295,7 @@ func TestRehearseTemplate(t *testing.T) {
 // pre-flight, never as the target refusing the replay's connections
 // (the checks the interruption cut short failed).
 func TestRehearseInterrupted(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 12*time.Second)
 	logPath := shopLog(t)
 	ctl, cand := shopPair(shopRehearsalTargets(t, 2))
 	out := filepath.Join(t.TempDir(), "rounds")

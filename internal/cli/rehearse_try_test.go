@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -72,7 +73,7 @@ func tryLog(t *testing.T, user string) string {
 // with the server's error; neither changes the verdict or the exit code,
 // and the candidate's own database never gets the index.
 func TestRehearseTry(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 11*time.Second)
 	ctl, cand := tryTargets(t)
 	log := tryLog(t, ctl.User())
 	// Both changes are timed against one round of the candidate without

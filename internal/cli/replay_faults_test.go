@@ -97,7 +97,7 @@ func sortLines(lines []string) {
 // run exits 5 with its result marked incomplete, and report refuses to
 // judge it.
 func TestReplaySurvivesFaults(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 64*time.Second)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 20, 30*time.Second, 200*time.Millisecond)

@@ -425,7 +425,7 @@ func awaitActivity(c *pgcluster.Cluster, query string, limit time.Duration, cond
 // (not run, so not divergence), report does not call the candidate
 // diverged, and the advice does not name --sync object, which was on.
 func TestReplayCrashLosesParent(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 13*time.Second)
 	ctx := context.Background()
 	const ms = time.Millisecond
 	lines := sessionLines(4001, 12*time.Second,
@@ -570,7 +570,7 @@ func crashDuringOrder(t *testing.T, log string) (code int, stdout, stderr, out s
 // within --io-timeout plus 10 s, its result written and marked
 // incomplete, naming the silent connection.
 func TestReplayFrozenTarget(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 13*time.Second)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 5, 60*time.Second, 200*time.Millisecond)

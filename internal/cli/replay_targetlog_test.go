@@ -19,7 +19,7 @@ import (
 // and errors the replay ran (client_queries), every connection's
 // statements found in order; latency_source says server_log.
 func TestReplayTargetLog(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 12*time.Second)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})

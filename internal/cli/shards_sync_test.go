@@ -294,7 +294,7 @@ func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
 func TestShardsDependentWorkload(t *testing.T) {
 	// A functional case (issue 44): it holds that the merge has every
 	// shard's lag, counted; the lag's timing target is BenchmarkShardsLag's.
-	parallelCase(t)
+	slowCase(t, 12*time.Second)
 	log, want, apps := ordersLog(t, 2, 2, 30, 20*time.Millisecond)
 	dir := t.TempDir()
 	plan := forcedPlan(t, dir, log, apps)

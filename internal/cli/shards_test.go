@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	gateParallel()
 	code := m.Run()
 	// The shop's capture, shared by the rehearsals' tests, lives as long
 	// as the test binary: a directory of its own under the system's
@@ -198,7 +199,7 @@ func pgssTarget(t testing.TB) *pgcluster.Cluster {
 // accounting, sessions, calls and errors per fingerprint, and the same
 // calls per query in the targets' pg_stat_statements.
 func TestShardsMergeEqualSingle(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 22*time.Second)
 	ctx := context.Background()
 	log := captureMixed(t, 3*time.Second)
 	dir := t.TempDir()

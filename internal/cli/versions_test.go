@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -40,7 +41,7 @@ func versionLogSettings(major int) (map[string]string, []string) {
 // simple and the extended protocol, analyze's successful calls per
 // fingerprint equal the server's pg_stat_statements calls.
 func TestVersionsAnalyzeMatchesPgStatStatements(t *testing.T) {
-	parallelCase(t)
+	slowCase(t, 10*time.Second)
 	for _, major := range pgcluster.Majors {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			ctx := context.Background()
