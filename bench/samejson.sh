@@ -63,7 +63,8 @@
 #   there (bench/samejson, bench/samerehearse and bench/sameheadroom are
 #   copied into it, samerehearse built with -tags ref1810a82: 1810a82's
 #   judge API differs).
-# Exit status: 0 when every output is the same, 1 otherwise.
+# Exit status: 0 when every output is the same and every check of the
+# render programs passed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 reftree=${1:?usage: bench/samejson.sh REFERENCE_TREE DIR...}
@@ -159,9 +160,12 @@ both() { # both LABEL ARGS...: pgrehearse ARGS with both binaries
 }
 
 checks=0 checked=0
-selfcheck() { # selfcheck LABEL LIVE RENDER JQFILTER: the new program against the command's own JSON
+selfcheck() { # selfcheck LABEL LIVE RENDER JQFILTER WHAT: the new program against the command's own JSON, without WHAT
   checks=$((checks + 1))
-  jq -S "$4" "$2" >"$out/live.cmp" && jq -S "$4" "$3" >"$out/render.cmp" || return
+  if ! jq -S "$4" "$2" >"$out/live.cmp" || ! jq -S "$4" "$3" >"$out/render.cmp"; then
+    echo "CHECK FAILED: $1: jq could not read $2 or the render"
+    return
+  fi
   if cmp -s "$out/live.cmp" "$out/render.cmp"; then
     checked=$((checked + 1))
     echo "check: $1: the new tree's render is the command's JSON, without $5"
@@ -245,4 +249,4 @@ for f in "${stored[@]}"; do
 done
 echo "outputs compared: $((same + differ)); the same: $same; different: $differ"
 [ "$checks" = 0 ] || echo "checks of the render programs against the commands' own JSON: $checked of $checks passed"
-[ "$differ" = 0 ]
+[ "$differ" = 0 ] && [ "$checked" = "$checks" ]
