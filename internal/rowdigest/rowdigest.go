@@ -124,7 +124,6 @@ func long(body []byte) uint64 {
 	a, b, c, d := s, s, s, s
 	r := body
 	for len(r) > 128 {
-		r = r[:len(r):len(r)]
 		a = mix(le64(r)^p1, le64(r[8:])^a)
 		b = mix(le64(r[16:])^p2, le64(r[24:])^b)
 		c = mix(le64(r[32:])^p3, le64(r[40:])^c)
@@ -139,10 +138,10 @@ func long(body []byte) uint64 {
 		mix(le64(e[32:])^p3, le64(e[40:])^s^t1) ^ mix(le64(e[48:])^p4, le64(e[56:])^s^t2)
 }
 
-// last128 is the end of long (and of a Stream's Sum): r's first 64 bytes mixed with the lanes a,
-// b, c, d, XOR the last 64 bytes of the body, e, mixed with s (and other
-// constants than r's, so that a body whose halves are alike does not
-// cancel out).
+// last128 is the end of long, and of a Stream's Sum: r's first 64 bytes
+// mixed with the lanes a, b, c, d, XOR the last 64 bytes of the body, e,
+// mixed with s (and other constants than r's, so that a body whose
+// halves are alike does not cancel out).
 func last128(r, e []byte, s, a, b, c, d uint64) uint64 {
 	r, e = r[:64], e[:64]
 	return mix(le64(r)^p1, le64(r[8:])^a) ^ mix(le64(r[16:])^p2, le64(r[24:])^b) ^

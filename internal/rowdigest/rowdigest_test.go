@@ -555,7 +555,9 @@ func TestAvalanche(t *testing.T) {
 			}
 			changed += d
 		}
-		if avg := float64(changed) / float64(n*8); avg < 28 || avg > 36 {
+		avg := float64(changed) / float64(n*8)
+		t.Logf("%d bytes: %.1f bits", n, avg)
+		if avg < 28 || avg > 36 {
 			t.Errorf("%d bytes: a bit flipped changes %.1f bits of 64 on average", n, avg)
 		}
 	}
