@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -17,7 +18,8 @@ import (
 // (a capture from before) or without the target's is not compared; an
 // execution without digests to compare keeps none; the target's rows are
 // digested in the version of the recorded digests (a capture's of V1 in
-// V1, which the current version's differ from).
+// V1, one's of V2 with rows over 64 bytes in V2: the current version's
+// differ from both).
 func TestValuesDiffer(t *testing.T) {
 	functionalCase(t)
 	rows := [][][]byte{{[]byte("1"), []byte("a")}, {[]byte("2"), nil}}
@@ -27,10 +29,21 @@ func TestValuesDiffer(t *testing.T) {
 		origV1.AddVersion(rowdigest.V1, rowdigest.Values(nil, r))
 	}
 	ansV1 := &event.Answer{Rows: []int64{2}, Digests: []rowdigest.Digest{origV1}, DigestVersion: rowdigest.V1}
-	digestV1 := func(order ...int) []rowdigest.Digest {
+	// Rows over 64 bytes, which V2 and the current version hash apart.
+	long := [][][]byte{{[]byte("1"), []byte(strings.Repeat("a", 100))}, {[]byte("2"), []byte(strings.Repeat("b", 200))}}
+	var origV2 rowdigest.Digest
+	for _, r := range long {
+		origV2.AddVersion(rowdigest.V2, rowdigest.Values(nil, r))
+	}
+	ansV2 := &event.Answer{Rows: []int64{2}, Digests: []rowdigest.Digest{origV2}, DigestVersion: rowdigest.V2}
+	var cur rowdigest.Digest
+	for _, r := range long {
+		cur.Add(rowdigest.Values(nil, r))
+	}
+	digestIn := func(a *event.Answer, rows [][][]byte, order ...int) []rowdigest.Digest {
 		var d rowDigests
 		ev := &event.Event{}
-		ev.SetAnswer(ansV1)
+		ev.SetAnswer(a)
 		d.start(ev)
 		for _, i := range order {
 			d.row(&pgproto3.DataRow{Values: rows[i]})
@@ -38,6 +51,7 @@ func TestValuesDiffer(t *testing.T) {
 		d.completed()
 		return d.done
 	}
+	digestV1 := func(order ...int) []rowdigest.Digest { return digestIn(ansV1, rows, order...) }
 	digest := func(on bool, order ...int) []rowdigest.Digest {
 		var d rowDigests
 		d.start(&event.Event{})
@@ -68,6 +82,9 @@ func TestValuesDiffer(t *testing.T) {
 		{"V1, other order, not sorted", ansV1, digestV1(1, 0), plain, false},
 		{"V1, other order, sorted", ansV1, digestV1(1, 0), sorted, true},
 		{"V1 against the current version", ansV1, digest(true, 0, 1), plain, true},
+		{"V2, long rows, same order, sorted", ansV2, digestIn(ansV2, long, 0, 1), sorted, false},
+		{"V2, long rows, other order, not sorted", ansV2, digestIn(ansV2, long, 1, 0), plain, false},
+		{"V2 against the current version, long rows", ansV2, []rowdigest.Digest{cur}, plain, true},
 	} {
 		it := fingerprint.Compute(c.query)[0]
 		if got := valuesDiffer(c.ans, c.got, 0, it, c.query); got != c.want {

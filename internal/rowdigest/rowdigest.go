@@ -16,16 +16,17 @@
 // The hashes are multiply-mix hashes in the manner of wyhash (a 64x64-bit
 // multiplication, its 128-bit product's halves XORed), meant to tell rows
 // apart, not to resist an adversary. V1 hashed every row block by block
-// and folded Ordered with a multiplication per row in a chain; V2, the
-// current one, hashes a row of up to 64 bytes with one to four independent
+// and folded Ordered with a multiplication per row in a chain; V2
+// hashes a row of up to 64 bytes with one to four independent
 // multiplications and folds Ordered as a sum weighted by the row's
 // position, so that an export of many small rows costs the proxy's relay
-// about half of what V1 did (docs/performance.md). The proxy digests the
-// rows of each read in one loop over its buffer (AddRows), with no call
-// per row. A row longer than 64 bytes costs a multiplication per 16 bytes
-// in any such hash (V1's chain, wyhash's lanes, xxh3 below 240 bytes):
-// four lanes instead of V1's chain were measured no cheaper on the rows
-// of 110 bytes a table's filler gives, so V2 keeps V1's.
+// about half of what V1 did (docs/performance.md); V3, the current one,
+// is V2 but for rows longer than 64 bytes, which V2 hashed as V1 (a chain
+// of a multiplication per 16 bytes): a row of 65 to 128 bytes by eight
+// independent multiplications, a longer one by four lanes of 64-byte
+// stripes before them (long). The proxy digests the rows of each read in
+// one loop over its buffer (AddRows), with no call per row of up to 64
+// bytes.
 package rowdigest
 
 import (
@@ -43,15 +44,18 @@ const (
 	// folded by a multiplication chain. Captures written before V2.
 	V1 Version = 1
 	// V2: rows of up to 64 bytes hashed by one to four independent
-	// multiplications (Row), longer ones as V1; Ordered a sum of the
+	// multiplications (short), longer ones as V1; Ordered a sum of the
 	// rows' hashes weighted by their positions.
 	V2 Version = 2
+	// V3: V2, but rows longer than 64 bytes hashed by independent
+	// multiplications (long): eight for 65 to 128 bytes.
+	V3 Version = 3
 	// Current is the version Add, AddHash, Row and Stream make.
-	Current = V2
+	Current = V3
 )
 
 // Known reports whether this package makes digests of version v.
-func (v Version) Known() bool { return v == V1 || v == V2 }
+func (v Version) Known() bool { return v >= V1 && v <= V3 }
 
 // Digest is what a statement's rows hash to. The zero value is the
 // digest of no rows.
@@ -67,11 +71,16 @@ type Digest struct {
 // merge); in V2 the step between the weights of consecutive positions.
 const orderPrime = 0x9e3779b97f4a7c15
 
-// The hash's constants (wyhash's).
+// The hash's constants (wyhash's), and long's others: wyhash's _wyp3 (p3)
+// and _wyp4 (t1), and xxh3's PRIME64_2 (p4) and PRIME64_3 (t2).
 const (
 	p0 = 0xa0761d6478bd642f
 	p1 = 0xe7037ed1a0b428db
 	p2 = 0x8ebc6af09c88c6e3
+	p3 = 0x589965cc75374cc3
+	p4 = 0xc2b2ae3d27d4eb4f
+	t1 = 0x1d8e4e27c47d124f
+	t2 = 0x165667b19e3779f9
 )
 
 // mix folds the 128-bit product of a and b into 64 bits.
@@ -80,17 +89,66 @@ func mix(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
-// Row is the hash of one DataRow's body in the current version (V2): a
-// body of up to 64 bytes by short, a longer one as RowV1 does.
+// Row is the hash of one DataRow's body in the current version (V3): a
+// body of up to 64 bytes by short, a longer one by long.
 func Row(body []byte) uint64 {
+	if len(body) <= shortMax {
+		return short(body, len(body))
+	}
+	return long(body)
+}
+
+// rowV2 is the hash of one DataRow's body in V2: a body of up to 64 bytes
+// by short, a longer one as RowV1 does.
+func rowV2(body []byte) uint64 {
 	if len(body) <= shortMax {
 		return short(body, len(body))
 	}
 	return RowV1(body)
 }
 
-// shortMax is the longest body V2 hashes by short.
+// shortMax is the longest body V2 and V3 hash by short.
 const shortMax = 64
+
+// le64 is the little-endian uint64 at the start of b.
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// long is V3's hash of a body of more than 64 bytes: with s its length
+// XOR p0, while more than 128 bytes are left, each 64-byte stripe folded
+// into four lanes that start at s, by one multiplication per 16 bytes and
+// no lane depending on another; then last128 of what is left. A body of
+// 65 to 128 bytes costs eight multiplications none of which waits for
+// another (V1's chain costs eight that each wait for the one before).
+func long(body []byte) uint64 {
+	s := uint64(len(body)) ^ p0
+	a, b, c, d := s, s, s, s
+	r := body
+	for len(r) > 128 {
+		a = mix(le64(r)^p1, le64(r[8:])^a)
+		b = mix(le64(r[16:])^p2, le64(r[24:])^b)
+		c = mix(le64(r[32:])^p3, le64(r[40:])^c)
+		d = mix(le64(r[48:])^p4, le64(r[56:])^d)
+		r = r[64:]
+	}
+	// last128, written out: the compiler does not inline it.
+	r, e := r[:64], body[len(body)-64:]
+	return mix(le64(r)^p1, le64(r[8:])^a) ^ mix(le64(r[16:])^p2, le64(r[24:])^b) ^
+		mix(le64(r[32:])^p3, le64(r[40:])^c) ^ mix(le64(r[48:])^p4, le64(r[56:])^d) ^
+		mix(le64(e)^p1, le64(e[8:])^s^p2) ^ mix(le64(e[16:])^p2, le64(e[24:])^s^p1) ^
+		mix(le64(e[32:])^p3, le64(e[40:])^s^t1) ^ mix(le64(e[48:])^p4, le64(e[56:])^s^t2)
+}
+
+// last128 is the end of long, and of a Stream's Sum: r's first 64 bytes
+// mixed with the lanes a, b, c, d, XOR the last 64 bytes of the body, e,
+// mixed with s (and other constants than r's, so that a body whose
+// halves are alike does not cancel out).
+func last128(r, e []byte, s, a, b, c, d uint64) uint64 {
+	r, e = r[:64], e[:64]
+	return mix(le64(r)^p1, le64(r[8:])^a) ^ mix(le64(r[16:])^p2, le64(r[24:])^b) ^
+		mix(le64(r[32:])^p3, le64(r[40:])^c) ^ mix(le64(r[48:])^p4, le64(r[56:])^d) ^
+		mix(le64(e)^p1, le64(e[8:])^s^p2) ^ mix(le64(e[16:])^p2, le64(e[24:])^s^p1) ^
+		mix(le64(e[32:])^p3, le64(e[40:])^s^t1) ^ mix(le64(e[48:])^p4, le64(e[56:])^s^t2)
+}
 
 // short is V2's hash of a body of n bytes, at most shortMax, of which b
 // holds all (or, for a Stream cut short, the first len(b)): with s the
@@ -184,7 +242,7 @@ func (d *Digest) Add(body []byte) {
 	s := uint64(len(body)) ^ p0
 	switch k := len(body); {
 	case k > shortMax:
-		h = RowV1(body)
+		h = long(body)
 	case k > 32:
 		e := body[k-32:]
 		h = mix(binary.LittleEndian.Uint64(body)^p1, binary.LittleEndian.Uint64(body[8:])^s) ^
@@ -209,8 +267,10 @@ func (d *Digest) Add(body []byte) {
 // version, as Add does each body, up to the first message that is not a
 // DataRow, is not whole in msgs, or declares a length under 4: it returns
 // the bytes and the rows it took. It is Add in one loop over a read
-// buffer, for the proxy's relay: no call per row, and the digest's state
-// kept in registers until the end.
+// buffer, for the proxy's relay: no call per row of up to 64 bytes, and
+// the digest's state kept in registers until the end. (long written out
+// here too made rows of 110 bytes cheaper still, but rows of 16 to 18
+// bytes dearer by a fifth: docs/performance.md.)
 func (d *Digest) AddRows(msgs []byte) (n, rows int) {
 	ordered, unordered := d.Ordered, d.Unordered
 	w := uint64(d.Rows) * orderPrime // a row's weight, less its | 1
@@ -226,7 +286,7 @@ func (d *Digest) AddRows(msgs []byte) (n, rows int) {
 		s := uint64(len(body)) ^ p0
 		switch k := len(body); {
 		case k > shortMax:
-			h = RowV1(body)
+			h = long(body)
 		case k > 32:
 			e := body[k-32:]
 			h = mix(binary.LittleEndian.Uint64(body)^p1, binary.LittleEndian.Uint64(body[8:])^s) ^
@@ -250,17 +310,20 @@ func (d *Digest) AddRows(msgs []byte) (n, rows int) {
 	return n, rows
 }
 
-// AddVersion adds a row, its DataRow body, in version v: V1 for a digest
-// of a capture written before V2, Current otherwise.
+// AddVersion adds a row, its DataRow body, in version v: V1 or V2 for a
+// digest of a capture written before the next, Current otherwise.
 func (d *Digest) AddVersion(v Version, body []byte) {
-	if v != V1 {
+	switch v {
+	case V1:
+		h := RowV1(body)
+		d.Rows++
+		d.Ordered = bits.RotateLeft64((d.Ordered^h)*orderPrime, 29)
+		d.Unordered += h
+	case V2:
+		d.AddHash(rowV2(body)) // V2 folds as V3
+	default:
 		d.Add(body)
-		return
 	}
-	h := RowV1(body)
-	d.Rows++
-	d.Ordered = bits.RotateLeft64((d.Ordered^h)*orderPrime, 29)
-	d.Unordered += h
 }
 
 // Equal reports whether two digests are of the same rows, in the same
@@ -275,52 +338,56 @@ func (d Digest) Equal(o Digest, ordered bool) bool {
 // Stream hashes a row given in pieces (a DataRow larger than the proxy's
 // buffer, relayed as it arrives) to the same hash Row gives of the whole.
 type Stream struct {
-	h   uint64
-	n   int // the body's length, as its message declares it
-	buf [shortMax]byte
+	n int // the body's length, as its message declares it
+	// a, b, c, d are long's lanes.
+	a, b, c, d uint64
+	buf        [192]byte
 	// k counts the bytes in buf: of a body of up to shortMax bytes,
-	// all it got; of a longer one, those not yet folded, at most one
-	// block.
+	// all it got; of a longer one, those not yet folded, at most 128
+	// once a Write returns.
 	k int
 }
 
 // Reset starts a row whose body has n bytes.
-func (s *Stream) Reset(n int) { *s = Stream{h: uint64(n) ^ p0, n: n} }
+func (s *Stream) Reset(n int) {
+	h := uint64(n) ^ p0
+	*s = Stream{n: n, a: h, b: h, c: h, d: h}
+}
 
 // Write adds the next piece of the row's body. A short body is kept
-// whole until Sum; of a longer one, a block is folded only once a byte
-// after it has come, since the last 1 to 16 bytes are folded otherwise
-// (Sum).
+// whole until Sum; of a longer one, a stripe of 64 bytes is folded into
+// the lanes only once more than 128 bytes after its start have come,
+// since long folds the last 65 to 128 bytes otherwise (Sum).
 func (s *Stream) Write(p []byte) {
 	if s.n <= shortMax {
-		s.k += copy(s.buf[s.k:], p)
+		s.k += copy(s.buf[s.k:shortMax], p)
 		return
 	}
 	for len(p) > 0 {
-		if s.k == 16 {
-			s.h = block(s.h, s.buf[:])
-			s.k = 0
-		}
-		if s.k == 0 {
-			for len(p) > 16 {
-				s.h = block(s.h, p)
-				p = p[16:]
-			}
-		}
-		c := copy(s.buf[s.k:16], p)
+		c := copy(s.buf[s.k:], p)
 		s.k += c
 		p = p[c:]
+		for s.k > 128 {
+			r := s.buf[:64]
+			s.a = mix(le64(r)^p1, le64(r[8:])^s.a)
+			s.b = mix(le64(r[16:])^p2, le64(r[24:])^s.b)
+			s.c = mix(le64(r[32:])^p3, le64(r[40:])^s.c)
+			s.d = mix(le64(r[48:])^p4, le64(r[56:])^s.d)
+			s.k = copy(s.buf[:], s.buf[64:s.k])
+		}
 	}
 }
 
 // Sum is the row's hash. A stream that did not get the n bytes Reset
 // declared (a message cut short) hashes as what it got, which no whole row
-// of n bytes gives.
+// of n bytes gives (of a long body, fewer than 64 bytes as if zeros
+// followed them).
 func (s *Stream) Sum() uint64 {
 	if s.n <= shortMax {
 		return short(s.buf[:s.k], s.n)
 	}
-	return tail(s.h, s.buf[:s.k], s.n)
+	m := max(s.k, 64)
+	return last128(s.buf[:m], s.buf[m-64:m], uint64(s.n)^p0, s.a, s.b, s.c, s.d)
 }
 
 // Values is the DataRow body of a row decoded into its values (nil for

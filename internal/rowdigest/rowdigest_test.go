@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/pgrehearse/pgrehearse/internal/proctest"
+	"math/bits"
 	"slices"
 	"strconv"
 	"testing"
@@ -37,11 +38,11 @@ func digestV(v Version, rows ...[]byte) Digest {
 // row more or a duplicate row instead of another are never equal; Add is
 // AddVersion of the current version, and AddHash of Row.
 func TestEqual(t *testing.T) {
-	for _, v := range []Version{V1, V2} {
+	for _, v := range []Version{V1, V2, V3} {
 		testEqual(t, v)
 	}
-	mid, long := body(bytes.Repeat([]byte("y"), 40)), body(bytes.Repeat([]byte("y"), 70))
-	for _, rows := range [][][]byte{{}, {body(nil)}, {body([]byte("1")), mid, long, body([]byte("123456"), []byte("0"))}} {
+	mid, long, longer := body(bytes.Repeat([]byte("y"), 40)), body(bytes.Repeat([]byte("y"), 70)), body(bytes.Repeat([]byte("y"), 300))
+	for _, rows := range [][][]byte{{}, {body(nil)}, {body([]byte("1")), mid, long, longer, body([]byte("123456"), []byte("0"))}} {
 		var add, hashed Digest
 		for _, r := range rows {
 			add.Add(r)
@@ -57,6 +58,15 @@ func testEqual(t *testing.T, v Version) {
 	digest := func(rows ...[]byte) Digest { return digestV(v, rows...) }
 	a, b, c := body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")), body([]byte("3"), nil)
 	long := body(bytes.Repeat([]byte("z"), 33), bytes.Repeat([]byte("z"), 40))
+	// Another version: V2 and V3 hash rows of up to 64 bytes alike, V1
+	// and V2 longer ones.
+	other, otherLong := V1, V3
+	if v == V1 {
+		other = Current
+	}
+	if v == V3 {
+		otherLong = V2
+	}
 	for _, tc := range []struct {
 		name               string
 		x, y               Digest
@@ -73,7 +83,8 @@ func testEqual(t *testing.T, v Version) {
 		{"duplicates cancel not", digest(a, a, b), digest(b), false, false},
 		{"columns split otherwise", digest(body([]byte("ab"), []byte("c"))), digest(body([]byte("a"), []byte("bc"))), false, false},
 		{"long reordered", digest(a, long, b, c), digest(long, c, b, a), false, true},
-		{"other version", digest(a, b), digestV(V1+V2-v, a, b), false, false},
+		{"other version", digest(a, b), digestV(other, a, b), false, false},
+		{"other version, long rows", digest(long, long), digestV(otherLong, long, long), false, false},
 	} {
 		if got := tc.x.Equal(tc.y, true); got != tc.ordered {
 			t.Errorf("V%d: %s: ordered equal %v, want %v", v, tc.name, got, tc.ordered)
@@ -143,12 +154,12 @@ func TestStreamAndValues(t *testing.T) {
 	}
 }
 
-// TestStreamPieces: every body of up to 70 bytes, written in pieces of
+// TestStreamPieces: every body of up to 300 bytes, written in pieces of
 // every size up to 20, hashes as whole; and no two of those bodies (each
 // a prefix of the next, or one byte changed) share a hash.
 func TestStreamPieces(t *testing.T) {
 	seen := map[uint64]string{}
-	data := make([]byte, 70)
+	data := make([]byte, 300)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
@@ -225,13 +236,35 @@ func TestPinned(t *testing.T) {
 		{body([]byte("12345"), []byte("some text value"), []byte("2026-11-25 06:30:00+00"), nil), 0x818ad86208f4518b},
 		{body(bytes.Repeat([]byte("x"), 300)), 0x683080888f25f90e},
 	} {
-		if got := Row(tc.body); got != tc.want {
+		if got := rowV2(tc.body); got != tc.want {
 			t.Errorf("V2: Row of %d bytes: %#x, pinned %#x", len(tc.body), got, tc.want)
 		}
 	}
-	d = digest(body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")))
+	d = digestV(V2, body([]byte("1"), []byte("a")), body([]byte("2"), []byte("b")))
 	if want := (Digest{Rows: 2, Ordered: 0xede91c4bd44fac5b, Unordered: 0xb9279a980517cebb}); d != want {
 		t.Errorf("V2: digest of two rows %+v, pinned %+v", d, want)
+	}
+	filler := body([]byte("283114"), []byte("3"), []byte("0"), bytes.Repeat([]byte(" "), 84))
+	for _, tc := range []struct {
+		body []byte
+		want uint64
+	}{
+		// Up to 64 bytes, as V2.
+		{[]byte{}, 0x1ff5c2923a788d2c},
+		{body([]byte("1")), 0x28278534f201e05f},
+		{body([]byte("12345"), []byte("some text value"), []byte("2026-11-25 06:30:00+00"), nil), 0x818ad86208f4518b},
+		{filler, 0xafb3c99601a65271},
+		{body(bytes.Repeat([]byte("x"), 122)), 0xaf9a758342da7e0d},
+		{body(bytes.Repeat([]byte("x"), 123)), 0x83f81602e612237c},
+		{body(bytes.Repeat([]byte("x"), 300)), 0x8928b0ef63facec8},
+	} {
+		if got := Row(tc.body); got != tc.want {
+			t.Errorf("V3: Row of %d bytes: %#x, pinned %#x", len(tc.body), got, tc.want)
+		}
+	}
+	d = digestV(V3, body([]byte("1"), []byte("a")), filler)
+	if want := (Digest{Rows: 2, Ordered: 0x916aae08864f9714, Unordered: 0xf6a27df1ce894166}); d != want {
+		t.Errorf("V3: digest of two rows %+v, pinned %+v", d, want)
 	}
 }
 
@@ -279,8 +312,9 @@ func FuzzDecode(f *testing.F) {
 }
 
 // FuzzRow: a DataRow body cut anywhere hashes in pieces as whole; Add is
-// AddHash of Row and AddVersion of V2, and AddRows of its message; a row
-// longer than 64 bytes hashes in V2 as in V1; and one that decodes is
+// AddHash of Row and AddVersion of V3, and AddRows of its message; a row
+// of up to 64 bytes hashes in V3 as in V2, a longer one in V2 as in V1
+// (and AddVersion of V2 is AddHash of that); and one that decodes is
 // rebuilt from its values byte for byte, so the replay's digest of what
 // pgx decoded is the proxy's of what it relayed.
 func FuzzRow(f *testing.F) {
@@ -290,6 +324,9 @@ func FuzzRow(f *testing.F) {
 	f.Add(body([]byte("123456"), []byte("0")), 9)
 	f.Add(body(bytes.Repeat([]byte("w"), 27)), 20)
 	f.Add(body([]byte("283114"), []byte("3"), []byte("0"), bytes.Repeat([]byte(" "), 84)), 70)
+	f.Add(body(bytes.Repeat([]byte("w"), 123)), 64)
+	f.Add(body(bytes.Repeat([]byte("w"), 124)), 129)
+	f.Add(body(bytes.Repeat([]byte("w"), 500)), 200)
 	f.Fuzz(func(t *testing.T, row []byte, cut int) {
 		if cut < 0 || cut > len(row) {
 			cut = len(row) / 2
@@ -301,15 +338,23 @@ func FuzzRow(f *testing.F) {
 		if s.Sum() != Row(row) {
 			t.Fatal("pieces hash otherwise than the whole")
 		}
-		var add, hashed, v2 Digest
+		var add, hashed, v3, v2, hashedV2 Digest
 		add.Add(row)
 		hashed.AddHash(Row(row))
-		v2.AddVersion(V2, row)
-		if add != hashed || add != v2 {
-			t.Fatalf("Add %+v, AddHash of Row %+v, AddVersion V2 %+v", add, hashed, v2)
+		v3.AddVersion(V3, row)
+		if add != hashed || add != v3 {
+			t.Fatalf("Add %+v, AddHash of Row %+v, AddVersion V3 %+v", add, hashed, v3)
 		}
-		if len(row) > shortMax && Row(row) != RowV1(row) {
+		v2.AddVersion(V2, row)
+		hashedV2.AddHash(rowV2(row))
+		if v2 != hashedV2 {
+			t.Fatalf("AddVersion V2 %+v, AddHash of V2's row hash %+v", v2, hashedV2)
+		}
+		if len(row) > shortMax && rowV2(row) != RowV1(row) {
 			t.Fatal("a long row hashes otherwise in V2 than in V1")
+		}
+		if len(row) <= shortMax && Row(row) != rowV2(row) {
+			t.Fatal("a short row hashes otherwise in V3 than in V2")
 		}
 		// AddRows of the row as a message, twice, after a row added
 		// otherwise, then a message of another type.
@@ -440,8 +485,11 @@ func BenchmarkDataRows(b *testing.B) {
 // TestDistinct: rows such as tables hold, many alike but for a few bytes,
 // hash apart in each version: two ints as text, an int in binary, a
 // text of 17 to 32 bytes, one of 33 to 64 whose halves are alike but
-// for a few bytes; and in the ordered digest of 10,000 of them,
-// swapping any two rows shows, as do two rotations.
+// for a few bytes, pgbench_accounts' whole rows (110 bytes, a long
+// filler alike in all), and rows of 200 to 300 bytes alike but for a
+// number in their first, middle or last bytes; and in the ordered
+// digest of 10,000 of them, swapping any two rows shows, as do two
+// rotations.
 func TestDistinct(t *testing.T) {
 	var rows [][]byte
 	for i := range 400 {
@@ -453,8 +501,13 @@ func TestDistinct(t *testing.T) {
 		rows = append(rows, body(binary.BigEndian.AppendUint32(nil, uint32(i)<<8|uint32(i>>8))))
 		rows = append(rows, body([]byte(fmt.Sprintf("customer-%016d", i))))
 		rows = append(rows, body([]byte(fmt.Sprintf("customer-%0*d-customer-%0*d", i%4+1, i, i%7+3, i))))
+		rows = append(rows, body([]byte(strconv.Itoa(100_000+i)), []byte(strconv.Itoa(i%10)), []byte("0"), bytes.Repeat([]byte(" "), 84)))
+		pad := bytes.Repeat([]byte("y"), 100+i%5*40)
+		rows = append(rows, body(pad, []byte(strconv.Itoa(i)), pad))
+		rows = append(rows, body([]byte(strconv.Itoa(i)), pad, pad))
+		rows = append(rows, body(pad, pad, []byte(strconv.Itoa(i))))
 	}
-	for _, v := range []Version{V1, V2} {
+	for _, v := range []Version{V1, V2, V3} {
 		seen := make(map[uint64]int, len(rows))
 		for i, r := range rows {
 			var d Digest
@@ -478,6 +531,34 @@ func TestDistinct(t *testing.T) {
 			if got := digestV(v, rotated...); got.Equal(want, true) || !got.Equal(want, false) {
 				t.Errorf("V%d: rotated by %d: ordered equal", v, k)
 			}
+		}
+	}
+}
+
+// TestAvalanche: in V3, flipping any one bit of a row of 65 to 300 bytes
+// changes its hash, by about half of its 64 bits on average (a mix of
+// 16 bytes changes by fewer on some bits, as V2's of a short row).
+func TestAvalanche(t *testing.T) {
+	for _, n := range []int{65, 100, 110, 128, 129, 192, 193, 300} {
+		row := make([]byte, n)
+		for i := range row {
+			row[i] = byte(i*131 + n)
+		}
+		h := Row(row)
+		changed := 0
+		for i := range n * 8 {
+			row[i/8] ^= 1 << (i % 8)
+			d := bits.OnesCount64(Row(row) ^ h)
+			row[i/8] ^= 1 << (i % 8)
+			if d == 0 {
+				t.Fatalf("%d bytes: flipping bit %d leaves the hash", n, i)
+			}
+			changed += d
+		}
+		avg := float64(changed) / float64(n*8)
+		t.Logf("%d bytes: %.1f bits", n, avg)
+		if avg < 28 || avg > 36 {
+			t.Errorf("%d bytes: a bit flipped changes %.1f bits of 64 on average", n, avg)
 		}
 	}
 }
