@@ -131,6 +131,45 @@ func TestBreakTextCulprit(t *testing.T) {
 	}
 }
 
+// TestBreakTextShortfall: a step broken by falling short of its k, its lag
+// within the limit, says so rather than that its lag broke (a demo's
+// candidate on a busy machine: "lag p99 1618 ms (1x: 1979 ms)"), and a
+// query where the sessions waited that was no slower than at 1x is not
+// worded as a cause ("waited most on ..., p95 -55%").
+func TestBreakTextShortfall(t *testing.T) {
+	faster := &judge.Break{Metric: judge.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $2 || $1 || $3",
+		Base: 58.5, Value: 26.5, Waits: []judge.Wait{{Event: "CPU", Share: 0.9}}}
+	short := judge.Break{Metric: judge.MetricLag, Base: 1979, Value: 1618, Limit: 2079, Margin: 0.2, Cause: faster}
+	want := "the replay fell short of the load asked, 2.2x achieved, waiting on the target (lag p99 1618 ms, within its limit of 2079 ms); " +
+		"no query was slower than at 1x, and the sessions' time went most to SELECT id, name FROM customers WHERE email = $2 || $1 || $3, p95 58.5 ms -> 26.5 ms, its sessions waiting on CPU"
+	if got := breakText(short, 2.23); got != want {
+		t.Errorf("shortfall:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestHeadroomLaggingBaseline: a side whose replay lagged beyond the SLO's
+// lag at 1x says that its steps rest on a late 1x; one on time does not.
+func TestHeadroomLaggingBaseline(t *testing.T) {
+	out := headroomOutcome(t)
+	so := out.Sides[0]
+	so.Baseline = &judge.Baseline{LagP99MS: 1979}
+	said := func() bool {
+		for _, l := range sideNotes(out, so) {
+			if strings.HasPrefix(l, "at 1x the "+string(so.Side)+"'s replay already fell behind the log's pace (lag p99 1979 ms, above 100ms)") {
+				return true
+			}
+		}
+		return false
+	}
+	if !said() {
+		t.Errorf("a 1x lagging 1979 ms is not said: %q", sideNotes(out, so))
+	}
+	so.Baseline.LagP99MS = 40
+	if said() {
+		t.Errorf("a 1x on time is said to lag: %q", sideNotes(out, so))
+	}
+}
+
 // TestHeadroomStepsFit: the steps tables, their worst rule saying when a
 // figure past the SLO is within the 1x spread, fit a 1,400-pixel window
 // without scrolling sideways (issue 44 found the top-wait column cut).

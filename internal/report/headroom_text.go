@@ -222,6 +222,14 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 				"the same sessions cannot go faster; k times real traffic needs more sessions (--by fold)", so.Side, so.BoundWhy))
 		}
 	}
+	if bl := so.Baseline; bl != nil && out0.SLO.MaxLag > 0 && bl.LagP99MS > float64(out0.SLO.MaxLag.Microseconds())/1000 {
+		// A step's lag is judged over 1x's, so a lagging 1x breaks
+		// nothing by itself; but every step then rests on a replay
+		// that could not keep even today's pace.
+		out = append(out, fmt.Sprintf("at 1x the %s's replay already fell behind the log's pace (lag p99 %s ms, above %v): "+
+			"its steps are judged against a 1x that was late, and what they hold is doubtful; run headroom where the replayer keeps 1x on time "+
+			"(a quieter machine, more cores, or --shards)", so.Side, fmtMS(bl.LagP99MS), out0.SLO.MaxLag))
+	}
 	if line := curveLine(so); line != "" {
 		out = append(out, line)
 	}
@@ -258,6 +266,12 @@ func breakText(b judge.Break, k float64) string {
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
 	case judge.MetricLag:
 		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
+		if b.Limit > 0 && b.Value <= b.Limit {
+			// Broken by the load falling short of the k asked (the
+			// achieved k is the one said), its lag within the limit:
+			// "lag p99 1618 ms (1x: 1979 ms)" read as a lag that broke.
+			s = fmt.Sprintf("the replay fell short of the load asked, %s achieved, waiting on the target (lag p99 %s ms, within its limit of %s ms)", fmtK(k), fmtMS(b.Value), fmtMS(b.Limit))
+		}
 		if c := b.Cause; c != nil && c.AddedMS > 0 {
 			// The culprit, by the time it added over its own 1x (as
 			// rehearse ranks regressions); where the sessions waited
@@ -268,6 +282,13 @@ func breakText(b judge.Break, k float64) string {
 				if len(w.Waits) > 0 {
 					s += ", waiting on " + w.Waits[0].Event
 				}
+			}
+		} else if c != nil && c.Value <= c.Base {
+			// Where the sessions waited, which was no slower than at
+			// 1x: not a cause ("waited most on ..., p95 -55%").
+			s += fmt.Sprintf("; no query was slower than at 1x, and the sessions' time went most to %s, %s %s ms -> %s ms", shorten(oneLine(c.Query), 60), c.Metric, fmtMS(c.Base), fmtMS(c.Value))
+			if len(c.Waits) > 0 {
+				s += ", its sessions waiting on " + c.Waits[0].Event
 			}
 		} else if c != nil {
 			s += fmt.Sprintf("; the sessions waited most on %s, %s %+.0f%% (%s ms -> %s ms)", shorten(oneLine(c.Query), 60), c.Metric, 100*(c.Value/c.Base-1), fmtMS(c.Base), fmtMS(c.Value))
