@@ -186,6 +186,8 @@ func regressionsClause(rep *compare.Report) string {
 	n := v.Regressions + v.TailRegressions
 	var s string
 	switch {
+	case v.LatencyNotJudged != nil && v.NotJudgedLag == 0:
+		s = "no latency judged (none changed beyond the floors, which a lagging replay can hide too)"
 	case v.LatencyNotJudged != nil:
 		s = fmt.Sprintf("no latency judged: %d %s changed beyond the floors, not judged (lag)", v.NotJudgedLag, plural(v.NotJudgedLag, "query", "queries"))
 	case n == 0 && v.MoreWork > 0:
