@@ -22,6 +22,9 @@ type demoReport struct {
 	Verdict struct {
 		Status string `json:"status"`
 		Line   string `json:"line"`
+		// LatencyNotJudged: fewer than 3 rounds a side, and a round
+		// fell behind its schedule (issue 44).
+		LatencyNotJudged *json.RawMessage `json:"latency_not_judged"`
 	} `json:"verdict"`
 	Queries []struct {
 		Fingerprint string  `json:"fingerprint"`
@@ -231,6 +234,18 @@ func TestDemoFindsDroppedIndex(t *testing.T) {
 	// slower and more); the identical candidate's case keeps the demo's
 	// three, against false alarms.
 	r := runDemoTest(t, "drop-index", "--rounds", "2")
+	if r.Verdict.LatencyNotJudged != nil {
+		// Two rounds a side measure no noise: a round that fell behind
+		// its schedule on a busy machine leaves the latency unjudged
+		// (issue 44), the machine's race, which the test cannot force.
+		// That verdict must say so and call no regression.
+		t.Logf("a round fell behind its schedule: %s", r.Verdict.Line)
+		if r.Verdict.Status != "incomplete" || !strings.HasPrefix(r.Verdict.Line, "LATENCY NOT JUDGED: ") || len(r.RegressionsByAddedTime) != 0 ||
+			!strings.HasPrefix(r.stdout, "LATENCY NOT JUDGED: ") {
+			t.Errorf("latency not judged: verdict %s %q, regressions %v", r.Verdict.Status, r.Verdict.Line, r.RegressionsByAddedTime)
+		}
+		return
+	}
 	assertDroppedIndex(t, r)
 	assertIndexFixVerified(t, r)
 }

@@ -58,8 +58,13 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			switch {
 			case pr[0] == pr[1] && r.Verdict.Status != "pass":
 				t.Errorf("A/A verdict %q\n%s", r.Verdict.Line, r.stdout)
-			case r.Verdict.Status == "diverged" || r.Verdict.Status == "incomplete":
+			case r.Verdict.Status == "diverged" || (r.Verdict.Status == "incomplete" && r.Verdict.LatencyNotJudged == nil):
 				t.Errorf("verdict %q\n%s", r.Verdict.Line, r.stdout)
+			case r.Verdict.LatencyNotJudged != nil:
+				// Two rounds a side, and a round fell behind its
+				// schedule on a busy machine: the latency is not
+				// judged (issue 44), the machine's race.
+				t.Logf("a round fell behind its schedule: %s", r.Verdict.Line)
 			}
 			plans := planLines(r.stdout)
 			for _, l := range strings.Split(plans, "\n") {
@@ -111,7 +116,7 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			}
 			// An A/A rehearsal may find no query worth explaining:
 			// none regressed, none added time.
-			if pr[0] != pr[1] && explained == 0 {
+			if pr[0] != pr[1] && explained == 0 && r.Verdict.LatencyNotJudged == nil {
 				t.Errorf("no statement explained with the same plan: %+v", r.Plans.Outcomes)
 			}
 			note := fmt.Sprintf("The control runs PostgreSQL %d.", pr[0])

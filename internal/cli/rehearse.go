@@ -204,7 +204,9 @@ logs, whose values are used, never run and not kept.
 ` + fixesHelp + `` + rulesHelp + `
 ` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
 		exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
-		exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass"})
+		exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass; " +
+			"or, with fewer than 3 rounds a side (noise not measured), a round's replay fell behind its schedule (lag p99 above --max-lag): " +
+			"the latency is not judged, errors and divergence are"})
 }
 
 // addRehearseFlags adds rehearse's flags, into f, to fl.
@@ -334,6 +336,8 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 		return &exitError{code: ExitDiverged, err: errors.New("the candidate's rounds diverged from the control's: they did different work, so the candidate is not judged")}
 	case v.Failed():
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	case v.LatencyNotJudged():
+		return errLatencyNotJudged
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // addReplayOptionFlags registers the options of a replay that replay and
@@ -32,7 +33,7 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
 	fl.DurationVar(&f.ioTimeout, "io-timeout", replay.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
 	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
 	addMaxSkipped(fl, &f.maxSkipped)
-	fl.DurationVar(&f.maxLag, "max-lag", 100*time.Millisecond, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99 (speed > 0; 0: never)")
+	fl.DurationVar(&f.maxLag, "max-lag", results.DefaultMaxLag, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99, and leave the latency of a comparison of one run a side with it unjudged (speed > 0; 0: never)")
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	fl.BoolVar(&f.requireStart, "require-start-state", false, "fail (exit 1) before replaying when the target's tables are not the starting point the capture recorded (--monitor-dsn), or when it recorded none")
 	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")

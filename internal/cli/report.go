@@ -63,7 +63,13 @@ runs (±).
 With one run a side (the two-file form), run-to-run noise is not measured,
 and the verdict says so: only changes beyond default noise floors, measured
 on replays of one workload onto identical targets (docs/noise.md), are
-judged, and nothing within them fails a rule.
+judged, and nothing within them fails a rule. And when a replay of such a
+comparison fell behind its schedule (lag p99 above its --max-lag, which it
+warned of), its latencies include the replayer's delay and sessions that
+overlapped otherwise than the original's: no latency is judged, the verdict
+says "LATENCY NOT JUDGED" with the lag, the queries whose latency changed
+are listed as "not judged (lag)", never as regressions, errors and
+divergence are judged, and the exit code is 5.
 
 Latency must be compared like with like: durations from a server log are
 server-side, a replay's client round trips are not. Each result says which
@@ -290,9 +296,17 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 		return &exitError{code: ExitDiverged, err: errors.New("the replay diverged: it did different work than the baseline, so the candidate is not judged")}
 	case v.Failed():
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	case v.LatencyNotJudged():
+		return errLatencyNotJudged
 	}
 	return nil
 }
+
+// errLatencyNotJudged ends a comparison that judged no latency: a replay
+// fell behind its schedule, one run a side (issue 44: such a replay once
+// made an identical candidate FAIL).
+var errLatencyNotJudged = &exitError{code: ExitIncomplete, err: errors.New("latency not judged: a replay fell behind its schedule " +
+	"(see the verdict); replay again on a quieter machine or at a lower --speed, or compare three runs a side")}
 
 // reportRules checks the flags against each other and parses --fail-on.
 func reportRules(f reportFlags, compared bool) (judge.Rules, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -263,7 +264,24 @@ func TestReportIdenticalReplays(t *testing.T) {
 	code, stdout, stderr := runCLI(ctx, "", "report", path("a.json"), path("b.json"), "--fail-on", "p95>+20%,mean>+20%",
 		"--json", path("ab.json"), "--html", path("ab.html"))
 	t.Logf("report of two identical replays:\n%s", stdout)
-	if code != ExitOK {
+	// A replay that fell behind its schedule leaves the latency unjudged
+	// (issue 44): exit 5, and the verdict says so.
+	lagged := false
+	for _, f := range []string{"a.json", "b.json"} {
+		res, err := results.ReadFile(path(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, l := res.Lagged()
+		lagged = lagged || l
+	}
+	wantStatus := "pass"
+	if lagged {
+		wantStatus = "incomplete"
+		if code != ExitIncomplete || !strings.HasPrefix(stdout, "LATENCY NOT JUDGED: ") {
+			t.Errorf("two identical replays, one lagging: exit %d\n%s", code, stderr)
+		}
+	} else if code != ExitOK {
 		t.Errorf("two identical replays: exit %d\n%s", code, stderr)
 	}
 	var ab struct {
@@ -286,7 +304,7 @@ func TestReportIdenticalReplays(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, path("ab.json")), &ab); err != nil {
 		t.Fatal(err)
 	}
-	if v := ab.Verdict; v.Status != "pass" || v.Regressions+v.TailRegressions != 0 || v.NoiseMeasured ||
+	if v := ab.Verdict; v.Status != wantStatus || v.Regressions+v.TailRegressions != 0 || v.NoiseMeasured ||
 		!strings.Contains(v.Line, "run-to-run noise not measured") || len(ab.NewErrors) != 0 {
 		t.Errorf("two identical replays: verdict %+v, new errors %v", v, ab.NewErrors)
 	}

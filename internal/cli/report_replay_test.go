@@ -65,7 +65,9 @@ func TestReportOnReplays(t *testing.T) {
 	// identical target), and the report names both runs' latency source.
 	for _, pair := range [][2]string{{"a.json", "r1.json"}, {"r1.json", "r2.json"}} {
 		code, stdout, stderr := runCLI(ctx, "", "report", path(pair[0]), path(pair[1]), "--fail-on", "p95>10x", "--json", path("rep.json"))
-		if code != ExitOK && code != ExitRegression {
+		// A replay that fell behind its schedule leaves the latency
+		// unjudged (exit 5), a verdict too.
+		if code != ExitOK && code != ExitRegression && (code != ExitIncomplete || !strings.HasPrefix(stdout, "LATENCY NOT JUDGED: ")) {
 			t.Fatalf("report %v: exit %d\n%s%s", pair, code, stdout, stderr)
 		}
 		var rep struct {
@@ -251,8 +253,9 @@ func TestReadmeWorkflow(t *testing.T) {
 		t.Fatalf("analyze: exit %d\n%s", code, stderr)
 	}
 	// replayTo replays production's log onto c, its result in name.json,
-	// and returns the replay's schedule lag p99 in ms.
-	replayTo := func(name string, c *pgcluster.Cluster) float64 {
+	// and returns whether the replay fell behind its schedule beyond its
+	// threshold (lag p99 over 100 ms, which it warns of), and its lag.
+	replayTo := func(name string, c *pgcluster.Cluster) (bool, float64) {
 		t.Helper()
 		logs, err := c.LogFiles("*.log")
 		if err != nil || len(logs) != 1 {
@@ -266,18 +269,16 @@ func TestReadmeWorkflow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Lag == nil {
-			return 0
-		}
-		return res.Lag.P99
+		l, lagged := res.Lagged()
+		return lagged, l.P99MS
 	}
-	replayTo("dropped", dropped)
-	lagged := replayTo("same", same)
-	report := func(name string) (int, string, map[string]compareQuery) {
+	droppedLagged, droppedLag := replayTo("dropped", dropped)
+	sameLagged, sameLag := replayTo("same", same)
+	report := func(name string) (int, string, string, map[string]compareQuery) {
 		t.Helper()
 		code, stdout, stderr := runCLI(ctx, "", "report", path("baseline.json"), path(name+".json"),
 			"--fail-on", "p95>+50%", "--min-effect-ms", "0.2", "--json", path(name+"-report.json"))
-		if code != ExitOK && code != ExitRegression {
+		if code != ExitOK && code != ExitRegression && code != ExitIncomplete {
 			t.Fatalf("report on %s: exit %d\n%s%s", name, code, stdout, stderr)
 		}
 		var rep struct {
@@ -291,48 +292,56 @@ func TestReadmeWorkflow(t *testing.T) {
 		for _, q := range rep.Queries {
 			byQuery[q.Query] = q
 		}
-		return code, rep.Verdict.Line, byQuery
+		return code, rep.Verdict.Status, rep.Verdict.Line, byQuery
 	}
-	code, verdict, queries := report("dropped")
+	// One replay is compared with production's log, the noise between
+	// runs not measured: a replay that fell behind its schedule on a busy
+	// machine (make test-busy) bunches the updates of pgbench's few
+	// branches and their lock waits, and once made "UPDATE
+	// pgbench_branches" 24.32x (1.13-183) on the identical candidate, a
+	// FAIL. Such a replay's latency is now not judged (issue 44): the
+	// verdict says so and exits 5, whichever candidate it is, and no
+	// query is called a regression.
+	notJudged := func(name string, lag float64, code int, status, verdict string, queries map[string]compareQuery) {
+		t.Helper()
+		t.Logf("%s: the replay fell behind its schedule (lag p99 %.1f ms): %s", name, lag, verdict)
+		if code != ExitIncomplete || status != "incomplete" || !strings.HasPrefix(verdict, "LATENCY NOT JUDGED: the candidate's replay") ||
+			!strings.Contains(verdict, "fell behind the log's pace") {
+			t.Errorf("%s, lagging: exit %d, status %q, verdict %q", name, code, status, verdict)
+		}
+		for text, q := range queries {
+			if strings.Contains(q.Status, "regressed") {
+				t.Errorf("%s, lagging: %q is %s", name, text, q.Status)
+			}
+		}
+	}
+	code, status, verdict, queries := report("dropped")
 	var lookup *compareQuery
 	for text, q := range queries {
 		if strings.Contains(text, "email") {
 			lookup = &q
 		}
 	}
-	if code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Effects.Mean.Change != "slower" {
+	switch {
+	case droppedLagged:
+		notJudged("dropped index", droppedLag, code, status, verdict, queries)
+		if lookup == nil || lookup.Status != "not_judged_lag" || lookup.Effects.Mean.Change != "slower" {
+			t.Errorf("dropped index, lagging: lookup by email %+v, want not judged (lag)", lookup)
+		}
+	case code != ExitRegression || lookup == nil || lookup.Status != "regressed" || lookup.Effects.Mean.Change != "slower":
 		t.Errorf("dropped index: exit %d, verdict %q, lookup by email %+v", code, verdict, lookup)
 	}
-	// One replay a side is compared with production's log, the noise
-	// between runs not measured: a replay that fell behind its schedule
-	// on a busy machine (make test-busy; lag p99 over 100 ms, which the
-	// replay warns of) bunches the updates of pgbench's few branches and
-	// their lock waits, and once made "UPDATE pgbench_branches" 24.32x
-	// (1.13-183) on the identical candidate. That is the machine's race,
-	// which the test cannot force: it is tried again on a fresh copy, up
-	// to three times; a failure without the lag fails at once.
-	for attempt := 1; ; attempt++ {
-		code, verdict, queries = report("same")
-		if code == ExitOK && strings.HasPrefix(verdict, "PASS") {
-			break
-		}
+	code, status, verdict, queries = report("same")
+	if sameLagged {
+		notJudged("identical candidate", sameLag, code, status, verdict, queries)
+	} else if code != ExitOK || !strings.HasPrefix(verdict, "PASS") {
 		var regressed []string
 		for text, q := range queries {
 			if q.Status == "regressed" {
 				regressed = append(regressed, text)
 			}
 		}
-		if lagged <= 100 || attempt == 3 {
-			t.Errorf("identical candidate: exit %d, verdict %q, regressed %q (the replay's lag p99 %.1f ms, attempt %d)", code, verdict, regressed, lagged, attempt)
-			break
-		}
-		t.Logf("attempt %d: the identical candidate's replay fell behind (lag p99 %.1f ms) and its verdict is %q; trying again on a fresh copy", attempt, lagged, verdict)
-		same = pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
-		setupShops(t, same)
-		if err := enableStatementLog(ctx, same); err != nil {
-			t.Fatal(err)
-		}
-		lagged = replayTo("same", same)
+		t.Errorf("identical candidate: exit %d, verdict %q, regressed %q (the replay's lag p99 %.1f ms, within its threshold)", code, verdict, regressed, sameLag)
 	}
 	// The target's log also holds the replay's own statements (pre-flight
 	// logins, the catalog read for --sync, the end marker). The replay's

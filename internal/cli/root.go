@@ -71,7 +71,9 @@ var (
 		"the merged result is written, marked incomplete"}
 	exitDocFailOn  = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
 	exitDocRefused = exitDoc{ExitIncomplete, "not judged: a result is incomplete, interrupted, degraded, " +
-		"much smaller than the other side, or inconsistent (the field is named)"}
+		"much smaller than the other side, or inconsistent (the field is named); or, with one run a side, a " +
+		"replay fell behind its schedule (lag p99 above its --max-lag): the latency is not judged, errors and " +
+		"divergence are"}
 	exitDocDiverged = exitDoc{ExitDiverged, "diverged: the candidate replay did different work than the " +
 		"baseline (rows per call, errors of ordering such as foreign keys): sessions that depended on each " +
 		"other ran out of order, and the candidate is not judged (see docs/sync.md)"}
@@ -125,7 +127,8 @@ func wrapExit(code int, text string) string {
 // exitCodeHelp is the overview of every code, in the root command's help.
 var exitCodeHelp = exitHelp(exitDocFailOn, exitDocErrorRate, exitDocNoInput,
 	exitDoc{ExitIncomplete, "incomplete: a replay lost more than --max-lost of its statements, was " +
-		"interrupted or degraded; a log broke off; a merge lacks shards; or report was asked to judge such a result"},
+		"interrupted or degraded; a log broke off; a merge lacks shards; or report was asked to judge such a result, " +
+		"or one run a side whose replay fell behind its schedule (latency not judged)"},
 	exitDocDiverged)
 
 // commands lists the constructors of the subcommands. Each command file

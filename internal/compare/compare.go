@@ -46,6 +46,11 @@ type Options struct {
 	Unjudgeable []Unjudgeable
 	// Rules are the thresholds the comparison fails on.
 	Rules []Rule
+	// JudgeLaggedLatency judges latency even when a replay of a
+	// comparison of one run a side fell behind its schedule (see
+	// StatusNotJudgedLag): for a caller whose verdicts cannot say "not
+	// judged" yet (a rehearsal's fix rounds).
+	JudgeLaggedLatency bool
 	// ExpectWork: the caller collected server-side evidence with every
 	// run, so a run without pg_stat_statements figures is said to
 	// leave server work uncompared even when no run has them.
@@ -556,7 +561,9 @@ const (
 	VerdictFail VerdictStatus = "fail"
 	// VerdictIncomplete: a result is incomplete, interrupted or much
 	// smaller than the other, and the comparison was allowed anyway:
-	// its figures are not a verdict on the candidate.
+	// its figures are not a verdict on the candidate. Or the latency
+	// was not judged (Verdict.LatencyNotJudged: a replay of a
+	// comparison of one run a side lagged), and nothing else failed.
 	VerdictIncomplete VerdictStatus = "incomplete"
 	// VerdictDiverged: the candidate, a replay, did different work than
 	// the baseline (rows per call, ordering errors): its timings
@@ -588,6 +595,14 @@ type Verdict struct {
 	// Mixed, Diverged and Incomplete repeat the report's, for the
 	// verdict's wording.
 	Mixed bool `json:"-"`
+	// LatencyNotJudged says why no latency was judged (a replay of a
+	// comparison of one run a side fell behind its schedule): the
+	// status is then VerdictIncomplete, unless a rule on errors or
+	// work is broken or the replay diverged; nil when latency was
+	// judged. NotJudgedLag counts the queries so left unjudged
+	// (StatusNotJudgedLag).
+	LatencyNotJudged *LatencyNotJudged `json:"latency_not_judged,omitempty"`
+	NotJudgedLag     int               `json:"not_judged_lag,omitempty"`
 }
 
 // Noise says how a comparison knew its noise.
@@ -661,6 +676,10 @@ type Report struct {
 	// SlowerWhileBusier are the queries slower beside a dominant
 	// regression (StatusSlowerWhileBusier), by impact.
 	SlowerWhileBusier []string `json:"slower_while_busier,omitempty"`
+	// NotJudgedLag are the queries whose latency changed beyond the
+	// floors but was not judged, a replay having lagged
+	// (StatusNotJudgedLag), by the time they would have added.
+	NotJudgedLag []string `json:"not_judged_lag,omitempty"`
 	// ClientRoundTrips are, per replay run that kept them, its client
 	// round trips beside its server-side time: context, never judged.
 	ClientRoundTrips []RoundTrips `json:"client_round_trips,omitempty"`
@@ -813,6 +832,10 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		}
 		rep.Queries = append(rep.Queries, d)
 	}
+	// A lagging replay's latency is not judged: its changes are
+	// relabelled before anything ranks them or counts them.
+	rep.Verdict.LatencyNotJudged = laggedRuns(base, cand, rep.Noise.Measured || o.JudgeLaggedLatency)
+	rep.markLagged()
 	if work {
 		rep.rankWork()
 	}
@@ -923,7 +946,7 @@ func (r *Report) rank() {
 	// then everything else by the time it costs in the candidate (or
 	// the baseline, for queries gone).
 	pos := map[string]int{}
-	for i, fp := range slices.Concat(r.RegressionsByAddedTime, r.MoreWork, r.SlowerWhileBusier) {
+	for i, fp := range slices.Concat(r.RegressionsByAddedTime, r.MoreWork, r.SlowerWhileBusier, r.NotJudgedLag) {
 		pos[fp] = i
 	}
 	cost := func(q *QueryDiff) float64 {
@@ -950,6 +973,9 @@ func (r *Report) rank() {
 // verdict applies the rules and decides the verdict.
 func (r *Report) verdict() {
 	for _, rule := range r.Rules {
+		if r.Verdict.LatencyNotJudged != nil && latencyRule(rule.Metric) {
+			continue
+		}
 		for i := range r.Queries {
 			if b, ok := rule.check(&r.Queries[i], r.Settings, r.ServerWork); ok {
 				r.Verdict.Broken = append(r.Verdict.Broken, b)
@@ -966,6 +992,8 @@ func (r *Report) verdict() {
 			r.Verdict.MoreWork++
 		case StatusSlowerWhileBusier:
 			r.Verdict.SlowerWhileBusier++
+		case StatusNotJudgedLag:
+			r.Verdict.NotJudgedLag++
 		}
 	}
 	if len(r.RegressionsByAddedTime) > 0 {
@@ -982,7 +1010,7 @@ func (r *Report) verdict() {
 		r.Verdict.Status = VerdictDiverged
 	case len(r.Verdict.Broken) > 0:
 		r.Verdict.Status = VerdictFail
-	case len(r.Incomplete) > 0:
+	case len(r.Incomplete) > 0 || r.Verdict.LatencyNotJudged != nil:
 		r.Verdict.Status = VerdictIncomplete
 	case nReg > 0:
 		r.Verdict.Status = VerdictRegressions

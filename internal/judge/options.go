@@ -104,6 +104,28 @@ func (v *Verdict) Failed() bool {
 	return v.Comparison.Verdict.Status == compare.VerdictFail
 }
 
+// LatencyNotJudged says that the comparison judged no latency (a replay
+// of a comparison of one run a side fell behind its schedule) and that
+// nothing else decided the verdict: not a pass, not a failure.
+func (v *Verdict) LatencyNotJudged() bool {
+	c := v.Comparison.Verdict
+	return c.LatencyNotJudged != nil && c.Status == compare.VerdictIncomplete
+}
+
+// A verdict that judged no latency, as a report's JSON carries it
+// (verdict.status, verdict.latency_not_judged), for a command that reads
+// one back.
+type (
+	VerdictStatus    = compare.VerdictStatus
+	LatencyNotJudged = compare.LatencyNotJudged
+)
+
+// The status and the reason of such a verdict.
+const (
+	VerdictIncomplete     = compare.VerdictIncomplete
+	NotJudgedReplayLagged = compare.NotJudgedReplayLagged
+)
+
 // ErrIncomplete is the error of runs that cannot be judged (an
 // *IncompleteError says why); Options.AllowIncomplete compares them
 // anyway, never as a pass.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // Metric is what a rule of an SLO bounds.
@@ -64,7 +66,8 @@ const DefaultSLO = "p95<+50%,errors<+0.1pp"
 
 // Defaults of the SLO's other bounds.
 const (
-	DefaultMaxLag      = 100 * time.Millisecond
+	// DefaultMaxLag is the replay's own threshold of doubtful timings.
+	DefaultMaxLag      = results.DefaultMaxLag
 	DefaultMinEffectMS = 0.2
 	DefaultMinCalls    = 50
 	DefaultMinShare    = 0.05

@@ -474,6 +474,10 @@ func copyOf(db string, round Round) string {
 // (before), and against the candidate's rounds (delta: what it changed,
 // for the regressions and the writes of its relation).
 func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]fixes.Outcome, error) {
+	// A fix's verdicts have no "not judged" yet: a lagging fix round
+	// leaves its latency judged as before, rather than have a regression
+	// no longer called read as a fix verified (issue 44, not done).
+	opts.JudgeLaggedLatency = true
 	var all []fixes.Outcome
 	for _, fr := range out.Fixes {
 		if fr.Kind == fixes.BatchInserts {

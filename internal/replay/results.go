@@ -305,7 +305,11 @@ const LagWarning = "the replay fell behind its schedule"
 // goroutines scheduled late: sched is the p99 of the runtime's
 // scheduling delay during the run, 0 when unknown).
 func warnLag(res *results.Result, maxLag, sched time.Duration) {
-	if maxLag <= 0 || res.Lag == nil || res.Lag.P99 <= float64(maxLag.Microseconds())/1000 {
+	// The threshold is recorded, so that a comparison judges the replay
+	// by the rule it warned by (results.Result.Lagged).
+	ms := float64(maxLag.Microseconds()) / 1000
+	res.MaxLagMS = &ms
+	if _, lagged := res.Lagged(); !lagged {
 		return
 	}
 	w := fmt.Sprintf("%s: lag p99 %.1f ms, max %.1f ms (above %v), so the target saw another load than the original's and the timings are doubtful",

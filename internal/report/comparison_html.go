@@ -240,6 +240,11 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 	if n := rep.Verdict.SlowerWhileBusier; n > 0 {
 		regs.Sub += fmt.Sprintf("; %d more slower while the server was busier, not counted", n)
 	}
+	if rep.Verdict.LatencyNotJudged != nil {
+		regs.Value, regs.Status = "not judged", ""
+		regs.Sub = fmt.Sprintf("a replay fell behind its schedule: %d %s changed beyond the floors, not judged (lag)", rep.Verdict.NotJudgedLag,
+			plural(rep.Verdict.NotJudgedLag, "query", "queries"))
+	}
 	if nReg > 0 {
 		regs.Status = "bad"
 	}
@@ -294,6 +299,16 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 		b := t
 		b.ID, b.Title, b.Rows = "busier", BusierTitle(rep), rows(rep.SlowerWhileBusier, "")
 		s.Tables = append(s.Tables, b)
+	}
+	if len(rep.NotJudgedLag) > 0 {
+		n := htmlreport.Table{ID: "not-judged-lag", Title: NotJudgedLagTitle,
+			Columns: []htmlreport.Column{{Label: "mean C/B", Numeric: true}, {Label: "p95 C/B", Numeric: true}, {Label: "query"}}}
+		for _, fp := range rep.NotJudgedLag {
+			q := rep.Query(fp)
+			n.Rows = append(n.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
+				effectCell(q, compare.MetricMean), effectCell(q, compare.MetricP95), queryCell(fp, q.Query, pageQueryWidth)}})
+		}
+		s.Tables = append(s.Tables, n)
 	}
 	return s
 }

@@ -74,6 +74,10 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 	if len(rep.SlowerWhileBusier) > 0 {
 		writeList(ew, rep, BusierTitle(rep), rep.SlowerWhileBusier, top, regHead, regRow)
 	}
+	writeList(ew, rep, NotJudgedLagTitle, rep.NotJudgedLag, top,
+		[]string{"mean C/B", "p95 C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
+			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P95), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
+		})
 	writeServerWork(ew, rep, top)
 	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -85,6 +86,74 @@ func TestFixText(t *testing.T) {
 		ext.Side = tc.side
 		if got := FixText(ext); got != tc.want {
 			t.Errorf("extended statistics lacking on the %s: %q, want %q", tc.side, got, tc.want)
+		}
+	}
+}
+
+// TestVerdictLatencyNotJudged: the candidate's replay fell behind its
+// schedule (lag p99 9.6 s, above its 100 ms), one run a side: the verdict
+// says the latency is not judged and why, the 3x query is listed as not
+// judged (lag), never as a regression, and the JSON carries the reason as
+// its typed constant.
+func TestVerdictLatencyNotJudged(t *testing.T) {
+	base := replayRun(t, "base.json", map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 1, "p99": 20, "max": 30}, "max_lag_ms": 100}, serverRows, nil)
+	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
+	cand := replayRun(t, "cand.json", map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 900, "p99": 9600, "max": 12000}, "max_lag_ms": 100,
+		"lag_sources": map[string]any{"target_ms": 100, "replayer_ms": 900}}, slower, nil)
+	rules, err := compare.ParseRules([]string{"mean>+50%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteComparison(&b, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	want := "LATENCY NOT JUDGED: the candidate's replay (cand.json) fell behind the log's pace (lag p99 9.60 s, above 100 ms), the replayer the slow side (90% of the lateness): " +
+		"its latencies include the replayer's own delay"
+	if !strings.HasPrefix(text, want) || !strings.Contains(text, "no latency judged: 1 query changed beyond the floors, not judged (lag)") ||
+		!strings.Contains(text, "\n"+NotJudgedLagTitle+"\n") || strings.Contains(text, "Regressions by") || strings.Contains(text, "broken by") ||
+		strings.Contains(text, "PASS") || strings.Contains(text, "FAIL") {
+		t.Errorf("comparison text:\n%s", text)
+	}
+	doc, err := json.Marshal(ComparisonDocument(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Verdict struct {
+			Status           string `json:"status"`
+			Line             string `json:"line"`
+			LatencyNotJudged struct {
+				Reason string `json:"reason"`
+				Runs   []struct {
+					Side     string  `json:"side"`
+					LagP99MS float64 `json:"lag_p99_ms"`
+					MaxLagMS float64 `json:"max_lag_ms"`
+				} `json:"runs"`
+			} `json:"latency_not_judged"`
+		} `json:"verdict"`
+		NotJudgedLag []string `json:"not_judged_lag"`
+		Queries      []struct {
+			Fingerprint, Status, Note string
+		} `json:"queries"`
+	}
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatal(err)
+	}
+	v := got.Verdict
+	if v.Status != string(compare.VerdictIncomplete) || !strings.HasPrefix(v.Line, want) || v.LatencyNotJudged.Reason != string(compare.NotJudgedReplayLagged) ||
+		len(v.LatencyNotJudged.Runs) != 1 || v.LatencyNotJudged.Runs[0].Side != "candidate" || v.LatencyNotJudged.Runs[0].LagP99MS != 9600 ||
+		v.LatencyNotJudged.Runs[0].MaxLagMS != 100 || len(got.NotJudgedLag) != 1 || got.NotJudgedLag[0] != "slow" {
+		t.Errorf("JSON verdict %+v, not judged %v", v, got.NotJudgedLag)
+	}
+	for _, q := range got.Queries {
+		if q.Fingerprint == "slow" && (q.Status != string(compare.StatusNotJudgedLag) || !strings.Contains(q.Note, "its latency is not judged")) {
+			t.Errorf("slow in the JSON: %+v", q)
 		}
 	}
 }

@@ -159,12 +159,37 @@ func noiseClause(rep *compare.Report) string {
 	return "run-to-run noise not measured (" + runs + "): only changes beyond the default floors are judged"
 }
 
+// LatencyNotJudgedText says why a comparison judged no latency: which
+// replay fell behind its schedule, by how much, against which threshold,
+// which side was slow, and what to do.
+func LatencyNotJudgedText(nj *compare.LatencyNotJudged) string {
+	runs := make([]string, len(nj.Runs))
+	for i, r := range nj.Runs {
+		runs[i] = fmt.Sprintf("the %s's replay (%s) fell behind the log's pace (lag p99 %s, above %s)", r.Side, r.Run, fmtTotal(r.LagP99MS), fmtTotal(r.MaxLagMS))
+		if src := r.Sources; src != nil && src.TargetMS+src.ReplayerMS > 0 {
+			if src.TargetMS >= src.ReplayerMS {
+				runs[i] += fmt.Sprintf(", the target the slow side (%.0f%% of the lateness: a target too slow for the log's pace lags so, as does a busy machine)",
+					100*src.TargetMS/(src.TargetMS+src.ReplayerMS))
+			} else {
+				runs[i] += fmt.Sprintf(", the replayer the slow side (%.0f%% of the lateness)", 100*src.ReplayerMS/(src.TargetMS+src.ReplayerMS))
+			}
+		}
+	}
+	return strings.Join(runs, ", and ") + ": its latencies include the replayer's own delay and sessions that overlapped otherwise than in the original, " +
+		"and one run a side cannot tell that from the change; replay again on a quieter machine or at a lower --speed, or compare three runs a side " +
+		"(errors, rows and server work are judged)"
+}
+
 // regressionsClause counts the regressions and names the worst.
 func regressionsClause(rep *compare.Report) string {
 	v := rep.Verdict
 	n := v.Regressions + v.TailRegressions
 	var s string
 	switch {
+	case v.LatencyNotJudged != nil && v.NotJudgedLag == 0:
+		s = "no latency judged (none changed beyond the floors, which a lagging replay can hide too)"
+	case v.LatencyNotJudged != nil:
+		s = fmt.Sprintf("no latency judged: %d %s changed beyond the floors, not judged (lag)", v.NotJudgedLag, plural(v.NotJudgedLag, "query", "queries"))
 	case n == 0 && v.MoreWork > 0:
 		s = "no latency regression beyond noise"
 	case n == 0:
@@ -265,6 +290,12 @@ func VerdictLine(rep *compare.Report) string {
 		why := make([]string, len(rep.Incomplete))
 		for i, u := range rep.Incomplete {
 			why[i] = UnjudgeableText(u)
+		}
+		if nj := v.LatencyNotJudged; nj != nil {
+			if len(why) == 0 {
+				return prefix + "LATENCY NOT JUDGED: " + LatencyNotJudgedText(nj) + "; " + regs
+			}
+			why = append(why, "latency not judged: "+LatencyNotJudgedText(nj))
 		}
 		return prefix + "NOT JUDGED, INCOMPLETE: " + strings.Join(why, "; ") + "; " + regs
 	case compare.VerdictRegressions:
@@ -482,6 +513,8 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 					fmtBound(e.Calls.FamilyLow), fmtBound(e.Calls.FamilyHigh), fmtRoundNoise(e.Calls.RoundNoise), e.Calls.Tests)
 			}
 			out = append(out, s)
+		case compare.ReasonReplayLagged:
+			out = append(out, "its latency is not judged: a replay of this comparison of one run a side fell behind its schedule")
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
 		default:
@@ -535,7 +568,14 @@ func BusierTitle(rep *compare.Report) string {
 		queryName(rep, fp), added)
 }
 
+// NotJudgedLagTitle heads the list of the queries whose latency changed
+// beyond the floors but was not judged, a replay having lagged.
+const NotJudgedLagTitle = "Not judged (lag): latency changed beyond the floors, but a replay fell behind its schedule, so neither regressions nor improvements"
+
 // StatusText is a query's status for a person: "tail regressed".
 func StatusText(s compare.Status) string {
+	if s == compare.StatusNotJudgedLag {
+		return "not judged (lag)"
+	}
 	return strings.ReplaceAll(string(s), "_", " ")
 }

@@ -472,6 +472,15 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	if m.Sync, err = mergeSync(a, b, x.Sync, y.Sync); err != nil {
 		return nil, err
 	}
+	// Parts replayed with different thresholds: the stricter one.
+	switch {
+	case x.MaxLagMS == nil:
+		m.MaxLagMS = y.MaxLagMS
+	case y.MaxLagMS == nil || *x.MaxLagMS <= *y.MaxLagMS:
+		m.MaxLagMS = x.MaxLagMS
+	default:
+		m.MaxLagMS = y.MaxLagMS
+	}
 	if x.LagSources != nil || y.LagSources != nil {
 		m.LagSources = &LagSources{}
 		for _, l := range []*LagSources{x.LagSources, y.LagSources} {

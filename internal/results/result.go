@@ -204,6 +204,12 @@ type Replay struct {
 	// Lag is how late statements were issued against their schedule,
 	// in ms; nil at speed 0, where there is no schedule.
 	Lag *Distribution `json:"lag_ms"`
+	// MaxLagMS is the lag p99 beyond which the replay's timings are
+	// doubtful (its --max-lag, in ms; 0: never), which the replay
+	// warned by and a comparison judges by (Lagged); nil in results
+	// written before it was recorded, which DefaultMaxLag then stands
+	// for.
+	MaxLagMS *float64 `json:"max_lag_ms,omitempty"`
 	// Sync is what synchronizing the sessions did (docs/sync.md); nil
 	// in results written before it existed.
 	Sync *Sync `json:"sync,omitempty"`
@@ -400,6 +406,50 @@ type LostCommit struct {
 	// log time of the event that committed it.
 	Position uint64 `json:"position"`
 	At       Time   `json:"at"`
+}
+
+// DefaultMaxLag is the schedule lag p99 beyond which a replay's timings
+// are doubtful unless told otherwise (replay --max-lag, headroom's SLO):
+// statements issued that late put another load on the target than the
+// original's, and overlap otherwise (lock waits the original did not
+// have), so their latencies are not evidence of the target's.
+const DefaultMaxLag = 100 * time.Millisecond
+
+// LagRule is the one rule by which a replay fell behind its schedule too
+// far for its timings to be trusted: its lag p99 above its threshold.
+// The replay warns by it and a comparison of one run a side leaves the
+// latency of such a replay unjudged (package compare).
+type LagRule struct {
+	// P99MS and MaxMS are the replay's lag p99 and max in ms;
+	// ThresholdMS is the threshold it exceeded (MaxLagMS, or
+	// DefaultMaxLag's when the result does not say).
+	P99MS       float64
+	MaxMS       float64
+	ThresholdMS float64
+}
+
+// LagBeyond reports whether lag p99 (in ms) is beyond maxLag, the rule
+// itself: a non-positive maxLag never is.
+func LagBeyond(p99MS float64, maxLag time.Duration) bool {
+	return maxLag > 0 && p99MS > float64(maxLag.Microseconds())/1000
+}
+
+// Lagged says whether the replay fell behind its schedule beyond the
+// threshold it ran with (MaxLagMS, DefaultMaxLag when unrecorded), and by
+// how much; false for an analysis, a replay at speed 0 (no schedule) or
+// one within its threshold.
+func (r *Result) Lagged() (LagRule, bool) {
+	if r == nil || r.Replay == nil || r.Lag == nil {
+		return LagRule{}, false
+	}
+	maxLag := DefaultMaxLag
+	if r.MaxLagMS != nil {
+		maxLag = time.Duration(*r.MaxLagMS * float64(time.Millisecond))
+	}
+	if !LagBeyond(r.Lag.P99, maxLag) {
+		return LagRule{}, false
+	}
+	return LagRule{P99MS: r.Lag.P99, MaxMS: r.Lag.Max, ThresholdMS: float64(maxLag.Microseconds()) / 1000}, true
 }
 
 // LagSources is the schedule lag of a replay split by its cause, in ms
