@@ -52,7 +52,7 @@ func TestReplaySyncFlags(t *testing.T) {
 	if s := res.Sync; s.Mode != "commit" || s.TimeoutSeconds != 3 || s.Timeouts != 0 || len(s.Notes) != 0 {
 		t.Errorf("sync %+v", s)
 	}
-	if !strings.Contains(out, "sync:       commit; ") || !strings.Contains(out, "at the 3s timeout") {
+	if !strings.Contains(out, "sync:       commit; ") || !strings.Contains(out, "gave up after 3s without progress") {
 		t.Errorf("summary:\n%s", out)
 	}
 }
