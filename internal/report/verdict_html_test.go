@@ -19,9 +19,20 @@ import (
 // index the candidate lacks).
 func verdictComparison(t *testing.T) (*compare.Report, *explain.Report) {
 	t.Helper()
-	base := replayRun(t, "base.json", nil, serverRows, nil)
+	rep := slowerComparison(t, nil, nil)
+	plans := plansReport(t)
+	plans.Outcomes[0].Fingerprint = "slow" // the lookup whose index is missing
+	return rep, plans
+}
+
+// slowerComparison compares a replay of serverRows with one whose query
+// "slow" is three times slower, under mean>+50%; baseExtra and candExtra
+// add to each replay's result (its lag, for one).
+func slowerComparison(t *testing.T, baseExtra, candExtra map[string]any) *compare.Report {
+	t.Helper()
+	base := replayRun(t, "base.json", baseExtra, serverRows, nil)
 	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
-	cand := replayRun(t, "cand.json", nil, slower, nil)
+	cand := replayRun(t, "cand.json", candExtra, slower, nil)
 	rules, err := compare.ParseRules([]string{"mean>+50%"})
 	if err != nil {
 		t.Fatal(err)
@@ -30,9 +41,7 @@ func verdictComparison(t *testing.T) (*compare.Report, *explain.Report) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := plansReport(t)
-	plans.Outcomes[0].Fingerprint = "slow"
-	return rep, plans
+	return rep
 }
 
 func renderPage(t *testing.T, p htmlreport.Page) string {

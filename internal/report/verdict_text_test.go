@@ -15,19 +15,7 @@ import (
 // plans with their cause and the fix it points to; the details follow,
 // and the verdict is not said again after them.
 func TestVerdictFirst(t *testing.T) {
-	base := replayRun(t, "base.json", nil, serverRows, nil)
-	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
-	cand := replayRun(t, "cand.json", nil, slower, nil)
-	rules, err := compare.ParseRules([]string{"mean>+50%"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plans := plansReport(t)
-	plans.Outcomes[0].Fingerprint = "slow" // the lookup whose index is missing
+	rep, plans := verdictComparison(t)
 	var b strings.Builder
 	if err := WriteVerdict(&b, rep, plans); err != nil {
 		t.Fatal(err)
@@ -96,18 +84,9 @@ func TestFixText(t *testing.T) {
 // judged (lag), never as a regression, and the JSON carries the reason as
 // its typed constant.
 func TestVerdictLatencyNotJudged(t *testing.T) {
-	base := replayRun(t, "base.json", map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 1, "p99": 20, "max": 30}, "max_lag_ms": 100}, serverRows, nil)
-	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
-	cand := replayRun(t, "cand.json", map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 900, "p99": 9600, "max": 12000}, "max_lag_ms": 100,
-		"lag_sources": map[string]any{"target_ms": 100, "replayer_ms": 900}}, slower, nil)
-	rules, err := compare.ParseRules([]string{"mean>+50%"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := slowerComparison(t, map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 1, "p99": 20, "max": 30}, "max_lag_ms": 100},
+		map[string]any{"lag_ms": map[string]any{"count": 1000, "p50": 900, "p99": 9600, "max": 12000}, "max_lag_ms": 100,
+			"lag_sources": map[string]any{"target_ms": 100, "replayer_ms": 900}})
 	var b strings.Builder
 	if err := WriteComparison(&b, rep, 10); err != nil {
 		t.Fatal(err)
