@@ -90,7 +90,7 @@ var layers = []layer{
 		packages: []string{
 			"bench/aafloors", "bench/genlog", "bench/sameheadroom", "bench/samejson", "bench/samerehearse", "deploy", "hack/samereplay",
 			"internal/archdoc", "internal/htmlreport/htmltest",
-			"internal/pgclustertest", "internal/proctest", "internal/results/resultstest",
+			"internal/pgclustertest", "internal/proctest", "internal/testgate", "internal/results/resultstest",
 			"internal/sweep/sweeptest", "internal/synthlog", "internal/versionsdoc",
 		},
 	},

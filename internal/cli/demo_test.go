@@ -128,7 +128,7 @@ func longCase(t *testing.T) {
 // cases' waits. The slow ones (slowCase) start first.
 func parallelCase(t *testing.T) {
 	t.Helper()
-	cases.enter(t, 0)
+	cases.Enter(t, 0)
 }
 
 // slowCase is parallelCase for a case that takes about took on a quiet
@@ -136,7 +136,7 @@ func parallelCase(t *testing.T) {
 // first, so that none of them starts last and runs alone at the end.
 func slowCase(t *testing.T, took time.Duration) {
 	t.Helper()
-	cases.enter(t, took)
+	cases.Enter(t, took)
 }
 
 // runDemoTest runs the whole demo on real throwaway servers and returns

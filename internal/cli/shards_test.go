@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	gateParallel()
+	cases.Init()
 	code := m.Run()
 	// The shop's capture, shared by the rehearsals' tests, lives as long
 	// as the test binary: a directory of its own under the system's

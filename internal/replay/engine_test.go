@@ -112,7 +112,7 @@ func waitsApart(t *testing.T, dsn string, mode Sessions, n, secs int) int {
 // connections of sessions parked on the engine, and the replay ends,
 // marked incomplete. The counters add up either way.
 func TestEngineFaults(t *testing.T) {
-	functionalCase(t)
+	slowCase(t, 31*time.Second)
 	const sessions, each = 8, 20000
 	var l testLog
 	for s := range sessions {

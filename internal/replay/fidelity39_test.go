@@ -277,7 +277,7 @@ func TestTempSchemaBaked(t *testing.T) {
 // the target of a session that skipped a fast-path call
 // (only_on_target_after_fast_path), not left unexplained.
 func TestFailureAfterFastPath(t *testing.T) {
-	functionalCase(t)
+	slowCase(t, 5*time.Second)
 	origin := pgclustertest.StartT(t, pgcluster.Options{Settings: loggingSettings(testPrefix)})
 	psql(t, origin, "-c", "CREATE ROLE regress_lo_user", "-c", "SELECT lo_create(42)",
 		"-c", "ALTER LARGE OBJECT 42 OWNER TO regress_lo_user", "-c", `\lo_unlink 42`, "-c", "DROP ROLE regress_lo_user")

@@ -232,8 +232,8 @@ func TestInterrupted(t *testing.T) {
 // at once, GOMAXPROCS by default) and only after every sequential test
 // of the package has finished: the tests that time real servers (pacing,
 // lag, throughput, overhead, comparisons), left sequential, still run
-// alone, undisturbed.
+// alone, undisturbed. The slow ones (slowCase) start first.
 func functionalCase(t *testing.T) {
 	t.Helper()
-	t.Parallel()
+	cases.Enter(t, 0)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -49,7 +50,7 @@ func mixState(t *testing.T, dsn string) string {
 func TestSyncRowsMixing(t *testing.T) {
 	// Functional: it compares the final values and counts errors,
 	// never a time.
-	functionalCase(t)
+	slowCase(t, 20*time.Second)
 	testRowsMixing(t, false)
 }
 

@@ -250,7 +250,7 @@ func syncLine(res *results.Result) string {
 func TestSyncOrders(t *testing.T) {
 	// Functional: it compares tables, counts and errors, never a time
 	// (issue 44: 30 s or more that no longer hold the sequential tests).
-	functionalCase(t)
+	slowCase(t, 34*time.Second)
 	for _, fk := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fk=%v", fk), func(t *testing.T) {
 			// The two cases at once, each on a target of its own (issue

@@ -78,7 +78,7 @@ func checkUsable(t *testing.T, s *session, after string) {
 // status, transaction status, errors after CommandComplete, and after each
 // one the connection must be usable by both this path and pgconn.
 func TestWireProtocolPaths(t *testing.T) {
-	functionalCase(t)
+	slowCase(t, 6*time.Second)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	if err := c.Exec(ctx, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
