@@ -667,6 +667,11 @@ func TestPeerProgress(t *testing.T) {
 	// nothing new to say: no progress.
 	received := b.Stats().Received
 	waitPolls(t, b, 10)
+	// On a busy machine ten polls can pass before the listener reads a
+	// heartbeat: wait for one, so that the case looks at one.
+	for end := time.Now().Add(10 * time.Second); b.Stats().Received == received && time.Now().Before(end); {
+		time.Sleep(time.Millisecond) // polling
+	}
 	if got := peer.SyncProgress(); got != p {
 		t.Errorf("heartbeats moved shard 0's progress from %d to %d", p, got)
 	}
