@@ -72,9 +72,7 @@ func TestThreeShardsConcurrently(t *testing.T) {
 	}
 	for k, m := range ms {
 		// The count follows the releases it counts.
-		for end := time.Now().Add(5 * time.Second); m.Stats().Released < int64(len(regs[k].rs)) && time.Now().Before(end); {
-			time.Sleep(time.Millisecond)
-		}
+		pollUntil(5*time.Second, func() bool { return m.Stats().Released >= int64(len(regs[k].rs)) })
 		st := m.Stats()
 		if st.Released != int64(len(regs[k].rs)) || st.MaxPending > 500 || len(st.Lost) != 0 {
 			t.Errorf("shard %d: %+v: want %d released, at most 500 held, none lost", k, st, len(regs[k].rs))

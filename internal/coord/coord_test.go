@@ -273,18 +273,15 @@ func TestCommitsCrossShards(t *testing.T) {
 			if bad.Load() != 0 {
 				t.Errorf("%d commits released before they ran", bad.Load())
 			}
-			for end := time.Now().Add(5 * time.Second); b.Stats().Released < int64(len(rs)) && time.Now().Before(end); {
-				time.Sleep(time.Millisecond) // the count follows the releases
-			}
+			// The count follows the releases.
+			pollUntil(5*time.Second, func() bool { return b.Stats().Released >= int64(len(rs)) })
 			// b's polls (every 20 ms) may have released every commit
 			// before its listener read any of a's notifications: on a
 			// busy machine make test-busy saw 0 received. A release
 			// means a published its watermark, and the same statement
 			// notified: the notifications arrive, and the wait for them
 			// is the race retried, not a failure.
-			for end := time.Now().Add(10 * time.Second); listen && b.Stats().Received == 0 && time.Now().Before(end); {
-				time.Sleep(time.Millisecond)
-			}
+			pollUntil(10*time.Second, func() bool { return !listen || b.Stats().Received > 0 })
 			st := b.Stats()
 			if st.Released != int64(len(rs)) || st.ReleasedLost != 0 || len(st.Lost) != 0 {
 				t.Errorf("stats %+v: want %d released, none lost", st, len(rs))
@@ -669,9 +666,7 @@ func TestPeerProgress(t *testing.T) {
 	waitPolls(t, b, 10)
 	// On a busy machine ten polls can pass before the listener reads a
 	// heartbeat: wait for one, so that the case looks at one.
-	for end := time.Now().Add(10 * time.Second); b.Stats().Received == received && time.Now().Before(end); {
-		time.Sleep(time.Millisecond) // polling
-	}
+	pollUntil(10*time.Second, func() bool { return b.Stats().Received != received })
 	if got := peer.SyncProgress(); got != p {
 		t.Errorf("heartbeats moved shard 0's progress from %d to %d", p, got)
 	}
@@ -685,5 +680,13 @@ func TestPeerProgress(t *testing.T) {
 	case <-r.done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the commit at 1 ran but was not released")
+	}
+}
+
+// pollUntil polls done every millisecond until it holds or d has passed;
+// the caller then asserts what it waited for.
+func pollUntil(d time.Duration, done func() bool) {
+	for end := time.Now().Add(d); !done() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
 	}
 }
