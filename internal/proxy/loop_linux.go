@@ -110,7 +110,7 @@ func (w *loopWriter) Write(b []byte) (int, error) {
 	}
 	done := 0
 	for done < len(b) {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(w.fd), uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+		n, e := sockSend(w.fd, b[done:])
 		switch e {
 		case 0:
 			done += int(n)
@@ -395,10 +395,7 @@ func (l *evLoop) register(ls *loopSess) {
 func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 	p := leg.in
 	b := p.target()
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(leg.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	for e == syscall.EINTR {
-		n, _, e = syscall.RawSyscall(syscall.SYS_READ, uintptr(leg.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	}
+	n, e := sockRecv(leg.fd, b)
 	var rerr error
 	switch {
 	case e == syscall.EAGAIN:

@@ -21,6 +21,27 @@ import (
 // read that did not fill the buffer, the peer's end of stream or an error
 // may be pending without another edge from the poller to announce it.
 
+// sockSend and sockRecv are the relay's one write and one read of a
+// socket, as send and recv (sendto and recvfrom without an address)
+// rather than write and read: the same bytes, without the file layer's
+// work that a socket does not need (the file position's lock, the size
+// checks, the file-change notification). MSG_NOSIGNAL gives EPIPE for a
+// peer gone instead of a SIGPIPE the runtime would have to ignore.
+func sockSend(fd int, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MSG_NOSIGNAL, 0, 0)
+	return int(n), e
+}
+
+// sockRecv reads once, again after EINTR.
+func sockRecv(fd int, b []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
+		if e != syscall.EINTR {
+			return int(n), e
+		}
+	}
+}
+
 // rawConn returns c's RawConn when the relay can read it raw: a TCP or
 // Unix socket connection (TLS keeps its own Read).
 func rawConn(c io.Reader) syscall.RawConn {
@@ -61,7 +82,7 @@ func (w rawWriter) Write(b []byte) (int, error) {
 	var werr error
 	err := w.rc.Write(func(fd uintptr) bool {
 		for done < len(b) {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+			n, e := sockSend(int(fd), b[done:])
 			switch e {
 			case 0:
 				done += int(n)
@@ -89,10 +110,7 @@ func (p *pump) runRaw(rc syscall.RawConn) error {
 	read := func(fd uintptr) bool {
 		b := p.target()
 		var rerr error
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		for e == syscall.EINTR {
-			n, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		}
+		n, e := sockRecv(int(fd), b)
 		switch {
 		case e == syscall.EAGAIN:
 			return false
