@@ -25,6 +25,8 @@
 # BENCH_ROUNDS times: CPU per transaction of each relay and its ratio,
 # the throughput ratio, and what each adds to a SELECT 1 round trip's p50.
 # The proxy runs on BENCH_THREADS threads (default 1, capture --threads').
+# BENCH_RECORD=0 runs the proxy recording nothing (an admin interface, no
+# --out), as it is between recordings.
 #
 # The machine may be shared: compare within a run, as ratios.
 set -euo pipefail
