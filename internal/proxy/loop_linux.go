@@ -113,7 +113,7 @@ func (w *loopWriter) Write(b []byte) (int, error) {
 		n, e := sockSend(w.fd, b[done:])
 		switch e {
 		case 0:
-			done += int(n)
+			done += n
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			w.p.pending = append(w.p.pending, b[done:]...)
@@ -405,7 +405,7 @@ func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 	case n == 0:
 		rerr = io.EOF
 	}
-	if err := p.feed(int(n), rerr); err != nil {
+	if err := p.feed(n, rerr); err != nil {
 		p.stopped = err
 		l.handBack(ls)
 		return

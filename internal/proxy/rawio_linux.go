@@ -85,7 +85,7 @@ func (w rawWriter) Write(b []byte) (int, error) {
 			n, e := sockSend(int(fd), b[done:])
 			switch e {
 			case 0:
-				done += int(n)
+				done += n
 			case syscall.EINTR:
 			case syscall.EAGAIN:
 				return false // the socket's buffer is full: wait until it drains
@@ -119,7 +119,7 @@ func (p *pump) runRaw(rc syscall.RawConn) error {
 		case n == 0:
 			rerr = io.EOF
 		}
-		stop = p.feed(int(n), rerr)
+		stop = p.feed(n, rerr)
 		return true
 	}
 	for {
