@@ -58,6 +58,14 @@ func TestAttachDetachUnderTraffic(t *testing.T) {
 
 	var held []*pgconn.PgConn
 	for round := range 5 {
+		// The session closed in the round before ends when the proxy
+		// reads its end, which a busy machine may not have run yet: the
+		// count below is of the sessions open at the attach.
+		poll(t, "the last round's closed session to end", func() bool {
+			r.p.mu.Lock()
+			defer r.p.mu.Unlock()
+			return len(r.p.sessionsLocked()) == busy+len(held)
+		})
 		sink := &memSink{}
 		openBefore, err := r.p.Attach(sink)
 		if err != nil {
