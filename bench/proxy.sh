@@ -28,6 +28,11 @@
 # BENCH_RECORD=0 runs the proxy recording nothing (an admin interface, no
 # --out), as it is between recordings.
 #
+# `bench/proxy.sh standalone` runs bench/proxy-standalone.sh instead: the
+# same comparison with each relay a process in a session of its own, as in
+# production, and the proxy both recording and not, CPU per transaction
+# split into user and system time (ROUNDS, SECONDS_PER_RUN, CLIENTS).
+#
 # The machine may be shared: compare within a run, as ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +40,9 @@ rounds=${BENCH_ROUNDS:-5}
 if [ "${1:-}" = pgbouncer ]; then
   command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || { echo "pgbouncer is not installed (apt-get install pgbouncer)" >&2; exit 1; }
   exec env BENCH_PGBOUNCER=1 go test -run '^$' -bench 'BenchmarkProxyVsPgbouncer$' -benchtime "${rounds}x" -timeout 60m ./internal/capturerun
+fi
+if [ "${1:-}" = standalone ]; then
+  exec bench/proxy-standalone.sh
 fi
 if [ -n "${BENCH_DIGEST:-}" ]; then
 	go test -run '^$' -bench 'BenchmarkCaptureDigest' -benchtime "${rounds}x" -timeout 60m \
