@@ -21,7 +21,12 @@
 # round to the next). It prints each run's CPU per transaction, split into
 # user and system time (each process's /proc/PID/stat, all its threads),
 # and, per workload, each proxy's ratio to PgBouncer as the rounds' median
-# (lowest-highest), for CPU per transaction and for throughput.
+# (lowest-highest), for CPU per transaction and for throughput. Last, one
+# client's SELECT 1 round trips (pgbench -c 1 -S, simple protocol) go
+# directly and through each relay, in turn, LATENCY_BLOCKS blocks of 2 s
+# each (default 5), and each relay's
+# added latency is its p50 less the direct p50 (pgbench --log, every
+# transaction).
 #
 #   ROUNDS=6 SECONDS_PER_RUN=4 CLIENTS=16 bench/proxy-standalone.sh
 #
@@ -143,6 +148,34 @@ for round in $(seq "$rounds"); do
   done
 done
 echo "finished $(date -u +%H:%M) UTC"
+echo
+# Added latency: the p50 of one client's round trips through each relay,
+# less the direct p50.
+direct=("direct 0 $pgport")
+lat="$tmp/latency"
+mkdir -p "$lat"
+blocks=${LATENCY_BLOCKS:-5}
+for block in $(seq "$blocks"); do
+  for k in 0 1 2 3; do
+    read -r name _ port <<<"$( (for r in "${direct[@]}" "${relays[@]}"; do echo "$r"; done) | sed -n "$(((k + block) % 4 + 1))p")"
+    (cd "$lat" && "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -n -S -M simple -c 1 -j 1 -T 2 \
+      --log --log-prefix="$name.$block" postgres >/dev/null 2>&1) || { echo "pgbench -c 1 through $name failed" >&2; exit 1; }
+  done
+done
+# p50 FILES...: the median latency (µs) of the transactions logged in FILES.
+p50() { cat "$@" | awk '{print $3}' | sort -n | awk '{v[NR] = $1} END {printf "%d\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+d50=$(p50 "$lat"/direct.*)
+echo "one client, pgbench -S simple, $blocks blocks of 2 s each by turns: direct p50 ${d50} us; added p50 (lowest-highest of the blocks):"
+for r in "${relays[@]}"; do
+  read -r name _ _ <<<"$r"
+  lo=; hi=
+  for block in $(seq "$blocks"); do
+    a=$(( $(p50 "$lat/$name.$block".*) - $(p50 "$lat/direct.$block".*) ))
+    if [ -z "$lo" ] || [ "$a" -lt "$lo" ]; then lo=$a; fi
+    if [ -z "$hi" ] || [ "$a" -gt "$hi" ]; then hi=$a; fi
+  done
+  echo "  $name $(( $(p50 "$lat/$name".*) - d50 )) us ($lo to $hi)"
+done
 echo
 echo "per workload, the rounds' median (lowest-highest):"
 awk '
