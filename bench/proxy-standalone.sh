@@ -151,13 +151,13 @@ echo "finished $(date -u +%H:%M) UTC"
 echo
 # Added latency: the p50 of one client's round trips through each relay,
 # less the direct p50.
-direct=("direct 0 $pgport")
+targets=("direct 0 $pgport" "${relays[@]}")
 lat="$tmp/latency"
 mkdir -p "$lat"
 blocks=${LATENCY_BLOCKS:-5}
 for block in $(seq "$blocks"); do
   for k in 0 1 2 3; do
-    read -r name _ port <<<"$( (for r in "${direct[@]}" "${relays[@]}"; do echo "$r"; done) | sed -n "$(((k + block) % 4 + 1))p")"
+    read -r name _ port <<<"${targets[$(((k + block) % 4))]}"
     (cd "$lat" && "$pgbin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -n -S -M simple -c 1 -j 1 -T 2 \
       --log --log-prefix="$name.$block" postgres >/dev/null 2>&1) || { echo "pgbench -c 1 through $name failed" >&2; exit 1; }
   done
