@@ -30,6 +30,10 @@
 #
 #   ROUNDS=6 SECONDS_PER_RUN=4 CLIENTS=16 bench/proxy-standalone.sh
 #
+# It exits 1, saying why, when a pgbench run fails or the recording proxy's
+# capture is incomplete (it dropped records, which would make it look
+# cheaper than a whole recording).
+#
 # As root, the server and PgBouncer run as the user postgres (neither runs
 # as root). The machine may be shared: compare within a run, as ratios.
 set -euo pipefail
@@ -118,8 +122,10 @@ ticks() { sed -E 's/.*\) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
 run() {
   local name=$1 pid=$2 port=$3 mode=$4; shift 4
   read -r u0 s0 < <(ticks "$pid")
-  out=$("$pgbin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -n "$@" -c "$clients" -j 2 -T "$secs" postgres 2>&1)
+  local st=0
+  out=$("$pgbin/pgbench" -h 127.0.0.1 -p "$port" -U postgres -n "$@" -c "$clients" -j 2 -T "$secs" postgres 2>&1) || st=$?
   read -r u1 s1 < <(ticks "$pid")
+  [ "$st" = 0 ] || { echo "pgbench through $name exited $st: $out" >&2; exit 1; }
   tx=$(sed -nE 's/.*actually processed: ([0-9]+).*/\1/p' <<<"$out")
   tps=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' <<<"$out")
   [ -n "$tx" ] && [ "$tx" -gt 0 ] || { echo "pgbench through $name failed: $out" >&2; exit 1; }
@@ -176,6 +182,13 @@ for r in "${relays[@]}"; do
   done
   echo "  $name $(( $(p50 "$lat/$name".*) - d50 )) us ($lo to $hi)"
 done
+# The recording proxy's figures are those of a whole recording only if it
+# dropped nothing: SIGTERM finalizes the capture, and exit 5 says it is
+# incomplete (the recorder fell behind), which would make it look cheaper.
+kill -TERM "$rpid"
+st=0; wait "$rpid" || st=$?
+pids=("$npid")
+[ "$st" = 0 ] || { echo "the recording proxy exited $st (5: the capture is incomplete, records dropped): its CPU figures are not a whole recording's" >&2; cat "$tmp/rec.log" >&2; exit 1; }
 echo
 echo "per workload, the rounds' median (lowest-highest):"
 awk '
