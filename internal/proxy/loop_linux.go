@@ -108,19 +108,13 @@ func (w *loopWriter) Write(b []byte) (int, error) {
 		w.p.pending = append(w.p.pending, b...)
 		return len(b), nil
 	}
-	done := 0
-	for done < len(b) {
-		n, e := sockSend(w.fd, b[done:])
-		switch e {
-		case 0:
-			done += n
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			w.p.pending = append(w.p.pending, b[done:]...)
-			return len(b), nil
-		default:
-			return done, os.NewSyscallError("write", e)
-		}
+	done, e := sendAll(w.fd, b)
+	switch e {
+	case 0:
+	case syscall.EAGAIN:
+		w.p.pending = append(w.p.pending, b[done:]...)
+	default:
+		return done, os.NewSyscallError("write", e)
 	}
 	return len(b), nil
 }

@@ -32,6 +32,24 @@ func sockSend(fd int, b []byte) (int, syscall.Errno) {
 	return int(n), e
 }
 
+// sendAll sends b until all of it went, the socket's buffer is full
+// (EAGAIN) or the send failed, again after EINTR. It returns how many
+// bytes went and the error that stopped it, 0 when all went.
+func sendAll(fd int, b []byte) (int, syscall.Errno) {
+	done := 0
+	for done < len(b) {
+		n, e := sockSend(fd, b[done:])
+		switch e {
+		case 0:
+			done += n
+		case syscall.EINTR:
+		default:
+			return done, e
+		}
+	}
+	return done, 0
+}
+
 // sockRecv reads once, again after EINTR.
 func sockRecv(fd int, b []byte) (int, syscall.Errno) {
 	for {
@@ -81,18 +99,14 @@ func (w rawWriter) Write(b []byte) (int, error) {
 	done := 0
 	var werr error
 	err := w.rc.Write(func(fd uintptr) bool {
-		for done < len(b) {
-			n, e := sockSend(int(fd), b[done:])
-			switch e {
-			case 0:
-				done += n
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the socket's buffer is full: wait until it drains
-			default:
-				werr = os.NewSyscallError("write", e)
-				return true
-			}
+		n, e := sendAll(int(fd), b[done:])
+		done += n
+		switch e {
+		case 0:
+		case syscall.EAGAIN:
+			return false // the socket's buffer is full: wait until it drains
+		default:
+			werr = os.NewSyscallError("write", e)
 		}
 		return true
 	})
