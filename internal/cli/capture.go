@@ -98,8 +98,11 @@ close or --drain passes (a second Ctrl-C or SIGTERM closes them at once).
 With --admin and without --out, the proxy relays and records nothing until a
 recording is started through its admin interface ("pgrehearse capture start
 --admin ADDR --out DIR", stop, status; docs/capture-admin.md): recordings start and
-stop, one at a time, without touching a connection. A session is recorded from
-its start only: those open when a recording starts are counted, not recorded.
+stop, one at a time, without touching a connection. The sessions open when a
+recording starts are recorded from the middle, with their settings and prepared
+statements (one inside a transaction from its next idle point); one whose state
+the proxy could not keep is relayed, counted as not recorded, with why
+(docs/capture-midsession.md).
 
 Clients that ask for TLS see --tls-cert; --upstream's sslmode sets the leg to the
 server. SCRAM channel binding passes through only when --tls-cert is the server's
