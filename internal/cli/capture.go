@@ -210,11 +210,38 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: recording %s into %s finalized (%s)\n", st.ID, st.Out, st.StopReason)
 		}
 	}
+	drainNotices(stdio, f.drain, cfg)
 	cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
 		// A write failure was told as it happened.
 		if (why == capturerun.StopDuration || why == capturerun.StopMaxSize) && !f.stopAtLimit {
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
 		}
+	}
+}
+
+// drainNotices sets cfg's callbacks that tell, on standard error, that
+// the proxy drains (how many connections, until when) and how the drain
+// ended: waiting silently for --drain looked like a hang.
+func drainNotices(stdio IO, drain time.Duration, cfg *capturerun.Config) {
+	cfg.Draining = func(d capturerun.DrainStart) {
+		conns := "connections"
+		if d.Open == 1 {
+			conns = "connection"
+		}
+		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: draining: %d %s open, relayed until they close or until %s (--drain %s); "+
+			"no new connection is accepted; a second Ctrl-C or SIGTERM closes them now\n",
+			d.Open, conns, d.Until.UTC().Format("15:04:05 UTC"), drain)
+	}
+	cfg.Drained = func(d capturerun.DrainEnd) {
+		why := "every connection closed"
+		switch d.Ended {
+		case capturerun.DrainTimedOut:
+			why = "--drain passed"
+		case capturerun.DrainCutShort:
+			why = "a second Ctrl-C or SIGTERM"
+		}
+		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: drain ended after %s (%s): %d closed by themselves, %d cut by the proxy\n",
+			d.Took.Round(100*time.Millisecond), why, d.Closed, d.Cut)
 	}
 }
 
