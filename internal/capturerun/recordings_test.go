@@ -84,11 +84,13 @@ func statements(t *testing.T, dir string) []string {
 // capture is complete and holds exactly the statements its window saw:
 // those of the sessions that started in it, and those of the sessions
 // open at its start, idle, which it takes up from the middle (item 2);
-// a second start is refused with 409 and the running id.
+// a second start is refused with 409 and the running id. With a
+// monitoring connection, each recording records its own starting point
+// (docs/capture-admin.md says so).
 func TestRecordingsOnDemand(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0"})
+	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0", MonitorDSN: c.DSN("postgres")})
 	if s.admin == "" {
 		t.Fatal("no admin interface")
 	}
@@ -195,11 +197,21 @@ func TestRecordingsOnDemand(t *testing.T) {
 		"SELECT 'window two'"}; !slices.Equal(got, want) {
 		t.Errorf("the second capture holds %q, want %q", got, want)
 	}
+	var began []time.Time
 	for _, dir := range []string{dir1, dir2} {
 		m, err := capture.ReadManifest(dir)
 		if err != nil || !m.Complete {
 			t.Errorf("%s: manifest %+v, %v: want complete", dir, m, err)
 		}
+		if m.StartState == nil || m.StartState.LSN == "" {
+			t.Errorf("%s: no starting point recorded through the monitoring connection: %+v", dir, m.StartState)
+			continue
+		}
+		began = append(began, m.StartState.Time)
+	}
+	// Each recording's own, read at its start: r2's after r1 stopped.
+	if len(began) == 2 && !began[1].After(began[0]) {
+		t.Errorf("the recordings' starting points were read at %v and %v: want r2's after r1's", began[0], began[1])
 	}
 	s.cancel()
 	r := <-s.done

@@ -58,7 +58,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
 	dsnVar(fl, &f.upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
 	dsnVar(fl, &f.monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
-		"through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
+		"of the capture, and of each recording started through --admin, through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
 	fl.StringVar(&f.out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -112,11 +112,12 @@ plaintext from beside the server, or turn binding off in the client (libpq
 channel_binding=disable, pgjdbc channelBinding=disable). See
 docs/capture-production.md.
 
-With --monitor-dsn (a role with pg_monitor), the capture records its starting
-point in its manifest: the upstream's WAL position and clock, its version and
-system identifier, and per table the estimated rows and size, in every database
-that role can connect to. replay and rehearse check their targets against it.
-See docs/start-state.md for making a copy at that point.
+With --monitor-dsn (a role with pg_monitor), the capture, and each recording
+started through --admin, records its starting point in its manifest, read as it
+starts: the upstream's WAL position (the LSN to restore a copy to) and clock,
+its version and system identifier, and per table the estimated rows and size,
+in every database that role can connect to. replay and rehearse check their
+targets against it. See docs/start-state.md for making a copy at that point.
 
 The capture holds parameter values, which are personal data: its files are
 created readable by their owner only. See docs/capture-format.md.`
