@@ -191,12 +191,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		ln.Close()
 		return sum, err
 	}
-	// With an admin interface, recordings start while sessions are
-	// open: the proxy keeps what it needs to take them up from the
-	// middle.
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, Drain: cfg.Drain, NoRowDigest: cfg.NoRowDigest,
-		Draining: cfg.Draining, Drained: cfg.Drained,
-		ResumeSessions: cfg.Admin != ""})
+	p, err := newProxy(cfg)
 	if err != nil {
 		ln.Close()
 		return sum, err
@@ -299,6 +294,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	sum.Recordings = recs.List()
 	return sum, errors.Join(serveErr, finalizeErr)
+}
+
+// newProxy is the proxy cfg describes. With an admin interface,
+// recordings start while sessions are open: the proxy keeps what it
+// needs to take them up from the middle.
+func newProxy(cfg Config) (*proxy.Proxy, error) {
+	return proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, NoRowDigest: cfg.NoRowDigest,
+		Drain: cfg.Drain, Draining: cfg.Draining, Drained: cfg.Drained, ResumeSessions: cfg.Admin != ""})
 }
 
 // register adds the capture's metrics to reg: the proxy's sessions,
