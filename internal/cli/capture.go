@@ -93,7 +93,8 @@ the capture incomplete. Ctrl-C or SIGTERM finalizes the capture; sessions still
 open are recorded as open. --duration and --max-size finalize it too, and the
 proxy then goes on relaying, unrecorded, until stopped (--stop-at-limit: it stops).
 Once stopped, the proxy accepts no connection and relays the open ones until they
-close or --drain passes (a second Ctrl-C or SIGTERM closes them at once).
+close or --drain passes (a second Ctrl-C or SIGTERM closes them at once); standard
+error says how many it waits for and until when, then how many it cut.
 
 With --admin and without --out, the proxy relays and records nothing until a
 recording is started through its admin interface ("pgrehearse capture start

@@ -269,7 +269,7 @@ func TestHelpKeepsItsWord(t *testing.T) {
 		where, text string
 		want, never []string
 	}{
-		{"capture --help", help("capture"), []string{"recorded from the middle", "--drain"},
+		{"capture --help", help("capture"), []string{"recorded from the middle", "--drain passes", "how many it waits for"},
 			[]string{"counted, not recorded", "from its start only"}},
 		{"capture start --help", help("capture", "start"), []string{"recorded, and so are the sessions open already, from the middle"},
 			[]string{"relayed but not recorded"}},
