@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +18,12 @@ import (
 func TestDrainNotices(t *testing.T) {
 	var errb bytes.Buffer
 	var cfg capturerun.Config
-	drainNotices(IO{Stderr: &errb}, 30*time.Second, &cfg)
+	var ready atomic.Bool
+	// The capture command sets them.
+	captureNotices(context.Background(), IO{Stderr: &errb}, &captureFlags{upstream: "host=db", drain: 30 * time.Second}, &cfg, &ready)
+	if cfg.Draining == nil || cfg.Drained == nil {
+		t.Fatal("the capture command does not tell the drain")
+	}
 	until := time.Date(2026, 11, 26, 23, 59, 30, 0, time.UTC)
 	cfg.Draining(capturerun.DrainStart{Open: 3, Until: until})
 	cfg.Drained(capturerun.DrainEnd{Closed: 2, Cut: 1, Ended: capturerun.DrainTimedOut, Took: 30 * time.Second})
