@@ -84,11 +84,13 @@ func statements(t *testing.T, dir string) []string {
 // capture is complete and holds exactly the statements its window saw:
 // those of the sessions that started in it, and those of the sessions
 // open at its start, idle, which it takes up from the middle (item 2);
-// a second start is refused with 409 and the running id.
+// a second start is refused with 409 and the running id. With a
+// monitoring connection, each recording records its own starting point
+// (docs/capture-admin.md says so).
 func TestRecordingsOnDemand(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0"})
+	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0", MonitorDSN: c.DSN("postgres")})
 	if s.admin == "" {
 		t.Fatal("no admin interface")
 	}
@@ -195,11 +197,21 @@ func TestRecordingsOnDemand(t *testing.T) {
 		"SELECT 'window two'"}; !slices.Equal(got, want) {
 		t.Errorf("the second capture holds %q, want %q", got, want)
 	}
+	var began []time.Time
 	for _, dir := range []string{dir1, dir2} {
 		m, err := capture.ReadManifest(dir)
 		if err != nil || !m.Complete {
 			t.Errorf("%s: manifest %+v, %v: want complete", dir, m, err)
 		}
+		if m.StartState == nil || m.StartState.LSN == "" {
+			t.Errorf("%s: no starting point recorded through the monitoring connection: %+v", dir, m.StartState)
+			continue
+		}
+		began = append(began, m.StartState.Time)
+	}
+	// Each recording's own, read at its start: r2's after r1 stopped.
+	if len(began) == 2 && !began[1].After(began[0]) {
+		t.Errorf("the recordings' starting points were read at %v and %v: want r2's after r1's", began[0], began[1])
 	}
 	s.cancel()
 	r := <-s.done
@@ -288,8 +300,10 @@ func TestShutdownDrains(t *testing.T) {
 	t.Run("until EndDrain", func(t *testing.T) {
 		endDrain := make(chan struct{})
 		finalized := make(chan Status, 1)
+		draining, drained := make(chan DrainStart, 1), make(chan DrainEnd, 1)
 		s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0", Drain: time.Hour, EndDrain: endDrain,
-			RecordingFinalized: func(st Status) { finalized <- st }})
+			RecordingFinalized: func(st Status) { finalized <- st },
+			Draining:           func(d DrainStart) { draining <- d }, Drained: func(d DrainEnd) { drained <- d }})
 		dir := filepath.Join(t.TempDir(), "cap")
 		if _, err := (&Client{Addr: s.admin}).Start(ctx, StartRequest{Out: dir}); err != nil {
 			t.Fatal(err)
@@ -297,7 +311,17 @@ func TestShutdownDrains(t *testing.T) {
 		a, b := connect(t, s), connect(t, s)
 		exec(t, a, "SELECT 'a before'")
 		pid := backendPID(t, b)
+		stopped := time.Now()
 		s.cancel()
+		// The drain says so as it begins: a silent one looks like a hang.
+		select {
+		case d := <-draining:
+			if d.Open != 2 || d.Until.Before(stopped.Add(time.Hour)) || d.Until.After(time.Now().Add(time.Hour)) {
+				t.Errorf("drain begun %+v: want 2 connections open, until an hour after the stop", d)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no drain announced within 30 s of the stop")
+		}
 		var st Status
 		select {
 		case st = <-finalized:
@@ -321,6 +345,12 @@ func TestShutdownDrains(t *testing.T) {
 		}
 		a.Close(ctx)
 		exec(t, b, "SELECT 'b while draining'")
+		// a's end reached the proxy before the drain is cut short, so
+		// that it counts as closed by itself.
+		poll(t, "a's session ended in the proxy", func() bool {
+			l, err := (&Client{Addr: s.admin}).List(ctx)
+			return err == nil && l.SessionsOpen == 1
+		})
 		close(endDrain)
 		var r result
 		select {
@@ -331,6 +361,14 @@ func TestShutdownDrains(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
+		select {
+		case d := <-drained:
+			if d.Closed != 1 || d.Cut != 1 || d.Ended != DrainCutShort {
+				t.Errorf("drain ended %+v: want a closed by itself, b cut, by EndDrain", d)
+			}
+		default:
+			t.Error("Run returned without telling the drain's end")
+		}
 		if _, err := b.Exec(ctx, "SELECT 1").ReadAll(); err == nil {
 			t.Error("b still relayed after the drain ended")
 		}
@@ -340,7 +378,8 @@ func TestShutdownDrains(t *testing.T) {
 	})
 	t.Run("until the last connection closes", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "cap")
-		s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Drain: time.Hour})
+		drained := make(chan DrainEnd, 1)
+		s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Drain: time.Hour, Drained: func(d DrainEnd) { drained <- d }})
 		a := connect(t, s)
 		exec(t, a, "SELECT 1")
 		s.cancel()
@@ -354,6 +393,14 @@ func TestShutdownDrains(t *testing.T) {
 		case r := <-s.done:
 			if r.err != nil || r.sum.OpenAtEnd != 1 || !r.sum.Manifest.Complete || r.sum.Stopped != StopInterrupted {
 				t.Errorf("Run: %v, summary %+v: want the capture complete, interrupted, a session open at the end", r.err, r.sum)
+			}
+			select {
+			case d := <-drained:
+				if d.Closed != 1 || d.Cut != 0 || d.Ended != DrainAllClosed {
+					t.Errorf("drain ended %+v: want the one connection closed by itself, none cut", d)
+				}
+			default:
+				t.Error("Run returned without telling the drain's end")
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatal("Run did not return once its last connection closed (its drain is an hour)")

@@ -24,6 +24,20 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/proxy"
 )
 
+// DrainStart and DrainEnd are the proxy's drain, begun and ended (see
+// Config.Draining).
+type (
+	DrainStart = proxy.DrainStart
+	DrainEnd   = proxy.DrainEnd
+)
+
+// Why a drain ended (DrainEnd.Ended).
+const (
+	DrainAllClosed = proxy.DrainAllClosed
+	DrainTimedOut  = proxy.DrainTimedOut
+	DrainCutShort  = proxy.DrainCutShort
+)
+
 // Config is one capture proxy and its recordings.
 type Config struct {
 	// Listen is the address the proxy listens on (host:port).
@@ -67,6 +81,11 @@ type Config struct {
 	// short.
 	Drain    time.Duration
 	EndDrain <-chan struct{}
+	// Draining and Drained are told as the drain begins and ends, when
+	// connections were open (proxy.Config's): a drain that waits says
+	// so, rather than look like a hang.
+	Draining func(DrainStart)
+	Drained  func(DrainEnd)
 	// Warn is told of each problem, one sentence, never a password or
 	// a parameter value.
 	Warn func(string)
@@ -172,11 +191,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		ln.Close()
 		return sum, err
 	}
-	// With an admin interface, recordings start while sessions are
-	// open: the proxy keeps what it needs to take them up from the
-	// middle.
-	p, err := proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, Drain: cfg.Drain, NoRowDigest: cfg.NoRowDigest,
-		ResumeSessions: cfg.Admin != ""})
+	p, err := newProxy(cfg)
 	if err != nil {
 		ln.Close()
 		return sum, err
@@ -279,6 +294,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	sum.Recordings = recs.List()
 	return sum, errors.Join(serveErr, finalizeErr)
+}
+
+// newProxy is the proxy cfg describes. With an admin interface,
+// recordings start while sessions are open: the proxy keeps what it
+// needs to take them up from the middle.
+func newProxy(cfg Config) (*proxy.Proxy, error) {
+	return proxy.New(proxy.Config{Upstream: cfg.Upstream, TLS: cfg.TLS, Warn: cfg.Warn, NoRowDigest: cfg.NoRowDigest,
+		Drain: cfg.Drain, Draining: cfg.Draining, Drained: cfg.Drained, ResumeSessions: cfg.Admin != ""})
 }
 
 // register adds the capture's metrics to reg: the proxy's sessions,

@@ -58,7 +58,7 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:6432", "address the proxy listens on (host:port); applications connect here")
 	dsnVar(fl, &f.upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
 	dsnVar(fl, &f.monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
-		"through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
+		"of the capture, and of each recording started through --admin, through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
 	fl.StringVar(&f.out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -93,13 +93,17 @@ the capture incomplete. Ctrl-C or SIGTERM finalizes the capture; sessions still
 open are recorded as open. --duration and --max-size finalize it too, and the
 proxy then goes on relaying, unrecorded, until stopped (--stop-at-limit: it stops).
 Once stopped, the proxy accepts no connection and relays the open ones until they
-close or --drain passes (a second Ctrl-C or SIGTERM closes them at once).
+close or --drain passes (a second Ctrl-C or SIGTERM closes them at once); standard
+error says how many it waits for and until when, then how many it cut.
 
 With --admin and without --out, the proxy relays and records nothing until a
 recording is started through its admin interface ("pgrehearse capture start
 --admin ADDR --out DIR", stop, status; docs/capture-admin.md): recordings start and
-stop, one at a time, without touching a connection. A session is recorded from
-its start only: those open when a recording starts are counted, not recorded.
+stop, one at a time, without touching a connection. The sessions open when a
+recording starts are recorded from the middle, with their settings and prepared
+statements (one inside a transaction from its next idle point); one whose state
+the proxy could not keep is relayed, counted as not recorded, with why
+(docs/capture-midsession.md).
 
 Clients that ask for TLS see --tls-cert; --upstream's sslmode sets the leg to the
 server. SCRAM channel binding passes through only when --tls-cert is the server's
@@ -109,11 +113,12 @@ plaintext from beside the server, or turn binding off in the client (libpq
 channel_binding=disable, pgjdbc channelBinding=disable). See
 docs/capture-production.md.
 
-With --monitor-dsn (a role with pg_monitor), the capture records its starting
-point in its manifest: the upstream's WAL position and clock, its version and
-system identifier, and per table the estimated rows and size, in every database
-that role can connect to. replay and rehearse check their targets against it.
-See docs/start-state.md for making a copy at that point.
+With --monitor-dsn (a role with pg_monitor), the capture, and each recording
+started through --admin, records its starting point in its manifest, read as it
+starts: the upstream's WAL position (the LSN to restore a copy to) and clock,
+its version and system identifier, and per table the estimated rows and size,
+in every database that role can connect to. replay and rehearse check their
+targets against it. See docs/start-state.md for making a copy at that point.
 
 The capture holds parameter values, which are personal data: its files are
 created readable by their owner only. See docs/capture-format.md.`
@@ -207,11 +212,38 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: recording %s into %s finalized (%s)\n", st.ID, st.Out, st.StopReason)
 		}
 	}
+	drainNotices(stdio, f.drain, cfg)
 	cfg.Finalized = func(why capturerun.StopReason, m capfile.Manifest) {
 		// A write failure was told as it happened.
 		if (why == capturerun.StopDuration || why == capturerun.StopMaxSize) && !f.stopAtLimit {
 			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s: the capture is finalized; still relaying, unrecorded, until stopped\n", why)
 		}
+	}
+}
+
+// drainNotices sets cfg's callbacks that tell, on standard error, that
+// the proxy drains (how many connections, until when) and how the drain
+// ended: waiting silently for --drain looked like a hang.
+func drainNotices(stdio IO, drain time.Duration, cfg *capturerun.Config) {
+	cfg.Draining = func(d capturerun.DrainStart) {
+		conns := "connections"
+		if d.Open == 1 {
+			conns = "connection"
+		}
+		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: draining: %d %s open, relayed until they close or until %s (--drain %s); "+
+			"no new connection is accepted; a second Ctrl-C or SIGTERM closes them now\n",
+			d.Open, conns, d.Until.UTC().Format("15:04:05 UTC"), drain)
+	}
+	cfg.Drained = func(d capturerun.DrainEnd) {
+		why := "every connection closed"
+		switch d.Ended {
+		case capturerun.DrainTimedOut:
+			why = "--drain passed"
+		case capturerun.DrainCutShort:
+			why = "a second Ctrl-C or SIGTERM"
+		}
+		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: drain ended after %s (%s): %d closed by themselves, %d cut by the proxy\n",
+			d.Took.Round(100*time.Millisecond), why, d.Closed, d.Cut)
 	}
 }
 

@@ -88,9 +88,12 @@ func newCaptureStartCmd(ctx context.Context, stdio IO) *cobra.Command {
 		Short: "Start a recording in a running capture proxy",
 		Long: `start asks a capture proxy started with --admin to record into --out, a directory
 on the proxy's machine, from now on: every session that connects from now on is
-recorded; the sessions open already are relayed but not recorded (their count is
-in the recording's status). One recording at a time: a second start is refused
-with the running one's id. No connection is dropped, delayed or changed.`,
+recorded, and so are the sessions open already, from the middle with their
+settings and prepared statements (one inside a transaction from its next idle
+point; docs/capture-midsession.md). One the proxy cannot take up is relayed, not
+recorded, and counted with why in the recording's status. One recording at a
+time: a second start is refused with the running one's id. No connection is
+dropped, delayed or changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -226,9 +229,13 @@ func printRecording(stdio IO, st capturerun.Status) {
 	if st.State == capturerun.StateFinalized {
 		fmt.Fprintf(stdio.Stdout, " (%d still open at the end, recorded as open)", st.OpenAtEnd)
 	}
-	fmt.Fprintf(stdio.Stdout, "; %d open at the start, not recorded", st.NotRecorded)
-	for _, why := range slices.Sorted(maps.Keys(st.NotRecordedWhy)) {
-		fmt.Fprintf(stdio.Stdout, " (%s: %d)", why, st.NotRecordedWhy[why])
+	// Only when some were not: "0 open at the start, not recorded" read
+	// as a contradiction of the resumed line below (issue 57 item 6).
+	if st.NotRecorded > 0 {
+		fmt.Fprintf(stdio.Stdout, "; %d of the sessions open at the start not recorded", st.NotRecorded)
+		for _, why := range slices.Sorted(maps.Keys(st.NotRecordedWhy)) {
+			fmt.Fprintf(stdio.Stdout, " (%s: %d)", why, st.NotRecordedWhy[why])
+		}
 	}
 	fmt.Fprintln(stdio.Stdout)
 	if st.Resumed > 0 || st.Waiting > 0 {

@@ -111,6 +111,18 @@ type Cell struct {
 	Class string
 }
 
+// Cell classes that let a wide table fit its card (page.css): a cell
+// without one stays on one line.
+const (
+	// ClassNode is a plan node's name: it wraps, long identifiers
+	// anywhere, rather than widen the table.
+	ClassNode = "node"
+	// ClassFigure is a figure with words ("4,821 rows, 2.9 ms",
+	// "6.7 kB -> 16.6 kB"): it wraps at its spaces when the table
+	// would not fit otherwise.
+	ClassFigure = "fig"
+)
+
 // Detail is what a row shows when clicked.
 type Detail struct {
 	Title string

@@ -51,6 +51,13 @@ type Config struct {
 	// before it closes them; each ends earlier when its client or server
 	// closes it. Zero closes them at once. EndDrain cuts it short.
 	Drain time.Duration
+	// Draining, when set, is told as the drain begins, with connections
+	// open: how many, and until when it waits for them; Drained as it
+	// ends: how many ended by themselves and how many it closes. A
+	// drain says nothing else while it waits, so that without them it
+	// looks like a hang.
+	Draining func(DrainStart)
+	Drained  func(DrainEnd)
 	// DialTimeout bounds connecting to the upstream, TLS included. Zero
 	// means the DSN's connect_timeout, or 10 seconds without one.
 	DialTimeout time.Duration
@@ -76,6 +83,36 @@ type Config struct {
 	// relayed by goroutines.
 	NoEventLoop bool
 }
+
+// DrainStart is what Serve's drain waits for: the connections open as
+// it began, until Until at most.
+type DrainStart struct {
+	Open  int
+	Until time.Time
+}
+
+// DrainEnd is how Serve's drain ended: of the connections open as it
+// began, Closed ended by themselves; Cut are those the proxy closes
+// now, still open at the end (Config.Drain passed, or EndDrain).
+type DrainEnd struct {
+	Closed, Cut int
+	// Ended says why the drain ended.
+	Ended DrainEnded
+	// Took is how long it waited.
+	Took time.Duration
+}
+
+// DrainEnded says why a drain ended.
+type DrainEnded uint8
+
+const (
+	// DrainAllClosed: every connection ended by itself.
+	DrainAllClosed DrainEnded = iota + 1
+	// DrainTimedOut: Config.Drain passed.
+	DrainTimedOut
+	// DrainCutShort: EndDrain was called.
+	DrainCutShort
+)
 
 // ErrorKind says what went wrong with one connection.
 type ErrorKind uint8
@@ -263,9 +300,16 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 // drain waits for the connections to end by themselves, for at most
 // Config.Drain, as a service manager expects of a stopping proxy
 // (Kubernetes sends SIGTERM, then SIGKILL after its grace period).
+// It tells Config.Draining and Config.Drained how many connections it
+// waits for and how it ended, when some were open.
 func (p *Proxy) drain(wg *sync.WaitGroup) {
 	if p.cfg.Drain <= 0 {
 		return
+	}
+	begun := time.Now()
+	open := p.openLinks()
+	if len(open) > 0 && p.cfg.Draining != nil {
+		p.cfg.Draining(DrainStart{Open: len(open), Until: begun.Add(p.cfg.Drain)})
 	}
 	done := make(chan struct{})
 	go func() {
@@ -274,11 +318,38 @@ func (p *Proxy) drain(wg *sync.WaitGroup) {
 	}()
 	t := time.NewTimer(p.cfg.Drain)
 	defer t.Stop()
+	ended := DrainAllClosed
 	select {
 	case <-done:
 	case <-t.C:
+		ended = DrainTimedOut
 	case <-p.endDrain:
+		ended = DrainCutShort
 	}
+	if len(open) == 0 || p.cfg.Drained == nil {
+		return
+	}
+	end := DrainEnd{Ended: ended, Took: time.Since(begun)}
+	p.mu.Lock()
+	end.Cut = len(p.links)
+	for _, l := range open {
+		if _, ok := p.links[l]; !ok {
+			end.Closed++
+		}
+	}
+	p.mu.Unlock()
+	p.cfg.Drained(end)
+}
+
+// openLinks returns the connections open now.
+func (p *Proxy) openLinks() []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	links := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		links = append(links, l)
+	}
+	return links
 }
 
 // EndDrain ends Serve's drain now: the connections still open are

@@ -165,9 +165,13 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 		if n.Subplan != "" {
 			label = strings.Repeat("\u00a0\u00a0", depth[i]) + n.Subplan + ": " + n.Label()
 		}
-		c := []htmlreport.Cell{{Text: label, Title: nodeTitle(n)}, htmlreport.Num(numfmt.Figure(n.PlanRows), n.PlanRows)}
+		// The node's name and its figures wrap (htmlreport's "node" and
+		// "fig" cells), so that both trees fit a 1,400 pixel page
+		// rather than push the candidate's figures off the card.
+		c := []htmlreport.Cell{{Text: label, Title: nodeTitle(n), Class: htmlreport.ClassNode}, htmlreport.Num(numfmt.Figure(n.PlanRows), n.PlanRows)}
 		if w, ok := plan.WorkOf(n); ok {
 			c = append(c, htmlreport.Num(rowsText(w.Rows)+", "+msText(w.SelfMS), w.SelfMS))
+			c[len(c)-1].Class = htmlreport.ClassFigure
 			buf := ""
 			if n.Buffers != nil {
 				buf = blockCount(w.SharedHit) + " / " + blockCount(w.SharedRead)
@@ -178,13 +182,13 @@ func PlanTreesTable(fingerprint string, m *explain.Explained) htmlreport.Table {
 			if n.Spilled() {
 				buf = strings.TrimPrefix(buf+"; "+spillText(n), "; ")
 			}
-			c = append(c, htmlreport.Text(buf))
+			c = append(c, htmlreport.Cell{Text: buf, Class: htmlreport.ClassFigure})
 		} else {
 			c = append(c, htmlreport.Text(""), htmlreport.Text(""))
 		}
 		if changed[i] {
 			for k := range c {
-				c[k].Class = "bad"
+				c[k].Class = strings.TrimSpace(c[k].Class + " bad")
 			}
 		}
 		return c

@@ -75,10 +75,10 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 		row := htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
 			htmlreport.Text(StatusText(q.Status)),
 			htmlreport.Num(fmtSignedBytes(w.AddedWALBytes), w.AddedWALBytes),
-			htmlreport.Num(workFigure(w, compare.MetricWALBytes), w.WALBytes.Candidate), workEffectCell(&w.WALBytes),
-			htmlreport.Num(workFigure(w, compare.MetricWALFPI), w.WALFPI.Candidate), workEffectCell(&w.WALFPI),
-			htmlreport.Num(workFigure(w, compare.MetricDirtied), w.Dirtied.Candidate), workEffectCell(&w.Dirtied),
-			htmlreport.Num(WorkShareText(compare.MetricWALBytes, &w.WALBytes), w.WALBytes.AddedShare),
+			workFigureCell(w, compare.MetricWALBytes), workEffectCell(&w.WALBytes),
+			workFigureCell(w, compare.MetricWALFPI), workEffectCell(&w.WALFPI),
+			workFigureCell(w, compare.MetricDirtied), workEffectCell(&w.Dirtied),
+			figureCell(htmlreport.Num(WorkShareText(compare.MetricWALBytes, &w.WALBytes), w.WALBytes.AddedShare)),
 			htmlreport.Num(strconv.FormatInt(w.CandidateCalls, 10), float64(w.CandidateCalls)),
 			queryCell(q.Fingerprint, q.Query, pageQueryWidth),
 		}}
@@ -101,8 +101,8 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 			w := q.Work
 			e := w.Of(w.Below)
 			below.Rows = append(below.Rows, htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-				htmlreport.Text(WorkMetricName(w.Below)), htmlreport.Num(workFigure(w, w.Below), e.Candidate), workEffectCell(e),
-				htmlreport.Num(WorkShareText(w.Below, e), e.AddedShare), htmlreport.Text(WorkBelowText(sw, w)),
+				htmlreport.Text(WorkMetricName(w.Below)), workFigureCell(w, w.Below), workEffectCell(e),
+				figureCell(htmlreport.Num(WorkShareText(w.Below, e), e.AddedShare)), figureCell(htmlreport.Text(WorkBelowText(sw, w))),
 				queryCell(q.Fingerprint, q.Query, pageQueryWidth)}})
 		}
 		s.Tables = append(s.Tables, below)
@@ -132,6 +132,19 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 		s.Tables = append(s.Tables, hot)
 	}
 	return s, true
+}
+
+// workFigureCell is a work figure per call, baseline -> candidate,
+// sorted by the candidate's; it wraps at its spaces so that the table
+// keeps room for the query's text at 1,400 pixels.
+func workFigureCell(w *compare.QueryWork, m compare.Metric) htmlreport.Cell {
+	return figureCell(htmlreport.Num(workFigure(w, m), w.Of(m).Candidate))
+}
+
+// figureCell lets c wrap at its spaces (htmlreport.ClassFigure).
+func figureCell(c htmlreport.Cell) htmlreport.Cell {
+	c.Class = strings.TrimSpace(c.Class + " " + htmlreport.ClassFigure)
+	return c
 }
 
 // workEffectCell is a work figure's change with its interval.

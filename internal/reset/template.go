@@ -681,10 +681,12 @@ func CheckTemplate(ctx context.Context, dsn string, databases []string) ([]strin
 			continue
 		}
 		seen = append(seen, name)
-		var found, mayCopy bool
+		var found, mayCopy, ownerPowerful bool
 		var owner string
-		err := conn.QueryRow(ctx, `SELECT true, pg_get_userbyid(datdba), $2 OR datistemplate OR pg_has_role(current_user, datdba, 'USAGE')
-			FROM pg_database WHERE datname = $1`, name, super).Scan(&found, &owner, &mayCopy)
+		err := conn.QueryRow(ctx, `SELECT true, pg_get_userbyid(datdba), $2 OR datistemplate OR pg_has_role(current_user, datdba, 'USAGE'),
+			EXISTS (SELECT FROM pg_roles r WHERE pg_has_role(datdba, r.oid, 'MEMBER')
+				AND (r.rolsuper OR r.rolname IN ('pg_execute_server_program', 'pg_write_server_files')))
+			FROM pg_database WHERE datname = $1`, name, super).Scan(&found, &owner, &mayCopy, &ownerPowerful)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the log may create it; Prepare says so (Missing)
 		}
@@ -692,9 +694,23 @@ func CheckTemplate(ctx context.Context, dsn string, databases []string) ([]strin
 			return nil, err
 		}
 		if !mayCopy {
-			out = append(out, fmt.Sprintf("the login %q may not copy the database %q, owned by %q: ALTER DATABASE %s OWNER TO %s, or GRANT %s TO %s",
-				user, name, owner, ident(name), ident(user), ident(owner), ident(user)))
+			out = append(out, mayNotCopy(user, name, owner, ownerPowerful))
 		}
 	}
 	return out, nil
+}
+
+// mayNotCopy says that the login user may not copy the database name,
+// owned by owner, and what to do: the login's ownership of it, or its
+// membership in the owner. Membership is never proposed when the owner is
+// a superuser, a member of one, or of a role that runs programs or writes
+// files on the server (ownerPowerful): the login could then SET ROLE to
+// it and be a superuser (issue 57 item 6).
+func mayNotCopy(user, name, owner string, ownerPowerful bool) string {
+	s := fmt.Sprintf("the login %q may not copy the database %q, owned by %q: ALTER DATABASE %s OWNER TO %s", user, name, owner, ident(name), ident(user))
+	if ownerPowerful {
+		return s + fmt.Sprintf(" (or to another role that is not a superuser, of which %q is a member; %q is or acts as a superuser, "+
+			"and membership in it would let the login SET ROLE to it, so none is proposed)", user, owner)
+	}
+	return s + fmt.Sprintf(", or GRANT %s TO %s", ident(owner), ident(user))
 }

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -305,26 +306,36 @@ func TestSettingValue(t *testing.T) {
 // TestCheckTemplate: what a login lacks for a template reset is listed at
 // once: CREATEDB, and each database it may not copy (not its owner, nor a
 // member of the owner, nor a template); a superuser lacks nothing, and a
-// database that does not exist is Prepare's to tell.
+// database that does not exist is Prepare's to tell. Membership in the
+// owner is never proposed when the owner is a superuser, a member of one
+// or of pg_execute_server_program: ownership is (issue 57 item 6).
 func TestCheckTemplate(t *testing.T) {
 	t.Parallel()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
 	for _, sql := range []string{"CREATE ROLE plain LOGIN", "CREATE ROLE maker LOGIN CREATEDB", "CREATE ROLE owner",
-		"CREATE DATABASE app OWNER owner", "CREATE DATABASE mine OWNER maker"} {
+		"CREATE DATABASE app OWNER owner", "CREATE DATABASE mine OWNER maker",
+		"CREATE DATABASE sup", // owned by the bootstrap superuser
+		"CREATE ROLE boss SUPERUSER", "CREATE ROLE deputy IN ROLE boss", "CREATE DATABASE dep OWNER deputy",
+		"CREATE ROLE shell IN ROLE pg_execute_server_program", "CREATE DATABASE sh OWNER shell"} {
 		if err := c.Exec(ctx, "postgres", sql); err != nil {
 			t.Fatal(err)
 		}
 	}
 	as := func(user string) string { return strings.Replace(c.DSN("postgres"), "user="+c.User(), "user="+user, 1) }
-	dbs := []string{"app", "mine", "absent", "template1", "app"}
+	dbs := []string{"app", "mine", "absent", "template1", "app", "sup", "dep", "sh"}
+	ownedBy := func(db, owner string) string {
+		return fmt.Sprintf(`the login "maker" may not copy the database %q, owned by %q: ALTER DATABASE %q OWNER TO "maker" (or to another role`, db, owner, db)
+	}
 	tests := []struct {
 		user string
 		want []string
 	}{
 		{"plain", []string{`the login "plain" may not create databases`, `the login "plain" may not copy the database "app", owned by "owner"`,
-			`the login "plain" may not copy the database "mine", owned by "maker"`}},
-		{"maker", []string{`the login "maker" may not copy the database "app", owned by "owner": ALTER DATABASE "app" OWNER TO "maker", or GRANT "owner" TO "maker"`}},
+			`the login "plain" may not copy the database "mine", owned by "maker"`, `the login "plain" may not copy the database "sup"`,
+			`the login "plain" may not copy the database "dep"`, `the login "plain" may not copy the database "sh"`}},
+		{"maker", []string{`the login "maker" may not copy the database "app", owned by "owner": ALTER DATABASE "app" OWNER TO "maker", or GRANT "owner" TO "maker"`,
+			ownedBy("sup", c.User()), ownedBy("dep", "deputy"), ownedBy("sh", "shell")}},
 		{c.User(), nil},
 	}
 	for _, tt := range tests {
@@ -332,6 +343,7 @@ func TestCheckTemplate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		assertNoPowerfulGrant(t, got, c.User(), "boss", "deputy", "shell")
 		if len(got) != len(tt.want) {
 			t.Errorf("%s: %q, want %d items like %q", tt.user, got, len(tt.want), tt.want)
 			continue
@@ -345,7 +357,20 @@ func TestCheckTemplate(t *testing.T) {
 	if err := c.Exec(ctx, "postgres", "GRANT owner TO maker"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := CheckTemplate(ctx, as("maker"), dbs); err != nil || len(got) != 0 {
-		t.Errorf("maker, a member of the owner: %q, %v", got, err)
+	if got, err := CheckTemplate(ctx, as("maker"), dbs); err != nil || len(got) != 3 || slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, `"app"`) }) {
+		t.Errorf("maker, a member of the owner of app: %q, %v: want app copied, sup, dep and sh still not", got, err)
+	}
+}
+
+// assertNoPowerfulGrant fails when an advice grants one of roles, roles
+// that are or act as superusers.
+func assertNoPowerfulGrant(t *testing.T, advice []string, roles ...string) {
+	t.Helper()
+	for _, a := range advice {
+		for _, r := range roles {
+			if strings.Contains(a, "GRANT "+ident(r)) || strings.Contains(a, "GRANT "+r+" ") {
+				t.Errorf("the advice grants membership in %q, which is or acts as a superuser: %s", r, a)
+			}
+		}
 	}
 }
