@@ -114,6 +114,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		}
 		p.Sections = append(p.Sections, errorsSection(rep))
 	}
+	if s, ok := levelsSection(rep); ok && !one {
+		p.Sections = append(p.Sections, s)
+	}
 	if s, ok := workSection(rep); ok {
 		p.Sections = append(p.Sections, s)
 	}
@@ -279,7 +282,7 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			}
 			q := rep.Query(fp)
 			e := q.Effects.Of(q.Regressed)
-			what := string(q.Regressed)
+			what := figureName(q, q.Regressed)
 			if q.Status == compare.StatusTailRegressed {
 				what += " (tail)"
 			}
