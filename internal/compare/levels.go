@@ -236,6 +236,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		}
 		if c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
 			lv.Judged = LevelServer
+			c.serverCarried(b, k, lv.Server)
 			judgeOnServer(d, lv.Server)
 		}
 	}
@@ -292,5 +293,67 @@ func judgeOnServer(d *QueryDiff, s *LevelTime) {
 		if side.f.Spread != nil {
 			side.f.Spread.MeanMS = spread0(side.runs)
 		}
+	}
+}
+
+// serverCarried asks of the server's mean, slower over the runs beyond
+// every floor, what effect asks of the log's: that the calls inside the
+// runs carry it, and the rounds' noise pooled over the comparison
+// (CallsEvidence, set on s.Mean when they do not: then it is no
+// regression). pg_stat_statements keeps no calls' distribution: each
+// run's bounds are its log mean's, moved by the run's overhead (the
+// server's mean less the log's), as under an overhead alike for every
+// call the calls spread as in the log, or less.
+func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
+	e := &s.Mean
+	if !c.useHist || e.Interval != IntervalRuns || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < c.o.MinEffectMS {
+		return
+	}
+	ev := &CallsEvidence{Alpha: stats.CallsAlpha(c.o.Alpha, c.tests), Tests: c.tests}
+	side := func(rows []*Query, server []float64, baseline bool) ([]float64, []stats.Bounds, bool) {
+		var figs []float64
+		var bds []stats.Bounds
+		for i, q := range rows {
+			if q == nil || q.TimedCalls == 0 || i >= len(server) {
+				return nil, nil, false
+			}
+			bd, few, ok := runBounds(q, MetricMean, ev.Alpha)
+			if !ok {
+				return nil, nil, false
+			}
+			if few && (baseline && math.IsInf(bd.High, 1) || !baseline && bd.Low <= 0) {
+				ev.TooFewCalls = true
+			}
+			shift := server[i] - q.MeanMS
+			if bd.Low > 0 {
+				bd.Low = math.Max(bd.Low+shift, msResolution)
+			}
+			if !math.IsInf(bd.High, 1) {
+				bd.High = math.Max(bd.High+shift, msResolution)
+			}
+			figs, bds = append(figs, math.Max(server[i], msResolution)), append(bds, bd)
+		}
+		return figs, bds, true
+	}
+	bf, bx, okB := side(b, s.BaselineRunsMS, true)
+	kf, kx, okK := side(k, s.CandidateRunsMS, false)
+	if !okB || !okK {
+		return
+	}
+	low, high, ok := stats.CallsInterval(bx, kx, c.o.Alpha)
+	if !ok {
+		return
+	}
+	ev.Low, ev.High = low, finite(high)
+	ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
+	if noise, pooled := c.roundNoise[MetricMean]; pooled {
+		ev.RoundNoise, ev.RoundNoiseDF = noise.Factor(), noise.DF
+		ev.FamilyLow, ev.FamilyHigh = 0, finite(math.Inf(1))
+		if _, flo, fhi, ok := stats.FamilyInterval(stats.LogRunsOf(bf, bx, ev.Alpha), stats.LogRunsOf(kf, kx, ev.Alpha), noise, c.o.Alpha, c.tests); ok {
+			ev.FamilyLow, ev.FamilyHigh = flo, finite(fhi)
+		}
+	}
+	if ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1 {
+		e.Calls = ev
 	}
 }

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,6 +19,7 @@ import (
 // clientUS.
 type levelQuery struct {
 	serverUS, overheadUS, clientUS float64
+	calls                          int // 0: 2000
 }
 
 // levelRound is one round's result: the log's durations as its queries
@@ -24,12 +27,14 @@ type levelQuery struct {
 // pg_stat_statements' execution time per fingerprint as its evidence.
 func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery) *Run {
 	t.Helper()
-	const calls = 2000
 	r := rand.New(rand.NewPCG(seed, 5))
 	logged, client := querystats.NewSet(), querystats.NewSet()
 	var ev []observe.Query
+	var total int64
 	for _, fp := range sortedKeys(qs) {
 		q := qs[fp]
+		calls := cmp.Or(q.calls, 2000)
+		total += int64(calls)
 		var execMS float64
 		for i := range calls {
 			server := int64(q.serverUS * (0.5 + 0.5*r.ExpFloat64()))
@@ -38,7 +43,7 @@ func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery
 			logged.AddAt(fp, "SELECT "+fp, at, server+int64(q.overheadUS), false)
 			client.AddAt(fp, "SELECT "+fp, at, server+int64(q.overheadUS+q.clientUS), false)
 		}
-		ev = append(ev, observe.Query{Fingerprint: fp, QueryStats: observe.QueryStats{Calls: calls, TotalExecMS: execMS}})
+		ev = append(ev, observe.Query{Fingerprint: fp, QueryStats: observe.QueryStats{Calls: int64(calls), TotalExecMS: execMS}})
 	}
 	res := results.New(results.KindReplay, LatencyServerLog)
 	var err error
@@ -49,7 +54,7 @@ func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery
 		t.Fatal(err)
 	}
 	res.Source = name
-	res.Statements = results.StatementCounts{Total: int64(calls * len(qs)), Executed: int64(calls * len(qs))}
+	res.Statements = results.StatementCounts{Total: total, Executed: total}
 	return withEvidence(t, res, ev...)
 }
 
@@ -156,4 +161,47 @@ func TestLevelsTwoRoundsJudgedOnLog(t *testing.T) {
 	if q := rep.Query("lookup"); q.Levels == nil || q.Levels.Server != nil || q.Levels.Judged != LevelLog || q.Levels.OverheadMS != 0 || q.Levels.LogP95 != nil {
 		t.Errorf("without pg_stat_statements: %+v", q.Levels)
 	}
+}
+
+// TestLevelsServerChangeCarriedByCalls: a mean judged on the server's
+// time is a regression only when the calls inside the runs carry it, as
+// the log's: ten calls a round spread as the log shows them cannot carry
+// pg_stat_statements' 1.4x over three rounds a side, however neatly its
+// rounds line up.
+func TestLevelsServerChangeCarriedByCalls(t *testing.T) {
+	var base, cand []*Run
+	for i := range 3 {
+		b := levelRound(t, fmt.Sprintf("control-%d", i), uint64(30+i), map[string]levelQuery{"few": {serverUS: 5000, overheadUS: 200, calls: 10}})
+		k := levelRound(t, fmt.Sprintf("candidate-%d", i), uint64(40+i), map[string]levelQuery{"few": {serverUS: 7000, overheadUS: 200, calls: 10}})
+		// The server's means of the rounds, 5.0-5.2 ms then 7.0-7.2 ms.
+		for _, x := range []struct {
+			r  *Run
+			ms float64
+		}{{b, 5 + 0.1*float64(i)}, {k, 7 + 0.1*float64(i)}} {
+			ev := observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: []observe.Query{
+				{Fingerprint: "few", QueryStats: observe.QueryStats{Calls: 10, TotalExecMS: 10 * x.ms}}}}}
+			raw, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.r.Evidence = raw
+		}
+		base, cand = append(base, b), append(cand, k)
+	}
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("few")
+	if q.Levels == nil || !q.JudgedOnServer() {
+		t.Fatalf("few: levels %+v", q.Levels)
+	}
+	s := q.Levels.Server.Mean
+	if s.Change != ChangeSlower || !s.Beyond || s.Calls == nil || s.Calls.Low > 1 && s.Calls.FamilyLow > 1 && !s.Calls.TooFewCalls {
+		t.Errorf("server level %+v (calls %+v): want slower beyond the floors over the runs, not carried by the calls", s, s.Calls)
+	}
+	if q.Status.Regression() || q.Effects.Mean.Calls == nil {
+		t.Errorf("few: %s %v, want no regression", q.Status, q.Reasons)
+	}
+	checkLabel(t, "few", q)
 }
