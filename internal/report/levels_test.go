@@ -58,7 +58,8 @@ func TestLevelsReported(t *testing.T) {
 	out := text.String()
 	for _, s := range []string{"Time per call at each level (server: pg_stat_statements' execution + planning per call;",
 		"mean judged on", "mean on server time (pg_stat_statements) 0.101 ms -> 6.06 ms (60.00x, interval",
-		"(mean on server time (pg_stat_statements) 60.00x ("} {
+		"(mean on server time (pg_stat_statements) 60.00x (",
+		"(90% intervals); the mean judged on server time (pg_stat_statements) for 1 of 1 query\n"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("the text lacks %q:\n%s", s, out)
 		}

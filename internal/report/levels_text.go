@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
 
@@ -100,4 +102,25 @@ func writeLevels(ew *errWriter, rep *compare.Report, top int) {
 	writeList(ew, rep, levelsTitle, LevelsQueries(rep), top, head, func(q *compare.QueryDiff) []string {
 		return append(LevelsRow(q), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth))
 	})
+}
+
+// levelsClause says, for the verdict line, how many of the queries judged
+// have their mean judged on the server's time: "; the mean judged on
+// server time (pg_stat_statements) for 5 of 6 queries"; "" for none.
+func levelsClause(rep *compare.Report) string {
+	server, judged := 0, 0
+	for i := range rep.Queries {
+		q := &rep.Queries[i]
+		if q.Levels == nil {
+			continue
+		}
+		judged++
+		if q.JudgedOnServer() {
+			server++
+		}
+	}
+	if server == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(compare.LevelServer), server, judged, plural(judged, "query", "queries"))
 }

@@ -150,7 +150,7 @@ func queryName(rep *compare.Report, fp string) string {
 func noiseClause(rep *compare.Report) string {
 	n := rep.Noise
 	if n.Measured {
-		return fmt.Sprintf("run-to-run noise measured over %d and %d runs (%.0f%% intervals)", n.BaselineRuns, n.CandidateRuns, 100*n.Level)
+		return fmt.Sprintf("run-to-run noise measured over %d and %d runs (%.0f%% intervals)", n.BaselineRuns, n.CandidateRuns, 100*n.Level) + levelsClause(rep)
 	}
 	runs := fmt.Sprintf("%d and %d runs", n.BaselineRuns, n.CandidateRuns)
 	if n.BaselineRuns == n.CandidateRuns {
