@@ -486,4 +486,7 @@ that has at least the minimum of timed calls in every run), an errors rule
 by a query whose error rate rose significantly (one-sided two-proportion
 test over the calls of all runs), a wal or dirtied rule by a query that
 writes more per call beyond noise and the work floors (three runs a side).
-Queries found in one run only never break a rule; they are listed apart.`
+A mean rule reads the server's time per call (pg_stat_statements' execution
+and planning) where every run has it and the noise is measured, else the
+results' durations; the percentiles are the log's distribution. Queries
+found in one run only never break a rule; they are listed apart.`

@@ -464,6 +464,10 @@ type QueryDiff struct {
 	// Work is the query's server work per call on both sides, when
 	// every run has pg_stat_statements figures of it.
 	Work *QueryWork `json:"work,omitempty"`
+	// Levels are the query's mean time per call at each level it was
+	// measured at (server, log, application) and the level its mean
+	// is judged on (levels.go); nil for a query not judged.
+	Levels *QueryLevels `json:"levels,omitempty"`
 
 	// BaselineRows and CandidateRows are each run's row (nil where a
 	// run lacks the query), for charts.
@@ -825,6 +829,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		c.poolRoundNoise(base, cand)
 	}
 	bw, cw, work := rep.serverWork(base, cand, o)
+	c.source, c.measured = base[0].LatencySource, rep.Noise.Measured
+	c.bWork, c.cWork, c.bApp, c.cApp = bw, cw, appRows(base), appRows(cand)
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))
 		if work && d.Baseline != nil && d.Candidate != nil {

@@ -20,6 +20,13 @@ type comparer struct {
 	// the p95, pooled over every query judged (poolRoundNoise); absent
 	// without histograms or runs enough for a rank interval.
 	roundNoise map[Metric]stats.RoundNoise
+	// source is the level of the results' durations; bWork and cWork
+	// each side's pg_stat_statements figures by run, bApp and cApp
+	// its round trips by run (levels.go); measured: the noise is.
+	source       LatencySource
+	bWork, cWork workRows
+	bApp, cApp   []map[string]*Query
+	measured     bool
 }
 
 // poolRoundNoise measures the rounds' noise of the mean and of the p95
@@ -226,6 +233,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 			d.Reasons = append(d.Reasons, ReasonHistogramUnreadable)
 		}
 	}
+	c.levels(&d, b, k)
 	if bf.TimedCalls > 0 && cf.TimedCalls > 0 {
 		d.AddedMS = AddedMS(MetricMean, d.Effects.Mean.DeltaMS, cf.TimedCalls)
 		d.TailAddedMS = AddedMS(MetricP95, d.Effects.P95.DeltaMS, cf.TimedCalls)
@@ -255,17 +263,7 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 	if m == MetricMean && len(b) == 1 && len(k) == 1 {
 		r = robustMean(b[0], k[0], r, so)
 	}
-	e := Effect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
-		Floor: r.Floor, Beyond: r.Beyond, DeltaMS: stats.Median(kv) - stats.Median(bv), P: r.P, Interval: IntervalNoiseFloor, Change: ChangeNone}
-	if r.RankInterval {
-		e.Interval = IntervalRuns
-	}
-	switch r.Change {
-	case stats.Higher:
-		e.Change = ChangeSlower
-	case stats.Lower:
-		e.Change = ChangeFaster
-	}
+	e := effectOf(r, stats.Median(kv)-stats.Median(bv))
 	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.DeltaMS >= c.o.MinEffectMS {
 		// The runs call the figure slower: the calls inside them must
 		// carry it too, at the family's level.

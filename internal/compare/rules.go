@@ -140,6 +140,10 @@ type Broken struct {
 	// bytes or blocks per call.
 	Baseline  float64 `json:"baseline"`
 	Candidate float64 `json:"candidate"`
+	// Level is, for a latency rule, the level its figures are of:
+	// the server's time (pg_stat_statements) for the mean where the
+	// query is judged on it, else the results' durations.
+	Level Level `json:"level,omitempty"`
 }
 
 // check returns how q breaks r, if it does. A latency rule is broken
@@ -170,7 +174,12 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	}
 	e := q.Effects.Of(r.Metric)
 	if r.Metric == MetricTotal {
+		// The total is the durations' (the log's): so is the mean
+		// it rests on.
 		e = &q.Effects.Mean
+		if q.JudgedOnServer() && q.Levels.Log != nil {
+			e = &q.Levels.Log.Mean
+		}
 	}
 	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < s.MinEffectMS || e.Calls != nil {
 		return Broken{}, false
@@ -200,7 +209,7 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	if !broken {
 		return Broken{}, false
 	}
-	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv}, true
+	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv, Level: q.LevelOf(r.Metric)}, true
 }
 
 func (r Rule) checkWork(q *QueryDiff, sw *ServerWork) (Broken, bool) {

@@ -114,6 +114,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		}
 		p.Sections = append(p.Sections, errorsSection(rep))
 	}
+	if s, ok := levelsSection(rep); ok && !one {
+		p.Sections = append(p.Sections, s)
+	}
 	if s, ok := workSection(rep); ok {
 		p.Sections = append(p.Sections, s)
 	}
@@ -279,7 +282,7 @@ func summarySection(rep *compare.Report) htmlreport.Section {
 			}
 			q := rep.Query(fp)
 			e := q.Effects.Of(q.Regressed)
-			what := string(q.Regressed)
+			what := figureName(q, q.Regressed)
 			if q.Status == compare.StatusTailRegressed {
 				what += " (tail)"
 			}
@@ -378,7 +381,11 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 				return fmtMS(x.v) + " ms" + fmtSpread(x.spread, runs[side])
 			}
 		}
-		r := []string{string(m), cell(q.Baseline, 0, get(0)), cell(q.Candidate, 1, get(1)), "", ""}
+		name := string(m)
+		if m == compare.MetricMean && q.JudgedOnServer() {
+			name = "mean (server, pg_stat_statements)"
+		}
+		r := []string{name, cell(q.Baseline, 0, get(0)), cell(q.Candidate, 1, get(1)), "", ""}
 		if q.Effects != nil {
 			e := q.Effects.Of(m)
 			r[3], r[4] = fmtEffect(e), floorText(e, rep.Settings.MinEffect)
@@ -409,7 +416,11 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 		for _, r := range f.Runs {
 			means = append(means, fmtMS(r.MeanMS))
 		}
-		d.Notes = append(d.Notes, fmt.Sprintf("%s runs' means: %s ms", [2]string{"Baseline", "Candidate"}[i], strings.Join(means, ", ")))
+		src := ""
+		if q.JudgedOnServer() {
+			src = " (server time, pg_stat_statements)"
+		}
+		d.Notes = append(d.Notes, fmt.Sprintf("%s runs' means%s: %s ms", [2]string{"Baseline", "Candidate"}[i], src, strings.Join(means, ", ")))
 	}
 	if q.Effects != nil {
 		if q.Effects.Mean.Interval == compare.IntervalRuns {

@@ -53,7 +53,7 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		e := q.Effects.Of(q.Regressed)
 		impact := fmtSignedTotal(q.ImpactMS)
 		b, c := figureOf(q.Baseline, q.Regressed), figureOf(q.Candidate, q.Regressed)
-		what := string(q.Regressed)
+		what := figureName(q, q.Regressed)
 		if q.Status == compare.StatusTailRegressed {
 			what += " (tail)"
 		}
@@ -78,6 +78,7 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		[]string{"mean C/B", "p95 C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P95), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
+	writeLevels(ew, rep, top)
 	writeServerWork(ew, rep, top)
 	writeRoundTrips(ew, rep, top)
 	if len(rep.NewErrors) > 0 {

@@ -49,8 +49,10 @@ func TestRoundTripsSection(t *testing.T) {
 	}{
 		{"analysis vs target-log replay", comparison(base(), keepRoundTrips(cand())),
 			"summary,effects,distributions,errors,round-trips,queries", []string{"round-trips-candidate"}, "Candidate replay (analysis-2.json): top 6 of 6 queries by server time"},
+		// Both sides have round trips: their time per call at each
+		// level, side by side, before the round trips.
 		{"two target-log replays", comparison(keepRoundTrips(base()), keepRoundTrips(cand())),
-			"summary,effects,distributions,errors,round-trips,queries", []string{"round-trips-baseline", "round-trips-candidate"}, "Baseline replay (analysis-1.json)"},
+			"summary,effects,distributions,errors,levels,round-trips,queries", []string{"round-trips-baseline", "round-trips-candidate"}, "Baseline replay (analysis-1.json)"},
 		{"summary of a target-log replay", compare.Summarize(keepRoundTrips(cand())),
 			"summary,distributions,round-trips,queries", []string{"round-trips-baseline"}, "Replay (analysis-2.json)"},
 		{"analyses", comparison(base(), cand()), "summary,effects,distributions,errors,queries", nil, ""},

@@ -150,7 +150,7 @@ func queryName(rep *compare.Report, fp string) string {
 func noiseClause(rep *compare.Report) string {
 	n := rep.Noise
 	if n.Measured {
-		return fmt.Sprintf("run-to-run noise measured over %d and %d runs (%.0f%% intervals)", n.BaselineRuns, n.CandidateRuns, 100*n.Level)
+		return fmt.Sprintf("run-to-run noise measured over %d and %d runs (%.0f%% intervals)", n.BaselineRuns, n.CandidateRuns, 100*n.Level) + levelsClause(rep)
 	}
 	runs := fmt.Sprintf("%d and %d runs", n.BaselineRuns, n.CandidateRuns)
 	if n.BaselineRuns == n.CandidateRuns {
@@ -201,7 +201,7 @@ func regressionsClause(rep *compare.Report) string {
 	}
 	if q := rep.Query(v.Worst); q != nil && q.Effects != nil && q.Status.Regression() {
 		e := q.Effects.Of(q.Regressed)
-		what := string(q.Regressed)
+		what := figureName(q, q.Regressed)
 		added := fmtSignedTotal(q.ImpactMS) + " per run"
 		switch q.Regressed {
 		case compare.MetricP95:
@@ -335,7 +335,11 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		}
 		return s + ")"
 	}
-	s := fmt.Sprintf("%s %s ms -> %s ms (%s", b.Metric, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
+	name := string(b.Metric)
+	if b.Metric == compare.MetricMean && b.Level == compare.LevelServer {
+		name = "mean on " + LevelName(b.Level)
+	}
+	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
 		if e := q.Effects.Of(b.Metric); e != nil {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)

@@ -1,0 +1,359 @@
+package compare
+
+import (
+	"math"
+
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+)
+
+// A query's time per call at the levels a user may ask about (issue 58
+// item 3): the server's own work (pg_stat_statements), the durations the
+// server logged (a distribution, each call with the protocol's overhead
+// around its execution), and the application's round trip (what the
+// replay waited for each call). The logged duration of a 0.1 ms lookup
+// carries about 0.2 ms of overhead: the same replays gave 35x from the
+// log and 72-75x from pg_stat_statements, the truth being 56-96x. The
+// mean is judged on the server's time where every run has it and the
+// noise is measured; the percentiles stay the log's.
+
+// Level is where a query's time per call was measured.
+type Level string
+
+// Levels of time per call.
+const (
+	// LevelServer is the server's own time per call:
+	// pg_stat_statements' execution and planning time (the run's delta
+	// of total_exec_time + total_plan_time) over its calls. Planning
+	// counts only where pg_stat_statements.track_planning is on
+	// (QueryLevels.Planning).
+	LevelServer Level = "server"
+	// LevelLog is the durations the server logged
+	// (log_min_duration_statement): every call's, so the
+	// distribution, each with the overhead around the execution.
+	LevelLog Level = "server_log"
+	// LevelApplication is the replay's round trip per call: what the
+	// application waited for it.
+	LevelApplication Level = "application"
+)
+
+// levelOf is the level of a result's durations.
+func levelOf(src LatencySource) Level {
+	switch src {
+	case results.LatencyClient:
+		return LevelApplication
+	case results.LatencyPgStatStatements:
+		return LevelServer
+	}
+	return LevelLog
+}
+
+// LevelTime is a query's mean time per call at one level, per run and
+// over the runs of each side, and its change.
+type LevelTime struct {
+	Level Level `json:"level"`
+	// BaselineRunsMS and CandidateRunsMS are each run's mean per call,
+	// in the order of the runs.
+	BaselineRunsMS  []float64 `json:"baseline_runs_ms"`
+	CandidateRunsMS []float64 `json:"candidate_runs_ms"`
+	// BaselineMS and CandidateMS are the medians over the runs.
+	BaselineMS  float64 `json:"baseline_ms"`
+	CandidateMS float64 `json:"candidate_ms"`
+	// Mean is the change of the mean with its interval, as the
+	// comparison's over the runs (stats.Effect, the control's runs
+	// giving the noise floor).
+	Mean Effect `json:"mean"`
+}
+
+// QueryLevels are a query's times per call at each level it was
+// measured at, side by side.
+type QueryLevels struct {
+	// Judged is the level the query's mean is judged on: its status,
+	// Effects.Mean, the figures' MeanMS and the mean rules read it.
+	// LevelServer when every run of both sides has pg_stat_statements
+	// figures of the query (MinCalls calls at least, no entry
+	// restarted) and the noise is measured (three runs a side at the
+	// default level: pg_stat_statements gives no calls' sampling error
+	// to judge fewer by); else the level of the results' durations.
+	Judged Level `json:"judged"`
+	// Percentiles is the level of the p50, p95 and p99 and of the
+	// total: the results' durations (the log's distribution).
+	Percentiles Level `json:"percentiles"`
+	// Server, Log and Application are the query's mean at each level;
+	// nil where a run lacks it.
+	Server      *LevelTime `json:"server,omitempty"`
+	Log         *LevelTime `json:"server_log,omitempty"`
+	Application *LevelTime `json:"application,omitempty"`
+	// OverheadMS is the per-call overhead of the log's durations over
+	// pg_stat_statements' time, measured on the control: the median
+	// over its runs of the log's mean less pg_stat_statements' (0 at
+	// least); 0 without both.
+	OverheadMS float64 `json:"log_overhead_ms"`
+	// LogP95 is the change of the log's p95 with OverheadMS taken out
+	// of every run's p95 on both sides: the distribution's tail without
+	// the overhead compressing its ratio; nil without OverheadMS.
+	LogP95 *Effect `json:"log_p95_without_overhead,omitempty"`
+	// Planning: pg_stat_statements counted planning time in some run
+	// (pg_stat_statements.track_planning on).
+	Planning bool `json:"planning,omitempty"`
+}
+
+// JudgedOnServer reports whether q's mean is judged on the server's
+// time (pg_stat_statements): what a rule on the mean reads.
+func (q *QueryDiff) JudgedOnServer() bool {
+	return q.Levels != nil && q.Levels.Judged == LevelServer
+}
+
+// LevelOf is the level q's figure m is judged on: Levels.Judged for the
+// mean, Levels.Percentiles for the others; empty for a query not
+// judged.
+func (q *QueryDiff) LevelOf(m Metric) Level {
+	switch {
+	case q.Levels == nil:
+		return ""
+	case m == MetricMean:
+		return q.Levels.Judged
+	}
+	return q.Levels.Percentiles
+}
+
+// effectOf is a stats.Result as an Effect, with deltaMS the candidate's
+// median less the baseline's.
+func effectOf(r stats.Result, deltaMS float64) Effect {
+	e := Effect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
+		Floor: r.Floor, Beyond: r.Beyond, DeltaMS: deltaMS, P: r.P, Interval: IntervalNoiseFloor, Change: ChangeNone}
+	if r.RankInterval {
+		e.Interval = IntervalRuns
+	}
+	switch r.Change {
+	case stats.Higher:
+		e.Change = ChangeSlower
+	case stats.Lower:
+		e.Change = ChangeFaster
+	}
+	return e
+}
+
+// levelTime is the change of the means bv (the baseline's runs) to kv,
+// at level l, with noise floor noise assumed without runs enough.
+func (c *comparer) levelTime(l Level, bv, kv []float64, noise float64) *LevelTime {
+	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: noise, Min: msResolution}
+	lt := &LevelTime{Level: l, BaselineRunsMS: bv, CandidateRunsMS: kv, BaselineMS: stats.Median(bv), CandidateMS: stats.Median(kv)}
+	lt.Mean = effectOf(stats.Effect(bv, kv, so), lt.CandidateMS-lt.BaselineMS)
+	return lt
+}
+
+// serverMeans are each run's pg_stat_statements time per call of fp
+// (execution + planning over calls); all is false when a run lacks it.
+// least is the fewest calls of a run; restarted and planning say
+// whether an entry restarted, and whether planning was counted.
+func serverMeans(rows []map[string]*observe.Query, fp string) (ms []float64, all bool, least int64, restarted, planning bool) {
+	least = math.MaxInt64
+	for _, m := range rows {
+		q := m[fp]
+		if q == nil || q.Calls == 0 || q.TotalExecMS+q.TotalPlanMS <= 0 {
+			// No time counted: an entry without timing is no level.
+			return nil, false, 0, false, false
+		}
+		ms = append(ms, (q.TotalExecMS+q.TotalPlanMS)/float64(q.Calls))
+		least = min(least, q.Calls)
+		restarted = restarted || q.Restarted
+		planning = planning || q.TotalPlanMS > 0
+	}
+	return ms, len(rows) > 0, least, restarted, planning
+}
+
+// appRows are, per run, its round trips by fingerprint: the replay's
+// client round trips kept beside server-side queries, or the queries
+// themselves when they are round trips; nil for a run without.
+func appRows(runs []*Run) []map[string]*Query {
+	out := make([]map[string]*Query, len(runs))
+	for i, r := range runs {
+		var src []Query
+		switch {
+		case r.LatencySource == LatencyClient:
+			src = r.Queries
+		case r.Replay != nil:
+			src = r.ClientQueries
+		}
+		if len(src) == 0 {
+			continue
+		}
+		m := map[string]*Query{}
+		for j := range src {
+			if _, dup := m[src[j].Fingerprint]; !dup {
+				m[src[j].Fingerprint] = &src[j]
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// appMeans are each run's mean round trip of fp; false when a run lacks
+// it.
+func appMeans(rows []map[string]*Query, fp string) ([]float64, bool) {
+	var ms []float64
+	for _, m := range rows {
+		q := m[fp]
+		if q == nil || q.TimedCalls == 0 {
+			return nil, false
+		}
+		ms = append(ms, q.MeanMS)
+	}
+	return ms, len(rows) > 0
+}
+
+// levels fills d.Levels from the runs' rows b and k of a judged query,
+// whose Effects are the log's (or the results' durations'), and, when
+// the mean is judged on the server's time, makes the mean's figures
+// (Effects.Mean, MeanMS, Ratio.Mean) the server's.
+func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
+	lv := &QueryLevels{Judged: levelOf(c.source), Percentiles: levelOf(c.source)}
+	own := &LevelTime{Level: lv.Judged, BaselineRunsMS: values(b, MetricMean), CandidateRunsMS: values(k, MetricMean),
+		BaselineMS: d.Baseline.MeanMS, CandidateMS: d.Candidate.MeanMS, Mean: d.Effects.Mean}
+	switch lv.Judged {
+	case LevelLog:
+		lv.Log = own
+	case LevelApplication:
+		lv.Application = own
+	}
+	if lv.Application == nil {
+		if bv, ok := appMeans(c.bApp, d.Fingerprint); ok {
+			if kv, ok := appMeans(c.cApp, d.Fingerprint); ok {
+				lv.Application = c.levelTime(LevelApplication, bv, kv, c.o.Noise.Mean)
+			}
+		}
+	}
+	bs, bAll, bLeast, bRestart, bPlan := serverMeans(c.bWork.runs, d.Fingerprint)
+	ks, kAll, kLeast, kRestart, kPlan := serverMeans(c.cWork.runs, d.Fingerprint)
+	if bAll && kAll && lv.Judged != LevelServer {
+		lv.Server = c.levelTime(LevelServer, bs, ks, c.o.Noise.Mean)
+		lv.Planning = bPlan || kPlan
+		if lv.Log != nil {
+			c.logOverhead(d, lv, b, k)
+		}
+		if c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
+			lv.Judged = LevelServer
+			c.serverCarried(b, k, lv.Server)
+			judgeOnServer(d, lv.Server)
+		}
+	}
+	d.Levels = lv
+}
+
+// logOverhead measures the per-call overhead of the log's durations on
+// the control, run by run against pg_stat_statements' time, and the
+// log's p95 without it.
+func (c *comparer) logOverhead(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
+	var over []float64
+	for i, q := range b {
+		if q != nil && q.TimedCalls > 0 && i < len(lv.Server.BaselineRunsMS) {
+			over = append(over, q.MeanMS-lv.Server.BaselineRunsMS[i])
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	lv.OverheadMS = math.Max(0, stats.Median(over))
+	if lv.OverheadMS == 0 {
+		return
+	}
+	less := func(rows []*Query) []float64 {
+		var out []float64
+		for _, v := range values(rows, MetricP95) {
+			out = append(out, math.Max(v-lv.OverheadMS, msResolution))
+		}
+		return out
+	}
+	bv, kv := less(b), less(k)
+	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.P95, Min: msResolution}
+	e := effectOf(stats.Effect(bv, kv, so), stats.Median(kv)-stats.Median(bv))
+	lv.LogP95 = &e
+}
+
+// judgeOnServer makes the mean's figures of d the server's: its effect,
+// its medians, its runs' and its spread, so that the status, the
+// ranking, the rules and every report of the mean read one level.
+func judgeOnServer(d *QueryDiff, s *LevelTime) {
+	d.Effects.Mean = s.Mean
+	d.Baseline.MeanMS, d.Candidate.MeanMS = s.BaselineMS, s.CandidateMS
+	d.Ratio.Mean = ratio(s.CandidateMS, s.BaselineMS)
+	d.Factor = d.Ratio.Mean
+	for _, side := range []struct {
+		f    *Figures
+		runs []float64
+	}{{d.Baseline, s.BaselineRunsMS}, {d.Candidate, s.CandidateRunsMS}} {
+		if len(side.f.Runs) == len(side.runs) {
+			for i := range side.f.Runs {
+				side.f.Runs[i].MeanMS = side.runs[i]
+			}
+		}
+		if side.f.Spread != nil {
+			side.f.Spread.MeanMS = spread0(side.runs)
+		}
+	}
+}
+
+// serverCarried asks of the server's mean, slower over the runs beyond
+// every floor, what effect asks of the log's: that the calls inside the
+// runs carry it, and the rounds' noise pooled over the comparison
+// (CallsEvidence, set on s.Mean when they do not: then it is no
+// regression). pg_stat_statements keeps no calls' distribution: each
+// run's bounds are its log mean's, moved by the run's overhead (the
+// server's mean less the log's), as under an overhead alike for every
+// call the calls spread as in the log, or less.
+func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
+	e := &s.Mean
+	if !c.useHist || e.Interval != IntervalRuns || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < c.o.MinEffectMS {
+		return
+	}
+	ev := &CallsEvidence{Alpha: stats.CallsAlpha(c.o.Alpha, c.tests), Tests: c.tests}
+	side := func(rows []*Query, server []float64, baseline bool) ([]float64, []stats.Bounds, bool) {
+		var figs []float64
+		var bds []stats.Bounds
+		for i, q := range rows {
+			if q == nil || q.TimedCalls == 0 || i >= len(server) {
+				return nil, nil, false
+			}
+			bd, few, ok := runBounds(q, MetricMean, ev.Alpha)
+			if !ok {
+				return nil, nil, false
+			}
+			if few && (baseline && math.IsInf(bd.High, 1) || !baseline && bd.Low <= 0) {
+				ev.TooFewCalls = true
+			}
+			shift := server[i] - q.MeanMS
+			if bd.Low > 0 {
+				bd.Low = math.Max(bd.Low+shift, msResolution)
+			}
+			if !math.IsInf(bd.High, 1) {
+				bd.High = math.Max(bd.High+shift, msResolution)
+			}
+			figs, bds = append(figs, math.Max(server[i], msResolution)), append(bds, bd)
+		}
+		return figs, bds, true
+	}
+	bf, bx, okB := side(b, s.BaselineRunsMS, true)
+	kf, kx, okK := side(k, s.CandidateRunsMS, false)
+	if !okB || !okK {
+		return
+	}
+	low, high, ok := stats.CallsInterval(bx, kx, c.o.Alpha)
+	if !ok {
+		return
+	}
+	ev.Low, ev.High = low, finite(high)
+	ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
+	if noise, pooled := c.roundNoise[MetricMean]; pooled {
+		ev.RoundNoise, ev.RoundNoiseDF = noise.Factor(), noise.DF
+		ev.FamilyLow, ev.FamilyHigh = 0, finite(math.Inf(1))
+		if _, flo, fhi, ok := stats.FamilyInterval(stats.LogRunsOf(bf, bx, ev.Alpha), stats.LogRunsOf(kf, kx, ev.Alpha), noise, c.o.Alpha, c.tests); ok {
+			ev.FamilyLow, ev.FamilyHigh = flo, finite(fhi)
+		}
+	}
+	if ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1 {
+		e.Calls = ev
+	}
+}

@@ -1,0 +1,207 @@
+package compare
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/observe"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// levelQuery is a query of a synthetic round: each call's server time
+// (pg_stat_statements') drawn around serverUS, the log's duration that
+// time plus overheadUS, the application's round trip the log's plus
+// clientUS.
+type levelQuery struct {
+	serverUS, overheadUS, clientUS float64
+	calls                          int // 0: 2000
+}
+
+// levelRound is one round's result: the log's durations as its queries
+// (with histograms), the round trips as its client queries, and
+// pg_stat_statements' execution time per fingerprint as its evidence.
+func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery) *Run {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 5))
+	logged, client := querystats.NewSet(), querystats.NewSet()
+	var ev []observe.Query
+	var total int64
+	for _, fp := range sortedKeys(qs) {
+		q := qs[fp]
+		calls := cmp.Or(q.calls, 2000)
+		total += int64(calls)
+		var execMS float64
+		for i := range calls {
+			server := int64(q.serverUS * (0.5 + 0.5*r.ExpFloat64()))
+			execMS += float64(server) / 1000
+			at := 1_700_000_000_000_000 + int64(i)*1000
+			logged.AddAt(fp, "SELECT "+fp, at, server+int64(q.overheadUS), false)
+			client.AddAt(fp, "SELECT "+fp, at, server+int64(q.overheadUS+q.clientUS), false)
+		}
+		ev = append(ev, observe.Query{Fingerprint: fp, QueryStats: observe.QueryStats{Calls: int64(calls), TotalExecMS: execMS}})
+	}
+	res := results.New(results.KindReplay, LatencyServerLog)
+	var err error
+	if res.Queries, err = logged.Rows(querystats.RowOptions{Hist: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res.ClientQueries, err = client.Rows(querystats.RowOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res.Source = name
+	res.Statements = results.StatementCounts{Total: total, Executed: total}
+	return withEvidence(t, res, ev...)
+}
+
+// levelSides are n rounds a side of a lookup whose server time grows
+// 60x (0.1 ms to 6 ms) behind a logged overhead of 0.2 ms a call, and of
+// an insert whose server time stays 0.05 ms while the candidate's log
+// carries 0.5 ms more of waiting per call.
+func levelSides(t *testing.T, n int) (base, cand []*Run) {
+	for i := range n {
+		base = append(base, levelRound(t, fmt.Sprintf("control-%d", i), uint64(10+i), map[string]levelQuery{
+			"lookup": {serverUS: 100, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 200, clientUS: 300}}))
+		cand = append(cand, levelRound(t, fmt.Sprintf("candidate-%d", i), uint64(20+i), map[string]levelQuery{
+			"lookup": {serverUS: 6000, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 700, clientUS: 300}}))
+	}
+	return base, cand
+}
+
+// within says whether got is within a factor of want.
+func within(got, want, factor float64) bool { return got >= want/factor && got <= want*factor }
+
+// TestLevelsRecoverServerRatio: the log's durations, each with 0.2 ms of
+// overhead, compress the lookup's 60x to about 20x; pg_stat_statements'
+// time per call recovers it, with its interval over three rounds a side,
+// and so does the log's p95 less the overhead measured on the control.
+// The mean is judged on the server's time: the lookup breaks mean>30x
+// (which the log's 20x would not), and the insert's mean, slower only in
+// the log, is no regression.
+func TestLevelsRecoverServerRatio(t *testing.T) {
+	base, cand := levelSides(t, 3)
+	rep, err := Runs(base, cand, Options{Rules: mustRules(t, "mean>30x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("lookup")
+	lv := q.Levels
+	if lv == nil || lv.Server == nil || lv.Log == nil || lv.Application == nil {
+		t.Fatalf("lookup's levels: %+v", lv)
+	}
+	if lv.Judged != LevelServer || lv.Percentiles != LevelLog || !q.JudgedOnServer() || q.LevelOf(MetricP95) != LevelLog {
+		t.Errorf("judged on %q, percentiles on %q", lv.Judged, lv.Percentiles)
+	}
+	s := lv.Server.Mean
+	if !within(s.Ratio, 60, 1.1) || s.Interval != IntervalRuns || s.Low > s.Ratio || s.High < s.Ratio || s.Change != ChangeSlower || !s.Beyond {
+		t.Errorf("server level: %+v, want about 60x with its interval over the runs", s)
+	}
+	// (6 + 0.2) / (0.1 + 0.2): the overhead compresses the ratio.
+	if l := lv.Log.Mean.Ratio; !within(l, 6.2/0.3, 1.15) {
+		t.Errorf("log level %.1fx, want about %.1fx", l, 6.2/0.3)
+	}
+	if a := lv.Application.Mean.Ratio; !within(a, 6.5/0.6, 1.15) {
+		t.Errorf("application level %.1fx, want about %.1fx", a, 6.5/0.6)
+	}
+	if math.Abs(lv.OverheadMS-0.2) > 0.02 {
+		t.Errorf("overhead measured on the control %.3f ms, want 0.2", lv.OverheadMS)
+	}
+	if lv.LogP95 == nil || !within(lv.LogP95.Ratio, 60, 1.25) || q.Effects.P95.Ratio >= lv.LogP95.Ratio {
+		t.Errorf("log's p95 without the overhead: %+v, want about 60x (with it %.1fx)", lv.LogP95, q.Effects.P95.Ratio)
+	}
+	// The mean's figures are the level judged: status, factor, medians.
+	if q.Status != StatusRegressed || q.Regressed != MetricMean || q.Factor != s.Ratio || q.Effects.Mean != s ||
+		q.Baseline.MeanMS != lv.Server.BaselineMS || q.Candidate.MeanMS != lv.Server.CandidateMS || q.ImpactMS <= 0 {
+		t.Errorf("lookup: %s on %s, factor %.1f, mean %.3f -> %.3f ms, impact %.0f", q.Status, q.Regressed, q.Factor, q.Baseline.MeanMS, q.Candidate.MeanMS, q.ImpactMS)
+	}
+	checkLabel(t, "lookup", q)
+	if rep.Verdict.Status != VerdictFail || len(rep.Verdict.Broken) != 1 || rep.Verdict.Broken[0].Fingerprint != "lookup" || rep.Verdict.Broken[0].Level != LevelServer {
+		t.Errorf("verdict %+v, want mean>30x broken by the lookup, on the server's time", rep.Verdict)
+	}
+	ins := rep.Query("insert")
+	if ins.Levels == nil || ins.Levels.Log == nil || ins.Levels.Log.Mean.Change != ChangeSlower || !within(ins.Levels.Server.Mean.Ratio, 1, 1.1) {
+		t.Fatalf("insert's levels: %+v", ins.Levels)
+	}
+	// Its mean is no regression: its server time did not change. (Its
+	// log's p95, which carries the waiting, is judged as the log's.)
+	if ins.Status == StatusRegressed || ins.Regressed == MetricMean || ins.Effects.Mean.Change != ChangeNone {
+		t.Errorf("insert: %s on %q (log %.2fx, server %.2fx), want its mean unchanged", ins.Status, ins.Regressed, ins.Levels.Log.Mean.Ratio, ins.Levels.Server.Mean.Ratio)
+	}
+	checkLabel(t, "insert", ins)
+}
+
+// TestLevelsTwoRoundsJudgedOnLog: two rounds a side measure no noise,
+// and pg_stat_statements gives no calls' sampling error to judge them
+// by: the mean is judged on the log's durations, the server's level
+// shown beside it; without pg_stat_statements there is no server level.
+func TestLevelsTwoRoundsJudgedOnLog(t *testing.T) {
+	base, cand := levelSides(t, 2)
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("lookup")
+	if q.Levels == nil || q.Levels.Judged != LevelLog || q.JudgedOnServer() || q.Levels.Server == nil || q.Effects.Mean != q.Levels.Log.Mean {
+		t.Errorf("two rounds a side: %+v", q.Levels)
+	}
+	if q.Levels.Server.Mean.Ratio <= 2*q.Levels.Log.Mean.Ratio {
+		t.Errorf("server level %.1fx, log %.1fx: the server's should be the larger", q.Levels.Server.Mean.Ratio, q.Levels.Log.Mean.Ratio)
+	}
+	for _, r := range append(base, cand...) {
+		r.Evidence = nil
+	}
+	rep, err = Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := rep.Query("lookup"); q.Levels == nil || q.Levels.Server != nil || q.Levels.Judged != LevelLog || q.Levels.OverheadMS != 0 || q.Levels.LogP95 != nil {
+		t.Errorf("without pg_stat_statements: %+v", q.Levels)
+	}
+}
+
+// TestLevelsServerChangeCarriedByCalls: a mean judged on the server's
+// time is a regression only when the calls inside the runs carry it, as
+// the log's: ten calls a round spread as the log shows them cannot carry
+// pg_stat_statements' 1.4x over three rounds a side, however neatly its
+// rounds line up.
+func TestLevelsServerChangeCarriedByCalls(t *testing.T) {
+	var base, cand []*Run
+	for i := range 3 {
+		b := levelRound(t, fmt.Sprintf("control-%d", i), uint64(30+i), map[string]levelQuery{"few": {serverUS: 5000, overheadUS: 200, calls: 10}})
+		k := levelRound(t, fmt.Sprintf("candidate-%d", i), uint64(40+i), map[string]levelQuery{"few": {serverUS: 7000, overheadUS: 200, calls: 10}})
+		// The server's means of the rounds, 5.0-5.2 ms then 7.0-7.2 ms.
+		for _, x := range []struct {
+			r  *Run
+			ms float64
+		}{{b, 5 + 0.1*float64(i)}, {k, 7 + 0.1*float64(i)}} {
+			ev := observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: []observe.Query{
+				{Fingerprint: "few", QueryStats: observe.QueryStats{Calls: 10, TotalExecMS: 10 * x.ms}}}}}
+			raw, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.r.Evidence = raw
+		}
+		base, cand = append(base, b), append(cand, k)
+	}
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("few")
+	if q.Levels == nil || !q.JudgedOnServer() {
+		t.Fatalf("few: levels %+v", q.Levels)
+	}
+	s := q.Levels.Server.Mean
+	if s.Change != ChangeSlower || !s.Beyond || s.Calls == nil || s.Calls.Low > 1 && s.Calls.FamilyLow > 1 && !s.Calls.TooFewCalls {
+		t.Errorf("server level %+v (calls %+v): want slower beyond the floors over the runs, not carried by the calls", s, s.Calls)
+	}
+	if q.Status.Regression() || q.Effects.Mean.Calls == nil {
+		t.Errorf("few: %s %v, want no regression", q.Status, q.Reasons)
+	}
+	checkLabel(t, "few", q)
+}

@@ -1,0 +1,126 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+)
+
+// LevelName words a level of time per call (compare.Level): the one a
+// query's mean is judged on, in verdicts and tables.
+func LevelName(l compare.Level) string {
+	switch l {
+	case compare.LevelServer:
+		return "server time (pg_stat_statements)"
+	case compare.LevelLog:
+		return "the server log's durations"
+	case compare.LevelApplication:
+		return "the application's round trips"
+	}
+	return string(l)
+}
+
+// levelShort is a level in a table's cell.
+func levelShort(l compare.Level) string {
+	switch l {
+	case compare.LevelServer:
+		return "server"
+	case compare.LevelLog:
+		return "log"
+	case compare.LevelApplication:
+		return "application"
+	}
+	return string(l)
+}
+
+// figureName names figure m of q as judged: "mean on server time
+// (pg_stat_statements)" for a mean judged on the server's time, else m.
+func figureName(q *compare.QueryDiff, m compare.Metric) string {
+	if m == compare.MetricMean && q.JudgedOnServer() {
+		return "mean on " + LevelName(compare.LevelServer)
+	}
+	return string(m)
+}
+
+// levelsTitle heads the levels' table in the text and the page.
+const levelsTitle = "Time per call at each level (server: pg_stat_statements' execution + planning per call; " +
+	"log: the server's logged durations, the p95 also less the log's overhead per call measured on the control; " +
+	"application: the replay's round trips; C/B with its interval over the runs)"
+
+// LevelsQueries are the fingerprints of the queries, in the report's
+// order (regressions first), measured at another level than their
+// results' durations: those the levels' table shows.
+func LevelsQueries(rep *compare.Report) []string {
+	var out []string
+	for i := range rep.Queries {
+		q := &rep.Queries[i]
+		lv := q.Levels
+		if lv == nil {
+			continue
+		}
+		if lv.Server != nil || lv.Application != nil && lv.Percentiles != compare.LevelApplication {
+			out = append(out, q.Fingerprint)
+		}
+	}
+	return out
+}
+
+// levelEffect is a level's mean change, "-" without it.
+func levelEffect(t *compare.LevelTime) string {
+	if t == nil {
+		return "-"
+	}
+	return fmtEffect(&t.Mean)
+}
+
+// LevelsRow is a query's row of the levels' table: the level its mean
+// is judged on, the server's means and change, the log's mean and p95
+// changes, the p95's without the overhead and the overhead, the
+// application's change.
+func LevelsRow(q *compare.QueryDiff) []string {
+	lv := q.Levels
+	server := "-"
+	if lv.Server != nil {
+		server = fmtMS(lv.Server.BaselineMS) + " -> " + fmtMS(lv.Server.CandidateMS)
+	}
+	p95, less, over := "-", "-", "-"
+	if lv.Log != nil && q.Effects != nil {
+		p95 = fmtEffect(&q.Effects.P95)
+	}
+	if lv.LogP95 != nil {
+		less, over = fmtEffect(lv.LogP95), fmtMS(lv.OverheadMS)
+	}
+	return []string{levelShort(lv.Judged), server, levelEffect(lv.Server), levelEffect(lv.Log), p95, less, over, levelEffect(lv.Application)}
+}
+
+// levelsHead are LevelsRow's columns.
+var levelsHead = []string{"mean judged on", "server B -> C ms", "server C/B", "log C/B", "log p95 C/B", "p95 less overhead", "overhead ms", "application C/B"}
+
+// writeLevels writes the levels' table for the top queries.
+func writeLevels(ew *errWriter, rep *compare.Report, top int) {
+	head := append(append([]string{}, levelsHead...), "fingerprint", "query")
+	writeList(ew, rep, levelsTitle, LevelsQueries(rep), top, head, func(q *compare.QueryDiff) []string {
+		return append(LevelsRow(q), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth))
+	})
+}
+
+// levelsClause says, for the verdict line, how many of the queries judged
+// have their mean judged on the server's time: "; the mean judged on
+// server time (pg_stat_statements) for 5 of 6 queries"; "" for none.
+func levelsClause(rep *compare.Report) string {
+	server, judged := 0, 0
+	for i := range rep.Queries {
+		q := &rep.Queries[i]
+		if q.Levels == nil {
+			continue
+		}
+		judged++
+		if q.JudgedOnServer() {
+			server++
+		}
+	}
+	if server == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(compare.LevelServer), server, judged, plural(judged, "query", "queries"))
+}
