@@ -11,13 +11,14 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // query is a simple-protocol Query message as a client sends it: the
 // type byte, the four-byte length (itself included) and the SQL with its
 // terminating zero byte.
 func query(sql string) []byte {
-	msg := []byte{'Q', 0, 0, 0, 0}
+	msg := []byte{wire.Query, 0, 0, 0, 0}
 	msg = append(msg, sql...)
 	msg = append(msg, 0)
 	binary.BigEndian.PutUint32(msg[1:], uint32(len(msg)-1))
