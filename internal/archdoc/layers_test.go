@@ -23,7 +23,7 @@ var layers = []layer{
 			"internal/connstr", "internal/htmlreport", "internal/numfmt",
 			"internal/outfile", "internal/pgcluster", "internal/redact",
 			"internal/replay/connlog", "internal/rowdigest", "internal/sqlstate", "internal/stats",
-			"internal/tailbuf", "internal/texttable",
+			"internal/tailbuf", "internal/texttable", "internal/wire",
 		},
 	},
 	{

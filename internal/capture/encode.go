@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // MaxFieldSize is the most bytes one field of a record (a message, a
@@ -383,7 +384,7 @@ func (d *decoder) resume(end int) *Resume {
 			rs.State = append(rs.State, StateItem{SQL: d.string()})
 		case stateParse:
 			m := d.bytes()
-			if d.err == nil && (len(m) < 5 || m[0] != 'P') {
+			if d.err == nil && (len(m) < 5 || m[0] != wire.Parse) {
 				d.fail("state item is not a Parse message")
 			}
 			rs.State = append(rs.State, StateItem{Parse: append([]byte{}, m...)})

@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // RecordSource yields a capture's records in the order they were written,
@@ -371,7 +372,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 	}
 	body := r.Msg[5:]
 	switch r.Msg[0] {
-	case 'Q':
+	case wire.Query:
 		var m pgproto3.Query
 		if m.Decode(body) != nil {
 			d.skip(SkipMalformed)
@@ -388,7 +389,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		s.simple = append(s.simple, f)
 		s.expect = append(s.expect, true)
 		d.use()
-	case 'P':
+	case wire.Parse:
 		var m pgproto3.Parse
 		if m.Decode(body) != nil {
 			d.skip(SkipMalformed)
@@ -396,7 +397,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		}
 		s.stmts[m.Name] = prepared{query: m.Query, oids: m.ParameterOIDs}
 		d.use()
-	case 'B':
+	case wire.Bind:
 		var m pgproto3.Bind
 		if m.Decode(body) != nil {
 			d.skip(SkipMalformed)
@@ -409,9 +410,9 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		}
 		s.portals[m.DestinationPortal] = portal{stmt: m.PreparedStatement, query: st.query, oids: st.oids, params: m.Parameters, formats: m.ParameterFormatCodes, results: m.ResultFormatCodes}
 		d.use()
-	case 'E':
+	case wire.Execute:
 		d.execute(s, r, body)
-	case 'd':
+	case wire.CopyData:
 		if s.copying == nil {
 			d.skip(SkipUnmatched)
 			return
@@ -419,14 +420,14 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		f := s.copying.openCopy()
 		f.Data = append(f.Data, body)
 		d.use()
-	case 'c':
+	case wire.CopyDone:
 		// CopyDone: a COPY of no rows has data too, none.
 		if s.copying != nil {
 			s.copying.openCopy()
 			s.copying.copyOpen = false
 		}
 		d.use()
-	case 'f':
+	case wire.CopyFail:
 		// CopyFail: the replay fails that COPY as the client did.
 		if s.copying != nil {
 			s.copying.openCopy().Failed = true
@@ -434,7 +435,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		}
 		s.copying = nil
 		d.use()
-	case 'F':
+	case wire.FunctionCall:
 		var m pgproto3.FunctionCall
 		if m.Decode(body) != nil {
 			d.skip(SkipFunctionCall)
@@ -445,24 +446,24 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 		s.simple = append(s.simple, &inFlight{ev: d.functionCall(s, &m, r.Time)})
 		s.expect = append(s.expect, true)
 		d.use()
-	case 'C':
+	case wire.Close:
 		var m pgproto3.Close
 		if m.Decode(body) == nil {
-			if m.ObjectType == 'S' {
+			if m.ObjectType == wire.CloseStatement {
 				delete(s.stmts, m.Name)
 			} else {
 				delete(s.portals, m.Name)
 			}
 		}
 		d.use()
-	case 'S':
+	case wire.Sync:
 		for _, f := range s.pending {
 			f.synced = true
 		}
 		s.expect = append(s.expect, false)
 		s.synced++
 		d.use()
-	case 'H', 'D', 'X':
+	case wire.Flush, wire.Describe, wire.Terminate:
 		// Sync, Flush, Describe, Terminate: their effect is in
 		// the answers, or in the session's end.
 		d.use()

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // SuspendedTag is the tag of a `complete` record that stands for the
@@ -98,7 +99,7 @@ func (d *Decoder) release(s *capSession, r *Record) {
 	ev := s.held
 	s.held = nil
 	d.ready = append(d.ready, ev)
-	if r == nil || r.Kind != KindFrontend || len(r.Msg) < 5 || r.Msg[0] != 'F' {
+	if r == nil || r.Kind != KindFrontend || len(r.Msg) < 5 || r.Msg[0] != wire.FunctionCall {
 		return
 	}
 	var m pgproto3.FunctionCall

@@ -145,8 +145,7 @@ func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
 // first query to break on the candidate is that lookup.
 func TestHeadroomAB(t *testing.T) {
 	if os.Getenv("PGREHEARSE_HEADROOM_AB") == "" {
-		t.Log("the A/B headroom runs by hand: PGREHEARSE_HEADROOM_AB=1 (a few minutes)")
-		return
+		t.Skip("the A/B headroom runs by hand: PGREHEARSE_HEADROOM_AB=1 (a few minutes)")
 	}
 	dir := t.TempDir()
 	logPath := shopLogFor(t, dir, 8*time.Second, 100)
@@ -303,8 +302,7 @@ func TestHeadroomUsage(t *testing.T) {
 // PGREHEARSE_HEADROOM_SHARDS=N runs every step in N shard processes.
 func TestHeadroomReplayerLimit(t *testing.T) {
 	if os.Getenv("PGREHEARSE_HEADROOM_REPLAYER") == "" {
-		t.Log("the replayer's limit runs by hand: PGREHEARSE_HEADROOM_REPLAYER=1 GOMAXPROCS=1")
-		return
+		t.Skip("the replayer's limit runs by hand: PGREHEARSE_HEADROOM_REPLAYER=1 GOMAXPROCS=1")
 	}
 	ctx := context.Background()
 	noLog := []string{"PGOPTIONS=-c log_min_duration_statement=-1"}

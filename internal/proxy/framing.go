@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // MaxMessageLen is the largest length a message may declare, in either
@@ -176,7 +177,7 @@ func (p *pump) frame(n int, rerr error) error {
 	msgs := int64(0)
 	off, flushFrom := start, start
 	for end-off >= 5 {
-		if p.rows != nil && buf[off] == 'D' {
+		if p.rows != nil && buf[off] == wire.DataRow {
 			n, k := p.rows.AddRows(buf[off:end])
 			off += n
 			msgs += int64(k)
@@ -195,7 +196,7 @@ func (p *pump) frame(n int, rerr error) error {
 		if size > end-off {
 			break
 		}
-		if p.passRows && buf[off] == 'D' {
+		if p.passRows && buf[off] == wire.DataRow {
 			// Not taken by AddRows above, or no digest.
 			if p.rows != nil {
 				p.rows.Add(buf[off+5 : off+size])

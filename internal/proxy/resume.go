@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // NotResumed says why a session open when a recording started is not in
@@ -106,7 +107,7 @@ func (s *session) resumeAtAttach(b *binding) {
 		s.resumeLocked(b)
 	default:
 		st.skipped, st.joinWhy = 0, capture.ResumeInFlight
-		if st.status == 'T' || st.status == 'E' {
+		if st.status == wire.TxInTx || st.status == wire.TxFailed {
 			st.joinWhy = capture.ResumeInTransaction
 		}
 		b.resumes.Waiting++
@@ -152,7 +153,7 @@ func (s *session) trackFrontend(msg []byte) {
 	st := s.st
 	locked := s.join.Load() != nil
 	switch msg[0] {
-	case 'd', 'c', 'f', 'X':
+	case wire.CopyData, wire.CopyDone, wire.CopyFail, wire.Terminate:
 		// COPY data and Terminate change no state; they count as
 		// skipped while a recording waits for the session.
 		if !locked {
@@ -184,7 +185,7 @@ func (s *session) trackFrontend(msg []byte) {
 // session's idle point takes it up after a ReadyForQuery that ends one.
 func (s *session) trackBackend(typ byte, body []byte) {
 	st := s.st
-	locked := typ == 'Z' && s.join.Load() != nil
+	locked := typ == wire.ReadyForQuery && s.join.Load() != nil
 	if locked {
 		s.p.mu.Lock()
 		defer s.p.mu.Unlock()

@@ -15,14 +15,16 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // recorded are the frontend message types recorded verbatim: Query,
 // Parse, Bind, Describe, Execute, Sync, Flush, Close, CopyData, CopyDone,
-// CopyFail, FunctionCall, Terminate. 'p' (password, SASL, GSS) is not
-// among them.
+// CopyFail, FunctionCall, Terminate. PasswordMessage (password, SASL,
+// GSS) is not among them.
 var recorded = func() (t [256]bool) {
-	for _, c := range []byte("QPBDESHCdcfFX") {
+	for _, c := range []byte{wire.Query, wire.Parse, wire.Bind, wire.Describe, wire.Execute, wire.Sync, wire.Flush,
+		wire.Close, wire.CopyData, wire.CopyDone, wire.CopyFail, wire.FunctionCall, wire.Terminate} {
 		t[c] = true
 	}
 	return t
@@ -349,10 +351,10 @@ func (s *session) keepFrontend(typ byte) bool {
 
 func (s *session) frontendMsg(msg []byte, at time.Time) ([]byte, error) {
 	typ := msg[0]
-	if typ == 'X' {
+	if typ == wire.Terminate {
 		s.terminated.Store(true)
 	}
-	if typ == 'p' && s.refuseBinding && s.saslOffered.CompareAndSwap(true, false) && wantsBinding(msg) {
+	if typ == wire.PasswordMessage && s.refuseBinding && s.saslOffered.CompareAndSwap(true, false) && wantsBinding(msg) {
 		return nil, errChannelBindingClient
 	}
 	if s.st != nil && recorded[typ] {
@@ -381,7 +383,8 @@ func (s *session) serverPump(server io.Reader, client io.Writer, buf []byte, cou
 
 func keepBackend(typ byte) bool {
 	switch typ {
-	case 'C', 'E', 'Z', 'G', 'R', 'K', 's':
+	case wire.CommandComplete, wire.ErrorResponse, wire.ReadyForQuery, wire.CopyInResponse,
+		wire.Authentication, wire.BackendKeyData, wire.PortalSuspended:
 		return true
 	}
 	return false
@@ -390,7 +393,7 @@ func keepBackend(typ byte) bool {
 func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	body := msg[5:]
 	switch msg[0] {
-	case 'D':
+	case wire.DataRow:
 		// A row: hashed in place, on the frame the pump forwards,
 		// and never recorded (the server pump does so itself:
 		// pump.passRows).
@@ -398,7 +401,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 			s.rows.Add(body)
 		}
 		return nil, nil
-	case 's':
+	case wire.PortalSuspended:
 		// PortalSuspended: recorded below as a completion with the
 		// suspended tag; the rows' digest goes on until the portal's
 		// final CommandComplete.
@@ -406,7 +409,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	}
 	if s.inStartup {
 		switch msg[0] {
-		case 'R':
+		case wire.Authentication:
 			if len(body) < 4 {
 				break
 			}
@@ -420,7 +423,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 				}
 				return withoutPlus(msg)
 			}
-		case 'K':
+		case wire.BackendKeyData:
 			if len(body) >= 4 && !s.started.Load() {
 				s.pid = binary.BigEndian.Uint32(body)
 				s.p.mu.Lock()
@@ -428,28 +431,28 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 				s.p.mu.Unlock()
 				s.emitStartup()
 			}
-		case 'Z':
+		case wire.ReadyForQuery:
 			s.inStartup = false
 		}
 	}
 	r := capture.Record{Session: s.id, Time: at.UnixMicro()}
 	switch msg[0] {
-	case 'C':
+	case wire.CommandComplete:
 		r.Kind = capture.KindComplete
 		r.Tag = cstring(body)
 		r.Digest, r.HasDigest, r.DigestVersion = s.rows, s.digest, rowdigest.Current
 		s.rows, s.suspended = rowdigest.Digest{}, false
-	case 's':
+	case wire.PortalSuspended:
 		// PortalSuspended: the Execute's row limit was reached. No
 		// digest: the portal's rows are digested until its final
 		// CommandComplete.
 		r.Kind = capture.KindComplete
 		r.Tag = capture.SuspendedTag
-	case 'E':
+	case wire.ErrorResponse:
 		r.Kind = capture.KindError
 		r.SQLState, r.Severity, r.Message = errorFields(body)
 		s.rows, s.suspended = rowdigest.Digest{}, false
-	case 'Z':
+	case wire.ReadyForQuery:
 		r.Kind = capture.KindReady
 		if !s.suspended {
 			s.rows = rowdigest.Digest{}
@@ -457,17 +460,17 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 		if len(body) > 0 {
 			r.TxStatus = body[0]
 		}
-	case 'G':
+	case wire.CopyInResponse:
 		r.Kind = capture.KindCopyIn
 	default:
-		if s.st != nil && (msg[0] == '1' || msg[0] == '3') {
+		if s.st != nil && (msg[0] == wire.ParseComplete || msg[0] == wire.CloseComplete) {
 			s.trackBackend(msg[0], body)
 		}
 		return nil, nil
 	}
 	s.emitStartup()
 	s.add(r)
-	if s.st != nil && msg[0] != 'G' && msg[0] != 's' {
+	if s.st != nil && msg[0] != wire.CopyInResponse && msg[0] != wire.PortalSuspended {
 		s.trackBackend(msg[0], body)
 	}
 	return nil, nil
@@ -476,7 +479,7 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 // backendPart hashes a DataRow too large for the pump's buffer as it
 // streams through (see pump.onPart).
 func (s *session) backendPart(typ byte, body int, part []byte, first, last bool) {
-	if typ != 'D' {
+	if typ != wire.DataRow {
 		return
 	}
 	if first {
@@ -550,13 +553,13 @@ func errorFields(body []byte) (code, severity, message string) {
 			break
 		}
 		switch f {
-		case 'C':
+		case wire.FieldSQLState:
 			code = string(v)
-		case 'V':
+		case wire.FieldSeverityEnglish:
 			severity = string(v)
-		case 'S':
+		case wire.FieldSeverity:
 			localized = string(v)
-		case 'M':
+		case wire.FieldMessage:
 			message = string(v)
 		}
 		body = rest

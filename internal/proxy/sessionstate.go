@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // Default bounds of the state the proxy keeps per session so that a
@@ -127,7 +128,7 @@ func newSessState(maxItems, maxBytes int) *sessState {
 // transaction block: what the recording takes up is then whole.
 // st.mu is held.
 func (st *sessState) idle() bool {
-	return st.status == 'I' && st.sent == st.done && !st.unsynced
+	return st.status == wire.TxIdle && st.sent == st.done && !st.unsynced
 }
 
 // frontend notes a message the client sends, before it is forwarded.
@@ -135,19 +136,19 @@ func (st *sessState) idle() bool {
 func (st *sessState) frontend(msg []byte) {
 	typ, body := msg[0], msg[5:]
 	switch typ {
-	case 'Q':
+	case wire.Query:
 		if st.unrecordable == "" {
 			for _, c := range stateCmds(nil, view(body)) {
 				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 			}
 		}
 		st.sent++
-	case 'S':
+	case wire.Sync:
 		st.sent++
 		st.unsynced = false
-	case 'F':
+	case wire.FunctionCall:
 		st.sent++
-	case 'P':
+	case wire.Parse:
 		st.unsynced = true
 		name, rest, _ := bytes.Cut(body, []byte{0})
 		query := view(rest)
@@ -164,7 +165,7 @@ func (st *sessState) frontend(msg []byte) {
 		} else if len(st.stmtCmds) > 0 {
 			delete(st.stmtCmds, string(name))
 		}
-	case 'B':
+	case wire.Bind:
 		st.unsynced = true
 		portal, rest, _ := bytes.Cut(body, []byte{0})
 		if c, ok := st.stmtCmds[view(rest)]; ok {
@@ -175,22 +176,22 @@ func (st *sessState) frontend(msg []byte) {
 		} else if len(st.portalCmds) > 0 {
 			delete(st.portalCmds, string(portal))
 		}
-	case 'E':
+	case wire.Execute:
 		st.unsynced = true
 		if c, ok := st.portalCmds[view(body)]; ok {
 			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 		}
-	case 'C':
+	case wire.Close:
 		st.unsynced = true
 		a := pendingAck{kind: ackClose, batch: st.sent}
-		if len(body) > 1 && body[0] == 'S' {
+		if len(body) > 1 && body[0] == wire.CloseStatement {
 			if name := cstring(body[1:]); name != "" {
 				a.key = stmtKey(name)
 				delete(st.stmtCmds, name)
 			}
 		}
 		st.acks = append(st.acks, a)
-	case 'D', 'H':
+	case wire.Describe, wire.Flush:
 		st.unsynced = true
 	}
 }
@@ -199,7 +200,7 @@ func (st *sessState) frontend(msg []byte) {
 // is held.
 func (st *sessState) backend(typ byte, body []byte) {
 	switch typ {
-	case '1', '3':
+	case wire.ParseComplete, wire.CloseComplete:
 		st.settle(st.done)
 		if len(st.acks) == 0 {
 			return
@@ -213,7 +214,7 @@ func (st *sessState) backend(typ byte, body []byte) {
 		default:
 			st.remove(a.key)
 		}
-	case 'C':
+	case wire.CommandComplete:
 		tag := view(body)
 		if tag == "ROLLBACK" {
 			st.rolledBack = true
@@ -229,12 +230,12 @@ func (st *sessState) backend(typ byte, body []byte) {
 		c := st.cmds[class][0]
 		st.cmds[class] = st.cmds[class][1:]
 		st.apply(c.stateCmd)
-	case 'E':
+	case wire.ErrorResponse:
 		st.errored = true
 		// What the server skips up to the end of the request never
 		// completes.
 		st.settle(st.done + 1)
-	case 'Z':
+	case wire.ReadyForQuery:
 		if len(body) > 0 {
 			st.readyForQuery(body[0])
 		}
@@ -251,7 +252,7 @@ func (st *sessState) readyForQuery(status byte) {
 		st.done++
 	}
 	switch status {
-	case 'I':
+	case wire.TxIdle:
 		if !st.errored && !st.rolledBack {
 			for _, c := range st.txn {
 				st.commit(c)

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// wire encodes protocol messages for the state's tests.
-func wire(t testing.TB, m interface{ Encode([]byte) ([]byte, error) }) []byte {
+// encoded encodes protocol messages for the state's tests.
+func encoded(t testing.TB, m interface{ Encode([]byte) ([]byte, error) }) []byte {
 	t.Helper()
 	b, err := m.Encode(nil)
 	if err != nil {
@@ -30,9 +30,9 @@ func play(t testing.TB, st *sessState, steps []step) {
 	t.Helper()
 	for _, s := range steps {
 		if s.fe != nil {
-			st.frontend(wire(t, s.fe))
+			st.frontend(encoded(t, s.fe))
 		} else {
-			m := wire(t, s.be)
+			m := encoded(t, s.be)
 			st.backend(m[0], m[5:])
 		}
 	}
@@ -191,9 +191,9 @@ func TestSessStateMemory(t *testing.T) {
 		msgs := make([][]byte, len(steps))
 		for i, s := range steps {
 			if s.fe != nil {
-				msgs[i] = wire(t, s.fe)
+				msgs[i] = encoded(t, s.fe)
 			} else {
-				msgs[i] = wire(t, s.be)
+				msgs[i] = encoded(t, s.be)
 			}
 		}
 		var before, after runtime.MemStats

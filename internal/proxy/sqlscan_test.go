@@ -60,8 +60,8 @@ func TestClassify(t *testing.T) {
 // path.
 func TestClassifyNoAllocation(t *testing.T) {
 	st := newSessState(DefaultStateItems, DefaultStateBytes)
-	msg := wire(t, &pgproto3.Query{String: "SELECT id, name FROM users WHERE id = 42"})
-	ready := wire(t, &pgproto3.ReadyForQuery{TxStatus: 'I'})
+	msg := encoded(t, &pgproto3.Query{String: "SELECT id, name FROM users WHERE id = 42"})
+	ready := encoded(t, &pgproto3.ReadyForQuery{TxStatus: 'I'})
 	if n := testing.AllocsPerRun(100, func() {
 		st.frontend(msg)
 		st.backend(ready[0], ready[5:])
