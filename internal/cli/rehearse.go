@@ -27,6 +27,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newRehearseCmd) }
@@ -237,7 +238,9 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
-	addReplayOptionFlags(fl, &f.replayFlags)
+	// The rounds give the target the load the application gave: only
+	// what would otherwise fail waits (issue 58).
+	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Load)
 }
 
 // rehearseRun is a rehearsal as the command sets it up.

@@ -170,7 +170,7 @@ stops early, exit 5, naming the silent connection.
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
 	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
-	addReplayOptionFlags(fl, &f)
+	addReplayOptionFlags(fl, &f, syncdep.Object)
 	addShardFlags(fl, &f.shards)
 	return cmd
 }

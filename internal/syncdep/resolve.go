@@ -85,6 +85,16 @@ func keyKindOf(c IndexColumn) keyKind {
 	return 0
 }
 
+// ReadOnly reports whether the effect only reads, and reads nothing whose
+// absence fails: it writes and locks nothing, is of known effect, and
+// reads no large object (lo_open of one another session has not made yet
+// fails, where a read of a table finds fewer rows). In Load mode such a
+// statement waits only for the commits that changed the schema.
+func (e *Effect) ReadOnly() bool {
+	return len(e.Write) == 0 && len(e.Lock) == 0 && !e.WriteAll && !e.LockAll && !e.Barrier &&
+		!slices.Contains(e.Touch, largeObjects) && (e.Rows == nil || !e.Rows.Write && !e.Rows.Lock)
+}
+
 // Empty reports whether the effect reaches nothing: such a statement
 // needs no wait and writes nothing.
 func (e *Effect) Empty() bool {

@@ -23,9 +23,18 @@ const (
 	Commit
 	// Off: sessions are not synchronized.
 	Off
+	// Load: the load the application gave. Only what would otherwise
+	// fail or be lost waits, as in Object mode: a statement that writes
+	// or locks rows (or whose effect is unknown), and a read of large
+	// objects (lo_open of one not yet made fails). A statement that only
+	// reads waits for nothing but the commits that changed the schema
+	// (DDL, DO, CALL...: a table or a role it needs may not exist yet);
+	// the rest of the commit order is left to the server, as the
+	// application left it.
+	Load
 )
 
-var modeNames = [...]string{"object", "commit", "off"}
+var modeNames = [...]string{"object", "commit", "off", "load"}
 
 func (m Mode) String() string {
 	if int(m) < len(modeNames) {
@@ -34,14 +43,14 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", m)
 }
 
-// ParseMode reads "object", "commit" or "off".
+// ParseMode reads "object", "commit", "off" or "load".
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if strings.EqualFold(s, n) {
 			return Mode(i), nil
 		}
 	}
-	return Off, fmt.Errorf("unknown synchronization mode %q: use object, commit or off", s)
+	return Off, fmt.Errorf("unknown synchronization mode %q: use load, object, commit or off", s)
 }
 
 // Limits of the Tracker's memory.
@@ -148,6 +157,9 @@ type Wait struct {
 	// above); rows only when it reaches more than one row by key.
 	row  *Txn
 	rows []*Txn
+	// schema: only the transactions up to cut that changed the schema
+	// (a read in Load mode: see Txn.schema).
+	schema bool
 }
 
 // None reports whether w waits for nothing.
@@ -182,6 +194,10 @@ type effect struct {
 	// rows: the row of one relation it reaches by key, whose ids each
 	// event decides from its parameters (see Tracker.rowEffect).
 	rows *rowRef
+	// read: it only reads, and what it reads is there or not without an
+	// error (not large objects): in Load mode it waits only for the
+	// commits that changed the schema.
+	read bool
 }
 
 // rowRef is a RowKey with relation ids: rel is the relation's id (that
@@ -486,7 +502,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
 	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier,
-		query: isQuery(it.Query)}
+		query: isQuery(it.Query), read: ef.ReadOnly()}
 	// A relation reached whole also waits for writes of its rows by
 	// key (its any id).
 	for _, k := range ef.Touch {
@@ -541,14 +557,17 @@ type Session struct {
 	block            uint64
 }
 
-// txBuild is what a transaction wrote so far.
+// txBuild is what a transaction wrote so far; schema: it ran a statement
+// of unknown effect by its kind (DDL: see Txn.schema).
 type txBuild struct {
 	writes []uint32
 	all    bool
+	schema bool
 }
 
 func (b *txBuild) add(e *effect) {
 	b.all = b.all || e.writeAll
+	b.schema = b.schema || e.barrier
 	for _, id := range e.write {
 		if !slices.Contains(b.writes, id) {
 			b.writes = append(b.writes, id)
@@ -558,6 +577,7 @@ func (b *txBuild) add(e *effect) {
 
 func (b *txBuild) merge(o txBuild) {
 	b.all = b.all || o.all
+	b.schema = b.schema || o.schema
 	for _, id := range o.writes {
 		if !slices.Contains(b.writes, id) {
 			b.writes = append(b.writes, id)
@@ -567,14 +587,17 @@ func (b *txBuild) merge(o txBuild) {
 
 func (b *txBuild) empty() bool { return len(b.writes) == 0 && !b.all }
 
-func (b *txBuild) reset() { b.writes, b.all = b.writes[:0], false }
+func (b *txBuild) reset() { b.writes, b.all, b.schema = b.writes[:0], false, false }
 
 // Start returns what the session waits for before it connects, when it
 // starts at log time at: the commits before that may have created its
 // role or database (statements of unknown effect, DDL among them).
 func (s *Session) Start(at int64) Wait {
 	if cut := s.t.cutAt(at); cut > 0 {
-		return Wait{cut: cut}
+		// In Load mode, only those that changed the schema: a
+		// write through a trigger or a volatile function made no
+		// role.
+		return Wait{cut: cut, schema: s.t.mode == Load}
 	}
 	return Wait{}
 }
@@ -586,7 +609,7 @@ func (s *Session) Event(e Exec) Step {
 	cut := t.cutAt(e.Start)
 	lockCut := t.lockCutAt(e.Start, e.End)
 	var step Step
-	var wantAll bool
+	var wantAll, loadRead bool
 	var merged *effect // the union of the event's effects when several reach something
 	commit := &s.commit
 	commit.reset()
@@ -608,6 +631,10 @@ func (s *Session) Event(e Exec) Step {
 			if !eff.query {
 				continue
 			}
+			if t.mode == Load {
+				loadRead = true
+				continue
+			}
 			// A query that names no relation may still read
 			// what another session's commit made: a role, a
 			// grant, a function, a large object (SELECT
@@ -626,6 +653,12 @@ func (s *Session) Event(e Exec) Step {
 			s.raceBegan = e.Start
 		}
 		s.raceTx.addWrites(eff)
+		if t.mode == Load && eff.read {
+			// It only reads: what it finds is there or not without
+			// an error, so it waits for nothing but the schema.
+			loadRead = true
+			continue
+		}
 		if eff.rows != nil {
 			r := eff.rows
 			var bucket uint32
@@ -666,6 +699,11 @@ func (s *Session) Event(e Exec) Step {
 		}
 	} else {
 		step.Wait.eff = nil
+		step.Wait.schema = loadRead // a read in Load mode (cut 0 waits for nothing)
+		step.Wait.cut = cut
+		if !loadRead {
+			step.Wait.cut = 0
+		}
 	}
 	s.end(&e, &step, committing)
 	return step
@@ -698,7 +736,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.block++
 	case TxPrepare:
 		if !s.aborted && !s.tx.empty() {
-			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
+			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all, schema: s.tx.schema}
 		}
 		s.tx.reset()
 		s.raceTx.reset()
@@ -814,7 +852,7 @@ func (e *effect) union(o *effect) {
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, pos: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, pos: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all, schema: b.schema}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx

@@ -1,0 +1,109 @@
+package syncdep
+
+import "testing"
+
+// TestLoadMode: in Load mode a statement that only reads waits for no
+// commit of data, however it was made (a plain INSERT, a write through a
+// trigger), only for those that changed the schema; what would fail or
+// be lost otherwise waits as in Object mode: an INSERT whose foreign key
+// reads the parent another session committed, an UPDATE by key of a row
+// another session inserted, a SELECT FOR UPDATE, a read of large
+// objects.
+func TestLoadMode(t *testing.T) {
+	tr := newShop(Load)
+	b := tr.Board()
+	prod, cons, reader := tr.Session("shop", "producer"), tr.Session("shop", "consumer"), tr.Session("shop", "reader")
+
+	order := run(prod, ms(1)-100, ms(1), "INSERT INTO orders (id) VALUES (7)").Commit
+	audited := run(prod, ms(2)-100, ms(2), "INSERT INTO audited VALUES (1)").Commit
+	if order == nil || audited == nil {
+		t.Fatal("autocommit INSERTs commit")
+	}
+	for _, q := range []string{
+		"SELECT * FROM orders",
+		"SELECT * FROM orders WHERE id = 7",
+		"SELECT * FROM open_orders",
+		"SELECT order_total(7)", // stable: reads anything
+		"SELECT 1",
+		"SELECT count(*) FROM orders o JOIN shipments s ON s.order_id = o.id",
+	} {
+		st := run(reader, ms(10)-100, ms(10), q)
+		if got := b.Blocker(st.Wait); got != nil {
+			t.Errorf("load mode: the read %q waits for %v", q, got)
+		}
+		if st.Commit != nil || st.Rows != RowsNone {
+			t.Errorf("load mode: the read %q: %+v", q, st)
+		}
+	}
+	// The child row's foreign key reads the parent: it waits, as in
+	// Object mode (for the parent's table and, written through a
+	// trigger, the commit of unknown effect).
+	ship := run(cons, ms(11)-100, ms(11), "INSERT INTO shipments (order_id) VALUES (7)")
+	if got := b.Blocker(ship.Wait); got != order {
+		t.Fatalf("load mode: the child INSERT waits for %v, want the parent's commit", got)
+	}
+	// A lock of rows waits as a write does.
+	lock := run(reader, ms(12)-100, ms(12), "SELECT * FROM orders FOR UPDATE")
+	if got := b.Blocker(lock.Wait); got != order {
+		t.Errorf("load mode: SELECT FOR UPDATE waits for %v, want the commit that wrote orders", got)
+	}
+	// An UPDATE by key of a row another session inserted waits for the
+	// insert's commit: run first, it would update nothing.
+	upd := run(cons, ms(13)-100, ms(13), "UPDATE orders SET state = 'x' WHERE id = 7")
+	if got := b.Blocker(upd.Wait); got != order {
+		t.Errorf("load mode: the UPDATE by key waits for %v, want the row's insert", got)
+	}
+	// Reading a large object another session made: lo_open fails
+	// without it.
+	lo := run(prod, ms(14)-100, ms(14), "SELECT lo_create(42)").Commit
+	if lo == nil {
+		t.Fatal("lo_create commits")
+	}
+	if got := b.Blocker(run(reader, ms(15)-100, ms(15), "SELECT loread(lo_open(42, 262144), 10)").Wait); got == nil {
+		t.Error("load mode: a read of large objects waits for nothing")
+	}
+	order.Done()
+	audited.Done()
+	lo.Done()
+
+	// DDL may create what a read needs: a read waits for it, and a new
+	// session's connection too (its role), but not for a commit of data
+	// through a trigger.
+	ddl := run(prod, ms(20)-100, ms(20), "CREATE TABLE fresh (id int)").Commit
+	trig := run(prod, ms(21)-100, ms(21), "INSERT INTO audited VALUES (2)").Commit
+	if ddl == nil || trig == nil {
+		t.Fatal("DDL and a write commit")
+	}
+	read := run(reader, ms(22)-100, ms(22), "SELECT * FROM fresh").Wait
+	if got := b.Blocker(read); got != ddl {
+		t.Errorf("load mode: a read after DDL waits for %v, want the DDL", got)
+	}
+	start := tr.Session("shop", "late").Start(ms(23))
+	if got := b.Blocker(start); got != ddl {
+		t.Errorf("load mode: a session's start waits for %v, want the DDL", got)
+	}
+	ddl.Done()
+	if got := b.Blocker(read); got != nil {
+		t.Errorf("load mode: the read waits for %v after the DDL ran, want nothing (the trigger's write is data)", got)
+	}
+	if got := b.Blocker(start); got != nil {
+		t.Errorf("load mode: the session's start waits for %v after the DDL ran", got)
+	}
+	// In Object mode the same read waits for the trigger's write (of
+	// unknown effect).
+	ob := newShop(Object)
+	w := run(ob.Session("shop", "p"), ms(1)-100, ms(1), "INSERT INTO audited VALUES (1)").Commit
+	if got := ob.Board().Blocker(run(ob.Session("shop", "r"), ms(2)-100, ms(2), "SELECT * FROM orders").Wait); got != w {
+		t.Errorf("object mode: the read waits for %v, want the write of unknown effect", got)
+	}
+}
+
+func TestParseModeLoad(t *testing.T) {
+	m, err := ParseMode("load")
+	if err != nil || m != Load || m.String() != "load" {
+		t.Fatalf("ParseMode(load) = %v, %v", m, err)
+	}
+	if _, err := ParseMode("loud"); err == nil {
+		t.Fatal("ParseMode(loud) accepted")
+	}
+}
