@@ -151,7 +151,16 @@ in PGREHEARSE_ROUND; the round starts once the target accepts connections. A
 reset command that fails stops the rehearsal (exit 1).
 
 Every round is a replay as "pgrehearse replay" does it, with the same options
-(speed, synchronization, filters, maps, timeouts, evidence); with
+(speed, synchronization, filters, maps, timeouts, evidence), except that its
+sessions are synchronized for load by default (--sync load): only what would
+fail or lose a write without its order waits (writes and locks, as --sync
+object), reads never wait for other sessions' data, so each target gets the
+load the application gave. --sync object orders reads too, for answers as the
+original's. The rounds say which mode they used, each round's stretch (its
+wall time over the log's span at its speed) and sync waits, and the verdict
+says when the candidate's rounds were throttled by the replay itself
+(stretched, or waiting, beyond the control's): the forecast then under-states
+the slowdown. With
 --control-log and --candidate-log (each target's own server log) every round
 reads its server-side durations, which is what the comparison should rest
 on. replay's --target, --target-log, --max-error-rate, --dry-run and

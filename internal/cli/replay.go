@@ -81,7 +81,9 @@ committed before it started in the log, and wrote a table it reads or writes
 (foreign keys and views followed through the target's catalog; only the row,
 where the statement names one by its primary key as a logged parameter), have
 committed on the target; --sync commit waits for every earlier commit, --sync
-off for none. A wait is given up after --sync-timeout with no progress from
+load only where running first would fail or lose a write (writes and locks as
+object, reads only for changes of the schema: the load the application gave,
+rehearse's default), --sync off for none. A wait is given up after --sync-timeout with no progress from
 the session or shard it waits on (and after many times it in all), and one
 that would deadlock with a row lock ends at once; the summary counts both. Schedule lag
 leaves sync waits out; they are reported on their own. See docs/sync.md for
