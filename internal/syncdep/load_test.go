@@ -107,3 +107,48 @@ func TestParseModeLoad(t *testing.T) {
 		t.Fatal("ParseMode(loud) accepted")
 	}
 }
+
+// TestLoadFreshInsert: in Load mode an INSERT that gives no column of a
+// unique index (its key from a default: a sequence) conflicts with no row
+// another session wrote by key, and no write by key of another row
+// reaches it: it waits only for the whole relation's writes (a range
+// update may have reached it); its commit counts as a write of the whole
+// relation, which an UPDATE by key of the row it made waits for. In
+// Object mode, and for an insert that gives a unique column, it waits
+// for every write of the table.
+func TestLoadFreshInsert(t *testing.T) {
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	for _, mode := range []Mode{Load, Object} {
+		tr := NewTracker(mode)
+		tr.SetCatalog("db", keyedCatalog())
+		b := tr.Board()
+		w, in, later := tr.Session("db", "writer"), tr.Session("db", "inserter"), tr.Session("db", "later")
+		byKey := runP(w, ms(1), upd, "5", "7").Commit
+		whole := runP(w, ms(2), "UPDATE accounts SET balance = 0 WHERE balance < $1", "0").Commit
+		if byKey == nil || whole == nil {
+			t.Fatal("autocommit updates commit")
+		}
+		fresh := runP(in, ms(3), "INSERT INTO accounts (balance) VALUES ($1)", "1")
+		named := runP(in, ms(4), "INSERT INTO accounts (email, balance) VALUES ($1, $2)", "a@b", "1")
+		want := byKey
+		if mode == Load {
+			want = whole
+		}
+		if got := b.Blocker(fresh.Wait); got != want {
+			t.Errorf("%s: the insert without a unique column waits for %v, want %v", mode, seqOf(got), seqOf(want))
+		}
+		if got := b.Blocker(named.Wait); got != byKey {
+			t.Errorf("%s: the insert of an email waits for %v, want every write of the table", mode, seqOf(got))
+		}
+		whole.Done()
+		if got := b.Blocker(fresh.Wait); mode == Load && got != nil {
+			t.Errorf("load: the insert without a unique column still waits for %v, a write of another row by key", seqOf(got))
+		}
+		byKey.Done()
+		named.Commit.Done()
+		// The row it made, by key: waits for its commit.
+		if got := b.Blocker(runP(later, ms(5), upd, "1", "8").Wait); got != fresh.Commit {
+			t.Errorf("%s: an update by key after the insert waits for %v, want the insert's commit", mode, seqOf(got))
+		}
+	}
+}

@@ -312,7 +312,11 @@ func (t *Tracker) HasDatabase(db string) bool { _, ok := t.dbs[db]; return ok }
 // nil catalog (it could not be read) makes that database's statements
 // wait as in commit mode.
 func (t *Tracker) SetCatalog(db string, c *Catalog) {
-	t.dbs[db] = &database{res: NewResolver(c), effects: map[string]*effect{}, prefix: db + "\x00"}
+	res := NewResolver(c)
+	if t.mode == Load {
+		res = res.ForLoad()
+	}
+	t.dbs[db] = &database{res: res, effects: map[string]*effect{}, prefix: db + "\x00"}
 }
 
 // Session starts following a session of database db (on the target);
@@ -510,6 +514,9 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		if d.res.Keyed(k) {
 			x.touch = append(x.touch, t.id(d, anyKey(k)))
 		}
+	}
+	for _, k := range ef.Whole {
+		x.touch = append(x.touch, t.id(d, k))
 	}
 	for _, k := range ef.Write {
 		x.write = append(x.write, t.id(d, k))
