@@ -777,9 +777,15 @@ func writeThrottled(w io.Writer, out *rehearse.Outcome) {
 	if t.WaitsDominate || t.Candidate.SyncWaitMedian > 0 {
 		what = append(what, fmt.Sprintf("sync waits %.1f s a round against %.1f s", t.Candidate.SyncWaitMedian, t.Control.SyncWaitMedian))
 	}
-	fmt.Fprintf(w, "THROTTLED: the candidate's rounds were throttled by the replay itself: %s (medians); it received less load than the application gave it, so the forecast under-states its slowdown",
-		strings.Join(what, ", "))
-	if out.Sync == results.SyncObject || out.Sync == results.SyncCommit {
+	fmt.Fprintf(w, "THROTTLED: the candidate's rounds were throttled by the replay itself: %s (medians); ", strings.Join(what, ", "))
+	if t.WaitsDominate {
+		fmt.Fprint(w, "its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown")
+	} else {
+		// Stretched without waiting: each replayed session waits for
+		// its own previous statement.
+		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
+	}
+	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit) {
 		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
 	}
 	fmt.Fprint(w, "\n\n")

@@ -21,7 +21,7 @@ func TestRehearseThrottledText(t *testing.T) {
 	var b bytes.Buffer
 	writeThrottled(&b, out)
 	want := "THROTTLED: the candidate's rounds were throttled by the replay itself: stretched 1.60x against the control's 1.01x, sync waits 120.0 s a round against 11.0 s (medians); " +
-		"it received less load than the application gave it, so the forecast under-states its slowdown (--sync object ordered reads too; --sync load waits only where the order prevents an error)\n\n"
+		"its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown (--sync object ordered reads too; --sync load waits only where the order prevents an error)\n\n"
 	if b.String() != want {
 		t.Errorf("throttled:\n%q\nwant\n%q", b.String(), want)
 	}
@@ -32,7 +32,16 @@ func TestRehearseThrottledText(t *testing.T) {
 			t.Errorf("rounds lack %q:\n%s", w, b.String())
 		}
 	}
-	out.Sync, out.Throttle.Throttled = results.SyncLoad, false
+	// Stretched without waits (load mode, a slow session of its own).
+	out.Sync, out.Throttle.WaitsDominate, out.Throttle.Candidate.SyncWaitMedian, out.Throttle.Control.SyncWaitMedian = results.SyncLoad, false, 0, 0
+	b.Reset()
+	writeThrottled(&b, out)
+	want = "THROTTLED: the candidate's rounds were throttled by the replay itself: stretched 1.60x against the control's 1.01x (medians); its sessions fell behind the log's pace, each statement waiting for its session's previous one, " +
+		"so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown\n\n"
+	if b.String() != want {
+		t.Errorf("stretched:\n%q\nwant\n%q", b.String(), want)
+	}
+	out.Throttle.Throttled = false
 	b.Reset()
 	writeThrottled(&b, out)
 	if b.Len() != 0 {
