@@ -152,3 +152,43 @@ func TestLoadFreshInsert(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedOrder: a COMMIT PREPARED (or ROLLBACK PREPARED) of another
+// session waits until the PREPARE TRANSACTION has run on the target: run
+// first, it fails (42704). In every synchronized mode: the order is one
+// whose absence makes an error.
+func TestPreparedOrder(t *testing.T) {
+	for _, mode := range []Mode{Load, Object, Commit} {
+		tr := newShop(mode)
+		a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+		run(a, ms(1), ms(1), "BEGIN")
+		run(a, ms(2), ms(2), "SELECT 1")
+		prep := run(a, ms(3), ms(3), "PREPARE TRANSACTION 'g1'").Commit
+		if prep == nil || prep.Position() != 0 {
+			t.Fatalf("%s: PREPARE TRANSACTION: %+v, want a mark of its run, not a commit", mode, prep)
+		}
+		cp := run(b, ms(5), ms(5), "COMMIT PREPARED 'g1'")
+		if got := tr.Board().Blocker(cp.Wait); got != prep {
+			t.Errorf("%s: COMMIT PREPARED waits for %v, want its PREPARE", mode, got)
+		}
+		prep.Done()
+		if got := tr.Board().Blocker(cp.Wait); got != nil {
+			t.Errorf("%s: COMMIT PREPARED still waits for %v", mode, got)
+		}
+		// A PREPARE that failed in the original is waited for by
+		// nothing; a ROLLBACK PREPARED waits as COMMIT PREPARED does.
+		run(a, ms(6), ms(6), "BEGIN")
+		failed := a.Event(Exec{Start: ms(7), End: ms(7), Items: cache.Get("PREPARE TRANSACTION 'g2'"), Text: "PREPARE TRANSACTION 'g2'", Failed: true})
+		if failed.Commit != nil || !run(b, ms(8), ms(8), "ROLLBACK PREPARED 'g2'").Wait.None() {
+			t.Errorf("%s: a failed PREPARE is waited for", mode)
+		}
+		run(a, ms(9), ms(9), "BEGIN")
+		p3 := run(a, ms(10), ms(10), "PREPARE TRANSACTION 'g3'").Commit
+		if got := tr.Board().Blocker(run(b, ms(11), ms(11), "ROLLBACK PREPARED 'g3'").Wait); got != p3 || p3 == nil {
+			t.Errorf("%s: ROLLBACK PREPARED waits for %v, want its PREPARE", mode, got)
+		}
+		if f := tr.Footprint(); f.Prepared != 0 {
+			t.Errorf("%s: %d prepared transactions kept", mode, f.Prepared)
+		}
+	}
+}

@@ -247,7 +247,12 @@ type Tracker struct {
 	cuts     cutIndex
 	res      int64 // the log's time resolution, µs
 	prepared map[string]txBuild
-	sessions int
+	// preparing is, by global transaction id, the PREPARE TRANSACTION
+	// event that a COMMIT PREPARED or ROLLBACK PREPARED (of any
+	// session) waits to have run on the target: run first, it fails
+	// (42704), where the original's did not.
+	preparing map[string]*Txn
+	sessions  int
 	// buckets maps a relation's any id and a key's bucket to the id of
 	// the bucket's rows (sharing maxRelations with ids).
 	buckets map[uint64]uint32
@@ -295,7 +300,7 @@ type database struct {
 // NewTracker returns a Tracker for mode (Object or Commit).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
-		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
+		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
 		last: map[uint32]rowLast{}}
 }
 
@@ -339,7 +344,7 @@ type Footprint struct {
 
 // Footprint returns what the Tracker holds now.
 func (t *Tracker) Footprint() Footprint {
-	f := Footprint{Relations: len(t.ids) + len(t.buckets), Sessions: t.sessions, Prepared: len(t.prepared), Cuts: len(t.cuts.t), Pending: t.board.Pending(),
+	f := Footprint{Relations: len(t.ids) + len(t.buckets), Sessions: t.sessions, Prepared: max(len(t.prepared), len(t.preparing)), Cuts: len(t.cuts.t), Pending: t.board.Pending(),
 		Effects: len(t.rowEffects)}
 	for _, d := range t.dbs {
 		f.Effects += len(d.effects)
@@ -562,6 +567,11 @@ type Session struct {
 	raceBegan        int64
 	raceOpen         bool
 	block            uint64
+	// prepGid is the global id the event being read prepares, and
+	// prepWait the PREPARE TRANSACTION it finishes (see
+	// Tracker.preparing).
+	prepGid  string
+	prepWait *Txn
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -712,7 +722,12 @@ func (s *Session) Event(e Exec) Step {
 			step.Wait.cut = 0
 		}
 	}
+	if s.prepWait != nil {
+		step.Wait.addRow(s.prepWait)
+		s.prepWait = nil
+	}
 	s.end(&e, &step, committing)
+	s.prepare(&e, &step)
 	return step
 }
 
@@ -745,20 +760,51 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		if !s.aborted && !s.tx.empty() {
 			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all, schema: s.tx.schema}
 		}
+		if !s.aborted && !e.Failed {
+			s.prepGid = it.Class(e.Text).Gid
+		}
 		s.tx.reset()
 		s.raceTx.reset()
 		s.aborted, s.inBlock = false, false
 	case TxCommitPrepared:
 		g := it.Class(e.Text).Gid
+		s.finishPrepared(g)
 		if p, ok := t.prepared[g]; ok {
 			delete(t.prepared, g)
 			commit.merge(p)
 			committing = true
 		}
 	case TxRollbackPrepared:
-		delete(t.prepared, it.Class(e.Text).Gid)
+		g := it.Class(e.Text).Gid
+		s.finishPrepared(g)
+		delete(t.prepared, g)
 	}
 	return committing
+}
+
+// finishPrepared makes the event being read, a COMMIT PREPARED or
+// ROLLBACK PREPARED of gid, wait for its PREPARE TRANSACTION to have run
+// (see Tracker.preparing).
+func (s *Session) finishPrepared(gid string) {
+	if m, ok := s.t.preparing[gid]; ok {
+		delete(s.t.preparing, gid)
+		s.prepWait = m
+	}
+}
+
+// prepare records the event being read as the PREPARE TRANSACTION of
+// s.prepGid, which its COMMIT or ROLLBACK PREPARED waits for: step's
+// Commit, which the replay marks Done once the event ran, made for it
+// when the event commits nothing.
+func (s *Session) prepare(e *Exec, step *Step) {
+	if s.prepGid == "" {
+		return
+	}
+	if step.Commit == nil {
+		step.Commit = &Txn{b: s.t.board, at: e.End, owner: s.owner}
+	}
+	s.t.preparing[s.prepGid] = step.Commit
+	s.prepGid = ""
 }
 
 // end finishes reading event e once its items are: whether it raced, the
