@@ -297,7 +297,7 @@ type database struct {
 	prefix  string
 }
 
-// NewTracker returns a Tracker for mode (Object or Commit).
+// NewTracker returns a Tracker for mode (Object, Commit or Load).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
 		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
