@@ -29,6 +29,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newHeadroomCmd) }
@@ -182,7 +183,7 @@ whole run (docs/headroom-json.md).
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
 	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never); judged on the searches without the tries")
 	addHeadroomMoreFlags(fl, &f)
-	addReplayOptionFlags(fl, &f.replayFlags)
+	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Object)
 	return cmd
 }
 

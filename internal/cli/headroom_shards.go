@@ -24,6 +24,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 	"github.com/pgrehearse/pgrehearse/internal/tailbuf"
 )
 
@@ -66,7 +67,7 @@ const (
 // (its speed, database map, window, pre-flight and observer).
 func forwardedFlags(cmd *cobra.Command) []string {
 	own := pflag.NewFlagSet("replay options", pflag.ContinueOnError)
-	addReplayOptionFlags(own, &replayFlags{})
+	addReplayOptionFlags(own, &replayFlags{}, syncdep.Object)
 	perStep := map[string]bool{"speed": true, "database-map": true, "start": true, "end": true, "skip-preflight": true, "require-start-state": true, "observe": true}
 	var out []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {

@@ -27,6 +27,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newRehearseCmd) }
@@ -150,7 +151,16 @@ in PGREHEARSE_ROUND; the round starts once the target accepts connections. A
 reset command that fails stops the rehearsal (exit 1).
 
 Every round is a replay as "pgrehearse replay" does it, with the same options
-(speed, synchronization, filters, maps, timeouts, evidence); with
+(speed, synchronization, filters, maps, timeouts, evidence), except that its
+sessions are synchronized for load by default (--sync load): only what would
+fail or lose a write without its order waits (writes and locks, as --sync
+object), reads never wait for other sessions' data, so each target gets the
+load the application gave. --sync object orders reads too, for answers as the
+original's. The rounds say which mode they used, each round's stretch (its
+wall time over the log's span at its speed) and sync waits, and the verdict
+says when the candidate's rounds were throttled by the replay itself
+(stretched, or waiting, beyond the control's): the forecast then under-states
+the slowdown. With
 --control-log and --candidate-log (each target's own server log) every round
 reads its server-side durations, which is what the comparison should rest
 on. replay's --target, --target-log, --max-error-rate, --dry-run and
@@ -237,7 +247,9 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.IntVar(&f.batchInserts, "batch-inserts", 0, "after the rounds, replay onto the candidate in --fix-rounds rounds of its own with each session's consecutive single-row INSERTs into one table sent as multi-row INSERTs of up to `N` rows, and say what that saves per row in time and WAL, with its interval (docs/rehearse.md)")
 	fl.StringArrayVar(&f.tries, "try", nil, "after the rounds, apply your own `NAME:SQL` to the candidate's reset copy of the workload's database in --fix-rounds rounds of its own, and say which queries it made faster or slower (repeatable)")
 	addPlanOptionFlags(fl, &f.plans)
-	addReplayOptionFlags(fl, &f.replayFlags)
+	// The rounds give the target the load the application gave: only
+	// what would otherwise fail waits (issue 58).
+	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Load)
 }
 
 // rehearseRun is a rehearsal as the command sets it up.
@@ -320,6 +332,9 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	}
 	// The rounds are details: the verdict comes first (writeVerdictFirst).
 	var details bytes.Buffer
+	// A candidate throttled by the replay itself is said with the
+	// verdict, which details follow.
+	writeThrottled(&details, out)
 	writeRounds(&details, out, r.notes)
 	v, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
@@ -646,8 +661,8 @@ func orderText(order []rehearse.Side) string {
 // writeRounds lists the rounds: how each ended, what its replay did, and
 // what the rehearsal's resets took.
 func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate])
-	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %11s %8s %10s %s\n", "round", "target", "status", "replay s", "reset s", "statements", "failed", "lag p99", "sync waits/give-ups")
+	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s%s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
+	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "sync waits/give-ups, waited")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}
 	for _, rec := range out.Records {
@@ -655,7 +670,7 @@ func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
 			res := results[rec.Side][done[rec.Side]]
 			done[rec.Side]++
-			line += fmt.Sprintf(" %11d %8d %10s %s", res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), syncText(res))
+			line += fmt.Sprintf(" %7s %11d %8d %10s %s", stretchText(rehearse.Stretch(res)), res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), syncText(res))
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		if rec.Error != "" {
@@ -672,6 +687,7 @@ func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 	fmt.Fprintf(w, "  the resets took %v of %v (%s): preparing %v, the resets column %v, releasing %v, closing %v\n", out.ResetOverhead().Round(100*time.Millisecond),
 		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out),
 		sec(out.PrepareSeconds), sec(out.ResetSeconds), sec(out.ReleaseSeconds), sec(out.CloseSeconds))
+	writeLoadGiven(w, out.Throttle)
 	if out.Drifted {
 		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
 	}
@@ -704,7 +720,75 @@ func syncText(res *results.Result) string {
 	if s.Mode == results.SyncOff {
 		return "off"
 	}
-	return fmt.Sprintf("%d/%d", s.Waited, s.Timeouts)
+	var waited float64
+	if res.SyncWait != nil {
+		waited = res.SyncWait.TotalMS / 1000
+	}
+	return fmt.Sprintf("%d/%d, %.1f s", s.Waited, s.Timeouts, waited)
+}
+
+// syncModeText says how the rounds synchronized their sessions, for the
+// rounds' heading; empty when no round said.
+func syncModeText(m results.SyncMode) string {
+	switch m {
+	case "":
+		return ""
+	case results.SyncLoad:
+		return ", sessions synchronized for load (--sync load: only writes and locks waited for the commits they depended on; reads, only for changes of the schema)"
+	case results.SyncOff:
+		return ", sessions not synchronized (--sync off)"
+	}
+	return fmt.Sprintf(", sessions synchronized by %s (--sync %s: statements waited for the commits they saw in the log, reads too; exact answers, not the application's load)", m, m)
+}
+
+// stretchText is a round's stretch (rehearse.Stretch): "-" when not
+// known.
+func stretchText(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", x)
+}
+
+// writeLoadGiven says, under the rounds, each side's median stretch and
+// sync waits.
+func writeLoadGiven(w io.Writer, t *rehearse.Throttle) {
+	if t == nil {
+		return
+	}
+	side := func(s rehearse.SideThrottle) string {
+		return fmt.Sprintf("stretched %s, sync waits %.1f s a round", stretchText(s.StretchMedian), s.SyncWaitMedian)
+	}
+	fmt.Fprintf(w, "  load given (medians; stretch: replay wall time over the log's span at its speed): control %s; candidate %s\n", side(t.Control), side(t.Candidate))
+}
+
+// writeThrottled says, with the verdict, that the candidate's rounds
+// were throttled by the replay itself (rehearse.Throttle): it got less
+// load than the application gave, and its regressions are under-stated.
+func writeThrottled(w io.Writer, out *rehearse.Outcome) {
+	t := out.Throttle
+	if t == nil || !t.Throttled {
+		return
+	}
+	var what []string
+	if t.Stretched {
+		what = append(what, fmt.Sprintf("stretched %s against the control's %s", stretchText(t.Candidate.StretchMedian), stretchText(t.Control.StretchMedian)))
+	}
+	if t.WaitsDominate || t.Candidate.SyncWaitMedian > 0 {
+		what = append(what, fmt.Sprintf("sync waits %.1f s a round against %.1f s", t.Candidate.SyncWaitMedian, t.Control.SyncWaitMedian))
+	}
+	fmt.Fprintf(w, "THROTTLED: the candidate's rounds were throttled by the replay itself: %s (medians); ", strings.Join(what, ", "))
+	if t.WaitsDominate {
+		fmt.Fprint(w, "its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown")
+	} else {
+		// Stretched without waiting: each replayed session waits for
+		// its own previous statement.
+		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
+	}
+	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit) {
+		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
+	}
+	fmt.Fprint(w, "\n\n")
 }
 
 func firstLine(s string) string {

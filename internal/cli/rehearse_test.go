@@ -232,7 +232,9 @@ func TestRehearseTemplate(t *testing.T) {
 	}
 	// Two rounds a side do not measure the noise: whether the default
 	// floors let a wobble through is compare's to test, not this one's.
-	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template", "control 1", "candidate 2", "(no rule to fail on)",
+	// The rounds give the load the application gave by default, and
+	// say so (issue 58).
+	for _, want := range []string{"REHEARSAL: 2 rounds per side, reset template / template, sessions synchronized for load (--sync load", "control 1", "candidate 2", "(no rule to fail on)",
 		// The total's parts, the resets column among them.
 		"): preparing ", ", the resets column ", ", releasing ", ", closing "} {
 		if !strings.Contains(stdout, want) {
@@ -252,6 +254,9 @@ func TestRehearseTemplate(t *testing.T) {
 	}
 	if len(back.Control) != 2 || len(back.Candidate) != 2 || back.Partial {
 		t.Fatalf("rounds kept: %d+%d, partial %v", len(back.Control), len(back.Candidate), back.Partial)
+	}
+	if back.Sync != results.SyncLoad || back.Throttle == nil || len(back.Throttle.Candidate.SyncWaitSeconds) != 2 {
+		t.Errorf("the index: sync %q, throttle %+v; want load, and each round's waits", back.Sync, back.Throttle)
 	}
 	for side, rs := range map[results.Side][]*results.Result{results.SideControl: back.Control, results.SideCandidate: back.Candidate} {
 		for i, res := range rs {

@@ -8,13 +8,15 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // addReplayOptionFlags registers the options of a replay that replay and
 // rehearse share: pace, selection, maps, timeouts, synchronization,
 // pre-flight, evidence. What names a target (its DSN, its log, its
-// findings server) and what a command writes are each command's own.
-func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
+// findings server) and what a command writes are each command's own, and
+// so is the default of --sync (syncDefault).
+func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep.Mode) {
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	addLogFlags(fl, &f.logFlags)
 	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
@@ -36,7 +38,10 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags) {
 	fl.DurationVar(&f.maxLag, "max-lag", results.DefaultMaxLag, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99, and leave the latency of a comparison of one run a side with it unjudged (speed > 0; 0: never)")
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
 	fl.BoolVar(&f.requireStart, "require-start-state", false, "fail (exit 1) before replaying when the target's tables are not the starting point the capture recorded (--monitor-dsn), or when it recorded none")
-	fl.StringVar(&f.sync, "sync", "object", "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: object (those that wrote what it reads or writes), commit (all earlier commits) or off (see docs/sync.md)")
+	fl.StringVar(&f.sync, "sync", syncDefault.String(), "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: "+
+		"object (those that wrote what it reads or writes: the answers as the original's), commit (all earlier commits), "+
+		"load (only what would otherwise fail or be lost: writes and locks wait as in object, reads only for changes of the schema; the commit order is otherwise the server's, as the application's was) "+
+		"or off (see docs/sync.md)")
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, fmt.Sprintf("longest a statement waits for the commits it depends on with no progress from the session or shard it waits on "+
 		"(a wait that progresses ends anyway after %d times this); it then runs anyway, and the give-up is counted", replay.SyncWaitLimit))
 	addObserveFlags(fl, &f.observe)

@@ -55,4 +55,6 @@ func TestReplaySyncFlags(t *testing.T) {
 	if !strings.Contains(out, "sync:       commit; ") || !strings.Contains(out, "gave up after 3s without progress") {
 		t.Errorf("summary:\n%s", out)
 	}
+	// On the same cluster: --sync load (issue 58).
+	testSyncLoad(t, c)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -79,8 +80,16 @@ func divergences(base, cand []*Run) []Divergence {
 // into the text), is not one of the replay's order. Against the original
 // (an analysis) they count whole; against another replay that counts
 // them, beyond its own.
+//
+// A replay in load mode (results.SyncLoad) orders no plain read: a
+// SELECT finds what the target had committed when it ran, as the
+// application's did, so a slower candidate's reads may return other
+// rows than the control's without either replay running out of order.
+// Their rows are not compared then; writes, locks and errors of
+// ordering are.
 func divergencesOf(base, cand *Run) []Divergence {
 	byCause := counted(cand) && (base.Replay == nil || counted(base))
+	readsFree := loadMode(base) || loadMode(cand)
 	var out []Divergence
 	for i := range cand.Queries {
 		cq := &cand.Queries[i]
@@ -89,7 +98,7 @@ func divergencesOf(base, cand *Run) []Divergence {
 			continue
 		}
 		d := Divergence{Fingerprint: cq.Fingerprint, Query: cq.Query}
-		if bq.RowsCalls > 0 && cq.RowsCalls > 0 {
+		if bq.RowsCalls > 0 && cq.RowsCalls > 0 && !(readsFree && fingerprint.Classify(cq.Query).PlainSelect) {
 			b := float64(bq.Rows) / float64(bq.RowsCalls)
 			c := float64(cq.Rows) / float64(cq.RowsCalls)
 			d.BaselineRowsPerCall, d.CandidateRowsPerCall = &b, &c
@@ -133,6 +142,12 @@ func divergencesOf(base, cand *Run) []Divergence {
 		}
 	}
 	return out
+}
+
+// loadMode reports whether r is a replay synchronized for load, which
+// leaves reads unordered (see divergencesOf).
+func loadMode(r *Run) bool {
+	return r.Replay != nil && r.Sync != nil && r.Sync.Mode == results.SyncLoad
 }
 
 // counted reports whether r is a replay that counts its failures by

@@ -153,3 +153,48 @@ func TestDivergenceByCause(t *testing.T) {
 		t.Errorf("foreign key errors only on the target: divergence %+v", rep.Divergence)
 	}
 }
+
+// TestDivergenceLoadReads: replayed in load mode, a plain read is not
+// ordered, and finds what the target had committed, as the
+// application's did: its rows differing between the sides is not a
+// divergence. Its rows in object mode, and an update's in load mode,
+// still are.
+func TestDivergenceLoadReads(t *testing.T) {
+	run := func(name, query string, noRows int64, mode results.SyncMode) *Run {
+		s := querystats.NewSet()
+		for i := range int64(1000) {
+			st := s.Slot("q", query)
+			st.Record(query, 1, 100+i%50, false)
+			st.RecordRows(map[bool]int64{true: 0, false: 1}[i < noRows])
+		}
+		rows, err := s.Rows(querystats.RowOptions{Hist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := results.New(results.KindReplay, LatencyClient)
+		r.Source, r.Queries, r.WallSeconds = name, rows, float64(10+len(name))
+		r.Statements = results.StatementCounts{Total: 1000, Executed: 1000}
+		r.Outcomes.OnlyOnTargetBySQLState = map[string]int64{}
+		r.Sync = &results.Sync{Mode: mode}
+		return r
+	}
+	const sel, upd = "SELECT * FROM orders WHERE state = $1", "UPDATE orders SET state = $1 WHERE id = $2"
+	for _, tc := range []struct {
+		query    string
+		mode     results.SyncMode
+		diverged bool
+	}{
+		{sel, results.SyncLoad, false},
+		{sel, results.SyncObject, true},
+		{upd, results.SyncLoad, true},
+		{"SELECT * FROM orders WHERE state = $1 FOR UPDATE", results.SyncLoad, true},
+	} {
+		rep, err := Compare(run("control", tc.query, 0, tc.mode), run("candidate", tc.query, 80, tc.mode), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Verdict.Status == VerdictDiverged; got != tc.diverged || len(rep.Divergence) > 0 != tc.diverged {
+			t.Errorf("%s in %s mode: verdict %s, divergence %+v; want diverged %v", tc.query, tc.mode, rep.Verdict.Status, rep.Divergence, tc.diverged)
+		}
+	}
+}

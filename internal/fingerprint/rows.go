@@ -39,6 +39,9 @@ type RowAccess struct {
 	Set []string
 	// Upsert: an INSERT with ON CONFLICT.
 	Upsert bool
+	// Cols are an INSERT's column list (the others take their
+	// defaults); nil without one.
+	Cols []string
 }
 
 // ColumnParam is a column and the bind parameter ($Param, from 1) that
@@ -105,6 +108,9 @@ func rowAccess(n *pg_query.Node) *RowAccess {
 				return nil
 			}
 			cols[i] = rt.Name
+		}
+		if len(cols) > 0 {
+			ra.Cols = cols
 		}
 		if oc := in.OnConflictClause; oc != nil && oc.Action == pg_query.OnConflictAction_ONCONFLICT_UPDATE {
 			ra.Set = setColumns(oc.TargetList)

@@ -235,6 +235,14 @@ type Outcome struct {
 	Drifted bool `json:"drifted,omitempty"`
 	// Stopped says why the rehearsal stopped before its end.
 	Stopped string `json:"stopped,omitempty"`
+	// Sync is how the rounds' replays synchronized their sessions
+	// (docs/sync.md): load by default, the load the application gave;
+	// object or commit, for answers as the original's, when asked.
+	Sync results.SyncMode `json:"sync,omitempty"`
+	// Throttle is how far each side's rounds stretched the log's span
+	// and waited for other sessions' commits, and whether the
+	// candidate's were throttled by the replay itself.
+	Throttle *Throttle `json:"throttle,omitempty"`
 	// ResetSeconds, ReleaseSeconds and ReplaySeconds total the rounds'
 	// resets, releases and replays; Prepare/CloseSeconds are the
 	// resets' one-off work.
@@ -373,6 +381,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 			defer cancel()
 			err = errors.Join(err, out.closeResets(cctx, prepared))
 		}
+		out.measureLoad()
 		if werr := r.writeIndex(); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -550,6 +559,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	default:
 		r.out.Candidate = append(r.out.Candidate, res)
 	}
+	r.out.measureLoad()
 	r.roundTimes.Add(time.Since(began))
 	r.progress(round, PhaseDone)
 	if relErr != nil {

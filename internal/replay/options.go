@@ -160,7 +160,9 @@ type Options struct {
 	// Sync synchronizes the sessions (see sync.go and package syncdep):
 	// a statement waits until the commits it depended on in the log have
 	// run on the target, those that wrote what it touches (Object, the
-	// zero value) or all (Commit). Off replays sessions freely, with only
+	// zero value) or all (Commit); with Load only what would otherwise
+	// fail or be lost (writes and locks, as Object), reads waiting only
+	// for changes of the schema. Off replays sessions freely, with only
 	// the start barrier at speed 0. Multiplied sessions and dry runs are
 	// not synchronized (Result.Sync says so).
 	Sync syncdep.Mode
@@ -253,7 +255,7 @@ func (o Options) Validate() error {
 	if o.LockTimeout < 0 || o.StatementTimeout < 0 {
 		return fmt.Errorf("the lock and statement timeouts must not be negative (0: the server's), got %v and %v", o.LockTimeout, o.StatementTimeout)
 	}
-	if o.Sync > syncdep.Off {
+	if o.Sync > syncdep.Load {
 		return fmt.Errorf("unknown synchronization mode %d", o.Sync)
 	}
 	if o.IOTimeout < 0 {
@@ -299,6 +301,8 @@ func syncMode(m syncdep.Mode) results.SyncMode {
 		return results.SyncObject
 	case syncdep.Commit:
 		return results.SyncCommit
+	case syncdep.Load:
+		return results.SyncLoad
 	}
 	return results.SyncOff
 }

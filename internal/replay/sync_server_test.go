@@ -302,6 +302,15 @@ func TestSyncOrders(t *testing.T) {
 			if res.Outcomes.FailedOnlyOnTarget != 0 || state != cp.state || res.Sync.Mode != "commit" {
 				t.Errorf("commit mode: %d failed only on the target, %s (original %s)", res.Outcomes.FailedOnlyOnTarget, stateSummary(state), stateSummary(cp.state))
 			}
+			// Load mode (rehearse's default, issue 58), which orders
+			// only writes and locks, keeps every write as the original
+			// had it: no error, the same tables.
+			res, state = replayOrders(t, target, cp, Options{Speed: 0, Sync: syncdep.Load})
+			t.Logf("speed 0, sync %s; %s", syncLine(res), stateSummary(state))
+			if res.Outcomes.FailedOnlyOnTarget != 0 || state != cp.state || res.Sync.Mode != "load" || res.Sync.Timeouts != 0 {
+				t.Errorf("load mode: %d failed only on the target %v, %s (original %s), sync %+v", res.Outcomes.FailedOnlyOnTarget, res.ErrorsBySQLState,
+					stateSummary(state), stateSummary(cp.state), res.Sync)
+			}
 			// Whether a free replay diverges depends on timing, which
 			// the test cannot force: it is tried at several speeds
 			// until one does, and the divergence report is checked

@@ -17,6 +17,11 @@ const (
 	SyncCommit SyncMode = "commit"
 	// SyncOff: sessions ran freely.
 	SyncOff SyncMode = "off"
+	// SyncLoad: only what would otherwise fail or be lost waited (a
+	// write or lock, as in object mode); reads waited only for changes
+	// of the schema, and the rest of the commit order was the server's,
+	// so the target received the load the application gave.
+	SyncLoad SyncMode = "load"
 )
 
 // SkipReason is why a statement read from the log was not run by a

@@ -21,6 +21,11 @@ type Txn struct {
 	owner    any
 	writes   []uint32
 	writeAll bool
+	// schema: it ran a statement of unknown effect by its kind (DDL,
+	// DO, CALL...), which may have made a table, a role or a function
+	// that a read needs: the one kind of commit a read waits for in
+	// Load mode. (It wrote anything too: writeAll.)
+	schema bool
 	// pos is its place among the log's commits (from 1), 0 for a write
 	// or lock by key that is not a commit (see Step.Commit): that one is
 	// not on the Board (seq 0), only waited for by the next write or
@@ -86,6 +91,9 @@ func (t *Txn) Done() {
 		if t.writeAll {
 			b.unknown.remove(t)
 		}
+		if t.schema {
+			b.schema.remove(t)
+		}
 		for _, id := range t.writes {
 			b.rels[id].remove(t)
 		}
@@ -141,6 +149,7 @@ type Board struct {
 	rels    []txList // by relation id
 	any     txList   // every transaction not Done
 	unknown txList   // those that may have written anything
+	schema  txList   // those that may have changed the schema (Txn.schema)
 	pending int
 	// low is the seq of the oldest transaction not Done, MaxUint64 when
 	// none: a Wait whose cut is below it is satisfied without the lock.
@@ -241,6 +250,9 @@ func (b *Board) add(t *Txn) {
 	if t.writeAll {
 		b.unknown.push(t)
 	}
+	if t.schema {
+		b.schema.push(t)
+	}
 	for _, id := range t.writes {
 		for int(id) >= len(b.rels) {
 			b.rels = append(b.rels, txList{})
@@ -267,6 +279,8 @@ func (b *Board) Blocker(w Wait) *Txn {
 	}
 	e := w.eff
 	switch {
+	case w.schema:
+		consider(&b.schema, w.cut)
 	case w.all || (e != nil && e.readAll):
 		consider(&b.any, w.cut)
 	default:
@@ -332,6 +346,8 @@ func (w Wait) awaits(t *Txn) bool {
 	e := w.eff
 	if t.seq <= w.cut {
 		switch {
+		case w.schema:
+			return t.schema
 		case w.all || (e != nil && e.readAll) || t.writeAll:
 			return true
 		case e != nil && intersects(t.writes, e.touch):

@@ -30,6 +30,10 @@ type Effect struct {
 	// read nothing new depend on (DROP TABLE after the last reads of a
 	// table), so it waits for every statement that ended before it.
 	Barrier bool
+	// Whole lists the relations it reaches only through their writes
+	// of the whole relation, not those of their rows by key (an insert
+	// that gives no unique column, in Load mode: see Resolver.fresh).
+	Whole []string
 	// Rows: of one relation (Rows.Rel), the statement reaches only the
 	// row whose primary key its parameters give; that relation is then
 	// in neither Touch, Write nor Lock (see RowKey).
@@ -85,6 +89,16 @@ func keyKindOf(c IndexColumn) keyKind {
 	return 0
 }
 
+// ReadOnly reports whether the effect only reads, and reads nothing whose
+// absence fails: it writes and locks nothing, is of known effect, and
+// reads no large object (lo_open of one another session has not made yet
+// fails, where a read of a table finds fewer rows). In Load mode such a
+// statement waits only for the commits that changed the schema.
+func (e *Effect) ReadOnly() bool {
+	return len(e.Write) == 0 && len(e.Lock) == 0 && !e.WriteAll && !e.LockAll && !e.Barrier &&
+		!slices.Contains(e.Touch, largeObjects) && (e.Rows == nil || !e.Rows.Write && !e.Rows.Lock)
+}
+
 // Empty reports whether the effect reaches nothing: such a statement
 // needs no wait and writes nothing.
 func (e *Effect) Empty() bool {
@@ -103,6 +117,25 @@ type Resolver struct {
 	fnNames map[string]fnKind // unqualified: the most effectful of every schema's
 	builtin map[string]bool
 	keyed   map[string]bool // relation keys with a primary key that keys rows
+	// fresh: an INSERT that gives no column of any unique index (the
+	// keys come from defaults, a sequence) into a relation whose unique
+	// indexes are all on plain columns conflicts with no row another
+	// session wrote by key, and an UPDATE or DELETE by key of another row
+	// cannot reach it: it waits only for the whole relation's writes
+	// (which may have reached it, a DELETE by a range) and what it
+	// reads elsewhere (a parent by foreign key). Load mode only (see
+	// ForLoad): the log's own key of the row it made is another than the
+	// target's sequence gives, which object mode's answers would show.
+	fresh bool
+}
+
+// ForLoad makes r resolve for Load mode (see Resolver.fresh); a nil r
+// stays nil.
+func (r *Resolver) ForLoad() *Resolver {
+	if r != nil {
+		r.fresh = true
+	}
+	return r
 }
 
 // group is a relation, with its partitions or inheritance children.
@@ -485,8 +518,10 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 		return Effect{}, false
 	}
 	blind := ra.Op == fingerprint.OpInsert && gr.uniques == 0
+	fresh := r.fresh && ra.Op == fingerprint.OpInsert && !ra.Upsert && gr.uniques > 0 && !gr.uniqueOther && len(ra.Cols) > 0 &&
+		!slices.ContainsFunc(ra.Cols, func(c string) bool { return slices.Contains(gr.uniqueCols, c) })
 	var key *RowKey
-	if !blind {
+	if !blind && !fresh {
 		switch ra.Op {
 		case fingerprint.OpUpdate:
 			if gr.uniqueOther || slices.ContainsFunc(ra.Set, func(c string) bool { return slices.Contains(gr.uniqueCols, c) }) {
@@ -514,9 +549,13 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 	}
 	r.funcEffects(st, &e)
 	e.assemble(&x, st.LockRows)
-	if blind {
+	switch {
+	case fresh:
 		e.Write = sortedUnique(append(e.Write, gr.key))
-	} else {
+		e.Whole = []string{gr.key}
+	case blind:
+		e.Write = sortedUnique(append(e.Write, gr.key))
+	default:
 		key.Rel = gr.key
 		e.Rows = key
 	}

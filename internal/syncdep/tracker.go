@@ -23,9 +23,18 @@ const (
 	Commit
 	// Off: sessions are not synchronized.
 	Off
+	// Load: the load the application gave. Only what would otherwise
+	// fail or be lost waits, as in Object mode: a statement that writes
+	// or locks rows (or whose effect is unknown), and a read of large
+	// objects (lo_open of one not yet made fails). A statement that only
+	// reads waits for nothing but the commits that changed the schema
+	// (DDL, DO, CALL...: a table or a role it needs may not exist yet);
+	// the rest of the commit order is left to the server, as the
+	// application left it.
+	Load
 )
 
-var modeNames = [...]string{"object", "commit", "off"}
+var modeNames = [...]string{"object", "commit", "off", "load"}
 
 func (m Mode) String() string {
 	if int(m) < len(modeNames) {
@@ -34,14 +43,14 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", m)
 }
 
-// ParseMode reads "object", "commit" or "off".
+// ParseMode reads "object", "commit", "off" or "load".
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if strings.EqualFold(s, n) {
 			return Mode(i), nil
 		}
 	}
-	return Off, fmt.Errorf("unknown synchronization mode %q: use object, commit or off", s)
+	return Off, fmt.Errorf("unknown synchronization mode %q: use load, object, commit or off", s)
 }
 
 // Limits of the Tracker's memory.
@@ -148,6 +157,9 @@ type Wait struct {
 	// above); rows only when it reaches more than one row by key.
 	row  *Txn
 	rows []*Txn
+	// schema: only the transactions up to cut that changed the schema
+	// (a read in Load mode: see Txn.schema).
+	schema bool
 }
 
 // None reports whether w waits for nothing.
@@ -182,6 +194,10 @@ type effect struct {
 	// rows: the row of one relation it reaches by key, whose ids each
 	// event decides from its parameters (see Tracker.rowEffect).
 	rows *rowRef
+	// read: it only reads, and what it reads is there or not without an
+	// error (not large objects): in Load mode it waits only for the
+	// commits that changed the schema.
+	read bool
 }
 
 // rowRef is a RowKey with relation ids: rel is the relation's id (that
@@ -231,7 +247,12 @@ type Tracker struct {
 	cuts     cutIndex
 	res      int64 // the log's time resolution, µs
 	prepared map[string]txBuild
-	sessions int
+	// preparing is, by global transaction id, the PREPARE TRANSACTION
+	// event that a COMMIT PREPARED or ROLLBACK PREPARED (of any
+	// session) waits to have run on the target: run first, it fails
+	// (42704), where the original's did not.
+	preparing map[string]*Txn
+	sessions  int
 	// buckets maps a relation's any id and a key's bucket to the id of
 	// the bucket's rows (sharing maxRelations with ids).
 	buckets map[uint64]uint32
@@ -276,10 +297,10 @@ type database struct {
 	prefix  string
 }
 
-// NewTracker returns a Tracker for mode (Object or Commit).
+// NewTracker returns a Tracker for mode (Object, Commit or Load).
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
-		res: 1_000_000, prepared: map[string]txBuild{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
+		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
 		last: map[uint32]rowLast{}}
 }
 
@@ -296,7 +317,11 @@ func (t *Tracker) HasDatabase(db string) bool { _, ok := t.dbs[db]; return ok }
 // nil catalog (it could not be read) makes that database's statements
 // wait as in commit mode.
 func (t *Tracker) SetCatalog(db string, c *Catalog) {
-	t.dbs[db] = &database{res: NewResolver(c), effects: map[string]*effect{}, prefix: db + "\x00"}
+	res := NewResolver(c)
+	if t.mode == Load {
+		res = res.ForLoad()
+	}
+	t.dbs[db] = &database{res: res, effects: map[string]*effect{}, prefix: db + "\x00"}
 }
 
 // Session starts following a session of database db (on the target);
@@ -319,7 +344,7 @@ type Footprint struct {
 
 // Footprint returns what the Tracker holds now.
 func (t *Tracker) Footprint() Footprint {
-	f := Footprint{Relations: len(t.ids) + len(t.buckets), Sessions: t.sessions, Prepared: len(t.prepared), Cuts: len(t.cuts.t), Pending: t.board.Pending(),
+	f := Footprint{Relations: len(t.ids) + len(t.buckets), Sessions: t.sessions, Prepared: max(len(t.prepared), len(t.preparing)), Cuts: len(t.cuts.t), Pending: t.board.Pending(),
 		Effects: len(t.rowEffects)}
 	for _, d := range t.dbs {
 		f.Effects += len(d.effects)
@@ -486,7 +511,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
 	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier,
-		query: isQuery(it.Query)}
+		query: isQuery(it.Query), read: ef.ReadOnly()}
 	// A relation reached whole also waits for writes of its rows by
 	// key (its any id).
 	for _, k := range ef.Touch {
@@ -494,6 +519,9 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		if d.res.Keyed(k) {
 			x.touch = append(x.touch, t.id(d, anyKey(k)))
 		}
+	}
+	for _, k := range ef.Whole {
+		x.touch = append(x.touch, t.id(d, k))
 	}
 	for _, k := range ef.Write {
 		x.write = append(x.write, t.id(d, k))
@@ -539,16 +567,24 @@ type Session struct {
 	raceBegan        int64
 	raceOpen         bool
 	block            uint64
+	// prepGid is the global id the event being read prepares, and
+	// prepWait the PREPARE TRANSACTION it finishes (see
+	// Tracker.preparing).
+	prepGid  string
+	prepWait *Txn
 }
 
-// txBuild is what a transaction wrote so far.
+// txBuild is what a transaction wrote so far; schema: it ran a statement
+// of unknown effect by its kind (DDL: see Txn.schema).
 type txBuild struct {
 	writes []uint32
 	all    bool
+	schema bool
 }
 
 func (b *txBuild) add(e *effect) {
 	b.all = b.all || e.writeAll
+	b.schema = b.schema || e.barrier
 	for _, id := range e.write {
 		if !slices.Contains(b.writes, id) {
 			b.writes = append(b.writes, id)
@@ -558,6 +594,7 @@ func (b *txBuild) add(e *effect) {
 
 func (b *txBuild) merge(o txBuild) {
 	b.all = b.all || o.all
+	b.schema = b.schema || o.schema
 	for _, id := range o.writes {
 		if !slices.Contains(b.writes, id) {
 			b.writes = append(b.writes, id)
@@ -567,14 +604,17 @@ func (b *txBuild) merge(o txBuild) {
 
 func (b *txBuild) empty() bool { return len(b.writes) == 0 && !b.all }
 
-func (b *txBuild) reset() { b.writes, b.all = b.writes[:0], false }
+func (b *txBuild) reset() { b.writes, b.all, b.schema = b.writes[:0], false, false }
 
 // Start returns what the session waits for before it connects, when it
 // starts at log time at: the commits before that may have created its
 // role or database (statements of unknown effect, DDL among them).
 func (s *Session) Start(at int64) Wait {
 	if cut := s.t.cutAt(at); cut > 0 {
-		return Wait{cut: cut}
+		// In Load mode, only those that changed the schema: a
+		// write through a trigger or a volatile function made no
+		// role.
+		return Wait{cut: cut, schema: s.t.mode == Load}
 	}
 	return Wait{}
 }
@@ -586,7 +626,7 @@ func (s *Session) Event(e Exec) Step {
 	cut := t.cutAt(e.Start)
 	lockCut := t.lockCutAt(e.Start, e.End)
 	var step Step
-	var wantAll bool
+	var wantAll, loadRead bool
 	var merged *effect // the union of the event's effects when several reach something
 	commit := &s.commit
 	commit.reset()
@@ -608,6 +648,10 @@ func (s *Session) Event(e Exec) Step {
 			if !eff.query {
 				continue
 			}
+			if t.mode == Load {
+				loadRead = true
+				continue
+			}
 			// A query that names no relation may still read
 			// what another session's commit made: a role, a
 			// grant, a function, a large object (SELECT
@@ -626,6 +670,12 @@ func (s *Session) Event(e Exec) Step {
 			s.raceBegan = e.Start
 		}
 		s.raceTx.addWrites(eff)
+		if t.mode == Load && eff.read {
+			// It only reads: what it finds is there or not without
+			// an error, so it waits for nothing but the schema.
+			loadRead = true
+			continue
+		}
 		if eff.rows != nil {
 			r := eff.rows
 			var bucket uint32
@@ -666,8 +716,18 @@ func (s *Session) Event(e Exec) Step {
 		}
 	} else {
 		step.Wait.eff = nil
+		step.Wait.schema = loadRead // a read in Load mode (cut 0 waits for nothing)
+		step.Wait.cut = cut
+		if !loadRead {
+			step.Wait.cut = 0
+		}
+	}
+	if s.prepWait != nil {
+		step.Wait.addRow(s.prepWait)
+		s.prepWait = nil
 	}
 	s.end(&e, &step, committing)
+	s.prepare(&e, &step)
 	return step
 }
 
@@ -698,22 +758,53 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.block++
 	case TxPrepare:
 		if !s.aborted && !s.tx.empty() {
-			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all}
+			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all, schema: s.tx.schema}
+		}
+		if !s.aborted && !e.Failed {
+			s.prepGid = it.Class(e.Text).Gid
 		}
 		s.tx.reset()
 		s.raceTx.reset()
 		s.aborted, s.inBlock = false, false
 	case TxCommitPrepared:
 		g := it.Class(e.Text).Gid
+		s.finishPrepared(g)
 		if p, ok := t.prepared[g]; ok {
 			delete(t.prepared, g)
 			commit.merge(p)
 			committing = true
 		}
 	case TxRollbackPrepared:
-		delete(t.prepared, it.Class(e.Text).Gid)
+		g := it.Class(e.Text).Gid
+		s.finishPrepared(g)
+		delete(t.prepared, g)
 	}
 	return committing
+}
+
+// finishPrepared makes the event being read, a COMMIT PREPARED or
+// ROLLBACK PREPARED of gid, wait for its PREPARE TRANSACTION to have run
+// (see Tracker.preparing).
+func (s *Session) finishPrepared(gid string) {
+	if m, ok := s.t.preparing[gid]; ok {
+		delete(s.t.preparing, gid)
+		s.prepWait = m
+	}
+}
+
+// prepare records the event being read as the PREPARE TRANSACTION of
+// s.prepGid, which its COMMIT or ROLLBACK PREPARED waits for: step's
+// Commit, which the replay marks Done once the event ran, made for it
+// when the event commits nothing.
+func (s *Session) prepare(e *Exec, step *Step) {
+	if s.prepGid == "" {
+		return
+	}
+	if step.Commit == nil {
+		step.Commit = &Txn{b: s.t.board, at: e.End, owner: s.owner}
+	}
+	s.t.preparing[s.prepGid] = step.Commit
+	s.prepGid = ""
 }
 
 // end finishes reading event e once its items are: whether it raced, the
@@ -814,7 +905,7 @@ func (e *effect) union(o *effect) {
 // commit numbers a transaction that wrote and puts it on the board.
 func (t *Tracker) commit(b txBuild, end int64, owner any) *Txn {
 	t.seq++
-	tx := &Txn{b: t.board, seq: t.seq, pos: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all}
+	tx := &Txn{b: t.board, seq: t.seq, pos: t.seq, at: end, owner: owner, writes: sortedIDs(slices.Clone(b.writes)), writeAll: b.all, schema: b.schema}
 	t.board.add(tx)
 	t.cuts.add(end, t.seq)
 	return tx

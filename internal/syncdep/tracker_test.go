@@ -184,8 +184,12 @@ func TestTwoPhaseCommit(t *testing.T) {
 	a, b, c := tr.Session("shop", "a"), tr.Session("shop", "b"), tr.Session("shop", "c")
 	run(a, ms(1), ms(1), "BEGIN")
 	run(a, ms(2), ms(2), "INSERT INTO orders VALUES (1)")
-	if st := run(a, ms(3), ms(3), "PREPARE TRANSACTION 'g1'"); st.Commit != nil {
+	// Its Commit marks its run (COMMIT PREPARED waits for it), not a
+	// commit.
+	if st := run(a, ms(3), ms(3), "PREPARE TRANSACTION 'g1'"); st.Commit == nil || st.Commit.Position() != 0 {
 		t.Fatal("PREPARE TRANSACTION committed")
+	} else {
+		st.Commit.Done()
 	}
 	// Not committed yet: a reader does not wait.
 	if got := tr.Board().Blocker(run(c, ms(4), ms(4), "SELECT * FROM orders").Wait); got != nil {

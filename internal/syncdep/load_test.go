@@ -1,0 +1,194 @@
+package syncdep
+
+import "testing"
+
+// TestLoadMode: in Load mode a statement that only reads waits for no
+// commit of data, however it was made (a plain INSERT, a write through a
+// trigger), only for those that changed the schema; what would fail or
+// be lost otherwise waits as in Object mode: an INSERT whose foreign key
+// reads the parent another session committed, an UPDATE by key of a row
+// another session inserted, a SELECT FOR UPDATE, a read of large
+// objects.
+func TestLoadMode(t *testing.T) {
+	tr := newShop(Load)
+	b := tr.Board()
+	prod, cons, reader := tr.Session("shop", "producer"), tr.Session("shop", "consumer"), tr.Session("shop", "reader")
+
+	order := run(prod, ms(1)-100, ms(1), "INSERT INTO orders (id) VALUES (7)").Commit
+	audited := run(prod, ms(2)-100, ms(2), "INSERT INTO audited VALUES (1)").Commit
+	if order == nil || audited == nil {
+		t.Fatal("autocommit INSERTs commit")
+	}
+	for _, q := range []string{
+		"SELECT * FROM orders",
+		"SELECT * FROM orders WHERE id = 7",
+		"SELECT * FROM open_orders",
+		"SELECT order_total(7)", // stable: reads anything
+		"SELECT 1",
+		"SELECT count(*) FROM orders o JOIN shipments s ON s.order_id = o.id",
+	} {
+		st := run(reader, ms(10)-100, ms(10), q)
+		if got := b.Blocker(st.Wait); got != nil {
+			t.Errorf("load mode: the read %q waits for %v", q, got)
+		}
+		if st.Commit != nil || st.Rows != RowsNone {
+			t.Errorf("load mode: the read %q: %+v", q, st)
+		}
+	}
+	// The child row's foreign key reads the parent: it waits, as in
+	// Object mode (for the parent's table and, written through a
+	// trigger, the commit of unknown effect).
+	ship := run(cons, ms(11)-100, ms(11), "INSERT INTO shipments (order_id) VALUES (7)")
+	if got := b.Blocker(ship.Wait); got != order {
+		t.Fatalf("load mode: the child INSERT waits for %v, want the parent's commit", got)
+	}
+	// A lock of rows waits as a write does.
+	lock := run(reader, ms(12)-100, ms(12), "SELECT * FROM orders FOR UPDATE")
+	if got := b.Blocker(lock.Wait); got != order {
+		t.Errorf("load mode: SELECT FOR UPDATE waits for %v, want the commit that wrote orders", got)
+	}
+	// An UPDATE by key of a row another session inserted waits for the
+	// insert's commit: run first, it would update nothing.
+	upd := run(cons, ms(13)-100, ms(13), "UPDATE orders SET state = 'x' WHERE id = 7")
+	if got := b.Blocker(upd.Wait); got != order {
+		t.Errorf("load mode: the UPDATE by key waits for %v, want the row's insert", got)
+	}
+	// Reading a large object another session made: lo_open fails
+	// without it.
+	lo := run(prod, ms(14)-100, ms(14), "SELECT lo_create(42)").Commit
+	if lo == nil {
+		t.Fatal("lo_create commits")
+	}
+	if got := b.Blocker(run(reader, ms(15)-100, ms(15), "SELECT loread(lo_open(42, 262144), 10)").Wait); got == nil {
+		t.Error("load mode: a read of large objects waits for nothing")
+	}
+	order.Done()
+	audited.Done()
+	lo.Done()
+
+	// DDL may create what a read needs: a read waits for it, and a new
+	// session's connection too (its role), but not for a commit of data
+	// through a trigger.
+	ddl := run(prod, ms(20)-100, ms(20), "CREATE TABLE fresh (id int)").Commit
+	trig := run(prod, ms(21)-100, ms(21), "INSERT INTO audited VALUES (2)").Commit
+	if ddl == nil || trig == nil {
+		t.Fatal("DDL and a write commit")
+	}
+	read := run(reader, ms(22)-100, ms(22), "SELECT * FROM fresh").Wait
+	if got := b.Blocker(read); got != ddl {
+		t.Errorf("load mode: a read after DDL waits for %v, want the DDL", got)
+	}
+	start := tr.Session("shop", "late").Start(ms(23))
+	if got := b.Blocker(start); got != ddl {
+		t.Errorf("load mode: a session's start waits for %v, want the DDL", got)
+	}
+	ddl.Done()
+	if got := b.Blocker(read); got != nil {
+		t.Errorf("load mode: the read waits for %v after the DDL ran, want nothing (the trigger's write is data)", got)
+	}
+	if got := b.Blocker(start); got != nil {
+		t.Errorf("load mode: the session's start waits for %v after the DDL ran", got)
+	}
+	// In Object mode the same read waits for the trigger's write (of
+	// unknown effect).
+	ob := newShop(Object)
+	w := run(ob.Session("shop", "p"), ms(1)-100, ms(1), "INSERT INTO audited VALUES (1)").Commit
+	if got := ob.Board().Blocker(run(ob.Session("shop", "r"), ms(2)-100, ms(2), "SELECT * FROM orders").Wait); got != w {
+		t.Errorf("object mode: the read waits for %v, want the write of unknown effect", got)
+	}
+}
+
+func TestParseModeLoad(t *testing.T) {
+	m, err := ParseMode("load")
+	if err != nil || m != Load || m.String() != "load" {
+		t.Fatalf("ParseMode(load) = %v, %v", m, err)
+	}
+	if _, err := ParseMode("loud"); err == nil {
+		t.Fatal("ParseMode(loud) accepted")
+	}
+}
+
+// TestLoadFreshInsert: in Load mode an INSERT that gives no column of a
+// unique index (its key from a default: a sequence) conflicts with no row
+// another session wrote by key, and no write by key of another row
+// reaches it: it waits only for the whole relation's writes (a range
+// update may have reached it); its commit counts as a write of the whole
+// relation, which an UPDATE by key of the row it made waits for. In
+// Object mode, and for an insert that gives a unique column, it waits
+// for every write of the table.
+func TestLoadFreshInsert(t *testing.T) {
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	for _, mode := range []Mode{Load, Object} {
+		tr := NewTracker(mode)
+		tr.SetCatalog("db", keyedCatalog())
+		b := tr.Board()
+		w, in, later := tr.Session("db", "writer"), tr.Session("db", "inserter"), tr.Session("db", "later")
+		byKey := runP(w, ms(1), upd, "5", "7").Commit
+		whole := runP(w, ms(2), "UPDATE accounts SET balance = 0 WHERE balance < $1", "0").Commit
+		if byKey == nil || whole == nil {
+			t.Fatal("autocommit updates commit")
+		}
+		fresh := runP(in, ms(3), "INSERT INTO accounts (balance) VALUES ($1)", "1")
+		named := runP(in, ms(4), "INSERT INTO accounts (email, balance) VALUES ($1, $2)", "a@b", "1")
+		want := byKey
+		if mode == Load {
+			want = whole
+		}
+		if got := b.Blocker(fresh.Wait); got != want {
+			t.Errorf("%s: the insert without a unique column waits for %v, want %v", mode, seqOf(got), seqOf(want))
+		}
+		if got := b.Blocker(named.Wait); got != byKey {
+			t.Errorf("%s: the insert of an email waits for %v, want every write of the table", mode, seqOf(got))
+		}
+		whole.Done()
+		if got := b.Blocker(fresh.Wait); mode == Load && got != nil {
+			t.Errorf("load: the insert without a unique column still waits for %v, a write of another row by key", seqOf(got))
+		}
+		byKey.Done()
+		named.Commit.Done()
+		// The row it made, by key: waits for its commit.
+		if got := b.Blocker(runP(later, ms(5), upd, "1", "8").Wait); got != fresh.Commit {
+			t.Errorf("%s: an update by key after the insert waits for %v, want the insert's commit", mode, seqOf(got))
+		}
+	}
+}
+
+// TestPreparedOrder: a COMMIT PREPARED (or ROLLBACK PREPARED) of another
+// session waits until the PREPARE TRANSACTION has run on the target: run
+// first, it fails (42704). In every synchronized mode: the order is one
+// whose absence makes an error.
+func TestPreparedOrder(t *testing.T) {
+	for _, mode := range []Mode{Load, Object, Commit} {
+		tr := newShop(mode)
+		a, b := tr.Session("shop", "a"), tr.Session("shop", "b")
+		run(a, ms(1), ms(1), "BEGIN")
+		run(a, ms(2), ms(2), "SELECT 1")
+		prep := run(a, ms(3), ms(3), "PREPARE TRANSACTION 'g1'").Commit
+		if prep == nil || prep.Position() != 0 {
+			t.Fatalf("%s: PREPARE TRANSACTION: %+v, want a mark of its run, not a commit", mode, prep)
+		}
+		cp := run(b, ms(5), ms(5), "COMMIT PREPARED 'g1'")
+		if got := tr.Board().Blocker(cp.Wait); got != prep {
+			t.Errorf("%s: COMMIT PREPARED waits for %v, want its PREPARE", mode, got)
+		}
+		prep.Done()
+		if got := tr.Board().Blocker(cp.Wait); got != nil {
+			t.Errorf("%s: COMMIT PREPARED still waits for %v", mode, got)
+		}
+		// A PREPARE that failed in the original is waited for by
+		// nothing; a ROLLBACK PREPARED waits as COMMIT PREPARED does.
+		run(a, ms(6), ms(6), "BEGIN")
+		failed := a.Event(Exec{Start: ms(7), End: ms(7), Items: cache.Get("PREPARE TRANSACTION 'g2'"), Text: "PREPARE TRANSACTION 'g2'", Failed: true})
+		if failed.Commit != nil || !run(b, ms(8), ms(8), "ROLLBACK PREPARED 'g2'").Wait.None() {
+			t.Errorf("%s: a failed PREPARE is waited for", mode)
+		}
+		run(a, ms(9), ms(9), "BEGIN")
+		p3 := run(a, ms(10), ms(10), "PREPARE TRANSACTION 'g3'").Commit
+		if got := tr.Board().Blocker(run(b, ms(11), ms(11), "ROLLBACK PREPARED 'g3'").Wait); got != p3 || p3 == nil {
+			t.Errorf("%s: ROLLBACK PREPARED waits for %v, want its PREPARE", mode, got)
+		}
+		if f := tr.Footprint(); f.Prepared != 0 {
+			t.Errorf("%s: %d prepared transactions kept", mode, f.Prepared)
+		}
+	}
+}
