@@ -11,6 +11,8 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // TestPreflightServers (issue 57 items 4 and 8): before anything is
@@ -123,4 +125,27 @@ func crowdLog(t *testing.T, dir string, n int) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestRoundsBehind: the rounds table says how far behind its schedule
+// each round finished, beside its lag, and "-" without a schedule (issue
+// 57 item 8).
+func TestRoundsBehind(t *testing.T) {
+	paced := results.New(results.KindReplay, results.LatencyClient)
+	paced.Lag = &results.Distribution{Count: 10, P99: 1.7}
+	paced.Finish = &results.Finish{ScheduleSeconds: 60, BehindSeconds: 26.6}
+	unpaced := results.New(results.KindReplay, results.LatencyClient)
+	out := &rehearse.Outcome{Rounds: 1, Records: []rehearse.RoundRecord{
+		{Seq: 1, Side: rehearse.Control, N: 1, Status: rehearse.StatusDone},
+		{Seq: 2, Side: rehearse.Candidate, N: 1, Status: rehearse.StatusDone},
+	}, Control: []*results.Result{paced}, Candidate: []*results.Result{unpaced}}
+	var b strings.Builder
+	writeRounds(&b, out, nil)
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 4 || !strings.Contains(lines[1], "lag p99  behind s") {
+		t.Fatalf("no behind column:\n%s", b.String())
+	}
+	if !strings.Contains(lines[2], "1.7 ms      26.6") || !strings.Contains(lines[3], "   -         - ") {
+		t.Errorf("rounds:\n%s", b.String())
+	}
 }

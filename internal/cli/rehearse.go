@@ -674,7 +674,7 @@ func orderText(order []rehearse.Side) string {
 // what the rehearsal's resets took.
 func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate])
-	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %11s %8s %10s %s\n", "round", "target", "status", "replay s", "reset s", "statements", "failed", "lag p99", "sync waits/give-ups")
+	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}
 	for _, rec := range out.Records {
@@ -682,7 +682,7 @@ func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
 			res := results[rec.Side][done[rec.Side]]
 			done[rec.Side]++
-			line += fmt.Sprintf(" %11d %8d %10s %s", res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), syncText(res))
+			line += fmt.Sprintf(" %11d %8d %10s %9s %s", res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), behindText(res), syncText(res))
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		if rec.Error != "" {
@@ -721,6 +721,16 @@ func lagText(res *results.Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f ms", res.Replay.Lag.P99)
+}
+
+// behindText is how far behind its schedule a round finished (the lag
+// leaves out what sync waits and late sessions add up to), "-" without a
+// schedule.
+func behindText(res *results.Result) string {
+	if res.Replay == nil || res.Replay.Finish == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", res.Replay.Finish.BehindSeconds)
 }
 
 func syncText(res *results.Result) string {
