@@ -55,6 +55,11 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	if what := notALog(head); what != "" {
 		return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
 	}
+	if (opts.Prefix != "" || opts.Format != "" && opts.Format != FormatAuto) && binaryData(head) != "" {
+		// Binary data read with the prefix or format given would be
+		// skipped line by line, and its first line quoted raw.
+		return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, binaryData(head))
+	}
 	format := opts.Format
 	if format == "" || format == FormatAuto {
 		format = detectFormat(trimmed)

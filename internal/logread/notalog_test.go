@@ -47,6 +47,7 @@ func TestNotALog(t *testing.T) {
 		{"random bytes, 100", random(100), "", "binary data"},
 		{"random bytes, 600", random(600), "", "binary data"},
 		{"random bytes, 4096", random(4096), "", "binary data"},
+		{"random bytes, prefix given", random(2000), "%m [%p] ", "binary data"},
 		{"gzip of random bytes", compressWith(t, "gzip", random(3000)), "", "binary data"},
 		{"zstd of random bytes", compressWith(t, "zstd", random(3000)), "", "binary data"},
 		{"text", []byte("# Notes\n\nThe server was restarted at 10:00.\nNothing else happened.\n"), "",
