@@ -59,7 +59,7 @@ func TestPreflightServers(t *testing.T) {
 			t.Errorf("exit %d, want %d", code, ExitFailure)
 		}
 		for _, w := range []string{"PRE-FLIGHT FAILED", "nothing was replayed", "the log holds up to 10 sessions open at once (at 2026-03-01 10:00:00 UTC)",
-			"free connection slots (max_connections 8 less 3 superuser_reserved_connections and ", "--ignore-connection-limit"} {
+			"free connection slots (max_connections 8 less 3 superuser_reserved_connections and ", "raise its max_connections to at least 13 (the peak and the reserved slots)", "--ignore-connection-limit"} {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("message lacks %q:\n%s", w, stderr)
 			}

@@ -66,16 +66,16 @@ func slotsText(s *replayrun.Server) string {
 	if s.Reserved > 0 {
 		reserved += fmt.Sprintf(", %d reserved_connections", s.Reserved)
 	}
-	return fmt.Sprintf("%s free connection slots (max_connections %d less %s and %d in use)",
-		numfmt.Thousands(fmt.Sprint(s.FreeSlots())), s.MaxConnections, reserved, s.InUse)
+	return fmt.Sprintf("%s free connection slots (max_connections %d less %s and %s in use)",
+		numfmt.Thousands(fmt.Sprint(s.FreeSlots())), s.MaxConnections, reserved, numfmt.Thousands(fmt.Sprint(s.InUse)))
 }
 
 // slotsProblem is the pre-flight's failure for too few connection
 // slots, with what to do.
 func slotsProblem(pf *replayrun.Preflight) string {
-	return fmt.Sprintf("%s, more than the target's %s: raise its max_connections to at least %d (the peak and the reserved slots) plus its other clients "+
+	return fmt.Sprintf("%s, more than the target's %s: raise its max_connections to at least %s (the peak and the reserved slots) plus its other clients "+
 		"(or --ignore-connection-limit replays anyway, and sessions beyond the slots fail to connect)",
-		peakText(pf), slotsText(pf.Server), pf.Peak+pf.Server.SuperuserReserved+pf.Server.Reserved)
+		peakText(pf), slotsText(pf.Server), numfmt.Thousands(fmt.Sprint(pf.Peak+pf.Server.SuperuserReserved+pf.Server.Reserved)))
 }
 
 // preflightNotes writes the destructive statements and the DSN's own
