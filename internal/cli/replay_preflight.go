@@ -56,7 +56,11 @@ func peakText(pf *replayrun.Preflight) string {
 	if pf.PeakAt > 0 {
 		at = " (at " + time.UnixMicro(pf.PeakAt).UTC().Format("2006-01-02 15:04:05 UTC") + ")"
 	}
-	return fmt.Sprintf("%s holds up to %s sessions open at once%s", what, numfmt.Thousands(fmt.Sprint(pf.Peak)), at)
+	n := numfmt.Thousands(fmt.Sprint(pf.Peak)) + " sessions"
+	if pf.Peak == 1 {
+		n = "1 session"
+	}
+	return fmt.Sprintf("%s holds up to %s open at once%s", what, n, at)
 }
 
 // slotsText says how many connection slots a server has free, and why
