@@ -26,6 +26,12 @@ type targetNeeds struct {
 	logins []replay.Login
 	replay replayrun.Config
 	hints  loginHints
+	// peak is the logs' scan for their sessions open at once (nil: not
+	// known), compared with each target's free connection slots
+	// (servers: what each said of itself; a side missing did not
+	// answer).
+	peak    *replayrun.Scanned
+	servers map[rehearse.Side]*replayrun.Server
 }
 
 // checkPreflightTimeout bounds each question of the checklist, as each
@@ -78,6 +84,9 @@ func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse
 				}
 				continue
 			}
+		}
+		if m := slotsLacking(n, n.servers[side]); m != "" {
+			need = append(need, m)
 		}
 		if n.template {
 			need = append(need, ask(func(ctx context.Context) ([]string, error) {

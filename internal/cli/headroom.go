@@ -283,6 +283,13 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	if err != nil {
 		return err
 	}
+	if f.candidate != "" {
+		// One server under two spellings is refused before any step.
+		dsn := map[rehearse.Side]string{rehearse.Control: f.control, rehearse.Candidate: f.candidate}
+		if err := sameServerError(dsn, askServers(ctx, dsn)); err != nil {
+			return err
+		}
+	}
 	rf := f.replayFlags
 	rf.target = f.control
 	cfg, err := replayConfig(stdio, rf, paths)

@@ -27,11 +27,24 @@ func TestNotALogFile(t *testing.T) {
 	os.WriteFile(elf, append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00"), make([]byte, 300)...), 0o644)
 	lz4 := filepath.Join(dir, "postgresql.log.lz4")
 	os.WriteFile(lz4, []byte("\x04\x22\x4d\x18\x64\x40\xa7\x00\x00\x00"), 0o644)
+	// Random bytes, as a file of them (issue 57 item 5): a third of them
+	// once reached the prefix inference and were quoted, escaped.
+	random := filepath.Join(dir, "random.log")
+	noise := make([]byte, 1500)
+	for i := range noise {
+		noise[i] = byte(i*i*7919 + i*104729 + 17)
+	}
+	os.WriteFile(random, noise, 0o644)
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("Deploy notes\nThe migration ran at 10:00 and took 4 minutes.\n"), 0o644)
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"analyze random bytes", []string{"analyze", random}, "not a PostgreSQL log: it looks like binary data"},
+		{"analyze random bytes, prefix given", []string{"analyze", "--prefix", "%m [%p] ", random}, "not a PostgreSQL log: it looks like binary data"},
+		{"analyze text", []string{"analyze", notes}, "not a PostgreSQL log: it looks like text, but none of its first 2 lines holds a server message"},
 		{"analyze ELF", []string{"analyze", elf}, "not a PostgreSQL log: it looks like an ELF binary"},
 		{"replay ELF", []string{"replay", "--dry-run", elf}, "not a PostgreSQL log: it looks like an ELF binary"},
 		{"analyze lz4", []string{"analyze", lz4}, "not a PostgreSQL log: it looks like lz4-compressed data"},
@@ -42,7 +55,8 @@ func TestNotALogFile(t *testing.T) {
 			if code != ExitFailure {
 				t.Errorf("exit %d, want %d", code, ExitFailure)
 			}
-			if !strings.Contains(stderr, tt.want) || strings.Contains(stderr, `\x00`) || strings.Contains(stderr, "log_line_prefix") {
+			if !strings.Contains(stderr, tt.want) || strings.Contains(stderr, `\x00`) || strings.Contains(stderr, "log_line_prefix") ||
+				strings.Contains(stderr, "migration") || strings.ContainsFunc(stderr, func(r rune) bool { return r > 0x7e || r < 0x20 && r != '\n' }) {
 				t.Errorf("message lacks %q, or quotes the file:\n%s", tt.want, stderr)
 			}
 		})

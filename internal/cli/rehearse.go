@@ -130,6 +130,13 @@ over the control's with an interval from the run-to-run spread, and a
 regression must exceed the control's own noise between its rounds, the
 effect floor and --min-effect-ms.
 
+Before anything runs, each target is asked what it is: a control and a
+candidate that are one server under two spellings (the same port, postmaster
+start time and system identifier; host=127.0.0.1 and host=localhost) are
+refused (exit 2). Both targets' free connection slots are compared with the
+logs' peak of sessions open at once before the control's first round
+(--ignore-connection-limit replays anyway).
+
 A replay writes, so before every round each target is reset to its starting
 state (--reset):
   template  (default) each database the logs' sessions use (read from the
@@ -462,21 +469,34 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	}
 	r.replay = cfg
 
-	var err error
+	// One server under two spellings is refused before anything runs.
+	servers := askServers(ctx, dsn)
+	if err := sameServerError(dsn, servers); err != nil {
+		return nil, err
+	}
+	var sc *replayrun.Scanned
 	var dbs []string
 	var logins []replay.Login
 	if mode == reset.ModeTemplate {
-		if dbs, logins, err = r.scan(ctx); err != nil {
+		var err error
+		if sc, err = r.scan(ctx); err != nil {
 			return nil, err
 		}
+		dbs, logins = scannedDatabases(sc), sc.Logins
+	} else if !cfg.SkipPreflight && !cfg.IgnoreConnectionLimit {
+		sc = r.scanPeak(ctx)
 	}
 	if !cfg.SkipPreflight {
 		need := targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil,
-			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags)}
+			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags), peak: sc, servers: servers}
 		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
 	}
+	// Both targets' connection slots were checked above, before the
+	// first round: a round's pre-flight, which could count the previous
+	// round's connections still closing, only says what it found.
+	r.replay.IgnoreConnectionLimit = true
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
 		switch mode {
@@ -503,30 +523,37 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 }
 
 // scan reads the logs for the databases their sessions use, which the
-// template reset copies, and for how long a round will take.
-func (r *rehearseRun) scan(ctx context.Context) ([]string, []replay.Login, error) {
+// template reset copies, for how long a round will take and for their
+// sessions open at once.
+func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 	start := time.Now()
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: reading the logs for the databases their sessions use (--reset template copies them)\n")
 	sc, err := replayrun.Scan(ctx, r.replay)
 	if err != nil {
-		return nil, nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
+		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
+	dbs := scannedDatabases(sc)
+	if len(dbs) == 0 {
+		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
+	}
+	if speed := r.replay.Replay.Speed; speed > 0 && sc.Span > 0 {
+		r.cfg.RoundEstimate = time.Duration(float64(sc.Span) / speed)
+	}
+	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
+		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
+	return sc, nil
+}
+
+// scannedDatabases are the databases the logins of sc use, sorted.
+func scannedDatabases(sc *replayrun.Scanned) []string {
 	var dbs []string
 	for _, l := range sc.Logins {
 		if !slices.Contains(dbs, l.Database) {
 			dbs = append(dbs, l.Database)
 		}
 	}
-	if len(dbs) == 0 {
-		return nil, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
-	}
 	slices.Sort(dbs)
-	if speed := r.replay.Replay.Speed; speed > 0 && sc.Span > 0 {
-		r.cfg.RoundEstimate = time.Duration(float64(sc.Span) / speed)
-	}
-	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
-		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
-	return dbs, sc.Logins, nil
+	return dbs
 }
 
 func quoteAll(ss []string) []string {
@@ -662,7 +689,7 @@ func orderText(order []rehearse.Side) string {
 // what the rehearsal's resets took.
 func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s%s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
-	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "sync waits/give-ups, waited")
+	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}
 	for _, rec := range out.Records {
@@ -670,7 +697,7 @@ func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
 			res := results[rec.Side][done[rec.Side]]
 			done[rec.Side]++
-			line += fmt.Sprintf(" %7s %11d %8d %10s %s", stretchText(rehearse.Stretch(res)), res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), syncText(res))
+			line += fmt.Sprintf(" %7s %11d %8d %10s %9s %s", stretchText(rehearse.Stretch(res)), res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), behindText(res), syncText(res))
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 		if rec.Error != "" {
@@ -710,6 +737,16 @@ func lagText(res *results.Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f ms", res.Replay.Lag.P99)
+}
+
+// behindText is how far behind its schedule a round finished (the lag
+// leaves out what sync waits and late sessions add up to), "-" without a
+// schedule.
+func behindText(res *results.Result) string {
+	if res.Replay == nil || res.Replay.Finish == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", res.Replay.Finish.BehindSeconds)
 }
 
 func syncText(res *results.Result) string {

@@ -51,6 +51,7 @@ type replayFlags struct {
 	syncTimeout      time.Duration
 	observe          observeFlags
 	skipPreflight    bool
+	ignoreConnLimit  bool
 	requireStart     bool
 	maxLost          float64
 	maxSkipped       float64
@@ -128,7 +129,11 @@ the log will use (after the maps and filters; the logs' first seconds of
 reading when they are large) and runs SELECT 1, and with --target-log or
 --observe as the target DSN's own user; it fails within seconds, saying what
 to do for each login refused (a wrong host or port, a password or pg_hba.conf,
-a missing role or database). --skip-preflight turns it off. A capture taken
+a missing role or database). It also compares the logs' peak of sessions open
+at once (of their first seconds of reading when they are large) with the
+target's free connection slots (max_connections less the reserved slots and
+the connections in use), and refuses a log that needs more (exit 1) unless
+--ignore-connection-limit. --skip-preflight turns it off. A capture taken
 with --monitor-dsn records its starting point: the pre-flight then compares
 the target's tables with it (estimated rows, 10% and 1,000 rows apart at
 least) and names those that differ or are missing; --require-start-state makes
@@ -244,7 +249,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 	}
 	cfg = replayrun.Config{
 		Input: source.Paths(paths), Source: so, Selection: sel, Replay: opts, Grace: f.grace,
-		SkipPreflight: f.skipPreflight, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
+		SkipPreflight: f.skipPreflight, IgnoreConnectionLimit: f.ignoreConnLimit, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
 		Findings: f.findings, FindingsDSN: f.findingsDSN, BatchInserts: f.batchInserts,
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
 		Describe: nothingText,

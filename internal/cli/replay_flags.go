@@ -37,6 +37,7 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", results.DefaultMaxLag, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99, and leave the latency of a comparison of one run a side with it unjudged (speed > 0; 0: never)")
 	fl.BoolVar(&f.skipPreflight, "skip-preflight", false, "do not check, before replaying, that the target accepts the logins of the log")
+	fl.BoolVar(&f.ignoreConnLimit, "ignore-connection-limit", false, "replay even when the log holds more sessions open at once than the target has free connection slots (max_connections less the reserved slots and those in use), which the pre-flight otherwise refuses (exit 1)")
 	fl.BoolVar(&f.requireStart, "require-start-state", false, "fail (exit 1) before replaying when the target's tables are not the starting point the capture recorded (--monitor-dsn), or when it recorded none")
 	fl.StringVar(&f.sync, "sync", syncDefault.String(), "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: "+
 		"object (those that wrote what it reads or writes: the answers as the original's), commit (all earlier commits), "+

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
@@ -24,7 +25,61 @@ func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h log
 		what += " (of the first part of the logs: later ones are checked when their sessions connect)"
 	}
 	fmt.Fprintf(w, "pre-flight: the target accepted %s in %.1f s\n", what, time.Since(start).Seconds())
+	writeSlots(w, pf)
 	writeStartCheck(w, pf)
+}
+
+// writeSlots says how the input's peak of sessions open at once compares
+// with the target's free connection slots, when the pre-flight passed: a
+// warning when the slots are too few (--ignore-connection-limit) or
+// could not be read.
+func writeSlots(w io.Writer, pf *replayrun.Preflight) {
+	switch {
+	case pf.Peak == 0:
+	case pf.ServerErr != nil:
+		fmt.Fprintf(w, "pre-flight: WARNING: %s; the target's free connection slots could not be read: %v\n", peakText(pf), pf.ServerErr)
+	case pf.TooFewSlots():
+		fmt.Fprintf(w, "pre-flight: WARNING: %s, more than the target's %s (--ignore-connection-limit): sessions beyond them will not connect\n",
+			peakText(pf), slotsText(pf.Server))
+	default:
+		fmt.Fprintf(w, "pre-flight: %s; the target has %s\n", peakText(pf), slotsText(pf.Server))
+	}
+}
+
+// peakText says how many sessions the replay holds open at once at most.
+func peakText(pf *replayrun.Preflight) string {
+	what := "the log"
+	if !pf.Complete {
+		what = "the first part of the log"
+	}
+	at := ""
+	if pf.PeakAt > 0 {
+		at = " (at " + time.UnixMicro(pf.PeakAt).UTC().Format("2006-01-02 15:04:05 UTC") + ")"
+	}
+	n := numfmt.Thousands(fmt.Sprint(pf.Peak)) + " sessions"
+	if pf.Peak == 1 {
+		n = "1 session"
+	}
+	return fmt.Sprintf("%s holds up to %s open at once%s", what, n, at)
+}
+
+// slotsText says how many connection slots a server has free, and why
+// so many.
+func slotsText(s *replayrun.Server) string {
+	reserved := fmt.Sprintf("%d superuser_reserved_connections", s.SuperuserReserved)
+	if s.Reserved > 0 {
+		reserved += fmt.Sprintf(", %d reserved_connections", s.Reserved)
+	}
+	return fmt.Sprintf("%s free connection slots (max_connections %d less %s and %s in use)",
+		numfmt.Thousands(fmt.Sprint(s.FreeSlots())), s.MaxConnections, reserved, numfmt.Thousands(fmt.Sprint(s.InUse)))
+}
+
+// slotsProblem is the pre-flight's failure for too few connection
+// slots, with what to do.
+func slotsProblem(pf *replayrun.Preflight) string {
+	return fmt.Sprintf("%s, more than the target's %s: raise its max_connections to at least %s (the peak and the reserved slots) plus its other clients "+
+		"(or --ignore-connection-limit replays anyway, and sessions beyond the slots fail to connect)",
+		peakText(pf), slotsText(pf.Server), numfmt.Thousands(fmt.Sprint(pf.Peak+pf.Server.SuperuserReserved+pf.Server.Reserved)))
 }
 
 // preflightNotes writes the destructive statements and the DSN's own
@@ -67,6 +122,9 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 	}
 	for _, m := range pf.LogSettings {
 		problems = append(problems, fmt.Sprintf("%s: the target's log cannot give server-side durations: %s", h.logFlag(), m))
+	}
+	if pf.TooFewSlots() && !pf.SlotsIgnored {
+		problems = append(problems, slotsProblem(pf))
 	}
 	// A server that does not answer, or is not ready, refuses every
 	// login alike: said once, with how many more it refused.

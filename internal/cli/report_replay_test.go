@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -260,13 +261,23 @@ func TestReadmeWorkflow(t *testing.T) {
 		if err != nil || len(logs) != 1 {
 			t.Fatalf("%s's logs %v: %v", name, logs, err)
 		}
-		if code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", demoPrefix,
-			"--target-log", logs[0], "--json", path(name+".json"), prodLog); code != ExitOK {
+		code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", demoPrefix,
+			"--target-log", logs[0], "--json", path(name+".json"), prodLog)
+		if code != ExitOK {
 			t.Fatalf("replay to %s: exit %d\n%s%s", name, code, stdout, stderr)
 		}
 		res, err := results.ReadFile(path(name + ".json"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// How far behind its schedule it finished, beside the lag, as
+		// the JSON has it; the schedule is the log's span at speed 1
+		// (issue 57 item 8).
+		span := float64(res.LastTime-res.FirstTime) / 1e6
+		if f := res.Finish; f == nil || f.BehindSeconds < 0 || f.ScheduleSeconds < span-0.01 || f.ScheduleSeconds > span+0.01 {
+			t.Errorf("replay to %s: finish %+v, want the schedule %.3f s", name, f, span)
+		} else if line := report.FinishText(f); !strings.Contains(stdout, "lag:") || !strings.Contains(stdout, "; "+line+"\n") {
+			t.Errorf("replay to %s: the summary lacks %q beside the lag:\n%s", name, line, stdout)
 		}
 		if res.Lag == nil {
 			return 0

@@ -55,6 +55,11 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	if what := notALog(head); what != "" {
 		return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
 	}
+	if (opts.Prefix != "" || opts.Format != "" && opts.Format != FormatAuto) && binaryData(head) != "" {
+		// Binary data read with the prefix or format given would be
+		// skipped line by line, and its first line quoted raw.
+		return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, binaryData(head))
+	}
 	format := opts.Format
 	if format == "" || format == FormatAuto {
 		format = detectFormat(trimmed)
@@ -111,10 +116,7 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 	if l.prefix == "" {
 		inf, err := prefix.Infer(inner)
 		if err != nil {
-			if what := binaryData(head); what != "" && errors.Is(err, ErrUnknownPrefix) {
-				return l, fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
-			}
-			return l, err
+			return l, inferFailed(err, head, inner)
 		}
 		l.prefix = inf.Prefix
 		l.warnings = append(l.warnings, inf.Warnings...)
@@ -138,6 +140,24 @@ func detectLayout(head []byte, opts Options) (layout, error) {
 		}
 	}
 	return l, nil
+}
+
+// inferFailed is the error of a head whose prefix could not be inferred:
+// binary data, and text none of whose lines holds a server message, are
+// no log at all, said without quoting their bytes; a log whose prefix is
+// not recognized keeps the inference's error.
+func inferFailed(err error, head []byte, lines [][]byte) error {
+	if !errors.Is(err, ErrUnknownPrefix) {
+		return err
+	}
+	if what := binaryData(head); what != "" {
+		return fmt.Errorf("%w: it looks like %s", ErrNotALog, what)
+	}
+	if errors.Is(err, prefix.ErrNoSeverity) {
+		return fmt.Errorf("%w: it looks like text, but none of its first %d lines holds a server message "+
+			"(every line a PostgreSQL server writes has a severity: LOG:, ERROR:, STATEMENT: ...)", ErrNotALog, len(lines))
+	}
+	return err
 }
 
 // detectFormat tells csvlog and jsonlog from text by the first line.

@@ -110,7 +110,7 @@ var fixtureCases = []fixtureCase{
 	// file), and the counts pgbadger made of these files.
 	{file: "pgbouncer.log.gz", err: ErrPgbouncer},
 	{file: "pgbouncer.1.21.log.gz", err: ErrPgbouncer},
-	{file: "pgbadger-13.2-summary.tsv", err: ErrUnknownPrefix},
+	{file: "pgbadger-13.2-summary.tsv", err: ErrNotALog},
 }
 
 // TestSharedFixtures reads every shared fixture: no panic, a clean error

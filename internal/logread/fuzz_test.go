@@ -161,10 +161,17 @@ func FuzzReaderAuto(f *testing.F) {
 	f.Add([]byte("[\n  {\n    \"textPayload\": \"[1]: [1-1] db=a,user=b LOG:  statement: SELECT 1\",\n    \"timestamp\": \"2020-05-02T13:00:20Z\"\n  }\n]\n"))
 	f.Add([]byte(`{"records":[{"time":"2023-02-27T23:21:40Z","properties":{"prefix":"2023-02-27 23:21:40 UTC-63fd3b04.cf0-","message":"duration: 0.1 ms  statement: SELECT 1","errorLevel":"LOG"}}]}` + "\n"))
 	f.Add([]byte("Feb 11 13:15:39 h postgres[1]: [7-1] db=a LOG:  statement: SELECT 'x\nFeb 11 13:15:39 h postgres[2]: [3-1] db=a LOG:  x\nFeb 11 13:15:39 h postgres[1]: [7-2] #011y'\n"))
+	f.Add([]byte("\x9c\x11\xe0\x07h\x8a\x02\xf4\xc3L\x1b\x00\x85\x7f\x13\xd9\x9e4\x05\xbb\xa1\x16\x08\xcc\xef\x03"))
+	f.Add([]byte(`{"level":"info","msg":"not a server's record"}` + "\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := NewReader(bytes.NewReader(in), "fuzz", Options{Year: 2026})
 		if err != nil {
-			return // refused: a clear error, which is all that is asked
+			// Refused: a clear error, which is all that is asked; no
+			// log at all is said without its bytes.
+			if errors.Is(err, ErrNotALog) && !printableASCII(err.Error()) {
+				t.Fatalf("not a log, said with its bytes: %q", err)
+			}
+			return
 		}
 		for {
 			ev, err := r.Next()

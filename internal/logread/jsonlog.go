@@ -2,6 +2,7 @@ package logread
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"slices"
 	"unicode/utf16"
@@ -389,6 +390,10 @@ type jsonReader struct {
 
 	kind  jsonKind // what the records carry, from the first ones (sniff)
 	array bool     // the log is one JSON array
+	// foreign and known count the first records (sniff) that are JSON
+	// objects of no known kind and of one: with foreign ones and no
+	// known one, the file is JSON but no PostgreSQL log.
+	foreign, known int
 
 	started bool      // the first value was looked at
 	midLine bool      // stream framing stopped in the middle of a line
@@ -901,6 +906,10 @@ func (jr *jsonReader) parseRecord(rec jsonRec) (kind recKind, o *jsonObj, reason
 // reading the lines of the records through their envelope (st).
 func newJSONFormat(jr *jsonReader, c *Counters) (fr formatReader, st *stderrReader, err error) {
 	jr.sniff()
+	if jr.known == 0 && jr.foreign > 0 {
+		return nil, nil, fmt.Errorf("%w: it looks like JSON, but none of its first %d records is a PostgreSQL log record "+
+			"(jsonlog's error_severity, Cloud Logging's textPayload, Azure's properties)", ErrNotALog, jr.foreign)
+	}
 	switch jr.kind {
 	case jsonCloudLogging:
 		e := &cloudEnvelope{jr: jr, withTime: !jr.inPrefix.HasTime()}
@@ -960,9 +969,20 @@ func (jr *jsonReader) sniff() {
 			}
 			return
 		}
-		kind, o, _ := jr.parseRecord(jsonRec{b: b})
+		kind, o, reason := jr.parseRecord(jsonRec{b: b})
 		var k jsonKind
 		switch kind {
+		case recSkip:
+			switch {
+			case reason != SkipUnsupportedLine:
+			case bytes.Contains(b, []byte(`"logger"`)):
+				// The CNPG operator's own messages: a log of
+				// CloudNativePG's, whose server records may come later.
+				jr.known++
+			default:
+				jr.foreign++
+			}
+			return
 		case recEntry:
 			k = jsonEntries
 		case recCloud:
@@ -978,6 +998,7 @@ func (jr *jsonReader) sniff() {
 		default:
 			return
 		}
+		jr.known++
 		if count[k]++; first[k] < 0 {
 			first[k] = n
 		}

@@ -46,6 +46,10 @@ var foreignMagics = []struct {
 // binarySample is how much of a head is looked at for binary data.
 const binarySample = 4096
 
+// binaryMin is the fewest control characters that make a head binary
+// data: a short text with one stray control character is not.
+const binaryMin = 3
+
 // notALog says what head, the first bytes of a file (decompressed), looks
 // like when it is certainly no log: one of foreignMagics, or NUL bytes
 // only. It returns "" otherwise.
@@ -62,11 +66,14 @@ func notALog(head []byte) string {
 }
 
 // binaryData says what head looks like when a log's prefix could not be
-// detected in it and it is mostly not text: more than one byte in ten of
-// its first binarySample (after any NUL bytes it starts with, which a
-// log truncated in place while its server wrote on holds) are control
-// characters other than white space. A log's lines are text whatever
-// their encoding, so this tells binary data from a log of another shape.
+// detected in it and it is not text: more than one byte in fifty of its
+// first binarySample (after any NUL bytes it starts with, which a log
+// truncated in place while its server wrote on holds), and at least
+// binaryMin, are control characters other than white space. A log's
+// lines are text whatever their encoding, with hardly a control
+// character, so this tells binary data from a log of another shape;
+// random bytes hold one in ten (a bound of one in ten let about one
+// random file in three through, to be quoted as a log's line).
 func binaryData(head []byte) string {
 	s := bytes.TrimLeft(head, "\x00")
 	s = s[:min(len(s), binarySample)]
@@ -76,7 +83,7 @@ func binaryData(head []byte) string {
 			n++
 		}
 	}
-	if len(s) == 0 || n*10 <= len(s) {
+	if len(s) == 0 || n < binaryMin || n*50 <= len(s) {
 		return ""
 	}
 	return fmt.Sprintf("binary data (%d of its first %d bytes are control characters)", n, len(s))

@@ -3,6 +3,7 @@ package logread
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,17 @@ func TestNotALog(t *testing.T) {
 	copy(tar, "postgresql.log")
 	copy(tar[257:], "ustar\x0000")
 	binary := bytes.Repeat([]byte{0x01, 0x02, 'a', 0x03, 0xfe, 0x00, 'b', 0x10}, 200)
+	// Random bytes hold about one control character in ten: a bound of
+	// one in ten let a third of them through, quoted as a log's line
+	// whose prefix could not be detected (issue 57 item 5).
+	rnd := rand.New(rand.NewPCG(57, 5))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rnd.Uint32())
+		}
+		return b
+	}
 	tests := []struct {
 		name   string
 		in     []byte
@@ -32,6 +44,17 @@ func TestNotALog(t *testing.T) {
 		{"lz4", []byte("\x04\x22\x4d\x18\x64\x40\xa7\x00\x00\x00"), "", "lz4-compressed data, which pgrehearse does not read: decompress it first (lz4 -d)"},
 		{"NUL-filled", make([]byte, 5000), "", "NUL bytes only, in its first 5000 bytes"},
 		{"binary data", binary, "", "binary data (1000 of its first 1600 bytes are control characters)"},
+		{"random bytes, 100", random(100), "", "binary data"},
+		{"random bytes, 600", random(600), "", "binary data"},
+		{"random bytes, 4096", random(4096), "", "binary data"},
+		{"random bytes, prefix given", random(2000), "%m [%p] ", "binary data"},
+		{"gzip of random bytes", compressWith(t, "gzip", random(3000)), "", "binary data"},
+		{"zstd of random bytes", compressWith(t, "zstd", random(3000)), "", "binary data"},
+		{"text", []byte("# Notes\n\nThe server was restarted at 10:00.\nNothing else happened.\n"), "",
+			"text, but none of its first 3 lines holds a server message"},
+		{"JSON, not jsonlog", []byte(`{"level":"debug","user":"x","msg":"hello"}` + "\n" + `{"a":[1,2,3]}` + "\n"), "",
+			"JSON, but none of its first 2 records is a PostgreSQL log record"},
+		{"log with a stray control character", []byte(strings.Replace(sourceLog, "SELECT 1", "SELECT '\x01'", 1)), "", ""},
 		{"log after NUL bytes", append(make([]byte, 100), sourceLog...), "", ""},
 		{"log", []byte(sourceLog), "", ""},
 		{"gzip of a log", compressWith(t, "gzip", []byte(sourceLog)), "", ""},
@@ -55,6 +78,26 @@ func TestNotALog(t *testing.T) {
 			if !errors.Is(err, ErrNotALog) || !strings.Contains(err.Error(), "not a PostgreSQL log: it looks like "+tt.want) {
 				t.Errorf("error %q, want ErrNotALog saying %q", err, tt.want)
 			}
+			if msg := err.Error(); !printableASCII(msg) {
+				t.Errorf("error %q quotes the file's bytes", msg)
+			}
+			if tt.in[0] == 0x1f || tt.in[0] == 0x28 {
+				// gzip, zstd: the content was looked at decompressed.
+				if !strings.Contains(err.Error(), "(inside its ") {
+					t.Errorf("error %q does not say the file is compressed", err)
+				}
+			}
 		})
 	}
+}
+
+// printableASCII reports whether s is printable ASCII only: a message
+// that says what a file looks like, without its bytes.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

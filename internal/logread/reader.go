@@ -135,6 +135,10 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		if d := src.damaged(); d != nil && len(head) == 0 {
 			return nil, fmt.Errorf("%s: %w", name, d)
 		}
+		if errors.Is(err, ErrNotALog) && src.codec != compressNone {
+			// What the file holds was looked at decompressed.
+			return nil, fmt.Errorf("%s: %w (inside its %s compression)", name, err, src.codec)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r.layout, r.format = l, l.format
@@ -153,7 +157,7 @@ func newReader(name string, src *source, opts Options) (*Reader, error) {
 		r.json = jr
 		fr, st, err := newJSONFormat(jr, r.counters)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if st != nil {
 			st.times.zones = zones

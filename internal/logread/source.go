@@ -23,8 +23,10 @@ type source struct {
 	closer []io.Closer
 	raw    *countingReader
 	size   int64
-	// compressed files cannot be split into parts read at once.
+	// compressed files cannot be split into parts read at once; codec
+	// names their compression.
 	compressed bool
+	codec      compression
 	mtime      time.Time // when the file was last written; zero for stdin
 	damage     *damageReader
 	// file and off are the regular file the source reads, and where its
@@ -137,7 +139,7 @@ func openSource(path string, stdin io.Reader) (*source, error) {
 	head, _ := br.Peek(6)
 	var err error
 	c := sniffCompression(head, path)
-	s.compressed = c != compressNone
+	s.compressed, s.codec = c != compressNone, c
 	switch c {
 	case compressNone:
 		s.r = br

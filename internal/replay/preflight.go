@@ -41,6 +41,14 @@ type Scan struct {
 	Destructive map[string]int64
 	// Complete: the logs were read to their end, not cut by the bound.
 	Complete bool
+	// Peak is the most sessions of the replay open at once in the log
+	// (of the part read), each from its connection or first statement
+	// to its disconnection or the log's end, as the replay holds their
+	// connections; PeakAt is when it was first reached (log time, µs
+	// since the epoch; 0 when unknown). The target needs that many
+	// connection slots free, times Options.Multiply.
+	Peak   int
+	PeakAt int64
 }
 
 // Scan reads src, the first events of what the replay will run, already
@@ -57,6 +65,9 @@ func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64
 	// sessions open at once, not the log's length.
 	included := map[string]bool{}
 	created := map[string]bool{} // "role:x", "db:x"
+	// open holds the sessions whose connection the replay holds, for
+	// the peak: forgotten at their disconnection too.
+	open := map[string]struct{}{}
 	var n int64
 	for _, s := range src {
 		for {
@@ -76,7 +87,14 @@ func (r *Replayer) Scan(ctx context.Context, src []event.Source, maxEvents int64
 			}
 			if ev.Kind == event.Disconnect {
 				delete(included, ev.Session)
+				delete(open, ev.Session)
 				continue
+			}
+			if ev.Kind == event.Connect || ev.IsExecution() {
+				open[ev.Session] = struct{}{}
+				if len(open) > sc.Peak {
+					sc.Peak, sc.PeakAt = len(open), ev.Time
+				}
 			}
 			// Decided on the first statement: a session that never ran
 			// one (an original connection that failed, as the replay

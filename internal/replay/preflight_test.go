@@ -55,6 +55,11 @@ func TestScan(t *testing.T) {
 	if !reflect.DeepEqual(sc.Destructive, wantDestructive) {
 		t.Errorf("destructive %v, want %v", sc.Destructive, wantDestructive)
 	}
+	// s1 to s4 open at once at 4 s (s0 and s5 filtered out); s1's
+	// disconnection and its id's reuse do not go above.
+	if sc.Peak != 4 || sc.PeakAt != t0+(4*time.Second).Microseconds() {
+		t.Errorf("peak %d at %d, want 4 at %d", sc.Peak, sc.PeakAt, t0+(4*time.Second).Microseconds())
+	}
 	sc, _ = r.Scan(context.Background(), selected(sel, &sliceSource{evs: evs}), 3)
 	if sc.Complete || !reflect.DeepEqual(sc.Logins, want[:1]) {
 		t.Errorf("bounded: %v (complete %v), want %v", sc.Logins, sc.Complete, want[:1])

@@ -178,6 +178,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	ended := time.Now()
 	res.EndedAt = results.Time(ended.UnixMicro())
 	res.WallSeconds = ended.Sub(r.began).Seconds()
+	res.Finish = r.finish(res, ended)
 	if cpu, ok := processCPU(); ok && cpuOK {
 		res.ClientCPUSeconds = (cpu - cpu0).Seconds()
 	}
@@ -219,6 +220,18 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	}
 	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
 	return res, readErr
+}
+
+// finish is when a paced replay that ran to its end finished against its
+// schedule: the schedule's length, from the clock's start to the last
+// event's due time, and how much later the last session was done.
+func (r *Replayer) finish(res *results.Result, ended time.Time) *results.Finish {
+	c := r.clk.Load()
+	if c == nil || !c.paced() || !c.started() || r.opts.DryRun || res.Partial || res.LastTime == 0 {
+		return nil
+	}
+	last := int64(res.LastTime)
+	return &results.Finish{ScheduleSeconds: c.offset(last).Seconds(), BehindSeconds: max(0, ended.Sub(c.due(last)).Seconds())}
 }
 
 // targetGone stops the replay early: a session could not reconnect

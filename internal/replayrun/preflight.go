@@ -48,6 +48,24 @@ type Preflight struct {
 	StartFrom  string
 	StartCheck *catalog.StartCheck
 	StartErr   error
+
+	// Peak is the most sessions of the part of the logs read open at
+	// once (replay.Scan's, times Options.Multiply), PeakAt when (log
+	// time, µs since the epoch). Server is what the target said of its
+	// connection slots before the logins were checked; nil when it
+	// could not be asked (ServerErr says why) or was not.
+	// SlotsIgnored: IgnoreConnectionLimit, too few slots only warn.
+	Peak         int
+	PeakAt       int64
+	Server       *Server
+	ServerErr    error
+	SlotsIgnored bool
+}
+
+// TooFewSlots reports whether the target has fewer free connection
+// slots than the replay will hold connections at its peak.
+func (p *Preflight) TooFewSlots() bool {
+	return p.Server != nil && p.Peak > p.Server.FreeSlots()
 }
 
 // FileProblem is a file that cannot be read, and why.
@@ -59,7 +77,7 @@ type FileProblem struct {
 // Failed reports whether the target does not take the replay's
 // connections: the replay would fail, so it is not started.
 func (p *Preflight) Failed() bool {
-	if len(p.TargetLogs) > 0 || len(p.LogSettings) > 0 {
+	if len(p.TargetLogs) > 0 || len(p.LogSettings) > 0 || p.TooFewSlots() && !p.SlotsIgnored {
 		return true
 	}
 	for i, c := range p.Checks {
@@ -121,6 +139,15 @@ func preflight(ctx context.Context, cfg Config, r *replay.Replayer, set *source.
 			return nil, err
 		}
 		logins, pf.Complete, pf.Destructive = sc.Logins, sc.Complete, sc.Destructive
+		pf.Peak, pf.PeakAt = sc.Peak*max(1, cfg.Replay.Multiply), sc.PeakAt
+	}
+	if pf.Peak > 0 {
+		// Asked before the logins' checks, whose connections would
+		// count as in use while they close.
+		ask, cancel := context.WithTimeout(ctx, PreflightTimeout)
+		pf.Server, pf.ServerErr = AskServer(ask, cfg.Replay.Target)
+		cancel()
+		pf.SlotsIgnored = cfg.IgnoreConnectionLimit
 	}
 	// The DSN's own login: the target log's marker needs it (without it
 	// the server-side durations are lost after the whole replay ran); the

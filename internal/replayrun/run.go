@@ -42,6 +42,11 @@ type Config struct {
 	// SkipPreflight does not check the target's logins before the
 	// replay (a dry run never does).
 	SkipPreflight bool
+	// IgnoreConnectionLimit replays even when the input's peak of
+	// sessions open at once exceeds the target's free connection slots
+	// (the pre-flight then only warns); a rehearsal sets it on its
+	// rounds after checking both targets before the first.
+	IgnoreConnectionLimit bool
 	// StartCheck says whether the pre-flight compares the target with
 	// the starting point the captures recorded, and whether a difference
 	// fails it (see StartCheckMode); the zero value warns.

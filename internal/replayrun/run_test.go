@@ -148,6 +148,8 @@ func TestRunOutcomes(t *testing.T) {
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 
 	base := Config{Input: source.Paths{log}, Replay: replay.Options{Target: b.DSN("postgres"), Speed: 0}, MaxSkipped: 0.1, MaxErrorRate: 1}
+	// What the server says of itself, on this test's cluster.
+	checkAskServer(t, b)
 
 	// Logins the target refuses: the pre-flight stops the run.
 	cfg := base

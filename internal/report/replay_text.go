@@ -90,7 +90,11 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	}
 	b.WriteString("\n")
 	if res.Lag != nil {
-		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", res.Lag.P50, res.Lag.P99, res.Lag.Max)
+		fmt.Fprintf(&b, "  lag:        p50 %.2f ms, p99 %.2f ms, max %.2f ms", res.Lag.P50, res.Lag.P99, res.Lag.Max)
+		if f := FinishText(res.Finish); f != "" {
+			b.WriteString("; " + f)
+		}
+		b.WriteString("\n")
 	}
 	o := res.Outcomes
 	writeReplayErrors(&b, res)
@@ -382,4 +386,17 @@ func writeBatchInserts(b *strings.Builder, c *results.BatchInserts) {
 	for _, k := range sortedKeys(c.NotBatched) {
 		fmt.Fprintf(b, "    not batched, %s: %d\n", k, c.NotBatched[k])
 	}
+}
+
+// FinishText says how far behind its schedule a paced replay finished
+// (results.Finish), which its lag alone does not: "finished 26.6 s behind
+// its 60.0 s schedule". "" when there is no schedule.
+func FinishText(f *results.Finish) string {
+	switch {
+	case f == nil:
+		return ""
+	case f.BehindSeconds < 0.05:
+		return fmt.Sprintf("finished on its %.1f s schedule", f.ScheduleSeconds)
+	}
+	return fmt.Sprintf("finished %.1f s behind its %.1f s schedule", f.BehindSeconds, f.ScheduleSeconds)
 }

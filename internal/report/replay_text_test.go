@@ -110,3 +110,29 @@ func TestWriteReplaySettings(t *testing.T) {
 		t.Errorf("comparison warning %q", got)
 	}
 }
+
+// TestWriteReplayFinish: the summary says how far behind its schedule a
+// paced replay finished, beside its lag, which a lag p99 of 1.7 ms does
+// not say (issue 57 item 8); nothing without a schedule.
+func TestWriteReplayFinish(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 10, WallSeconds: 86.6}}
+	res.Lag = &results.Distribution{Count: 100, P50: 0.2, P99: 1.7, Max: 3}
+	res.Finish = &results.Finish{ScheduleSeconds: 60, BehindSeconds: 26.6}
+	for _, tt := range []struct {
+		finish *results.Finish
+		want   string
+	}{
+		{&results.Finish{ScheduleSeconds: 60, BehindSeconds: 26.6}, "  lag:        p50 0.20 ms, p99 1.70 ms, max 3.00 ms; finished 26.6 s behind its 60.0 s schedule\n"},
+		{&results.Finish{ScheduleSeconds: 60, BehindSeconds: 0.01}, "  lag:        p50 0.20 ms, p99 1.70 ms, max 3.00 ms; finished on its 60.0 s schedule\n"},
+		{nil, "  lag:        p50 0.20 ms, p99 1.70 ms, max 3.00 ms\n"},
+	} {
+		res.Finish = tt.finish
+		var b strings.Builder
+		if err := WriteReplay(&b, res, Hints{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("finish %+v: summary lacks %q:\n%s", tt.finish, tt.want, b.String())
+		}
+	}
+}

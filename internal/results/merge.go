@@ -462,6 +462,11 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	} else {
 		m.WallSeconds = max(x.WallSeconds, y.WallSeconds)
 	}
+	if sharded && x.Finish != nil && y.Finish != nil {
+		// Shards on one schedule: the run finished with the last.
+		m.Finish = &Finish{ScheduleSeconds: max(x.Finish.ScheduleSeconds, y.Finish.ScheduleSeconds),
+			BehindSeconds: max(x.Finish.BehindSeconds, y.Finish.BehindSeconds)}
+	}
 	var err error
 	if m.Lag, err = mergeDist(a, b, x.Lag, y.Lag); err != nil {
 		return nil, err

@@ -188,3 +188,25 @@ func TestLoadSame(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeShardsFinish: shards on one schedule finished when the last
+// did: the merge keeps the latest, and survives the JSON; without every
+// shard's, none.
+func TestMergeShardsFinish(t *testing.T) {
+	cs := calls(600, 9)
+	shards := []*Result{shardOf(t, cs, 0, 3, true), shardOf(t, cs, 1, 3, true), shardOf(t, cs, 2, 3, true)}
+	for i, f := range []Finish{{60, 1.5}, {60, 26.6}, {59.9, 0}} {
+		shards[i].Finish = &f
+	}
+	m, err := MergeAll(shards...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m = roundTrip(t, m); m.Finish == nil || *m.Finish != (Finish{60, 26.6}) {
+		t.Errorf("merged finish %+v, want 26.6 s behind a 60 s schedule", m.Finish)
+	}
+	shards[2].Finish = nil
+	if m, err = MergeAll(shards...); err != nil || m.Finish != nil {
+		t.Errorf("a shard without a finish: merged %+v (%v), want none", m.Finish, err)
+	}
+}

@@ -204,6 +204,12 @@ type Replay struct {
 	// Lag is how late statements were issued against their schedule,
 	// in ms; nil at speed 0, where there is no schedule.
 	Lag *Distribution `json:"lag_ms"`
+	// Finish is how far behind its schedule the replay finished, which
+	// the lag does not say: a statement's lag leaves out the waits for
+	// other sessions' commits and its own session's earlier statements
+	// running late. Nil at speed 0, in a dry run, for a replay that
+	// stopped early, and in results written before it was recorded.
+	Finish *Finish `json:"finish,omitempty"`
 	// MaxLagMS is the lag p99 beyond which the replay's timings are
 	// doubtful (its --max-lag, in ms; 0: never), which the replay
 	// warned by and a comparison judges by (Lagged); nil in results
@@ -406,6 +412,19 @@ type LostCommit struct {
 	// log time of the event that committed it.
 	Position uint64 `json:"position"`
 	At       Time   `json:"at"`
+}
+
+// Finish is when a paced replay finished against its schedule.
+type Finish struct {
+	// ScheduleSeconds is how long the schedule lasted: from the replay
+	// clock's start to the last event's due time (the log's span over
+	// the speed).
+	ScheduleSeconds float64 `json:"schedule_seconds"`
+	// BehindSeconds is how much later than the schedule's end the
+	// replay finished (its last session done); 0 on time. A replay's
+	// last statement is due when it started in the log, so its own
+	// duration is in this too.
+	BehindSeconds float64 `json:"behind_seconds"`
 }
 
 // DefaultMaxLag is the schedule lag p99 beyond which a replay's timings

@@ -40,6 +40,12 @@ import (
 // not be detected.
 var ErrUnknownPrefix = errors.New("cannot detect the log_line_prefix: give it (SHOW log_line_prefix on the server)")
 
+// ErrNoSeverity is returned (wrapped, with ErrUnknownPrefix) when no line
+// of a stderr log's head holds a severity (LOG:, ERROR:, ...): every line
+// a PostgreSQL server writes through its stderr has one, so the text is
+// no server log of any prefix.
+var ErrNoSeverity = errors.New("no line has a severity (LOG:, ERROR:, ...)")
+
 // ErrNotEnglish is returned (wrapped) when the log's messages are in
 // another language than English, which the reader cannot interpret.
 var ErrNotEnglish = errors.New("log messages are not in English: set lc_messages = 'C' on the server (ALTER SYSTEM SET lc_messages = 'C'; SELECT pg_reload_conf();) and capture the log again")
@@ -522,7 +528,7 @@ func Infer(lines [][]byte) (Inference, error) {
 		if w, n := foreignHead(lines); w != "" {
 			return Inference{}, fmt.Errorf("line %d: %q is not English: %w", n, w, ErrNotEnglish)
 		}
-		return Inference{}, fmt.Errorf("%w: no line has a severity (LOG:, ERROR:, ...), e.g. %q", ErrUnknownPrefix, truncate(lines[0], 120))
+		return Inference{}, fmt.Errorf("%w: %w, e.g. %q", ErrUnknownPrefix, ErrNoSeverity, truncate(lines[0], 120))
 	}
 	var best Inference
 	var bestErr error
