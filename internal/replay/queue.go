@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -23,8 +24,16 @@ type item struct {
 	deps  []dep
 }
 
-// eventSize estimates the memory an event holds (event.Event.Size).
-func eventSize(ev *event.Event) int64 { return ev.Size() }
+// eventSize estimates the memory a queued event holds: the event
+// (event.Event.Size) and its place in a session's queue (itemBytes).
+func eventSize(ev *event.Event) int64 { return ev.Size() + itemBytes }
+
+// itemBytes is what an item holds of a queue: twice its size, for a
+// queue's slice grows by doubling and is compacted only once mostly
+// consumed (measured on a replay whose target fell behind: the queues'
+// slices held as much memory as the events they queued, more than their
+// items' own size).
+const itemBytes = 2 * int64(unsafe.Sizeof(item{}))
 
 // queue is one session's FIFO. The dispatcher pushes without ever
 // blocking; the session pops, waiting when it is empty. Its slice is
