@@ -35,7 +35,7 @@ STRIP=${STRIP:-input part other_shards incomplete_reasons}
 command -v jq >/dev/null || { echo "jq is needed to strip the new fields" >&2; exit 1; }
 jqdel='del(.version)'
 for f in $STRIP; do jqdel="$jqdel | del(.$f)"; done
-jqwall='del(.started_at, .ended_at, .wall_seconds, .client_cpu_seconds, .reader.max_buffered_bytes, .reader.budget_waits, .reader.over_budget) | del(.queries[]?.first_seen, .queries[]?.last_seen)'
+jqwall='del(.started_at, .ended_at, .wall_seconds, .client_cpu_seconds, .reader.max_buffered_bytes, .reader.budget_waits, .reader.over_budget, .reader.budget_wait_ms) | del(.queries[]?.first_seen, .queries[]?.last_seen)'
 
 # Fixture logs: every file under a testdata directory that is not a
 # golden file, a script, a note or a result (JSON results of

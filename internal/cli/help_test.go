@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/replay"
 )
 
 // helpExitCodes reads the codes listed in the "Exit codes:" section of a
@@ -83,6 +86,25 @@ func TestExitHelpJoinsOneCode(t *testing.T) {
 	for _, line := range strings.Split(h, "\n") {
 		if len(line) > 76 {
 			t.Errorf("line longer than 76 columns: %q", line)
+		}
+	}
+}
+
+// TestHelpStatesReadAheadCap: replay's and rehearse's help state the cap
+// on the statements read ahead of their sessions, as the replay applies
+// it, and the line the summary then shows (issue 57 item 9).
+func TestHelpStatesReadAheadCap(t *testing.T) {
+	want := fmt.Sprintf("held to %d MiB in all", replay.DefaultBudget>>20)
+	for _, cmd := range []string{"replay", "rehearse"} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), IO{Stdout: &out, Stderr: &errb}, []string{cmd, "--help"}); code != ExitOK {
+			t.Fatalf("%s --help: exit %d: %s", cmd, code, errb.String())
+		}
+		help := strings.Join(strings.Fields(out.String()), " ")
+		for _, w := range []string{want, fmt.Sprintf(`"read-ahead held at %d MiB: the dispatcher waited X s for the target"`, replay.DefaultBudget>>20)} {
+			if !strings.Contains(help, w) {
+				t.Errorf("%s --help does not say %q", cmd, w)
+			}
 		}
 	}
 }

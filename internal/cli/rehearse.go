@@ -178,6 +178,9 @@ would fail (a failed pre-flight, sessions that could not connect, a target
 log without durations, statements lost beyond --max-lost, a degraded
 replay) stops the rehearsal with replay's exit code.
 
+` + readAheadHelp() + ` In a rehearsal, a
+round whose reader was held there says so in a note under it.
+
 Each round's result goes to --out DIR as it ends (round-01-control.json ...),
 with the index of the rounds (rehearsal.json): "pgrehearse report --baseline
 DIR/round-*-control.json --candidate DIR/round-*-candidate.json" makes the
@@ -607,6 +610,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		return o.Result, err
 	}
 	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
+		r.notes[round.Seq] = append(r.notes[round.Seq], n)
+	}
+	if n := report.ReadAheadHeld(o.Result.Reader); n != "" {
 		r.notes[round.Seq] = append(r.notes[round.Seq], n)
 	}
 	return o.Result, nil

@@ -63,6 +63,18 @@ type replayFlags struct {
 	batchInserts     int
 }
 
+// readAheadHelp is the paragraph of replay's and rehearse's help on the
+// cap of the statements read ahead of their sessions.
+func readAheadHelp() string {
+	n := replay.DefaultBudget >> 20
+	return fmt.Sprintf(`The statements read ahead of their sessions are held to %d MiB in all
+(estimated): when the target cannot keep up with the schedule, the reader
+waits there for it instead of reading on, so that a long log replayed faster
+than the target runs keeps the replayer's memory flat; the summary then says
+so ("read-ahead held at %d MiB: the dispatcher waited
+X s for the target"), and the statements due meanwhile show as lag.`, n, n)
+}
+
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
@@ -138,6 +150,8 @@ with --monitor-dsn records its starting point: the pre-flight then compares
 the target's tables with it (estimated rows, 10% and 1,000 rows apart at
 least) and names those that differ or are missing; --require-start-state makes
 that an error, exit 1 before anything is replayed (docs/start-state.md).
+
+` + readAheadHelp() + `
 
 The run fails loudly (exit 1) when sessions could not connect to the target,
 and exits 3 when the target's error rate exceeds the original's by more than

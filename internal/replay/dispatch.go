@@ -458,6 +458,12 @@ func (d *dispatcher) waitBudget() (ok bool) {
 	if used <= b.limit {
 		return d.waitWindow()
 	}
+	if d.clk != nil && !d.clk.started() {
+		// The warm-up read the budget full: its sessions wait for the
+		// clock, which would wait for the warm-up's end, read past the
+		// budget only after a stall. They have what they need to begin.
+		d.startClock()
+	}
 	if d.stalled {
 		if d.checked++; d.checked < 64 || !d.holdersMoved() {
 			r.c.overBudget.Add(1)
@@ -484,12 +490,19 @@ func (d *dispatcher) overBudget() bool {
 	r.c.budgetWaits.Add(1)
 	b.waiting.Store(b.limit / 4 * 3)
 	defer b.waiting.Store(0)
+	defer func(t0 time.Time) { r.c.budgetWaitNS.Add(int64(time.Since(t0))) }(time.Now())
 	mark := r.c.completions.Load()
 	for b.over() {
 		d.timer.Reset(stallTimeout)
 		select {
 		case <-b.drained:
 			d.timer.Stop()
+			if b.over() {
+				// A session starving (see waitWindow) woke it,
+				// or a wake left from before: the budget is
+				// still full, and reading on would go past it.
+				continue
+			}
 			// Woken at the low-water mark: read a batch.
 			return true
 		case <-r.stopCh:

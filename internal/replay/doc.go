@@ -89,9 +89,14 @@
 //     every session has events, and reads on (up to Budget) only for a
 //     session that has none; reading far ahead in one burst took the CPU
 //     of the server under test.
-//   - Budget: the bytes of all queued events. When the budget is used up the
-//     dispatcher waits for sessions to drain their queues, which is flow
-//     control, not a stall: the sessions holding the events are working.
+//   - Budget: the bytes of all queued events (DefaultBudget, 32 MiB). When
+//     the budget is used up the dispatcher waits for sessions to drain
+//     their queues, which is flow control, not a stall: the sessions
+//     holding the events are working. At speed > 0 it is reached when the
+//     target cannot keep up with the schedule: the lookahead alone follows
+//     the clock, not the sessions, and would read on while the backlog
+//     grows; the result counts the waits and their time
+//     (results.ReaderCounts), and the statements due meanwhile show as lag.
 //     Waiting could hang the replay if those sessions are all blocked on
 //     locks held by a session whose COMMIT is not read yet, so the wait
 //     watches progress: when no statement completes anywhere for

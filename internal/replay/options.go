@@ -13,7 +13,13 @@ import (
 // Defaults of Options.
 const (
 	DefaultLookahead = 10 * time.Second
-	DefaultBudget    = 256 << 20
+	// DefaultBudget caps the statements read ahead of their sessions,
+	// in all (see Options.Budget): 32 MiB holds 32,000 statements of 1
+	// KiB, two seconds of 15,000 statements a second, more than a
+	// paced replay that keeps up needs; a replay whose target cannot
+	// keep up stops reading there (docs/performance.md, "The replay's
+	// memory when its target falls behind").
+	DefaultBudget    = 32 << 20
 	DefaultGrace     = 10 * time.Second
 	DefaultIOTimeout = 60 * time.Second
 	Speed0Window     = 8 << 20
@@ -89,7 +95,12 @@ type Options struct {
 	// Lookahead is how far ahead of the replay clock, in log time, events
 	// are read at speed > 0; zero means DefaultLookahead.
 	Lookahead time.Duration
-	// Budget bounds the bytes of queued events; zero means DefaultBudget.
+	// Budget bounds the bytes of queued events (estimated: the events
+	// and their places in the queues), the statements read ahead of
+	// their sessions in all; zero means DefaultBudget. At speed > 0 it
+	// is what holds the replayer's memory when the target cannot keep up
+	// with the schedule: the reader waits there for the sessions
+	// (Result.Reader.BudgetWaitMS) instead of reading on by the clock.
 	// At speed 0 the reader stops at Speed0Window while every session has
 	// events queued, and reads on up to Budget only for a session that has
 	// none: the sessions need only enough queued to never wait for the

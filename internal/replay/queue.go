@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
@@ -23,13 +24,22 @@ type item struct {
 	deps  []dep
 }
 
-// eventSize estimates the memory an event holds (event.Event.Size).
-func eventSize(ev *event.Event) int64 { return ev.Size() }
+// eventSize estimates the memory a queued event holds: the event
+// (event.Event.Size) and its place in a session's queue (itemBytes).
+func eventSize(ev *event.Event) int64 { return ev.Size() + itemBytes }
+
+// itemBytes is what an item holds of a queue: twice its size, for a
+// queue's slice grows by doubling and is compacted only once mostly
+// consumed (measured on a replay whose target fell behind: the queues'
+// slices held as much memory as the events they queued, more than their
+// items' own size).
+const itemBytes = 2 * int64(unsafe.Sizeof(item{}))
 
 // queue is one session's FIFO. The dispatcher pushes without ever
 // blocking; the session pops, waiting when it is empty. Its slice is
-// reused when it empties and compacted when mostly consumed, so a backlog
-// once drained does not keep its memory.
+// reused when it empties and compacted when mostly consumed, into a
+// smaller one when it is far larger than what is left, so a backlog once
+// drained, or mostly drained, does not keep its memory.
 type queue struct {
 	mu     sync.Mutex
 	items  []item
@@ -90,9 +100,19 @@ func (q *queue) tryPop() (it item, ok, closed bool) {
 			q.items = nil // a drained backlog gives its memory back
 		}
 	case q.head >= 1024 && q.head*2 >= len(q.items):
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items = q.items[:n]
+		rest := q.items[q.head:]
+		if c := cap(q.items); c > 4096 && c > 8*len(rest) {
+			// A backlog that went down without draining gives its
+			// memory back too: a session's queue kept refilled
+			// would keep the most it ever held for the whole
+			// replay (a queue's items are not counted against the
+			// budget at their capacity).
+			q.items = append(make([]item, 0, 2*len(rest)), rest...)
+		} else {
+			n := copy(q.items, rest)
+			clear(q.items[n:])
+			q.items = q.items[:n]
+		}
 		q.head = 0
 	}
 	return it, true, false

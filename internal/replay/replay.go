@@ -184,6 +184,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	}
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
+	res.Reader.BudgetBytes = r.budget.limit
 	var sc results.SourceCounts
 	for _, s := range src {
 		if c, ok := s.(results.SourceCounter); ok {

@@ -88,6 +88,7 @@ type counters struct {
 	// sources' selection left out comes with their counts.
 	filteredEvents, filteredStatements           atomic.Int64
 	events, budgetWaits, overBudget, maxBuffered atomic.Int64
+	budgetWaitNS                                 atomic.Int64 // the reader's time waiting at the budget
 
 	completions atomic.Int64 // events finished, for the stall watch
 	errors      atomic.Int64
@@ -267,7 +268,8 @@ func (c *counters) fill(res *results.Result) {
 	}
 	res.Outcomes.SetRates()
 	res.Filtered = results.Filtered{Events: c.filteredEvents.Load(), Statements: c.filteredStatements.Load()}
-	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load()}
+	res.Reader = results.ReaderCounts{Events: c.events.Load(), BudgetWaits: c.budgetWaits.Load(), OverBudget: c.overBudget.Load(), MaxBufferedBytes: c.maxBuffered.Load(),
+		BudgetWaitMS: float64(c.budgetWaitNS.Load()) / 1e6}
 	res.ReplayerDelayed = c.replayerDelayed.Load()
 	if t, r := c.lagTargetUS.Load(), c.lagReplayerUS.Load(); t+r > 0 {
 		res.LagSources = &results.LagSources{TargetMS: float64(t) / 1000, ReplayerMS: float64(r) / 1000}

@@ -106,11 +106,35 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	}
 	writeReplayCost(&b, res, h)
 	writeSyncSummary(&b, res.Sync, res.SyncWait)
+	if line := ReadAheadHeld(res.Reader); line != "" {
+		fmt.Fprintf(&b, "  reader:     %s\n", line)
+	}
 	if rd := res.Reader; rd.OverBudget > 0 {
 		fmt.Fprintf(&b, "  reader:     read %d events past the memory budget while no statement completed\n", rd.OverBudget)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ReadAheadHeld says that the reader stopped at its memory budget (the
+// cap on the statements read ahead of their sessions) and how long it
+// waited there for the target, or "" when it never reached it.
+func ReadAheadHeld(rd results.ReaderCounts) string {
+	if rd.BudgetWaits == 0 || rd.BudgetBytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("read-ahead held at %s: the dispatcher waited %.1f s for the target", mib(rd.BudgetBytes), rd.BudgetWaitMS/1000)
+}
+
+// mib writes n bytes in MiB, whole when it is (in KiB below one).
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // writeReplayErrors writes the replay's errors against the original's,

@@ -136,3 +136,31 @@ func TestWriteReplayFinish(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteReplayReadAhead: a replay whose reader waited at its memory
+// budget says at how much and how long; one that never reached it says
+// nothing of it.
+func TestWriteReplayReadAhead(t *testing.T) {
+	res := &results.Result{Kind: results.KindReplay, Replay: &results.Replay{Speed: 10, WallSeconds: 90}}
+	res.Statements = results.StatementCounts{Total: 10, Executed: 10}
+	res.Reader = results.ReaderCounts{Events: 10, MaxBufferedBytes: 60 << 20, BudgetBytes: 64 << 20}
+	var b strings.Builder
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "read-ahead") {
+		t.Errorf("a reader that never waited is said to be held:\n%s", b.String())
+	}
+	res.Reader.BudgetWaits, res.Reader.BudgetWaitMS = 40, 31_250
+	b.Reset()
+	if err := WriteReplay(&b, res, Hints{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  reader:     read-ahead held at 64 MiB: the dispatcher waited 31.2 s for the target\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+	res.Reader.BudgetBytes = 12 << 10
+	if got, want := ReadAheadHeld(res.Reader), "read-ahead held at 12 KiB:"; !strings.HasPrefix(got, want) {
+		t.Errorf("ReadAheadHeld = %q, want it to begin %q", got, want)
+	}
+}

@@ -445,6 +445,9 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 			// Readers on several machines each had their own
 			// memory: the most any of them held.
 			MaxBufferedBytes: max(x.Reader.MaxBufferedBytes, y.Reader.MaxBufferedBytes),
+			BudgetBytes:      max(x.Reader.BudgetBytes, y.Reader.BudgetBytes),
+			// The readers waited side by side: the longest wait.
+			BudgetWaitMS: max(x.Reader.BudgetWaitMS, y.Reader.BudgetWaitMS),
 		},
 	}
 	if sharded {

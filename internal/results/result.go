@@ -747,6 +747,13 @@ type ReaderCounts struct {
 	OverBudget  int64 `json:"over_budget"`
 	// MaxBufferedBytes is the most the queues held at once (estimated).
 	MaxBufferedBytes int64 `json:"max_buffered_bytes"`
+	// BudgetBytes is the memory budget of the queues: the cap on the
+	// statements read ahead of their sessions (estimated bytes; 0 in
+	// results from before it was recorded). BudgetWaitMS is how long in
+	// all the reader waited at it for the sessions (the target) to
+	// catch up.
+	BudgetBytes  int64   `json:"budget_bytes,omitempty"`
+	BudgetWaitMS float64 `json:"budget_wait_ms,omitempty"`
 }
 
 // TargetLog describes what the target's own log said of a replay.

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RealisticPrefix is the log_line_prefix of the logs WriteRealistic
@@ -30,10 +32,32 @@ const RealisticPrefix = "%m [%p] %q%u@%d/%a %c %e "
 //
 // It is deterministic, so runs compare.
 func WriteRealistic(w io.Writer, size int64) error {
+	return writeRealistic(w, size, 0, realGap, realPerSession)
+}
+
+// WriteRealisticFor writes the log of WriteRealistic until it covers d of
+// log time, its lines gap apart on average (WriteRealistic's are
+// realGap/2 apart: about 1,800 statements a second), its sessions
+// running 10 to 10+perSession statements each (WriteRealistic's:
+// realPerSession): a log of a given length, rate and session count, for
+// a paced replay.
+func WriteRealisticFor(w io.Writer, d, gap time.Duration, perSession int) error {
+	return writeRealistic(w, math.MaxInt64, d.Microseconds(), max(2*gap.Microseconds(), 1), max(perSession, 1))
+}
+
+const (
+	// realGap is twice the mean gap between two lines, in µs.
+	realGap = 400
+	// realPerSession is the spread of the statements a session runs.
+	realPerSession = 60
+)
+
+func writeRealistic(w io.Writer, size, spanUS, gap int64, perSession int) error {
 	b := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: b}
-	g := &realGen{w: cw, r: rand.New(rand.NewPCG(12, 34)), nextPID: 20000, us: 1795335062_000000}
-	for cw.n < size && cw.err == nil {
+	const start = 1795335062_000000
+	g := &realGen{w: cw, r: rand.New(rand.NewPCG(12, 34)), nextPID: 20000, us: start, gap: gap, perSession: perSession}
+	for cw.n < size && cw.err == nil && (spanUS == 0 || g.us-start < spanUS) {
 		g.step()
 	}
 	if cw.err != nil {
@@ -108,11 +132,14 @@ type realGen struct {
 	sessions []*realSession
 	nextPID  int
 	us       int64 // the clock, µs since the epoch
-	lines    int
+	gap      int64 // twice the mean gap between lines, µs
+	// perSession is the spread of the statements a session runs.
+	perSession int
+	lines      int
 }
 
 func (g *realGen) ts() string {
-	g.us += int64(g.r.IntN(400))
+	g.us += g.r.Int64N(g.gap)
 	sec := g.us / 1e6
 	return fmt.Sprintf("2026-11-22 %02d:%02d:%02d.%03d UTC", sec/3600%24, sec/60%60, sec%60, g.us/1000%1000)
 }
@@ -156,7 +183,7 @@ func (g *realGen) connect() {
 	pid := g.nextPID
 	g.nextPID++
 	app := &realApps[g.r.IntN(len(realApps))]
-	s := &realSession{pid: pid, id: fmt.Sprintf("6571e2a3.%x", pid), app: app, left: 10 + g.r.IntN(60), started: g.us}
+	s := &realSession{pid: pid, id: fmt.Sprintf("6571e2a3.%x", pid), app: app, left: 10 + g.r.IntN(g.perSession), started: g.us}
 	host := fmt.Sprintf("10.0.%d.%d", g.r.IntN(8), 2+g.r.IntN(200))
 	port := 30000 + g.r.IntN(30000)
 	fmt.Fprintf(g.w, "%s [%d] [unknown]@[unknown]/[unknown] %s 00000 LOG:  connection received: host=%s port=%d\n", g.ts(), pid, s.id, host, port)
