@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
@@ -107,6 +108,20 @@ func TestVerdictFirstHTML(t *testing.T) {
 	if !strings.Contains(box, `class="verdict-focus">Top regression slow "SELECT slow": plan changed`) ||
 		!strings.Contains(box, `class="verdict-action">Fix: create index customers_email_idx`) {
 		t.Errorf("the top regression's cause and fix are not in the box:\n%s", box)
+	}
+	// Issue 57: and what the fix rounds found of it, in the fixes
+	// section's words (one source of "verified"); a fix not tried
+	// is said not tried.
+	if want := `class="verdict-action">Fix rounds: index-customers_email_idx: fix verified (2 rounds): within the control's noise<`; !strings.Contains(box, want) {
+		t.Errorf("the box lacks the fix's outcome %q:\n%s", want, box)
+	}
+	notTried := triedFixes()
+	notTried[0].Status, notTried[0].Rounds = fixes.NotTried, 0
+	for _, tried := range [][]fixes.Outcome{nil, notTried} {
+		box := html.UnescapeString(verdictBoxRE.FindString(renderPage(t, ComparisonPage(rep, ComparisonOptions{Plans: plans, Fixes: tried}))))
+		if !strings.Contains(box, `class="verdict-action">Fix rounds: `) || strings.Contains(box, "verified") {
+			t.Errorf("a fix not tried (%d outcomes): the box says\n%s", len(tried), box)
+		}
 	}
 
 	// Without plans, no top regression is named, as in the text.
