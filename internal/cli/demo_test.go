@@ -209,6 +209,7 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 			r.captures[name] = m
 		}
 	}
+	assertLabelsAgree(t, r)
 	files, _ := filepath.Glob(filepath.Join(dir, "rounds", "round-*.json"))
 	for _, f := range files {
 		res, err := results.ReadFile(f)
@@ -218,6 +219,54 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 		r.rounds = append(r.rounds, res)
 	}
 	return r
+}
+
+// assertLabelsAgree checks the demo's text, JSON and page against the
+// label rules of issue 57 item 2, whatever the change: the page's verdict
+// says what the fix rounds found of its fix in the JSON's words (never
+// "not verified" beside a fix verified); a node's time that grew in the
+// plans of a query the comparison does not call slower is said as
+// context; the server work table's status is about work, never a
+// latency's status.
+func assertLabelsAgree(t *testing.T, r demoReport) {
+	t.Helper()
+	box, _ := pageVerdictBox(r.page)
+	if strings.Contains(box, "Fix: ") {
+		verdicts := map[string]string{"verified": "fix verified (", "partial": "fix partial: ", "no_effect": "no effect (", "not_tried": "not tried"}
+		said := false
+		for _, f := range r.Fixes {
+			if w := verdicts[f.Status]; w != "" && strings.Contains(box, "Fix rounds: "+f.Name+": ") {
+				said = true
+				if !strings.Contains(box, "Fix rounds: "+f.Name+": "+w) && !strings.Contains(box, "Fix rounds: "+f.Name+": reverts the change") {
+					t.Errorf("the verdict box's fix %s is not said %q as the JSON's %s:\n%s", f.Name, w, f.Status, box)
+				}
+			}
+		}
+		if !said && !strings.Contains(box, "Fix rounds: not tried") {
+			t.Errorf("the verdict box names a fix without what the fix rounds found of it (fixes %+v):\n%s", r.Fixes, box)
+		}
+		if strings.Contains(box, "(not verified)") {
+			t.Errorf("the verdict box says a fix is not verified in the plans' words:\n%s", box)
+		}
+	}
+	slower := map[string]bool{}
+	for _, q := range r.Queries {
+		slower[q.Fingerprint] = q.Status == "regressed" || q.Status == "tail_regressed" || q.Status == "more_work"
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		fp, rest, ok := strings.Cut(strings.TrimSpace(l), "  same plan: ")
+		if ok && strings.Contains(rest, " own time ") && !slower[fp] && !strings.Contains(rest, "context, not a regression") {
+			t.Errorf("a node's time that grew in a query not called slower is said as a finding: %q", l)
+		}
+	}
+	if _, table, ok := strings.Cut(r.page, `id="server-work-table"`); ok {
+		table, _, _ = strings.Cut(table, "</table>")
+		for _, st := range []string{"<td>regressed</td>", "<td>tail regressed</td>", "<td>improved</td>"} {
+			if strings.Contains(table, st) {
+				t.Errorf("the server work table's status is a latency's: %s", st)
+			}
+		}
+	}
 }
 
 // pageVerdictBox is the text of a page's verdict box, its markup

@@ -569,13 +569,13 @@ type Cost struct {
 	Effect *compare.Effect `json:"effect,omitempty"`
 	// Elsewhere: the query does not touch the relation the fix changes
 	// (an index, its statistics, an ANALYZE), so the fix cannot have
-	// changed its plan: a slowdown of it in the fix's rounds is more
-	// likely the machine's during those rounds (the control's rounds
-	// run in turn with them see the same period, not every burst of
-	// it) than the fix's.
-	// Never set for a setting, which reaches every query. Such a query
-	// is a cost only when the comparison is at the family's level
-	// (FamilyLevel), otherwise it is within noise (Outcome.WithinNoise).
+	// changed its plan: a slowdown of it in the fix's rounds may be the
+	// machine's during those rounds (the control's rounds run in turn
+	// with them see the same period, not every burst of it). Such a
+	// query is a cost only when the comparison is certain of it beyond
+	// the rounds' noise at the family's level (FamilyLevel); otherwise
+	// it is within noise (Outcome.WithinNoise), never a cost. Never set
+	// for a setting, which reaches every query.
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
