@@ -226,14 +226,7 @@ func printRecording(stdio IO, st capturerun.Status) {
 	if st.State == capturerun.StateFinalized {
 		fmt.Fprintf(stdio.Stdout, " (%d still open at the end, recorded as open)", st.OpenAtEnd)
 	}
-	// The sessions open at the start left out, if any: "0 open at the
-	// start, not recorded" read as none open, above "resumed 2 sessions
-	// open at the start" (issue 57).
-	if st.NotRecorded > 0 {
-		fmt.Fprintf(stdio.Stdout, "; %d of those open at the start not recorded", st.NotRecorded)
-	} else {
-		fmt.Fprint(stdio.Stdout, "; none of those open at the start left out")
-	}
+	fmt.Fprintf(stdio.Stdout, "; %d open at the start, not recorded", st.NotRecorded)
 	for _, why := range slices.Sorted(maps.Keys(st.NotRecordedWhy)) {
 		fmt.Fprintf(stdio.Stdout, " (%s: %d)", why, st.NotRecordedWhy[why])
 	}

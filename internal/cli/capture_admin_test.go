@@ -116,24 +116,3 @@ func TestCaptureAdminCommands(t *testing.T) {
 		t.Errorf("capture exited %d:\n%s%s", code, stdout, stderr)
 	}
 }
-
-// TestPrintRecordingOpenAtStart: issue 57. The recording's summary said
-// "0 open at the start, not recorded" directly above "resumed 2 sessions
-// open at the start, recorded from the middle": the sessions open at the
-// start left out are said as such, and none left out is said so.
-func TestPrintRecordingOpenAtStart(t *testing.T) {
-	for _, tc := range []struct {
-		st        capturerun.Status
-		want, not string
-	}{
-		{capturerun.Status{ID: "r1", Sessions: 5, Resumed: 2}, "  sessions  5 recorded; none of those open at the start left out\n  resumed   2 sessions open at the start", "0 open at the start"},
-		{capturerun.Status{ID: "r2", Sessions: 5, Resumed: 2, NotRecorded: 1, NotRecordedWhy: map[string]int64{"too_large": 1}},
-			"  sessions  5 recorded; 1 of those open at the start not recorded (too_large: 1)\n  resumed   2 sessions open at the start", "none of those"},
-	} {
-		var out strings.Builder
-		printRecording(IO{Stdout: &out, Stderr: &out}, tc.st)
-		if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), tc.not) {
-			t.Errorf("%s: want %q, not %q, in\n%s", tc.st.ID, tc.want, tc.not, out.String())
-		}
-	}
-}
