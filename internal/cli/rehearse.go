@@ -87,7 +87,7 @@ DROP INDEX, the change reverted, "confirms the cause" when that brings the
 update's work back within noise; extended statistics on the control only:
 its CREATE STATISTICS, then ANALYZE; ones on the candidate only: DROP
 STATISTICS, the change reverted; a column's statistics target that
-differs: the control's, then ANALYZE): --fix-rounds (2) more candidate rounds from the reset state (not
+differs: the control's, then ANALYZE): --fix-rounds (3) more candidate rounds from the reset state (not
 with --reset none), with the fix's SQL applied to the round's copies
 and the whole traffic replayed (round-NN-candidate-fix-NAME.json), at most
 --max-fixes of them, those adding the most time first, in turn with

@@ -89,7 +89,7 @@ func TestRehearseTry(t *testing.T) {
 		jsonPath = filepath.Join(dir, "rehearsal.json")
 		// Exit 0: a --try never changes it.
 		stdout, stderr = rehearseOK(t,
-			"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--speed", "0",
+			"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "2", "--speed", "0",
 			"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
 			"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--findings=false", "--plans=false",
 			"--try", "t_a:CREATE INDEX t_a ON t (a)", "--try", "bad:CREATE INDEX ON nowhere (a)",
@@ -203,7 +203,7 @@ func TestRehearseSettingFix(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "rehearsal.json")
 	stdout, _ := rehearseOK(t,
-		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
+		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--fix-rounds", "2", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
 		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--findings=false",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, logPath)

@@ -302,6 +302,22 @@ type Effect struct {
 	// p95) slower beyond every floor, but the calls inside the runs
 	// could not carry that change: it is then not a regression.
 	Calls *CallsEvidence `json:"calls,omitempty"`
+	// Faster is, for a figure (the mean or the p95) the runs showed
+	// faster beyond every floor, with runs enough a side for the rank
+	// interval and the calls' histograms, the calls' evidence of that
+	// change as Calls is of a slower one (FasterCarried). The
+	// comparison's own labels do not rest on it, so it is not in the
+	// JSON; a fix's verdict does (package fixes), so that an A/A fix
+	// claims a gain no more often than a regression.
+	Faster *CallsEvidence `json:"-"`
+}
+
+// FasterCarried reports whether a figure faster beyond every floor is
+// faster beyond its calls' sampling and the rounds' noise pooled over
+// the comparison's queries, at the family's level (Faster: its High and
+// FamilyHigh below 1), as a regression must be slower.
+func (e *Effect) FasterCarried() bool {
+	return e.Faster != nil && e.Faster.High < 1 && e.Faster.FamilyHigh < 1
 }
 
 // CallsEvidence is a change of a figure over the runs taken again with

@@ -271,6 +271,13 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 			e.Calls = ev
 		}
 	}
+	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeFaster && e.Beyond && -e.DeltaMS >= c.o.MinEffectMS {
+		// The same evidence of a change the other way, which a fix's
+		// verdict claims as a gain (Effect.Faster).
+		if ev, ok := c.callsEvidence(b, k, m); ok {
+			e.Faster = ev
+		}
+	}
 	return e, unreadable
 }
 

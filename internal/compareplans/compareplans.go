@@ -70,7 +70,7 @@ type Input struct {
 
 // Statements returns what to explain for in, in order: the latency
 // regressions by time added, the work regressions (more WAL or dirtied
-// blocks per call) by WAL added per run, the divergent queries, then the
+// blocks per call) as compare ranks them (by what they add per run), the divergent queries, then the
 // top queries by time added (top of them, regressed or not), each once;
 // with the samples (the baseline's, else the candidate's) and the
 // baseline's logged plan. Every regression of either kind is explained,

@@ -22,9 +22,16 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
-// DefaultRounds is the number of fix rounds per fix: two measure the
-// fix's own spread at all, and each adds a whole replay.
-const DefaultRounds = 2
+// DefaultRounds is the number of fix rounds per fix, and of the
+// control's rounds run beside them: three a side, as the rehearsal's own
+// (rehearse.DefaultRounds), are the fewest for which the comparison
+// measures the rounds' noise (the rank interval at its level, the noise
+// pooled over the queries and the family's level, package stats), so
+// that a fix is judged as the rehearsal is; with two a side only the
+// default noise floors stand for it (issue 57: a query the fix does not
+// touch called 5.55x slower (1.26-24.43) on a busy machine). Each adds a
+// whole replay.
+const DefaultRounds = 3
 
 // Kind is what a fix changes on the candidate's copy.
 type Kind string
@@ -467,8 +474,17 @@ type Outcome struct {
 	// Queries are the regressions it is for, with and without it.
 	Queries []Query `json:"queries"`
 	// Costs are the other queries that regressed (slower or writing
-	// more) against the control with the fix and not without it.
+	// more) against the control with the fix and not without it; a
+	// query the fix does not touch only when the comparison is certain
+	// of it at the family's level (Cost.Elsewhere, FamilyLevel).
 	Costs []Cost `json:"costs"`
+	// WithinNoise are the queries the fix does not touch that the
+	// comparison with the control called regressed with the fix and not
+	// without it, where that comparison does not reach the family's
+	// level (too few rounds a side to measure the rounds' noise, or no
+	// histograms): within what the machine's noise may do to a query
+	// between rounds, context, never a cost of the fix.
+	WithinNoise []Cost `json:"within_noise,omitempty"`
 	// Writes are the queries that write the fix's relation, with the
 	// fix against the candidate without it: what the fix costs them,
 	// beyond noise or not.
@@ -553,11 +569,13 @@ type Cost struct {
 	Effect *compare.Effect `json:"effect,omitempty"`
 	// Elsewhere: the query does not touch the relation the fix changes
 	// (an index, its statistics, an ANALYZE), so the fix cannot have
-	// changed its plan: a slowdown of it in the fix's rounds is more
-	// likely the machine's during those rounds (the control's rounds
-	// run in turn with them see the same period, not every burst of
-	// it) than the fix's.
-	// Never set for a setting, which reaches every query.
+	// changed its plan: a slowdown of it in the fix's rounds may be the
+	// machine's during those rounds (the control's rounds run in turn
+	// with them see the same period, not every burst of it). Such a
+	// query is a cost only when the comparison is certain of it beyond
+	// the rounds' noise at the family's level (FamilyLevel); otherwise
+	// it is within noise (Outcome.WithinNoise), never a cost. Never set
+	// for a setting, which reaches every query.
 	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
@@ -660,19 +678,9 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 			o.RecoveredPct += fq.RecoveredPct / float64(len(o.Queries))
 		}
 	}
-	for _, w := range with.Queries {
-		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
-			continue
-		}
-		c := Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS,
-			Elsewhere: fix.Relation != "" && fix.relationScoped() && !touches(w.Query, fix.Relation)}
-		if w.Effects != nil {
-			c.Effect = w.Effects.Of(w.Regressed)
-		}
-		o.Costs = append(o.Costs, c)
-	}
+	o.Costs, o.WithinNoise = costs(fix, before, with)
 	if fix.JudgedByChanges() {
-		o.Changes = changes(delta, with)
+		o.Changes = changes(fix, delta, with)
 	}
 	if fix.Relation != "" {
 		for _, d := range delta.Queries {
@@ -688,6 +696,56 @@ func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
 		}
 	}
 	return o
+}
+
+// costs are the other queries that regressed against the control with
+// fix (with) and not without it (before): a cost of the fix, or, for a
+// query the fix does not touch that with cannot call regressed at the
+// family's level (FamilyLevel), within noise.
+func costs(fix Fix, before, with *compare.Report) (out, withinNoise []Cost) {
+	out = []Cost{}
+	for _, w := range with.Queries {
+		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
+			continue
+		}
+		c := Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS,
+			Elsewhere: elsewhere(fix, w.Query)}
+		if w.Effects != nil {
+			c.Effect = w.Effects.Of(w.Regressed)
+		}
+		if c.Elsewhere && !FamilyLevel(with) {
+			// The fix cannot have changed its plan, and the comparison
+			// cannot tell its slowdown from the machine's between
+			// rounds: context, not a cost.
+			withinNoise = append(withinNoise, c)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, withinNoise
+}
+
+// elsewhere reports whether statement sql cannot reach what fix changes:
+// the fix changes its relation only (an index, its statistics, an
+// ANALYZE) and sql does not touch it.
+func elsewhere(fix Fix, sql string) bool {
+	return fix.Relation != "" && fix.relationScoped() && !touches(sql, fix.Relation)
+}
+
+// FamilyLevel reports whether comparison rep calls a regression only
+// beyond the rounds' noise at the family's level, as the rehearsal's own
+// comparison of three rounds a side does: runs enough a side for the
+// rank interval (compare.Noise.Measured) and the calls' histograms, with
+// which compare.Runs holds every slower claim to the rounds' noise
+// pooled over its queries at one-sided stats.FamilyAlpha (the chance of
+// any false regression among them at Alpha/2). Without them (one or two
+// fix rounds, a result without histograms) a regression rests on the
+// default noise floors, which a busy machine exceeds.
+func FamilyLevel(rep *compare.Report) bool {
+	if rep == nil || !rep.Noise.Measured {
+		return false
+	}
+	return !slices.ContainsFunc(rep.Warnings, func(w compare.Warning) bool { return w.Kind == compare.WarnNoHistograms })
 }
 
 // latencyStatus is the verdict on a query whose time regressed and that
@@ -729,7 +787,7 @@ func latencyStatus(fq *Query, w *compare.QueryDiff) Status {
 // with it) faster or slower beyond noise, the slower first, each by its
 // time added or taken per run, largest first; with is the fix's
 // comparison with the control.
-func changes(delta, with *compare.Report) []Change {
+func changes(fix Fix, delta, with *compare.Report) []Change {
 	out := []Change{}
 	for _, d := range delta.Queries {
 		c := Change{Fingerprint: d.Fingerprint, Query: d.Query, Status: d.Status, Metric: compare.MetricMean}
@@ -738,9 +796,17 @@ func changes(delta, with *compare.Report) []Change {
 			c.Direction, c.Metric, c.Work = Slower, d.Work.More, d.Work.Of(d.Work.More)
 		case regressed(&d):
 			c.Direction, c.Metric = Slower, cmp.Or(d.Regressed, compare.MetricMean)
-		case d.Status == compare.StatusImproved:
+		case d.Status == compare.StatusImproved && (!FamilyLevel(delta) || d.Effects != nil && d.Effects.Mean.FasterCarried()):
+			// Faster at the family's level, as a slower query is
+			// (compare.Effect.Faster), where the comparison reaches it.
 			c.Direction = Faster
 		default:
+			continue
+		}
+		if c.Direction == Slower && elsewhere(fix, d.Query) && !FamilyLevel(delta) {
+			// As a cost (costs): a query the fix does not touch,
+			// slower by a comparison that cannot tell that from the
+			// machine's noise between rounds, is not its change.
 			continue
 		}
 		if d.Effects != nil && c.Work == nil {

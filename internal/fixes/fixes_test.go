@@ -236,34 +236,58 @@ func sign(x float64) float64 {
 	return 1
 }
 
-// TestJudgeCostElsewhere: an index on customers cannot change the plan
-// of a query on accounts: its slowdown in the fix's rounds is a cost
-// said as more likely the machine's (Elsewhere), with its interval; the
-// update of customers stays a plain cost, and a setting reaches every
-// query, so none of its costs is elsewhere.
+// TestJudgeCostElsewhere: an index on customers, and in the fix's rounds
+// a slowdown of a query on accounts, which the index cannot reach
+// (Elsewhere). Issue 57: such a query is a cost only when the comparison
+// with the control is at the family's level (three rounds a side with
+// the calls' histograms: FamilyLevel); with two rounds a side, or
+// without histograms, it is within noise (WithinNoise), never a cost.
+// The update of customers stays a plain cost either way, and a setting
+// reaches every query, so none of its costs is elsewhere.
 func TestJudgeCostElsewhere(t *testing.T) {
 	before := report(q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 1000, 100, 400))
-	with := report(q("a", "", compare.StatusUnchanged, 3, 0.8, 1.3),
-		q("u", "UPDATE customers SET name = $1 WHERE id = $2", compare.StatusRegressed, 40, 1.5, 2),
-		q("b", "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", compare.StatusRegressed, 190, 3.2, 40))
 	delta := report(q("a", "", compare.StatusImproved, -900, 0.01, 0.02))
+	index := Fix{Name: "index-customers_email_idx", Kind: CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}}
+	setting := Fix{Name: "setting-random_page_cost", Kind: SetDatabase, Relation: "customers", Fingerprints: []string{"a"}}
 	for _, tc := range []struct {
+		name      string
 		fix       Fix
-		elsewhere map[string]bool
+		measured  bool
+		warnings  []compare.Warning
+		costs     map[string]bool // fingerprint: elsewhere
+		withinFPs []string
 	}{
-		{Fix{Name: "index-customers_email_idx", Kind: CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}},
-			map[string]bool{"u": false, "b": true}},
-		{Fix{Name: "setting-random_page_cost", Kind: SetDatabase, Relation: "customers", Fingerprints: []string{"a"}},
-			map[string]bool{"u": false, "b": false}},
+		{"index, 3 rounds a side", index, true, nil, map[string]bool{"u": false, "b": true}, nil},
+		{"index, 2 rounds a side", index, false, []compare.Warning{{Kind: compare.WarnNoiseNotMeasured}}, map[string]bool{"u": false}, []string{"b"}},
+		{"index, no histograms", index, true, []compare.Warning{{Kind: compare.WarnNoHistograms}}, map[string]bool{"u": false}, []string{"b"}},
+		{"setting, 2 rounds a side", setting, false, nil, map[string]bool{"u": false, "b": false}, nil},
 	} {
+		with := report(q("a", "", compare.StatusUnchanged, 3, 0.8, 1.3),
+			q("u", "UPDATE customers SET name = $1 WHERE id = $2", compare.StatusRegressed, 40, 1.5, 2),
+			q("b", "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", compare.StatusRegressed, 190, 1.26, 24.43))
+		with.Noise.Measured, with.Warnings = tc.measured, tc.warnings
+		if FamilyLevel(with) != (tc.measured && len(tc.warnings) == 0) {
+			t.Errorf("%s: FamilyLevel %v", tc.name, FamilyLevel(with))
+		}
 		o := Judge(tc.fix, before, with, delta)
-		if len(o.Costs) != 2 {
-			t.Fatalf("%s: costs %+v, want the two updates", tc.fix.Name, o.Costs)
+		if len(o.Costs) != len(tc.costs) {
+			t.Errorf("%s: costs %+v, want %v", tc.name, o.Costs, tc.costs)
 		}
 		for _, c := range o.Costs {
-			if c.Elsewhere != tc.elsewhere[c.Fingerprint] || c.Effect == nil || c.Effect.Low == 0 {
-				t.Errorf("%s: cost %s elsewhere %v effect %+v, want elsewhere %v with an interval", tc.fix.Name, c.Fingerprint, c.Elsewhere, c.Effect, tc.elsewhere[c.Fingerprint])
+			elsewhere, ok := tc.costs[c.Fingerprint]
+			if !ok || c.Elsewhere != elsewhere || c.Effect == nil || c.Effect.Low == 0 {
+				t.Errorf("%s: cost %s elsewhere %v effect %+v, want %v", tc.name, c.Fingerprint, c.Elsewhere, c.Effect, tc.costs)
 			}
+		}
+		var within []string
+		for _, c := range o.WithinNoise {
+			within = append(within, c.Fingerprint)
+			if !c.Elsewhere || c.Effect == nil {
+				t.Errorf("%s: within noise %+v: want a query elsewhere, with its interval", tc.name, c)
+			}
+		}
+		if !slices.Equal(within, tc.withinFPs) {
+			t.Errorf("%s: within noise %v, want %v", tc.name, within, tc.withinFPs)
 		}
 	}
 }

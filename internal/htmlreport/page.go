@@ -33,8 +33,9 @@ type Verdict struct {
 	Items []string
 	// Focus is a line after the items that the verdict turns on (the
 	// top regression's cause), and Action what to do about it, shown
-	// under it; "" for none.
-	Focus, Action string
+	// under it, then Outcome, what trying it found (rehearse's fix
+	// rounds); "" for none.
+	Focus, Action, Outcome string
 	// Notes are shown last, smaller: what the verdict rests on but is
 	// not (warnings).
 	Notes []string

@@ -90,7 +90,7 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 		p.Subtitle = fmt.Sprintf("Baseline %s (%s) vs candidate %s (%s); latency: %s vs %s", sideName(&rep.Baseline), rep.Baseline.Kind,
 			sideName(rep.Candidate), rep.Candidate.Kind, rep.Baseline.LatencySource, rep.Candidate.LatencySource)
 	}
-	p.Verdict = verdictBox(rep, opts.Plans)
+	p.Verdict = verdictBox(rep, opts.Plans, opts.Fixes)
 
 	p.Sections = append(p.Sections, summarySection(rep))
 	if len(opts.Fixes) > 0 {
@@ -139,8 +139,9 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 // verdict block the text starts with (NewVerdictBlock: the verdict line,
 // the rules broken by which queries, the top regression's cause and fix),
 // then the comparison's warnings.
-func verdictBox(rep *compare.Report, plans *explain.Report) *htmlreport.Verdict {
+func verdictBox(rep *compare.Report, plans *explain.Report, tried []fixes.Outcome) *htmlreport.Verdict {
 	vb := NewVerdictBlock(rep, plans)
+	vb.WithFixes(rep, tried)
 	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: vb.Line, Items: vb.Broken}
 	if vb.More != "" {
 		v.Items = append(v.Items, vb.More)
@@ -148,7 +149,7 @@ func verdictBox(rep *compare.Report, plans *explain.Report) *htmlreport.Verdict 
 	if t := vb.Top; t != nil {
 		v.Focus = "Top regression " + t.Query + ": " + t.Plan
 		if t.Fix != "" {
-			v.Action = "Fix: " + t.Fix
+			v.Action, v.Outcome = "Fix: "+t.Fix, t.Tried
 		}
 	}
 	for _, w := range rep.Warnings {

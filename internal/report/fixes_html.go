@@ -98,11 +98,14 @@ func FixesSection(tried []fixes.Outcome) htmlreport.Section {
 			}
 			how := fixCostWords(c)
 			if c.Elsewhere {
-				how += "; does not touch " + f.Relation + ": more likely the machine's than the fix's"
+				how += "; " + elsewhereCostWords(f.Relation)
 			}
 			costs.Rows = append(costs.Rows, htmlreport.Row{Class: "bad", Cells: []htmlreport.Cell{htmlreport.Text(f.Name), {Text: how, Class: "wrap"},
 				factor, htmlreport.Num(fmtSignedTotal(c.AddedMS), c.AddedMS),
 				queryCell(c.Fingerprint, c.Query, pageQueryWidth)}})
+		}
+		for _, line := range fixWithinNoiseLines(f) {
+			s.Notes = append(s.Notes, f.Name+": "+line)
 		}
 		if f.JudgedByChanges() {
 			for _, line := range fixChangeLines(f.Changes) {

@@ -119,17 +119,54 @@ func fixFigureLines(f fixes.Outcome) []string {
 		line := fmt.Sprintf("regressed with the fix only: %s: %s, %s %s per run",
 			shorten(oneLine(DisplayQuery(c.Query)), fixQueryWidth), fixCostWords(c), figure, fmtSignedTotal(c.AddedMS))
 		if c.Elsewhere {
-			line += "; it does not touch " + f.Relation + ", which the fix changes: more likely the machine's during the fix's rounds than the fix's"
+			line += "; " + elsewhereCostWords(f.Relation)
 		}
 		out = append(out, line)
 	}
 	if len(f.Costs) == 0 {
 		out = append(out, "no other query regressed with the fix")
 	}
+	out = append(out, fixWithinNoiseLines(f)...)
 	if f.JudgedByChanges() {
 		out = append(out, fixChangeLines(f.Changes)...)
 	}
 	return append(out, fixWritesLines(f)...)
+}
+
+// elsewhereCostWords say of a cost of a fix on a query that does not
+// touch the fix's relation (fixes.Cost.Elsewhere) why it is a cost all
+// the same: fixes.Judge keeps such a query a cost only when the
+// comparison is certain of it beyond the rounds' noise at the family's
+// level.
+func elsewhereCostWords(rel string) string {
+	return "it does not touch " + rel + ", which the fix changes, yet it is slower beyond the rounds' noise at the family's level"
+}
+
+// fixWithinNoiseLines are the queries the fix does not touch that the
+// comparison with the control called slower with the fix, too few rounds
+// a side to tell that from the machine's noise between rounds
+// (fixes.Outcome.WithinNoise): context, said not to be a regression.
+func fixWithinNoiseLines(f fixes.Outcome) []string {
+	var out []string
+	for _, c := range f.WithinNoise {
+		figure := fmtFactor(c.Factor)
+		if c.Effect != nil {
+			figure = fmtEffect(c.Effect)
+		}
+		out = append(out, fmt.Sprintf("within noise, not a regression: %s: %s %s against the control with the fix, %s per run; it does not touch %s, which the fix changes, and %s",
+			shorten(oneLine(DisplayQuery(c.Query)), fixQueryWidth), fixCostWords(c), figure, fmtSignedTotal(c.AddedMS), f.Relation, withinNoiseWhy(f)))
+	}
+	return out
+}
+
+// withinNoiseWhy says why a fix's comparison with the control does not
+// reach the family's level: its rounds, fewer than the three a side that
+// measure the rounds' noise, or its results' lack of histograms.
+func withinNoiseWhy(f fixes.Outcome) string {
+	if n := min(f.Rounds, len(f.ControlRounds)); n > 0 && n < fixes.DefaultRounds {
+		return fmt.Sprintf("%d %s a side cannot tell that from the machine's noise between rounds", n, plural(n, "round", "rounds"))
+	}
+	return "the comparison cannot tell that from the machine's noise between rounds"
 }
 
 // addedWith is the time a regression adds per run against the control

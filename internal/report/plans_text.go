@@ -85,6 +85,13 @@ func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 		}
 		if g := topGrowth(m); g != nil {
 			w.what = growthShort(m, g)
+			if !slower && status != compare.StatusMoreWork {
+				// Issue 57: one EXPLAIN ANALYZE a side is not the
+				// comparison's rounds; a node's time that grew in a
+				// query the comparison does not call slower is
+				// context, never a finding.
+				w.what += "; " + growthContext(status)
+			}
 		}
 		// A cause is named only for a slowdown or more work: a same
 		// plan that does neither needs none.
@@ -110,6 +117,16 @@ func planWordsOf(o *explain.Outcome, status compare.Status) planWords {
 	}
 	w.what = strings.Join(why, "; ")
 	return w
+}
+
+// growthContext says that a node's growth in the plans of a query the
+// comparison does not call slower (status) is not a regression: the
+// plans are one execution a side, the query's time is the rounds'.
+func growthContext(status compare.Status) string {
+	if status == compare.StatusUnchanged {
+		return "context, not a regression: the query's time did not change beyond noise"
+	}
+	return "context, not a regression: the comparison does not call the query slower"
 }
 
 // noneFound says that no cause was found, and where it was not looked

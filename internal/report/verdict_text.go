@@ -3,10 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 )
 
 // verdictBrokenMax is how many broken rules the verdict block lists one
@@ -41,6 +43,35 @@ type TopRegression struct {
 	// Fix is FixText of its first cause; "" when the cause is the change
 	// itself or the data, where the fix is a decision.
 	Fix string
+	// Tried is what the fix rounds found of the fix for it
+	// (TopFixWords, the fixes section's words), set by WithFixes; ""
+	// before any fix round ran (the text's verdict block, written
+	// first).
+	Tried string
+}
+
+// WithFixes sets the top regression's Tried from the fixes rehearse
+// tried (nil: none), so that the page's verdict says the fix's outcome in
+// the words of the fixes section, the one source of "verified" (issue
+// 57: the banner said "not verified" beside "fix verified (2 rounds)").
+func (vb *VerdictBlock) WithFixes(rep *compare.Report, tried []fixes.Outcome) {
+	if vb.Top == nil || vb.Top.Fix == "" {
+		return
+	}
+	vb.Top.Tried = TopFixWords(tried, rep.Verdict.Worst)
+}
+
+// TopFixWords are the fix rounds' verdict on the fix tried for the
+// regression of fingerprint fp, in the fixes section's words ("fix
+// verified (3 rounds): within the control's noise"), or that none was
+// tried; a fix reverting the change speaks of the cause.
+func TopFixWords(tried []fixes.Outcome, fp string) string {
+	for _, o := range tried {
+		if slices.Contains(o.Fingerprints, fp) && o.Origin != fixes.OriginTry {
+			return "Fix rounds: " + o.Name + ": " + fixVerdictWords(o)
+		}
+	}
+	return "Fix rounds: not tried"
 }
 
 // NewVerdictBlock is rep's verdict block; plans may be nil (not
@@ -155,7 +186,9 @@ func FixText(c explain.Cause) string {
 		if c.Verified {
 			return "set " + c.Setting + " to " + c.Control + " on the candidate, the control's value"
 		}
-		return "try " + c.Setting + " = " + c.Control + " on the candidate, the control's value (not verified)"
+		// The plans could not confirm it (planning again with it):
+		// not the fix rounds' verdict, which WithFixes says.
+		return "try " + c.Setting + " = " + c.Control + " on the candidate, the control's value (the plans could not confirm it)"
 	case explain.CauseIndexStopsHOT:
 		return "drop index " + c.Index + ", or leave the columns this statement sets out of it, if the reads it serves allow: its updates can then be HOT"
 	}

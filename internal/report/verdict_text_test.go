@@ -52,7 +52,7 @@ func TestVerdictFirst(t *testing.T) {
 // (another version) names none.
 func TestFixText(t *testing.T) {
 	rep := plansReport(t)
-	if got, want := FixText(rep.Outcomes[1].Causes[0]), "try shared_buffers = 128MB on the candidate, the control's value (not verified)"; got != want {
+	if got, want := FixText(rep.Outcomes[1].Causes[0]), "try shared_buffers = 128MB on the candidate, the control's value (the plans could not confirm it)"; got != want {
 		t.Errorf("setting: %q, want %q", got, want)
 	}
 	c := rep.Outcomes[1].Causes[0]

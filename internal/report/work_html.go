@@ -62,7 +62,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 	})
 	t := htmlreport.Table{ID: "server-work-table", Title: "Per call, baseline → candidate", Sortable: true, Empty: "No query on both sides.",
 		Columns: []htmlreport.Column{
-			{Label: "status"},
+			{Label: "status", Tooltip: "what the query's server work did (not its latency's status): writes more, under a floor, less, or ~"},
 			{Label: "WAL added", Numeric: true, Tooltip: "WAL bytes per call change × candidate calls: per run"},
 			{Label: "WAL/call", Numeric: true}, {Label: "C/B", Numeric: true, Tooltip: "WAL bytes per call, candidate / baseline, with its interval"},
 			{Label: "FPI/call", Numeric: true}, {Label: "C/B", Numeric: true, Tooltip: "full-page images per call: shown, not judged"},
@@ -73,7 +73,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 	for _, q := range qs {
 		w := q.Work
 		row := htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Text(StatusText(q.Status)),
+			htmlreport.Text(WorkStatusText(w)),
 			htmlreport.Num(fmtSignedBytes(w.AddedWALBytes), w.AddedWALBytes),
 			workFigureCell(w, compare.MetricWALBytes), workEffectCell(&w.WALBytes),
 			workFigureCell(w, compare.MetricWALFPI), workEffectCell(&w.WALFPI),

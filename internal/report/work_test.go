@@ -90,8 +90,8 @@ func TestServerWorkReport(t *testing.T) {
 	out := text.String()
 	t.Logf("%s", out)
 	for _, want := range []string{
-		"Server work per call (pg_stat_statements): queries that write more, by WAL added per run; intervals over the runs; floors 1.50x and +1.0 kB WAL or +0.5 blocks dirtied a call",
-		"6.7 kB -> 16.6 kB", "+48.8 MB", "1.68x (1.68-1.68)", "more work", "REGRESSIONS (no rule to fail on): no latency regression beyond noise; 1 query writes more per call, most b2c3d4e5f6071829",
+		"Server work per call (pg_stat_statements): queries that write more, by the share of the run's work they add; intervals over the runs; floors 1.50x and +1.0 kB WAL or +0.5 blocks dirtied a call",
+		"6.7 kB -> 16.6 kB", "+48.8 MB", "1.68x (1.68-1.68)", "writes more: WAL bytes", "REGRESSIONS (no rule to fail on): no latency regression beyond noise; 1 query writes more per call, most b2c3d4e5f6071829",
 		"(WAL bytes per call 2.50x (",
 	} {
 		if !strings.Contains(out, want) {
@@ -342,5 +342,67 @@ func TestWorkFromNone(t *testing.T) {
 				t.Errorf("the %s gives a change from nothing as a ratio: %q", name, ratio)
 			}
 		}
+	}
+}
+
+// TestWorkRankedByWhatItAdds: issue 57. The small-shared-buffers demo
+// ranked first, as its "worst" work regression, a query dirtying 0.00 ->
+// 0.83 blocks a call (238x, +216 B of WAL per run) above the range report
+// the change is about (a latency regression dirtying thousands of blocks
+// per run), and its page showed the email lookup "regressed" beside "0 B
+// -> 0 B" in a table of writes. The work queries go by what they add per
+// run (the share of the run's work), and the work table's status is its
+// work's.
+func TestWorkRankedByWhatItAdds(t *testing.T) {
+	work := func(more compare.Metric, share, wal float64, dirtied compare.WorkEffect) *compare.QueryWork {
+		w := &compare.QueryWork{Judged: true, More: more, AddedWALBytes: wal, BaselineCalls: 500, CandidateCalls: 500, Dirtied: dirtied}
+		if e := w.Of(more); e != nil {
+			e.AddedShare = share
+		}
+		return w
+	}
+	tiny := work(compare.MetricDirtied, 0.004, 216, compare.WorkEffect{Ratio: 238, Low: 120, High: 400, Change: compare.ChangeMore, Baseline: 0.0035, Candidate: 0.83, Delta: 0.83})
+	rangeReport := work(compare.MetricDirtied, 0.62, 0, compare.WorkEffect{Ratio: 3.1, Low: 2.8, High: 3.4, Change: compare.ChangeMore, Baseline: 40, Candidate: 124, Delta: 84})
+	lookup := &compare.QueryWork{Judged: true, BaselineCalls: 500, CandidateCalls: 500}
+	rep := &compare.Report{
+		Verdict: compare.Verdict{Status: compare.VerdictFail, Regressions: 2, MoreWork: 1, Worst: "range"},
+		Noise:   compare.Noise{Measured: true, BaselineRuns: 3, CandidateRuns: 3},
+		Queries: []compare.QueryDiff{
+			{Fingerprint: "range", Query: "SELECT count(*) FROM orders WHERE created_at BETWEEN $1 AND $2", Status: compare.StatusRegressed, Work: rangeReport},
+			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Status: compare.StatusRegressed, Work: lookup},
+			{Fingerprint: "tiny", Query: "UPDATE customers SET seen = now() WHERE id = $1", Status: compare.StatusMoreWork, Work: tiny},
+		},
+		RegressionsByAddedTime: []string{"range", "lookup"},
+		MoreWork:               []string{"tiny"},
+		ServerWork:             &compare.ServerWork{Compared: true, BelowFloors: []string{}},
+	}
+	if got := workQueries(rep); strings.Join(got, ",") != "range,tiny" {
+		t.Errorf("work queries %v, want the range report (62%% of the run's blocks dirtied) before the 238x from near zero (0.4%%)", got)
+	}
+	var text bytes.Buffer
+	ew := &errWriter{w: &text}
+	writeServerWork(ew, rep, 5)
+	if ew.err != nil {
+		t.Fatal(ew.err)
+	}
+	out := text.String()
+	if r, s := strings.Index(out, "SELECT count(*) FROM orders WHERE created_at"), strings.Index(out, "UPDATE customers SET seen"); r < 0 || s < 0 || r > s {
+		t.Errorf("the text's work list does not rank the range report first:\n%s", out)
+	}
+	sec, ok := workSection(rep)
+	if !ok || len(sec.Tables) == 0 {
+		t.Fatal("no server work section")
+	}
+	status := map[string]string{}
+	for _, row := range sec.Tables[0].Rows {
+		status[row.Cells[len(row.Cells)-1].Title] = row.Cells[0].Text
+	}
+	for fp, want := range map[string]string{"range": "writes more: shared blocks dirtied", "tiny": "writes more: shared blocks dirtied", "lookup": "~"} {
+		if status[fp] != want {
+			t.Errorf("%s: work status %q, want %q (statuses %v)", fp, status[fp], want, status)
+		}
+	}
+	if rows := sec.Tables[0].Rows; len(rows) != 3 || rows[0].Cells[len(rows[0].Cells)-1].Title != "range" {
+		t.Errorf("the page's work table does not start with the range report: %+v", rows)
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,15 +95,39 @@ func workChangeText(m compare.Metric, e *compare.WorkEffect) string {
 }
 
 // workQueries are the queries the server-work section lists: the work
-// regressions, then the latency regressions that also write more.
+// regressions and the latency regressions that also write more, together
+// by what they add per run (compare.ByWorkAdded), so that the query a
+// change is about is never ranked under a few bytes from near zero.
 func workQueries(rep *compare.Report) []string {
-	fps := append([]string{}, rep.MoreWork...)
-	for _, fp := range rep.RegressionsByAddedTime {
-		if q := rep.Query(fp); q != nil && q.Work != nil && q.Work.More != "" {
-			fps = append(fps, fp)
+	var qs []*compare.QueryDiff
+	for _, fp := range slices.Concat(rep.MoreWork, rep.RegressionsByAddedTime) {
+		if q := rep.Query(fp); q != nil && q.Work != nil && q.Work.More != "" && !slices.Contains(qs, q) {
+			qs = append(qs, q)
 		}
 	}
+	slices.SortStableFunc(qs, compare.ByWorkAdded)
+	fps := make([]string, len(qs))
+	for i, q := range qs {
+		fps[i] = q.Fingerprint
+	}
 	return fps
+}
+
+// WorkStatusText is a query's status in a table of server work: what its
+// work did, never its latency's status ("regressed" beside "0 B -> 0 B"
+// in the page's table, issue 57).
+func WorkStatusText(w *compare.QueryWork) string {
+	switch {
+	case w == nil || !w.Judged:
+		return "not judged"
+	case w.More != "":
+		return "writes more: " + WorkMetricName(w.More)
+	case w.Below != "" && w.BelowWhy == compare.ReasonLessWork:
+		return "writes less: " + WorkMetricName(w.Below)
+	case w.Below != "":
+		return "under a floor: " + WorkMetricName(w.Below)
+	}
+	return "~"
 }
 
 // workFloors words the floors of a work regression: "1.50x and +1.0 kB
@@ -190,7 +215,7 @@ func writeServerWork(ew *errWriter, rep *compare.Report, top int) {
 		return
 	}
 	fps := workQueries(rep)
-	title := "Server work per call (pg_stat_statements): queries that write more, by WAL added per run; intervals over the runs; floors " + workFloors(sw)
+	title := "Server work per call (pg_stat_statements): queries that write more, by the share of the run's work they add; intervals over the runs; floors " + workFloors(sw)
 	if len(fps) == 0 {
 		ew.printf("\nServer work per call (pg_stat_statements): no query writes more beyond noise and the floors (%s)\n", workFloors(sw))
 	} else {
@@ -200,7 +225,7 @@ func writeServerWork(ew *errWriter, rep *compare.Report, top int) {
 				w := q.Work
 				return []string{fmtSignedBytes(w.AddedWALBytes), workFigure(w, compare.MetricWALBytes), fmtWorkEffect(&w.WALBytes),
 					WorkShareText(w.More, w.Of(w.More)),
-					fmtWorkEffect(&w.WALFPI), workFigure(w, compare.MetricDirtied), fmtWorkEffect(&w.Dirtied), StatusText(q.Status),
+					fmtWorkEffect(&w.WALFPI), workFigure(w, compare.MetricDirtied), fmtWorkEffect(&w.Dirtied), WorkStatusText(w),
 					q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 			})
 	}
