@@ -304,11 +304,31 @@ func judgeOnServer(d *QueryDiff, s *LevelTime) {
 // run's bounds are its log mean's, moved by the run's overhead (the
 // server's mean less the log's), as under an overhead alike for every
 // call the calls spread as in the log, or less.
+//
+// A server's mean faster beyond every floor gets the same evidence the
+// other way (Effect.Faster), which a fix's verdict needs to claim a gain,
+// as the log's mean has it (comparer.effect).
 func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
 	e := &s.Mean
-	if !c.useHist || e.Interval != IntervalRuns || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < c.o.MinEffectMS {
+	if !c.useHist || e.Interval != IntervalRuns || !e.Beyond {
 		return
 	}
+	switch {
+	case e.Change == ChangeSlower && e.DeltaMS >= c.o.MinEffectMS:
+		if ev, ok := c.serverEvidence(b, k, s); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
+			e.Calls = ev
+		}
+	case e.Change == ChangeFaster && -e.DeltaMS >= c.o.MinEffectMS:
+		if ev, ok := c.serverEvidence(b, k, s); ok {
+			e.Faster = ev
+		}
+	}
+}
+
+// serverEvidence is callsEvidence for the server's mean: each run's
+// bounds its log mean's, moved by the run's overhead; false when a run
+// lacks the figures.
+func (c *comparer) serverEvidence(b, k []*Query, s *LevelTime) (*CallsEvidence, bool) {
 	ev := &CallsEvidence{Alpha: stats.CallsAlpha(c.o.Alpha, c.tests), Tests: c.tests}
 	side := func(rows []*Query, server []float64, baseline bool) ([]float64, []stats.Bounds, bool) {
 		var figs []float64
@@ -338,11 +358,11 @@ func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
 	bf, bx, okB := side(b, s.BaselineRunsMS, true)
 	kf, kx, okK := side(k, s.CandidateRunsMS, false)
 	if !okB || !okK {
-		return
+		return nil, false
 	}
 	low, high, ok := stats.CallsInterval(bx, kx, c.o.Alpha)
 	if !ok {
-		return
+		return nil, false
 	}
 	ev.Low, ev.High = low, finite(high)
 	ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
@@ -353,7 +373,5 @@ func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
 			ev.FamilyLow, ev.FamilyHigh = flo, finite(fhi)
 		}
 	}
-	if ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1 {
-		e.Calls = ev
-	}
+	return ev, true
 }

@@ -205,3 +205,29 @@ func TestLevelsServerChangeCarriedByCalls(t *testing.T) {
 	}
 	checkLabel(t, "few", q)
 }
+
+// TestLevelsServerFasterEvidence: a server's mean faster beyond every
+// floor carries the calls' evidence the other way (Effect.Faster), as
+// the log's mean does, so that a fix's verdict judged on the server's
+// time can claim the gain; slower, it carries none.
+func TestLevelsServerFasterEvidence(t *testing.T) {
+	base, cand := levelSides(t, 3)
+	rep, err := Runs(cand, base, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("lookup")
+	if !q.JudgedOnServer() {
+		t.Fatalf("lookup judged on %q, want the server", q.Levels.Judged)
+	}
+	if e := q.Levels.Server.Mean; e.Change != ChangeFaster || !e.Beyond || !e.FasterCarried() {
+		t.Errorf("server level 60x faster: change %s, beyond %v, evidence %+v; want the gain carried", e.Change, e.Beyond, e.Faster)
+	}
+	rep, err = Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Query("lookup").Levels.Server.Mean; e.Faster != nil {
+		t.Errorf("server level slower carries faster evidence %+v", e.Faster)
+	}
+}
