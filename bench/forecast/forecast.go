@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+)
+
+// The forecast: what rehearse --json wrote (docs/report-json.md), read
+// with the comparison's own types so that a renamed field fails to
+// compile here rather than read as zero.
+
+// reportDoc is the part of rehearse's JSON the forecast reads.
+type reportDoc struct {
+	Verdict struct {
+		Status compare.VerdictStatus `json:"status"`
+		Line   string                `json:"line"`
+	} `json:"verdict"`
+	Baseline  compare.RunSummary  `json:"baseline"`
+	Candidate *compare.RunSummary `json:"candidate"`
+	Queries   []compare.QueryDiff `json:"queries"`
+}
+
+func readReport(path string) (*reportDoc, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var d reportDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d.Candidate == nil {
+		return nil, fmt.Errorf("%s: no candidate side: not a rehearsal's comparison", path)
+	}
+	return &d, nil
+}
+
+// predicted is the forecast of one query: its mean's ratio with the
+// interval, and how the report labelled it.
+type predicted struct {
+	found     bool
+	ratio     float64
+	low, high float64
+	level     float64
+	status    compare.Status
+}
+
+// forecastOf returns the forecast of kinds[k]: the report's query of
+// that kind with the most calls on the control.
+func (d *reportDoc) forecastOf(k int) predicted {
+	var best *compare.QueryDiff
+	for i := range d.Queries {
+		q := &d.Queries[i]
+		if kindOf(q.Query) != k {
+			continue
+		}
+		if best == nil || calls(q) > calls(best) {
+			best = q
+		}
+	}
+	if best == nil {
+		return predicted{}
+	}
+	p := predicted{found: true, status: best.Status}
+	switch {
+	case best.Effects != nil:
+		e := best.Effects.Mean
+		p.ratio, p.low, p.high, p.level = e.Ratio, e.Low, e.High, e.Level
+	case best.Ratio != nil:
+		p.ratio = best.Ratio.Mean
+	}
+	return p
+}
+
+func calls(q *compare.QueryDiff) int64 {
+	if q.Baseline == nil {
+		return 0
+	}
+	return q.Baseline.Calls
+}
+
+// regression says whether the report counts the query among the
+// regressions (the ones a latency rule can break).
+func (p predicted) regression() bool {
+	return p.status == compare.StatusRegressed || p.status == compare.StatusTailRegressed
+}
+
+// throughput returns the candidate's statements per second over the
+// control's (the medians over the rounds) with the range of the round
+// pairs.
+func (d *reportDoc) throughput() (ratio, low, high float64) {
+	per := func(s *compare.RunSummary) []float64 {
+		if len(s.Runs) == 0 {
+			return []float64{s.StatementsPerS}
+		}
+		var v []float64
+		for _, r := range s.Runs {
+			v = append(v, r.StatementsPerS)
+		}
+		return v
+	}
+	if d.Baseline.StatementsPerS == 0 {
+		return 0, 0, 0
+	}
+	low, high = pairRange(per(&d.Baseline), per(d.Candidate))
+	return d.Candidate.StatementsPerS / d.Baseline.StatementsPerS, low, high
+}
