@@ -108,3 +108,40 @@ func (d *reportDoc) throughput() (ratio, low, high float64) {
 	low, high = pairRange(per(&d.Baseline), per(d.Candidate))
 	return d.Candidate.StatementsPerS / d.Baseline.StatementsPerS, low, high
 }
+
+// replaySide is what a side's rounds of the replay took: the median span
+// (first to last statement, s) and the median of the rounds' summed sync
+// waits (s), with the sync mode; waits -1 when the rounds do not say.
+func replaySide(s *compare.RunSummary) (span, waits float64, mode string) {
+	runs := s.Runs
+	if len(runs) == 0 {
+		runs = []compare.RunSummary{*s}
+	}
+	var spans, w []float64
+	for _, r := range runs {
+		spans = append(spans, r.SpanS)
+		if r.SyncWait != nil {
+			w = append(w, r.SyncWait.TotalMS/1000)
+		}
+		if r.Sync != nil {
+			mode = string(r.Sync.Mode)
+		}
+	}
+	waits = -1
+	if len(w) == len(runs) {
+		waits = median(w)
+	}
+	return median(spans), waits, mode
+}
+
+// replayLine says how long each side's replay of the log took and how
+// long its sessions waited for each other (sync), medians over rounds.
+func (d *reportDoc) replayLine() string {
+	cs, cw, mode := replaySide(&d.Baseline)
+	ks, kw, _ := replaySide(d.Candidate)
+	line := fmt.Sprintf("replay span (median over rounds): control %.1f s, candidate %.1f s", cs, ks)
+	if cw >= 0 && kw >= 0 {
+		line += fmt.Sprintf("; sync %s waits summed: control %.1f s, candidate %.1f s", orDash(mode), cw, kw)
+	}
+	return line
+}

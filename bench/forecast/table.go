@@ -181,8 +181,15 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 	fmt.Fprintf(w, "\n## %s: %s\n\n", o.Change, o.About)
 	fmt.Fprintf(w, "rehearse exit %d, verdict %s: %s\n\n", o.ExitCode, d.Verdict.Status, d.Verdict.Line)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (interval)\tinside\tforecast/true\tstatus\tagreement")
 	rows := o.rows(d)
+	interval := "interval"
+	for _, rw := range rows {
+		if rw.fc.level > 0 {
+			interval = fmt.Sprintf("%.0f%% interval", 100*rw.fc.level)
+			break
+		}
+	}
+	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\tforecast/true\tstatus\tagreement\n", interval)
 	mustCatch := false
 	for _, rw := range rows {
 		fcText, ratioText := "not in the report", "-"
@@ -219,6 +226,7 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 	fr, flo, fhi := d.throughput()
 	fmt.Fprintf(w, "\nthroughput (candidate/control): true %.2f (%.2f-%.2f), forecast %.2f (%.2f-%.2f) statements/s\n",
 		tr, tlo, thi, fr, flo, fhi)
+	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
 }
 
 // summary writes the line that sums the tables up.
