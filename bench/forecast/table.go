@@ -44,7 +44,8 @@ type row struct {
 type tally struct {
 	rows, inside      map[string]int // by level
 	mustCatch, caught int
-	ratios            []float64 // forecast/true of every row with both
+	ratios            []float64 // forecast/true of every server row with both
+	caughtRatios      []float64 // of the server rows with a true ratio of caughtAt or more
 	passes, passOK    int       // changes with no true regression, and those that exited 0
 }
 
@@ -199,7 +200,12 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 				fcText += fmt.Sprintf(" (%s-%s)", fx(rw.fc.low), fx(rw.fc.high))
 			}
 			ratioText = fmt.Sprintf("%.2f", rw.fc.ratio/rw.truth)
-			t.ratios = append(t.ratios, rw.fc.ratio/rw.truth)
+			if rw.level == levelServer {
+				t.ratios = append(t.ratios, rw.fc.ratio/rw.truth)
+			}
+			if rw.counted {
+				t.caughtRatios = append(t.caughtRatios, rw.fc.ratio/rw.truth)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
 			fcText, yesNo(rw.inside), ratioText, orDash(string(rw.fc.status)), rw.agreement)
@@ -232,9 +238,9 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 // summary writes the line that sums the tables up.
 func (t *tally) summary(w io.Writer) {
 	fmt.Fprintf(w, "\nsummary: rows inside the interval %d of %d (server %d of %d, app %d of %d), caught %d of %d (server rows, true >= %gx), "+
-		"passed %d of %d changes without a true regression, median forecast/true %.2f\n",
+		"passed %d of %d changes without a true regression, median forecast/true %.2f (server rows), %.2f (those true >= %gx)\n",
 		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
-		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, median(t.ratios))
+		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, median(t.ratios), median(t.caughtRatios), caughtAt)
 }
 
 func yesNo(b bool) string {
