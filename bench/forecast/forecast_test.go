@@ -57,13 +57,15 @@ func TestRowJudge(t *testing.T) {
 	}{
 		{levelServer, 2.2, regressed, 3, "caught", true, true},
 		{levelServer, 2.2, regressed, 0, "MISSED", true, true},
+		{levelServer, 1.6, unchanged, 0, "MISSED (true range holds 1)", true, false},
 		{levelServer, 2.2, unchanged, 3, "MISSED", true, false},
 		{levelServer, 1.2, regressed, 3, "flagged, true < 1.5x", false, false},
 		{levelServer, 1.2, unchanged, 0, "ok", false, true},
 		{levelApp, 3, unchanged, 3, "not flagged", false, false},
 		{levelApp, 2, regressed, 3, "flagged", false, true},
 	} {
-		rw := row{level: c.level, truth: c.truth, fc: c.fc}
+		// The truth's range of round pairs: from 1 below 1.6x.
+		rw := row{level: c.level, truth: c.truth, tLow: c.truth - 0.6, tHigh: c.truth + 0.5, fc: c.fc}
 		rw.judge(c.exit)
 		if rw.agreement != c.agreement || rw.counted != c.counted || rw.inside != c.inside {
 			t.Errorf("%s true %.1f, forecast %s, exit %d: got %q counted %v inside %v, want %q %v %v",

@@ -155,9 +155,15 @@ func (rw *row) judge(exitCode int) {
 	case rw.truth >= caughtAt:
 		rw.counted = true
 		rw.wasCaught = flagged
-		rw.agreement = "MISSED"
-		if flagged {
+		switch {
+		case flagged:
 			rw.agreement = "caught"
+		case rw.tLow <= 1:
+			// Counted all the same; said, as the truth's own
+			// rounds do not tell it from noise.
+			rw.agreement = "MISSED (true range holds 1)"
+		default:
+			rw.agreement = "MISSED"
 		}
 	case rw.fc.regression():
 		rw.agreement = fmt.Sprintf("flagged, true < %gx", caughtAt)
