@@ -120,8 +120,13 @@ func replaySide(s *compare.RunSummary) (span, waits float64, mode string) {
 	var spans, w []float64
 	for _, r := range runs {
 		spans = append(spans, r.SpanS)
-		if r.SyncWait != nil {
+		// A replay that synchronized nothing (sync off) omits its
+		// waits: none.
+		switch {
+		case r.SyncWait != nil:
 			w = append(w, r.SyncWait.TotalMS/1000)
+		case r.Sync != nil:
+			w = append(w, 0)
 		}
 		if r.Sync != nil {
 			mode = string(r.Sync.Mode)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // TestRenderStoredRun renders the tables of a stored run
@@ -44,8 +47,8 @@ func TestRenderStoredRun(t *testing.T) {
 // non-zero exit with the query among the regressions; an application's
 // row is never counted.
 func TestRowJudge(t *testing.T) {
-	regressed := predicted{found: true, ratio: 2, low: 1.6, high: 2.5, status: "regressed"}
-	unchanged := predicted{found: true, ratio: 1.2, low: 0.9, high: 1.4, status: "unchanged"}
+	regressed := predicted{found: true, ratio: 2, low: 1.6, high: 2.5, status: compare.StatusRegressed}
+	unchanged := predicted{found: true, ratio: 1.2, low: 0.9, high: 1.4, status: compare.StatusUnchanged}
 	for _, c := range []struct {
 		level     string
 		truth     float64
@@ -98,5 +101,18 @@ func TestPairRange(t *testing.T) {
 	low, high := pairRange([]float64{1, 2}, []float64{4, 6})
 	if low != 2 || high != 6 {
 		t.Errorf("pairRange = %v-%v, want 2-6", low, high)
+	}
+}
+
+// TestReplaySideSyncOff: a replay with --sync off omits its waits
+// (sync_wait_ms): none, not unknown; one without a sync at all (an older
+// result) leaves them unknown.
+func TestReplaySideSyncOff(t *testing.T) {
+	off := compare.RunSummary{SpanS: 20, Sync: &results.Sync{Mode: results.SyncOff}}
+	if span, waits, mode := replaySide(&compare.RunSummary{Runs: []compare.RunSummary{off, off}}); span != 20 || waits != 0 || mode != "off" {
+		t.Errorf("sync off: span %v waits %v mode %q, want 20, 0, off", span, waits, mode)
+	}
+	if _, waits, _ := replaySide(&compare.RunSummary{SpanS: 20}); waits != -1 {
+		t.Errorf("no sync: waits %v, want -1 (unknown)", waits)
 	}
 }
