@@ -14,7 +14,7 @@
 #       -duration 20s -rounds 3 -rate 400 -out DIR
 #       -rehearse-args '--fail-on mean>+50% --fixes=false --sync off'
 #
-# All six changes at the defaults take about 45 minutes on a 2-core
+# All six changes at the defaults took 54 minutes on a busy 2-core
 # machine; the pg18 change needs `make pg-versions`. Timings: run it alone
 # (it takes the shared timing lock when flock is there) and quote the load
 # average it prints with its figures.
