@@ -1,0 +1,137 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The application: a shop's customers and orders, as the demo's shop
+// (internal/workload) builds them, with an order status and orders
+// spread over 69 days (their created_at not in insert order, so that a
+// range of days reads pages all over the table), and four pgbench
+// scripts, one statement each, so that a transaction type is a query.
+
+// shopDB is the application's database.
+const shopDB = "shop"
+
+// emailIndex is the index the lookup by email uses; the dropped-index
+// change drops it on the candidate.
+const emailIndex = "customers_email_idx"
+
+const (
+	customers = 50000
+	orders    = 600000
+	// reportDays is how many whole days the orders span (10 s apart).
+	reportDays = orders * 10 / 86400
+)
+
+// schema builds the same data on every server: generate_series and no
+// randomness, so that the production, the control and the candidate
+// start equal.
+var schema = `
+CREATE TABLE customers (
+	id         bigint PRIMARY KEY,
+	email      text NOT NULL,
+	name       text NOT NULL,
+	created_at timestamptz NOT NULL
+);
+INSERT INTO customers
+SELECT i, 'user' || i || '@example.com', 'Customer ' || i, '2026-01-01'::timestamptz + i * interval '1 minute'
+FROM generate_series(1, ` + strconv.Itoa(customers) + `) AS i;
+CREATE INDEX ` + emailIndex + ` ON customers (email);
+CREATE TABLE orders (
+	id          bigserial PRIMARY KEY,
+	customer_id bigint NOT NULL,
+	total       numeric(10,2) NOT NULL,
+	status      text NOT NULL,
+	created_at  timestamptz NOT NULL
+);
+INSERT INTO orders (id, customer_id, total, status, created_at)
+SELECT i, 1 + (i::bigint * 7919) % ` + strconv.Itoa(customers) + `, (i % 500) + 0.99,
+	(ARRAY['new', 'paid', 'shipped', 'delivered'])[1 + i % 4],
+	'2026-01-01'::timestamptz + ((i::bigint * 7919) % ` + strconv.Itoa(orders) + `) * interval '10 seconds'
+FROM generate_series(1, ` + strconv.Itoa(orders) + `) AS i;
+SELECT setval('orders_id_seq', ` + strconv.Itoa(orders) + `);
+CREATE INDEX orders_created_idx ON orders (created_at);
+CREATE INDEX orders_customer_idx ON orders (customer_id);
+`
+
+// kind is one of the application's queries, which is also its
+// transaction type (one pgbench script each).
+type kind struct {
+	name   string
+	weight int
+	script string
+	// match finds the query in pg_stat_statements' text and in the
+	// report's (lower case, spaces collapsed).
+	match string
+}
+
+// kinds are the application's queries in the order of pgbench's -f
+// options: a transaction's script number in pgbench's log indexes it.
+var kinds = []kind{
+	{name: "lookup by email", weight: 10, match: "from customers where email",
+		script: `\set n random(1, ` + strconv.Itoa(customers) + `)
+SELECT id, name FROM customers WHERE email = 'user' || :n || '@example.com';
+`},
+	{name: "order insert", weight: 5, match: "insert into orders",
+		script: `\set c random(1, ` + strconv.Itoa(customers) + `)
+\set t random(1, 500)
+INSERT INTO orders (customer_id, total, status, created_at) VALUES (:c, :t + 0.99, 'new', now());
+`},
+	{name: "status update", weight: 5, match: "update orders set status",
+		script: `\set id random(1, ` + strconv.Itoa(orders) + `)
+UPDATE orders SET status = 'shipped' WHERE id = :id;
+`},
+	{name: "report by day", weight: 1, match: "group by customer_id",
+		script: `\set d random(0, ` + strconv.Itoa(reportDays-1) + `)
+SELECT customer_id, count(*), sum(total) FROM orders
+WHERE created_at >= '2026-01-01'::timestamptz + :d::int * interval '1 day'
+  AND created_at < '2026-01-01'::timestamptz + (:d::int + 1) * interval '1 day'
+GROUP BY customer_id ORDER BY 3 DESC LIMIT 10;
+`},
+}
+
+var spaces = regexp.MustCompile(`\s+`)
+
+// kindOf returns the index in kinds of the query whose text is sql, or
+// -1 for a statement that is not the application's.
+func kindOf(sql string) int {
+	s := strings.ToLower(spaces.ReplaceAllString(sql, " "))
+	for i, k := range kinds {
+		if strings.Contains(s, k.match) {
+			return i
+		}
+	}
+	return -1
+}
+
+// change is one difference of the candidate from the control.
+type change struct {
+	name  string
+	about string
+	// settings are the candidate's, over the control's.
+	settings map[string]string
+	// sql runs on the candidate's shop database once its data is built.
+	sql string
+	// pg18 runs the candidate on PostgreSQL 18's binaries.
+	pg18 bool
+}
+
+var changes = []change{
+	{name: "dropped-index", about: "the candidate lacks " + emailIndex + ", the lookup by email's index", sql: "DROP INDEX " + emailIndex},
+	{name: "work-mem", about: "the candidate runs with work_mem = 64kB", settings: map[string]string{"work_mem": "64kB"}},
+	{name: "shared-buffers", about: "the candidate runs with shared_buffers = 16MB", settings: map[string]string{"shared_buffers": "16MB"}},
+	{name: "random-page-cost", about: "the candidate runs with random_page_cost = 50", settings: map[string]string{"random_page_cost": "50"}},
+	{name: "pg18", about: "the candidate runs PostgreSQL 18 (the control 15), with the same data", pg18: true},
+	{name: "none", about: "the candidate is identical"},
+}
+
+func changeNames() []string {
+	var names []string
+	for _, c := range changes {
+		names = append(names, c.name)
+	}
+	return names
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+// runChange measures one change: a control and a candidate built alike
+// (but for the change), the truth in alternating rounds (control,
+// candidate, candidate, control, ...) from their snapshots, then the
+// rehearsal of production's log onto the same two clusters from the same
+// starting state. It keeps result.json and rehearse's report.json in
+// OUT/CHANGE.
+func runChange(ctx context.Context, o options, c change, prodLog string) (err error) {
+	dir := filepath.Join(o.out, c.name)
+	if err := os.MkdirAll(filepath.Join(dir, "pgbench"), 0o755); err != nil {
+		return err
+	}
+	say("%s: building a control and a candidate (%s)", c.name, c.about)
+	ctl, cand, err := startPair(ctx, o, c)
+	for _, cl := range []*pgcluster.Cluster{ctl, cand} {
+		if cl != nil {
+			defer func() { err = errors.Join(err, cl.Stop()) }()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	snaps := make([]*pgcluster.Snapshot, 2)
+	for i, cl := range []*pgcluster.Cluster{ctl, cand} {
+		if snaps[i], err = cl.Snapshot(ctx); err != nil {
+			return err
+		}
+	}
+	scripts, err := scriptFiles(dir)
+	if err != nil {
+		return err
+	}
+	res := outcome{Change: c.name, About: c.about, Clients: o.clients, Rate: o.rate, Duration: o.duration.String()}
+	for i := range 2 * o.rounds {
+		// control, candidate, candidate, control, control, candidate...
+		side := (i + i/2) % 2
+		cl, name := ctl, sideControl
+		if side == 1 {
+			cl, name = cand, sideCand
+		}
+		say("%s: truth round %d of %d, %s", c.name, i+1, 2*o.rounds, name)
+		r := appRun{clients: o.clients, rate: o.rate, duration: o.duration,
+			logPrefix: filepath.Join(dir, "pgbench", fmt.Sprintf("round-%02d-%s", i+1, name))}
+		rd, err := truthRound(ctx, cl, snaps[side], name, scripts, r)
+		if err != nil {
+			return err
+		}
+		res.Rounds = append(res.Rounds, rd)
+	}
+	for i, cl := range []*pgcluster.Cluster{ctl, cand} {
+		if err := cl.Restore(ctx, snaps[i]); err != nil {
+			return err
+		}
+		if err := statementLog(ctx, cl); err != nil {
+			return err
+		}
+	}
+	say("%s: rehearsing production's log", c.name)
+	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, dir, ctl, cand, prodLog)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644)
+}
+
+// startPair starts the control and the candidate and builds their data,
+// both at once, then makes the change on the candidate.
+func startPair(ctx context.Context, o options, c change) (ctl, cand *pgcluster.Cluster, err error) {
+	opts := []pgcluster.Options{{Settings: clusterSettings(nil), Keep: o.keep}, {Settings: clusterSettings(c.settings), Keep: o.keep}}
+	if c.pg18 {
+		// The control's default (15: off), as pg_upgrade keeps it.
+		opts[1].BinDir, opts[1].Checksums = o.pg18Bin, pgcluster.ChecksumsOff
+	}
+	sqls := []string{"", c.sql}
+	clusters := make([]*pgcluster.Cluster, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if clusters[i], errs[i] = pgcluster.Start(ctx, opts[i]); errs[i] != nil {
+				return
+			}
+			errs[i] = setup(ctx, clusters[i], sqls[i])
+		}()
+	}
+	wg.Wait()
+	return clusters[0], clusters[1], errors.Join(errs...)
+}
+
+// logsStatements says whether a new session on c logs every statement.
+func logsStatements(ctx context.Context, c *pgcluster.Cluster) (bool, error) {
+	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
+	if err != nil {
+		return false, err
+	}
+	// Not the workload: the analyses leave pgrehearse's own sessions out.
+	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "forecast"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.Background())
+	res, err := conn.Exec(ctx, "SHOW log_min_duration_statement").ReadAll()
+	if err != nil {
+		return false, err
+	}
+	return len(res) == 1 && len(res[0].Rows) == 1 && string(res[0].Rows[0][0]) == "0", nil
+}

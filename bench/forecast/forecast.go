@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+)
+
+// The forecast: what rehearse --json wrote (docs/report-json.md), read
+// with the comparison's own types so that a renamed field fails to
+// compile here rather than read as zero.
+
+// reportDoc is the part of rehearse's JSON the forecast reads.
+type reportDoc struct {
+	Verdict struct {
+		Status compare.VerdictStatus `json:"status"`
+		Line   string                `json:"line"`
+	} `json:"verdict"`
+	Baseline  compare.RunSummary  `json:"baseline"`
+	Candidate *compare.RunSummary `json:"candidate"`
+	Queries   []compare.QueryDiff `json:"queries"`
+}
+
+func readReport(path string) (*reportDoc, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var d reportDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d.Candidate == nil {
+		return nil, fmt.Errorf("%s: no candidate side: not a rehearsal's comparison", path)
+	}
+	return &d, nil
+}
+
+// predicted is the forecast of one query: its mean's ratio with the
+// interval, and how the report labelled it.
+type predicted struct {
+	found     bool
+	ratio     float64
+	low, high float64
+	level     float64
+	status    compare.Status
+}
+
+// forecastOf returns the forecast of kinds[k]: the report's query of
+// that kind with the most calls on the control.
+func (d *reportDoc) forecastOf(k int) predicted {
+	var best *compare.QueryDiff
+	for i := range d.Queries {
+		q := &d.Queries[i]
+		if kindOf(q.Query) != k {
+			continue
+		}
+		if best == nil || calls(q) > calls(best) {
+			best = q
+		}
+	}
+	if best == nil {
+		return predicted{}
+	}
+	p := predicted{found: true, status: best.Status}
+	switch {
+	case best.Effects != nil:
+		e := best.Effects.Mean
+		p.ratio, p.low, p.high, p.level = e.Ratio, e.Low, e.High, e.Level
+	case best.Ratio != nil:
+		p.ratio = best.Ratio.Mean
+	}
+	return p
+}
+
+func calls(q *compare.QueryDiff) int64 {
+	if q.Baseline == nil {
+		return 0
+	}
+	return q.Baseline.Calls
+}
+
+// regression says whether the report counts the query among the
+// regressions (the ones a latency rule can break).
+func (p predicted) regression() bool {
+	return p.status == compare.StatusRegressed || p.status == compare.StatusTailRegressed
+}
+
+// throughput returns the candidate's statements per second over the
+// control's (the medians over the rounds) with the range of the round
+// pairs.
+func (d *reportDoc) throughput() (ratio, low, high float64) {
+	per := func(s *compare.RunSummary) []float64 {
+		if len(s.Runs) == 0 {
+			return []float64{s.StatementsPerS}
+		}
+		var v []float64
+		for _, r := range s.Runs {
+			v = append(v, r.StatementsPerS)
+		}
+		return v
+	}
+	if d.Baseline.StatementsPerS == 0 {
+		return 0, 0, 0
+	}
+	low, high = pairRange(per(&d.Baseline), per(d.Candidate))
+	return d.Candidate.StatementsPerS / d.Baseline.StatementsPerS, low, high
+}
+
+// replaySide is what a side's rounds of the replay took: the median span
+// (first to last statement, s) and the median of the rounds' summed sync
+// waits (s), with the sync mode; waits -1 when the rounds do not say.
+func replaySide(s *compare.RunSummary) (span, waits float64, mode string) {
+	runs := s.Runs
+	if len(runs) == 0 {
+		runs = []compare.RunSummary{*s}
+	}
+	var spans, w []float64
+	for _, r := range runs {
+		spans = append(spans, r.SpanS)
+		// A replay that synchronized nothing (sync off) omits its
+		// waits: none.
+		switch {
+		case r.SyncWait != nil:
+			w = append(w, r.SyncWait.TotalMS/1000)
+		case r.Sync != nil:
+			w = append(w, 0)
+		}
+		if r.Sync != nil {
+			mode = string(r.Sync.Mode)
+		}
+	}
+	waits = -1
+	if len(w) == len(runs) {
+		waits = median(w)
+	}
+	return median(spans), waits, mode
+}
+
+// replayLine says how long each side's replay of the log took and how
+// long its sessions waited for each other (sync), medians over rounds.
+func (d *reportDoc) replayLine() string {
+	cs, cw, mode := replaySide(&d.Baseline)
+	ks, kw, _ := replaySide(d.Candidate)
+	line := fmt.Sprintf("replay span (median over rounds): control %.1f s, candidate %.1f s", cs, ks)
+	if cw >= 0 && kw >= 0 {
+		line += fmt.Sprintf("; sync %s waits summed: control %.1f s, candidate %.1f s", orDash(mode), cw, kw)
+	}
+	return line
+}

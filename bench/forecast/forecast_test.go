@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/results"
+)
+
+// TestRenderStoredRun renders the tables of a stored run
+// (testdata/README.md) and checks its figures: the report's queries are
+// found by their normalized text, the truth is the candidate's median
+// over the control's with the range of the round pairs, and the verdict
+// agreement and the summary follow from them.
+func TestRenderStoredRun(t *testing.T) {
+	var out bytes.Buffer
+	if err := renderDir(&out, filepath.Join("testdata", "run")); err != nil {
+		t.Fatal(err)
+	}
+	// The columns' widths are the tabwriter's: compared with single
+	// spaces.
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"load average (1, 5, 15 min) at start 33.48 15.91 6.37",
+		"rehearse exit 3, verdict fail: FAIL: mean>+50% broken by 1 query",
+		"server  lookup by email      128.7x (122.1x-193.3x)  245.0x (182.7x-372.0x)  no      1.90           regressed  caught",
+		"app     lookup by email      8.51x (7.27x-10.2x)     245.0x (182.7x-372.0x)  no      28.79          regressed  flagged",
+		"server  order insert         0.98x (0.69x-2.22x)     1.03x (0.30x-1.50x)     yes     1.05           unchanged  ok",
+		"app     order insert         3.05x (2.42x-3.38x)     1.03x (0.30x-1.50x)     no      0.34           unchanged  not flagged",
+		"throughput (candidate/control): true 1.00 (1.00-1.00), forecast 0.63 (0.59-0.74) statements/s",
+		"replay span (median over rounds): control 5.2 s, candidate 8.2 s; sync object waits summed: control 7.5 s, candidate 27.6 s; the application ran 5s a round",
+		"forecast (90% interval)",
+		"summary: rows inside the interval 3 of 8 (server 2 of 4, app 1 of 4), caught 1 of 1 (server rows, true >= 1.5x), " +
+			"passed 0 of 0 changes without a true regression, median forecast/true 1.27 (server rows), 1.90 (those true >= 1.5x)",
+	} {
+		if want = strings.Join(strings.Fields(want), " "); !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q; it reads:\n%s", want, got)
+		}
+	}
+}
+
+// TestRowJudge: a true 1.5x or more at the server must be caught by a
+// non-zero exit with the query among the regressions; an application's
+// row is never counted.
+func TestRowJudge(t *testing.T) {
+	regressed := predicted{found: true, ratio: 2, low: 1.6, high: 2.5, status: compare.StatusRegressed}
+	unchanged := predicted{found: true, ratio: 1.2, low: 0.9, high: 1.4, status: compare.StatusUnchanged}
+	for _, c := range []struct {
+		level     string
+		truth     float64
+		fc        predicted
+		exit      int
+		agreement string
+		counted   bool
+		inside    bool
+	}{
+		{levelServer, 2.2, regressed, 3, "caught", true, true},
+		{levelServer, 2.2, regressed, 0, "MISSED", true, true},
+		{levelServer, 1.6, unchanged, 0, "MISSED (true range holds 1)", true, false},
+		{levelServer, 2.2, unchanged, 3, "MISSED", true, false},
+		{levelServer, 1.2, regressed, 3, "flagged, true < 1.5x", false, false},
+		{levelServer, 1.2, unchanged, 0, "ok", false, true},
+		{levelApp, 3, unchanged, 3, "not flagged", false, false},
+		{levelApp, 2, regressed, 3, "flagged", false, true},
+	} {
+		// The truth's range of round pairs: from 1 below 1.6x.
+		rw := row{level: c.level, truth: c.truth, tLow: c.truth - 0.6, tHigh: c.truth + 0.5, fc: c.fc}
+		rw.judge(c.exit)
+		if rw.agreement != c.agreement || rw.counted != c.counted || rw.inside != c.inside {
+			t.Errorf("%s true %.1f, forecast %s, exit %d: got %q counted %v inside %v, want %q %v %v",
+				c.level, c.truth, c.fc.status, c.exit, rw.agreement, rw.counted, rw.inside, c.agreement, c.counted, c.inside)
+		}
+	}
+}
+
+// TestAppLatencies reads pgbench's per-transaction log: latency less the
+// schedule lag, per script, skipped transactions left out.
+func TestAppLatencies(t *testing.T) {
+	app, lag, txs, err := appLatencies([]string{filepath.Join("testdata", "txlog")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Script 2 (status update): (1903-81 + 8961-3311 + 16532-1763) / 3 µs.
+	want := (1903.0 - 81 + 8961 - 3311 + 16532 - 1763) / 3 / 1000
+	if got := app["status update"]; math.Abs(got-want) > 1e-9 || txs["status update"] != 3 {
+		t.Errorf("status update: %v ms over %d transactions, want %v over 3", got, txs["status update"], want)
+	}
+	if got := lag["order insert"]; got != 5.157 || txs["order insert"] != 1 {
+		t.Errorf("order insert: lag %v ms over %d, want 5.157 over 1", got, txs["order insert"])
+	}
+	if _, ok := txs["report by day"]; ok {
+		t.Errorf("the skipped transaction was counted: %v", txs)
+	}
+}
+
+func TestPairRange(t *testing.T) {
+	low, high := pairRange([]float64{1, 2}, []float64{4, 6})
+	if low != 2 || high != 6 {
+		t.Errorf("pairRange = %v-%v, want 2-6", low, high)
+	}
+}
+
+// TestReplaySideSyncOff: a replay with --sync off omits its waits
+// (sync_wait_ms): none, not unknown; one without a sync at all (an older
+// result) leaves them unknown.
+func TestReplaySideSyncOff(t *testing.T) {
+	off := compare.RunSummary{SpanS: 20, Sync: &results.Sync{Mode: results.SyncOff}}
+	if span, waits, mode := replaySide(&compare.RunSummary{Runs: []compare.RunSummary{off, off}}); span != 20 || waits != 0 || mode != "off" {
+		t.Errorf("sync off: span %v waits %v mode %q, want 20, 0, off", span, waits, mode)
+	}
+	if _, waits, _ := replaySide(&compare.RunSummary{SpanS: 20}); waits != -1 {
+		t.Errorf("no sync: waits %v, want -1 (unknown)", waits)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// The table: per change, each query's true ratio at two levels (the
+// server's time per call; what the application waited) beside the
+// forecast with its interval, and the throughput.
+
+// caughtAt is the true ratio from which a change must be caught: the
+// rehearsal exits non-zero.
+const caughtAt = 1.5
+
+// outcome is what one change's experiment kept (result.json in its
+// directory, beside the rehearsal's report.json).
+type outcome struct {
+	Change   string   `json:"change"`
+	About    string   `json:"about"`
+	Clients  int      `json:"clients"`
+	Rate     float64  `json:"rate"`
+	Duration string   `json:"duration"`
+	Rounds   []round  `json:"rounds"`
+	Rehearse []string `json:"rehearse_command"`
+	ExitCode int      `json:"rehearse_exit_code"`
+}
+
+// row is one line of a change's table.
+type row struct {
+	level, kind        string
+	truth, tLow, tHigh float64
+	fc                 predicted
+	inside             bool
+	agreement          string
+	counted, wasCaught bool
+}
+
+// tally adds up rows across changes for the summary line.
+type tally struct {
+	rows, inside      map[string]int // by level
+	mustCatch, caught int
+	ratios            []float64 // forecast/true of every server row with both
+	caughtRatios      []float64 // of the server rows with a true ratio of caughtAt or more
+	passes, passOK    int       // changes with no true regression, and those that exited 0
+}
+
+// median returns the median of v (0 for none).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// pairRange returns the lowest and highest ratio cand[i]/ctl[j] over
+// every pair of rounds: what one round a side could have said.
+func pairRange(ctl, cand []float64) (low, high float64) {
+	low, high = math.Inf(1), math.Inf(-1)
+	for _, a := range ctl {
+		for _, b := range cand {
+			if a <= 0 {
+				continue
+			}
+			low, high = math.Min(low, b/a), math.Max(high, b/a)
+		}
+	}
+	if math.IsInf(low, 1) {
+		return 0, 0
+	}
+	return low, high
+}
+
+// trueRatio is the candidate's median over the control's, per round
+// figure get, with the range of the round pairs.
+func (o *outcome) trueRatio(get func(round) (float64, bool)) (ratio, low, high float64, ok bool) {
+	var ctl, cand []float64
+	for _, r := range o.Rounds {
+		v, have := get(r)
+		if !have {
+			return 0, 0, 0, false
+		}
+		if r.Side == sideControl {
+			ctl = append(ctl, v)
+		} else {
+			cand = append(cand, v)
+		}
+	}
+	if len(ctl) == 0 || len(cand) == 0 || median(ctl) == 0 {
+		return 0, 0, 0, false
+	}
+	low, high = pairRange(ctl, cand)
+	return median(cand) / median(ctl), low, high, true
+}
+
+// rows returns the table's rows: per kind, the server's and the
+// application's.
+func (o *outcome) rows(d *reportDoc) []row {
+	var rows []row
+	for k, kd := range kinds {
+		fc := d.forecastOf(k)
+		for _, level := range []string{levelServer, levelApp} {
+			get := func(r round) (float64, bool) {
+				m := r.Server
+				if level == levelApp {
+					m = r.App
+				}
+				v, ok := m[kd.name]
+				return v, ok
+			}
+			t, lo, hi, ok := o.trueRatio(get)
+			if !ok {
+				continue
+			}
+			rw := row{level: level, kind: kd.name, truth: t, tLow: lo, tHigh: hi, fc: fc}
+			rw.judge(o.ExitCode)
+			rows = append(rows, rw)
+		}
+	}
+	return rows
+}
+
+const (
+	levelServer = "server"
+	levelApp    = "app"
+	sideControl = "control"
+	sideCand    = "candidate"
+)
+
+// judge sets whether the truth lies inside the forecast's interval and
+// whether the verdict agrees with it. A query whose true server ratio is
+// caughtAt or more must be caught: the rehearsal exits non-zero and the
+// query is among its regressions. A smaller one flagged a regression is
+// said so. The application's rows say whether the report flagged the
+// query, and are not counted: what a transaction waited includes its
+// queue behind other slow queries, which the report does not judge.
+func (rw *row) judge(exitCode int) {
+	rw.inside = rw.fc.found && rw.fc.high > 0 && rw.fc.low <= rw.truth && rw.truth <= rw.fc.high
+	flagged := exitCode != 0 && rw.fc.regression()
+	switch {
+	case rw.level == levelApp && flagged:
+		rw.agreement = "flagged"
+	case rw.level == levelApp:
+		rw.agreement = "not flagged"
+	case rw.truth >= caughtAt:
+		rw.counted = true
+		rw.wasCaught = flagged
+		switch {
+		case flagged:
+			rw.agreement = "caught"
+		case rw.tLow <= 1:
+			// Counted all the same; said, as the truth's own
+			// rounds do not tell it from noise.
+			rw.agreement = "MISSED (true range holds 1)"
+		default:
+			rw.agreement = "MISSED"
+		}
+	case rw.fc.regression():
+		rw.agreement = fmt.Sprintf("flagged, true < %gx", caughtAt)
+	default:
+		rw.agreement = "ok"
+	}
+}
+
+func fx(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v >= 10:
+		return fmt.Sprintf("%.1fx", v)
+	default:
+		return fmt.Sprintf("%.2fx", v)
+	}
+}
+
+// render writes the change's table and adds its rows to t.
+func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
+	fmt.Fprintf(w, "\n## %s: %s\n\n", o.Change, o.About)
+	fmt.Fprintf(w, "rehearse exit %d, verdict %s: %s\n\n", o.ExitCode, d.Verdict.Status, d.Verdict.Line)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rows := o.rows(d)
+	interval := "interval"
+	for _, rw := range rows {
+		if rw.fc.level > 0 {
+			interval = fmt.Sprintf("%.0f%% interval", 100*rw.fc.level)
+			break
+		}
+	}
+	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\tforecast/true\tstatus\tagreement\n", interval)
+	mustCatch := false
+	for _, rw := range rows {
+		fcText, ratioText := "not in the report", "-"
+		if rw.fc.found {
+			fcText = fx(rw.fc.ratio)
+			if rw.fc.high > 0 {
+				fcText += fmt.Sprintf(" (%s-%s)", fx(rw.fc.low), fx(rw.fc.high))
+			}
+			ratioText = fmt.Sprintf("%.2f", rw.fc.ratio/rw.truth)
+			if rw.level == levelServer {
+				t.ratios = append(t.ratios, rw.fc.ratio/rw.truth)
+			}
+			if rw.counted {
+				t.caughtRatios = append(t.caughtRatios, rw.fc.ratio/rw.truth)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
+			fcText, yesNo(rw.inside), ratioText, orDash(string(rw.fc.status)), rw.agreement)
+		t.rows[rw.level]++
+		if rw.inside {
+			t.inside[rw.level]++
+		}
+		if rw.counted {
+			t.mustCatch++
+			mustCatch = true
+			if rw.wasCaught {
+				t.caught++
+			}
+		}
+	}
+	tw.Flush()
+	if !mustCatch {
+		t.passes++
+		if o.ExitCode == 0 {
+			t.passOK++
+		}
+	}
+	tr, tlo, thi, _ := o.trueRatio(func(r round) (float64, bool) { return r.TPS, r.TPS > 0 })
+	fr, flo, fhi := d.throughput()
+	fmt.Fprintf(w, "\nthroughput (candidate/control): true %.2f (%.2f-%.2f), forecast %.2f (%.2f-%.2f) statements/s\n",
+		tr, tlo, thi, fr, flo, fhi)
+	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
+}
+
+// summary writes the line that sums the tables up.
+func (t *tally) summary(w io.Writer) {
+	fmt.Fprintf(w, "\nsummary: rows inside the interval %d of %d (server %d of %d, app %d of %d), caught %d of %d (server rows, true >= %gx), "+
+		"passed %d of %d changes without a true regression, median forecast/true %.2f (server rows), %.2f (those true >= %gx)\n",
+		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
+		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, median(t.ratios), median(t.caughtRatios), caughtAt)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+)
+
+// The truth: the application run directly on a target, from its
+// restored data directory, with pg_stat_statements reset before it.
+
+// appRun is how the application is run: clients at a fixed arrival
+// rate (pgbench -R), or as fast as they can (rate 0).
+type appRun struct {
+	clients  int
+	rate     float64
+	duration time.Duration
+	// logPrefix, when set, is pgbench's per-transaction log (-l).
+	logPrefix string
+}
+
+// round is what one run of the application measured.
+type round struct {
+	Side string  `json:"side"`
+	TPS  float64 `json:"tps"`
+	// Server is each kind's server time per call from
+	// pg_stat_statements (execution + planning), in ms, by kind name.
+	Server map[string]float64 `json:"server_ms"`
+	Calls  map[string]int64   `json:"calls"`
+	// App is each transaction type's mean latency less its schedule lag
+	// (pgbench -l), in ms, by kind name; Lag its mean schedule lag.
+	App map[string]float64 `json:"app_ms"`
+	Lag map[string]float64 `json:"lag_ms"`
+	Txs map[string]int64   `json:"transactions"`
+}
+
+// scriptFiles writes the application's scripts into dir and returns
+// pgbench's -f options with their weights.
+func scriptFiles(dir string) ([]string, error) {
+	var args []string
+	for i, k := range kinds {
+		path := filepath.Join(dir, fmt.Sprintf("script-%d.sql", i))
+		if err := os.WriteFile(path, []byte(k.script), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "-f", path+"@"+strconv.Itoa(k.weight))
+	}
+	return args, nil
+}
+
+var tpsLine = regexp.MustCompile(`number of transactions actually processed: (\d+)`)
+
+// runApp runs the application on c and returns its transactions per
+// second (transactions processed over the duration).
+func runApp(ctx context.Context, c *pgcluster.Cluster, scripts []string, r appRun) (float64, error) {
+	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(r.clients), "-j", "2",
+		"-T", strconv.Itoa(int(r.duration.Seconds())), "--random-seed=7"}
+	if r.rate > 0 {
+		args = append(args, "-R", strconv.FormatFloat(r.rate, 'f', 0, 64))
+	}
+	if r.logPrefix != "" {
+		args = append(args, "-l", "--log-prefix", r.logPrefix)
+	}
+	args = append(append(args, scripts...), shopDB)
+	out, err := c.Pgbench(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no transaction count in its output:\n%s", out)
+	}
+	n, _ := strconv.ParseFloat(string(m[1]), 64)
+	return n / r.duration.Seconds(), nil
+}
+
+// truthRound restores c to snap, resets pg_stat_statements, runs the
+// application and reads what it measured.
+func truthRound(ctx context.Context, c *pgcluster.Cluster, snap *pgcluster.Snapshot, side string, scripts []string, r appRun) (round, error) {
+	rd := round{Side: side}
+	if err := c.Restore(ctx, snap); err != nil {
+		return rd, err
+	}
+	if err := c.Exec(ctx, shopDB, "SELECT pg_stat_statements_reset()"); err != nil {
+		return rd, err
+	}
+	tps, err := runApp(ctx, c, scripts, r)
+	if err != nil {
+		return rd, err
+	}
+	rd.TPS = tps
+	if rd.Server, rd.Calls, err = serverTimes(ctx, c); err != nil {
+		return rd, err
+	}
+	files, err := filepath.Glob(r.logPrefix + ".*")
+	if err != nil || len(files) == 0 {
+		return rd, fmt.Errorf("pgbench wrote no per-transaction log at %s.*", r.logPrefix)
+	}
+	rd.App, rd.Lag, rd.Txs, err = appLatencies(files)
+	return rd, err
+}
+
+// serverTimes reads each kind's server time per call (execution and
+// planning) and calls from pg_stat_statements.
+func serverTimes(ctx context.Context, c *pgcluster.Cluster) (map[string]float64, map[string]int64, error) {
+	conn, err := pgconn.Connect(ctx, c.DSN(shopDB))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close(context.Background())
+	res, err := conn.Exec(ctx, `SELECT query, calls, total_exec_time + total_plan_time
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '`+shopDB+`'`).ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	total := map[string]float64{}
+	calls := map[string]int64{}
+	for _, row := range res[0].Rows {
+		k := kindOf(string(row[0]))
+		if k < 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(string(row[1]), 10, 64)
+		ms, _ := strconv.ParseFloat(string(row[2]), 64)
+		calls[kinds[k].name] += n
+		total[kinds[k].name] += ms
+	}
+	perCall := map[string]float64{}
+	for name, n := range calls {
+		if n > 0 {
+			perCall[name] = total[name] / float64(n)
+		}
+	}
+	return perCall, calls, nil
+}
+
+// appLatencies reads pgbench's per-transaction logs (-l: client_id
+// transaction_no time script_no time_epoch time_us schedule_lag) and
+// returns per transaction type the mean latency less the schedule lag,
+// the mean lag (ms) and the count. time counts from the transaction's
+// scheduled start, so time less lag is what the application waited for
+// its statement.
+func appLatencies(files []string) (app, lag map[string]float64, txs map[string]int64, err error) {
+	sumApp := map[string]float64{}
+	sumLag := map[string]float64{}
+	txs = map[string]int64{}
+	for _, path := range files {
+		if err := readTxLog(path, sumApp, sumLag, txs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	app = map[string]float64{}
+	lag = map[string]float64{}
+	for name, n := range txs {
+		app[name] = sumApp[name] / float64(n) / 1000
+		lag[name] = sumLag[name] / float64(n) / 1000
+	}
+	return app, lag, txs, nil
+}
+
+func readTxLog(path string, sumApp, sumLag map[string]float64, txs map[string]int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			return fmt.Errorf("%s:%d: %d fields, want 6 or more", path, line, len(fields))
+		}
+		if fields[2] == "skipped" || fields[2] == "failed" {
+			continue
+		}
+		us, err1 := strconv.ParseFloat(fields[2], 64)
+		script, err2 := strconv.Atoi(fields[3])
+		if err1 != nil || err2 != nil || script < 0 || script >= len(kinds) {
+			return fmt.Errorf("%s:%d: cannot read %q", path, line, sc.Text())
+		}
+		var lagUS float64
+		if len(fields) >= 7 {
+			if lagUS, err = strconv.ParseFloat(fields[6], 64); err != nil {
+				return fmt.Errorf("%s:%d: schedule lag %q: %w", path, line, fields[6], err)
+			}
+		}
+		name := kinds[script].name
+		sumApp[name] += us - lagUS
+		sumLag[name] += lagUS
+		txs[name]++
+	}
+	return sc.Err()
+}
