@@ -335,15 +335,23 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		}
 		return s + ")"
 	}
-	name := string(b.Metric)
-	if b.Metric == compare.MetricMean && b.Level == compare.LevelServer {
+	m := b.Metric
+	if b.Figure != "" {
+		// Broken by the figure the query regressed on.
+		m = b.Figure
+	}
+	name := string(m)
+	if m == compare.MetricMean && b.Level == compare.LevelServer {
 		name = "mean on " + LevelName(b.Level)
 	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
-		if e := q.Effects.Of(b.Metric); e != nil {
+		if e := q.Effects.Of(m); e != nil {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
 		}
+	}
+	if b.Figure != "" {
+		return s + "), the figure it regressed on: its " + string(b.Metric) + " could not tell alone"
 	}
 	return s + ")"
 }
