@@ -173,6 +173,10 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	if q.Baseline == nil || q.Candidate == nil {
 		return Broken{}, false
 	}
+	if q.Status == StatusUndecided && r.Metric != MetricErrors {
+		// A change the looks so far could not carry (decide.go).
+		return Broken{}, false
+	}
 	b, c := q.Baseline, q.Candidate
 	if r.Metric == MetricErrors {
 		if q.ErrorsP >= errorAlpha || b.Calls < minErrorCalls || c.Calls < minErrorCalls {
