@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"testing"
 )
 
@@ -69,7 +71,15 @@ func decideRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]
 // true 2x comes out broken or undecided, never "no change"; and no query
 // is ever labelled "~" with an interval that holds the rule's threshold.
 func TestDecideFalsePositivesAndPower(t *testing.T) {
-	const seeds = 40
+	// make test runs a few seeds, for the invariants (a 2x never passes,
+	// no "~" holds the threshold); make test-long (PGREHEARSE_LONG=1)
+	// runs enough to measure the rates: 40 seeds took 60 s on a loaded
+	// 2-core machine (A/A: 0 failed, 0 regressed, 29 undecided; 2x: 36
+	// failed, 4 undecided, 0 passed).
+	seeds := 4
+	if os.Getenv("PGREHEARSE_LONG") != "" {
+		seeds = 120
+	}
 	type tally struct{ failed, regressed, undecided, passed int }
 	run := func(shift map[string]float64) tally {
 		var n tally
@@ -86,6 +96,15 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 			if rep.Verdict.Regressions+rep.Verdict.TailRegressions > 0 {
 				n.regressed++
 			}
+			for _, u := range rep.Verdict.Undecided {
+				q := rep.Query(u.Fingerprint)
+				if u.High <= u.Threshold && u.Low > 1 || q == nil || q.Status.Regression() && u.High <= u.Threshold {
+					t.Errorf("seed %d: undecided %+v, query %v: its interval decides", seed+1, u, q)
+				}
+				if q != nil && q.Status == StatusUndecided && !slices.Contains(q.Reasons, ReasonMayBreakRule) {
+					t.Errorf("seed %d: undecided %s without its reason: %v", seed+1, q.Fingerprint, q.Reasons)
+				}
+			}
 			for _, q := range rep.Queries {
 				if q.Status != StatusUnchanged && q.Status != StatusSmallChange {
 					continue
@@ -101,7 +120,7 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 	}
 	aa := run(nil)
 	t.Logf("A/A: %+v of %d", aa, seeds)
-	if aa.failed > seeds*6/100 || aa.regressed > seeds*6/100 {
+	if aa.failed > 1+seeds*6/100 || aa.regressed > 1+seeds*6/100 {
 		t.Errorf("A/A: %d of %d rehearsals failed and %d regressed, want at most about 5%%", aa.failed, seeds, aa.regressed)
 	}
 	x2 := run(map[string]float64{"b": 2})
@@ -109,7 +128,7 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 	if x2.passed > 0 {
 		t.Errorf("a true 2x passed %d of %d rehearsals", x2.passed, seeds)
 	}
-	if x2.failed < seeds/2 {
+	if x2.failed < (seeds+1)/2 {
 		t.Errorf("a true 2x failed only %d of %d rehearsals", x2.failed, seeds)
 	}
 }
