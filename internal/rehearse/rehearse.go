@@ -567,10 +567,17 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
 	rec.ReplaySeconds = lc.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	if r.cfg.KeepLast && !round.Beside && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
-		// Its state stays for the plans; the caller releases it.
+	if r.cfg.KeepLast && !round.Beside && round.N >= r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
+		// Its state stays for the plans; the caller releases it. A
+		// round added after the rounds asked (Config.Decide) is the
+		// side's last now: the one kept before it makes way.
 		if r.out.Kept == nil {
 			r.out.Kept = map[Side]Round{}
+		}
+		if old, ok := r.out.Kept[round.Side]; ok {
+			t := time.Now()
+			relErr = target.Reset.Release(ctx, old.Reset)
+			r.out.ReleaseSeconds += time.Since(t).Seconds()
 		}
 		r.out.Kept[round.Side] = round
 	} else {

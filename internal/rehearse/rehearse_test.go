@@ -193,7 +193,7 @@ func TestRoundsUntilDecided(t *testing.T) {
 		out, err := Run(context.Background(), Config{
 			Control:   Target{DSN: "control", Reset: reset.None{}},
 			Candidate: Target{DSN: "candidate", Reset: reset.None{}},
-			Rounds:    2, MaxRounds: maxRounds,
+			Rounds:    2, MaxRounds: maxRounds, KeepLast: true,
 			Replay: func(context.Context, Round, Target) (*results.Result, error) {
 				return &results.Result{Kind: results.KindReplay}, nil
 			},
@@ -218,6 +218,9 @@ func TestRoundsUntilDecided(t *testing.T) {
 	}
 	if !slices.Equal(looks, []int{1, 2, 3}) || out.Looks != 3 || out.MaxLooks != 7 || out.Added != 2 || out.BudgetEnded != "" || out.Partial {
 		t.Errorf("looks %v, outcome looks %d of %d, added %d, budget %q, partial %v", looks, out.Looks, out.MaxLooks, out.Added, out.BudgetEnded, out.Partial)
+	}
+	if out.Kept[A].N != 4 || out.Kept[B].N != 4 {
+		t.Errorf("kept %+v: want each side's last round, an added one", out.Kept)
 	}
 	// Undecided to the end: the rounds' budget ends it.
 	out, looks = run(100, 3)
