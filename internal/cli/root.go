@@ -133,7 +133,7 @@ var exitCodeHelp = exitHelp(exitDocFailOn, exitDocErrorRate, exitDocNoInput,
 	exitDoc{ExitIncomplete, "incomplete: a replay lost more than --max-lost of its statements, was " +
 		"interrupted or degraded; a log broke off; a merge lacks shards; or report was asked to judge such a result, " +
 		"or one run a side whose replay fell behind its schedule (latency not judged)"},
-	exitDocDiverged)
+	exitDocDiverged, exitDocUndecided)
 
 // commands lists the constructors of the subcommands. Each command file
 // registers itself in an init function so that adding one touches no
