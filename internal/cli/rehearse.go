@@ -769,7 +769,12 @@ func orderText(order []rehearse.Side) string {
 // writeRounds lists the rounds: how each ended, what its replay did, and
 // what the rehearsal's resets took.
 func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s%s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
+	added := ""
+	if out.Added > 0 {
+		// Rounds until decided: the rounds asked, then those added.
+		added = fmt.Sprintf(" and %d added while a query was undecided on a --fail-on rule", out.Added)
+	}
+	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, added, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
 	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}

@@ -419,6 +419,9 @@ func TestRehearseDataDir(t *testing.T) {
 	if back.ResetModes[rehearse.Control] != reset.ModeDataDir || len(back.Control) != rounds || len(back.Candidate) != rounds {
 		t.Fatalf("index: modes %v, %d+%d rounds, want %d a side, %d added", back.ResetModes, len(back.Control), len(back.Candidate), rounds, added)
 	}
+	if added == 1 && !strings.Contains(stdout, "REHEARSAL: 2 rounds per side and 1 added while a query was undecided on a --fail-on rule") {
+		t.Errorf("the rounds section does not say a round was added")
+	}
 	if back.Added != added || back.Looks != looks || back.MaxLooks != 2 || (added == 1) != strings.Contains(stderr, "after 2 rounds a side a query may break a --fail-on rule") {
 		t.Errorf("index: added %d, looks %d of %d; stderr %v a round was added", back.Added, back.Looks, back.MaxLooks, added == 1)
 	}
