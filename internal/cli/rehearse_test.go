@@ -385,10 +385,9 @@ func TestRehearseResetCommandFails(t *testing.T) {
 // under --min-effect-ms 0.001), a round a side is added, up to
 // --max-rounds 3 (issue 58 item 4): the identical candidate then passes
 // or is undecided, and an undecided verdict names the rule and exits 7.
-// On a loaded machine two rounds a side (cold caches after each restore)
-// once showed a query 6x slower, beyond the default floors: the rule is
-// then broken at the first look, which ends the rounds at once (exit 3,
-// nothing added).
+// On a loaded machine two rounds a side showed END 13.6x slower at p95,
+// beyond the default floors: a rule broken where the noise is not
+// measured waits for the added round, which may then fail it (exit 3).
 func TestRehearseDataDir(t *testing.T) {
 	longCase(t)
 	logPath := shopLog(t)
@@ -410,11 +409,8 @@ func TestRehearseDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	rounds, added, looks := 3, 1, 2
-	if code == ExitRegression {
-		rounds, added, looks = 2, 0, 1
-		if !strings.HasPrefix(stdout, "FAIL: p95>+50% broken by ") {
-			t.Errorf("exit 3 without the FAIL line")
-		}
+	if code == ExitRegression && !strings.HasPrefix(stdout, "FAIL: p95>+50% broken by ") {
+		t.Errorf("exit 3 without the FAIL line")
 	}
 	if back.ResetModes[rehearse.Control] != reset.ModeDataDir || len(back.Control) != rounds || len(back.Candidate) != rounds {
 		t.Fatalf("index: modes %v, %d+%d rounds, want %d a side, %d added", back.ResetModes, len(back.Control), len(back.Candidate), rounds, added)
@@ -427,7 +423,7 @@ func TestRehearseDataDir(t *testing.T) {
 	}
 	js := readJSON[rehearseJSON](t, filepath.Join(dir, "rehearsal.json"))
 	undecided := code == ExitUndecided
-	if undecided != (js.Verdict.Status == "undecided") || undecided != (len(js.Verdict.Undecided) > 0) ||
+	if undecided != (js.Verdict.Status == "undecided") || undecided && len(js.Verdict.Undecided) == 0 ||
 		undecided != strings.HasPrefix(stdout, "UNDECIDED: p95>+50% may be broken by ") || undecided != (back.BudgetEnded == rehearse.BudgetRounds) {
 		t.Errorf("exit %d, verdict %q with %d undecided, budget %q", code, js.Verdict.Status, len(js.Verdict.Undecided), back.BudgetEnded)
 	}

@@ -132,3 +132,30 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 		t.Errorf("a true 2x failed only %d of %d rehearsals", x2.failed, seeds)
 	}
 }
+
+// A rule broken where the noise is not measured (two rounds a side: the
+// default floors judged it) waits while rounds may be added, and fails
+// at the last look the budget allows.
+func TestDecideNoiseNotMeasuredWaits(t *testing.T) {
+	h := &rehearsal{t: t, r: rand.New(rand.NewPCG(7, 58)), sigma: 0.02, shift: map[string]float64{"b": 10},
+		means: map[string]float64{"a": 2000, "b": 5000}}
+	for range 2 {
+		h.round(false)
+		h.round(true)
+	}
+	for _, tc := range []struct {
+		look, looks int
+		want        VerdictStatus
+	}{{1, 2, VerdictUndecided}, {1, 1, VerdictFail}, {0, 0, VerdictFail}} {
+		rep, err := Runs(h.base, h.cand, Options{Rules: mustRules(t, "mean>+50%"), Look: tc.look, Looks: tc.looks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict.Status != tc.want || rep.Noise.Measured {
+			t.Errorf("look %d of %d: verdict %s, noise measured %v; want %s", tc.look, tc.looks, rep.Verdict.Status, rep.Noise.Measured, tc.want)
+		}
+		if q := rep.Query("b"); tc.want == VerdictUndecided && (q.Status != StatusUndecided || !slices.ContainsFunc(rep.Verdict.Undecided, func(u Undecided) bool { return u.Fingerprint == "b" })) {
+			t.Errorf("look %d of %d: b is %s, undecided %+v", tc.look, tc.looks, q.Status, rep.Verdict.Undecided)
+		}
+	}
+}
