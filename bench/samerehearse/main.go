@@ -66,7 +66,7 @@ func main() {
 		minMS = -1 // none, as asked
 	}
 	opts := judge.Options{MinCalls: *minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
-		ExpectWork: true, Unjudgeable: out.Unjudgeable(),
+		ExpectWork: true, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks,
 		Findings: &judge.FindingsOptions{Catalog: judge.Catalog{DSN: *catalog}}}
 	v, err := judge.Judge(context.Background(), judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
 	if err != nil {

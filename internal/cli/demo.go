@@ -257,7 +257,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+		"--rounds", strconv.Itoa(f.rounds), "--max-rounds", strconv.Itoa(f.rounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
 		"--target-log-prefix", demoPrefix,
 		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"), "--keep-samples",
 		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64)}
@@ -272,7 +272,9 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	if code == ExitIncomplete && latencyNotJudged(out("report.json")) {
 		code = ExitOK
 	}
-	if code != ExitOK && code != ExitRegression {
+	// An undecided verdict too: the demo keeps to its rounds
+	// (--max-rounds), and shows what they could not tell.
+	if code != ExitOK && code != ExitRegression && code != ExitUndecided {
 		return &exitError{code: code, err: fmt.Errorf("demo: rehearse failed (exit code %d)", code)}
 	}
 	verdict, err := reportVerdict(out("report.json"))

@@ -50,7 +50,7 @@ func TestHelpListsOwnExitCodes(t *testing.T) {
 		cmd  string
 		want []int
 	}{
-		{"", []int{0, 1, 2, 3, 4, 5, 6}},
+		{"", []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{"analyze", []int{0, 1, 2, 4, 5}},
 		{"events", []int{0, 1, 2, 4, 5}},
 		{"findings", []int{0, 1, 2, 4}},
@@ -61,7 +61,7 @@ func TestHelpListsOwnExitCodes(t *testing.T) {
 		{"report", []int{0, 1, 2, 3, 5, 6}},
 		{"sweep", []int{0, 1, 2, 4}},
 		{"demo", []int{0, 1, 2, 4, 5, 6}},
-		{"rehearse", []int{0, 1, 2, 3, 4, 5, 6}},
+		{"rehearse", []int{0, 1, 2, 3, 4, 5, 6, 7}},
 	} {
 		var args []string
 		if tc.cmd != "" {

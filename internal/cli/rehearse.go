@@ -36,9 +36,13 @@ type rehearseFlags struct {
 	// replayFlags hold the options every round's replay shares; their
 	// target, logs and findings server are each side's.
 	replayFlags
-	control, candidate               string
-	controlLogs, candidateLogs       []string
-	rounds                           int
+	control, candidate         string
+	controlLogs, candidateLogs []string
+	rounds                     int
+	// maxRounds and maxTime: the budget of the rounds added while a
+	// query is undecided on a --fail-on rule.
+	maxRounds                        int
+	maxTime                          time.Duration
 	resetMode, resetCmd              string
 	controlCluster, candidateCluster string
 	out                              string
@@ -114,6 +118,22 @@ without it, each also against the control, with the verdict on the
 rehearsal's regressions when there are some. A --try whose SQL fails is
 "not tried", with the server's error. Not with --reset none.
 
+`
+
+// decideHelp is the part of rehearse --help on rounds until decided.
+const decideHelp = `With --fail-on, a query whose interval holds both a ratio under a rule's
+threshold and one beyond it (1.4x and 2x under p95>+50%, or a 1.9x hidden by
+the control's noise floor of 2x) is undecided: the rounds cannot tell whether
+it breaks the rule, and rehearse adds rounds, a pair at a time in the
+alternating order, while one is, up to --max-rounds a side (8 by default)
+and --max-time. A query counts only when a change at the threshold would be
+beyond --min-effect-ms. Adding rounds until a change is significant would
+inflate false alarms: every look after the first judges the rules at the
+level shared out over the looks the budget allows (Bonferroni), and a rule
+broken there stands only where the figure's interval at that level excludes
+1. Where the budget ends with a query undecided, the verdict is UNDECIDED,
+with the query, the rule, its ratio and interval, and the exit code is 7;
+never "~" for an interval that holds a rule-breaking ratio (docs/rehearse.md).
 `
 
 // rehearseHelp is rehearse --help's long text.
@@ -222,7 +242,8 @@ plan ("interval $2") is explained with one execution read again from the
 logs, whose values are used, never run and not kept.
 
 ` + fixesHelp + `` + rulesHelp + `
-` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput,
+` + decideHelp + `
+` + captureHelp + exitHelp(exitDocFailOn, exitDocDiverged, exitDocNoInput, exitDocUndecided,
 		exitDoc{ExitFailure, "a reset (or --reset-cmd) failed, or a round's replay failed as replay would (its logins refused, its target log unread); the rounds finished are kept and compared, marked partial"},
 		exitDoc{ExitIncomplete, "incomplete: Ctrl-C or SIGTERM stopped the rehearsal, or a round lost more than --max-lost of its statements, was degraded, or its target went away or froze; the rounds finished are kept and compared, marked partial, never a pass; " +
 			"or, with fewer than 3 rounds a side (noise not measured), a round's replay fell behind its schedule (lag p99 above --max-lag): " +
@@ -236,6 +257,8 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
+	fl.IntVar(&f.maxRounds, "max-rounds", 0, "with --fail-on, add rounds, one a side at a time, while a query's interval holds both a ratio under a rule's threshold and one beyond it, up to `N` rounds a side (0: 8, or --rounds when more); where they end undecided, exit 7")
+	fl.DurationVar(&f.maxTime, "max-time", 0, "add no round once the rehearsal has run this long, or would with the next pair of rounds (0: no limit but --max-rounds)")
 	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each round: template, none or datadir")
 	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each round of each target (see above)")
 	fl.StringVar(&f.controlCluster, "control-cluster", "", "with --reset datadir: the control's throwaway cluster directory")
@@ -311,6 +334,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	second, release := secondInterrupt(ctx)
 	defer release()
 	r.replay.Hard = second
+	r.decideRounds(rules)
 
 	fmt.Fprintf(stdio.Stderr, "rehearse: %d rounds per side, in the order %s; each round's result goes to %s\n",
 		r.cfg.Rounds, orderText(rehearse.Order(r.cfg.Rounds)), f.out)
@@ -361,10 +385,57 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 		return &exitError{code: ExitDiverged, err: errors.New("the candidate's rounds diverged from the control's: they did different work, so the candidate is not judged")}
 	case v.Failed():
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
+	case v.Undecided():
+		return &exitError{code: ExitUndecided, err: fmt.Errorf("UNDECIDED: a query may break a --fail-on rule, and %d rounds a side could not tell (%s)",
+			len(out.Control), budgetText(out.BudgetEnded))}
 	case v.LatencyNotJudged():
 		return errLatencyNotJudged
 	}
 	return nil
+}
+
+// decideRounds has the rehearsal add rounds, a pair at a time, while a
+// query is undecided on a --fail-on rule, up to --max-rounds a side and
+// --max-time (rehearse.Config.Decide); nothing without a rule.
+func (r *rehearseRun) decideRounds(rules judge.Rules) {
+	f := r.f
+	if len(rules) == 0 {
+		return
+	}
+	r.cfg.MaxRounds, r.cfg.MaxTime = maxRounds(f), f.maxTime
+	r.cfg.Decide = func(out *rehearse.Outcome, look int) bool {
+		opts := judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), Rules: rules,
+			ExpectWork: r.replay.Observe != nil, Look: look, Looks: out.MaxLooks}
+		more := judge.Undecided(judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
+		if more && len(out.Control) < r.cfg.MaxRounds {
+			fmt.Fprintf(r.stdio.Stderr, "rehearse: after %d rounds a side a query may break a --fail-on rule and the rounds cannot tell yet: rounds are added, one a side at a time, up to %d a side\n",
+				len(out.Control), r.cfg.MaxRounds)
+		}
+		return more
+	}
+}
+
+// maxRounds is --max-rounds: DefaultMaxRounds when not given, and never
+// fewer than --rounds.
+func maxRounds(f rehearseFlags) int {
+	if f.maxRounds == 0 {
+		return max(DefaultMaxRounds, f.rounds)
+	}
+	return f.maxRounds
+}
+
+// DefaultMaxRounds is --max-rounds' default.
+const DefaultMaxRounds = 8
+
+// budgetText says what ended a rehearsal's added rounds.
+func budgetText(b rehearse.Budget) string {
+	switch b {
+	case rehearse.BudgetTime:
+		return "the time limit, --max-time, ended the rounds"
+	case rehearse.BudgetRounds:
+		return "--max-rounds reached"
+	}
+	return "no round added"
 }
 
 // rehearseChecks checks the flags against each other and parses
@@ -381,6 +452,10 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
 		return nil, usageError("--rounds must be at least 1, got %d (3 or more measure the noise)", f.rounds)
 	case f.fixRounds < 1:
 		return nil, usageError("--fix-rounds must be at least 1, got %d", f.fixRounds)
+	case f.maxRounds != 0 && f.maxRounds < f.rounds:
+		return nil, usageError("--max-rounds must be at least --rounds (%d), got %d", f.rounds, f.maxRounds)
+	case f.maxTime < 0:
+		return nil, usageError("--max-time must not be negative, got %s", f.maxTime)
 	case f.maxFixes < 0:
 		return nil, usageError("--max-fixes must be 0 (all) or more, got %d", f.maxFixes)
 	case f.resetCmd != "" && resetGiven:
@@ -694,7 +769,12 @@ func orderText(order []rehearse.Side) string {
 // writeRounds lists the rounds: how each ended, what its replay did, and
 // what the rehearsal's resets took.
 func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side, reset %s / %s%s\n", out.Rounds, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
+	added := ""
+	if out.Added > 0 {
+		// Rounds until decided: the rounds asked, then those added.
+		added = fmt.Sprintf(" and %d added while a query was undecided on a --fail-on rule", out.Added)
+	}
+	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, added, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
 	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}
@@ -856,7 +936,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		// work per call): a round without them is said to leave server
 		// work uncompared.
 		opts = judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), Rules: rules, AllowIncomplete: out.Partial,
-			ExpectWork: r.replay.Observe != nil, Unjudgeable: out.Unjudgeable()}
+			ExpectWork: r.replay.Observe != nil, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks}
 		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
 			opts.Plans = &judge.PlansOptions{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
 				Database: r.database, ControlDatabases: out.KeptDatabases(rehearse.Control), CandidateDatabases: out.KeptDatabases(rehearse.Candidate)}

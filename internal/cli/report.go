@@ -482,7 +482,9 @@ or given in repeated flags, and the run fails when any rule is broken.
 Rules apply per query, to changes beyond noise only: a latency rule is
 broken by a query whose figure is slower with its interval above 1, beyond
 its floors (effect, noise, --min-effect-ms) and beyond the threshold (and
-that has at least the minimum of timed calls in every run), an errors rule
+that has at least the minimum of timed calls in every run), or by a query
+labelled a regression whose regressed figure is beyond the threshold when
+the rule's own figure cannot tell (a p95 of too few calls), an errors rule
 by a query whose error rate rose significantly (one-sided two-proportion
 test over the calls of all runs), a wal or dirtied rule by a query that
 writes more per call beyond noise and the work floors (three runs a side).

@@ -24,6 +24,7 @@ const (
 	ExitNoInput    = 4 // the input held nothing to measure, or mostly lines that could not be read
 	ExitIncomplete = 5 // the run lost part of the workload, or a result cannot be judged for that
 	ExitDiverged   = 6 // the replay did different work than the original: its timings are not a verdict
+	ExitUndecided  = 7 // rehearse: no rule broken, but a query may break one and the rounds' budget ended before they could tell
 )
 
 // IO is what a command may touch of the process: its standard streams.
@@ -69,7 +70,10 @@ var (
 		"(none in the original) and it stopped early"}
 	exitDocMergeIncomplete = exitDoc{ExitIncomplete, "incomplete: the merge lacks some shards of its input; " +
 		"the merged result is written, marked incomplete"}
-	exitDocFailOn  = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
+	exitDocFailOn = exitDoc{ExitRegression, "the comparison worked, and a --fail-on rule is broken"}
+	// exitDocUndecided: rehearse's rounds until decided.
+	exitDocUndecided = exitDoc{ExitUndecided, "undecided: no --fail-on rule is broken, but a query's interval holds a ratio that breaks one, " +
+		"and --max-rounds or --max-time ended the rounds added before they could tell"}
 	exitDocRefused = exitDoc{ExitIncomplete, "not judged: a result is incomplete, interrupted, degraded, " +
 		"much smaller than the other side, or inconsistent (the field is named); or, with one run a side, a " +
 		"replay fell behind its schedule (lag p99 above its --max-lag): the latency is not judged, errors and " +
@@ -129,7 +133,7 @@ var exitCodeHelp = exitHelp(exitDocFailOn, exitDocErrorRate, exitDocNoInput,
 	exitDoc{ExitIncomplete, "incomplete: a replay lost more than --max-lost of its statements, was " +
 		"interrupted or degraded; a log broke off; a merge lacks shards; or report was asked to judge such a result, " +
 		"or one run a side whose replay fell behind its schedule (latency not judged)"},
-	exitDocDiverged)
+	exitDocDiverged, exitDocUndecided)
 
 // commands lists the constructors of the subcommands. Each command file
 // registers itself in an init function so that adding one touches no

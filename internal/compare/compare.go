@@ -63,6 +63,13 @@ type Options struct {
 	WorkMinEffect float64
 	MinWALBytes   float64
 	MinDirtied    float64
+	// Look is which look at the runs this comparison is, from 1, of at
+	// most Looks: a rehearsal that adds rounds while a query is
+	// undecided on a rule compares again after each (decide.go); a
+	// later look judges its rules at LookAlpha. Looks 0: no rule is
+	// ever undecided (a comparison of results that cannot have more
+	// runs, pgrehearse report's), as before rehearsals added rounds.
+	Look, Looks int
 }
 
 // NoiseFloors are factors (>= 1) by which the figures of one run of a
@@ -134,6 +141,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinDirtied <= 0 {
 		o.MinDirtied = DefaultMinDirtied
+	}
+	if o.Looks > 0 {
+		o.Look = max(o.Look, 1)
+		o.Looks = max(o.Looks, o.Look)
 	}
 	d := DefaultNoiseFloors
 	for _, p := range []struct{ f, def *float64 }{{&o.Noise.Mean, &d.Mean}, {&o.Noise.P50, &d.P50}, {&o.Noise.P95, &d.P95}, {&o.Noise.P99, &d.P99}} {
@@ -597,6 +608,16 @@ const (
 type Verdict struct {
 	Status VerdictStatus `json:"status"`
 	Broken []Broken      `json:"broken,omitempty"`
+	// Undecided are the rules queries may break that the runs could
+	// not tell (decide.go): VerdictUndecided when no rule is broken.
+	Undecided []Undecided `json:"undecided,omitempty"`
+	// Look and Looks: the comparison is the Look-th look at the runs
+	// of at most Looks (Options.Look); Alpha is the level of its
+	// rules' decisions (LookAlpha). Absent for a comparison of one
+	// look.
+	Look  int     `json:"look,omitempty"`
+	Looks int     `json:"looks,omitempty"`
+	Alpha float64 `json:"look_alpha,omitempty"`
 	// Regressions and TailRegressions count the queries of each
 	// status; Worst is the first by impact.
 	Regressions     int `json:"regressions"`
@@ -862,6 +883,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		rep.rankWork()
 	}
 	rep.markBusier(c.cSpans)
+	rep.decide(o)
 	rep.rank()
 	rep.NewErrors, rep.UncodedErrors = newErrors(base, cand)
 	if rep.UncodedErrors > 0 {
@@ -1034,6 +1056,8 @@ func (r *Report) verdict() {
 		r.Verdict.Status = VerdictFail
 	case len(r.Incomplete) > 0 || r.Verdict.LatencyNotJudged != nil:
 		r.Verdict.Status = VerdictIncomplete
+	case len(r.Verdict.Undecided) > 0:
+		r.Verdict.Status = VerdictUndecided
 	case nReg > 0:
 		r.Verdict.Status = VerdictRegressions
 	default:

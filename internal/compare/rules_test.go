@@ -158,3 +158,62 @@ func TestRuleCheckWork(t *testing.T) {
 		t.Error("a latency rule was broken by a query with no latency figures")
 	}
 }
+
+// A query labelled a regression breaks a latency rule when the figure it
+// regressed on is beyond the rule's threshold, whatever the rule's own
+// figure could tell (issue 58 item 5: a report query marked regressed at
+// 2.33x passed p95>+50%, its p95 resting on too few calls); the reverse
+// cases break nothing.
+func TestRuleCheckRegressedFigure(t *testing.T) {
+	slower := func(r float64) Effect {
+		return Effect{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.2, Change: ChangeSlower, Beyond: true, DeltaMS: 2}
+	}
+	tooFew := Effect{Ratio: 2.1, Low: 1.3, High: 3, Floor: 1.2, Change: ChangeSlower, Beyond: true, DeltaMS: 3,
+		Calls: &CallsEvidence{TooFewCalls: true}}
+	withinNoise := Effect{Ratio: 1.8, Low: 1.1, High: 2.6, Floor: 1.9, Change: ChangeSlower, DeltaMS: 2}
+	b := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 1.5, P50MS: 1.4, P95MS: 3, P99MS: 3.2, TotalMS: 30}
+	c := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 3.5, P50MS: 3.2, P95MS: 6.3, P99MS: 7, TotalMS: 70}
+	tests := []struct {
+		name, rule string
+		status     Status
+		regressed  Metric
+		eff        Effects
+		want       bool
+		figure     Metric
+	}{
+		{"regressed 2.33x, p95 of too few calls", "p95>+50%", StatusRegressed, MetricMean, Effects{Mean: slower(2.33), P95: tooFew}, true, MetricMean},
+		{"regressed 2.33x, p95 within its floor", "p95>+50%", StatusRegressed, MetricMean, Effects{Mean: slower(2.33), P95: withinNoise}, true, MetricMean},
+		{"regressed 2.33x, mean>2x", "mean>2x", StatusRegressed, MetricMean, Effects{Mean: slower(2.33), P95: tooFew}, true, ""},
+		{"regressed 2.33x, p99 by ms", "p99>+1ms", StatusRegressed, MetricMean, Effects{Mean: slower(2.33)}, true, MetricMean},
+		{"tail regressed 2.1x, mean>+50%", "mean>+50%", StatusTailRegressed, MetricP95, Effects{Mean: withinNoise, P95: slower(2.1)}, true, MetricP95},
+		// The reverse: a regression under the threshold, a change that
+		// is no regression, a regression whose figure is itself not
+		// beyond its floors.
+		{"regressed 1.4x under p95>+50%", "p95>+50%", StatusRegressed, MetricMean, Effects{Mean: slower(1.4), P95: tooFew}, false, ""},
+		{"regressed 2.33x under mean>3x", "mean>3x", StatusRegressed, MetricMean, Effects{Mean: slower(2.33), P95: tooFew}, false, ""},
+		{"small change 2.33x within noise", "p95>+50%", StatusSmallChange, "", Effects{Mean: withinNoise, P95: tooFew}, false, ""},
+		{"unchanged", "p95>+50%", StatusUnchanged, "", Effects{}, false, ""},
+		{"slower while busier", "p95>+50%", StatusSlowerWhileBusier, MetricMean, Effects{Mean: slower(2.33), P95: tooFew}, false, ""},
+		// total_ms is not a figure a query regresses on.
+		{"regressed 2.33x, total by ms", "total_ms>+100ms", StatusRegressed, MetricMean, Effects{Mean: slower(2.33)}, false, ""},
+	}
+	for _, tt := range tests {
+		r, err := ParseRule(tt.rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eff := tt.eff
+		d := &QueryDiff{Fingerprint: "f", Status: tt.status, Regressed: tt.regressed, Baseline: b, Candidate: c, Effects: &eff}
+		br, got := r.check(d, Settings{MinEffectMS: 1}, nil)
+		if got != tt.want {
+			t.Errorf("%s: %s broken %v, want %v", tt.name, tt.rule, got, tt.want)
+			continue
+		}
+		if got && (br.Figure != tt.figure || br.Metric != r.Metric) {
+			t.Errorf("%s: broken %+v, want figure %q, metric %q", tt.name, br, tt.figure, r.Metric)
+		}
+		if got && br.Figure != "" && (br.Baseline != figureOf(b, br.Figure) || br.Candidate != figureOf(c, br.Figure)) {
+			t.Errorf("%s: broken %+v does not carry its figure's medians", tt.name, br)
+		}
+	}
+}

@@ -26,7 +26,8 @@ type Page struct {
 // Verdict is the page's one-line conclusion.
 type Verdict struct {
 	// Status is "pass" (green), "fail" (red), "regressions",
-	// "incomplete" or "diverged" (amber), or anything else (neutral).
+	// "incomplete", "diverged" or "undecided" (amber), or anything else
+	// (neutral).
 	Status string
 	Line   string
 	// Items are shown under the line (broken rules, warnings).

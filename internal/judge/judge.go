@@ -119,6 +119,10 @@ type Options struct {
 	Unjudgeable []compare.Unjudgeable
 	// Rules fail the comparison when broken.
 	Rules Rules
+	// Look and Looks: the comparison is the Look-th look at runs that
+	// a rehearsal adds while a query is undecided on a rule, of at most
+	// Looks (compare.Options.Look); Looks 0 judges no rule undecided.
+	Look, Looks int
 	// ExpectWork says every run was observed (server work per call): a
 	// run without it is said to leave server work uncompared.
 	ExpectWork bool

@@ -90,7 +90,27 @@ func (t Thresholds) findings() findings.Options {
 // that compares more runs the same way (a rehearsal's fixes) uses them.
 func (o Options) Comparison() compare.Options {
 	return compare.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, AllowMixedLatency: o.AllowMixedLatency,
-		AllowIncomplete: o.AllowIncomplete, Unjudgeable: o.Unjudgeable, Rules: o.Rules, ExpectWork: o.ExpectWork}
+		AllowIncomplete: o.AllowIncomplete, Unjudgeable: o.Unjudgeable, Rules: o.Rules, ExpectWork: o.ExpectWork,
+		Look: o.Look, Looks: o.Looks}
+}
+
+// Undecided says whether the comparison of the candidate's runs with
+// the baseline's, made as opts say, is undecided: no rule broken, but a
+// query's interval holds a ratio that breaks one (compare's decide.go),
+// so that more runs could tell. A comparison that cannot be made is not
+// undecided: more runs would not make it.
+func Undecided(base, cand []Run, opts Options) bool {
+	if len(base) == 0 || len(cand) == 0 {
+		return false
+	}
+	rep, err := compare.Runs(Results(base), Results(cand), opts.Comparison())
+	return err == nil && rep.Verdict.Status == compare.VerdictUndecided
+}
+
+// Undecided says that no rule is broken but some query may break one,
+// which the runs could not tell (Options.Looks).
+func (v *Verdict) Undecided() bool {
+	return v.Comparison.Verdict.Status == compare.VerdictUndecided
 }
 
 // Diverged says that the candidate's runs did different work than the

@@ -167,7 +167,34 @@ type Config struct {
 	// again later would record the state the rounds left (a data
 	// directory reset copies the directory as it is).
 	KeepResets bool
+	// Decide, when not nil, is asked after the rounds asked (look 1)
+	// and after each pair of rounds added (look 2, 3 ...) whether the
+	// finished rounds leave a query undecided on a rule
+	// (judge.Undecided): while it says so, a pair of rounds is added,
+	// one a side in the alternating order (rounds.Turn), within
+	// MaxRounds and MaxTime. Outcome.Looks counts its looks, and
+	// Outcome.BudgetEnded says which budget ended the rounds while it
+	// still asked for more.
+	Decide func(out *Outcome, look int) bool
+	// MaxRounds is the most rounds a side may reach by rounds added;
+	// at most Rounds (0 included): none added.
+	MaxRounds int
+	// MaxTime: no pair of rounds is added once the rehearsal has run
+	// this long, or would with the pair (its time estimated from the
+	// rounds finished); 0: no limit but MaxRounds.
+	MaxTime time.Duration
 }
+
+// Budget is what ended the rounds added while a query was undecided.
+type Budget string
+
+// Budgets.
+const (
+	// BudgetRounds: each side reached Config.MaxRounds.
+	BudgetRounds Budget = "rounds"
+	// BudgetTime: another pair would have run past Config.MaxTime.
+	BudgetTime Budget = "time"
+)
 
 // Status is how a round ended: the round runner's vocabulary.
 type Status = rounds.Status
@@ -257,6 +284,15 @@ type Outcome struct {
 	// released (Config.KeepLast), with the database map their replay
 	// used: where the state they left is.
 	Kept map[Side]Round `json:"-"`
+	// Looks counts the times Config.Decide was asked, and MaxLooks is
+	// the most it could be (1 + the rounds a side MaxRounds allows
+	// beyond Rounds); Added are the rounds added to each side.
+	// BudgetEnded says which budget ended the rounds while Decide
+	// still asked for more; empty when it was satisfied (or not asked).
+	Looks       int    `json:"looks,omitempty"`
+	MaxLooks    int    `json:"max_looks,omitempty"`
+	Added       int    `json:"added_rounds,omitempty"`
+	BudgetEnded Budget `json:"budget_ended,omitempty"`
 	// Fixes are the fixes tried on the candidate after the rounds
 	// (RunFixes), each with its rounds' results and the rounds run
 	// beside them.
@@ -360,6 +396,9 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		Records:    []RoundRecord{},
 		StartedAt:  time.Now(),
 	}
+	if cfg.Decide != nil {
+		out.MaxLooks = 1 + max(0, cfg.MaxRounds-perSide)
+	}
 	r := &run{cfg: cfg, out: out, begun: time.Now()}
 	// Releases and closes run also after Ctrl-C: copies left behind
 	// would fill the target's disk.
@@ -410,7 +449,7 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 	n := map[Side]int{}
 	i := 0
 	before, err := rounds.Sequence(ctx, func() (func(context.Context) (bool, error), bool) {
-		if i == len(out.Order) {
+		if i == len(out.Order) && !r.more() {
 			return nil, false
 		}
 		side := out.Order[i]
@@ -425,6 +464,35 @@ func Run(ctx context.Context, cfg Config) (out *Outcome, err error) {
 		out.Interrupted, out.Stopped = true, fmt.Sprintf("interrupted before round %d", before)
 	}
 	return out, err
+}
+
+// more asks Config.Decide whether the finished rounds leave a query
+// undecided, and adds a pair of rounds to the order when it says so and
+// the budget allows; false when no round is to be added.
+func (r *run) more() bool {
+	out, cfg := r.out, r.cfg
+	if cfg.Decide == nil || len(out.Control) != len(out.Candidate) || len(out.Control) < out.Rounds {
+		return false
+	}
+	out.Looks++
+	if !cfg.Decide(out, out.Looks) {
+		return false
+	}
+	pair := len(out.Order) / 2
+	if pair >= cfg.MaxRounds {
+		out.BudgetEnded = BudgetRounds
+		return false
+	}
+	if cfg.MaxTime > 0 {
+		need, known := r.roundTimes.Left(2, cfg.RoundEstimate)
+		if !known || time.Since(r.begun)+need > cfg.MaxTime {
+			out.BudgetEnded = BudgetTime
+			return false
+		}
+	}
+	out.Order = append(out.Order, rounds.Turn([]Side{Control, Candidate}, pair)...)
+	out.Added++
+	return true
 }
 
 func (cfg *Config) check() error {
@@ -499,10 +567,17 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
 	rec.ReplaySeconds = lc.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	if r.cfg.KeepLast && !round.Beside && round.N == r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
-		// Its state stays for the plans; the caller releases it.
+	if r.cfg.KeepLast && !round.Beside && round.N >= r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
+		// Its state stays for the plans; the caller releases it. A
+		// round added after the rounds asked (Config.Decide) is the
+		// side's last now: the one kept before it makes way.
 		if r.out.Kept == nil {
 			r.out.Kept = map[Side]Round{}
+		}
+		if old, ok := r.out.Kept[round.Side]; ok {
+			t := time.Now()
+			relErr = target.Reset.Release(ctx, old.Reset)
+			r.out.ReleaseSeconds += time.Since(t).Seconds()
 		}
 		r.out.Kept[round.Side] = round
 	} else {

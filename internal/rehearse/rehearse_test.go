@@ -181,3 +181,55 @@ func TestFixCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundsUntilDecided: while Decide says a query is undecided, a pair
+// of rounds is added in the alternating order, up to MaxRounds a side;
+// the budget that ended the rounds is said, and a decided look adds
+// nothing.
+func TestRoundsUntilDecided(t *testing.T) {
+	functionalCase(t)
+	run := func(undecidedLooks, maxRounds int) (*Outcome, []int) {
+		var looks []int
+		out, err := Run(context.Background(), Config{
+			Control:   Target{DSN: "control", Reset: reset.None{}},
+			Candidate: Target{DSN: "candidate", Reset: reset.None{}},
+			Rounds:    2, MaxRounds: maxRounds, KeepLast: true,
+			Replay: func(context.Context, Round, Target) (*results.Result, error) {
+				return &results.Result{Kind: results.KindReplay}, nil
+			},
+			Decide: func(out *Outcome, look int) bool {
+				looks = append(looks, look)
+				if len(out.Control) != len(out.Candidate) || len(out.Control) != 1+look {
+					t.Errorf("look %d with %d control and %d candidate rounds", look, len(out.Control), len(out.Candidate))
+				}
+				return look <= undecidedLooks
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, looks
+	}
+	A, B := Control, Candidate
+	// Undecided at the first two looks, decided at the third.
+	out, looks := run(2, 8)
+	if want := []Side{A, B, B, A, A, B, B, A}; !slices.Equal(out.Order, want) || len(out.Records) != 8 {
+		t.Errorf("order %v (%d records), want %v", out.Order, len(out.Records), want)
+	}
+	if !slices.Equal(looks, []int{1, 2, 3}) || out.Looks != 3 || out.MaxLooks != 7 || out.Added != 2 || out.BudgetEnded != "" || out.Partial {
+		t.Errorf("looks %v, outcome looks %d of %d, added %d, budget %q, partial %v", looks, out.Looks, out.MaxLooks, out.Added, out.BudgetEnded, out.Partial)
+	}
+	if out.Kept[A].N != 4 || out.Kept[B].N != 4 {
+		t.Errorf("kept %+v: want each side's last round, an added one", out.Kept)
+	}
+	// Undecided to the end: the rounds' budget ends it.
+	out, looks = run(100, 3)
+	if len(out.Control) != 3 || len(out.Candidate) != 3 || out.Added != 1 || out.BudgetEnded != BudgetRounds || !slices.Equal(looks, []int{1, 2}) {
+		t.Errorf("%d+%d rounds, added %d, budget %q, looks %v: want 3 a side, the rounds' budget", len(out.Control), len(out.Candidate), out.Added, out.BudgetEnded, looks)
+	}
+	// Decided at once: nothing added.
+	out, _ = run(0, 8)
+	if len(out.Records) != 4 || out.Added != 0 || out.BudgetEnded != "" {
+		t.Errorf("%d records, added %d, budget %q: want the 2 rounds a side only", len(out.Records), out.Added, out.BudgetEnded)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,7 +143,7 @@ func ComparisonPage(rep *compare.Report, opts ComparisonOptions) htmlreport.Page
 func verdictBox(rep *compare.Report, plans *explain.Report, tried []fixes.Outcome) *htmlreport.Verdict {
 	vb := NewVerdictBlock(rep, plans)
 	vb.WithFixes(rep, tried)
-	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: vb.Line, Items: vb.Broken}
+	v := &htmlreport.Verdict{Status: string(rep.Verdict.Status), Line: vb.Line, Items: append(slices.Clone(vb.Broken), vb.Undecided...)}
 	if vb.More != "" {
 		v.Items = append(v.Items, vb.More)
 	}

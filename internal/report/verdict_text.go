@@ -28,6 +28,9 @@ type VerdictBlock struct {
 	// others by rule and fingerprint ("and 3 more: ..."), "" when none.
 	Broken []string
 	More   string
+	// Undecided are the rules queries may break that the rounds could
+	// not tell (UndecidedLine), at most verdictBrokenMax of them.
+	Undecided []string
 	// Top is the top regression's plans, cause and fix; nil when its
 	// plans were not explained (or there is no regression).
 	Top *TopRegression
@@ -93,6 +96,13 @@ func NewVerdictBlock(rep *compare.Report, plans *explain.Report) VerdictBlock {
 		}
 		vb.Broken = append(vb.Broken, BrokenLine(rep, b))
 	}
+	for i, u := range rep.Verdict.Undecided {
+		if i == verdictBrokenMax {
+			vb.Undecided = append(vb.Undecided, fmt.Sprintf("and %d more", len(rep.Verdict.Undecided)-i))
+			break
+		}
+		vb.Undecided = append(vb.Undecided, UndecidedLine(rep, u))
+	}
 	// The verdict line names the top regression with its figures; its
 	// plans add the cause, and the cause the fix.
 	q := rep.Query(rep.Verdict.Worst)
@@ -127,6 +137,9 @@ func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error
 	}
 	if vb.More != "" {
 		ew.printf("  %s\n", vb.More)
+	}
+	for _, u := range vb.Undecided {
+		ew.printf("  %s\n", u)
 	}
 	if t := vb.Top; t != nil {
 		ew.printf("  top regression %s: %s\n", t.Query, t.Plan)

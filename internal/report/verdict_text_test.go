@@ -136,3 +136,31 @@ func TestVerdictLatencyNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictUndecided: a rehearsal whose rounds could not tell whether
+// a query breaks a rule says UNDECIDED first, then each rule with its
+// query, the figure's ratio, its interval and the threshold it holds
+// (issue 58 item 4); a rule broken by the figure a query regressed on
+// names that figure.
+func TestVerdictUndecided(t *testing.T) {
+	rep := &compare.Report{Candidate: &compare.RunSummary{}, Rules: []compare.Rule{{Text: "p95>+50%", Metric: compare.MetricP95}},
+		Queries: []compare.QueryDiff{{Fingerprint: "q1", Query: "SELECT 1", Status: compare.StatusUndecided}}}
+	rep.Verdict = compare.Verdict{Status: compare.VerdictUndecided, Undecided: []compare.Undecided{{Rule: "p95>+50%", Metric: compare.MetricP95,
+		Fingerprint: "q1", Threshold: 1.5, Ratio: 1.4, Low: 0.9, High: 2.2, Level: 0.98}}}
+	var b strings.Builder
+	if err := WriteVerdict(&b, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "UNDECIDED: p95>+50% may be broken by 1 query, the rounds could not tell; ") ||
+		lines[1] != `  p95>+50% may be broken by q1 "SELECT 1": p95 1.40x, interval 0.90-2.20 at 98%, holds 1.50x` {
+		t.Errorf("verdict block:\n%s", b.String())
+	}
+	q := compare.QueryDiff{Fingerprint: "q2", Query: "SELECT 2", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
+		Effects: &compare.Effects{Mean: compare.Effect{Ratio: 2.33, Low: 1.9, High: 2.8}}}
+	rep.Queries = append(rep.Queries, q)
+	got := BrokenDetail(rep, compare.Broken{Rule: "p95>+50%", Metric: compare.MetricP95, Figure: compare.MetricMean, Fingerprint: "q2", Baseline: 1.5, Candidate: 3.5})
+	if want := "mean 1.50 ms -> 3.50 ms (2.33x, interval 1.90-2.80), the figure it regressed on: its p95 could not tell alone"; got != want {
+		t.Errorf("broken by the regressed figure:\n got %q\nwant %q", got, want)
+	}
+}

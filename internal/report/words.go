@@ -286,6 +286,8 @@ func VerdictLine(rep *compare.Report) string {
 			parts[i] = fmt.Sprintf("%s broken by %d %s", o, counts[o], plural(counts[o], "query", "queries"))
 		}
 		return prefix + "FAIL: " + strings.Join(parts, ", ") + "; " + regs
+	case compare.VerdictUndecided:
+		return prefix + "UNDECIDED: " + undecidedClause(v.Undecided) + "; " + regs
 	case compare.VerdictIncomplete:
 		why := make([]string, len(rep.Incomplete))
 		for i, u := range rep.Incomplete {
@@ -308,6 +310,38 @@ func VerdictLine(rep *compare.Report) string {
 		return prefix + "PASS (no rule to fail on): " + regs
 	}
 	return prefix + "PASS: no rule broken; " + regs
+}
+
+// undecidedClause counts the queries that may break each rule: "p95>+50%
+// may be broken by 1 query, the rounds could not tell".
+func undecidedClause(us []compare.Undecided) string {
+	counts := map[string]map[string]bool{}
+	var order []string
+	for _, u := range us {
+		if counts[u.Rule] == nil {
+			counts[u.Rule] = map[string]bool{}
+			order = append(order, u.Rule)
+		}
+		counts[u.Rule][u.Fingerprint] = true
+	}
+	parts := make([]string, len(order))
+	for i, o := range order {
+		n := len(counts[o])
+		parts[i] = fmt.Sprintf("%s may be broken by %d %s", o, n, plural(n, "query", "queries"))
+	}
+	return strings.Join(parts, ", ") + ", the rounds could not tell"
+}
+
+// UndecidedLine words a rule a query may break, with the figure's ratio
+// and the interval that holds the threshold: "p95>+50% may be broken by
+// 3f2a...: p95 1.62x, interval 1.10-2.40 at 98%, holds 1.50x".
+func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
+	level := ""
+	if u.Level > 0 {
+		level = fmt.Sprintf(" at %.0f%%", 100*u.Level)
+	}
+	return fmt.Sprintf("%s may be broken by %s: %s %s, interval %s-%s%s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
+		fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), level, fmtPoint(u.Threshold))
 }
 
 // BrokenLine words a broken rule with the query that broke it, its
@@ -335,15 +369,23 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		}
 		return s + ")"
 	}
-	name := string(b.Metric)
-	if b.Metric == compare.MetricMean && b.Level == compare.LevelServer {
+	m := b.Metric
+	if b.Figure != "" {
+		// Broken by the figure the query regressed on.
+		m = b.Figure
+	}
+	name := string(m)
+	if m == compare.MetricMean && b.Level == compare.LevelServer {
 		name = "mean on " + LevelName(b.Level)
 	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
 	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
-		if e := q.Effects.Of(b.Metric); e != nil {
+		if e := q.Effects.Of(m); e != nil {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
 		}
+	}
+	if b.Figure != "" {
+		return s + "), the figure it regressed on: its " + string(b.Metric) + " could not tell alone"
 	}
 	return s + ")"
 }

@@ -1,0 +1,206 @@
+package compare
+
+import (
+	"math"
+
+	"github.com/pgrehearse/pgrehearse/internal/stats"
+)
+
+// Undecided rules. A rule's verdict on a query needs the query's figure
+// on one side of the rule's threshold: broken (slower beyond noise and
+// beyond the threshold, Rule.check) or clear of it (the figure's interval
+// ends at or under the threshold). An interval that holds both a ratio
+// under the threshold and one beyond it (1.4x and 2x under p95>+50%, or
+// a 1.9x hidden under a control's noise floor of 2x) cannot tell: the
+// query is undecided on that rule, never "no change". A rehearsal adds
+// rounds while some query is undecided (Options.Look), and says
+// "undecided" where its budget ended first.
+//
+// Adding rounds until a change is significant is optional stopping,
+// which inflates false positives: every look is one more chance for
+// noise to cross the line. The first look is the comparison as it
+// always was (its rank interval at Alpha, the least three rounds a side
+// can give); every later look judges at LookAlpha, Alpha shared out
+// evenly over the later looks the budget allows (Bonferroni), so that
+// the later looks together spend at most Alpha as the first did, and a
+// rule broken at a later look is broken only where the figure's interval
+// at that level excludes 1 as well. An interval too wide to reach that
+// level with the rounds so far decides nothing. A rule broken at a look
+// whose noise is not measured (fewer rounds a side than a rank interval
+// needs: the default noise floors judged it) is undecided while rounds
+// may be added: on a loaded machine two rounds a side of identical
+// targets once showed END 13.6x slower at p95, beyond the default floors.
+
+// StatusUndecided: the query's figure may break a rule (Verdict.Undecided)
+// and the rounds could not tell: its interval holds ratios on both sides
+// of the rule's threshold, or, at a look after added rounds, the change
+// that breaks the rule is not beyond noise at that look's level.
+const StatusUndecided Status = "undecided"
+
+// VerdictUndecided: no rule broken, but some query may break one and the
+// rounds could not tell (Verdict.Undecided): not a pass.
+const VerdictUndecided VerdictStatus = "undecided"
+
+// ReasonMayBreakRule goes with StatusUndecided.
+const ReasonMayBreakRule Reason = "may_break_rule"
+
+// Undecided is a rule a query may break, as data; internal/report words
+// it.
+type Undecided struct {
+	Rule        string `json:"rule"`
+	Metric      Metric `json:"metric"`
+	Fingerprint string `json:"fingerprint"`
+	// Threshold is the rule's threshold as a ratio of the baseline's
+	// figure (1.5 for +50%; for +Nms, 1 + N over the baseline's).
+	Threshold float64 `json:"threshold"`
+	// Ratio, Low and High are the figure's change and its interval at
+	// Level (LookAlpha), which holds Threshold; High may be
+	// math.MaxFloat64 (unbounded: too few rounds for that level).
+	Ratio float64 `json:"ratio"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+	Level float64 `json:"level"`
+}
+
+// LookAlpha is the two-sided level of look (from 1) of at most looks:
+// alpha at the first, alpha shared evenly over the later ones.
+func LookAlpha(alpha float64, look, looks int) float64 {
+	if look <= 1 || looks <= 1 {
+		return alpha
+	}
+	return alpha / float64(looks-1)
+}
+
+// decidable says whether a rule's metric has an interval to decide on:
+// the latency figures per call. Errors, work and total_ms rules are
+// decided as they always were.
+func decidable(m Metric) bool {
+	return m == MetricMean || m == MetricP50 || m == MetricP95 || m == MetricP99
+}
+
+// ruleState is where a query stands on one rule.
+type ruleState int
+
+const (
+	ruleClear ruleState = iota
+	ruleBroken
+	// ruleUnconfirmed: broken at Alpha, but not beyond noise at the
+	// look's level.
+	ruleUnconfirmed
+	ruleUndecided
+)
+
+// decide marks the queries whose interval holds a rule-breaking ratio
+// and that break no rule as undecided (Verdict.Undecided), and, at a
+// look after added rounds, a query's broken rule that its figure's
+// interval at LookAlpha does not carry. It runs before rank and verdict,
+// which then count an undecided query as neither a regression nor a
+// rule broken.
+func (r *Report) decide(o Options) {
+	if o.Looks == 0 || len(r.Rules) == 0 || r.Verdict.LatencyNotJudged != nil {
+		return
+	}
+	alpha := LookAlpha(o.Alpha, o.Look, o.Looks)
+	if o.Looks > 1 {
+		r.Verdict.Look, r.Verdict.Looks, r.Verdict.Alpha = o.Look, o.Looks, alpha
+	}
+	for i := range r.Queries {
+		q := &r.Queries[i]
+		if q.Effects == nil || q.Baseline == nil || q.Candidate == nil || q.Status == StatusSlowerWhileBusier || q.Status == StatusTooFewCalls {
+			continue
+		}
+		var und []Undecided
+		confirmed, unconfirmed := false, false
+		for _, rule := range r.Rules {
+			if !decidable(rule.Metric) {
+				continue
+			}
+			st, u := r.ruleState(q, rule, o, alpha)
+			switch st {
+			case ruleBroken:
+				confirmed = true
+			case ruleUnconfirmed:
+				unconfirmed = true
+				und = append(und, u)
+			case ruleUndecided:
+				und = append(und, u)
+			}
+		}
+		if confirmed || len(und) == 0 {
+			continue
+		}
+		r.Verdict.Undecided = append(r.Verdict.Undecided, und...)
+		if q.Status.Regression() && !unconfirmed {
+			// A regression under the threshold that may break it:
+			// the label stands, the rule is undecided.
+			continue
+		}
+		q.Status, q.Regressed, q.ImpactMS, q.Changed = StatusUndecided, "", 0, ""
+		q.Reasons = append(q.Reasons, ReasonMayBreakRule)
+	}
+}
+
+// ruleState is where q stands on latency rule rule at level alpha, with
+// the undecided entry when it is not clear or broken.
+func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (ruleState, Undecided) {
+	m := rule.Metric
+	br, broken := rule.check(q, r.Settings, nil)
+	if broken && br.Figure != "" {
+		m = br.Figure
+	}
+	e := q.Effects.Of(m)
+	bv := figureOf(q.Baseline, m)
+	if e == nil || bv <= 0 {
+		return ruleClear, Undecided{}
+	}
+	t := ruleThreshold(rule, bv)
+	low, high, level := e.Low, e.High, e.Level
+	if o.Look > 1 {
+		low, high, level = lookInterval(q, m, o, alpha)
+	}
+	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level}
+	switch {
+	case broken && !r.Noise.Measured && o.Look < o.Looks:
+		// Judged against the default noise floors (too few rounds
+		// for an interval over them) while rounds may still be
+		// added: they measure the noise before the rule fails.
+		return ruleUnconfirmed, u
+	case broken && (o.Look <= 1 || low > 1):
+		return ruleBroken, u
+	case broken:
+		return ruleUnconfirmed, u
+	}
+	// Only a change that the comparison could call one matters: one
+	// that adds at least the ms floor a call at the threshold.
+	if bv*(t-1) < r.Settings.MinEffectMS {
+		return ruleClear, u
+	}
+	if high > t {
+		return ruleUndecided, u
+	}
+	return ruleClear, u
+}
+
+// ruleThreshold is rule's threshold as a ratio of the baseline's figure
+// bv.
+func ruleThreshold(rule Rule, bv float64) float64 {
+	switch rule.Unit {
+	case UnitPercent:
+		return 1 + rule.Value/100
+	case UnitFactor:
+		return rule.Value
+	}
+	return 1 + rule.Value/bv
+}
+
+// lookInterval is the interval of q's figure m over the runs at level
+// alpha: the rank interval, unbounded ([0, +Inf)) when the runs are too
+// few for one at that level.
+func lookInterval(q *QueryDiff, m Metric, o Options, alpha float64) (low, high, level float64) {
+	so := stats.Options{Alpha: alpha, MinEffect: o.MinEffect, DefaultNoise: o.Noise.of(m), Min: msResolution}
+	res := stats.Effect(values(q.BaselineRows, m), values(q.CandidateRows, m), so)
+	if !res.RankInterval {
+		return 0, math.Inf(1), 0
+	}
+	return res.Low, res.High, res.Level
+}
