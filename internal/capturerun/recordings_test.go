@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -249,9 +250,18 @@ func startsUnderIdlePool(t *testing.T, s *started, conns []*pgconn.PgConn) {
 	ctx := context.Background()
 	cl := &Client{Addr: s.admin}
 	const lookup = "SELECT $1::int + 1"
-	for _, conn := range conns {
+	for i, conn := range conns {
 		if _, err := conn.Prepare(ctx, "lookup", lookup, nil); err != nil {
 			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			// A Flush after the request's Sync, as libpq's pipeline
+			// mode (psycopg 3) sends: nothing left to answer, the
+			// session is idle still.
+			conn.Frontend().Send(&pgproto3.Flush{})
+			if err := conn.Frontend().Flush(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for round := range idleStarts {
