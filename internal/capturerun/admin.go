@@ -70,7 +70,7 @@ func Handler(recs *Recordings, token string, fileSize int64) http.Handler {
 			return
 		}
 		opts.FileSize = fileSize
-		st, err := recs.Start(opts)
+		st, err := recs.Start(r.Context(), opts)
 		var busy *BusyError
 		switch {
 		case errors.As(err, &busy):

@@ -150,6 +150,9 @@ type Recordings struct {
 	lostFrom int64
 	all      []*recording
 	closed   bool
+	// starting is the id of a start under way (Start, reserve), which
+	// reads the starting point without holding mu.
+	starting string
 	finalize sync.Mutex // one finalization at a time, outside mu
 }
 
@@ -158,29 +161,29 @@ func newRecordings(p *proxy.Proxy, cfg Config, finalized func(*recording)) *Reco
 }
 
 // Start starts a recording: from now on, every session that starts is
-// recorded into opts.Out. It refuses with a *BusyError while another
-// records, and with ErrShuttingDown once the proxy is stopping. No
-// connection is touched.
-func (rs *Recordings) Start(opts StartOptions) (Status, error) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.closed {
-		return Status{}, ErrShuttingDown
-	}
-	if rs.cur != nil {
-		return Status{}, &BusyError{ID: rs.cur.id}
-	}
+// recorded into opts.Out, and every session open now is taken up from
+// the middle (an idle one before Start returns, so that everything it
+// sends afterwards is in the recording). It refuses with a *BusyError
+// while another records or starts, and with ErrShuttingDown once the
+// proxy is stopping. No connection is touched. ctx bounds the reading of
+// the starting point (Config.MonitorDSN); rs.mu is not held meanwhile,
+// so that listing the recordings does not wait for the upstream.
+func (rs *Recordings) Start(ctx context.Context, opts StartOptions) (Status, error) {
 	if opts.Out == "" {
 		return Status{}, errors.New("capture: a recording needs an output directory")
 	}
 	if opts.Duration < 0 || opts.MaxSize < 0 || opts.FileSize < 0 {
 		return Status{}, errors.New("capture: duration, max size and file size cannot be negative")
 	}
-	rs.settleLostLocked()
+	id, err := rs.reserve()
+	if err != nil {
+		return Status{}, err
+	}
+	defer rs.unreserve()
 	now := time.Now()
 	opts.Out = strings.ReplaceAll(opts.Out, "{start}", now.UTC().Format("20060102T150405Z"))
 	if opts.StartState == nil && rs.monitorDSN != "" {
-		st, err := StartState(context.Background(), rs.monitorDSN)
+		st, err := StartState(ctx, rs.monitorDSN)
 		if err != nil {
 			return Status{}, err
 		}
@@ -191,7 +194,7 @@ func (rs *Recordings) Start(opts StartOptions) (Status, error) {
 		return Status{}, err
 	}
 	r := &recording{
-		id:   recordingID(len(rs.all) + 1),
+		id:   id,
 		opts: opts,
 		w:    w,
 		rec:  capture.NewRecorder(w, capture.RecorderOptions{Queue: rs.queue}),
@@ -201,6 +204,16 @@ func (rs *Recordings) Start(opts StartOptions) (Status, error) {
 	if opts.Duration > 0 {
 		r.status.Duration = opts.Duration.String()
 	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		// The proxy began stopping while the starting point was read.
+		r.rec.Close()
+		return Status{}, ErrShuttingDown
+	}
+	// What the proxy relayed unrecorded up to now is lost to the
+	// recording before, if one was lost at its limit.
+	rs.settleLostLocked()
 	// The sessions open now are taken up from the middle, or counted
 	// as not recorded, in the proxy's Resumes.
 	if _, err := rs.p.Attach(r.rec); err != nil {
@@ -212,6 +225,30 @@ func (rs *Recordings) Start(opts StartOptions) (Status, error) {
 	rs.all = append(rs.all, r)
 	go rs.watch(r)
 	return rs.statusLocked(r), nil
+}
+
+// reserve claims the next recording's id for a start under way: another
+// start is refused with it until unreserve, and so is a start once the
+// proxy is stopping.
+func (rs *Recordings) reserve() (string, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.closed:
+		return "", ErrShuttingDown
+	case rs.cur != nil:
+		return "", &BusyError{ID: rs.cur.id}
+	case rs.starting != "":
+		return "", &BusyError{ID: rs.starting}
+	}
+	rs.starting = recordingID(len(rs.all) + 1)
+	return rs.starting, nil
+}
+
+func (rs *Recordings) unreserve() {
+	rs.mu.Lock()
+	rs.starting = ""
+	rs.mu.Unlock()
 }
 
 // Stop finalizes the recording id, if it still records, and returns its

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -54,6 +55,18 @@ func backendPID(t *testing.T, conn *pgconn.PgConn) string {
 // returns the statements it holds, sorted.
 func statements(t *testing.T, dir string) []string {
 	t.Helper()
+	return queries(t, dir, event.Statement)
+}
+
+// calls is statements with the executions of the extended protocol:
+// every call a client made, by its query, sorted.
+func calls(t *testing.T, dir string) []string {
+	t.Helper()
+	return queries(t, dir, event.Statement, event.Execute)
+}
+
+func queries(t *testing.T, dir string, kinds ...event.Kind) []string {
+	t.Helper()
 	set, err := source.Open([]string{dir}, source.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +82,7 @@ func statements(t *testing.T, dir string) []string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.Kind == event.Statement {
+			if slices.Contains(kinds, e.Kind) {
 				out = append(out, e.Query)
 			}
 		}
@@ -189,6 +202,8 @@ func TestRecordingsOnDemand(t *testing.T) {
 	exec(t, held, "SELECT 'after'")
 	exec(t, w2, "SELECT 'after'")
 
+	startsUnderIdlePool(t, s, append(pool, held, between, w2))
+
 	if got, want := statements(t, dir1), []string{"SELECT 'pool during one'", "SELECT 'pool during one'", "SELECT 'pool during one'",
 		"SELECT 'window one a'", "SELECT 'window one b'", "SELECT 'window one held'"}; !slices.Equal(got, want) {
 		t.Errorf("the first capture holds %q, want %q", got, want)
@@ -215,8 +230,80 @@ func TestRecordingsOnDemand(t *testing.T) {
 	}
 	s.cancel()
 	r := <-s.done
-	if r.err != nil || len(r.sum.Recordings) != 2 || r.sum.Dir != "" {
-		t.Errorf("Run: %v, %d recordings, dir %q: want both recordings, no --out capture", r.err, len(r.sum.Recordings), r.sum.Dir)
+	if r.err != nil || len(r.sum.Recordings) != 2+idleStarts || r.sum.Dir != "" {
+		t.Errorf("Run: %v, %d recordings, dir %q: want all %d recordings, no --out capture", r.err, len(r.sum.Recordings), r.sum.Dir, 2+idleStarts)
+	}
+}
+
+// idleStarts is how many recordings startsUnderIdlePool starts.
+const idleStarts = 3
+
+// startsUnderIdlePool is issue 59 item 5's acceptance: recordings
+// started under a pool whose connections are all idle (one statement
+// prepared before) hold every call the pool sends once the start has
+// answered, the first one of each connection included: each connection
+// is taken up at the start, none waits for an idle point, and no message
+// is skipped as in flight. Several starts, the connections sending at
+// once, so that a race between the start and the first message shows.
+func startsUnderIdlePool(t *testing.T, s *started, conns []*pgconn.PgConn) {
+	t.Helper()
+	ctx := context.Background()
+	cl := &Client{Addr: s.admin}
+	const lookup = "SELECT $1::int + 1"
+	for i, conn := range conns {
+		if _, err := conn.Prepare(ctx, "lookup", lookup, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			// A Flush after the request's Sync, as libpq's pipeline
+			// mode (psycopg 3) sends: nothing left to answer, the
+			// session is idle still.
+			conn.Frontend().Send(&pgproto3.Flush{})
+			if err := conn.Frontend().Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for round := range idleStarts {
+		dir := filepath.Join(t.TempDir(), "idle")
+		st, err := cl.Start(ctx, StartRequest{Out: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Resumed != int64(len(conns)) || st.Waiting != 0 || st.NotRecorded != 0 {
+			t.Errorf("round %d: started %+v: want the %d idle sessions taken up at once", round, st, len(conns))
+		}
+		// Each connection: the prepared lookup twice, then one with an
+		// unnamed statement, all at once across the connections.
+		errs := make(chan error, len(conns))
+		for _, conn := range conns {
+			go func() {
+				for _, arg := range []string{"1", "2"} {
+					if _, err := conn.ExecPrepared(ctx, "lookup", [][]byte{[]byte(arg)}, nil, nil).Close(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				_, err := conn.ExecParams(ctx, lookup, [][]byte{[]byte("3")}, nil, nil, nil).Close()
+				errs <- err
+			}()
+		}
+		for range conns {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err = cl.Stop(ctx, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Resumed != int64(len(conns)) || st.ResumedLate != 0 || st.Waiting != 0 || len(st.SkippedBeforeRecording) != 0 || st.NotRecorded != 0 || !st.Complete {
+			t.Errorf("round %d: stopped %+v: want %d sessions taken up at the start, none late, no message skipped", round, st, len(conns))
+		}
+		got := calls(t, dir)
+		if want := slices.Repeat([]string{lookup}, 3*len(conns)); !slices.Equal(got, want) {
+			t.Errorf("round %d: the recording holds %d calls %q, want the %d sent after the start answered", round, len(got), got, len(want))
+		}
 	}
 }
 
@@ -406,4 +493,53 @@ func TestShutdownDrains(t *testing.T) {
 			t.Fatal("Run did not return once its last connection closed (its drain is an hour)")
 		}
 	})
+}
+
+// TestStartWhileReadingStartState (issue 60): a start reading its
+// starting point from an upstream that does not answer holds no lock
+// meanwhile (the recordings are listed, a second start is refused at
+// once with the id of the one under way) and stops when its request's
+// context is canceled.
+func TestStartWhileReadingStartState(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // and never answered
+		}
+	}()
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	rs := newRecordings(nil, Config{MonitorDSN: "host=" + host + " port=" + port + " user=x dbname=x sslmode=disable"}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rs.Start(ctx, StartOptions{Out: filepath.Join(t.TempDir(), "never")})
+		done <- err
+	}()
+	conn := <-accepted
+	defer conn.Close()
+	if l := rs.List(); len(l) != 0 || rs.Current() != "" {
+		t.Errorf("listed %+v while a start reads its starting point: want nothing yet", l)
+	}
+	var busy *BusyError
+	if _, err := rs.Start(context.Background(), StartOptions{Out: filepath.Join(t.TempDir(), "second")}); !errors.As(err, &busy) || busy.ID != "r1" {
+		t.Errorf("a second start while the first reads its starting point: %v, want busy with r1", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a start whose request was canceled succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a start whose request was canceled still waits for the upstream")
+	}
+	// The reservation ended with the start: the next one is r1 again.
+	if id, err := rs.reserve(); err != nil || id != "r1" {
+		t.Errorf("a start after a canceled one: %q, %v: want r1", id, err)
+	}
 }

@@ -218,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	})
 	if cfg.Out != "" {
-		if _, err := recs.Start(StartOptions{Out: cfg.Out, Duration: cfg.Duration, MaxSize: cfg.MaxSize, FileSize: cfg.FileSize, StartState: start}); err != nil {
+		if _, err := recs.Start(ctx, StartOptions{Out: cfg.Out, Duration: cfg.Duration, MaxSize: cfg.MaxSize, FileSize: cfg.FileSize, StartState: start}); err != nil {
 			ln.Close()
 			return sum, err
 		}

@@ -101,7 +101,8 @@ recording is started through its admin interface ("pgrehearse capture start
 --admin ADDR --out DIR", stop, status; docs/capture-admin.md): recordings start and
 stop, one at a time, without touching a connection. The sessions open when a
 recording starts are recorded from the middle, with their settings and prepared
-statements (one inside a transaction from its next idle point); one whose state
+statements: an idle one from the start's answer on, one inside a transaction or
+with a request in flight from its next idle point; one whose state
 the proxy could not keep is relayed, counted as not recorded, with why
 (docs/capture-midsession.md).
 

@@ -89,8 +89,10 @@ func newCaptureStartCmd(ctx context.Context, stdio IO) *cobra.Command {
 		Long: `start asks a capture proxy started with --admin to record into --out, a directory
 on the proxy's machine, from now on: every session that connects from now on is
 recorded, and so are the sessions open already, from the middle with their
-settings and prepared statements (one inside a transaction from its next idle
-point; docs/capture-midsession.md). One the proxy cannot take up is relayed, not
+settings and prepared statements: everything an idle one sends once the start
+has answered is recorded, and one inside a transaction or with a request in
+flight is from its next idle point (docs/capture-midsession.md). One the proxy
+cannot take up is relayed, not
 recorded, and counted with why in the recording's status. One recording at a
 time: a second start is refused with the running one's id. No connection is
 dropped, delayed or changed.`,

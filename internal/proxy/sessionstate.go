@@ -191,9 +191,13 @@ func (st *sessState) frontend(msg []byte) {
 			}
 		}
 		st.acks = append(st.acks, a)
-	case wire.Describe, wire.Flush:
+	case wire.Describe:
 		st.unsynced = true
 	}
+	// A Flush ('H') asks the server for what it owes and leaves nothing
+	// to answer: after a Sync (libpq's pipeline mode sends one so), the
+	// session is idle still, and a recording starting then takes it up
+	// at once (issue 59 item 5).
 }
 
 // backend notes an answer of the server, before it is forwarded. st.mu

@@ -49,6 +49,7 @@ func execute(portal string) step { return step{fe: &pgproto3.Execute{Portal: por
 func closeStmt(name string) step { return step{fe: &pgproto3.Close{ObjectType: 'S', Name: name}} }
 func errorResponse() step        { return step{be: &pgproto3.ErrorResponse{Severity: "ERROR", Code: "42601"}} }
 func feSync() step               { return step{fe: &pgproto3.Sync{}} }
+func flush() step                { return step{fe: &pgproto3.Flush{}} }
 func parseComplete() step        { return step{be: &pgproto3.ParseComplete{}} }
 func closeComplete() step        { return step{be: &pgproto3.CloseComplete{}} }
 func bindComplete() step         { return step{be: &pgproto3.BindComplete{}} }
@@ -127,6 +128,9 @@ func TestSessStateTracking(t *testing.T) {
 		{"inside a transaction block", slices.Concat(login, []step{query("BEGIN"), complete("BEGIN"), ready('T')}), nil, false},
 		{"with a request in flight", slices.Concat(login, []step{query("SELECT pg_sleep(1)")}), nil, false},
 		{"with extended messages before their Sync", slices.Concat(login, []step{parse("s", "SELECT 1")}), nil, false},
+		{"with extended messages and a Flush before their Sync", slices.Concat(login, []step{parse("s", "SELECT 1"), flush()}), nil, false},
+		{"a Flush after the Sync leaves it idle", slices.Concat(login,
+			[]step{parse("s", "SELECT 1"), feSync(), parseComplete(), ready('I'), flush()}), []string{"parse s"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newSessState(DefaultStateItems, DefaultStateBytes)
