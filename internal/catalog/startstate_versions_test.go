@@ -52,7 +52,7 @@ func TestVersionsStartState(t *testing.T) {
 			// The live rows reach the statistics asynchronously before 15.
 			waitFor(t, c, "SELECT n_live_tup = 500 FROM pg_stat_user_tables WHERE relname = 'fresh'")
 
-			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{})
+			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,6 +85,35 @@ func TestVersionsStartState(t *testing.T) {
 				t.Errorf("empty: %q, want 0 rows", got)
 			}
 
+			// Counted: as the monitoring role, which may not read the
+			// tables, each count is skipped and says why, the estimate
+			// kept; as a superuser, every table is counted.
+			denied, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, db := range denied.Databases {
+				for _, tb := range db.Tables {
+					if tb.RowsFrom == capture.RowsCounted || !strings.Contains(tb.CountError, "permission denied") {
+						t.Errorf("%s.%s read as a role without SELECT: %+v, want the estimate and the count's refusal", db.Name, tb.Name, tb)
+					}
+				}
+			}
+			for _, db := range counted.Databases {
+				for _, tb := range db.Tables {
+					if want := map[string]int64{"analyzed": 3000, "fresh": 500}[tb.Name]; tb.RowsFrom != capture.RowsCounted || tb.Rows != want || tb.CountError != "" {
+						t.Errorf("%s.%s read as a superuser: %+v, want %d rows counted", db.Name, tb.Name, tb, want)
+					}
+				}
+			}
+			if counted.CountBelow != 1<<30 || denied.CountBelow != 1<<30 || st.CountBelow != 0 {
+				t.Errorf("count_below %d, %d and %d, want the limit asked, and 0 when nothing was counted", counted.CountBelow, denied.CountBelow, st.CountBelow)
+			}
+
 			if err := c.Exec(ctx, "postgres", "CREATE DATABASE copy TEMPLATE postgres"); err != nil {
 				t.Fatal(err)
 			}
@@ -100,8 +129,14 @@ func TestVersionsStartState(t *testing.T) {
 			}
 			d := check.Databases[0]
 			want := []catalog.TableDiff{
-				{Schema: "public", Name: "analyzed", Start: 3000, Target: 1000, TargetFrom: capture.RowsReltuples},
+				{Schema: "public", Name: "analyzed", Start: 3000, Target: 1000, StartFrom: capture.RowsReltuples, TargetFrom: capture.RowsReltuples},
 				{Schema: "public", Name: "empty", Start: 0, Target: -1, Missing: true},
+			}
+			// empty's start rows are reltuples before 14, n_live_tup from 14 on.
+			for _, tb := range st.Databases[1].Tables {
+				if tb.Name == "empty" {
+					want[1].StartFrom = tb.RowsFrom
+				}
 			}
 			if d.Name != "postgres" || d.Target != "copy" || d.Error != "" || d.Compared != 2 || !slices.Equal(d.Differ, want) || len(d.Unchecked) != 0 {
 				t.Errorf("database check %+v, want %s: analyzed and empty differ, analyzed and fresh compared", d, "postgres as copy")

@@ -38,16 +38,19 @@ ANALYZE;`
 // with a warning naming both, the replay going on; and, with
 // --require-start-state, onto such a copy: exit 1, and not one statement
 // of the capture ran there; and so does a rehearsal whose control is such
-// a copy.
+// a copy. The start counts the rows of its tables (the role also has
+// pg_read_all_data), and so does the check: a copy missing half of
+// orders, never analyzed since (its estimate still says 5,000), is named
+// with both counts.
 func TestCaptureStartState(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	if err := a.Exec(ctx, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor;"); err != nil {
+	if err := a.Exec(ctx, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor, pg_read_all_data;"); err != nil {
 		t.Fatal(err)
 	}
-	for _, db := range []string{"same", "fewer", "strict"} {
+	for _, db := range []string{"same", "fewer", "strict", "halved"} {
 		if err := b.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +59,11 @@ func TestCaptureStartState(t *testing.T) {
 		}
 	}
 	if err := b.Exec(ctx, "postgres", startStateSchema); err != nil {
+		t.Fatal(err)
+	}
+	// Half of orders deleted and not analyzed: autovacuum may not
+	// refresh the estimate behind the check's back.
+	if err := b.Exec(ctx, "halved", "ALTER TABLE orders SET (autovacuum_enabled = off); DELETE FROM orders WHERE id > 2500"); err != nil {
 		t.Fatal(err)
 	}
 	for _, db := range []string{"fewer", "strict", "postgres"} {
@@ -82,7 +90,7 @@ func TestCaptureStartState(t *testing.T) {
 	conn.Close(ctx)
 	code, out := rc.stop(t)
 	t.Logf("capture:\n%s", out)
-	if code != ExitOK || !regexp.MustCompile(`start +WAL [0-9A-F]+/[0-9A-F]+ at .*, PostgreSQL [0-9][^,]*, 3 tables in 1 databases`).MatchString(out) {
+	if code != ExitOK || !regexp.MustCompile(`start +WAL [0-9A-F]+/[0-9A-F]+ at .*, PostgreSQL [0-9][^,]*, 3 tables in 1 databases; rows counted in 3 \(up to 1\.0 GiB\), estimated in 0\n`).MatchString(out) {
 		t.Fatalf("capture exited %d, want its start state in the summary:\n%s", code, out)
 	}
 
@@ -120,7 +128,10 @@ func TestCaptureStartState(t *testing.T) {
 			}
 		}
 	}
-	for k, v := range map[string]string{"postgres.public.orders": "5000 reltuples", "postgres.public.items": "200 reltuples", "postgres.public.events": "0 reltuples"} {
+	if st.CountBelow != 1<<30 {
+		t.Errorf("count_below %d, want the default 1 GiB", st.CountBelow)
+	}
+	for k, v := range map[string]string{"postgres.public.orders": "5000 count", "postgres.public.items": "200 count", "postgres.public.events": "0 count"} {
 		if rows[k] != v {
 			t.Errorf("%s: %q, want %q (all: %v)", k, rows[k], v, rows)
 		}
@@ -137,6 +148,18 @@ func TestCaptureStartState(t *testing.T) {
 	code, text := replayOnto("same")
 	if code != ExitOK || strings.Contains(text, "WARNING: the target is not") || !strings.Contains(text, "the target's tables match the starting point") {
 		t.Errorf("onto an identical copy: exit %d, want 0, the tables matched and no warning", code)
+	}
+
+	if est := queryLines(t, b, "halved", "SELECT reltuples::bigint FROM pg_class WHERE relname = 'orders'"); len(est) != 1 || est[0] != "5000" {
+		t.Fatalf("the halved copy's estimate of orders is %q, want 5000 still (never analyzed)", est)
+	}
+	code, text = replayOnto("halved", "--require-start-state")
+	if code != ExitFailure || !strings.Contains(text, "orders: 2,500 rows on the target, 5,000 at the start (both counted)") ||
+		strings.Contains(text, "items:") || !strings.Contains(text, "nothing was replayed") {
+		t.Errorf("with --require-start-state onto a copy missing half of orders, not analyzed: exit %d, want %d naming orders with both counts", code, ExitFailure)
+	}
+	if got := queryLines(t, b, "halved", "SELECT count(*) FROM events"); len(got) != 1 || got[0] != "0" {
+		t.Errorf("with --require-start-state onto the halved copy a statement ran: events %q, want 0", got)
 	}
 
 	code, text = replayOnto("fewer")
