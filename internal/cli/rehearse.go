@@ -495,6 +495,15 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
+		checked, err := checkStartFirst(ctx, stdio, cfg, mode, sc, dsn)
+		if err != nil {
+			return nil, err
+		}
+		if checked {
+			// Both were compared before the first round: the rounds
+			// need not again.
+			r.replay.StartCheck = replayrun.StartCheckSkip
+		}
 	}
 	// Both targets' connection slots were checked above, before the
 	// first round: a round's pre-flight, which could count the previous

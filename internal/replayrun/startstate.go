@@ -93,3 +93,25 @@ func (p *Preflight) startFailed(mode StartCheckMode) bool {
 	}
 	return p.StartState == nil || p.StartErr != nil || p.StartCheck.Differs()
 }
+
+// CheckStart compares cfg's target with the starting point of cfg's
+// input in the databases logins use (a Scan's, the maps applied), as a
+// replay's pre-flight does, without replaying anything: a rehearsal
+// checks both targets so before its first round. Under
+// StartCheckRequire a target that fails the check is a
+// *StartStateError, with the Preflight.
+func CheckStart(ctx context.Context, cfg Config, logins []replay.Login) (*Preflight, error) {
+	so := cfg.Source
+	so.Parts, so.Select = 1, &cfg.Selection
+	set, err := openInput(cfg, so)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	pf := &Preflight{Own: -1}
+	checkStart(ctx, cfg, set, logins, pf)
+	if pf.startFailed(cfg.StartCheck) {
+		return pf, &StartStateError{Preflight: pf}
+	}
+	return pf, nil
+}
