@@ -119,8 +119,9 @@ docs/capture-production.md.
 With --monitor-dsn (a role with pg_monitor), the capture, and each recording
 started through --admin, records its starting point in its manifest, read as it
 starts: the upstream's WAL position (the LSN to restore a copy to) and clock,
-its version and system identifier, and per table the estimated rows and size,
-in every database that role can connect to. replay and rehearse check their
+its version and system identifier, and per table the rows (counted up to
+--count-size, which needs pg_read_all_data; estimated beyond) and size, in every
+database that role can connect to. replay and rehearse check their
 targets against it. See docs/start-state.md for making a copy at that point.
 
 The capture holds parameter values, which are personal data: its files are
