@@ -44,18 +44,18 @@ const StartStateApplication = event.OwnApplicationPrefix + "start-state"
 // ReadStartState reads the state of the server dsn reaches, as a capture
 // records it at its start: per table, its rows and size, for every
 // database the role can connect to (not the templates): counted
-// (count(*), under opts.StatementTimeout) for each table of at most
-// countBelow bytes (pg_relation_size), estimated for the larger ones and
-// for those whose count failed (StartTable.CountError); countBelow 0
-// counts none. Then, last,
-// so that it is as close as can be to the recording's start, the server's
-// clock and WAL position, its version and system identifier. The role
-// needs pg_monitor (pg_current_wal_lsn, pg_control_system and the
-// statistics of every table), and to count, SELECT on the tables
-// (pg_read_all_data); a database it cannot read is recorded with
-// the error, and the rest goes on. Every query is read-only, under
-// opts.StatementTimeout.
-func ReadStartState(ctx context.Context, dsn string, opts Options, countBelow int64) (*capture.StartState, error) {
+// (count(*), each under opts.StatementTimeout, all within count.Budget)
+// for each table of at most count.Below bytes (pg_relation_size),
+// estimated for the larger ones and for those whose count failed or
+// found the budget spent (StartTable.CountError); count.Below 0 counts
+// none. Then, last, so that it is as close as can be to the recording's
+// start, the server's clock and WAL position, its version and system
+// identifier. The role needs pg_monitor (pg_current_wal_lsn,
+// pg_control_system and the statistics of every table), and to count,
+// SELECT on the tables (pg_read_all_data); a database it cannot read is
+// recorded with the error, and the rest goes on. Every query is
+// read-only, under opts.StatementTimeout.
+func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCount) (*capture.StartState, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,8 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, countBelow in
 	if err != nil {
 		return nil, fmt.Errorf("databases: %w", err)
 	}
-	st := &capture.StartState{CountBelow: max(countBelow, 0)}
+	st := &capture.StartState{CountBelow: max(count.Below, 0)}
+	cnt := newCounter(timeout, count.Budget)
 	for _, name := range names {
 		db := capture.StartDatabase{Name: name}
 		c := conn
@@ -99,7 +100,7 @@ func ReadStartState(ctx context.Context, dsn string, opts Options, countBelow in
 		}
 		db.Tables, err = readStartTables(ctx, c, timeout)
 		if err == nil {
-			err = countStartTables(ctx, c, timeout, db.Tables, st.CountBelow)
+			err = countStartTables(ctx, c, cnt, db.Tables, st.CountBelow)
 		}
 		if c != conn {
 			c.Close(context.WithoutCancel(ctx))
@@ -168,22 +169,78 @@ func readStartTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration)
 	return out, nil
 }
 
+// StartCount bounds the counts of a start state: the tables of at most
+// Below bytes (pg_relation_size) are counted, all the counts within
+// Budget (0: unbounded); the tables left when it is spent are estimated,
+// and say so.
+type StartCount struct {
+	Below  int64
+	Budget time.Duration
+}
+
+// counter counts tables' rows, each count under a statement timeout and
+// all within a budget.
+type counter struct {
+	timeout, budget time.Duration
+	deadline        time.Time // zero: no budget
+}
+
+func newCounter(timeout, budget time.Duration) *counter {
+	c := &counter{timeout: timeout, budget: budget}
+	if budget > 0 {
+		c.deadline = time.Now().Add(budget)
+	}
+	return c
+}
+
+// budgetSpent is a count not made because the counts took their budget.
+type budgetSpent struct{ budget time.Duration }
+
+func (e *budgetSpent) Error() string {
+	return fmt.Sprintf("not counted: the counts took their budget of %v", e.budget)
+}
+
+// count is count(*) of a table in a read-only transaction, under the
+// statement timeout or what is left of the budget if less.
+func (c *counter) count(ctx context.Context, conn *pgx.Conn, schema, name string) (int64, error) {
+	timeout := c.timeout
+	if !c.deadline.IsZero() {
+		left := time.Until(c.deadline)
+		// statement_timeout is in milliseconds, and 0 is none.
+		if left < time.Millisecond {
+			return 0, &budgetSpent{c.budget}
+		}
+		timeout = min(timeout, left)
+	}
+	return countRows(ctx, conn, timeout, schema, name)
+}
+
+// countMessage says why a count failed: the server's words, or the
+// budget spent.
+func countMessage(err error) string {
+	var b *budgetSpent
+	if errors.As(err, &b) {
+		return b.Error()
+	}
+	return connectMessage(err)
+}
+
 // countStartTables counts the rows of each table of at most below bytes,
-// each count in its own read-only transaction under timeout. A count that
-// fails (a timeout, a table the role may not read) leaves the estimate
-// and says why; only ctx ending is an error.
-func countStartTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, tables []capture.StartTable, below int64) error {
+// each count in its own read-only transaction (cnt). A count that fails
+// (a timeout, a table the role may not read, the budget spent) leaves the
+// estimate and says why; only ctx ending is an error.
+func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables []capture.StartTable, below int64) error {
 	for i := range tables {
 		t := &tables[i]
 		if below <= 0 || t.Bytes > below {
 			continue
 		}
-		n, err := countRows(ctx, conn, timeout, t.Schema, t.Name)
+		n, err := cnt.count(ctx, conn, t.Schema, t.Name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			t.CountError = connectMessage(err)
+			t.CountError = countMessage(err)
 			continue
 		}
 		t.Rows, t.RowsFrom = n, capture.RowsCounted
@@ -306,11 +363,12 @@ func (t StartTolerance) Beyond(start, target int64) bool {
 // there (start.CountBelow), and compared within CountedStartTolerance;
 // the others by the target's estimates (pg_class.reltuples; it never
 // runs ANALYZE), within tol, a table never analyzed there counted only
-// when it is smaller than CountBelow.
-// Its statements are kept out of pg_stat_statements where the role may
+// when it is smaller than CountBelow. All its counts are made within
+// countBudget (0: unbounded): a table left when it is spent is compared
+// by its estimate, and says so. Its statements are kept out of pg_stat_statements where the role may
 // (see Untracked). Only a bad dsn or ctx ending is an error; a database
 // that cannot be read is recorded in the check.
-func CheckStartState(ctx context.Context, dsn string, start *capture.StartState, databases map[string]string, tol StartTolerance, opts Options) (*StartCheck, error) {
+func CheckStartState(ctx context.Context, dsn string, start *capture.StartState, databases map[string]string, tol StartTolerance, countBudget time.Duration, opts Options) (*StartCheck, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, err
@@ -321,6 +379,7 @@ func CheckStartState(ctx context.Context, dsn string, start *capture.StartState,
 		timeout = 30 * time.Second
 	}
 	check := &StartCheck{Tolerance: tol, Counted: CountedStartTolerance, CountBelow: start.CountBelow}
+	cnt := newCounter(timeout, countBudget)
 	for _, db := range start.Databases {
 		target, ok := databases[db.Name]
 		if !ok || db.Error != "" {
@@ -341,7 +400,7 @@ func CheckStartState(ctx context.Context, dsn string, start *capture.StartState,
 			continue
 		}
 		_ = Untracked(ctx, conn)
-		err = compareTables(ctx, conn, timeout, db.Tables, check, &dc)
+		err = compareTables(ctx, conn, timeout, cnt, db.Tables, check, &dc)
 		conn.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -364,7 +423,7 @@ func connectMessage(err error) string {
 	return connstr.SafeError(err).Error()
 }
 
-func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, start []capture.StartTable, check *StartCheck, dc *StartDatabaseCheck) error {
+func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, cnt *counter, start []capture.StartTable, check *StartCheck, dc *StartDatabaseCheck) error {
 	type key struct{ schema, name string }
 	now := map[key]capture.StartTable{}
 	tables, err := readStartTables(ctx, conn, timeout)
@@ -382,7 +441,7 @@ func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, s
 			dc.Differ = append(dc.Differ, d)
 			continue
 		}
-		if err := targetRows(ctx, conn, timeout, check.CountBelow, t, &d); err != nil {
+		if err := targetRows(ctx, conn, cnt, check.CountBelow, t, &d); err != nil {
 			return err
 		}
 		if d.CountError != "" {
@@ -411,7 +470,7 @@ func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, s
 // table never analyzed there (the cumulative statistics are not carried
 // by a copy). A count that fails leaves the estimate, and says why in
 // d.CountError; only ctx ending is an error.
-func targetRows(ctx context.Context, conn *pgx.Conn, timeout time.Duration, below int64, t capture.StartTable, d *TableDiff) error {
+func targetRows(ctx context.Context, conn *pgx.Conn, cnt *counter, below int64, t capture.StartTable, d *TableDiff) error {
 	if t.RowsFrom == capture.RowsReltuples {
 		d.Target, d.TargetFrom = t.Rows, t.RowsFrom
 	}
@@ -426,13 +485,13 @@ func targetRows(ctx context.Context, conn *pgx.Conn, timeout time.Duration, belo
 	if !count {
 		return nil
 	}
-	n, err := countRows(ctx, conn, timeout, t.Schema, t.Name)
+	n, err := cnt.count(ctx, conn, t.Schema, t.Name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if d.StartFrom == capture.RowsCounted {
-			d.CountError = connectMessage(err)
+			d.CountError = countMessage(err)
 		}
 		return nil
 	}

@@ -52,7 +52,7 @@ func TestVersionsStartState(t *testing.T) {
 			// The live rows reach the statistics asynchronously before 15.
 			waitFor(t, c, "SELECT n_live_tup = 500 FROM pg_stat_user_tables WHERE relname = 'fresh'")
 
-			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, 0)
+			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, catalog.StartCount{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,11 +88,11 @@ func TestVersionsStartState(t *testing.T) {
 			// Counted: as the monitoring role, which may not read the
 			// tables, each count is skipped and says why, the estimate
 			// kept; as a superuser, every table is counted.
-			denied, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, 1<<30)
+			denied, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, catalog.StartCount{Below: 1 << 30})
 			if err != nil {
 				t.Fatal(err)
 			}
-			counted, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, 1<<30)
+			counted, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, catalog.StartCount{Below: 1 << 30, Budget: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +110,23 @@ func TestVersionsStartState(t *testing.T) {
 					}
 				}
 			}
+			// A budget spent: nothing is counted, each table says so,
+			// at the start and on the target alike.
+			spent, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, catalog.StartCount{Below: 1 << 30, Budget: time.Nanosecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, db := range spent.Databases {
+				for _, tb := range db.Tables {
+					if tb.RowsFrom == capture.RowsCounted || !strings.Contains(tb.CountError, "the counts took their budget of 1ns") {
+						t.Errorf("%s.%s read with its budget spent: %+v, want the estimate, the budget said", db.Name, tb.Name, tb)
+					}
+				}
+			}
+			late, err := catalog.CheckStartState(ctx, c.DSN("postgres"), counted, map[string]string{"postgres": "postgres"}, catalog.DefaultStartTolerance, time.Nanosecond, catalog.Options{})
+			if err != nil || len(late.Databases) != 1 || len(late.Databases[0].Uncounted) != 3 || !strings.Contains(late.Databases[0].Uncounted[0].CountError, "budget") {
+				t.Errorf("a check with its budget spent: %+v, %v; want the 3 tables said uncounted, by the budget", late, err)
+			}
 			if counted.CountBelow != 1<<30 || denied.CountBelow != 1<<30 || st.CountBelow != 0 {
 				t.Errorf("count_below %d, %d and %d, want the limit asked, and 0 when nothing was counted", counted.CountBelow, denied.CountBelow, st.CountBelow)
 			}
@@ -120,7 +137,7 @@ func TestVersionsStartState(t *testing.T) {
 			if err := c.Exec(ctx, "copy", "DELETE FROM analyzed WHERE id > 1000; ANALYZE analyzed; DROP TABLE empty"); err != nil {
 				t.Fatal(err)
 			}
-			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, catalog.Options{})
+			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +159,7 @@ func TestVersionsStartState(t *testing.T) {
 				t.Errorf("database check %+v, want %s: analyzed and empty differ, analyzed and fresh compared", d, "postgres as copy")
 			}
 			// The same copy as it was: within the tolerance.
-			check, err = catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "postgres", "other": "other"}, catalog.DefaultStartTolerance, catalog.Options{})
+			check, err = catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "postgres", "other": "other"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
 			if err != nil || check.Differs() || len(check.Databases) != 2 {
 				t.Errorf("the source against itself: %+v, %v; want two databases, no difference", check, err)
 			}

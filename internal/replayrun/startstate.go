@@ -31,8 +31,14 @@ const (
 )
 
 // StartCheckTimeout bounds the whole comparison; each query of it is
-// bounded by PreflightTimeout.
-const StartCheckTimeout = time.Minute
+// bounded by PreflightTimeout, and its counts together by
+// StartCountBudget.
+const StartCheckTimeout = 3 * time.Minute
+
+// StartCountBudget bounds the comparison's counts together (the tables
+// the start counted, counted on the target): the tables left when it is
+// spent are compared by their estimates, and say so.
+const StartCountBudget = 2 * time.Minute
 
 // StartStateError is Run's error when the target is not the starting
 // point the capture recorded and the run requires it
@@ -83,7 +89,7 @@ func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []repla
 	ctx, cancel := context.WithTimeout(ctx, StartCheckTimeout)
 	defer cancel()
 	pf.StartCheck, pf.StartErr = catalog.CheckStartState(ctx, cfg.Replay.Target, pf.StartState, dbs,
-		catalog.DefaultStartTolerance, catalog.Options{StatementTimeout: PreflightTimeout})
+		catalog.DefaultStartTolerance, StartCountBudget, catalog.Options{StatementTimeout: PreflightTimeout})
 }
 
 // startFailed reports whether the start check fails the pre-flight.
