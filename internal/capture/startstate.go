@@ -60,6 +60,11 @@ type StartTable struct {
 	// Bytes is pg_relation_size: the main fork, without indexes or
 	// TOAST.
 	Bytes int64 `json:"bytes"`
+	// CountDrift is, for a counted table, the rows inserted and deleted
+	// in it from before its count to the end of its database's counts,
+	// as the cumulative statistics tell: how far the count may be from
+	// a copy at LSN. 0 when none were seen.
+	CountDrift int64 `json:"count_drift,omitempty"`
 	// CountError says why a table within the count's limit was not
 	// counted (the count timed out, the role may not read the table);
 	// Rows is then the estimate.

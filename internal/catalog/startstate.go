@@ -230,6 +230,10 @@ func countMessage(err error) string {
 // (a timeout, a table the role may not read, the budget spent) leaves the
 // estimate and says why; only ctx ending is an error.
 func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables []capture.StartTable, below int64) error {
+	if below <= 0 {
+		return nil
+	}
+	before := tableWrites(ctx, conn, cnt.timeout)
 	for i := range tables {
 		t := &tables[i]
 		if below <= 0 || t.Bytes > below {
@@ -245,7 +249,44 @@ func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables 
 		}
 		t.Rows, t.RowsFrom = n, capture.RowsCounted
 	}
+	after := tableWrites(ctx, conn, cnt.timeout)
+	for i := range tables {
+		t := &tables[i]
+		k := [2]string{t.Schema, t.Name}
+		b, okb := before[k]
+		a, oka := after[k]
+		if t.RowsFrom == capture.RowsCounted && okb && oka && a > b {
+			t.CountDrift = a - b
+		}
+	}
 	return nil
+}
+
+// tableWrites is each table's rows inserted and deleted so far, as the
+// cumulative statistics tell (nil when they cannot be read): read before
+// and after the counts, the difference is how far a count may be from
+// the table at the end of the counts.
+func tableWrites(ctx context.Context, conn *pgx.Conn, timeout time.Duration) map[[2]string]int64 {
+	out := map[[2]string]int64{}
+	err := readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT schemaname, relname, n_tup_ins + n_tup_del FROM pg_stat_user_tables")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k [2]string
+			var n int64
+			if err := rows.Scan(&k[0], &k[1], &n); err != nil {
+				return err
+			}
+			out[k] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // countRows is count(*) of a table, in a read-only transaction under
@@ -329,6 +370,8 @@ type TableDiff struct {
 	Start, Target         int64
 	StartFrom, TargetFrom capture.RowSource
 	Missing               bool
+	// Drift is the start's CountDrift, added to the counts' tolerance.
+	Drift int64
 	// CountError says why a table the start counted was not counted on
 	// the target (larger than the limit there, the count timed out):
 	// its estimate was compared instead.
@@ -449,7 +492,11 @@ func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, c
 		}
 		tol := check.Tolerance
 		if d.StartFrom == capture.RowsCounted && d.TargetFrom == capture.RowsCounted {
+			// The rows written in the table while the start counted
+			// may be in the copy or not.
 			tol = check.Counted
+			tol.Rows += s.CountDrift
+			d.Drift = s.CountDrift
 		}
 		switch {
 		case d.Start < 0 || d.Target < 0:

@@ -127,6 +127,33 @@ func TestVersionsStartState(t *testing.T) {
 			if err != nil || len(late.Databases) != 1 || len(late.Databases[0].Uncounted) != 3 || !strings.Contains(late.Databases[0].Uncounted[0].CountError, "budget") {
 				t.Errorf("a check with its budget spent: %+v, %v; want the 3 tables said uncounted, by the budget", late, err)
 			}
+			// Counts 50 apart (more than 1% and 10 rows) differ, unless
+			// the start saw 100 rows written while it counted.
+			for _, drift := range []int64{0, 100} {
+				moved := *counted
+				moved.Databases = []capture.StartDatabase{{Name: "postgres"}}
+				for _, db := range counted.Databases {
+					if db.Name == "postgres" {
+						moved.Databases[0].Tables = slices.Clone(db.Tables)
+					}
+				}
+				for i, tb := range moved.Databases[0].Tables {
+					if tb.Name == "analyzed" {
+						moved.Databases[0].Tables[i].Rows, moved.Databases[0].Tables[i].CountDrift = 3050, drift
+					}
+				}
+				ck, err := catalog.CheckStartState(ctx, c.DSN("postgres"), &moved, map[string]string{"postgres": "postgres"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
+				if err != nil || len(ck.Databases) != 1 || ck.Databases[0].Compared != 3 {
+					t.Fatalf("check with drift %d: %+v, %v", drift, ck, err)
+				}
+				want := []catalog.TableDiff{{Schema: "public", Name: "analyzed", Start: 3050, Target: 3000, StartFrom: capture.RowsCounted, TargetFrom: capture.RowsCounted}}
+				if drift > 0 {
+					want = nil
+				}
+				if d := ck.Databases[0].Differ; !slices.Equal(d, want) {
+					t.Errorf("counts 3,050 at the start and 3,000 on the target, %d rows written while counting: differ %+v, want %+v", drift, d, want)
+				}
+			}
 			if counted.CountBelow != 1<<30 || denied.CountBelow != 1<<30 || st.CountBelow != 0 {
 				t.Errorf("count_below %d, %d and %d, want the limit asked, and 0 when nothing was counted", counted.CountBelow, denied.CountBelow, st.CountBelow)
 			}

@@ -152,6 +152,8 @@ func rowCount(n int64) string {
 // one side or both.
 func rowsHow(t catalog.TableDiff) string {
 	switch c := capfile.RowsCounted; {
+	case t.StartFrom == c && t.TargetFrom == c && t.Drift > 0:
+		return fmt.Sprintf("both counted; %s rows written while the start counted", numfmt.Thousands(fmt.Sprint(t.Drift)))
 	case t.StartFrom == c && t.TargetFrom == c:
 		return "both counted"
 	case t.StartFrom == c:

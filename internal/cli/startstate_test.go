@@ -278,10 +278,11 @@ func TestStartCountsSaid(t *testing.T) {
 		t.Errorf("uncounted %q, want %q", got, want)
 	}
 	for d, want := range map[catalog.TableDiff]string{
-		{StartFrom: capfile.RowsCounted, TargetFrom: capfile.RowsCounted}:      "both counted",
-		{StartFrom: capfile.RowsCounted, TargetFrom: capfile.RowsReltuples}:    "counted at the start, estimated on the target",
-		{StartFrom: capfile.RowsReltuples, TargetFrom: capfile.RowsCounted}:    "estimated at the start, counted on the target",
-		{StartFrom: capfile.RowsLiveTuples, TargetFrom: capfile.RowsReltuples}: "both estimated",
+		{StartFrom: capfile.RowsCounted, TargetFrom: capfile.RowsCounted}:              "both counted",
+		{StartFrom: capfile.RowsCounted, TargetFrom: capfile.RowsCounted, Drift: 1200}: "both counted; 1,200 rows written while the start counted",
+		{StartFrom: capfile.RowsCounted, TargetFrom: capfile.RowsReltuples}:            "counted at the start, estimated on the target",
+		{StartFrom: capfile.RowsReltuples, TargetFrom: capfile.RowsCounted}:            "estimated at the start, counted on the target",
+		{StartFrom: capfile.RowsLiveTuples, TargetFrom: capfile.RowsReltuples}:         "both estimated",
 	} {
 		if got := rowsHow(d); got != want {
 			t.Errorf("rowsHow(%+v) = %q, want %q", d, got, want)
