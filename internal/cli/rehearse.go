@@ -495,6 +495,10 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
+		if sc == nil && cfg.StartCheck == replayrun.StartCheckRequire {
+			// The databases to compare are those the sessions use.
+			sc = r.scanPeak(ctx)
+		}
 		checked, err := checkStartFirst(ctx, stdio, cfg, mode, sc, dsn)
 		if err != nil {
 			return nil, err
