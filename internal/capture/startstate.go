@@ -28,6 +28,12 @@ type StartState struct {
 	// role may not read it. A copy restored from a base backup has the
 	// same; a logical copy (pg_dump, replication) has another.
 	SystemIdentifier string `json:"system_identifier,omitempty"`
+	// CountBelow is the size limit of the exact counts: each table whose
+	// Bytes were at most this was counted (count(*), RowsCounted), the
+	// larger ones estimated. 0 when nothing was counted (captures
+	// written before the counts, or counting turned off): every Rows is
+	// then an estimate.
+	CountBelow int64 `json:"count_below,omitempty"`
 	// Databases are the databases the monitoring role can connect to
 	// (not templates), in name order.
 	Databases []StartDatabase `json:"databases"`
@@ -42,21 +48,30 @@ type StartDatabase struct {
 	Error string `json:"error,omitempty"`
 }
 
-// StartTable is one table's estimated size at the start.
+// StartTable is one table's rows and size at the start.
 type StartTable struct {
 	Schema string `json:"schema"`
 	Name   string `json:"name"`
-	// Rows is the estimated number of rows, from RowsFrom; -1 when
-	// unknown (the table was never analyzed or vacuumed, and the
+	// Rows is the number of rows, counted or estimated as RowsFrom
+	// says; -1 when unknown (the table was never analyzed or vacuumed, and the
 	// statistics have no live-row count for it).
 	Rows     int64     `json:"rows"`
 	RowsFrom RowSource `json:"rows_from,omitempty"`
 	// Bytes is pg_relation_size: the main fork, without indexes or
 	// TOAST.
 	Bytes int64 `json:"bytes"`
+	// CountDrift is, for a counted table, the rows inserted and deleted
+	// in it from before its count to the end of its database's counts,
+	// as the cumulative statistics tell: how far the count may be from
+	// a copy at LSN. 0 when none were seen.
+	CountDrift int64 `json:"count_drift,omitempty"`
+	// CountError says why a table within the count's limit was not
+	// counted (the count timed out, the role may not read the table);
+	// Rows is then the estimate.
+	CountError string `json:"count_error,omitempty"`
 }
 
-// RowSource says where an estimated row count comes from.
+// RowSource says where a row count comes from: a count or an estimate.
 type RowSource string
 
 const (
@@ -66,7 +81,8 @@ const (
 	// RowsLiveTuples: pg_stat_user_tables.n_live_tup, for a table never
 	// analyzed; the cumulative statistics are not in a physical copy.
 	RowsLiveTuples RowSource = "n_live_tup"
-	// RowsCounted: count(*), read on a target for a small table never
-	// analyzed there.
+	// RowsCounted: count(*), exact: at the start for a table within
+	// StartState.CountBelow, and on a target for the same tables, or for
+	// a small table never analyzed there.
 	RowsCounted RowSource = "count"
 )

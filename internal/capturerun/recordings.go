@@ -138,6 +138,7 @@ type Recordings struct {
 	finalized func(*recording)
 	// monitorDSN reads each recording's starting point (StartState).
 	monitorDSN string
+	countBelow int64
 
 	mu  sync.Mutex
 	cur *recording
@@ -157,7 +158,7 @@ type Recordings struct {
 }
 
 func newRecordings(p *proxy.Proxy, cfg Config, finalized func(*recording)) *Recordings {
-	return &Recordings{p: p, queue: cfg.Queue, warn: cfg.Warn, finalized: finalized, monitorDSN: cfg.MonitorDSN}
+	return &Recordings{p: p, queue: cfg.Queue, warn: cfg.Warn, finalized: finalized, monitorDSN: cfg.MonitorDSN, countBelow: cfg.CountBelow}
 }
 
 // Start starts a recording: from now on, every session that starts is
@@ -183,7 +184,7 @@ func (rs *Recordings) Start(ctx context.Context, opts StartOptions) (Status, err
 	now := time.Now()
 	opts.Out = strings.ReplaceAll(opts.Out, "{start}", now.UTC().Format("20060102T150405Z"))
 	if opts.StartState == nil && rs.monitorDSN != "" {
-		st, err := StartState(ctx, rs.monitorDSN)
+		st, err := StartState(ctx, rs.monitorDSN, rs.countBelow)
 		if err != nil {
 			return Status{}, err
 		}

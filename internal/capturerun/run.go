@@ -68,6 +68,10 @@ type Config struct {
 	// with pg_monitor, through which the capture records its starting
 	// point in its manifest (see StartState).
 	MonitorDSN string
+	// CountBelow is the size (pg_relation_size) up to which the start
+	// state counts a table's rows rather than estimating them
+	// (catalog.DefaultCountBelow when 0; negative counts none).
+	CountBelow int64
 	// Admin is the address of the admin interface (see Handler); empty
 	// serves none. A bare ":port" listens on loopback only.
 	Admin string
@@ -186,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("capture: listen on %s: %w", cfg.Listen, err)
 	}
-	start, err := StartState(ctx, cfg.MonitorDSN)
+	start, err := StartState(ctx, cfg.MonitorDSN, cfg.CountBelow)
 	if err != nil {
 		ln.Close()
 		return sum, err

@@ -42,15 +42,20 @@ ORDER BY n.nspname, c.relname`
 const StartStateApplication = event.OwnApplicationPrefix + "start-state"
 
 // ReadStartState reads the state of the server dsn reaches, as a capture
-// records it at its start: per table, the estimated rows and size, for
-// every database the role can connect to (not the templates); then, last,
-// so that it is as close as can be to the recording's start, the server's
-// clock and WAL position, its version and system identifier. The role
-// needs pg_monitor (pg_current_wal_lsn, pg_control_system and the
-// statistics of every table); a database it cannot read is recorded with
-// the error, and the rest goes on. Every query is read-only, under
-// opts.StatementTimeout.
-func ReadStartState(ctx context.Context, dsn string, opts Options) (*capture.StartState, error) {
+// records it at its start: per table, its rows and size, for every
+// database the role can connect to (not the templates): counted
+// (count(*), each under opts.StatementTimeout, all within count.Budget)
+// for each table of at most count.Below bytes (pg_relation_size),
+// estimated for the larger ones and for those whose count failed or
+// found the budget spent (StartTable.CountError); count.Below 0 counts
+// none. Then, last, so that it is as close as can be to the recording's
+// start, the server's clock and WAL position, its version and system
+// identifier. The role needs pg_monitor (pg_current_wal_lsn,
+// pg_control_system and the statistics of every table), and to count,
+// SELECT on the tables (pg_read_all_data); a database it cannot read is
+// recorded with the error, and the rest goes on. Every query is
+// read-only, under opts.StatementTimeout.
+func ReadStartState(ctx context.Context, dsn string, opts Options, count StartCount) (*capture.StartState, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, err
@@ -79,7 +84,8 @@ func ReadStartState(ctx context.Context, dsn string, opts Options) (*capture.Sta
 	if err != nil {
 		return nil, fmt.Errorf("databases: %w", err)
 	}
-	st := &capture.StartState{}
+	st := &capture.StartState{CountBelow: max(count.Below, 0)}
+	cnt := newCounter(timeout, count.Budget)
 	for _, name := range names {
 		db := capture.StartDatabase{Name: name}
 		c := conn
@@ -93,6 +99,9 @@ func ReadStartState(ctx context.Context, dsn string, opts Options) (*capture.Sta
 			}
 		}
 		db.Tables, err = readStartTables(ctx, c, timeout)
+		if err == nil {
+			err = countStartTables(ctx, c, cnt, db.Tables, st.CountBelow)
+		}
 		if c != conn {
 			c.Close(context.WithoutCancel(ctx))
 		}
@@ -160,6 +169,136 @@ func readStartTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration)
 	return out, nil
 }
 
+// StartCount bounds the counts of a start state: the tables of at most
+// Below bytes (pg_relation_size) are counted, all the counts within
+// Budget (0: unbounded); the tables left when it is spent are estimated,
+// and say so.
+type StartCount struct {
+	Below  int64
+	Budget time.Duration
+}
+
+// counter counts tables' rows, each count under a statement timeout and
+// all within a budget.
+type counter struct {
+	timeout, budget time.Duration
+	deadline        time.Time // zero: no budget
+}
+
+func newCounter(timeout, budget time.Duration) *counter {
+	c := &counter{timeout: timeout, budget: budget}
+	if budget > 0 {
+		c.deadline = time.Now().Add(budget)
+	}
+	return c
+}
+
+// budgetSpent is a count not made because the counts took their budget.
+type budgetSpent struct{ budget time.Duration }
+
+func (e *budgetSpent) Error() string {
+	return fmt.Sprintf("not counted: the counts took their budget of %v", e.budget)
+}
+
+// count is count(*) of a table in a read-only transaction, under the
+// statement timeout or what is left of the budget if less.
+func (c *counter) count(ctx context.Context, conn *pgx.Conn, schema, name string) (int64, error) {
+	timeout := c.timeout
+	if !c.deadline.IsZero() {
+		left := time.Until(c.deadline)
+		// statement_timeout is in milliseconds, and 0 is none.
+		if left < time.Millisecond {
+			return 0, &budgetSpent{c.budget}
+		}
+		timeout = min(timeout, left)
+	}
+	return countRows(ctx, conn, timeout, schema, name)
+}
+
+// countMessage says why a count failed: the server's words, or the
+// budget spent.
+func countMessage(err error) string {
+	var b *budgetSpent
+	if errors.As(err, &b) {
+		return b.Error()
+	}
+	return connectMessage(err)
+}
+
+// countStartTables counts the rows of each table of at most below bytes,
+// each count in its own read-only transaction (cnt). A count that fails
+// (a timeout, a table the role may not read, the budget spent) leaves the
+// estimate and says why; only ctx ending is an error.
+func countStartTables(ctx context.Context, conn *pgx.Conn, cnt *counter, tables []capture.StartTable, below int64) error {
+	if below <= 0 {
+		return nil
+	}
+	before := tableWrites(ctx, conn, cnt.timeout)
+	for i := range tables {
+		t := &tables[i]
+		if below <= 0 || t.Bytes > below {
+			continue
+		}
+		n, err := cnt.count(ctx, conn, t.Schema, t.Name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t.CountError = countMessage(err)
+			continue
+		}
+		t.Rows, t.RowsFrom = n, capture.RowsCounted
+	}
+	after := tableWrites(ctx, conn, cnt.timeout)
+	for i := range tables {
+		t := &tables[i]
+		k := [2]string{t.Schema, t.Name}
+		b, okb := before[k]
+		a, oka := after[k]
+		if t.RowsFrom == capture.RowsCounted && okb && oka && a > b {
+			t.CountDrift = a - b
+		}
+	}
+	return nil
+}
+
+// tableWrites is each table's rows inserted and deleted so far, as the
+// cumulative statistics tell (nil when they cannot be read): read before
+// and after the counts, the difference is how far a count may be from
+// the table at the end of the counts.
+func tableWrites(ctx context.Context, conn *pgx.Conn, timeout time.Duration) map[[2]string]int64 {
+	out := map[[2]string]int64{}
+	err := readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT schemaname, relname, n_tup_ins + n_tup_del FROM pg_stat_user_tables")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k [2]string
+			var n int64
+			if err := rows.Scan(&k[0], &k[1], &n); err != nil {
+				return err
+			}
+			out[k] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// countRows is count(*) of a table, in a read-only transaction under
+// timeout.
+func countRows(ctx context.Context, conn *pgx.Conn, timeout time.Duration, schema, name string) (int64, error) {
+	var n int64
+	err := readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT count(*) FROM "+QuoteIdent(schema)+"."+QuoteIdent(name)).Scan(&n)
+	})
+	return n, err
+}
+
 // StartTolerance is how far a target's estimated rows may be from the
 // start's before the table is said to differ: by more than Share of the
 // start's rows and by more than Rows. Estimates move with every ANALYZE
@@ -174,6 +313,16 @@ type StartTolerance struct {
 // DefaultStartTolerance: 10%, and at least 1,000 rows.
 var DefaultStartTolerance = StartTolerance{Share: 0.10, Rows: 1000}
 
+// CountedStartTolerance is how far a count on the target may be from the
+// start's count: the counts are exact, but read table by table just
+// before the WAL position, so a table written meanwhile may be a few
+// rows apart from a copy at that position.
+var CountedStartTolerance = StartTolerance{Share: 0.01, Rows: 10}
+
+// DefaultCountBelow is the size (pg_relation_size) up to which a capture
+// counts a table's rows at its start rather than estimating them.
+const DefaultCountBelow = 1 << 30
+
 // CountBelow is the size (pg_relation_size) under which a target's table
 // that was never analyzed is counted (count(*)) rather than left
 // unchecked: a scan of a few megabytes before a replay is cheap.
@@ -182,8 +331,14 @@ const CountBelow = 8 << 20
 // StartCheck is what a target holds against the state a capture started
 // from.
 type StartCheck struct {
-	Tolerance StartTolerance
-	Databases []StartDatabaseCheck
+	// Tolerance applies where either side's rows are estimated;
+	// Counted where both were counted.
+	Tolerance, Counted StartTolerance
+	// CountBelow is the start's limit of the counts
+	// (capture.StartState.CountBelow): the target counts the tables the
+	// start counted when they are within it there too.
+	CountBelow int64
+	Databases  []StartDatabaseCheck
 }
 
 // StartDatabaseCheck is one database's tables compared.
@@ -198,6 +353,10 @@ type StartDatabaseCheck struct {
 	// the target; Unchecked those whose rows are unknown on one side.
 	Differ    []TableDiff
 	Unchecked []TableDiff
+	// Uncounted are the tables the start counted that the target did
+	// not (TableDiff.CountError says why): their estimates were
+	// compared.
+	Uncounted []TableDiff
 	// Error says why the target's database could not be read (it does
 	// not exist there, it refused the connection); nothing was compared.
 	Error string
@@ -208,9 +367,15 @@ type TableDiff struct {
 	Schema, Name string
 	// Start and Target are the estimated rows, -1 when unknown; Target
 	// is -1 too for a table missing on the target (Missing).
-	Start, Target int64
-	TargetFrom    capture.RowSource
-	Missing       bool
+	Start, Target         int64
+	StartFrom, TargetFrom capture.RowSource
+	Missing               bool
+	// Drift is the start's CountDrift, added to the counts' tolerance.
+	Drift int64
+	// CountError says why a table the start counted was not counted on
+	// the target (larger than the limit there, the count timed out):
+	// its estimate was compared instead.
+	CountError string
 }
 
 // Differs reports whether the target is not the starting state, as far
@@ -236,13 +401,17 @@ func (t StartTolerance) Beyond(start, target int64) bool {
 
 // CheckStartState compares the tables of the databases given (each name
 // at the start to its name on the target) with the target that dsn
-// reaches, connecting to each as dsn's user. It reads the target's
-// estimates (pg_class.reltuples; it never runs ANALYZE) and counts a
-// table never analyzed there only when it is smaller than CountBelow.
-// Its statements are kept out of pg_stat_statements where the role may
+// reaches, connecting to each as dsn's user. A table the start counted
+// is counted on the target too, when it is within the start's limit
+// there (start.CountBelow), and compared within CountedStartTolerance;
+// the others by the target's estimates (pg_class.reltuples; it never
+// runs ANALYZE), within tol, a table never analyzed there counted only
+// when it is smaller than CountBelow. All its counts are made within
+// countBudget (0: unbounded): a table left when it is spent is compared
+// by its estimate, and says so. Its statements are kept out of pg_stat_statements where the role may
 // (see Untracked). Only a bad dsn or ctx ending is an error; a database
 // that cannot be read is recorded in the check.
-func CheckStartState(ctx context.Context, dsn string, start *capture.StartState, databases map[string]string, tol StartTolerance, opts Options) (*StartCheck, error) {
+func CheckStartState(ctx context.Context, dsn string, start *capture.StartState, databases map[string]string, tol StartTolerance, countBudget time.Duration, opts Options) (*StartCheck, error) {
 	cfg, err := connstr.ParsePgx(dsn)
 	if err != nil {
 		return nil, err
@@ -252,7 +421,8 @@ func CheckStartState(ctx context.Context, dsn string, start *capture.StartState,
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	check := &StartCheck{Tolerance: tol}
+	check := &StartCheck{Tolerance: tol, Counted: CountedStartTolerance, CountBelow: start.CountBelow}
+	cnt := newCounter(timeout, countBudget)
 	for _, db := range start.Databases {
 		target, ok := databases[db.Name]
 		if !ok || db.Error != "" {
@@ -273,7 +443,7 @@ func CheckStartState(ctx context.Context, dsn string, start *capture.StartState,
 			continue
 		}
 		_ = Untracked(ctx, conn)
-		err = compareTables(ctx, conn, timeout, db.Tables, tol, &dc)
+		err = compareTables(ctx, conn, timeout, cnt, db.Tables, check, &dc)
 		conn.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -296,7 +466,7 @@ func connectMessage(err error) string {
 	return connstr.SafeError(err).Error()
 }
 
-func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, start []capture.StartTable, tol StartTolerance, dc *StartDatabaseCheck) error {
+func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, cnt *counter, start []capture.StartTable, check *StartCheck, dc *StartDatabaseCheck) error {
 	type key struct{ schema, name string }
 	now := map[key]capture.StartTable{}
 	tables, err := readStartTables(ctx, conn, timeout)
@@ -307,26 +477,26 @@ func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, s
 		now[key{t.Schema, t.Name}] = t
 	}
 	for _, s := range start {
-		d := TableDiff{Schema: s.Schema, Name: s.Name, Start: s.Rows, Target: -1}
+		d := TableDiff{Schema: s.Schema, Name: s.Name, Start: s.Rows, StartFrom: s.RowsFrom, Target: -1}
 		t, ok := now[key{s.Schema, s.Name}]
 		if !ok {
 			d.Missing = true
 			dc.Differ = append(dc.Differ, d)
 			continue
 		}
-		// The cumulative statistics are not carried by a copy: on the
-		// target only reltuples, or a count of a small table.
-		if t.RowsFrom == capture.RowsReltuples {
-			d.Target, d.TargetFrom = t.Rows, t.RowsFrom
-		} else if t.Bytes < CountBelow {
-			err := readOnly(ctx, conn, timeout, func(tx pgx.Tx) error {
-				return tx.QueryRow(ctx, "SELECT count(*) FROM "+QuoteIdent(s.Schema)+"."+QuoteIdent(s.Name)).Scan(&d.Target)
-			})
-			if err != nil {
-				d.Target = -1
-			} else {
-				d.TargetFrom = capture.RowsCounted
-			}
+		if err := targetRows(ctx, conn, cnt, check.CountBelow, t, &d); err != nil {
+			return err
+		}
+		if d.CountError != "" {
+			dc.Uncounted = append(dc.Uncounted, d)
+		}
+		tol := check.Tolerance
+		if d.StartFrom == capture.RowsCounted && d.TargetFrom == capture.RowsCounted {
+			// The rows written in the table while the start counted
+			// may be in the copy or not.
+			tol = check.Counted
+			tol.Rows += s.CountDrift
+			d.Drift = s.CountDrift
 		}
 		switch {
 		case d.Start < 0 || d.Target < 0:
@@ -338,5 +508,40 @@ func compareTables(ctx context.Context, conn *pgx.Conn, timeout time.Duration, s
 			dc.Compared++
 		}
 	}
+	return nil
+}
+
+// targetRows reads the target's rows of table t into d: counted when the
+// start counted it and it is within the start's limit (below) on the
+// target too; otherwise the target's reltuples, or a count of a small
+// table never analyzed there (the cumulative statistics are not carried
+// by a copy). A count that fails leaves the estimate, and says why in
+// d.CountError; only ctx ending is an error.
+func targetRows(ctx context.Context, conn *pgx.Conn, cnt *counter, below int64, t capture.StartTable, d *TableDiff) error {
+	if t.RowsFrom == capture.RowsReltuples {
+		d.Target, d.TargetFrom = t.Rows, t.RowsFrom
+	}
+	count := t.RowsFrom != capture.RowsReltuples && t.Bytes < CountBelow
+	if d.StartFrom == capture.RowsCounted {
+		if t.Bytes <= below {
+			count = true
+		} else {
+			d.CountError = fmt.Sprintf("larger than the limit of the counts on the target (%d bytes)", t.Bytes)
+		}
+	}
+	if !count {
+		return nil
+	}
+	n, err := cnt.count(ctx, conn, t.Schema, t.Name)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.StartFrom == capture.RowsCounted {
+			d.CountError = countMessage(err)
+		}
+		return nil
+	}
+	d.Target, d.TargetFrom = n, capture.RowsCounted
 	return nil
 }

@@ -52,7 +52,7 @@ func TestVersionsStartState(t *testing.T) {
 			// The live rows reach the statistics asynchronously before 15.
 			waitFor(t, c, "SELECT n_live_tup = 500 FROM pg_stat_user_tables WHERE relname = 'fresh'")
 
-			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{})
+			st, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, catalog.StartCount{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,13 +85,86 @@ func TestVersionsStartState(t *testing.T) {
 				t.Errorf("empty: %q, want 0 rows", got)
 			}
 
+			// Counted: as the monitoring role, which may not read the
+			// tables, each count is skipped and says why, the estimate
+			// kept; as a superuser, every table is counted.
+			denied, err := catalog.ReadStartState(ctx, c.DSN("postgres")+" user=monitor", catalog.Options{}, catalog.StartCount{Below: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, catalog.StartCount{Below: 1 << 30, Budget: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, db := range denied.Databases {
+				for _, tb := range db.Tables {
+					if tb.RowsFrom == capture.RowsCounted || !strings.Contains(tb.CountError, "permission denied") {
+						t.Errorf("%s.%s read as a role without SELECT: %+v, want the estimate and the count's refusal", db.Name, tb.Name, tb)
+					}
+				}
+			}
+			for _, db := range counted.Databases {
+				for _, tb := range db.Tables {
+					if want := map[string]int64{"analyzed": 3000, "fresh": 500}[tb.Name]; tb.RowsFrom != capture.RowsCounted || tb.Rows != want || tb.CountError != "" {
+						t.Errorf("%s.%s read as a superuser: %+v, want %d rows counted", db.Name, tb.Name, tb, want)
+					}
+				}
+			}
+			// A budget spent: nothing is counted, each table says so,
+			// at the start and on the target alike.
+			spent, err := catalog.ReadStartState(ctx, c.DSN("postgres"), catalog.Options{}, catalog.StartCount{Below: 1 << 30, Budget: time.Nanosecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, db := range spent.Databases {
+				for _, tb := range db.Tables {
+					if tb.RowsFrom == capture.RowsCounted || !strings.Contains(tb.CountError, "the counts took their budget of 1ns") {
+						t.Errorf("%s.%s read with its budget spent: %+v, want the estimate, the budget said", db.Name, tb.Name, tb)
+					}
+				}
+			}
+			late, err := catalog.CheckStartState(ctx, c.DSN("postgres"), counted, map[string]string{"postgres": "postgres"}, catalog.DefaultStartTolerance, time.Nanosecond, catalog.Options{})
+			if err != nil || len(late.Databases) != 1 || len(late.Databases[0].Uncounted) != 3 || !strings.Contains(late.Databases[0].Uncounted[0].CountError, "budget") {
+				t.Errorf("a check with its budget spent: %+v, %v; want the 3 tables said uncounted, by the budget", late, err)
+			}
+			// Counts 50 apart (more than 1% and 10 rows) differ, unless
+			// the start saw 100 rows written while it counted.
+			for _, drift := range []int64{0, 100} {
+				moved := *counted
+				moved.Databases = []capture.StartDatabase{{Name: "postgres"}}
+				for _, db := range counted.Databases {
+					if db.Name == "postgres" {
+						moved.Databases[0].Tables = slices.Clone(db.Tables)
+					}
+				}
+				for i, tb := range moved.Databases[0].Tables {
+					if tb.Name == "analyzed" {
+						moved.Databases[0].Tables[i].Rows, moved.Databases[0].Tables[i].CountDrift = 3050, drift
+					}
+				}
+				ck, err := catalog.CheckStartState(ctx, c.DSN("postgres"), &moved, map[string]string{"postgres": "postgres"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
+				if err != nil || len(ck.Databases) != 1 || ck.Databases[0].Compared != 3 {
+					t.Fatalf("check with drift %d: %+v, %v", drift, ck, err)
+				}
+				want := []catalog.TableDiff{{Schema: "public", Name: "analyzed", Start: 3050, Target: 3000, StartFrom: capture.RowsCounted, TargetFrom: capture.RowsCounted}}
+				if drift > 0 {
+					want = nil
+				}
+				if d := ck.Databases[0].Differ; !slices.Equal(d, want) {
+					t.Errorf("counts 3,050 at the start and 3,000 on the target, %d rows written while counting: differ %+v, want %+v", drift, d, want)
+				}
+			}
+			if counted.CountBelow != 1<<30 || denied.CountBelow != 1<<30 || st.CountBelow != 0 {
+				t.Errorf("count_below %d, %d and %d, want the limit asked, and 0 when nothing was counted", counted.CountBelow, denied.CountBelow, st.CountBelow)
+			}
+
 			if err := c.Exec(ctx, "postgres", "CREATE DATABASE copy TEMPLATE postgres"); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Exec(ctx, "copy", "DELETE FROM analyzed WHERE id > 1000; ANALYZE analyzed; DROP TABLE empty"); err != nil {
 				t.Fatal(err)
 			}
-			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, catalog.Options{})
+			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,14 +173,20 @@ func TestVersionsStartState(t *testing.T) {
 			}
 			d := check.Databases[0]
 			want := []catalog.TableDiff{
-				{Schema: "public", Name: "analyzed", Start: 3000, Target: 1000, TargetFrom: capture.RowsReltuples},
+				{Schema: "public", Name: "analyzed", Start: 3000, Target: 1000, StartFrom: capture.RowsReltuples, TargetFrom: capture.RowsReltuples},
 				{Schema: "public", Name: "empty", Start: 0, Target: -1, Missing: true},
+			}
+			// empty's start rows are reltuples before 14, n_live_tup from 14 on.
+			for _, tb := range st.Databases[1].Tables {
+				if tb.Name == "empty" {
+					want[1].StartFrom = tb.RowsFrom
+				}
 			}
 			if d.Name != "postgres" || d.Target != "copy" || d.Error != "" || d.Compared != 2 || !slices.Equal(d.Differ, want) || len(d.Unchecked) != 0 {
 				t.Errorf("database check %+v, want %s: analyzed and empty differ, analyzed and fresh compared", d, "postgres as copy")
 			}
 			// The same copy as it was: within the tolerance.
-			check, err = catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "postgres", "other": "other"}, catalog.DefaultStartTolerance, catalog.Options{})
+			check, err = catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "postgres", "other": "other"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
 			if err != nil || check.Differs() || len(check.Databases) != 2 {
 				t.Errorf("the source against itself: %+v, %v; want two databases, no difference", check, err)
 			}

@@ -34,6 +34,7 @@ type captureFlags struct {
 	tlsCert, tlsKey       string
 	duration              time.Duration
 	maxSize, fileSize     string
+	countSize             string
 	stopAtLimit           bool
 	metrics               string
 	queue                 int
@@ -59,6 +60,8 @@ func newCaptureCmd(ctx context.Context, stdio IO) *cobra.Command {
 	dsnVar(fl, &f.upstream, "upstream", "the server to relay to, as a connection string: its host, port and sslmode are used; each client logs in as itself")
 	dsnVar(fl, &f.monitorDSN, "monitor-dsn", "record the starting point (WAL position, time, version, system identifier, rows and size per table) "+
 		"of the capture, and of each recording started through --admin, through this connection to the upstream, as a role with pg_monitor; see docs/start-state.md")
+	fl.StringVar(&f.countSize, "count-size", "1GiB", "with --monitor-dsn, count the rows (count(*)) at the start of each table up to this size (pg_relation_size), "+
+		"and estimate the larger ones; 0 counts none. The role then needs SELECT on the tables (pg_read_all_data)")
 	fl.StringVar(&f.out, "out", "", "capture directory to create (it must not hold a capture already); {start} in it is replaced by the UTC start time, 20261125T070000Z")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "certificate (PEM) shown to clients that ask for TLS; without it they are answered that the proxy has no TLS")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "private key (PEM) of --tls-cert")
@@ -117,8 +120,9 @@ docs/capture-production.md.
 With --monitor-dsn (a role with pg_monitor), the capture, and each recording
 started through --admin, records its starting point in its manifest, read as it
 starts: the upstream's WAL position (the LSN to restore a copy to) and clock,
-its version and system identifier, and per table the estimated rows and size,
-in every database that role can connect to. replay and rehearse check their
+its version and system identifier, and per table the rows (counted up to
+--count-size, which needs pg_read_all_data; estimated beyond) and size, in every
+database that role can connect to. replay and rehearse check their
 targets against it. See docs/start-state.md for making a copy at that point.
 
 The capture holds parameter values, which are personal data: its files are
@@ -164,6 +168,13 @@ func runCapture(ctx context.Context, stdio IO, f *captureFlags) error {
 		Warn: func(s string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: %s\n", s) },
 	}
 	cfg.MonitorDSN = f.monitorDSN
+	countBytes, err := capturerun.ParseSize(f.countSize)
+	if err != nil {
+		return usageError("--count-size: %v", err)
+	}
+	if cfg.CountBelow = countBytes; countBytes == 0 {
+		cfg.CountBelow = -1
+	}
 	endDrain, release := drainInterrupt(ctx)
 	defer release()
 	cfg.EndDrain = endDrain
@@ -317,12 +328,43 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 		for _, db := range st.Databases {
 			tables += len(db.Tables)
 		}
-		fmt.Fprintf(stdio.Stdout, "  start     WAL %s at %s, PostgreSQL %s, %d tables in %d databases\n",
-			st.LSN, st.Time.Format(time.RFC3339Nano), st.ServerVersion, tables, len(st.Databases))
+		fmt.Fprintf(stdio.Stdout, "  start     WAL %s at %s, PostgreSQL %s, %d tables in %d databases%s\n",
+			st.LSN, st.Time.Format(time.RFC3339Nano), st.ServerVersion, tables, len(st.Databases), startCounts(st))
 	}
 	for _, k := range slices.Sorted(maps.Keys(sum.Proxy.Errors)) {
 		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, sum.Proxy.Errors[k])
 	}
+}
+
+// startCounts says how many tables' rows the start counted and how many
+// it estimated, and names the counts that failed.
+func startCounts(st *capfile.StartState) string {
+	counted, estimated := 0, 0
+	var failed []string
+	for _, db := range st.Databases {
+		for _, t := range db.Tables {
+			switch {
+			case t.RowsFrom == capfile.RowsCounted:
+				counted++
+			case t.CountError != "":
+				estimated++
+				failed = append(failed, db.Name+"."+t.Schema+"."+t.Name+" ("+t.CountError+")")
+			default:
+				estimated++
+			}
+		}
+	}
+	if st.CountBelow == 0 {
+		return "; rows estimated"
+	}
+	out := fmt.Sprintf("; rows counted in %d (up to %s), estimated in %d", counted, humanBytes(st.CountBelow), estimated)
+	if len(failed) > 0 {
+		out += fmt.Sprintf("; %d counts skipped: %s", len(failed), strings.Join(failed[:min(len(failed), 3)], ", "))
+		if len(failed) > 3 {
+			out += fmt.Sprintf(" and %d more", len(failed)-3)
+		}
+	}
+	return out
 }
 
 // relayQuantiles says the p50 and p99 of the time the proxy added to a

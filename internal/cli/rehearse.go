@@ -570,6 +570,19 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
 			return nil, err
 		}
+		if sc == nil && cfg.StartCheck == replayrun.StartCheckRequire {
+			// The databases to compare are those the sessions use.
+			sc = r.scanPeak(ctx)
+		}
+		checked, err := checkStartFirst(ctx, stdio, cfg, mode, sc, dsn)
+		if err != nil {
+			return nil, err
+		}
+		if checked {
+			// Both were compared before the first round: the rounds
+			// need not again.
+			r.replay.StartCheck = replayrun.StartCheckSkip
+		}
 	}
 	// Both targets' connection slots were checked above, before the
 	// first round: a round's pre-flight, which could count the previous

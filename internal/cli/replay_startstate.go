@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
@@ -30,17 +31,19 @@ func writeStartCheck(w io.Writer, pf *replayrun.Preflight) {
 	if c.Differs() {
 		fmt.Fprintf(w, "pre-flight: WARNING: the target is not the starting point %s; a replay onto it shows errors and divergences that are not the target's fault:\n%s",
 			startPoint(pf), startDiffLines(c))
-		fmt.Fprintf(w, "pre-flight: (estimated rows, pg_class.reltuples, apart by more than %s and %s rows; --require-start-state makes this an error; docs/start-state.md)\n",
-			tolShare(c.Tolerance), numfmt.Thousands(fmt.Sprint(c.Tolerance.Rows)))
+		fmt.Fprintf(w, "pre-flight: (%s; --require-start-state makes this an error; docs/start-state.md)\n", startTolerances(c))
 	} else {
 		n := 0
 		for _, d := range c.Databases {
 			n += d.Compared
 		}
-		fmt.Fprintf(w, "pre-flight: the target's tables match the starting point %s: %d tables within %s or %s rows\n",
-			startPoint(pf), n, tolShare(c.Tolerance), numfmt.Thousands(fmt.Sprint(c.Tolerance.Rows)))
+		fmt.Fprintf(w, "pre-flight: the target's tables match the starting point %s: %d tables (%s)\n",
+			startPoint(pf), n, startTolerances(c))
 	}
 	if u := startUnchecked(c); u != "" {
+		fmt.Fprintf(w, "pre-flight: %s\n", u)
+	}
+	if u := startUncounted(c); u != "" {
 		fmt.Fprintf(w, "pre-flight: %s\n", u)
 	}
 }
@@ -58,9 +61,11 @@ func startStateFailed(w io.Writer, e *replayrun.StartStateError) error {
 	if u := startUnchecked(pf.StartCheck); u != "" {
 		fmt.Fprintf(w, "pre-flight: %s\n", u)
 	}
-	return fmt.Errorf("PRE-FLIGHT FAILED: --require-start-state: the target is not the starting point %s (estimated rows apart by more than %s and %s rows); nothing was replayed:\n%s",
-		startPoint(pf), tolShare(pf.StartCheck.Tolerance), numfmt.Thousands(fmt.Sprint(pf.StartCheck.Tolerance.Rows)),
-		strings.TrimSuffix(startDiffLines(pf.StartCheck), "\n"))
+	if u := startUncounted(pf.StartCheck); u != "" {
+		fmt.Fprintf(w, "pre-flight: %s\n", u)
+	}
+	return fmt.Errorf("PRE-FLIGHT FAILED: --require-start-state: the target is not the starting point %s (%s); nothing was replayed:\n%s",
+		startPoint(pf), startTolerances(pf.StartCheck), strings.TrimSuffix(startDiffLines(pf.StartCheck), "\n"))
 }
 
 // startPoint names the starting point: the capture, its WAL position and
@@ -86,7 +91,7 @@ func startDiffLines(c *catalog.StartCheck) string {
 				fmt.Fprintf(&b, "  %s: missing on the target, %s rows at the start\n", name, rowCount(t.Start))
 				continue
 			}
-			fmt.Fprintf(&b, "  %s: %s rows on the target, %s at the start\n", name, rowCount(t.Target), rowCount(t.Start))
+			fmt.Fprintf(&b, "  %s: %s rows on the target, %s at the start (%s)\n", name, rowCount(t.Target), rowCount(t.Start), rowsHow(t))
 		}
 	}
 	return b.String()
@@ -141,6 +146,54 @@ func rowCount(n int64) string {
 		return fmt.Sprintf("%.2fM", float64(n)/1e6)
 	}
 	return fmt.Sprintf("%.2fB", float64(n)/1e9)
+}
+
+// rowsHow says how both sides' rows were read: counted, or estimated on
+// one side or both.
+func rowsHow(t catalog.TableDiff) string {
+	switch c := capfile.RowsCounted; {
+	case t.StartFrom == c && t.TargetFrom == c && t.Drift > 0:
+		return fmt.Sprintf("both counted; %s rows written while the start counted", numfmt.Thousands(fmt.Sprint(t.Drift)))
+	case t.StartFrom == c && t.TargetFrom == c:
+		return "both counted"
+	case t.StartFrom == c:
+		return "counted at the start, estimated on the target"
+	case t.TargetFrom == c:
+		return "estimated at the start, counted on the target"
+	}
+	return "both estimated"
+}
+
+// startTolerances says how far apart a table's rows may be: counts, and
+// estimates.
+func startTolerances(c *catalog.StartCheck) string {
+	est := fmt.Sprintf("estimated rows (pg_class.reltuples) within %s or %s rows", tolShare(c.Tolerance), numfmt.Thousands(fmt.Sprint(c.Tolerance.Rows)))
+	if c.CountBelow <= 0 {
+		return est
+	}
+	return fmt.Sprintf("rows counted on both sides for the tables up to %s, within %s or %s rows; elsewhere %s",
+		humanBytes(c.CountBelow), tolShare(c.Counted), numfmt.Thousands(fmt.Sprint(c.Counted.Rows)), est)
+}
+
+// startUncounted names the tables the start counted but the target did
+// not, and why: their estimates were compared instead.
+func startUncounted(c *catalog.StartCheck) string {
+	var names []string
+	many := len(c.Databases) > 1
+	for _, d := range c.Databases {
+		for _, t := range d.Uncounted {
+			names = append(names, tableName(d, t, many)+" ("+t.CountError+")")
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	const show = 5
+	list := strings.Join(names[:min(len(names), show)], ", ")
+	if len(names) > show {
+		list += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return fmt.Sprintf("%d tables counted at the start not counted on the target, their estimates compared: %s", len(names), list)
 }
 
 func tolShare(t catalog.StartTolerance) string {

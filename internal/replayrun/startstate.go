@@ -31,8 +31,14 @@ const (
 )
 
 // StartCheckTimeout bounds the whole comparison; each query of it is
-// bounded by PreflightTimeout.
-const StartCheckTimeout = time.Minute
+// bounded by PreflightTimeout, and its counts together by
+// StartCountBudget.
+const StartCheckTimeout = 3 * time.Minute
+
+// StartCountBudget bounds the comparison's counts together (the tables
+// the start counted, counted on the target): the tables left when it is
+// spent are compared by their estimates, and say so.
+const StartCountBudget = 2 * time.Minute
 
 // StartStateError is Run's error when the target is not the starting
 // point the capture recorded and the run requires it
@@ -83,7 +89,7 @@ func checkStart(ctx context.Context, cfg Config, set *source.Set, logins []repla
 	ctx, cancel := context.WithTimeout(ctx, StartCheckTimeout)
 	defer cancel()
 	pf.StartCheck, pf.StartErr = catalog.CheckStartState(ctx, cfg.Replay.Target, pf.StartState, dbs,
-		catalog.DefaultStartTolerance, catalog.Options{StatementTimeout: PreflightTimeout})
+		catalog.DefaultStartTolerance, StartCountBudget, catalog.Options{StatementTimeout: PreflightTimeout})
 }
 
 // startFailed reports whether the start check fails the pre-flight.
@@ -92,4 +98,26 @@ func (p *Preflight) startFailed(mode StartCheckMode) bool {
 		return false
 	}
 	return p.StartState == nil || p.StartErr != nil || p.StartCheck.Differs()
+}
+
+// CheckStart compares cfg's target with the starting point of cfg's
+// input in the databases logins use (a Scan's, the maps applied), as a
+// replay's pre-flight does, without replaying anything: a rehearsal
+// checks both targets so before its first round. Under
+// StartCheckRequire a target that fails the check is a
+// *StartStateError, with the Preflight.
+func CheckStart(ctx context.Context, cfg Config, logins []replay.Login) (*Preflight, error) {
+	so := cfg.Source
+	so.Parts, so.Select = 1, &cfg.Selection
+	set, err := openInput(cfg, so)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	pf := &Preflight{Own: -1}
+	checkStart(ctx, cfg, set, logins, pf)
+	if pf.startFailed(cfg.StartCheck) {
+		return pf, &StartStateError{Preflight: pf}
+	}
+	return pf, nil
 }

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/reset"
+)
+
+// checkStartFirst compares both targets with the capture's starting point
+// before any round, when --require-start-state asks it to fail: a
+// candidate that is not the start stops the rehearsal before the
+// control's first round has run, not after. It does so only when the
+// reset before the first round leaves the target's databases as they are
+// (none) or copies them (template): a reset command or a data directory
+// may change them, and each target's first round checks what its reset
+// made. It reports whether it checked; the rounds then need not. sc is
+// the logs' scan (nil: not read, and the rounds check).
+func checkStartFirst(ctx context.Context, stdio IO, cfg replayrun.Config, mode reset.Mode, sc *replayrun.Scanned, dsn map[rehearse.Side]string) (bool, error) {
+	if cfg.StartCheck != replayrun.StartCheckRequire || sc == nil || (mode != reset.ModeNone && mode != reset.ModeTemplate) {
+		return false, nil
+	}
+	for _, side := range []rehearse.Side{rehearse.Control, rehearse.Candidate} {
+		c := cfg
+		c.Replay.Target = dsn[side]
+		pf, err := replayrun.CheckStart(ctx, c, sc.Logins)
+		var se *replayrun.StartStateError
+		switch {
+		case errors.As(err, &se):
+			return true, fmt.Errorf("the %s (--%s), before the first round: %w", side, side, startStateFailed(stdio.Stderr, se))
+		case err != nil:
+			return true, openError(err)
+		}
+		fmt.Fprintf(stdio.Stderr, "rehearse: the %s (--%s), before the first round:\n", side, side)
+		writeStartCheck(stdio.Stderr, pf)
+	}
+	return true, nil
+}
