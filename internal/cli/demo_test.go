@@ -623,10 +623,15 @@ func TestDemoHotIndex(t *testing.T) {
 }
 
 // TestDemoIdenticalPasses: an identical candidate shows no regression
-// beyond noise.
+// beyond noise. It passes, or, where the machine's noise leaves a
+// query's interval holding a ratio that breaks the demo's rule after the
+// rounds the demo may add (issue 58 item 4), it is undecided, never
+// failed: a busy machine cannot be made quiet from a test.
 func TestDemoIdenticalPasses(t *testing.T) {
 	r := runDemoTest(t, "none")
-	if r.Verdict.Status != "pass" {
+	if r.Verdict.Status == "undecided" && strings.Contains(r.stdout, "added while a query was undecided") {
+		t.Logf("identical candidate undecided after the rounds added (a busy machine): %s", r.Verdict.Line)
+	} else if r.Verdict.Status != "pass" {
 		var regressed []string
 		for _, q := range r.Queries {
 			if q.Status == "regressed" {
