@@ -169,7 +169,7 @@ will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
 stops early, exit 5, naming the silent connection.
-` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
+` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete, exitDocTargetData),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A dry run measures the log, not a pace: it runs unpaced
@@ -404,6 +404,11 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 				out.GateErrorRate(), out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget, discounted)}
 		case replayrun.ReasonIncomplete:
 			return replayIncomplete(res)
+		case replayrun.ReasonTargetData:
+			out := res.Outcomes
+			return &exitError{code: ExitDiverged, err: fmt.Errorf(
+				"REPLAY FAILED: the target's data differs from the start: %d differing answers of statements that read rows no concurrent transaction touched (by table: %s; see answer_differs_target_data_by_table)",
+				out.AnswerDiffersTargetData, report.CountList(out.AnswerDiffersTargetDataByTable))}
 		}
 	}
 	return nil

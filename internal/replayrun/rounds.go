@@ -101,7 +101,7 @@ func (o *Outcome) RoundStop(overloaded bool) *Outcome {
 	stop := *o
 	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why Reason) bool {
 		switch why {
-		case ReasonErrorRate, ReasonDiverged:
+		case ReasonErrorRate, ReasonDiverged, ReasonTargetData:
 			return true
 		case ReasonIncomplete, ReasonConnectFailures, ReasonDegraded, ReasonTargetGone:
 			return overloaded
