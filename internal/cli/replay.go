@@ -75,6 +75,14 @@ so ("read-ahead held at %d MiB: the dispatcher waited
 X s for the target"), and the statements due meanwhile show as lag.`, n, n)
 }
 
+// targetDataHelp is the replay's help on answers that say the target's
+// data differs from the start (issue 59 item 3).
+const targetDataHelp = ` With a capture as input,
+answers that differ from the recorded ones in statements that read rows no
+concurrent transaction of the original touched, with nothing else to explain
+them, mean the target's data differs from the start: the tables are named,
+and the exit code is 6 (docs/sync.md).`
+
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
@@ -168,7 +176,7 @@ timeout beyond 0.1% of the statements) is marked degraded and exits 5: report
 will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
-stops early, exit 5, naming the silent connection.
+stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 ` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete, exitDocTargetData),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
