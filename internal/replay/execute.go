@@ -637,11 +637,16 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 					st.ExplainAnswer(cause, what)
 				}
 				tally.add(st, cause, sy.race)
+				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
 			}
 		}
 	}
 	if len(tally.undecided) > 0 {
-		sh.addPendingRace(r, pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables})
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables}
+		if tally.notData {
+			p.tables = nil // unexplained, unless it raced
+		}
+		sh.addPendingRace(r, p)
 	}
 	if s.clk.paced() {
 		sh.recordLag(lag.Microseconds())
@@ -728,10 +733,31 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}
-	if cause == "" && race.Settled() && len(sy.tables) > 0 {
+	if cause == "" && race.Settled() && len(sy.tables) > 0 && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
 	}
 	return cause, what
+}
+
+// dataDiffers reports whether a differing answer d, which neither the
+// statement's text, a race nor session state explains, of an execution
+// that reads tables, says the target's data differs from the start: a
+// row count or values, or an error only on the target of class 42 (a
+// table or a column missing); not an error another order could cause (a
+// duplicate key, a foreign key, a transaction aborted by an earlier
+// error), nor anything after the replay lost the original's order for it
+// (a sync wait given up, a commit it waited for lost).
+func dataDiffers(d querystats.AnswerDiff, sy synced, te targetError) bool {
+	if sy.giveUp != "" || sy.lostDep {
+		return false
+	}
+	switch d {
+	case querystats.AnswerRows, querystats.AnswerValues:
+		return true
+	case querystats.AnswerErrorOnlyOnTarget:
+		return strings.HasPrefix(te.code, "42")
+	}
+	return false
 }
 
 // raceCause is the answer's cause a race of kind k gives, and what
@@ -750,11 +776,15 @@ func raceCause(k syncdep.RaceKind) (querystats.AnswerCause, string) {
 // explained is their cause when each has one (the first), "" when one
 // has none; ifRaced the same were the statement found to race later
 // (undecided: the queries whose differing answers only that would
-// explain, see pendingRace).
+// explain, see pendingRace); notData: one unexplained is not the
+// target's data (dataDiffers).
 type answerTally struct {
 	differs            int64
 	explained, ifRaced querystats.AnswerCause
 	undecided          []*querystats.Stats
+	// notData: a differing answer nothing explains is not one the
+	// target's data explains (dataDiffers).
+	notData bool
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -41,6 +42,35 @@ func TestSessionStateDependent(t *testing.T) {
 		}
 		if got := sessionStateDependent(items[0].Class(c.sql), items[0].Query, c.tables, c.unknown, c.code); got != c.want {
 			t.Errorf("%s (tables %v, error %q): %v, want %v", c.sql, c.tables, c.code, got, c.want)
+		}
+	}
+}
+
+// TestDataDiffers: a differing answer nothing else explains is the
+// target's data only where no other order could cause it (issue 59 item
+// 3): a row count, values, a table missing; not a duplicate key, a
+// foreign key or an aborted block, nor after a sync wait gave up or a
+// commit it waited for was lost.
+func TestDataDiffers(t *testing.T) {
+	for _, c := range []struct {
+		d    querystats.AnswerDiff
+		sy   synced
+		code string
+		want bool
+	}{
+		{querystats.AnswerRows, synced{}, "", true},
+		{querystats.AnswerValues, synced{}, "", true},
+		{querystats.AnswerErrorOnlyOnTarget, synced{}, "42P01", true},
+		{querystats.AnswerErrorOnlyOnTarget, synced{}, "23505", false},
+		{querystats.AnswerErrorOnlyOnTarget, synced{}, "23503", false},
+		{querystats.AnswerErrorOnlyOnTarget, synced{}, "25P02", false},
+		{querystats.AnswerErrorOnlyInOriginal, synced{}, "", false},
+		{querystats.AnswerOtherSQLState, synced{}, "42703", false},
+		{querystats.AnswerRows, synced{giveUp: "timeout"}, "", false},
+		{querystats.AnswerValues, synced{lostDep: true}, "", false},
+	} {
+		if got := dataDiffers(c.d, c.sy, targetError{code: c.code}); got != c.want {
+			t.Errorf("%v (sync %+v, error %q): %v, want %v", c.d, c.sy, c.code, got, c.want)
 		}
 	}
 }
