@@ -461,16 +461,17 @@ func anyKey(key string) string { return key + "\x00rows" }
 // bucket's inserts instead of its bucket (see Wait) and may wait to lock
 // the relation's whole-relation writes; a write by key writes its bucket
 // (and its inserts, for an INSERT) and the relation's any id.
-func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, keyed bool) {
+//
+// bucket and keyed are the execution's row (Tracker.raceRow), read once
+// for both.
+func (t *Tracker) rowEffect(base *effect, bucket uint32, keyed bool, slot uint32) *effect {
 	r := base.rows
 	k := rowEffectKey{base: base, bucket: wholeBucket}
-	h, keyed := keyHash(r, e)
 	if keyed {
-		k.bucket = uint32(h % keyBuckets)
-		bucket = t.bucket(r.any, uint64(k.bucket))
+		k.bucket = slot
 	}
 	if x, ok := t.rowEffects[k]; ok {
-		return x, bucket, keyed
+		return x
 	}
 	x := *base
 	x.rows = nil
@@ -508,7 +509,7 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, ke
 		clear(t.rowEffects)
 	}
 	t.rowEffects[k] = &x
-	return &x, bucket, keyed
+	return &x
 }
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
@@ -692,7 +693,7 @@ func (s *Session) Event(e Exec) Step {
 		}
 		step.Tables = mergeTables(step.Tables, eff.tables)
 		step.Unknown = step.Unknown || eff.unknown
-		rb, rk := t.raceRow(eff, &e)
+		rb, rk, slot := t.raceRow(eff, &e)
 		s.raceStmt.addTouch(eff, rb, rk)
 		if s.raceTx.empty() {
 			s.raceBegan = e.Start
@@ -706,9 +707,8 @@ func (s *Session) Event(e Exec) Step {
 		}
 		if eff.rows != nil {
 			r := eff.rows
-			var bucket uint32
-			var keyed bool
-			eff, bucket, keyed = t.rowEffect(eff, &e)
+			bucket, keyed := rb, rk
+			eff = t.rowEffect(eff, bucket, keyed, slot)
 			if keyed && (r.write || r.lock) {
 				s.rowLocks = append(s.rowLocks, bucket)
 				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
