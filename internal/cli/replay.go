@@ -75,6 +75,14 @@ so ("read-ahead held at %d MiB: the dispatcher waited
 X s for the target"), and the statements due meanwhile show as lag.`, n, n)
 }
 
+// targetDataHelp is the replay's help on answers that say the target's
+// data differs from the start (issue 59 item 3).
+const targetDataHelp = ` With a capture as input,
+answers that differ from the recorded ones in statements that read rows no
+concurrent transaction of the original touched, with nothing else to explain
+them, mean the target's data differs from the start: the tables are named,
+and the exit code is 6 (docs/sync.md).`
+
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
@@ -168,8 +176,8 @@ timeout beyond 0.1% of the statements) is marked degraded and exits 5: report
 will not judge it. A statement that gets no answer for --io-timeout (beyond
 twice its logged duration) makes the replay ask the target on a new
 connection: a target that does not answer is taken for frozen and the replay
-stops early, exit 5, naming the silent connection.
-` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete),
+stops early, exit 5, naming the silent connection.` + targetDataHelp + `
+` + captureHelp + shardsHelp + exitHelp(exitDocErrorRate, exitDocNoInput, exitDocReplayIncomplete, exitDocTargetData),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A dry run measures the log, not a pace: it runs unpaced
@@ -404,6 +412,11 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 				out.GateErrorRate(), out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget, discounted)}
 		case replayrun.ReasonIncomplete:
 			return replayIncomplete(res)
+		case replayrun.ReasonTargetData:
+			out := res.Outcomes
+			return &exitError{code: ExitDiverged, err: fmt.Errorf(
+				"REPLAY FAILED: the target's data differs from the start: %d differing answers of statements that read rows no concurrent transaction touched (by table: %s; see answer_differs_target_data_by_table)",
+				out.AnswerDiffersTargetData, report.CountList(out.AnswerDiffersTargetDataByTable))}
 		}
 	}
 	return nil

@@ -78,6 +78,9 @@ var (
 		"much smaller than the other side, or inconsistent (the field is named); or, with one run a side, a " +
 		"replay fell behind its schedule (lag p99 above its --max-lag): the latency is not judged, errors and " +
 		"divergence are"}
+	exitDocTargetData = exitDoc{ExitDiverged, "the target's data differs from the start: answers of statements " +
+		"that read rows no concurrent transaction of the original touched differ from the capture's, with nothing " +
+		"else to explain them (named by table; docs/sync.md)"}
 	exitDocDiverged = exitDoc{ExitDiverged, "diverged: the candidate replay did different work than the " +
 		"baseline (rows per call, errors of ordering such as foreign keys): sessions that depended on each " +
 		"other ran out of order, and the candidate is not judged (see docs/sync.md)"}

@@ -49,18 +49,34 @@ const (
 	// another point.
 	CauseSequence AnswerCause = "sequence_assigned"
 	// CauseRaced: in the original the statement ran while another
-	// session's transaction that wrote a relation it touches ended
-	// (committed or rolled back), so its answer depended on which came
-	// first, an order the replay may not reproduce (syncdep.Step.Raced).
-	// It explains an error that differs too (a duplicate key).
+	// session's transaction that wrote a row it reads or writes ended
+	// (committed or rolled back), both naming the row by its primary
+	// key, so its answer depended on which came first, an order the
+	// replay may not reproduce (syncdep.RaceRow). It explains an error
+	// that differs too (a duplicate key).
 	CauseRaced AnswerCause = "raced_concurrent_transaction"
+	// CauseRacedRelation: the same with a transaction that wrote a
+	// relation the statement touches where the rows of one side cannot
+	// be bounded (a range or a join, a write without a key:
+	// syncdep.RaceRelation). A weaker explanation, counted apart ("raced,
+	// relation-wide"): on a busy table it holds for nearly every
+	// statement.
+	CauseRacedRelation AnswerCause = "raced_concurrent_transaction_relation_wide"
 	// CauseSessionState: the statement's session was recorded from the
 	// middle (open when the recording started), and its answer may
 	// depend on state it built before, which the capture does not hold:
-	// a temporary table, a cursor WITH HOLD, an advisory lock, a
-	// setting made by a function ("session state from before the
-	// recording").
+	// a temporary table, a cursor WITH HOLD, a prepared statement, an
+	// advisory lock, a sequence's currval, a setting made by a function
+	// ("session state from before the recording"). Only for a statement
+	// that could depend on such state, never for one that reads
+	// ordinary tables only.
 	CauseSessionState AnswerCause = "session_state_before_recording"
+	// CauseTargetData: no concurrent transaction of the original touched
+	// what the statement reads, and nothing else explains it: the
+	// target's data differs from the original's at the start ("the
+	// target's data differs from the start"). Not an excuse but a
+	// finding: counted by table, and it fails the replay.
+	CauseTargetData AnswerCause = "target_data_differs"
 )
 
 // ExplainAnswer counts a differing answer (already recorded) as explained

@@ -125,7 +125,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
-	sy.race = it.sync.Race
+	sy.race, sy.tables, sy.unknown = it.sync.Race, it.sync.Tables, it.sync.Unknown
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
@@ -630,16 +630,23 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
-				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy.race, te.baked)
-				if cause != "" {
+				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy, te)
+				if cause != "" && cause != querystats.CauseTargetData {
+					// The target's data differing is a finding, not
+					// an explanation: the query stays to look at.
 					st.ExplainAnswer(cause, what)
 				}
 				tally.add(st, cause, sy.race)
+				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
 			}
 		}
 	}
 	if len(tally.undecided) > 0 {
-		sh.addPendingRace(r, pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced})
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables}
+		if tally.notData {
+			p.tables = nil // unexplained, unless it raced
+		}
+		sh.addPendingRace(r, p)
 	}
 	if s.clk.paced() {
 		sh.recordLag(lag.Microseconds())
@@ -678,7 +685,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		if tally.differs > 0 {
 			r.c.answerDiffers.Add(1)
 			if len(tally.undecided) == 0 {
-				r.c.answerCause(tally.explained).Add(1)
+				r.c.countAnswer(tally.explained, sy.tables)
 			}
 		}
 	}
@@ -691,13 +698,18 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 
 // differsBecause is what explains the differing answer d of item i (it)
 // of execution ev, whose original answer is ans, and what names it; ""
-// when nothing does yet. race is the execution's (syncdep.Step.Race);
-// baked: the target's error came from a server-assigned id of the
-// original written into the statement (targetError.baked: a large
-// object's OID, a transaction id in the target's future, another
+// when nothing does yet. sy is the execution's sync (its Race and the
+// tables it reads); te its error on the target: baked when it came from
+// a server-assigned id of the original written into the statement (a
+// large object's OID, a transaction id in the target's future, another
 // session's temporary schema), which is then the error's cause, proven
-// by its message, before any race.
-func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, race *syncdep.Race, baked bool) (querystats.AnswerCause, string) {
+// by its message, before any race. A race is taken once settled (a
+// race relation-wide may still be found by row); otherwise ""
+// (answerTally.add keeps it pending). With neither a race nor session
+// state to explain it, a statement that reads tables says the target's
+// data differs from the start (CauseTargetData).
+func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, sy synced, te targetError) (querystats.AnswerCause, string) {
+	race, baked := sy.race, te.baked
 	cause, what := answerCause(d, it, ev.Query, seqs)
 	switch {
 	case cause == querystats.CauseSequence:
@@ -715,24 +727,64 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 			cause, what = querystats.CauseServerState, "an id the original's server assigned, in the statement"
 		}
 	}
-	if cause == "" && race.Raced() {
-		cause, what = querystats.CauseRaced, "a concurrent transaction"
+	if cause == "" && race.Settled() {
+		cause, what = raceCause(race.Kind())
 	}
-	if cause == "" && s.resumed {
+	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}
+	if cause == "" && race.Settled() && len(sy.tables) > 0 && dataDiffers(d, sy, te) {
+		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
+	}
 	return cause, what
+}
+
+// dataDiffers reports whether a differing answer d, which neither the
+// statement's text, a race nor session state explains, of an execution
+// that reads tables, says the target's data differs from the start: a
+// row count or values, or an error only on the target of class 42 (a
+// table or a column missing); not an error another order could cause (a
+// duplicate key, a foreign key, a transaction aborted by an earlier
+// error), nor anything after the replay lost the original's order for it
+// (a sync wait given up, a commit it waited for lost).
+func dataDiffers(d querystats.AnswerDiff, sy synced, te targetError) bool {
+	if sy.giveUp != "" || sy.lostDep {
+		return false
+	}
+	switch d {
+	case querystats.AnswerRows, querystats.AnswerValues:
+		return true
+	case querystats.AnswerErrorOnlyOnTarget:
+		return strings.HasPrefix(te.code, "42")
+	}
+	return false
+}
+
+// raceCause is the answer's cause a race of kind k gives, and what
+// names it; "" for none.
+func raceCause(k syncdep.RaceKind) (querystats.AnswerCause, string) {
+	switch k {
+	case syncdep.RaceRow:
+		return querystats.CauseRaced, "a concurrent transaction that wrote a row it reads"
+	case syncdep.RaceRelation:
+		return querystats.CauseRacedRelation, "a concurrent transaction that wrote a table it reads (relation-wide)"
+	}
+	return "", ""
 }
 
 // answerTally sums the causes of an execution's differing answers:
 // explained is their cause when each has one (the first), "" when one
 // has none; ifRaced the same were the statement found to race later
 // (undecided: the queries whose differing answers only that would
-// explain, see pendingRace).
+// explain, see pendingRace); notData: one unexplained is not the
+// target's data (dataDiffers).
 type answerTally struct {
 	differs            int64
 	explained, ifRaced querystats.AnswerCause
 	undecided          []*querystats.Stats
+	// notData: a differing answer nothing explains is not one the
+	// target's data explains (dataDiffers).
+	notData bool
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

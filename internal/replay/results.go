@@ -76,7 +76,10 @@ type counters struct {
 	// answerSessionState and answerUnexplained split answerDiffers by
 	// what explains them (answerCause).
 	answerVolatile, answerServerState, answerSequence, answerRaced, answerUnexplained atomic.Int64
-	answerSessionState                                                                atomic.Int64
+	answerSessionState, answerRacedRelation, answerTargetData                         atomic.Int64
+	// targetDataTables counts answerTargetData by table (an execution
+	// that reads several counts under each).
+	targetDataTables tally
 	// onlyTargetSessionState: failures only on the target in sessions
 	// recorded from the middle that their state from before explains.
 	onlyTargetSessionState atomic.Int64
@@ -140,9 +143,10 @@ type shard struct {
 // 44). stats are the queries whose differing answers the race would
 // explain, cause the execution's cause then.
 type pendingRace struct {
-	race  *syncdep.Race
-	stats []*querystats.Stats
-	cause querystats.AnswerCause
+	race   *syncdep.Race
+	stats  []*querystats.Stats
+	cause  querystats.AnswerCause
+	tables []string
 }
 
 // minSettle is how many pending races a shard keeps before it decides
@@ -169,13 +173,22 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 			kept = append(kept, p)
 			continue
 		}
-		if p.race.Raced() {
+		cause, what := raceCause(p.race.Kind())
+		switch {
+		case cause != "":
 			for _, st := range p.stats {
-				st.ExplainAnswer(querystats.CauseRaced, "a concurrent transaction")
+				st.ExplainAnswer(cause, what)
 			}
-			r.c.answerCause(p.cause).Add(1)
-		} else {
-			r.c.answerCause("").Add(1)
+			if p.cause == querystats.CauseRaced {
+				// The placeholder answerTally.add left: the race's kind.
+				p.cause = cause
+			}
+			r.c.countAnswer(p.cause, nil)
+		case len(p.tables) > 0:
+			// No concurrent transaction touched what it reads.
+			r.c.countAnswer(querystats.CauseTargetData, p.tables)
+		default:
+			r.c.countAnswer("", nil)
 		}
 	}
 	clear(s.races[len(kept):])
@@ -253,7 +266,8 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
-	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(), querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseSessionState: c.answerSessionState.Load()} {
+	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(),
+		querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseRacedRelation: c.answerRacedRelation.Load(), querystats.CauseSessionState: c.answerSessionState.Load()} {
 		if n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
@@ -262,6 +276,8 @@ func (c *counters) fill(res *results.Result) {
 		}
 	}
 	res.Outcomes.AnswerDiffersUnexplained = c.answerUnexplained.Load()
+	res.Outcomes.AnswerDiffersTargetData = c.answerTargetData.Load()
+	res.Outcomes.AnswerDiffersTargetDataByTable = c.targetDataTables.counts()
 	res.Outcomes.OnlyOnTargetSessionState = c.onlyTargetSessionState.Load()
 	if n := c.preambleSessions.Load(); n > 0 {
 		res.Preamble = &results.Preamble{Sessions: n, Statements: c.preambleRan.Load(), Failed: c.preambleFailed.Load()}
@@ -451,8 +467,24 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerSequence
 	case querystats.CauseRaced:
 		return &c.answerRaced
+	case querystats.CauseRacedRelation:
+		return &c.answerRacedRelation
 	case querystats.CauseSessionState:
 		return &c.answerSessionState
+	case querystats.CauseTargetData:
+		return &c.answerTargetData
 	}
 	return &c.answerUnexplained
+}
+
+// countAnswer counts an execution whose differing answers cause explains
+// ("": unexplained); tables are the relations it reads or writes, under
+// which the target's data differing is counted.
+func (c *counters) countAnswer(cause querystats.AnswerCause, tables []string) {
+	c.answerCause(cause).Add(1)
+	if cause == querystats.CauseTargetData {
+		for _, t := range tables {
+			c.targetDataTables.note(t)
+		}
+	}
 }

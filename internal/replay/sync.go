@@ -319,6 +319,8 @@ type synced struct {
 	giveUp  string
 	lostDep bool
 	race    *syncdep.Race
+	tables  []string // syncdep.Step.Tables
+	unknown bool     // syncdep.Step.Unknown
 }
 
 // lose marks a commit as lost on the target (its event was skipped for

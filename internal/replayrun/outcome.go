@@ -62,6 +62,12 @@ const (
 	// ReasonIncomplete: the result is marked incomplete (statements lost
 	// beyond the allowance; the result's IncompleteReasons say which).
 	ReasonIncomplete Reason = "incomplete"
+	// ReasonTargetData: answers of statements that read tables no
+	// concurrent transaction of the original touched differ, with
+	// nothing to explain them: the target's data differs from the start
+	// (results.Outcomes.AnswerDiffersTargetData, by table). Last: a
+	// result that cannot be judged says so first.
+	ReasonTargetData Reason = "target_data_differs"
 )
 
 // Outcome is what a replay run produced: the result (with the evidence in
@@ -127,6 +133,7 @@ func (o *Outcome) reasons(maxErrorRate float64) {
 		add(diverged(res), ReasonDiverged)
 	}
 	add(len(res.Incomplete) > 0, ReasonIncomplete)
+	add(res.Replay != nil && res.Outcomes.AnswerDiffersTargetData > 0, ReasonTargetData)
 }
 
 // diverged reports whether statements that succeeded in the original

@@ -93,7 +93,8 @@ func (cfg Config) Round(r Round) Config {
 // RoundStop is what of a round's outcome stops the command that runs
 // the rounds: o with the reasons that would fail the replay command,
 // less those a comparison of the rounds judges (the error rate, a
-// divergence from the original) and, when overloaded (a load level
+// divergence from the original, the target's data differing from the
+// capture's start) and, when overloaded (a load level
 // above the workload's own), those the load itself causes (a replay
 // that could not finish, connections refused, a degraded or lost
 // target): there they are the level's failure, not the command's.
@@ -101,7 +102,7 @@ func (o *Outcome) RoundStop(overloaded bool) *Outcome {
 	stop := *o
 	stop.Reasons = slices.DeleteFunc(slices.Clone(o.Reasons), func(why Reason) bool {
 		switch why {
-		case ReasonErrorRate, ReasonDiverged:
+		case ReasonErrorRate, ReasonDiverged, ReasonTargetData:
 			return true
 		case ReasonIncomplete, ReasonConnectFailures, ReasonDegraded, ReasonTargetGone:
 			return overloaded

@@ -309,7 +309,7 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 		// Those the statements' text explains stay apart from the
 		// others, the ones to look at; a race is not the text's.
 		by := "explained by the statement"
-		if o.AnswerDiffersExplained[string(querystats.CauseRaced)] > 0 {
+		if o.AnswerDiffersExplained[string(querystats.CauseRaced)] > 0 || o.AnswerDiffersExplained[string(querystats.CauseRacedRelation)] > 0 {
 			by = "explained by the statement or a race in the original"
 		}
 		if o.AnswerDiffersExplained[string(querystats.CauseSessionState)] > 0 {
@@ -318,6 +318,12 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 		fmt.Fprintf(b, " (%d unexplained; %s: %s)", o.AnswerDiffersUnexplained, by, CountList(o.AnswerDiffersExplained))
 	}
 	b.WriteString("\n")
+	if o.AnswerDiffersTargetData > 0 {
+		// Rows no concurrent transaction touched: the copy is not the
+		// start. Not an explanation, a finding.
+		fmt.Fprintf(b, "    THE TARGET'S DATA DIFFERS FROM THE START: %d of them read rows no concurrent transaction touched; by table: %s\n",
+			o.AnswerDiffersTargetData, CountList(o.AnswerDiffersTargetDataByTable))
+	}
 	type differ struct {
 		q querystats.Row
 		n int64

@@ -682,6 +682,15 @@ type Outcomes struct {
 	// the others, the ones to look at. Both empty when none.
 	AnswerDiffersExplained   map[string]int64 `json:"answer_differs_explained,omitempty"`
 	AnswerDiffersUnexplained int64            `json:"answer_differs_unexplained,omitempty"`
+	// AnswerDiffersTargetData counts, of AnswerDiffers, those of
+	// statements that read tables no concurrent transaction of the
+	// original touched while they ran, with nothing else to explain
+	// them (querystats.CauseTargetData): the target's data differs from
+	// the start. Not an explanation: a replay with any fails.
+	// AnswerDiffersTargetDataByTable counts them by table (a statement
+	// that reads several counts under each).
+	AnswerDiffersTargetData        int64            `json:"answer_differs_target_data,omitempty"`
+	AnswerDiffersTargetDataByTable map[string]int64 `json:"answer_differs_target_data_by_table,omitempty"`
 	// Error rates in percent of Ran, derived from the counts above.
 	OriginalErrorRate float64 `json:"original_error_rate_pct"`
 	TargetErrorRate   float64 `json:"target_error_rate_pct"`

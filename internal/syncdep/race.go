@@ -39,8 +39,15 @@ import (
 // that of their times), with the relations they wrote: a statement walks
 // back from the newest to the first that ended before it started, so its
 // cost is the number of transactions that ended while it ran. Relations
-// are compared whole (not by key: a row's key names its bucket only for
-// some statements), in the statement's database.
+// are compared in the statement's database, row by row where both sides
+// name their rows (RaceKind): a statement that reaches one row by its
+// primary key (Step.Rows RowsByKey) races at row level only with a
+// transaction that wrote that row's key (its bucket, keyBuckets of a
+// relation: two keys in one bucket race, more explaining, never less);
+// a statement whose predicate cannot be bounded (a range, a join, a
+// write without a key), or a transaction that wrote rows it does not
+// name, races relation-wide, which an answer's comparison counts apart
+// (RaceRelation): on a busy table it holds for nearly every statement.
 
 // RaceSlack is how long after a statement's end the statement that ended
 // another session's transaction, open while it ran, may have started and
@@ -49,23 +56,87 @@ import (
 // its COMMIT, so the statement that waited for them may be logged first.
 const RaceSlack = time.Millisecond
 
-// Race says whether a statement raced (see Step.Raced). The Tracker sets
-// it when it reads the event, or later, until it no longer keeps the
-// statement (maxLate), when a transaction it raced with ends after it;
-// the replay reads it from another goroutine, once the statement ran,
-// and again once it is settled.
-type Race struct{ b, settled atomic.Bool }
+// RaceKind is how a statement raced with another session's transaction.
+type RaceKind uint32
 
-// raced is the Race of every statement known to race when read.
-var raced = func() *Race { r := &Race{}; r.b.Store(true); return r }()
+const (
+	// RaceNone: it did not race.
+	RaceNone RaceKind = iota
+	// RaceRow: the transaction wrote a row the statement names by its
+	// primary key (its key's bucket), both sides by key; or the
+	// statement follows such a statement in its block, or belongs to
+	// such a transaction.
+	RaceRow
+	// RaceRelation: the transaction wrote a relation the statement
+	// touches, and one side's rows cannot be bounded (a range or a join,
+	// a write without a key, a statement of unknown effect): it may not
+	// have touched a row the statement reads at all. Counted apart.
+	RaceRelation
+)
+
+// Race says whether a statement raced (see Step.Raced), and how. The
+// Tracker sets it when it reads the event, or later, until it no longer
+// keeps the statement (maxLate), when a transaction it raced with ends
+// after it; the replay reads it from another goroutine, once the
+// statement ran, and again once it is settled.
+type Race struct {
+	kind    atomic.Uint32
+	settled atomic.Bool
+}
+
+// racedRow is the Race of every statement known to race by row when
+// read: final, it is shared.
+var racedRow = newRace(RaceRow)
+
+func newRace(k RaceKind) *Race { r := &Race{}; r.kind.Store(uint32(k)); return r }
+
+// racedAs is a Race of kind k: the shared one for RaceRow, a new one
+// otherwise (a race relation-wide may still be found by row).
+func racedAs(k RaceKind) *Race {
+	if k == RaceRow {
+		return racedRow
+	}
+	return newRace(k)
+}
 
 // Raced reports whether the statement raced.
-func (r *Race) Raced() bool { return r != nil && r.b.Load() }
+func (r *Race) Raced() bool { return r.Kind() != RaceNone }
+
+// Kind is how the statement raced; RaceNone when it did not.
+func (r *Race) Kind() RaceKind {
+	if r == nil {
+		return RaceNone
+	}
+	return RaceKind(r.kind.Load())
+}
+
+// set records a race of kind k: a race by row is the stronger finding,
+// and stays once found.
+func (r *Race) set(k RaceKind) {
+	for {
+		old := RaceKind(r.kind.Load())
+		if k == RaceNone || old == RaceRow || old == k || old == RaceRelation && k != RaceRow {
+			return
+		}
+		if r.kind.CompareAndSwap(uint32(old), uint32(k)) {
+			return
+		}
+	}
+}
+
+// better is the stronger of two kinds found (RaceRow over RaceRelation).
+func better(a, b RaceKind) RaceKind {
+	if a == RaceRow || b == RaceRow {
+		return RaceRow
+	}
+	return max(a, b)
+}
 
 // Settled reports whether Raced can no longer change: the statement
-// raced, touches no relation (nil), or the Tracker no longer keeps it
-// for a transaction that ends after it. Once Settled, Raced is final.
-func (r *Race) Settled() bool { return r == nil || r.settled.Load() || r.b.Load() }
+// raced by row, touches no relation (nil), or the Tracker no longer
+// keeps it for a transaction that ends after it. Once Settled, Kind is
+// final.
+func (r *Race) Settled() bool { return r == nil || r.settled.Load() || r.Kind() == RaceRow }
 
 // maxLate bounds the statements a Tracker keeps for a commit logged just
 // after them (RaceSlack).
@@ -73,14 +144,16 @@ const maxLate = 64
 
 // late is a statement read recently, for a commit logged just after it:
 // its session, its block (Session.block; 0 outside one), when it ran,
-// its Race, and up to lateRels of the relations it touches (more: all).
+// its Race, and up to lateRels of the relations it touches (more: all)
+// and of the rows it names by key (more: taken as relation-wide).
 type late struct {
 	s          *Session
 	block      uint64
 	start, end int64
 	race       *Race
 	ids        [lateRels]uint32
-	n          uint8
+	rows       [lateRels]uint32
+	n, nr      uint8
 	all        bool
 }
 
@@ -102,7 +175,8 @@ type txEnd struct {
 	began  int64  // when its first write started
 	block  uint64 // its session's block (Session.block); 0: autocommit
 	s      *Session
-	writes []uint32 // relation ids, sorted
+	writes []uint32 // relation ids written whole or by key (any ids), sorted
+	rows   []uint32 // the bucket ids of the rows it wrote by key, sorted
 	all    bool     // of unknown effect: may have written anything
 }
 
@@ -122,95 +196,138 @@ func (r *endRing) add(e txEnd) {
 }
 
 // raced calls f with each transaction of a session other than s that
-// wrote one of rels (any relation: all) and ended while a statement of
-// s that ran from start to end did (see RaceSlack), walking back from the
-// newest end read to the first that ended before start; it reports
-// whether there was one.
-func (r *endRing) raced(s *Session, start, end int64, rels []uint32, all bool, f func(*txEnd)) bool {
+// wrote what a statement of s reaches (st) and ended while it ran, from
+// start to end (see RaceSlack), walking back from the newest end read to
+// the first that ended before start, and with how it raced with it; it
+// returns how the statement raced (the strongest kind found).
+func (r *endRing) raced(s *Session, start, end int64, st *raceRels, f func(*txEnd, RaceKind)) RaceKind {
 	n := len(r.ends)
-	found := false
+	found := RaceNone
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
 		if e.at <= start {
 			break
 		}
-		if e.s != s && e.from <= end+RaceSlack.Microseconds() && e.wrote(rels, all) {
-			f(e)
-			found = true
+		if e.s == s || e.from > end+RaceSlack.Microseconds() {
+			continue
+		}
+		if k := e.wrote(st.ids, st.rows, st.all); k != RaceNone {
+			f(e, k)
+			found = better(found, k)
 		}
 	}
 	return found
 }
 
 // flagTxn marks the statements of e's transaction still kept (lates) as
-// raced: the statement of another session it raced with may have run
-// before them on the target, as it could not in the original.
-func (t *Tracker) flagTxn(e *txEnd) {
+// raced, as k: the statement of another session it raced with may have
+// run before them on the target, as it could not in the original.
+func (t *Tracker) flagTxn(e *txEnd, k RaceKind) {
 	for j := range t.lates {
 		m := &t.lates[j]
 		if m.s == e.s && (e.block != 0 && m.block == e.block || m.end == e.at) {
-			m.race.b.Store(true)
+			m.race.set(k)
 		}
 	}
 }
 
-// wrote reports whether the transaction wrote one of rels (any: all).
-func (e *txEnd) wrote(rels []uint32, all bool) bool {
+// wrote is how a statement that reaches the relations rels and the rows
+// (buckets) rows (anything: all) races with the transaction: RaceRow
+// when it wrote one of those rows, RaceRelation when it wrote one of
+// those relations (whole, or rows of one the statement reaches whole),
+// RaceNone when neither.
+func (e *txEnd) wrote(rels, rows []uint32, all bool) RaceKind {
+	for _, id := range rows {
+		if _, ok := slices.BinarySearch(e.rows, id); ok {
+			return RaceRow
+		}
+	}
 	if all || e.all {
-		return true
+		return RaceRelation
 	}
 	for _, id := range rels {
 		if _, ok := slices.BinarySearch(e.writes, id); ok {
-			return true
+			return RaceRelation
 		}
 	}
-	return false
+	return RaceNone
 }
 
-// raceRels is what a transaction or a statement reaches, relation by
-// relation, for Raced: the relations as a whole, whether it reached
-// them by key or not.
+// raceRels is what a transaction or a statement reaches, for Raced: ids
+// are the relations it reaches whole (a relation's id, and its any id
+// for one reached whole that has rows written by key; see rowRef), rows
+// the buckets of the rows it reaches by key. A statement that reads a
+// row by key reaches its bucket and its relation's id (what a write
+// without a key wrote), not the any id: another key's write is not its.
 type raceRels struct {
-	ids []uint32
-	all bool
+	ids, rows []uint32
+	all       bool
 }
 
-func (r *raceRels) addID(id uint32) {
-	if !slices.Contains(r.ids, id) {
-		r.ids = append(r.ids, id)
+func addOnce(s []uint32, id uint32) []uint32 {
+	if !slices.Contains(s, id) {
+		s = append(s, id)
 	}
+	return s
 }
 
-// addWrites adds the relations eff (a statement's, before rowEffect)
-// writes.
-func (r *raceRels) addWrites(eff *effect) {
+// addWrites adds what eff (a statement's, before rowEffect) writes; bucket
+// and keyed are its row's (Tracker.raceRow).
+func (r *raceRels) addWrites(eff *effect, bucket uint32, keyed bool) {
 	r.all = r.all || eff.writeAll
 	for _, id := range eff.write {
-		r.addID(id)
+		r.ids = addOnce(r.ids, id)
 	}
-	if eff.rows != nil && eff.rows.write {
-		r.addID(eff.rows.rel)
+	switch x := eff.rows; {
+	case x == nil || !x.write:
+	case keyed:
+		r.rows = addOnce(r.rows, bucket)
+		r.ids = addOnce(r.ids, x.any)
+	default:
+		r.ids = addOnce(r.ids, x.rel)
 	}
 }
 
-// addTouch adds the relations eff (a statement's, before rowEffect)
-// reads or writes.
-func (r *raceRels) addTouch(eff *effect) {
+// addTouch adds what eff (a statement's, before rowEffect) reads or
+// writes; bucket and keyed are its row's (Tracker.raceRow).
+func (r *raceRels) addTouch(eff *effect, bucket uint32, keyed bool) {
 	r.all = r.all || eff.readAll || eff.writeAll || eff.lockAll
 	for _, id := range eff.touch {
-		r.addID(id)
+		r.ids = addOnce(r.ids, id)
 	}
 	for _, id := range eff.write {
-		r.addID(id)
+		r.ids = addOnce(r.ids, id)
 	}
-	if eff.rows != nil {
-		r.addID(eff.rows.rel)
+	switch x := eff.rows; {
+	case x == nil:
+	case keyed:
+		r.rows = addOnce(r.rows, bucket)
+		r.ids = addOnce(r.ids, x.rel)
+	default:
+		r.ids = addOnce(r.ids, x.rel)
+		r.ids = addOnce(r.ids, x.any)
 	}
 }
 
-func (r *raceRels) empty() bool { return len(r.ids) == 0 && !r.all }
+// raceRow is the bucket of the row eff (a statement's, before rowEffect)
+// names by key in event e, its id and its place among the relation's
+// keyBuckets (slot), for Raced and rowEffect; keyed false when it names
+// none or the log did not give its key.
+func (t *Tracker) raceRow(eff *effect, e *Exec) (bucket uint32, keyed bool, slot uint32) {
+	if eff.rows == nil {
+		return 0, false, 0
+	}
+	h, ok := keyHash(eff.rows, e)
+	if !ok {
+		return 0, false, 0
+	}
+	slot = uint32(h % keyBuckets)
+	return t.bucket(eff.rows.any, uint64(slot)), true, slot
+}
 
-func (r *raceRels) reset() { r.ids, r.all = r.ids[:0], false }
+func (r *raceRels) empty() bool { return len(r.ids) == 0 && len(r.rows) == 0 && !r.all }
+
+func (r *raceRels) reset() { r.ids, r.rows, r.all = r.ids[:0], r.rows[:0], false }
 
 // ended records that s's transaction, which wrote w from log time
 // s.raceBegan, ended with a statement that ran from log time from to at.
@@ -221,45 +338,50 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	if w.empty() {
 		return
 	}
-	ids := slices.Clone(w.ids)
+	ids, rows := slices.Clone(w.ids), slices.Clone(w.rows)
 	slices.Sort(ids)
-	e := txEnd{from: from, at: at, began: s.raceBegan, s: s, writes: ids, all: w.all}
+	slices.Sort(rows)
+	e := txEnd{from: from, at: at, began: s.raceBegan, s: s, writes: ids, rows: rows, all: w.all}
 	if s.inBlock {
 		e.block = s.block
 	}
 	t.ends.add(e)
 	n := len(t.lates)
-	flagged := false
+	flagged := RaceNone
 	for i := 0; i < n; i++ {
 		l := &t.lates[(t.nextLate+n-1-i)%n]
 		if l.end < from-RaceSlack.Microseconds() {
 			break
 		}
-		if l.s == s || l.start >= at || e.began >= l.end || !e.wrote(l.ids[:l.n], l.all) {
+		if l.s == s || l.start >= at || e.began >= l.end {
 			continue
 		}
-		if !flagged {
+		k := e.wrote(l.ids[:l.n], l.rows[:l.nr], l.all)
+		if k == RaceNone {
+			continue
+		}
+		if flagged != RaceRow && k != flagged {
 			// Also when the statement raced with another
 			// transaction already: it may have waited for this one
 			// too, and run before its statements on the target.
-			t.flagTxn(&e)
-			flagged = true
+			t.flagTxn(&e, k)
+			flagged = better(flagged, k)
 		}
-		if l.race.Raced() {
+		if before := l.race.Kind(); before == RaceRow || before == k {
 			continue
 		}
-		l.race.b.Store(true)
+		l.race.set(k)
 		if l.block == 0 {
 			continue
 		}
 		// What its block did after it raced too (see Session.Event).
 		for j := 0; j < n; j++ {
 			if m := &t.lates[j]; m.s == l.s && m.block == l.block && m.end > l.end {
-				m.race.b.Store(true)
+				m.race.set(k)
 			}
 		}
 		if l.s.inBlock && l.s.block == l.block {
-			l.s.raceOpen = true
+			l.s.raceOpen = better(l.s.raceOpen, k)
 		}
 	}
 }
@@ -271,12 +393,14 @@ func (t *Tracker) read(s *Session, start, end int64, r *Race) {
 	if r == nil {
 		return
 	}
-	l := late{s: s, start: start, end: end, race: r, all: s.raceStmt.all || len(s.raceStmt.ids) > lateRels}
+	st := &s.raceStmt
+	l := late{s: s, start: start, end: end, race: r, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels}
 	if s.inBlock {
 		l.block = s.block
 	}
 	if !l.all {
-		l.n = uint8(copy(l.ids[:], s.raceStmt.ids))
+		l.n = uint8(copy(l.ids[:], st.ids))
+		l.nr = uint8(copy(l.rows[:], st.rows))
 	}
 	if len(t.lates) < maxLate {
 		t.lates = append(t.lates, l)

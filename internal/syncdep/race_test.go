@@ -1,6 +1,10 @@
 package syncdep
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
 
 // TestRaced: a statement races with another session's transaction when
 // that transaction wrote a relation the statement touches and ended
@@ -160,7 +164,9 @@ func TestRacedLoadedCapture(t *testing.T) {
 		t.Fatal("raced before the commit was read")
 	}
 	run(a, ms(2)+900, ms(22), "COMMIT")
-	if !waiter.Raced() || !waiter.Race.Settled() {
+	// orders has no key in shopCatalog: relation-wide, which a race by
+	// row found later may still replace (not settled).
+	if waiter.Race.Kind() != RaceRelation {
 		t.Error("a DELETE during which another session's COMMIT was sent, answered 19 ms after it, did not race")
 	}
 
@@ -209,5 +215,55 @@ func TestRaceSettled(t *testing.T) {
 	}
 	if !st.Race.Settled() || st.Raced() {
 		t.Errorf("settled %v, raced %v after %d later statements: want settled, not raced", st.Race.Settled(), st.Raced(), maxLate)
+	}
+}
+
+// TestRaceKinds: a point statement races by row only with a transaction
+// that wrote its key; another key's write is no race at all, and a write
+// or read whose rows cannot be bounded (no key in the predicate) races
+// relation-wide, counted apart; never merged.
+func TestRaceKinds(t *testing.T) {
+	tr := NewTracker(Object)
+	tr.SetCatalog("db", keyedCatalog())
+	a, b := tr.Session("db", "a"), tr.Session("db", "b")
+	ev := func(s *Session, start, end int64, sql string, params ...string) Step {
+		ps := make([]event.Param, len(params))
+		for i, p := range params {
+			ps[i] = event.Param{Value: p}
+		}
+		return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
+	}
+	const upd = "UPDATE public.accounts SET n = n + 1 WHERE id = $1"
+	const get = "SELECT n FROM public.accounts WHERE id = $1"
+	// a's autocommit UPDATE of key 1 ends while b reads key 1: by row.
+	ev(a, ms(1), ms(2), upd, "1")
+	if st := ev(b, ms(1)+500, ms(3), get, "1"); st.Race.Kind() != RaceRow {
+		t.Errorf("a read of key 1 across a commit that wrote key 1: %v, want RaceRow", st.Race.Kind())
+	}
+	// A read of another key across a write of key 1: no race.
+	ev(a, ms(10), ms(11), upd, "1")
+	if st := ev(b, ms(10)+500, ms(12), get, "2"); st.Raced() {
+		t.Errorf("a read of key 2 across a commit that wrote only key 1 raced (%v)", st.Race.Kind())
+	}
+	// A range read across a write by key: relation-wide.
+	ev(a, ms(20), ms(21), upd, "1")
+	if st := ev(b, ms(20)+500, ms(22), "SELECT n FROM public.accounts WHERE id BETWEEN $1 AND $2", "1", "100"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a range read across a write by key: %v, want RaceRelation", st.Race.Kind())
+	}
+	// A point read across a write without a key: relation-wide.
+	ev(a, ms(30), ms(31), "UPDATE public.accounts SET n = 0 WHERE n > $1", "5")
+	if st := ev(b, ms(30)+500, ms(32), get, "7"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a point read across a write without a key: %v, want RaceRelation", st.Race.Kind())
+	}
+	// A race relation-wide becomes one by row when a commit logged just
+	// after it wrote its key (RaceSlack); the kind never goes back.
+	late := ev(b, ms(40), ms(41), get, "9")
+	ev(a, ms(40)+100, ms(41)+200, upd, "9")
+	if late.Race.Kind() != RaceRow || !late.Race.Settled() {
+		t.Errorf("a read whose key a commit logged just after it wrote: %v, settled %v; want RaceRow, settled", late.Race.Kind(), late.Race.Settled())
+	}
+	ev(a, ms(40)+150, ms(41)+300, "UPDATE public.accounts SET n = 0 WHERE n > $1", "5")
+	if late.Race.Kind() != RaceRow {
+		t.Errorf("a race by row went back to %v", late.Race.Kind())
 	}
 }

@@ -589,8 +589,12 @@ type expansion struct {
 	written map[int]Op
 }
 
+// unknownPrefix marks, in an Effect, a name the catalog does not have.
+const unknownPrefix = "?"
+
 // named expands the relations st names, but skip: names the catalog
-// does not have are kept as "?name", the same in every schema.
+// does not have are kept as "?name" (unknownPrefix), the same in every
+// schema.
 func (x *expansion) named(st *Statement, skip Name) {
 	for _, n := range st.Touch {
 		if n == skip {
@@ -598,7 +602,7 @@ func (x *expansion) named(st *Statement, skip Name) {
 		}
 		gs := x.r.lookup(n)
 		if len(gs) == 0 {
-			x.e.Touch = append(x.e.Touch, "?"+n.Name)
+			x.e.Touch = append(x.e.Touch, unknownPrefix+n.Name)
 		}
 		for _, g := range gs {
 			x.touch(g)
@@ -610,7 +614,7 @@ func (x *expansion) named(st *Statement, skip Name) {
 		}
 		gs := x.r.lookup(w.Name)
 		if len(gs) == 0 {
-			x.e.Write = append(x.e.Write, "?"+w.Name.Name)
+			x.e.Write = append(x.e.Write, unknownPrefix+w.Name.Name)
 		}
 		for _, g := range gs {
 			x.write(g, w.Op)

@@ -102,6 +102,14 @@ type Step struct {
 	Barrier bool
 	// Rows says whether the event was ordered by the row its key names.
 	Rows RowOrder
+	// Tables are the relations the event reads or writes by name
+	// (schema.name, sorted; nil when it names none): where a differing
+	// answer that nothing else explains says the target's data differs
+	// from the start. Shared: not to be modified. One the target's
+	// catalog does not have is named with NotInCatalog after it, and
+	// Unknown set: a temporary table, or one missing on the target.
+	Tables  []string
+	Unknown bool
 	// Race says whether, in the original, the event ran while a
 	// transaction of another session that wrote a relation it touches
 	// ended (committed or rolled back), or followed such an event in its
@@ -198,6 +206,11 @@ type effect struct {
 	// error (not large objects): in Load mode it waits only for the
 	// commits that changed the schema.
 	read bool
+	// tables are the relations it reads or writes by name (schema.name,
+	// sorted), for Step.Tables; unknown: it names one the catalog does
+	// not have (Step.Unknown).
+	tables  []string
+	unknown bool
 }
 
 // rowRef is a RowKey with relation ids: rel is the relation's id (that
@@ -448,16 +461,17 @@ func anyKey(key string) string { return key + "\x00rows" }
 // bucket's inserts instead of its bucket (see Wait) and may wait to lock
 // the relation's whole-relation writes; a write by key writes its bucket
 // (and its inserts, for an INSERT) and the relation's any id.
-func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, keyed bool) {
+//
+// bucket and keyed are the execution's row (Tracker.raceRow), read once
+// for both.
+func (t *Tracker) rowEffect(base *effect, bucket uint32, keyed bool, slot uint32) *effect {
 	r := base.rows
 	k := rowEffectKey{base: base, bucket: wholeBucket}
-	h, keyed := keyHash(r, e)
 	if keyed {
-		k.bucket = uint32(h % keyBuckets)
-		bucket = t.bucket(r.any, uint64(k.bucket))
+		k.bucket = slot
 	}
 	if x, ok := t.rowEffects[k]; ok {
-		return x, bucket, keyed
+		return x
 	}
 	x := *base
 	x.rows = nil
@@ -495,7 +509,7 @@ func (t *Tracker) rowEffect(base *effect, e *Exec) (_ *effect, bucket uint32, ke
 		clear(t.rowEffects)
 	}
 	t.rowEffects[k] = &x
-	return &x, bucket, keyed
+	return &x
 }
 
 func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
@@ -532,6 +546,18 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 			x.lock = append(x.lock, t.id(d, anyKey(k)))
 		}
 	}
+	for _, k := range append(slices.Clip(ef.Touch), ef.Write...) {
+		if n, ok := strings.CutPrefix(k, unknownPrefix); ok {
+			x.unknown = true
+			x.tables = append(x.tables, n+NotInCatalog)
+		} else {
+			x.tables = append(x.tables, k)
+		}
+	}
+	if k := ef.Rows; k != nil {
+		x.tables = append(x.tables, k.Rel)
+	}
+	x.tables = sortedUnique(x.tables)
 	if k := ef.Rows; k != nil {
 		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert}
 	}
@@ -565,7 +591,7 @@ type Session struct {
 	// raced; block numbers the session's blocks (see Step.Race).
 	raceTx, raceStmt raceRels
 	raceBegan        int64
-	raceOpen         bool
+	raceOpen         RaceKind
 	block            uint64
 	// prepGid is the global id the event being read prepares, and
 	// prepWait the PREPARE TRANSACTION it finishes (see
@@ -665,11 +691,14 @@ func (s *Session) Event(e Exec) Step {
 			}
 			continue
 		}
-		s.raceStmt.addTouch(eff)
+		step.Tables = mergeTables(step.Tables, eff.tables)
+		step.Unknown = step.Unknown || eff.unknown
+		rb, rk, slot := t.raceRow(eff, &e)
+		s.raceStmt.addTouch(eff, rb, rk)
 		if s.raceTx.empty() {
 			s.raceBegan = e.Start
 		}
-		s.raceTx.addWrites(eff)
+		s.raceTx.addWrites(eff, rb, rk)
 		if t.mode == Load && eff.read {
 			// It only reads: what it finds is there or not without
 			// an error, so it waits for nothing but the schema.
@@ -678,9 +707,8 @@ func (s *Session) Event(e Exec) Step {
 		}
 		if eff.rows != nil {
 			r := eff.rows
-			var bucket uint32
-			var keyed bool
-			eff, bucket, keyed = t.rowEffect(eff, &e)
+			bucket, keyed := rb, rk
+			eff = t.rowEffect(eff, bucket, keyed, slot)
 			if keyed && (r.write || r.lock) {
 				s.rowLocks = append(s.rowLocks, bucket)
 				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
@@ -816,17 +844,24 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 	// statement's answer (a DELETE of 0 rows, then an INSERT that finds
 	// the key): it raced too, up to the block's end.
 	switch {
-	case s.raceOpen:
-		step.Race = raced
+	case s.raceOpen != RaceNone:
+		step.Race = racedAs(s.raceOpen)
+		if s.raceOpen == RaceRelation && !s.raceStmt.empty() {
+			// It may still race by row itself.
+			step.Race.set(t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn))
+		}
 	case !s.raceStmt.empty():
 		// Every transaction it raced with: their statements race too.
-		if t.ends.raced(s, e.Start, e.End, s.raceStmt.ids, s.raceStmt.all, t.flagTxn) {
-			step.Race = raced
+		if k := t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn); k != RaceNone {
+			step.Race = racedAs(k)
 		} else {
 			step.Race = &Race{}
 		}
 	}
-	s.raceOpen = s.inBlock && step.Race.Raced()
+	s.raceOpen = RaceNone
+	if s.inBlock {
+		s.raceOpen = step.Race.Kind()
+	}
 	t.read(s, e.Start, e.End, step.Race)
 	if !s.inBlock && !s.raceTx.empty() {
 		// Outside a block an execution is its own transaction, which
@@ -917,7 +952,7 @@ func (s *Session) End() {
 	if !s.ended {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
-		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, false
+		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, RaceNone
 		s.t.sessions--
 	}
 }
@@ -967,4 +1002,22 @@ func (c *cutIndex) before(at int64) uint64 {
 		return 0
 	}
 	return c.seq[i-1]
+}
+
+// NotInCatalog follows, in Step.Tables, the name of a relation the
+// target's catalog does not have.
+const NotInCatalog = " (not in the target's catalog)"
+
+// mergeTables is the union of two sorted lists of tables; a when b adds
+// nothing, b when a is empty (shared, not copied).
+func mergeTables(a, b []string) []string {
+	if len(a) == 0 {
+		return b
+	}
+	for _, n := range b {
+		if _, ok := slices.BinarySearch(a, n); !ok {
+			return sortedUnique(append(slices.Clone(a), b...))
+		}
+	}
+	return a
 }
