@@ -3,6 +3,7 @@ package replayrun
 import (
 	"context"
 	"fmt"
+	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,6 +77,10 @@ func AskServer(ctx context.Context, dsn string) (*Server, error) {
 		return nil, connstr.SafeError(err)
 	}
 	defer conn.Close(context.Background())
+	// Its questions are not the workload: kept out of the target's
+	// pg_stat_statements where the login may (a superuser), as the
+	// pre-flight's other reads are.
+	_ = catalog.Untracked(ctx, conn)
 	s := &Server{}
 	// reserved_connections is PostgreSQL 16's; missing before (NULL).
 	err = conn.QueryRow(ctx, `SELECT current_setting('port')::int, pg_postmaster_start_time(),
