@@ -229,9 +229,9 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	replayed := pgssCalls(ctx, t, b)
 
 	excluded := map[string]bool{}
-	// The reset and the count are the test's; the replay's pre-flight
-	// runs SELECT 1 on the target as each login.
-	for _, q := range []string{"SELECT pg_stat_statements_reset()", pgssQuery, "SELECT 1"} {
+	// The reset and the count are the test's; the rest the replay's
+	// pre-flight's (preflightStatements).
+	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", pgssQuery}, preflightStatements...) {
 		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
 	}
 	checked := 0

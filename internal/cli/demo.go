@@ -169,7 +169,7 @@ when it ran, whatever the verdict, which it prints.
 	fl.StringVar(&f.candidateBin, "candidate-bin", "", "directory of the candidate's server binaries, another major version for --change upgrade (default: --control-bin's)")
 	fl.Float64Var(&f.speed, "speed", 1, "replay speed (1: the original pace; 0: as fast as possible)")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side")
-	fl.IntVar(&f.maxRounds, "max-rounds", rehearse.DefaultRounds+2, "rounds per side at most: while a query's interval holds a ratio that breaks a rule, a round a side is added, up to this many (rehearse --max-rounds)")
+	fl.IntVar(&f.maxRounds, "max-rounds", 0, "rounds per side at most: while a query's interval holds a ratio that breaks a rule, a round a side is added, up to this many (rehearse --max-rounds; 0: --rounds, none added)")
 	fl.StringVar(&f.out, "out", "pgrehearse-demo", "directory for the rounds, the comparison and the report")
 	fl.StringVar(&f.failOn, "fail-on", demoFailOn, "rules that make the verdict fail")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest ms a query must slow down by to count")
@@ -259,7 +259,7 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	}
 	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--rounds", strconv.Itoa(f.rounds), "--max-rounds", strconv.Itoa(f.maxRounds), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+		"--rounds", strconv.Itoa(f.rounds), "--max-rounds", strconv.Itoa(max(f.maxRounds, f.rounds)), "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
 		"--target-log-prefix", demoPrefix,
 		"--out", out("rounds"), "--json", out("report.json"), "--html", out("report.html"), "--keep-samples",
 		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64)}
@@ -274,8 +274,8 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 	if code == ExitIncomplete && latencyNotJudged(out("report.json")) {
 		code = ExitOK
 	}
-	// An undecided verdict too: the demo adds at most --max-rounds
-	// less --rounds rounds a side, and shows what they could not tell.
+	// An undecided verdict too: the demo keeps to its rounds unless
+	// --max-rounds allows more, and shows what they could not tell.
 	if code != ExitOK && code != ExitRegression && code != ExitUndecided {
 		return &exitError{code: code, err: fmt.Errorf("demo: rehearse failed (exit code %d)", code)}
 	}

@@ -335,15 +335,18 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 
 // checkDriverReplay compares A's and B's pg_stat_statements and checks
 // the replay's result and B's tables against dc.
+// preflightStatements are what the replay's pre-flight leaves in the
+// target's pg_stat_statements: SELECT 1 as each login, and the two
+// statements of catalog.Untracked on the connection that asks the server
+// what it is (replayrun.AskServer), whose questions are then untracked.
+var preflightStatements = []string{"SELECT 1", "SELECT current_setting('is_superuser') = 'on'", "SET pg_stat_statements.track = none"}
+
 func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[string]callRows, res *results.Result, b *pgcluster.Cluster) {
 	t.Helper()
-	// The test's own statements; the replay's pre-flight runs SELECT 1
-	// on the target as each login, and asks the server what it is
-	// (replayrun.AskServer) untracked, which leaves the two statements
-	// of catalog.Untracked.
+	// The test's own statements, and the replay's pre-flight's
+	// (preflightStatements).
 	excluded := map[string]bool{}
-	for _, q := range []string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements", "SELECT 1",
-		"SELECT current_setting('is_superuser') = 'on'", "SET pg_stat_statements.track = none"} {
+	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements"}, preflightStatements...) {
 		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
 	}
 	queries := map[string]string{}

@@ -57,7 +57,7 @@ func TestHelpListsOwnExitCodes(t *testing.T) {
 		{"merge", []int{0, 1, 2, 5}},
 		{"observe", []int{0, 1, 2}},
 		{"plan", []int{0, 1, 2, 4}},
-		{"replay", []int{0, 1, 2, 3, 4, 5}},
+		{"replay", []int{0, 1, 2, 3, 4, 5, 6}},
 		{"report", []int{0, 1, 2, 3, 5, 6}},
 		{"sweep", []int{0, 1, 2, 4}},
 		{"demo", []int{0, 1, 2, 4, 5, 6}},

@@ -73,7 +73,7 @@ func workSection(rep *compare.Report) (htmlreport.Section, bool) {
 	for _, q := range qs {
 		w := q.Work
 		row := htmlreport.Row{Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
-			htmlreport.Text(WorkStatusText(w)),
+			figureCell(htmlreport.Text(WorkStatusText(w))),
 			htmlreport.Num(fmtSignedBytes(w.AddedWALBytes), w.AddedWALBytes),
 			workFigureCell(w, compare.MetricWALBytes), workEffectCell(&w.WALBytes),
 			workFigureCell(w, compare.MetricWALFPI), workEffectCell(&w.WALFPI),
