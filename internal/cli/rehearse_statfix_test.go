@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,6 +106,15 @@ func rehearseStats(t *testing.T, ctl, cand *pgcluster.Cluster, log string, extra
 // again too.
 func rehearseFix(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, extra ...string) (int, string, fixesDoc, *fixes.Outcome) {
 	t.Helper()
+	return rehearseFixUntil(t, ctl, cand, log, name, nil, extra...)
+}
+
+// rehearseFixUntil is rehearseFix that also tries again, within its
+// three attempts, while done (when not nil) says the attempt's other
+// timed outcome is not there yet: one round a side of another fix is the
+// same race of the machine's.
+func rehearseFixUntil(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, done func(fixesDoc) bool, extra ...string) (int, string, fixesDoc, *fixes.Outcome) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		code, stdout, jsonPath := rehearseStats(t, ctl, cand, log, extra...)
 		doc := readJSON[fixesDoc](t, jsonPath)
@@ -114,7 +124,7 @@ func rehearseFix(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, e
 				o = &doc.Fixes[i]
 			}
 		}
-		if o != nil && o.Status == fixes.Verified || attempt == 3 {
+		if o != nil && o.Status == fixes.Verified && (done == nil || done(doc)) || attempt == 3 {
 			return code, stdout, doc, o
 		}
 		status := "not tried"
@@ -136,7 +146,14 @@ func rehearseFix(t *testing.T, ctl, cand *pgcluster.Cluster, log, name string, e
 func TestRehearseStatisticsFix(t *testing.T) {
 	parallelCase(t)
 	ctl, cand := statTargets(t, statTable, "CREATE STATISTICS s_ab (dependencies) ON a, b FROM s; ANALYZE s", "")
-	code, stdout, doc, stat := rehearseFix(t, ctl, cand, statLog(t, ctl.User()), "statistics-s_ab", "--fix-findings")
+	// The finding's index is judged by one round a side too: faster
+	// than without it, unless a burst of the machine's fell on it.
+	indexFaster := func(doc fixesDoc) bool {
+		return slices.ContainsFunc(doc.Fixes, func(f fixes.Outcome) bool {
+			return f.Origin == fixes.OriginFinding && len(f.Changes) == 1 && f.Changes[0].Direction == fixes.Faster
+		})
+	}
+	code, stdout, doc, stat := rehearseFixUntil(t, ctl, cand, statLog(t, ctl.User()), "statistics-s_ab", indexFaster, "--fix-findings")
 	if code != ExitOK || !strings.HasPrefix(stdout, "REGRESSIONS (no rule to fail on): 1 regression") {
 		t.Fatalf("exit %d, want 0 with the regression named: no rule fails on it, and fixes never change it", code)
 	}
