@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,10 @@ func TestPreflightServers(t *testing.T) {
 	t.Run("replay anyway", func(t *testing.T) {
 		_, stdout, stderr := runCLI(ctx, "", "replay", "--target", small.DSN("postgres"), "--prefix", testPrefix,
 			"--speed", "0", "--ignore-connection-limit", crowd)
-		if strings.Contains(stderr, "PRE-FLIGHT FAILED") || !strings.Contains(stdout, "Replay at speed") {
+		// It replays: complete when the sessions' short lives let the
+		// five slots serve all ten, INCOMPLETE when they overlap (on a
+		// busy machine, make test-busy), as the warning said.
+		if strings.Contains(stderr, "PRE-FLIGHT FAILED") || !regexp.MustCompile(`Replay (\(INCOMPLETE\) )?at speed 0`).MatchString(stdout) {
 			t.Errorf("--ignore-connection-limit did not replay:\n%s%s", stdout, stderr)
 		}
 		if !strings.Contains(stderr, "pre-flight: WARNING: the log holds up to 10 sessions open at once") {
