@@ -25,6 +25,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/proxy"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -388,6 +389,27 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	q := `p50 (at most|over) [0-9.]+[µm]?s, p99 (at most|over) [0-9.]+[µm]?s`
 	if !regexp.MustCompile(`\n  added     per chunk relayed, ` + q + ` from clients; ` + q + ` from the server\n`).MatchString(out) {
 		t.Errorf("no line saying what the proxy added per chunk:\n%s", out)
+	}
+
+	// Split in two shard processes with no coordination database, the
+	// same divergences are not blamed on the target's data: a shard does
+	// not follow the other's writes, which may explain them (a clean
+	// clone's CI, 2026-11-27: a pgbench read in one shard differed after
+	// an update the other shard ran out of the original's order).
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE split TEMPLATE changed"); err != nil {
+		t.Fatal(err)
+	}
+	var split results.Outcomes
+	for _, p := range runShards(t, 2, t.TempDir(), "--shards", "2", "--target", c.DSN("split"), "--database-map", "orig=split", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir) {
+		o := readShardResult(t, p.json).Outcomes
+		if p.code == ExitDiverged || o.AnswerDiffersTargetData != 0 {
+			t.Errorf("shard %d exited %d blaming %d answers on the target's data; a shard that does not see the other's writes cannot:\n%s", p.k, p.code, o.AnswerDiffersTargetData, p.out.String())
+		}
+		split.AnswerDiffers += o.AnswerDiffers
+		split.AnswerDiffersUnexplained += o.AnswerDiffersUnexplained
+	}
+	if split.AnswerDiffers != 5 || split.AnswerDiffersUnexplained != 5 {
+		t.Errorf("shards: %d answers differ, %d unexplained; want the 5 of one process, unexplained", split.AnswerDiffers, split.AnswerDiffersUnexplained)
 	}
 
 	code, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir)

@@ -643,7 +643,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 	}
 	if len(tally.undecided) > 0 {
 		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables}
-		if tally.notData {
+		if tally.notData || r.opts.OthersUnseen {
 			p.tables = nil // unexplained, unless it raced
 		}
 		sh.addPendingRace(r, p)
@@ -733,7 +733,7 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}
-	if cause == "" && race.Settled() && len(sy.tables) > 0 && dataDiffers(d, sy, te) {
+	if cause == "" && race.Settled() && len(sy.tables) > 0 && !s.r.opts.OthersUnseen && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
 	}
 	return cause, what

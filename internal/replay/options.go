@@ -195,6 +195,12 @@ type Options struct {
 	// shard's synchronized sessions also wait for (see Peers); nil: only
 	// its own sessions' commits are waited for.
 	Peers Peers
+	// OthersUnseen: the log has sessions this replay does not run and
+	// whose writes it does not follow (a shard with no coordination
+	// database). A differing answer may then come from such a session's
+	// write, run out of the original's order, so none is blamed on the
+	// target's data (querystats.CauseTargetData): it stays unexplained.
+	OthersUnseen bool
 
 	// CreatedElsewhere, when not nil, tells the pre-flight which roles
 	// and databases ("role:x", "db:x", as CreatedBy names them) the log

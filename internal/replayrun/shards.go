@@ -147,6 +147,7 @@ func prepareShards(cfg *Config) (*shardRun, error) {
 		s.link = coord.NewLink(s.sel.ShardOf, cfg.Replay.Cache)
 		cfg.Replay.Peers = s.link
 	}
+	cfg.Replay.OthersUnseen = s.link == nil
 	// The roles and databases other shards' sessions create: the
 	// pre-flight does not check their logins before they exist.
 	var mu sync.Mutex
@@ -304,7 +305,7 @@ func (s *shardRun) finish(cfg *Config, res *results.Result, ok bool) {
 			}
 		} else {
 			sy.Scope = results.SyncWithinShard
-			sy.Notes = append(sy.Notes, fmt.Sprintf("shard %d of %d synchronized its own sessions only: statements that depended on other shards' commits did not wait for them (no coordination database)",
+			sy.Notes = append(sy.Notes, fmt.Sprintf("shard %d of %d synchronized its own sessions only: statements that depended on other shards' commits did not wait for them (no coordination database), and a differing answer is not blamed on the target's data",
 				s.sel.K, s.sel.Of))
 		}
 	}
