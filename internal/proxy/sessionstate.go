@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/wire"
@@ -95,10 +94,9 @@ type sessState struct {
 	// cmds the statements waiting for their CommandComplete, by class.
 	acks []pendingAck
 	cmds [numTagClasses][]pendingCmd
-	// named maps a prepared statement or portal of the extended
-	// protocol whose query changes the state to its command.
-	stmtCmds   map[string]stateCmd
-	portalCmds map[string]stateCmd
+	// names are the prepared statements and portals of the extended
+	// protocol whose query changes the state, with its command.
+	names wire.Names[stateCmd, stateCmd]
 
 	// status is the last ReadyForQuery's; sent counts the requests
 	// that end with a ReadyForQuery (Query, Sync, FunctionCall) the
@@ -138,7 +136,7 @@ func (st *sessState) frontend(msg []byte) {
 	switch typ {
 	case wire.Query:
 		if st.unrecordable == "" {
-			for _, c := range stateCmds(nil, view(body)) {
+			for _, c := range stateCmds(nil, wire.View(body)) {
 				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 			}
 		}
@@ -150,45 +148,32 @@ func (st *sessState) frontend(msg []byte) {
 		st.sent++
 	case wire.Parse:
 		st.unsynced = true
-		name, rest, _ := bytes.Cut(body, []byte{0})
-		query := view(rest)
+		name, query := wire.ParseHead(body)
 		a := pendingAck{kind: ackParse, batch: st.sent}
 		if len(name) > 0 && st.unrecordable == "" {
-			a.key, a.parse = stmtKey(string(name)), bytes.Clone(msg)
+			a.key, a.parse = stmtKey(name), bytes.Clone(msg)
 		}
 		st.acks = append(st.acks, a)
-		if c, ok := classify(query); ok && st.unrecordable == "" {
-			if st.stmtCmds == nil {
-				st.stmtCmds = map[string]stateCmd{}
-			}
-			st.stmtCmds[string(name)] = c
-		} else if len(st.stmtCmds) > 0 {
-			delete(st.stmtCmds, string(name))
-		}
+		c, ok := classify(query)
+		st.names.Parse(name, c, ok && st.unrecordable == "")
 	case wire.Bind:
 		st.unsynced = true
-		portal, rest, _ := bytes.Cut(body, []byte{0})
-		if c, ok := st.stmtCmds[view(rest)]; ok {
-			if st.portalCmds == nil {
-				st.portalCmds = map[string]stateCmd{}
-			}
-			st.portalCmds[string(portal)] = c
-		} else if len(st.portalCmds) > 0 {
-			delete(st.portalCmds, string(portal))
-		}
+		portal, stmt := wire.BindHead(body)
+		c, ok := st.names.Statement(stmt)
+		st.names.Bind(portal, c, ok)
 	case wire.Execute:
 		st.unsynced = true
-		if c, ok := st.portalCmds[view(body)]; ok {
+		if c, ok := st.names.Portal(wire.ExecuteHead(body)); ok {
 			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 		}
 	case wire.Close:
 		st.unsynced = true
 		a := pendingAck{kind: ackClose, batch: st.sent}
-		if len(body) > 1 && body[0] == wire.CloseStatement {
-			if name := cstring(body[1:]); name != "" {
+		if kind, name, ok := wire.CloseHead(body); ok {
+			if kind == wire.CloseStatement && name != "" {
 				a.key = stmtKey(name)
-				delete(st.stmtCmds, name)
 			}
+			st.names.Close(kind, name)
 		}
 		st.acks = append(st.acks, a)
 	case wire.Describe:
@@ -219,7 +204,7 @@ func (st *sessState) backend(typ byte, body []byte) {
 			st.remove(a.key)
 		}
 	case wire.CommandComplete:
-		tag := view(body)
+		tag := wire.View(body)
 		if tag == "ROLLBACK" {
 			st.rolledBack = true
 		}
@@ -378,7 +363,7 @@ func (st *sessState) drop(why string) {
 	}
 	st.unrecordable = why
 	st.items, st.index, st.bytes, st.txn = nil, nil, 0, nil
-	st.stmtCmds, st.portalCmds = nil, nil
+	st.names.Reset()
 	for c := range st.cmds {
 		st.cmds[c] = nil
 	}
@@ -405,14 +390,4 @@ func (st *sessState) resume() *capture.Resume {
 		rs.SkipReason = ""
 	}
 	return rs
-}
-
-// view is the C string at the start of b as a string that shares b's
-// memory, without a copy: for reading a message in the pump's buffer
-// only, never to keep (classify copies what it keeps).
-func view(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -50,6 +50,9 @@ const (
 	FieldMessage         byte = 'M'
 )
 
-// CloseStatement is the object type of a Close (or Describe) that names
-// a prepared statement; any other names a portal.
-const CloseStatement byte = 'S'
+// The object types of a Close (or Describe): a prepared statement or a
+// portal.
+const (
+	CloseStatement byte = 'S'
+	ClosePortal    byte = 'P'
+)
