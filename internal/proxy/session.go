@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/proxy/midstream"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
@@ -117,7 +118,7 @@ type session struct {
 	// can take it up from the middle (Config.ResumeSessions), nil
 	// without; join is the recording waiting for its next idle point
 	// to do so (Attach).
-	st   *sessState
+	st   *midstream.State
 	join atomic.Pointer[binding]
 
 	started atomic.Bool
@@ -147,7 +148,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		digest:    !p.cfg.NoRowDigest,
 	}
 	if p.cfg.ResumeSessions {
-		s.st = newSessState(cmp.Or(p.cfg.StateItems, DefaultStateItems), cmp.Or(p.cfg.StateBytes, DefaultStateBytes))
+		s.st = midstream.New(cmp.Or(p.cfg.StateItems, DefaultStateItems), cmp.Or(p.cfg.StateBytes, DefaultStateBytes))
 	}
 	p.sessionsTotal.Add(1)
 	p.sessionsOpen.Add(1)
