@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"maps"
-	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/proxy/midstream"
@@ -135,18 +134,7 @@ func (s *session) resumeLocked(b *binding) {
 		}
 	}
 	b.resumes.Resumed++
-	b.sink.Add(capture.Record{
-		Kind:          capture.KindStartup,
-		Session:       s.id,
-		Time:          time.Now().UnixMicro(),
-		Params:        s.params,
-		ProtocolMajor: uint16(s.proto >> 16),
-		ProtocolMinor: uint16(s.proto),
-		TLS:           s.tls,
-		BackendPID:    s.pid,
-		ClientAddr:    s.addr,
-		Resume:        rs,
-	})
+	b.sink.Add(s.startupRecord(rs))
 	s.rec.Store(b)
 }
 

@@ -333,7 +333,16 @@ func (s *session) emitStartup() {
 	s.p.mu.Lock()
 	s.bind()
 	s.p.mu.Unlock()
-	s.add(capture.Record{
+	s.add(s.startupRecord(nil))
+}
+
+// startupRecord is the session's KindStartup, made now: what the client
+// asked for in its startup packet, the backend it got, and rs, the
+// state of a session recorded from the middle (nil for one recorded
+// from its start). It is the one place a startup record is made, for a
+// session's start and for a recording that takes it up later.
+func (s *session) startupRecord(rs *capture.Resume) capture.Record {
+	return capture.Record{
 		Kind:          capture.KindStartup,
 		Session:       s.id,
 		Time:          time.Now().UnixMicro(),
@@ -343,7 +352,8 @@ func (s *session) emitStartup() {
 		TLS:           s.tls,
 		BackendPID:    s.pid,
 		ClientAddr:    s.addr,
-	})
+		Resume:        rs,
+	}
 }
 
 func (s *session) keepFrontend(typ byte) bool {
