@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/proxy/midstream"
@@ -503,45 +506,36 @@ func (s *session) backendPart(typ byte, body int, part []byte, first, last bool)
 }
 
 // withoutPlus returns AuthenticationSASL msg without SCRAM-SHA-256-PLUS
-// among its mechanisms, or nil when it was not there.
+// among its mechanisms, or nil when it was not there (or msg does not
+// decode: it goes through as it came). It reads and writes the message
+// with pgproto3's types: it comes once per login, off the relay's path.
 func withoutPlus(msg []byte) ([]byte, error) {
-	mechs := msg[9:]
-	out := append(make([]byte, 0, len(msg)), msg[:9]...)
-	found, kept := false, 0
-	for len(mechs) > 0 {
-		name, rest, ok := bytes.Cut(mechs, []byte{0})
-		if !ok || len(name) == 0 {
-			break
-		}
-		mechs = rest
-		if string(name) == "SCRAM-SHA-256-PLUS" {
-			found = true
-			continue
-		}
-		out = append(append(out, name...), 0)
-		kept++
-	}
-	if !found {
+	var sasl pgproto3.AuthenticationSASL
+	if sasl.Decode(msg[5:]) != nil {
 		return nil, nil
 	}
-	if kept == 0 {
+	kept := slices.DeleteFunc(slices.Clone(sasl.AuthMechanisms), func(m string) bool { return m == scramPlus })
+	switch {
+	case len(kept) == len(sasl.AuthMechanisms):
+		return nil, nil
+	case len(kept) == 0:
 		return nil, errChannelBindingOnly
 	}
-	out = append(out, 0)
-	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-1))
-	return out, nil
+	return (&pgproto3.AuthenticationSASL{AuthMechanisms: kept}).Encode(make([]byte, 0, len(msg)))
 }
+
+// scramPlus is the SASL mechanism of SCRAM with channel binding.
+const scramPlus = "SCRAM-SHA-256-PLUS"
 
 // wantsBinding says whether a SASLInitialResponse's GS2 header asks for
 // channel binding ('p') or says the client supports it but believes the
 // server does not ('y'), which a server on TLS refuses.
 func wantsBinding(msg []byte) bool {
-	body := msg[5:]
-	i := bytes.IndexByte(body, 0)
-	if i < 0 || len(body) < i+6 {
+	var r pgproto3.SASLInitialResponse
+	if r.Decode(msg[5:]) != nil || len(r.Data) == 0 {
 		return false
 	}
-	flag := body[i+5] // after the mechanism, its NUL and the data's int32 length
+	flag := r.Data[0] // the GS2 header's first byte
 	return flag == 'y' || flag == 'p'
 }
 
