@@ -34,6 +34,13 @@ const (
 	ReadyForQuery   byte = 'Z'
 )
 
+// The server's one-byte answer to an SSLRequest or a GSSENCRequest,
+// before any message: go on with the encryption asked for, or without.
+const (
+	EncryptionAccepted byte = 'S'
+	EncryptionRefused  byte = 'N'
+)
+
 // Transaction statuses: the body of ReadyForQuery.
 const (
 	TxIdle   byte = 'I'
