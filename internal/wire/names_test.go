@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -239,5 +240,100 @@ func FuzzHeads(f *testing.F) {
 		if c.Decode(body) == nil && (!ok || c.ObjectType != kind || c.Name != name) {
 			t.Fatalf("Close %q: read %q %q %v, pgproto3 %q %q", body, kind, name, ok, c.ObjectType, c.Name)
 		}
+	})
+}
+
+// cycle reads data over and over.
+type cycle struct {
+	data []byte
+	off  int
+}
+
+func (c *cycle) Read(p []byte) (int, error) {
+	n := copy(p, c.data[c.off:])
+	c.off = (c.off + n) % len(c.data)
+	return n, nil
+}
+
+// BenchmarkHeads is what following a session's statements and portals
+// costs per frontend message, as the proxy does it (the message's type
+// byte switched on through this table, its names read in place) and as
+// it would with pgproto3's types instead (pgproto3.Backend framing and
+// decoding each message into its struct, a type switch): the messages
+// of a pgx query through its statement cache (Bind, Describe portal,
+// Execute, Sync) and of its first preparation (Parse, Describe
+// statement, Sync), 9 messages an iteration, with two text parameters.
+// The proxy forwards the bytes it read either way; decoding is all
+// pgproto3 would add.
+func BenchmarkHeads(b *testing.B) {
+	const query = "SELECT id, name, email FROM app.users WHERE id = $1 AND tenant = $2"
+	var stream []byte
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.Parse{Name: "stmtcache_0123456789abcdef", Query: query, ParameterOIDs: []uint32{20, 25}},
+		&pgproto3.Describe{ObjectType: CloseStatement, Name: "stmtcache_0123456789abcdef"},
+		&pgproto3.Sync{},
+		&pgproto3.Bind{PreparedStatement: "stmtcache_0123456789abcdef", ParameterFormatCodes: []int16{1, 0},
+			Parameters: [][]byte{{0, 0, 0, 0, 0, 0, 0, 42}, []byte("acme")}, ResultFormatCodes: []int16{1, 0, 0}},
+		&pgproto3.Describe{ObjectType: ClosePortal},
+		&pgproto3.Execute{},
+		&pgproto3.Sync{},
+		&pgproto3.Close{ObjectType: CloseStatement, Name: "stmtcache_0123456789abcdef"},
+		&pgproto3.Sync{},
+	} {
+		stream = append(stream, encode(b, m)...)
+	}
+	const msgs = 9
+	b.Run("in-place", func(b *testing.B) {
+		var n Names[string, string]
+		b.ReportAllocs()
+		for b.Loop() {
+			for buf := stream; len(buf) > 0; {
+				size := int(buf[1])<<24 | int(buf[2])<<16 | int(buf[3])<<8 | int(buf[4])
+				msg := buf[:size+1]
+				buf = buf[size+1:]
+				body := msg[5:]
+				switch msg[0] {
+				case Parse:
+					name, query := ParseHead(body)
+					n.Parse(name, query, false)
+				case Bind:
+					portal, stmt := BindHead(body)
+					s, ok := n.Statement(stmt)
+					n.Bind(portal, s, ok)
+				case Execute:
+					n.Portal(ExecuteHead(body))
+				case Close:
+					if kind, name, ok := CloseHead(body); ok {
+						n.Close(kind, name)
+					}
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*msgs), "ns/msg")
+	})
+	b.Run("pgproto3", func(b *testing.B) {
+		var n Names[string, string]
+		be := pgproto3.NewBackend(&cycle{data: stream}, io.Discard)
+		b.ReportAllocs()
+		for b.Loop() {
+			for range msgs {
+				m, err := be.Receive()
+				if err != nil {
+					b.Fatal(err)
+				}
+				switch m := m.(type) {
+				case *pgproto3.Parse:
+					n.Parse(m.Name, m.Query, false)
+				case *pgproto3.Bind:
+					s, ok := n.Statement(m.PreparedStatement)
+					n.Bind(m.DestinationPortal, s, ok)
+				case *pgproto3.Execute:
+					n.Portal(m.Portal)
+				case *pgproto3.Close:
+					n.Close(m.ObjectType, m.Name)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*msgs), "ns/msg")
 	})
 }

@@ -232,3 +232,40 @@ func TestSessStateMemory(t *testing.T) {
 		runtime.KeepAlive(states)
 	}
 }
+
+// BenchmarkStateFrontend is what the state costs the relay per message
+// of a session that changes none (ResumeSessions): an ExecParams as
+// pgconn sends it (Parse of the unnamed statement, Bind, Describe,
+// Execute, Sync) and the answers the state reads (ParseComplete,
+// CommandComplete, ReadyForQuery), 8 messages an iteration, each under
+// the state's lock as the pumps take it.
+func BenchmarkStateFrontend(b *testing.B) {
+	var fe, be [][]byte
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.Parse{Query: "SELECT id, name FROM app.users WHERE id = $1", ParameterOIDs: []uint32{20}},
+		&pgproto3.Bind{Parameters: [][]byte{[]byte("42")}}, &pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{},
+	} {
+		fe = append(fe, encoded(b, m))
+	}
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.ParseComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'},
+	} {
+		be = append(be, encoded(b, m))
+	}
+	st := New(DefaultItems, DefaultBytes)
+	st.Backend('Z', []byte{'I'})
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range fe {
+			st.Lock()
+			st.Frontend(m)
+			st.Unlock()
+		}
+		for _, m := range be {
+			st.Lock()
+			st.Backend(m[0], m[5:])
+			st.Unlock()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(len(fe)+len(be))), "ns/msg")
+}
