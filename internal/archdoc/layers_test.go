@@ -46,7 +46,7 @@ var layers = []layer{
 		about: "From bytes to events: server logs, captures and the proxy that records them, selection and shards.",
 		packages: []string{
 			"internal/batch", "internal/capture", "internal/logread", "internal/logread/prefix",
-			"internal/proxy", "internal/shard", "internal/source",
+			"internal/proxy", "internal/proxy/midstream", "internal/shard", "internal/source",
 		},
 	},
 	{

@@ -160,8 +160,8 @@ type capSession struct {
 	user, db string
 	app      string
 	pid      int32
-	stmts    map[string]prepared
-	portals  map[string]portal
+	// names are its prepared statements and portals.
+	names wire.Names[prepared, *portal]
 	// simple are the Queries in flight, in order: a client may send the
 	// next before the first's ReadyForQuery, and the server answers
 	// them in turn. pending are the Executes of the current extended
@@ -290,7 +290,7 @@ func (d *Decoder) record(r *Record) {
 }
 
 func (d *Decoder) startup(r *Record) {
-	s := &capSession{id: "c" + strconv.FormatUint(r.Session, 10), pid: int32(r.BackendPID), stmts: map[string]prepared{}, portals: map[string]portal{}}
+	s := &capSession{id: "c" + strconv.FormatUint(r.Session, 10), pid: int32(r.BackendPID)}
 	var settings []event.Setting
 	for _, p := range r.Params {
 		switch p.Name {
@@ -352,7 +352,7 @@ func (d *Decoder) resume(s *capSession, ev *event.Event, rs *Resume) {
 			d.warnings = append(d.warnings, fmt.Sprintf("session %s: a prepared statement of its state from before the recording does not decode; its executions are skipped", s.id))
 			continue
 		}
-		s.stmts[p.Name] = prepared{query: p.Query, oids: p.ParameterOIDs}
+		s.names.Parse(p.Name, prepared{query: p.Query, oids: p.ParameterOIDs}, true)
 	}
 	ev.SetPreamble(sqls)
 }
@@ -395,7 +395,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipMalformed)
 			return
 		}
-		s.stmts[m.Name] = prepared{query: m.Query, oids: m.ParameterOIDs}
+		s.names.Parse(m.Name, prepared{query: m.Query, oids: m.ParameterOIDs}, true)
 		d.use()
 	case wire.Bind:
 		var m pgproto3.Bind
@@ -403,12 +403,12 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 			d.skip(SkipMalformed)
 			return
 		}
-		st, ok := s.stmts[m.PreparedStatement]
+		st, ok := s.names.Statement(m.PreparedStatement)
 		if !ok {
 			d.skip(SkipUnknownStatement)
 			return
 		}
-		s.portals[m.DestinationPortal] = portal{stmt: m.PreparedStatement, query: st.query, oids: st.oids, params: m.Parameters, formats: m.ParameterFormatCodes, results: m.ResultFormatCodes}
+		s.names.Bind(m.DestinationPortal, &portal{stmt: m.PreparedStatement, query: st.query, oids: st.oids, params: m.Parameters, formats: m.ParameterFormatCodes, results: m.ResultFormatCodes}, true)
 		d.use()
 	case wire.Execute:
 		d.execute(s, r, body)
@@ -449,11 +449,7 @@ func (d *Decoder) frontend(s *capSession, r *Record) {
 	case wire.Close:
 		var m pgproto3.Close
 		if m.Decode(body) == nil {
-			if m.ObjectType == wire.CloseStatement {
-				delete(s.stmts, m.Name)
-			} else {
-				delete(s.portals, m.Name)
-			}
+			s.names.Close(m.ObjectType, m.Name)
 		}
 		d.use()
 	case wire.Sync:
@@ -481,7 +477,7 @@ func (d *Decoder) execute(s *capSession, r *Record, body []byte) {
 		d.skip(SkipMalformed)
 		return
 	}
-	p, ok := s.portals[m.Portal]
+	p, ok := s.names.Portal(m.Portal)
 	if !ok {
 		d.skip(SkipUnknownStatement)
 		return
@@ -511,7 +507,6 @@ func (d *Decoder) execute(s *capSession, r *Record, body []byte) {
 	}
 	ev.SetWire(w)
 	p.ran = true
-	s.portals[m.Portal] = p
 	for _, f := range s.pending {
 		if !f.synced {
 			f.followed = true
@@ -535,7 +530,7 @@ func (f *inFlight) openCopy() *event.CopyIn {
 
 // wireOf is how the original sent an execution, nil when that is all the
 // replay would do without it (types left to the server, all text).
-func wireOf(p portal) *event.Wire {
+func wireOf(p *portal) *event.Wire {
 	plain := true
 	for _, o := range p.oids {
 		plain = plain && o == 0

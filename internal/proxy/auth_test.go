@@ -253,3 +253,50 @@ func recordHolds(r capture.Record, s string) bool {
 	}
 	return false
 }
+
+// TestWithoutPlus: the server's SASL offer loses SCRAM-SHA-256-PLUS and
+// nothing else, byte for byte as the server would have written the
+// rest; an offer without it goes through as it came, and one of it
+// alone is refused. A client's first SCRAM message asks for channel
+// binding by its GS2 header's first byte.
+func TestWithoutPlus(t *testing.T) {
+	// sasl is an AuthenticationSASL as the server writes it.
+	sasl := func(mechs ...string) []byte {
+		body := []byte{0, 0, 0, 10}
+		for _, m := range mechs {
+			body = append(append(body, m...), 0)
+		}
+		body = append(body, 0)
+		return append([]byte{'R', 0, 0, 0, byte(len(body) + 4)}, body...)
+	}
+	for _, c := range []struct {
+		offer []string
+		want  []byte
+		err   error
+	}{
+		{[]string{"SCRAM-SHA-256-PLUS", "SCRAM-SHA-256"}, sasl("SCRAM-SHA-256"), nil},
+		{[]string{"SCRAM-SHA-256", "SCRAM-SHA-256-PLUS", "OTHER"}, sasl("SCRAM-SHA-256", "OTHER"), nil},
+		{[]string{"SCRAM-SHA-256"}, nil, nil},
+		{[]string{"SCRAM-SHA-256-PLUS"}, nil, errChannelBindingOnly},
+	} {
+		got, err := withoutPlus(sasl(c.offer...))
+		if !bytes.Equal(got, c.want) || err != c.err {
+			t.Errorf("offer %q: %q, %v; want %q, %v", c.offer, got, err, c.want, c.err)
+		}
+	}
+	cut := append([]byte{'R', 0, 0, 0, 26, 0, 0, 0, 10}, "SCRAM-SHA-256-PLUS"...)
+	if got, err := withoutPlus(cut); got != nil || err != nil {
+		t.Errorf("an offer cut short: %q, %v; want it through as it came", got, err)
+	}
+	// first is a SASLInitialResponse whose data starts with gs2.
+	first := func(gs2 string) []byte {
+		body := append([]byte("SCRAM-SHA-256\x00"), 0, 0, 0, byte(len(gs2)))
+		body = append(body, gs2...)
+		return append([]byte{'p', 0, 0, 0, byte(len(body) + 4)}, body...)
+	}
+	for gs2, want := range map[string]bool{"n,,n=,r=abc": false, "y,,n=,r=abc": true, "p=tls-server-end-point,,n=,r=abc": true, "": false} {
+		if got := wantsBinding(first(gs2)); got != want {
+			t.Errorf("GS2 header %q: wants binding %v, want %v", gs2, got, want)
+		}
+	}
+}

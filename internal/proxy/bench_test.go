@@ -25,9 +25,18 @@ func (s *countSink) Add(capture.Record) bool { s.n++; return true }
 // proxy-ns/op and their ratio (proxy/direct) are reported from the same
 // run. The proxy records into a sink that keeps nothing (one session, so
 // Add is never called concurrently).
-func BenchmarkProxySelect(b *testing.B) {
+func BenchmarkProxySelect(b *testing.B) { benchSelect(b, false) }
+
+// BenchmarkProxySelectResume is BenchmarkProxySelect with the session
+// state a recording needs to take a session up from the middle
+// (Config.ResumeSessions): each Parse, Bind, Execute and answer is
+// followed (package midstream, wire.Names) on the relay's path.
+func BenchmarkProxySelectResume(b *testing.B) { benchSelect(b, true) }
+
+func benchSelect(b *testing.B, resume bool) {
 	c := pgclustertest.StartT(b, pgcluster.Options{})
-	r := startProxy(b, Config{Upstream: "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " sslmode=disable", Sink: &countSink{}})
+	r := startProxy(b, Config{Upstream: "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " sslmode=disable", Sink: &countSink{},
+		ResumeSessions: resume})
 	ctx := context.Background()
 	connect := func(dsn string) *pgconn.PgConn {
 		conn, err := pgconn.Connect(ctx, dsn)

@@ -35,9 +35,9 @@
 // or that sink is detached. A session that started before an Attach is
 // relayed, unrecorded, unless Config.ResumeSessions: then the proxy keeps
 // each session's settings, prepared statements and transaction state
-// (bounded per session), and the recording takes the session up from the
-// middle at its first idle point, its startup record carrying that state
-// (capture.Resume). Each message reads one atomic pointer to know where
+// (bounded per session; package midstream), and the recording takes the
+// session up from the middle at its first idle point, its startup record
+// carrying that state (capture.Resume). Each message reads one atomic pointer to know where
 // its record goes, so attaching and detaching take no lock on the relay's
 // path and never touch a connection; keeping the state takes one
 // uncontended lock per request and answer.

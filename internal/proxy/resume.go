@@ -2,10 +2,17 @@ package proxy
 
 import (
 	"maps"
-	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/proxy/midstream"
 	"github.com/pgrehearse/pgrehearse/internal/wire"
+)
+
+// Default bounds of the state the proxy keeps per session so that a
+// recording can take it up from the middle (Config.ResumeSessions).
+const (
+	DefaultStateItems = midstream.DefaultItems
+	DefaultStateBytes = midstream.DefaultBytes
 )
 
 // NotResumed says why a session open when a recording started is not in
@@ -94,55 +101,40 @@ func (s *session) resumeAtAttach(b *binding) {
 		b.notResumed(NotResumedUntracked)
 		return
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	switch {
-	case st.unrecordable != "":
+	st.Lock()
+	defer st.Unlock()
+	if why := st.Unrecordable(); why != "" {
 		if b.resumes.Reason == "" {
-			b.resumes.Reason = st.unrecordable
+			b.resumes.Reason = why
 		}
 		b.notResumed(NotResumedTooLarge)
-	case st.idle():
-		st.skipped, st.joinWhy = 0, ""
-		s.resumeLocked(b)
-	default:
-		st.skipped, st.joinWhy = 0, capture.ResumeInFlight
-		if st.status == wire.TxInTx || st.status == wire.TxFailed {
-			st.joinWhy = capture.ResumeInTransaction
-		}
-		b.resumes.Waiting++
-		s.join.Store(b)
+		return
 	}
+	st.Await()
+	if st.Idle() {
+		s.resumeLocked(b)
+		return
+	}
+	b.resumes.Waiting++
+	s.join.Store(b)
 }
 
 // resumeLocked records s's startup with its state into b and binds s to
-// it: its records go there from now on. p.mu and s.st.mu are held.
+// it: its records go there from now on. p.mu and s.st's lock are held.
 func (s *session) resumeLocked(b *binding) {
-	st := s.st
+	rs := s.st.Resume()
 	if s.join.Swap(nil) == b {
 		b.resumes.Waiting--
 		b.resumes.Late++
-		if st.skipped > 0 {
+		if rs.Skipped > 0 {
 			if b.resumes.Skipped == nil {
 				b.resumes.Skipped = map[capture.ResumeSkip]int64{}
 			}
-			b.resumes.Skipped[st.joinWhy] += st.skipped
+			b.resumes.Skipped[rs.SkipReason] += rs.Skipped
 		}
 	}
 	b.resumes.Resumed++
-	b.sink.Add(capture.Record{
-		Kind:          capture.KindStartup,
-		Session:       s.id,
-		Time:          time.Now().UnixMicro(),
-		Params:        s.params,
-		ProtocolMajor: uint16(s.proto >> 16),
-		ProtocolMinor: uint16(s.proto),
-		TLS:           s.tls,
-		BackendPID:    s.pid,
-		ClientAddr:    s.addr,
-		Resume:        st.resume(),
-	})
-	st.skipped, st.joinWhy = 0, ""
+	b.sink.Add(s.startupRecord(rs))
 	s.rec.Store(b)
 }
 
@@ -164,20 +156,20 @@ func (s *session) trackFrontend(msg []byte) {
 		s.p.mu.Lock()
 		defer s.p.mu.Unlock()
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.Lock()
+	defer st.Unlock()
 	if b := s.join.Load(); b != nil {
 		switch {
-		case locked && st.unrecordable != "":
+		case locked && st.Unrecordable() != "":
 			s.join.Store(nil)
 			b.gaveUp(NotResumedTooLarge)
-		case locked && st.idle():
+		case locked && st.Idle():
 			s.resumeLocked(b)
 		default:
-			st.skipped++
+			st.Skip()
 		}
 	}
-	st.frontend(msg)
+	st.Frontend(msg)
 }
 
 // trackBackend notes a server's answer in the session's state, after it
@@ -190,18 +182,18 @@ func (s *session) trackBackend(typ byte, body []byte) {
 		s.p.mu.Lock()
 		defer s.p.mu.Unlock()
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.backend(typ, body)
+	st.Lock()
+	defer st.Unlock()
+	st.Backend(typ, body)
 	if !locked {
 		return
 	}
 	if b := s.join.Load(); b != nil {
 		switch {
-		case st.unrecordable != "":
+		case st.Unrecordable() != "":
 			s.join.Store(nil)
 			b.gaveUp(NotResumedTooLarge)
-		case st.idle():
+		case st.Idle():
 			s.resumeLocked(b)
 		}
 	}

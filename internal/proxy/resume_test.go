@@ -107,6 +107,12 @@ func TestAttachResumes(t *testing.T) {
 		if rs == nil {
 			t.Fatalf("startup %+v without its state", s)
 		}
+		// Taken up from the middle, the startup is the one the session
+		// would have had from its start (session.startupRecord).
+		if user := slices.IndexFunc(s.Params, func(p capture.Param) bool { return p.Name == "user" && p.Value == "postgres" }); user < 0 ||
+			s.ProtocolMajor != 3 || s.BackendPID == 0 || s.ClientAddr == "" {
+			t.Errorf("startup taken up from the middle %+v: want the client's parameters, protocol 3, its backend and address", s)
+		}
 		var sqls []string
 		for _, it := range rs.State {
 			sqls = append(sqls, it.SQL)

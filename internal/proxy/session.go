@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/proxy/midstream"
 	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
@@ -117,7 +121,7 @@ type session struct {
 	// can take it up from the middle (Config.ResumeSessions), nil
 	// without; join is the recording waiting for its next idle point
 	// to do so (Attach).
-	st   *sessState
+	st   *midstream.State
 	join atomic.Pointer[binding]
 
 	started atomic.Bool
@@ -147,7 +151,7 @@ func (p *Proxy) session(l *link, client net.Conn, raw []byte, addr string, tlsCl
 		digest:    !p.cfg.NoRowDigest,
 	}
 	if p.cfg.ResumeSessions {
-		s.st = newSessState(cmp.Or(p.cfg.StateItems, DefaultStateItems), cmp.Or(p.cfg.StateBytes, DefaultStateBytes))
+		s.st = midstream.New(cmp.Or(p.cfg.StateItems, DefaultStateItems), cmp.Or(p.cfg.StateBytes, DefaultStateBytes))
 	}
 	p.sessionsTotal.Add(1)
 	p.sessionsOpen.Add(1)
@@ -332,7 +336,16 @@ func (s *session) emitStartup() {
 	s.p.mu.Lock()
 	s.bind()
 	s.p.mu.Unlock()
-	s.add(capture.Record{
+	s.add(s.startupRecord(nil))
+}
+
+// startupRecord is the session's KindStartup, made now: what the client
+// asked for in its startup packet, the backend it got, and rs, the
+// state of a session recorded from the middle (nil for one recorded
+// from its start). It is the one place a startup record is made, for a
+// session's start and for a recording that takes it up later.
+func (s *session) startupRecord(rs *capture.Resume) capture.Record {
+	return capture.Record{
 		Kind:          capture.KindStartup,
 		Session:       s.id,
 		Time:          time.Now().UnixMicro(),
@@ -342,7 +355,8 @@ func (s *session) emitStartup() {
 		TLS:           s.tls,
 		BackendPID:    s.pid,
 		ClientAddr:    s.addr,
-	})
+		Resume:        rs,
+	}
 }
 
 func (s *session) keepFrontend(typ byte) bool {
@@ -492,45 +506,36 @@ func (s *session) backendPart(typ byte, body int, part []byte, first, last bool)
 }
 
 // withoutPlus returns AuthenticationSASL msg without SCRAM-SHA-256-PLUS
-// among its mechanisms, or nil when it was not there.
+// among its mechanisms, or nil when it was not there (or msg does not
+// decode: it goes through as it came). It reads and writes the message
+// with pgproto3's types: it comes once per login, off the relay's path.
 func withoutPlus(msg []byte) ([]byte, error) {
-	mechs := msg[9:]
-	out := append(make([]byte, 0, len(msg)), msg[:9]...)
-	found, kept := false, 0
-	for len(mechs) > 0 {
-		name, rest, ok := bytes.Cut(mechs, []byte{0})
-		if !ok || len(name) == 0 {
-			break
-		}
-		mechs = rest
-		if string(name) == "SCRAM-SHA-256-PLUS" {
-			found = true
-			continue
-		}
-		out = append(append(out, name...), 0)
-		kept++
-	}
-	if !found {
+	var sasl pgproto3.AuthenticationSASL
+	if sasl.Decode(msg[5:]) != nil {
 		return nil, nil
 	}
-	if kept == 0 {
+	kept := slices.DeleteFunc(slices.Clone(sasl.AuthMechanisms), func(m string) bool { return m == scramPlus })
+	switch {
+	case len(kept) == len(sasl.AuthMechanisms):
+		return nil, nil
+	case len(kept) == 0:
 		return nil, errChannelBindingOnly
 	}
-	out = append(out, 0)
-	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-1))
-	return out, nil
+	return (&pgproto3.AuthenticationSASL{AuthMechanisms: kept}).Encode(make([]byte, 0, len(msg)))
 }
+
+// scramPlus is the SASL mechanism of SCRAM with channel binding.
+const scramPlus = "SCRAM-SHA-256-PLUS"
 
 // wantsBinding says whether a SASLInitialResponse's GS2 header asks for
 // channel binding ('p') or says the client supports it but believes the
 // server does not ('y'), which a server on TLS refuses.
 func wantsBinding(msg []byte) bool {
-	body := msg[5:]
-	i := bytes.IndexByte(body, 0)
-	if i < 0 || len(body) < i+6 {
+	var r pgproto3.SASLInitialResponse
+	if r.Decode(msg[5:]) != nil || len(r.Data) == 0 {
 		return false
 	}
-	flag := body[i+5] // after the mechanism, its NUL and the data's int32 length
+	flag := r.Data[0] // the GS2 header's first byte
 	return flag == 'y' || flag == 'p'
 }
 

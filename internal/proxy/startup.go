@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // startupTimeout bounds how long a client may take to send its startup
@@ -64,12 +65,12 @@ func (p *Proxy) handle(conn net.Conn) {
 					return
 				}
 				tlsDone = true
-				if _, err := client.Write([]byte{'N'}); err != nil {
+				if _, err := client.Write([]byte{wire.EncryptionRefused}); err != nil {
 					return
 				}
 				continue
 			}
-			if _, err := client.Write([]byte{'S'}); err != nil {
+			if _, err := client.Write([]byte{wire.EncryptionAccepted}); err != nil {
 				return
 			}
 			tc := tls.Server(client, p.cfg.TLS)
@@ -86,7 +87,7 @@ func (p *Proxy) handle(conn net.Conn) {
 				return
 			}
 			gssDone = true
-			if _, err := client.Write([]byte{'N'}); err != nil {
+			if _, err := client.Write([]byte{wire.EncryptionRefused}); err != nil {
 				return
 			}
 		case *pgproto3.CancelRequest:
@@ -216,8 +217,8 @@ func (p *Proxy) dialUpstream(ctx context.Context) (net.Conn, error) {
 			conn.Close()
 			return nil, err
 		}
-		if answer[0] != 'S' {
-			if answer[0] == 'N' && plainAllowed(up) {
+		if answer[0] != wire.EncryptionAccepted {
+			if answer[0] == wire.EncryptionRefused && plainAllowed(up) {
 				conn.SetDeadline(time.Time{})
 				return conn, nil
 			}

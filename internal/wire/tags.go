@@ -34,6 +34,13 @@ const (
 	ReadyForQuery   byte = 'Z'
 )
 
+// The server's one-byte answer to an SSLRequest or a GSSENCRequest,
+// before any message: go on with the encryption asked for, or without.
+const (
+	EncryptionAccepted byte = 'S'
+	EncryptionRefused  byte = 'N'
+)
+
 // Transaction statuses: the body of ReadyForQuery.
 const (
 	TxIdle   byte = 'I'
@@ -50,6 +57,9 @@ const (
 	FieldMessage         byte = 'M'
 )
 
-// CloseStatement is the object type of a Close (or Describe) that names
-// a prepared statement; any other names a portal.
-const CloseStatement byte = 'S'
+// The object types of a Close (or Describe): a prepared statement or a
+// portal.
+const (
+	CloseStatement byte = 'S'
+	ClosePortal    byte = 'P'
+)

@@ -1,4 +1,4 @@
-package proxy
+package midstream
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
 // encoded encodes protocol messages for the state's tests.
@@ -26,14 +28,14 @@ type step struct {
 	fe, be interface{ Encode([]byte) ([]byte, error) }
 }
 
-func play(t testing.TB, st *sessState, steps []step) {
+func play(t testing.TB, st *State, steps []step) {
 	t.Helper()
 	for _, s := range steps {
 		if s.fe != nil {
-			st.frontend(encoded(t, s.fe))
+			st.Frontend(encoded(t, s.fe))
 		} else {
 			m := encoded(t, s.be)
-			st.backend(m[0], m[5:])
+			st.Backend(m[0], m[5:])
 		}
 	}
 }
@@ -62,7 +64,7 @@ func simple(q string, tags ...string) []step {
 }
 
 // keys lists the state's items: their SQL, or "parse <name>".
-func keys(st *sessState) []string {
+func keys(st *State) []string {
 	var out []string
 	for _, it := range st.items {
 		if it.parse != nil {
@@ -74,7 +76,7 @@ func keys(st *sessState) []string {
 	return out
 }
 
-func parseName(msg []byte) string { return cstring(msg[5:]) }
+func parseName(msg []byte) string { return wire.View(msg[5:]) }
 
 // TestSessStateTracking: the state a session leaves for a recording
 // that takes it up is what its server kept: settings committed, not
@@ -133,13 +135,13 @@ func TestSessStateTracking(t *testing.T) {
 			[]step{parse("s", "SELECT 1"), feSync(), parseComplete(), ready('I'), flush()}), []string{"parse s"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := newSessState(DefaultStateItems, DefaultStateBytes)
+			st := New(DefaultItems, DefaultBytes)
 			play(t, st, c.steps)
 			if got := keys(st); !slices.Equal(got, c.want) || st.unrecordable != "" {
 				t.Errorf("state %q (unrecordable %q), want %q", got, st.unrecordable, c.want)
 			}
-			if st.idle() != c.idle {
-				t.Errorf("idle %v, want %v", st.idle(), c.idle)
+			if st.Idle() != c.idle {
+				t.Errorf("idle %v, want %v", st.Idle(), c.idle)
 			}
 		})
 	}
@@ -149,19 +151,19 @@ func TestSessStateTracking(t *testing.T) {
 // whose settings a savepoint's rollback may have undone, is marked as
 // one a recording cannot take up, with why, and keeps nothing.
 func TestSessStateBounds(t *testing.T) {
-	st := newSessState(3, DefaultStateBytes)
+	st := New(3, DefaultBytes)
 	for i := range 4 {
 		play(t, st, []step{parse(fmt.Sprint("s", i), "SELECT 1"), feSync(), parseComplete(), ready('I')})
 	}
 	if st.unrecordable != "it holds more than 3 prepared statements and settings" || len(st.items) != 0 || st.bytes != 0 {
 		t.Errorf("past 3 items: unrecordable %q, %d items, %d bytes", st.unrecordable, len(st.items), st.bytes)
 	}
-	st = newSessState(DefaultStateItems, 300)
+	st = New(DefaultItems, 300)
 	play(t, st, []step{ready('I'), parse("big", string(make([]byte, 400))), feSync(), parseComplete(), ready('I')})
 	if st.unrecordable != "its prepared statements and settings take more than 300 bytes" {
 		t.Errorf("past 300 bytes: unrecordable %q", st.unrecordable)
 	}
-	st = newSessState(DefaultStateItems, DefaultStateBytes)
+	st = New(DefaultItems, DefaultBytes)
 	play(t, st, []step{ready('I'), query("BEGIN; SET a.b = 1; SAVEPOINT s"), complete("BEGIN"), complete("SET"), complete("SAVEPOINT"), ready('T'),
 		query("ROLLBACK TO SAVEPOINT s"), complete("ROLLBACK"), ready('T')})
 	if st.unrecordable == "" {
@@ -203,14 +205,14 @@ func TestSessStateMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		states := make([]*sessState, n)
+		states := make([]*State, n)
 		for j := range states {
-			st := newSessState(DefaultStateItems, DefaultStateBytes)
+			st := New(DefaultItems, DefaultBytes)
 			for i, m := range msgs {
 				if steps[i].fe != nil {
-					st.frontend(m)
+					st.Frontend(m)
 				} else {
-					st.backend(m[0], m[5:])
+					st.Backend(m[0], m[5:])
 				}
 			}
 			states[j] = st
@@ -220,8 +222,8 @@ func TestSessStateMemory(t *testing.T) {
 		heap := max(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, 0)
 		accounted := states[0].Bytes()
 		t.Logf("%s: %.0f heap bytes per session (the state's struct alone %d), %d accounted against the bound of %d",
-			c.name, heap, unsafe.Sizeof(sessState{}), accounted, DefaultStateBytes)
-		if accounted > DefaultStateBytes || len(states[0].items) != c.statements+min(c.statements, 4) {
+			c.name, heap, unsafe.Sizeof(State{}), accounted, DefaultBytes)
+		if accounted > DefaultBytes || len(states[0].items) != c.statements+min(c.statements, 4) {
 			t.Errorf("%s: %d bytes accounted, %d items kept", c.name, accounted, len(states[0].items))
 		}
 		if c.statements > 0 && heap > 2*float64(accounted)+2048 {
@@ -229,4 +231,41 @@ func TestSessStateMemory(t *testing.T) {
 		}
 		runtime.KeepAlive(states)
 	}
+}
+
+// BenchmarkStateFrontend is what the state costs the relay per message
+// of a session that changes none (ResumeSessions): an ExecParams as
+// pgconn sends it (Parse of the unnamed statement, Bind, Describe,
+// Execute, Sync) and the answers the state reads (ParseComplete,
+// CommandComplete, ReadyForQuery), 8 messages an iteration, each under
+// the state's lock as the pumps take it.
+func BenchmarkStateFrontend(b *testing.B) {
+	var fe, be [][]byte
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.Parse{Query: "SELECT id, name FROM app.users WHERE id = $1", ParameterOIDs: []uint32{20}},
+		&pgproto3.Bind{Parameters: [][]byte{[]byte("42")}}, &pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{},
+	} {
+		fe = append(fe, encoded(b, m))
+	}
+	for _, m := range []interface{ Encode([]byte) ([]byte, error) }{
+		&pgproto3.ParseComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'},
+	} {
+		be = append(be, encoded(b, m))
+	}
+	st := New(DefaultItems, DefaultBytes)
+	st.Backend('Z', []byte{'I'})
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range fe {
+			st.Lock()
+			st.Frontend(m)
+			st.Unlock()
+		}
+		for _, m := range be {
+			st.Lock()
+			st.Backend(m[0], m[5:])
+			st.Unlock()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(len(fe)+len(be))), "ns/msg")
 }

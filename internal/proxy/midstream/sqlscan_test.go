@@ -1,4 +1,4 @@
-package proxy
+package midstream
 
 import (
 	"testing"
@@ -59,12 +59,12 @@ func TestClassify(t *testing.T) {
 // statement, as nearly every one is, allocates nothing on the relay's
 // path.
 func TestClassifyNoAllocation(t *testing.T) {
-	st := newSessState(DefaultStateItems, DefaultStateBytes)
+	st := New(DefaultItems, DefaultBytes)
 	msg := encoded(t, &pgproto3.Query{String: "SELECT id, name FROM users WHERE id = 42"})
 	ready := encoded(t, &pgproto3.ReadyForQuery{TxStatus: 'I'})
 	if n := testing.AllocsPerRun(100, func() {
-		st.frontend(msg)
-		st.backend(ready[0], ready[5:])
+		st.Frontend(msg)
+		st.Backend(ready[0], ready[5:])
 	}); n != 0 {
 		t.Errorf("%.1f allocations per query", n)
 	}
@@ -152,7 +152,7 @@ func FuzzSessState(f *testing.F) {
 	}
 	f.Add(seed, uint64(0b1101100011011))
 	f.Fuzz(func(t *testing.T, data []byte, fromServer uint64) {
-		st := newSessState(8, 1024)
+		st := New(8, 1024)
 		for i := 0; len(data) >= 5; i++ {
 			n := int(data[1])<<24 | int(data[2])<<16 | int(data[3])<<8 | int(data[4])
 			if n < 4 || n+1 > len(data) {
@@ -161,9 +161,9 @@ func FuzzSessState(f *testing.F) {
 			msg := data[:n+1]
 			data = data[n+1:]
 			if fromServer>>(i%64)&1 == 1 {
-				st.backend(msg[0], msg[5:])
+				st.Backend(msg[0], msg[5:])
 			} else {
-				st.frontend(msg)
+				st.Frontend(msg)
 			}
 			total := 0
 			for j, it := range st.items {

@@ -1,21 +1,20 @@
-package proxy
+package midstream
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/wire"
 )
 
-// Default bounds of the state the proxy keeps per session so that a
-// recording can take it up from the middle (Config.ResumeSessions).
+// Default bounds of the state kept per session so that a recording can
+// take it up from the middle (the proxy's Config.ResumeSessions).
 const (
-	DefaultStateItems = 1024
-	DefaultStateBytes = 256 << 10
+	DefaultItems = 1024
+	DefaultBytes = 256 << 10
 )
 
 // stateItemOverhead is what one kept item costs besides its bytes: the
@@ -64,16 +63,17 @@ type pendingCmd struct {
 	batch uint64
 }
 
-// sessState is what the proxy keeps of one session so that a recording
+// State is what the proxy keeps of one session so that a recording
 // started while the session is open can take it up from the middle:
-// its settings, its prepared statements, whether it is idle. Both pumps
-// update it, under mu; an Attach reads it.
+// its settings, its prepared statements, whether it is idle. Both of
+// the proxy's pumps update it (Frontend, Backend) holding its lock; an
+// Attach reads it.
 //
 // What it cannot know (temporary tables, cursors WITH HOLD, advisory
 // locks, settings made by functions) a replay names as "session state
 // from before the recording" where it explains a failure.
-type sessState struct {
-	mu sync.Mutex
+type State struct {
+	sync.Mutex
 
 	// items is the committed state, in the order it was made; index
 	// finds an item by key.
@@ -95,10 +95,9 @@ type sessState struct {
 	// cmds the statements waiting for their CommandComplete, by class.
 	acks []pendingAck
 	cmds [numTagClasses][]pendingCmd
-	// named maps a prepared statement or portal of the extended
-	// protocol whose query changes the state to its command.
-	stmtCmds   map[string]stateCmd
-	portalCmds map[string]stateCmd
+	// names are the prepared statements and portals of the extended
+	// protocol whose query changes the state, with its command.
+	names wire.Names[stateCmd, stateCmd]
 
 	// status is the last ReadyForQuery's; sent counts the requests
 	// that end with a ReadyForQuery (Query, Sync, FunctionCall) the
@@ -112,33 +111,58 @@ type sessState struct {
 	unsynced            bool
 	errored, rolledBack bool
 
-	// join is the recording that waits for the session's next idle
-	// point to take it up (Attach), skipped the messages it sent since,
-	// and joinWhy why it was not idle at the start.
-	join    *binding
+	// skipped are the messages the session sent since a recording
+	// began waiting for its next idle point to take it up (Await), and
+	// joinWhy why it was not idle then.
 	skipped int64
 	joinWhy capture.ResumeSkip
 }
 
-func newSessState(maxItems, maxBytes int) *sessState {
-	return &sessState{maxItems: maxItems, maxBytes: maxBytes}
+// New is the state of a session that starts now, bounded to maxItems
+// settings and prepared statements, and maxBytes bytes of them.
+func New(maxItems, maxBytes int) *State {
+	return &State{maxItems: maxItems, maxBytes: maxBytes}
 }
 
-// idle says whether the session is between requests, outside a
-// transaction block: what the recording takes up is then whole.
-// st.mu is held.
-func (st *sessState) idle() bool {
+// Idle says whether the session is between requests, outside a
+// transaction block: what a recording takes up is then whole. The lock
+// is held.
+func (st *State) Idle() bool {
 	return st.status == wire.TxIdle && st.sent == st.done && !st.unsynced
 }
 
-// frontend notes a message the client sends, before it is forwarded.
-// st.mu is held.
-func (st *sessState) frontend(msg []byte) {
+// Unrecordable says why a recording cannot take the session up from
+// the middle ("" when it can): its state outgrew the bounds, or is
+// unknown. The lock is held.
+func (st *State) Unrecordable() string { return st.unrecordable }
+
+// Await starts the count of what a recording that takes the session up
+// at its next idle point misses: the messages it sends until then
+// (Skip), and why it was not idle now (capture.ResumeSkip), which its
+// Resume carries. The lock is held.
+func (st *State) Await() {
+	st.skipped, st.joinWhy = 0, ""
+	switch {
+	case st.Idle():
+	case st.status == wire.TxInTx || st.status == wire.TxFailed:
+		st.joinWhy = capture.ResumeInTransaction
+	default:
+		st.joinWhy = capture.ResumeInFlight
+	}
+}
+
+// Skip counts a message the session sent, relayed unrecorded, while a
+// recording waits for its idle point. The lock is held.
+func (st *State) Skip() { st.skipped++ }
+
+// Frontend notes a message the client sends, before it is forwarded.
+// The lock is held.
+func (st *State) Frontend(msg []byte) {
 	typ, body := msg[0], msg[5:]
 	switch typ {
 	case wire.Query:
 		if st.unrecordable == "" {
-			for _, c := range stateCmds(nil, view(body)) {
+			for _, c := range stateCmds(nil, wire.View(body)) {
 				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 			}
 		}
@@ -150,45 +174,32 @@ func (st *sessState) frontend(msg []byte) {
 		st.sent++
 	case wire.Parse:
 		st.unsynced = true
-		name, rest, _ := bytes.Cut(body, []byte{0})
-		query := view(rest)
+		name, query := wire.ParseHead(body)
 		a := pendingAck{kind: ackParse, batch: st.sent}
 		if len(name) > 0 && st.unrecordable == "" {
-			a.key, a.parse = stmtKey(string(name)), bytes.Clone(msg)
+			a.key, a.parse = stmtKey(name), bytes.Clone(msg)
 		}
 		st.acks = append(st.acks, a)
-		if c, ok := classify(query); ok && st.unrecordable == "" {
-			if st.stmtCmds == nil {
-				st.stmtCmds = map[string]stateCmd{}
-			}
-			st.stmtCmds[string(name)] = c
-		} else if len(st.stmtCmds) > 0 {
-			delete(st.stmtCmds, string(name))
-		}
+		c, ok := classify(query)
+		st.names.Parse(name, c, ok && st.unrecordable == "")
 	case wire.Bind:
 		st.unsynced = true
-		portal, rest, _ := bytes.Cut(body, []byte{0})
-		if c, ok := st.stmtCmds[view(rest)]; ok {
-			if st.portalCmds == nil {
-				st.portalCmds = map[string]stateCmd{}
-			}
-			st.portalCmds[string(portal)] = c
-		} else if len(st.portalCmds) > 0 {
-			delete(st.portalCmds, string(portal))
-		}
+		portal, stmt := wire.BindHead(body)
+		c, ok := st.names.Statement(stmt)
+		st.names.Bind(portal, c, ok)
 	case wire.Execute:
 		st.unsynced = true
-		if c, ok := st.portalCmds[view(body)]; ok {
+		if c, ok := st.names.Portal(wire.ExecuteHead(body)); ok {
 			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 		}
 	case wire.Close:
 		st.unsynced = true
 		a := pendingAck{kind: ackClose, batch: st.sent}
-		if len(body) > 1 && body[0] == wire.CloseStatement {
-			if name := cstring(body[1:]); name != "" {
+		if kind, name, ok := wire.CloseHead(body); ok {
+			if kind == wire.CloseStatement && name != "" {
 				a.key = stmtKey(name)
-				delete(st.stmtCmds, name)
 			}
+			st.names.Close(kind, name)
 		}
 		st.acks = append(st.acks, a)
 	case wire.Describe:
@@ -200,9 +211,9 @@ func (st *sessState) frontend(msg []byte) {
 	// at once (issue 59 item 5).
 }
 
-// backend notes an answer of the server, before it is forwarded. st.mu
-// is held.
-func (st *sessState) backend(typ byte, body []byte) {
+// Backend notes an answer of the server, before it is forwarded. The
+// lock is held.
+func (st *State) Backend(typ byte, body []byte) {
 	switch typ {
 	case wire.ParseComplete, wire.CloseComplete:
 		st.settle(st.done)
@@ -219,7 +230,7 @@ func (st *sessState) backend(typ byte, body []byte) {
 			st.remove(a.key)
 		}
 	case wire.CommandComplete:
-		tag := view(body)
+		tag := wire.View(body)
 		if tag == "ROLLBACK" {
 			st.rolledBack = true
 		}
@@ -248,7 +259,7 @@ func (st *sessState) backend(typ byte, body []byte) {
 
 // readyForQuery ends a request: the changes of a transaction that
 // committed are kept, those of one that failed or rolled back dropped.
-func (st *sessState) readyForQuery(status byte) {
+func (st *State) readyForQuery(status byte) {
 	st.status = status
 	if st.done < st.sent {
 		// Not the ReadyForQuery that ends the login.
@@ -276,7 +287,7 @@ func (st *sessState) readyForQuery(status byte) {
 // settle forgets the Parses, Closes and statements of the requests
 // before batch, which will never be answered: the server skipped them
 // after an error, or answered them already.
-func (st *sessState) settle(batch uint64) {
+func (st *State) settle(batch uint64) {
 	i := 0
 	for i < len(st.acks) && st.acks[i].batch < batch {
 		i++
@@ -294,7 +305,7 @@ func (st *sessState) settle(batch uint64) {
 
 // apply makes a completed statement's change: at once, or at the
 // commit of its transaction for a setting.
-func (st *sessState) apply(c stateCmd) {
+func (st *State) apply(c stateCmd) {
 	if st.unrecordable != "" {
 		return
 	}
@@ -306,7 +317,7 @@ func (st *sessState) apply(c stateCmd) {
 	}
 }
 
-func (st *sessState) commit(c stateCmd) {
+func (st *State) commit(c stateCmd) {
 	switch c.op {
 	case opSet, opPrepare:
 		st.put(stateItem{key: c.key, sql: c.sql})
@@ -323,7 +334,7 @@ func (st *sessState) commit(c stateCmd) {
 
 // put keeps it, in place of an item of the same key, at the end: the
 // order the state was made in is the order a replay makes it.
-func (st *sessState) put(it stateItem) {
+func (st *State) put(it stateItem) {
 	if st.unrecordable != "" {
 		return
 	}
@@ -342,7 +353,7 @@ func (st *sessState) put(it stateItem) {
 	}
 }
 
-func (st *sessState) remove(key string) {
+func (st *State) remove(key string) {
 	i, ok := st.index[key]
 	if !ok {
 		return
@@ -355,7 +366,7 @@ func (st *sessState) remove(key string) {
 	}
 }
 
-func (st *sessState) removeIf(f func(key string) bool) {
+func (st *State) removeIf(f func(key string) bool) {
 	kept := st.items[:0]
 	for _, it := range st.items {
 		if f(it.key) {
@@ -372,25 +383,27 @@ func (st *sessState) removeIf(f func(key string) bool) {
 
 // drop marks the session as one a recording cannot take up from the
 // middle, for why, and frees what it kept.
-func (st *sessState) drop(why string) {
+func (st *State) drop(why string) {
 	if st.unrecordable != "" {
 		return
 	}
 	st.unrecordable = why
 	st.items, st.index, st.bytes, st.txn = nil, nil, 0, nil
-	st.stmtCmds, st.portalCmds = nil, nil
+	st.names.Reset()
 	for c := range st.cmds {
 		st.cmds[c] = nil
 	}
 }
 
 // Bytes is how much memory the kept state accounts for.
-func (st *sessState) Bytes() int { return st.bytes }
+func (st *State) Bytes() int { return st.bytes }
 
-// resume is the state a recording that takes the session up now
-// starts it with.
-func (st *sessState) resume() *capture.Resume {
+// Resume is the state a recording that takes the session up now
+// starts it with, and what it missed since Await; the count of what
+// it misses starts over. The lock is held.
+func (st *State) Resume() *capture.Resume {
 	rs := &capture.Resume{Skipped: st.skipped, SkipReason: st.joinWhy}
+	st.skipped, st.joinWhy = 0, ""
 	if len(st.items) > 0 {
 		rs.State = make([]capture.StateItem, len(st.items))
 		for i, it := range st.items {
@@ -405,14 +418,4 @@ func (st *sessState) resume() *capture.Resume {
 		rs.SkipReason = ""
 	}
 	return rs
-}
-
-// view is the C string at the start of b as a string that shares b's
-// memory, without a copy: for reading a message in the pump's buffer
-// only, never to keep (classify copies what it keeps).
-func view(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }

@@ -1,9 +1,9 @@
-package proxy
+package midstream
 
 import "strings"
 
 // stateOp is what a statement does to the session state a recording
-// that starts later must recreate (see sessState).
+// that starts later must recreate (see State).
 type stateOp uint8
 
 const (
