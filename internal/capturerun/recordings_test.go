@@ -466,7 +466,8 @@ func TestShutdownDrains(t *testing.T) {
 	t.Run("until the last connection closes", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "cap")
 		drained := make(chan DrainEnd, 1)
-		s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Drain: time.Hour, Drained: func(d DrainEnd) { drained <- d }})
+		draining := make(chan DrainStart, 1)
+		s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Drain: time.Hour, Draining: func(d DrainStart) { draining <- d }, Drained: func(d DrainEnd) { drained <- d }})
 		a := connect(t, s)
 		exec(t, a, "SELECT 1")
 		s.cancel()
@@ -474,6 +475,17 @@ func TestShutdownDrains(t *testing.T) {
 			_, err := capture.ReadManifest(dir)
 			return err == nil
 		})
+		// The drain counts the connections open when it begins: the
+		// client closes after that (on a busy machine the proxy's
+		// accept loop may reach the drain after the capture is final).
+		select {
+		case d := <-draining:
+			if d.Open != 1 {
+				t.Errorf("drain began with %d connections open, want 1", d.Open)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the drain did not begin within 30 s of the stop")
+		}
 		exec(t, a, "SELECT 2")
 		a.Close(ctx)
 		select {
