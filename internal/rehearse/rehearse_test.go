@@ -43,24 +43,6 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-func TestExpandLogs(t *testing.T) {
-	functionalCase(t)
-	dir := t.TempDir()
-	for _, n := range []string{"postgresql-2.log", "postgresql-1.log", "other.csv"} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := expandLogs([]string{filepath.Join(dir, "*.log"), filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "later.log")})
-	want := []string{filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "postgresql-2.log"), filepath.Join(dir, "later.log")}
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("expandLogs = %v, %v; want %v (each once, a file not yet written kept)", got, err, want)
-	}
-	if _, err := expandLogs([]string{filepath.Join(dir, "*.json")}); err == nil {
-		t.Errorf("a pattern matching nothing: want an error")
-	}
-}
-
 // TestCheckDir: the output directory is checked before any work: one
 // holding another rehearsal's rounds is refused unless overwriting.
 func TestCheckDir(t *testing.T) {
