@@ -314,7 +314,7 @@ func (o *Outcome) ReleaseKept(ctx context.Context, cfg Config) error {
 			rs = cfg.Candidate.Reset
 		}
 		t := time.Now()
-		if err := rs.Release(ctx, round.Reset); err != nil {
+		if err := rounds.Release(ctx, rs, round.Reset, cfg.CleanupTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("release the %s target's last round: %w", side, err))
 		}
 		o.ReleaseSeconds += time.Since(t).Seconds()
@@ -640,7 +640,7 @@ func (r *run) keep(ctx context.Context, round Round, target Target) error {
 	var err error
 	if old, ok := r.out.Kept[round.Side]; ok {
 		t := time.Now()
-		err = target.Reset.Release(ctx, old.Reset)
+		err = rounds.Release(ctx, target.Reset, old.Reset, r.cfg.CleanupTimeout)
 		r.out.ReleaseSeconds += time.Since(t).Seconds()
 	}
 	r.out.Kept[round.Side] = round
