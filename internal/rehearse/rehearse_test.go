@@ -143,6 +143,32 @@ func TestInterruptedBetweenRounds(t *testing.T) {
 	}
 }
 
+// TestTargetLogMatchesNothing: a target log pattern that matches no file
+// fails the round before its replay, records why and stops the
+// rehearsal, as it stops a headroom step (rounds.ExpandLogs' one rule);
+// the rounds before it are kept.
+func TestTargetLogMatchesNothing(t *testing.T) {
+	functionalCase(t)
+	replays := 0
+	pattern := filepath.Join(t.TempDir(), "*.log")
+	out, err := Run(context.Background(), Config{
+		Control:   Target{DSN: "control", Reset: reset.None{}},
+		Candidate: Target{DSN: "candidate", Reset: reset.None{}, Logs: []string{pattern}},
+		Rounds:    2,
+		Replay: func(context.Context, Round, Target) (*results.Result, error) {
+			replays++
+			return &results.Result{Kind: results.KindReplay}, nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "matches no file") {
+		t.Fatalf("Run: %v, want the pattern's error", err)
+	}
+	if replays != 1 || len(out.Records) != 2 || out.Records[1].Status != StatusFailed || !strings.Contains(out.Records[1].Error, pattern) ||
+		out.Stopped != "round 2 (candidate): target log \""+pattern+"\" matches no file" || len(out.Control) != 1 {
+		t.Errorf("%d replays, records %+v, stopped %q: want the control's round kept and the candidate's failed before its replay", replays, out.Records, out.Stopped)
+	}
+}
+
 // TestFixCycle: in each cycle the round beside the fixes and each fix
 // once, the beside round first in the odd cycles and last in the even,
 // the fixes in reverse there, as A B B A balances drift.
