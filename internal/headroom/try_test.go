@@ -41,25 +41,45 @@ func tryConfig(t *testing.T, tries ...string) Config {
 // (issue 48): the search without the tries and the first try's are kept
 // whole and answered, the second's is partial, its step under way
 // interrupted, and the third is named as not run; the outcome is
-// interrupted and partial.
+// interrupted and partial. The first try is a server setting (issue 60
+// item 1: a try is any fix): every step of its search replays with it in
+// force in new sessions, the steps without it never see it, and it is
+// put back after each step, so the server ends as it began.
 func TestRunTryInterrupted(t *testing.T) {
 	cfg := tryConfig(t, "one", "two", "three")
+	cfg.Tries[0] = fixes.Fix{Name: "one", Kind: fixes.SetServer, Origin: fixes.OriginTry, Setting: "work_mem", Value: "7MB",
+		SQL: `ALTER SYSTEM SET "work_mem" = '7MB'`}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tg := fakeTarget{kStar: 3, maxX: 1e9}
 	stepsOfTwo := 0
-	cfg.Replay = func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
+	workMem := map[string][]string{}
+	cfg.Replay = func(ctx context.Context, st StepRun, tgt Target) (*results.Result, error) {
 		if st.Try == "two" {
 			if stepsOfTwo++; stepsOfTwo == 2 {
 				// Ctrl-C while the step replays.
 				cancel()
 			}
+			return tg.result(st.K), nil
+		}
+		v, err := showWorkMem(ctx, tgt.DSN)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(workMem[st.Try], v) {
+			workMem[st.Try] = append(workMem[st.Try], v)
 		}
 		return tg.result(st.K), nil
 	}
 	out, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(workMem["one"], []string{"7MB"}) || !slices.Equal(workMem[""], []string{"4MB"}) {
+		t.Errorf("work_mem seen by the steps, by try: %v; want 7MB with the setting's try, 4MB without", workMem)
+	}
+	if v, err := showWorkMem(context.Background(), cfg.Targets[0].DSN); err != nil || v != "4MB" {
+		t.Errorf("after the run work_mem is %q (%v), want 4MB: the setting was not put back", v, err)
 	}
 	if !out.Interrupted || !out.Partial {
 		t.Errorf("interrupted %v, partial %v: %s", out.Interrupted, out.Partial, out.Stopped)
@@ -127,53 +147,6 @@ func TestRunRemainingCountsTries(t *testing.T) {
 	}
 }
 
-// TestRunTryServerSetting: a try may be any fix, a server setting too
-// (issue 60 item 1): every step of its search replays with the setting
-// in force in new sessions, the steps without it never see it, and it is
-// put back after each step, so the server ends as it began.
-func TestRunTryServerSetting(t *testing.T) {
-	cfg := tryConfig(t)
-	dsn := cfg.Targets[0].DSN
-	cfg.Tries = []fixes.Fix{{Name: "work_mem", Kind: fixes.SetServer, Origin: fixes.OriginTry, Setting: "work_mem", Value: "7MB",
-		SQL: `ALTER SYSTEM SET "work_mem" = '7MB'`}}
-	tg := fakeTarget{kStar: 3, maxX: 1e9}
-	seen := map[string][]string{}
-	cfg.Replay = func(ctx context.Context, st StepRun, tgt Target) (*results.Result, error) {
-		conn, err := pgx.Connect(ctx, tgt.DSN)
-		if err != nil {
-			return nil, err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		var v string
-		if err := conn.QueryRow(ctx, "SHOW work_mem").Scan(&v); err != nil {
-			return nil, err
-		}
-		if !slices.Contains(seen[st.Try], v) {
-			seen[st.Try] = append(seen[st.Try], v)
-		}
-		return tg.result(st.K), nil
-	}
-	out, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Tries) != 1 || out.Tries[0].NotTried != "" || out.Tries[0].With == nil || out.Tries[0].With.Answer == nil {
-		t.Fatalf("the setting's try: %+v", out.Tries)
-	}
-	if !slices.Equal(seen["work_mem"], []string{"7MB"}) || !slices.Equal(seen[""], []string{"4MB"}) {
-		t.Errorf("work_mem seen by the steps, by try: %v; want 7MB with the try, 4MB without", seen)
-	}
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var v string
-	if err := conn.QueryRow(context.Background(), "SHOW work_mem").Scan(&v); err != nil || v != "4MB" {
-		t.Errorf("after the run work_mem is %q (%v), want 4MB: the setting was not put back", v, err)
-	}
-}
-
 // TestRunTryLogPatternMatchesNothing: a target log pattern that matches
 // no file stops the run with an error at the first step, as it stops a
 // rehearsal's round (one rule, rounds.ExpandLogs), instead of leaving the
@@ -194,4 +167,16 @@ func TestRunTryLogPatternMatchesNothing(t *testing.T) {
 	if so := out.Side(Control); len(so.Steps) != 1 || so.Steps[0].Status != StatusFailed || !strings.Contains(out.Stopped, "matches no file") {
 		t.Errorf("steps %+v, stopped %q", so.Steps, out.Stopped)
 	}
+}
+
+// showWorkMem is work_mem in a new session of dsn.
+func showWorkMem(ctx context.Context, dsn string) (string, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	err = conn.QueryRow(ctx, "SHOW work_mem").Scan(&v)
+	return v, err
 }
