@@ -359,11 +359,13 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 	return h.outcome(out, runErr)
 }
 
-// headroomTries are --try's fixes as headroom's tries.
-func headroomTries(tries []fixes.Fix) []headroom.Try {
-	var out []headroom.Try
+// headroomTries are --try's fixes as headroom's tries, named as given
+// (their steps' files and lines name them so).
+func headroomTries(tries []fixes.Fix) []fixes.Fix {
+	var out []fixes.Fix
 	for _, t := range tries {
-		out = append(out, headroom.Try{Name: strings.TrimPrefix(t.Name, fixes.TryPrefix), SQL: t.SQL})
+		t.Name = strings.TrimPrefix(t.Name, fixes.TryPrefix)
+		out = append(out, t)
 	}
 	return out
 }

@@ -5,8 +5,9 @@
 // candidate's reset copy, and judges what fix rounds
 // measured with it: whether the regression is back within the control's
 // noise, what share of its time came back, and what the fix cost the
-// other queries, its table's writes most of all. It runs nothing: the
-// rounds are package rehearse's (RunFixes), and the words are
+// other queries, its table's writes most of all. It runs nothing: a fix
+// is applied by package rounds (ApplyChange) in the rounds of package
+// rehearse (RunFixes) and in headroom's tries, and the words are
 // internal/report's.
 package fixes
 

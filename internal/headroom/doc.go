@@ -37,15 +37,17 @@
 //
 // The user's own changes (Config.Tries, headroom --try) are searched
 // after: the candidate's (the one target's) search runs again for each,
-// its SQL run after every reset in the reset's copy of the workload's
-// databases, and Outcome.Tries sets the k held with it beside the k
-// without it; a try the server refuses is not tried, and the run goes
-// on.
+// the try (a fixes.Fix of any kind that changes the target: SQL, an
+// index, a server setting) applied after every reset in the reset's copy
+// of the workload's databases, a server setting put back after every
+// step, and Outcome.Tries sets the k held with it beside the k without
+// it; a try the server refuses is not tried, and the run goes on.
 //
 // The package runs steps through a function the caller gives (Config.Replay,
 // as package rehearse does with rounds): it knows nothing of logs, flags or
-// terminals. It resets each target before every step (package reset) and
-// alternates the two targets as a rehearsal does. It prints nothing:
+// terminals. Each step is a round of package rounds (rounds.Run: reset,
+// try, replay, release), and the two targets alternate as a rehearsal's
+// do (rounds.Turn). It prints nothing:
 // progress goes to a callback, and the Outcome is rendered by package
 // report.
 package headroom

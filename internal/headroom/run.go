@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
@@ -147,13 +148,18 @@ type Config struct {
 	// ShardsRun says where the shards run: "processes" (one process
 	// each, their CPU adding up) or "in_process" (in one process).
 	ShardsRun string
-	// Tries are the user's own changes: after the searches, the
-	// candidate's (the one target's) search runs again for each, its
-	// SQL applied after every reset in the reset's copy of each of
-	// Databases (Outcome.Tries). They need a reset that undoes them.
-	Tries []Try
+	// Tries are changes of the user's own, as fixes of any kind that
+	// change the target (fixes.ParseTry's SQL, a server setting, an
+	// index ...): after the searches, the candidate's (the one
+	// target's) search runs again for each, the fix applied after every
+	// reset (rounds.ApplyChange), in the reset's copy of each of its
+	// databases, or of Databases when it names none (Outcome.Tries). A
+	// server setting is put back after every step. They need a reset
+	// that undoes them.
+	Tries []fixes.Fix
 	// Databases are the workload's databases, as the logs name them,
-	// where a try's SQL runs; none: the target DSN's own database.
+	// where a try that names none runs; none: the target DSN's own
+	// database.
 	Databases []string
 }
 
@@ -299,7 +305,7 @@ type run struct {
 	seq *int
 	// try, in a try's search, is the try applied after every reset,
 	// and tried what became of it.
-	try   *Try
+	try   *fixes.Fix
 	tried *TryOutcome
 	// tryRuns are the tries' searches, for whether they finished.
 	tryRuns []*run
@@ -453,6 +459,11 @@ func (cfg *Config) check() error {
 			return errors.New("headroom: a try needs a reset that undoes it, not none")
 		}
 	}
+	for _, f := range cfg.Tries {
+		if err := checkTry(f); err != nil {
+			return err
+		}
+	}
 	if len(cfg.Targets) == 2 && cfg.Targets[0].Side == cfg.Targets[1].Side {
 		return fmt.Errorf("headroom: two targets named %s", cfg.Targets[0].Side)
 	}
@@ -460,71 +471,55 @@ func (cfg *Config) check() error {
 }
 
 // step resets the target, replays at the step's k, releases and records
-// the step. stop is true when the run must stop.
+// the step (rounds.Run). stop is true when the run must stop.
 func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err error) {
 	so := r.out.Side(t.Side)
 	rec := Step{Seq: st.Seq, Side: st.Side, K: st.K, Round: st.Round, StartedAt: time.Now()}
 	began := time.Now()
-	r.progress(st, PhaseReset, nil)
-	// Releases run also after Ctrl-C, each with its own time from when
-	// it starts: copies left behind would fill the target's disk.
-	round := rounds.Round{Reset: t.Reset, N: st.N, CleanupTimeout: r.cfg.CleanupTimeout}
-	rerr, relErr := round.Start(ctx)
-	rs := round.State
-	rec.ResetSeconds = rs.Seconds
-	if rerr != nil {
+	serverCPU := -1.0
+	at := func(p rounds.Place) StepRun {
+		st.Reset, st.DatabaseMap, st.Logs = p.Reset, p.DatabaseMap, p.Logs
+		return st
+	}
+	cycle := rounds.Cycle{Reset: t.Reset, N: st.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: t.DSN,
+		DatabaseMap: r.cfg.DatabaseMap, Logs: t.Logs, Change: r.try,
+		Phase:   func(p Phase, place rounds.Place) { r.progress(at(place), p, nil) },
+		Measure: r.measureCPU(t, &serverCPU),
+		Replay: func(ctx context.Context, place rounds.Place) (*results.Result, error) {
+			return r.cfg.Replay(ctx, at(place), t)
+		},
+		Done: func(_ rounds.Place, res *results.Result, _ error) error { return r.writeStep(st, res, &rec) },
+	}
+	end := rounds.Run(ctx, cycle)
+	rec.ResetSeconds = end.Place.Reset.Seconds
+	relErr := end.ReleaseErr
+	switch end.Stage {
+	case rounds.StageReset:
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
 			so.Steps = append(so.Steps, rec)
 			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before step %d", st.Seq)
 			return true, relErr
 		}
-		rec.Status, rec.Error = StatusFailed, rerr.Error()
+		rec.Status, rec.Error = StatusFailed, end.Err.Error()
 		so.Steps = append(so.Steps, rec)
 		r.out.Stopped = fmt.Sprintf("the reset before step %d (%s) failed", st.Seq, st.Side)
-		return true, errors.Join(rerr, relErr)
+		return true, errors.Join(end.Err, relErr)
+	case rounds.StageChange:
+		// The try's search stops there: not tried when the server
+		// refused it (the run goes on), interrupted when ctx was.
+		r.notTried(ctx, st, rec, end.Err)
+		return true, relErr
+	case rounds.StageLogs:
+		rec.Status, rec.Error = StatusFailed, end.Err.Error()
+		so.Steps = append(so.Steps, rec)
+		r.out.Stopped = fmt.Sprintf("step %d (%s at %gx): %v", st.Seq, st.Side, st.K, end.Err)
+		return true, errors.Join(end.Err, relErr)
 	}
-	st.Reset = rs
-	st.DatabaseMap = rs.DatabaseMap(r.cfg.DatabaseMap)
-	if r.try != nil {
-		if applied, err := r.applyTry(ctx, st, t, rec, &round); !applied {
-			return true, err
-		}
-	}
-	st.Logs = expandLogs(t.Logs)
-	r.progress(st, PhaseReplay, nil)
-	var cpu func() (float64, error)
-	var cpu0 float64
-	if r.cfg.ServerCPU != nil {
-		if read, err := r.cfg.ServerCPU(ctx, t.DSN); err == nil {
-			if c, err := read(); err == nil {
-				cpu, cpu0 = read, c
-			}
-		}
-	}
-	res, rerr := rounds.Replay(ctx, &round, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, st, t) })
-	rec.ReplaySeconds = round.ReplaySeconds
-	serverCPU := -1.0
-	if cpu != nil {
-		if c, err := cpu(); err == nil {
-			serverCPU = c - cpu0
-		}
-	}
-	relErr = round.Release(ctx)
-	interrupted := ctx.Err() != nil
-	if res != nil && r.cfg.Dir != "" {
-		name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
-		if st.Try != "" {
-			name = fmt.Sprintf("step-%02d-%s-try-%s-k%g.json", st.Seq, st.Side, st.Try, st.K)
-		}
-		if werr := outfile.Write(filepath.Join(r.cfg.Dir, name), func(w io.Writer) error { return results.Encode(w, res) }); werr != nil {
-			rerr = errors.Join(rerr, werr)
-		} else {
-			rec.File = name
-		}
-	}
+	res, rerr := end.Result, end.Err
+	rec.ReplaySeconds = end.ReplaySeconds
 	switch {
-	case interrupted:
+	case ctx.Err() != nil:
 		rec.Status = StatusInterrupted
 		if rerr != nil {
 			rec.Error = rerr.Error()
@@ -578,6 +573,45 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, relErr
 	}
 	return false, nil
+}
+
+// measureCPU reads the server's CPU seconds around a step's replay into
+// *seconds (Config.ServerCPU), which stays -1 when unknown.
+func (r *run) measureCPU(t Target, seconds *float64) func(context.Context, rounds.Place) func() {
+	if r.cfg.ServerCPU == nil {
+		return nil
+	}
+	return func(ctx context.Context, _ rounds.Place) func() {
+		read, err := r.cfg.ServerCPU(ctx, t.DSN)
+		if err != nil {
+			return nil
+		}
+		cpu0, err := read()
+		if err != nil {
+			return nil
+		}
+		return func() {
+			if c, err := read(); err == nil {
+				*seconds = c - cpu0
+			}
+		}
+	}
+}
+
+// writeStep writes a step's result, when it gave one, to Config.Dir.
+func (r *run) writeStep(st StepRun, res *results.Result, rec *Step) error {
+	if res == nil || r.cfg.Dir == "" {
+		return nil
+	}
+	name := fmt.Sprintf("step-%02d-%s-k%g.json", st.Seq, st.Side, st.K)
+	if st.Try != "" {
+		name = fmt.Sprintf("step-%02d-%s-try-%s-k%g.json", st.Seq, st.Side, st.Try, st.K)
+	}
+	if err := outfile.Write(filepath.Join(r.cfg.Dir, name), func(w io.Writer) error { return results.Encode(w, res) }); err != nil {
+		return err
+	}
+	rec.File = name
+	return nil
 }
 
 // span is the log's length at load factor k.
@@ -721,23 +755,4 @@ func peakAndKnee(steps []Step) (*CurvePeak, *CurveKnee) {
 		}
 	}
 	return peak, knee
-}
-
-// expandLogs expands the target's log patterns into files, sorted; a
-// pattern without a match stays as given (a file not written yet).
-func expandLogs(patterns []string) []string {
-	var files []string
-	for _, p := range patterns {
-		found, err := filepath.Glob(p)
-		if err != nil || len(found) == 0 {
-			found = []string{p}
-		}
-		slices.Sort(found)
-		for _, f := range found {
-			if !slices.Contains(files, f) {
-				files = append(files, f)
-			}
-		}
-	}
-	return files
 }

@@ -5,27 +5,18 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/pgrehearse/pgrehearse/internal/connstr"
-	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
-	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
-// Try is the user's own change (headroom --try NAME:SQL): its SQL runs
-// as given after every reset of its search, in the reset's copy of each
-// of the workload's databases.
-type Try struct {
+// TryOutcome is a side's search again with a try (a fixes.Fix of
+// Config.Tries) applied: the k it holds with it (With.Answer) beside the
+// k without it (Without).
+type TryOutcome struct {
+	// Name and SQL are the try's: its fix's name and SQL.
 	Name string `json:"name"`
 	SQL  string `json:"sql"`
-}
-
-// TryOutcome is a side's search again with a try applied: the k it
-// holds with it (With.Answer) beside the k without it (Without).
-type TryOutcome struct {
-	Try
-	Side Side `json:"side"`
+	Side Side   `json:"side"`
 	// Without is the side's answer in the search without the try.
 	Without *Answer `json:"without,omitempty"`
 	// With is the side's search with the try applied.
@@ -61,8 +52,8 @@ func (r *run) tries(ctx context.Context) error {
 	t := r.cfg.trySide()
 	r.answer()
 	for i := range r.cfg.Tries {
-		try := r.cfg.Tries[i]
-		to := &TryOutcome{Try: try, Side: t.Side, Without: r.out.Side(t.Side).Answer}
+		try := r.cfg.tryAt(i)
+		to := &TryOutcome{Name: try.Name, SQL: try.SQL, Side: t.Side, Without: r.out.Side(t.Side).Answer}
 		r.out.Tries = append(r.out.Tries, to)
 		cfg := r.cfg
 		cfg.Targets = []Target{t}
@@ -105,69 +96,44 @@ func (r *run) withTry() string {
 	return " with " + r.try.Name
 }
 
-// applyTry applies the try after step st's reset. When it could not,
-// it records the step, releases the reset and says applied false: the
-// try's search stops there, not tried when the server refused it (the
-// run goes on), interrupted when ctx was cancelled; err is the
-// release's.
-func (r *run) applyTry(ctx context.Context, st StepRun, t Target, rec Step, round *rounds.Round) (applied bool, err error) {
-	aerr := r.execTry(ctx, st, t)
-	if aerr == nil {
-		return true, nil
-	}
-	relErr := round.Release(ctx)
-	so := r.out.Side(t.Side)
+// notTried records step st, whose try the server refused (aerr) or
+// whose application was interrupted: the try's search stops there, not
+// tried when refused (the run goes on), interrupted when ctx was.
+func (r *run) notTried(ctx context.Context, st StepRun, rec Step, aerr error) {
+	so := r.out.Side(st.Side)
 	if ctx.Err() != nil {
 		rec.Status = StatusInterrupted
 		so.Steps = append(so.Steps, rec)
 		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted while applying try %s before step %d", r.try.Name, st.Seq)
-		return false, relErr
+		return
 	}
 	rec.Status, rec.Error = StatusFailed, "the try was not applied: "+aerr.Error()
 	so.Steps = append(so.Steps, rec)
 	r.tried.NotTried = aerr.Error()
-	return false, relErr
 }
 
-// execTry runs the try's SQL in the step's copy of each of the
-// workload's databases (the DSN's own when none is known).
-func (r *run) execTry(ctx context.Context, st StepRun, t Target) error {
-	var dbs []string
-	for _, db := range r.cfg.Databases {
-		if c, ok := st.DatabaseMap[db]; ok {
-			db = c
-		}
-		if !slices.Contains(dbs, db) {
-			dbs = append(dbs, db)
+// tryAt is Config.Tries[i] as its search applies it: in the workload's
+// databases (Config.Databases; the DSN's own when none is known) when
+// the fix names none.
+func (cfg *Config) tryAt(i int) fixes.Fix {
+	f := cfg.Tries[i]
+	if len(f.Databases) == 0 {
+		f.Databases = slices.Clone(cfg.Databases)
+		if len(f.Databases) == 0 {
+			f.Databases = []string{""}
 		}
 	}
-	if len(dbs) == 0 {
-		dbs = []string{""}
-	}
-	for _, db := range dbs {
-		if err := execIn(ctx, t.DSN, db, r.try.SQL); err != nil {
-			return err
-		}
+	return f
+}
+
+// checkTry says why fix f cannot be a try: one that changes the replay
+// (batched INSERTs), or one that cannot be tried on a reset copy.
+func checkTry(f fixes.Fix) error {
+	switch {
+	case f.Kind == fixes.BatchInserts:
+		return fmt.Errorf("headroom: try %s batches INSERTs, which changes the replay, not the target: a step cannot try it", f.Name)
+	case f.Untried != "":
+		return fmt.Errorf("headroom: try %s cannot be tried: %s", f.Name, f.Untried)
 	}
 	return nil
-}
-
-// execIn runs sql in database db of dsn's server ("": the DSN's own),
-// as pgrehearse's own session.
-func execIn(ctx context.Context, dsn, db, sql string) error {
-	cfg, err := connstr.ParsePgx(dsn)
-	if err != nil {
-		return err
-	}
-	if db != "" {
-		cfg.Database = db
-	}
-	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "try"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return connstr.SafeError(err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, sql)
-	return err
 }

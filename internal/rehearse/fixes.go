@@ -7,14 +7,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/compare"
-	"github.com/pgrehearse/pgrehearse/internal/connstr"
-	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -207,17 +202,23 @@ func (r *run) besideRound(ctx context.Context, round Round, target Target) (stop
 	return stop, err
 }
 
-// fixRound is one fix round: reset, the fix applied, replay, release.
-// applied is false when the server refused the fix (fr.NotApplied).
+// fixRound is one fix round (rounds.Run): reset, the fix applied,
+// replay, the fix undone, release. applied is false when the server
+// refused the fix (fr.NotApplied).
 func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixRun) (applied bool, err error) {
 	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, Fix: fr.Name, StartedAt: time.Now()}
-	lc := rounds.Round{Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout}
-	release := func() error {
-		err := lc.Release(ctx)
-		rec.ReleaseSeconds = lc.ReleaseSeconds
-		r.out.ReleaseSeconds += rec.ReleaseSeconds
-		return err
-	}
+	fix := fr.Fix
+	end := rounds.Run(ctx, rounds.Cycle{
+		Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: target.DSN,
+		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs, Change: &fix,
+		Phase: func(p Phase, at rounds.Place) { r.progress(round.at(at), p) },
+		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
+			return r.cfg.Replay(ctx, round.at(at), target)
+		},
+	})
+	rec.Reset = end.Place.Reset
+	rec.ReleaseSeconds = end.ReleaseSeconds
+	r.out.ReleaseSeconds += rec.ReleaseSeconds
 	fail := func(err error) (bool, error) {
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
 		if ctx.Err() != nil {
@@ -226,54 +227,25 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 		r.add(rec)
 		return false, err
 	}
-	r.progress(round, PhaseReset)
-	// A reset that failed half way is released by Start.
-	rerr, relErr := lc.Start(ctx)
-	st := lc.State
-	rec.Reset = st
-	if rerr != nil {
-		rec.ReleaseSeconds = lc.ReleaseSeconds
-		r.out.ReleaseSeconds += rec.ReleaseSeconds
-		return fail(errors.Join(rerr, relErr))
+	relErr := end.ReleaseErr
+	if end.Stage != rounds.StageReset {
+		r.out.ResetSeconds += end.Place.Reset.Seconds
 	}
-	r.out.ResetSeconds += st.Seconds
-	round.Reset = st
-	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
-	undo, err := applyFix(ctx, target, round, fr.Fix)
-	if err != nil {
+	switch end.Stage {
+	case rounds.StageReset, rounds.StageLogs:
+		return fail(errors.Join(end.Err, relErr))
+	case rounds.StageChange:
 		if ctx.Err() != nil {
-			return fail(errors.Join(err, release()))
+			return fail(errors.Join(end.Err, relErr))
 		}
-		fr.NotApplied = err.Error()
-		err = release()
+		fr.NotApplied = end.Err.Error()
 		rec.Status, rec.Error, rec.EndedAt = StatusFailed, "the fix was not applied: "+fr.NotApplied, time.Now()
 		r.add(rec)
-		return false, err
+		return false, relErr
 	}
-	// After the fix: a restart for it may have begun another log file.
-	if round.Logs, err = expandLogs(target.Logs); err != nil {
-		if undo != nil {
-			cctx, cancel := r.cleanupCtx()
-			err = errors.Join(err, undo(cctx))
-			cancel()
-		}
-		return fail(errors.Join(err, release()))
-	}
-	r.progress(round, PhaseReplay)
-	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
-	rec.ReplaySeconds = lc.ReplaySeconds
+	res, rerr := end.Result, end.Err
+	rec.ReplaySeconds = end.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	var undoErr error
-	if undo != nil {
-		// The server's setting is put back whatever the replay did:
-		// the reset of a copy does not undo it.
-		cctx, cancel := r.cleanupCtx()
-		if undoErr = undo(cctx); undoErr != nil {
-			undoErr = fmt.Errorf("putting the server's setting back after the fix: %w", undoErr)
-		}
-		cancel()
-	}
-	relErr = errors.Join(undoErr, release())
 	rec.EndedAt = time.Now()
 	switch {
 	case rerr != nil:
@@ -281,7 +253,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	case res == nil || res.Partial:
 		return false, r.failedFix(rec, errors.Join(errors.New("the replay stopped early"), relErr))
 	}
-	unmapDatabases(res, st.Databases)
+	unmapDatabases(res, end.Place.Reset.Databases)
 	name := fmt.Sprintf("round-%02d-candidate-fix-%s.json", round.Seq, fr.Name)
 	res.Source = fmt.Sprintf("candidate with fix %s, round %d", fr.Name, len(fr.Results)+1)
 	if r.cfg.Dir != "" {
@@ -299,7 +271,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	r.add(rec)
 	fr.Results = append(fr.Results, res)
 	r.roundTimes.Add(rec.EndedAt.Sub(rec.StartedAt))
-	r.progress(round, PhaseDone)
+	r.progress(round.at(end.Place), PhaseDone)
 	return true, relErr
 }
 
@@ -307,163 +279,6 @@ func (r *run) failedFix(rec RoundRecord, err error) error {
 	rec.Status, rec.Error = StatusFailed, err.Error()
 	r.add(rec)
 	return err
-}
-
-// applyFix runs the fix's SQL in the round's copy of each of its
-// databases; a setting for the server (fixes.SetServer) is set once, by
-// ALTER SYSTEM and a reload, and undo puts it back as it was.
-func applyFix(ctx context.Context, target Target, round Round, f fixes.Fix) (undo func(context.Context) error, err error) {
-	dsn := target.DSN
-	if f.Kind == fixes.SetServer {
-		var restart func(context.Context) error
-		if f.Restart {
-			r, ok := target.Reset.(reset.Restarter)
-			if !ok {
-				return nil, errors.New("the setting needs a restart of the server, which this reset cannot make")
-			}
-			restart = r.Restart
-		}
-		return setServer(ctx, dsn, f, restart)
-	}
-	for _, db := range f.Databases {
-		conn, err := fixConn(ctx, dsn, copyOf(db, round))
-		if err != nil {
-			return nil, err
-		}
-		var name string
-		if err = conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err == nil {
-			_, err = conn.Exec(ctx, f.SQLIn(name))
-		}
-		conn.Close(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
-}
-
-// fixConn connects to database db of dsn's server ("": the DSN's own),
-// named as pgrehearse's own session.
-func fixConn(ctx context.Context, dsn, db string) (*pgx.Conn, error) {
-	cfg, err := connstr.ParsePgx(dsn)
-	if err != nil {
-		return nil, err
-	}
-	if db != "" {
-		cfg.Database = db
-	}
-	cfg.RuntimeParams["application_name"] = event.OwnApplicationPrefix + "fix"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, connstr.SafeError(err)
-	}
-	return conn, nil
-}
-
-// setServer sets f's setting for the server (ALTER SYSTEM, a reload, or
-// restart when not nil) and waits until new sessions have it. undo puts
-// postgresql.auto.conf back as it was, the candidate's own value of the
-// setting or none, and reloads (restarts) again.
-func setServer(ctx context.Context, dsn string, f fixes.Fix, restart func(context.Context) error) (undo func(context.Context) error, err error) {
-	conn, err := fixConn(ctx, dsn, "")
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	// The candidate's own line in postgresql.auto.conf, if any, is what
-	// the undo writes back.
-	var prev *string
-	err = conn.QueryRow(ctx, `SELECT setting FROM pg_file_settings
-		WHERE name = $1 AND sourcefile LIKE '%postgresql.auto.conf' ORDER BY seqno DESC LIMIT 1`, f.Setting).Scan(&prev)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, err
-	}
-	back := "ALTER SYSTEM RESET " + pgx.Identifier{f.Setting}.Sanitize()
-	if prev != nil {
-		back = "ALTER SYSTEM SET " + pgx.Identifier{f.Setting}.Sanitize() + " = '" + strings.ReplaceAll(*prev, "'", "''") + "'"
-	}
-	undo = func(ctx context.Context) error {
-		conn, err := fixConn(ctx, dsn, "")
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		_, err = reload(ctx, conn, dsn, back, restart)
-		return err
-	}
-	if altered, err := reload(ctx, conn, dsn, f.SQL, restart); err != nil {
-		// The ALTER SYSTEM written, the reload failed: put it back
-		// all the same.
-		if !altered {
-			return nil, err
-		}
-		if uerr := undo(context.WithoutCancel(ctx)); uerr != nil {
-			err = errors.Join(err, fmt.Errorf("putting the server's setting back: %w", uerr))
-		}
-		return nil, err
-	}
-	return undo, nil
-}
-
-// reload runs an ALTER SYSTEM on conn, reloads the server's
-// configuration, and waits until a new session of dsn has loaded it
-// (pg_conf_load_time later than before): the postmaster reloads on its
-// own time, and a round's session forked before would not have it.
-// altered says whether the ALTER SYSTEM was run. With restart, the
-// server is restarted instead (conn is then ended).
-func reload(ctx context.Context, conn *pgx.Conn, dsn, alter string, restart func(context.Context) error) (altered bool, err error) {
-	var before time.Time
-	if err := conn.QueryRow(ctx, "SELECT pg_conf_load_time()").Scan(&before); err != nil {
-		return false, err
-	}
-	if _, err := conn.Exec(ctx, alter); err != nil {
-		return false, err
-	}
-	if restart != nil {
-		return true, restart(ctx)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
-		return true, err
-	}
-	deadline := time.Now().Add(reloadTimeout)
-	for {
-		c, err := fixConn(ctx, dsn, "")
-		if err != nil {
-			return true, err
-		}
-		var at time.Time
-		err = c.QueryRow(ctx, "SELECT pg_conf_load_time()").Scan(&at)
-		c.Close(context.WithoutCancel(ctx))
-		switch {
-		case err != nil:
-			return true, err
-		case at.After(before):
-			return true, nil
-		case time.Now().After(deadline):
-			return true, fmt.Errorf("the server did not reload its configuration within %v", reloadTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return true, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// reloadTimeout bounds the wait for a reload, which takes the postmaster
-// milliseconds.
-const reloadTimeout = 30 * time.Second
-
-// copyOf is the round's copy of database db (as the target names it, or
-// as the logs do), else db itself.
-func copyOf(db string, round Round) string {
-	if c, ok := round.Reset.Databases[db]; ok {
-		return c
-	}
-	if c, ok := round.DatabaseMap[db]; ok {
-		return c
-	}
-	return db
 }
 
 // JudgeFixes judges each fix of out.Fixes with the comparison's options:

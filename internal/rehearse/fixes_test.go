@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // hasIndex reports whether index exists in database db of dsn's server.
@@ -352,9 +353,9 @@ func TestFixRoundsRestart(t *testing.T) {
 		t.Errorf("after the fix rounds: postgresql.auto.conf %q, in a session %q; want none, 64", got, setting(t, cand.DSN("postgres"), "max_locks_per_transaction"))
 	}
 	// A reset that cannot restart: the fix is not applied, and why.
-	undo, err := applyFix(ctx, Target{DSN: cand.DSN("postgres"), Reset: reset.None{}}, Round{}, planned[0])
+	undo, err := rounds.ApplyChange(ctx, cand.DSN("postgres"), reset.None{}, rounds.Place{}, planned[0])
 	if undo != nil || err == nil || !strings.Contains(err.Error(), "needs a restart of the server, which this reset cannot make") {
-		t.Errorf("applyFix without a restart: %v", err)
+		t.Errorf("ApplyChange without a restart: %v", err)
 	}
 }
 

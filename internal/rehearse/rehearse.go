@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -315,7 +314,7 @@ func (o *Outcome) ReleaseKept(ctx context.Context, cfg Config) error {
 			rs = cfg.Candidate.Reset
 		}
 		t := time.Now()
-		if err := rs.Release(ctx, round.Reset); err != nil {
+		if err := rounds.Release(ctx, rs, round.Reset, cfg.CleanupTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("release the %s target's last round: %w", side, err))
 		}
 		o.ReleaseSeconds += time.Since(t).Seconds()
@@ -527,19 +526,38 @@ type run struct {
 	onBeside func(Round, *results.Result)
 }
 
-// round resets the target, replays, releases and records one round. stop
-// is true when the rehearsal must stop (interrupted); err when it failed.
+// round resets the target, replays, releases and records one round
+// (rounds.Run). stop is true when the rehearsal must stop (interrupted);
+// err when it failed.
 func (r *run) round(ctx context.Context, round Round, target Target) (stop bool, err error) {
 	rec := RoundRecord{Seq: round.Seq, Side: round.Side, N: round.N, Beside: round.Beside, StartedAt: time.Now()}
 	began := time.Now()
-	r.progress(round, PhaseReset)
-	// A reset that failed half way may have made some copies: Start
-	// releases them.
-	lc := rounds.Round{Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout}
-	rerr, relErr := lc.Start(ctx)
-	st := lc.State
-	rec.Reset = st
-	if rerr != nil {
+	end := rounds.Run(ctx, rounds.Cycle{
+		Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: target.DSN,
+		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs,
+		Phase: func(p Phase, at rounds.Place) { r.progress(round.at(at), p) },
+		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
+			return r.cfg.Replay(ctx, round.at(at), target)
+		},
+		Keep: func(ctx context.Context, res *results.Result, rerr error) bool {
+			return r.cfg.KeepLast && !round.Beside && round.N >= r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil
+		},
+		Done: func(at rounds.Place, res *results.Result, _ error) error {
+			rec.EndedAt = time.Now()
+			if res == nil {
+				return nil
+			}
+			return r.named(round, res, at.Reset, &rec)
+		},
+	})
+	round = round.at(end.Place)
+	rec.Reset = end.Place.Reset
+	if end.Stage != rounds.StageReset {
+		r.out.ResetSeconds += end.Place.Reset.Seconds
+	}
+	relErr := end.ReleaseErr
+	switch end.Stage {
+	case rounds.StageReset:
 		rec.EndedAt = time.Now()
 		if ctx.Err() != nil {
 			rec.Status = StatusInterrupted
@@ -547,67 +565,27 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before round %d", round.Seq)
 			return true, relErr
 		}
-		rec.Status, rec.Error = StatusFailed, rerr.Error()
+		rec.Status, rec.Error = StatusFailed, end.Err.Error()
 		r.add(rec)
 		r.out.Stopped = fmt.Sprintf("the reset before round %d (%s) failed", round.Seq, round.Side)
-		return true, errors.Join(rerr, relErr)
-	}
-	r.out.ResetSeconds += st.Seconds
-	round.Reset = st
-	round.DatabaseMap = st.DatabaseMap(r.cfg.DatabaseMap)
-	round.Logs, err = expandLogs(target.Logs)
-	if err != nil {
-		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
+		return true, errors.Join(end.Err, relErr)
+	case rounds.StageLogs:
+		rec.Status, rec.Error, rec.EndedAt = StatusFailed, end.Err.Error(), time.Now()
 		r.add(rec)
-		r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, err)
-		return true, errors.Join(err, lc.Release(ctx))
+		r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, end.Err)
+		return true, errors.Join(end.Err, relErr)
 	}
-
-	r.progress(round, PhaseReplay)
-	res, rerr := rounds.Replay(ctx, &lc, func(ctx context.Context) (*results.Result, error) { return r.cfg.Replay(ctx, round, target) })
-	rec.ReplaySeconds = lc.ReplaySeconds
+	res, rerr := end.Result, end.Err
+	rec.ReplaySeconds = end.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	if r.cfg.KeepLast && !round.Beside && round.N >= r.out.Rounds && rerr == nil && res != nil && !res.Partial && ctx.Err() == nil {
+	if end.Kept {
 		// Its state stays for the plans; the caller releases it. A
 		// round added after the rounds asked (Config.Decide) is the
 		// side's last now: the one kept before it makes way.
-		if r.out.Kept == nil {
-			r.out.Kept = map[Side]Round{}
-		}
-		if old, ok := r.out.Kept[round.Side]; ok {
-			t := time.Now()
-			relErr = target.Reset.Release(ctx, old.Reset)
-			r.out.ReleaseSeconds += time.Since(t).Seconds()
-		}
-		r.out.Kept[round.Side] = round
+		relErr = r.keep(ctx, round, target)
 	} else {
-		relErr = lc.Release(ctx)
-		rec.ReleaseSeconds = lc.ReleaseSeconds
+		rec.ReleaseSeconds = end.ReleaseSeconds
 		r.out.ReleaseSeconds += rec.ReleaseSeconds
-	}
-	rec.EndedAt = time.Now()
-
-	if res != nil {
-		unmapDatabases(res, st.Databases)
-		if st.Drifted {
-			r.out.Drifted = true
-			res.Warnings = append(res.Warnings, driftWarning)
-		}
-		name := fmt.Sprintf("round-%02d-%s.json", round.Seq, round.Side)
-		res.Source = fmt.Sprintf("%s round %d", round.Side, round.N)
-		if round.Beside {
-			name = fmt.Sprintf("round-%02d-%s-beside-fixes.json", round.Seq, round.Side)
-			res.Source += ", beside the fix rounds"
-		}
-		if r.cfg.Dir != "" {
-			path := filepath.Join(r.cfg.Dir, name)
-			if werr := writeResult(path, res); werr != nil {
-				rerr = errors.Join(rerr, werr)
-			} else {
-				rec.File = name
-				res.Source = path
-			}
-		}
 	}
 	rec.Status, rec.Error = roundStatus(res, rerr, ctx.Err() != nil)
 	if rec.Status == StatusDone && relErr != nil {
@@ -645,6 +623,54 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		return true, err
 	}
 	return false, nil
+}
+
+// at is round replayed where a reset made place for it.
+func (round Round) at(at rounds.Place) Round {
+	round.Reset, round.DatabaseMap, round.Logs = at.Reset, at.DatabaseMap, at.Logs
+	return round
+}
+
+// keep keeps round's reset work in place (Outcome.Kept), releasing the
+// round of its side kept before it.
+func (r *run) keep(ctx context.Context, round Round, target Target) error {
+	if r.out.Kept == nil {
+		r.out.Kept = map[Side]Round{}
+	}
+	var err error
+	if old, ok := r.out.Kept[round.Side]; ok {
+		t := time.Now()
+		err = rounds.Release(ctx, target.Reset, old.Reset, r.cfg.CleanupTimeout)
+		r.out.ReleaseSeconds += time.Since(t).Seconds()
+	}
+	r.out.Kept[round.Side] = round
+	return err
+}
+
+// named names a comparison's round's result (and a round's run beside the
+// fix rounds) in its source and its file, written to Config.Dir, with the
+// target's databases where the replay saw the reset's copies.
+func (r *run) named(round Round, res *results.Result, st reset.State, rec *RoundRecord) error {
+	unmapDatabases(res, st.Databases)
+	if st.Drifted {
+		r.out.Drifted = true
+		res.Warnings = append(res.Warnings, driftWarning)
+	}
+	name := fmt.Sprintf("round-%02d-%s.json", round.Seq, round.Side)
+	res.Source = fmt.Sprintf("%s round %d", round.Side, round.N)
+	if round.Beside {
+		name = fmt.Sprintf("round-%02d-%s-beside-fixes.json", round.Seq, round.Side)
+		res.Source += ", beside the fix rounds"
+	}
+	if r.cfg.Dir == "" {
+		return nil
+	}
+	path := filepath.Join(r.cfg.Dir, name)
+	if err := writeResult(path, res); err != nil {
+		return err
+	}
+	rec.File, res.Source = name, path
+	return nil
 }
 
 // roundStatus is the status of a round whose replay returned res and
@@ -704,33 +730,6 @@ func unmapDatabases(res *results.Result, copies map[string]string) {
 			res.Sessions.ConnectFailures[i].Database = db
 		}
 	}
-}
-
-// expandLogs expands the patterns of Target.Logs into files, sorted per
-// pattern, each once.
-func expandLogs(patterns []string) ([]string, error) {
-	var files []string
-	for _, p := range patterns {
-		found, err := filepath.Glob(p)
-		if err != nil {
-			return nil, fmt.Errorf("target log %q: %w", p, err)
-		}
-		if len(found) == 0 {
-			// A file the server has not written yet is still the
-			// place to read from.
-			found = []string{p}
-			if strings.ContainsAny(p, "*?[") {
-				return nil, fmt.Errorf("target log %q matches no file", p)
-			}
-		}
-		slices.Sort(found)
-		for _, f := range found {
-			if !slices.Contains(files, f) {
-				files = append(files, f)
-			}
-		}
-	}
-	return files, nil
 }
 
 // CheckDir makes dir if needed and checks that it is writable and does

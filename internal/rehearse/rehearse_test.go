@@ -43,24 +43,6 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-func TestExpandLogs(t *testing.T) {
-	functionalCase(t)
-	dir := t.TempDir()
-	for _, n := range []string{"postgresql-2.log", "postgresql-1.log", "other.csv"} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := expandLogs([]string{filepath.Join(dir, "*.log"), filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "later.log")})
-	want := []string{filepath.Join(dir, "postgresql-1.log"), filepath.Join(dir, "postgresql-2.log"), filepath.Join(dir, "later.log")}
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("expandLogs = %v, %v; want %v (each once, a file not yet written kept)", got, err, want)
-	}
-	if _, err := expandLogs([]string{filepath.Join(dir, "*.json")}); err == nil {
-		t.Errorf("a pattern matching nothing: want an error")
-	}
-}
-
 // TestCheckDir: the output directory is checked before any work: one
 // holding another rehearsal's rounds is refused unless overwriting.
 func TestCheckDir(t *testing.T) {
@@ -158,6 +140,32 @@ func TestInterruptedBetweenRounds(t *testing.T) {
 		if rec.Status != StatusDone {
 			t.Errorf("round %d: %s, want done", rec.Seq, rec.Status)
 		}
+	}
+}
+
+// TestTargetLogMatchesNothing: a target log pattern that matches no file
+// fails the round before its replay, records why and stops the
+// rehearsal, as it stops a headroom step (rounds.ExpandLogs' one rule);
+// the rounds before it are kept.
+func TestTargetLogMatchesNothing(t *testing.T) {
+	functionalCase(t)
+	replays := 0
+	pattern := filepath.Join(t.TempDir(), "*.log")
+	out, err := Run(context.Background(), Config{
+		Control:   Target{DSN: "control", Reset: reset.None{}},
+		Candidate: Target{DSN: "candidate", Reset: reset.None{}, Logs: []string{pattern}},
+		Rounds:    2,
+		Replay: func(context.Context, Round, Target) (*results.Result, error) {
+			replays++
+			return &results.Result{Kind: results.KindReplay}, nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "matches no file") {
+		t.Fatalf("Run: %v, want the pattern's error", err)
+	}
+	if replays != 1 || len(out.Records) != 2 || out.Records[1].Status != StatusFailed || !strings.Contains(out.Records[1].Error, pattern) ||
+		out.Stopped != "round 2 (candidate): target log \""+pattern+"\" matches no file" || len(out.Control) != 1 {
+		t.Errorf("%d replays, records %+v, stopped %q: want the control's round kept and the candidate's failed before its replay", replays, out.Records, out.Stopped)
 	}
 }
 

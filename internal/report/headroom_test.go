@@ -193,8 +193,8 @@ func TestWriteHeadroomTries(t *testing.T) {
 	with := &headroom.SideOutcome{Side: headroom.Candidate, Steps: cand.Steps,
 		Answer: &headroom.Answer{Holds: 4.2, Lo: 3.9, Hi: 4.6, AskedLo: 4, AskedHi: 6, Steps: 3}}
 	out.Tries = []*headroom.TryOutcome{
-		{Try: headroom.Try{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)"}, Side: headroom.Candidate, Without: cand.Answer, With: with},
-		{Try: headroom.Try{Name: "broken", SQL: "CREATE INDEX ON nope (a)"}, Side: headroom.Candidate, Without: cand.Answer,
+		{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)", Side: headroom.Candidate, Without: cand.Answer, With: with},
+		{Name: "broken", SQL: "CREATE INDEX ON nope (a)", Side: headroom.Candidate, Without: cand.Answer,
 			NotTried: `ERROR: relation "nope" does not exist (SQLSTATE 42P01)`},
 	}
 	var b bytes.Buffer
@@ -230,7 +230,7 @@ func TestWriteHeadroomTriesStopped(t *testing.T) {
 	out := headroomOutcome(t)
 	cand := out.Side(headroom.Candidate)
 	with := &headroom.SideOutcome{Side: headroom.Candidate, Steps: cand.Steps, Answer: &headroom.Answer{Holds: 1.5, Lo: 1.5, AtLeast: true, Steps: 2}}
-	out.Tries = []*headroom.TryOutcome{{Try: headroom.Try{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)"}, Side: headroom.Candidate,
+	out.Tries = []*headroom.TryOutcome{{Name: "email_idx", SQL: "CREATE INDEX ON customers (email)", Side: headroom.Candidate,
 		Without: cand.Answer, With: with, Partial: true}}
 	out.TriesNotRun = []string{"orders_idx", "work_mem"}
 	out.Partial, out.Interrupted, out.Stopped = true, true, "interrupted during step 12 (candidate at 2x); its partial result does not count"
@@ -271,7 +271,7 @@ func TestHeadroomRequire(t *testing.T) {
 		t.Errorf("%v %q, want met, no word of tries", met, line)
 	}
 	// A try that holds more does not meet it.
-	out.Tries = []*headroom.TryOutcome{{Try: headroom.Try{Name: "idx"}, Side: headroom.Candidate, Without: out.Sides[1].Answer,
+	out.Tries = []*headroom.TryOutcome{{Name: "idx", Side: headroom.Candidate, Without: out.Sides[1].Answer,
 		With: &headroom.SideOutcome{Side: headroom.Candidate, Answer: &headroom.Answer{Holds: 4}}}}
 	line, met = HeadroomRequire(out, 2)
 	if met || !strings.HasSuffix(line, "; judged on the searches without the tries: a try's k is not judged") {

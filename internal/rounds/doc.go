@@ -2,8 +2,13 @@
 // times does around each replay: the round runner between the commands
 // (rehearse, headroom) and the replay (package replayrun).
 //
-// A round resets its target (package reset), replays, and releases what
-// the reset made for it. The release runs also after Ctrl-C, each under
+// A round is run whole by Run, the one round cycle: it resets its target
+// (package reset), applies a change to what the reset made when it has
+// one (a fixes.Fix of any kind, ApplyChange: a rehearsal's fix rounds,
+// a headroom search's tries), expands the target's server logs
+// (ExpandLogs: a pattern that matches no file is an error), replays,
+// puts a server setting back, releases what the reset made for it, and
+// hands the result to the command (Cycle.Done: name it, write its file). The release runs also after Ctrl-C, each under
 // its own cleanup timeout counted from when it starts, because copies
 // left behind would fill the target's disk. A round the user interrupted
 // is dropped: its partial result does not count; the rounds finished
@@ -16,6 +21,8 @@
 // left is estimated from the rounds measured so far (Times).
 //
 // The package knows nothing of what a round replays or how its result is
-// judged and recorded: each command keeps its own records, statuses and
-// files. It names no command-line flag and prints nothing.
+// judged and recorded: the replay is a function the command gives, and
+// each command keeps its own records, statuses, words and files from
+// what Run says a round did (Ended). It names no command-line flag and
+// prints nothing.
 package rounds

@@ -2,17 +2,21 @@ package rounds_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
-// Run rounds on two sides in alternation: each round resets its target,
-// replays (here a function that only counts, where a command replays a
-// workload with package replayrun) and releases what the reset made. No
-// server is needed: reset.None leaves the target as it is and says that
-// every round after a side's first starts from what the one before left.
+// Run rounds on two sides in alternation: each round (Run) resets its
+// target, replays (here a function that only names its result, where a
+// command replays a workload with package replayrun), releases what the
+// reset made and hands the result on (Done: where a command writes its
+// file). No server is needed: reset.None leaves the target as it is and
+// says that every round after a side's first starts from what the one
+// before left.
 func Example() {
 	ctx := context.Background()
 	order := rounds.Alternate("control", "candidate", 2)
@@ -26,31 +30,32 @@ func Example() {
 		i++
 		return func(ctx context.Context) (stop bool, err error) {
 			done[side]++
-			r := &rounds.Round{Reset: reset.None{}, N: done[side]}
-			if resetErr, releaseErr := r.Start(ctx); resetErr != nil {
-				return true, fmt.Errorf("reset: %w (release: %v)", resetErr, releaseErr)
-			}
-			statements, err := rounds.Replay(ctx, r, func(context.Context) (int, error) {
-				return 100 * r.N, nil // what the replay ran
+			end := rounds.Run(ctx, rounds.Cycle{
+				Reset: reset.None{}, N: done[side],
+				Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
+					return &results.Result{Source: fmt.Sprintf("%s round %d", side, at.Reset.Round)}, nil
+				},
+				Done: func(_ rounds.Place, res *results.Result, err error) error {
+					if err == nil {
+						fmt.Printf("%s: ", res.Source)
+					}
+					return nil
+				},
 			})
-			if relErr := r.Release(ctx); err == nil {
-				err = relErr
+			if err := errors.Join(end.Err, end.ReleaseErr); err != nil {
+				return true, fmt.Errorf("%s: %w", end.Stage, err)
 			}
-			if err != nil {
-				return true, err
-			}
-			fmt.Printf("%s round %d: %s, drifted %t, %d statements\n",
-				side, r.N, rounds.StatusDone, r.State.Drifted, statements)
+			fmt.Printf("%s, drifted %t\n", rounds.StatusDone, end.Place.Reset.Drifted)
 			return false, nil
 		}, true
 	}
 	interruptedBefore, err := rounds.Sequence(ctx, next)
 	fmt.Println("interrupted before:", interruptedBefore, "error:", err)
 	// Output:
-	// control round 1: done, drifted false, 100 statements
-	// candidate round 1: done, drifted false, 100 statements
-	// candidate round 2: done, drifted true, 200 statements
-	// control round 2: done, drifted true, 200 statements
+	// control round 1: done, drifted false
+	// candidate round 1: done, drifted false
+	// candidate round 2: done, drifted true
+	// control round 2: done, drifted true
 	// interrupted before: 0 error: <nil>
 }
 

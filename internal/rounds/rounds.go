@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // DefaultCleanupTimeout bounds each release and close after the command
@@ -49,9 +50,10 @@ func Turn[T any](sides []T, pass int) []T {
 	return o
 }
 
-// Round is one round's reset and release on a target. Start resets, the
-// caller replays (Replay times it), Release undoes the reset's work.
-type Round struct {
+// round is one round's reset and release on a target, the primitives
+// of Run: start resets, the replay is timed (replay), release undoes
+// the reset's work.
+type round struct {
 	// Reset returns the target to its starting state; N is the round
 	// it resets for (the side's round, from 1).
 	Reset reset.Resetter
@@ -60,30 +62,30 @@ type Round struct {
 	// DefaultCleanupTimeout.
 	CleanupTimeout time.Duration
 
-	// State is what the reset did, set by Start.
+	// State is what the reset did, set by start.
 	State reset.State
-	// ReplaySeconds is the wall time of the replay alone (Replay);
-	// ReleaseSeconds that of the last Release.
+	// ReplaySeconds is the wall time of the replay alone (replay);
+	// ReleaseSeconds that of the last release.
 	ReplaySeconds  float64
 	ReleaseSeconds float64
 }
 
-// Start resets the target for the round. When the reset fails (also when
+// start resets the target for the round. When the reset fails (also when
 // interrupted), what it made half way is released at once, under the
 // cleanup context: resetErr is the reset's error, releaseErr the
 // release's, and the round must not replay.
-func (r *Round) Start(ctx context.Context) (resetErr, releaseErr error) {
+func (r *round) start(ctx context.Context) (resetErr, releaseErr error) {
 	r.State, resetErr = r.Reset.Reset(ctx, r.N)
 	if resetErr != nil {
-		releaseErr = r.Release(ctx)
+		releaseErr = r.release(ctx)
 	}
 	return resetErr, releaseErr
 }
 
-// Release undoes what the reset made for the round (drops its copies),
+// release undoes what the reset made for the round (drops its copies),
 // also after ctx was cancelled: under its own cleanup timeout, from when
 // it starts. It sets ReleaseSeconds.
-func (r *Round) Release(ctx context.Context) error {
+func (r *round) release(ctx context.Context) error {
 	cctx, cancel := CleanupContext(ctx, r.CleanupTimeout)
 	defer cancel()
 	t := time.Now()
@@ -92,10 +94,10 @@ func (r *Round) Release(ctx context.Context) error {
 	return err
 }
 
-// Replay runs the round's replay, replay, and sets r.ReplaySeconds to
+// replay runs the round's replay, replay, and sets r.ReplaySeconds to
 // its wall time. When ctx is cancelled replay must stop and return what
 // ran, marked partial.
-func Replay[R any](ctx context.Context, r *Round, replay func(context.Context) (R, error)) (R, error) {
+func (r *round) replay(ctx context.Context, replay func(context.Context) (*results.Result, error)) (*results.Result, error) {
 	t := time.Now()
 	res, err := replay(ctx)
 	r.ReplaySeconds = time.Since(t).Seconds()

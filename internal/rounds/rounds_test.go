@@ -3,12 +3,12 @@ package rounds
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/reset"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 func TestAlternate(t *testing.T) {
@@ -128,13 +128,13 @@ func TestSequenceInterruptedKeepsFinished(t *testing.T) {
 	var finished []int
 	var started int
 	n := 0
-	replay := func(ctx context.Context, round int) (string, error) {
+	replay := func(ctx context.Context, round int) (*results.Result, error) {
 		if round == 3 {
 			cancel()
 			<-ctx.Done()
-			return "partial", ctx.Err()
+			return &results.Result{Partial: true}, ctx.Err()
 		}
-		return fmt.Sprintf("round %d", round), nil
+		return &results.Result{}, nil
 	}
 	before, err := Sequence(ctx, func() (func(context.Context) (bool, error), bool) {
 		if n == 5 {
@@ -144,19 +144,15 @@ func TestSequenceInterruptedKeepsFinished(t *testing.T) {
 		seq := n
 		return func(ctx context.Context) (bool, error) {
 			started++
-			r := Round{Reset: rs, N: seq}
-			if rerr, relErr := r.Start(ctx); rerr != nil || relErr != nil {
-				t.Fatalf("round %d: start: %v %v", seq, rerr, relErr)
-			}
-			_, rerr := Replay(ctx, &r, func(ctx context.Context) (string, error) { return replay(ctx, seq) })
-			if relErr := r.Release(ctx); relErr != nil {
-				return true, relErr
+			end := Run(ctx, Cycle{Reset: rs, N: seq, Replay: func(ctx context.Context, _ Place) (*results.Result, error) { return replay(ctx, seq) }})
+			if end.ReleaseErr != nil {
+				return true, end.ReleaseErr
 			}
 			if ctx.Err() != nil {
 				return true, nil // dropped
 			}
-			if rerr != nil {
-				return true, rerr
+			if end.Err != nil {
+				return true, end.Err
 			}
 			finished = append(finished, seq)
 			return false, nil
@@ -224,10 +220,10 @@ func TestSequenceStops(t *testing.T) {
 func TestStartFailedReleases(t *testing.T) {
 	boom := errors.New("no space")
 	rs := &countingReset{failReset: boom}
-	r := Round{Reset: rs, N: 1}
-	rerr, relErr := r.Start(context.Background())
+	r := round{Reset: rs, N: 1}
+	rerr, relErr := r.start(context.Background())
 	if !errors.Is(rerr, boom) || relErr != nil || rs.releases != 1 {
-		t.Errorf("Start = %v, %v with %d releases; want no space, nil, 1", rerr, relErr, rs.releases)
+		t.Errorf("start = %v, %v with %d releases; want no space, nil, 1", rerr, relErr, rs.releases)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // Options configure a sweep.
@@ -264,21 +265,21 @@ func run(ctx context.Context, opts *Options, configs []Config, res *Result) (err
 }
 
 // runSteps runs every step, the servers in alternating order (A B, then
-// B A, ...), each client count Repeat times, appending each step to its
+// B A, ...: rounds.Turn), each client count Repeat times, appending each step to its
 // configuration's result.
 func runSteps(ctx context.Context, opts *Options, servers []*server, res *Result) error {
 	// Only the names the configuration sets are read back.
 	names := func(c Config) []string { return settingNames([]Config{c}) }
+	indexes := make([]int, len(servers))
+	for i := range indexes {
+		indexes[i] = i
+	}
 	seq := 0
 	for _, clients := range opts.Clients {
 		for round := 1; round <= opts.Repeat; round++ {
-			order := make([]int, len(servers))
-			for i := range order {
-				order[i] = i
-				if seq%2 == 1 {
-					order[i] = len(servers) - 1 - i
-				}
-			}
+			// Each step is a pass over the servers, in the order the
+			// round runner gives sides (rounds.Turn).
+			order := rounds.Turn(indexes, seq)
 			seq++
 			for _, i := range order {
 				s := servers[i]
