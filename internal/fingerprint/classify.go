@@ -58,6 +58,9 @@ type Class struct {
 	Touch []Name
 	Write []Write
 	Funcs []Name
+	// Advisory are its calls of advisory-lock functions, in the order
+	// of its text (see Advisory).
+	Advisory []Advisory
 	// Opaque: what it reads and writes cannot be known from its text
 	// (DDL, DO, CALL, an SQL-level EXECUTE, SELECT INTO, text the parser
 	// refuses).
@@ -318,6 +321,7 @@ func classifyNode(n *pg_query.Node) *Class {
 		c.ExplainAnalyze = explainAnalyze(ex)
 	}
 	relations(n, c)
+	c.Advisory = advisoryCalls(n, c)
 	if !c.Opaque {
 		c.Rows = rowAccess(n)
 	}
