@@ -53,3 +53,23 @@ func mustFunc(t *testing.T, sql string) *pg_query.FuncCall {
 	}
 	return res.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val.GetFuncCall()
 }
+
+// TestNotification: LISTEN, UNLISTEN and NOTIFY name their channel; a
+// pg_notify call notifies a channel the text does not give.
+func TestNotification(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want *Notification
+	}{
+		{"LISTEN jobs", &Notification{Op: Listen, Channel: "jobs"}},
+		{"UNLISTEN jobs", &Notification{Op: Unlisten, Channel: "jobs"}},
+		{"UNLISTEN *", &Notification{Op: Unlisten}},
+		{"NOTIFY jobs, 'payload'", &Notification{Op: Notify, Channel: "jobs"}},
+		{"SELECT pg_notify('jobs', 'x')", &Notification{Op: Notify}},
+		{"SELECT 1", nil},
+	} {
+		if got := Compute(tc.sql)[0].Class(tc.sql).Notification; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.sql, got, tc.want)
+		}
+	}
+}

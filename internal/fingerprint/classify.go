@@ -61,6 +61,9 @@ type Class struct {
 	// Advisory are its calls of advisory-lock functions, in the order
 	// of its text (see Advisory).
 	Advisory []Advisory
+	// Notification is its LISTEN, UNLISTEN or NOTIFY (or pg_notify
+	// call), nil for none.
+	Notification *Notification
 	// Opaque: what it reads and writes cannot be known from its text
 	// (DDL, DO, CALL, an SQL-level EXECUTE, SELECT INTO, text the parser
 	// refuses).
@@ -322,6 +325,7 @@ func classifyNode(n *pg_query.Node) *Class {
 	}
 	relations(n, c)
 	c.Advisory = advisoryCalls(n, c)
+	c.Notification = notificationOf(n, c)
 	if !c.Opaque {
 		c.Rows = rowAccess(n)
 	}

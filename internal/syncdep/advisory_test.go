@@ -20,7 +20,7 @@ func try(s *Session, at int64, sql string, got bool) Step {
 func newAdvShop(mode Mode) *Tracker {
 	c := shopCatalog()
 	c.Builtins = append(slices.Clip(c.Builtins), "hashtext", "pg_advisory_lock", "pg_advisory_lock_shared", "pg_advisory_xact_lock",
-		"pg_try_advisory_lock", "pg_advisory_unlock", "pg_advisory_unlock_all")
+		"pg_try_advisory_lock", "pg_advisory_unlock", "pg_advisory_unlock_all", "pg_notify")
 	tr := NewTracker(mode)
 	tr.SetCatalog("shop", c)
 	return tr

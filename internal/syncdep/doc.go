@@ -35,6 +35,8 @@
 //     whose key a statement gives are followed too (advisory.go): a
 //     taking waits for the holdings asked for before it, a failed try
 //     for the holding it met, and that holding's release for the try.
+//     A listener's statements wait for the notifying commits sent
+//     before them (notify.go).
 //
 // # Memory
 //

@@ -215,8 +215,10 @@ type effect struct {
 	// not have (Step.Unknown).
 	tables  []string
 	unknown bool
-	// adv are its calls of advisory-lock functions.
-	adv []fingerprint.Advisory
+	// adv are its calls of advisory-lock functions, note its LISTEN,
+	// UNLISTEN or NOTIFY.
+	adv  []fingerprint.Advisory
+	note *fingerprint.Notification
 }
 
 // rowRef is a RowKey with relation ids: rel is the relation's id (that
@@ -295,6 +297,9 @@ type Tracker struct {
 	adv       map[string]*advLock
 	advKept   int
 	advUnread int64
+	// notified are, by channel, the commits that notified it and may
+	// not have run yet (see notify.go).
+	notified map[string][]notified
 }
 
 // rowLast is an entry of Tracker.last.
@@ -537,7 +542,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
 	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier,
-		query: isQuery(it.Query), read: ef.ReadOnly(), adv: st.Advisory}
+		query: isQuery(it.Query), read: ef.ReadOnly(), adv: st.Advisory, note: st.Notification}
 	// A relation reached whole also waits for writes of its rows by
 	// key (its any id).
 	for _, k := range ef.Touch {
@@ -616,6 +621,13 @@ type Session struct {
 	advHeld  []*advHold
 	advPend  []advPend
 	advWaits []*Txn
+	// listens are the channels the session listens on, notifying
+	// those its open transaction (or the event being read) notified,
+	// notifyCommit: the event being read commits that transaction (see
+	// notify.go).
+	listens      map[string]bool
+	notifying    []string
+	notifyCommit bool
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -686,6 +698,9 @@ func (s *Session) Event(e Exec) Step {
 		eff := t.effectOf(s.db, &e, i)
 		if len(eff.adv) > 0 && !(e.Failed && i == len(items)-1) {
 			s.advisory(eff.adv, &e)
+		}
+		if eff.note != nil {
+			s.notification(eff.note)
 		}
 		if eff.control != TxNone {
 			committing = s.control(eff, it, &e) || committing
@@ -778,6 +793,7 @@ func (s *Session) Event(e Exec) Step {
 	s.end(&e, &step, committing)
 	s.prepare(&e, &step)
 	s.advEnd(&e, &step)
+	s.notifyEnd(&e, &step)
 	return step
 }
 
@@ -792,6 +808,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.block++
 	case TxCommit:
 		s.advRelease(advXact)
+		s.notifyCommit = s.notifyCommit || !s.aborted
 		if !s.aborted {
 			commit.merge(s.tx)
 			committing = true
@@ -803,6 +820,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.block++
 	case TxRollback:
 		s.advRelease(advXact)
+		s.notifying = s.notifying[:0]
 		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 		s.tx.reset()
@@ -979,6 +997,7 @@ func (s *Session) End() {
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
 		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, RaceNone
 		s.advSessionEnd()
+		s.listens, s.notifying = nil, nil
 		s.t.sessions--
 	}
 }
