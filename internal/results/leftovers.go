@@ -1,5 +1,7 @@
 package results
 
+import "slices"
+
 // Leftovers is what a replay left behind on the target, or held there
 // when its sessions ended (Replay.Leftovers): nil when nothing.
 type Leftovers struct {
@@ -62,3 +64,14 @@ const (
 	// LeftoverCleanupFailed: ROLLBACK PREPARED failed (CleanupError).
 	LeftoverCleanupFailed LeftoverCleanup = "failed"
 )
+
+// mergeLeftovers is what two parts of a replay left, together.
+func mergeLeftovers(x, y *Leftovers) *Leftovers {
+	if x == nil || y == nil {
+		if x == nil {
+			return y
+		}
+		return x
+	}
+	return &Leftovers{Prepared: append(slices.Clip(x.Prepared), y.Prepared...), AdvisoryLocks: append(slices.Clip(x.AdvisoryLocks), y.AdvisoryLocks...)}
+}
