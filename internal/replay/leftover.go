@@ -109,9 +109,10 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.pid = $1
 ORDER BY 1, 2, 3`
 
 // heldAdvisory names the advisory locks the session's connection holds
-// as it is about to close, when the session took any.
+// as it is about to close, when the session took any. Not when the
+// replay was told to stop: its sessions close at once then.
 func (s *session) heldAdvisory() {
-	if !s.advisory || s.conn == nil || s.conn.IsClosed() || s.r.hardDone.Load() {
+	if !s.advisory || s.conn == nil || s.conn.IsClosed() || s.r.stopped() || s.r.hardDone.Load() {
 		return
 	}
 	pid := s.conn.PID()
