@@ -103,6 +103,16 @@ func (s *Session) notifyEnd(e *Exec, step *Step) {
 	s.notifying = s.notifying[:0]
 }
 
+// notifyCommitted reads a COMMIT of the session's block: it commits
+// what the block notified, or, of a block that failed, rolls it back.
+func (s *Session) notifyCommitted() {
+	if s.aborted {
+		s.notifying = s.notifying[:0]
+		return
+	}
+	s.notifyCommit = true
+}
+
 // awaitNotified makes the event being read, which started at start,
 // wait for the commits of l of other sessions sent before it.
 func (s *Session) awaitNotified(l []notified, start int64, step *Step) {

@@ -43,6 +43,11 @@ func TestNotifyOrder(t *testing.T) {
 		run(n, ms(10), ms(10), "BEGIN")
 		run(n, ms(11), ms(11), "NOTIFY jobs")
 		run(n, ms(12), ms(12), "ROLLBACK")
+		// A block that failed: its COMMIT rolls back the NOTIFY.
+		run(n, ms(12), ms(12), "BEGIN")
+		run(n, ms(12), ms(12), "NOTIFY jobs")
+		run(n, ms(12), ms(12), "SELECT 1/0", true)
+		run(n, ms(12), ms(12), "COMMIT")
 		run(n, ms(13), ms(13), "NOTIFY other")
 		if got := b.Blocker(run(l, ms(14), ms(14), "SELECT 1").Wait); got != nil {
 			t.Errorf("%s: the listener waits for %v after a rollback and another channel", mode, got)

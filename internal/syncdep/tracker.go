@@ -808,7 +808,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.block++
 	case TxCommit:
 		s.advRelease(advXact)
-		s.notifyCommit = s.notifyCommit || !s.aborted
+		s.notifyCommitted()
 		if !s.aborted {
 			commit.merge(s.tx)
 			committing = true
