@@ -311,10 +311,13 @@ func psql(t *testing.T, c *pgcluster.Cluster, rc *runningCapture, script string)
 // target's data differs from the start, named by table, and the replay
 // exits 6 (issue 59 item 3); with the error rate let through, so that
 // this is the exit's reason.
+// The same cluster then runs crossSessionOrder (issue 59 item 2).
 func TestCaptureAnswerDivergence(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	// max_prepared_transactions: for crossSessionOrder, which shares the
+	// cluster.
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_prepared_transactions": "10"}})
 	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g; " +
 		"CREATE SCHEMA s2; CREATE TABLE s2.only_there (x int);"
 	for _, db := range []string{"orig", "changed"} {
@@ -462,6 +465,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	if !strings.Contains(text, "3 of 3 calls differ (rows 3): UPDATE t SET v = v + $1 WHERE id <= $2") {
 		t.Errorf("the replay's text does not name the UPDATE's divergence:\n%s", text)
 	}
+	crossSessionOrder(t, c)
 }
 
 // TestRelayQuantiles: the quantiles are said as the bucket bounds they

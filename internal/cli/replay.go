@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
@@ -61,6 +62,7 @@ type replayFlags struct {
 	shards           shardFlags
 	keepSamples      bool
 	batchInserts     int
+	cleanup          bool
 }
 
 // readAheadHelp is the paragraph of replay's and rehearse's help on the
@@ -200,8 +202,15 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
 	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
 	addReplayOptionFlags(fl, &f, syncdep.Object)
-	addShardFlags(fl, &f.shards)
+	addReplayOnlyFlags(fl, &f)
 	return cmd
+}
+
+// addReplayOnlyFlags registers the flags of replay that rehearse does not
+// share: sharding, and the cleanup of what the replay left.
+func addReplayOnlyFlags(fl *pflag.FlagSet, f *replayFlags) {
+	addShardFlags(fl, &f.shards)
+	fl.BoolVar(&f.cleanup, "cleanup", false, "at the end, roll back (ROLLBACK PREPARED) the transactions the replay prepared on the target and left prepared; named, with the advisory locks its sessions held as they ended, with or without this flag")
 }
 
 func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) error {
@@ -464,6 +473,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		IOTimeout:        f.ioTimeout,
 		MaxLag:           f.maxLag,
 		ErrorWindow:      f.errorWindow,
+		Cleanup:          f.cleanup,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageError("%v", err)

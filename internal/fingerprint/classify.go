@@ -58,6 +58,12 @@ type Class struct {
 	Touch []Name
 	Write []Write
 	Funcs []Name
+	// Advisory are its calls of advisory-lock functions, in the order
+	// of its text (see Advisory).
+	Advisory []Advisory
+	// Notification is its LISTEN, UNLISTEN or NOTIFY (or pg_notify
+	// call), nil for none.
+	Notification *Notification
 	// Opaque: what it reads and writes cannot be known from its text
 	// (DDL, DO, CALL, an SQL-level EXECUTE, SELECT INTO, text the parser
 	// refuses).
@@ -318,6 +324,8 @@ func classifyNode(n *pg_query.Node) *Class {
 		c.ExplainAnalyze = explainAnalyze(ex)
 	}
 	relations(n, c)
+	c.Advisory = advisoryCalls(n, c)
+	c.Notification = notificationOf(n, c)
 	if !c.Opaque {
 		c.Rows = rowAccess(n)
 	}

@@ -112,6 +112,9 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !ok {
 		return
 	}
+	if !failed {
+		s.noteLeftovers(items, ev.Query)
+	}
 	if c := it.sync.Commit; c != nil {
 		// The commit the event carries ran on the target (whatever its
 		// outcome there): the sessions waiting for it go on now, not

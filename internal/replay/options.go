@@ -71,6 +71,11 @@ type Options struct {
 	// with the server measured slower than one (docs/performance.md).
 	Engines int
 
+	// Cleanup rolls back, at the end, the prepared transactions the
+	// replay prepared on the target and left prepared (see
+	// results.Leftovers, which names them either way).
+	Cleanup bool
+
 	// ReadOnly replays only statements that cannot write, decided by
 	// parsing; sessions also run with default_transaction_read_only=on.
 	ReadOnly bool

@@ -18,6 +18,8 @@ import (
 // once; Progress may be called from any goroutine meanwhile.
 type Replayer struct {
 	opts Options
+	// left is what the replay leaves on the target (leftover.go).
+	left leftovers
 	// startup: what the replay learns of its sessions' startup settings.
 	startup startupWatch
 	sched   Schedule // opts.Schedule()
@@ -211,6 +213,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	res.Sessions.ConnectFailures = r.fails.list()
 	if err := r.syncResult(res); err != nil {
 		return nil, err
+	}
+	if !r.opts.DryRun {
+		r.leftoversResult(res)
 	}
 	r.faultsResult(res)
 	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {

@@ -143,6 +143,11 @@ type session struct {
 	busyUntil  atomic.Int64
 	execSeq    atomic.Int64
 	delayedSeq atomic.Int64
+
+	// advisory: an execution of the session took an advisory lock,
+	// which heldAdvisory looks for as its connection closes (the
+	// session goroutine's).
+	advisory bool
 }
 
 // dep is what a session waits for: that s completed n events, or, with
@@ -579,6 +584,8 @@ func (s *session) closeConn() {
 		// written, not when the server notices the connection gone.
 		s.rollback()
 	}
+	// Its advisory locks die with it: named first (leftover.go).
+	s.heldAdvisory()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	s.conn.Close(ctx)
 	cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -209,6 +210,16 @@ func (sr *syncRun) tracker(lane uint8) *syncdep.Tracker {
 	return tr
 }
 
+// advisoryUnread counts the advisory-lock calls whose key the trackers
+// of every lane could not read (see syncdep.Tracker.AdvisoryUnread).
+func (sr *syncRun) advisoryUnread() int64 {
+	n := sr.tr.AdvisoryUnread()
+	for _, tr := range sr.lanes {
+		n += tr.AdvisoryUnread()
+	}
+	return n
+}
+
 // syncBoard is the Board of the session's lane.
 func (s *session) syncBoard() *syncdep.Board {
 	if s.board != nil {
@@ -241,7 +252,27 @@ func syncExec(ev *event.Event, items []fingerprint.Item) syncdep.Exec {
 	// A capture's binary parameters read as their text: a key sent as
 	// a binary int8 is the row the same key sent as text is.
 	return syncdep.Exec{Start: ev.Time, End: end, Items: items, Text: ev.Query, Failed: ev.Failed,
-		Params: ev.TextParams(), ParamState: ev.ParamState}
+		Params: ev.TextParams(), ParamState: ev.ParamState, Answer: answerBool(ev.Answer())}
+}
+
+// answerBool reads an answer of one row of one boolean (a try of an
+// advisory lock), in text or binary format, from its digest.
+func answerBool(a *event.Answer) syncdep.AnswerBool {
+	if a == nil || len(a.Digests) != 1 || a.Digests[0].Rows != 1 {
+		return syncdep.AnswerUnknown
+	}
+	for _, c := range [...]struct {
+		v      byte
+		answer syncdep.AnswerBool
+	}{{'t', syncdep.AnswerTrue}, {1, syncdep.AnswerTrue}, {'f', syncdep.AnswerFalse}, {0, syncdep.AnswerFalse}} {
+		var d rowdigest.Digest
+		// A DataRow's body: one column, of one byte.
+		d.AddVersion(a.DigestVersion, []byte{0, 1, 0, 0, 0, 1, c.v})
+		if d.Equal(a.Digests[0], false) {
+			return c.answer
+		}
+	}
+	return syncdep.AnswerUnknown
 }
 
 // loadCatalog reads a database's catalog on the target, as user.
@@ -770,6 +801,9 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	sr.notesMu.Lock()
 	st.Notes = append(st.Notes, sr.notes...)
 	sr.notesMu.Unlock()
+	if n := sr.advisoryUnread(); n > 0 {
+		st.Notes = append(st.Notes, fmt.Sprintf("%d advisory-lock calls named their key by a column or an expression (or a parameter not logged), not read from the text: the server alone ordered them", n))
+	}
 	var f string
 	f, st.CheckReconnects = sr.mon.failure()
 	if f != "" {

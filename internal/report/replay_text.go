@@ -106,6 +106,7 @@ func WriteReplay(w io.Writer, res *results.Result, h Hints) error {
 	}
 	writeReplayCost(&b, res, h)
 	writeSyncSummary(&b, res.Sync, res.SyncWait)
+	writeLeftovers(&b, res.Leftovers)
 	if line := ReadAheadHeld(res.Reader); line != "" {
 		fmt.Fprintf(&b, "  reader:     %s\n", line)
 	}

@@ -510,6 +510,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	m.Shards = mergeShardRuns(x.Shards, y.Shards)
 	m.StartupSettings = mergeStartup(x.StartupSettings, y.StartupSettings)
 	m.BatchInserts = mergeBatch(x.BatchInserts, y.BatchInserts)
+	m.Leftovers = mergeLeftovers(x.Leftovers, y.Leftovers)
 	if x.Preamble != nil || y.Preamble != nil {
 		m.Preamble = &Preamble{}
 		for _, p := range []*Preamble{x.Preamble, y.Preamble} {

@@ -255,6 +255,10 @@ type Replay struct {
 	// BatchInserts is what --batch-inserts did to the workload's
 	// single-row INSERTs; nil when it was not asked.
 	BatchInserts *BatchInserts `json:"batch_inserts,omitempty"`
+	// Leftovers is what the replay left behind on the target (prepared
+	// transactions), or held there when its sessions ended (advisory
+	// locks); nil when nothing.
+	Leftovers *Leftovers `json:"leftovers,omitempty"`
 }
 
 // BatchInserts counts what a replay with batched INSERTs sent: a session's

@@ -31,7 +31,12 @@
 //     target. Its Board answers, from any goroutine, which Txn a Wait
 //     still waits for. A statement of unknown effect by its kind (DDL)
 //     is marked a barrier: the replay makes it wait for every earlier
-//     statement, which the Tracker does not follow.
+//     statement, which the Tracker does not follow. Advisory locks
+//     whose key a statement gives are followed too (advisory.go): a
+//     taking waits for the holdings asked for before it, a failed try
+//     for the holding it met, and that holding's release for the try.
+//     A listener's statements wait for the notifying commits sent
+//     before them (notify.go).
 //
 // # Memory
 //

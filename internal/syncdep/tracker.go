@@ -82,6 +82,10 @@ type Exec struct {
 	// (see RowKey).
 	Params     []event.Param
 	ParamState event.ParamState
+	// Answer is what the original server answered, where the input
+	// recorded it (a capture) and it was one row of one boolean:
+	// whether a try of an advisory lock got it (see advisory.go).
+	Answer AnswerBool
 }
 
 // Step is what the replay must do around one execution event: wait for
@@ -211,6 +215,10 @@ type effect struct {
 	// not have (Step.Unknown).
 	tables  []string
 	unknown bool
+	// adv are its calls of advisory-lock functions, note its LISTEN,
+	// UNLISTEN or NOTIFY.
+	adv  []fingerprint.Advisory
+	note *fingerprint.Notification
 }
 
 // rowRef is a RowKey with relation ids: rel is the relation's id (that
@@ -283,6 +291,15 @@ type Tracker struct {
 	ends     endRing
 	lates    []late
 	nextLate int
+	// adv are the advisory locks followed, by key (see advisory.go);
+	// advKept how many were kept at the last sweep, advUnread the calls
+	// whose key was not read.
+	adv       map[string]*advLock
+	advKept   int
+	advUnread int64
+	// notified are, by channel, the commits that notified it and may
+	// not have run yet (see notify.go).
+	notified map[string][]notified
 }
 
 // rowLast is an entry of Tracker.last.
@@ -314,7 +331,7 @@ type database struct {
 func NewTracker(mode Mode) *Tracker {
 	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
 		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
-		last: map[uint32]rowLast{}}
+		last: map[uint32]rowLast{}, adv: map[string]*advLock{}}
 }
 
 // Board returns the transactions not yet run on the target.
@@ -525,7 +542,7 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	st := it.Class(e.Text)
 	ef := d.res.Effect(st)
 	x := &effect{control: st.Tx, chain: st.Chain, readAll: ef.ReadAll, writeAll: ef.WriteAll, lockAll: ef.LockAll, barrier: ef.Barrier,
-		query: isQuery(it.Query), read: ef.ReadOnly()}
+		query: isQuery(it.Query), read: ef.ReadOnly(), adv: st.Advisory, note: st.Notification}
 	// A relation reached whole also waits for writes of its rows by
 	// key (its any id).
 	for _, k := range ef.Touch {
@@ -598,6 +615,19 @@ type Session struct {
 	// Tracker.preparing).
 	prepGid  string
 	prepWait *Txn
+	// advHeld are the advisory locks the session holds, advPend those
+	// the event being read took, released or met, advWaits what it
+	// waits for by them (see advisory.go).
+	advHeld  []*advHold
+	advPend  []advPend
+	advWaits []*Txn
+	// listens are the channels the session listens on, notifying
+	// those its open transaction (or the event being read) notified,
+	// notifyCommit: the event being read commits that transaction (see
+	// notify.go).
+	listens      map[string]bool
+	notifying    []string
+	notifyCommit bool
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -666,6 +696,12 @@ func (s *Session) Event(e Exec) Step {
 	}
 	for i, it := range items {
 		eff := t.effectOf(s.db, &e, i)
+		if len(eff.adv) > 0 && !(e.Failed && i == len(items)-1) {
+			s.advisory(eff.adv, &e)
+		}
+		if eff.note != nil {
+			s.notification(eff.note)
+		}
 		if eff.control != TxNone {
 			committing = s.control(eff, it, &e) || committing
 			continue
@@ -756,6 +792,8 @@ func (s *Session) Event(e Exec) Step {
 	}
 	s.end(&e, &step, committing)
 	s.prepare(&e, &step)
+	s.advEnd(&e, &step)
+	s.notifyEnd(&e, &step)
 	return step
 }
 
@@ -769,6 +807,8 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.inBlock = true
 		s.block++
 	case TxCommit:
+		s.advRelease(advXact)
+		s.notifyCommitted()
 		if !s.aborted {
 			commit.merge(s.tx)
 			committing = true
@@ -779,12 +819,15 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 		s.aborted, s.inBlock = false, eff.chain
 		s.block++
 	case TxRollback:
+		s.advRelease(advXact)
+		s.notifying = s.notifying[:0]
 		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 		s.tx.reset()
 		s.aborted, s.inBlock = false, eff.chain
 		s.block++
 	case TxPrepare:
+		s.advRelease(advXact)
 		if !s.aborted && !s.tx.empty() {
 			t.prepared[it.Class(e.Text).Gid] = txBuild{writes: slices.Clone(s.tx.writes), all: s.tx.all, schema: s.tx.schema}
 		}
@@ -953,6 +996,8 @@ func (s *Session) End() {
 		s.ended = true
 		s.tx, s.commit, s.inBlock = txBuild{}, txBuild{}, false
 		s.raceTx, s.raceStmt, s.raceOpen = raceRels{}, raceRels{}, RaceNone
+		s.advSessionEnd()
+		s.listens, s.notifying = nil, nil
 		s.t.sessions--
 	}
 }
