@@ -180,8 +180,20 @@ func TestVersionsSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 			jsonPath := filepath.Join(t.TempDir(), "sweep.json")
-			code, stdout, stderr := runCLI(context.Background(), "", "sweep", "--target", c.DSN("postgres"), "--init", "--scale", "1",
-				"-b", "select-only", "--clients", "1,2", "--warmup", "0s", "--duration", "1s", "--json", jsonPath)
+			var code int
+			var stdout, stderr string
+			// A 1 s step on a busy machine (load 44 in make test) may get
+			// fewer than the two progress reports a step needs: the sweep
+			// says so and stops, as it must; the test tries again, up to
+			// three times, as it cannot force the machine to be quiet.
+			for attempt := 1; ; attempt++ {
+				code, stdout, stderr = runCLI(context.Background(), "", "sweep", "--target", c.DSN("postgres"), "--init", "--scale", "1",
+					"-b", "select-only", "--clients", "1,2", "--warmup", "0s", "--duration", "1s", "--json", jsonPath)
+				if code == ExitOK || attempt == 3 || !strings.Contains(stderr, "pgbench reported no progress inside the measured window") {
+					break
+				}
+				t.Logf("attempt %d: a step got too few progress reports on a busy machine; again", attempt)
+			}
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
