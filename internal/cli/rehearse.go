@@ -921,7 +921,7 @@ func writeThrottled(w io.Writer, out *rehearse.Outcome) {
 		// its own previous statement.
 		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
 	}
-	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit) {
+	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit || out.Sync == results.SyncAnswers) {
 		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
 	}
 	fmt.Fprint(w, "\n\n")

@@ -274,7 +274,7 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 	case results.SyncOff:
 		return "its sessions ran without synchronization",
 			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
-	case results.SyncObject, results.SyncCommit, results.SyncLoad:
+	case results.SyncObject, results.SyncCommit, results.SyncLoad, results.SyncAnswers:
 		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
 		var why []string
 		if r.SyncTimeouts > 0 {
@@ -290,6 +290,9 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 			sync += " (a dependency the log does not show: values from sequences, time or chance, a function's or trigger's own statements)"
 			if r.Sync == results.SyncLoad {
 				return sync, "The sessions were synchronized for load (only writes waited); replay in sync mode object, which orders reads by the commits they saw too, to see whether the errors go."
+			}
+			if r.Sync == results.SyncAnswers {
+				return sync, "The sessions were already synchronized for answers (by object, and each commit after the reads that ended before it); replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."
 			}
 			if r.Sync == results.SyncObject {
 				return sync, "The sessions were already synchronized by object; replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."

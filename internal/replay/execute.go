@@ -119,6 +119,11 @@ func (s *session) statement(it item, t *time.Timer) {
 		// a chain of dependent sessions this is on every link.
 		c.Done()
 	}
+	if m := it.sync.Mark; m != nil {
+		// The commits of other sessions that waited for it to run
+		// (Answers mode) go on.
+		m.Done()
+	}
 	if delayed {
 		// Its time includes a wait the replayer made: counted, with no
 		// latency, so that no comparison takes it for the target's.

@@ -181,9 +181,13 @@ type txEnd struct {
 }
 
 // endRing holds the last maxEnds transaction ends, in the order read.
+// answers: the Tracker's mode is Answers, whose order decides what can
+// race (see raced); res is the Tracker's tick.
 type endRing struct {
-	ends []txEnd
-	next int // where the next end goes once ends is full
+	ends    []txEnd
+	next    int // where the next end goes once ends is full
+	answers bool
+	res     *int64
 }
 
 func (r *endRing) add(e txEnd) {
@@ -205,10 +209,18 @@ func (r *endRing) raced(s *Session, start, end int64, st *raceRels, f func(*txEn
 	found := RaceNone
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
-		if e.at <= start {
+		if r.answers {
+			// Read before the statement, the commit did not wait
+			// for it: the statement is ordered after it only when
+			// it ended before the statement was sent, within the
+			// log's tick.
+			if e.at+*r.res <= start {
+				break
+			}
+		} else if e.at <= start {
 			break
 		}
-		if e.s == s || e.from > end+RaceSlack.Microseconds() {
+		if e.s == s || !r.answers && e.from > end+RaceSlack.Microseconds() {
 			continue
 		}
 		if k := e.wrote(st.ids, st.rows, st.all); k != RaceNone {
@@ -346,14 +358,23 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 		e.block = s.block
 	}
 	t.ends.add(e)
+	answers := t.mode == Answers
+	floor := from - RaceSlack.Microseconds()
+	if answers {
+		// The statements read before that ended before floor are
+		// those the commit waits for (answerWaits): ordered, they
+		// cannot race; every other one can, whenever it ran.
+		t.answerWaits(s, &e)
+		floor = answerBound(from, at, t.res)
+	}
 	n := len(t.lates)
 	flagged := RaceNone
 	for i := 0; i < n; i++ {
 		l := &t.lates[(t.nextLate+n-1-i)%n]
-		if l.end < from-RaceSlack.Microseconds() {
+		if l.end < floor {
 			break
 		}
-		if l.s == s || l.start >= at || e.began >= l.end {
+		if l.s == s || !answers && (l.start >= at || e.began >= l.end) {
 			continue
 		}
 		k := e.wrote(l.ids[:l.n], l.rows[:l.nr], l.all)

@@ -32,9 +32,17 @@ const (
 	// the rest of the commit order is left to the server, as the
 	// application left it.
 	Load
+	// Answers: the order of a replay that checks answers. As in
+	// Object mode, a statement waits for the commits that ended before
+	// it was sent in the original and wrote what it reads or writes;
+	// and a commit waits for every statement of another session that
+	// ended before the commit was sent and read or wrote what it wrote
+	// (answers.go). Only a statement whose interval overlapped such a
+	// commit can race.
+	Answers
 )
 
-var modeNames = [...]string{"object", "commit", "off", "load"}
+var modeNames = [...]string{"object", "commit", "off", "load", "answers"}
 
 func (m Mode) String() string {
 	if int(m) < len(modeNames) {
@@ -43,14 +51,14 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", m)
 }
 
-// ParseMode reads "object", "commit", "off" or "load".
+// ParseMode reads "answers", "object", "commit", "off" or "load".
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if strings.EqualFold(s, n) {
 			return Mode(i), nil
 		}
 	}
-	return Off, fmt.Errorf("unknown synchronization mode %q: use load, object, commit or off", s)
+	return Off, fmt.Errorf("unknown synchronization mode %q: use answers, load, object, commit or off", s)
 }
 
 // Limits of the Tracker's memory.
@@ -118,6 +126,13 @@ type Step struct {
 	// relation; read with Raced once the event ran, since a commit
 	// logged just after it may set it (RaceSlack).
 	Race *Race
+	// Mark, in Answers mode, is the event itself when it touches a
+	// relation (a Txn not on the Board, Position 0): the commits of
+	// other sessions sent after it ended in the original wait until it
+	// ran on the target (answers.go). The replay marks it Done once the
+	// event ran or was skipped, never Lost: a commit that waits for a
+	// read does not depend on the read's outcome.
+	Mark *Txn
 }
 
 // Raced reports whether the event raced (see Step.Race).
@@ -283,6 +298,9 @@ type Tracker struct {
 	ends     endRing
 	lates    []late
 	nextLate int
+	// live are the sessions whose last statements a commit may wait
+	// for, in Answers mode (see answerWaits).
+	live []*Session
 }
 
 // rowLast is an entry of Tracker.last.
@@ -310,11 +328,14 @@ type database struct {
 	prefix  string
 }
 
-// NewTracker returns a Tracker for mode (Object, Commit or Load).
+// NewTracker returns a Tracker for mode (Object, Commit, Load or
+// Answers).
 func NewTracker(mode Mode) *Tracker {
-	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
+	t := &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
 		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
 		last: map[uint32]rowLast{}}
+	t.ends.answers, t.ends.res = mode == Answers, &t.res
+	return t
 }
 
 // Board returns the transactions not yet run on the target.
@@ -346,7 +367,11 @@ func (t *Tracker) Session(db string, owner any) *Session {
 		d = t.dbs[db]
 	}
 	t.sessions++
-	return &Session{t: t, db: d, owner: owner}
+	s := &Session{t: t, db: d, owner: owner}
+	if t.mode == Answers {
+		t.live = append(t.live, s)
+	}
+	return s
 }
 
 // Footprint counts what the Tracker holds, to check that memory stays
@@ -598,6 +623,11 @@ type Session struct {
 	// Tracker.preparing).
 	prepGid  string
 	prepWait *Txn
+	// ans is what a commit of another session waits for in Answers
+	// mode, the session's last statements (answers.go); ansWait what
+	// the event being read waits for so, once it commits.
+	ans     answerRing
+	ansWait []*Txn
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -658,6 +688,7 @@ func (s *Session) Event(e Exec) Step {
 	commit.reset()
 	committing := false
 	s.raceStmt.reset()
+	s.ansWait = s.ansWait[:0]
 	items := e.Items
 	if e.Failed {
 		// What came after the failure in a string of several did not
@@ -756,6 +787,9 @@ func (s *Session) Event(e Exec) Step {
 	}
 	s.end(&e, &step, committing)
 	s.prepare(&e, &step)
+	if t.mode == Answers {
+		s.answer(&e, &step)
+	}
 	return step
 }
 
@@ -801,6 +835,11 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 			delete(t.prepared, g)
 			commit.merge(p)
 			committing = true
+			if t.mode == Answers {
+				// What it wrote is the PREPARE's session's: taken
+				// as anything.
+				t.answerWaits(s, &txEnd{from: e.Start, at: e.End, all: true})
+			}
 		}
 	case TxRollbackPrepared:
 		g := it.Class(e.Text).Gid
