@@ -138,7 +138,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 	case o.Multiply > 1:
 		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
 	}
-	tr := syncdep.NewTracker(o.Sync)
+	tr := newTracker(o.Sync)
 	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{}}, ""
 }
 
@@ -192,6 +192,15 @@ func (r *Replayer) attachSync(s *session, ev *event.Event, created bool) {
 	}
 }
 
+// newTracker is a Tracker for mode whose local sessions are this
+// replay's: another shard's, which the peers follow in it, get no marks
+// in answers mode (syncdep.Tracker.SetLocal).
+func newTracker(mode syncdep.Mode) *syncdep.Tracker {
+	tr := syncdep.NewTracker(mode)
+	tr.SetLocal(func(owner any) bool { _, ok := owner.(*session); return ok })
+	return tr
+}
+
 // tracker is the Tracker of a lane (event.Event.Lane): the replay's for
 // the first, which every log's events are in; one of its own for each
 // other, made at its first session. It runs on the dispatcher.
@@ -204,7 +213,7 @@ func (sr *syncRun) tracker(lane uint8) *syncdep.Tracker {
 		if sr.lanes == nil {
 			sr.lanes = map[uint8]*syncdep.Tracker{}
 		}
-		tr = syncdep.NewTracker(sr.tr.Mode())
+		tr = newTracker(sr.tr.Mode())
 		sr.lanes[lane] = tr
 	}
 	return tr

@@ -30,6 +30,14 @@ package syncdep
 // less): every wait points to a statement read before the commit, so
 // waits never make a cycle.
 
+// SetLocal tells, in Answers mode, which sessions' owners (given to
+// Session) this process replays: the statements of the others (another
+// shard's, followed for their commits) get no mark, since nothing here
+// would mark them run, and no commit waits for them; a commit and such a
+// statement race as in Object mode (see Tracker.ended). Before the first
+// Session.
+func (t *Tracker) SetLocal(local func(owner any) bool) { t.local = local }
+
 // answerSlots is how many of a session's last statements a commit of
 // another session may wait for.
 const answerSlots = 16
@@ -152,7 +160,7 @@ func (s *Session) answer(e *Exec, step *Step) {
 	}
 	s.ansWait = s.ansWait[:0]
 	st := &s.raceStmt
-	if st.empty() {
+	if st.empty() || s.foreign {
 		return
 	}
 	m := &Txn{b: s.t.board, at: e.End, owner: s.owner}

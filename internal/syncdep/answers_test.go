@@ -209,3 +209,26 @@ func TestParseModeAnswers(t *testing.T) {
 		t.Errorf("ParseMode(answers) = %v, %v", m, err)
 	}
 }
+
+// TestAnswersForeign: another shard's statements (SetLocal) get no
+// mark, no commit here waits for them, and a commit and such a
+// statement race as in Object mode.
+func TestAnswersForeign(t *testing.T) {
+	tr := NewTracker(Answers)
+	tr.SetLocal(func(owner any) bool { return owner != "other shard" })
+	tr.SetCatalog("db", keyedCatalog())
+	a, r := tr.Session("db", "a"), tr.Session("db", "other shard")
+	exec(a, us(3000), us(3100), "BEGIN")
+	exec(a, us(3500), us(3600), keyWrite)
+	read := exec(r, us(4000), us(5000), rangeRead)
+	c := exec(a, us(5500), us(5600), "COMMIT")
+	if read.Mark != nil {
+		t.Error("another shard's read has a mark")
+	}
+	if got := tr.Board().Blocker(c.Wait); got != nil {
+		t.Errorf("the COMMIT waits for %v", got)
+	}
+	if !read.Raced() {
+		t.Error("another shard's read that ended within RaceSlack before the COMMIT was sent did not race")
+	}
+}

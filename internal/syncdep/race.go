@@ -359,13 +359,19 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	}
 	t.ends.add(e)
 	answers := t.mode == Answers
-	floor := from - RaceSlack.Microseconds()
+	slack := from - RaceSlack.Microseconds()
+	floor, bound := slack, slack
 	if answers {
-		// The statements read before that ended before floor are
-		// those the commit waits for (answerWaits): ordered, they
-		// cannot race; every other one can, whenever it ran.
-		t.answerWaits(s, &e)
-		floor = answerBound(from, at, t.res)
+		// The statements of this process read before that ended
+		// before bound are those the commit waits for (answerWaits):
+		// ordered, they cannot race; every other one can, whenever it
+		// ran. Another shard's commit or statement is not so ordered:
+		// as in Object mode.
+		if !s.foreign {
+			t.answerWaits(s, &e)
+		}
+		bound = answerBound(from, at, t.res)
+		floor = min(slack, bound)
 	}
 	n := len(t.lates)
 	flagged := RaceNone
@@ -374,7 +380,14 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 		if l.end < floor {
 			break
 		}
-		if l.s == s || !answers && (l.start >= at || e.began >= l.end) {
+		if l.s == s {
+			continue
+		}
+		if answers && !s.foreign && !l.s.foreign {
+			if l.end < bound {
+				continue
+			}
+		} else if l.end < slack || l.start >= at || e.began >= l.end {
 			continue
 		}
 		k := e.wrote(l.ids[:l.n], l.rows[:l.nr], l.all)

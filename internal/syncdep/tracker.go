@@ -299,8 +299,10 @@ type Tracker struct {
 	lates    []late
 	nextLate int
 	// live are the sessions whose last statements a commit may wait
-	// for, in Answers mode (see answerWaits).
-	live []*Session
+	// for, in Answers mode (see answerWaits); local says which owners'
+	// sessions the replay runs, nil for all (see SetLocal).
+	live  []*Session
+	local func(owner any) bool
 }
 
 // rowLast is an entry of Tracker.last.
@@ -369,7 +371,11 @@ func (t *Tracker) Session(db string, owner any) *Session {
 	t.sessions++
 	s := &Session{t: t, db: d, owner: owner}
 	if t.mode == Answers {
-		t.live = append(t.live, s)
+		if t.local != nil && !t.local(owner) {
+			s.foreign = true
+		} else {
+			t.live = append(t.live, s)
+		}
 	}
 	return s
 }
@@ -628,6 +634,9 @@ type Session struct {
 	// the event being read waits for so, once it commits.
 	ans     answerRing
 	ansWait []*Txn
+	// foreign: another process replays it (SetLocal), which marks none
+	// of its statements run here.
+	foreign bool
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -835,7 +844,7 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 			delete(t.prepared, g)
 			commit.merge(p)
 			committing = true
-			if t.mode == Answers {
+			if t.mode == Answers && !s.foreign {
 				// What it wrote is the PREPARE's session's: taken
 				// as anything.
 				t.answerWaits(s, &txEnd{from: e.Start, at: e.End, all: true})
