@@ -182,8 +182,9 @@ Every round is a replay as "pgrehearse replay" does it, with the same options
 sessions are synchronized for load by default (--sync load): only what would
 fail or lose a write without its order waits (writes and locks, as --sync
 object), reads never wait for other sessions' data, so each target gets the
-load the application gave. --sync object orders reads too, for answers as the
-original's. The rounds say which mode they used, each round's stretch (its
+load the application gave. --sync answers (replay's default) orders reads too,
+and each commit after the reads that ended before it, for answers as the
+original's (--sync object: reads only). The rounds say which mode they used, each round's stretch (its
 wall time over the log's span at its speed) and sync waits, and the verdict
 says when the candidate's rounds were throttled by the replay itself
 (stretched, or waiting, beyond the control's): the forecast then under-states

@@ -273,7 +273,7 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 	switch r.Sync {
 	case results.SyncOff:
 		return "its sessions ran without synchronization",
-			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+			"Replay with synchronized sessions (sync mode answers, replay's default), so that a statement waits for the commits it depended on, and compare that replay."
 	case results.SyncObject, results.SyncCommit, results.SyncLoad, results.SyncAnswers:
 		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
 		var why []string
@@ -306,5 +306,5 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 		return sync, "The sessions were already synchronized: the faults during the replay let statements run without what they depended on; replay again without the faults."
 	}
 	return "it did not say how its sessions were synchronized",
-		"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+		"Replay with synchronized sessions (sync mode answers, replay's default), so that a statement waits for the commits it depended on, and compare that replay."
 }
