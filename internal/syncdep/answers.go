@@ -47,12 +47,13 @@ const answerSlots = 16
 // of the relations and rows it touches (more: all), as raceRels holds
 // them.
 type answerStmt struct {
-	end   int64
-	mark  *Txn
-	ids   [lateRels]uint32
-	rows  [lateRels]uint32
-	n, nr uint8
-	all   bool
+	end       int64
+	mark      *Txn
+	ids       [lateRels]uint32
+	rows      [lateRels]uint32
+	rng       [1]keyRange
+	n, nr, ng uint8
+	all       bool
 }
 
 // answerRing is a session's last answerSlots statements that touch a
@@ -95,7 +96,7 @@ func (r *answerRing) before(bound int64, c *txEnd) *Txn {
 		if first == nil {
 			first = st.mark
 		}
-		if c.wrote(st.ids[:st.n], st.rows[:st.nr], st.all) != RaceNone {
+		if c.wrote(st.ids[:st.n], st.rows[:st.nr], st.all, st.rng[:st.ng]) != RaceNone {
 			return st.mark
 		}
 	}
@@ -165,10 +166,11 @@ func (s *Session) answer(e *Exec, step *Step) {
 	}
 	m := &Txn{b: s.t.board, at: e.End, owner: s.owner}
 	step.Mark = m
-	a := answerStmt{end: e.End, mark: m, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels}
+	a := answerStmt{end: e.End, mark: m, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels || len(st.rng) > 1}
 	if !a.all {
 		a.n = uint8(copy(a.ids[:], st.ids))
 		a.nr = uint8(copy(a.rows[:], st.rows))
+		a.ng = uint8(copy(a.rng[:], st.rng))
 	}
 	s.ans.add(a)
 }

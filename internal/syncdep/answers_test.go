@@ -67,15 +67,27 @@ func TestAnswersReverse(t *testing.T) {
 
 	// Overlapping: the read was sent before the commit ended and
 	// answered after it was sent. The commit does not wait for it, and
-	// it races (relation-wide: a range is not bounded).
+	// it races, by row (the row is in its range of the key).
 	over := exec(r, us(6000), us(7000), rangeRead)
 	up3 := exec(a, us(6500), us(6600), keyWrite)
 	if got := b.Blocker(up3.Wait); got != nil {
 		t.Errorf("the commit waits for %v, a read it overlapped", got)
 	}
-	if over.Race.Kind() != RaceRelation {
-		t.Errorf("a range read that overlapped a commit of a row in it raced %v, want relation-wide", over.Race.Kind())
+	if over.Race.Kind() != RaceRow {
+		t.Errorf("a range read that overlapped a commit of a row in it raced %v, want by row", over.Race.Kind())
 	}
+	// A commit of a row out of the range neither waits for a range
+	// read that ended before it was sent nor races with one it
+	// overlapped.
+	before := exec(r, us(6700), us(6800), "SELECT * FROM plain WHERE id BETWEEN 200 AND 299")
+	across := exec(r, us(6900), us(7400), "SELECT * FROM plain WHERE id BETWEEN 200 AND 299")
+	out := exec(a, us(7000), us(7100), keyWrite)
+	if got := b.Blocker(out.Wait); got != nil || across.Raced() || before.Raced() {
+		t.Errorf("a commit of key 5 waits for %v, the ranges 200-299 raced %v, %v: want no wait, no race", got, before.Raced(), across.Raced())
+	}
+	before.Mark.Done()
+	across.Mark.Done()
+	out.Commit.Done()
 	over.Mark.Done()
 	up3.Commit.Done()
 

@@ -217,6 +217,9 @@ type effect struct {
 	// rows: the row of one relation it reaches by key, whose ids each
 	// event decides from its parameters (see Tracker.rowEffect).
 	rows *rowRef
+	// rng: the range of its relation's keys it reads, whose bounds
+	// each event gives (see KeyRange and Tracker.rangeOf).
+	rng *rangeRef
 	// read: it only reads, and what it reads is there or not without an
 	// error (not large objects): in Load mode it waits only for the
 	// commits that changed the schema.
@@ -589,6 +592,9 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		x.tables = append(x.tables, k.Rel)
 	}
 	x.tables = sortedUnique(x.tables)
+	if k := ef.Range; k != nil {
+		x.rng = &rangeRef{any: t.id(d, anyKey(k.Rel)), lo: k.Lo, hi: k.Hi}
+	}
 	if k := ef.Rows; k != nil {
 		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert}
 	}
@@ -733,12 +739,7 @@ func (s *Session) Event(e Exec) Step {
 		}
 		step.Tables = mergeTables(step.Tables, eff.tables)
 		step.Unknown = step.Unknown || eff.unknown
-		rb, rk, slot := t.raceRow(eff, &e)
-		s.raceStmt.addTouch(eff, rb, rk)
-		if s.raceTx.empty() {
-			s.raceBegan = e.Start
-		}
-		s.raceTx.addWrites(eff, rb, rk)
+		rb, rk, slot := s.raceItem(eff, &e)
 		if t.mode == Load && eff.read {
 			// It only reads: what it finds is there or not without
 			// an error, so it waits for nothing but the schema.
