@@ -83,20 +83,8 @@ concurrent transaction of the original touched, with nothing else to explain
 them, mean the target's data differs from the start: the tables are named,
 and the exit code is 6 (docs/sync.md).`
 
-func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
-	var f replayFlags
-	cmd := &cobra.Command{
-		Use:   "replay --target DSN [flags] LOG|CAPTURE...",
-		Short: "Replay the traffic of PostgreSQL server logs against a target server",
-		Long: `replay plays the sessions of PostgreSQL server logs (as analyze reads them)
-against a target server: each original session is its own connection, as its
-logged user to its logged database (--user-map and --database-map rename
-them), running its statements in log order at the original pace times
---speed. Sessions run concurrently and a statement that is slow on the
-target delays only its own session. --speed 0 runs as fast as possible,
-keeping each session's order.
-
-Sessions that depend on each other's writes stay in order (--sync, on by
+// replaySyncHelp is the replay's help on --sync (docs/sync.md).
+const replaySyncHelp = `Sessions that depend on each other's writes stay in order (--sync, on by
 default): a statement waits until the transactions of other sessions that
 committed before it started in the log, and wrote a table it reads or writes
 (foreign keys and views followed through the target's catalog; only the row,
@@ -114,7 +102,22 @@ the session or shard it waits on (and after many times it in all), and one
 that would deadlock with a row lock ends at once; the summary counts both. Schedule lag
 leaves sync waits out; they are reported on their own. See docs/sync.md for
 what this guarantees and what it cannot.
+`
 
+func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay --target DSN [flags] LOG|CAPTURE...",
+		Short: "Replay the traffic of PostgreSQL server logs against a target server",
+		Long: `replay plays the sessions of PostgreSQL server logs (as analyze reads them)
+against a target server: each original session is its own connection, as its
+logged user to its logged database (--user-map and --database-map rename
+them), running its statements in log order at the original pace times
+--speed. Sessions run concurrently and a statement that is slow on the
+target delays only its own session. --speed 0 runs as fast as possible,
+keeping each session's order.
+
+` + replaySyncHelp + `
 --target is a libpq connection string or URI; its user and database are
 replaced per session, everything else (host, port, sslmode, password) and
 the libpq environment (PGHOST, PGPASSWORD, PGPASSFILE...) apply to every
