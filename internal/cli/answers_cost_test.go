@@ -117,8 +117,8 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 			}
 			rate := float64(res.Statements.Executed) / took.Seconds()
 			rates[mode] = append(rates[mode], rate)
-			t.Logf("%s run %d: exit %d, %d statements in %.2f s, %.0f/s; %s; %d answers differ of %d (%d unexplained, %d the target's data); load %s", mode, i+1, code, res.Statements.Executed, took.Seconds(), rate,
-				oltpSyncSummary(res), res.Outcomes.AnswerDiffers, res.Outcomes.Answered, res.Outcomes.AnswerDiffersUnexplained, res.Outcomes.AnswerDiffersTargetData, string(load[:min(len(load), 14)]))
+			t.Logf("%s run %d: exit %d, %d statements in %.2f s, %.0f/s; %s; %d answers differ of %d (%d unexplained, %d the target's data %v); load %s", mode, i+1, code, res.Statements.Executed, took.Seconds(), rate,
+				oltpSyncSummary(res), res.Outcomes.AnswerDiffers, res.Outcomes.Answered, res.Outcomes.AnswerDiffersUnexplained, res.Outcomes.AnswerDiffersTargetData, res.Outcomes.AnswerDiffersTargetDataByTable, string(load[:min(len(load), 14)]))
 		}
 	}
 	mo, ma := medianRate(rates["object"]), medianRate(rates["answers"])

@@ -244,3 +244,23 @@ func TestAnswersForeign(t *testing.T) {
 		t.Error("another shard's read that ended within RaceSlack before the COMMIT was sent did not race")
 	}
 }
+
+// TestAnswersLateCommitLine: a commit whose line came after a later
+// one's is not in the cut of a statement sent after it ended (the cut
+// index keeps the running maximum of commit times, so that a wait never
+// points past a commit read later): the statement does not wait for it,
+// so it races with it, by its row, whatever the times say.
+func TestAnswersLateCommitLine(t *testing.T) {
+	tr := NewTracker(Answers)
+	tr.SetCatalog("db", keyedCatalog())
+	a, b, r := tr.Session("db", "a"), tr.Session("db", "b"), tr.Session("db", "reader")
+	exec(b, us(1000), us(3000), "UPDATE plain SET v = v + 1 WHERE id = 500")
+	exec(a, us(500), us(1500), "UPDATE plain SET v = v + 1 WHERE id = 6")
+	read := exec(r, us(2000), us(2500), rangeRead)
+	if got := tr.Board().Blocker(read.Wait); got != nil {
+		t.Fatalf("the read waits for %v: the test's premise (the cut misses the late line) does not hold", got)
+	}
+	if read.Race.Kind() != RaceRow {
+		t.Errorf("a range read not held after a commit of a row in it raced %v, want by row", read.Race.Kind())
+	}
+}

@@ -198,6 +198,9 @@ type txEnd struct {
 	all    bool     // of unknown effect: may have written anything
 	keys   []keyAt  // the integer keys it wrote by key (raceRels.keys)
 	opaque []uint32 // raceRels.opaque
+	// seq is its commit's Seq, 0 when it rolled back (or ended in a
+	// COMMIT PREPARED's transaction, not followed here).
+	seq uint64
 }
 
 // endRing holds the last maxEnds transaction ends, in the order read.
@@ -208,37 +211,53 @@ type endRing struct {
 	next    int // where the next end goes once ends is full
 	answers bool
 	res     *int64
+	// last is where the end added last is, for setSeq.
+	last int
 }
 
 func (r *endRing) add(e txEnd) {
 	if len(r.ends) < maxEnds {
+		r.last = len(r.ends)
 		r.ends = append(r.ends, e)
 		return
 	}
+	r.last = r.next
 	r.ends[r.next] = e
 	r.next = (r.next + 1) % maxEnds
 }
+
+// setSeq gives the end added last its commit's place in the commit
+// order (a Txn's Seq): it committed.
+func (r *endRing) setSeq(seq uint64) { r.ends[r.last].seq = seq }
 
 // raced calls f with each transaction of a session other than s that
 // wrote what a statement of s reaches (st) and ended while it ran, from
 // start to end (see RaceSlack), walking back from the newest end read to
 // the first that ended before start, and with how it raced with it; it
 // returns how the statement raced (the strongest kind found).
-func (r *endRing) raced(s *Session, start, end int64, st *raceRels, f func(*txEnd, RaceKind)) RaceKind {
+func (r *endRing) raced(s *Session, start, end int64, cut uint64, st *raceRels, f func(*txEnd, RaceKind)) RaceKind {
 	n := len(r.ends)
 	found := RaceNone
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
-		if r.answers {
+		switch {
+		case r.answers && e.seq > 0:
 			// Read before the statement, the commit did not wait
-			// for it: the statement is ordered after it only when
-			// it ended before the statement was sent, within the
-			// log's tick.
-			if e.at+*r.res <= start {
-				break
+			// for it: the statement is ordered after it exactly
+			// when its Wait's cut holds it (the commits logged
+			// before it was sent, within the log's tick; a commit
+			// whose line came late, after later ones, is not in
+			// it), and after every one read before that.
+			if e.seq <= cut {
+				return found
 			}
-		} else if e.at <= start {
-			break
+		case r.answers:
+			// Rolled back: as a commit by its times.
+			if e.at+*r.res <= start {
+				continue
+			}
+		case e.at <= start:
+			return found
 		}
 		if e.s == s || !r.answers && e.from > end+RaceSlack.Microseconds() {
 			continue
@@ -393,6 +412,7 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	slices.Sort(ids)
 	slices.Sort(rows)
 	e := txEnd{from: from, at: at, began: s.raceBegan, s: s, writes: ids, rows: rows, all: w.all}
+	s.endedNow = true
 	if len(w.keys) > 0 || len(w.opaque) > 0 {
 		e.keys, e.opaque = slices.Clone(w.keys), slices.Clone(w.opaque)
 	}

@@ -643,6 +643,11 @@ type Session struct {
 	// foreign: another process replays it (SetLocal), which marks none
 	// of its statements run here.
 	foreign bool
+	// cut is the cut of the event being read (Tracker.cutAt), and
+	// endedNow whether it ended a transaction (Tracker.ended), for
+	// Raced.
+	cut      uint64
+	endedNow bool
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -704,6 +709,7 @@ func (s *Session) Event(e Exec) Step {
 	committing := false
 	s.raceStmt.reset()
 	s.ansWait = s.ansWait[:0]
+	s.cut, s.endedNow = cut, false
 	items := e.Items
 	if e.Failed {
 		// What came after the failure in a string of several did not
@@ -897,11 +903,11 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 		step.Race = racedAs(s.raceOpen)
 		if s.raceOpen == RaceRelation && !s.raceStmt.empty() {
 			// It may still race by row itself.
-			step.Race.set(t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn))
+			step.Race.set(t.ends.raced(s, e.Start, e.End, s.cut, &s.raceStmt, t.flagTxn))
 		}
 	case !s.raceStmt.empty():
 		// Every transaction it raced with: their statements race too.
-		if k := t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn); k != RaceNone {
+		if k := t.ends.raced(s, e.Start, e.End, s.cut, &s.raceStmt, t.flagTxn); k != RaceNone {
 			step.Race = racedAs(k)
 		} else {
 			step.Race = &Race{}
@@ -937,6 +943,9 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 	}
 	if committing && !commit.empty() {
 		step.Commit = t.commit(*commit, e.End, s.owner)
+		if s.endedNow {
+			t.ends.setSeq(step.Commit.seq)
+		}
 	}
 	if len(s.rowLocks) > 0 && !e.Failed {
 		// The next write or lock of these rows by another session waits
