@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,13 +43,13 @@ func TestAnswersCostPgbench(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "60"}})
 	var dir, from string
 	state := func(db string) string { return "" }
+	// TestCaptureAnswersOLTP's workload, BENCH_ANSWERS_OPS transactions
+	// a session (default 2000).
+	ops := 2000
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ANSWERS_OPS")); err == nil && n > 0 {
+		ops = n
+	}
 	if os.Getenv("BENCH_ANSWERS_WORKLOAD") == "oltp" {
-		// TestCaptureAnswersOLTP's workload, BENCH_ANSWERS_OPS
-		// transactions a session (default 2000).
-		ops := 2000
-		if n, err := strconv.Atoi(os.Getenv("BENCH_ANSWERS_OPS")); err == nil && n > 0 {
-			ops = n
-		}
 		from = "orig"
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine"); err != nil {
 			t.Fatal(err)
@@ -62,6 +63,15 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE orig TEMPLATE pristine"); err != nil {
 			t.Fatal(err)
 		}
+		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
+			if _, err := os.Stat(keep); err == nil {
+				// Kept from an earlier run: the same capture,
+				// replayed by another build.
+				dir = keep
+			}
+		}
+	}
+	if dir == "" && from == "orig" {
 		rc := startCapture(t, c.DSN("orig"))
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -81,7 +91,12 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 			t.Fatalf("capture exited %d:\n%s", code, out)
 		}
 		dir = rc.dir
-	} else {
+		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
+			if out, err := exec.Command("cp", "-r", dir, keep).CombinedOutput(); err != nil {
+				t.Fatalf("keeping the capture: %v %s", err, out)
+			}
+		}
+	} else if from == "" {
 		benchInit(t, c)
 		from = benchDB
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB); err != nil {

@@ -150,6 +150,11 @@ const maxLate = 64
 // the target's data.
 const maxLateAnswers = 1024
 
+// lateDisorder is how many statements in a row that ended before a
+// commit was sent the walk of Tracker.ended passes, in Answers mode,
+// before it stops: one read just before may have ended later.
+const lateDisorder = 64
+
 // lateCap is how many statements the Tracker keeps for a commit read
 // after them.
 func (t *Tracker) lateCap() int {
@@ -437,11 +442,19 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	}
 	n := len(t.lates)
 	flagged := RaceNone
+	below := 0 // statements in a row that ended before floor
 	for i := 0; i < n; i++ {
 		l := &t.lates[(t.nextLate+n-1-i)%n]
 		if l.end < floor {
-			break
+			// Read in about the order they ended, not exactly: in
+			// Answers mode, where what overlapped is not ordered,
+			// the walk goes on past a few that ended before.
+			if below++; !answers || below >= lateDisorder {
+				break
+			}
+			continue
 		}
+		below = 0
 		if l.s == s {
 			continue
 		}
