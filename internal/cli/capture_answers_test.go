@@ -182,7 +182,14 @@ func oltpSession(ctx context.Context, dsn string, seed uint64, ops int) error {
 				if _, err := tx.Exec(ctx, oltpDelete, k); err != nil {
 					return err
 				}
-				_, err := tx.Exec(ctx, oltpReinsert, k, int32(rnd.IntN(100)))
+				// The value the row had at the start: two moves of
+				// one row race (the second's DELETE finds none, its
+				// INSERT a duplicate key, in an order the replay
+				// may not keep), and one that left another value
+				// would be read later as the target's data, since
+				// the replay does not follow what a race changed
+				// (issue 59, still open; docs/performance.md).
+				_, err := tx.Exec(ctx, oltpReinsert, k, int32(100))
 				return err
 			})
 			err = dupKeyOK(err)
