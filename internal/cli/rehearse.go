@@ -182,8 +182,9 @@ Every round is a replay as "pgrehearse replay" does it, with the same options
 sessions are synchronized for load by default (--sync load): only what would
 fail or lose a write without its order waits (writes and locks, as --sync
 object), reads never wait for other sessions' data, so each target gets the
-load the application gave. --sync object orders reads too, for answers as the
-original's. The rounds say which mode they used, each round's stretch (its
+load the application gave. --sync answers (replay's default) orders reads too,
+and each commit after the reads that ended before it, for answers as the
+original's (--sync object: reads only). The rounds say which mode they used, each round's stretch (its
 wall time over the log's span at its speed) and sync waits, and the verdict
 says when the candidate's rounds were throttled by the replay itself
 (stretched, or waiting, beyond the control's): the forecast then under-states
@@ -921,7 +922,7 @@ func writeThrottled(w io.Writer, out *rehearse.Outcome) {
 		// its own previous statement.
 		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
 	}
-	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit) {
+	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit || out.Sync == results.SyncAnswers) {
 		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
 	}
 	fmt.Fprint(w, "\n\n")

@@ -85,6 +85,27 @@ concurrent transaction of the original touched, with nothing else to explain
 them, mean the target's data differs from the start: the tables are named,
 and the exit code is 6 (docs/sync.md).`
 
+// replaySyncHelp is the replay's help on --sync (docs/sync.md).
+const replaySyncHelp = `Sessions that depend on each other's writes stay in order (--sync, on by
+default): a statement waits until the transactions of other sessions that
+committed before it started in the log, and wrote a table it reads or writes
+(foreign keys and views followed through the target's catalog; only the row,
+where the statement names one by its primary key as a logged parameter), have
+committed on the target; and, in the default mode --sync answers, a commit
+waits until the statements of other sessions that ended before it was sent in
+the log, and read what it wrote, have run: each statement at its original
+point among the commits, so that only a statement whose run overlapped such a
+commit can answer otherwise. --sync object leaves out that second direction,
+--sync commit waits for every earlier commit, --sync load only where running
+first would fail or lose a write (writes and locks as object, reads only for
+changes of the schema: the load the application gave, rehearse's default),
+--sync off for none. The summary's sync line names the mode the replay ran. A wait is given up after --sync-timeout with no progress from
+the session or shard it waits on (and after many times it in all), and one
+that would deadlock with a row lock ends at once; the summary counts both. Schedule lag
+leaves sync waits out; they are reported on their own. See docs/sync.md for
+what this guarantees and what it cannot.
+`
+
 func newReplayCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
@@ -98,20 +119,7 @@ them), running its statements in log order at the original pace times
 target delays only its own session. --speed 0 runs as fast as possible,
 keeping each session's order.
 
-Sessions that depend on each other's writes stay in order (--sync, on by
-default): a statement waits until the transactions of other sessions that
-committed before it started in the log, and wrote a table it reads or writes
-(foreign keys and views followed through the target's catalog; only the row,
-where the statement names one by its primary key as a logged parameter), have
-committed on the target; --sync commit waits for every earlier commit, --sync
-load only where running first would fail or lose a write (writes and locks as
-object, reads only for changes of the schema: the load the application gave,
-rehearse's default), --sync off for none. A wait is given up after --sync-timeout with no progress from
-the session or shard it waits on (and after many times it in all), and one
-that would deadlock with a row lock ends at once; the summary counts both. Schedule lag
-leaves sync waits out; they are reported on their own. See docs/sync.md for
-what this guarantees and what it cannot.
-
+` + replaySyncHelp + `
 --target is a libpq connection string or URI; its user and database are
 replaced per session, everything else (host, port, sslmode, password) and
 the libpq environment (PGHOST, PGPASSWORD, PGPASSFILE...) apply to every
@@ -201,7 +209,7 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
 	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
-	addReplayOptionFlags(fl, &f, syncdep.Object)
+	addReplayOptionFlags(fl, &f, syncdep.Answers)
 	addReplayOnlyFlags(fl, &f)
 	return cmd
 }

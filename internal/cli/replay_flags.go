@@ -40,7 +40,8 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep
 	fl.BoolVar(&f.ignoreConnLimit, "ignore-connection-limit", false, "replay even when the log holds more sessions open at once than the target has free connection slots (max_connections less the reserved slots and those in use), which the pre-flight otherwise refuses (exit 1)")
 	fl.BoolVar(&f.requireStart, "require-start-state", false, "fail (exit 1) before replaying when the target's tables are not the starting point the capture recorded (--monitor-dsn), or when it recorded none")
 	fl.StringVar(&f.sync, "sync", syncDefault.String(), "synchronize sessions: a statement waits until the commits it depended on in the log have run on the target: "+
-		"object (those that wrote what it reads or writes: the answers as the original's), commit (all earlier commits), "+
+		"answers (as object, and a commit waits for the statements of other sessions that ended before it was sent and read what it wrote: each statement at its original point among the commits, the order that checks answers), "+
+		"object (those that wrote what it reads or writes), commit (all earlier commits), "+
 		"load (only what would otherwise fail or be lost: writes and locks wait as in object, reads only for changes of the schema; the commit order is otherwise the server's, as the application's was) "+
 		"or off (see docs/sync.md)")
 	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, fmt.Sprintf("longest a statement waits for the commits it depends on with no progress from the session or shard it waits on "+

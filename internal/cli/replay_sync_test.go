@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // TestReplaySyncFlags: --sync and --sync-timeout are checked, and the
@@ -54,6 +58,33 @@ func TestReplaySyncFlags(t *testing.T) {
 	}
 	if !strings.Contains(out, "sync:       commit; ") || !strings.Contains(out, "gave up after 3s without progress") {
 		t.Errorf("summary:\n%s", out)
+	}
+	// replay's default is answers (issue 59 item 1), named in the text
+	// and the JSON; a log of whole seconds (%t) says once that it
+	// orders only a second apart, one of milliseconds does not.
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seconds := filepath.Join(t.TempDir(), "seconds.log")
+	if err := os.WriteFile(seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		log, prefix string
+		coarse      bool
+	}{{log, replayTestPrefix, false}, {seconds, "%t [%p] %q%u@%d/%a %c ", true}} {
+		if err := c.Exec(ctx, "db1", "TRUNCATE t"); err != nil {
+			t.Fatal(err)
+		}
+		code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", tc.prefix, tc.log)
+		if code != ExitOK || res == nil || res.Sync == nil || res.Sync.Mode != results.SyncAnswers || !strings.Contains(out, "sync:       answers; ") {
+			t.Errorf("default, %s: exit %d, sync %+v, want answers named:\n%s", tc.prefix, code, res.Sync, out)
+			continue
+		}
+		if n := strings.Count(out, "the log's times are whole seconds"); n != map[bool]int{true: 1, false: 0}[tc.coarse] || len(res.Sync.Notes) != n {
+			t.Errorf("default, %s: the note on whole seconds is said %d times, notes %q:\n%s", tc.prefix, n, res.Sync.Notes, out)
+		}
 	}
 	// On the same cluster: --sync load (issue 58).
 	testSyncLoad(t, c)

@@ -273,8 +273,8 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 	switch r.Sync {
 	case results.SyncOff:
 		return "its sessions ran without synchronization",
-			"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
-	case results.SyncObject, results.SyncCommit, results.SyncLoad:
+			"Replay with synchronized sessions (sync mode answers, replay's default), so that a statement waits for the commits it depended on, and compare that replay."
+	case results.SyncObject, results.SyncCommit, results.SyncLoad, results.SyncAnswers:
 		sync = "its sessions were synchronized (" + string(r.Sync) + " mode), yet some ran out of order"
 		var why []string
 		if r.SyncTimeouts > 0 {
@@ -291,6 +291,9 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 			if r.Sync == results.SyncLoad {
 				return sync, "The sessions were synchronized for load (only writes waited); replay in sync mode object, which orders reads by the commits they saw too, to see whether the errors go."
 			}
+			if r.Sync == results.SyncAnswers {
+				return sync, "The sessions were already synchronized for answers (by object, and each commit after the reads that ended before it); replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."
+			}
 			if r.Sync == results.SyncObject {
 				return sync, "The sessions were already synchronized by object; replay in sync mode commit, which waits for every earlier commit, to see whether the errors go."
 			}
@@ -303,5 +306,5 @@ func replayOrderAdvice(r *ReplayFacts) (sync, advice string) {
 		return sync, "The sessions were already synchronized: the faults during the replay let statements run without what they depended on; replay again without the faults."
 	}
 	return "it did not say how its sessions were synchronized",
-		"Replay with synchronized sessions (sync mode object, the default), so that a statement waits for the commits it depended on, and compare that replay."
+		"Replay with synchronized sessions (sync mode answers, replay's default), so that a statement waits for the commits it depended on, and compare that replay."
 }

@@ -42,6 +42,19 @@ type RowAccess struct {
 	// Cols are an INSERT's column list (the others take their
 	// defaults); nil without one.
 	Cols []string
+	// Ranges are, for a SELECT, the columns that a top-level AND of
+	// the WHERE clause bounds by bind parameters (BETWEEN $a AND $b,
+	// >= $a, <= $b...): the statement reads only rows whose column is
+	// within them (see ColumnRange).
+	Ranges []ColumnRange
+}
+
+// ColumnRange is a column and the bind parameters that bound it: Lo
+// from below, Hi from above, 0 for no bound on that side. The bounds
+// are taken as inclusive (a strict one reads less, never more).
+type ColumnRange struct {
+	Column string
+	Lo, Hi int32
 }
 
 // ColumnParam is a column and the bind parameter ($Param, from 1) that
@@ -75,7 +88,7 @@ func rowAccess(n *pg_query.Node) *RowAccess {
 		if rv = s.FromClause[0].GetRangeVar(); rv == nil {
 			return nil
 		}
-		ra = &RowAccess{Eq: equalities(s.WhereClause, rv)}
+		ra = &RowAccess{Eq: equalities(s.WhereClause, rv), Ranges: ranges(s.WhereClause, rv)}
 	case *pg_query.Node_UpdateStmt:
 		u := x.UpdateStmt
 		if u.WithClause != nil || len(u.FromClause) > 0 || u.WhereClause.GetCurrentOfExpr() != nil {
@@ -174,6 +187,79 @@ func equalities(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnParam {
 		}
 		if col != "" && p > 0 && !slices.ContainsFunc(out, func(c ColumnParam) bool { return c.Column == col }) {
 			out = append(out, ColumnParam{Column: col, Param: p})
+		}
+	}
+	if where != nil {
+		conj(where)
+	}
+	return out
+}
+
+// ranges returns the columns of rv that the top-level AND of where bounds
+// by bind parameters: BETWEEN (not SYMMETRIC, not NOT), >=, >, <=, <,
+// either side; a column bounded twice on one side keeps its first
+// bound.
+func ranges(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnRange {
+	var out []ColumnRange
+	bound := func(col string, lo, hi int32) {
+		i := slices.IndexFunc(out, func(c ColumnRange) bool { return c.Column == col })
+		if i < 0 {
+			out = append(out, ColumnRange{Column: col})
+			i = len(out) - 1
+		}
+		if out[i].Lo == 0 {
+			out[i].Lo = lo
+		}
+		if out[i].Hi == 0 {
+			out[i].Hi = hi
+		}
+	}
+	var conj func(*pg_query.Node)
+	conj = func(n *pg_query.Node) {
+		if b := n.GetBoolExpr(); b != nil {
+			if b.Boolop == pg_query.BoolExprType_AND_EXPR {
+				for _, a := range b.Args {
+					conj(a)
+				}
+			}
+			return
+		}
+		e := n.GetAExpr()
+		if e == nil {
+			return
+		}
+		if e.Kind == pg_query.A_Expr_Kind_AEXPR_BETWEEN {
+			args := e.Rexpr.GetList().GetItems()
+			if col := columnOf(e.Lexpr, rv); col != "" && len(args) == 2 {
+				if lo, hi := paramOf(args[0]), paramOf(args[1]); lo > 0 && hi > 0 {
+					bound(col, lo, hi)
+				}
+			}
+			return
+		}
+		if e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 {
+			return
+		}
+		op := e.Name[0].GetString_().GetSval()
+		col, p := columnOf(e.Lexpr, rv), paramOf(e.Rexpr)
+		if col == "" || p == 0 {
+			// $n op col: the other way round.
+			col, p = columnOf(e.Rexpr, rv), paramOf(e.Lexpr)
+			switch op {
+			case ">", ">=":
+				op = "<"
+			case "<", "<=":
+				op = ">"
+			}
+		}
+		if col == "" || p == 0 {
+			return
+		}
+		switch op {
+		case ">", ">=":
+			bound(col, p, 0)
+		case "<", "<=":
+			bound(col, 0, p)
 		}
 	}
 	if where != nil {

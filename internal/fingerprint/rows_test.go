@@ -30,6 +30,16 @@ func rowsString(r *RowAccess) string {
 	if r.Upsert {
 		s += " upsert"
 	}
+	for _, g := range r.Ranges {
+		s += fmt.Sprintf(" range=%s:", g.Column)
+		if g.Lo > 0 {
+			s += fmt.Sprintf("$%d", g.Lo)
+		}
+		s += ".."
+		if g.Hi > 0 {
+			s += fmt.Sprintf("$%d", g.Hi)
+		}
+	}
 	return s
 }
 
@@ -49,7 +59,16 @@ func TestRowAccess(t *testing.T) {
 		{"INSERT INTO t (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET w = EXCLUDED.v", "insert t eq=id:$1,v:$2 set=w upsert"},
 		// No key: still a RowAccess, without Eq.
 		{"SELECT * FROM t WHERE id = $1 OR id = $2", "select t eq="},
-		{"SELECT * FROM t WHERE id > $1", "select t eq="},
+		{"SELECT * FROM t WHERE id > $1", "select t eq= range=id:$1.."},
+		// Ranges of a SELECT (issue 59): BETWEEN, either side, bounds
+		// from two conjuncts; not under OR, NOT BETWEEN, SYMMETRIC.
+		{"SELECT id, v FROM items WHERE id BETWEEN $1 AND $2 ORDER BY id", "select items eq= range=id:$1..$2"},
+		{"SELECT * FROM t WHERE $1 <= t.id AND id < $2::int8 AND v = $3", "select t eq=v:$3 range=id:$1..$2"},
+		{"SELECT * FROM t WHERE $2 > id", "select t eq= range=id:..$2"},
+		{"SELECT * FROM t WHERE id >= $1 OR id <= $2", "select t eq="},
+		{"SELECT * FROM t WHERE id NOT BETWEEN $1 AND $2", "select t eq="},
+		{"SELECT * FROM t WHERE id BETWEEN SYMMETRIC $1 AND $2", "select t eq="},
+		{"SELECT * FROM t WHERE id BETWEEN $1 AND 100", "select t eq="},
 		{"SELECT * FROM t WHERE id = 5", "select t eq="},
 		{"SELECT * FROM t WHERE id = $1::numeric", "select t eq="},
 		{"SELECT * FROM t WHERE id::text = $1", "select t eq="},

@@ -277,7 +277,7 @@ func (o Options) Validate() error {
 	if o.LockTimeout < 0 || o.StatementTimeout < 0 {
 		return fmt.Errorf("the lock and statement timeouts must not be negative (0: the server's), got %v and %v", o.LockTimeout, o.StatementTimeout)
 	}
-	if o.Sync > syncdep.Load {
+	if o.Sync > syncdep.Answers {
 		return fmt.Errorf("unknown synchronization mode %d", o.Sync)
 	}
 	if o.IOTimeout < 0 {
@@ -325,6 +325,8 @@ func syncMode(m syncdep.Mode) results.SyncMode {
 		return results.SyncCommit
 	case syncdep.Load:
 		return results.SyncLoad
+	case syncdep.Answers:
+		return results.SyncAnswers
 	}
 	return results.SyncOff
 }

@@ -272,6 +272,11 @@ func (s *session) run() {
 }
 
 func (s *session) done(it item) {
+	if m := it.sync.Mark; m != nil && !m.Ran() {
+		// Skipped, or stopped: what waited for it goes on, knowing
+		// nothing of it (it is never lost: see syncdep.Step.Mark).
+		m.Done()
+	}
 	if c := it.sync.Commit; c != nil {
 		if p := s.r.opts.Peers; p != nil && it.ev.Pos > 0 {
 			// Told the other shards after the commit is marked, below.

@@ -103,6 +103,7 @@ type syncRun struct {
 	// byRow and keyNotLogged count the dispatcher's steps by their
 	// RowOrder (the dispatcher's).
 	byRow, keyNotLogged int64
+	steps               int64 // execution events read (the dispatcher's)
 	board               *syncdep.Board
 	// lanes are the trackers of the lanes after the first
 	// (event.Event.Lane: a folded log's slices), made at their first
@@ -138,7 +139,7 @@ func newSyncRun(o Options) (*syncRun, string) {
 	case o.Multiply > 1:
 		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
 	}
-	tr := syncdep.NewTracker(o.Sync)
+	tr := newTracker(o.Sync)
 	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{}}, ""
 }
 
@@ -192,6 +193,15 @@ func (r *Replayer) attachSync(s *session, ev *event.Event, created bool) {
 	}
 }
 
+// newTracker is a Tracker for mode whose local sessions are this
+// replay's: another shard's, which the peers follow in it, get no marks
+// in answers mode (syncdep.Tracker.SetLocal).
+func newTracker(mode syncdep.Mode) *syncdep.Tracker {
+	tr := syncdep.NewTracker(mode)
+	tr.SetLocal(func(owner any) bool { _, ok := owner.(*session); return ok })
+	return tr
+}
+
 // tracker is the Tracker of a lane (event.Event.Lane): the replay's for
 // the first, which every log's events are in; one of its own for each
 // other, made at its first session. It runs on the dispatcher.
@@ -204,7 +214,7 @@ func (sr *syncRun) tracker(lane uint8) *syncdep.Tracker {
 		if sr.lanes == nil {
 			sr.lanes = map[uint8]*syncdep.Tracker{}
 		}
-		tr = syncdep.NewTracker(sr.tr.Mode())
+		tr = newTracker(sr.tr.Mode())
 		sr.lanes[lane] = tr
 	}
 	return tr
@@ -233,6 +243,7 @@ func (s *session) syncBoard() *syncdep.Board {
 func (r *Replayer) syncStep(s *session, ev *event.Event) (syncdep.Step, []fingerprint.Item) {
 	items := r.cache.Get(ev.Query)
 	st := s.sx.Event(syncExec(ev, items))
+	r.sync.steps++
 	switch st.Rows {
 	case syncdep.RowsByKey:
 		r.sync.byRow++
@@ -798,6 +809,9 @@ func (r *Replayer) syncResult(res *results.Result) error {
 	st.LostTransactions = sr.lostN.Load()
 	st.ShardLost = sr.shardLost.Load()
 	st.ByRow, st.KeyNotLogged = sr.byRow, sr.keyNotLogged
+	if n := sr.coarseNote(); n != "" {
+		sr.note("%s", n)
+	}
 	sr.notesMu.Lock()
 	st.Notes = append(st.Notes, sr.notes...)
 	sr.notesMu.Unlock()
@@ -1183,4 +1197,17 @@ func parsePIDs(b []byte) ([]uint32, error) {
 		pids = append(pids, uint32(v))
 	}
 	return pids, nil
+}
+
+// coarseNote says, for a replay in answers mode whose log gave its times
+// in whole seconds (log_line_prefix %t, not %m or %n), that the order it
+// could keep is coarse: a statement and a commit of one second cannot be
+// told apart, so statements of the second a commit was sent in race with
+// it, and their differing answers are explained as races. Empty
+// otherwise.
+func (sr *syncRun) coarseNote() string {
+	if sr.tr.Mode() != syncdep.Answers || sr.steps == 0 || sr.tr.Tick() < time.Second.Microseconds() {
+		return ""
+	}
+	return "the log's times are whole seconds (%t in log_line_prefix): answers mode orders statements and commits only a second apart; those of one second may have run in either order and count as races (log with %m or %n for milliseconds)"
 }

@@ -22,6 +22,12 @@ const (
 	// of the schema, and the rest of the commit order was the server's,
 	// so the target received the load the application gave.
 	SyncLoad SyncMode = "load"
+	// SyncAnswers: the order of a replay that checks answers. As in
+	// object mode, and a commit waited for the statements of other
+	// sessions that ended before it was sent and read what it wrote:
+	// only a statement whose interval overlapped such a commit could
+	// see another state than the original's.
+	SyncAnswers SyncMode = "answers"
 )
 
 // SkipReason is why a statement read from the log was not run by a

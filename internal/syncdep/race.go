@@ -142,6 +142,28 @@ func (r *Race) Settled() bool { return r == nil || r.settled.Load() || r.Kind() 
 // after them (RaceSlack).
 const maxLate = 64
 
+// maxLateAnswers is maxLate in Answers mode, where a statement that
+// overlapped a commit is not ordered with it: a COMMIT whose answer a
+// loaded proxy relayed late (19 ms measured) is read after hundreds of
+// statements of a busy workload, and those it overlapped must still be
+// there to be found raced, or their differing answers would be taken for
+// the target's data.
+const maxLateAnswers = 1024
+
+// lateDisorder is how many statements in a row that ended before a
+// commit was sent the walk of Tracker.ended passes, in Answers mode,
+// before it stops: one read just before may have ended later.
+const lateDisorder = 64
+
+// lateCap is how many statements the Tracker keeps for a commit read
+// after them.
+func (t *Tracker) lateCap() int {
+	if t.mode == Answers {
+		return maxLateAnswers
+	}
+	return maxLate
+}
+
 // late is a statement read recently, for a commit logged just after it:
 // its session, its block (Session.block; 0 outside one), when it ran,
 // its Race, and up to lateRels of the relations it touches (more: all)
@@ -153,7 +175,8 @@ type late struct {
 	race       *Race
 	ids        [lateRels]uint32
 	rows       [lateRels]uint32
-	n, nr      uint8
+	rng        [1]keyRange
+	n, nr, ng  uint8
 	all        bool
 }
 
@@ -178,40 +201,73 @@ type txEnd struct {
 	writes []uint32 // relation ids written whole or by key (any ids), sorted
 	rows   []uint32 // the bucket ids of the rows it wrote by key, sorted
 	all    bool     // of unknown effect: may have written anything
+	keys   []keyAt  // the integer keys it wrote by key (raceRels.keys)
+	opaque []uint32 // raceRels.opaque
+	// seq is its commit's Seq, 0 when it rolled back (or ended in a
+	// COMMIT PREPARED's transaction, not followed here).
+	seq uint64
 }
 
 // endRing holds the last maxEnds transaction ends, in the order read.
+// answers: the Tracker's mode is Answers, whose order decides what can
+// race (see raced); res is the Tracker's tick.
 type endRing struct {
-	ends []txEnd
-	next int // where the next end goes once ends is full
+	ends    []txEnd
+	next    int // where the next end goes once ends is full
+	answers bool
+	res     *int64
+	// last is where the end added last is, for setSeq.
+	last int
 }
 
 func (r *endRing) add(e txEnd) {
 	if len(r.ends) < maxEnds {
+		r.last = len(r.ends)
 		r.ends = append(r.ends, e)
 		return
 	}
+	r.last = r.next
 	r.ends[r.next] = e
 	r.next = (r.next + 1) % maxEnds
 }
+
+// setSeq gives the end added last its commit's place in the commit
+// order (a Txn's Seq): it committed.
+func (r *endRing) setSeq(seq uint64) { r.ends[r.last].seq = seq }
 
 // raced calls f with each transaction of a session other than s that
 // wrote what a statement of s reaches (st) and ended while it ran, from
 // start to end (see RaceSlack), walking back from the newest end read to
 // the first that ended before start, and with how it raced with it; it
 // returns how the statement raced (the strongest kind found).
-func (r *endRing) raced(s *Session, start, end int64, st *raceRels, f func(*txEnd, RaceKind)) RaceKind {
+func (r *endRing) raced(s *Session, start, end int64, cut uint64, st *raceRels, f func(*txEnd, RaceKind)) RaceKind {
 	n := len(r.ends)
 	found := RaceNone
 	for i := 0; i < n; i++ {
 		e := &r.ends[(r.next+n-1-i)%n]
-		if e.at <= start {
-			break
+		switch {
+		case r.answers && e.seq > 0:
+			// Read before the statement, the commit did not wait
+			// for it: the statement is ordered after it exactly
+			// when its Wait's cut holds it (the commits logged
+			// before it was sent, within the log's tick; a commit
+			// whose line came late, after later ones, is not in
+			// it), and after every one read before that.
+			if e.seq <= cut {
+				return found
+			}
+		case r.answers:
+			// Rolled back: as a commit by its times.
+			if e.at+*r.res <= start {
+				continue
+			}
+		case e.at <= start:
+			return found
 		}
-		if e.s == s || e.from > end+RaceSlack.Microseconds() {
+		if e.s == s || !r.answers && e.from > end+RaceSlack.Microseconds() {
 			continue
 		}
-		if k := e.wrote(st.ids, st.rows, st.all); k != RaceNone {
+		if k := e.wrote(st.ids, st.rows, st.all, st.rng); k != RaceNone {
 			f(e, k)
 			found = better(found, k)
 		}
@@ -236,11 +292,18 @@ func (t *Tracker) flagTxn(e *txEnd, k RaceKind) {
 // when it wrote one of those rows, RaceRelation when it wrote one of
 // those relations (whole, or rows of one the statement reaches whole),
 // RaceNone when neither.
-func (e *txEnd) wrote(rels, rows []uint32, all bool) RaceKind {
+func (e *txEnd) wrote(rels, rows []uint32, all bool, rng []keyRange) RaceKind {
 	for _, id := range rows {
 		if _, ok := slices.BinarySearch(e.rows, id); ok {
 			return RaceRow
 		}
+	}
+	found := RaceNone
+	for _, g := range rng {
+		found = better(found, e.inRange(g))
+	}
+	if found == RaceRow {
+		return RaceRow
 	}
 	if all || e.all {
 		return RaceRelation
@@ -250,7 +313,7 @@ func (e *txEnd) wrote(rels, rows []uint32, all bool) RaceKind {
 			return RaceRelation
 		}
 	}
-	return RaceNone
+	return found
 }
 
 // raceRels is what a transaction or a statement reaches, for Raced: ids
@@ -262,6 +325,13 @@ func (e *txEnd) wrote(rels, rows []uint32, all bool) RaceKind {
 type raceRels struct {
 	ids, rows []uint32
 	all       bool
+	// rng are the key ranges a statement reads (ranges.go); keys and
+	// opaque what a transaction wrote by key: the integer keys, and
+	// the relations (any ids) it wrote rows of whose keys it cannot
+	// name.
+	rng    []keyRange
+	keys   []keyAt
+	opaque []uint32
 }
 
 func addOnce(s []uint32, id uint32) []uint32 {
@@ -325,9 +395,14 @@ func (t *Tracker) raceRow(eff *effect, e *Exec) (bucket uint32, keyed bool, slot
 	return t.bucket(eff.rows.any, uint64(slot)), true, slot
 }
 
-func (r *raceRels) empty() bool { return len(r.ids) == 0 && len(r.rows) == 0 && !r.all }
+func (r *raceRels) empty() bool {
+	return len(r.ids) == 0 && len(r.rows) == 0 && !r.all && len(r.rng) == 0 && len(r.opaque) == 0
+}
 
-func (r *raceRels) reset() { r.ids, r.rows, r.all = r.ids[:0], r.rows[:0], false }
+func (r *raceRels) reset() {
+	r.ids, r.rows, r.all = r.ids[:0], r.rows[:0], false
+	r.rng, r.keys, r.opaque = r.rng[:0], r.keys[:0], r.opaque[:0]
+}
 
 // ended records that s's transaction, which wrote w from log time
 // s.raceBegan, ended with a statement that ran from log time from to at.
@@ -342,21 +417,55 @@ func (t *Tracker) ended(s *Session, from, at int64, w *raceRels) {
 	slices.Sort(ids)
 	slices.Sort(rows)
 	e := txEnd{from: from, at: at, began: s.raceBegan, s: s, writes: ids, rows: rows, all: w.all}
+	s.endedNow = true
+	if len(w.keys) > 0 || len(w.opaque) > 0 {
+		e.keys, e.opaque = slices.Clone(w.keys), slices.Clone(w.opaque)
+	}
 	if s.inBlock {
 		e.block = s.block
 	}
 	t.ends.add(e)
+	answers := t.mode == Answers
+	slack := from - RaceSlack.Microseconds()
+	floor, bound := slack, slack
+	if answers {
+		// The statements of this process read before that ended
+		// before bound are those the commit waits for (answerWaits):
+		// ordered, they cannot race; every other one can, whenever it
+		// ran. Another shard's commit or statement is not so ordered:
+		// as in Object mode.
+		if !s.foreign {
+			t.answerWaits(s, &e)
+		}
+		bound = answerBound(from, at, t.res)
+		floor = min(slack, bound)
+	}
 	n := len(t.lates)
 	flagged := RaceNone
+	below := 0 // statements in a row that ended before floor
 	for i := 0; i < n; i++ {
 		l := &t.lates[(t.nextLate+n-1-i)%n]
-		if l.end < from-RaceSlack.Microseconds() {
-			break
-		}
-		if l.s == s || l.start >= at || e.began >= l.end {
+		if l.end < floor {
+			// Read in about the order they ended, not exactly: in
+			// Answers mode, where what overlapped is not ordered,
+			// the walk goes on past a few that ended before.
+			if below++; !answers || below >= lateDisorder {
+				break
+			}
 			continue
 		}
-		k := e.wrote(l.ids[:l.n], l.rows[:l.nr], l.all)
+		below = 0
+		if l.s == s {
+			continue
+		}
+		if answers && !s.foreign && !l.s.foreign {
+			if l.end < bound {
+				continue
+			}
+		} else if l.end < slack || l.start >= at || e.began >= l.end {
+			continue
+		}
+		k := e.wrote(l.ids[:l.n], l.rows[:l.nr], l.all, l.rng[:l.ng])
 		if k == RaceNone {
 			continue
 		}
@@ -394,19 +503,20 @@ func (t *Tracker) read(s *Session, start, end int64, r *Race) {
 		return
 	}
 	st := &s.raceStmt
-	l := late{s: s, start: start, end: end, race: r, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels}
+	l := late{s: s, start: start, end: end, race: r, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels || len(st.rng) > 1}
 	if s.inBlock {
 		l.block = s.block
 	}
 	if !l.all {
 		l.n = uint8(copy(l.ids[:], st.ids))
 		l.nr = uint8(copy(l.rows[:], st.rows))
+		l.ng = uint8(copy(l.rng[:], st.rng))
 	}
-	if len(t.lates) < maxLate {
+	if len(t.lates) < t.lateCap() {
 		t.lates = append(t.lates, l)
 		return
 	}
 	t.lates[t.nextLate].race.settled.Store(true)
 	t.lates[t.nextLate] = l
-	t.nextLate = (t.nextLate + 1) % maxLate
+	t.nextLate = (t.nextLate + 1) % t.lateCap()
 }

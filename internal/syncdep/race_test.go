@@ -245,10 +245,26 @@ func TestRaceKinds(t *testing.T) {
 	if st := ev(b, ms(10)+500, ms(12), get, "2"); st.Raced() {
 		t.Errorf("a read of key 2 across a commit that wrote only key 1 raced (%v)", st.Race.Kind())
 	}
-	// A range read across a write by key: relation-wide.
+	// A range read of the primary key across a write by key in the
+	// range: by row; out of it, no race; across a write by key of a
+	// table without an integer key, or a read of a range of another
+	// column: relation-wide (ranges.go).
+	const rng = "SELECT n FROM public.accounts WHERE id BETWEEN $1 AND $2"
 	ev(a, ms(20), ms(21), upd, "1")
-	if st := ev(b, ms(20)+500, ms(22), "SELECT n FROM public.accounts WHERE id BETWEEN $1 AND $2", "1", "100"); st.Race.Kind() != RaceRelation {
-		t.Errorf("a range read across a write by key: %v, want RaceRelation", st.Race.Kind())
+	if st := ev(b, ms(20)+500, ms(22), rng, "1", "100"); st.Race.Kind() != RaceRow {
+		t.Errorf("a range read across a write by key in it: %v, want RaceRow", st.Race.Kind())
+	}
+	ev(a, ms(23), ms(24), upd, "101")
+	if st := ev(b, ms(23)+500, ms(25), rng, "1", "100"); st.Raced() {
+		t.Errorf("a range read across a write by key out of it raced (%v)", st.Race.Kind())
+	}
+	ev(a, ms(26), ms(27), upd, "150")
+	if st := ev(b, ms(26)+500, ms(28), "SELECT n FROM public.accounts WHERE id >= $1", "120"); st.Race.Kind() != RaceRow {
+		t.Errorf("a range open above across a write by key in it: %v, want RaceRow", st.Race.Kind())
+	}
+	ev(a, ms(28)+100, ms(28)+400, upd, "1")
+	if st := ev(b, ms(28)+200, ms(29), "SELECT n FROM public.accounts WHERE n BETWEEN $1 AND $2", "1", "100"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a range of another column across a write by key: %v, want RaceRelation", st.Race.Kind())
 	}
 	// A point read across a write without a key: relation-wide.
 	ev(a, ms(30), ms(31), "UPDATE public.accounts SET n = 0 WHERE n > $1", "5")

@@ -38,6 +38,20 @@ type Effect struct {
 	// row whose primary key its parameters give; that relation is then
 	// in neither Touch, Write nor Lock (see RowKey).
 	Rows *RowKey
+	// Range: of one relation it reads (Range.Rel, in Touch as any
+	// other), the statement reads only rows whose primary key is within
+	// bounds its parameters give (see KeyRange): what a race is judged
+	// by, not what it waits for.
+	Range *KeyRange
+}
+
+// KeyRange is the rows of one relation a plain SELECT reads, by a range
+// of its primary key: a relation whose primary key is one integer
+// column, which the SELECT's WHERE bounds by parameters Lo and Hi (0: no
+// bound on that side), inclusive.
+type KeyRange struct {
+	Rel    string
+	Lo, Hi int32
 }
 
 // RowKey is the row of one relation that a statement reaches, by its
@@ -434,7 +448,32 @@ func (r *Resolver) Effect(st *Statement) Effect {
 	x.named(st, Name{})
 	r.funcEffects(st, &e)
 	e.assemble(&x, st.LockRows)
+	e.Range = r.keyRange(st, &e)
 	return e
+}
+
+// keyRange is the KeyRange of a plain SELECT (not FOR UPDATE, of known
+// effect) that reads one relation, by a range of its primary key of one
+// integer column; nil otherwise.
+func (r *Resolver) keyRange(st *Statement, e *Effect) *KeyRange {
+	ra := st.Rows
+	if ra == nil || ra.Op != 0 || len(ra.Ranges) == 0 || st.LockRows || e.ReadAll || e.WriteAll || len(e.Write) > 0 || len(e.Touch) != 1 {
+		return nil
+	}
+	gs := r.lookup(ra.Rel)
+	if len(gs) != 1 {
+		return nil
+	}
+	gr := &r.groups[gs[0]]
+	if gr.view || len(gr.pk) != 1 || gr.pk[0].kind != keyInt || e.Touch[0] != gr.key {
+		return nil
+	}
+	for _, c := range ra.Ranges {
+		if c.Column == gr.pk[0].name {
+			return &KeyRange{Rel: gr.key, Lo: c.Lo, Hi: c.Hi}
+		}
+	}
+	return nil
 }
 
 // funcEffects adds what the functions st calls may read and write.

@@ -32,9 +32,17 @@ const (
 	// the rest of the commit order is left to the server, as the
 	// application left it.
 	Load
+	// Answers: the order of a replay that checks answers. As in
+	// Object mode, a statement waits for the commits that ended before
+	// it was sent in the original and wrote what it reads or writes;
+	// and a commit waits for every statement of another session that
+	// ended before the commit was sent and read or wrote what it wrote
+	// (answers.go). Only a statement whose interval overlapped such a
+	// commit can race.
+	Answers
 )
 
-var modeNames = [...]string{"object", "commit", "off", "load"}
+var modeNames = [...]string{"object", "commit", "off", "load", "answers"}
 
 func (m Mode) String() string {
 	if int(m) < len(modeNames) {
@@ -43,14 +51,14 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", m)
 }
 
-// ParseMode reads "object", "commit", "off" or "load".
+// ParseMode reads "answers", "object", "commit", "off" or "load".
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {
 		if strings.EqualFold(s, n) {
 			return Mode(i), nil
 		}
 	}
-	return Off, fmt.Errorf("unknown synchronization mode %q: use load, object, commit or off", s)
+	return Off, fmt.Errorf("unknown synchronization mode %q: use answers, load, object, commit or off", s)
 }
 
 // Limits of the Tracker's memory.
@@ -122,6 +130,13 @@ type Step struct {
 	// relation; read with Raced once the event ran, since a commit
 	// logged just after it may set it (RaceSlack).
 	Race *Race
+	// Mark, in Answers mode, is the event itself when it touches a
+	// relation (a Txn not on the Board, Position 0): the commits of
+	// other sessions sent after it ended in the original wait until it
+	// ran on the target (answers.go). The replay marks it Done once the
+	// event ran or was skipped, never Lost: a commit that waits for a
+	// read does not depend on the read's outcome.
+	Mark *Txn
 }
 
 // Raced reports whether the event raced (see Step.Race).
@@ -206,6 +221,9 @@ type effect struct {
 	// rows: the row of one relation it reaches by key, whose ids each
 	// event decides from its parameters (see Tracker.rowEffect).
 	rows *rowRef
+	// rng: the range of its relation's keys it reads, whose bounds
+	// each event gives (see KeyRange and Tracker.rangeOf).
+	rng *rangeRef
 	// read: it only reads, and what it reads is there or not without an
 	// error (not large objects): in Load mode it waits only for the
 	// commits that changed the schema.
@@ -300,6 +318,11 @@ type Tracker struct {
 	// notified are, by channel, the commits that notified it and may
 	// not have run yet (see notify.go).
 	notified map[string][]notified
+	// live are the sessions whose last statements a commit may wait
+	// for, in Answers mode (see answerWaits); local says which owners'
+	// sessions the replay runs, nil for all (see SetLocal).
+	live  []*Session
+	local func(owner any) bool
 }
 
 // rowLast is an entry of Tracker.last.
@@ -327,11 +350,14 @@ type database struct {
 	prefix  string
 }
 
-// NewTracker returns a Tracker for mode (Object, Commit or Load).
+// NewTracker returns a Tracker for mode (Object, Commit, Load or
+// Answers).
 func NewTracker(mode Mode) *Tracker {
-	return &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
+	t := &Tracker{mode: mode, board: newBoard(), dbs: map[string]*database{}, ids: map[string]uint32{},
 		res: 1_000_000, prepared: map[string]txBuild{}, preparing: map[string]*Txn{}, buckets: map[uint64]uint32{}, rowEffects: map[rowEffectKey]*effect{},
 		last: map[uint32]rowLast{}, adv: map[string]*advLock{}}
+	t.ends.answers, t.ends.res = mode == Answers, &t.res
+	return t
 }
 
 // Board returns the transactions not yet run on the target.
@@ -363,7 +389,15 @@ func (t *Tracker) Session(db string, owner any) *Session {
 		d = t.dbs[db]
 	}
 	t.sessions++
-	return &Session{t: t, db: d, owner: owner}
+	s := &Session{t: t, db: d, owner: owner}
+	if t.mode == Answers {
+		if t.local != nil && !t.local(owner) {
+			s.foreign = true
+		} else {
+			t.live = append(t.live, s)
+		}
+	}
+	return s
 }
 
 // Footprint counts what the Tracker holds, to check that memory stays
@@ -575,6 +609,9 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		x.tables = append(x.tables, k.Rel)
 	}
 	x.tables = sortedUnique(x.tables)
+	if k := ef.Range; k != nil {
+		x.rng = &rangeRef{any: t.id(d, anyKey(k.Rel)), lo: k.Lo, hi: k.Hi}
+	}
 	if k := ef.Rows; k != nil {
 		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert}
 	}
@@ -628,6 +665,19 @@ type Session struct {
 	listens      map[string]bool
 	notifying    []string
 	notifyCommit bool
+	// ans is what a commit of another session waits for in Answers
+	// mode, the session's last statements (answers.go); ansWait what
+	// the event being read waits for so, once it commits.
+	ans     answerRing
+	ansWait []*Txn
+	// foreign: another process replays it (SetLocal), which marks none
+	// of its statements run here.
+	foreign bool
+	// cut is the cut of the event being read (Tracker.cutAt), and
+	// endedNow whether it ended a transaction (Tracker.ended), for
+	// Raced.
+	cut      uint64
+	endedNow bool
 }
 
 // txBuild is what a transaction wrote so far; schema: it ran a statement
@@ -688,6 +738,8 @@ func (s *Session) Event(e Exec) Step {
 	commit.reset()
 	committing := false
 	s.raceStmt.reset()
+	s.ansWait = s.ansWait[:0]
+	s.cut, s.endedNow = cut, false
 	items := e.Items
 	if e.Failed {
 		// What came after the failure in a string of several did not
@@ -729,12 +781,7 @@ func (s *Session) Event(e Exec) Step {
 		}
 		step.Tables = mergeTables(step.Tables, eff.tables)
 		step.Unknown = step.Unknown || eff.unknown
-		rb, rk, slot := t.raceRow(eff, &e)
-		s.raceStmt.addTouch(eff, rb, rk)
-		if s.raceTx.empty() {
-			s.raceBegan = e.Start
-		}
-		s.raceTx.addWrites(eff, rb, rk)
+		rb, rk, slot := s.raceItem(eff, &e)
 		if t.mode == Load && eff.read {
 			// It only reads: what it finds is there or not without
 			// an error, so it waits for nothing but the schema.
@@ -794,6 +841,9 @@ func (s *Session) Event(e Exec) Step {
 	s.prepare(&e, &step)
 	s.advEnd(&e, &step)
 	s.notifyEnd(&e, &step)
+	if t.mode == Answers {
+		s.answer(&e, &step)
+	}
 	return step
 }
 
@@ -844,6 +894,11 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 			delete(t.prepared, g)
 			commit.merge(p)
 			committing = true
+			if t.mode == Answers && !s.foreign {
+				// What it wrote is the PREPARE's session's: taken
+				// as anything.
+				t.answerWaits(s, &txEnd{from: e.Start, at: e.End, all: true})
+			}
 		}
 	case TxRollbackPrepared:
 		g := it.Class(e.Text).Gid
@@ -891,11 +946,11 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 		step.Race = racedAs(s.raceOpen)
 		if s.raceOpen == RaceRelation && !s.raceStmt.empty() {
 			// It may still race by row itself.
-			step.Race.set(t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn))
+			step.Race.set(t.ends.raced(s, e.Start, e.End, s.cut, &s.raceStmt, t.flagTxn))
 		}
 	case !s.raceStmt.empty():
 		// Every transaction it raced with: their statements race too.
-		if k := t.ends.raced(s, e.Start, e.End, &s.raceStmt, t.flagTxn); k != RaceNone {
+		if k := t.ends.raced(s, e.Start, e.End, s.cut, &s.raceStmt, t.flagTxn); k != RaceNone {
 			step.Race = racedAs(k)
 		} else {
 			step.Race = &Race{}
@@ -931,6 +986,9 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 	}
 	if committing && !commit.empty() {
 		step.Commit = t.commit(*commit, e.End, s.owner)
+		if s.endedNow {
+			t.ends.setSeq(step.Commit.seq)
+		}
 	}
 	if len(s.rowLocks) > 0 && !e.Failed {
 		// The next write or lock of these rows by another session waits

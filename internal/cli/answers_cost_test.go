@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestAnswersCostPgbench measures what answers mode costs at speed 0
+// against object mode (issue 59 item 6), on a capture of pgbench's
+// tpcb-like traffic (-M prepared, 8 clients) through the proxy: the
+// replays alternate, object then answers, BENCH_ANSWERS_RUNS times each
+// (default 3), each onto a fresh copy of the state before the run, and
+// each must end with the original's tables. It logs each replay's rate
+// (statements executed over its wall time) and the ratio of the medians.
+// A measurement, not a test of make test: it runs only with
+// BENCH_ANSWERS=1 (docs/performance.md, "Answers mode at speed 0").
+// BENCH_ANSWERS_WORKLOAD=oltp measures TestCaptureAnswersOLTP's workload
+// instead, whose final tables are not compared (its moves race).
+func TestAnswersCostPgbench(t *testing.T) {
+	if os.Getenv("BENCH_ANSWERS") == "" {
+		t.Skip("a measurement: BENCH_ANSWERS=1 runs it")
+	}
+	runs := 3
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ANSWERS_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	seconds := "10"
+	if s := os.Getenv("BENCH_ANSWERS_SECONDS"); s != "" {
+		seconds = s
+	}
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"max_connections": "60"}})
+	var dir, from string
+	state := func(db string) string { return "" }
+	// TestCaptureAnswersOLTP's workload, BENCH_ANSWERS_OPS transactions
+	// a session (default 2000).
+	ops := 2000
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ANSWERS_OPS")); err == nil && n > 0 {
+		ops = n
+	}
+	if os.Getenv("BENCH_ANSWERS_WORKLOAD") == "oltp" {
+		from = "orig"
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
+INSERT INTO items SELECT g, g FROM generate_series(1, %[1]d) g;
+CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
+INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE orig TEMPLATE pristine"); err != nil {
+			t.Fatal(err)
+		}
+		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
+			if _, err := os.Stat(keep); err == nil {
+				// Kept from an earlier run: the same capture,
+				// replayed by another build.
+				dir = keep
+			}
+		}
+	}
+	if dir == "" && from == "orig" {
+		rc := startCapture(t, c.DSN("orig"))
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			wg.Go(func() {
+				if err := oltpSession(ctx, rc.dsn(c.User(), "orig"), uint64(i), ops); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if code, out := rc.stop(t); code != ExitOK {
+			t.Fatalf("capture exited %d:\n%s", code, out)
+		}
+		dir = rc.dir
+		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
+			if out, err := exec.Command("cp", "-r", dir, keep).CombinedOutput(); err != nil {
+				t.Fatalf("keeping the capture: %v %s", err, out)
+			}
+		}
+	} else if from == "" {
+		benchInit(t, c)
+		from = benchDB
+		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB); err != nil {
+			t.Fatal(err)
+		}
+		rc := startCapture(t, c.DSN(benchDB))
+		if out, err := c.Pgbench(ctx, "-h", rc.host, "-p", rc.port, "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", seconds, benchDB); err != nil {
+			t.Fatalf("pgbench through the proxy: %v\n%s", err, out)
+		}
+		if code, out := rc.stop(t); code != ExitOK {
+			t.Fatalf("capture exited %d:\n%s", code, out)
+		}
+		dir = rc.dir
+		state = func(db string) string { return benchStateOf(t, c, db) }
+	}
+	want := state(from)
+	rates := map[string][]float64{}
+	for i := range runs {
+		for _, mode := range []string{"object", "answers"} {
+			db := fmt.Sprintf("%s_%d", mode, i)
+			if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine"); err != nil {
+				t.Fatal(err)
+			}
+			load, _ := os.ReadFile("/proc/loadavg")
+			began := time.Now()
+			code, text, res := runReplay(t, "--target", c.DSN(db), "--database-map", from+"="+db, "--speed", "0", "--sync", mode, "--findings=false", dir)
+			took := time.Since(began)
+			if res == nil || code != ExitOK && code != ExitDiverged {
+				t.Fatalf("%s run %d: exit %d\n%s", mode, i+1, code, text)
+			}
+			if got := state(db); got != want {
+				t.Errorf("%s run %d: the tables differ from the original's", mode, i+1)
+			}
+			rate := float64(res.Statements.Executed) / took.Seconds()
+			rates[mode] = append(rates[mode], rate)
+			t.Logf("%s run %d: exit %d, %d statements in %.2f s, %.0f/s; %s; %d answers differ of %d (%d unexplained, %d the target's data %v); load %s", mode, i+1, code, res.Statements.Executed, took.Seconds(), rate,
+				oltpSyncSummary(res), res.Outcomes.AnswerDiffers, res.Outcomes.Answered, res.Outcomes.AnswerDiffersUnexplained, res.Outcomes.AnswerDiffersTargetData, res.Outcomes.AnswerDiffersTargetDataByTable, string(load[:min(len(load), 14)]))
+		}
+	}
+	mo, ma := medianRate(rates["object"]), medianRate(rates["answers"])
+	t.Logf("medians: object %.0f/s, answers %.0f/s, answers/object %.3f", mo, ma, ma/mo)
+}
+
+// benchStateOf is benchState of another database than benchDB.
+func benchStateOf(t *testing.T, c *pgcluster.Cluster, db string) string {
+	t.Helper()
+	return strings.Join(queryLines(t, c, db, `SELECT
+		(SELECT count(*) FROM pgbench_history) || ' ' ||
+		(SELECT md5(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta)) FROM pgbench_history) || ' ' ||
+		(SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' ||
+		(SELECT md5(string_agg(tid || ':' || tbalance, ',' ORDER BY tid)) FROM pgbench_tellers) || ' ' ||
+		(SELECT md5(string_agg(bid || ':' || bbalance, ',' ORDER BY bid)) FROM pgbench_branches)`), "")
+}
+
+// medianRate is the median of rates (the upper one of an even count).
+func medianRate(rates []float64) float64 {
+	if len(rates) == 0 {
+		return 0
+	}
+	s := slices.Clone(rates)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
