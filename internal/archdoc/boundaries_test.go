@@ -21,6 +21,9 @@ var judgedOnlyThrough = map[string][]string{
 	// A rehearsal is judged by the judge (rehearse.Judge calls
 	// judge.Judge), its fixes too (judge.Fix): no comparison of its own.
 	"internal/rehearse": {"internal/compare", "internal/compareplans", "internal/explain", "internal/findings"},
+	// A sweep's peak, knee, cliff and comparison of configurations are
+	// judged by the judge's curve rules (judge.Curves, judge.Cliff).
+	"internal/sweep": {"internal/stepcurve"},
 }
 
 // judgedBy are, per package, the judging library it must import: where
@@ -30,6 +33,8 @@ var judgedBy = map[string][]string{
 	// Rehearse → Judge: the rehearsal's verdict, its fixes' verdicts and
 	// its rounds until decided are the judge's (rehearse.Judge).
 	"internal/rehearse": {"internal/judge"},
+	// A sweep's curves are judged by the judge's rules.
+	"internal/sweep": {"internal/judge"},
 }
 
 // TestImportsThroughLibraries checks that no package imports (outside
