@@ -23,7 +23,7 @@ type FixRounds struct {
 // rules: its rounds against the control's (with), against the
 // candidate's without it (delta: what it changed), each compared as
 // opts say, and against the regressions the rehearsal's comparison
-// found (before), as fixes.Judge reads them. A fix's verdicts have no
+// found (before), as fixVerdict reads them. A fix's verdicts have no
 // "not judged" yet: a lagging fix round leaves its latency judged as
 // before, rather than have a regression no longer called read as a fix
 // verified (issue 44, not done).
@@ -38,5 +38,5 @@ func Fix(fix fixes.Fix, before *compare.Report, rounds FixRounds, opts Options) 
 	if err != nil {
 		return fixes.Outcome{}, fmt.Errorf("fix %s against the candidate: %w", fix.Name, err)
 	}
-	return fixes.Judge(fix, before, with, delta), nil
+	return fixVerdict(fix, before, with, delta), nil
 }
