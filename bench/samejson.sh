@@ -18,7 +18,7 @@
 #     error), and each round alone (report FILE --json -);
 #   - bench/samerehearse: rehearse --json's document (the comparison, the
 #     findings of the candidate's first round, the rehearsal's index),
-#     judged as rehearse judges it (judge.Judge, the flags in
+#     judged as rehearse judges it (rehearse.Judge, the flags in
 #     REHEARSE_FLAGS, default the demo's: -fail-on
 #     'p95>+50%,wal>+50%,dirtied>+50%' -min-effect-ms 0.2). It is run
 #     over a copy of the rounds whose index keeps only the comparison's

@@ -5,7 +5,8 @@
 // rehearse --json writes, to standard output: the rehearsal's index
 // (rehearse.ReadOutcome), the comparison of its rounds, and the findings
 // of the candidate's first round, as the rehearse command judges them
-// (judge.Judge with rehearse's options and flags' defaults), so that two
+// (rehearse.Judge, the library call the command makes, with its flags'
+// defaults: the same options, the same document), so that two
 // versions of pgrehearse can be compared byte for byte on stored rounds
 // without replaying (whose timings differ from run to run).
 // bench/samejson.sh builds it in both trees: main_1810a82.go (build tag
@@ -33,13 +34,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-// output is rehearse --json's document (internal/cli's rehearseOutput).
-type output struct {
-	report.VerdictJSON
-	Rehearsal *rehearse.Outcome `json:"rehearsal"`
-	Fixes     []fixes.Outcome   `json:"fixes,omitempty"`
-}
-
 func main() {
 	failOn := flag.String("fail-on", "", "rehearse --fail-on")
 	minEffectMS := flag.Float64("min-effect-ms", judge.DefaultComparisonMinEffectMS, "rehearse --min-effect-ms")
@@ -65,16 +59,17 @@ func main() {
 	if minMS == 0 {
 		minMS = -1 // none, as asked
 	}
-	opts := judge.Options{MinCalls: *minCalls, MinEffectMS: minMS, Rules: rules, AllowIncomplete: out.Partial,
-		ExpectWork: true, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks,
-		Findings: &judge.FindingsOptions{Catalog: judge.Catalog{DSN: *catalog}}}
-	v, err := judge.Judge(context.Background(), judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
+	// rehearse's own judging (rehearse.Judge), without the targets: no
+	// plans, so no fixes, and the catalog only when -catalog names one.
+	opts := rehearse.JudgeOptions{MinCalls: *minCalls, MinEffectMS: minMS, Rules: rules, ExpectWork: true,
+		Plans: &rehearse.PlansOptions{}, Findings: true, FindingsDSN: *catalog, Fixes: true, FixRounds: fixes.DefaultRounds}
+	j, err := rehearse.Judge(context.Background(), rehearse.Config{}, out, opts)
 	if err != nil {
 		fail(err)
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(output{VerdictJSON: report.VerdictDocument(v), Rehearsal: out}); err != nil {
+	if err := enc.Encode(report.RehearsalDocument(j)); err != nil {
 		fail(err)
 	}
 }

@@ -18,6 +18,23 @@ var judgedOnlyThrough = map[string][]string{
 		"internal/compare", "internal/compareplans", "internal/explain",
 		"internal/findings", "internal/stepcurve",
 	},
+	// A rehearsal is judged by the judge (rehearse.Judge calls
+	// judge.Judge), its fixes too (judge.Fix): no comparison of its own.
+	"internal/rehearse": {"internal/compare", "internal/compareplans", "internal/explain", "internal/findings"},
+	// A sweep's peak, knee, cliff and comparison of configurations are
+	// judged by the judge's curve rules (judge.Curves, judge.Cliff).
+	"internal/sweep": {"internal/stepcurve"},
+}
+
+// judgedBy are, per package, the judging library it must import: where
+// a run's verdict comes from (docs/architecture.md, "One judge for every
+// command").
+var judgedBy = map[string][]string{
+	// Rehearse → Judge: the rehearsal's verdict, its fixes' verdicts and
+	// its rounds until decided are the judge's (rehearse.Judge).
+	"internal/rehearse": {"internal/judge"},
+	// A sweep's curves are judged by the judge's rules.
+	"internal/sweep": {"internal/judge"},
 }
 
 // TestImportsThroughLibraries checks that no package imports (outside
@@ -38,6 +55,25 @@ func TestImportsThroughLibraries(t *testing.T) {
 			}
 			if slices.Contains(q.imports, b) {
 				t.Errorf("%s imports %s: it must reach it through a library (internal/judge, or the command's own) that takes options and returns typed data", p, b)
+			}
+		}
+	}
+}
+
+// TestJudgedBy checks that each package of judgedBy imports (outside
+// its tests) the judging library named there: a run that judged its
+// rounds itself would no longer.
+func TestJudgedBy(t *testing.T) {
+	graph := loadGraph(t)
+	for p, judges := range judgedBy {
+		q, ok := graph[p]
+		if !ok {
+			t.Errorf("judgedBy names %s, which go list ./... does not list (internal/archdoc/boundaries_test.go)", p)
+			continue
+		}
+		for _, j := range judges {
+			if !slices.Contains(q.imports, j) {
+				t.Errorf("%s does not import %s: its verdict must come from it (docs/architecture.md, \"One judge for every command\")", p, j)
 			}
 		}
 	}

@@ -404,10 +404,9 @@ func (r *rehearseRun) decideRounds(rules judge.Rules) {
 		return
 	}
 	r.cfg.MaxRounds, r.cfg.MaxTime = maxRounds(f), f.maxTime
+	opts := r.judgeOptions(rules)
 	r.cfg.Decide = func(out *rehearse.Outcome, look int) bool {
-		opts := judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), Rules: rules,
-			ExpectWork: r.replay.Observe != nil, Look: look, Looks: out.MaxLooks}
-		more := judge.Undecided(judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
+		more := opts.Undecided(out, look)
 		if more && len(out.Control) < r.cfg.MaxRounds {
 			fmt.Fprintf(r.stdio.Stderr, "rehearse: after %d rounds a side a query may break a --fail-on rule and the rounds cannot tell yet: rounds are added, one a side at a time, up to %d a side\n",
 				len(out.Control), r.cfg.MaxRounds)
@@ -933,118 +932,53 @@ func firstLine(s string) string {
 	return line
 }
 
-// compare compares the rounds finished and writes the comparison, its
-// findings, JSON and page. A rehearsal that stopped early is compared
-// all the same, when each side finished a round, and the comparison is
-// then marked partial, never a pass. The verdict is written first, then
-// details (which hold the rounds already) with the comparison's details,
-// the plans and the findings added; details are written on every path.
+// compare judges the rounds finished (rehearse.Judge) and writes the
+// comparison, its findings, the fixes tried, JSON and page. A rehearsal
+// that stopped early is compared all the same, when each side finished a
+// round, and the comparison is then marked partial, never a pass. The
+// verdict is written first, then details (which hold the rounds already)
+// with the comparison's details, the plans and the findings added;
+// details are written on every path.
 func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules judge.Rules) (*judge.Verdict, error) {
 	defer details.WriteTo(w) // what is left when a path returned early
 	f := r.f
-	var v *judge.Verdict
-	var base, cand []judge.Run
-	var opts judge.Options
-	if len(out.Control) > 0 && len(out.Candidate) > 0 {
-		// Every round was observed (pg_stat_statements deltas, server
-		// work per call): a round without them is said to leave server
-		// work uncompared.
-		opts = judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), Rules: rules, AllowIncomplete: out.Partial,
-			ExpectWork: r.replay.Observe != nil, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks}
-		if f.explain && !out.Interrupted && (f.control != "" || f.candidate != "") {
-			opts.Plans = &judge.PlansOptions{ControlDSN: f.control, CandidateDSN: f.candidate, Top: planTop(f.plans.top), Analyze: f.plans.analyze,
-				Database: r.database, ControlDatabases: out.KeptDatabases(rehearse.Control), CandidateDatabases: out.KeptDatabases(rehearse.Candidate)}
+	opts := r.judgeOptions(rules)
+	opts.Database = r.database
+	if f.explain {
+		opts.Plans = &rehearse.PlansOptions{Top: planTop(f.plans.top), Analyze: f.plans.analyze}
+	}
+	opts.Findings, opts.FindingsDSN = f.findings, f.findingsDSN
+	// Statements whose normalized text does not plan are explained,
+	// by the plans and the findings, with an execution read from
+	// the logs.
+	opts.Examples = func(fps []string) func(string) *results.Sample { return r.examples(ctx, fps) }
+	opts.Fixes, opts.FixFindings, opts.MaxFixes, opts.FixRounds = f.fixes, f.fixFindings, f.maxFixes, f.fixRounds
+	opts.Tries, _ = parseTries(f.tries)
+	opts.BatchInserts = f.batchInserts
+	opts.OnVerdict = func(st judge.Stage, v *judge.Verdict) error { return r.verdictStage(details, st, v) }
+	opts.OnStage = func(st rehearse.Stage, j *rehearse.Judgement) error { return r.judgeStage(w, details, st, j) }
+	j, err := rehearse.Judge(ctx, r.cfg, out, opts)
+	if err != nil {
+		switch {
+		case errors.Is(err, judge.ErrIncomplete):
+			return nil, refused(err)
+		case errors.Is(err, context.Canceled) && j.Verdict != nil:
+			return nil, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
 		}
-		// Statements whose normalized text does not plan are explained,
-		// by the plans and the findings, with an execution read from
-		// the logs.
-		opts.Examples = func(fps []string) func(string) *results.Sample { return r.examples(ctx, fps) }
-		if f.findings {
-			// Without --findings-dsn, the candidate target in the
-			// workload's database (its last round's copy when kept),
-			// with the plans already made.
-			cat := judge.Catalog{DSN: f.findingsDSN}
-			if cat.DSN == "" {
-				cat.DSN, cat.Database = f.candidate, r.database
-				if to, ok := out.KeptDatabases(rehearse.Candidate)[cat.Database]; ok {
-					cat.Database = to
-				}
-			}
-			opts.Findings = &judge.FindingsOptions{Catalog: cat}
-		}
-		opts.OnStage = func(st judge.Stage, v *judge.Verdict) error {
-			switch st {
-			case judge.StageCompared:
-				if err := report.WriteComparisonDetails(details, v.Comparison, f.top); err != nil {
-					return fmt.Errorf("write summary: %w", err)
-				}
-			case judge.StageExplaining:
-				fmt.Fprintf(r.stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
-			case judge.StageExplained:
-				if err := report.WritePlans(details, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
-					return fmt.Errorf("write plans: %w", err)
-				}
-			case judge.StageFindings:
-				switch {
-				case errors.Is(v.CatalogErr, context.Canceled):
-					// Ctrl-C, not the catalog's server: say so, not
-					// pgx's "operation was canceled" as if it failed.
-					fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: interrupted before the catalog was read; the findings that need it are left out\n")
-				case v.CatalogErr != nil:
-					fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", v.CatalogErr)
-				}
-				// Interrupted, the findings are left out; the rounds
-				// and the comparison are still written.
-				if v.Findings != nil {
-					fmt.Fprintln(details)
-					// Its shares of time are of one round: say which.
-					fmt.Fprintln(details, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
-					if err := report.WriteFindings(details, v.Findings, replayHints); err != nil {
-						return fmt.Errorf("write findings: %w", err)
-					}
-				}
-			}
-			return nil
-		}
-		base, cand = judge.NewRuns(out.Control), judge.NewRuns(out.Candidate)
-		var err error
-		v, err = judge.Judge(ctx, base, cand, opts)
-		if v != nil && v.Comparison != nil {
-			if werr := writeVerdictFirst(w, v, details); werr != nil {
-				return nil, werr
-			}
-		}
-		if err != nil {
-			switch {
-			case errors.Is(err, judge.ErrIncomplete):
-				return nil, refused(err)
-			case errors.Is(err, context.Canceled) && v != nil && v.Comparison != nil:
-				return nil, &exitError{code: ExitFailure, err: errors.New("interrupted while explaining plans")}
-			}
-			return nil, err
-		}
-	} else {
+		return nil, err
+	}
+	if j.NoComparison() {
 		details.WriteTo(w)
 		fmt.Fprintf(w, "NO COMPARISON: %d control and %d candidate rounds finished; each side needs one at least\n", len(out.Control), len(out.Candidate))
 	}
-	var tried []fixes.Outcome
-	if v != nil && (v.Plans != nil && f.fixes || len(f.tries) > 0) && !out.Partial && !out.Interrupted {
-		tried = r.tryFixes(ctx, w, out, v, opts)
-	}
-	if v != nil && f.batchInserts > 1 && !out.Partial && !out.Interrupted {
-		v.Batched = r.tryBatch(ctx, w, out, v)
-	}
 	if f.jsonPath != "" {
-		doc := rehearseOutput{Rehearsal: out, Fixes: tried}
-		if v != nil {
-			doc.VerdictJSON = report.VerdictDocument(v)
-		}
-		if err := writeJSON(r.stdio.Stdout, f.jsonPath, doc); err != nil {
+		if err := writeJSON(r.stdio.Stdout, f.jsonPath, report.RehearsalDocument(j)); err != nil {
 			return nil, err
 		}
 	}
+	v := j.Verdict
 	if f.htmlPath != "" && v != nil {
-		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, v, base, cand, nil, tried); err != nil {
+		if err := writeComparisonHTML(r.stdio.Stdout, f.htmlPath, f.top, [2]string{"control", "candidate"}, v, j.Control, j.Candidate, nil, j.Fixes); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "HTML report: %s\n", f.htmlPath)
@@ -1053,6 +987,94 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 		return nil, &exitError{code: ExitIncomplete, err: errors.New("nothing to compare: a side finished no round")}
 	}
 	return v, nil
+}
+
+// judgeOptions are the rehearsal's judging options that its flags give,
+// for the rounds until decided and the verdict alike. Every round was
+// observed (pg_stat_statements deltas, server work per call): a round
+// without them is said to leave server work uncompared.
+func (r *rehearseRun) judgeOptions(rules judge.Rules) rehearse.JudgeOptions {
+	return rehearse.JudgeOptions{MinCalls: r.f.minCalls, MinEffectMS: minEffectMS(r.f.minEffectMS), Rules: rules, ExpectWork: r.replay.Observe != nil}
+}
+
+// verdictStage writes each part of the verdict into details as soon as
+// it is known, and says on standard error what the judge is doing.
+func (r *rehearseRun) verdictStage(details *bytes.Buffer, st judge.Stage, v *judge.Verdict) error {
+	switch st {
+	case judge.StageCompared:
+		if err := report.WriteComparisonDetails(details, v.Comparison, r.f.top); err != nil {
+			return fmt.Errorf("write summary: %w", err)
+		}
+	case judge.StageExplaining:
+		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: explaining the plans of the regressed queries and of those that add the most time, on both servers\n")
+	case judge.StageExplained:
+		if err := report.WritePlans(details, v.Plans.Report, v.Plans.Flagged, planHints); err != nil {
+			return fmt.Errorf("write plans: %w", err)
+		}
+	case judge.StageFindings:
+		switch {
+		case errors.Is(v.CatalogErr, context.Canceled):
+			// Ctrl-C, not the catalog's server: say so, not
+			// pgx's "operation was canceled" as if it failed.
+			fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: interrupted before the catalog was read; the findings that need it are left out\n")
+		case v.CatalogErr != nil:
+			fmt.Fprintf(r.stdio.Stderr, "pgrehearse: findings: %v; the findings that need the catalog are left out\n", v.CatalogErr)
+		}
+		// Interrupted, the findings are left out; the rounds
+		// and the comparison are still written.
+		if v.Findings != nil {
+			fmt.Fprintln(details)
+			// Its shares of time are of one round: say which.
+			fmt.Fprintln(details, "Findings of the candidate's first round; a share of time is of that round, slowed by any regression above")
+			if err := report.WriteFindings(details, v.Findings, replayHints); err != nil {
+				return fmt.Errorf("write findings: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// judgeStage writes the verdict once it is whole (the details held
+// until then follow it), and says what the fix and batch rounds try and
+// what they found. Fixes never change the exit code: a fix round that
+// fails is said and leaves the verdict as it is.
+func (r *rehearseRun) judgeStage(w io.Writer, details *bytes.Buffer, st rehearse.Stage, j *rehearse.Judgement) error {
+	stderr, f := r.stdio.Stderr, r.f
+	switch st {
+	case rehearse.StageJudged:
+		return writeVerdictFirst(w, j.Verdict, details)
+	case rehearse.StageFixesUnresettable:
+		fmt.Fprintf(stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", j.Triable)
+	case rehearse.StageFixing:
+		fmt.Fprintf(stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each, in turn with %d control rounds they are judged against\n",
+			j.Triable, f.fixRounds, f.fixRounds)
+	case rehearse.StageFixed:
+		if j.FixesErr != nil {
+			fmt.Fprintf(stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", j.FixesErr)
+		}
+		if j.FixesJudgeErr != nil {
+			fmt.Fprintf(stderr, "pgrehearse: judging the fixes: %v\n", j.FixesJudgeErr)
+		}
+		if err := report.WriteFixes(w, j.Fixes); err != nil {
+			fmt.Fprintf(stderr, "pgrehearse: write fixes: %v\n", err)
+		}
+	case rehearse.StageBatching:
+		fmt.Fprintf(stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds, in turn with %d candidate rounds without\n",
+			f.batchInserts, f.fixRounds, f.fixRounds)
+	case rehearse.StageBatched:
+		var be *rehearse.BatchError
+		switch {
+		case errors.As(j.BatchErr, &be) && be.Rounds:
+			fmt.Fprintf(stderr, "pgrehearse: %v; the verdict above stands\n", be)
+		case j.BatchErr != nil:
+			fmt.Fprintf(stderr, "pgrehearse: %v\n", j.BatchErr)
+		default:
+			if err := report.WriteBatchMeasure(w, j.Verdict.Batched); err != nil {
+				fmt.Fprintf(stderr, "pgrehearse: write batched INSERTs: %v\n", err)
+			}
+		}
+	}
+	return nil
 }
 
 // examples gives, for a statement whose normalized text cannot be
@@ -1093,73 +1115,6 @@ func loggedDatabase(db string, round, user map[string]string) string {
 	return db
 }
 
-// rehearseOutput is what rehearse --json writes: the comparison as report
-// --json writes it, its findings, and the rehearsal's index.
-type rehearseOutput struct {
-	report.VerdictJSON
-	Rehearsal *rehearse.Outcome `json:"rehearsal"`
-	// Fixes are the fixes tried and their verdicts (docs/rehearse.md).
-	Fixes []fixes.Outcome `json:"fixes,omitempty"`
-}
-
-// tryFixes runs the fix rounds of the causes the plans named and writes
-// their verdicts. A fix round that fails is said and leaves the
-// rehearsal's verdict as it is: fixes never change the exit code.
-func (r *rehearseRun) tryFixes(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict, opts judge.Options) []fixes.Outcome {
-	var planned []fixes.Fix
-	if r.f.fixes {
-		// The plans' fixes, then the findings' (the index a scan behind a
-		// filter lacks) in the workload's database, --max-fixes of them
-		// adding the most time tried.
-		c := fixes.Choice{Database: r.database, Max: r.f.maxFixes}
-		if v.Plans != nil {
-			c.Plans = v.Plans.Report
-		}
-		// A reset that restarts the server (--reset datadir) undoes a
-		// setting that needs a restart too: it is tried.
-		_, c.Restart = r.cfg.Candidate.Reset.(reset.Restarter)
-		if r.f.fixFindings {
-			c.Findings = v.Findings
-		}
-		planned = fixes.Choose(v.Comparison, c)
-	}
-	// The user's own, after the plans': in the workload's database,
-	// judged on every regression.
-	tries, _ := parseTries(r.f.tries)
-	for _, t := range tries {
-		t.Databases = []string{r.database}
-		planned = append(planned, fixes.Aim(t, v.Comparison))
-	}
-	if len(planned) == 0 {
-		return nil
-	}
-	triable := 0
-	for _, p := range planned {
-		if p.Untried == "" {
-			triable++
-		}
-	}
-	if triable > 0 && !r.cfg.KeepResets {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: %d fix(es) not tried: --reset none would leave them on the candidate\n", triable)
-		return nil
-	}
-	if triable > 0 {
-		fmt.Fprintf(r.stdio.Stderr, "rehearse: trying %d fix(es) on the candidate, %d rounds each, in turn with %d control rounds they are judged against\n",
-			triable, r.f.fixRounds, r.f.fixRounds)
-	}
-	if err := rehearse.RunFixes(ctx, r.cfg, out, planned, r.f.fixRounds, rehearse.Control); err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the fix rounds stopped: %v; the verdict above stands\n", err)
-	}
-	tried, err := rehearse.JudgeFixes(out, v.Comparison, opts.Comparison())
-	if err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the fixes: %v\n", err)
-	}
-	if err := report.WriteFixes(w, tried); err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: write fixes: %v\n", err)
-	}
-	return tried
-}
-
 // parseTries reads --try's NAME:SQL, each name once.
 func parseTries(specs []string) ([]fixes.Fix, error) {
 	var out []fixes.Fix
@@ -1189,28 +1144,4 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 		return &exitError{code: ee.code, err: fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)}
 	}
 	return fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)
-}
-
-// tryBatch replays the workload onto the candidate in fix rounds of their
-// own with the single-row INSERTs batched, and says what that saved per
-// row against the candidate's rounds; nil when it could not be measured
-// (said).
-func (r *rehearseRun) tryBatch(ctx context.Context, w io.Writer, out *rehearse.Outcome, v *judge.Verdict) *judge.BatchMeasure {
-	fmt.Fprintf(r.stdio.Stderr, "rehearse: replaying onto the candidate with INSERTs in batches of %d, %d rounds, in turn with %d candidate rounds without\n",
-		r.f.batchInserts, r.f.fixRounds, r.f.fixRounds)
-	if err := rehearse.RunFixes(ctx, r.cfg, out, []fixes.Fix{fixes.Batch(r.f.batchInserts)}, r.f.fixRounds, rehearse.Candidate); err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: the batched rounds stopped: %v; the verdict above stands\n", err)
-		return nil
-	}
-	fr := out.Fixes[len(out.Fixes)-1]
-	m, err := judge.BatchInserts(fr.BesideResults, fr.Results, 0)
-	if err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: judging the batched INSERTs: %v\n", err)
-		return nil
-	}
-	v.AddBatchMeasure(m)
-	if err := report.WriteBatchMeasure(w, m); err != nil {
-		fmt.Fprintf(r.stdio.Stderr, "pgrehearse: write batched INSERTs: %v\n", err)
-	}
-	return m
 }

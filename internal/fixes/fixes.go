@@ -2,11 +2,12 @@
 // behind a regression (an index the control has and the candidate lacks,
 // a planner setting, a table never analyzed, extended statistics or a
 // column's statistics target on one side only), as SQL to try on the
-// candidate's reset copy, and judges what fix rounds
-// measured with it: whether the regression is back within the control's
-// noise, what share of its time came back, and what the fix cost the
-// other queries, its table's writes most of all. It runs nothing: a fix
-// is applied by package rounds (ApplyChange) in the rounds of package
+// candidate's reset copy. Its Outcome is the form of a fix's verdict:
+// whether the regression is back within the control's noise, what share
+// of its time came back, and what the fix cost the other queries, its
+// table's writes most of all; the verdict itself is the judge's
+// (judge.Fix), by the comparison's own rules. It runs nothing: a fix is
+// applied by package rounds (ApplyChange) in the rounds of package
 // rehearse (RunFixes) and in headroom's tries, and the words are
 // internal/report's.
 package fixes
@@ -477,7 +478,7 @@ type Outcome struct {
 	// Costs are the other queries that regressed (slower or writing
 	// more) against the control with the fix and not without it; a
 	// query the fix does not touch only when the comparison is certain
-	// of it at the family's level (Cost.Elsewhere, FamilyLevel).
+	// of it at the family's level (Cost.Elsewhere, judge.FamilyLevel).
 	Costs []Cost `json:"costs"`
 	// WithinNoise are the queries the fix does not touch that the
 	// comparison with the control called regressed with the fix and not
@@ -574,7 +575,7 @@ type Cost struct {
 	// machine's during those rounds (the control's rounds run in turn
 	// with them see the same period, not every burst of it). Such a
 	// query is a cost only when the comparison is certain of it beyond
-	// the rounds' noise at the family's level (FamilyLevel); otherwise
+	// the rounds' noise at the family's level (judge.FamilyLevel); otherwise
 	// it is within noise (Outcome.WithinNoise), never a cost. Never set
 	// for a setting, which reaches every query.
 	Elsewhere bool `json:"elsewhere,omitempty"`
@@ -592,258 +593,20 @@ type Write struct {
 	Beyond bool           `json:"beyond_noise"`
 }
 
-// regressed reports whether q is a regression of any kind the verdict
-// counts: slower, in its tail, or writing more.
-func regressed(q *compare.QueryDiff) bool {
-	return q != nil && (q.Status.Regression() || q.Status == compare.StatusMoreWork)
+// Elsewhere reports whether statement sql cannot reach what f changes:
+// f changes its relation only (an index, its statistics, an ANALYZE)
+// and sql does not touch it, so that the fix cannot have changed its
+// plan.
+func (f Fix) Elsewhere(sql string) bool {
+	return f.Relation != "" && f.relationScoped() && !touches(sql, f.Relation)
 }
 
-// Judge is fix's verdict from the comparisons of the control with the
-// candidate without it (before) and with it (with), and of the candidate
-// without it with the candidate with it (delta).
-func Judge(fix Fix, before, with, delta *compare.Report) Outcome {
-	o := Outcome{Fix: fix, Queries: []Query{}, Costs: []Cost{}, Writes: []Write{}}
-	var sumBefore, sumWith float64
-	counts := map[Status]int{}
-	for _, fp := range fix.Fingerprints {
-		b, w := before.Query(fp), with.Query(fp)
-		if b == nil {
-			continue
-		}
-		fq := Query{Fingerprint: fp, Query: b.Query, Metric: cmp.Or(b.Regressed, compare.MetricMean), AddedMSBefore: b.ImpactMS}
-		if b.Effects != nil {
-			fq.Before = b.Effects.Of(fq.Metric)
-		}
-		if w != nil {
-			fq.WithStatus = w.Status
-			fq.AddedMSWith = max(0, w.ImpactMS)
-			if w.Effects != nil {
-				fq.With = w.Effects.Of(fq.Metric)
-			}
-		}
-		if b.Status == compare.StatusMoreWork && b.Work != nil && b.Work.More != "" {
-			fq.WorkMetric, fq.WorkBefore = b.Work.More, b.Work.Of(b.Work.More)
-			if w != nil && w.Work != nil {
-				fq.WorkWith = w.Work.Of(fq.WorkMetric)
-			}
-		}
-		if d := delta.Query(fp); d != nil && d.Effects != nil {
-			fq.Delta = d.Effects.Of(fq.Metric)
-		}
-		if fq.AddedMSBefore > 0 {
-			fq.RecoveredPct = 100 * (fq.AddedMSBefore - fq.AddedMSWith) / fq.AddedMSBefore
-		}
-		switch {
-		case w == nil:
-			fq.Status = NoEffect
-		case !regressed(w):
-			fq.Status, fq.RecoveredPct, fq.AddedMSWith = Verified, 100, 0
-		case fq.WorkMetric != "":
-			// Less work than without, beyond noise, but still more
-			// than the control's.
-			if fq.WorkBefore != nil && fq.WorkWith != nil && fq.WorkWith.High < fq.WorkBefore.Low {
-				fq.Status = Partial
-				if fq.WorkBefore.Delta > 0 {
-					// The share of the work added per call taken back.
-					fq.RecoveredPct = max(0, 100*(fq.WorkBefore.Delta-fq.WorkWith.Delta)/fq.WorkBefore.Delta)
-				}
-			} else {
-				fq.Status = NoEffect
-			}
-		default:
-			fq.Status = latencyStatus(&fq, w)
-		}
-		counts[fq.Status]++
-		sumBefore += fq.AddedMSBefore
-		sumWith += fq.AddedMSWith
-		o.Queries = append(o.Queries, fq)
-	}
-	switch {
-	case len(o.Queries) == 0 && fix.JudgedByChanges():
-		o.Status = Tried
-	case len(o.Queries) == 0:
-		o.Status = NoEffect
-	case counts[Verified] == len(o.Queries):
-		o.Status = Verified
-	case counts[NoEffect] == len(o.Queries):
-		o.Status = NoEffect
-	default:
-		o.Status = Partial
-	}
-	if sumBefore > 0 {
-		o.RecoveredPct = max(0, 100*(sumBefore-sumWith)/sumBefore)
-	} else if len(o.Queries) > 0 {
-		// Work regressions that added no time: their shares of work
-		// taken back, averaged.
-		for _, fq := range o.Queries {
-			o.RecoveredPct += fq.RecoveredPct / float64(len(o.Queries))
-		}
-	}
-	o.Costs, o.WithinNoise = costs(fix, before, with)
-	if fix.JudgedByChanges() {
-		o.Changes = changes(fix, delta, with)
-	}
-	if fix.Relation != "" {
-		for _, d := range delta.Queries {
-			if !writes(d.Query, fix.Relation) {
-				continue
-			}
-			fw := Write{Fingerprint: d.Fingerprint, Query: d.Query, Status: d.Status, Beyond: regressed(&d)}
-			if d.Effects != nil {
-				e := d.Effects.Mean
-				fw.Mean = &e
-			}
-			o.Writes = append(o.Writes, fw)
-		}
-	}
-	return o
+// WritesRelation reports whether statement sql writes f's relation
+// (schema qualified or not).
+func (f Fix) WritesRelation(sql string) bool {
+	return f.Relation != "" && writes(sql, f.Relation)
 }
 
-// costs are the other queries that regressed against the control with
-// fix (with) and not without it (before): a cost of the fix, or, for a
-// query the fix does not touch that with cannot call regressed at the
-// family's level (FamilyLevel), within noise.
-func costs(fix Fix, before, with *compare.Report) (out, withinNoise []Cost) {
-	out = []Cost{}
-	for _, w := range with.Queries {
-		if !regressed(&w) || slices.Contains(fix.Fingerprints, w.Fingerprint) || regressed(before.Query(w.Fingerprint)) {
-			continue
-		}
-		c := Cost{Fingerprint: w.Fingerprint, Query: w.Query, Status: w.Status, Metric: w.Regressed, Factor: w.Factor, AddedMS: w.ImpactMS,
-			Elsewhere: elsewhere(fix, w.Query)}
-		if w.Effects != nil {
-			c.Effect = w.Effects.Of(w.Regressed)
-		}
-		if c.Elsewhere && !FamilyLevel(with) {
-			// The fix cannot have changed its plan, and the comparison
-			// cannot tell its slowdown from the machine's between
-			// rounds: context, not a cost.
-			withinNoise = append(withinNoise, c)
-			continue
-		}
-		out = append(out, c)
-	}
-	return out, withinNoise
-}
-
-// elsewhere reports whether statement sql cannot reach what fix changes:
-// the fix changes its relation only (an index, its statistics, an
-// ANALYZE) and sql does not touch it.
-func elsewhere(fix Fix, sql string) bool {
-	return fix.Relation != "" && fix.relationScoped() && !touches(sql, fix.Relation)
-}
-
-// FamilyLevel reports whether comparison rep calls a regression only
-// beyond the rounds' noise at the family's level, as the rehearsal's own
-// comparison of three rounds a side does: runs enough a side for the
-// rank interval (compare.Noise.Measured) and the calls' histograms, with
-// which compare.Runs holds every slower claim to the rounds' noise
-// pooled over its queries at one-sided stats.FamilyAlpha (the chance of
-// any false regression among them at Alpha/2). Without them (one or two
-// fix rounds, a result without histograms) a regression rests on the
-// default noise floors, which a busy machine exceeds.
-func FamilyLevel(rep *compare.Report) bool {
-	if rep == nil || !rep.Noise.Measured {
-		return false
-	}
-	return !slices.ContainsFunc(rep.Warnings, func(w compare.Warning) bool { return w.Kind == compare.WarnNoHistograms })
-}
-
-// latencyStatus is the verdict on a query whose time regressed and that
-// the comparison with the control still finds regressed (w) with the
-// fix, in one figure or another. The direct comparison of the candidate
-// without the fix against with it (fq.Delta) is the evidence of what the
-// fix did to the figure that regressed: the two sides of the comparison
-// with the control ran apart, and their intervals (fq.Before, fq.With)
-// may both be wide.
-//
-//   - Verified: the figure that regressed (fq.Metric, the mean) is back
-//     within the control's noise: the comparison flags the tail only
-//     (the p95 of a handful of slow calls), and this one is not slower, as a
-//     query it no longer flags at all is verified. The other figure
-//     stays in fq.Remains, said beside the verdict, with the time it
-//     still adds (fq.AddedMSWith).
-//   - Partial: some of the time came back (fq.RecoveredPct > 0), and the
-//     fix made the figure faster beyond noise than without it, or its
-//     interval against the control lies below the one without the fix.
-//   - NoEffect: neither; never next to a share recovered above 0 that a
-//     faster-beyond-noise delta carries.
-func latencyStatus(fq *Query, w *compare.QueryDiff) Status {
-	faster := fq.Delta != nil && fq.Delta.Change == compare.ChangeFaster && fq.Delta.Beyond
-	if w.Status == compare.StatusTailRegressed && w.Regressed != fq.Metric && fq.With != nil && fq.With.Change != compare.ChangeSlower {
-		fq.Remains = w.Regressed
-		if w.Effects != nil {
-			fq.RemainsWith = w.Effects.Of(w.Regressed)
-		}
-		return Verified
-	}
-	below := fq.Before != nil && fq.With != nil && fq.With.High < fq.Before.Low
-	if fq.RecoveredPct > 0 && (faster || below) {
-		return Partial
-	}
-	return NoEffect
-}
-
-// changes are the queries of delta (the candidate without a fix against
-// with it) faster or slower beyond noise, the slower first, each by its
-// time added or taken per run, largest first; with is the fix's
-// comparison with the control.
-func changes(fix Fix, delta, with *compare.Report) []Change {
-	out := []Change{}
-	for _, d := range delta.Queries {
-		c := Change{Fingerprint: d.Fingerprint, Query: d.Query, Status: d.Status, Metric: compare.MetricMean}
-		switch {
-		case d.Status == compare.StatusMoreWork && d.Work != nil && d.Work.More != "":
-			c.Direction, c.Metric, c.Work = Slower, d.Work.More, d.Work.Of(d.Work.More)
-		case regressed(&d):
-			c.Direction, c.Metric = Slower, cmp.Or(d.Regressed, compare.MetricMean)
-		case d.Status == compare.StatusImproved && (!FamilyLevel(delta) || d.Effects != nil && d.Effects.Mean.FasterCarried()):
-			// Faster at the family's level, as a slower query is
-			// (compare.Effect.Faster), where the comparison reaches it.
-			c.Direction = Faster
-		default:
-			continue
-		}
-		if c.Direction == Slower && elsewhere(fix, d.Query) && !FamilyLevel(delta) {
-			// As a cost (costs): a query the fix does not touch,
-			// slower by a comparison that cannot tell that from the
-			// machine's noise between rounds, is not its change.
-			continue
-		}
-		if d.Effects != nil && c.Work == nil {
-			c.Effect = d.Effects.Of(c.Metric)
-		}
-		if w := with.Query(d.Fingerprint); w != nil {
-			c.ControlStatus = w.Status
-			if w.Effects != nil {
-				e := w.Effects.Mean
-				c.Control = &e
-			}
-		}
-		out = append(out, c)
-	}
-	impact := func(fp string) float64 {
-		if q := delta.Query(fp); q != nil {
-			return q.ImpactMS
-		}
-		return 0
-	}
-	slices.SortStableFunc(out, func(a, b Change) int {
-		if a.Direction != b.Direction {
-			if a.Direction == Slower {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(abs(impact(b.Fingerprint)), abs(impact(a.Fingerprint)))
-	})
-	return out
-}
-
-func abs(x float64) float64 { return max(x, -x) }
-
-// writes reports whether statement sql writes relation rel (schema
-// qualified or not).
 // relationScoped reports whether what the fix changes is its relation's
 // only (an index, statistics, an ANALYZE), so that a query that does not
 // touch the relation keeps its plan with the fix.
@@ -867,6 +630,8 @@ func touches(sql, rel string) bool {
 	return slices.ContainsFunc(c.Touch, names(rel))
 }
 
+// writes reports whether statement sql writes relation rel (schema
+// qualified or not).
 func writes(sql, rel string) bool {
 	is := names(rel)
 	return slices.ContainsFunc(fingerprint.Classify(sql).Write, func(w fingerprint.Write) bool { return is(w.Name) })

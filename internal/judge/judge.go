@@ -3,9 +3,12 @@
 // verdict: for two sides the comparison and its verdict, the plans behind
 // it on both targets, and the findings (Judge, Verdict); for load levels
 // each level's verdict against the side's own rounds at k = 1 under an
-// SLO (Levels, Step, StepVerdict). Every command that judges (rehearse,
-// report, replay's own findings, analyze, findings, headroom) does it the
-// same way and only renders what it returns.
+// SLO (Levels, Step, StepVerdict). A rehearsal's fixes are judged here
+// too (Fix), and a sweep's step curves: their peak, knee and cliff and
+// the comparison of configurations, against the noise of a step (Curves,
+// Cliff). Every command that judges (rehearse, report, replay's own
+// findings, analyze, findings, headroom, sweep) does it the same way and
+// only renders what it returns.
 package judge
 
 import (

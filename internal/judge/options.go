@@ -94,6 +94,24 @@ func (o Options) Comparison() compare.Options {
 		Look: o.Look, Looks: o.Looks}
 }
 
+// Compare compares the candidate's results with the baseline's as opts
+// say (compare.Runs): the comparison alone, without the plans or the
+// findings, for a caller that compares runs again the same way (a
+// rehearsal's rounds, its fixes).
+func Compare(base, cand []*results.Result, opts Options) (*Comparison, error) {
+	return compare.Runs(base, cand, opts.Comparison())
+}
+
+// Comparison is the comparison of two sides' runs (Verdict.Comparison).
+type Comparison = compare.Report
+
+// Unjudgeable is a reason runs cannot be judged (Options.Unjudgeable,
+// Refusal).
+type Unjudgeable = compare.Unjudgeable
+
+// UnjudgeablePartial: a rehearsal stopped before its last round.
+const UnjudgeablePartial = compare.UnjudgeablePartial
+
 // Undecided says whether the comparison of the candidate's runs with
 // the baseline's, made as opts say, is undecided: no rule broken, but a
 // query's interval holds a ratio that breaks one (compare's decide.go),
@@ -103,7 +121,7 @@ func Undecided(base, cand []Run, opts Options) bool {
 	if len(base) == 0 || len(cand) == 0 {
 		return false
 	}
-	rep, err := compare.Runs(Results(base), Results(cand), opts.Comparison())
+	rep, err := Compare(Results(base), Results(cand), opts)
 	return err == nil && rep.Verdict.Status == compare.VerdictUndecided
 }
 

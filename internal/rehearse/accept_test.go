@@ -1,7 +1,6 @@
 package rehearse
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -19,10 +18,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
-	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -268,18 +267,15 @@ func acceptRehearse(b testing.TB, logPath string, ctl, cand *pgcluster.Cluster) 
 	if err != nil {
 		b.Fatalf("rehearse: %v", err)
 	}
-	rep, err := Compare(out, compare.Options{ExpectWork: true})
+	rep, err := Compare(out, judge.Options{ExpectWork: true})
 	if err != nil {
 		b.Fatalf("compare: %v", err)
 	}
-	var text bytes.Buffer
-	if err := report.WriteComparison(&text, rep, 8); err != nil {
-		b.Fatal(err)
-	}
+	text := comparisonText(rep)
 	if sw := rep.ServerWork; sw == nil || !sw.Compared {
-		b.Fatalf("server work not compared: %+v\n%s", sw, text.String())
+		b.Fatalf("server work not compared: %+v\n%s", sw, text)
 	}
-	return out, rep, text.String()
+	return out, rep, text
 }
 
 // explainAccept explains the comparison's regressions on both targets, as
@@ -292,11 +288,7 @@ func explainAccept(tb testing.TB, out *Outcome, rep *compare.Report, ctl, cand *
 	if err != nil {
 		tb.Fatalf("explain: %v", err)
 	}
-	var text bytes.Buffer
-	if err := report.WritePlans(&text, res.Report, res.Flagged, report.PlanHints{}); err != nil {
-		tb.Fatal(err)
-	}
-	return res, text.String()
+	return res, plansText(res.Report)
 }
 
 // checkWorkCause checks that the first work regression's first cause
@@ -502,4 +494,18 @@ func TestAcceptancePlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plansText is a short text of the plans explained, for the tests'
+// failures: each query's verdict and the kinds of its causes.
+func plansText(rep *explain.Report) string {
+	var b strings.Builder
+	for _, o := range rep.Outcomes {
+		kinds := make([]string, len(o.Causes))
+		for i, c := range o.Causes {
+			kinds[i] = string(c.Kind)
+		}
+		fmt.Fprintf(&b, "  %s %v causes %v: %s\n", o.Fingerprint, o.Verdict, kinds, o.Query)
+	}
+	return b.String()
 }

@@ -4,30 +4,18 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
-
-// CompareOptions are opts for the comparison of the candidate's finished
-// rounds with the control's, as one comparison across all rounds
-// (compare.Runs): each side's rounds give its run-to-run spread. A
-// rehearsal that stopped before its last round (interrupted, or a round
-// failed) is not a verdict: its comparison is refused with a
-// *compare.IncompleteError saying so, unless opts.AllowIncomplete, and
-// then its verdict is never a pass.
-func (o *Outcome) CompareOptions(opts compare.Options) compare.Options {
-	opts.Unjudgeable = append(opts.Unjudgeable, o.Unjudgeable()...)
-	return opts
-}
 
 // Unjudgeable are the reasons the rehearsal's rounds cannot be judged
 // that the comparison cannot see for itself: a rehearsal that stopped
 // before its last round (judge.Options.Unjudgeable). None otherwise.
-func (o *Outcome) Unjudgeable() []compare.Unjudgeable {
+func (o *Outcome) Unjudgeable() []judge.Unjudgeable {
 	if !o.Partial {
 		return nil
 	}
-	return []compare.Unjudgeable{{
-		Kind: compare.UnjudgeablePartial,
+	return []judge.Unjudgeable{{
+		Kind: judge.UnjudgeablePartial,
 		Run: fmt.Sprintf("the rehearsal (%d of %d control and %d of %d candidate rounds finished)",
 			len(o.Control), o.Rounds, len(o.Candidate), o.Rounds),
 	}}
@@ -53,9 +41,14 @@ func (o *Outcome) KeptDatabases(side Side) map[string]string {
 	return dbs
 }
 
-// Compare compares the candidate's finished rounds with the control's
-// with o.CompareOptions(opts). The rounds' own warnings (a state that
-// drifted) are the comparison's.
-func Compare(out *Outcome, opts compare.Options) (*compare.Report, error) {
-	return compare.Runs(out.Control, out.Candidate, out.CompareOptions(opts))
+// Compare compares the candidate's finished rounds with the control's,
+// as one comparison across all rounds (judge.Compare): each side's
+// rounds give its run-to-run spread. A rehearsal that stopped before its
+// last round (interrupted, or a round failed) is not a verdict: its
+// comparison is refused (judge.ErrIncomplete) saying so, unless
+// opts.AllowIncomplete, and then its verdict is never a pass. The
+// rounds' own warnings (a state that drifted) are the comparison's.
+func Compare(out *Outcome, opts judge.Options) (*judge.Comparison, error) {
+	opts.Unjudgeable = append(opts.Unjudgeable, out.Unjudgeable()...)
+	return judge.Compare(out.Control, out.Candidate, opts)
 }

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rounds"
@@ -281,18 +281,14 @@ func (r *run) failedFix(rec RoundRecord, err error) error {
 	return err
 }
 
-// JudgeFixes judges each fix of out.Fixes with the comparison's options:
-// its rounds against the control's run beside them (with: FixRun.Beside,
-// rounds that saw the machine as the fix rounds did; the rehearsal's own
-// control rounds for a fix run before rounds were run beside, whose
-// index names none), against the regressions the rehearsal found
-// (before), and against the candidate's rounds (delta: what it changed,
-// for the regressions and the writes of its relation).
-func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]fixes.Outcome, error) {
-	// A fix's verdicts have no "not judged" yet: a lagging fix round
-	// leaves its latency judged as before, rather than have a regression
-	// no longer called read as a fix verified (issue 44, not done).
-	opts.JudgeLaggedLatency = true
+// JudgeFixes judges each fix of out.Fixes with the comparison's options
+// (judge.Fix): its rounds against the control's run beside them
+// (FixRun.Beside, rounds that saw the machine as the fix rounds did; the
+// rehearsal's own control rounds for a fix run before rounds were run
+// beside, whose index names none), against the regressions the
+// rehearsal found (before), and against the candidate's rounds (what it
+// changed, for the regressions and the writes of its relation).
+func JudgeFixes(out *Outcome, before *judge.Comparison, opts judge.Options) ([]fixes.Outcome, error) {
 	var all []fixes.Outcome
 	for _, fr := range out.Fixes {
 		if fr.Kind == fixes.BatchInserts {
@@ -308,15 +304,10 @@ func JudgeFixes(out *Outcome, before *compare.Report, opts compare.Options) ([]f
 		if fr.BesideSide != Control || len(control) == 0 {
 			control, rounds = out.Control, controlRounds(out)
 		}
-		with, err := compare.Runs(control, fr.Results, opts)
+		o, err := judge.Fix(fr.Fix, before, judge.FixRounds{Control: control, Candidate: out.Candidate, With: fr.Results}, opts)
 		if err != nil {
-			return all, fmt.Errorf("fix %s against the control: %w", fr.Name, err)
+			return all, err
 		}
-		delta, err := compare.Runs(out.Candidate, fr.Results, opts)
-		if err != nil {
-			return all, fmt.Errorf("fix %s against the candidate: %w", fr.Name, err)
-		}
-		o := fixes.Judge(fr.Fix, before, with, delta)
 		o.Rounds = len(fr.Results)
 		o.ControlRounds = slices.Clone(rounds)
 		all = append(all, o)

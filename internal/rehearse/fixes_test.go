@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -94,7 +94,7 @@ func TestFixRounds(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	defer out.CloseResets(ctx)
-	before, err := Compare(out, compare.Options{MinCalls: 5})
+	before, err := Compare(out, judge.Options{MinCalls: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestFixRounds(t *testing.T) {
 		t.Errorf("ReadOutcome: %v; %d control, %d candidate rounds (fix rounds are not the comparison's), %d fixes", err, len(read.Control), len(read.Candidate), len(read.Fixes))
 	}
 
-	judged, err := JudgeFixes(out, before, compare.Options{MinCalls: 5})
+	judged, err := JudgeFixes(out, before, judge.Options{MinCalls: 5})
 	if err != nil || len(judged) != 3 {
 		t.Fatalf("JudgeFixes: %v, %+v", err, judged)
 	}
@@ -407,11 +407,11 @@ func TestFixRoundsInterrupted(t *testing.T) {
 		len(read.Fixes) != 1 || !slices.Equal(read.Fixes[0].Beside, []int{3}) || len(read.Fixes[0].Files) != 2 {
 		t.Errorf("the index: statuses %v, %d control rounds, fixes %+v", status, len(read.Control), read.Fixes)
 	}
-	before, err := Compare(out, compare.Options{MinCalls: 5})
+	before, err := Compare(out, judge.Options{MinCalls: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	judged, jerr := JudgeFixes(out, before, compare.Options{MinCalls: 5})
+	judged, jerr := JudgeFixes(out, before, judge.Options{MinCalls: 5})
 	if jerr != nil || len(judged) != 1 || !slices.Equal(judged[0].ControlRounds, []int{3}) {
 		t.Errorf("JudgeFixes: %v, %+v; want the fix judged against round 3", jerr, judged)
 	}

@@ -18,13 +18,13 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
-	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -396,7 +396,7 @@ func TestTemplateRounds(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkRounds(t, out, dir, starts, want)
-	rep, err := Compare(out, compare.Options{})
+	rep, err := Compare(out, judge.Options{})
 	if err != nil {
 		t.Fatalf("Compare: %v", err)
 	}
@@ -492,7 +492,7 @@ func TestNoReset(t *testing.T) {
 		t.Fatalf("outcome drifted %v partial %v, %d+%d results", out.Drifted, out.Partial, len(out.Control), len(out.Candidate))
 	}
 	// The comparison repeats the drift of each round that drifted.
-	rep, err := Compare(out, compare.Options{AllowIncomplete: true})
+	rep, err := Compare(out, judge.Options{AllowIncomplete: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,13 +552,13 @@ func TestResetCommandFails(t *testing.T) {
 		t.Errorf("%d+%d results kept, want 1+1", len(out.Control), len(out.Candidate))
 	}
 	// The rounds kept are compared only when asked, and never pass.
-	_, err = Compare(out, compare.Options{})
+	_, err = Compare(out, judge.Options{})
 	var inc *compare.IncompleteError
 	if !errors.As(err, &inc) || len(inc.Reasons) != 1 || inc.Reasons[0].Kind != compare.UnjudgeablePartial ||
 		!strings.Contains(inc.Reasons[0].Run, "1 of 2 control and 1 of 2 candidate rounds") {
 		t.Errorf("Compare of a rehearsal stopped early: %v, want it refused as partial", err)
 	}
-	rep, err := Compare(out, compare.Options{AllowIncomplete: true})
+	rep, err := Compare(out, judge.Options{AllowIncomplete: true})
 	if err != nil || rep.Verdict.Status == compare.VerdictPass || len(rep.Incomplete) != 1 {
 		t.Errorf("Compare allowed: %v, verdict %v, incomplete %v; want a verdict that is not a pass", err, rep.Verdict.Status, rep.Incomplete)
 	}
@@ -679,13 +679,11 @@ func TestServerWorkRounds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rep, err := Compare(out, compare.Options{ExpectWork: true})
+	rep, err := Compare(out, judge.Options{ExpectWork: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text strings.Builder
-	report.WriteComparison(&text, rep, 10)
-	t.Logf("%s", text.String())
+	t.Logf("%s", comparisonText(rep))
 	if sw := rep.ServerWork; sw == nil || !sw.Compared {
 		t.Fatalf("server work not compared: %+v", sw)
 	}
@@ -708,4 +706,15 @@ func TestServerWorkRounds(t *testing.T) {
 	if !w.Judged || w.WALBytes.Change != compare.ChangeMore || w.WALBytes.Low <= 1 || w.BaselineCalls != sessions*loops {
 		t.Errorf("the update's work: %+v", w)
 	}
+}
+
+// comparisonText is a short text of rep for the tests' logs and failures
+// (package report renders it whole, but imports this package).
+func comparisonText(rep *compare.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict %s\n", rep.Verdict.Status)
+	for _, q := range rep.Queries {
+		fmt.Fprintf(&b, "  %-16s %7.2fx  %s\n", q.Status, q.Factor, q.Query)
+	}
+	return b.String()
 }

@@ -135,7 +135,7 @@ func fixFigureLines(f fixes.Outcome) []string {
 
 // elsewhereCostWords say of a cost of a fix on a query that does not
 // touch the fix's relation (fixes.Cost.Elsewhere) why it is a cost all
-// the same: fixes.Judge keeps such a query a cost only when the
+// the same: the judge (judge.Fix) keeps such a query a cost only when the
 // comparison is certain of it beyond the rounds' noise at the family's
 // level.
 func elsewhereCostWords(rel string) string {
@@ -171,7 +171,7 @@ func withinNoiseWhy(f fixes.Outcome) string {
 
 // addedWith is the time a regression adds per run against the control
 // with the fix. A query no longer flagged adds none by the verdict's
-// reckoning (fixes.Judge counts 0): not a measured +0, which its ratio
+// reckoning (judge.Fix counts 0): not a measured +0, which its ratio
 // with its interval beside it (~ 2.05x) would contradict, but within the
 // control's noise.
 func addedWith(q fixes.Query) string {

@@ -1,22 +1,21 @@
 package sweep
 
 import (
-	"math"
 	"sort"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/stats"
-	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
 )
 
 // levels groups steps by client count, ascending: each client count's
 // repeated steps are one level of the step curve.
-func levels(steps []Step) []stepcurve.Level {
-	byClients := map[int]*stepcurve.Level{}
+func levels(steps []Step) []judge.CurveLevel {
+	byClients := map[int]*judge.CurveLevel{}
 	var order []int
 	for _, s := range steps {
 		l := byClients[s.Clients]
 		if l == nil {
-			l = &stepcurve.Level{X: float64(s.Clients)}
+			l = &judge.CurveLevel{X: float64(s.Clients)}
 			byClients[s.Clients] = l
 			order = append(order, s.Clients)
 		}
@@ -24,7 +23,7 @@ func levels(steps []Step) []stepcurve.Level {
 		l.Latency = append(l.Latency, s.Latency.Mean)
 	}
 	sort.Ints(order)
-	out := make([]stepcurve.Level, len(order))
+	out := make([]judge.CurveLevel, len(order))
 	for i, n := range order {
 		out[i] = *byClients[n]
 	}
@@ -33,27 +32,18 @@ func levels(steps []Step) []stepcurve.Level {
 
 // FindPeak returns the client count with the highest median TPS over
 // its repeated steps, and the client counts whose TPS cannot be told from
-// it (stepcurve.FindPeak); on a tie the fewer clients win, since they
+// it (judge.Curves.Peak); on a tie the fewer clients win, since they
 // reach the same throughput more cheaply. It is nil without steps.
 func FindPeak(steps []Step) *Peak {
 	ls := levels(steps)
-	p := stepcurve.FindPeak(ls, curveOptions(ls))
+	p := judge.NewCurves(ls).Peak(ls)
 	if p == nil {
 		return nil
 	}
 	return &Peak{Clients: int(p.X), TPS: p.Throughput, Lo: int(p.Lo), Hi: int(p.Hi), Steps: repeats(ls, p.X)}
 }
 
-// curveOptions are the comparisons' options for curves: their floor is
-// the noise of a step over every client count (stepcurve.CurveNoise),
-// so that a client count whose few steps lay close by chance is not
-// judged by that alone.
-func curveOptions(curves ...[]stepcurve.Level) stepcurve.Options {
-	_, floor := stepcurve.CurveNoise(curves...)
-	return stepcurve.Options{Floor: floor}
-}
-
-func repeats(ls []stepcurve.Level, x float64) int {
+func repeats(ls []judge.CurveLevel, x float64) int {
 	for _, l := range ls {
 		if l.X == x {
 			return len(l.Throughput)
@@ -64,7 +54,7 @@ func repeats(ls []stepcurve.Level, x float64) int {
 
 // FindKnee returns where adding clients stops paying: the client count
 // at which TPS over mean latency (Kleinrock's power, step by step, its
-// median over the repeats) is highest (stepcurve.FindKnee). Before the
+// median over the repeats) is highest (judge.Curves.Knee). Before the
 // knee, more clients buy more throughput than they cost in latency;
 // after it, they mostly queue. In a closed loop (each client waits for
 // its answer) clients = TPS x latency, so past the knee of a doubling
@@ -79,7 +69,7 @@ func repeats(ls []stepcurve.Level, x float64) int {
 // with every client there. UpTo is the highest client count measured.
 func FindKnee(steps []Step) *Knee {
 	ls := levels(steps)
-	k := stepcurve.FindKnee(ls, curveOptions(ls))
+	k := judge.NewCurves(ls).Knee(ls)
 	if k == nil {
 		return nil
 	}
@@ -91,57 +81,25 @@ func FindKnee(steps []Step) *Knee {
 	return out
 }
 
-// CliffZ is how many standard errors of its mean margin a client count's
-// TPS must be below the cliff's threshold to be called the cliff
-// (stepcurve.BreakOptions.Z): one reading just under the threshold is
-// not a cliff.
-const CliffZ = 2
+// CliffZ and CliffNoiseFloor are the judge's cliff rule
+// (judge.CliffZ, judge.CliffNoiseFloor).
+const (
+	CliffZ          = judge.CliffZ
+	CliffNoiseFloor = judge.CliffNoiseFloor
+)
 
-// CliffNoiseFloor is the least noise of one step's TPS the cliff's
-// interval assumes, on the margin's scale (stepcurve.BreakOptions): 0.15
-// of ln(1/0.8) is about 3% of TPS.
-const CliffNoiseFloor = 0.15
-
-// FindCliff returns where TPS falls off after the peak: the break of the
-// step curve (stepcurve.FindBreak) at which the TPS falls below ratio
-// times the peak's. Each step after the peak is read as a margin, 0 at
-// ratio times the peak's TPS, -1 at the peak's, above 0 below the ratio;
-// the cliff is the first client count whose every step is below the
-// ratio and whose mean margin is beyond the noise (CliffZ standard
-// errors, the noise from the repeats, at least CliffNoiseFloor), and the
-// interval is the bracket between it and the last client count above
-// the ratio, widened by that noise. It is nil without steps.
+// FindCliff returns where TPS falls off after the peak, by the judge's
+// rule (judge.Cliff): the first client count whose every step is below
+// ratio times the peak's TPS, beyond the noise of the steps, with the
+// interval between it and the last client count above the ratio,
+// widened by that noise. It is nil without steps.
 func FindCliff(steps []Step, ratio float64) *Cliff {
 	ls := levels(steps)
-	peak := stepcurve.FindPeak(ls, curveOptions(ls))
+	peak, b := judge.Cliff(ls, ratio)
 	if peak == nil {
 		return nil
 	}
 	c := &Cliff{Ratio: ratio, UpTo: int(ls[len(ls)-1].X)}
-	if !(ratio > 0 && ratio < 1) || peak.Throughput <= 0 {
-		return c
-	}
-	scale := math.Log(1 / ratio)
-	var rs []stepcurve.Reading
-	for _, l := range ls {
-		if l.X < peak.X {
-			continue
-		}
-		for _, tps := range l.Throughput {
-			m := 10.0 // no throughput at all: far past the limit
-			if tps > 0 {
-				m = math.Log(peak.Throughput/tps)/scale - 1
-			}
-			if l.X == peak.X {
-				m = -1
-			}
-			rs = append(rs, stepcurve.Reading{X: l.X, Margin: m, Held: m <= 0})
-		}
-	}
-	// The noise of a step's margin: at least the floor, and the noise of
-	// the steps' TPS over every client count, the peak's included.
-	sigma, _ := stepcurve.CurveNoise(ls)
-	b := stepcurve.FindBreak(rs, stepcurve.BreakOptions{Ref: peak.X, RefRounds: repeats(ls, peak.X), NoiseFloor: max(CliffNoiseFloor, sigma/scale), Z: CliffZ})
 	if !b.Found {
 		return c
 	}
@@ -186,23 +144,23 @@ func ClientCounts(list []int, max int) []int {
 // CompareConfigs lines up the configurations' steps by client count,
 // relative to the first configuration: each one's median TPS and p95 over
 // its repeated steps, its ratio to the first's, and that ratio with its
-// interval (stepcurve.Compare), Same ("~") when it cannot be told from
+// interval (judge.Curves.Compare), Same ("~") when it cannot be told from
 // noise.
 func CompareConfigs(configs []ConfigRun) []Comparison {
 	if len(configs) < 2 {
 		return nil
 	}
 	base := configs[0]
-	var all [][]stepcurve.Level
+	var all [][]judge.CurveLevel
 	for _, cfg := range configs {
 		all = append(all, levels(cfg.Steps))
 	}
-	opts := curveOptions(all...)
+	curves := judge.NewCurves(all...)
 	var out []Comparison
 	for _, bl := range levels(base.Steps) {
 		n := int(bl.X)
 		c := Comparison{Clients: n, Baseline: base.Name,
-			TPS: map[string]float64{}, Ratio: map[string]float64{}, P95: map[string]float64{}, Change: map[string]stepcurve.Diff{}}
+			TPS: map[string]float64{}, Ratio: map[string]float64{}, P95: map[string]float64{}, Change: map[string]judge.CurveDiff{}}
 		for _, cfg := range configs {
 			var tps, p95 []float64
 			for _, s := range cfg.Steps {
@@ -218,7 +176,7 @@ func CompareConfigs(configs []ConfigRun) []Comparison {
 			c.P95[cfg.Name] = stats.Median(p95)
 			if b := stats.Median(bl.Throughput); b > 0 {
 				c.Ratio[cfg.Name] = c.TPS[cfg.Name] / b
-				c.Change[cfg.Name] = stepcurve.Compare(bl.Throughput, tps, opts)
+				c.Change[cfg.Name] = curves.Compare(bl.Throughput, tps)
 			}
 		}
 		out = append(out, c)

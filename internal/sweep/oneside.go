@@ -1,7 +1,7 @@
 package sweep
 
 import (
-	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // withholdOneSided takes back a knee or a cliff that one configuration's
@@ -48,22 +48,22 @@ func cliffFound(c ConfigRun) bool { return c.Cliff != nil && c.Cliff.Found }
 
 // curvesDiffer: at some client count both measured, the two curves' TPS,
 // or their TPS over mean latency (the knee's power), differ beyond the
-// noise (stepcurve.Compare, against the noise of a step over both
+// noise (judge.Curves.Compare, against the noise of a step over both
 // curves, as CompareConfigs judges them).
 func curvesDiffer(a, b []Step) bool {
 	la, lb := levels(a), levels(b)
 	pa, pb := powerLevels(la), powerLevels(lb)
-	tpsOpts, powerOpts := curveOptions(la, lb), curveOptions(pa, pb)
+	tps, power := judge.NewCurves(la, lb), judge.NewCurves(pa, pb)
 	for i, l := range la {
 		for j, m := range lb {
 			if l.X != m.X {
 				continue
 			}
-			if !stepcurve.Compare(l.Throughput, m.Throughput, tpsOpts).Same {
+			if !tps.Compare(l.Throughput, m.Throughput).Same {
 				return true
 			}
 			if len(pa[i].Throughput) > 0 && len(pb[j].Throughput) > 0 &&
-				!stepcurve.Compare(pa[i].Throughput, pb[j].Throughput, powerOpts).Same {
+				!power.Compare(pa[i].Throughput, pb[j].Throughput).Same {
 				return true
 			}
 		}
@@ -73,8 +73,8 @@ func curvesDiffer(a, b []Step) bool {
 
 // powerLevels are levels whose throughput is each step's TPS over its
 // mean latency, the knee's power (none where the latency is unknown).
-func powerLevels(ls []stepcurve.Level) []stepcurve.Level {
-	out := make([]stepcurve.Level, len(ls))
+func powerLevels(ls []judge.CurveLevel) []judge.CurveLevel {
+	out := make([]judge.CurveLevel, len(ls))
 	for i, l := range ls {
 		out[i].X = l.X
 		for s, t := range l.Throughput {

@@ -3,7 +3,7 @@ package sweep
 import (
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/stepcurve"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // Result is a sweep's outcome, encoded as the JSON of docs/sweep-json.md.
@@ -237,10 +237,10 @@ type Cliff struct {
 // first configuration's, and that ratio's interval (Change), Same when it
 // cannot be told from noise ("~").
 type Comparison struct {
-	Clients  int                       `json:"clients"`
-	Baseline string                    `json:"baseline"`
-	TPS      map[string]float64        `json:"tps"`
-	Ratio    map[string]float64        `json:"ratio"`
-	Change   map[string]stepcurve.Diff `json:"change,omitempty"`
-	P95      map[string]float64        `json:"p95_ms"`
+	Clients  int                        `json:"clients"`
+	Baseline string                     `json:"baseline"`
+	TPS      map[string]float64         `json:"tps"`
+	Ratio    map[string]float64         `json:"ratio"`
+	Change   map[string]judge.CurveDiff `json:"change,omitempty"`
+	P95      map[string]float64         `json:"p95_ms"`
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
@@ -166,9 +167,10 @@ func DefaultRepeat(configs int) int {
 // repeat steps per client count compares configurations without having
 // measured the noise between steps: with one step each, nothing says how
 // far two steps of the same configuration differ, so no ratio, cliff or
-// knee can be told from noise.
+// knee can be told from noise (the judge's rule,
+// judge.CurveNoiseUnmeasured).
 func NoiseUnmeasured(configs, repeat int) bool {
-	return configs > 1 && repeat < 2
+	return judge.CurveNoiseUnmeasured(configs, repeat)
 }
 
 // Judge fills in every configuration's knee, peak and cliff and the

@@ -1,4 +1,4 @@
-package fixes
+package judge
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -99,7 +100,7 @@ func busyRounds(t testing.TB, name string, r *rand.Rand, n int, shift map[string
 // rehearsal's control and candidate rounds (before), the control's rounds
 // run beside the fix's (with) and the candidate's (delta), each n a side,
 // the candidate's medians times cand, the fix's times fixed.
-func judgeBusy(t testing.TB, fix Fix, seed uint64, n int, cand, fixed map[string]float64) (o Outcome, with, delta *compare.Report) {
+func judgeBusy(t testing.TB, fix fixes.Fix, seed uint64, n int, cand, fixed map[string]float64) (o fixes.Outcome, with, delta *compare.Report) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 57))
 	// The control's rounds stand for the rehearsal's as well as for
@@ -121,7 +122,7 @@ func judgeBusy(t testing.TB, fix Fix, seed uint64, n int, cand, fixed map[string
 	if delta, err = compare.Runs(candidate, withFix, opts); err != nil {
 		t.Fatal(err)
 	}
-	if fix.Origin == OriginPlans {
+	if fix.Origin == fixes.OriginPlans {
 		fix.Fingerprints = nil
 		for _, fp := range before.RegressionsByAddedTime {
 			if fp == "lookup" {
@@ -129,7 +130,7 @@ func judgeBusy(t testing.TB, fix Fix, seed uint64, n int, cand, fixed map[string
 			}
 		}
 	}
-	return Judge(fix, before, with, delta), with, delta
+	return fixVerdict(fix, before, with, delta), with, delta
 }
 
 // rawClaims is whether comparison rep calls any query regressed or
@@ -138,7 +139,7 @@ func judgeBusy(t testing.TB, fix Fix, seed uint64, n int, cand, fixed map[string
 func rawClaims(reps ...*compare.Report) bool {
 	for _, rep := range reps {
 		for _, q := range rep.Queries {
-			if regressed(&q) || q.Status == compare.StatusImproved {
+			if fixRegressed(&q) || q.Status == compare.StatusImproved {
 				return true
 			}
 		}
@@ -149,23 +150,23 @@ func rawClaims(reps ...*compare.Report) bool {
 // claims are what a fix's verdict claims beyond noise besides its
 // regressions' verdicts: the other queries regressed with it, and, for a
 // fix judged by its changes, the queries it made faster or slower.
-func claims(o Outcome) int { return len(o.Costs) + len(o.Changes) }
+func claims(o fixes.Outcome) int { return len(o.Costs) + len(o.Changes) }
 
 // TestFixVerdictsAANoise: issue 57. An A/A fix (an index on customers
 // that no query uses, on a candidate identical to the control) on a busy
 // machine: rounds 12% apart for every query, each query 6% more on its
 // own, calls spread 1.5x to 2x, and lock waits of up to tens of ms on
 // two updates, ten times longer in one round in five (a burst). Judged as rehearse judges its fix rounds, three rounds a
-// side (DefaultRounds), the share of rehearsals in which the fix claims
+// side (fixes.DefaultRounds), the share of rehearsals in which the fix claims
 // anything (a query regressed with it, or one it made faster or slower)
 // stays at the comparison's family-wise 5%, and no query that does not
 // touch customers is ever called a cost outside it. Two rounds a side
 // (the former default) are logged beside, every query elsewhere within
 // noise there by construction.
 func TestFixVerdictsAANoise(t *testing.T) {
-	unused := Fix{Name: "index-customers_unused", Kind: CreateIndex, Origin: OriginFinding,
+	unused := fixes.Fix{Name: "index-customers_unused", Kind: fixes.CreateIndex, Origin: fixes.OriginFinding,
 		SQL: "CREATE INDEX customers_unused ON customers (created_at)", Relation: "customers"}
-	for _, tc := range []struct{ n, trials int }{{DefaultRounds, 30}, {2, 4}} {
+	for _, tc := range []struct{ n, trials int }{{fixes.DefaultRounds, 30}, {2, 4}} {
 		n, trials := tc.n, tc.trials
 		var claimed, raw, withinNoise, elsewhere int
 		for trial := range trials {
@@ -173,7 +174,7 @@ func TestFixVerdictsAANoise(t *testing.T) {
 			if rawClaims(with, delta) {
 				raw++
 			}
-			if claims(o) > 0 || (o.Status != Tried && o.Status != NoEffect) {
+			if claims(o) > 0 || (o.Status != fixes.Tried && o.Status != fixes.NoEffect) {
 				claimed++
 				t.Logf("%d rounds, trial %d: status %s, costs %+v, changes %+v", n, trial, o.Status, o.Costs, o.Changes)
 			}
@@ -189,10 +190,10 @@ func TestFixVerdictsAANoise(t *testing.T) {
 		rate := float64(claimed) / float64(trials)
 		t.Logf("A/A fix on a busy machine, %d rounds a side: %d of %d rehearsals claim something (%.3f), %d with a change in the comparisons' labels; %d with queries within noise; %d costs elsewhere",
 			n, claimed, trials, rate, raw, withinNoise, elsewhere)
-		if n == DefaultRounds && rate > 0.05 {
+		if n == fixes.DefaultRounds && rate > 0.05 {
 			t.Errorf("%d rounds a side: an A/A fix claims something in %.3f of rehearsals, above the family's 5%%", n, rate)
 		}
-		if n < DefaultRounds && elsewhere > 0 {
+		if n < fixes.DefaultRounds && elsewhere > 0 {
 			t.Errorf("%d rounds a side: %d costs on queries the fix does not touch, which those rounds cannot tell from noise", n, elsewhere)
 		}
 	}
@@ -206,16 +207,16 @@ func TestFixVerdictsAANoise(t *testing.T) {
 // touch customers a cost.
 func TestFixVerdictsPower(t *testing.T) {
 	const trials = 12
-	index := Fix{Name: "index-customers_email_idx", Kind: CreateIndex, Origin: OriginPlans, SQL: indexDef, Relation: "customers"}
+	index := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, Origin: fixes.OriginPlans, SQL: indexDef, Relation: "customers"}
 	var verified, costFound, planned int
 	for trial := range trials {
-		o, _, _ := judgeBusy(t, index, uint64(5000+trial), DefaultRounds,
+		o, _, _ := judgeBusy(t, index, uint64(5000+trial), fixes.DefaultRounds,
 			map[string]float64{"lookup": 8}, map[string]float64{"cust-upd": 2})
 		if len(o.Queries) == 0 {
 			continue
 		}
 		planned++
-		if o.Status == Verified {
+		if o.Status == fixes.Verified {
 			verified++
 		}
 		for _, c := range o.Costs {
@@ -228,7 +229,7 @@ func TestFixVerdictsPower(t *testing.T) {
 		}
 	}
 	t.Logf("8x regression fixed, 2x cost, %d rounds a side: found in %d of %d, fix verified in %d, its cost found in %d",
-		DefaultRounds, planned, trials, verified, costFound)
+		fixes.DefaultRounds, planned, trials, verified, costFound)
 	if planned < trials*9/10 || verified < planned*9/10 {
 		t.Errorf("the regression found in %d of %d rehearsals, the fix verified in %d", planned, trials, verified)
 	}
