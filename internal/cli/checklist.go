@@ -8,8 +8,6 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 )
@@ -23,7 +21,7 @@ type targetNeeds struct {
 	// logins are the traffic's (the template reset's scan of the logs;
 	// nil: left to each round's pre-flight), checked with the replay's
 	// options; hints word the advice.
-	logins []replay.Login
+	logins []replayrun.Login
 	replay replayrun.Config
 	hints  loginHints
 	// peak is the logs' scan for their sessions open at once (nil: not
@@ -94,7 +92,7 @@ func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse
 			})...)
 		}
 		if len(logs[side]) > 0 {
-			for _, m := range ask(func(ctx context.Context) ([]string, error) { return targetlog.Check(ctx, dsn[side]) }) {
+			for _, m := range ask(func(ctx context.Context) ([]string, error) { return replayrun.CheckTargetLog(ctx, dsn[side]) }) {
 				need = append(need, fmt.Sprintf("--%s-log: the target's log cannot give server-side durations: %s", side, m))
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/redact"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
@@ -157,7 +157,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count
 	// only up to there.
 	var sel *source.Selection
 	if start != 0 || end != 0 {
-		sel = &source.Selection{Start: start, End: end, KeepOwn: true, StopAfter: replay.DefaultLookahead.Microseconds()}
+		sel = &source.Selection{Start: start, End: end, KeepOwn: true, StopAfter: replayrun.DefaultLookahead.Microseconds()}
 	}
 	set, err := openLogs(stdio, paths, lf, 1, sel)
 	var oe *source.OpenError

@@ -21,15 +21,12 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newHeadroomCmd) }
@@ -169,7 +166,7 @@ whole run (docs/headroom-json.md).
 	fl := cmd.Flags()
 	dsnVar(fl, &f.control, "control", "connection string or URI of the control target (or the one target)")
 	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target, searched the same way, in alternation")
-	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob), read after each step for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob), read after each step for server-side durations; the target needs "+replayrun.TargetLogSettings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log, as --control-log")
 	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each step: template, none or datadir")
 	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each step (see rehearse --help)")
@@ -183,7 +180,7 @@ whole run (docs/headroom-json.md).
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
 	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never); judged on the searches without the tries")
 	addHeadroomMoreFlags(fl, &f)
-	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Object)
+	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncObject)
 	return cmd
 }
 
@@ -267,11 +264,8 @@ type headroomRun struct {
 	runID string
 	// paths are the logs as given, for the shard processes.
 	paths []string
-	// shardMode says where a step's shards run (shardsProcesses or
-	// shardsInProcess); shardBin and shardEnv start their processes.
-	shardMode string
-	shardBin  string
-	shardEnv  []string
+	// shards replays a step split in shards (--shards N, N > 1).
+	shards *replayrun.ShardReplay
 }
 
 func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
@@ -305,8 +299,8 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		}
 	}
 	if f.shards > 1 {
-		if err := checkCoord(ctx, f.coordDSN); err != nil {
-			return err
+		if err := replayrun.CheckCoord(ctx, f.coordDSN); err != nil {
+			return fmt.Errorf("--coord-dsn: the shards' coordination database cannot be reached: %w; nothing was done", err)
 		}
 	}
 	h := &headroomRun{stdio: stdio, f: f, shown: &sidesShown{}, paths: paths}
@@ -383,27 +377,21 @@ func warnOnce(stderr io.Writer) func(string) {
 	}
 }
 
-// setShards sets up --shards' steps: the shards as processes of this
-// binary when it is found, else inside this process. It returns what the
+// setShards sets up --shards' steps (shardReplay). It returns what the
 // opening line says of them.
 func (h *headroomRun) setShards() string {
-	f := h.f
-	var shards string
 	h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
-	bin, env, err := shardBinary()
-	if err != nil {
-		h.shardMode = shardsInProcess
-		shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
-	} else {
-		h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
+	var shards string
+	h.shards, shards = h.shardReplay()
+	h.cfg.ShardsRun = replayrun.ShardsInProcess
+	if h.shards.Procs != nil {
 		// The shard processes share this machine's CPUs, whatever
 		// this process's GOMAXPROCS: the replayer's CPU, theirs
 		// added up, is judged against them (and against the
 		// shards' own cores, added up, when fewer).
 		h.cfg.Cores = runtime.NumCPU()
-		shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
+		h.cfg.ShardsRun = replayrun.ShardsProcesses
 	}
-	h.cfg.ShardsRun = h.shardMode
 	return shards
 }
 
@@ -576,7 +564,7 @@ func (s *sidesShown) set(side headroom.Side) {
 // target (statements lost, connections refused, a degraded replay) is the
 // step's result, which its verdict judges. The replays that make the
 // step's load are its load level's (replayrun.Load.Rounds): one, or a
-// fold's slices apart when split in shards (foldSlices).
+// fold's slices apart when split in shards (Load.ReplaySlices).
 func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
 	load := h.load(st)
 	rs := load.Rounds(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
@@ -584,44 +572,12 @@ func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target head
 	if len(rs) == 1 {
 		return h.replayOnce(ctx, st, rs[0])
 	}
-	return h.foldSlices(ctx, st, load, rs)
+	return load.ReplaySlices(ctx, rs, func(ctx context.Context, r replayrun.Round) (*results.Result, error) { return h.replayOnce(ctx, st, r) })
 }
 
 // load is step st's load level, as the flags make it.
 func (h *headroomRun) load(st headroom.StepRun) replayrun.Load {
 	return replayrun.Load{By: h.cfg.By, K: st.K, Speed: h.cfg.Speed, Shards: h.cfg.Shards}
-}
-
-// foldSlices replays the slices of a fold split in shards, k at once,
-// and merges their results into the step's (replayrun.Load.MergeSlices).
-func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, load replayrun.Load, rs []replayrun.Round) (*results.Result, error) {
-	type done struct {
-		res *results.Result
-		err error
-	}
-	ch := make(chan done, len(rs))
-	for _, r := range rs {
-		go func() {
-			res, err := h.replayOnce(ctx, st, r)
-			ch <- done{res, err}
-		}()
-	}
-	var parts []*results.Result
-	var errs []error
-	for range rs {
-		d := <-ch
-		if d.err != nil {
-			errs = append(errs, d.err)
-		}
-		if d.res != nil {
-			parts = append(parts, d.res)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	part := *rs[0].Part
-	return load.MergeSlices(parts, &part)
 }
 
 // replayOnce replays round r (the log, or the part its window selects)
@@ -652,7 +608,7 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, r rep
 	}
 	if sel.Start == 0 {
 		var stopLine func()
-		cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
+		cfg.OnStart = func(rp *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
 		cfg.OnEnd = func() {
 			if stopLine != nil {
 				stopLine()

@@ -20,14 +20,11 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newRehearseCmd) }
@@ -254,7 +251,7 @@ logs, whose values are used, never run and not kept.
 func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	dsnVar(fl, &f.control, "control", "connection string or URI of the control target: production's setup as it is today")
 	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target: the same with the change")
-	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+replayrun.TargetLogSettings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
 	fl.IntVar(&f.maxRounds, "max-rounds", 0, "with --fail-on, add rounds, one a side at a time, while a query's interval holds both a ratio under a rule's threshold and one beyond it, up to `N` rounds a side (0: 8, or --rounds when more); where they end undecided, exit 7")
@@ -282,7 +279,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	addPlanOptionFlags(fl, &f.plans)
 	// The rounds give the target the load the application gave: only
 	// what would otherwise fail waits (issue 58).
-	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Load)
+	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncLoad)
 }
 
 // rehearseRun is a rehearsal as the command sets it up.
@@ -554,7 +551,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	}
 	var sc *replayrun.Scanned
 	var dbs []string
-	var logins []replay.Login
+	var logins []replayrun.Login
 	if mode == reset.ModeTemplate {
 		var err error
 		if sc, err = r.scan(ctx); err != nil {
@@ -676,7 +673,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		cfg.StartCheck = replayrun.StartCheckSkip
 	}
 	var stopLine func()
-	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
+	cfg.OnStart = func(rp *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
 	cfg.OnEnd = func() {
 		if stopLine != nil {
 			stopLine()

@@ -15,13 +15,10 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 func init() { commands = append(commands, newReplayCmd) }
@@ -66,7 +63,7 @@ type replayFlags struct {
 // readAheadHelp is the paragraph of replay's and rehearse's help on the
 // cap of the statements read ahead of their sessions.
 func readAheadHelp() string {
-	n := replay.DefaultBudget >> 20
+	n := replayrun.DefaultBudget >> 20
 	return fmt.Sprintf(`The statements read ahead of their sessions are held to %d MiB in all
 (estimated): when the target cannot keep up with the schedule, the reader
 waits there for it instead of reading on, so that a long log replayed faster
@@ -196,10 +193,10 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
-	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replayrun.TargetLogSettings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
-	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
-	addReplayOptionFlags(fl, &f, syncdep.Object)
+	fl.IntVar(&f.errorWindow, "error-window", replayrun.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
+	addReplayOptionFlags(fl, &f, replayrun.SyncObject)
 	addShardFlags(fl, &f.shards)
 	return cmd
 }
@@ -227,7 +224,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	defer release()
 	cfg.Hard = second
 	var stopLine func()
-	cfg.OnStart = func(r *replay.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
+	cfg.OnStart = func(r *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
 	cfg.OnEnd = func() { stopLine() }
 	start := time.Now()
 	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
@@ -261,7 +258,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		// Events are in completion order, so one that started before
 		// --end may still come a little later; past it by the
 		// lookahead, nothing of the window is left.
-		StopAfter: replay.DefaultLookahead.Microseconds(),
+		StopAfter: replayrun.DefaultLookahead.Microseconds(),
 	}
 	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
 		return cfg, err
@@ -442,17 +439,17 @@ func connectFailed(res *results.Result, h loginHints) error {
 		if cf.SQLState != "" {
 			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
 		}
-		p := replay.ProblemUnreachable // no SQLSTATE: the network's failure
+		p := replayrun.ProblemUnreachable // no SQLSTATE: the network's failure
 		if cf.SQLState != "" {
-			p = replay.ProblemOf(cf.SQLState, cf.Message)
+			p = replayrun.ProblemOf(cf.SQLState, cf.Message)
 		}
 		fmt.Fprintf(&b, ";\n    %s", h.advice(p, cf.User, cf.Database))
 	}
 	return errors.New(b.String())
 }
 
-func replayOptions(f replayFlags) (replay.Options, error) {
-	opts := replay.Options{
+func replayOptions(f replayFlags) (replayrun.Options, error) {
+	opts := replayrun.Options{
 		Target:           f.target,
 		Speed:            f.speed,
 		DryRun:           f.dryRun,
@@ -481,7 +478,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--max-lost is a percentage between 0 and 100, got %v", f.maxLost)
 	}
 	var err error
-	if opts.Sync, err = syncdep.ParseMode(f.sync); err != nil {
+	if opts.Sync, err = replayrun.ParseSyncMode(f.sync); err != nil {
 		return opts, usageError("--sync: %v", err)
 	}
 	if f.ioTimeout <= 0 {
@@ -491,10 +488,10 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--sync-timeout must be positive, got %v", f.syncTimeout)
 	}
 	opts.SyncTimeout = f.syncTimeout
-	if opts.UserMap, err = replay.ParseMap(f.userMap); err != nil {
+	if opts.UserMap, err = replayrun.ParseMap(f.userMap); err != nil {
 		return opts, usageError("--user-map: %v", err)
 	}
-	if opts.DatabaseMap, err = replay.ParseMap(f.dbMap); err != nil {
+	if opts.DatabaseMap, err = replayrun.ParseMap(f.dbMap); err != nil {
 		return opts, usageError("--database-map: %v", err)
 	}
 	return opts, nil
@@ -516,7 +513,7 @@ func splitList(in []string) []string {
 
 // startProgressLine redraws one status line on standard error twice a
 // second, when it is a terminal; the returned function erases it.
-func startProgressLine(stderr io.Writer, r *replay.Replayer, set *source.Set) func() {
+func startProgressLine(stderr io.Writer, r *replayrun.Replayer, set *source.Set) func() {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return func() {}
@@ -546,7 +543,7 @@ func startProgressLine(stderr io.Writer, r *replay.Replayer, set *source.Set) fu
 	return func() { close(done); <-finished }
 }
 
-func progressText(p replay.Progress, read, total int64, rate float64) string {
+func progressText(p replayrun.Progress, read, total int64, rate float64) string {
 	var b strings.Builder
 	b.WriteString("replay ")
 	if p.LogStart != 0 && p.LogReplayed >= p.LogStart {
@@ -574,7 +571,7 @@ type replayOutput = report.ResultJSON
 // targetLogError says which option named the target's log file that
 // failed, and how to give a prefix it could not detect.
 func targetLogError(err error) error {
-	var te *targetlog.Error
+	var te *replayrun.TargetLogError
 	switch {
 	case err == nil || !errors.As(err, &te):
 		return err
@@ -589,7 +586,7 @@ func targetLogError(err error) error {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replay.SampleSink, func(), error) {
+func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replayrun.SampleSink, func(), error) {
 	m, bound, stop, err := promsink.ServeLabeled(addr, labels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

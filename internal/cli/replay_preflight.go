@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/numfmt"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
@@ -87,7 +86,7 @@ func slotsProblem(pf *replayrun.Preflight) string {
 func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
 	writeDestructive(w, pf.Destructive, pf.Complete)
 	for i, c := range pf.Checks {
-		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 && !saidForAll(pf, c) {
+		if c.Problem != replayrun.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 && !saidForAll(pf, c) {
 			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c, h))
 		}
 	}
@@ -97,8 +96,8 @@ func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
 // as a login of the replay's did, for a reason of the server, not of the
 // login (nothing answers, it is not ready): the pre-flight's failure says
 // it then, and a warning would say it again.
-func saidForAll(pf *replayrun.Preflight, own replay.Check) bool {
-	if !serverProblem(own.Problem) && own.Problem != replay.ProblemConfig {
+func saidForAll(pf *replayrun.Preflight, own replayrun.Check) bool {
+	if !serverProblem(own.Problem) && own.Problem != replayrun.ProblemConfig {
 		return false
 	}
 	for i, c := range pf.Checks {
@@ -128,9 +127,9 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 	}
 	// A server that does not answer, or is not ready, refuses every
 	// login alike: said once, with how many more it refused.
-	alike := map[replay.Problem]int{}
+	alike := map[replayrun.Problem]int{}
 	for i, c := range pf.Checks {
-		if c.Problem == replay.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
+		if c.Problem == replayrun.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
 		if serverProblem(c.Problem) {
@@ -140,7 +139,7 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 		}
 		problems = append(problems, describeCheck(c, h))
 	}
-	for _, p := range []replay.Problem{replay.ProblemUnreachable, replay.ProblemNotReady} {
+	for _, p := range []replayrun.Problem{replayrun.ProblemUnreachable, replayrun.ProblemNotReady} {
 		if n := alike[p] - 1; n > 0 {
 			problems = append(problems, loginsAlike(n))
 		}
@@ -159,14 +158,14 @@ func loginsAlike(n int) string {
 
 // serverProblem reports whether p is the server's, whatever the login:
 // nothing answers at its address, or it is not ready.
-func serverProblem(p replay.Problem) bool {
-	return p == replay.ProblemUnreachable || p == replay.ProblemNotReady
+func serverProblem(p replayrun.Problem) bool {
+	return p == replayrun.ProblemUnreachable || p == replayrun.ProblemNotReady
 }
 
 // describeCheck says what failed and what to do about it.
-func describeCheck(c replay.Check, h loginHints) string {
+func describeCheck(c replayrun.Check, h loginHints) string {
 	who := "the target DSN's own user and database"
-	if c.Login != (replay.Login{}) {
+	if c.Login != (replayrun.Login{}) {
 		who = fmt.Sprintf("user %q, database %q", c.User, c.Database)
 		if c.User == "" {
 			who = fmt.Sprintf("database %q (the DSN's user)", c.Database)
@@ -217,18 +216,18 @@ func newLoginHints(f replayFlags) loginHints {
 }
 
 // advice says what to do about a login the target refused, by the cause
-// (the SQLSTATE class, through replay.ProblemOf), in terms of the options
+// (the SQLSTATE class, through replayrun.ProblemOf), in terms of the options
 // the run already has. user and db are the names the target was asked
 // for, after the maps.
-func (h loginHints) advice(p replay.Problem, user, db string) string {
+func (h loginHints) advice(p replayrun.Problem, user, db string) string {
 	switch p {
-	case replay.ProblemConfig:
+	case replayrun.ProblemConfig:
 		return "fix --target: it is not a valid connection string or URI"
-	case replay.ProblemUnreachable:
+	case replayrun.ProblemUnreachable:
 		return "check --target's host and port, and that the server listens there (listen_addresses, port, a firewall)"
-	case replay.ProblemAuth:
+	case replayrun.ProblemAuth:
 		return "give the password (PGPASSWORD, ~/.pgpass or --target) or allow the connection in the target's pg_hba.conf"
-	case replay.ProblemNoRole:
+	case replayrun.ProblemNoRole:
 		switch {
 		case user == "":
 			return "create the role on the target, or set user= in --target"
@@ -236,7 +235,7 @@ func (h loginHints) advice(p replay.Problem, user, db string) string {
 			return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN): --user-map already replays as it", quoteIdent(user))
 		}
 		return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN), or replay as another with --user-map %s=ROLE", quoteIdent(user), user)
-	case replay.ProblemNoDatabase:
+	case replayrun.ProblemNoDatabase:
 		switch {
 		case db == "":
 			return "create the database on the target, or set dbname= in --target"
@@ -244,13 +243,13 @@ func (h loginHints) advice(p replay.Problem, user, db string) string {
 			return fmt.Sprintf("create the database %s on the target: --database-map already replays into it", quoteIdent(db))
 		}
 		return fmt.Sprintf("create the database on the target, or replay into another with --database-map %s=DB", db)
-	case replay.ProblemNoPrivilege:
+	case replayrun.ProblemNoPrivilege:
 		return fmt.Sprintf("allow the role to connect on the target (GRANT CONNECT ON DATABASE %s TO %s; ALTER ROLE %s LOGIN)",
 			quoteIdent(orDefault(db, "DB")), quoteIdent(orDefault(user, "ROLE")), quoteIdent(orDefault(user, "ROLE")))
-	case replay.ProblemTooMany:
+	case replayrun.ProblemTooMany:
 		return "the target had no connection slot left: raise its max_connections (or the role's or database's CONNECTION LIMIT) " +
 			"above the log's concurrent sessions plus the server's other clients"
-	case replay.ProblemNotReady:
+	case replayrun.ProblemNotReady:
 		return fmt.Sprintf("the target was starting, shutting down or recovering, and did not accept connections within --connect-timeout (%s): "+
 			"wait until it accepts them, or raise --connect-timeout", h.connectTimeout)
 	}
