@@ -19,6 +19,7 @@ import (
 	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
 )
 
@@ -319,7 +320,7 @@ func printCaptureSummary(stdio IO, sum capturerun.Summary) {
 		fmt.Fprintf(stdio.Stdout, "  added     per chunk relayed, %s from clients; %s from the server\n",
 			relayQuantiles(sum.Proxy.FrontendRelay.Quantile), relayQuantiles(sum.Proxy.BackendRelay.Quantile))
 	}
-	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
+	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, numfmt.Bytes(m.Bytes))
 	if m.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
 	}
@@ -357,7 +358,7 @@ func startCounts(st *capfile.StartState) string {
 	if st.CountBelow == 0 {
 		return "; rows estimated"
 	}
-	out := fmt.Sprintf("; rows counted in %d (up to %s), estimated in %d", counted, humanBytes(st.CountBelow), estimated)
+	out := fmt.Sprintf("; rows counted in %d (up to %s), estimated in %d", counted, numfmt.Bytes(st.CountBelow), estimated)
 	if len(failed) > 0 {
 		out += fmt.Sprintf("; %d counts skipped: %s", len(failed), strings.Join(failed[:min(len(failed), 3)], ", "))
 		if len(failed) > 3 {
@@ -382,16 +383,4 @@ func relayQuantiles(quantile func(q float64) (time.Duration, bool)) string {
 		return "at most " + d.String()
 	}
 	return "p50 " + say(0.5) + ", p99 " + say(0.99)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 )
 
 // adminFlags are the flags that reach a capture proxy's admin interface.
@@ -251,7 +252,7 @@ func printRecording(stdio IO, st capturerun.Status) {
 		}
 		fmt.Fprintln(stdio.Stdout)
 	}
-	fmt.Fprintf(stdio.Stdout, "  records   %d, %s\n", st.Records, humanBytes(st.Bytes))
+	fmt.Fprintf(stdio.Stdout, "  records   %d, %s\n", st.Records, numfmt.Bytes(st.Bytes))
 	if st.Dropped > 0 {
 		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", st.Dropped)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 )
 
@@ -23,7 +24,7 @@ type targetNeeds struct {
 	// options; hints word the advice.
 	logins []replayrun.Login
 	replay replayrun.Config
-	hints  loginHints
+	hints  report.LoginHints
 	// peak is the logs' scan for their sessions open at once (nil: not
 	// known), compared with each target's free connection slots
 	// (servers: what each said of itself; a side missing did not
@@ -66,15 +67,15 @@ func checkTargets(ctx context.Context, stdio IO, n targetNeeds, dsn map[rehearse
 			// said once, and the rest of its list cannot be asked.
 			alike := 0
 			for _, c := range failed {
-				if serverProblem(c.Problem) {
+				if report.ServerProblem(c.Problem) {
 					if alike++; alike > 1 {
 						continue
 					}
 				}
-				need = append(need, describeCheck(c, n.hints))
+				need = append(need, report.DescribeCheck(c, n.hints))
 			}
 			if alike > 1 {
-				need = append(need, loginsAlike(alike-1))
+				need = append(need, report.LoginsAlike(alike-1))
 			}
 			if alike > 0 {
 				for _, m := range need {

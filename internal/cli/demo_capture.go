@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
@@ -138,7 +139,7 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 			return "", &exitError{code: ExitIncomplete, err: fmt.Errorf("demo: the capture %s (recording %s) is incomplete: %s", r.Out, r.ID, r.Reason)}
 		}
 		say("recording %s: %d sessions (%d recorded from the middle), %d records, %s in %s",
-			r.ID, r.Sessions, r.Resumed, r.Records, humanBytes(r.Bytes), r.Out)
+			r.ID, r.Sessions, r.Resumed, r.Records, numfmt.Bytes(r.Bytes), r.Out)
 	}
 	if total := o.sum.Proxy.SessionsTotal; total == s.totalThen {
 		say("no connection was dropped: the proxy's sessions_total was %d at the switch and %d at the end; the %d sessions open at the switch went on into %s",

@@ -600,7 +600,7 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, r rep
 	} else if !h.shown.has(st.Side) {
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
 			h.shown.set(st.Side)
-			writePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
+			report.WritePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
 		}
 	} else {
 		// Checked once per target.

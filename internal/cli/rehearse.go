@@ -665,7 +665,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	if round.N == 1 {
 		// Each target's logins are shown once.
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
-			writePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
+			report.WritePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
 		}
 	} else {
 		// The reset returns the target to what the first round's
@@ -680,7 +680,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		}
 	}
 	h := newLoginHints(r.f.replayFlags)
-	h.targetLog = "--" + string(round.Side) + "-log"
+	h.TargetLog = "--" + string(round.Side) + "-log"
 	// What stops the rehearsal is what would fail the replay command,
 	// except what the comparison judges between the two sides: the
 	// error rate and a divergence.
@@ -710,7 +710,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 // above 1x), with the side's own option for its target log. An
 // interrupted replay returns its partial result and no error. o is nil
 // only when the replay did not run.
-func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side results.Side, overloaded bool, start time.Time, h loginHints) (*replayrun.Outcome, error) {
+func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side results.Side, overloaded bool, start time.Time, h report.LoginHints) (*replayrun.Outcome, error) {
 	o, stop, err := replayrun.RunRound(ctx, cfg, overloaded)
 	if err != nil {
 		return nil, replayRunError(stdio, err, start, h)

@@ -8,6 +8,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 // askServers asks each target what it is and how many connections it
@@ -61,7 +62,7 @@ func slotsLacking(n targetNeeds, s *replayrun.Server) string {
 	if !pf.TooFewSlots() {
 		return ""
 	}
-	return slotsProblem(pf)
+	return report.SlotsProblem(pf)
 }
 
 // scanPeak reads the logs for their peak of sessions open at once, for

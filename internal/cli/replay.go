@@ -227,7 +227,7 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	cfg.OnStart = func(r *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
 	cfg.OnEnd = func() { stopLine() }
 	start := time.Now()
-	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
+	cfg.OnPreflight = func(pf *replayrun.Preflight) { report.WritePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
 
 	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
@@ -298,7 +298,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 
 // replayRunError renders the errors of a run that produced no result in
 // the command's words.
-func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
+func replayRunError(stdio IO, err error, start time.Time, h report.LoginHints) error {
 	var oe *replayrun.OptionsError
 	var pe *replayrun.PreflightError
 	var se *replayrun.StartStateError
@@ -310,9 +310,9 @@ func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 	case errors.As(err, &oe):
 		return usageError("%v", oe.Err)
 	case errors.As(err, &pe):
-		return preflightFailed(stdio.Stderr, pe.Preflight, h)
+		return report.PreflightFailed(stdio.Stderr, pe.Preflight, h)
 	case errors.As(err, &se):
-		return startStateFailed(stdio.Stderr, se)
+		return report.StartStateFailed(stdio.Stderr, se)
 	case errors.As(err, &te):
 		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %v", te)}
 	}
@@ -364,7 +364,7 @@ func incompleteText(res *results.Result, reason results.IncompleteReason) string
 // a fault that ended it early, an interruption, nothing measured, a
 // failed verdict, an incomplete result. A divergence is a report's to
 // judge, against the baseline: it does not fail the replay.
-func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error {
+func replayExit(o *replayrun.Outcome, maxErrorRate float64, h report.LoginHints) error {
 	res := o.Result
 	for _, r := range o.Reasons {
 		switch r {
@@ -430,7 +430,7 @@ func replayIncomplete(res *results.Result) error {
 
 // connectFailed fails a replay whose sessions could not connect (the
 // wrong target, a missing database or role).
-func connectFailed(res *results.Result, h loginHints) error {
+func connectFailed(res *results.Result, h report.LoginHints) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
 		res.Sessions.ConnectFailed, res.Sessions.Total)
@@ -443,7 +443,7 @@ func connectFailed(res *results.Result, h loginHints) error {
 		if cf.SQLState != "" {
 			p = replayrun.ProblemOf(cf.SQLState, cf.Message)
 		}
-		fmt.Fprintf(&b, ";\n    %s", h.advice(p, cf.User, cf.Database))
+		fmt.Fprintf(&b, ";\n    %s", h.Advice(p, cf.User, cf.Database))
 	}
 	return errors.New(b.String())
 }

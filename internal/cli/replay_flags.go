@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -46,4 +48,21 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault replayr
 		"(a wait that progresses ends anyway after %d times this); it then runs anyway, and the give-up is counted", replayrun.SyncWaitLimit))
 	addObserveFlags(fl, &f.observe)
 	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
+}
+
+// newLoginHints are the run's options that the advice on a refused
+// login must agree with (report.LoginHints).
+func newLoginHints(f replayFlags) report.LoginHints {
+	h := report.LoginHints{MappedUsers: map[string]bool{}, MappedDBs: map[string]bool{}, ConnectTimeout: f.connectTimeout}
+	for _, m := range []struct {
+		pairs []string
+		into  map[string]bool
+	}{{f.userMap, h.MappedUsers}, {f.dbMap, h.MappedDBs}} {
+		for _, p := range m.pairs {
+			if _, to, ok := strings.Cut(p, "="); ok {
+				m.into[to] = true
+			}
+		}
+	}
+	return h
 }
