@@ -70,7 +70,7 @@ var layers = []layer{
 		name:  "runs",
 		about: "A whole run as a library: one replay, a rehearsal's rounds, a sweep, a headroom search.",
 		packages: []string{
-			"internal/headroom", "internal/rehearse", "internal/replayrun", "internal/rounds", "internal/sweep",
+			"internal/demo", "internal/headroom", "internal/rehearse", "internal/replayrun", "internal/rounds", "internal/sweep",
 			"internal/sweep/logdriver",
 		},
 	},
