@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -365,8 +364,8 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	var details bytes.Buffer
 	// A candidate throttled by the replay itself is said with the
 	// verdict, which details follow.
-	writeThrottled(&details, out)
-	writeRounds(&details, out, r.notes)
+	report.WriteThrottled(&details, out)
+	report.WriteRounds(&details, out, r.notes)
 	v, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
 	case runErr != nil:
@@ -694,7 +693,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	if err != nil || (o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil) {
 		return o.Result, err
 	}
-	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
+	if n := report.OnlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
 		r.notes[round.Seq] = append(r.notes[round.Seq], n)
 	}
 	if n := report.ReadAheadHeld(o.Result.Reader); n != "" {
@@ -720,30 +719,6 @@ func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side resul
 		return o, fmt.Errorf("--%s-log: %w", side, o.TargetLogErr)
 	}
 	return o, replayExit(stop, 100, h)
-}
-
-// onlyOnTargetNote says how many of a round's failures succeeded in the
-// original, by their cause's SQLSTATE, as its file counts them
-// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
-// round's failed column failed in the original too. Errors of ordering
-// are said to be when they made the round diverge. Empty when none.
-func onlyOnTargetNote(o results.Outcomes, diverged bool) string {
-	if o.FailedOnlyOnTarget == 0 {
-		return ""
-	}
-	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
-	by := make([]string, 0, len(codes))
-	for _, c := range codes {
-		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
-	}
-	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
-	if len(by) > 0 {
-		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
-	}
-	if diverged {
-		s += ", some with errors of ordering (see docs/sync.md)"
-	}
-	return s
 }
 
 // rehearseProgress prints a line on w when each round starts and ends,
@@ -774,159 +749,6 @@ func orderText(order []rehearse.Side) string {
 		s[i] = string(side)
 	}
 	return strings.Join(s, ", ")
-}
-
-// writeRounds lists the rounds: how each ended, what its replay did, and
-// what the rehearsal's resets took.
-func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	added := ""
-	if out.Added > 0 {
-		// Rounds until decided: the rounds asked, then those added.
-		added = fmt.Sprintf(" and %d added while a query was undecided on a --fail-on rule", out.Added)
-	}
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, added, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
-	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
-	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
-	done := map[rehearse.Side]int{}
-	for _, rec := range out.Records {
-		line := fmt.Sprintf("  %-5d %-14s %-11s %9.1f %9.1f", rec.Seq, fmt.Sprintf("%s %d", rec.Side, rec.N), rec.Status, rec.ReplaySeconds, rec.Reset.Seconds+rec.ReleaseSeconds)
-		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
-			res := results[rec.Side][done[rec.Side]]
-			done[rec.Side]++
-			line += fmt.Sprintf(" %7s %11d %8d %10s %9s %s", stretchText(rehearse.Stretch(res)), res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), behindText(res), syncText(res))
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-		if rec.Error != "" {
-			fmt.Fprintf(w, "        %s\n", firstLine(rec.Error))
-		}
-		for _, n := range notes[rec.Seq] {
-			fmt.Fprintf(w, "        note: %s\n", n)
-		}
-	}
-	// The parts, so that the total is checked against the column.
-	sec := func(s float64) time.Duration {
-		return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond)
-	}
-	fmt.Fprintf(w, "  the resets took %v of %v (%s): preparing %v, the resets column %v, releasing %v, closing %v\n", out.ResetOverhead().Round(100*time.Millisecond),
-		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out),
-		sec(out.PrepareSeconds), sec(out.ResetSeconds), sec(out.ReleaseSeconds), sec(out.CloseSeconds))
-	writeLoadGiven(w, out.Throttle)
-	if out.Drifted {
-		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
-	}
-	if out.Stopped != "" {
-		fmt.Fprintf(w, "  STOPPED: %s\n", out.Stopped)
-	}
-	fmt.Fprintln(w)
-}
-
-func resetShare(out *rehearse.Outcome) string {
-	total := out.EndedAt.Sub(out.StartedAt)
-	if total <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*out.ResetOverhead().Seconds()/total.Seconds())
-}
-
-func lagText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Lag == nil || res.Replay.Lag.Count == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f ms", res.Replay.Lag.P99)
-}
-
-// behindText is how far behind its schedule a round finished (the lag
-// leaves out what sync waits and late sessions add up to), "-" without a
-// schedule.
-func behindText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Finish == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", res.Replay.Finish.BehindSeconds)
-}
-
-func syncText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Sync == nil {
-		return "-"
-	}
-	s := res.Replay.Sync
-	if s.Mode == results.SyncOff {
-		return "off"
-	}
-	var waited float64
-	if res.SyncWait != nil {
-		waited = res.SyncWait.TotalMS / 1000
-	}
-	return fmt.Sprintf("%d/%d, %.1f s", s.Waited, s.Timeouts, waited)
-}
-
-// syncModeText says how the rounds synchronized their sessions, for the
-// rounds' heading; empty when no round said.
-func syncModeText(m results.SyncMode) string {
-	switch m {
-	case "":
-		return ""
-	case results.SyncLoad:
-		return ", sessions synchronized for load (--sync load: only writes and locks waited for the commits they depended on; reads, only for changes of the schema)"
-	case results.SyncOff:
-		return ", sessions not synchronized (--sync off)"
-	}
-	return fmt.Sprintf(", sessions synchronized by %s (--sync %s: statements waited for the commits they saw in the log, reads too; exact answers, not the application's load)", m, m)
-}
-
-// stretchText is a round's stretch (rehearse.Stretch): "-" when not
-// known.
-func stretchText(x float64) string {
-	if x <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", x)
-}
-
-// writeLoadGiven says, under the rounds, each side's median stretch and
-// sync waits.
-func writeLoadGiven(w io.Writer, t *rehearse.Throttle) {
-	if t == nil {
-		return
-	}
-	side := func(s rehearse.SideThrottle) string {
-		return fmt.Sprintf("stretched %s, sync waits %.1f s a round", stretchText(s.StretchMedian), s.SyncWaitMedian)
-	}
-	fmt.Fprintf(w, "  load given (medians; stretch: replay wall time over the log's span at its speed): control %s; candidate %s\n", side(t.Control), side(t.Candidate))
-}
-
-// writeThrottled says, with the verdict, that the candidate's rounds
-// were throttled by the replay itself (rehearse.Throttle): it got less
-// load than the application gave, and its regressions are under-stated.
-func writeThrottled(w io.Writer, out *rehearse.Outcome) {
-	t := out.Throttle
-	if t == nil || !t.Throttled {
-		return
-	}
-	var what []string
-	if t.Stretched {
-		what = append(what, fmt.Sprintf("stretched %s against the control's %s", stretchText(t.Candidate.StretchMedian), stretchText(t.Control.StretchMedian)))
-	}
-	if t.WaitsDominate || t.Candidate.SyncWaitMedian > 0 {
-		what = append(what, fmt.Sprintf("sync waits %.1f s a round against %.1f s", t.Candidate.SyncWaitMedian, t.Control.SyncWaitMedian))
-	}
-	fmt.Fprintf(w, "THROTTLED: the candidate's rounds were throttled by the replay itself: %s (medians); ", strings.Join(what, ", "))
-	if t.WaitsDominate {
-		fmt.Fprint(w, "its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown")
-	} else {
-		// Stretched without waiting: each replayed session waits for
-		// its own previous statement.
-		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
-	}
-	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit) {
-		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
-	}
-	fmt.Fprint(w, "\n\n")
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // compare compares the rounds finished and writes the comparison, its
