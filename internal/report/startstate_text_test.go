@@ -28,3 +28,20 @@ func TestStartCheckSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestStartCountsSaid: the capture's summary says how many tables were
+// counted and estimated, and names the counts skipped (the pre-flight's
+// side is TestStartCheckSaid).
+func TestStartCountsSaid(t *testing.T) {
+	st := &capfile.StartState{CountBelow: 1 << 30, Databases: []capfile.StartDatabase{{Name: "shop", Tables: []capfile.StartTable{
+		{Schema: "public", Name: "orders", Rows: 10, RowsFrom: capfile.RowsCounted},
+		{Schema: "public", Name: "events", Rows: 9e7, RowsFrom: capfile.RowsReltuples, Bytes: 2 << 30},
+		{Schema: "public", Name: "audit", Rows: 5, RowsFrom: capfile.RowsReltuples, CountError: "canceling statement due to statement timeout"},
+	}}}}
+	if got, want := startCounts(st), "; rows counted in 1 (up to 1.0 GiB), estimated in 2; 1 counts skipped: shop.public.audit (canceling statement due to statement timeout)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if got := startCounts(&capfile.StartState{Databases: st.Databases}); got != "; rows estimated" {
+		t.Errorf("summary of a start that counted nothing: %q", got)
+	}
+}
