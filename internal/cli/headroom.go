@@ -650,28 +650,8 @@ func headroomProgress(w io.Writer) func(headroom.Progress) {
 			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
 				time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
 		case headroom.PhaseDone:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, stepSummary(p.Done),
+			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, report.StepSummary(p.Done),
 				p.Elapsed.Round(time.Second), left)
 		}
 	}
-}
-
-func stepSummary(s *headroom.Step) string {
-	m := s.Measurement
-	if m == nil {
-		return string(s.Status)
-	}
-	base := fmt.Sprintf("%.0f statements/s, errors %.2f%%, lag p99 %.1f ms", m.StatementsPerS, m.ErrorRate, m.LagP99MS)
-	v := s.Verdict
-	if v == nil {
-		return "baseline, " + base
-	}
-	word := "held"
-	if !v.Held {
-		word = "BROKE"
-	}
-	if v.Bound != judge.BoundTarget {
-		word += " (bound by " + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
-	}
-	return fmt.Sprintf("%s at %.2fx achieved, %s", word, v.AchievedK, base)
 }

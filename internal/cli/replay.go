@@ -536,32 +536,11 @@ func startProgressLine(stderr io.Writer, r *replayrun.Replayer, set *source.Set)
 				rate := float64(p.Done-lastDone) / now.Sub(last).Seconds()
 				lastDone, last = p.Done, now
 				read, total := set.Progress()
-				fmt.Fprint(f, "\r\x1b[K"+progressText(p, read, total, rate))
+				fmt.Fprint(f, "\r\x1b[K"+report.ReplayProgress(p, read, total, rate))
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-func progressText(p replayrun.Progress, read, total int64, rate float64) string {
-	var b strings.Builder
-	b.WriteString("replay ")
-	if p.LogStart != 0 && p.LogReplayed >= p.LogStart {
-		fmt.Fprintf(&b, "log +%v in %v", (time.Duration(p.LogReplayed-p.LogStart) * time.Microsecond).Truncate(time.Second), p.Elapsed.Truncate(time.Second))
-	} else {
-		fmt.Fprintf(&b, "%v", p.Elapsed.Truncate(time.Second))
-	}
-	if total > 0 {
-		fmt.Fprintf(&b, " (read %.0f%%)", 100*float64(read)/float64(total))
-	}
-	fmt.Fprintf(&b, " | %.0f stmt/s | %d sessions open | %d errors", rate, p.Open, p.Errors)
-	if p.ConnectFailures > 0 {
-		fmt.Fprintf(&b, " | %d CONNECT FAILURES", p.ConnectFailures)
-	}
-	if p.LagP99MS > 0 {
-		fmt.Fprintf(&b, " | p99 lag %.1f ms", p.LagP99MS)
-	}
-	return b.String()
 }
 
 // replayOutput is what replay --json writes: the result, and its findings
