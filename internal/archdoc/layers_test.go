@@ -77,7 +77,7 @@ var layers = []layer{
 	{
 		name:     "rendering",
 		about:    "Every sentence and figure a person reads: text, JSON and HTML.",
-		packages: []string{"internal/report"},
+		packages: []string{"internal/report", "internal/report/rehearsal"},
 	},
 	{
 		name:     "commands",

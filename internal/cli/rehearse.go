@@ -21,6 +21,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/report/rehearsal"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -364,8 +365,8 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	var details bytes.Buffer
 	// A candidate throttled by the replay itself is said with the
 	// verdict, which details follow.
-	report.WriteThrottled(&details, out)
-	report.WriteRounds(&details, out, r.notes)
+	rehearsal.WriteThrottled(&details, out)
+	rehearsal.WriteRounds(&details, out, r.notes)
 	v, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
 	case runErr != nil:
@@ -561,9 +562,9 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		sc = r.scanPeak(ctx)
 	}
 	if !cfg.SkipPreflight {
-		need := targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil,
-			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags), peak: sc, servers: servers}
-		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
+		need := rehearse.Needs{Template: mode == reset.ModeTemplate, Databases: dbs, Observe: cfg.Observe != nil,
+			Logins: logins, Replay: cfg, Peak: sc, Servers: servers, Logs: logs}
+		if err := checkTargets(ctx, stdio, need, dsn, newLoginHints(f.replayFlags)); err != nil {
 			return nil, err
 		}
 		if sc == nil && cfg.StartCheck == replayrun.StartCheckRequire {

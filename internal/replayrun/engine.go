@@ -72,3 +72,10 @@ var (
 	ProblemOf      = replay.ProblemOf
 	CheckTargetLog = targetlog.Check
 )
+
+// ServerProblem reports whether p is the server's, whatever the login:
+// nothing answers at its address, or it is not ready. Such a server
+// refuses every login alike.
+func ServerProblem(p Problem) bool {
+	return p == ProblemUnreachable || p == ProblemNotReady
+}

@@ -96,7 +96,7 @@ func preflightNotes(w io.Writer, pf *replayrun.Preflight, h LoginHints) {
 // login (nothing answers, it is not ready): the pre-flight's failure says
 // it then, and a warning would say it again.
 func saidForAll(pf *replayrun.Preflight, own replayrun.Check) bool {
-	if !ServerProblem(own.Problem) && own.Problem != replayrun.ProblemConfig {
+	if !replayrun.ServerProblem(own.Problem) && own.Problem != replayrun.ProblemConfig {
 		return false
 	}
 	for i, c := range pf.Checks {
@@ -131,7 +131,7 @@ func PreflightFailed(w io.Writer, pf *replayrun.Preflight, h LoginHints) error {
 		if c.Problem == replayrun.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
-		if ServerProblem(c.Problem) {
+		if replayrun.ServerProblem(c.Problem) {
 			if alike[c.Problem]++; alike[c.Problem] > 1 {
 				continue
 			}
@@ -153,12 +153,6 @@ func LoginsAlike(n int) string {
 		return "and 1 more login alike"
 	}
 	return fmt.Sprintf("and %d more logins alike", n)
-}
-
-// ServerProblem reports whether p is the server's, whatever the login:
-// nothing answers at its address, or it is not ready.
-func ServerProblem(p replayrun.Problem) bool {
-	return p == replayrun.ProblemUnreachable || p == replayrun.ProblemNotReady
 }
 
 // DescribeCheck says what failed and what to do about it.

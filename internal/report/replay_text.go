@@ -430,3 +430,27 @@ func FinishText(f *results.Finish) string {
 	}
 	return fmt.Sprintf("finished %.1f s behind its %.1f s schedule", f.BehindSeconds, f.ScheduleSeconds)
 }
+
+// OnlyOnTargetNote says how many of a round's failures succeeded in the
+// original, by their cause's SQLSTATE, as its file counts them
+// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
+// round's failed column failed in the original too. Errors of ordering
+// are said to be when they made the round diverge. Empty when none.
+func OnlyOnTargetNote(o results.Outcomes, diverged bool) string {
+	if o.FailedOnlyOnTarget == 0 {
+		return ""
+	}
+	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
+	by := make([]string, 0, len(codes))
+	for _, c := range codes {
+		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
+	}
+	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
+	if len(by) > 0 {
+		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
+	}
+	if diverged {
+		s += ", some with errors of ordering (see docs/sync.md)"
+	}
+	return s
+}

@@ -1,40 +1,18 @@
-package report
+// Package rehearsal renders what only a rehearsal has: its rounds, the
+// load each side was given, and the pre-flight checklist of its two
+// targets. It is report's, apart so that package rehearse's own tests
+// may render with report.
+package rehearsal
 
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
-
-// OnlyOnTargetNote says how many of a round's failures succeeded in the
-// original, by their cause's SQLSTATE, as its file counts them
-// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
-// round's failed column failed in the original too. Errors of ordering
-// are said to be when they made the round diverge. Empty when none.
-func OnlyOnTargetNote(o results.Outcomes, diverged bool) string {
-	if o.FailedOnlyOnTarget == 0 {
-		return ""
-	}
-	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
-	by := make([]string, 0, len(codes))
-	for _, c := range codes {
-		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
-	}
-	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
-	if len(by) > 0 {
-		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
-	}
-	if diverged {
-		s += ", some with errors of ordering (see docs/sync.md)"
-	}
-	return s
-}
 
 // WriteRounds lists the rounds: how each ended, what its replay did, and
 // what the rehearsal's resets took.
@@ -182,4 +160,9 @@ func WriteThrottled(w io.Writer, out *rehearse.Outcome) {
 		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
 	}
 	fmt.Fprint(w, "\n\n")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
