@@ -134,7 +134,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		nothing = set.OnlyErrors(res.Statements.Total, res.Statements.Failed)
 	}
 	if nothing != nil && !res.Partial {
-		res.MarkIncomplete(results.IncompleteNothingMeasured, nothingText(nothing))
+		res.MarkIncomplete(results.IncompleteNothingMeasured, report.NothingText(nothing))
 	}
 	cut := set.Partial()
 	if cut != nil {

@@ -323,7 +323,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
-		Replay: h.step, Progress: headroomProgress(stdio.Stderr), Tries: headroomTries(tries), Databases: dbs,
+		Replay: h.step, Progress: func(p headroom.Progress) { report.WriteHeadroomProgress(stdio.Stderr, p) }, Tries: headroomTries(tries), Databases: dbs,
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
 			s, err := sweep.LocalServerCPU(ctx, dsn)
 			if err != nil {
@@ -630,28 +630,4 @@ func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg re
 		return nil, err
 	}
 	return o.Result, err
-}
-
-// headroomProgress prints a line when each step ends (and when a reset
-// starts, for a long one), with the estimate of the time left.
-func headroomProgress(w io.Writer) func(headroom.Progress) {
-	return func(p headroom.Progress) {
-		st := p.Step
-		side := string(st.Side)
-		if st.Try != "" {
-			side += " with " + st.Try
-		}
-		left := "time left unknown"
-		if p.RemainingKnown {
-			left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
-		}
-		switch p.Phase {
-		case headroom.PhaseReplay:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
-				time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-		case headroom.PhaseDone:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, report.StepSummary(p.Done),
-				p.Elapsed.Round(time.Second), left)
-		}
-	}
 }

@@ -599,7 +599,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		}
 	}
 	r.cfg.Rounds, r.cfg.Dir, r.cfg.DatabaseMap = f.rounds, f.out, cfg.Replay.DatabaseMap
-	r.cfg.Progress = rehearseProgress(stdio.Stderr)
+	r.cfg.Progress = func(p rehearse.Progress) { rehearsal.WriteProgress(stdio.Stderr, p) }
 	r.cfg.Replay = r.round
 	// The plans and the findings read the state the replay left: the
 	// tables the log creates exist only there.
@@ -720,28 +720,6 @@ func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side resul
 		return o, fmt.Errorf("--%s-log: %w", side, o.TargetLogErr)
 	}
 	return o, replayExit(stop, 100, h)
-}
-
-// rehearseProgress prints a line on w when each round starts and ends,
-// with the estimate of the time left.
-func rehearseProgress(w io.Writer) func(rehearse.Progress) {
-	return func(p rehearse.Progress) {
-		rd := p.Round
-		left := "time left unknown until a round has finished"
-		if p.RemainingKnown {
-			left = fmt.Sprintf("about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
-		}
-		switch p.Phase {
-		case rehearse.PhaseReset:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
-		case rehearse.PhaseReplay:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
-				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-		case rehearse.PhaseDone:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
-				p.Elapsed.Round(time.Second), left)
-		}
-	}
 }
 
 func orderText(order []rehearse.Side) string {

@@ -271,7 +271,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		SkipPreflight: f.skipPreflight, IgnoreConnectionLimit: f.ignoreConnLimit, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
 		Findings: f.findings, FindingsDSN: f.findingsDSN, BatchInserts: f.batchInserts,
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
-		Describe: nothingText,
+		Describe: report.NothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
 	}
 	if f.batchInserts < 0 {

@@ -76,3 +76,25 @@ func WriteShardPlan(w io.Writer, p *shard.Plan, out string) {
 		fmt.Fprintf(w, "  %d sessions were past the bound on sessions: placed by hash\n", p.Hashed)
 	}
 }
+
+// WriteHeadroomProgress writes a line when each step ends (and when a reset
+// starts, for a long one), with the estimate of the time left.
+func WriteHeadroomProgress(w io.Writer, p headroom.Progress) {
+	st := p.Step
+	side := string(st.Side)
+	if st.Try != "" {
+		side += " with " + st.Try
+	}
+	left := "time left unknown"
+	if p.RemainingKnown {
+		left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
+	}
+	switch p.Phase {
+	case headroom.PhaseReplay:
+		fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
+			time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
+	case headroom.PhaseDone:
+		fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, StepSummary(p.Done),
+			p.Elapsed.Round(time.Second), left)
+	}
+}

@@ -166,3 +166,23 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// WriteProgress writes a line on w when each round starts and ends,
+// with the estimate of the time left.
+func WriteProgress(w io.Writer, p rehearse.Progress) {
+	rd := p.Round
+	left := "time left unknown until a round has finished"
+	if p.RemainingKnown {
+		left = fmt.Sprintf("about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
+	}
+	switch p.Phase {
+	case rehearse.PhaseReset:
+		fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
+	case rehearse.PhaseReplay:
+		fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
+			time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
+	case rehearse.PhaseDone:
+		fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
+			p.Elapsed.Round(time.Second), left)
+	}
+}
