@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -482,16 +481,10 @@ func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error)
 	if err != nil {
 		return 0, nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
 	}
-	var dbs []string
-	for _, l := range sc.Logins {
-		if !slices.Contains(dbs, l.Database) {
-			dbs = append(dbs, l.Database)
-		}
-	}
+	dbs := sc.Databases()
 	if len(dbs) == 0 {
 		return 0, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
-	slices.Sort(dbs)
 	h.first, h.span = sc.First, sc.Span
 	return replayrun.Load{K: 1, Speed: h.f.speed}.Duration(sc.Span), dbs, nil
 }

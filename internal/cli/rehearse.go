@@ -557,7 +557,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 		if sc, err = r.scan(ctx); err != nil {
 			return nil, err
 		}
-		dbs, logins = scannedDatabases(sc), sc.Logins
+		dbs, logins = sc.Databases(), sc.Logins
 	} else if !cfg.SkipPreflight && !cfg.IgnoreConnectionLimit {
 		sc = r.scanPeak(ctx)
 	}
@@ -620,7 +620,7 @@ func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 	if err != nil {
 		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
-	dbs := scannedDatabases(sc)
+	dbs := sc.Databases()
 	if len(dbs) == 0 {
 		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
@@ -630,18 +630,6 @@ func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
 		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
 	return sc, nil
-}
-
-// scannedDatabases are the databases the logins of sc use, sorted.
-func scannedDatabases(sc *replayrun.Scanned) []string {
-	var dbs []string
-	for _, l := range sc.Logins {
-		if !slices.Contains(dbs, l.Database) {
-			dbs = append(dbs, l.Database)
-		}
-	}
-	slices.Sort(dbs)
-	return dbs
 }
 
 func quoteAll(ss []string) []string {

@@ -349,16 +349,6 @@ func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
 	return nil
 }
 
-// incompleteText is the text of res's incomplete entry of reason.
-func incompleteText(res *results.Result, reason results.IncompleteReason) string {
-	for i, r := range res.IncompleteReasons {
-		if r == reason && i < len(res.Incomplete) {
-			return res.Incomplete[i]
-		}
-	}
-	return string(reason)
-}
-
 // replayExit maps the outcome's first reason to the exit: what stopped
 // the replay, what the target's log could not give, a log not read whole,
 // a fault that ended it early, an interruption, nothing measured, a
@@ -380,7 +370,7 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h report.LoginHints)
 			return replayIncomplete(res)
 		case replayrun.ReasonErrorStart:
 			return &exitError{code: ExitRegression, err: fmt.Errorf("REPLAY STOPPED EARLY: %s (--error-window; the result is marked incomplete)",
-				incompleteText(res, results.IncompleteErrorStart))}
+				report.IncompleteText(res, results.IncompleteErrorStart))}
 		case replayrun.ReasonInterrupted:
 			if len(res.Incomplete) > 0 {
 				return replayIncomplete(res)
@@ -397,23 +387,13 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h report.LoginHints)
 			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
 				strings.Join(res.Degraded, "; "))}
 		case replayrun.ReasonConnectFailures:
-			return connectFailed(res, h)
+			return errors.New(report.ConnectFailedText(res, h))
 		case replayrun.ReasonErrorRate:
-			out := res.Outcomes
-			discounted := ""
-			if n := out.ExplainedOnlyOnTarget(); n > 0 {
-				discounted = fmt.Sprintf(", %d of them explained and not counted: %.2f%% with them", n, out.TargetErrorRate)
-			}
-			return &exitError{code: ExitRegression, err: fmt.Errorf(
-				"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target%s; see errors_by_sqlstate)",
-				out.GateErrorRate(), out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget, discounted)}
+			return &exitError{code: ExitRegression, err: errors.New(report.ErrorRateText(res.Outcomes, maxErrorRate))}
 		case replayrun.ReasonIncomplete:
 			return replayIncomplete(res)
 		case replayrun.ReasonTargetData:
-			out := res.Outcomes
-			return &exitError{code: ExitDiverged, err: fmt.Errorf(
-				"REPLAY FAILED: the target's data differs from the start: %d differing answers of statements that read rows no concurrent transaction touched (by table: %s; see answer_differs_target_data_by_table)",
-				out.AnswerDiffersTargetData, report.CountList(out.AnswerDiffersTargetDataByTable))}
+			return &exitError{code: ExitDiverged, err: errors.New(report.TargetDataText(res.Outcomes))}
 		}
 	}
 	return nil
@@ -421,31 +401,7 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h report.LoginHints)
 
 // replayIncomplete fails a replay whose result is marked incomplete.
 func replayIncomplete(res *results.Result) error {
-	why := strings.Join(res.Incomplete, "; ")
-	if len(res.Degraded) > 0 {
-		why += "; and degraded: " + strings.Join(res.Degraded, "; ")
-	}
-	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it", why)}
-}
-
-// connectFailed fails a replay whose sessions could not connect (the
-// wrong target, a missing database or role).
-func connectFailed(res *results.Result, h report.LoginHints) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
-		res.Sessions.ConnectFailed, res.Sessions.Total)
-	for _, cf := range res.Sessions.ConnectFailures {
-		fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
-		if cf.SQLState != "" {
-			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
-		}
-		p := replayrun.ProblemUnreachable // no SQLSTATE: the network's failure
-		if cf.SQLState != "" {
-			p = replayrun.ProblemOf(cf.SQLState, cf.Message)
-		}
-		fmt.Fprintf(&b, ";\n    %s", h.Advice(p, cf.User, cf.Database))
-	}
-	return errors.New(b.String())
+	return &exitError{code: ExitIncomplete, err: errors.New(report.ReplayIncompleteText(res))}
 }
 
 func replayOptions(f replayFlags) (replayrun.Options, error) {
