@@ -21,8 +21,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-func init() { commands = append(commands, newCaptureCmd) }
-
 var exitDocCaptureIncomplete = exitDoc{ExitIncomplete, "incomplete capture: the recorder fell behind, the disk " +
 	"filled or a write failed; the proxy kept relaying, and the capture is finalized and marked incomplete"}
 
@@ -209,14 +207,7 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 	cfg.Listening = func(addr, adminAddr string) {
 		ready.Store(true)
 		context.AfterFunc(ctx, func() { ready.Store(false) })
-		if f.out != "" {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, f.out)
-		} else {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
-		}
-		if adminAddr != "" {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: admin interface on http://%s/recordings\n", adminAddr)
-		}
+		report.WriteCaptureListening(stdio.Stderr, addr, where, f.out, adminAddr)
 	}
 	cfg.RecordingFinalized = func(st capturerun.Status) {
 		if st.ID != capturerun.FirstID || f.out == "" {
@@ -236,26 +227,8 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 // the proxy drains (how many connections, until when) and how the drain
 // ended: waiting silently for --drain looked like a hang.
 func drainNotices(stdio IO, drain time.Duration, cfg *capturerun.Config) {
-	cfg.Draining = func(d capturerun.DrainStart) {
-		conns := "connections"
-		if d.Open == 1 {
-			conns = "connection"
-		}
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: draining: %d %s open, relayed until they close or until %s (--drain %s); "+
-			"no new connection is accepted; a second Ctrl-C or SIGTERM closes them now\n",
-			d.Open, conns, d.Until.UTC().Format("15:04:05 UTC"), drain)
-	}
-	cfg.Drained = func(d capturerun.DrainEnd) {
-		why := "every connection closed"
-		switch d.Ended {
-		case capturerun.DrainTimedOut:
-			why = "--drain passed"
-		case capturerun.DrainCutShort:
-			why = "a second Ctrl-C or SIGTERM"
-		}
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: drain ended after %s (%s): %d closed by themselves, %d cut by the proxy\n",
-			d.Took.Round(100*time.Millisecond), why, d.Closed, d.Cut)
-	}
+	cfg.Draining = func(d capturerun.DrainStart) { report.WriteCaptureDraining(stdio.Stderr, d, drain) }
+	cfg.Drained = func(d capturerun.DrainEnd) { report.WriteCaptureDrained(stdio.Stderr, d) }
 }
 
 // captureOutcome prints what the capture recorded (out, and the

@@ -19,8 +19,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 )
 
-func init() { commands = append(commands, newDemoCmd) }
-
 type demoFlags struct {
 	keep        bool
 	duration    time.Duration

@@ -16,8 +16,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newEventsCmd) }
-
 func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var lf logFlags
 	var count, showParams bool

@@ -19,8 +19,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newFindingsCmd) }
-
 type findingsFlags struct {
 	dsn        string
 	serverCPUs int

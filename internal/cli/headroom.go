@@ -28,8 +28,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 )
 
-func init() { commands = append(commands, newHeadroomCmd) }
-
 type headroomFlags struct {
 	replayFlags
 	control, candidate               string
@@ -399,10 +397,7 @@ func (h *headroomRun) setShards() string {
 // when partial, ExitRegression when a side holds less than --require.
 func (h *headroomRun) outcome(out *headroom.Outcome, runErr error) error {
 	f, stdio := h.f, h.stdio
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	if err := report.WriteHeadroom(summaryOut, out); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
@@ -505,9 +500,7 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 		if dsn == "" {
 			continue
 		}
-		t := headroom.Target{Side: side, DSN: dsn, Logs: logs}
-		switch mode {
-		case reset.ModeTemplate:
+		if mode == reset.ModeTemplate {
 			ok, err := reset.CanCreateDatabases(ctx, dsn)
 			if err != nil {
 				return nil, fmt.Errorf("the %s target: %w", side, err)
@@ -516,15 +509,9 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
 					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
 			}
-			t.Reset = &reset.Template{DSN: dsn, Databases: dbs}
-		case reset.ModeCommand:
-			t.Reset = &reset.Command{Command: f.resetCmd, DSN: dsn, Name: string(side), Output: h.stdio.Stderr}
-		case reset.ModeDataDir:
-			t.Reset = &reset.DataDir{Cluster: clusters[side]}
-		default:
-			t.Reset = reset.None{}
 		}
-		out = append(out, t)
+		out = append(out, headroom.Target{Side: side, DSN: dsn, Logs: logs, Reset: reset.For(mode, reset.Target{
+			DSN: dsn, Databases: dbs, Command: f.resetCmd, Name: string(side), Output: h.stdio.Stderr, Cluster: clusters[side]})})
 	}
 	return out, nil
 }

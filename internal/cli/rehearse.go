@@ -27,8 +27,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newRehearseCmd) }
-
 type rehearseFlags struct {
 	// replayFlags hold the options every round's replay shares; their
 	// target, logs and findings server are each side's.
@@ -334,7 +332,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	r.decideRounds(rules)
 
 	fmt.Fprintf(stdio.Stderr, "rehearse: %d rounds per side, in the order %s; each round's result goes to %s\n",
-		r.cfg.Rounds, orderText(rehearse.Order(r.cfg.Rounds)), f.out)
+		r.cfg.Rounds, rehearsal.OrderText(rehearse.Order(r.cfg.Rounds)), f.out)
 	out, runErr := rehearse.Run(ctx, r.cfg)
 	if out == nil {
 		return runErr
@@ -357,10 +355,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	}()
 	// What ran is shown whatever stopped the rehearsal: the rounds, then
 	// the comparison of those finished.
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	// The rounds are details: the verdict comes first (writeVerdictFirst).
 	var details bytes.Buffer
 	// A candidate throttled by the replay itself is said with the
@@ -384,7 +379,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	case v.Undecided():
 		return &exitError{code: ExitUndecided, err: fmt.Errorf("UNDECIDED: a query may break a --fail-on rule, and %d rounds a side could not tell (%s)",
-			len(out.Control), budgetText(out.BudgetEnded))}
+			len(out.Control), rehearsal.BudgetText(out.BudgetEnded))}
 	case v.LatencyNotJudged():
 		return errLatencyNotJudged
 	}
@@ -423,17 +418,6 @@ func maxRounds(f rehearseFlags) int {
 
 // DefaultMaxRounds is --max-rounds' default.
 const DefaultMaxRounds = 8
-
-// budgetText says what ended a rehearsal's added rounds.
-func budgetText(b rehearse.Budget) string {
-	switch b {
-	case rehearse.BudgetTime:
-		return "the time limit, --max-time, ended the rounds"
-	case rehearse.BudgetRounds:
-		return "--max-rounds reached"
-	}
-	return "no round added"
-}
 
 // rehearseChecks checks the flags against each other and parses
 // --fail-on.
@@ -587,16 +571,7 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	r.replay.IgnoreConnectionLimit = true
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
-		switch mode {
-		case reset.ModeTemplate:
-			t.Reset = &reset.Template{DSN: t.DSN, Databases: dbs}
-		case reset.ModeCommand:
-			t.Reset = &reset.Command{Command: f.resetCmd, DSN: t.DSN, Name: string(side), Output: stdio.Stderr}
-		case reset.ModeDataDir:
-			t.Reset = &reset.DataDir{Cluster: attached[side]}
-		default:
-			t.Reset = reset.None{}
-		}
+		t.Reset = reset.For(mode, reset.Target{DSN: t.DSN, Databases: dbs, Command: f.resetCmd, Name: string(side), Output: stdio.Stderr, Cluster: attached[side]})
 	}
 	r.cfg.Rounds, r.cfg.Dir, r.cfg.DatabaseMap = f.rounds, f.out, cfg.Replay.DatabaseMap
 	r.cfg.Progress = func(p rehearse.Progress) { rehearsal.WriteProgress(stdio.Stderr, p) }
@@ -708,14 +683,6 @@ func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side resul
 		return o, fmt.Errorf("--%s-log: %w", side, o.TargetLogErr)
 	}
 	return o, replayExit(stop, 100, h)
-}
-
-func orderText(order []rehearse.Side) string {
-	s := make([]string, len(order))
-	for i, side := range order {
-		s[i] = string(side)
-	}
-	return strings.Join(s, ", ")
 }
 
 // compare compares the rounds finished and writes the comparison, its

@@ -21,8 +21,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newReplayCmd) }
-
 type replayFlags struct {
 	findings    bool
 	findingsDSN string
@@ -323,10 +321,7 @@ func replayRunError(stdio IO, err error, start time.Time, h report.LoginHints) e
 // the replay (standard error when the JSON goes to standard output), and
 // the JSON with --json, which findings that failed do not prevent.
 func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	res := o.Result
 	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)

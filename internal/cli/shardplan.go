@@ -17,8 +17,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newShardPlanCmd) }
-
 type shardPlanFlags struct {
 	logs   logFlags
 	shards int

@@ -138,3 +138,42 @@ func WriteRecording(w io.Writer, st capturerun.Status) {
 		fmt.Fprintf(w, "  dropped   %d records\n", st.Dropped)
 	}
 }
+
+// WriteCaptureListening says where the capture proxy listens, where it
+// relays to (where) and what it records into (out: "" until a recording
+// starts), and where its admin interface is (admin: "" without one).
+func WriteCaptureListening(w io.Writer, addr, where, out, admin string) {
+	if out != "" {
+		fmt.Fprintf(w, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, out)
+	} else {
+		fmt.Fprintf(w, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
+	}
+	if admin != "" {
+		fmt.Fprintf(w, "pgrehearse: capture: admin interface on http://%s/recordings\n", admin)
+	}
+}
+
+// WriteCaptureDraining says that the proxy drains: how many connections,
+// until when (drain: --drain's bound).
+func WriteCaptureDraining(w io.Writer, d capturerun.DrainStart, drain time.Duration) {
+	conns := "connections"
+	if d.Open == 1 {
+		conns = "connection"
+	}
+	fmt.Fprintf(w, "pgrehearse: capture: draining: %d %s open, relayed until they close or until %s (--drain %s); "+
+		"no new connection is accepted; a second Ctrl-C or SIGTERM closes them now\n",
+		d.Open, conns, d.Until.UTC().Format("15:04:05 UTC"), drain)
+}
+
+// WriteCaptureDrained says how the proxy's drain ended.
+func WriteCaptureDrained(w io.Writer, d capturerun.DrainEnd) {
+	why := "every connection closed"
+	switch d.Ended {
+	case capturerun.DrainTimedOut:
+		why = "--drain passed"
+	case capturerun.DrainCutShort:
+		why = "a second Ctrl-C or SIGTERM"
+	}
+	fmt.Fprintf(w, "pgrehearse: capture: drain ended after %s (%s): %d closed by themselves, %d cut by the proxy\n",
+		d.Took.Round(100*time.Millisecond), why, d.Closed, d.Cut)
+}

@@ -186,3 +186,23 @@ func WriteProgress(w io.Writer, p rehearse.Progress) {
 			p.Elapsed.Round(time.Second), left)
 	}
 }
+
+// BudgetText says what ended a rehearsal's added rounds.
+func BudgetText(b rehearse.Budget) string {
+	switch b {
+	case rehearse.BudgetTime:
+		return "the time limit, --max-time, ended the rounds"
+	case rehearse.BudgetRounds:
+		return "--max-rounds reached"
+	}
+	return "no round added"
+}
+
+// OrderText is the sides in the order their rounds run.
+func OrderText(order []rehearse.Side) string {
+	s := make([]string, len(order))
+	for i, side := range order {
+		s[i] = string(side)
+	}
+	return strings.Join(s, ", ")
+}
