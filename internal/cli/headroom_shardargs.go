@@ -63,7 +63,7 @@ func forwardedFlags(cmd *cobra.Command) []string {
 // process. It returns what the opening line says of them.
 func (h *headroomRun) shardReplay() (*replayrun.ShardReplay, string) {
 	f := h.f
-	s := &replayrun.ShardReplay{N: f.shards, CoordDSN: f.coordDSN, Stderr: h.stdio.Stderr, Hard: h.replay.Hard}
+	s := &replayrun.ShardReplay{N: f.shards, CoordDSN: f.coordDSN, Hard: h.replay.Hard}
 	bin, env, err := shardBinary()
 	if err != nil {
 		return s, fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
@@ -86,11 +86,14 @@ func (h *headroomRun) replayShards(ctx context.Context, st headroom.StepRun, cfg
 	s := *h.shards
 	if s.Procs != nil {
 		p := *s.Procs
+		label := fmt.Sprintf("headroom: step %d", st.Seq)
 		p.Relay = func(k int, out string) { h.relayShardLines(st, k, out) }
+		p.Started = func(k, n, pid int, slice int64) { report.WriteShardStarted(h.stdio.Stderr, label, k, n, pid, slice) }
+		p.Failed = func(k, n, pid int, out string) { report.WriteShardFailed(h.stdio.Stderr, label, k, n, pid, out) }
 		s.Procs = &p
 	}
 	m, err := s.Replay(ctx, cfg, replayrun.ShardRound{
-		Label: fmt.Sprintf("headroom: step %d", st.Seq), Run: run,
+		Run:  run,
 		Part: results.Part{Round: st.N, Side: st.Side}, Load: h.load(st), Overloaded: st.K > 1,
 		Replay: func(ctx context.Context, c replayrun.Config) (*results.Result, error) {
 			return h.runReplay(ctx, st, c, start)

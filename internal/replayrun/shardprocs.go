@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +62,12 @@ type ShardProcs struct {
 	// FailureText words a shard's failure its merged result records,
 	// for the error of a round at 1x.
 	FailureText func(results.ShardFailure) string
+	// Started is told that shard k of n is process pid (slice: the
+	// start of the fold's slice it replays, in µs since the epoch; 0
+	// when not a slice); Failed is given the end of the output of a
+	// shard process that failed (what it wrote last, at most 16 KiB).
+	Started func(k, n, pid int, slice int64)
+	Failed  func(k, n, pid int, output string)
 }
 
 // ShardExit are the exit codes of a shard process's replay: it
@@ -84,19 +89,14 @@ type ShardReplay struct {
 	N        int
 	CoordDSN string
 	Procs    *ShardProcs
-	// Stderr receives a line per shard process started and the end of
-	// the output of one that failed; Hard, closed, stops them (a second
-	// Ctrl-C).
-	Stderr io.Writer
-	Hard   <-chan struct{}
+	// Hard, closed, stops the shards at once (a second Ctrl-C).
+	Hard <-chan struct{}
 }
 
 // ShardRound is one round replayed in shards.
 type ShardRound struct {
-	// Label starts the lines about it ("headroom: step 3"); Run names
-	// it in the coordination database.
-	Label string
-	Run   string
+	// Run names it in the coordination database.
+	Run string
 	// Part is the round's (its round and side), Load its load level;
 	// Overloaded says it is above the workload's own load, where what
 	// the load did to the target is the result's, not a failure.
@@ -262,9 +262,8 @@ func (s *ShardReplay) processes(ctx context.Context, cfg Config, r ShardRound) (
 			// told to: only the first failures are the round's.
 			if err != nil && !stopped {
 				failed = append(failed, err)
-				if ctx.Err() == nil && strings.TrimSpace(p.out.String()) != "" {
-					fmt.Fprintf(s.Stderr, "%s: shard %d of %d (process %d) failed; the end of its output:\n%s",
-						r.Label, p.k, n, p.cmd.Process.Pid, indent(p.out.String(), "    "))
+				if ctx.Err() == nil && strings.TrimSpace(p.out.String()) != "" && s.Procs.Failed != nil {
+					s.Procs.Failed(p.k, n, p.cmd.Process.Pid, p.out.String())
 				}
 			}
 			if len(failed) > 0 && !stopped {
@@ -293,11 +292,13 @@ func (s *ShardReplay) start(cfg Config, r ShardRound, dir string, ended chan<- *
 		if err := p.cmd.Start(); err != nil {
 			return procs, fmt.Errorf("shard %d of %d could not start (%s): %w", k, n, pr.Bin, err)
 		}
-		slice := ""
-		if st := cfg.Selection.Start; st != 0 && r.Load.Folds() {
-			slice = ", the slice from " + time.UnixMicro(st).UTC().Format(time.RFC3339Nano)
+		if pr.Started != nil {
+			var slice int64
+			if r.Load.Folds() {
+				slice = cfg.Selection.Start
+			}
+			pr.Started(k, n, p.cmd.Process.Pid, slice)
 		}
-		fmt.Fprintf(s.Stderr, "%s: shard %d of %d is process %d%s\n", r.Label, k, n, p.cmd.Process.Pid, slice)
 		procs = append(procs, p)
 		go func() {
 			p.err = p.cmd.Wait()
@@ -377,25 +378,6 @@ func (s *ShardReplay) outcome(ctx context.Context, r ShardRound, p *shardProc) (
 // shardKillAfter is how long a shard process told to stop (SIGTERM) may
 // take to write what ran before it is killed.
 const shardKillAfter = 30 * time.Second
-
-// indent prefixes each of the last 20 non-empty lines of s with p, each
-// ending in a newline.
-func indent(s, p string) string {
-	var lines []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
-		}
-	}
-	lines = lines[max(0, len(lines)-20):]
-	var b strings.Builder
-	for _, l := range lines {
-		if strings.TrimSpace(l) != "" {
-			b.WriteString(p + l + "\n")
-		}
-	}
-	return b.String()
-}
 
 // ErrorLinePrefix starts the line in which a pgrehearse process says
 // why it failed.
