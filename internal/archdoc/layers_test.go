@@ -70,14 +70,14 @@ var layers = []layer{
 		name:  "runs",
 		about: "A whole run as a library: one replay, a rehearsal's rounds, a sweep, a headroom search.",
 		packages: []string{
-			"internal/headroom", "internal/rehearse", "internal/replayrun", "internal/rounds", "internal/sweep",
+			"internal/demo", "internal/headroom", "internal/rehearse", "internal/replayrun", "internal/rounds", "internal/sweep",
 			"internal/sweep/logdriver",
 		},
 	},
 	{
 		name:     "rendering",
 		about:    "Every sentence and figure a person reads: text, JSON and HTML.",
-		packages: []string{"internal/report"},
+		packages: []string{"internal/report", "internal/report/rehearsal"},
 	},
 	{
 		name:     "commands",

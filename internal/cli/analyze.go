@@ -24,8 +24,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
-func init() { commands = append(commands, newAnalyzeCmd) }
-
 type analyzeFlags struct {
 	logFlags
 	jsonPath string
@@ -101,11 +99,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 	if err := checkOutputs("--json", f.jsonPath); err != nil {
 		return err
 	}
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		// Standard output carries the JSON, which must stay parseable.
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 
 	// With several jobs, a large plain file is read in parts at once.
 	set, err := openLogs(stdio, paths, f.logFlags, f.jobs, &source.Selection{Start: start, End: end})
@@ -134,7 +128,7 @@ func runAnalyzeCmd(ctx context.Context, stdio IO, f analyzeFlags, paths []string
 		nothing = set.OnlyErrors(res.Statements.Total, res.Statements.Failed)
 	}
 	if nothing != nil && !res.Partial {
-		res.MarkIncomplete(results.IncompleteNothingMeasured, nothingText(nothing))
+		res.MarkIncomplete(results.IncompleteNothingMeasured, report.NothingText(nothing))
 	}
 	cut := set.Partial()
 	if cut != nil {

@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,9 +18,8 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
-
-func init() { commands = append(commands, newCaptureCmd) }
 
 var exitDocCaptureIncomplete = exitDoc{ExitIncomplete, "incomplete capture: the recorder fell behind, the disk " +
 	"filled or a write failed; the proxy kept relaying, and the capture is finalized and marked incomplete"}
@@ -210,14 +207,7 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 	cfg.Listening = func(addr, adminAddr string) {
 		ready.Store(true)
 		context.AfterFunc(ctx, func() { ready.Store(false) })
-		if f.out != "" {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, recording into %s (Ctrl-C to finalize)\n", addr, where, f.out)
-		} else {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: listening on %s, relaying to %s, not recording until a recording starts\n", addr, where)
-		}
-		if adminAddr != "" {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: admin interface on http://%s/recordings\n", adminAddr)
-		}
+		report.WriteCaptureListening(stdio.Stderr, addr, where, f.out, adminAddr)
 	}
 	cfg.RecordingFinalized = func(st capturerun.Status) {
 		if st.ID != capturerun.FirstID || f.out == "" {
@@ -237,26 +227,8 @@ func captureNotices(ctx context.Context, stdio IO, f *captureFlags, cfg *capture
 // the proxy drains (how many connections, until when) and how the drain
 // ended: waiting silently for --drain looked like a hang.
 func drainNotices(stdio IO, drain time.Duration, cfg *capturerun.Config) {
-	cfg.Draining = func(d capturerun.DrainStart) {
-		conns := "connections"
-		if d.Open == 1 {
-			conns = "connection"
-		}
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: draining: %d %s open, relayed until they close or until %s (--drain %s); "+
-			"no new connection is accepted; a second Ctrl-C or SIGTERM closes them now\n",
-			d.Open, conns, d.Until.UTC().Format("15:04:05 UTC"), drain)
-	}
-	cfg.Drained = func(d capturerun.DrainEnd) {
-		why := "every connection closed"
-		switch d.Ended {
-		case capturerun.DrainTimedOut:
-			why = "--drain passed"
-		case capturerun.DrainCutShort:
-			why = "a second Ctrl-C or SIGTERM"
-		}
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: capture: drain ended after %s (%s): %d closed by themselves, %d cut by the proxy\n",
-			d.Took.Round(100*time.Millisecond), why, d.Closed, d.Cut)
-	}
+	cfg.Draining = func(d capturerun.DrainStart) { report.WriteCaptureDraining(stdio.Stderr, d, drain) }
+	cfg.Drained = func(d capturerun.DrainEnd) { report.WriteCaptureDrained(stdio.Stderr, d) }
 }
 
 // captureOutcome prints what the capture recorded (out, and the
@@ -268,7 +240,7 @@ func captureOutcome(stdio IO, out string, sum capturerun.Summary, err error) err
 	}
 	var incomplete []error
 	if out != "" {
-		printCaptureSummary(stdio, sum)
+		report.WriteCaptureSummary(stdio.Stdout, sum)
 		if !sum.Manifest.Complete {
 			incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", out, sum.Manifest.Reason))
 		}
@@ -277,7 +249,7 @@ func captureOutcome(stdio IO, out string, sum capturerun.Summary, err error) err
 		if out != "" && st.ID == capturerun.FirstID {
 			continue
 		}
-		printRecording(stdio, st)
+		report.WriteRecording(stdio.Stdout, st)
 		if !st.Complete {
 			incomplete = append(incomplete, fmt.Errorf("the capture %s is incomplete: %s", st.Out, st.Reason))
 		}
@@ -301,97 +273,4 @@ func upstreamAddr(dsn string) string {
 		return "the upstream"
 	}
 	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
-}
-
-func printCaptureSummary(stdio IO, sum capturerun.Summary) {
-	m := sum.Manifest
-	state := "complete"
-	if !m.Complete {
-		state = "INCOMPLETE: " + string(m.Reason)
-		if m.Error != "" {
-			state += " (" + m.Error + ")"
-		}
-	}
-	fmt.Fprintf(stdio.Stdout, "capture %s: %s\n", sum.Dir, state)
-	fmt.Fprintf(stdio.Stdout, "  sessions  %d (%d still open at the end, recorded as open)\n", m.Sessions, sum.OpenAtEnd)
-	fmt.Fprintf(stdio.Stdout, "  messages  %d from clients, %d from the server, relayed\n", sum.Proxy.FrontendMessages, sum.Proxy.BackendMessages)
-	if sum.Proxy.FrontendRelay.Count()+sum.Proxy.BackendRelay.Count() > 0 {
-		fmt.Fprintf(stdio.Stdout, "  added     per chunk relayed, %s from clients; %s from the server\n",
-			relayQuantiles(sum.Proxy.FrontendRelay.Quantile), relayQuantiles(sum.Proxy.BackendRelay.Quantile))
-	}
-	fmt.Fprintf(stdio.Stdout, "  records   %d in %d files, %s\n", m.Records, m.Segments, humanBytes(m.Bytes))
-	if m.Dropped > 0 {
-		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", m.Dropped)
-	}
-	if st := m.StartState; st != nil {
-		tables := 0
-		for _, db := range st.Databases {
-			tables += len(db.Tables)
-		}
-		fmt.Fprintf(stdio.Stdout, "  start     WAL %s at %s, PostgreSQL %s, %d tables in %d databases%s\n",
-			st.LSN, st.Time.Format(time.RFC3339Nano), st.ServerVersion, tables, len(st.Databases), startCounts(st))
-	}
-	for _, k := range slices.Sorted(maps.Keys(sum.Proxy.Errors)) {
-		fmt.Fprintf(stdio.Stdout, "  connections ended by %s problems: %d\n", k, sum.Proxy.Errors[k])
-	}
-}
-
-// startCounts says how many tables' rows the start counted and how many
-// it estimated, and names the counts that failed.
-func startCounts(st *capfile.StartState) string {
-	counted, estimated := 0, 0
-	var failed []string
-	for _, db := range st.Databases {
-		for _, t := range db.Tables {
-			switch {
-			case t.RowsFrom == capfile.RowsCounted:
-				counted++
-			case t.CountError != "":
-				estimated++
-				failed = append(failed, db.Name+"."+t.Schema+"."+t.Name+" ("+t.CountError+")")
-			default:
-				estimated++
-			}
-		}
-	}
-	if st.CountBelow == 0 {
-		return "; rows estimated"
-	}
-	out := fmt.Sprintf("; rows counted in %d (up to %s), estimated in %d", counted, humanBytes(st.CountBelow), estimated)
-	if len(failed) > 0 {
-		out += fmt.Sprintf("; %d counts skipped: %s", len(failed), strings.Join(failed[:min(len(failed), 3)], ", "))
-		if len(failed) > 3 {
-			out += fmt.Sprintf(" and %d more", len(failed)-3)
-		}
-	}
-	return out
-}
-
-// relayQuantiles says the p50 and p99 of the time the proxy added to a
-// direction's chunks (quantile: proxy.RelayTimes.Quantile) as the bounds
-// of the buckets they fall in: that is all the buckets carry.
-func relayQuantiles(quantile func(q float64) (time.Duration, bool)) string {
-	if d, ok := quantile(0.5); d == 0 && !ok {
-		return "none"
-	}
-	say := func(q float64) string {
-		d, ok := quantile(q)
-		if !ok {
-			return "over " + d.String()
-		}
-		return "at most " + d.String()
-	}
-	return "p50 " + say(0.5) + ", p99 " + say(0.99)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 // adminFlags are the flags that reach a capture proxy's admin interface.
@@ -167,7 +166,7 @@ func newCaptureStopCmd(ctx context.Context, stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printRecording(stdio, st)
+			report.WriteRecording(stdio.Stdout, st)
 			if !st.Complete {
 				return &exitError{code: ExitIncomplete, err: fmt.Errorf("the capture %s is incomplete: %s", st.Out, st.Reason)}
 			}
@@ -203,7 +202,7 @@ func newCaptureStatusCmd(ctx context.Context, stdio IO) *cobra.Command {
 				fmt.Fprintln(stdio.Stdout, "no recording yet")
 			}
 			for _, st := range l.Recordings {
-				printRecording(stdio, st)
+				report.WriteRecording(stdio.Stdout, st)
 			}
 			return nil
 		},
@@ -211,48 +210,4 @@ func newCaptureStatusCmd(ctx context.Context, stdio IO) *cobra.Command {
 	af.register(cmd.Flags())
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the recordings as JSON to this file (- for standard output)")
 	return cmd
-}
-
-// printRecording prints one recording's state and counters.
-func printRecording(stdio IO, st capturerun.Status) {
-	state := "recording since " + st.Started.UTC().Format(time.RFC3339)
-	if st.State == capturerun.StateFinalized {
-		state = "complete"
-		if !st.Complete {
-			state = "INCOMPLETE: " + string(st.Reason)
-			if st.Error != "" {
-				state += " (" + st.Error + ")"
-			}
-		}
-		state += ", " + string(st.StopReason)
-	}
-	fmt.Fprintf(stdio.Stdout, "recording %s into %s: %s\n", st.ID, st.Out, state)
-	fmt.Fprintf(stdio.Stdout, "  sessions  %d recorded", st.Sessions)
-	if st.State == capturerun.StateFinalized {
-		fmt.Fprintf(stdio.Stdout, " (%d still open at the end, recorded as open)", st.OpenAtEnd)
-	}
-	// Only when some were not: "0 open at the start, not recorded" read
-	// as a contradiction of the resumed line below (issue 57 item 6).
-	if st.NotRecorded > 0 {
-		fmt.Fprintf(stdio.Stdout, "; %d of the sessions open at the start not recorded", st.NotRecorded)
-		for _, why := range slices.Sorted(maps.Keys(st.NotRecordedWhy)) {
-			fmt.Fprintf(stdio.Stdout, " (%s: %d)", why, st.NotRecordedWhy[why])
-		}
-	}
-	fmt.Fprintln(stdio.Stdout)
-	if st.Resumed > 0 || st.Waiting > 0 {
-		fmt.Fprintf(stdio.Stdout, "  resumed   %d sessions open at the start, recorded from the middle with their state (%d from their next idle point", st.Resumed, st.ResumedLate)
-		if st.Waiting > 0 {
-			fmt.Fprintf(stdio.Stdout, ", %d still waiting for it", st.Waiting)
-		}
-		fmt.Fprint(stdio.Stdout, ")")
-		for _, why := range slices.Sorted(maps.Keys(st.SkippedBeforeRecording)) {
-			fmt.Fprintf(stdio.Stdout, "; %d messages skipped before it, %s", st.SkippedBeforeRecording[why], why)
-		}
-		fmt.Fprintln(stdio.Stdout)
-	}
-	fmt.Fprintf(stdio.Stdout, "  records   %d, %s\n", st.Records, humanBytes(st.Bytes))
-	if st.Dropped > 0 {
-		fmt.Fprintf(stdio.Stdout, "  dropped   %d records\n", st.Dropped)
-	}
 }

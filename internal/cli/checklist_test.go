@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
 // TestCheckTargetsInterrupted: Ctrl-C during the targets' checks makes
@@ -21,7 +22,7 @@ func TestCheckTargetsInterrupted(t *testing.T) {
 		rehearse.Control:   "host=127.0.0.1 port=1 user=app dbname=app connect_timeout=5",
 		rehearse.Candidate: "host=127.0.0.1 port=1 user=app dbname=app connect_timeout=5",
 	}
-	need := targetNeeds{template: true, databases: []string{"app"}, logins: []replay.Login{{User: "app", Database: "app"}, {User: "report", Database: "app"}}}
+	need := rehearse.Needs{Template: true, Databases: []string{"app"}, Logins: []replay.Login{{User: "app", Database: "app"}, {User: "report", Database: "app"}}}
 	for _, tc := range []struct {
 		name     string
 		cancel   bool
@@ -40,7 +41,7 @@ func TestCheckTargetsInterrupted(t *testing.T) {
 				cancel()
 			}
 			var stderr bytes.Buffer
-			err := checkTargets(ctx, IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}, need, dsn, nil)
+			err := checkTargets(ctx, IO{Stdout: &bytes.Buffer{}, Stderr: &stderr}, need, dsn, report.LoginHints{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("checkTargets: %v, want %q", err, tc.want)
 			}

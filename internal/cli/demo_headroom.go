@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
-
-// demoHeadroomMaxK is the largest load factor the demo's headroom tries.
-const demoHeadroomMaxK = 8
 
 // demoHeadroom searches the headroom of the demo's control and candidate
 // with production's log, each step from the clusters' data directories
@@ -22,11 +20,11 @@ const demoHeadroomMaxK = 8
 func demoHeadroom(ctx context.Context, stdio IO, say func(string, ...any), f demoFlags, ctl, cand *pgcluster.Cluster, prodLog string, out func(string) string) error {
 	args := []string{"headroom", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--target-log-prefix", demoPrefix, "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
-		"--max-k", strconv.Itoa(demoHeadroomMaxK), "--out", out("steps"),
+		"--target-log-prefix", demo.Prefix, "--speed", strconv.FormatFloat(f.speed, 'g', -1, 64),
+		"--max-k", strconv.Itoa(demo.HeadroomMaxK), "--out", out("steps"),
 		"--json", out("headroom.json"), "--html", out("headroom.html")}
-	if f.capture == demoCaptureLog {
-		args = append(args, "--format", "stderr", "--prefix", demoPrefix)
+	if demo.Capture(f.capture) == demo.CaptureLog {
+		args = append(args, "--format", "stderr", "--prefix", demo.Prefix)
 	}
 	args = append(args, prodLog)
 	say("pgrehearse %s", shellJoin(args))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	capfmt "github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -579,7 +580,7 @@ func TestDemoHotIndex(t *testing.T) {
 	if r.Verdict.Status != "fail" || !strings.Contains(r.Verdict.Line, "dirtied>+50% broken") && !strings.Contains(r.Verdict.Line, "wal>+50% broken") {
 		t.Errorf("verdict %q, want a work rule broken", r.Verdict.Line)
 	}
-	if want := "same plan, more work; cause: index " + demoHotIndex + " stops HOT updates"; !strings.Contains(r.stdout, want) {
+	if want := "same plan, more work; cause: index " + demo.HotIndex + " stops HOT updates"; !strings.Contains(r.stdout, want) {
 		t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
 	}
 	found := false
@@ -599,14 +600,14 @@ func TestDemoHotIndex(t *testing.T) {
 	// control's noise, which confirms the cause.
 	var drop *struct{ name, sql, status string }
 	for _, f := range r.Fixes {
-		if f.Name == "drop-index-"+demoHotIndex {
+		if f.Name == "drop-index-"+demo.HotIndex {
 			drop = &struct{ name, sql, status string }{f.Name, f.SQL, f.Status}
 		}
 	}
-	if drop == nil || drop.sql != `DROP INDEX "public"."`+demoHotIndex+`"` || drop.status != "verified" {
+	if drop == nil || drop.sql != `DROP INDEX "public"."`+demo.HotIndex+`"` || drop.status != "verified" {
 		t.Errorf("the HOT index's fix: %+v (fixes %+v)", drop, r.Fixes)
 	}
-	if want := "drop-index-" + demoHotIndex + ": reverts the change: confirms the cause ("; !strings.Contains(r.stdout, want) {
+	if want := "drop-index-" + demo.HotIndex + ": reverts the change: confirms the cause ("; !strings.Contains(r.stdout, want) {
 		t.Errorf("the summary lacks %q:\n%s", want, r.stdout)
 	}
 	// The change is the candidate's only: no query is slower beyond

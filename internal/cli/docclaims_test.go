@@ -48,7 +48,7 @@ func docFiles(t *testing.T) map[string]string {
 // commandTree is pgrehearse's commands by name, as Run builds them.
 func commandTree() map[string]*cobra.Command {
 	out := map[string]*cobra.Command{}
-	for _, newCmd := range commands {
+	for _, newCmd := range commands() {
 		c := newCmd(context.Background(), IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 		out[c.Name()] = c
 	}

@@ -17,7 +17,7 @@ import (
 // (dsnVar).
 func dsnFlags() map[string][]string {
 	out := map[string][]string{}
-	for _, newCmd := range commands {
+	for _, newCmd := range commands() {
 		c := newCmd(context.Background(), IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Annotations[dsnAnnotation] != nil {
@@ -34,7 +34,7 @@ func dsnFlags() map[string][]string {
 // that forgets is caught here.
 func TestEveryDSNFlagChecked(t *testing.T) {
 	looksDSN := regexp.MustCompile(`(?i)(^|-)dsn$|^target$|^control$|^candidate$`)
-	for _, newCmd := range commands {
+	for _, newCmd := range commands() {
 		c := newCmd(context.Background(), IO{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Value.Type() != "string" {

@@ -6,20 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/redact"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
-
-func init() { commands = append(commands, newEventsCmd) }
 
 func newEventsCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var lf logFlags
@@ -61,94 +56,6 @@ their text, which holds the statement's constants, only with --show-params.
 	return cmd
 }
 
-// jsonEvent is the printed form of an event.
-type jsonEvent struct {
-	Kind        string     `json:"kind"`
-	Time        string     `json:"time"`
-	Session     string     `json:"session"`
-	PID         int32      `json:"pid"`
-	User        string     `json:"user,omitempty"`
-	Database    string     `json:"database,omitempty"`
-	Application string     `json:"application,omitempty"`
-	DurationMS  *float64   `json:"duration_ms,omitempty"`
-	Name        string     `json:"name,omitempty"`
-	Query       string     `json:"query,omitempty"`
-	Params      []*string  `json:"params,omitempty"`
-	NParams     int        `json:"nparams,omitempty"`
-	ParamState  string     `json:"param_state,omitempty"`
-	Failed      bool       `json:"failed,omitempty"`
-	SQLState    string     `json:"sqlstate,omitempty"`
-	Message     string     `json:"message,omitempty"`
-	Plans       []jsonPlan `json:"plans,omitempty"`
-	Line        int64      `json:"line"`
-}
-
-// jsonPlan is a plan the server logged for the event (auto_explain). Its
-// text, whose query text and conditions hold the statement's constants,
-// is shown only with --show-params.
-type jsonPlan struct {
-	Format     string  `json:"format"`
-	Analyzed   bool    `json:"analyzed"`
-	DurationMS float64 `json:"duration_ms"`
-	Text       string  `json:"text,omitempty"`
-}
-
-var paramStates = [...]string{"", "missing", "truncated"}
-
-func toJSONEvent(cache *fingerprint.Cache, ev *event.Event, showParams bool) jsonEvent {
-	j := jsonEvent{
-		Kind: ev.Kind.String(), Time: time.UnixMicro(ev.Time).UTC().Format("2006-01-02T15:04:05.000000Z"),
-		Session: ev.Session, PID: ev.PID, User: ev.User, Database: ev.Database, Application: ev.Application,
-		Name: ev.Name, Query: redacted(cache, ev.Query, showParams), NParams: len(ev.Params), Failed: ev.Failed,
-		SQLState: ev.SQLState, Message: ev.ErrorMessage(), Line: ev.Line,
-	}
-	if !showParams {
-		j.Message = redact.Message(j.Message)
-	}
-	if int(ev.ParamState) < len(paramStates) {
-		j.ParamState = paramStates[ev.ParamState]
-	}
-	if ev.Duration >= 0 {
-		ms := float64(ev.Duration) / 1000
-		j.DurationMS = &ms
-	}
-	for _, p := range ev.Plans() {
-		jp := jsonPlan{Format: p.Format.String(), Analyzed: p.Analyzed, DurationMS: float64(p.Duration) / 1000}
-		if showParams {
-			jp.Text = p.Text
-		}
-		j.Plans = append(j.Plans, jp)
-	}
-	if showParams {
-		for _, p := range ev.TextParams() {
-			if p.Null {
-				j.Params = append(j.Params, nil)
-			} else {
-				v := p.Value
-				j.Params = append(j.Params, &v)
-			}
-		}
-	}
-	return j
-}
-
-// redacted is a query text with its constants replaced by $n, the
-// statements of a string joined with "; ", unless showing is asked for.
-func redacted(cache *fingerprint.Cache, query string, show bool) string {
-	if show || query == "" {
-		return query
-	}
-	items := cache.Get(query)
-	if len(items) == 1 {
-		return items[0].Query
-	}
-	parts := make([]string, len(items))
-	for i, it := range items {
-		parts[i] = it.Query
-	}
-	return strings.Join(parts, "; ")
-}
-
 func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count, showParams bool, maxSkipped float64, start, end int64) error {
 	// Every event the reader finds, pgrehearse's own sessions' too: no
 	// selection but the time window, if one is given. Past its end,
@@ -157,7 +64,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count
 	// only up to there.
 	var sel *source.Selection
 	if start != 0 || end != 0 {
-		sel = &source.Selection{Start: start, End: end, KeepOwn: true, StopAfter: replay.DefaultLookahead.Microseconds()}
+		sel = &source.Selection{Start: start, End: end, KeepOwn: true, StopAfter: replayrun.DefaultLookahead.Microseconds()}
 	}
 	set, err := openLogs(stdio, paths, lf, 1, sel)
 	var oe *source.OpenError
@@ -194,7 +101,7 @@ func runEvents(ctx context.Context, stdio IO, paths []string, lf logFlags, count
 			}
 			kinds[ev.Kind]++
 			if !count {
-				if err := enc.Encode(toJSONEvent(cache, ev, showParams)); err != nil {
+				if err := enc.Encode(report.EventJSON(cache, ev, showParams)); err != nil {
 					return err
 				}
 			}

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,8 +18,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
-
-func init() { commands = append(commands, newFindingsCmd) }
 
 type findingsFlags struct {
 	dsn        string
@@ -103,7 +98,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 	}
 	var err error
 	if len(args) == 1 {
-		in.Result, err = readResult(args[0])
+		in.Result, err = results.ReadIfResult(args[0])
 		if err != nil {
 			return err
 		}
@@ -114,7 +109,7 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		}
 	}
 	if f.baseline != "" {
-		if in.Baseline, err = readResult(f.baseline); err != nil {
+		if in.Baseline, err = results.ReadIfResult(f.baseline); err != nil {
 			return err
 		}
 		if in.Baseline == nil {
@@ -150,37 +145,6 @@ func runFindings(ctx context.Context, stdio IO, f findingsFlags, args []string) 
 		}
 	}
 	return nil
-}
-
-// readResult reads an analysis or replay JSON, or returns nil when path is
-// not one (a log, jsonlog included: many objects, none with a kind; a
-// capture).
-func readResult(path string) (*results.Result, error) {
-	if path == "-" {
-		return nil, nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("file %s does not exist", path)
-		}
-		return nil, err
-	}
-	// A directory is a capture (one named *.json too): read as a source.
-	if fi.IsDir() || !strings.HasSuffix(path, ".json") || fi.Size() > 1<<30 {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var probe struct {
-		Kind string `json:"kind"`
-	}
-	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &probe) == nil && probe.Kind != "" {
-		return results.Decode(data, path)
-	}
-	return nil, nil
 }
 
 // analyzeLogs analyzes logs as the analyze command does, observing their

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,18 +20,13 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
-
-func init() { commands = append(commands, newHeadroomCmd) }
 
 type headroomFlags struct {
 	replayFlags
@@ -169,7 +163,7 @@ whole run (docs/headroom-json.md).
 	fl := cmd.Flags()
 	dsnVar(fl, &f.control, "control", "connection string or URI of the control target (or the one target)")
 	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target, searched the same way, in alternation")
-	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob), read after each step for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob), read after each step for server-side durations; the target needs "+replayrun.TargetLogSettings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log, as --control-log")
 	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each step: template, none or datadir")
 	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each step (see rehearse --help)")
@@ -183,7 +177,7 @@ whole run (docs/headroom-json.md).
 	fl.IntVar(&f.boundaryRounds, "boundary-rounds", headroom.DefaultBoundaryRounds, "rounds at each end of the final interval")
 	fl.Float64Var(&f.require, "require", 0, "exit 3 when a target's estimate is below this load factor (0: never); judged on the searches without the tries")
 	addHeadroomMoreFlags(fl, &f)
-	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Object)
+	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncObject)
 	return cmd
 }
 
@@ -267,11 +261,8 @@ type headroomRun struct {
 	runID string
 	// paths are the logs as given, for the shard processes.
 	paths []string
-	// shardMode says where a step's shards run (shardsProcesses or
-	// shardsInProcess); shardBin and shardEnv start their processes.
-	shardMode string
-	shardBin  string
-	shardEnv  []string
+	// shards replays a step split in shards (--shards N, N > 1).
+	shards *replayrun.ShardReplay
 }
 
 func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven bool, paths []string) error {
@@ -305,8 +296,8 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		}
 	}
 	if f.shards > 1 {
-		if err := checkCoord(ctx, f.coordDSN); err != nil {
-			return err
+		if err := replayrun.CheckCoord(ctx, f.coordDSN); err != nil {
+			return fmt.Errorf("--coord-dsn: the shards' coordination database cannot be reached: %w; nothing was done", err)
 		}
 	}
 	h := &headroomRun{stdio: stdio, f: f, shown: &sidesShown{}, paths: paths}
@@ -329,7 +320,7 @@ func runHeadroomCmd(ctx context.Context, stdio IO, f headroomFlags, resetGiven b
 		Targets: targets, SLO: slo, By: headroom.By(f.by), Speed: f.speed, DatabaseMap: cfg.Replay.DatabaseMap,
 		Search: headroom.Search{MaxK: f.maxK, BaseRounds: f.baseRounds, BoundaryRounds: f.boundaryRounds},
 		Budget: f.budget, Span: span, Cores: runtime.GOMAXPROCS(0), Dir: f.out, Shards: f.shards,
-		Replay: h.step, Progress: headroomProgress(stdio.Stderr), Tries: headroomTries(tries), Databases: dbs,
+		Replay: h.step, Progress: func(p headroom.Progress) { report.WriteHeadroomProgress(stdio.Stderr, p) }, Tries: headroomTries(tries), Databases: dbs,
 		ServerCPU: func(ctx context.Context, dsn string) (func() (float64, error), error) {
 			s, err := sweep.LocalServerCPU(ctx, dsn)
 			if err != nil {
@@ -385,27 +376,21 @@ func warnOnce(stderr io.Writer) func(string) {
 	}
 }
 
-// setShards sets up --shards' steps: the shards as processes of this
-// binary when it is found, else inside this process. It returns what the
+// setShards sets up --shards' steps (shardReplay). It returns what the
 // opening line says of them.
 func (h *headroomRun) setShards() string {
-	f := h.f
-	var shards string
 	h.runID = fmt.Sprintf("headroom-%d-%d", os.Getpid(), time.Now().UnixNano())
-	bin, env, err := shardBinary()
-	if err != nil {
-		h.shardMode = shardsInProcess
-		shards = fmt.Sprintf("; every step in %d shards at once inside this process (this pgrehearse's binary was not found to start them as processes: %v), meeting in the coordination database", f.shards, err)
-	} else {
-		h.shardMode, h.shardBin, h.shardEnv = shardsProcesses, bin, env
+	var shards string
+	h.shards, shards = h.shardReplay()
+	h.cfg.ShardsRun = replayrun.ShardsInProcess
+	if h.shards.Procs != nil {
 		// The shard processes share this machine's CPUs, whatever
 		// this process's GOMAXPROCS: the replayer's CPU, theirs
 		// added up, is judged against them (and against the
 		// shards' own cores, added up, when fewer).
 		h.cfg.Cores = runtime.NumCPU()
-		shards = fmt.Sprintf("; every step in %d shards at once, each a process (%s replay --shard K/%d), meeting in the coordination database", f.shards, bin, f.shards)
+		h.cfg.ShardsRun = replayrun.ShardsProcesses
 	}
-	h.cfg.ShardsRun = h.shardMode
 	return shards
 }
 
@@ -414,10 +399,7 @@ func (h *headroomRun) setShards() string {
 // when partial, ExitRegression when a side holds less than --require.
 func (h *headroomRun) outcome(out *headroom.Outcome, runErr error) error {
 	f, stdio := h.f, h.stdio
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	if err := report.WriteHeadroom(summaryOut, out); err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
@@ -496,16 +478,10 @@ func (h *headroomRun) scan(ctx context.Context) (time.Duration, []string, error)
 	if err != nil {
 		return 0, nil, replayRunError(h.stdio, err, start, newLoginHints(h.f.replayFlags))
 	}
-	var dbs []string
-	for _, l := range sc.Logins {
-		if !slices.Contains(dbs, l.Database) {
-			dbs = append(dbs, l.Database)
-		}
-	}
+	dbs := sc.Databases()
 	if len(dbs) == 0 {
 		return 0, nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
-	slices.Sort(dbs)
 	h.first, h.span = sc.First, sc.Span
 	return replayrun.Load{K: 1, Speed: h.f.speed}.Duration(sc.Span), dbs, nil
 }
@@ -526,9 +502,7 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 		if dsn == "" {
 			continue
 		}
-		t := headroom.Target{Side: side, DSN: dsn, Logs: logs}
-		switch mode {
-		case reset.ModeTemplate:
+		if mode == reset.ModeTemplate {
 			ok, err := reset.CanCreateDatabases(ctx, dsn)
 			if err != nil {
 				return nil, fmt.Errorf("the %s target: %w", side, err)
@@ -537,15 +511,9 @@ func (h *headroomRun) targets(ctx context.Context, dbs []string, clusters map[he
 				return nil, fmt.Errorf("the %s target: --reset template needs a login that may create databases (CREATEDB); "+
 					"give one, or reset with your own command (--reset-cmd), or --reset none for a read-only workload", side)
 			}
-			t.Reset = &reset.Template{DSN: dsn, Databases: dbs}
-		case reset.ModeCommand:
-			t.Reset = &reset.Command{Command: f.resetCmd, DSN: dsn, Name: string(side), Output: h.stdio.Stderr}
-		case reset.ModeDataDir:
-			t.Reset = &reset.DataDir{Cluster: clusters[side]}
-		default:
-			t.Reset = reset.None{}
 		}
-		out = append(out, t)
+		out = append(out, headroom.Target{Side: side, DSN: dsn, Logs: logs, Reset: reset.For(mode, reset.Target{
+			DSN: dsn, Databases: dbs, Command: f.resetCmd, Name: string(side), Output: h.stdio.Stderr, Cluster: clusters[side]})})
 	}
 	return out, nil
 }
@@ -578,7 +546,7 @@ func (s *sidesShown) set(side headroom.Side) {
 // target (statements lost, connections refused, a degraded replay) is the
 // step's result, which its verdict judges. The replays that make the
 // step's load are its load level's (replayrun.Load.Rounds): one, or a
-// fold's slices apart when split in shards (foldSlices).
+// fold's slices apart when split in shards (Load.ReplaySlices).
 func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target headroom.Target) (*results.Result, error) {
 	load := h.load(st)
 	rs := load.Rounds(replayrun.Round{Target: target.DSN, DatabaseMap: st.DatabaseMap, TargetLogs: st.Logs,
@@ -586,44 +554,12 @@ func (h *headroomRun) step(ctx context.Context, st headroom.StepRun, target head
 	if len(rs) == 1 {
 		return h.replayOnce(ctx, st, rs[0])
 	}
-	return h.foldSlices(ctx, st, load, rs)
+	return load.ReplaySlices(ctx, rs, func(ctx context.Context, r replayrun.Round) (*results.Result, error) { return h.replayOnce(ctx, st, r) })
 }
 
 // load is step st's load level, as the flags make it.
 func (h *headroomRun) load(st headroom.StepRun) replayrun.Load {
 	return replayrun.Load{By: h.cfg.By, K: st.K, Speed: h.cfg.Speed, Shards: h.cfg.Shards}
-}
-
-// foldSlices replays the slices of a fold split in shards, k at once,
-// and merges their results into the step's (replayrun.Load.MergeSlices).
-func (h *headroomRun) foldSlices(ctx context.Context, st headroom.StepRun, load replayrun.Load, rs []replayrun.Round) (*results.Result, error) {
-	type done struct {
-		res *results.Result
-		err error
-	}
-	ch := make(chan done, len(rs))
-	for _, r := range rs {
-		go func() {
-			res, err := h.replayOnce(ctx, st, r)
-			ch <- done{res, err}
-		}()
-	}
-	var parts []*results.Result
-	var errs []error
-	for range rs {
-		d := <-ch
-		if d.err != nil {
-			errs = append(errs, d.err)
-		}
-		if d.res != nil {
-			parts = append(parts, d.res)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	part := *rs[0].Part
-	return load.MergeSlices(parts, &part)
 }
 
 // replayOnce replays round r (the log, or the part its window selects)
@@ -646,7 +582,7 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, r rep
 	} else if !h.shown.has(st.Side) {
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
 			h.shown.set(st.Side)
-			writePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
+			report.WritePreflight(h.stdio.Stderr, pf, start, newLoginHints(h.f.replayFlags))
 		}
 	} else {
 		// Checked once per target.
@@ -654,7 +590,7 @@ func (h *headroomRun) replayOnce(ctx context.Context, st headroom.StepRun, r rep
 	}
 	if sel.Start == 0 {
 		var stopLine func()
-		cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
+		cfg.OnStart = func(rp *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(h.stdio.Stderr, rp, set) }
 		cfg.OnEnd = func() {
 			if stopLine != nil {
 				stopLine()
@@ -676,48 +612,4 @@ func (h *headroomRun) runReplay(ctx context.Context, st headroom.StepRun, cfg re
 		return nil, err
 	}
 	return o.Result, err
-}
-
-// headroomProgress prints a line when each step ends (and when a reset
-// starts, for a long one), with the estimate of the time left.
-func headroomProgress(w io.Writer) func(headroom.Progress) {
-	return func(p headroom.Progress) {
-		st := p.Step
-		side := string(st.Side)
-		if st.Try != "" {
-			side += " with " + st.Try
-		}
-		left := "time left unknown"
-		if p.RemainingKnown {
-			left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
-		}
-		switch p.Phase {
-		case headroom.PhaseReplay:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
-				time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-		case headroom.PhaseDone:
-			fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, stepSummary(p.Done),
-				p.Elapsed.Round(time.Second), left)
-		}
-	}
-}
-
-func stepSummary(s *headroom.Step) string {
-	m := s.Measurement
-	if m == nil {
-		return string(s.Status)
-	}
-	base := fmt.Sprintf("%.0f statements/s, errors %.2f%%, lag p99 %.1f ms", m.StatementsPerS, m.ErrorRate, m.LagP99MS)
-	v := s.Verdict
-	if v == nil {
-		return "baseline, " + base
-	}
-	word := "held"
-	if !v.Held {
-		word = "BROKE"
-	}
-	if v.Bound != judge.BoundTarget {
-		word += " (bound by " + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
-	}
-	return fmt.Sprintf("%s at %.2fx achieved, %s", word, v.AchievedK, base)
 }

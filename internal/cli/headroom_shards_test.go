@@ -110,8 +110,8 @@ func TestHeadroomShards(t *testing.T) {
 	checkGone(t, pids)
 	out := readJSON[headroom.Outcome](t, jsonPath)
 	so := out.Side(headroom.Control)
-	if out.Shards != 2 || out.ShardsRun != shardsProcesses {
-		t.Errorf("the outcome says %d shards run as %q, want 2 as %q", out.Shards, out.ShardsRun, shardsProcesses)
+	if out.Shards != 2 || out.ShardsRun != replayrun.ShardsProcesses {
+		t.Errorf("the outcome says %d shards run as %q, want 2 as %q", out.Shards, out.ShardsRun, replayrun.ShardsProcesses)
 	}
 	if so == nil || so.Answer == nil || so.Baseline == nil || len(so.Steps) < 3 {
 		t.Fatalf("side %+v", so)
@@ -400,8 +400,8 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 		t.Errorf("shard processes %v started", pids)
 	}
 	out := readJSON[headroom.Outcome](t, jsonPath)
-	if out.ShardsRun != shardsInProcess {
-		t.Errorf("shards_run %q, want %q", out.ShardsRun, shardsInProcess)
+	if out.ShardsRun != replayrun.ShardsInProcess {
+		t.Errorf("shards_run %q, want %q", out.ShardsRun, replayrun.ShardsInProcess)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -113,18 +114,18 @@ func headroomOK(t *testing.T, args ...string) (stdout, stderr string) {
 func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
 	t.Helper()
 	ctx := context.Background()
-	prodSettings, _ := demoSettings("none")
+	prodSettings, _ := demo.Settings(demo.NoChange)
 	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: prodSettings})
 	if err := workload.SetupShop(ctx, prod); err != nil {
 		t.Fatal(err)
 	}
-	if err := enableStatementLog(ctx, prod); err != nil {
+	if err := demo.EnableStatementLog(ctx, prod); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workload.RunShop(ctx, prod, d, rate); err != nil {
 		t.Fatal(err)
 	}
-	log, err := stoppedLog(prod)
+	log, err := demo.StoppedLog(prod)
 	if err != nil {
 		t.Fatal(err)
 	}

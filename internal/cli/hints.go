@@ -4,9 +4,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-// The reporting layer names no flag: where a summary or a page tells the
-// reader how to get what a result lacks, it takes the words from these,
-// each in the terms of the command that prints it.
+// Where a summary or a page tells the reader how to get what a result
+// lacks, the reporting layer takes the words from these, each in the
+// terms of the command that prints it (its pre-flight and failure texts,
+// one command's each, name their flags themselves).
 var (
 	// findingsHints serve analyze and findings, which share the flags
 	// that give the findings their server.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -114,37 +115,7 @@ func reportLogWarnings(stdio IO, ws []source.Warning) {
 
 // nothingError fails a run whose logs yielded nothing to measure (exit 4).
 func nothingError(n *source.Nothing) error {
-	return &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: " + nothingText(n))}
-}
-
-// nothingText says why nothing was measured, and what to do, in the
-// words of the commands that read logs.
-func nothingText(n *source.Nothing) string {
-	what := n.What()
-	if n.Reason == source.NothingUnreadable {
-		what += " (--max-skipped)"
-	}
-	msg := what + n.Skipped()
-	switch n.Reason {
-	case source.NothingEmpty, source.NothingAllRepeated:
-		return msg
-	case source.NothingOutsideWindow:
-		return msg + "; choose --start and --end within the logs' times"
-	case source.NothingTimeless:
-		return msg + "; --start and --end cannot select lines without a time: leave them out, or capture the log with %m in log_line_prefix"
-	case source.NothingFiltered:
-		return msg + "; no session has the --database, --user or --application values given"
-	case source.NothingOwn, source.NothingOtherShards:
-		return msg + n.Remedy()
-	}
-	switch {
-	case n.TopIs(logread.SkipNoPrefix):
-		return msg + "; give the server's log_line_prefix with --prefix (SHOW log_line_prefix), or check --format"
-	case n.TopIs(logread.SkipMalformed):
-		return msg + "; check --format: the records do not parse as the format given or detected"
-	}
-	// The other remedies are the server's settings, which name no flag.
-	return msg + n.Remedy()
+	return &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: " + report.NothingText(n))}
 }
 
 // cutError fails a run whose input broke off (a truncated compressed

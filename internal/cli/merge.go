@@ -12,8 +12,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-func init() { commands = append(commands, newMergeCmd) }
-
 func newMergeCmd(ctx context.Context, stdio IO) *cobra.Command {
 	var jsonPath string
 	cmd := &cobra.Command{

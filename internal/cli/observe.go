@@ -16,8 +16,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-func init() { commands = append(commands, newObserveCmd) }
-
 // observeFlags are the flags of server-side observation, shared by replay
 // and observe.
 type observeFlags struct {
@@ -46,41 +44,6 @@ func (f observeFlags) options() (observe.Options, error) {
 		return observe.Options{}, usageError("--sample-interval must be at least 10ms, got %s", f.sampleInterval)
 	}
 	return observe.Options{Interval: f.interval, SampleInterval: f.sampleInterval}, nil
-}
-
-// startObserve starts observing target for a replay. Observation is on
-// by default when the target allows it: a target that cannot be observed
-// (no rights, connections refused) gets a warning on standard error and
-// the replay goes on without evidence. The returned stop ends the
-// observation and returns the evidence, nil when there was none; its error
-// (already reported on standard error) means the evidence has gaps. It
-// fails only on bad flags. An empty target (a dry run) is not observed.
-func startObserve(ctx context.Context, stdio IO, target string, f observeFlags) (stop func() (*observe.Evidence, error), err error) {
-	none := func() (*observe.Evidence, error) { return nil, nil }
-	if !f.enabled || target == "" {
-		return none, nil
-	}
-	opts, err := f.options()
-	if err != nil {
-		return nil, err
-	}
-	start, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	o, err := observe.Start(start, target, opts)
-	if err != nil {
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: warning: the target cannot be observed, no server-side evidence: %v\n", err)
-		return none, nil
-	}
-	for _, w := range o.StartWarnings() {
-		fmt.Fprintf(stdio.Stderr, "pgrehearse: observe: %s\n", w)
-	}
-	return func() (*observe.Evidence, error) {
-		ev, err := o.Stop()
-		if err != nil {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: warning: %v\n", err)
-		}
-		return ev, err
-	}, nil
 }
 
 // observationOutput is what observe --json writes.
@@ -160,10 +123,7 @@ func runObserve(ctx context.Context, stdio IO, f observeCmdFlags) error {
 	if err := checkOutputs("--json", f.jsonPath, "--html", f.htmlPath); err != nil {
 		return err
 	}
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" || f.htmlPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath, f.htmlPath)
 	start, cancel := context.WithTimeout(ctx, 30*time.Second)
 	o, err := observe.Start(start, f.target, opts)
 	cancel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
 )
@@ -49,4 +50,14 @@ func writeOutput(stdout io.Writer, path string, render func(io.Writer) error) er
 	}
 	_, err := stdout.Write(buf.Bytes())
 	return err
+}
+
+// summaryWriter is where a command's summary goes: standard error when one
+// of paths is standard output ("-"), which then carries that file alone
+// (JSON that must stay parseable).
+func summaryWriter(stdio IO, paths ...string) io.Writer {
+	if slices.Contains(paths, "-") {
+		return stdio.Stderr
+	}
+	return stdio.Stdout
 }

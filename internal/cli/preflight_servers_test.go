@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
+	"github.com/pgrehearse/pgrehearse/internal/report/rehearsal"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -144,7 +145,7 @@ func TestRoundsBehind(t *testing.T) {
 		{Seq: 2, Side: rehearse.Candidate, N: 1, Status: rehearse.StatusDone},
 	}, Control: []*results.Result{paced}, Candidate: []*results.Result{unpaced}}
 	var b strings.Builder
-	writeRounds(&b, out, nil)
+	rehearsal.WriteRounds(&b, out, nil)
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) < 4 || !strings.Contains(lines[1], "lag p99  behind s") {
 		t.Fatalf("no behind column:\n%s", b.String())

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,17 +19,13 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
+	"github.com/pgrehearse/pgrehearse/internal/report/rehearsal"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
-
-func init() { commands = append(commands, newRehearseCmd) }
 
 type rehearseFlags struct {
 	// replayFlags hold the options every round's replay shares; their
@@ -255,7 +250,7 @@ logs, whose values are used, never run and not kept.
 func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	dsnVar(fl, &f.control, "control", "connection string or URI of the control target: production's setup as it is today")
 	dsnVar(fl, &f.candidate, "candidate", "connection string or URI of the candidate target: the same with the change")
-	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.controlLogs, "control-log", nil, "the control's own server log (path or glob, repeatable), read after each round for server-side durations; the target needs "+replayrun.TargetLogSettings)
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
 	fl.IntVar(&f.maxRounds, "max-rounds", 0, "with --fail-on, add rounds, one a side at a time, while a query's interval holds both a ratio under a rule's threshold and one beyond it, up to `N` rounds a side (0: 8, or --rounds when more); where they end undecided, exit 7")
@@ -283,7 +278,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	addPlanOptionFlags(fl, &f.plans)
 	// The rounds give the target the load the application gave: only
 	// what would otherwise fail waits (issue 58).
-	addReplayOptionFlags(fl, &f.replayFlags, syncdep.Load)
+	addReplayOptionFlags(fl, &f.replayFlags, replayrun.SyncLoad)
 }
 
 // rehearseRun is a rehearsal as the command sets it up.
@@ -338,7 +333,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	r.decideRounds(rules)
 
 	fmt.Fprintf(stdio.Stderr, "rehearse: %d rounds per side, in the order %s; each round's result goes to %s\n",
-		r.cfg.Rounds, orderText(rehearse.Order(r.cfg.Rounds)), f.out)
+		r.cfg.Rounds, rehearsal.OrderText(rehearse.Order(r.cfg.Rounds)), f.out)
 	out, runErr := rehearse.Run(ctx, r.cfg)
 	if out == nil {
 		return runErr
@@ -361,16 +356,13 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	}()
 	// What ran is shown whatever stopped the rehearsal: the rounds, then
 	// the comparison of those finished.
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	// The rounds are details: the verdict comes first (writeVerdictFirst).
 	var details bytes.Buffer
 	// A candidate throttled by the replay itself is said with the
 	// verdict, which details follow.
-	writeThrottled(&details, out)
-	writeRounds(&details, out, r.notes)
+	rehearsal.WriteThrottled(&details, out)
+	rehearsal.WriteRounds(&details, out, r.notes)
 	v, cmpErr := r.compare(ctx, summaryOut, &details, out, rules)
 	switch {
 	case runErr != nil:
@@ -388,7 +380,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 		return &exitError{code: ExitRegression, err: errors.New("a --fail-on rule is broken")}
 	case v.Undecided():
 		return &exitError{code: ExitUndecided, err: fmt.Errorf("UNDECIDED: a query may break a --fail-on rule, and %d rounds a side could not tell (%s)",
-			len(out.Control), budgetText(out.BudgetEnded))}
+			len(out.Control), rehearsal.BudgetText(out.BudgetEnded))}
 	case v.LatencyNotJudged():
 		return errLatencyNotJudged
 	}
@@ -426,17 +418,6 @@ func maxRounds(f rehearseFlags) int {
 
 // DefaultMaxRounds is --max-rounds' default.
 const DefaultMaxRounds = 8
-
-// budgetText says what ended a rehearsal's added rounds.
-func budgetText(b rehearse.Budget) string {
-	switch b {
-	case rehearse.BudgetTime:
-		return "the time limit, --max-time, ended the rounds"
-	case rehearse.BudgetRounds:
-		return "--max-rounds reached"
-	}
-	return "no round added"
-}
 
 // rehearseChecks checks the flags against each other and parses
 // --fail-on.
@@ -554,20 +535,20 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	}
 	var sc *replayrun.Scanned
 	var dbs []string
-	var logins []replay.Login
+	var logins []replayrun.Login
 	if mode == reset.ModeTemplate {
 		var err error
 		if sc, err = r.scan(ctx); err != nil {
 			return nil, err
 		}
-		dbs, logins = scannedDatabases(sc), sc.Logins
+		dbs, logins = sc.Databases(), sc.Logins
 	} else if !cfg.SkipPreflight && !cfg.IgnoreConnectionLimit {
 		sc = r.scanPeak(ctx)
 	}
 	if !cfg.SkipPreflight {
-		need := targetNeeds{template: mode == reset.ModeTemplate, databases: dbs, observe: cfg.Observe != nil,
-			logins: logins, replay: cfg, hints: newLoginHints(f.replayFlags), peak: sc, servers: servers}
-		if err := checkTargets(ctx, stdio, need, dsn, logs); err != nil {
+		need := rehearse.Needs{Template: mode == reset.ModeTemplate, Databases: dbs, Observe: cfg.Observe != nil,
+			Logins: logins, Replay: cfg, Peak: sc, Servers: servers, Logs: logs}
+		if err := checkTargets(ctx, stdio, need, dsn, newLoginHints(f.replayFlags)); err != nil {
 			return nil, err
 		}
 		if sc == nil && cfg.StartCheck == replayrun.StartCheckRequire {
@@ -590,19 +571,10 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	r.replay.IgnoreConnectionLimit = true
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
-		switch mode {
-		case reset.ModeTemplate:
-			t.Reset = &reset.Template{DSN: t.DSN, Databases: dbs}
-		case reset.ModeCommand:
-			t.Reset = &reset.Command{Command: f.resetCmd, DSN: t.DSN, Name: string(side), Output: stdio.Stderr}
-		case reset.ModeDataDir:
-			t.Reset = &reset.DataDir{Cluster: attached[side]}
-		default:
-			t.Reset = reset.None{}
-		}
+		t.Reset = reset.For(mode, reset.Target{DSN: t.DSN, Databases: dbs, Command: f.resetCmd, Name: string(side), Output: stdio.Stderr, Cluster: attached[side]})
 	}
 	r.cfg.Rounds, r.cfg.Dir, r.cfg.DatabaseMap = f.rounds, f.out, cfg.Replay.DatabaseMap
-	r.cfg.Progress = rehearseProgress(stdio.Stderr)
+	r.cfg.Progress = func(p rehearse.Progress) { rehearsal.WriteProgress(stdio.Stderr, p) }
 	r.cfg.Replay = r.round
 	// The plans and the findings read the state the replay left: the
 	// tables the log creates exist only there.
@@ -623,7 +595,7 @@ func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 	if err != nil {
 		return nil, replayRunError(r.stdio, err, start, newLoginHints(r.f.replayFlags))
 	}
-	dbs := scannedDatabases(sc)
+	dbs := sc.Databases()
 	if len(dbs) == 0 {
 		return nil, &exitError{code: ExitNoInput, err: errors.New("NOTHING MEASURED: the logs (as selected) hold no session that runs a statement")}
 	}
@@ -633,18 +605,6 @@ func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
 		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
 	return sc, nil
-}
-
-// scannedDatabases are the databases the logins of sc use, sorted.
-func scannedDatabases(sc *replayrun.Scanned) []string {
-	var dbs []string
-	for _, l := range sc.Logins {
-		if !slices.Contains(dbs, l.Database) {
-			dbs = append(dbs, l.Database)
-		}
-	}
-	slices.Sort(dbs)
-	return dbs
 }
 
 func quoteAll(ss []string) []string {
@@ -668,7 +628,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	if round.N == 1 {
 		// Each target's logins are shown once.
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
-			writePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
+			report.WritePreflight(r.stdio.Stderr, pf, start, newLoginHints(r.f.replayFlags))
 		}
 	} else {
 		// The reset returns the target to what the first round's
@@ -676,14 +636,14 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 		cfg.StartCheck = replayrun.StartCheckSkip
 	}
 	var stopLine func()
-	cfg.OnStart = func(rp *replay.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
+	cfg.OnStart = func(rp *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(r.stdio.Stderr, rp, set) }
 	cfg.OnEnd = func() {
 		if stopLine != nil {
 			stopLine()
 		}
 	}
 	h := newLoginHints(r.f.replayFlags)
-	h.targetLog = "--" + string(round.Side) + "-log"
+	h.TargetLog = "--" + string(round.Side) + "-log"
 	// What stops the rehearsal is what would fail the replay command,
 	// except what the comparison judges between the two sides: the
 	// error rate and a divergence.
@@ -697,7 +657,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	if err != nil || (o.Has(replayrun.ReasonInterrupted) && ctx.Err() != nil) {
 		return o.Result, err
 	}
-	if n := onlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
+	if n := report.OnlyOnTargetNote(o.Result.Outcomes, o.Has(replayrun.ReasonDiverged)); n != "" {
 		r.notes[round.Seq] = append(r.notes[round.Seq], n)
 	}
 	if n := report.ReadAheadHeld(o.Result.Reader); n != "" {
@@ -713,7 +673,7 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 // above 1x), with the side's own option for its target log. An
 // interrupted replay returns its partial result and no error. o is nil
 // only when the replay did not run.
-func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side results.Side, overloaded bool, start time.Time, h loginHints) (*replayrun.Outcome, error) {
+func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side results.Side, overloaded bool, start time.Time, h report.LoginHints) (*replayrun.Outcome, error) {
 	o, stop, err := replayrun.RunRound(ctx, cfg, overloaded)
 	if err != nil {
 		return nil, replayRunError(stdio, err, start, h)
@@ -723,213 +683,6 @@ func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side resul
 		return o, fmt.Errorf("--%s-log: %w", side, o.TargetLogErr)
 	}
 	return o, replayExit(stop, 100, h)
-}
-
-// onlyOnTargetNote says how many of a round's failures succeeded in the
-// original, by their cause's SQLSTATE, as its file counts them
-// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
-// round's failed column failed in the original too. Errors of ordering
-// are said to be when they made the round diverge. Empty when none.
-func onlyOnTargetNote(o results.Outcomes, diverged bool) string {
-	if o.FailedOnlyOnTarget == 0 {
-		return ""
-	}
-	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
-	by := make([]string, 0, len(codes))
-	for _, c := range codes {
-		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
-	}
-	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
-	if len(by) > 0 {
-		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
-	}
-	if diverged {
-		s += ", some with errors of ordering (see docs/sync.md)"
-	}
-	return s
-}
-
-// rehearseProgress prints a line on w when each round starts and ends,
-// with the estimate of the time left.
-func rehearseProgress(w io.Writer) func(rehearse.Progress) {
-	return func(p rehearse.Progress) {
-		rd := p.Round
-		left := "time left unknown until a round has finished"
-		if p.RemainingKnown {
-			left = fmt.Sprintf("about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
-		}
-		switch p.Phase {
-		case rehearse.PhaseReset:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
-		case rehearse.PhaseReplay:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
-				time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-		case rehearse.PhaseDone:
-			fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
-				p.Elapsed.Round(time.Second), left)
-		}
-	}
-}
-
-func orderText(order []rehearse.Side) string {
-	s := make([]string, len(order))
-	for i, side := range order {
-		s[i] = string(side)
-	}
-	return strings.Join(s, ", ")
-}
-
-// writeRounds lists the rounds: how each ended, what its replay did, and
-// what the rehearsal's resets took.
-func writeRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	added := ""
-	if out.Added > 0 {
-		// Rounds until decided: the rounds asked, then those added.
-		added = fmt.Sprintf(" and %d added while a query was undecided on a --fail-on rule", out.Added)
-	}
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, added, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
-	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
-	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
-	done := map[rehearse.Side]int{}
-	for _, rec := range out.Records {
-		line := fmt.Sprintf("  %-5d %-14s %-11s %9.1f %9.1f", rec.Seq, fmt.Sprintf("%s %d", rec.Side, rec.N), rec.Status, rec.ReplaySeconds, rec.Reset.Seconds+rec.ReleaseSeconds)
-		if rec.Status == rehearse.StatusDone && done[rec.Side] < len(results[rec.Side]) {
-			res := results[rec.Side][done[rec.Side]]
-			done[rec.Side]++
-			line += fmt.Sprintf(" %7s %11d %8d %10s %9s %s", stretchText(rehearse.Stretch(res)), res.Statements.Executed+res.Statements.Failed, res.Statements.Failed, lagText(res), behindText(res), syncText(res))
-		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-		if rec.Error != "" {
-			fmt.Fprintf(w, "        %s\n", firstLine(rec.Error))
-		}
-		for _, n := range notes[rec.Seq] {
-			fmt.Fprintf(w, "        note: %s\n", n)
-		}
-	}
-	// The parts, so that the total is checked against the column.
-	sec := func(s float64) time.Duration {
-		return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond)
-	}
-	fmt.Fprintf(w, "  the resets took %v of %v (%s): preparing %v, the resets column %v, releasing %v, closing %v\n", out.ResetOverhead().Round(100*time.Millisecond),
-		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out),
-		sec(out.PrepareSeconds), sec(out.ResetSeconds), sec(out.ReleaseSeconds), sec(out.CloseSeconds))
-	writeLoadGiven(w, out.Throttle)
-	if out.Drifted {
-		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
-	}
-	if out.Stopped != "" {
-		fmt.Fprintf(w, "  STOPPED: %s\n", out.Stopped)
-	}
-	fmt.Fprintln(w)
-}
-
-func resetShare(out *rehearse.Outcome) string {
-	total := out.EndedAt.Sub(out.StartedAt)
-	if total <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*out.ResetOverhead().Seconds()/total.Seconds())
-}
-
-func lagText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Lag == nil || res.Replay.Lag.Count == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f ms", res.Replay.Lag.P99)
-}
-
-// behindText is how far behind its schedule a round finished (the lag
-// leaves out what sync waits and late sessions add up to), "-" without a
-// schedule.
-func behindText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Finish == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", res.Replay.Finish.BehindSeconds)
-}
-
-func syncText(res *results.Result) string {
-	if res.Replay == nil || res.Replay.Sync == nil {
-		return "-"
-	}
-	s := res.Replay.Sync
-	if s.Mode == results.SyncOff {
-		return "off"
-	}
-	var waited float64
-	if res.SyncWait != nil {
-		waited = res.SyncWait.TotalMS / 1000
-	}
-	return fmt.Sprintf("%d/%d, %.1f s", s.Waited, s.Timeouts, waited)
-}
-
-// syncModeText says how the rounds synchronized their sessions, for the
-// rounds' heading; empty when no round said.
-func syncModeText(m results.SyncMode) string {
-	switch m {
-	case "":
-		return ""
-	case results.SyncLoad:
-		return ", sessions synchronized for load (--sync load: only writes and locks waited for the commits they depended on; reads, only for changes of the schema)"
-	case results.SyncOff:
-		return ", sessions not synchronized (--sync off)"
-	}
-	return fmt.Sprintf(", sessions synchronized by %s (--sync %s: statements waited for the commits they saw in the log, reads too; exact answers, not the application's load)", m, m)
-}
-
-// stretchText is a round's stretch (rehearse.Stretch): "-" when not
-// known.
-func stretchText(x float64) string {
-	if x <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", x)
-}
-
-// writeLoadGiven says, under the rounds, each side's median stretch and
-// sync waits.
-func writeLoadGiven(w io.Writer, t *rehearse.Throttle) {
-	if t == nil {
-		return
-	}
-	side := func(s rehearse.SideThrottle) string {
-		return fmt.Sprintf("stretched %s, sync waits %.1f s a round", stretchText(s.StretchMedian), s.SyncWaitMedian)
-	}
-	fmt.Fprintf(w, "  load given (medians; stretch: replay wall time over the log's span at its speed): control %s; candidate %s\n", side(t.Control), side(t.Candidate))
-}
-
-// writeThrottled says, with the verdict, that the candidate's rounds
-// were throttled by the replay itself (rehearse.Throttle): it got less
-// load than the application gave, and its regressions are under-stated.
-func writeThrottled(w io.Writer, out *rehearse.Outcome) {
-	t := out.Throttle
-	if t == nil || !t.Throttled {
-		return
-	}
-	var what []string
-	if t.Stretched {
-		what = append(what, fmt.Sprintf("stretched %s against the control's %s", stretchText(t.Candidate.StretchMedian), stretchText(t.Control.StretchMedian)))
-	}
-	if t.WaitsDominate || t.Candidate.SyncWaitMedian > 0 {
-		what = append(what, fmt.Sprintf("sync waits %.1f s a round against %.1f s", t.Candidate.SyncWaitMedian, t.Control.SyncWaitMedian))
-	}
-	fmt.Fprintf(w, "THROTTLED: the candidate's rounds were throttled by the replay itself: %s (medians); ", strings.Join(what, ", "))
-	if t.WaitsDominate {
-		fmt.Fprint(w, "its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown")
-	} else {
-		// Stretched without waiting: each replayed session waits for
-		// its own previous statement.
-		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
-	}
-	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit || out.Sync == results.SyncAnswers) {
-		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)
-	}
-	fmt.Fprint(w, "\n\n")
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // compare judges the rounds finished (rehearse.Judge) and writes the

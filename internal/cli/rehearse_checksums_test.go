@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -27,7 +28,7 @@ import (
 func TestRehearseChecksumsCause(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	// As on a production server: the throwaway servers' default is
 	// off, and without full-page images a hint bit costs a record of
 	// a few dozen bytes (96 B a call here), under the work floors.
@@ -47,7 +48,7 @@ func TestRehearseChecksumsCause(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		clusters = append(clusters, c)
@@ -66,7 +67,7 @@ func TestRehearseChecksumsCause(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(), "--rounds", "3", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--format", "stderr", "--prefix", replayTestPrefix, "--target-log-prefix", demoPrefix,
+		"--format", "stderr", "--prefix", replayTestPrefix, "--target-log-prefix", demo.Prefix,
 		"--min-calls", "1", "--findings=false", "--fail-on", "wal>+50%",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -16,7 +16,7 @@ import (
 func askServers(ctx context.Context, dsn map[rehearse.Side]string) map[rehearse.Side]*replayrun.Server {
 	out := map[rehearse.Side]*replayrun.Server{}
 	for _, side := range []rehearse.Side{rehearse.Control, rehearse.Candidate} {
-		cctx, cancel := context.WithTimeout(ctx, checkPreflightTimeout)
+		cctx, cancel := context.WithTimeout(ctx, rehearse.CheckTimeout)
 		if s, err := replayrun.AskServer(cctx, dsn[side]); err == nil {
 			out[side] = s
 		}
@@ -49,19 +49,6 @@ func shownDSN(s string) string {
 		return "(a connection string with an sslpassword)"
 	}
 	return fmt.Sprintf("%q", rest)
-}
-
-// slotsLacking says what a target lacks for the input's peak of sessions
-// open at once (scanned: the part of the logs read), "" when nothing.
-func slotsLacking(n targetNeeds, s *replayrun.Server) string {
-	if n.peak == nil || s == nil || n.replay.IgnoreConnectionLimit {
-		return ""
-	}
-	pf := &replayrun.Preflight{Peak: n.peak.Peak * max(1, n.replay.Replay.Multiply), PeakAt: n.peak.PeakAt, Complete: n.peak.Complete, Server: s}
-	if !pf.TooFewSlots() {
-		return ""
-	}
-	return slotsProblem(pf)
 }
 
 // scanPeak reads the logs for their peak of sessions open at once, for

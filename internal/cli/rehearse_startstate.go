@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 )
 
@@ -30,12 +31,12 @@ func checkStartFirst(ctx context.Context, stdio IO, cfg replayrun.Config, mode r
 		var se *replayrun.StartStateError
 		switch {
 		case errors.As(err, &se):
-			return true, fmt.Errorf("the %s (--%s), before the first round: %w", side, side, startStateFailed(stdio.Stderr, se))
+			return true, fmt.Errorf("the %s (--%s), before the first round: %w", side, side, report.StartStateFailed(stdio.Stderr, se))
 		case err != nil:
 			return true, openError(err)
 		}
 		fmt.Fprintf(stdio.Stderr, "rehearse: the %s (--%s), before the first round:\n", side, side)
-		writeStartCheck(stdio.Stderr, pf)
+		report.WriteStartCheck(stdio.Stderr, pf)
 	}
 	return true, nil
 }

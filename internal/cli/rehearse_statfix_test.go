@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -53,7 +54,7 @@ func repeatedQueryLog(t *testing.T, c *pgcluster.Cluster, q string, n int) strin
 func statTargets(t *testing.T, table, ctlSQL, candSQL string) (ctl, cand *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []struct {
 		c   *pgcluster.Cluster
@@ -72,7 +73,7 @@ func statTargets(t *testing.T, table, ctlSQL, candSQL string) (ctl, cand *pgclus
 		}
 	}
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +88,7 @@ func rehearseStats(t *testing.T, ctl, cand *pgcluster.Cluster, log string, extra
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "rehearsal.json")
 	args := append([]string{"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
-		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demo.Prefix,
 		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath}, extra...)
 	code, stdout, stderr := runRehearse(t, "", append(args, log)...)
@@ -206,7 +207,7 @@ func TestRehearseFindingFix(t *testing.T) {
 	longCase(t)
 	parallelCase(t)
 	ctx := context.Background()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
@@ -215,7 +216,7 @@ func TestRehearseFindingFix(t *testing.T) {
 		if err := c.Exec(ctx, "app", jobsTable); err != nil {
 			t.Fatal(err)
 		}
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +230,7 @@ func TestRehearseFindingFix(t *testing.T) {
 	// Exit 0: fixes never change it.
 	stdout, _ := rehearseOK(t,
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "1", "--speed", "0",
-		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demo.Prefix,
 		"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--fix-findings",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
 	doc := readJSON[fixesDoc](t, jsonPath)

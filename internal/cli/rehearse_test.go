@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -37,7 +38,7 @@ func shopLog(t *testing.T) string {
 	t.Helper()
 	shopCapture.once.Do(func() {
 		ctx := context.Background()
-		prodSettings, _ := demoSettings("none")
+		prodSettings, _ := demo.Settings(demo.NoChange)
 		prod, err := pgcluster.Start(ctx, pgcluster.Options{Settings: prodSettings})
 		if err != nil {
 			shopCapture.err = err
@@ -47,13 +48,13 @@ func shopLog(t *testing.T) string {
 		if shopCapture.err = workload.SetupShop(ctx, prod); shopCapture.err != nil {
 			return
 		}
-		if shopCapture.err = enableStatementLog(ctx, prod); shopCapture.err != nil {
+		if shopCapture.err = demo.EnableStatementLog(ctx, prod); shopCapture.err != nil {
 			return
 		}
 		if _, shopCapture.err = workload.RunShop(ctx, prod, 3*time.Second, 100); shopCapture.err != nil {
 			return
 		}
-		log, err := stoppedLog(prod)
+		log, err := demo.StoppedLog(prod)
 		if err != nil {
 			shopCapture.err = err
 			return
@@ -88,14 +89,14 @@ func shopRehearsalTarget(t *testing.T) *pgcluster.Cluster {
 // shops built at once (setupShops).
 func shopRehearsalTargets(t *testing.T, n int) []*pgcluster.Cluster {
 	t.Helper()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	cs := make([]*pgcluster.Cluster, n)
 	for i := range cs {
 		cs[i] = pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	}
 	setupShops(t, cs...)
 	for _, c := range cs {
-		if err := enableStatementLog(context.Background(), c); err != nil {
+		if err := demo.EnableStatementLog(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +111,7 @@ func shopPair(cs []*pgcluster.Cluster) (ctl, cand *pgcluster.Cluster) { return c
 // other builds (issue 44: make test's time).
 func setupShops(t testing.TB, clusters ...*pgcluster.Cluster) {
 	t.Helper()
-	if err := eachAtOnce(len(clusters), func(i int) error { return workload.SetupShop(context.Background(), clusters[i]) }); err != nil {
+	if err := demo.EachAtOnce(len(clusters), func(i int) error { return workload.SetupShop(context.Background(), clusters[i]) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -220,7 +221,7 @@ func TestRehearseTemplate(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix,
+		"--format", "stderr", "--prefix", demo.Prefix, "--target-log-prefix", demo.Prefix,
 		"--out", out, "--json", filepath.Join(dir, "rehearsal.json"), "--html", filepath.Join(dir, "rehearsal.html"), logPath)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitOK {
@@ -312,7 +313,7 @@ func TestRehearseInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "rounds")
 	code, stdout, stderr := runRehearse(t, "round 3 of 4: candidate 2: replaying",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "1",
-		"--format", "stderr", "--prefix", demoPrefix, "--out", out, logPath)
+		"--format", "stderr", "--prefix", demo.Prefix, "--out", out, logPath)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitIncomplete {
 		t.Fatalf("exit code %d, want %d", code, ExitIncomplete)
@@ -358,7 +359,7 @@ func TestRehearseResetCommandFails(t *testing.T) {
 	cmd := `[ "$PGREHEARSE_TARGET" = control ] || [ "$PGREHEARSE_ROUND" -lt 2 ] || { echo "cannot rollback to 'tank/pg@base': dataset is busy" >&2; exit 3; }`
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
-		"--reset-cmd", cmd, "--format", "stderr", "--prefix", demoPrefix, "--out", out, logPath)
+		"--reset-cmd", cmd, "--format", "stderr", "--prefix", demo.Prefix, "--out", out, logPath)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitFailure {
 		t.Fatalf("exit code %d, want %d", code, ExitFailure)
@@ -398,7 +399,7 @@ func TestRehearseDataDir(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(), "--rounds", "2", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--format", "stderr", "--prefix", demoPrefix, "--out", out, "--json", filepath.Join(dir, "rehearsal.json"),
+		"--format", "stderr", "--prefix", demo.Prefix, "--out", out, "--json", filepath.Join(dir, "rehearsal.json"),
 		"--fail-on", "p95>+50%", "--min-effect-ms", "0.001", "--max-rounds", "3", logPath)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitOK && code != ExitUndecided && code != ExitRegression {
@@ -501,7 +502,7 @@ func TestRehearseTargetLogUnread(t *testing.T) {
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",
 		"--control-log", silent, "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--out", out, logPath)
+		"--format", "stderr", "--prefix", demo.Prefix, "--target-log-prefix", demo.Prefix, "--out", out, logPath)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	if code != ExitFailure || !strings.Contains(stderr, "REHEARSAL STOPPED: round 1 (control): --control-log") {
 		t.Fatalf("exit %d, want %d naming --control-log", code, ExitFailure)

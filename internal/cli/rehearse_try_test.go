@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -35,7 +36,7 @@ INSERT INTO t SELECT i, (i * 7919) % 50000, CASE WHEN (i * 7919) % 50000 >= 4950
 func tryTargets(t *testing.T) (ctl, cand *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
 		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
@@ -47,7 +48,7 @@ func tryTargets(t *testing.T) (ctl, cand *pgcluster.Cluster) {
 		if err := c.Exec(ctx, "app", "VACUUM ANALYZE t"); err != nil {
 			t.Fatal(err)
 		}
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestRehearseTry(t *testing.T) {
 		// Exit 0: a --try never changes it.
 		stdout, stderr = rehearseOK(t,
 			"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--fix-rounds", "2", "--speed", "0",
-			"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demoPrefix,
+			"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"), "--target-log-prefix", demo.Prefix,
 			"--min-calls", "5", "--prefix", replayTestPrefix, "--observe=false", "--findings=false", "--plans=false",
 			"--try", "t_a:CREATE INDEX t_a ON t (a)", "--try", "bad:CREATE INDEX ON nowhere (a)",
 			"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, log)
@@ -187,7 +188,7 @@ func TestRehearseSettingFix(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
 	ctx := context.Background()
-	_, settings := demoSettings("none")
+	_, settings := demo.Settings(demo.NoChange)
 	ctl := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	candSettings := maps.Clone(settings)
 	candSettings["random_page_cost"] = "800"
@@ -196,7 +197,7 @@ func TestRehearseSettingFix(t *testing.T) {
 		if err := workload.SetupShop(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,7 +206,7 @@ func TestRehearseSettingFix(t *testing.T) {
 	stdout, _ := rehearseOK(t,
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--fix-rounds", "2", "--speed", "0",
 		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--format", "stderr", "--prefix", demoPrefix, "--target-log-prefix", demoPrefix, "--findings=false",
+		"--format", "stderr", "--prefix", demo.Prefix, "--target-log-prefix", demo.Prefix, "--findings=false",
 		"--out", filepath.Join(dir, "rounds"), "--json", jsonPath, logPath)
 	doc := readJSON[fixesDoc](t, jsonPath)
 	var set *fixes.Outcome

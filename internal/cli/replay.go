@@ -16,16 +16,11 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/promsink"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
-	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
-
-func init() { commands = append(commands, newReplayCmd) }
 
 type replayFlags struct {
 	findings    bool
@@ -68,7 +63,7 @@ type replayFlags struct {
 // readAheadHelp is the paragraph of replay's and rehearse's help on the
 // cap of the statements read ahead of their sessions.
 func readAheadHelp() string {
-	n := replay.DefaultBudget >> 20
+	n := replayrun.DefaultBudget >> 20
 	return fmt.Sprintf(`The statements read ahead of their sessions are held to %d MiB in all
 (estimated): when the target cannot keep up with the schedule, the reader
 waits there for it instead of reading on, so that a long log replayed faster
@@ -206,10 +201,10 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
-	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+targetlog.Settings)
+	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replayrun.TargetLogSettings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
-	fl.IntVar(&f.errorWindow, "error-window", replay.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
-	addReplayOptionFlags(fl, &f, syncdep.Answers)
+	fl.IntVar(&f.errorWindow, "error-window", replayrun.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
+	addReplayOptionFlags(fl, &f, replayrun.SyncAnswers)
 	addReplayOnlyFlags(fl, &f)
 	return cmd
 }
@@ -244,10 +239,10 @@ func runReplayCmd(ctx context.Context, stdio IO, f replayFlags, paths []string) 
 	defer release()
 	cfg.Hard = second
 	var stopLine func()
-	cfg.OnStart = func(r *replay.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
+	cfg.OnStart = func(r *replayrun.Replayer, set *source.Set) { stopLine = startProgressLine(stdio.Stderr, r, set) }
 	cfg.OnEnd = func() { stopLine() }
 	start := time.Now()
-	cfg.OnPreflight = func(pf *replayrun.Preflight) { writePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
+	cfg.OnPreflight = func(pf *replayrun.Preflight) { report.WritePreflight(stdio.Stderr, pf, start, newLoginHints(f)) }
 
 	o, err := replayrun.Run(ctx, cfg)
 	if err != nil {
@@ -278,7 +273,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		// Events are in completion order, so one that started before
 		// --end may still come a little later; past it by the
 		// lookahead, nothing of the window is left.
-		StopAfter: replay.DefaultLookahead.Microseconds(),
+		StopAfter: replayrun.DefaultLookahead.Microseconds(),
 	}
 	if sel.Start, sel.End, err = timeWindow(f.start, f.end); err != nil {
 		return cfg, err
@@ -291,7 +286,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 		SkipPreflight: f.skipPreflight, IgnoreConnectionLimit: f.ignoreConnLimit, TargetLogs: splitList(f.targetLogs), TargetLogPrefix: f.targetLogPrefix,
 		Findings: f.findings, FindingsDSN: f.findingsDSN, BatchInserts: f.batchInserts,
 		MaxSkipped: f.maxSkipped / 100, MaxErrorRate: f.maxErrorRate,
-		Describe: nothingText,
+		Describe: report.NothingText,
 		Warn:     func(w string) { fmt.Fprintf(stdio.Stderr, "pgrehearse: %s\n", w) },
 	}
 	if f.batchInserts < 0 {
@@ -318,7 +313,7 @@ func replayConfig(stdio IO, f replayFlags, paths []string) (replayrun.Config, er
 
 // replayRunError renders the errors of a run that produced no result in
 // the command's words.
-func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
+func replayRunError(stdio IO, err error, start time.Time, h report.LoginHints) error {
 	var oe *replayrun.OptionsError
 	var pe *replayrun.PreflightError
 	var se *replayrun.StartStateError
@@ -330,9 +325,9 @@ func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 	case errors.As(err, &oe):
 		return usageError("%v", oe.Err)
 	case errors.As(err, &pe):
-		return preflightFailed(stdio.Stderr, pe.Preflight, h)
+		return report.PreflightFailed(stdio.Stderr, pe.Preflight, h)
 	case errors.As(err, &se):
-		return startStateFailed(stdio.Stderr, se)
+		return report.StartStateFailed(stdio.Stderr, se)
 	case errors.As(err, &te):
 		return &exitError{code: ExitNoInput, err: fmt.Errorf("NOTHING MEASURED: %v", te)}
 	}
@@ -343,10 +338,7 @@ func replayRunError(stdio IO, err error, start time.Time, h loginHints) error {
 // the replay (standard error when the JSON goes to standard output), and
 // the JSON with --json, which findings that failed do not prevent.
 func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath)
 	res := o.Result
 	if err := report.WriteReplay(summaryOut, res, replayHints); err != nil {
 		return fmt.Errorf("write summary: %w", err)
@@ -369,22 +361,12 @@ func writeReplayOutputs(stdio IO, f replayFlags, o *replayrun.Outcome) error {
 	return nil
 }
 
-// incompleteText is the text of res's incomplete entry of reason.
-func incompleteText(res *results.Result, reason results.IncompleteReason) string {
-	for i, r := range res.IncompleteReasons {
-		if r == reason && i < len(res.Incomplete) {
-			return res.Incomplete[i]
-		}
-	}
-	return string(reason)
-}
-
 // replayExit maps the outcome's first reason to the exit: what stopped
 // the replay, what the target's log could not give, a log not read whole,
 // a fault that ended it early, an interruption, nothing measured, a
 // failed verdict, an incomplete result. A divergence is a report's to
 // judge, against the baseline: it does not fail the replay.
-func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error {
+func replayExit(o *replayrun.Outcome, maxErrorRate float64, h report.LoginHints) error {
 	res := o.Result
 	for _, r := range o.Reasons {
 		switch r {
@@ -400,7 +382,7 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 			return replayIncomplete(res)
 		case replayrun.ReasonErrorStart:
 			return &exitError{code: ExitRegression, err: fmt.Errorf("REPLAY STOPPED EARLY: %s (--error-window; the result is marked incomplete)",
-				incompleteText(res, results.IncompleteErrorStart))}
+				report.IncompleteText(res, results.IncompleteErrorStart))}
 		case replayrun.ReasonInterrupted:
 			if len(res.Incomplete) > 0 {
 				return replayIncomplete(res)
@@ -417,23 +399,13 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 			return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY DEGRADED: %s; the result is marked degraded and report will not judge it",
 				strings.Join(res.Degraded, "; "))}
 		case replayrun.ReasonConnectFailures:
-			return connectFailed(res, h)
+			return errors.New(report.ConnectFailedText(res, h))
 		case replayrun.ReasonErrorRate:
-			out := res.Outcomes
-			discounted := ""
-			if n := out.ExplainedOnlyOnTarget(); n > 0 {
-				discounted = fmt.Sprintf(", %d of them explained and not counted: %.2f%% with them", n, out.TargetErrorRate)
-			}
-			return &exitError{code: ExitRegression, err: fmt.Errorf(
-				"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target%s; see errors_by_sqlstate)",
-				out.GateErrorRate(), out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget, discounted)}
+			return &exitError{code: ExitRegression, err: errors.New(report.ErrorRateText(res.Outcomes, maxErrorRate))}
 		case replayrun.ReasonIncomplete:
 			return replayIncomplete(res)
 		case replayrun.ReasonTargetData:
-			out := res.Outcomes
-			return &exitError{code: ExitDiverged, err: fmt.Errorf(
-				"REPLAY FAILED: the target's data differs from the start: %d differing answers of statements that read rows no concurrent transaction touched (by table: %s; see answer_differs_target_data_by_table)",
-				out.AnswerDiffersTargetData, report.CountList(out.AnswerDiffersTargetDataByTable))}
+			return &exitError{code: ExitDiverged, err: errors.New(report.TargetDataText(res.Outcomes))}
 		}
 	}
 	return nil
@@ -441,35 +413,11 @@ func replayExit(o *replayrun.Outcome, maxErrorRate float64, h loginHints) error 
 
 // replayIncomplete fails a replay whose result is marked incomplete.
 func replayIncomplete(res *results.Result) error {
-	why := strings.Join(res.Incomplete, "; ")
-	if len(res.Degraded) > 0 {
-		why += "; and degraded: " + strings.Join(res.Degraded, "; ")
-	}
-	return &exitError{code: ExitIncomplete, err: fmt.Errorf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it", why)}
+	return &exitError{code: ExitIncomplete, err: errors.New(report.ReplayIncompleteText(res))}
 }
 
-// connectFailed fails a replay whose sessions could not connect (the
-// wrong target, a missing database or role).
-func connectFailed(res *results.Result, h loginHints) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
-		res.Sessions.ConnectFailed, res.Sessions.Total)
-	for _, cf := range res.Sessions.ConnectFailures {
-		fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
-		if cf.SQLState != "" {
-			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
-		}
-		p := replay.ProblemUnreachable // no SQLSTATE: the network's failure
-		if cf.SQLState != "" {
-			p = replay.ProblemOf(cf.SQLState, cf.Message)
-		}
-		fmt.Fprintf(&b, ";\n    %s", h.advice(p, cf.User, cf.Database))
-	}
-	return errors.New(b.String())
-}
-
-func replayOptions(f replayFlags) (replay.Options, error) {
-	opts := replay.Options{
+func replayOptions(f replayFlags) (replayrun.Options, error) {
+	opts := replayrun.Options{
 		Target:           f.target,
 		Speed:            f.speed,
 		DryRun:           f.dryRun,
@@ -499,7 +447,7 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--max-lost is a percentage between 0 and 100, got %v", f.maxLost)
 	}
 	var err error
-	if opts.Sync, err = syncdep.ParseMode(f.sync); err != nil {
+	if opts.Sync, err = replayrun.ParseSyncMode(f.sync); err != nil {
 		return opts, usageError("--sync: %v", err)
 	}
 	if f.ioTimeout <= 0 {
@@ -509,10 +457,10 @@ func replayOptions(f replayFlags) (replay.Options, error) {
 		return opts, usageError("--sync-timeout must be positive, got %v", f.syncTimeout)
 	}
 	opts.SyncTimeout = f.syncTimeout
-	if opts.UserMap, err = replay.ParseMap(f.userMap); err != nil {
+	if opts.UserMap, err = replayrun.ParseMap(f.userMap); err != nil {
 		return opts, usageError("--user-map: %v", err)
 	}
-	if opts.DatabaseMap, err = replay.ParseMap(f.dbMap); err != nil {
+	if opts.DatabaseMap, err = replayrun.ParseMap(f.dbMap); err != nil {
 		return opts, usageError("--database-map: %v", err)
 	}
 	return opts, nil
@@ -534,7 +482,7 @@ func splitList(in []string) []string {
 
 // startProgressLine redraws one status line on standard error twice a
 // second, when it is a terminal; the returned function erases it.
-func startProgressLine(stderr io.Writer, r *replay.Replayer, set *source.Set) func() {
+func startProgressLine(stderr io.Writer, r *replayrun.Replayer, set *source.Set) func() {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return func() {}
@@ -557,32 +505,11 @@ func startProgressLine(stderr io.Writer, r *replay.Replayer, set *source.Set) fu
 				rate := float64(p.Done-lastDone) / now.Sub(last).Seconds()
 				lastDone, last = p.Done, now
 				read, total := set.Progress()
-				fmt.Fprint(f, "\r\x1b[K"+progressText(p, read, total, rate))
+				fmt.Fprint(f, "\r\x1b[K"+report.ReplayProgress(p, read, total, rate))
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-func progressText(p replay.Progress, read, total int64, rate float64) string {
-	var b strings.Builder
-	b.WriteString("replay ")
-	if p.LogStart != 0 && p.LogReplayed >= p.LogStart {
-		fmt.Fprintf(&b, "log +%v in %v", (time.Duration(p.LogReplayed-p.LogStart) * time.Microsecond).Truncate(time.Second), p.Elapsed.Truncate(time.Second))
-	} else {
-		fmt.Fprintf(&b, "%v", p.Elapsed.Truncate(time.Second))
-	}
-	if total > 0 {
-		fmt.Fprintf(&b, " (read %.0f%%)", 100*float64(read)/float64(total))
-	}
-	fmt.Fprintf(&b, " | %.0f stmt/s | %d sessions open | %d errors", rate, p.Open, p.Errors)
-	if p.ConnectFailures > 0 {
-		fmt.Fprintf(&b, " | %d CONNECT FAILURES", p.ConnectFailures)
-	}
-	if p.LagP99MS > 0 {
-		fmt.Fprintf(&b, " | p99 lag %.1f ms", p.LagP99MS)
-	}
-	return b.String()
 }
 
 // replayOutput is what replay --json writes: the result, and its findings
@@ -592,7 +519,7 @@ type replayOutput = report.ResultJSON
 // targetLogError says which option named the target's log file that
 // failed, and how to give a prefix it could not detect.
 func targetLogError(err error) error {
-	var te *targetlog.Error
+	var te *replayrun.TargetLogError
 	switch {
 	case err == nil || !errors.As(err, &te):
 		return err
@@ -607,7 +534,7 @@ func targetLogError(err error) error {
 
 // startMetrics serves the replay's Prometheus metrics on addr (loopback
 // unless addr names a host) and says where on standard error.
-func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replay.SampleSink, func(), error) {
+func startMetrics(stdio IO, addr string, labels prometheus.Labels) (replayrun.SampleSink, func(), error) {
 	m, bound, stop, err := promsink.ServeLabeled(addr, labels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/results"
-	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // addReplayOptionFlags registers the options of a replay that replay and
@@ -16,7 +17,7 @@ import (
 // pre-flight, evidence. What names a target (its DSN, its log, its
 // findings server) and what a command writes are each command's own, and
 // so is the default of --sync (syncDefault).
-func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep.Mode) {
+func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault replayrun.SyncMode) {
 	fl.Float64Var(&f.speed, "speed", 1, "pace factor: 1 as logged, 2 twice as fast, 0 as fast as possible")
 	addLogFlags(fl, &f.logFlags)
 	fl.StringVar(&f.start, "start", "", `replay events from this log time on (RFC 3339 or "2006-01-02 15:04:05", local time without a zone)`)
@@ -30,9 +31,9 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep
 	fl.StringSliceVar(&f.userMap, "user-map", nil, "rename logged users on the target: from=to,... (repeatable)")
 	fl.StringSliceVar(&f.dbMap, "database-map", nil, "rename logged databases on the target: from=to,... (repeatable)")
 	fl.StringVar(&f.targetLogPrefix, "target-log-prefix", "", "log_line_prefix of the target's own server log files, when stderr (default: detected)")
-	fl.DurationVar(&f.grace, "grace", replay.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
+	fl.DurationVar(&f.grace, "grace", replayrun.DefaultGrace, "after Ctrl-C, how long statements in flight may finish before they are cancelled")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 30*time.Second, "how long a session may take to connect, and the target may stay away after a connection broke before the replay stops early (exit 5)")
-	fl.DurationVar(&f.ioTimeout, "io-timeout", replay.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
+	fl.DurationVar(&f.ioTimeout, "io-timeout", replayrun.DefaultIOTimeout, "how long a statement may go without an answer, beyond twice its logged duration, before the replay checks the target with a new connection and stops early (exit 5) when that gets none either")
 	fl.Float64Var(&f.maxLost, "max-lost", 0.1, "percent of statements that may be lost to faults (connections refused or lost, the target gone) before the run is incomplete (exit 5)")
 	addMaxSkipped(fl, &f.maxSkipped)
 	fl.DurationVar(&f.maxLag, "max-lag", results.DefaultMaxLag, "warn that the timings are doubtful when the replay falls behind its schedule by more than this at p99, and leave the latency of a comparison of one run a side with it unjudged (speed > 0; 0: never)")
@@ -44,8 +45,25 @@ func addReplayOptionFlags(fl *pflag.FlagSet, f *replayFlags, syncDefault syncdep
 		"object (those that wrote what it reads or writes), commit (all earlier commits), "+
 		"load (only what would otherwise fail or be lost: writes and locks wait as in object, reads only for changes of the schema; the commit order is otherwise the server's, as the application's was) "+
 		"or off (see docs/sync.md)")
-	fl.DurationVar(&f.syncTimeout, "sync-timeout", replay.DefaultSyncTimeout, fmt.Sprintf("longest a statement waits for the commits it depends on with no progress from the session or shard it waits on "+
-		"(a wait that progresses ends anyway after %d times this); it then runs anyway, and the give-up is counted", replay.SyncWaitLimit))
+	fl.DurationVar(&f.syncTimeout, "sync-timeout", replayrun.DefaultSyncTimeout, fmt.Sprintf("longest a statement waits for the commits it depends on with no progress from the session or shard it waits on "+
+		"(a wait that progresses ends anyway after %d times this); it then runs anyway, and the give-up is counted", replayrun.SyncWaitLimit))
 	addObserveFlags(fl, &f.observe)
 	fl.BoolVar(&f.keepSamples, "keep-samples", false, keepSamplesUsage)
+}
+
+// newLoginHints are the run's options that the advice on a refused
+// login must agree with (report.LoginHints).
+func newLoginHints(f replayFlags) report.LoginHints {
+	h := report.LoginHints{MappedUsers: map[string]bool{}, MappedDBs: map[string]bool{}, ConnectTimeout: f.connectTimeout}
+	for _, m := range []struct {
+		pairs []string
+		into  map[string]bool
+	}{{f.userMap, h.MappedUsers}, {f.dbMap, h.MappedDBs}} {
+		for _, p := range m.pairs {
+			if _, to, ok := strings.Cut(p, "="); ok {
+				m.into[to] = true
+			}
+		}
+	}
+	return h
 }

@@ -242,7 +242,7 @@ func TestLoginAdvice(t *testing.T) {
 		{replay.ProblemTooMany, "app", "shop", "max_connections", "--user-map"},
 		{replay.ProblemNoPrivilege, "app", "shop", "GRANT CONNECT ON DATABASE shop TO app", "--user-map"},
 	} {
-		got := h.advice(tc.p, tc.user, tc.db)
+		got := h.Advice(tc.p, tc.user, tc.db)
 		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
 			t.Errorf("advice(%v, %s, %s) = %q, want %q and not %q", tc.p, tc.user, tc.db, got, tc.want, tc.not)
 		}

@@ -20,8 +20,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-func init() { commands = append(commands, newReportCmd) }
-
 type reportFlags struct {
 	baseline    []string
 	candidate   []string
@@ -213,10 +211,7 @@ func runReport(ctx context.Context, stdio IO, f reportFlags, basePaths, candPath
 	if err != nil {
 		return err
 	}
-	summaryOut := stdio.Stdout
-	if f.jsonPath == "-" || f.htmlPath == "-" {
-		summaryOut = stdio.Stderr
-	}
+	summaryOut := summaryWriter(stdio, f.jsonPath, f.htmlPath)
 	opts := judgeOptions(f, rules)
 	if f.plans.given() {
 		opts.Plans = &judge.PlansOptions{ControlDSN: f.plans.controlDSN, CandidateDSN: f.plans.candidateDSN, Top: planTop(f.plans.top),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -74,7 +75,7 @@ func aaSetup(t testing.TB, d time.Duration, rate int, prefix, targetPrefix strin
 	// Logging starts once all are set up, so that the capture starts
 	// with its traffic.
 	for _, c := range []*pgcluster.Cluster{prod, env.targets[0], env.targets[1]} {
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +115,7 @@ func aaSetup(t testing.TB, d time.Duration, rate int, prefix, targetPrefix strin
 		}
 	}
 	var err error
-	if env.log, err = stoppedLog(prod); err != nil {
+	if env.log, err = demo.StoppedLog(prod); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range env.targets {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/report"
@@ -22,20 +23,20 @@ func TestReportOnReplays(t *testing.T) {
 	longCase(t)
 	ctx := context.Background()
 	settings := workload.LogSettings()
-	settings["log_line_prefix"] = demoPrefix
+	settings["log_line_prefix"] = demo.Prefix
 	settings["log_min_duration_statement"] = "-1" // on after the setup, as in the demo
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	setupShops(t, a, b)
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := workload.RunShop(ctx, a, 2*time.Second, 100); err != nil {
 		t.Fatal(err)
 	}
-	aLog, err := stoppedLog(a)
+	aLog, err := demo.StoppedLog(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +53,13 @@ func TestReportOnReplays(t *testing.T) {
 			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, stdout, stderr)
 		}
 	}
-	run(ExitOK, "analyze", "--hist", "--prefix", demoPrefix, "--json", path("a.json"), aLog)
+	run(ExitOK, "analyze", "--hist", "--prefix", demo.Prefix, "--json", path("a.json"), aLog)
 	for _, r := range []string{"r1.json", "r2.json"} {
-		run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "1", "--prefix", demoPrefix,
+		run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "1", "--prefix", demo.Prefix,
 			"--target-log", bLogs[0], "--json", path(r), aLog)
 	}
-	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "1", "--prefix", demoPrefix, "--json", path("client.json"), aLog)
-	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "0", "--prefix", demoPrefix,
+	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "1", "--prefix", demo.Prefix, "--json", path("client.json"), aLog)
+	run(ExitOK, "replay", "--target", b.DSN("postgres"), "--speed", "0", "--prefix", demo.Prefix,
 		"--target-log", bLogs[0], "--json", path("fast.json"), aLog)
 
 	// The comparisons work: a verdict either way (timings on a shared
@@ -227,7 +228,7 @@ func TestReportOnReplays(t *testing.T) {
 func TestReadmeWorkflow(t *testing.T) {
 	ctx := context.Background()
 	settings := workload.LogSettings()
-	settings["log_line_prefix"] = demoPrefix
+	settings["log_line_prefix"] = demo.Prefix
 	settings["log_min_duration_statement"] = "-1" // on after the setup, as in the demo
 	prod := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	dropped := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
@@ -237,20 +238,20 @@ func TestReadmeWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*pgcluster.Cluster{prod, dropped, same} {
-		if err := enableStatementLog(ctx, c); err != nil {
+		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := workload.RunShop(ctx, prod, 4*time.Second, 200); err != nil {
 		t.Fatal(err)
 	}
-	prodLog, err := stoppedLog(prod)
+	prodLog, err := demo.StoppedLog(prod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	path := func(name string) string { return filepath.Join(dir, name) }
-	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demoPrefix, "--json", path("baseline.json"), prodLog); code != ExitOK {
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demo.Prefix, "--json", path("baseline.json"), prodLog); code != ExitOK {
 		t.Fatalf("analyze: exit %d\n%s", code, stderr)
 	}
 	// replayTo replays production's log onto c, its result in name.json,
@@ -261,7 +262,7 @@ func TestReadmeWorkflow(t *testing.T) {
 		if err != nil || len(logs) != 1 {
 			t.Fatalf("%s's logs %v: %v", name, logs, err)
 		}
-		code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", demoPrefix,
+		code, stdout, stderr := runCLI(ctx, "", "replay", "--target", c.DSN("postgres"), "--prefix", demo.Prefix,
 			"--target-log", logs[0], "--json", path(name+".json"), prodLog)
 		if code != ExitOK {
 			t.Fatalf("replay to %s: exit %d\n%s%s", name, code, stdout, stderr)
@@ -366,7 +367,7 @@ func TestReadmeWorkflow(t *testing.T) {
 		t.Logf("attempt %d: the identical candidate's replay fell behind (lag p99 %.1f ms) and its verdict is %q; trying again on a fresh copy", attempt, sameLag, verdict)
 		same = pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 		setupShops(t, same)
-		if err := enableStatementLog(ctx, same); err != nil {
+		if err := demo.EnableStatementLog(ctx, same); err != nil {
 			t.Fatal(err)
 		}
 		sameLag = replayTo("same", same)
@@ -379,7 +380,7 @@ func TestReadmeWorkflow(t *testing.T) {
 	if err != nil || len(logs) != 1 {
 		t.Fatalf("the identical candidate's logs %v: %v", logs, err)
 	}
-	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demoPrefix, "--json", path("same-log.json"), logs[0]); code != ExitOK {
+	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", demo.Prefix, "--json", path("same-log.json"), logs[0]); code != ExitOK {
 		t.Fatalf("analyze the identical candidate's log: exit %d\n%s", code, stderr)
 	}
 	code, stdout, stderr := runCLI(ctx, "", "report", path("baseline.json"), path("same-log.json"), "--json", path("same-log-report.json"))

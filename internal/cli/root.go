@@ -138,10 +138,14 @@ var exitCodeHelp = exitHelp(exitDocFailOn, exitDocErrorRate, exitDocNoInput,
 		"or one run a side whose replay fell behind its schedule (latency not judged)"},
 	exitDocDiverged, exitDocUndecided)
 
-// commands lists the constructors of the subcommands. Each command file
-// registers itself in an init function so that adding one touches no
-// other file.
-var commands []func(ctx context.Context, stdio IO) *cobra.Command
+// commands are the constructors of the subcommands, all in this one
+// list: a new command is added here.
+func commands() []func(ctx context.Context, stdio IO) *cobra.Command {
+	return []func(ctx context.Context, stdio IO) *cobra.Command{
+		newAnalyzeCmd, newCaptureCmd, newDemoCmd, newEventsCmd, newFindingsCmd, newHeadroomCmd, newMergeCmd,
+		newObserveCmd, newRehearseCmd, newReplayCmd, newReportCmd, newShardPlanCmd, newSweepCmd,
+	}
+}
 
 // Run runs pgrehearse with args and returns the process exit code.
 func Run(ctx context.Context, stdio IO, args []string) int {
@@ -166,7 +170,7 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 	root.SetErr(stdio.Stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(flagError)
-	for _, newCmd := range commands {
+	for _, newCmd := range commands() {
 		root.AddCommand(newCmd(ctx, stdio))
 	}
 	err := root.ExecuteContext(ctx)

@@ -12,11 +12,10 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/outfile"
+	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/shard"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
-
-func init() { commands = append(commands, newShardPlanCmd) }
 
 type shardPlanFlags struct {
 	logs   logFlags
@@ -134,23 +133,6 @@ func runShardPlan(ctx context.Context, stdio IO, f shardPlanFlags, paths []strin
 	if err := outfile.Write(f.out, p.Encode); err != nil {
 		return err
 	}
-	printShardPlan(stdio.Stderr, p, f.out)
+	report.WriteShardPlan(stdio.Stderr, p, f.out)
 	return nil
-}
-
-func printShardPlan(w io.Writer, p *shard.Plan, out string) {
-	fmt.Fprintf(w, "shard plan %s: %d shards, written to %s\n", p.ID, p.Shards, out)
-	for _, l := range p.Loads {
-		fmt.Fprintf(w, "  shard %d: %d sessions, %d statements, %.1f s busy (%.1f%% of the work)\n",
-			l.Shard, l.Sessions, l.Statements, l.BusyMS/1000, 100*l.Share)
-	}
-	d := p.Dependencies
-	fmt.Fprintf(w, "  sync dependencies: %d, of which %d (%.1f%%) cross shards; a split by hash would leave %.1f%% across\n",
-		d.Total, d.Cross, 100*d.CrossShare, 100*d.HashCrossShare)
-	if d.Untracked > 0 {
-		fmt.Fprintf(w, "  %d dependencies were past the bound on session pairs: counted, not placed\n", d.Untracked)
-	}
-	if p.Hashed > 0 {
-		fmt.Fprintf(w, "  %d sessions were past the bound on sessions: placed by hash\n", p.Hashed)
-	}
 }

@@ -21,8 +21,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/sweep/logdriver"
 )
 
-func init() { commands = append(commands, newSweepCmd) }
-
 type sweepFlags struct {
 	maxSkipped float64
 	target     string
@@ -288,10 +286,7 @@ func sweepDriver(stdio IO, cmd *cobra.Command, f sweepFlags) (sweep.Driver, bool
 
 // writeSweep writes the tables, then the JSON and HTML files asked for.
 func writeSweep(stdio IO, f sweepFlags, res *sweep.Result) error {
-	tableOut := stdio.Stdout
-	if f.jsonPath == "-" {
-		tableOut = stdio.Stderr
-	}
+	tableOut := summaryWriter(stdio, f.jsonPath)
 	if err := report.WriteSweep(tableOut, res); err != nil {
 		return fmt.Errorf("write tables: %w", err)
 	}

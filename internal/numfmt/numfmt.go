@@ -8,6 +8,7 @@
 package numfmt
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -50,4 +51,18 @@ func Figure(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+}
+
+// Bytes is a size read at a glance: in GiB, MiB or KiB to one decimal,
+// or in bytes below 1 KiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

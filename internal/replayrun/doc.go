@@ -15,6 +15,13 @@
 // the same Run, with Config.Part saying which round or shard the result
 // is.
 //
+// A load level of the workload (Load: K times its load, by speed or by
+// fold) is made of the rounds Load.Rounds gives, a fold's slices replayed
+// at once by Load.ReplaySlices, and a round split by session over shard
+// processes by ShardReplay. engine.go re-exports the names of the engine,
+// of its target's log and of the commit order that a command configures
+// a replay with, so that commands reach the engine through this package.
+//
 // It writes nothing and prints nothing: what the user should see on the
 // way goes to the Config's callbacks, and its messages name no flag (a
 // caller words a reason with Config.Describe, or from the typed facts).

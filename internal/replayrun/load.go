@@ -1,6 +1,8 @@
 package replayrun
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -111,4 +113,38 @@ func (l Load) MergeSlices(parts []*results.Result, part *results.Part) (*results
 		m.Replay.Speed = l.Speed
 	}
 	return m, nil
+}
+
+// ReplaySlices replays the rounds of a fold split in shards (Rounds
+// gives them, one per slice), all at once, each with replay, and merges
+// their results into the level's (MergeSlices), with the first round's
+// part. Any slice's error is the level's.
+func (l Load) ReplaySlices(ctx context.Context, rs []Round, replay func(context.Context, Round) (*results.Result, error)) (*results.Result, error) {
+	type done struct {
+		res *results.Result
+		err error
+	}
+	ch := make(chan done, len(rs))
+	for _, r := range rs {
+		go func() {
+			res, err := replay(ctx, r)
+			ch <- done{res, err}
+		}()
+	}
+	var parts []*results.Result
+	var errs []error
+	for range rs {
+		d := <-ch
+		if d.err != nil {
+			errs = append(errs, d.err)
+		}
+		if d.res != nil {
+			parts = append(parts, d.res)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	part := *rs[0].Part
+	return l.MergeSlices(parts, &part)
 }

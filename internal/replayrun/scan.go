@@ -2,6 +2,7 @@ package replayrun
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -77,4 +78,17 @@ func (s *spanSource) Next() (*event.Event, error) {
 		*s.last = max(*s.last, ev.Time)
 	}
 	return ev, err
+}
+
+// Databases are the databases the logins of the scan use, sorted, once
+// each.
+func (s *Scanned) Databases() []string {
+	var dbs []string
+	for _, l := range s.Logins {
+		if !slices.Contains(dbs, l.Database) {
+			dbs = append(dbs, l.Database)
+		}
+	}
+	slices.Sort(dbs)
+	return dbs
 }

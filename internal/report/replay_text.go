@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -430,4 +431,88 @@ func FinishText(f *results.Finish) string {
 		return fmt.Sprintf("finished on its %.1f s schedule", f.ScheduleSeconds)
 	}
 	return fmt.Sprintf("finished %.1f s behind its %.1f s schedule", f.BehindSeconds, f.ScheduleSeconds)
+}
+
+// OnlyOnTargetNote says how many of a round's failures succeeded in the
+// original, by their cause's SQLSTATE, as its file counts them
+// (failed_only_on_target, only_on_target_by_sqlstate): the rest of the
+// round's failed column failed in the original too. Errors of ordering
+// are said to be when they made the round diverge. Empty when none.
+func OnlyOnTargetNote(o results.Outcomes, diverged bool) string {
+	if o.FailedOnlyOnTarget == 0 {
+		return ""
+	}
+	codes := slices.Sorted(maps.Keys(o.OnlyOnTargetBySQLState))
+	by := make([]string, 0, len(codes))
+	for _, c := range codes {
+		by = append(by, fmt.Sprintf("%s %d", c, o.OnlyOnTargetBySQLState[c]))
+	}
+	s := fmt.Sprintf("%d statements that succeeded in the original failed only on the target", o.FailedOnlyOnTarget)
+	if len(by) > 0 {
+		s += " (SQLSTATE " + strings.Join(by, ", ") + ")"
+	}
+	if diverged {
+		s += ", some with errors of ordering (see docs/sync.md)"
+	}
+	return s
+}
+
+// IncompleteText is the text of res's incomplete entry of reason.
+func IncompleteText(res *results.Result, reason results.IncompleteReason) string {
+	for i, r := range res.IncompleteReasons {
+		if r == reason && i < len(res.Incomplete) {
+			return res.Incomplete[i]
+		}
+	}
+	return string(reason)
+}
+
+// ReplayIncompleteText is why a replay whose result is marked incomplete
+// fails.
+func ReplayIncompleteText(res *results.Result) string {
+	why := strings.Join(res.Incomplete, "; ")
+	if len(res.Degraded) > 0 {
+		why += "; and degraded: " + strings.Join(res.Degraded, "; ")
+	}
+	return fmt.Sprintf("REPLAY INCOMPLETE: %s; the result is marked incomplete and report will not judge it", why)
+}
+
+// ConnectFailedText is why a replay fails whose sessions could not connect (the
+// wrong target, a missing database or role).
+func ConnectFailedText(res *results.Result, h LoginHints) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "REPLAY FAILED: %d of %d sessions could not connect to the target; their statements were skipped:",
+		res.Sessions.ConnectFailed, res.Sessions.Total)
+	for _, cf := range res.Sessions.ConnectFailures {
+		fmt.Fprintf(&b, "\n  user %q, database %q (%d sessions): %s", cf.User, cf.Database, cf.Sessions, cf.Message)
+		if cf.SQLState != "" {
+			fmt.Fprintf(&b, " (SQLSTATE %s)", cf.SQLState)
+		}
+		p := replayrun.ProblemUnreachable // no SQLSTATE: the network's failure
+		if cf.SQLState != "" {
+			p = replayrun.ProblemOf(cf.SQLState, cf.Message)
+		}
+		fmt.Fprintf(&b, ";\n    %s", h.Advice(p, cf.User, cf.Database))
+	}
+	return b.String()
+}
+
+// ErrorRateText is why a replay fails whose error rate exceeds the
+// original's by more than maxErrorRate percentage points.
+func ErrorRateText(out results.Outcomes, maxErrorRate float64) string {
+	discounted := ""
+	if n := out.ExplainedOnlyOnTarget(); n > 0 {
+		discounted = fmt.Sprintf(", %d of them explained and not counted: %.2f%% with them", n, out.TargetErrorRate)
+	}
+	return fmt.Sprintf(
+		"REPLAY FAILED: the target's error rate %.2f%% exceeds the original's %.2f%% by more than %.2f percentage points (%d statements failed only on the target%s; see errors_by_sqlstate)",
+		out.GateErrorRate(), out.OriginalErrorRate, maxErrorRate, out.FailedOnlyOnTarget, discounted)
+}
+
+// TargetDataText is why a replay fails whose answers show that the
+// target's data differs from the start.
+func TargetDataText(out results.Outcomes) string {
+	return fmt.Sprintf(
+		"REPLAY FAILED: the target's data differs from the start: %d differing answers of statements that read rows no concurrent transaction touched (by table: %s; see answer_differs_target_data_by_table)",
+		out.AnswerDiffersTargetData, CountList(out.AnswerDiffersTargetDataByTable))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -71,4 +72,40 @@ func joinReasons(rs []results.IncompleteReason) string {
 		s[i] = string(r)
 	}
 	return strings.Join(s, ", ")
+}
+
+// WriteShardStarted says that shard k of n of the round label names
+// ("headroom: step 3") is process pid, and which slice of a fold it
+// replays (slice: its start, µs since the epoch; 0: not a slice).
+func WriteShardStarted(w io.Writer, label string, k, n, pid int, slice int64) {
+	at := ""
+	if slice != 0 {
+		at = ", the slice from " + time.UnixMicro(slice).UTC().Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(w, "%s: shard %d of %d is process %d%s\n", label, k, n, pid, at)
+}
+
+// WriteShardFailed says that shard k of n (process pid) of the round
+// label names failed, with the end of its output.
+func WriteShardFailed(w io.Writer, label string, k, n, pid int, output string) {
+	fmt.Fprintf(w, "%s: shard %d of %d (process %d) failed; the end of its output:\n%s", label, k, n, pid, indent(output, "    "))
+}
+
+// indent prefixes each of the last 20 non-empty lines of s with p, each
+// ending in a newline.
+func indent(s, p string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	lines = lines[max(0, len(lines)-20):]
+	var b strings.Builder
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString(p + l + "\n")
+		}
+	}
+	return b.String()
 }

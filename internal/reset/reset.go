@@ -3,8 +3,11 @@ package reset
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 )
 
 // Mode is a way of resetting a target.
@@ -124,4 +127,31 @@ func (s State) DatabaseMap(user map[string]string) map[string]string {
 		}
 	}
 	return m
+}
+
+// Target is what a reset of any mode needs of one target: its
+// connection string, the databases the template reset copies, the
+// command of a command reset (named Name, writing to Output), the
+// throwaway cluster of a data-directory reset.
+type Target struct {
+	DSN       string
+	Databases []string
+	Command   string
+	Name      string
+	Output    io.Writer
+	Cluster   *pgcluster.Cluster
+}
+
+// For is the reset of mode for t: None for ModeNone or a mode it does
+// not know.
+func For(mode Mode, t Target) Resetter {
+	switch mode {
+	case ModeTemplate:
+		return &Template{DSN: t.DSN, Databases: t.Databases}
+	case ModeCommand:
+		return &Command{Command: t.Command, DSN: t.DSN, Name: t.Name, Output: t.Output}
+	case ModeDataDir:
+		return &DataDir{Cluster: t.Cluster}
+	}
+	return None{}
 }

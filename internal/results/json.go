@@ -1,11 +1,14 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
@@ -61,6 +64,37 @@ func ReadFile(path string) (*Result, error) {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
 	return Decode(data, path)
+}
+
+// ReadIfResult reads an analysis or replay JSON, or returns nil when path is
+// not one (a log, jsonlog included: many objects, none with a kind; a
+// capture).
+func ReadIfResult(path string) (*Result, error) {
+	if path == "-" {
+		return nil, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("file %s does not exist", path)
+		}
+		return nil, err
+	}
+	// A directory is a capture (one named *.json too): read as a source.
+	if fi.IsDir() || !strings.HasSuffix(path, ".json") || fi.Size() > 1<<30 {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && json.Unmarshal(data, &probe) == nil && probe.Kind != "" {
+		return Decode(data, path)
+	}
+	return nil, nil
 }
 
 // upgradeV1 fills what version 1 files left implicit: the latency source

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"errors"
@@ -9,16 +9,14 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/numfmt"
-	"github.com/pgrehearse/pgrehearse/internal/replay"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
-	"github.com/pgrehearse/pgrehearse/internal/report"
 )
 
-// writePreflight says what the pre-flight found (replayrun checks it):
+// WritePreflight says what the pre-flight found (replayrun checks it):
 // the destructive statements the log holds, a login of the DSN's own that
 // failed where that only loses evidence, and how many logins the target
 // accepted.
-func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h loginHints) {
+func WritePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h LoginHints) {
 	preflightNotes(w, pf, h)
 	what := fmt.Sprintf("%d of %d logins", pf.Accepted(), len(pf.Checks))
 	if !pf.Complete {
@@ -26,7 +24,7 @@ func writePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h log
 	}
 	fmt.Fprintf(w, "pre-flight: the target accepted %s in %.1f s\n", what, time.Since(start).Seconds())
 	writeSlots(w, pf)
-	writeStartCheck(w, pf)
+	WriteStartCheck(w, pf)
 }
 
 // writeSlots says how the input's peak of sessions open at once compares
@@ -74,9 +72,9 @@ func slotsText(s *replayrun.Server) string {
 		numfmt.Thousands(fmt.Sprint(s.FreeSlots())), s.MaxConnections, reserved, numfmt.Thousands(fmt.Sprint(s.InUse)))
 }
 
-// slotsProblem is the pre-flight's failure for too few connection
+// SlotsProblem is the pre-flight's failure for too few connection
 // slots, with what to do.
-func slotsProblem(pf *replayrun.Preflight) string {
+func SlotsProblem(pf *replayrun.Preflight) string {
 	return fmt.Sprintf("%s, more than the target's %s: raise its max_connections to at least %s (the peak and the reserved slots) plus its other clients "+
 		"(or --ignore-connection-limit replays anyway, and sessions beyond the slots fail to connect)",
 		peakText(pf), slotsText(pf.Server), numfmt.Thousands(fmt.Sprint(pf.Peak+pf.Server.SuperuserReserved+pf.Server.Reserved)))
@@ -84,11 +82,11 @@ func slotsProblem(pf *replayrun.Preflight) string {
 
 // preflightNotes writes the destructive statements and the DSN's own
 // login failed without failing the pre-flight.
-func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
+func preflightNotes(w io.Writer, pf *replayrun.Preflight, h LoginHints) {
 	writeDestructive(w, pf.Destructive, pf.Complete)
 	for i, c := range pf.Checks {
-		if c.Problem != replay.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 && !saidForAll(pf, c) {
-			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", describeCheck(c, h))
+		if c.Problem != replayrun.ProblemNone && i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 && !saidForAll(pf, c) {
+			fmt.Fprintf(w, "pre-flight: WARNING: %s: the server-side evidence (--observe) will be missing\n", DescribeCheck(c, h))
 		}
 	}
 }
@@ -97,8 +95,8 @@ func preflightNotes(w io.Writer, pf *replayrun.Preflight, h loginHints) {
 // as a login of the replay's did, for a reason of the server, not of the
 // login (nothing answers, it is not ready): the pre-flight's failure says
 // it then, and a warning would say it again.
-func saidForAll(pf *replayrun.Preflight, own replay.Check) bool {
-	if !serverProblem(own.Problem) && own.Problem != replay.ProblemConfig {
+func saidForAll(pf *replayrun.Preflight, own replayrun.Check) bool {
+	if !replayrun.ServerProblem(own.Problem) && own.Problem != replayrun.ProblemConfig {
 		return false
 	}
 	for i, c := range pf.Checks {
@@ -109,8 +107,8 @@ func saidForAll(pf *replayrun.Preflight, own replay.Check) bool {
 	return false
 }
 
-// preflightFailed says, per login refused, what to do about it.
-func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
+// PreflightFailed says, per login refused, what to do about it.
+func PreflightFailed(w io.Writer, pf *replayrun.Preflight, h LoginHints) error {
 	preflightNotes(w, pf, h)
 	var problems []string
 	for _, p := range pf.TargetLogs {
@@ -118,55 +116,49 @@ func preflightFailed(w io.Writer, pf *replayrun.Preflight, h loginHints) error {
 		if errors.Is(p.Err, fs.ErrNotExist) {
 			msg = "does not exist: give the target's current log file (log_directory/log_filename)"
 		}
-		problems = append(problems, fmt.Sprintf("%s %s: %s", h.logFlag(), p.Path, msg))
+		problems = append(problems, fmt.Sprintf("%s %s: %s", h.LogFlag(), p.Path, msg))
 	}
 	for _, m := range pf.LogSettings {
-		problems = append(problems, fmt.Sprintf("%s: the target's log cannot give server-side durations: %s", h.logFlag(), m))
+		problems = append(problems, fmt.Sprintf("%s: the target's log cannot give server-side durations: %s", h.LogFlag(), m))
 	}
 	if pf.TooFewSlots() && !pf.SlotsIgnored {
-		problems = append(problems, slotsProblem(pf))
+		problems = append(problems, SlotsProblem(pf))
 	}
 	// A server that does not answer, or is not ready, refuses every
 	// login alike: said once, with how many more it refused.
-	alike := map[replay.Problem]int{}
+	alike := map[replayrun.Problem]int{}
 	for i, c := range pf.Checks {
-		if c.Problem == replay.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
+		if c.Problem == replayrun.ProblemNone || i == pf.Own && !pf.OwnNeeded && len(pf.Checks) > 1 {
 			continue
 		}
-		if serverProblem(c.Problem) {
+		if replayrun.ServerProblem(c.Problem) {
 			if alike[c.Problem]++; alike[c.Problem] > 1 {
 				continue
 			}
 		}
-		problems = append(problems, describeCheck(c, h))
+		problems = append(problems, DescribeCheck(c, h))
 	}
-	for _, p := range []replay.Problem{replay.ProblemUnreachable, replay.ProblemNotReady} {
+	for _, p := range []replayrun.Problem{replayrun.ProblemUnreachable, replayrun.ProblemNotReady} {
 		if n := alike[p] - 1; n > 0 {
-			problems = append(problems, loginsAlike(n))
+			problems = append(problems, LoginsAlike(n))
 		}
 	}
 	return fmt.Errorf("PRE-FLIGHT FAILED: the target does not take the replay's connections; nothing was replayed:\n  %s\n"+
 		"(--skip-preflight replays anyway)", strings.Join(problems, "\n  "))
 }
 
-// loginsAlike counts the logins refused as the one said before them.
-func loginsAlike(n int) string {
+// LoginsAlike counts the logins refused as the one said before them.
+func LoginsAlike(n int) string {
 	if n == 1 {
 		return "and 1 more login alike"
 	}
 	return fmt.Sprintf("and %d more logins alike", n)
 }
 
-// serverProblem reports whether p is the server's, whatever the login:
-// nothing answers at its address, or it is not ready.
-func serverProblem(p replay.Problem) bool {
-	return p == replay.ProblemUnreachable || p == replay.ProblemNotReady
-}
-
-// describeCheck says what failed and what to do about it.
-func describeCheck(c replay.Check, h loginHints) string {
+// DescribeCheck says what failed and what to do about it.
+func DescribeCheck(c replayrun.Check, h LoginHints) string {
 	who := "the target DSN's own user and database"
-	if c.Login != (replay.Login{}) {
+	if c.Login != (replayrun.Login{}) {
 		who = fmt.Sprintf("user %q, database %q", c.User, c.Database)
 		if c.User == "" {
 			who = fmt.Sprintf("database %q (the DSN's user)", c.Database)
@@ -178,81 +170,66 @@ func describeCheck(c replay.Check, h loginHints) string {
 	if c.SQLState != "" {
 		msg += " (SQLSTATE " + c.SQLState + ")"
 	}
-	return fmt.Sprintf("%s: %s: %s; %s", who, c.Problem, msg, h.advice(c.Problem, c.User, c.Database))
+	return fmt.Sprintf("%s: %s: %s; %s", who, c.Problem, msg, h.Advice(c.Problem, c.User, c.Database))
 }
 
-// loginHints are the run's options that the advice on a refused login
+// LoginHints are the run's options that the Advice on a refused login
 // must agree with: a role or database already renamed by a map is to be
 // created, not renamed again; a server not ready was already retried for
 // connectTimeout.
-type loginHints struct {
-	mappedUsers, mappedDBs map[string]bool // the maps' target names
-	connectTimeout         time.Duration
-	// targetLog is the option that names the target's log: --target-log,
+type LoginHints struct {
+	MappedUsers, MappedDBs map[string]bool // the maps' target names
+	ConnectTimeout         time.Duration
+	// TargetLog is the option that names the target's log: --target-log,
 	// or a rehearsal's side's (--control-log); "" is --target-log.
-	targetLog string
+	TargetLog string
 }
 
-// logFlag is the option that names the target's log.
-func (h loginHints) logFlag() string {
-	if h.targetLog == "" {
+// LogFlag is the option that names the target's log.
+func (h LoginHints) LogFlag() string {
+	if h.TargetLog == "" {
 		return "--target-log"
 	}
-	return h.targetLog
+	return h.TargetLog
 }
 
-func newLoginHints(f replayFlags) loginHints {
-	h := loginHints{mappedUsers: map[string]bool{}, mappedDBs: map[string]bool{}, connectTimeout: f.connectTimeout}
-	for _, m := range []struct {
-		pairs []string
-		into  map[string]bool
-	}{{f.userMap, h.mappedUsers}, {f.dbMap, h.mappedDBs}} {
-		for _, p := range m.pairs {
-			if _, to, ok := strings.Cut(p, "="); ok {
-				m.into[to] = true
-			}
-		}
-	}
-	return h
-}
-
-// advice says what to do about a login the target refused, by the cause
-// (the SQLSTATE class, through replay.ProblemOf), in terms of the options
+// Advice says what to do about a login the target refused, by the cause
+// (the SQLSTATE class, through replayrun.ProblemOf), in terms of the options
 // the run already has. user and db are the names the target was asked
 // for, after the maps.
-func (h loginHints) advice(p replay.Problem, user, db string) string {
+func (h LoginHints) Advice(p replayrun.Problem, user, db string) string {
 	switch p {
-	case replay.ProblemConfig:
+	case replayrun.ProblemConfig:
 		return "fix --target: it is not a valid connection string or URI"
-	case replay.ProblemUnreachable:
+	case replayrun.ProblemUnreachable:
 		return "check --target's host and port, and that the server listens there (listen_addresses, port, a firewall)"
-	case replay.ProblemAuth:
+	case replayrun.ProblemAuth:
 		return "give the password (PGPASSWORD, ~/.pgpass or --target) or allow the connection in the target's pg_hba.conf"
-	case replay.ProblemNoRole:
+	case replayrun.ProblemNoRole:
 		switch {
 		case user == "":
 			return "create the role on the target, or set user= in --target"
-		case h.mappedUsers[user]:
+		case h.MappedUsers[user]:
 			return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN): --user-map already replays as it", quoteIdent(user))
 		}
 		return fmt.Sprintf("create the role on the target (CREATE ROLE %s LOGIN), or replay as another with --user-map %s=ROLE", quoteIdent(user), user)
-	case replay.ProblemNoDatabase:
+	case replayrun.ProblemNoDatabase:
 		switch {
 		case db == "":
 			return "create the database on the target, or set dbname= in --target"
-		case h.mappedDBs[db]:
+		case h.MappedDBs[db]:
 			return fmt.Sprintf("create the database %s on the target: --database-map already replays into it", quoteIdent(db))
 		}
 		return fmt.Sprintf("create the database on the target, or replay into another with --database-map %s=DB", db)
-	case replay.ProblemNoPrivilege:
+	case replayrun.ProblemNoPrivilege:
 		return fmt.Sprintf("allow the role to connect on the target (GRANT CONNECT ON DATABASE %s TO %s; ALTER ROLE %s LOGIN)",
 			quoteIdent(orDefault(db, "DB")), quoteIdent(orDefault(user, "ROLE")), quoteIdent(orDefault(user, "ROLE")))
-	case replay.ProblemTooMany:
+	case replayrun.ProblemTooMany:
 		return "the target had no connection slot left: raise its max_connections (or the role's or database's CONNECTION LIMIT) " +
 			"above the log's concurrent sessions plus the server's other clients"
-	case replay.ProblemNotReady:
+	case replayrun.ProblemNotReady:
 		return fmt.Sprintf("the target was starting, shutting down or recovering, and did not accept connections within --connect-timeout (%s): "+
-			"wait until it accepts them, or raise --connect-timeout", h.connectTimeout)
+			"wait until it accepts them, or raise --connect-timeout", h.ConnectTimeout)
 	}
 	return "the server refused the connection"
 }
@@ -282,5 +259,5 @@ func writeDestructive(w io.Writer, counts map[string]int64, complete bool) {
 	if !complete {
 		where = "the first part of the log holds"
 	}
-	fmt.Fprintf(w, "pre-flight: %s destructive statements, which the replay will run on the target: %s\n", where, report.CountList(counts))
+	fmt.Fprintf(w, "pre-flight: %s destructive statements, which the replay will run on the target: %s\n", where, CountList(counts))
 }

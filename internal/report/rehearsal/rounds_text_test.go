@@ -1,4 +1,4 @@
-package cli
+package rehearsal
 
 import (
 	"bytes"
@@ -19,14 +19,14 @@ func TestRehearseThrottledText(t *testing.T) {
 		Candidate: rehearse.SideThrottle{StretchMedian: 1.6, SyncWaitMedian: 120},
 		Stretched: true, WaitsDominate: true, Throttled: true}}
 	var b bytes.Buffer
-	writeThrottled(&b, out)
+	WriteThrottled(&b, out)
 	want := "THROTTLED: the candidate's rounds were throttled by the replay itself: stretched 1.60x against the control's 1.01x, sync waits 120.0 s a round against 11.0 s (medians); " +
 		"its sessions waited for each other's commits where the application's did not, so it received less load than the application gave it, and the forecast under-states its slowdown (--sync object ordered reads too; --sync load waits only where the order prevents an error)\n\n"
 	if b.String() != want {
 		t.Errorf("throttled:\n%q\nwant\n%q", b.String(), want)
 	}
 	b.Reset()
-	writeRounds(&b, out, nil)
+	WriteRounds(&b, out, nil)
 	for _, w := range []string{"sessions synchronized by object (--sync object", "load given (medians; stretch: replay wall time over the log's span at its speed): control stretched 1.01x, sync waits 11.0 s a round; candidate stretched 1.60x, sync waits 120.0 s a round"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("rounds lack %q:\n%s", w, b.String())
@@ -35,7 +35,7 @@ func TestRehearseThrottledText(t *testing.T) {
 	// Stretched without waits (load mode, a slow session of its own).
 	out.Sync, out.Throttle.WaitsDominate, out.Throttle.Candidate.SyncWaitMedian, out.Throttle.Control.SyncWaitMedian = results.SyncLoad, false, 0, 0
 	b.Reset()
-	writeThrottled(&b, out)
+	WriteThrottled(&b, out)
 	want = "THROTTLED: the candidate's rounds were throttled by the replay itself: stretched 1.60x against the control's 1.01x (medians); its sessions fell behind the log's pace, each statement waiting for its session's previous one, " +
 		"so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown\n\n"
 	if b.String() != want {
@@ -43,11 +43,11 @@ func TestRehearseThrottledText(t *testing.T) {
 	}
 	out.Throttle.Throttled = false
 	b.Reset()
-	writeThrottled(&b, out)
+	WriteThrottled(&b, out)
 	if b.Len() != 0 {
 		t.Errorf("not throttled, yet: %s", b.String())
 	}
-	writeRounds(&b, out, nil)
+	WriteRounds(&b, out, nil)
 	if !strings.Contains(b.String(), "sessions synchronized for load (--sync load") {
 		t.Errorf("rounds:\n%s", b.String())
 	}

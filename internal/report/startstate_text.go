@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 )
 
-// writeStartCheck says how the target compares with the starting point
+// WriteStartCheck says how the target compares with the starting point
 // the capture recorded: a warning naming the tables that differ, or a
 // line saying they match. Nothing for logs, nor for a capture that
 // recorded no starting point.
-func writeStartCheck(w io.Writer, pf *replayrun.Preflight) {
+func WriteStartCheck(w io.Writer, pf *replayrun.Preflight) {
 	if pf.StartState == nil {
 		return
 	}
@@ -48,9 +48,9 @@ func writeStartCheck(w io.Writer, pf *replayrun.Preflight) {
 	}
 }
 
-// startStateFailed is the error of a pre-flight that --require-start-state
+// StartStateFailed is the error of a pre-flight that --require-start-state
 // failed: what differs, and that nothing ran.
-func startStateFailed(w io.Writer, e *replayrun.StartStateError) error {
+func StartStateFailed(w io.Writer, e *replayrun.StartStateError) error {
 	pf := e.Preflight
 	switch {
 	case pf.StartState == nil:
@@ -116,7 +116,7 @@ func startUnchecked(c *catalog.StartCheck) string {
 		list += fmt.Sprintf(" and %d more", len(names)-show)
 	}
 	return fmt.Sprintf("%d tables not compared with the starting point, their rows unknown (never analyzed on the target and larger than %s, or at the start): %s",
-		len(names), humanBytes(catalog.CountBelow), list)
+		len(names), numfmt.Bytes(catalog.CountBelow), list)
 }
 
 // tableName is the table as a reader knows it: without the public
@@ -172,7 +172,7 @@ func startTolerances(c *catalog.StartCheck) string {
 		return est
 	}
 	return fmt.Sprintf("rows counted on both sides for the tables up to %s, within %s or %s rows; elsewhere %s",
-		humanBytes(c.CountBelow), tolShare(c.Counted), numfmt.Thousands(fmt.Sprint(c.Counted.Rows)), est)
+		numfmt.Bytes(c.CountBelow), tolShare(c.Counted), numfmt.Thousands(fmt.Sprint(c.Counted.Rows)), est)
 }
 
 // startUncounted names the tables the start counted but the target did

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package cli
+package replayrun
 
 import "syscall"
 
-// shardProcAttr: elsewhere than Linux a shard process shares headroom's
+// shardProcAttr: elsewhere than Linux a shard process shares its starter's
 // process group, and a Ctrl-C at the terminal reaches it directly too.
 func shardProcAttr() *syscall.SysProcAttr { return nil }

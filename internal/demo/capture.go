@@ -1,4 +1,4 @@
-package cli
+package demo
 
 import (
 	"context"
@@ -10,20 +10,33 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/numfmt"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
-// How the demo takes production's traffic (--capture).
+// Capture is how the demo takes production's traffic.
+type Capture string
+
+// The ways to take it: every statement logged, or through a capture
+// proxy (pgrehearse capture), production logging nothing.
 const (
-	demoCaptureLog   = "log"
-	demoCaptureProxy = "proxy"
+	CaptureLog   Capture = "log"
+	CaptureProxy Capture = "proxy"
 )
 
-// demoSessionsTotal is the capture proxy's metric of the sessions it
+// IncompleteCaptureError is Set's error when a recording of production's
+// traffic is incomplete.
+type IncompleteCaptureError struct{ Out, ID, Reason string }
+
+func (e *IncompleteCaptureError) Error() string {
+	return fmt.Sprintf("demo: the capture %s (recording %s) is incomplete: %s", e.Out, e.ID, e.Reason)
+}
+
+// sessionsTotal is the capture proxy's metric of the sessions it
 // relayed since its start: unchanged across the switch between the two
 // recordings when no connection was dropped or reopened.
-const demoSessionsTotal = "pgrehearse_capture_sessions_total"
+const sessionsTotal = "pgrehearse_capture_sessions_total"
 
 // captureShop runs the shop's traffic on prod through one capture proxy,
 // with prod logging no statement, as a team that cannot log every
@@ -32,8 +45,10 @@ const demoSessionsTotal = "pgrehearse_capture_sessions_total"
 // interface: the first over the first half of the run into firstDir,
 // the second over the rest into dir, without a reconnect, so that the
 // sessions open at the switch are recorded from the middle. It returns
-// the second's directory, the one the rehearsal replays.
-func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *pgcluster.Cluster, f demoFlags, firstDir, dir string) (string, error) {
+// the second's directory, the one the rehearsal replays: o.CaptureDir,
+// the first's being o.CaptureFirst.
+func captureShop(ctx context.Context, o Options, prod *pgcluster.Cluster) (string, error) {
+	say, firstDir, dir := o.Say, o.CaptureFirst, o.CaptureDir
 	// A recording refuses a directory that holds a capture: an earlier
 	// demo's.
 	for _, d := range []string{firstDir, dir} {
@@ -55,7 +70,7 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 		// No Out: the proxy records nothing until a recording starts.
 		sum, err := capturerun.Run(capCtx, capturerun.Config{
 			Listen: "127.0.0.1:0", Upstream: prod.DSN(workload.ShopDatabase), Admin: "127.0.0.1:0", Metrics: reg,
-			Warn:      func(s string) { fmt.Fprintf(stdio.Stderr, "demo: capture: %s\n", s) },
+			Warn:      func(s string) { say("capture: %s", s) },
 			Listening: func(addr, admin string) { listening <- addrs{addr, admin} },
 		})
 		done <- outcome{sum, err}
@@ -63,8 +78,8 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 	var a addrs
 	select {
 	case a = <-listening:
-	case o := <-done:
-		return "", fmt.Errorf("demo: capture: %w", o.err)
+	case out := <-done:
+		return "", fmt.Errorf("demo: capture: %w", out.err)
 	}
 	host, port, err := net.SplitHostPort(a.proxy)
 	if err != nil {
@@ -75,9 +90,9 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 	if err != nil {
 		return "", fmt.Errorf("demo: capture: start the first recording: %w", err)
 	}
-	half := f.duration / 2
+	half := o.Duration / 2
 	say("production traffic through pgrehearse capture on %s, admin interface on %s (production logs no statement): pgbench -M prepared, %d transactions/s for %v",
-		a.proxy, a.admin, f.rate, f.duration)
+		a.proxy, a.admin, o.Rate, o.Duration)
 	say("recording %s into %s over the first %v; the second from then on, from the same proxy", first.ID, firstDir, half)
 
 	// At the half, the first recording stops and the second starts,
@@ -108,10 +123,10 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 		l, err := admin.List(ctx)
 		s.open, s.err = l.SessionsOpen, err
 		if s.err == nil {
-			s.totalThen, s.err = gatheredCounter(reg, demoSessionsTotal)
+			s.totalThen, s.err = gatheredCounter(reg, sessionsTotal)
 		}
 	}()
-	run, runErr := workload.RunShopThrough(ctx, prod, host, port, f.duration, f.rate)
+	run, runErr := workload.RunShopThrough(ctx, prod, host, port, o.Duration, o.Rate)
 	if runErr != nil {
 		// No switch once the traffic failed.
 		cancelSwitch()
@@ -122,25 +137,25 @@ func captureShop(ctx context.Context, stdio IO, say func(string, ...any), prod *
 		second, s.err = admin.Stop(ctx, s.second.ID)
 	}
 	stop()
-	o := <-done
+	out := <-done
 	if runErr != nil {
 		return "", runErr
 	}
 	if s.err != nil {
 		return "", fmt.Errorf("demo: capture: %w", s.err)
 	}
-	if o.err != nil {
-		return "", fmt.Errorf("demo: capture: %w", o.err)
+	if out.err != nil {
+		return "", fmt.Errorf("demo: capture: %w", out.err)
 	}
 	say("production ran %d transactions", run.Transactions)
 	for _, r := range []capturerun.Status{s.first, second} {
 		if !r.Complete {
-			return "", &exitError{code: ExitIncomplete, err: fmt.Errorf("demo: the capture %s (recording %s) is incomplete: %s", r.Out, r.ID, r.Reason)}
+			return "", &IncompleteCaptureError{Out: r.Out, ID: r.ID, Reason: string(r.Reason)}
 		}
 		say("recording %s: %d sessions (%d recorded from the middle), %d records, %s in %s",
-			r.ID, r.Sessions, r.Resumed, r.Records, humanBytes(r.Bytes), r.Out)
+			r.ID, r.Sessions, r.Resumed, r.Records, numfmt.Bytes(r.Bytes), r.Out)
 	}
-	if total := o.sum.Proxy.SessionsTotal; total == s.totalThen {
+	if total := out.sum.Proxy.SessionsTotal; total == s.totalThen {
 		say("no connection was dropped: the proxy's sessions_total was %d at the switch and %d at the end; the %d sessions open at the switch went on into %s",
 			s.totalThen, total, s.open, second.ID)
 	} else {
