@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 )
@@ -38,8 +39,9 @@ func TestQueueGivesBackMemory(t *testing.T) {
 	}
 	check := func() {
 		t.Helper()
-		if n, most := held(), (next-want+chunkItems-1)/chunkItems+1; n > most || next == want && n != 0 {
-			t.Fatalf("the queue holds %d chunks for %d items (at most %d)", n, next-want, most)
+		n, items := held(), next-want
+		if bytes, most := int64(n)*int64(unsafe.Sizeof(chunk{})), int64(items)*itemBytes+queueSlack; bytes > most || items == 0 && n != 0 {
+			t.Fatalf("the queue holds %d chunks (%d bytes) for %d items (at most %d bytes)", n, bytes, items, most)
 		}
 	}
 	for range 20_000 {
