@@ -29,10 +29,11 @@ type item struct {
 // dispatcher.detach) and its place in a session's queue (itemBytes).
 func eventSize(ev *event.Event) int64 { return ev.Size() + itemBytes }
 
-// itemBytes is what an item holds of a queue: its place in a chunk. A
-// queue holds whole chunks, so a session with a backlog holds besides its
-// items at most a chunk's worth of room at each end (queueSlack).
-const itemBytes = int64(unsafe.Sizeof(item{}))
+// itemBytes is what an item holds of a queue: its share of a chunk (its
+// place, and a part of the link to the next chunk). A queue holds whole
+// chunks, so a session with a backlog holds besides its items at most a
+// chunk's worth of room at each end (queueSlack).
+const itemBytes = (int64(unsafe.Sizeof(chunk{})) + chunkItems - 1) / chunkItems
 
 // chunkItems is the number of items a queue's chunk holds: 16 of 200
 // bytes, some 3 KiB.
