@@ -6,8 +6,8 @@
 # statements, 5,800 a second at --speed 10), starts a throwaway server
 # with the tables the log names, and replays the log onto it at --speed 10
 # with /usr/bin/time -v; on a 2-core machine the target (and the replayer
-# beside it) cannot keep up. It prints the replay's summary and its peak
-# RSS.
+# beside it) cannot keep up. It prints the replay's summary, its peak
+# RSS, and its RSS every RSS_EVERY seconds (5) from its start.
 #
 #   bench/memcap.sh [REPLAY FLAGS...]     (e.g. --sync off; default: the
 #   replay's defaults at --speed 10)
@@ -81,8 +81,27 @@ done
 echo "log: $(wc -c <"$dir/workload.log") bytes, $(grep -c 'connection authorized' "$dir/workload.log") sessions; load: $(uptime)"
 set +e
 /usr/bin/time -v "$pgr" replay --target "host=127.0.0.1 port=$port user=postgres dbname=postgres" \
-  --speed 10 --observe=false --findings=false "$@" "$dir/workload.log" 2>"$dir/time.txt"
+  --speed 10 --observe=false --findings=false "$@" "$dir/workload.log" 2>"$dir/time.txt" &
+timepid=$!
+# RSS over time: the replay's VmRSS every ${RSS_EVERY:-5} s, from its start.
+(
+  pid=
+  while [ -z "$pid" ] && kill -0 "$timepid" 2>/dev/null; do
+    pid=$(pgrep -P "$timepid" | head -1)
+    sleep 0.1
+  done
+  t=0
+  while [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$rss" ] && echo "$t $rss"
+    sleep "${RSS_EVERY:-5}"
+    t=$((t + ${RSS_EVERY:-5}))
+  done
+) >"$dir/rss.txt" &
+wait "$timepid"
 rc=$?
+wait
 set -e
 grep -v '^\s*\(Command being\|Average\|Major\|Minor\|Voluntary\|Involuntary\|Swaps\|File system\|Socket\|Signals\|Page size\|Exit status\|Percent\)' "$dir/time.txt"
+echo "RSS over time (s: MiB): $(awk '{printf "%s%d: %.0f", (NR > 1 ? ", " : ""), $1, $2 / 1024}' "$dir/rss.txt")"
 echo "exit code $rc; load: $(uptime)"

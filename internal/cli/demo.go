@@ -33,6 +33,8 @@ type demoFlags struct {
 	capture     string
 	// headroom searches each target's headroom instead of rehearsing.
 	headroom bool
+	// tries are rehearse's --try NAME:SQL, passed on.
+	tries []string
 
 	// controlBin and candidateBin are the binaries of production and
 	// the control, and of the candidate: empty is the installed ones.
@@ -80,6 +82,12 @@ per call, a work rule of --fail-on fails, and its plans read "same plan,
 more work; cause: index pgbench_accounts_abalance stops HOT updates". With
 --change none nothing should regress beyond noise.
 
+With --try 'NAME:SQL' (repeatable) the rehearsal also tries a change of
+your own on the candidate, as rehearse --try does, and says which queries
+it made faster or slower. With --change none and an index no query uses
+(--try 'unused:CREATE INDEX ON customers (created_at)') that is the A/A of
+a fix: nothing should be faster or slower (bench/aafix.sh).
+
 With --change upgrade --candidate-bin DIR the candidate runs the server
 binaries in DIR, another major version (say /usr/lib/postgresql/18/bin), and
 production and the control those of --control-bin (the installed ones by
@@ -111,23 +119,8 @@ when it ran, whatever the verdict, which it prints.
 			exitDoc{ExitDiverged, "the candidate's rounds diverged from the control's"}),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.duration < time.Second {
-				return usageError("--duration must be at least 1s, got %v", f.duration)
-			}
-			if _, ok := demo.Changes[demo.Change(f.change)]; !ok {
-				return usageError("--change %q: use drop-index, small-shared-buffers, hot-index, upgrade or none", f.change)
-			}
-			if demo.Change(f.change) == demo.Upgrade && f.candidateBin == "" {
-				return usageError("--change upgrade needs the candidate's server binaries: --candidate-bin DIR")
-			}
-			if f.speed < 0 || (f.headroom && f.speed == 0) {
-				return usageError("--speed must be >= 0 (above 0 with --headroom, which multiplies it)")
-			}
-			if f.rounds < 1 {
-				return usageError("--rounds must be at least 1")
-			}
-			if demo.Capture(f.capture) != demo.CaptureLog && demo.Capture(f.capture) != demo.CaptureProxy {
-				return usageError("--capture %q: use log or proxy", f.capture)
+			if err := checkDemoFlags(f); err != nil {
+				return err
 			}
 			return runDemo(cmd.Context(), stdio, f)
 		},
@@ -146,8 +139,38 @@ when it ran, whatever the verdict, which it prints.
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest ms a query must slow down by to count")
 	fl.IntVar(&f.rate, "rate", 200, "production transactions per second")
 	fl.StringVar(&f.capture, "capture", string(demo.CaptureLog), "how production's traffic is taken: log (every statement logged) or proxy (through pgrehearse capture, production logging nothing)")
+	fl.StringArrayVar(&f.tries, "try", nil, "after the rehearsal's rounds, try your own `NAME:SQL` on the candidate as rehearse --try does (repeatable; with --change none, an index no query uses is the A/A of a fix: bench/aafix.sh)")
 	fl.BoolVar(&f.headroom, "headroom", false, "instead of the rehearsal, find how many times production's load each target holds (pgrehearse headroom, up to 8x; --duration 8s keeps it to a few minutes)")
 	return cmd
+}
+
+// checkDemoFlags refuses flags the demo cannot run with.
+func checkDemoFlags(f demoFlags) error {
+	if f.duration < time.Second {
+		return usageError("--duration must be at least 1s, got %v", f.duration)
+	}
+	if _, ok := demo.Changes[demo.Change(f.change)]; !ok {
+		return usageError("--change %q: use drop-index, small-shared-buffers, hot-index, upgrade or none", f.change)
+	}
+	if demo.Change(f.change) == demo.Upgrade && f.candidateBin == "" {
+		return usageError("--change upgrade needs the candidate's server binaries: --candidate-bin DIR")
+	}
+	if f.speed < 0 || (f.headroom && f.speed == 0) {
+		return usageError("--speed must be >= 0 (above 0 with --headroom, which multiplies it)")
+	}
+	if f.rounds < 1 {
+		return usageError("--rounds must be at least 1")
+	}
+	if demo.Capture(f.capture) != demo.CaptureLog && demo.Capture(f.capture) != demo.CaptureProxy {
+		return usageError("--capture %q: use log or proxy", f.capture)
+	}
+	if _, err := parseTries(f.tries); err != nil {
+		return err
+	}
+	if len(f.tries) > 0 && f.headroom {
+		return usageError("--try is tried by the rehearsal, which --headroom does not run")
+	}
+	return nil
 }
 
 func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
@@ -190,6 +213,9 @@ func runDemo(ctx context.Context, stdio IO, f demoFlags) (err error) {
 		"--fail-on", f.failOn, "--min-effect-ms", strconv.FormatFloat(f.minEffectMS, 'g', -1, 64)}
 	if demo.Capture(f.capture) == demo.CaptureLog {
 		args = append(args, "--format", "stderr", "--prefix", demo.Prefix)
+	}
+	for _, t := range f.tries {
+		args = append(args, "--try", t)
 	}
 	args = append(args, prodLog)
 	say("pgrehearse %s", shellJoin(args))

@@ -131,3 +131,31 @@ func BenchmarkLag200Sessions(b *testing.B) {
 		b.ReportMetric(float64(ran)/res.WallSeconds, "stmt/s")
 	}
 }
+
+// BenchmarkDryRunDispatch is the replayer's own cost per statement, no
+// server: a log of 100 sessions of 1,000 statements each (half of them
+// executions with two parameters) read from its file and dry-run at
+// speed 0, through the dispatcher, the queues and the sessions.
+func BenchmarkDryRunDispatch(b *testing.B) {
+	var l testLog
+	for i := range 100 {
+		s := l.session("postgres", "postgres", 0)
+		for k := range 1000 {
+			at := time.Duration(k)*time.Millisecond + time.Duration(i)*time.Microsecond
+			if k%2 == 0 {
+				s.query(at, 10*time.Microsecond, "SELECT * FROM t WHERE id = "+strconv.Itoa(k))
+			} else {
+				s.execute(at, 10*time.Microsecond, "", "SELECT * FROM t WHERE id = $1 AND name = $2", strconv.Itoa(k), "name "+strconv.Itoa(i))
+			}
+		}
+		s.disconnect(1001 * time.Millisecond)
+	}
+	path := l.write(b)
+	for b.Loop() {
+		res := replayFile(b, path, Options{DryRun: true, Speed: 0})
+		if res.Statements.Executed != 100*1000 {
+			b.Fatalf("%+v", res.Statements)
+		}
+		b.ReportMetric(res.WallSeconds*1e9/float64(res.Statements.Executed), "ns/stmt")
+	}
+}

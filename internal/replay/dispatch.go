@@ -39,6 +39,9 @@ type dispatcher struct {
 	// creates it: a later session of that role or database does not
 	// connect before it ran (see open).
 	creates map[string]dep
+	// spent are the events read and detached (see detach), given back to
+	// their source in batches.
+	spent []*event.Event
 }
 
 // errStopped ends reading when the replay is told to stop.
@@ -55,6 +58,7 @@ func (r *Replayer) dispatchOn(t *task, src []event.Source, res *results.Result) 
 		r:      r,
 		active: map[string][]*session{},
 		timer:  time.NewTimer(time.Hour),
+		spent:  make([]*event.Event, 0, 64),
 	}
 	d.timer.Stop()
 	defer func() {
@@ -100,6 +104,11 @@ func (r *Replayer) dispatchOn(t *task, src []event.Source, res *results.Result) 
 func (d *dispatcher) readAll(src event.Source) error {
 	r := d.r
 	lookUS := lookaheadUS(r.opts.Lookahead)
+	defer func() {
+		// The source's own: none goes to the next source.
+		clear(d.spent)
+		d.spent = d.spent[:0]
+	}()
 	for n := 0; ; n++ {
 		if r.stopped() {
 			return errStopped
@@ -139,10 +148,17 @@ func (d *dispatcher) readAll(src event.Source) error {
 			continue
 		}
 		g := d.active[ev.Session]
+		var fresh event.Names
+		names := &fresh
+		if g != nil {
+			names = &g[0].names
+		}
+		ev = d.detach(src, ev, names)
 		if g == nil {
 			if g = d.open(ev); g == nil {
 				continue
 			}
+			g[0].names = fresh
 		}
 		if !d.seen || ev.Time < d.first {
 			d.first = ev.Time
@@ -164,12 +180,33 @@ func (d *dispatcher) readAll(src event.Source) error {
 	}
 }
 
+// detach returns the copy of ev the replay keeps (event.Detach: the
+// session's strings from names), and gives ev back to its source to be
+// read into again. A queued event is a copy of its own, so that the
+// memory the queues hold is what the budget counts: an event from the
+// reader's slab would keep the slab, and the text block its strings are
+// in, alive for as long as it waits, and a session far behind the
+// reader would keep the whole log between them (issue 57 item 9).
+func (d *dispatcher) detach(src event.Source, ev *event.Event, names *event.Names) *event.Event {
+	c := ev.Detach(names)
+	if r, ok := src.(event.Recycler); ok {
+		d.spent = append(d.spent, ev)
+		if len(d.spent) == cap(d.spent) {
+			r.Recycle(d.spent...)
+			clear(d.spent)
+			d.spent = d.spent[:0]
+		}
+	}
+	return c
+}
+
 // failedConnect tells a session that its original failed to connect: a
 // FATAL right after "connection authorized" (a database that does not
 // exist, too many connections) means the original could not connect
 // either, so failing alike is not counted against the target.
 func (d *dispatcher) failedConnect(ev *event.Event) {
 	if g := d.active[ev.Session]; g != nil && g[0].dispatched == 1 && ev.ErrorSeverity() == "FATAL" {
+		ev = ev.Detach(&g[0].names)
 		for _, s := range g {
 			s.dispatched++
 			s.q.push(item{ev: ev, due: d.clk.offset(ev.Time)})

@@ -105,8 +105,11 @@
 //     completes an event. Memory is bounded in every replay
 //     that makes progress, and no replay hangs on the budget.
 //
-// Queues are ring-like slices that shrink as they drain, so a session that
-// once had a backlog does not keep its memory.
+// Queues are lists of small chunks given back as they are consumed, so a
+// session that once had a backlog does not keep its memory, and a queued
+// event is a copy of its own (event.Detach), not a slot in the reader's
+// slab: what the queues hold is what the budget counts, whichever
+// session is far behind (docs/performance.md).
 //
 // # Protocol forms of a capture
 //

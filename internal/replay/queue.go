@@ -25,36 +25,74 @@ type item struct {
 }
 
 // eventSize estimates the memory a queued event holds: the event
-// (event.Event.Size) and its place in a session's queue (itemBytes).
+// (event.Event.Size; the dispatcher queues a copy of its own, see
+// dispatcher.detach) and its place in a session's queue (itemBytes).
 func eventSize(ev *event.Event) int64 { return ev.Size() + itemBytes }
 
-// itemBytes is what an item holds of a queue: twice its size, for a
-// queue's slice grows by doubling and is compacted only once mostly
-// consumed (measured on a replay whose target fell behind: the queues'
-// slices held as much memory as the events they queued, more than their
-// items' own size).
-const itemBytes = 2 * int64(unsafe.Sizeof(item{}))
+// itemBytes is what an item holds of a queue: its share of a chunk (its
+// place, and a part of the link to the next chunk). A queue holds whole
+// chunks, so a session with a backlog holds besides its items at most a
+// chunk's worth of room at each end (queueSlack).
+const itemBytes = (int64(unsafe.Sizeof(chunk{})) + chunkItems - 1) / chunkItems
+
+// chunkItems is the number of items a queue's chunk holds: 8 of 200
+// bytes, 1.6 KiB. Small, for a session with one event queued (thousands
+// of idle sessions, each with its next statement read ahead) holds a
+// chunk, and one with a backlog up to two chunks' unused room; not
+// smaller, for a chunk is taken from the pool every chunkItems items
+// pushed (BenchmarkDryRunDispatch's CPU: 4 items cost some 5% more than
+// 8 or 16, which were alike).
+const chunkItems = 8
+
+// queueSlack bounds what a queue holds beyond its items' itemBytes: the
+// unused room of its first and last chunks. Only a session with items
+// queued holds any; an empty queue gives its chunk back.
+const queueSlack = 2 * int64(unsafe.Sizeof(chunk{}))
+
+// chunk is a piece of a queue: items in order, then the next chunk.
+type chunk struct {
+	items [chunkItems]item
+	next  *chunk
+}
+
+// chunks holds empty chunks (their items zeroed) for any queue to take.
+var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
 // queue is one session's FIFO. The dispatcher pushes without ever
-// blocking; the session pops, waiting when it is empty. Its slice is
-// reused when it empties and compacted when mostly consumed, into a
-// smaller one when it is far larger than what is left, so a backlog once
-// drained, or mostly drained, does not keep its memory.
+// blocking; the session pops, waiting when it is empty. Its items are in
+// a list of chunks: a chunk goes back to the pool once consumed, and the
+// last one when the queue empties, so a queue holds no more than its
+// items and two chunks' room, whatever backlog it had before (a slice
+// kept the capacity of the longest backlog: 39-44 MiB of them in a replay
+// whose queued events were capped at 32 MiB).
 type queue struct {
-	mu     sync.Mutex
-	items  []item
-	head   int
-	closed bool
-	wake   chan struct{} // capacity 1: "something changed"
-	b      *budget       // told when the session starves
-	waiter *task         // on the engine: the session parked for an item
+	mu sync.Mutex
+	// head is the chunk popped from, at hi; tail the chunk pushed to, at
+	// ti; both nil when the queue is empty. n is the items queued.
+	head, tail *chunk
+	hi, ti     int
+	n          int
+	closed     bool
+	wake       chan struct{} // capacity 1: "something changed"
+	b          *budget       // told when the session starves
+	waiter     *task         // on the engine: the session parked for an item
 }
 
 func newQueue(b *budget) *queue { return &queue{wake: make(chan struct{}, 1), b: b} }
 
 func (q *queue) push(it item) {
 	q.mu.Lock()
-	q.items = append(q.items, it)
+	switch {
+	case q.tail == nil:
+		c := chunks.Get().(*chunk)
+		q.head, q.tail, q.hi, q.ti = c, c, 0, 0
+	case q.ti == chunkItems:
+		c := chunks.Get().(*chunk)
+		q.tail.next, q.tail, q.ti = c, c, 0
+	}
+	q.tail.items[q.ti] = it
+	q.ti++
+	q.n++
 	w := q.waiter
 	q.waiter = nil
 	q.mu.Unlock()
@@ -86,34 +124,24 @@ func (q *queue) signal(w *task) {
 func (q *queue) tryPop() (it item, ok, closed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head == len(q.items) {
+	if q.n == 0 {
 		return item{}, false, q.closed
 	}
-	it = q.items[q.head]
-	q.items[q.head] = item{}
-	q.head++
+	c := q.head
+	it = c.items[q.hi]
+	c.items[q.hi] = item{}
+	q.hi++
+	q.n--
 	switch {
-	case q.head == len(q.items):
-		q.items = q.items[:0]
-		q.head = 0
-		if cap(q.items) > 4096 {
-			q.items = nil // a drained backlog gives its memory back
-		}
-	case q.head >= 1024 && q.head*2 >= len(q.items):
-		rest := q.items[q.head:]
-		if c := cap(q.items); c > 4096 && c > 8*len(rest) {
-			// A backlog that went down without draining gives its
-			// memory back too: a session's queue kept refilled
-			// would keep the most it ever held for the whole
-			// replay (a queue's items are not counted against the
-			// budget at their capacity).
-			q.items = append(make([]item, 0, 2*len(rest)), rest...)
-		} else {
-			n := copy(q.items, rest)
-			clear(q.items[n:])
-			q.items = q.items[:n]
-		}
-		q.head = 0
+	case q.n == 0:
+		// Every chunk but the last is consumed and given back
+		// already: a chunk is made only for an item pushed into it.
+		q.head, q.tail, q.hi, q.ti = nil, nil, 0, 0
+		chunks.Put(c)
+	case q.hi == chunkItems:
+		q.head, q.hi = c.next, 0
+		c.next = nil
+		chunks.Put(c)
 	}
 	return it, true, false
 }
@@ -131,7 +159,7 @@ func (q *queue) pop(done <-chan struct{}, t *task) (item, bool) {
 			return item{}, false
 		}
 		q.mu.Lock()
-		empty := q.head == len(q.items) && !q.closed
+		empty := q.n == 0 && !q.closed
 		if empty {
 			q.waiter = t
 		}

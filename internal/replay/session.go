@@ -30,6 +30,9 @@ type session struct {
 	user  string // on the target, after the maps
 	db    string
 	app   string
+	// names are the original's strings its detached events share
+	// (dispatcher.detach); the dispatcher's only.
+	names event.Names
 	// start is what else the original client set when it connected;
 	// startNoted, that the replay's startupWatch saw its connection.
 	start      []event.Setting
