@@ -28,7 +28,7 @@ func TestReplayOrder(t *testing.T) {
 	ctx := context.Background()
 	rep := evaluate(t, ctx, Input{Workload: replayOf(map[string]int64{"23503": 30, "25P02": 5}, 35, results.SyncOff)}, Options{})
 	order := only(rep, IDReplayOrder)
-	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "sync mode object") ||
+	if len(order) != 1 || !strings.Contains(order[0].Recommendation, "sync mode answers") ||
 		!strings.Contains(order[0].Summary, "35 statements that succeeded in the original") ||
 		!strings.Contains(order[0].Summary, "ran without synchronization") {
 		t.Fatalf("replay order: %+v", order)
