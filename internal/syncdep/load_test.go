@@ -192,3 +192,77 @@ func TestPreparedOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadWritesWaitLess: in Load mode a write waits only where running
+// first would fail or lose a write the original did not have (issue 58).
+// With accounts' key filled by a sequence that had given 100 when the
+// catalog was read: fresh inserts wait for no other fresh insert; an
+// update by key of a row at or below 100 (there at the start) waits for
+// none of them, one above waits for every earlier one (it may be the row
+// one made); a write of the whole table waits for them all; an update by
+// key of a row another session updated or locked just before does not
+// wait for it (the server's row lock orders them), but one after the
+// row's insert does, and so does an insert after the row's delete. In
+// Object mode all of these wait.
+func TestLoadWritesWaitLess(t *testing.T) {
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	for _, mode := range []Mode{Load, Object} {
+		cat := keyedCatalog()
+		cat.Sequences = []KeySequence{{Rel: 1, Column: "id", Last: 100}}
+		tr := NewTracker(mode)
+		tr.SetCatalog("db", cat)
+		b := tr.Board()
+		a, c, d := tr.Session("db", "a"), tr.Session("db", "c"), tr.Session("db", "d")
+		load := mode == Load
+		done := func(ts ...*Txn) {
+			for _, x := range ts {
+				if x != nil {
+					x.Done()
+				}
+			}
+		}
+		check := func(what string, st Step, want *Txn, loadWaits bool) {
+			t.Helper()
+			if !load || loadWaits {
+				if got := b.Blocker(st.Wait); got != want {
+					t.Errorf("%s: %s waits for %v, want %v", mode, what, seqOf(got), seqOf(want))
+				}
+			} else if got := b.Blocker(st.Wait); got != nil {
+				t.Errorf("%s: %s waits for %v, want nothing", mode, what, seqOf(got))
+			}
+		}
+		first := runP(a, ms(1), "INSERT INTO accounts (balance) VALUES ($1)", "1").Commit
+		second := runP(c, ms(2), "INSERT INTO accounts (balance) VALUES ($1)", "2")
+		check("a fresh insert after another", second, first, false)
+		old := runP(d, ms(3), upd, "1", "7")
+		check("an update by key of a row there at the start", old, first, false)
+		newRow := runP(d, ms(4), upd, "1", "101")
+		if got := b.Blocker(newRow.Wait); got != first && got != second.Commit {
+			t.Errorf("%s: an update by key above the sequence's start waits for %v, want the fresh inserts", mode, seqOf(got))
+		}
+		whole := runP(d, ms(5), "UPDATE accounts SET balance = 0 WHERE balance < $1", "0")
+		if got := b.Blocker(whole.Wait); got != first && got != second.Commit {
+			t.Errorf("%s: an update of the whole table waits for %v, want the fresh inserts", mode, seqOf(got))
+		}
+		done(first, second.Commit, old.Commit, newRow.Commit, whole.Commit)
+
+		// Row by row: updates after an update, and a lock.
+		run(a, ms(10)-100, ms(10)-50, "BEGIN")
+		held := runP(a, ms(10), upd, "1", "8")
+		check("an update by key after another session's update of the row", runP(c, ms(11), upd, "2", "8"), held.Commit, false)
+		done(held.Commit, run(a, ms(12)-100, ms(12), "COMMIT").Commit)
+		run(a, ms(13)-100, ms(13)-50, "BEGIN")
+		locked := runP(a, ms(13), "SELECT * FROM accounts WHERE id = $1 FOR UPDATE", "9")
+		check("an update by key after another session's lock of the row", runP(c, ms(14), upd, "2", "9"), locked.Commit, false)
+		done(locked.Commit, run(a, ms(15)-100, ms(15), "COMMIT").Commit)
+		// The row's creator before its user, its deleter before its
+		// re-inserter: waited for in both modes.
+		run(a, ms(20)-100, ms(20)-50, "BEGIN")
+		made := runP(a, ms(20), "INSERT INTO accounts (id, balance) VALUES ($1, $2)", "50", "0")
+		check("an update by key after another session's insert of the row", runP(c, ms(21), upd, "1", "50"), made.Commit, true)
+		done(made.Commit, run(a, ms(22)-100, ms(22), "COMMIT").Commit)
+		run(a, ms(23)-100, ms(23)-50, "BEGIN")
+		gone := runP(a, ms(23), "DELETE FROM plain WHERE id = $1", "60")
+		check("an insert by key after another session's delete of the row", runP(d, ms(24), "INSERT INTO plain (id, v) VALUES ($1, $2)", "60", "0"), gone.Commit, true)
+	}
+}
