@@ -171,8 +171,9 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		return ruleUnconfirmed, u
 	}
 	// Only a change that the comparison could call one matters: one
-	// that adds at least the ms floor a call at the threshold.
-	if bv*(t-1) < r.Settings.MinEffectMS {
+	// that adds at least the ms floor a call at the threshold, or, for
+	// a mean, the share of the run's time (DefaultMinTimeShare).
+	if !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
 		return ruleClear, u
 	}
 	if high > t {
