@@ -1,6 +1,10 @@
 package syncdep
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
 
 // TestLoadMode: in Load mode a statement that only reads waits for no
 // commit of data, however it was made (a plain INSERT, a write through a
@@ -264,5 +268,33 @@ func TestLoadWritesWaitLess(t *testing.T) {
 		run(a, ms(23)-100, ms(23)-50, "BEGIN")
 		gone := runP(a, ms(23), "DELETE FROM plain WHERE id = $1", "60")
 		check("an insert by key after another session's delete of the row", runP(d, ms(24), "INSERT INTO plain (id, v) VALUES ($1, $2)", "60", "0"), gone.Commit, true)
+	}
+}
+
+// TestLoadFreshInsertRaces: in Load mode a fresh insert writes an id of
+// its own (freshKey), and what read the relation as it committed still
+// raced with it, as when its commit wrote the whole relation: a point
+// read and a range read across it are relation-wide races.
+func TestLoadFreshInsertRaces(t *testing.T) {
+	cat := keyedCatalog()
+	cat.Sequences = []KeySequence{{Rel: 1, Column: "id", Last: 100}}
+	tr := NewTracker(Load)
+	tr.SetCatalog("db", cat)
+	a, b := tr.Session("db", "a"), tr.Session("db", "b")
+	ev := func(s *Session, start, end int64, sql string, params ...string) Step {
+		ps := make([]event.Param, len(params))
+		for i, p := range params {
+			ps[i] = event.Param{Value: p}
+		}
+		return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
+	}
+	const ins = "INSERT INTO accounts (balance) VALUES ($1)"
+	ev(a, ms(1), ms(2), ins, "1")
+	if st := ev(b, ms(1)+500, ms(3), "SELECT balance FROM accounts WHERE id = $1", "101"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a point read across a fresh insert: %v, want RaceRelation", st.Race.Kind())
+	}
+	ev(a, ms(10), ms(11), ins, "1")
+	if st := ev(b, ms(10)+500, ms(12), "SELECT count(*) FROM accounts WHERE balance > $1", "0"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a range read across a fresh insert: %v, want RaceRelation", st.Race.Kind())
 	}
 }
