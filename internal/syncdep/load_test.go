@@ -204,9 +204,10 @@ func TestPreparedOrder(t *testing.T) {
 // update by key of a row at or below 100 (there at the start) waits for
 // none of them, one above waits for every earlier one (it may be the row
 // one made); a write of the whole table waits for them all; an update by
-// key of a row another session updated or locked just before does not
+// key of a row another session updated just before in autocommit does not
 // wait for it (the server's row lock orders them), but one after the
-// row's insert does, and so does an insert after the row's delete. In
+// row's insert does, an insert after the row's delete, and a write after
+// an update or lock held in a block (which could deadlock otherwise). In
 // Object mode all of these wait.
 func TestLoadWritesWaitLess(t *testing.T) {
 	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
@@ -250,14 +251,18 @@ func TestLoadWritesWaitLess(t *testing.T) {
 		}
 		done(first, second.Commit, old.Commit, newRow.Commit, whole.Commit)
 
-		// Row by row: updates after an update, and a lock.
+		// Row by row: an update after an autocommit update; after an
+		// update and a lock held in a block.
+		auto := runP(a, ms(9), upd, "1", "8")
+		check("an update by key after another session's autocommit update of the row", runP(c, ms(9)+500, upd, "2", "8"), auto.Commit, false)
+		done(auto.Commit)
 		run(a, ms(10)-100, ms(10)-50, "BEGIN")
 		held := runP(a, ms(10), upd, "1", "8")
-		check("an update by key after another session's update of the row", runP(c, ms(11), upd, "2", "8"), held.Commit, false)
+		check("an update by key after another session's update of the row in a block", runP(c, ms(11), upd, "2", "8"), held.Commit, true)
 		done(held.Commit, run(a, ms(12)-100, ms(12), "COMMIT").Commit)
 		run(a, ms(13)-100, ms(13)-50, "BEGIN")
 		locked := runP(a, ms(13), "SELECT * FROM accounts WHERE id = $1 FOR UPDATE", "9")
-		check("an update by key after another session's lock of the row", runP(c, ms(14), upd, "2", "9"), locked.Commit, false)
+		check("an update by key after another session's lock of the row in a block", runP(c, ms(14), upd, "2", "9"), locked.Commit, true)
 		done(locked.Commit, run(a, ms(15)-100, ms(15), "COMMIT").Commit)
 		// The row's creator before its user, its deleter before its
 		// re-inserter: waited for in both modes.

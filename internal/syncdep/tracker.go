@@ -33,7 +33,7 @@ const (
 	// application left it. Writes wait less than in Object mode: fresh
 	// inserts (Resolver.fresh) not for each other, a statement by key
 	// not for them when its key is older (RowKey.Seq), nor for another
-	// session's update or lock of its row (Tracker.rowOrders).
+	// session's autocommit update of its row (Tracker.rowOrders).
 	Load
 )
 
@@ -295,24 +295,28 @@ type Tracker struct {
 }
 
 // rowLast is an entry of Tracker.last; makes: the event may have
-// inserted the row.
+// inserted the row; held: it ran inside a transaction block that went on
+// after it, holding the row's lock.
 type rowLast struct {
-	tx    *Txn
-	s     *Session
-	makes bool
+	tx          *Txn
+	s           *Session
+	makes, held bool
 }
 
 // rowOrders reports whether a write or lock by key, r, waits for the
 // last write or lock l of its row by another session (see Wait.row). In
 // Load mode only where running first would fail or lose a write the
 // original did not have: after the row's insert (run first, an update
-// finds nothing), or as an insert (a key's deleter before its
-// re-inserter: 23505 otherwise). An update, delete or lock of an existing
-// row after another session's update or lock of it does not wait: the
-// server's row lock orders the two as it did for the application, whose
-// sessions waited for no other.
+// finds nothing), as an insert (a key's deleter before its re-inserter:
+// 23505 otherwise), or after a write or lock held in a transaction block
+// (run first, it could take the row's lock while that block holds
+// another this one then waits for: a deadlock the original did not
+// have). An update, delete or lock of an existing row after another
+// session's autocommit update or delete of it does not wait: the server's
+// row lock orders the two as it did for the application, whose sessions
+// waited for no other.
 func (t *Tracker) rowOrders(l rowLast, r *rowRef) bool {
-	return t.mode != Load || l.makes || r.insert
+	return t.mode != Load || l.makes || l.held || r.insert
 }
 
 // rowEffectKey is an effect with rows and the bucket an execution reached
@@ -965,7 +969,7 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 // session's event being read (see Tracker.last).
 func (t *Tracker) setLast(s *Session, tx *Txn) {
 	for _, b := range s.rowLocks {
-		t.last[b] = rowLast{tx: tx, s: s, makes: s.rowMakes}
+		t.last[b] = rowLast{tx: tx, s: s, makes: s.rowMakes, held: s.inBlock}
 	}
 	t.lasts += len(s.rowLocks)
 	if t.lasts >= maxLasts {
