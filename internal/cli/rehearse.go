@@ -122,7 +122,9 @@ the control's noise floor of 2x) is undecided: the rounds cannot tell whether
 it breaks the rule, and rehearse adds rounds, a pair at a time in the
 alternating order, while one is, up to --max-rounds a side (8 by default)
 and --max-time. A query counts only when a change at the threshold would be
-beyond --min-effect-ms. Adding rounds until a change is significant would
+beyond --min-effect-ms (or, for a mean, add 1% of the run's time). A rule is
+clear of a query whose interval at the comparison's level ends at or under
+the threshold, at every look. Adding rounds until a change is significant would
 inflate false alarms: every look after the first judges the rules at the
 level shared out over the looks the budget allows (Bonferroni), and a rule
 broken there stands only where the figure's interval at that level excludes
@@ -265,7 +267,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.StringArrayVar(&f.failOn, "fail-on", nil, "exit 3 when a `RULE` is broken, e.g. 'p95>+20%,errors>+1pp' (repeatable)")
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every round for a query to be judged")
-	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none)")
+	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); a slower mean that adds 1% of the run's time is not spared by it")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")

@@ -137,7 +137,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary, and distribution charts in the HTML (0: none)")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every run for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS,
-		"fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); the default is what identical targets differed by (docs/noise.md)")
+		"fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); the default is what identical targets differed by (docs/noise.md); a slower mean that adds 1% of the run's time is not spared by it")
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")

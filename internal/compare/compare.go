@@ -28,6 +28,11 @@ type Options struct {
 	// means DefaultMinEffectMS, a negative value none. A p95 going from
 	// 0.03 to 0.07 ms is "+133%" and costs nobody anything.
 	MinEffectMS float64
+	// MinTimeShare is the share of a run's time that a slower mean
+	// under MinEffectMS must add to be a regression still (see
+	// DefaultMinTimeShare); 0 means DefaultMinTimeShare, a negative
+	// value none (the per-call floor alone).
+	MinTimeShare float64
 	// Noise is the noise floor assumed when run-to-run noise cannot be
 	// measured (one run a side); its zero fields mean
 	// DefaultNoiseFloors'.
@@ -113,6 +118,17 @@ var DefaultNoiseFloors = NoiseFloors{Mean: 2.5, P50: 2.3, P95: 3.1, P99: 12}
 // runs a side.
 const DefaultMinEffectMS = 0.2
 
+// DefaultMinTimeShare: the per-call floor (MinEffectMS) does not spare a
+// query whose slower mean adds this share of the run's time at least:
+// what the change adds per run at the end of its interval nearer 1 (the
+// baseline's mean times Low less 1, times the candidate's calls) over all
+// the time the baseline's runs took at the same level (Effect.AddedShare).
+// A lookup of 0.05 ms called so often that it is 30% of the run's time,
+// doubled, adds 30% to the server's work though it adds 0.05 ms a call: a
+// regression. The same 1% as work's share floor (DefaultMinWorkShare):
+// latency, like work, is judged by what it adds to the run.
+const DefaultMinTimeShare = 0.01
+
 // msResolution is the resolution of durations in results (1 µs): figures
 // below it count as it, so that ratios stay finite.
 const msResolution = 0.001
@@ -132,6 +148,12 @@ func (o Options) withDefaults() Options {
 		o.MinEffectMS = DefaultMinEffectMS
 	case o.MinEffectMS < 0:
 		o.MinEffectMS = 0
+	}
+	switch {
+	case o.MinTimeShare == 0:
+		o.MinTimeShare = DefaultMinTimeShare
+	case o.MinTimeShare < 0:
+		o.MinTimeShare = 0
 	}
 	if o.WorkMinEffect <= 0 {
 		o.WorkMinEffect = DefaultWorkMinEffect
@@ -313,6 +335,15 @@ type Effect struct {
 	// p95) slower beyond every floor, but the calls inside the runs
 	// could not carry that change: it is then not a regression.
 	Calls *CallsEvidence `json:"calls,omitempty"`
+	// AddedShare is, for a slower mean, what the change adds per run at
+	// the end of its interval nearer 1 over all the time the baseline's
+	// runs took at the figure's level (DefaultMinTimeShare); 0 for
+	// other figures, or without the runs' totals.
+	AddedShare float64 `json:"added_share,omitempty"`
+	// sharePerMS is the share of the run's time that one ms more a
+	// call adds: the candidate's calls over the baseline's time per
+	// run (0 without them); for the mean only.
+	sharePerMS float64
 	// Faster is, for a figure (the mean or the p95) the runs showed
 	// faster beyond every floor, with runs enough a side for the rank
 	// interval and the calls' histograms, the calls' evidence of that
@@ -321,6 +352,32 @@ type Effect struct {
 	// JSON; a fix's verdict does (package fixes), so that an A/A fix
 	// claims a gain no more often than a regression.
 	Faster *CallsEvidence `json:"-"`
+}
+
+// pastMSFloor reports whether e, slower, clears the per-call floor:
+// by floor ms a call at least, or, for a mean, by adding minShare of the
+// run's time at least (DefaultMinTimeShare).
+func (e *Effect) pastMSFloor(floor, minShare float64) bool {
+	return e.DeltaMS >= floor || minShare > 0 && e.AddedShare >= minShare
+}
+
+// mayMatter reports whether a slower change of deltaMS a call of e's
+// figure could clear the per-call floor (see pastMSFloor).
+func (e *Effect) mayMatter(deltaMS, floor, minShare float64) bool {
+	return deltaMS >= floor || minShare > 0 && deltaMS*e.sharePerMS >= minShare
+}
+
+// setShare sets e's AddedShare and sharePerMS for a mean whose baseline
+// median is baseMS, over calls a run of the candidate and runMS, the
+// baseline's time per run at the mean's level.
+func (e *Effect) setShare(baseMS float64, calls int64, runMS float64) {
+	if runMS <= 0 || calls <= 0 {
+		return
+	}
+	e.sharePerMS = float64(calls) / runMS
+	if e.Change == ChangeSlower && e.Low > 1 {
+		e.AddedShare = baseMS * (e.Low - 1) * e.sharePerMS
+	}
 }
 
 // FasterCarried reports whether a figure faster beyond every floor is
@@ -669,6 +726,8 @@ type Settings struct {
 	Alpha       float64 `json:"alpha"`
 	MinEffect   float64 `json:"min_effect"`
 	MinEffectMS float64 `json:"min_effect_ms"`
+	// MinTimeShare: see Options.MinTimeShare (0: none).
+	MinTimeShare float64 `json:"min_time_share"`
 }
 
 // Report is a comparison, or the summary of one run. Its JSON form, with
@@ -762,7 +821,7 @@ func Summarize(r *Run) *Report {
 }
 
 func settingsOf(o Options) Settings {
-	return Settings{MinCalls: o.MinCalls, Alpha: o.Alpha, MinEffect: o.MinEffect, MinEffectMS: o.MinEffectMS}
+	return Settings{MinCalls: o.MinCalls, Alpha: o.Alpha, MinEffect: o.MinEffect, MinEffectMS: o.MinEffectMS, MinTimeShare: o.MinTimeShare}
 }
 
 // minRuns is the fewest runs a side needs, with as many on the other,
@@ -860,7 +919,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, Warning{Kind: WarnNoHistograms})
 	}
 
-	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand)}
+	c := comparer{o: o, mixed: mixed, useHist: useHist, bSpans: spans(base), cSpans: spans(cand), bRunMS: runTimeMS(base)}
 	c.tests = judgedFigures(base, cand, o.MinCalls)
 	if useHist && rep.Noise.Measured {
 		c.poolRoundNoise(base, cand)
@@ -868,6 +927,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	bw, cw, work := rep.serverWork(base, cand, o)
 	c.source, c.measured = base[0].LatencySource, rep.Noise.Measured
 	c.bWork, c.cWork, c.bApp, c.cApp = bw, cw, appRows(base), appRows(cand)
+	c.bServerRunMS = bw.timePerRun()
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))
 		if work && d.Baseline != nil && d.Candidate != nil {

@@ -301,27 +301,31 @@ func TestProportionIncrease(t *testing.T) {
 
 // TestMinEffectMS: a slowdown of a few microseconds is not a regression
 // when MinEffectMS asks for more; the default asks for
-// DefaultMinEffectMS, and a negative value for nothing.
+// DefaultMinEffectMS, and a negative value for nothing. Unless the query
+// is a material share of the run's time (DefaultMinTimeShare): alone in
+// its run, its 4x slower mean adds three times the run's time, and the
+// floor does not spare it.
 func TestMinEffectMS(t *testing.T) {
 	b := makeRun(t, "analysis", true, 1, q{fp: "a", n: 2000, meanUS: 10})
 	c := makeRun(t, "analysis", true, 2, q{fp: "a", n: 2000, meanUS: 40})
 	for _, tt := range []struct {
-		minMS float64
-		want  Status
-	}{{-1, StatusRegressed}, {0.01, StatusRegressed}, {0, StatusSmallChange}, {0.1, StatusSmallChange}} {
-		rules, err := ParseRules([]string{"p95>+20%"})
+		minMS, share float64
+		want         Status
+	}{{-1, -1, StatusRegressed}, {0.01, -1, StatusRegressed}, {0, -1, StatusSmallChange}, {0.1, -1, StatusSmallChange},
+		{0, 0, StatusRegressed}, {0.1, 0.5, StatusRegressed}} {
+		rules, err := ParseRules([]string{"p95>+20%", "mean>+50%"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Compare(b, c, Options{MinEffectMS: tt.minMS, Rules: rules})
+		rep, err := Compare(b, c, Options{MinEffectMS: tt.minMS, MinTimeShare: tt.share, Rules: rules})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if broken := len(rep.Verdict.Broken) > 0; broken != (tt.want == StatusRegressed) {
-			t.Errorf("MinEffectMS %g: rule broken %v, want %v", tt.minMS, broken, tt.want == StatusRegressed)
+			t.Errorf("MinEffectMS %g, share %g: rule broken %v, want %v", tt.minMS, tt.share, broken, tt.want == StatusRegressed)
 		}
 		if d := rep.Query("a"); d.Status != tt.want || (tt.want == StatusSmallChange && !slices.Contains(d.Reasons, ReasonUnderMSFloor)) {
-			t.Errorf("MinEffectMS %g: status %s, want %s (%v)", tt.minMS, d.Status, tt.want, d.Reasons)
+			t.Errorf("MinEffectMS %g, share %g: status %s, want %s (%v)", tt.minMS, tt.share, d.Status, tt.want, d.Reasons)
 		}
 	}
 }

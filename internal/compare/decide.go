@@ -25,7 +25,10 @@ import (
 // the later looks together spend at most Alpha as the first did, and a
 // rule broken at a later look is broken only where the figure's interval
 // at that level excludes 1 as well. An interval too wide to reach that
-// level with the rounds so far decides nothing. A rule broken at a look
+// level with the rounds so far decides nothing. Clearing a rule claims
+// no change, so it needs no share of Alpha: at every look a rule is clear
+// of a query whose figure's interval at Alpha (the comparison's own)
+// ends at or under the threshold. A rule broken at a look
 // whose noise is not measured (fewer rounds a side than a rank interval
 // needs: the default noise floors judged it) is undecided while rounds
 // may be added: on a loaded machine two rounds a side of identical
@@ -171,11 +174,23 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		return ruleUnconfirmed, u
 	}
 	// Only a change that the comparison could call one matters: one
-	// that adds at least the ms floor a call at the threshold.
-	if bv*(t-1) < r.Settings.MinEffectMS {
+	// that adds at least the ms floor a call at the threshold, or, for
+	// a mean, the share of the run's time (DefaultMinTimeShare).
+	if !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
 		return ruleClear, u
 	}
-	if high > t {
+	// Clear when the interval at the comparison's own level (Alpha,
+	// e's) ends at or under the threshold, as at the first look. The
+	// later looks' level (LookAlpha) guards the claim of a regression
+	// against optional stopping; a clear rule claims none, and holding
+	// it to that level too kept identical targets undecided after 8
+	// rounds a side whose 90% interval (0.70-1.20) said no 1.5x.
+	// Undecided is left for an interval that still holds both no
+	// change and a change beyond the threshold.
+	if high > t && e.High > t {
+		if e.High < high {
+			u.Low, u.High, u.Level = e.Low, finite(e.High), e.Level
+		}
 		return ruleUndecided, u
 	}
 	return ruleClear, u

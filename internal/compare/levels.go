@@ -236,6 +236,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		}
 		if c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
 			lv.Judged = LevelServer
+			lv.Server.Mean.setShare(lv.Server.BaselineMS, d.Candidate.TimedCalls, c.bServerRunMS)
 			c.serverCarried(b, k, lv.Server)
 			judgeOnServer(d, lv.Server)
 		}
@@ -314,7 +315,7 @@ func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
 		return
 	}
 	switch {
-	case e.Change == ChangeSlower && e.DeltaMS >= c.o.MinEffectMS:
+	case e.Change == ChangeSlower && e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare):
 		if ev, ok := c.serverEvidence(b, k, s); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
 			e.Calls = ev
 		}

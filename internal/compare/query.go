@@ -12,6 +12,11 @@ type comparer struct {
 	o              Options
 	mixed, useHist bool
 	bSpans, cSpans []float64
+	// bRunMS and bServerRunMS are the baseline's time per run, of the
+	// results' durations and of pg_stat_statements (medians over its
+	// runs; 0 without): what a slower mean's added time is a share of
+	// (Effect.AddedShare).
+	bRunMS, bServerRunMS float64
 	// tests is how many figures the comparison judges (the mean and
 	// the p95 of every query judged): the family whose chance of any
 	// change the calls cannot carry is held at Alpha/2 (CallsEvidence).
@@ -227,7 +232,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 	}
 	d.Effects = &Effects{}
 	for _, m := range []Metric{MetricMean, MetricP50, MetricP95, MetricP99} {
-		e, unreadable := c.effect(b, k, m)
+		e, unreadable := c.effect(b, k, m, cf.TimedCalls)
 		*d.Effects.Of(m) = e
 		if unreadable && m == MetricMean {
 			d.Reasons = append(d.Reasons, ReasonHistogramUnreadable)
@@ -244,7 +249,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 }
 
 // effect is the change of metric m over the runs.
-func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
+func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
 	bv, kv := values(b, m), values(k, m)
 	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
 	unreadable := false
@@ -264,7 +269,10 @@ func (c *comparer) effect(b, k []*Query, m Metric) (Effect, bool) {
 		r = robustMean(b[0], k[0], r, so)
 	}
 	e := effectOf(r, stats.Median(kv)-stats.Median(bv))
-	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.DeltaMS >= c.o.MinEffectMS {
+	if m == MetricMean {
+		e.setShare(stats.Median(bv), calls, c.bRunMS)
+	}
+	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
 		// The runs call the figure slower: the calls inside them must
 		// carry it too, at the family's level.
 		if ev, ok := c.callsEvidence(b, k, m); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
@@ -426,7 +434,7 @@ func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
 	slower := func(x *Effect) bool {
-		return x.Change == ChangeSlower && x.Beyond && x.DeltaMS >= msFloor && x.Calls == nil
+		return x.Change == ChangeSlower && x.Beyond && x.pastMSFloor(msFloor, c.o.MinTimeShare) && x.Calls == nil
 	}
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
 	switch {

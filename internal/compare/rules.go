@@ -215,7 +215,7 @@ func (r Rule) checkFigure(q *QueryDiff, s Settings, m Metric) (Broken, bool) {
 			e = &q.Levels.Log.Mean
 		}
 	}
-	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.DeltaMS < s.MinEffectMS || e.Calls != nil {
+	if e == nil || e.Change != ChangeSlower || !e.Beyond || !e.pastMSFloor(s.MinEffectMS, s.MinTimeShare) || e.Calls != nil {
 		return Broken{}, false
 	}
 	bv, cv := figureOf(q.Baseline, m), figureOf(q.Candidate, m)

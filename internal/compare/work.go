@@ -385,6 +385,40 @@ func (w workRows) perRun(m Metric) float64 {
 	return stats.Median(xs)
 }
 
+// timePerRun is the median over the runs of the time (execution and
+// planning) pg_stat_statements counted in a run (its totals); 0 without.
+func (w workRows) timePerRun() float64 {
+	var xs []float64
+	for i, t := range w.totals {
+		if w.runs[i] != nil && t.TotalExecMS+t.TotalPlanMS > 0 {
+			xs = append(xs, t.TotalExecMS+t.TotalPlanMS)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// runTimeMS is the median over runs of the time their queries took in
+// all (their durations' totals); 0 without.
+func runTimeMS(runs []*Run) float64 {
+	var xs []float64
+	for _, r := range runs {
+		total := 0.0
+		for i := range r.Queries {
+			total += r.Queries[i].TotalMS
+		}
+		if total > 0 {
+			xs = append(xs, total)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
 // work fills d.Work from both sides' pg_stat_statements figures and
 // judges it: the same statistic, level and noise floor as latency's
 // (stats.Effect over the runs, the control's runs giving the floor).

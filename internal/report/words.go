@@ -525,7 +525,11 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 		case compare.ReasonUnderNoiseFloor:
 			out = append(out, changedOf(q)+" changed beyond the test, but within its noise floor (how far apart its own runs were, or the default)")
 		case compare.ReasonUnderMSFloor:
-			out = append(out, fmt.Sprintf("%s changed beyond noise, but by less than %g ms a call", changedOf(q), rep.Settings.MinEffectMS))
+			s := fmt.Sprintf("%s changed beyond noise, but by less than %g ms a call", changedOf(q), rep.Settings.MinEffectMS)
+			if e := q.Effects.Of(q.Changed); q.Changed == compare.MetricMean && e != nil && e.Change == compare.ChangeSlower && rep.Settings.MinTimeShare > 0 {
+				s += fmt.Sprintf(" and %s of the run's time", fmtShare(rep.Settings.MinTimeShare))
+			}
+			out = append(out, s)
 		case compare.ReasonNotJudged:
 			if e := q.Effects.Of(q.Changed); e != nil && e.Change == compare.ChangeSlower {
 				out = append(out, fmt.Sprintf("%s slower beyond every floor, but the %s counts only through a rule on it that the change breaks", changedOf(q), q.Changed))

@@ -27,6 +27,22 @@ type Catalog struct {
 	// relations: what tells which rows a statement reaches by key, and
 	// which writes may conflict with rows they do not name.
 	Indexes []Index
+	// Sequences are the integer columns whose values a sequence gives
+	// (serial, identity), with what it had given when the catalog was
+	// read (see KeySequence).
+	Sequences []KeySequence
+}
+
+// KeySequence is a column of Rel whose values the sequence it owns gives
+// (a serial or identity column), counting up without cycling: Last is
+// the highest value the sequence had given when the catalog was read
+// (its start less one when it gave none). A row whose key in that column
+// is at most Last was not made by an insert that took its key from the
+// sequence afterwards (see RowKey.SeqLast).
+type KeySequence struct {
+	Rel    uint32
+	Column string
+	Last   int64
 }
 
 // Index is a unique index, or an exclusion constraint, of a table.
@@ -135,6 +151,20 @@ WHERE (i.indisunique OR i.indisexclusion) AND k.ord <= i.indnkeyatts
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
 ORDER BY i.indexrelid, k.ord`
+	// sequencesQuery: the columns (of serial or identity) whose values
+	// an ascending, non-cycling sequence gives, with the last value it
+	// gave (its start less one when none; left out when the user may not
+	// read it).
+	sequencesQuery = `
+SELECT d.refobjid, a.attname,
+       CASE WHEN has_sequence_privilege(ps.seqrelid, 'SELECT,USAGE')
+            THEN coalesce(pg_sequence_last_value(ps.seqrelid), ps.seqstart - 1) END
+FROM pg_depend d
+JOIN pg_sequence ps ON ps.seqrelid = d.objid
+JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+  AND d.deptype IN ('a', 'i') AND d.refobjsubid > 0
+  AND ps.seqincrement > 0 AND NOT ps.seqcycle`
 	builtinsQuery = `
 SELECT DISTINCT proname FROM pg_proc
 WHERE pronamespace IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)`
@@ -212,6 +242,18 @@ func LoadCatalog(ctx context.Context, conn *pgconn.PgConn) (*Catalog, error) {
 			}
 			ix := &c.Indexes[len(c.Indexes)-1]
 			ix.Columns = append(ix.Columns, col)
+			return nil
+		}},
+		{"sequences", sequencesQuery, 3, func(r [][]byte) error {
+			if r[2] == nil {
+				return nil // the user may not read it
+			}
+			rel, err := parseOID(r[0])
+			last, err2 := strconv.ParseInt(string(r[2]), 10, 64)
+			if err != nil || err2 != nil {
+				return fmt.Errorf("bad row %q", r)
+			}
+			c.Sequences = append(c.Sequences, KeySequence{Rel: rel, Column: string(r[1]), Last: last})
 			return nil
 		}},
 		{"builtin functions", builtinsQuery, 1, func(r [][]byte) error {

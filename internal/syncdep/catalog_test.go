@@ -2,6 +2,9 @@ package syncdep
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +33,11 @@ CREATE RULE ruled_r AS ON DELETE TO ruled DO INSTEAD NOTHING;
 CREATE FUNCTION ship(bigint) RETURNS void LANGUAGE sql AS $$UPDATE orders SET state = 'shipped' WHERE id = $1$$;
 CREATE FUNCTION order_total(bigint) RETURNS bigint LANGUAGE sql STABLE AS $$SELECT count(*) FROM order_lines WHERE order_id = $1$$;
 CREATE FUNCTION tax(numeric) RETURNS numeric LANGUAGE sql IMMUTABLE AS $$SELECT $1 * 0.2$$;
+CREATE TABLE serials (id serial PRIMARY KEY, v int);
+INSERT INTO serials (v) VALUES (1), (2), (3);
+CREATE TABLE idents (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY);
+CREATE TABLE cycling (id int PRIMARY KEY);
+CREATE SEQUENCE cycling_seq CYCLE OWNED BY cycling.id;
 `
 
 // TestLoadCatalog reads the catalog of a real database and expands
@@ -43,6 +51,20 @@ func TestLoadCatalog(t *testing.T) {
 	// The connection is usable after: the catalog's transaction ended.
 	if _, err := conn.Exec(ctx, "CREATE TABLE after_load (v int)").ReadAll(); err != nil {
 		t.Errorf("after LoadCatalog: %v", err)
+	}
+	// The sequences' last values: 3 given; none given (its start, 1,
+	// less one); a cycling one left out.
+	var seqs []string
+	names := map[uint32]string{}
+	for _, r := range cat.Relations {
+		names[r.OID] = r.Name
+	}
+	for _, sq := range cat.Sequences {
+		seqs = append(seqs, fmt.Sprintf("%s.%s<=%d", names[sq.Rel], sq.Column, sq.Last))
+	}
+	slices.Sort(seqs)
+	if got := strings.Join(seqs, " "); got != "idents.id<=0 serials.id<=3" {
+		t.Errorf("sequences %q, want idents.id<=0 serials.id<=3", got)
 	}
 	server, hand := NewResolver(cat), NewResolver(shopCatalog())
 	for _, sql := range []string{

@@ -25,29 +25,8 @@ func keyHash(r *rowRef, e *Exec) (uint64, bool) {
 	h := uint64(fnvOffset)
 	var buf [24]byte
 	for i, p := range r.params {
-		if maxRef < 0 {
-			if maxRef = paramBound(e); maxRef < 0 {
-				return 0, false
-			}
-		}
-		var v event.Param
-		switch {
-		case p <= maxRef:
-			// A bind parameter.
-			if e.ParamState != event.ParamsComplete || int(p) > len(e.Params) {
-				return 0, false
-			}
-			v = e.Params[p-1]
-		default:
-			// A constant the normalization numbered: the simple
-			// protocol's key, or one written in the text.
-			c, ok := fingerprint.ConstantValue(e.Items[0].Query, e.Text, p)
-			if !ok {
-				return 0, false
-			}
-			v = event.Param{Value: c}
-		}
-		if v.Null {
+		v, ok := keyParam(e, p, &maxRef)
+		if !ok {
 			return 0, false
 		}
 		switch r.kinds[i] {
@@ -72,6 +51,52 @@ func keyHash(r *rowRef, e *Exec) (uint64, bool) {
 		h = (h ^ 0xff) * fnvPrime // ends the column: ("ab","c") is not ("a","bc")
 	}
 	return h, true
+}
+
+// keyParam reads the value of e's $p, a key column's (see keyHash);
+// maxRef caches paramBound (-1: not yet read). false when the log does
+// not give it or it is NULL.
+func keyParam(e *Exec, p int32, maxRef *int32) (event.Param, bool) {
+	if *maxRef < 0 {
+		if *maxRef = paramBound(e); *maxRef < 0 {
+			return event.Param{}, false
+		}
+	}
+	var v event.Param
+	switch {
+	case p <= *maxRef:
+		// A bind parameter.
+		if e.ParamState != event.ParamsComplete || int(p) > len(e.Params) {
+			return v, false
+		}
+		v = e.Params[p-1]
+	default:
+		// A constant the normalization numbered: the simple protocol's
+		// key, or one written in the text.
+		c, ok := fingerprint.ConstantValue(e.Items[0].Query, e.Text, p)
+		if !ok {
+			return v, false
+		}
+		v = event.Param{Value: c}
+	}
+	return v, !v.Null
+}
+
+// keyOld reports whether e's key for r, a keyed one (see keyHash), names
+// a row that no fresh insert made during the replay: its one integer
+// column, which a sequence fills, is at most what the sequence had given
+// when the catalog was read (see RowKey.Seq).
+func keyOld(r *rowRef, e *Exec) bool {
+	if !r.seq || len(r.params) != 1 {
+		return false
+	}
+	maxRef := int32(-1)
+	v, ok := keyParam(e, r.params[0], &maxRef)
+	if !ok {
+		return false
+	}
+	n, ok := intValue(v)
+	return ok && n <= r.seqLast
 }
 
 // intValue reads an integer key's parameter: its text, or the bytes of

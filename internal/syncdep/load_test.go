@@ -1,6 +1,10 @@
 package syncdep
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+)
 
 // TestLoadMode: in Load mode a statement that only reads waits for no
 // commit of data, however it was made (a plain INSERT, a write through a
@@ -190,5 +194,112 @@ func TestPreparedOrder(t *testing.T) {
 		if f := tr.Footprint(); f.Prepared != 0 {
 			t.Errorf("%s: %d prepared transactions kept", mode, f.Prepared)
 		}
+	}
+}
+
+// TestLoadWritesWaitLess: in Load mode a write waits only where running
+// first would fail or lose a write the original did not have (issue 58).
+// With accounts' key filled by a sequence that had given 100 when the
+// catalog was read: fresh inserts wait for no other fresh insert; an
+// update by key of a row at or below 100 (there at the start) waits for
+// none of them, one above waits for every earlier one (it may be the row
+// one made); a write of the whole table waits for them all; an update by
+// key of a row another session updated just before in autocommit does not
+// wait for it (the server's row lock orders them), but one after the
+// row's insert does, an insert after the row's delete, and a write after
+// an update or lock held in a block (which could deadlock otherwise). In
+// Object mode all of these wait.
+func TestLoadWritesWaitLess(t *testing.T) {
+	const upd = "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+	for _, mode := range []Mode{Load, Object} {
+		cat := keyedCatalog()
+		cat.Sequences = []KeySequence{{Rel: 1, Column: "id", Last: 100}}
+		tr := NewTracker(mode)
+		tr.SetCatalog("db", cat)
+		b := tr.Board()
+		a, c, d := tr.Session("db", "a"), tr.Session("db", "c"), tr.Session("db", "d")
+		load := mode == Load
+		done := func(ts ...*Txn) {
+			for _, x := range ts {
+				if x != nil {
+					x.Done()
+				}
+			}
+		}
+		check := func(what string, st Step, want *Txn, loadWaits bool) {
+			t.Helper()
+			if !load || loadWaits {
+				if got := b.Blocker(st.Wait); got != want {
+					t.Errorf("%s: %s waits for %v, want %v", mode, what, seqOf(got), seqOf(want))
+				}
+			} else if got := b.Blocker(st.Wait); got != nil {
+				t.Errorf("%s: %s waits for %v, want nothing", mode, what, seqOf(got))
+			}
+		}
+		first := runP(a, ms(1), "INSERT INTO accounts (balance) VALUES ($1)", "1").Commit
+		second := runP(c, ms(2), "INSERT INTO accounts (balance) VALUES ($1)", "2")
+		check("a fresh insert after another", second, first, false)
+		old := runP(d, ms(3), upd, "1", "7")
+		check("an update by key of a row there at the start", old, first, false)
+		newRow := runP(d, ms(4), upd, "1", "101")
+		if got := b.Blocker(newRow.Wait); got != first && got != second.Commit {
+			t.Errorf("%s: an update by key above the sequence's start waits for %v, want the fresh inserts", mode, seqOf(got))
+		}
+		whole := runP(d, ms(5), "UPDATE accounts SET balance = 0 WHERE balance < $1", "0")
+		if got := b.Blocker(whole.Wait); got != first && got != second.Commit {
+			t.Errorf("%s: an update of the whole table waits for %v, want the fresh inserts", mode, seqOf(got))
+		}
+		done(first, second.Commit, old.Commit, newRow.Commit, whole.Commit)
+
+		// Row by row: an update after an autocommit update; after an
+		// update and a lock held in a block.
+		auto := runP(a, ms(9), upd, "1", "8")
+		check("an update by key after another session's autocommit update of the row", runP(c, ms(9)+500, upd, "2", "8"), auto.Commit, false)
+		done(auto.Commit)
+		run(a, ms(10)-100, ms(10)-50, "BEGIN")
+		held := runP(a, ms(10), upd, "1", "8")
+		check("an update by key after another session's update of the row in a block", runP(c, ms(11), upd, "2", "8"), held.Commit, true)
+		done(held.Commit, run(a, ms(12)-100, ms(12), "COMMIT").Commit)
+		run(a, ms(13)-100, ms(13)-50, "BEGIN")
+		locked := runP(a, ms(13), "SELECT * FROM accounts WHERE id = $1 FOR UPDATE", "9")
+		check("an update by key after another session's lock of the row in a block", runP(c, ms(14), upd, "2", "9"), locked.Commit, true)
+		done(locked.Commit, run(a, ms(15)-100, ms(15), "COMMIT").Commit)
+		// The row's creator before its user, its deleter before its
+		// re-inserter: waited for in both modes.
+		run(a, ms(20)-100, ms(20)-50, "BEGIN")
+		made := runP(a, ms(20), "INSERT INTO accounts (id, balance) VALUES ($1, $2)", "50", "0")
+		check("an update by key after another session's insert of the row", runP(c, ms(21), upd, "1", "50"), made.Commit, true)
+		done(made.Commit, run(a, ms(22)-100, ms(22), "COMMIT").Commit)
+		run(a, ms(23)-100, ms(23)-50, "BEGIN")
+		gone := runP(a, ms(23), "DELETE FROM plain WHERE id = $1", "60")
+		check("an insert by key after another session's delete of the row", runP(d, ms(24), "INSERT INTO plain (id, v) VALUES ($1, $2)", "60", "0"), gone.Commit, true)
+	}
+}
+
+// TestLoadFreshInsertRaces: in Load mode a fresh insert writes an id of
+// its own (freshKey), and what read the relation as it committed still
+// raced with it, as when its commit wrote the whole relation: a point
+// read and a range read across it are relation-wide races.
+func TestLoadFreshInsertRaces(t *testing.T) {
+	cat := keyedCatalog()
+	cat.Sequences = []KeySequence{{Rel: 1, Column: "id", Last: 100}}
+	tr := NewTracker(Load)
+	tr.SetCatalog("db", cat)
+	a, b := tr.Session("db", "a"), tr.Session("db", "b")
+	ev := func(s *Session, start, end int64, sql string, params ...string) Step {
+		ps := make([]event.Param, len(params))
+		for i, p := range params {
+			ps[i] = event.Param{Value: p}
+		}
+		return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
+	}
+	const ins = "INSERT INTO accounts (balance) VALUES ($1)"
+	ev(a, ms(1), ms(2), ins, "1")
+	if st := ev(b, ms(1)+500, ms(3), "SELECT balance FROM accounts WHERE id = $1", "101"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a point read across a fresh insert: %v, want RaceRelation", st.Race.Kind())
+	}
+	ev(a, ms(10), ms(11), ins, "1")
+	if st := ev(b, ms(10)+500, ms(12), "SELECT count(*) FROM accounts WHERE balance > $1", "0"); st.Race.Kind() != RaceRelation {
+		t.Errorf("a range read across a fresh insert: %v, want RaceRelation", st.Race.Kind())
 	}
 }

@@ -377,6 +377,12 @@ func (r *raceRels) addTouch(eff *effect, bucket uint32, keyed bool) {
 		r.ids = addOnce(r.ids, x.rel)
 		r.ids = addOnce(r.ids, x.any)
 	}
+	if x := eff.rows; x != nil && x.fresh != 0 {
+		// The relation's fresh inserts, which in Load mode write an
+		// id of their own (freshKey): raced with as with its
+		// whole-relation writes.
+		r.ids = addOnce(r.ids, x.fresh)
+	}
 }
 
 // raceRow is the bucket of the row eff (a statement's, before rowEffect)

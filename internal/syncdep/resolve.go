@@ -76,6 +76,17 @@ type RowKey struct {
 	// Insert: it may insert the row (an INSERT, with or without ON
 	// CONFLICT).
 	Insert bool
+	// Fresh: the relation may take fresh inserts (see Resolver.fresh),
+	// which no key names: in Load mode their commits are waited for by
+	// the statements that may reach the rows they made.
+	Fresh bool
+	// Seq: the key is one integer column that a sequence fills, which
+	// had given no value above SeqLast when the catalog was read (see
+	// KeySequence): a key at or below it is no row a fresh insert made
+	// during the replay, so a statement by that key need not wait for
+	// the fresh inserts.
+	Seq     bool
+	SeqLast int64
 }
 
 // keyKind is how the logged text of a key value is compared.
@@ -131,6 +142,9 @@ type Resolver struct {
 	fnNames map[string]fnKind // unqualified: the most effectful of every schema's
 	builtin map[string]bool
 	keyed   map[string]bool // relation keys with a primary key that keys rows
+	// freshKeys: the relation keys that may take fresh inserts (see
+	// FreshInserts).
+	freshKeys map[string]bool
 	// fresh: an INSERT that gives no column of any unique index (the
 	// keys come from defaults, a sequence) into a relation whose unique
 	// indexes are all on plain columns conflicts with no row another
@@ -172,7 +186,15 @@ type group struct {
 	uniqueOther bool // an index is partial, on expressions or an exclusion constraint
 	otherKeys   bool // uniqueOther, or a unique index on other columns than pk
 	members     int
+	// seq, seqLast: its key is one integer column that a sequence
+	// fills (see RowKey.Seq).
+	seq     bool
+	seqLast int64
 }
+
+// freshInserts reports whether an INSERT into gr may be fresh (see
+// Resolver.fresh), given the columns it names.
+func (gr *group) freshInserts() bool { return gr.uniques > 0 && !gr.uniqueOther }
 
 type keyCol struct {
 	name string
@@ -346,12 +368,41 @@ func (r *Resolver) indexes(c *Catalog, idx map[uint32]int, gOf []int, hasParent 
 		}
 		gr.otherKeys = gr.otherKeys || !same
 	}
-	r.keyed = map[string]bool{}
+	r.sequences(c, idx, gOf)
+	r.keyed, r.freshKeys = map[string]bool{}, map[string]bool{}
 	for _, gr := range r.groups {
 		if gr.pk != nil {
 			r.keyed[gr.key] = true
 		}
+		if gr.freshInserts() && !gr.view && !gr.opaque {
+			r.freshKeys[gr.key] = true
+		}
 	}
+}
+
+// sequences marks the groups whose key is one integer column that a
+// sequence fills (see RowKey.Seq).
+func (r *Resolver) sequences(c *Catalog, idx map[uint32]int, gOf []int) {
+	for _, sq := range c.Sequences {
+		i, ok := idx[sq.Rel]
+		if !ok {
+			continue
+		}
+		gr := &r.groups[gOf[i]]
+		if len(gr.pk) == 1 && gr.pk[0].kind == keyInt && gr.pk[0].name == sq.Column && !gr.seq {
+			gr.seq, gr.seqLast = true, sq.Last
+		}
+	}
+}
+
+// FreshInserts reports whether, in Load mode, the relation key may take
+// fresh inserts (see Resolver.fresh): a statement that reaches it whole,
+// or by a key such an insert may have made, waits for their commits.
+func (r *Resolver) FreshInserts(key string) bool {
+	if r == nil || !r.fresh {
+		return false
+	}
+	return r.freshKeys[key]
 }
 
 // Keyed reports whether statements may reach rows of the relation key by
@@ -557,7 +608,7 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 		return Effect{}, false
 	}
 	blind := ra.Op == fingerprint.OpInsert && gr.uniques == 0
-	fresh := r.fresh && ra.Op == fingerprint.OpInsert && !ra.Upsert && gr.uniques > 0 && !gr.uniqueOther && len(ra.Cols) > 0 &&
+	fresh := r.fresh && ra.Op == fingerprint.OpInsert && !ra.Upsert && gr.freshInserts() && len(ra.Cols) > 0 &&
 		!slices.ContainsFunc(ra.Cols, func(c string) bool { return slices.Contains(gr.uniqueCols, c) })
 	var key *RowKey
 	if !blind && !fresh {
@@ -577,6 +628,8 @@ func (r *Resolver) rowEffect(st *Statement) (Effect, bool) {
 		key.Write = ra.Op != 0
 		key.Lock = ra.Op != 0 || st.LockRows
 		key.Insert = ra.Op == fingerprint.OpInsert
+		key.Fresh = r.fresh && gr.freshInserts()
+		key.Seq, key.SeqLast = gr.seq, gr.seqLast
 	}
 	var e Effect
 	e.ReadAll = st.ReadAll

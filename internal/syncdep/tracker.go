@@ -30,7 +30,10 @@ const (
 	// reads waits for nothing but the commits that changed the schema
 	// (DDL, DO, CALL...: a table or a role it needs may not exist yet);
 	// the rest of the commit order is left to the server, as the
-	// application left it.
+	// application left it. Writes wait less than in Object mode: fresh
+	// inserts (Resolver.fresh) not for each other, a statement by key
+	// not for them when its key is older (RowKey.Seq), nor for another
+	// session's autocommit update of its row (Tracker.rowOrders).
 	Load
 	// Answers: the order of a replay that checks answers. As in
 	// Object mode, a statement waits for the commits that ended before
@@ -247,6 +250,12 @@ type rowRef struct {
 	params              []int32
 	kinds               []keyKind
 	write, lock, insert bool
+	// fresh is the id that the relation's fresh inserts write (0 when
+	// it takes none: see RowKey.Fresh); seq and seqLast tell which keys
+	// no fresh insert made (RowKey.Seq).
+	fresh   uint32
+	seq     bool
+	seqLast int64
 }
 
 // isQuery reports whether a normalized statement is a query: SELECT,
@@ -325,10 +334,29 @@ type Tracker struct {
 	local func(owner any) bool
 }
 
-// rowLast is an entry of Tracker.last.
+// rowLast is an entry of Tracker.last; makes: the event may have
+// inserted the row; held: it ran inside a transaction block that went on
+// after it, holding the row's lock.
 type rowLast struct {
-	tx *Txn
-	s  *Session
+	tx          *Txn
+	s           *Session
+	makes, held bool
+}
+
+// rowOrders reports whether a write or lock by key, r, waits for the
+// last write or lock l of its row by another session (see Wait.row). In
+// Load mode only where running first would fail or lose a write the
+// original did not have: after the row's insert (run first, an update
+// finds nothing), as an insert (a key's deleter before its re-inserter:
+// 23505 otherwise), or after a write or lock held in a transaction block
+// (run first, it could take the row's lock while that block holds
+// another this one then waits for: a deadlock the original did not
+// have). An update, delete or lock of an existing row after another
+// session's autocommit update or delete of it does not wait: the server's
+// row lock orders the two as it did for the application, whose sessions
+// waited for no other.
+func (t *Tracker) rowOrders(l rowLast, r *rowRef) bool {
+	return t.mode != Load || l.makes || l.held || r.insert
 }
 
 // rowEffectKey is an effect with rows and the bucket an execution reached
@@ -336,6 +364,7 @@ type rowLast struct {
 type rowEffectKey struct {
 	base   *effect
 	bucket uint32
+	old    bool
 }
 
 const (
@@ -505,6 +534,13 @@ func (t *Tracker) bucket(any uint32, b uint64) uint32 {
 // anyKey is the name of a relation's any id (see rowRef).
 func anyKey(key string) string { return key + "\x00rows" }
 
+// freshKey is the name of the id that a relation's fresh inserts write
+// in Load mode (see Resolver.fresh), in place of the relation's id: they
+// wait for the whole relation's writes, not for each other. What reaches
+// the relation whole touches it, and a statement by key touches it unless
+// its key is one no fresh insert made (see RowKey.Seq).
+func freshKey(key string) string { return key + "\x00fresh" }
+
 // rowEffect is base (an effect with rows) for one execution: its row's
 // bucket when the event's parameters give the key (keyed), otherwise
 // the whole relation. A read by key touches its bucket and the
@@ -515,9 +551,9 @@ func anyKey(key string) string { return key + "\x00rows" }
 //
 // bucket and keyed are the execution's row (Tracker.raceRow), read once
 // for both.
-func (t *Tracker) rowEffect(base *effect, bucket uint32, keyed bool, slot uint32) *effect {
+func (t *Tracker) rowEffect(base *effect, bucket uint32, keyed bool, slot uint32, old bool) *effect {
 	r := base.rows
-	k := rowEffectKey{base: base, bucket: wholeBucket}
+	k := rowEffectKey{base: base, bucket: wholeBucket, old: old}
 	if keyed {
 		k.bucket = slot
 	}
@@ -546,8 +582,14 @@ func (t *Tracker) rowEffect(base *effect, bucket uint32, keyed bool, slot uint32
 		if r.lock {
 			x.lock = append(x.lock, r.rel)
 		}
+		if r.fresh != 0 && !old {
+			x.touch = append(x.touch, r.fresh)
+		}
 	} else {
 		x.touch = append(x.touch, r.rel, r.any)
+		if r.fresh != 0 {
+			x.touch = append(x.touch, r.fresh)
+		}
 		if r.write {
 			x.write = append(x.write, r.rel)
 		}
@@ -584,12 +626,15 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		if d.res.Keyed(k) {
 			x.touch = append(x.touch, t.id(d, anyKey(k)))
 		}
+		if d.res.FreshInserts(k) {
+			x.touch = append(x.touch, t.id(d, freshKey(k)))
+		}
 	}
 	for _, k := range ef.Whole {
 		x.touch = append(x.touch, t.id(d, k))
 	}
 	for _, k := range ef.Write {
-		x.write = append(x.write, t.id(d, k))
+		x.write = append(x.write, t.id(d, writeKey(&ef, k)))
 	}
 	for _, k := range ef.Lock {
 		x.lock = append(x.lock, t.id(d, k))
@@ -613,7 +658,11 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 		x.rng = &rangeRef{any: t.id(d, anyKey(k.Rel)), lo: k.Lo, hi: k.Hi}
 	}
 	if k := ef.Rows; k != nil {
-		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert}
+		x.rows = &rowRef{rel: t.id(d, k.Rel), any: t.id(d, anyKey(k.Rel)), params: k.Params, kinds: k.kinds, write: k.Write, lock: k.Lock, insert: k.Insert,
+			seq: k.Seq, seqLast: k.SeqLast}
+		if k.Fresh {
+			x.rows.fresh = t.id(d, freshKey(k.Rel))
+		}
 	}
 	x.touch, x.write, x.lock = sortedIDs(x.touch), sortedIDs(x.write), sortedIDs(x.lock)
 	if len(d.effects) >= maxEffects {
@@ -621,6 +670,15 @@ func (t *Tracker) effectOf(d *database, e *Exec, i int) *effect {
 	}
 	d.effects[it.Query] = x
 	return x
+}
+
+// writeKey is the relation key whose id ef's writes of k write: a fresh
+// insert's own id in Load mode (see freshKey), k otherwise.
+func writeKey(ef *Effect, k string) string {
+	if slices.Contains(ef.Whole, k) {
+		return freshKey(k)
+	}
+	return k
 }
 
 func sortedIDs(s []uint32) []uint32 {
@@ -634,6 +692,7 @@ type Session struct {
 	db       *database
 	owner    any
 	rowLocks []uint32 // the buckets the event being read writes or locks by key
+	rowMakes bool     // and one of its statements may insert them
 	inBlock  bool     // in an explicit transaction block
 	aborted  bool     // the block failed: its COMMIT rolls back
 	tx       txBuild
@@ -791,10 +850,11 @@ func (s *Session) Event(e Exec) Step {
 		if eff.rows != nil {
 			r := eff.rows
 			bucket, keyed := rb, rk
-			eff = t.rowEffect(eff, bucket, keyed, slot)
+			eff = t.rowEffect(eff, bucket, keyed, slot, keyed && keyOld(r, &e))
 			if keyed && (r.write || r.lock) {
 				s.rowLocks = append(s.rowLocks, bucket)
-				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() {
+				s.rowMakes = s.rowMakes || r.insert
+				if l, ok := t.last[bucket]; ok && l.s != s && !l.tx.Ran() && t.rowOrders(l, r) {
 					step.Wait.addRow(l.tx)
 				}
 			}
@@ -1003,14 +1063,14 @@ func (s *Session) end(e *Exec, step *Step, committing bool) {
 			t.setLast(s, step.Commit)
 		}
 	}
-	s.rowLocks = s.rowLocks[:0]
+	s.rowLocks, s.rowMakes = s.rowLocks[:0], false
 }
 
 // setLast records tx as the last write or lock by key of the rows of the
 // session's event being read (see Tracker.last).
 func (t *Tracker) setLast(s *Session, tx *Txn) {
 	for _, b := range s.rowLocks {
-		t.last[b] = rowLast{tx: tx, s: s}
+		t.last[b] = rowLast{tx: tx, s: s, makes: s.rowMakes, held: s.inBlock}
 	}
 	t.lasts += len(s.rowLocks)
 	if t.lasts >= maxLasts {
