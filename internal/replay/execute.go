@@ -133,7 +133,7 @@ func (s *session) statement(it item, t *time.Timer) {
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
-	sy.race, sy.tables, sy.unknown = it.sync.Race, it.sync.Tables, it.sync.Unknown
+	sy.race, sy.tables, sy.unknown, sy.reach = it.sync.Race, it.sync.Tables, it.sync.Unknown, it.sync.Reach
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
@@ -646,11 +646,16 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 				}
 				tally.add(st, cause, sy.race)
 				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
+				// Undecided: settleRaces taints it once decided.
+				tally.diverged = tally.diverged || cause != querystats.CauseTargetData && (cause != "" || sy.race.Settled())
 			}
 		}
 	}
+	if taints(sy, tally.diverged) {
+		r.taint.Add(sy.reach)
+	}
 	if len(tally.undecided) > 0 {
-		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables}
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach}
 		if tally.notData || !r.blamesData() {
 			p.tables = nil // unexplained, unless it raced
 		}
@@ -741,10 +746,36 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}
+	if cause == "" && race.Settled() {
+		// A row an earlier divergence of the replay wrote is the
+		// replay's doing, never the target's data.
+		cause, what = afterDivergence(s.r.taint.Affects(sy.reach))
+	}
 	if cause == "" && race.Settled() && len(sy.tables) > 0 && s.r.blamesData() && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
 	}
 	return cause, what
+}
+
+// afterDivergence is the answer's cause meeting the replay's taint as k
+// gives (syncdep.Taint.Affects), and what names it; "" for none.
+func afterDivergence(k syncdep.RaceKind) (querystats.AnswerCause, string) {
+	switch k {
+	case syncdep.RaceRow:
+		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on a row it reads"
+	case syncdep.RaceRelation:
+		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"
+	}
+	return "", ""
+}
+
+// taints reports whether what an execution wrote is to be tainted
+// (syncdep.Taint): it ran out of the original's order, because it raced
+// in the original, its sync wait gave up or a commit it depended on was
+// lost, or diverged: one of its answers differed for another reason
+// than the target's data.
+func taints(sy synced, diverged bool) bool {
+	return diverged || sy.giveUp != "" || sy.lostDep || sy.race.Raced()
 }
 
 // blamesData reports whether the replay may say a differing answer comes
@@ -807,6 +838,9 @@ type answerTally struct {
 	// notData: a differing answer nothing explains is not one the
 	// target's data explains (dataDiffers).
 	notData bool
+	// diverged: a differing answer was decided, and not by the
+	// target's data (taints).
+	diverged bool
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

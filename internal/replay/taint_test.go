@@ -1,0 +1,127 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+)
+
+// TestTaintAfterDivergence: on a synthetic log replayed in Answers mode,
+// a delete-and-reinsert of stock row 1 races with another session's
+// update of that row (both overlap the other's commit), so the replay
+// may leave the row with another value than the original's. A later
+// read of that row that differs, by key or by a range over it, follows
+// that divergence (after_divergence), never the target's data; a read
+// of a row no divergence touched that differs is still the target's
+// data, by key, by range, and in a table the race never wrote; a whole
+// table read meets the taint relation-wide only (issue 59 item 3). The
+// same holds when the read's race is decided late (settleRaces).
+func TestTaintAfterDivergence(t *testing.T) {
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetCatalog("db", &syncdep.Catalog{
+		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "stock", Kind: 'r'}, {OID: 2, Schema: "public", Name: "other", Kind: 'r'}},
+		Indexes: []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}},
+			{Rel: 2, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
+	})
+	cache := fingerprint.NewCache(0)
+	const t0 = int64(1_772_359_200_000_007)
+	exec := func(s *syncdep.Session, from, to int64, sql string) syncdep.Step {
+		return s.Event(syncdep.Exec{Start: t0 + from, End: t0 + to, Items: cache.Get(sql), Text: sql})
+	}
+	a, b, c := tr.Session("db", "a"), tr.Session("db", "b"), tr.Session("db", "c")
+	exec(a, 1000, 1010, "BEGIN")
+	del := exec(a, 1100, 1200, "DELETE FROM stock WHERE id = 1")
+	ins := exec(a, 1300, 1400, "INSERT INTO stock (id, v) VALUES (1, 5)")
+	// b's update of the same row was sent before a's COMMIT ended and
+	// answered after it was sent: unordered, it races.
+	up := exec(b, 1450, 1700, "UPDATE stock SET v = v + 1 WHERE id = 1")
+	commit := exec(a, 1500, 1600, "COMMIT")
+	// Long after, with nothing concurrent.
+	reads := map[string]syncdep.Step{}
+	for i, q := range []string{
+		"SELECT v FROM stock WHERE id = 1", "SELECT v FROM stock WHERE id = 2",
+		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10", "SELECT v FROM stock WHERE id BETWEEN 2 AND 10",
+		"SELECT v FROM other WHERE id = 1", "SELECT sum(v) FROM stock",
+	} {
+		reads[q] = exec(c, 100_000+int64(i)*1000, 100_500+int64(i)*1000, q)
+	}
+	// The log read well past them: every race settled.
+	for i := int64(0); i < 1100; i++ {
+		exec(c, 200_000+i*10, 200_005+i*10, "SELECT v FROM other WHERE id = 99")
+	}
+	if up.Race.Kind() != syncdep.RaceRow || !up.Race.Settled() {
+		t.Fatalf("the update that overlapped the COMMIT raced %v (settled %v), want by row", up.Race.Kind(), up.Race.Settled())
+	}
+	if !del.Raced() || !ins.Raced() || !del.Reach.Writes() || !ins.Reach.Writes() {
+		t.Fatalf("the delete-and-reinsert raced %v/%v, writes %v/%v: want raced, writing", del.Raced(), ins.Raced(), del.Reach.Writes(), ins.Reach.Writes())
+	}
+	_ = commit
+	for q, st := range reads {
+		if st.Raced() || st.Reach == nil {
+			t.Fatalf("%s raced %v, reach %v: want not raced, with a reach", q, st.Raced(), st.Reach)
+		}
+	}
+
+	r := &Replayer{opts: Options{Sync: syncdep.Answers}, taint: syncdep.NewTaint()}
+	if !r.blamesData() {
+		t.Fatal("Answers mode does not blame the data")
+	}
+	// Before the race is taken in, the read of row 1 is the data's:
+	// the taint is what changes it.
+	s := &session{r: r}
+	because := func(q string) querystats.AnswerCause {
+		st := reads[q]
+		items := cache.Get(q)
+		sy := synced{race: st.Race, tables: st.Tables, reach: st.Reach}
+		cause, _ := s.differsBecause(querystats.AnswerValues, &event.Event{Query: q}, &event.Answer{}, 0, items[0], nil, sy, targetError{})
+		return cause
+	}
+	if got := because("SELECT v FROM stock WHERE id = 1"); got != querystats.CauseTargetData {
+		t.Fatalf("with nothing tainted, a differing read of row 1 is %q, want the target's data", got)
+	}
+	// The replay ran the raced statements: what they wrote is tainted.
+	for _, st := range []syncdep.Step{del, ins, up} {
+		if !taints(synced{race: st.Race}, false) {
+			t.Fatalf("a raced statement does not taint")
+		}
+		r.taint.Add(st.Reach)
+	}
+	want := map[string]querystats.AnswerCause{
+		"SELECT v FROM stock WHERE id = 1":              querystats.CauseAfterDivergence,
+		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10": querystats.CauseAfterDivergence,
+		"SELECT v FROM stock WHERE id = 2":              querystats.CauseTargetData,
+		"SELECT v FROM stock WHERE id BETWEEN 2 AND 10": querystats.CauseTargetData,
+		"SELECT v FROM other WHERE id = 1":              querystats.CauseTargetData,
+		"SELECT sum(v) FROM stock":                      querystats.CauseAfterDivergenceRelation,
+	}
+	for q, w := range want {
+		if got := because(q); got != w {
+			t.Errorf("%s differing: %q, want %q", q, got, w)
+		}
+	}
+	if taints(synced{race: reads["SELECT v FROM stock WHERE id = 2"].Race}, false) {
+		t.Error("a read that kept the original's order taints")
+	}
+
+	// Decided late (settleRaces): the same answers.
+	sh := newShard()
+	for q := range want {
+		st := reads[q]
+		slot := sh.set.Slot(q, q)
+		slot.RecordAnswer(querystats.AnswerValues)
+		sh.races = append(sh.races, pendingRace{race: st.Race, stats: []*querystats.Stats{slot}, cause: querystats.CauseRaced, tables: st.Tables, reach: st.Reach})
+	}
+	sh.settleRaces(r, true)
+	if row, rel, data, unexplained := r.c.answerAfterDivergence.Load(), r.c.answerAfterDivergenceRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 3 || unexplained != 0 {
+		t.Errorf("settled: %d after a divergence by row, %d relation-wide, %d the target's data, %d unexplained; want 2, 1, 3, 0", row, rel, data, unexplained)
+	}
+	if got := r.c.targetDataTables.counts(); got["public.stock"] != 2 || got["public.other"] != 1 {
+		t.Errorf("the target's data by table %v, want public.stock 2, public.other 1", got)
+	}
+	if r.taint.FellBack() {
+		t.Error("a few rows fell back to the relation")
+	}
+}
