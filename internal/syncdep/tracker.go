@@ -732,6 +732,13 @@ func (s *Session) Start(at int64) Wait {
 	return Wait{}
 }
 
+// resetStmt empties what the event being read reaches, before its
+// items are read.
+func (s *Session) resetStmt() {
+	s.raceStmt.reset()
+	s.reach.reset()
+}
+
 // Event reads the session's next execution event and returns its Step.
 func (s *Session) Event(e Exec) Step {
 	t := s.t
@@ -744,8 +751,7 @@ func (s *Session) Event(e Exec) Step {
 	commit := &s.commit
 	commit.reset()
 	committing := false
-	s.raceStmt.reset()
-	s.reach.reset()
+	s.resetStmt()
 	s.ansWait = s.ansWait[:0]
 	s.cut, s.endedNow = cut, false
 	items := e.Items
