@@ -111,14 +111,17 @@ type Taint struct {
 	// opaque are the any ids of relations written by key where some
 	// key is not known as an integer: a range over them meets them
 	// relation-wide.
-	opaque   map[uint32]struct{}
+	opaque map[uint32]struct{}
+	// fell are the any ids of relations whose written rows no longer
+	// fit (MaxTaintRows): every row of them is tainted, relation-wide.
+	fell     map[uint32]struct{}
 	n        int
 	fellBack bool
 }
 
 // NewTaint returns an empty Taint.
 func NewTaint() *Taint {
-	return &Taint{rows: map[taintRow]struct{}{}, keys: map[uint32][]int64{}, rels: map[uint32]struct{}{}, opaque: map[uint32]struct{}{}}
+	return &Taint{rows: map[taintRow]struct{}{}, keys: map[uint32][]int64{}, rels: map[uint32]struct{}{}, opaque: map[uint32]struct{}{}, fell: map[uint32]struct{}{}}
 }
 
 // Add taints what the statement of reach r wrote: its rows by key, and
@@ -135,11 +138,11 @@ func (t *Taint) Add(r *Reach) {
 		t.rels[id] = struct{}{}
 	}
 	if t.n+len(r.wRows)+len(r.wKeys) > MaxTaintRows {
-		// The keys no longer fit: their relations (their any ids,
-		// which r.wIDs holds) are tainted whole, for a range too.
+		// The keys no longer fit: their relations are tainted
+		// whole, for a read by key or by range too.
 		t.fellBack = true
 		for _, k := range r.wRows {
-			t.opaque[k.any] = struct{}{}
+			t.fell[k.any] = struct{}{}
 		}
 		return
 	}
@@ -172,19 +175,23 @@ func (t *Taint) Affects(r *Reach) RaceKind {
 	if len(t.rels) == 0 {
 		return RaceNone
 	}
+	found := RaceNone
 	for _, k := range r.rows {
 		if _, ok := t.rows[k]; ok {
 			return RaceRow
 		}
+		if _, ok := t.fell[k.any]; ok {
+			found = RaceRelation
+		}
 	}
-	found := RaceNone
 	for _, g := range r.rng {
 		for _, v := range t.keys[g.any] {
 			if v >= g.lo && v <= g.hi {
 				return RaceRow
 			}
 		}
-		if _, ok := t.opaque[g.any]; ok {
+		_, opaque := t.opaque[g.any]
+		if _, fell := t.fell[g.any]; opaque || fell {
 			found = RaceRelation
 		}
 	}
