@@ -62,8 +62,19 @@ func (r *Reach) reset() {
 }
 
 func (r *Reach) clone() *Reach {
-	return &Reach{rows: slices.Clone(r.rows), ids: slices.Clone(r.ids), rng: slices.Clone(r.rng), all: r.all,
-		wRows: slices.Clone(r.wRows), wKeys: slices.Clone(r.wKeys), wIDs: slices.Clone(r.wIDs), wOpaque: slices.Clone(r.wOpaque), wAll: r.wAll}
+	// One array for the rows and one for the ids: a Reach is made for
+	// every statement of an Answers replay.
+	c := &Reach{all: r.all, wAll: r.wAll, rng: slices.Clone(r.rng), wKeys: slices.Clone(r.wKeys)}
+	if n := len(r.rows) + len(r.wRows); n > 0 {
+		rows := append(append(make([]taintRow, 0, n), r.rows...), r.wRows...)
+		c.rows, c.wRows = rows[:len(r.rows):len(r.rows)], rows[len(r.rows):]
+	}
+	if n := len(r.ids) + len(r.wIDs) + len(r.wOpaque); n > 0 {
+		ids := append(append(append(make([]uint32, 0, n), r.ids...), r.wIDs...), r.wOpaque...)
+		a, b := len(r.ids), len(r.ids)+len(r.wIDs)
+		c.ids, c.wIDs, c.wOpaque = ids[:a:a], ids[a:b:b], ids[b:]
+	}
+	return c
 }
 
 // add adds what eff, a statement of event e, reaches: its row by key
