@@ -648,6 +648,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
 				// Undecided: settleRaces taints it once decided.
 				tally.diverged = tally.diverged || cause != querystats.CauseTargetData && (cause != "" || sy.race.Settled())
+				tally.rows = tally.rows || d != querystats.AnswerValues
 			}
 		}
 	}
@@ -655,7 +656,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.taint.Add(sy.reach)
 	}
 	if len(tally.undecided) > 0 {
-		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach}
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach, wide: tally.rows}
 		if tally.notData || !r.blamesData() {
 			p.tables = nil // unexplained, unless it raced
 		}
@@ -749,7 +750,7 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && race.Settled() {
 		// A row an earlier divergence of the replay wrote is the
 		// replay's doing, never the target's data.
-		cause, what = afterDivergence(s.r.taint.Affects(sy.reach))
+		cause, what = afterDivergence(s.r.taint.Affects(sy.reach, d != querystats.AnswerValues))
 	}
 	if cause == "" && race.Settled() && len(sy.tables) > 0 && s.r.blamesData() && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
@@ -839,8 +840,9 @@ type answerTally struct {
 	// target's data explains (dataDiffers).
 	notData bool
 	// diverged: a differing answer was decided, and not by the
-	// target's data (taints).
-	diverged bool
+	// target's data (taints); rows: one differs in more than values
+	// (a read of many rows meets the taint then: syncdep.Taint.Affects).
+	diverged, rows bool
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

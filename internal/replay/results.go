@@ -152,6 +152,9 @@ type pendingRace struct {
 	// is found to race, asked of the taint before the target's data
 	// is blamed.
 	reach *syncdep.Reach
+	// wide: an answer differs in more than values (answerTally.rows):
+	// a read of many rows meets the taint (syncdep.Taint.Affects).
+	wide bool
 }
 
 // minSettle is how many pending races a shard keeps before it decides
@@ -181,7 +184,7 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 		cause, what := raceCause(p.race.Kind())
 		var after querystats.AnswerCause
 		if cause == "" {
-			after, what = afterDivergence(r.taint.Affects(p.reach))
+			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide))
 		}
 		if cause != "" || after != "" || len(p.tables) == 0 {
 			// Its answers diverged for another reason than the

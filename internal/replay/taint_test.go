@@ -13,11 +13,15 @@ import (
 // a delete-and-reinsert of stock row 1 races with another session's
 // update of that row (both overlap the other's commit), so the replay
 // may leave the row with another value than the original's. A later
-// read of that row that differs, by key or by a range over it, follows
-// that divergence (after_divergence), never the target's data; a read
+// read of that row that differs, by key, or by a range over it with
+// another row count, follows that divergence (after_divergence), never
+// the target's data; a range over it whose values only differ is still
+// the target's data (a range of many rows owes that to the data more
+// often: syncdep.Taint.Affects); a read
 // of a row no divergence touched that differs is still the target's
 // data, by key, by range, and in a table the race never wrote; a whole
-// table read meets the taint relation-wide only (issue 59 item 3). The
+// table read with another row count meets the taint relation-wide only
+// (issue 59 item 3). The
 // same holds when the read's race is decided late (settleRaces).
 func TestTaintAfterDivergence(t *testing.T) {
 	tr := syncdep.NewTracker(syncdep.Answers)
@@ -72,13 +76,14 @@ func TestTaintAfterDivergence(t *testing.T) {
 	// Before the race is taken in, the read of row 1 is the data's:
 	// the taint is what changes it.
 	s := &session{r: r}
-	because := func(q string) querystats.AnswerCause {
+	differs := func(q string, d querystats.AnswerDiff) querystats.AnswerCause {
 		st := reads[q]
 		items := cache.Get(q)
 		sy := synced{race: st.Race, tables: st.Tables, reach: st.Reach}
-		cause, _ := s.differsBecause(querystats.AnswerValues, &event.Event{Query: q}, &event.Answer{}, 0, items[0], nil, sy, targetError{})
+		cause, _ := s.differsBecause(d, &event.Event{Query: q}, &event.Answer{}, 0, items[0], nil, sy, targetError{})
 		return cause
 	}
+	because := func(q string) querystats.AnswerCause { return differs(q, querystats.AnswerValues) }
 	if got := because("SELECT v FROM stock WHERE id = 1"); got != querystats.CauseTargetData {
 		t.Fatalf("with nothing tainted, a differing read of row 1 is %q, want the target's data", got)
 	}
@@ -91,16 +96,29 @@ func TestTaintAfterDivergence(t *testing.T) {
 	}
 	want := map[string]querystats.AnswerCause{
 		"SELECT v FROM stock WHERE id = 1":              querystats.CauseAfterDivergence,
-		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10": querystats.CauseAfterDivergence,
+		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10": querystats.CauseTargetData, // values: see below
 		"SELECT v FROM stock WHERE id = 2":              querystats.CauseTargetData,
 		"SELECT v FROM stock WHERE id BETWEEN 2 AND 10": querystats.CauseTargetData,
 		"SELECT v FROM other WHERE id = 1":              querystats.CauseTargetData,
-		"SELECT sum(v) FROM stock":                      querystats.CauseAfterDivergenceRelation,
+		"SELECT sum(v) FROM stock":                      querystats.CauseTargetData, // values: see below
 	}
 	for q, w := range want {
 		if got := because(q); got != w {
 			t.Errorf("%s differing: %q, want %q", q, got, w)
 		}
+	}
+	// A range over the tainted row meets it when its row count differs
+	// (the row missing mid delete-and-reinsert), not when only values
+	// do: a range of many rows owes that to the target's data more
+	// often (syncdep.Taint.Affects).
+	if got := differs("SELECT v FROM stock WHERE id BETWEEN 1 AND 10", querystats.AnswerRows); got != querystats.CauseAfterDivergence {
+		t.Errorf("a range over the tainted row with another row count: %q, want %q", got, querystats.CauseAfterDivergence)
+	}
+	if got := differs("SELECT sum(v) FROM stock", querystats.AnswerRows); got != querystats.CauseAfterDivergenceRelation {
+		t.Errorf("a whole-table read with another row count: %q, want %q", got, querystats.CauseAfterDivergenceRelation)
+	}
+	if got := differs("SELECT v FROM stock WHERE id BETWEEN 2 AND 10", querystats.AnswerRows); got != querystats.CauseTargetData {
+		t.Errorf("a range without the tainted row with another row count: %q, want the target's data", got)
 	}
 	if taints(synced{race: reads["SELECT v FROM stock WHERE id = 2"].Race}, false) {
 		t.Error("a read that kept the original's order taints")
@@ -108,18 +126,23 @@ func TestTaintAfterDivergence(t *testing.T) {
 
 	// Decided late (settleRaces): the same answers.
 	sh := newShard()
-	for q := range want {
+	pend := func(q string, wide bool) {
 		st := reads[q]
 		slot := sh.set.Slot(q, q)
 		slot.RecordAnswer(querystats.AnswerValues)
-		sh.races = append(sh.races, pendingRace{race: st.Race, stats: []*querystats.Stats{slot}, cause: querystats.CauseRaced, tables: st.Tables, reach: st.Reach})
+		sh.races = append(sh.races, pendingRace{race: st.Race, stats: []*querystats.Stats{slot}, cause: querystats.CauseRaced, tables: st.Tables, reach: st.Reach, wide: wide})
 	}
+	for q := range want {
+		pend(q, false)
+	}
+	pend("SELECT v FROM stock WHERE id BETWEEN 1 AND 10", true)
+	pend("SELECT sum(v) FROM stock", true)
 	sh.settleRaces(r, true)
-	if row, rel, data, unexplained := r.c.answerAfterDivergence.Load(), r.c.answerAfterDivergenceRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 3 || unexplained != 0 {
-		t.Errorf("settled: %d after a divergence by row, %d relation-wide, %d the target's data, %d unexplained; want 2, 1, 3, 0", row, rel, data, unexplained)
+	if row, rel, data, unexplained := r.c.answerAfterDivergence.Load(), r.c.answerAfterDivergenceRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 5 || unexplained != 0 {
+		t.Errorf("settled: %d after a divergence by row, %d relation-wide, %d the target's data, %d unexplained; want 2, 1, 5, 0", row, rel, data, unexplained)
 	}
-	if got := r.c.targetDataTables.counts(); got["public.stock"] != 2 || got["public.other"] != 1 {
-		t.Errorf("the target's data by table %v, want public.stock 2, public.other 1", got)
+	if got := r.c.targetDataTables.counts(); got["public.stock"] != 4 || got["public.other"] != 1 {
+		t.Errorf("the target's data by table %v, want public.stock 4, public.other 1", got)
 	}
 	if r.taint.FellBack() {
 		t.Error("a few rows fell back to the relation")

@@ -18,13 +18,13 @@ func TestTaintFallsBack(t *testing.T) {
 	}
 	ta := NewTaint()
 	ta.Add(write.Reach)
-	if k := ta.Affects(other.Reach); k != RaceNone {
+	if k := ta.Affects(other.Reach, true); k != RaceNone {
 		t.Errorf("a read of another key meets a taint by key: %v", k)
 	}
-	if k := ta.Affects(rng.Reach); k != RaceNone {
+	if k := ta.Affects(rng.Reach, true); k != RaceNone {
 		t.Errorf("a range without the tainted key meets it: %v", k)
 	}
-	if k := ta.Affects(write.Reach); k != RaceRow {
+	if k := ta.Affects(write.Reach, true); k != RaceRow {
 		t.Errorf("the tainted row itself: %v, want by row", k)
 	}
 	ta.n = MaxTaintRows // full
@@ -33,7 +33,7 @@ func TestTaintFallsBack(t *testing.T) {
 		t.Fatal("a full taint did not fall back")
 	}
 	for name, r := range map[string]*Reach{"key": other.Reach, "range": rng.Reach} {
-		if k := ta.Affects(r); k != RaceRelation {
+		if k := ta.Affects(r, true); k != RaceRelation {
 			t.Errorf("after falling back, a read of the table by %s meets the taint %v, want relation-wide", name, k)
 		}
 	}
