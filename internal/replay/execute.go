@@ -115,6 +115,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !failed {
 		s.noteLeftovers(items, ev.Query)
 	}
+	s.noteBlock(it.sync.Reach, failed && !ev.Failed)
 	if c := it.sync.Commit; c != nil {
 		// The commit the event carries ran on the target (whatever its
 		// outcome there): the sessions waiting for it go on now, not
@@ -196,6 +197,36 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	}
 	s.blame(&te, failed, ev)
 	return latency, te, failed, delayed, true
+}
+
+// noteBlock keeps, in Answers mode, the reach of a statement that ran
+// in a block open on the target; failedHere: it failed there and not in
+// the original, so the block rolls back the writes of the statements
+// kept, which the original committed: they are tainted (syncdep.Taint),
+// before the block's commit lets other sessions read them: a move (an
+// item's decrement and a stock row's increment in one block) whose
+// stock half fails only on the target loses the decrement, and later
+// reads of that item would differ with nothing to explain them.
+func (s *session) noteBlock(reach *syncdep.Reach, failedHere bool) {
+	t := s.r.taint
+	if t == nil {
+		return
+	}
+	if failedHere {
+		for _, x := range s.blockReach {
+			t.Add(x)
+		}
+		s.blockReach = s.blockReach[:0]
+	}
+	if s.conn == nil || s.conn.IsClosed() || s.conn.TxStatus() != 'T' {
+		// No block open, or one aborted: nothing more it commits.
+		clear(s.blockReach)
+		s.blockReach = s.blockReach[:0]
+		return
+	}
+	if reach.Writes() {
+		s.blockReach = append(s.blockReach, reach)
+	}
 }
 
 // blame sets what caused a target error of ev (te.cause, te.baked), and keeps
