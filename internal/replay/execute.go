@@ -115,19 +115,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !failed {
 		s.noteLeftovers(items, ev.Query)
 	}
-	s.noteBlock(it.sync.Reach, failed && !ev.Failed)
-	if c := it.sync.Commit; c != nil {
-		// The commit the event carries ran on the target (whatever its
-		// outcome there): the sessions waiting for it go on now, not
-		// after the accounting below, which they do not depend on. On
-		// a chain of dependent sessions this is on every link.
-		c.Done()
-	}
-	if m := it.sync.Mark; m != nil {
-		// The commits of other sessions that waited for it to run
-		// (Answers mode) go on.
-		m.Done()
-	}
+	s.ran(it.sync, failed && !ev.Failed)
 	if delayed {
 		// Its time includes a wait the replayer made: counted, with no
 		// latency, so that no comparison takes it for the target's.
@@ -197,6 +185,25 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	}
 	s.blame(&te, failed, ev)
 	return latency, te, failed, delayed, true
+}
+
+// ran lets the sessions waiting for an event whose Step is step go on,
+// once it ran on the target (failedHere: it failed there and not in the
+// original), after noting its block (noteBlock).
+func (s *session) ran(step syncdep.Step, failedHere bool) {
+	s.noteBlock(step.Reach, failedHere)
+	if c := step.Commit; c != nil {
+		// The commit the event carries ran on the target (whatever its
+		// outcome there): the sessions waiting for it go on now, not
+		// after the accounting that follows, which they do not depend
+		// on. On a chain of dependent sessions this is on every link.
+		c.Done()
+	}
+	if m := step.Mark; m != nil {
+		// The commits of other sessions that waited for it to run
+		// (Answers mode) go on.
+		m.Done()
+	}
 }
 
 // noteBlock keeps, in Answers mode, the reach of a statement that ran
