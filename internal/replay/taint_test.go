@@ -1,10 +1,16 @@
 package replay
 
 import (
+	"context"
+	"fmt"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -146,5 +152,77 @@ func TestTaintAfterDivergence(t *testing.T) {
 	}
 	if r.taint.FellBack() {
 		t.Error("a few rows fell back to the relation")
+	}
+}
+
+// TestTaintBlockRolledBack: a statement that fails on the target but not
+// in the original aborts its block there, which rolls back what the
+// block wrote before it although the original committed it: those rows
+// are tainted (noteBlock). A block that commits on the target taints
+// nothing.
+func TestTaintBlockRolledBack(t *testing.T) {
+	functionalCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetCatalog("db", &syncdep.Catalog{
+		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "items", Kind: 'r'}},
+		Indexes:   []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
+	})
+	cache := fingerprint.NewCache(0)
+	ls := tr.Session("db", "a")
+	at := int64(1_772_359_200_000_007)
+	step := func(sql string) syncdep.Step {
+		at += 1000
+		return ls.Event(syncdep.Exec{Start: at, End: at + 100, Items: cache.Get(sql), Text: sql})
+	}
+	r := &Replayer{opts: Options{Sync: syncdep.Answers}, taint: syncdep.NewTaint()}
+	s := &session{r: r, conn: conn}
+	// run sends sql to the target and notes it as the replay does; it
+	// reports whether it failed there.
+	run := func(sql string, failsInOriginal bool) syncdep.Step {
+		st := step(sql)
+		_, err := conn.Exec(ctx, sql).ReadAll()
+		s.noteBlock(st.Reach, err != nil && !failsInOriginal)
+		return st
+	}
+	read := func(id int) *syncdep.Reach {
+		return step(fmt.Sprintf("SELECT v FROM items WHERE id = %d", id)).Reach
+	}
+
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("COMMIT", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceNone {
+		t.Fatalf("a block that committed on the target tainted its row: %v", k)
+	}
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("INSERT INTO items VALUES (2, 0)", false) // a duplicate key only here
+	run("COMMIT", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceRow {
+		t.Errorf("the row a block rolled back on the target wrote: %v, want tainted by row", k)
+	}
+	if k := r.taint.Affects(read(2), false); k != syncdep.RaceNone {
+		t.Errorf("a row the block did not write: %v, want untainted", k)
+	}
+	// Failed in the original too: the block was rolled back there as
+	// well, nothing to taint.
+	r.taint = syncdep.NewTaint()
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("INSERT INTO items VALUES (2, 0)", true)
+	run("ROLLBACK", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceNone {
+		t.Errorf("a block that failed in the original too tainted its row: %v", k)
 	}
 }
