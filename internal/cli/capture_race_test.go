@@ -146,14 +146,15 @@ func TestCaptureRacesExplained(t *testing.T) {
 			explained += n
 		}
 		if o.AnswerDiffersUnexplained != 0 || o.AnswerDiffersTargetData != tc.data || o.AnswerDiffersTargetDataByTable["public.other"] != tc.data ||
-			explained+tc.data != o.AnswerDiffers || o.AnswerDiffersExplained[string(querystats.CauseRacedRelation)] != 0 {
+			explained+tc.data != o.AnswerDiffers || o.AnswerDiffersExplained[string(querystats.CauseRacedRelation)] != 0 ||
+			o.AnswerDiffersExplained[string(querystats.CauseAfterDivergenceRelation)] != 0 {
 			var shown []querystats.Row
 			for _, q := range res.Queries {
 				if len(q.AnswerDiffers) > 0 {
 					shown = append(shown, q)
 				}
 			}
-			t.Errorf("%s: %d answers differ, %d explained %v, %d unexplained, %d the target's data %v: want %d the target's data in public.other, none relation-wide, the rest explained; queries %+v\n%s",
+			t.Errorf("%s: %d answers differ, %d explained %v, %d unexplained, %d the target's data %v: want %d the target's data in public.other, none relation-wide (raced or after a divergence), the rest explained; queries %+v\n%s",
 				tc.db, o.AnswerDiffers, explained, o.AnswerDiffersExplained, o.AnswerDiffersUnexplained, o.AnswerDiffersTargetData, o.AnswerDiffersTargetDataByTable, tc.data, shown, text)
 		}
 		if (code == ExitDiverged) != (tc.data > 0) {

@@ -62,6 +62,18 @@ const (
 	// relation-wide"): on a busy table it holds for nearly every
 	// statement.
 	CauseRacedRelation AnswerCause = "raced_concurrent_transaction_relation_wide"
+	// CauseAfterDivergence: the statement reads or writes a row, named
+	// by key, that an earlier statement of the replay wrote out of the
+	// original's order (it raced in the original, its sync wait gave
+	// up, a commit it depended on was lost, or its own answer already
+	// differed: syncdep.Taint), so the row may hold another value than
+	// the original's at that point. The replay's doing, never the
+	// target's data ("after an earlier divergence on that row").
+	CauseAfterDivergence AnswerCause = "after_divergence"
+	// CauseAfterDivergenceRelation: the same where only the relation
+	// is known to be shared (the earlier write or this statement names
+	// no row by key). Weaker, counted apart as relation-wide races are.
+	CauseAfterDivergenceRelation AnswerCause = "after_divergence_relation_wide"
 	// CauseSessionState: the statement's session was recorded from the
 	// middle (open when the recording started), and its answer may
 	// depend on state it built before, which the capture does not hold:

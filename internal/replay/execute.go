@@ -115,25 +115,14 @@ func (s *session) statement(it item, t *time.Timer) {
 	if !failed {
 		s.noteLeftovers(items, ev.Query)
 	}
-	if c := it.sync.Commit; c != nil {
-		// The commit the event carries ran on the target (whatever its
-		// outcome there): the sessions waiting for it go on now, not
-		// after the accounting below, which they do not depend on. On
-		// a chain of dependent sessions this is on every link.
-		c.Done()
-	}
-	if m := it.sync.Mark; m != nil {
-		// The commits of other sessions that waited for it to run
-		// (Answers mode) go on.
-		m.Done()
-	}
+	s.ran(it.sync, failed && !ev.Failed)
 	if delayed {
 		// Its time includes a wait the replayer made: counted, with no
 		// latency, so that no comparison takes it for the target's.
 		r.c.replayerDelayed.Add(k)
 		latency = -1
 	}
-	sy.race, sy.tables, sy.unknown = it.sync.Race, it.sync.Tables, it.sync.Unknown
+	sy.race, sy.tables, sy.unknown, sy.reach = it.sync.Race, it.sync.Tables, it.sync.Unknown, it.sync.Reach
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
 }
 
@@ -196,6 +185,55 @@ func (s *session) issue(ev *event.Event, items []fingerprint.Item, issued time.T
 	}
 	s.blame(&te, failed, ev)
 	return latency, te, failed, delayed, true
+}
+
+// ran lets the sessions waiting for an event whose Step is step go on,
+// once it ran on the target (failedHere: it failed there and not in the
+// original), after noting its block (noteBlock).
+func (s *session) ran(step syncdep.Step, failedHere bool) {
+	s.noteBlock(step.Reach, failedHere)
+	if c := step.Commit; c != nil {
+		// The commit the event carries ran on the target (whatever its
+		// outcome there): the sessions waiting for it go on now, not
+		// after the accounting that follows, which they do not depend
+		// on. On a chain of dependent sessions this is on every link.
+		c.Done()
+	}
+	if m := step.Mark; m != nil {
+		// The commits of other sessions that waited for it to run
+		// (Answers mode) go on.
+		m.Done()
+	}
+}
+
+// noteBlock keeps, in Answers mode, the reach of a statement that ran
+// in a block open on the target; failedHere: it failed there and not in
+// the original, so the block rolls back the writes of the statements
+// kept, which the original committed: they are tainted (syncdep.Taint),
+// before the block's commit lets other sessions read them: a move (an
+// item's decrement and a stock row's increment in one block) whose
+// stock half fails only on the target loses the decrement, and later
+// reads of that item would differ with nothing to explain them.
+func (s *session) noteBlock(reach *syncdep.Reach, failedHere bool) {
+	t := s.r.taint
+	if t == nil {
+		return
+	}
+	if failedHere {
+		for _, x := range s.blockReach {
+			t.Add(x)
+		}
+		s.blockReach = s.blockReach[:0]
+	}
+	if s.conn == nil || s.conn.IsClosed() || s.conn.TxStatus() != 'T' {
+		// No block open, or one aborted: nothing more it commits.
+		clear(s.blockReach)
+		s.blockReach = s.blockReach[:0]
+		return
+	}
+	if reach.Writes() {
+		s.blockReach = append(s.blockReach, reach)
+	}
 }
 
 // blame sets what caused a target error of ev (te.cause, te.baked), and keeps
@@ -646,11 +684,17 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 				}
 				tally.add(st, cause, sy.race)
 				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
+				// Undecided: settleRaces taints it once decided.
+				tally.diverged = tally.diverged || cause != querystats.CauseTargetData && (cause != "" || sy.race.Settled())
+				tally.rows = tally.rows || d != querystats.AnswerValues
 			}
 		}
 	}
+	if taints(sy, tally.diverged) {
+		r.taint.Add(sy.reach)
+	}
 	if len(tally.undecided) > 0 {
-		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables}
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach, wide: tally.rows}
 		if tally.notData || !r.blamesData() {
 			p.tables = nil // unexplained, unless it raced
 		}
@@ -741,10 +785,36 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}
+	if cause == "" && race.Settled() {
+		// A row an earlier divergence of the replay wrote is the
+		// replay's doing, never the target's data.
+		cause, what = afterDivergence(s.r.taint.Affects(sy.reach, d != querystats.AnswerValues))
+	}
 	if cause == "" && race.Settled() && len(sy.tables) > 0 && s.r.blamesData() && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
 	}
 	return cause, what
+}
+
+// afterDivergence is the answer's cause meeting the replay's taint as k
+// gives (syncdep.Taint.Affects), and what names it; "" for none.
+func afterDivergence(k syncdep.RaceKind) (querystats.AnswerCause, string) {
+	switch k {
+	case syncdep.RaceRow:
+		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on a row it reads"
+	case syncdep.RaceRelation:
+		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"
+	}
+	return "", ""
+}
+
+// taints reports whether what an execution wrote is to be tainted
+// (syncdep.Taint): it ran out of the original's order, because it raced
+// in the original, its sync wait gave up or a commit it depended on was
+// lost, or diverged: one of its answers differed for another reason
+// than the target's data.
+func taints(sy synced, diverged bool) bool {
+	return diverged || sy.giveUp != "" || sy.lostDep || sy.race.Raced()
 }
 
 // blamesData reports whether the replay may say a differing answer comes
@@ -807,6 +877,10 @@ type answerTally struct {
 	// notData: a differing answer nothing explains is not one the
 	// target's data explains (dataDiffers).
 	notData bool
+	// diverged: a differing answer was decided, and not by the
+	// target's data (taints); rows: one differs in more than values
+	// (a read of many rows meets the taint then: syncdep.Taint.Affects).
+	diverged, rows bool
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

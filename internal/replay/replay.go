@@ -12,6 +12,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
 // Replayer replays logs against a target. Make one with New, call Run
@@ -24,11 +25,15 @@ type Replayer struct {
 	startup startupWatch
 	sched   Schedule // opts.Schedule()
 	c       counters
-	shards  []*shard
-	fails   connFailures
-	cache   *fingerprint.Cache
-	budget  *budget
-	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	// taint holds what the replay's own divergences wrote, in the
+	// Answers mode where the target's data may be blamed (nil
+	// otherwise; syncdep.Taint).
+	taint  *syncdep.Taint
+	shards []*shard
+	fails  connFailures
+	cache  *fingerprint.Cache
+	budget *budget
+	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
 	// At speed 0 on the engine (engine_linux.go), its loops: the
 	// sessions are spread over them; the first runs the dispatcher.
 	engines []*engine
@@ -98,6 +103,9 @@ func New(opts Options) (*Replayer, error) {
 		r.shards[i] = newShard()
 	}
 	r.sync, r.syncOff = newSyncRun(opts)
+	if r.blamesData() {
+		r.taint = syncdep.NewTaint()
+	}
 	return r, nil
 }
 
@@ -186,6 +194,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	}
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
+	res.Outcomes.AnswerTaintByRelation = r.taint.FellBack()
 	res.Reader.BudgetBytes = r.budget.limit
 	var sc results.SourceCounts
 	for _, s := range src {

@@ -77,6 +77,7 @@ type counters struct {
 	// what explains them (answerCause).
 	answerVolatile, answerServerState, answerSequence, answerRaced, answerUnexplained atomic.Int64
 	answerSessionState, answerRacedRelation, answerTargetData                         atomic.Int64
+	answerAfterDivergence, answerAfterDivergenceRelation                              atomic.Int64
 	// targetDataTables counts answerTargetData by table (an execution
 	// that reads several counts under each).
 	targetDataTables tally
@@ -147,6 +148,13 @@ type pendingRace struct {
 	stats  []*querystats.Stats
 	cause  querystats.AnswerCause
 	tables []string
+	// reach is the execution's (syncdep.Step.Reach): tainted once it
+	// is found to race, asked of the taint before the target's data
+	// is blamed.
+	reach *syncdep.Reach
+	// wide: an answer differs in more than values (answerTally.rows):
+	// a read of many rows meets the taint (syncdep.Taint.Affects).
+	wide bool
 }
 
 // minSettle is how many pending races a shard keeps before it decides
@@ -174,7 +182,21 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 			continue
 		}
 		cause, what := raceCause(p.race.Kind())
+		var after querystats.AnswerCause
+		if cause == "" {
+			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide))
+		}
+		if cause != "" || after != "" || len(p.tables) == 0 {
+			// Its answers diverged for another reason than the
+			// target's data: what it wrote is tainted (taints).
+			r.taint.Add(p.reach)
+		}
 		switch {
+		case after != "":
+			for _, st := range p.stats {
+				st.ExplainAnswer(after, what)
+			}
+			r.c.countAnswer(after, nil)
 		case cause != "":
 			for _, st := range p.stats {
 				st.ExplainAnswer(cause, what)
@@ -267,7 +289,8 @@ func (c *counters) fill(res *results.Result) {
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
 	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(),
-		querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseRacedRelation: c.answerRacedRelation.Load(), querystats.CauseSessionState: c.answerSessionState.Load()} {
+		querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseRacedRelation: c.answerRacedRelation.Load(), querystats.CauseSessionState: c.answerSessionState.Load(),
+		querystats.CauseAfterDivergence: c.answerAfterDivergence.Load(), querystats.CauseAfterDivergenceRelation: c.answerAfterDivergenceRelation.Load()} {
 		if n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
@@ -473,6 +496,10 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerSessionState
 	case querystats.CauseTargetData:
 		return &c.answerTargetData
+	case querystats.CauseAfterDivergence:
+		return &c.answerAfterDivergence
+	case querystats.CauseAfterDivergenceRelation:
+		return &c.answerAfterDivergenceRelation
 	}
 	return &c.answerUnexplained
 }

@@ -115,6 +115,11 @@ type session struct {
 	// server-assigned id (see session.blame); "" outside such a block.
 	blockCause string
 	blockBaked bool
+	// blockReach are the reaches of the statements that wrote in the
+	// session's open block on the target (Answers mode): tainted all
+	// when a statement fails there but not in the original, since the
+	// block then rolls back what they wrote (noteBlock).
+	blockReach []*syncdep.Reach
 	// seqIDs are the digests of the one-value answers of the session's
 	// INSERTs that returned what the original's sequence assigned
 	// (sequence.go), the latest seqIDsKept.

@@ -361,8 +361,9 @@ type synced struct {
 	giveUp  string
 	lostDep bool
 	race    *syncdep.Race
-	tables  []string // syncdep.Step.Tables
-	unknown bool     // syncdep.Step.Unknown
+	tables  []string       // syncdep.Step.Tables
+	unknown bool           // syncdep.Step.Unknown
+	reach   *syncdep.Reach // syncdep.Step.Reach
 }
 
 // lose marks a commit as lost on the target (its event was skipped for

@@ -317,9 +317,15 @@ func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.R
 		if o.AnswerDiffersExplained[string(querystats.CauseSessionState)] > 0 {
 			by += ", or session state from before the recording"
 		}
+		if o.AnswerDiffersExplained[string(querystats.CauseAfterDivergence)] > 0 || o.AnswerDiffersExplained[string(querystats.CauseAfterDivergenceRelation)] > 0 {
+			by += ", or an earlier divergence of the replay on what they read"
+		}
 		fmt.Fprintf(b, " (%d unexplained; %s: %s)", o.AnswerDiffersUnexplained, by, CountList(o.AnswerDiffersExplained))
 	}
 	b.WriteString("\n")
+	if o.AnswerTaintByRelation {
+		b.WriteString("    (the rows earlier divergences wrote outgrew what the replay follows by key: later ones counted by table)\n")
+	}
 	if o.AnswerDiffersTargetData > 0 {
 		// Rows no concurrent transaction touched: the copy is not the
 		// start. Not an explanation, a finding.

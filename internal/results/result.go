@@ -695,6 +695,12 @@ type Outcomes struct {
 	// that reads several counts under each).
 	AnswerDiffersTargetData        int64            `json:"answer_differs_target_data,omitempty"`
 	AnswerDiffersTargetDataByTable map[string]int64 `json:"answer_differs_target_data_by_table,omitempty"`
+	// AnswerTaintByRelation: the rows the replay's own divergences
+	// wrote outgrew what it follows by key (syncdep.MaxTaintRows), and
+	// later ones tainted their tables whole: more answers explained
+	// "after an earlier divergence, relation-wide" (querystats.
+	// CauseAfterDivergenceRelation) than a key would have.
+	AnswerTaintByRelation bool `json:"answer_taint_by_relation,omitempty"`
 	// Error rates in percent of Ran, derived from the counts above.
 	OriginalErrorRate float64 `json:"original_error_rate_pct"`
 	TargetErrorRate   float64 `json:"target_error_rate_pct"`

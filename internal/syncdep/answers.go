@@ -151,7 +151,7 @@ func (t *Tracker) answerWaits(s *Session, c *txEnd) {
 
 // answer finishes, in Answers mode, reading event e whose Step is step:
 // a commit waits for the statements answerWaits found, and a statement
-// that touches a relation gets its mark and is kept for the commits of
+// that touches a relation gets its mark and its Reach, and is kept for the commits of
 // other sessions read after it.
 func (s *Session) answer(e *Exec, step *Step) {
 	if c := step.Commit; c != nil && c.Position() > 0 {
@@ -166,6 +166,9 @@ func (s *Session) answer(e *Exec, step *Step) {
 	}
 	m := &Txn{b: s.t.board, at: e.End, owner: s.owner}
 	step.Mark = m
+	if !s.reach.empty() {
+		step.Reach = s.reach.clone()
+	}
 	a := answerStmt{end: e.End, mark: m, all: st.all || len(st.ids) > lateRels || len(st.rows) > lateRels || len(st.rng) > 1}
 	if !a.all {
 		a.n = uint8(copy(a.ids[:], st.ids))

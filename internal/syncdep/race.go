@@ -387,18 +387,19 @@ func (r *raceRels) addTouch(eff *effect, bucket uint32, keyed bool) {
 
 // raceRow is the bucket of the row eff (a statement's, before rowEffect)
 // names by key in event e, its id and its place among the relation's
-// keyBuckets (slot), for Raced and rowEffect; keyed false when it names
+// keyBuckets (slot), for Raced and rowEffect, and its key's hash h (for
+// a Taint); keyed false when it names
 // none or the log did not give its key.
-func (t *Tracker) raceRow(eff *effect, e *Exec) (bucket uint32, keyed bool, slot uint32) {
+func (t *Tracker) raceRow(eff *effect, e *Exec) (bucket uint32, keyed bool, slot uint32, h uint64) {
 	if eff.rows == nil {
-		return 0, false, 0
+		return 0, false, 0, 0
 	}
 	h, ok := keyHash(eff.rows, e)
 	if !ok {
-		return 0, false, 0
+		return 0, false, 0, 0
 	}
 	slot = uint32(h % keyBuckets)
-	return t.bucket(eff.rows.any, uint64(slot)), true, slot
+	return t.bucket(eff.rows.any, uint64(slot)), true, slot, h
 }
 
 func (r *raceRels) empty() bool {

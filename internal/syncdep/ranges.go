@@ -108,10 +108,14 @@ func paramInt(e *Exec, p int32) (int64, bool) {
 // Raced; it returns the row it names by key (Tracker.raceRow).
 func (s *Session) raceItem(eff *effect, e *Exec) (bucket uint32, keyed bool, slot uint32) {
 	t := s.t
-	bucket, keyed, slot = t.raceRow(eff, e)
+	bucket, keyed, slot, h := t.raceRow(eff, e)
 	s.raceStmt.addTouch(eff, bucket, keyed)
-	if g, ok := t.rangeOf(eff, e); ok {
+	g, bounded := t.rangeOf(eff, e)
+	if bounded {
 		s.raceStmt.bound(g)
+	}
+	if t.mode == Answers {
+		s.reach.add(eff, e, keyed, h, g, bounded)
 	}
 	if s.raceTx.empty() {
 		s.raceBegan = e.Start

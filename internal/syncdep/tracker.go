@@ -140,6 +140,10 @@ type Step struct {
 	// event ran or was skipped, never Lost: a commit that waits for a
 	// read does not depend on the read's outcome.
 	Mark *Txn
+	// Reach, in Answers mode, is what the event reads and writes by
+	// row, range and relation, for the replay's Taint (taint.go); nil
+	// when it touches no relation.
+	Reach *Reach
 }
 
 // Raced reports whether the event raced (see Step.Race).
@@ -703,9 +707,12 @@ type Session struct {
 	// relation by relation; raceOpen: a statement of the open block
 	// raced; block numbers the session's blocks (see Step.Race).
 	raceTx, raceStmt raceRels
-	raceBegan        int64
-	raceOpen         RaceKind
-	block            uint64
+	// reach is what the event being read reaches, in Answers mode
+	// (Step.Reach).
+	reach     Reach
+	raceBegan int64
+	raceOpen  RaceKind
+	block     uint64
 	// prepGid is the global id the event being read prepares, and
 	// prepWait the PREPARE TRANSACTION it finishes (see
 	// Tracker.preparing).
@@ -784,6 +791,13 @@ func (s *Session) Start(at int64) Wait {
 	return Wait{}
 }
 
+// resetStmt empties what the event being read reaches, before its
+// items are read.
+func (s *Session) resetStmt() {
+	s.raceStmt.reset()
+	s.reach.reset()
+}
+
 // Event reads the session's next execution event and returns its Step.
 func (s *Session) Event(e Exec) Step {
 	t := s.t
@@ -796,7 +810,7 @@ func (s *Session) Event(e Exec) Step {
 	commit := &s.commit
 	commit.reset()
 	committing := false
-	s.raceStmt.reset()
+	s.resetStmt()
 	s.ansWait = s.ansWait[:0]
 	s.cut, s.endedNow = cut, false
 	items := e.Items

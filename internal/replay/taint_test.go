@@ -1,0 +1,228 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/syncdep"
+)
+
+// TestTaintAfterDivergence: on a synthetic log replayed in Answers mode,
+// a delete-and-reinsert of stock row 1 races with another session's
+// update of that row (both overlap the other's commit), so the replay
+// may leave the row with another value than the original's. A later
+// read of that row that differs, by key, or by a range over it with
+// another row count, follows that divergence (after_divergence), never
+// the target's data; a range over it whose values only differ is still
+// the target's data (a range of many rows owes that to the data more
+// often: syncdep.Taint.Affects); a read
+// of a row no divergence touched that differs is still the target's
+// data, by key, by range, and in a table the race never wrote; a whole
+// table read with another row count meets the taint relation-wide only
+// (issue 59 item 3). The
+// same holds when the read's race is decided late (settleRaces).
+func TestTaintAfterDivergence(t *testing.T) {
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetCatalog("db", &syncdep.Catalog{
+		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "stock", Kind: 'r'}, {OID: 2, Schema: "public", Name: "other", Kind: 'r'}},
+		Indexes: []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}},
+			{Rel: 2, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
+	})
+	cache := fingerprint.NewCache(0)
+	const t0 = int64(1_772_359_200_000_007)
+	exec := func(s *syncdep.Session, from, to int64, sql string) syncdep.Step {
+		return s.Event(syncdep.Exec{Start: t0 + from, End: t0 + to, Items: cache.Get(sql), Text: sql})
+	}
+	a, b, c := tr.Session("db", "a"), tr.Session("db", "b"), tr.Session("db", "c")
+	exec(a, 1000, 1010, "BEGIN")
+	del := exec(a, 1100, 1200, "DELETE FROM stock WHERE id = 1")
+	ins := exec(a, 1300, 1400, "INSERT INTO stock (id, v) VALUES (1, 5)")
+	// b's update of the same row was sent before a's COMMIT ended and
+	// answered after it was sent: unordered, it races.
+	up := exec(b, 1450, 1700, "UPDATE stock SET v = v + 1 WHERE id = 1")
+	commit := exec(a, 1500, 1600, "COMMIT")
+	// Long after, with nothing concurrent.
+	reads := map[string]syncdep.Step{}
+	for i, q := range []string{
+		"SELECT v FROM stock WHERE id = 1", "SELECT v FROM stock WHERE id = 2",
+		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10", "SELECT v FROM stock WHERE id BETWEEN 2 AND 10",
+		"SELECT v FROM other WHERE id = 1", "SELECT sum(v) FROM stock",
+	} {
+		reads[q] = exec(c, 100_000+int64(i)*1000, 100_500+int64(i)*1000, q)
+	}
+	// The log read well past them: every race settled.
+	for i := int64(0); i < 1100; i++ {
+		exec(c, 200_000+i*10, 200_005+i*10, "SELECT v FROM other WHERE id = 99")
+	}
+	if up.Race.Kind() != syncdep.RaceRow || !up.Race.Settled() {
+		t.Fatalf("the update that overlapped the COMMIT raced %v (settled %v), want by row", up.Race.Kind(), up.Race.Settled())
+	}
+	if !del.Raced() || !ins.Raced() || !del.Reach.Writes() || !ins.Reach.Writes() {
+		t.Fatalf("the delete-and-reinsert raced %v/%v, writes %v/%v: want raced, writing", del.Raced(), ins.Raced(), del.Reach.Writes(), ins.Reach.Writes())
+	}
+	_ = commit
+	for q, st := range reads {
+		if st.Raced() || st.Reach == nil {
+			t.Fatalf("%s raced %v, reach %v: want not raced, with a reach", q, st.Raced(), st.Reach)
+		}
+	}
+
+	r := &Replayer{opts: Options{Sync: syncdep.Answers}, taint: syncdep.NewTaint()}
+	if !r.blamesData() {
+		t.Fatal("Answers mode does not blame the data")
+	}
+	// Before the race is taken in, the read of row 1 is the data's:
+	// the taint is what changes it.
+	s := &session{r: r}
+	differs := func(q string, d querystats.AnswerDiff) querystats.AnswerCause {
+		st := reads[q]
+		items := cache.Get(q)
+		sy := synced{race: st.Race, tables: st.Tables, reach: st.Reach}
+		cause, _ := s.differsBecause(d, &event.Event{Query: q}, &event.Answer{}, 0, items[0], nil, sy, targetError{})
+		return cause
+	}
+	because := func(q string) querystats.AnswerCause { return differs(q, querystats.AnswerValues) }
+	if got := because("SELECT v FROM stock WHERE id = 1"); got != querystats.CauseTargetData {
+		t.Fatalf("with nothing tainted, a differing read of row 1 is %q, want the target's data", got)
+	}
+	// The replay ran the raced statements: what they wrote is tainted.
+	for _, st := range []syncdep.Step{del, ins, up} {
+		if !taints(synced{race: st.Race}, false) {
+			t.Fatalf("a raced statement does not taint")
+		}
+		r.taint.Add(st.Reach)
+	}
+	want := map[string]querystats.AnswerCause{
+		"SELECT v FROM stock WHERE id = 1":              querystats.CauseAfterDivergence,
+		"SELECT v FROM stock WHERE id BETWEEN 1 AND 10": querystats.CauseTargetData, // values: see below
+		"SELECT v FROM stock WHERE id = 2":              querystats.CauseTargetData,
+		"SELECT v FROM stock WHERE id BETWEEN 2 AND 10": querystats.CauseTargetData,
+		"SELECT v FROM other WHERE id = 1":              querystats.CauseTargetData,
+		"SELECT sum(v) FROM stock":                      querystats.CauseTargetData, // values: see below
+	}
+	for q, w := range want {
+		if got := because(q); got != w {
+			t.Errorf("%s differing: %q, want %q", q, got, w)
+		}
+	}
+	// A range over the tainted row meets it when its row count differs
+	// (the row missing mid delete-and-reinsert), not when only values
+	// do: a range of many rows owes that to the target's data more
+	// often (syncdep.Taint.Affects).
+	if got := differs("SELECT v FROM stock WHERE id BETWEEN 1 AND 10", querystats.AnswerRows); got != querystats.CauseAfterDivergence {
+		t.Errorf("a range over the tainted row with another row count: %q, want %q", got, querystats.CauseAfterDivergence)
+	}
+	if got := differs("SELECT sum(v) FROM stock", querystats.AnswerRows); got != querystats.CauseAfterDivergenceRelation {
+		t.Errorf("a whole-table read with another row count: %q, want %q", got, querystats.CauseAfterDivergenceRelation)
+	}
+	if got := differs("SELECT v FROM stock WHERE id BETWEEN 2 AND 10", querystats.AnswerRows); got != querystats.CauseTargetData {
+		t.Errorf("a range without the tainted row with another row count: %q, want the target's data", got)
+	}
+	if taints(synced{race: reads["SELECT v FROM stock WHERE id = 2"].Race}, false) {
+		t.Error("a read that kept the original's order taints")
+	}
+
+	// Decided late (settleRaces): the same answers.
+	sh := newShard()
+	pend := func(q string, wide bool) {
+		st := reads[q]
+		slot := sh.set.Slot(q, q)
+		slot.RecordAnswer(querystats.AnswerValues)
+		sh.races = append(sh.races, pendingRace{race: st.Race, stats: []*querystats.Stats{slot}, cause: querystats.CauseRaced, tables: st.Tables, reach: st.Reach, wide: wide})
+	}
+	for q := range want {
+		pend(q, false)
+	}
+	pend("SELECT v FROM stock WHERE id BETWEEN 1 AND 10", true)
+	pend("SELECT sum(v) FROM stock", true)
+	sh.settleRaces(r, true)
+	if row, rel, data, unexplained := r.c.answerAfterDivergence.Load(), r.c.answerAfterDivergenceRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 5 || unexplained != 0 {
+		t.Errorf("settled: %d after a divergence by row, %d relation-wide, %d the target's data, %d unexplained; want 2, 1, 5, 0", row, rel, data, unexplained)
+	}
+	if got := r.c.targetDataTables.counts(); got["public.stock"] != 4 || got["public.other"] != 1 {
+		t.Errorf("the target's data by table %v, want public.stock 4, public.other 1", got)
+	}
+	if r.taint.FellBack() {
+		t.Error("a few rows fell back to the relation")
+	}
+}
+
+// TestTaintBlockRolledBack: a statement that fails on the target but not
+// in the original aborts its block there, which rolls back what the
+// block wrote before it although the original committed it: those rows
+// are tainted (noteBlock). A block that commits on the target taints
+// nothing.
+func TestTaintBlockRolledBack(t *testing.T) {
+	functionalCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	if err := c.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	tr := syncdep.NewTracker(syncdep.Answers)
+	tr.SetCatalog("db", &syncdep.Catalog{
+		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "items", Kind: 'r'}},
+		Indexes:   []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
+	})
+	cache := fingerprint.NewCache(0)
+	ls := tr.Session("db", "a")
+	at := int64(1_772_359_200_000_007)
+	step := func(sql string) syncdep.Step {
+		at += 1000
+		return ls.Event(syncdep.Exec{Start: at, End: at + 100, Items: cache.Get(sql), Text: sql})
+	}
+	r := &Replayer{opts: Options{Sync: syncdep.Answers}, taint: syncdep.NewTaint()}
+	s := &session{r: r, conn: conn}
+	// run sends sql to the target and notes it as the replay does; it
+	// reports whether it failed there.
+	run := func(sql string, failsInOriginal bool) syncdep.Step {
+		st := step(sql)
+		_, err := conn.Exec(ctx, sql).ReadAll()
+		s.noteBlock(st.Reach, err != nil && !failsInOriginal)
+		return st
+	}
+	read := func(id int) *syncdep.Reach {
+		return step(fmt.Sprintf("SELECT v FROM items WHERE id = %d", id)).Reach
+	}
+
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("COMMIT", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceNone {
+		t.Fatalf("a block that committed on the target tainted its row: %v", k)
+	}
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("INSERT INTO items VALUES (2, 0)", false) // a duplicate key only here
+	run("COMMIT", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceRow {
+		t.Errorf("the row a block rolled back on the target wrote: %v, want tainted by row", k)
+	}
+	if k := r.taint.Affects(read(2), false); k != syncdep.RaceNone {
+		t.Errorf("a row the block did not write: %v, want untainted", k)
+	}
+	// Failed in the original too: the block was rolled back there as
+	// well, nothing to taint.
+	r.taint = syncdep.NewTaint()
+	run("BEGIN", false)
+	run("UPDATE items SET v = v - 1 WHERE id = 1", false)
+	run("INSERT INTO items VALUES (2, 0)", true)
+	run("ROLLBACK", false)
+	if k := r.taint.Affects(read(1), false); k != syncdep.RaceNone {
+		t.Errorf("a block that failed in the original too tainted its row: %v", k)
+	}
+}
