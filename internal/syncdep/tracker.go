@@ -894,19 +894,7 @@ func (s *Session) Event(e Exec) Step {
 			merged.union(eff)
 		}
 	}
-	if eff := step.Wait.eff; eff != nil && (cut > 0 || lockCut > 0 && (len(eff.lock) > 0 || eff.lockAll)) {
-		step.Wait.cut, step.Wait.all = cut, wantAll
-		if len(eff.lock) > 0 || eff.lockAll {
-			step.Wait.lockCut = lockCut
-		}
-	} else {
-		step.Wait.eff = nil
-		step.Wait.schema = loadRead // a read in Load mode (cut 0 waits for nothing)
-		step.Wait.cut = cut
-		if !loadRead {
-			step.Wait.cut = 0
-		}
-	}
+	step.Wait.bound(cut, lockCut, wantAll, loadRead)
 	if s.prepWait != nil {
 		step.Wait.addRow(s.prepWait)
 		s.prepWait = nil
@@ -919,6 +907,26 @@ func (s *Session) Event(e Exec) Step {
 		s.answer(&e, &step)
 	}
 	return step
+}
+
+// bound sets how far back the wait reaches, once the event's effects are
+// gathered: to the commits before cut (and the locks before lockCut)
+// when it reaches something; otherwise nothing, or the schema alone for
+// a read in Load mode (loadRead).
+func (w *Wait) bound(cut, lockCut uint64, wantAll, loadRead bool) {
+	if eff := w.eff; eff != nil && (cut > 0 || lockCut > 0 && (len(eff.lock) > 0 || eff.lockAll)) {
+		w.cut, w.all = cut, wantAll
+		if len(eff.lock) > 0 || eff.lockAll {
+			w.lockCut = lockCut
+		}
+		return
+	}
+	w.eff = nil
+	w.schema = loadRead // a read in Load mode (cut 0 waits for nothing)
+	w.cut = cut
+	if !loadRead {
+		w.cut = 0
+	}
 }
 
 // control applies a transaction-control statement (eff.control is not
