@@ -97,6 +97,18 @@ type QueryLevels struct {
 	// Planning: pg_stat_statements counted planning time in some run
 	// (pg_stat_statements.track_planning on).
 	Planning bool `json:"planning,omitempty"`
+	// AppOverheadMS is the part of the application level's round trip
+	// spent outside the server's work, measured on the control: the
+	// median over its runs of the round trip's mean less
+	// pg_stat_statements' time per call (0 at least); 0 without both.
+	// The application level includes it on both sides: the protocol,
+	// the network and the replayer's own client work, not the original
+	// application's client, whose own overhead no log holds. It is
+	// shown, never taken out: a constant on both sides compresses the
+	// ratio of a short query (or stretches it, where the application's
+	// own overhead is the larger), while Application.Mean.DeltaMS, the
+	// time added per call, is untouched by it.
+	AppOverheadMS float64 `json:"application_overhead_ms,omitempty"`
 }
 
 // JudgedOnServer reports whether q's mean is judged on the server's
@@ -234,6 +246,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		if lv.Log != nil {
 			c.logOverhead(d, lv, b, k)
 		}
+		lv.AppOverheadMS = appOverhead(lv)
 		if c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
 			lv.Judged = LevelServer
 			lv.Server.Mean.setShare(lv.Server.BaselineMS, d.Candidate.TimedCalls, c.bServerRunMS)
@@ -242,6 +255,23 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		}
 	}
 	d.Levels = lv
+}
+
+// appOverhead is the application level's round trip less the server's
+// time per call on the control (QueryLevels.AppOverheadMS): the median
+// over its runs, 0 at least; 0 without both levels.
+func appOverhead(lv *QueryLevels) float64 {
+	if lv.Application == nil || lv.Server == nil || len(lv.Application.BaselineRunsMS) != len(lv.Server.BaselineRunsMS) {
+		return 0
+	}
+	var over []float64
+	for i, v := range lv.Application.BaselineRunsMS {
+		over = append(over, v-lv.Server.BaselineRunsMS[i])
+	}
+	if len(over) == 0 {
+		return 0
+	}
+	return math.Max(0, stats.Median(over))
 }
 
 // logOverhead measures the per-call overhead of the log's durations on

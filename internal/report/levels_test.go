@@ -57,7 +57,7 @@ func TestLevelsReported(t *testing.T) {
 	}
 	out := text.String()
 	for _, s := range []string{"Time per call at each level (server: pg_stat_statements' execution + planning per call;",
-		"mean judged on", "mean on server time (pg_stat_statements) 0.101 ms -> 6.06 ms (60.00x, interval",
+		"mean judged on", "app overhead ms", "mean on server time (pg_stat_statements) 0.101 ms -> 6.06 ms (60.00x, interval",
 		"(mean on server time (pg_stat_statements) 60.00x (",
 		"(90% intervals); the mean judged on server time (pg_stat_statements) for 1 of 1 query\n"} {
 		if !strings.Contains(out, s) {
@@ -99,7 +99,8 @@ func TestLevelsReported(t *testing.T) {
 				Application struct {
 					Mean struct{ Ratio float64 } `json:"mean"`
 				} `json:"application"`
-				OverheadMS float64 `json:"log_overhead_ms"`
+				OverheadMS    float64 `json:"log_overhead_ms"`
+				AppOverheadMS float64 `json:"application_overhead_ms"`
 			} `json:"levels"`
 		} `json:"queries"`
 	}
@@ -112,7 +113,8 @@ func TestLevelsReported(t *testing.T) {
 	lv := doc.Queries[0].Levels
 	if lv.Judged != "server" || lv.Percentiles != "server_log" || lv.Server.Mean.Ratio < 59 || lv.Server.Mean.Ratio > 61 ||
 		lv.Server.Mean.Low > lv.Server.Mean.Ratio || lv.Server.Mean.High < lv.Server.Mean.Ratio || lv.Log.Mean.Ratio > 30 ||
-		lv.Application.Mean.Ratio >= lv.Log.Mean.Ratio || lv.OverheadMS < 0.15 || lv.OverheadMS > 0.25 || doc.Queries[0].Factor != lv.Server.Mean.Ratio {
+		lv.Application.Mean.Ratio >= lv.Log.Mean.Ratio || lv.OverheadMS < 0.15 || lv.OverheadMS > 0.25 || doc.Queries[0].Factor != lv.Server.Mean.Ratio ||
+		lv.AppOverheadMS < 0.4 || lv.AppOverheadMS > 0.6 {
 		t.Errorf("JSON levels %+v, factor %.1f", lv, doc.Queries[0].Factor)
 	}
 

@@ -45,7 +45,8 @@ func figureName(q *compare.QueryDiff, m compare.Metric) string {
 // levelsTitle heads the levels' table in the text and the page.
 const levelsTitle = "Time per call at each level (server: pg_stat_statements' execution + planning per call; " +
 	"log: the server's logged durations, the p95 also less the log's overhead per call measured on the control; " +
-	"application: the replay's round trips; C/B with its interval over the runs)"
+	"application: the replay's round trips, app overhead ms their time outside the server's work per call on the control, " +
+	"which they carry on both sides; C/B with its interval over the runs)"
 
 // LevelsQueries are the fingerprints of the queries, in the report's
 // order (regressions first), measured at another level than their
@@ -76,7 +77,7 @@ func levelEffect(t *compare.LevelTime) string {
 // LevelsRow is a query's row of the levels' table: the level its mean
 // is judged on, the server's means and change, the log's mean and p95
 // changes, the p95's without the overhead and the overhead, the
-// application's change.
+// application's change and its round trip's overhead on the control.
 func LevelsRow(q *compare.QueryDiff) []string {
 	lv := q.Levels
 	server := "-"
@@ -90,11 +91,15 @@ func LevelsRow(q *compare.QueryDiff) []string {
 	if lv.LogP95 != nil {
 		less, over = fmtEffect(lv.LogP95), fmtMS(lv.OverheadMS)
 	}
-	return []string{levelShort(lv.Judged), server, levelEffect(lv.Server), levelEffect(lv.Log), p95, less, over, levelEffect(lv.Application)}
+	appOver := "-"
+	if lv.AppOverheadMS > 0 {
+		appOver = fmtMS(lv.AppOverheadMS)
+	}
+	return []string{levelShort(lv.Judged), server, levelEffect(lv.Server), levelEffect(lv.Log), p95, less, over, levelEffect(lv.Application), appOver}
 }
 
 // levelsHead are LevelsRow's columns.
-var levelsHead = []string{"mean judged on", "server B -> C ms", "server C/B", "log C/B", "log p95 C/B", "p95 less overhead", "overhead ms", "application C/B"}
+var levelsHead = []string{"mean judged on", "server B -> C ms", "server C/B", "log C/B", "log p95 C/B", "p95 less overhead", "overhead ms", "application C/B", "app overhead ms"}
 
 // writeLevels writes the levels' table for the top queries.
 func writeLevels(ew *errWriter, rep *compare.Report, top int) {
