@@ -169,6 +169,74 @@ func TestLevelsTwoRoundsJudgedOnLog(t *testing.T) {
 	}
 }
 
+// TestLevelsJudgeApplication: asked to judge the application's round
+// trips (Options.JudgeLevel), the insert, whose server time did not
+// change while each call waited 0.5 ms longer (0.55 to 1.05 ms a round
+// trip, 1.9x), is a regression on that level, named in the broken rule;
+// the lookup's 60x on the server is 10.8x there, its round trip carrying
+// 0.5 ms of overhead on both sides. Rounds of the control against others
+// of the control are no regression on either level; two rounds a side
+// (no noise measured) stay on the log's; a level that is none is refused.
+func TestLevelsJudgeApplication(t *testing.T) {
+	base, cand := levelSides(t, 3)
+	rep, err := Runs(base, cand, Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Settings.JudgeLevel != LevelApplication {
+		t.Errorf("settings' judge level %q", rep.Settings.JudgeLevel)
+	}
+	ins := rep.Query("insert")
+	if lv := ins.Levels; lv == nil || lv.Judged != LevelApplication || lv.Server == nil || !ins.JudgedApart() || ins.JudgedOnServer() {
+		t.Fatalf("insert's levels: %+v", ins.Levels)
+	}
+	a := ins.Levels.Application
+	if ins.Status != StatusRegressed || ins.Regressed != MetricMean || ins.Effects.Mean != a.Mean || !within(ins.Factor, 1.05/0.55, 1.1) ||
+		ins.Baseline.MeanMS != a.BaselineMS || a.Mean.Low > a.Mean.Ratio || a.Mean.High < a.Mean.Ratio {
+		t.Errorf("insert on the application's level: %s on %q, factor %.2f, mean %+v", ins.Status, ins.Regressed, ins.Factor, a.Mean)
+	}
+	checkLabel(t, "insert", ins)
+	if l := rep.Query("lookup"); l.Levels.Judged != LevelApplication || !within(l.Factor, 6.5/0.6, 1.15) || l.Status != StatusRegressed {
+		t.Errorf("lookup on the application's level: %s, factor %.1f", l.Status, l.Factor)
+	}
+	broken := map[string]Level{}
+	for _, b := range rep.Verdict.Broken {
+		broken[b.Fingerprint] = b.Level
+	}
+	if rep.Verdict.Status != VerdictFail || broken["insert"] != LevelApplication || broken["lookup"] != LevelApplication {
+		t.Errorf("verdict %s, broken %v: want both queries, on the application's level", rep.Verdict.Status, broken)
+	}
+
+	var ctl []*Run
+	for i := range 3 {
+		ctl = append(ctl, levelRound(t, fmt.Sprintf("control-%d", 3+i), uint64(40+i), map[string]levelQuery{
+			"lookup": {serverUS: 100, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 200, clientUS: 300}}))
+	}
+	aa, err := Runs(base, ctl, Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range aa.Queries {
+		if q.Levels == nil || q.Levels.Judged != LevelApplication || q.Status.Regression() {
+			t.Errorf("A/A %s: %s judged on %+v", q.Fingerprint, q.Status, q.Levels)
+		}
+	}
+	if aa.Verdict.Status == VerdictFail {
+		t.Errorf("A/A verdict %s", aa.Verdict.Status)
+	}
+
+	two, err := Runs(base[:2], cand[:2], Options{JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := two.Query("insert"); q.Levels.Judged != LevelLog {
+		t.Errorf("two rounds a side judged on %q, want the log's", q.Levels.Judged)
+	}
+	if _, err := Runs(base, cand, Options{JudgeLevel: LevelLog}); err == nil {
+		t.Errorf("judging on %q was not refused", LevelLog)
+	}
+}
+
 // TestLevelsServerChangeCarriedByCalls: a mean judged on the server's
 // time is a regression only when the calls inside the runs carry it, as
 // the log's: ten calls a round spread as the log shows them cannot carry

@@ -18,6 +18,13 @@ import (
 // level). The rule mean>30x breaks on the server's time only.
 func levelsReport(t *testing.T) *compare.Report {
 	t.Helper()
+	return levelsReportAt(t, "")
+}
+
+// levelsReportAt is levelsReport's comparison with its means judged on
+// level l (compare.Options.JudgeLevel).
+func levelsReportAt(t *testing.T, l compare.Level) *compare.Report {
+	t.Helper()
 	side := func(seed uint64, logUS, serverMS float64) []*compare.Run {
 		var runs []*compare.Run
 		for i := range 3 {
@@ -39,11 +46,33 @@ func levelsReport(t *testing.T) *compare.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := compare.Runs(side(1, 300, 0.1), side(11, 6200, 6), compare.Options{Rules: rules})
+	rep, err := compare.Runs(side(1, 300, 0.1), side(11, 6200, 6), compare.Options{Rules: rules, JudgeLevel: l})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// TestLevelsReportedApplication: asked to judge the application's round
+// trips, the verdict, the broken rule and the regressions name that
+// level; the lookup's 0.6 -> 6.6 ms round trip (its 0.3 ms of overhead
+// on both sides) does not break mean>30x there, as its server time does.
+func TestLevelsReportedApplication(t *testing.T) {
+	rep := levelsReportAt(t, compare.LevelApplication)
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, s := range []string{"the mean judged on the application's round trips for 1 of 1 query\n",
+		"(mean on the application's round trips 10.99x (10.69-11.18), +11.99 s per run)"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the text lacks %q:\n%s", s, out)
+		}
+	}
+	if rep.Verdict.Status == compare.VerdictFail || strings.Contains(out, "server time (pg_stat_statements) for") {
+		t.Errorf("verdict %s:\n%s", rep.Verdict.Status, out)
+	}
 }
 
 // TestLevelsReported: the text, the JSON and the page set the levels

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
@@ -34,10 +35,11 @@ func levelShort(l compare.Level) string {
 }
 
 // figureName names figure m of q as judged: "mean on server time
-// (pg_stat_statements)" for a mean judged on the server's time, else m.
+// (pg_stat_statements)" for a mean judged on the server's time ("mean on
+// the application's round trips" when asked), else m.
 func figureName(q *compare.QueryDiff, m compare.Metric) string {
-	if m == compare.MetricMean && q.JudgedOnServer() {
-		return "mean on " + LevelName(compare.LevelServer)
+	if m == compare.MetricMean && (q.JudgedOnServer() || q.JudgedApart()) {
+		return "mean on " + LevelName(q.Levels.Judged)
 	}
 	return string(m)
 }
@@ -110,22 +112,32 @@ func writeLevels(ew *errWriter, rep *compare.Report, top int) {
 }
 
 // levelsClause says, for the verdict line, how many of the queries judged
-// have their mean judged on the server's time: "; the mean judged on
-// server time (pg_stat_statements) for 5 of 6 queries"; "" for none.
+// have their mean judged on another level than their percentiles: "; the
+// mean judged on server time (pg_stat_statements) for 5 of 6 queries";
+// with the application's round trips asked, "; the mean judged on the
+// application's round trips for 4 of 6 queries, on server time
+// (pg_stat_statements) for 1"; "" for none.
 func levelsClause(rep *compare.Report) string {
-	server, judged := 0, 0
+	apart, judged := map[compare.Level]int{}, 0
 	for i := range rep.Queries {
 		q := &rep.Queries[i]
 		if q.Levels == nil {
 			continue
 		}
 		judged++
-		if q.JudgedOnServer() {
-			server++
+		if q.JudgedOnServer() || q.JudgedApart() {
+			apart[q.Levels.Judged]++
 		}
 	}
-	if server == 0 {
-		return ""
+	var parts []string
+	for _, l := range []compare.Level{compare.LevelApplication, compare.LevelServer} {
+		switch n := apart[l]; {
+		case n == 0:
+		case len(parts) == 0:
+			parts = append(parts, fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(l), n, judged, plural(judged, "query", "queries")))
+		default:
+			parts = append(parts, fmt.Sprintf(", on %s for %d", LevelName(l), n))
+		}
 	}
-	return fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(compare.LevelServer), server, judged, plural(judged, "query", "queries"))
+	return strings.Join(parts, "")
 }
