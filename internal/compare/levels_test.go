@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -303,5 +304,78 @@ func TestLevelsServerFasterEvidence(t *testing.T) {
 	}
 	if e := rep.Query("lookup").Levels.Server.Mean; e.Faster != nil {
 		t.Errorf("server level slower carries faster evidence %+v", e.Faster)
+	}
+}
+
+// appSides are three rounds a side of levelSides' lookup and insert,
+// every round's times scaled by its own factor (a machine's noise from
+// round to round, σ 0.15 in logarithm), the candidate's insert waiting
+// waitUS more a call outside the server's work (its server time the
+// same): at 550 µs, twice its 0.55 ms round trip.
+func appSides(t *testing.T, seed uint64, waitUS float64) (base, cand []*Run) {
+	r := rand.New(rand.NewPCG(seed, 9))
+	round := func(name string, s uint64, wait float64) *Run {
+		f := math.Exp(0.15 * r.NormFloat64())
+		return levelRound(t, name, s, map[string]levelQuery{
+			"lookup": {serverUS: 100 * f, overheadUS: 200 * f, clientUS: 300 * f, calls: 500},
+			"insert": {serverUS: 50 * f, overheadUS: (200 + wait) * f, clientUS: 300 * f, calls: 500}})
+	}
+	for i := range uint64(3) {
+		base = append(base, round(fmt.Sprintf("control-%d", i), seed*10+i, 0))
+		cand = append(cand, round(fmt.Sprintf("candidate-%d", i), seed*10+5+i, waitUS))
+	}
+	return base, cand
+}
+
+// TestJudgeApplicationRates: judged on the application's round trips,
+// identical sides under round-to-round noise break mean>+50% rarely, and
+// an insert whose round trip doubles while its server time does not is
+// found. make test runs a few seeds (0.4 s); PGREHEARSE_LONG=1 enough to
+// measure the rates: 100 seeds (9 s) gave A/A 0 failed, 3 of 200 queries
+// regressed under the rule's threshold; the 2x broken in 96 of 100.
+func TestJudgeApplicationRates(t *testing.T) {
+	seeds := 4
+	if os.Getenv("PGREHEARSE_LONG") != "" {
+		seeds = 100
+	}
+	opts := Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication}
+	var aaFailed, aaRegressed, found int
+	for seed := range uint64(seeds) {
+		base, cand := appSides(t, seed+1, 0)
+		rep, err := Runs(base, cand, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict.Status == VerdictFail {
+			aaFailed++
+		}
+		for _, q := range rep.Queries {
+			if q.Levels == nil || q.Levels.Judged != LevelApplication {
+				t.Fatalf("seed %d: %s judged on %+v", seed+1, q.Fingerprint, q.Levels)
+			}
+			if q.Status.Regression() {
+				aaRegressed++
+			}
+		}
+		base, cand = appSides(t, seed+1, 550)
+		if rep, err = Runs(base, cand, opts); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range rep.Verdict.Broken {
+			if b.Fingerprint == "insert" && b.Level == LevelApplication {
+				found++
+			}
+		}
+		// Its server time moves only by the rounds' noise.
+		if q := rep.Query("insert"); !within(q.Levels.Server.Mean.Ratio, 1, 2) {
+			t.Errorf("seed %d: the insert's server time %.2fx, want unchanged", seed+1, q.Levels.Server.Mean.Ratio)
+		}
+	}
+	t.Logf("A/A: %d failed, %d queries regressed of %d; 2x: %d broken", aaFailed, aaRegressed, seeds, found)
+	if aaFailed > 1+seeds*6/100 || aaRegressed > 1+seeds*6/100 {
+		t.Errorf("A/A: %d of %d failed, %d queries regressed", aaFailed, seeds, aaRegressed)
+	}
+	if found < seeds*9/10 {
+		t.Errorf("2x on the application's level broken in %d of %d", found, seeds)
 	}
 }
