@@ -38,19 +38,43 @@ func readReport(path string) (*reportDoc, error) {
 	return &d, nil
 }
 
-// predicted is the forecast of one query: its mean's ratio with the
-// interval, and how the report labelled it.
+// predicted is the forecast of one query at one level: its mean's ratio
+// with the interval, and how the report labelled it (the query's status,
+// whichever level it was judged on).
 type predicted struct {
 	found     bool
 	ratio     float64
 	low, high float64
 	level     float64
+	addedMS   float64 // the candidate's median less the control's, ms per call
 	status    compare.Status
+	// missing says why a query found has no figure at this level ("n/a"
+	// for a report without the application level); empty otherwise.
+	missing string
 }
 
-// forecastOf returns the forecast of kinds[k]: the report's query of
-// that kind with the most calls on the control.
-func (d *reportDoc) forecastOf(k int) predicted {
+// appOf returns the application-level forecast of kinds[k]: the
+// report's level of the replay's round trips (levels.application), with
+// its interval, for the query forecastOf picks; never the server's
+// figure: missing "n/a" for a report without it.
+func (d *reportDoc) appOf(k int) predicted {
+	best := d.queryOf(k)
+	if best == nil {
+		return predicted{}
+	}
+	p := predicted{found: true, status: best.Status}
+	if best.Levels == nil || best.Levels.Application == nil {
+		p.found, p.missing = false, "n/a"
+		return p
+	}
+	e := best.Levels.Application.Mean
+	p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
+	return p
+}
+
+// queryOf returns the report's query of kinds[k] with the most calls on
+// the control; nil for none.
+func (d *reportDoc) queryOf(k int) *compare.QueryDiff {
 	var best *compare.QueryDiff
 	for i := range d.Queries {
 		q := &d.Queries[i]
@@ -61,6 +85,14 @@ func (d *reportDoc) forecastOf(k int) predicted {
 			best = q
 		}
 	}
+	return best
+}
+
+// forecastOf returns the forecast of kinds[k]: the report's query of
+// that kind with the most calls on the control, its mean as judged (the
+// server's time where the report judged it so).
+func (d *reportDoc) forecastOf(k int) predicted {
+	best := d.queryOf(k)
 	if best == nil {
 		return predicted{}
 	}
@@ -68,7 +100,7 @@ func (d *reportDoc) forecastOf(k int) predicted {
 	switch {
 	case best.Effects != nil:
 		e := best.Effects.Mean
-		p.ratio, p.low, p.high, p.level = e.Ratio, e.Low, e.High, e.Level
+		p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
 	case best.Ratio != nil:
 		p.ratio = best.Ratio.Mean
 	}

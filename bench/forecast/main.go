@@ -341,7 +341,7 @@ func fail(err error) {
 
 // renderDir prints the tables of the run kept in dir.
 func renderDir(w io.Writer, dir string) error {
-	t := tally{rows: map[string]int{}, inside: map[string]int{}}
+	t := tally{rows: map[string]int{}, inside: map[string]int{}, ratios: map[string][]float64{}}
 	if b, err := os.ReadFile(filepath.Join(dir, "load.txt")); err == nil {
 		fmt.Fprint(w, string(b))
 	}

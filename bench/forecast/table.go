@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -34,6 +35,7 @@ type outcome struct {
 type row struct {
 	level, kind        string
 	truth, tLow, tHigh float64
+	trueAdded          float64 // ms per call, the candidate's median less the control's
 	fc                 predicted
 	inside             bool
 	agreement          string
@@ -44,9 +46,9 @@ type row struct {
 type tally struct {
 	rows, inside      map[string]int // by level
 	mustCatch, caught int
-	ratios            []float64 // forecast/true of every server row with both
-	caughtRatios      []float64 // of the server rows with a true ratio of caughtAt or more
-	passes, passOK    int       // changes with no true regression, and those that exited 0
+	ratios            map[string][]float64 // by level, forecast/true of every row with both
+	caughtRatios      []float64            // of the server rows with a true ratio of caughtAt or more
+	passes, passOK    int                  // changes with no true regression, and those that exited 0
 }
 
 // median returns the median of v (0 for none).
@@ -84,11 +86,21 @@ func pairRange(ctl, cand []float64) (low, high float64) {
 // trueRatio is the candidate's median over the control's, per round
 // figure get, with the range of the round pairs.
 func (o *outcome) trueRatio(get func(round) (float64, bool)) (ratio, low, high float64, ok bool) {
-	var ctl, cand []float64
+	ctl, cand, ok := o.sides(get)
+	if !ok || median(ctl) == 0 {
+		return 0, 0, 0, false
+	}
+	low, high = pairRange(ctl, cand)
+	return median(cand) / median(ctl), low, high, true
+}
+
+// sides are the round figures get of the control's rounds and the
+// candidate's; false when a round lacks it or a side has none.
+func (o *outcome) sides(get func(round) (float64, bool)) (ctl, cand []float64, ok bool) {
 	for _, r := range o.Rounds {
 		v, have := get(r)
 		if !have {
-			return 0, 0, 0, false
+			return nil, nil, false
 		}
 		if r.Side == sideControl {
 			ctl = append(ctl, v)
@@ -96,11 +108,7 @@ func (o *outcome) trueRatio(get func(round) (float64, bool)) (ratio, low, high f
 			cand = append(cand, v)
 		}
 	}
-	if len(ctl) == 0 || len(cand) == 0 || median(ctl) == 0 {
-		return 0, 0, 0, false
-	}
-	low, high = pairRange(ctl, cand)
-	return median(cand) / median(ctl), low, high, true
+	return ctl, cand, len(ctl) > 0 && len(cand) > 0
 }
 
 // rows returns the table's rows: per kind, the server's and the
@@ -108,8 +116,11 @@ func (o *outcome) trueRatio(get func(round) (float64, bool)) (ratio, low, high f
 func (o *outcome) rows(d *reportDoc) []row {
 	var rows []row
 	for k, kd := range kinds {
-		fc := d.forecastOf(k)
 		for _, level := range []string{levelServer, levelApp} {
+			fc := d.forecastOf(k)
+			if level == levelApp {
+				fc = d.appOf(k)
+			}
 			get := func(r round) (float64, bool) {
 				m := r.Server
 				if level == levelApp {
@@ -122,7 +133,8 @@ func (o *outcome) rows(d *reportDoc) []row {
 			if !ok {
 				continue
 			}
-			rw := row{level: level, kind: kd.name, truth: t, tLow: lo, tHigh: hi, fc: fc}
+			ctl, cand, _ := o.sides(get)
+			rw := row{level: level, kind: kd.name, truth: t, tLow: lo, tHigh: hi, trueAdded: median(cand) - median(ctl), fc: fc}
 			rw.judge(o.ExitCode)
 			rows = append(rows, rw)
 		}
@@ -143,7 +155,8 @@ const (
 // query is among its regressions. A smaller one flagged a regression is
 // said so. The application's rows say whether the report flagged the
 // query, and are not counted: what a transaction waited includes its
-// queue behind other slow queries, which the report does not judge.
+// queue behind other slow queries, which the report shows at its
+// application level but judges on the server's time.
 func (rw *row) judge(exitCode int) {
 	rw.inside = rw.fc.found && rw.fc.high > 0 && rw.fc.low <= rw.truth && rw.truth <= rw.fc.high
 	flagged := exitCode != 0 && rw.fc.regression()
@@ -196,25 +209,24 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 			break
 		}
 	}
-	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\tforecast/true\tstatus\tagreement\n", interval)
+	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\tforecast/true\tadded ms/call true / forecast\tstatus\tagreement\n", interval)
 	mustCatch := false
 	for _, rw := range rows {
-		fcText, ratioText := "not in the report", "-"
+		fcText, ratioText, added := cmp.Or(rw.fc.missing, "not in the report"), "-", fmt.Sprintf("%.3f / -", rw.trueAdded)
 		if rw.fc.found {
 			fcText = fx(rw.fc.ratio)
 			if rw.fc.high > 0 {
 				fcText += fmt.Sprintf(" (%s-%s)", fx(rw.fc.low), fx(rw.fc.high))
 			}
 			ratioText = fmt.Sprintf("%.2f", rw.fc.ratio/rw.truth)
-			if rw.level == levelServer {
-				t.ratios = append(t.ratios, rw.fc.ratio/rw.truth)
-			}
+			added = fmt.Sprintf("%.3f / %.3f", rw.trueAdded, rw.fc.addedMS)
+			t.ratios[rw.level] = append(t.ratios[rw.level], rw.fc.ratio/rw.truth)
 			if rw.counted {
 				t.caughtRatios = append(t.caughtRatios, rw.fc.ratio/rw.truth)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
-			fcText, yesNo(rw.inside), ratioText, orDash(string(rw.fc.status)), rw.agreement)
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
+			fcText, yesNo(rw.inside), ratioText, added, orDash(string(rw.fc.status)), rw.agreement)
 		t.rows[rw.level]++
 		if rw.inside {
 			t.inside[rw.level]++
@@ -239,14 +251,53 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 	fmt.Fprintf(w, "\nthroughput (candidate/control): true %.2f (%.2f-%.2f), forecast %.2f (%.2f-%.2f) statements/s\n",
 		tr, tlo, thi, fr, flo, fhi)
 	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
+	fmt.Fprintf(w, "%s\n", o.overheadLine(d))
+}
+
+// overheadLine says, per kind, how much of a call's time on the control
+// was spent outside the server's work, in the rehearsal's round trips
+// (the report's levels.application_overhead_ms) and in the
+// application's (its latency less pg_stat_statements' time, the
+// medians over the control's rounds): what compresses a short query's
+// app ratio when the replay's is the larger.
+func (o *outcome) overheadLine(d *reportDoc) string {
+	var parts []string
+	for k, kd := range kinds {
+		var over []float64
+		for _, r := range o.Rounds {
+			a, okA := r.App[kd.name]
+			s, okS := r.Server[kd.name]
+			if r.Side == sideControl && okA && okS {
+				over = append(over, a-s)
+			}
+		}
+		app := "-"
+		if len(over) > 0 {
+			app = fmt.Sprintf("%.3f", median(over))
+		}
+		replay := "n/a"
+		if q := d.queryOf(k); q != nil && q.Levels != nil && q.Levels.AppOverheadMS > 0 {
+			replay = fmt.Sprintf("%.3f", q.Levels.AppOverheadMS)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s / %s", kd.name, replay, app))
+	}
+	return "time per call outside the server's work on the control, ms (the replay's round trip / the application's): " + strings.Join(parts, ", ")
 }
 
 // summary writes the line that sums the tables up.
 func (t *tally) summary(w io.Writer) {
 	fmt.Fprintf(w, "\nsummary: rows inside the interval %d of %d (server %d of %d, app %d of %d), caught %d of %d (server rows, true >= %gx), "+
-		"passed %d of %d changes without a true regression, median forecast/true %.2f (server rows), %.2f (those true >= %gx)\n",
+		"passed %d of %d changes without a true regression, median forecast/true %s (server rows), %s (those true >= %gx), %s (app rows)\n",
 		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
-		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, median(t.ratios), median(t.caughtRatios), caughtAt)
+		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, medianText(t.ratios[levelServer]), medianText(t.caughtRatios), caughtAt, medianText(t.ratios[levelApp]))
+}
+
+// medianText is median(v) in a summary, "-" for none.
+func medianText(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", median(v))
 }
 
 func yesNo(b bool) string {

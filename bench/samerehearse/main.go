@@ -18,7 +18,7 @@
 // the candidate's catalog, unless -catalog names a server to read it
 // from.
 //
-// Usage: samerehearse [-fail-on RULES] [-min-effect-ms MS] [-min-calls N] [-catalog DSN] DIR
+// Usage: samerehearse [-fail-on RULES] [-min-effect-ms MS] [-min-calls N] [-judge-level LEVEL] [-catalog DSN] DIR
 package main
 
 import (
@@ -38,6 +38,7 @@ func main() {
 	failOn := flag.String("fail-on", "", "rehearse --fail-on")
 	minEffectMS := flag.Float64("min-effect-ms", judge.DefaultComparisonMinEffectMS, "rehearse --min-effect-ms")
 	minCalls := flag.Int64("min-calls", 10, "rehearse --min-calls")
+	judgeLevel := flag.String("judge-level", "", "rehearse --judge-level")
 	catalog := flag.String("catalog", "", "the candidate's catalog for the findings (rehearse --findings-dsn); none: the findings that need it are left out")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -55,13 +56,17 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	level, err := judge.ParseMeanLevel(*judgeLevel)
+	if *judgeLevel != "" && err != nil {
+		fail(err)
+	}
 	minMS := *minEffectMS
 	if minMS == 0 {
 		minMS = -1 // none, as asked
 	}
 	// rehearse's own judging (rehearse.Judge), without the targets: no
 	// plans, so no fixes, and the catalog only when -catalog names one.
-	opts := rehearse.JudgeOptions{MinCalls: *minCalls, MinEffectMS: minMS, Rules: rules, ExpectWork: true,
+	opts := rehearse.JudgeOptions{MinCalls: *minCalls, MinEffectMS: minMS, Rules: rules, ExpectWork: true, JudgeLevel: level,
 		Plans: &rehearse.PlansOptions{}, Findings: true, FindingsDSN: *catalog, Fixes: true, FixRounds: fixes.DefaultRounds}
 	j, err := rehearse.Judge(context.Background(), rehearse.Config{}, out, opts)
 	if err != nil {

@@ -46,6 +46,7 @@ type rehearseFlags struct {
 	top                              int
 	minCalls                         int64
 	minEffectMS                      float64
+	judgeLevel                       string
 	// explain is --plans; plans how, on the two targets.
 	explain bool
 	plans   planFlags
@@ -268,6 +269,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.IntVar(&f.top, "top", 10, "entries shown in each list of the summary")
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every round for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS, "fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); a slower mean that adds 1% of the run's time is not spared by it")
+	judgeLevelFlag(fl, &f.judgeLevel)
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps of the workload as the candidate ran it")
 	dsnVar(fl, &f.findingsDSN, "findings-dsn", "the candidate's database with the workload's schema, for the findings that need its catalog, plans or pg_stat_statements (read-only)")
 	fl.BoolVar(&f.explain, "plans", true, "after the rounds, explain the regressed queries and the top by time added on both targets, and say why they got slower (read-only)")
@@ -468,7 +470,7 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
 	case len(f.controlLogs) > 0 != (len(f.candidateLogs) > 0):
 		return nil, usageError("--control-log and --candidate-log go together: the comparison needs the same source of durations on both sides")
 	}
-	return reportRules(reportFlags{failOn: f.failOn, top: f.top, minEffectMS: f.minEffectMS, minCalls: f.minCalls,
+	return reportRules(reportFlags{failOn: f.failOn, top: f.top, minEffectMS: f.minEffectMS, minCalls: f.minCalls, judgeLevel: f.judgeLevel,
 		jsonPath: f.jsonPath, htmlPath: f.htmlPath}, true)
 }
 
@@ -749,7 +751,8 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 // observed (pg_stat_statements deltas, server work per call): a round
 // without them is said to leave server work uncompared.
 func (r *rehearseRun) judgeOptions(rules judge.Rules) rehearse.JudgeOptions {
-	return rehearse.JudgeOptions{MinCalls: r.f.minCalls, MinEffectMS: minEffectMS(r.f.minEffectMS), Rules: rules, ExpectWork: r.replay.Observe != nil}
+	return rehearse.JudgeOptions{MinCalls: r.f.minCalls, MinEffectMS: minEffectMS(r.f.minEffectMS), Rules: rules, ExpectWork: r.replay.Observe != nil,
+		JudgeLevel: meanLevel(r.f.judgeLevel)}
 }
 
 // verdictStage writes each part of the verdict into details as soon as

@@ -475,6 +475,7 @@ func TestRehearseUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--control-log", "a.log", log}, "go together"},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--fail-on", "p95>fast", log}, "--fail-on"},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--sync", "maybe", log}, "--sync"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--judge-level", "app", log}, `--judge-level: no level "app"`},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--rounds", "4", "--max-rounds", "3", log}, "--max-rounds must be at least --rounds (4)"},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--max-time", "-1s", log}, "--max-time must not be negative"},
 		{[]string{"--control", "host=a", "--candidate", "host=b"}, "requires at least 1 arg"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
@@ -28,6 +29,7 @@ type reportFlags struct {
 	failOn      []string
 	top         int
 	minEffectMS float64
+	judgeLevel  string
 	findings    bool
 	evidence    string
 	minCalls    int64
@@ -138,6 +140,7 @@ comparison (schema: docs/report-json.md), to standard output with
 	fl.Int64Var(&f.minCalls, "min-calls", 10, "fewest timed calls in every run for a query to be judged")
 	fl.Float64Var(&f.minEffectMS, "min-effect-ms", judge.DefaultComparisonMinEffectMS,
 		"fewest milliseconds a query's mean (or p95, for its tail) must grow by to be called a regression (0: none); the default is what identical targets differed by (docs/noise.md); a slower mean that adds 1% of the run's time is not spared by it")
+	judgeLevelFlag(fl, &f.judgeLevel)
 	fl.StringVar(&f.evidence, "evidence", "", "add the server-side evidence of a replay's JSON (replay --observe) to the HTML page, as the candidate's")
 	fl.BoolVar(&f.findings, "findings", true, "name the known performance traps in the candidate (the only result, with one)")
 	fl.BoolVar(&f.allowMixed, "allow-mixed-latency", false, "compare results whose latencies were measured in different places, flagging every ratio")
@@ -320,6 +323,9 @@ func reportRules(f reportFlags, compared bool) (judge.Rules, error) {
 	case f.jsonPath == "-" && f.htmlPath == "-":
 		return nil, usageError(`--json and --html cannot both go to standard output`)
 	}
+	if _, err := judge.ParseMeanLevel(f.judgeLevel); f.judgeLevel != "" && err != nil {
+		return nil, usageError("--judge-level: %v", err)
+	}
 	return rules, nil
 }
 
@@ -338,7 +344,22 @@ func readReportRuns(paths []string) ([]judge.Run, error) {
 // judgeOptions are the comparison's options as report's flags give
 // them.
 func judgeOptions(f reportFlags, rules judge.Rules) judge.Options {
-	return judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules}
+	return judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
+		JudgeLevel: meanLevel(f.judgeLevel)}
+}
+
+// judgeLevelFlag adds --judge-level to fl.
+func judgeLevelFlag(fl *pflag.FlagSet, v *string) {
+	fl.StringVar(v, "judge-level", string(judge.MeanLevelServer), "the level a query's mean is judged on where every run has it: "+
+		"server (pg_stat_statements' execution + planning time) or application (the replay's round trips: what the application waited, "+
+		"with the replayer's own overhead per call on both sides)")
+}
+
+// meanLevel is --judge-level, checked by reportRules, in the judge's
+// terms (empty: the default).
+func meanLevel(s string) judge.MeanLevel {
+	l, _ := judge.ParseMeanLevel(s)
+	return l
 }
 
 // minEffectMS is --min-effect-ms in the judge's terms, where 0 is the

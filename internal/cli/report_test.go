@@ -184,6 +184,8 @@ func TestReportExitCodes(t *testing.T) {
 		{"mixed latency allowed and flagged", []string{base, replay, "--allow-mixed-latency"}, ExitOK, "MIXED LATENCY", ""},
 		{"server-side replay compares", []string{base, replayServer, "--fail-on", "p95>+20%"}, ExitOK, "PASS", ""},
 		{"bad rule", []string{base, slow, "--fail-on", "p95>20"}, ExitUsage, "", "--fail-on"},
+		{"bad judge level", []string{base, slow, "--judge-level", "client"}, ExitUsage, "", `--judge-level: no level "client" to judge the mean on: server or application`},
+		{"judge level without round trips", []string{base, slow, "--judge-level", "application", "--fail-on", "mean>2x"}, ExitRegression, "FAIL: mean>2x broken by 1 query", ""},
 		{"rule with one file", []string{base, "--fail-on", "p95>+20%"}, ExitUsage, "", "needs two results"},
 		{"three files", []string{base, slow, replay}, ExitUsage, "", "accepts between 1 and 2"},
 		{"missing file", []string{base, filepath.Join(dir, "nope.json")}, ExitFailure, "", "does not exist"},

@@ -75,6 +75,24 @@ type Options struct {
 	// ever undecided (a comparison of results that cannot have more
 	// runs, pgrehearse report's), as before rehearsals added rounds.
 	Look, Looks int
+	// JudgeLevel is the level a query's mean is judged on where it can
+	// be (QueryLevels.Judged): LevelServer (or empty), the default,
+	// judges pg_stat_statements' time where every run has it;
+	// LevelApplication judges the replay's round trips (what the
+	// application waited, with the replayer's overhead on both sides:
+	// QueryLevels.AppOverheadMS) where every run has them, else as
+	// LevelServer. ParseJudgeLevel reads a user's.
+	JudgeLevel Level
+}
+
+// ParseJudgeLevel reads the level a comparison judges the mean on
+// (Options.JudgeLevel): "server" or "application".
+func ParseJudgeLevel(s string) (Level, error) {
+	switch l := Level(s); l {
+	case LevelServer, LevelApplication:
+		return l, nil
+	}
+	return "", fmt.Errorf("no level %q to judge the mean on: %s or %s", s, LevelServer, LevelApplication)
 }
 
 // NoiseFloors are factors (>= 1) by which the figures of one run of a
@@ -163,6 +181,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinDirtied <= 0 {
 		o.MinDirtied = DefaultMinDirtied
+	}
+	if o.JudgeLevel == "" {
+		o.JudgeLevel = LevelServer
 	}
 	if o.Looks > 0 {
 		o.Look = max(o.Look, 1)
@@ -728,6 +749,9 @@ type Settings struct {
 	MinEffectMS float64 `json:"min_effect_ms"`
 	// MinTimeShare: see Options.MinTimeShare (0: none).
 	MinTimeShare float64 `json:"min_time_share"`
+	// JudgeLevel is Options.JudgeLevel when it is not the default
+	// (LevelServer): the level asked for the means.
+	JudgeLevel Level `json:"judge_level,omitempty"`
 }
 
 // Report is a comparison, or the summary of one run. Its JSON form, with
@@ -821,7 +845,11 @@ func Summarize(r *Run) *Report {
 }
 
 func settingsOf(o Options) Settings {
-	return Settings{MinCalls: o.MinCalls, Alpha: o.Alpha, MinEffect: o.MinEffect, MinEffectMS: o.MinEffectMS, MinTimeShare: o.MinTimeShare}
+	s := Settings{MinCalls: o.MinCalls, Alpha: o.Alpha, MinEffect: o.MinEffect, MinEffectMS: o.MinEffectMS, MinTimeShare: o.MinTimeShare}
+	if o.JudgeLevel != LevelServer {
+		s.JudgeLevel = o.JudgeLevel
+	}
+	return s
 }
 
 // minRuns is the fewest runs a side needs, with as many on the other,
@@ -875,6 +903,9 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		return nil, &IncompleteError{Reasons: []Unjudgeable{{Kind: UnjudgeableNoRuns}}}
 	}
 	o := opts.withDefaults()
+	if _, err := ParseJudgeLevel(string(o.JudgeLevel)); err != nil {
+		return nil, err
+	}
 	// A result that cannot be judged is refused first: whatever else is
 	// wrong with the comparison, its figures are not a verdict.
 	why := append(unjudgeable(base, cand), o.Unjudgeable...)
@@ -927,7 +958,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	bw, cw, work := rep.serverWork(base, cand, o)
 	c.source, c.measured = base[0].LatencySource, rep.Noise.Measured
 	c.bWork, c.cWork, c.bApp, c.cApp = bw, cw, appRows(base), appRows(cand)
-	c.bServerRunMS = bw.timePerRun()
+	c.bServerRunMS, c.bAppRunMS = bw.timePerRun(), appRunMS(c.bApp)
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))
 		if work && d.Baseline != nil && d.Candidate != nil {

@@ -75,7 +75,10 @@ type QueryLevels struct {
 	// figures of the query (MinCalls calls at least, no entry
 	// restarted) and the noise is measured (three runs a side at the
 	// default level: pg_stat_statements gives no calls' sampling error
-	// to judge fewer by); else the level of the results' durations.
+	// to judge fewer by); LevelApplication instead when
+	// Options.JudgeLevel asks for it and every run has MinCalls round
+	// trips of the query, the noise measured; else the level of the
+	// results' durations.
 	Judged Level `json:"judged"`
 	// Percentiles is the level of the p50, p95 and p99 and of the
 	// total: the results' durations (the log's distribution).
@@ -97,12 +100,32 @@ type QueryLevels struct {
 	// Planning: pg_stat_statements counted planning time in some run
 	// (pg_stat_statements.track_planning on).
 	Planning bool `json:"planning,omitempty"`
+	// AppOverheadMS is the part of the application level's round trip
+	// spent outside the server's work, measured on the control: the
+	// median over its runs of the round trip's mean less
+	// pg_stat_statements' time per call (0 at least); 0 without both.
+	// The application level includes it on both sides: the protocol,
+	// the network and the replayer's own client work, not the original
+	// application's client, whose own overhead no log holds. It is
+	// shown, never taken out: a constant on both sides compresses the
+	// ratio of a short query (or stretches it, where the application's
+	// own overhead is the larger), while Application.Mean.DeltaMS, the
+	// time added per call, is untouched by it.
+	AppOverheadMS float64 `json:"application_overhead_ms,omitempty"`
 }
 
 // JudgedOnServer reports whether q's mean is judged on the server's
 // time (pg_stat_statements): what a rule on the mean reads.
 func (q *QueryDiff) JudgedOnServer() bool {
 	return q.Levels != nil && q.Levels.Judged == LevelServer
+}
+
+// JudgedApart reports whether q's mean is judged on another level than
+// its percentiles (the server's time, or the application's round trips
+// asked by Options.JudgeLevel, beside the log's distribution): the
+// level a report names beside the mean.
+func (q *QueryDiff) JudgedApart() bool {
+	return q.Levels != nil && q.Levels.Judged != q.Levels.Percentiles
 }
 
 // LevelOf is the level q's figure m is judged on: Levels.Judged for the
@@ -226,6 +249,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 			}
 		}
 	}
+	onApp := c.o.JudgeLevel == LevelApplication && c.appJudgeable(lv, d.Fingerprint)
 	bs, bAll, bLeast, bRestart, bPlan := serverMeans(c.bWork.runs, d.Fingerprint)
 	ks, kAll, kLeast, kRestart, kPlan := serverMeans(c.cWork.runs, d.Fingerprint)
 	if bAll && kAll && lv.Judged != LevelServer {
@@ -234,14 +258,76 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		if lv.Log != nil {
 			c.logOverhead(d, lv, b, k)
 		}
-		if c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
+		lv.AppOverheadMS = appOverhead(lv)
+		if !onApp && c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
 			lv.Judged = LevelServer
 			lv.Server.Mean.setShare(lv.Server.BaselineMS, d.Candidate.TimedCalls, c.bServerRunMS)
 			c.serverCarried(b, k, lv.Server)
-			judgeOnServer(d, lv.Server)
+			judgeOn(d, lv.Server)
 		}
 	}
+	if onApp {
+		lv.Judged = LevelApplication
+		lv.Application.Mean.setShare(lv.Application.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
+		c.serverCarried(b, k, lv.Application)
+		judgeOn(d, lv.Application)
+	}
 	d.Levels = lv
+}
+
+// appJudgeable says whether the mean of fp can be judged on the
+// application's round trips (Options.JudgeLevel): they are another level
+// than the results' durations, every run of both sides has MinCalls of
+// them at least, and the noise is measured (the round trips keep no
+// calls' distribution of their own to judge fewer runs by).
+func (c *comparer) appJudgeable(lv *QueryLevels, fp string) bool {
+	if lv.Application == nil || lv.Judged == LevelApplication || !c.measured || c.mixed {
+		return false
+	}
+	for _, rows := range [][]map[string]*Query{c.bApp, c.cApp} {
+		for _, m := range rows {
+			if q := m[fp]; q == nil || q.TimedCalls < c.o.MinCalls {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// appRunMS is the median over runs of their round trips' total time; 0
+// without.
+func appRunMS(rows []map[string]*Query) float64 {
+	var xs []float64
+	for _, m := range rows {
+		total := 0.0
+		for _, q := range m {
+			total += q.TotalMS
+		}
+		if total > 0 {
+			xs = append(xs, total)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// appOverhead is the application level's round trip less the server's
+// time per call on the control (QueryLevels.AppOverheadMS): the median
+// over its runs, 0 at least; 0 without both levels.
+func appOverhead(lv *QueryLevels) float64 {
+	if lv.Application == nil || lv.Server == nil || len(lv.Application.BaselineRunsMS) != len(lv.Server.BaselineRunsMS) {
+		return 0
+	}
+	var over []float64
+	for i, v := range lv.Application.BaselineRunsMS {
+		over = append(over, v-lv.Server.BaselineRunsMS[i])
+	}
+	if len(over) == 0 {
+		return 0
+	}
+	return math.Max(0, stats.Median(over))
 }
 
 // logOverhead measures the per-call overhead of the log's durations on
@@ -274,10 +360,11 @@ func (c *comparer) logOverhead(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
 	lv.LogP95 = &e
 }
 
-// judgeOnServer makes the mean's figures of d the server's: its effect,
-// its medians, its runs' and its spread, so that the status, the
-// ranking, the rules and every report of the mean read one level.
-func judgeOnServer(d *QueryDiff, s *LevelTime) {
+// judgeOn makes the mean's figures of d level s's (the server's, or the
+// application's when asked): its effect, its medians, its runs' and its
+// spread, so that the status, the ranking, the rules and every report of
+// the mean read one level.
+func judgeOn(d *QueryDiff, s *LevelTime) {
 	d.Effects.Mean = s.Mean
 	d.Baseline.MeanMS, d.Candidate.MeanMS = s.BaselineMS, s.CandidateMS
 	d.Ratio.Mean = ratio(s.CandidateMS, s.BaselineMS)
@@ -297,7 +384,8 @@ func judgeOnServer(d *QueryDiff, s *LevelTime) {
 	}
 }
 
-// serverCarried asks of the server's mean, slower over the runs beyond
+// serverCarried asks of the server's mean (or the application's, judged
+// on it when asked: the same shift, by the round trip's), slower over the runs beyond
 // every floor, what effect asks of the log's: that the calls inside the
 // runs carry it, and the rounds' noise pooled over the comparison
 // (CallsEvidence, set on s.Mean when they do not: then it is no

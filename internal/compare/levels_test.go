@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -110,6 +111,12 @@ func TestLevelsRecoverServerRatio(t *testing.T) {
 	if math.Abs(lv.OverheadMS-0.2) > 0.02 {
 		t.Errorf("overhead measured on the control %.3f ms, want 0.2", lv.OverheadMS)
 	}
+	// The round trip's 0.2 + 0.3 ms beyond the server's work, shown and
+	// not taken out: the application's ratio stays compressed, its
+	// added time per call (6.5 - 0.6 ms) is the server's.
+	if math.Abs(lv.AppOverheadMS-0.5) > 0.02 || !within(lv.Application.Mean.DeltaMS, 5.9, 1.05) {
+		t.Errorf("application overhead on the control %.3f ms, added %.3f ms a call; want 0.5 and 5.9", lv.AppOverheadMS, lv.Application.Mean.DeltaMS)
+	}
 	if lv.LogP95 == nil || !within(lv.LogP95.Ratio, 60, 1.25) || q.Effects.P95.Ratio >= lv.LogP95.Ratio {
 		t.Errorf("log's p95 without the overhead: %+v, want about 60x (with it %.1fx)", lv.LogP95, q.Effects.P95.Ratio)
 	}
@@ -160,6 +167,74 @@ func TestLevelsTwoRoundsJudgedOnLog(t *testing.T) {
 	}
 	if q := rep.Query("lookup"); q.Levels == nil || q.Levels.Server != nil || q.Levels.Judged != LevelLog || q.Levels.OverheadMS != 0 || q.Levels.LogP95 != nil {
 		t.Errorf("without pg_stat_statements: %+v", q.Levels)
+	}
+}
+
+// TestLevelsJudgeApplication: asked to judge the application's round
+// trips (Options.JudgeLevel), the insert, whose server time did not
+// change while each call waited 0.5 ms longer (0.55 to 1.05 ms a round
+// trip, 1.9x), is a regression on that level, named in the broken rule;
+// the lookup's 60x on the server is 10.8x there, its round trip carrying
+// 0.5 ms of overhead on both sides. Rounds of the control against others
+// of the control are no regression on either level; two rounds a side
+// (no noise measured) stay on the log's; a level that is none is refused.
+func TestLevelsJudgeApplication(t *testing.T) {
+	base, cand := levelSides(t, 3)
+	rep, err := Runs(base, cand, Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Settings.JudgeLevel != LevelApplication {
+		t.Errorf("settings' judge level %q", rep.Settings.JudgeLevel)
+	}
+	ins := rep.Query("insert")
+	if lv := ins.Levels; lv == nil || lv.Judged != LevelApplication || lv.Server == nil || !ins.JudgedApart() || ins.JudgedOnServer() {
+		t.Fatalf("insert's levels: %+v", ins.Levels)
+	}
+	a := ins.Levels.Application
+	if ins.Status != StatusRegressed || ins.Regressed != MetricMean || ins.Effects.Mean != a.Mean || !within(ins.Factor, 1.05/0.55, 1.1) ||
+		ins.Baseline.MeanMS != a.BaselineMS || a.Mean.Low > a.Mean.Ratio || a.Mean.High < a.Mean.Ratio {
+		t.Errorf("insert on the application's level: %s on %q, factor %.2f, mean %+v", ins.Status, ins.Regressed, ins.Factor, a.Mean)
+	}
+	checkLabel(t, "insert", ins)
+	if l := rep.Query("lookup"); l.Levels.Judged != LevelApplication || !within(l.Factor, 6.5/0.6, 1.15) || l.Status != StatusRegressed {
+		t.Errorf("lookup on the application's level: %s, factor %.1f", l.Status, l.Factor)
+	}
+	broken := map[string]Level{}
+	for _, b := range rep.Verdict.Broken {
+		broken[b.Fingerprint] = b.Level
+	}
+	if rep.Verdict.Status != VerdictFail || broken["insert"] != LevelApplication || broken["lookup"] != LevelApplication {
+		t.Errorf("verdict %s, broken %v: want both queries, on the application's level", rep.Verdict.Status, broken)
+	}
+
+	var ctl []*Run
+	for i := range 3 {
+		ctl = append(ctl, levelRound(t, fmt.Sprintf("control-%d", 3+i), uint64(40+i), map[string]levelQuery{
+			"lookup": {serverUS: 100, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 200, clientUS: 300}}))
+	}
+	aa, err := Runs(base, ctl, Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range aa.Queries {
+		if q.Levels == nil || q.Levels.Judged != LevelApplication || q.Status.Regression() {
+			t.Errorf("A/A %s: %s judged on %+v", q.Fingerprint, q.Status, q.Levels)
+		}
+	}
+	if aa.Verdict.Status == VerdictFail {
+		t.Errorf("A/A verdict %s", aa.Verdict.Status)
+	}
+
+	two, err := Runs(base[:2], cand[:2], Options{JudgeLevel: LevelApplication})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := two.Query("insert"); q.Levels.Judged != LevelLog {
+		t.Errorf("two rounds a side judged on %q, want the log's", q.Levels.Judged)
+	}
+	if _, err := Runs(base, cand, Options{JudgeLevel: LevelLog}); err == nil {
+		t.Errorf("judging on %q was not refused", LevelLog)
 	}
 }
 
@@ -229,5 +304,78 @@ func TestLevelsServerFasterEvidence(t *testing.T) {
 	}
 	if e := rep.Query("lookup").Levels.Server.Mean; e.Faster != nil {
 		t.Errorf("server level slower carries faster evidence %+v", e.Faster)
+	}
+}
+
+// appSides are three rounds a side of levelSides' lookup and insert,
+// every round's times scaled by its own factor (a machine's noise from
+// round to round, σ 0.15 in logarithm), the candidate's insert waiting
+// waitUS more a call outside the server's work (its server time the
+// same): at 550 µs, twice its 0.55 ms round trip.
+func appSides(t *testing.T, seed uint64, waitUS float64) (base, cand []*Run) {
+	r := rand.New(rand.NewPCG(seed, 9))
+	round := func(name string, s uint64, wait float64) *Run {
+		f := math.Exp(0.15 * r.NormFloat64())
+		return levelRound(t, name, s, map[string]levelQuery{
+			"lookup": {serverUS: 100 * f, overheadUS: 200 * f, clientUS: 300 * f, calls: 500},
+			"insert": {serverUS: 50 * f, overheadUS: (200 + wait) * f, clientUS: 300 * f, calls: 500}})
+	}
+	for i := range uint64(3) {
+		base = append(base, round(fmt.Sprintf("control-%d", i), seed*10+i, 0))
+		cand = append(cand, round(fmt.Sprintf("candidate-%d", i), seed*10+5+i, waitUS))
+	}
+	return base, cand
+}
+
+// TestJudgeApplicationRates: judged on the application's round trips,
+// identical sides under round-to-round noise break mean>+50% rarely, and
+// an insert whose round trip doubles while its server time does not is
+// found. make test runs a few seeds (0.4 s); PGREHEARSE_LONG=1 enough to
+// measure the rates: 100 seeds (9 s) gave A/A 0 failed, 3 of 200 queries
+// regressed under the rule's threshold; the 2x broken in 96 of 100.
+func TestJudgeApplicationRates(t *testing.T) {
+	seeds := 4
+	if os.Getenv("PGREHEARSE_LONG") != "" {
+		seeds = 100
+	}
+	opts := Options{Rules: mustRules(t, "mean>+50%"), JudgeLevel: LevelApplication}
+	var aaFailed, aaRegressed, found int
+	for seed := range uint64(seeds) {
+		base, cand := appSides(t, seed+1, 0)
+		rep, err := Runs(base, cand, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict.Status == VerdictFail {
+			aaFailed++
+		}
+		for _, q := range rep.Queries {
+			if q.Levels == nil || q.Levels.Judged != LevelApplication {
+				t.Fatalf("seed %d: %s judged on %+v", seed+1, q.Fingerprint, q.Levels)
+			}
+			if q.Status.Regression() {
+				aaRegressed++
+			}
+		}
+		base, cand = appSides(t, seed+1, 550)
+		if rep, err = Runs(base, cand, opts); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range rep.Verdict.Broken {
+			if b.Fingerprint == "insert" && b.Level == LevelApplication {
+				found++
+			}
+		}
+		// Its server time moves only by the rounds' noise.
+		if q := rep.Query("insert"); !within(q.Levels.Server.Mean.Ratio, 1, 2) {
+			t.Errorf("seed %d: the insert's server time %.2fx, want unchanged", seed+1, q.Levels.Server.Mean.Ratio)
+		}
+	}
+	t.Logf("A/A: %d failed, %d queries regressed of %d; 2x: %d broken", aaFailed, aaRegressed, seeds, found)
+	if aaFailed > 1+seeds*6/100 || aaRegressed > 1+seeds*6/100 {
+		t.Errorf("A/A: %d of %d failed, %d queries regressed", aaFailed, seeds, aaRegressed)
+	}
+	if found < seeds*9/10 {
+		t.Errorf("2x on the application's level broken in %d of %d", found, seeds)
 	}
 }

@@ -17,6 +17,8 @@ type comparer struct {
 	// runs; 0 without): what a slower mean's added time is a share of
 	// (Effect.AddedShare).
 	bRunMS, bServerRunMS float64
+	// bAppRunMS is the same of its round trips (Options.JudgeLevel).
+	bAppRunMS float64
 	// tests is how many figures the comparison judges (the mean and
 	// the p95 of every query judged): the family whose chance of any
 	// change the calls cannot carry is held at Alpha/2 (CallsEvidence).

@@ -211,7 +211,7 @@ func (r Rule) checkFigure(q *QueryDiff, s Settings, m Metric) (Broken, bool) {
 		// The total is the durations' (the log's): so is the mean
 		// it rests on.
 		e = &q.Effects.Mean
-		if q.JudgedOnServer() && q.Levels.Log != nil {
+		if q.JudgedApart() && q.Levels.Log != nil {
 			e = &q.Levels.Log.Mean
 		}
 	}

@@ -129,6 +129,11 @@ type Options struct {
 	// ExpectWork says every run was observed (server work per call): a
 	// run without it is said to leave server work uncompared.
 	ExpectWork bool
+	// JudgeLevel is the level a query's mean is judged on where every
+	// run has it (compare.Options.JudgeLevel): empty or
+	// MeanLevelServer, pg_stat_statements' time; MeanLevelApplication,
+	// the replay's round trips. ParseMeanLevel reads a user's.
+	JudgeLevel MeanLevel
 	// Plans explains the plans behind the comparison on both targets;
 	// nil leaves them out.
 	Plans *PlansOptions

@@ -86,12 +86,28 @@ func (t Thresholds) findings() findings.Options {
 	return findings.Options{IndexMinRows: t.IndexMinRows, KeyMinRows: t.KeyMinRows, HotCallsPerCore: t.HotCallsPerCore}
 }
 
+// MeanLevel is a level of time per call a query's mean may be judged
+// on (Options.JudgeLevel).
+type MeanLevel = compare.Level
+
+// The levels a mean may be judged on.
+const (
+	MeanLevelServer      = compare.LevelServer
+	MeanLevelApplication = compare.LevelApplication
+)
+
+// ParseMeanLevel reads the level to judge the means on: "server" or
+// "application".
+func ParseMeanLevel(s string) (MeanLevel, error) {
+	return compare.ParseJudgeLevel(s)
+}
+
 // Comparison are the options of the comparison that o gives; a caller
 // that compares more runs the same way (a rehearsal's fixes) uses them.
 func (o Options) Comparison() compare.Options {
 	return compare.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, AllowMixedLatency: o.AllowMixedLatency,
 		AllowIncomplete: o.AllowIncomplete, Unjudgeable: o.Unjudgeable, Rules: o.Rules, ExpectWork: o.ExpectWork,
-		Look: o.Look, Looks: o.Looks}
+		Look: o.Look, Looks: o.Looks, JudgeLevel: o.JudgeLevel}
 }
 
 // Compare compares the candidate's results with the baseline's as opts

@@ -25,6 +25,9 @@ type JudgeOptions struct {
 	// ExpectWork says every round was observed (server work per call):
 	// a round without it is said to leave server work uncompared.
 	ExpectWork bool
+	// JudgeLevel is the level the means are judged on
+	// (judge.Options.JudgeLevel).
+	JudgeLevel judge.MeanLevel
 	// Database is the workload's database on the targets, as the first
 	// round's pre-flight found it: where the plans are explained, the
 	// findings read the candidate's catalog and the fixes are applied.
@@ -131,14 +134,14 @@ func (j *Judgement) NoComparison() bool {
 // is compared all the same, never as a pass.
 func (o JudgeOptions) Options(out *Outcome) judge.Options {
 	return judge.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, Rules: o.Rules, AllowIncomplete: out.Partial,
-		ExpectWork: o.ExpectWork, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks}
+		ExpectWork: o.ExpectWork, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
 }
 
 // Undecided says whether out's rounds so far leave a query undecided on
 // a rule at its look-th look (judge.Undecided): what Config.Decide asks.
 func (o JudgeOptions) Undecided(out *Outcome, look int) bool {
 	opts := judge.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, Rules: o.Rules,
-		ExpectWork: o.ExpectWork, Look: look, Looks: out.MaxLooks}
+		ExpectWork: o.ExpectWork, Look: look, Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
 	return judge.Undecided(judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
 }
 

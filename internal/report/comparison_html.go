@@ -384,8 +384,12 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 			}
 		}
 		name := string(m)
-		if m == compare.MetricMean && q.JudgedOnServer() {
+		switch {
+		case m != compare.MetricMean:
+		case q.JudgedOnServer():
 			name = "mean (server, pg_stat_statements)"
+		case q.JudgedApart():
+			name = "mean (" + LevelName(q.Levels.Judged) + ")"
 		}
 		r := []string{name, cell(q.Baseline, 0, get(0)), cell(q.Candidate, 1, get(1)), "", ""}
 		if q.Effects != nil {
@@ -419,8 +423,11 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 			means = append(means, fmtMS(r.MeanMS))
 		}
 		src := ""
-		if q.JudgedOnServer() {
+		switch {
+		case q.JudgedOnServer():
 			src = " (server time, pg_stat_statements)"
+		case q.JudgedApart():
+			src = " (" + LevelName(q.Levels.Judged) + ")"
 		}
 		d.Notes = append(d.Notes, fmt.Sprintf("%s runs' means%s: %s ms", [2]string{"Baseline", "Candidate"}[i], src, strings.Join(means, ", ")))
 	}

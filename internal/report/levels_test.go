@@ -18,6 +18,13 @@ import (
 // level). The rule mean>30x breaks on the server's time only.
 func levelsReport(t *testing.T) *compare.Report {
 	t.Helper()
+	return levelsReportAt(t, "")
+}
+
+// levelsReportAt is levelsReport's comparison with its means judged on
+// level l (compare.Options.JudgeLevel).
+func levelsReportAt(t *testing.T, l compare.Level) *compare.Report {
+	t.Helper()
 	side := func(seed uint64, logUS, serverMS float64) []*compare.Run {
 		var runs []*compare.Run
 		for i := range 3 {
@@ -39,11 +46,33 @@ func levelsReport(t *testing.T) *compare.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := compare.Runs(side(1, 300, 0.1), side(11, 6200, 6), compare.Options{Rules: rules})
+	rep, err := compare.Runs(side(1, 300, 0.1), side(11, 6200, 6), compare.Options{Rules: rules, JudgeLevel: l})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// TestLevelsReportedApplication: asked to judge the application's round
+// trips, the verdict, the broken rule and the regressions name that
+// level; the lookup's 0.6 -> 6.6 ms round trip (its 0.3 ms of overhead
+// on both sides) does not break mean>30x there, as its server time does.
+func TestLevelsReportedApplication(t *testing.T) {
+	rep := levelsReportAt(t, compare.LevelApplication)
+	var text bytes.Buffer
+	if err := WriteComparison(&text, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, s := range []string{"the mean judged on the application's round trips for 1 of 1 query\n",
+		"(mean on the application's round trips 10.99x (10.69-11.18), +11.99 s per run)"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the text lacks %q:\n%s", s, out)
+		}
+	}
+	if rep.Verdict.Status == compare.VerdictFail || strings.Contains(out, "server time (pg_stat_statements) for") {
+		t.Errorf("verdict %s:\n%s", rep.Verdict.Status, out)
+	}
 }
 
 // TestLevelsReported: the text, the JSON and the page set the levels
@@ -57,7 +86,7 @@ func TestLevelsReported(t *testing.T) {
 	}
 	out := text.String()
 	for _, s := range []string{"Time per call at each level (server: pg_stat_statements' execution + planning per call;",
-		"mean judged on", "mean on server time (pg_stat_statements) 0.101 ms -> 6.06 ms (60.00x, interval",
+		"mean judged on", "app overhead ms", "mean on server time (pg_stat_statements) 0.101 ms -> 6.06 ms (60.00x, interval",
 		"(mean on server time (pg_stat_statements) 60.00x (",
 		"(90% intervals); the mean judged on server time (pg_stat_statements) for 1 of 1 query\n"} {
 		if !strings.Contains(out, s) {
@@ -99,7 +128,8 @@ func TestLevelsReported(t *testing.T) {
 				Application struct {
 					Mean struct{ Ratio float64 } `json:"mean"`
 				} `json:"application"`
-				OverheadMS float64 `json:"log_overhead_ms"`
+				OverheadMS    float64 `json:"log_overhead_ms"`
+				AppOverheadMS float64 `json:"application_overhead_ms"`
 			} `json:"levels"`
 		} `json:"queries"`
 	}
@@ -112,7 +142,8 @@ func TestLevelsReported(t *testing.T) {
 	lv := doc.Queries[0].Levels
 	if lv.Judged != "server" || lv.Percentiles != "server_log" || lv.Server.Mean.Ratio < 59 || lv.Server.Mean.Ratio > 61 ||
 		lv.Server.Mean.Low > lv.Server.Mean.Ratio || lv.Server.Mean.High < lv.Server.Mean.Ratio || lv.Log.Mean.Ratio > 30 ||
-		lv.Application.Mean.Ratio >= lv.Log.Mean.Ratio || lv.OverheadMS < 0.15 || lv.OverheadMS > 0.25 || doc.Queries[0].Factor != lv.Server.Mean.Ratio {
+		lv.Application.Mean.Ratio >= lv.Log.Mean.Ratio || lv.OverheadMS < 0.15 || lv.OverheadMS > 0.25 || doc.Queries[0].Factor != lv.Server.Mean.Ratio ||
+		lv.AppOverheadMS < 0.4 || lv.AppOverheadMS > 0.6 {
 		t.Errorf("JSON levels %+v, factor %.1f", lv, doc.Queries[0].Factor)
 	}
 

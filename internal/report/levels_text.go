@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
@@ -34,10 +35,11 @@ func levelShort(l compare.Level) string {
 }
 
 // figureName names figure m of q as judged: "mean on server time
-// (pg_stat_statements)" for a mean judged on the server's time, else m.
+// (pg_stat_statements)" for a mean judged on the server's time ("mean on
+// the application's round trips" when asked), else m.
 func figureName(q *compare.QueryDiff, m compare.Metric) string {
-	if m == compare.MetricMean && q.JudgedOnServer() {
-		return "mean on " + LevelName(compare.LevelServer)
+	if m == compare.MetricMean && (q.JudgedOnServer() || q.JudgedApart()) {
+		return "mean on " + LevelName(q.Levels.Judged)
 	}
 	return string(m)
 }
@@ -45,7 +47,8 @@ func figureName(q *compare.QueryDiff, m compare.Metric) string {
 // levelsTitle heads the levels' table in the text and the page.
 const levelsTitle = "Time per call at each level (server: pg_stat_statements' execution + planning per call; " +
 	"log: the server's logged durations, the p95 also less the log's overhead per call measured on the control; " +
-	"application: the replay's round trips; C/B with its interval over the runs)"
+	"application: the replay's round trips, app overhead ms their time outside the server's work per call on the control, " +
+	"which they carry on both sides; C/B with its interval over the runs)"
 
 // LevelsQueries are the fingerprints of the queries, in the report's
 // order (regressions first), measured at another level than their
@@ -76,7 +79,7 @@ func levelEffect(t *compare.LevelTime) string {
 // LevelsRow is a query's row of the levels' table: the level its mean
 // is judged on, the server's means and change, the log's mean and p95
 // changes, the p95's without the overhead and the overhead, the
-// application's change.
+// application's change and its round trip's overhead on the control.
 func LevelsRow(q *compare.QueryDiff) []string {
 	lv := q.Levels
 	server := "-"
@@ -90,11 +93,15 @@ func LevelsRow(q *compare.QueryDiff) []string {
 	if lv.LogP95 != nil {
 		less, over = fmtEffect(lv.LogP95), fmtMS(lv.OverheadMS)
 	}
-	return []string{levelShort(lv.Judged), server, levelEffect(lv.Server), levelEffect(lv.Log), p95, less, over, levelEffect(lv.Application)}
+	appOver := "-"
+	if lv.AppOverheadMS > 0 {
+		appOver = fmtMS(lv.AppOverheadMS)
+	}
+	return []string{levelShort(lv.Judged), server, levelEffect(lv.Server), levelEffect(lv.Log), p95, less, over, levelEffect(lv.Application), appOver}
 }
 
 // levelsHead are LevelsRow's columns.
-var levelsHead = []string{"mean judged on", "server B -> C ms", "server C/B", "log C/B", "log p95 C/B", "p95 less overhead", "overhead ms", "application C/B"}
+var levelsHead = []string{"mean judged on", "server B -> C ms", "server C/B", "log C/B", "log p95 C/B", "p95 less overhead", "overhead ms", "application C/B", "app overhead ms"}
 
 // writeLevels writes the levels' table for the top queries.
 func writeLevels(ew *errWriter, rep *compare.Report, top int) {
@@ -105,22 +112,32 @@ func writeLevels(ew *errWriter, rep *compare.Report, top int) {
 }
 
 // levelsClause says, for the verdict line, how many of the queries judged
-// have their mean judged on the server's time: "; the mean judged on
-// server time (pg_stat_statements) for 5 of 6 queries"; "" for none.
+// have their mean judged on another level than their percentiles: "; the
+// mean judged on server time (pg_stat_statements) for 5 of 6 queries";
+// with the application's round trips asked, "; the mean judged on the
+// application's round trips for 4 of 6 queries, on server time
+// (pg_stat_statements) for 1"; "" for none.
 func levelsClause(rep *compare.Report) string {
-	server, judged := 0, 0
+	apart, judged := map[compare.Level]int{}, 0
 	for i := range rep.Queries {
 		q := &rep.Queries[i]
 		if q.Levels == nil {
 			continue
 		}
 		judged++
-		if q.JudgedOnServer() {
-			server++
+		if q.JudgedOnServer() || q.JudgedApart() {
+			apart[q.Levels.Judged]++
 		}
 	}
-	if server == 0 {
-		return ""
+	var parts []string
+	for _, l := range []compare.Level{compare.LevelApplication, compare.LevelServer} {
+		switch n := apart[l]; {
+		case n == 0:
+		case len(parts) == 0:
+			parts = append(parts, fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(l), n, judged, plural(judged, "query", "queries")))
+		default:
+			parts = append(parts, fmt.Sprintf(", on %s for %d", LevelName(l), n))
+		}
 	}
-	return fmt.Sprintf("; the mean judged on %s for %d of %d %s", LevelName(compare.LevelServer), server, judged, plural(judged, "query", "queries"))
+	return strings.Join(parts, "")
 }

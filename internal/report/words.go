@@ -375,7 +375,7 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		m = b.Figure
 	}
 	name := string(m)
-	if m == compare.MetricMean && b.Level == compare.LevelServer {
+	if q := rep.Query(b.Fingerprint); m == compare.MetricMean && (b.Level == compare.LevelServer || q != nil && q.JudgedApart()) {
 		name = "mean on " + LevelName(b.Level)
 	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
