@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -162,21 +163,32 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		low, high, level = lookInterval(q, m, o, alpha)
 	}
 	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level}
+	// A change under the per-call floors breaks the rule only beyond
+	// the threshold over its whole interval, at a later look that
+	// look's (Broken.UnderFloors); any other beyond noise.
+	beyond := 1.0
+	if br.UnderFloors {
+		beyond = t
+	}
 	switch {
 	case broken && !r.Noise.Measured && o.Look < o.Looks:
 		// Judged against the default noise floors (too few rounds
 		// for an interval over them) while rounds may still be
 		// added: they measure the noise before the rule fails.
 		return ruleUnconfirmed, u
-	case broken && (o.Look <= 1 || low > 1):
+	case broken && (o.Look <= 1 || low > beyond):
 		return ruleBroken, u
 	case broken:
 		return ruleUnconfirmed, u
 	}
-	// Only a change that the comparison could call one matters: one
-	// that adds at least the ms floor a call at the threshold, or, for
-	// a mean, the share of the run's time (DefaultMinTimeShare).
-	if !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
+	// Where a rule may break under the per-call floors (Rule.check:
+	// the mean and the p95, noise measured, histograms), a change of
+	// any size matters, and an interval that holds the threshold is
+	// undecided however little the query adds. Elsewhere only a change
+	// that the comparison could call one: one that adds at least the
+	// ms floor a call at the threshold, or, for a mean, the share of
+	// the run's time (DefaultMinTimeShare).
+	if !judgesUnderFloors(m, r.Noise.Measured, !r.noHistograms()) && !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
 		return ruleClear, u
 	}
 	// Clear when the interval at the comparison's own level (Alpha,
@@ -194,6 +206,13 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		return ruleUndecided, u
 	}
 	return ruleClear, u
+}
+
+// noHistograms says whether a run of the comparison lacks latency
+// histograms (WarnNoHistograms): no calls' evidence, so no rule broken
+// under the per-call floors.
+func (r *Report) noHistograms() bool {
+	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarnNoHistograms })
 }
 
 // ruleThreshold is rule's threshold as a ratio of the baseline's figure
