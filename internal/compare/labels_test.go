@@ -246,6 +246,22 @@ func checkVerdict(t *testing.T, name string, rep *Report) {
 	if n := rep.Verdict.Regressions + rep.Verdict.TailRegressions; n != len(rep.RegressionsByAddedTime) {
 		t.Errorf("%s: verdict counts %d regressions, the list %d", name, n, len(rep.RegressionsByAddedTime))
 	}
+	// A query labelled a regression whose factor is beyond a latency
+	// rule's relative threshold fails the run, every time (issue 58
+	// item 5): the label and the exit code never disagree.
+	for _, q := range rep.Queries {
+		if !q.Status.Regression() {
+			continue
+		}
+		for _, r := range rep.Rules {
+			if !decidable(r.Metric) || r.Unit == UnitMS {
+				continue
+			}
+			if q.Factor > ruleThreshold(r, 1) && rep.Verdict.Status != VerdictFail && rep.Verdict.Status != VerdictDiverged {
+				t.Errorf("%s: %s %s at %.2fx beyond %s, but the verdict is %s", name, q.Fingerprint, q.Status, q.Factor, r.Text, rep.Verdict.Status)
+			}
+		}
+	}
 	// A query that breaks a latency rule is a regression of the rule's
 	// metric (or slower beside one while the server was busier).
 	for _, b := range rep.Verdict.Broken {
