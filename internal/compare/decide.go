@@ -64,6 +64,35 @@ type Undecided struct {
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
 	Level float64 `json:"level"`
+	// Where Low is above Threshold, the interval alone would decide:
+	// what holds the threshold is then the calls' evidence at the
+	// family's level (CallsLow-CallsHigh: each run bounded by its
+	// calls, and the rounds' noise pooled over the comparison, over
+	// Tests figures judged; CallsEvidence), or the control's noise
+	// floor (NoiseFloor, the change within it), so that the figures
+	// shown beside "undecided" hold the threshold as it says.
+	CallsLow   float64 `json:"calls_low,omitempty"`
+	CallsHigh  float64 `json:"calls_high,omitempty"`
+	Tests      int     `json:"tests,omitempty"`
+	NoiseFloor float64 `json:"noise_floor,omitempty"`
+}
+
+// whatHolds fills u's CallsLow, CallsHigh and Tests, or its NoiseFloor,
+// when its interval lies beyond its threshold: what of e holds it.
+func (u *Undecided) whatHolds(e *Effect) {
+	if u.Low <= u.Threshold {
+		return
+	}
+	ev := e.evidence
+	if ev == nil {
+		ev = e.Calls
+	}
+	switch {
+	case ev != nil:
+		u.CallsLow, u.CallsHigh, u.Tests = math.Min(ev.Low, ev.FamilyLow), finite(math.Max(ev.High, ev.FamilyHigh)), ev.Tests
+	case !e.Beyond:
+		u.NoiseFloor = e.Floor
+	}
 }
 
 // LookAlpha is the two-sided level of look (from 1) of at most looks:
@@ -203,6 +232,7 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		if e.High < high {
 			u.Low, u.High, u.Level = e.Low, finite(e.High), e.Level
 		}
+		u.whatHolds(e)
 		return ruleUndecided, u
 	}
 	return ruleClear, u

@@ -246,6 +246,16 @@ func checkVerdict(t *testing.T, name string, rep *Report) {
 	if n := rep.Verdict.Regressions + rep.Verdict.TailRegressions; n != len(rep.RegressionsByAddedTime) {
 		t.Errorf("%s: verdict counts %d regressions, the list %d", name, n, len(rep.RegressionsByAddedTime))
 	}
+	// An undecided rule's figures hold its threshold, as the verdict
+	// says: the interval, or where that lies beyond it, the calls'
+	// evidence or the control's noise floor.
+	for _, u := range rep.Verdict.Undecided {
+		holds := u.Low <= u.Threshold && u.High > u.Threshold ||
+			u.Low > u.Threshold && (u.CallsLow <= u.Threshold && u.CallsHigh > u.Threshold || u.NoiseFloor > 0)
+		if !holds {
+			t.Errorf("%s: undecided %+v, whose figures do not hold its threshold", name, u)
+		}
+	}
 	// A query labelled a regression whose factor is beyond a latency
 	// rule's relative threshold fails the run, every time (issue 58
 	// item 5): the label and the exit code never disagree.

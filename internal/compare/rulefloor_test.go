@@ -12,10 +12,15 @@ import (
 // time, so that the lookup stays under both per-call floors (0.2 ms a
 // call, 1% of the run's time) whatever its ratio.
 func floorRuns(t testing.TB, name string, seed uint64, meansUS []float64) []*Run {
+	return floorRunsOf(t, name, seed, 1000, meansUS)
+}
+
+// floorRunsOf is floorRuns with calls calls of the tiny query a run.
+func floorRunsOf(t testing.TB, name string, seed uint64, calls int, meansUS []float64) []*Run {
 	t.Helper()
 	var runs []*Run
 	for i, m := range meansUS {
-		qs := map[string]queryDist{"big": {1000, expAround(5000)}, "tiny": {1000, expAround(m)}}
+		qs := map[string]queryDist{"big": {1000, expAround(5000)}, "tiny": {calls, expAround(m)}}
 		runs = append(runs, runOfQueries(t, fmt.Sprintf("%s%d.json", name, i+1), seed+uint64(i), qs))
 	}
 	return runs
@@ -84,4 +89,27 @@ func TestRuleUnderFloors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A tiny query whose runs' interval lies beyond +50% but whose calls are
+// too few to carry that at the family's level is undecided, and the
+// verdict shows what holds the threshold (its calls' interval), never an
+// interval wholly beyond it beside "holds 1.50x".
+func TestRuleUnderFloorsCallsHold(t *testing.T) {
+	base := floorRunsOf(t, "A", 100, 40, []float64{40, 41, 42})
+	cand := floorRunsOf(t, "C", 200, 40, []float64{88, 90, 92})
+	rep, err := Runs(base, cand, Options{Rules: mustRules(t, "mean>+50%"), Look: 1, Looks: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rep.Query("tiny")
+	e := q.Effects.Mean
+	if rep.Verdict.Status != VerdictUndecided || q.Status != StatusUndecided || len(rep.Verdict.Undecided) != 1 {
+		t.Fatalf("verdict %s, tiny %s (mean %.2fx %.2f-%.2f, evidence %+v), undecided %+v", rep.Verdict.Status, q.Status, e.Ratio, e.Low, e.High, e.evidence, rep.Verdict.Undecided)
+	}
+	t.Logf("undecided %+v", rep.Verdict.Undecided[0])
+	if u := rep.Verdict.Undecided[0]; u.Low <= 1.5 || u.CallsLow > 1.5 || u.CallsHigh <= 1.5 || u.Tests != 4 {
+		t.Errorf("undecided %+v: want the interval beyond 1.5x and the calls' holding it", u)
+	}
+	checkVerdict(t, "calls hold", rep)
 }

@@ -187,3 +187,20 @@ func TestBrokenUnderFloorsWords(t *testing.T) {
 		t.Errorf("notes %q, want %q", notes, want)
 	}
 }
+
+// An undecided rule whose interval lies beyond the threshold says what
+// holds it: the calls' evidence, or the control's noise floor.
+func TestUndecidedWhatHolds(t *testing.T) {
+	rep := &compare.Report{Queries: []compare.QueryDiff{{Fingerprint: "q1", Query: "SELECT 1"}}}
+	u := compare.Undecided{Rule: "mean>+50%", Metric: compare.MetricMean, Fingerprint: "q1", Threshold: 1.5, Ratio: 2.47, Low: 2.10, High: 4.69, Level: 0.9,
+		CallsLow: 1.32, CallsHigh: 7.16, Tests: 8}
+	want := `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; with its calls and the rounds' noise at the level of the 8 figures judged 1.32-7.16, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("calls hold:\n got %q\nwant %q", got, want)
+	}
+	u.CallsLow, u.CallsHigh, u.Tests, u.NoiseFloor = 0, 0, 0, 1.98
+	want = `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; within the control's noise floor 1.98x, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("noise floor holds:\n got %q\nwant %q", got, want)
+	}
+}

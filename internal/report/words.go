@@ -335,10 +335,21 @@ func undecidedClause(us []compare.Undecided) string {
 // UndecidedLine words a rule a query may break, with the figure's ratio
 // and the interval that holds the threshold: "p95>+50% may be broken by
 // 3f2a...: p95 1.62x, interval 1.10-2.40 at 98%, holds 1.50x".
+//
+// Where the interval lies beyond the threshold, what holds it is said:
+// "..., interval 2.10-4.69 at 90%; with its calls and the rounds' noise
+// at the level of the 8 figures judged 1.32-7.16, holds 1.50x", or
+// "...; within the control's noise floor 1.98x, holds 1.50x".
 func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
 	level := ""
 	if u.Level > 0 {
 		level = fmt.Sprintf(" at %.0f%%", 100*u.Level)
+	}
+	switch {
+	case u.CallsLow > 0 || u.CallsHigh > 0:
+		level += fmt.Sprintf("; with its calls and the rounds' noise at the level of the %d figures judged %s-%s", u.Tests, fmtBound(u.CallsLow), fmtBound(u.CallsHigh))
+	case u.NoiseFloor > 0:
+		level += "; within the control's noise floor " + fmtPoint(u.NoiseFloor)
 	}
 	return fmt.Sprintf("%s may be broken by %s: %s %s, interval %s-%s%s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
 		fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), level, fmtPoint(u.Threshold))
