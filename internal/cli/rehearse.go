@@ -122,10 +122,12 @@ threshold and one beyond it (1.4x and 2x under p95>+50%, or a 1.9x hidden by
 the control's noise floor of 2x) is undecided: the rounds cannot tell whether
 it breaks the rule, and rehearse adds rounds, a pair at a time in the
 alternating order, while one is, up to --max-rounds a side (8 by default)
-and --max-time. A query counts only when a change at the threshold would be
-beyond --min-effect-ms (or, for a mean, add 1% of the run's time). A rule is
-clear of a query whose interval at the comparison's level ends at or under
-the threshold, at every look. Adding rounds until a change is significant would
+and --max-time. A rule on the mean or the p95 counts however little a query
+adds: under --min-effect-ms (and, for a mean, 1% of the run's time) a query
+breaks it when its whole interval, and its calls' at the level of every
+figure judged, lie beyond the threshold; it is then "regressed", its line
+saying how little it adds (p50 and p99 rules keep the floors). A rule is clear of a query whose interval at the comparison's level
+ends at or under the threshold, at every look. Adding rounds until a change is significant would
 inflate false alarms: every look after the first judges the rules at the
 level shared out over the looks the budget allows (Bonferroni), and a rule
 broken there stands only where the figure's interval at that level excludes

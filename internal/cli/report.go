@@ -498,7 +498,12 @@ or given in repeated flags, and the run fails when any rule is broken.
 Rules apply per query, to changes beyond noise only: a latency rule is
 broken by a query whose figure is slower with its interval above 1, beyond
 its floors (effect, noise, --min-effect-ms) and beyond the threshold (and
-that has at least the minimum of timed calls in every run), or by a query
+that has at least the minimum of timed calls in every run); under
+--min-effect-ms (and, for a mean, 1% of the run's time), with three runs a
+side, by a query whose whole interval of the mean or the p95, and its
+calls' at the level of every figure judged, lie beyond the threshold: the
+rule is the user's own statement of what matters (the query is then
+regressed, its notes saying how little it adds); or by a query
 labelled a regression whose regressed figure is beyond the threshold when
 the rule's own figure cannot tell (a p95 of too few calls), an errors rule
 by a query whose error rate rose significantly (one-sided two-proportion

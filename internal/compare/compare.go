@@ -298,6 +298,13 @@ const (
 	// noise pooled over every query of the comparison, at the
 	// family's level (CallsEvidence's Family interval).
 	ReasonWithinRoundNoise Reason = "within_round_noise"
+	// ReasonBreaksRuleUnderFloors: a regression under the per-call
+	// floors (MinEffectMS and, for a mean, MinTimeShare) that breaks a
+	// rule all the same: its figure's interval, and its calls' evidence
+	// at the family's level, lie wholly beyond the rule's threshold
+	// (Effect.carriedBeyond). The rule is the user's own statement of
+	// what matters; the report says how little the change adds beside it.
+	ReasonBreaksRuleUnderFloors Reason = "breaks_rule_under_floors"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"
@@ -365,6 +372,14 @@ type Effect struct {
 	// call adds: the candidate's calls over the baseline's time per
 	// run (0 without them); for the mean only.
 	sharePerMS float64
+	// evidence is, for a figure (the mean or the p95) the runs showed
+	// slower beyond the relative floors, the calls' evidence of that
+	// change (CallsEvidence) whether or not it clears the per-call
+	// floor: what a rule's threshold is read against under the floors
+	// (carriedBeyond). nil where the comparison has none (too few runs
+	// for the rank interval, no histograms, a histogram unreadable, the
+	// p50 and the p99): no rule is then broken under the floors.
+	evidence *CallsEvidence
 	// Faster is, for a figure (the mean or the p95) the runs showed
 	// faster beyond every floor, with runs enough a side for the rank
 	// interval and the calls' histograms, the calls' evidence of that
@@ -382,10 +397,50 @@ func (e *Effect) pastMSFloor(floor, minShare float64) bool {
 	return e.DeltaMS >= floor || minShare > 0 && e.AddedShare >= minShare
 }
 
+// carriedBeyond reports whether e is slower beyond threshold t (a ratio
+// of the baseline's figure, above 1) over its whole interval: slower
+// beyond noise and the relative floors as a regression must be, its
+// interval (the rank interval over the runs at Alpha) above t, and the
+// calls' evidence at the family's level (CallsEvidence: each run bounded
+// by its calls, and the rounds' noise pooled over the comparison) above
+// t too. The per-call floors (MinEffectMS, MinTimeShare) are not asked:
+// a rule the user gave is their own statement of what matters (issue
+// 58), so a 0.08 ms lookup whose every reading is beyond +50% breaks
+// mean>+50%. Without that evidence (judgesUnderFloors: the mean and the
+// p95 of runs enough a side for the rank interval, with histograms) the
+// floors stand: nothing else guards a tiny query against the noise that
+// they keep out (a 0.06 ms change between identical targets).
+func (e *Effect) carriedBeyond(t float64) bool {
+	if e.Change != ChangeSlower || !e.Beyond || e.Calls != nil || e.Low <= t {
+		return false
+	}
+	ev := e.evidence
+	return ev != nil && !ev.TooFewCalls && ev.Low > t && ev.FamilyLow > t
+}
+
+// judgesUnderFloors says whether a rule on figure m may be broken under
+// the per-call floors (Effect.carriedBeyond) in a comparison whose noise
+// is measured (runs enough a side for the rank interval) with histograms
+// (the calls' evidence): the mean and the p95, whose calls' evidence the
+// comparison takes.
+func judgesUnderFloors(m Metric, measured, hist bool) bool {
+	return measured && hist && (m == MetricMean || m == MetricP95)
+}
+
 // mayMatter reports whether a slower change of deltaMS a call of e's
 // figure could clear the per-call floor (see pastMSFloor).
 func (e *Effect) mayMatter(deltaMS, floor, minShare float64) bool {
 	return deltaMS >= floor || minShare > 0 && deltaMS*e.sharePerMS >= minShare
+}
+
+// setEvidence keeps ev, the calls' evidence of e slower beyond the
+// relative floors, and makes it e.Calls when e clears the per-call floor
+// and its calls do not carry it: then e is no regression.
+func (e *Effect) setEvidence(ev *CallsEvidence, floor, minShare float64) {
+	e.evidence = ev
+	if e.pastMSFloor(floor, minShare) && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
+		e.Calls = ev
+	}
 }
 
 // setShare sets e's AddedShare and sharePerMS for a mean whose baseline

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -63,6 +64,35 @@ type Undecided struct {
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
 	Level float64 `json:"level"`
+	// Where Low is above Threshold, the interval alone would decide:
+	// what holds the threshold is then the calls' evidence at the
+	// family's level (CallsLow-CallsHigh: each run bounded by its
+	// calls, and the rounds' noise pooled over the comparison, over
+	// Tests figures judged; CallsEvidence), or the control's noise
+	// floor (NoiseFloor, the change within it), so that the figures
+	// shown beside "undecided" hold the threshold as it says.
+	CallsLow   float64 `json:"calls_low,omitempty"`
+	CallsHigh  float64 `json:"calls_high,omitempty"`
+	Tests      int     `json:"tests,omitempty"`
+	NoiseFloor float64 `json:"noise_floor,omitempty"`
+}
+
+// whatHolds fills u's CallsLow, CallsHigh and Tests, or its NoiseFloor,
+// when its interval lies beyond its threshold: what of e holds it.
+func (u *Undecided) whatHolds(e *Effect) {
+	if u.Low <= u.Threshold {
+		return
+	}
+	ev := e.evidence
+	if ev == nil {
+		ev = e.Calls
+	}
+	switch {
+	case ev != nil:
+		u.CallsLow, u.CallsHigh, u.Tests = math.Min(ev.Low, ev.FamilyLow), finite(math.Max(ev.High, ev.FamilyHigh)), ev.Tests
+	case !e.Beyond:
+		u.NoiseFloor = e.Floor
+	}
 }
 
 // LookAlpha is the two-sided level of look (from 1) of at most looks:
@@ -162,21 +192,32 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		low, high, level = lookInterval(q, m, o, alpha)
 	}
 	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level}
+	// A change under the per-call floors breaks the rule only beyond
+	// the threshold over its whole interval, at a later look that
+	// look's (Broken.UnderFloors); any other beyond noise.
+	beyond := 1.0
+	if br.UnderFloors {
+		beyond = t
+	}
 	switch {
 	case broken && !r.Noise.Measured && o.Look < o.Looks:
 		// Judged against the default noise floors (too few rounds
 		// for an interval over them) while rounds may still be
 		// added: they measure the noise before the rule fails.
 		return ruleUnconfirmed, u
-	case broken && (o.Look <= 1 || low > 1):
+	case broken && (o.Look <= 1 || low > beyond):
 		return ruleBroken, u
 	case broken:
 		return ruleUnconfirmed, u
 	}
-	// Only a change that the comparison could call one matters: one
-	// that adds at least the ms floor a call at the threshold, or, for
-	// a mean, the share of the run's time (DefaultMinTimeShare).
-	if !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
+	// Where a rule may break under the per-call floors (Rule.check:
+	// the mean and the p95, noise measured, histograms), a change of
+	// any size matters, and an interval that holds the threshold is
+	// undecided however little the query adds. Elsewhere only a change
+	// that the comparison could call one: one that adds at least the
+	// ms floor a call at the threshold, or, for a mean, the share of
+	// the run's time (DefaultMinTimeShare).
+	if !judgesUnderFloors(m, r.Noise.Measured, !r.noHistograms()) && !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
 		return ruleClear, u
 	}
 	// Clear when the interval at the comparison's own level (Alpha,
@@ -191,9 +232,17 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		if e.High < high {
 			u.Low, u.High, u.Level = e.Low, finite(e.High), e.Level
 		}
+		u.whatHolds(e)
 		return ruleUndecided, u
 	}
 	return ruleClear, u
+}
+
+// noHistograms says whether a run of the comparison lacks latency
+// histograms (WarnNoHistograms): no calls' evidence, so no rule broken
+// under the per-call floors.
+func (r *Report) noHistograms() bool {
+	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarnNoHistograms })
 }
 
 // ruleThreshold is rule's threshold as a ratio of the baseline's figure

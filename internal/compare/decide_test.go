@@ -89,6 +89,7 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 		var n tally
 		for seed := range uint64(seeds) {
 			rep := decideRehearsal(t, seed+1, 0.25, shift, "p95>+50%,mean>+50%", 8)
+			checkVerdict(t, fmt.Sprintf("shift %v seed %d", shift, seed+1), rep)
 			switch rep.Verdict.Status {
 			case VerdictFail:
 				n.failed++

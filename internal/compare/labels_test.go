@@ -246,6 +246,32 @@ func checkVerdict(t *testing.T, name string, rep *Report) {
 	if n := rep.Verdict.Regressions + rep.Verdict.TailRegressions; n != len(rep.RegressionsByAddedTime) {
 		t.Errorf("%s: verdict counts %d regressions, the list %d", name, n, len(rep.RegressionsByAddedTime))
 	}
+	// An undecided rule's figures hold its threshold, as the verdict
+	// says: the interval, or where that lies beyond it, the calls'
+	// evidence or the control's noise floor.
+	for _, u := range rep.Verdict.Undecided {
+		holds := u.Low <= u.Threshold && u.High > u.Threshold ||
+			u.Low > u.Threshold && (u.CallsLow <= u.Threshold && u.CallsHigh > u.Threshold || u.NoiseFloor > 0)
+		if !holds {
+			t.Errorf("%s: undecided %+v, whose figures do not hold its threshold", name, u)
+		}
+	}
+	// A query labelled a regression whose factor is beyond a latency
+	// rule's relative threshold fails the run, every time (issue 58
+	// item 5): the label and the exit code never disagree.
+	for _, q := range rep.Queries {
+		if !q.Status.Regression() {
+			continue
+		}
+		for _, r := range rep.Rules {
+			if !decidable(r.Metric) || r.Unit == UnitMS {
+				continue
+			}
+			if q.Factor > ruleThreshold(r, 1) && rep.Verdict.Status != VerdictFail && rep.Verdict.Status != VerdictDiverged {
+				t.Errorf("%s: %s %s at %.2fx beyond %s, but the verdict is %s", name, q.Fingerprint, q.Status, q.Factor, r.Text, rep.Verdict.Status)
+			}
+		}
+	}
 	// A query that breaks a latency rule is a regression of the rule's
 	// metric (or slower beside one while the server was busier).
 	for _, b := range rep.Verdict.Broken {

@@ -403,9 +403,9 @@ func (c *comparer) serverCarried(b, k []*Query, s *LevelTime) {
 		return
 	}
 	switch {
-	case e.Change == ChangeSlower && e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare):
-		if ev, ok := c.serverEvidence(b, k, s); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
-			e.Calls = ev
+	case e.Change == ChangeSlower && (e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) || len(c.o.Rules) > 0):
+		if ev, ok := c.serverEvidence(b, k, s); ok {
+			e.setEvidence(ev, c.o.MinEffectMS, c.o.MinTimeShare)
 		}
 	case e.Change == ChangeFaster && -e.DeltaMS >= c.o.MinEffectMS:
 		if ev, ok := c.serverEvidence(b, k, s); ok {

@@ -274,11 +274,13 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
 	if m == MetricMean {
 		e.setShare(stats.Median(bv), calls, c.bRunMS)
 	}
-	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond && e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
+	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeSlower && e.Beyond &&
+		(e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) || len(c.o.Rules) > 0) {
 		// The runs call the figure slower: the calls inside them must
-		// carry it too, at the family's level.
-		if ev, ok := c.callsEvidence(b, k, m); ok && (ev.TooFewCalls || ev.Low <= 1 || ev.FamilyLow <= 1) {
-			e.Calls = ev
+		// carry it too, at the family's level; under the per-call
+		// floor, a rule may still read it (Effect.carriedBeyond).
+		if ev, ok := c.callsEvidence(b, k, m); ok {
+			e.setEvidence(ev, c.o.MinEffectMS, c.o.MinTimeShare)
 		}
 	}
 	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeFaster && e.Beyond && -e.DeltaMS >= c.o.MinEffectMS {
@@ -435,17 +437,18 @@ func finite(v float64) float64 {
 func (c *comparer) judge(d *QueryDiff) {
 	e := d.Effects
 	msFloor := c.o.MinEffectMS
-	slower := func(x *Effect) bool {
-		return x.Change == ChangeSlower && x.Beyond && x.pastMSFloor(msFloor, c.o.MinTimeShare) && x.Calls == nil
+	slower := func(m Metric) bool {
+		x := e.Of(m)
+		return x.Change == ChangeSlower && x.Beyond && x.pastMSFloor(msFloor, c.o.MinTimeShare) && x.Calls == nil || c.breaksUnderFloors(d, m)
 	}
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
 	switch {
-	case slower(&e.Mean):
+	case slower(MetricMean):
 		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusRegressed, MetricMean, e.Mean.Ratio, d.AddedMS
 		if e.P50.Change == ChangeFaster {
 			d.Reasons = append(d.Reasons, ReasonMedianFasterMeanSlower)
 		}
-	case slower(&e.P95):
+	case slower(MetricP95):
 		d.Status, d.Regressed, d.Factor, d.ImpactMS = StatusTailRegressed, MetricP95, e.P95.Ratio, d.TailAddedMS
 		if e.Mean.Change == ChangeFaster {
 			d.Reasons = append(d.Reasons, ReasonMeanFasterTailSlower)
@@ -487,6 +490,31 @@ func (c *comparer) judge(d *QueryDiff) {
 	default:
 		d.Status = StatusUnchanged
 	}
+}
+
+// breaksUnderFloors reports whether figure m of d, under the per-call
+// floors (MinEffectMS, MinTimeShare), breaks a rule on m all the same:
+// its interval and its calls' evidence lie wholly beyond the rule's
+// threshold (Effect.carriedBeyond). Such a query is a regression with
+// ReasonBreaksRuleUnderFloors, so that its label never reads "small
+// change" beside the rule it breaks; without rules the floors decide.
+func (c *comparer) breaksUnderFloors(d *QueryDiff, m Metric) bool {
+	x := d.Effects.Of(m)
+	if x == nil || x.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
+		return false
+	}
+	for _, r := range c.o.Rules {
+		if r.Metric != m {
+			continue
+		}
+		if bv := figureOf(d.Baseline, m); bv > 0 && x.carriedBeyond(ruleThreshold(r, bv)) {
+			if !slices.Contains(d.Reasons, ReasonBreaksRuleUnderFloors) {
+				d.Reasons = append(d.Reasons, ReasonBreaksRuleUnderFloors)
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // promote makes a judged query that breaks a rule on the p50 or the p99

@@ -149,11 +149,22 @@ type Broken struct {
 	// the server's time (pg_stat_statements) for the mean where the
 	// query is judged on it, else the results' durations.
 	Level Level `json:"level,omitempty"`
+	// UnderFloors: the change is under the per-call floors
+	// (min_effect_ms, min_time_share), and breaks the rule because its
+	// whole interval, and its calls' evidence at the family's level,
+	// lie beyond the threshold (ReasonBreaksRuleUnderFloors).
+	UnderFloors bool `json:"under_floors,omitempty"`
 }
 
 // check returns how q breaks r, if it does. A latency rule is broken
 // only by a change that the comparison calls one: slower beyond noise,
-// by the metric's floor and by MinEffectMS. A work rule likewise, by a
+// by the metric's floor and by MinEffectMS (or the share of the run's
+// time), with its ratio beyond the threshold; or, under those per-call
+// floors, by a change whose whole interval, and its calls' evidence at
+// the family's level, lie beyond the threshold (Broken.UnderFloors): the
+// rule is the user's statement of what matters, and a 0.08 ms lookup
+// 2x slower in every round breaks mean>+50% (issue 58). A work rule
+// likewise, by a
 // change that would make a work regression (work.go): judged, more
 // beyond noise and the work floors; sw holds those floors, nil when
 // server work was not compared.
@@ -215,10 +226,19 @@ func (r Rule) checkFigure(q *QueryDiff, s Settings, m Metric) (Broken, bool) {
 			e = &q.Levels.Log.Mean
 		}
 	}
-	if e == nil || e.Change != ChangeSlower || !e.Beyond || !e.pastMSFloor(s.MinEffectMS, s.MinTimeShare) || e.Calls != nil {
+	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.Calls != nil {
 		return Broken{}, false
 	}
 	bv, cv := figureOf(q.Baseline, m), figureOf(q.Candidate, m)
+	if !e.pastMSFloor(s.MinEffectMS, s.MinTimeShare) {
+		// Under the per-call floors, the rule alone says the change
+		// matters: broken only where the figure's whole interval is
+		// beyond the threshold (Effect.carriedBeyond).
+		if m == MetricTotal || bv <= 0 || !e.carriedBeyond(ruleThreshold(r, bv)) {
+			return Broken{}, false
+		}
+		return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv, Level: q.LevelOf(m), UnderFloors: true}, true
+	}
 	var broken bool
 	switch r.Unit {
 	case UnitPercent:

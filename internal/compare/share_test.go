@@ -50,6 +50,14 @@ func TestMSFloorShare(t *testing.T) {
 			same := shareRuns(t, "B", uint64(7000+trial), 3, sigma, nil)
 			slow := shareRuns(t, "C", uint64(7000+trial), 3, sigma, map[string]float64{"tiny": 2})
 			for _, share := range []float64{0, -1} {
+				// The per-call floor alone, without the share, is
+				// judged without the rule, which sets the floors
+				// aside where the whole interval is beyond it
+				// (TestRuleUnderFloors).
+				rules := rules
+				if share != 0 {
+					rules = nil
+				}
 				rep, err := Runs(base, same, Options{Rules: rules, MinTimeShare: share})
 				if err != nil {
 					t.Fatal(err)

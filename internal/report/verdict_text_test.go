@@ -164,3 +164,43 @@ func TestVerdictUndecided(t *testing.T) {
 		t.Errorf("broken by the regressed figure:\n got %q\nwant %q", got, want)
 	}
 }
+
+// A rule broken under the per-call floors is worded with how little the
+// change adds beside the rule, in the verdict's line and in the query's
+// notes: the DBA sees both (issue 58).
+func TestBrokenUnderFloorsWords(t *testing.T) {
+	e := compare.Effect{Ratio: 2.47, Low: 2.10, High: 4.69, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 0.078, AddedShare: 0.0021}
+	q := compare.QueryDiff{Fingerprint: "q1", Query: "SELECT 1", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
+		Reasons: []compare.Reason{compare.ReasonBreaksRuleUnderFloors}, Effects: &compare.Effects{Mean: e}}
+	rep := &compare.Report{Queries: []compare.QueryDiff{q}, Settings: compare.Settings{MinEffectMS: 0.2, MinTimeShare: 0.01}}
+	got := BrokenDetail(rep, compare.Broken{Rule: "mean>+50%", Metric: compare.MetricMean, Fingerprint: "q1", Baseline: 0.053, Candidate: 0.131,
+		Level: compare.LevelServer, UnderFloors: true})
+	want := "mean on server time (pg_stat_statements) 0.053 ms -> 0.131 ms (2.47x, interval 2.10-4.69; " +
+		"it adds +0.078 ms a call (--min-effect-ms 0.2) and at least 0.2% of the run's time (1.0%))"
+	if got != want {
+		t.Errorf("broken under the floors:\n got %q\nwant %q", got, want)
+	}
+	notes := QueryNotes(rep, &q)
+	want = "mean slower beyond a --fail-on rule's threshold over its whole interval (2.10-4.69), under the floors a regression otherwise needs: " +
+		"it adds +0.078 ms a call (--min-effect-ms 0.2) and at least 0.2% of the run's time (1.0%); the rule says it matters"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q, want %q", notes, want)
+	}
+}
+
+// An undecided rule whose interval lies beyond the threshold says what
+// holds it: the calls' evidence, or the control's noise floor.
+func TestUndecidedWhatHolds(t *testing.T) {
+	rep := &compare.Report{Queries: []compare.QueryDiff{{Fingerprint: "q1", Query: "SELECT 1"}}}
+	u := compare.Undecided{Rule: "mean>+50%", Metric: compare.MetricMean, Fingerprint: "q1", Threshold: 1.5, Ratio: 2.47, Low: 2.10, High: 4.69, Level: 0.9,
+		CallsLow: 1.32, CallsHigh: 7.16, Tests: 8}
+	want := `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; with its calls and the rounds' noise at the level of the 8 figures judged 1.32-7.16, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("calls hold:\n got %q\nwant %q", got, want)
+	}
+	u.CallsLow, u.CallsHigh, u.Tests, u.NoiseFloor = 0, 0, 0, 1.98
+	want = `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; within the control's noise floor 1.98x, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("noise floor holds:\n got %q\nwant %q", got, want)
+	}
+}

@@ -335,10 +335,21 @@ func undecidedClause(us []compare.Undecided) string {
 // UndecidedLine words a rule a query may break, with the figure's ratio
 // and the interval that holds the threshold: "p95>+50% may be broken by
 // 3f2a...: p95 1.62x, interval 1.10-2.40 at 98%, holds 1.50x".
+//
+// Where the interval lies beyond the threshold, what holds it is said:
+// "..., interval 2.10-4.69 at 90%; with its calls and the rounds' noise
+// at the level of the 8 figures judged 1.32-7.16, holds 1.50x", or
+// "...; within the control's noise floor 1.98x, holds 1.50x".
 func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
 	level := ""
 	if u.Level > 0 {
 		level = fmt.Sprintf(" at %.0f%%", 100*u.Level)
+	}
+	switch {
+	case u.CallsLow > 0 || u.CallsHigh > 0:
+		level += fmt.Sprintf("; with its calls and the rounds' noise at the level of the %d figures judged %s-%s", u.Tests, fmtBound(u.CallsLow), fmtBound(u.CallsHigh))
+	case u.NoiseFloor > 0:
+		level += "; within the control's noise floor " + fmtPoint(u.NoiseFloor)
 	}
 	return fmt.Sprintf("%s may be broken by %s: %s %s, interval %s-%s%s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
 		fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), level, fmtPoint(u.Threshold))
@@ -384,10 +395,30 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
 		}
 	}
+	if b.UnderFloors {
+		s += "; " + underFloorsText(rep, b.Fingerprint, m)
+	}
 	if b.Figure != "" {
 		return s + "), the figure it regressed on: its " + string(b.Metric) + " could not tell alone"
 	}
 	return s + ")"
+}
+
+// underFloorsText says how little a change that breaks a rule under the
+// per-call floors adds (compare.ReasonBreaksRuleUnderFloors), so that the
+// reader sees the rule and the size side by side: "it adds +0.078 ms a
+// call (--min-effect-ms 0.2) and at least 0.2% of the run's time (1.0%)".
+func underFloorsText(rep *compare.Report, fp string, m compare.Metric) string {
+	q := rep.Query(fp)
+	if q == nil || q.Effects == nil || q.Effects.Of(m) == nil {
+		return "under the per-call floors"
+	}
+	e := q.Effects.Of(m)
+	s := fmt.Sprintf("it adds %s ms a call (--min-effect-ms %g)", fmtSignedMS(e.DeltaMS), rep.Settings.MinEffectMS)
+	if m == compare.MetricMean && rep.Settings.MinTimeShare > 0 {
+		s += fmt.Sprintf(" and at least %s of the run's time (%s)", fmtShare(e.AddedShare), fmtShare(rep.Settings.MinTimeShare))
+	}
+	return s
 }
 
 func ratioOf(c, b float64) float64 {
@@ -563,6 +594,16 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 					fmtBound(e.Calls.FamilyLow), fmtBound(e.Calls.FamilyHigh), fmtRoundNoise(e.Calls.RoundNoise), e.Calls.Tests)
 			}
 			out = append(out, s)
+		case compare.ReasonBreaksRuleUnderFloors:
+			m := q.Regressed
+			if m == "" {
+				m = compare.MetricMean
+			}
+			s := string(m) + " slower beyond a --fail-on rule's threshold over its whole interval"
+			if e := q.Effects.Of(m); e != nil {
+				s += fmt.Sprintf(" (%s-%s)", fmtBound(e.Low), fmtBound(e.High))
+			}
+			out = append(out, s+", under the floors a regression otherwise needs: "+underFloorsText(rep, q.Fingerprint, m)+"; the rule says it matters")
 		case compare.ReasonReplayLagged:
 			out = append(out, "its latency is not judged: a replay of this comparison of one run a side fell behind its schedule")
 		case compare.ReasonHistogramUnreadable:
