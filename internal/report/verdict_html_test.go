@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"html"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
@@ -240,18 +240,7 @@ func TestVerdictFixesHTMLGolden(t *testing.T) {
 	}
 	got := box + "\n" + fx + "\n"
 	golden := filepath.Join("testdata", "verdict_fixes_html.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("HTML differs from %s:\n%s", golden, got)
-	}
+	goldentest.Check(t, golden, got)
 	// Every figure the golden shows is text a person reads.
 	if plain := tagRE.ReplaceAllString(fx, " "); !strings.Contains(html.UnescapeString(plain), "~ 1.020x (0.90-1.20)") {
 		t.Error("the fixes section lacks the verified fix's ratio with its interval")
