@@ -34,24 +34,12 @@ func slowerComparison(t *testing.T, baseExtra, candExtra map[string]any) *compar
 	base := replayRun(t, "base.json", baseExtra, serverRows, nil)
 	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
 	cand := replayRun(t, "cand.json", candExtra, slower, nil)
-	rules, err := compare.ParseRules([]string{"mean>+50%"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rules := rulesOf(t, "mean>+50%")
 	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func renderPage(t *testing.T, p htmlreport.Page) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := htmlreport.Write(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
 }
 
 var (
@@ -255,14 +243,7 @@ func TestVerdictFixesHTMLGolden(t *testing.T) {
 // regression, named in the verdict box and the worst regressions, and
 // not in the table of those not counted.
 func TestPageCountedOrNot(t *testing.T) {
-	var base, cand []*compare.Run
-	for i := range 3 {
-		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
-		qs := append([]synthQuery(nil), synthQueries[:2]...)
-		qs[0].meanUS *= 100
-		qs[1].meanUS *= 1.5
-		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
-	}
+	base, cand := busierRuns(t)
 	const slowed = "b2c3d4e5f6071829"
 	for _, tc := range []struct {
 		rule    string
