@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -156,7 +157,7 @@ func captureAccept(d time.Duration) (string, error) {
 	if err := setupAccept(ctx, prod); err != nil {
 		return "", err
 	}
-	if err := logEverything(ctx, prod); err != nil {
+	if err := demo.EnableStatementLog(ctx, prod); err != nil {
 		return "", err
 	}
 	dir, err := os.MkdirTemp(testDir, "scripts")
