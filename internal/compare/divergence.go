@@ -70,6 +70,18 @@ func divergences(base, cand []*Run) []Divergence {
 	return out
 }
 
+// orderingErrors records extra errors of SQLSTATE code beyond the
+// baseline's, when they reach MinOrderingErrorRate of the candidate's
+// calls.
+func (d *Divergence) orderingErrors(code string, extra, calls int64) {
+	if extra > 0 && float64(extra) >= MinOrderingErrorRate*float64(calls) {
+		if d.OrderingErrors == nil {
+			d.OrderingErrors = map[string]int64{}
+		}
+		d.OrderingErrors[code] = extra
+	}
+}
+
 // divergencesOf finds the queries of two runs that did different work.
 //
 // A replay that counts its failures by cause (the errors of statements
@@ -111,12 +123,7 @@ func divergencesOf(base, cand *Run) []Divergence {
 				if base.Replay != nil {
 					extra -= scaled(bq.OnlyOnTargetBySQLState[code], bq.Calls, cq.Calls)
 				}
-				if extra > 0 && float64(extra) >= MinOrderingErrorRate*float64(cq.Calls) {
-					if d.OrderingErrors == nil {
-						d.OrderingErrors = map[string]int64{}
-					}
-					d.OrderingErrors[code] = extra
-				}
+				d.orderingErrors(code, extra, cq.Calls)
 			}
 			if d.RowsDiffer || len(d.OrderingErrors) > 0 {
 				out = append(out, d)
@@ -130,12 +137,7 @@ func divergencesOf(base, cand *Run) []Divergence {
 			extra := cq.ErrorsBySQLState[code] - scaled(bq.ErrorsBySQLState[code], bq.Calls, cq.Calls)
 			take := min(max(extra, 0), uncoded)
 			extra, uncoded = extra-take, uncoded-take
-			if extra > 0 && float64(extra) >= MinOrderingErrorRate*float64(cq.Calls) {
-				if d.OrderingErrors == nil {
-					d.OrderingErrors = map[string]int64{}
-				}
-				d.OrderingErrors[code] = extra
-			}
+			d.orderingErrors(code, extra, cq.Calls)
 		}
 		if d.RowsDiffer || len(d.OrderingErrors) > 0 {
 			out = append(out, d)

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -123,18 +123,7 @@ func TestLabelsGolden(t *testing.T) {
 		checkVerdict(t, tt.name, rep)
 	}
 	golden := "testdata/labels.golden"
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("labels differ from %s:\n%s\nwant\n%s", golden, b.String(), want)
-	}
+	goldentest.Check(t, golden, b.String())
 }
 
 // TestLabelsAgreeWithFigures: over many random pairs of distributions,

@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"reflect"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/results/resultstest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // The tests' replay results: see package resultstest.
 var (

@@ -316,15 +316,7 @@ func TestWorkMem(t *testing.T) {
 		t.Fatalf("sort: %s", s.Verdict)
 	}
 	m := s.Main()
-	if len(m.Growths) == 0 {
-		t.Fatal("sort: nothing grew")
-	}
-	var spilled *plan.Growth
-	for i, g := range m.Growths {
-		if g.After.Spilled && !g.Before.Spilled {
-			spilled = &m.Growths[i]
-		}
-	}
+	spilled := lastGrowth(t, "sort: ", m, func(g plan.Growth) bool { return g.After.Spilled && !g.Before.Spilled })
 	if spilled == nil || spilled.TempAdded() <= 0 {
 		t.Fatalf("sort: no spill among %+v", m.Growths)
 	}
@@ -351,15 +343,7 @@ func TestSharedBuffers(t *testing.T) {
 		t.Fatalf("verdict %s", o.Verdict)
 	}
 	m := o.Main()
-	if len(m.Growths) == 0 {
-		t.Fatal("nothing grew")
-	}
-	var scan *plan.Growth
-	for i, g := range m.Growths {
-		if n := m.Candidate.Plan.Nodes()[g.Candidate]; n.Relation == "orders" {
-			scan = &m.Growths[i]
-		}
-	}
+	scan := lastGrowth(t, "", m, func(g plan.Growth) bool { return m.Candidate.Plan.Nodes()[g.Candidate].Relation == "orders" })
 	if scan == nil || scan.Before.SharedRead != 0 || scan.After.SharedRead < 1000 {
 		t.Errorf("scan of orders: %+v", scan)
 	}
@@ -367,6 +351,22 @@ func TestSharedBuffers(t *testing.T) {
 		o.Causes[0].Control != "128MB" || o.Causes[0].Candidate != "128kB" {
 		t.Errorf("causes: %+v", o.Causes)
 	}
+}
+
+// lastGrowth is the last of m's growths for which is holds, nil for
+// none; it fails t (its message after prefix) when nothing grew.
+func lastGrowth(t *testing.T, prefix string, m *Explained, is func(plan.Growth) bool) *plan.Growth {
+	t.Helper()
+	if len(m.Growths) == 0 {
+		t.Fatal(prefix + "nothing grew")
+	}
+	var last *plan.Growth
+	for i, g := range m.Growths {
+		if is(g) {
+			last = &m.Growths[i]
+		}
+	}
+	return last
 }
 
 func readAll(t *testing.T, files ...string) string {

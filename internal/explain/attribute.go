@@ -476,22 +476,24 @@ func statisticsCauses(rels []string, cs, cd *Snapshot, changed, ext bool) []Caus
 // the other.
 func extStatCauses(name string, a, b *Relation) []Cause {
 	var out []Cause
-	for _, es := range a.ExtStats {
-		if es.Built && !builtExt(b, es.Name) {
-			c := Cause{Kind: CauseExtendedStatistics, Side: Candidate, Relation: name, Setting: es.Name, Control: es.Def, Statistics: &es}
-			if mine := b.ExtStat(es.Name); mine != nil {
-				c.Candidate = mine.Def
+	// The side that lacks them, the side that built them, the other.
+	for _, s := range []struct {
+		lacks        Side
+		built, other *Relation
+	}{{Candidate, a, b}, {Control, b, a}} {
+		for _, es := range s.built.ExtStats {
+			if es.Built && !builtExt(s.other, es.Name) {
+				c := Cause{Kind: CauseExtendedStatistics, Side: s.lacks, Relation: name, Setting: es.Name, Statistics: &es}
+				builtDef, otherDef := &c.Control, &c.Candidate
+				if s.lacks == Control {
+					builtDef, otherDef = &c.Candidate, &c.Control
+				}
+				*builtDef = es.Def
+				if mine := s.other.ExtStat(es.Name); mine != nil {
+					*otherDef = mine.Def
+				}
+				out = append(out, c)
 			}
-			out = append(out, c)
-		}
-	}
-	for _, es := range b.ExtStats {
-		if es.Built && !builtExt(a, es.Name) {
-			c := Cause{Kind: CauseExtendedStatistics, Side: Control, Relation: name, Setting: es.Name, Candidate: es.Def, Statistics: &es}
-			if mine := a.ExtStat(es.Name); mine != nil {
-				c.Control = mine.Def
-			}
-			out = append(out, c)
 		}
 	}
 	return out

@@ -75,16 +75,7 @@ func TestMissingIndexHypoPG(t *testing.T) {
 	for _, c := range cases {
 		r.createDB(c.db)
 		r.requireHypoPG(c.db)
-		r.exec(c.db, `CREATE TABLE queue_items (
-			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-			download_after timestamptz NOT NULL,
-			queued_at timestamptz,
-			referenced_at int,
-			payload text);
-		INSERT INTO queue_items (download_after, queued_at, referenced_at, payload)
-			SELECT now() - g * interval '1 second', CASE WHEN g % 10 = 0 THEN NULL ELSE now() END, g % 5000, 'payload ' || g
-			FROM generate_series(1, 200000) g;
-		ANALYZE queue_items`)
+		r.exec(c.db, queueItems)
 	}
 	for _, c := range cases {
 		t.Run(c.db, func(t *testing.T) {

@@ -335,16 +335,7 @@ func TestMissingIndex(t *testing.T) {
 	r := startRig(t, nil)
 	r.createDB("trig", "ctl")
 	for _, db := range []string{"trig", "ctl"} {
-		r.exec(db, `CREATE TABLE queue_items (
-			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-			download_after timestamptz NOT NULL,
-			queued_at timestamptz,
-			referenced_at int,
-			payload text);
-		INSERT INTO queue_items (download_after, queued_at, referenced_at, payload)
-			SELECT now() - g * interval '1 second', CASE WHEN g % 10 = 0 THEN NULL ELSE now() END, g % 5000, 'payload ' || g
-			FROM generate_series(1, 200000) g;
-		ANALYZE queue_items`)
+		r.exec(db, queueItems)
 	}
 	r.exec("ctl", "CREATE INDEX ON queue_items (referenced_at, queued_at); ANALYZE queue_items")
 	const poll = "SELECT id FROM queue_items WHERE referenced_at = $1 AND queued_at IS NULL ORDER BY download_after LIMIT 100"
@@ -436,15 +427,7 @@ func TestMissingIndexUntypedParameters(t *testing.T) {
 	// A replay's result keeps no statement, but with --keep-samples it
 	// keeps the slowest execution, which plans as the log's does.
 	// The segment may also hold the set-up's statements, logged late.
-	var fp string
-	for _, q := range w.Queries {
-		if strings.Contains(q.Query, "BETWEEN") {
-			fp = q.Fingerprint
-		}
-	}
-	if fp == "" {
-		t.Fatalf("the range query not among %+v", w.Queries)
-	}
+	fp := fingerprintOf(t, w, "BETWEEN")
 	res := &results.Result{Samples: []results.QuerySamples{{Fingerprint: fp, Samples: []results.Sample{
 		{Role: results.SampleMedian, Query: "SELECT count(*) FROM orders WHERE customer_id BETWEEN 2 AND 2 + 100", DurationMS: 1},
 		{Role: results.SampleSlowest, Query: "SELECT count(*) FROM orders WHERE customer_id BETWEEN 3 AND 3 + 100", DurationMS: 2},
@@ -480,15 +463,7 @@ func TestMissingIndexExplainsRealStatements(t *testing.T) {
 		}
 	})
 	w, obs := analyzeSegment(t, seg, "ivl")
-	var fp string
-	for _, q := range w.Queries {
-		if strings.Contains(q.Query, "interval $") {
-			fp = q.Fingerprint
-		}
-	}
-	if fp == "" {
-		t.Fatalf("the interval query not among %+v", w.Queries)
-	}
+	fp := fingerprintOf(t, w, "interval $")
 	// skips are missing-index's reasons not to evaluate fp.
 	skips := func(rep *Report) []string {
 		var out []string
@@ -828,4 +803,33 @@ func TestErrors(t *testing.T) {
 	if row := rate.Evidence.Tables[0].Rows[0]; row[1] != "check_violation" {
 		t.Errorf("error rate table row %q, want the name check_violation", row)
 	}
+}
+
+// queueItems is a queue of 200,000 items, polled by the items
+// referenced and not queued yet, in the order they may be downloaded.
+const queueItems = `CREATE TABLE queue_items (
+		id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		download_after timestamptz NOT NULL,
+		queued_at timestamptz,
+		referenced_at int,
+		payload text);
+	INSERT INTO queue_items (download_after, queued_at, referenced_at, payload)
+		SELECT now() - g * interval '1 second', CASE WHEN g % 10 = 0 THEN NULL ELSE now() END, g % 5000, 'payload ' || g
+		FROM generate_series(1, 200000) g;
+	ANALYZE queue_items`
+
+// fingerprintOf is the fingerprint of w's last query whose text holds
+// part; it fails t when none does.
+func fingerprintOf(t *testing.T, w *Workload, part string) string {
+	t.Helper()
+	var fp string
+	for _, q := range w.Queries {
+		if strings.Contains(q.Query, part) {
+			fp = q.Fingerprint
+		}
+	}
+	if fp == "" {
+		t.Fatalf("no query with %q among %+v", part, w.Queries)
+	}
+	return fp
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/fixes/fixestest"
 )
 
 // TestFromFindings: a finding's SQL becomes a fix of origin finding in
@@ -15,19 +16,7 @@ import (
 // without a fix, and an index on a table the plans' fix indexes already
 // get none (judged: judge's TestFixVerdictFinding).
 func TestFromFindings(t *testing.T) {
-	poll := findings.QueryRef{Fingerprint: "poll", Query: "SELECT id FROM jobs WHERE state = $1 ORDER BY id LIMIT $2"}
-	rep := &findings.Report{Findings: []findings.Finding{
-		{ID: findings.IDMissingIndex, Subject: "public.jobs (state)", Evidence: findings.Evidence{Queries: []findings.QueryRef{poll}},
-			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.jobs ("state")`, Relation: "public.jobs"}},
-		{ID: findings.IDMissingIndex, Subject: "public.orders (customer_id)", Evidence: findings.Evidence{Queries: []findings.QueryRef{{Fingerprint: "o"}}},
-			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.orders (customer_id)`, Relation: "public.orders"}},
-		{ID: findings.IDRandomKeys, Subject: "public.events.id", Fix: &findings.Fix{Untried: "the application's keys"}},
-		{ID: findings.IDErrors, Subject: "23505"},
-	}}
-	cmpRep := report(
-		q("poll", poll.Query, compare.StatusRegressed, 700, 3, 5),
-		q("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5),
-	)
+	_, rep, cmpRep := fixestest.Findings()
 	planned := []Fix{{Name: "index-orders_customer_idx", Kind: CreateIndex, Relation: "orders"}}
 	got := FromFindings(rep, cmpRep, "app", planned)
 	if len(got) != 1 {
@@ -38,7 +27,7 @@ func TestFromFindings(t *testing.T) {
 		f.Relation != "public.jobs" || !slices.Equal(f.Databases, []string{"app"}) || !slices.Equal(f.Fingerprints, []string{"poll"}) || f.AddedMS != 700 {
 		t.Errorf("the finding's fix: %+v", f)
 	}
-	if none := FromFindings(rep, report(q("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5)), "app", planned); len(none) != 1 || len(none[0].Fingerprints) != 0 {
+	if none := FromFindings(rep, fixestest.Report(fixestest.Query("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5)), "app", planned); len(none) != 1 || len(none[0].Fingerprints) != 0 {
 		t.Errorf("a finding whose queries did not regress: %+v", none)
 	}
 	if FromFindings(nil, cmpRep, "app", nil) != nil {
@@ -86,12 +75,12 @@ func TestBoundCountsFindings(t *testing.T) {
 // finding's index, for a regression adding more time than the plans'
 // index's, is the one fix of max 1; with max 2 both, the finding's first.
 func TestChooseCountsFindings(t *testing.T) {
-	rep := report(
-		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 300, 2, 3),
-		q("poll", "SELECT id FROM jobs WHERE state = $1", compare.StatusRegressed, 700, 3, 5),
+	rep := fixestest.Report(
+		fixestest.Query("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 300, 2, 3),
+		fixestest.Query("poll", "SELECT id FROM jobs WHERE state = $1", compare.StatusRegressed, 700, 3, 5),
 	)
 	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "a", Database: "app", Causes: []explain.Cause{{Kind: explain.CauseIndexMissing,
-		Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: indexDef}}}}}
+		Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: fixestest.IndexDef}}}}}
 	fr := &findings.Report{Findings: []findings.Finding{{ID: findings.IDMissingIndex, Subject: "public.jobs (state)",
 		Evidence: findings.Evidence{Queries: []findings.QueryRef{{Fingerprint: "poll"}}},
 		Fix:      &findings.Fix{SQL: `CREATE INDEX ON public.jobs ("state")`, Relation: "public.jobs"}}}}

@@ -7,33 +7,8 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/fixes/fixestest"
 )
-
-const indexDef = "CREATE INDEX customers_email_idx ON public.customers USING btree (email)"
-
-// q is a query of a comparison with its status, time added and the
-// interval of its mean.
-func q(fp, text string, st compare.Status, added, low, high float64) compare.QueryDiff {
-	e := compare.Effect{Ratio: (low + high) / 2, Low: low, High: high, Change: compare.ChangeSlower}
-	if low <= 1 && high >= 1 {
-		e.Change = compare.ChangeNone
-	}
-	d := compare.QueryDiff{Fingerprint: fp, Query: text, Status: st, ImpactMS: added, Effects: &compare.Effects{Mean: e}}
-	if st.Regression() {
-		d.Regressed = compare.MetricMean
-	}
-	return d
-}
-
-func report(qs ...compare.QueryDiff) *compare.Report {
-	r := &compare.Report{Queries: qs}
-	for _, d := range qs {
-		if d.Status.Regression() {
-			r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, d.Fingerprint)
-		}
-	}
-	return r
-}
 
 // TestPlan: a regression whose cause is an index missing on the
 // candidate, with the control's definition, gets the control's CREATE
@@ -41,14 +16,14 @@ func report(qs ...compare.QueryDiff) *compare.Report {
 // databases; other causes, and a cause without the definition, get none;
 // the largest time added goes first and max bounds them.
 func TestPlan(t *testing.T) {
-	rep := report(
-		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
-		q("b", "SELECT count(*) FROM orders WHERE customer_id = $1", compare.StatusRegressed, 500, 2, 3),
-		q("c", "SELECT name FROM customers WHERE email = $1", compare.StatusRegressed, 100, 2, 3),
-		q("d", "SELECT 1", compare.StatusRegressed, 50, 2, 3),
-		q("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1),
+	rep := fixestest.Report(
+		fixestest.Query("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
+		fixestest.Query("b", "SELECT count(*) FROM orders WHERE customer_id = $1", compare.StatusRegressed, 500, 2, 3),
+		fixestest.Query("c", "SELECT name FROM customers WHERE email = $1", compare.StatusRegressed, 100, 2, 3),
+		fixestest.Query("d", "SELECT 1", compare.StatusRegressed, 50, 2, 3),
+		fixestest.Query("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1),
 	)
-	missing := explain.Cause{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: indexDef}
+	missing := explain.Cause{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "customers", Index: "customers_email_idx", Control: fixestest.IndexDef}
 	plans := &explain.Report{Outcomes: []explain.Outcome{
 		{Fingerprint: "a", Database: "shop", Causes: []explain.Cause{missing}},
 		{Fingerprint: "b", Database: "shop", Causes: []explain.Cause{{Kind: explain.CauseIndexMissing, Side: explain.Candidate, Relation: "orders", Index: "orders_customer_idx",
@@ -63,7 +38,7 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("Plan = %+v, want the two indexes", got)
 	}
 	f := got[0]
-	if f.Name != "index-customers_email_idx" || f.Kind != CreateIndex || f.SQL != indexDef || f.Relation != "customers" ||
+	if f.Name != "index-customers_email_idx" || f.Kind != CreateIndex || f.SQL != fixestest.IndexDef || f.Relation != "customers" ||
 		!slices.Equal(f.Databases, []string{"shop", "crm"}) || !slices.Equal(f.Fingerprints, []string{"a", "c"}) || f.AddedMS != 1000 {
 		t.Errorf("the email index's fix: %+v", f)
 	}
@@ -74,7 +49,7 @@ func TestPlan(t *testing.T) {
 		t.Errorf("Plan with max 1 = %+v, want the one adding the most time", one)
 	}
 	// A/A: no regression, no fix.
-	if none := Plan(report(q("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1)), plans, 0); len(none) != 0 {
+	if none := Plan(fixestest.Report(fixestest.Query("e", "SELECT * FROM t", compare.StatusUnchanged, 0, 0.9, 1.1)), plans, 0); len(none) != 0 {
 		t.Errorf("Plan without regressions = %+v", none)
 	}
 }
@@ -87,9 +62,9 @@ func TestPlan(t *testing.T) {
 // get none; a table never analyzed on
 // the candidate gets ANALYZE, one never analyzed on the control none.
 func TestPlanSettingAndAnalyze(t *testing.T) {
-	rep := report(
-		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
-		q("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
+	rep := fixestest.Report(
+		fixestest.Query("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 900, 5, 9),
+		fixestest.Query("b", "SELECT * FROM orders", compare.StatusRegressed, 500, 2, 3),
 		compare.QueryDiff{Fingerprint: "c", Query: "UPDATE orders SET total = $1 WHERE id = $2", Status: compare.StatusMoreWork, ImpactMS: 2},
 	)
 	rep.MoreWork = []string{"c"}
@@ -190,16 +165,7 @@ func FuzzParseTry(f *testing.F) {
 // regression it causes; one that the control has under another
 // definition is not (its verdict: judge's TestFixVerdictHOT).
 func TestPlanHOT(t *testing.T) {
-	upd := compare.QueryDiff{Fingerprint: "u", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusMoreWork,
-		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore, Delta: 150}}}
-	rep := report()
-	rep.Queries, rep.MoreWork = []compare.QueryDiff{upd}, []string{"u"}
-	def := "CREATE INDEX pgbench_accounts_abalance ON public.pgbench_accounts USING btree (abalance)"
-	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "u", Database: "shop", Causes: []explain.Cause{
-		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "pgbench_accounts_abalance", Candidate: def, Columns: []string{"abalance"}},
-		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "accounts_x", Candidate: "CREATE INDEX accounts_x ON public.pgbench_accounts (abalance, bid)",
-			Control: "CREATE INDEX accounts_x ON public.pgbench_accounts (bid)"},
-	}}}}
+	rep, plans := fixestest.HOT()
 	got := Plan(rep, plans, 0)
 	if len(got) != 1 {
 		t.Fatalf("Plan = %+v, want the index to drop", got)
@@ -250,7 +216,7 @@ func TestPlanStatistics(t *testing.T) {
 		{"target without its values", explain.Cause{Kind: explain.CauseStatisticsTarget, Relation: "t", Columns: []string{"a"}, Control: "1000", Candidate: "default"}, Fix{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := report(q("a", "SELECT v FROM t WHERE a = $1 AND b = $2 ORDER BY id LIMIT $3", compare.StatusRegressed, 900, 5, 9))
+			rep := fixestest.Report(fixestest.Query("a", "SELECT v FROM t WHERE a = $1 AND b = $2 ORDER BY id LIMIT $3", compare.StatusRegressed, 900, 5, 9))
 			plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "a", Database: "app", Causes: []explain.Cause{tc.cause}}}}
 			got := Plan(rep, plans, 0)
 			if tc.want.Name == "" {

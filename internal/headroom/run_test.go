@@ -162,10 +162,7 @@ func TestRunReplayer(t *testing.T) {
 // TestRunInterrupted: Ctrl-C during a step keeps the steps finished,
 // marks the outcome partial and interrupted, and answers from what ran.
 func TestRunInterrupted(t *testing.T) {
-	slo, _ := judge.ParseSLO(judge.DefaultSLO)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tg := fakeTarget{kStar: 6, maxX: 1e9}
+	slo, ctx, cancel, tg := interruptible(t)
 	steps := 0
 	out, err := Run(ctx, Config{
 		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}},
@@ -194,10 +191,7 @@ func TestRunInterrupted(t *testing.T) {
 // further step, keeps every step finished as done, and says before which
 // step the run stopped.
 func TestRunInterruptedBetweenSteps(t *testing.T) {
-	slo, _ := judge.ParseSLO(judge.DefaultSLO)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tg := fakeTarget{kStar: 6, maxX: 1e9}
+	slo, ctx, cancel, tg := interruptible(t)
 	steps := 0
 	out, err := Run(ctx, Config{
 		Targets: []Target{{Side: Control, DSN: "c", Reset: reset.None{}}, {Side: Candidate, DSN: "d", Reset: reset.None{}}},
@@ -330,4 +324,14 @@ func TestRunCulprit(t *testing.T) {
 	if w := fb.WaitedMost; w == nil || w.Fingerprint != "range" {
 		t.Errorf("waited most %+v: want the range read", w)
 	}
+}
+
+// interruptible is what the tests of an interrupted run share: the
+// default SLO, a context the test cancels (and that is cancelled when it
+// ends), and a target that holds up to 6x.
+func interruptible(t *testing.T) (judge.SLO, context.Context, context.CancelFunc, fakeTarget) {
+	slo, _ := judge.ParseSLO(judge.DefaultSLO)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return slo, ctx, cancel, fakeTarget{kStar: 6, maxX: 1e9}
 }

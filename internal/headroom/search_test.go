@@ -125,20 +125,7 @@ func TestSearchAA(t *testing.T) {
 // to 3, bisects between 2 and 3, and confirms both ends.
 func TestSearchSteps(t *testing.T) {
 	s := NewSearch(Search{MaxK: 16, BaseRounds: 2})
-	c := curve{kStar: 2.5, power: 1}
-	var ks []float64
-	for {
-		k, done := s.Next()
-		if done {
-			break
-		}
-		ks = append(ks, k)
-		m := math.Log(c.ratio(k))/math.Log(sloRatio) - 1
-		if k == 1 {
-			m = -1
-		}
-		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
-	}
+	ks := walk(s, curve{kStar: 2.5, power: 1}, true)
 	a := s.Answer()
 	t.Logf("steps %v, answer %+v", ks, a)
 	want := []float64{1, 1, 1.5, 2, 3, 2.45, 2.71, 2.45, 2.71}
@@ -205,17 +192,7 @@ func TestLadder(t *testing.T) {
 // TestSearchInteger: a fold's search asks whole load factors only.
 func TestSearchInteger(t *testing.T) {
 	s := NewSearch(Search{MaxK: 12.5, Integer: true, BaseRounds: 2})
-	c := curve{kStar: 5.5, power: 1}
-	var ks []float64
-	for {
-		k, done := s.Next()
-		if done {
-			break
-		}
-		ks = append(ks, k)
-		m := math.Log(c.ratio(k))/math.Log(sloRatio) - 1
-		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
-	}
+	ks := walk(s, curve{kStar: 5.5, power: 1}, false)
 	want := []float64{1, 1, 2, 3, 4, 6, 5, 5, 6}
 	if len(ks) != len(want) {
 		t.Fatalf("steps %v, want %v", ks, want)
@@ -224,5 +201,24 @@ func TestSearchInteger(t *testing.T) {
 		if ks[i] != want[i] {
 			t.Fatalf("steps %v, want %v", ks, want)
 		}
+	}
+}
+
+// walk runs search s on the noiseless curve c, each step's margin the
+// SLO's at its ratio (-1 at k = 1 when oneHolds), and returns the load
+// factors it asked, in order.
+func walk(s *Search, c curve, oneHolds bool) []float64 {
+	var ks []float64
+	for {
+		k, done := s.Next()
+		if done {
+			return ks
+		}
+		ks = append(ks, k)
+		m := math.Log(c.ratio(k))/math.Log(sloRatio) - 1
+		if k == 1 && oneHolds {
+			m = -1
+		}
+		s.Record(Trial{K: k, Achieved: k, Held: m <= 0, Margin: m, Bound: judge.BoundTarget})
 	}
 }

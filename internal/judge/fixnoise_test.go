@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/fixes/fixestest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -207,7 +208,7 @@ func TestFixVerdictsAANoise(t *testing.T) {
 // touch customers a cost.
 func TestFixVerdictsPower(t *testing.T) {
 	const trials = 12
-	index := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, Origin: fixes.OriginPlans, SQL: indexDef, Relation: "customers"}
+	index := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, Origin: fixes.OriginPlans, SQL: fixestest.IndexDef, Relation: "customers"}
 	var verified, costFound, planned int
 	for trial := range trials {
 		o, _, _ := judgeBusy(t, index, uint64(5000+trial), fixes.DefaultRounds,

@@ -5,39 +5,16 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
-	"github.com/pgrehearse/pgrehearse/internal/explain"
-	"github.com/pgrehearse/pgrehearse/internal/findings"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/fixes/fixestest"
 )
 
 // The tests of a fix's verdict (fixVerdict) on comparisons made up by
 // hand: what the fix is for, its costs, what it changed.
 
-const indexDef = "CREATE INDEX customers_email_idx ON public.customers USING btree (email)"
-
-// q is a query of a comparison with its status, time added and the
-// interval of its mean.
-func q(fp, text string, st compare.Status, added, low, high float64) compare.QueryDiff {
-	e := compare.Effect{Ratio: (low + high) / 2, Low: low, High: high, Change: compare.ChangeSlower}
-	if low <= 1 && high >= 1 {
-		e.Change = compare.ChangeNone
-	}
-	d := compare.QueryDiff{Fingerprint: fp, Query: text, Status: st, ImpactMS: added, Effects: &compare.Effects{Mean: e}}
-	if st.Regression() {
-		d.Regressed = compare.MetricMean
-	}
-	return d
-}
-
-func report(qs ...compare.QueryDiff) *compare.Report {
-	r := &compare.Report{Queries: qs}
-	for _, d := range qs {
-		if d.Status.Regression() {
-			r.RegressionsByAddedTime = append(r.RegressionsByAddedTime, d.Fingerprint)
-		}
-	}
-	return r
-}
+// q and report make up the queries and comparisons; fixes' tests of
+// the fixes planned share them (fixestest).
+var q, report = fixestest.Query, fixestest.Report
 
 // TestFixVerdict: the regression within noise with the fix is verified;
 // still regressed but with an interval below the one without, partial
@@ -46,7 +23,7 @@ func report(qs ...compare.QueryDiff) *compare.Report {
 // is not. The writes of its relation are compared with the candidate
 // without it.
 func TestFixVerdict(t *testing.T) {
-	fix := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}}
+	fix := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: fixestest.IndexDef, Relation: "customers", Fingerprints: []string{"a"}}
 	before := report(
 		q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 1000, 100, 400),
 		q("o", "SELECT count(*) FROM orders", compare.StatusRegressed, 300, 2, 3),
@@ -207,7 +184,7 @@ func sign(x float64) float64 {
 func TestFixVerdictCostElsewhere(t *testing.T) {
 	before := report(q("a", "SELECT id FROM customers WHERE email = $1", compare.StatusRegressed, 1000, 100, 400))
 	delta := report(q("a", "", compare.StatusImproved, -900, 0.01, 0.02))
-	index := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: indexDef, Relation: "customers", Fingerprints: []string{"a"}}
+	index := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: fixestest.IndexDef, Relation: "customers", Fingerprints: []string{"a"}}
 	setting := fixes.Fix{Name: "setting-random_page_cost", Kind: fixes.SetDatabase, Relation: "customers", Fingerprints: []string{"a"}}
 	for _, tc := range []struct {
 		name      string
@@ -316,16 +293,7 @@ func TestFixVerdictTry(t *testing.T) {
 // more is partial with the share of the WAL added taken back, as before
 // is no effect.
 func TestFixVerdictHOT(t *testing.T) {
-	upd := compare.QueryDiff{Fingerprint: "u", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusMoreWork,
-		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore, Delta: 150}}}
-	rep := report()
-	rep.Queries, rep.MoreWork = []compare.QueryDiff{upd}, []string{"u"}
-	def := "CREATE INDEX pgbench_accounts_abalance ON public.pgbench_accounts USING btree (abalance)"
-	plans := &explain.Report{Outcomes: []explain.Outcome{{Fingerprint: "u", Database: "shop", Causes: []explain.Cause{
-		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "pgbench_accounts_abalance", Candidate: def, Columns: []string{"abalance"}},
-		{Kind: explain.CauseIndexStopsHOT, Side: explain.Candidate, Relation: "pgbench_accounts", Index: "accounts_x", Candidate: "CREATE INDEX accounts_x ON public.pgbench_accounts (abalance, bid)",
-			Control: "CREATE INDEX accounts_x ON public.pgbench_accounts (bid)"},
-	}}}}
+	rep, plans := fixestest.HOT()
 	got := fixes.Plan(rep, plans, 0)
 	if len(got) != 1 {
 		t.Fatalf("Plan = %+v, want the index to drop", got)
@@ -345,7 +313,7 @@ func TestFixVerdictHOT(t *testing.T) {
 		{"less, still more", compare.WorkEffect{Ratio: 1.8, Low: 1.7, High: 1.9, Change: compare.ChangeMore, Delta: 60}, compare.StatusMoreWork, fixes.Partial},
 		{"as before", compare.WorkEffect{Ratio: 2.8, Low: 2.6, High: 3.0, Change: compare.ChangeMore, Delta: 140}, compare.StatusMoreWork, fixes.NoEffect},
 	} {
-		w := upd
+		w := rep.Queries[0]
 		w.Status, w.Work = tc.st, &compare.QueryWork{WALBytes: tc.with}
 		if tc.st == compare.StatusMoreWork {
 			w.Work.More = compare.MetricWALBytes
@@ -365,19 +333,7 @@ func TestFixVerdictHOT(t *testing.T) {
 // TestFixVerdictFinding: a finding's fix (fixes.FromFindings) whose
 // queries regressed nothing is tried, judged by what it changed.
 func TestFixVerdictFinding(t *testing.T) {
-	poll := findings.QueryRef{Fingerprint: "poll", Query: "SELECT id FROM jobs WHERE state = $1 ORDER BY id LIMIT $2"}
-	rep := &findings.Report{Findings: []findings.Finding{
-		{ID: findings.IDMissingIndex, Subject: "public.jobs (state)", Evidence: findings.Evidence{Queries: []findings.QueryRef{poll}},
-			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.jobs ("state")`, Relation: "public.jobs"}},
-		{ID: findings.IDMissingIndex, Subject: "public.orders (customer_id)", Evidence: findings.Evidence{Queries: []findings.QueryRef{{Fingerprint: "o"}}},
-			Fix: &findings.Fix{SQL: `CREATE INDEX ON public.orders (customer_id)`, Relation: "public.orders"}},
-		{ID: findings.IDRandomKeys, Subject: "public.events.id", Fix: &findings.Fix{Untried: "the application's keys"}},
-		{ID: findings.IDErrors, Subject: "23505"},
-	}}
-	cmpRep := report(
-		q("poll", poll.Query, compare.StatusRegressed, 700, 3, 5),
-		q("x", "SELECT 1", compare.StatusRegressed, 900, 3, 5),
-	)
+	poll, rep, cmpRep := fixestest.Findings()
 	planned := []fixes.Fix{{Name: "index-orders_customer_idx", Kind: fixes.CreateIndex, Relation: "orders"}}
 	got := fixes.FromFindings(rep, cmpRep, "app", planned)
 	if len(got) != 1 {

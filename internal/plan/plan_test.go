@@ -3,7 +3,6 @@ package plan
 import (
 	"encoding/csv"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
+)
 
 // readFixture reads one EXPLAIN fixture in the format its name says.
 func readFixture(t testing.TB, path string) *Plan {
@@ -58,18 +57,7 @@ func TestShapesGolden(t *testing.T) {
 		fmt.Fprintf(&b, "%s %s %s\n", filepath.Base(f), p.Hash(), p.Shape())
 	}
 	golden := "testdata/shapes.golden"
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("shapes differ from %s (rerun with -update if intended):\n%s", golden, b.String())
-	}
+	goldentest.Check(t, golden, b.String())
 }
 
 // TestFormatsAgree reads every statement's plan in the text and the JSON

@@ -109,6 +109,25 @@ func randomCalls(n int) []call {
 	return calls
 }
 
+// roundTrip is s read back from its rows' JSON (FromRows); it fails t
+// when the rows of what it read differ from s's.
+func roundTrip(t *testing.T, s *Set) *Set {
+	t.Helper()
+	before := rowsJSON(t, s)
+	var rows []Row
+	if err := json.Unmarshal([]byte(before), &rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromRows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := rowsJSON(t, back); after != before {
+		t.Errorf("round trip changed the rows:\n%s\nwant\n%s", after, before)
+	}
+	return back
+}
+
 func rowsJSON(t *testing.T, s *Set) string {
 	t.Helper()
 	rows, err := s.Rows(RowOptions{Hist: true})
@@ -165,18 +184,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		s.AddAt(c.fp, c.query, c.at, c.d, c.failed)
 	}
 	s.Add("untimed", "SELECT $1", NoDuration, false)
-	before := rowsJSON(t, s)
-	var rows []Row
-	if err := json.Unmarshal([]byte(before), &rows); err != nil {
-		t.Fatal(err)
-	}
-	back, err := FromRows(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after := rowsJSON(t, back); after != before {
-		t.Errorf("round trip changed the rows:\n%s\nwant\n%s", after, before)
-	}
+	back := roundTrip(t, s)
 	// Merging a result with itself doubles counts and keeps percentiles.
 	back.Merge(back)
 	st := back.Get("aa")
@@ -278,18 +286,7 @@ func TestCodesAndRows(t *testing.T) {
 	if !reflect.DeepEqual(got.ErrorsBySQLState(), map[string]int64{"23505": 2, "40001": 1}) || got.RowsCalls != 2 || got.Rows != 3 {
 		t.Fatalf("merged codes %v, rows %d of %d calls", got.ErrorsBySQLState(), got.Rows, got.RowsCalls)
 	}
-	before := rowsJSON(t, a)
-	var rows []Row
-	if err := json.Unmarshal([]byte(before), &rows); err != nil {
-		t.Fatal(err)
-	}
-	back, err := FromRows(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after := rowsJSON(t, back); after != before {
-		t.Errorf("round trip:\n%s\nwant\n%s", after, before)
-	}
+	roundTrip(t, a)
 	b.Slot("x", "q").RecordError("57014")
 	if a.Get("x").ErrorsBySQLState()["57014"] != 0 {
 		t.Error("a merged set shares its codes with the other")

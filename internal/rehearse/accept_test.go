@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/compareplans"
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
@@ -156,7 +157,7 @@ func captureAccept(d time.Duration) (string, error) {
 	if err := setupAccept(ctx, prod); err != nil {
 		return "", err
 	}
-	if err := logEverything(ctx, prod); err != nil {
+	if err := demo.EnableStatementLog(ctx, prod); err != nil {
 		return "", err
 	}
 	dir, err := os.MkdirTemp(testDir, "scripts")
@@ -307,11 +308,13 @@ func checkWorkCause(tb testing.TB, res *compareplans.Result, fp string, want exp
 	tb.Errorf("the first work regression %s was not explained\n%s", fp, text)
 }
 
-// workRegressions are the queries that write more per call, by WAL
-// added per run.
-func workRegressions(rep *compare.Report) []compare.QueryDiff {
+// queriesOf are rep's queries of the fingerprints fps, in their order:
+// of rep.RegressionsByAddedTime, the queries called regressions of
+// either kind, by impact; of rep.MoreWork, those that write more per
+// call, by WAL added per run.
+func queriesOf(rep *compare.Report, fps []string) []compare.QueryDiff {
 	var out []compare.QueryDiff
-	for _, fp := range rep.MoreWork {
+	for _, fp := range fps {
 		if q := rep.Query(fp); q != nil {
 			out = append(out, *q)
 		}
@@ -324,18 +327,6 @@ func describeWork(q compare.QueryDiff) string {
 	return fmt.Sprintf("%s WAL/call %.2fx (%.2f-%.2f) %+.0f B/call, FPI/call %.2fx, dirtied/call %.2fx (%.2f-%.2f), %+.0f kB WAL per run: %.60q",
 		q.Status, w.WALBytes.Ratio, w.WALBytes.Low, w.WALBytes.High, w.WALBytes.Delta, w.WALFPI.Ratio,
 		w.Dirtied.Ratio, w.Dirtied.Low, w.Dirtied.High, w.AddedWALBytes/1024, q.Query)
-}
-
-// regressions are the queries called regressions of either kind, by
-// impact.
-func regressions(rep *compare.Report) []compare.QueryDiff {
-	var out []compare.QueryDiff
-	for _, fp := range rep.RegressionsByAddedTime {
-		if q := rep.Query(fp); q != nil {
-			out = append(out, *q)
-		}
-	}
-	return out
 }
 
 func describe(q compare.QueryDiff) string {
@@ -355,7 +346,7 @@ func BenchmarkAcceptanceAA(b *testing.B) {
 	for range b.N {
 		for i := 1; i <= times; i++ {
 			_, rep, text := acceptRehearse(b, logPath, ctl, cand)
-			regs, work := regressions(rep), workRegressions(rep)
+			regs, work := queriesOf(rep, rep.RegressionsByAddedTime), queriesOf(rep, rep.MoreWork)
 			fp := rep.Verdict.Status != compare.VerdictPass || len(regs) > 0 || len(work) > 0
 			if fp {
 				falsePositives++
@@ -387,7 +378,7 @@ func BenchmarkAcceptanceAB(b *testing.B) {
 			want := acceptChanges[change].changed
 			for range b.N {
 				out, rep, text := acceptRehearse(b, logPath, ctl, cand)
-				regs, work := regressions(rep), workRegressions(rep)
+				regs, work := queriesOf(rep, rep.RegressionsByAddedTime), queriesOf(rep, rep.MoreWork)
 				b.Logf("%s: verdict %s, %d regressions, %d tail regressions, %d more work", change, rep.Verdict.Status,
 					rep.Verdict.Regressions, rep.Verdict.TailRegressions, rep.Verdict.MoreWork)
 				unrelated := 0

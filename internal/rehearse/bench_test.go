@@ -2,15 +2,12 @@ package rehearse
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/pgrehearse/pgrehearse/internal/demo"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
@@ -93,7 +90,7 @@ func shopLog(b *testing.B, secs time.Duration) string {
 	if err := workload.SetupShop(ctx, prod); err != nil {
 		b.Fatal(err)
 	}
-	if err := logEverything(ctx, prod); err != nil {
+	if err := demo.EnableStatementLog(ctx, prod); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := workload.RunShop(ctx, prod, secs, 200); err != nil {
@@ -124,37 +121,4 @@ func shopTarget(b *testing.B) *pgcluster.Cluster {
 		b.Fatal(err)
 	}
 	return c
-}
-
-// logEverything turns on the statement log and waits until new sessions
-// see it.
-func logEverything(ctx context.Context, c *pgcluster.Cluster) error {
-	for _, sql := range []string{"ALTER SYSTEM SET log_min_duration_statement = 0",
-		"ALTER SYSTEM SET log_connections = on", "ALTER SYSTEM SET log_disconnections = on", "SELECT pg_reload_conf()"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			return err
-		}
-	}
-	cfg, err := pgconn.ParseConfig(c.DSN("postgres"))
-	if err != nil {
-		return err
-	}
-	cfg.RuntimeParams["application_name"] = "pgrehearse-bench"
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		conn, err := pgconn.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		res, err := conn.Exec(ctx, "SHOW log_min_duration_statement").ReadAll()
-		conn.Close(ctx)
-		if err != nil {
-			return err
-		}
-		if len(res) == 1 && len(res[0].Rows) == 1 && strings.TrimSpace(string(res[0].Rows[0][0])) == "0" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the server did not reload its configuration in 10 s")
-		}
-	}
 }

@@ -226,6 +226,16 @@ func target(t *testing.T) *pgcluster.Cluster {
 	return c
 }
 
+// roundsSetUp is what the tests of a reset's rounds start from: the
+// captured log, a control and a candidate target, and the state of the
+// control's application database before any round.
+func roundsSetUp(t *testing.T) (logPath string, ctl, cand *pgcluster.Cluster, want string) {
+	t.Helper()
+	logPath = capturedLog(t)
+	ctl, cand = target(t), target(t)
+	return logPath, ctl, cand, state(t, ctl.DSN(appDB))
+}
+
 // state is what a round must start from: row counts and checksums of the
 // tables the workload writes, and its sequence.
 func state(t *testing.T, dsn string) string {
@@ -350,9 +360,7 @@ func checkRounds(t *testing.T, out *Outcome, dir string, starts map[int]string, 
 // nothing is left on the targets afterwards.
 func TestTemplateRounds(t *testing.T) {
 	functionalCase(t)
-	logPath := capturedLog(t)
-	ctl, cand := target(t), target(t)
-	want := state(t, ctl.DSN(appDB))
+	logPath, ctl, cand, want := roundsSetUp(t)
 	clusters := map[Side]*pgcluster.Cluster{Control: ctl, Candidate: cand}
 	starts := map[int]string{}
 
@@ -438,9 +446,7 @@ func TestTemplateRounds(t *testing.T) {
 // whose file a restart may change.
 func TestDataDirRounds(t *testing.T) {
 	functionalCase(t)
-	logPath := capturedLog(t)
-	ctl, cand := target(t), target(t)
-	want := state(t, ctl.DSN(appDB))
+	logPath, ctl, cand, want := roundsSetUp(t)
 	clusters := map[Side]*pgcluster.Cluster{Control: ctl, Candidate: cand}
 	starts := map[int]string{}
 	dir := t.TempDir()

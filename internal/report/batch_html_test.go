@@ -2,13 +2,13 @@ package report
 
 import (
 	"html"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/findings"
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 )
 
 var batchRE = regexp.MustCompile(`(?s)<section id="batch-inserts">.*?</section>`)
@@ -38,24 +38,9 @@ func TestBatchHTMLGolden(t *testing.T) {
 	}
 	got := sec + "\n"
 	golden := filepath.Join("testdata", "batch_html.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("HTML differs from %s:\n%s", golden, got)
-	}
+	goldentest.Check(t, golden, got)
 	plain := html.UnescapeString(tagRE.ReplaceAllString(sec, " "))
-	for _, w := range []string{"time per row: batches of 50 would cut it by 9x (8.1–10.2) (95% interval)", "WAL per row: batches of 50 would cut it by 1.3x (1.2–1.4)"} {
-		if !strings.Contains(plain, w) {
-			t.Errorf("the section lacks %q:\n%s", w, plain)
-		}
-	}
+	wantIn(t, "the section", plain, "time per row: batches of 50 would cut it by 9x (8.1–10.2) (95% interval)", "WAL per row: batches of 50 would cut it by 1.3x (1.2–1.4)")
 	if out := renderPage(t, ComparisonPage(rep, ComparisonOptions{Plans: plans})); strings.Contains(out, `id="batch-inserts"`) {
 		t.Error("a page without a batch measure has a batch-inserts section")
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +17,7 @@ func TestBrowserComparison(t *testing.T) {
 	path := writePage(t, page)
 
 	sc := htmltest.SelfCheck(t, path)
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
+	charts := chartCount(page)
 	if charts < 4 {
 		t.Fatalf("the synthetic comparison has %d charts; want distributions and a timeline", charts)
 	}
@@ -59,10 +55,7 @@ func TestBrowserSummary(t *testing.T) {
 	rep := syntheticSummary(t)
 	page := ComparisonPage(rep, ComparisonOptions{})
 	path := writePage(t, page)
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
+	charts := chartCount(page)
 	htmltest.AssertSelfCheck(t, htmltest.SelfCheck(t, path), charts, "queries-table")
 }
 
@@ -76,20 +69,22 @@ func TestBrowserRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := ComparisonPage(rep, ComparisonOptions{})
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
+	charts := chartCount(page)
 	htmltest.AssertSelfCheck(t, htmltest.SelfCheck(t, writePage(t, page)), charts, "queries-table", "round-trips-candidate")
+}
+
+// chartCount is how many charts page p draws.
+func chartCount(p htmlreport.Page) int {
+	n := 0
+	for _, s := range p.Sections {
+		n += len(s.Charts)
+	}
+	return n
 }
 
 func writePage(t *testing.T, p htmlreport.Page) string {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := htmlreport.Write(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	return htmltest.WriteFile(t, "report.html", buf.Bytes())
+	return htmltest.WriteFile(t, "report.html", []byte(renderPage(t, p)))
 }
 
 // The evidence sections render in a real browser: every chart draws,
@@ -158,10 +153,7 @@ func TestBrowserRunsFit(t *testing.T) {
 	}
 	page := ComparisonPage(rep, ComparisonOptions{})
 	path := writePage(t, page)
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
+	charts := chartCount(page)
 	sc := htmltest.SelfCheckAt(t, path, "1280,1000")
 	htmltest.AssertSelfCheck(t, sc, charts, "queries-table")
 	if sc.PageWidth > sc.ViewportWidth || len(sc.Overflows) > 0 {
@@ -178,10 +170,7 @@ func TestBrowserVerdictAndFixes(t *testing.T) {
 	rep, plans := verdictComparison(t)
 	page := ComparisonPage(rep, ComparisonOptions{Plans: plans, Fixes: triedFixes()})
 	path := writePage(t, page)
-	charts := 0
-	for _, s := range page.Sections {
-		charts += len(s.Charts)
-	}
+	charts := chartCount(page)
 	sc := htmltest.SelfCheckAt(t, path, "1400,1000")
 	htmltest.AssertSelfCheck(t, sc, charts, "queries-table")
 	for _, o := range sc.Overflows {

@@ -10,6 +10,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
+	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -167,4 +168,98 @@ func TestSharedCPUCaveat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The renderings the tests read, and the checks they make of them.
+
+// renderPage is page p as HTML.
+func renderPage(t *testing.T, p htmlreport.Page) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := htmlreport.Write(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// comparisonText is WriteComparison's text of rep, top queries a list.
+func comparisonText(t *testing.T, rep *compare.Report, top int) string {
+	t.Helper()
+	var b strings.Builder
+	if err := WriteComparison(&b, rep, top); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// comparisonJSON is rep's JSON document.
+func comparisonJSON(t *testing.T, rep *compare.Report) []byte {
+	t.Helper()
+	js, err := json.Marshal(ComparisonDocument(rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// wantIn fails t for each of wants that got (what names it) lacks, and
+// then shows got.
+func wantIn(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	lacks := false
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q", what, want)
+			lacks = true
+		}
+	}
+	if lacks {
+		t.Logf("%s:\n%s", what, got)
+	}
+}
+
+// workRuns are six runs of synthQueries[:4], three a side (control 1-3,
+// then candidate 1-3), run i with the server-side evidence ev(i).
+func workRuns(t *testing.T, ev func(i int) observe.Evidence) (base, cand []*compare.Run) {
+	t.Helper()
+	for i := range 6 {
+		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
+		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+		b, err := json.Marshal(ev(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Evidence = b
+		if i < 3 {
+			base = append(base, run)
+		} else {
+			cand = append(cand, run)
+		}
+	}
+	return base, cand
+}
+
+// busierRuns are three runs a side of synthQueries[:2]: on the candidate
+// the first (the lookup) 100x slower, the second 1.5x, slower beside it
+// while the server was busier.
+func busierRuns(t *testing.T) (base, cand []*compare.Run) {
+	t.Helper()
+	for i := range 3 {
+		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
+		qs := append([]synthQuery(nil), synthQueries[:2]...)
+		qs[0].meanUS *= 100
+		qs[1].meanUS *= 1.5
+		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
+	}
+	return base, cand
+}
+
+// rulesOf is the rules of spec, as --fail-on gives them.
+func rulesOf(t *testing.T, spec string) []compare.Rule {
+	t.Helper()
+	rules, err := compare.ParseRules([]string{spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
 }

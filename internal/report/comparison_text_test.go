@@ -1,17 +1,14 @@
 package report
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 	"github.com/pgrehearse/pgrehearse/internal/results/resultstest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // The tests' replay results: see package resultstest.
 var (
@@ -45,18 +42,7 @@ func TestRoundTripsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden := filepath.Join("testdata", "roundtrips.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("text differs from %s:\n%s", golden, b.String())
-	}
+	goldentest.Check(t, golden, b.String())
 
 	// Nothing about round trips for a replay without them, nor with
 	// --top 0.

@@ -125,9 +125,7 @@ func fixEffectCell(e *compare.Effect) htmlreport.Cell {
 	if e == nil {
 		return htmlreport.Num("-", 0)
 	}
-	c := htmlreport.Num(fmtEffect(e), e.Ratio)
-	c.Class = "ci"
-	return c
+	return ciCell(fmtEffect(e), e.Ratio)
 }
 
 // fixWorkCell is a fix's work figure against the control with its
@@ -136,7 +134,13 @@ func fixWorkCell(e *compare.WorkEffect) htmlreport.Cell {
 	if e == nil {
 		return htmlreport.Num("-", 0)
 	}
-	c := htmlreport.Num(fmtWorkEffect(e), e.Ratio)
+	return ciCell(fmtWorkEffect(e), e.Ratio)
+}
+
+// ciCell is a number cell of ratio shown as text, a figure with its
+// interval.
+func ciCell(text string, ratio float64) htmlreport.Cell {
+	c := htmlreport.Num(text, ratio)
 	c.Class = "ci"
 	return c
 }

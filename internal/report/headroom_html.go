@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,7 +110,7 @@ func throughputOption(out *headroom.Outcome) json.RawMessage {
 			}
 			pts = append(pts, [2]float64{roundHalfUp(k, 2), roundHalfUp(st.Measurement.StatementsPerS, 1)})
 		}
-		slices.SortFunc(pts, func(a, b [2]float64) int { return cmpFloat(a[0], b[0]) })
+		slices.SortFunc(pts, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
 		s := map[string]any{"name": string(so.Side), "type": "scatter", "data": pts, "symbolSize": 8, "itemStyle": map[string]any{"color": color}}
 		if a := so.Answer; a != nil {
 			hi := a.Hi
@@ -130,14 +131,7 @@ func throughputOption(out *headroom.Outcome) json.RawMessage {
 				"lineStyle": map[string]any{"color": color, "type": "dashed", "width": 1}})
 		}
 	}
-	return mustJSON(map[string]any{
-		"grid":    map[string]any{"left": 70, "right": 30, "top": 48, "bottom": 48},
-		"legend":  map[string]any{"top": 0},
-		"tooltip": map[string]any{"trigger": "item"},
-		"xAxis":   map[string]any{"type": "value", "name": "k achieved", "nameLocation": "middle", "nameGap": 28, "min": 0},
-		"yAxis":   map[string]any{"type": "value", "name": "statements/s", "min": 0},
-		"series":  series,
-	})
+	return kChart(series, "item", "statements/s")
 }
 
 func ratioOption(out *headroom.Outcome) json.RawMessage {
@@ -159,7 +153,7 @@ func ratioOption(out *headroom.Outcome) json.RawMessage {
 				pts = append(pts, [2]float64{roundHalfUp(st.Verdict.AchievedK, 2), roundHalfUp(r, 3)})
 			}
 		}
-		slices.SortFunc(pts, func(a, b [2]float64) int { return cmpFloat(a[0], b[0]) })
+		slices.SortFunc(pts, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
 		s := map[string]any{"name": string(so.Side), "type": "line", "data": pts, "symbolSize": 7,
 			"itemStyle": map[string]any{"color": color}, "lineStyle": map[string]any{"color": color, "width": 2}}
 		if fb := so.FirstBreak; fb != nil && fb.Base > 0 {
@@ -172,24 +166,20 @@ func ratioOption(out *headroom.Outcome) json.RawMessage {
 		}
 		series = append(series, s)
 	}
+	return kChart(series, "axis", "latency / 1x")
+}
+
+// kChart is the option of a chart of series over the k achieved, its y
+// axis named yName, its tooltip on trigger ("item", "axis").
+func kChart(series []map[string]any, trigger, yName string) json.RawMessage {
 	return mustJSON(map[string]any{
 		"grid":    map[string]any{"left": 70, "right": 30, "top": 48, "bottom": 48},
 		"legend":  map[string]any{"top": 0},
-		"tooltip": map[string]any{"trigger": "axis"},
+		"tooltip": map[string]any{"trigger": trigger},
 		"xAxis":   map[string]any{"type": "value", "name": "k achieved", "nameLocation": "middle", "nameGap": 28, "min": 0},
-		"yAxis":   map[string]any{"type": "value", "name": "latency / 1x", "min": 0},
+		"yAxis":   map[string]any{"type": "value", "name": yName, "min": 0},
 		"series":  series,
 	})
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func headroomHTMLSteps(so *headroom.SideOutcome, slo judge.SLO) htmlreport.Table {
@@ -218,12 +208,7 @@ func headroomHTMLSteps(so *headroom.SideOutcome, slo judge.SLO) htmlreport.Table
 			if v.Bound != judge.BoundTarget {
 				verdict += " (" + string(v.Bound) + ")"
 			}
-			switch {
-			case len(v.Broken) > 0:
-				worst = ruleShort(v.Broken[0], slo)
-			case v.Closest != nil:
-				worst = ruleShort(*v.Closest, slo)
-			}
+			worst = worstShort(v, slo)
 		}
 		wait := ""
 		var notes []string

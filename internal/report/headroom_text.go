@@ -348,12 +348,7 @@ func headroomStepsTable(so *headroom.SideOutcome, slo judge.SLO) string {
 			if v.Bound != judge.BoundTarget {
 				verdict += " (" + strings.ReplaceAll(string(v.Bound), "_", " ") + ")"
 			}
-			switch {
-			case len(v.Broken) > 0:
-				worst = ruleShort(v.Broken[0], slo)
-			case v.Closest != nil:
-				worst = ruleShort(*v.Closest, slo)
-			}
+			worst = worstShort(v, slo)
 		}
 		wait := ""
 		if len(m.Waits) > 0 {
@@ -368,6 +363,18 @@ func headroomStepsTable(so *headroom.SideOutcome, slo judge.SLO) string {
 		rows = append(rows, row)
 	}
 	return texttable.Format("  ", rows, 8)
+}
+
+// worstShort is ruleShort of a step's first broken rule, or of the rule
+// closest to breaking when none broke; "" without either.
+func worstShort(v *judge.StepVerdict, slo judge.SLO) string {
+	switch {
+	case len(v.Broken) > 0:
+		return ruleShort(v.Broken[0], slo)
+	case v.Closest != nil:
+		return ruleShort(*v.Closest, slo)
+	}
+	return ""
 }
 
 // ruleShort is a rule's figure in a table cell: "p95 +12% lookup". A

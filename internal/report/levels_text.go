@@ -7,29 +7,27 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
 
+// levelWords are a level's words: long in verdicts and tables
+// (LevelName), short in a table's cell (levelShort).
+var levelWords = map[compare.Level]struct{ long, short string }{
+	compare.LevelServer:      {"server time (pg_stat_statements)", "server"},
+	compare.LevelLog:         {"the server log's durations", "log"},
+	compare.LevelApplication: {"the application's round trips", "application"},
+}
+
 // LevelName words a level of time per call (compare.Level): the one a
 // query's mean is judged on, in verdicts and tables.
 func LevelName(l compare.Level) string {
-	switch l {
-	case compare.LevelServer:
-		return "server time (pg_stat_statements)"
-	case compare.LevelLog:
-		return "the server log's durations"
-	case compare.LevelApplication:
-		return "the application's round trips"
+	if w, ok := levelWords[l]; ok {
+		return w.long
 	}
 	return string(l)
 }
 
 // levelShort is a level in a table's cell.
 func levelShort(l compare.Level) string {
-	switch l {
-	case compare.LevelServer:
-		return "server"
-	case compare.LevelLog:
-		return "log"
-	case compare.LevelApplication:
-		return "application"
+	if w, ok := levelWords[l]; ok {
+		return w.short
 	}
 	return string(l)
 }

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
@@ -51,12 +49,9 @@ func TestPlansInBrowser(t *testing.T) {
 		t.Errorf("no statements table with a detail: %+v", sc.Tables)
 	}
 	dom := string(htmltest.DumpDOM(t, path, ""))
-	for _, s := range []string{"Index Scan using customers_email_idx on customers", "Seq Scan on customers", `class="bad"`,
-		"index customers_email_idx on customers does not exist on the candidate"} {
-		if !strings.Contains(dom, s) {
-			t.Errorf("the page lacks %q", s)
-		}
-	}
+	wantIn(t, "the page", dom, "Index Scan using customers_email_idx on customers", "Seq Scan on customers", `class="bad"`,
+		"index customers_email_idx on customers does not exist on the candidate",
+	)
 	htmltest.ScreenshotLogged(t, path, "1400,1400")
 }
 
@@ -112,10 +107,7 @@ func widePlans(t *testing.T) explain.Explained {
 // several digits.
 func wideWorkComparison(t *testing.T) *compare.Report {
 	t.Helper()
-	var base, cand []*compare.Run
-	for i := range 6 {
-		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
-		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+	base, cand := workRuns(t, func(i int) observe.Evidence {
 		k := int64(1)
 		if i >= 3 {
 			k = 40
@@ -132,17 +124,8 @@ func wideWorkComparison(t *testing.T) *compare.Report {
 			tot.WALBytes += q.WALBytes
 			tot.SharedBlksDirtied += q.SharedBlksDirtied
 		}
-		b, err := json.Marshal(observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: tot}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run.Evidence = b
-		if i < 3 {
-			base = append(base, run)
-		} else {
-			cand = append(cand, run)
-		}
-	}
+		return observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: tot}}
+	})
 	rep, err := compare.Runs(base, cand, compare.Options{})
 	if err != nil {
 		t.Fatal(err)

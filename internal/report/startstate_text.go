@@ -110,13 +110,18 @@ func startUnchecked(c *catalog.StartCheck) string {
 	if len(names) == 0 {
 		return ""
 	}
+	return fmt.Sprintf("%d tables not compared with the starting point, their rows unknown (never analyzed on the target and larger than %s, or at the start): %s",
+		len(names), numfmt.Bytes(catalog.CountBelow), someNames(names))
+}
+
+// someNames are the first five of names, then how many more there are.
+func someNames(names []string) string {
 	const show = 5
 	list := strings.Join(names[:min(len(names), show)], ", ")
 	if len(names) > show {
 		list += fmt.Sprintf(" and %d more", len(names)-show)
 	}
-	return fmt.Sprintf("%d tables not compared with the starting point, their rows unknown (never analyzed on the target and larger than %s, or at the start): %s",
-		len(names), numfmt.Bytes(catalog.CountBelow), list)
+	return list
 }
 
 // tableName is the table as a reader knows it: without the public
@@ -188,12 +193,7 @@ func startUncounted(c *catalog.StartCheck) string {
 	if len(names) == 0 {
 		return ""
 	}
-	const show = 5
-	list := strings.Join(names[:min(len(names), show)], ", ")
-	if len(names) > show {
-		list += fmt.Sprintf(" and %d more", len(names)-show)
-	}
-	return fmt.Sprintf("%d tables counted at the start not counted on the target, their estimates compared: %s", len(names), list)
+	return fmt.Sprintf("%d tables counted at the start not counted on the target, their estimates compared: %s", len(names), someNames(names))
 }
 
 func tolShare(t catalog.StartTolerance) string {

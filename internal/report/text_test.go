@@ -5,28 +5,21 @@ import (
 	"testing"
 )
 
-func TestOneLine(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"SELECT 1", "SELECT 1"},
-		{"SELECT\n\t a,\n  b FROM t", "SELECT a, b FROM t"},
-		{strings.Repeat("é", 100), strings.Repeat("é", 17) + "..."},
-	}
-	for _, tt := range tests {
-		if got := OneLine(tt.in, 20); got != tt.want {
-			t.Errorf("OneLine(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
+// TestOneLine and TestShorten: a statement on one line, its white space
+// folded, cut at 20 characters (not bytes) with "..." by OneLine and "…"
+// by shorten.
+func TestOneLine(t *testing.T) { testCut(t, "OneLine", OneLine, "...") }
+func TestShorten(t *testing.T) { testCut(t, "shorten", shorten, "…") }
 
-func TestShorten(t *testing.T) {
+func testCut(t *testing.T, name string, cut func(string, int) string, ellipsis string) {
 	tests := []struct{ in, want string }{
 		{"SELECT 1", "SELECT 1"},
 		{"SELECT\n\t a,\n  b FROM t", "SELECT a, b FROM t"},
-		{strings.Repeat("é", 100), strings.Repeat("é", 19) + "…"},
+		{strings.Repeat("é", 100), strings.Repeat("é", 20-len([]rune(ellipsis))) + ellipsis},
 	}
 	for _, tt := range tests {
-		if got := shorten(tt.in, 20); got != tt.want {
-			t.Errorf("shorten(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := cut(tt.in, 20); got != tt.want {
+			t.Errorf("%s(%q) = %q, want %q", name, tt.in, got, tt.want)
 		}
 	}
 }

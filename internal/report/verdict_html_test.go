@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"html"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 )
 
@@ -34,24 +34,12 @@ func slowerComparison(t *testing.T, baseExtra, candExtra map[string]any) *compar
 	base := replayRun(t, "base.json", baseExtra, serverRows, nil)
 	slower := append([]map[string]any{row("slow", 20, 30, 40)}, serverRows[0], serverRows[2], serverRows[3], serverRows[4])
 	cand := replayRun(t, "cand.json", candExtra, slower, nil)
-	rules, err := compare.ParseRules([]string{"mean>+50%"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rules := rulesOf(t, "mean>+50%")
 	rep, err := compare.Compare(base, cand, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func renderPage(t *testing.T, p htmlreport.Page) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := htmlreport.Write(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	return buf.String()
 }
 
 var (
@@ -217,15 +205,11 @@ func TestFixesSection(t *testing.T) {
 		t.Errorf("costs: %+v", costs.Rows)
 	}
 	notes := strings.Join(s.Notes, "\n")
-	for _, w := range []string{
+	wantIn(t, "notes", notes,
 		"index-customers_email_idx: writes customers: INSERT INTO customers VALUES ($1, $2): mean 1.30x (1.20-1.50) against the candidate without the fix, +0.020 ms per call, slower beyond noise",
 		"analyze-orders: no query of the traffic writes orders: what the fix costs its writes is not measured here",
 		"index-customers_email_idx: within noise, not a regression: UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE …: slower 5.55x (1.26-24.43) against the control with the fix",
-	} {
-		if !strings.Contains(notes, w) {
-			t.Errorf("notes lack %q:\n%s", w, notes)
-		}
-	}
+	)
 }
 
 // TestVerdictFixesHTMLGolden: the page's verdict box and its fixes
@@ -240,18 +224,7 @@ func TestVerdictFixesHTMLGolden(t *testing.T) {
 	}
 	got := box + "\n" + fx + "\n"
 	golden := filepath.Join("testdata", "verdict_fixes_html.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("HTML differs from %s:\n%s", golden, got)
-	}
+	goldentest.Check(t, golden, got)
 	// Every figure the golden shows is text a person reads.
 	if plain := tagRE.ReplaceAllString(fx, " "); !strings.Contains(html.UnescapeString(plain), "~ 1.020x (0.90-1.20)") {
 		t.Error("the fixes section lacks the verified fix's ratio with its interval")
@@ -266,14 +239,7 @@ func TestVerdictFixesHTMLGolden(t *testing.T) {
 // regression, named in the verdict box and the worst regressions, and
 // not in the table of those not counted.
 func TestPageCountedOrNot(t *testing.T) {
-	var base, cand []*compare.Run
-	for i := range 3 {
-		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
-		qs := append([]synthQuery(nil), synthQueries[:2]...)
-		qs[0].meanUS *= 100
-		qs[1].meanUS *= 1.5
-		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
-	}
+	base, cand := busierRuns(t)
 	const slowed = "b2c3d4e5f6071829"
 	for _, tc := range []struct {
 		rule    string

@@ -99,10 +99,7 @@ func TestVerdictLatencyNotJudged(t *testing.T) {
 		strings.Contains(text, "PASS") || strings.Contains(text, "FAIL") {
 		t.Errorf("comparison text:\n%s", text)
 	}
-	doc, err := json.Marshal(ComparisonDocument(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := comparisonJSON(t, rep)
 	var got struct {
 		Verdict struct {
 			Status           string `json:"status"`

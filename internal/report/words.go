@@ -35,8 +35,13 @@ func fmtMS(v float64) string {
 // fmtSignedMS formats a difference in ms with its sign: "+0.158",
 // "-1.20"; what rounds to zero is "+0.000", never "-0.000".
 func fmtSignedMS(v float64) string {
-	s := fmtMS(math.Abs(v))
-	if v < 0 && strings.Trim(s, "0.") != "" {
+	return signed(v < 0, fmtMS(math.Abs(v)), "0.")
+}
+
+// signed is s, a magnitude formatted, with "-" before it when neg, "+"
+// otherwise and when s shows zero (it holds nothing but zeros).
+func signed(neg bool, s, zeros string) string {
+	if neg && strings.Trim(s, zeros) != "" {
 		return "-" + s
 	}
 	return "+" + s
@@ -52,11 +57,7 @@ func fmtTotal(ms float64) string {
 
 // fmtSignedTotal is fmtTotal with its sign: "+1.20 s", "-850 ms".
 func fmtSignedTotal(ms float64) string {
-	s := fmtTotal(math.Abs(ms))
-	if ms < 0 && strings.Trim(s, "0. ms") != "" {
-		return "-" + s
-	}
-	return "+" + s
+	return signed(ms < 0, fmtTotal(math.Abs(ms)), "0. ms")
 }
 
 // fmtFactor formats a ratio as "4.00x"; "-" when undefined.

@@ -2,12 +2,10 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
-	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
@@ -16,10 +14,7 @@ import (
 // call (an update that lost HOT).
 func workComparison(t *testing.T, rules ...compare.Rule) *compare.Report {
 	t.Helper()
-	var base, cand []*compare.Run
-	for i := range 6 {
-		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
-		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+	base, cand := workRuns(t, func(i int) observe.Evidence {
 		wal, dirtied := int64(6800), 0.92
 		if i >= 3 {
 			wal, dirtied = 17000, 1.55
@@ -29,17 +24,8 @@ func workComparison(t *testing.T, rules ...compare.Rule) *compare.Report {
 			{Fingerprint: "b2c3d4e5f6071829", QueryStats: observe.QueryStats{Calls: 5000, WALBytes: 5000 * wal, WALFPI: 4600, SharedBlksDirtied: int64(5000 * dirtied)}},
 			{Fingerprint: "a1b2c3d4e5f60718", QueryStats: observe.QueryStats{Calls: 5000}},
 		}
-		b, err := json.Marshal(observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run.Evidence = b
-		if i < 3 {
-			base = append(base, run)
-		} else {
-			cand = append(cand, run)
-		}
-	}
+		return observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs}}
+	})
 	rep, err := compare.Runs(base, cand, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
@@ -51,27 +37,16 @@ func workComparison(t *testing.T, rules ...compare.Rule) *compare.Report {
 // update that writes 2.5x the WAL, and the report words the figures per
 // call with their interval; a threshold above the change breaks nothing.
 func TestWorkRuleReport(t *testing.T) {
-	rules, err := compare.ParseRules([]string{"wal>+50%,dirtied>3x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rules := rulesOf(t, "wal>+50%,dirtied>3x")
 	rep := workComparison(t, rules...)
 	if rep.Verdict.Status != compare.VerdictFail || len(rep.Verdict.Broken) != 1 {
 		t.Fatalf("verdict %s, broken %+v", rep.Verdict.Status, rep.Verdict.Broken)
 	}
-	var text bytes.Buffer
-	if err := WriteComparison(&text, rep, 5); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	text := comparisonText(t, rep, 5)
+	wantIn(t, "text", text,
 		"FAIL: wal>+50% broken by 1 query",
 		"wal>+50% broken by b2c3d4e5f6071829",
-		"WAL bytes per call 6.7 kB -> 16.6 kB (2.50x, interval 2.",
-	} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, text.String())
-		}
-	}
+		"WAL bytes per call 6.7 kB -> 16.6 kB (2.50x, interval 2.")
 	rules, _ = compare.ParseRules([]string{"wal>3x"})
 	if rep := workComparison(t, rules...); rep.Verdict.Status == compare.VerdictFail {
 		t.Errorf("wal>3x was broken by a 2.5x change: %+v", rep.Verdict.Broken)
@@ -83,30 +58,13 @@ func TestServerWorkReport(t *testing.T) {
 	if len(rep.MoreWork) != 1 || rep.MoreWork[0] != "b2c3d4e5f6071829" {
 		t.Fatalf("more work %v, queries %+v", rep.MoreWork, rep.Queries)
 	}
-	var text bytes.Buffer
-	if err := WriteComparison(&text, rep, 5); err != nil {
-		t.Fatal(err)
-	}
-	out := text.String()
+	out := comparisonText(t, rep, 5)
 	t.Logf("%s", out)
-	for _, want := range []string{
+	wantIn(t, "text", out,
 		"Server work per call (pg_stat_statements): queries that write more, by the share of the run's work they add; intervals over the runs; floors 1.50x and +1.0 kB WAL or +0.5 blocks dirtied a call",
 		"6.7 kB -> 16.6 kB", "+48.8 MB", "1.68x (1.68-1.68)", "writes more: WAL bytes", "REGRESSIONS (no rule to fail on): no latency regression beyond noise; 1 query writes more per call, most b2c3d4e5f6071829",
-		"(WAL bytes per call 2.50x (",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q", want)
-		}
-	}
-	js, err := json.Marshal(ComparisonDocument(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"more_work":["b2c3d4e5f6071829"]`, `"server_work":{"compared":true`, `"status":"more_work"`, `"wal_bytes":{"ratio":`} {
-		if !bytes.Contains(js, []byte(want)) {
-			t.Errorf("JSON lacks %s", want)
-		}
-	}
+		"(WAL bytes per call 2.50x (")
+	wantIn(t, "JSON", string(comparisonJSON(t, rep)), `"more_work":["b2c3d4e5f6071829"]`, `"server_work":{"compared":true`, `"status":"more_work"`, `"wal_bytes":{"ratio":`)
 	p := ComparisonPage(rep, ComparisonOptions{})
 	var ids []string
 	for _, s := range p.Sections {
@@ -115,13 +73,7 @@ func TestServerWorkReport(t *testing.T) {
 	if got := strings.Join(ids, ","); !strings.Contains(got, "server-work") {
 		t.Errorf("sections %s", got)
 	}
-	var page bytes.Buffer
-	if err := htmlreport.Write(&page, p); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(page.String(), "Writes more per call") || !strings.Contains(page.String(), "2.50x (") {
-		t.Errorf("the page lacks the server work")
-	}
+	wantIn(t, "the page", renderPage(t, p), "Writes more per call", "2.50x (")
 }
 
 // TestSlowerWhileBusierReport: beside a dominant regression (the lookup,
@@ -129,14 +81,7 @@ func TestServerWorkReport(t *testing.T) {
 // apart, named with the regression it slowed beside, in the text, the
 // verdict line, the JSON and the page.
 func TestSlowerWhileBusierReport(t *testing.T) {
-	var base, cand []*compare.Run
-	for i := range 3 {
-		base = append(base, synthRun(t, "analysis", uint64(1+i), false, synthQueries[:2]...))
-		qs := append([]synthQuery(nil), synthQueries[:2]...)
-		qs[0].meanUS *= 100
-		qs[1].meanUS *= 1.5
-		cand = append(cand, synthRun(t, "analysis", uint64(4+i), false, qs...))
-	}
+	base, cand := busierRuns(t)
 	rep, err := compare.Runs(base, cand, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,36 +89,13 @@ func TestSlowerWhileBusierReport(t *testing.T) {
 	if len(rep.SlowerWhileBusier) != 1 || len(rep.RegressionsByAddedTime) != 1 {
 		t.Fatalf("slower while busier %v, regressions %v", rep.SlowerWhileBusier, rep.RegressionsByAddedTime)
 	}
-	var text bytes.Buffer
-	if err := WriteComparison(&text, rep, 5); err != nil {
-		t.Fatal(err)
-	}
-	out := text.String()
-	for _, want := range []string{
+	out := comparisonText(t, rep, 5)
+	wantIn(t, "text", out,
 		`Slower while the server was busier with a1b2c3d4e5f60718 "SELECT abalance FROM pgbench_accounts WHERE aid = $1" (+`,
 		"1 regression, worst a1b2c3d4e5f60718",
-		"; 1 more query slower beside it while the server was busier, not counted",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-	js, err := json.Marshal(ComparisonDocument(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"slower_while_busier":["b2c3d4e5f6071829"]`, `"busier_with":"a1b2c3d4e5f60718"`, `"status":"slower_while_busier"`} {
-		if !bytes.Contains(js, []byte(want)) {
-			t.Errorf("JSON lacks %s", want)
-		}
-	}
-	var page bytes.Buffer
-	if err := htmlreport.Write(&page, ComparisonPage(rep, ComparisonOptions{})); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(page.String(), "Slower while the server was busier with") {
-		t.Errorf("the page lacks the queries slower beside the regression")
-	}
+		"; 1 more query slower beside it while the server was busier, not counted")
+	wantIn(t, "JSON", string(comparisonJSON(t, rep)), `"slower_while_busier":["b2c3d4e5f6071829"]`, `"busier_with":"a1b2c3d4e5f60718"`, `"status":"slower_while_busier"`)
+	wantIn(t, "the page", renderPage(t, ComparisonPage(rep, ComparisonOptions{})), "Slower while the server was busier with")
 }
 
 // TestServerWorkBelowFloorsAndHOT: the issue's case in words. The
@@ -183,10 +105,7 @@ func TestSlowerWhileBusierReport(t *testing.T) {
 // the run's WAL; pgbench_accounts' HOT share drops and the index on the
 // candidate that ended it is named, in the text, the JSON and the page.
 func TestServerWorkBelowFloorsAndHOT(t *testing.T) {
-	var base, cand []*compare.Run
-	for i := range 6 {
-		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
-		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+	base, cand := workRuns(t, func(i int) observe.Evidence {
 		upd, ins, hot := int64(6800), int64(78), int64(4900)
 		ixs := []observe.TableIndex{{Name: "pgbench_accounts_pkey", Columns: []string{"aid"}, Method: "btree"}}
 		if i >= 3 {
@@ -200,60 +119,25 @@ func TestServerWorkBelowFloorsAndHOT(t *testing.T) {
 			{Fingerprint: "a1b2c3d4e5f60718", QueryStats: observe.QueryStats{Calls: 5000}},
 		}
 		tot := observe.QueryStats{WALBytes: qs[0].WALBytes + qs[1].WALBytes, SharedBlksDirtied: 4600}
-		ev := observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: tot},
+		return observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: tot},
 			Tables: []observe.TableUpdates{{Database: "bench", Schema: "public", Name: "pgbench_accounts", Updates: 5000, HOTUpdates: hot + int64(i), Indexes: ixs}}}
-		b, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		run.Evidence = b
-		if i < 3 {
-			base = append(base, run)
-		} else {
-			cand = append(cand, run)
-		}
-	}
+	})
 	rep, err := compare.Runs(base, cand, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text bytes.Buffer
-	if err := WriteComparison(&text, rep, 5); err != nil {
-		t.Fatal(err)
-	}
-	out := text.String()
+	out := comparisonText(t, rep, 5)
 	t.Logf("%s", out)
-	for _, want := range []string{
+	wantIn(t, "text", out,
 		"or 1.0% of the run's WAL or blocks dirtied",
 		"Server work changed beyond noise (by 1.10x at least), but under a floor: not work regressions",
 		"6.6 kB -> 8.6 kB", "under the 1.50x floor",
 		"78 B -> 219 B", "+2.0% (",
 		"HOT updates (pg_stat_user_tables): tables whose share of HOT updates moved",
-		"pgbench_accounts: HOT updates 98% (98-98%) -> 0.9% (0.9-0.9%) of 5000 -> 5000 updates a run; an index on the updated column abalance exists only on the candidate: pgbench_accounts_abalance_idx",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q", want)
-		}
-	}
-	js, err := json.Marshal(ComparisonDocument(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"below_floors":["b2c3d4e5f6071829"]`, `"below_floors_reason":"under_work_effect_floor"`, `"hot_updates":[{"schema":"public","name":"pgbench_accounts"`,
-		`"dropped":true,"cause":{"columns":["abalance"],"indexes":["pgbench_accounts_abalance_idx"]}`, `"more_work":["d4e5f60718293041"]`} {
-		if !bytes.Contains(js, []byte(want)) {
-			t.Errorf("JSON lacks %s", want)
-		}
-	}
-	var page bytes.Buffer
-	if err := htmlreport.Write(&page, ComparisonPage(rep, ComparisonOptions{})); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"but under a floor: not work regressions", "pgbench_accounts_abalance_idx", "HOT updates per table"} {
-		if !strings.Contains(page.String(), want) {
-			t.Errorf("the page lacks %q", want)
-		}
-	}
+		"pgbench_accounts: HOT updates 98% (98-98%) -> 0.9% (0.9-0.9%) of 5000 -> 5000 updates a run; an index on the updated column abalance exists only on the candidate: pgbench_accounts_abalance_idx")
+	wantIn(t, "JSON", string(comparisonJSON(t, rep)), `"below_floors":["b2c3d4e5f6071829"]`, `"below_floors_reason":"under_work_effect_floor"`, `"hot_updates":[{"schema":"public","name":"pgbench_accounts"`,
+		`"dropped":true,"cause":{"columns":["abalance"],"indexes":["pgbench_accounts_abalance_idx"]}`, `"more_work":["d4e5f60718293041"]`)
+	wantIn(t, "the page", renderPage(t, ComparisonPage(rep, ComparisonOptions{})), "but under a floor: not work regressions", "pgbench_accounts_abalance_idx", "HOT updates per table")
 }
 
 // TestWorkFromNone: a query that wrote no WAL on the control and 105 B a
@@ -263,10 +147,7 @@ func TestServerWorkBelowFloorsAndHOT(t *testing.T) {
 // table, from_none with no ratio in the JSON, and never a ratio over the
 // counter's resolution ("105x (105-105)", "(-, interval 105-105)").
 func TestWorkFromNone(t *testing.T) {
-	var base, cand []*compare.Run
-	for i := range 6 {
-		run := synthRun(t, "analysis", uint64(1+i%3), false, synthQueries[:4]...)
-		run.Source = []string{"control 1", "control 2", "control 3", "candidate 1", "candidate 2", "candidate 3"}[i]
+	base, cand := workRuns(t, func(i int) observe.Evidence {
 		var wal int64
 		if i >= 3 {
 			wal = 105
@@ -276,21 +157,9 @@ func TestWorkFromNone(t *testing.T) {
 			{Fingerprint: "a1b2c3d4e5f60718", QueryStats: observe.QueryStats{Calls: 5000, WALBytes: 5000 * 200, SharedBlksDirtied: 5000}},
 		}
 		totals := observe.QueryStats{Calls: 10000, WALBytes: 5000 * (wal + 200), SharedBlksDirtied: 9600}
-		b, err := json.Marshal(observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: totals}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run.Evidence = b
-		if i < 3 {
-			base = append(base, run)
-		} else {
-			cand = append(cand, run)
-		}
-	}
-	rules, err := compare.ParseRules([]string{"wal>+50%"})
-	if err != nil {
-		t.Fatal(err)
-	}
+		return observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: totals}}
+	})
+	rules := rulesOf(t, "wal>+50%")
 	rep, err := compare.Runs(base, cand, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
@@ -299,44 +168,21 @@ func TestWorkFromNone(t *testing.T) {
 	if q == nil || q.Work == nil || !q.Work.WALBytes.FromNone || q.Work.Dirtied.FromNone || q.Status != compare.StatusMoreWork || len(rep.Verdict.Broken) != 1 {
 		t.Fatalf("query %+v, broken %+v", q, rep.Verdict.Broken)
 	}
-	var text bytes.Buffer
-	if err := WriteComparison(&text, rep, 5); err != nil {
-		t.Fatal(err)
-	}
-	out := text.String()
-	for _, want := range []string{
+	out := comparisonText(t, rep, 5)
+	wantIn(t, "text", out,
 		"(WAL bytes none -> 105 B a call, +512.7 kB WAL per run)",
 		"wal>+50% broken by b2c3d4e5f6071829",
 		": WAL bytes none -> 105 B a call\n",
 		"  none -> 105 B ",
-		"  from none  +52% (52 to 52%) of the run's WAL",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text lacks %q:\n%s", want, out)
-		}
-	}
-	js, err := json.Marshal(ComparisonDocument(rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"wal_bytes":{"ratio":0,`, `"from_none":true`, `"detail":"WAL bytes none -\u003e 105 B a call"`} {
-		if !bytes.Contains(js, []byte(want)) {
-			t.Errorf("JSON lacks %s:\n%s", want, js)
-		}
-	}
+		"  from none  +52% (52 to 52%) of the run's WAL")
+	js := comparisonJSON(t, rep)
+	wantIn(t, "JSON", string(js), `"wal_bytes":{"ratio":0,`, `"from_none":true`, `"detail":"WAL bytes none -\u003e 105 B a call"`)
 	if n := bytes.Count(js, []byte(`"from_none"`)); n != 1 {
 		t.Errorf("from_none %d times in the JSON, want once (the WAL of one query)", n)
 	}
-	var page bytes.Buffer
-	if err := htmlreport.Write(&page, ComparisonPage(rep, ComparisonOptions{})); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"none -&gt; 105 B", "from none"} {
-		if !strings.Contains(page.String(), want) {
-			t.Errorf("the page lacks %q", want)
-		}
-	}
-	for name, s := range map[string]string{"text": out, "JSON": string(js), "page": page.String()} {
+	page := renderPage(t, ComparisonPage(rep, ComparisonOptions{}))
+	wantIn(t, "the page", page, "none -&gt; 105 B", "from none")
+	for name, s := range map[string]string{"text": out, "JSON": string(js), "page": page} {
 		for _, ratio := range []string{"105x", "105.0x", "interval 105", "(105-105)", "(-, "} {
 			if strings.Contains(s, ratio) {
 				t.Errorf("the %s gives a change from nothing as a ratio: %q", name, ratio)

@@ -95,15 +95,14 @@ func Merge(a, b *Result) (*Result, error) {
 	case sharded:
 		// Every shard read the whole capture, as every shard reads
 		// the whole log.
+		src := b.Messages
 		if a.Messages != nil && (b.Messages == nil || a.Messages.Total >= b.Messages.Total) {
-			c := *a.Messages
-			c.Skipped = addCounts(nil, a.Messages.Skipped)
-			c.BeforeRecording = maps.Clone(a.Messages.BeforeRecording)
-			m.Messages = &c
-		} else if b.Messages != nil {
-			c := *b.Messages
-			c.Skipped = addCounts(nil, b.Messages.Skipped)
-			c.BeforeRecording = maps.Clone(b.Messages.BeforeRecording)
+			src = a.Messages
+		}
+		if src != nil {
+			c := *src
+			c.Skipped = addCounts(nil, src.Skipped)
+			c.BeforeRecording = maps.Clone(src.BeforeRecording)
 			m.Messages = &c
 		}
 	case a.Messages != nil || b.Messages != nil:
@@ -709,26 +708,24 @@ func mergeSync(a, b *Result, x, y *Sync) (*Sync, error) {
 	return m, nil
 }
 
-// sumKnown sums two counts by key; nil when either is nil (not counted).
 // sumCounts adds two maps of counts; nil when both are empty.
 func sumCounts(x, y map[string]int64) map[string]int64 {
 	if len(x)+len(y) == 0 {
 		return nil
 	}
-	m := make(map[string]int64, len(x)+len(y))
-	for k, v := range x {
-		m[k] += v
-	}
-	for k, v := range y {
-		m[k] += v
-	}
-	return m
+	return summed(x, y)
 }
 
+// sumKnown sums two counts by key; nil when either is nil (not counted).
 func sumKnown(x, y map[string]int64) map[string]int64 {
 	if x == nil || y == nil {
 		return nil
 	}
+	return summed(x, y)
+}
+
+// summed is a new map of x's and y's counts added by key, zeros kept.
+func summed(x, y map[string]int64) map[string]int64 {
 	m := make(map[string]int64, len(x)+len(y))
 	for k, v := range x {
 		m[k] += v

@@ -222,15 +222,7 @@ func (s *Sampler) Samples(fingerprint string) []Sample {
 func (p *picks) samples() []Sample {
 	out := []Sample{*p.slowest}
 	kept := slices.Clone(p.kept)
-	slices.SortStableFunc(kept, func(a, b Sample) int {
-		switch {
-		case a.DurationMS < b.DurationMS:
-			return -1
-		case a.DurationMS > b.DurationMS:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(kept, func(a, b Sample) int { return cmp.Compare(a.DurationMS, b.DurationMS) })
 	med := kept[(len(kept)-1)/2]
 	if med.DurationMS != p.slowest.DurationMS || len(kept) > 1 {
 		med.Role = SampleMedian

@@ -1,5 +1,7 @@
 package results
 
+import "slices"
+
 // The vocabulary that crosses the results boundary: what producers
 // (analyze, replay) write and consumers (compare, findings, report) test.
 // Each is a typed constant defined here once; a consumer compares with
@@ -166,12 +168,7 @@ func (r *Result) MarkDegraded(reason DegradedReason, text string) {
 // DegradedBecause reports whether reason is among the reasons the replay
 // is degraded.
 func (r *Result) DegradedBecause(reason DegradedReason) bool {
-	for _, x := range r.DegradedReasons {
-		if x == reason {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.DegradedReasons, reason)
 }
 
 // MarkIncomplete adds why the run is incomplete: its kind and the
@@ -184,12 +181,7 @@ func (r *Result) MarkIncomplete(reason IncompleteReason, text string) {
 // IncompleteBecause reports whether reason is among the reasons the run
 // is incomplete.
 func (r *Result) IncompleteBecause(reason IncompleteReason) bool {
-	for _, x := range r.IncompleteReasons {
-		if x == reason {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.IncompleteReasons, reason)
 }
 
 // Unpaced reports whether the replay ran as fast as possible (speed 0)

@@ -1,6 +1,7 @@
 package stepcurve
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -108,15 +109,7 @@ func levels(readings []Reading, ref float64) []level {
 			out[i].broke++
 		}
 	}
-	slices.SortFunc(out, func(a, b level) int {
-		switch {
-		case a.x < b.x:
-			return -1
-		case a.x > b.x:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b level) int { return cmp.Compare(a.x, b.x) })
 	return out
 }
 

@@ -27,6 +27,7 @@
 package stepcurve
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -271,14 +272,6 @@ func powers(l Level) []float64 {
 
 func sorted(levels []Level) []Level {
 	ls := slices.Clone(levels)
-	slices.SortStableFunc(ls, func(a, b Level) int {
-		switch {
-		case a.X < b.X:
-			return -1
-		case a.X > b.X:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ls, func(a, b Level) int { return cmp.Compare(a.X, b.X) })
 	return ls
 }

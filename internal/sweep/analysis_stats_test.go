@@ -178,17 +178,7 @@ func TestSweepAANoisyMachine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	const trials = 2000
 	clients := []int{1, 2, 4, 8, 16}
-	noisy := func(s shape) []Step {
-		var steps []Step
-		for _, c := range clients {
-			for r := range 3 {
-				sigma := math.Exp(math.Log(0.03) + rng.Float64()*(math.Log(0.4)-math.Log(0.03)))
-				tps := s.tps(float64(c)) * math.Exp(rng.NormFloat64()*sigma)
-				steps = append(steps, Step{Clients: c, Round: r + 1, TPS: tps, Latency: Latency{Mean: 1000 * float64(c) / tps}})
-			}
-		}
-		return steps
-	}
+	noisy := func(s shape) []Step { return noisySteps(rng, clients, s) }
 	sweepsNotSame, falseCliffs, apart := 0, 0, 0
 	for i := range trials {
 		s := shape{peak: 10000, rise: []float64{1, 2, 4}[i%3]}

@@ -20,17 +20,7 @@ func TestKneeAndCliffBothSidesOrNeither(t *testing.T) {
 	functionalCase(t)
 	rng := rand.New(rand.NewPCG(45, 66))
 	clients := []int{1, 2, 4, 8}
-	noisy := func(s shape) []Step {
-		var steps []Step
-		for _, c := range clients {
-			for r := range 3 {
-				sigma := math.Exp(math.Log(0.03) + rng.Float64()*(math.Log(0.4)-math.Log(0.03)))
-				tps := s.tps(float64(c)) * math.Exp(rng.NormFloat64()*sigma)
-				steps = append(steps, Step{Clients: c, Round: r + 1, TPS: tps, Latency: Latency{Mean: 1000 * float64(c) / tps}})
-			}
-		}
-		return steps
-	}
+	noisy := func(s shape) []Step { return noisySteps(rng, clients, s) }
 	const trials = 2000
 	var kneeOneSided, cliffOneSided, indistinct int
 	for i := range trials {
@@ -92,4 +82,19 @@ func curvesApart(res *Result) bool {
 		}
 	}
 	return curvesDiffer(res.Configs[0].Steps, res.Configs[1].Steps)
+}
+
+// noisySteps are three rounds at each of clients on curve s, each round's
+// TPS off the curve by a noise whose spread, drawn per round, is from 3%
+// to 40% (log-uniform), as on a busy machine.
+func noisySteps(rng *rand.Rand, clients []int, s shape) []Step {
+	var steps []Step
+	for _, c := range clients {
+		for r := range 3 {
+			sigma := math.Exp(math.Log(0.03) + rng.Float64()*(math.Log(0.4)-math.Log(0.03)))
+			tps := s.tps(float64(c)) * math.Exp(rng.NormFloat64()*sigma)
+			steps = append(steps, Step{Clients: c, Round: r + 1, TPS: tps, Latency: Latency{Mean: 1000 * float64(c) / tps}})
+		}
+	}
+	return steps
 }

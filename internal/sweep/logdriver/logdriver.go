@@ -256,21 +256,21 @@ func assignLanes(spans map[string]*span, lane map[string]int) int {
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	var busy busyLanes
-	var free intHeap
+	busy := &minHeap[laneEnd]{less: func(a, b laneEnd) bool { return a.end < b.end }}
+	free := &minHeap[int]{less: func(a, b int) bool { return a < b }}
 	n := 0
 	for _, s := range list {
-		for len(busy) > 0 && busy[0].end < s.first {
-			heap.Push(&free, heap.Pop(&busy).(laneEnd).lane)
+		for busy.Len() > 0 && busy.items[0].end < s.first {
+			heap.Push(free, heap.Pop(busy).(laneEnd).lane)
 		}
 		l := n
-		if len(free) > 0 {
-			l = heap.Pop(&free).(int)
+		if free.Len() > 0 {
+			l = heap.Pop(free).(int)
 		} else {
 			n++
 		}
 		lane[s.id] = l
-		heap.Push(&busy, laneEnd{end: s.last, lane: l})
+		heap.Push(busy, laneEnd{end: s.last, lane: l})
 	}
 	return n
 }
@@ -323,29 +323,19 @@ type laneEnd struct {
 	lane int
 }
 
-type busyLanes []laneEnd
-
-func (h busyLanes) Len() int           { return len(h) }
-func (h busyLanes) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h busyLanes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *busyLanes) Push(x any)        { *h = append(*h, x.(laneEnd)) }
-func (h *busyLanes) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// minHeap is a heap (container/heap) of items, the least by less first.
+type minHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
 }
 
-type intHeap []int
-
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (h *minHeap[T]) Len() int           { return len(h.items) }
+func (h *minHeap[T]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *minHeap[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *minHeap[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *minHeap[T]) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
 	return x
 }
 
