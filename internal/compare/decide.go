@@ -123,6 +123,20 @@ const (
 	ruleUndecided
 )
 
+// MoreRoundsWouldTell says whether more rounds could decide a query the
+// rounds so far leave undecided on a rule (Verdict.Undecided): when no
+// rule is broken (VerdictUndecided), and also when another query has
+// already broken one (VerdictFail), so that a rehearsal that fails on
+// one query still names every query that breaks a rule rather than
+// leaving the small ones undecided (issue 58). A diverged or incomplete
+// comparison is not: more rounds would not judge it.
+func (r *Report) MoreRoundsWouldTell() bool {
+	if len(r.Verdict.Undecided) == 0 {
+		return false
+	}
+	return r.Verdict.Status == VerdictUndecided || r.Verdict.Status == VerdictFail
+}
+
 // decide marks the queries whose interval holds a rule-breaking ratio
 // and that break no rule as undecided (Verdict.Undecided), and, at a
 // look after added rounds, a query's broken rule that its figure's

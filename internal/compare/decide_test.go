@@ -56,7 +56,7 @@ func decideRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Verdict.Undecided) == 0 || look == looks {
+		if !rep.MoreRoundsWouldTell() || look == looks {
 			return rep
 		}
 		h.round(look%2 == 1)

@@ -91,6 +91,40 @@ func TestRuleUnderFloors(t *testing.T) {
 	}
 }
 
+// A rehearsal that fails on one query still asks for rounds while
+// another is undecided on the rule (issue 58: a true 1.5x beside a
+// failing report was left undecided and counted missed): the report
+// twice as slow breaks mean>+50%, the lookup straddles it.
+func TestMoreRoundsBesideAFailure(t *testing.T) {
+	base := floorRuns(t, "A", 100, []float64{40, 41, 42})
+	var cand []*Run
+	for i, m := range []float64{50, 62, 80} {
+		qs := map[string]queryDist{"big": {1000, expAround(10000)}, "tiny": {1000, expAround(m)}}
+		cand = append(cand, runOfQueries(t, fmt.Sprintf("C%d.json", i+1), 200+uint64(i), qs))
+	}
+	for _, tc := range []struct {
+		name string
+		cand []*Run
+		want VerdictStatus
+		asks bool
+	}{
+		{"fails, lookup undecided", cand, VerdictFail, true},
+		{"lookup undecided alone", floorRuns(t, "C", 200, []float64{50, 62, 80}), VerdictUndecided, true},
+		{"fails, lookup decided", floorRuns(t, "C", 200, []float64{80, 82, 84}), VerdictFail, false},
+		{"identical", floorRuns(t, "C", 300, []float64{40, 41, 42}), VerdictPass, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Runs(base, tc.cand, Options{Rules: mustRules(t, "mean>+50%"), Look: 1, Looks: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Verdict.Status != tc.want || rep.MoreRoundsWouldTell() != tc.asks {
+				t.Fatalf("verdict %s, more rounds %v, undecided %+v; want %s, %v", rep.Verdict.Status, rep.MoreRoundsWouldTell(), rep.Verdict.Undecided, tc.want, tc.asks)
+			}
+		})
+	}
+}
+
 // A tiny query whose runs' interval lies beyond +50% but whose calls are
 // too few to carry that at the family's level is undecided, and the
 // verdict shows what holds the threshold (its calls' interval), never an

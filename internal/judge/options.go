@@ -129,16 +129,17 @@ type Unjudgeable = compare.Unjudgeable
 const UnjudgeablePartial = compare.UnjudgeablePartial
 
 // Undecided says whether the comparison of the candidate's runs with
-// the baseline's, made as opts say, is undecided: no rule broken, but a
-// query's interval holds a ratio that breaks one (compare's decide.go),
-// so that more runs could tell. A comparison that cannot be made is not
-// undecided: more runs would not make it.
+// the baseline's, made as opts say, leaves a query undecided: its
+// interval holds a ratio that breaks a rule (compare's decide.go), so
+// that more runs could tell, whether or not another query has already
+// broken a rule (compare.Report.MoreRoundsWouldTell). A comparison that
+// cannot be made is not undecided: more runs would not make it.
 func Undecided(base, cand []Run, opts Options) bool {
 	if len(base) == 0 || len(cand) == 0 {
 		return false
 	}
 	rep, err := Compare(Results(base), Results(cand), opts)
-	return err == nil && rep.Verdict.Status == compare.VerdictUndecided
+	return err == nil && rep.MoreRoundsWouldTell()
 }
 
 // Undecided says that no rule is broken but some query may break one,
