@@ -130,14 +130,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	r.began = time.Now()
 	cpu0, cpuOK := processCPU()
 	sched0 := schedLatency()
-	if r.sched.Paced() && !r.opts.DryRun {
-		// A dry run issues nothing whose lateness matters, and its
-		// tests run in synctest bubbles, whose fake time a timerfd
-		// does not follow.
-		if r.waker = newPreciseWaker(); r.waker != nil {
-			defer r.waker.close()
-		}
-	}
+	defer r.pace()()
 	res := results.New(results.KindReplay, results.LatencyClient)
 	res.DryRun, res.Speed = r.opts.DryRun, r.opts.Speed
 	res.StartedAt = results.Time(r.began.UnixMicro())
@@ -235,6 +228,29 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	}
 	warnLag(res, r.opts.MaxLag, schedP99(sched0, schedLatency()))
 	return res, readErr
+}
+
+// pace readies a paced replay's timing, and returns what undoes it: the
+// precise waker (a dry run issues nothing whose lateness matters, and its
+// tests run in synctest bubbles, whose fake time a timerfd does not
+// follow); on the target's machine, the replayer's threads yield to the
+// target's backends rather than preempt them mid-statement
+// (yieldToTarget).
+func (r *Replayer) pace() func() {
+	if !r.sched.Paced() || r.opts.DryRun {
+		return func() {}
+	}
+	r.waker = newPreciseWaker()
+	restore := func() {}
+	if connstr.IsLocal(r.opts.Target) {
+		restore, _ = yieldToTarget()
+	}
+	return func() {
+		restore()
+		if r.waker != nil {
+			r.waker.close()
+		}
+	}
 }
 
 // finish is when a paced replay that ran to its end finished against its

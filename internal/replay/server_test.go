@@ -73,6 +73,9 @@ type slowSink struct {
 	slowDone     bool
 	beforeSlow   int
 	quick, sleep string
+	// batch and notBatch count the statements whose report came from a
+	// thread under SCHED_BATCH (yieldToTarget) and under another policy.
+	batch, notBatch int
 }
 
 func newSlowSink() *slowSink {
@@ -81,7 +84,14 @@ func newSlowSink() *slowSink {
 
 func (o *slowSink) Statement(s Sample) {
 	o.lagSink.Statement(s)
+	batch, known := callerUnderBatch()
 	o.mu.Lock()
+	switch {
+	case known && batch:
+		o.batch++
+	case known:
+		o.notBatch++
+	}
 	defer o.mu.Unlock()
 	switch s.Fingerprint {
 	case o.sleep:
@@ -128,6 +138,14 @@ func TestNonBlocking(t *testing.T) {
 		}
 		if res.Lag.Max < 2500 {
 			t.Errorf("max lag %.1f ms: the statements behind pg_sleep(3) should be ~3 s late", res.Lag.Max)
+		}
+		// On the target's machine the replayer's threads run under
+		// SCHED_BATCH while it replays, and under SCHED_NORMAL after.
+		if _, known := callerUnderBatch(); known && (obs.notBatch > 0 || obs.batch == 0) {
+			t.Errorf("statements reported from threads under SCHED_BATCH: %d, under another policy: %d; want all under SCHED_BATCH", obs.batch, obs.notBatch)
+		}
+		if batch, _ := callerUnderBatch(); batch {
+			t.Error("the test's thread is still under SCHED_BATCH after the replay")
 		}
 		if t.Failed() || obs.beforeSlow > nonBlockingDue/2 {
 			return
