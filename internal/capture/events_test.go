@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -356,11 +355,7 @@ func TestDecoderResumedSession(t *testing.T) {
 	}
 	d := NewDecoder(&recs)
 	var evs []*event.Event
-	for {
-		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
