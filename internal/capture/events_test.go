@@ -269,16 +269,13 @@ func decodeAll(t *testing.T, recs *records) (*Decoder, []string) {
 	t.Helper()
 	d := NewDecoder(recs)
 	var got []string
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			return d, got
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, describe(ev))
 	}
+	return d, got
 }
 
 // TestDecoderSessionEnds: a session refused at authentication (its
@@ -407,11 +404,7 @@ func TestDecoderDigests(t *testing.T) {
 	d := NewDecoder(&recs)
 	var got [][]rowdigest.Digest
 	var versions []rowdigest.Version
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -664,11 +657,7 @@ func TestDecoderErrorOutsideStatement(t *testing.T) {
 	}
 	d := NewDecoder(&recs)
 	var errs, outside, failed int
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,16 +19,13 @@ import (
 func allEvents(t testing.TB, r *Reader) []*event.Event {
 	t.Helper()
 	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
+	for ev, err := range event.All(r) {
 		if err != nil {
 			t.Fatalf("%s: %v", r.Name(), err)
 		}
 		evs = append(evs, ev)
 	}
+	return evs
 }
 
 // readAllEvents reads every event of path with opts, checking that every
