@@ -246,10 +246,7 @@ func TestDeltasMatchPgbench(t *testing.T) {
 func waitGone(t testing.TB, c *pgcluster.Cluster, app string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	for range 200 {
 		var n int
@@ -360,10 +357,7 @@ func TestEviction(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.max": "100"}))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
@@ -534,10 +528,7 @@ func TestWorkCounters(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"full_page_writes": "on"}))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		t.Fatal(err)

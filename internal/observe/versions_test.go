@@ -53,10 +53,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	if err := c.Exec(ctx, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()"); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	// pg_reload_conf only signals: wait until the postmaster read the
 	// new pg_hba.conf.

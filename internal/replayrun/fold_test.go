@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -97,10 +95,7 @@ func TestRunFoldSource(t *testing.T) {
 	if got := rows(t, b.DSN("postgres")); got != fmt.Sprintf("%d/%d", k*8, k) {
 		t.Errorf("target rows %s, want %d/%d", got, k*8, k)
 	}
-	conn, err := pgx.Connect(ctx, b.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, b.DSN("postgres"))
 	defer conn.Close(ctx)
 	var total int
 	if err := conn.QueryRow(ctx, "SELECT n FROM total WHERE id = 1").Scan(&total); err != nil {
