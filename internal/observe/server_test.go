@@ -34,7 +34,13 @@ func pgssSettings(extra map[string]string) map[string]string {
 // branch, which every transaction updates) and pg_stat_statements.
 func startPgbench(t testing.TB, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	return initPgbench(t, pgclustertest.StartT(t, pgcluster.Options{Settings: settings}))
+}
+
+// initPgbench fills c with pgbench's tables (scale 1) and creates
+// pg_stat_statements.
+func initPgbench(t testing.TB, c *pgcluster.Cluster) *pgcluster.Cluster {
+	t.Helper()
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
