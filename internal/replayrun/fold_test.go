@@ -2,7 +2,6 @@ package replayrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -67,22 +66,7 @@ func TestRunFoldSource(t *testing.T) {
 	// In the log's order, by time: the sessions of one slice interleave.
 	sortByTime(evs)
 	fold := source.Fold{Of: source.Memory{Name: "generated", Events: evs}, K: k, First: t0, Width: width}
-	o, err := Run(ctx, Config{
-		Input:      fold,
-		Replay:     replay.Options{Target: b.DSN("postgres"), Speed: 1},
-		MaxSkipped: 0.1, MaxErrorRate: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := o.Result
-	if testing.Verbose() {
-		b, _ := json.MarshalIndent(res, "", " ")
-		t.Logf("%s", b)
-	}
-	if len(o.Reasons) != 0 {
-		t.Errorf("reasons %v", o.Reasons)
-	}
+	res := runClean(ctx, t, fold, b.DSN("postgres"), 1)
 	if s := res.Statements; s.Total != int64(k*perSlice) || s.Executed != s.Total || s.Failed != 0 {
 		t.Errorf("statements %+v, want the %d of the %d slices executed", s, k*perSlice, k)
 	}
