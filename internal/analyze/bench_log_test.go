@@ -3,9 +3,7 @@ package analyze
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -30,11 +28,7 @@ func synthEvents(tb testing.TB, size int64) ([]*event.Event, int64) {
 		tb.Fatal(err)
 	}
 	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ev, err := range event.All(r) {
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -76,6 +76,22 @@ var (
 // go list's reads are not among them, so without this a package added
 // or an import changed elsewhere would leave a stale pass in the cache.
 func noteSources(dir string) error {
+	return moduleFiles(dir, func(path, name string) error {
+		if !strings.HasSuffix(name, ".go") && name != "go.mod" {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+}
+
+// moduleFiles calls fn with each file of the module under dir, hidden,
+// "_", testdata and bin directories left out, as the go command leaves
+// them out of ./...
+func moduleFiles(dir string, fn func(path, name string) error) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -87,14 +103,7 @@ func noteSources(dir string) error {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") && name != "go.mod" {
-			return nil
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		return f.Close()
+		return fn(path, name)
 	})
 }
 

@@ -42,38 +42,40 @@ var judgedBy = map[string][]string{
 // package named there still exists, so that a rename cannot leave the
 // rule checking nothing.
 func TestImportsThroughLibraries(t *testing.T) {
-	graph := loadGraph(t)
-	for p, banned := range judgedOnlyThrough {
-		q, ok := graph[p]
-		if !ok {
-			t.Errorf("judgedOnlyThrough names %s, which go list ./... does not list (internal/archdoc/boundaries_test.go)", p)
-			continue
-		}
-		for _, b := range banned {
-			if _, ok := graph[b]; !ok {
-				t.Errorf("judgedOnlyThrough keeps %s from %s, but go list ./... does not list it (internal/archdoc/boundaries_test.go)", b, p)
-			}
-			if slices.Contains(q.imports, b) {
-				t.Errorf("%s imports %s: it must reach it through a library (internal/judge, or the command's own) that takes options and returns typed data", p, b)
-			}
-		}
-	}
+	checkImportRule(t, "judgedOnlyThrough", "boundaries_test.go", judgedOnlyThrough, false,
+		"it must reach it through a library (internal/judge, or the command's own) that takes options and returns typed data")
 }
 
 // TestJudgedBy checks that each package of judgedBy imports (outside
 // its tests) the judging library named there: a run that judged its
 // rounds itself would no longer.
 func TestJudgedBy(t *testing.T) {
+	checkImportRule(t, "judgedBy", "boundaries_test.go", judgedBy, true,
+		`its verdict must come from it (docs/architecture.md, "One judge for every command")`)
+}
+
+// checkImportRule checks a rule, named name in file, that maps packages
+// to others they must import (imported) or must not (outside their
+// tests), and that every package it names exists, so that a rename
+// cannot leave the rule checking nothing.
+func checkImportRule(t *testing.T, name, file string, rule map[string][]string, imported bool, why string) {
+	t.Helper()
 	graph := loadGraph(t)
-	for p, judges := range judgedBy {
+	for p, others := range rule {
 		q, ok := graph[p]
 		if !ok {
-			t.Errorf("judgedBy names %s, which go list ./... does not list (internal/archdoc/boundaries_test.go)", p)
+			t.Errorf("%s names %s, which go list ./... does not list (internal/archdoc/%s)", name, p, file)
 			continue
 		}
-		for _, j := range judges {
-			if !slices.Contains(q.imports, j) {
-				t.Errorf("%s does not import %s: its verdict must come from it (docs/architecture.md, \"One judge for every command\")", p, j)
+		for _, b := range others {
+			if _, ok := graph[b]; !ok {
+				t.Errorf("%s ties %s to %s, but go list ./... does not list it (internal/archdoc/%s)", name, b, p, file)
+			}
+			switch has := slices.Contains(q.imports, b); {
+			case has && !imported:
+				t.Errorf("%s imports %s: %s", p, b, why)
+			case !has && imported:
+				t.Errorf("%s does not import %s: %s", p, b, why)
 			}
 		}
 	}

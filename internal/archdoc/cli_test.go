@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -25,22 +24,8 @@ var configuredOnlyThrough = map[string][]string{
 // (outside its tests) what configuredOnlyThrough keeps from it, and that
 // every package named there exists.
 func TestCLIReachesEngineThroughReplayrun(t *testing.T) {
-	graph := loadGraph(t)
-	for p, banned := range configuredOnlyThrough {
-		q, ok := graph[p]
-		if !ok {
-			t.Errorf("configuredOnlyThrough names %s, which go list ./... does not list (internal/archdoc/cli_test.go)", p)
-			continue
-		}
-		for _, b := range banned {
-			if _, ok := graph[b]; !ok {
-				t.Errorf("configuredOnlyThrough keeps %s from %s, but go list ./... does not list it (internal/archdoc/cli_test.go)", b, p)
-			}
-			if slices.Contains(q.imports, b) {
-				t.Errorf("%s imports %s: configure the replay through internal/replayrun (its Options, modes and defaults are re-exported in replayrun/engine.go) and make loads with replayrun.Load and replayrun.ShardReplay", p, b)
-			}
-		}
-	}
+	checkImportRule(t, "configuredOnlyThrough", "cli_test.go", configuredOnlyThrough, false,
+		"configure the replay through internal/replayrun (its Options, modes and defaults are re-exported in replayrun/engine.go) and make loads with replayrun.Load and replayrun.ShardReplay")
 }
 
 // maxCLILines is the most lines internal/cli's Go files may hold, tests

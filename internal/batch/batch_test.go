@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -103,11 +102,7 @@ func TestSource(t *testing.T) {
 			s := New(&events{evs: tc.in}, tc.max)
 			var out []string
 			var merged *event.Event
-			for {
-				ev, err := s.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
+			for ev, err := range event.All(s) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -179,22 +178,13 @@ func TestDecoder(t *testing.T) {
 		"disconnect c1",
 		`statement c2 "SELECT pg_sleep(60)"`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkEvents(t, got, want)
 	c := d.Counts()
-	var skipped int64
-	for _, n := range c.Skipped {
-		skipped += n
-	}
+	skipped := skippedSum(c)
 	if c.Total != total || c.Used+skipped != c.Total {
 		t.Errorf("counts %+v: total %d, used+skipped %d, want %d", c, c.Total, c.Used+skipped, total)
 	}
-	for why, n := range map[MessageSkip]int64{SkipDiscarded: 1, SkipFunctionCall: 0, SkipCancel: 1, SkipGap: 1, SkipUnknownSession: 1} {
-		if c.Skipped[why] != n {
-			t.Errorf("skipped %s: %d, want %d", why, c.Skipped[why], n)
-		}
-	}
+	checkSkipped(t, c, map[MessageSkip]int64{SkipDiscarded: 1, SkipFunctionCall: 0, SkipCancel: 1, SkipGap: 1, SkipUnknownSession: 1})
 	if c.Dropped != 5 || c.OpenSessions != 1 {
 		t.Errorf("dropped %d, open %d; want 5, 1", c.Dropped, c.OpenSessions)
 	}
@@ -241,11 +231,36 @@ func TestDecoderPipelinedQueries(t *testing.T) {
 		`statement c1 "SELECT 3" 11us rows=[1]`,
 		`statement c1 "SELECT 4"`,
 	}
+	checkEvents(t, got, want)
+	if c := d.Counts(); c.Used != c.Total {
+		t.Errorf("counts %+v: want every record used", c)
+	}
+}
+
+// checkEvents compares the events described with those wanted.
+func checkEvents(t *testing.T, got, want []string) {
+	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if c := d.Counts(); c.Used != c.Total {
-		t.Errorf("counts %+v: want every record used", c)
+}
+
+// skippedSum is how many records c counts as skipped, for any reason.
+func skippedSum(c MessageCounts) int64 {
+	var skipped int64
+	for _, n := range c.Skipped {
+		skipped += n
+	}
+	return skipped
+}
+
+// checkSkipped compares c's skipped records with those wanted, by reason.
+func checkSkipped(t *testing.T, c MessageCounts, want map[MessageSkip]int64) {
+	t.Helper()
+	for why, n := range want {
+		if c.Skipped[why] != n {
+			t.Errorf("skipped %s: %d, want %d (%v)", why, c.Skipped[why], n, c.Skipped)
+		}
 	}
 }
 
@@ -254,16 +269,13 @@ func decodeAll(t *testing.T, recs *records) (*Decoder, []string) {
 	t.Helper()
 	d := NewDecoder(recs)
 	var got []string
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			return d, got
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, describe(ev))
 	}
+	return d, got
 }
 
 // TestDecoderSessionEnds: a session refused at authentication (its
@@ -292,22 +304,13 @@ func TestDecoderSessionEnds(t *testing.T) {
 	total := int64(len(recs))
 	d, got := decodeAll(t, &recs)
 	want := []string{"connect c2", `statement c2 "SELECT 1" 11us rows=[1]`}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkEvents(t, got, want)
 	c := d.Counts()
-	var skipped int64
-	for _, n := range c.Skipped {
-		skipped += n
-	}
+	skipped := skippedSum(c)
 	if c.Total != total || c.Used+skipped != c.Total {
 		t.Errorf("counts %+v: want %d records, used or skipped", c, total)
 	}
-	for why, n := range map[MessageSkip]int64{SkipAuthFailed: 2, SkipUnknownStatement: 2, SkipUnmatched: 1, SkipMalformed: 1} {
-		if c.Skipped[why] != n {
-			t.Errorf("skipped %s: %d, want %d (%v)", why, c.Skipped[why], n, c.Skipped)
-		}
-	}
+	checkSkipped(t, c, map[MessageSkip]int64{SkipAuthFailed: 2, SkipUnknownStatement: 2, SkipUnmatched: 1, SkipMalformed: 1})
 	if c.OpenSessions != 1 || c.Dropped != 0 {
 		t.Errorf("open %d, dropped %d: want 1 open, nothing dropped", c.OpenSessions, c.Dropped)
 	}
@@ -349,11 +352,7 @@ func TestDecoderResumedSession(t *testing.T) {
 	}
 	d := NewDecoder(&recs)
 	var evs []*event.Event
-	for {
-		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,11 +404,7 @@ func TestDecoderDigests(t *testing.T) {
 	d := NewDecoder(&recs)
 	var got [][]rowdigest.Digest
 	var versions []rowdigest.Version
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,14 +525,9 @@ func TestDecoderProtocolForms(t *testing.T) {
 		`execute c1 "/* fastpath function call */ SELECT pg_catalog.lo_open($1, $2)" "\x00\x00@\x01" "\x00\x02\x00\x00" oids=[] formats=[1] fn=952 result=[1] 1us rows=[]`,
 		`execute c1 "/* fastpath function call */ SELECT \"function 16500\"($1)" "\x00\x00\x00\x04" oids=[] formats=[] fn=16500 result=[0] 2us failed=42883 rows=[]`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkEvents(t, got, want)
 	c := d.Counts()
-	var skipped int64
-	for _, n := range c.Skipped {
-		skipped += n
-	}
+	skipped := skippedSum(c)
 	if c.Total != total || c.Used+skipped != c.Total || c.Skipped[SkipCancel] != 1 || skipped != 1 {
 		t.Errorf("counts %+v: want %d records, all used but the cancel with nothing in flight", c, total)
 	}
@@ -603,9 +593,7 @@ func TestDecoderPipelinedMixed(t *testing.T) {
 		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "b" "x" oids=[] formats=[] nosync 43us failed=22P02 rows=[]`,
 		`execute c1 "UPDATE items SET name = $1 WHERE id = $2" name=up "d" "9" 48us rows=[0]`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkEvents(t, got, want)
 	if c := d.Counts(); c.Used+c.Skipped[SkipDiscarded] != c.Total || c.Skipped[SkipDiscarded] != 1 {
 		t.Errorf("counts %+v: want every record used but the discarded Execute", c)
 	}
@@ -633,9 +621,7 @@ func TestDecoderGapRealigns(t *testing.T) {
 		`statement c1 "SELECT 2"`,
 		`statement c1 "UPDATE t SET x = 1" 11us rows=[5]`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	checkEvents(t, got, want)
 }
 
 // TestDecoderStartupOnly: a capture that stops while its one session is
@@ -671,11 +657,7 @@ func TestDecoderErrorOutsideStatement(t *testing.T) {
 	}
 	d := NewDecoder(&recs)
 	var errs, outside, failed int
-	for {
-		ev, err := d.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,26 +17,34 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
+// stalledWriter creates a capture in dir, of frames of frameSize, whose
+// writes after Create wait until release is closed.
+func stalledWriter(t *testing.T, dir string, frameSize int) (w *Writer, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	var stall atomic.Bool
+	w, err := Create(dir, WriterOptions{Start: t0, FrameSize: frameSize, WrapFile: func(_ string, f io.Writer) io.Writer {
+		return writerFunc(func(b []byte) (int, error) {
+			if stall.Load() {
+				<-release
+			}
+			return f.Write(b)
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	return w, release
+}
+
 // A recorder whose disk stalls drops what its queue cannot hold, counts it
 // per session, and writes a KindGap where each session lost records: every
 // record added is either written or counted as dropped.
 func TestRecorderDropAccounting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		release := make(chan struct{})
-		var stall atomic.Bool
-		w, err := Create(dir, WriterOptions{Start: t0, FrameSize: 512, WrapFile: func(_ string, f io.Writer) io.Writer {
-			return writerFunc(func(b []byte) (int, error) {
-				if stall.Load() {
-					<-release
-				}
-				return f.Write(b)
-			})
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stall.Store(true)
+		w, release := stalledWriter(t, dir, 512)
 		const queue = 64
 		rc := NewRecorder(w, RecorderOptions{Queue: queue})
 
@@ -124,20 +132,7 @@ func TestRecorderDropAccounting(t *testing.T) {
 func TestRecorderGapPrecedesNextRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		release := make(chan struct{})
-		var stall atomic.Bool
-		w, err := Create(dir, WriterOptions{Start: t0, FrameSize: 1, WrapFile: func(_ string, f io.Writer) io.Writer {
-			return writerFunc(func(b []byte) (int, error) {
-				if stall.Load() {
-					<-release
-				}
-				return f.Write(b)
-			})
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stall.Store(true)
+		w, release := stalledWriter(t, dir, 1)
 		rc := NewRecorder(w, RecorderOptions{Queue: 2})
 		add := func(i int) bool {
 			return rc.Add(Record{Kind: KindReady, Session: 7, Time: int64(i), TxStatus: 'I'})

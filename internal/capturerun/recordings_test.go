@@ -3,7 +3,6 @@ package capturerun
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -74,11 +73,7 @@ func queries(t *testing.T, dir string, kinds ...event.Kind) []string {
 	defer set.Close()
 	var out []string
 	for _, src := range set.Sources() {
-		for {
-			e, err := src.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for e, err := range event.All(src) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,10 +28,7 @@ func TestHypothetical(t *testing.T) {
 		ANALYZE items`); err != nil {
 		t.Fatalf("%v (is hypopg installed? run `make extensions`)", err)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	e := &Explainer{Conn: conn}
 	// A hypothetical index left by someone else in the session is not

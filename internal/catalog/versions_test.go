@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/catalog"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -55,10 +53,7 @@ func TestVersionsPGSS(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 			defer conn.Close(ctx)
 			cat, err := catalog.Load(ctx, conn, catalog.Options{})
 			if err != nil {

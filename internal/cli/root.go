@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
 )
 
 // Exit codes, shared by every command and documented in --help.
@@ -152,8 +154,12 @@ func Run(ctx context.Context, stdio IO, args []string) int {
 	stdio.Stdout = &pipeWriter{w: stdio.Stdout}
 	if _, ok := stdio.Stderr.(*os.File); !ok {
 		// A file's writes are each whole already, and the progress
-		// bars look for a terminal behind it.
-		stdio.Stderr = &lockedWriter{w: stdio.Stderr}
+		// bars look for a terminal behind it. Another writer a caller of
+		// Run gave (a buffer, in tests and in programs that embed the
+		// CLI) has its writes serialized: a command's goroutines write
+		// their lines at once (a fold's or a step's shards, each
+		// reporting its process), and each line must arrive whole.
+		stdio.Stderr = outfile.Lock(stdio.Stderr)
 	}
 	root := &cobra.Command{
 		Use:           "pgrehearse",
@@ -202,7 +208,7 @@ func isUsage(err error) bool {
 // pipeWriter is standard output that a reader may close early (| head):
 // once a write fails with EPIPE, the rest is dropped without an error, so
 // that the command goes on to write its files and exits with its own code.
-// Its writes are serialized, as lockedWriter's.
+// Its writes are serialized, as outfile.Locked's.
 type pipeWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -221,21 +227,6 @@ func (p *pipeWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return n, err
-}
-
-// lockedWriter serializes the writes to a writer that a caller of Run
-// gave (a buffer, in tests and in programs that embed the CLI): a
-// command's goroutines write their lines at once (a fold's or a step's
-// shards, each reporting its process), and each line must arrive whole.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // version is set at link time by make build (git describe); without it,

@@ -30,7 +30,7 @@ func TestThreeShardsConcurrently(t *testing.T) {
 			for pos := int64(1); pos <= events; pos++ {
 				commit := isCommit(pos)
 				if commit && owner(pos) != k {
-					r := &releaser{pos: pos, ran: &ran, done: make(chan struct{}), bad: &bad}
+					r := newReleaser(pos, &ran, &bad)
 					regs[k].rs = append(regs[k].rs, r)
 					if !m.Foreign(owner(pos), pos, r) {
 						t.Errorf("shard %d: Foreign refused", k)

@@ -225,6 +225,20 @@ type releaser struct {
 	bad  *atomic.Int64
 }
 
+func newReleaser(pos int64, ran *sync.Map, bad *atomic.Int64) *releaser {
+	return &releaser{pos: pos, ran: ran, done: make(chan struct{}), bad: bad}
+}
+
+// releasedAtOnce fails t, saying why, if r is not released already.
+func releasedAtOnce(t *testing.T, r *releaser, why string) {
+	t.Helper()
+	select {
+	case <-r.done:
+	default:
+		t.Error(why)
+	}
+}
+
 func (r *releaser) Done() {
 	r.once.Do(func() {
 		if _, ok := r.ran.Load(r.pos); !ok {
@@ -249,7 +263,7 @@ func TestCommitsCrossShards(t *testing.T) {
 				a.Advance(pos, commit)
 				if commit {
 					own = append(own, pos)
-					r := &releaser{pos: pos, ran: &ran, done: make(chan struct{}), bad: &bad}
+					r := newReleaser(pos, &ran, &bad)
 					rs = append(rs, r)
 					b.Foreign(0, pos, r)
 				}
@@ -290,13 +304,9 @@ func TestCommitsCrossShards(t *testing.T) {
 				t.Errorf("listen=%v but %d notifications received", listen, st.Received)
 			}
 			// One published late is released at once.
-			r := &releaser{pos: 3, ran: &ran, done: make(chan struct{}), bad: &bad}
+			r := newReleaser(3, &ran, &bad)
 			b.Foreign(0, 3, r)
-			select {
-			case <-r.done:
-			default:
-				t.Error("a commit that ran already was held")
-			}
+			releasedAtOnce(t, r, "a commit that ran already was held")
 		})
 	}
 }
@@ -308,8 +318,8 @@ func TestOutOfOrderCommitReleasedBeforeLow(t *testing.T) {
 	var bad atomic.Int64
 	a.Advance(10, true)
 	a.Advance(20, true)
-	r10 := &releaser{pos: 10, ran: &ran, done: make(chan struct{}), bad: &bad}
-	r20 := &releaser{pos: 20, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r10 := newReleaser(10, &ran, &bad)
+	r20 := newReleaser(20, &ran, &bad)
 	b.Foreign(0, 10, r10)
 	b.Foreign(0, 20, r20)
 	ran.Store(int64(20), true)
@@ -340,11 +350,11 @@ func TestForeignBlocksPastMaxPending(t *testing.T) {
 	var bad atomic.Int64
 	for pos := int64(1); pos <= 4; pos++ {
 		a.Advance(pos, true)
-		b.Foreign(0, pos, &releaser{pos: pos, ran: &ran, done: make(chan struct{}), bad: &bad})
+		b.Foreign(0, pos, newReleaser(pos, &ran, &bad))
 	}
 	a.Advance(5, true)
 	fifth := make(chan bool)
-	go func() { fifth <- b.Foreign(0, 5, &releaser{pos: 5, ran: &ran, done: make(chan struct{}), bad: &bad}) }()
+	go func() { fifth <- b.Foreign(0, 5, newReleaser(5, &ran, &bad)) }()
 	select {
 	case <-fifth:
 		t.Fatal("a fifth commit was held past MaxPending 4")
@@ -371,7 +381,7 @@ func TestFailedShardIsLost(t *testing.T) {
 	var ran sync.Map
 	var bad atomic.Int64
 	a.Advance(1, true)
-	r := &releaser{pos: 1, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r := newReleaser(1, &ran, &bad)
 	b.Foreign(0, 1, r)
 	if why := b.Peer(0).SyncGiveUp(); why != "" {
 		t.Fatalf("a live shard gives %q", why)
@@ -417,7 +427,7 @@ func TestKilledShardIsLost(t *testing.T) {
 	}
 	var ran sync.Map
 	var bad atomic.Int64
-	r := &releaser{pos: 50, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r := newReleaser(50, &ran, &bad)
 	b.Foreign(0, 50, r)
 	select {
 	case <-r.done:
@@ -440,13 +450,9 @@ func TestKilledShardIsLost(t *testing.T) {
 	}
 	t.Logf("killed shard seen lost after %v", took.Round(time.Millisecond))
 	// Commits registered after the loss are released at once.
-	r2 := &releaser{pos: 60, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r2 := newReleaser(60, &ran, &bad)
 	b.Foreign(0, 60, r2)
-	select {
-	case <-r2.done:
-	default:
-		t.Error("a lost shard's later commit was held")
-	}
+	releasedAtOnce(t, r2, "a lost shard's later commit was held")
 }
 
 func TestPayloadRoundTrip(t *testing.T) {
@@ -516,7 +522,7 @@ func TestRanBeforeAdvanceIsKept(t *testing.T) {
 	a, b := ms[0], ms[1]
 	var ran sync.Map
 	var bad atomic.Int64
-	r := &releaser{pos: 7, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r := newReleaser(7, &ran, &bad)
 	b.Foreign(0, 7, r)
 	// The session ran the commit before the reader registered it.
 	ran.Store(int64(7), true)
@@ -638,7 +644,7 @@ func TestPeerProgress(t *testing.T) {
 	var bad atomic.Int64
 	a.Advance(1, true)
 	a.Advance(5, true)
-	r := &releaser{pos: 1, ran: &ran, done: make(chan struct{}), bad: &bad}
+	r := newReleaser(1, &ran, &bad)
 	b.Foreign(0, 1, r)
 	peer := b.Peer(0)
 	waitProgress := func(from uint64, what string) uint64 {

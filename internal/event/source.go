@@ -1,6 +1,11 @@
 package event
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+)
 
 // Source yields events in the order they were logged, then io.EOF. A
 // log reader is one, and so is every selection decorator of package
@@ -12,6 +17,26 @@ import "fmt"
 // one; a consumer that never recycles may keep every event.
 type Source interface {
 	Next() (*Event, error)
+}
+
+// All yields src's events up to its io.EOF; an error other than io.EOF
+// is yielded (with a nil event) and ends the sequence.
+func All(src Source) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		for {
+			ev, err := src.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Named is a Source that knows its name (a file), listed in a result's

@@ -167,16 +167,7 @@ func setColumns(targets []*pg_query.Node) []string {
 // compares with "=" to a bind parameter.
 func equalities(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnParam {
 	var out []ColumnParam
-	var conj func(*pg_query.Node)
-	conj = func(n *pg_query.Node) {
-		if b := n.GetBoolExpr(); b != nil {
-			if b.Boolop == pg_query.BoolExprType_AND_EXPR {
-				for _, a := range b.Args {
-					conj(a)
-				}
-			}
-			return
-		}
+	conjuncts(where, func(n *pg_query.Node) {
 		e := n.GetAExpr()
 		if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || len(e.Name) != 1 || e.Name[0].GetString_().GetSval() != "=" {
 			return
@@ -188,11 +179,26 @@ func equalities(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnParam {
 		if col != "" && p > 0 && !slices.ContainsFunc(out, func(c ColumnParam) bool { return c.Column == col }) {
 			out = append(out, ColumnParam{Column: col, Param: p})
 		}
-	}
-	if where != nil {
-		conj(where)
-	}
+	})
 	return out
+}
+
+// conjuncts calls fn with each operand of where's top-level AND (where
+// itself when it is no AND) that is no boolean expression: an OR or a NOT
+// is passed over, as nothing in it bounds every row.
+func conjuncts(where *pg_query.Node, fn func(*pg_query.Node)) {
+	if where == nil {
+		return
+	}
+	if b := where.GetBoolExpr(); b != nil {
+		if b.Boolop == pg_query.BoolExprType_AND_EXPR {
+			for _, a := range b.Args {
+				conjuncts(a, fn)
+			}
+		}
+		return
+	}
+	fn(where)
 }
 
 // ranges returns the columns of rv that the top-level AND of where bounds
@@ -214,16 +220,7 @@ func ranges(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnRange {
 			out[i].Hi = hi
 		}
 	}
-	var conj func(*pg_query.Node)
-	conj = func(n *pg_query.Node) {
-		if b := n.GetBoolExpr(); b != nil {
-			if b.Boolop == pg_query.BoolExprType_AND_EXPR {
-				for _, a := range b.Args {
-					conj(a)
-				}
-			}
-			return
-		}
+	conjuncts(where, func(n *pg_query.Node) {
 		e := n.GetAExpr()
 		if e == nil {
 			return
@@ -261,10 +258,7 @@ func ranges(where *pg_query.Node, rv *pg_query.RangeVar) []ColumnRange {
 		case "<", "<=":
 			bound(col, 0, p)
 		}
-	}
-	if where != nil {
-		conj(where)
-	}
+	})
 	return out
 }
 

@@ -168,21 +168,60 @@ func csvRec(msg string) string {
 	return `2026-11-22 08:11:02.123 UTC,"alice","shop",4242,"[local]",6383b33a.258,3,"SELECT",2026-11-22 08:10:00 UTC,3/7,0,LOG,00000,` + msg + csvTail
 }
 
-func TestCSVReader(t *testing.T) {
-	t0 := time.Date(2026, 11, 22, 8, 11, 2, 123000000, time.UTC).UnixMicro()
-	full := entry{time: t0, pid: 4242, session: "6383b33a.258", user: "alice", database: "shop",
-		application: "psql", severity: "LOG", sqlstate: "00000", message: "statement: SELECT 1", line: 1, lines: 1}
-	with := func(f func(*entry)) entry {
-		e := full
-		f(&e)
-		return e
+// readerT0 is the time of csvRec's and jsonTestRec's records.
+var readerT0 = time.Date(2026, 11, 22, 8, 11, 2, 123000000, time.UTC).UnixMicro()
+
+// fullEntry is the entry csvRec and jsonTestRec write for
+// "statement: SELECT 1"; withEntry is it changed by f.
+var fullEntry = entry{time: readerT0, pid: 4242, session: "6383b33a.258", user: "alice", database: "shop",
+	application: "psql", severity: "LOG", sqlstate: "00000", message: "statement: SELECT 1", line: 1, lines: 1}
+
+func withEntry(f func(*entry)) entry {
+	e := fullEntry
+	f(&e)
+	return e
+}
+
+// readerCase is an input for a format reader, the entries it must give
+// and the lines it must skip by reason (none for a reason not named).
+type readerCase struct {
+	name    string
+	in      string
+	want    []entry
+	skipped map[string]int64
+}
+
+// runReaderCases reads each case's input with read, and an empty input
+// (which must give nothing), and checks its entries and skipped lines.
+func runReaderCases(t *testing.T, read func(testing.TB, []byte) ([]entry, *Counters), cases []readerCase) {
+	for _, tc := range append(cases, readerCase{name: "empty input"}) {
+		t.Run(tc.name, func(t *testing.T) {
+			got, c := read(t, []byte(tc.in))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d entries, want %d:\n%s", len(got), len(tc.want), formatEntries(got, c))
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("entry %d:\n got %+v\nwant %+v", i, got[i], tc.want[i])
+				}
+			}
+			for _, r := range c.Reasons() {
+				if c.Skipped[r] != tc.skipped[r] {
+					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], tc.skipped[r])
+				}
+			}
+			for r, n := range tc.skipped {
+				if c.Skipped[r] != n {
+					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], n)
+				}
+			}
+		})
 	}
-	cases := []struct {
-		name    string
-		in      string
-		want    []entry
-		skipped map[string]int64
-	}{
+}
+
+func TestCSVReader(t *testing.T) {
+	t0, full, with := readerT0, fullEntry, withEntry
+	cases := []readerCase{
 		{
 			name: "one record",
 			in:   csvRec(`"statement: SELECT 1"`) + "\n",
@@ -284,34 +323,8 @@ func TestCSVReader(t *testing.T) {
 			want:    []entry{full},
 			skipped: map[string]int64{SkipTruncated: 1},
 		},
-		{
-			name: "empty input",
-			in:   "",
-		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, c := readCSV(t, []byte(tc.in))
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d entries, want %d:\n%s", len(got), len(tc.want), formatEntries(got, c))
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Errorf("entry %d:\n got %+v\nwant %+v", i, got[i], tc.want[i])
-				}
-			}
-			for _, r := range c.Reasons() {
-				if c.Skipped[r] != tc.skipped[r] {
-					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], tc.skipped[r])
-				}
-			}
-			for r, n := range tc.skipped {
-				if c.Skipped[r] != n {
-					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], n)
-				}
-			}
-		})
-	}
+	runReaderCases(t, readCSV, cases)
 }
 
 // TestCSVReaderSmallReads feeds a record one byte at a time, so that every
@@ -382,9 +395,21 @@ func TestCSVReaderTooLong(t *testing.T) {
 }
 
 func TestCSVGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/csvlog/*.csv")
+	readGoldens(t, "testdata/csvlog", ".csv", func(t *testing.T, in []byte) ([]entry, *Counters) {
+		entries, c := readCSV(t, in)
+		if c.SkippedTotal() != 0 {
+			t.Errorf("skipped lines in a server-written csvlog: %v", c.Skipped)
+		}
+		return entries, c
+	})
+}
+
+// readGoldens reads each dir/*ext with read and compares its entries with
+// the .golden file beside it.
+func readGoldens(t *testing.T, dir, ext string, read func(*testing.T, []byte) ([]entry, *Counters)) {
+	files, err := filepath.Glob(dir + "/*" + ext)
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata/csvlog/*.csv: %v", err)
+		t.Fatalf("no %s/*%s: %v", dir, ext, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -392,11 +417,8 @@ func TestCSVGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			entries, c := readCSV(t, in)
-			if c.SkippedTotal() != 0 {
-				t.Errorf("skipped lines in a server-written csvlog: %v", c.Skipped)
-			}
-			golden(t, strings.TrimSuffix(f, ".csv")+".golden", formatEntries(entries, c))
+			entries, c := read(t, in)
+			golden(t, strings.TrimSuffix(f, ext)+".golden", formatEntries(entries, c))
 		})
 	}
 }
@@ -416,17 +438,26 @@ func TestCSVSharedFixtures(t *testing.T) {
 }
 
 func FuzzCSVReader(f *testing.F) {
-	f.Add([]byte(csvRec(`"statement: SELECT 1"`) + "\n"))
-	f.Add([]byte(csvRec("\"a\n\"\"b\"\"\n\"") + "\r\n\n"))
-	f.Add([]byte(`2026-11-22 08:11:02.123 UTC,,,,,,,,,,,,,,,,,,,,,,,`))
-	f.Add([]byte("\"unterminated\n,,\"\n\""))
-	for _, name := range []string{"anonymize.csv", "weeknumber.csv"} {
-		if b, err := os.ReadFile(filepath.Join("testdata/csvlog", name)); err == nil {
+	fuzzReader(f, readCSV, "testdata/csvlog", []string{"anonymize.csv", "weeknumber.csv"},
+		csvRec(`"statement: SELECT 1"`)+"\n",
+		csvRec("\"a\n\"\"b\"\"\n\"")+"\r\n\n",
+		`2026-11-22 08:11:02.123 UTC,,,,,,,,,,,,,,,,,,,,,,,`,
+		"\"unterminated\n,,\"\n\"")
+}
+
+// fuzzReader fuzzes read from the seeds and from dir's files named (those
+// that are there).
+func fuzzReader(f *testing.F, read func(testing.TB, []byte) ([]entry, *Counters), dir string, files []string, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	for _, name := range files {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
 			f.Add(b)
 		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		readCSV(t, in)
+		read(t, in)
 	})
 }
 
@@ -448,9 +479,15 @@ func benchInput(b *testing.B, content []byte, n int) []byte {
 // BenchmarkCSVReader reads each excerpt repeated to 64 MB: long records
 // (anonymize, pg_vacuums) and short ones (weeknumber, cnpg).
 func BenchmarkCSVReader(b *testing.B) {
-	for _, name := range []string{"anonymize.csv", "weeknumber.csv"} {
+	benchReader(b, "testdata/csvlog", []string{"anonymize.csv", "weeknumber.csv"}, newCSVReader)
+}
+
+// benchReader reads each of dir's files named, repeated to 64 MB, with
+// the reader open makes.
+func benchReader[R formatReader](b *testing.B, dir string, names []string, open func(io.Reader, *Counters) R) {
+	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
-			content, err := os.ReadFile(filepath.Join("testdata/csvlog", name))
+			content, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -459,7 +496,7 @@ func BenchmarkCSVReader(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c := newCounters()
-				fr := newCSVReader(bytes.NewReader(in), c)
+				fr := open(bytes.NewReader(in), c)
 				for _, err := fr.next(); err == nil; _, err = fr.next() {
 				}
 			}

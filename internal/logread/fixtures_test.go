@@ -213,11 +213,7 @@ func readFixtureCounts(t *testing.T, file string, opts Options) (fixtureCounts, 
 	}
 	defer r.Close()
 	got := fixtureCounts{format: r.Format(), prefix: r.Prefix()}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(r) {
 		if err != nil {
 			return got, err
 		}

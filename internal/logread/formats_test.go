@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,16 +19,13 @@ import (
 func allEvents(t testing.TB, r *Reader) []*event.Event {
 	t.Helper()
 	var evs []*event.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
+	for ev, err := range event.All(r) {
 		if err != nil {
 			t.Fatalf("%s: %v", r.Name(), err)
 		}
 		evs = append(evs, ev)
 	}
+	return evs
 }
 
 // readAllEvents reads every event of path with opts, checking that every
@@ -56,6 +52,14 @@ func readAllEvents(t *testing.T, path string, opts Options) ([]*event.Event, *Re
 // but the line number, the session key (made from the process id when the
 // prefix has no %c) and the time, compared apart.
 func pairKey(ev *event.Event) string {
+	ps := quotedParams(ev)
+	return fmt.Sprintf("%s pid=%d user=%q db=%q app=%q dur=%d name=%q portal=%q query=%q params=[%s]/%d failed=%v state=%q %s %q",
+		ev.Kind, ev.PID, ev.User, ev.Database, ev.Application, ev.Duration, ev.Name, ev.Portal(), ev.Query,
+		strings.Join(ps, ","), ev.ParamState, ev.Failed, ev.SQLState, ev.ErrorSeverity(), ev.ErrorMessage())
+}
+
+// quotedParams is each of ev's parameters quoted, or NULL.
+func quotedParams(ev *event.Event) []string {
 	var ps []string
 	for _, p := range ev.Params {
 		if p.Null {
@@ -64,9 +68,7 @@ func pairKey(ev *event.Event) string {
 			ps = append(ps, fmt.Sprintf("%q", p.Value))
 		}
 	}
-	return fmt.Sprintf("%s pid=%d user=%q db=%q app=%q dur=%d name=%q portal=%q query=%q params=[%s]/%d failed=%v state=%q %s %q",
-		ev.Kind, ev.PID, ev.User, ev.Database, ev.Application, ev.Duration, ev.Name, ev.Portal(), ev.Query,
-		strings.Join(ps, ","), ev.ParamState, ev.Failed, ev.SQLState, ev.ErrorSeverity(), ev.ErrorMessage())
+	return ps
 }
 
 // sameEvents checks that got holds the events of want: per process, in

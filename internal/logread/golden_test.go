@@ -105,15 +105,7 @@ func dumpEvents(evs []*event.Event, c *Counters) string {
 		}
 		if ev.Kind == event.Execute {
 			state := [...]string{"complete", "missing", "truncated"}[ev.ParamState]
-			var ps []string
-			for _, p := range ev.Params {
-				if p.Null {
-					ps = append(ps, "NULL")
-				} else {
-					ps = append(ps, fmt.Sprintf("%q", p.Value))
-				}
-			}
-			fmt.Fprintf(&b, "  params (%s): [%s]\n", state, strings.Join(ps, ", "))
+			fmt.Fprintf(&b, "  params (%s): [%s]\n", state, strings.Join(quotedParams(ev), ", "))
 		}
 		if ev.Failed || ev.Kind == event.Error {
 			fmt.Fprintf(&b, "  failed=%v %s %q: %q\n", ev.Failed, ev.ErrorSeverity(), ev.SQLState, ev.ErrorMessage())

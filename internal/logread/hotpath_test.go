@@ -3,7 +3,6 @@ package logread
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -103,11 +102,7 @@ func FuzzTailCache(f *testing.F) {
 				r.stderr.tails = nil
 			}
 			var keys []string
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
+			for ev, err := range event.All(r) {
 				if err != nil {
 					keys = append(keys, "error: "+err.Error())
 					break

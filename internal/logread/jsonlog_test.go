@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func readJSON(t testing.TB, input []byte) ([]entry, *Counters) {
@@ -27,24 +25,12 @@ func jsonTestRec(extra string) string {
 }
 
 func TestJSONReader(t *testing.T) {
-	t0 := time.Date(2026, 11, 22, 8, 11, 2, 123000000, time.UTC).UnixMicro()
-	full := entry{time: t0, pid: 4242, session: "6383b33a.258", user: "alice", database: "shop",
-		application: "psql", severity: "LOG", sqlstate: "00000", message: "statement: SELECT 1", line: 1, lines: 1}
-	with := func(f func(*entry)) entry {
-		e := full
-		f(&e)
-		return e
-	}
+	t0, full, with := readerT0, fullEntry, withEntry
 	cloud := func(ts, text string) string {
 		b, _ := json.Marshal(text)
 		return `{"insertId":"x","resource":{"labels":{"a":"b"},"type":"cloudsql_database"},"severity":"INFO","textPayload":` + string(b) + `,"timestamp":"` + ts + `"}` + "\n"
 	}
-	cases := []struct {
-		name    string
-		in      string
-		want    []entry
-		skipped map[string]int64
-	}{
+	cases := []readerCase{
 		{
 			name: "jsonlog",
 			in:   jsonTestRec(`"message":"statement: SELECT 1"`) + "\n",
@@ -143,34 +129,8 @@ func TestJSONReader(t *testing.T) {
 			want:    []entry{full},
 			skipped: map[string]int64{SkipTruncated: 1},
 		},
-		{
-			name: "empty input",
-			in:   "",
-		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, c := readJSON(t, []byte(tc.in))
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d entries, want %d:\n%s", len(got), len(tc.want), formatEntries(got, c))
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Errorf("entry %d:\n got %+v\nwant %+v", i, got[i], tc.want[i])
-				}
-			}
-			for _, r := range c.Reasons() {
-				if c.Skipped[r] != tc.skipped[r] {
-					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], tc.skipped[r])
-				}
-			}
-			for r, n := range tc.skipped {
-				if c.Skipped[r] != n {
-					t.Errorf("skipped %q: %d, want %d", r, c.Skipped[r], n)
-				}
-			}
-		})
-	}
+	runReaderCases(t, readJSON, cases)
 }
 
 // TestJSONReaderMatchesEncodingJSON checks the hand-written scanner decodes
@@ -246,20 +206,7 @@ func TestJSONReaderTooLong(t *testing.T) {
 }
 
 func TestJSONGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/jsonlog/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata/jsonlog/*.json: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			entries, c := readJSON(t, in)
-			golden(t, strings.TrimSuffix(f, ".json")+".golden", formatEntries(entries, c))
-		})
-	}
+	readGoldens(t, "testdata/jsonlog", ".json", func(t *testing.T, in []byte) ([]entry, *Counters) { return readJSON(t, in) })
 }
 
 // TestJSONSharedFixtures reads the full shared json fixtures: every line
@@ -295,38 +242,15 @@ func TestJSONSharedFixtures(t *testing.T) {
 }
 
 func FuzzJSONReader(f *testing.F) {
-	f.Add([]byte(jsonTestRec(`"message":"statement: SELECT 1"`) + "\n"))
-	f.Add([]byte(`{"record":{"log_time":"2026-11-22 08:11:02.123 UTC","error_severity":"LOG","message":"a\nb\u00e9"}}` + "\n{}\n"))
-	f.Add([]byte(`{"textPayload":"[1]: [1-1] db=a,user=b LOG:  x","timestamp":"2020-05-02T13:00:20Z"}` + "\n" + `{"textPayload":"\tmore"}` + "\n" + `{"textPayload":"[1]: [2-1] db=a,user=b DETAIL:  y"}`))
-	f.Add([]byte("[[[[{\"a\":\"\\\""))
-	for _, name := range []string{"cnpg.json", "cloudsql.json"} {
-		if b, err := os.ReadFile(filepath.Join("testdata/jsonlog", name)); err == nil {
-			f.Add(b)
-		}
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		readJSON(t, in)
-	})
+	fuzzReader(f, readJSON, "testdata/jsonlog", []string{"cnpg.json", "cloudsql.json"},
+		jsonTestRec(`"message":"statement: SELECT 1"`)+"\n",
+		`{"record":{"log_time":"2026-11-22 08:11:02.123 UTC","error_severity":"LOG","message":"a\nb\u00e9"}}`+"\n{}\n",
+		`{"textPayload":"[1]: [1-1] db=a,user=b LOG:  x","timestamp":"2020-05-02T13:00:20Z"}`+"\n"+`{"textPayload":"\tmore"}`+"\n"+`{"textPayload":"[1]: [2-1] db=a,user=b DETAIL:  y"}`,
+		"[[[[{\"a\":\"\\\"")
 }
 
 // BenchmarkJSONReader reads each excerpt repeated to 64 MB: long records
 // (anonymize, pg_vacuums) and short ones (weeknumber, cnpg).
 func BenchmarkJSONReader(b *testing.B) {
-	for _, name := range []string{"pg_vacuums.json", "cnpg.json"} {
-		b.Run(name, func(b *testing.B) {
-			content, err := os.ReadFile(filepath.Join("testdata/jsonlog", name))
-			if err != nil {
-				b.Fatal(err)
-			}
-			in := benchInput(b, content, 64<<20)
-			b.SetBytes(int64(len(in)))
-			b.ReportAllocs()
-			for b.Loop() {
-				c := newCounters()
-				fr := newJSONReader(bytes.NewReader(in), c)
-				for _, err := fr.next(); err == nil; _, err = fr.next() {
-				}
-			}
-		})
-	}
+	benchReader(b, "testdata/jsonlog", []string{"pg_vacuums.json", "cnpg.json"}, newJSONReader)
 }

@@ -2,7 +2,6 @@ package logread
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -105,11 +104,7 @@ func TestLateParallelWorker(t *testing.T) {
 			}
 			sessions := map[string]bool{}
 			failed := 0
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
+			for ev, err := range event.All(r) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -153,11 +148,7 @@ func TestFastPathCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(r) {
 		if err != nil {
 			t.Fatal(err)
 		}

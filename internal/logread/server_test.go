@@ -2,6 +2,7 @@ package logread
 
 import (
 	"context"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -161,19 +162,30 @@ var (
 	pStr  = []event.Param{{Value: "3"}, {Value: "NULL"}}
 )
 
-func TestStderrMinDuration(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
-		"logging_collector":          "on",
-		"log_destination":            "stderr",
-		"log_min_duration_statement": "0",
-		"log_connections":            "on",
-		"log_disconnections":         "on",
-		"log_line_prefix":            serverPrefix,
-	}})
+// scriptLogged starts a cluster that logs to stderr through the logging
+// collector, connections and disconnections included, with prefix
+// serverPrefix, as settings add or override; runs serverScript on it and
+// stops the server, so that its log is whole.
+func scriptLogged(t *testing.T, settings map[string]string) *pgcluster.Cluster {
+	t.Helper()
+	all := map[string]string{
+		"logging_collector":  "on",
+		"log_destination":    "stderr",
+		"log_connections":    "on",
+		"log_disconnections": "on",
+		"log_line_prefix":    serverPrefix,
+	}
+	maps.Copy(all, settings)
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: all})
 	serverScript(context.Background(), t, c)
 	if err := c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestStderrMinDuration(t *testing.T) {
+	c := scriptLogged(t, map[string]string{"log_min_duration_statement": "0"})
 	files, err := c.LogFiles("*.log")
 	if err != nil || len(files) != 1 {
 		t.Fatalf("log files %v, %v", files, err)
@@ -187,19 +199,7 @@ func TestStderrMinDuration(t *testing.T) {
 }
 
 func TestStderrLogStatementAll(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
-		"logging_collector":  "on",
-		"log_destination":    "stderr",
-		"log_statement":      "all",
-		"log_duration":       "on",
-		"log_connections":    "on",
-		"log_disconnections": "on",
-		"log_line_prefix":    serverPrefix,
-	}})
-	serverScript(context.Background(), t, c)
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
+	c := scriptLogged(t, map[string]string{"log_statement": "all", "log_duration": "on"})
 	files, _ := c.LogFiles("*.log")
 	evs, counters := readAll(t, files[0], Options{Prefix: serverPrefix})
 	checkEvents(t, ofSession(evs), scriptEvents(true))
@@ -245,19 +245,12 @@ func scriptEvents(logStatement bool) []wantEvent {
 // message ("LOG:  00000: duration: ...") and a LOCATION line after it, to
 // stderr and csvlog at once, and checks both give the same events.
 func TestVerboseErrorsFromServer(t *testing.T) {
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
-		"logging_collector":          "on",
+	c := scriptLogged(t, map[string]string{
 		"log_destination":            "stderr,csvlog",
 		"log_error_verbosity":        "verbose",
 		"log_min_duration_statement": "0",
-		"log_connections":            "on",
-		"log_disconnections":         "on",
 		"log_line_prefix":            "%m [%p] %q%u@%d/%a ",
-	}})
-	serverScript(context.Background(), t, c)
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	logs, _ := c.LogFiles("*.log")
 	csvs, _ := c.LogFiles("*.csv")
 	if len(logs) != 1 || len(csvs) != 1 {

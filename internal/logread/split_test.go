@@ -2,7 +2,6 @@ package logread
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,11 +80,7 @@ func TestOpenSplitJoinsBoundaries(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, r := range readers {
 			wg.Go(func() {
-				for {
-					ev, err := r.Next()
-					if err == io.EOF {
-						return
-					}
+				for ev, err := range event.All(r) {
 					if err != nil {
 						t.Error(err)
 						return

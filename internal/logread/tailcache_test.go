@@ -2,12 +2,12 @@ package logread
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/synthlog"
 )
 
@@ -39,16 +39,13 @@ func TestTailCacheSameEvents(t *testing.T) {
 				t.Logf("%s: prefix %q is not cacheable", name, r.Prefix())
 			}
 			var keys []string
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					return keys, r.Counters()
-				}
+			for ev, err := range event.All(r) {
 				if err != nil {
 					return append(keys, "error: "+err.Error()), r.Counters()
 				}
 				keys = append(keys, eventKey(ev)+"|"+ev.User+"|"+ev.Database+"|"+ev.Application)
 			}
+			return keys, r.Counters()
 		}
 		with, cw := read(true)
 		without, cwo := read(false)

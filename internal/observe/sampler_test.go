@@ -25,10 +25,7 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect := func(db string) *pgx.Conn {
-		conn, err := pgx.Connect(ctx, c.DSN(db))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.Connect(ctx, t, c.DSN(db))
 		t.Cleanup(func() { conn.Close(context.Background()) })
 		return conn
 	}
@@ -132,10 +129,7 @@ func TestOwnQueryIDs(t *testing.T) {
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	r, err := NewStatementsReader(ctx, conn)
 	if err != nil {
@@ -233,10 +227,7 @@ func TestWaitSamplerStop(t *testing.T) {
 	// its sample waits on the lock, and the lock's transaction.
 	sampling := func(t *testing.T) (*pgx.Conn, *WaitSampler, pgx.Tx) {
 		connect := func() *pgx.Conn {
-			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 			t.Cleanup(func() { conn.Close(context.Background()) })
 			return conn
 		}

@@ -34,7 +34,13 @@ func pgssSettings(extra map[string]string) map[string]string {
 // branch, which every transaction updates) and pg_stat_statements.
 func startPgbench(t testing.TB, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
+	return initPgbench(t, pgclustertest.StartT(t, pgcluster.Options{Settings: settings}))
+}
+
+// initPgbench fills c with pgbench's tables (scale 1) and creates
+// pg_stat_statements.
+func initPgbench(t testing.TB, c *pgcluster.Cluster) *pgcluster.Cluster {
+	t.Helper()
 	ctx := context.Background()
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
@@ -246,10 +252,7 @@ func TestDeltasMatchPgbench(t *testing.T) {
 func waitGone(t testing.TB, c *pgcluster.Cluster, app string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	for range 200 {
 		var n int
@@ -360,10 +363,7 @@ func TestEviction(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"pg_stat_statements.max": "100"}))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	o := startCollector(t, c.DSN("postgres"), Options{Interval: 100 * time.Millisecond})
 	pgbench(t, c, "-n", "-S", "-c", "2", "-t", "500")
@@ -534,10 +534,7 @@ func TestWorkCounters(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(map[string]string{"full_page_writes": "on"}))
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		t.Fatal(err)

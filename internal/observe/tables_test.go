@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestTableUpdates: the evidence counts each table's updates and HOT
@@ -110,10 +110,7 @@ func TestLiveStopDoesNotWait(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(nil))
 	ctx := context.Background()
-	client, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer client.Close(ctx)
 	for _, live := range []bool{true, false} {
 		o := startCollector(t, c.DSN("postgres"), Options{Live: live})

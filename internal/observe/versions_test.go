@@ -21,15 +21,7 @@ import (
 // version cache.
 func startPgbenchVersion(t *testing.T, major int, settings map[string]string) *pgcluster.Cluster {
 	t.Helper()
-	c := pgclustertest.StartVersion(t, major, settings)
-	ctx := context.Background()
-	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
-		t.Fatalf("pgbench -i: %v\n%s", err, out)
-	}
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return initPgbench(t, pgclustertest.StartVersion(t, major, settings))
 }
 
 // holdStarting opens a connection to c that stops in authentication: the
@@ -53,10 +45,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	if err := c.Exec(ctx, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()"); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	// pg_reload_conf only signals: wait until the postmaster read the
 	// new pg_hba.conf.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // noWaitSampling fails a test that needs pg_wait_sampling's library:
@@ -99,10 +100,7 @@ func TestWaitSamplingContention(t *testing.T) {
 	// wall-clock duration.
 	c := startWaitSampling(t, true, true)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	var testPID int32
 	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&testPID); err != nil {

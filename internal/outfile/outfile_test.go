@@ -2,10 +2,14 @@ package outfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -100,4 +104,45 @@ func TestWriteFullDisk(t *testing.T) {
 	if len(left) != 1 {
 		t.Errorf("files left: %v", left)
 	}
+}
+
+// TestLocked: lines written at once from several goroutines arrive whole.
+func TestLocked(t *testing.T) {
+	var b lineChecker
+	w := Lock(&b)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 200 {
+				fmt.Fprintf(w, "%d:%s\n", g, strings.Repeat("x", 64))
+			}
+		})
+	}
+	wg.Wait()
+	if b.writes != 8*200 || b.torn != 0 {
+		t.Errorf("%d writes, %d of them overlapping another", b.writes, b.torn)
+	}
+}
+
+// lineChecker counts writes, and those that began while another was
+// still in progress.
+type lineChecker struct {
+	busy         atomic.Bool
+	writes, torn int64
+	mu           sync.Mutex
+}
+
+func (c *lineChecker) Write(p []byte) (int, error) {
+	if !c.busy.CompareAndSwap(false, true) {
+		c.mu.Lock()
+		c.torn++
+		c.mu.Unlock()
+		return len(p), nil
+	}
+	runtime.Gosched()
+	c.mu.Lock()
+	c.writes++
+	c.mu.Unlock()
+	c.busy.Store(false)
+	return len(p), nil
 }

@@ -25,10 +25,7 @@ import (
 func query(t *testing.T, c *pgcluster.Cluster, db, sql string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN(db))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN(db))
 	defer conn.Close(ctx)
 	var s string
 	if err := conn.QueryRow(ctx, sql).Scan(&s); err != nil {
@@ -195,10 +192,7 @@ func TestPgbench(t *testing.T) {
 func TestFreezeThaw(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
@@ -206,7 +200,7 @@ func TestFreezeThaw(t *testing.T) {
 	t.Cleanup(func() { c.Thaw() }) // before the cluster is stopped
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	var one int
-	err = conn.QueryRow(short, "SELECT 1").Scan(&one)
+	err := conn.QueryRow(short, "SELECT 1").Scan(&one)
 	cancel()
 	if err == nil {
 		t.Error("a frozen server's backend answered")

@@ -11,11 +11,10 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
-// TestInitCache: with PGREHEARSE_INITDB_CACHE set, initdb runs once per
-// binaries, into the cache, and each cluster starts from a copy of its
-// own: two clusters with other settings, each what its options say, one's
-// table absent from the other, the template untouched by either.
-func TestInitCache(t *testing.T) {
+// newInitCache makes an initdb cache for t alone, removed after it, and
+// sets PGREHEARSE_INITDB_CACHE to it.
+func newInitCache(t *testing.T) string {
+	t.Helper()
 	cache, err := os.MkdirTemp("/tmp", "initcache-")
 	if err != nil {
 		t.Fatal(err)
@@ -25,6 +24,15 @@ func TestInitCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pgcluster.InitCacheEnv, cache)
+	return cache
+}
+
+// TestInitCache: with PGREHEARSE_INITDB_CACHE set, initdb runs once per
+// binaries, into the cache, and each cluster starts from a copy of its
+// own: two clusters with other settings, each what its options say, one's
+// table absent from the other, the template untouched by either.
+func TestInitCache(t *testing.T) {
+	cache := newInitCache(t)
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"work_mem": "7MB"}})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"work_mem": "9MB"}})
 	ready, _ := filepath.Glob(filepath.Join(cache, "*", "ready"))
@@ -66,15 +74,7 @@ func containsBytes(b []byte, s string) bool { return strings.Contains(string(b),
 // cache, each choice has a template of its own: a cluster never starts
 // from a template made with the other setting.
 func TestChecksums(t *testing.T) {
-	cache, err := os.MkdirTemp("/tmp", "initcache-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(cache) })
-	if err := os.Chmod(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(pgcluster.InitCacheEnv, cache)
+	cache := newInitCache(t)
 	want := map[pgcluster.Checksums]string{pgcluster.ChecksumsOn: "on", pgcluster.ChecksumsOff: "off"}
 	for _, major := range []int{15, 18} {
 		want[pgcluster.ChecksumsDefault] = want[pgcluster.InitdbChecksums(major)]

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
@@ -46,10 +44,7 @@ func TestVersionsStart(t *testing.T) {
 			if out, err := c.Pgbench(ctx, "-n", "-S", "-t", "20", "postgres"); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 			defer conn.Close(ctx)
 			var calls int64
 			if err := conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -81,3 +82,14 @@ func StartVersion(t testing.TB, major int, settings map[string]string) *pgcluste
 // per-version tests run their smoke cases only, one per capability, on
 // every major of pgcluster.Majors all the same.
 func LongVersions() bool { return os.Getenv("PGREHEARSE_VERSIONS") == "all" }
+
+// Connect opens a connection to dsn (a cluster's DSN, for a database) for
+// t, failing t when it cannot; the caller closes it.
+func Connect(ctx context.Context, t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return conn
+}

@@ -19,6 +19,19 @@ type countSink struct{ n int64 }
 
 func (s *countSink) Add(capture.Record) bool { s.n++; return true }
 
+// byTurns runs a and b, a first on even turns i and b first on odd ones,
+// so that neither always follows the other, and returns what each gave.
+func byTurns[T any](i int, a, b func() T) (ra, rb T) {
+	if i%2 == 0 {
+		ra = a()
+		rb = b()
+	} else {
+		rb = b()
+		ra = a()
+	}
+	return ra, rb
+}
+
 // BenchmarkProxySelect times extended-protocol SELECT 1 round trips over
 // loopback TCP, directly and through the proxy, alternating one of each
 // per iteration so that both sides see the same machine: direct-ns/op,
@@ -66,14 +79,7 @@ func benchSelect(b *testing.B, resume bool) {
 	ds, ps := make([]time.Duration, 0, 1<<16), make([]time.Duration, 0, 1<<16)
 	for i := 0; b.Loop(); i++ {
 		// Alternate which goes first, so neither always follows the other.
-		var dt, pt time.Duration
-		if i%2 == 0 {
-			dt = roundTrip(direct)
-			pt = roundTrip(proxied)
-		} else {
-			pt = roundTrip(proxied)
-			dt = roundTrip(direct)
-		}
+		dt, pt := byTurns(i, func() time.Duration { return roundTrip(direct) }, func() time.Duration { return roundTrip(proxied) })
 		d, p = d+dt, p+pt
 		ds, ps = append(ds, dt), append(ps, pt)
 	}

@@ -294,14 +294,7 @@ func BenchmarkRelayRows(b *testing.B) {
 				var onCPU, offCPU time.Duration
 				var ratios []float64
 				for i := 0; b.Loop(); i++ {
-					var d, nd time.Duration
-					if i%2 == 0 {
-						d = timed(on)
-						nd = timed(off)
-					} else {
-						nd = timed(off)
-						d = timed(on)
-					}
+					d, nd := byTurns(i, func() time.Duration { return timed(on) }, func() time.Duration { return timed(off) })
 					onCPU, offCPU = onCPU+d, offCPU+nd
 					if nd > 0 {
 						ratios = append(ratios, float64(d)/float64(nd))

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
@@ -212,11 +212,7 @@ func TestResumeUnderTraffic(t *testing.T) {
 		recs := recordSlice(sink.records())
 		d := capture.NewDecoder(&recs)
 		statements := 0
-		for {
-			ev, err := d.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for ev, err := range event.All(d) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,10 +44,7 @@ func TestCatalogReadUntrackedForRole(t *testing.T) {
 	if res.Statements.Executed != 2 || res.Statements.Failed != 0 {
 		t.Fatalf("statements %+v", res.Statements)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	queries, err := pgx.CollectRows(must(conn.Query(ctx, "SELECT query FROM pg_stat_statements")), pgx.RowTo[string])
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -355,11 +354,7 @@ func captured(b *testing.B, path string) []*event.Event {
 	}
 	defer rd.Close()
 	var evs []*event.Event
-	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range event.All(rd) {
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -48,7 +48,6 @@ const (
 	ProblemAuth        = replay.ProblemAuth
 	ProblemNoRole      = replay.ProblemNoRole
 	ProblemNoDatabase  = replay.ProblemNoDatabase
-	ProblemRefused     = replay.ProblemRefused
 	ProblemTooMany     = replay.ProblemTooMany
 	ProblemNotReady    = replay.ProblemNotReady
 	ProblemNoPrivilege = replay.ProblemNoPrivilege
@@ -57,7 +56,6 @@ const (
 // The synchronization modes (SyncMode).
 const (
 	SyncObject  = syncdep.Object
-	SyncCommit  = syncdep.Commit
 	SyncOff     = syncdep.Off
 	SyncLoad    = syncdep.Load
 	SyncAnswers = syncdep.Answers

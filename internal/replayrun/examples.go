@@ -30,9 +30,7 @@ func Examples(ctx context.Context, cfg Config, fingerprints []string) (map[strin
 	if cache == nil {
 		cache = fingerprint.NewCache(0)
 	}
-	so := cfg.Source
-	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := openInput(cfg, so)
+	set, err := openInput(&cfg)
 	if err != nil {
 		return out, err
 	}

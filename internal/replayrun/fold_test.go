@@ -2,12 +2,9 @@ package replayrun
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -69,22 +66,7 @@ func TestRunFoldSource(t *testing.T) {
 	// In the log's order, by time: the sessions of one slice interleave.
 	sortByTime(evs)
 	fold := source.Fold{Of: source.Memory{Name: "generated", Events: evs}, K: k, First: t0, Width: width}
-	o, err := Run(ctx, Config{
-		Input:      fold,
-		Replay:     replay.Options{Target: b.DSN("postgres"), Speed: 1},
-		MaxSkipped: 0.1, MaxErrorRate: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := o.Result
-	if testing.Verbose() {
-		b, _ := json.MarshalIndent(res, "", " ")
-		t.Logf("%s", b)
-	}
-	if len(o.Reasons) != 0 {
-		t.Errorf("reasons %v", o.Reasons)
-	}
+	res := runClean(ctx, t, fold, b.DSN("postgres"), 1)
 	if s := res.Statements; s.Total != int64(k*perSlice) || s.Executed != s.Total || s.Failed != 0 {
 		t.Errorf("statements %+v, want the %d of the %d slices executed", s, k*perSlice, k)
 	}
@@ -97,10 +79,7 @@ func TestRunFoldSource(t *testing.T) {
 	if got := rows(t, b.DSN("postgres")); got != fmt.Sprintf("%d/%d", k*8, k) {
 		t.Errorf("target rows %s, want %d/%d", got, k*8, k)
 	}
-	conn, err := pgx.Connect(ctx, b.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, b.DSN("postgres"))
 	defer conn.Close(ctx)
 	var total int
 	if err := conn.QueryRow(ctx, "SELECT n FROM total WHERE id = 1").Scan(&total); err != nil {

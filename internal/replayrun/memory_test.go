@@ -11,8 +11,31 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
+
+// runClean replays input onto target at speed, its result logged with
+// -v, and fails t if the run failed or gave reasons against its result.
+func runClean(ctx context.Context, t *testing.T, input source.Origin, target string, speed float64) *results.Result {
+	t.Helper()
+	o, err := Run(ctx, Config{
+		Input:      input,
+		Replay:     replay.Options{Target: target, Speed: speed},
+		MaxSkipped: 0.1, MaxErrorRate: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		b, _ := json.MarshalIndent(o.Result, "", " ")
+		t.Logf("%s", b)
+	}
+	if len(o.Reasons) != 0 {
+		t.Errorf("reasons %v", o.Reasons)
+	}
+	return o.Result
+}
 
 // TestRunMemorySource: a workload that is no log (events a program made)
 // goes into a replay through the same seam as a log: two sessions, each
@@ -47,22 +70,7 @@ func TestRunMemorySource(t *testing.T) {
 		end.Kind, end.Time = event.Disconnect, at(8)
 		evs = append(evs, &fail, &end)
 	}
-	o, err := Run(ctx, Config{
-		Input:      source.Memory{Name: "generated", Events: evs},
-		Replay:     replay.Options{Target: b.DSN("postgres"), Speed: 0},
-		MaxSkipped: 0.1, MaxErrorRate: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := o.Result
-	if testing.Verbose() {
-		b, _ := json.MarshalIndent(res, "", " ")
-		t.Logf("%s", b)
-	}
-	if len(o.Reasons) != 0 {
-		t.Errorf("reasons %v", o.Reasons)
-	}
+	res := runClean(ctx, t, source.Memory{Name: "generated", Events: evs}, b.DSN("postgres"), 0)
 	if s := res.Statements; s.Total != 12 || s.Executed != 10 || s.Failed != 2 {
 		t.Errorf("statements %+v, want 12 of which 2 failed", s)
 	}

@@ -138,10 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Events must come in log order: one source per file, never parts.
-	so := cfg.Source
-	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := openInput(cfg, so)
+	set, err := openInput(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -283,11 +280,15 @@ func (o *Outcome) evaluateFindings(ctx context.Context, cfg Config) {
 	}
 }
 
-// openInput opens the run's input with so.
-func openInput(cfg Config, so source.Options) (*source.Set, error) {
+// openInput opens the run's input with its source options and its
+// selection. Events must come in log order: one source per file, never
+// parts.
+func openInput(cfg *Config) (*source.Set, error) {
 	if cfg.Input == nil {
 		return nil, &OptionsError{Err: errors.New("nothing to replay: no input given")}
 	}
+	so := cfg.Source
+	so.Parts, so.Select = 1, &cfg.Selection
 	return cfg.Input.Open(so)
 }
 

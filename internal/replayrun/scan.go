@@ -35,9 +35,7 @@ func Scan(ctx context.Context, cfg Config) (*Scanned, error) {
 	if cfg.Replay.Cache == nil {
 		cfg.Replay.Cache = fingerprint.NewCache(0)
 	}
-	so := cfg.Source
-	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := openInput(cfg, so)
+	set, err := openInput(&cfg)
 	if err != nil {
 		return nil, err
 	}

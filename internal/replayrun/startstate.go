@@ -107,9 +107,7 @@ func (p *Preflight) startFailed(mode StartCheckMode) bool {
 // StartCheckRequire a target that fails the check is a
 // *StartStateError, with the Preflight.
 func CheckStart(ctx context.Context, cfg Config, logins []replay.Login) (*Preflight, error) {
-	so := cfg.Source
-	so.Parts, so.Select = 1, &cfg.Selection
-	set, err := openInput(cfg, so)
+	set, err := openInput(&cfg)
 	if err != nil {
 		return nil, err
 	}

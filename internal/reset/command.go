@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/connstr"
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/outfile"
 	"github.com/pgrehearse/pgrehearse/internal/tailbuf"
 )
 
@@ -145,7 +145,7 @@ func (c *Command) run(ctx context.Context, cfg *pgconn.Config, round int) error 
 	tail := tailbuf.New(tailBytes)
 	var stdout, stderr io.Writer = io.Discard, tail
 	if c.Output != nil {
-		out := &lockedWriter{w: c.Output}
+		out := outfile.Lock(c.Output) // the command's two streams into one writer
 		stdout, stderr = out, io.MultiWriter(tail, out)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -251,16 +251,4 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// lockedWriter serializes the command's two streams into one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -50,10 +50,7 @@ func setupApp(t *testing.T, c *pgcluster.Cluster) {
 func queryText(t *testing.T, dsn, sql string, args ...any) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	conn := pgclustertest.Connect(ctx, t, dsn)
 	defer conn.Close(ctx)
 	var s string
 	if err := conn.QueryRow(ctx, sql, args...).Scan(&s); err != nil {
@@ -85,10 +82,7 @@ func dbTraits(t *testing.T, c *pgcluster.Cluster, db string) string {
 func databases(t *testing.T, c *pgcluster.Cluster) []string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	rows, _ := conn.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY 1", NamePrefix)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])

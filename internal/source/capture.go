@@ -20,8 +20,8 @@ type capReader struct {
 	r    *capture.Reader
 	dec  *capture.Decoder
 
-	mu          sync.Mutex // guards the reader's progress against Progress
-	first, last int64
+	mu sync.Mutex // guards the reader's progress against Progress
+	timeSpan
 
 	// alone: path is one segment file of a capture, read without the
 	// others; others counts the other segments beside it, and closed
@@ -72,12 +72,7 @@ func (c *capReader) Next() (*event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ev.Time > 0 {
-		if c.first == 0 || ev.Time < c.first {
-			c.first = ev.Time
-		}
-		c.last = max(c.last, ev.Time)
-	}
+	c.see(ev.Time)
 	return ev, nil
 }
 
@@ -92,10 +87,6 @@ func (c *capReader) Progress() (read, size int64) {
 
 // Timing: the proxy stamps every message in microseconds.
 func (c *capReader) Timing() logread.Timing { return logread.TimingFraction }
-
-func (c *capReader) TimeRange() (first, last int64, ok bool) {
-	return c.first, c.last, c.first > 0
-}
 
 // Origin: a capture does not know the server's identity.
 func (c *capReader) Origin() logread.Origin { return logread.Origin{} }

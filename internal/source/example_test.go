@@ -1,9 +1,7 @@
 package source_test
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 
@@ -26,11 +24,7 @@ func ExampleOpen() {
 	defer set.Close()
 	kinds := map[event.Kind]int{}
 	for _, src := range set.Sources() {
-		for {
-			ev, err := src.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for ev, err := range event.All(src) {
 			if err != nil {
 				panic(err)
 			}

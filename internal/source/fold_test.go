@@ -2,9 +2,7 @@ package source_test
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,11 +20,7 @@ func readAll(t *testing.T, set *source.Set) []*event.Event {
 	t.Helper()
 	var out []*event.Event
 	for _, src := range set.Sources() {
-		for {
-			ev, err := src.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for ev, err := range event.All(src) {
 			if err != nil {
 				t.Fatal(err)
 			}

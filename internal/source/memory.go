@@ -36,11 +36,30 @@ func (Memory) Stdin() bool { return false }
 // memReader yields a Memory's events. Its progress is in events, not
 // bytes.
 type memReader struct {
-	name        string
-	events      []*event.Event
-	next        int
-	read        atomic.Int64
-	first, last int64
+	name   string
+	events []*event.Event
+	next   int
+	read   atomic.Int64
+	timeSpan
+}
+
+// timeSpan is the first and last time of the events a reader gave, for
+// its TimeRange.
+type timeSpan struct{ first, last int64 }
+
+// see takes an event's time into the span; 0 (no time) is passed over.
+func (s *timeSpan) see(t int64) {
+	if t > 0 {
+		if s.first == 0 || t < s.first {
+			s.first = t
+		}
+		s.last = max(s.last, t)
+	}
+}
+
+// TimeRange is the span seen, ok false when no event had a time.
+func (s *timeSpan) TimeRange() (first, last int64, ok bool) {
+	return s.first, s.last, s.first > 0
 }
 
 func (r *memReader) Next() (*event.Event, error) {
@@ -50,22 +69,14 @@ func (r *memReader) Next() (*event.Event, error) {
 	ev := r.events[r.next]
 	r.next++
 	r.read.Add(1)
-	if ev.Time > 0 {
-		if r.first == 0 || ev.Time < r.first {
-			r.first = ev.Time
-		}
-		r.last = max(r.last, ev.Time)
-	}
+	r.see(ev.Time)
 	return ev, nil
 }
 
-func (r *memReader) Name() string                 { return r.name }
-func (r *memReader) Recycle(...*event.Event)      {}
-func (r *memReader) Progress() (read, size int64) { return r.read.Load(), int64(len(r.events)) }
-func (r *memReader) Timing() logread.Timing       { return logread.TimingFraction }
-func (r *memReader) TimeRange() (first, last int64, ok bool) {
-	return r.first, r.last, r.first > 0
-}
+func (r *memReader) Name() string                       { return r.name }
+func (r *memReader) Recycle(...*event.Event)            {}
+func (r *memReader) Progress() (read, size int64)       { return r.read.Load(), int64(len(r.events)) }
+func (r *memReader) Timing() logread.Timing             { return logread.TimingFraction }
 func (r *memReader) Origin() logread.Origin             { return logread.Origin{} }
 func (r *memReader) Partial() error                     { return nil }
 func (r *memReader) Warnings() []string                 { return nil }

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,11 +52,7 @@ func readAll(t *testing.T, s *Set) int {
 	t.Helper()
 	n := 0
 	for _, src := range s.Sources() {
-		for {
-			ev, err := src.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for ev, err := range event.All(src) {
 			if err != nil {
 				t.Fatal(err)
 			}

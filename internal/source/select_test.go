@@ -1,7 +1,6 @@
 package source
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -106,11 +105,7 @@ func TestSelect(t *testing.T) {
 			sel := tt.sel
 			s := Select(src, &sel, NewState(), c)
 			var got []int64
-			for {
-				ev, err := s.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
+			for ev, err := range event.All(s) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,8 +2,6 @@ package syncdep
 
 import (
 	"testing"
-
-	"github.com/pgrehearse/pgrehearse/internal/event"
 )
 
 // TestLoadMode: in Load mode a statement that only reads waits for no
@@ -286,13 +284,7 @@ func TestLoadFreshInsertRaces(t *testing.T) {
 	tr := NewTracker(Load)
 	tr.SetCatalog("db", cat)
 	a, b := tr.Session("db", "a"), tr.Session("db", "b")
-	ev := func(s *Session, start, end int64, sql string, params ...string) Step {
-		ps := make([]event.Param, len(params))
-		for i, p := range params {
-			ps[i] = event.Param{Value: p}
-		}
-		return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
-	}
+	ev := execText
 	const ins = "INSERT INTO accounts (balance) VALUES ($1)"
 	ev(a, ms(1), ms(2), ins, "1")
 	if st := ev(b, ms(1)+500, ms(3), "SELECT balance FROM accounts WHERE id = $1", "101"); st.Race.Kind() != RaceRelation {

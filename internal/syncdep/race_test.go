@@ -218,6 +218,16 @@ func TestRaceSettled(t *testing.T) {
 	}
 }
 
+// execText is s's step for sql executed from start to end with the
+// parameters given, as text.
+func execText(s *Session, start, end int64, sql string, params ...string) Step {
+	ps := make([]event.Param, len(params))
+	for i, p := range params {
+		ps[i] = event.Param{Value: p}
+	}
+	return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
+}
+
 // TestRaceKinds: a point statement races by row only with a transaction
 // that wrote its key; another key's write is no race at all, and a write
 // or read whose rows cannot be bounded (no key in the predicate) races
@@ -226,13 +236,7 @@ func TestRaceKinds(t *testing.T) {
 	tr := NewTracker(Object)
 	tr.SetCatalog("db", keyedCatalog())
 	a, b := tr.Session("db", "a"), tr.Session("db", "b")
-	ev := func(s *Session, start, end int64, sql string, params ...string) Step {
-		ps := make([]event.Param, len(params))
-		for i, p := range params {
-			ps[i] = event.Param{Value: p}
-		}
-		return s.Event(Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql, Params: ps, ParamState: event.ParamsComplete})
-	}
+	ev := execText
 	const upd = "UPDATE public.accounts SET n = n + 1 WHERE id = $1"
 	const get = "SELECT n FROM public.accounts WHERE id = $1"
 	// a's autocommit UPDATE of key 1 ends while b reads key 1: by row.

@@ -89,12 +89,7 @@ func (t *Timeline) find(timeUS int64) *bucket {
 		b = t.buckets[i]
 	}
 	if b == nil {
-		b = &bucket{}
-		if len(t.buckets) == 0 {
-			t.lo, t.hi = i, i
-		}
-		t.lo, t.hi = min(t.lo, i), max(t.hi, i)
-		t.buckets[i] = b
+		b = t.bucket(i)
 	}
 	t.last = nil
 	// Remember the bucket unless its bounds are beyond int64 (times

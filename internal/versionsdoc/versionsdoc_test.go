@@ -73,27 +73,11 @@ func rowOf(name string) (row string, major int, ok bool) {
 	case "TestVersionsObserve18StartingBackend":
 		return "observe while connections log in (shown from 18, datid null)", 18, len(parts) == 1
 	case "TestVersionsExplain":
-		if len(parts) != 2 {
-			return "", 0, false
-		}
-		ctl, cand, _ := strings.Cut(parts[1], "-")
-		c, _ := strconv.Atoi(ctl)
-		d, _ := strconv.Atoi(cand)
-		if c == d {
-			return "explain: generic and analyzed custom plans, same plan on the same data", d, true
-		}
-		return fmt.Sprintf("explain: control on %d, candidate on this version: same plan", c), d, true
+		return pairRow(parts, "explain: generic and analyzed custom plans, same plan on the same data",
+			"explain: control on %d, candidate on this version: same plan")
 	case "TestVersionsDemoUpgrade":
-		if len(parts) != 2 {
-			return "", 0, false
-		}
-		ctl, cand, _ := strings.Cut(parts[1], "-")
-		c, _ := strconv.Atoi(ctl)
-		d, _ := strconv.Atoi(cand)
-		if c == d {
-			return "demo workload rehearsed A/A, control and candidate on this version: PASS", d, true
-		}
-		return fmt.Sprintf("demo workload rehearsed from %d to this version: no divergence, no plan change, any slowdown the version's", c), d, true
+		return pairRow(parts, "demo workload rehearsed A/A, control and candidate on this version: PASS",
+			"demo workload rehearsed from %d to this version: no divergence, no plan change, any slowdown the version's")
 	case "TestVersionsReplaySync":
 		if len(parts) != 3 {
 			return "", 0, false
@@ -117,6 +101,22 @@ func rowOf(name string) (row string, major int, ok bool) {
 		return "log reader (" + format + "): calls per query equal pg_stat_statements'", atoi(1), true
 	}
 	return "", 0, false
+}
+
+// pairRow is the row of a subtest named CONTROL-CANDIDATE (two majors)
+// under parts[0]: same when both are one version, else from, given the
+// control's; its major is the candidate's.
+func pairRow(parts []string, same, from string) (row string, major int, ok bool) {
+	if len(parts) != 2 {
+		return "", 0, false
+	}
+	ctl, cand, _ := strings.Cut(parts[1], "-")
+	c, _ := strconv.Atoi(ctl)
+	d, _ := strconv.Atoi(cand)
+	if c == d {
+		return same, d, true
+	}
+	return fmt.Sprintf(from, c), d, true
 }
 
 // readResults reads go test -json output and returns the outcome of

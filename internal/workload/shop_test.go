@@ -25,10 +25,7 @@ func TestSetupShopHinted(t *testing.T) {
 	if err := SetupShop(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, c.DSN(ShopDatabase))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN(ShopDatabase))
 	defer conn.Close(ctx)
 	for _, q := range []string{
 		"SELECT count(*), sum(total) FROM orders WHERE customer_id BETWEEN 1 AND 5000",

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -59,10 +57,7 @@ func TestRun(t *testing.T) {
 
 	// What the application wrote is what it meant to write: the odd
 	// values survived the trip, the rolled back work did not.
-	conn, err := pgx.Connect(ctx, c.DSN(AppDatabase))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN(AppDatabase))
 	defer conn.Close(ctx)
 	for i, v := range OddValues {
 		var note *string
