@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"encoding/binary"
+	"strconv"
+
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -24,7 +27,17 @@ type rowDigests struct {
 	done []rowdigest.Digest
 	cur  rowdigest.Digest
 	buf  []byte
+	// kept are the rows of the exchange's first statement, their
+	// DataRow bodies back to back, ends[i] where row i ends, up to
+	// maxKeptRows bytes (over: past it, none), so that the one row a
+	// differing answer differs in can be read (differingRow).
+	kept []byte
+	ends []int
+	over bool
 }
+
+// maxKeptRows bounds the bytes of rows rowDigests keeps of a statement.
+const maxKeptRows = 256 << 10
 
 // start readies the digests for an execution: kept when its answer has
 // digests to compare with.
@@ -38,7 +51,10 @@ func (d *rowDigests) start(ev *event.Event) {
 }
 
 // reset starts an exchange, as wire.rows does.
-func (d *rowDigests) reset() { d.done, d.cur = d.done[:0], rowdigest.Digest{} }
+func (d *rowDigests) reset() {
+	d.done, d.cur = d.done[:0], rowdigest.Digest{}
+	d.kept, d.ends, d.over = d.kept[:0], d.ends[:0], false
+}
 
 // row adds a DataRow of the target's.
 func (d *rowDigests) row(m *pgproto3.DataRow) {
@@ -47,6 +63,12 @@ func (d *rowDigests) row(m *pgproto3.DataRow) {
 	}
 	d.buf = rowdigest.Values(d.buf, m.Values)
 	d.cur.AddVersion(d.v, d.buf)
+	if len(d.done) == 0 && !d.over {
+		if d.over = len(d.kept)+len(d.buf) > maxKeptRows; !d.over {
+			d.kept = append(d.kept, d.buf...)
+			d.ends = append(d.ends, len(d.kept))
+		}
+	}
 	if cap(d.buf) > 1<<20 {
 		d.buf = nil // an odd large row is not kept
 	}
@@ -62,6 +84,60 @@ func (d *rowDigests) completed() {
 
 // failed drops the rows of a statement that failed.
 func (d *rowDigests) failed() { d.cur = rowdigest.Digest{} }
+
+// differingRow is the integers the one row holds in which the first
+// statement's rows differ from the original's (orig, their digest),
+// when one row alone differs (rowdigest.OneRowDiffers) and it was kept:
+// each column that reads as an integer, in text or as a binary int2,
+// int4 or int8 (a column's format is the client's, not known here, so
+// both readings are given). Nil otherwise.
+func (d *rowDigests) differingRow(orig rowdigest.Digest) []int64 {
+	if !d.on || d.over || len(d.done) == 0 || int64(len(d.ends)) != d.done[0].Rows {
+		return nil
+	}
+	p, ok := rowdigest.OneRowDiffers(orig, d.done[0], d.v)
+	if !ok {
+		return nil
+	}
+	from := 0
+	if p > 0 {
+		from = d.ends[p-1]
+	}
+	return rowInts(d.kept[from:d.ends[p]])
+}
+
+// rowInts reads a DataRow body's columns as integers (differingRow).
+func rowInts(body []byte) []int64 {
+	if len(body) < 2 {
+		return nil
+	}
+	var out []int64
+	n, b := int(binary.BigEndian.Uint16(body)), body[2:]
+	for range n {
+		if len(b) < 4 {
+			break
+		}
+		l := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if l < 0 || int(l) > len(b) {
+			continue // NULL, or cut
+		}
+		v := b[:l]
+		b = b[l:]
+		if x, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			out = append(out, x)
+		}
+		switch l {
+		case 2:
+			out = append(out, int64(int16(binary.BigEndian.Uint16(v))))
+		case 4:
+			out = append(out, int64(int32(binary.BigEndian.Uint32(v))))
+		case 8:
+			out = append(out, int64(binary.BigEndian.Uint64(v)))
+		}
+	}
+	return out
+}
 
 // valuesDiffer compares statement i's rows with the original's: by the
 // ordered digest when the statement sorts at its top level, else by the
