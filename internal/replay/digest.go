@@ -27,17 +27,25 @@ type rowDigests struct {
 	done []rowdigest.Digest
 	cur  rowdigest.Digest
 	buf  []byte
-	// kept are the rows of the exchange's first statement, their
-	// DataRow bodies back to back, ends[i] where row i ends, up to
-	// maxKeptRows bytes (over: past it, none), so that the one row a
-	// differing answer differs in can be read (differingRow).
+	// keep: the execution's rows are to be kept (one that reads ranges
+	// of keys, in a replay that follows its own divergences: the
+	// session sets it before each execution). kept are then the rows of
+	// the exchange's first statement, their DataRow bodies back to back,
+	// ends[i] where row i ends, up to maxKeptRows bytes (over: past it,
+	// none), so that the one row a differing answer differs in can be
+	// read (differingRow).
+	keep bool
 	kept []byte
 	ends []int
 	over bool
 }
 
-// maxKeptRows bounds the bytes of rows rowDigests keeps of a statement.
-const maxKeptRows = 256 << 10
+// maxKeptRows bounds the bytes of rows rowDigests keeps of a statement;
+// a session gives back a buffer grown past keptBuffer at the next.
+const (
+	maxKeptRows = 64 << 10
+	keptBuffer  = 16 << 10
+)
 
 // start readies the digests for an execution: kept when its answer has
 // digests to compare with.
@@ -54,6 +62,9 @@ func (d *rowDigests) start(ev *event.Event) {
 func (d *rowDigests) reset() {
 	d.done, d.cur = d.done[:0], rowdigest.Digest{}
 	d.kept, d.ends, d.over = d.kept[:0], d.ends[:0], false
+	if cap(d.kept) > keptBuffer {
+		d.kept, d.ends = nil, nil
+	}
 }
 
 // row adds a DataRow of the target's.
@@ -63,7 +74,7 @@ func (d *rowDigests) row(m *pgproto3.DataRow) {
 	}
 	d.buf = rowdigest.Values(d.buf, m.Values)
 	d.cur.AddVersion(d.v, d.buf)
-	if len(d.done) == 0 && !d.over {
+	if d.keep && len(d.done) == 0 && !d.over {
 		if d.over = len(d.kept)+len(d.buf) > maxKeptRows; !d.over {
 			d.kept = append(d.kept, d.buf...)
 			d.ends = append(d.ends, len(d.kept))

@@ -108,6 +108,8 @@ func (s *session) statement(it item, t *time.Timer) {
 		}
 	}
 
+	// Its rows, to read the one a differing answer differs in.
+	s.w.digests.keep = r.taint != nil && it.sync.Reach.Ranges()
 	latency, te, failed, delayed, ok := s.issue(ev, items, issued)
 	if !ok {
 		return
@@ -124,6 +126,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	sy.race, sy.tables, sy.unknown, sy.reach = it.sync.Race, it.sync.Tables, it.sync.Unknown, it.sync.Reach
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
+	s.w.digests.keep = false
 }
 
 // issue executes ev (items) on the target, issued at issued, unless the

@@ -186,6 +186,7 @@ func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprin
 		for name, want := range map[string]querystats.AnswerCause{"1": querystats.CauseAfterDivergence, "2": querystats.CauseTargetData, "1,2": querystats.CauseTargetData} {
 			s := &session{r: r}
 			s.w.digests.start(ev)
+			s.w.digests.keep = true
 			for id := 1; id <= 10; id++ {
 				v := id
 				if strings.Contains(","+name+",", ","+strconv.Itoa(id)+",") {
