@@ -96,13 +96,18 @@ func (d *rowDigests) completed() {
 // failed drops the rows of a statement that failed.
 func (d *rowDigests) failed() { d.cur = rowdigest.Digest{} }
 
-// differingRow is the integers the one row holds in which the first
-// statement's rows differ from the original's (orig, their digest),
-// when one row alone differs (rowdigest.OneRowDiffers) and it was kept:
-// each column that reads as an integer, in text or as a binary int2,
-// int4 or int8 (a column's format is the client's, not known here, so
-// both readings are given). Nil otherwise.
-func (d *rowDigests) differingRow(orig rowdigest.Digest) []int64 {
+// differingRow is the key of the one row in which the first statement's
+// rows differ from the original's (orig, their digest), when one row
+// alone differs (rowdigest.OneRowDiffers) and the rows were kept: its
+// value in each column that can be the key of the ranges the statement
+// reads (inRange): one whose values, read alike in every row, are all
+// within those ranges and all distinct, as the key's are. A column's
+// format is the client's, not known here: a column is read as text, or
+// else as a binary int2, int4 or int8. A column of other values (a
+// quantity, another table's id) seldom passes for the key in every row,
+// so the differing row is not taken for a tainted key's by a value it
+// only holds. Nil otherwise.
+func (d *rowDigests) differingRow(orig rowdigest.Digest, inRange func(int64) bool) []int64 {
 	if !d.on || d.over || len(d.done) == 0 || int64(len(d.ends)) != d.done[0].Rows {
 		return nil
 	}
@@ -110,44 +115,90 @@ func (d *rowDigests) differingRow(orig rowdigest.Digest) []int64 {
 	if !ok {
 		return nil
 	}
-	from := 0
-	if p > 0 {
-		from = d.ends[p-1]
+	var keys []int64
+	for c := 0; c < columnCount(d.keptRow(0)); c++ {
+		for _, binary := range []bool{false, true} {
+			if v, ok := d.keyColumn(c, binary, inRange, int(p)); ok {
+				keys = append(keys, v)
+			}
+		}
 	}
-	return rowInts(d.kept[from:d.ends[p]])
+	return keys
 }
 
-// rowInts reads a DataRow body's columns as integers (differingRow).
-func rowInts(body []byte) []int64 {
-	if len(body) < 2 {
-		return nil
+// keptRow is kept row i's DataRow body.
+func (d *rowDigests) keptRow(i int) []byte {
+	from := 0
+	if i > 0 {
+		from = d.ends[i-1]
 	}
-	var out []int64
-	n, b := int(binary.BigEndian.Uint16(body)), body[2:]
-	for range n {
+	return d.kept[from:d.ends[i]]
+}
+
+// keyColumn is row p's value of column c, read as text or as binary,
+// when every kept row's is within the ranges (inRange) and distinct.
+func (d *rowDigests) keyColumn(c int, binary bool, inRange func(int64) bool, p int) (int64, bool) {
+	seen := make(map[int64]struct{}, len(d.ends))
+	var at int64
+	for i := range d.ends {
+		v, ok := columnInt(d.keptRow(i), c, binary)
+		if _, dup := seen[v]; !ok || dup || !inRange(v) {
+			return 0, false
+		}
+		seen[v] = struct{}{}
+		if i == p {
+			at = v
+		}
+	}
+	return at, true
+}
+
+// columnCount is how many columns a DataRow body holds.
+func columnCount(body []byte) int {
+	if len(body) < 2 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(body))
+}
+
+// columnInt reads column c of a DataRow body as an integer: as text, or
+// as a binary int2, int4 or int8 (binary). False for NULL, a cut body, or
+// another value.
+func columnInt(body []byte, c int, bin bool) (int64, bool) {
+	if c >= columnCount(body) {
+		return 0, false
+	}
+	b := body[2:]
+	for j := 0; ; j++ {
 		if len(b) < 4 {
-			break
+			return 0, false
 		}
 		l := int32(binary.BigEndian.Uint32(b))
 		b = b[4:]
 		if l < 0 || int(l) > len(b) {
-			continue // NULL, or cut
+			if j == c || l >= 0 {
+				return 0, false // NULL, or cut
+			}
+			continue
+		}
+		if j < c {
+			b = b[l:]
+			continue
 		}
 		v := b[:l]
-		b = b[l:]
-		if x, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			out = append(out, x)
+		switch {
+		case !bin:
+			x, err := strconv.ParseInt(string(v), 10, 64)
+			return x, err == nil
+		case l == 2:
+			return int64(int16(binary.BigEndian.Uint16(v))), true
+		case l == 4:
+			return int64(int32(binary.BigEndian.Uint32(v))), true
+		case l == 8:
+			return int64(binary.BigEndian.Uint64(v)), true
 		}
-		switch l {
-		case 2:
-			out = append(out, int64(int16(binary.BigEndian.Uint16(v))))
-		case 4:
-			out = append(out, int64(int32(binary.BigEndian.Uint32(v))))
-		case 8:
-			out = append(out, int64(binary.BigEndian.Uint64(v)))
-		}
+		return 0, false
 	}
-	return out
 }
 
 // valuesDiffer compares statement i's rows with the original's: by the

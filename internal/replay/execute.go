@@ -862,7 +862,7 @@ func (s *session) differingRow(d querystats.AnswerDiff, ans *event.Answer, i int
 	if d != querystats.AnswerValues || i != 0 || len(ans.Digests) != 1 || !sy.reach.Ranges() || s.r.taint == nil {
 		return nil
 	}
-	return s.w.digests.differingRow(ans.Digests[0])
+	return s.w.digests.differingRow(ans.Digests[0], sy.reach.InRanges)
 }
 
 // taints reports whether what an execution wrote is to be tainted

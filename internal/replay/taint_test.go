@@ -166,9 +166,12 @@ func TestTaintAfterDivergence(t *testing.T) {
 // follows the replay's own divergence (after_divergence), decided at once
 // and late; in row 2 alone, or in rows 1 and 2, it is the target's data
 // (which rows differ is known only when one does: rowdigest.
-// OneRowDiffers). The original's rows are (id, id); the target's rows
-// come as the replay reads them (rowDigests), in text and in binary
-// (int4), as a client's result formats give them (issue 59).
+// OneRowDiffers), and so it is in row 2 alone when that row now holds 1,
+// the tainted key, in another column than the key (a column whose values
+// are not all within the range is not the key's). The original's rows
+// are (id, id + 100); the target's rows come as the replay reads them
+// (rowDigests), in text and in binary (int4), as a client's result
+// formats give them (issue 59).
 func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprint.Cache) {
 	t.Helper()
 	const q = "SELECT v FROM stock WHERE id BETWEEN 1 AND 10"
@@ -179,17 +182,21 @@ func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprin
 	for _, format := range []func(int) []byte{text, binary4} {
 		var orig rowdigest.Digest
 		for id := 1; id <= 10; id++ {
-			orig.AddVersion(rowdigest.Current, rowdigest.Values(nil, [][]byte{format(id), format(id)}))
+			orig.AddVersion(rowdigest.Current, rowdigest.Values(nil, [][]byte{format(id), format(id + 100)}))
 		}
 		ev := &event.Event{Query: q}
 		ev.SetAnswer(&event.Answer{Rows: []int64{10}, Digests: []rowdigest.Digest{orig}, DigestVersion: rowdigest.Current})
-		for name, want := range map[string]querystats.AnswerCause{"1": querystats.CauseAfterDivergence, "2": querystats.CauseTargetData, "1,2": querystats.CauseTargetData} {
+		for name, want := range map[string]querystats.AnswerCause{"1": querystats.CauseAfterDivergence, "2": querystats.CauseTargetData, "1,2": querystats.CauseTargetData,
+			"2 holding 1": querystats.CauseTargetData} {
 			s := &session{r: r}
 			s.w.digests.start(ev)
 			s.w.digests.keep = true
 			for id := 1; id <= 10; id++ {
-				v := id
-				if strings.Contains(","+name+",", ","+strconv.Itoa(id)+",") {
+				v := id + 100
+				switch {
+				case name == "2 holding 1" && id == 2:
+					v = 1
+				case strings.Contains(","+name+",", ","+strconv.Itoa(id)+","):
 					v += 1000
 				}
 				s.w.digests.row(&pgproto3.DataRow{Values: [][]byte{format(id), format(v)}})

@@ -228,9 +228,10 @@ func (t *Taint) Affects(r *Reach, wide bool) RaceKind {
 	return found
 }
 
-// AffectsRow reports whether one of keys, the integers of the one row in
+// AffectsRow reports whether one of keys, the key of the one row in
 // which a read of ranges of keys (r) answered otherwise than the
-// original, is a tainted key within one of those ranges: that row is
+// original (read from the columns that can hold it), is a tainted key
+// within one of those ranges: that row is
 // one the replay's own divergence wrote, and the difference is the
 // replay's (RaceRow; RaceRelation once the relation's keys no longer fit,
 // FellBack), not the target's data. Affects leaves a read of
@@ -262,6 +263,20 @@ func (t *Taint) AffectsRow(r *Reach, keys []int64) RaceKind {
 
 // Ranges reports whether the statement reads ranges of keys.
 func (r *Reach) Ranges() bool { return r != nil && len(r.rng) > 0 }
+
+// InRanges reports whether v is within a range of keys the statement
+// reads.
+func (r *Reach) InRanges(v int64) bool {
+	if r == nil {
+		return false
+	}
+	for _, g := range r.rng {
+		if v >= g.lo && v <= g.hi {
+			return true
+		}
+	}
+	return false
+}
 
 // FellBack reports whether the Taint outgrew MaxTaintRows and tainted
 // relations in place of rows since.
