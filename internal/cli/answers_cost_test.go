@@ -26,7 +26,12 @@ import (
 // A measurement, not a test of make test: it runs only with
 // BENCH_ANSWERS=1 (docs/performance.md, "Answers mode at speed 0").
 // BENCH_ANSWERS_WORKLOAD=oltp measures TestCaptureAnswersOLTP's workload
-// instead, whose final tables are not compared (its moves race).
+// instead, whose final tables are not compared (its moves race); an
+// answers replay of it that blames the target's data (a false alarm: the
+// copy is identical) logs each such answer with the transactions around
+// it (oltpLogBlamed). BENCH_ANSWERS_MODES=answers replays in that mode
+// only (comma-separated modes), BENCH_ANSWERS_CAPTURE=DIR keeps the
+// capture there and replays it again in later runs.
 func TestAnswersCostPgbench(t *testing.T) {
 	if os.Getenv("BENCH_ANSWERS") == "" {
 		t.Skip("a measurement: BENCH_ANSWERS=1 runs it")
@@ -115,20 +120,25 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	want := state(from)
 	rates := map[string][]float64{}
 	for i := range runs {
-		for _, mode := range []string{"object", "answers"} {
+		for _, mode := range benchAnswersModes() {
 			db := fmt.Sprintf("%s_%d", mode, i)
 			if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine"); err != nil {
 				t.Fatal(err)
 			}
 			load, _ := os.ReadFile("/proc/loadavg")
 			began := time.Now()
-			code, text, res := runReplay(t, "--target", c.DSN(db), "--database-map", from+"="+db, "--speed", "0", "--sync", mode, "--findings=false", dir)
+			code, text, res := runReplay(t, "--target", c.DSN(db), "--database-map", from+"="+db, "--speed", "0", "--sync", mode, "--findings=false", "--keep-answers", dir)
 			took := time.Since(began)
 			if res == nil || code != ExitOK && code != ExitDiverged {
 				t.Fatalf("%s run %d: exit %d\n%s", mode, i+1, code, text)
 			}
 			if got := state(db); got != want {
 				t.Errorf("%s run %d: the tables differ from the original's", mode, i+1)
+			}
+			if from == "orig" && mode == "answers" && res.Outcomes.AnswerDiffersTargetData > 0 {
+				// A false alarm: what to look at.
+				stmts, writes := oltpCapture(captureEvents(t, dir))
+				oltpLogBlamed(t, res, stmts, writes)
 			}
 			rate := float64(res.Statements.Executed) / took.Seconds()
 			rates[mode] = append(rates[mode], rate)
@@ -159,4 +169,13 @@ func medianRate(rates []float64) float64 {
 	s := slices.Clone(rates)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// benchAnswersModes are the sync modes TestAnswersCostPgbench alternates:
+// object and answers, or those BENCH_ANSWERS_MODES names (comma-separated).
+func benchAnswersModes() []string {
+	if m := os.Getenv("BENCH_ANSWERS_MODES"); m != "" {
+		return strings.Split(m, ",")
+	}
+	return []string{"object", "answers"}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
+	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -403,7 +405,11 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	}
 	var split results.Outcomes
 	for _, p := range runShards(t, 2, t.TempDir(), "--shards", "2", "--target", c.DSN("split"), "--database-map", "orig=split", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir) {
-		o := readShardResult(t, p.json).Outcomes
+		sr := readShardResult(t, p.json)
+		o := sr.Outcomes
+		if sr.DifferingAnswers != nil {
+			t.Errorf("shard %d kept %d differing answers without --keep-answers", p.k, len(sr.DifferingAnswers))
+		}
 		if p.code == ExitDiverged || o.AnswerDiffersTargetData != 0 {
 			t.Errorf("shard %d exited %d blaming %d answers on the target's data; a shard that does not see the other's writes cannot:\n%s", p.k, p.code, o.AnswerDiffersTargetData, p.out.String())
 		}
@@ -414,11 +420,12 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		t.Errorf("shards: %d answers differ, %d unexplained; want the 5 of one process, unexplained", split.AnswerDiffers, split.AnswerDiffersUnexplained)
 	}
 
-	code, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir)
+	code, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", "--max-error-rate", "100", "--keep-answers", rc.dir)
 	t.Logf("replay:\n%s", text)
 	if res == nil {
 		t.Fatalf("no result:\n%s", text)
 	}
+	keptAnswers(t, res, captureEvents(t, rc.dir))
 	byQuery := map[string]querystats.Row{}
 	for _, q := range res.Queries {
 		byQuery[q.Fingerprint] = q
@@ -465,4 +472,34 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		t.Errorf("the replay's text does not name the UPDATE's divergence:\n%s", text)
 	}
 	crossSessionOrder(t, c)
+}
+
+// keptAnswers checks the differing answers TestCaptureAnswerDivergence's
+// replay kept (--keep-answers): each of the 5 is an execution of the
+// capture, found by its session and time, with how it differed (the
+// UPDATE's row count 3 times, the missing table's error, the count's
+// value) and its cause, the target's data, with its table.
+func keptAnswers(t *testing.T, res *results.Result, evs []*event.Event) {
+	t.Helper()
+	diffs := map[querystats.AnswerDiff]int{}
+	tables := map[string]int{}
+	for _, a := range res.DifferingAnswers {
+		found := false
+		for _, ev := range evs {
+			if ev.IsExecution() && ev.Session == a.Session && ev.Time == a.TimeUS && ev.Duration == a.DurationUS {
+				found = fingerprint.Compute(ev.Query)[0].Fingerprint == a.Fingerprint
+			}
+		}
+		if !found {
+			t.Errorf("kept answer %+v: no execution of the capture with that session, times and fingerprint", a)
+		}
+		diffs[a.Diff]++
+		if a.Cause == querystats.CauseTargetData {
+			tables[strings.Join(a.Tables, ",")]++
+		}
+	}
+	want := map[querystats.AnswerDiff]int{querystats.AnswerRows: 3, querystats.AnswerErrorOnlyOnTarget: 1, querystats.AnswerValues: 1}
+	if len(res.DifferingAnswers) != 5 || !maps.Equal(diffs, want) || tables["public.t"] != 4 || tables["u"+syncdep.NotInCatalog] != 1 || res.DifferingAnswersDropped != 0 {
+		t.Errorf("kept %d differing answers %+v (%d dropped): want 5, by how %v, the target's data in public.t 4 and u 1", len(res.DifferingAnswers), res.DifferingAnswers, res.DifferingAnswersDropped, want)
+	}
 }

@@ -58,6 +58,7 @@ type replayFlags struct {
 	keepSamples      bool
 	batchInserts     int
 	cleanup          bool
+	keepAnswers      bool
 }
 
 // readAheadHelp is the paragraph of replay's and rehearse's help on the
@@ -213,6 +214,7 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 // share: sharding, and the cleanup of what the replay left.
 func addReplayOnlyFlags(fl *pflag.FlagSet, f *replayFlags) {
 	addShardFlags(fl, &f.shards)
+	fl.BoolVar(&f.keepAnswers, "keep-answers", false, "keep each execution whose answer differed from the original's, with its session, its times in the capture and what explains it, in the JSON result (\"differing_answers\"; no parameter value)")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "at the end, roll back (ROLLBACK PREPARED) the transactions the replay prepared on the target and left prepared; named, with the advisory locks its sessions held as they ended, with or without this flag")
 }
 
@@ -430,6 +432,7 @@ func replayOptions(f replayFlags) (replayrun.Options, error) {
 		MaxLag:           f.maxLag,
 		ErrorWindow:      f.errorWindow,
 		Cleanup:          f.cleanup,
+		KeepAnswers:      f.keepAnswers,
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, usageError("%v", err)

@@ -1,6 +1,9 @@
 package querystats
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // AnswerDiff says how a replayed call's answer compares with the one the
 // original server gave, which a capture of the proxy records (a log does
@@ -111,6 +114,20 @@ func (d AnswerDiff) String() string {
 		return answerNames[d]
 	}
 	return "answer(" + strconv.Itoa(int(d)) + ")"
+}
+
+// MarshalText is the name the JSON uses (String).
+func (d AnswerDiff) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a name MarshalText wrote.
+func (d *AnswerDiff) UnmarshalText(b []byte) error {
+	for i, known := range answerNames {
+		if known == string(b) {
+			*d = AnswerDiff(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown answer difference %q", b)
 }
 
 // RecordAnswer counts a call compared with the original's answer, and how

@@ -108,6 +108,8 @@ func (s *session) statement(it item, t *time.Timer) {
 		}
 	}
 
+	// Its rows, to read the one a differing answer differs in.
+	s.w.digests.keep = r.taint != nil && it.sync.Reach.Ranges()
 	latency, te, failed, delayed, ok := s.issue(ev, items, issued)
 	if !ok {
 		return
@@ -124,6 +126,7 @@ func (s *session) statement(it item, t *time.Timer) {
 	}
 	sy.race, sy.tables, sy.unknown, sy.reach = it.sync.Race, it.sync.Tables, it.sync.Unknown, it.sync.Reach
 	s.record(ev, items, issued, latency, lag, sy, failed, te)
+	s.w.digests.keep = false
 }
 
 // issue executes ev (items) on the target, issued at issued, unless the
@@ -676,17 +679,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			}
 			st.RecordAnswer(d)
 			if d != querystats.AnswerSame {
-				cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy, te)
-				if cause != "" && cause != querystats.CauseTargetData {
-					// The target's data differing is a finding, not
-					// an explanation: the query stays to look at.
-					st.ExplainAnswer(cause, what)
-				}
-				tally.add(st, cause, sy.race)
-				tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
-				// Undecided: settleRaces taints it once decided.
-				tally.diverged = tally.diverged || cause != querystats.CauseTargetData && (cause != "" || sy.race.Settled())
-				tally.rows = tally.rows || d != querystats.AnswerValues
+				s.tallyAnswer(&tally, st, d, ev, ans, i, it, seqs, sy, te)
 			}
 		}
 	}
@@ -694,7 +687,8 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.taint.Add(sy.reach)
 	}
 	if len(tally.undecided) > 0 {
-		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach, wide: tally.rows}
+		p := pendingRace{race: sy.race, stats: tally.undecided, cause: tally.ifRaced, tables: sy.tables, reach: sy.reach, wide: tally.rows, row: tally.row,
+			note: s.answerNote(ev, items, tally)}
 		if tally.notData || !r.blamesData() {
 			p.tables = nil // unexplained, unless it raced
 		}
@@ -737,7 +731,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		if tally.differs > 0 {
 			r.c.answerDiffers.Add(1)
 			if len(tally.undecided) == 0 {
-				r.c.countAnswer(tally.explained, sy.tables)
+				r.countAnswer(s.answerNote(ev, items, tally), tally.explained, sy.tables)
 			}
 		}
 	}
@@ -746,6 +740,38 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		r.window.record(r, failed && !ev.Failed, te.code)
 	}
 	r.opts.Sink.Statement(Sample{Fingerprint: items[0].Fingerprint, SQLState: te.code, Latency: max(latency, 0), Lag: lag, SyncWait: sy.wait, SyncGiveUp: sy.giveUp})
+}
+
+// tallyAnswer adds to tally the differing answer d of item i (it, whose
+// query is st) of execution ev: what explains it (differsBecause), which
+// st is given but for the target's data.
+func (s *session) tallyAnswer(tally *answerTally, st *querystats.Stats, d querystats.AnswerDiff, ev *event.Event, ans *event.Answer, i int, it fingerprint.Item, seqs seqColumns, sy synced, te targetError) {
+	cause, what := s.differsBecause(d, ev, ans, i, it, seqs, sy, te)
+	if cause != "" && cause != querystats.CauseTargetData {
+		// The target's data differing is a finding, not an
+		// explanation: the query stays to look at.
+		st.ExplainAnswer(cause, what)
+	}
+	if tally.differs == 0 {
+		tally.first = d
+	}
+	tally.add(st, cause, sy.race)
+	tally.notData = tally.notData || cause == "" && !dataDiffers(d, sy, te)
+	// Undecided: settleRaces taints it once decided.
+	tally.diverged = tally.diverged || cause != querystats.CauseTargetData && (cause != "" || sy.race.Settled())
+	tally.rows = tally.rows || d != querystats.AnswerValues
+	if cause == "" {
+		tally.row = s.differingRow(d, ans, i, sy)
+	}
+}
+
+// answerNote is the execution ev (of items) whose answers tally counts,
+// as the result keeps it (Options.KeepAnswers); nil when not asked.
+func (s *session) answerNote(ev *event.Event, items []fingerprint.Item, tally answerTally) *results.DifferingAnswer {
+	if !s.r.opts.KeepAnswers {
+		return nil
+	}
+	return &results.DifferingAnswer{Session: ev.Session, TimeUS: ev.Time, DurationUS: ev.Duration, Fingerprint: items[0].Fingerprint, Diff: tally.first}
 }
 
 // differsBecause is what explains the differing answer d of item i (it)
@@ -790,6 +816,11 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 		// replay's doing, never the target's data.
 		cause, what = afterDivergence(s.r.taint.Affects(sy.reach, d != querystats.AnswerValues))
 	}
+	if cause == "" && race.Settled() {
+		// Of a range whose values alone differ: the one row that
+		// does, when it is tainted.
+		cause, what = afterDivergenceRow(s.r.taint.AffectsRow(sy.reach, s.differingRow(d, ans, i, sy)))
+	}
 	if cause == "" && race.Settled() && len(sy.tables) > 0 && s.r.blamesData() && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
 	}
@@ -806,6 +837,32 @@ func afterDivergence(k syncdep.RaceKind) (querystats.AnswerCause, string) {
 		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"
 	}
 	return "", ""
+}
+
+// afterDivergenceRow is afterDivergence of the one row a read of ranges
+// answered otherwise (syncdep.Taint.AffectsRow).
+func afterDivergenceRow(k syncdep.RaceKind) (querystats.AnswerCause, string) {
+	switch k {
+	case syncdep.RaceRow:
+		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on the one row whose values differ"
+	case syncdep.RaceRelation:
+		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on the table of the one row whose values differ (relation-wide)"
+	}
+	return "", ""
+}
+
+// differingRow is the integers of the one row in which statement i's
+// rows differ from the original's (ans) when only their values differ
+// (d), one row alone does, it is of a single-statement execution that
+// reads ranges of keys (sy.reach), and the target's rows were kept
+// (rowDigests.differingRow); nil otherwise. Asked of the taint, it
+// tells a difference the replay's own divergence made from the target's
+// data (syncdep.Taint.AffectsRow).
+func (s *session) differingRow(d querystats.AnswerDiff, ans *event.Answer, i int, sy synced) []int64 {
+	if d != querystats.AnswerValues || i != 0 || len(ans.Digests) != 1 || !sy.reach.Ranges() || s.r.taint == nil {
+		return nil
+	}
+	return s.w.digests.differingRow(ans.Digests[0], sy.reach.InRanges)
 }
 
 // taints reports whether what an execution wrote is to be tainted
@@ -881,6 +938,10 @@ type answerTally struct {
 	// target's data (taints); rows: one differs in more than values
 	// (a read of many rows meets the taint then: syncdep.Taint.Affects).
 	diverged, rows bool
+	// first is how the first differing answer differed; row the
+	// integers of the one row it differs in (session.differingRow).
+	first querystats.AnswerDiff
+	row   []int64
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

@@ -7,6 +7,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
 // A portal read in batches (JDBC's fetch size, an asyncpg cursor): the
@@ -35,6 +36,9 @@ type openFetch struct {
 	// the error's SQLSTATE.
 	origFailed, failed bool
 	origCode, code     string
+	// note is the execution, kept if its answer differs
+	// (Options.KeepAnswers); nil when not asked.
+	note *results.DifferingAnswer
 }
 
 // startFetch keeps the answer of an execution whose original was
@@ -48,7 +52,7 @@ func (s *session) startFetch(ev *event.Event, item fingerprint.Item, ans *event.
 		// The original bound the portal anew: its last run ended.
 		s.endFetchLocked(old)
 	}
-	f := &openFetch{item: item, query: ev.Query}
+	f := &openFetch{item: item, query: ev.Query, note: s.answerNote(ev, []fingerprint.Item{item}, answerTally{})}
 	if len(ans.Rows) > 0 {
 		f.origRows = ans.Rows[0]
 	}
@@ -154,7 +158,10 @@ func (s *session) endFetchLocked(f *openFetch) {
 		if cause != "" {
 			st.ExplainAnswer(cause, what)
 		}
-		s.r.c.answerCause(cause).Add(1)
+		if f.note != nil {
+			f.note.Diff = d
+		}
+		s.r.countAnswer(f.note, cause, nil)
 	}
 }
 

@@ -86,6 +86,12 @@ type Options struct {
 	// Values are personal data: only when the user asked.
 	Samples *results.Sampler
 
+	// KeepAnswers keeps every execution whose answer differed, with what
+	// explains it, in the result (results.DifferingAnswer): which one of
+	// the capture it was, so that its explanation can be checked there.
+	// No parameter value is kept.
+	KeepAnswers bool
+
 	// LockTimeout and StatementTimeout, when not zero, are set on every
 	// session at connection (startup parameters lock_timeout and
 	// statement_timeout).

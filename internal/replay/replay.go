@@ -28,12 +28,14 @@ type Replayer struct {
 	// taint holds what the replay's own divergences wrote, in the
 	// Answers mode where the target's data may be blamed (nil
 	// otherwise; syncdep.Taint).
-	taint  *syncdep.Taint
-	shards []*shard
-	fails  connFailures
-	cache  *fingerprint.Cache
-	budget *budget
-	waker  *preciseWaker // nil at speed 0, in a dry run, or where unsupported
+	taint *syncdep.Taint
+	// answers keeps the differing answers (Options.KeepAnswers).
+	answers answerNotes
+	shards  []*shard
+	fails   connFailures
+	cache   *fingerprint.Cache
+	budget  *budget
+	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
 	// At speed 0 on the engine (engine_linux.go), its loops: the
 	// sessions are spread over them; the first runs the dispatcher.
 	engines []*engine
@@ -188,6 +190,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	res.TargetLocal = !r.opts.DryRun && connstr.IsLocal(r.opts.Target)
 	r.c.fill(res)
 	res.Outcomes.AnswerTaintByRelation = r.taint.FellBack()
+	res.DifferingAnswers, res.DifferingAnswersDropped = r.answers.take()
 	res.Reader.BudgetBytes = r.budget.limit
 	var sc results.SourceCounts
 	for _, s := range src {

@@ -153,8 +153,14 @@ type pendingRace struct {
 	// is blamed.
 	reach *syncdep.Reach
 	// wide: an answer differs in more than values (answerTally.rows):
-	// a read of many rows meets the taint (syncdep.Taint.Affects).
+	// a read of many rows meets the taint (syncdep.Taint.Affects); row:
+	// the integers of the one row its values differ in, asked of the
+	// taint otherwise (syncdep.Taint.AffectsRow).
 	wide bool
+	row  []int64
+	// note is the execution, kept once decided (Options.KeepAnswers);
+	// nil when not asked.
+	note *results.DifferingAnswer
 }
 
 // minSettle is how many pending races a shard keeps before it decides
@@ -186,6 +192,9 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 		if cause == "" {
 			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide))
 		}
+		if cause == "" && after == "" {
+			after, what = afterDivergenceRow(r.taint.AffectsRow(p.reach, p.row))
+		}
 		if cause != "" || after != "" || len(p.tables) == 0 {
 			// Its answers diverged for another reason than the
 			// target's data: what it wrote is tainted (taints).
@@ -196,7 +205,7 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 			for _, st := range p.stats {
 				st.ExplainAnswer(after, what)
 			}
-			r.c.countAnswer(after, nil)
+			r.countAnswer(p.note, after, nil)
 		case cause != "":
 			for _, st := range p.stats {
 				st.ExplainAnswer(cause, what)
@@ -205,12 +214,12 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 				// The placeholder answerTally.add left: the race's kind.
 				p.cause = cause
 			}
-			r.c.countAnswer(p.cause, nil)
+			r.countAnswer(p.note, p.cause, nil)
 		case len(p.tables) > 0:
 			// No concurrent transaction touched what it reads.
-			r.c.countAnswer(querystats.CauseTargetData, p.tables)
+			r.countAnswer(p.note, querystats.CauseTargetData, p.tables)
 		default:
-			r.c.countAnswer("", nil)
+			r.countAnswer(p.note, "", nil)
 		}
 	}
 	clear(s.races[len(kept):])
@@ -502,6 +511,45 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 		return &c.answerAfterDivergenceRelation
 	}
 	return &c.answerUnexplained
+}
+
+// countAnswer counts an execution whose differing answers cause explains
+// (counters.countAnswer), and keeps it as note says (nil: not asked).
+func (r *Replayer) countAnswer(note *results.DifferingAnswer, cause querystats.AnswerCause, tables []string) {
+	r.c.countAnswer(cause, tables)
+	if note != nil {
+		note.Cause = cause
+		if cause == querystats.CauseTargetData {
+			note.Tables = tables
+		}
+		r.answers.add(*note)
+	}
+}
+
+// answerNotes are the differing answers a replay keeps
+// (Options.KeepAnswers), at most results.MaxDifferingAnswers; dropped
+// counts the others. Safe for concurrent use.
+type answerNotes struct {
+	mu      sync.Mutex
+	list    []results.DifferingAnswer
+	dropped int64
+}
+
+func (n *answerNotes) add(a results.DifferingAnswer) {
+	n.mu.Lock()
+	if len(n.list) < results.MaxDifferingAnswers {
+		n.list = append(n.list, a)
+	} else {
+		n.dropped++
+	}
+	n.mu.Unlock()
+}
+
+// take is what was kept, and how many were dropped.
+func (n *answerNotes) take() ([]results.DifferingAnswer, int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.list, n.dropped
 }
 
 // countAnswer counts an execution whose differing answers cause explains

@@ -2,16 +2,21 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
 
@@ -152,6 +157,77 @@ func TestTaintAfterDivergence(t *testing.T) {
 	}
 	if r.taint.FellBack() {
 		t.Error("a few rows fell back to the relation")
+	}
+	oneRowOfRange(t, r, reads["SELECT v FROM stock WHERE id BETWEEN 1 AND 10"], cache)
+}
+
+// oneRowOfRange: a read of stock rows 1 to 10 (st), row 1 tainted in r,
+// whose values alone differ from the original's: in row 1 alone, it
+// follows the replay's own divergence (after_divergence), decided at once
+// and late; in row 2 alone, or in rows 1 and 2, it is the target's data
+// (which rows differ is known only when one does: rowdigest.
+// OneRowDiffers), and so it is in row 2 alone when that row now holds 1,
+// the tainted key, in another column than the key (a column whose values
+// are not all within the range is not the key's). The original's rows
+// are (id, id + 100); the target's rows come as the replay reads them
+// (rowDigests), in text and in binary (int4), as a client's result
+// formats give them (issue 59).
+func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprint.Cache) {
+	t.Helper()
+	const q = "SELECT v FROM stock WHERE id BETWEEN 1 AND 10"
+	text := func(n int) []byte { return []byte(strconv.Itoa(n)) }
+	binary4 := func(n int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
+	items := cache.Get(q)
+	sy := synced{race: st.Race, tables: st.Tables, reach: st.Reach}
+	for _, format := range []func(int) []byte{text, binary4} {
+		var orig rowdigest.Digest
+		for id := 1; id <= 10; id++ {
+			orig.AddVersion(rowdigest.Current, rowdigest.Values(nil, [][]byte{format(id), format(id + 100)}))
+		}
+		ev := &event.Event{Query: q}
+		ev.SetAnswer(&event.Answer{Rows: []int64{10}, Digests: []rowdigest.Digest{orig}, DigestVersion: rowdigest.Current})
+		for name, want := range map[string]querystats.AnswerCause{"1": querystats.CauseAfterDivergence, "2": querystats.CauseTargetData, "1,2": querystats.CauseTargetData,
+			"2 holding 1": querystats.CauseTargetData} {
+			s := &session{r: r}
+			s.w.digests.start(ev)
+			s.w.digests.keep = true
+			for id := 1; id <= 10; id++ {
+				v := id + 100
+				switch {
+				case name == "2 holding 1" && id == 2:
+					v = 1
+				case strings.Contains(","+name+",", ","+strconv.Itoa(id)+","):
+					v += 1000
+				}
+				s.w.digests.row(&pgproto3.DataRow{Values: [][]byte{format(id), format(v)}})
+			}
+			s.w.digests.completed()
+			if !valuesDiffer(ev.Answer(), s.w.digests.done, 0, items[0], q) {
+				t.Fatalf("row %s differing: the digests do not differ", name)
+			}
+			cause, _ := s.differsBecause(querystats.AnswerValues, ev, ev.Answer(), 0, items[0], nil, sy, targetError{})
+			if cause != want {
+				t.Errorf("a range whose values differ in row %s (%d-byte keys): %q, want %q", name, len(format(1)), cause, want)
+			}
+			// Decided late: as settleRaces takes it.
+			after, data := r.c.answerAfterDivergence.Load(), r.c.answerTargetData.Load()
+			sh := newShard()
+			slot := sh.set.Slot(q, q)
+			slot.RecordAnswer(querystats.AnswerValues)
+			sh.races = append(sh.races, pendingRace{race: st.Race, stats: []*querystats.Stats{slot}, cause: querystats.CauseRaced, tables: st.Tables, reach: st.Reach,
+				row: s.differingRow(querystats.AnswerValues, ev.Answer(), 0, sy)})
+			sh.settleRaces(r, true)
+			var got querystats.AnswerCause
+			switch {
+			case r.c.answerAfterDivergence.Load() == after+1 && r.c.answerTargetData.Load() == data:
+				got = querystats.CauseAfterDivergence
+			case r.c.answerTargetData.Load() == data+1 && r.c.answerAfterDivergence.Load() == after:
+				got = querystats.CauseTargetData
+			}
+			if got != want {
+				t.Errorf("settled late, a range whose values differ in row %s: %q, want %q", name, got, want)
+			}
+		}
 	}
 }
 

@@ -501,6 +501,7 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		}
 	}
 	m.Errors = MergeErrorSamples(x.Errors, y.Errors)
+	m.DifferingAnswers, m.DifferingAnswersDropped = mergeDifferingAnswers(x, y)
 	if x.ClientQueries != nil || y.ClientQueries != nil {
 		if m.ClientQueries, err = mergeRows(a, b, x.ClientQueries, y.ClientQueries); err != nil {
 			return nil, err
@@ -769,4 +770,19 @@ func mergeBatch(x, y *BatchInserts) *BatchInserts {
 		}
 	}
 	return m
+}
+
+// mergeDifferingAnswers is x's differing answers then y's, at most
+// MaxDifferingAnswers, and how many were dropped.
+func mergeDifferingAnswers(x, y *Replay) ([]DifferingAnswer, int64) {
+	if x.DifferingAnswers == nil && y.DifferingAnswers == nil {
+		return nil, x.DifferingAnswersDropped + y.DifferingAnswersDropped
+	}
+	all := append(append(make([]DifferingAnswer, 0, len(x.DifferingAnswers)+len(y.DifferingAnswers)), x.DifferingAnswers...), y.DifferingAnswers...)
+	dropped := x.DifferingAnswersDropped + y.DifferingAnswersDropped
+	if len(all) > MaxDifferingAnswers {
+		dropped += int64(len(all) - MaxDifferingAnswers)
+		all = all[:MaxDifferingAnswers]
+	}
+	return all, dropped
 }

@@ -227,7 +227,12 @@ type Replay struct {
 	// fingerprint, most frequent first (at most MaxErrorSamples).
 	Errors   []ErrorSample `json:"errors"`
 	Outcomes Outcomes      `json:"outcomes"`
-	Reader   ReaderCounts  `json:"reader"`
+	// DifferingAnswers are the executions whose answers differed, in
+	// the order decided (--keep-answers; at most MaxDifferingAnswers,
+	// DifferingAnswersDropped the others); nil when not asked.
+	DifferingAnswers        []DifferingAnswer `json:"differing_answers,omitempty"`
+	DifferingAnswersDropped int64             `json:"differing_answers_dropped,omitempty"`
+	Reader                  ReaderCounts      `json:"reader"`
 
 	// ClientQueries are the client round trips when Queries are the
 	// target's server-side figures (read from its log); absent
@@ -627,6 +632,34 @@ type ErrorSample struct {
 	Message     string `json:"message"`
 	Count       int64  `json:"count"`
 }
+
+// DifferingAnswer is one execution whose answer differed from the
+// original's, as the replay decided it (replay --keep-answers): which
+// execution of the capture it was (its session and times are the
+// capture's, so that it can be found there and its explanation checked:
+// a race needs a commit of another session that ended while it ran), how
+// its answer differed and what explains it. An execution of several
+// statements is one, under its first differing statement's kind.
+type DifferingAnswer struct {
+	Session string `json:"session"`
+	// TimeUS is when the original client sent it, in microseconds
+	// since the epoch; DurationUS how long after that its answer ended
+	// (the capture's Time and Duration).
+	TimeUS      int64  `json:"time_us"`
+	DurationUS  int64  `json:"duration_us"`
+	Fingerprint string `json:"fingerprint"`
+	// Diff is how its answer differed (the first that did).
+	Diff querystats.AnswerDiff `json:"diff"`
+	// Cause is what explains it, "" when nothing does (unexplained);
+	// with querystats.CauseTargetData, Tables are the tables it reads,
+	// under which Outcomes.AnswerDiffersTargetDataByTable counts it.
+	Cause  querystats.AnswerCause `json:"cause,omitempty"`
+	Tables []string               `json:"tables,omitempty"`
+}
+
+// MaxDifferingAnswers bounds Replay.DifferingAnswers; past it they are
+// counted (DifferingAnswersDropped), not kept.
+const MaxDifferingAnswers = 1 << 17
 
 // MaxErrorSamples bounds Replay.Errors.
 const MaxErrorSamples = 50

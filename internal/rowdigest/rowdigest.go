@@ -335,6 +335,31 @@ func (d Digest) Equal(o Digest, ordered bool) bool {
 	return !ordered || d.Ordered == o.Ordered
 }
 
+// OneRowDiffers finds the row in which two digests of as many rows differ
+// when only one does: its position, from 0. In V2 and later Unordered is
+// the sum of the rows' hashes and Ordered the sum weighted by position,
+// so one row at position p whose hash differs by x changes Unordered by x
+// and Ordered by p's weight times x: the position is the one whose
+// weight times the difference of Unordered is the difference of Ordered.
+// False when the counts differ, the digests are V1 or equal, or no one
+// row explains the difference (several rows differ, or their order), or
+// more than one would (a difference with that many low zero bits; the
+// chance that several rows' differences pass for one row's is about the
+// count over 2^64). It tries every position: for a differing answer.
+func OneRowDiffers(a, b Digest, v Version) (int64, bool) {
+	du, do := a.Unordered-b.Unordered, a.Ordered-b.Ordered
+	if v < V2 || a.Rows != b.Rows || du == 0 {
+		return 0, false
+	}
+	found, n := int64(0), 0
+	for p := range a.Rows {
+		if du*(uint64(p+1)*orderPrime|1) == do {
+			found, n = p, n+1
+		}
+	}
+	return found, n == 1
+}
+
 // Stream hashes a row given in pieces (a DataRow larger than the proxy's
 // buffer, relayed as it arrives) to the same hash Row gives of the whole.
 type Stream struct {

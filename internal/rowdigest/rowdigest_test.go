@@ -562,3 +562,47 @@ func TestAvalanche(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRowDiffers: of two digests of as many rows, the one row that
+// differs is found at its position, in V2 and V3; two rows differing, a
+// row count or an order differing, V1 and equal digests find none.
+func TestOneRowDiffers(t *testing.T) {
+	rows := func(vals ...string) [][]byte {
+		var b [][]byte
+		for _, v := range vals {
+			b = append(b, Values(nil, [][]byte{[]byte(v), []byte("x" + v)}))
+		}
+		return b
+	}
+	digest := func(v Version, rs [][]byte) Digest {
+		var d Digest
+		for _, r := range rs {
+			d.AddVersion(v, r)
+		}
+		return d
+	}
+	orig := rows("1", "2", "3", "4", "5", "6", "7", "8")
+	for _, v := range []Version{V2, V3} {
+		for p := range orig {
+			got := slices.Clone(orig)
+			got[p] = Values(nil, [][]byte{[]byte("1000"), []byte("other")})
+			if at, ok := OneRowDiffers(digest(v, orig), digest(v, got), v); !ok || at != int64(p) {
+				t.Errorf("V%d, row %d differing: found %d, %v", v, p, at, ok)
+			}
+		}
+		two := slices.Clone(orig)
+		two[1], two[5] = rows("20")[0], rows("60")[0]
+		swapped := slices.Clone(orig)
+		swapped[2], swapped[3] = swapped[3], swapped[2]
+		for name, got := range map[string][][]byte{"two rows": two, "an order": swapped, "a row count": orig[:7], "nothing": orig} {
+			if at, ok := OneRowDiffers(digest(v, orig), digest(v, got), v); ok {
+				t.Errorf("V%d, %s differing: found row %d", v, name, at)
+			}
+		}
+	}
+	got := slices.Clone(orig)
+	got[3] = rows("40")[0]
+	if _, ok := OneRowDiffers(digest(V1, orig), digest(V1, got), V1); ok {
+		t.Error("V1: found a row; its Ordered is a chain, not a weighted sum")
+	}
+}

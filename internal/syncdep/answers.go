@@ -103,6 +103,15 @@ func (r *answerRing) before(bound int64, c *txEnd) *Txn {
 	if r.n > answerSlots {
 		// Older statements were not kept: one of them may be what c
 		// waits for, and the newest before bound comes after it.
+		if first == nil {
+			// Every statement kept ended after bound (the session
+			// ran more than answerSlots while c was open): what c
+			// waits for is older than all of them, and the oldest
+			// kept runs after it. Read before c, it makes no cycle.
+			if o := &r.s[r.i]; !o.mark.Ran() {
+				return o.mark
+			}
+		}
 		return first
 	}
 	return nil

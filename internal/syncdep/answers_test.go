@@ -155,6 +155,32 @@ func TestAnswersRingExhausted(t *testing.T) {
 	}
 }
 
+// TestAnswersRingAfterBound: a reader that ran more statements than are
+// kept after the commit was sent (all ending while it was open) still
+// holds the commit back until its range read that ended before: the
+// commit waits for the oldest kept, which runs after it. Without it the
+// commit waited for nothing and ran before the range read on the target
+// (TestCaptureAnswersOLTP: a range read whose one differing row an
+// update sent 2.4 ms after it had written, blamed on the target's data;
+// issue 59).
+func TestAnswersRingAfterBound(t *testing.T) {
+	tr := NewTracker(Answers)
+	tr.SetCatalog("db", keyedCatalog())
+	a, r := tr.Session("db", "a"), tr.Session("db", "reader")
+	exec(r, us(1000), us(1100), rangeRead)
+	var oldest Step
+	for i := range int64(answerSlots) {
+		st := exec(r, us(2000+100*i), us(2050+100*i), keyRead)
+		if i == 0 {
+			oldest = st
+		}
+	}
+	up := exec(a, us(1500), us(9100), keyWrite)
+	if got := tr.Board().Blocker(up.Wait); got == nil || got != oldest.Mark {
+		t.Errorf("the commit waits for %v, want the oldest statement kept (%v), after the range read it must follow", got, oldest.Mark)
+	}
+}
+
 // TestAnswersBlockAndPrepared: a COMMIT waits for what ended before it
 // was sent, not for what ended before the block's writes only; a COMMIT
 // PREPARED waits for every session's last statement before it.

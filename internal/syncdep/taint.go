@@ -228,6 +228,56 @@ func (t *Taint) Affects(r *Reach, wide bool) RaceKind {
 	return found
 }
 
+// AffectsRow reports whether one of keys, the key of the one row in
+// which a read of ranges of keys (r) answered otherwise than the
+// original (read from the columns that can hold it), is a tainted key
+// within one of those ranges: that row is
+// one the replay's own divergence wrote, and the difference is the
+// replay's (RaceRow; RaceRelation once the relation's keys no longer fit,
+// FellBack), not the target's data. Affects leaves a read of
+// many rows whose values alone differ to the data, since most hold some
+// tainted row; this asks of the row that differs. RaceNone otherwise.
+func (t *Taint) AffectsRow(r *Reach, keys []int64) RaceKind {
+	if t == nil || r == nil || len(keys) == 0 {
+		return RaceNone
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	found := RaceNone
+	for _, g := range r.rng {
+		_, fell := t.fell[g.any]
+		for _, v := range keys {
+			switch {
+			case v < g.lo || v > g.hi:
+			case slices.Contains(t.keys[g.any], v):
+				return RaceRow
+			case fell:
+				// Its written keys no longer fit: every row of it
+				// is tainted, relation-wide.
+				found = RaceRelation
+			}
+		}
+	}
+	return found
+}
+
+// Ranges reports whether the statement reads ranges of keys.
+func (r *Reach) Ranges() bool { return r != nil && len(r.rng) > 0 }
+
+// InRanges reports whether v is within a range of keys the statement
+// reads.
+func (r *Reach) InRanges(v int64) bool {
+	if r == nil {
+		return false
+	}
+	for _, g := range r.rng {
+		if v >= g.lo && v <= g.hi {
+			return true
+		}
+	}
+	return false
+}
+
 // FellBack reports whether the Taint outgrew MaxTaintRows and tainted
 // relations in place of rows since.
 func (t *Taint) FellBack() bool {
