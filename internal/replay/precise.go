@@ -114,7 +114,7 @@ func sessionWait(w *preciseWaker, t *time.Timer, wake chan struct{}, at time.Tim
 		return false
 	}
 	if time.Until(at) <= 0 {
-		return true
+		return !isDone(done)
 	}
 	select { // a wake-up left by a wait that was given up
 	case <-wake:

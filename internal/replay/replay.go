@@ -289,12 +289,7 @@ func (r *Replayer) stopReason() results.SkipReason {
 }
 
 func (r *Replayer) stopped() bool {
-	select {
-	case <-r.stopCh:
-		return true
-	default:
-		return false
-	}
+	return isDone(r.stopCh)
 }
 
 // Progress is a snapshot of a running replay, for a live display.

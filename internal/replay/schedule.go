@@ -125,7 +125,9 @@ func lookaheadUS(d time.Duration) int64 { return d.Microseconds() }
 func waitUntil(t *time.Timer, at time.Time, done <-chan struct{}) bool {
 	d := time.Until(at)
 	if d <= 0 {
-		return true
+		// A session behind its schedule still looks at the stop: a
+		// stopped replay issues no new statement, late or not.
+		return !isDone(done)
 	}
 	// Since Go 1.23 Reset needs no draining: a stopped or fired timer's
 	// channel holds no stale value.
@@ -135,6 +137,16 @@ func waitUntil(t *time.Timer, at time.Time, done <-chan struct{}) bool {
 		return true
 	case <-done:
 		t.Stop()
+		return false
+	}
+}
+
+// isDone says whether done is closed, without waiting.
+func isDone(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
 		return false
 	}
 }

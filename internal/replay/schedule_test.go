@@ -237,3 +237,34 @@ func functionalCase(t *testing.T) {
 	t.Helper()
 	cases.Enter(t, 0)
 }
+
+// A session behind its schedule still sees the stop (TestErrorWindow
+// failed at load 35-50: the replay, 2 s late, ran all 100 statements of a
+// log after its error window had stopped it at the 20th): a wait for a
+// time already past returns false once the replay is stopped, true
+// before; so does a wait for a time to come.
+func TestLateWaitSeesStop(t *testing.T) {
+	tm := time.NewTimer(time.Hour)
+	defer tm.Stop()
+	open, closed := make(chan struct{}), make(chan struct{})
+	close(closed)
+	past, soon := time.Now().Add(-time.Second), time.Now().Add(time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		done chan struct{}
+		want bool
+	}{
+		{"late, running", past, open, true},
+		{"late, stopped", past, closed, false},
+		{"due, stopped", soon.Add(time.Hour), closed, false},
+		{"due, running", soon, open, true},
+	} {
+		if got := waitUntil(tm, tc.at, tc.done); got != tc.want {
+			t.Errorf("waitUntil %s: %v, want %v", tc.name, got, tc.want)
+		}
+		if got := sessionWait(nil, tm, nil, tc.at, tc.done); got != tc.want {
+			t.Errorf("sessionWait %s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
