@@ -30,12 +30,8 @@ func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	// The extension and the reset are logged but happen before the count
 	// starts: they are the only statements pg_stat_statements must miss.
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
+	mustExec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 	sum, err := workload.Run(ctx, c, workload.Options{Duration: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -51,18 +51,14 @@ func TestAnswersCostPgbench(t *testing.T) {
 	}
 	if os.Getenv("BENCH_ANSWERS_WORKLOAD") == "oltp" {
 		from = "orig"
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE pristine")
 		if err := c.Exec(ctx, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO items SELECT g, g FROM generate_series(1, %[1]d) g;
 CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
 INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE orig TEMPLATE pristine"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE orig TEMPLATE pristine")
 		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
 			if _, err := os.Stat(keep); err == nil {
 				// Kept from an earlier run: the same capture,
@@ -99,9 +95,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	} else if from == "" {
 		benchInit(t, c)
 		from = benchDB
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB)
 		rc := startCapture(t, c.DSN(benchDB))
 		if out, err := c.Pgbench(ctx, "-h", rc.host, "-p", rc.port, "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", seconds, benchDB); err != nil {
 			t.Fatalf("pgbench through the proxy: %v\n%s", err, out)
@@ -117,9 +111,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	for i := range runs {
 		for _, mode := range []string{"object", "answers"} {
 			db := fmt.Sprintf("%s_%d", mode, i)
-			if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine")
 			load, _ := os.ReadFile("/proc/loadavg")
 			began := time.Now()
 			code, text, res := runReplay(t, "--target", c.DSN(db), "--database-map", from+"="+db, "--speed", "0", "--sync", mode, "--findings=false", dir)

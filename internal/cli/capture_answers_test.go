@@ -60,12 +60,8 @@ INSERT INTO items SELECT g, g FROM generate_series(1, %[1]d) g;
 CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
 INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)
 	for db, extra := range map[string]string{"orig": "", "copy": "", "objcopy": "", "skewed": "; UPDATE items SET v = v + 1000000 WHERE id % 10 = 0"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup+extra); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup+extra)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	const sessions, ops = 8, 400

@@ -38,11 +38,7 @@ const (
 func benchInit(t *testing.T, c *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	for _, sql := range []string{"DROP DATABASE IF EXISTS " + benchDB + " WITH (FORCE)", "CREATE DATABASE " + benchDB} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "DROP DATABASE IF EXISTS "+benchDB+" WITH (FORCE)", "CREATE DATABASE "+benchDB)
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", benchDB); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}

@@ -35,12 +35,8 @@ func TestCapturePsqlErrorsAccounted(t *testing.T) {
 	for i := range 20 {
 		pad.WriteString("CREATE TABLE pad" + string(rune('a'+i)) + " (x int); ")
 	}
-	if err := a.Exec(ctx, "postgres", pad.String()+objects); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Exec(ctx, "postgres", objects); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, a, "postgres", pad.String()+objects)
+	mustExec(t, b, "postgres", objects)
 	rc := startCapture(t, a.DSN("postgres"))
 	bin, err := pgcluster.FindBinDir("", "psql")
 	if err != nil {

@@ -140,19 +140,11 @@ func TestCaptureProtocolForms(t *testing.T) {
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	setup := "CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; CREATE TABLE ca (x int); CREATE TABLE cb (x int)"
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; "+setup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; "+setup)
 	}
-	if err := b.Exec(ctx, "postgres", "CREATE DATABASE changed"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Exec(ctx, "changed", setup+"; DELETE FROM big"); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "CREATE DATABASE changed")
+	mustExec(t, b, "changed", setup+"; DELETE FROM big")
+	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
@@ -298,9 +290,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	original := pgssRows(ctx, t, a, "postgres")
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	start := time.Now()
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 	t.Logf("replay (%v):\n%s", time.Since(start), text)

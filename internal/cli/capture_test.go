@@ -170,9 +170,7 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
 	}
 	rc := startCapture(t, a.DSN("postgres"))
 	through := []string{"-h", rc.host, "-p", rc.port}
@@ -218,9 +216,7 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	original := pgssCalls(ctx, t, a)
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 	t.Logf("replay:\n%s", text)
 	if code != ExitOK || res == nil {
@@ -320,16 +316,10 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g; " +
 		"CREATE SCHEMA s2; CREATE TABLE s2.only_there (x int);"
 	for _, db := range []string{"orig", "changed"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
 	}
-	if err := c.Exec(ctx, "orig", setup+"CREATE TABLE u (x int)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "changed", setup+"DELETE FROM t WHERE id = 3"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "orig", setup+"CREATE TABLE u (x int)")
+	mustExec(t, c, "changed", setup+"DELETE FROM t WHERE id = 3")
 	rc := startCapture(t, c.DSN("orig"), "--metrics", "127.0.0.1:0")
 	// The readiness probe and the metrics a deployment reads.
 	m := regexp.MustCompile(`metrics on (http://\S+)/metrics`).FindStringSubmatch(rc.stderr.String())
@@ -398,9 +388,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	// not follow the other's writes, which may explain them (a clean
 	// clone's CI, 2026-11-27: a pgbench read in one shard differed after
 	// an update the other shard ran out of the original's order).
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE split TEMPLATE changed"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE DATABASE split TEMPLATE changed")
 	var split results.Outcomes
 	for _, p := range runShards(t, 2, t.TempDir(), "--shards", "2", "--target", c.DSN("split"), "--database-map", "orig=split", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir) {
 		o := readShardResult(t, p.json).Outcomes

@@ -133,12 +133,8 @@ func TestCaptureAnswerValues(t *testing.T) {
 		"changed":  table("und-x-icu") + "UPDATE items SET qty = 31 WHERE id = 3;",
 		"collated": table("C"),
 	} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))

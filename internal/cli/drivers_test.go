@@ -283,13 +283,9 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", driverSetup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", driverSetup)
 	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	// Bounded: a driver waiting on an answer the proxy lost must not
@@ -318,9 +314,7 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 		dc.wire(t, captureEvents(t, rc.dir))
 	}
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
 	if res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, text)
@@ -423,13 +417,9 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; CREATE TABLE piped (x int PRIMARY KEY)"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; CREATE TABLE piped (x int PRIMARY KEY)")
 	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
 	if err != nil {
@@ -466,9 +456,7 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 		t.Fatalf("capture exited %d:\n%s", code, text)
 	}
 	original := pgssRows(ctx, t, a, "postgres")
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
 	if res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, text)

@@ -69,9 +69,7 @@ func TestHeadroomShards(t *testing.T) {
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	dir := t.TempDir()
 	jsonPath, outDir := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "steps")
 	start := time.Now()
@@ -171,9 +169,7 @@ func TestHeadroomShardKilled(t *testing.T) {
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
@@ -265,9 +261,7 @@ func TestHeadroomShardsInterrupted(t *testing.T) {
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
@@ -331,9 +325,7 @@ func TestHeadroomShardsFold(t *testing.T) {
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
 		"--by", "fold", "--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
@@ -384,9 +376,7 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
 	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
 		"--max-k", "1.5", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)

@@ -156,9 +156,7 @@ func TestHeadroomAB(t *testing.T) {
 	// PGREHEARSE_HEADROOM_CHANGE=none: an A/A of the same length.
 	aa := os.Getenv("PGREHEARSE_HEADROOM_CHANGE") == "none"
 	if !aa {
-		if err := cand.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, cand, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
 	}
 	jsonPath := filepath.Join(dir, "headroom.json")
 	if keep := os.Getenv("PGREHEARSE_HEADROOM_JSON"); keep != "" {
@@ -331,9 +329,7 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 		// Every step in n shard processes (each with GOMAXPROCS as
 		// given: one core each with GOMAXPROCS=1).
 		co := pgclustertest.StartT(t, pgcluster.Options{})
-		if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, co, "postgres", "CREATE DATABASE coord")
 		args = append(args, "--shards", n, "--coord-dsn", co.DSN("coord"))
 	}
 	headroomOK(t, append(args, logPath)...)

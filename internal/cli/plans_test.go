@@ -78,9 +78,7 @@ func startPlansPair(t *testing.T, autoExplain bool) *plansPair {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if err := p.cand.Exec(ctx, "postgres", "DROP INDEX customers_email_idx"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, p.cand, "postgres", "DROP INDEX customers_email_idx")
 	dir := t.TempDir()
 	formats := []string{"none"}
 	if autoExplain {
@@ -88,11 +86,7 @@ func startPlansPair(t *testing.T, autoExplain bool) *plansPair {
 	}
 	for _, f := range formats {
 		if f == "json" {
-			for _, sql := range []string{"ALTER SYSTEM SET auto_explain.log_format = json", "SELECT pg_reload_conf()"} {
-				if err := p.ctl.Exec(ctx, "postgres", sql); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mustExec(t, p.ctl, "postgres", "ALTER SYSTEM SET auto_explain.log_format = json", "SELECT pg_reload_conf()")
 		}
 		plansTraffic(t, p.ctl)
 		p.ctlLogs[f] = frozenLog(t, p.ctl, filepath.Join(dir, "control-"+f+".log"))

@@ -108,11 +108,7 @@ func TestReplaySurvivesFaults(t *testing.T) {
 	for _, fault := range []string{"restart", "kill"} {
 		t.Run(fault, func(t *testing.T) {
 			c := pgclustertest.StartT(t, pgcluster.Options{})
-			for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-				if err := c.Exec(ctx, "postgres", sql); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
 			if err := c.Exec(ctx, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
 				"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON t, c TO app"); err != nil {
 				t.Fatal(err)
@@ -193,14 +189,8 @@ func TestReplayTargetGone(t *testing.T) {
 	dir := t.TempDir()
 	log := busyLog(t, dir, 5, 20*time.Second, 200*time.Millisecond)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); GRANT ALL ON t, c TO app"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
+	mustExec(t, c, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); GRANT ALL ON t, c TO app")
 	go func() {
 		// Some way into the replay: 75 of its 500 rows are in.
 		if waitRows(ctx, c, 75) == nil {

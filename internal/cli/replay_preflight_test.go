@@ -47,13 +47,9 @@ func TestPreflight(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
+	mustExec(t, c, "postgres", `CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
 		`CREATE ROLE outsider LOGIN`, `CREATE ROLE limited LOGIN CONNECTION LIMIT 0`, `REVOKE CONNECT ON DATABASE shop FROM PUBLIC`,
-		`GRANT CONNECT ON DATABASE shop TO app, limited`} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+		`GRANT CONNECT ON DATABASE shop TO app, limited`)
 	// Passwords are checked over TCP for app; the rest stays trusted.
 	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
 	old, err := os.ReadFile(hba)
@@ -63,9 +59,7 @@ func TestPreflight(t *testing.T) {
 	if err := os.WriteFile(hba, append([]byte("host all app 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "SELECT pg_reload_conf()")
 	dir := t.TempDir()
 	good := minuteLog(t, dir, "good.log", [2]string{"app", "shop"})
 	tcp := func(port int, password string) string {

@@ -228,9 +228,7 @@ func TestReplayFaultRecovery(t *testing.T) {
 		shop := shopTarget(t)
 		run := func(name string, fault func(done <-chan struct{})) *results.Result {
 			t.Helper()
-			if err := shop.Exec(ctx, "shop", "UPDATE c SET n = 0"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, shop, "shop", "UPDATE c SET n = 0")
 			done := make(chan struct{})
 			var fwg sync.WaitGroup
 			if fault != nil {
@@ -373,11 +371,7 @@ func shopTarget(t *testing.T) *pgcluster.Cluster {
 	t.Helper()
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
 	if err := c.Exec(ctx, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
 		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app"); err != nil {
 		t.Fatal(err)

@@ -114,9 +114,7 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 	log := writeTimedLog(t, feed)
 	waited := map[string]*results.Result{}
 	for _, mode := range []string{"object", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE feed"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE feed")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "1", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil || res.Statements.Failed != 0 || code != ExitOK {
 			t.Fatalf("%s: exit %d, result %+v:\n%s", mode, code, res, out)
@@ -145,9 +143,7 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 	}
 	log = writeTimedLog(t, fk)
 	for _, mode := range []string{"off", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE parent, child"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE parent, child")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil {
 			t.Fatalf("%s: exit %d:\n%s", mode, code, out)
@@ -196,9 +192,7 @@ GRANT ALL ON jobs, jobs_id_seq TO u1`); err != nil {
 	})
 	waited := map[string]int64{}
 	for _, mode := range []string{"object", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE jobs RESTART IDENTITY; INSERT INTO jobs (v) SELECT 0 FROM generate_series(1, 20)"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE jobs RESTART IDENTITY; INSERT INTO jobs (v) SELECT 0 FROM generate_series(1, 20)")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "1", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil || code != ExitOK || res.Statements.Failed != 0 {
 			t.Fatalf("%s: exit %d, result %+v:\n%s", mode, code, res, out)

@@ -59,11 +59,7 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
-		if err := a.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, a, "postgres", "CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()")
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,18 +185,13 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 // exist on the target fails the run loudly.
 func TestReplayRightTarget(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	setup := []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1", "CREATE DATABASE db2"}
 	for _, sql := range setup {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", sql)
 	}
 	for _, db := range []string{"db1", "db2"} {
-		if err := c.Exec(ctx, db, "CREATE TABLE seen (u text, d text, a text); GRANT INSERT ON seen TO PUBLIC"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, db, "CREATE TABLE seen (u text, d text, a text); GRANT INSERT ON seen TO PUBLIC")
 	}
 	const record = "INSERT INTO seen SELECT current_user, current_database(), current_setting('application_name')"
 	log := writeSessionsLog(t, [][]string{

@@ -37,11 +37,7 @@ func captureLookups(t *testing.T, withIndex bool) string {
 	}
 	// VACUUM refuses to run in the implicit transaction of a
 	// multi-statement string.
-	for _, sql := range []string{setup, "VACUUM ANALYZE items"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", setup, "VACUUM ANALYZE items")
 	script := filepath.Join(t.TempDir(), "lookup.sql")
 	if err := os.WriteFile(script, []byte(lookupScript), 0o644); err != nil {
 		t.Fatal(err)

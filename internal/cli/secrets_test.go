@@ -33,14 +33,10 @@ func TestNoSecretsInOutput(t *testing.T) {
 	setup := []string{"CREATE ROLE app LOGIN", "CREATE TABLE users (email text PRIMARY KEY, name text)"}
 	for _, c := range []*pgcluster.Cluster{a, b} {
 		for _, sql := range setup {
-			if err := c.Exec(ctx, "postgres", sql); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", sql)
 		}
 	}
-	if err := b.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "CREATE EXTENSION pg_stat_statements")
 	conn, err := pgconn.Connect(ctx, a.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)

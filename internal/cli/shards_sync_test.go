@@ -206,12 +206,9 @@ func shardOrdersState(t testing.TB, dsn string) string {
 // freshShop makes the target's database anew, with the schema.
 func freshShop(t testing.TB, c *pgcluster.Cluster) {
 	t.Helper()
-	ctx := context.Background()
 	for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + shardOrdersDB + " WITH (FORCE)"},
 		{"postgres", "CREATE DATABASE " + shardOrdersDB}, {shardOrdersDB, shardOrdersSchema}} {
-		if err := c.Exec(ctx, step[0], step[1]); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, step[0], step[1])
 	}
 }
 
@@ -279,9 +276,7 @@ func runAndMerge(t testing.TB, n int, dir string, args ...string) *results.Resul
 func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
 	t.Helper()
 	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	return co.DSN("coord"), pgclustertest.StartT(t, pgcluster.Options{})
 }
 
@@ -476,13 +471,10 @@ func TestShardsRowLockOrder(t *testing.T) {
 		return k % 2
 	})
 	coord, target := coordAndTarget(t)
-	ctx := context.Background()
 	for run := range 2 {
 		for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + workload.MixDatabase + " WITH (FORCE)"},
 			{"postgres", "CREATE DATABASE " + workload.MixDatabase}, {workload.MixDatabase, workload.MixSchema}} {
-			if err := target.Exec(ctx, step[0], step[1]); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, target, step[0], step[1])
 		}
 		d := filepath.Join(dir, strconv.Itoa(run))
 		if err := os.Mkdir(d, 0o755); err != nil {

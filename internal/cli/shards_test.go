@@ -182,11 +182,7 @@ func captureMixed(t testing.TB, d time.Duration) string {
 func pgssTarget(t testing.TB) *pgcluster.Cluster {
 	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
-		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()")
 	return c
 }
 
@@ -216,9 +212,7 @@ func TestShardsMergeEqualSingle(t *testing.T) {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
 	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	sharded := pgssTarget(t)
 	// At speed 0 a shard's session may wait for another shard's commit
 	// longer than the 10 s default when the machine is busy (make

@@ -35,9 +35,7 @@ func TestVersionsCaptureProxy(t *testing.T) {
 			ctx := context.Background()
 			a, b := pgclustertest.StartVersion(t, major, pgss), pgclustertest.StartVersion(t, major, pgss)
 			for _, c := range []*pgcluster.Cluster{a, b} {
-				if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()"); err != nil {
-					t.Fatal(err)
-				}
+				mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
 			}
 			rc := startCapture(t, a.DSN("postgres"))
 			conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
@@ -60,9 +58,7 @@ func TestVersionsCaptureProxy(t *testing.T) {
 				t.Fatalf("capture exited %d, want a complete capture:\n%s", code, out)
 			}
 			original := pgssCalls(ctx, t, a)
-			if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 			code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 			if code != ExitOK || res == nil {
 				t.Fatalf("replay exited %d:\n%s", code, text)

@@ -176,9 +176,7 @@ func TestVersionsSweep(t *testing.T) {
 	for _, major := range versionsFor(17) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			c := pgclustertest.StartVersion(t, major, map[string]string{"shared_preload_libraries": "pg_stat_statements"})
-			if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 			jsonPath := filepath.Join(t.TempDir(), "sweep.json")
 			var code int
 			var stdout, stderr string
@@ -245,9 +243,7 @@ func TestVersionsShardCoordination(t *testing.T) {
 	for _, major := range versionsFor(18) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			co := pgclustertest.StartVersion(t, major, nil)
-			if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, co, "postgres", "CREATE DATABASE coord")
 			target := pgclustertest.StartVersion(t, major, nil)
 			freshShop(t, target)
 			d := filepath.Join(dir, strconv.Itoa(major))
