@@ -400,9 +400,7 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 // before any target is touched or shard started.
 func TestHeadroomShardsCoordUnreachable(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte("x\n"))
 	sock := t.TempDir() // no server listens there
 	code, _, stderr := runHeadroom(t, "--control", "host=a", "--shards", "2", "--coord-dsn", "host="+sock+" port=1 dbname=coord", log)
 	if code != ExitFailure || !strings.Contains(stderr, "--coord-dsn: the shards' coordination database cannot be reached") || !strings.Contains(stderr, "nothing was done") {

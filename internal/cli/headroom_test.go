@@ -133,11 +133,7 @@ func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "production.log")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(dir, "production.log"), b)
 }
 
 // TestHeadroomAB (by hand: PGREHEARSE_HEADROOM_AB=1, a few minutes): a
@@ -254,9 +250,7 @@ func TestHeadroomFold(t *testing.T) {
 
 func TestHeadroomUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte("x\n"))
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -16,4 +17,14 @@ func mustExec(t testing.TB, c *pgcluster.Cluster, db string, sqls ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// writeFile writes data to path (mode 0644), fails the test if it
+// cannot, and returns path.
+func writeFile(t testing.TB, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

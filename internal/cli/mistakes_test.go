@@ -307,11 +307,7 @@ func failingLog(t *testing.T, dir, name, first string, n int) string {
 		line(time.Duration(i+1)*20*time.Millisecond, fmt.Sprintf("LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = %d", i))
 	}
 	line(time.Minute, "LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = 0")
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, name), []byte(b.String()))
 }
 
 // TestErrorWindow: a replay whose first statements all fail on the

@@ -140,9 +140,7 @@ func frozenLog(t *testing.T, c *pgcluster.Cluster, path string) string {
 		}
 		b = append(b, data...)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, b)
 	for _, f := range files {
 		if err := os.Truncate(f, 0); err != nil {
 			t.Fatal(err)

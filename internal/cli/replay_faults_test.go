@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,11 +49,7 @@ func busyLog(t *testing.T, dir string, sessions int, span, step time.Duration) s
 	// The lines of all sessions, in time order, as the server writes them.
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	sortLines(lines)
-	p := filepath.Join(dir, "busy.log")
-	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, "busy.log"), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // waitRows polls the replay's progress on c: until table t of database

@@ -72,11 +72,7 @@ func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string 
 			fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(i), s.user, s.db)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), []byte(b.String()))
 }
 
 // TestReplayWaitsForGrantWithoutRelation: a statement that names no

@@ -32,11 +32,7 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 		line(59*time.Second, "LOG:  duration: 0.100 ms  statement: SELECT 2")
 		line(60*time.Second, "LOG:  disconnection: session time: 0:01:00.000 user="+l[0]+" database="+l[1]+" host=[local]")
 	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, name), []byte(b.String()))
 }
 
 // TestPreflight: a wrong port, a wrong password, a missing role and a

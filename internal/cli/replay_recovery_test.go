@@ -112,9 +112,7 @@ func captureMix(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dst, b)
 	return dst
 }
 
@@ -336,11 +334,7 @@ func writeLines(t *testing.T, lines []logLine) string {
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s [%d] app@shop/load %x.%x %s\n", start.Add(l.at).Format("2006-01-02 15:04:05.000 MST"), l.pid, start.Unix(), l.pid, l.msg)
 	}
-	p := filepath.Join(t.TempDir(), "hand.log")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(t.TempDir(), "hand.log"), []byte(b.String()))
 }
 
 func slicesSort(lines []logLine) {

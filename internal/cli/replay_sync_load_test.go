@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,11 +73,7 @@ func writeTimedLog(t *testing.T, stmts []timedStatement) string {
 		when := at.Add(time.Duration(lines[i].ms * float64(time.Millisecond)))
 		b = fmt.Appendf(b, "%s [%d] u1@db1/app 65e1a5e0.%x %s\n", when.Format("2006-01-02 15:04:05.000 MST"), pid, pid, lines[i].text)
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), b)
 }
 
 // testSyncLoad is issue 58's acceptance test of --sync load, on c (with

@@ -59,9 +59,7 @@ func TestReplaySyncFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	seconds := filepath.Join(t.TempDir(), "seconds.log")
-	if err := os.WriteFile(seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")))
 	for _, tc := range []struct {
 		log, prefix string
 		coarse      bool

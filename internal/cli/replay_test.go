@@ -173,11 +173,7 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 		}
 		fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(), user, db)
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), []byte(b.String()))
 }
 
 // TestReplayRightTarget: every session connects as its logged user to its

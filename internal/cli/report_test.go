@@ -39,9 +39,7 @@ func captureLookups(t *testing.T, withIndex bool) string {
 	// multi-statement string.
 	mustExec(t, c, "postgres", setup, "VACUUM ANALYZE items")
 	script := filepath.Join(t.TempDir(), "lookup.sql")
-	if err := os.WriteFile(script, []byte(lookupScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, []byte(lookupScript))
 	// A fixed number of transactions, so both runs have the same calls.
 	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-j", "2", "-t", "150", "--random-seed=1", "-f", script, "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
@@ -55,11 +53,7 @@ func captureLookups(t *testing.T, withIndex bool) string {
 	}
 	// The cluster directory goes with the test; keep the log.
 	data := readFile(t, logs[0])
-	path := filepath.Join(t.TempDir(), "server.log")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "server.log"), data)
 }
 
 func analyzeToJSON(t *testing.T, log, name string) string {
@@ -139,11 +133,7 @@ func writeResult(t *testing.T, dir, name, kind, source string, n int, ms float64
 		res["latency_source"] = source
 	}
 	b, _ := json.Marshal(res)
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(dir, name), b)
 }
 
 func TestReportExitCodes(t *testing.T) {
@@ -252,11 +242,7 @@ func TestReportDiverged(t *testing.T) {
 				"timed_calls": 1000, "total_ms": 100, "mean_ms": 0.1, "p50_ms": 0.1, "p95_ms": 0.1, "p99_ms": 0.1, "min_ms": 0.1, "max_ms": 0.1,
 				"rows_calls": 1000, "rows": rows}}}
 		b, _ := json.Marshal(res)
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeFile(t, filepath.Join(dir, name), b)
 	}
 	synced, off := write("synced.json", "object", 1000), write("off.json", "off", 405)
 	html := filepath.Join(dir, "rep.html")
