@@ -162,10 +162,7 @@ func analyzeCalls(t *testing.T, path string) map[string]callCount {
 	if code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"analyze", "--json", out, path}); code != ExitOK {
 		t.Fatalf("analyze exited %d: %s", code, stderr.String())
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, out)
 	var res struct {
 		Lines struct {
 			Total, Parsed int64

@@ -98,10 +98,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 		t.Errorf("analyze of a capture without a manifest exited %d, want %d:\n%s%s", code, ExitIncomplete, stdout, stderr)
 	}
 	var cut struct{ Incomplete []string }
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, out)
 	if err := json.Unmarshal(b, &cut); err != nil {
 		t.Fatal(err)
 	}

@@ -129,10 +129,7 @@ func TestHeadroomShards(t *testing.T) {
 			}
 			base = m.Statements
 		}
-		data, err := os.ReadFile(filepath.Join(outDir, st.File))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, filepath.Join(outDir, st.File))
 		res, err := results.Decode(data, st.File)
 		if err != nil {
 			t.Fatal(err)

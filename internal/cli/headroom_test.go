@@ -129,10 +129,7 @@ func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, log)
 	return writeFile(t, filepath.Join(dir, "production.log"), b)
 }
 

@@ -28,3 +28,14 @@ func writeFile(t testing.TB, path string, data []byte) string {
 	}
 	return path
 }
+
+// readFile returns the contents of path, and fails the test if it cannot
+// be read.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

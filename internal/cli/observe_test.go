@@ -50,10 +50,7 @@ func TestObserveCommand(t *testing.T) {
 			t.Errorf("summary lacks %q", want)
 		}
 	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, jsonPath)
 	ev, err := observe.FromResult(data)
 	if err != nil || ev == nil {
 		t.Fatalf("evidence %v: %v", ev, err)

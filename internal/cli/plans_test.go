@@ -134,10 +134,7 @@ func frozenLog(t *testing.T, c *pgcluster.Cluster, path string) string {
 	}
 	var b []byte
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, f)
 		b = append(b, data...)
 	}
 	writeFile(t, path, b)
@@ -189,10 +186,7 @@ type plansJSON struct {
 
 func readPlansJSON(t *testing.T, path string) plansJSON {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	var r plansJSON
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
@@ -288,10 +282,7 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 					t.Errorf("missing-index not evaluated: %s", s.Reason)
 				}
 			}
-			html, err := os.ReadFile(out(tc.name + ".html"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			html := readFile(t, out(tc.name+".html"))
 			for _, want := range []string{`id="plans"`, "customers_email_idx"} {
 				if !strings.Contains(string(html), want) {
 					t.Errorf("page lacks %q", want)

@@ -48,10 +48,7 @@ func TestPreflight(t *testing.T) {
 		`GRANT CONNECT ON DATABASE shop TO app, limited`)
 	// Passwords are checked over TCP for app; the rest stays trusted.
 	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
-	old, err := os.ReadFile(hba)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := readFile(t, hba)
 	if err := os.WriteFile(hba, append([]byte("host all app 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,20 +99,7 @@ func captureMix(t *testing.T) string {
 	if err, ok := failed.Load().(error); ok {
 		t.Fatal(err)
 	}
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
-	dst := filepath.Join(t.TempDir(), "production.log")
-	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dst, b)
-	return dst
+	return writeFile(t, filepath.Join(t.TempDir(), "production.log"), readFile(t, pgclustertest.StoppedLog(t, c)))
 }
 
 // recoverySchema gives c pgbench's tables and the orders' (empty), out of

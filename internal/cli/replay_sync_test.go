@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,10 +53,7 @@ func TestReplaySyncFlags(t *testing.T) {
 	// replay's default is answers (issue 59 item 1), named in the text
 	// and the JSON; a log of whole seconds (%t) says once that it
 	// orders only a second apart, one of milliseconds does not.
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, log)
 	seconds := filepath.Join(t.TempDir(), "seconds.log")
 	writeFile(t, seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")))
 	for _, tc := range []struct {

@@ -25,19 +25,13 @@ func TestReplayTargetLog(t *testing.T) {
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	aLogs, err := a.LogFiles("*.log")
-	if err != nil || len(aLogs) != 1 {
-		t.Fatalf("A's logs %v: %v", aLogs, err)
-	}
+	aLog := pgclustertest.StoppedLog(t, a)
 	bLogs, err := b.LogFiles("*.log")
 	if err != nil || len(bLogs) != 1 {
 		t.Fatalf("B's logs %v: %v", bLogs, err)
 	}
 
-	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--target-log", bLogs[0], aLogs[0])
+	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--target-log", bLogs[0], aLog)
 	t.Logf("%s", out)
 	if code != ExitOK || res == nil {
 		t.Fatalf("replay exited %d", code)

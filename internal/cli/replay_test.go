@@ -64,18 +64,12 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	original := pgssCalls(ctx, t, a)
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := a.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
+	log := pgclustertest.StoppedLog(t, a)
 
 	start := time.Now()
 	// The findings read the target's catalog and explain after the
 	// replay, which pg_stat_statements would count: not the replay's.
-	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", files[0])
+	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", log)
 	t.Logf("replay took %v:\n%s", time.Since(start), out)
 	if code != ExitOK || res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, out)

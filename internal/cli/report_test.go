@@ -44,16 +44,8 @@ func captureLookups(t *testing.T, withIndex bool) string {
 	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-j", "2", "-t", "150", "--random-seed=1", "-f", script, "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := c.LogFiles("*.log")
-	if err != nil || len(logs) != 1 {
-		t.Fatalf("stderr logs %v, %v", logs, err)
-	}
 	// The cluster directory goes with the test; keep the log.
-	data := readFile(t, logs[0])
-	return writeFile(t, filepath.Join(t.TempDir(), "server.log"), data)
+	return writeFile(t, filepath.Join(t.TempDir(), "server.log"), readFile(t, pgclustertest.StoppedLog(t, c)))
 }
 
 func analyzeToJSON(t *testing.T, log, name string) string {

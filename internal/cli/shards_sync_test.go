@@ -152,10 +152,7 @@ func (cp *capture) stop(apps string, n int) (log string, byID map[string]string)
 	t := cp.t
 	t.Helper()
 	log = pgclustertest.StoppedLog(t, cp.c)
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, log)
 	// workload.LogLinePrefix: "%m [%p] %q%u@%d/%a %c %e ".
 	line := regexp.MustCompile(`(?m)\] \S+@\S+/(` + apps + `) (\S+) `)
 	byID = map[string]string{}

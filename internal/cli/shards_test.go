@@ -129,10 +129,7 @@ func runCmd(t testing.TB, args ...string) (int, string) {
 
 func readShardResult(t testing.TB, path string) *results.Result {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	res, err := results.Decode(b, path)
 	if err != nil {
 		t.Fatal(err)

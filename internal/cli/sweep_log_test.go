@@ -99,10 +99,7 @@ func TestSweepLogCommand(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -80,10 +80,7 @@ func TestSweepCommand(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +116,7 @@ func TestSweepAA(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	t.Logf("%s", stdout.String())
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	var res sweep.Result
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)

@@ -211,10 +211,7 @@ func TestVersionsSweep(t *testing.T) {
 					}
 				}
 			}
-			b, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := readFile(t, jsonPath)
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
 			}

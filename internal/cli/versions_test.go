@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"maps"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -77,10 +76,7 @@ func TestVersionsAnalyzeMatchesPgStatStatements(t *testing.T) {
 			// The lines each version adds per connection are there, so
 			// the counts above were read past them.
 			if files, err := c.LogFiles("*.log"); err == nil && len(files) == 1 {
-				b, err := os.ReadFile(files[0])
-				if err != nil {
-					t.Fatal(err)
-				}
+				b := readFile(t, files[0])
 				for _, l := range []struct {
 					from int
 					line string
