@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,12 +51,10 @@ func TestAnswersCostPgbench(t *testing.T) {
 	if os.Getenv("BENCH_ANSWERS_WORKLOAD") == "oltp" {
 		from = "orig"
 		mustExec(t, c, "postgres", "CREATE DATABASE pristine")
-		if err := c.Exec(ctx, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
+		mustExec(t, c, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO items SELECT g, g FROM generate_series(1, %[1]d) g;
 CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
-INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); err != nil {
-			t.Fatal(err)
-		}
+INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys))
 		mustExec(t, c, "postgres", "CREATE DATABASE orig TEMPLATE pristine")
 		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
 			if _, err := os.Stat(keep); err == nil {
@@ -69,23 +66,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	}
 	if dir == "" && from == "orig" {
 		rc := startCapture(t, c.DSN("orig"))
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for i := range 8 {
-			wg.Go(func() {
-				if err := oltpSession(ctx, rc.dsn(c.User(), "orig"), uint64(i), ops); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if code, out := rc.stop(t); code != ExitOK {
-			t.Fatalf("capture exited %d:\n%s", code, out)
-		}
+		oltpCapture(ctx, t, rc, c.User(), 8, ops)
 		dir = rc.dir
 		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
 			if out, err := exec.Command("cp", "-r", dir, keep).CombinedOutput(); err != nil {
@@ -100,9 +81,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 		if out, err := c.Pgbench(ctx, "-h", rc.host, "-p", rc.port, "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", seconds, benchDB); err != nil {
 			t.Fatalf("pgbench through the proxy: %v\n%s", err, out)
 		}
-		if code, out := rc.stop(t); code != ExitOK {
-			t.Fatalf("capture exited %d:\n%s", code, out)
-		}
+		rc.stopOK(t)
 		dir = rc.dir
 		state = func(db string) string { return benchStateOf(t, c, db) }
 	}

@@ -65,25 +65,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	const sessions, ops = 8, 400
-	var wg sync.WaitGroup
-	errs := make(chan error, sessions)
-	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := oltpSession(ctx, rc.dsn(c.User(), "orig"), uint64(i), ops); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	oltpCapture(ctx, t, rc, c.User(), sessions, ops)
 	could := oltpCouldRace(captureEvents(t, rc.dir))
 
 	began := time.Now()
@@ -145,6 +127,24 @@ func oltpSyncSummary(res *results.Result) string {
 		s += fmt.Sprintf(", %.0f ms in all", res.SyncWait.TotalMS)
 	}
 	return s
+}
+
+// oltpCapture runs sessions oltpSessions of ops operations at once, as
+// user, through the capture rc into its database orig, and stops the
+// capture; an error of either fails the test.
+func oltpCapture(ctx context.Context, t *testing.T, rc *runningCapture, user string, sessions, ops int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			if err := oltpSession(ctx, rc.dsn(user, "orig"), uint64(i), ops); err != nil {
+				errs <- err
+			}
+		})
+	}
+	waitErrs(t, &wg, errs)
+	rc.stopOK(t)
 }
 
 // oltpSession runs one session of the workload: ops transactions, each

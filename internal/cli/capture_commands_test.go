@@ -302,9 +302,7 @@ func TestCaptureDependentSessions(t *testing.T) {
 		return conn
 	}, execBinary, 2, 2, 30, 20*time.Millisecond)
 	want := shardOrdersState(t, src.DSN(shardOrdersDB))
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	target := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, speed := range []string{"1", "0"} {

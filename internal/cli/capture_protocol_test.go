@@ -285,9 +285,7 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	psql(t, a, rc, "\\lo_import '"+file+"'\n")
 	rc.idle(t)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 	original := pgssRows(ctx, t, a, "postgres")
 
 	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")

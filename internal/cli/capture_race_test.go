@@ -115,14 +115,8 @@ func TestCaptureRacesExplained(t *testing.T) {
 			}
 		}
 	}()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	waitErrs(t, &wg, errs)
+	rc.stopOK(t)
 
 	for _, tc := range []struct {
 		db   string

@@ -124,6 +124,14 @@ func (rc *runningCapture) stop(t *testing.T) (int, string) {
 	return *rc.code, rc.stdout.String() + rc.stderr.String()
 }
 
+// stopOK stops the capture, and fails the test unless it exited 0.
+func (rc *runningCapture) stopOK(t *testing.T) {
+	t.Helper()
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+}
+
 // idle waits until the proxy relays no session: a client that has
 // closed its connection may still be ending in the proxy, and a capture
 // stopped then records that session as open. It needs the capture

@@ -71,9 +71,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 		t.Fatalf("the cancelled statement: %v, want 57014", err)
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	out := filepath.Join(t.TempDir(), "analysis.json")
 	code, stdout, stderr := runCLI(ctx, "", "analyze", "--json", out, rc.dir)
@@ -170,9 +168,7 @@ func TestCaptureAnswerValues(t *testing.T) {
 		}
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	explained := map[string]string{clock: "volatile_function: now()", catalog: "server_assigned: oid"}
 	for _, tc := range []struct {
@@ -289,9 +285,7 @@ func TestCaptureAnswerTxidStatus(t *testing.T) {
 		t.Fatalf("txid_status of the rolled-back id: %q, %v", status, err)
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 	// The target's ids run ahead of the original's, each committed.
 	advance(b, func(int64) int64 { return xid + 10 })
 

@@ -452,9 +452,7 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	}
 	conn.Close(ctx)
 	rc.idle(t)
-	if code, text := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, text)
-	}
+	rc.stopOK(t)
 	original := pgssRows(ctx, t, a, "postgres")
 	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)

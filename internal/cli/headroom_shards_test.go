@@ -15,8 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -68,8 +66,7 @@ func TestHeadroomShards(t *testing.T) {
 	slowCase(t, 54*time.Second)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
+	coord := startCoord(t)
 	dir := t.TempDir()
 	jsonPath, outDir := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "steps")
 	start := time.Now()
@@ -79,7 +76,7 @@ func TestHeadroomShards(t *testing.T) {
 	stop := make(chan struct{})
 	seen := proctest.WatchChildren(stop, func(cmdline string) bool { return strings.Contains(cmdline, "\x00--shard\x00") })
 	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres")+" password="+plantedTarget, "--shards", "2",
-		"--coord-dsn", co.DSN("coord")+" password="+plantedCoord,
+		"--coord-dsn", coord+" password="+plantedCoord,
 		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--out", outDir, "--json", jsonPath, logPath)
 	close(stop)
 	children := <-seen
@@ -164,9 +161,8 @@ func TestHeadroomShardKilled(t *testing.T) {
 	longCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
+	coord := startCoord(t)
 	ctx := context.Background()
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
@@ -174,10 +170,10 @@ func TestHeadroomShardKilled(t *testing.T) {
 	defer cancel()
 	go func() {
 		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
 	}()
-	conn, err := pgx.Connect(ctx, co.DSN("coord"))
+	conn, err := pgx.Connect(ctx, coord)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +252,8 @@ func TestHeadroomShardsInterrupted(t *testing.T) {
 	longCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
+	coord := startCoord(t)
 	ctx := context.Background()
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
@@ -266,7 +261,7 @@ func TestHeadroomShardsInterrupted(t *testing.T) {
 	defer cancel()
 	go func() {
 		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
 	}()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -321,10 +316,9 @@ func TestHeadroomShardsFold(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
+	coord := startCoord(t)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 		"--by", "fold", "--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
 	pids, steps := shardPIDs(t, stderr)
 	checkGone(t, pids)
@@ -372,10 +366,9 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 	t.Cleanup(func() { shardBinary = saved })
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
+	coord := startCoord(t)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 		"--max-k", "1.5", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
 	if !strings.Contains(stderr, "every step in 2 shards at once inside this process (this pgrehearse's binary was not found to start them as processes: no binary here)") {
 		t.Errorf("the start line does not say the shards run inside this process, and why")

@@ -319,9 +319,8 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 	if n := os.Getenv("PGREHEARSE_HEADROOM_SHARDS"); n != "" {
 		// Every step in n shard processes (each with GOMAXPROCS as
 		// given: one core each with GOMAXPROCS=1).
-		co := pgclustertest.StartT(t, pgcluster.Options{})
-		mustExec(t, co, "postgres", "CREATE DATABASE coord")
-		args = append(args, "--shards", n, "--coord-dsn", co.DSN("coord"))
+		coord := startCoord(t)
+		args = append(args, "--shards", n, "--coord-dsn", coord)
 	}
 	headroomOK(t, append(args, logPath)...)
 	out := readJSON[headroom.Outcome](t, jsonPath)

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // mustExec runs each of sqls, in order, on database db of c, and fails
@@ -38,4 +40,24 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// startCoord starts a cluster with an empty database for the
+// coordination of a sharded run, and returns that database's DSN.
+func startCoord(t testing.TB) string {
+	t.Helper()
+	co := pgclustertest.StartT(t, pgcluster.Options{})
+	mustExec(t, co, "postgres", "CREATE DATABASE coord")
+	return co.DSN("coord")
+}
+
+// waitErrs waits for wg, then fails the test with the first of the
+// errors its goroutines sent to errs, if any.
+func waitErrs(t testing.TB, wg *sync.WaitGroup, errs chan error) {
+	t.Helper()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

@@ -349,13 +349,10 @@ func sessionLines(pid int, end time.Duration, stmts ...logLine) []logLine {
 // orders, shipments and t.
 func shopTarget(t *testing.T) *pgcluster.Cluster {
 	t.Helper()
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
-	if err := c.Exec(ctx, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
-		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
+		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app")
 	return c
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -92,15 +91,12 @@ func writeTimedLog(t *testing.T, stmts []timedStatement) string {
 // the parent's session is held up: no foreign key error, where --sync
 // off has them.
 func testSyncLoad(t *testing.T, c *pgcluster.Cluster) {
-	ctx := context.Background()
-	if err := c.Exec(ctx, "db1", `CREATE TABLE feed (id int PRIMARY KEY);
+	mustExec(t, c, "db1", `CREATE TABLE feed (id int PRIMARY KEY);
 CREATE FUNCTION slow_feed() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.15); RETURN NEW; END$$;
 CREATE TRIGGER slow_feed BEFORE INSERT ON feed FOR EACH ROW EXECUTE FUNCTION slow_feed();
 CREATE TABLE parent (id int PRIMARY KEY);
 CREATE TABLE child (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES parent);
-GRANT ALL ON feed, parent, child TO u1`); err != nil {
-		t.Fatal(err)
-	}
+GRANT ALL ON feed, parent, child TO u1`)
 	var feed []timedStatement
 	for i := range 8 {
 		feed = append(feed, timedStatement{0, 100 * i, fmt.Sprintf("INSERT INTO feed (id) VALUES (%d)", i)},
@@ -171,11 +167,8 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 // write: the late session's and the other's updates of one row both
 // count, and the new row's update finds it.
 func testSyncLoadWrites(t *testing.T, c *pgcluster.Cluster) {
-	ctx := context.Background()
-	if err := c.Exec(ctx, "db1", `CREATE TABLE jobs (id serial PRIMARY KEY, v int NOT NULL);
-GRANT ALL ON jobs, jobs_id_seq TO u1`); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "db1", `CREATE TABLE jobs (id serial PRIMARY KEY, v int NOT NULL);
+GRANT ALL ON jobs, jobs_id_seq TO u1`)
 	log := writeTimedLog(t, []timedStatement{
 		{0, 0, "SELECT pg_sleep(0.3)"},
 		{0, 10, "INSERT INTO jobs (v) VALUES (0)"},

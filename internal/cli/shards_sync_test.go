@@ -110,11 +110,7 @@ func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, consume fu
 	}
 	pwg.Wait()
 	close(ready)
-	cwg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	waitErrs(t, &cwg, errs)
 }
 
 // capture is a new cluster logging every statement, with a database and
@@ -272,9 +268,7 @@ func runAndMerge(t testing.TB, n int, dir string, args ...string) *results.Resul
 // target.
 func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
 	t.Helper()
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
-	return co.DSN("coord"), pgclustertest.StartT(t, pgcluster.Options{})
+	return startCoord(t), pgclustertest.StartT(t, pgcluster.Options{})
 }
 
 // TestShardsDependentWorkload is issue 22's second acceptance test: the

@@ -208,14 +208,13 @@ func TestShardsMergeEqualSingle(t *testing.T) {
 	if code, out := runCmd(t, "plan", "--shards", "3", "--out", plan, log); code != ExitOK {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	mustExec(t, co, "postgres", "CREATE DATABASE coord")
+	coord := startCoord(t)
 	sharded := pgssTarget(t)
 	// At speed 0 a shard's session may wait for another shard's commit
 	// longer than the 10 s default when the machine is busy (make
 	// test-busy); the default timeout counts from the awaited shard's
 	// last progress (issue 44), so a shard merely behind is waited for.
-	merged := runAndMerge(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "acceptance-1",
+	merged := runAndMerge(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "acceptance-1",
 		"--target", sharded.DSN("postgres"), "--speed", "0", log)
 	shardedCalls := pgssCalls(ctx, t, sharded)
 

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
@@ -129,21 +127,7 @@ func TestVersionsFindings(t *testing.T) {
 			ctx := context.Background()
 			settings, _ := versionLogSettings(major)
 			c := pgclustertest.StartVersion(t, major, settings)
-			if err := c.Exec(ctx, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
-				CREATE INDEX events_kind_1 ON events (id) WHERE kind = 1;
-				CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 800 {
-				if _, err := conn.Exec(ctx, "INSERT INTO events (kind) VALUES ($1)", i%3); err != nil {
-					t.Fatal(err)
-				}
-			}
-			conn.Close(ctx)
+			insertEvents(ctx, t, c).Close(ctx)
 			// Stopped, the server has written its whole log.
 			if err := c.StopServer(); err != nil {
 				t.Fatal(err)
