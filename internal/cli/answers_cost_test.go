@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,17 +108,6 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys))
 	}
 	mo, ma := medianRate(rates["object"]), medianRate(rates["answers"])
 	t.Logf("medians: object %.0f/s, answers %.0f/s, answers/object %.3f", mo, ma, ma/mo)
-}
-
-// benchStateOf is benchState of another database than benchDB.
-func benchStateOf(t *testing.T, c *pgcluster.Cluster, db string) string {
-	t.Helper()
-	return strings.Join(queryLines(t, c, db, `SELECT
-		(SELECT count(*) FROM pgbench_history) || ' ' ||
-		(SELECT md5(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta)) FROM pgbench_history) || ' ' ||
-		(SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' ||
-		(SELECT md5(string_agg(tid || ':' || tbalance, ',' ORDER BY tid)) FROM pgbench_tellers) || ' ' ||
-		(SELECT md5(string_agg(bid || ':' || bbalance, ',' ORDER BY bid)) FROM pgbench_branches)`), "")
 }
 
 // medianRate is the median of rates (the upper one of an even count).

@@ -48,7 +48,13 @@ func benchInit(t *testing.T, c *pgcluster.Cluster) {
 // and the balances, each table's as one md5 of its ordered rows.
 func benchState(t *testing.T, c *pgcluster.Cluster) string {
 	t.Helper()
-	return strings.Join(queryLines(t, c, benchDB, `SELECT
+	return benchStateOf(t, c, benchDB)
+}
+
+// benchStateOf is benchState of another database than benchDB.
+func benchStateOf(t *testing.T, c *pgcluster.Cluster, db string) string {
+	t.Helper()
+	return strings.Join(queryLines(t, c, db, `SELECT
 		(SELECT count(*) FROM pgbench_history) || ' ' ||
 		(SELECT md5(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta)) FROM pgbench_history) || ' ' ||
 		(SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' ||

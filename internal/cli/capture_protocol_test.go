@@ -16,7 +16,6 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
@@ -135,16 +134,10 @@ func (c *protoClient) read() (rows int, complete bool) {
 func TestCaptureProtocolForms(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	setup := "CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; CREATE TABLE ca (x int); CREATE TABLE cb (x int)"
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; "+setup)
-	}
+	a, b := pgssPair(t, setup)
 	mustExec(t, b, "postgres", "CREATE DATABASE changed")
 	mustExec(t, b, "changed", setup+"; DELETE FROM big")
-	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -174,12 +173,8 @@ func (rc *runningCapture) dsn(user, db string) string {
 func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
-	}
+	a, b := pgssPair(t, "")
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	rc := startCapture(t, a.DSN("postgres"))
 	through := []string{"-h", rc.host, "-p", rc.port}
 	for _, args := range [][]string{
@@ -232,35 +227,10 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	replayed := pgssCalls(ctx, t, b)
 
-	excluded := map[string]bool{}
 	// The reset and the count are the test's; the rest the replay's
 	// pre-flight's (preflightStatements).
-	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", pgssQuery}, preflightStatements...) {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-	}
-	checked := 0
-	var diffs []string
-	for fp, n := range original {
-		if excluded[fp] {
-			continue
-		}
-		if got := replayed[fp].calls; got != n.calls {
-			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
-		}
-		checked++
-	}
-	for fp, n := range replayed {
-		if _, ok := original[fp]; !ok && !excluded[fp] {
-			diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
-		}
-	}
-	sort.Strings(diffs)
-	for _, d := range diffs {
-		t.Error(d)
-	}
-	if checked < 15 {
-		t.Errorf("only %d queries compared: the workload did not run", checked)
-	}
+	excluded := fingerprintSet(append([]string{"SELECT pg_stat_statements_reset()", pgssQuery}, preflightStatements...)...)
+	checkSameCalls(t, original, replayed, excluded, 15)
 
 	// COPY's data went to B too, and pgx's binary parameter found its row.
 	for q, want := range map[string]string{

@@ -21,7 +21,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -101,8 +100,7 @@ const (
 )
 
 // driverSetup is what clusters A and B hold before the capture.
-const driverSetup = "CREATE EXTENSION pg_stat_statements; " +
-	"CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; " +
+const driverSetup = "CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; " +
 	"CREATE TABLE piped (x int PRIMARY KEY, note text); CREATE TABLE copied (id int, v text); " +
 	"CREATE TABLE ca (x int); CREATE TABLE cb (x int)"
 
@@ -279,13 +277,7 @@ func TestDrivers(t *testing.T) {
 // capture onto B and checks what TestDrivers says.
 func driverReplay(t *testing.T, dir string, dc driverCase) {
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		mustExec(t, c, "postgres", driverSetup)
-	}
-	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
+	a, b := pgssPair(t, driverSetup)
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	// Bounded: a driver waiting on an answer the proxy lost must not
@@ -339,10 +331,7 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 	t.Helper()
 	// The test's own statements, and the replay's pre-flight's
 	// (preflightStatements).
-	excluded := map[string]bool{}
-	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements"}, preflightStatements...) {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-	}
+	excluded := fingerprintSet(append([]string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements"}, preflightStatements...)...)
 	queries := map[string]string{}
 	for _, q := range res.Queries {
 		queries[q.Fingerprint] = q.Query
@@ -413,13 +402,7 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; CREATE TABLE piped (x int PRIMARY KEY)")
-	}
-	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
+	a, b := pgssPair(t, "CREATE TABLE piped (x int PRIMARY KEY)")
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
 	if err != nil {

@@ -151,6 +151,22 @@ func TestHeadroomShards(t *testing.T) {
 	}
 }
 
+// startShardedHeadroom starts, in the background under ctx, headroom on
+// the shop's log with every step in two shard processes (up to 2x, two
+// base rounds), which meet in a coordination database of their own. It
+// returns the running headroom, the path of its JSON and the
+// coordination database's DSN.
+func startShardedHeadroom(ctx context.Context, t *testing.T) (h *runningHeadroom, jsonPath, coord string) {
+	t.Helper()
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	coord = startCoord(t)
+	jsonPath = filepath.Join(t.TempDir(), "headroom.json")
+	h = startHeadroom(ctx, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
+		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
+	return h, jsonPath, coord
+}
+
 // TestHeadroomShardKilled: a shard process killed (SIGKILL) once its
 // step's replay has begun (its run's start passed in the coordination
 // database) fails that step, naming the shard, its process and the
@@ -159,20 +175,10 @@ func TestHeadroomShards(t *testing.T) {
 // and the coordination database; it never sleeps to synchronize.
 func TestHeadroomShardKilled(t *testing.T) {
 	longCase(t)
-	logPath := shopLog(t)
-	tg := shopHeadroomTarget(t, nil)
-	coord := startCoord(t)
 	ctx := context.Background()
-	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	go func() {
-		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
-				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
-	}()
+	h, jsonPath, coord := startShardedHeadroom(rctx, t)
 	conn, err := pgx.Connect(ctx, coord)
 	if err != nil {
 		t.Fatal(err)
@@ -181,47 +187,24 @@ func TestHeadroomShardKilled(t *testing.T) {
 	// Step 2 (the second 1x round): its shard 1, once the step's start
 	// has passed.
 	victim := 0
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(2 * time.Minute)
-wait:
-	for {
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before step 2's shards replayed:\n%s", code, stderr.String())
-		case <-deadline:
-			t.Fatalf("step 2's shards did not start replaying in 2 minutes:\n%s", stderr.String())
-		case <-tick.C:
-			if victim == 0 {
-				for _, m := range shardPIDLine.FindAllStringSubmatch(stderr.String(), -1) {
-					if m[1] == "2" && m[2] == "1" {
-						victim, _ = strconv.Atoi(m[4])
-					}
+	h.await(t, "step 2's shards replayed", 2*time.Minute, func() bool {
+		if victim == 0 {
+			for _, m := range shardPIDLine.FindAllStringSubmatch(h.stderr.String(), -1) {
+				if m[1] == "2" && m[2] == "1" {
+					victim, _ = strconv.Atoi(m[4])
 				}
-				continue
 			}
-			var started bool
-			err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(start_at < clock_timestamp()), false) FROM pgrehearse_coord.runs WHERE run LIKE '%-step2-control'`).Scan(&started)
-			if err != nil {
-				// The schema is made by the first shard to join.
-				continue
-			}
-			if started {
-				break wait
-			}
+			return false
 		}
-	}
+		var started bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(start_at < clock_timestamp()), false) FROM pgrehearse_coord.runs WHERE run LIKE '%-step2-control'`).Scan(&started)
+		// Without the schema (made by the first shard to join), not yet.
+		return err == nil && started
+	})
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill shard process %d: %v", victim, err)
 	}
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("headroom did not end within 90 s of its shard's death:\n%s", stderr.String())
-	}
-	errOut := stderr.String()
-	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	code, _, errOut := h.exit(t, 90*time.Second, "its shard's death")
 	pids, _ := shardPIDs(t, errOut)
 	checkGone(t, pids)
 	if code != ExitFailure {
@@ -250,45 +233,15 @@ wait:
 // answer partial (exit 5), and no shard process is left.
 func TestHeadroomShardsInterrupted(t *testing.T) {
 	longCase(t)
-	logPath := shopLog(t)
-	tg := shopHeadroomTarget(t, nil)
-	coord := startCoord(t)
-	ctx := context.Background()
-	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
-				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
-	}()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(2 * time.Minute)
-wait:
-	for {
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before step 2's shards started:\n%s", code, stderr.String())
-		case <-deadline:
-			t.Fatalf("step 2's shards did not start in 2 minutes:\n%s", stderr.String())
-		case <-tick.C:
-			if _, steps := shardPIDs(t, stderr.String()); steps[2] == 2 {
-				break wait
-			}
-		}
-	}
+	h, jsonPath, _ := startShardedHeadroom(rctx, t)
+	h.await(t, "step 2's shards started", 2*time.Minute, func() bool {
+		_, steps := shardPIDs(t, h.stderr.String())
+		return steps[2] == 2
+	})
 	cancel()
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("headroom did not end within 90 s of Ctrl-C:\n%s", stderr.String())
-	}
-	errOut := stderr.String()
-	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	code, _, errOut := h.exit(t, 90*time.Second, "Ctrl-C")
 	pids, _ := shardPIDs(t, errOut)
 	checkGone(t, pids)
 	if code != ExitIncomplete {

@@ -96,6 +96,57 @@ func runHeadroom(t *testing.T, args ...string) (code int, stdout, stderr string)
 	return runCLI(ctx, "", append([]string{"headroom"}, args...)...)
 }
 
+// runningHeadroom is headroom run in the background, its output read
+// while it runs.
+type runningHeadroom struct {
+	done           chan int
+	stdout, stderr lockedBuffer
+}
+
+// startHeadroom runs headroom with args in the background under ctx.
+func startHeadroom(ctx context.Context, args ...string) *runningHeadroom {
+	h := &runningHeadroom{done: make(chan int, 1)}
+	go func() {
+		h.done <- Run(ctx, IO{Stdin: strings.NewReader(""), Stdout: &h.stdout, Stderr: &h.stderr}, append([]string{"headroom"}, args...))
+	}()
+	return h
+}
+
+// await polls ready every 50 ms until it holds, and fails the test if
+// headroom ends first or within passes; what names what it waits for.
+func (h *runningHeadroom) await(t *testing.T, what string, within time.Duration, ready func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for {
+		select {
+		case code := <-h.done:
+			t.Fatalf("exit %d before %s:\n%s\n%s", code, what, h.stdout.String(), h.stderr.String())
+		case <-deadline:
+			t.Fatalf("%s did not come in %v:\n%s", what, within, h.stderr.String())
+		case <-tick.C:
+			if ready() {
+				return
+			}
+		}
+	}
+}
+
+// exit waits for headroom's exit code, failing the test if it has not
+// ended within of what the test did (after), and logs what it printed.
+func (h *runningHeadroom) exit(t *testing.T, within time.Duration, after string) (code int, stdout, stderr string) {
+	t.Helper()
+	select {
+	case code = <-h.done:
+	case <-time.After(within):
+		t.Fatalf("headroom did not end within %v of %s:\n%s", within, after, h.stderr.String())
+	}
+	stdout, stderr = h.stdout.String(), h.stderr.String()
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	return code, stdout, stderr
+}
+
 // headroomOK runs headroom with args, logs what it printed and how long
 // it took, and fails the test unless it exited 0.
 func headroomOK(t *testing.T, args ...string) (stdout, stderr string) {

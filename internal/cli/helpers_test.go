@@ -61,3 +61,19 @@ func waitErrs(t testing.TB, wg *sync.WaitGroup, errs chan error) {
 		t.Fatal(err)
 	}
 }
+
+// pgssPair starts the two clusters of a capture's check against
+// pg_stat_statements, both loading it: A, the original, and B, the
+// target. Each gets the extension and then setup (when not empty); A's
+// statistics are reset after.
+func pgssPair(t *testing.T, setup string) (a, b *pgcluster.Cluster) {
+	t.Helper()
+	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
+	a = pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	b = pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
+	for _, c := range []*pgcluster.Cluster{a, b} {
+		mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; "+setup)
+	}
+	mustExec(t, a, "postgres", "SELECT pg_stat_statements_reset()")
+	return a, b
+}

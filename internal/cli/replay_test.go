@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -78,10 +76,7 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 
 	// Not compared: the statements around the count (the extension, its
 	// reset and the query that reads it), which the replay re-runs on B.
-	excluded := map[string]string{}
-	for _, q := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery} {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = "the count's own statements"
-	}
+	excluded := fingerprintSet("CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery)
 	// Legitimately different: pgbench -i loads pgbench_accounts with COPY
 	// FROM STDIN, whose data is not in the log: skipped, counted as
 	// skipped, and so missing from B (which is why pgbench_accounts is
@@ -92,35 +87,10 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	for fp, n := range original {
 		if strings.HasPrefix(strings.ToLower(n.query), "copy ") {
-			excluded[fp] = "COPY FROM STDIN, data not in the log"
+			excluded[fp] = true // COPY FROM STDIN, data not in the log
 		}
 	}
-
-	checked := 0
-	var diffs []string
-	for fp, n := range original {
-		if _, ok := excluded[fp]; ok {
-			continue
-		}
-		if got := replayed[fp].calls; got != n.calls {
-			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
-		}
-		checked++
-	}
-	for fp, n := range replayed {
-		if _, ok := original[fp]; !ok {
-			if _, ok := excluded[fp]; !ok {
-				diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
-			}
-		}
-	}
-	sort.Strings(diffs)
-	for _, d := range diffs {
-		t.Error(d)
-	}
-	if checked < 20 {
-		t.Errorf("only %d queries compared: the workload did not run", checked)
-	}
+	checkSameCalls(t, original, replayed, excluded, 20)
 	if res.Sessions.ConnectFailed != 0 || res.Sessions.Total < 10 {
 		t.Errorf("sessions %+v", res.Sessions)
 	}

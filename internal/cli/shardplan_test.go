@@ -94,7 +94,7 @@ func TestShardPlanCommand(t *testing.T) {
 	}
 }
 
-func readPlan(t *testing.T, path string) *shard.Plan {
+func readPlan(t testing.TB, path string) *shard.Plan {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

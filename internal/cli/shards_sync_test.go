@@ -18,7 +18,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
-	"github.com/pgrehearse/pgrehearse/internal/shard"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -231,15 +230,7 @@ func planBy(t testing.TB, dir, log string, n int, apps map[string]string, shardO
 	if code, out := runCmd(t, append(args, log)...); code != ExitOK {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
-	f, err := os.Open(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := shard.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readPlan(t, plan)
 	if p.Forced != len(apps) || p.Dependencies.Cross == 0 {
 		t.Fatalf("plan: %d forced, dependencies %+v", p.Forced, p.Dependencies)
 	}
