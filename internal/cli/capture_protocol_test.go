@@ -27,6 +27,17 @@ type protoClient struct {
 	conn *pgconn.PgConn
 }
 
+// newProtoClient connects to dsn (through a capture's proxy) as a
+// protoClient of t.
+func newProtoClient(ctx context.Context, t *testing.T, dsn string) *protoClient {
+	t.Helper()
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &protoClient{t: t, conn: conn}
+}
+
 // until sends what was written and reads the answers up to
 // ReadyForQuery, giving each to on; it returns the first error's
 // SQLSTATE.
@@ -140,12 +151,8 @@ func TestCaptureProtocolForms(t *testing.T) {
 	mustExec(t, b, "changed", setup+"; DELETE FROM big")
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
-	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &protoClient{t: t, conn: conn}
-	f := conn.Frontend()
+	c := newProtoClient(ctx, t, rc.dsn(a.User(), "postgres"))
+	conn, f := c.conn, c.conn.Frontend()
 
 	// A portal read 100 rows at a time, in a transaction, as pgjdbc
 	// with a fetch size: the first Execute after Parse and Bind, then

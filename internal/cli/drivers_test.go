@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	capturefile "github.com/pgrehearse/pgrehearse/internal/capture"
@@ -404,12 +403,8 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	ctx := context.Background()
 	a, b := pgssPair(t, "CREATE TABLE piped (x int PRIMARY KEY)")
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
-	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &protoClient{t: t, conn: conn}
-	f := conn.Frontend()
+	c := newProtoClient(ctx, t, rc.dsn(a.User(), "postgres"))
+	conn, f := c.conn, c.conn.Frontend()
 	// Each of batch is a statement's name, its text and its parameter.
 	pipeline := func(batch ...[3]string) string {
 		for _, q := range batch {
