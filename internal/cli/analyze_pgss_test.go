@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -30,12 +31,8 @@ func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	// The extension and the reset are logged but happen before the count
 	// starts: they are the only statements pg_stat_statements must miss.
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
+	mustExec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 	sum, err := workload.Run(ctx, c, workload.Options{Duration: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +56,7 @@ func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
 	if err := c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	excluded := map[string]bool{}
-	for _, q := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery} {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-	}
+	excluded := fingerprintSet("CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery)
 
 	for _, pattern := range []string{"*.log", "*.csv", "*.json"} {
 		t.Run(pattern, func(t *testing.T) {
@@ -112,6 +106,45 @@ const pgssQuery = "SELECT query, calls FROM pg_stat_statements"
 type callCount struct {
 	calls, ok int64
 	query     string
+}
+
+// fingerprintSet is the set of the fingerprints of queries.
+func fingerprintSet(queries ...string) map[string]bool {
+	set := map[string]bool{}
+	for _, q := range queries {
+		set[fingerprint.Compute(q)[0].Fingerprint] = true
+	}
+	return set
+}
+
+// checkSameCalls fails the test for every query whose calls in replayed
+// differ from original's, by fingerprint, those excluded aside (either
+// side's), and when fewer than least queries of original were compared.
+func checkSameCalls(t *testing.T, original, replayed map[string]callCount, excluded map[string]bool, least int) {
+	t.Helper()
+	checked := 0
+	var diffs []string
+	for fp, n := range original {
+		if excluded[fp] {
+			continue
+		}
+		if got := replayed[fp].calls; got != n.calls {
+			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
+		}
+		checked++
+	}
+	for fp, n := range replayed {
+		if _, ok := original[fp]; !ok && !excluded[fp] {
+			diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
+		}
+	}
+	sort.Strings(diffs)
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if checked < least {
+		t.Errorf("only %d queries compared: the workload did not run", checked)
+	}
 }
 
 // pgssCalls sums pg_stat_statements calls by the fingerprint of its text.
@@ -166,10 +199,7 @@ func analyzeCalls(t *testing.T, path string) map[string]callCount {
 	if code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"analyze", "--json", out, path}); code != ExitOK {
 		t.Fatalf("analyze exited %d: %s", code, stderr.String())
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, out)
 	var res struct {
 		Lines struct {
 			Total, Parsed int64

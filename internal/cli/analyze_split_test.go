@@ -33,10 +33,7 @@ func TestAnalyzeJobsSplitIdentical(t *testing.T) {
 		if code != ExitOK {
 			t.Fatalf("-j %s exited %d: %s", jobs, code, stderr.String())
 		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, out)
 		return b
 	}
 	one := run("1")

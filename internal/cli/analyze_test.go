@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,15 +134,6 @@ func TestAnalyzeErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestAnalyzePrintsFindings: analyze names the traps it can see without a

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,18 +55,12 @@ func TestAnswersCostPgbench(t *testing.T) {
 	}
 	if os.Getenv("BENCH_ANSWERS_WORKLOAD") == "oltp" {
 		from = "orig"
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
+		mustExec(t, c, "postgres", "CREATE DATABASE pristine")
+		mustExec(t, c, "pristine", fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL);
 INSERT INTO items SELECT g, g FROM generate_series(1, %[1]d) g;
 CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
-INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE orig TEMPLATE pristine"); err != nil {
-			t.Fatal(err)
-		}
+INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys))
+		mustExec(t, c, "postgres", "CREATE DATABASE orig TEMPLATE pristine")
 		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
 			if _, err := os.Stat(keep); err == nil {
 				// Kept from an earlier run: the same capture,
@@ -78,23 +71,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	}
 	if dir == "" && from == "orig" {
 		rc := startCapture(t, c.DSN("orig"))
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for i := range 8 {
-			wg.Go(func() {
-				if err := oltpSession(ctx, rc.dsn(c.User(), "orig"), uint64(i), ops); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if code, out := rc.stop(t); code != ExitOK {
-			t.Fatalf("capture exited %d:\n%s", code, out)
-		}
+		runOLTPCapture(ctx, t, rc, c.User(), 8, ops)
 		dir = rc.dir
 		if keep := os.Getenv("BENCH_ANSWERS_CAPTURE"); keep != "" {
 			if out, err := exec.Command("cp", "-r", dir, keep).CombinedOutput(); err != nil {
@@ -104,16 +81,12 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	} else if from == "" {
 		benchInit(t, c)
 		from = benchDB
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE pristine TEMPLATE "+benchDB)
 		rc := startCapture(t, c.DSN(benchDB))
 		if out, err := c.Pgbench(ctx, "-h", rc.host, "-p", rc.port, "-n", "-M", "prepared", "-c", "8", "-j", "2", "-T", seconds, benchDB); err != nil {
 			t.Fatalf("pgbench through the proxy: %v\n%s", err, out)
 		}
-		if code, out := rc.stop(t); code != ExitOK {
-			t.Fatalf("capture exited %d:\n%s", code, out)
-		}
+		rc.stopOK(t)
 		dir = rc.dir
 		state = func(db string) string { return benchStateOf(t, c, db) }
 	}
@@ -122,9 +95,7 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	for i := range runs {
 		for _, mode := range benchAnswersModes() {
 			db := fmt.Sprintf("%s_%d", mode, i)
-			if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "CREATE DATABASE "+db+" TEMPLATE pristine")
 			load, _ := os.ReadFile("/proc/loadavg")
 			began := time.Now()
 			code, text, res := runReplay(t, "--target", c.DSN(db), "--database-map", from+"="+db, "--speed", "0", "--sync", mode, "--findings=false", "--keep-answers", dir)
@@ -148,17 +119,6 @@ INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)); e
 	}
 	mo, ma := medianRate(rates["object"]), medianRate(rates["answers"])
 	t.Logf("medians: object %.0f/s, answers %.0f/s, answers/object %.3f", mo, ma, ma/mo)
-}
-
-// benchStateOf is benchState of another database than benchDB.
-func benchStateOf(t *testing.T, c *pgcluster.Cluster, db string) string {
-	t.Helper()
-	return strings.Join(queryLines(t, c, db, `SELECT
-		(SELECT count(*) FROM pgbench_history) || ' ' ||
-		(SELECT md5(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta)) FROM pgbench_history) || ' ' ||
-		(SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' ||
-		(SELECT md5(string_agg(tid || ':' || tbalance, ',' ORDER BY tid)) FROM pgbench_tellers) || ' ' ||
-		(SELECT md5(string_agg(bid || ':' || bbalance, ',' ORDER BY bid)) FROM pgbench_branches)`), "")
 }
 
 // medianRate is the median of rates (the upper one of an even count).

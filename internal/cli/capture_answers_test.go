@@ -64,34 +64,12 @@ CREATE TABLE stock (id int PRIMARY KEY, qty int NOT NULL);
 INSERT INTO stock SELECT g, 100 FROM generate_series(1, %[1]d) g`, oltpKeys)
 	skew := "; UPDATE items SET v = v + 1000000 WHERE id % 10 = 0"
 	for db, extra := range map[string]string{"orig": "", "copy": "", "copy1": "", "objcopy": "", "skewed": skew, "skewed1": skew} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup+extra); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup+extra)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	const sessions, ops = 8, 400
-	var wg sync.WaitGroup
-	errs := make(chan error, sessions)
-	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := oltpSession(ctx, rc.dsn(c.User(), "orig"), uint64(i), ops); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	runOLTPCapture(ctx, t, rc, c.User(), sessions, ops)
 	evs := captureEvents(t, rc.dir)
 	could := oltpCouldRace(evs)
 	stmts, writes := oltpCapture(evs)
@@ -219,6 +197,24 @@ func oltpSyncSummary(res *results.Result) string {
 		s += fmt.Sprintf(", %.0f ms in all", res.SyncWait.TotalMS)
 	}
 	return s
+}
+
+// runOLTPCapture runs sessions oltpSessions of ops operations at once, as
+// user, through the capture rc into its database orig, and stops the
+// capture; an error of either fails the test.
+func runOLTPCapture(ctx context.Context, t *testing.T, rc *runningCapture, user string, sessions, ops int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			if err := oltpSession(ctx, rc.dsn(user, "orig"), uint64(i), ops); err != nil {
+				errs <- err
+			}
+		})
+	}
+	waitErrs(t, &wg, errs)
+	rc.stopOK(t)
 }
 
 // oltpSession runs one session of the workload: ops transactions, each

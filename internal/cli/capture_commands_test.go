@@ -38,11 +38,7 @@ const (
 func benchInit(t *testing.T, c *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	for _, sql := range []string{"DROP DATABASE IF EXISTS " + benchDB + " WITH (FORCE)", "CREATE DATABASE " + benchDB} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "DROP DATABASE IF EXISTS "+benchDB+" WITH (FORCE)", "CREATE DATABASE "+benchDB)
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", benchDB); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
@@ -52,7 +48,13 @@ func benchInit(t *testing.T, c *pgcluster.Cluster) {
 // and the balances, each table's as one md5 of its ordered rows.
 func benchState(t *testing.T, c *pgcluster.Cluster) string {
 	t.Helper()
-	return strings.Join(queryLines(t, c, benchDB, `SELECT
+	return benchStateOf(t, c, benchDB)
+}
+
+// benchStateOf is benchState of another database than benchDB.
+func benchStateOf(t *testing.T, c *pgcluster.Cluster, db string) string {
+	t.Helper()
+	return strings.Join(queryLines(t, c, db, `SELECT
 		(SELECT count(*) FROM pgbench_history) || ' ' ||
 		(SELECT md5(string_agg(tid || ':' || bid || ':' || aid || ':' || delta, ',' ORDER BY tid, bid, aid, delta)) FROM pgbench_history) || ' ' ||
 		(SELECT md5(string_agg(aid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts) || ' ' ||
@@ -316,9 +318,7 @@ func TestCaptureDependentSessions(t *testing.T) {
 		return conn
 	}, execBinary, 2, 2, 30, 20*time.Millisecond)
 	want := shardOrdersState(t, src.DSN(shardOrdersDB))
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	target := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, speed := range []string{"1", "0"} {

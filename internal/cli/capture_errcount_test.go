@@ -35,12 +35,8 @@ func TestCapturePsqlErrorsAccounted(t *testing.T) {
 	for i := range 20 {
 		pad.WriteString("CREATE TABLE pad" + string(rune('a'+i)) + " (x int); ")
 	}
-	if err := a.Exec(ctx, "postgres", pad.String()+objects); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Exec(ctx, "postgres", objects); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, a, "postgres", pad.String()+objects)
+	mustExec(t, b, "postgres", objects)
 	rc := startCapture(t, a.DSN("postgres"))
 	bin, err := pgcluster.FindBinDir("", "psql")
 	if err != nil {
@@ -58,9 +54,7 @@ func TestCapturePsqlErrorsAccounted(t *testing.T) {
 	if !strings.Contains(string(out), "syntax error at end of input") || !strings.Contains(string(out), "Partitioned table") {
 		t.Fatalf("psql did not run the workload:\n%s", out)
 	}
-	if code, text := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, text)
-	}
+	rc.stopOK(t)
 
 	res := filepath.Join(t.TempDir(), "analysis.json")
 	code, stdout, stderr := runCLI(ctx, "", "analyze", "--json", res, rc.dir)

@@ -43,9 +43,7 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 	a := pgclustertest.StartT(t, pgcluster.Options{})
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", midSessionSetup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", midSessionSetup)
 	}
 	rc := startAdminProxy(t, a.DSN("postgres"))
 	admin := &capturerun.Client{Addr: rc.admin}

@@ -48,9 +48,7 @@ func crossSessionOrder(t *testing.T, c *pgcluster.Cluster) {
 	}
 	rc := startCapture(t, c.DSN("ord_orig"))
 	runOrderWorkload(ctx, t, c, rc)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	code, text, res := runReplay(t, "--target", c.DSN("ord_copy"), "--database-map", "ord_orig=ord_copy", "--speed", "0", "--findings=false", "--observe=false", "--cleanup", rc.dir)
 	t.Logf("replay:\n%s", text)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
@@ -26,6 +25,17 @@ import (
 type protoClient struct {
 	t    *testing.T
 	conn *pgconn.PgConn
+}
+
+// newProtoClient connects to dsn (through a capture's proxy) as a
+// protoClient of t.
+func newProtoClient(ctx context.Context, t *testing.T, dsn string) *protoClient {
+	t.Helper()
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &protoClient{t: t, conn: conn}
 }
 
 // until sends what was written and reads the answers up to
@@ -135,32 +145,14 @@ func (c *protoClient) read() (rows int, complete bool) {
 func TestCaptureProtocolForms(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
 	setup := "CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; CREATE TABLE ca (x int); CREATE TABLE cb (x int)"
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; "+setup); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Exec(ctx, "postgres", "CREATE DATABASE changed"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Exec(ctx, "changed", setup+"; DELETE FROM big"); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	a, b := pgssPair(t, setup)
+	mustExec(t, b, "postgres", "CREATE DATABASE changed")
+	mustExec(t, b, "changed", setup+"; DELETE FROM big")
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
-	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &protoClient{t: t, conn: conn}
-	f := conn.Frontend()
+	c := newProtoClient(ctx, t, rc.dsn(a.User(), "postgres"))
+	conn, f := c.conn, c.conn.Frontend()
 
 	// A portal read 100 rows at a time, in a transaction, as pgjdbc
 	// with a fetch size: the first Execute after Parse and Bind, then
@@ -293,14 +285,10 @@ func TestCaptureProtocolForms(t *testing.T) {
 	}
 	psql(t, a, rc, "\\lo_import '"+file+"'\n")
 	rc.idle(t)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 	original := pgssRows(ctx, t, a, "postgres")
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	start := time.Now()
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 	t.Logf("replay (%v):\n%s", time.Since(start), text)

@@ -34,12 +34,8 @@ func TestCaptureRacesExplained(t *testing.T) {
 	const keys = 4
 	setup := fmt.Sprintf("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL); INSERT INTO acct SELECT g, 0 FROM generate_series(1, %d) g; CREATE TABLE other (id int); INSERT INTO other VALUES (1)", keys)
 	for db, extra := range map[string]string{"orig": "", "copy": "", "skewed": "; INSERT INTO other VALUES (2)"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup+extra); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup+extra)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 
@@ -119,14 +115,8 @@ func TestCaptureRacesExplained(t *testing.T) {
 			}
 		}
 	}()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	waitErrs(t, &wg, errs)
+	rc.stopOK(t)
 
 	for _, tc := range []struct {
 		db   string

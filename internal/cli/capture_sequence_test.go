@@ -34,12 +34,8 @@ func TestCaptureAnswerSequence(t *testing.T) {
 			SELECT setval(pg_get_serial_sequence('items', 'no'), 500);
 			UPDATE stock SET qty = 21 WHERE sku = 2;`,
 	} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
@@ -88,18 +84,14 @@ func TestCaptureAnswerSequence(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE later (id serial, v text)"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "orig", "SELECT setval('later_id_seq', 50)"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "orig", "SELECT setval('later_id_seq', 50)")
 	for range 2 {
 		if _, err := conn.Exec(ctx, later, "x"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	_, text, res := runReplay(t, "--target", c.DSN("advanced"), "--database-map", "orig=advanced", "--speed", "0", "--findings=false", rc.dir)
 	if res == nil {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +125,14 @@ func (rc *runningCapture) stop(t *testing.T) (int, string) {
 	return *rc.code, rc.stdout.String() + rc.stderr.String()
 }
 
+// stopOK stops the capture, and fails the test unless it exited 0.
+func (rc *runningCapture) stopOK(t *testing.T) {
+	t.Helper()
+	if code, out := rc.stop(t); code != ExitOK {
+		t.Fatalf("capture exited %d:\n%s", code, out)
+	}
+}
+
 // idle waits until the proxy relays no session: a client that has
 // closed its connection may still be ending in the proxy, and a capture
 // stopped then records that session as open. It needs the capture
@@ -168,14 +175,8 @@ func (rc *runningCapture) dsn(user, db string) string {
 func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := pgssPair(t, "")
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	rc := startCapture(t, a.DSN("postgres"))
 	through := []string{"-h", rc.host, "-p", rc.port}
 	for _, args := range [][]string{
@@ -220,9 +221,7 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	original := pgssCalls(ctx, t, a)
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 	t.Logf("replay:\n%s", text)
 	if code != ExitOK || res == nil {
@@ -230,35 +229,10 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	replayed := pgssCalls(ctx, t, b)
 
-	excluded := map[string]bool{}
 	// The reset and the count are the test's; the rest the replay's
 	// pre-flight's (preflightStatements).
-	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", pgssQuery}, preflightStatements...) {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-	}
-	checked := 0
-	var diffs []string
-	for fp, n := range original {
-		if excluded[fp] {
-			continue
-		}
-		if got := replayed[fp].calls; got != n.calls {
-			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
-		}
-		checked++
-	}
-	for fp, n := range replayed {
-		if _, ok := original[fp]; !ok && !excluded[fp] {
-			diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
-		}
-	}
-	sort.Strings(diffs)
-	for _, d := range diffs {
-		t.Error(d)
-	}
-	if checked < 15 {
-		t.Errorf("only %d queries compared: the workload did not run", checked)
-	}
+	excluded := fingerprintSet(append([]string{"SELECT pg_stat_statements_reset()", pgssQuery}, preflightStatements...)...)
+	checkSameCalls(t, original, replayed, excluded, 15)
 
 	// COPY's data went to B too, and pgx's binary parameter found its row.
 	for q, want := range map[string]string{
@@ -322,16 +296,10 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	setup := "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g; " +
 		"CREATE SCHEMA s2; CREATE TABLE s2.only_there (x int);"
 	for _, db := range []string{"orig", "changed"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
 	}
-	if err := c.Exec(ctx, "orig", setup+"CREATE TABLE u (x int)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Exec(ctx, "changed", setup+"DELETE FROM t WHERE id = 3"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "orig", setup+"CREATE TABLE u (x int)")
+	mustExec(t, c, "changed", setup+"DELETE FROM t WHERE id = 3")
 	rc := startCapture(t, c.DSN("orig"), "--metrics", "127.0.0.1:0")
 	// The readiness probe and the metrics a deployment reads.
 	m := regexp.MustCompile(`metrics on (http://\S+)/metrics`).FindStringSubmatch(rc.stderr.String())
@@ -400,9 +368,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	// not follow the other's writes, which may explain them (a clean
 	// clone's CI, 2026-11-27: a pgbench read in one shard differed after
 	// an update the other shard ran out of the original's order).
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE split TEMPLATE changed"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE DATABASE split TEMPLATE changed")
 	var split results.Outcomes
 	for _, p := range runShards(t, 2, t.TempDir(), "--shards", "2", "--target", c.DSN("split"), "--database-map", "orig=split", "--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir) {
 		sr := readShardResult(t, p.json)

@@ -71,9 +71,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 		t.Fatalf("the cancelled statement: %v, want 57014", err)
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	out := filepath.Join(t.TempDir(), "analysis.json")
 	code, stdout, stderr := runCLI(ctx, "", "analyze", "--json", out, rc.dir)
@@ -98,10 +96,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 		t.Errorf("analyze of a capture without a manifest exited %d, want %d:\n%s%s", code, ExitIncomplete, stdout, stderr)
 	}
 	var cut struct{ Incomplete []string }
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, out)
 	if err := json.Unmarshal(b, &cut); err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +128,8 @@ func TestCaptureAnswerValues(t *testing.T) {
 		"changed":  table("und-x-icu") + "UPDATE items SET qty = 31 WHERE id = 3;",
 		"collated": table("C"),
 	} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, setup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup)
 	}
 	rc := startCapture(t, c.DSN("orig"))
 	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
@@ -177,9 +168,7 @@ func TestCaptureAnswerValues(t *testing.T) {
 		}
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 
 	explained := map[string]string{clock: "volatile_function: now()", catalog: "server_assigned: oid"}
 	for _, tc := range []struct {
@@ -296,9 +285,7 @@ func TestCaptureAnswerTxidStatus(t *testing.T) {
 		t.Fatalf("txid_status of the rolled-back id: %q, %v", status, err)
 	}
 	conn.Close(ctx)
-	if code, out := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, out)
-	}
+	rc.stopOK(t)
 	// The target's ids run ahead of the original's, each committed.
 	advance(b, func(int64) int64 { return xid + 10 })
 

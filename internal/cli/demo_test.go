@@ -209,10 +209,7 @@ func runDemoTest(t *testing.T, change string, extra ...string) demoReport {
 	if err != nil || !strings.Contains(string(page), "Wait events") {
 		t.Errorf("report.html lacks the replay's server-side evidence (wait events): %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, filepath.Join(dir, "report.json"))
 	var r demoReport
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
@@ -677,10 +674,7 @@ func TestDemoAAFix(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--try 'unused:CREATE INDEX aa_unused ON customers (created_at)'") {
 		t.Errorf("the rehearsal was not given the try:\n%s", stderr.String())
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, filepath.Join(dir, "report.json"))
 	var r struct {
 		Fixes []struct {
 			Name        string            `json:"name"`

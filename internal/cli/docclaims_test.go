@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,10 +32,7 @@ func docFiles(t *testing.T) map[string]string {
 	}
 	out := map[string]string{}
 	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(root, n))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, filepath.Join(root, n))
 		out[n] = string(b)
 	}
 	if len(out) < 10 {

@@ -14,14 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	capturefile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -101,8 +99,7 @@ const (
 )
 
 // driverSetup is what clusters A and B hold before the capture.
-const driverSetup = "CREATE EXTENSION pg_stat_statements; " +
-	"CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; " +
+const driverSetup = "CREATE TABLE big AS SELECT g AS id, 'v' || g AS v FROM generate_series(1, 2000) g; " +
 	"CREATE TABLE piped (x int PRIMARY KEY, note text); CREATE TABLE copied (id int, v text); " +
 	"CREATE TABLE ca (x int); CREATE TABLE cb (x int)"
 
@@ -279,17 +276,7 @@ func TestDrivers(t *testing.T) {
 // capture onto B and checks what TestDrivers says.
 func driverReplay(t *testing.T, dir string, dc driverCase) {
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", driverSetup); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	a, b := pgssPair(t, driverSetup)
 
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
 	// Bounded: a driver waiting on an answer the proxy lost must not
@@ -318,9 +305,7 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 		dc.wire(t, captureEvents(t, rc.dir))
 	}
 
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
 	if res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, text)
@@ -345,10 +330,7 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 	t.Helper()
 	// The test's own statements, and the replay's pre-flight's
 	// (preflightStatements).
-	excluded := map[string]bool{}
-	for _, q := range append([]string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements"}, preflightStatements...) {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-	}
+	excluded := fingerprintSet(append([]string{"SELECT pg_stat_statements_reset()", "SELECT calls || ' ' || rows || ' ' || query FROM pg_stat_statements"}, preflightStatements...)...)
 	queries := map[string]string{}
 	for _, q := range res.Queries {
 		queries[q.Fingerprint] = q.Query
@@ -419,24 +401,10 @@ func checkDriverReplay(t *testing.T, dc driverCase, original, replayed map[strin
 func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
-	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
-	a := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	b := pgclustertest.StartT(t, pgcluster.Options{Settings: pgss})
-	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; CREATE TABLE piped (x int PRIMARY KEY)"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	a, b := pgssPair(t, "CREATE TABLE piped (x int PRIMARY KEY)")
 	rc := startCapture(t, a.DSN("postgres"), "--admin", "127.0.0.1:0")
-	conn, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &protoClient{t: t, conn: conn}
-	f := conn.Frontend()
+	c := newProtoClient(ctx, t, rc.dsn(a.User(), "postgres"))
+	conn, f := c.conn, c.conn.Frontend()
 	// Each of batch is a statement's name, its text and its parameter.
 	pipeline := func(batch ...[3]string) string {
 		for _, q := range batch {
@@ -462,13 +430,9 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	}
 	conn.Close(ctx)
 	rc.idle(t)
-	if code, text := rc.stop(t); code != ExitOK {
-		t.Fatalf("capture exited %d:\n%s", code, text)
-	}
+	rc.stopOK(t)
 	original := pgssRows(ctx, t, a, "postgres")
-	if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
 	if res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, text)

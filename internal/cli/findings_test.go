@@ -46,18 +46,15 @@ func TestFindingsCommandOffline(t *testing.T) {
 	}
 }
 
-// TestFindingsCommandOnLogs runs the command on a captured log with --dsn:
-// the log gives the sessions, the server the partial indexes and, as it is
-// local, the CPU count.
-func TestFindingsCommandOnLogs(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	if err := c.Exec(ctx, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
+// insertEvents makes on c's postgres database the workload the findings
+// tests read: a table with two partial indexes, and 800 rows inserted one
+// statement at a time (batch-inserts). It returns the connection that
+// inserted them, open.
+func insertEvents(ctx context.Context, t *testing.T, c *pgcluster.Cluster) *pgx.Conn {
+	t.Helper()
+	mustExec(t, c, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
 		CREATE INDEX events_kind_1 ON events (id) WHERE kind = 1;
-		CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`); err != nil {
-		t.Fatal(err)
-	}
+		CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`)
 	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +64,17 @@ func TestFindingsCommandOnLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return conn
+}
+
+// TestFindingsCommandOnLogs runs the command on a captured log with --dsn:
+// the log gives the sessions, the server the partial indexes and, as it is
+// local, the CPU count.
+func TestFindingsCommandOnLogs(t *testing.T) {
+	parallelCase(t)
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	conn := insertEvents(ctx, t, c)
 	const marker = "findings-cli-end"
 	if _, err := conn.Exec(ctx, "SELECT '"+marker+"'"); err != nil {
 		t.Fatal(err)

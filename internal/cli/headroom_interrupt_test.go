@@ -26,40 +26,13 @@ func TestHeadroomInterrupted(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", ctl.DSN("postgres"), "--max-k", "8", "--json", jsonPath, logPath})
-	}()
+	h := startHeadroom(ctx, "--control", ctl.DSN("postgres"), "--max-k", "8", "--json", jsonPath, logPath)
 	// The 4th step is the first above 1x (three baseline rounds first);
 	// the 5th is the search's next (2x, or a bisection below 1.5x).
 	want := regexp.MustCompile(`headroom: step 5: control at [0-9.]+x \(round [0-9]+\): replaying`)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(5 * time.Minute)
-wait:
-	for {
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before step 5 replayed:\n%s\n%s", code, stdout.String(), stderr.String())
-		case <-deadline:
-			t.Fatalf("step 5 did not start replaying in 5 minutes:\n%s", stderr.String())
-		case <-tick.C:
-			if want.MatchString(stderr.String()) {
-				break wait
-			}
-		}
-	}
+	h.await(t, "step 5 replayed", 5*time.Minute, func() bool { return want.MatchString(h.stderr.String()) })
 	cancel()
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the command did not end within 2 minutes of the interruption:\n%s", stderr.String())
-	}
-	out, errOut := stdout.String(), stderr.String()
-	t.Logf("exit %d\n%s\n%s", code, out, errOut)
+	code, out, errOut := h.exit(t, 2*time.Minute, "the interruption")
 	if code != ExitIncomplete {
 		t.Errorf("exit %d, want %d (ExitIncomplete)", code, ExitIncomplete)
 	}

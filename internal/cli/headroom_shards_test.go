@@ -15,8 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -68,10 +66,7 @@ func TestHeadroomShards(t *testing.T) {
 	slowCase(t, 54*time.Second)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	coord := startCoord(t)
 	dir := t.TempDir()
 	jsonPath, outDir := filepath.Join(dir, "headroom.json"), filepath.Join(dir, "steps")
 	start := time.Now()
@@ -81,7 +76,7 @@ func TestHeadroomShards(t *testing.T) {
 	stop := make(chan struct{})
 	seen := proctest.WatchChildren(stop, func(cmdline string) bool { return strings.Contains(cmdline, "\x00--shard\x00") })
 	code, stdout, stderr := runHeadroom(t, "--control", tg.DSN("postgres")+" password="+plantedTarget, "--shards", "2",
-		"--coord-dsn", co.DSN("coord")+" password="+plantedCoord,
+		"--coord-dsn", coord+" password="+plantedCoord,
 		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--out", outDir, "--json", jsonPath, logPath)
 	close(stop)
 	children := <-seen
@@ -131,10 +126,7 @@ func TestHeadroomShards(t *testing.T) {
 			}
 			base = m.Statements
 		}
-		data, err := os.ReadFile(filepath.Join(outDir, st.File))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, filepath.Join(outDir, st.File))
 		res, err := results.Decode(data, st.File)
 		if err != nil {
 			t.Fatal(err)
@@ -159,6 +151,22 @@ func TestHeadroomShards(t *testing.T) {
 	}
 }
 
+// startShardedHeadroom starts, in the background under ctx, headroom on
+// the shop's log with every step in two shard processes (up to 2x, two
+// base rounds), which meet in a coordination database of their own. It
+// returns the running headroom, the path of its JSON and the
+// coordination database's DSN.
+func startShardedHeadroom(ctx context.Context, t *testing.T) (h *runningHeadroom, jsonPath, coord string) {
+	t.Helper()
+	logPath := shopLog(t)
+	tg := shopHeadroomTarget(t, nil)
+	coord = startCoord(t)
+	jsonPath = filepath.Join(t.TempDir(), "headroom.json")
+	h = startHeadroom(ctx, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
+		"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
+	return h, jsonPath, coord
+}
+
 // TestHeadroomShardKilled: a shard process killed (SIGKILL) once its
 // step's replay has begun (its run's start passed in the coordination
 // database) fails that step, naming the shard, its process and the
@@ -167,24 +175,11 @@ func TestHeadroomShards(t *testing.T) {
 // and the coordination database; it never sleeps to synchronize.
 func TestHeadroomShardKilled(t *testing.T) {
 	longCase(t)
-	logPath := shopLog(t)
-	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
-	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	go func() {
-		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
-				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
-	}()
-	conn, err := pgx.Connect(ctx, co.DSN("coord"))
+	h, jsonPath, coord := startShardedHeadroom(rctx, t)
+	conn, err := pgx.Connect(ctx, coord)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,47 +187,24 @@ func TestHeadroomShardKilled(t *testing.T) {
 	// Step 2 (the second 1x round): its shard 1, once the step's start
 	// has passed.
 	victim := 0
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(2 * time.Minute)
-wait:
-	for {
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before step 2's shards replayed:\n%s", code, stderr.String())
-		case <-deadline:
-			t.Fatalf("step 2's shards did not start replaying in 2 minutes:\n%s", stderr.String())
-		case <-tick.C:
-			if victim == 0 {
-				for _, m := range shardPIDLine.FindAllStringSubmatch(stderr.String(), -1) {
-					if m[1] == "2" && m[2] == "1" {
-						victim, _ = strconv.Atoi(m[4])
-					}
+	h.await(t, "step 2's shards replayed", 2*time.Minute, func() bool {
+		if victim == 0 {
+			for _, m := range shardPIDLine.FindAllStringSubmatch(h.stderr.String(), -1) {
+				if m[1] == "2" && m[2] == "1" {
+					victim, _ = strconv.Atoi(m[4])
 				}
-				continue
 			}
-			var started bool
-			err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(start_at < clock_timestamp()), false) FROM pgrehearse_coord.runs WHERE run LIKE '%-step2-control'`).Scan(&started)
-			if err != nil {
-				// The schema is made by the first shard to join.
-				continue
-			}
-			if started {
-				break wait
-			}
+			return false
 		}
-	}
+		var started bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(start_at < clock_timestamp()), false) FROM pgrehearse_coord.runs WHERE run LIKE '%-step2-control'`).Scan(&started)
+		// Without the schema (made by the first shard to join), not yet.
+		return err == nil && started
+	})
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill shard process %d: %v", victim, err)
 	}
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("headroom did not end within 90 s of its shard's death:\n%s", stderr.String())
-	}
-	errOut := stderr.String()
-	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	code, _, errOut := h.exit(t, 90*time.Second, "its shard's death")
 	pids, _ := shardPIDs(t, errOut)
 	checkGone(t, pids)
 	if code != ExitFailure {
@@ -261,48 +233,15 @@ wait:
 // answer partial (exit 5), and no shard process is left.
 func TestHeadroomShardsInterrupted(t *testing.T) {
 	longCase(t)
-	logPath := shopLog(t)
-	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
-	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		done <- Run(rctx, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr},
-			[]string{"headroom", "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
-				"--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath})
-	}()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(2 * time.Minute)
-wait:
-	for {
-		select {
-		case code := <-done:
-			t.Fatalf("exit %d before step 2's shards started:\n%s", code, stderr.String())
-		case <-deadline:
-			t.Fatalf("step 2's shards did not start in 2 minutes:\n%s", stderr.String())
-		case <-tick.C:
-			if _, steps := shardPIDs(t, stderr.String()); steps[2] == 2 {
-				break wait
-			}
-		}
-	}
+	h, jsonPath, _ := startShardedHeadroom(rctx, t)
+	h.await(t, "step 2's shards started", 2*time.Minute, func() bool {
+		_, steps := shardPIDs(t, h.stderr.String())
+		return steps[2] == 2
+	})
 	cancel()
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("headroom did not end within 90 s of Ctrl-C:\n%s", stderr.String())
-	}
-	errOut := stderr.String()
-	t.Logf("exit %d\n%s\n%s", code, stdout.String(), errOut)
+	code, _, errOut := h.exit(t, 90*time.Second, "Ctrl-C")
 	pids, _ := shardPIDs(t, errOut)
 	checkGone(t, pids)
 	if code != ExitIncomplete {
@@ -330,12 +269,9 @@ func TestHeadroomShardsFold(t *testing.T) {
 	parallelCase(t)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	coord := startCoord(t)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	_, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 		"--by", "fold", "--max-k", "2", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
 	pids, steps := shardPIDs(t, stderr)
 	checkGone(t, pids)
@@ -383,12 +319,9 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 	t.Cleanup(func() { shardBinary = saved })
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	coord := startCoord(t)
 	jsonPath := filepath.Join(t.TempDir(), "headroom.json")
-	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", co.DSN("coord"),
+	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--shards", "2", "--coord-dsn", coord,
 		"--max-k", "1.5", "--base-rounds", "2", "--boundary-rounds", "1", "--json", jsonPath, logPath)
 	if !strings.Contains(stderr, "every step in 2 shards at once inside this process (this pgrehearse's binary was not found to start them as processes: no binary here)") {
 		t.Errorf("the start line does not say the shards run inside this process, and why")
@@ -410,9 +343,7 @@ func TestHeadroomShardsInProcess(t *testing.T) {
 // before any target is touched or shard started.
 func TestHeadroomShardsCoordUnreachable(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte("x\n"))
 	sock := t.TempDir() // no server listens there
 	code, _, stderr := runHeadroom(t, "--control", "host=a", "--shards", "2", "--coord-dsn", "host="+sock+" port=1 dbname=coord", log)
 	if code != ExitFailure || !strings.Contains(stderr, "--coord-dsn: the shards' coordination database cannot be reached") || !strings.Contains(stderr, "nothing was done") {

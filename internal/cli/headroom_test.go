@@ -96,6 +96,57 @@ func runHeadroom(t *testing.T, args ...string) (code int, stdout, stderr string)
 	return runCLI(ctx, "", append([]string{"headroom"}, args...)...)
 }
 
+// runningHeadroom is headroom run in the background, its output read
+// while it runs.
+type runningHeadroom struct {
+	done           chan int
+	stdout, stderr lockedBuffer
+}
+
+// startHeadroom runs headroom with args in the background under ctx.
+func startHeadroom(ctx context.Context, args ...string) *runningHeadroom {
+	h := &runningHeadroom{done: make(chan int, 1)}
+	go func() {
+		h.done <- Run(ctx, IO{Stdin: strings.NewReader(""), Stdout: &h.stdout, Stderr: &h.stderr}, append([]string{"headroom"}, args...))
+	}()
+	return h
+}
+
+// await polls ready every 50 ms until it holds, and fails the test if
+// headroom ends first or within passes; what names what it waits for.
+func (h *runningHeadroom) await(t *testing.T, what string, within time.Duration, ready func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for {
+		select {
+		case code := <-h.done:
+			t.Fatalf("exit %d before %s:\n%s\n%s", code, what, h.stdout.String(), h.stderr.String())
+		case <-deadline:
+			t.Fatalf("%s did not come in %v:\n%s", what, within, h.stderr.String())
+		case <-tick.C:
+			if ready() {
+				return
+			}
+		}
+	}
+}
+
+// exit waits for headroom's exit code, failing the test if it has not
+// ended within of what the test did (after), and logs what it printed.
+func (h *runningHeadroom) exit(t *testing.T, within time.Duration, after string) (code int, stdout, stderr string) {
+	t.Helper()
+	select {
+	case code = <-h.done:
+	case <-time.After(within):
+		t.Fatalf("headroom did not end within %v of %s:\n%s", within, after, h.stderr.String())
+	}
+	stdout, stderr = h.stdout.String(), h.stderr.String()
+	t.Logf("exit %d\n%s\n%s", code, stdout, stderr)
+	return code, stdout, stderr
+}
+
 // headroomOK runs headroom with args, logs what it printed and how long
 // it took, and fails the test unless it exited 0.
 func headroomOK(t *testing.T, args ...string) (stdout, stderr string) {
@@ -129,15 +180,8 @@ func shopLogFor(t *testing.T, dir string, d time.Duration, rate int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "production.log")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	b := readFile(t, log)
+	return writeFile(t, filepath.Join(dir, "production.log"), b)
 }
 
 // TestHeadroomAB (by hand: PGREHEARSE_HEADROOM_AB=1, a few minutes): a
@@ -156,9 +200,7 @@ func TestHeadroomAB(t *testing.T) {
 	// PGREHEARSE_HEADROOM_CHANGE=none: an A/A of the same length.
 	aa := os.Getenv("PGREHEARSE_HEADROOM_CHANGE") == "none"
 	if !aa {
-		if err := cand.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, cand, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
 	}
 	jsonPath := filepath.Join(dir, "headroom.json")
 	if keep := os.Getenv("PGREHEARSE_HEADROOM_JSON"); keep != "" {
@@ -256,9 +298,7 @@ func TestHeadroomFold(t *testing.T) {
 
 func TestHeadroomUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte("x\n"))
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -330,11 +370,8 @@ func TestHeadroomReplayerLimit(t *testing.T) {
 	if n := os.Getenv("PGREHEARSE_HEADROOM_SHARDS"); n != "" {
 		// Every step in n shard processes (each with GOMAXPROCS as
 		// given: one core each with GOMAXPROCS=1).
-		co := pgclustertest.StartT(t, pgcluster.Options{})
-		if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--shards", n, "--coord-dsn", co.DSN("coord"))
+		coord := startCoord(t)
+		args = append(args, "--shards", n, "--coord-dsn", coord)
 	}
 	headroomOK(t, append(args, logPath)...)
 	out := readJSON[headroom.Outcome](t, jsonPath)

@@ -26,9 +26,7 @@ func TestHeadroomTry(t *testing.T) {
 	slowCase(t, 18*time.Second)
 	logPath := shopLog(t)
 	tg := shopHeadroomTarget(t, nil)
-	if err := tg.Exec(context.Background(), workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, tg, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "headroom.json")
 	stdout, stderr := headroomOK(t, "--control", tg.DSN("postgres"), "--max-k", "1.5",

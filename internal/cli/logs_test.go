@@ -18,13 +18,9 @@ func TestLogsEmptyAndRepeated(t *testing.T) {
 	parallelCase(t)
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.log")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, empty, nil)
 	cp := filepath.Join(dir, "copy.log")
-	if err := os.WriteFile(cp, readFile(t, smallLog), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, cp, readFile(t, smallLog))
 	// One server's csvlog and jsonlog of the same traffic.
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
 		"logging_collector":          "on",

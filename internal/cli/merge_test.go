@@ -148,9 +148,7 @@ func splitJSONLogBySession(t *testing.T, path, dir string) []string {
 	var paths []string
 	for i := range outs {
 		p := filepath.Join(dir, "half"+string(rune('a'+i))+".log.json")
-		if err := os.WriteFile(p, outs[i].Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, p, outs[i].Bytes())
 		paths = append(paths, p)
 	}
 	return paths

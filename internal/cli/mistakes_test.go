@@ -82,11 +82,7 @@ func TestErrorsOnlyLog(t *testing.T) {
 	log := filepath.Join(dir, "postgresql.log")
 	os.WriteFile(log, []byte(errorsOnlyLog), 0o644)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
 	want := []string{"NOTHING MEASURED: all 2 statements the log shows failed: the server logs no successful statement",
 		"log_min_error_statement", "log_min_duration_statement = 0 (or log_statement = 'all')"}
 	tests := []struct {
@@ -251,14 +247,10 @@ func TestRehearseChecklist(t *testing.T) {
 	dsn := map[string]string{}
 	for _, side := range []string{"control", "candidate"} {
 		c := pgclustertest.StartT(t, pgcluster.Options{Settings: defaultLogging})
-		if err := c.Exec(ctx, "postgres", "CREATE ROLE rehearser LOGIN"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE ROLE rehearser LOGIN")
 		// The candidate's login reads the settings, not the statistics.
 		if side == "candidate" {
-			if err := c.Exec(ctx, "postgres", "GRANT pg_read_all_settings TO rehearser"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "GRANT pg_read_all_settings TO rehearser")
 		}
 		dsn[side] = c.DSN("postgres") + " user=rehearser"
 		os.WriteFile(filepath.Join(dir, side+".log"), nil, 0o644)
@@ -315,11 +307,7 @@ func failingLog(t *testing.T, dir, name, first string, n int) string {
 		line(time.Duration(i+1)*20*time.Millisecond, fmt.Sprintf("LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = %d", i))
 	}
 	line(time.Minute, "LOG:  duration: 0.100 ms  statement: SELECT * FROM orders WHERE id = 0")
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, name), []byte(b.String()))
 }
 
 // TestErrorWindow: a replay whose first statements all fail on the
@@ -328,13 +316,8 @@ func failingLog(t *testing.T, dir, name, first string, n int) string {
 // is not stopped by the window.
 func TestErrorWindow(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
 	dir := t.TempDir()
 	start := time.Now()
 	code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--prefix", testPrefix, "--error-window", "20",

@@ -20,10 +20,7 @@ import (
 func TestNothingMeasured(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	good, err := os.ReadFile(smallLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := readFile(t, smallLog)
 	noisy := filepath.Join(dir, "noisy.log")
 	var b strings.Builder
 	b.Write(good)

@@ -27,9 +27,7 @@ func TestObserveCommand(t *testing.T) {
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Pgbench(ctx, "-n", "-c", "4", "-T", "4", "postgres")
@@ -52,10 +50,7 @@ func TestObserveCommand(t *testing.T) {
 			t.Errorf("summary lacks %q", want)
 		}
 	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, jsonPath)
 	ev, err := observe.FromResult(data)
 	if err != nil || ev == nil {
 		t.Fatalf("evidence %v: %v", ev, err)

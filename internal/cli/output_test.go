@@ -29,9 +29,7 @@ func TestOutputCheckedBeforeWork(t *testing.T) {
 	content := "2024-05-01 10:00:00.000 UTC [101] postgres@postgres/psql 6631f000.65 LOG:  connection authorized: user=postgres database=postgres application_name=psql\n" +
 		"2024-05-01 10:00:00.100 UTC [101] postgres@postgres/psql 6631f000.65 LOG:  duration: 1.500 ms  statement: CREATE TABLE replayed (id int)\n" +
 		"2024-05-01 10:00:00.200 UTC [101] postgres@postgres/psql 6631f000.65 LOG:  disconnection: session time: 0:00:00.200 user=postgres database=postgres host=[local]\n"
-	if err := os.WriteFile(log, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte(content))
 	analysis := filepath.Join(dir, "analysis.json")
 	if code, _, stderr := runCLI(ctx, "", "analyze", "--prefix", testPrefix, "--json", analysis, log); code != ExitOK {
 		t.Fatalf("analyze: exit %d: %s", code, stderr)

@@ -78,9 +78,7 @@ func startPlansPair(t *testing.T, autoExplain bool) *plansPair {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if err := p.cand.Exec(ctx, "postgres", "DROP INDEX customers_email_idx"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, p.cand, "postgres", "DROP INDEX customers_email_idx")
 	dir := t.TempDir()
 	formats := []string{"none"}
 	if autoExplain {
@@ -88,11 +86,7 @@ func startPlansPair(t *testing.T, autoExplain bool) *plansPair {
 	}
 	for _, f := range formats {
 		if f == "json" {
-			for _, sql := range []string{"ALTER SYSTEM SET auto_explain.log_format = json", "SELECT pg_reload_conf()"} {
-				if err := p.ctl.Exec(ctx, "postgres", sql); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mustExec(t, p.ctl, "postgres", "ALTER SYSTEM SET auto_explain.log_format = json", "SELECT pg_reload_conf()")
 		}
 		plansTraffic(t, p.ctl)
 		p.ctlLogs[f] = frozenLog(t, p.ctl, filepath.Join(dir, "control-"+f+".log"))
@@ -140,15 +134,10 @@ func frozenLog(t *testing.T, c *pgcluster.Cluster, path string) string {
 	}
 	var b []byte
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, f)
 		b = append(b, data...)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, b)
 	for _, f := range files {
 		if err := os.Truncate(f, 0); err != nil {
 			t.Fatal(err)
@@ -197,10 +186,7 @@ type plansJSON struct {
 
 func readPlansJSON(t *testing.T, path string) plansJSON {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	var r plansJSON
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
@@ -296,10 +282,7 @@ func TestReportPlansDroppedIndex(t *testing.T) {
 					t.Errorf("missing-index not evaluated: %s", s.Reason)
 				}
 			}
-			html, err := os.ReadFile(out(tc.name + ".html"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			html := readFile(t, out(tc.name+".html"))
 			for _, want := range []string{`id="plans"`, "customers_email_idx"} {
 				if !strings.Contains(string(html), want) {
 					t.Errorf("page lacks %q", want)

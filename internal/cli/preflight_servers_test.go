@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -125,11 +124,7 @@ func crowdLog(t *testing.T, dir string, n int) string {
 	for i := range n {
 		line(i, 2*time.Second+time.Duration(i)*time.Millisecond, "LOG:  disconnection: session time: 0:00:02.000 user=postgres database=postgres host=[local]")
 	}
-	p := filepath.Join(dir, "crowd.log")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, "crowd.log"), []byte(b.String()))
 }
 
 // TestRoundsBehind: the rounds table says how far behind its schedule

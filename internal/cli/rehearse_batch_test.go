@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 // batched rounds) and on the HTML page; the candidate's own table is left as it was.
 func TestRehearseBatchInserts(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	var schema strings.Builder
 	schema.WriteString("CREATE TABLE events (id bigint PRIMARY KEY, kind int NOT NULL, body text);\n")
 	for i := range 20 {
@@ -29,12 +27,8 @@ func TestRehearseBatchInserts(t *testing.T) {
 	var cs []*pgcluster.Cluster
 	for range 2 {
 		c := pgclustertest.StartT(t, pgcluster.Options{})
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", schema.String()); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE app")
+		mustExec(t, c, "app", schema.String())
 		cs = append(cs, c)
 	}
 	ctl, cand := cs[0], cs[1]
@@ -119,11 +113,8 @@ func TestRehearseBatchInserts(t *testing.T) {
 // says so in its summary and its JSON; the rows are the log's.
 func TestReplayBatchInserts(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE events (id int PRIMARY KEY, body text)"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE TABLE events (id int PRIMARY KEY, body text)")
 	ins := func(i int) string { return fmt.Sprintf("INSERT INTO events (id, body) VALUES (%d, 'e''%d')", i, i) }
 	log := writeSessionsLog(t, [][]string{
 		{c.User(), "postgres", ins(1), ins(2), ins(3), ins(4), "BEGIN", ins(5), ins(6), "COMMIT", ins(7),

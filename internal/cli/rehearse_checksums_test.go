@@ -44,9 +44,7 @@ func TestRehearseChecksumsCause(t *testing.T) {
 			{"app", "CREATE TABLE items (id int PRIMARY KEY, qty int, note text) WITH (autovacuum_enabled = off)"},
 			{"app", "INSERT INTO items SELECT i, i % 7, repeat('x', 100) FROM generate_series(1, 5000) i"},
 		} {
-			if err := c.Exec(ctx, x.db, x.sql); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, x.db, x.sql)
 		}
 		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)

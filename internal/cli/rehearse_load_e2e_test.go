@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -23,23 +22,16 @@ import (
 // the verdict says the candidate was throttled by the replay itself.
 func TestRehearseLoadMode(t *testing.T) {
 	longCase(t)
-	ctx := context.Background()
 	ctl := pgclustertest.StartT(t, pgcluster.Options{})
 	cand := pgclustertest.StartT(t, pgcluster.Options{})
 	for i, c := range []*pgcluster.Cluster{ctl, cand} {
-		for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-			if err := c.Exec(ctx, "postgres", sql); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 		setup := "CREATE TABLE feed (id int PRIMARY KEY); GRANT ALL ON feed TO u1"
 		if i == 1 {
 			setup += `; CREATE FUNCTION slow_feed() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.15); RETURN NEW; END$$;
 CREATE TRIGGER slow_feed BEFORE INSERT ON feed FOR EACH ROW EXECUTE FUNCTION slow_feed()`
 		}
-		if err := c.Exec(ctx, "db1", setup); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", setup)
 	}
 	var feed []timedStatement
 	for i := range 8 {
@@ -49,9 +41,7 @@ CREATE TRIGGER slow_feed BEFORE INSERT ON feed FOR EACH ROW EXECUTE FUNCTION slo
 	log := writeTimedLog(t, feed)
 	for _, mode := range []results.SyncMode{results.SyncLoad, results.SyncObject} {
 		for _, c := range []*pgcluster.Cluster{ctl, cand} {
-			if err := c.Exec(ctx, "db1", "TRUNCATE feed"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "db1", "TRUNCATE feed")
 		}
 		dir := t.TempDir()
 		args := []string{"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "1", "--reset", "none",

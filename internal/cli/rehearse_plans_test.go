@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -49,16 +48,11 @@ func createdTableLog(t *testing.T, user string) string {
 // app; the candidate's app plans without index scans.
 func createdTableTargets(t *testing.T) (ctl, cand *pgcluster.Cluster) {
 	t.Helper()
-	ctx := context.Background()
 	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{}), pgclustertest.StartT(t, pgcluster.Options{})
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE app")
 	}
-	if err := cand.Exec(ctx, "postgres", "ALTER DATABASE app SET enable_indexscan = off; ALTER DATABASE app SET enable_bitmapscan = off; ALTER DATABASE app SET enable_indexonlyscan = off"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, cand, "postgres", "ALTER DATABASE app SET enable_indexscan = off; ALTER DATABASE app SET enable_bitmapscan = off; ALTER DATABASE app SET enable_indexonlyscan = off")
 	return ctl, cand
 }
 

@@ -60,16 +60,10 @@ func statTargets(t *testing.T, table, ctlSQL, candSQL string) (ctl, cand *pgclus
 		c   *pgcluster.Cluster
 		sql string
 	}{{ctl, ctlSQL}, {cand, candSQL}} {
-		if err := c.c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.c.Exec(ctx, "app", table); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c.c, "postgres", "CREATE DATABASE app")
+		mustExec(t, c.c, "app", table)
 		if c.sql != "" {
-			if err := c.c.Exec(ctx, "app", c.sql); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c.c, "app", c.sql)
 		}
 	}
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
@@ -210,12 +204,8 @@ func TestRehearseFindingFix(t *testing.T) {
 	_, settings := demo.Settings(demo.NoChange)
 	ctl, cand := pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", jobsTable); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE app")
+		mustExec(t, c, "app", jobsTable)
 		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -457,9 +457,7 @@ func TestRehearseDataDir(t *testing.T) {
 // is done, naming the flag.
 func TestRehearseUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(log, []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, []byte("x\n"))
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -496,9 +494,7 @@ func TestRehearseTargetLogUnread(t *testing.T) {
 	ctl, cand := shopPair(shopRehearsalTargets(t, 2))
 	dir := t.TempDir()
 	silent := filepath.Join(dir, "silent.log")
-	if err := os.WriteFile(silent, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, silent, nil)
 	out := filepath.Join(dir, "rounds")
 	code, stdout, stderr := runRehearse(t, "",
 		"--control", ctl.DSN("postgres"), "--candidate", cand.DSN("postgres"), "--rounds", "2", "--speed", "0",

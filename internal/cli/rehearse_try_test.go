@@ -39,15 +39,9 @@ func tryTargets(t *testing.T) (ctl, cand *pgcluster.Cluster) {
 	_, settings := demo.Settings(demo.NoChange)
 	ctl, cand = pgclustertest.StartT(t, pgcluster.Options{Settings: settings}), pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	for _, c := range []*pgcluster.Cluster{ctl, cand} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE app"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", tryTable); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "app", "VACUUM ANALYZE t"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE app")
+		mustExec(t, c, "app", tryTable)
+		mustExec(t, c, "app", "VACUUM ANALYZE t")
 		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)
 		}

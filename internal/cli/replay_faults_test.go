@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,11 +49,7 @@ func busyLog(t *testing.T, dir string, sessions int, span, step time.Duration) s
 	// The lines of all sessions, in time order, as the server writes them.
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	sortLines(lines)
-	p := filepath.Join(dir, "busy.log")
-	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, "busy.log"), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // waitRows polls the replay's progress on c: until table t of database
@@ -108,15 +103,9 @@ func TestReplaySurvivesFaults(t *testing.T) {
 	for _, fault := range []string{"restart", "kill"} {
 		t.Run(fault, func(t *testing.T) {
 			c := pgclustertest.StartT(t, pgcluster.Options{})
-			for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-				if err := c.Exec(ctx, "postgres", sql); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := c.Exec(ctx, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
-				"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON t, c TO app"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
+			mustExec(t, c, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
+				"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON t, c TO app")
 			faulted := make(chan error, 1)
 			go func() {
 				// A third of the way through the replay: a third of
@@ -193,14 +182,8 @@ func TestReplayTargetGone(t *testing.T) {
 	dir := t.TempDir()
 	log := busyLog(t, dir, 5, 20*time.Second, 200*time.Millisecond)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); GRANT ALL ON t, c TO app"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
+	mustExec(t, c, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); GRANT ALL ON t, c TO app")
 	go func() {
 		// Some way into the replay: 75 of its 500 rows are in.
 		if waitRows(ctx, c, 75) == nil {

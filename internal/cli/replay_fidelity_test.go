@@ -72,11 +72,7 @@ func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string 
 			fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(i), s.user, s.db)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), []byte(b.String()))
 }
 
 // TestReplayWaitsForGrantWithoutRelation: a statement that names no
@@ -86,16 +82,9 @@ func writeStepsLog(t *testing.T, sessions []logSession, steps []logStep) string 
 // was still busy with the statement before it.
 func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "db1", "SELECT lo_from_bytea(4242, 'hello'); ALTER LARGE OBJECT 4242 OWNER TO u1"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1 OWNER u1")
+	mustExec(t, c, "db1", "SELECT lo_from_bytea(4242, 'hello'); ALTER LARGE OBJECT 4242 OWNER TO u1")
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}, {"u2", "db1"}}, []logStep{
 		{s: 1}, // the reader connects first
 		{s: 0, q: "SELECT pg_sleep(1)"},
@@ -103,9 +92,7 @@ func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
 		{s: 1, q: "SELECT encode(lo_get(4242), 'escape')"},
 	})
 	for _, mode := range []string{"commit", "object"} {
-		if err := c.Exec(ctx, "db1", "REVOKE SELECT ON LARGE OBJECT 4242 FROM u2"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "REVOKE SELECT ON LARGE OBJECT 4242 FROM u2")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--sync", mode, "--prefix", replayTestPrefix, log)
 		if code != ExitOK || res == nil {
 			t.Fatalf("--sync %s: exit %d:\n%s", mode, code, out)
@@ -127,13 +114,8 @@ func TestReplayWaitsForGrantWithoutRelation(t *testing.T) {
 // and that statement failed only in the original.
 func TestReplayKeepsAbortedBlock(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 	const aborted = "current transaction is aborted, commands ignored until end of transaction block"
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
 		{s: 0, q: "BEGIN; SELECT 1/0; ROLLBACK", err: "division by zero"},
@@ -195,14 +177,8 @@ func TestReplayBlameForBakedIDs(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "db1", "CREATE TABLE t (a int); ALTER TABLE t OWNER TO u1"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
+	mustExec(t, c, "db1", "CREATE TABLE t (a int); ALTER TABLE t OWNER TO u1")
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
 		{s: 0, q: "BEGIN"},
 		{s: 0, q: "SELECT lo_unlink(98765)"},
@@ -263,11 +239,7 @@ func TestReplayWarnsOfFastPathCalls(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
 		{s: 0, q: "BEGIN"},
 		{s: 0, q: `fastpath function call: "lo_creat" (OID 957)`, msg: true},

@@ -32,11 +32,7 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 		line(59*time.Second, "LOG:  duration: 0.100 ms  statement: SELECT 2")
 		line(60*time.Second, "LOG:  disconnection: session time: 0:01:00.000 user="+l[0]+" database="+l[1]+" host=[local]")
 	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(dir, name), []byte(b.String()))
 }
 
 // TestPreflight: a wrong port, a wrong password, a missing role and a
@@ -47,25 +43,16 @@ func TestPreflight(t *testing.T) {
 	parallelCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{`CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
+	mustExec(t, c, "postgres", `CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
 		`CREATE ROLE outsider LOGIN`, `CREATE ROLE limited LOGIN CONNECTION LIMIT 0`, `REVOKE CONNECT ON DATABASE shop FROM PUBLIC`,
-		`GRANT CONNECT ON DATABASE shop TO app, limited`} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+		`GRANT CONNECT ON DATABASE shop TO app, limited`)
 	// Passwords are checked over TCP for app; the rest stays trusted.
 	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
-	old, err := os.ReadFile(hba)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := readFile(t, hba)
 	if err := os.WriteFile(hba, append([]byte("host all app 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "SELECT pg_reload_conf()")
 	dir := t.TempDir()
 	good := minuteLog(t, dir, "good.log", [2]string{"app", "shop"})
 	tcp := func(port int, password string) string {

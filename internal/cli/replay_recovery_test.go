@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,22 +99,7 @@ func captureMix(t *testing.T) string {
 	if err, ok := failed.Load().(error); ok {
 		t.Fatal(err)
 	}
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
-	dst := filepath.Join(t.TempDir(), "production.log")
-	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return writeFile(t, filepath.Join(t.TempDir(), "production.log"), readFile(t, pgclustertest.StoppedLog(t, c)))
 }
 
 // recoverySchema gives c pgbench's tables and the orders' (empty), out of
@@ -228,9 +212,7 @@ func TestReplayFaultRecovery(t *testing.T) {
 		shop := shopTarget(t)
 		run := func(name string, fault func(done <-chan struct{})) *results.Result {
 			t.Helper()
-			if err := shop.Exec(ctx, "shop", "UPDATE c SET n = 0"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, shop, "shop", "UPDATE c SET n = 0")
 			done := make(chan struct{})
 			var fwg sync.WaitGroup
 			if fault != nil {
@@ -338,11 +320,7 @@ func writeLines(t *testing.T, lines []logLine) string {
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s [%d] app@shop/load %x.%x %s\n", start.Add(l.at).Format("2006-01-02 15:04:05.000 MST"), l.pid, start.Unix(), l.pid, l.msg)
 	}
-	p := filepath.Join(t.TempDir(), "hand.log")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(t.TempDir(), "hand.log"), []byte(b.String()))
 }
 
 func slicesSort(lines []logLine) {
@@ -371,17 +349,10 @@ func sessionLines(pid int, end time.Duration, stmts ...logLine) []logLine {
 // orders, shipments and t.
 func shopTarget(t *testing.T) *pgcluster.Cluster {
 	t.Helper()
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
-		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
+	mustExec(t, c, "shop", recoveryOrders+"; CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
+		"INSERT INTO c SELECT g, 0 FROM generate_series(0, 19) g; GRANT ALL ON orders, shipments, t, c TO app")
 	return c
 }
 

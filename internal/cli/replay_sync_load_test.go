@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,11 +72,7 @@ func writeTimedLog(t *testing.T, stmts []timedStatement) string {
 		when := at.Add(time.Duration(lines[i].ms * float64(time.Millisecond)))
 		b = fmt.Appendf(b, "%s [%d] u1@db1/app 65e1a5e0.%x %s\n", when.Format("2006-01-02 15:04:05.000 MST"), pid, pid, lines[i].text)
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), b)
 }
 
 // testSyncLoad is issue 58's acceptance test of --sync load, on c (with
@@ -97,15 +91,12 @@ func writeTimedLog(t *testing.T, stmts []timedStatement) string {
 // the parent's session is held up: no foreign key error, where --sync
 // off has them.
 func testSyncLoad(t *testing.T, c *pgcluster.Cluster) {
-	ctx := context.Background()
-	if err := c.Exec(ctx, "db1", `CREATE TABLE feed (id int PRIMARY KEY);
+	mustExec(t, c, "db1", `CREATE TABLE feed (id int PRIMARY KEY);
 CREATE FUNCTION slow_feed() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.15); RETURN NEW; END$$;
 CREATE TRIGGER slow_feed BEFORE INSERT ON feed FOR EACH ROW EXECUTE FUNCTION slow_feed();
 CREATE TABLE parent (id int PRIMARY KEY);
 CREATE TABLE child (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES parent);
-GRANT ALL ON feed, parent, child TO u1`); err != nil {
-		t.Fatal(err)
-	}
+GRANT ALL ON feed, parent, child TO u1`)
 	var feed []timedStatement
 	for i := range 8 {
 		feed = append(feed, timedStatement{0, 100 * i, fmt.Sprintf("INSERT INTO feed (id) VALUES (%d)", i)},
@@ -114,9 +105,7 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 	log := writeTimedLog(t, feed)
 	waited := map[string]*results.Result{}
 	for _, mode := range []string{"object", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE feed"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE feed")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "1", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil || res.Statements.Failed != 0 || code != ExitOK {
 			t.Fatalf("%s: exit %d, result %+v:\n%s", mode, code, res, out)
@@ -145,9 +134,7 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 	}
 	log = writeTimedLog(t, fk)
 	for _, mode := range []string{"off", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE parent, child"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE parent, child")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil {
 			t.Fatalf("%s: exit %d:\n%s", mode, code, out)
@@ -180,11 +167,8 @@ GRANT ALL ON feed, parent, child TO u1`); err != nil {
 // write: the late session's and the other's updates of one row both
 // count, and the new row's update finds it.
 func testSyncLoadWrites(t *testing.T, c *pgcluster.Cluster) {
-	ctx := context.Background()
-	if err := c.Exec(ctx, "db1", `CREATE TABLE jobs (id serial PRIMARY KEY, v int NOT NULL);
-GRANT ALL ON jobs, jobs_id_seq TO u1`); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "db1", `CREATE TABLE jobs (id serial PRIMARY KEY, v int NOT NULL);
+GRANT ALL ON jobs, jobs_id_seq TO u1`)
 	log := writeTimedLog(t, []timedStatement{
 		{0, 0, "SELECT pg_sleep(0.3)"},
 		{0, 10, "INSERT INTO jobs (v) VALUES (0)"},
@@ -196,9 +180,7 @@ GRANT ALL ON jobs, jobs_id_seq TO u1`); err != nil {
 	})
 	waited := map[string]int64{}
 	for _, mode := range []string{"object", "load"} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE jobs RESTART IDENTITY; INSERT INTO jobs (v) SELECT 0 FROM generate_series(1, 20)"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE jobs RESTART IDENTITY; INSERT INTO jobs (v) SELECT 0 FROM generate_series(1, 20)")
 		code, out, res := runReplay(t, "--target", c.DSN("postgres"), "--speed", "1", "--sync", mode, "--findings=false", "--observe=false", "--prefix", replayTestPrefix, log)
 		if res == nil || res.Sync == nil || code != ExitOK || res.Statements.Failed != 0 {
 			t.Fatalf("%s: exit %d, result %+v:\n%s", mode, code, res, out)

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -35,16 +33,9 @@ func TestReplaySyncFlags(t *testing.T) {
 		t.Errorf("dry run: exit %d, sync %+v:\n%s", code, res.Sync, out)
 	}
 
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	for _, sql := range []string{"CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Exec(ctx, "db1", "CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
+	mustExec(t, c, "db1", "CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1")
 	log = writeSessionsLog(t, [][]string{
 		{"u1", "db1", "INSERT INTO t VALUES (1)"},
 		{"u1", "db1", "SELECT count(*) FROM t"},
@@ -62,21 +53,14 @@ func TestReplaySyncFlags(t *testing.T) {
 	// replay's default is answers (issue 59 item 1), named in the text
 	// and the JSON; a log of whole seconds (%t) says once that it
 	// orders only a second apart, one of milliseconds does not.
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, log)
 	seconds := filepath.Join(t.TempDir(), "seconds.log")
-	if err := os.WriteFile(seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, seconds, regexp.MustCompile(`(\d\d:\d\d:\d\d)\.\d{3}`).ReplaceAll(b, []byte("$1")))
 	for _, tc := range []struct {
 		log, prefix string
 		coarse      bool
 	}{{log, replayTestPrefix, false}, {seconds, "%t [%p] %q%u@%d/%a %c ", true}} {
-		if err := c.Exec(ctx, "db1", "TRUNCATE t"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "db1", "TRUNCATE t")
 		code, out, res = runReplay(t, "--target", c.DSN("postgres"), "--speed", "0", "--prefix", tc.prefix, tc.log)
 		if code != ExitOK || res == nil || res.Sync == nil || res.Sync.Mode != results.SyncAnswers || !strings.Contains(out, "sync:       answers; ") {
 			t.Errorf("default, %s: exit %d, sync %+v, want answers named:\n%s", tc.prefix, code, res.Sync, out)

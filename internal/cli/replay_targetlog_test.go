@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,19 +25,13 @@ func TestReplayTargetLog(t *testing.T) {
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	aLogs, err := a.LogFiles("*.log")
-	if err != nil || len(aLogs) != 1 {
-		t.Fatalf("A's logs %v: %v", aLogs, err)
-	}
+	aLog := pgclustertest.StoppedLog(t, a)
 	bLogs, err := b.LogFiles("*.log")
 	if err != nil || len(bLogs) != 1 {
 		t.Fatalf("B's logs %v: %v", bLogs, err)
 	}
 
-	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--target-log", bLogs[0], aLogs[0])
+	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--target-log", bLogs[0], aLog)
 	t.Logf("%s", out)
 	if code != ExitOK || res == nil {
 		t.Fatalf("replay exited %d", code)
@@ -102,9 +95,7 @@ func TestReplayTargetLogWithoutSessionID(t *testing.T) {
 	l.WriteString("2026-03-01 10:00:00.000 UTC [101] u@postgres/app 65e1a7a0.65 LOG:  connection authorized: user=postgres database=postgres application_name=app\n")
 	l.WriteString("2026-03-01 10:00:00.100 UTC [101] postgres@postgres/app 65e1a7a0.65 LOG:  duration: 0.050 ms  statement: SELECT 1\n")
 	path := t.TempDir() + "/a.log"
-	if err := os.WriteFile(path, []byte(l.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(l.String()))
 	// The pre-flight reads the prefix before anything is replayed.
 	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--prefix", "%m [%p] %q%u@%d/%a %c ", "--target-log", bLogs[0], path)
 	if code != ExitFailure || !strings.Contains(out, "PRE-FLIGHT FAILED") || !strings.Contains(out, "lacks %p or %c") || res != nil {

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -59,27 +57,17 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
-		if err := a.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, a, "postgres", "CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()")
 	if _, err := workload.Run(ctx, a, workload.Options{Duration: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	original := pgssCalls(ctx, t, a)
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := a.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
+	log := pgclustertest.StoppedLog(t, a)
 
 	start := time.Now()
 	// The findings read the target's catalog and explain after the
 	// replay, which pg_stat_statements would count: not the replay's.
-	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", files[0])
+	code, out, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", log)
 	t.Logf("replay took %v:\n%s", time.Since(start), out)
 	if code != ExitOK || res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, out)
@@ -88,10 +76,7 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 
 	// Not compared: the statements around the count (the extension, its
 	// reset and the query that reads it), which the replay re-runs on B.
-	excluded := map[string]string{}
-	for _, q := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery} {
-		excluded[fingerprint.Compute(q)[0].Fingerprint] = "the count's own statements"
-	}
+	excluded := fingerprintSet("CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()", pgssQuery)
 	// Legitimately different: pgbench -i loads pgbench_accounts with COPY
 	// FROM STDIN, whose data is not in the log: skipped, counted as
 	// skipped, and so missing from B (which is why pgbench_accounts is
@@ -102,35 +87,10 @@ func TestReplayMatchesPgStatStatements(t *testing.T) {
 	}
 	for fp, n := range original {
 		if strings.HasPrefix(strings.ToLower(n.query), "copy ") {
-			excluded[fp] = "COPY FROM STDIN, data not in the log"
+			excluded[fp] = true // COPY FROM STDIN, data not in the log
 		}
 	}
-
-	checked := 0
-	var diffs []string
-	for fp, n := range original {
-		if _, ok := excluded[fp]; ok {
-			continue
-		}
-		if got := replayed[fp].calls; got != n.calls {
-			diffs = append(diffs, fmtDiff(fp, n.calls, got, n.query))
-		}
-		checked++
-	}
-	for fp, n := range replayed {
-		if _, ok := original[fp]; !ok {
-			if _, ok := excluded[fp]; !ok {
-				diffs = append(diffs, fmtDiff(fp, 0, n.calls, n.query))
-			}
-		}
-	}
-	sort.Strings(diffs)
-	for _, d := range diffs {
-		t.Error(d)
-	}
-	if checked < 20 {
-		t.Errorf("only %d queries compared: the workload did not run", checked)
-	}
+	checkSameCalls(t, original, replayed, excluded, 20)
 	if res.Sessions.ConnectFailed != 0 || res.Sessions.Total < 10 {
 		t.Errorf("sessions %+v", res.Sessions)
 	}
@@ -177,11 +137,7 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 		}
 		fmt.Fprintf(&b, "%sLOG:  disconnection: session time: 0:00:00.100 user=%s database=%s host=[local]\n", pre(), user, db)
 	}
-	path := filepath.Join(t.TempDir(), "postgresql.log")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "postgresql.log"), []byte(b.String()))
 }
 
 // TestReplayRightTarget: every session connects as its logged user to its
@@ -189,18 +145,13 @@ func writeSessionsLog(t *testing.T, sessions [][]string) string {
 // exist on the target fails the run loudly.
 func TestReplayRightTarget(t *testing.T) {
 	parallelCase(t)
-	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	setup := []string{"CREATE ROLE u1 LOGIN", "CREATE ROLE u2 LOGIN", "CREATE DATABASE db1", "CREATE DATABASE db2"}
 	for _, sql := range setup {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", sql)
 	}
 	for _, db := range []string{"db1", "db2"} {
-		if err := c.Exec(ctx, db, "CREATE TABLE seen (u text, d text, a text); GRANT INSERT ON seen TO PUBLIC"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, db, "CREATE TABLE seen (u text, d text, a text); GRANT INSERT ON seen TO PUBLIC")
 	}
 	const record = "INSERT INTO seen SELECT current_user, current_database(), current_setting('application_name')"
 	log := writeSessionsLog(t, [][]string{

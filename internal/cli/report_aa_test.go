@@ -83,9 +83,7 @@ func aaSetup(t testing.TB, d time.Duration, rate int, prefix, targetPrefix strin
 	var scripts []string
 	for name, s := range map[string]string{"join.sql": aaJoinScript, "range.sql": aaRangeScript, "write.sql": aaWriteScript} {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, p, []byte(s))
 		scripts = append(scripts, "-f", p)
 	}
 	var wg sync.WaitGroup

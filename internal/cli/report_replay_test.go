@@ -234,9 +234,7 @@ func TestReadmeWorkflow(t *testing.T) {
 	dropped := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	same := pgclustertest.StartT(t, pgcluster.Options{Settings: settings})
 	setupShops(t, prod, dropped, same)
-	if err := dropped.Exec(ctx, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, dropped, workload.ShopDatabase, "DROP INDEX "+workload.ShopEmailIndex)
 	for _, c := range []*pgcluster.Cluster{prod, dropped, same} {
 		if err := demo.EnableStatementLog(ctx, c); err != nil {
 			t.Fatal(err)

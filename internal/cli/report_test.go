@@ -37,33 +37,15 @@ func captureLookups(t *testing.T, withIndex bool) string {
 	}
 	// VACUUM refuses to run in the implicit transaction of a
 	// multi-statement string.
-	for _, sql := range []string{setup, "VACUUM ANALYZE items"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", setup, "VACUUM ANALYZE items")
 	script := filepath.Join(t.TempDir(), "lookup.sql")
-	if err := os.WriteFile(script, []byte(lookupScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, []byte(lookupScript))
 	// A fixed number of transactions, so both runs have the same calls.
 	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-j", "2", "-t", "150", "--random-seed=1", "-f", script, "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := c.LogFiles("*.log")
-	if err != nil || len(logs) != 1 {
-		t.Fatalf("stderr logs %v, %v", logs, err)
-	}
 	// The cluster directory goes with the test; keep the log.
-	data := readFile(t, logs[0])
-	path := filepath.Join(t.TempDir(), "server.log")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(t.TempDir(), "server.log"), readFile(t, pgclustertest.StoppedLog(t, c)))
 }
 
 func analyzeToJSON(t *testing.T, log, name string) string {
@@ -143,11 +125,7 @@ func writeResult(t *testing.T, dir, name, kind, source string, n int, ms float64
 		res["latency_source"] = source
 	}
 	b, _ := json.Marshal(res)
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeFile(t, filepath.Join(dir, name), b)
 }
 
 func TestReportExitCodes(t *testing.T) {
@@ -258,11 +236,7 @@ func TestReportDiverged(t *testing.T) {
 				"timed_calls": 1000, "total_ms": 100, "mean_ms": 0.1, "p50_ms": 0.1, "p95_ms": 0.1, "p99_ms": 0.1, "min_ms": 0.1, "max_ms": 0.1,
 				"rows_calls": 1000, "rows": rows}}}
 		b, _ := json.Marshal(res)
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeFile(t, filepath.Join(dir, name), b)
 	}
 	synced, off := write("synced.json", "object", 1000), write("off.json", "off", 405)
 	html := filepath.Join(dir, "rep.html")

@@ -33,14 +33,10 @@ func TestNoSecretsInOutput(t *testing.T) {
 	setup := []string{"CREATE ROLE app LOGIN", "CREATE TABLE users (email text PRIMARY KEY, name text)"}
 	for _, c := range []*pgcluster.Cluster{a, b} {
 		for _, sql := range setup {
-			if err := c.Exec(ctx, "postgres", sql); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", sql)
 		}
 	}
-	if err := b.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", "CREATE EXTENSION pg_stat_statements")
 	conn, err := pgconn.Connect(ctx, a.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,14 +59,7 @@ func TestNoSecretsInOutput(t *testing.T) {
 	// A failure whose server message quotes the value.
 	conn.Exec(ctx, "SELECT '"+plantedEmail+"'::int").ReadAll()
 	conn.Close(ctx)
-	if err := a.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := a.LogFiles("*.log")
-	if err != nil || len(logs) != 1 {
-		t.Fatalf("log files %v: %v", logs, err)
-	}
-	log := logs[0]
+	log := pgclustertest.StoppedLog(t, a)
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 
@@ -113,10 +102,7 @@ func TestNoSecretsInOutput(t *testing.T) {
 		t.Errorf("report explained no statement with kept values: %v", err)
 	}
 	for _, f := range []string{"a.json", "r.json", "rep.json", "rep.html", "one.html", "m.json", "plans.json", "plans.html"} {
-		b, err := os.ReadFile(p(f))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, p(f))
 		outputs = append(outputs, f+"\x00"+string(b))
 	}
 	for _, out := range outputs {

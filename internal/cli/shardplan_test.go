@@ -31,11 +31,7 @@ func pairsLog(t *testing.T, g int) string {
 			line(200+i, "duration: 0.300 ms  statement: UPDATE t%d SET done = true WHERE id = %d", i, r)
 		}
 	}
-	p := filepath.Join(t.TempDir(), "pairs.log")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeFile(t, filepath.Join(t.TempDir(), "pairs.log"), []byte(b.String()))
 }
 
 func TestShardPlanCommand(t *testing.T) {
@@ -98,7 +94,7 @@ func TestShardPlanCommand(t *testing.T) {
 	}
 }
 
-func readPlan(t *testing.T, path string) *shard.Plan {
+func readPlan(t testing.TB, path string) *shard.Plan {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,13 +24,9 @@ import (
 //
 //	flock /tmp/timing.lock go test -run '^$' -bench BenchmarkShards -benchtime 3x ./internal/cli/
 func BenchmarkShards(b *testing.B) {
-	ctx := context.Background()
 	log, _, _ := ordersLog(b, 8, 8, 150, 2*time.Millisecond)
 	dir := b.TempDir()
-	co := pgclustertest.StartT(b, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		b.Fatal(err)
-	}
+	coord := startCoord(b)
 	target := pgclustertest.StartT(b, pgcluster.Options{})
 	plans := map[int]string{}
 	for _, n := range []int{2, 3} {
@@ -58,7 +53,7 @@ func BenchmarkShards(b *testing.B) {
 					if n > 1 {
 						args = append(args, "--shards", fmt.Sprint(n), "--plan", plans[n])
 						if across {
-							args = append(args, "--coord-dsn", co.DSN("coord"), "--run-id", fmt.Sprintf("bench-%d", run))
+							args = append(args, "--coord-dsn", coord, "--run-id", fmt.Sprintf("bench-%d", run))
 						}
 					}
 					ps := runShards(b, n, d, append(args, log)...)
@@ -99,7 +94,6 @@ func BenchmarkShards(b *testing.B) {
 //
 //	flock /tmp/timing.lock go test -run '^$' -bench BenchmarkShardsManySessions -benchtime 1x ./internal/cli/
 func BenchmarkShardsManySessions(b *testing.B) {
-	ctx := context.Background()
 	dir := b.TempDir()
 	var sb strings.Builder
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -116,34 +110,21 @@ func BenchmarkShardsManySessions(b *testing.B) {
 		fmt.Fprintf(&sb, "%sLOG:  disconnection: session time: 0:00:00.001 user=%s database=%s host=[local]\n", pre(), user, db)
 	}
 	log := filepath.Join(dir, "sessions.log")
-	if err := os.WriteFile(log, []byte(sb.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	co := pgclustertest.StartT(b, pgcluster.Options{})
+	writeFile(b, log, []byte(sb.String()))
+	coord := startCoord(b)
 	target := pgclustertest.StartT(b, pgcluster.Options{Settings: map[string]string{"max_connections": "200"}})
-	for _, c := range [][2]string{{"postgres", "CREATE DATABASE coord"}} {
-		if err := co.Exec(ctx, c[0], c[1]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, c := range [][2]string{{"postgres", "CREATE ROLE u1 LOGIN"}, {"postgres", "CREATE DATABASE db1 OWNER u1"}} {
-		if err := target.Exec(ctx, c[0], c[1]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	mustExec(b, target, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 	run := 0
 	for _, n := range []int{1, 4} {
 		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
 			for range b.N {
-				if err := target.Exec(ctx, "db1", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1"); err != nil {
-					b.Fatal(err)
-				}
+				mustExec(b, target, "db1", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int); ALTER TABLE t OWNER TO u1")
 				run++
 				d := filepath.Join(dir, fmt.Sprint(run))
 				os.Mkdir(d, 0o755)
 				args := []string{"--prefix", replayTestPrefix, "--target", target.DSN("postgres"), "--speed", "0", "--findings=false"}
 				if n > 1 {
-					args = append(args, "--shards", fmt.Sprint(n), "--coord-dsn", co.DSN("coord"), "--run-id", fmt.Sprintf("many-%d", run))
+					args = append(args, "--shards", fmt.Sprint(n), "--coord-dsn", coord, "--run-id", fmt.Sprintf("many-%d", run))
 				}
 				ps := runShards(b, n, d, append(args, log)...)
 				m := readShardResult(b, ps[0].json)
@@ -181,14 +162,10 @@ func BenchmarkShardsManySessions(b *testing.B) {
 //
 //	flock /tmp/timing.lock go test -run '^$' -bench BenchmarkShardsLag -benchtime 3x ./internal/cli/
 func BenchmarkShardsLag(b *testing.B) {
-	ctx := context.Background()
 	log, _, apps := ordersLog(b, 4, 4, 200, 5*time.Millisecond)
 	dir := b.TempDir()
 	plan := forcedPlan(b, dir, log, apps)
-	co := pgclustertest.StartT(b, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		b.Fatal(err)
-	}
+	coord := startCoord(b)
 	target := pgclustertest.StartT(b, pgcluster.Options{})
 	var one, three float64
 	for i := range b.N {
@@ -198,7 +175,7 @@ func BenchmarkShardsLag(b *testing.B) {
 		ps := runShards(b, 1, d, "--target", target.DSN("postgres"), "--speed", "1", "--findings=false", log)
 		single := readShardResult(b, ps[0].json)
 		freshShop(b, target)
-		ps = runShards(b, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", fmt.Sprintf("lag-%d", i),
+		ps = runShards(b, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", fmt.Sprintf("lag-%d", i),
 			"--target", target.DSN("postgres"), "--speed", "1", "--findings=false", log)
 		code, out, m := mergeShards(b, d, ps)
 		if code != ExitOK || single.Lag == nil || m.Lag == nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
-	"github.com/pgrehearse/pgrehearse/internal/shard"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
@@ -110,11 +109,7 @@ func runOrders(t testing.TB, connect func(app string) *pgconn.PgConn, consume fu
 	}
 	pwg.Wait()
 	close(ready)
-	cwg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	waitErrs(t, &cwg, errs)
 }
 
 // capture is a new cluster logging every statement, with a database and
@@ -152,10 +147,7 @@ func (cp *capture) stop(apps string, n int) (log string, byID map[string]string)
 	t := cp.t
 	t.Helper()
 	log = pgclustertest.StoppedLog(t, cp.c)
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, log)
 	// workload.LogLinePrefix: "%m [%p] %q%u@%d/%a %c %e ".
 	line := regexp.MustCompile(`(?m)\] \S+@\S+/(` + apps + `) (\S+) `)
 	byID = map[string]string{}
@@ -206,12 +198,9 @@ func shardOrdersState(t testing.TB, dsn string) string {
 // freshShop makes the target's database anew, with the schema.
 func freshShop(t testing.TB, c *pgcluster.Cluster) {
 	t.Helper()
-	ctx := context.Background()
 	for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + shardOrdersDB + " WITH (FORCE)"},
 		{"postgres", "CREATE DATABASE " + shardOrdersDB}, {shardOrdersDB, shardOrdersSchema}} {
-		if err := c.Exec(ctx, step[0], step[1]); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, step[0], step[1])
 	}
 }
 
@@ -241,15 +230,7 @@ func planBy(t testing.TB, dir, log string, n int, apps map[string]string, shardO
 	if code, out := runCmd(t, append(args, log)...); code != ExitOK {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
-	f, err := os.Open(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := shard.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readPlan(t, plan)
 	if p.Forced != len(apps) || p.Dependencies.Cross == 0 {
 		t.Fatalf("plan: %d forced, dependencies %+v", p.Forced, p.Dependencies)
 	}
@@ -278,11 +259,7 @@ func runAndMerge(t testing.TB, n int, dir string, args ...string) *results.Resul
 // target.
 func coordAndTarget(t testing.TB) (coordDSN string, target *pgcluster.Cluster) {
 	t.Helper()
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
-	return co.DSN("coord"), pgclustertest.StartT(t, pgcluster.Options{})
+	return startCoord(t), pgclustertest.StartT(t, pgcluster.Options{})
 }
 
 // TestShardsDependentWorkload is issue 22's second acceptance test: the
@@ -476,13 +453,10 @@ func TestShardsRowLockOrder(t *testing.T) {
 		return k % 2
 	})
 	coord, target := coordAndTarget(t)
-	ctx := context.Background()
 	for run := range 2 {
 		for _, step := range [][2]string{{"postgres", "DROP DATABASE IF EXISTS " + workload.MixDatabase + " WITH (FORCE)"},
 			{"postgres", "CREATE DATABASE " + workload.MixDatabase}, {workload.MixDatabase, workload.MixSchema}} {
-			if err := target.Exec(ctx, step[0], step[1]); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, target, step[0], step[1])
 		}
 		d := filepath.Join(dir, strconv.Itoa(run))
 		if err := os.Mkdir(d, 0o755); err != nil {

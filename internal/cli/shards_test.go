@@ -129,10 +129,7 @@ func runCmd(t testing.TB, args ...string) (int, string) {
 
 func readShardResult(t testing.TB, path string) *results.Result {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	res, err := results.Decode(b, path)
 	if err != nil {
 		t.Fatal(err)
@@ -182,11 +179,7 @@ func captureMixed(t testing.TB, d time.Duration) string {
 func pgssTarget(t testing.TB) *pgcluster.Cluster {
 	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	for _, sql := range []string{"CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
-		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements", "SELECT pg_stat_statements_reset()")
 	return c
 }
 
@@ -215,16 +208,13 @@ func TestShardsMergeEqualSingle(t *testing.T) {
 	if code, out := runCmd(t, "plan", "--shards", "3", "--out", plan, log); code != ExitOK {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
-	co := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := co.Exec(ctx, "postgres", "CREATE DATABASE coord"); err != nil {
-		t.Fatal(err)
-	}
+	coord := startCoord(t)
 	sharded := pgssTarget(t)
 	// At speed 0 a shard's session may wait for another shard's commit
 	// longer than the 10 s default when the machine is busy (make
 	// test-busy); the default timeout counts from the awaited shard's
 	// last progress (issue 44), so a shard merely behind is waited for.
-	merged := runAndMerge(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "acceptance-1",
+	merged := runAndMerge(t, 3, dir, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "acceptance-1",
 		"--target", sharded.DSN("postgres"), "--speed", "0", log)
 	shardedCalls := pgssCalls(ctx, t, sharded)
 

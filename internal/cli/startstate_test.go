@@ -47,29 +47,17 @@ func TestCaptureStartState(t *testing.T) {
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{})
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	if err := a.Exec(ctx, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor, pg_read_all_data;"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, a, "postgres", startStateSchema+"CREATE ROLE monitor LOGIN IN ROLE pg_monitor, pg_read_all_data;")
 	for _, db := range []string{"same", "fewer", "strict", "halved"} {
-		if err := b.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Exec(ctx, db, startStateSchema); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, b, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, b, db, startStateSchema)
 	}
-	if err := b.Exec(ctx, "postgres", startStateSchema); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "postgres", startStateSchema)
 	// Half of orders deleted and not analyzed: autovacuum may not
 	// refresh the estimate behind the check's back.
-	if err := b.Exec(ctx, "halved", "ALTER TABLE orders SET (autovacuum_enabled = off); DELETE FROM orders WHERE id > 2500"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "halved", "ALTER TABLE orders SET (autovacuum_enabled = off); DELETE FROM orders WHERE id > 2500")
 	for _, db := range []string{"fewer", "strict", "postgres"} {
-		if err := b.Exec(ctx, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, b, db, "DELETE FROM orders WHERE id > 2000; DROP TABLE items; ANALYZE orders; CREATE EXTENSION pg_stat_statements")
 	}
 
 	before := time.Now()
@@ -175,9 +163,7 @@ func TestCaptureStartState(t *testing.T) {
 		t.Errorf("without --require-start-state the replay runs: events %q, want 5", got)
 	}
 
-	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "strict", "SELECT pg_stat_statements_reset()")
 	code, text = replayOnto("strict", "--require-start-state")
 	if code != ExitFailure || !strings.Contains(text, "PRE-FLIGHT FAILED: --require-start-state") ||
 		!strings.Contains(text, "orders: 2,000 rows on the target, 5,000 at the start") || !strings.Contains(text, "nothing was replayed") {
@@ -219,9 +205,7 @@ func TestCaptureStartState(t *testing.T) {
 	// runs anywhere, the control's included. The control, the source
 	// itself, is within the counts' tolerance (events: 6 rows, 0 at the
 	// start).
-	if err := b.Exec(ctx, "strict", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, b, "strict", "SELECT pg_stat_statements_reset()")
 	code, stdout, stderr := runRehearse(t, "", "--control", a.DSN("postgres"), "--candidate", b.DSN("postgres"), "--rounds", "1", "--speed", "0",
 		"--findings=false", "--require-start-state", "--out", filepath.Join(t.TempDir(), "rounds"), rc.dir)
 	t.Logf("rehearse (exit %d):\n%s%s", code, stdout, stderr)

@@ -19,9 +19,7 @@ import (
 func TestSweepLogUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "empty.log")
-	if err := os.WriteFile(log, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, log, nil)
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -67,9 +65,7 @@ func TestSweepLogCommand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	setup := filepath.Join(dir, "setup.sql")
-	if err := os.WriteFile(setup, []byte("CREATE TABLE setup_ran (id int);\nINSERT INTO setup_ran VALUES (1);\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, setup, []byte("CREATE TABLE setup_ran (id int);\nINSERT INTO setup_ran VALUES (1);\n"))
 	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
 	var stdout, stderr bytes.Buffer
 	code := Run(ctx, IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
@@ -103,10 +99,7 @@ func TestSweepLogCommand(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}

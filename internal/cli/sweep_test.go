@@ -14,9 +14,7 @@ import (
 
 func TestSweepUsageErrors(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "s.sql")
-	if err := os.WriteFile(script, []byte("SELECT 1;\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, []byte("SELECT 1;\n"))
 	tests := []struct {
 		args []string
 		want string
@@ -54,9 +52,7 @@ func TestSweepCommand(t *testing.T) {
 	parallelCase(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "point.sql")
-	if err := os.WriteFile(script, []byte("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, []byte("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"))
 	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
@@ -84,10 +80,7 @@ func TestSweepCommand(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +116,7 @@ func TestSweepAA(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	t.Logf("%s", stdout.String())
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, jsonPath)
 	var res sweep.Result
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
@@ -35,9 +34,7 @@ func TestVersionsCaptureProxy(t *testing.T) {
 			ctx := context.Background()
 			a, b := pgclustertest.StartVersion(t, major, pgss), pgclustertest.StartVersion(t, major, pgss)
 			for _, c := range []*pgcluster.Cluster{a, b} {
-				if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()"); err != nil {
-					t.Fatal(err)
-				}
+				mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
 			}
 			rc := startCapture(t, a.DSN("postgres"))
 			conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
@@ -60,9 +57,7 @@ func TestVersionsCaptureProxy(t *testing.T) {
 				t.Fatalf("capture exited %d, want a complete capture:\n%s", code, out)
 			}
 			original := pgssCalls(ctx, t, a)
-			if err := b.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
 			code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", rc.dir)
 			if code != ExitOK || res == nil {
 				t.Fatalf("replay exited %d:\n%s", code, text)
@@ -71,15 +66,12 @@ func TestVersionsCaptureProxy(t *testing.T) {
 				t.Errorf("statements %+v, outcomes %+v: want every statement run and answered as on the original (the canceled sleep failing on both)\n%s", res.Statements, o, text)
 			}
 			replayed := pgssCalls(ctx, t, b)
-			excluded := map[string]bool{}
 			// The reset, the count and the wait for pg_sleep are the
 			// test's; the replay's pre-flight runs SELECT 1 on the
 			// target as each login. Only the original's queries are
 			// compared: the replay observes the target with queries of
 			// its own.
-			for _, q := range []string{"SELECT pg_stat_statements_reset()", pgssQuery, "SELECT 1", sleepingQuery + "1"} {
-				excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-			}
+			excluded := fingerprintSet("SELECT pg_stat_statements_reset()", pgssQuery, "SELECT 1", sleepingQuery+"1")
 			var diffs []string
 			for fp, n := range original {
 				if !excluded[fp] && replayed[fp].calls != n.calls {

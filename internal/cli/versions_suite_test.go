@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
@@ -129,21 +127,7 @@ func TestVersionsFindings(t *testing.T) {
 			ctx := context.Background()
 			settings, _ := versionLogSettings(major)
 			c := pgclustertest.StartVersion(t, major, settings)
-			if err := c.Exec(ctx, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
-				CREATE INDEX events_kind_1 ON events (id) WHERE kind = 1;
-				CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 800 {
-				if _, err := conn.Exec(ctx, "INSERT INTO events (kind) VALUES ($1)", i%3); err != nil {
-					t.Fatal(err)
-				}
-			}
-			conn.Close(ctx)
+			insertEvents(ctx, t, c).Close(ctx)
 			// Stopped, the server has written its whole log.
 			if err := c.StopServer(); err != nil {
 				t.Fatal(err)
@@ -176,9 +160,7 @@ func TestVersionsSweep(t *testing.T) {
 	for _, major := range versionsFor(17) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			c := pgclustertest.StartVersion(t, major, map[string]string{"shared_preload_libraries": "pg_stat_statements"})
-			if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 			jsonPath := filepath.Join(t.TempDir(), "sweep.json")
 			var code int
 			var stdout, stderr string
@@ -213,10 +195,7 @@ func TestVersionsSweep(t *testing.T) {
 					}
 				}
 			}
-			b, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := readFile(t, jsonPath)
 			if err := json.Unmarshal(b, &res); err != nil {
 				t.Fatal(err)
 			}
@@ -245,9 +224,7 @@ func TestVersionsShardCoordination(t *testing.T) {
 	for _, major := range versionsFor(18) {
 		t.Run(strconv.Itoa(major), func(t *testing.T) {
 			co := pgclustertest.StartVersion(t, major, nil)
-			if err := co.Exec(context.Background(), "postgres", "CREATE DATABASE coord"); err != nil {
-				t.Fatal(err)
-			}
+			mustExec(t, co, "postgres", "CREATE DATABASE coord")
 			target := pgclustertest.StartVersion(t, major, nil)
 			freshShop(t, target)
 			d := filepath.Join(dir, strconv.Itoa(major))

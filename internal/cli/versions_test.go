@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"maps"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/workload"
@@ -70,17 +68,11 @@ func TestVersionsAnalyzeMatchesPgStatStatements(t *testing.T) {
 			if err := c.StopServer(); err != nil {
 				t.Fatal(err)
 			}
-			excluded := map[string]bool{}
-			for _, q := range []string{"SELECT pg_stat_statements_reset()", pgssQuery} {
-				excluded[fingerprint.Compute(q)[0].Fingerprint] = true
-			}
+			excluded := fingerprintSet("SELECT pg_stat_statements_reset()", pgssQuery)
 			// The lines each version adds per connection are there, so
 			// the counts above were read past them.
 			if files, err := c.LogFiles("*.log"); err == nil && len(files) == 1 {
-				b, err := os.ReadFile(files[0])
-				if err != nil {
-					t.Fatal(err)
-				}
+				b := readFile(t, files[0])
 				for _, l := range []struct {
 					from int
 					line string
