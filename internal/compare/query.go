@@ -154,17 +154,8 @@ func spread0(xs []float64) float64 {
 
 // metricOf reads metric m from a row.
 func metricOf(q *Query, m Metric) float64 {
-	switch m {
-	case MetricMean:
-		return q.MeanMS
-	case MetricP50:
-		return q.P50MS
-	case MetricP95:
-		return q.P95MS
-	case MetricP99:
-		return q.P99MS
-	}
-	return 0
+	v, _ := latencyOf(m, q.MeanMS, q.P50MS, q.P95MS, q.P99MS)
+	return v
 }
 
 // values are the runs' values of metric m, from the runs that timed the
