@@ -195,10 +195,10 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 		cause, what := raceCause(p.race.Kind())
 		var after querystats.AnswerCause
 		if cause == "" {
-			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide))
+			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide), taintedRead)
 		}
 		if cause == "" && after == "" {
-			after, what = afterDivergenceRow(r.taint.AffectsRow(p.reach, p.row))
+			after, what = afterDivergence(r.taint.AffectsRow(p.reach, p.row), taintedRow)
 		}
 		if cause != "" || after != "" || len(p.tables) == 0 {
 			// Its answers diverged for another reason than the

@@ -302,3 +302,24 @@ func TestTaintBlockRolledBack(t *testing.T) {
 		t.Errorf("a block that failed in the original too tainted its row: %v", k)
 	}
 }
+
+// TestAfterDivergenceWords: what names an answer that met the replay's
+// taint, by how it met it.
+func TestAfterDivergenceWords(t *testing.T) {
+	for _, c := range []struct {
+		k     syncdep.RaceKind
+		on    [2]string
+		cause querystats.AnswerCause
+		what  string
+	}{
+		{syncdep.RaceRow, taintedRead, querystats.CauseAfterDivergence, "an earlier divergence of the replay on a row it reads"},
+		{syncdep.RaceRelation, taintedRead, querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"},
+		{syncdep.RaceRow, taintedRow, querystats.CauseAfterDivergence, "an earlier divergence of the replay on the one row whose values differ"},
+		{syncdep.RaceRelation, taintedRow, querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on the table of the one row whose values differ (relation-wide)"},
+		{syncdep.RaceNone, taintedRow, "", ""},
+	} {
+		if cause, what := afterDivergence(c.k, c.on); cause != c.cause || what != c.what {
+			t.Errorf("afterDivergence(%v, %q) = %q, %q; want %q, %q", c.k, c.on, cause, what, c.cause, c.what)
+		}
+	}
+}
