@@ -214,7 +214,9 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 	bf, cf := d.Baseline, d.Candidate
 	d.Ratio = &Ratios{Mean: ratio(cf.MeanMS, bf.MeanMS), P50: ratio(cf.P50MS, bf.P50MS), P95: ratio(cf.P95MS, bf.P95MS), P99: ratio(cf.P99MS, bf.P99MS)}
 	d.Factor = d.Ratio.Mean
-	d.ErrorsP = proportionIncrease(sumErrors(b), sumCalls(b), sumErrors(k), sumCalls(k))
+	bCalls, bErrors := callsAndErrors(b)
+	kCalls, kErrors := callsAndErrors(k)
+	d.ErrorsP = proportionIncrease(bErrors, bCalls, kErrors, kCalls)
 	if !bAll || !cAll {
 		d.Reasons = append(d.Reasons, ReasonMissingInRun)
 	}
@@ -637,22 +639,13 @@ func valueAtRank(bs []Bucket, r float64) float64 {
 	return float64(bs[len(bs)-1].ValueUS) / 1000
 }
 
-func sumErrors(rows []*Query) int64 {
-	var n int64
+// callsAndErrors are the calls and the errors of rows, over the runs.
+func callsAndErrors(rows []*Query) (calls, errs int64) {
 	for _, q := range rows {
 		if q != nil {
-			n += q.Errors
+			calls += q.Calls
+			errs += q.Errors
 		}
 	}
-	return n
-}
-
-func sumCalls(rows []*Query) int64 {
-	var n int64
-	for _, q := range rows {
-		if q != nil {
-			n += q.Calls
-		}
-	}
-	return n
+	return calls, errs
 }
