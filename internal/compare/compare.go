@@ -107,15 +107,8 @@ type NoiseFloors struct {
 }
 
 func (n NoiseFloors) of(m Metric) float64 {
-	switch m {
-	case MetricMean:
-		return n.Mean
-	case MetricP50:
-		return n.P50
-	case MetricP95:
-		return n.P95
-	case MetricP99:
-		return n.P99
+	if f, ok := latencyOf(m, n.Mean, n.P50, n.P95, n.P99); ok {
+		return f
 	}
 	return 1
 }
@@ -512,17 +505,8 @@ type Effects struct {
 
 // Of returns the effect on metric m; nil for a metric without one.
 func (e *Effects) Of(m Metric) *Effect {
-	switch m {
-	case MetricMean:
-		return &e.Mean
-	case MetricP50:
-		return &e.P50
-	case MetricP95:
-		return &e.P95
-	case MetricP99:
-		return &e.P99
-	}
-	return nil
+	p, _ := latencyOf(m, &e.Mean, &e.P50, &e.P95, &e.P99)
+	return p
 }
 
 // Figures are one side's figures for a query: with one run, that run's;

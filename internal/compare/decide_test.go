@@ -13,17 +13,48 @@ import (
 // queries whose figures vary from round to round by sigma on the log
 // scale (a busy machine), the candidate's scaled by shift.
 type rehearsal struct {
+	sides
+	sigma float64
+	means map[string]float64
+	shift map[string]float64
+}
+
+// sides are a synthetic rehearsal's runs of each side, in order, drawn
+// by r.
+type sides struct {
 	t          testing.TB
 	r          *rand.Rand
-	sigma      float64
-	means      map[string]float64
-	shift      map[string]float64
 	base, cand []*Run
 	seq        uint64
 }
 
+// add makes the next run, of queries qs, named by prefix and its number,
+// on the candidate's side or the baseline's.
+func (s *sides) add(cand bool, prefix string, qs map[string]queryDist) {
+	s.seq++
+	run := runOfQueries(s.t, fmt.Sprintf("%s%d.json", prefix, s.seq), s.r.Uint64(), qs)
+	if cand {
+		s.cand = append(s.cand, run)
+	} else {
+		s.base = append(s.base, run)
+	}
+}
+
+// verdicts count rehearsals by their verdict.
+type verdicts struct{ failed, undecided, passed int }
+
+func (v *verdicts) count(s VerdictStatus) {
+	switch s {
+	case VerdictFail:
+		v.failed++
+	case VerdictUndecided:
+		v.undecided++
+	default:
+		v.passed++
+	}
+}
+
 func (h *rehearsal) round(cand bool) {
-	h.seq++
 	qs := map[string]queryDist{}
 	for _, fp := range sortedKeys(h.means) {
 		m := h.means[fp] * math.Exp(h.sigma*h.r.NormFloat64())
@@ -32,19 +63,14 @@ func (h *rehearsal) round(cand bool) {
 		}
 		qs[fp] = queryDist{n: 100, d: expAround(m)}
 	}
-	run := runOfQueries(h.t, fmt.Sprintf("r%d.json", h.seq), h.r.Uint64(), qs)
-	if cand {
-		h.cand = append(h.cand, run)
-	} else {
-		h.base = append(h.base, run)
-	}
+	h.add(cand, "r", qs)
 }
 
 // decideRehearsal runs 3 rounds a side, then adds one a side while a
 // query is undecided, up to maxRounds a side, as rehearse.Run does, and
 // returns the last look's comparison.
 func decideRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]float64, rules string, maxRounds int) *Report {
-	h := &rehearsal{t: t, r: rand.New(rand.NewPCG(seed, 58)), sigma: sigma, shift: shift,
+	h := &rehearsal{sides: sides{t: t, r: rand.New(rand.NewPCG(seed, 58))}, sigma: sigma, shift: shift,
 		means: map[string]float64{"a": 2000, "b": 5000, "c": 12000}}
 	for range 3 {
 		h.round(false)
@@ -84,20 +110,16 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 	if os.Getenv("PGREHEARSE_LONG") != "" {
 		seeds = 120
 	}
-	type tally struct{ failed, regressed, undecided, passed int }
+	type tally struct {
+		verdicts
+		regressed int
+	}
 	run := func(shift map[string]float64) tally {
 		var n tally
 		for seed := range uint64(seeds) {
 			rep := decideRehearsal(t, seed+1, 0.25, shift, "p95>+50%,mean>+50%", 8)
 			checkVerdict(t, fmt.Sprintf("shift %v seed %d", shift, seed+1), rep)
-			switch rep.Verdict.Status {
-			case VerdictFail:
-				n.failed++
-			case VerdictUndecided:
-				n.undecided++
-			default:
-				n.passed++
-			}
+			n.count(rep.Verdict.Status)
 			if rep.Verdict.Regressions+rep.Verdict.TailRegressions > 0 {
 				n.regressed++
 			}
@@ -145,7 +167,7 @@ func TestDecideFalsePositivesAndPower(t *testing.T) {
 // default floors judged it) waits while rounds may be added, and fails
 // at the last look the budget allows.
 func TestDecideNoiseNotMeasuredWaits(t *testing.T) {
-	h := &rehearsal{t: t, r: rand.New(rand.NewPCG(7, 58)), sigma: 0.02, shift: map[string]float64{"b": 10},
+	h := &rehearsal{sides: sides{t: t, r: rand.New(rand.NewPCG(7, 58))}, sigma: 0.02, shift: map[string]float64{"b": 10},
 		means: map[string]float64{"a": 2000, "b": 5000}}
 	for range 2 {
 		h.round(false)

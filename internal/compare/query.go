@@ -154,17 +154,8 @@ func spread0(xs []float64) float64 {
 
 // metricOf reads metric m from a row.
 func metricOf(q *Query, m Metric) float64 {
-	switch m {
-	case MetricMean:
-		return q.MeanMS
-	case MetricP50:
-		return q.P50MS
-	case MetricP95:
-		return q.P95MS
-	case MetricP99:
-		return q.P99MS
-	}
-	return 0
+	v, _ := latencyOf(m, q.MeanMS, q.P50MS, q.P95MS, q.P99MS)
+	return v
 }
 
 // values are the runs' values of metric m, from the runs that timed the
@@ -223,7 +214,9 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 	bf, cf := d.Baseline, d.Candidate
 	d.Ratio = &Ratios{Mean: ratio(cf.MeanMS, bf.MeanMS), P50: ratio(cf.P50MS, bf.P50MS), P95: ratio(cf.P95MS, bf.P95MS), P99: ratio(cf.P99MS, bf.P99MS)}
 	d.Factor = d.Ratio.Mean
-	d.ErrorsP = proportionIncrease(sumErrors(b), sumCalls(b), sumErrors(k), sumCalls(k))
+	bCalls, bErrors := callsAndErrors(b)
+	kCalls, kErrors := callsAndErrors(k)
+	d.ErrorsP = proportionIncrease(bErrors, bCalls, kErrors, kCalls)
 	if !bAll || !cAll {
 		d.Reasons = append(d.Reasons, ReasonMissingInRun)
 	}
@@ -646,22 +639,13 @@ func valueAtRank(bs []Bucket, r float64) float64 {
 	return float64(bs[len(bs)-1].ValueUS) / 1000
 }
 
-func sumErrors(rows []*Query) int64 {
-	var n int64
+// callsAndErrors are the calls and the errors of rows, over the runs.
+func callsAndErrors(rows []*Query) (calls, errs int64) {
 	for _, q := range rows {
 		if q != nil {
-			n += q.Errors
+			calls += q.Calls
+			errs += q.Errors
 		}
 	}
-	return n
-}
-
-func sumCalls(rows []*Query) int64 {
-	var n int64
-	for _, q := range rows {
-		if q != nil {
-			n += q.Calls
-		}
-	}
-	return n
+	return calls, errs
 }

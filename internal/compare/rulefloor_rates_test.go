@@ -21,16 +21,12 @@ var tinyShapes = map[string]float64{"t020": 20, "t050": 50, "t080": 80}
 // query's mean varying from round to round by sigma on the log scale,
 // the candidate's tiny queries scaled by shift.
 type tinyRehearsal struct {
-	t          testing.TB
-	r          *rand.Rand
-	sigma      float64
-	shift      float64
-	base, cand []*Run
-	seq        uint64
+	sides
+	sigma float64
+	shift float64
 }
 
 func (h *tinyRehearsal) round(cand bool) {
-	h.seq++
 	qs := map[string]queryDist{"big": {1000, expAround(10000 * math.Exp(h.sigma*h.r.NormFloat64()))}}
 	for _, fp := range sortedKeys(tinyShapes) {
 		m := tinyShapes[fp] * math.Exp(h.sigma*h.r.NormFloat64())
@@ -39,20 +35,15 @@ func (h *tinyRehearsal) round(cand bool) {
 		}
 		qs[fp] = queryDist{n: 500, d: expAround(m)}
 	}
-	run := runOfQueries(h.t, fmt.Sprintf("t%d.json", h.seq), h.r.Uint64(), qs)
-	if cand {
-		h.cand = append(h.cand, run)
-	} else {
-		h.base = append(h.base, run)
-	}
+	h.add(cand, "t", qs)
 }
 
 // tinyTally counts, over rehearsals, the verdicts and the tiny queries'
 // outcomes on the rule: broken (a regression that fails the run),
 // undecided, or neither (small change, unchanged).
 type tinyTally struct {
-	failed, undecided, passed int
-	broken, open, neither     int
+	verdicts
+	broken, open, neither int
 }
 
 // judgeTiny compares h's rounds at look of looks and tallies the tiny
@@ -65,14 +56,7 @@ func judgeTiny(t *testing.T, h *tinyRehearsal, rules []Rule, look, looks int) (*
 	}
 	checkVerdict(t, fmt.Sprintf("sigma %.2f shift %.1f look %d", h.sigma, h.shift, look), rep)
 	var n tinyTally
-	switch rep.Verdict.Status {
-	case VerdictFail:
-		n.failed++
-	case VerdictUndecided:
-		n.undecided++
-	default:
-		n.passed++
-	}
+	n.count(rep.Verdict.Status)
 	for fp := range tinyShapes {
 		q := rep.Query(fp)
 		switch {
@@ -124,7 +108,7 @@ func TestRuleUnderFloorsRates(t *testing.T) {
 		for _, shift := range shifts {
 			var first, last tinyTally
 			for seed := range uint64(seeds) {
-				h := &tinyRehearsal{t: t, r: rand.New(rand.NewPCG(seed+1, 580)), sigma: sigma, shift: shift}
+				h := &tinyRehearsal{sides: sides{t: t, r: rand.New(rand.NewPCG(seed+1, 580))}, sigma: sigma, shift: shift}
 				for range 3 {
 					h.round(false)
 					h.round(true)

@@ -19,6 +19,25 @@ const (
 	MetricErrors Metric = "errors"
 )
 
+// latencyOf picks, of one thing's mean, p50, p95 and p99 (figures,
+// effects, floors), the one latency metric m names: the one place that
+// maps those metrics to fields. False, and the zero T, for another
+// metric.
+func latencyOf[T any](m Metric, mean, p50, p95, p99 T) (T, bool) {
+	switch m {
+	case MetricMean:
+		return mean, true
+	case MetricP50:
+		return p50, true
+	case MetricP95:
+		return p95, true
+	case MetricP99:
+		return p99, true
+	}
+	var zero T
+	return zero, false
+}
+
 // Unit is how a rule's threshold reads.
 type Unit string
 
@@ -267,19 +286,11 @@ func ruleRatio(e *Effect, bv, cv float64, m Metric) float64 {
 
 // figureOf reads latency figure m of a side's figures.
 func figureOf(f *Figures, m Metric) float64 {
-	switch m {
-	case MetricMean:
-		return f.MeanMS
-	case MetricP50:
-		return f.P50MS
-	case MetricP95:
-		return f.P95MS
-	case MetricP99:
-		return f.P99MS
-	case MetricTotal:
+	if m == MetricTotal {
 		return f.TotalMS
 	}
-	return 0
+	v, _ := latencyOf(m, f.MeanMS, f.P50MS, f.P95MS, f.P99MS)
+	return v
 }
 
 func (r Rule) checkWork(q *QueryDiff, sw *ServerWork) (Broken, bool) {

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 
@@ -151,15 +152,7 @@ func Measure(res *results.Result) Measurement {
 		}
 	}
 	qs := slices.Clone(res.Queries)
-	slices.SortStableFunc(qs, func(a, b querystats.Row) int {
-		switch {
-		case a.TotalMS > b.TotalMS:
-			return -1
-		case a.TotalMS < b.TotalMS:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(qs, func(a, b querystats.Row) int { return cmp.Compare(b.TotalMS, a.TotalMS) })
 	for i, q := range qs {
 		if i == MaxQueries {
 			break

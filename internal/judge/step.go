@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -281,15 +282,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 		}
 		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause, WaitedMost: waited})
 	}
-	slices.SortStableFunc(v.Broken, func(a, b Break) int {
-		switch {
-		case a.Margin > b.Margin:
-			return -1
-		case a.Margin < b.Margin:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(v.Broken, func(a, b Break) int { return cmp.Compare(b.Margin, a.Margin) })
 	nameCulprit(&v, culprits)
 	if math.IsInf(v.Margin, -1) {
 		v.Margin = -1

@@ -53,18 +53,7 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other database's session never waited on the lock")
-		}
-	}
+	waitForOne(ctx, t, conn, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", "the other database's session never waited on the lock")
 
 	if _, err := NewStatementsReader(ctx, connect("other")); err == nil {
 		t.Error("a reader of a database without pg_stat_statements: want an error")
@@ -299,6 +288,24 @@ func waitOnLock(t *testing.T, watcher *pgx.Conn, pid uint32) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the sampler's query never waited on the lock")
+		}
+	}
+}
+
+// waitForOne polls query, a count, on conn until it is 1; never says
+// what did not happen when 30 s pass first.
+func waitForOne(ctx context.Context, t *testing.T, conn *pgx.Conn, query, never string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(never)
 		}
 	}
 }

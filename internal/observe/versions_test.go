@@ -49,18 +49,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	defer conn.Close(ctx)
 	// pg_reload_conf only signals: wait until the postmaster read the
 	// new pg_hba.conf.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_hba_file_rules WHERE 'slowpoke' = ANY(user_name)").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pg_hba.conf's new line never showed")
-		}
-	}
+	waitForOne(ctx, t, conn, "SELECT count(*) FROM pg_hba_file_rules WHERE 'slowpoke' = ANY(user_name)", "pg_hba.conf's new line never showed")
 	nc, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(c.Port()))
 	if err != nil {
 		t.Fatal(err)
@@ -84,19 +73,8 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	if version < 180000 {
 		return
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE backend_type = 'client backend' AND datid IS NULL AND state = 'starting'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the connection in authentication never showed in pg_stat_activity")
-		}
-	}
+	waitForOne(ctx, t, conn, `SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND datid IS NULL AND state = 'starting'`, "the connection in authentication never showed in pg_stat_activity")
 }
 
 // TestVersionsObserve18StartingBackend: on PostgreSQL 18 a connection still

@@ -77,25 +77,14 @@ func TestEngineDetaches(t *testing.T) {
 // after detachConn runs.
 func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 	functionalCase(t)
-	e, cfg := engineAndConfig(t)
 	var h *heldWrite
 	var ec *engineConn
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
+	conn := engineConnect(t, func(e *engine, nc net.Conn) (net.Conn, error) {
 		h = &heldWrite{Conn: nc, raw: nc.(syscall.Conn), changed: make(chan struct{}, 1), hold: true}
 		ec, _ = e.wrapConn(h, nil).(*engineConn)
 		return ec, nil
-	}
+	})
 	ctx := context.Background()
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	if ec == nil {
 		t.Fatal("the connection was not put under the engine")
 	}
@@ -108,19 +97,30 @@ func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 	if !ec.detached {
 		t.Error("the socket was not taken off Go's netpoller")
 	}
-	// As an exchange sends and reads it (wire.go).
+	if err := exchangeQuery(ctx, conn, "SELECT 1"); err != nil {
+		t.Fatalf("the first statement after the detach: %v", err)
+	}
+}
+
+// exchangeQuery sends query as an exchange sends it (wire.go) and reads
+// the answers to its ReadyForQuery; an error is the send's, a read's or
+// the server's.
+func exchangeQuery(ctx context.Context, conn *pgconn.PgConn, query string) error {
 	f := conn.Frontend()
-	f.SendQuery(&pgproto3.Query{String: "SELECT 1"})
+	f.SendQuery(&pgproto3.Query{String: query})
 	if err := f.Flush(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for {
 		msg, err := conn.ReceiveMessage(ctx)
 		if err != nil {
-			t.Fatalf("the first statement after the detach: %v", err)
+			return err
+		}
+		if m, ok := msg.(*pgproto3.ErrorResponse); ok {
+			return errors.New(m.Message)
 		}
 		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-			break
+			return nil
 		}
 	}
 }
@@ -139,15 +139,9 @@ func TestEngineDetachAfterBackgroundRead(t *testing.T) {
 // after it. Close is TestEngineCloseWaitsForPlainRead's.
 func TestEnginePrepareAfterDetach(t *testing.T) {
 	functionalCase(t)
-	e, cfg := engineAndConfig(t)
 	var h *heldWrite
 	var ec *engineConn
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
+	conn := engineConnect(t, func(e *engine, nc net.Conn) (net.Conn, error) {
 		// Above the engine's socket this time: its writes, once
 		// detached, are the engine's own.
 		ec, _ = e.wrapConn(nc, nil).(*engineConn)
@@ -156,13 +150,8 @@ func TestEnginePrepareAfterDetach(t *testing.T) {
 		}
 		h = &heldWrite{Conn: ec, changed: make(chan struct{}, 1)}
 		return h, nil
-	}
+	})
 	ctx := context.Background()
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	if err := detachConn(ctx, conn, ec, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -185,23 +174,8 @@ func TestEnginePrepareAfterDetach(t *testing.T) {
 		if h.pending() {
 			t.Errorf("%s: a read of pgconn's still waits on the detached socket once session.prepare returned", step.what)
 		}
-		// As an exchange sends and reads it (wire.go).
-		f := conn.Frontend()
-		f.SendQuery(&pgproto3.Query{String: "EXECUTE " + step.name})
-		if err := f.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			msg, err := conn.ReceiveMessage(ctx)
-			if err != nil {
-				t.Fatalf("the statement after %s: %v", step.what, err)
-			}
-			if m, ok := msg.(*pgproto3.ErrorResponse); ok {
-				t.Fatalf("the statement after %s: %s", step.what, m.Message)
-			}
-			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-				break
-			}
+		if err := exchangeQuery(ctx, conn, "EXECUTE "+step.name); err != nil {
+			t.Fatalf("the statement after %s: %v", step.what, err)
 		}
 	}
 }
@@ -345,10 +319,11 @@ func (h *heldWrite) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// engineAndConfig starts a throwaway server and an engine, closed when
-// the test ends, and returns the engine and the server's connection
-// config, whose DialFunc a test wraps.
-func engineAndConfig(t *testing.T) (*engine, *pgconn.Config) {
+// engineConnect starts a throwaway server and an engine, and connects
+// to the server, its connection, once dialled, put under the engine by
+// wrap as the test needs; the connection and the engine are closed when
+// the test ends.
+func engineConnect(t *testing.T, wrap func(e *engine, nc net.Conn) (net.Conn, error)) *pgconn.PgConn {
 	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	e := newEngine()
@@ -360,5 +335,18 @@ func engineAndConfig(t *testing.T) (*engine, *pgconn.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, cfg
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(e, nc)
+	}
+	conn, err := pgconn.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

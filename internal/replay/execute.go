@@ -814,12 +814,12 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && race.Settled() {
 		// A row an earlier divergence of the replay wrote is the
 		// replay's doing, never the target's data.
-		cause, what = afterDivergence(s.r.taint.Affects(sy.reach, d != querystats.AnswerValues))
+		cause, what = afterDivergence(s.r.taint.Affects(sy.reach, d != querystats.AnswerValues), taintedRead)
 	}
 	if cause == "" && race.Settled() {
 		// Of a range whose values alone differ: the one row that
 		// does, when it is tainted.
-		cause, what = afterDivergenceRow(s.r.taint.AffectsRow(sy.reach, s.differingRow(d, ans, i, sy)))
+		cause, what = afterDivergence(s.r.taint.AffectsRow(sy.reach, s.differingRow(d, ans, i, sy)), taintedRow)
 	}
 	if cause == "" && race.Settled() && len(sy.tables) > 0 && s.r.blamesData() && dataDiffers(d, sy, te) {
 		cause, what = querystats.CauseTargetData, strings.Join(sy.tables, ", ")
@@ -828,28 +828,26 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 }
 
 // afterDivergence is the answer's cause meeting the replay's taint as k
-// gives (syncdep.Taint.Affects), and what names it; "" for none.
-func afterDivergence(k syncdep.RaceKind) (querystats.AnswerCause, string) {
+// gives (syncdep.Taint.Affects, or AffectsRow of the one row a read of
+// ranges answered otherwise), and what names it, on row or on table as
+// the taint was met (taintedRead, taintedRow); "" for none.
+func afterDivergence(k syncdep.RaceKind, on [2]string) (querystats.AnswerCause, string) {
 	switch k {
 	case syncdep.RaceRow:
-		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on a row it reads"
+		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on " + on[0]
 	case syncdep.RaceRelation:
-		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"
+		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on " + on[1] + " (relation-wide)"
 	}
 	return "", ""
 }
 
-// afterDivergenceRow is afterDivergence of the one row a read of ranges
-// answered otherwise (syncdep.Taint.AffectsRow).
-func afterDivergenceRow(k syncdep.RaceKind) (querystats.AnswerCause, string) {
-	switch k {
-	case syncdep.RaceRow:
-		return querystats.CauseAfterDivergence, "an earlier divergence of the replay on the one row whose values differ"
-	case syncdep.RaceRelation:
-		return querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on the table of the one row whose values differ (relation-wide)"
-	}
-	return "", ""
-}
+// What a taint is met on, by row and by table: what a statement reads
+// (syncdep.Taint.Affects), or the one row of a range whose values alone
+// differ (AffectsRow).
+var (
+	taintedRead = [2]string{"a row it reads", "a table it reads"}
+	taintedRow  = [2]string{"the one row whose values differ", "the table of the one row whose values differ"}
+)
 
 // differingRow is the integers of the one row in which statement i's
 // rows differ from the original's (ans) when only their values differ

@@ -116,21 +116,7 @@ func (sr *syncRun) foreignCycle(waiter *session) (found, ok bool) {
 	if wpid == 0 {
 		return false, true
 	}
-	blocked := map[uint32]bool{wpid: true}
-	for grew := true; grew; {
-		grew = false
-		for pid, by := range g.edges {
-			if blocked[pid] {
-				continue
-			}
-			for _, b := range by {
-				if blocked[b] {
-					blocked[pid], grew = true, true
-					break
-				}
-			}
-		}
-	}
+	blocked := blockedBy(wpid, g.edges)
 	for pid := range blocked {
 		if pid == wpid {
 			continue

@@ -53,7 +53,7 @@ func TestAnswerRaceDecidedLate(t *testing.T) {
 	// after it.
 	exec(a, 2800, 22000, "COMMIT")
 	sh.settleRaces(r, true)
-	if row, rel, data, unexplained := r.c.answerRaced.Load(), r.c.answerRacedRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 0 || rel != 1 || data != 1 || unexplained != 0 {
+	if row, rel, data, unexplained := r.c.answerCause(querystats.CauseRaced).Load(), r.c.answerCause(querystats.CauseRacedRelation).Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 0 || rel != 1 || data != 1 || unexplained != 0 {
 		t.Errorf("%d explained by a race by row, %d relation-wide, %d target data, %d unexplained: want 0, 1, 1, 0", row, rel, data, unexplained)
 	}
 	if n, cause := del.AnswerExplained(); n != 1 || cause != string(querystats.CauseRacedRelation)+": a concurrent transaction that wrote a table it reads (relation-wide)" {

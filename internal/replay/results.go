@@ -40,6 +40,12 @@ var skipReasons = [...]results.SkipReason{SkipParamsMissing, SkipParamsTruncated
 
 func skipIndex(reason results.SkipReason) int { return slices.Index(skipReasons[:], reason) }
 
+// explainedCauses are the causes of differing answers counted in
+// Outcomes.AnswerDiffersExplained, in counters.answerExplained's order.
+var explainedCauses = [...]querystats.AnswerCause{querystats.CauseVolatile, querystats.CauseServerState, querystats.CauseSequence,
+	querystats.CauseRaced, querystats.CauseRacedRelation, querystats.CauseSessionState,
+	querystats.CauseAfterDivergence, querystats.CauseAfterDivergenceRelation}
+
 // faultSkip says, by skipIndex, whether a reason is a fault's: a commit
 // skipped so did not happen on the target (see syncRun.lose).
 var faultSkip = func() (f [len(skipReasons)]bool) {
@@ -72,12 +78,11 @@ type counters struct {
 
 	ran, origFailed, bothFailed, onlyTarget, onlyOrig atomic.Int64
 	answered, answerDiffers                           atomic.Int64
-	// answerVolatile, answerServerState, answerSequence, answerRaced,
-	// answerSessionState and answerUnexplained split answerDiffers by
-	// what explains them (answerCause).
-	answerVolatile, answerServerState, answerSequence, answerRaced, answerUnexplained atomic.Int64
-	answerSessionState, answerRacedRelation, answerTargetData                         atomic.Int64
-	answerAfterDivergence, answerAfterDivergenceRelation                              atomic.Int64
+	// answerExplained (by explainedCauses' order), answerTargetData and
+	// answerUnexplained split answerDiffers by what explains them
+	// (answerCause).
+	answerExplained                     [len(explainedCauses)]atomic.Int64
+	answerTargetData, answerUnexplained atomic.Int64
 	// targetDataTables counts answerTargetData by table (an execution
 	// that reads several counts under each).
 	targetDataTables tally
@@ -190,10 +195,10 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 		cause, what := raceCause(p.race.Kind())
 		var after querystats.AnswerCause
 		if cause == "" {
-			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide))
+			after, what = afterDivergence(r.taint.Affects(p.reach, p.wide), taintedRead)
 		}
 		if cause == "" && after == "" {
-			after, what = afterDivergenceRow(r.taint.AffectsRow(p.reach, p.row))
+			after, what = afterDivergence(r.taint.AffectsRow(p.reach, p.row), taintedRow)
 		}
 		if cause != "" || after != "" || len(p.tables) == 0 {
 			// Its answers diverged for another reason than the
@@ -297,10 +302,8 @@ func (c *counters) fill(res *results.Result) {
 		Answered:             c.answered.Load(),
 		AnswerDiffers:        c.answerDiffers.Load(),
 	}
-	for cause, n := range map[querystats.AnswerCause]int64{querystats.CauseVolatile: c.answerVolatile.Load(), querystats.CauseServerState: c.answerServerState.Load(), querystats.CauseSequence: c.answerSequence.Load(),
-		querystats.CauseRaced: c.answerRaced.Load(), querystats.CauseRacedRelation: c.answerRacedRelation.Load(), querystats.CauseSessionState: c.answerSessionState.Load(),
-		querystats.CauseAfterDivergence: c.answerAfterDivergence.Load(), querystats.CauseAfterDivergenceRelation: c.answerAfterDivergenceRelation.Load()} {
-		if n > 0 {
+	for i, cause := range explainedCauses {
+		if n := c.answerExplained[i].Load(); n > 0 {
 			if res.Outcomes.AnswerDiffersExplained == nil {
 				res.Outcomes.AnswerDiffersExplained = map[string]int64{}
 			}
@@ -490,25 +493,11 @@ func (t *tally) counts() map[string]int64 {
 // answerCause is the counter of the executions whose differing answers
 // cause explains ("": unexplained).
 func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
-	switch cause {
-	case querystats.CauseVolatile:
-		return &c.answerVolatile
-	case querystats.CauseServerState:
-		return &c.answerServerState
-	case querystats.CauseSequence:
-		return &c.answerSequence
-	case querystats.CauseRaced:
-		return &c.answerRaced
-	case querystats.CauseRacedRelation:
-		return &c.answerRacedRelation
-	case querystats.CauseSessionState:
-		return &c.answerSessionState
-	case querystats.CauseTargetData:
+	if cause == querystats.CauseTargetData {
 		return &c.answerTargetData
-	case querystats.CauseAfterDivergence:
-		return &c.answerAfterDivergence
-	case querystats.CauseAfterDivergenceRelation:
-		return &c.answerAfterDivergenceRelation
+	}
+	if i := slices.Index(explainedCauses[:], cause); i >= 0 {
+		return &c.answerExplained[i]
 	}
 	return &c.answerUnexplained
 }

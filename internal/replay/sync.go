@@ -1116,13 +1116,9 @@ func (sr *syncRun) markDelayed(waiter *session) {
 	}
 }
 
-// markBlocked marks the sessions whose statement in flight waits, through
-// any chain of lock waits in edges, for a lock of backend wpid
-// (session.delayedSeq).
-func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
-	if wpid == 0 || len(edges) == 0 {
-		return
-	}
+// blockedBy is backend wpid and the backends that wait, through any chain
+// of lock waits in edges (a backend's blockers), for one of its locks.
+func blockedBy(wpid uint32, edges map[uint32][]uint32) map[uint32]bool {
 	blocked := map[uint32]bool{wpid: true}
 	for grew := true; grew; {
 		grew = false
@@ -1138,6 +1134,17 @@ func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
 			}
 		}
 	}
+	return blocked
+}
+
+// markBlocked marks the sessions whose statement in flight waits, through
+// any chain of lock waits in edges, for a lock of backend wpid
+// (session.delayedSeq).
+func (sr *syncRun) markBlocked(wpid uint32, edges map[uint32][]uint32) {
+	if wpid == 0 || len(edges) == 0 {
+		return
+	}
+	blocked := blockedBy(wpid, edges)
 	delete(blocked, wpid)
 	for pid := range blocked {
 		if o, ok := sr.pids.Load(pid); ok {

@@ -149,7 +149,7 @@ func TestTaintAfterDivergence(t *testing.T) {
 	pend("SELECT v FROM stock WHERE id BETWEEN 1 AND 10", true)
 	pend("SELECT sum(v) FROM stock", true)
 	sh.settleRaces(r, true)
-	if row, rel, data, unexplained := r.c.answerAfterDivergence.Load(), r.c.answerAfterDivergenceRelation.Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 5 || unexplained != 0 {
+	if row, rel, data, unexplained := r.c.answerCause(querystats.CauseAfterDivergence).Load(), r.c.answerCause(querystats.CauseAfterDivergenceRelation).Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 2 || rel != 1 || data != 5 || unexplained != 0 {
 		t.Errorf("settled: %d after a divergence by row, %d relation-wide, %d the target's data, %d unexplained; want 2, 1, 5, 0", row, rel, data, unexplained)
 	}
 	if got := r.c.targetDataTables.counts(); got["public.stock"] != 4 || got["public.other"] != 1 {
@@ -210,7 +210,7 @@ func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprin
 				t.Errorf("a range whose values differ in row %s (%d-byte keys): %q, want %q", name, len(format(1)), cause, want)
 			}
 			// Decided late: as settleRaces takes it.
-			after, data := r.c.answerAfterDivergence.Load(), r.c.answerTargetData.Load()
+			after, data := r.c.answerCause(querystats.CauseAfterDivergence).Load(), r.c.answerTargetData.Load()
 			sh := newShard()
 			slot := sh.set.Slot(q, q)
 			slot.RecordAnswer(querystats.AnswerValues)
@@ -219,9 +219,9 @@ func oneRowOfRange(t *testing.T, r *Replayer, st syncdep.Step, cache *fingerprin
 			sh.settleRaces(r, true)
 			var got querystats.AnswerCause
 			switch {
-			case r.c.answerAfterDivergence.Load() == after+1 && r.c.answerTargetData.Load() == data:
+			case r.c.answerCause(querystats.CauseAfterDivergence).Load() == after+1 && r.c.answerTargetData.Load() == data:
 				got = querystats.CauseAfterDivergence
-			case r.c.answerTargetData.Load() == data+1 && r.c.answerAfterDivergence.Load() == after:
+			case r.c.answerTargetData.Load() == data+1 && r.c.answerCause(querystats.CauseAfterDivergence).Load() == after:
 				got = querystats.CauseTargetData
 			}
 			if got != want {
@@ -300,5 +300,26 @@ func TestTaintBlockRolledBack(t *testing.T) {
 	run("ROLLBACK", false)
 	if k := r.taint.Affects(read(1), false); k != syncdep.RaceNone {
 		t.Errorf("a block that failed in the original too tainted its row: %v", k)
+	}
+}
+
+// TestAfterDivergenceWords: what names an answer that met the replay's
+// taint, by how it met it.
+func TestAfterDivergenceWords(t *testing.T) {
+	for _, c := range []struct {
+		k     syncdep.RaceKind
+		on    [2]string
+		cause querystats.AnswerCause
+		what  string
+	}{
+		{syncdep.RaceRow, taintedRead, querystats.CauseAfterDivergence, "an earlier divergence of the replay on a row it reads"},
+		{syncdep.RaceRelation, taintedRead, querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on a table it reads (relation-wide)"},
+		{syncdep.RaceRow, taintedRow, querystats.CauseAfterDivergence, "an earlier divergence of the replay on the one row whose values differ"},
+		{syncdep.RaceRelation, taintedRow, querystats.CauseAfterDivergenceRelation, "an earlier divergence of the replay on the table of the one row whose values differ (relation-wide)"},
+		{syncdep.RaceNone, taintedRow, "", ""},
+	} {
+		if cause, what := afterDivergence(c.k, c.on); cause != c.cause || what != c.what {
+			t.Errorf("afterDivergence(%v, %q) = %q, %q; want %q, %q", c.k, c.on, cause, what, c.cause, c.what)
+		}
 	}
 }

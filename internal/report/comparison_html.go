@@ -894,7 +894,7 @@ func queriesSection(rep *compare.Report) htmlreport.Section {
 			impact = htmlreport.Num(fmtSignedTotal(q.ImpactMS), q.ImpactMS)
 		}
 		st := htmlreport.Text(status)
-		st.Title = joinNotes(QueryNotes(rep, q))
+		st.Title = strings.Join(QueryNotes(rep, q), "; ")
 		t.Rows = append(t.Rows, htmlreport.Row{Class: class, Detail: queryDetail(rep, q), Cells: []htmlreport.Cell{
 			st, htmlreport.Num(strconv.FormatInt(c.Calls, 10), float64(c.Calls)),
 			spreadCell(b.MeanMS, b.TimedCalls, spreadOf(b, compare.MetricMean), runs[0]), spreadCell(c.MeanMS, c.TimedCalls, spreadOf(c, compare.MetricMean), runs[1]), mean,

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"strings"
+
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/findings"
@@ -60,23 +62,12 @@ func ComparisonDocument(rep *compare.Report) *ComparisonJSON {
 	}
 	for i := range rep.Queries {
 		q := &rep.Queries[i]
-		d.Queries[i] = queryJSON{QueryDiff: *q, Note: joinNotes(QueryNotes(rep, q))}
+		d.Queries[i] = queryJSON{QueryDiff: *q, Note: strings.Join(QueryNotes(rep, q), "; ")}
 	}
 	for i, dv := range rep.Divergence {
 		d.Divergence[i] = divergenceJSON{Divergence: dv, Reason: DivergenceReason(dv)}
 	}
 	return d
-}
-
-func joinNotes(notes []string) string {
-	s := ""
-	for i, n := range notes {
-		if i > 0 {
-			s += "; "
-		}
-		s += n
-	}
-	return s
 }
 
 // VerdictJSON is a judged comparison in its JSON form: the comparison

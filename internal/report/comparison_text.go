@@ -105,7 +105,7 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 	}
 	writeList(ew, rep, "Changed beyond noise, but under a floor: not regressions", rep.SmallChanges, top,
 		[]string{"mean C/B", "p50 C/B", "p95 C/B", "why not a regression", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
-			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P50), fmtEffect(&q.Effects.P95), joinNotes(QueryNotes(rep, q)),
+			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P50), fmtEffect(&q.Effects.P95), strings.Join(QueryNotes(rep, q), "; "),
 				q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
 	oneRun("Only in the candidate", rep.OnlyCandidate, true)

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 )
 
@@ -139,7 +138,7 @@ func (s *Session) advKey(a fingerprint.Advisory, e *Exec) (string, bool) {
 	for _, arg := range a.Key {
 		v, ok := arg.Value, arg.Const
 		if !ok {
-			v, ok = keyArgValue(arg.Param, e)
+			v, ok = paramInt(e, arg.Param)
 		}
 		if !ok {
 			return "", false
@@ -147,35 +146,6 @@ func (s *Session) advKey(a fingerprint.Advisory, e *Exec) (string, bool) {
 		k += ":" + strconv.FormatInt(v, 10)
 	}
 	return k, true
-}
-
-// keyArgValue reads the integer $p of e's one statement: a bind
-// parameter as logged, or a constant of its text.
-func keyArgValue(p int32, e *Exec) (int64, bool) {
-	if len(e.Items) != 1 || e.Items[0].Unparsed {
-		return 0, false
-	}
-	bound := paramBound(e)
-	if bound < 0 {
-		return 0, false
-	}
-	var v event.Param
-	if p <= bound {
-		if e.ParamState != event.ParamsComplete || int(p) > len(e.Params) {
-			return 0, false
-		}
-		v = e.Params[p-1]
-	} else {
-		c, ok := fingerprint.ConstantValue(e.Items[0].Query, e.Text, p)
-		if !ok {
-			return 0, false
-		}
-		v = event.Param{Value: c}
-	}
-	if v.Null {
-		return 0, false
-	}
-	return intValue(v)
 }
 
 // tryAnswer reads whether the one try of e (calls: the advisory calls

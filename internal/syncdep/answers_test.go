@@ -108,6 +108,16 @@ func TestAnswersReverse(t *testing.T) {
 	}
 }
 
+// readInBlock runs on a a block that writes a row by key (3-3.6 ms), its
+// COMMIT sent at 5.5 ms, and on r a range read of that row's table that
+// ends 0.5 ms before (4-5 ms); it returns the read and the COMMIT.
+func readInBlock(a, r *Session) (read, commit Step) {
+	exec(a, us(3000), us(3100), "BEGIN")
+	exec(a, us(3500), us(3600), keyWrite)
+	read = exec(r, us(4000), us(5000), rangeRead)
+	return read, exec(a, us(5500), us(5600), "COMMIT")
+}
+
 // TestAnswersObjectRaces: a range read that ended 0.5 ms before the
 // COMMIT of a block that updated a row in it was sent: in Object mode
 // the COMMIT does not wait for it and it races (RaceSlack), as before;
@@ -117,10 +127,7 @@ func TestAnswersObjectRaces(t *testing.T) {
 		tr := NewTracker(mode)
 		tr.SetCatalog("db", keyedCatalog())
 		a, r := tr.Session("db", "a"), tr.Session("db", "reader")
-		exec(a, us(3000), us(3100), "BEGIN")
-		exec(a, us(3500), us(3600), keyWrite)
-		read := exec(r, us(4000), us(5000), rangeRead)
-		c := exec(a, us(5500), us(5600), "COMMIT")
+		read, c := readInBlock(a, r)
 		got := tr.Board().Blocker(c.Wait)
 		switch {
 		case mode == Object && (read.Mark != nil || got != nil || !read.Raced()):
@@ -131,19 +138,27 @@ func TestAnswersObjectRaces(t *testing.T) {
 	}
 }
 
+// pastTheRing is a tracker in Answers mode with a writer, a, and a
+// reader that ran a range read at 1 ms, then as many key reads as are
+// kept (answerSlots, reads, from 2 ms on, 0.1 ms apart).
+func pastTheRing() (tr *Tracker, a *Session, reads []Step) {
+	tr = NewTracker(Answers)
+	tr.SetCatalog("db", keyedCatalog())
+	a, r := tr.Session("db", "a"), tr.Session("db", "reader")
+	exec(r, us(1000), us(1100), rangeRead)
+	for i := range int64(answerSlots) {
+		reads = append(reads, exec(r, us(2000+100*i), us(2050+100*i), keyRead))
+	}
+	return tr, a, reads
+}
+
 // TestAnswersRingExhausted: when a session ran more statements than are
 // kept since one the commit may wait for, the commit waits for the
 // newest that ended before it was sent (more waiting, never less); and
 // for none of a session whose statements all ran.
 func TestAnswersRingExhausted(t *testing.T) {
-	tr := NewTracker(Answers)
-	tr.SetCatalog("db", keyedCatalog())
-	a, r := tr.Session("db", "a"), tr.Session("db", "reader")
-	exec(r, us(1000), us(1100), rangeRead)
-	var last Step
-	for i := range int64(answerSlots) {
-		last = exec(r, us(2000+100*i), us(2050+100*i), keyRead)
-	}
+	tr, a, reads := pastTheRing()
+	last := reads[len(reads)-1]
 	up := exec(a, us(9000), us(9100), keyWrite)
 	if got := tr.Board().Blocker(up.Wait); got != last.Mark {
 		t.Errorf("the commit waits for %v, want the newest statement before it (%v)", got, last.Mark)
@@ -164,17 +179,8 @@ func TestAnswersRingExhausted(t *testing.T) {
 // update sent 2.4 ms after it had written, blamed on the target's data;
 // issue 59).
 func TestAnswersRingAfterBound(t *testing.T) {
-	tr := NewTracker(Answers)
-	tr.SetCatalog("db", keyedCatalog())
-	a, r := tr.Session("db", "a"), tr.Session("db", "reader")
-	exec(r, us(1000), us(1100), rangeRead)
-	var oldest Step
-	for i := range int64(answerSlots) {
-		st := exec(r, us(2000+100*i), us(2050+100*i), keyRead)
-		if i == 0 {
-			oldest = st
-		}
-	}
+	tr, a, reads := pastTheRing()
+	oldest := reads[0]
 	up := exec(a, us(1500), us(9100), keyWrite)
 	if got := tr.Board().Blocker(up.Wait); got == nil || got != oldest.Mark {
 		t.Errorf("the commit waits for %v, want the oldest statement kept (%v), after the range read it must follow", got, oldest.Mark)
@@ -256,10 +262,7 @@ func TestAnswersForeign(t *testing.T) {
 	tr.SetLocal(func(owner any) bool { return owner != "other shard" })
 	tr.SetCatalog("db", keyedCatalog())
 	a, r := tr.Session("db", "a"), tr.Session("db", "other shard")
-	exec(a, us(3000), us(3100), "BEGIN")
-	exec(a, us(3500), us(3600), keyWrite)
-	read := exec(r, us(4000), us(5000), rangeRead)
-	c := exec(a, us(5500), us(5600), "COMMIT")
+	read, c := readInBlock(a, r)
 	if read.Mark != nil {
 		t.Error("another shard's read has a mark")
 	}

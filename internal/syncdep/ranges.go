@@ -77,8 +77,12 @@ func writtenKey(eff *effect, e *Exec) (int64, bool) {
 }
 
 // paramInt reads the integer value of $p of event e's one statement: a
-// bind parameter, or a constant of its logged text (as keyHash does).
+// bind parameter, or a constant of its logged text (as keyHash does);
+// false for an event of several statements or one not parsed.
 func paramInt(e *Exec, p int32) (int64, bool) {
+	if len(e.Items) != 1 || e.Items[0].Unparsed {
+		return 0, false
+	}
 	maxRef := paramBound(e)
 	if maxRef < 0 {
 		return 0, false

@@ -938,21 +938,17 @@ func (s *Session) control(eff *effect, it fingerprint.Item, e *Exec) (committing
 	case TxBegin:
 		s.inBlock = true
 		s.block++
-	case TxCommit:
+	case TxCommit, TxRollback:
 		s.advRelease(advXact)
-		s.notifyCommitted()
-		if !s.aborted {
+		if eff.control == TxRollback {
+			s.notifying = s.notifying[:0]
+		} else {
+			s.notifyCommitted()
+		}
+		if eff.control == TxCommit && !s.aborted {
 			commit.merge(s.tx)
 			committing = true
 		}
-		t.ended(s, e.Start, e.End, &s.raceTx)
-		s.raceTx.reset()
-		s.tx.reset()
-		s.aborted, s.inBlock = false, eff.chain
-		s.block++
-	case TxRollback:
-		s.advRelease(advXact)
-		s.notifying = s.notifying[:0]
 		t.ended(s, e.Start, e.End, &s.raceTx)
 		s.raceTx.reset()
 		s.tx.reset()
