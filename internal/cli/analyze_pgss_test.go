@@ -149,10 +149,7 @@ func checkSameCalls(t *testing.T, original, replayed map[string]callCount, exclu
 
 // pgssCalls sums pg_stat_statements calls by the fingerprint of its text.
 func pgssCalls(ctx context.Context, t *testing.T, c *pgcluster.Cluster) map[string]callCount {
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, pgssQuery, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -113,10 +114,7 @@ func crossSessionOrder(t *testing.T, c *pgcluster.Cluster) {
 // not recorded) before the others go on.
 func runOrderWorkload(ctx context.Context, t *testing.T, c *pgcluster.Cluster, rc *runningCapture) {
 	conn := func() *pgx.Conn {
-		cn, err := pgx.Connect(ctx, rc.dsn(c.User(), "ord_orig"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "ord_orig"))
 		t.Cleanup(func() { cn.Close(context.Background()) })
 		return cn
 	}
@@ -216,10 +214,7 @@ func (rc *runningCapture) idleAll(ctx context.Context, t *testing.T, c *pgcluste
 // rowsOf is the rows of a query on db, as text.
 func rowsOf(ctx context.Context, t *testing.T, c *pgcluster.Cluster, db, q string) string {
 	t.Helper()
-	cn, err := pgx.Connect(ctx, c.DSN(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cn := pgclustertest.Connect(ctx, t, c.DSN(db))
 	defer cn.Close(ctx)
 	rows, err := cn.Query(ctx, q)
 	if err != nil {

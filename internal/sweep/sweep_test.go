@@ -332,10 +332,7 @@ func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
 	// While the sweep runs, the application names of the role's
 	// sessions: the sampler's must be the tool's own, which an
 	// observer leaves out of what it measures.
-	watcher, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	watcher := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer watcher.Close(ctx)
 	names := map[string]bool{}
 	watch, stopWatch := context.WithCancel(ctx)
