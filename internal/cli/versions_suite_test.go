@@ -233,15 +233,7 @@ func TestVersionsShardCoordination(t *testing.T) {
 			}
 			m := runAndMerge(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "orders-"+strconv.Itoa(major),
 				"--target", target.DSN("postgres"), "--speed", "0", "--sync", "object", "--findings=false", log)
-			if o := m.Outcomes; o.FailedOnlyOnTarget != 0 || o.Ran == 0 {
-				t.Errorf("outcomes %+v: want none failed only on the target", o)
-			}
-			if got := shardOrdersState(t, target.DSN(shardOrdersDB)); got != want {
-				t.Errorf("final state differs from the original's:\n got %.120s\nwant %.120s", got, want)
-			}
-			if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.Waited == 0 || s.Timeouts != 0 || s.ShardLost != 0 {
-				t.Errorf("sync %+v", s)
-			}
+			checkSyncedOrders(t, m, target, want)
 		})
 	}
 }
