@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,18 +186,7 @@ func TestVersionsSweep(t *testing.T) {
 					t.Errorf("the sweep said: %s", l)
 				}
 			}
-			var res struct {
-				Configs []struct {
-					Steps []struct {
-						Clients int
-						TPS     float64
-					}
-				}
-			}
-			b := readFile(t, jsonPath)
-			if err := json.Unmarshal(b, &res); err != nil {
-				t.Fatal(err)
-			}
+			res, b := readSweepJSON(t, jsonPath)
 			if len(res.Configs) != 1 || len(res.Configs[0].Steps) != 2 {
 				t.Fatalf("JSON: %s", b)
 			}
