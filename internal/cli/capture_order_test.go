@@ -40,12 +40,8 @@ func crossSessionOrder(t *testing.T, c *pgcluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, db := range []string{"ord_orig", "ord_copy", "ord_load"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, orderSchema); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, orderSchema)
 	}
 	rc := startCapture(t, c.DSN("ord_orig"))
 	runOrderWorkload(ctx, t, c, rc)
@@ -182,9 +178,7 @@ func runOrderWorkload(ctx context.Context, t *testing.T, c *pgcluster.Cluster, r
 		cn.Close(ctx)
 	}
 	rc.idleAll(ctx, t, c)
-	if err := c.Exec(ctx, "ord_orig", "ROLLBACK PREPARED 'gx_left'"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "ord_orig", "ROLLBACK PREPARED 'gx_left'")
 }
 
 // waitAdvisoryBlocked polls the cluster until a session waits for an

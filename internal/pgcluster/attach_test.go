@@ -19,7 +19,7 @@ func TestAttach(t *testing.T) {
 	t.Parallel()
 	owner := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	exec(t, owner, "postgres", "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 100)")
+	pgclustertest.Exec(t, owner, "postgres", "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 100)")
 	ownSnap, err := owner.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestAttach(t *testing.T) {
 	if snap.Dir() == ownSnap.Dir() {
 		t.Fatalf("the attached cluster's snapshot overwrote the owner's: %s", snap.Dir())
 	}
-	exec(t, c, "postgres", "DELETE FROM t")
+	pgclustertest.Exec(t, c, "postgres", "DELETE FROM t")
 	if err := c.Restore(ctx, snap); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}

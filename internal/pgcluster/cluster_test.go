@@ -34,14 +34,6 @@ func query(t *testing.T, c *pgcluster.Cluster, db, sql string) string {
 	return s
 }
 
-// exec runs sql on db of c, failing t when it fails.
-func exec(t *testing.T, c *pgcluster.Cluster, db, sql string) {
-	t.Helper()
-	if err := c.Exec(context.Background(), db, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
 func TestStartAppliesSettingsAndStopRemovesDir(t *testing.T) {
 	t.Parallel()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
@@ -109,7 +101,7 @@ func TestPgStatStatementsPreloaded(t *testing.T) {
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatalf("create extension: %v", err)
 	}
-	exec(t, c, "postgres", "SELECT 'pgcluster-marker'")
+	pgclustertest.Exec(t, c, "postgres", "SELECT 'pgcluster-marker'")
 	n := query(t, c, "postgres", "SELECT count(*)::text FROM pg_stat_statements WHERE query LIKE '%pgcluster-marker%' OR query = 'SELECT $1'")
 	if n == "0" {
 		t.Errorf("pg_stat_statements did not record the marker statement")
@@ -124,7 +116,7 @@ func TestLogsInThreeFormats(t *testing.T) {
 		"log_min_duration_statement": "0",
 		"log_line_prefix":            "%m [%p] %q%u@%d/%a %c ",
 	}})
-	exec(t, c, "postgres", "SELECT 'pgcluster-log-marker'")
+	pgclustertest.Exec(t, c, "postgres", "SELECT 'pgcluster-log-marker'")
 	// StopServer must wait for the logging collector, so the statement
 	// is in every file as soon as it returns.
 	if err := c.StopServer(); err != nil {
