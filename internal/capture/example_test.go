@@ -25,6 +25,33 @@ func query(sql string) []byte {
 	return msg
 }
 
+// exampleCapture writes writeCapture's capture into a directory of its
+// own, and returns it with what removes it.
+func exampleCapture() (dir string, remove func()) {
+	tmp, err := os.MkdirTemp("", "capture-example")
+	if err != nil {
+		panic(err)
+	}
+	dir = filepath.Join(tmp, "capture")
+	if err := writeCapture(dir); err != nil {
+		os.RemoveAll(tmp)
+		panic(err)
+	}
+	return dir, func() { os.RemoveAll(tmp) }
+}
+
+// openExampleCapture opens exampleCapture's capture, as ExampleOpen
+// does, and returns it with what closes and removes it.
+func openExampleCapture() (*capture.Reader, func()) {
+	dir, remove := exampleCapture()
+	r, err := capture.Open(dir)
+	if err != nil {
+		remove()
+		panic(err)
+	}
+	return r, func() { r.Close(); remove() }
+}
+
 // writeCapture writes a capture of one session that ran one query, as
 // the capture proxy would record it, into dir.
 func writeCapture(dir string) error {
@@ -52,15 +79,8 @@ func writeCapture(dir string) error {
 // Read a capture back: Open a capture's directory, read its records with
 // Next until io.EOF, and see from Info whether the capture is whole.
 func ExampleOpen() {
-	tmp, err := os.MkdirTemp("", "capture-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(tmp)
-	dir := filepath.Join(tmp, "capture")
-	if err := writeCapture(dir); err != nil {
-		panic(err)
-	}
+	dir, remove := exampleCapture()
+	defer remove()
 
 	r, err := capture.Open(dir)
 	if err != nil {
@@ -107,26 +127,10 @@ func ExampleOpen() {
 // the proxy's timestamps (from the query to the ReadyForQuery that
 // answered it).
 func ExampleNewDecoder() {
-	tmp, err := os.MkdirTemp("", "capture-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(tmp)
-	dir := filepath.Join(tmp, "capture")
-	if err := writeCapture(dir); err != nil {
-		panic(err)
-	}
-	r, err := capture.Open(dir)
-	if err != nil {
-		panic(err)
-	}
-	defer r.Close()
+	r, done := openExampleCapture()
+	defer done()
 	d := capture.NewDecoder(r)
-	for {
-		ev, err := d.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ev, err := range event.All(d) {
 		if err != nil {
 			panic(err)
 		}

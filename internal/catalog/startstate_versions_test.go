@@ -36,9 +36,7 @@ func TestVersionsStartState(t *testing.T) {
 				"CREATE ROLE monitor LOGIN IN ROLE pg_monitor",
 				"CREATE DATABASE other", "CREATE DATABASE closed", "REVOKE CONNECT ON DATABASE closed FROM PUBLIC",
 			} {
-				if err := c.Exec(ctx, "postgres", q); err != nil {
-					t.Fatal(err)
-				}
+				pgclustertest.Exec(t, c, "postgres", q)
 			}
 			if err := c.Exec(ctx, "postgres", `CREATE TABLE analyzed (id int PRIMARY KEY);
 				INSERT INTO analyzed SELECT generate_series(1, 3000); ANALYZE analyzed;
@@ -46,9 +44,7 @@ func TestVersionsStartState(t *testing.T) {
 				CREATE TABLE empty (id int)`); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Exec(ctx, "other", "CREATE SCHEMA s; CREATE TABLE s.t (id int)"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "other", "CREATE SCHEMA s; CREATE TABLE s.t (id int)")
 			// The live rows reach the statistics asynchronously before 15.
 			waitFor(t, c, "SELECT n_live_tup = 500 FROM pg_stat_user_tables WHERE relname = 'fresh'")
 
@@ -158,12 +154,8 @@ func TestVersionsStartState(t *testing.T) {
 				t.Errorf("count_below %d, %d and %d, want the limit asked, and 0 when nothing was counted", counted.CountBelow, denied.CountBelow, st.CountBelow)
 			}
 
-			if err := c.Exec(ctx, "postgres", "CREATE DATABASE copy TEMPLATE postgres"); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Exec(ctx, "copy", "DELETE FROM analyzed WHERE id > 1000; ANALYZE analyzed; DROP TABLE empty"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "CREATE DATABASE copy TEMPLATE postgres")
+			pgclustertest.Exec(t, c, "copy", "DELETE FROM analyzed WHERE id > 1000; ANALYZE analyzed; DROP TABLE empty")
 			check, err := catalog.CheckStartState(ctx, c.DSN("postgres"), st, map[string]string{"postgres": "copy"}, catalog.DefaultStartTolerance, 0, catalog.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -45,13 +45,9 @@ func TestVersionsPGSS(t *testing.T) {
 			if tc.extversion != "" {
 				create += " VERSION '" + tc.extversion + "'"
 			}
-			if err := c.Exec(ctx, "postgres", create+"; CREATE TABLE t (a int); SELECT pg_stat_statements_reset()"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", create+"; CREATE TABLE t (a int); SELECT pg_stat_statements_reset()")
 			for range 3 {
-				if err := c.Exec(ctx, "postgres", "SELECT count(*) FROM t WHERE a = 7"); err != nil {
-					t.Fatal(err)
-				}
+				pgclustertest.Exec(t, c, "postgres", "SELECT count(*) FROM t WHERE a = 7")
 			}
 			conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 			defer conn.Close(ctx)

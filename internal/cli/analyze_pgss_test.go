@@ -75,33 +75,43 @@ func TestAnalyzeMatchesPgStatStatements(t *testing.T) {
 				cc.ok--
 				logged[fp] = cc
 			}
-			checked := 0
-			for fp, n := range server {
-				if excluded[fp] {
-					continue
-				}
-				want := n.calls
+			checkPgssCalls(t, logged, server, excluded, func(fp string, calls int64) int64 {
 				if utility[fp] {
-					want += undercount
+					return calls + undercount
 				}
-				if logged[fp].ok != want {
-					t.Errorf("%s: analyze counts %d successful calls, pg_stat_statements %d (expected %d): %s", fp, logged[fp].ok, n.calls, want, n.query)
-				}
-				checked++
-			}
-			for fp, n := range logged {
-				if _, ok := server[fp]; !ok && n.ok > 0 && !excluded[fp] {
-					t.Errorf("%s: analyze counts %d successful calls the server did not: %s", fp, n.ok, n.query)
-				}
-			}
-			if checked < 20 {
-				t.Errorf("only %d queries compared: the workload did not run", checked)
-			}
+				return calls
+			}, 20, "the workload")
 		})
 	}
 }
 
 const pgssQuery = "SELECT query, calls FROM pg_stat_statements"
+
+// checkPgssCalls compares analyze's successful calls (logged) with the
+// server's (server) by fingerprint, but for those excluded: each must be
+// want(fp, the server's calls), and none counted that the server did
+// not count. Fewer than least compared is what (the workload) not run.
+func checkPgssCalls(t *testing.T, logged, server map[string]callCount, excluded map[string]bool, want func(fp string, calls int64) int64, least int, what string) {
+	t.Helper()
+	checked := 0
+	for fp, n := range server {
+		if excluded[fp] {
+			continue
+		}
+		if w := want(fp, n.calls); logged[fp].ok != w {
+			t.Errorf("%s: analyze counts %d successful calls, pg_stat_statements %d (expected %d): %s", fp, logged[fp].ok, n.calls, w, n.query)
+		}
+		checked++
+	}
+	for fp, n := range logged {
+		if _, ok := server[fp]; !ok && n.ok > 0 && !excluded[fp] {
+			t.Errorf("%s: analyze counts %d successful calls the server did not: %s", fp, n.ok, n.query)
+		}
+	}
+	if checked < least {
+		t.Errorf("only %d queries compared: %s did not run", checked, what)
+	}
+}
 
 type callCount struct {
 	calls, ok int64
@@ -149,10 +159,7 @@ func checkSameCalls(t *testing.T, original, replayed map[string]callCount, exclu
 
 // pgssCalls sums pg_stat_statements calls by the fingerprint of its text.
 func pgssCalls(ctx context.Context, t *testing.T, c *pgcluster.Cluster) map[string]callCount {
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, pgssQuery, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {

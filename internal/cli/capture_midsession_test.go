@@ -51,10 +51,7 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 	var pool []*pgx.Conn
 	var pids []uint32
 	for i := range 4 {
-		conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
 		t.Cleanup(func() { conn.Close(context.Background()) })
 		pool = append(pool, conn)
 		pids = append(pids, conn.PgConn().PID())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -39,12 +40,8 @@ func crossSessionOrder(t *testing.T, c *pgcluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, db := range []string{"ord_orig", "ord_copy", "ord_load"} {
-		if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+db); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, db, orderSchema); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, orderSchema)
 	}
 	rc := startCapture(t, c.DSN("ord_orig"))
 	runOrderWorkload(ctx, t, c, rc)
@@ -113,10 +110,7 @@ func crossSessionOrder(t *testing.T, c *pgcluster.Cluster) {
 // not recorded) before the others go on.
 func runOrderWorkload(ctx context.Context, t *testing.T, c *pgcluster.Cluster, rc *runningCapture) {
 	conn := func() *pgx.Conn {
-		cn, err := pgx.Connect(ctx, rc.dsn(c.User(), "ord_orig"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "ord_orig"))
 		t.Cleanup(func() { cn.Close(context.Background()) })
 		return cn
 	}
@@ -184,9 +178,7 @@ func runOrderWorkload(ctx context.Context, t *testing.T, c *pgcluster.Cluster, r
 		cn.Close(ctx)
 	}
 	rc.idleAll(ctx, t, c)
-	if err := c.Exec(ctx, "ord_orig", "ROLLBACK PREPARED 'gx_left'"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, c, "ord_orig", "ROLLBACK PREPARED 'gx_left'")
 }
 
 // waitAdvisoryBlocked polls the cluster until a session waits for an
@@ -216,10 +208,7 @@ func (rc *runningCapture) idleAll(ctx context.Context, t *testing.T, c *pgcluste
 // rowsOf is the rows of a query on db, as text.
 func rowsOf(ctx context.Context, t *testing.T, c *pgcluster.Cluster, db, q string) string {
 	t.Helper()
-	cn, err := pgx.Connect(ctx, c.DSN(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cn := pgclustertest.Connect(ctx, t, c.DSN(db))
 	defer cn.Close(ctx)
 	rows, err := cn.Query(ctx, q)
 	if err != nil {

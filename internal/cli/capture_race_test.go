@@ -51,7 +51,9 @@ func TestCaptureRacesExplained(t *testing.T) {
 	)
 	var wg sync.WaitGroup
 	errs := make(chan error, movers+updaters+inserters+1)
-	session := func(seed uint64, body func(*pgx.Conn, int32) error) {
+	// session runs body n times on a connection of its own through the
+	// proxy, with a key drawn for each.
+	session := func(seed uint64, n int, body func(*pgx.Conn, int32) error) {
 		defer wg.Done()
 		conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
 		if err != nil {
@@ -60,7 +62,7 @@ func TestCaptureRacesExplained(t *testing.T) {
 		}
 		defer conn.Close(ctx)
 		rnd := rand.New(rand.NewPCG(seed, 1))
-		for range rounds {
+		for range n {
 			if err := body(conn, int32(1+rnd.IntN(keys))); err != nil {
 				errs <- err
 				return
@@ -69,7 +71,7 @@ func TestCaptureRacesExplained(t *testing.T) {
 	}
 	for i := range movers {
 		wg.Add(1)
-		go session(uint64(i), func(conn *pgx.Conn, k int32) error {
+		go session(uint64(i), rounds, func(conn *pgx.Conn, k int32) error {
 			// Two movers of one key: the second's DELETE waits, then
 			// finds the row gone (0 rows) and its INSERT a duplicate
 			// key, which rolls its transaction back.
@@ -84,14 +86,14 @@ func TestCaptureRacesExplained(t *testing.T) {
 	}
 	for i := range updaters {
 		wg.Add(1)
-		go session(uint64(100+i), func(conn *pgx.Conn, k int32) error {
+		go session(uint64(100+i), rounds, func(conn *pgx.Conn, k int32) error {
 			_, err := conn.Exec(ctx, update, k)
 			return err
 		})
 	}
 	for i := range inserters {
 		wg.Add(1)
-		go session(uint64(200+i), func(conn *pgx.Conn, k int32) error {
+		go session(uint64(200+i), rounds, func(conn *pgx.Conn, k int32) error {
 			// The key is there (or being moved): a duplicate key,
 			// which is the answer compared.
 			_, err := conn.Exec(ctx, insert, k)
@@ -99,22 +101,10 @@ func TestCaptureRacesExplained(t *testing.T) {
 		})
 	}
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
-		if err != nil {
-			errs <- err
-			return
-		}
-		defer conn.Close(ctx)
-		for range reads {
-			var n int64
-			if err := conn.QueryRow(ctx, count).Scan(&n); err != nil {
-				errs <- err
-				return
-			}
-		}
-	}()
+	go session(300, reads, func(conn *pgx.Conn, _ int32) error {
+		var n int64
+		return conn.QueryRow(ctx, count).Scan(&n)
+	})
 	waitErrs(t, &wg, errs)
 	rc.stopOK(t)
 

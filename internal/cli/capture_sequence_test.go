@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -38,10 +36,7 @@ func TestCaptureAnswerSequence(t *testing.T) {
 		mustExec(t, c, db, setup)
 	}
 	rc := startCapture(t, c.DSN("orig"))
-	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const (
 		order = "INSERT INTO orders (customer) VALUES ($1) RETURNING id"
 		item  = "INSERT INTO items (name) VALUES ($1) RETURNING no, name"

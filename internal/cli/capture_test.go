@@ -192,10 +192,7 @@ func TestCaptureReplayMatchesPgStatStatements(t *testing.T) {
 	psql(t, a, rc, "CREATE TABLE copied (id int, name text);\n"+
 		"COPY copied FROM STDIN;\n1\tone\n2\ttwo\n3\t\\N\n\\.\n"+
 		"SELECT count(*) FROM copied;\n")
-	conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
 	for aid := int64(1); aid <= 5; aid++ {
 		var balance int32
 		// pgx sends aid as a binary int8, with its type OID.
@@ -317,10 +314,7 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 			t.Errorf("%s: %s, want 200 with %q:\n%s", path, resp.Status, want, body)
 		}
 	}
-	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const update = "UPDATE t SET v = v + 1 WHERE id <= $1"
 	for range 3 {
 		if _, err := conn.Exec(ctx, update, int32(5)); err != nil {

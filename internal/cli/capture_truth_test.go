@@ -32,10 +32,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	rc := startCapture(t, c.DSN("postgres"))
-	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "postgres"))
 	for _, q := range []string{"SELECT 1/0", "SELECT * FROM no_such_table"} {
 		if _, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err == nil {
 			t.Fatalf("%s did not fail", q)
@@ -50,10 +47,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 		_, err := conn.Exec(ctx, "SELECT pg_sleep(30)")
 		done <- err
 	}()
-	direct, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer direct.Close(ctx)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -65,7 +59,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 	if err := conn.PgConn().CancelRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = <-done
+	err := <-done
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 		t.Fatalf("the cancelled statement: %v, want 57014", err)
@@ -132,10 +126,7 @@ func TestCaptureAnswerValues(t *testing.T) {
 		mustExec(t, c, db, setup)
 	}
 	rc := startCapture(t, c.DSN("orig"))
-	conn, err := pgx.Connect(ctx, rc.dsn(c.User(), "orig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const (
 		byID      = "SELECT id, name, qty FROM items WHERE id > $1 ORDER BY id"
 		byName    = "SELECT name FROM items ORDER BY name"
@@ -246,10 +237,7 @@ func TestCaptureAnswerTxidStatus(t *testing.T) {
 	// advance commits transactions on c until its ids pass past (given
 	// the first id it reads).
 	advance := func(c *pgcluster.Cluster, past func(first int64) int64) {
-		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 		defer conn.Close(ctx)
 		var first int64
 		if err := conn.QueryRow(ctx, "SELECT txid_current()").Scan(&first); err != nil {
@@ -264,13 +252,10 @@ func TestCaptureAnswerTxidStatus(t *testing.T) {
 	// The original's ids run 50 ahead of the fresh target's.
 	advance(a, func(first int64) int64 { return first + 50 })
 	rc := startCapture(t, a.DSN("postgres"))
-	conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
 	var xid int64
 	var status string
-	_, err = conn.Exec(ctx, "BEGIN", pgx.QueryExecModeSimpleProtocol)
+	_, err := conn.Exec(ctx, "BEGIN", pgx.QueryExecModeSimpleProtocol)
 	if err == nil {
 		err = conn.QueryRow(ctx, "SELECT txid_current()", pgx.QueryExecModeSimpleProtocol).Scan(&xid)
 	}

@@ -305,8 +305,17 @@ func driverReplay(t *testing.T, dir string, dc driverCase) {
 		dc.wire(t, captureEvents(t, rc.dir))
 	}
 
+	replayDriverCapture(ctx, t, dc, original, b, rc.dir)
+}
+
+// replayDriverCapture replays the capture in dir onto b, from a reset
+// pg_stat_statements, and checks it against dc and original (A's
+// statements) by checkDriverReplay, with the replay's text when that
+// check fails.
+func replayDriverCapture(ctx context.Context, t *testing.T, dc driverCase, original map[string]callRows, b *pgcluster.Cluster, dir string) {
+	t.Helper()
 	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
-	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
+	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", dir)
 	if res == nil {
 		t.Fatalf("replay exited %d:\n%s", code, text)
 	}
@@ -432,18 +441,8 @@ func TestCapturePipelineImplicitTransaction(t *testing.T) {
 	rc.idle(t)
 	rc.stopOK(t)
 	original := pgssRows(ctx, t, a, "postgres")
-	mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
-	code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", rc.dir)
-	if res == nil {
-		t.Fatalf("replay exited %d:\n%s", code, text)
-	}
-	replayed := pgssRows(ctx, t, b, "postgres")
-	failed := t.Failed()
-	checkDriverReplay(t, driverCase{name: "pipeline", onTarget: map[string]string{after: "300,301"}}, original, replayed, res, b)
 	if o := original[fingerprint.Compute(insert)[0].Fingerprint]; o.calls != 4 {
 		t.Errorf("the INSERT on the source: %+v, want 4 calls (two rolled back)", o)
 	}
-	if !failed && t.Failed() {
-		t.Logf("replay:\n%s", text)
-	}
+	replayDriverCapture(ctx, t, driverCase{name: "pipeline", onTarget: map[string]string{after: "300,301"}}, original, b, rc.dir)
 }

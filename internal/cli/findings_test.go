@@ -55,10 +55,7 @@ func insertEvents(ctx context.Context, t *testing.T, c *pgcluster.Cluster) *pgx.
 	mustExec(t, c, "postgres", `CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind int);
 		CREATE INDEX events_kind_1 ON events (id) WHERE kind = 1;
 		CREATE INDEX events_kind_2 ON events (id) WHERE kind = 2`)
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	for i := range 800 {
 		if _, err := conn.Exec(ctx, "INSERT INTO events (kind) VALUES ($1)", i%3); err != nil {
 			t.Fatal(err)

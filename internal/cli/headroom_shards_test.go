@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/proctest"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -179,10 +178,7 @@ func TestHeadroomShardKilled(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	h, jsonPath, coord := startShardedHeadroom(rctx, t)
-	conn, err := pgx.Connect(ctx, coord)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, coord)
 	defer conn.Close(ctx)
 	// Step 2 (the second 1x round): its shard 1, once the step's start
 	// has passed.

@@ -299,10 +299,7 @@ func TestHeadroomFold(t *testing.T) {
 func TestHeadroomUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
 	writeFile(t, log, []byte("x\n"))
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"--candidate", "host=b", log}, "--control DSN"},
 		{[]string{"--control", "host=a", "--candidate", "host=a", log}, "the same server"},
 		{[]string{"--control", "host=a", "--slo", "p95>+50%", log}, "--slo"},
@@ -325,12 +322,10 @@ func TestHeadroomUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--reset", "none", "--try", "i:CREATE INDEX ON t (a)", log}, "--try needs a reset that undoes it"},
 		{[]string{"--control", "host=a", "--try", "CREATE INDEX ON t (a)", log}, "--try"},
 		{[]string{"--control", "host=a", "--try", "i:SELECT 1", "--try", "i:SELECT 2", log}, "given twice"},
-	} {
-		code, _, stderr := runHeadroom(t, tc.args...)
-		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
-		}
-	}
+	}, func(args []string) (int, string) {
+		code, _, stderr := runHeadroom(t, args...)
+		return code, stderr
+	})
 }
 
 // TestHeadroomReplayerLimit (by hand: PGREHEARSE_HEADROOM_REPLAYER=1,

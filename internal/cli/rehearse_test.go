@@ -458,10 +458,7 @@ func TestRehearseDataDir(t *testing.T) {
 func TestRehearseUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "x.log")
 	writeFile(t, log, []byte("x\n"))
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"--candidate", "host=b", log}, "--control DSN"},
 		{[]string{"--control", "host=a", log}, "--candidate DSN"},
 		{[]string{"--control", "host=a", "--candidate", "host=a", log}, "the same server"},
@@ -477,9 +474,25 @@ func TestRehearseUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--rounds", "4", "--max-rounds", "3", log}, "--max-rounds must be at least --rounds (4)"},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--max-time", "-1s", log}, "--max-time must not be negative"},
 		{[]string{"--control", "host=a", "--candidate", "host=b"}, "requires at least 1 arg"},
-	} {
-		code, _, stderr := runRehearse(t, "", tc.args...)
-		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+	}, func(args []string) (int, string) {
+		code, _, stderr := runRehearse(t, "", args...)
+		return code, stderr
+	})
+}
+
+// usageCase is a command line (args) that must be refused before
+// anything is done, exit ExitUsage, with want in its message.
+type usageCase struct {
+	args []string
+	want string
+}
+
+// checkUsage checks each case by run, which runs a command with the
+// case's arguments and returns its exit code and standard error.
+func checkUsage(t *testing.T, cases []usageCase, run func(args []string) (int, string)) {
+	t.Helper()
+	for _, tc := range cases {
+		if code, stderr := run(tc.args); code != ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
 		}
 	}

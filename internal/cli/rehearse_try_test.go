@@ -155,21 +155,16 @@ func TestRehearseTry(t *testing.T) {
 // TestRehearseTryUsage: a --try that cannot be read, a name given twice
 // and a --try with nothing to undo it are refused before anything runs.
 func TestRehearseTryUsage(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"--try", "CREATE INDEX ON t (a)"}, "--try: want NAME:SQL"},
 		{[]string{"--try", "x:SELECT 1", "--try", "x:SELECT 2"}, `--try: the name "x" is given twice`},
 		{[]string{"--try", "x:SELECT 1", "--reset", "none"}, "--try needs a reset that undoes it: not --reset none"},
 		{[]string{"--batch-inserts", "50", "--reset", "none"}, "--batch-inserts needs batches of 2 rows or more and a reset"},
 		{[]string{"--batch-inserts", "1"}, "--batch-inserts needs batches of 2 rows or more"},
-	} {
-		code, _, stderr := runRehearse(t, "", append([]string{"--control", "host=/nowhere dbname=a", "--candidate", "host=/nowhere dbname=b"}, append(tc.args, "x.log")...)...)
-		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, stderr)
-		}
-	}
+	}, func(args []string) (int, string) {
+		code, _, stderr := runRehearse(t, "", append([]string{"--control", "host=/nowhere dbname=a", "--candidate", "host=/nowhere dbname=b"}, append(args, "x.log")...)...)
+		return code, stderr
+	})
 }
 
 // TestRehearseSettingFix: random_page_cost 800 on the candidate only

@@ -16,10 +16,7 @@ func TestReplayShardFlags(t *testing.T) {
 	if code, out := runCmd(t, "plan", "--prefix", replayTestPrefix, "--shards", "2", "--out", plan, log); code != ExitOK {
 		t.Fatalf("plan: exit %d:\n%s", code, out)
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"--dry-run", "--shard", "3/3"}, "shards are numbered from 0 to 2"},
 		{[]string{"--dry-run", "--shard", "one"}, "write it K/N"},
 		{[]string{"--dry-run", "--shard", "0/2", "--shards", "2"}, "give one"},
@@ -30,12 +27,10 @@ func TestReplayShardFlags(t *testing.T) {
 		{[]string{"--dry-run", "--shard", "0/2", "--start-at", "noon"}, "give an RFC 3339 time"},
 		{[]string{"--dry-run", "--start-at", "2026-01-01T00:00:00Z"}, "are for a replay split in shards"},
 		{[]string{"--target", "host=/nonexistent", "--shard", "0/2", "--speed", "1"}, "needs one start with the other shards"},
-	} {
-		code, out, _ := runReplay(t, append(append([]string{"--prefix", replayTestPrefix}, tc.args...), log)...)
-		if code != ExitUsage || !strings.Contains(out, tc.want) {
-			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, out)
-		}
-	}
+	}, func(args []string) (int, string) {
+		code, out, _ := runReplay(t, append(append([]string{"--prefix", replayTestPrefix}, args...), log)...)
+		return code, out
+	})
 
 	// Two shards of a dry run, by plan: each keeps its own sessions, and
 	// their merge is the whole; its metrics carry its shard.

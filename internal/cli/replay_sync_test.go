@@ -15,18 +15,13 @@ import (
 // summary and the JSON say what synchronization did.
 func TestReplaySyncFlags(t *testing.T) {
 	log := writeSessionsLog(t, [][]string{{"u1", "db1", "SELECT 1"}})
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"--sync", "rows"}, "unknown synchronization mode"},
 		{[]string{"--sync-timeout", "0s"}, "--sync-timeout must be positive"},
-	} {
-		code, out, _ := runReplay(t, append(append([]string{"--dry-run", "--prefix", replayTestPrefix}, tc.args...), log)...)
-		if code != ExitUsage || !strings.Contains(out, tc.want) {
-			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, ExitUsage, tc.want, out)
-		}
-	}
+	}, func(args []string) (int, string) {
+		code, out, _ := runReplay(t, append(append([]string{"--dry-run", "--prefix", replayTestPrefix}, args...), log)...)
+		return code, out
+	})
 	// A dry run sends nothing to wait for: off, and says why.
 	code, out, res := runReplay(t, "--dry-run", "--sync", "commit", "--prefix", replayTestPrefix, log)
 	if code != ExitOK || res == nil || res.Sync == nil || res.Sync.Mode != "off" || len(res.Sync.Notes) != 1 || !strings.Contains(out, "sync:       not exercised: a dry run sends nothing to wait for") {

@@ -175,6 +175,23 @@ func execArgs(conn *pgconn.PgConn, sql string, args ...string) error {
 	return conn.ExecParams(ctx, sql, bs, nil, nil, nil).Read().Err
 }
 
+// checkSyncedOrders checks m, the merged result of the orders workload
+// replayed in shards onto target with --sync object: nothing failed only
+// on the target, target's final state is the original's (want), and the
+// shards waited on one another with no timeout and no shard lost.
+func checkSyncedOrders(t *testing.T, m *results.Result, target *pgcluster.Cluster, want string) {
+	t.Helper()
+	if o := m.Outcomes; o.FailedOnlyOnTarget != 0 || o.Ran == 0 {
+		t.Errorf("outcomes %+v: want none failed only on the target", o)
+	}
+	if got := shardOrdersState(t, target.DSN(shardOrdersDB)); got != want {
+		t.Errorf("final state differs from the original's:\n got %.120s\nwant %.120s", got, want)
+	}
+	if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.Waited == 0 || s.Timeouts != 0 || s.ShardLost != 0 {
+		t.Errorf("sync %+v", s)
+	}
+}
+
 // shardOrdersState is the tables' content as one text: the orders by
 // state, then every order and shipment.
 func shardOrdersState(t testing.TB, dsn string) string {
@@ -289,15 +306,7 @@ func TestShardsDependentWorkload(t *testing.T) {
 			}
 			m := runAndMerge(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", coord, "--run-id", "orders-"+speed,
 				"--target", target.DSN("postgres"), "--speed", speed, "--sync", "object", "--findings=false", log)
-			if o := m.Outcomes; o.FailedOnlyOnTarget != 0 || o.Ran == 0 {
-				t.Errorf("outcomes %+v: want none failed only on the target", o)
-			}
-			if got := shardOrdersState(t, target.DSN(shardOrdersDB)); got != want {
-				t.Errorf("final state differs from the original's:\n got %.120s\nwant %.120s", got, want)
-			}
-			if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.Waited == 0 || s.Timeouts != 0 || s.ShardLost != 0 {
-				t.Errorf("sync %+v", s)
-			}
+			checkSyncedOrders(t, m, target, want)
 			t.Logf("speed %s: %s", speed, syncSummary(m))
 			if speed != "1" {
 				return

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	capfile "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -62,10 +60,7 @@ func TestCaptureStartState(t *testing.T) {
 
 	before := time.Now()
 	rc := startCapture(t, a.DSN("postgres"), "--monitor-dsn", a.DSN("postgres")+" user=monitor")
-	conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
 	for i := range 5 {
 		if _, err := conn.Exec(ctx, "INSERT INTO events (note) VALUES ($1)", fmt.Sprint("event ", i)); err != nil {
 			t.Fatal(err)
@@ -181,10 +176,7 @@ func TestCaptureStartState(t *testing.T) {
 	// A capture taken without --monitor-dsn records no starting point:
 	// a replay that requires one refuses it, and says why.
 	plain := startCapture(t, a.DSN("postgres"))
-	pc, err := pgx.Connect(ctx, plain.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc := pgclustertest.Connect(ctx, t, plain.dsn(a.User(), "postgres"))
 	if _, err := pc.Exec(ctx, "INSERT INTO events (note) VALUES ('unchecked')"); err != nil {
 		t.Fatal(err)
 	}

@@ -69,21 +69,7 @@ func TestSweepCommand(t *testing.T) {
 	if !strings.Contains(stderr.String(), "sweep: default:   2 clients:") {
 		t.Errorf("progress:\n%s", stderr.String())
 	}
-	var res struct {
-		Kind     string
-		Workload map[string]any
-		Configs  []struct {
-			Name  string
-			Steps []struct {
-				Clients int
-				TPS     float64
-			}
-		}
-	}
-	b := readFile(t, jsonPath)
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res, b := readSweepJSON(t, jsonPath)
 	if res.Kind != "sweep" || res.Workload["script"] != script || res.Workload["mode"] != "prepared" ||
 		len(res.Configs) != 1 || len(res.Configs[0].Steps) != 2 || res.Configs[0].Steps[1].TPS <= 0 {
 		t.Errorf("JSON: %s", b)
@@ -92,6 +78,31 @@ func TestSweepCommand(t *testing.T) {
 	if err != nil || !bytes.Contains(page, []byte("sweep-curve")) {
 		t.Errorf("HTML: %v, %d bytes", err, len(page))
 	}
+}
+
+// sweepJSON is what the tests read of sweep's --json.
+type sweepJSON struct {
+	Kind     string
+	Workload map[string]any
+	Configs  []struct {
+		Name  string
+		Steps []struct {
+			Clients int
+			TPS     float64
+		}
+	}
+}
+
+// readSweepJSON reads sweep's --json at path, and returns it with its
+// text, for messages.
+func readSweepJSON(t *testing.T, path string) (sweepJSON, []byte) {
+	t.Helper()
+	b := readFile(t, path)
+	var res sweepJSON
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res, b
 }
 
 // TestSweepAA (by hand: PGREHEARSE_SWEEP_AA=1, under a minute): an A/A

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -37,10 +36,7 @@ func TestVersionsCaptureProxy(t *testing.T) {
 				mustExec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
 			}
 			rc := startCapture(t, a.DSN("postgres"))
-			conn, err := pgx.Connect(ctx, rc.dsn(a.User(), "postgres"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := pgclustertest.Connect(ctx, t, rc.dsn(a.User(), "postgres"))
 			if _, err := conn.Exec(ctx, "CREATE TABLE items (id int PRIMARY KEY, name text)"); err != nil {
 				t.Fatal(err)
 			}

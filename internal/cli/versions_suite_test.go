@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,18 +186,7 @@ func TestVersionsSweep(t *testing.T) {
 					t.Errorf("the sweep said: %s", l)
 				}
 			}
-			var res struct {
-				Configs []struct {
-					Steps []struct {
-						Clients int
-						TPS     float64
-					}
-				}
-			}
-			b := readFile(t, jsonPath)
-			if err := json.Unmarshal(b, &res); err != nil {
-				t.Fatal(err)
-			}
+			res, b := readSweepJSON(t, jsonPath)
 			if len(res.Configs) != 1 || len(res.Configs[0].Steps) != 2 {
 				t.Fatalf("JSON: %s", b)
 			}
@@ -233,15 +221,7 @@ func TestVersionsShardCoordination(t *testing.T) {
 			}
 			m := runAndMerge(t, 3, d, "--shards", "3", "--plan", plan, "--coord-dsn", co.DSN("coord"), "--run-id", "orders-"+strconv.Itoa(major),
 				"--target", target.DSN("postgres"), "--speed", "0", "--sync", "object", "--findings=false", log)
-			if o := m.Outcomes; o.FailedOnlyOnTarget != 0 || o.Ran == 0 {
-				t.Errorf("outcomes %+v: want none failed only on the target", o)
-			}
-			if got := shardOrdersState(t, target.DSN(shardOrdersDB)); got != want {
-				t.Errorf("final state differs from the original's:\n got %.120s\nwant %.120s", got, want)
-			}
-			if s := m.Sync; s == nil || s.Scope != results.SyncAcrossShards || s.Waited == 0 || s.Timeouts != 0 || s.ShardLost != 0 {
-				t.Errorf("sync %+v", s)
-			}
+			checkSyncedOrders(t, m, target, want)
 		})
 	}
 }

@@ -89,24 +89,7 @@ func TestVersionsAnalyzeMatchesPgStatStatements(t *testing.T) {
 						t.Fatalf("log files %v: %v", files, err)
 					}
 					logged := analyzeCalls(t, files[0])
-					checked := 0
-					for fp, n := range server {
-						if excluded[fp] {
-							continue
-						}
-						if logged[fp].ok != n.calls {
-							t.Errorf("%s: analyze counts %d successful calls, pg_stat_statements %d: %s", fp, logged[fp].ok, n.calls, n.query)
-						}
-						checked++
-					}
-					for fp, n := range logged {
-						if _, ok := server[fp]; !ok && n.ok > 0 && !excluded[fp] {
-							t.Errorf("%s: analyze counts %d successful calls the server did not: %s", fp, n.ok, n.query)
-						}
-					}
-					if checked < 7 {
-						t.Errorf("only %d queries compared: pgbench did not run", checked)
-					}
+					checkPgssCalls(t, logged, server, excluded, func(_ string, calls int64) int64 { return calls }, 7, "pgbench")
 				})
 			}
 		})

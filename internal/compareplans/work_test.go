@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
@@ -55,10 +53,7 @@ INSERT INTO items SELECT i, i % 7, repeat('x', 100) FROM generate_series(1, 5000
 	}
 	// The first read after the checkpoint sets the rows' hint bits.
 	walOfRead := func(c *pgcluster.Cluster) float64 {
-		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 		defer conn.Close(ctx)
 		var out []byte
 		if err := conn.QueryRow(ctx, "EXPLAIN (ANALYZE, WAL, FORMAT JSON) SELECT count(*) FROM items WHERE qty = 3").Scan(&out); err != nil {

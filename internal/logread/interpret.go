@@ -873,17 +873,17 @@ func (in *interpreter) connect(e *entry, msg string) {
 	// gives what the prefix may lack. The entry's fields are then no
 	// longer the prefix's: the session must not remember them as applied.
 	f := in.ownFields(e)
-	if v := field(msg, "user="); v != "" {
+	if v := prefix.Field(msg, "user="); v != "" {
 		f.user = in.keep(v)
 		if u, db, ok := strings.Cut(f.user, "database="); ok {
 			// Azure Single Server writes "user=postgresdatabase=postgres".
 			f.user, f.database = u, db
 		}
 	}
-	if v := field(msg, "database="); v != "" {
+	if v := prefix.Field(msg, "database="); v != "" {
 		f.database = in.keep(v)
 	}
-	if v := field(msg, "application_name="); v != "" {
+	if v := prefix.Field(msg, "application_name="); v != "" {
 		f.application = in.keep(v)
 	}
 	s := in.session(e)
@@ -904,10 +904,10 @@ func (in *interpreter) disconnect(e *entry) {
 	// "disconnection: session time: 0:00:01.234 user=app database=shop host=[local]"
 	f := in.ownFields(e) // see connect
 	if f.user == "" {
-		f.user = in.keep(field(e.message, "user="))
+		f.user = in.keep(prefix.Field(e.message, "user="))
 	}
 	if f.database == "" {
-		f.database = in.keep(field(e.message, "database="))
+		f.database = in.keep(prefix.Field(e.message, "database="))
 	}
 	s := in.session(e)
 	in.c.parsed(e.lines)
@@ -1269,19 +1269,6 @@ func splitPortal(name string) (stmt, portal string) {
 		stmt = ""
 	}
 	return stmt, portal
-}
-
-// field returns the value of "key=" in a space-separated message.
-func field(msg, key string) string {
-	i := strings.Index(msg, key)
-	if i < 0 || i > 0 && msg[i-1] != ' ' {
-		return ""
-	}
-	v := msg[i+len(key):]
-	if j := strings.IndexByte(v, ' '); j >= 0 {
-		v = v[:j]
-	}
-	return v
 }
 
 // hasPrefixFold matches an ASCII keyword case-insensitively: servers of

@@ -19,9 +19,7 @@ func TestAttach(t *testing.T) {
 	t.Parallel()
 	owner := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := owner.Exec(ctx, "postgres", "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 100)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, owner, "postgres", "CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 100)")
 	ownSnap, err := owner.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +38,7 @@ func TestAttach(t *testing.T) {
 	if snap.Dir() == ownSnap.Dir() {
 		t.Fatalf("the attached cluster's snapshot overwrote the owner's: %s", snap.Dir())
 	}
-	if err := c.Exec(ctx, "postgres", "DELETE FROM t"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "DELETE FROM t")
 	if err := c.Restore(ctx, snap); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}

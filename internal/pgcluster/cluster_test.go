@@ -101,9 +101,7 @@ func TestPgStatStatementsPreloaded(t *testing.T) {
 	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
 		t.Fatalf("create extension: %v", err)
 	}
-	if err := c.Exec(ctx, "postgres", "SELECT 'pgcluster-marker'"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "SELECT 'pgcluster-marker'")
 	n := query(t, c, "postgres", "SELECT count(*)::text FROM pg_stat_statements WHERE query LIKE '%pgcluster-marker%' OR query = 'SELECT $1'")
 	if n == "0" {
 		t.Errorf("pg_stat_statements did not record the marker statement")
@@ -118,10 +116,7 @@ func TestLogsInThreeFormats(t *testing.T) {
 		"log_min_duration_statement": "0",
 		"log_line_prefix":            "%m [%p] %q%u@%d/%a %c ",
 	}})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "SELECT 'pgcluster-log-marker'"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "SELECT 'pgcluster-log-marker'")
 	// StopServer must wait for the logging collector, so the statement
 	// is in every file as soon as it returns.
 	if err := c.StopServer(); err != nil {

@@ -18,9 +18,7 @@ func TestSnapshotRestore(t *testing.T) {
 	t.Parallel()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 1000) i"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 1000) i")
 	const state = "SELECT count(*) || ':' || sum(hashtext(id || v)) FROM t"
 	want := query(t, c, "postgres", state)
 	port := c.Port()

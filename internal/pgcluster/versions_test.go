@@ -35,9 +35,7 @@ func TestVersionsStart(t *testing.T) {
 				t.Fatalf("server_version_num = %d, %v; want %d", num, err, major)
 			}
 			ctx := context.Background()
-			if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 			if out, err := c.Pgbench(ctx, "-i", "-s", "1", "-q", "postgres"); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

@@ -93,3 +93,14 @@ func Connect(ctx context.Context, t testing.TB, dsn string) *pgx.Conn {
 	}
 	return conn
 }
+
+// Exec runs each of sqls, in order, on database db of c for t, failing
+// t at the first error.
+func Exec(t testing.TB, c *pgcluster.Cluster, db string, sqls ...string) {
+	t.Helper()
+	for _, sql := range sqls {
+		if err := c.Exec(context.Background(), db, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

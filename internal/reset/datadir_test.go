@@ -35,12 +35,8 @@ func TestDataDirReset(t *testing.T) {
 		if got := appState(t, c, "app", "postgres"); got != start {
 			t.Errorf("round %d starts from %q, want %q", round, got, start)
 		}
-		if err := c.Exec(ctx, "app", "INSERT INTO items VALUES (9999, 'new'); UPDATE items SET v = 'x' WHERE id < 5; DELETE FROM items WHERE id > 450; SELECT nextval('ids')"); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Exec(ctx, "postgres", "DELETE FROM counters"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "app", "INSERT INTO items VALUES (9999, 'new'); UPDATE items SET v = 'x' WHERE id < 5; DELETE FROM items WHERE id > 450; SELECT nextval('ids')")
+		pgclustertest.Exec(t, c, "postgres", "DELETE FROM counters")
 		if err := r.Release(ctx, st); err != nil {
 			t.Fatal(err)
 		}

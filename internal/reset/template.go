@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -483,35 +484,26 @@ func (t *Template) copyFor(ctx context.Context, conn *pgx.Conn, db *templateDB, 
 
 // Release drops the round's copies, ending any session still in them.
 func (t *Template) Release(ctx context.Context, st State) error {
-	if len(st.Databases) == 0 {
-		return nil
-	}
-	conn, err := t.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	var errs []error
-	done := map[string]bool{}
-	for _, name := range st.Databases {
-		if done[name] {
-			continue
-		}
-		done[name] = true
-		errs = append(errs, t.drop(ctx, conn, name))
-	}
-	return errors.Join(errs...)
+	return t.dropAll(ctx, slices.Compact(slices.Sorted(maps.Values(st.Databases))), nil)
 }
 
 // Close drops the templates.
 func (t *Template) Close(ctx context.Context) error {
 	var made []*templateDB
+	var names []string
 	for _, db := range t.dbs {
 		if db.template != "" {
 			made = append(made, db)
+			names = append(names, db.template)
 		}
 	}
-	if len(made) == 0 {
+	return t.dropAll(ctx, names, func(i int) { made[i].template = "" })
+}
+
+// dropAll drops the databases named (each named once) on one
+// connection, telling dropped (if not nil) the index of each it dropped.
+func (t *Template) dropAll(ctx context.Context, names []string, dropped func(i int)) error {
+	if len(names) == 0 {
 		return nil
 	}
 	conn, err := t.connect(ctx)
@@ -520,12 +512,14 @@ func (t *Template) Close(ctx context.Context) error {
 	}
 	defer conn.Close(context.Background())
 	var errs []error
-	for _, db := range made {
-		if err := t.drop(ctx, conn, db.template); err != nil {
+	for i, name := range names {
+		if err := t.drop(ctx, conn, name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		db.template = ""
+		if dropped != nil {
+			dropped(i)
+		}
 	}
 	return errors.Join(errs...)
 }

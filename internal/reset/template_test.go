@@ -42,9 +42,7 @@ func setupApp(t *testing.T, c *pgcluster.Cluster) {
 		CREATE SEQUENCE ids START 1000; ALTER TABLE items OWNER TO appowner`); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE counters (k text PRIMARY KEY, n int); INSERT INTO counters VALUES ('a', 1), ('b', 2)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE counters (k text PRIMARY KEY, n int); INSERT INTO counters VALUES ('a', 1), ('b', 2)")
 }
 
 func queryText(t *testing.T, dsn, sql string, args ...any) string {
@@ -148,9 +146,7 @@ func TestTemplateReset(t *testing.T) {
 			DELETE FROM items WHERE id > 400; SELECT nextval('ids')`); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Exec(ctx, pg, "UPDATE counters SET n = n + 1; DELETE FROM counters WHERE k = 'b'"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, pg, "UPDATE counters SET n = n + 1; DELETE FROM counters WHERE k = 'b'")
 		if got := appState(t, c, app, pg); got == start {
 			t.Fatalf("round %d: the writes did not change the state", round)
 		}
@@ -247,9 +243,7 @@ func TestTemplateNeedsCreateDB(t *testing.T) {
 	t.Parallel()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE ROLE plain LOGIN"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE ROLE plain LOGIN")
 	dsn := strings.Replace(c.DSN("postgres"), "user="+c.User(), "user=plain", 1)
 	if ok, err := CanCreateDatabases(ctx, dsn); err != nil || ok {
 		t.Errorf("CanCreateDatabases(plain) = %v, %v", ok, err)
@@ -312,9 +306,7 @@ func TestCheckTemplate(t *testing.T) {
 		"CREATE DATABASE sup", // owned by the bootstrap superuser
 		"CREATE ROLE boss SUPERUSER", "CREATE ROLE deputy IN ROLE boss", "CREATE DATABASE dep OWNER deputy",
 		"CREATE ROLE shell IN ROLE pg_execute_server_program", "CREATE DATABASE sh OWNER shell"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", sql)
 	}
 	as := func(user string) string { return strings.Replace(c.DSN("postgres"), "user="+c.User(), "user="+user, 1) }
 	dbs := []string{"app", "mine", "absent", "template1", "app", "sup", "dep", "sh"}
@@ -348,9 +340,7 @@ func TestCheckTemplate(t *testing.T) {
 			}
 		}
 	}
-	if err := c.Exec(ctx, "postgres", "GRANT owner TO maker"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "GRANT owner TO maker")
 	if got, err := CheckTemplate(ctx, as("maker"), dbs); err != nil || len(got) != 3 || slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, `"app"`) }) {
 		t.Errorf("maker, a member of the owner of app: %q, %v: want app copied, sup, dep and sh still not", got, err)
 	}

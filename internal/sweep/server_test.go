@@ -32,9 +32,7 @@ func TestLocalPostmaster(t *testing.T) {
 	}
 	// A role that may not read data_directory: on this machine, but
 	// its postmaster cannot be found, and the reason says so.
-	if err := c.Exec(ctx, "postgres", "CREATE ROLE plain LOGIN"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE ROLE plain LOGIN")
 	pid, why := localPostmaster(ctx, c.DSN("postgres")+" user=plain")
 	if pid != 0 || why == nil || !strings.Contains(why.Error(), "cannot read data_directory") {
 		t.Errorf("a role without pg_read_all_settings: pid %d, why %v", pid, why)

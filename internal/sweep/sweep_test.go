@@ -137,14 +137,10 @@ func TestSweepTargetCompare(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 	// A value the user had in postgresql.auto.conf must survive.
 	for _, sql := range []string{"ALTER SYSTEM SET pg_stat_statements.track_planning = on", "SELECT pg_reload_conf()"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", sql)
 	}
 	opts := sweeptest.Options(t, 1, 2)
 	opts.Target = c.DSN("postgres")
@@ -319,9 +315,7 @@ func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
 		{"postgres", "CREATE DATABASE sweep OWNER sweeper"},
 		{"sweep", "CREATE EXTENSION pg_stat_statements"},
 	} {
-		if err := c.Exec(ctx, s.db, s.sql); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, s.db, s.sql)
 	}
 	opts := sweeptest.Options(t, 1, 2)
 	opts.Target = c.DSN("sweep") + " user=sweeper"
@@ -332,10 +326,7 @@ func TestSweepTargetSamplerNotHotWithoutSuperuser(t *testing.T) {
 	// While the sweep runs, the application names of the role's
 	// sessions: the sampler's must be the tool's own, which an
 	// observer leaves out of what it measures.
-	watcher, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	watcher := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer watcher.Close(ctx)
 	names := map[string]bool{}
 	watch, stopWatch := context.WithCancel(ctx)

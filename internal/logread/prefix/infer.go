@@ -393,11 +393,11 @@ func evidenceOf(msg []byte) evidence {
 	m := string(msg)
 	switch {
 	case strings.HasPrefix(m, "connection authorized: "):
-		e.user, e.database = field(m, "user="), field(m, "database=")
+		e.user, e.database = Field(m, "user="), Field(m, "database=")
 	case strings.HasPrefix(m, "disconnection: "):
-		e.user, e.database, e.host = field(m, "user="), field(m, "database="), field(m, "host=")
+		e.user, e.database, e.host = Field(m, "user="), Field(m, "database="), Field(m, "host=")
 	case strings.HasPrefix(m, "connection received: "):
-		e.host = field(m, "host=")
+		e.host = Field(m, "host=")
 	}
 	return e
 }
@@ -1275,8 +1275,9 @@ func foreignHead(lines [][]byte) (string, int) {
 	return "", 0
 }
 
-// field returns the value of "key=" in a space-separated message.
-func field(msg, key string) string {
+// Field returns the value of "key=" in a space-separated message (a
+// connection log line's "user=... database=...").
+func Field(msg, key string) string {
 	i := strings.Index(msg, key)
 	if i < 0 || i > 0 && msg[i-1] != ' ' {
 		return ""

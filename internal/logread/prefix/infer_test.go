@@ -82,9 +82,7 @@ func TestInferPrefixFromServer(t *testing.T) {
 	}})
 	ctx := context.Background()
 	for _, sql := range []string{"CREATE ROLE alice LOGIN", "CREATE ROLE bob LOGIN", "CREATE DATABASE shop OWNER alice"} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", sql)
 	}
 	files, err := c.LogFiles("*.log")
 	if err != nil || len(files) != 1 {
@@ -97,12 +95,8 @@ func TestInferPrefixFromServer(t *testing.T) {
 	for i, rp := range realPrefixes {
 		t.Run(strconv.Itoa(i)+" "+rp.prefix, func(t *testing.T) {
 			quoted := strings.ReplaceAll(rp.prefix, "'", "''")
-			if err := c.Exec(ctx, "postgres", "ALTER SYSTEM SET log_line_prefix = '"+quoted+"'"); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "ALTER SYSTEM SET log_line_prefix = '"+quoted+"'")
+			pgclustertest.Exec(t, c, "postgres", "SELECT pg_reload_conf()")
 			waitSetting(t, c, "log_line_prefix", rp.prefix)
 			start := fileSize(t, logFile)
 			run := func(dsn string, sqls ...string) {
