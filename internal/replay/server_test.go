@@ -55,13 +55,7 @@ func nonBlockingLog(t testing.TB) string {
 		slow.query(at, time.Millisecond, "SELECT now()")
 	}
 	slow.disconnect(5 * time.Second)
-	for range 4 {
-		s := l.session("postgres", "postgres", 0)
-		for at := time.Duration(0); at <= 5*time.Second; at += 100 * time.Millisecond {
-			s.query(at, time.Millisecond, "SELECT 1")
-		}
-		s.disconnect(5 * time.Second)
-	}
+	l.selectOnes(4, 100*time.Millisecond, 5*time.Second)
 	return l.write(t)
 }
 
@@ -175,13 +169,7 @@ func BenchmarkNonBlocking(b *testing.B) {
 // 10 s.
 func pacingLog(t testing.TB) string {
 	var l testLog
-	for range 5 {
-		s := l.session("postgres", "postgres", 0)
-		for at := time.Duration(0); at <= 10*time.Second; at += 50 * time.Millisecond {
-			s.query(at, time.Millisecond, "SELECT 1")
-		}
-		s.disconnect(10 * time.Second)
-	}
+	l.selectOnes(5, 50*time.Millisecond, 10*time.Second)
 	return l.write(t)
 }
 
