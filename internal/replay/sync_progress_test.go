@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -44,13 +43,9 @@ type progressCase struct {
 func newProgressCase(t *testing.T, owner any) *progressCase {
 	t.Helper()
 	tr := syncdep.NewTracker(syncdep.Commit)
-	cache := fingerprint.NewCache(0)
-	exec := func(s *syncdep.Session, at int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: at, End: at + 1, Items: cache.Get(sql), Text: sql})
-	}
 	c := &progressCase{done: make(chan synced, 1)}
-	c.commit = exec(tr.Session("db", owner), 10, "INSERT INTO orders VALUES (1)").Commit
-	c.wait = exec(tr.Session("db", "reader"), 20, "INSERT INTO shipments VALUES (1)").Wait
+	c.commit = trackAt(tr.Session("db", owner), 10, "INSERT INTO orders VALUES (1)").Commit
+	c.wait = trackAt(tr.Session("db", "reader"), 20, "INSERT INTO shipments VALUES (1)").Wait
 	if c.commit == nil || tr.Board().Blocker(c.wait) != c.commit {
 		t.Fatalf("the shipment does not wait for the order's commit: %v", c.commit)
 	}
