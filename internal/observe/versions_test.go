@@ -144,13 +144,9 @@ func TestVersionsObserve(t *testing.T) {
 			if tc.extversion != "" {
 				create += " VERSION '" + tc.extversion + "'"
 			}
-			if err := c.Exec(ctx, "postgres", create); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", create)
 			for _, mode := range modes {
-				if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-					t.Fatal(err)
-				}
+				pgclustertest.Exec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 				o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 10 * time.Millisecond})
 				const clients, perClient = 2, 100
 				pgbench(t, c, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient))

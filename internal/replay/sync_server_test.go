@@ -196,16 +196,9 @@ func stateSummary(state string) string {
 // freshOrders makes the target's database anew, empty, with the schema.
 func freshOrders(tb testing.TB, c *pgcluster.Cluster, fk bool) {
 	tb.Helper()
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+ordersDB+" WITH (FORCE)"); err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+ordersDB); err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Exec(ctx, ordersDB, ordersSchemaSQL(fk)); err != nil {
-		tb.Fatal(err)
-	}
+	pgclustertest.Exec(tb, c, "postgres", "DROP DATABASE IF EXISTS "+ordersDB+" WITH (FORCE)")
+	pgclustertest.Exec(tb, c, "postgres", "CREATE DATABASE "+ordersDB)
+	pgclustertest.Exec(tb, c, ordersDB, ordersSchemaSQL(fk))
 }
 
 // replayOrders replays a capture against a fresh copy on c.
@@ -440,10 +433,7 @@ func queryRow(ctx context.Context, dsn, sql string, v *string) error {
 // runs after the timeout, and the give-up is counted.
 func TestSyncTimeout(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)")
 	var l testLog
 	ms := time.Millisecond
 	a := l.session("postgres", "postgres", 0)
@@ -520,9 +510,7 @@ func TestSyncFilters(t *testing.T) {
 	app.query(150*ms, ms, "UPDATE t SET v = v + 1")
 	app.disconnect(300 * ms)
 	path := l.write(t)
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)")
 	obs := &syncObserver{fp: fp("UPDATE t SET v = v + 1")}
 	start := time.Now()
 	res := replaySelected(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: 5 * time.Second, Sink: obs},
