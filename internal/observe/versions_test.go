@@ -42,9 +42,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	if err := os.WriteFile(hba, append([]byte("host all slowpoke 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()")
 	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	// pg_reload_conf only signals: wait until the postmaster read the

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"sync"
@@ -229,10 +228,7 @@ func TestErrorsAndDeadlock(t *testing.T) {
 	// Sequential: the deadlock needs each session's updates on
 	// schedule, 100 ms apart, at the log's pace.
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"deadlock_timeout": "200ms"}})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
 	var l testLog
 	ms := time.Millisecond
 	a := l.session("postgres", "postgres", 0)

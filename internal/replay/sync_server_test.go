@@ -387,9 +387,7 @@ func TestSyncDeadlockWithRowLock(t *testing.T) {
 	b.disconnect(100 * ms)
 	path := l.write(t)
 	for _, speed := range []float64{1, 0} {
-		if err := c.Exec(ctx, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
 		start := time.Now()
 		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: speed})
 		took := time.Since(start)
@@ -659,7 +657,6 @@ func TestSpeed0BarrierChain(t *testing.T) {
 func TestSyncDDLAfterReads(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
 	var l testLog
 	ms := time.Millisecond
 	reader := l.session("postgres", "postgres", 0)
@@ -673,9 +670,7 @@ func TestSyncDDLAfterReads(t *testing.T) {
 	dropper.disconnect(300 * ms)
 	path := l.write(t)
 	for _, speed := range []float64{0, 1} {
-		if err := c.Exec(ctx, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int)"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int)")
 		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: speed})
 		t.Logf("speed %v: %s", speed, syncLine(res))
 		if res.Statements.Failed != 0 || res.Statements.Executed != 22 {

@@ -239,9 +239,7 @@ func TestTaintBlockRolledBack(t *testing.T) {
 	functionalCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)")
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -117,9 +117,7 @@ func TestBatchInsertsMeasured(t *testing.T) {
 		if i%2 == 1 {
 			n = 50
 		}
-		if err := b.Exec(ctx, "postgres", "TRUNCATE events; CHECKPOINT"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, b, "postgres", "TRUNCATE events; CHECKPOINT")
 		o, err := Run(ctx, Config{
 			Input:        source.Paths{log},
 			Selection:    source.Selection{Applications: []string{"shop"}},
