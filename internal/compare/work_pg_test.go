@@ -51,9 +51,7 @@ func pgbenchTarget(t *testing.T, extra string) *pgcluster.Cluster {
 func observedRound(t *testing.T, c *pgcluster.Cluster, name string) *compare.Run {
 	t.Helper()
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CHECKPOINT"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CHECKPOINT")
 	o, err := observe.Start(ctx, c.DSN("postgres"), observe.Options{})
 	if err != nil {
 		t.Fatal(err)

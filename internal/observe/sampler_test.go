@@ -21,9 +21,7 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 	functionalCase(t)
 	c := startPgbench(t, pgssSettings(nil))
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE other"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE DATABASE other")
 	connect := func(db string) *pgx.Conn {
 		conn := pgclustertest.Connect(ctx, t, c.DSN(db))
 		t.Cleanup(func() { conn.Close(context.Background()) })
@@ -33,9 +31,7 @@ func TestWaitSamplerAndStatementsReader(t *testing.T) {
 	conn := connect("postgres")
 	// A session of the other database waits on a lock all along: its
 	// Lock wait must not be counted.
-	if err := c.Exec(ctx, "other", "CREATE TABLE t (a int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "other", "CREATE TABLE t (a int)")
 	holder, waiter := connect("other"), connect("other")
 	if _, err := holder.Exec(ctx, "BEGIN; LOCK TABLE t"); err != nil {
 		t.Fatal(err)
@@ -115,9 +111,7 @@ func TestOwnQueryIDs(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	r, err := NewStatementsReader(ctx, conn)

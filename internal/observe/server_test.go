@@ -45,9 +45,7 @@ func initPgbench(t testing.TB, c *pgcluster.Cluster) *pgcluster.Cluster {
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 	return c
 }
 
@@ -172,9 +170,7 @@ func TestDeltasMatchPgbench(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []string{"simple", "prepared"} {
 		t.Run(mode, func(t *testing.T) {
-			if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 			o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
 			const clients, perClient = 4, 150
 			out, err := c.Pgbench(ctx, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient), "postgres")
@@ -329,9 +325,7 @@ func TestResetInTheMiddle(t *testing.T) {
 	rounds.wait(t, "a snapshot after the first run", func(o *Collector) bool {
 		return o.pgss != nil && o.pgss.prev != nil && o.pgss.prev.at.After(ran)
 	})
-	if err := c.Exec(context.Background(), "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 	pgbench(t, c, "-n", "-c", "2", "-t", "100")
 	e := stop(t, o)
 	for name, sql := range pgbenchStatements {
@@ -509,9 +503,7 @@ func BenchmarkObserverOverhead(b *testing.B) {
 func TestIdleServerNoOwnTransactions(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
-	if err := c.Exec(context.Background(), "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 	o, rounds := startWaitable(t, c.DSN("postgres"), Options{Interval: 500 * time.Millisecond, SampleInterval: 20 * time.Millisecond})
 	// Long enough for its own transactions to show if they were not
 	// left out: 100 of them, over 2 s of pg_stat_database readings.

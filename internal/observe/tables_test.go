@@ -45,9 +45,7 @@ func TestTableUpdates(t *testing.T) {
 	if out, err := c.Pgbench(ctx, "-n", "-c", "2", "-t", "100", "-f", script, "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
-	if err := c.Exec(ctx, "other", "UPDATE t SET w = w + 1"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "other", "UPDATE t SET w = w + 1")
 	e := stop(t, o)
 	got := map[string]TableUpdates{}
 	for _, tu := range e.Tables {

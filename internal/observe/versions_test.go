@@ -42,9 +42,7 @@ func holdStarting(t *testing.T, c *pgcluster.Cluster) {
 	if err := os.WriteFile(hba, append([]byte("host all slowpoke 127.0.0.1/32 scram-sha-256\n"), old...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE ROLE slowpoke LOGIN PASSWORD 'secret'; SELECT pg_reload_conf()")
 	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	// pg_reload_conf only signals: wait until the postmaster read the
@@ -144,13 +142,9 @@ func TestVersionsObserve(t *testing.T) {
 			if tc.extversion != "" {
 				create += " VERSION '" + tc.extversion + "'"
 			}
-			if err := c.Exec(ctx, "postgres", create); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", create)
 			for _, mode := range modes {
-				if err := c.Exec(ctx, "postgres", "SELECT pg_stat_statements_reset()"); err != nil {
-					t.Fatal(err)
-				}
+				pgclustertest.Exec(t, c, "postgres", "SELECT pg_stat_statements_reset()")
 				o := startCollector(t, c.DSN("postgres"), Options{Interval: 300 * time.Millisecond, SampleInterval: 10 * time.Millisecond})
 				const clients, perClient = 2, 100
 				pgbench(t, c, "-n", "-M", mode, "-c", strconv.Itoa(clients), "-t", strconv.Itoa(perClient))

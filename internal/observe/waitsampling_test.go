@@ -51,9 +51,7 @@ func startWaitSampling(t *testing.T, preload, create bool) *pgcluster.Cluster {
 	if out, err := c.Pgbench(ctx, "-i", "-q", "-s", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
-	if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_stat_statements"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION pg_stat_statements")
 	if create {
 		if err := c.Exec(ctx, "postgres", "CREATE EXTENSION pg_wait_sampling"); err != nil {
 			noWaitSampling(t, c.BinDir(), err)

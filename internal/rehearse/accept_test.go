@@ -248,9 +248,7 @@ func acceptTarget(b testing.TB, change string) *pgcluster.Cluster {
 	}
 	// The starting state of every target: freshly vacuumed and
 	// checkpointed, whatever the change wrote.
-	if err := c.Exec(ctx, workload.ShopDatabase, "VACUUM ANALYZE"); err != nil {
-		b.Fatal(err)
-	}
+	pgclustertest.Exec(b, c, workload.ShopDatabase, "VACUUM ANALYZE")
 	return c
 }
 

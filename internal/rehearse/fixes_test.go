@@ -14,6 +14,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rounds"
@@ -242,9 +243,7 @@ func TestFixRoundsServerSetting(t *testing.T) {
 	ctx := context.Background()
 	// The candidate's own change, in its postgresql.auto.conf.
 	for _, sql := range []string{"ALTER SYSTEM SET checkpoint_timeout = '6min'", "SELECT pg_reload_conf()"} {
-		if err := cand.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, cand, "postgres", sql)
 	}
 	for setting(t, cand.DSN("postgres"), "checkpoint_timeout") != "6min" {
 		if t.Failed() {

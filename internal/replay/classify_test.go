@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -106,10 +105,7 @@ func TestClassParsedOnceInReplay(t *testing.T) {
 func TestFailedBlockRealigned(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)")
 	var l testLog
 	ms := time.Millisecond
 	s := l.session("postgres", "postgres", 0)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -27,14 +26,10 @@ import (
 func TestSyncWaitParkedWokenLate(t *testing.T) {
 	functionalCase(t)
 	tr := syncdep.NewTracker(syncdep.Commit)
-	cache := fingerprint.NewCache(0)
-	exec := func(s *syncdep.Session, at int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: at, End: at + 1, Items: cache.Get(sql), Text: sql})
-	}
 	writer := tr.Session("db", "writer")
-	first := exec(writer, 10, "INSERT INTO t VALUES (1)").Commit
-	second := exec(writer, 20, "INSERT INTO t VALUES (2)").Commit
-	wait := exec(tr.Session("db", "reader"), 30, "SELECT * FROM t").Wait
+	first := trackAt(writer, 10, "INSERT INTO t VALUES (1)").Commit
+	second := trackAt(writer, 20, "INSERT INTO t VALUES (2)").Commit
+	wait := trackAt(tr.Session("db", "reader"), 30, "SELECT * FROM t").Wait
 	if first == nil || second == nil || tr.Board().Blocker(wait) != first {
 		t.Fatalf("the read does not wait for the first insert's commit: commits %v %v", first, second)
 	}

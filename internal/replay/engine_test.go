@@ -129,9 +129,7 @@ func TestEngineFaults(t *testing.T) {
 			ctx := context.Background()
 			c := pgclustertest.StartT(t, pgcluster.Options{})
 			t.Cleanup(func() { c.Thaw() })
-			if err := c.Exec(ctx, "postgres", "CREATE TABLE t (s int, i int)"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (s int, i int)")
 			var rows int64
 			faulted := make(chan error, 1)
 			go func() {

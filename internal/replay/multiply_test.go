@@ -53,9 +53,7 @@ func TestMultiplyServer(t *testing.T) {
 	// Sequential: all six copies must be connected within their
 	// 0.5 s sleep, which a busy machine may not leave them.
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := c.Exec(t.Context(), "postgres", "CREATE TABLE m (id int PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE m (id int PRIMARY KEY)")
 	var l testLog
 	for i := range 2 {
 		s := l.session("postgres", "postgres", 0)

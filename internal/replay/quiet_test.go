@@ -23,17 +23,13 @@ func TestCatalogReadUntrackedForRole(t *testing.T) {
 	functionalCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"shared_preload_libraries": "pg_stat_statements"}})
-	for _, sql := range []string{
+	pgclustertest.Exec(t, c, "postgres",
 		"CREATE EXTENSION pg_stat_statements",
 		"CREATE ROLE app LOGIN",
 		"CREATE TABLE t (id int PRIMARY KEY, v int)",
 		"GRANT SELECT, INSERT, UPDATE ON t TO app",
 		"SELECT pg_stat_statements_reset()",
-	} {
-		if err := c.Exec(ctx, "postgres", sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	ms := time.Millisecond
 	var l testLog
 	a := l.session("app", "postgres", 0)

@@ -3,7 +3,6 @@ package replay
 import (
 	"testing"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -20,16 +19,12 @@ func TestAnswerRaceDecidedLate(t *testing.T) {
 	functionalCase(t)
 	tr := syncdep.NewTracker(syncdep.Object)
 	tr.SetCatalog("db", &syncdep.Catalog{Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "t", Kind: 'r'}}})
-	cache := fingerprint.NewCache(0)
-	exec := func(s *syncdep.Session, start, end int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: start, End: end, Items: cache.Get(sql), Text: sql})
-	}
 	a, b, c := tr.Session("db", "a"), tr.Session("db", "b"), tr.Session("db", "c")
 	// Before any write: it never races.
-	alone := exec(c, 100, 200, "SELECT * FROM t")
-	exec(a, 1000, 1000, "BEGIN")
-	exec(a, 2000, 2600, "DELETE FROM t WHERE id = 1")
-	waiter := exec(b, 2700, 3000, "DELETE FROM t WHERE id = 1")
+	alone := track(c, 100, 200, "SELECT * FROM t")
+	track(a, 1000, 1000, "BEGIN")
+	track(a, 2000, 2600, "DELETE FROM t WHERE id = 1")
+	waiter := track(b, 2700, 3000, "DELETE FROM t WHERE id = 1")
 	if waiter.Race.Settled() || alone.Race.Settled() {
 		t.Fatalf("settled before the COMMIT was read: %v %v", waiter.Race, alone.Race)
 	}
@@ -51,7 +46,7 @@ func TestAnswerRaceDecidedLate(t *testing.T) {
 	}
 	// The COMMIT, sent while the waiter's DELETE ran, answered 19 ms
 	// after it.
-	exec(a, 2800, 22000, "COMMIT")
+	track(a, 2800, 22000, "COMMIT")
 	sh.settleRaces(r, true)
 	if row, rel, data, unexplained := r.c.answerCause(querystats.CauseRaced).Load(), r.c.answerCause(querystats.CauseRacedRelation).Load(), r.c.answerTargetData.Load(), r.c.answerUnexplained.Load(); row != 0 || rel != 1 || data != 1 || unexplained != 0 {
 		t.Errorf("%d explained by a race by row, %d relation-wide, %d target data, %d unexplained: want 0, 1, 1, 0", row, rel, data, unexplained)

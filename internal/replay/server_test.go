@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"sync"
@@ -55,13 +54,7 @@ func nonBlockingLog(t testing.TB) string {
 		slow.query(at, time.Millisecond, "SELECT now()")
 	}
 	slow.disconnect(5 * time.Second)
-	for range 4 {
-		s := l.session("postgres", "postgres", 0)
-		for at := time.Duration(0); at <= 5*time.Second; at += 100 * time.Millisecond {
-			s.query(at, time.Millisecond, "SELECT 1")
-		}
-		s.disconnect(5 * time.Second)
-	}
+	l.selectOnes(4, 100*time.Millisecond, 5*time.Second)
 	return l.write(t)
 }
 
@@ -175,13 +168,7 @@ func BenchmarkNonBlocking(b *testing.B) {
 // 10 s.
 func pacingLog(t testing.TB) string {
 	var l testLog
-	for range 5 {
-		s := l.session("postgres", "postgres", 0)
-		for at := time.Duration(0); at <= 10*time.Second; at += 50 * time.Millisecond {
-			s.query(at, time.Millisecond, "SELECT 1")
-		}
-		s.disconnect(10 * time.Second)
-	}
+	l.selectOnes(5, 50*time.Millisecond, 10*time.Second)
 	return l.write(t)
 }
 
@@ -241,10 +228,7 @@ func TestErrorsAndDeadlock(t *testing.T) {
 	// Sequential: the deadlock needs each session's updates on
 	// schedule, 100 ms apart, at the log's pace.
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{"deadlock_timeout": "200ms"}})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
 	var l testLog
 	ms := time.Millisecond
 	a := l.session("postgres", "postgres", 0)

@@ -53,9 +53,7 @@ func syncCapture(b *testing.B, kind string, clients, secs int) (*pgcluster.Clust
 			fmt.Fprintf(&schema, "CREATE TABLE hist_%d (aid int, delta int, mtime timestamptz);", i)
 			settle = append(settle, fmt.Sprintf("VACUUM acct_%d", i), fmt.Sprintf("TRUNCATE hist_%d", i))
 		}
-		if err := c.Exec(ctx, "postgres", schema.String()); err != nil {
-			b.Fatal(err)
-		}
+		pgclustertest.Exec(b, c, "postgres", schema.String())
 		script := filepath.Join(b.TempDir(), "own.sql")
 		if err := os.WriteFile(script, []byte(ownScript), 0o644); err != nil {
 			b.Fatal(err)
@@ -103,11 +101,7 @@ func BenchmarkSyncThroughput(b *testing.B) {
 				var synced *results.Result
 				modes := []syncdep.Mode{syncdep.Off, syncdep.Object}
 				for i := range modes {
-					for _, sql := range settle {
-						if err := c.Exec(context.Background(), "postgres", sql); err != nil {
-							b.Fatal(err)
-						}
-					}
+					pgclustertest.Exec(b, c, "postgres", settle...)
 					mode := modes[(i+round)%2]
 					res := replayLog(b, log, workload.LogLinePrefix, Options{Target: c.DSN("postgres"), Speed: 0, Sync: mode})
 					if res.Statements.Failed > 0 {
@@ -154,9 +148,7 @@ func BenchmarkSyncLag200Sessions(b *testing.B) {
 	for i := range n {
 		fmt.Fprintf(&schema, "CREATE TABLE own_%d (id int, v int);", i)
 	}
-	if err := c.Exec(context.Background(), "postgres", schema.String()); err != nil {
-		b.Fatal(err)
-	}
+	pgclustertest.Exec(b, c, "postgres", schema.String())
 	var l testLog
 	for i := range n {
 		s := l.session("postgres", "postgres", 0)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -24,14 +23,10 @@ type lostWaitCase struct {
 func newLostWaitCase(t *testing.T) *lostWaitCase {
 	t.Helper()
 	tr := syncdep.NewTracker(syncdep.Commit)
-	cache := fingerprint.NewCache(0)
-	exec := func(s *syncdep.Session, at int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: at, End: at + 1, Items: cache.Get(sql), Text: sql})
-	}
 	c := &lostWaitCase{stop: make(chan struct{})}
-	c.first = exec(tr.Session("db", "first"), 10, "INSERT INTO orders VALUES (1)").Commit
-	c.second = exec(tr.Session("db", "second"), 20, "INSERT INTO orders VALUES (2)").Commit
-	c.wait = exec(tr.Session("db", "reader"), 30, "INSERT INTO shipments VALUES (1)").Wait
+	c.first = trackAt(tr.Session("db", "first"), 10, "INSERT INTO orders VALUES (1)").Commit
+	c.second = trackAt(tr.Session("db", "second"), 20, "INSERT INTO orders VALUES (2)").Commit
+	c.wait = trackAt(tr.Session("db", "reader"), 30, "INSERT INTO shipments VALUES (1)").Wait
 	if c.first == nil || c.second == nil || tr.Board().Blocker(c.wait) != c.first {
 		t.Fatalf("the shipment does not wait for the first order's commit: commits %v %v", c.first, c.second)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/syncdep"
 )
@@ -44,13 +43,9 @@ type progressCase struct {
 func newProgressCase(t *testing.T, owner any) *progressCase {
 	t.Helper()
 	tr := syncdep.NewTracker(syncdep.Commit)
-	cache := fingerprint.NewCache(0)
-	exec := func(s *syncdep.Session, at int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: at, End: at + 1, Items: cache.Get(sql), Text: sql})
-	}
 	c := &progressCase{done: make(chan synced, 1)}
-	c.commit = exec(tr.Session("db", owner), 10, "INSERT INTO orders VALUES (1)").Commit
-	c.wait = exec(tr.Session("db", "reader"), 20, "INSERT INTO shipments VALUES (1)").Wait
+	c.commit = trackAt(tr.Session("db", owner), 10, "INSERT INTO orders VALUES (1)").Commit
+	c.wait = trackAt(tr.Session("db", "reader"), 20, "INSERT INTO shipments VALUES (1)").Wait
 	if c.commit == nil || tr.Board().Blocker(c.wait) != c.commit {
 		t.Fatalf("the shipment does not wait for the order's commit: %v", c.commit)
 	}
@@ -127,6 +122,40 @@ func (c *progressCase) wantTimeout(t *testing.T, sy synced, wait time.Duration, 
 	}
 }
 
+// wantCommitAfterProgress starts the wait, makes progress (move) every
+// 3 s for 30 s, then brings the commit: the wait must end with it, not
+// given up.
+func (c *progressCase) wantCommitAfterProgress(t *testing.T, move func()) {
+	t.Helper()
+	c.start()
+	c.stepFor(t, 30*time.Second, 3*time.Second, move)
+	c.commit.Done()
+	if sy := c.ended(t); sy.giveUp != "" || sy.wait != 30*time.Second {
+		t.Errorf("the wait ended after %v, given up %q: want the commit after 30s", sy.wait, sy.giveUp)
+	}
+}
+
+// wantTimeoutWithoutProgress starts the wait and makes no progress: it
+// must give up at the timeout, counted as behind.
+func (c *progressCase) wantTimeoutWithoutProgress(t *testing.T) {
+	t.Helper()
+	c.start()
+	time.Sleep(progressTimeout)
+	c.wantTimeout(t, c.ended(t), progressTimeout, SyncCauseBehind)
+}
+
+// wantTimeoutAfterProgress starts the wait and makes progress (move)
+// every 3 s for span, then none: it must give up a timeout after the
+// last progress (within a deadlock check's period, when it looks),
+// counted under cause.
+func (c *progressCase) wantTimeoutAfterProgress(t *testing.T, span time.Duration, move func(), cause string) {
+	t.Helper()
+	c.start()
+	c.stepFor(t, span, 3*time.Second, move)
+	time.Sleep(progressTimeout + deadlockCheckEvery)
+	c.wantTimeout(t, c.ended(t), span+progressTimeout, cause)
+}
+
 // TestSyncWaitGoesOnWhileAwaitedSessionProgresses: the writer completes an
 // event every 3 s for 30 s of fake time (behind, not stuck) with a 10 s
 // timeout: the reader's wait does not give up, and ends when the commit
@@ -136,13 +165,7 @@ func TestSyncWaitGoesOnWhileAwaitedSessionProgresses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := localWriter()
 		c := newProgressCase(t, w)
-		c.start()
-		c.stepFor(t, 30*time.Second, 3*time.Second, func() { w.completed.Add(1) })
-		c.commit.Done()
-		sy := c.ended(t)
-		if sy.giveUp != "" || sy.wait != 30*time.Second {
-			t.Errorf("the wait ended after %v, given up %q: want the commit after 30s", sy.wait, sy.giveUp)
-		}
+		c.wantCommitAfterProgress(t, func() { w.completed.Add(1) })
 		if n := c.r.sync.timeouts.Load(); n != 0 {
 			t.Errorf("%d timeouts counted", n)
 		}
@@ -157,22 +180,15 @@ func TestSyncWaitGivesUpWithoutProgress(t *testing.T) {
 	functionalCase(t) // timed on synctest's fake clock, which no load moves
 	t.Run("never", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newProgressCase(t, localWriter())
-			c.start()
-			time.Sleep(progressTimeout)
-			c.wantTimeout(t, c.ended(t), progressTimeout, SyncCauseBehind)
+			newProgressCase(t, localWriter()).wantTimeoutWithoutProgress(t)
 		})
 	})
 	t.Run("stopped", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := localWriter()
-			c := newProgressCase(t, w)
-			c.start()
-			c.stepFor(t, 12*time.Second, 3*time.Second, func() { w.completed.Add(1) })
 			// The last progress was at 12 s: the wait ends a timeout
-			// later (within a deadlock check's period, when it looks).
-			time.Sleep(progressTimeout + deadlockCheckEvery)
-			c.wantTimeout(t, c.ended(t), 12*time.Second+progressTimeout, SyncCauseBehind)
+			// later.
+			newProgressCase(t, w).wantTimeoutAfterProgress(t, 12*time.Second, func() { w.completed.Add(1) }, SyncCauseBehind)
 		})
 	})
 }
@@ -185,11 +201,7 @@ func TestSyncWaitFollowsAChainOfWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, third := localWriter(), localWriter()
 		w.waitingOn.Store(&awaited{owner: third, dep: dep{s: third, n: 1 << 40}})
-		c := newProgressCase(t, w)
-		c.start()
-		c.stepFor(t, 30*time.Second, 3*time.Second, func() { third.completed.Add(1) })
-		time.Sleep(progressTimeout + deadlockCheckEvery)
-		c.wantTimeout(t, c.ended(t), 30*time.Second+progressTimeout, SyncCauseChained)
+		newProgressCase(t, w).wantTimeoutAfterProgress(t, 30*time.Second, func() { third.completed.Add(1) }, SyncCauseChained)
 	})
 }
 
@@ -203,21 +215,12 @@ func TestSyncWaitAcrossShardsProgress(t *testing.T) {
 	t.Run("moving", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			o := &shardOwner{}
-			c := newProgressCase(t, o)
-			c.start()
-			c.stepFor(t, 30*time.Second, 3*time.Second, func() { o.moves.Add(1) })
-			c.commit.Done()
-			if sy := c.ended(t); sy.giveUp != "" || sy.wait != 30*time.Second {
-				t.Errorf("the wait ended after %v, given up %q: want the commit after 30s", sy.wait, sy.giveUp)
-			}
+			newProgressCase(t, o).wantCommitAfterProgress(t, func() { o.moves.Add(1) })
 		})
 	})
 	t.Run("frozen", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newProgressCase(t, &shardOwner{})
-			c.start()
-			time.Sleep(progressTimeout)
-			c.wantTimeout(t, c.ended(t), progressTimeout, SyncCauseBehind)
+			newProgressCase(t, &shardOwner{}).wantTimeoutWithoutProgress(t)
 		})
 	})
 }

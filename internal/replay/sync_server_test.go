@@ -196,16 +196,9 @@ func stateSummary(state string) string {
 // freshOrders makes the target's database anew, empty, with the schema.
 func freshOrders(tb testing.TB, c *pgcluster.Cluster, fk bool) {
 	tb.Helper()
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+ordersDB+" WITH (FORCE)"); err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+ordersDB); err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.Exec(ctx, ordersDB, ordersSchemaSQL(fk)); err != nil {
-		tb.Fatal(err)
-	}
+	pgclustertest.Exec(tb, c, "postgres", "DROP DATABASE IF EXISTS "+ordersDB+" WITH (FORCE)")
+	pgclustertest.Exec(tb, c, "postgres", "CREATE DATABASE "+ordersDB)
+	pgclustertest.Exec(tb, c, ordersDB, ordersSchemaSQL(fk))
 }
 
 // replayOrders replays a capture against a fresh copy on c.
@@ -394,9 +387,7 @@ func TestSyncDeadlockWithRowLock(t *testing.T) {
 	b.disconnect(100 * ms)
 	path := l.write(t)
 	for _, speed := range []float64{1, 0} {
-		if err := c.Exec(ctx, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
 		start := time.Now()
 		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: speed})
 		took := time.Since(start)
@@ -440,10 +431,7 @@ func queryRow(ctx context.Context, dsn, sql string, v *string) error {
 // runs after the timeout, and the give-up is counted.
 func TestSyncTimeout(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)")
 	var l testLog
 	ms := time.Millisecond
 	a := l.session("postgres", "postgres", 0)
@@ -520,9 +508,7 @@ func TestSyncFilters(t *testing.T) {
 	app.query(150*ms, ms, "UPDATE t SET v = v + 1")
 	app.disconnect(300 * ms)
 	path := l.write(t)
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int)")
 	obs := &syncObserver{fp: fp("UPDATE t SET v = v + 1")}
 	start := time.Now()
 	res := replaySelected(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: 5 * time.Second, Sink: obs},
@@ -671,7 +657,6 @@ func TestSpeed0BarrierChain(t *testing.T) {
 func TestSyncDDLAfterReads(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	ctx := context.Background()
 	var l testLog
 	ms := time.Millisecond
 	reader := l.session("postgres", "postgres", 0)
@@ -685,9 +670,7 @@ func TestSyncDDLAfterReads(t *testing.T) {
 	dropper.disconnect(300 * ms)
 	path := l.write(t)
 	for _, speed := range []float64{0, 1} {
-		if err := c.Exec(ctx, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int)"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int)")
 		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: speed})
 		t.Logf("speed %v: %s", speed, syncLine(res))
 		if res.Statements.Failed != 0 || res.Statements.Executed != 22 {

@@ -41,10 +41,9 @@ func TestTaintAfterDivergence(t *testing.T) {
 		Indexes: []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}},
 			{Rel: 2, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
 	})
-	cache := fingerprint.NewCache(0)
 	const t0 = int64(1_772_359_200_000_007)
 	exec := func(s *syncdep.Session, from, to int64, sql string) syncdep.Step {
-		return s.Event(syncdep.Exec{Start: t0 + from, End: t0 + to, Items: cache.Get(sql), Text: sql})
+		return track(s, t0+from, t0+to, sql)
 	}
 	a, b, c := tr.Session("db", "a"), tr.Session("db", "b"), tr.Session("db", "c")
 	exec(a, 1000, 1010, "BEGIN")
@@ -89,7 +88,7 @@ func TestTaintAfterDivergence(t *testing.T) {
 	s := &session{r: r}
 	differs := func(q string, d querystats.AnswerDiff) querystats.AnswerCause {
 		st := reads[q]
-		items := cache.Get(q)
+		items := trackCache.Get(q)
 		sy := synced{race: st.Race, tables: st.Tables, reach: st.Reach}
 		cause, _ := s.differsBecause(d, &event.Event{Query: q}, &event.Answer{}, 0, items[0], nil, sy, targetError{})
 		return cause
@@ -158,7 +157,7 @@ func TestTaintAfterDivergence(t *testing.T) {
 	if r.taint.FellBack() {
 		t.Error("a few rows fell back to the relation")
 	}
-	oneRowOfRange(t, r, reads["SELECT v FROM stock WHERE id BETWEEN 1 AND 10"], cache)
+	oneRowOfRange(t, r, reads["SELECT v FROM stock WHERE id BETWEEN 1 AND 10"], trackCache)
 }
 
 // oneRowOfRange: a read of stock rows 1 to 10 (st), row 1 tainted in r,
@@ -240,9 +239,7 @@ func TestTaintBlockRolledBack(t *testing.T) {
 	functionalCase(t)
 	ctx := context.Background()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := c.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL); INSERT INTO items VALUES (1, 1), (2, 2)")
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -254,12 +251,11 @@ func TestTaintBlockRolledBack(t *testing.T) {
 		Relations: []syncdep.Relation{{OID: 1, Schema: "public", Name: "items", Kind: 'r'}},
 		Indexes:   []syncdep.Index{{Rel: 1, Primary: true, Columns: []syncdep.IndexColumn{{Name: "id", Type: 23, Deterministic: true}}}},
 	})
-	cache := fingerprint.NewCache(0)
 	ls := tr.Session("db", "a")
 	at := int64(1_772_359_200_000_007)
 	step := func(sql string) syncdep.Step {
 		at += 1000
-		return ls.Event(syncdep.Exec{Start: at, End: at + 100, Items: cache.Get(sql), Text: sql})
+		return track(ls, at, at+100, sql)
 	}
 	r := &Replayer{opts: Options{Sync: syncdep.Answers}, taint: syncdep.NewTaint()}
 	s := &session{r: r, conn: conn}

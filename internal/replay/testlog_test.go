@@ -55,6 +55,18 @@ func (l *testLog) sessionApp(user, db, app string, at time.Duration) *testSessio
 	return s
 }
 
+// selectOnes adds sessions that each run "SELECT 1" every step from 0
+// to span and disconnect at span.
+func (l *testLog) selectOnes(sessions int, step, span time.Duration) {
+	for range sessions {
+		s := l.session("postgres", "postgres", 0)
+		for at := time.Duration(0); at <= span; at += step {
+			s.query(at, time.Millisecond, "SELECT 1")
+		}
+		s.disconnect(span)
+	}
+}
+
 func (s *testSession) line(at time.Duration, msg string) {
 	prefix := fmt.Sprintf("%s [%d] %s@%s/%s %x.%x ", logStart.Add(at).Format("2006-01-02 15:04:05.000 MST"),
 		s.pid, s.user, s.db, s.app, s.connected.Unix(), s.pid)

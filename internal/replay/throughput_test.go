@@ -260,11 +260,7 @@ func median(xs []float64) float64 {
 // checkpoints, as pgbench does before a run (unless -n), so that no run
 // inherits the dead tuples and dirty buffers of the one before.
 func settle(b *testing.B, c *pgcluster.Cluster) {
-	for _, sql := range []string{"VACUUM pgbench_branches", "VACUUM pgbench_tellers", "VACUUM pgbench_accounts", "TRUNCATE pgbench_history", "CHECKPOINT"} {
-		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
-			b.Fatal(err)
-		}
-	}
+	pgclustertest.Exec(b, c, "postgres", "VACUUM pgbench_branches", "VACUUM pgbench_tellers", "VACUUM pgbench_accounts", "TRUNCATE pgbench_history", "CHECKPOINT")
 }
 
 // capturePgbench starts a cluster, initializes pgbench and captures secs
@@ -290,16 +286,12 @@ func capturePgbench(b *testing.B, clients, secs int) (*pgcluster.Cluster, []stri
 
 func setLogging(b *testing.B, c *pgcluster.Cluster, on bool) {
 	v := map[bool][3]string{true: {"0", "on", "on"}, false: {"-1", "off", "off"}}[on]
-	for _, sql := range []string{
-		"ALTER SYSTEM SET log_min_duration_statement = " + v[0],
-		"ALTER SYSTEM SET log_connections = " + v[1],
-		"ALTER SYSTEM SET log_disconnections = " + v[2],
+	pgclustertest.Exec(b, c, "postgres",
+		"ALTER SYSTEM SET log_min_duration_statement = "+v[0],
+		"ALTER SYSTEM SET log_connections = "+v[1],
+		"ALTER SYSTEM SET log_disconnections = "+v[2],
 		"SELECT pg_reload_conf()",
-	} {
-		if err := c.Exec(context.Background(), "postgres", sql); err != nil {
-			b.Fatal(err)
-		}
-	}
+	)
 }
 
 // pgbenchRate runs pgbench -M prepared (tpcb-like: 7 statements a

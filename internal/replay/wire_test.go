@@ -81,10 +81,8 @@ func TestWireProtocolPaths(t *testing.T) {
 	slowCase(t, 6*time.Second)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
-		CREATE TABLE wd (id int PRIMARY KEY, ref int REFERENCES wt DEFERRABLE INITIALLY DEFERRED)`); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", `CREATE TABLE wt (id int PRIMARY KEY);
+		CREATE TABLE wd (id int PRIMARY KEY, ref int REFERENCES wt DEFERRABLE INITIALLY DEFERRED)`)
 	var mu sync.Mutex
 	var notices []string
 	var notifications []string
@@ -216,9 +214,7 @@ func TestWireProtocolPaths(t *testing.T) {
 	if err := s.execSimple("LISTEN wire_ch"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(ctx, "postgres", "NOTIFY wire_ch, 'hello'"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", "NOTIFY wire_ch, 'hello'")
 	if err := s.execSimple("SELECT 1"); err != nil {
 		t.Error(err)
 	}

@@ -52,9 +52,7 @@ func captureEvents(t *testing.T, indexes, rows int) (log, digest string) {
 	t.Helper()
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	if err := a.Exec(ctx, "postgres", eventsSchema(indexes)); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, a, "postgres", eventsSchema(indexes))
 	conn := func() *pgconn.PgConn {
 		c, err := pgconn.Connect(ctx, a.DSN("postgres")+" application_name=shop")
 		if err != nil {
@@ -111,9 +109,7 @@ func TestBatchInsertsMeasured(t *testing.T) {
 	ctx := context.Background()
 	log, want := captureEvents(t, indexes, rows)
 	b := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := b.Exec(ctx, "postgres", eventsSchema(indexes)); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", eventsSchema(indexes))
 	mergeable := int64(rows + 60 + 100)
 	var plain, batched []*results.Result
 	for i := range 2 * rounds {
@@ -121,9 +117,7 @@ func TestBatchInsertsMeasured(t *testing.T) {
 		if i%2 == 1 {
 			n = 50
 		}
-		if err := b.Exec(ctx, "postgres", "TRUNCATE events; CHECKPOINT"); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, b, "postgres", "TRUNCATE events; CHECKPOINT")
 		o, err := Run(ctx, Config{
 			Input:        source.Paths{log},
 			Selection:    source.Selection{Applications: []string{"shop"}},

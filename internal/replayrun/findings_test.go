@@ -30,9 +30,7 @@ func TestRunFindingsExplainRealStatements(t *testing.T) {
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
 	b := pgclustertest.StartT(t, pgcluster.Options{})
 	for _, c := range []*pgcluster.Cluster{a, b} {
-		if err := c.Exec(ctx, "postgres", schema); err != nil {
-			t.Fatal(err)
-		}
+		pgclustertest.Exec(t, c, "postgres", schema)
 	}
 	conn, err := pgconn.Connect(ctx, a.DSN("postgres")+" application_name=shop")
 	if err != nil {

@@ -26,9 +26,7 @@ func TestRunFoldSource(t *testing.T) {
 	// waits must not time out.
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := b.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int); CREATE TABLE total (id int PRIMARY KEY, n int); INSERT INTO total VALUES (1, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int); CREATE TABLE total (id int PRIMARY KEY, n int); INSERT INTO total VALUES (1, 0)")
 	const k, width = 3, int64(400_000) // slices of 400 ms
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC).UnixMicro()
 	var evs []*event.Event
@@ -119,9 +117,7 @@ func TestRunFoldLanes(t *testing.T) {
 	// sync waits that a late commit causes.
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := b.Exec(ctx, "postgres", "CREATE TABLE slow (id int PRIMARY KEY, n int); INSERT INTO slow VALUES (1, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", "CREATE TABLE slow (id int PRIMARY KEY, n int); INSERT INTO slow VALUES (1, 0)")
 	const width = int64(1_000_000)
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC).UnixMicro()
 	var evs []*event.Event

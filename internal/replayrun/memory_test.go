@@ -45,9 +45,7 @@ func TestRunMemorySource(t *testing.T) {
 	functionalCase(t)
 	ctx := context.Background()
 	b := pgclustertest.StartT(t, pgcluster.Options{})
-	if err := b.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)")
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC).UnixMicro()
 	var evs []*event.Event
 	for s := range 2 {

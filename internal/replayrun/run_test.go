@@ -25,9 +25,7 @@ func capture(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	a := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	if err := a.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, a, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)")
 	for s := range 3 {
 		conn, err := pgconn.Connect(ctx, a.DSN("postgres")+" application_name=shop")
 		if err != nil {
@@ -70,9 +68,7 @@ func TestRunEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	log := capture(t)
 	b := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	if err := b.Exec(ctx, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", "CREATE TABLE items (id int PRIMARY KEY, session int)")
 	bLogs, err := b.LogFiles("*.log")
 	if err != nil || len(bLogs) != 1 {
 		t.Fatalf("B's logs %v: %v", bLogs, err)

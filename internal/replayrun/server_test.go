@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestSameServer: one server is the same port, postmaster start and, where
@@ -50,9 +51,7 @@ func TestSameServer(t *testing.T) {
 func checkAskServer(t *testing.T, b *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	if err := b.Exec(ctx, "postgres", "CREATE ROLE plain LOGIN"); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, b, "postgres", "CREATE ROLE plain LOGIN")
 	super, err := AskServer(ctx, b.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)

@@ -106,9 +106,7 @@ func serverCatalog(t *testing.T, schema string) (*Catalog, *pgconn.PgConn) {
 	t.Helper()
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	ctx := context.Background()
-	if err := c.Exec(ctx, "postgres", schema); err != nil {
-		t.Fatal(err)
-	}
+	pgclustertest.Exec(t, c, "postgres", schema)
 	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)

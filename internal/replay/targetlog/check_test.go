@@ -33,13 +33,9 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for k, v := range tt.set {
-				if err := c.Exec(ctx, "postgres", "ALTER SYSTEM SET "+k+" = "+v); err != nil {
-					t.Fatal(err)
-				}
+				pgclustertest.Exec(t, c, "postgres", "ALTER SYSTEM SET "+k+" = "+v)
 			}
-			if err := c.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
-				t.Fatal(err)
-			}
+			pgclustertest.Exec(t, c, "postgres", "SELECT pg_reload_conf()")
 			// pg_reload_conf only signals: poll new sessions until they
 			// have the prefix, which each case sets apart.
 			want := strings.Trim(tt.set["log_line_prefix"], "'")
