@@ -87,7 +87,20 @@ func LongVersions() bool { return os.Getenv("PGREHEARSE_VERSIONS") == "all" }
 // t, failing t when it cannot; the caller closes it.
 func Connect(ctx context.Context, t testing.TB, dsn string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
+	return connect(ctx, t, dsn, pgx.Connect)
+}
+
+// PgConn opens a low-level connection (pgconn) to dsn for t, failing t
+// when it cannot; the caller closes it.
+func PgConn(ctx context.Context, t testing.TB, dsn string) *pgconn.PgConn {
+	t.Helper()
+	return connect(ctx, t, dsn, pgconn.Connect)
+}
+
+// connect opens a connection to dsn by open, failing t when it cannot.
+func connect[C any](ctx context.Context, t testing.TB, dsn string, open func(context.Context, string) (C, error)) C {
+	t.Helper()
+	conn, err := open(ctx, dsn)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
