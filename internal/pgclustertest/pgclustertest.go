@@ -58,10 +58,18 @@ func StartLogged(t testing.TB, settings map[string]string, db, schema string) *p
 // StoppedLog stops c's server and returns its one log file.
 func StoppedLog(t testing.TB, c *pgcluster.Cluster) string {
 	t.Helper()
+	return StoppedLogOf(t, c, "*.log")
+}
+
+// StoppedLogOf stops c's server and returns its one log file whose name
+// matches pattern (as pgcluster.Cluster.LogFiles takes it: "*.csv",
+// "*.json").
+func StoppedLogOf(t testing.TB, c *pgcluster.Cluster, pattern string) string {
+	t.Helper()
 	if err := c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	files, err := c.LogFiles("*.log")
+	files, err := c.LogFiles(pattern)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("log files %v: %v", files, err)
 	}
