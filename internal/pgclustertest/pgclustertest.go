@@ -42,11 +42,8 @@ func StartLogged(t testing.TB, settings map[string]string, db, schema string) *p
 	c := StartT(t, pgcluster.Options{Settings: settings})
 	ctx := context.Background()
 	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(ctx, step[1]).ReadAll()
+		conn := PgConn(ctx, t, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
+		_, err := conn.Exec(ctx, step[1]).ReadAll()
 		conn.Close(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -69,6 +66,14 @@ func StoppedLogOf(t testing.TB, c *pgcluster.Cluster, pattern string) string {
 	if err := c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
+	return LogFile(t, c, pattern)
+}
+
+// LogFile returns c's one log file whose name matches pattern (as
+// pgcluster.Cluster.LogFiles takes it), failing t unless there is
+// exactly one.
+func LogFile(t testing.TB, c *pgcluster.Cluster, pattern string) string {
+	t.Helper()
 	files, err := c.LogFiles(pattern)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("log files %v: %v", files, err)

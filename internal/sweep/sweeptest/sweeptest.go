@@ -58,11 +58,7 @@ func PgbenchLog(ctx context.Context, t *testing.T, builtin, mode string) string 
 	if out, err := c.Pgbench(ctx, "-n", "-b", builtin, "-M", mode, "-c", "2", "-j", "2", "-T", "1", "postgres"); err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, out)
 	}
-	files, err := c.LogFiles("*.csv")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("CSV logs %v: %v", files, err)
-	}
-	return files[0]
+	return pgclustertest.LogFile(t, c, "*.csv")
 }
 
 // CheckSteps checks what every measured step must have, and the peak and
