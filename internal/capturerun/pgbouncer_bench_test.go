@@ -177,10 +177,7 @@ func roundTrips(b *testing.B, dsns []string) (direct, proxied, bounced float64) 
 	ctx := context.Background()
 	conns := make([]*pgconn.PgConn, len(dsns))
 	for i, d := range dsns {
-		conn, err := pgconn.Connect(ctx, d)
-		if err != nil {
-			b.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, b, d)
 		defer conn.Close(ctx)
 		conns[i] = conn
 	}

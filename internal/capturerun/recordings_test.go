@@ -25,10 +25,7 @@ import (
 // connect opens a connection through the proxy.
 func connect(t *testing.T, s *started) *pgconn.PgConn {
 	t.Helper()
-	conn, err := pgconn.Connect(context.Background(), s.dsn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(context.Background(), t, s.dsn())
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgrehearse/pgrehearse/internal/capture"
@@ -74,10 +73,7 @@ func query(t *testing.T, s *started, user, sql string) {
 	t.Helper()
 	ctx := context.Background()
 	host, port, _ := net.SplitHostPort(s.addr)
-	conn, err := pgconn.Connect(ctx, "host="+host+" port="+port+" user="+user+" dbname=postgres sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, "host="+host+" port="+port+" user="+user+" dbname=postgres sslmode=disable")
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
 		t.Fatal(err)
@@ -141,10 +137,7 @@ func TestRunDurationThenRelays(t *testing.T) {
 	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, Duration: 500 * time.Millisecond, Metrics: reg})
 	query(t, s, user, "SELECT 1")
 	// A session that stays open across the limit is recorded as open.
-	held, err := pgconn.Connect(context.Background(), s.dsn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := pgclustertest.PgConn(context.Background(), t, s.dsn())
 	defer held.Close(context.Background())
 	if got := metric(t, reg, "pgrehearse_capture_recording", nil); got != 1 && len(s.stopped()) == 0 {
 		t.Errorf("recording %v while the capture runs", got)
@@ -219,10 +212,7 @@ func TestRunStopAtMaxSize(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, MaxSize: 4 << 10, StopAtLimit: true})
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, s.dsn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, s.dsn())
 	defer conn.Close(ctx)
 	var r result
 	// Each query is recorded until the files pass 4 kB; then the run
@@ -259,10 +249,7 @@ func TestRunDropsCountedUntilStop(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	s := start(t, Config{Upstream: c.DSN("postgres"), Out: dir, MaxSize: 4 << 10})
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, s.dsn())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, s.dsn())
 	defer conn.Close(ctx)
 	poll(t, "the capture reaches its maximum size", func() bool {
 		conn.Exec(ctx, "SELECT repeat('x', 1000) /* "+time.Now().String()+" */").ReadAll()

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -65,10 +63,7 @@ func TestCaptureAdminCommands(t *testing.T) {
 	}
 	host, port, _ := strings.Cut(listen, ":")
 	proxyDSN := "host=" + host + " port=" + port + " user=" + src.User() + " dbname=postgres sslmode=disable"
-	pool, err := pgconn.Connect(ctx, proxyDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := pgclustertest.PgConn(ctx, t, proxyDSN)
 	defer pool.Close(ctx)
 	pid := pool.PID()
 
@@ -81,10 +76,7 @@ func TestCaptureAdminCommands(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(errOut, "recording r1 is under way") {
 		t.Errorf("a second start exited %d, want %d naming r1:\n%s%s", code, ExitFailure, out, errOut)
 	}
-	conn, err := pgconn.Connect(ctx, proxyDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, proxyDSN)
 	if _, err := conn.Exec(ctx, "SELECT 'recorded'").ReadAll(); err != nil {
 		t.Fatal(err)
 	}

@@ -311,10 +311,7 @@ func TestCaptureDependentSessions(t *testing.T) {
 	freshShop(t, src)
 	rc := startCapture(t, src.DSN(shardOrdersDB))
 	runOrders(t, func(app string) *pgconn.PgConn {
-		conn, err := pgconn.Connect(ctx, rc.dsn(src.User(), shardOrdersDB)+" application_name="+app)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, t, rc.dsn(src.User(), shardOrdersDB)+" application_name="+app)
 		return conn
 	}, execBinary, 2, 2, 30, 20*time.Millisecond)
 	want := shardOrdersState(t, src.DSN(shardOrdersDB))

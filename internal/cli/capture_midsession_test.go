@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	capfmt "github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/capturerun"
@@ -125,10 +124,7 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 	}
 
 	// A session inside a transaction when the second recording starts.
-	tx, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := pgclustertest.PgConn(ctx, t, rc.dsn(a.User(), "postgres"))
 	defer tx.Close(ctx)
 	for _, sql := range []string{"SET search_path = app", "BEGIN", "SELECT count(*) FROM items"} {
 		if _, err := tx.Exec(ctx, sql).ReadAll(); err != nil {
@@ -157,10 +153,7 @@ func TestCaptureSessionsFromTheMiddle(t *testing.T) {
 
 	// State the proxy cannot know: a temporary table made before the
 	// recording, which the replay's session lacks.
-	tmp, err := pgconn.Connect(ctx, rc.dsn(a.User(), "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmp := pgclustertest.PgConn(ctx, t, rc.dsn(a.User(), "postgres"))
 	defer tmp.Close(ctx)
 	if _, err := tmp.Exec(ctx, "CREATE TEMP TABLE scratch AS SELECT 1 AS x").ReadAll(); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
@@ -31,10 +32,7 @@ type protoClient struct {
 // protoClient of t.
 func newProtoClient(ctx context.Context, t *testing.T, dsn string) *protoClient {
 	t.Helper()
-	conn, err := pgconn.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, dsn)
 	return &protoClient{t: t, conn: conn}
 }
 

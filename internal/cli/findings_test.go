@@ -77,12 +77,9 @@ func TestFindingsCommandOnLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close(ctx)
-	files, err := c.LogFiles("*.csv")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("log files %v: %v", files, err)
-	}
+	csvLog := pgclustertest.LogFile(t, c, "*.csv")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(files[0])
+		b, _ := os.ReadFile(csvLog)
 		if strings.Contains(string(b), marker) {
 			break
 		}
@@ -91,7 +88,7 @@ func TestFindingsCommandOnLogs(t *testing.T) {
 		}
 	}
 	html := filepath.Join(t.TempDir(), "f.html")
-	code, stdout, stderr := runCLI(ctx, "", "findings", "--dsn", c.DSN("postgres"), "--html", html, files[0])
+	code, stdout, stderr := runCLI(ctx, "", "findings", "--dsn", c.DSN("postgres"), "--html", html, csvLog)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}

@@ -32,16 +32,10 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 	if _, err := workload.Run(ctx, c, workload.Options{Duration: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.LogFiles("*.json")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("jsonlog files %v: %v", files, err)
-	}
+	jsonLog := pgclustertest.StoppedLogOf(t, c, "*.json")
 	dir := t.TempDir()
 	whole := filepath.Join(dir, "whole.json")
-	halves := splitJSONLogBySession(t, files[0], dir)
+	halves := splitJSONLogBySession(t, jsonLog, dir)
 
 	run := func(want int, args ...string) string {
 		t.Helper()
@@ -51,7 +45,7 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 		}
 		return stdout
 	}
-	run(ExitOK, "analyze", "--json", whole, files[0])
+	run(ExitOK, "analyze", "--json", whole, jsonLog)
 	var parts []string
 	for i, h := range halves {
 		out := filepath.Join(dir, "half"+string(rune('a'+i))+".json")

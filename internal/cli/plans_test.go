@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -101,10 +99,7 @@ func startPlansPair(t *testing.T, autoExplain bool) *plansPair {
 func plansTraffic(t *testing.T, c *pgcluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	for i := range 60 {
 		email := fmt.Sprintf("user%d@example.com", 1+(i*797)%50000)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/replay"
@@ -222,10 +220,7 @@ func TestReplayRightTarget(t *testing.T) {
 
 func queryLines(t *testing.T, c *pgcluster.Cluster, db, sql string) []string {
 	t.Helper()
-	conn, err := pgconn.Connect(context.Background(), c.DSN(db))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(context.Background(), t, c.DSN(db))
 	defer conn.Close(context.Background())
 	rr, err := conn.Exec(context.Background(), sql).ReadAll()
 	if err != nil {

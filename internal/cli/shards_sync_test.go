@@ -128,10 +128,7 @@ func newCapture(t testing.TB, db, schema string) *capture {
 
 // connect opens a session of the workload, named app.
 func (cp *capture) connect(app string) *pgconn.PgConn {
-	conn, err := pgconn.Connect(context.Background(), cp.c.DSN(cp.db)+" application_name="+app)
-	if err != nil {
-		cp.t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(context.Background(), cp.t, cp.c.DSN(cp.db)+" application_name="+app)
 	return conn
 }
 
@@ -197,10 +194,7 @@ func checkSyncedOrders(t *testing.T, m *results.Result, target *pgcluster.Cluste
 func shardOrdersState(t testing.TB, dsn string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, dsn)
 	defer conn.Close(ctx)
 	q := `SELECT (SELECT coalesce(string_agg(n || ' ' || state, ', ' ORDER BY state), '') FROM (SELECT state, count(*) n FROM orders GROUP BY state) s)
 	|| E'\n' || coalesce((SELECT string_agg(id || ':' || qty || ':' || state, ',' ORDER BY id) FROM orders), '')
@@ -370,10 +364,7 @@ func TestShardsKilled(t *testing.T) {
 	}
 	// Kill shard 1 (a producer) a second into the replay, by the start
 	// the rendezvous fixed.
-	conn, err := pgconn.Connect(ctx, coord)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, coord)
 	defer conn.Close(ctx)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
-	"github.com/pgrehearse/pgrehearse/internal/workload"
+	"github.com/pgrehearse/pgrehearse/internal/sweep/sweeptest"
 )
 
 func TestSweepLogUsageErrors(t *testing.T) {
@@ -51,25 +49,14 @@ func TestSweepLogCommand(t *testing.T) {
 	parallelCase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	quiet := []string{"PGOPTIONS=-c log_min_duration_statement=-1 -c log_connections=off -c log_disconnections=off"}
-	if out, err := c.PgbenchEnv(ctx, quiet, "-i", "-q", "-s", "1", "postgres"); err != nil {
-		t.Fatalf("pgbench -i: %v\n%s", err, out)
-	}
-	if out, err := c.Pgbench(ctx, "-n", "-b", "select-only", "-M", "prepared", "-c", "2", "-j", "2", "-T", "1", "postgres"); err != nil {
-		t.Fatalf("pgbench: %v\n%s", err, out)
-	}
-	files, err := c.LogFiles("*.csv")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("CSV logs %v: %v", files, err)
-	}
+	log := sweeptest.PgbenchLog(ctx, t, "select-only", "prepared")
 	dir := t.TempDir()
 	setup := filepath.Join(dir, "setup.sql")
 	writeFile(t, setup, []byte("CREATE TABLE setup_ran (id int);\nINSERT INTO setup_ran VALUES (1);\n"))
 	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
 	var stdout, stderr bytes.Buffer
 	code := Run(ctx, IO{Stdout: &stdout, Stderr: &stderr}, []string{"sweep",
-		"--log", files[0], "--format", "csvlog", "--init", "--scale", "1", "--setup", setup,
+		"--log", log, "--format", "csvlog", "--init", "--scale", "1", "--setup", setup,
 		"--clients", "1,2,4", "--warmup", "0s", "--duration", "1s", "--json", jsonPath, "--html", htmlPath})
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
@@ -103,7 +90,7 @@ func TestSweepLogCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Workload["kind"] != "log" || res.Workload["log"] != files[0] || res.Workload["setup"] != setup || res.Workload["log_concurrency"] != float64(2) {
+	if res.Workload["kind"] != "log" || res.Workload["log"] != log || res.Workload["setup"] != setup || res.Workload["log_concurrency"] != float64(2) {
 		t.Errorf("workload %v", res.Workload)
 	}
 	if len(res.Configs) != 1 || len(res.Configs[0].Steps) != 3 {

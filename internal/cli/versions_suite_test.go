@@ -128,17 +128,11 @@ func TestVersionsFindings(t *testing.T) {
 			c := pgclustertest.StartVersion(t, major, settings)
 			insertEvents(ctx, t, c).Close(ctx)
 			// Stopped, the server has written its whole log.
-			if err := c.StopServer(); err != nil {
-				t.Fatal(err)
-			}
-			files, err := c.LogFiles("*.csv")
-			if err != nil || len(files) != 1 {
-				t.Fatalf("log files %v: %v", files, err)
-			}
+			csvLog := pgclustertest.StoppedLogOf(t, c, "*.csv")
 			if err := c.StartServer(ctx); err != nil {
 				t.Fatal(err)
 			}
-			code, stdout, stderr := runCLI(ctx, "", "findings", "--dsn", c.DSN("postgres"), files[0])
+			code, stdout, stderr := runCLI(ctx, "", "findings", "--dsn", c.DSN("postgres"), csvLog)
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}

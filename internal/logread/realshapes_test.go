@@ -46,10 +46,7 @@ func logOf(t *testing.T, settings map[string]string, run func(ctx context.Contex
 	}
 	c := pgclustertest.StartT(t, pgcluster.Options{Settings: s})
 	ctx := context.Background()
-	conn, err := pgconn.Connect(ctx, c.DSN("postgres")+" application_name=shapes")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, c.DSN("postgres")+" application_name=shapes")
 	run(ctx, c, conn)
 	conn.Close(ctx)
 	if err := c.StopServer(); err != nil {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -25,10 +23,7 @@ const serverPrefix = "%m [%p] %q%u@%d/%a %c %e "
 // multi-line text and failures of each kind.
 func serverScript(ctx context.Context, t *testing.T, c *pgcluster.Cluster) {
 	t.Helper()
-	conn, err := pgconn.Connect(ctx, c.DSN("postgres")+" application_name=readertest")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgclustertest.PgConn(ctx, t, c.DSN("postgres")+" application_name=readertest")
 	defer conn.Close(ctx)
 	simple := func(sql string, wantErr bool) {
 		t.Helper()

@@ -42,11 +42,8 @@ func StartLogged(t testing.TB, settings map[string]string, db, schema string) *p
 	c := StartT(t, pgcluster.Options{Settings: settings})
 	ctx := context.Background()
 	for _, step := range [][2]string{{"postgres", "CREATE DATABASE " + db}, {db, schema}} {
-		conn, err := pgconn.Connect(ctx, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(ctx, step[1]).ReadAll()
+		conn := PgConn(ctx, t, c.DSN(step[0])+" options='-c log_min_duration_statement=-1'")
+		_, err := conn.Exec(ctx, step[1]).ReadAll()
 		conn.Close(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -58,10 +55,26 @@ func StartLogged(t testing.TB, settings map[string]string, db, schema string) *p
 // StoppedLog stops c's server and returns its one log file.
 func StoppedLog(t testing.TB, c *pgcluster.Cluster) string {
 	t.Helper()
+	return StoppedLogOf(t, c, "*.log")
+}
+
+// StoppedLogOf stops c's server and returns its one log file whose name
+// matches pattern (as pgcluster.Cluster.LogFiles takes it: "*.csv",
+// "*.json").
+func StoppedLogOf(t testing.TB, c *pgcluster.Cluster, pattern string) string {
+	t.Helper()
 	if err := c.StopServer(); err != nil {
 		t.Fatal(err)
 	}
-	files, err := c.LogFiles("*.log")
+	return LogFile(t, c, pattern)
+}
+
+// LogFile returns c's one log file whose name matches pattern (as
+// pgcluster.Cluster.LogFiles takes it), failing t unless there is
+// exactly one.
+func LogFile(t testing.TB, c *pgcluster.Cluster, pattern string) string {
+	t.Helper()
+	files, err := c.LogFiles(pattern)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("log files %v: %v", files, err)
 	}
@@ -87,7 +100,20 @@ func LongVersions() bool { return os.Getenv("PGREHEARSE_VERSIONS") == "all" }
 // t, failing t when it cannot; the caller closes it.
 func Connect(ctx context.Context, t testing.TB, dsn string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
+	return connect(ctx, t, dsn, pgx.Connect)
+}
+
+// PgConn opens a low-level connection (pgconn) to dsn for t, failing t
+// when it cannot; the caller closes it.
+func PgConn(ctx context.Context, t testing.TB, dsn string) *pgconn.PgConn {
+	t.Helper()
+	return connect(ctx, t, dsn, pgconn.Connect)
+}
+
+// connect opens a connection to dsn by open, failing t when it cannot.
+func connect[C any](ctx context.Context, t testing.TB, dsn string, open func(context.Context, string) (C, error)) C {
+	t.Helper()
+	conn, err := open(ctx, dsn)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

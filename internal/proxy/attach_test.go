@@ -35,10 +35,7 @@ func TestAttachDetachUnderTraffic(t *testing.T) {
 	errs := make(chan error, busy)
 	before := map[uint32]bool{}
 	for range busy {
-		conn, err := pgconn.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, t, dsn)
 		defer conn.Close(ctx)
 		before[conn.PID()] = true
 		wg.Go(func() {
@@ -80,10 +77,7 @@ func TestAttachDetachUnderTraffic(t *testing.T) {
 		// One session ends within the window, one stays open across
 		// the detach.
 		for _, keep := range []bool{false, true} {
-			conn, err := pgconn.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
+			conn := pgclustertest.PgConn(ctx, t, dsn)
 			if _, err := conn.Exec(ctx, "SELECT 'round "+strconv.Itoa(round)+"'").ReadAll(); err != nil {
 				t.Fatal(err)
 			}

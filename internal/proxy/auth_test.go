@@ -107,10 +107,7 @@ func TestAuthTLS(t *testing.T) {
 	ctx := context.Background()
 	_, _, otherCert := selfSigned(t)
 	upstream := "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " sslmode=require"
-	direct, err := pgconn.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
 	defer direct.Close(ctx)
 
 	type attempt struct {

@@ -52,10 +52,7 @@ func benchSelect(b *testing.B, resume bool) {
 		ResumeSessions: resume})
 	ctx := context.Background()
 	connect := func(dsn string) *pgconn.PgConn {
-		conn, err := pgconn.Connect(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, b, dsn)
 		b.Cleanup(func() { conn.Close(ctx) })
 		return conn
 	}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgrehearse/pgrehearse/internal/capture"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -81,10 +79,7 @@ func TestNoRowDigest(t *testing.T) {
 	ctx := context.Background()
 	for _, off := range []bool{true, false} {
 		r := startProxy(t, Config{Upstream: "host=127.0.0.1 port=" + strconv.Itoa(c.Port()) + " sslmode=disable", NoRowDigest: off})
-		conn, err := pgconn.Connect(ctx, r.dsn("postgres", "postgres", "sslmode=disable"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, t, r.dsn("postgres", "postgres", "sslmode=disable"))
 		if _, err := conn.Exec(ctx, "SELECT generate_series(1, 3)").ReadAll(); err != nil {
 			t.Fatal(err)
 		}

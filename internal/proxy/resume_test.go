@@ -33,10 +33,7 @@ func TestAttachResumes(t *testing.T) {
 	dsn := r.dsn("postgres", "postgres", "sslmode=disable")
 	open := func(sqls ...string) *pgconn.PgConn {
 		t.Helper()
-		conn, err := pgconn.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, t, dsn)
 		t.Cleanup(func() { conn.Close(context.Background()) })
 		for _, sql := range sqls {
 			if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
@@ -159,10 +156,7 @@ func TestResumeUnderTraffic(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, busy)
 	for k := range busy {
-		conn, err := pgconn.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		conn := pgclustertest.PgConn(ctx, t, dsn)
 		defer conn.Close(ctx)
 		if _, err := conn.Prepare(ctx, "s", "SELECT $1::int + 1", nil); err != nil {
 			t.Fatal(err)

@@ -152,10 +152,7 @@ func TestTemplateReset(t *testing.T) {
 		}
 		// A session left open in the copy (a replay's straggler) does
 		// not stop the drop.
-		straggler, err := pgconn.Connect(ctx, c.DSN(app))
-		if err != nil {
-			t.Fatal(err)
-		}
+		straggler := pgclustertest.PgConn(ctx, t, c.DSN(app))
 		if err := tr.Release(ctx, st); err != nil {
 			t.Fatalf("Release %d: %v", round, err)
 		}

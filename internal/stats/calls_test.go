@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -414,13 +415,13 @@ func TestAAAnyRegression(t *testing.T) {
 						found++
 					}
 				}
-				if hasTrue(old[first:]) {
+				if slices.Contains(old[first:], true) {
 					anyRuns++
 				}
-				if hasTrue(calls[first:]) {
+				if slices.Contains(calls[first:], true) {
 					anyCalls++
 				}
-				if hasTrue(regs[first:]) {
+				if slices.Contains(regs[first:], true) {
 					anyNew++
 				}
 			}
@@ -449,15 +450,6 @@ func TestAAAnyRegression(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", table.String())
-}
-
-func hasTrue(bs []bool) bool {
-	for _, b := range bs {
-		if b {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAAUnevenRoundNoise: the pooled round noise assumes the queries of

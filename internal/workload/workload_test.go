@@ -78,14 +78,7 @@ func TestRun(t *testing.T) {
 	conn.Close(ctx)
 
 	// The log has each kind of entry the workload is there to produce.
-	if err := c.StopServer(); err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.LogFiles("*.log")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("stderr log files: %v %v, want one", files, err)
-	}
-	log, err := os.ReadFile(files[0])
+	log, err := os.ReadFile(pgclustertest.StoppedLog(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,9 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/report"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
 	"github.com/pgrehearse/pgrehearse/internal/sweep/sweeptest"
-	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 func TestFit(t *testing.T) {
@@ -131,27 +128,13 @@ func TestScanLogLanes(t *testing.T) {
 	}
 }
 
-// captureLog runs pgbench (simple-update: transactions of 5 statements)
-// with two clients on a cluster that logs everything, and returns its CSV
-// log. pgbench -i runs with logging off, so the log holds the clients'
-// sessions only (and pgbench's own first look at the tables).
+// captureLog is the CSV log of pgbench's simple-update (transactions of
+// 5 statements) in the extended protocol (sweeptest.PgbenchLog).
 func captureLog(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
-	quiet := []string{"PGOPTIONS=-c log_min_duration_statement=-1 -c log_connections=off -c log_disconnections=off"}
-	if out, err := c.PgbenchEnv(ctx, quiet, "-i", "-q", "-s", "1", "postgres"); err != nil {
-		t.Fatalf("pgbench -i: %v\n%s", err, out)
-	}
-	if out, err := c.Pgbench(ctx, "-n", "-b", "simple-update", "-M", "extended", "-c", "2", "-j", "2", "-T", "1", "postgres"); err != nil {
-		t.Fatalf("pgbench: %v\n%s", err, out)
-	}
-	files, err := c.LogFiles("*.csv")
-	if err != nil || len(files) != 1 {
-		t.Fatalf("CSV logs %v: %v", files, err)
-	}
-	return files[0]
+	return sweeptest.PgbenchLog(ctx, t, "simple-update", "extended")
 }
 
 // The log workload: a captured pgbench log swept over 1, 2 and 4

@@ -5,12 +5,15 @@
 package sweeptest
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/sweep"
+	"github.com/pgrehearse/pgrehearse/internal/workload"
 )
 
 // PgbenchQuery is select-only's statement as pg_stat_statements shows it.
@@ -38,6 +41,24 @@ func Pgbench(t *testing.T) string {
 		t.Fatalf("%v (install with: %s)", err, pgcluster.InstallHint)
 	}
 	return p
+}
+
+// PgbenchLog runs pgbench's builtin script (-b) in mode (-M) with two
+// clients for a second on a throwaway cluster that logs everything, and
+// returns its CSV log. pgbench -i runs with logging off, so the log holds
+// the clients' sessions only (and pgbench's own first look at the
+// tables).
+func PgbenchLog(ctx context.Context, t *testing.T, builtin, mode string) string {
+	t.Helper()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: workload.LogSettings()})
+	quiet := []string{"PGOPTIONS=-c log_min_duration_statement=-1 -c log_connections=off -c log_disconnections=off"}
+	if out, err := c.PgbenchEnv(ctx, quiet, "-i", "-q", "-s", "1", "postgres"); err != nil {
+		t.Fatalf("pgbench -i: %v\n%s", err, out)
+	}
+	if out, err := c.Pgbench(ctx, "-n", "-b", builtin, "-M", mode, "-c", "2", "-j", "2", "-T", "1", "postgres"); err != nil {
+		t.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	return pgclustertest.LogFile(t, c, "*.csv")
 }
 
 // CheckSteps checks what every measured step must have, and the peak and
