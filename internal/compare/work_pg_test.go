@@ -142,7 +142,12 @@ func TestWorkTellersHOTIndexPostgres(t *testing.T) {
 		100*w.WALBytes.AddedShare, 100*w.WALBytes.ShareLow, 100*w.WALBytes.ShareHigh, upd.Status, w.Below, w.BelowWhy)
 	more := upd.Status == compare.StatusMoreWork && w.More == compare.MetricWALBytes && slices.Contains(rep.MoreWork, upd.Fingerprint)
 	below := w.Below == compare.MetricWALBytes && slices.Contains(rep.ServerWork.BelowFloors, upd.Fingerprint)
-	if !more && !below || w.WALBytes.Low < 1.5 || w.WALBytes.Change != compare.ChangeMore {
+	// The extra index also makes each update slower (0.016 -> 0.035 ms
+	// a call in a CI run): where that clears the noise and adds 1% of
+	// the run's time, the query is a latency regression first, its WAL
+	// change material beside it; a true label too.
+	slower := upd.Status == compare.StatusRegressed && w.WALBytes.Material && slices.Contains(rep.RegressionsByAddedTime, upd.Fingerprint)
+	if !more && !below && !slower || w.WALBytes.Low < 1.5 || w.WALBytes.Change != compare.ChangeMore {
 		t.Errorf("the tellers update's WAL change is neither a work regression nor listed below the floors: %+v", w.WALBytes)
 	}
 	var tellers *compare.TableHOT
