@@ -202,7 +202,7 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 	fl.StringVar(&f.jsonPath, "json", "", `write the result as JSON to `+"`FILE`"+` ("-" for standard output)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "read and schedule without connecting; report what would be sent (as fast as the log reads, unless --speed is given)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (host:port; a bare :port listens on loopback)")
-	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (repeatable) for server-side durations per query; the target needs "+replayrun.TargetLogSettings)
+	fl.StringSliceVar(&f.targetLogs, "target-log", nil, "after the replay, read the target's own server log (a file or a quoted pattern such as 'dir/*.log'; repeatable) for server-side durations per query; the target needs "+replayrun.TargetLogSettings)
 	fl.Float64Var(&f.maxErrorRate, "max-error-rate", 1, "fail (exit 3) when the target's error rate exceeds the original's by more than this many percentage points")
 	fl.IntVar(&f.errorWindow, "error-window", replayrun.DefaultErrorWindow, "the start window of --max-error-rate: stop early (exit 3) when the first `N` statements all fail on the target and none of them in the original (no schema on the target: 42P01 everywhere); 0 never stops")
 	addReplayOptionFlags(fl, &f, replayrun.SyncAnswers)

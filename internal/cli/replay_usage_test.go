@@ -23,6 +23,9 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--dry-run", "--start", "2024-01-02", "--end", "2024-01-01", "/no/such.log"}, "--end must be after --start"},
 		{[]string{"--target", "host=/tmp", "--require-start-state", "--skip-preflight", "/no/such.log"}, "--require-start-state is checked by the pre-flight"},
 		{[]string{"--dry-run", "--batch-inserts", "-1", "/no/such.log"}, "--batch-inserts must be 1 or more"},
+		// A quoted pattern is expanded as rehearse's --control-log is;
+		// one that matches nothing is refused before any statement.
+		{[]string{"--target", "host=/tmp", "--target-log", "/no/such/dir/*.log", "/no/such.log"}, `target log "/no/such/dir/*.log" matches no file`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), IO{Stdout: &stdout, Stderr: &stderr}, append([]string{"replay"}, tt.args...))

@@ -149,7 +149,7 @@ func TestRunRemainingCountsTries(t *testing.T) {
 
 // TestRunTryLogPatternMatchesNothing: a target log pattern that matches
 // no file stops the run with an error at the first step, as it stops a
-// rehearsal's round (one rule, rounds.ExpandLogs), instead of leaving the
+// rehearsal's round (one rule, targetlog.Expand), instead of leaving the
 // steps without their server-side durations.
 func TestRunTryLogPatternMatchesNothing(t *testing.T) {
 	slo, err := judge.ParseSLO(judge.DefaultSLO)

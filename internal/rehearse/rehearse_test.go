@@ -145,7 +145,7 @@ func TestInterruptedBetweenRounds(t *testing.T) {
 
 // TestTargetLogMatchesNothing: a target log pattern that matches no file
 // fails the round before its replay, records why and stops the
-// rehearsal, as it stops a headroom step (rounds.ExpandLogs' one rule);
+// rehearsal, as it stops a headroom step (targetlog.Expand' one rule);
 // the rounds before it are kept.
 func TestTargetLogMatchesNothing(t *testing.T) {
 	functionalCase(t)

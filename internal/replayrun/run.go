@@ -52,8 +52,10 @@ type Config struct {
 	// fails it (see StartCheckMode); the zero value warns.
 	StartCheck StartCheckMode
 	// TargetLogs are the target's own log files, read after the replay
-	// for server-side durations (package replay/targetlog); prefix is
-	// their log_line_prefix when stderr, empty: detected.
+	// for server-side durations (package replay/targetlog), or patterns
+	// of them (targetlog.Expand: one that matches no file is an
+	// OptionsError); prefix is their log_line_prefix when stderr, empty:
+	// detected.
 	TargetLogs      []string
 	TargetLogPrefix string
 	// Observe, when not nil, collects server-side evidence from the
@@ -127,6 +129,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	if len(cfg.TargetLogs) > 0 && cfg.Replay.DryRun {
 		return nil, &OptionsError{Err: errors.New("the target's log needs a replay that runs, not a dry run")}
+	}
+	if len(cfg.TargetLogs) > 0 {
+		logs, err := targetlog.Expand(cfg.TargetLogs)
+		if err != nil {
+			return nil, &OptionsError{Err: err}
+		}
+		cfg.TargetLogs = logs
 	}
 	cache := cfg.Replay.Cache
 	if cache == nil {

@@ -3,6 +3,7 @@ package replayrun
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,10 +77,11 @@ func TestRunEndToEnd(t *testing.T) {
 	var events []string
 	oo := observe.Options{Interval: time.Second, SampleInterval: 100 * time.Millisecond}
 	cfg := Config{
-		Input:      source.Paths{log},
-		Selection:  source.Selection{Applications: []string{"shop"}},
-		Replay:     replay.Options{Target: b.DSN("postgres"), Speed: 0},
-		TargetLogs: bLogs,
+		Input:     source.Paths{log},
+		Selection: source.Selection{Applications: []string{"shop"}},
+		Replay:    replay.Options{Target: b.DSN("postgres"), Speed: 0},
+		// A pattern, as a quoted --target-log gives it: Run expands it.
+		TargetLogs: []string{filepath.Join(filepath.Dir(bLogs[0]), "*.log")},
 		Observe:    &oo,
 		Findings:   true,
 		MaxSkipped: 0.1, MaxErrorRate: 1,

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
+	"github.com/pgrehearse/pgrehearse/internal/replay/targetlog"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -36,7 +34,7 @@ type Cycle struct {
 	DatabaseMap map[string]string
 	// Logs are the target's own server log files, as paths or
 	// filepath.Glob patterns, expanded after the reset and the change
-	// (ExpandLogs): a server restarted by either may have begun a new
+	// (targetlog.Expand): a server restarted by either may have begun a new
 	// file.
 	Logs []string
 	// Change, when not nil, is applied after the reset (ApplyChange): a
@@ -73,7 +71,7 @@ type Place struct {
 	// DatabaseMap is Cycle.DatabaseMap followed by the reset's copies,
 	// so that each logged database goes to its fresh copy.
 	DatabaseMap map[string]string
-	// Logs are Cycle.Logs expanded (ExpandLogs).
+	// Logs are Cycle.Logs expanded (targetlog.Expand).
 	Logs []string
 }
 
@@ -160,7 +158,7 @@ func Run(ctx context.Context, c Cycle) Ended {
 			return end
 		}
 	}
-	logs, err := ExpandLogs(c.Logs)
+	logs, err := targetlog.Expand(c.Logs)
 	if err != nil {
 		end.Stage, end.Err, end.ReleaseErr = StageLogs, err, release(undo)
 		return end
@@ -197,34 +195,4 @@ func Release(ctx context.Context, rs reset.Resetter, st reset.State, cleanupTime
 	cctx, cancel := CleanupContext(ctx, cleanupTimeout)
 	defer cancel()
 	return rs.Release(cctx, st)
-}
-
-// ExpandLogs expands a target's server log patterns into files, sorted
-// per pattern, each once. A path that is no pattern stays as given when
-// no file has it yet (the server may not have written it); a pattern
-// that matches no file is an error: the round's server-side durations
-// would silently be missing.
-func ExpandLogs(patterns []string) ([]string, error) {
-	var files []string
-	for _, p := range patterns {
-		found, err := filepath.Glob(p)
-		if err != nil {
-			return nil, fmt.Errorf("target log %q: %w", p, err)
-		}
-		if len(found) == 0 {
-			if strings.ContainsAny(p, "*?[") {
-				return nil, fmt.Errorf("target log %q matches no file", p)
-			}
-			// A file the server has not written yet is still the
-			// place to read from.
-			found = []string{p}
-		}
-		slices.Sort(found)
-		for _, f := range found {
-			if !slices.Contains(files, f) {
-				files = append(files, f)
-			}
-		}
-	}
-	return files, nil
 }

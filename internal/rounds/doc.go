@@ -6,7 +6,7 @@
 // (package reset), applies a change to what the reset made when it has
 // one (a fixes.Fix of any kind, ApplyChange: a rehearsal's fix rounds,
 // a headroom search's tries), expands the target's server logs
-// (ExpandLogs: a pattern that matches no file is an error), replays,
+// (targetlog.Expand: a pattern that matches no file is an error), replays,
 // puts a server setting back, releases what the reset made for it, and
 // hands the result to the command (Cycle.Done: name it, write its file). The release runs also after Ctrl-C, each under
 // its own cleanup timeout counted from when it starts, because copies
