@@ -125,8 +125,10 @@ alternating order, while one is, up to --max-rounds a side (8 by default)
 and --max-time. A rule on the mean or the p95 counts however little a query
 adds: under --min-effect-ms (and, for a mean, 1% of the run's time) a query
 breaks it when its whole interval, and its calls' at the level of every
-figure judged, lie beyond the threshold; it is then "regressed", its line
-saying how little it adds (p50 and p99 rules keep the floors). A rule is clear of a query whose interval at the comparison's level
+figure judged (without histograms, its rounds' at that level), lie beyond
+the threshold; it is then "regressed", its line saying how little it adds
+(p50 and p99 rules keep the floors); its interval holding the threshold
+leaves it undecided, on the level its mean is judged on. A rule is clear of a query whose interval at the comparison's level
 ends at or under the threshold, at every look. Adding rounds until a change is significant would
 inflate false alarms: every look after the first judges the rules at the
 level shared out over the looks the budget allows (Bonferroni), and a rule

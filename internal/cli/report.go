@@ -501,7 +501,8 @@ its floors (effect, noise, --min-effect-ms) and beyond the threshold (and
 that has at least the minimum of timed calls in every run); under
 --min-effect-ms (and, for a mean, 1% of the run's time), with three runs a
 side, by a query whose whole interval of the mean or the p95, and its
-calls' at the level of every figure judged, lie beyond the threshold: the
+calls' at the level of every figure judged (without histograms, its
+runs' at that level), lie beyond the threshold: the
 rule is the user's own statement of what matters (the query is then
 regressed, its notes saying how little it adds); or by a query
 labelled a regression whose regressed figure is beyond the threshold when

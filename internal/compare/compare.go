@@ -369,9 +369,11 @@ type Effect struct {
 	// slower beyond the relative floors, the calls' evidence of that
 	// change (CallsEvidence) whether or not it clears the per-call
 	// floor: what a rule's threshold is read against under the floors
-	// (carriedBeyond). nil where the comparison has none (too few runs
-	// for the rank interval, no histograms, a histogram unreadable, the
-	// p50 and the p99): no rule is then broken under the floors.
+	// (carriedBeyond); without histograms, the runs' own at the
+	// family's level (comparer.roundsEvidence). nil where the
+	// comparison has none (too few runs for the rank interval, a
+	// histogram unreadable, the p50 and the p99): no rule is then
+	// broken under the floors.
 	evidence *CallsEvidence
 	// Faster is, for a figure (the mean or the p95) the runs showed
 	// faster beyond every floor, with runs enough a side for the rank
@@ -399,8 +401,9 @@ func (e *Effect) pastMSFloor(floor, minShare float64) bool {
 // t too. The per-call floors (MinEffectMS, MinTimeShare) are not asked:
 // a rule the user gave is their own statement of what matters (issue
 // 58), so a 0.08 ms lookup whose every reading is beyond +50% breaks
-// mean>+50%. Without that evidence (judgesUnderFloors: the mean and the
-// p95 of runs enough a side for the rank interval, with histograms) the
+// mean>+50%. Without histograms the runs alone are that evidence, at the
+// family's level (comparer.roundsEvidence); without any (judgesUnderFloors:
+// the mean and the p95 of runs enough a side for the rank interval) the
 // floors stand: nothing else guards a tiny query against the noise that
 // they keep out (a 0.06 ms change between identical targets).
 func (e *Effect) carriedBeyond(t float64) bool {
@@ -413,11 +416,11 @@ func (e *Effect) carriedBeyond(t float64) bool {
 
 // judgesUnderFloors says whether a rule on figure m may be broken under
 // the per-call floors (Effect.carriedBeyond) in a comparison whose noise
-// is measured (runs enough a side for the rank interval) with histograms
-// (the calls' evidence): the mean and the p95, whose calls' evidence the
-// comparison takes.
-func judgesUnderFloors(m Metric, measured, hist bool) bool {
-	return measured && hist && (m == MetricMean || m == MetricP95)
+// is measured (runs enough a side for the rank interval): the mean and
+// the p95, whose calls' evidence the comparison takes with histograms,
+// and whose runs' at the family's level without (roundsEvidence).
+func judgesUnderFloors(m Metric, measured bool) bool {
+	return measured && (m == MetricMean || m == MetricP95)
 }
 
 // mayMatter reports whether a slower change of deltaMS a call of e's

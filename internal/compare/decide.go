@@ -75,11 +75,18 @@ type Undecided struct {
 	CallsHigh  float64 `json:"calls_high,omitempty"`
 	Tests      int     `json:"tests,omitempty"`
 	NoiseFloor float64 `json:"noise_floor,omitempty"`
+	// RoundsOnly: the runs keep no latency histograms
+	// (WarnNoHistograms), so CallsLow-CallsHigh are the rank interval
+	// over the runs alone at the family's level (roundsEvidence), no
+	// calls bounding each run.
+	RoundsOnly bool `json:"rounds_only,omitempty"`
 }
 
 // whatHolds fills u's CallsLow, CallsHigh and Tests, or its NoiseFloor,
-// when its interval lies beyond its threshold: what of e holds it.
-func (u *Undecided) whatHolds(e *Effect) {
+// when its interval lies beyond its threshold: what of e holds it; hist
+// says whether the runs keep histograms (else the evidence is the
+// rounds' alone, RoundsOnly).
+func (u *Undecided) whatHolds(e *Effect, hist bool) {
 	if u.Low <= u.Threshold {
 		return
 	}
@@ -90,6 +97,7 @@ func (u *Undecided) whatHolds(e *Effect) {
 	switch {
 	case ev != nil:
 		u.CallsLow, u.CallsHigh, u.Tests = math.Min(ev.Low, ev.FamilyLow), finite(math.Max(ev.High, ev.FamilyHigh)), ev.Tests
+		u.RoundsOnly = !hist
 	case !e.Beyond:
 		u.NoiseFloor = e.Floor
 	}
@@ -225,13 +233,14 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		return ruleUnconfirmed, u
 	}
 	// Where a rule may break under the per-call floors (Rule.check:
-	// the mean and the p95, noise measured, histograms), a change of
-	// any size matters, and an interval that holds the threshold is
-	// undecided however little the query adds. Elsewhere only a change
-	// that the comparison could call one: one that adds at least the
-	// ms floor a call at the threshold, or, for a mean, the share of
-	// the run's time (DefaultMinTimeShare).
-	if !judgesUnderFloors(m, r.Noise.Measured, !r.noHistograms()) && !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
+	// the mean and the p95, noise measured; with histograms on the
+	// calls' evidence, without on the runs' alone, roundsEvidence), a
+	// change of any size matters, and an interval that holds the
+	// threshold is undecided however little the query adds. Elsewhere
+	// only a change that the comparison could call one: one that adds
+	// at least the ms floor a call at the threshold, or, for a mean,
+	// the share of the run's time (DefaultMinTimeShare).
+	if !judgesUnderFloors(m, r.Noise.Measured) && !e.mayMatter(bv*(t-1), r.Settings.MinEffectMS, r.Settings.MinTimeShare) {
 		return ruleClear, u
 	}
 	// Clear when the interval at the comparison's own level (Alpha,
@@ -246,15 +255,15 @@ func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (r
 		if e.High < high {
 			u.Low, u.High, u.Level = e.Low, finite(e.High), e.Level
 		}
-		u.whatHolds(e)
+		u.whatHolds(e, !r.noHistograms())
 		return ruleUndecided, u
 	}
 	return ruleClear, u
 }
 
 // noHistograms says whether a run of the comparison lacks latency
-// histograms (WarnNoHistograms): no calls' evidence, so no rule broken
-// under the per-call floors.
+// histograms (WarnNoHistograms): no calls' evidence, so a rule is broken
+// under the per-call floors on the runs' alone (roundsEvidence).
 func (r *Report) noHistograms() bool {
 	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarnNoHistograms })
 }
@@ -273,12 +282,81 @@ func ruleThreshold(rule Rule, bv float64) float64 {
 
 // lookInterval is the interval of q's figure m over the runs at level
 // alpha: the rank interval, unbounded ([0, +Inf)) when the runs are too
-// few for one at that level.
+// few for one at that level. It is over the runs of the level the
+// figure is judged on (judgedRuns): the server's time for a mean judged
+// on pg_stat_statements, not the log's durations beside it, so that the
+// interval a later look decides on is that of the figure it labels
+// (issue 58: a status update 1.37x (1.18-1.55) on the server's time was
+// cleared of mean>+50% at the fifth look by the log's 1.03-1.42).
 func lookInterval(q *QueryDiff, m Metric, o Options, alpha float64) (low, high, level float64) {
 	so := stats.Options{Alpha: alpha, MinEffect: o.MinEffect, DefaultNoise: o.Noise.of(m), Min: msResolution}
-	res := stats.Effect(values(q.BaselineRows, m), values(q.CandidateRows, m), so)
+	bv, kv := judgedRuns(q, m)
+	res := stats.Effect(bv, kv, so)
 	if !res.RankInterval {
 		return 0, math.Inf(1), 0
 	}
 	return res.Low, res.High, res.Level
+}
+
+// judgedRuns are each side's runs of q's figure m at the level it is
+// judged on (QueryDiff.LevelOf): for a mean judged apart from the
+// results' durations (the server's time, or the application's round
+// trips asked for), that level's runs; else the results' own.
+func judgedRuns(q *QueryDiff, m Metric) (bv, kv []float64) {
+	if m == MetricMean && q.JudgedApart() {
+		if lt := q.Levels.judgedTime(); lt != nil {
+			return lt.BaselineRunsMS, lt.CandidateRunsMS
+		}
+	}
+	return values(q.BaselineRows, m), values(q.CandidateRows, m)
+}
+
+// judgedTime is the level the mean is judged on, nil where lv keeps no
+// runs of it.
+func (lv *QueryLevels) judgedTime() *LevelTime {
+	switch lv.Judged {
+	case LevelServer:
+		return lv.Server
+	case LevelApplication:
+		return lv.Application
+	}
+	return lv.Log
+}
+
+// roundsEvidence gives d's mean and p95, slower over the runs beyond
+// noise and the relative floors but under the per-call floors, the
+// evidence a rule reads there (Effect.carriedBeyond) where the runs keep
+// no latency histograms (WarnNoHistograms: a pg_stat_statements level
+// with no log's distribution beside it, a results file of version 1):
+// no calls bound each run, so the rounds alone carry the change. It is
+// the rank interval over the runs of the level judged (judgedRuns) at
+// the family's level: one-sided stats.FamilyAlpha of the look's level
+// (LookAlpha) over the figures judged, Bonferroni's correction as the
+// calls' evidence takes it, so that identical targets break a rule under
+// the floors in at most Alpha/2 of comparisons however many tiny
+// queries they run. Too few runs for that level (three a side cannot go
+// below 1/20) give an unbounded interval: the rule is undecided while
+// its interval at Alpha holds or passes the threshold, and rounds are
+// added. Without rules, with histograms (the calls' evidence,
+// comparer.effect and serverCarried), or without measured noise, nothing
+// is set.
+func (c *comparer) roundsEvidence(d *QueryDiff) {
+	if c.useHist || !c.measured || len(c.o.Rules) == 0 || d.Effects == nil {
+		return
+	}
+	alpha := stats.FamilyAlpha(LookAlpha(c.o.Alpha, c.o.Look, c.o.Looks), c.tests)
+	for _, m := range []Metric{MetricMean, MetricP95} {
+		e := d.Effects.Of(m)
+		if e.Change != ChangeSlower || !e.Beyond || e.Interval != IntervalRuns || e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
+			continue
+		}
+		bv, kv := judgedRuns(d, m)
+		so := stats.Options{Alpha: 2 * alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
+		ev := &CallsEvidence{Alpha: alpha, Tests: c.tests, High: finite(math.Inf(1))}
+		if res := stats.Effect(bv, kv, so); res.RankInterval {
+			ev.Low, ev.High = res.Low, finite(res.High)
+		}
+		ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
+		e.evidence = ev
+	}
 }

@@ -26,7 +26,14 @@ type levelQuery struct {
 // levelRound is one round's result: the log's durations as its queries
 // (with histograms), the round trips as its client queries, and
 // pg_stat_statements' execution time per fingerprint as its evidence.
-func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery) *Run {
+func levelRound(t testing.TB, name string, seed uint64, qs map[string]levelQuery) *Run {
+	t.Helper()
+	return levelRoundOf(t, name, seed, qs, true)
+}
+
+// levelRoundOf is levelRound, the log's durations with histograms or
+// without (hist), as a results file of version 1 keeps them.
+func levelRoundOf(t testing.TB, name string, seed uint64, qs map[string]levelQuery, hist bool) *Run {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 5))
 	logged, client := querystats.NewSet(), querystats.NewSet()
@@ -48,7 +55,7 @@ func levelRound(t *testing.T, name string, seed uint64, qs map[string]levelQuery
 	}
 	res := results.New(results.KindReplay, LatencyServerLog)
 	var err error
-	if res.Queries, err = logged.Rows(querystats.RowOptions{Hist: true}); err != nil {
+	if res.Queries, err = logged.Rows(querystats.RowOptions{Hist: hist}); err != nil {
 		t.Fatal(err)
 	}
 	if res.ClientQueries, err = client.Rows(querystats.RowOptions{}); err != nil {

@@ -234,6 +234,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 		}
 	}
 	c.levels(&d, b, k)
+	c.roundsEvidence(&d)
 	if bf.TimedCalls > 0 && cf.TimedCalls > 0 {
 		d.AddedMS = AddedMS(MetricMean, d.Effects.Mean.DeltaMS, cf.TimedCalls)
 		d.TailAddedMS = AddedMS(MetricP95, d.Effects.P95.DeltaMS, cf.TimedCalls)

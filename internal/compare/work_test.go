@@ -73,6 +73,8 @@ func withEvidence(t testing.TB, r *Run, qs ...observe.Query) *Run {
 		tot.Calls += q.Calls
 		tot.WALBytes += q.WALBytes
 		tot.SharedBlksDirtied += q.SharedBlksDirtied
+		tot.TotalExecMS += q.TotalExecMS
+		tot.TotalPlanMS += q.TotalPlanMS
 	}
 	ev := observe.Evidence{Version: observe.Version, Statements: &observe.Statements{Queries: qs, Totals: tot}}
 	b, err := json.Marshal(ev)

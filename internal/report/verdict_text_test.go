@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -186,7 +187,8 @@ func TestBrokenUnderFloorsWords(t *testing.T) {
 }
 
 // An undecided rule whose interval lies beyond the threshold says what
-// holds it: the calls' evidence, or the control's noise floor.
+// holds it: the calls' evidence, the runs' alone without histograms, or
+// the control's noise floor.
 func TestUndecidedWhatHolds(t *testing.T) {
 	rep := &compare.Report{Queries: []compare.QueryDiff{{Fingerprint: "q1", Query: "SELECT 1"}}}
 	u := compare.Undecided{Rule: "mean>+50%", Metric: compare.MetricMean, Fingerprint: "q1", Threshold: 1.5, Ratio: 2.47, Low: 2.10, High: 4.69, Level: 0.9,
@@ -195,7 +197,12 @@ func TestUndecidedWhatHolds(t *testing.T) {
 	if got := UndecidedLine(rep, u); got != want {
 		t.Errorf("calls hold:\n got %q\nwant %q", got, want)
 	}
-	u.CallsLow, u.CallsHigh, u.Tests, u.NoiseFloor = 0, 0, 0, 1.98
+	u.RoundsOnly, u.CallsLow, u.CallsHigh = true, 0, math.MaxFloat64
+	want = `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; over its runs alone (no histograms) at the level of the 8 figures judged 0-∞, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("rounds hold:\n got %q\nwant %q", got, want)
+	}
+	u.RoundsOnly, u.CallsLow, u.CallsHigh, u.Tests, u.NoiseFloor = false, 0, 0, 0, 1.98
 	want = `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; within the control's noise floor 1.98x, holds 1.50x`
 	if got := UndecidedLine(rep, u); got != want {
 		t.Errorf("noise floor holds:\n got %q\nwant %q", got, want)

@@ -340,13 +340,17 @@ func undecidedClause(us []compare.Undecided) string {
 // Where the interval lies beyond the threshold, what holds it is said:
 // "..., interval 2.10-4.69 at 90%; with its calls and the rounds' noise
 // at the level of the 8 figures judged 1.32-7.16, holds 1.50x", or
-// "...; within the control's noise floor 1.98x, holds 1.50x".
+// "...; within the control's noise floor 1.98x, holds 1.50x"; without
+// histograms, "...; over its runs alone (no histograms) at the level of
+// the 8 figures judged 0-∞, holds 1.50x".
 func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
 	level := ""
 	if u.Level > 0 {
 		level = fmt.Sprintf(" at %.0f%%", 100*u.Level)
 	}
 	switch {
+	case u.RoundsOnly && (u.CallsLow > 0 || u.CallsHigh > 0):
+		level += fmt.Sprintf("; over its runs alone (no histograms) at the level of the %d figures judged %s-%s", u.Tests, fmtBound(u.CallsLow), fmtBound(u.CallsHigh))
 	case u.CallsLow > 0 || u.CallsHigh > 0:
 		level += fmt.Sprintf("; with its calls and the rounds' noise at the level of the %d figures judged %s-%s", u.Tests, fmtBound(u.CallsLow), fmtBound(u.CallsHigh))
 	case u.NoiseFloor > 0:
