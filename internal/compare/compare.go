@@ -326,9 +326,12 @@ const (
 	IntervalNoiseFloor IntervalKind = "noise_floor"
 )
 
-// Effect is a figure's change: the candidate's median over the runs
-// divided by the baseline's, and its interval.
-type Effect struct {
+// Estimate is a figure's ratio, the candidate's median over the runs
+// divided by the baseline's, with its interval, its floors and the
+// change it shows: what a latency's Effect and a work figure's
+// WorkEffect share (embedded first in each, so their JSON keeps these
+// fields first and flat).
+type Estimate struct {
 	Ratio float64 `json:"ratio"`
 	// Pairwise: Ratio is the median of the run-to-run ratios, as the
 	// ratio of the medians fell outside the interval (stats.Result).
@@ -347,6 +350,29 @@ type Effect struct {
 	Change        Change  `json:"change"`
 	// Beyond: changed, and by at least Floor.
 	Beyond bool `json:"beyond_floors"`
+}
+
+// estimateOf is a stats.Result as an Estimate, its change named up
+// (higher) or down (lower) in the figure's words.
+func estimateOf(r stats.Result, up, down Change) Estimate {
+	e := Estimate{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
+		NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Change: ChangeNone, Beyond: r.Beyond}
+	if r.RankInterval {
+		e.Interval = IntervalRuns
+	}
+	switch r.Change {
+	case stats.Higher:
+		e.Change = up
+	case stats.Lower:
+		e.Change = down
+	}
+	return e
+}
+
+// Effect is a latency figure's change: its Estimate, and what the
+// milliseconds and the calls say of it.
+type Effect struct {
+	Estimate
 	// DeltaMS is the candidate's median less the baseline's.
 	DeltaMS float64 `json:"delta_ms"`
 	// P is the Mann-Whitney p-value over the runs; 1 with one run a
