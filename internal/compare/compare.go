@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -538,14 +539,9 @@ func (e *Effects) Of(m Metric) *Effect {
 // Figures are one side's figures for a query: with one run, that run's;
 // with several, the median over the runs, and Spread and Runs.
 type Figures struct {
-	Calls        int64   `json:"calls"`
-	Errors       int64   `json:"errors"`
-	TimedCalls   int64   `json:"timed_calls"`
-	TotalMS      float64 `json:"total_ms"`
-	MeanMS       float64 `json:"mean_ms"`
-	P50MS        float64 `json:"p50_ms"`
-	P95MS        float64 `json:"p95_ms"`
-	P99MS        float64 `json:"p99_ms"`
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+	querystats.Latency
 	MaxMS        float64 `json:"max_ms"`
 	ErrorRatePct float64 `json:"error_rate_pct"`
 	// CallsPerS is calls over the run's span; 0 when the span is unknown.
@@ -570,14 +566,9 @@ type Spread struct {
 
 // RunFigures are one run's figures for a query.
 type RunFigures struct {
-	Calls      int64   `json:"calls"`
-	Errors     int64   `json:"errors"`
-	TimedCalls int64   `json:"timed_calls"`
-	TotalMS    float64 `json:"total_ms"`
-	MeanMS     float64 `json:"mean_ms"`
-	P50MS      float64 `json:"p50_ms"`
-	P95MS      float64 `json:"p95_ms"`
-	P99MS      float64 `json:"p99_ms"`
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+	querystats.Latency
 }
 
 // Ratios are candidate / baseline of the medians; 0 when the baseline

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 func TestParseRule(t *testing.T) {
@@ -73,8 +75,8 @@ func TestRuleCheck(t *testing.T) {
 	sig := &Effects{Mean: slower(1.4), P50: slower(1.1), P95: slower(1.25), P99: slower(3)}
 	noise := &Effects{Mean: Effect{Estimate: Estimate{Ratio: 1.4, Low: 0.8, High: 2, Change: ChangeNone}}}
 	under := &Effects{P95: Effect{Estimate: Estimate{Ratio: 1.25, Low: 1.1, High: 1.4, Floor: 1.5, Change: ChangeSlower}, DeltaMS: 0.5}}
-	b := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}
-	c := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140, Errors: 3, ErrorRatePct: 3}
+	b := &Figures{Calls: 100, Latency: querystats.Latency{TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}}
+	c := &Figures{Calls: 100, Latency: querystats.Latency{TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140}, Errors: 3, ErrorRatePct: 3}
 	tests := []struct {
 		rule string
 		eff  *Effects
@@ -171,8 +173,8 @@ func TestRuleCheckRegressedFigure(t *testing.T) {
 	tooFew := Effect{Estimate: Estimate{Ratio: 2.1, Low: 1.3, High: 3, Floor: 1.2, Change: ChangeSlower, Beyond: true}, DeltaMS: 3,
 		Calls: &CallsEvidence{TooFewCalls: true}}
 	withinNoise := Effect{Estimate: Estimate{Ratio: 1.8, Low: 1.1, High: 2.6, Floor: 1.9, Change: ChangeSlower}, DeltaMS: 2}
-	b := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 1.5, P50MS: 1.4, P95MS: 3, P99MS: 3.2, TotalMS: 30}
-	c := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 3.5, P50MS: 3.2, P95MS: 6.3, P99MS: 7, TotalMS: 70}
+	b := &Figures{Calls: 20, Latency: querystats.Latency{TimedCalls: 20, MeanMS: 1.5, P50MS: 1.4, P95MS: 3, P99MS: 3.2, TotalMS: 30}}
+	c := &Figures{Calls: 20, Latency: querystats.Latency{TimedCalls: 20, MeanMS: 3.5, P50MS: 3.2, P95MS: 6.3, P99MS: 7, TotalMS: 70}}
 	tests := []struct {
 		name, rule string
 		status     Status

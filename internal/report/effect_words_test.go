@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 // A change's point is printed to its bounds' precision, so that it can
@@ -58,7 +59,8 @@ func TestEffectCellColour(t *testing.T) {
 func TestQueriesTableTooFewCalls(t *testing.T) {
 	rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
 		Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT $2 || $1", Status: compare.StatusTooFewCalls, Factor: 0.88,
-			Baseline: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 1}, Candidate: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 0.88}}}}
+			Baseline:  &compare.Figures{Calls: 1, Latency: querystats.Latency{TimedCalls: 1, MeanMS: 1}},
+			Candidate: &compare.Figures{Calls: 1, Latency: querystats.Latency{TimedCalls: 1, MeanMS: 0.88}}}}}
 	s := queriesSection(rep)
 	if len(s.Tables) != 1 || len(s.Tables[0].Rows) != 1 {
 		t.Fatalf("section %+v", s)
@@ -90,7 +92,7 @@ func TestQueriesTableRuledFigure(t *testing.T) {
 		{compare.StatusTailRegressed, compare.MetricP95, "tail regressed", "",
 			compare.Effects{Mean: none, P95: compare.Effect{Estimate: compare.Estimate{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}}, 4},
 	} {
-		fig := &compare.Figures{Calls: 1000, TimedCalls: 1000, MeanMS: 1, P95MS: 2}
+		fig := &compare.Figures{Calls: 1000, Latency: querystats.Latency{TimedCalls: 1000, MeanMS: 1, P95MS: 2}}
 		rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
 			Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT 1", Status: tc.status, Regressed: tc.m, ImpactMS: tc.impactWas,
 				Effects: &tc.effects, Baseline: fig, Candidate: fig}}}
@@ -135,7 +137,7 @@ func TestCallsReasonWords(t *testing.T) {
 		{rounds, compare.ReasonWithinRoundNoise, "p95 slower over the runs and beyond its calls' sampling, but within the rounds' noise of the whole rehearsal (0.970-2.60 with rounds 5.2% apart, pooled over its queries, at the level of the 100 figures judged)"},
 	} {
 		q := &compare.QueryDiff{Status: compare.StatusSmallChange, Changed: compare.MetricP95, Reasons: []compare.Reason{tc.reason},
-			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{TimedCalls: 120}, Candidate: &compare.Figures{TimedCalls: 130}}
+			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{Latency: querystats.Latency{TimedCalls: 120}}, Candidate: &compare.Figures{Latency: querystats.Latency{TimedCalls: 130}}}
 		if got := QueryNotes(rep, q); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
 		}
