@@ -32,26 +32,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fc=${1:?usage: bench/ctlinflate.sh FORECAST_OUT}
 [ -f "$fc/production/production.log" ] || { echo "ctlinflate: $fc/production/production.log: missing (run bench/forecast -out $fc first)" >&2; exit 2; }
-bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 cycles=${CYCLES:-4}
 arms=(${ARMS:-app replay})
 rate=${RATE:-723}
-dir=$(mktemp -d -t pgrehearse-ctlinflate-XXXXXX)
-chmod 755 "$dir"
-as=()
-if [ "$(id -u)" = 0 ]; then
-  as=(runuser -u postgres --)
-  chown postgres "$dir"
-fi
-stop() {
-  "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
-}
-trap stop EXIT
-pgr=${PGREHEARSE:-$dir/pgrehearse}
-[ -n "${PGREHEARSE:-}" ] || go build -o "$pgr" ./cmd/pgrehearse
+. bench/lib.sh ctlinflate
 
-port=$((20000 + RANDOM % 20000))
 prefix='%m [%p] %q%u@%d/%a %c %e '
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale -N >/dev/null
 cat >>"$dir/data/postgresql.conf" <<EOF

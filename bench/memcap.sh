@@ -19,25 +19,10 @@
 # PGREHEARSE (a pgrehearse binary; default: built from here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
-dir=$(mktemp -d -t pgrehearse-memcap-XXXXXX)
-chmod 755 "$dir"
-as=()
-if [ "$(id -u)" = 0 ]; then
-  as=(runuser -u postgres --)
-  chown postgres "$dir"
-fi
-stop() {
-  "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
-}
-trap stop EXIT
+. bench/lib.sh memcap
 go build -o "$dir/genlog" ./bench/genlog
-pgr=${PGREHEARSE:-$dir/pgrehearse}
-[ -n "${PGREHEARSE:-}" ] || go build -o "$pgr" ./cmd/pgrehearse
 "$dir/genlog" -kind realistic -span "${SPAN:-10m}" -gap "${GAP:-650us}" -per-session "${PER_SESSION:-800}" >"$dir/workload.log"
 
-port=$((20000 + RANDOM % 20000))
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
 cat >>"$dir/data/postgresql.conf" <<CONF
 port = $port

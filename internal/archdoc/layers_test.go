@@ -89,7 +89,7 @@ var layers = []layer{
 		about: "Benchmarks, checks, manifests and test helpers; nothing above imports them outside tests.",
 		packages: []string{
 			"bench/aafloors", "bench/forecast", "bench/genlog", "bench/sameheadroom", "bench/samejson", "bench/samerehearse", "deploy", "hack/samereplay",
-			"internal/archdoc", "internal/fixes/fixestest", "internal/goldentest", "internal/htmlreport/htmltest",
+			"internal/archdoc", "internal/fixes/fixestest", "internal/goldentest", "internal/htmlreport/htmltest", "internal/logread/logreadtest",
 			"internal/pgclustertest", "internal/proctest", "internal/testgate", "internal/results/resultstest",
 			"internal/sweep/sweeptest", "internal/synthlog", "internal/versionsdoc",
 		},

@@ -88,7 +88,7 @@ func appendRecord(b []byte, r *Record, prev int64) ([]byte, error) {
 	case KindGap:
 		b = binary.AppendVarint(b, r.Dropped)
 	}
-	if n := len(b) - start - uvarintLen(uint64(size)); n != size {
+	if n := len(b) - start - rowdigest.UvarintLen(uint64(size)); n != size {
 		panic(fmt.Sprintf("capture: %v record sized %d, encoded %d", r.Kind, size, n))
 	}
 	return b, nil
@@ -97,28 +97,28 @@ func appendRecord(b []byte, r *Record, prev int64) ([]byte, error) {
 // recordSize is the length of r's body, so that the length prefix is
 // written first and the body straight after it, with no copy.
 func recordSize(r *Record, prev int64) int {
-	n := 1 + uvarintLen(r.Session) + varintLen(r.Time-prev)
+	n := 1 + rowdigest.UvarintLen(r.Session) + varintLen(r.Time-prev)
 	switch r.Kind {
 	case KindStartup:
-		n += uvarintLen(uint64(len(r.Params)))
+		n += rowdigest.UvarintLen(uint64(len(r.Params)))
 		for _, p := range r.Params {
 			n += stringLen(p.Name) + stringLen(p.Value)
 		}
-		n += uvarintLen(uint64(r.ProtocolMajor)) + uvarintLen(uint64(r.ProtocolMinor)) + 1
-		n += uvarintLen(uint64(r.BackendPID)) + stringLen(r.ClientAddr)
+		n += rowdigest.UvarintLen(uint64(r.ProtocolMajor)) + rowdigest.UvarintLen(uint64(r.ProtocolMinor)) + 1
+		n += rowdigest.UvarintLen(uint64(r.BackendPID)) + stringLen(r.ClientAddr)
 		if rs := r.Resume; rs != nil {
-			n += uvarintLen(resumeMarker) + uvarintLen(uint64(len(rs.State)))
+			n += rowdigest.UvarintLen(resumeMarker) + rowdigest.UvarintLen(uint64(len(rs.State)))
 			for _, it := range rs.State {
 				if it.Parse != nil {
-					n += 1 + uvarintLen(uint64(len(it.Parse))) + len(it.Parse)
+					n += 1 + rowdigest.UvarintLen(uint64(len(it.Parse))) + len(it.Parse)
 				} else {
 					n += 1 + stringLen(it.SQL)
 				}
 			}
-			n += uvarintLen(uint64(max(rs.Skipped, 0))) + stringLen(string(rs.SkipReason))
+			n += rowdigest.UvarintLen(uint64(max(rs.Skipped, 0))) + stringLen(string(rs.SkipReason))
 		}
 	case KindFrontend:
-		n += uvarintLen(uint64(len(r.Msg))) + len(r.Msg)
+		n += rowdigest.UvarintLen(uint64(len(r.Msg))) + len(r.Msg)
 	case KindComplete:
 		n += stringLen(r.Tag)
 		if r.HasDigest {
@@ -139,23 +139,14 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
-
-func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
-}
+func stringLen(s string) int { return rowdigest.UvarintLen(uint64(len(s))) + len(s) }
 
 func varintLen(x int64) int {
 	ux := uint64(x) << 1
 	if x < 0 {
 		ux = ^ux
 	}
-	return uvarintLen(ux)
+	return rowdigest.UvarintLen(ux)
 }
 
 // digestVersion is the version r's digest is written with.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/pgrehearse/pgrehearse/internal/rowdigest"
 )
 
 // ErrMaxSize is returned by Writer.Write and Writer.Flush once the capture
@@ -233,7 +235,7 @@ func (w *Writer) Write(r *Record) error {
 	if size > maxRecordSize {
 		return ErrRecordTooLarge
 	}
-	if len(w.raw) > 0 && len(w.raw)+uvarintLen(uint64(size))+size > w.opts.FrameSize {
+	if len(w.raw) > 0 && len(w.raw)+rowdigest.UvarintLen(uint64(size))+size > w.opts.FrameSize {
 		if err := w.Flush(); err != nil {
 			return err
 		}

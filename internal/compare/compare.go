@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -326,9 +327,12 @@ const (
 	IntervalNoiseFloor IntervalKind = "noise_floor"
 )
 
-// Effect is a figure's change: the candidate's median over the runs
-// divided by the baseline's, and its interval.
-type Effect struct {
+// Estimate is a figure's ratio, the candidate's median over the runs
+// divided by the baseline's, with its interval, its floors and the
+// change it shows: what a latency's Effect and a work figure's
+// WorkEffect share (embedded first in each, so their JSON keeps these
+// fields first and flat).
+type Estimate struct {
 	Ratio float64 `json:"ratio"`
 	// Pairwise: Ratio is the median of the run-to-run ratios, as the
 	// ratio of the medians fell outside the interval (stats.Result).
@@ -347,6 +351,29 @@ type Effect struct {
 	Change        Change  `json:"change"`
 	// Beyond: changed, and by at least Floor.
 	Beyond bool `json:"beyond_floors"`
+}
+
+// estimateOf is a stats.Result as an Estimate, its change named up
+// (higher) or down (lower) in the figure's words.
+func estimateOf(r stats.Result, up, down Change) Estimate {
+	e := Estimate{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
+		NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Change: ChangeNone, Beyond: r.Beyond}
+	if r.RankInterval {
+		e.Interval = IntervalRuns
+	}
+	switch r.Change {
+	case stats.Higher:
+		e.Change = up
+	case stats.Lower:
+		e.Change = down
+	}
+	return e
+}
+
+// Effect is a latency figure's change: its Estimate, and what the
+// milliseconds and the calls say of it.
+type Effect struct {
+	Estimate
 	// DeltaMS is the candidate's median less the baseline's.
 	DeltaMS float64 `json:"delta_ms"`
 	// P is the Mann-Whitney p-value over the runs; 1 with one run a
@@ -515,14 +542,9 @@ func (e *Effects) Of(m Metric) *Effect {
 // Figures are one side's figures for a query: with one run, that run's;
 // with several, the median over the runs, and Spread and Runs.
 type Figures struct {
-	Calls        int64   `json:"calls"`
-	Errors       int64   `json:"errors"`
-	TimedCalls   int64   `json:"timed_calls"`
-	TotalMS      float64 `json:"total_ms"`
-	MeanMS       float64 `json:"mean_ms"`
-	P50MS        float64 `json:"p50_ms"`
-	P95MS        float64 `json:"p95_ms"`
-	P99MS        float64 `json:"p99_ms"`
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+	querystats.Latency
 	MaxMS        float64 `json:"max_ms"`
 	ErrorRatePct float64 `json:"error_rate_pct"`
 	// CallsPerS is calls over the run's span; 0 when the span is unknown.
@@ -547,14 +569,9 @@ type Spread struct {
 
 // RunFigures are one run's figures for a query.
 type RunFigures struct {
-	Calls      int64   `json:"calls"`
-	Errors     int64   `json:"errors"`
-	TimedCalls int64   `json:"timed_calls"`
-	TotalMS    float64 `json:"total_ms"`
-	MeanMS     float64 `json:"mean_ms"`
-	P50MS      float64 `json:"p50_ms"`
-	P95MS      float64 `json:"p95_ms"`
-	P99MS      float64 `json:"p99_ms"`
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+	querystats.Latency
 }
 
 // Ratios are candidate / baseline of the medians; 0 when the baseline

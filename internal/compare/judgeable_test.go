@@ -18,7 +18,7 @@ func TestUnjudgeable(t *testing.T) {
 	for i := range int64(10000) {
 		tl.Add(t0+i*sec/100, 1000, false)
 	}
-	one := []querystats.Row{{Fingerprint: "a", Query: "SELECT a", Calls: 100, TimedCalls: 100, TotalMS: 100, MeanMS: 1, P50MS: 1, P95MS: 1, P99MS: 1}}
+	one := []querystats.Row{{Fingerprint: "a", Query: "SELECT a", Calls: 100, Latency: querystats.Latency{TimedCalls: 100, TotalMS: 100, MeanMS: 1, P50MS: 1, P95MS: 1, P99MS: 1}}}
 	base := func() *Run {
 		r := results.New(results.KindAnalysis, LatencyServerLog)
 		r.Source = "base"

@@ -144,18 +144,7 @@ func (q *QueryDiff) LevelOf(m Metric) Level {
 // effectOf is a stats.Result as an Effect, with deltaMS the candidate's
 // median less the baseline's.
 func effectOf(r stats.Result, deltaMS float64) Effect {
-	e := Effect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured,
-		Floor: r.Floor, Beyond: r.Beyond, DeltaMS: deltaMS, P: r.P, Interval: IntervalNoiseFloor, Change: ChangeNone}
-	if r.RankInterval {
-		e.Interval = IntervalRuns
-	}
-	switch r.Change {
-	case stats.Higher:
-		e.Change = ChangeSlower
-	case stats.Lower:
-		e.Change = ChangeFaster
-	}
-	return e
+	return Effect{Estimate: estimateOf(r, ChangeSlower, ChangeFaster), DeltaMS: deltaMS, P: r.P}
 }
 
 // levelTime is the change of the means bv (the baseline's runs) to kv,

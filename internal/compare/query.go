@@ -90,8 +90,7 @@ func figures(rows []*Query, spans []float64) *Figures {
 	n := len(rows)
 	if n == 1 {
 		q := rows[0]
-		f := &Figures{Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
-			MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS, MaxMS: q.MaxMS}
+		f := &Figures{Calls: q.Calls, Errors: q.Errors, Latency: q.Latency, MaxMS: q.MaxMS}
 		if q.Calls > 0 {
 			f.ErrorRatePct = 100 * float64(q.Errors) / float64(q.Calls)
 		}
@@ -106,8 +105,7 @@ func figures(rows []*Query, spans []float64) *Figures {
 	for i, q := range rows {
 		rf := RunFigures{}
 		if q != nil {
-			rf = RunFigures{Calls: q.Calls, Errors: q.Errors, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS,
-				MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS}
+			rf = RunFigures{Calls: q.Calls, Errors: q.Errors, Latency: q.Latency}
 			maxMS = append(maxMS, q.MaxMS)
 			if q.Calls > 0 {
 				rate = append(rate, 100*float64(q.Errors)/float64(q.Calls))

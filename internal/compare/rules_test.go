@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 func TestParseRule(t *testing.T) {
@@ -68,13 +70,13 @@ func TestParseRulesCommasAndRepeats(t *testing.T) {
 
 func TestRuleCheck(t *testing.T) {
 	slower := func(r float64) Effect {
-		return Effect{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.1, Change: ChangeSlower, Beyond: true, DeltaMS: 1}
+		return Effect{Estimate: Estimate{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.1, Change: ChangeSlower, Beyond: true}, DeltaMS: 1}
 	}
 	sig := &Effects{Mean: slower(1.4), P50: slower(1.1), P95: slower(1.25), P99: slower(3)}
-	noise := &Effects{Mean: Effect{Ratio: 1.4, Low: 0.8, High: 2, Change: ChangeNone}}
-	under := &Effects{P95: Effect{Ratio: 1.25, Low: 1.1, High: 1.4, Floor: 1.5, Change: ChangeSlower, DeltaMS: 0.5}}
-	b := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}
-	c := &Figures{Calls: 100, TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140, Errors: 3, ErrorRatePct: 3}
+	noise := &Effects{Mean: Effect{Estimate: Estimate{Ratio: 1.4, Low: 0.8, High: 2, Change: ChangeNone}}}
+	under := &Effects{P95: Effect{Estimate: Estimate{Ratio: 1.25, Low: 1.1, High: 1.4, Floor: 1.5, Change: ChangeSlower}, DeltaMS: 0.5}}
+	b := &Figures{Calls: 100, Latency: querystats.Latency{TimedCalls: 100, MeanMS: 1, P50MS: 1, P95MS: 2, P99MS: 3, TotalMS: 100}}
+	c := &Figures{Calls: 100, Latency: querystats.Latency{TimedCalls: 100, MeanMS: 1.4, P50MS: 1.1, P95MS: 2.5, P99MS: 9, TotalMS: 140}, Errors: 3, ErrorRatePct: 3}
 	tests := []struct {
 		rule string
 		eff  *Effects
@@ -118,7 +120,7 @@ func TestRuleCheck(t *testing.T) {
 func TestRuleCheckWork(t *testing.T) {
 	sw := &ServerWork{Compared: true, MinEffect: 0.5, MinWALBytes: 1024, MinDirtied: 0.5}
 	more := func(b, c float64) WorkEffect {
-		return WorkEffect{Ratio: c / b, Low: c / b * 0.98, High: c / b * 1.02, Change: ChangeMore, Beyond: true, Baseline: b, Candidate: c, Delta: c - b}
+		return WorkEffect{Estimate: Estimate{Ratio: c / b, Low: c / b * 0.98, High: c / b * 1.02, Change: ChangeMore, Beyond: true}, Baseline: b, Candidate: c, Delta: c - b}
 	}
 	hot := QueryWork{Judged: true, WALBytes: more(6850, 11470), Dirtied: more(0.92, 1.53)} // the HOT loss of work.go
 	tests := []struct {
@@ -131,10 +133,10 @@ func TestRuleCheckWork(t *testing.T) {
 		{"wal>+70%", hot, sw, false},    // under the rule's own threshold
 		{"wal>1.6x", hot, sw, true},     //
 		{"dirtied>+60%", hot, sw, true}, // 1.66x, +0.61 blocks
-		{"wal>+50%", QueryWork{Judged: false, WALBytes: hot.WALBytes}, sw, false},                                                                              // one run a side, or noise not measured
-		{"wal>+50%", QueryWork{Judged: true, WALBytes: WorkEffect{Ratio: 1.67, Change: ChangeNone, Baseline: 6850, Candidate: 11470, Delta: 4620}}, sw, false}, // within noise
-		{"wal>+50%", QueryWork{Judged: true, WALBytes: more(600, 1200)}, sw, false},                                                                            // 2x, but +600 B a call: under the 1 kB floor
-		{"dirtied>+50%", QueryWork{Judged: true, Dirtied: more(0.2, 0.6)}, sw, false},                                                                          // 3x, +0.4 blocks: under the floor
+		{"wal>+50%", QueryWork{Judged: false, WALBytes: hot.WALBytes}, sw, false},                                                                                                  // one run a side, or noise not measured
+		{"wal>+50%", QueryWork{Judged: true, WALBytes: WorkEffect{Estimate: Estimate{Ratio: 1.67, Change: ChangeNone}, Baseline: 6850, Candidate: 11470, Delta: 4620}}, sw, false}, // within noise
+		{"wal>+50%", QueryWork{Judged: true, WALBytes: more(600, 1200)}, sw, false},                                                                                                // 2x, but +600 B a call: under the 1 kB floor
+		{"dirtied>+50%", QueryWork{Judged: true, Dirtied: more(0.2, 0.6)}, sw, false},                                                                                              // 3x, +0.4 blocks: under the floor
 		{"wal>+50%", hot, nil, false}, // server work not compared
 	}
 	for _, tt := range tests {
@@ -166,13 +168,13 @@ func TestRuleCheckWork(t *testing.T) {
 // cases break nothing.
 func TestRuleCheckRegressedFigure(t *testing.T) {
 	slower := func(r float64) Effect {
-		return Effect{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.2, Change: ChangeSlower, Beyond: true, DeltaMS: 2}
+		return Effect{Estimate: Estimate{Ratio: r, Low: r * 0.9, High: r * 1.1, Floor: 1.2, Change: ChangeSlower, Beyond: true}, DeltaMS: 2}
 	}
-	tooFew := Effect{Ratio: 2.1, Low: 1.3, High: 3, Floor: 1.2, Change: ChangeSlower, Beyond: true, DeltaMS: 3,
+	tooFew := Effect{Estimate: Estimate{Ratio: 2.1, Low: 1.3, High: 3, Floor: 1.2, Change: ChangeSlower, Beyond: true}, DeltaMS: 3,
 		Calls: &CallsEvidence{TooFewCalls: true}}
-	withinNoise := Effect{Ratio: 1.8, Low: 1.1, High: 2.6, Floor: 1.9, Change: ChangeSlower, DeltaMS: 2}
-	b := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 1.5, P50MS: 1.4, P95MS: 3, P99MS: 3.2, TotalMS: 30}
-	c := &Figures{Calls: 20, TimedCalls: 20, MeanMS: 3.5, P50MS: 3.2, P95MS: 6.3, P99MS: 7, TotalMS: 70}
+	withinNoise := Effect{Estimate: Estimate{Ratio: 1.8, Low: 1.1, High: 2.6, Floor: 1.9, Change: ChangeSlower}, DeltaMS: 2}
+	b := &Figures{Calls: 20, Latency: querystats.Latency{TimedCalls: 20, MeanMS: 1.5, P50MS: 1.4, P95MS: 3, P99MS: 3.2, TotalMS: 30}}
+	c := &Figures{Calls: 20, Latency: querystats.Latency{TimedCalls: 20, MeanMS: 3.5, P50MS: 3.2, P95MS: 6.3, P99MS: 7, TotalMS: 70}}
 	tests := []struct {
 		name, rule string
 		status     Status

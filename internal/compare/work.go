@@ -112,18 +112,7 @@ const WarnWorkNotCompared WarningKind = "work_not_compared"
 // WorkEffect is a work figure's change: the candidate's median per call
 // over its runs divided by the baseline's, and its interval, as Effect.
 type WorkEffect struct {
-	Ratio float64 `json:"ratio"`
-	// Pairwise: as Effect's.
-	Pairwise      bool         `json:"pairwise,omitempty"`
-	Low           float64      `json:"low"`
-	High          float64      `json:"high"`
-	Level         float64      `json:"level,omitempty"`
-	Interval      IntervalKind `json:"interval"`
-	NoiseFloor    float64      `json:"noise_floor"`
-	NoiseMeasured bool         `json:"noise_measured"`
-	Floor         float64      `json:"floor"`
-	Change        Change       `json:"change"`
-	Beyond        bool         `json:"beyond_floors"`
+	Estimate
 	// Baseline and Candidate are the medians per call; Delta the
 	// candidate's less the baseline's.
 	Baseline  float64 `json:"baseline"`
@@ -450,20 +439,9 @@ func (c *comparer) work(d *QueryDiff, b, k workRows, measured bool) {
 	for _, m := range WorkMetrics {
 		bv, kv := perCall(bRuns, m), perCall(kRuns, m)
 		r := stats.Effect(bv, kv, stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.WorkMinEffect, Min: workResolution[m]})
-		e := WorkEffect{Ratio: r.Ratio, Pairwise: r.Pairwise, Low: r.Low, High: finite(r.High), Level: r.Level, Interval: IntervalNoiseFloor,
-			NoiseFloor: r.Noise, NoiseMeasured: r.NoiseMeasured, Floor: r.Floor, Beyond: r.Beyond, P: r.P, Change: ChangeNone,
-			Baseline: stats.Median(bv), Candidate: stats.Median(kv)}
+		e := WorkEffect{Estimate: estimateOf(r, ChangeMore, ChangeLess), P: r.P, Baseline: stats.Median(bv), Candidate: stats.Median(kv)}
 		e.Delta = e.Candidate - e.Baseline
 		e.FromNone = FromNone(m, e.Baseline) && !FromNone(m, e.Candidate)
-		if r.RankInterval {
-			e.Interval = IntervalRuns
-		}
-		switch r.Change {
-		case stats.Higher:
-			e.Change = ChangeMore
-		case stats.Lower:
-			e.Change = ChangeLess
-		}
 		if m != MetricWALFPI {
 			if total := b.perRun(m); total > 0 {
 				n := float64(w.CandidateCalls) / total

@@ -76,8 +76,8 @@ func observedRound(t *testing.T, c *pgcluster.Cluster, name string) *compare.Run
 			continue
 		}
 		m := q.TotalExecMS / float64(q.Calls)
-		run.Queries = append(run.Queries, querystats.Row{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, TimedCalls: q.Calls,
-			TotalMS: q.TotalExecMS, MeanMS: m, P50MS: m, P95MS: m, P99MS: m, MinMS: m, MaxMS: m})
+		run.Queries = append(run.Queries, querystats.Row{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls,
+			Latency: querystats.Latency{TimedCalls: q.Calls, TotalMS: q.TotalExecMS, MeanMS: m, P50MS: m, P95MS: m, P99MS: m}, MinMS: m, MaxMS: m})
 		run.Statements.Total += q.Calls
 		run.Statements.Executed += q.Calls
 	}

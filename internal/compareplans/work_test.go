@@ -76,7 +76,7 @@ INSERT INTO items SELECT i, i % 7, repeat('x', 100) FROM generate_series(1, 5000
 	judged := func(more compare.Metric) *compare.QueryWork {
 		w := &compare.QueryWork{Judged: true, More: more}
 		if more != "" {
-			*w.Of(more) = compare.WorkEffect{Ratio: 105, Change: compare.ChangeMore, Beyond: true, Baseline: 0, Candidate: 105, Delta: 105}
+			*w.Of(more) = compare.WorkEffect{Estimate: compare.Estimate{Ratio: 105, Change: compare.ChangeMore, Beyond: true}, Baseline: 0, Candidate: 105, Delta: 105}
 		}
 		return w
 	}

@@ -32,8 +32,10 @@ func (f fakeTarget) result(k float64) *results.Result {
 		Kind:       results.KindReplay,
 		Statements: results.StatementCounts{Total: n, Executed: n},
 		Queries: []querystats.Row{
-			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2, TimedCalls: n / 2, TotalMS: float64(n) / 2 * p95 / 2, MeanMS: p95 / 2, P50MS: p95 / 2, P95MS: p95, P99MS: p95 * 1.2},
-			{Fingerprint: "orders", Query: "SELECT sum(total) FROM orders WHERE customer_id = $1", Calls: n / 2, TimedCalls: n / 2, TotalMS: float64(n) / 2 * 0.5, MeanMS: 0.5, P50MS: 0.5, P95MS: 0.9, P99MS: 1},
+			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * p95 / 2, MeanMS: p95 / 2, P50MS: p95 / 2, P95MS: p95, P99MS: p95 * 1.2}},
+			{Fingerprint: "orders", Query: "SELECT sum(total) FROM orders WHERE customer_id = $1", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * 0.5, MeanMS: 0.5, P50MS: 0.5, P95MS: 0.9, P99MS: 1}},
 		},
 		Replay: &results.Replay{Speed: k, WallSeconds: wall, ClientCPUSeconds: 0.5},
 	}
@@ -107,7 +109,7 @@ func TestRunRoundTrips(t *testing.T) {
 			Replay: func(ctx context.Context, st StepRun, _ Target) (*results.Result, error) {
 				res := tg.result(st.K)
 				res.LatencySource = results.LatencyServerLog
-				res.ClientQueries = []querystats.Row{{Fingerprint: "all", TotalMS: 0}}
+				res.ClientQueries = []querystats.Row{{Fingerprint: "all", Latency: querystats.Latency{TotalMS: 0}}}
 				for _, q := range res.Queries {
 					res.ClientQueries[0].TotalMS += q.TotalMS / share
 				}
@@ -299,10 +301,10 @@ func TestRunCulprit(t *testing.T) {
 		}
 		res.Statements = results.StatementCounts{Total: n, Executed: n}
 		res.Queries = []querystats.Row{
-			{Fingerprint: "range", Query: "SELECT id, kind FROM events WHERE account_id = $1 AND created_at > $2", Calls: rng, TimedCalls: rng,
-				TotalMS: float64(rng) * rngMean, MeanMS: rngMean, P50MS: 12, P95MS: rngP95, P99MS: rngP95 * 1.1},
-			{Fingerprint: "insert", Query: "INSERT INTO events (account_id, kind, payload) VALUES ($1, $2, $3)", Calls: ins, TimedCalls: ins,
-				TotalMS: float64(ins) * insMean, MeanMS: insMean, P50MS: 0.2, P95MS: 0.4, P99MS: 100},
+			{Fingerprint: "range", Query: "SELECT id, kind FROM events WHERE account_id = $1 AND created_at > $2", Calls: rng,
+				Latency: querystats.Latency{TimedCalls: rng, TotalMS: float64(rng) * rngMean, MeanMS: rngMean, P50MS: 12, P95MS: rngP95, P99MS: rngP95 * 1.1}},
+			{Fingerprint: "insert", Query: "INSERT INTO events (account_id, kind, payload) VALUES ($1, $2, $3)", Calls: ins,
+				Latency: querystats.Latency{TimedCalls: ins, TotalMS: float64(ins) * insMean, MeanMS: insMean, P50MS: 0.2, P95MS: 0.4, P99MS: 100}},
 		}
 		return res
 	}

@@ -162,8 +162,8 @@ func TestStepLatencyBreakCulprit(t *testing.T) {
 	}
 	round := func(insMean, rngP95 float64) Measurement {
 		return Measurement{StatementsPerS: 100, Queries: []Query{
-			{Fingerprint: "range", Query: culpritRange, TimedCalls: 400, TotalMS: 5000, MeanMS: 12.5, P95MS: rngP95},
-			{Fingerprint: "insert", Query: culpritInsert, TimedCalls: 1200, TotalMS: 1200 * insMean, MeanMS: insMean, P95MS: 0.4},
+			{Fingerprint: "range", Query: culpritRange, Latency: querystats.Latency{TimedCalls: 400, TotalMS: 5000, MeanMS: 12.5, P95MS: rngP95}},
+			{Fingerprint: "insert", Query: culpritInsert, Latency: querystats.Latency{TimedCalls: 1200, TotalMS: 1200 * insMean, MeanMS: insMean, P95MS: 0.4}},
 		}}
 	}
 	b := NewBaseline([]Measurement{round(0.2, 20), round(0.2, 20)}, slo)

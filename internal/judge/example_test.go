@@ -79,10 +79,10 @@ func step(k, lookupP95 float64) *results.Result {
 		Kind:       results.KindReplay,
 		Statements: results.StatementCounts{Total: n, Executed: n},
 		Queries: []querystats.Row{
-			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2, TimedCalls: n / 2,
-				TotalMS: float64(n) / 2 * lookupP95 / 2, MeanMS: lookupP95 / 2, P50MS: lookupP95 / 2, P95MS: lookupP95},
-			{Fingerprint: "report", Query: "SELECT sum(total) FROM orders", Calls: n / 2, TimedCalls: n / 2,
-				TotalMS: float64(n) / 2 * 3, MeanMS: 3, P50MS: 3, P95MS: 4},
+			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * lookupP95 / 2, MeanMS: lookupP95 / 2, P50MS: lookupP95 / 2, P95MS: lookupP95}},
+			{Fingerprint: "report", Query: "SELECT sum(total) FROM orders", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * 3, MeanMS: 3, P50MS: 3, P95MS: 4}},
 		},
 		Replay: &results.Replay{Speed: k, WallSeconds: 10},
 	}

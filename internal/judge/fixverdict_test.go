@@ -88,7 +88,7 @@ func faster(fp string, added, low, high float64) compare.QueryDiff {
 func TestFixVerdictDelta(t *testing.T) {
 	const text = "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
 	mean := func(ratio, low, high float64, change compare.Change, beyond bool) compare.Effect {
-		return compare.Effect{Ratio: ratio, Low: low, High: high, Change: change, Beyond: beyond}
+		return compare.Effect{Estimate: compare.Estimate{Ratio: ratio, Low: low, High: high, Change: change, Beyond: beyond}}
 	}
 	diff := func(st compare.Status, metric compare.Metric, added float64, m, p95 compare.Effect) compare.QueryDiff {
 		return compare.QueryDiff{Fingerprint: "a", Query: text, Status: st, Regressed: metric, ImpactMS: added,
@@ -309,9 +309,9 @@ func TestFixVerdictHOT(t *testing.T) {
 		st   compare.Status
 		want fixes.Status
 	}{
-		{"back within noise", compare.WorkEffect{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}, compare.StatusUnchanged, fixes.Verified},
-		{"less, still more", compare.WorkEffect{Ratio: 1.8, Low: 1.7, High: 1.9, Change: compare.ChangeMore, Delta: 60}, compare.StatusMoreWork, fixes.Partial},
-		{"as before", compare.WorkEffect{Ratio: 2.8, Low: 2.6, High: 3.0, Change: compare.ChangeMore, Delta: 140}, compare.StatusMoreWork, fixes.NoEffect},
+		{"back within noise", compare.WorkEffect{Estimate: compare.Estimate{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}}, compare.StatusUnchanged, fixes.Verified},
+		{"less, still more", compare.WorkEffect{Estimate: compare.Estimate{Ratio: 1.8, Low: 1.7, High: 1.9, Change: compare.ChangeMore}, Delta: 60}, compare.StatusMoreWork, fixes.Partial},
+		{"as before", compare.WorkEffect{Estimate: compare.Estimate{Ratio: 2.8, Low: 2.6, High: 3.0, Change: compare.ChangeMore}, Delta: 140}, compare.StatusMoreWork, fixes.NoEffect},
 	} {
 		w := rep.Queries[0]
 		w.Status, w.Work = tc.st, &compare.QueryWork{WALBytes: tc.with}

@@ -19,10 +19,10 @@ func levelResult(k, lookupP95 float64) *results.Result {
 		Kind:       results.KindReplay,
 		Statements: results.StatementCounts{Total: n, Executed: n},
 		Queries: []querystats.Row{
-			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2, TimedCalls: n / 2,
-				TotalMS: float64(n) / 2 * lookupP95 / 2, MeanMS: lookupP95 / 2, P50MS: lookupP95 / 2, P95MS: lookupP95, P99MS: lookupP95 * 1.2},
-			{Fingerprint: "orders", Query: "SELECT sum(total) FROM orders WHERE customer_id = $1", Calls: n / 2, TimedCalls: n / 2,
-				TotalMS: float64(n) / 2 * 0.5, MeanMS: 0.5, P50MS: 0.5, P95MS: 0.9, P99MS: 1},
+			{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * lookupP95 / 2, MeanMS: lookupP95 / 2, P50MS: lookupP95 / 2, P95MS: lookupP95, P99MS: lookupP95 * 1.2}},
+			{Fingerprint: "orders", Query: "SELECT sum(total) FROM orders WHERE customer_id = $1", Calls: n / 2,
+				Latency: querystats.Latency{TimedCalls: n / 2, TotalMS: float64(n) / 2 * 0.5, MeanMS: 0.5, P50MS: 0.5, P95MS: 0.9, P99MS: 1}},
 		},
 		Replay: &results.Replay{Speed: k, WallSeconds: wall, ClientCPUSeconds: 0.5},
 	}

@@ -12,15 +12,10 @@ import (
 
 // Query is one query's figures in a step.
 type Query struct {
-	Fingerprint string  `json:"fingerprint"`
-	Query       string  `json:"query"`
-	Calls       int64   `json:"calls"`
-	TimedCalls  int64   `json:"timed_calls"`
-	TotalMS     float64 `json:"total_ms"`
-	MeanMS      float64 `json:"mean_ms"`
-	P50MS       float64 `json:"p50_ms"`
-	P95MS       float64 `json:"p95_ms"`
-	P99MS       float64 `json:"p99_ms"`
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Calls       int64  `json:"calls"`
+	querystats.Latency
 	// Spread is, in a baseline, each latency's largest over its smallest
 	// across the 1x rounds: the noise a step must exceed to break a rule.
 	Spread map[Metric]float64 `json:"spread,omitempty"`
@@ -157,8 +152,7 @@ func Measure(res *results.Result) Measurement {
 		if i == MaxQueries {
 			break
 		}
-		m.Queries = append(m.Queries, Query{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, TimedCalls: q.TimedCalls,
-			TotalMS: q.TotalMS, MeanMS: q.MeanMS, P50MS: q.P50MS, P95MS: q.P95MS, P99MS: q.P99MS})
+		m.Queries = append(m.Queries, Query{Fingerprint: q.Fingerprint, Query: q.Query, Calls: q.Calls, Latency: q.Latency})
 	}
 	m.addEvidence(res.Evidence)
 	return m

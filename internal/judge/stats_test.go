@@ -33,7 +33,8 @@ func TestOneStatistics(t *testing.T) {
 		base := make([]*compare.Run, n)
 		for i := range p95 {
 			p95[i] = 2 * math.Exp(0.1*r.NormFloat64())
-			rounds[i] = Measurement{StatementsPerS: 100, Queries: []Query{{Fingerprint: "q", Query: "SELECT 1", TimedCalls: 500, TotalMS: 500, MeanMS: 1, P50MS: 1, P95MS: p95[i], P99MS: 3}}}
+			rounds[i] = Measurement{StatementsPerS: 100, Queries: []Query{{Fingerprint: "q", Query: "SELECT 1",
+				Latency: querystats.Latency{TimedCalls: 500, TotalMS: 500, MeanMS: 1, P50MS: 1, P95MS: p95[i], P99MS: 3}}}}
 			base[i] = resultOf(fmt.Sprintf("a%d.json", i), p95[i])
 		}
 		want, _ := stats.NoiseFloor(p95, 0.001)
@@ -93,7 +94,8 @@ func TestOneStatistics(t *testing.T) {
 func resultOf(name string, p95 float64) *compare.Run {
 	res := results.New(results.KindAnalysis, results.LatencyServerLog)
 	res.Source = name
-	res.Queries = []querystats.Row{{Fingerprint: "q", Query: "SELECT 1", Calls: 500, TimedCalls: 500, TotalMS: 500, MeanMS: 1, P50MS: 1, P95MS: p95, P99MS: 3, MaxMS: 4}}
+	res.Queries = []querystats.Row{{Fingerprint: "q", Query: "SELECT 1", Calls: 500,
+		Latency: querystats.Latency{TimedCalls: 500, TotalMS: 500, MeanMS: 1, P50MS: 1, P95MS: p95, P99MS: 3}, MaxMS: 4}}
 	res.Statements = results.StatementCounts{Total: 500, Executed: 500}
 	return res
 }

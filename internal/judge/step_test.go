@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 func measurement(stmtsPerS, lookupP95, beginP95 float64) Measurement {
 	return Measurement{StatementsPerS: stmtsPerS, Queries: []Query{
-		{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1", TimedCalls: 500, TotalMS: 900, P95MS: lookupP95, MeanMS: lookupP95 / 2},
-		{Fingerprint: "begin", Query: "BEGIN", TimedCalls: 500, TotalMS: 100, P95MS: beginP95, MeanMS: beginP95 / 2},
+		{Fingerprint: "lookup", Query: "SELECT id FROM customers WHERE email = $1",
+			Latency: querystats.Latency{TimedCalls: 500, TotalMS: 900, P95MS: lookupP95, MeanMS: lookupP95 / 2}},
+		{Fingerprint: "begin", Query: "BEGIN", Latency: querystats.Latency{TimedCalls: 500, TotalMS: 100, P95MS: beginP95, MeanMS: beginP95 / 2}},
 	}}
 }
 

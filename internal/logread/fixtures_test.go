@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
+	"github.com/pgrehearse/pgrehearse/internal/logread/logreadtest"
 )
 
 // fixtureCase is what reading one shared fixture must give. Counts:
@@ -63,34 +64,34 @@ var fixtureCases = []fixtureCase{
 	{file: "cnpg.log.gz", format: FormatJSON, execs: 404, timed: 400, errors: 5, pgbQueries: 400, pgbErrors: 6},
 
 	// stderr, with the README's prefix.
-	{file: "begin_end.log", opts: Options{Prefix: readmePrefixes["begin_end.log"]}, format: FormatStderr, prefix: readmePrefixes["begin_end.log"]},
+	{file: "begin_end.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["begin_end.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["begin_end.log"]},
 	// pgbadger's error is the EVENTLOG "database system was shut down" on
 	// line 1; the file has no ERROR, FATAL or PANIC.
-	{file: "light.postgres.log.bz2", opts: Options{Prefix: readmePrefixes["light.postgres.log.bz2"]}, format: FormatStderr, prefix: readmePrefixes["light.postgres.log.bz2"],
+	{file: "light.postgres.log.bz2", opts: Options{Prefix: logreadtest.ReadmePrefixes["light.postgres.log.bz2"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["light.postgres.log.bz2"],
 		execs: 629, timed: 629, pgbQueries: 629, pgbErrors: 1},
 	// 3 statements and 2 executes with durations; the parse and the two
 	// binds are not executions.
-	{file: "multiline_param.log", opts: Options{Prefix: readmePrefixes["multiline_param.log"]}, format: FormatStderr, prefix: readmePrefixes["multiline_param.log"],
+	{file: "multiline_param.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["multiline_param.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["multiline_param.log"],
 		execs: 5, timed: 5, pgbQueries: 5},
-	{file: "pg-timezones.log", opts: Options{Prefix: readmePrefixes["pg-timezones.log"]}, format: FormatStderr, prefix: readmePrefixes["pg-timezones.log"],
+	{file: "pg-timezones.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["pg-timezones.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["pg-timezones.log"],
 		execs: 2, timed: 2, pgbQueries: 2},
 	// 1 FATAL and 2 ERRORs; pgbadger adds 1 EVENTLOG. The 2 ERRORs have a
 	// STATEMENT: 2 failed executions without duration, which pgbadger does
 	// not count as queries.
-	{file: "pg_rawcsv.log", opts: Options{Prefix: readmePrefixes["pg_rawcsv.log"]}, format: FormatStderr, prefix: readmePrefixes["pg_rawcsv.log"],
+	{file: "pg_rawcsv.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["pg_rawcsv.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["pg_rawcsv.log"],
 		execs: 2, timed: 0, errors: 3, pgbQueries: 0, pgbErrors: 4},
-	{file: "pg_vacuums.log.gz", opts: Options{Prefix: readmePrefixes["pg_vacuums.log.gz"]}, format: FormatStderr, prefix: readmePrefixes["pg_vacuums.log.gz"]},
-	{file: "postgresql_param_range.log", opts: Options{Prefix: readmePrefixes["postgresql_param_range.log"]}, format: FormatStderr, prefix: readmePrefixes["postgresql_param_range.log"],
+	{file: "pg_vacuums.log.gz", opts: Options{Prefix: logreadtest.ReadmePrefixes["pg_vacuums.log.gz"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["pg_vacuums.log.gz"]},
+	{file: "postgresql_param_range.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["postgresql_param_range.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["postgresql_param_range.log"],
 		execs: 3, timed: 3, pgbQueries: 3},
 	// 20 timed statements as pgbadger says, plus the failing statements of
 	// the 3 ERRORs; pgbadger's 4th error is an EVENTLOG.
-	{file: "queryid.log.gz", opts: Options{Prefix: readmePrefixes["queryid.log.gz"]}, format: FormatStderr, prefix: readmePrefixes["queryid.log.gz"],
+	{file: "queryid.log.gz", opts: Options{Prefix: logreadtest.ReadmePrefixes["queryid.log.gz"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["queryid.log.gz"],
 		execs: 23, timed: 20, errors: 3, pgbQueries: 20, pgbErrors: 4},
-	{file: "stmt_type.log", opts: Options{Prefix: readmePrefixes["stmt_type.log"]}, format: FormatStderr, prefix: readmePrefixes["stmt_type.log"],
+	{file: "stmt_type.log", opts: Options{Prefix: logreadtest.ReadmePrefixes["stmt_type.log"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["stmt_type.log"],
 		execs: 12, timed: 12, pgbQueries: 12},
 	// No ERROR, FATAL or PANIC: pgbadger's 2 errors are the EVENTLOGs
 	// "unexpected EOF on client connection".
-	{file: "tempfile_only.log.gz", opts: Options{Prefix: readmePrefixes["tempfile_only.log.gz"]}, format: FormatStderr, prefix: readmePrefixes["tempfile_only.log.gz"],
+	{file: "tempfile_only.log.gz", opts: Options{Prefix: logreadtest.ReadmePrefixes["tempfile_only.log.gz"]}, format: FormatStderr, prefix: logreadtest.ReadmePrefixes["tempfile_only.log.gz"],
 		execs: 65, timed: 65, pgbQueries: 65, pgbErrors: 2},
 
 	// RDS: its prefix is one of the common ones. 2 FATALs; pgbadger adds 1
@@ -305,19 +306,4 @@ func readPgbadgerSummary(t *testing.T) map[string][2]int {
 		out[f[0]] = [2]int{q, e}
 	}
 	return out
-}
-
-// readmePrefixes are the log_line_prefix settings of the shared stderr
-// fixtures, from their README.
-var readmePrefixes = map[string]string{
-	"begin_end.log":              "%t [%p]: db=%d,user=%u,app=%a,client=%h ",
-	"light.postgres.log.bz2":     "%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ",
-	"multiline_param.log":        "%m [%p] user=%u,db=%d ",
-	"pg-timezones.log":           "%t:%h:%u@%d:[%p]:",
-	"pg_rawcsv.log":              "%m [%p] %q%u@%d ",
-	"pg_vacuums.log.gz":          "%t [%p]: [%l-1] user=%u,db=%d,host=%h,app=%a",
-	"postgresql_param_range.log": "%t [%p]: [%l-1] [%x] usr=%u,db=%d,appli=%a",
-	"queryid.log.gz":             "%m [%p] [queryid=%Q] %q%u@%d ",
-	"stmt_type.log":              "%m [%p] ",
-	"tempfile_only.log.gz":       "%t [%p]: [%l-1] user=%u,db=%d ",
 }

@@ -194,7 +194,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestFromRowsNeedsHist(t *testing.T) {
-	if _, err := FromRows([]Row{{Fingerprint: "a", Calls: 1, TimedCalls: 1, TotalMS: 1}}); err == nil {
+	if _, err := FromRows([]Row{{Fingerprint: "a", Calls: 1, Latency: Latency{TimedCalls: 1, TotalMS: 1}}}); err == nil {
 		t.Error("a timed row without hist was accepted")
 	}
 }

@@ -10,24 +10,32 @@ import (
 // TimeLayout is RFC 3339 with microseconds, the precision of the log.
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
+// Latency is a query's timed calls, those with a known duration, and
+// their latency in milliseconds: the total, the mean and the
+// percentiles. Row, a comparison's figures (compare.Figures) and a step's
+// (judge.Query) embed it, so their JSON names these fields alike.
+type Latency struct {
+	TimedCalls int64   `json:"timed_calls"`
+	TotalMS    float64 `json:"total_ms"`
+	MeanMS     float64 `json:"mean_ms"`
+	P50MS      float64 `json:"p50_ms"`
+	P95MS      float64 `json:"p95_ms"`
+	P99MS      float64 `json:"p99_ms"`
+}
+
 // Row is the JSON form of one fingerprint's Stats. Durations are in
 // milliseconds, as in pg_stat_statements. Without any timed call, the ms
 // figures are 0 and TimedCalls says so.
 type Row struct {
-	Fingerprint string  `json:"fingerprint"`
-	Query       string  `json:"query"`
-	Calls       int64   `json:"calls"`
-	Errors      int64   `json:"errors"`
-	TimedCalls  int64   `json:"timed_calls"`
-	TotalMS     float64 `json:"total_ms"`
-	MeanMS      float64 `json:"mean_ms"`
-	P50MS       float64 `json:"p50_ms"`
-	P95MS       float64 `json:"p95_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	MinMS       float64 `json:"min_ms"`
-	MaxMS       float64 `json:"max_ms"`
-	FirstSeen   string  `json:"first_seen,omitempty"`
-	LastSeen    string  `json:"last_seen,omitempty"`
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"`
+	Calls       int64  `json:"calls"`
+	Errors      int64  `json:"errors"`
+	Latency
+	MinMS     float64 `json:"min_ms"`
+	MaxMS     float64 `json:"max_ms"`
+	FirstSeen string  `json:"first_seen,omitempty"`
+	LastSeen  string  `json:"last_seen,omitempty"`
 	// ErrorsBySQLState counts the errors by SQLSTATE when the producer
 	// knew the codes; its sum may be below Errors (codes not logged).
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
@@ -85,15 +93,17 @@ func (s *Stats) Row(opts RowOptions) (Row, error) {
 		Query:       s.Query,
 		Calls:       s.Calls,
 		Errors:      s.Errors,
-		TimedCalls:  s.TimedCalls,
-		TotalMS:     ms(s.TotalUS),
-		MeanMS:      s.MeanUS() / 1000,
-		P50MS:       ms(s.PercentileUS(50)),
-		P95MS:       ms(s.PercentileUS(95)),
-		P99MS:       ms(s.PercentileUS(99)),
-		RowsCalls:   s.RowsCalls,
-		Rows:        s.Rows,
-		Answered:    s.Answered,
+		Latency: Latency{
+			TimedCalls: s.TimedCalls,
+			TotalMS:    ms(s.TotalUS),
+			MeanMS:     s.MeanUS() / 1000,
+			P50MS:      ms(s.PercentileUS(50)),
+			P95MS:      ms(s.PercentileUS(95)),
+			P99MS:      ms(s.PercentileUS(99)),
+		},
+		RowsCalls: s.RowsCalls,
+		Rows:      s.Rows,
+		Answered:  s.Answered,
 	}
 	r.AnswerDiffers = s.answerRow()
 	r.AnswerExplained, r.AnswerCause = s.answerExplained, s.answerCause

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 // A change's point is printed to its bounds' precision, so that it can
@@ -15,12 +16,12 @@ func TestEffectWords(t *testing.T) {
 		e    compare.Effect
 		want string
 	}{
-		{compare.Effect{Ratio: 1.004, Low: 1.001, High: 1.008, Change: compare.ChangeSlower}, "1.004x (1.001-1.008)"},
-		{compare.Effect{Ratio: 0.9994, Low: 0.9991, High: 0.9996, Change: compare.ChangeFaster}, "0.999x (0.999-1.000)"},
-		{compare.Effect{Ratio: 0.96, Low: 0.903, High: 1.22, Change: compare.ChangeNone}, "~ 0.960x (0.903-1.22)"},
-		{compare.Effect{Ratio: 1.23, Low: 0.902, High: 1.32, Change: compare.ChangeNone}, "~ 1.23x (0.902-1.32)"},
-		{compare.Effect{Ratio: 103.8, Low: 93.46, High: 130.3, Change: compare.ChangeSlower}, "104x (93.46-130)"},
-		{compare.Effect{Ratio: 99.996, Low: 99.995, High: 130, Change: compare.ChangeSlower}, "100x (100-130)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 1.004, Low: 1.001, High: 1.008, Change: compare.ChangeSlower}}, "1.004x (1.001-1.008)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 0.9994, Low: 0.9991, High: 0.9996, Change: compare.ChangeFaster}}, "0.999x (0.999-1.000)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 0.96, Low: 0.903, High: 1.22, Change: compare.ChangeNone}}, "~ 0.960x (0.903-1.22)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 1.23, Low: 0.902, High: 1.32, Change: compare.ChangeNone}}, "~ 1.23x (0.902-1.32)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 103.8, Low: 93.46, High: 130.3, Change: compare.ChangeSlower}}, "104x (93.46-130)"},
+		{compare.Effect{Estimate: compare.Estimate{Ratio: 99.996, Low: 99.995, High: 130, Change: compare.ChangeSlower}}, "100x (100-130)"},
 	} {
 		if got := fmtEffect(&tc.e); got != tc.want {
 			t.Errorf("fmtEffect(%+v) = %q, want %q", tc.e, got, tc.want)
@@ -31,8 +32,8 @@ func TestEffectWords(t *testing.T) {
 // An effect is red only where its query is a regression of that figure:
 // a change beyond noise under the 0.2 ms floor (a small change) is not.
 func TestEffectCellColour(t *testing.T) {
-	slower := compare.Effect{Ratio: 1.29, Low: 1.016, High: 1.35, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 0.05}
-	faster := compare.Effect{Ratio: 0.5, Low: 0.4, High: 0.6, Change: compare.ChangeFaster, Beyond: true, DeltaMS: -1}
+	slower := compare.Effect{Estimate: compare.Estimate{Ratio: 1.29, Low: 1.016, High: 1.35, Change: compare.ChangeSlower, Beyond: true}, DeltaMS: 0.05}
+	faster := compare.Effect{Estimate: compare.Estimate{Ratio: 0.5, Low: 0.4, High: 0.6, Change: compare.ChangeFaster, Beyond: true}, DeltaMS: -1}
 	for _, tc := range []struct {
 		q    compare.QueryDiff
 		m    compare.Metric
@@ -58,7 +59,8 @@ func TestEffectCellColour(t *testing.T) {
 func TestQueriesTableTooFewCalls(t *testing.T) {
 	rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
 		Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT $2 || $1", Status: compare.StatusTooFewCalls, Factor: 0.88,
-			Baseline: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 1}, Candidate: &compare.Figures{Calls: 1, TimedCalls: 1, MeanMS: 0.88}}}}
+			Baseline:  &compare.Figures{Calls: 1, Latency: querystats.Latency{TimedCalls: 1, MeanMS: 1}},
+			Candidate: &compare.Figures{Calls: 1, Latency: querystats.Latency{TimedCalls: 1, MeanMS: 0.88}}}}}
 	s := queriesSection(rep)
 	if len(s.Tables) != 1 || len(s.Tables[0].Rows) != 1 {
 		t.Fatalf("section %+v", s)
@@ -74,7 +76,7 @@ func TestQueriesTableTooFewCalls(t *testing.T) {
 // the figure, and its page gives the impact counted, which is neither
 // of the two "time added" figures.
 func TestQueriesTableRuledFigure(t *testing.T) {
-	none := compare.Effect{Ratio: 1.01, Low: 0.99, High: 1.03, Change: compare.ChangeNone}
+	none := compare.Effect{Estimate: compare.Estimate{Ratio: 1.01, Low: 0.99, High: 1.03, Change: compare.ChangeNone}}
 	for _, tc := range []struct {
 		status    compare.Status
 		m         compare.Metric
@@ -84,13 +86,13 @@ func TestQueriesTableRuledFigure(t *testing.T) {
 		impactWas float64
 	}{
 		{compare.StatusRegressed, compare.MetricP50, "regressed (p50)", "Its impact as a regression of the p50, which a rule judges: +120 ms per run (p50 change x calls).",
-			compare.Effects{Mean: none, P95: none, P50: compare.Effect{Ratio: 1.2, Low: 1.1, High: 1.3, Change: compare.ChangeSlower, Beyond: true}}, 120},
+			compare.Effects{Mean: none, P95: none, P50: compare.Effect{Estimate: compare.Estimate{Ratio: 1.2, Low: 1.1, High: 1.3, Change: compare.ChangeSlower, Beyond: true}}}, 120},
 		{compare.StatusTailRegressed, compare.MetricP99, "tail regressed (p99)", "Its impact as a regression of the p99, which a rule judges: +4.00 ms per run (p99 change x 1% of calls).",
-			compare.Effects{Mean: none, P95: none, P99: compare.Effect{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}, 4},
+			compare.Effects{Mean: none, P95: none, P99: compare.Effect{Estimate: compare.Estimate{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}}, 4},
 		{compare.StatusTailRegressed, compare.MetricP95, "tail regressed", "",
-			compare.Effects{Mean: none, P95: compare.Effect{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}, 4},
+			compare.Effects{Mean: none, P95: compare.Effect{Estimate: compare.Estimate{Ratio: 1.5, Low: 1.2, High: 1.8, Change: compare.ChangeSlower, Beyond: true}}}, 4},
 	} {
-		fig := &compare.Figures{Calls: 1000, TimedCalls: 1000, MeanMS: 1, P95MS: 2}
+		fig := &compare.Figures{Calls: 1000, Latency: querystats.Latency{TimedCalls: 1000, MeanMS: 1, P95MS: 2}}
 		rep := &compare.Report{Baseline: compare.RunSummary{}, Candidate: &compare.RunSummary{},
 			Queries: []compare.QueryDiff{{Fingerprint: "f", Query: "SELECT 1", Status: tc.status, Regressed: tc.m, ImpactMS: tc.impactWas,
 				Effects: &tc.effects, Baseline: fig, Candidate: fig}}}
@@ -119,7 +121,7 @@ func TestQueriesTableRuledFigure(t *testing.T) {
 // pooled round noise with its interval and the noise.
 func TestCallsReasonWords(t *testing.T) {
 	rep := &compare.Report{}
-	few := compare.Effect{Ratio: 1.61, Low: 1.32, High: 2.39, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 5,
+	few := compare.Effect{Estimate: compare.Estimate{Ratio: 1.61, Low: 1.32, High: 2.39, Change: compare.ChangeSlower, Beyond: true}, DeltaMS: 5,
 		Calls: &compare.CallsEvidence{Alpha: 0.00025, Tests: 100, TooFewCalls: true, MinCalls: 162}}
 	noise := few
 	noise.Calls = &compare.CallsEvidence{Low: 0.92, High: 3.1, Alpha: 0.00025, Tests: 100}
@@ -135,7 +137,7 @@ func TestCallsReasonWords(t *testing.T) {
 		{rounds, compare.ReasonWithinRoundNoise, "p95 slower over the runs and beyond its calls' sampling, but within the rounds' noise of the whole rehearsal (0.970-2.60 with rounds 5.2% apart, pooled over its queries, at the level of the 100 figures judged)"},
 	} {
 		q := &compare.QueryDiff{Status: compare.StatusSmallChange, Changed: compare.MetricP95, Reasons: []compare.Reason{tc.reason},
-			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{TimedCalls: 120}, Candidate: &compare.Figures{TimedCalls: 130}}
+			Effects: &compare.Effects{P95: tc.e}, Baseline: &compare.Figures{Latency: querystats.Latency{TimedCalls: 120}}, Candidate: &compare.Figures{Latency: querystats.Latency{TimedCalls: 130}}}
 		if got := QueryNotes(rep, q); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
 		}

@@ -22,19 +22,19 @@ func TestWriteFixes(t *testing.T) {
 			Costs: []fixes.Cost{{Query: "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT 1", Status: compare.StatusRegressed, Factor: 4.1, AddedMS: 310}},
 			Changes: []fixes.Change{
 				{Query: "SELECT v FROM items WHERE m = $1 ORDER BY n LIMIT 1", Direction: fixes.Slower, Status: compare.StatusRegressed, Metric: compare.MetricMean,
-					Effect:  &compare.Effect{Ratio: 4.1, Low: 3.5, High: 4.8, Change: compare.ChangeSlower, DeltaMS: 6.2},
-					Control: &compare.Effect{Ratio: 4, Low: 3.4, High: 4.9, Change: compare.ChangeSlower}, ControlStatus: compare.StatusRegressed},
+					Effect:  &compare.Effect{Estimate: compare.Estimate{Ratio: 4.1, Low: 3.5, High: 4.8, Change: compare.ChangeSlower}, DeltaMS: 6.2},
+					Control: &compare.Effect{Estimate: compare.Estimate{Ratio: 4, Low: 3.4, High: 4.9, Change: compare.ChangeSlower}}, ControlStatus: compare.StatusRegressed},
 				{Query: "SELECT v FROM items WHERE n = $1", Direction: fixes.Faster, Status: compare.StatusImproved, Metric: compare.MetricMean,
-					Effect:  &compare.Effect{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster, DeltaMS: -2.5},
-					Control: &compare.Effect{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster}, ControlStatus: compare.StatusImproved},
+					Effect:  &compare.Effect{Estimate: compare.Estimate{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster}, DeltaMS: -2.5},
+					Control: &compare.Effect{Estimate: compare.Estimate{Ratio: 0.02, Low: 0.01, High: 0.03, Change: compare.ChangeFaster}}, ControlStatus: compare.StatusImproved},
 				{Query: "UPDATE items SET n = n + 1 WHERE id = $1", Direction: fixes.Slower, Status: compare.StatusMoreWork, Metric: compare.MetricWALBytes,
-					Work: &compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore}},
+					Work: &compare.WorkEffect{Estimate: compare.Estimate{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore}}},
 			}},
 		fixes.Outcome{Fix: fixes.Fix{Name: "drop-index-pgbench_accounts_abalance", Kind: fixes.DropIndex, Origin: fixes.OriginPlans, SQL: `DROP INDEX "public"."pgbench_accounts_abalance"`, Relation: "pgbench_accounts"},
 			Status: fixes.Verified, Rounds: 2, RecoveredPct: 100,
 			Queries: []fixes.Query{{Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: fixes.Verified, WorkMetric: compare.MetricWALBytes,
-				WorkBefore: &compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore},
-				WorkWith:   &compare.WorkEffect{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}}}},
+				WorkBefore: &compare.WorkEffect{Estimate: compare.Estimate{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore}},
+				WorkWith:   &compare.WorkEffect{Estimate: compare.Estimate{Ratio: 1.01, Low: 0.97, High: 1.05, Change: compare.ChangeNone}}}}},
 		fixes.Outcome{Fix: fixes.Fix{Name: "drop-index-x", Kind: fixes.DropIndex, SQL: `DROP INDEX "x"`}, Status: fixes.NoEffect, Rounds: 2},
 		fixes.Outcome{Fix: fixes.Fix{Name: "try-noop", Kind: fixes.Statement, Origin: fixes.OriginTry, SQL: "SELECT 1", Fingerprints: []string{"a"}}, Status: fixes.NoEffect, Rounds: 2, Changes: []fixes.Change{}},
 		fixes.Outcome{Fix: fixes.Fix{Name: "try-bad", Kind: fixes.Statement, Origin: fixes.OriginTry, SQL: "CREATE INDEX ON nowhere (n)"}, Status: fixes.NotTried,
@@ -90,23 +90,23 @@ func TestWriteFixes(t *testing.T) {
 func triedFixes() []fixes.Outcome {
 	idx := fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX customers_email_idx ON public.customers USING btree (email)", Relation: "customers",
 		Fingerprints: []string{"slow"}} // verdictComparison's top regression
-	with := &compare.Effect{Ratio: 1.02, Low: 0.9, High: 1.2, Change: compare.ChangeNone}
-	before := &compare.Effect{Ratio: 40, Low: 30, High: 55, Change: compare.ChangeSlower}
+	with := &compare.Effect{Estimate: compare.Estimate{Ratio: 1.02, Low: 0.9, High: 1.2, Change: compare.ChangeNone}}
+	before := &compare.Effect{Estimate: compare.Estimate{Ratio: 40, Low: 30, High: 55, Change: compare.ChangeSlower}}
 	return []fixes.Outcome{
 		{Fix: idx, Status: fixes.Verified, Rounds: 2, ControlRounds: []int{5, 8}, RecoveredPct: 100,
 			Queries: []fixes.Query{{Fingerprint: "1a2b3c4d5e6f7081", Query: "SELECT id FROM customers WHERE email = $1", Status: fixes.Verified, Metric: compare.MetricMean, With: with, Before: before, AddedMSBefore: 5200}},
 			Costs: []fixes.Cost{{Query: "UPDATE customers SET email = $1 WHERE id = $2", Status: compare.StatusRegressed, Factor: 1.4, AddedMS: 30},
 				{Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusRegressed, Factor: 11.17, AddedMS: 192,
-					Effect: &compare.Effect{Ratio: 11.17, Low: 2.1, High: 40, Change: compare.ChangeSlower}, Elsewhere: true}},
+					Effect: &compare.Effect{Estimate: compare.Estimate{Ratio: 11.17, Low: 2.1, High: 40, Change: compare.ChangeSlower}}, Elsewhere: true}},
 			WithinNoise: []fixes.Cost{{Query: "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2", Status: compare.StatusRegressed, Factor: 5.55, AddedMS: 21.9,
-				Effect: &compare.Effect{Ratio: 5.55, Low: 1.26, High: 24.43, Change: compare.ChangeSlower}, Elsewhere: true}},
+				Effect: &compare.Effect{Estimate: compare.Estimate{Ratio: 5.55, Low: 1.26, High: 24.43, Change: compare.ChangeSlower}}, Elsewhere: true}},
 			Writes: []fixes.Write{{Query: "INSERT INTO customers VALUES ($1, $2)", Status: compare.StatusRegressed, Beyond: true,
-				Mean: &compare.Effect{Ratio: 1.3, Low: 1.2, High: 1.5, Change: compare.ChangeSlower, DeltaMS: 0.02}}}},
+				Mean: &compare.Effect{Estimate: compare.Estimate{Ratio: 1.3, Low: 1.2, High: 1.5, Change: compare.ChangeSlower}, DeltaMS: 0.02}}}},
 		{Fix: fixes.Fix{Name: "setting-random_page_cost", Kind: fixes.SetDatabase, SQL: `ALTER DATABASE "shop" SET "random_page_cost" = '4'`},
 			Status: fixes.Partial, Rounds: 2, RecoveredPct: 62.4,
 			Queries: []fixes.Query{{Fingerprint: "9f8e7d6c5b4a3921", Query: "SELECT * FROM orders WHERE customer_id = $1", Status: fixes.Partial, Metric: compare.MetricP95,
-				With:   &compare.Effect{Ratio: 3.1, Low: 2.6, High: 3.7, Change: compare.ChangeSlower},
-				Before: &compare.Effect{Ratio: 8.2, Low: 7.1, High: 9.5, Change: compare.ChangeSlower}, AddedMSBefore: 900, AddedMSWith: 338, RecoveredPct: 62.4}}},
+				With:   &compare.Effect{Estimate: compare.Estimate{Ratio: 3.1, Low: 2.6, High: 3.7, Change: compare.ChangeSlower}},
+				Before: &compare.Effect{Estimate: compare.Estimate{Ratio: 8.2, Low: 7.1, High: 9.5, Change: compare.ChangeSlower}}, AddedMSBefore: 900, AddedMSWith: 338, RecoveredPct: 62.4}}},
 		{Fix: fixes.Fix{Name: "index-customers_key", SQL: "CREATE UNIQUE INDEX customers_key ON customers (name)", Relation: "customers"},
 			Status: fixes.NotTried, NotApplied: "ERROR: could not create unique index \"customers_key\" (SQLSTATE 23505)"},
 		{Fix: fixes.Fix{Name: "setting-shared_buffers", Kind: fixes.SetServer, SQL: `ALTER SYSTEM SET "shared_buffers" = '1GB'`, Untried: "it needs a restart of the server"},
@@ -123,10 +123,10 @@ func triedFixes() []fixes.Outcome {
 func TestWriteFixesVerifiedTailRemains(t *testing.T) {
 	fq := fixes.Query{Fingerprint: "1a2b3c4d5e6f7081", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
 		Status: fixes.Verified, Metric: compare.MetricMean, WithStatus: compare.StatusTailRegressed,
-		With:    &compare.Effect{Ratio: 3.49, Low: 0.85, High: 17.06, Change: compare.ChangeNone},
-		Before:  &compare.Effect{Ratio: 49.27, Low: 12.83, High: 243, Change: compare.ChangeSlower},
-		Delta:   &compare.Effect{Ratio: 0.02, Low: 0.005, High: 0.07, Change: compare.ChangeFaster, Beyond: true},
-		Remains: compare.MetricP95, RemainsWith: &compare.Effect{Ratio: 30, Low: 5, High: 90, Change: compare.ChangeSlower},
+		With:    &compare.Effect{Estimate: compare.Estimate{Ratio: 3.49, Low: 0.85, High: 17.06, Change: compare.ChangeNone}},
+		Before:  &compare.Effect{Estimate: compare.Estimate{Ratio: 49.27, Low: 12.83, High: 243, Change: compare.ChangeSlower}},
+		Delta:   &compare.Effect{Estimate: compare.Estimate{Ratio: 0.02, Low: 0.005, High: 0.07, Change: compare.ChangeFaster, Beyond: true}},
+		Remains: compare.MetricP95, RemainsWith: &compare.Effect{Estimate: compare.Estimate{Ratio: 30, Low: 5, High: 90, Change: compare.ChangeSlower}},
 		AddedMSBefore: 816, AddedMSWith: 10.4, RecoveredPct: 98.7}
 	var b strings.Builder
 	if err := WriteFixes(&b, []fixes.Outcome{{Fix: fixes.Fix{Name: "index-x", Kind: fixes.CreateIndex, SQL: "CREATE INDEX x ON pgbench_accounts (aid)"},
@@ -152,8 +152,8 @@ func TestWriteFixesVerifiedTailRemains(t *testing.T) {
 func TestWriteFixesQueryAsElsewhere(t *testing.T) {
 	const stored = "SELECT id, name FROM customers WHERE email = $2 || $1 || $3"
 	fq := fixes.Query{Fingerprint: "4db56df8b195d1b8", Query: stored, Status: fixes.Verified, Metric: compare.MetricMean,
-		With:   &compare.Effect{Ratio: 1.01, Low: 0.9, High: 1.1, Change: compare.ChangeNone},
-		Before: &compare.Effect{Ratio: 215, Low: 142, High: 321, Change: compare.ChangeSlower}, AddedMSBefore: 23730, RecoveredPct: 100}
+		With:   &compare.Effect{Estimate: compare.Estimate{Ratio: 1.01, Low: 0.9, High: 1.1, Change: compare.ChangeNone}},
+		Before: &compare.Effect{Estimate: compare.Estimate{Ratio: 215, Low: 142, High: 321, Change: compare.ChangeSlower}}, AddedMSBefore: 23730, RecoveredPct: 100}
 	var b strings.Builder
 	if err := WriteFixes(&b, []fixes.Outcome{{Fix: fixes.Fix{Name: "index-customers_email_idx", Kind: fixes.CreateIndex, SQL: "CREATE INDEX customers_email_idx ON customers (email)"},
 		Status: fixes.Verified, Rounds: 2, ControlRounds: []int{7, 10}, RecoveredPct: 100, Queries: []fixes.Query{fq}}}); err != nil {

@@ -155,7 +155,7 @@ func TestVerdictUndecided(t *testing.T) {
 		t.Errorf("verdict block:\n%s", b.String())
 	}
 	q := compare.QueryDiff{Fingerprint: "q2", Query: "SELECT 2", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
-		Effects: &compare.Effects{Mean: compare.Effect{Ratio: 2.33, Low: 1.9, High: 2.8}}}
+		Effects: &compare.Effects{Mean: compare.Effect{Estimate: compare.Estimate{Ratio: 2.33, Low: 1.9, High: 2.8}}}}
 	rep.Queries = append(rep.Queries, q)
 	got := BrokenDetail(rep, compare.Broken{Rule: "p95>+50%", Metric: compare.MetricP95, Figure: compare.MetricMean, Fingerprint: "q2", Baseline: 1.5, Candidate: 3.5})
 	if want := "mean 1.50 ms -> 3.50 ms (2.33x, interval 1.90-2.80), the figure it regressed on: its p95 could not tell alone"; got != want {
@@ -167,7 +167,7 @@ func TestVerdictUndecided(t *testing.T) {
 // change adds beside the rule, in the verdict's line and in the query's
 // notes: the DBA sees both (issue 58).
 func TestBrokenUnderFloorsWords(t *testing.T) {
-	e := compare.Effect{Ratio: 2.47, Low: 2.10, High: 4.69, Change: compare.ChangeSlower, Beyond: true, DeltaMS: 0.078, AddedShare: 0.0021}
+	e := compare.Effect{Estimate: compare.Estimate{Ratio: 2.47, Low: 2.10, High: 4.69, Change: compare.ChangeSlower, Beyond: true}, DeltaMS: 0.078, AddedShare: 0.0021}
 	q := compare.QueryDiff{Fingerprint: "q1", Query: "SELECT 1", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
 		Reasons: []compare.Reason{compare.ReasonBreaksRuleUnderFloors}, Effects: &compare.Effects{Mean: e}}
 	rep := &compare.Report{Queries: []compare.QueryDiff{q}, Settings: compare.Settings{MinEffectMS: 0.2, MinTimeShare: 0.01}}

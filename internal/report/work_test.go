@@ -207,8 +207,8 @@ func TestWorkRankedByWhatItAdds(t *testing.T) {
 		}
 		return w
 	}
-	tiny := work(compare.MetricDirtied, 0.004, 216, compare.WorkEffect{Ratio: 238, Low: 120, High: 400, Change: compare.ChangeMore, Baseline: 0.0035, Candidate: 0.83, Delta: 0.83})
-	rangeReport := work(compare.MetricDirtied, 0.62, 0, compare.WorkEffect{Ratio: 3.1, Low: 2.8, High: 3.4, Change: compare.ChangeMore, Baseline: 40, Candidate: 124, Delta: 84})
+	tiny := work(compare.MetricDirtied, 0.004, 216, compare.WorkEffect{Estimate: compare.Estimate{Ratio: 238, Low: 120, High: 400, Change: compare.ChangeMore}, Baseline: 0.0035, Candidate: 0.83, Delta: 0.83})
+	rangeReport := work(compare.MetricDirtied, 0.62, 0, compare.WorkEffect{Estimate: compare.Estimate{Ratio: 3.1, Low: 2.8, High: 3.4, Change: compare.ChangeMore}, Baseline: 40, Candidate: 124, Delta: 84})
 	lookup := &compare.QueryWork{Judged: true, BaselineCalls: 500, CandidateCalls: 500}
 	rep := &compare.Report{
 		Verdict: compare.Verdict{Status: compare.VerdictFail, Regressions: 2, MoreWork: 1, Worst: "range"},

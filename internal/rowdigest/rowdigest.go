@@ -434,7 +434,7 @@ func Values(buf []byte, values [][]byte) []byte {
 // Size is the size of a Digest's encoding: its row count as a uvarint,
 // then, when it has rows, both hashes (8 bytes each, little-endian).
 func (d Digest) Size() int {
-	n := uvarintLen(uint64(d.Rows))
+	n := UvarintLen(uint64(d.Rows))
 	if d.Rows != 0 {
 		n += 16
 	}
@@ -455,7 +455,7 @@ func (d Digest) Append(b []byte) []byte {
 // the bytes it took; ok is false when b does not hold one whole.
 func Decode(b []byte) (d Digest, n int, ok bool) {
 	rows, n := binary.Uvarint(b)
-	if n <= 0 || rows > 1<<62 || n != uvarintLen(rows) {
+	if n <= 0 || rows > 1<<62 || n != UvarintLen(rows) {
 		// Damaged, or not written by Append (which writes the
 		// shortest form).
 		return Digest{}, 0, false
@@ -472,7 +472,10 @@ func Decode(b []byte) (d Digest, n int, ok bool) {
 	return d, n + 16, true
 }
 
-func uvarintLen(x uint64) int {
+// UvarintLen is the length of x's uvarint encoding
+// (binary.AppendUvarint's): a Digest's row count here, and the capture
+// format's lengths and numbers (package capture).
+func UvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {
 		x >>= 7

@@ -16,7 +16,7 @@ const IndexDef = "CREATE INDEX customers_email_idx ON public.customers USING btr
 // Query is a query of a comparison with its status, time added and the
 // interval of its mean.
 func Query(fp, text string, st compare.Status, added, low, high float64) compare.QueryDiff {
-	e := compare.Effect{Ratio: (low + high) / 2, Low: low, High: high, Change: compare.ChangeSlower}
+	e := compare.Effect{Estimate: compare.Estimate{Ratio: (low + high) / 2, Low: low, High: high, Change: compare.ChangeSlower}}
 	if low <= 1 && high >= 1 {
 		e.Change = compare.ChangeNone
 	}
@@ -67,7 +67,7 @@ func Findings() (poll findings.QueryRef, rep *findings.Report, cmp *compare.Repo
 // control lacks, one the control has under another definition.
 func HOT() (rep *compare.Report, plans *explain.Report) {
 	upd := compare.QueryDiff{Fingerprint: "u", Query: "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2", Status: compare.StatusMoreWork,
-		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore, Delta: 150}}}
+		Work: &compare.QueryWork{More: compare.MetricWALBytes, WALBytes: compare.WorkEffect{Estimate: compare.Estimate{Ratio: 2.9, Low: 2.7, High: 3.1, Change: compare.ChangeMore}, Delta: 150}}}
 	rep = Report()
 	rep.Queries, rep.MoreWork = []compare.QueryDiff{upd}, []string{"u"}
 	def := "CREATE INDEX pgbench_accounts_abalance ON public.pgbench_accounts USING btree (abalance)"

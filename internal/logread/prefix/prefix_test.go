@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pgrehearse/pgrehearse/internal/logread/logreadtest"
 )
 
 // prefixWant is what a matched prefix must extract; the rest of the line
@@ -215,26 +217,11 @@ func TestCompilePrefixErrors(t *testing.T) {
 	}
 }
 
-// readmePrefixes are the log_line_prefix settings of the shared stderr
-// fixtures, from their README.
-var readmePrefixes = map[string]string{
-	"begin_end.log":              "%t [%p]: db=%d,user=%u,app=%a,client=%h ",
-	"light.postgres.log.bz2":     "%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ",
-	"multiline_param.log":        "%m [%p] user=%u,db=%d ",
-	"pg-timezones.log":           "%t:%h:%u@%d:[%p]:",
-	"pg_rawcsv.log":              "%m [%p] %q%u@%d ",
-	"pg_vacuums.log.gz":          "%t [%p]: [%l-1] user=%u,db=%d,host=%h,app=%a",
-	"postgresql_param_range.log": "%t [%p]: [%l-1] [%x] usr=%u,db=%d,appli=%a",
-	"queryid.log.gz":             "%m [%p] [queryid=%Q] %q%u@%d ",
-	"stmt_type.log":              "%m [%p] ",
-	"tempfile_only.log.gz":       "%t [%p]: [%l-1] user=%u,db=%d ",
-}
-
 // TestDetectPrefixFixtures detects the prefix from the head of each stderr
 // fixture and checks that it reads the same user, database and process id
 // as the real prefix on every line the real one matches.
 func TestDetectPrefixFixtures(t *testing.T) {
-	for name, real := range readmePrefixes {
+	for name, real := range logreadtest.ReadmePrefixes {
 		t.Run(name, func(t *testing.T) {
 			head := fixtureHead(t, name, 200)
 			detected, err := detectPrefix(head)
