@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
@@ -18,9 +16,7 @@ import (
 // copy is the target's data (issue 59 item 3), and so is an INSERT that
 // returns a column it gives itself.
 func TestCaptureAnswerSequence(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	const schema = `CREATE TABLE orders (id bigserial PRIMARY KEY, customer text);
 		CREATE TABLE lines (order_id bigint REFERENCES orders);
 		CREATE TABLE items (no int GENERATED ALWAYS AS IDENTITY, name text);

@@ -28,9 +28,7 @@ import (
 // statements. The same capture without its manifest (its proxy killed)
 // is incomplete: exit 5, and the JSON says why.
 func TestCaptureAnalyzeErrors(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	rc := startCapture(t, c.DSN("postgres"))
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "postgres"))
 	for _, q := range []string{"SELECT 1/0", "SELECT * FROM no_such_table"} {
@@ -109,9 +107,7 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 // and only for it; onto a copy whose sorted text column has another
 // collation (C instead of ICU's root), for the query that sorts on it.
 func TestCaptureAnswerValues(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	table := func(collation string) string {
 		return `CREATE TABLE items (id int PRIMARY KEY, name text COLLATE "` + collation + `", qty int);
 			INSERT INTO items VALUES (1, 'apple', 10), (2, 'Banana', 20), (3, 'cherry', 30), (4, 'Date', 40), (5, NULL, 50);`

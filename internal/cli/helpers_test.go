@@ -51,6 +51,14 @@ func startCoord(t testing.TB) string {
 	return co.DSN("coord")
 }
 
+// parallelServer is parallelCase and a throwaway server of its own,
+// with the context the case runs in.
+func parallelServer(t *testing.T) (context.Context, *pgcluster.Cluster) {
+	t.Helper()
+	parallelCase(t)
+	return context.Background(), pgclustertest.StartT(t, pgcluster.Options{})
+}
+
 // waitErrs waits for wg, then fails the test with the first of the
 // errors its goroutines sent to errs, if any.
 func waitErrs(t testing.TB, wg *sync.WaitGroup, errs chan error) {
