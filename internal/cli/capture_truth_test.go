@@ -97,6 +97,21 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 	}
 }
 
+// queryAll runs sql with args on conn and reads its rows to the end;
+// an error fails the test.
+func queryAll(ctx context.Context, t testing.TB, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if rows.Err() != nil {
+		t.Fatalf("%s: %v", sql, rows.Err())
+	}
+}
+
 // TestCaptureAnswerValues is the acceptance of answers compared by
 // content: a workload through the proxy (pgx's extended protocol with
 // binary results, and the simple protocol), replayed at speed 0 onto
@@ -112,15 +127,12 @@ func TestCaptureAnswerValues(t *testing.T) {
 		return `CREATE TABLE items (id int PRIMARY KEY, name text COLLATE "` + collation + `", qty int);
 			INSERT INTO items VALUES (1, 'apple', 10), (2, 'Banana', 20), (3, 'cherry', 30), (4, 'Date', 40), (5, NULL, 50);`
 	}
-	for db, setup := range map[string]string{
+	createDatabases(t, c, map[string]string{
 		"orig":     table("und-x-icu"),
 		"same":     table("und-x-icu"),
 		"changed":  table("und-x-icu") + "UPDATE items SET qty = 31 WHERE id = 3;",
 		"collated": table("C"),
-	} {
-		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
-		mustExec(t, c, db, setup)
-	}
+	})
 	rc := startCapture(t, c.DSN("orig"))
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const (
@@ -143,15 +155,7 @@ func TestCaptureAnswerValues(t *testing.T) {
 			{clock, nil},
 			{catalog, []any{"items"}},
 		} {
-			rows, err := conn.Query(ctx, q.sql, q.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-			}
-			if rows.Err() != nil {
-				t.Fatalf("%s: %v", q.sql, rows.Err())
-			}
+			queryAll(ctx, t, conn, q.sql, q.args...)
 		}
 	}
 	conn.Close(ctx)
