@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
@@ -28,9 +25,7 @@ import (
 // explains only what touches a table written concurrently, and the
 // relation-wide race does not apply (issue 59 item 3).
 func TestCaptureRacesExplained(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	const keys = 4
 	setup := fmt.Sprintf("CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL); INSERT INTO acct SELECT g, 0 FROM generate_series(1, %d) g; CREATE TABLE other (id int); INSERT INTO other VALUES (1)", keys)
 	for db, extra := range map[string]string{"orig": "", "copy": "", "skewed": "; INSERT INTO other VALUES (2)"} {

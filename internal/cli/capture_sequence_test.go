@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
@@ -18,23 +16,18 @@ import (
 // copy is the target's data (issue 59 item 3), and so is an INSERT that
 // returns a column it gives itself.
 func TestCaptureAnswerSequence(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	const schema = `CREATE TABLE orders (id bigserial PRIMARY KEY, customer text);
 		CREATE TABLE lines (order_id bigint REFERENCES orders);
 		CREATE TABLE items (no int GENERATED ALWAYS AS IDENTITY, name text);
 		CREATE TABLE stock (sku int PRIMARY KEY, qty int);
 		INSERT INTO stock VALUES (1, 10), (2, 20);`
-	for db, setup := range map[string]string{
+	createDatabases(t, c, map[string]string{
 		"orig": schema,
 		"advanced": schema + `SELECT setval('orders_id_seq', 1000);
 			SELECT setval(pg_get_serial_sequence('items', 'no'), 500);
 			UPDATE stock SET qty = 21 WHERE sku = 2;`,
-	} {
-		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
-		mustExec(t, c, db, setup)
-	}
+	})
 	rc := startCapture(t, c.DSN("orig"))
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const (
@@ -62,15 +55,7 @@ func TestCaptureAnswerSequence(t *testing.T) {
 			{given, []any{int32(10 + i), int32(i)}},
 			{read, nil},
 		} {
-			rows, err := conn.Query(ctx, q.sql, q.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-			}
-			if rows.Err() != nil {
-				t.Fatalf("%s: %v", q.sql, rows.Err())
-			}
+			queryAll(ctx, t, conn, q.sql, q.args...)
 		}
 	}
 	// A table the capture creates, after the replay first read the

@@ -28,9 +28,7 @@ import (
 // statements. The same capture without its manifest (its proxy killed)
 // is incomplete: exit 5, and the JSON says why.
 func TestCaptureAnalyzeErrors(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	rc := startCapture(t, c.DSN("postgres"))
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "postgres"))
 	for _, q := range []string{"SELECT 1/0", "SELECT * FROM no_such_table"} {
@@ -99,6 +97,21 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 	}
 }
 
+// queryAll runs sql with args on conn and reads its rows to the end;
+// an error fails the test.
+func queryAll(ctx context.Context, t testing.TB, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	if rows.Err() != nil {
+		t.Fatalf("%s: %v", sql, rows.Err())
+	}
+}
+
 // TestCaptureAnswerValues is the acceptance of answers compared by
 // content: a workload through the proxy (pgx's extended protocol with
 // binary results, and the simple protocol), replayed at speed 0 onto
@@ -109,22 +122,17 @@ func TestCaptureAnalyzeErrors(t *testing.T) {
 // and only for it; onto a copy whose sorted text column has another
 // collation (C instead of ICU's root), for the query that sorts on it.
 func TestCaptureAnswerValues(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	table := func(collation string) string {
 		return `CREATE TABLE items (id int PRIMARY KEY, name text COLLATE "` + collation + `", qty int);
 			INSERT INTO items VALUES (1, 'apple', 10), (2, 'Banana', 20), (3, 'cherry', 30), (4, 'Date', 40), (5, NULL, 50);`
 	}
-	for db, setup := range map[string]string{
+	createDatabases(t, c, map[string]string{
 		"orig":     table("und-x-icu"),
 		"same":     table("und-x-icu"),
 		"changed":  table("und-x-icu") + "UPDATE items SET qty = 31 WHERE id = 3;",
 		"collated": table("C"),
-	} {
-		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
-		mustExec(t, c, db, setup)
-	}
+	})
 	rc := startCapture(t, c.DSN("orig"))
 	conn := pgclustertest.Connect(ctx, t, rc.dsn(c.User(), "orig"))
 	const (
@@ -147,15 +155,7 @@ func TestCaptureAnswerValues(t *testing.T) {
 			{clock, nil},
 			{catalog, []any{"items"}},
 		} {
-			rows, err := conn.Query(ctx, q.sql, q.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-			}
-			if rows.Err() != nil {
-				t.Fatalf("%s: %v", q.sql, rows.Err())
-			}
+			queryAll(ctx, t, conn, q.sql, q.args...)
 		}
 	}
 	conn.Close(ctx)

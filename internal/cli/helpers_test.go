@@ -51,6 +51,24 @@ func startCoord(t testing.TB) string {
 	return co.DSN("coord")
 }
 
+// createDatabases creates each database of setups on c and runs its
+// SQL in it.
+func createDatabases(t testing.TB, c *pgcluster.Cluster, setups map[string]string) {
+	t.Helper()
+	for db, setup := range setups {
+		mustExec(t, c, "postgres", "CREATE DATABASE "+db)
+		mustExec(t, c, db, setup)
+	}
+}
+
+// parallelServer is parallelCase and a throwaway server of its own,
+// with the context the case runs in.
+func parallelServer(t *testing.T) (context.Context, *pgcluster.Cluster) {
+	t.Helper()
+	parallelCase(t)
+	return context.Background(), pgclustertest.StartT(t, pgcluster.Options{})
+}
+
 // waitErrs waits for wg, then fails the test with the first of the
 // errors its goroutines sent to errs, if any.
 func waitErrs(t testing.TB, wg *sync.WaitGroup, errs chan error) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
-	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -20,9 +17,7 @@ import (
 // reading.
 // A result written over a previous one replaces it whole.
 func TestOutputCheckedBeforeWork(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "create.log")
 	// The log creates a table: if anything ran, the table exists.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,9 +173,7 @@ func TestReplayConnectsAfterCreateDatabase(t *testing.T) {
 // count them (exit 3, 2 of 5 statements): the replay passes, saying it
 // discounted them; an unexplained failure more fails it.
 func TestReplayBlameForBakedIDs(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 	mustExec(t, c, "db1", "CREATE TABLE t (a int); ALTER TABLE t OWNER TO u1")
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
@@ -236,9 +233,7 @@ func TestReplayBlameForBakedIDs(t *testing.T) {
 // counts them as skipped, by their own reason, and analyze as executions.
 // Before, they went unsaid.
 func TestReplayWarnsOfFastPathCalls(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	mustExec(t, c, "postgres", "CREATE ROLE u1 LOGIN", "CREATE DATABASE db1 OWNER u1")
 	log := writeStepsLog(t, []logSession{{"u1", "db1"}}, []logStep{
 		{s: 0, q: "BEGIN"},

@@ -40,9 +40,7 @@ func minuteLog(t *testing.T, dir, name string, logins ...[2]string) string {
 // before anything is sent, each with its own message saying what to do;
 // a target that takes every login replays.
 func TestPreflight(t *testing.T) {
-	parallelCase(t)
-	ctx := context.Background()
-	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, c := parallelServer(t)
 	mustExec(t, c, "postgres", `CREATE ROLE app LOGIN PASSWORD 'right-password'`, `CREATE DATABASE shop OWNER app`,
 		`CREATE ROLE outsider LOGIN`, `CREATE ROLE limited LOGIN CONNECTION LIMIT 0`, `REVOKE CONNECT ON DATABASE shop FROM PUBLIC`,
 		`GRANT CONNECT ON DATABASE shop TO app, limited`)

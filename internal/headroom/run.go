@@ -81,21 +81,11 @@ type StepRun struct {
 // result, which the step's verdict then judges.
 type ReplayFunc func(ctx context.Context, step StepRun, target Target) (*results.Result, error)
 
-// Phase is what a step is doing: the round runner's vocabulary.
-type Phase = rounds.Phase
-
-// Phases, in order.
-const (
-	PhaseReset  = rounds.PhaseReset
-	PhaseReplay = rounds.PhaseReplay
-	PhaseDone   = rounds.PhaseDone
-)
-
 // Progress is reported at each phase of each step.
 type Progress struct {
 	Step  StepRun
-	Phase Phase
-	// Done is the step finished, at PhaseDone.
+	Phase rounds.Phase
+	// Done is the step finished, at rounds.PhaseDone.
 	Done *Step
 	// Elapsed is the time since the run began; Remaining an estimate of
 	// what is left (valid when RemainingKnown): the steps the searches
@@ -483,7 +473,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	}
 	cycle := rounds.Cycle{Reset: t.Reset, N: st.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: t.DSN,
 		DatabaseMap: r.cfg.DatabaseMap, Logs: t.Logs, Change: r.try,
-		Phase:   func(p Phase, place rounds.Place) { r.progress(at(place), p, nil) },
+		Phase:   func(p rounds.Phase, place rounds.Place) { r.progress(at(place), p, nil) },
 		Measure: r.measureCPU(t, &serverCPU),
 		Replay: func(ctx context.Context, place rounds.Place) (*results.Result, error) {
 			return r.cfg.Replay(ctx, at(place), t)
@@ -567,7 +557,7 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 	if over := time.Since(began) - r.span(st.K); over > 0 {
 		r.overheads.Add(over)
 	}
-	r.progress(st, PhaseDone, &so.Steps[len(so.Steps)-1])
+	r.progress(st, rounds.PhaseDone, &so.Steps[len(so.Steps)-1])
 	if relErr != nil {
 		r.out.Stopped = fmt.Sprintf("after step %d (%s) the reset could not release what it made", st.Seq, st.Side)
 		return true, relErr
@@ -672,7 +662,7 @@ func (r *run) tryEstimate() time.Duration {
 	return left + 4*r.estimate(max(top, 1.5))
 }
 
-func (r *run) progress(st StepRun, phase Phase, done *Step) {
+func (r *run) progress(st StepRun, phase rounds.Phase, done *Step) {
 	if r.cfg.Progress == nil {
 		return
 	}

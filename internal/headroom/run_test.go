@@ -11,6 +11,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // fakeTarget answers a step as a target whose lookup's p95 grows past
@@ -203,7 +204,7 @@ func TestRunInterruptedBetweenSteps(t *testing.T) {
 			return tg.result(st.K), nil
 		},
 		Progress: func(p Progress) {
-			if p.Phase == PhaseDone && p.Step.Seq == 3 {
+			if p.Phase == rounds.PhaseDone && p.Step.Seq == 3 {
 				cancel()
 			}
 		},

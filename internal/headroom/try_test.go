@@ -16,6 +16,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // tryConfig is a search of one real target (the tries' SQL runs there)
@@ -119,7 +120,7 @@ func TestRunRemainingCountsTries(t *testing.T) {
 		tryFirst := map[string]time.Duration{}
 		cfg.Replay = replay
 		cfg.Progress = func(p Progress) {
-			if p.Phase != PhaseReset {
+			if p.Phase != rounds.PhaseReset {
 				return
 			}
 			if p.Step.Seq == 1 {

@@ -62,6 +62,20 @@ func newChunkBuf(r io.Reader) chunkBuf {
 	return chunkBuf{r: r, buf: make([]byte, readBufSize)}
 }
 
+// fillOn is fill in the middle of a record whose scan bytes are
+// buffered without its end: past maxRecordSize the record is discarded
+// (discard set), and its bytes scanned so far dropped before the read.
+func (cb *chunkBuf) fillOn(scan *int, discard *bool) bool {
+	if *scan > maxRecordSize {
+		*discard = true
+	}
+	if *discard {
+		cb.start += *scan
+		*scan = 0
+	}
+	return cb.fill()
+}
+
 // fill reads more data after end, first moving unconsumed data to the
 // front and growing the buffer when it is full. It reports whether any
 // data was added; false means EOF or a read error.
@@ -231,14 +245,7 @@ func (cr *csvReader) frame() ([]byte, int64, frameStatus) {
 			partial = true
 		}
 		scan += len(data)
-		if scan > maxRecordSize {
-			discard = true
-		}
-		if discard {
-			cb.start += scan
-			scan = 0
-		}
-		if !cb.fill() {
+		if !cb.fillOn(&scan, &discard) {
 			break
 		}
 	}

@@ -449,14 +449,7 @@ func (jr *jsonReader) readLine() ([]byte, frameStatus) {
 			return trimCR(line), frameRecord
 		}
 		scan += len(data)
-		if scan > maxRecordSize {
-			discard = true
-		}
-		if discard {
-			cb.start += scan
-			scan = 0
-		}
-		if !cb.fill() {
+		if !cb.fillOn(&scan, &discard) {
 			break
 		}
 	}

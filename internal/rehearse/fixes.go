@@ -211,7 +211,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	end := rounds.Run(ctx, rounds.Cycle{
 		Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: target.DSN,
 		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs, Change: &fix,
-		Phase: func(p Phase, at rounds.Place) { r.progress(round.at(at), p) },
+		Phase: func(p rounds.Phase, at rounds.Place) { r.progress(round.at(at), p) },
 		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
 			return r.cfg.Replay(ctx, round.at(at), target)
 		},
@@ -271,7 +271,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	r.add(rec)
 	fr.Results = append(fr.Results, res)
 	r.roundTimes.Add(rec.EndedAt.Sub(rec.StartedAt))
-	r.progress(round.at(end.Place), PhaseDone)
+	r.progress(round.at(end.Place), rounds.PhaseDone)
 	return true, relErr
 }
 

@@ -85,7 +85,7 @@ func TestFixRounds(t *testing.T) {
 	cfg.Dir = t.TempDir()
 	names, of := map[int]string{}, map[int]int{}
 	cfg.Progress = func(p Progress) {
-		if p.Phase == PhaseReset {
+		if p.Phase == rounds.PhaseReset {
 			names[p.Round.Seq], of[p.Round.Seq] = p.Round.Name(), p.Round.Of
 		}
 	}

@@ -103,20 +103,10 @@ func (r Round) Name() string {
 // usable result.
 type ReplayFunc func(ctx context.Context, round Round, target Target) (*results.Result, error)
 
-// Phase is what a round is doing: the round runner's vocabulary.
-type Phase = rounds.Phase
-
-// Phases, in order.
-const (
-	PhaseReset  = rounds.PhaseReset
-	PhaseReplay = rounds.PhaseReplay
-	PhaseDone   = rounds.PhaseDone
-)
-
 // Progress is reported at each phase of each round.
 type Progress struct {
 	Round Round
-	Phase Phase
+	Phase rounds.Phase
 	// Finished is the number of rounds finished.
 	Finished int
 	// Elapsed is the time since the rehearsal began.
@@ -535,7 +525,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	end := rounds.Run(ctx, rounds.Cycle{
 		Reset: target.Reset, N: round.N, CleanupTimeout: r.cfg.CleanupTimeout, DSN: target.DSN,
 		DatabaseMap: r.cfg.DatabaseMap, Logs: target.Logs,
-		Phase: func(p Phase, at rounds.Place) { r.progress(round.at(at), p) },
+		Phase: func(p rounds.Phase, at rounds.Place) { r.progress(round.at(at), p) },
 		Replay: func(ctx context.Context, at rounds.Place) (*results.Result, error) {
 			return r.cfg.Replay(ctx, round.at(at), target)
 		},
@@ -614,7 +604,7 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 	}
 	r.out.measureLoad()
 	r.roundTimes.Add(time.Since(began))
-	r.progress(round, PhaseDone)
+	r.progress(round, rounds.PhaseDone)
 	if relErr != nil {
 		r.out.Stopped = fmt.Sprintf("after round %d (%s) the reset could not release what it made", round.Seq, round.Side)
 		return true, relErr
@@ -700,13 +690,13 @@ func (r *run) add(rec RoundRecord) {
 }
 
 // progress reports a phase of round, with the estimate of what remains.
-func (r *run) progress(round Round, phase Phase) {
+func (r *run) progress(round Round, phase rounds.Phase) {
 	if r.cfg.Progress == nil {
 		return
 	}
 	p := Progress{Round: round, Phase: phase, Finished: r.roundTimes.Len(), Elapsed: time.Since(r.begun)}
 	left := round.Of - round.Seq + 1 // this round included
-	if phase == PhaseDone {
+	if phase == rounds.PhaseDone {
 		left--
 	}
 	p.Remaining, p.RemainingKnown = r.roundTimes.Left(left, r.cfg.RoundEstimate)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 func TestOrder(t *testing.T) {
@@ -123,7 +124,7 @@ func TestInterruptedBetweenRounds(t *testing.T) {
 			return &results.Result{Kind: results.KindReplay}, nil
 		},
 		Progress: func(p Progress) {
-			if p.Phase == PhaseDone && p.Round.Seq == 2 {
+			if p.Phase == rounds.PhaseDone && p.Round.Seq == 2 {
 				cancel()
 			}
 		},

@@ -27,6 +27,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
 	"github.com/pgrehearse/pgrehearse/internal/reset"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 	"github.com/pgrehearse/pgrehearse/internal/source"
 )
 
@@ -428,7 +429,7 @@ func TestTemplateRounds(t *testing.T) {
 		t.Fatalf("%d progress reports, want 12", len(progress))
 	}
 	for i, p := range progress {
-		wantPhase := []Phase{PhaseReset, PhaseReplay, PhaseDone}[i%3]
+		wantPhase := []rounds.Phase{rounds.PhaseReset, rounds.PhaseReplay, rounds.PhaseDone}[i%3]
 		if p.Phase != wantPhase || p.Round.Seq != i/3+1 || p.Round.Of != 4 {
 			t.Errorf("progress %d = %s round %d/%d, want %s round %d/4", i, p.Phase, p.Round.Seq, p.Round.Of, wantPhase, i/3+1)
 		}

@@ -62,11 +62,7 @@ import (
 // that work and ran at 0.65–0.94 of pgbench against 0.83–1.10 for a
 // goroutine per session, with one to four loops, in the same rounds.
 func BenchmarkSpeed0Experiment(b *testing.B) {
-	clients := envInt("BENCH_CLIENTS", 8)
-	secs := envInt("BENCH_SECONDS", 10)
-	rounds := envInt("BENCH_ROUNDS", 3)
-	c, files := capturePgbench(b, clients, secs)
-	perSession := loadExecutions(b, files[len(files)-1])
+	clients, secs, rounds, c, files, perSession := speed0Capture(b)
 	// The same work per connection as the log's sessions, for pgbench -t.
 	txPerClient := max(1, nExec(perSession)/7/clients)
 	// As cmd/pgrehearse runs (unless GOGC is set).
@@ -261,6 +257,17 @@ func median(xs []float64) float64 {
 // inherits the dead tuples and dirty buffers of the one before.
 func settle(b *testing.B, c *pgcluster.Cluster) {
 	pgclustertest.Exec(b, c, "postgres", "VACUUM pgbench_branches", "VACUUM pgbench_tellers", "VACUUM pgbench_accounts", "TRUNCATE pgbench_history", "CHECKPOINT")
+}
+
+// speed0Capture is the set-up the speed-0 benchmarks share: BENCH_CLIENTS
+// (8) clients, BENCH_SECONDS (10) of pgbench captured by capturePgbench,
+// BENCH_ROUNDS (3) rounds, and the last log file's executions per session.
+func speed0Capture(b *testing.B) (clients, secs, rounds int, c *pgcluster.Cluster, files []string, perSession map[string][]*event.Event) {
+	clients = envInt("BENCH_CLIENTS", 8)
+	secs = envInt("BENCH_SECONDS", 10)
+	rounds = envInt("BENCH_ROUNDS", 3)
+	c, files = capturePgbench(b, clients, secs)
+	return clients, secs, rounds, c, files, loadExecutions(b, files[len(files)-1])
 }
 
 // capturePgbench starts a cluster, initializes pgbench and captures secs
@@ -576,20 +583,7 @@ func atof(s string) float64 {
 
 // replayLog replays a log whose log_line_prefix is prefix.
 func replayLog(b testing.TB, path, prefix string, opts Options) *results.Result {
-	rd, err := logread.Open(path, logread.Options{Prefix: prefix})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rd.Close()
-	r, err := New(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	res, err := r.Run(context.Background(), context.Background(), []event.Source{rd})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return res
+	return replayLogHard(b, path, prefix, context.Background(), opts)
 }
 
 // timeline counts statements per 500 ms, to see the start and the tail.

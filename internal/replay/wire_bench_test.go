@@ -29,11 +29,7 @@ import (
 // as a share of pgbench's, and the client CPU per statement.
 // BENCH_PROFILE=DIR writes a CPU profile of each phase there.
 func BenchmarkWireVsPgconn(b *testing.B) {
-	clients := envInt("BENCH_CLIENTS", 8)
-	secs := envInt("BENCH_SECONDS", 10)
-	rounds := envInt("BENCH_ROUNDS", 3)
-	c, files := capturePgbench(b, clients, secs)
-	perSession := loadExecutions(b, files[len(files)-1])
+	clients, secs, rounds, c, files, perSession := speed0Capture(b)
 	n := float64(nExec(perSession))
 	profDir := os.Getenv("BENCH_PROFILE")
 	profile := func(name string, round int) func() {
@@ -89,7 +85,7 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 			runtime.ReadMemStats(&ms0)
 			stop = profile("replay", round)
 			self0 = cpuTime(syscall.RUSAGE_SELF)
-			res := replayLogHard(b, files[len(files)-1], hard, Options{Target: c.DSN("postgres"), Speed: 0, Sync: benchSync(b)})
+			res := replayLogHard(b, files[len(files)-1], workload.LogLinePrefix, hard, Options{Target: c.DSN("postgres"), Speed: 0, Sync: benchSync(b)})
 			stop()
 			cancel()
 			runtime.ReadMemStats(&ms1)
@@ -108,17 +104,18 @@ func BenchmarkWireVsPgconn(b *testing.B) {
 	}
 }
 
-// replayLogHard is replayLog with a hard context.
-func replayLogHard(b testing.TB, path string, hard context.Context, opts Options) *results.Result {
-	r, err := New(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rd, err := logread.Open(path, logread.Options{Prefix: workload.LogLinePrefix})
+// replayLogHard replays a log whose log_line_prefix is prefix, with a
+// hard context.
+func replayLogHard(b testing.TB, path, prefix string, hard context.Context, opts Options) *results.Result {
+	rd, err := logread.Open(path, logread.Options{Prefix: prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rd.Close()
+	r, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	res, err := r.Run(context.Background(), hard, []event.Source{rd})
 	if err != nil {
 		b.Fatal(err)

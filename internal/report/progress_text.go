@@ -9,6 +9,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
 	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 	"github.com/pgrehearse/pgrehearse/internal/shard"
 )
 
@@ -90,10 +91,10 @@ func WriteHeadroomProgress(w io.Writer, p headroom.Progress) {
 		left = fmt.Sprintf("at most about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
 	}
 	switch p.Phase {
-	case headroom.PhaseReplay:
+	case rounds.PhaseReplay:
 		fmt.Fprintf(w, "headroom: step %d: %s at %gx (round %d): replaying (reset took %v)\n", st.Seq, side, st.K, st.Round,
 			time.Duration(st.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-	case headroom.PhaseDone:
+	case rounds.PhaseDone:
 		fmt.Fprintf(w, "headroom: step %d: %s at %gx: %s; %v since the start, %s\n", st.Seq, side, st.K, StepSummary(p.Done),
 			p.Elapsed.Round(time.Second), left)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/rounds"
 )
 
 // WriteRounds lists the rounds: how each ended, what its replay did, and
@@ -176,12 +177,12 @@ func WriteProgress(w io.Writer, p rehearse.Progress) {
 		left = fmt.Sprintf("about %v left (ETA %s)", p.Remaining.Round(time.Second), time.Now().Add(p.Remaining).Format("15:04:05"))
 	}
 	switch p.Phase {
-	case rehearse.PhaseReset:
+	case rounds.PhaseReset:
 		fmt.Fprintf(w, "rehearse: round %d of %d: %s: resetting the target; %s\n", rd.Seq, rd.Of, rd.Name(), left)
-	case rehearse.PhaseReplay:
+	case rounds.PhaseReplay:
 		fmt.Fprintf(w, "rehearse: round %d of %d: %s: replaying (reset took %v)\n", rd.Seq, rd.Of, rd.Name(),
 			time.Duration(rd.Reset.Seconds*float64(time.Second)).Round(time.Millisecond))
-	case rehearse.PhaseDone:
+	case rounds.PhaseDone:
 		fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
 			p.Elapsed.Round(time.Second), left)
 	}
