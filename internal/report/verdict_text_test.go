@@ -154,6 +154,12 @@ func TestVerdictUndecided(t *testing.T) {
 		lines[1] != `  p95>+50% may be broken by q1 "SELECT 1": p95 1.40x, interval 0.90-2.20 at 98%, holds 1.50x` {
 		t.Errorf("verdict block:\n%s", b.String())
 	}
+	// The query's own notes word its reason, never the token
+	// (may_break_rule printed raw, found on stored rounds).
+	rep.Queries[0].Reasons = []compare.Reason{compare.ReasonMayBreakRule}
+	if notes, want := QueryNotes(rep, &rep.Queries[0]), "undecided: p95>+50%'s p95 1.40x (interval 0.90-2.20) holds its threshold 1.50x; more rounds would tell"; len(notes) != 1 || notes[0] != want {
+		t.Errorf("undecided query's notes %q, want %q", notes, want)
+	}
 	q := compare.QueryDiff{Fingerprint: "q2", Query: "SELECT 2", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
 		Effects: &compare.Effects{Mean: compare.Effect{Estimate: compare.Estimate{Ratio: 2.33, Low: 1.9, High: 2.8}}}}
 	rep.Queries = append(rep.Queries, q)

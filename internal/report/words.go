@@ -360,6 +360,23 @@ func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
 		fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), level, fmtPoint(u.Threshold))
 }
 
+// mayBreakNote words why a query is undecided: each rule whose
+// threshold its interval still holds (Verdict.Undecided), or, when the
+// report lists none for it, that much in general.
+func mayBreakNote(rep *compare.Report, fp string) string {
+	var holds []string
+	for _, u := range rep.Verdict.Undecided {
+		if u.Fingerprint == fp {
+			holds = append(holds, fmt.Sprintf("%s's %s %s (interval %s-%s) holds its threshold %s", u.Rule, u.Metric,
+				fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), fmtPoint(u.Threshold)))
+		}
+	}
+	if len(holds) == 0 {
+		return "undecided: its interval holds a --fail-on rule's threshold; more rounds would tell"
+	}
+	return "undecided: " + strings.Join(holds, "; ") + "; more rounds would tell"
+}
+
 // BrokenLine words a broken rule with the query that broke it, its
 // figures and their interval.
 func BrokenLine(rep *compare.Report, b compare.Broken) string {
@@ -613,6 +630,8 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			out = append(out, "its latency is not judged: a replay of this comparison of one run a side fell behind its schedule")
 		case compare.ReasonHistogramUnreadable:
 			out = append(out, "a latency histogram did not decode: the calls' own sampling error is not in the interval")
+		case compare.ReasonMayBreakRule:
+			out = append(out, mayBreakNote(rep, q.Fingerprint))
 		default:
 			out = append(out, string(r))
 		}
