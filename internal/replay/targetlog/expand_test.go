@@ -23,6 +23,18 @@ func TestExpand(t *testing.T) {
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("Expand = %q, %v; want %q", got, err, want)
 	}
+	// A file whose name holds a pattern's characters is itself, and an
+	// expanded list expands to itself (rounds, then replayrun.Run).
+	odd := filepath.Join(dir, "pg[1].log")
+	if err := os.WriteFile(odd, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Expand([]string{odd}); err != nil || !slices.Equal(got, []string{odd}) {
+		t.Errorf("Expand(%q) = %q, %v; want the file itself", odd, got, err)
+	}
+	if again, err := Expand(want); err != nil || !slices.Equal(again, want) {
+		t.Errorf("Expand(Expand) = %q, %v; want %q", again, err, want)
+	}
 	if _, err := Expand([]string{filepath.Join(dir, "*.csv")}); err == nil || !strings.Contains(err.Error(), "matches no file") {
 		t.Errorf("a pattern matching nothing: %v, want an error", err)
 	}
