@@ -27,12 +27,12 @@ func TestRenderStoredRun(t *testing.T) {
 	for _, want := range []string{
 		"load average (1, 5, 15 min) at start 33.48 15.91 6.37",
 		"rehearse exit 3, verdict fail: FAIL: mean>+50% broken by 1 query",
-		"server  lookup by email      128.7x (122.1x-193.3x)  245.0x (182.7x-372.0x)  no      1.90   7.375 / 14.859        regressed  caught",
+		"server  lookup by email      128.7x (122.1x-193.3x)  245.0x (182.7x-372.0x)  no no      1.90   7.375 / 14.859        regressed  caught",
 		// The report predates the application level: its rows say
 		// n/a, never the server's figure.
-		"app     lookup by email      8.51x (7.27x-10.2x)     n/a                     no      -      9.541 / -             regressed  flagged",
-		"server  order insert         0.98x (0.69x-2.22x)     1.03x (0.30x-1.50x)     yes     1.05   -0.002 / 0.004        unchanged  ok",
-		"app     order insert         3.05x (2.42x-3.38x)     n/a                     no      -      2.289 / -             unchanged  not flagged",
+		"app     lookup by email      8.51x (7.27x-10.2x)     n/a                     no - -      9.541 / -             regressed  flagged",
+		"server  order insert         0.98x (0.69x-2.22x)     1.03x (0.30x-1.50x)     yes yes     1.05   -0.002 / 0.004        unchanged  ok",
+		"app     order insert         3.05x (2.42x-3.38x)     n/a                     no - -      2.289 / -             unchanged  not flagged",
 		"throughput (candidate/control): true 1.00 (1.00-1.00), forecast 0.63 (0.59-0.74) statements/s",
 		"replay span (median over rounds): control 5.2 s, candidate 8.2 s; sync object waits summed: control 7.5 s, candidate 27.6 s; the application ran 5s a round",
 		"forecast (90% interval)",
@@ -58,13 +58,15 @@ func TestRenderAppLevel(t *testing.T) {
 	}
 	got := strings.Join(strings.Fields(out.String()), " ")
 	for _, want := range []string{
-		"server lookup by email 188.0x (163.6x-191.8x) 139.2x (137.4x-157.0x) no 0.74 2.986 / 3.130 regressed caught",
-		"app lookup by email 25.2x (24.4x-29.3x) 16.4x (14.9x-18.8x) no 0.65 3.663 / 3.840 regressed flagged",
-		"app order insert 3.97x (3.37x-4.37x) 2.61x (2.44x-3.29x) no 0.66 0.560 / 0.529 unchanged not flagged",
-		"app report by day 1.63x (1.54x-1.82x) 1.46x (1.41x-1.72x) yes 0.89 8.749 / 8.017 regressed flagged",
+		"server lookup by email 188.0x (163.6x-191.8x) 139.2x (137.4x-157.0x) no no 0.74 2.986 / 3.130 regressed caught",
+		"app lookup by email 25.2x (24.4x-29.3x) 16.4x (14.9x-18.8x) no no 0.65 3.663 / 3.840 regressed flagged",
+		"app order insert 3.97x (3.37x-4.37x) 2.61x (2.44x-3.29x) no no 0.66 0.560 / 0.529 unchanged not flagged",
+		"app report by day 1.63x (1.54x-1.82x) 1.46x (1.41x-1.72x) yes yes 0.89 8.749 / 8.017 regressed flagged",
 		"(the replay's round trip / the application's): lookup by email 0.227 / 0.136, order insert 0.282 / 0.157,",
 		"summary: rows inside the interval 4 of 8 (server 3 of 4, app 1 of 4), caught 2 of 2 (server rows, true >= 1.5x), " +
 			"passed 0 of 0 changes without a true regression, median forecast/true 0.92 (server rows), 0.82 (those true >= 1.5x), 0.65 (app rows)",
+		"the truth's own noise: a forecast exactly as good as its intervals claim would hold the measured truth in about 6.2 of 8 rows " +
+			"(server 3.2 of 4, app 3.1 of 4; each truth's noise from its rounds); within both noises at the interval's level: 4 of 8 (server 3, app 1)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the table lacks %q; it reads:\n%s", want, got)

@@ -38,6 +38,8 @@ type row struct {
 	trueAdded          float64 // ms per call, the candidate's median less the control's
 	fc                 predicted
 	inside             bool
+	truthSD            float64 // of the log of truth's ratio, from its rounds (truthSD); 0 when unknown
+	within, withinOK   bool    // withinNoise, and whether it could be told
 	agreement          string
 	counted, wasCaught bool
 }
@@ -49,6 +51,12 @@ type tally struct {
 	ratios            map[string][]float64 // by level, forecast/true of every row with both
 	caughtRatios      []float64            // of the server rows with a true ratio of caughtAt or more
 	passes, passOK    int                  // changes with no true regression, and those that exited 0
+	// perfect sums, by level, perfectInside over the rows with an
+	// interval and a truth's noise; perfectRows counts them.
+	perfect     map[string]float64
+	perfectRows map[string]int
+	// within counts, by level, the rows withinNoise (of perfectRows).
+	within map[string]int
 }
 
 // median returns the median of v (0 for none).
@@ -135,6 +143,10 @@ func (o *outcome) rows(d *reportDoc) []row {
 			}
 			ctl, cand, _ := o.sides(get)
 			rw := row{level: level, kind: kd.name, truth: t, tLow: lo, tHigh: hi, trueAdded: median(cand) - median(ctl), fc: fc}
+			rw.truthSD, _ = truthSD(ctl, cand)
+			if fc.found {
+				rw.within, rw.withinOK = withinNoise(fc.ratio, fc.low, fc.high, fc.level, t, rw.truthSD)
+			}
 			rw.judge(o.ExitCode)
 			rows = append(rows, rw)
 		}
@@ -209,7 +221,7 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 			break
 		}
 	}
-	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\tforecast/true\tadded ms/call true / forecast\tstatus\tagreement\n", interval)
+	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\twithin noise\tforecast/true\tadded ms/call true / forecast\tstatus\tagreement\n", interval)
 	mustCatch := false
 	for _, rw := range rows {
 		fcText, ratioText, added := cmp.Or(rw.fc.missing, "not in the report"), "-", fmt.Sprintf("%.3f / -", rw.trueAdded)
@@ -225,9 +237,20 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 				t.caughtRatios = append(t.caughtRatios, rw.fc.ratio/rw.truth)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
-			fcText, yesNo(rw.inside), ratioText, added, orDash(string(rw.fc.status)), rw.agreement)
+		within := "-"
+		if rw.withinOK {
+			within = yesNo(rw.within)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
+			fcText, yesNo(rw.inside), within, ratioText, added, orDash(string(rw.fc.status)), rw.agreement)
 		t.rows[rw.level]++
+		if p, ok := perfectInside(rw.fc.low, rw.fc.high, rw.fc.level, rw.truthSD); ok && rw.fc.found && rw.truthSD > 0 {
+			t.perfect[rw.level] += p
+			t.perfectRows[rw.level]++
+			if rw.within {
+				t.within[rw.level]++
+			}
+		}
 		if rw.inside {
 			t.inside[rw.level]++
 		}
@@ -290,6 +313,12 @@ func (t *tally) summary(w io.Writer) {
 		"passed %d of %d changes without a true regression, median forecast/true %s (server rows), %s (those true >= %gx), %s (app rows)\n",
 		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
 		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, medianText(t.ratios[levelServer]), medianText(t.caughtRatios), caughtAt, medianText(t.ratios[levelApp]))
+	if n := t.perfectRows[levelServer] + t.perfectRows[levelApp]; n > 0 {
+		fmt.Fprintf(w, "the truth's own noise: a forecast exactly as good as its intervals claim would hold the measured truth in about %.1f of %d rows "+
+			"(server %.1f of %d, app %.1f of %d; each truth's noise from its rounds); within both noises at the interval's level: %d of %d (server %d, app %d)\n",
+			t.perfect[levelServer]+t.perfect[levelApp], n, t.perfect[levelServer], t.perfectRows[levelServer], t.perfect[levelApp], t.perfectRows[levelApp],
+			t.within[levelServer]+t.within[levelApp], n, t.within[levelServer], t.within[levelApp])
+	}
 }
 
 // medianText is median(v) in a summary, "-" for none.
