@@ -80,6 +80,7 @@ func TestRenderAppLevel(t *testing.T) {
 func TestRowJudge(t *testing.T) {
 	regressed := predicted{found: true, ratio: 2, low: 1.6, high: 2.5, status: compare.StatusRegressed}
 	unchanged := predicted{found: true, ratio: 1.2, low: 0.9, high: 1.4, status: compare.StatusUnchanged}
+	undecided := predicted{found: true, ratio: 1.45, low: 1.3, high: 1.7, status: compare.StatusUndecided}
 	for _, c := range []struct {
 		level     string
 		truth     float64
@@ -93,6 +94,8 @@ func TestRowJudge(t *testing.T) {
 		{levelServer, 2.2, regressed, 0, "MISSED", true, true},
 		{levelServer, 1.6, unchanged, 0, "MISSED (true range holds 1)", true, false},
 		{levelServer, 2.2, unchanged, 3, "MISSED", true, false},
+		{levelServer, 1.6, undecided, 4, "undecided (exit non-zero)", true, true},
+		{levelServer, 1.6, undecided, 0, "MISSED (true range holds 1)", true, true},
 		{levelServer, 1.2, regressed, 3, "flagged, true < 1.5x", false, false},
 		{levelServer, 1.2, unchanged, 0, "ok", false, true},
 		{levelApp, 3, unchanged, 3, "not flagged", false, false},

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
 
 // The table: per change, each query's true ratio at two levels (the
@@ -42,12 +44,14 @@ type row struct {
 	within, withinOK   bool    // withinNoise, and whether it could be told
 	agreement          string
 	counted, wasCaught bool
+	undecided          bool // counted, not caught: the report said undecided and exited non-zero
 }
 
 // tally adds up rows across changes for the summary line.
 type tally struct {
 	rows, inside      map[string]int // by level
 	mustCatch, caught int
+	undecided         int                  // of mustCatch, not caught but undecided with a non-zero exit
 	ratios            map[string][]float64 // by level, forecast/true of every row with both
 	caughtRatios      []float64            // of the server rows with a true ratio of caughtAt or more
 	passes, passOK    int                  // changes with no true regression, and those that exited 0
@@ -183,6 +187,13 @@ func (rw *row) judge(exitCode int) {
 		switch {
 		case flagged:
 			rw.agreement = "caught"
+		case exitCode != 0 && rw.fc.status == compare.StatusUndecided:
+			// Not caught, but not "no change" either: the report
+			// said its interval holds the rule's threshold and
+			// exited non-zero; what a busy machine may answer, not
+			// what a quiet one should.
+			rw.undecided = true
+			rw.agreement = "undecided (exit non-zero)"
 		case rw.tLow <= 1:
 			// Counted all the same; said, as the truth's own
 			// rounds do not tell it from noise.
@@ -260,6 +271,9 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 			if rw.wasCaught {
 				t.caught++
 			}
+			if rw.undecided {
+				t.undecided++
+			}
 		}
 	}
 	tw.Flush()
@@ -309,10 +323,14 @@ func (o *outcome) overheadLine(d *reportDoc) string {
 
 // summary writes the line that sums the tables up.
 func (t *tally) summary(w io.Writer) {
-	fmt.Fprintf(w, "\nsummary: rows inside the interval %d of %d (server %d of %d, app %d of %d), caught %d of %d (server rows, true >= %gx), "+
+	undecided := ""
+	if t.undecided > 0 {
+		undecided = fmt.Sprintf(" (%d more undecided, exit non-zero)", t.undecided)
+	}
+	fmt.Fprintf(w, "\nsummary: rows inside the interval %d of %d (server %d of %d, app %d of %d), caught %d of %d%s (server rows, true >= %gx), "+
 		"passed %d of %d changes without a true regression, median forecast/true %s (server rows), %s (those true >= %gx), %s (app rows)\n",
 		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
-		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, caughtAt, t.passOK, t.passes, medianText(t.ratios[levelServer]), medianText(t.caughtRatios), caughtAt, medianText(t.ratios[levelApp]))
+		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, undecided, caughtAt, t.passOK, t.passes, medianText(t.ratios[levelServer]), medianText(t.caughtRatios), caughtAt, medianText(t.ratios[levelApp]))
 	if n := t.perfectRows[levelServer] + t.perfectRows[levelApp]; n > 0 {
 		fmt.Fprintf(w, "the truth's own noise: a forecast exactly as good as its intervals claim would hold the measured truth in about %.1f of %d rows "+
 			"(server %.1f of %d, app %.1f of %d; each truth's noise from its rounds); within both noises at the interval's level: %d of %d (server %d, app %d)\n",
