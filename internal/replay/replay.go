@@ -236,20 +236,23 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 // pace readies a paced replay's timing, and returns what undoes it: the
 // precise waker (a dry run issues nothing whose lateness matters, and its
 // tests run in synctest bubbles, whose fake time a timerfd does not
-// follow); on the target's machine, the replayer's threads yield to the
-// target's backends rather than preempt them mid-statement
-// (yieldToTarget).
+// follow).
+//
+// The replayer's threads keep the policy they have (SCHED_NORMAL), as the
+// application's client threads do. Under SCHED_BATCH on the target's
+// machine (8dc57ab, to keep its wake-ups from preempting backends
+// mid-statement) a thread woken by its answer waited for the CPU a
+// backend or any other task held instead of taking it as the
+// application's client does: on bench/ctlinflate.sh's server the
+// replay's round trip outside the server's work was 1.8-1.9x the
+// application's, 0.89-0.97x without it, with the server's time per call
+// no different beyond the noise (docs/forecast.md).
 func (r *Replayer) pace() func() {
 	if !r.sched.Paced() || r.opts.DryRun {
 		return func() {}
 	}
 	r.waker = newPreciseWaker()
-	restore := func() {}
-	if connstr.IsLocal(r.opts.Target) {
-		restore, _ = yieldToTarget()
-	}
 	return func() {
-		restore()
 		if r.waker != nil {
 			r.waker.close()
 		}
