@@ -232,10 +232,16 @@ func TestRehearseTemplate(t *testing.T) {
 		"round 1 of 4: control 1: resetting the target; time left unknown",
 		"round 2 of 4: candidate 1: resetting the target; about ",
 		"round 4 of 4: control 2: done, ",
+		// Each target's pre-flight names its side.
+		"pre-flight (control): the target accepted ",
+		"pre-flight (candidate): the target accepted ",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("standard error lacks %q", want)
 		}
+	}
+	if strings.Contains(stderr, "\npre-flight: the target") {
+		t.Error("a pre-flight line of a target does not name its side")
 	}
 	// Two rounds a side do not measure the noise: whether the default
 	// floors let a wobble through is compare's to test, not this one's.
