@@ -46,7 +46,7 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 	if err != nil {
 		return err
 	}
-	res := outcome{Change: c.name, About: c.about, Clients: o.clients, Rate: o.rate, Duration: o.duration.String()}
+	res := outcome{Change: c.name, About: c.about, Clients: o.clients, Threads: o.threads, Rate: o.rate, Duration: o.duration.String()}
 	for i := range 2 * o.rounds {
 		// control, candidate, candidate, control, control, candidate...
 		side := (i + i/2) % 2
@@ -55,7 +55,7 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 			cl, name = cand, sideCand
 		}
 		say("%s: truth round %d of %d, %s", c.name, i+1, 2*o.rounds, name)
-		r := appRun{clients: o.clients, rate: o.rate, duration: o.duration,
+		r := appRun{clients: o.clients, threads: o.threads, rate: o.rate, duration: o.duration,
 			logPrefix: filepath.Join(dir, "pgbench", fmt.Sprintf("round-%02d-%s", i+1, name))}
 		rd, err := truthRound(ctx, cl, snaps[side], name, scripts, r)
 		if err != nil {

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,7 @@ type options struct {
 	capacityDuration time.Duration
 	rounds           int
 	clients          int
+	threads          int
 	rate             float64
 	pgrehearse       string
 	rehearseArgs     []string
@@ -60,6 +62,7 @@ func main() {
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
 	flag.IntVar(&o.rounds, "rounds", 5, "truth rounds a side (3 leave a perfect forecast inside its interval in about 70% of rows: docs/forecast.md)")
 	flag.IntVar(&o.clients, "clients", 8, "the application's clients")
+	flag.IntVar(&o.threads, "threads", 2, "the application's threads (pgbench -j), each serving its share of the clients")
 	flag.Float64Var(&o.rate, "rate", 0, "the application's transactions per second (0: half of the control's capacity, measured once)")
 	flag.StringVar(&o.pgrehearse, "pgrehearse", "bin/pgrehearse", "the pgrehearse binary whose forecast is checked")
 	rehearseArgs := flag.String("rehearse-args", defaultRehearseArgs, "rehearse's other flags, split at spaces (no quoting)")
@@ -97,8 +100,8 @@ func (o *options) parse(changeList, rehearseArgs string) error {
 			return fmt.Errorf("-changes: unknown change %q: use %s", name, strings.Join(changeNames(), ", "))
 		}
 	}
-	if o.duration < time.Second || o.rounds < 1 || o.clients < 1 || o.rate < 0 {
-		return errors.New("-duration must be at least 1s, -rounds and -clients at least 1, -rate at least 0")
+	if o.duration < time.Second || o.rounds < 1 || o.clients < 1 || o.threads < 1 || o.rate < 0 {
+		return errors.New("-duration must be at least 1s, -rounds, -clients and -threads at least 1, -rate at least 0")
 	}
 	o.rehearseArgs = strings.Fields(rehearseArgs)
 	var err error
@@ -231,7 +234,7 @@ func production(ctx context.Context, o options) (string, float64, error) {
 		if err != nil {
 			return "", 0, err
 		}
-		tps, err := runApp(ctx, c, scripts, appRun{clients: o.clients, duration: o.capacityDuration})
+		tps, err := runApp(ctx, c, scripts, appRun{clients: o.clients, threads: o.threads, duration: o.capacityDuration})
 		if err != nil {
 			return "", 0, err
 		}
@@ -245,7 +248,7 @@ func production(ctx context.Context, o options) (string, float64, error) {
 		return "", 0, err
 	}
 	say("production: the application, %d clients at %.0f transactions/s for %v, every statement logged", o.clients, rate, o.duration)
-	if _, err := runApp(ctx, c, scripts, appRun{clients: o.clients, rate: rate, duration: o.duration}); err != nil {
+	if _, err := runApp(ctx, c, scripts, appRun{clients: o.clients, threads: o.threads, rate: rate, duration: o.duration}); err != nil {
 		return "", 0, err
 	}
 	if err := c.StopServerSmart(10 * time.Second); err != nil {
@@ -363,7 +366,7 @@ func renderDir(w io.Writer, dir string) error {
 			return err
 		}
 		if len(o.Rounds) > 0 {
-			fmt.Fprintf(w, "\n%d clients at %.0f transactions/s for %s, %d truth rounds\n", o.Clients, o.Rate, o.Duration, len(o.Rounds))
+			fmt.Fprintf(w, "\n%d clients (%d threads) at %.0f transactions/s for %s, %d truth rounds\n", o.Clients, cmp.Or(o.Threads, 2), o.Rate, o.Duration, len(o.Rounds))
 		}
 		o.render(w, d, &t)
 	}

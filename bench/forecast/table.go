@@ -26,6 +26,7 @@ type outcome struct {
 	Change   string   `json:"change"`
 	About    string   `json:"about"`
 	Clients  int      `json:"clients"`
+	Threads  int      `json:"threads,omitempty"` // pgbench -j; 0 in runs before it was kept (2)
 	Rate     float64  `json:"rate"`
 	Duration string   `json:"duration"`
 	Rounds   []round  `json:"rounds"`

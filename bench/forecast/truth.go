@@ -23,6 +23,7 @@ import (
 // rate (pgbench -R), or as fast as they can (rate 0).
 type appRun struct {
 	clients  int
+	threads  int // pgbench's worker threads (-j), each serving its share of the clients
 	rate     float64
 	duration time.Duration
 	// logPrefix, when set, is pgbench's per-transaction log (-l).
@@ -63,7 +64,7 @@ var tpsLine = regexp.MustCompile(`number of transactions actually processed: (\d
 // runApp runs the application on c and returns its transactions per
 // second (transactions processed over the duration).
 func runApp(ctx context.Context, c *pgcluster.Cluster, scripts []string, r appRun) (float64, error) {
-	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(r.clients), "-j", "2",
+	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(r.clients), "-j", strconv.Itoa(max(1, min(r.threads, r.clients))),
 		"-T", strconv.Itoa(int(r.duration.Seconds())), "--random-seed=7"}
 	if r.rate > 0 {
 		args = append(args, "-R", strconv.FormatFloat(r.rate, 'f', 0, 64))
