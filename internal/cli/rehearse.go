@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -635,14 +634,9 @@ func (r *rehearseRun) round(ctx context.Context, round rehearse.Round, target re
 	cfg := r.replay.Round(rehearse.RoundOf(round, target))
 	start := time.Now()
 	if round.N == 1 {
-		// Each target's logins are shown once.
-		// Its lines name the side: the two targets' checks follow
-		// each other with the rounds' progress between them.
+		// Each target's logins are shown once, its lines named.
 		cfg.OnPreflight = func(pf *replayrun.Preflight) {
-			var b bytes.Buffer
-			report.WritePreflight(&b, pf, start, newLoginHints(r.f.replayFlags))
-			side := "pre-flight (" + string(round.Side) + "):"
-			io.WriteString(r.stdio.Stderr, preflightLine.ReplaceAllLiteralString(b.String(), side))
+			report.WriteTargetPreflight(r.stdio.Stderr, string(round.Side), pf, start, newLoginHints(r.f.replayFlags))
 		}
 	} else {
 		// The reset returns the target to what the first round's
@@ -913,7 +907,3 @@ func rehearsalStopped(out *rehearse.Outcome, dir string, err error) error {
 	}
 	return fmt.Errorf("REHEARSAL STOPPED: %w\n%s", err, kept)
 }
-
-// preflightLine finds the pre-flight's lines, which a rehearsal's
-// rounds name with their side.
-var preflightLine = regexp.MustCompile(`(?m)^pre-flight:`)

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp"
 	"strings"
 	"time"
 
@@ -26,6 +28,19 @@ func WritePreflight(w io.Writer, pf *replayrun.Preflight, start time.Time, h Log
 	writeSlots(w, pf)
 	WriteStartCheck(w, pf)
 }
+
+// WriteTargetPreflight is WritePreflight for one of several targets, a
+// rehearsal's control or candidate: each line names it ("pre-flight
+// (control): ..."), as the targets' checks follow each other with the
+// rounds' progress between them.
+func WriteTargetPreflight(w io.Writer, name string, pf *replayrun.Preflight, start time.Time, h LoginHints) {
+	var b bytes.Buffer
+	WritePreflight(&b, pf, start, h)
+	io.WriteString(w, preflightLine.ReplaceAllLiteralString(b.String(), "pre-flight ("+name+"):"))
+}
+
+// preflightLine finds the pre-flight's lines.
+var preflightLine = regexp.MustCompile(`(?m)^pre-flight:`)
 
 // writeSlots says how the input's peak of sessions open at once compares
 // with the target's free connection slots, when the pre-flight passed: a
