@@ -157,8 +157,18 @@ func TestVerdictUndecided(t *testing.T) {
 	// The query's own notes word its reason, never the token
 	// (may_break_rule printed raw, found on stored rounds).
 	rep.Queries[0].Reasons = []compare.Reason{compare.ReasonMayBreakRule}
-	if notes, want := QueryNotes(rep, &rep.Queries[0]), "undecided: p95>+50%'s p95 1.40x (interval 0.90-2.20) holds its threshold 1.50x; more rounds would tell"; len(notes) != 1 || notes[0] != want {
+	if notes, want := QueryNotes(rep, &rep.Queries[0]), "undecided: p95>+50%'s p95 1.40x (interval 0.90-2.20 at 98%) holds its threshold 1.50x; more rounds would tell"; len(notes) != 1 || notes[0] != want {
 		t.Errorf("undecided query's notes %q, want %q", notes, want)
+	}
+	// An interval beyond the threshold does not hold it: the note names
+	// what does (the calls' evidence), as the verdict's line does
+	// (found on a busy bench/forecast run, 4.15x (2.73-5.06) said to hold 1.50x).
+	beyond := rep.Verdict.Undecided[0]
+	beyond.Ratio, beyond.Low, beyond.High, beyond.CallsLow, beyond.CallsHigh, beyond.Tests = 4.15, 2.73, 5.06, 1.38, 10.96, 8
+	rep.Verdict.Undecided[0] = beyond
+	want := "undecided: p95>+50%'s p95 4.15x (interval 2.73-5.06 at 98%; with its calls and the rounds' noise at the level of the 8 figures judged 1.38-10.96) holds its threshold 1.50x; more rounds would tell"
+	if notes := QueryNotes(rep, &rep.Queries[0]); len(notes) != 1 || notes[0] != want {
+		t.Errorf("undecided query's notes beyond its threshold %q, want %q", notes, want)
 	}
 	q := compare.QueryDiff{Fingerprint: "q2", Query: "SELECT 2", Status: compare.StatusRegressed, Regressed: compare.MetricMean,
 		Effects: &compare.Effects{Mean: compare.Effect{Estimate: compare.Estimate{Ratio: 2.33, Low: 1.9, High: 2.8}}}}

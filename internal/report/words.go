@@ -344,6 +344,15 @@ func undecidedClause(us []compare.Undecided) string {
 // histograms, "...; over its runs alone (no histograms) at the level of
 // the 8 figures judged 0-∞, holds 1.50x".
 func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
+	return fmt.Sprintf("%s may be broken by %s: %s %s, %s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
+		fmtPoint(u.Ratio), undecidedEvidence(u), fmtPoint(u.Threshold))
+}
+
+// undecidedEvidence words what holds an undecided rule's threshold: the
+// interval with its level and, where that interval lies beyond the
+// threshold, the calls' evidence, the runs alone or the noise floor that
+// holds it instead.
+func undecidedEvidence(u compare.Undecided) string {
 	level := ""
 	if u.Level > 0 {
 		level = fmt.Sprintf(" at %.0f%%", 100*u.Level)
@@ -356,19 +365,19 @@ func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
 	case u.NoiseFloor > 0:
 		level += "; within the control's noise floor " + fmtPoint(u.NoiseFloor)
 	}
-	return fmt.Sprintf("%s may be broken by %s: %s %s, interval %s-%s%s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
-		fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), level, fmtPoint(u.Threshold))
+	return fmt.Sprintf("interval %s-%s%s", fmtBound(u.Low), fmtBound(u.High), level)
 }
 
 // mayBreakNote words why a query is undecided: each rule whose
-// threshold its interval still holds (Verdict.Undecided), or, when the
-// report lists none for it, that much in general.
+// threshold its evidence still holds (Verdict.Undecided; an interval
+// beyond the threshold names what holds it, undecidedEvidence), or, when
+// the report lists none for it, that much in general.
 func mayBreakNote(rep *compare.Report, fp string) string {
 	var holds []string
 	for _, u := range rep.Verdict.Undecided {
 		if u.Fingerprint == fp {
-			holds = append(holds, fmt.Sprintf("%s's %s %s (interval %s-%s) holds its threshold %s", u.Rule, u.Metric,
-				fmtPoint(u.Ratio), fmtBound(u.Low), fmtBound(u.High), fmtPoint(u.Threshold)))
+			holds = append(holds, fmt.Sprintf("%s's %s %s (%s) holds its threshold %s", u.Rule, u.Metric,
+				fmtPoint(u.Ratio), undecidedEvidence(u), fmtPoint(u.Threshold)))
 		}
 	}
 	if len(holds) == 0 {
