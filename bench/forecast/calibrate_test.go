@@ -102,3 +102,34 @@ func TestCalibrationEdges(t *testing.T) {
 		t.Errorf("withinNoise(1.5 (1.4-1.6), truth 3): %v %v", w, ok)
 	}
 }
+
+// TestTruthBefore: the rounds before the rehearsal are whole pairs, half
+// of them or just over, so that as many control rounds as candidate
+// rounds run on each side of the rehearsal.
+func TestTruthBefore(t *testing.T) {
+	for _, tc := range []struct {
+		rounds  int
+		bracket bool
+		want    int
+	}{
+		{5, true, 6}, {10, true, 10}, {3, true, 4}, {1, true, 2}, {2, true, 2},
+		{5, false, 10}, {3, false, 6},
+	} {
+		got := truthBefore(tc.rounds, tc.bracket)
+		if got != tc.want {
+			t.Errorf("truthBefore(%d, %v) = %d, want %d", tc.rounds, tc.bracket, got, tc.want)
+		}
+		if got%2 != 0 {
+			t.Errorf("truthBefore(%d, %v) = %d: not whole pairs", tc.rounds, tc.bracket, got)
+		}
+		ctl := 0
+		for i := range got {
+			if (i+i/2)%2 == 0 {
+				ctl++
+			}
+		}
+		if ctl*2 != got {
+			t.Errorf("truthBefore(%d, %v) = %d: %d control rounds before the rehearsal", tc.rounds, tc.bracket, got, ctl)
+		}
+	}
+}

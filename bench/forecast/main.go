@@ -45,6 +45,7 @@ type options struct {
 	pg18Bin          string
 	out              string
 	keep             bool
+	bracket          bool
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
 	flag.IntVar(&o.rounds, "rounds", 5, "truth rounds a side (3 leave a perfect forecast inside its interval in about 70% of rows: docs/forecast.md)")
+	flag.BoolVar(&o.bracket, "bracket", true, "run half the truth's rounds before the rehearsal and half after it, so that the host's drift over the minutes between them moves the truth and the forecast alike (false: all before, as in the tables of docs/forecast.md before it)")
 	flag.IntVar(&o.clients, "clients", 8, "the application's clients")
 	flag.IntVar(&o.threads, "threads", 2, "the application's threads (pgbench -j), each serving its share of the clients")
 	flag.Float64Var(&o.rate, "rate", 0, "the application's transactions per second (0: half of the control's capacity, measured once)")
@@ -366,7 +368,7 @@ func renderDir(w io.Writer, dir string) error {
 			return err
 		}
 		if len(o.Rounds) > 0 {
-			fmt.Fprintf(w, "\n%d clients (%d threads) at %.0f transactions/s for %s, %d truth rounds\n", o.Clients, cmp.Or(o.Threads, 2), o.Rate, o.Duration, len(o.Rounds))
+			fmt.Fprintf(w, "\n%d clients (%d threads) at %.0f transactions/s for %s, %d truth rounds%s\n", o.Clients, cmp.Or(o.Threads, 2), o.Rate, o.Duration, len(o.Rounds), o.bracketText())
 		}
 		o.render(w, d, &t)
 	}

@@ -32,6 +32,10 @@ type outcome struct {
 	Rounds   []round  `json:"rounds"`
 	Rehearse []string `json:"rehearse_command"`
 	ExitCode int      `json:"rehearse_exit_code"`
+	// TruthBefore is how many of Rounds ran before the rehearsal (the
+	// rest after it); 0 in runs kept before it was recorded, all of
+	// them before.
+	TruthBefore int `json:"truth_rounds_before_rehearsal,omitempty"`
 }
 
 // row is one line of a change's table.
@@ -360,4 +364,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// bracketText says where the truth's rounds ran beside the rehearsal.
+func (o *outcome) bracketText() string {
+	if o.TruthBefore == 0 || o.TruthBefore >= len(o.Rounds) {
+		return ", all before the rehearsal"
+	}
+	return fmt.Sprintf(", %d before the rehearsal and %d after", o.TruthBefore, len(o.Rounds)-o.TruthBefore)
 }
