@@ -171,7 +171,7 @@ func (d *dispatcher) readAll(src event.Source) error {
 			d.startClock()
 		}
 		// Read no further ahead of the replay clock than the lookahead.
-		if r.sched.Paced() && d.clk.started() && !waitUntil(d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
+		if r.sched.Paced() && d.clk.started() && !waitOn(d.task, d.timer, d.clk.due(ev.Time-lookUS), r.stopCh) {
 			return errStopped
 		}
 		if !d.push(g, ev) {

@@ -30,20 +30,22 @@
 // in float64. A statement that is slow on the target delays only the later
 // statements of its own session: the dispatcher never waits for a session.
 //
-// Unpaced, on Linux, the sessions can run instead as coroutines of one
-// engine (engine_linux.go), with the dispatcher, which waits for the
-// answers of all their connections with one epoll, as pgbench does from
-// one thread: the same session code, parked where it would wait, without
-// a goroutine parked and woken per statement. Options.Sessions chooses;
-// by default the engine runs when the process has at most two CPUs for
-// Go code (Options.Sessions, Options.Engines).
+// On Linux the sessions can run instead as coroutines of one engine
+// (engine_linux.go), with the dispatcher, which waits for the answers of
+// all their connections, and for the next statement's time when paced,
+// with one epoll, as pgbench does from one thread: the same session code,
+// parked where it would wait, without a goroutine parked and woken per
+// statement. Options.Sessions chooses; by default the engine runs when
+// the process has at most two CPUs for Go code (Options.Sessions,
+// Options.Engines).
 //
 // At speed > 0 a session connects half a second (connectAheadBy) before
 // its first event is due, and the clock starts once the sessions of the
 // log's first half second have connected, so connection set-up is not
-// counted as the lag of first statements. The last coarseMargin before a
-// statement is waited on a timerfd shared by all sessions (see
-// precise.go): the runtime's own timers fire up to 1 ms late.
+// counted as the lag of first statements. On goroutines, the last
+// coarseMargin before a statement is waited on a timerfd shared by all
+// sessions (see precise.go): the runtime's own timers fire up to 1 ms
+// late. On the engine, its own timerfd wakes the session.
 //
 // # Synchronization
 //

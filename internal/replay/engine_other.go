@@ -5,6 +5,7 @@ package replay
 import (
 	"net"
 	"sync/atomic"
+	"time"
 )
 
 // Elsewhere than on Linux there is no engine (engine_linux.go): every
@@ -28,4 +29,6 @@ func (e *engine) wake(*task)                               {}
 func (e *engine) wakeAll()                                 {}
 func (e *engine) wrapConn(conn net.Conn, _ *task) net.Conn { return conn }
 func (t *task) park()                                      {}
+func (t *task) onLoop() bool                               { return false }
+func (t *task) sleepUntil(time.Time, <-chan struct{}) bool { return false }
 func (c *engineConn) detach() error                        { return nil }

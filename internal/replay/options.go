@@ -337,8 +337,8 @@ func syncMode(m syncdep.Mode) results.SyncMode {
 	return results.SyncOff
 }
 
-// Sessions is how the sessions of a replay at speed 0 run. Paced replays
-// (speed > 0) and dry runs always give each session a goroutine.
+// Sessions is how the sessions of a replay run. Dry runs always give each
+// session a goroutine.
 type Sessions int
 
 const (
@@ -364,7 +364,7 @@ const autoEngineCPUs = 2
 // engine reports whether the sessions of a replay with this schedule
 // run on the engine, with gomaxprocs CPUs for Go code.
 func (m Sessions) engine(paced, dryRun bool, gomaxprocs int) bool {
-	if paced || dryRun {
+	if dryRun {
 		return false
 	}
 	switch m {

@@ -141,6 +141,15 @@ func waitUntil(t *time.Timer, at time.Time, done <-chan struct{}) bool {
 	}
 }
 
+// waitOn is waitUntil for task t's coroutine when it runs on the engine
+// (the engine wakes it at the time), else waitUntil on timer.
+func waitOn(t *task, timer *time.Timer, at time.Time, done <-chan struct{}) bool {
+	if t.onLoop() {
+		return t.sleepUntil(at, done)
+	}
+	return waitUntil(timer, at, done)
+}
+
 // isDone says whether done is closed, without waiting.
 func isDone(done <-chan struct{}) bool {
 	select {

@@ -228,10 +228,10 @@ func (s *session) connectAhead(it item, t *time.Timer) {
 	if s.r.opts.DryRun || s.conn != nil || s.failReason != "" {
 		return
 	}
-	if s.clk.started() && !waitUntil(t, s.clk.start.Add(it.due-s.r.opts.connectLead), s.r.stopCh) {
+	if s.clk.started() && !waitOn(s.task, t, s.clk.start.Add(it.due-s.r.opts.connectLead), s.r.stopCh) {
 		return
 	}
-	s.connect()
+	s.block(func() { s.connect() })
 }
 
 func (s *session) run() {
@@ -414,11 +414,21 @@ func (s *session) waitDue(it item, t *time.Timer) bool {
 		return !s.r.stopped()
 	}
 	if !s.clk.started() {
-		select {
-		case <-s.clk.ready:
-		case <-s.r.stopCh:
+		stopped := false
+		s.block(func() {
+			select {
+			case <-s.clk.ready:
+			case <-s.r.stopCh:
+				stopped = true
+			}
+		})
+		if stopped {
 			return false
 		}
+	}
+	if s.task.onLoop() {
+		// On the engine: it wakes the session at the time.
+		return s.task.sleepUntil(s.clk.start.Add(it.due), s.r.stopCh)
 	}
 	if s.wake == nil && s.r.waker != nil {
 		s.wake = make(chan struct{}, 1)
