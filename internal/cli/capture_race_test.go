@@ -114,7 +114,7 @@ func TestCaptureRacesExplained(t *testing.T) {
 		o := res.Outcomes
 		// Each mover round is BEGIN, DELETE, INSERT, COMMIT.
 		if want := int64(movers*rounds*4 + (updaters+inserters)*rounds + reads); o.Answered < want {
-			t.Errorf("%s: %d statements compared, want at least %d", tc.db, o.Answered, want)
+			t.Errorf("%s: %d executions compared, want at least %d", tc.db, o.Answered, want)
 		}
 		var explained int64
 		for _, n := range o.AnswerDiffersExplained {

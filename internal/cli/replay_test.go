@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,10 @@ import (
 )
 
 // runReplay runs "pgrehearse replay" with args and returns its exit code,
-// output and JSON result (nil if none was written).
+// output and JSON result (nil if none was written). The result's counts
+// must add up: its statements, its outcomes with them
+// (results.Outcomes.Check), and with --keep-answers every differing
+// answer kept or counted as dropped.
 func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "replay.json")
@@ -38,6 +42,12 @@ func runReplay(t *testing.T, args ...string) (int, string, *results.Result) {
 	s := res.Statements
 	if s.Total != s.Executed+s.Failed+s.SkippedTotal() {
 		t.Errorf("statements: total %d != executed %d + failed %d + skipped %d", s.Total, s.Executed, s.Failed, s.SkippedTotal())
+	}
+	if err := res.Outcomes.Check(s); err != nil {
+		t.Errorf("%v: %+v", err, res.Outcomes)
+	}
+	if kept := int64(len(res.DifferingAnswers)) + res.DifferingAnswersDropped; slices.Contains(args, "--keep-answers") && kept != res.Outcomes.AnswerDiffers {
+		t.Errorf("%d differing answers kept or dropped, of %d that differ", kept, res.Outcomes.AnswerDiffers)
 	}
 	return code, text, res
 }

@@ -64,11 +64,16 @@ func dryRun(t *testing.T, opts Options, src ...event.Source) *results.Result {
 	return res
 }
 
+// checkInvariant: a replay's statements and outcomes add up
+// (results.StatementCounts.Check, results.Outcomes.Check).
 func checkInvariant(t *testing.T, res *results.Result) {
 	t.Helper()
 	s := res.Statements
 	if s.Total != s.Executed+s.Failed+s.SkippedTotal() {
 		t.Errorf("statements: total %d != executed %d + failed %d + skipped %d (%v)", s.Total, s.Executed, s.Failed, s.SkippedTotal(), s.Skipped)
+	}
+	if err := res.Outcomes.Check(s); err != nil {
+		t.Errorf("%v: %+v", err, res.Outcomes)
 	}
 }
 

@@ -304,9 +304,11 @@ const answersShown = 5
 
 // writeAnswers writes how the replay's answers compare with those the
 // capture recorded: the total, then the queries that differ most, each
-// with how (rows, an error on one side only, another SQLSTATE).
+// with how (rows, an error on one side only, another SQLSTATE). The
+// total counts executions, as Outcomes does: a query string of several
+// statements is one, failed or not.
 func writeAnswers(b *strings.Builder, o results.Outcomes, queries []querystats.Row) {
-	fmt.Fprintf(b, "  answers:    %d statements compared with the answers the capture recorded: %d differ", o.Answered, o.AnswerDiffers)
+	fmt.Fprintf(b, "  answers:    %d executions compared with the answers the capture recorded: %d differ", o.Answered, o.AnswerDiffers)
 	if len(o.AnswerDiffersExplained) > 0 {
 		// Those the statements' text explains stay apart from the
 		// others, the ones to look at; a race is not the text's.

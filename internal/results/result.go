@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/event"
@@ -768,6 +769,41 @@ func (o *Outcomes) SetRates() {
 		o.OriginalErrorRate = 100 * float64(o.BothFailed+o.FailedOnlyInOriginal) / float64(o.Ran)
 		o.TargetErrorRate = 100 * float64(o.BothFailed+o.FailedOnlyOnTarget) / float64(o.Ran)
 	}
+}
+
+// Check reports an error when a replay's outcomes do not add up with its
+// statements (s): each execution that ran is one or more statements
+// executed or failed, a failure on the target on its last one (Failed ==
+// BothFailed + FailedOnlyOnTarget, Failed <= Ran <= Executed + Failed);
+// the original's failures are those both failed plus those only it did;
+// nothing is compared that did not run (Answered <= Ran: an execution is
+// compared whether it failed or not, so Answered may exceed Executed by
+// the failures); and every differing answer is explained, unexplained or
+// the target's data, once.
+func (o Outcomes) Check(s StatementCounts) error {
+	var bad []string
+	if o.BothFailed+o.FailedOnlyOnTarget != s.Failed {
+		bad = append(bad, fmt.Sprintf("%d both failed + %d failed only on the target != %d statements failed", o.BothFailed, o.FailedOnlyOnTarget, s.Failed))
+	}
+	if o.BothFailed+o.FailedOnlyInOriginal != o.OriginalFailed {
+		bad = append(bad, fmt.Sprintf("%d both failed + %d failed only in the original != %d failed in the original", o.BothFailed, o.FailedOnlyInOriginal, o.OriginalFailed))
+	}
+	if o.Ran < s.Failed || o.Ran > s.Executed+s.Failed {
+		bad = append(bad, fmt.Sprintf("%d executions ran, not between the %d statements failed and the %d executed or failed", o.Ran, s.Failed, s.Executed+s.Failed))
+	}
+	if o.Answered > o.Ran || o.AnswerDiffers > o.Answered {
+		bad = append(bad, fmt.Sprintf("%d answers differ of %d compared of %d executions ran", o.AnswerDiffers, o.Answered, o.Ran))
+	}
+	if n := sum(o.AnswerDiffersExplained) + o.AnswerDiffersUnexplained + o.AnswerDiffersTargetData; n != o.AnswerDiffers {
+		bad = append(bad, fmt.Sprintf("%d explained + %d unexplained + %d the target's data != %d answers differ", sum(o.AnswerDiffersExplained), o.AnswerDiffersUnexplained, o.AnswerDiffersTargetData, o.AnswerDiffers))
+	}
+	if o.OnlyOnTargetBySQLState != nil && sum(o.OnlyOnTargetBySQLState) != o.FailedOnlyOnTarget {
+		bad = append(bad, fmt.Sprintf("%d failed only on the target by SQLSTATE != %d failed only on the target", sum(o.OnlyOnTargetBySQLState), o.FailedOnlyOnTarget))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("outcomes do not add up: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // Filtered counts what a run's window and filters removed, and

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -323,5 +324,50 @@ func TestDistribution(t *testing.T) {
 	old.Hist = ""
 	if _, err := old.Recorder(); err == nil {
 		t.Error("a distribution without histogram was merged")
+	}
+}
+
+// TestOutcomesCheck: a replay whose outcomes add up passes, one where
+// more were answered than executed among them (TestAnswersCostPgbench's
+// 30,330 executed of 30,331 compared: one failed, and a failed execution
+// is compared too); each rule broken alone is named.
+func TestOutcomesCheck(t *testing.T) {
+	s := StatementCounts{Total: 30332, Executed: 30330, Failed: 1, Skipped: map[SkipReason]int64{SkipInterrupted: 1}}
+	ok := Outcomes{Ran: 30331, OriginalFailed: 1, FailedOnlyInOriginal: 1, FailedOnlyOnTarget: 1, OnlyOnTargetBySQLState: map[string]int64{"23505": 1},
+		Answered: 30331, AnswerDiffers: 579, AnswerDiffersExplained: map[string]int64{string(querystats.CauseRaced): 133}, AnswerDiffersUnexplained: 446}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.Check(s); err != nil {
+		t.Fatalf("%+v: %v", ok, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(o *Outcomes, s *StatementCounts)
+		want   string
+	}{
+		{"a failure counted in no outcome", func(o *Outcomes, s *StatementCounts) { s.Failed++; s.Executed-- }, "failed only on the target != 2 statements failed"},
+		{"an original failure in neither", func(o *Outcomes, s *StatementCounts) { o.OriginalFailed++ }, "!= 2 failed in the original"},
+		{"more ran than executed or failed", func(o *Outcomes, s *StatementCounts) { o.Ran++; o.Answered++ }, "30332 executions ran"},
+		{"fewer ran than failed", func(o *Outcomes, s *StatementCounts) {
+			o.Ran = 0
+			o.Answered, o.AnswerDiffers = 0, 0
+			o.AnswerDiffersExplained, o.AnswerDiffersUnexplained = nil, 0
+		}, "0 executions ran"},
+		{"answered and not ran", func(o *Outcomes, s *StatementCounts) { o.Answered++ }, "of 30332 compared of 30331"},
+		{"more differ than compared", func(o *Outcomes, s *StatementCounts) {
+			o.AnswerDiffers = o.Answered + 1
+			o.AnswerDiffersUnexplained += o.Answered + 1 - 579
+		}, "30332 answers differ of 30331"},
+		{"a differing answer in no cause", func(o *Outcomes, s *StatementCounts) { o.AnswerDiffers++ }, "the target's data != 580 answers differ"},
+		{"a failure by SQLSTATE too many", func(o *Outcomes, s *StatementCounts) { o.OnlyOnTargetBySQLState = map[string]int64{"23505": 2} }, "2 failed only on the target by SQLSTATE"},
+	} {
+		o, st := ok, s
+		o.AnswerDiffersExplained = maps.Clone(ok.AnswerDiffersExplained)
+		tc.change(&o, &st)
+		err := o.Check(st)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
 	}
 }
