@@ -299,6 +299,14 @@ const (
 	// (Effect.carriedBeyond). The rule is the user's own statement of
 	// what matters; the report says how little the change adds beside it.
 	ReasonBreaksRuleUnderFloors Reason = "breaks_rule_under_floors"
+	// ReasonBreaksRuleWithoutOverhead: a regression of a percentile
+	// (the p50, the p95 or the p99) that breaks a rule on it by the
+	// log's figure with its per-call overhead taken out
+	// (QueryLevels.LogP95, Broken.WithoutOverhead) and not by the log's
+	// own, whose ratio the overhead compresses (a lookup twice slower at
+	// the server reads 1.3x in the log): the report says the figure
+	// that broke it.
+	ReasonBreaksRuleWithoutOverhead Reason = "breaks_rule_without_log_overhead"
 	// ReasonHistogramUnreadable: a histogram did not decode; the
 	// sampling error inside the run is unknown.
 	ReasonHistogramUnreadable Reason = "histogram_unreadable"
@@ -439,6 +447,20 @@ func (e *Effect) carriedBeyond(t float64) bool {
 	}
 	ev := e.evidence
 	return ev != nil && !ev.TooFewCalls && ev.Low > t && ev.FamilyLow > t
+}
+
+// carried reports whether e is slower beyond noise and the relative
+// floors with its calls' evidence, where the comparison took it (the
+// mean and the p95), carrying it past 1 at the family's level, whatever
+// it adds a call: a change the runs and their calls show. Without that
+// evidence (a p50, a p99, too few runs for the rank interval, a
+// histogram unreadable) the runs alone, as for a regression.
+func (e *Effect) carried() bool {
+	if e.Change != ChangeSlower || !e.Beyond || e.Calls != nil {
+		return false
+	}
+	ev := e.evidence
+	return ev == nil || !ev.TooFewCalls && ev.Low > 1 && ev.FamilyLow > 1
 }
 
 // judgesUnderFloors says whether a rule on figure m may be broken under

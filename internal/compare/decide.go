@@ -80,6 +80,10 @@ type Undecided struct {
 	// over the runs alone at the family's level (roundsEvidence), no
 	// calls bounding each run.
 	RoundsOnly bool `json:"rounds_only,omitempty"`
+	// OverheadMS is set where the figure is the log's percentile with
+	// its per-call overhead taken out (QueryLevels.LogP95): the overhead
+	// taken out of the baseline's runs, measured on the control.
+	OverheadMS float64 `json:"overhead_ms,omitempty"`
 }
 
 // whatHolds fills u's CallsLow, CallsHigh and Tests, or its NoiseFloor,
@@ -191,34 +195,88 @@ func (r *Report) decide(o Options) {
 			continue
 		}
 		q.Status, q.Regressed, q.ImpactMS, q.Changed = StatusUndecided, "", 0, ""
+		// Not a regression now: no reason says it breaks a rule.
+		q.Reasons = slices.DeleteFunc(q.Reasons, func(r Reason) bool { return r == ReasonBreaksRuleWithoutOverhead })
 		q.Reasons = append(q.Reasons, ReasonMayBreakRule)
 	}
 }
 
 // ruleState is where q stands on latency rule rule at level alpha, with
-// the undecided entry when it is not clear or broken.
+// the undecided entry when it is not clear or broken: on the figure that
+// breaks it (the rule's own, the figure q regressed on, or the log's
+// percentile without its per-call overhead, Rule.check), else on the
+// rule's own figure, and, where that is clear of the threshold, on the
+// log's percentile without the overhead, when the log's own carries a
+// change (Effect.carried: the overhead taken out says how far it goes):
+// its interval holding the threshold leaves the rule undecided too.
 func (r *Report) ruleState(q *QueryDiff, rule Rule, o Options, alpha float64) (ruleState, Undecided) {
-	m := rule.Metric
 	br, broken := rule.check(q, r.Settings, nil)
+	m := rule.Metric
 	if broken && br.Figure != "" {
 		m = br.Figure
 	}
-	e := q.Effects.Of(m)
-	bv := figureOf(q.Baseline, m)
+	f, less := q.ruleFigure(m, false), q.ruleFigure(m, true)
+	if broken && br.WithoutOverhead != nil {
+		f = less
+	}
+	st, u := r.figureState(f, rule, broken, br.UnderFloors, o, alpha)
+	if broken || st != ruleClear || less.e == nil || !q.Effects.Of(m).carried() {
+		return st, u
+	}
+	return r.figureState(less, rule, false, false, o, alpha)
+}
+
+// ruleFigure is a figure a rule reads: its change, its baseline's median
+// and each side's runs at the level judged, and the log's per-call
+// overhead taken out of the runs (0 for the level's own figure).
+type ruleFigure struct {
+	q          *QueryDiff
+	m          Metric
+	e          *Effect
+	bv         float64
+	bRuns      []float64
+	kRuns      []float64
+	overheadMS float64
+}
+
+// ruleFigure is q's figure m as a rule reads it: its own (judgedRuns),
+// or, with less, the log's percentile without its per-call overhead
+// (QueryDiff.LessOverhead; e nil where there is none).
+func (q *QueryDiff) ruleFigure(m Metric, less bool) ruleFigure {
+	f := ruleFigure{q: q, m: m}
+	if !less {
+		f.e, f.bv = q.Effects.Of(m), figureOf(q.Baseline, m)
+		f.bRuns, f.kRuns = judgedRuns(q, m)
+		return f
+	}
+	lo, e, ok := q.LessOverhead(m)
+	if !ok {
+		return f
+	}
+	f.e, f.bv, f.overheadMS = e, lo.Baseline, lo.OverheadMS
+	f.bRuns, f.kRuns = lessValues(q.BaselineRows, m, lo.OverheadMS), lessValues(q.CandidateRows, m, lo.CandidateOverheadMS)
+	return f
+}
+
+// figureState is where figure f stands on rule at level alpha, broken
+// (under the per-call floors: underFloors) or not by Rule.check.
+func (r *Report) figureState(f ruleFigure, rule Rule, broken, underFloors bool, o Options, alpha float64) (ruleState, Undecided) {
+	e, bv, m := f.e, f.bv, f.m
 	if e == nil || bv <= 0 {
 		return ruleClear, Undecided{}
 	}
 	t := ruleThreshold(rule, bv)
 	low, high, level := e.Low, e.High, e.Level
 	if o.Look > 1 {
-		low, high, level = lookInterval(q, m, o, alpha)
+		low, high, level = lookInterval(f.bRuns, f.kRuns, m, o, alpha)
 	}
-	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level}
+	u := Undecided{Rule: rule.Text, Metric: m, Fingerprint: f.q.Fingerprint, Threshold: t, Ratio: e.Ratio, Low: low, High: finite(high), Level: level,
+		OverheadMS: f.overheadMS}
 	// A change under the per-call floors breaks the rule only beyond
 	// the threshold over its whole interval, at a later look that
 	// look's (Broken.UnderFloors); any other beyond noise.
 	beyond := 1.0
-	if br.UnderFloors {
+	if underFloors {
 		beyond = t
 	}
 	switch {
@@ -280,17 +338,17 @@ func ruleThreshold(rule Rule, bv float64) float64 {
 	return 1 + rule.Value/bv
 }
 
-// lookInterval is the interval of q's figure m over the runs at level
-// alpha: the rank interval, unbounded ([0, +Inf)) when the runs are too
-// few for one at that level. It is over the runs of the level the
-// figure is judged on (judgedRuns): the server's time for a mean judged
-// on pg_stat_statements, not the log's durations beside it, so that the
-// interval a later look decides on is that of the figure it labels
-// (issue 58: a status update 1.37x (1.18-1.55) on the server's time was
-// cleared of mean>+50% at the fifth look by the log's 1.03-1.42).
-func lookInterval(q *QueryDiff, m Metric, o Options, alpha float64) (low, high, level float64) {
+// lookInterval is the interval of a figure m over the runs bv and kv at
+// level alpha: the rank interval, unbounded ([0, +Inf)) when the runs
+// are too few for one at that level. The runs are those of the level the
+// figure is judged on (ruleFigure, judgedRuns): the server's time for a
+// mean judged on pg_stat_statements, not the log's durations beside it,
+// so that the interval a later look decides on is that of the figure it
+// labels (issue 58: a status update 1.37x (1.18-1.55) on the server's
+// time was cleared of mean>+50% at the fifth look by the log's
+// 1.03-1.42); the log's less its overhead for a percentile read so.
+func lookInterval(bv, kv []float64, m Metric, o Options, alpha float64) (low, high, level float64) {
 	so := stats.Options{Alpha: alpha, MinEffect: o.MinEffect, DefaultNoise: o.Noise.of(m), Min: msResolution}
-	bv, kv := judgedRuns(q, m)
 	res := stats.Effect(bv, kv, so)
 	if !res.RankInterval {
 		return 0, math.Inf(1), 0
@@ -339,21 +397,21 @@ func (lv *QueryLevels) judgedTime() *LevelTime {
 // its interval at Alpha holds or passes the threshold, and rounds are
 // added. Without rules, with histograms (the calls' evidence,
 // comparer.effect and serverCarried), or without measured noise, nothing
-// is set.
+// is set. The log's p95 without its per-call overhead (QueryLevels.LogP95)
+// gets the same over its runs less the overhead.
 func (c *comparer) roundsEvidence(d *QueryDiff) {
 	if c.useHist || !c.measured || len(c.o.Rules) == 0 || d.Effects == nil {
 		return
 	}
 	alpha := stats.FamilyAlpha(LookAlpha(c.o.Alpha, c.o.Look, c.o.Looks), c.tests)
-	for _, m := range []Metric{MetricMean, MetricP95} {
-		e := d.Effects.Of(m)
-		if e.Change != ChangeSlower || !e.Beyond || e.Interval != IntervalRuns || e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
+	for _, f := range []ruleFigure{d.ruleFigure(MetricMean, false), d.ruleFigure(MetricP95, false), d.ruleFigure(MetricP95, true)} {
+		e := f.e
+		if e == nil || e.Change != ChangeSlower || !e.Beyond || e.Interval != IntervalRuns || e.pastMSFloor(c.o.MinEffectMS, c.o.MinTimeShare) {
 			continue
 		}
-		bv, kv := judgedRuns(d, m)
-		so := stats.Options{Alpha: 2 * alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
+		so := stats.Options{Alpha: 2 * alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(f.m), Min: msResolution}
 		ev := &CallsEvidence{Alpha: alpha, Tests: c.tests, High: finite(math.Inf(1))}
-		if res := stats.Effect(bv, kv, so); res.RankInterval {
+		if res := stats.Effect(f.bRuns, f.kRuns, so); res.RankInterval {
 			ev.Low, ev.High = res.Low, finite(res.High)
 		}
 		ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High

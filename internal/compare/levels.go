@@ -16,7 +16,9 @@ import (
 // carries about 0.2 ms of overhead: the same replays gave 35x from the
 // log and 72-75x from pg_stat_statements, the truth being 56-96x. The
 // mean is judged on the server's time where every run has it and the
-// noise is measured; the percentiles stay the log's.
+// noise is measured; the percentiles stay the log's, and beside each the
+// log's with the per-call overhead taken out (QueryLevels.LogP95), which
+// a percentile rule reads too (Rule.check).
 
 // Level is where a query's time per call was measured.
 type Level string
@@ -93,10 +95,30 @@ type QueryLevels struct {
 	// over its runs of the log's mean less pg_stat_statements' (0 at
 	// least); 0 without both.
 	OverheadMS float64 `json:"log_overhead_ms"`
-	// LogP95 is the change of the log's p95 with OverheadMS taken out
-	// of every run's p95 on both sides: the distribution's tail without
-	// the overhead compressing its ratio; nil without OverheadMS.
+	// CandidateOverheadMS is the same measured on the candidate, where
+	// OverheadMS is: 0 without it. Where it is the larger, it is what
+	// the figures without the overhead take out of the candidate's runs
+	// (LessOverhead), so that calls carrying more time outside the
+	// server's work on the candidate (another version's protocol, some
+	// waiting) never read as a slower server: a p95 of 0.09 ms of server
+	// time behind 0.20 ms of overhead on the control and 0.23 ms on the
+	// candidate is 1.35x with the control's taken out of both, 1.0x
+	// with each side's own.
+	CandidateOverheadMS float64 `json:"candidate_log_overhead_ms,omitempty"`
+	// LogP50, LogP95 and LogP99 are the changes of the log's p50, p95
+	// and p99 with the per-call overhead taken out of every run's
+	// figure (OverheadMS out of the baseline's runs, the larger of
+	// OverheadMS and CandidateOverheadMS out of the candidate's): the
+	// distribution without the overhead compressing its ratio (a 2x
+	// slower lookup of 0.09 ms behind 0.2 ms reads 1.3x in the log).
+	// Each is judged as the log's own figure is (comparer.effect: the
+	// runs' interval, the control's spread as its noise floor, the p95
+	// slower with its calls' evidence, each run's bounds less the
+	// overhead); a rule on the figure reads it beside the log's own
+	// (Rule.check). nil without OverheadMS.
+	LogP50 *Effect `json:"log_p50_without_overhead,omitempty"`
 	LogP95 *Effect `json:"log_p95_without_overhead,omitempty"`
+	LogP99 *Effect `json:"log_p99_without_overhead,omitempty"`
 	// Planning: pg_stat_statements counted planning time in some run
 	// (pg_stat_statements.track_planning on).
 	Planning bool `json:"planning,omitempty"`
@@ -245,7 +267,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		lv.Server = c.levelTime(LevelServer, bs, ks, c.o.Noise.Mean)
 		lv.Planning = bPlan || kPlan
 		if lv.Log != nil {
-			c.logOverhead(d, lv, b, k)
+			c.logOverhead(lv, b, k, d.Candidate.TimedCalls)
 		}
 		lv.AppOverheadMS = appOverhead(lv)
 		if !onApp && c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
@@ -320,33 +342,86 @@ func appOverhead(lv *QueryLevels) float64 {
 }
 
 // logOverhead measures the per-call overhead of the log's durations on
-// the control, run by run against pg_stat_statements' time, and the
-// log's p95 without it.
-func (c *comparer) logOverhead(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
-	var over []float64
-	for i, q := range b {
-		if q != nil && q.TimedCalls > 0 && i < len(lv.Server.BaselineRunsMS) {
-			over = append(over, q.MeanMS-lv.Server.BaselineRunsMS[i])
-		}
-	}
-	if len(over) == 0 {
-		return
-	}
-	lv.OverheadMS = math.Max(0, stats.Median(over))
+// the control, and on the candidate, run by run against
+// pg_stat_statements' time, and the log's percentiles without it
+// (QueryLevels.LogP95), each judged as the log's own (comparer.effect);
+// calls is the candidate's timed calls.
+func (c *comparer) logOverhead(lv *QueryLevels, b, k []*Query, calls int64) {
+	lv.OverheadMS = runsOverhead(b, lv.Server.BaselineRunsMS)
 	if lv.OverheadMS == 0 {
 		return
 	}
-	less := func(rows []*Query) []float64 {
-		var out []float64
-		for _, v := range values(rows, MetricP95) {
-			out = append(out, math.Max(v-lv.OverheadMS, msResolution))
-		}
-		return out
+	lv.CandidateOverheadMS = runsOverhead(k, lv.Server.CandidateRunsMS)
+	for _, m := range []Metric{MetricP50, MetricP95, MetricP99} {
+		e, _ := c.effect(b, k, m, calls, lv.overhead())
+		p, _ := latencyOf(m, nil, &lv.LogP50, &lv.LogP95, &lv.LogP99)
+		*p = &e
 	}
-	bv, kv := less(b), less(k)
-	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.P95, Min: msResolution}
-	e := effectOf(stats.Effect(bv, kv, so), stats.Median(kv)-stats.Median(bv))
-	lv.LogP95 = &e
+}
+
+// runsOverhead is the median over the runs of the log's mean less the
+// server's time per call (server, in the order of the runs), 0 at least;
+// 0 without.
+func runsOverhead(rows []*Query, server []float64) float64 {
+	var over []float64
+	for i, q := range rows {
+		if q != nil && q.TimedCalls > 0 && i < len(server) {
+			over = append(over, q.MeanMS-server[i])
+		}
+	}
+	if len(over) == 0 {
+		return 0
+	}
+	return math.Max(0, stats.Median(over))
+}
+
+// overhead is what the figures without the overhead take out of each
+// side's runs: OverheadMS out of the baseline's, the larger of it and
+// CandidateOverheadMS out of the candidate's.
+func (lv *QueryLevels) overhead() overhead {
+	return overhead{b: lv.OverheadMS, k: math.Max(lv.OverheadMS, lv.CandidateOverheadMS)}
+}
+
+// WithoutOverhead is the change of the log's percentile m with the
+// per-call overhead taken out (LogP50, LogP95, LogP99); nil for the mean
+// and the total, or without an overhead measured.
+func (lv *QueryLevels) WithoutOverhead(m Metric) *Effect {
+	if lv == nil || m == MetricMean {
+		return nil
+	}
+	e, _ := latencyOf(m, nil, lv.LogP50, lv.LogP95, lv.LogP99)
+	return e
+}
+
+// LessOverhead is a percentile of the log's durations with the per-call
+// overhead taken out of every run's figure (QueryLevels.LogP95): the
+// overhead taken out of each side's runs, and the medians over the runs
+// without it.
+type LessOverhead struct {
+	// OverheadMS is the overhead taken out of the baseline's runs,
+	// measured on the control (QueryLevels.OverheadMS);
+	// CandidateOverheadMS out of the candidate's: the control's, or
+	// the candidate's own where that is the larger
+	// (QueryLevels.CandidateOverheadMS).
+	OverheadMS          float64 `json:"overhead_ms"`
+	CandidateOverheadMS float64 `json:"candidate_overhead_ms"`
+	// Baseline and Candidate are the figure's medians over the runs
+	// without it, in ms.
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+}
+
+// LessOverhead is q's percentile m of the log's durations without the
+// per-call overhead, and its change (QueryLevels.WithoutOverhead); false
+// for the mean and the total, or without an overhead measured.
+func (q *QueryDiff) LessOverhead(m Metric) (LessOverhead, *Effect, bool) {
+	e := q.Levels.WithoutOverhead(m)
+	if e == nil {
+		return LessOverhead{}, nil, false
+	}
+	o := q.Levels.overhead()
+	return LessOverhead{OverheadMS: o.b, CandidateOverheadMS: o.k,
+		Baseline: median0(lessValues(q.BaselineRows, m, o.b)), Candidate: median0(lessValues(q.CandidateRows, m, o.k))}, e, true
 }
 
 // judgeOn makes the mean's figures of d level s's (the server's, or the

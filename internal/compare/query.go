@@ -55,7 +55,7 @@ func (c *comparer) poolRoundNoise(base, cand []*Run) {
 				continue
 			}
 			for _, side := range [][]*Query{b, k} {
-				if g, ok := logRuns(side, m, alpha); ok {
+				if g, ok := logRuns(side, m, alpha, 0); ok {
 					groups = append(groups, g)
 				}
 			}
@@ -66,8 +66,10 @@ func (c *comparer) poolRoundNoise(base, cand []*Run) {
 
 // logRuns are a side's runs of metric m on the log scale with their
 // calls' variance, from their bounds at one-sided level alpha
-// (stats.LogRunsOf); false when a histogram does not decode.
-func logRuns(rows []*Query, m Metric, alpha float64) (stats.LogRuns, bool) {
+// (stats.LogRunsOf), less ms taken out of each run's figure and bounds
+// (the log's per-call overhead, QueryLevels.LogP95; 0 for the figures as
+// measured); false when a histogram does not decode.
+func logRuns(rows []*Query, m Metric, alpha, less float64) (stats.LogRuns, bool) {
 	var figs []float64
 	var bds []stats.Bounds
 	for _, q := range rows {
@@ -79,9 +81,44 @@ func logRuns(rows []*Query, m Metric, alpha float64) (stats.LogRuns, bool) {
 			return stats.LogRuns{}, false
 		}
 		// At the values' resolution, as the runs' own test takes them.
-		figs, bds = append(figs, math.Max(metricOf(q, m), msResolution)), append(bds, bd)
+		figs, bds = append(figs, math.Max(metricOf(q, m)-less, msResolution)), append(bds, lessBounds(bd, less))
 	}
 	return stats.LogRunsOf(figs, bds, alpha), true
+}
+
+// overhead is the per-call overhead taken out of each run's figure, of
+// the baseline's runs and of the candidate's: the log's durations less
+// what pg_stat_statements counts (QueryLevels.LogP95). The zero value
+// takes nothing out: the figures as measured.
+type overhead struct{ b, k float64 }
+
+// lessValues are values(rows, m) with less ms taken out of each,
+// msResolution at least; values itself for less 0.
+func lessValues(rows []*Query, m Metric, less float64) []float64 {
+	vs := values(rows, m)
+	if less == 0 {
+		return vs
+	}
+	for i, v := range vs {
+		vs[i] = math.Max(v-less, msResolution)
+	}
+	return vs
+}
+
+// lessBounds are a run's bounds with less ms taken out of each,
+// msResolution at least, as a duration alike for every call moves them;
+// a bound the calls could not give (0, +Inf) stays.
+func lessBounds(bd stats.Bounds, less float64) stats.Bounds {
+	if less == 0 {
+		return bd
+	}
+	if bd.Low > 0 {
+		bd.Low = math.Max(bd.Low-less, msResolution)
+	}
+	if !math.IsInf(bd.High, 1) {
+		bd.High = math.Max(bd.High-less, msResolution)
+	}
+	return bd
 }
 
 // figures are a side's figures for a query from each run's row (nil where
@@ -225,7 +262,7 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 	}
 	d.Effects = &Effects{}
 	for _, m := range []Metric{MetricMean, MetricP50, MetricP95, MetricP99} {
-		e, unreadable := c.effect(b, k, m, cf.TimedCalls)
+		e, unreadable := c.effect(b, k, m, cf.TimedCalls, overhead{})
 		*d.Effects.Of(m) = e
 		if unreadable && m == MetricMean {
 			d.Reasons = append(d.Reasons, ReasonHistogramUnreadable)
@@ -242,9 +279,11 @@ func (c *comparer) diff(b, k []*Query) QueryDiff {
 	return d
 }
 
-// effect is the change of metric m over the runs.
-func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
-	bv, kv := values(b, m), values(k, m)
+// effect is the change of metric m over the runs, with o taken out of
+// each run's figure (the log's per-call overhead, QueryLevels.LogP95; the
+// zero overhead for the figures as measured): one judgement for both.
+func (c *comparer) effect(b, k []*Query, m Metric, calls int64, o overhead) (Effect, bool) {
+	bv, kv := lessValues(b, m, o.b), lessValues(k, m, o.k)
 	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: c.o.Noise.of(m), Min: msResolution}
 	unreadable := false
 	if c.useHist && stats.Level(len(b), len(k), c.o.Alpha) == 0 {
@@ -253,8 +292,8 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
 		// error, beside the default noise floor. A p95 of 48 calls
 		// rests on its three slowest, and two runs do not average
 		// that away.
-		sb, okB := runsLogSE(b, m)
-		sk, okK := runsLogSE(k, m)
+		sb, okB := runsLogSE(b, m, o.b)
+		sk, okK := runsLogSE(k, m, o.k)
 		so.WithinLog = math.Sqrt(sb*sb + sk*sk)
 		unreadable = !okB || !okK
 	}
@@ -271,14 +310,14 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
 		// The runs call the figure slower: the calls inside them must
 		// carry it too, at the family's level; under the per-call
 		// floor, a rule may still read it (Effect.carriedBeyond).
-		if ev, ok := c.callsEvidence(b, k, m); ok {
+		if ev, ok := c.callsEvidence(b, k, m, o); ok {
 			e.setEvidence(ev, c.o.MinEffectMS, c.o.MinTimeShare)
 		}
 	}
 	if (m == MetricMean || m == MetricP95) && r.RankInterval && c.useHist && e.Change == ChangeFaster && e.Beyond && -e.DeltaMS >= c.o.MinEffectMS {
 		// The same evidence of a change the other way, which a fix's
 		// verdict claims as a gain (Effect.Faster).
-		if ev, ok := c.callsEvidence(b, k, m); ok {
+		if ev, ok := c.callsEvidence(b, k, m, o); ok {
 			e.Faster = ev
 		}
 	}
@@ -288,8 +327,13 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64) (Effect, bool) {
 // callsEvidence is the rank interval over the runs of metric m with each
 // run's figure at the bounds its calls give it (stats.CallsInterval), each
 // bound one-sided at stats.CallsAlpha of the comparison's tests; false
-// when a histogram does not decode.
-func (c *comparer) callsEvidence(b, k []*Query, m Metric) (*CallsEvidence, bool) {
+// when a histogram does not decode. With an overhead o taken out of the
+// runs' figures, it is out of their bounds too, and the rounds' noise,
+// pooled over the figures as measured (relative: a factor), is widened
+// by what taking it out does to a relative spread (the baseline's
+// figure over the figure without it): 0.3 ms +-3% less 0.2 ms is 0.1 ms
+// +-9%.
+func (c *comparer) callsEvidence(b, k []*Query, m Metric, o overhead) (*CallsEvidence, bool) {
 	ev := &CallsEvidence{Alpha: stats.CallsAlpha(c.o.Alpha, c.tests), Tests: c.tests}
 	side := func(rows []*Query, baseline bool) ([]stats.Bounds, bool) {
 		var out []stats.Bounds
@@ -301,6 +345,11 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric) (*CallsEvidence, bool)
 			if !ok {
 				return nil, false
 			}
+			less := o.k
+			if baseline {
+				less = o.b
+			}
+			bd = lessBounds(bd, less)
 			// A slower claim rests on the baseline's upper bounds
 			// and the candidate's lower ones.
 			if few && (baseline && math.IsInf(bd.High, 1) || !baseline && bd.Low <= 0) {
@@ -331,10 +380,14 @@ func (c *comparer) callsEvidence(b, k []*Query, m Metric) (*CallsEvidence, bool)
 		ev.FamilyLow, ev.FamilyHigh = ev.Low, ev.High
 		return ev, true
 	}
-	bl, okB := logRuns(b, m, ev.Alpha)
-	kl, okK := logRuns(k, m, ev.Alpha)
+	bl, okB := logRuns(b, m, ev.Alpha, o.b)
+	kl, okK := logRuns(k, m, ev.Alpha, o.k)
 	if !okB || !okK {
 		return nil, false
+	}
+	if v := median0(values(b, m)); o.b > 0 && v > 0 {
+		f := v / math.Max(v-o.b, msResolution)
+		noise.Tau2 *= f * f
 	}
 	ev.RoundNoise, ev.RoundNoiseDF = noise.Factor(), noise.DF
 	if _, flo, fhi, ok := stats.FamilyInterval(bl, kl, noise, c.o.Alpha, c.tests); ok {
@@ -431,7 +484,8 @@ func (c *comparer) judge(d *QueryDiff) {
 	msFloor := c.o.MinEffectMS
 	slower := func(m Metric) bool {
 		x := e.Of(m)
-		return x.Change == ChangeSlower && x.Beyond && x.pastMSFloor(msFloor, c.o.MinTimeShare) && x.Calls == nil || c.breaksUnderFloors(d, m)
+		return x.Change == ChangeSlower && x.Beyond && x.pastMSFloor(msFloor, c.o.MinTimeShare) && x.Calls == nil || c.breaksUnderFloors(d, m) ||
+			m == MetricP95 && c.breaksWithoutOverhead(d, m)
 	}
 	faster := func(x *Effect) bool { return x.Change == ChangeFaster && x.Beyond && -x.DeltaMS >= msFloor }
 	switch {
@@ -509,6 +563,27 @@ func (c *comparer) breaksUnderFloors(d *QueryDiff, m Metric) bool {
 	return false
 }
 
+// breaksWithoutOverhead reports whether a rule on percentile m of d is
+// broken by the log's figure with its per-call overhead taken out and
+// not by the log's own (Rule.checkWithoutOverhead), adding
+// ReasonBreaksRuleWithoutOverhead: such a query is a regression of that
+// figure, so that its label never reads "small change" beside the rule
+// it breaks.
+func (c *comparer) breaksWithoutOverhead(d *QueryDiff, m Metric) bool {
+	for _, r := range c.o.Rules {
+		if r.Metric != m {
+			continue
+		}
+		if _, broken := r.checkWithoutOverhead(d, settingsOf(c.o)); broken {
+			if !slices.Contains(d.Reasons, ReasonBreaksRuleWithoutOverhead) {
+				d.Reasons = append(d.Reasons, ReasonBreaksRuleWithoutOverhead)
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // promote makes a judged query that breaks a rule on the p50 or the p99
 // a regression of that figure (a tail regression for the p99), so that
 // it is never "unchanged" beside the failed verdict. Only a broken rule
@@ -523,10 +598,14 @@ func (c *comparer) promote(d *QueryDiff) {
 		if r.Metric != MetricP50 && r.Metric != MetricP99 {
 			continue
 		}
-		if _, broken := r.check(d, settingsOf(c.o), nil); !broken {
+		br, broken := r.check(d, settingsOf(c.o), nil)
+		if !broken {
 			continue
 		}
 		d.Reasons = slices.DeleteFunc(d.Reasons, underAFloor)
+		if br.WithoutOverhead != nil {
+			d.Reasons = append(d.Reasons, ReasonBreaksRuleWithoutOverhead)
+		}
 		d.Changed = ""
 		if r.Metric == MetricP50 {
 			// The typical call's change, over every call.
@@ -570,12 +649,14 @@ func underWhich(x *Effect, minEffect, msFloor float64) Reason {
 }
 
 // runsLogSE is the standard error of the mean of the logarithms of
-// metric m over runs, from each run's own (logSE): one run's for one run.
-func runsLogSE(runs []*Query, m Metric) (float64, bool) {
+// metric m over runs, less ms taken out of each run's (the log's per-call
+// overhead; 0 for the figures as measured), from each run's own (logSE):
+// one run's for one run.
+func runsLogSE(runs []*Query, m Metric, less float64) (float64, bool) {
 	var sum2 float64
 	ok := true
 	for _, q := range runs {
-		se, good := logSE(q, m)
+		se, good := logSE(q, m, less)
 		sum2 += se * se
 		ok = ok && good
 	}
@@ -588,8 +669,10 @@ func runsLogSE(runs []*Query, m Metric) (float64, bool) {
 // logSE is the standard error of the logarithm of metric m of a run,
 // from its calls: the delta method for the mean (the calls' standard
 // deviation over the mean, over √n), the distribution-free rank interval
-// for a quantile. False when the histogram does not decode (then 0).
-func logSE(q *Query, m Metric) (float64, bool) {
+// for a quantile; less ms taken out of every call (the log's per-call
+// overhead; 0 for the figures as measured). False when the histogram
+// does not decode (then 0).
+func logSE(q *Query, m Metric, less float64) (float64, bool) {
 	if q == nil || q.TimedCalls == 0 || q.Hist == "" {
 		return 0, true
 	}
@@ -613,7 +696,7 @@ func logSE(q *Query, m Metric) (float64, bool) {
 			return 0, true
 		}
 		sd := math.Sqrt(math.Max(0, (sum2-n*mean*mean)/(n-1)))
-		return sd / mean / math.Sqrt(n), true
+		return sd / math.Max(mean-less, msResolution) / math.Sqrt(n), true
 	}
 	p := map[Metric]float64{MetricP50: 0.5, MetricP95: 0.95, MetricP99: 0.99}[m]
 	// The ranks between which the p-quantile lies with about 95%
@@ -622,7 +705,7 @@ func logSE(q *Query, m Metric) (float64, bool) {
 	const z = 1.96
 	w := z * math.Sqrt(n*p*(1-p))
 	lo, hi := valueAtRank(bs, math.Max(1, math.Floor(n*p-w))), valueAtRank(bs, math.Min(n, math.Ceil(n*p+w)))
-	lo, hi = math.Max(lo, msResolution), math.Max(hi, msResolution)
+	lo, hi = math.Max(lo-less, msResolution), math.Max(hi-less, msResolution)
 	return math.Log(hi/lo) / (2 * z), true
 }
 

@@ -171,8 +171,15 @@ type Broken struct {
 	// UnderFloors: the change is under the per-call floors
 	// (min_effect_ms, min_time_share), and breaks the rule because its
 	// whole interval, and its calls' evidence at the family's level,
-	// lie beyond the threshold (ReasonBreaksRuleUnderFloors).
+	// lie beyond the threshold (ReasonBreaksRuleUnderFloors); of the
+	// figure without the overhead where WithoutOverhead is set.
 	UnderFloors bool `json:"under_floors,omitempty"`
+	// WithoutOverhead is set when a p50, p95 or p99 rule is broken by
+	// the log's figure with its per-call overhead taken out
+	// (QueryLevels.LogP95) and not by the log's own, whose figures
+	// Baseline and Candidate stay: the overhead taken out and the
+	// figure's medians without it, which broke the rule.
+	WithoutOverhead *LessOverhead `json:"without_overhead,omitempty"`
 }
 
 // check returns how q breaks r, if it does. A latency rule is broken
@@ -220,6 +227,9 @@ func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
 	if br, ok := r.checkFigure(q, s, r.Metric); ok {
 		return br, true
 	}
+	if br, ok := r.checkWithoutOverhead(q, s); ok {
+		return br, true
+	}
 	if !q.Status.Regression() || q.Regressed == "" || q.Regressed == r.Metric || r.Metric == MetricTotal {
 		return Broken{}, false
 	}
@@ -245,20 +255,26 @@ func (r Rule) checkFigure(q *QueryDiff, s Settings, m Metric) (Broken, bool) {
 			e = &q.Levels.Log.Mean
 		}
 	}
-	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.Calls != nil {
+	bv, cv := figureOf(q.Baseline, m), figureOf(q.Candidate, m)
+	under, broken := r.breaks(e, bv, cv, m, s)
+	if !broken {
 		return Broken{}, false
 	}
-	bv, cv := figureOf(q.Baseline, m), figureOf(q.Candidate, m)
-	if !e.pastMSFloor(s.MinEffectMS, s.MinTimeShare) {
-		// Under the per-call floors, the rule alone says the change
-		// matters: broken only where the figure's whole interval is
-		// beyond the threshold (Effect.carriedBeyond).
-		if m == MetricTotal || bv <= 0 || !e.carriedBeyond(ruleThreshold(r, bv)) {
-			return Broken{}, false
-		}
-		return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv, Level: q.LevelOf(m), UnderFloors: true}, true
+	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv, Level: q.LevelOf(m), UnderFloors: under}, true
+}
+
+// breaks says whether figure m's change e, its medians bv and cv, breaks
+// r: slower beyond noise and the floors with its ratio (or its ms)
+// beyond the threshold; or, under the per-call floors (under), the rule
+// alone saying the change matters, with its whole interval beyond the
+// threshold (Effect.carriedBeyond).
+func (r Rule) breaks(e *Effect, bv, cv float64, m Metric, s Settings) (under, broken bool) {
+	if e == nil || e.Change != ChangeSlower || !e.Beyond || e.Calls != nil {
+		return false, false
 	}
-	var broken bool
+	if !e.pastMSFloor(s.MinEffectMS, s.MinTimeShare) {
+		return true, m != MetricTotal && bv > 0 && e.carriedBeyond(ruleThreshold(r, bv))
+	}
 	switch r.Unit {
 	case UnitPercent:
 		broken = ruleRatio(e, bv, cv, m) > 1+r.Value/100
@@ -267,10 +283,39 @@ func (r Rule) checkFigure(q *QueryDiff, s Settings, m Metric) (Broken, bool) {
 	case UnitMS:
 		broken = cv-bv > r.Value
 	}
+	return false, broken
+}
+
+// checkWithoutOverhead returns how q's percentile of r's metric without
+// the log's per-call overhead (QueryLevels.LogP95) breaks r where the
+// log's own figure does not: read as the log's own is (breaks: its
+// floors, its interval and its calls' evidence under the per-call
+// floors, its ratio against the threshold). The log's durations carry
+// about 0.2 ms a call around the server's work, so a lookup's p95 twice
+// slower at the server, 0.09 to 0.18 ms, reads 1.3x there and would pass
+// p95>+50%, a missed regression (issue 58 item 3).
+//
+// It reads only a change the log's own figure carries (Effect.carried:
+// slower beyond noise and the relative floors, its calls carrying it at
+// the family's level): taking the overhead out says how far such a
+// change goes at the server, never that there is one, so identical
+// targets break a rule on it no more often than on the log's own
+// figure, and it counts no further test in the family's level.
+func (r Rule) checkWithoutOverhead(q *QueryDiff, s Settings) (Broken, bool) {
+	m := r.Metric
+	if q.Effects == nil || m == MetricMean {
+		return Broken{}, false
+	}
+	lo, e, ok := q.LessOverhead(m)
+	if raw := q.Effects.Of(m); !ok || raw == nil || !raw.carried() {
+		return Broken{}, false
+	}
+	under, broken := r.breaks(e, lo.Baseline, lo.Candidate, m, s)
 	if !broken {
 		return Broken{}, false
 	}
-	return Broken{Rule: r.Text, Metric: r.Metric, Fingerprint: q.Fingerprint, Baseline: bv, Candidate: cv, Level: q.LevelOf(m)}, true
+	return Broken{Rule: r.Text, Metric: m, Fingerprint: q.Fingerprint, Baseline: figureOf(q.Baseline, m), Candidate: figureOf(q.Candidate, m),
+		Level: q.LevelOf(m), UnderFloors: under, WithoutOverhead: &lo}, true
 }
 
 // ruleRatio is the ratio a relative threshold is read against: the

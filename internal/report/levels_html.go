@@ -21,7 +21,8 @@ func levelsSection(rep *compare.Report) (htmlreport.Section, bool) {
 	s.Text = []string{"Server: pg_stat_statements' execution + planning time per call (planning only with pg_stat_statements.track_planning on), " +
 		"each run's delta. Log: the durations the server logged, each call with the protocol's overhead around its execution, which compresses " +
 		"the ratio of a short query; its p95 is also shown less that overhead, measured per call on the control (its log's mean less " +
-		"pg_stat_statements'). Application: the replay's round trip per call; app overhead is its time outside the server's work per call, " +
+		"pg_stat_statements'; out of the candidate's runs its own where that is the larger, shown after C), and a p50, p95 or p99 " +
+		"--fail-on rule reads the percentile less the overhead too. Application: the replay's round trip per call; app overhead is its time outside the server's work per call, " +
 		"measured on the control (its round trip's mean less pg_stat_statements'): the protocol, the network and the replayer's own client work, " +
 		"carried on both sides and not taken out, so it compresses a short query's ratio as the log's overhead does (the application's own client " +
 		"may take more or less). Each C/B is the candidate's median over the baseline's with its " +

@@ -76,7 +76,9 @@ func levelEffect(t *compare.LevelTime) string {
 
 // LevelsRow is a query's row of the levels' table: the level its mean
 // is judged on, the server's means and change, the log's mean and p95
-// changes, the p95's without the overhead and the overhead, the
+// changes, the p95's without the overhead and the overhead (the
+// candidate's after it where that was the larger and came out of its
+// runs), the
 // application's change and its round trip's overhead on the control.
 func LevelsRow(q *compare.QueryDiff) []string {
 	lv := q.Levels
@@ -90,6 +92,11 @@ func LevelsRow(q *compare.QueryDiff) []string {
 	}
 	if lv.LogP95 != nil {
 		less, over = fmtEffect(lv.LogP95), fmtMS(lv.OverheadMS)
+		if k := lv.CandidateOverheadMS; fmtMS(k) != over && k > lv.OverheadMS {
+			// Taken out of the candidate's runs instead of the
+			// control's (compare.QueryLevels.CandidateOverheadMS).
+			over += " (C " + fmtMS(k) + ")"
+		}
 	}
 	appOver := "-"
 	if lv.AppOverheadMS > 0 {

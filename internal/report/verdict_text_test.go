@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/explain"
+	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
 
 // TestVerdictFirst: a comparison's text starts with its verdict (issue
@@ -222,5 +223,50 @@ func TestUndecidedWhatHolds(t *testing.T) {
 	want = `mean>+50% may be broken by q1 "SELECT 1": mean 2.47x, interval 2.10-4.69 at 90%; within the control's noise floor 1.98x, holds 1.50x`
 	if got := UndecidedLine(rep, u); got != want {
 		t.Errorf("noise floor holds:\n got %q\nwant %q", got, want)
+	}
+}
+
+// A percentile rule broken by the log's figure without its per-call
+// overhead, not by the log's own, shows both, the one that broke it
+// named with the overhead taken out, in the verdict's line and in the
+// query's notes; an undecided one names its figure so too (issue 58 item
+// 3): a label never contradicts its figure.
+func TestBrokenWithoutOverheadWords(t *testing.T) {
+	raw := compare.Effect{Estimate: compare.Estimate{Ratio: 1.30, Low: 1.25, High: 1.36, Change: compare.ChangeSlower, Beyond: true}, DeltaMS: 0.086}
+	less := compare.Effect{Estimate: compare.Estimate{Ratio: 2.0, Low: 1.85, High: 2.16, Change: compare.ChangeSlower, Beyond: true}, DeltaMS: 0.086}
+	row := func(p95 float64) *compare.Query {
+		return &compare.Query{Fingerprint: "q1", Calls: 2000, Latency: querystats.Latency{TimedCalls: 2000, P95MS: p95}}
+	}
+	q := compare.QueryDiff{Fingerprint: "q1", Query: "SELECT 1", Status: compare.StatusTailRegressed, Regressed: compare.MetricP95,
+		Reasons: []compare.Reason{compare.ReasonBreaksRuleWithoutOverhead}, Effects: &compare.Effects{P95: raw},
+		Levels:       &compare.QueryLevels{Judged: compare.LevelServer, Percentiles: compare.LevelLog, OverheadMS: 0.2, CandidateOverheadMS: 0.19, LogP95: &less},
+		BaselineRows: []*compare.Query{row(0.286)}, CandidateRows: []*compare.Query{row(0.372)}}
+	b := compare.Broken{Rule: "p95>+50%", Metric: compare.MetricP95, Fingerprint: "q1", Baseline: 0.286, Candidate: 0.372, Level: compare.LevelLog, UnderFloors: true,
+		WithoutOverhead: &compare.LessOverhead{OverheadMS: 0.2, CandidateOverheadMS: 0.2, Baseline: 0.086, Candidate: 0.172}}
+	rep := &compare.Report{Queries: []compare.QueryDiff{q}, Settings: compare.Settings{MinEffectMS: 0.2, MinTimeShare: 0.01}}
+	rep.Verdict.Broken = []compare.Broken{b}
+	want := "p95 0.286 ms -> 0.372 ms (1.30x, interval 1.25-1.36); without the log's 0.200 ms per-call overhead 0.086 ms -> 0.172 ms " +
+		"(2.00x, interval 1.85-2.16; it adds +0.086 ms a call (--min-effect-ms 0.2)), which breaks it"
+	if got := BrokenDetail(rep, b); got != want {
+		t.Errorf("broken without the overhead:\n got %q\nwant %q", got, want)
+	}
+	want = "p95 without the log's 0.200 ms per-call overhead 0.086 ms -> 0.172 ms (2.00x, interval 1.85-2.16) breaks a --fail-on rule, " +
+		"under the floors a regression otherwise needs: it adds +0.086 ms a call (--min-effect-ms 0.2); the rule says it matters; " +
+		"the log's own p95 reads 1.30x, the overhead compressing its ratio"
+	if notes := QueryNotes(rep, &rep.Queries[0]); len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q,\nwant %q", notes, want)
+	}
+	// The candidate's own overhead, where the larger, is named beside
+	// the control's.
+	b.WithoutOverhead.CandidateOverheadMS, b.UnderFloors = 0.23, false
+	want = "p95 0.286 ms -> 0.372 ms (1.30x, interval 1.25-1.36); without the log's per-call overhead (0.200 ms on the control, 0.230 ms on the candidate) " +
+		"0.086 ms -> 0.172 ms (2.00x, interval 1.85-2.16), which breaks it"
+	if got := BrokenDetail(rep, b); got != want {
+		t.Errorf("broken without each side's overhead:\n got %q\nwant %q", got, want)
+	}
+	u := compare.Undecided{Rule: "p95>+50%", Metric: compare.MetricP95, Fingerprint: "q1", Threshold: 1.5, Ratio: 2.0, Low: 1.2, High: 3.1, Level: 0.98, OverheadMS: 0.2}
+	want = `p95>+50% may be broken by q1 "SELECT 1": p95 without the log's 0.200 ms per-call overhead 2.00x, interval 1.20-3.10 at 98%, holds 1.50x`
+	if got := UndecidedLine(rep, u); got != want {
+		t.Errorf("undecided without the overhead:\n got %q\nwant %q", got, want)
 	}
 }

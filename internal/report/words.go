@@ -343,9 +343,40 @@ func undecidedClause(us []compare.Undecided) string {
 // "...; within the control's noise floor 1.98x, holds 1.50x"; without
 // histograms, "...; over its runs alone (no histograms) at the level of
 // the 8 figures judged 0-∞, holds 1.50x".
+//
+// A figure of the log's without its per-call overhead is named so: "p95
+// without the log's 0.200 ms per-call overhead 1.71x, ...".
 func UndecidedLine(rep *compare.Report, u compare.Undecided) string {
-	return fmt.Sprintf("%s may be broken by %s: %s %s, %s, holds %s", u.Rule, queryName(rep, u.Fingerprint), u.Metric,
+	return fmt.Sprintf("%s may be broken by %s: %s %s, %s, holds %s", u.Rule, queryName(rep, u.Fingerprint), undecidedFigure(rep, u),
 		fmtPoint(u.Ratio), undecidedEvidence(u), fmtPoint(u.Threshold))
+}
+
+// undecidedFigure names an undecided rule's figure: its metric, or the
+// log's percentile without its per-call overhead (compare.Undecided's
+// OverheadMS).
+func undecidedFigure(rep *compare.Report, u compare.Undecided) string {
+	if u.OverheadMS <= 0 {
+		return string(u.Metric)
+	}
+	k := u.OverheadMS
+	if q := rep.Query(u.Fingerprint); q != nil {
+		if lo, _, ok := q.LessOverhead(u.Metric); ok {
+			k = lo.CandidateOverheadMS
+		}
+	}
+	return string(u.Metric) + " without " + overheadName(u.OverheadMS, k)
+}
+
+// overheadName names the log's per-call overhead taken out of a figure,
+// bMS out of the baseline's runs and kMS out of the candidate's: "the
+// log's 0.200 ms per-call overhead", or, where the candidate's own was
+// the larger, "the log's per-call overhead (0.200 ms on the control,
+// 0.230 ms on the candidate)".
+func overheadName(bMS, kMS float64) string {
+	if fmtMS(bMS) == fmtMS(kMS) {
+		return "the log's " + fmtMS(bMS) + " ms per-call overhead"
+	}
+	return "the log's per-call overhead (" + fmtMS(bMS) + " ms on the control, " + fmtMS(kMS) + " ms on the candidate)"
 }
 
 // undecidedEvidence words what holds an undecided rule's threshold: the
@@ -376,7 +407,7 @@ func mayBreakNote(rep *compare.Report, fp string) string {
 	var holds []string
 	for _, u := range rep.Verdict.Undecided {
 		if u.Fingerprint == fp {
-			holds = append(holds, fmt.Sprintf("%s's %s %s (%s) holds its threshold %s", u.Rule, u.Metric,
+			holds = append(holds, fmt.Sprintf("%s's %s %s (%s) holds its threshold %s", u.Rule, undecidedFigure(rep, u),
 				fmtPoint(u.Ratio), undecidedEvidence(u), fmtPoint(u.Threshold)))
 		}
 	}
@@ -421,13 +452,23 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		name = "mean on " + LevelName(b.Level)
 	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
-	if q := rep.Query(b.Fingerprint); q != nil && q.Effects != nil {
+	q := rep.Query(b.Fingerprint)
+	if q != nil && q.Effects != nil {
 		if e := q.Effects.Of(m); e != nil {
 			s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
 		}
 	}
+	if w := b.WithoutOverhead; w != nil {
+		// Broken by the figure without the overhead, not by the log's
+		// own: that figure, named so, with its interval.
+		s += "); without " + overheadName(w.OverheadMS, w.CandidateOverheadMS) + " " + lessOverheadFigure(q, m, *w)
+		if b.UnderFloors {
+			s += "; " + underFloorsText(rep, b.Fingerprint, m, lessOverheadEffect(q, m))
+		}
+		return s + "), which breaks it"
+	}
 	if b.UnderFloors {
-		s += "; " + underFloorsText(rep, b.Fingerprint, m)
+		s += "; " + underFloorsText(rep, b.Fingerprint, m, nil)
 	}
 	if b.Figure != "" {
 		return s + "), the figure it regressed on: its " + string(b.Metric) + " could not tell alone"
@@ -435,16 +476,39 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 	return s + ")"
 }
 
+// lessOverheadFigure words a percentile m of q's log without its per-call
+// overhead: "0.086 ms -> 0.172 ms (2.00x, interval 1.85-2.16".
+func lessOverheadFigure(q *compare.QueryDiff, m compare.Metric, w compare.LessOverhead) string {
+	s := fmt.Sprintf("%s ms -> %s ms (%s", fmtMS(w.Baseline), fmtMS(w.Candidate), fmtPoint(ratioOf(w.Candidate, w.Baseline)))
+	if e := lessOverheadEffect(q, m); e != nil {
+		s += ", interval " + fmtBound(e.Low) + "-" + fmtBound(e.High)
+	}
+	return s
+}
+
+// lessOverheadEffect is the change of q's percentile m without the log's
+// per-call overhead; nil without q or it.
+func lessOverheadEffect(q *compare.QueryDiff, m compare.Metric) *compare.Effect {
+	if q == nil {
+		return nil
+	}
+	return q.Levels.WithoutOverhead(m)
+}
+
 // underFloorsText says how little a change that breaks a rule under the
 // per-call floors adds (compare.ReasonBreaksRuleUnderFloors), so that the
 // reader sees the rule and the size side by side: "it adds +0.078 ms a
-// call (--min-effect-ms 0.2) and at least 0.2% of the run's time (1.0%)".
-func underFloorsText(rep *compare.Report, fp string, m compare.Metric) string {
+// call (--min-effect-ms 0.2) and at least 0.2% of the run's time (1.0%)";
+// of e, the figure that broke it, where given (the log's without its
+// per-call overhead), else of q's figure m.
+func underFloorsText(rep *compare.Report, fp string, m compare.Metric, e *compare.Effect) string {
 	q := rep.Query(fp)
-	if q == nil || q.Effects == nil || q.Effects.Of(m) == nil {
+	if e == nil && q != nil && q.Effects != nil {
+		e = q.Effects.Of(m)
+	}
+	if e == nil {
 		return "under the per-call floors"
 	}
-	e := q.Effects.Of(m)
 	s := fmt.Sprintf("it adds %s ms a call (--min-effect-ms %g)", fmtSignedMS(e.DeltaMS), rep.Settings.MinEffectMS)
 	if m == compare.MetricMean && rep.Settings.MinTimeShare > 0 {
 		s += fmt.Sprintf(" and at least %s of the run's time (%s)", fmtShare(e.AddedShare), fmtShare(rep.Settings.MinTimeShare))
@@ -634,7 +698,9 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 			if e := q.Effects.Of(m); e != nil {
 				s += fmt.Sprintf(" (%s-%s)", fmtBound(e.Low), fmtBound(e.High))
 			}
-			out = append(out, s+", under the floors a regression otherwise needs: "+underFloorsText(rep, q.Fingerprint, m)+"; the rule says it matters")
+			out = append(out, s+", under the floors a regression otherwise needs: "+underFloorsText(rep, q.Fingerprint, m, nil)+"; the rule says it matters")
+		case compare.ReasonBreaksRuleWithoutOverhead:
+			out = append(out, withoutOverheadNote(rep, q))
 		case compare.ReasonReplayLagged:
 			out = append(out, "its latency is not judged: a replay of this comparison of one run a side fell behind its schedule")
 		case compare.ReasonHistogramUnreadable:
@@ -646,6 +712,29 @@ func QueryNotes(rep *compare.Report, q *compare.QueryDiff) []string {
 		}
 	}
 	return out
+}
+
+// withoutOverheadNote words compare.ReasonBreaksRuleWithoutOverhead: the
+// figure a query regressed on, without the log's per-call overhead,
+// broke a --fail-on rule its log's own figure does not: "p95 without the
+// log's 0.200 ms per-call overhead 0.086 ms -> 0.172 ms (2.00x, interval
+// 1.85-2.16) breaks a --fail-on rule; the log's own p95 reads 1.30x,
+// the overhead compressing its ratio".
+func withoutOverheadNote(rep *compare.Report, q *compare.QueryDiff) string {
+	m := q.Regressed
+	w, _, ok := q.LessOverhead(m)
+	if !ok {
+		return string(m) + " without the log's per-call overhead breaks a --fail-on rule"
+	}
+	s := fmt.Sprintf("%s without %s %s) breaks a --fail-on rule", m, overheadName(w.OverheadMS, w.CandidateOverheadMS), lessOverheadFigure(q, m, w))
+	var under bool
+	for _, b := range rep.Verdict.Broken {
+		under = under || b.Fingerprint == q.Fingerprint && b.WithoutOverhead != nil && b.UnderFloors
+	}
+	if under {
+		s += ", under the floors a regression otherwise needs: " + underFloorsText(rep, q.Fingerprint, m, lessOverheadEffect(q, m)) + "; the rule says it matters"
+	}
+	return s + fmt.Sprintf("; the log's own %s reads %s, the overhead compressing its ratio", m, fmtPoint(q.Effects.Of(m).Ratio))
 }
 
 func timedOf(f *compare.Figures) int64 {
