@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The engine runs the sessions of a replay at speed 0 as coroutines of one
+// The engine runs the sessions of a replay as coroutines of one
 // goroutine, which waits for all their connections with one epoll, as
 // pgbench runs its clients from one thread with one poll(). A session's
 // code is the same as on a goroutine of its own (session.run); where it
@@ -27,6 +27,8 @@ import (
 //     net.Conn under pgconn, parks on EAGAIN inside an exchange
 //     (wire.go) and the engine resumes it on the socket's epoll event;
 //   - for its queue (queue.pop): the dispatcher's push wakes it;
+//   - for its statement's time, paced (task.sleepUntil): the loop's
+//     timerfd, set to the earliest deadline before it sleeps;
 //   - for anything else that blocks (a sync wait, the start barrier,
 //     connecting, closing): session.block runs it on a goroutine of its
 //     own and the session parks until it returned.

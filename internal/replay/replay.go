@@ -36,7 +36,7 @@ type Replayer struct {
 	cache   *fingerprint.Cache
 	budget  *budget
 	waker   *preciseWaker // nil at speed 0, in a dry run, or where unsupported
-	// At speed 0 on the engine (engine_linux.go), its loops: the
+	// On the engine (engine_linux.go), its loops: the
 	// sessions are spread over them; the first runs the dispatcher.
 	engines []*engine
 	started int     // sessions started on the engines (the dispatcher's)
