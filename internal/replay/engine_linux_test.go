@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/source"
@@ -349,4 +350,55 @@ func engineConnect(t *testing.T, wrap func(e *engine, nc net.Conn) (net.Conn, er
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// TestEnginePaced: a paced replay runs on the engine, its sessions woken
+// at their statements' times by the loop's timerfd (task.sleepUntil):
+// every statement of pacingLog runs, never ahead of the schedule, and a
+// stop in the middle ends the replay with the rest skipped as
+// interrupted, promptly, though every session is parked for a time to
+// come. Speed 2 (5 s); the stop after 1.5 s of another run.
+func TestEnginePaced(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	path := pacingLog(t)
+	start := time.Now()
+	res, r := replayKept(t, path, Options{Target: c.DSN("postgres"), Speed: 2, Sessions: SessionsEngine}, source.Selection{})
+	took := time.Since(start)
+	if len(r.engines) != 1 {
+		t.Fatalf("the paced replay ran on %d engines, want 1", len(r.engines))
+	}
+	if res.Statements.Executed != 5*201 || res.Statements.Failed != 0 {
+		t.Fatalf("executed %d, failed %d, want %d and 0 (skipped %v)", res.Statements.Executed, res.Statements.Failed, 5*201, res.Statements.Skipped)
+	}
+	if want := 5 * time.Second; took < want-want/50 {
+		t.Errorf("took %v, faster than the schedule's %v", took, want)
+	}
+	if res.Lag == nil {
+		t.Error("a paced replay on the engine kept no lag")
+	}
+
+	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	r, err = New(Options{Target: c.DSN("postgres"), Speed: 2, Sessions: SessionsEngine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start = time.Now()
+	res, err = r.Run(ctx, context.Background(), selected(source.Selection{}, rd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariant(t, res)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("stopped after 1.5 s, the replay ended after %v", took)
+	}
+	if !res.Partial || res.Statements.Skipped[SkipInterrupted] == 0 || res.Statements.Executed == 0 || res.Statements.Executed >= 5*201 {
+		t.Errorf("partial %v, executed %d, skipped %v: want partial, some executed and the rest interrupted", res.Partial, res.Statements.Executed, res.Statements.Skipped)
+	}
 }
