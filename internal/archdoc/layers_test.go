@@ -22,7 +22,7 @@ var layers = []layer{
 		packages: []string{
 			"internal/connstr", "internal/htmlreport", "internal/numfmt",
 			"internal/outfile", "internal/pgcluster", "internal/redact",
-			"internal/replay/connlog", "internal/rowdigest", "internal/sqlstate", "internal/stats",
+			"internal/rawio", "internal/replay/connlog", "internal/rowdigest", "internal/sqlstate", "internal/stats",
 			"internal/tailbuf", "internal/texttable", "internal/wire",
 		},
 	},

@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
-	"unsafe"
 
+	"github.com/pgrehearse/pgrehearse/internal/rawio"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +108,7 @@ func (w *loopWriter) Write(b []byte) (int, error) {
 		w.p.pending = append(w.p.pending, b...)
 		return len(b), nil
 	}
-	done, e := sendAll(w.fd, b)
+	done, e := rawio.SendAll(w.fd, b)
 	switch e {
 	case 0:
 	case syscall.EAGAIN:
@@ -287,7 +287,7 @@ func (l *evLoop) run() {
 		// Parked only after a poll found nothing: Go's poller
 		// reports the epoll descriptor edge-triggered, and it forgets
 		// an edge that came before this Read.
-		n = epollWaitNow(l.ep, l.events)
+		n = rawio.EpollWaitNow(l.ep, l.events)
 		return n > 0
 	}
 	for !l.stopped {
@@ -300,21 +300,6 @@ func (l *evLoop) run() {
 		// Let the recorder's goroutines and the connections on the
 		// goroutine path have their turn.
 		runtime.Gosched()
-	}
-}
-
-// epollWaitNow is epoll_wait with timeout 0, as a raw system call: it
-// cannot block.
-func epollWaitNow(ep int, events []unix.EpollEvent) int {
-	for {
-		n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0
-		}
-		return int(n)
 	}
 }
 
@@ -389,7 +374,7 @@ func (l *evLoop) register(ls *loopSess) {
 func (l *evLoop) readable(ls *loopSess, leg *loopLeg) {
 	p := leg.in
 	b := p.target()
-	n, e := sockRecv(leg.fd, b)
+	n, e := rawio.Recv(leg.fd, b)
 	var rerr error
 	switch {
 	case e == syscall.EAGAIN:

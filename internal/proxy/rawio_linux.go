@@ -5,60 +5,17 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"github.com/pgrehearse/pgrehearse/internal/rawio"
 )
 
 // The relay's reads and writes on TCP and Unix socket connections, on
 // Linux, go through the connections' syscall.RawConn rather than their
-// Read and Write, as raw system calls: non-blocking reads and writes cannot block, and a raw
-// call does not tell the scheduler it might (entersyscall). That telling
-// is what wakes the runtime's monitor thread (sysmon) each time the
-// process turns from idle to busy, a futex wake-up and a run of 20 µs
-// timer sleeps per burst of traffic: as much CPU as the relaying itself
-// at a few thousand round trips a second (docs/performance.md).
+// Read and Write, as raw system calls (package rawio, which says why).
 //
 // Reads still go on until one fails with EAGAIN, as Go's own do: after a
 // read that did not fill the buffer, the peer's end of stream or an error
 // may be pending without another edge from the poller to announce it.
-
-// sockSend and sockRecv are the relay's one write and one read of a
-// socket, as send and recv (sendto and recvfrom without an address)
-// rather than write and read: the same bytes, without the file layer's
-// work that a socket does not need (the file position's lock, the size
-// checks, the file-change notification). MSG_NOSIGNAL gives EPIPE for a
-// peer gone instead of a SIGPIPE the runtime would have to ignore.
-func sockSend(fd int, b []byte) (int, syscall.Errno) {
-	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MSG_NOSIGNAL, 0, 0)
-	return int(n), e
-}
-
-// sendAll sends b until all of it went, the socket's buffer is full
-// (EAGAIN) or the send failed, again after EINTR. It returns how many
-// bytes went and the error that stopped it, 0 when all went.
-func sendAll(fd int, b []byte) (int, syscall.Errno) {
-	done := 0
-	for done < len(b) {
-		n, e := sockSend(fd, b[done:])
-		switch e {
-		case 0:
-			done += n
-		case syscall.EINTR:
-		default:
-			return done, e
-		}
-	}
-	return done, 0
-}
-
-// sockRecv reads once, again after EINTR.
-func sockRecv(fd int, b []byte) (int, syscall.Errno) {
-	for {
-		n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
-		if e != syscall.EINTR {
-			return int(n), e
-		}
-	}
-}
 
 // rawConn returns c's RawConn when the relay can read it raw: a TCP or
 // Unix socket connection (TLS keeps its own Read).
@@ -99,7 +56,7 @@ func (w rawWriter) Write(b []byte) (int, error) {
 	done := 0
 	var werr error
 	err := w.rc.Write(func(fd uintptr) bool {
-		n, e := sendAll(int(fd), b[done:])
+		n, e := rawio.SendAll(int(fd), b[done:])
 		done += n
 		switch e {
 		case 0:
@@ -124,7 +81,7 @@ func (p *pump) runRaw(rc syscall.RawConn) error {
 	read := func(fd uintptr) bool {
 		b := p.target()
 		var rerr error
-		n, e := sockRecv(int(fd), b)
+		n, e := rawio.Recv(int(fd), b)
 		switch {
 		case e == syscall.EAGAIN:
 			return false
