@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/rawio"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,12 +49,17 @@ import (
 // precise waker's and the answer's through Go's netpoller: 9.3-9.4
 // voluntary context switches a statement on bench/ctlinflate.sh's
 // server, against pgbench's 1.65, and a round trip 0.05-0.1 ms longer
-// outside the server's work.
+// outside the server's work. On the engine, waiting on the netpoller with
+// raw calls for the rest (pollable), 1.8.
 
 // engine is one replay's loop; see above.
 type engine struct {
 	ep, efd int
-	tfd     int // a timerfd on CLOCK_MONOTONIC, for the tasks' timed waits
+	// ep on Go's netpoller, where the loop waits when it has nothing to
+	// run (wait); epc nil where the runtime would not take it.
+	epf *os.File
+	epc syscall.RawConn
+	tfd int // a timerfd on CLOCK_MONOTONIC, for the tasks' timed waits
 
 	timers taskTimers // the tasks' deadlines (under mu)
 	armed  time.Time  // when tfd fires next; zero when disarmed (the loop's)
@@ -109,6 +115,7 @@ func newEngine() *engine {
 		}
 	}
 	e := &engine{ep: ep, efd: efd, tfd: tfd, conns: map[int32]*engineConn{}, tasks: map[*task]struct{}{}, done: make(chan struct{})}
+	e.pollable()
 	go e.loop()
 	return e
 }
@@ -194,7 +201,73 @@ func (e *engine) armTimer() {
 	e.armed = at
 	d := max(time.Until(at), time.Microsecond)
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
-	unix.TimerfdSettime(e.tfd, 0, &spec, nil)
+	rawio.TimerfdSettime(e.tfd, &spec)
+}
+
+// pollable puts the engine's epoll on Go's netpoller, so that the loop
+// waits there (wait) rather than in a blocking epoll_wait of its own.
+//
+// Why: a blocking epoll_wait made through syscall.Syscall keeps the
+// loop's P in the system-call state, and when the process was idle,
+// entering it wakes the runtime's monitor (sysmon), which then polls
+// every 20 µs; the loop, woken, has to find a P again, often on another
+// thread. Parked on the netpoller, the goroutine holds no P and an idle
+// thread waits in the runtime's own epoll. On bench/ctlinflate.sh's
+// paced replay (perf record -e sched:sched_switch, sched_wakeup) sysmon's
+// sleeps were 62% of the replayer's context switches, the loop ran on
+// four threads in turn, and 55-57% of the wake-ups came from
+// entersyscall. Parking alone left 4.9 voluntary switches a statement (the
+// polls after the wake-up entered system calls too); with every call the
+// loop makes that cannot block made raw (package rawio), 1.8, against
+// 5.0 before and pgbench's 1.7, and the server's time per call of the
+// replayed statements came down 8-12% (paired), to the application's
+// (docs/performance.md).
+func (e *engine) pollable() {
+	if err := unix.SetNonblock(e.ep, true); err != nil {
+		return
+	}
+	// The file owns the descriptor from here (its finalizer would close
+	// it): closeEpoll closes it.
+	e.epf = os.NewFile(uintptr(e.ep), "replay-engine-epoll")
+	rc, err := e.epf.SyscallConn()
+	if err != nil {
+		return
+	}
+	// A descriptor the netpoller refused fails its first wait, which
+	// then falls back to the blocking one.
+	e.epc = rc
+}
+
+// wait is epoll_wait on the engine's epoll: timeout 0 polls, -1 waits,
+// parked on Go's netpoller where the epoll is on it (pollable).
+func (e *engine) wait(events []unix.EpollEvent, timeout int) (int, error) {
+	if timeout == 0 {
+		return rawio.EpollWaitNow(e.ep, events), nil
+	}
+	if e.epc == nil {
+		return unix.EpollWait(e.ep, events, timeout)
+	}
+	var n int
+	err := e.epc.Read(func(fd uintptr) bool {
+		n = rawio.EpollWaitNow(int(fd), events)
+		return n != 0
+	})
+	if err != nil {
+		// The netpoller gave the descriptor up: wait as before.
+		e.epc = nil
+		return unix.EpollWait(e.ep, events, timeout)
+	}
+	return n, nil
+}
+
+// closeEpoll closes the engine's epoll, through its os.File where it has
+// one (which the netpoller also forgets).
+func (e *engine) closeEpoll() {
+	if e.epf != nil {
+		e.epf.Close()
+		return
+	}
+	unix.Close(e.ep)
 }
 
 // start runs f as a new task. Any goroutine.
@@ -232,7 +305,7 @@ func (e *engine) wake(t *task) {
 	e.mu.Unlock()
 	if signal {
 		var one = [8]byte{1}
-		unix.Write(e.efd, one[:])
+		rawio.Write(e.efd, one[:])
 	}
 }
 
@@ -250,7 +323,7 @@ func (e *engine) wakeAll() {
 	e.mu.Unlock()
 	if signal {
 		var one = [8]byte{1}
-		unix.Write(e.efd, one[:])
+		rawio.Write(e.efd, one[:])
 	}
 }
 
@@ -280,7 +353,7 @@ func (e *engine) loop() {
 	defer close(e.done)
 	defer unix.Close(e.tfd)
 	defer unix.Close(e.efd)
-	defer unix.Close(e.ep)
+	defer e.closeEpoll()
 	events := make([]unix.EpollEvent, 256)
 	for {
 		e.mu.Lock()
@@ -319,7 +392,7 @@ func (e *engine) loop() {
 			e.mu.Unlock()
 			timeout = -1
 		}
-		n, err := unix.EpollWait(e.ep, events, timeout)
+		n, err := e.wait(events, timeout)
 		if timeout < 0 {
 			e.mu.Lock()
 			e.sleeping, e.signaled = false, false
@@ -332,11 +405,11 @@ func (e *engine) loop() {
 			switch ev.Fd {
 			case keyEventfd:
 				var buf [8]byte
-				unix.Read(e.efd, buf[:])
+				rawio.Read(e.efd, buf[:])
 				continue
 			case keyTimerfd:
 				var buf [8]byte
-				unix.Read(e.tfd, buf[:])
+				rawio.Read(e.tfd, buf[:])
 				e.mu.Lock()
 				e.armed = time.Time{}
 				e.mu.Unlock()
@@ -361,6 +434,24 @@ func (e *engine) loop() {
 			}
 		}
 	}
+}
+
+// sockRecv and sockSend are one read and one write of a session's
+// non-blocking socket, as raw system calls (package rawio says why).
+func sockRecv(fd int, p []byte) (int, error) {
+	n, e := rawio.Recv(fd, p)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
+}
+
+func sockSend(fd int, p []byte) (int, error) {
+	n, e := rawio.Send(fd, p)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
 }
 
 // park gives the engine back the CPU until the task is woken.
@@ -491,7 +582,7 @@ func (c *engineConn) plainRead(p []byte) (int, error) {
 		if err := c.expired("read"); err != nil {
 			return 0, err
 		}
-		n, err := unix.Read(c.fd, p)
+		n, err := sockRecv(c.fd, p)
 		switch {
 		case err == unix.EAGAIN:
 			c.pollWait(unix.POLLIN)
@@ -521,7 +612,7 @@ func (c *engineConn) plainWrite(p []byte) (int, error) {
 		if err := c.expired("write"); err != nil {
 			return written, err
 		}
-		n, err := unix.Write(c.fd, p[written:])
+		n, err := sockSend(c.fd, p[written:])
 		if n > 0 {
 			written += n
 		}
@@ -657,7 +748,7 @@ func (c *engineConn) Read(p []byte) (int, error) {
 			continue
 		}
 		c.afterWrite = false
-		n, err := unix.Read(c.fd, p)
+		n, err := sockRecv(c.fd, p)
 		switch {
 		case err == unix.EAGAIN:
 			c.rdy = false
@@ -694,7 +785,7 @@ func (c *engineConn) Write(p []byte) (int, error) {
 			// after this, and Read waits for it.
 			c.rdy = false
 		}
-		n, err := unix.Write(c.fd, p[written:])
+		n, err := sockSend(c.fd, p[written:])
 		if n > 0 {
 			written += n
 		}

@@ -357,7 +357,8 @@ func engineConnect(t *testing.T, wrap func(e *engine, nc net.Conn) (net.Conn, er
 // every statement of pacingLog runs, never ahead of the schedule, and a
 // stop in the middle ends the replay with the rest skipped as
 // interrupted, promptly, though every session is parked for a time to
-// come. Speed 2 (5 s); the stop after 1.5 s of another run.
+// come; the loop waited on Go's netpoller throughout. Speed 2 (5 s); the
+// stop after 1.5 s of another run.
 func TestEnginePaced(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
@@ -367,6 +368,9 @@ func TestEnginePaced(t *testing.T) {
 	took := time.Since(start)
 	if len(r.engines) != 1 {
 		t.Fatalf("the paced replay ran on %d engines, want 1", len(r.engines))
+	}
+	if r.engines[0].epc == nil {
+		t.Error("the engine's loop waited in a blocking epoll_wait of its own, not on Go's netpoller (engine.pollable)")
 	}
 	if res.Statements.Executed != 5*201 || res.Statements.Failed != 0 {
 		t.Fatalf("executed %d, failed %d, want %d and 0 (skipped %v)", res.Statements.Executed, res.Statements.Failed, 5*201, res.Statements.Skipped)
