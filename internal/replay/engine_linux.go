@@ -3,7 +3,6 @@
 package replay
 
 import (
-	"container/heap"
 	"io"
 	"iter"
 	"net"
@@ -61,8 +60,8 @@ type engine struct {
 	epc syscall.RawConn
 	tfd int // a timerfd on CLOCK_MONOTONIC, for the tasks' timed waits
 
-	timers taskTimers // the tasks' deadlines (under mu)
-	armed  time.Time  // when tfd fires next; zero when disarmed (the loop's)
+	timers deadlines[*task] // the tasks' timed waits (under mu)
+	armed  time.Time        // when tfd fires next; zero when disarmed (the loop's)
 
 	mu       sync.Mutex
 	ready    []*task // woken, to resume
@@ -127,27 +126,6 @@ const (
 	keyTimerfd = -2
 )
 
-// taskTimer is a task's deadline; taskTimers a heap of them, the earliest
-// first.
-type taskTimer struct {
-	at time.Time
-	t  *task
-}
-
-type taskTimers []taskTimer
-
-func (h taskTimers) Len() int           { return len(h) }
-func (h taskTimers) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h taskTimers) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *taskTimers) Push(x any)        { *h = append(*h, x.(taskTimer)) }
-func (h *taskTimers) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = taskTimer{}
-	*h = old[:len(old)-1]
-	return e
-}
-
 // onLoop reports whether t is the task the engine's loop is running: the
 // caller is t's own coroutine, which may park, and not a goroutine of
 // session.block's.
@@ -167,7 +145,7 @@ func (t *task) sleepUntil(at time.Time, done <-chan struct{}) bool {
 		}
 		e := t.e
 		e.mu.Lock()
-		heap.Push(&e.timers, taskTimer{at: at, t: t})
+		e.timers.push(at, t)
 		e.mu.Unlock()
 		t.park()
 	}
@@ -175,15 +153,18 @@ func (t *task) sleepUntil(at time.Time, done <-chan struct{}) bool {
 
 // dueTimers queues the tasks whose deadline came; e.mu is held.
 func (e *engine) dueTimers() {
-	if len(e.timers) == 0 {
+	if _, ok := e.timers.next(); !ok {
 		return
 	}
 	now := time.Now()
-	for len(e.timers) > 0 && !e.timers[0].at.After(now) {
-		tt := heap.Pop(&e.timers).(taskTimer)
-		if !tt.t.queued {
-			tt.t.queued = true
-			e.ready = append(e.ready, tt.t)
+	for {
+		t, ok := e.timers.popDue(now)
+		if !ok {
+			return
+		}
+		if !t.queued {
+			t.queued = true
+			e.ready = append(e.ready, t)
 		}
 	}
 }
@@ -191,10 +172,10 @@ func (e *engine) dueTimers() {
 // armTimer sets the timerfd to the earliest deadline before the loop
 // sleeps, unless it is set for it already; e.mu is held.
 func (e *engine) armTimer() {
-	if len(e.timers) == 0 {
+	at, ok := e.timers.next()
+	if !ok {
 		return
 	}
-	at := e.timers[0].at
 	if !e.armed.IsZero() && !at.Before(e.armed) {
 		return
 	}
@@ -382,7 +363,7 @@ func (e *engine) loop() {
 				runtime.Gosched()
 			}
 			e.mu.Lock()
-			if len(e.ready) > 0 || (e.closing && len(e.tasks) == 0) || len(e.timers) > 0 && !e.timers[0].at.After(time.Now()) {
+			if len(e.ready) > 0 || (e.closing && len(e.tasks) == 0) || e.timers.due(time.Now()) {
 				// Woken, closed or due since the top of the loop.
 				e.mu.Unlock()
 				continue

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 )
@@ -25,28 +24,9 @@ const coarseMargin = 2 * time.Millisecond
 // concurrent use.
 type preciseWaker struct {
 	mu    sync.Mutex
-	h     wakeHeap
-	armed time.Time // when the timer fires next; zero when disarmed
+	h     deadlines[chan struct{}] // capacity 1 each
+	armed time.Time                // when the timer fires next; zero when disarmed
 	t     hrTimer
-}
-
-type wakeEntry struct {
-	at time.Time
-	ch chan struct{} // capacity 1
-}
-
-type wakeHeap []wakeEntry
-
-func (h wakeHeap) Len() int           { return len(h) }
-func (h wakeHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h wakeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *wakeHeap) Push(x any)        { *h = append(*h, x.(wakeEntry)) }
-func (h *wakeHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = wakeEntry{}
-	*h = old[:len(old)-1]
-	return e
 }
 
 // newPreciseWaker returns a waker, or nil where the system has no
@@ -64,7 +44,7 @@ func newPreciseWaker() *preciseWaker {
 // wakeAt sends on ch (capacity 1) at time at.
 func (w *preciseWaker) wakeAt(at time.Time, ch chan struct{}) {
 	w.mu.Lock()
-	heap.Push(&w.h, wakeEntry{at: at, ch: ch})
+	w.h.push(at, ch)
 	if w.armed.IsZero() || at.Before(w.armed) {
 		w.arm(at)
 	}
@@ -84,16 +64,19 @@ func (w *preciseWaker) loop() {
 		}
 		w.mu.Lock()
 		now := time.Now()
-		for len(w.h) > 0 && !w.h[0].at.After(now) {
-			e := heap.Pop(&w.h).(wakeEntry)
+		for {
+			ch, ok := w.h.popDue(now)
+			if !ok {
+				break
+			}
 			select {
-			case e.ch <- struct{}{}:
+			case ch <- struct{}{}:
 			default:
 			}
 		}
 		w.armed = time.Time{}
-		if len(w.h) > 0 {
-			w.arm(w.h[0].at)
+		if at, ok := w.h.next(); ok {
+			w.arm(at)
 		}
 		w.mu.Unlock()
 	}
