@@ -20,9 +20,19 @@ var ErrNotSuperuser = errors.New("the role is not a superuser")
 // log). It returns nil when the statements are now untracked, and why
 // not otherwise, for a caller that must say so.
 func Untracked(ctx context.Context, conn *pgx.Conn) error {
+	// The server reports is_superuser when the session starts (a
+	// ParameterStatus, PostgreSQL 13 and on): no query of the tool's own
+	// to land in pg_stat_statements before the SET. A pooler may not pass
+	// it on: then ask.
 	var super bool
-	if err := conn.QueryRow(ctx, "SELECT current_setting('is_superuser') = 'on'").Scan(&super); err != nil {
-		return err
+	switch conn.PgConn().ParameterStatus("is_superuser") {
+	case "on":
+		super = true
+	case "off":
+	default:
+		if err := conn.QueryRow(ctx, "SELECT current_setting('is_superuser') = 'on'").Scan(&super); err != nil {
+			return err
+		}
 	}
 	if !super {
 		return ErrNotSuperuser

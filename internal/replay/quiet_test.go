@@ -18,7 +18,8 @@ import (
 // that the target's pg_stat_statements holds the workload's statements
 // and none of the replayer's. Before, whichever session read a
 // database's catalog first decided it, and a sharded replay's merge
-// differed from the single one's (TestShardsMergeEqualSingle).
+// differed from the single one's (TestShardsMergeEqualSingle). Nor does
+// the pre-flight check leave a statement there.
 func TestCatalogReadUntrackedForRole(t *testing.T) {
 	functionalCase(t)
 	ctx := context.Background()
@@ -40,6 +41,15 @@ func TestCatalogReadUntrackedForRole(t *testing.T) {
 	if res.Statements.Executed != 2 || res.Statements.Failed != 0 {
 		t.Fatalf("statements %+v", res.Statements)
 	}
+	// The pre-flight check's round trip is the empty query, which
+	// pg_stat_statements does not count either.
+	r, err := New(Options{Target: c.DSN("postgres")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checks := r.Preflight(ctx, []Login{{User: "app", Database: "postgres"}}, time.Minute); len(checks) != 1 || checks[0].Problem != ProblemNone {
+		t.Fatalf("the pre-flight check of a login the target takes: %+v", checks)
+	}
 	conn := pgclustertest.Connect(ctx, t, c.DSN("postgres"))
 	defer conn.Close(ctx)
 	queries, err := pgx.CollectRows(must(conn.Query(ctx, "SELECT query FROM pg_stat_statements")), pgx.RowTo[string])
@@ -54,6 +64,8 @@ func TestCatalogReadUntrackedForRole(t *testing.T) {
 			t.Errorf("the replayer's catalog read is in the target's statistics: %s", q)
 		case strings.HasPrefix(q, "INSERT INTO t") || strings.HasPrefix(q, "UPDATE t"):
 			workload++
+		default:
+			t.Errorf("a statement the workload did not have is in the target's statistics: %s", q)
 		}
 	}
 	if workload != 2 {
