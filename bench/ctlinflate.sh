@@ -44,7 +44,9 @@
 #       bench/ctlinflate.sh /tmp/fc-head3
 #
 # Environment: CYCLES (4), ARMS ("app replay"; add replayb, replayc,
-# replayq, applog, dry), RATE (723), REPLAY_FLAGS, PG_BIN
+# replayq, applog, dry), RATE (723), REPLAY_FLAGS, COLLECTOR (on: the
+# server's logging_collector; off writes the log to pg_ctl -l's file
+# from each backend, without the collector's process), PG_BIN
 # (/usr/lib/postgresql/15/bin), PGREHEARSE (a pgrehearse binary; default:
 # built from here), PGREHEARSE_B and PGREHEARSE_C (replayb's and
 # replayc's). The server is built as bench/forecast builds its clusters
@@ -71,7 +73,7 @@ cat >>"$dir/data/postgresql.conf" <<EOF
 port = $port
 listen_addresses = ''
 unix_socket_directories = '$dir'
-logging_collector = on
+logging_collector = ${COLLECTOR:-on}
 log_directory = '$dir/log'
 log_destination = 'stderr'
 log_line_prefix = '$prefix'
@@ -124,6 +126,8 @@ app() {
 # replay [BINARY]: the replay of production's log, as rehearse's rounds.
 replay() {
   local logs=("$dir"/log/*.log)
+  # Without the collector the server's stderr, pg_ctl -l's file, is the log.
+  [ "${COLLECTOR:-on}" = on ] || logs=("$dir/pg_ctl.log")
   rm -f "$dir/replay.json"
   timed "${1:-$pgr}" replay --target "host=$dir port=$port user=postgres dbname=shop" --speed 1 --sync load \
     --format stderr --prefix "$prefix" --target-log "${logs[-1]}" --target-log-prefix "$prefix" --json "$dir/replay.json" \
