@@ -33,8 +33,8 @@
 # (what bench/forecast's truth reads), less pg_stat_statements' time per
 # call; for a replay, its round trips (--json's client_queries, from the
 # first byte sent to the answer's end) less the same; and the client's
-# voluntary and involuntary context switches per statement
-# (/usr/bin/time). At the end, per arm, the median over its runs of each
+# voluntary and involuntary context switches and CPU (user + system) per
+# statement (/usr/bin/time). At the end, per arm, the median over its runs of each
 # run's figure over the figure of the app run of the same cycle, for both,
 # and of replayb and replayc over replay; the medians of the round trips
 # outside the server and of the context switches. A busy machine moves a
@@ -186,14 +186,14 @@ run() {
     roundtrips "$1" | while read -r q rt; do
       awk -v c="$2" -v a="$1" -v q="$q" -v rt="$rt" '$1 == c && $2 == a && $3 == q { printf "%s %s %s %.1f\n", c, a, q, rt - $5 }' "$dir/runs.txt"
     done >>"$dir/out.txt"
-    read -r vol inv _ <"$dir/time.out"
-    echo "$2 $1 $vol $inv $(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { n += $4 } END { print n }' "$dir/runs.txt")" >>"$dir/cs.txt"
+    read -r vol inv usr sys <"$dir/time.out"
+    echo "$2 $1 $vol $inv $(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { n += $4 } END { print n }' "$dir/runs.txt") $usr $sys" >>"$dir/cs.txt"
   fi
   printf '%s cycle %d %-7s load %s: %s\n' "$(date -u +%T)" "$2" "$1" "$(cut -d' ' -f1 /proc/loadavg)" \
     "$(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { printf "%s %s calls %s us  ", $3, $4, $5 }' "$dir/runs.txt")"
   [ "$1" = dry ] || printf '    out of the server per call: %s; context switches per statement: %s\n' \
     "$(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { printf "%s %s us  ", $3, $4 }' "$dir/out.txt")" \
-    "$(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { printf "voluntary %.2f, involuntary %.2f", $3 / $5, $4 / $5 }' "$dir/cs.txt")"
+    "$(awk -v c="$2" -v a="$1" '$1 == c && $2 == a { printf "voluntary %.2f, involuntary %.2f; CPU %.1f us", $3 / $5, $4 / $5, ($6 + $7) / $5 * 1e6 }' "$dir/cs.txt")"
 }
 : >"$dir/runs.txt"
 : >"$dir/out.txt"
@@ -240,3 +240,5 @@ for b in B C; do
 done
 echo "client context switches per statement (voluntary, involuntary): median over runs"
 awk '{ printf "x %s vol %.3f\nx %s inv %.3f\n", $2, $3 / $5, $2, $4 / $5 }' "$dir/cs.txt" | medians /dev/stdin 4 | sed 's/ us / /g'
+echo "client CPU per statement (user + system, /usr/bin/time): median over runs"
+awk '{ printf "x %s cpu %.2f\n", $2, ($6 + $7) / $5 * 1e6 }' "$dir/cs.txt" | medians /dev/stdin 4
