@@ -152,7 +152,8 @@ its log does not have them.
 
 Before the schedule starts, a pre-flight connects as every user and database
 the log will use (after the maps and filters; the logs' first seconds of
-reading when they are large) and runs SELECT 1, and with --target-log or
+reading when they are large) and sends the empty query (which no
+pg_stat_statements counts), and with --target-log or
 --observe as the target DSN's own user; it fails within seconds, saying what
 to do for each login refused (a wrong host or port, a password or pg_hba.conf,
 a missing role or database). It also compares the logs' peak of sessions open
