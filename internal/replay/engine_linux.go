@@ -58,7 +58,13 @@ type engine struct {
 	// run (wait); epc nil where the runtime would not take it.
 	epf *os.File
 	epc syscall.RawConn
-	tfd int // a timerfd on CLOCK_MONOTONIC, for the tasks' timed waits
+	// epcRead is wait's callback for epc, made once (pollable): a
+	// closure made at each wait would be allocated at each. It polls
+	// waitEvents into waitN. The loop's.
+	epcRead    func(fd uintptr) bool
+	waitEvents []unix.EpollEvent
+	waitN      int
+	tfd        int // a timerfd on CLOCK_MONOTONIC, for the tasks' timed waits
 
 	timers deadlines[*task] // the tasks' timed waits (under mu)
 	armed  time.Time        // when tfd fires next; zero when disarmed (the loop's)
@@ -217,6 +223,10 @@ func (e *engine) pollable() {
 	// A descriptor the netpoller refused fails its first wait, which
 	// then falls back to the blocking one.
 	e.epc = rc
+	e.epcRead = func(fd uintptr) bool {
+		e.waitN = rawio.EpollWaitNow(int(fd), e.waitEvents)
+		return e.waitN != 0
+	}
 }
 
 // wait is epoll_wait on the engine's epoll: timeout 0 polls, -1 waits,
@@ -228,11 +238,10 @@ func (e *engine) wait(events []unix.EpollEvent, timeout int) (int, error) {
 	if e.epc == nil {
 		return unix.EpollWait(e.ep, events, timeout)
 	}
-	var n int
-	err := e.epc.Read(func(fd uintptr) bool {
-		n = rawio.EpollWaitNow(int(fd), events)
-		return n != 0
-	})
+	e.waitEvents = events
+	err := e.epc.Read(e.epcRead)
+	n := e.waitN
+	e.waitEvents, e.waitN = nil, 0
 	if err != nil {
 		// The netpoller gave the descriptor up: wait as before.
 		e.epc = nil
