@@ -448,7 +448,10 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		m = b.Figure
 	}
 	name := string(m)
-	if q := rep.Query(b.Fingerprint); m == compare.MetricMean && (b.Level == compare.LevelServer || q != nil && q.JudgedApart()) {
+	if q := rep.Query(b.Fingerprint); q != nil {
+		name = figureName(q, m)
+	}
+	if m == compare.MetricMean && b.Level == compare.LevelServer {
 		name = "mean on " + LevelName(b.Level)
 	}
 	s := fmt.Sprintf("%s %s ms -> %s ms (%s", name, fmtMS(b.Baseline), fmtMS(b.Candidate), fmtPoint(ratioOf(b.Candidate, b.Baseline)))
@@ -471,9 +474,24 @@ func BrokenDetail(rep *compare.Report, b compare.Broken) string {
 		s += "; " + underFloorsText(rep, b.Fingerprint, m, nil)
 	}
 	if b.Figure != "" {
-		return s + "), the figure it regressed on: its " + string(b.Metric) + " could not tell alone"
+		return s + "), the figure it regressed on; " + ownFigure(q, b.Metric)
 	}
 	return s + ")"
+}
+
+// ownFigure words what a rule's own figure m said of q where the figure
+// q regressed on broke the rule: its change with its interval ("its mean
+// on server time (pg_stat_statements) 1.13x, interval 1.10-1.20, did not
+// break it alone") or, without one, that it could not tell. The rule's
+// figure may have told: a query whose server time did not change while
+// its round trips' tail did (queueing behind slower queries) has both.
+func ownFigure(q *compare.QueryDiff, m compare.Metric) string {
+	if q != nil && q.Effects != nil {
+		if e := q.Effects.Of(m); e != nil && e.Ratio > 0 {
+			return "its " + figureName(q, m) + " " + fmtEffect(e) + ", did not break it alone"
+		}
+	}
+	return "its " + string(m) + " could not tell alone"
 }
 
 // lessOverheadFigure words a percentile m of q's log without its per-call
