@@ -4,39 +4,36 @@ package replay
 
 import (
 	"os"
-	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pgrehearse/pgrehearse/internal/rawio"
 )
 
 // hrTimer is a timerfd on CLOCK_MONOTONIC, read through the runtime's
 // poller.
 type hrTimer struct {
 	f  *os.File
-	fd uintptr
+	fd int
 }
 
-const (
-	clockMonotonic = 1
-	tfdNonblock    = syscall.O_NONBLOCK
-	tfdCloexec     = syscall.O_CLOEXEC
-)
-
 func newHRTimer() (hrTimer, bool) {
-	fd, _, e := syscall.Syscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, tfdNonblock|tfdCloexec, 0)
-	if e != 0 {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
 		return hrTimer{}, false
 	}
 	// A non-blocking descriptor is read through the poller: a read
 	// parks the goroutine, not a thread.
-	return hrTimer{f: os.NewFile(fd, "timerfd"), fd: fd}, true
+	return hrTimer{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}, true
 }
 
-// set arms the timer to fire once, d from now.
+// set arms the timer to fire once, d from now. timerfd_settime does not
+// block: a raw call, without the scheduler's entry and exit (the
+// engine's timers, rawio's own test, use the same).
 func (t hrTimer) set(d time.Duration) {
-	// struct itimerspec { it_interval, it_value }, each { sec, nsec }.
-	spec := [4]int64{0, 0, int64(d / time.Second), int64(d % time.Second)}
-	syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, t.fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	rawio.TimerfdSettime(t.fd, &spec)
 }
 
 // wait blocks until the timer fires; false once closed.
