@@ -192,8 +192,13 @@ says when the candidate's rounds were throttled by the replay itself
 (stretched, or waiting, beyond the control's): the forecast then under-states
 the slowdown. With
 --control-log and --candidate-log (each target's own server log) every round
-reads its server-side durations, which is what the comparison should rest
-on. replay's --target, --target-log, --max-error-rate, --dry-run and
+also reads its server-side durations: the percentiles are then the
+server's, not the round trips'. They need every statement logged on the
+targets, and that write adds to every call's round trip (about 0.04 ms on a
+quiet 2-core host, docs/forecast.md): the application level carries it on
+both sides, which compresses a short query's ratio there. Without them the
+mean is judged on pg_stat_statements' time all the same (--observe) and the
+percentiles are the round trips'. replay's --target, --target-log, --max-error-rate, --dry-run and
 --metrics-addr are not rehearse's: each side has its own DSN and log, the
 comparison judges the candidate's errors against the control's (an errors
 rule of --fail-on), and a rehearsal is never dry. A round that replay
