@@ -75,6 +75,9 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 		if err := cl.Restore(ctx, snaps[i]); err != nil {
 			return err
 		}
+		if !o.targetLogs {
+			continue
+		}
 		if err := statementLog(ctx, cl); err != nil {
 			return err
 		}

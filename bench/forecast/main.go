@@ -46,6 +46,7 @@ type options struct {
 	out              string
 	keep             bool
 	bracket          bool
+	targetLogs       bool
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -63,6 +64,7 @@ func main() {
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
 	flag.IntVar(&o.rounds, "rounds", 5, "truth rounds a side (3 leave a perfect forecast inside its interval in about 70% of rows: docs/forecast.md)")
 	flag.BoolVar(&o.bracket, "bracket", true, "run half the truth's rounds before the rehearsal and half after it, so that the host's drift over the minutes between them moves the truth and the forecast alike (false: all before, as in the tables of docs/forecast.md before it)")
+	flag.BoolVar(&o.targetLogs, "target-logs", false, "the rehearsal's targets log every statement and rehearse reads their logs (--control-log, --candidate-log: the tables of docs/forecast.md before 2026-11-27 20:00); false, rehearse's default: the targets log no statement, so that the application level carries no logging's cost")
 	flag.IntVar(&o.clients, "clients", 8, "the application's clients")
 	flag.IntVar(&o.threads, "threads", 2, "the application's threads (pgbench -j), each serving its share of the clients")
 	flag.Float64Var(&o.rate, "rate", 0, "the application's transactions per second (0: half of the control's capacity, measured once)")
@@ -304,10 +306,13 @@ func statementLog(ctx context.Context, c *pgcluster.Cluster) error {
 }
 
 func runRehearse(ctx context.Context, o options, dir string, ctl, cand *pgcluster.Cluster, prodLog string) ([]string, int, error) {
-	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir(),
-		"--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
-		"--target-log-prefix", logPrefix, "--format", "stderr", "--prefix", logPrefix,
-		"--out", filepath.Join(dir, "rounds"), "--json", filepath.Join(dir, "report.json")}
+	args := []string{"rehearse", "--reset", "datadir", "--control-cluster", ctl.Dir(), "--candidate-cluster", cand.Dir()}
+	if o.targetLogs {
+		args = append(args, "--control-log", filepath.Join(ctl.LogDir(), "*.log"), "--candidate-log", filepath.Join(cand.LogDir(), "*.log"),
+			"--target-log-prefix", logPrefix)
+	}
+	args = append(args, "--format", "stderr", "--prefix", logPrefix,
+		"--out", filepath.Join(dir, "rounds"), "--json", filepath.Join(dir, "report.json"))
 	args = append(append(args, o.rehearseArgs...), prodLog)
 	stdout, err := os.Create(filepath.Join(dir, "rehearse.out"))
 	if err != nil {
