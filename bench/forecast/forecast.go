@@ -48,6 +48,10 @@ type predicted struct {
 	level     float64
 	addedMS   float64 // the candidate's median less the control's, ms per call
 	status    compare.Status
+	// tailOf is the level of the figures a query regressed only in
+	// the tail was flagged on (the report's percentiles: the
+	// application's round trips without target logs); empty otherwise.
+	tailOf compare.Level
 	// missing says why a query found has no figure at this level ("n/a"
 	// for a report without the application level); empty otherwise.
 	missing string
@@ -97,6 +101,9 @@ func (d *reportDoc) forecastOf(k int) predicted {
 		return predicted{}
 	}
 	p := predicted{found: true, status: best.Status}
+	if best.Status == compare.StatusTailRegressed && best.Levels != nil {
+		p.tailOf = best.Levels.Percentiles
+	}
 	switch {
 	case best.Effects != nil:
 		e := best.Effects.Mean
