@@ -191,7 +191,6 @@ wall time over the log's span at its speed) and sync waits, and the verdict
 says when the candidate's rounds were throttled by the replay itself
 (stretched, or waiting, beyond the control's): the forecast then under-states
 the slowdown.
-
 With --control-log and --candidate-log (each target's own server log) every
 round also reads its server-side durations: the percentiles are then the
 server's, not the round trips'. They need every statement logged on the
@@ -200,7 +199,6 @@ quiet 2-core host, docs/forecast.md): the application level carries it on
 both sides, which compresses a short query's ratio there. Without them the
 mean is judged on pg_stat_statements' time all the same (--observe, where
 the targets have it) and the percentiles are the round trips'.
-
 replay's --target, --target-log, --max-error-rate, --dry-run and
 --metrics-addr are not rehearse's: each side has its own DSN and log, the
 comparison judges the candidate's errors against the control's (an errors
