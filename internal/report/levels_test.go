@@ -65,7 +65,7 @@ func TestLevelsReportedApplication(t *testing.T) {
 	}
 	out := text.String()
 	for _, s := range []string{"the mean judged on the application's round trips for 1 of 1 query\n",
-		"(mean on the application's round trips 10.99x (10.69-11.18), +11.99 s per run)"} {
+		"(mean on the application's round trips 10.99x (10.69-11.29), +11.99 s per run)"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("the text lacks %q:\n%s", s, out)
 		}

@@ -9,7 +9,8 @@ import (
 // Compare two samples: a query's mean latency (ms) in three runs on the
 // control and three on the candidate. Each value is one run; the test is
 // over the runs. With three runs per side the rank interval is
-// [min y / max x, max y / min x] at exactly 90%, and the change counts
+// [min y / max x, max y / min x] at exactly 90%, its shorter side about
+// the ratio widened to the longer side's factor, and the change counts
 // only when that interval excludes 1 and the ratio passes the floor
 // (the larger of the effect floor and the control's own spread).
 func ExampleEffect() {
@@ -25,10 +26,10 @@ func ExampleEffect() {
 	same := stats.Effect(control, []float64{10.0, 10.4, 9.9}, stats.Options{MinEffect: 0.10})
 	fmt.Printf("ratio %.3f, interval [%.3f, %.3f], same %t\n", same.Ratio, same.Low, same.High, same.Change == stats.Same)
 	// Output:
-	// ratio 1.287, 90% interval [1.223, 1.367]
+	// ratio 1.287, 90% interval [1.212, 1.367]
 	// noise floor 1.051 (measured true), floor 1.100
 	// higher true, beyond the floor true, p 0.10
-	// ratio 0.990, interval [0.961, 1.061], same true
+	// ratio 0.990, interval [0.924, 1.061], same true
 }
 
 // The median of a figure over rounds and its spread, the "±" shown with

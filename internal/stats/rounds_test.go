@@ -46,11 +46,13 @@ func TestRoundsFalsePositivesAndPower(t *testing.T) {
 		// More rounds never lose power: the noise floor of n rounds is
 		// their range scaled to three's (d2), so 4 to 25 rounds find a
 		// 20% change at least as often as three, within the
-		// simulation's error; three find it in 85% at 5% noise.
+		// simulation's error; three find it in 80% at 5% noise (88%
+		// with the exact rank interval; mirrored about the ratio,
+		// 83%: docs/noise.md).
 		pse := math.Sqrt(0.25 / float64(pwTrials))
 		switch {
-		case n == 3 && pb < 0.85:
-			t.Errorf("3 rounds: a 20%% slowdown called a regression in %.4f of trials, want 0.85", pb)
+		case n == 3 && pb < 0.80:
+			t.Errorf("3 rounds: a 20%% slowdown called a regression in %.4f of trials, want 0.80", pb)
 		case n == 3:
 			power3 = pb
 		case n > 3 && pb < power3-3*pse:
