@@ -2,6 +2,8 @@ package targetlog
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,47 @@ func TestMissingSettingsMessages(t *testing.T) {
 	}
 	if got := missingSettings("0", "stderr,jsonlog", "%m ", "en_US.UTF-8"); len(got) != 0 {
 		t.Errorf("jsonlog with en_US: %q", got)
+	}
+}
+
+// TestRotatedDuringReplay: the server begins a new log file during the
+// replay (pg_rotate_logfile, as a rotation at midnight or by size does),
+// and the statement marking the replay's end goes there: it is found,
+// in the file begun, not in the ones noted before.
+func TestRotatedDuringReplay(t *testing.T) {
+	ctx := context.Background()
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: map[string]string{
+		"lc_messages": "C", "logging_collector": "on", "log_min_duration_statement": "0", "log_line_prefix": "%m [%p] %q%u@%d/%a %c "}})
+	files, err := Expand([]string{filepath.Join(c.LogDir(), "*.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Note(files, "")
+	// The collector rotates when it next wakes, into a file named by the
+	// second (log_filename's default): within the second the server
+	// started in it appends to the same file. Rotate until a file is
+	// begun.
+	for deadline := time.Now().Add(30 * time.Second); len(f.begun()) == 0; time.Sleep(100 * time.Millisecond) {
+		pgclustertest.Exec(t, c, "postgres", "SELECT pg_rotate_logfile()")
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(c.LogDir())
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("no log file begun after pg_rotate_logfile() in %s: it holds %v, noted %v", c.LogDir(), names, files)
+		}
+	}
+	marker, err := sendMarker(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.waitFor(ctx, marker); err != nil {
+		t.Fatalf("waitFor: %v, want the marker found in the file begun during the replay", err)
+	}
+	for i, p := range files {
+		if fileHas(p, f.offsets[i], marker) {
+			t.Errorf("the marker is in %s, noted before the rotation: the test did not rotate first", p)
+		}
 	}
 }

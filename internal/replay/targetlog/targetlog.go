@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,19 +52,81 @@ type Files struct {
 	paths   []string
 	prefix  string
 	offsets []int64
+	// before are the names each file's directory held before the
+	// replay: a file not among them was begun during it (begun).
+	before map[string]map[string]bool
 }
 
 // Note records the sizes of the target's log files before the replay. A
 // file that does not exist yet starts at 0. prefix is the files'
-// log_line_prefix when they are stderr logs; empty means detected.
+// log_line_prefix when they are stderr logs; empty means detected. It
+// also records what the files' directories hold, so that a file the
+// server begins during the replay is read too (begun).
 func Note(paths []string, prefix string) *Files {
-	f := &Files{paths: paths, prefix: prefix, offsets: make([]int64, len(paths))}
+	f := &Files{paths: paths, prefix: prefix, offsets: make([]int64, len(paths)), before: map[string]map[string]bool{}}
 	for i, p := range paths {
 		if st, err := os.Stat(p); err == nil {
 			f.offsets[i] = st.Size()
 		}
+		dir := filepath.Dir(p)
+		if _, ok := f.before[dir]; ok {
+			continue
+		}
+		names := map[string]bool{}
+		if entries, err := os.ReadDir(dir); err == nil {
+			for _, e := range entries {
+				names[e.Name()] = true
+			}
+		}
+		f.before[dir] = names
 	}
 	return f
+}
+
+// current are the files to read with where to start in each: the files
+// noted, then those begun since (begun), from their start.
+func (f *Files) current() ([]string, []int64) {
+	paths, offsets := slices.Clone(f.paths), slices.Clone(f.offsets)
+	for _, p := range f.begun() {
+		if !slices.Contains(paths, p) {
+			paths, offsets = append(paths, p), append(offsets, 0)
+		}
+	}
+	return paths, offsets
+}
+
+// begun are the files the server began during the replay: in a noted
+// file's directory, with a noted file's extension, and not there before
+// it, in the order of their names (log_filename's time, for the
+// default). The logging collector begins a file when it rotates (at
+// midnight with the default log_rotation_age of a day, at
+// log_rotation_size) or restarts; the marker of the replay's end and its
+// last statements are then in that file, not in the one the round began
+// with (a rehearsal's sixth round that began at 23:59:59 found no marker
+// in the files it had). A file of another server written there meanwhile
+// does no harm: match keeps only the replay's own sessions.
+func (f *Files) begun() []string {
+	exts := map[string]map[string]bool{}
+	for _, p := range f.paths {
+		dir := filepath.Dir(p)
+		if exts[dir] == nil {
+			exts[dir] = map[string]bool{}
+		}
+		exts[dir][filepath.Ext(p)] = true
+	}
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(exts)) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() && !f.before[dir][e.Name()] && exts[dir][filepath.Ext(e.Name())] {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
 }
 
 // ServerSide waits until the target's log shows a marker statement sent
@@ -82,13 +147,14 @@ func (f *Files) ServerSide(ctx context.Context, conns []connlog.Conn, cache *fin
 		return err
 	}
 	var sources []event.Source
-	for i, p := range f.paths {
+	paths, offsets := f.current()
+	for i, p := range paths {
 		file, err := os.Open(p)
 		if err != nil {
 			return &Error{Err: err}
 		}
 		defer file.Close()
-		if _, err := file.Seek(f.offsets[i], io.SeekStart); err != nil {
+		if _, err := file.Seek(offsets[i], io.SeekStart); err != nil {
 			return &Error{Err: err}
 		}
 		rd, err := logread.NewReader(file, p, logread.Options{Prefix: f.prefix})
@@ -140,13 +206,14 @@ func (f *Files) waitFor(ctx context.Context, marker string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for i, p := range f.paths {
-			if fileHas(p, f.offsets[i], marker) {
+		paths, offsets := f.current()
+		for i, p := range paths {
+			if fileHas(p, offsets[i], marker) {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return &Error{Path: strings.Join(f.paths, ", "), Err: fmt.Errorf(
+			return &Error{Path: strings.Join(paths, ", "), Err: fmt.Errorf(
 				"the statement sent after the replay (%q) is not in it after %v: is it the log of this target, with log_min_duration_statement = 0? %w",
 				marker, Wait, ErrSettings)}
 		}

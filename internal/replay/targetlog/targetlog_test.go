@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,38 @@ func TestNote(t *testing.T) {
 	f := Note([]string{old, filepath.Join(dir, "new.log")}, "")
 	if f.offsets[0] != 1234 || f.offsets[1] != 0 {
 		t.Errorf("offsets %v, want [1234 0]", f.offsets)
+	}
+}
+
+// TestBegun: a file the server begins during the replay (a rotation at
+// midnight, by size, a restart) is read from its start, after the files
+// noted; a file that was there before, or of another extension, is not.
+// The marker of the replay's end found only in the new file ends the
+// wait.
+func TestBegun(t *testing.T) {
+	const marker = "pgrehearse replay end 0123456789abcdef"
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := write("postgresql-2026-11-27_235923.log", "before\n")
+	write("postgresql-2026-11-27_120000.log", "an older file, not noted\n")
+	f := Note([]string{first}, "")
+	if paths, offsets := f.current(); !slices.Equal(paths, []string{first}) || !slices.Equal(offsets, []int64{7}) {
+		t.Fatalf("current() = %v %v before any file was begun, want [%s] [7]", paths, offsets, first)
+	}
+	write("postgresql-2026-11-27_235923.csv", marker+"\n")
+	rotated := write("postgresql-2026-11-28_000000.log", marker+"\n")
+	paths, offsets := f.current()
+	if want := []string{first, rotated}; !slices.Equal(paths, want) || !slices.Equal(offsets, []int64{7, 0}) {
+		t.Errorf("current() = %v %v, want %v [7 0]", paths, offsets, want)
+	}
+	if err := f.waitFor(t.Context(), marker); err != nil {
+		t.Errorf("waitFor: %v, want the marker found in the file begun during the replay", err)
 	}
 }
 
