@@ -53,9 +53,9 @@ Several runs a side: --baseline A1.json A2.json A3.json --candidate B1.json
 B2.json B3.json (replays of the same log onto the unchanged and the changed
 target, say). Runs differ from each other by more than the calls inside one
 run do, so the comparison tests over runs, as benchstat does: a query's
-effect is the candidate's median over the baseline's, with an exact rank
-interval over the runs (90% at the default level, which three runs a side
-can reach), "~" when the interval holds 1; the baseline's own runs give each
+effect is the candidate's median over the baseline's, with the exact rank
+interval over the runs mirrored about it (90% or more at the default level),
+"~" when the interval holds 1; the baseline's own runs give each
 query's noise floor, and a regression must exceed it, the effect floor
 (+10%) and --min-effect-ms. Every figure is shown with its spread over the
 runs (±).

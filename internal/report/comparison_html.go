@@ -433,7 +433,7 @@ func queryDetail(rep *compare.Report, q *compare.QueryDiff) *htmlreport.Detail {
 	}
 	if q.Effects != nil {
 		if q.Effects.Mean.Interval == compare.IntervalRuns {
-			d.Notes = append(d.Notes, fmt.Sprintf("Intervals over the runs at %.0f%% (exact rank test over the runs; Mann-Whitney p of the mean = %.3g).",
+			d.Notes = append(d.Notes, fmt.Sprintf("Intervals over the runs at %.0f%% or more (the exact rank test's, widened on the shorter side about the ratio to the longer side's factor; Mann-Whitney p of the mean = %.3g).",
 				100*q.Effects.Mean.Level, q.Effects.Mean.P))
 		} else {
 			d.Notes = append(d.Notes, "Too few runs of this query for an interval over them (one run a side, or runs without it): each interval is the change widened by the calls' own sampling error and by the noise floor.")
