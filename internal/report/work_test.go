@@ -251,4 +251,19 @@ func TestWorkRankedByWhatItAdds(t *testing.T) {
 	if rows := sec.Tables[0].Rows; len(rows) != 3 || rows[0].Cells[len(rows[0].Cells)-1].Title != "range" {
 		t.Errorf("the page's work table does not start with the range report: %+v", rows)
 	}
+	// The verdict's clause gives what the change adds in its own metric:
+	// "+216 B WAL per run" beside 238x blocks dirtied (a bench's UPDATE
+	// under shared_buffers 16MB: 2.22x dirtied, "+562 B WAL per run")
+	// read as a trifle.
+	rep.MoreWork = []string{"tiny"}
+	clause := workClause(rep)
+	if !strings.Contains(clause, "of the run's blocks dirtied") || strings.Contains(clause, "WAL per run") {
+		t.Errorf("verdict's work clause %q: want the share of the run's blocks dirtied, not the WAL", clause)
+	}
+	rangeReport.More = compare.MetricWALBytes
+	rangeReport.AddedWALBytes = 12.3 * 1024 * 1024
+	rep.MoreWork = []string{"range"}
+	if clause := workClause(rep); !strings.Contains(clause, "+12.3 MB WAL per run") {
+		t.Errorf("verdict's work clause %q: want the WAL it adds per run", clause)
+	}
 }

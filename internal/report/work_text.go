@@ -306,8 +306,8 @@ func oneRunText(rep *compare.Report) string {
 }
 
 // workClause words the work regressions for the verdict line: "1 writes
-// more per call, worst ... (WAL bytes 2.90x (2.70-3.10), +12.3 MB per
-// run)"; "" without any.
+// more per call, worst ... (WAL bytes 2.90x (2.70-3.10), +12.3 MB WAL per
+// run)", or for blocks dirtied their share of the run's; "" without any.
 func workClause(rep *compare.Report) string {
 	v := rep.Verdict
 	if v.MoreWork == 0 {
@@ -317,8 +317,14 @@ func workClause(rep *compare.Report) string {
 	if len(rep.MoreWork) > 0 {
 		if q := rep.Query(rep.MoreWork[0]); q != nil && q.Work != nil {
 			m := q.Work.More
-			s += fmt.Sprintf(", most %s (%s, %s WAL per run)", queryName(rep, q.Fingerprint),
-				workChangeText(m, q.Work.Of(m)), fmtSignedBytes(q.Work.AddedWALBytes))
+			// What it adds per run, in the metric judged: a change of
+			// blocks dirtied beside the WAL it added (a few bytes where
+			// the WAL per call did not move) read as a trifle.
+			added := fmtSignedBytes(q.Work.AddedWALBytes) + " WAL per run"
+			if share := WorkShareText(m, q.Work.Of(m)); m == compare.MetricDirtied && share != "-" {
+				added = share
+			}
+			s += fmt.Sprintf(", most %s (%s, %s)", queryName(rep, q.Fingerprint), workChangeText(m, q.Work.Of(m)), added)
 		}
 	}
 	return s
