@@ -55,8 +55,23 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			// a busy 2-core machine (own time 0.095 ms -> 4.2 ms in one
 			// slowest sample). Then its plans must say so, the same
 			// plan with the version as the cause.
+			// An A/A pair passes, or, as TestDemoIdenticalPasses, is
+			// undecided: the demo keeps to its three rounds, and on a
+			// busy machine a tail's interval over them can hold a
+			// rule's ratio (17 to 17 in make test-versions beside an
+			// install, 2026-11-28: the tellers update's p95 0.91x
+			// (0.55-1.51) against p95>+50%). Undecided calls no
+			// regression; that is what an A/A must never do.
+			aa := pr[0] == pr[1]
 			switch {
-			case pr[0] == pr[1] && r.Verdict.Status != "pass":
+			case aa && r.Verdict.Status == "undecided":
+				t.Logf("A/A undecided (a busy machine): %s", r.Verdict.Line)
+				for _, q := range r.Queries {
+					if q.Status == "regressed" || q.Status == "tail_regressed" {
+						t.Errorf("A/A: %s %s\n%s", q.Query, q.Status, r.stdout)
+					}
+				}
+			case aa && r.Verdict.Status != "pass":
 				t.Errorf("A/A verdict %q\n%s", r.Verdict.Line, r.stdout)
 			case r.Verdict.Status == "diverged" || (r.Verdict.Status == "incomplete" && r.Verdict.LatencyNotJudged == nil):
 				t.Errorf("verdict %q\n%s", r.Verdict.Line, r.stdout)
