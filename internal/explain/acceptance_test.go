@@ -116,6 +116,7 @@ func label(n *plan.Node) string {
 // (analyzed) and without (generic), the plan changed, Index Scan ->
 // Seq Scan is named, and the cause is the missing index.
 func TestDroppedIndex(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, map[string]string{"log_connections": "on"})
 	var wg sync.WaitGroup
 	for _, c := range []*pgcluster.Cluster{p.ctl, p.cand} {
@@ -197,6 +198,7 @@ func TestDroppedIndex(t *testing.T) {
 // a table changes plan, and the cause is the statistics the candidate
 // never had.
 func TestRestoredWithoutAnalyze(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, map[string]string{"autovacuum": "off"})
 	p.exec(p.ctl, "postgres", shopSQL)
 	p.exec(p.ctl, "postgres", "VACUUM ANALYZE")
@@ -259,6 +261,7 @@ CREATE INDEX orders_status_idx ON orders (status);
 // setting), the default 4 on the candidate. The range lookup that flips
 // from an Index Scan is named, and the setting is the verified cause.
 func TestRandomPageCost(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, map[string]string{"random_page_cost": "1.1"}, nil)
 	p.both("postgres", shopSQL)
 	p.both("postgres", "VACUUM ANALYZE")
@@ -292,6 +295,7 @@ func TestRandomPageCost(t *testing.T) {
 // spills to disk: "same plan", with the external sort and the temporary
 // blocks as evidence, and work_mem the cause.
 func TestWorkMem(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, map[string]string{"work_mem": "64MB"}, map[string]string{"work_mem": "1MB"})
 	p.both("postgres", shopSQL)
 	p.both("postgres", "VACUUM ANALYZE")
@@ -333,6 +337,7 @@ func TestWorkMem(t *testing.T) {
 // orders' aggregate plans the same, and its scan reads from outside
 // shared_buffers what the control finds in them.
 func TestSharedBuffers(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, map[string]string{"shared_buffers": "128kB"})
 	p.both("postgres", shopSQL)
 	p.both("postgres", "VACUUM ANALYZE")

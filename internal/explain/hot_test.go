@@ -37,6 +37,7 @@ INSERT INTO same SELECT i, 0 FROM generate_series(1, 1000) i;
 // may predate the index); an index on a column not assigned and one on
 // the control only are not causes.
 func TestIndexStopsHOT(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, nil)
 	p.both("postgres", hotSchema)
 	p.exec(p.cand, "postgres", `

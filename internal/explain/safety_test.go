@@ -17,6 +17,7 @@ import (
 // inferred, "interval $1") and of which no execution is known has no
 // sample, the same on both sides.
 func TestCannotExplain(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, nil)
 	p.both("postgres", shopSQL)
 	stmts := []Statement{
@@ -87,6 +88,7 @@ func TestCannotExplain(t *testing.T) {
 // volatile functions are explained without running; the values a sample
 // carries reach no error message.
 func TestNeverExecutes(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, nil, nil)
 	p.both("postgres", shopSQL+`CREATE TABLE audit (n int);
 CREATE FUNCTION touch(bigint) RETURNS bigint LANGUAGE sql VOLATILE AS 'SELECT $1';`)
@@ -155,6 +157,7 @@ CREATE FUNCTION touch(bigint) RETURNS bigint LANGUAGE sql VOLATILE AS 'SELECT $1
 // (auto_explain, in its text and JSON formats), with no connection to
 // production: the candidate, without the index, is compared with them.
 func TestAutoExplainBaseline(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	p := startPair(t, map[string]string{
 		"session_preload_libraries":     "auto_explain",
 		"auto_explain.log_min_duration": "0",
@@ -248,6 +251,7 @@ func autoExplainEntries(log, marker string) []string {
 // not reach pg_stat_statements (a superuser's session untracks itself),
 // where a finding would take them for the workload's.
 func TestOwnStatementsUntracked(t *testing.T) {
+	t.Parallel() // its own pair of servers
 	pgss := map[string]string{"shared_preload_libraries": "pg_stat_statements"}
 	p := startPair(t, pgss, pgss)
 	p.both("postgres", shopSQL+"CREATE EXTENSION pg_stat_statements;")
