@@ -48,20 +48,19 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 				change, rounds = "none", "3"
 			}
 			r := runDemoTest(t, change, "--control-bin", bin(pr[0]), "--candidate-bin", bin(pr[1]), "--rounds", rounds)
-			// An A/A rehearsal passes. Across versions the same data
-			// never diverges, but a query may be slower, or do more
-			// work, on the other version beyond the demo's rules: the
-			// range report's Bitmap Heap Scan on 18, in 3 of 5 runs on
-			// a busy 2-core machine (own time 0.095 ms -> 4.2 ms in one
+			// An A/A rehearsal passes, or, as TestDemoIdenticalPasses,
+			// is undecided: the demo keeps to its three rounds, and a
+			// tail's interval over them can hold a rule's ratio (17 to
+			// 17 in make test-versions, twice on 2026-11-28: the
+			// tellers update's p95 0.91x (0.55-1.51) against
+			// p95>+50%). Undecided calls no regression, which an A/A
+			// must never do. Across versions the same data never
+			// diverges, but a query may be slower, or do more work, on
+			// the other version beyond the demo's rules: the range
+			// report's Bitmap Heap Scan on 18, in 3 of 5 runs on a busy
+			// 2-core machine (own time 0.095 ms -> 4.2 ms in one
 			// slowest sample). Then its plans must say so, the same
 			// plan with the version as the cause.
-			// An A/A pair passes, or, as TestDemoIdenticalPasses, is
-			// undecided: the demo keeps to its three rounds, and on a
-			// busy machine a tail's interval over them can hold a
-			// rule's ratio (17 to 17 in make test-versions beside an
-			// install, 2026-11-28: the tellers update's p95 0.91x
-			// (0.55-1.51) against p95>+50%). Undecided calls no
-			// regression; that is what an A/A must never do.
 			aa := pr[0] == pr[1]
 			switch {
 			case aa && r.Verdict.Status == "undecided":
