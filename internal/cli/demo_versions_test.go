@@ -51,8 +51,8 @@ func TestVersionsDemoUpgrade(t *testing.T) {
 			// An A/A rehearsal passes, or, as TestDemoIdenticalPasses,
 			// is undecided: the demo keeps to its three rounds, and a
 			// tail's interval over them can hold a rule's ratio (17 to
-			// 17 in make test-versions, twice on 2026-11-28: the
-			// tellers update's p95 0.91x (0.55-1.51) against
+			// 17 in make test-versions, twice on 2026-11-28, the first
+			// on the tellers update's p95, 0.91x (0.55-1.51) against
 			// p95>+50%). Undecided calls no regression, which an A/A
 			// must never do. Across versions the same data never
 			// diverges, but a query may be slower, or do more work, on
