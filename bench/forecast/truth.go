@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -38,11 +39,21 @@ type round struct {
 	// pg_stat_statements (execution + planning), in ms, by kind name.
 	Server map[string]float64 `json:"server_ms"`
 	Calls  map[string]int64   `json:"calls"`
+	// Plans is how many times each kind was planned (pg_stat_statements'
+	// plans): about the calls when every call gets a custom plan, about
+	// six a client when its prepared statement settles on a generic one.
+	// PlanMS is the planning's share of Server, per call.
+	Plans  map[string]int64   `json:"plans,omitempty"`
+	PlanMS map[string]float64 `json:"plan_ms,omitempty"`
 	// App is each transaction type's mean latency less its schedule lag
 	// (pgbench -l), in ms, by kind name; Lag its mean schedule lag.
 	App map[string]float64 `json:"app_ms"`
 	Lag map[string]float64 `json:"lag_ms"`
 	Txs map[string]int64   `json:"transactions"`
+	// ClientCPU is the CPU pgbench itself used in the round (user and
+	// system), in seconds: on a host the candidate saturates, the
+	// application's own share of the cores.
+	ClientCPU float64 `json:"client_cpu_seconds,omitempty"`
 }
 
 // scriptFiles writes the application's scripts into dir and returns
@@ -95,14 +106,24 @@ func truthRound(ctx context.Context, c *pgcluster.Cluster, snap *pgcluster.Snaps
 	if err := c.Exec(ctx, shopDB, "SELECT pg_stat_statements_reset()"); err != nil {
 		return rd, err
 	}
+	before, err := childrenCPU()
+	if err != nil {
+		return rd, err
+	}
 	tps, err := runApp(ctx, c, scripts, r)
 	if err != nil {
 		return rd, err
 	}
-	rd.TPS = tps
-	if rd.Server, rd.Calls, err = serverTimes(ctx, c); err != nil {
+	after, err := childrenCPU()
+	if err != nil {
 		return rd, err
 	}
+	rd.TPS, rd.ClientCPU = tps, after-before
+	st, err := serverTimes(ctx, c)
+	if err != nil {
+		return rd, err
+	}
+	rd.Server, rd.Calls, rd.Plans, rd.PlanMS = st.perCall, st.calls, st.plans, st.planPerCall
 	files, err := filepath.Glob(r.logPrefix + ".*")
 	if err != nil || len(files) == 0 {
 		return rd, fmt.Errorf("pgbench wrote no per-transaction log at %s.*", r.logPrefix)
@@ -111,38 +132,62 @@ func truthRound(ctx context.Context, c *pgcluster.Cluster, snap *pgcluster.Snaps
 	return rd, err
 }
 
+// childrenCPU is the CPU, in seconds, that this process's ended
+// children used: around one pgbench run, that run's.
+func childrenCPU() (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), nil
+}
+
+// serverStats is what pg_stat_statements says of each kind, by name.
+type serverStats struct {
+	perCall     map[string]float64 // execution and planning, ms a call
+	planPerCall map[string]float64 // planning alone, ms a call
+	calls       map[string]int64
+	plans       map[string]int64
+}
+
 // serverTimes reads each kind's server time per call (execution and
-// planning) and calls from pg_stat_statements.
-func serverTimes(ctx context.Context, c *pgcluster.Cluster) (map[string]float64, map[string]int64, error) {
+// planning), its calls and its plans from pg_stat_statements.
+func serverTimes(ctx context.Context, c *pgcluster.Cluster) (serverStats, error) {
+	st := serverStats{perCall: map[string]float64{}, planPerCall: map[string]float64{}, calls: map[string]int64{}, plans: map[string]int64{}}
 	conn, err := pgconn.Connect(ctx, c.DSN(shopDB))
 	if err != nil {
-		return nil, nil, err
+		return st, err
 	}
 	defer conn.Close(context.Background())
-	res, err := conn.Exec(ctx, `SELECT query, calls, total_exec_time + total_plan_time
+	res, err := conn.Exec(ctx, `SELECT query, calls, total_exec_time + total_plan_time, plans, total_plan_time
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '`+shopDB+`'`).ReadAll()
 	if err != nil {
-		return nil, nil, err
+		return st, err
 	}
 	total := map[string]float64{}
-	calls := map[string]int64{}
+	planTotal := map[string]float64{}
 	for _, row := range res[0].Rows {
 		k := kindOf(string(row[0]))
 		if k < 0 {
 			continue
 		}
+		name := kinds[k].name
 		n, _ := strconv.ParseInt(string(row[1]), 10, 64)
 		ms, _ := strconv.ParseFloat(string(row[2]), 64)
-		calls[kinds[k].name] += n
-		total[kinds[k].name] += ms
+		plans, _ := strconv.ParseInt(string(row[3]), 10, 64)
+		planMS, _ := strconv.ParseFloat(string(row[4]), 64)
+		st.calls[name] += n
+		st.plans[name] += plans
+		total[name] += ms
+		planTotal[name] += planMS
 	}
-	perCall := map[string]float64{}
-	for name, n := range calls {
+	for name, n := range st.calls {
 		if n > 0 {
-			perCall[name] = total[name] / float64(n)
+			st.perCall[name] = total[name] / float64(n)
+			st.planPerCall[name] = planTotal[name] / float64(n)
 		}
 	}
-	return perCall, calls, nil
+	return st, nil
 }
 
 // appLatencies reads pgbench's per-transaction logs (-l: client_id
