@@ -102,7 +102,7 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 // startPair starts the control and the candidate and builds their data,
 // both at once, then makes the change on the candidate.
 func startPair(ctx context.Context, o options, c change) (ctl, cand *pgcluster.Cluster, err error) {
-	opts := []pgcluster.Options{{Settings: clusterSettings(nil), Keep: o.keep}, {Settings: clusterSettings(c.settings), Keep: o.keep}}
+	opts := []pgcluster.Options{{Settings: clusterSettings(nil), Keep: o.keep, BinDir: o.binDir}, {Settings: clusterSettings(c.settings), Keep: o.keep, BinDir: o.binDir}}
 	if c.pg18 {
 		// The control's default (15: off), as pg_upgrade keeps it.
 		opts[1].BinDir, opts[1].Checksums = o.pg18Bin, pgcluster.ChecksumsOff

@@ -47,6 +47,11 @@ type options struct {
 	keep             bool
 	bracket          bool
 	targetLogs       bool
+	// serverCPUs and clientCPUs pin the servers and the clients
+	// (taskset lists; empty: not pinned); binDir is the servers'
+	// binaries, pinned ones with serverCPUs (empty: pgcluster's choice).
+	serverCPUs, clientCPUs string
+	binDir                 string
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -73,6 +78,8 @@ func main() {
 	flag.StringVar(&o.pg18Bin, "pg18-bin", ".cache/pg/18/bin", "PostgreSQL 18's server binaries, for the pg18 change (make pg-versions)")
 	flag.StringVar(&o.out, "out", "", "directory for everything kept (default: a new temporary directory)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the clusters' directories")
+	flag.StringVar(&o.serverCPUs, "server-cpus", "", "run every server on these CPUs (taskset's list, such as 0), and -client-cpus the clients: as in production, where the application and the replayer run on other machines than the database (empty: the kernel shares every core)")
+	flag.StringVar(&o.clientCPUs, "client-cpus", "", "run the bench and every client it starts (pgbench, rehearse and its replayer) on these CPUs (taskset's list, such as 1)")
 	render := flag.String("render", "", "print the tables of the run kept in `DIR` again, and run nothing")
 	flag.Parse()
 	if *render != "" {
@@ -84,6 +91,9 @@ func main() {
 	if err := o.parse(*changeList, *rehearseArgs); err != nil {
 		fmt.Fprintln(os.Stderr, "forecast:", err)
 		os.Exit(2)
+	}
+	if err := reexecPinned(o.clientCPUs); err != nil {
+		fail(err)
 	}
 	if err := run(ctx, o); err != nil {
 		fail(err)
@@ -120,8 +130,21 @@ func (o *options) parse(changeList, rehearseArgs string) error {
 			return err
 		}
 	}
-	o.out, err = filepath.Abs(o.out)
-	return err
+	if o.out, err = filepath.Abs(o.out); err != nil {
+		return err
+	}
+	if (o.serverCPUs == "") != (o.clientCPUs == "") {
+		return errors.New("-server-cpus and -client-cpus go together: the servers' cores and the clients' are both needed to keep them apart")
+	}
+	if o.serverCPUs != "" {
+		if o.binDir, err = pinnedBinaries("", filepath.Join(o.out, "bin", "default"), o.serverCPUs); err != nil {
+			return fmt.Errorf("-server-cpus: %w", err)
+		}
+		if o.pg18Bin, err = pinnedBinaries(o.pg18Bin, filepath.Join(o.out, "bin", "18"), o.serverCPUs); err != nil {
+			return fmt.Errorf("-server-cpus, PostgreSQL 18: %w", err)
+		}
+	}
+	return nil
 }
 
 func say(format string, args ...any) {
@@ -216,7 +239,7 @@ func setup(ctx context.Context, c *pgcluster.Cluster, sql string) error {
 // the rate it ran at: o.rate, or half the capacity measured there first.
 func production(ctx context.Context, o options) (string, float64, error) {
 	say("production: building the data")
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: clusterSettings(nil)})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: clusterSettings(nil), BinDir: o.binDir})
 	if err != nil {
 		return "", 0, err
 	}
