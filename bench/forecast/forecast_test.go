@@ -74,6 +74,31 @@ func TestRenderAppLevel(t *testing.T) {
 	}
 }
 
+// TestRenderInFlight renders a stored run whose candidate saturated its
+// server (testdata/README.md, saturated/): the line of clients in flight
+// has the application's and the replay's figures for each side, from
+// the truth's transactions and the report's runs, and says how many
+// clients there were.
+func TestRenderInFlight(t *testing.T) {
+	var out bytes.Buffer
+	if err := renderDir(&out, filepath.Join("testdata", "saturated")); err != nil {
+		t.Fatal(err)
+	}
+	want := "clients with a statement in flight on average (the application's / the replay's, medians over rounds): control 1.3 / 0.7, candidate 8.2 / 6.8, of 8"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks %q; it reads:\n%s", want, out.String())
+	}
+	// Without the report's runs (a report kept before they were) the
+	// line is left out, never written with zeros.
+	out.Reset()
+	if err := renderDir(&out, filepath.Join("testdata", "quiet")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "in flight") {
+		t.Errorf("a report without its runs' figures gave a line of clients in flight:\n%s", out.String())
+	}
+}
+
 // TestRowJudge: a true 1.5x or more at the server must be caught by a
 // non-zero exit with the query among the regressions; an application's
 // row is never counted.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 )
@@ -312,6 +313,66 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 		tr, tlo, thi, fr, flo, fhi)
 	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
 	fmt.Fprintf(w, "%s\n", o.overheadLine(d))
+	if line := o.inFlightLine(d); line != "" {
+		fmt.Fprintf(w, "%s\n", line)
+	}
+}
+
+// inFlightLine says how many of the application's clients had a
+// statement in flight on average, per side, in the application's rounds
+// (its transactions' latency less lag over the round's duration) and in
+// the replay's (its round trips over each round's span), medians over
+// the rounds. Below the server's capacity it restates the times per
+// call (Little's law: the same arrivals, longer calls, more in flight).
+// At capacity it is a cause: every client of the application stays busy
+// to the end of its round, while a replay of a finite log has fewer
+// sessions left as their statements run out, and a query's time per
+// call falls with the number it shares the server with
+// (docs/forecast.md, "Servers and clients on cores of their own").
+// Empty when the rounds do not say.
+func (o *outcome) inFlightLine(d *reportDoc) string {
+	dur, err := time.ParseDuration(o.Duration)
+	if err != nil || dur <= 0 {
+		return ""
+	}
+	truth := func(side string) float64 {
+		var v []float64
+		for _, r := range o.Rounds {
+			if r.Side != side {
+				continue
+			}
+			busy := 0.0
+			for name, n := range r.Txs {
+				busy += float64(n) * r.App[name]
+			}
+			v = append(v, busy/float64(dur.Milliseconds()))
+		}
+		return median(v)
+	}
+	replay := func(sum *compare.RunSummary, figs func(q *compare.QueryDiff) *compare.Figures) float64 {
+		var v []float64
+		for i, run := range sum.Runs {
+			if run.SpanS <= 0 {
+				continue
+			}
+			busy := 0.0
+			for j := range d.Queries {
+				q := &d.Queries[j]
+				if f := figs(q); kindOf(q.Query) >= 0 && f != nil && i < len(f.Runs) {
+					busy += float64(f.Runs[i].Calls) * f.Runs[i].MeanMS
+				}
+			}
+			v = append(v, busy/(run.SpanS*1000))
+		}
+		return median(v)
+	}
+	ctl := replay(&d.Baseline, func(q *compare.QueryDiff) *compare.Figures { return q.Baseline })
+	cand := replay(d.Candidate, func(q *compare.QueryDiff) *compare.Figures { return q.Candidate })
+	if ctl == 0 || cand == 0 {
+		return ""
+	}
+	return fmt.Sprintf("clients with a statement in flight on average (the application's / the replay's, medians over rounds): control %.1f / %.1f, candidate %.1f / %.1f, of %d",
+		truth(sideControl), ctl, truth(sideCand), cand, o.Clients)
 }
 
 // overheadLine says, per kind, how much of a call's time on the control
