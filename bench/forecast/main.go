@@ -88,12 +88,14 @@ func main() {
 		}
 		return
 	}
+	// Moved onto the client CPUs first, so that parse's work (a new
+	// output directory, the pinned binaries) is done once.
+	if err := reexecPinned(o.clientCPUs); err != nil {
+		fail(err)
+	}
 	if err := o.parse(*changeList, *rehearseArgs); err != nil {
 		fmt.Fprintln(os.Stderr, "forecast:", err)
 		os.Exit(2)
-	}
-	if err := reexecPinned(o.clientCPUs); err != nil {
-		fail(err)
 	}
 	if err := run(ctx, o); err != nil {
 		fail(err)
