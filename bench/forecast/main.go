@@ -142,8 +142,13 @@ func (o *options) parse(changeList, rehearseArgs string) error {
 		if o.binDir, err = pinnedBinaries("", filepath.Join(o.out, "bin", "default"), o.serverCPUs); err != nil {
 			return fmt.Errorf("-server-cpus: %w", err)
 		}
-		if o.pg18Bin, err = pinnedBinaries(o.pg18Bin, filepath.Join(o.out, "bin", "18"), o.serverCPUs); err != nil {
-			return fmt.Errorf("-server-cpus, PostgreSQL 18: %w", err)
+		for _, c := range o.changes {
+			if !c.pg18 {
+				continue
+			}
+			if o.pg18Bin, err = pinnedBinaries(o.pg18Bin, filepath.Join(o.out, "bin", "18"), o.serverCPUs); err != nil {
+				return fmt.Errorf("-server-cpus, PostgreSQL 18: %w", err)
+			}
 		}
 	}
 	return nil
