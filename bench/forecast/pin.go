@@ -96,7 +96,7 @@ func pinnedBinaries(bin, dir, cpus string) (string, error) {
 		from, to := filepath.Join(bin, p.Name()), filepath.Join(pinned, p.Name())
 		switch p.Name() {
 		case "postgres":
-			script := fmt.Sprintf("#!/bin/sh\nexec %s -c %s %s \"$@\"\n", taskset, cpus, from)
+			script := fmt.Sprintf("#!/bin/sh\nexec %s -c %s %s \"$@\"\n", shellQuote(taskset), shellQuote(cpus), shellQuote(from))
 			err = os.WriteFile(to, []byte(script), 0o755)
 		case "pg_ctl":
 			if err = copyFile(from, to); err == nil {
@@ -119,7 +119,7 @@ func pinnedBinaries(bin, dir, cpus string) (string, error) {
 			return "", err
 		}
 		if fi.Mode().Perm()&0o001 == 0 {
-			if !strings.HasPrefix(pinned, top+string(filepath.Separator)) || len(d) < len(top) {
+			if len(d) < len(top) {
 				return "", fmt.Errorf("%s: the servers' user cannot enter it (mode %v), so it cannot run the pinned binaries below it: choose an -out it can reach", d, fi.Mode().Perm())
 			}
 			if err := os.Chmod(d, fi.Mode().Perm()|0o005); err != nil {
@@ -131,4 +131,10 @@ func pinnedBinaries(bin, dir, cpus string) (string, error) {
 		}
 	}
 	return pinned, nil
+}
+
+// shellQuote quotes s for sh: a path with a space or a quote in it
+// stays one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
