@@ -91,6 +91,9 @@ func (r *Replayer) dispatchOn(t *task, src []event.Source, res *results.Result) 
 	}
 	if d.seen {
 		res.FirstTime, res.LastTime = results.Time(d.first), results.Time(d.last)
+		if err == nil {
+			r.win.readLast(d.last, d.clk)
+		}
 	}
 	if err == errStopped {
 		res.Partial = true
@@ -363,6 +366,7 @@ func (d *dispatcher) newClock(t0 int64) {
 		}
 		c := newClock(Paced, r.opts.Speed, r.opts.StartAt, t0)
 		d.clk = &c
+		r.win.started(d.clk)
 	default:
 		d.clk = newPendingClock(r.opts.Speed, t0)
 		d.warmEnd = t0 + int64(float64(r.opts.connectLead.Microseconds())*r.opts.Speed)
@@ -387,6 +391,7 @@ func (d *dispatcher) startClock() {
 	})
 	d.warming = nil
 	d.clk.setStart(time.Now())
+	d.r.win.started(d.clk)
 }
 
 // createdBy adds to deps the CREATE ROLE of s's user and the CREATE

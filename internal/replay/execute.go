@@ -661,9 +661,16 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		ans = nil
 	}
 	var tally answerTally
+	late := r.win.after(at)
+	if late {
+		r.win.afterStatements.Add(1)
+	}
 	for i, it := range items {
 		st := sh.set.Slot(it.Fingerprint, it.Query)
 		st.Record(it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
+		if late {
+			sh.recordAfter(it.Fingerprint, it.Query, at, querystats.SplitDuration(latUS, int(k), i), failed && int64(i) == k-1)
+		}
 		if i < len(rows) {
 			st.RecordRows(rows[i])
 		}

@@ -103,6 +103,14 @@ type Options struct {
 	UserMap     map[string]string
 	DatabaseMap map[string]string
 
+	// WindowLast is the log time (µs since the epoch) of the input's
+	// last event, when known before the replay (a rehearsal scans its
+	// log first); 0 when not. A paced replay then knows its schedule's
+	// window from the clock's start (the due time of WindowLast) and,
+	// when it runs past it, measures the round trips issued within it
+	// apart (results.Window), and Replayer.WindowEnd says when it ends.
+	WindowLast int64
+
 	// Lookahead is how far ahead of the replay clock, in log time, events
 	// are read at speed > 0; zero means DefaultLookahead.
 	Lookahead time.Duration

@@ -45,6 +45,7 @@ type Replayer struct {
 	// (DROP, TRUNCATE, DELETE without WHERE...), by kind.
 	destructive tally
 	clk         atomic.Pointer[clock]
+	win         *window // nil without a schedule window (window.go)
 	began       time.Time
 
 	stopCh <-chan struct{}
@@ -105,6 +106,7 @@ func New(opts Options) (*Replayer, error) {
 		r.shards[i] = newShard()
 	}
 	r.sync, r.syncOff = newSyncRun(opts)
+	r.win = newWindow(opts)
 	if r.blamesData() {
 		r.taint = syncdep.NewTaint()
 	}
@@ -224,6 +226,9 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	}
 	r.faultsResult(res)
 	if err := mergeShards(res, r.shards, r.sched.Paced()); err != nil {
+		return nil, err
+	}
+	if err := r.windowResult(res, ended); err != nil {
 		return nil, err
 	}
 	if r.opts.Samples != nil {

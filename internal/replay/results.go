@@ -136,7 +136,10 @@ type shard struct {
 	// length at which the settled ones are decided.
 	races    []pendingRace
 	settleAt int
-	_        [64]byte
+	// after holds the round trips issued after the schedule's window,
+	// apart (window.go); nil until the first.
+	after *querystats.Set
+	_     [64]byte
 }
 
 // pendingRace is an execution whose differing answers only a race would

@@ -211,6 +211,13 @@ type Replay struct {
 	// running late. Nil at speed 0, in a dry run, for a replay that
 	// stopped early, and in results written before it was recorded.
 	Finish *Finish `json:"finish,omitempty"`
+	// Window is the paced replay's schedule window, measured apart
+	// because the replay issued statements after it (Window's comment
+	// says why); nil when it issued none, at speed 0, when the window's
+	// end was known only after it had passed (the input's last event
+	// neither given, replay.Options.WindowLast, nor read in time), for
+	// merged shards, and in results written before it was recorded.
+	Window *Window `json:"window,omitempty"`
 	// MaxLagMS is the lag p99 beyond which the replay's timings are
 	// doubtful (its --max-lag, in ms; 0: never), which the replay
 	// warned by and a comparison judges by (Lagged); nil in results
@@ -435,6 +442,46 @@ type Finish struct {
 	// last statement is due when it started in the log, so its own
 	// duration is in this too.
 	BehindSeconds float64 `json:"behind_seconds"`
+}
+
+// Window is the part of a paced replay that ran within its schedule:
+// from the replay clock's start to the due time of the log's last
+// event. When the target cannot keep up, each replayed session falls
+// behind and runs its log to its end, so the sessions with less work
+// finish first and the last ones run with fewer neighbours, and faster;
+// an application's clients instead keep sending until they are stopped,
+// all together. Within the window every session that fell behind still
+// has statements to run, as the application's clients had: a
+// comparison judges a query's mean on its calls issued within it (issue
+// 58; bench/forecast's saturated candidates).
+type Window struct {
+	// Seconds is the window's length; AfterSeconds how long the
+	// replay ran past it.
+	Seconds      float64 `json:"seconds"`
+	AfterSeconds float64 `json:"after_seconds"`
+	// End is the window's end, µs since the epoch: when the observer's
+	// pg_stat_statements snapshot of the window was asked for.
+	End Time `json:"end"`
+	// Statements counts the statements issued within the window
+	// (those of the result's not issued after it), AfterStatements
+	// those issued after it; Calls and AfterCalls the same of the
+	// queries' calls (a statement of several queries is several).
+	Statements      int64 `json:"statements"`
+	AfterStatements int64 `json:"after_statements"`
+	Calls           int64 `json:"calls"`
+	AfterCalls      int64 `json:"after_calls"`
+	// Queries are each query's client round trips issued within the
+	// window, most calls first.
+	Queries []WindowQuery `json:"queries"`
+}
+
+// WindowQuery is one query's round trips within a Window.
+type WindowQuery struct {
+	Fingerprint string  `json:"fingerprint"`
+	Calls       int64   `json:"calls"`
+	TimedCalls  int64   `json:"timed_calls"`
+	TotalMS     float64 `json:"total_ms"`
+	MeanMS      float64 `json:"mean_ms"`
 }
 
 // DefaultMaxLag is the schedule lag p99 beyond which a replay's timings
