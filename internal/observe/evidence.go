@@ -61,6 +61,31 @@ type Statements struct {
 	Queries        []Query    `json:"queries"`
 	OmittedQueries int        `json:"omitted_queries,omitempty"`
 	Intervals      []Interval `json:"intervals"`
+	// Window is the deltas from the start to the snapshot a replay
+	// asked for at the end of its schedule's window (Collector.Mark,
+	// results.Window); nil when none was taken.
+	Window *StatementsWindow `json:"window,omitempty"`
+}
+
+// StatementsWindow is pg_stat_statements' deltas from the observation's
+// start to a snapshot taken during it (Collector.Mark), by query.
+type StatementsWindow struct {
+	// End is when the snapshot was taken (TimeLayout).
+	End string `json:"end"`
+	// Queries are by fingerprint, most time first, as many as
+	// Statements.Queries may hold.
+	Queries []WindowQuery `json:"queries"`
+}
+
+// WindowQuery is one query's figures within a StatementsWindow.
+type WindowQuery struct {
+	Fingerprint string  `json:"fingerprint"`
+	Calls       int64   `json:"calls"`
+	TotalExecMS float64 `json:"total_exec_ms"`
+	TotalPlanMS float64 `json:"total_plan_ms"`
+	// Restarted: an entry of the query restarted from zero before the
+	// snapshot, so its figures may be low.
+	Restarted bool `json:"restarted,omitempty"`
 }
 
 // MaxQueries bounds Statements.Queries.
@@ -542,6 +567,7 @@ func (o *Collector) buildStatements(e *Evidence, r *resolver) {
 		st.Queries = []Query{}
 	}
 	st.Totals = stats(total)
+	st.Window = o.statementsWindow(r)
 	e.Statements = st
 
 	if n := len(t.resets); n > 0 {
@@ -722,4 +748,38 @@ func finishWaits(w *Waits, all map[waitKey]int64, byFP map[string]*qagg, perBuck
 	if w.ByQuery == nil {
 		w.ByQuery = []QueryWaits{}
 	}
+}
+
+// statementsWindow is the window's deltas by fingerprint (Mark); nil
+// without its snapshot.
+func (o *Collector) statementsWindow(r *resolver) *StatementsWindow {
+	t := o.pgss
+	if t.window == nil {
+		return nil
+	}
+	w := &StatementsWindow{End: t.windowAt.UTC().Format(TimeLayout), Queries: []WindowQuery{}}
+	byFP := map[string]*WindowQuery{}
+	for qk, c := range t.window {
+		fp := r.key(qk).Fingerprint
+		q := byFP[fp]
+		if q == nil {
+			q = &WindowQuery{Fingerprint: fp}
+			byFP[fp] = q
+		}
+		q.Calls += c.calls
+		q.TotalExecMS += c.execMS
+		q.TotalPlanMS += c.planMS
+		q.Restarted = q.Restarted || t.windowRestarted[qk]
+	}
+	for _, q := range byFP {
+		q.TotalExecMS, q.TotalPlanMS = round3(q.TotalExecMS), round3(q.TotalPlanMS)
+		w.Queries = append(w.Queries, *q)
+	}
+	slices.SortFunc(w.Queries, func(a, b WindowQuery) int {
+		return cmp.Or(cmp.Compare(b.TotalExecMS+b.TotalPlanMS, a.TotalExecMS+a.TotalPlanMS), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	if len(w.Queries) > MaxQueries {
+		w.Queries = w.Queries[:MaxQueries]
+	}
+	return w
 }

@@ -77,7 +77,9 @@ type Collector struct {
 
 	start time.Time
 	stop  chan struct{}
-	done  chan struct{}
+	// mark asks the loop for the window's snapshot (Mark).
+	mark chan struct{}
+	done chan struct{}
 	// stopCtx ends when Stop is called: a reconnection in progress
 	// gives up then.
 	stopCtx    context.Context
@@ -134,7 +136,7 @@ func Start(ctx context.Context, dsn string, opts Options) (*Collector, error) {
 	}
 	probeWaitSampling(ctx, conn, caps)
 	o := &Collector{opts: opts, dsn: dsn, conn: conn, caps: caps, activity: newActivity(caps), series: newSeries(),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), mark: make(chan struct{}, 1)}
 	o.stopCtx, o.cancelStop = context.WithCancel(context.Background())
 	o.start = time.Now()
 	if caps.WaitSource == WaitsFromPGWaitSampling {
@@ -238,8 +240,38 @@ func (o *Collector) loop() {
 		case <-o.stop:
 			return
 		case <-tick.C:
+		case <-o.mark:
+			o.markWindow()
 		}
 	}
+}
+
+// Mark takes a pg_stat_statements snapshot now, on the sampling
+// goroutine (within one round of the observer's queries), and keeps the
+// deltas from the start to it as the evidence's window
+// (Statements.Window): a replay's schedule window, whose end the replay
+// knows (results.Window). Only the first call counts; without
+// pg_stat_statements it does nothing. It does not wait.
+func (o *Collector) Mark() {
+	select {
+	case o.mark <- struct{}{}:
+	default:
+	}
+}
+
+// markWindow takes the window's snapshot, once; on the loop.
+func (o *Collector) markWindow() {
+	if o.pgss == nil || o.pgss.window != nil || o.conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
+	defer cancel()
+	if err := o.snapshotPGSS(ctx, time.Now()); err != nil {
+		o.stats.pgssFailures++
+		o.errs = append(o.errs, fmt.Errorf("the window's snapshot: %w", err))
+		return
+	}
+	o.pgss.markWindow()
 }
 
 // Backoff of the observer's reconnection attempts.

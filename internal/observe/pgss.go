@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -100,6 +101,24 @@ type pgssTracker struct {
 	// evicted and re-created, or reset one by one.
 	entryRestarts int
 	intervals     []Interval
+
+	// window is acc at the window's snapshot (Collector.Mark), with
+	// the queries restarted by then; nil until it is taken.
+	window          map[queryKey]counters
+	windowRestarted map[queryKey]bool
+	windowAt        time.Time
+}
+
+// markWindow keeps the deltas summed so far as the window's.
+func (t *pgssTracker) markWindow() {
+	t.window = make(map[queryKey]counters, len(t.acc))
+	for k, c := range t.acc {
+		t.window[k] = *c
+	}
+	t.windowRestarted = maps.Clone(t.restarted)
+	if t.prev != nil {
+		t.windowAt = t.prev.at
+	}
 }
 
 func newPGSSTracker(c *Capabilities) *pgssTracker {

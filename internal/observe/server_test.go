@@ -569,3 +569,55 @@ func functionalCase(t *testing.T) {
 	t.Helper()
 	t.Parallel()
 }
+
+// Mark keeps pg_stat_statements' deltas from the start to the moment
+// asked for as the evidence's window, beside the whole observation's: a
+// replay's schedule window (results.Window). Only the first Mark counts.
+func TestMarkWindow(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{Settings: pgssSettings(nil)})
+	pgclustertest.Exec(t, c, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const sql = "SELECT count(*) FROM generate_series(1, 100)"
+	run := func(n int) {
+		for range n {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// No periodic snapshot between the start and the stop: the window
+	// is Mark's alone.
+	o, w := startWaitable(t, c.DSN("postgres"), Options{Interval: time.Hour, SampleInterval: 20 * time.Millisecond})
+	run(20)
+	o.Mark()
+	w.wait(t, "the window's snapshot", func(o *Collector) bool { return o.pgss.window != nil })
+	run(30)
+	o.Mark()
+	e := stop(t, o)
+	q := e.query(fp(t, sql))
+	if q == nil || q.Calls != 50 {
+		t.Fatalf("the whole observation: %+v, want 50 calls", q)
+	}
+	win := e.Statements.Window
+	if win == nil || win.End == "" {
+		t.Fatalf("no window: %+v", e.Statements)
+	}
+	var wq *WindowQuery
+	for i := range win.Queries {
+		if win.Queries[i].Fingerprint == q.Fingerprint {
+			wq = &win.Queries[i]
+		}
+	}
+	if wq == nil || wq.Calls != 20 || wq.TotalExecMS <= 0 || wq.TotalExecMS >= q.TotalExecMS || wq.Restarted {
+		t.Errorf("the window: %+v, want the first 20 calls of %+v", wq, q)
+	}
+	if !(win.End > e.Start && win.End < e.End) {
+		t.Errorf("the window ends at %s, outside the observation's %s to %s", win.End, e.Start, e.End)
+	}
+}
