@@ -559,6 +559,11 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	} else if !cfg.SkipPreflight && !cfg.IgnoreConnectionLimit {
 		sc = r.scanPeak(ctx)
 	}
+	if sc != nil && sc.Span > 0 {
+		// The rounds' schedule window is then known before they
+		// start, whatever the reader does (results.Window).
+		r.replay.Replay.WindowLast = sc.First + sc.Span.Microseconds()
+	}
 	if !cfg.SkipPreflight {
 		need := rehearse.Needs{Template: mode == reset.ModeTemplate, Databases: dbs, Observe: cfg.Observe != nil,
 			Logins: logins, Replay: cfg, Peak: sc, Servers: servers, Logs: logs}

@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if len(cfg.TargetLogs) > 0 {
 		tlogs = targetlog.Note(cfg.TargetLogs, cfg.TargetLogPrefix)
 	}
-	stopObserve := startObserve(ctx, cfg)
+	stopObserve, markObserve := startObserve(ctx, cfg)
 
 	grace := cfg.Grace
 	if grace <= 0 {
@@ -206,7 +206,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		cfg.OnStart(r, set)
 	}
 	srcs, batched := batchInserts(ctx, cfg, ahead.Sources())
+	ran := make(chan struct{})
+	go markWindow(r.WindowEnd(), markObserve, ran)
 	res, runErr := r.Run(ctx, hard, srcs)
+	close(ran)
 	if cfg.OnEnd != nil {
 		cfg.OnEnd()
 	}
@@ -321,10 +324,10 @@ func part(cfg Config) *results.Part {
 // stops it and returns the evidence, nil when there is none. A target
 // that cannot be observed (no rights, connections refused) gets a warning
 // and the replay goes on without evidence.
-func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
+func startObserve(ctx context.Context, cfg Config) (stop func() *observe.Evidence, mark func()) {
 	none := func() *observe.Evidence { return nil }
 	if cfg.Observe == nil || cfg.Replay.DryRun || cfg.Replay.Target == "" {
-		return none
+		return none, func() {}
 	}
 	warn := func(format string, args ...any) {
 		if cfg.Warn != nil {
@@ -336,7 +339,7 @@ func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
 	o, err := observe.Start(start, cfg.Replay.Target, *cfg.Observe)
 	if err != nil {
 		warn("the target cannot be observed, no server-side evidence: %v", err)
-		return none
+		return none, func() {}
 	}
 	for _, w := range o.StartWarnings() {
 		warn("observe: %s", w)
@@ -347,6 +350,26 @@ func startObserve(ctx context.Context, cfg Config) func() *observe.Evidence {
 			warn("%v", err)
 		}
 		return ev
+	}, o.Mark
+}
+
+// markWindow calls mark at the end of the replay's schedule window,
+// which end gives once the replay's clock started, unless the replay
+// has ended (ran closed) before: the observer's snapshot of the window
+// (observe.Collector.Mark, results.Window).
+func markWindow(end <-chan time.Time, mark func(), ran <-chan struct{}) {
+	var at time.Time
+	select {
+	case at = <-end:
+	case <-ran:
+		return
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		mark()
+	case <-ran:
 	}
 }
 
