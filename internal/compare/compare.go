@@ -691,8 +691,11 @@ type RunSummary struct {
 	FirstTime     string        `json:"first_time,omitempty"`
 	LastTime      string        `json:"last_time,omitempty"`
 	SpanS         float64       `json:"span_s"`
-	// StatementsPerS is statements over the span.
+	// StatementsPerS is statements over the span; for a replay that
+	// ran past its schedule window (results.Window), the statements
+	// issued within it over its length, WindowS.
 	StatementsPerS float64 `json:"statements_per_s"`
+	WindowS        float64 `json:"window_s,omitempty"`
 	// MeanMS is the mean over every timed call. P95MS is the p95 of
 	// every timed call, known only when every row has its histogram.
 	TimedCalls int64            `json:"timed_calls"`
@@ -1038,7 +1041,8 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 	}
 	bw, cw, work := rep.serverWork(base, cand, o)
 	c.source, c.measured = base[0].LatencySource, rep.Noise.Measured
-	c.bWork, c.cWork, c.bApp, c.cApp = bw, cw, appRows(base), appRows(cand)
+	c.appWindowed = map[string]bool{}
+	c.bWork, c.cWork, c.bApp, c.cApp = bw, cw, appRows(base, c.appWindowed), appRows(cand, c.appWindowed)
 	c.bServerRunMS, c.bAppRunMS = bw.timePerRun(), appRunMS(c.bApp)
 	for _, fp := range fingerprints(all) {
 		d := c.diff(rows(base, fp), rows(cand, fp))

@@ -3,7 +3,6 @@ package compare
 import (
 	"math"
 
-	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
@@ -66,6 +65,10 @@ type LevelTime struct {
 	// comparison's over the runs (stats.Effect, the control's runs
 	// giving the noise floor).
 	Mean Effect `json:"mean"`
+	// Window: some run's mean is over its calls within the replay's
+	// schedule window (results.Window), that replay having run past
+	// it; the others' over the whole run.
+	Window bool `json:"window,omitempty"`
 }
 
 // QueryLevels are a query's times per call at each level it was
@@ -178,30 +181,52 @@ func (c *comparer) levelTime(l Level, bv, kv []float64, noise float64) *LevelTim
 	return lt
 }
 
-// serverMeans are each run's pg_stat_statements time per call of fp
-// (execution + planning over calls); all is false when a run lacks it.
-// least is the fewest calls of a run; restarted and planning say
-// whether an entry restarted, and whether planning was counted.
-func serverMeans(rows []map[string]*observe.Query, fp string) (ms []float64, all bool, least int64, restarted, planning bool) {
-	least = math.MaxInt64
-	for _, m := range rows {
+// serverRuns are each run's pg_stat_statements time per call of a
+// query (execution + planning over calls): all is false when a run
+// lacks it; least is the fewest calls of a run; restarted and planning
+// say whether an entry restarted, and whether planning was counted;
+// windowed whether some run's figure is its schedule window's.
+type serverRuns struct {
+	ms                            []float64
+	all                           bool
+	least                         int64
+	restarted, planning, windowed bool
+}
+
+// serverMeans are w's runs' figures of fp: a run's within its schedule
+// window where it has one with calls of fp (results.Window: the replay
+// ran past it, as sessions that fell behind finished one by one), its
+// whole observation's otherwise.
+func serverMeans(w workRows, fp string) serverRuns {
+	out := serverRuns{least: math.MaxInt64}
+	for i, m := range w.runs {
 		q := m[fp]
 		if q == nil || q.Calls == 0 || q.TotalExecMS+q.TotalPlanMS <= 0 {
 			// No time counted: an entry without timing is no level.
-			return nil, false, 0, false, false
+			return serverRuns{}
 		}
-		ms = append(ms, (q.TotalExecMS+q.TotalPlanMS)/float64(q.Calls))
-		least = min(least, q.Calls)
-		restarted = restarted || q.Restarted
-		planning = planning || q.TotalPlanMS > 0
+		calls, execMS, planMS, restarted := q.Calls, q.TotalExecMS, q.TotalPlanMS, q.Restarted
+		if i < len(w.windows) {
+			if wq := w.windows[i][fp]; wq != nil && wq.Calls > 0 && wq.TotalExecMS+wq.TotalPlanMS > 0 {
+				calls, execMS, planMS, restarted = wq.Calls, wq.TotalExecMS, wq.TotalPlanMS, wq.Restarted
+				out.windowed = true
+			}
+		}
+		out.ms = append(out.ms, (execMS+planMS)/float64(calls))
+		out.least = min(out.least, calls)
+		out.restarted = out.restarted || restarted
+		out.planning = out.planning || planMS > 0
 	}
-	return ms, len(rows) > 0, least, restarted, planning
+	out.all = len(w.runs) > 0
+	return out
 }
 
 // appRows are, per run, its round trips by fingerprint: the replay's
 // client round trips kept beside server-side queries, or the queries
-// themselves when they are round trips; nil for a run without.
-func appRows(runs []*Run) []map[string]*Query {
+// themselves when they are round trips; nil for a run without. A
+// replay that ran past its schedule window gives its round trips
+// within it, where it has some of the query (windowRows).
+func appRows(runs []*Run, windowed map[string]bool) []map[string]*Query {
 	out := make([]map[string]*Query, len(runs))
 	for i, r := range runs {
 		var src []Query
@@ -222,7 +247,29 @@ func appRows(runs []*Run) []map[string]*Query {
 		}
 		out[i] = m
 	}
+	for i, r := range runs {
+		windowRows(r, out[i], windowed)
+	}
 	return out
+}
+
+// windowRows replaces, in rows, run r's round trips by those issued
+// within its schedule window (results.Window), query by query where the
+// window timed some, each a copy, and notes those queries in windowed.
+func windowRows(r *Run, rows map[string]*Query, windowed map[string]bool) {
+	if r.Replay == nil || r.Window == nil || rows == nil {
+		return
+	}
+	for _, wq := range r.Window.Queries {
+		q := rows[wq.Fingerprint]
+		if q == nil || wq.TimedCalls == 0 {
+			continue
+		}
+		c := *q
+		c.Calls, c.TimedCalls, c.TotalMS, c.MeanMS = wq.Calls, wq.TimedCalls, wq.TotalMS, wq.MeanMS
+		rows[wq.Fingerprint] = &c
+		windowed[wq.Fingerprint] = true
+	}
 }
 
 // appMeans are each run's mean round trip of fp; false when a run lacks
@@ -257,20 +304,21 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		if bv, ok := appMeans(c.bApp, d.Fingerprint); ok {
 			if kv, ok := appMeans(c.cApp, d.Fingerprint); ok {
 				lv.Application = c.levelTime(LevelApplication, bv, kv, c.o.Noise.Mean)
+				lv.Application.Window = c.appWindowed[d.Fingerprint]
 			}
 		}
 	}
 	onApp := c.o.JudgeLevel == LevelApplication && c.appJudgeable(lv, d.Fingerprint)
-	bs, bAll, bLeast, bRestart, bPlan := serverMeans(c.bWork.runs, d.Fingerprint)
-	ks, kAll, kLeast, kRestart, kPlan := serverMeans(c.cWork.runs, d.Fingerprint)
-	if bAll && kAll && lv.Judged != LevelServer {
-		lv.Server = c.levelTime(LevelServer, bs, ks, c.o.Noise.Mean)
-		lv.Planning = bPlan || kPlan
+	bs, ks := serverMeans(c.bWork, d.Fingerprint), serverMeans(c.cWork, d.Fingerprint)
+	if bs.all && ks.all && lv.Judged != LevelServer {
+		lv.Server = c.levelTime(LevelServer, bs.ms, ks.ms, c.o.Noise.Mean)
+		lv.Server.Window = bs.windowed || ks.windowed
+		lv.Planning = bs.planning || ks.planning
 		if lv.Log != nil {
 			c.logOverhead(lv, b, k, d.Candidate.TimedCalls)
 		}
 		lv.AppOverheadMS = appOverhead(lv)
-		if !onApp && c.measured && !c.mixed && !bRestart && !kRestart && min(bLeast, kLeast) >= c.o.MinCalls {
+		if !onApp && c.measured && !c.mixed && !bs.restarted && !ks.restarted && min(bs.least, ks.least) >= c.o.MinCalls {
 			lv.Judged = LevelServer
 			lv.Server.Mean.setShare(lv.Server.BaselineMS, d.Candidate.TimedCalls, c.bServerRunMS)
 			c.serverCarried(b, k, lv.Server)

@@ -386,3 +386,71 @@ func TestJudgeApplicationRates(t *testing.T) {
 		t.Errorf("2x on the application's level broken in %d of %d", found, seeds)
 	}
 }
+
+// withWindow gives run r a schedule window (results.Window) of seconds
+// in which stmts statements were issued, with each query's round trips
+// (client) and pg_stat_statements' figures (server) within it, as a
+// replay that ran past its window has them.
+func withWindow(t *testing.T, r *Run, seconds float64, stmts int64, server []observe.WindowQuery, client []results.WindowQuery) *Run {
+	t.Helper()
+	ev, err := observe.Decode(r.Evidence)
+	if err != nil || ev == nil || ev.Statements == nil {
+		t.Fatalf("evidence of %s: %v", r.Name(), err)
+	}
+	ev.Statements.Window = &observe.StatementsWindow{End: "2026-11-28T10:00:10Z", Queries: server}
+	if r.Evidence, err = json.Marshal(ev); err != nil {
+		t.Fatal(err)
+	}
+	r.Window = &results.Window{Seconds: seconds, AfterSeconds: 5, Statements: stmts, AfterStatements: r.Statements.Total - stmts, Queries: client}
+	return r
+}
+
+// A candidate that fell behind: over its whole rounds the lookup's time
+// per call is 2x the control's, diluted by the calls its sessions ran
+// after the schedule's window, one by one, with fewer neighbours; within
+// the window, where every session still had statements to run, it is
+// 3x at the server and the round trip 0.8 ms against 0.6. The levels are
+// judged on the window's figures, and say so; the rate is the window's.
+// pg_stat_statements' window alone, without the replay's window to
+// match it, is not used.
+func TestLevelsWithinTheWindow(t *testing.T) {
+	var base, cand, unmatched []*Run
+	for i := range 3 {
+		base = append(base, levelRound(t, fmt.Sprintf("control-%d", i), uint64(10+i), map[string]levelQuery{
+			"lookup": {serverUS: 100, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 200, clientUS: 300}}))
+		qs := map[string]levelQuery{"lookup": {serverUS: 200, overheadUS: 200, clientUS: 300}, "insert": {serverUS: 50, overheadUS: 200, clientUS: 300}}
+		server := []observe.WindowQuery{{Fingerprint: "lookup", Calls: 1000, TotalExecMS: 300}, {Fingerprint: "insert", Calls: 1000, TotalExecMS: 50}}
+		client := []results.WindowQuery{{Fingerprint: "lookup", Calls: 1000, TimedCalls: 1000, TotalMS: 800, MeanMS: 0.8},
+			{Fingerprint: "insert", Calls: 1000, TimedCalls: 1000, TotalMS: 550, MeanMS: 0.55}}
+		cand = append(cand, withWindow(t, levelRound(t, fmt.Sprintf("candidate-%d", i), uint64(20+i), qs), 10, 2000, server, client))
+		u := levelRound(t, fmt.Sprintf("unmatched-%d", i), uint64(20+i), qs)
+		ev, _ := observe.Decode(u.Evidence)
+		ev.Statements.Window = &observe.StatementsWindow{Queries: server}
+		u.Evidence, _ = json.Marshal(ev)
+		unmatched = append(unmatched, u)
+	}
+	rep, err := Runs(base, cand, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := rep.Query("lookup").Levels
+	if lv == nil || lv.Server == nil || lv.Application == nil {
+		t.Fatalf("lookup's levels: %+v", lv)
+	}
+	if !within(lv.Server.Mean.Ratio, 3, 1.1) || !lv.Server.Window || lv.Judged != LevelServer {
+		t.Errorf("server level %.2fx (window %v, judged on %s), want 3x within the window", lv.Server.Mean.Ratio, lv.Server.Window, lv.Judged)
+	}
+	if !within(lv.Application.Mean.Ratio, 0.8/0.6, 1.05) || !lv.Application.Window {
+		t.Errorf("application level %.2fx (window %v), want %.2fx within the window", lv.Application.Mean.Ratio, lv.Application.Window, 0.8/0.6)
+	}
+	if c := rep.Candidate; c.WindowS != 10 || c.StatementsPerS != 200 || rep.Baseline.WindowS != 0 {
+		t.Errorf("candidate's rate %.1f/s over a window of %.1f s (the control's %.1f s), want 200/s over 10 s", c.StatementsPerS, c.WindowS, rep.Baseline.WindowS)
+	}
+	rep, err = Runs(base, unmatched, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv := rep.Query("lookup").Levels; lv == nil || lv.Server == nil || lv.Server.Window || !within(lv.Server.Mean.Ratio, 2, 1.1) {
+		t.Errorf("without the replay's window: %+v, want the whole rounds' 2x", lv)
+	}
+}

@@ -33,7 +33,10 @@ type comparer struct {
 	source       LatencySource
 	bWork, cWork workRows
 	bApp, cApp   []map[string]*Query
-	measured     bool
+	// appWindowed are the queries some run's round trips of were taken
+	// within its schedule window (windowRows).
+	appWindowed map[string]bool
+	measured    bool
 }
 
 // poolRoundNoise measures the rounds' noise of the mean and of the p95

@@ -36,6 +36,14 @@ func summarize(r *Run) RunSummary {
 	if s.SpanS > 0 {
 		s.StatementsPerS = float64(s.Statements) / s.SpanS
 	}
+	if r.Replay != nil && r.Window != nil && r.Window.Seconds > 0 {
+		w := r.Window
+		// Past its window the replay's sessions ran out of work one
+		// by one: the rate is the window's, as an application's
+		// clients stopped all together measure theirs.
+		s.WindowS = w.Seconds
+		s.StatementsPerS = float64(w.Statements) / w.Seconds
+	}
 	return s
 }
 
@@ -53,7 +61,7 @@ func summarizeSide(runs []*Run) RunSummary {
 	s := RunSummary{Kind: first.Kind, LatencySource: first.LatencySource, FirstTime: first.FirstTime, LastTime: first.LastTime,
 		Sync: first.Sync, SyncWait: first.SyncWait, Runs: each, Errors: map[string]int64{}}
 	var stmts, failed, queries, timed []int64
-	var span, perS, total, mean, p95 []float64
+	var span, perS, total, mean, p95, window []float64
 	codes := map[string]bool{}
 	for _, e := range each {
 		s.Files = append(s.Files, e.Name)
@@ -62,6 +70,9 @@ func summarizeSide(runs []*Run) RunSummary {
 		span, perS, total, mean = append(span, e.SpanS), append(perS, e.StatementsPerS), append(total, e.TotalMS), append(mean, e.MeanMS)
 		if e.P95MS > 0 {
 			p95 = append(p95, e.P95MS)
+		}
+		if e.WindowS > 0 {
+			window = append(window, e.WindowS)
 		}
 		for c := range e.Errors {
 			codes[c] = true
@@ -73,6 +84,7 @@ func summarizeSide(runs []*Run) RunSummary {
 	if len(p95) == len(each) {
 		s.P95MS = median0(p95)
 	}
+	s.WindowS = median0(window)
 	for c := range codes {
 		var n []int64
 		for _, e := range each {

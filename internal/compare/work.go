@@ -254,6 +254,10 @@ type WorkMissing struct {
 // nil for a run without them, with why.
 type workRows struct {
 	runs []map[string]*observe.Query
+	// windows are, per run, its figures within the replay's schedule
+	// window by fingerprint (observe.Statements.Window); nil for a run
+	// without one.
+	windows []map[string]*observe.WindowQuery
 	// totals are each run's pg_stat_statements totals, tables its
 	// updated tables (nil when not read); by run, as runs.
 	totals  []observe.QueryStats
@@ -267,6 +271,7 @@ func workOf(runs []*Run) workRows {
 	for _, r := range runs {
 		ev, err := observe.Decode(r.Evidence)
 		var m map[string]*observe.Query
+		var win map[string]*observe.WindowQuery
 		var tot observe.QueryStats
 		var tables []observe.TableUpdates
 		if err == nil && ev != nil {
@@ -289,12 +294,29 @@ func workOf(runs []*Run) workRows {
 				m[q.Fingerprint] = q
 			}
 			tot = ev.Statements.Totals
+			win = windowOf(r, ev.Statements.Window)
 		}
 		w.runs = append(w.runs, m)
+		w.windows = append(w.windows, win)
 		w.totals = append(w.totals, tot)
 		w.tables = append(w.tables, tables)
 	}
 	return w
+}
+
+// windowOf is a run's pg_stat_statements figures within its schedule
+// window, by fingerprint: only where the replay measured its window too
+// (results.Window: it ran past it), so that both levels measure the
+// same part of the round; nil otherwise.
+func windowOf(r *Run, sw *observe.StatementsWindow) map[string]*observe.WindowQuery {
+	if sw == nil || r.Replay == nil || r.Window == nil {
+		return nil
+	}
+	m := make(map[string]*observe.WindowQuery, len(sw.Queries))
+	for i := range sw.Queries {
+		m[sw.Queries[i].Fingerprint] = &sw.Queries[i]
+	}
+	return m
 }
 
 // serverWork decides whether work is compared; nil when no run carried
