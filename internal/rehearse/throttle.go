@@ -55,6 +55,13 @@ type SideThrottle struct {
 	SyncWaitSeconds []float64 `json:"sync_wait_seconds"`
 	SyncWaitMedian  float64   `json:"sync_wait_seconds_median"`
 	WallMedian      float64   `json:"wall_seconds_median"`
+	// WindowRounds counts the rounds that issued statements past their
+	// schedule window, which the comparison measured within it
+	// (results.Window); WindowMedian is their windows' median length,
+	// AfterMedian how long they ran past it (s).
+	WindowRounds int     `json:"window_rounds,omitempty"`
+	WindowMedian float64 `json:"window_seconds_median,omitempty"`
+	AfterMedian  float64 `json:"after_window_seconds_median,omitempty"`
 }
 
 // Stretch is a replay's wall time over its log's span at its speed; 0
@@ -69,10 +76,13 @@ func Stretch(res *results.Result) float64 {
 
 func sideThrottle(rs []*results.Result) SideThrottle {
 	var s SideThrottle
-	var walls []float64
+	var walls, windows, after []float64
 	for _, res := range rs {
 		if res == nil || res.Replay == nil {
 			continue
+		}
+		if w := res.Window; w != nil {
+			windows, after = append(windows, w.Seconds), append(after, w.AfterSeconds)
 		}
 		var wait float64
 		if res.SyncWait != nil {
@@ -91,6 +101,9 @@ func sideThrottle(rs []*results.Result) SideThrottle {
 	}
 	if len(s.Stretch) > 0 {
 		s.StretchMedian = stats.Median(s.Stretch)
+	}
+	if s.WindowRounds = len(windows); s.WindowRounds > 0 {
+		s.WindowMedian, s.AfterMedian = stats.Median(windows), stats.Median(after)
 	}
 	return s
 }

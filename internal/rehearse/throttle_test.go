@@ -52,6 +52,13 @@ func TestThrottling(t *testing.T) {
 	if th.Candidate.StretchMedian != 1.65 || th.Control.SyncWaitMedian != 11 {
 		t.Errorf("figures: %+v", th)
 	}
+	// Two of three candidate rounds issued statements past their
+	// schedule window: the medians of those two.
+	k := side(timedRound(33, 0), timedRound(40, 0), timedRound(20, 0))
+	k[0].Window, k[1].Window = &results.Window{Seconds: 20, AfterSeconds: 13}, &results.Window{Seconds: 20, AfterSeconds: 20}
+	if th := Throttling(side(timedRound(20, 0)), k); th.Candidate.WindowRounds != 2 || th.Candidate.WindowMedian != 20 || th.Candidate.AfterMedian != 16.5 || th.Control.WindowRounds != 0 {
+		t.Errorf("windows: %+v", th)
+	}
 	// At speed 0 there is no pace: no stretch.
 	fast := timedRound(5, 0)
 	fast.Speed = 0

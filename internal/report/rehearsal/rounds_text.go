@@ -155,7 +155,14 @@ func WriteThrottled(w io.Writer, out *rehearse.Outcome) {
 	} else {
 		// Stretched without waiting: each replayed session waits for
 		// its own previous statement.
-		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it, and the forecast may under-state its slowdown")
+		fmt.Fprint(w, "its sessions fell behind the log's pace, each statement waiting for its session's previous one, so it received less load than an application whose requests kept arriving would have given it")
+		if k := t.Candidate; k.WindowRounds > 0 {
+			// The drain after the schedule is left out (results.Window).
+			fmt.Fprintf(w, "; its times per call and its rate are measured within the schedule's %.1f s, while every session that fell behind still had statements to run, as an application's clients do until they are stopped, "+
+				"leaving out the %.1f s after it in which its sessions finished one by one with fewer neighbours (medians, %d of %d rounds)", k.WindowMedian, k.AfterMedian, k.WindowRounds, len(k.SyncWaitSeconds))
+		} else {
+			fmt.Fprint(w, ", and the forecast may under-state its slowdown")
+		}
 	}
 	if t.Candidate.SyncWaitMedian > 0 && (out.Sync == results.SyncObject || out.Sync == results.SyncCommit || out.Sync == results.SyncAnswers) {
 		fmt.Fprintf(w, " (--sync %s ordered reads too; --sync load waits only where the order prevents an error)", out.Sync)

@@ -41,6 +41,17 @@ func TestRehearseThrottledText(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("stretched:\n%q\nwant\n%q", b.String(), want)
 	}
+	// Its rounds measured within their schedule window.
+	out.Throttle.Candidate.WindowRounds, out.Throttle.Candidate.WindowMedian, out.Throttle.Candidate.AfterMedian = 3, 20, 14.5
+	out.Throttle.Candidate.SyncWaitSeconds = []float64{0, 0, 0}
+	b.Reset()
+	WriteThrottled(&b, out)
+	want = "THROTTLED: the candidate's rounds were throttled by the replay itself: stretched 1.60x against the control's 1.01x (medians); its sessions fell behind the log's pace, each statement waiting for its session's previous one, " +
+		"so it received less load than an application whose requests kept arriving would have given it; its times per call and its rate are measured within the schedule's 20.0 s, while every session that fell behind still had statements to run, " +
+		"as an application's clients do until they are stopped, leaving out the 14.5 s after it in which its sessions finished one by one with fewer neighbours (medians, 3 of 3 rounds)\n\n"
+	if b.String() != want {
+		t.Errorf("stretched, within the window:\n%q\nwant\n%q", b.String(), want)
+	}
 	out.Throttle.Throttled = false
 	b.Reset()
 	WriteThrottled(&b, out)
