@@ -559,11 +559,6 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 	} else if !cfg.SkipPreflight && !cfg.IgnoreConnectionLimit {
 		sc = r.scanPeak(ctx)
 	}
-	if sc != nil && sc.Span > 0 {
-		// The rounds' schedule window is then known before they
-		// start, whatever the reader does (results.Window).
-		r.replay.Replay.WindowLast = sc.First + sc.Span.Microseconds()
-	}
 	if !cfg.SkipPreflight {
 		need := rehearse.Needs{Template: mode == reset.ModeTemplate, Databases: dbs, Observe: cfg.Observe != nil,
 			Logins: logins, Replay: cfg, Peak: sc, Servers: servers, Logs: logs}
@@ -584,10 +579,10 @@ func setUpRehearsal(ctx context.Context, stdio IO, f rehearseFlags, cfg replayru
 			r.replay.StartCheck = replayrun.StartCheckSkip
 		}
 	}
-	// Both targets' connection slots were checked above, before the
-	// first round: a round's pre-flight, which could count the previous
-	// round's connections still closing, only says what it found.
-	r.replay.IgnoreConnectionLimit = true
+	// Both targets' connection slots were checked above, before the first round: a round's
+	// pre-flight, which could count the previous round's connections still closing, only says
+	// what it found. The rounds' schedule window is known from the scan, before they start.
+	r.replay.IgnoreConnectionLimit, r.replay.Replay.WindowLast = true, sc.Last()
 	for side, t := range targets {
 		t.DSN, t.Logs = dsn[side], logs[side]
 		t.Reset = reset.For(mode, reset.Target{DSN: t.DSN, Databases: dbs, Command: f.resetCmd, Name: string(side), Output: stdio.Stderr, Cluster: attached[side]})

@@ -61,6 +61,16 @@ func Scan(ctx context.Context, cfg Config) (*Scanned, error) {
 	return out, nil
 }
 
+// Last is the log time of the last event selected, in µs since the
+// epoch; 0 without events or without s: a replay's schedule window
+// (replay.Options.WindowLast), known before it starts.
+func (s *Scanned) Last() int64 {
+	if s == nil || s.First == 0 {
+		return 0
+	}
+	return s.First + s.Span.Microseconds()
+}
+
 // spanSource notes the first and last event times of what it passes on.
 type spanSource struct {
 	event.Source
