@@ -299,6 +299,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		lv.Log = own
 	case LevelApplication:
 		lv.Application = own
+		c.appWindow(d, lv, b, k)
 	}
 	if lv.Application == nil {
 		if bv, ok := appMeans(c.bApp, d.Fingerprint); ok {
@@ -332,6 +333,29 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 		judgeOn(d, lv.Application)
 	}
 	d.Levels = lv
+}
+
+// appWindow makes lv.Application, the results' own round trips, their
+// means within each run's schedule window where a run has one
+// (windowRows), and judges the mean on them when the noise is measured
+// (three runs a side: the window keeps no calls' distribution to judge
+// fewer by), as Options.JudgeLevel's application level is judged.
+func (c *comparer) appWindow(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
+	if !c.appWindowed[d.Fingerprint] {
+		return
+	}
+	bv, bOK := appMeans(c.bApp, d.Fingerprint)
+	kv, kOK := appMeans(c.cApp, d.Fingerprint)
+	if !bOK || !kOK {
+		return
+	}
+	lv.Application = c.levelTime(LevelApplication, bv, kv, c.o.Noise.Mean)
+	lv.Application.Window = true
+	if c.measured && !c.mixed {
+		lv.Application.Mean.setShare(lv.Application.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
+		c.serverCarried(b, k, lv.Application)
+		judgeOn(d, lv.Application)
+	}
 }
 
 // appJudgeable says whether the mean of fp can be judged on the

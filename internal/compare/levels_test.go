@@ -453,4 +453,26 @@ func TestLevelsWithinTheWindow(t *testing.T) {
 	if lv := rep.Query("lookup").Levels; lv == nil || lv.Server == nil || lv.Server.Window || !within(lv.Server.Mean.Ratio, 2, 1.1) {
 		t.Errorf("without the replay's window: %+v, want the whole rounds' 2x", lv)
 	}
+	// A rehearsal without the targets' logs: the results' durations are
+	// the round trips themselves, whose level is then the window's too.
+	client := func(rs []*Run) []*Run {
+		var out []*Run
+		for _, r := range rs {
+			c := *r
+			c.LatencySource, c.Queries, c.ClientQueries = results.LatencyClient, c.ClientQueries, nil
+			out = append(out, &c)
+		}
+		return out
+	}
+	rep, err = Runs(client(base), client(cand), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv = rep.Query("lookup").Levels
+	if lv == nil || lv.Application == nil || !lv.Application.Window || !within(lv.Application.Mean.Ratio, 0.8/0.6, 1.05) || lv.Judged != LevelServer {
+		t.Fatalf("round trips as the results' durations: %+v, want the window's %.2fx beside the server's", lv, 0.8/0.6)
+	}
+	if ins := rep.Query("insert"); ins.Levels.Application == nil || !within(ins.Levels.Application.Mean.Ratio, 0.55/0.55, 1.05) {
+		t.Errorf("insert's application level %+v, want the window's 1x", ins.Levels.Application)
+	}
 }
