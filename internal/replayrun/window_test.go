@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/fingerprint"
+	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
@@ -52,7 +53,7 @@ func TestRunWindowObserved(t *testing.T) {
 	oo := observe.Options{Interval: time.Hour, SampleInterval: 20 * time.Millisecond}
 	cfg := Config{
 		Input:  source.Paths{path},
-		Source: source.Options{Prefix: prefix},
+		Source: source.Options{Log: logread.Options{Prefix: prefix}},
 		Replay: replay.Options{Target: c.DSN("postgres"), Speed: 1},
 		// The observer's sessions are not the workload's.
 		Selection: source.Selection{Applications: []string{"shop"}},
