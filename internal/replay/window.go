@@ -10,16 +10,16 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// window is a paced replay's schedule window (results.Window), known
-// from Options.WindowLast: the round trips issued after it are recorded
-// a second time, apart, so that the window's figures are the whole
-// replay's less those. Nearly nothing is recorded twice when the target
+// window is a paced replay's schedule window (results.Window), which
+// ends at the due time of the input's last event, known from
+// Options.WindowLast or read by the dispatcher: the round trips issued
+// after it are recorded a second time, apart, so that the window's
+// figures are the whole replay's less those. Nearly nothing is recorded twice when the target
 // keeps up, which is when nothing is issued after the window.
 type window struct {
 	last int64 // the input's last event, log time; 0 until known
-	// read: last came from the dispatcher's reading, not the options;
-	// late: it was known only after the window's end (started).
-	read, late bool
+	// read: last came from the dispatcher's reading, not the options.
+	read bool
 	// endUS is the window's end, wall µs since the epoch, once the
 	// clock started; 0 before.
 	endUS atomic.Int64
@@ -45,7 +45,7 @@ func (w *window) started(c *clock) {
 		return
 	}
 	end := c.due(w.last)
-	if w.late = w.read && !end.After(time.Now()); w.late {
+	if w.read && !end.After(time.Now()) {
 		// Known only after its end (the reader waited at the budget
 		// behind sessions that fell behind): the round trips issued
 		// between the end and now were not set apart, so there is no
@@ -80,8 +80,9 @@ func (w *window) after(at int64) bool {
 
 // WindowEnd returns a channel that receives, once, the wall time at
 // which the replay's schedule window ends, as soon as the clock has
-// started; nil (never ready) when the replay has no window
-// (Options.WindowLast not given, speed 0, a dry run).
+// started and the input's last event is known; nothing comes when the
+// dispatcher read it only after that time, and the channel is nil at
+// speed 0 and in a dry run.
 func (r *Replayer) WindowEnd() <-chan time.Time {
 	if r.win == nil {
 		return nil
@@ -91,16 +92,16 @@ func (r *Replayer) WindowEnd() <-chan time.Time {
 
 // recordAfter records a round trip issued after the window on its
 // shard's set apart; with the shard's lock held.
-func (s *shard) recordAfter(it string, query string, at, us int64, failed bool) {
+func (s *shard) recordAfter(fp, query string, at, us int64, failed bool) {
 	if s.after == nil {
 		s.after = querystats.NewSet()
 	}
-	s.after.Slot(it, query).Record(query, at, us, failed)
+	s.after.Slot(fp, query).Record(query, at, us, failed)
 }
 
 // windowResult sets res.Window when the replay, which ended at ended,
-// issued statements after its window: res.Queries (the round trips) less those issued
-// after the window, by query.
+// issued statements after its window: res.Queries (the round trips)
+// less those issued after the window, by query.
 func (r *Replayer) windowResult(res *results.Result, ended time.Time) error {
 	w := r.win
 	c := r.clk.Load()
