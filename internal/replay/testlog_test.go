@@ -131,6 +131,13 @@ func replaySelected(t testing.TB, path string, opts Options, sel source.Selectio
 // that looks at what it kept (its engines).
 func replayKept(t testing.TB, path string, opts Options, sel source.Selection) (*results.Result, *Replayer) {
 	t.Helper()
+	return replayWith(t, path, opts, sel, nil)
+}
+
+// replayWith is replayKept that calls before with the Replayer before it
+// runs, unless before is nil.
+func replayWith(t testing.TB, path string, opts Options, sel source.Selection, before func(*Replayer)) (*results.Result, *Replayer) {
+	t.Helper()
 	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +146,9 @@ func replayKept(t testing.TB, path string, opts Options, sel source.Selection) (
 	r, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

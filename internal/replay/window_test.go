@@ -1,11 +1,9 @@
 package replay
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/pgrehearse/pgrehearse/internal/logread"
 	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
 	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -42,33 +40,19 @@ func behindLog(t *testing.T, keep bool) string {
 // when none came).
 func replayWindow(t *testing.T, path string, opts Options) (*results.Result, time.Time) {
 	t.Helper()
-	rd, err := logread.Open(path, logread.Options{Prefix: testPrefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	r, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan time.Time, 1)
 	ran := make(chan struct{})
-	go func() {
-		select {
-		case end := <-r.WindowEnd():
-			got <- end
-		case <-ran:
-			got <- time.Time{}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := r.Run(ctx, ctx, selected(source.Selection{}, rd))
+	res, _ := replayWith(t, path, opts, source.Selection{}, func(r *Replayer) {
+		go func() {
+			select {
+			case end := <-r.WindowEnd():
+				got <- end
+			case <-ran:
+				got <- time.Time{}
+			}
+		}()
+	})
 	close(ran)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkInvariant(t, res)
 	return res, <-got
 }
 
