@@ -328,9 +328,7 @@ func (c *comparer) levels(d *QueryDiff, b, k []*Query) {
 	}
 	if onApp {
 		lv.Judged = LevelApplication
-		lv.Application.Mean.setShare(lv.Application.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
-		c.serverCarried(b, k, lv.Application)
-		judgeOn(d, lv.Application)
+		c.judgeOnApp(d, lv, b, k)
 	}
 	d.Levels = lv
 }
@@ -352,10 +350,17 @@ func (c *comparer) appWindow(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
 	lv.Application = c.levelTime(LevelApplication, bv, kv, c.o.Noise.Mean)
 	lv.Application.Window = true
 	if c.measured && !c.mixed {
-		lv.Application.Mean.setShare(lv.Application.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
-		c.serverCarried(b, k, lv.Application)
-		judgeOn(d, lv.Application)
+		c.judgeOnApp(d, lv, b, k)
 	}
+}
+
+// judgeOnApp judges d's mean on the application level's round trips:
+// its share of the run, the calls' evidence (serverCarried), and the
+// mean's figures made the level's (judgeOn).
+func (c *comparer) judgeOnApp(d *QueryDiff, lv *QueryLevels, b, k []*Query) {
+	lv.Application.Mean.setShare(lv.Application.BaselineMS, d.Candidate.TimedCalls, c.bAppRunMS)
+	c.serverCarried(b, k, lv.Application)
+	judgeOn(d, lv.Application)
 }
 
 // appJudgeable says whether the mean of fp can be judged on the
