@@ -362,7 +362,8 @@ func engineConnect(t *testing.T, wrap func(e *engine, nc net.Conn) (net.Conn, er
 func TestEnginePaced(t *testing.T) {
 	functionalCase(t)
 	c := pgclustertest.StartT(t, pgcluster.Options{})
-	path := pacingLog(t)
+	const span = 10 * time.Second
+	path := pacingLog(t, span)
 	start := time.Now()
 	res, r := replayKept(t, path, Options{Target: c.DSN("postgres"), Speed: 2, Sessions: SessionsEngine}, source.Selection{})
 	took := time.Since(start)
@@ -372,8 +373,8 @@ func TestEnginePaced(t *testing.T) {
 	if r.engines[0].epc == nil {
 		t.Error("the engine's loop waited in a blocking epoll_wait of its own, not on Go's netpoller (engine.pollable)")
 	}
-	if res.Statements.Executed != 5*201 || res.Statements.Failed != 0 {
-		t.Fatalf("executed %d, failed %d, want %d and 0 (skipped %v)", res.Statements.Executed, res.Statements.Failed, 5*201, res.Statements.Skipped)
+	if res.Statements.Executed != pacingStatements(span) || res.Statements.Failed != 0 {
+		t.Fatalf("executed %d, failed %d, want %d and 0 (skipped %v)", res.Statements.Executed, res.Statements.Failed, pacingStatements(span), res.Statements.Skipped)
 	}
 	if want := 5 * time.Second; took < want-want/50 {
 		t.Errorf("took %v, faster than the schedule's %v", took, want)
@@ -402,7 +403,7 @@ func TestEnginePaced(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("stopped after 1.5 s, the replay ended after %v", took)
 	}
-	if !res.Partial || res.Statements.Skipped[SkipInterrupted] == 0 || res.Statements.Executed == 0 || res.Statements.Executed >= 5*201 {
+	if !res.Partial || res.Statements.Skipped[SkipInterrupted] == 0 || res.Statements.Executed == 0 || res.Statements.Executed >= pacingStatements(span) {
 		t.Errorf("partial %v, executed %d, skipped %v: want partial, some executed and the rest interrupted", res.Partial, res.Statements.Executed, res.Statements.Skipped)
 	}
 }
