@@ -92,7 +92,7 @@ func sortLines(lines []string) {
 // run exits 5 with its result marked incomplete, and report refuses to
 // judge it.
 func TestReplaySurvivesFaults(t *testing.T) {
-	slowCase(t, 64*time.Second)
+	slowCase(t, 34*time.Second)
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := busyLog(t, dir, 20, 30*time.Second, 200*time.Millisecond)
@@ -102,6 +102,9 @@ func TestReplaySurvivesFaults(t *testing.T) {
 	}
 	for _, fault := range []string{"restart", "kill"} {
 		t.Run(fault, func(t *testing.T) {
+			// The two faults' 30 s replays run at once, on servers of
+			// their own.
+			parallelCase(t)
 			c := pgclustertest.StartT(t, pgcluster.Options{})
 			mustExec(t, c, "postgres", "CREATE ROLE app LOGIN", "CREATE DATABASE shop OWNER app")
 			mustExec(t, c, "shop", "CREATE TABLE t (s int, n int); CREATE TABLE c (id int PRIMARY KEY, n int); "+
