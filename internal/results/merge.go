@@ -472,6 +472,9 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		m.Finish = &Finish{ScheduleSeconds: max(x.Finish.ScheduleSeconds, y.Finish.ScheduleSeconds),
 			BehindSeconds: max(x.Finish.BehindSeconds, y.Finish.BehindSeconds)}
 	}
+	if sharded {
+		m.Window = mergeWindows(a, b)
+	}
 	var err error
 	if m.Lag, err = mergeDist(a, b, x.Lag, y.Lag); err != nil {
 		return nil, err
@@ -523,6 +526,78 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		}
 	}
 	return m, nil
+}
+
+// mergeWindows is the schedule window (Window) of shards a and b,
+// replayed on one schedule: their statements, calls and each query's
+// round trips within it added up, and the longest figures of time. A
+// shard without a window of its own issued everything within it when it
+// kept to its schedule (its lag within its threshold): its whole counts
+// are its window's. Nil when neither has one, when either stopped early,
+// and when one fell behind without one (its end known only after it had
+// passed: which of its statements came after is not known).
+func mergeWindows(a, b *Result) *Window {
+	if a.Window == nil && b.Window == nil {
+		return nil
+	}
+	x, okx := windowOf(a)
+	y, oky := windowOf(b)
+	if !okx || !oky {
+		return nil
+	}
+	m := &Window{Seconds: max(x.Seconds, y.Seconds), AfterSeconds: max(x.AfterSeconds, y.AfterSeconds), End: max(x.End, y.End),
+		Statements: x.Statements + y.Statements, AfterStatements: x.AfterStatements + y.AfterStatements,
+		Calls: x.Calls + y.Calls, AfterCalls: x.AfterCalls + y.AfterCalls, Queries: []WindowQuery{}}
+	byFP := map[string]int{}
+	for _, q := range slices.Concat(x.Queries, y.Queries) {
+		i, ok := byFP[q.Fingerprint]
+		if !ok {
+			byFP[q.Fingerprint] = len(m.Queries)
+			m.Queries = append(m.Queries, WindowQuery{Fingerprint: q.Fingerprint})
+			i = len(m.Queries) - 1
+		}
+		w := &m.Queries[i]
+		w.Calls += q.Calls
+		w.TimedCalls += q.TimedCalls
+		w.TotalMS += q.TotalMS
+	}
+	for i := range m.Queries {
+		if w := &m.Queries[i]; w.TimedCalls > 0 {
+			w.MeanMS = w.TotalMS / float64(w.TimedCalls)
+		}
+	}
+	slices.SortFunc(m.Queries, func(p, q WindowQuery) int {
+		return cmp.Or(cmp.Compare(q.Calls, p.Calls), cmp.Compare(p.Fingerprint, q.Fingerprint))
+	})
+	return m
+}
+
+// windowOf is r's schedule window for mergeWindows: its own, or, for a
+// paced replay that ran whole and kept to its schedule without one, the
+// whole of it (its round trips: ClientQueries where its latencies are
+// the server's); false for one that did neither.
+func windowOf(r *Result) (*Window, bool) {
+	if r.Window != nil {
+		return r.Window, true
+	}
+	if r.Partial || r.Unpaced() || r.DryRun || r.Finish == nil {
+		return nil, false
+	}
+	if _, lagged := r.Lagged(); lagged {
+		return nil, false
+	}
+	rows := r.Queries
+	if r.LatencySource.ServerSide() && r.ClientQueries != nil {
+		rows = r.ClientQueries
+	}
+	w := &Window{Seconds: r.Finish.ScheduleSeconds, Statements: r.Statements.Total}
+	for _, q := range rows {
+		w.Calls += q.Calls
+		if q.Calls > 0 {
+			w.Queries = append(w.Queries, WindowQuery{Fingerprint: q.Fingerprint, Calls: q.Calls, TimedCalls: q.TimedCalls, TotalMS: q.TotalMS})
+		}
+	}
+	return w, true
 }
 
 // mergeStartup adds what two parts of a replay knew of their sessions'

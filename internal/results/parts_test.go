@@ -1,6 +1,7 @@
 package results
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -208,5 +209,88 @@ func TestMergeShardsFinish(t *testing.T) {
 	shards[2].Finish = nil
 	if m, err = MergeAll(shards...); err != nil || m.Finish != nil {
 		t.Errorf("a shard without a finish: merged %+v (%v), want none", m.Finish, err)
+	}
+}
+
+// TestMergeShardsWindow: shards replayed on one schedule merge their
+// schedule windows: one shard's window added to the whole of the shards
+// that kept to the schedule without one, query by query, whatever the
+// order of the merge; a shard that fell behind without a window, or a
+// merge of shards none of which had one, has none.
+func TestMergeShardsWindow(t *testing.T) {
+	cs := calls(600, 11)
+	shards := []*Result{shardOf(t, cs, 0, 3, true), shardOf(t, cs, 1, 3, true), shardOf(t, cs, 2, 3, true)}
+	for _, sh := range shards {
+		sh.Finish = &Finish{ScheduleSeconds: 60, BehindSeconds: 0.1}
+	}
+	m, err := MergeAll(shards...)
+	if err != nil || m.Window != nil {
+		t.Fatalf("no shard with a window: merged window %+v (%v), want none", m.Window, err)
+	}
+	// Shard 1 fell behind: half of each query's calls within its window.
+	fell := shards[1]
+	fell.Finish.BehindSeconds = 40
+	w := &Window{Seconds: 60, AfterSeconds: 40, End: 1_700_000_060_000_000, Statements: fell.Statements.Total / 2,
+		AfterStatements: fell.Statements.Total - fell.Statements.Total/2}
+	want := map[string]WindowQuery{}
+	for _, q := range fell.Queries {
+		wq := WindowQuery{Fingerprint: q.Fingerprint, Calls: q.Calls / 2, TimedCalls: q.TimedCalls / 2, TotalMS: q.TotalMS / 3}
+		w.Queries = append(w.Queries, wq)
+		w.Calls += wq.Calls
+		w.AfterCalls += q.Calls - wq.Calls
+		want[q.Fingerprint] = wq
+	}
+	fell.Window = w
+	wantStatements := w.Statements
+	for _, sh := range []*Result{shards[0], shards[2]} {
+		wantStatements += sh.Statements.Total
+		for _, q := range sh.Queries {
+			wq := want[q.Fingerprint]
+			wq.Calls += q.Calls
+			wq.TimedCalls += q.TimedCalls
+			wq.TotalMS += q.TotalMS
+			want[q.Fingerprint] = wq
+		}
+	}
+	for _, order := range [][]*Result{shards, {shards[2], shards[1], shards[0]}} {
+		m, err := MergeAll(order...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := roundTrip(t, m).Window
+		if got == nil {
+			t.Fatal("merged shards, one with a window: no window")
+		}
+		if got.Seconds != 60 || got.AfterSeconds != 40 || got.End != w.End || got.Statements != wantStatements ||
+			got.AfterStatements != w.AfterStatements || got.AfterCalls != w.AfterCalls {
+			t.Errorf("merged window %+v, want 60 s, 40 s after, %d statements within and %d after", got, wantStatements, w.AfterStatements)
+		}
+		if got.Statements+got.AfterStatements != m.Statements.Total {
+			t.Errorf("window statements %d + %d, the merge's %d", got.Statements, got.AfterStatements, m.Statements.Total)
+		}
+		var calls int64
+		for _, q := range got.Queries {
+			calls += q.Calls
+			wq := want[q.Fingerprint]
+			if q.Calls != wq.Calls || q.TimedCalls != wq.TimedCalls || math.Abs(q.TotalMS-wq.TotalMS) > 1e-6 ||
+				math.Abs(q.MeanMS-wq.TotalMS/float64(wq.TimedCalls)) > 1e-9 {
+				t.Errorf("%s: %+v, want %+v", q.Fingerprint, q, wq)
+			}
+		}
+		if len(got.Queries) != len(want) || calls != got.Calls {
+			t.Errorf("%d queries with %d calls, want %d queries and the window's %d calls", len(got.Queries), calls, len(want), got.Calls)
+		}
+	}
+	// Shard 2 fell behind too, without a window: what it issued within
+	// the schedule is not known.
+	lag := NewRecorder()
+	for range 100 {
+		lag.Record(5_000_000)
+	}
+	if shards[2].Lag, err = lag.Distribution(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = MergeAll(shards...); err != nil || m.Window != nil {
+		t.Errorf("a shard behind without a window: merged window %+v (%v), want none", m.Window, err)
 	}
 }

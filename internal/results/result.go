@@ -215,8 +215,10 @@ type Replay struct {
 	// because the replay issued statements after it (Window's comment
 	// says why); nil when it issued none, at speed 0, when the window's
 	// end was known only after it had passed (the input's last event
-	// neither given, replay.Options.WindowLast, nor read in time), for
-	// merged shards, and in results written before it was recorded.
+	// neither given, replay.Options.WindowLast, nor read in time), and
+	// in results written before it was recorded. Shards merge theirs
+	// (mergeWindows); a shard that fell behind without one leaves the
+	// merge without one.
 	Window *Window `json:"window,omitempty"`
 	// MaxLagMS is the lag p99 beyond which the replay's timings are
 	// doubtful (its --max-lag, in ms; 0: never), which the replay
