@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type window struct {
 	end   chan time.Time // receives the end once (WindowEnd)
 	// afterStatements counts the statements issued after the end.
 	afterStatements atomic.Int64
+	// lateUS is, when the dispatcher read the last event only after the
+	// window's end, by how much (µs): there is no window then, and the
+	// result says why (windowResult).
+	lateUS atomic.Int64
 }
 
 // newWindow is the window of a replay of opts; nil when there is none:
@@ -45,11 +50,12 @@ func (w *window) started(c *clock) {
 		return
 	}
 	end := c.due(w.last)
-	if w.read && !end.After(time.Now()) {
+	if now := time.Now(); w.read && !end.After(now) {
 		// Known only after its end (the reader waited at the budget
 		// behind sessions that fell behind): the round trips issued
 		// between the end and now were not set apart, so there is no
 		// window to measure.
+		w.lateUS.Store(max(now.Sub(end).Microseconds(), 1))
 		return
 	}
 	w.endUS.Store(end.UnixMicro())
@@ -109,6 +115,10 @@ func (r *Replayer) windowResult(res *results.Result, ended time.Time) error {
 		return nil
 	}
 	end := w.endUS.Load()
+	if late := w.lateUS.Load(); end == 0 && late > 0 {
+		res.Warnings = append(res.Warnings, lateWindowWarning(time.Duration(late)*time.Microsecond))
+		return nil
+	}
 	if end == 0 || ended.UnixMicro() <= end || w.afterStatements.Load() == 0 {
 		// Within it, or only finishing its last statements after
 		// it: the window is the whole replay.
@@ -153,4 +163,15 @@ func (r *Replayer) windowResult(res *results.Result, ended time.Time) error {
 	})
 	res.Window = win
 	return nil
+}
+
+// lateWindowWarning says why a replay that fell behind its schedule has
+// no window: it read the input's last event late after the window's end.
+// Its means and its rate are then the whole run's, sessions finishing
+// one by one after the schedule included, which a comparison cannot
+// tell apart.
+func lateWindowWarning(late time.Duration) string {
+	return fmt.Sprintf("no schedule window: the replay fell behind and read the input's last event %s after the schedule's end, "+
+		"so its times per call and its rate are the whole run's, including the sessions that finished one by one after the schedule "+
+		"with fewer neighbours; rehearse reads its log's end first and measures within the schedule", late.Round(100*time.Millisecond))
 }
