@@ -467,13 +467,8 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 	} else {
 		m.WallSeconds = max(x.WallSeconds, y.WallSeconds)
 	}
-	if sharded && x.Finish != nil && y.Finish != nil {
-		// Shards on one schedule: the run finished with the last.
-		m.Finish = &Finish{ScheduleSeconds: max(x.Finish.ScheduleSeconds, y.Finish.ScheduleSeconds),
-			BehindSeconds: max(x.Finish.BehindSeconds, y.Finish.BehindSeconds)}
-	}
 	if sharded {
-		m.Window = mergeWindows(a, b)
+		m.Finish, m.Window = mergeFinish(x.Finish, y.Finish), mergeWindows(a, b)
 	}
 	var err error
 	if m.Lag, err = mergeDist(a, b, x.Lag, y.Lag); err != nil {
@@ -526,6 +521,15 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 		}
 	}
 	return m, nil
+}
+
+// mergeFinish is how far behind shards on one schedule finished: with
+// the last of them; nil when either does not say.
+func mergeFinish(x, y *Finish) *Finish {
+	if x == nil || y == nil {
+		return nil
+	}
+	return &Finish{ScheduleSeconds: max(x.ScheduleSeconds, y.ScheduleSeconds), BehindSeconds: max(x.BehindSeconds, y.BehindSeconds)}
 }
 
 // mergeWindows is the schedule window (Window) of shards a and b,
