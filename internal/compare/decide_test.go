@@ -70,6 +70,14 @@ func (h *rehearsal) round(cand bool) {
 // query is undecided, up to maxRounds a side, as rehearse.Run does, and
 // returns the last look's comparison.
 func decideRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]float64, rules string, maxRounds int) *Report {
+	rep, _ := widthRehearsal(t, seed, sigma, shift, rules, maxRounds, 0)
+	return rep
+}
+
+// widthRehearsal is decideRehearsal that also adds rounds while a query
+// that regressed has a mean's interval wider than width (WideMeans;
+// 0: off), and returns the rounds a side it ran.
+func widthRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]float64, rules string, maxRounds int, width float64) (*Report, int) {
 	h := &rehearsal{sides: sides{t: t, r: rand.New(rand.NewPCG(seed, 58))}, sigma: sigma, shift: shift,
 		means: map[string]float64{"a": 2000, "b": 5000, "c": 12000}}
 	for range 3 {
@@ -82,8 +90,8 @@ func decideRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.MoreRoundsWouldTell() || look == looks {
-			return rep
+		if !rep.MoreRoundsWouldTell() && len(rep.WideMeans(width)) == 0 || look == looks {
+			return rep, len(h.base)
 		}
 		h.round(look%2 == 1)
 		h.round(look%2 == 0)
