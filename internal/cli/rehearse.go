@@ -38,6 +38,7 @@ type rehearseFlags struct {
 	// query is undecided on a --fail-on rule.
 	maxRounds                        int
 	maxTime                          time.Duration
+	maxWidth                         float64
 	resetMode, resetCmd              string
 	controlCluster, candidateCluster string
 	out                              string
@@ -128,9 +129,12 @@ breaks it when its whole interval, and its calls' at the level of every
 figure judged (without histograms, its rounds' at that level), lie beyond
 the threshold; it is then "regressed", its line saying how little it adds
 (p50 and p99 rules keep the floors); its interval holding the threshold
-leaves it undecided, on the level its mean is judged on. A rule is clear of a query whose interval at the comparison's level
-ends at or under the threshold, at every look. Adding rounds until a change is significant would
-inflate false alarms: every look after the first judges the rules at the
+leaves it undecided, on the level its mean is judged on. A rule is clear of a
+query whose interval at the comparison's level ends at or under the threshold,
+at every look. Rounds are added the same way while a query that regressed has
+a mean whose interval's high is more than --max-width times its low (2 by
+default): its size is the forecast. Adding rounds until a change is
+significant would inflate false alarms: every look after the first judges the rules at the
 level shared out over the looks the budget allows (Bonferroni), and a rule
 broken there stands only where the figure's interval at that level excludes
 1. Where the budget ends with a query undecided, the verdict is UNDECIDED,
@@ -267,6 +271,7 @@ func addRehearseFlags(fl *pflag.FlagSet, f *rehearseFlags) {
 	fl.StringSliceVar(&f.candidateLogs, "candidate-log", nil, "the candidate's own server log (path or glob, repeatable), as --control-log")
 	fl.IntVar(&f.rounds, "rounds", rehearse.DefaultRounds, "rounds per side (at least 3 to measure the run-to-run noise)")
 	fl.IntVar(&f.maxRounds, "max-rounds", 0, "with --fail-on, add rounds, one a side at a time, while a query's interval holds both a ratio under a rule's threshold and one beyond it, up to `N` rounds a side (0: 8, or --rounds when more); where they end undecided, exit 7")
+	fl.Float64Var(&f.maxWidth, "max-width", judge.DefaultWidth, "with --fail-on, add rounds as for an undecided query while a query that regressed has a mean whose interval's high is more than `F` times its low (1: never), within --max-rounds and --max-time")
 	fl.DurationVar(&f.maxTime, "max-time", 0, "add no round once the rehearsal has run this long, or would with the next pair of rounds (0: no limit but --max-rounds)")
 	fl.StringVar(&f.resetMode, "reset", string(reset.ModeTemplate), "how each target returns to its starting state before each round: template, none or datadir")
 	fl.StringVar(&f.resetCmd, "reset-cmd", "", "your own reset `COMMAND`, run by /bin/sh before each round of each target (see above)")
@@ -352,20 +357,16 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 	if out == nil {
 		return runErr
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rehearse.DefaultCleanupTimeout)
-		defer cancel()
-		if err := out.CloseResets(cctx); err != nil {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: %v\n", err)
-		}
-	}()
 	// The last rounds' copies were kept for the plans and the findings:
-	// dropped once they are done, also after Ctrl-C.
+	// dropped once they are done, also after Ctrl-C, then the resets
+	// closed, each in its own time.
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rehearse.DefaultCleanupTimeout)
-		defer cancel()
-		if err := out.ReleaseKept(cctx, r.cfg); err != nil {
-			fmt.Fprintf(stdio.Stderr, "pgrehearse: %v\n", err)
+		for _, clean := range []func(context.Context) error{func(c context.Context) error { return out.ReleaseKept(c, r.cfg) }, out.CloseResets} {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rehearse.DefaultCleanupTimeout)
+			if err := clean(cctx); err != nil {
+				fmt.Fprintf(stdio.Stderr, "pgrehearse: %v\n", err)
+			}
+			cancel()
 		}
 	}()
 	// What ran is shown whatever stopped the rehearsal: the rounds, then
@@ -411,13 +412,12 @@ func (r *rehearseRun) decideRounds(rules judge.Rules) {
 	}
 	r.cfg.MaxRounds, r.cfg.MaxTime = maxRounds(f), f.maxTime
 	opts := r.judgeOptions(rules)
-	r.cfg.Decide = func(out *rehearse.Outcome, look int) bool {
-		more := opts.Undecided(out, look)
-		if more && len(out.Control) < r.cfg.MaxRounds {
-			fmt.Fprintf(r.stdio.Stderr, "rehearse: after %d rounds a side a query may break a --fail-on rule and the rounds cannot tell yet: rounds are added, one a side at a time, up to %d a side\n",
-				len(out.Control), r.cfg.MaxRounds)
+	r.cfg.Decide = func(out *rehearse.Outcome, look int) rehearse.Need {
+		more := opts.MoreRuns(out, look)
+		if more.Any() && len(out.Control) < r.cfg.MaxRounds {
+			rehearsal.WriteAdding(r.stdio.Stderr, len(out.Control), r.cfg.MaxRounds, more)
 		}
-		return more
+		return rehearse.NeedOf(more)
 	}
 }
 
@@ -449,6 +449,8 @@ func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
 		return nil, usageError("--fix-rounds must be at least 1, got %d", f.fixRounds)
 	case f.maxRounds != 0 && f.maxRounds < f.rounds:
 		return nil, usageError("--max-rounds must be at least --rounds (%d), got %d", f.rounds, f.maxRounds)
+	case f.maxWidth < 1:
+		return nil, usageError("--max-width must be 1 (never) or more, got %g", f.maxWidth)
 	case f.maxTime < 0:
 		return nil, usageError("--max-time must not be negative, got %s", f.maxTime)
 	case f.maxFixes < 0:
@@ -617,19 +619,8 @@ func (r *rehearseRun) scan(ctx context.Context) (*replayrun.Scanned, error) {
 		r.cfg.RoundEstimate = time.Duration(float64(sc.Span) / speed)
 	}
 	fmt.Fprintf(r.stdio.Stderr, "rehearse: the sessions use %s; each round replays onto fresh copies (read in %v)\n",
-		strings.Join(quoteAll(dbs), ", "), time.Since(start).Round(time.Millisecond))
+		rehearsal.DatabasesText(dbs), time.Since(start).Round(time.Millisecond))
 	return sc, nil
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		if s == "" {
-			s = "(the DSN's own)"
-		}
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
 }
 
 // round replays the logs once for a round of the rehearsal, onto target,
@@ -762,7 +753,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 // without them is said to leave server work uncompared.
 func (r *rehearseRun) judgeOptions(rules judge.Rules) rehearse.JudgeOptions {
 	return rehearse.JudgeOptions{MinCalls: r.f.minCalls, MinEffectMS: minEffectMS(r.f.minEffectMS), Rules: rules, ExpectWork: r.replay.Observe != nil,
-		JudgeLevel: meanLevel(r.f.judgeLevel)}
+		JudgeLevel: meanLevel(r.f.judgeLevel), Width: r.f.maxWidth}
 }
 
 // verdictStage writes each part of the verdict into details as soon as

@@ -431,7 +431,7 @@ func TestRehearseDataDir(t *testing.T) {
 	js := readJSON[rehearseJSON](t, filepath.Join(dir, "rehearsal.json"))
 	undecided := code == ExitUndecided
 	if undecided != (js.Verdict.Status == "undecided") || undecided && len(js.Verdict.Undecided) == 0 ||
-		undecided != strings.HasPrefix(stdout, "UNDECIDED: p95>+50% may be broken by ") || undecided != (back.BudgetEnded == rehearse.BudgetRounds) {
+		undecided != strings.HasPrefix(stdout, "UNDECIDED: p95>+50% may be broken by ") || undecided != (back.BudgetEnded == rehearse.BudgetRounds && back.Unmet == rehearse.NeedDecision) {
 		t.Errorf("exit %d, verdict %q with %d undecided, budget %q", code, js.Verdict.Status, len(js.Verdict.Undecided), back.BudgetEnded)
 	}
 	for i, u := range js.Verdict.Undecided {
@@ -479,6 +479,7 @@ func TestRehearseUsage(t *testing.T) {
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--judge-level", "app", log}, `--judge-level: no level "app"`},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--rounds", "4", "--max-rounds", "3", log}, "--max-rounds must be at least --rounds (4)"},
 		{[]string{"--control", "host=a", "--candidate", "host=b", "--max-time", "-1s", log}, "--max-time must not be negative"},
+		{[]string{"--control", "host=a", "--candidate", "host=b", "--max-width", "0.5", log}, "--max-width must be 1 (never) or more, got 0.5"},
 		{[]string{"--control", "host=a", "--candidate", "host=b"}, "requires at least 1 arg"},
 	}, func(args []string) (int, string) {
 		code, _, stderr := runRehearse(t, "", args...)

@@ -128,18 +128,38 @@ type Unjudgeable = compare.Unjudgeable
 // UnjudgeablePartial: a rehearsal stopped before its last round.
 const UnjudgeablePartial = compare.UnjudgeablePartial
 
-// Undecided says whether the comparison of the candidate's runs with
-// the baseline's, made as opts say, leaves a query undecided: its
-// interval holds a ratio that breaks a rule (compare's decide.go), so
-// that more runs could tell, whether or not another query has already
-// broken a rule (compare.Report.MoreRoundsWouldTell). A comparison that
-// cannot be made is not undecided: more runs would not make it.
-func Undecided(base, cand []Run, opts Options) bool {
+// More is what more runs could tell a comparison (MoreRuns).
+type More struct {
+	// Undecided: a query's interval holds a ratio that breaks a rule
+	// (compare's decide.go), whether or not another query has already
+	// broken one (compare.Report.MoreRoundsWouldTell).
+	Undecided bool `json:"undecided,omitempty"`
+	// Wide are the queries that regressed whose mean's interval spans
+	// more than the width asked (compare.Report.WideMeans).
+	Wide []compare.WideMean `json:"wide,omitempty"`
+}
+
+// Any says whether more runs could tell anything.
+func (m More) Any() bool { return m.Undecided || len(m.Wide) > 0 }
+
+// DefaultWidth is the widest interval of a regression's mean, its high
+// over its low, that MoreRuns accepts (compare.DefaultWidth).
+const DefaultWidth = compare.DefaultWidth
+
+// MoreRuns compares the candidate's runs with the baseline's as opts
+// say and says what more runs could tell: a query undecided on a rule,
+// and the regressions whose mean's interval spans more than width (0
+// or 1: none asked). A comparison that cannot be made asks for nothing:
+// more runs would not make it.
+func MoreRuns(base, cand []Run, opts Options, width float64) More {
 	if len(base) == 0 || len(cand) == 0 {
-		return false
+		return More{}
 	}
 	rep, err := Compare(Results(base), Results(cand), opts)
-	return err == nil && rep.MoreRoundsWouldTell()
+	if err != nil {
+		return More{}
+	}
+	return More{Undecided: rep.MoreRoundsWouldTell(), Wide: rep.WideMeans(width)}
 }
 
 // Undecided says that no rule is broken but some query may break one,

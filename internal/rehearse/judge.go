@@ -28,6 +28,10 @@ type JudgeOptions struct {
 	// JudgeLevel is the level the means are judged on
 	// (judge.Options.JudgeLevel).
 	JudgeLevel judge.MeanLevel
+	// Width is the widest interval of a regression's mean, its high
+	// over its low, before MoreRuns asks for more rounds; 0 or 1: none
+	// asked for width.
+	Width float64
 	// Database is the workload's database on the targets, as the first
 	// round's pre-flight found it: where the plans are explained, the
 	// findings read the candidate's catalog and the fixes are applied.
@@ -137,12 +141,24 @@ func (o JudgeOptions) Options(out *Outcome) judge.Options {
 		ExpectWork: o.ExpectWork, Unjudgeable: out.Unjudgeable(), Look: max(out.Looks, 1), Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
 }
 
-// Undecided says whether out's rounds so far leave a query undecided on
-// a rule at its look-th look (judge.Undecided): what Config.Decide asks.
-func (o JudgeOptions) Undecided(out *Outcome, look int) bool {
+// MoreRuns says what more rounds could tell at out's look-th look
+// (judge.MoreRuns, regressions' means wider than o.Width): what
+// Config.Decide asks.
+func (o JudgeOptions) MoreRuns(out *Outcome, look int) judge.More {
 	opts := judge.Options{MinCalls: o.MinCalls, MinEffectMS: o.MinEffectMS, Rules: o.Rules,
 		ExpectWork: o.ExpectWork, Look: look, Looks: out.MaxLooks, JudgeLevel: o.JudgeLevel}
-	return judge.Undecided(judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts)
+	return judge.MoreRuns(judge.NewRuns(out.Control), judge.NewRuns(out.Candidate), opts, o.Width)
+}
+
+// NeedOf is why more is a reason to add rounds.
+func NeedOf(more judge.More) Need {
+	switch {
+	case more.Undecided:
+		return NeedDecision
+	case len(more.Wide) > 0:
+		return NeedWidth
+	}
+	return NeedNone
 }
 
 // Judge judges the rounds of out, which cfg ran: the comparison of the

@@ -158,13 +158,14 @@ type Config struct {
 	KeepResets bool
 	// Decide, when not nil, is asked after the rounds asked (look 1)
 	// and after each pair of rounds added (look 2, 3 ...) whether the
-	// finished rounds leave a query undecided on a rule
-	// (judge.Undecided): while it says so, a pair of rounds is added,
-	// one a side in the alternating order (rounds.Turn), within
-	// MaxRounds and MaxTime. Outcome.Looks counts its looks, and
-	// Outcome.BudgetEnded says which budget ended the rounds while it
-	// still asked for more.
-	Decide func(out *Outcome, look int) bool
+	// finished rounds leave a query undecided on a rule, or a
+	// regression's mean too wide (judge.MoreRuns): while it asks for
+	// more, a pair of rounds is added, one a side in the alternating
+	// order (rounds.Turn), within MaxRounds and MaxTime. Outcome.Looks
+	// counts its looks, Outcome.Widened the pairs added for width
+	// alone, and Outcome.BudgetEnded says which budget ended the rounds
+	// while it still asked for more.
+	Decide func(out *Outcome, look int) Need
 	// MaxRounds is the most rounds a side may reach by rounds added;
 	// at most Rounds (0 included): none added.
 	MaxRounds int
@@ -173,6 +174,20 @@ type Config struct {
 	// rounds finished); 0: no limit but MaxRounds.
 	MaxTime time.Duration
 }
+
+// Need is why Config.Decide asks for more rounds.
+type Need string
+
+// Needs.
+const (
+	// NeedNone: the rounds so far tell what they can.
+	NeedNone Need = ""
+	// NeedDecision: a query is undecided on a rule.
+	NeedDecision Need = "undecided"
+	// NeedWidth: no query is undecided, but a regression's mean has an
+	// interval too wide to forecast its size.
+	NeedWidth Need = "width"
+)
 
 // Budget is what ended the rounds added while a query was undecided.
 type Budget string
@@ -275,13 +290,17 @@ type Outcome struct {
 	Kept map[Side]Round `json:"-"`
 	// Looks counts the times Config.Decide was asked, and MaxLooks is
 	// the most it could be (1 + the rounds a side MaxRounds allows
-	// beyond Rounds); Added are the rounds added to each side.
-	// BudgetEnded says which budget ended the rounds while Decide
-	// still asked for more; empty when it was satisfied (or not asked).
+	// beyond Rounds); Added are the rounds added to each side, Widened
+	// those of them added while Decide asked for width alone
+	// (NeedWidth). BudgetEnded says which budget ended the rounds while
+	// Decide still asked for more, and Unmet what it asked for then;
+	// both empty when it was satisfied (or not asked).
 	Looks       int    `json:"looks,omitempty"`
 	MaxLooks    int    `json:"max_looks,omitempty"`
 	Added       int    `json:"added_rounds,omitempty"`
+	Widened     int    `json:"added_for_width,omitempty"`
 	BudgetEnded Budget `json:"budget_ended,omitempty"`
+	Unmet       Need   `json:"unmet,omitempty"`
 	// Fixes are the fixes tried on the candidate after the rounds
 	// (RunFixes), each with its rounds' results and the rounds run
 	// beside them.
@@ -464,23 +483,27 @@ func (r *run) more() bool {
 		return false
 	}
 	out.Looks++
-	if !cfg.Decide(out, out.Looks) {
+	why := cfg.Decide(out, out.Looks)
+	if why == NeedNone {
 		return false
 	}
 	pair := len(out.Order) / 2
 	if pair >= cfg.MaxRounds {
-		out.BudgetEnded = BudgetRounds
+		out.BudgetEnded, out.Unmet = BudgetRounds, why
 		return false
 	}
 	if cfg.MaxTime > 0 {
 		need, known := r.roundTimes.Left(2, cfg.RoundEstimate)
 		if !known || time.Since(r.begun)+need > cfg.MaxTime {
-			out.BudgetEnded = BudgetTime
+			out.BudgetEnded, out.Unmet = BudgetTime, why
 			return false
 		}
 	}
 	out.Order = append(out.Order, rounds.Turn([]Side{Control, Candidate}, pair)...)
 	out.Added++
+	if why == NeedWidth {
+		out.Widened++
+	}
 	return true
 }
 

@@ -191,13 +191,14 @@ func TestFixCycle(t *testing.T) {
 	}
 }
 
-// TestRoundsUntilDecided: while Decide says a query is undecided, a pair
-// of rounds is added in the alternating order, up to MaxRounds a side;
-// the budget that ended the rounds is said, and a decided look adds
-// nothing.
+// TestRoundsUntilDecided: while Decide says a query is undecided, or a
+// regression's mean too wide, a pair of rounds is added in the
+// alternating order, up to MaxRounds a side; the budget that ended the
+// rounds is said with what was still asked, those added for width alone
+// are counted, and a decided look adds nothing.
 func TestRoundsUntilDecided(t *testing.T) {
 	functionalCase(t)
-	run := func(undecidedLooks, maxRounds int) (*Outcome, []int) {
+	run := func(undecidedLooks, maxRounds int, wideLooks ...int) (*Outcome, []int) {
 		var looks []int
 		out, err := Run(context.Background(), Config{
 			Control:   Target{DSN: "control", Reset: reset.None{}},
@@ -206,12 +207,18 @@ func TestRoundsUntilDecided(t *testing.T) {
 			Replay: func(context.Context, Round, Target) (*results.Result, error) {
 				return &results.Result{Kind: results.KindReplay}, nil
 			},
-			Decide: func(out *Outcome, look int) bool {
+			Decide: func(out *Outcome, look int) Need {
 				looks = append(looks, look)
 				if len(out.Control) != len(out.Candidate) || len(out.Control) != 1+look {
 					t.Errorf("look %d with %d control and %d candidate rounds", look, len(out.Control), len(out.Candidate))
 				}
-				return look <= undecidedLooks
+				switch {
+				case look <= undecidedLooks:
+					return NeedDecision
+				case slices.Contains(wideLooks, look):
+					return NeedWidth
+				}
+				return NeedNone
 			},
 		})
 		if err != nil {
@@ -225,7 +232,7 @@ func TestRoundsUntilDecided(t *testing.T) {
 	if want := []Side{A, B, B, A, A, B, B, A}; !slices.Equal(out.Order, want) || len(out.Records) != 8 {
 		t.Errorf("order %v (%d records), want %v", out.Order, len(out.Records), want)
 	}
-	if !slices.Equal(looks, []int{1, 2, 3}) || out.Looks != 3 || out.MaxLooks != 7 || out.Added != 2 || out.BudgetEnded != "" || out.Partial {
+	if !slices.Equal(looks, []int{1, 2, 3}) || out.Looks != 3 || out.MaxLooks != 7 || out.Added != 2 || out.Widened != 0 || out.BudgetEnded != "" || out.Unmet != NeedNone || out.Partial {
 		t.Errorf("looks %v, outcome looks %d of %d, added %d, budget %q, partial %v", looks, out.Looks, out.MaxLooks, out.Added, out.BudgetEnded, out.Partial)
 	}
 	if out.Kept[A].N != 4 || out.Kept[B].N != 4 {
@@ -233,8 +240,19 @@ func TestRoundsUntilDecided(t *testing.T) {
 	}
 	// Undecided to the end: the rounds' budget ends it.
 	out, looks = run(100, 3)
-	if len(out.Control) != 3 || len(out.Candidate) != 3 || out.Added != 1 || out.BudgetEnded != BudgetRounds || !slices.Equal(looks, []int{1, 2}) {
-		t.Errorf("%d+%d rounds, added %d, budget %q, looks %v: want 3 a side, the rounds' budget", len(out.Control), len(out.Candidate), out.Added, out.BudgetEnded, looks)
+	if len(out.Control) != 3 || len(out.Candidate) != 3 || out.Added != 1 || out.BudgetEnded != BudgetRounds || out.Unmet != NeedDecision || !slices.Equal(looks, []int{1, 2}) {
+		t.Errorf("%d+%d rounds, added %d, budget %q (%v unmet), looks %v: want 3 a side, the rounds' budget", len(out.Control), len(out.Candidate), out.Added, out.BudgetEnded, out.Unmet, looks)
+	}
+	// Undecided at the first look, then too wide at the second and the
+	// third: three pairs added, two of them for width; then wide to the
+	// end of the budget.
+	out, looks = run(1, 8, 2, 3)
+	if len(out.Control) != 5 || out.Added != 3 || out.Widened != 2 || out.BudgetEnded != "" || !slices.Equal(looks, []int{1, 2, 3, 4}) {
+		t.Errorf("%d rounds a side, added %d (%d for width), budget %q, looks %v: want 5 a side, 3 added, 2 for width", len(out.Control), out.Added, out.Widened, out.BudgetEnded, looks)
+	}
+	out, _ = run(0, 3, 1, 2)
+	if len(out.Control) != 3 || out.Added != 1 || out.Widened != 1 || out.BudgetEnded != BudgetRounds || out.Unmet != NeedWidth {
+		t.Errorf("%d rounds a side, added %d (%d for width), budget %q (%v unmet): want 3 a side, the rounds' budget with width unmet", len(out.Control), out.Added, out.Widened, out.BudgetEnded, out.Unmet)
 	}
 	// Decided at once: nothing added.
 	out, _ = run(0, 8)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"github.com/pgrehearse/pgrehearse/internal/rounds"
@@ -18,12 +19,7 @@ import (
 // WriteRounds lists the rounds: how each ended, what its replay did, and
 // what the rehearsal's resets took.
 func WriteRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
-	added := ""
-	if out.Added > 0 {
-		// Rounds until decided: the rounds asked, then those added.
-		added = fmt.Sprintf(" and %d added while a query was undecided on a --fail-on rule", out.Added)
-	}
-	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, added, out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
+	fmt.Fprintf(w, "REHEARSAL: %d rounds per side%s, reset %s / %s%s\n", out.Rounds, addedText(out), out.ResetModes[rehearse.Control], out.ResetModes[rehearse.Candidate], syncModeText(out.Sync))
 	fmt.Fprintf(w, "  %-5s %-14s %-11s %9s %9s %7s %11s %8s %10s %9s %s\n", "round", "target", "status", "replay s", "reset s", "stretch", "statements", "failed", "lag p99", "behind s", "sync waits/give-ups, waited")
 	results := map[rehearse.Side][]*results.Result{rehearse.Control: out.Control, rehearse.Candidate: out.Candidate}
 	done := map[rehearse.Side]int{}
@@ -50,6 +46,9 @@ func WriteRounds(w io.Writer, out *rehearse.Outcome, notes map[int][]string) {
 		out.EndedAt.Sub(out.StartedAt).Round(100*time.Millisecond), resetShare(out),
 		sec(out.PrepareSeconds), sec(out.ResetSeconds), sec(out.ReleaseSeconds), sec(out.CloseSeconds))
 	writeLoadGiven(w, out.Throttle)
+	if out.Unmet == rehearse.NeedWidth {
+		fmt.Fprintf(w, "  WIDE: %s with a regression's mean still wider than --max-width: its size is as wide as its interval says\n", BudgetText(out.BudgetEnded))
+	}
 	if out.Drifted {
 		fmt.Fprintln(w, "  DRIFTED: rounds started from what earlier rounds left (no reset): their timings are of another starting state")
 	}
@@ -193,6 +192,54 @@ func WriteProgress(w io.Writer, p rehearse.Progress) {
 		fmt.Fprintf(w, "rehearse: round %d of %d: %s: done, %v since the start; %s\n", rd.Seq, rd.Of, rd.Name(),
 			p.Elapsed.Round(time.Second), left)
 	}
+}
+
+// addedText says how many rounds were added to the rounds asked, and
+// why: rounds until decided, or until a regression's mean was narrow
+// enough (Outcome.Widened).
+func addedText(out *rehearse.Outcome) string {
+	const undecided, wide = "while a query was undecided on a --fail-on rule", "while a regression's mean was wider than --max-width"
+	switch {
+	case out.Added == 0:
+		return ""
+	case out.Widened == 0:
+		return fmt.Sprintf(" and %d added %s", out.Added, undecided)
+	case out.Widened == out.Added:
+		return fmt.Sprintf(" and %d added %s", out.Added, wide)
+	}
+	return fmt.Sprintf(" and %d added, %d %s and %d %s", out.Added, out.Added-out.Widened, undecided, out.Widened, wide)
+}
+
+// WriteAdding says, as a rehearsal adds a pair of rounds after done
+// rounds a side (up to max), what more rounds could tell: a query
+// undecided on a rule, else the first regression whose mean is too
+// wide.
+func WriteAdding(w io.Writer, done, max int, more judge.More) {
+	why := "a query may break a --fail-on rule and the rounds cannot tell yet"
+	if !more.Undecided && len(more.Wide) > 0 {
+		q := more.Wide[0]
+		why = fmt.Sprintf("the mean of %s reads %.2fx (%.2f-%.2f), an interval wider than --max-width", q.Fingerprint, q.Ratio, q.Low, q.High)
+		switch n := len(more.Wide) - 1; {
+		case n == 1:
+			why += ", and another regression's mean"
+		case n > 1:
+			why += fmt.Sprintf(", and %d more regressions' means", n)
+		}
+	}
+	fmt.Fprintf(w, "rehearse: after %d rounds a side %s: rounds are added, one a side at a time, up to %d a side\n", done, why, max)
+}
+
+// DatabasesText lists the databases a rehearsal's sessions use, each
+// quoted, the DSN's own database named as such.
+func DatabasesText(dbs []string) string {
+	out := make([]string, len(dbs))
+	for i, s := range dbs {
+		if s == "" {
+			s = "(the DSN's own)"
+		}
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // BudgetText says what ended a rehearsal's added rounds.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/rehearse"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
@@ -61,5 +63,46 @@ func TestRehearseThrottledText(t *testing.T) {
 	WriteRounds(&b, out, nil)
 	if !strings.Contains(b.String(), "sessions synchronized for load (--sync load") {
 		t.Errorf("rounds:\n%s", b.String())
+	}
+}
+
+// TestRoundsAddedText: the rounds' heading says how many rounds were
+// added and why (undecided, too wide, or both), a budget that ended
+// with a mean still too wide is said, and the line said as rounds are
+// added names the first regression too wide, or the undecided rule.
+func TestRoundsAddedText(t *testing.T) {
+	for _, tc := range []struct {
+		added, widened int
+		unmet          rehearse.Need
+		want, wide     string
+	}{
+		{0, 0, rehearse.NeedNone, "REHEARSAL: 3 rounds per side, reset", ""},
+		{2, 0, rehearse.NeedDecision, "REHEARSAL: 3 rounds per side and 2 added while a query was undecided on a --fail-on rule, reset", ""},
+		{5, 5, rehearse.NeedWidth, "REHEARSAL: 3 rounds per side and 5 added while a regression's mean was wider than --max-width, reset",
+			"  WIDE: --max-rounds reached with a regression's mean still wider than --max-width"},
+		{3, 2, rehearse.NeedNone, "REHEARSAL: 3 rounds per side and 3 added, 1 while a query was undecided on a --fail-on rule and 2 while a regression's mean was wider than --max-width, reset", ""},
+	} {
+		out := &rehearse.Outcome{Rounds: 3, Added: tc.added, Widened: tc.widened, Unmet: tc.unmet}
+		if tc.unmet != rehearse.NeedNone {
+			out.BudgetEnded = rehearse.BudgetRounds
+		}
+		var b bytes.Buffer
+		WriteRounds(&b, out, nil)
+		if !strings.HasPrefix(b.String(), tc.want) || strings.Contains(b.String(), "WIDE:") != (tc.wide != "") || tc.wide != "" && !strings.Contains(b.String(), tc.wide) {
+			t.Errorf("added %d, widened %d, unmet %v:\n%s\nwant %q and %q", tc.added, tc.widened, tc.unmet, b.String(), tc.want, tc.wide)
+		}
+	}
+	var b bytes.Buffer
+	WriteAdding(&b, 3, 8, judge.More{Wide: []compare.WideMean{{Fingerprint: "4db56df8b195d1b8", Ratio: 1.513, Low: 0.533, High: 4.296}, {Fingerprint: "x"}}})
+	if want := "rehearse: after 3 rounds a side the mean of 4db56df8b195d1b8 reads 1.51x (0.53-4.30), an interval wider than --max-width, and another regression's mean: rounds are added, one a side at a time, up to 8 a side\n"; b.String() != want {
+		t.Errorf("adding for width:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	WriteAdding(&b, 4, 8, judge.More{Undecided: true, Wide: []compare.WideMean{{Fingerprint: "x"}}})
+	if want := "rehearse: after 4 rounds a side a query may break a --fail-on rule and the rounds cannot tell yet: rounds are added, one a side at a time, up to 8 a side\n"; b.String() != want {
+		t.Errorf("adding while undecided:\n%q\nwant\n%q", b.String(), want)
+	}
+	if got := DatabasesText([]string{"shop", ""}); got != `"shop", "(the DSN's own)"` {
+		t.Errorf("databases: %s", got)
 	}
 }
