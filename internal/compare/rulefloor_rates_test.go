@@ -156,7 +156,7 @@ func tinyRates(t *testing.T, level tinyLevel, seeds int, sigma, shift float64) {
 		rep, n := judgeTiny(t, h, rules, 1, looks)
 		first.add(n)
 		// Rounds are added while the verdict is undecided, as
-		// rehearse adds them (judge.Undecided): not past a failed
+		// rehearse adds them (judge.MoreRuns): not past a failed
 		// look.
 		for look := 2; rep.Verdict.Status == VerdictUndecided && look <= looks; look++ {
 			h.round(look%2 == 0)

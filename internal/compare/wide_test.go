@@ -21,7 +21,7 @@ func TestWideMeansNarrowTheForecast(t *testing.T) {
 		seeds = 100
 	}
 	const sigma, wide, maxRounds = 0.4, DefaultWidth, 12
-	var held, narrowed, widerAt3, failedAA, regressedAA int
+	var held, narrowed, widerAt3, failedAA, regressedAA, undecidedAA, undecidedAA0 int
 	// The forecast's error, |log(ratio/2)| summed, at 3 rounds a side
 	// and at the end.
 	var err3, errEnd float64
@@ -60,9 +60,17 @@ func TestWideMeansNarrowTheForecast(t *testing.T) {
 		if aa.Verdict.Regressions+aa.Verdict.TailRegressions > 0 {
 			regressedAA++
 		}
+		// Rounds added for width must not leave identical sides
+		// undecided more often than rounds until decided alone.
+		if aa.Verdict.Status == VerdictUndecided {
+			undecidedAA++
+		}
+		if aa0, _ := widthRehearsal(t, seed+1, sigma, nil, "mean>+50%", maxRounds, 0); aa0.Verdict.Status == VerdictUndecided {
+			undecidedAA0++
+		}
 	}
-	t.Logf("2x: wider than %.0fx at 3 rounds a side %d of %d, narrowed %d, the interval held 2x %d, mean error of the ratio x%.2f at 3 rounds a side, x%.2f at the end; A/A: %d failed, %d regressed",
-		wide, widerAt3, seeds, narrowed, held, math.Exp(err3/float64(seeds)), math.Exp(errEnd/float64(seeds)), failedAA, regressedAA)
+	t.Logf("2x: wider than %.0fx at 3 rounds a side %d of %d, narrowed %d, the interval held 2x %d, mean error of the ratio x%.2f at 3 rounds a side, x%.2f at the end; A/A: %d failed, %d regressed, %d undecided (%d without rounds for width)",
+		wide, widerAt3, seeds, narrowed, held, math.Exp(err3/float64(seeds)), math.Exp(errEnd/float64(seeds)), failedAA, regressedAA, undecidedAA, undecidedAA0)
 	if errEnd >= err3 {
 		t.Errorf("the rounds added left the forecast's error at x%.2f, against x%.2f at 3 rounds a side", math.Exp(errEnd/float64(seeds)), math.Exp(err3/float64(seeds)))
 	}
@@ -71,6 +79,9 @@ func TestWideMeansNarrowTheForecast(t *testing.T) {
 	}
 	if held < seeds*3/4 {
 		t.Errorf("the interval held the true 2x in %d of %d rehearsals, want about 90%%", held, seeds)
+	}
+	if undecidedAA > undecidedAA0+1+seeds*3/100 {
+		t.Errorf("A/A: %d of %d undecided with rounds added for width, %d without", undecidedAA, seeds, undecidedAA0)
 	}
 	if failedAA > 1+seeds*6/100 || regressedAA > 1+seeds*6/100 {
 		t.Errorf("A/A: %d of %d failed and %d regressed, want at most about 5%%", failedAA, seeds, regressedAA)
