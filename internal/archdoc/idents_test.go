@@ -30,7 +30,7 @@ var codeSpan = regexp.MustCompile("`([^`]+)`")
 // apiPkg is what one package of the module declares that the docs can
 // name: exported package-level identifiers and the members of its types.
 type apiPkg struct {
-	path  string // inside the module: internal/judge
+	path  string          // inside the module: internal/judge
 	names map[string]bool // every exported package-level name
 	vars  map[string]bool // the variables among them
 	types map[string]*apiType
