@@ -12,5 +12,11 @@
 //
 //	go test ./internal/archdoc -run TestArchitectureDoc -update
 //
+// TestDocIdentifiers (idents_test.go) parses the module's Go files and
+// fails when README.md or a page of docs/ names, in backquotes, an
+// identifier of the module that the code does not have: `pkg.Name` or
+// `pkg.Type.Member`, pkg being the last element of one of the module's
+// package paths.
+//
 // It has no code besides the tests: nothing in pgrehearse imports it.
 package archdoc

@@ -44,7 +44,7 @@
 // parameter values and no generic plan) is returned with the reason,
 // never dropped. Error messages are redacted (package redact), and plans
 // made with parameter values hold those values in their expressions: the
-// caller decides whether they may be written (plan.Redact).
+// caller decides whether they may be written (plan.Plan.Redact).
 //
 // The package knows no command-line flag and formats nothing for people:
 // package report renders its outcomes.

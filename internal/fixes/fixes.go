@@ -2,7 +2,9 @@
 // behind a regression (an index the control has and the candidate lacks,
 // a planner setting, a table never analyzed, extended statistics or a
 // column's statistics target on one side only), as SQL to try on the
-// candidate's reset copy. Its Outcome is the form of a fix's verdict:
+// candidate's reset copy. It also makes the fix a finding recommends
+// (FromFindings), batched INSERTs (Batch) and the user's own change to
+// try (ParseTry: rehearse --try, headroom --try). Its Outcome is the form of a fix's verdict:
 // whether the regression is back within the control's noise, what share
 // of its time came back, and what the fix cost the other queries, its
 // table's writes most of all; the verdict itself is the judge's

@@ -6,7 +6,7 @@
 //
 // # Layers
 //
-// The package consumes events (package event) from event.Sources and talks
+// The package consumes events (package event) from an event.Source and talks
 // to the target through pgconn only: it does not know log formats, it does
 // not select (the time window, the filters, pgrehearse's own sessions and
 // shards are package source's decorators, whose counts it puts in the
@@ -109,7 +109,7 @@
 //
 // Queues are lists of small chunks given back as they are consumed, so a
 // session that once had a backlog does not keep its memory, and a queued
-// event is a copy of its own (event.Detach), not a slot in the reader's
+// event is a copy of its own (event.Event.Detach), not a slot in the reader's
 // slab: what the queues hold is what the budget counts, whichever
 // session is far behind (docs/performance.md).
 //

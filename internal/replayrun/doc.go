@@ -10,10 +10,12 @@
 // interrupted, connect failures, error rate, diverged, incomplete) are
 // values, with the facts behind each.
 //
-// The replay command calls Run and renders the Outcome; rehearsal rounds
-// (several replays of one log onto two targets) and shard workers call
-// the same Run, with Config.Part saying which round or shard the result
-// is.
+// The replay command and shard workers call Run and render the Outcome;
+// a round of a command that replays a workload several times (a
+// rehearsal's, a headroom step's: package rounds runs them) calls
+// RunRound with Config.Round, which is Run with what of the round's
+// outcome stops the command (Outcome.RoundStop); Config.Part says which
+// round or shard the result is.
 //
 // A load level of the workload (Load: K times its load, by speed or by
 // fold) is made of the rounds Load.Rounds gives, a fold's slices replayed

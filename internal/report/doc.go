@@ -7,8 +7,8 @@
 //
 // It sits above the domain packages: analyze, replay, compare, findings,
 // observe and sweep return data and typed verdicts and import no
-// rendering package; this package imports them, and only the CLI imports
-// this one. How a figure looks (a unit, a rounding, a colour, a column)
+// rendering package; this package imports them, and only the CLI,
+// package report/rehearsal and the tools under bench import this one. How a figure looks (a unit, a rounding, a colour, a column)
 // is decided here and nowhere below.
 //
 // It names no command-line flag. Where a text tells the reader how to get

@@ -1,5 +1,5 @@
 // Package reset returns a target server to its starting state before each
-// round of a rehearsal. A replay writes (inserts, updates, deletes,
+// round of a rehearsal or a headroom search. A replay writes (inserts, updates, deletes,
 // sequences), so a second replay of the same log onto the same server
 // starts from other data and is not the same experiment: its unique keys
 // collide, its tables have grown, its plans may differ. Every round must

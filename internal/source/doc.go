@@ -17,7 +17,7 @@
 // pgrehearse's own sessions, the database, user and application filters.
 // Each is a decorator of an event.Source that counts what it leaves out;
 // the counts, and the readers' line accounting, flow with the events: the
-// sources are results.SourceCounters, which analyze and replay ask once
+// sources are results.SourceCounter, which analyze and replay ask once
 // they are read. Progress is a callback (Options.Progress).
 //
 // Fold is an Origin made of another: its K consecutive time slices
