@@ -344,6 +344,7 @@ func TestDocIdentifiers(t *testing.T) {
 			t.Errorf("%s names an identifier the code does not have", s)
 		}
 	}
+	t.Logf("%d backquoted identifiers of the code in %d pages, each found", total, len(docs))
 	if total < 50 {
 		t.Fatalf("found %d identifiers of the code named in the docs: the test's patterns no longer match them", total)
 	}
@@ -368,6 +369,7 @@ func TestDocIdentifiersPlanted(t *testing.T) {
 		"```",
 		"judge.Gone in a fenced block is a command's text, not prose: `judge.Gone`",
 		"```",
+		"Through an alias and an embedded field: `judge.Comparison.Verdict`, `rehearse.FixRun.Kind`; not there: `judge.Comparison.Nope`.",
 		"The last line: `replayrun.RoundFunc`.",
 	}, "\n")
 	stale, resolved := ix.staleIdents("page.md", page)
@@ -376,12 +378,13 @@ func TestDocIdentifiersPlanted(t *testing.T) {
 		"page.md:3: `fixes.Judge`",
 		"page.md:5: `replayrun.Config.Rounds`",
 		"page.md:5: `judge.NoSuchVerdict`",
-		"page.md:11: `replayrun.RoundFunc`",
+		"page.md:11: `judge.Comparison.Nope`",
+		"page.md:12: `replayrun.RoundFunc`",
 	}
 	if !slices.Equal(stale, want) {
 		t.Errorf("stale names:\n got %q\nwant %q", stale, want)
 	}
-	if resolved != 7 {
-		t.Errorf("resolved %d names, want 7 (rounds.Run, rehearse.Judge, judge.Step, replayrun.Config.Input, event.Event.Lane, *judge.Comparison, rehearse.Run)", resolved)
+	if resolved != 9 {
+		t.Errorf("resolved %d names, want 9 (rounds.Run, rehearse.Judge, judge.Step, replayrun.Config.Input, event.Event.Lane, *judge.Comparison, rehearse.Run, judge.Comparison.Verdict, rehearse.FixRun.Kind)", resolved)
 	}
 }
