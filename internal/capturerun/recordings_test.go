@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -545,5 +546,113 @@ func TestStartWhileReadingStartState(t *testing.T) {
 	// The reservation ended with the start: the next one is r1 again.
 	if id, err := rs.reserve(); err != nil || id != "r1" {
 		t.Errorf("a start after a canceled one: %q, %v: want r1", id, err)
+	}
+}
+
+// asyncpgPrepare prepares name on conn as asyncpg does: Parse,
+// Describe, Flush, and no Sync until the statement's first use, which
+// asyncpgLookup sends.
+func asyncpgPrepare(t *testing.T, conn *pgconn.PgConn, name, query string) {
+	t.Helper()
+	ctx := context.Background()
+	f := conn.Frontend()
+	f.Send(&pgproto3.Parse{Name: name, Query: query})
+	f.Send(&pgproto3.Describe{ObjectType: 'S', Name: name})
+	f.Send(&pgproto3.Flush{})
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := m.(type) {
+		case *pgproto3.RowDescription, *pgproto3.NoData:
+			return
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("prepare %s: %s", name, m.Message)
+		}
+	}
+}
+
+// asyncpgLookup runs name as asyncpg does: Bind, Execute, Sync.
+func asyncpgLookup(t *testing.T, conn *pgconn.PgConn, name, arg string) {
+	t.Helper()
+	f := conn.Frontend()
+	f.Send(&pgproto3.Bind{PreparedStatement: name, Parameters: [][]byte{[]byte(arg)}})
+	f.Send(&pgproto3.Execute{})
+	f.Send(&pgproto3.Sync{})
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := conn.ReceiveMessage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := m.(type) {
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("%s: %s", name, m.Message)
+		case *pgproto3.ReadyForQuery:
+			return
+		}
+	}
+}
+
+// TestRecordingStartsAfterFlushedPrepare is issue 77 item 3 at the
+// message level (TestDrivers' asyncpg-start case runs asyncpg itself):
+// three connections each set work_mem and prepare a statement as asyncpg
+// does (Parse, Describe, Flush: the Sync comes with its first use), one
+// of them inside a transaction still open when the first recording
+// starts. Every call the two idle connections send after the start
+// answered is in it, their first included, nothing skipped as in
+// flight; so in a second recording of the same connections, each
+// having prepared another statement so, of all three.
+func TestRecordingStartsAfterFlushedPrepare(t *testing.T) {
+	functionalCase(t)
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	s := start(t, Config{Upstream: c.DSN("postgres"), Admin: "127.0.0.1:0"})
+	ctx := context.Background()
+	cl := &Client{Addr: s.admin}
+	const lookup, perConn = "SELECT $1::int + 1", 5
+	conns := []*pgconn.PgConn{connect(t, s), connect(t, s), connect(t, s)}
+	inTx := conns[2]
+	exec(t, inTx, "BEGIN")
+	for _, conn := range conns {
+		exec(t, conn, "SET work_mem = '8MB'")
+		asyncpgPrepare(t, conn, "lookup1", lookup)
+	}
+	for round, sending := range [][]*pgconn.PgConn{conns[:2], conns} {
+		stmt := "lookup" + strconv.Itoa(round+1)
+		dir := filepath.Join(t.TempDir(), stmt)
+		st, err := cl.Start(ctx, StartRequest{Out: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Resumed != int64(len(sending)) {
+			t.Errorf("round %d: started %+v: want the %d idle sessions taken up at once", round, st, len(sending))
+		}
+		for _, conn := range sending {
+			for i := range perConn {
+				asyncpgLookup(t, conn, stmt, strconv.Itoa(i))
+			}
+		}
+		if st, err = cl.Stop(ctx, st.ID); err != nil {
+			t.Fatal(err)
+		}
+		if st.Resumed != int64(len(sending)) || st.ResumedLate != 0 || len(st.SkippedBeforeRecording) != 0 || !st.Complete {
+			t.Errorf("round %d: stopped %+v: want %d sessions taken up at the start, none late, no message skipped", round, st, len(sending))
+		}
+		got := calls(t, dir)
+		if want := slices.Repeat([]string{lookup}, perConn*len(sending)); !slices.Equal(got, want) {
+			t.Errorf("round %d: the recording holds %d calls, want the %d sent after the start answered", round, len(got), len(want))
+		}
+		if round == 0 {
+			exec(t, inTx, "COMMIT")
+			for _, conn := range conns {
+				asyncpgPrepare(t, conn, "lookup2", lookup)
+			}
+		}
 	}
 }

@@ -254,7 +254,8 @@ func wantEvents(t *testing.T, evs []*event.Event, what string, min int, match fu
 // psycopg 3: binary parameters, pipeline mode, COPY in and out;
 // node-postgres: a cursor read with Flush; psql: \lo_import, two COPYs
 // in one string), and the capture is replayed at speed 0 onto B, set up
-// as A was before. pg_stat_statements' calls and rows per query are
+// as A was before (asyncpg's recording start, asyncpgRecordingStart, is
+// a case of its own). pg_stat_statements' calls and rows per query are
 // equal on both sides, no answer differs and nothing fails on one side
 // only, every capture record is used, and what each driver did shows on
 // B. Without PGREHEARSE_DRIVERS the registry drivers' cases skip; psql's
@@ -269,6 +270,68 @@ func TestDrivers(t *testing.T) {
 			parallelCase(t)
 			driverReplay(t, dir, dc)
 		})
+	}
+	t.Run("asyncpg recording start", func(t *testing.T) {
+		if dir == "" {
+			t.Skip("asyncpg from its registry, which make test-drivers installs and runs (" + driversEnv + "=dir)")
+		}
+		parallelCase(t)
+		asyncpgRecordingStart(t, dir)
+	})
+}
+
+// asyncpgRecordingStart is issue 77 item 3's acceptance, with asyncpg
+// itself (testdata/drivers/asyncpg_start.py): three connections through
+// "capture --admin", each having set work_mem and prepared a statement
+// as asyncpg does (Parse, Describe, Flush), one inside a transaction;
+// a recording starts and the two idle connections run the lookup 200
+// times each once it answered: the recording holds the 400 calls, no
+// message skipped, and its replay onto B runs them 400 times, as A ran
+// them; so does a second recording of the same connections, each having
+// prepared another statement so, with all three's 600.
+func asyncpgRecordingStart(t *testing.T, dir string) {
+	ctx := context.Background()
+	a, b := pgssPair(t, "")
+	rc := startAdminProxy(t, a.DSN("postgres"))
+	runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	outs := []string{filepath.Join(t.TempDir(), "r1"), filepath.Join(t.TempDir(), "r2")}
+	cmd := exec.CommandContext(runCtx, installed(t, dir, "venv/bin/python"), driverProgram(t, "asyncpg_start.py"), outs[0], outs[1])
+	cmd.Env = append(os.Environ(), "PGHOST="+rc.host, "PGPORT="+rc.port, "PGUSER="+a.User(), "PGSSLMODE=disable",
+		"PGAPPNAME=asyncpg", "PGREHEARSE_ADMIN="+rc.admin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("asyncpg: %v\n%s", err, out)
+	}
+	t.Logf("asyncpg printed:\n%s", out)
+	original := pgssRows(ctx, t, a, "postgres")
+	for i, c := range []struct {
+		query string
+		calls int64
+	}{{"SELECT $1::int + 1", 400}, {"SELECT $1::int * 2", 600}} {
+		var got int64
+		for _, e := range captureEvents(t, outs[i]) {
+			if e.Kind == event.Execute && e.Query == c.query && !e.IsFetch() {
+				got++
+			}
+		}
+		m, err := capturefile.ReadManifest(outs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp := fingerprint.Compute(c.query)[0].Fingerprint
+		mustExec(t, b, "postgres", "SELECT pg_stat_statements_reset()")
+		if code, text, res := runReplay(t, "--target", b.DSN("postgres"), "--speed", "0", "--findings=false", "--observe=false", outs[i]); res == nil {
+			t.Fatalf("replay of r%d exited %d:\n%s", i+1, code, text)
+		}
+		replayed := pgssRows(ctx, t, b, "postgres")[fp].calls
+		t.Logf("r%d: %s sent %d times after the start answered; the recording holds %d, skipped %+v; the source ran it %d times, its replay %d",
+			i+1, c.query, c.calls, got, m.SkippedBeforeRecording, original[fp].calls, replayed)
+		if got != c.calls || m.SkippedBeforeRecording != (capturefile.SkippedByReason{}) || !m.Complete ||
+			original[fp].calls != c.calls || replayed != c.calls {
+			t.Errorf("r%d: %s: the recording holds %d calls (skipped %+v, complete %v), the source ran %d, the replay %d: want %d each, none skipped",
+				i+1, c.query, got, m.SkippedBeforeRecording, m.Complete, original[fp].calls, replayed, c.calls)
+		}
 	}
 }
 

@@ -174,10 +174,17 @@ func (s *session) trackFrontend(msg []byte) {
 
 // trackBackend notes a server's answer in the session's state, after it
 // is recorded and before it is forwarded; a recording waiting for the
-// session's idle point takes it up after a ReadyForQuery that ends one.
+// session's idle point takes it up after the answer that ends one: a
+// ReadyForQuery, or the last answer to extended-protocol messages the
+// client has not yet followed by a Sync (midstream.State.Idle).
 func (s *session) trackBackend(typ byte, body []byte) {
 	st := s.st
-	locked := typ == wire.ReadyForQuery && s.join.Load() != nil
+	locked := s.join.Load() != nil
+	switch typ {
+	case wire.ReadyForQuery, wire.ParseComplete, wire.CloseComplete, wire.RowDescription, wire.NoData:
+	default:
+		locked = false
+	}
 	if locked {
 		s.p.mu.Lock()
 		defer s.p.mu.Unlock()

@@ -477,8 +477,11 @@ func (s *session) backendMsg(msg []byte, at time.Time) ([]byte, error) {
 	case wire.CopyInResponse:
 		r.Kind = capture.KindCopyIn
 	default:
-		if s.st != nil && (msg[0] == wire.ParseComplete || msg[0] == wire.CloseComplete) {
-			s.trackBackend(msg[0], body)
+		switch msg[0] {
+		case wire.ParseComplete, wire.CloseComplete, wire.RowDescription, wire.NoData:
+			if s.st != nil {
+				s.trackBackend(msg[0], body)
+			}
 		}
 		return nil, nil
 	}

@@ -30,6 +30,8 @@ const (
 	ErrorResponse   byte = 'E'
 	ParseComplete   byte = '1'
 	CloseComplete   byte = '3'
+	NoData          byte = 'n'
+	RowDescription  byte = 'T'
 	PortalSuspended byte = 's'
 	ReadyForQuery   byte = 'Z'
 )

@@ -143,6 +143,9 @@ func FuzzSessState(f *testing.F) {
 		&pgproto3.Parse{Name: "s", Query: "SET c.d = 2"}, &pgproto3.Bind{PreparedStatement: "s"}, &pgproto3.Execute{},
 		&pgproto3.Sync{}, &pgproto3.ParseComplete{}, &pgproto3.Close{ObjectType: 'S', Name: "s"}, &pgproto3.CloseComplete{},
 		&pgproto3.ErrorResponse{Code: "42601"}, &pgproto3.ReadyForQuery{TxStatus: 'T'},
+		// asyncpg's prepare and its answers (issue 77 item 3).
+		&pgproto3.Parse{Name: "a", Query: "SELECT $1"}, &pgproto3.Describe{ObjectType: 'S', Name: "a"}, &pgproto3.Flush{},
+		&pgproto3.ParseComplete{}, &pgproto3.ParameterDescription{ParameterOIDs: []uint32{23}}, &pgproto3.RowDescription{}, &pgproto3.NoData{},
 	} {
 		b, err := m.Encode(nil)
 		if err != nil {
@@ -150,7 +153,7 @@ func FuzzSessState(f *testing.F) {
 		}
 		seed = append(seed, b...)
 	}
-	f.Add(seed, uint64(0b1101100011011))
+	f.Add(seed, uint64(0b11110001101100011011))
 	f.Fuzz(func(t *testing.T, data []byte, fromServer uint64) {
 		st := New(8, 1024)
 		for i := 0; len(data) >= 5; i++ {

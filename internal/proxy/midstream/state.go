@@ -104,11 +104,17 @@ type State struct {
 	// client sent, done those the server answered: the request
 	// answered now is number done, and a client may pipeline more.
 	// unsynced says the client sent extended-protocol messages since
-	// its last Sync. errored and rolledBack: an ErrorResponse, a
+	// its last Sync (or Query), the run; kept says one of them made or
+	// used what a later one may use and a recording's Resume does not
+	// carry: a portal (Bind, Execute), the unnamed statement; owed are
+	// the run's Parses, Describes and Closes the server has not
+	// answered yet (its answers are counted once every request before
+	// the run is answered). errored and rolledBack: an ErrorResponse, a
 	// ROLLBACK tag since the last ReadyForQuery.
 	status              byte
 	sent, done          uint64
-	unsynced            bool
+	unsynced, kept      bool
+	owed                uint32
 	errored, rolledBack bool
 
 	// skipped are the messages the session sent since a recording
@@ -125,10 +131,36 @@ func New(maxItems, maxBytes int) *State {
 }
 
 // Idle says whether the session is between requests, outside a
-// transaction block: what a recording takes up is then whole. The lock
-// is held.
+// transaction block: what a recording takes up is then whole. So it is
+// too after extended-protocol messages not yet followed by a Sync when
+// the server answered them all, without an error, and they made
+// nothing but prepared statements, which the state keeps: asyncpg
+// prepares a statement with Parse, Describe and Flush, and sends its
+// Sync only after the Bind and Execute of its first use (issue 77 item
+// 3). The lock is held.
 func (st *State) Idle() bool {
-	return st.status == wire.TxIdle && st.sent == st.done && !st.unsynced
+	return st.status == wire.TxIdle && st.sent == st.done &&
+		(!st.unsynced || st.owed == 0 && !st.kept && !st.errored)
+}
+
+// synced starts a new run of extended-protocol messages: a Sync or a
+// Query ends the server's implicit transaction, its portals and, for a
+// Query, its unnamed statement.
+func (st *State) synced() {
+	st.sent++
+	st.unsynced, st.kept, st.owed = false, false, 0
+}
+
+// extended notes an extended-protocol message of the run: one that
+// makes or uses what a later message of the run may use (keeps), or one
+// whose answer the state counts.
+func (st *State) extended(keeps bool) {
+	st.unsynced = true
+	if keeps {
+		st.kept = true
+	} else {
+		st.owed++
+	}
 }
 
 // Unrecordable says why a recording cannot take the session up from
@@ -166,15 +198,15 @@ func (st *State) Frontend(msg []byte) {
 				st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 			}
 		}
-		st.sent++
+		st.synced()
 	case wire.Sync:
-		st.sent++
-		st.unsynced = false
+		st.synced()
 	case wire.FunctionCall:
 		st.sent++
 	case wire.Parse:
-		st.unsynced = true
 		name, query := wire.ParseHead(body)
+		// The unnamed statement is not kept (see stmtKey).
+		st.extended(len(name) == 0)
 		a := pendingAck{kind: ackParse, batch: st.sent}
 		if len(name) > 0 && st.unrecordable == "" {
 			a.key, a.parse = stmtKey(name), bytes.Clone(msg)
@@ -183,17 +215,17 @@ func (st *State) Frontend(msg []byte) {
 		c, ok := classify(query)
 		st.names.Parse(name, c, ok && st.unrecordable == "")
 	case wire.Bind:
-		st.unsynced = true
+		st.extended(true)
 		portal, stmt := wire.BindHead(body)
 		c, ok := st.names.Statement(stmt)
 		st.names.Bind(portal, c, ok)
 	case wire.Execute:
-		st.unsynced = true
+		st.extended(true)
 		if c, ok := st.names.Portal(wire.ExecuteHead(body)); ok {
 			st.cmds[c.class] = append(st.cmds[c.class], pendingCmd{c, st.sent})
 		}
 	case wire.Close:
-		st.unsynced = true
+		st.extended(false)
 		a := pendingAck{kind: ackClose, batch: st.sent}
 		if kind, name, ok := wire.CloseHead(body); ok {
 			if kind == wire.CloseStatement && name != "" {
@@ -203,7 +235,7 @@ func (st *State) Frontend(msg []byte) {
 		}
 		st.acks = append(st.acks, a)
 	case wire.Describe:
-		st.unsynced = true
+		st.extended(false)
 	}
 	// A Flush ('H') asks the server for what it owes and leaves nothing
 	// to answer: after a Sync (libpq's pipeline mode sends one so), the
@@ -214,6 +246,18 @@ func (st *State) Frontend(msg []byte) {
 // Backend notes an answer of the server, before it is forwarded. The
 // lock is held.
 func (st *State) Backend(typ byte, body []byte) {
+	if st.owed > 0 && st.sent == st.done {
+		// Every request before the run is answered: this answers one
+		// of its Parses, Closes, Describes (a RowDescription or NoData
+		// is a Describe's last answer), or another of its messages.
+		// The proxy's pump hands a RowDescription too large for its
+		// buffer to no one: the run is then owed it until its Sync,
+		// and the session is not idle before.
+		switch typ {
+		case wire.ParseComplete, wire.CloseComplete, wire.RowDescription, wire.NoData:
+			st.owed--
+		}
+	}
 	switch typ {
 	case wire.ParseComplete, wire.CloseComplete:
 		st.settle(st.done)

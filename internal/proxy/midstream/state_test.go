@@ -55,6 +55,24 @@ func flush() step                { return step{fe: &pgproto3.Flush{}} }
 func parseComplete() step        { return step{be: &pgproto3.ParseComplete{}} }
 func closeComplete() step        { return step{be: &pgproto3.CloseComplete{}} }
 func bindComplete() step         { return step{be: &pgproto3.BindComplete{}} }
+func describeStmt(name string) step {
+	return step{fe: &pgproto3.Describe{ObjectType: 'S', Name: name}}
+}
+
+// described is the server's answer to a Describe of a statement.
+func described(rows bool) []step {
+	s := []step{{be: &pgproto3.ParameterDescription{ParameterOIDs: []uint32{23}}}}
+	if rows {
+		return append(s, step{be: &pgproto3.RowDescription{Fields: []pgproto3.FieldDescription{{Name: []byte("x")}}}})
+	}
+	return append(s, step{be: &pgproto3.NoData{}})
+}
+
+// prepared is how asyncpg prepares a statement: Parse, Describe, Flush,
+// no Sync before the Bind and Execute of its first use.
+func prepared(name string) []step {
+	return []step{parse(name, "SELECT $1::int"), describeStmt(name), flush()}
+}
 func simple(q string, tags ...string) []step {
 	s := []step{query(q)}
 	for _, tag := range tags {
@@ -133,6 +151,24 @@ func TestSessStateTracking(t *testing.T) {
 		{"with extended messages and a Flush before their Sync", slices.Concat(login, []step{parse("s", "SELECT 1"), flush()}), nil, false},
 		{"a Flush after the Sync leaves it idle", slices.Concat(login,
 			[]step{parse("s", "SELECT 1"), feSync(), parseComplete(), ready('I'), flush()}), []string{"parse s"}, true},
+		// Issue 77 item 3: asyncpg's prepare.
+		{"a statement prepared with Parse, Describe and Flush, answered", slices.Concat(login,
+			simple("SET work_mem = '8MB'", "SET"), prepared("s"), []step{parseComplete()}, described(true)),
+			[]string{"SET work_mem = '8MB'", "parse s"}, true},
+		{"so prepared, inside a transaction that committed since", slices.Concat(login,
+			[]step{query("BEGIN"), complete("BEGIN"), ready('T')}, prepared("s"), []step{parseComplete()}, described(false),
+			[]step{query("COMMIT"), complete("COMMIT"), ready('I')}),
+			[]string{"parse s"}, true},
+		{"so prepared, its Describe not answered yet", slices.Concat(login, prepared("s"), []step{parseComplete()}), []string{"parse s"}, false},
+		{"so prepared, failed", slices.Concat(login, prepared("s"), []step{errorResponse()}), nil, false},
+		{"the unnamed statement prepared so", slices.Concat(login, prepared(""), []step{parseComplete()}, described(true)), nil, false},
+		{"a portal bound before the Sync", slices.Concat(login,
+			prepared("s"), []step{parseComplete()}, described(true), []step{bindStmt("", "s"), flush(), bindComplete()}), []string{"parse s"}, false},
+		{"so prepared behind a request not answered yet", slices.Concat(login,
+			[]step{parse("a", "SELECT 1"), feSync()}, prepared("s"), []step{parseComplete(), ready('I')}), []string{"parse a"}, false},
+		{"so prepared behind a request answered since", slices.Concat(login,
+			[]step{parse("a", "SELECT 1"), feSync()}, prepared("s"), []step{parseComplete(), ready('I'), parseComplete()}, described(true)),
+			[]string{"parse a", "parse s"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := New(DefaultItems, DefaultBytes)
