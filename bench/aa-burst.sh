@@ -6,7 +6,7 @@
 # after the demo's start, for FOR seconds; every line of the demo is
 # stamped with its second, so the rounds the burst covered can be read
 # next to it. It prints, per run, the burst, the rounds and the verdict.
-# docs/noise.md ("An outside burst") has the figures.
+# bench/results/2026-11-23-noise-outside-burst.md has the figures.
 #
 #   bench/aa-burst.sh [RUNS] [AT] [FOR]     (defaults: 3 runs, 22 s, 15 s:
 #   with the demo's 4 s of traffic, candidate rounds 1 and 2)

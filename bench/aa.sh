@@ -6,7 +6,7 @@
 # their own logs for server-side timings, keeping each replay's result in
 # DIR; then bench/aafloors prints how far apart single runs were per
 # figure, and what report made of them one run a side and three a side.
-# docs/noise.md derives the default noise floors from it.
+# docs/noise-measured.md derives the default noise floors from it.
 #
 #   bench/aa.sh [DIR] [SECONDS] [ROUNDS]     (defaults: a temporary
 #   directory, 30 s of traffic, 5 rounds a side)

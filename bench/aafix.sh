@@ -9,7 +9,7 @@
 # writes customers, so the index is never read nor kept up. The try runs
 # in --fix-rounds (3) candidate rounds of its own, judged against the
 # control's rounds run in turn with it and against the candidate without
-# it (docs/rehearse.md, "Your own change: --try").
+# it (docs/fix-rounds.md, "Your own change: --try").
 #
 # It prints, per run, the load average before it, the rehearsal's verdict
 # and the try's outcome: its status, the queries that "regressed with the

@@ -7,7 +7,7 @@
 # the test binary, which pgbench, a child of it, shares a scheduling group
 # with (kernel.sched_autogroup_enabled groups by session): there the proxy
 # is preempted more often than PgBouncer, whose -d puts it in a session of
-# its own (docs/performance.md). This script runs instead, on a throwaway
+# its own (docs/capture-performance.md). This script runs instead, on a throwaway
 # server of its own (PGBIN's initdb, default PostgreSQL 15's):
 #
 #   - PgBouncer in session pooling (the distribution's pgbouncer package);

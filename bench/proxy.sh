@@ -13,7 +13,7 @@
 # turns (BENCH_CLIENTS default 4, BENCH_SECONDS default 3), with a CPU
 # profile in /tmp/pgrehearse-digest.prof, and BenchmarkRelayRows
 # (internal/proxy), the server pump alone, by turns with and without it
-# (docs/performance.md).
+# (docs/capture-performance.md).
 #
 #   BENCH_CLIENTS=16 BENCH_SECONDS=5 BENCH_MODE=select|tpcb bench/proxy.sh
 #   BENCH_DIGEST=1 bench/proxy.sh

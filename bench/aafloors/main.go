@@ -4,7 +4,7 @@
 // identical targets differ by: per figure, the ratios between single runs
 // of the same query, and what the comparison makes of them, one run a
 // side (every pair of runs) and three a side (every split of the runs into
-// disjoint triples). docs/noise.md derives the default noise floors from
+// disjoint triples). docs/noise-measured.md derives the default noise floors from
 // its output.
 package main
 

@@ -17,8 +17,8 @@ import (
 // Without it, a candidate that drives a small host to its CPU limit
 // makes the server share its cores with pgbench in the truth and with
 // the replayer in the forecast: two clients the kernel schedules
-// differently (docs/forecast.md, "Servers and clients on cores of their
-// own").
+// differently (bench/results/2026-11-28-forecast-runs.md, "Servers and
+// clients on cores of their own").
 
 // pinnedEnv marks the bench's own process as already moved onto
 // -client-cpus by reexecPinned.

@@ -328,7 +328,8 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 // to the end of its round, while a replay of a finite log has fewer
 // sessions left as their statements run out, and a query's time per
 // call falls with the number it shares the server with
-// (docs/forecast.md, "Servers and clients on cores of their own").
+// (bench/results/2026-11-28-forecast-runs.md, "Servers and clients on
+// cores of their own").
 // Empty when the rounds do not say.
 func (o *outcome) inFlightLine(d *reportDoc) string {
 	dur, err := time.ParseDuration(o.Duration)

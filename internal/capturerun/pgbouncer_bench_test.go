@@ -285,7 +285,7 @@ func selfCPU() float64 {
 // "self": this process's) went to sleep so far, the sum of their
 // voluntary_ctxt_switches in /proc: a relay that handles more events per
 // wake-up sleeps fewer times per transaction, and each sleep and wake-up
-// costs it CPU (docs/performance.md).
+// costs it CPU (docs/capture-performance.md).
 func voluntarySwitches(b *testing.B, pid string) float64 {
 	tasks, err := filepath.Glob("/proc/" + pid + "/task/*/status")
 	if err != nil || len(tasks) == 0 {

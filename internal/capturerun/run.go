@@ -109,7 +109,7 @@ type Config struct {
 	// One thread, PgBouncer's model, relays a message for the least
 	// CPU: the threads of a process serving many sockets wake each
 	// other through futexes, and steal work from each other, for each
-	// burst of traffic (docs/performance.md). More relay more at once,
+	// burst of traffic (docs/capture-performance.md). More relay more at once,
 	// once one thread is busy all the time.
 	Threads int
 }

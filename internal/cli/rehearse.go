@@ -98,7 +98,7 @@ machine's noise during the fix rounds is in its comparison: "fix verified" (the 
 control's noise), "fix partial" (the share of its time recovered) or "no
 effect", with every other query that regressed with the fix only, and the
 writes of its table against the candidate without it; "fixes" in the JSON
-(docs/rehearse.md). A fix the server refuses is not tried, with its error;
+(docs/fix-rounds.md). A fix the server refuses is not tried, with its error;
 fixes never change the exit code.
 
 --fix-findings tries the index each missing-index finding suggests (a

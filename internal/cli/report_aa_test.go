@@ -171,7 +171,7 @@ func (env *aaEnv) replay(t testing.TB, i int, out string) {
 // replays it PGREHEARSE_AA_ROUNDS times (default 3) onto each of two
 // identical targets, alternating A B B A A B..., each with the target's
 // own log for server-side timings. The results are kept in
-// PGREHEARSE_AA_DIR when set; docs/noise.md says how the default floors
+// PGREHEARSE_AA_DIR when set; docs/noise-measured.md says how the default floors
 // were derived from them. Run it alone, under the timing lock:
 //
 //	flock /tmp/timing.lock go test -run '^$' -bench BenchmarkAAReplays -benchtime 1x ./internal/cli/

@@ -117,7 +117,7 @@ func (n NoiseFloors) of(m Metric) float64 {
 // DefaultNoiseFloors are the largest ratios by which single replays of
 // one captured workload onto two identical fresh targets differed, per
 // figure, among queries whose figure moved by DefaultMinEffectMS or more
-// (180 single-run pairs of 20 replays, bench/aa.sh; docs/noise.md has
+// (180 single-run pairs of 20 replays, bench/aa.sh; docs/noise-measured.md has
 // the data): a comparison of one run a side calls nothing within them a
 // change, and so never fails on one. They are wide because one run
 // cannot tell its own noise: three runs a side measure it instead.
@@ -516,7 +516,7 @@ func (e *Effect) FasterCarried() bool {
 // comparison's level shared among every figure it judges (Bonferroni's
 // correction, stats.CallsAlpha), so that an A/A comparison shows a change
 // the calls cannot carry in no more than Alpha/2 of comparisons, however
-// many queries it judges. docs/noise.md has the measured rates.
+// many queries it judges. docs/noise-measured.md has the measured rates.
 type CallsEvidence struct {
 	// Low and High are the rank interval over the runs of the bounds:
 	// a candidate run's lower bound over a baseline run's upper bound,

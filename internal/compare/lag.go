@@ -13,7 +13,7 @@ import (
 // target's (replayerLate), issued its statements late and bunched: on a busy machine its sessions overlapped otherwise than the
 // original's, lock-bound statements waited where the original's did not,
 // and its client's CPU starvation entered its round trips. With one run
-// a side nothing measures how far that moves a query (the README's
+// a side nothing measures how far that moves a query (docs/by-hand.md's
 // workflow once read "UPDATE pgbench_branches 24.32x (1.13-183)" on an
 // identical candidate whose replay lagged), so such a comparison judges
 // no latency: what would have been a latency regression or improvement
@@ -102,7 +102,7 @@ func laggedRuns(base, cand []*Run, judge bool) *LatencyNotJudged {
 // statement when the next was due) is the target being slower than the
 // original, which is what a comparison is for: a dropped index whose
 // lookup is 290x slower makes its replay fall behind by that, and such a
-// regression must still be called (the README's workflow, issue 44).
+// regression must still be called (docs/by-hand.md's workflow, issue 44).
 func replayerLate(src *results.LagSources) bool {
 	return src == nil || src.ReplayerMS >= src.TargetMS
 }

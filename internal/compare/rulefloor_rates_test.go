@@ -120,7 +120,8 @@ func (n *tinyTally) add(m tinyTally) {
 // runs one seed of each level for the invariants (no A/A failure, no
 // label beside an interval that holds 1.5x, a 2x never passes at sigma
 // 0.10); PGREHEARSE_LONG=1 runs 60 seeds a case for the rates
-// (docs/rehearse.md has them, before and after).
+// (bench/results/2026-11-27-rehearse-tiny-queries-under-a-rule.md has them,
+// before and after).
 func TestRuleUnderFloorsRates(t *testing.T) {
 	// make test: one seed of A/A and 2x at the quiet noise (a 1.5x, on
 	// the threshold, and the busy noise add rounds to the last); the

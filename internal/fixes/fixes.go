@@ -460,7 +460,7 @@ const (
 )
 
 // Outcome is a fix's verdict, the contract of rehearse --json's
-// "fixes" (docs/rehearse.md).
+// "fixes" (docs/fix-rounds.md).
 type Outcome struct {
 	Fix
 	Status Status `json:"status"`

@@ -18,7 +18,7 @@ import (
 // (the judge's spread of its 1x rounds, compare's noise floor, a step
 // curve's noise) and the median, from 2 to 25 rounds, to the last bit:
 // at 1810a82 compare's floor and the judge's spread of the same rounds
-// differed in their last digit (docs/same-output.md). The judge kept a d2
+// differed in their last digit (bench/results/2026-11-26-same-output.md). The judge kept a d2
 // table of its own up to 10 rounds until issue 45: with 11 or more its
 // spread was wider than compare's for the same rounds.
 func TestOneStatistics(t *testing.T) {

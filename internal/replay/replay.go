@@ -253,7 +253,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 // application's, 0.89-0.97x without it, with the server's time per call
 // no different beyond the noise; in a quiet pair of bench/forecast runs
 // the forecast was within its noise of the application's in 18 of 24
-// rows without it, 13 with it (docs/forecast.md).
+// rows without it, 13 with it (bench/results/2026-11-27-forecast-runs.md).
 func (r *Replayer) pace() func() {
 	if !r.sched.Paced() || r.opts.DryRun {
 		return func() {}

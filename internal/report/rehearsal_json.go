@@ -11,7 +11,7 @@ import (
 type RehearsalJSON struct {
 	VerdictJSON
 	Rehearsal *rehearse.Outcome `json:"rehearsal"`
-	// Fixes are the fixes tried and their verdicts (docs/rehearse.md).
+	// Fixes are the fixes tried and their verdicts (docs/fix-rounds.md).
 	Fixes []fixes.Outcome `json:"fixes,omitempty"`
 }
 

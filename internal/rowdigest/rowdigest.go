@@ -20,7 +20,7 @@
 // hashes a row of up to 64 bytes with one to four independent
 // multiplications and folds Ordered as a sum weighted by the row's
 // position, so that an export of many small rows costs the proxy's relay
-// about half of what V1 did (docs/performance.md); V3, the current one,
+// about half of what V1 did (docs/capture-performance.md); V3, the current one,
 // is V2 but for rows longer than 64 bytes, which V2 hashed as V1 (a chain
 // of a multiplication per 16 bytes): a row of 65 to 128 bytes by eight
 // independent multiplications, a longer one by four lanes of 64-byte
@@ -270,7 +270,7 @@ func (d *Digest) Add(body []byte) {
 // buffer, for the proxy's relay: no call per row of up to 64 bytes, and
 // the digest's state kept in registers until the end. (long written out
 // here too made rows of 110 bytes cheaper still, but rows of 16 to 18
-// bytes dearer by a fifth: docs/performance.md.)
+// bytes dearer by a fifth: docs/capture-performance.md.)
 func (d *Digest) AddRows(msgs []byte) (n, rows int) {
 	ordered, unordered := d.Ordered, d.Unordered
 	w := uint64(d.Rows) * orderPrime // a row's weight, less its | 1

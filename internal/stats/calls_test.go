@@ -299,7 +299,7 @@ func trialsOf(n int) int {
 // that three rounds of a few hundred calls happen to order is called a
 // regression; with it, the rate of a tail regression from the calls'
 // own sampling is held at Alpha/2 over the whole family, so at
-// 0.05/100 a query. The rates are docs/noise.md's.
+// 0.05/100 a query. The rates are docs/noise-measured.md's.
 func TestTailFalsePositives(t *testing.T) {
 	trials := trialsOf(2000)
 	var table strings.Builder
@@ -364,7 +364,7 @@ func mixOf(r *rand.Rand) []callsQuery {
 // at most 5% whether the rounds differ only by their calls or also by
 // round noise (a whole round's calls slower by a few per cent, as on a
 // busy machine); the power on real changes beside it (a 2x mean, a 1.5x
-// p95 at 10,000 calls). The rates are docs/noise.md's: "runs" the runs'
+// p95 at 10,000 calls). The rates are docs/noise-measured.md's: "runs" the runs'
 // test and floors alone, "calls" with the calls' evidence (before issue
 // 45 item 5), "new" with the pooled round noise too.
 func TestAAAnyRegression(t *testing.T) {
@@ -458,7 +458,7 @@ func TestAAAnyRegression(t *testing.T) {
 // noise floor (their rounds' range) and by the calls alone, as before
 // the pool. A/A rehearsals of 50 queries, 3+3 rounds, 5 of them (or 1)
 // with round noise 5 or 10 times the others'; the rates are
-// docs/noise.md's.
+// docs/noise-measured.md's.
 func TestAAUnevenRoundNoise(t *testing.T) {
 	trials := trialsOf(200)
 	r := rand.New(rand.NewPCG(45, 9))

@@ -13,7 +13,7 @@ import (
 // the default level. "higher" is the share of trials whose interval lies
 // above 1, "beyond floors" what a comparison calls a regression (above
 // the effect floor, +10%, and the control's noise floor). The figures are
-// docs/noise.md's ("From 2 to 25 rounds").
+// docs/noise-measured.md's ("From 2 to 25 rounds").
 func TestRoundsFalsePositivesAndPower(t *testing.T) {
 	const sigma = 0.05
 	fpTrials, pwTrials := trialsOf(2000), trialsOf(1000)
@@ -48,7 +48,7 @@ func TestRoundsFalsePositivesAndPower(t *testing.T) {
 		// 20% change at least as often as three, within the
 		// simulation's error; three find it in 80% at 5% noise (88%
 		// with the exact rank interval; mirrored about the ratio,
-		// 83%: docs/noise.md).
+		// 83%: docs/noise-measured.md).
 		pse := math.Sqrt(0.25 / float64(pwTrials))
 		switch {
 		case n == 3 && pb < 0.80:

@@ -324,7 +324,8 @@ func Effect(x, y []float64, opts Options) Result {
 // a 2.37x at the top of 2.04-2.46. That interval then claims the change
 // is at most 4% above its estimate on the strength of two rounds, and
 // issue 58's yardstick found the truth on that short side in most of the
-// rows it missed (bench/forecast: a true 2.51x; docs/forecast.md). The
+// rows it missed (bench/forecast: a true 2.51x;
+// bench/results/2026-11-27-forecast-runs.md). The
 // widened interval holds the exact one, so it holds the change at least
 // as often (its level is a lower bound), and it says no more on either
 // side of the estimate than the rounds showed on the other.

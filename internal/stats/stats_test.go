@@ -217,7 +217,7 @@ func simulate(seed uint64, trials, m, n int, sigma, shift float64, o Options) (h
 // control run); mirrored about the ratio it is wider, and excludes 1 in
 // about 1/40 a side: more than 1/50 checks that it is not widened past
 // what the rounds showed. The floors bring the share called a change
-// beyond them lower still. The figures are docs/noise.md's.
+// beyond them lower still. The figures are docs/noise-measured.md's.
 func TestFalsePositiveRate(t *testing.T) {
 	const trials = 40000
 	var table strings.Builder

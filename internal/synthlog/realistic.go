@@ -12,7 +12,7 @@ import (
 )
 
 // RealisticPrefix is the log_line_prefix of the logs WriteRealistic
-// produces: the one the README recommends.
+// produces: the one docs/analyze.md recommends.
 const RealisticPrefix = "%m [%p] %q%u@%d/%a %c %e "
 
 // WriteRealistic writes at least size bytes of a log shaped like a busy
