@@ -21,13 +21,13 @@ import (
 // rehearsal of production's log onto the same two clusters from the same
 // starting state, the rehearsal amid the truth's rounds (truthBefore). It keeps result.json and rehearse's report.json in
 // OUT/CHANGE.
-func runChange(ctx context.Context, o options, c change, prodLog string) (err error) {
-	dir := filepath.Join(o.out, c.name)
+func runChange(ctx context.Context, o options, a *application, c change, prodLog string) (err error) {
+	dir := filepath.Join(o.out, a.name, c.name)
 	if err := os.MkdirAll(filepath.Join(dir, "pgbench"), 0o755); err != nil {
 		return err
 	}
-	say("%s: building a control and a candidate (%s)", c.name, c.about)
-	ctl, cand, err := startPair(ctx, o, c)
+	say("%s %s: building a control and a candidate (%s)", a.name, c.name, c.about)
+	ctl, cand, err := startPair(ctx, o, a, c)
 	for _, cl := range []*pgcluster.Cluster{ctl, cand} {
 		if cl != nil {
 			defer func() { err = errors.Join(err, cl.Stop()) }()
@@ -42,11 +42,11 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 			return err
 		}
 	}
-	scripts, err := scriptFiles(dir)
+	scripts, err := scriptFiles(a, dir)
 	if err != nil {
 		return err
 	}
-	res := outcome{Change: c.name, About: c.about, Clients: o.clients, Threads: o.threads, Rate: o.rate, Duration: o.duration.String()}
+	res := outcome{App: a.name, Change: c.name, About: c.about, Clients: o.clients, Threads: o.threads, Rate: o.rate, Duration: o.duration.String()}
 	before := truthBefore(o.rounds, o.bracket)
 	res.TruthBefore = before
 	truth := func(from, to int) error {
@@ -57,10 +57,10 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 			if side == 1 {
 				cl, name = cand, sideCand
 			}
-			say("%s: truth round %d of %d, %s", c.name, i+1, 2*o.rounds, name)
+			say("%s %s: truth round %d of %d, %s", a.name, c.name, i+1, 2*o.rounds, name)
 			r := appRun{clients: o.clients, threads: o.threads, rate: o.rate, duration: o.duration,
 				logPrefix: filepath.Join(dir, "pgbench", fmt.Sprintf("round-%02d-%s", i+1, name))}
-			rd, err := truthRound(ctx, cl, snaps[side], name, scripts, r)
+			rd, err := truthRound(ctx, cl, snaps[side], name, a, scripts, r)
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 			return err
 		}
 	}
-	say("%s: rehearsing production's log", c.name)
+	say("%s %s: rehearsing production's log", a.name, c.name)
 	res.Rehearse, res.ExitCode, err = runRehearse(ctx, o, dir, ctl, cand, prodLog)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func runChange(ctx context.Context, o options, c change, prodLog string) (err er
 
 // startPair starts the control and the candidate and builds their data,
 // both at once, then makes the change on the candidate.
-func startPair(ctx context.Context, o options, c change) (ctl, cand *pgcluster.Cluster, err error) {
+func startPair(ctx context.Context, o options, a *application, c change) (ctl, cand *pgcluster.Cluster, err error) {
 	opts := []pgcluster.Options{{Settings: clusterSettings(nil), Keep: o.keep, BinDir: o.binDir}, {Settings: clusterSettings(c.settings), Keep: o.keep, BinDir: o.binDir}}
 	if c.pg18 {
 		// The control's default (15: off), as pg_upgrade keeps it.
@@ -118,7 +118,7 @@ func startPair(ctx context.Context, o options, c change) (ctl, cand *pgcluster.C
 			if clusters[i], errs[i] = pgcluster.Start(ctx, opts[i]); errs[i] != nil {
 				return
 			}
-			errs[i] = setup(ctx, clusters[i], sqls[i])
+			errs[i] = setup(ctx, clusters[i], a, sqls[i])
 		}()
 	}
 	wg.Wait()
