@@ -125,10 +125,20 @@ SELECT balance FROM accounts WHERE id = :a;
 	pgbenchArgs: []string{"-M", "prepared"},
 }
 
+// newPercall connects for each transaction, as PHP or a serverless
+// function does: the shop's data and queries at scale, a new connection
+// a transaction.
+func newPercall(scale int) *application {
+	a := newShop(scale)
+	a.name, a.about = "percall", "the shop's queries, a new connection for each transaction"
+	a.pgbenchArgs, a.perConnection = []string{"-M", "extended", "-C"}, true
+	return a
+}
+
 // newZoo is every application at scale, in the order they run and
 // render.
 func newZoo(scale int) []*application {
-	return []*application{newShop(scale), hotrow}
+	return []*application{newShop(scale), hotrow, newPercall(scale)}
 }
 
 // shop is the shop at scale 1: its name and queries' texts, which do not
