@@ -107,7 +107,7 @@ func startPair(ctx context.Context, o options, a *application, c change) (ctl, c
 		// The control's default (15: off), as pg_upgrade keeps it.
 		opts[1].BinDir, opts[1].Checksums = o.pg18Bin, pgcluster.ChecksumsOff
 	}
-	sqls := []string{"", c.sql}
+	sqls := []string{"", c.sql[a.db]}
 	clusters := make([]*pgcluster.Cluster, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup

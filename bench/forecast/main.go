@@ -202,6 +202,10 @@ func run(ctx context.Context, o options) error {
 		ao := o
 		ao.rate = rate
 		for _, c := range o.changes {
+			if !c.appliesTo(a) {
+				say("%s %s: does not apply (it changes data %s lacks)", a.name, c.name, a.name)
+				continue
+			}
 			if err := runChange(ctx, ao, a, c, prodLog); err != nil {
 				say("%s %s: FAILED: %v", a.name, c.name, err)
 				failed = append(failed, fmt.Errorf("%s %s: %w", a.name, c.name, err))
