@@ -126,6 +126,9 @@ type change struct {
 	sql map[string]string
 	// pg18 runs the candidate on PostgreSQL 18's binaries.
 	pg18 bool
+	// cpuFraction runs the candidate's server under a CPU quota of
+	// this fraction of the control's CPUs (0: none).
+	cpuFraction float64
 }
 
 // appliesTo says whether the change can be made for a: a change of
@@ -145,6 +148,7 @@ var changes = []change{
 	{name: "random-page-cost", about: "the candidate runs with random_page_cost = 50", settings: map[string]string{"random_page_cost": "50"}},
 	{name: "pg18", about: "the candidate runs PostgreSQL 18 (the control 15), with the same data", pg18: true},
 	{name: "none", about: "the candidate is identical"},
+	{name: "half-cpu", about: "the candidate's server runs under a CPU quota of half the control's CPUs (cgroup cpu.cfs_quota_us)", cpuFraction: 0.5},
 	{name: "faster", about: "the candidate has a covering index for the report by day (an index-only scan)",
 		sql: map[string]string{shopDB: "CREATE INDEX orders_created_covering_idx ON orders (created_at) INCLUDE (customer_id, total); ANALYZE orders"}},
 }

@@ -27,6 +27,15 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 		return err
 	}
 	say("%s %s: building a control and a candidate (%s)", a.name, c.name, c.about)
+	var group *serverCgroup
+	if c.cpuFraction > 0 {
+		if group, err = candidateCgroup(&o, a, c); err != nil {
+			return err
+		}
+		// After the clusters stop (deferred below): their processes
+		// must be gone.
+		defer func() { err = errors.Join(err, group.remove()) }()
+	}
 	ctl, cand, err := startPair(ctx, o, a, c)
 	for _, cl := range []*pgcluster.Cluster{ctl, cand} {
 		if cl != nil {
@@ -107,6 +116,9 @@ func startPair(ctx context.Context, o options, a *application, c change) (ctl, c
 		// The control's default (15: off), as pg_upgrade keeps it.
 		opts[1].BinDir, opts[1].Checksums = o.pg18Bin, pgcluster.ChecksumsOff
 	}
+	if o.candBinDir != "" {
+		opts[1].BinDir = o.candBinDir
+	}
 	sqls := []string{"", c.sql[a.db]}
 	clusters := make([]*pgcluster.Cluster, 2)
 	errs := make([]error, 2)
@@ -158,4 +170,30 @@ func truthBefore(rounds int, bracket bool) int {
 		return 2 * rounds
 	}
 	return min(2*rounds, (rounds+1)/2*2)
+}
+
+// candidateCgroup makes the candidate's cgroup for c and the wrapped
+// binaries that start its server in it, and sets o.candBinDir to them.
+func candidateCgroup(o *options, a *application, c change) (*serverCgroup, error) {
+	var cpus float64
+	if c.cpuFraction > 0 {
+		n, err := cpuCount(o.serverCPUs)
+		if err != nil {
+			return nil, err
+		}
+		cpus = c.cpuFraction * float64(n)
+		say("%s %s: the control's server has %d CPUs, the candidate's a quota of %.2f", a.name, c.name, n, cpus)
+	}
+	g, err := newServerCgroup(fmt.Sprintf("pgrehearse-forecast-%d-%s-%s", os.Getpid(), a.name, c.name), cpus, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	base := ""
+	if c.pg18 {
+		base = o.pg18Bin
+	}
+	if o.candBinDir, err = wrappedBinaries(base, filepath.Join(o.out, "bin", a.name+"-"+c.name), g.shellLines(), o.serverCPUs); err != nil {
+		return nil, errors.Join(err, g.remove())
+	}
+	return g, nil
 }

@@ -54,6 +54,9 @@ type options struct {
 	// binaries, pinned ones with serverCPUs (empty: pgcluster's choice).
 	serverCPUs, clientCPUs string
 	binDir                 string
+	// candBinDir is the candidate's wrapped binaries of a change of
+	// the machine (set per change; empty: binDir).
+	candBinDir string
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
