@@ -129,6 +129,9 @@ type change struct {
 	// cpuFraction runs the candidate's server under a CPU quota of
 	// this fraction of the control's CPUs (0: none).
 	cpuFraction float64
+	// memLimit runs the candidate's server under a memory limit that
+	// includes its page cache (-mem-limit), below the data set.
+	memLimit bool
 }
 
 // appliesTo says whether the change can be made for a: a change of
@@ -151,6 +154,7 @@ var changes = []change{
 	{name: "half-cpu", about: "the candidate's server runs under a CPU quota of half the control's CPUs (cgroup cpu.cfs_quota_us)", cpuFraction: 0.5},
 	{name: "faster", about: "the candidate has a covering index for the report by day (an index-only scan)",
 		sql: map[string]string{shopDB: "CREATE INDEX orders_created_covering_idx ON orders (created_at) INCLUDE (customer_id, total); ANALYZE orders"}},
+	{name: "mem-limit", about: "the candidate's server runs under a memory limit, page cache included, below the data set (cgroup memory.limit_in_bytes)", memLimit: true},
 }
 
 func changeNames() []string {

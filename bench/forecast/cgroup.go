@@ -29,14 +29,26 @@ const cfsPeriodUS = 100000
 
 // serverCgroup is the candidate's cgroup: one directory a controller.
 type serverCgroup struct {
-	dirs []string
+	dirs   []string
+	memory string // the memory controller's directory; empty: none
+}
+
+// limitMemory sets the cgroup's memory limit (page cache included):
+// with its server stopped, so that what the server held is no longer
+// charged.
+func (g *serverCgroup) limitMemory(bytes int64) error {
+	if g.memory == "" {
+		return errors.New("the cgroup has no memory controller")
+	}
+	return os.WriteFile(filepath.Join(g.memory, "memory.limit_in_bytes"), []byte(strconv.FormatInt(bytes, 10)), 0o644)
 }
 
 // newServerCgroup makes the cgroup name below this process's own in each
 // controller the limits need: cpu when cpus > 0 (a quota of that many
-// CPUs), memory when memBytes > 0. Below its own, so that whatever
-// accounts for this process still accounts for the server.
-func newServerCgroup(name string, cpus float64, memBytes int64) (*serverCgroup, error) {
+// CPUs), memory when memory (its limit set later, by limitMemory). Below
+// its own, so that whatever accounts for this process still accounts for
+// the server.
+func newServerCgroup(name string, cpus float64, memory bool) (*serverCgroup, error) {
 	g := &serverCgroup{}
 	type limit struct {
 		controller string
@@ -48,8 +60,8 @@ func newServerCgroup(name string, cpus float64, memBytes int64) (*serverCgroup, 
 			{"cpu.cfs_period_us", strconv.Itoa(cfsPeriodUS)},
 			{"cpu.cfs_quota_us", strconv.FormatInt(int64(cpus*cfsPeriodUS), 10)}}})
 	}
-	if memBytes > 0 {
-		limits = append(limits, limit{"memory", [][2]string{{"memory.limit_in_bytes", strconv.FormatInt(memBytes, 10)}}})
+	if memory {
+		limits = append(limits, limit{"memory", nil})
 	}
 	for _, l := range limits {
 		own, err := ownCgroup(l.controller)
@@ -62,6 +74,9 @@ func newServerCgroup(name string, cpus float64, memBytes int64) (*serverCgroup, 
 				l.controller, err, l.controller, filepath.Join(cgroupRoot, l.controller)), g.remove())
 		}
 		g.dirs = append(g.dirs, dir)
+		if l.controller == "memory" {
+			g.memory = dir
+		}
 		for _, f := range l.files {
 			if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644); err != nil {
 				return nil, errors.Join(fmt.Errorf("cgroup %s: %w", dir, err), g.remove())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,7 +29,7 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 	}
 	say("%s %s: building a control and a candidate (%s)", a.name, c.name, c.about)
 	var group *serverCgroup
-	if c.cpuFraction > 0 {
+	if c.cpuFraction > 0 || c.memLimit {
 		if group, err = candidateCgroup(&o, a, c); err != nil {
 			return err
 		}
@@ -44,6 +45,24 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 	}
 	if err != nil {
 		return err
+	}
+	if c.memLimit {
+		// The data is built without the limit, as a production copy
+		// restored onto a smaller machine is: the build's own memory
+		// (CREATE INDEX's maintenance_work_mem, the dirty pages of the
+		// load) is not the application's.
+		if err := checkDataSet(ctx, cand, a, o.memLimitMB); err != nil {
+			return err
+		}
+		if err := cand.StopServer(); err != nil {
+			return err
+		}
+		if err := group.limitMemory(int64(o.memLimitMB) << 20); err != nil {
+			return err
+		}
+		if err := cand.StartServer(ctx); err != nil {
+			return err
+		}
 	}
 	snaps := make([]*pgcluster.Snapshot, 2)
 	for i, cl := range []*pgcluster.Cluster{ctl, cand} {
@@ -184,7 +203,11 @@ func candidateCgroup(o *options, a *application, c change) (*serverCgroup, error
 		cpus = c.cpuFraction * float64(n)
 		say("%s %s: the control's server has %d CPUs, the candidate's a quota of %.2f", a.name, c.name, n, cpus)
 	}
-	g, err := newServerCgroup(fmt.Sprintf("pgrehearse-forecast-%d-%s-%s", os.Getpid(), a.name, c.name), cpus, 0)
+	prelude := ""
+	if c.memLimit {
+		prelude = dropCacheLines
+	}
+	g, err := newServerCgroup(fmt.Sprintf("pgrehearse-forecast-%d-%s-%s", os.Getpid(), a.name, c.name), cpus, c.memLimit)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
@@ -192,8 +215,34 @@ func candidateCgroup(o *options, a *application, c change) (*serverCgroup, error
 	if c.pg18 {
 		base = o.pg18Bin
 	}
-	if o.candBinDir, err = wrappedBinaries(base, filepath.Join(o.out, "bin", a.name+"-"+c.name), g.shellLines(), o.serverCPUs); err != nil {
+	if o.candBinDir, err = wrappedBinaries(base, filepath.Join(o.out, "bin", a.name+"-"+c.name), g.shellLines()+prelude, o.serverCPUs); err != nil {
 		return nil, errors.Join(err, g.remove())
 	}
 	return g, nil
+}
+
+// checkDataSet fails unless a's data set on c is larger than the memory
+// limit of limitMB, and says both.
+func checkDataSet(ctx context.Context, c *pgcluster.Cluster, a *application, limitMB int) error {
+	conn, err := pgconn.Connect(ctx, c.DSN(a.db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	res, err := conn.Exec(ctx, "SELECT pg_database_size(current_database())").ReadAll()
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		return errors.New("pg_database_size: no row")
+	}
+	size, err := strconv.ParseInt(string(res[0].Rows[0][0]), 10, 64)
+	if err != nil {
+		return err
+	}
+	say("%s mem-limit: the data set is %d MB, the candidate's limit %d MB (shared_buffers, the backends and the page cache)", a.name, size>>20, limitMB)
+	if size>>20 <= int64(limitMB) {
+		return fmt.Errorf("%s's data set (%d MB) is not larger than -mem-limit (%d MB): raise -scale", a.name, size>>20, limitMB)
+	}
+	return nil
 }

@@ -54,8 +54,10 @@ type options struct {
 	// binaries, pinned ones with serverCPUs (empty: pgcluster's choice).
 	serverCPUs, clientCPUs string
 	binDir                 string
-	// candBinDir is the candidate's wrapped binaries of a change of
-	// the machine (set per change; empty: binDir).
+	// memLimitMB is the mem-limit change's memory limit; candBinDir the
+	// candidate's wrapped binaries of a change of the machine (set per
+	// change; empty: binDir).
+	memLimitMB int
 	candBinDir string
 }
 
@@ -71,6 +73,7 @@ func main() {
 	var o options
 	appList := flag.String("apps", shop.name, "the applications to run, comma-separated: "+strings.Join(appNames(), ", ")+" (each its own production log, truth and forecast, kept in OUT/APP)")
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
+	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
