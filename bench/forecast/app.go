@@ -129,6 +129,9 @@ type change struct {
 	// cpuFraction runs the candidate's server under a CPU quota of
 	// this fraction of the control's CPUs (0: none).
 	cpuFraction float64
+	// upgrade builds the candidate on the control's major and moves
+	// its data to the new major's (-upgrade-bin) with pg_upgrade.
+	upgrade bool
 	// memLimit runs the candidate's server under a memory limit that
 	// includes its page cache (-mem-limit), below the data set.
 	memLimit bool
@@ -152,6 +155,7 @@ var changes = []change{
 	{name: "pg18", about: "the candidate runs PostgreSQL 18 (the control 15), with the same data", pg18: true},
 	{name: "none", about: "the candidate is identical"},
 	{name: "half-cpu", about: "the candidate's server runs under a CPU quota of half the control's CPUs (cgroup cpu.cfs_quota_us)", cpuFraction: 0.5},
+	{name: "pg-upgrade", about: "the candidate's data upgraded to the new major (-upgrade-bin) with pg_upgrade, statistics as it leaves them (no ANALYZE after): the new major may plan differently until ANALYZE", upgrade: true},
 	{name: "faster", about: "the candidate has a covering index for the report by day (an index-only scan)",
 		sql: map[string]string{shopDB: "CREATE INDEX orders_created_covering_idx ON orders (created_at) INCLUDE (customer_id, total); ANALYZE orders"}},
 	{name: "mem-limit", about: "the candidate's server runs under a memory limit, page cache included, below the data set (cgroup memory.limit_in_bytes)", memLimit: true},

@@ -153,7 +153,17 @@ func startPair(ctx context.Context, o options, a *application, c change) (ctl, c
 		}()
 	}
 	wg.Wait()
-	return clusters[0], clusters[1], errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil || !c.upgrade {
+		return clusters[0], clusters[1], err
+	}
+	say("%s %s: pg_upgrade of the candidate's data to %s", a.name, c.name, o.upgradeBin)
+	up, err := upgradeCandidate(ctx, clusters[1], o.upgradeBin, o.keep)
+	if up == nil {
+		return clusters[0], clusters[1], err
+	}
+	// Upgraded: the old candidate is gone (or its removal's error is
+	// err), and the new one is stopped with the control.
+	return clusters[0], up, err
 }
 
 // logsStatements says whether a new session on c logs every statement.

@@ -59,6 +59,8 @@ type options struct {
 	// change; empty: binDir).
 	memLimitMB int
 	candBinDir string
+	// upgradeBin is the new major's full installation, for pg-upgrade.
+	upgradeBin string
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -74,6 +76,7 @@ func main() {
 	appList := flag.String("apps", shop.name, "the applications to run, comma-separated: "+strings.Join(appNames(), ", ")+" (each its own production log, truth and forecast, kept in OUT/APP)")
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
 	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
+	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-versions' builds lack them)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
@@ -153,6 +156,14 @@ func (o *options) parse(appList, changeList, rehearseArgs string) error {
 	}
 	if (o.serverCPUs == "") != (o.clientCPUs == "") {
 		return errors.New("-server-cpus and -client-cpus go together: the servers' cores and the clients' are both needed to keep them apart")
+	}
+	for _, c := range o.changes {
+		if c.upgrade {
+			if o.upgradeBin, err = upgradeBinDir(o.upgradeBin); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	if o.serverCPUs != "" {
 		if o.binDir, err = pinnedBinaries("", filepath.Join(o.out, "bin", "default"), o.serverCPUs); err != nil {
