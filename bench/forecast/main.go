@@ -8,9 +8,39 @@
 // interval. bench/forecast.sh builds pgrehearse and runs it;
 // docs/forecast.md keeps its latest tables.
 //
-// Usage: forecast [-changes LIST] [-duration D] [-rounds N] [-rate TPS]
-// [-rehearse-args ARGS] [-out DIR]; forecast -render DIR prints the
-// tables of an earlier run again from what it kept.
+// Usage: forecast [-apps LIST] [-changes LIST] [-scale N] [-duration D]
+// [-rounds N] [-rate TPS] [-rehearse-args ARGS] [-out DIR]; forecast
+// -render DIR prints the tables of an earlier run again from what it
+// kept.
+//
+// The application zoo (issue 76), chosen with -apps (default shop), each
+// run open loop at a fixed arrival rate with its own production log,
+// truth and forecast, kept in OUT/APP/CHANGE:
+//
+//   - shop: customers and orders, one statement a transaction;
+//   - hotrow: transactions of several statements that lock one of 10 hot
+//     rows FOR UPDATE, think 3 ms (client side) and update it; its
+//     application level is each statement's latency (pgbench -r);
+//   - percall: the shop's queries with a new connection a transaction
+//     (pgbench -C); its connection setup is a row of its own.
+//
+// Changes (-changes) beyond the settings, the index and the major:
+//
+//   - half-cpu: the candidate's server under a CPU quota of half the
+//     control's CPUs (a cgroup v1 cpu.cfs_quota_us; root);
+//   - mem-limit: under a memory limit, page cache included (cgroup v1
+//     memory.limit_in_bytes, -mem-limit MB, default 256), below the data
+//     set: the shop needs -scale 4 (320 MB);
+//   - pg-upgrade: the candidate's data moved to the new major with its
+//     pg_upgrade (-upgrade-bin: a full installation, which make
+//     pg-versions' builds are not), no ANALYZE after;
+//   - faster: a covering index for the report (the shop's);
+//   - none: identical.
+//
+// A change of the data (dropped-index, faster) is skipped for an
+// application without it (hotrow). For example:
+//
+//	forecast -apps shop,hotrow,percall -scale 4 -changes none,half-cpu,mem-limit,faster
 package main
 
 import (
