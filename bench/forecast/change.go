@@ -120,6 +120,11 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 	if err := truth(before, 2*o.rounds); err != nil {
 		return err
 	}
+	if o.capacity {
+		if res.Capacity, err = capacitySearch(ctx, o, a, c, dir, []*pgcluster.Cluster{ctl, cand}, snaps, scripts, prodLog); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err

@@ -91,6 +91,11 @@ type options struct {
 	candBinDir string
 	// upgradeBin is the new major's full installation, for pg-upgrade.
 	upgradeBin string
+	// capacity runs the capacity's search and headroom after each
+	// change's truth, up to capacityMaxK, headroom with headroomArgs.
+	capacity     bool
+	capacityMaxK float64
+	headroomArgs []string
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -107,6 +112,9 @@ func main() {
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
 	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
 	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-versions' builds lack them)")
+	flag.BoolVar(&o.capacity, "capacity", false, "also run each application at growing arrival rates (1, 1.5, 2, 3, 4, 6, 8 ... times its rate) on control and candidate until it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms), and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast")
+	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
+	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
@@ -136,6 +144,7 @@ func main() {
 	if err := reexecPinned(o.clientCPUs); err != nil {
 		fail(err)
 	}
+	o.headroomArgs = strings.Fields(*headroomArgs)
 	if err := o.parse(*appList, *changeList, *rehearseArgs); err != nil {
 		fmt.Fprintln(os.Stderr, "forecast:", err)
 		os.Exit(2)

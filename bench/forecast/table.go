@@ -40,6 +40,9 @@ type outcome struct {
 	// rest after it); 0 in runs kept before it was recorded, all of
 	// them before.
 	TruthBefore int `json:"truth_rounds_before_rehearsal,omitempty"`
+	// Capacity is the capacity's search and headroom's (-capacity);
+	// nil without.
+	Capacity *capacityResult `json:"capacity,omitempty"`
 }
 
 // row is one line of a change's table.
@@ -333,6 +336,11 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 		tr, tlo, thi, fr, flo, fhi)
 	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
 	fmt.Fprintf(w, "%s\n", o.overheadLine(d))
+	if o.Capacity != nil {
+		for _, l := range o.Capacity.lines() {
+			fmt.Fprintln(w, l)
+		}
+	}
 	if line := o.inFlightLine(d); line != "" {
 		fmt.Fprintf(w, "%s\n", line)
 	}
