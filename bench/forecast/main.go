@@ -38,7 +38,12 @@
 //   - none: identical.
 //
 // A change of the data (dropped-index, faster) is skipped for an
-// application without it (hotrow). For example:
+// application without it (hotrow).
+//
+// -capacity also runs each application at 1, 1.5, 2, 3, 4 ... times its
+// rate (up to -capacity-max-k) on control and candidate until it falls
+// behind, and pgrehearse headroom (-headroom-args) on both: the k each
+// held beside headroom's answer. For example:
 //
 //	forecast -apps shop,hotrow,percall -scale 4 -changes none,half-cpu,mem-limit,faster
 package main
