@@ -127,7 +127,12 @@ SELECT balance FROM accounts WHERE id = :a;
 
 // newPercall connects for each transaction, as PHP or a serverless
 // function does: the shop's data and queries at scale, a new connection
-// a transaction.
+// a transaction. pgbench -C connects after a transaction's scheduled
+// start and counts the connection in its schedule lag (at 50
+// transactions/s, far from any queue, a mean lag of 7.8 ms beside an
+// average connection time of 6.3 ms): latency less lag is the
+// statement's alone, and the connection setup row carries the rest of
+// what the application waited.
 func newPercall(scale int) *application {
 	a := newShop(scale)
 	a.name, a.about = "percall", "the shop's queries, a new connection for each transaction"
