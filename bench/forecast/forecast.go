@@ -21,14 +21,16 @@ type reportDoc struct {
 	Baseline  compare.RunSummary  `json:"baseline"`
 	Candidate *compare.RunSummary `json:"candidate"`
 	Queries   []compare.QueryDiff `json:"queries"`
+	// app is the application rehearsed, whose kinds the queries are.
+	app *application
 }
 
-func readReport(path string) (*reportDoc, error) {
+func readReport(path string, a *application) (*reportDoc, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var d reportDoc
+	d := reportDoc{app: a}
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -57,7 +59,7 @@ type predicted struct {
 	missing string
 }
 
-// appOf returns the application-level forecast of kinds[k]: the
+// appOf returns the application-level forecast of the application's kinds[k]: the
 // report's level of the replay's round trips (levels.application), with
 // its interval, for the query forecastOf picks; never the server's
 // figure: missing "n/a" for a report without it.
@@ -76,13 +78,13 @@ func (d *reportDoc) appOf(k int) predicted {
 	return p
 }
 
-// queryOf returns the report's query of kinds[k] with the most calls on
+// queryOf returns the report's query of the application's kinds[k] with the most calls on
 // the control; nil for none.
 func (d *reportDoc) queryOf(k int) *compare.QueryDiff {
 	var best *compare.QueryDiff
 	for i := range d.Queries {
 		q := &d.Queries[i]
-		if kindOf(q.Query) != k {
+		if d.app.kindOf(q.Query) != k {
 			continue
 		}
 		if best == nil || calls(q) > calls(best) {
@@ -92,7 +94,7 @@ func (d *reportDoc) queryOf(k int) *compare.QueryDiff {
 	return best
 }
 
-// forecastOf returns the forecast of kinds[k]: the report's query of
+// forecastOf returns the forecast of the application's kinds[k]: the report's query of
 // that kind with the most calls on the control, its mean as judged (the
 // server's time where the report judged it so).
 func (d *reportDoc) forecastOf(k int) predicted {

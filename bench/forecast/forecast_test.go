@@ -145,7 +145,7 @@ func TestRowJudge(t *testing.T) {
 // TestAppLatencies reads pgbench's per-transaction log: latency less the
 // schedule lag, per script, skipped transactions left out.
 func TestAppLatencies(t *testing.T) {
-	app, lag, txs, err := appLatencies([]string{filepath.Join("testdata", "txlog")})
+	app, lag, txs, err := appLatencies(shop, []string{filepath.Join("testdata", "txlog")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,44 @@
 // interval. bench/forecast.sh builds pgrehearse and runs it;
 // docs/forecast.md keeps its latest tables.
 //
-// Usage: forecast [-changes LIST] [-duration D] [-rounds N] [-rate TPS]
-// [-rehearse-args ARGS] [-out DIR]; forecast -render DIR prints the
-// tables of an earlier run again from what it kept.
+// Usage: forecast [-apps LIST] [-changes LIST] [-scale N] [-duration D]
+// [-rounds N] [-rate TPS] [-rehearse-args ARGS] [-out DIR]; forecast
+// -render DIR prints the tables of an earlier run again from what it
+// kept.
+//
+// The application zoo (issue 76), chosen with -apps (default shop), each
+// run open loop at a fixed arrival rate with its own production log,
+// truth and forecast, kept in OUT/APP/CHANGE:
+//
+//   - shop: customers and orders, one statement a transaction;
+//   - hotrow: transactions of several statements that lock one of 10 hot
+//     rows FOR UPDATE, think 3 ms (client side) and update it; its
+//     application level is each statement's latency (pgbench -r);
+//   - percall: the shop's queries with a new connection a transaction
+//     (pgbench -C); its connection setup is a row of its own.
+//
+// Changes (-changes) beyond the settings, the index and the major:
+//
+//   - half-cpu: the candidate's server under a CPU quota of half the
+//     control's CPUs (a cgroup v1 cpu.cfs_quota_us; root);
+//   - mem-limit: under a memory limit, page cache included (cgroup v1
+//     memory.limit_in_bytes, -mem-limit MB, default 256), below the data
+//     set: the shop needs -scale 4 (320 MB);
+//   - pg-upgrade: the candidate's data moved to the new major with its
+//     pg_upgrade (-upgrade-bin: a full installation, which make
+//     pg-versions' builds are not), no ANALYZE after;
+//   - faster: a covering index for the report (the shop's);
+//   - none: identical.
+//
+// A change of the data (dropped-index, faster) is skipped for an
+// application without it (hotrow).
+//
+// -capacity also runs each application at 1, 1.5, 2, 3, 4 ... times its
+// rate (up to -capacity-max-k) on control and candidate until it falls
+// behind, and pgrehearse headroom (-headroom-args) on both: the k each
+// held beside headroom's answer. For example:
+//
+//	forecast -apps shop,hotrow,percall -scale 4 -changes none,half-cpu,mem-limit,faster
 package main
 
 import (
@@ -33,7 +68,9 @@ import (
 )
 
 type options struct {
+	apps             []*application
 	changes          []change
+	scale            int
 	duration         time.Duration
 	capacityDuration time.Duration
 	rounds           int
@@ -52,6 +89,18 @@ type options struct {
 	// binaries, pinned ones with serverCPUs (empty: pgcluster's choice).
 	serverCPUs, clientCPUs string
 	binDir                 string
+	// memLimitMB is the mem-limit change's memory limit; candBinDir the
+	// candidate's wrapped binaries of a change of the machine (set per
+	// change; empty: binDir).
+	memLimitMB int
+	candBinDir string
+	// upgradeBin is the new major's full installation, for pg-upgrade.
+	upgradeBin string
+	// capacity runs the capacity's search and headroom after each
+	// change's truth, up to capacityMaxK, headroom with headroomArgs.
+	capacity     bool
+	capacityMaxK float64
+	headroomArgs []string
 }
 
 // defaultRehearseArgs are rehearse's flags beyond the targets, the log
@@ -64,6 +113,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var o options
+	appList := flag.String("apps", shop.name, "the applications to run, comma-separated: "+strings.Join(appNames(), ", ")+" (each its own production log, truth and forecast, kept in OUT/APP)")
+	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
+	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
+	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-versions' builds lack them)")
+	flag.BoolVar(&o.capacity, "capacity", false, "also run each application at growing arrival rates (1, 1.5, 2, 3, 4, 6, 8 ... times its rate) on control and candidate until it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms), and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast")
+	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
+	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")
 	changeList := flag.String("changes", strings.Join(changeNames(), ","), "the changes to try, comma-separated: "+strings.Join(changeNames(), ", "))
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the application runs, in each truth round and on production")
 	flag.DurationVar(&o.capacityDuration, "capacity-duration", 10*time.Second, "how long the capacity run lasts (without -rate)")
@@ -93,7 +149,8 @@ func main() {
 	if err := reexecPinned(o.clientCPUs); err != nil {
 		fail(err)
 	}
-	if err := o.parse(*changeList, *rehearseArgs); err != nil {
+	o.headroomArgs = strings.Fields(*headroomArgs)
+	if err := o.parse(*appList, *changeList, *rehearseArgs); err != nil {
 		fmt.Fprintln(os.Stderr, "forecast:", err)
 		os.Exit(2)
 	}
@@ -102,7 +159,14 @@ func main() {
 	}
 }
 
-func (o *options) parse(changeList, rehearseArgs string) error {
+func (o *options) parse(appList, changeList, rehearseArgs string) error {
+	var err error
+	if o.scale < 1 {
+		return errors.New("-scale must be at least 1")
+	}
+	if o.apps, err = parseApps(appList, o.scale); err != nil {
+		return err
+	}
 	for _, name := range strings.Split(changeList, ",") {
 		name = strings.TrimSpace(name)
 		found := false
@@ -120,7 +184,6 @@ func (o *options) parse(changeList, rehearseArgs string) error {
 		return errors.New("-duration must be at least 1s, -rounds, -clients and -threads at least 1, -rate at least 0")
 	}
 	o.rehearseArgs = strings.Fields(rehearseArgs)
-	var err error
 	if o.pgrehearse, err = filepath.Abs(o.pgrehearse); err != nil {
 		return err
 	}
@@ -137,6 +200,14 @@ func (o *options) parse(changeList, rehearseArgs string) error {
 	}
 	if (o.serverCPUs == "") != (o.clientCPUs == "") {
 		return errors.New("-server-cpus and -client-cpus go together: the servers' cores and the clients' are both needed to keep them apart")
+	}
+	for _, c := range o.changes {
+		if c.upgrade {
+			if o.upgradeBin, err = upgradeBinDir(o.upgradeBin); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	if o.serverCPUs != "" {
 		if o.binDir, err = pinnedBinaries("", filepath.Join(o.out, "bin", "default"), o.serverCPUs); err != nil {
@@ -176,21 +247,33 @@ func run(ctx context.Context, o options) error {
 	}
 	start := loadavg()
 	say("load average at start: %s; kept in %s", start, o.out)
-	prodLog, rate, err := production(ctx, o)
-	if err != nil {
-		return fmt.Errorf("production: %w", err)
-	}
-	o.rate = rate
-	// A change that fails is said, and the others are measured all
-	// the same: the run fails at its end.
+	// An application or a change that fails is said, and the others
+	// are measured all the same: the run fails at its end.
 	var failed []error
-	for _, c := range o.changes {
-		if err := runChange(ctx, o, c, prodLog); err != nil {
-			say("%s: FAILED: %v", c.name, err)
-			failed = append(failed, fmt.Errorf("%s: %w", c.name, err))
+	for _, a := range o.apps {
+		prodLog, rate, err := production(ctx, o, a)
+		if err != nil {
+			say("%s: production FAILED: %v", a.name, err)
+			failed = append(failed, fmt.Errorf("%s: production: %w", a.name, err))
+			if ctx.Err() != nil {
+				return errors.Join(append(failed, ctx.Err())...)
+			}
+			continue
 		}
-		if ctx.Err() != nil {
-			return errors.Join(append(failed, ctx.Err())...)
+		ao := o
+		ao.rate = rate
+		for _, c := range o.changes {
+			if !c.appliesTo(a) {
+				say("%s %s: does not apply (it changes data %s lacks)", a.name, c.name, a.name)
+				continue
+			}
+			if err := runChange(ctx, ao, a, c, prodLog); err != nil {
+				say("%s %s: FAILED: %v", a.name, c.name, err)
+				failed = append(failed, fmt.Errorf("%s %s: %w", a.name, c.name, err))
+			}
+			if ctx.Err() != nil {
+				return errors.Join(append(failed, ctx.Err())...)
+			}
 		}
 	}
 	end := loadavg()
@@ -225,16 +308,16 @@ func clusterSettings(extra map[string]string) map[string]string {
 // logPrefix is the servers' log_line_prefix (the demo's).
 const logPrefix = "%m [%p] %q%u@%d/%a %c %e "
 
-// setup builds the application's data on c.
-func setup(ctx context.Context, c *pgcluster.Cluster, sql string) error {
-	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+shopDB); err != nil {
+// setup builds a's data on c.
+func setup(ctx context.Context, c *pgcluster.Cluster, a *application, sql string) error {
+	if err := c.Exec(ctx, "postgres", "CREATE DATABASE "+a.db); err != nil {
 		return err
 	}
-	for _, s := range []string{"SET synchronous_commit = on;" + schema, "VACUUM ANALYZE", "CREATE EXTENSION pg_stat_statements", sql} {
+	for _, s := range []string{"SET synchronous_commit = on;" + a.schema, "VACUUM ANALYZE", "CREATE EXTENSION pg_stat_statements", sql} {
 		if s == "" {
 			continue
 		}
-		if err := c.Exec(ctx, shopDB, s); err != nil {
+		if err := c.Exec(ctx, a.db, s); err != nil {
 			return err
 		}
 	}
@@ -244,21 +327,21 @@ func setup(ctx context.Context, c *pgcluster.Cluster, sql string) error {
 // production runs the application on a production server logging every
 // statement, and returns the log (copied into the output directory) and
 // the rate it ran at: o.rate, or half the capacity measured there first.
-func production(ctx context.Context, o options) (string, float64, error) {
-	say("production: building the data")
+func production(ctx context.Context, o options, a *application) (string, float64, error) {
+	say("%s: production: building the data", a.name)
 	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: clusterSettings(nil), BinDir: o.binDir})
 	if err != nil {
 		return "", 0, err
 	}
 	defer c.Stop()
-	if err := setup(ctx, c, ""); err != nil {
+	if err := setup(ctx, c, a, ""); err != nil {
 		return "", 0, err
 	}
-	dir := filepath.Join(o.out, "production")
+	dir := filepath.Join(o.out, a.name, "production")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", 0, err
 	}
-	scripts, err := scriptFiles(dir)
+	scripts, err := scriptFiles(a, dir)
 	if err != nil {
 		return "", 0, err
 	}
@@ -268,12 +351,12 @@ func production(ctx context.Context, o options) (string, float64, error) {
 		if err != nil {
 			return "", 0, err
 		}
-		tps, err := runApp(ctx, c, scripts, appRun{clients: o.clients, threads: o.threads, duration: o.capacityDuration})
+		tps, _, err := runApp(ctx, c, a, scripts, appRun{clients: o.clients, threads: o.threads, duration: o.capacityDuration})
 		if err != nil {
 			return "", 0, err
 		}
 		rate = float64(int(tps / 2))
-		say("production: capacity %.0f transactions/s with %d clients; the application runs at %.0f", tps, o.clients, rate)
+		say("%s: production: capacity %.0f transactions/s with %d clients; the application runs at %.0f", a.name, tps, o.clients, rate)
 		if err := c.Restore(ctx, snap); err != nil {
 			return "", 0, err
 		}
@@ -281,8 +364,8 @@ func production(ctx context.Context, o options) (string, float64, error) {
 	if err := statementLog(ctx, c); err != nil {
 		return "", 0, err
 	}
-	say("production: the application, %d clients at %.0f transactions/s for %v, every statement logged", o.clients, rate, o.duration)
-	if _, err := runApp(ctx, c, scripts, appRun{clients: o.clients, threads: o.threads, rate: rate, duration: o.duration}); err != nil {
+	say("%s: production: the application, %d clients at %.0f transactions/s for %v, every statement logged", a.name, o.clients, rate, o.duration)
+	if _, _, err := runApp(ctx, c, a, scripts, appRun{clients: o.clients, threads: o.threads, rate: rate, duration: o.duration}); err != nil {
 		return "", 0, err
 	}
 	if err := c.StopServerSmart(10 * time.Second); err != nil {
@@ -385,28 +468,47 @@ func renderDir(w io.Writer, dir string) error {
 	if b, err := os.ReadFile(filepath.Join(dir, "load.txt")); err == nil {
 		fmt.Fprint(w, string(b))
 	}
-	for _, c := range changes {
-		cdir := filepath.Join(dir, c.name)
-		b, err := os.ReadFile(filepath.Join(cdir, "result.json"))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	// A run kept before the zoo has the shop's changes at the top
+	// (DIR/CHANGE); the zoo's, each application's (DIR/APP/CHANGE).
+	dirs := []string{dir}
+	for _, a := range newZoo(1) {
+		dirs = append(dirs, filepath.Join(dir, a.name))
+	}
+	for _, adir := range dirs {
+		for _, c := range changes {
+			if err := renderChange(w, filepath.Join(adir, c.name), &t); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		var o outcome
-		if err := json.Unmarshal(b, &o); err != nil {
-			return fmt.Errorf("%s: %w", cdir, err)
-		}
-		d, err := readReport(filepath.Join(cdir, "report.json"))
-		if err != nil {
-			return err
-		}
-		if len(o.Rounds) > 0 {
-			fmt.Fprintf(w, "\n%d clients (%d threads) at %.0f transactions/s for %s, %d truth rounds%s\n", o.Clients, cmp.Or(o.Threads, 2), o.Rate, o.Duration, len(o.Rounds), o.bracketText())
-		}
-		o.render(w, d, &t)
 	}
 	t.summary(w)
+	return nil
+}
+
+// renderChange prints the table of the change kept in cdir, if any.
+func renderChange(w io.Writer, cdir string, t *tally) error {
+	b, err := os.ReadFile(filepath.Join(cdir, "result.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var o outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("%s: %w", cdir, err)
+	}
+	a := appNamed(cmp.Or(o.App, shop.name), 1)
+	if a == nil {
+		return fmt.Errorf("%s: unknown application %q", cdir, o.App)
+	}
+	d, err := readReport(filepath.Join(cdir, "report.json"), a)
+	if err != nil {
+		return err
+	}
+	if len(o.Rounds) > 0 {
+		fmt.Fprintf(w, "\n%s: %d clients (%d threads) at %.0f transactions/s for %s, %d truth rounds%s\n", a.name, o.Clients, cmp.Or(o.Threads, 2), o.Rate, o.Duration, len(o.Rounds), o.bracketText())
+	}
+	o.render(w, d, t)
 	return nil
 }

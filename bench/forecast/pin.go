@@ -54,9 +54,19 @@ func reexecPinned(cpus string) error {
 // and the installation's other directories (lib, share) are links, so
 // that relative library and share paths still resolve.
 func pinnedBinaries(bin, dir, cpus string) (string, error) {
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		return "", fmt.Errorf("-server-cpus needs taskset (util-linux): %w", err)
+	return wrappedBinaries(bin, dir, "", cpus)
+}
+
+// wrappedBinaries is pinnedBinaries whose postgres also runs the shell
+// lines prelude (with the server's arguments in "$@") before it execs
+// the server: under taskset on cpus, or alone for no cpus.
+func wrappedBinaries(bin, dir, prelude, cpus string) (string, error) {
+	var taskset string
+	var err error
+	if cpus != "" {
+		if taskset, err = exec.LookPath("taskset"); err != nil {
+			return "", fmt.Errorf("-server-cpus needs taskset (util-linux): %w", err)
+		}
 	}
 	bin, err = pgcluster.FindBinDir(bin, "pg_ctl", "postgres")
 	if err != nil {
@@ -96,7 +106,11 @@ func pinnedBinaries(bin, dir, cpus string) (string, error) {
 		from, to := filepath.Join(bin, p.Name()), filepath.Join(pinned, p.Name())
 		switch p.Name() {
 		case "postgres":
-			script := fmt.Sprintf("#!/bin/sh\nexec %s -c %s %s \"$@\"\n", shellQuote(taskset), shellQuote(cpus), shellQuote(from))
+			pin := ""
+			if cpus != "" {
+				pin = shellQuote(taskset) + " -c " + shellQuote(cpus) + " "
+			}
+			script := fmt.Sprintf("#!/bin/sh\n%sexec %s%s \"$@\"\n", prelude, pin, shellQuote(from))
 			err = os.WriteFile(to, []byte(script), 0o755)
 		case "pg_ctl":
 			if err = copyFile(from, to); err == nil {

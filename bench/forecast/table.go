@@ -24,6 +24,9 @@ const caughtAt = 1.5
 // outcome is what one change's experiment kept (result.json in its
 // directory, beside the rehearsal's report.json).
 type outcome struct {
+	// App is the application's name (application.name); empty in runs
+	// kept before the zoo: the shop.
+	App      string   `json:"app,omitempty"`
 	Change   string   `json:"change"`
 	About    string   `json:"about"`
 	Clients  int      `json:"clients"`
@@ -37,6 +40,9 @@ type outcome struct {
 	// rest after it); 0 in runs kept before it was recorded, all of
 	// them before.
 	TruthBefore int `json:"truth_rounds_before_rehearsal,omitempty"`
+	// Capacity is the capacity's search and headroom's (-capacity);
+	// nil without.
+	Capacity *capacityResult `json:"capacity,omitempty"`
 }
 
 // row is one line of a change's table.
@@ -135,7 +141,7 @@ func (o *outcome) sides(get func(round) (float64, bool)) (ctl, cand []float64, o
 // application's.
 func (o *outcome) rows(d *reportDoc) []row {
 	var rows []row
-	for k, kd := range kinds {
+	for k, kd := range d.app.kinds {
 		for _, level := range []string{levelServer, levelApp} {
 			fc := d.forecastOf(k)
 			if level == levelApp {
@@ -163,8 +169,25 @@ func (o *outcome) rows(d *reportDoc) []row {
 			rows = append(rows, rw)
 		}
 	}
+	if d.app.perConnection {
+		// What each transaction of an application that connects per
+		// transaction also waited: the connection's setup (pgbench's
+		// average), which no query of the report carries.
+		get := func(r round) (float64, bool) { return r.ConnectMS, r.ConnectMS > 0 }
+		if t, lo, hi, ok := o.trueRatio(get); ok {
+			ctl, cand, _ := o.sides(get)
+			rw := row{level: levelApp, kind: connectionRow, truth: t, tLow: lo, tHigh: hi, trueAdded: median(cand) - median(ctl)}
+			rw.truthSD, _ = truthSD(ctl, cand)
+			rw.judge(o.ExitCode)
+			rows = append(rows, rw)
+		}
+	}
 	return rows
 }
+
+// connectionRow is the application level's row of the connection's
+// setup, for an application that connects per transaction.
+const connectionRow = "connection setup"
 
 const (
 	levelServer = "server"
@@ -313,6 +336,11 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 		tr, tlo, thi, fr, flo, fhi)
 	fmt.Fprintf(w, "%s; the application ran %s a round\n", d.replayLine(), o.Duration)
 	fmt.Fprintf(w, "%s\n", o.overheadLine(d))
+	if o.Capacity != nil {
+		for _, l := range o.Capacity.lines() {
+			fmt.Fprintln(w, l)
+		}
+	}
 	if line := o.inFlightLine(d); line != "" {
 		fmt.Fprintf(w, "%s\n", line)
 	}
@@ -359,7 +387,7 @@ func (o *outcome) inFlightLine(d *reportDoc) string {
 			busy := 0.0
 			for j := range d.Queries {
 				q := &d.Queries[j]
-				if f := figs(q); kindOf(q.Query) >= 0 && f != nil && i < len(f.Runs) {
+				if f := figs(q); d.app.kindOf(q.Query) >= 0 && f != nil && i < len(f.Runs) {
 					busy += float64(f.Runs[i].Calls) * f.Runs[i].MeanMS
 				}
 			}
@@ -384,7 +412,7 @@ func (o *outcome) inFlightLine(d *reportDoc) string {
 // app ratio when the replay's is the larger.
 func (o *outcome) overheadLine(d *reportDoc) string {
 	var parts []string
-	for k, kd := range kinds {
+	for k, kd := range d.app.kinds {
 		var over []float64
 		for _, r := range o.Rounds {
 			a, okA := r.App[kd.name]

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStatementLatencies reads pgbench -r's report of the hot-row
+// application (testdata/pgbench-r.txt, a real one): each statement's
+// latency, matched to its kind by its text, counted once a transaction
+// of its script; BEGIN, COMMIT, \set and \sleep are not the
+// application's queries.
+func TestStatementLatencies(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "pgbench-r.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, txs, err := statementLatencies(hotrow, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind string
+		ms   float64
+		n    int64
+	}{
+		{"hot lock", 1.335, 1282},
+		{"hot update", 0.522, 1282},
+		{"history insert", 0.248, 1282},
+		{"balance read", 0.410, 1961},
+	} {
+		if math.Abs(app[c.kind]-c.ms) > 1e-9 || txs[c.kind] != c.n {
+			t.Errorf("%s: %v ms over %d, want %v over %d", c.kind, app[c.kind], txs[c.kind], c.ms, c.n)
+		}
+	}
+	if len(app) != 4 {
+		t.Errorf("kinds read: %v, want the 4 of hotrow", app)
+	}
+	if _, _, err := statementLatencies(hotrow, []byte("number of transactions actually processed: 10\n")); err == nil {
+		t.Error("a report without statement latencies was read without error")
+	}
+}
+
+// TestConnectionTime reads pgbench -C's average connection time.
+func TestConnectionTime(t *testing.T) {
+	ms, err := connectionTime([]byte("latency average = 19.1 ms\naverage connection time = 16.237 ms\ntps = 66.2 (including reconnection times)\n"))
+	if err != nil || ms != 16.237 {
+		t.Errorf("connectionTime = %v, %v; want 16.237", ms, err)
+	}
+	if _, err := connectionTime([]byte("latency average = 19.1 ms\n")); err == nil {
+		t.Error("a report without a connection time was read without error")
+	}
+}
+
+// TestZooKinds checks that every application's queries are told apart by
+// their text as pg_stat_statements normalizes it: the hot row's lock is
+// not taken for its plain read, nor its update for the lock.
+func TestZooKinds(t *testing.T) {
+	for _, c := range []struct {
+		app  *application
+		sql  string
+		want string
+	}{
+		{hotrow, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", "hot lock"},
+		{hotrow, "SELECT balance FROM accounts WHERE id = $1", "balance read"},
+		{hotrow, "UPDATE accounts SET balance = balance + $1, updated_at = now() WHERE id = $2", "hot update"},
+		{hotrow, "INSERT INTO account_history (account_id, delta, at) VALUES ($1, $2, now())", "history insert"},
+		{hotrow, "COMMIT", ""},
+		{newPercall(1), "SELECT id, name FROM customers WHERE email = $1 || $2 || $3", "lookup by email"},
+	} {
+		got := ""
+		if k := c.app.kindOf(c.sql); k >= 0 {
+			got = c.app.kinds[k].name
+		}
+		if got != c.want {
+			t.Errorf("%s: %q is %q, want %q", c.app.name, c.sql, got, c.want)
+		}
+	}
+	// One script a kind for the shop; hotrow's are its transactions.
+	if n := len(shop.scripts()); n != len(shop.kinds) || shop.perStatement() {
+		t.Errorf("shop: %d scripts for %d kinds", n, len(shop.kinds))
+	}
+	if !hotrow.perStatement() || len(hotrow.scripts()) != 2 {
+		t.Errorf("hotrow: %d scripts, per statement %v", len(hotrow.scripts()), hotrow.perStatement())
+	}
+	if a := appNamed("percall", 4); a == nil || !strings.Contains(a.schema, "generate_series(1, 2400000)") || !a.perConnection {
+		t.Errorf("percall at scale 4 lacks the shop's 2400000 orders or -C")
+	}
+	if _, err := parseApps("shop,nope", 1); err == nil {
+		t.Error("an unknown application was accepted")
+	}
+}
+
+// TestChangeApplies: a change of the data applies to the applications
+// whose database it names; a change of settings or of the machine to
+// every one.
+func TestChangeApplies(t *testing.T) {
+	byName := map[string]change{}
+	for _, c := range changes {
+		byName[c.name] = c
+	}
+	for _, c := range []struct {
+		change string
+		app    *application
+		want   bool
+	}{
+		{"dropped-index", shop, true},
+		{"dropped-index", hotrow, false},
+		{"faster", newPercall(1), true},
+		{"faster", hotrow, false},
+		{"half-cpu", hotrow, true},
+		{"mem-limit", shop, true},
+		{"none", hotrow, true},
+	} {
+		if got := byName[c.change].appliesTo(c.app); got != c.want {
+			t.Errorf("%s applies to %s: %v, want %v", c.change, c.app.name, got, c.want)
+		}
+	}
+}
+
+func TestCPUCount(t *testing.T) {
+	for _, c := range []struct {
+		list string
+		want int
+		bad  bool
+	}{
+		{"0", 1, false},
+		{"0-1", 2, false},
+		{"0,2-3", 3, false},
+		{"3-1", 0, true},
+		{"x", 0, true},
+	} {
+		got, err := cpuCount(c.list)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("cpuCount(%q) = %d, %v; want %d (error %v)", c.list, got, err, c.want, c.bad)
+		}
+	}
+	if n, err := cpuCount(""); err != nil || n < 1 {
+		t.Errorf("cpuCount of every CPU = %d, %v", n, err)
+	}
+}
+
+// TestOwnCgroupIn finds this process's path in a controller's v1
+// hierarchy, where the controllers may share one (cpu,cpuacct).
+func TestOwnCgroupIn(t *testing.T) {
+	const lines = "4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/\n"
+	for _, c := range []struct{ controller, want string }{{"memory", "/process_api/abc"}, {"cpu", "/"}, {"cpuacct", "/"}} {
+		got, err := ownCgroupIn(bufio.NewScanner(strings.NewReader(lines)), c.controller)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.controller, got, err, c.want)
+		}
+	}
+	if _, err := ownCgroupIn(bufio.NewScanner(strings.NewReader(lines)), "cpuset"); err == nil {
+		t.Error("a controller in no hierarchy was found")
+	}
+}
+
+// TestUpgradeBinDir: the pg-upgrade change refuses an installation
+// without pg_upgrade, such as make pg-versions' builds, saying what is
+// missing.
+func TestUpgradeBinDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := upgradeBinDir(dir); err == nil || !strings.Contains(err.Error(), "no pg_upgrade") {
+		t.Errorf("upgradeBinDir of a server-only build: %v, want no pg_upgrade", err)
+	}
+	for _, p := range upgradePrograms {
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := upgradeBinDir(dir); err != nil || got != dir {
+		t.Errorf("upgradeBinDir of a full installation: %q, %v", got, err)
+	}
+}
+
+// TestRenderZoo renders a run kept in the zoo's layout (OUT/APP/CHANGE,
+// testdata/README.md): each application's tables under its name, its
+// queries found by its own texts (hotrow's lock apart from its read),
+// and percall's connection setup as a row of the application level that
+// no query of the report carries.
+func TestRenderZoo(t *testing.T) {
+	var out bytes.Buffer
+	if err := renderDir(&out, filepath.Join("testdata", "zoo")); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"hotrow: 8 clients (2 threads) at 1096 transactions/s for 3s, 2 truth rounds",
+		"## half-cpu: the candidate's server runs under a CPU quota of half the control's CPUs",
+		"server hot lock 0.65x (0.65x-0.65x) 1.17x (0.58x-2.36x) yes",
+		"app hot update 1.07x (1.07x-1.07x) 1.57x (0.76x-3.23x) yes",
+		"server balance read 1.00x (1.00x-1.00x) 1.33x (0.99x-1.77x) yes",
+		"percall: 8 clients (2 threads) at 66 transactions/s for 3s",
+		"app connection setup 0.69x (0.69x-0.69x) not in the report no",
+		"summary: rows inside the interval 13 of 17",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the tables lack %q; they read:\n%s", want, got)
+		}
+	}
+}
