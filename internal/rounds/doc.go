@@ -23,7 +23,8 @@
 //
 // The package knows nothing of what a round replays or how its result is
 // judged and recorded: the replay is a function the command gives, and
-// each command keeps its own records, statuses, words and files from
-// what Run says a round did (Ended). It names no command-line flag and
+// each command keeps its own records, words and files from what Run says
+// a round did (Ended), with the status Ended.Status gives it: how a
+// round's end maps to done, interrupted or failed is said here once. It names no command-line flag and
 // prints nothing.
 package rounds
