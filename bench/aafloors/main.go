@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
@@ -154,7 +155,7 @@ func (t *tally) print(title string) {
 }
 
 var (
-	rules, _  = compare.ParseRules([]string{"p95>+20%"})
+	rules, _  = judge.ParsePairRules([]string{"p95>+20%"})
 	opts      compare.Options
 	skipFirst int
 )

@@ -52,7 +52,7 @@ func main() {
 	if *failOn != "" {
 		ruleText = []string{*failOn}
 	}
-	rules, err := judge.ParseRules(ruleText)
+	rules, err := judge.ParsePairRules(ruleText)
 	if err != nil {
 		fail(err)
 	}

@@ -22,7 +22,7 @@ var judgedOnlyThrough = map[string][]string{
 	// judge.Judge), its fixes too (judge.Fix): no comparison of its own.
 	"internal/rehearse": {"internal/compare", "internal/compareplans", "internal/explain", "internal/findings"},
 	// A sweep's peak, knee, cliff and comparison of configurations are
-	// judged by the judge's curve rules (judge.Curves, judge.Cliff).
+	// judged by the judge's curve rules (judge.Curves, judge.CurveRule).
 	"internal/sweep": {"internal/stepcurve"},
 }
 

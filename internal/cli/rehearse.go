@@ -405,7 +405,7 @@ func runRehearseCmd(ctx context.Context, stdio IO, f rehearseFlags, resetGiven b
 // decideRounds has the rehearsal add rounds, a pair at a time, while a
 // query is undecided on a --fail-on rule, up to --max-rounds a side and
 // --max-time (rehearse.Config.Decide); nothing without a rule.
-func (r *rehearseRun) decideRounds(rules judge.Rules) {
+func (r *rehearseRun) decideRounds(rules judge.PairRules) {
 	f := r.f
 	if len(rules) == 0 {
 		return
@@ -435,7 +435,7 @@ const DefaultMaxRounds = 8
 
 // rehearseChecks checks the flags against each other and parses
 // --fail-on.
-func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.Rules, error) {
+func rehearseChecks(f rehearseFlags, resetGiven bool) (judge.PairRules, error) {
 	switch {
 	case f.control == "" && f.controlCluster == "":
 		return nil, usageError("rehearse needs the control target: --control DSN")
@@ -697,7 +697,7 @@ func replayRound(ctx context.Context, stdio IO, cfg replayrun.Config, side resul
 // verdict is written first, then details (which hold the rounds already)
 // with the comparison's details, the plans and the findings added;
 // details are written on every path.
-func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules judge.Rules) (*judge.Verdict, error) {
+func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.Buffer, out *rehearse.Outcome, rules judge.PairRules) (*judge.Verdict, error) {
 	defer details.WriteTo(w) // what is left when a path returned early
 	f := r.f
 	opts := r.judgeOptions(rules)
@@ -751,7 +751,7 @@ func (r *rehearseRun) compare(ctx context.Context, w io.Writer, details *bytes.B
 // for the rounds until decided and the verdict alike. Every round was
 // observed (pg_stat_statements deltas, server work per call): a round
 // without them is said to leave server work uncompared.
-func (r *rehearseRun) judgeOptions(rules judge.Rules) rehearse.JudgeOptions {
+func (r *rehearseRun) judgeOptions(rules judge.PairRules) rehearse.JudgeOptions {
 	return rehearse.JudgeOptions{MinCalls: r.f.minCalls, MinEffectMS: minEffectMS(r.f.minEffectMS), Rules: rules, ExpectWork: r.replay.Observe != nil,
 		JudgeLevel: meanLevel(r.f.judgeLevel), Width: r.f.maxWidth}
 }

@@ -307,8 +307,8 @@ var errLatencyNotJudged = &exitError{code: ExitIncomplete, err: errors.New("late
 	"(see the verdict); replay again on a quieter machine or at a lower --speed, or compare three runs a side")}
 
 // reportRules checks the flags against each other and parses --fail-on.
-func reportRules(f reportFlags, compared bool) (judge.Rules, error) {
-	rules, err := judge.ParseRules(f.failOn)
+func reportRules(f reportFlags, compared bool) (judge.PairRules, error) {
+	rules, err := judge.ParsePairRules(f.failOn)
 	switch {
 	case err != nil:
 		return nil, usageError("--fail-on: %v", err)
@@ -343,7 +343,7 @@ func readReportRuns(paths []string) ([]judge.Run, error) {
 
 // judgeOptions are the comparison's options as report's flags give
 // them.
-func judgeOptions(f reportFlags, rules judge.Rules) judge.Options {
+func judgeOptions(f reportFlags, rules judge.PairRules) judge.Options {
 	return judge.Options{MinCalls: f.minCalls, MinEffectMS: minEffectMS(f.minEffectMS), AllowMixedLatency: f.allowMixed, AllowIncomplete: f.allowPart, Rules: rules,
 		JudgeLevel: meanLevel(f.judgeLevel)}
 }
@@ -483,7 +483,7 @@ func readResultFile(path string) (*results.Result, error) {
 	return r, err
 }
 
-// rulesHelp documents compare's rule language (compare.ParseRule) for
+// rulesHelp documents the judge's rule language (judge.ParsePairRule) for
 // report --help.
 const rulesHelp = `A --fail-on rule is METRIC>THRESHOLD; several rules are separated by commas
 or given in repeated flags, and the run fails when any rule is broken.

@@ -90,7 +90,7 @@ func (r *Report) markBusier(wallS []float64) {
 // query.
 func (r *Report) breaksLatencyRule(q *QueryDiff) bool {
 	for _, rule := range r.Rules {
-		if rule.Metric == MetricErrors || workRule(rule.Metric) {
+		if rule.Metric == MetricErrors || WorkRule(rule.Metric) {
 			continue
 		}
 		if _, broken := rule.check(q, r.Settings, nil); broken {

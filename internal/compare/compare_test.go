@@ -118,7 +118,7 @@ func TestSameFiguresTwice(t *testing.T) {
 		t.Errorf("one result twice: %v", err)
 	}
 	other := makeRun(t, "analysis", true, 2, qs...)
-	rules, _ := ParseRules([]string{"p95>+20%,mean>+1%", "errors>+0pp", "total_ms>+0ms"})
+	rules, _ := parseRules([]string{"p95>+20%,mean>+1%", "errors>+0pp", "total_ms>+0ms"})
 	rep, err := Compare(base, other, Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestRanking(t *testing.T) {
 		q{fp: "new", n: 100, meanUS: 1000},
 		q{fp: "failing", n: 200, meanUS: 1000, errs: 20},
 	)
-	rules, err := ParseRules([]string{"p95>+400%", "errors>+5pp"})
+	rules, err := parseRules([]string{"p95>+400%", "errors>+5pp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestMinEffectMS(t *testing.T) {
 		want         Status
 	}{{-1, -1, StatusRegressed}, {0.01, -1, StatusRegressed}, {0, -1, StatusSmallChange}, {0.1, -1, StatusSmallChange},
 		{0, 0, StatusRegressed}, {0.1, 0.5, StatusRegressed}} {
-		rules, err := ParseRules([]string{"p95>+20%", "mean>+50%"})
+		rules, err := parseRules([]string{"p95>+20%", "mean>+50%"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,8 @@
 // the figures of both sides, each change with its interval, whether it is
 // beyond noise and beyond the floors, ranked lists of regressions, errors
 // that grew, queries seen on one side only, divergence, and a verdict
-// against rules (ParseRules).
+// against rules (Rule: a threshold on the two sides, in the grammar
+// judge.ParsePairRules reads).
 //
 // # Runs, not calls
 //

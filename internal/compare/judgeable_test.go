@@ -87,7 +87,7 @@ func TestUnjudgeable(t *testing.T) {
 
 func mustRules(t *testing.T, s ...string) []Rule {
 	t.Helper()
-	r, err := ParseRules(s)
+	r, err := parseRules(s)
 	if err != nil {
 		t.Fatal(err)
 	}

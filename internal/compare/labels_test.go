@@ -265,7 +265,7 @@ func checkVerdict(t *testing.T, name string, rep *Report) {
 	// metric (or slower beside one while the server was busier).
 	for _, b := range rep.Verdict.Broken {
 		q := rep.Query(b.Fingerprint)
-		if workRule(b.Metric) || b.Metric == MetricErrors {
+		if WorkRule(b.Metric) || b.Metric == MetricErrors {
 			continue
 		}
 		if !q.Status.Regression() && q.Status != StatusSlowerWhileBusier {

@@ -142,4 +142,4 @@ func (r *Report) markLagged() {
 
 // latencyRule reports whether m is a figure of latency, whose rules a
 // comparison that judges no latency does not check.
-func latencyRule(m Metric) bool { return m != MetricErrors && !workRule(m) }
+func latencyRule(m Metric) bool { return m != MetricErrors && !WorkRule(m) }

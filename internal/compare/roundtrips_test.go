@@ -90,7 +90,7 @@ func TestRoundTripsNeverCompared(t *testing.T) {
 	plain := replayRun(t, "c.json", other, many, nil)
 	plain.LatencySource = LatencyServerLog
 	withClient := replayRun(t, "c.json", other, many, slowClient)
-	rules, err := ParseRules([]string{"mean>+10%"})
+	rules, err := parseRules([]string{"mean>+10%"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,5 @@
 package compare
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
 // Metric is what a rule measures.
 type Metric string
 
@@ -49,7 +43,9 @@ const (
 	UnitPP      Unit = "pp" // growth of a rate in percentage points
 )
 
-// Rule is one threshold a comparison fails on.
+// Rule is one threshold a comparison fails on, on the two sides it
+// compares: judge.PairRule, parsed from its text by judge.ParsePairRules
+// (the grammar users write is the judge's).
 type Rule struct {
 	Text   string  `json:"rule"`
 	Metric Metric  `json:"metric"`
@@ -57,97 +53,9 @@ type Rule struct {
 	Value  float64 `json:"value"`
 }
 
-var metricNames = map[string]Metric{
-	"mean": MetricMean, "mean_ms": MetricMean,
-	"p50": MetricP50, "p50_ms": MetricP50, "median": MetricP50,
-	"p95": MetricP95, "p95_ms": MetricP95,
-	"p99": MetricP99, "p99_ms": MetricP99,
-	"total": MetricTotal, "total_ms": MetricTotal,
-	"errors": MetricErrors,
-	"wal":    MetricWALBytes, "wal_bytes": MetricWALBytes,
-	"dirtied": MetricDirtied, "blks_dirtied": MetricDirtied, "shared_blks_dirtied": MetricDirtied,
-	"wal_fpi": MetricWALFPI,
-}
-
-// workRule says whether m is a server-work metric (work.go).
-func workRule(m Metric) bool { return m == MetricWALBytes || m == MetricWALFPI || m == MetricDirtied }
-
-// ParseRules parses rules from flag values, each of which may hold several
-// comma-separated rules.
-func ParseRules(values []string) ([]Rule, error) {
-	var rules []Rule
-	for _, v := range values {
-		for part := range strings.SplitSeq(v, ",") {
-			part = strings.TrimSpace(part)
-			if part == "" {
-				continue
-			}
-			r, err := ParseRule(part)
-			if err != nil {
-				return nil, err
-			}
-			rules = append(rules, r)
-		}
-	}
-	return rules, nil
-}
-
-// ParseRule parses one rule such as "p95>+20%".
-func ParseRule(s string) (Rule, error) {
-	text := strings.Join(strings.Fields(s), "")
-	bad := func(why string) (Rule, error) {
-		return Rule{}, fmt.Errorf("rule %q: %s (want METRIC>THRESHOLD such as p95>+20%%, mean>2x, p99>+50ms, errors>+1pp, wal>+50%%)", s, why)
-	}
-	name, thr, ok := strings.Cut(text, ">")
-	if !ok {
-		return bad("no '>'")
-	}
-	m, ok := metricNames[strings.ToLower(name)]
-	if !ok {
-		return bad(fmt.Sprintf("unknown metric %q (want mean, p50, p95, p99, total_ms, errors, wal or dirtied)", name))
-	}
-	if m == MetricWALFPI {
-		return bad("full-page images are shown, never judged: how many a call writes depends on when the last checkpoint was (use wal or dirtied)")
-	}
-	r := Rule{Text: text, Metric: m}
-	plus := strings.HasPrefix(thr, "+")
-	thr = strings.TrimPrefix(thr, "+")
-	lower := strings.ToLower(thr)
-	switch {
-	case strings.HasSuffix(lower, "pp"):
-		r.Unit, thr = UnitPP, thr[:len(thr)-2]
-	case strings.HasSuffix(lower, "ms"):
-		r.Unit, thr = UnitMS, thr[:len(thr)-2]
-	case strings.HasSuffix(lower, "%"):
-		r.Unit, thr = UnitPercent, thr[:len(thr)-1]
-	case strings.HasSuffix(lower, "x"):
-		r.Unit, thr = UnitFactor, thr[:len(thr)-1]
-	default:
-		return bad("threshold needs a unit: %, x, ms or pp")
-	}
-	v, err := strconv.ParseFloat(thr, 64)
-	if err != nil || v < 0 {
-		return bad(fmt.Sprintf("threshold %q is not a non-negative number", thr))
-	}
-	r.Value = v
-	switch {
-	case r.Unit != UnitFactor && !plus:
-		return bad("a growth threshold starts with '+'")
-	case r.Unit == UnitFactor && plus:
-		return bad("a factor has no '+' (write mean>2x)")
-	case r.Unit == UnitFactor && v <= 1:
-		return bad("a factor must be above 1")
-	case m == MetricErrors && r.Unit != UnitPP:
-		return bad("errors take a threshold in percentage points (+Npp)")
-	case m != MetricErrors && r.Unit == UnitPP:
-		return bad("pp applies to errors only")
-	case workRule(m) && r.Unit == UnitMS:
-		return bad("server work per call takes a relative threshold (+N% or Nx)")
-	case m == MetricTotal && r.Unit == UnitMS:
-		// Allowed: total time added, in ms.
-	}
-	return r, nil
-}
+// WorkRule says whether m is a server-work metric (work.go), which a
+// rule bounds by a relative threshold only.
+func WorkRule(m Metric) bool { return m == MetricWALBytes || m == MetricWALFPI || m == MetricDirtied }
 
 // Broken is a rule broken by a query, as data; internal/report words it.
 type Broken struct {
@@ -204,7 +112,7 @@ type Broken struct {
 // item 5: a report query marked regressed at 2.33x passed p95>+50%, its
 // p95 resting on too few calls). Broken.Figure then names the figure.
 func (r Rule) check(q *QueryDiff, s Settings, sw *ServerWork) (Broken, bool) {
-	if workRule(r.Metric) {
+	if WorkRule(r.Metric) {
 		return r.checkWork(q, sw)
 	}
 	if q.Baseline == nil || q.Candidate == nil {

@@ -1,72 +1,10 @@
 package compare
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 )
-
-func TestParseRule(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Rule
-		wantErr string
-	}{
-		{"p95>+20%", Rule{Text: "p95>+20%", Metric: MetricP95, Unit: UnitPercent, Value: 20}, ""},
-		{" mean > 2x ", Rule{Text: "mean>2x", Metric: MetricMean, Unit: UnitFactor, Value: 2}, ""},
-		{"p99_ms>+50ms", Rule{Text: "p99_ms>+50ms", Metric: MetricP99, Unit: UnitMS, Value: 50}, ""},
-		{"errors>+1pp", Rule{Text: "errors>+1pp", Metric: MetricErrors, Unit: UnitPP, Value: 1}, ""},
-		{"total_ms>+10%", Rule{Text: "total_ms>+10%", Metric: MetricTotal, Unit: UnitPercent, Value: 10}, ""},
-		{"P50>+0.5%", Rule{Text: "P50>+0.5%", Metric: MetricP50, Unit: UnitPercent, Value: 0.5}, ""},
-		{"p95<+20%", Rule{}, "no '>'"},
-		{"p90>+20%", Rule{}, "unknown metric"},
-		{"p95>20%", Rule{}, "starts with '+'"},
-		{"p95>+20", Rule{}, "needs a unit"},
-		{"p95>+x%", Rule{}, "not a non-negative number"},
-		{"mean>+2x", Rule{}, "no '+'"},
-		{"mean>0.5x", Rule{}, "above 1"},
-		{"errors>+5%", Rule{}, "percentage points"},
-		{"p95>+1pp", Rule{}, "errors only"},
-		{"wal>+50%", Rule{Text: "wal>+50%", Metric: MetricWALBytes, Unit: UnitPercent, Value: 50}, ""},
-		{"WAL_bytes>1.5x", Rule{Text: "WAL_bytes>1.5x", Metric: MetricWALBytes, Unit: UnitFactor, Value: 1.5}, ""},
-		{"dirtied>2x", Rule{Text: "dirtied>2x", Metric: MetricDirtied, Unit: UnitFactor, Value: 2}, ""},
-		{"shared_blks_dirtied>+30%", Rule{Text: "shared_blks_dirtied>+30%", Metric: MetricDirtied, Unit: UnitPercent, Value: 30}, ""},
-		{"wal_fpi>+50%", Rule{}, "never judged"},
-		{"wal>+1ms", Rule{}, "relative threshold"},
-		{"dirtied>+1pp", Rule{}, "errors only"},
-	}
-	for _, tt := range tests {
-		got, err := ParseRule(tt.in)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%q: err %v, want %q", tt.in, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%q: %+v, %v; want %+v", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestParseRulesCommasAndRepeats(t *testing.T) {
-	rules, err := ParseRules([]string{"p95>+20%, mean>+50%", "errors>+1pp,"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range rules {
-		got = append(got, r.Text)
-	}
-	if want := []string{"p95>+20%", "mean>+50%", "errors>+1pp"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("%v, want %v", got, want)
-	}
-	if _, err := ParseRules([]string{"p95>+20%,bogus"}); err == nil {
-		t.Error("a bad rule among good ones was accepted")
-	}
-}
 
 func TestRuleCheck(t *testing.T) {
 	slower := func(r float64) Effect {
@@ -98,7 +36,7 @@ func TestRuleCheck(t *testing.T) {
 		{"errors>+5pp", sig, 0.001, false},
 	}
 	for _, tt := range tests {
-		r, err := ParseRule(tt.rule)
+		r, err := parseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +46,7 @@ func TestRuleCheck(t *testing.T) {
 		}
 	}
 	// A change under the ms floor breaks nothing.
-	r, _ := ParseRule("p95>+20%")
+	r, _ := parseRule("p95>+20%")
 	if _, got := r.check(&QueryDiff{Baseline: b, Candidate: c, Effects: sig}, Settings{MinEffectMS: 2}, nil); got {
 		t.Error("a change of 1 ms broke a rule with a floor of 2 ms")
 	}
@@ -140,7 +78,7 @@ func TestRuleCheckWork(t *testing.T) {
 		{"wal>+50%", hot, nil, false}, // server work not compared
 	}
 	for _, tt := range tests {
-		r, err := ParseRule(tt.rule)
+		r, err := parseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +93,7 @@ func TestRuleCheckWork(t *testing.T) {
 		}
 	}
 	// A latency rule is not broken by work alone.
-	r, _ := ParseRule("p95>+20%")
+	r, _ := parseRule("p95>+20%")
 	if _, got := r.check(&QueryDiff{Fingerprint: "f", Work: &hot}, Settings{}, sw); got {
 		t.Error("a latency rule was broken by a query with no latency figures")
 	}
@@ -200,7 +138,7 @@ func TestRuleCheckRegressedFigure(t *testing.T) {
 		{"regressed 2.33x, total by ms", "total_ms>+100ms", StatusRegressed, MetricMean, Effects{Mean: slower(2.33)}, false, ""},
 	}
 	for _, tt := range tests {
-		r, err := ParseRule(tt.rule)
+		r, err := parseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -249,7 +249,7 @@ func TestSlowerWhileBusier(t *testing.T) {
 			var rules []Rule
 			if c.rules != "" {
 				var err error
-				if rules, err = ParseRules([]string{c.rules}); err != nil {
+				if rules, err = parseRules([]string{c.rules}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -478,55 +478,32 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		Replay: func(ctx context.Context, place rounds.Place) (*results.Result, error) {
 			return r.cfg.Replay(ctx, at(place), t)
 		},
-		Done: func(_ rounds.Place, res *results.Result, _ error) error { return r.writeStep(st, res, &rec) },
+		Done:      func(_ rounds.Place, res *results.Result, _ error) error { return r.writeStep(st, res, &rec) },
+		UnderLoad: true,
 	}
 	end := rounds.Run(ctx, cycle)
 	rec.ResetSeconds = end.Place.Reset.Seconds
 	relErr := end.ReleaseErr
-	switch end.Stage {
-	case rounds.StageReset:
-		if ctx.Err() != nil {
-			rec.Status = StatusInterrupted
-			so.Steps = append(so.Steps, rec)
-			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before step %d", st.Seq)
-			return true, relErr
-		}
-		rec.Status, rec.Error = StatusFailed, end.Err.Error()
-		so.Steps = append(so.Steps, rec)
-		r.out.Stopped = fmt.Sprintf("the reset before step %d (%s) failed", st.Seq, st.Side)
-		return true, errors.Join(end.Err, relErr)
-	case rounds.StageChange:
-		// The try's search stops there: not tried when the server
-		// refused it (the run goes on), interrupted when ctx was.
-		r.notTried(ctx, st, rec, end.Err)
-		return true, relErr
-	case rounds.StageLogs:
-		rec.Status, rec.Error = StatusFailed, end.Err.Error()
-		so.Steps = append(so.Steps, rec)
-		r.out.Stopped = fmt.Sprintf("step %d (%s at %gx): %v", st.Seq, st.Side, st.K, end.Err)
-		return true, errors.Join(end.Err, relErr)
+	status, why := end.Status()
+	rec.Status = status
+	if why != nil {
+		rec.Error = why.Error()
 	}
-	res, rerr := end.Result, end.Err
+	if !end.Replayed() {
+		return r.notReplayed(st, rec, end)
+	}
+	res := end.Result
 	rec.ReplaySeconds = end.ReplaySeconds
-	switch {
-	case ctx.Err() != nil:
-		rec.Status = StatusInterrupted
-		if rerr != nil {
-			rec.Error = rerr.Error()
-		}
+	switch status {
+	case StatusInterrupted:
 		so.Steps = append(so.Steps, rec)
 		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during step %d (%s at %gx); its partial result does not count", st.Seq, st.Side, st.K)
 		return true, relErr
-	case rerr != nil || res == nil:
-		if rerr == nil {
-			rerr = rounds.ErrNoResult
-		}
-		rec.Status, rec.Error = StatusFailed, rerr.Error()
+	case StatusFailed:
 		so.Steps = append(so.Steps, rec)
-		r.out.Stopped = fmt.Sprintf("step %d (%s at %gx) failed: %v", st.Seq, st.Side, st.K, rerr)
-		return true, errors.Join(fmt.Errorf("step %d (%s at %gx): %w", st.Seq, st.Side, st.K, rerr), relErr)
+		r.out.Stopped = fmt.Sprintf("step %d (%s at %gx) failed: %v", st.Seq, st.Side, st.K, why)
+		return true, errors.Join(fmt.Errorf("step %d (%s at %gx): %w", st.Seq, st.Side, st.K, why), relErr)
 	}
-	rec.Status = StatusDone
 	m := judge.Measure(res)
 	if serverCPU >= 0 && rec.ReplaySeconds > 0 {
 		m.ServerCPUSeconds = &serverCPU
@@ -563,6 +540,28 @@ func (r *run) step(ctx context.Context, st StepRun, t Target) (stop bool, err er
 		return true, relErr
 	}
 	return false, nil
+}
+
+// notReplayed records a step that ended before its replay: its reset
+// failed or was interrupted, its try was not applied, or the target's
+// logs could not be expanded. The run stops there (a try's search does,
+// when the server refused the try).
+func (r *run) notReplayed(st StepRun, rec Step, end rounds.Ended) (stop bool, err error) {
+	if end.Stage == rounds.StageChange {
+		r.notTried(st, rec, end.Err)
+		return true, end.ReleaseErr
+	}
+	so := r.out.Side(st.Side)
+	so.Steps = append(so.Steps, rec)
+	if rec.Status == StatusInterrupted {
+		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before step %d", st.Seq)
+		return true, end.ReleaseErr
+	}
+	r.out.Stopped = fmt.Sprintf("step %d (%s at %gx): %v", st.Seq, st.Side, st.K, end.Err)
+	if end.Stage == rounds.StageReset {
+		r.out.Stopped = fmt.Sprintf("the reset before step %d (%s) failed", st.Seq, st.Side)
+	}
+	return true, errors.Join(end.Err, end.ReleaseErr)
 }
 
 // measureCPU reads the server's CPU seconds around a step's replay into

@@ -80,7 +80,7 @@ func TestRun(t *testing.T) {
 		if a == nil || a.AtLeast || a.Lo > kStar || a.Hi < kStar {
 			t.Errorf("%s: answer %+v, want an interval around %g", so.Side, a, kStar)
 		}
-		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != judge.MetricP95 {
+		if so.FirstBreak == nil || so.FirstBreak.Fingerprint != "lookup" || so.FirstBreak.Metric != judge.SLOMetricP95 {
 			t.Errorf("%s: first break %+v, want the lookup's p95", so.Side, so.FirstBreak)
 		}
 		if !so.Steps[0].Baseline || !so.Steps[1].Baseline || !so.Steps[2].Baseline || so.Steps[3].Verdict == nil {
@@ -131,7 +131,7 @@ func TestRunRoundTrips(t *testing.T) {
 		t.Errorf("answer %+v, first break %+v: want at least 2.2x bound by round trips", a, so.FirstBreak)
 	}
 	so = run(0.9)
-	if a := so.Answer; a == nil || a.AtLeast || a.Bound != "" || so.FirstBreak == nil || so.FirstBreak.Metric != judge.MetricLag ||
+	if a := so.Answer; a == nil || a.AtLeast || a.Bound != "" || so.FirstBreak == nil || so.FirstBreak.Metric != judge.SLOMetricLag ||
 		so.FirstBreak.Cause == nil || so.FirstBreak.Cause.Fingerprint != "lookup" {
 		t.Errorf("answer %+v, first break %+v: want a break by lag, caused by the lookup", a, so.FirstBreak)
 	}
@@ -318,10 +318,10 @@ func TestRunCulprit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fb := out.Side(Candidate).FirstBreak
-	if fb == nil || fb.Metric != judge.MetricLag || fb.Cause == nil {
+	if fb == nil || fb.Metric != judge.SLOMetricLag || fb.Cause == nil {
 		t.Fatalf("first break %+v: want a lag break with its cause", fb)
 	}
-	if c := fb.Cause; c.Fingerprint != "insert" || c.Metric != judge.MetricMean || c.AddedMS <= 0 {
+	if c := fb.Cause; c.Fingerprint != "insert" || c.Metric != judge.SLOMetricMean || c.AddedMS <= 0 {
 		t.Errorf("cause %+v: want the INSERT's mean, with the time it added", c)
 	}
 	if w := fb.WaitedMost; w == nil || w.Fingerprint != "range" {

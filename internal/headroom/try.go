@@ -98,11 +98,11 @@ func (r *run) withTry() string {
 
 // notTried records step st, whose try the server refused (aerr) or
 // whose application was interrupted: the try's search stops there, not
-// tried when refused (the run goes on), interrupted when ctx was.
-func (r *run) notTried(ctx context.Context, st StepRun, rec Step, aerr error) {
+// tried when refused (the run goes on), interrupted when rec's status
+// says so (rounds.Ended.Status).
+func (r *run) notTried(st StepRun, rec Step, aerr error) {
 	so := r.out.Side(st.Side)
-	if ctx.Err() != nil {
-		rec.Status = StatusInterrupted
+	if rec.Status == StatusInterrupted {
 		so.Steps = append(so.Steps, rec)
 		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted while applying try %s before step %d", r.try.Name, st.Seq)
 		return

@@ -33,7 +33,7 @@ func Culprits(b Baseline, m Measurement, slo SLO) []Break {
 		if !ok || q.TimedCalls < slo.MinCalls {
 			continue
 		}
-		for _, metric := range []Metric{MetricMean, MetricP95} {
+		for _, metric := range []SLOMetric{SLOMetricMean, SLOMetricP95} {
 			base, val := latency(bq, metric), latency(q, metric)
 			floor := max(MinGrowth, bq.Spread[metric])
 			if base <= 0 || val/base < floor || val-base < slo.MinEffectMS {

@@ -96,11 +96,11 @@ func TestCulpritAgreesWithCompare(t *testing.T) {
 	}
 	ins := rep.Query("insert")
 	for i, rv := range v.Levels[0].Rounds {
-		if rv.Held || len(rv.Broken) == 0 || rv.Broken[0].Metric != MetricLag {
+		if rv.Held || len(rv.Broken) == 0 || rv.Broken[0].Metric != SLOMetricLag {
 			t.Fatalf("round %d: %+v, want a lag break", i+1, rv)
 		}
 		c, w := rv.Broken[0].Cause, rv.Broken[0].WaitedMost
-		if c == nil || c.Fingerprint != "insert" || c.Metric != MetricMean {
+		if c == nil || c.Fingerprint != "insert" || c.Metric != SLOMetricMean {
 			t.Errorf("round %d: cause %+v, want the INSERT's mean", i+1, c)
 		} else if c.Value/c.Base < 15 || math.Abs(c.AddedMS/ins.ImpactMS-1) > 0.05 {
 			t.Errorf("round %d: the INSERT %.1fx adding %.0f ms, want about 17x and compare's %.0f ms", i+1, c.Value/c.Base, c.AddedMS, ins.ImpactMS)

@@ -70,10 +70,20 @@ const CliffZ = 2
 // 0.15 of ln(1/0.8) is about 3% of throughput.
 const CliffNoiseFloor = 0.15
 
+// CurveRule is the rule a step curve (a sweep's throughput by client
+// count) is judged by: its cliff is where throughput falls below
+// CliffRatio times the peak's (CurveRule.Cliff).
+type CurveRule struct {
+	// CliffRatio is the share of the peak's throughput below which a
+	// level after the peak has fallen off (0.8); the rule finds no cliff
+	// unless it is between 0 and 1.
+	CliffRatio float64
+}
+
 // Cliff is where throughput falls off after the peak of levels: the
 // break of the curve (stepcurve.FindBreak) at which it falls below ratio
-// times the peak's. Each step after the peak is read as a margin, 0 at
-// ratio times the peak's throughput, -1 at the peak's, above 0 below the
+// (r.CliffRatio) times the peak's. Each step after the peak is read as
+// a margin, 0 at ratio times the peak's throughput, -1 at the peak's, above 0 below the
 // ratio; the cliff is the first level whose every step is below the
 // ratio and whose mean margin is beyond the noise (CliffZ standard
 // errors, the noise from the repeats over the whole curve, at least
@@ -81,7 +91,8 @@ const CliffNoiseFloor = 0.15
 // last level above the ratio, widened by that noise. peak is nil without
 // readings; b.Found is false when no level fell off (or ratio is not
 // between 0 and 1).
-func Cliff(levels []CurveLevel, ratio float64) (peak *CurvePeak, b CurveBreak) {
+func (r CurveRule) Cliff(levels []CurveLevel) (peak *CurvePeak, b CurveBreak) {
+	ratio := r.CliffRatio
 	peak = NewCurves(levels).Peak(levels)
 	if peak == nil || !(ratio > 0 && ratio < 1) || peak.Throughput <= 0 {
 		return peak, CurveBreak{}

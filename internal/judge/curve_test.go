@@ -14,21 +14,21 @@ func TestCurveCliff(t *testing.T) {
 		{X: 8, Throughput: []float64{185, 190, 188}},
 		{X: 16, Throughput: []float64{100, 98, 103}},
 	}
-	peak, b := Cliff(curve, 0.8)
+	peak, b := CurveRule{CliffRatio: 0.8}.Cliff(curve)
 	if peak == nil || peak.X != 4 {
 		t.Fatalf("peak %+v, want at 4", peak)
 	}
 	if !b.Found || b.AskedHi != 16 || b.AskedLo != 8 || !(b.Lo <= b.Estimate && b.Estimate <= b.Hi) {
 		t.Errorf("cliff %+v, want found between 8 and 16", b)
 	}
-	if _, b := Cliff(curve, 1); b.Found {
+	if _, b := (CurveRule{CliffRatio: 1}).Cliff(curve); b.Found {
 		t.Errorf("ratio 1: cliff %+v, want none", b)
 	}
 	flat := []CurveLevel{{X: 1, Throughput: []float64{100, 101}}, {X: 2, Throughput: []float64{99, 100}}}
-	if _, b := Cliff(flat, 0.8); b.Found {
+	if _, b := (CurveRule{CliffRatio: 0.8}).Cliff(flat); b.Found {
 		t.Errorf("flat curve: cliff %+v, want none", b)
 	}
-	if peak, _ := Cliff([]CurveLevel{{X: 1}}, 0.8); peak != nil {
+	if peak, _ := (CurveRule{CliffRatio: 0.8}).Cliff([]CurveLevel{{X: 1}}); peak != nil {
 		t.Errorf("no readings: peak %+v, want none", peak)
 	}
 }

@@ -32,7 +32,7 @@ func run(name string, meanMS float64) *results.Result {
 func ExampleJudge() {
 	base := judge.NewRuns([]*results.Result{run("control 1", 1.0), run("control 2", 1.02), run("control 3", 0.98)})
 	cand := judge.NewRuns([]*results.Result{run("candidate 1", 4.0), run("candidate 2", 4.1), run("candidate 3", 3.9)})
-	rules, _ := judge.ParseRules([]string{"p95>+20%"})
+	rules, _ := judge.ParsePairRules([]string{"p95>+20%"})
 	v, err := judge.Judge(context.Background(), base, cand, judge.Options{
 		MinCalls: 1, Rules: rules,
 		OnStage: func(s judge.Stage, v *judge.Verdict) error {

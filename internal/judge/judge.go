@@ -120,8 +120,8 @@ type Options struct {
 	// Unjudgeable are reasons the caller knows the runs cannot be judged
 	// (a rehearsal stopped early), besides those the comparison finds.
 	Unjudgeable []compare.Unjudgeable
-	// Rules fail the comparison when broken.
-	Rules Rules
+	// Rules (on the two sides) fail the comparison when broken.
+	Rules PairRules
 	// Look and Looks: the comparison is the Look-th look at runs that
 	// a rehearsal adds while a query is undecided on a rule, of at most
 	// Looks (compare.Options.Look); Looks 0 judges no rule undecided.

@@ -56,14 +56,14 @@ func TestLevelsThreeLoadLevels(t *testing.T) {
 	if !held.Held || len(held.Broken) != 0 || math.Abs(held.AchievedK-2) > 1e-9 || held.Bound != BoundTarget || held.Margin > 0 {
 		t.Errorf("2x: %+v, want held at 2.00x achieved, bound by the target", held)
 	}
-	if held.Closest == nil || held.Closest.Fingerprint != "lookup" || held.Closest.Metric != MetricP95 {
+	if held.Closest == nil || held.Closest.Fingerprint != "lookup" || held.Closest.Metric != SLOMetricP95 {
 		t.Errorf("2x: closest %+v, want the lookup's p95", held.Closest)
 	}
 	broke := v.Levels[1].Verdict
 	if broke.Held || math.Abs(broke.AchievedK-4) > 1e-9 || broke.Bound != BoundTarget || broke.Margin <= 0 {
 		t.Errorf("4x: %+v, want broken at 4.00x achieved, bound by the target", broke)
 	}
-	if len(broke.Broken) != 1 || broke.Broken[0].Metric != MetricP95 || broke.Broken[0].Fingerprint != "lookup" ||
+	if len(broke.Broken) != 1 || broke.Broken[0].Metric != SLOMetricP95 || broke.Broken[0].Fingerprint != "lookup" ||
 		broke.Broken[0].Base != 1.0 || broke.Broken[0].Value != 3.0 {
 		t.Errorf("4x: broken %+v, want the lookup's p95 alone, 1 ms at 1x, 3 ms at 4x", broke.Broken)
 	}

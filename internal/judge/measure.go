@@ -18,7 +18,7 @@ type Query struct {
 	querystats.Latency
 	// Spread is, in a baseline, each latency's largest over its smallest
 	// across the 1x rounds: the noise a step must exceed to break a rule.
-	Spread map[Metric]float64 `json:"spread,omitempty"`
+	Spread map[SLOMetric]float64 `json:"spread,omitempty"`
 	// Waits are the wait events its sessions were seen in, most first
 	// (with the replay's evidence).
 	Waits []Wait `json:"waits,omitempty"`

@@ -23,17 +23,6 @@ const DefaultComparisonMinEffectMS = compare.DefaultMinEffectMS
 // besides the regressed and diverged ones when PlansOptions.Top is 0.
 const DefaultPlansTop = compareplans.DefaultTop
 
-// Rules are the rules whose breaking fails a comparison, parsed once so
-// that a mistake is said before any work is done.
-type Rules []compare.Rule
-
-// ParseRules parses rules in compare's language: METRIC>THRESHOLD, several
-// separated by commas or given apart.
-func ParseRules(s []string) (Rules, error) {
-	rules, err := compare.ParseRules(s)
-	return Rules(rules), err
-}
-
 // PlansOptions ask the judge to explain the plans behind the comparison
 // on both targets.
 type PlansOptions struct {
@@ -174,7 +163,7 @@ func (v *Verdict) Diverged() bool {
 	return v.Comparison.Verdict.Status == compare.VerdictDiverged
 }
 
-// Failed says that a rule of Options.Rules is broken.
+// Failed says that a rule of Options.Rules (PairRules) is broken.
 func (v *Verdict) Failed() bool {
 	return v.Comparison.Verdict.Status == compare.VerdictFail
 }

@@ -9,32 +9,32 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 )
 
-// Metric is what a rule of an SLO bounds.
-type Metric string
+// SLOMetric is what a rule of an SLO bounds.
+type SLOMetric string
 
 // Metrics.
 const (
-	MetricP50    Metric = "p50"
-	MetricP95    Metric = "p95"
-	MetricP99    Metric = "p99"
-	MetricMean   Metric = "mean"
-	MetricErrors Metric = "errors"
-	// MetricLag is the replay's schedule lag (SLO.MaxLag), a rule of
+	SLOMetricP50    SLOMetric = "p50"
+	SLOMetricP95    SLOMetric = "p95"
+	SLOMetricP99    SLOMetric = "p99"
+	SLOMetricMean   SLOMetric = "mean"
+	SLOMetricErrors SLOMetric = "errors"
+	// SLOMetricLag is the replay's schedule lag (SLO.MaxLag), a rule of
 	// every SLO.
-	MetricLag Metric = "lag"
+	SLOMetricLag SLOMetric = "lag"
 )
 
-// Rule bounds one metric relative to the same target at k = 1: a latency
+// SLORule bounds one metric relative to the same target at k = 1: a latency
 // metric (each judged query's) may be at most Ratio times its k = 1
 // figure; the error rate at most PP percentage points above it.
-type Rule struct {
-	Metric Metric  `json:"metric"`
-	Ratio  float64 `json:"ratio,omitempty"`
-	PP     float64 `json:"pp,omitempty"`
+type SLORule struct {
+	Metric SLOMetric `json:"metric"`
+	Ratio  float64   `json:"ratio,omitempty"`
+	PP     float64   `json:"pp,omitempty"`
 }
 
-func (r Rule) String() string {
-	if r.Metric == MetricErrors {
+func (r SLORule) String() string {
+	if r.Metric == SLOMetricErrors {
 		return fmt.Sprintf("errors<+%gpp", r.PP)
 	}
 	return fmt.Sprintf("%s<+%g%%", r.Metric, roundPct((r.Ratio-1)*100))
@@ -44,7 +44,7 @@ func roundPct(p float64) float64 { return float64(int64(p*10+0.5)) / 10 }
 
 // SLO is what a target must keep at a load factor to hold it.
 type SLO struct {
-	Rules []Rule `json:"rules"`
+	Rules []SLORule `json:"rules"`
 	// MaxLag fails a step whose schedule lag p99 is beyond it, over the
 	// lag p99 at 1x, when the target is why (its sessions waited on their
 	// previous statement and latency grew); 0: lag is not judged.
@@ -87,17 +87,17 @@ func ParseSLO(s string) (SLO, error) {
 		if !ok {
 			return SLO{}, fmt.Errorf("SLO rule %q: want METRIC<LIMIT, such as p95<+50%% or errors<+0.1pp", part)
 		}
-		m := Metric(strings.ToLower(strings.TrimSpace(name)))
+		m := SLOMetric(strings.ToLower(strings.TrimSpace(name)))
 		limit = strings.TrimSpace(limit)
-		var r Rule
+		var r SLORule
 		switch m {
-		case MetricP50, MetricP95, MetricP99, MetricMean:
+		case SLOMetricP50, SLOMetricP95, SLOMetricP99, SLOMetricMean:
 			ratio, err := parseRatio(limit)
 			if err != nil {
 				return SLO{}, fmt.Errorf("SLO rule %q: %w", part, err)
 			}
-			r = Rule{Metric: m, Ratio: ratio}
-		case MetricErrors:
+			r = SLORule{Metric: m, Ratio: ratio}
+		case SLOMetricErrors:
 			v, ok := strings.CutSuffix(limit, "pp")
 			if !ok {
 				return SLO{}, fmt.Errorf("SLO rule %q: an errors limit is in percentage points, such as +0.1pp", part)
@@ -106,7 +106,7 @@ func ParseSLO(s string) (SLO, error) {
 			if err != nil || pp < 0 {
 				return SLO{}, fmt.Errorf("SLO rule %q: %q is not a number of percentage points", part, v)
 			}
-			r = Rule{Metric: m, PP: pp}
+			r = SLORule{Metric: m, PP: pp}
 		default:
 			return SLO{}, fmt.Errorf("SLO rule %q: unknown metric %q (p50, p95, p99, mean or errors)", part, name)
 		}

@@ -44,7 +44,7 @@ func TestOneStatistics(t *testing.T) {
 		if len(b.Queries) != 1 {
 			t.Fatalf("%d rounds: baseline %+v", n, b)
 		}
-		if got := b.Queries[0].Spread[MetricP95]; got != want {
+		if got := b.Queries[0].Spread[SLOMetricP95]; got != want {
 			t.Errorf("%d rounds: judge's spread %v, stats' %v", n, got, want)
 		}
 		if got := b.Queries[0].P95MS; got != wantMedian {

@@ -66,8 +66,8 @@ func NewBaseline(rounds []Measurement, slo SLO) Baseline {
 		}
 		mq := q
 		mq.Waits = nil
-		mq.Spread = map[Metric]float64{}
-		for _, m := range []Metric{MetricP50, MetricP95, MetricP99, MetricMean} {
+		mq.Spread = map[SLOMetric]float64{}
+		for _, m := range []SLOMetric{SLOMetricP50, SLOMetricP95, SLOMetricP99, SLOMetricMean} {
 			lo, hi := latency(qs[0], m), latency(qs[0], m)
 			for _, o := range qs[1:] {
 				lo, hi = min(lo, latency(o, m)), max(hi, latency(o, m))
@@ -147,7 +147,7 @@ const (
 
 // Break is one rule a step broke, or the closest it came (Margin < 0).
 type Break struct {
-	Metric Metric `json:"metric"`
+	Metric SLOMetric `json:"metric"`
 	// Fingerprint and Query name the query of a latency rule.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Query       string `json:"query,omitempty"`
@@ -280,7 +280,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 			// Fell short of k: by how much, on the lag's scale.
 			mg = max(mg, ShortFall*k/v.AchievedK-1)
 		}
-		add(Break{Metric: MetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause, WaitedMost: waited})
+		add(Break{Metric: SLOMetricLag, Base: b.LagP99MS, Value: m.LagP99MS, Limit: lagMS, Margin: mg, Cause: cause, WaitedMost: waited})
 	}
 	slices.SortStableFunc(v.Broken, func(a, b Break) int { return cmp.Compare(b.Margin, a.Margin) })
 	nameCulprit(&v, culprits)
@@ -303,7 +303,7 @@ func Step(b Baseline, m Measurement, k float64, slo SLO, cores int) StepVerdict 
 // grew beyond MinGrowth and slo.MinEffectMS.
 func ruleBreaks(b Baseline, m Measurement, slo SLO, add func(Break)) (latencyGrew bool) {
 	for _, r := range slo.Rules {
-		if r.Metric == MetricErrors {
+		if r.Metric == SLOMetricErrors {
 			lim := b.ErrorRate + r.PP
 			mg := -1.0
 			if r.PP > 0 {
@@ -311,7 +311,7 @@ func ruleBreaks(b Baseline, m Measurement, slo SLO, add func(Break)) (latencyGre
 			} else if m.ErrorRate > b.ErrorRate {
 				mg = 1
 			}
-			add(Break{Metric: MetricErrors, Base: b.ErrorRate, Value: m.ErrorRate, Limit: lim, Margin: mg})
+			add(Break{Metric: SLOMetricErrors, Base: b.ErrorRate, Value: m.ErrorRate, Limit: lim, Margin: mg})
 			continue
 		}
 		for _, bq := range b.Queries {
@@ -385,7 +385,7 @@ func busiest(b Baseline, m Measurement) *Break {
 			continue
 		}
 		if best == nil || q.TotalMS > bestTotal(m, best) {
-			best = &Break{Metric: MetricP95, Fingerprint: q.Fingerprint, Query: q.Query, Base: bq.P95MS, Value: q.P95MS, Waits: q.Waits}
+			best = &Break{Metric: SLOMetricP95, Fingerprint: q.Fingerprint, Query: q.Query, Base: bq.P95MS, Value: q.P95MS, Waits: q.Waits}
 		}
 	}
 	return best
@@ -396,15 +396,15 @@ func bestTotal(m Measurement, b *Break) float64 {
 	return q.TotalMS
 }
 
-func latency(q Query, m Metric) float64 {
+func latency(q Query, m SLOMetric) float64 {
 	switch m {
-	case MetricP50:
+	case SLOMetricP50:
 		return q.P50MS
-	case MetricP95:
+	case SLOMetricP95:
 		return q.P95MS
-	case MetricP99:
+	case SLOMetricP99:
 		return q.P99MS
-	case MetricMean:
+	case SLOMetricMean:
 		return q.MeanMS
 	}
 	return 0

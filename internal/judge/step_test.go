@@ -29,7 +29,7 @@ func TestStep(t *testing.T) {
 	// The two 1x rounds differ by 1.2x, as three would by 1.2^1.5: the
 	// limit is 1.5 x 1.31.
 	b := NewBaseline([]Measurement{measurement(100, 2, 0.5), measurement(100, 2.4, 0.5)}, slo)
-	if len(b.Queries) != 1 || b.Queries[0].Fingerprint != "lookup" || math.Abs(b.Queries[0].Spread[MetricP95]-1.315) > 0.001 {
+	if len(b.Queries) != 1 || b.Queries[0].Fingerprint != "lookup" || math.Abs(b.Queries[0].Spread[SLOMetricP95]-1.315) > 0.001 {
 		t.Fatalf("baseline %+v: want the lookup alone judged, its spread 1.315", b.Queries)
 	}
 	base := b.Queries[0].P95MS // 2.2
@@ -39,10 +39,10 @@ func TestStep(t *testing.T) {
 		k     float64
 		held  bool
 		bound Bound
-		rule  Metric
+		rule  SLOMetric
 	}{
 		{"within the limit and its noise", measurement(200, base*1.9, 5), 2, true, BoundTarget, ""},
-		{"beyond", measurement(200, base*2.1, 0.5), 2, false, BoundTarget, MetricP95},
+		{"beyond", measurement(200, base*2.1, 0.5), 2, false, BoundTarget, SLOMetricP95},
 		{"the replayer late", func() Measurement {
 			m := measurement(150, base, 0.5)
 			m.LagP99MS, m.LagReplayerMS, m.LagTargetMS = 400, 900, 100
@@ -52,7 +52,7 @@ func TestStep(t *testing.T) {
 			m := measurement(190, base*1.3, 0.5)
 			m.LagP99MS, m.LagReplayerMS, m.LagTargetMS = 400, 10, 900
 			return m
-		}(), 2, false, BoundTarget, MetricLag},
+		}(), 2, false, BoundTarget, SLOMetricLag},
 		{"the round trips, not the target's time", func() Measurement {
 			m := measurement(150, base, 0.5)
 			m.LagP99MS, m.LagTargetMS, m.ServerShare = 400, 900, 0.2
@@ -78,7 +78,7 @@ func TestStep(t *testing.T) {
 		if v.Held != tc.held || v.Bound != tc.bound || (tc.rule != "" && (len(v.Broken) == 0 || v.Broken[0].Metric != tc.rule)) {
 			t.Errorf("%s: %+v", tc.name, v)
 		}
-		if tc.rule == MetricLag && (v.Broken[0].Cause == nil || v.Broken[0].Cause.Fingerprint != "lookup") {
+		if tc.rule == SLOMetricLag && (v.Broken[0].Cause == nil || v.Broken[0].Cause.Fingerprint != "lookup") {
 			t.Errorf("%s: the lag's cause %+v, want the lookup", tc.name, v.Broken[0].Cause)
 		}
 	}

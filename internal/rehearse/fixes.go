@@ -219,39 +219,32 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	rec.Reset = end.Place.Reset
 	rec.ReleaseSeconds = end.ReleaseSeconds
 	r.out.ReleaseSeconds += rec.ReleaseSeconds
-	fail := func(err error) (bool, error) {
-		rec.Status, rec.Error, rec.EndedAt = StatusFailed, err.Error(), time.Now()
-		if ctx.Err() != nil {
-			rec.Status = StatusInterrupted
-		}
-		r.add(rec)
-		return false, err
-	}
-	relErr := end.ReleaseErr
 	if end.Stage != rounds.StageReset {
 		r.out.ResetSeconds += end.Place.Reset.Seconds
 	}
-	switch end.Stage {
-	case rounds.StageReset, rounds.StageLogs:
-		return fail(errors.Join(end.Err, relErr))
-	case rounds.StageChange:
-		if ctx.Err() != nil {
-			return fail(errors.Join(end.Err, relErr))
+	relErr := end.ReleaseErr
+	rec.EndedAt = time.Now()
+	status, why := end.Status()
+	if !end.Replayed() {
+		if status == StatusFailed && end.Stage == rounds.StageChange {
+			// The server refused the fix: its rounds end here, the
+			// other fixes go on.
+			fr.NotApplied = end.Err.Error()
+			rec.Status, rec.Error = status, "the fix was not applied: "+fr.NotApplied
+			r.add(rec)
+			return false, relErr
 		}
-		fr.NotApplied = end.Err.Error()
-		rec.Status, rec.Error, rec.EndedAt = StatusFailed, "the fix was not applied: "+fr.NotApplied, time.Now()
-		r.add(rec)
-		return false, relErr
+		return false, r.failedFix(rec, status, errors.Join(end.Err, relErr))
 	}
-	res, rerr := end.Result, end.Err
+	res := end.Result
 	rec.ReplaySeconds = end.ReplaySeconds
 	r.out.ReplaySeconds += rec.ReplaySeconds
-	rec.EndedAt = time.Now()
-	switch {
-	case rerr != nil:
-		return false, r.failedFix(rec, errors.Join(rerr, relErr))
-	case res == nil || res.Partial:
-		return false, r.failedFix(rec, errors.Join(errors.New("the replay stopped early"), relErr))
+	if status != StatusDone {
+		if why == nil {
+			// Interrupted, its result partial.
+			why = fmt.Errorf("interrupted during round %d; its partial result does not count", round.Seq)
+		}
+		return false, r.failedFix(rec, status, errors.Join(why, relErr))
 	}
 	unmapDatabases(res, end.Place.Reset.Databases)
 	name := fmt.Sprintf("round-%02d-candidate-fix-%s.json", round.Seq, fr.Name)
@@ -259,7 +252,7 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	if r.cfg.Dir != "" {
 		path := filepath.Join(r.cfg.Dir, name)
 		if err := writeResult(path, res); err != nil {
-			return false, r.failedFix(rec, errors.Join(err, relErr))
+			return false, r.failedFix(rec, StatusFailed, errors.Join(err, relErr))
 		}
 		rec.File, res.Source = name, path
 		fr.Files = append(fr.Files, name)
@@ -275,8 +268,10 @@ func (r *run) fixRound(ctx context.Context, round Round, target Target, fr *FixR
 	return true, relErr
 }
 
-func (r *run) failedFix(rec RoundRecord, err error) error {
-	rec.Status, rec.Error = StatusFailed, err.Error()
+// failedFix records a fix round that did not end done (status), with
+// err, the fix round's error: the fix's rounds stop there.
+func (r *run) failedFix(rec RoundRecord, status Status, err error) error {
+	rec.Status, rec.Error = status, err.Error()
 	r.add(rec)
 	return err
 }

@@ -21,7 +21,7 @@ type JudgeOptions struct {
 	// (judge.Options).
 	MinCalls    int64
 	MinEffectMS float64
-	Rules       judge.Rules
+	Rules       judge.PairRules
 	// ExpectWork says every round was observed (server work per call):
 	// a round without it is said to leave server work uncompared.
 	ExpectWork bool

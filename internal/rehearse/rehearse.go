@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/replayrun"
@@ -569,24 +568,9 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		r.out.ResetSeconds += end.Place.Reset.Seconds
 	}
 	relErr := end.ReleaseErr
-	switch end.Stage {
-	case rounds.StageReset:
-		rec.EndedAt = time.Now()
-		if ctx.Err() != nil {
-			rec.Status = StatusInterrupted
-			r.add(rec)
-			r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before round %d", round.Seq)
-			return true, relErr
-		}
-		rec.Status, rec.Error = StatusFailed, end.Err.Error()
-		r.add(rec)
-		r.out.Stopped = fmt.Sprintf("the reset before round %d (%s) failed", round.Seq, round.Side)
-		return true, errors.Join(end.Err, relErr)
-	case rounds.StageLogs:
-		rec.Status, rec.Error, rec.EndedAt = StatusFailed, end.Err.Error(), time.Now()
-		r.add(rec)
-		r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, end.Err)
-		return true, errors.Join(end.Err, relErr)
+	status, why := end.Status()
+	if !end.Replayed() {
+		return r.notReplayed(round, rec, end, status, why)
 	}
 	res, rerr := end.Result, end.Err
 	rec.ReplaySeconds = end.ReplaySeconds
@@ -600,8 +584,11 @@ func (r *run) round(ctx context.Context, round Round, target Target) (stop bool,
 		rec.ReleaseSeconds = end.ReleaseSeconds
 		r.out.ReleaseSeconds += rec.ReleaseSeconds
 	}
-	rec.Status, rec.Error = roundStatus(res, rerr, ctx.Err() != nil)
-	if rec.Status == StatusDone && relErr != nil {
+	rec.Status = status
+	switch {
+	case why != nil:
+		rec.Error = why.Error()
+	case status == StatusDone && relErr != nil:
 		// The round counts, but the next could not start clean.
 		rec.Error = relErr.Error()
 	}
@@ -688,24 +675,24 @@ func (r *run) named(round Round, res *results.Result, st reset.State, rec *Round
 
 // roundStatus is the status of a round whose replay returned res and
 // rerr, and why it failed or was interrupted when it says.
-func roundStatus(res *results.Result, rerr error, interrupted bool) (Status, string) {
-	switch {
-	case rerr != nil && interrupted:
-		return StatusInterrupted, rerr.Error()
-	case rerr != nil:
-		return StatusFailed, rerr.Error()
-	case res == nil:
-		return StatusFailed, rounds.ErrNoResult.Error()
-	case res.Partial && interrupted:
-		return StatusInterrupted, ""
-	case res.Partial:
-		why := "the replay stopped early"
-		if len(res.Incomplete) > 0 {
-			why += ": " + strings.Join(res.Incomplete, "; ")
-		}
-		return StatusFailed, why
+// notReplayed records a round that ended before its replay (its reset
+// failed or was interrupted, or the target's logs could not be
+// expanded): the rehearsal stops there.
+func (r *run) notReplayed(round Round, rec RoundRecord, end rounds.Ended, status Status, why error) (stop bool, err error) {
+	rec.Status, rec.EndedAt = status, time.Now()
+	if why != nil {
+		rec.Error = why.Error()
 	}
-	return StatusDone, ""
+	r.add(rec)
+	if status == StatusInterrupted {
+		r.out.Interrupted, r.out.Stopped = true, fmt.Sprintf("interrupted during the reset before round %d", round.Seq)
+		return true, end.ReleaseErr
+	}
+	r.out.Stopped = fmt.Sprintf("round %d (%s): %v", round.Seq, round.Side, end.Err)
+	if end.Stage == rounds.StageReset {
+		r.out.Stopped = fmt.Sprintf("the reset before round %d (%s) failed", round.Seq, round.Side)
+	}
+	return true, errors.Join(end.Err, end.ReleaseErr)
 }
 
 func (r *run) add(rec RoundRecord) {

@@ -10,6 +10,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport/htmltest"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 	"github.com/pgrehearse/pgrehearse/internal/querystats"
 	"github.com/pgrehearse/pgrehearse/internal/results"
@@ -79,7 +80,7 @@ func syntheticComparison(t *testing.T) *compare.Report {
 	cand[5] = synthQuery{"0718293041526374", "SELECT count(*) FROM new_table", 200, 500, 0}
 	base := synthRun(t, "analysis", 1, true, synthQueries...)
 	c := synthRun(t, "analysis", 2, true, cand...)
-	rules, _ := compare.ParseRules([]string{"p95>+20%"})
+	rules, _ := judge.ParsePairRules([]string{"p95>+20%"})
 	rep, err := compare.Compare(base, c, compare.Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func busierRuns(t *testing.T) (base, cand []*compare.Run) {
 // rulesOf is the rules of spec, as --fail-on gives them.
 func rulesOf(t *testing.T, spec string) []compare.Rule {
 	t.Helper()
-	rules, err := compare.ParseRules([]string{spec})
+	rules, err := judge.ParsePairRules([]string{spec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func worstRatio(v *judge.StepVerdict) float64 {
 	worst := 0.0
 	for _, b := range bs {
 		switch b.Metric {
-		case judge.MetricP50, judge.MetricP95, judge.MetricP99, judge.MetricMean:
+		case judge.SLOMetricP50, judge.SLOMetricP95, judge.SLOMetricP99, judge.SLOMetricMean:
 			if b.Base > 0 {
 				worst = max(worst, b.Value/b.Base)
 			}

@@ -18,7 +18,7 @@ func headroomOutcome(t *testing.T) *headroom.Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup := judge.Break{Metric: judge.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
+	lookup := judge.Break{Metric: judge.SLOMetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $1",
 		Base: 1.2, Value: 1.9, Limit: 1.8, Margin: 0.13, Waits: []judge.Wait{{Event: "IO:DataFileRead", Share: 0.6}}}
 	// Past the SLO's +50%, within the limit the 1x rounds' spread
 	// raised it to: the step held.
@@ -97,11 +97,11 @@ func TestHeadroomInBrowser(t *testing.T) {
 // evidence, where the sessions waited; a cause that added nothing (no
 // query grew beyond its noise) is where the sessions waited, as before.
 func TestBreakTextCulprit(t *testing.T) {
-	insert := &judge.Break{Metric: judge.MetricMean, Fingerprint: "ins", Query: "INSERT INTO events (account_id, kind) VALUES ($1, $2)",
+	insert := &judge.Break{Metric: judge.SLOMetricMean, Fingerprint: "ins", Query: "INSERT INTO events (account_id, kind) VALUES ($1, $2)",
 		Base: 0.2, Value: 3.4, AddedMS: 3840}
-	rangeRead := &judge.Break{Metric: judge.MetricP95, Fingerprint: "rng", Query: "SELECT id FROM events WHERE account_id = $1 AND created_at > $2",
+	rangeRead := &judge.Break{Metric: judge.SLOMetricP95, Fingerprint: "rng", Query: "SELECT id FROM events WHERE account_id = $1 AND created_at > $2",
 		Base: 20, Value: 25, Waits: []judge.Wait{{Event: "IO:DataFileRead", Share: 0.7}}}
-	lag := judge.Break{Metric: judge.MetricLag, Base: 13, Value: 400, Limit: 113, Margin: 2.5, Cause: insert, WaitedMost: rangeRead}
+	lag := judge.Break{Metric: judge.SLOMetricLag, Base: 13, Value: 400, Limit: 113, Margin: 2.5, Cause: insert, WaitedMost: rangeRead}
 	want := "the replay fell behind the log's pace at 3.7x, lag p99 400 ms (1x: 13.0 ms), waiting on the target; " +
 		"the most time added over 1x: INSERT INTO events (account_id, kind) VALUES ($1, $2), mean +1600% (0.200 ms -> 3.40 ms), +3.84 s a run; " +
 		"the sessions waited most on SELECT id FROM events WHERE account_id = $1 AND created_at …, waiting on IO:DataFileRead"
@@ -129,9 +129,9 @@ func TestBreakTextCulprit(t *testing.T) {
 // query where the sessions waited that was no slower than at 1x is not
 // worded as a cause ("waited most on ..., p95 -55%").
 func TestBreakTextShortfall(t *testing.T) {
-	faster := &judge.Break{Metric: judge.MetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $2 || $1 || $3",
+	faster := &judge.Break{Metric: judge.SLOMetricP95, Fingerprint: "f1", Query: "SELECT id, name FROM customers WHERE email = $2 || $1 || $3",
 		Base: 58.5, Value: 26.5, Waits: []judge.Wait{{Event: "CPU", Share: 0.9}}}
-	short := judge.Break{Metric: judge.MetricLag, Base: 1979, Value: 1618, Limit: 2079, Margin: 0.2, Cause: faster}
+	short := judge.Break{Metric: judge.SLOMetricLag, Base: 1979, Value: 1618, Limit: 2079, Margin: 0.2, Cause: faster}
 	want := "the replay fell short of the load asked, 2.2x achieved, waiting on the target (lag p99 1618 ms, within its limit of 2079 ms); " +
 		"no query was slower than at 1x, and the sessions' time went most to SELECT id, name FROM customers WHERE email = $2 || $1 || $3, p95 58.5 ms -> 26.5 ms, its sessions waiting on CPU"
 	if got := breakText(short, 2.23); got != want {

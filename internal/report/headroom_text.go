@@ -262,9 +262,9 @@ func sideNotes(out0 *headroom.Outcome, so *headroom.SideOutcome) []string {
 func breakText(b judge.Break, k float64) string {
 	at := " at " + fmtK(k)
 	switch b.Metric {
-	case judge.MetricErrors:
+	case judge.SLOMetricErrors:
 		return fmt.Sprintf("errors %.2f%% -> %.2f%% (+%.2fpp)%s", b.Base, b.Value, b.Value-b.Base, at)
-	case judge.MetricLag:
+	case judge.SLOMetricLag:
 		s := fmt.Sprintf("the replay fell behind the log's pace%s, lag p99 %s ms (1x: %s ms), waiting on the target", at, fmtMS(b.Value), fmtMS(b.Base))
 		if b.Limit > 0 && b.Value <= b.Limit {
 			// Broken by the load falling short of the k asked (the
@@ -384,9 +384,9 @@ func worstShort(v *judge.StepVerdict, slo judge.SLO) string {
 // step that held with it does not read as a contradiction.
 func ruleShort(b judge.Break, slo judge.SLO) string {
 	switch b.Metric {
-	case judge.MetricErrors:
+	case judge.SLOMetricErrors:
 		return fmt.Sprintf("errors %+.2fpp", b.Value-b.Base)
-	case judge.MetricLag:
+	case judge.SLOMetricLag:
 		return "lag " + fmtMS(b.Value) + " ms"
 	case "incomplete":
 		return "incomplete"
@@ -399,13 +399,13 @@ func ruleShort(b judge.Break, slo judge.SLO) string {
 }
 
 // sloRule is slo's latency rule on m.
-func sloRule(slo judge.SLO, m judge.Metric) (judge.Rule, bool) {
+func sloRule(slo judge.SLO, m judge.SLOMetric) (judge.SLORule, bool) {
 	for _, r := range slo.Rules {
 		if r.Metric == m && r.Ratio > 0 {
 			return r, true
 		}
 	}
-	return judge.Rule{}, false
+	return judge.SLORule{}, false
 }
 
 func firstLine(s string) string {

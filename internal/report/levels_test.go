@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
@@ -42,7 +43,7 @@ func levelsReportAt(t *testing.T, l compare.Level) *compare.Report {
 		}
 		return runs
 	}
-	rules, err := compare.ParseRules([]string{"mean>30x"})
+	rules, err := judge.ParsePairRules([]string{"mean>30x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
 	"github.com/pgrehearse/pgrehearse/internal/goldentest"
 	"github.com/pgrehearse/pgrehearse/internal/htmlreport"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 )
 
 // verdictComparison is TestVerdictFirst's comparison: one query three
@@ -249,7 +250,7 @@ func TestPageCountedOrNot(t *testing.T) {
 			var rules []compare.Rule
 			if tc.rule != "" {
 				var err error
-				if rules, err = compare.ParseRules([]string{tc.rule}); err != nil {
+				if rules, err = judge.ParsePairRules([]string{tc.rule}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/observe"
 )
 
@@ -47,7 +48,7 @@ func TestWorkRuleReport(t *testing.T) {
 		"FAIL: wal>+50% broken by 1 query",
 		"wal>+50% broken by b2c3d4e5f6071829",
 		"WAL bytes per call 6.7 kB -> 16.6 kB (2.50x, interval 2.")
-	rules, _ = compare.ParseRules([]string{"wal>3x"})
+	rules, _ = judge.ParsePairRules([]string{"wal>3x"})
 	if rep := workComparison(t, rules...); rep.Verdict.Status == compare.VerdictFail {
 		t.Errorf("wal>3x was broken by a 2.5x change: %+v", rep.Verdict.Broken)
 	}

@@ -21,6 +21,11 @@
 //   - DataDir restores a copy of a throwaway cluster's data directory
 //     (package pgcluster), for the demo and tests.
 //
+// The package owns the target's server for a round: besides the resets,
+// SetServer sets a server setting for one round (ALTER SYSTEM, then a
+// reload, or a restart by a Restarter) and puts it back after it; package
+// rounds applies a fix's setting through it.
+//
 // The package changes only what it creates: it never drops or alters a
 // database it did not make, and it terminates only pgrehearse's own
 // sessions. It never puts a password on a command line or in a message.

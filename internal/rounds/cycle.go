@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgrehearse/pgrehearse/internal/fixes"
@@ -62,6 +63,12 @@ type Cycle struct {
 	// may be nil, err is the replay's) once released: name it, write
 	// its file. Its error joins the replay's (Ended.Err).
 	Done func(at Place, res *results.Result, err error) error
+	// UnderLoad: the replay runs under a load that may keep it from
+	// finishing (a headroom step), and how far it went is judged: a
+	// result it left partial by itself is done, and a round the command
+	// was interrupted during is interrupted whatever it returned
+	// (Ended.Status).
+	UnderLoad bool
 }
 
 // Place is where a round replays: what its reset made.
@@ -110,13 +117,88 @@ type Ended struct {
 	// ReleaseSeconds that of the release.
 	ReplaySeconds  float64
 	ReleaseSeconds float64
+	// Interrupted: the command's context was cancelled (Ctrl-C) when
+	// the round ended.
+	Interrupted bool
+	// underLoad is Cycle.UnderLoad.
+	underLoad bool
 }
+
+// Status is how the round ended, in a command's records, and why when it
+// did not end done (nil when there is nothing to say):
+//   - the reset failed: interrupted when the command was (the reset's
+//     error is the interruption's: nil), else failed by the reset's error;
+//   - the change was not applied: the same, with the change's error;
+//   - the target's logs could not be expanded: failed;
+//   - it replayed, and the replay (or Done) failed: interrupted or
+//     failed, by that error;
+//   - the replay gave no result: failed (ErrNoResult);
+//   - the replay stopped before its end (a partial result): interrupted
+//     when the command was, else failed (ErrStoppedEarly, with what the
+//     result says it left out);
+//   - else done, even when the command was interrupted after the replay.
+//
+// Under load (Cycle.UnderLoad) a round the command was interrupted
+// during is interrupted, by the replay's error if any; else it failed
+// when the replay did or gave no result, and is done otherwise, its
+// result partial or not.
+func (e Ended) Status() (Status, error) {
+	switch e.Stage {
+	case StageReset, StageChange:
+		if e.Interrupted {
+			return StatusInterrupted, nil
+		}
+		return StatusFailed, e.Err
+	case StageLogs:
+		return StatusFailed, e.Err
+	}
+	res := e.Result
+	if e.underLoad {
+		switch {
+		case e.Interrupted:
+			return StatusInterrupted, e.Err
+		case e.Err != nil:
+			return StatusFailed, e.Err
+		case res == nil:
+			return StatusFailed, ErrNoResult
+		}
+		return StatusDone, nil
+	}
+	switch {
+	case e.Err != nil && e.Interrupted:
+		return StatusInterrupted, e.Err
+	case e.Err != nil:
+		return StatusFailed, e.Err
+	case res == nil:
+		return StatusFailed, ErrNoResult
+	case res.Partial && e.Interrupted:
+		return StatusInterrupted, nil
+	case res.Partial:
+		if len(res.Incomplete) > 0 {
+			return StatusFailed, fmt.Errorf("%w: %s", ErrStoppedEarly, strings.Join(res.Incomplete, "; "))
+		}
+		return StatusFailed, ErrStoppedEarly
+	}
+	return StatusDone, nil
+}
+
+// Replayed says whether the round went as far as its replay (whatever
+// the replay did): a round that did not has nothing to record of it.
+func (e Ended) Replayed() bool { return e.Stage == StageReplay }
 
 // Run runs one round whole: reset, change, logs, replay, undo, release,
 // Done. A round that ends before its replay has released what its reset
 // made (and undone its change) when Run returns; one that replayed has
 // too, unless Keep kept it.
 func Run(ctx context.Context, c Cycle) Ended {
+	end := run(ctx, c)
+	end.Interrupted, end.underLoad = ctx.Err() != nil, c.UnderLoad
+	return end
+}
+
+// run is Run but for what is said of the command (Ended.Interrupted,
+// Cycle.UnderLoad).
+func run(ctx context.Context, c Cycle) Ended {
 	phase := func(p Phase, at Place) {
 		if c.Phase != nil {
 			c.Phase(p, at)

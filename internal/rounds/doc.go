@@ -5,7 +5,8 @@
 // A round is run whole by Run, the one round cycle: it resets its target
 // (package reset), applies a change to what the reset made when it has
 // one (a fixes.Fix of any kind, ApplyChange: a rehearsal's fix rounds,
-// a headroom search's tries), expands the target's server logs
+// a headroom search's tries; a server setting through package reset,
+// which owns the target's server: reset.SetServer), expands the target's server logs
 // (targetlog.Expand: a pattern that matches no file is an error), replays,
 // puts a server setting back, releases what the reset made for it, and
 // hands the result to the command (Cycle.Done: name it, write its file). The release runs also after Ctrl-C, each under
@@ -22,7 +23,8 @@
 //
 // The package knows nothing of what a round replays or how its result is
 // judged and recorded: the replay is a function the command gives, and
-// each command keeps its own records, statuses, words and files from
-// what Run says a round did (Ended). It names no command-line flag and
+// each command keeps its own records, words and files from what Run says
+// a round did (Ended), with the status Ended.Status gives it: how a
+// round's end maps to done, interrupted or failed is said here once. It names no command-line flag and
 // prints nothing.
 package rounds

@@ -165,6 +165,10 @@ func (t *Times) Left(left int, before time.Duration) (d time.Duration, known boo
 // result nor an error.
 var ErrNoResult = errors.New("the replay gave no result")
 
+// ErrStoppedEarly is a round's error when its replay stopped before its
+// end by itself (a partial result, the command not interrupted).
+var ErrStoppedEarly = errors.New("the replay stopped early")
+
 // Phase is what a round is doing, for a command's progress.
 type Phase string
 

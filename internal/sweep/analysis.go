@@ -89,13 +89,13 @@ const (
 )
 
 // FindCliff returns where TPS falls off after the peak, by the judge's
-// rule (judge.Cliff): the first client count whose every step is below
+// rule (judge.CurveRule): the first client count whose every step is below
 // ratio times the peak's TPS, beyond the noise of the steps, with the
 // interval between it and the last client count above the ratio,
 // widened by that noise. It is nil without steps.
 func FindCliff(steps []Step, ratio float64) *Cliff {
 	ls := levels(steps)
-	peak, b := judge.Cliff(ls, ratio)
+	peak, b := judge.CurveRule{CliffRatio: ratio}.Cliff(ls)
 	if peak == nil {
 		return nil
 	}
