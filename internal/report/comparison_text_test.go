@@ -91,3 +91,38 @@ func TestComparisonWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionText: with the noise measured (three rounds a side), a
+// regression's row shows the interval of the application's next run
+// beside the mean's and the smallest change its rounds could tell, the
+// run says what it could tell in a line, and the legend says which
+// interval the verdict judges; see testdata/resolution.golden (go test
+// -update rewrites it). One run a side shows none of it
+// (TestRoundTripsText's golden).
+func TestResolutionText(t *testing.T) {
+	var base, cand []*compare.Run
+	for i, f := range []float64{1, 1.04, 0.97} {
+		rows := []map[string]any{row("slow", 200, 10*f, 14*f), row("busy", 5000, 0.2*(2-f), 0.4*(2-f))}
+		base = append(base, replayRun(t, "base"+string(rune('1'+i))+".json", nil, rows, nil))
+		rows = []map[string]any{row("slow", 200, 30*f, 42*f), row("busy", 5000, 0.2*f, 0.4*f)}
+		cand = append(cand, replayRun(t, "cand"+string(rune('1'+i))+".json", nil, rows, nil))
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resolution == nil || !rep.Noise.Measured {
+		t.Fatalf("resolution %+v, noise %+v", rep.Resolution, rep.Noise)
+	}
+	var b strings.Builder
+	if err := WriteComparisonDetails(&b, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	goldentest.Check(t, filepath.Join("testdata", "resolution.golden"), out)
+}
