@@ -190,7 +190,8 @@ func TestReplaySideSyncOff(t *testing.T) {
 // the truth lies inside, and a summary line that counts those rows; the
 // stored saturated run's report, whose runs' means are kept, is given
 // the next run's interval over them (stats.PredictInterval, as compare
-// makes it) for its server rows.
+// makes it) for its server rows: a fixture, the runs kept being the
+// log's means where the report judged the server's time.
 func TestRenderNextRun(t *testing.T) {
 	src := filepath.Join("testdata", "saturated")
 	dir := t.TempDir()
