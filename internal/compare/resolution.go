@@ -74,6 +74,18 @@ type Resolution struct {
 	// Level is the two-sided level of the rank interval the rules are
 	// judged on at this look (1 - LookAlpha).
 	Level float64 `json:"level"`
+	// MeanClears and P95Clears are the tightest thresholds (factors) of
+	// a rule on the mean and on the p95 that an identical candidate
+	// would clear on every query judged with DefaultPower (each query's
+	// interval at the comparison's level ending under it with
+	// DefaultPower to the 1/Queries, comparer.clears): the largest over
+	// the queries, the one that needs it named (MeanClearsBy,
+	// P95ClearsBy). A looser rule is one these rounds can pass; a
+	// tighter one leaves identical sides undecided more often.
+	MeanClears   float64 `json:"mean_clears"`
+	MeanClearsBy string  `json:"mean_clears_by,omitempty"`
+	P95Clears    float64 `json:"p95_clears"`
+	P95ClearsBy  string  `json:"p95_clears_by,omitempty"`
 }
 
 // lookAlpha is the two-sided level of the rank interval this look's rules
@@ -83,10 +95,8 @@ func (c *comparer) lookAlpha() float64 { return LookAlpha(c.o.Alpha, c.o.Look, c
 // minDetectable is the smallest change of figure m of a query over the
 // runs b and k (its own figures, as its Effect) the comparison could
 // tell from none at this look's level with DefaultPower: the larger of
-// what the rank interval over the runs needs (stats.RankDetectable, the
-// runs' spread on the log scale being the rounds' pooled noise plus the
-// query's calls' own sampling, or without histograms the runs' own
-// spread) and what the family interval needs (stats.MinDetectable over
+// what the rank interval over the runs needs (stats.RankDetectable over
+// roundSD) and what the family interval needs (stats.MinDetectable over
 // stats.FamilySE at the family's one-sided share). 0 (none) without the
 // noise measured; +Inf where the calls are too few for a bound.
 func (c *comparer) minDetectable(b, k []*Query, m Metric) float64 {
@@ -94,15 +104,14 @@ func (c *comparer) minDetectable(b, k []*Query, m Metric) float64 {
 		return 0
 	}
 	alpha := c.lookAlpha()
-	bv, kv := clampMS(values(b, m)), clampMS(values(k, m))
-	rank := stats.RankDetectable(len(bv), len(kv), alpha, stats.DefaultPower)
+	sd, ok := c.roundSD(b, k, m)
+	if !ok {
+		return math.Inf(1)
+	}
+	rank := math.Exp(sd * stats.RankDetectable(len(b), len(k), alpha, stats.DefaultPower))
 	noise, pooled := c.roundNoise[m]
 	if !pooled || noise.DF == 0 {
-		sd, _, ok := stats.LogSD(bv, kv)
-		if !ok {
-			return math.Inf(1)
-		}
-		return math.Exp(rank * sd)
+		return rank
 	}
 	ca := stats.CallsAlpha(c.o.Alpha, c.tests)
 	bl, okB := logRuns(b, m, ca, 0)
@@ -114,13 +123,51 @@ func (c *comparer) minDetectable(b, k []*Query, m Metric) float64 {
 	if !ok || math.IsInf(se, 1) {
 		return math.Inf(1)
 	}
+	return math.Max(rank, stats.MinDetectable(se, noise.DF, stats.FamilyAlpha(alpha, c.tests), stats.DefaultPower))
+}
+
+// roundSD is the standard deviation of a round's logarithm of figure m
+// of a query over the runs b and k: the rounds' noise pooled over the
+// comparison's queries plus the query's calls' own sampling (their mean
+// over its runs), or, without a pooled noise (no histograms), the runs'
+// own spread pooled over both sides. False where a histogram does not
+// decode, a run's calls are too few for a bound, or the runs give none.
+func (c *comparer) roundSD(b, k []*Query, m Metric) (float64, bool) {
+	noise, pooled := c.roundNoise[m]
+	if !pooled || noise.DF == 0 {
+		sd, _, ok := stats.LogSD(clampMS(values(b, m)), clampMS(values(k, m)))
+		return sd, ok
+	}
+	ca := stats.CallsAlpha(c.o.Alpha, c.tests)
+	bl, okB := logRuns(b, m, ca, 0)
+	kl, okK := logRuns(k, m, ca, 0)
+	if !okB || !okK {
+		return 0, false
+	}
+	vars := append(slices.Clone(bl.Vars), kl.Vars...)
 	var v float64
-	for _, x := range append(slices.Clone(bl.Vars), kl.Vars...) {
+	for _, x := range vars {
 		v += x
 	}
-	v /= float64(len(bl.Vars) + len(kl.Vars))
-	family := stats.MinDetectable(se, noise.DF, stats.FamilyAlpha(alpha, c.tests), stats.DefaultPower)
-	return math.Max(math.Exp(rank*math.Sqrt(noise.Tau2+v)), family)
+	v /= float64(len(vars))
+	if math.IsInf(v, 1) || math.IsNaN(v) {
+		return 0, false
+	}
+	return math.Sqrt(noise.Tau2 + v), true
+}
+
+// clears is the tightest threshold (a factor) of a rule on figure m that
+// identical sides' interval at the comparison's level (Alpha: a rule is
+// cleared on it at every look) ends under with chance power, for a query
+// over the runs b and k: the rank interval's reach above 1 for identical
+// normal rounds at that quantile (stats.RankDetectable, the interval
+// being symmetric about no change). +Inf without one.
+func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
+	sd, ok := c.roundSD(b, k, m)
+	if !ok {
+		return math.Inf(1)
+	}
+	return math.Exp(sd * stats.RankDetectable(len(b), len(k), c.o.Alpha, power))
 }
 
 // resolution is the run's Resolution over its queries (m and n runs a
@@ -151,6 +198,22 @@ func (c *comparer) resolution(m, n int, qs []QueryDiff) *Resolution {
 		means, p95s = append(means, e.Mean.MinDetectable), append(p95s, e.P95.MinDetectable)
 	}
 	r.Queries = len(means)
+	// Every query judged must clear a rule for the run to pass: each at
+	// DefaultPower to the 1/Queries, so that independent queries all
+	// clear with DefaultPower (queries that drift together, more often).
+	power := math.Pow(stats.DefaultPower, 1/float64(max(r.Queries, 1)))
+	for i := range qs {
+		q := &qs[i]
+		if q.Effects == nil || q.Effects.Mean.MinDetectable == 0 {
+			continue
+		}
+		if f := finite(c.clears(q.BaselineRows, q.CandidateRows, MetricMean, power)); f > r.MeanClears {
+			r.MeanClears, r.MeanClearsBy = f, q.Fingerprint
+		}
+		if f := finite(c.clears(q.BaselineRows, q.CandidateRows, MetricP95, power)); f > r.P95Clears {
+			r.P95Clears, r.P95ClearsBy = f, q.Fingerprint
+		}
+	}
 	if r.Queries > 0 {
 		r.MeanMedian, r.P95Median = finite(stats.Median(means)), finite(stats.Median(p95s))
 	}

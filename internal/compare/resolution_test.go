@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -138,4 +139,51 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// The tightest rule identical sides clear (Resolution.MeanClears) is one
+// they do clear: A/A rehearsals of rounds 0.10 apart pass a rule on the
+// mean at the median of what they state in about 80% of rehearsals at
+// their first look, and a rule of half of it on the log scale in few.
+func TestResolutionClears(t *testing.T) {
+	seeds := 40
+	if os.Getenv("PGREHEARSE_LONG") != "" {
+		seeds = 300
+	}
+	for _, n := range []int{3, 5} {
+		var stated []float64
+		for seed := range uint64(seeds) {
+			_, rep := fixedRehearsal(t, 2000+seed, 0.10, nil, n)
+			r := rep.Resolution
+			if r.MeanClears <= 1 || r.P95Clears <= 1 || rep.Query(r.MeanClearsBy) == nil || rep.Query(r.P95ClearsBy) == nil {
+				t.Fatalf("seed %d: resolution %+v", seed, r)
+			}
+			stated = append(stated, r.MeanClears)
+		}
+		clears := median(stated)
+		passed := func(f float64) int {
+			k := 0
+			for seed := range uint64(seeds) {
+				h, _ := fixedRehearsal(t, 7000+seed, 0.10, nil, n)
+				// The first look of a rehearsal that may add rounds: an
+				// interval holding the threshold leaves it undecided.
+				rep, err := Runs(h.base, h.cand, Options{Rules: mustRules(t, fmt.Sprintf("mean>+%.1f%%", 100*(f-1))), Look: 1, Looks: 6})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Verdict.Status == VerdictPass {
+					k++
+				}
+			}
+			return k
+		}
+		at, half := passed(clears), passed(math.Sqrt(clears))
+		t.Logf("%d rounds a side: identical sides state they clear mean>+%.0f%% (median; %.3f-%.3f); passed it in %d of %d, half of it in %d", n, 100*(clears-1), slices.Min(stated), slices.Max(stated), at, seeds, half)
+		if at < seeds*6/10 {
+			t.Errorf("%d rounds a side: identical sides passed mean>+%.0f%%, the rule they state they clear, in %d of %d", n, 100*(clears-1), at, seeds)
+		}
+		if half > seeds*3/10 {
+			t.Errorf("%d rounds a side: identical sides passed half of it in %d of %d", n, half, seeds)
+		}
+	}
 }

@@ -183,6 +183,19 @@ func writeResolution(ew *errWriter, rep *compare.Report) {
 	}
 	ew.printf("\nSmallest change these rounds could tell from none (%.0f%% of the time, at the %s%% level judged): %s\n",
 		100*r.Power, strconv.FormatFloat(math.Round(1000*r.Level)/10, 'f', -1, 64), strings.Join(parts, "; "))
+	if r.MeanClears > 1 && r.P95Clears > 1 {
+		ew.printf("Tightest rules an identical candidate would pass %.0f%% of the time with these rounds: mean>+%s (needed by %s), p95>+%s (needed by %s)\n",
+			100*r.Power, clearsPct(r.MeanClears), r.MeanClearsBy, clearsPct(r.P95Clears), r.P95ClearsBy)
+	}
+}
+
+// clearsPct is a threshold factor as a rule's percentage, rounded up:
+// 1.183 is "19%"; "inf%" past any rule's reach.
+func clearsPct(f float64) string {
+	if f >= 1e6 {
+		return "inf%"
+	}
+	return strconv.FormatFloat(math.Ceil(100*(f-1)), 'f', 0, 64) + "%"
 }
 
 // legend explains the regression tables' columns.

@@ -119,7 +119,7 @@ func TestResolutionText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval"} {
+	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval", "Tightest rules an identical candidate would pass 80% of the time with these rounds: mean>+"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
