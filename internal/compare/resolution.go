@@ -108,7 +108,7 @@ func (c *comparer) minDetectable(b, k []*Query, m Metric) float64 {
 	if !ok {
 		return math.Inf(1)
 	}
-	rank := math.Exp(sd * stats.RankDetectable(len(b), len(k), alpha, stats.DefaultPower))
+	rank := math.Exp(sd * stats.RankDetectable(len(values(b, m)), len(values(k, m)), alpha, stats.DefaultPower))
 	noise, pooled := c.roundNoise[m]
 	if !pooled || noise.DF == 0 {
 		return rank
@@ -167,7 +167,7 @@ func (c *comparer) clears(b, k []*Query, m Metric, power float64) float64 {
 	if !ok {
 		return math.Inf(1)
 	}
-	return math.Exp(sd * stats.RankDetectable(len(b), len(k), c.o.Alpha, power))
+	return math.Exp(sd * stats.RankDetectable(len(values(b, m)), len(values(k, m)), c.o.Alpha, power))
 }
 
 // resolution is the run's Resolution over its queries (m and n runs a
