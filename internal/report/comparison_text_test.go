@@ -126,3 +126,38 @@ func TestResolutionText(t *testing.T) {
 	}
 	goldentest.Check(t, filepath.Join("testdata", "resolution.golden"), out)
 }
+
+// TestUndecidedReach: a rehearsal left undecided by a rule on the mean
+// says, under its undecided lines, the tightest rule on the mean an
+// identical candidate would pass with its rounds; a rule it cleared
+// says nothing of it.
+func TestUndecidedReach(t *testing.T) {
+	var base, cand []*compare.Run
+	for i, f := range []float64{1, 1.08, 0.93} {
+		g := []float64{1.05, 0.94, 1.01}[i]
+		base = append(base, replayRun(t, "base"+string(rune('1'+i))+".json", nil, []map[string]any{row("q", 500, 10*f, 14*f)}, nil))
+		cand = append(cand, replayRun(t, "cand"+string(rune('1'+i))+".json", nil, []map[string]any{row("q", 500, 10*g, 14*g)}, nil))
+	}
+	for _, tc := range []struct {
+		rule string
+		want bool
+	}{{"mean>+5%", true}, {"mean>+200%", false}} {
+		rules, err := compare.ParseRules([]string{tc.rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := compare.Runs(base, cand, compare.Options{Rules: rules, Look: 1, Looks: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteVerdict(&b, rep, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(b.String(), "with these rounds an identical candidate would pass mean>+")
+		if got != tc.want || tc.want && rep.Verdict.Status != compare.VerdictUndecided {
+			t.Errorf("%s: verdict %s, the rule identical sides pass said %v, want %v:\n%s", tc.rule, rep.Verdict.Status, got, tc.want, b.String())
+		}
+		t.Logf("%s:\n%s", tc.rule, b.String())
+	}
+}
