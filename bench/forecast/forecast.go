@@ -57,6 +57,16 @@ type predicted struct {
 	// missing says why a query found has no figure at this level ("n/a"
 	// for a report without the application level); empty otherwise.
 	missing string
+	// nextLow and nextHigh bound the ratio of the application's next
+	// run (the effect's next_run); 0 in a report without it.
+	nextLow, nextHigh float64
+}
+
+// setNext keeps e's interval of the application's next run, if any.
+func (p *predicted) setNext(e *compare.Effect) {
+	if e.NextRun != nil {
+		p.nextLow, p.nextHigh = e.NextRun.Low, e.NextRun.High
+	}
 }
 
 // appOf returns the application-level forecast of the application's kinds[k]: the
@@ -75,6 +85,7 @@ func (d *reportDoc) appOf(k int) predicted {
 	}
 	e := best.Levels.Application.Mean
 	p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
+	p.setNext(&e)
 	return p
 }
 
@@ -110,6 +121,7 @@ func (d *reportDoc) forecastOf(k int) predicted {
 	case best.Effects != nil:
 		e := best.Effects.Mean
 		p.ratio, p.low, p.high, p.level, p.addedMS = e.Ratio, e.Low, e.High, e.Level, e.DeltaMS
+		p.setNext(&e)
 	case best.Ratio != nil:
 		p.ratio = best.Ratio.Mean
 	}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/results"
+	"github.com/pgrehearse/pgrehearse/internal/stats"
 )
 
 // TestRenderStoredRun renders the tables of a stored run
@@ -179,5 +182,81 @@ func TestReplaySideSyncOff(t *testing.T) {
 	}
 	if _, waits, _ := replaySide(&compare.RunSummary{SpanS: 20}); waits != -1 {
 		t.Errorf("no sync: waits %v, want -1 (unknown)", waits)
+	}
+}
+
+// TestRenderNextRun: a report whose effects have the interval of the
+// application's next run (next_run) gets a column of it and of whether
+// the truth lies inside, and a summary line that counts those rows; the
+// stored saturated run's report, whose runs' means are kept, is given
+// the next run's interval over them (stats.PredictInterval, as compare
+// makes it) for its server rows: a fixture, the runs kept being the
+// log's means where the report judged the server's time.
+func TestRenderNextRun(t *testing.T) {
+	src := filepath.Join("testdata", "saturated")
+	dir := t.TempDir()
+	cdir := filepath.Join(dir, "random-page-cost")
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"load.txt", "random-page-cost/result.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(src, "random-page-cost", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	means := func(side map[string]any) []float64 {
+		var v []float64
+		for _, r := range side["runs"].([]any) {
+			v = append(v, r.(map[string]any)["mean_ms"].(float64))
+		}
+		return v
+	}
+	n := 0
+	for _, q := range doc["queries"].([]any) {
+		q := q.(map[string]any)
+		e := q["effects"].(map[string]any)["mean"].(map[string]any)
+		_, low, high, ok := stats.PredictInterval(means(q["baseline"].(map[string]any)), means(q["candidate"].(map[string]any)), 0.1)
+		if !ok {
+			t.Fatal("no next run's interval over the stored runs")
+		}
+		e["next_run"] = map[string]any{"low": math.Min(low, e["low"].(float64)), "high": math.Max(high, e["high"].(float64)), "level": 0.9}
+		n++
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cdir, "report.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := renderDir(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d queries given a next run's interval:\n%s", n, out.String())
+	got := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{"inside next within noise", "rows inside the interval of the application's next run (never judged)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q; it reads:\n%s", want, out.String())
+		}
+	}
+	// The stored run without it keeps its table.
+	out.Reset()
+	if err := renderDir(&out, src); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "next") {
+		t.Errorf("a report without next_run shows it:\n%s", out.String())
 	}
 }

@@ -464,7 +464,7 @@ func fail(err error) {
 
 // renderDir prints the tables of the run kept in dir.
 func renderDir(w io.Writer, dir string) error {
-	t := tally{rows: map[string]int{}, inside: map[string]int{}, ratios: map[string][]float64{}, perfect: map[string]float64{}, perfectRows: map[string]int{}, within: map[string]int{}}
+	t := tally{rows: map[string]int{}, inside: map[string]int{}, nextRows: map[string]int{}, insideNext: map[string]int{}, ratios: map[string][]float64{}, perfect: map[string]float64{}, perfectRows: map[string]int{}, within: map[string]int{}}
 	if b, err := os.ReadFile(filepath.Join(dir, "load.txt")); err == nil {
 		fmt.Fprint(w, string(b))
 	}

@@ -52,6 +52,7 @@ type row struct {
 	trueAdded          float64 // ms per call, the candidate's median less the control's
 	fc                 predicted
 	inside             bool
+	insideNext         bool    // the truth inside the next run's interval (fc.nextHigh > 0)
 	truthSD            float64 // of the log of truth's ratio, from its rounds (truthSD); 0 when unknown
 	within, withinOK   bool    // withinNoise, and whether it could be told
 	agreement          string
@@ -62,13 +63,17 @@ type row struct {
 
 // tally adds up rows across changes for the summary line.
 type tally struct {
-	rows, inside      map[string]int // by level
-	mustCatch, caught int
-	undecided         int                  // of mustCatch, not caught but undecided with a non-zero exit
-	busier            int                  // of mustCatch, not caught but slower while busier with a non-zero exit
-	ratios            map[string][]float64 // by level, forecast/true of every row with both
-	caughtRatios      []float64            // of the server rows with a true ratio of caughtAt or more
-	passes, passOK    int                  // changes with no true regression, and those that exited 0
+	rows, inside map[string]int // by level
+	// nextRows and insideNext count, by level, the rows whose forecast
+	// has an interval of the application's next run, and those whose
+	// truth lies inside it.
+	nextRows, insideNext map[string]int
+	mustCatch, caught    int
+	undecided            int                  // of mustCatch, not caught but undecided with a non-zero exit
+	busier               int                  // of mustCatch, not caught but slower while busier with a non-zero exit
+	ratios               map[string][]float64 // by level, forecast/true of every row with both
+	caughtRatios         []float64            // of the server rows with a true ratio of caughtAt or more
+	passes, passOK       int                  // changes with no true regression, and those that exited 0
 	// perfect sums, by level, perfectInside over the rows with an
 	// interval and a truth's noise; perfectRows counts them.
 	perfect     map[string]float64
@@ -206,6 +211,7 @@ const (
 // application level but judges on the server's time.
 func (rw *row) judge(exitCode int) {
 	rw.inside = rw.fc.found && rw.fc.high > 0 && rw.fc.low <= rw.truth && rw.truth <= rw.fc.high
+	rw.insideNext = rw.fc.found && rw.fc.nextHigh > 0 && rw.fc.nextLow <= rw.truth && rw.truth <= rw.fc.nextHigh
 	flagged := exitCode != 0 && rw.fc.regression()
 	switch {
 	case rw.level == levelApp && flagged:
@@ -276,7 +282,14 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 			break
 		}
 	}
-	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\twithin noise\tforecast/true\tadded ms/call true / forecast\tstatus\tagreement\n", interval)
+	// The next run's interval only where the report has it (reports
+	// of before it keep their table).
+	next := slices.ContainsFunc(rows, func(rw row) bool { return rw.fc.nextHigh > 0 })
+	nextHead := ""
+	if next {
+		nextHead = "next run\tinside next\t"
+	}
+	fmt.Fprintf(tw, "level\tquery / transaction\ttrue (round pairs)\tforecast (%s)\tinside\t%swithin noise\tforecast/true\tadded ms/call true / forecast\tstatus\tagreement\n", interval, nextHead)
 	mustCatch := false
 	for _, rw := range rows {
 		fcText, ratioText, added := cmp.Or(rw.fc.missing, "not in the report"), "-", fmt.Sprintf("%.3f / -", rw.trueAdded)
@@ -296,8 +309,19 @@ func (o *outcome) render(w io.Writer, d *reportDoc, t *tally) {
 		if rw.withinOK {
 			within = yesNo(rw.within)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
-			fcText, yesNo(rw.inside), within, ratioText, added, orDash(string(rw.fc.status)), rw.agreement)
+		nextText := ""
+		if next {
+			nextText = "-\t-\t"
+			if rw.fc.nextHigh > 0 {
+				nextText = fmt.Sprintf("%s-%s\t%s\t", fx(rw.fc.nextLow), fx(rw.fc.nextHigh), yesNo(rw.insideNext))
+				t.nextRows[rw.level]++
+				if rw.insideNext {
+					t.insideNext[rw.level]++
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s (%s-%s)\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n", rw.level, rw.kind, fx(rw.truth), fx(rw.tLow), fx(rw.tHigh),
+			fcText, yesNo(rw.inside), nextText, within, ratioText, added, orDash(string(rw.fc.status)), rw.agreement)
 		t.rows[rw.level]++
 		if p, ok := perfectInside(rw.fc.low, rw.fc.high, rw.fc.level, rw.truthSD); ok && rw.fc.found && rw.truthSD > 0 {
 			t.perfect[rw.level] += p
@@ -451,6 +475,10 @@ func (t *tally) summary(w io.Writer) {
 		"passed %d of %d changes without a true regression, median forecast/true %s (server rows), %s (those true >= %gx), %s (app rows)\n",
 		t.inside[levelServer]+t.inside[levelApp], t.rows[levelServer]+t.rows[levelApp], t.inside[levelServer], t.rows[levelServer],
 		t.inside[levelApp], t.rows[levelApp], t.caught, t.mustCatch, undecided, caughtAt, t.passOK, t.passes, medianText(t.ratios[levelServer]), medianText(t.caughtRatios), caughtAt, medianText(t.ratios[levelApp]))
+	if n := t.nextRows[levelServer] + t.nextRows[levelApp]; n > 0 {
+		fmt.Fprintf(w, "rows inside the interval of the application's next run (never judged) %d of %d (server %d of %d, app %d of %d)\n",
+			t.insideNext[levelServer]+t.insideNext[levelApp], n, t.insideNext[levelServer], t.nextRows[levelServer], t.insideNext[levelApp], t.nextRows[levelApp])
+	}
 	if n := t.perfectRows[levelServer] + t.perfectRows[levelApp]; n > 0 {
 		fmt.Fprintf(w, "the truth's own noise: a forecast exactly as good as its intervals claim would hold the measured truth in about %.1f of %d rows "+
 			"(server %.1f of %d, app %.1f of %d; each truth's noise from its rounds); within both noises at the interval's level: %d of %d (server %d, app %d)\n",

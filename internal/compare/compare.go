@@ -387,6 +387,17 @@ type Effect struct {
 	// P is the Mann-Whitney p-value over the runs; 1 with one run a
 	// side.
 	P float64 `json:"p"`
+	// NextRun is the interval of what the application would see on its
+	// next run of a round's length (a predictive interval: the mean's
+	// widened by the rounds' own spread); nil without runs enough for
+	// the rank interval. Never judged: the verdict reads Low-High.
+	NextRun *NextRun `json:"next_run,omitempty"`
+	// MinDetectable is, for the mean and the p95 with the noise
+	// measured, the smallest change (a factor above 1) the comparison
+	// could tell from none at the level judged, at 80% power
+	// (comparer.minDetectable; MaxFloat64 when the calls are too few);
+	// 0 otherwise.
+	MinDetectable float64 `json:"min_detectable,omitempty"`
 	// Calls is set when the runs showed the figure (the mean or the
 	// p95) slower beyond every floor, but the calls inside the runs
 	// could not carry that change: it is then not a regression.
@@ -856,6 +867,9 @@ type Report struct {
 	Incomplete []Unjudgeable `json:"-"`
 	Settings   Settings      `json:"settings"`
 	Noise      Noise         `json:"noise"`
+	// Resolution is the smallest change the rounds could tell, for the
+	// run; nil without the noise measured.
+	Resolution *Resolution `json:"resolution,omitempty"`
 	// Queries holds every fingerprint of either side: regressions
 	// first by impact, then the others by candidate total time.
 	Queries []QueryDiff `json:"queries"`
@@ -1051,6 +1065,7 @@ func Runs(base, cand []*Run, opts Options) (*Report, error) {
 		}
 		rep.Queries = append(rep.Queries, d)
 	}
+	rep.Resolution = c.resolution(len(base), len(cand), rep.Queries)
 	// A lagging replay's latency is not judged: its changes are
 	// relabelled before anything ranks them or counts them.
 	rep.Verdict.LatencyNotJudged = laggedRuns(base, cand, rep.Noise.Measured || o.JudgeLaggedLatency)

@@ -178,6 +178,7 @@ func (c *comparer) levelTime(l Level, bv, kv []float64, noise float64) *LevelTim
 	so := stats.Options{Alpha: c.o.Alpha, MinEffect: c.o.MinEffect, DefaultNoise: noise, Min: msResolution}
 	lt := &LevelTime{Level: l, BaselineRunsMS: bv, CandidateRunsMS: kv, BaselineMS: stats.Median(bv), CandidateMS: stats.Median(kv)}
 	lt.Mean = effectOf(stats.Effect(bv, kv, so), lt.CandidateMS-lt.BaselineMS)
+	lt.Mean.NextRun = nextRun(bv, kv, &lt.Mean.Estimate, c.o.Alpha)
 	return lt
 }
 

@@ -305,6 +305,12 @@ func (c *comparer) effect(b, k []*Query, m Metric, calls int64, o overhead) (Eff
 		r = robustMean(b[0], k[0], r, so)
 	}
 	e := effectOf(r, stats.Median(kv)-stats.Median(bv))
+	e.NextRun = nextRun(bv, kv, &e.Estimate, c.o.Alpha)
+	if (m == MetricMean || m == MetricP95) && o == (overhead{}) {
+		// The figures as measured (the log's less its overhead is
+		// context beside them).
+		e.MinDetectable = finite(c.minDetectable(b, k, m))
+	}
 	if m == MetricMean {
 		e.setShare(stats.Median(bv), calls, c.bRunMS)
 	}

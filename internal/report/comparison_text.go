@@ -5,6 +5,7 @@ import (
 	"github.com/pgrehearse/pgrehearse/internal/results"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,13 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 	}
 	runs := [2]int{rep.Baseline.RunCount(), rep.Candidate.RunCount()}
 	regHead := []string{"impact", "figure", "B ms", "C ms", "C/B (interval)", "floor", "calls C", "fingerprint", "query"}
+	// With the noise measured, the interval of the application's next
+	// run beside the mean's, and the smallest change the rounds could
+	// tell (issue 76).
+	resolved := rep.Resolution != nil
+	if resolved {
+		regHead = slices.Insert(regHead, 5, "next run", "can tell")
+	}
 	regRow := func(q *compare.QueryDiff) []string {
 		e := q.Effects.Of(q.Regressed)
 		impact := fmtSignedTotal(q.ImpactMS)
@@ -57,9 +65,13 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		if q.Status == compare.StatusTailRegressed {
 			what += " (tail)"
 		}
-		return []string{impact, what, fmtMS(b.v) + fmtSpread(b.spread, runs[0]), fmtMS(c.v) + fmtSpread(c.spread, runs[1]),
+		row := []string{impact, what, fmtMS(b.v) + fmtSpread(b.spread, runs[0]), fmtMS(c.v) + fmtSpread(c.spread, runs[1]),
 			fmtEffect(e), floorText(e, rep.Settings.MinEffect), strconv.FormatInt(q.Candidate.Calls, 10) + fmtSpread(spreadCalls(q.Candidate), runs[1]),
 			q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
+		if resolved {
+			row = slices.Insert(row, 5, fmtNextRun(e), fmtDetectable(e.MinDetectable))
+		}
+		return row
 	}
 	writeDivergence(ew, rep, top)
 	intervals := "intervals over the runs"
@@ -78,6 +90,7 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		[]string{"mean C/B", "p95 C/B", "fingerprint", "query"}, func(q *compare.QueryDiff) []string {
 			return []string{fmtEffect(&q.Effects.Mean), fmtEffect(&q.Effects.P95), q.Fingerprint, OneLine(DisplayQuery(q.Query), comparisonQueryWidth)}
 		})
+	writeResolution(ew, rep)
 	writeLevels(ew, rep, top)
 	writeServerWork(ew, rep, top)
 	writeRoundTrips(ew, rep, top)
@@ -117,8 +130,72 @@ func WriteComparisonDetails(w io.Writer, rep *compare.Report, top int) error {
 		})
 	if len(rep.RegressionsByAddedTime) > 0 && top > 0 {
 		ew.printf("\n%s\n", legend)
+		if resolved {
+			ew.printf("%s\n", legendResolved)
+		}
 	}
 	return ew.err
+}
+
+// legendResolved explains the columns of a comparison whose noise is
+// measured (Report.Resolution).
+const legendResolved = `next run: where the application's next run of a round's length would put C/B (a predictive interval: the
+mean's widened by the rounds' own spread); the verdict judges the mean's interval, never this one.
+can tell: the smallest change of the figure these rounds tell from none at the level judged, 80% of the time.`
+
+// fmtNextRun is a figure's next-run interval, "1.39-3.66"; "-" without.
+func fmtNextRun(e *compare.Effect) string {
+	if e == nil || e.NextRun == nil {
+		return "-"
+	}
+	return fmtBound(e.NextRun.Low) + "-" + fmtBound(e.NextRun.High)
+}
+
+// fmtDetectable is a smallest change told, "+12%"; "-" without one.
+func fmtDetectable(f float64) string {
+	switch {
+	case f <= 1 || math.IsNaN(f):
+		return "-"
+	case f >= 1e6:
+		return "none (too few calls)"
+	case f >= 3:
+		return fmtFactor(f)
+	}
+	return "+" + strconv.FormatFloat(100*(f-1), 'f', 0, 64) + "%"
+}
+
+// writeResolution writes the smallest change the rounds could tell, for
+// the run: nothing without the noise measured.
+func writeResolution(ew *errWriter, rep *compare.Report) {
+	r := rep.Resolution
+	if r == nil {
+		return
+	}
+	var parts []string
+	if r.MeanManyCalls > 1 || r.P95ManyCalls > 1 {
+		parts = append(parts, fmt.Sprintf("mean %s, p95 %s for a query of many calls", fmtDetectable(r.MeanManyCalls), fmtDetectable(r.P95ManyCalls)))
+	}
+	if r.Queries > 0 {
+		parts = append(parts, fmt.Sprintf("mean %s, p95 %s for the median of the %d %s judged", fmtDetectable(r.MeanMedian), fmtDetectable(r.P95Median), r.Queries, plural(r.Queries, "query", "queries")))
+	}
+	if len(parts) == 0 {
+		return
+	}
+	ew.printf("\nSmallest change these rounds could tell from none (%.0f%% of the time, at the %s%% level judged): %s\n",
+		100*r.Power, strconv.FormatFloat(math.Round(1000*r.Level)/10, 'f', -1, 64), strings.Join(parts, "; "))
+	if r.MeanClears > 1 && r.P95Clears > 1 {
+		ew.printf("Tightest rules an identical candidate would pass %.0f%% of the time with these rounds: mean>+%s (needed by %s), p95>+%s (needed by %s)\n",
+			100*r.Power, clearsPct(r.MeanClears), r.MeanClearsBy, clearsPct(r.P95Clears), r.P95ClearsBy)
+	}
+}
+
+// clearsPct is a threshold factor as a rule's percentage, rounded up:
+// 1.183 is "19%"; "inf%" past any rule's reach.
+func clearsPct(f float64) string {
+	if f >= 1e6 {
+		return "inf%"
+	}
+	return strconv.FormatFloat(math.Ceil(100*(f-1)), 'f', 0, 64) + "%"
 }
 
 // legend explains the regression tables' columns.

@@ -91,3 +91,73 @@ func TestComparisonWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionText: with the noise measured (three rounds a side), a
+// regression's row shows the interval of the application's next run
+// beside the mean's and the smallest change its rounds could tell, the
+// run says what it could tell in a line, and the legend says which
+// interval the verdict judges; see testdata/resolution.golden (go test
+// -update rewrites it). One run a side shows none of it
+// (TestRoundTripsText's golden).
+func TestResolutionText(t *testing.T) {
+	var base, cand []*compare.Run
+	for i, f := range []float64{1, 1.04, 0.97} {
+		rows := []map[string]any{row("slow", 200, 10*f, 14*f), row("busy", 5000, 0.2*(2-f), 0.4*(2-f))}
+		base = append(base, replayRun(t, "base"+string(rune('1'+i))+".json", nil, rows, nil))
+		rows = []map[string]any{row("slow", 200, 30*f, 42*f), row("busy", 5000, 0.2*f, 0.4*f)}
+		cand = append(cand, replayRun(t, "cand"+string(rune('1'+i))+".json", nil, rows, nil))
+	}
+	rep, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resolution == nil || !rep.Noise.Measured {
+		t.Fatalf("resolution %+v, noise %+v", rep.Resolution, rep.Noise)
+	}
+	var b strings.Builder
+	if err := WriteComparisonDetails(&b, rep, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"next run", "can tell", "Smallest change these rounds could tell from none (80% of the time, at the 90% level judged)", "the verdict judges the mean's interval", "Tightest rules an identical candidate would pass 80% of the time with these rounds: mean>+"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	goldentest.Check(t, filepath.Join("testdata", "resolution.golden"), out)
+}
+
+// TestUndecidedReach: a rehearsal left undecided by a rule on the mean
+// says, under its undecided lines, the tightest rule on the mean an
+// identical candidate would pass with its rounds; a rule it cleared
+// says nothing of it.
+func TestUndecidedReach(t *testing.T) {
+	var base, cand []*compare.Run
+	for i, f := range []float64{1, 1.08, 0.93} {
+		g := []float64{1.05, 0.94, 1.01}[i]
+		base = append(base, replayRun(t, "base"+string(rune('1'+i))+".json", nil, []map[string]any{row("q", 500, 10*f, 14*f)}, nil))
+		cand = append(cand, replayRun(t, "cand"+string(rune('1'+i))+".json", nil, []map[string]any{row("q", 500, 10*g, 14*g)}, nil))
+	}
+	for _, tc := range []struct {
+		rule string
+		want bool
+	}{{"mean>+5%", true}, {"mean>+200%", false}} {
+		rules, err := compare.ParseRules([]string{tc.rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := compare.Runs(base, cand, compare.Options{Rules: rules, Look: 1, Looks: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteVerdict(&b, rep, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(b.String(), "with these rounds an identical candidate would pass mean>+")
+		if got != tc.want || tc.want && rep.Verdict.Status != compare.VerdictUndecided {
+			t.Errorf("%s: verdict %s, the rule identical sides pass said %v, want %v:\n%s", tc.rule, rep.Verdict.Status, got, tc.want, b.String())
+		}
+		t.Logf("%s:\n%s", tc.rule, b.String())
+	}
+}

@@ -141,6 +141,9 @@ func WriteVerdict(w io.Writer, rep *compare.Report, plans *explain.Report) error
 	for _, u := range vb.Undecided {
 		ew.printf("  %s\n", u)
 	}
+	if line := undecidedReach(rep); line != "" {
+		ew.printf("  %s\n", line)
+	}
 	if t := vb.Top; t != nil {
 		ew.printf("  top regression %s: %s\n", t.Query, t.Plan)
 		if t.Fix != "" {
@@ -206,4 +209,31 @@ func FixText(c explain.Cause) string {
 		return "drop index " + c.Index + ", or leave the columns this statement sets out of it, if the reads it serves allow: its updates can then be HOT"
 	}
 	return ""
+}
+
+// undecidedReach says, under undecided rules on the mean or the p95, the
+// tightest rule on each that an identical candidate would pass with
+// these rounds (compare.Resolution): what a rule must allow for the
+// rehearsal to pass it at all. "" without undecided rules or the noise
+// measured.
+func undecidedReach(rep *compare.Report) string {
+	r := rep.Resolution
+	if r == nil || len(rep.Verdict.Undecided) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, m := range []compare.Metric{compare.MetricMean, compare.MetricP95} {
+		f, by := r.MeanClears, r.MeanClearsBy
+		if m == compare.MetricP95 {
+			f, by = r.P95Clears, r.P95ClearsBy
+		}
+		if f <= 1 || !slices.ContainsFunc(rep.Verdict.Undecided, func(u compare.Undecided) bool { return u.Metric == m }) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s>+%s (needed by %s)", m, clearsPct(f), by))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("with these rounds an identical candidate would pass %s %.0f%% of the time", strings.Join(parts, ", "), 100*r.Power)
 }
