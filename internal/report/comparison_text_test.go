@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgrehearse/pgrehearse/internal/compare"
 	"github.com/pgrehearse/pgrehearse/internal/goldentest"
+	"github.com/pgrehearse/pgrehearse/internal/judge"
 	"github.com/pgrehearse/pgrehearse/internal/results/resultstest"
 )
 
@@ -142,7 +143,7 @@ func TestUndecidedReach(t *testing.T) {
 		rule string
 		want bool
 	}{{"mean>+5%", true}, {"mean>+200%", false}} {
-		rules, err := compare.ParseRules([]string{tc.rule})
+		rules, err := judge.ParsePairRules([]string{tc.rule})
 		if err != nil {
 			t.Fatal(err)
 		}
