@@ -24,6 +24,8 @@ type shardFlags struct {
 	coordDSN string
 	runID    string
 	startAt  string
+	// syncGiven: --sync was given, not left at its default.
+	syncGiven bool
 	// getenv reads JOB_COMPLETION_INDEX; os.Getenv unless a test sets it.
 	getenv func(string) string
 }
@@ -95,7 +97,7 @@ func (f shardFlags) apply(cfg *replayrun.Config) error {
 		}
 		return nil
 	}
-	sh := &replayrun.Shards{Run: f.runID, Plan: plan, Coord: coord.Config{DSN: f.coordDSN}}
+	sh := &replayrun.Shards{Run: f.runID, Plan: plan, Coord: coord.Config{DSN: f.coordDSN}, SyncGiven: f.syncGiven}
 	if f.startAt != "" {
 		if sh.StartAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return usageError("--start-at %q: give an RFC 3339 time, such as 2026-11-23T14:00:00Z", f.startAt)
