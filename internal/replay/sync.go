@@ -115,6 +115,9 @@ type syncRun struct {
 	catalogs map[string]*syncdep.Catalog
 	pids     sync.Map // backend pid -> *session, for the deadlock check
 	mon      lockMonitor
+	// sharded: the log has sessions that other processes replay (a
+	// shard's), whose sync waits the deadlock check cannot see.
+	sharded bool
 
 	notesMu sync.Mutex
 	notes   []string
@@ -140,7 +143,8 @@ func newSyncRun(o Options) (*syncRun, string) {
 		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
 	}
 	tr := newTracker(o.Sync)
-	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{}}, ""
+	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{},
+		sharded: o.Peers != nil || o.OthersUnseen}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -997,18 +1001,37 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
 		return false, false
 	}
 	sr.markBlocked(waiter.pid.Load(), g.edges)
-	if found = sr.walk(waiter, aw, g.edges); found && g.at.Before(asked) {
+	if found = sr.closes(waiter, aw, g.edges); found && g.at.Before(asked) {
 		if g, ok = sr.mon.graph(waiter, asked); !ok {
 			return false, false
 		}
-		found = sr.walk(waiter, aw, g.edges)
+		found = sr.closes(waiter, aw, g.edges)
 	}
 	return found, true
 }
 
+// closes reports whether the chain of waits from aw comes back to waiter
+// (walk), or, in a shard (the log has sessions of other processes), ends
+// at another process's backend that waits for no lock while the waiter's
+// locks hold up another process's backend: a cycle through the other
+// shards' sync waits, which this process cannot see (issue 77: such
+// waits gave up after their whole timeout, "awaited session blocked by a
+// lock"), taken for one as foreignCycle takes it.
+func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
+	found, stuck := sr.walk(waiter, aw, edges)
+	if found || !stuck || !sr.sharded || !aw.pending() {
+		return found
+	}
+	f, _ := sr.foreignCycleIn(waiter, edges)
+	return f
+}
+
 // walk follows the chain of sync and lock waits (edges) from aw, what
-// waiter waits for, and reports whether it comes back to waiter.
-func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
+// waiter waits for, and reports whether it comes back to waiter. Lock
+// waits are followed through backends of no session of this replay
+// (another client's, another shard's): stuck says a chain ended at one
+// that waits for no lock.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool) {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -1044,7 +1067,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			if a.owner == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
-					return true
+					return true, stuck
 				}
 				continue
 			}
@@ -1057,11 +1080,13 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 		if pid == 0 {
 			continue
 		}
-		for _, b := range edges[pid] {
+		ours, end := sr.lockBlockers(pid, wpid, edges)
+		stuck = stuck || end
+		for _, b := range ours {
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
-					return true
+					return true, stuck
 				}
 				continue
 			}
@@ -1074,7 +1099,40 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			}
 		}
 	}
-	return false
+	return false, stuck
+}
+
+// maxForeignChain bounds how many backends of no session of this replay
+// lockBlockers follows from one backend.
+const maxForeignChain = 64
+
+// lockBlockers returns the backends that hold up backend pid through
+// lock waits (edges) and are this replay's sessions or the waiter
+// (wpid): those that block it, and those that block, through any chain
+// of lock waits, a backend of no session of this replay that blocks it.
+// end says such a chain ended at a backend of no session of this replay
+// that waits for no lock.
+func (sr *syncRun) lockBlockers(pid, wpid uint32, edges map[uint32][]uint32) (ours []uint32, end bool) {
+	queue := slices.Clone(edges[pid])
+	seen := map[uint32]bool{pid: true}
+	for len(queue) > 0 && len(seen) < maxForeignChain {
+		b := queue[0]
+		queue = queue[1:]
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		if _, local := sr.pids.Load(b); local || b == wpid {
+			ours = append(ours, b)
+			continue
+		}
+		if by := edges[b]; len(by) > 0 {
+			queue = append(queue, by...)
+		} else {
+			end = true
+		}
+	}
+	return ours, end
 }
 
 // timeoutCause says what the session that was to bring the awaited
