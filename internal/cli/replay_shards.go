@@ -43,7 +43,9 @@ that is not the target, with --run-id naming the run, the same for every
 shard), which also measures each shard's clock offset and, with --sync, makes
 a statement wait for the commits it depends on in other shards. Without
 --coord-dsn each shard waits only for its own sessions' commits, and its
-result says so. "pgrehearse merge" then merges the shards' results.
+result says so; it cannot keep the answers order either: left at its
+default, --sync runs as object there and says so, and --sync answers is
+refused. "pgrehearse merge" then merges the shards' results.
 `
 
 func addShardFlags(fl *pflag.FlagSet, f *shardFlags) {
