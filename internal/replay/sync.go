@@ -487,7 +487,7 @@ wait:
 				break wait
 			}
 			check = now.Add(deadlockCheckEvery)
-			looked, found, ok := s.deadlockCheck(aw)
+			looked, found, ok := s.deadlockCheck(aw, now.Sub(clock.moved))
 			checked, unchecked = checked || looked, unchecked || !ok
 			if found {
 				reason = SyncDeadlock
@@ -524,8 +524,9 @@ func (s *session) inTx() bool {
 // deadlockCheck looks, for a session whose sync wait for aw is due a
 // check, whether the wait keeps the awaited session blocked on a lock of
 // the waiting session's open transaction (found). looked says a check was
-// made, ok false that it could not look.
-func (s *session) deadlockCheck(aw *awaited) (looked, found, ok bool) {
+// made, ok false that it could not look. still is how long the awaited
+// side has made no progress.
+func (s *session) deadlockCheck(aw *awaited, still time.Duration) (looked, found, ok bool) {
 	sr := s.r.sync
 	// Only a session in a transaction holds row locks that the awaited
 	// one could be blocked on.
@@ -537,7 +538,7 @@ func (s *session) deadlockCheck(aw *awaited) (looked, found, ok bool) {
 		found, ok = sr.foreignCycle(s)
 		return true, found, ok
 	case aw.owner != nil && s.inTx():
-		found, ok = sr.cycle(s, aw)
+		found, ok = sr.cycle(s, aw, still)
 		return true, found, ok
 	}
 	return false, false, true
@@ -993,19 +994,20 @@ func (m *lockMonitor) close() {
 // ended still shows it until its goroutine runs), so that a wait is ended
 // only for a cycle that holds; one found in a snapshot taken before the
 // check began is looked for again in a new one. The statements that the
-// waiter's locks hold up are marked on the way (markBlocked).
-func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
+// waiter's locks hold up are marked on the way (markBlocked). still is
+// how long the awaited side has made no progress (see closes).
+func (sr *syncRun) cycle(waiter *session, aw *awaited, still time.Duration) (found, ok bool) {
 	asked := time.Now()
 	g, ok := sr.mon.graph(waiter, asked.Add(-graphFresh))
 	if !ok {
 		return false, false
 	}
 	sr.markBlocked(waiter.pid.Load(), g.edges)
-	if found = sr.closes(waiter, aw, g.edges); found && g.at.Before(asked) {
+	if found = sr.closes(waiter, aw, g.edges, still); found && g.at.Before(asked) {
 		if g, ok = sr.mon.graph(waiter, asked); !ok {
 			return false, false
 		}
-		found = sr.closes(waiter, aw, g.edges)
+		found = sr.closes(waiter, aw, g.edges, still)
 	}
 	return found, true
 }
@@ -1013,18 +1015,27 @@ func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
 // closes reports whether the chain of waits from aw comes back to waiter
 // (walk), or, in a shard (the log has sessions of other processes), ends
 // at another process's backend that waits for no lock while the waiter's
-// locks hold up another process's backend: a cycle through the other
-// shards' sync waits, which this process cannot see (issue 77: such
-// waits gave up after their whole timeout, "awaited session blocked by a
-// lock"), taken for one as foreignCycle takes it.
-func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
+// locks hold up another process's backend, and the awaited side has made
+// no progress for foreignStill: a cycle through the other shards' sync
+// waits, which this process cannot see (issue 77: such waits gave up
+// after their whole timeout, "awaited session blocked by a lock"), taken
+// for one as foreignCycle takes it. The other process's backend may also
+// be a session between two statements of its transaction, which goes on
+// by its schedule: hence the pause, which such a session does not make
+// unless its log did.
+func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32, still time.Duration) bool {
 	found, stuck := sr.walk(waiter, aw, edges)
-	if found || !stuck || !sr.sharded || !aw.pending() {
+	if found || !stuck || !sr.sharded || still < sr.foreignStill() || !aw.pending() {
 		return found
 	}
 	f, _ := sr.foreignCycleIn(waiter, edges)
 	return f
 }
+
+// foreignStill is how long a wait's chain must stand still at another
+// process's backend before closes takes it for a cycle: a tenth of the
+// timeout (1 s at the default 10 s).
+func (sr *syncRun) foreignStill() time.Duration { return sr.timeout / 10 }
 
 // walk follows the chain of sync and lock waits (edges) from aw, what
 // waiter waits for, and reports whether it comes back to waiter. Lock

@@ -174,8 +174,10 @@ func TestLockBlockers(t *testing.T) {
 // another shard, a session kept in its transaction by a sync wait this
 // process cannot see), while the waiter's locks block another such
 // backend (Y, on row 1), is taken for a cycle through the other shards
-// and ended at once, as foreignCycle ends a wait for another shard's
-// commit. A replay that is not a shard waits for X as for any client.
+// once the chain stood still a tenth of the timeout (here 0.5 s; X
+// commits 3 s after Y is blocked), as foreignCycle ends a wait for
+// another shard's commit. A replay that is not a shard waits for X as for
+// any client.
 func TestSyncDeadlockAcrossShards(t *testing.T) {
 	c := pgclustertest.StartT(t, pgcluster.Options{})
 	var l testLog
@@ -191,7 +193,7 @@ func TestSyncDeadlockAcrossShards(t *testing.T) {
 	b.disconnect(500 * ms)
 	path := l.write(t)
 	// X commits this long after Y's UPDATE was sent.
-	const hold = 1500 * time.Millisecond
+	const hold = 3 * time.Second
 	for _, sharded := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
@@ -239,6 +241,47 @@ func TestSyncDeadlockAcrossShards(t *testing.T) {
 		}
 		if res.Statements.Executed != 5 || res.Statements.Failed != 0 {
 			t.Errorf("sharded %v: statements %+v", sharded, res.Statements)
+		}
+	}
+}
+
+// TestConnectWaitsForCreatedElsewhere: a session whose database another
+// process's session creates (another shard's, Options.CreatedElsewhere)
+// is retried while the target says it does not exist, and runs once it
+// does; without that, the refusal is final (issue 77: shards of the mixed
+// workload without a coordination database logged in before another
+// shard's CREATE DATABASE ran on the target).
+func TestConnectWaitsForCreatedElsewhere(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	var l testLog
+	ms := time.Millisecond
+	s := l.session("postgres", "later", 0)
+	s.query(10*ms, ms, "SELECT 1")
+	s.disconnect(50 * ms)
+	path := l.write(t)
+	for _, elsewhere := range []bool{true, false} {
+		pgclustertest.Exec(t, c, "postgres", "DROP DATABASE IF EXISTS later")
+		opts := Options{Target: c.DSN("postgres"), Speed: 1}
+		created := make(chan struct{})
+		if elsewhere {
+			opts.CreatedElsewhere = func(name string) bool { return name == "db:later" }
+			go func() {
+				defer close(created)
+				time.Sleep(300 * ms)
+				pgclustertest.Exec(t, c, "postgres", "CREATE DATABASE later")
+			}()
+		} else {
+			close(created)
+		}
+		res := replayFile(t, path, opts)
+		<-created
+		ss := res.Sessions
+		t.Logf("created elsewhere %v: sessions %+v, statements %+v", elsewhere, ss, res.Statements)
+		switch {
+		case elsewhere && (ss.ConnectFailed != 0 || ss.ConnectRetries == 0 || res.Statements.Executed != 1):
+			t.Errorf("created elsewhere: %d connections failed, %d retries, %d statements run; want 0, some, 1", ss.ConnectFailed, ss.ConnectRetries, res.Statements.Executed)
+		case !elsewhere && (ss.ConnectFailed != 1 || res.Statements.Executed != 0):
+			t.Errorf("created nowhere: %d connections failed, %d statements run; want 1 and 0", ss.ConnectFailed, res.Statements.Executed)
 		}
 	}
 }
