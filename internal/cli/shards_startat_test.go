@@ -52,7 +52,9 @@ func TestShardsStartAtDefaultSync(t *testing.T) {
 	} else {
 		t.Logf("merged sync: %d waited, %d timeouts, %d deadlocks", sy.Waited, sy.Timeouts, sy.Deadlocks)
 	}
-	if a, b := one.Statements, m.Statements; a.Total != b.Total || a.SkippedTotal() != b.SkippedTotal() {
+	// The same statements read; how they ran may differ (a shard does
+	// not follow the others' writes).
+	if a, b := one.Statements, m.Statements; a.Total != b.Total {
 		t.Errorf("statements: single %+v, merged %+v", a, b)
 	}
 	if a, b := one.Sessions.Total, m.Sessions.Total; a != b || m.Sessions.ConnectFailed != 0 {
