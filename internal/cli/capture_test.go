@@ -386,6 +386,25 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 	if split.AnswerDiffers != 5 || split.AnswerDiffersUnexplained != 5 {
 		t.Errorf("shards: %d answers differ, %d unexplained; want the 5 of one process, unexplained", split.AnswerDiffers, split.AnswerDiffersUnexplained)
 	}
+	// Joined through a coordination database, at the default sync mode
+	// (answers), the shards answer as one process does: the same 5
+	// differing answers, blamed on the target's data by table, and
+	// each shard's exit is one process's (issue 77).
+	mustExec(t, c, "postgres", "CREATE DATABASE joined TEMPLATE changed")
+	coord := startCoord(t)
+	dir := t.TempDir()
+	ps := runShards(t, 2, dir, "--shards", "2", "--coord-dsn", coord, "--run-id", "joined", "--target", c.DSN("joined"), "--database-map", "orig=joined",
+		"--speed", "0", "--findings=false", "--max-error-rate", "100", rc.dir)
+	for _, p := range ps {
+		if p.code != ExitOK && p.code != ExitDiverged {
+			t.Errorf("shard %d exited %d:\n%s", p.k, p.code, p.out.String())
+		}
+	}
+	if _, text, jm := mergeShards(t, dir, ps); jm.Sync == nil || jm.Sync.Mode != results.SyncAnswers || jm.Sync.Scope != results.SyncAcrossShards {
+		t.Errorf("joined shards: sync %+v, want answers across shards:\n%s", jm.Sync, text)
+	} else if o := jm.Outcomes; o.AnswerDiffers != 5 || o.AnswerDiffersTargetData != 5 || o.AnswerDiffersTargetDataByTable["public.t"] != 4 {
+		t.Errorf("joined shards: outcomes %+v; want one process's: 5 answers differing, the target's data (public.t 4, u 1)", o)
+	}
 
 	code, text, res := runReplay(t, "--target", c.DSN("changed"), "--database-map", "orig=changed", "--speed", "0", "--findings=false", "--max-error-rate", "100", "--keep-answers", rc.dir)
 	t.Logf("replay:\n%s", text)

@@ -192,6 +192,7 @@ stops early, exit 5, naming the silent connection.` + targetDataHelp + `
 			if f.dryRun && !cmd.Flags().Changed("speed") {
 				f.speed = 0
 			}
+			f.shards.syncGiven = cmd.Flags().Changed("sync")
 			return runReplayCmd(cmd.Context(), stdio, f, args)
 		},
 	}
@@ -322,7 +323,10 @@ func replayRunError(stdio IO, err error, start time.Time, h report.LoginHints) e
 	var se *replayrun.StartStateError
 	var te *replayrun.TimelessError
 	var ie *replayrun.InterruptedError
+	var sse *replayrun.ShardSyncError
 	switch {
+	case errors.As(err, &sse):
+		return usageError("--sync %s: %v (--sync %s, or --coord-dsn with --run-id)", sse.Mode, sse, sse.Instead)
 	case errors.As(err, &ie):
 		return &exitError{code: ExitIncomplete, err: errors.New("INTERRUPTED during the pre-flight: nothing was replayed")}
 	case errors.As(err, &oe):

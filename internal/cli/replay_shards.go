@@ -24,6 +24,8 @@ type shardFlags struct {
 	coordDSN string
 	runID    string
 	startAt  string
+	// syncGiven: --sync was given, not left at its default.
+	syncGiven bool
 	// getenv reads JOB_COMPLETION_INDEX; os.Getenv unless a test sets it.
 	getenv func(string) string
 }
@@ -41,7 +43,9 @@ that is not the target, with --run-id naming the run, the same for every
 shard), which also measures each shard's clock offset and, with --sync, makes
 a statement wait for the commits it depends on in other shards. Without
 --coord-dsn each shard waits only for its own sessions' commits, and its
-result says so. "pgrehearse merge" then merges the shards' results.
+result says so; it cannot keep the answers order either: left at its
+default, --sync runs as object there and says so, and --sync answers is
+refused. "pgrehearse merge" then merges the shards' results.
 `
 
 func addShardFlags(fl *pflag.FlagSet, f *shardFlags) {
@@ -95,7 +99,7 @@ func (f shardFlags) apply(cfg *replayrun.Config) error {
 		}
 		return nil
 	}
-	sh := &replayrun.Shards{Run: f.runID, Plan: plan, Coord: coord.Config{DSN: f.coordDSN}}
+	sh := &replayrun.Shards{Run: f.runID, Plan: plan, Coord: coord.Config{DSN: f.coordDSN}, SyncGiven: f.syncGiven}
 	if f.startAt != "" {
 		if sh.StartAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil {
 			return usageError("--start-at %q: give an RFC 3339 time, such as 2026-11-23T14:00:00Z", f.startAt)

@@ -27,6 +27,10 @@ func TestReplayShardFlags(t *testing.T) {
 		{[]string{"--dry-run", "--shard", "0/2", "--start-at", "noon"}, "give an RFC 3339 time"},
 		{[]string{"--dry-run", "--start-at", "2026-01-01T00:00:00Z"}, "are for a replay split in shards"},
 		{[]string{"--target", "host=/nonexistent", "--shard", "0/2", "--speed", "1"}, "needs one start with the other shards"},
+		// The answers order, given, is refused for a shard alone before
+		// anything connects (issue 77), saying what to give instead.
+		{[]string{"--target", "host=/nonexistent", "--shard", "0/2", "--start-at", "2026-01-01T00:00:00Z", "--sync", "answers"}, "(--sync object, or --coord-dsn with --run-id)"},
+		{[]string{"--dry-run", "--shard", "1/2", "--sync", "answers"}, "shard 1 of 2 cannot keep the answers order without a coordination database"},
 	}, func(args []string) (int, string) {
 		code, out, _ := runReplay(t, append(append([]string{"--prefix", replayTestPrefix}, args...), log)...)
 		return code, out

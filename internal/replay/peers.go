@@ -112,11 +112,16 @@ func (sr *syncRun) foreignCycle(waiter *session) (found, ok bool) {
 	if !ok {
 		return false, false
 	}
+	return sr.foreignCycleIn(waiter, g.edges)
+}
+
+// foreignCycleIn is foreignCycle in the snapshot of lock waits edges.
+func (sr *syncRun) foreignCycleIn(waiter *session, edges map[uint32][]uint32) (found, ok bool) {
 	wpid := waiter.pid.Load()
 	if wpid == 0 {
 		return false, true
 	}
-	blocked := blockedBy(wpid, g.edges)
+	blocked := blockedBy(wpid, edges)
 	for pid := range blocked {
 		if pid == wpid {
 			continue

@@ -442,8 +442,10 @@ func (s *session) waitDue(it item, t *time.Timer) bool {
 // away for ConnectTimeout since the break: then the replay stops, with
 // what ran. A first connection that fails as a server does during a short
 // outage (starting up or shutting down, 57P03; the connection refused or
-// broken) is retried so too, within ConnectTimeout of the first attempt;
-// one refused for good (a password, a missing role or database) is not.
+// broken) is retried so too, within ConnectTimeout of the first attempt,
+// and so is one refused for a role or database that another process's
+// sessions create (createdElsewhere); one refused for good (a password, a
+// missing role or database) is not.
 func (s *session) connect() bool {
 	r := s.r
 	if r.opts.DryRun {
@@ -473,7 +475,7 @@ func (s *session) connect() bool {
 			s.failReason, s.failMsg = r.stopReason(), msg
 			return false
 		}
-		if first && (left <= 0 || !transientConnectError(code)) {
+		if first && (left <= 0 || !transientConnectError(code) && !s.createdElsewhere(code, msg)) {
 			s.failReason = SkipConnectFailed
 			s.failCode, s.failMsg = code, msg
 			r.c.connectFailed.Add(1)
@@ -502,6 +504,28 @@ func (s *session) connect() bool {
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
+}
+
+// createdElsewhere reports whether a first connection refused with code
+// and msg for a missing role or database may succeed a moment later: the
+// log creates that role or database in a session another process replays
+// (another shard's, Options.CreatedElsewhere), which this one does not
+// wait for. Retried as a short outage is, within ConnectTimeout: without a
+// coordination database, a login scheduled just after the creation in
+// the log otherwise fails when the target creates it slower (a shard of
+// the mixed workload, issue 77).
+func (s *session) createdElsewhere(code, msg string) bool {
+	ce := s.r.opts.CreatedElsewhere
+	if ce == nil {
+		return false
+	}
+	switch ProblemOf(code, msg) {
+	case ProblemNoDatabase:
+		return ce("db:" + s.db)
+	case ProblemNoRole:
+		return ce("role:" + s.user)
+	}
+	return false
 }
 
 // transientConnectError reports whether a connection refused with code

@@ -115,6 +115,9 @@ type syncRun struct {
 	catalogs map[string]*syncdep.Catalog
 	pids     sync.Map // backend pid -> *session, for the deadlock check
 	mon      lockMonitor
+	// sharded: the log has sessions that other processes replay (a
+	// shard's), whose sync waits the deadlock check cannot see.
+	sharded bool
 
 	notesMu sync.Mutex
 	notes   []string
@@ -140,7 +143,8 @@ func newSyncRun(o Options) (*syncRun, string) {
 		return nil, "multiplied sessions are copies that run freely, so they are not synchronized"
 	}
 	tr := newTracker(o.Sync)
-	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{}}, ""
+	return &syncRun{timeout: o.SyncTimeout, tr: tr, board: tr.Board(), waits: results.NewRecorder(), causes: map[string]int64{},
+		sharded: o.Peers != nil || o.OthersUnseen}, ""
 }
 
 func (sr *syncRun) note(format string, args ...any) {
@@ -483,7 +487,7 @@ wait:
 				break wait
 			}
 			check = now.Add(deadlockCheckEvery)
-			looked, found, ok := s.deadlockCheck(aw)
+			looked, found, ok := s.deadlockCheck(aw, now.Sub(clock.moved))
 			checked, unchecked = checked || looked, unchecked || !ok
 			if found {
 				reason = SyncDeadlock
@@ -520,8 +524,9 @@ func (s *session) inTx() bool {
 // deadlockCheck looks, for a session whose sync wait for aw is due a
 // check, whether the wait keeps the awaited session blocked on a lock of
 // the waiting session's open transaction (found). looked says a check was
-// made, ok false that it could not look.
-func (s *session) deadlockCheck(aw *awaited) (looked, found, ok bool) {
+// made, ok false that it could not look. still is how long the awaited
+// side has made no progress.
+func (s *session) deadlockCheck(aw *awaited, still time.Duration) (looked, found, ok bool) {
 	sr := s.r.sync
 	// Only a session in a transaction holds row locks that the awaited
 	// one could be blocked on.
@@ -533,7 +538,7 @@ func (s *session) deadlockCheck(aw *awaited) (looked, found, ok bool) {
 		found, ok = sr.foreignCycle(s)
 		return true, found, ok
 	case aw.owner != nil && s.inTx():
-		found, ok = sr.cycle(s, aw)
+		found, ok = sr.cycle(s, aw, still)
 		return true, found, ok
 	}
 	return false, false, true
@@ -989,26 +994,55 @@ func (m *lockMonitor) close() {
 // ended still shows it until its goroutine runs), so that a wait is ended
 // only for a cycle that holds; one found in a snapshot taken before the
 // check began is looked for again in a new one. The statements that the
-// waiter's locks hold up are marked on the way (markBlocked).
-func (sr *syncRun) cycle(waiter *session, aw *awaited) (found, ok bool) {
+// waiter's locks hold up are marked on the way (markBlocked). still is
+// how long the awaited side has made no progress (see closes).
+func (sr *syncRun) cycle(waiter *session, aw *awaited, still time.Duration) (found, ok bool) {
 	asked := time.Now()
 	g, ok := sr.mon.graph(waiter, asked.Add(-graphFresh))
 	if !ok {
 		return false, false
 	}
 	sr.markBlocked(waiter.pid.Load(), g.edges)
-	if found = sr.walk(waiter, aw, g.edges); found && g.at.Before(asked) {
+	if found = sr.closes(waiter, aw, g.edges, still); found && g.at.Before(asked) {
 		if g, ok = sr.mon.graph(waiter, asked); !ok {
 			return false, false
 		}
-		found = sr.walk(waiter, aw, g.edges)
+		found = sr.closes(waiter, aw, g.edges, still)
 	}
 	return found, true
 }
 
+// closes reports whether the chain of waits from aw comes back to waiter
+// (walk), or, in a shard (the log has sessions of other processes), ends
+// at another process's backend that waits for no lock while the waiter's
+// locks hold up another process's backend, and the awaited side has made
+// no progress for foreignStill: a cycle through the other shards' sync
+// waits, which this process cannot see (issue 77: such waits gave up
+// after their whole timeout, "awaited session blocked by a lock"), taken
+// for one as foreignCycle takes it. The other process's backend may also
+// be a session between two statements of its transaction, which goes on
+// by its schedule: hence the pause, which such a session does not make
+// unless its log did.
+func (sr *syncRun) closes(waiter *session, aw *awaited, edges map[uint32][]uint32, still time.Duration) bool {
+	found, stuck := sr.walk(waiter, aw, edges)
+	if found || !stuck || !sr.sharded || still < sr.foreignStill() || !aw.pending() {
+		return found
+	}
+	f, _ := sr.foreignCycleIn(waiter, edges)
+	return f
+}
+
+// foreignStill is how long a wait's chain must stand still at another
+// process's backend before closes takes it for a cycle: a tenth of the
+// timeout (1 s at the default 10 s).
+func (sr *syncRun) foreignStill() time.Duration { return sr.timeout / 10 }
+
 // walk follows the chain of sync and lock waits (edges) from aw, what
-// waiter waits for, and reports whether it comes back to waiter.
-func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) bool {
+// waiter waits for, and reports whether it comes back to waiter. Lock
+// waits are followed through backends of no session of this replay
+// (another client's, another shard's): stuck says a chain ended at one
+// that waits for no lock.
+func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32) (found, stuck bool) {
 	wpid := waiter.pid.Load()
 	// via is the sync wait a session was reached through (nil for a
 	// lock), parent the session it was reached from.
@@ -1044,7 +1078,7 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			if a.owner == waiter {
 				reached[waiter] = step{n, a}
 				if confirm() {
-					return true
+					return true, stuck
 				}
 				continue
 			}
@@ -1057,11 +1091,13 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 		if pid == 0 {
 			continue
 		}
-		for _, b := range edges[pid] {
+		ours, end := sr.lockBlockers(pid, wpid, edges)
+		stuck = stuck || end
+		for _, b := range ours {
 			if b == wpid {
 				reached[waiter] = step{n, nil}
 				if confirm() {
-					return true
+					return true, stuck
 				}
 				continue
 			}
@@ -1074,7 +1110,40 @@ func (sr *syncRun) walk(waiter *session, aw *awaited, edges map[uint32][]uint32)
 			}
 		}
 	}
-	return false
+	return false, stuck
+}
+
+// maxForeignChain bounds how many backends of no session of this replay
+// lockBlockers follows from one backend.
+const maxForeignChain = 64
+
+// lockBlockers returns the backends that hold up backend pid through
+// lock waits (edges) and are this replay's sessions or the waiter
+// (wpid): those that block it, and those that block, through any chain
+// of lock waits, a backend of no session of this replay that blocks it.
+// end says such a chain ended at a backend of no session of this replay
+// that waits for no lock.
+func (sr *syncRun) lockBlockers(pid, wpid uint32, edges map[uint32][]uint32) (ours []uint32, end bool) {
+	queue := slices.Clone(edges[pid])
+	seen := map[uint32]bool{pid: true}
+	for len(queue) > 0 && len(seen) < maxForeignChain {
+		b := queue[0]
+		queue = queue[1:]
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		if _, local := sr.pids.Load(b); local || b == wpid {
+			ours = append(ours, b)
+			continue
+		}
+		if by := edges[b]; len(by) > 0 {
+			queue = append(queue, by...)
+		} else {
+			end = true
+		}
+	}
+	return ours, end
 }
 
 // timeoutCause says what the session that was to bring the awaited

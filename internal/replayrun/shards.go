@@ -46,6 +46,50 @@ type Shards struct {
 	// Plan, when not nil, is the shard plan Selection.Shard follows:
 	// the logs must be the ones it was made from.
 	Plan *shard.Plan
+	// SyncGiven says the synchronization mode (Options.Sync) is the
+	// user's choice, not a command's default. A shard without a
+	// coordination database cannot keep the answers order (see
+	// ShardSyncError): given, that mode is refused; left at the
+	// default, the shard runs in the object order and its result says
+	// so.
+	SyncGiven bool
+}
+
+// ShardSyncError is Run's error, before any statement, for a shard asked
+// for the answers order without a coordination database. In that order a
+// commit waits for the reads of other sessions that preceded it, and a
+// read for the commits before it; a shard sees only its own sessions,
+// while the other shards' sessions, which do not keep that order with
+// its own, hold row locks among them: its waits cross those locks and
+// end only at their timeout (issue 77: every shard of a 16-second
+// capture degraded after 652 s, 106-166 waits given up each). Instead is
+// the mode a shard can keep alone.
+type ShardSyncError struct {
+	K, Of         int
+	Mode, Instead syncdep.Mode
+}
+
+func (e *ShardSyncError) Error() string {
+	return fmt.Sprintf("shard %d of %d cannot keep the %s order without a coordination database: it sees only its own sessions, and its waits would cross "+
+		"the locks of the other shards' sessions and give up at their timeout; replay the shards in the %s order (each keeps its own sessions' commit order), "+
+		"or join them through a coordination database, which keeps the %s order across shards", e.K, e.Of, e.Mode, e.Instead, e.Mode)
+}
+
+// shardSync is the synchronization mode a shard without a coordination
+// database runs in: the answers order it cannot keep is refused when
+// given (ShardSyncError), replaced by the object order when it is the
+// default. It returns the note that says so, "" when the mode stays.
+func shardSync(cfg *Config, sh *Shards, sel source.Shard) (string, error) {
+	if sh.Coord.DSN != "" || cfg.Replay.Sync != syncdep.Answers {
+		return "", nil
+	}
+	if sh.SyncGiven {
+		return "", &ShardSyncError{K: sel.K, Of: sel.Of, Mode: syncdep.Answers, Instead: syncdep.Object}
+	}
+	cfg.Replay.Sync = syncdep.Object
+	return fmt.Sprintf("shard %d of %d ran in the %s order, not the default %s order: without a coordination database a shard cannot keep the %s order "+
+		"(its waits would cross the locks of the other shards' sessions and give up at their timeout); a coordination database keeps it across shards",
+		sel.K, sel.Of, syncdep.Object, syncdep.Answers, syncdep.Answers), nil
 }
 
 // PlanMismatchError is Run's error when the logs are not the ones the
@@ -108,6 +152,9 @@ type shardRun struct {
 	link   *coord.Link
 	member *coord.Member
 	start  time.Time
+	// syncNote says the shard runs in another synchronization mode than
+	// the default, and why (shardSync).
+	syncNote string
 }
 
 // prepareShards checks the shard's options and sets the hooks the
@@ -134,7 +181,14 @@ func prepareShards(cfg *Config) (*shardRun, error) {
 	if sh.Coord.DSN != "" && sh.Run == "" {
 		return nil, &OptionsError{Err: errors.New("shards that meet in a coordination database need a run name, the same for every shard")}
 	}
-	s := &shardRun{cfg: sh, sel: *sel}
+	note, err := shardSync(cfg, sh, *sel)
+	if err != nil {
+		return nil, &OptionsError{Err: err}
+	}
+	if note != "" && cfg.Warn != nil && !cfg.Replay.DryRun {
+		cfg.Warn(note)
+	}
+	s := &shardRun{cfg: sh, sel: *sel, syncNote: note}
 	sel.First = &s.first
 	cfg.Replay.Origin = func() int64 {
 		o := s.first.Load()
@@ -296,6 +350,9 @@ func (s *shardRun) finish(cfg *Config, res *results.Result, ok bool) {
 		sr.LostShards = st.Lost
 	}
 	res.Shards = []results.ShardRun{sr}
+	if sy := res.Sync; sy != nil && s.syncNote != "" {
+		sy.Notes = append(sy.Notes, s.syncNote)
+	}
 	if sy := res.Sync; sy != nil && sy.Mode != results.SyncOff {
 		if s.link != nil {
 			sy.Scope = results.SyncAcrossShards

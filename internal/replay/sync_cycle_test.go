@@ -1,0 +1,287 @@
+package replay
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
+)
+
+// TestSyncDeadlockThreeSessions: a cycle of three sessions, one sync
+// wait and two lock waits, made by a log whose order the target does not
+// keep. B holds row 1, C row 2; C's UPDATE of row 1 is blocked by B, A's
+// UPDATE of row 2 by C; B's read of row 2 comes after A's commit in the
+// log, so B waits for A: B -> A (sync), A -> C (lock), C -> B (lock).
+// The server sees two lock waits and no deadlock; the replay finds the
+// cycle at once (a deadlock, counted) instead of at the timeout.
+func TestSyncDeadlockThreeSessions(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	var l testLog
+	ms := time.Millisecond
+	a := l.session("postgres", "postgres", 0)
+	b := l.session("postgres", "postgres", 0)
+	cs := l.session("postgres", "postgres", 0)
+	b.query(1*ms, ms, "BEGIN")
+	b.query(2*ms, ms, "UPDATE t SET v = v + 10 WHERE id = 1")
+	cs.query(1*ms, ms, "BEGIN")
+	cs.query(2*ms, ms, "UPDATE t SET v = v + 100 WHERE id = 2")
+	// Well after B's UPDATE, so that a busy machine keeps the order.
+	cs.query(60*ms, ms, "UPDATE t SET v = v + 100 WHERE id = 1")
+	a.query(80*ms, ms, "UPDATE t SET v = v + 1 WHERE id = 2")
+	a.disconnect(300 * ms)
+	b.query(150*ms, ms, "SELECT v FROM t WHERE id = 2")
+	b.query(200*ms, ms, "COMMIT")
+	b.disconnect(300 * ms)
+	cs.query(250*ms, ms, "COMMIT")
+	cs.disconnect(300 * ms)
+	path := l.write(t)
+	timeout := 5 * time.Second
+	// B's and C's first UPDATEs of row 1 are 58 ms apart: a machine
+	// busy enough to reorder them makes another cycle (or none), which
+	// is retried.
+	for attempt := 1; ; attempt++ {
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
+		start := time.Now()
+		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: timeout})
+		took := time.Since(start)
+		t.Logf("attempt %d: took %v; %s", attempt, took, syncLine(res))
+		var v1, v2 string
+		if err := queryRow(ctx, c.DSN("postgres"), "SELECT v FROM t WHERE id = 1", &v1); err != nil {
+			t.Fatal(err)
+		}
+		if err := queryRow(ctx, c.DSN("postgres"), "SELECT v FROM t WHERE id = 2", &v2); err != nil {
+			t.Fatal(err)
+		}
+		if res.Statements.Executed != 9 || res.Statements.Failed != 0 || v1 != "110" || v2 != "101" {
+			t.Fatalf("statements %+v, rows %s and %s; want every statement run, 110 and 101", res.Statements, v1, v2)
+		}
+		if res.Sync.Deadlocks == 1 && res.Sync.Timeouts == 0 && took < timeout/2 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("%d deadlocks ended, %d timeouts, took %v; want 1, 0 and well within the %v timeout", res.Sync.Deadlocks, res.Sync.Timeouts, took, timeout)
+		}
+	}
+}
+
+// TestSyncDeadlockThroughOtherBackend: the cycle passes through a
+// backend that is no session of the replay (another client's, or another
+// shard's): B holds row 1 and waits for A's commit (sync); A is blocked
+// by X's lock on row 2, and X by B's lock on row 1. The deadlock check
+// follows lock waits through X, finds the cycle and ends B's wait at
+// once; before, it stopped at X and the wait gave up at its timeout
+// ("awaited session blocked by a lock", issue 77).
+func TestSyncDeadlockThroughOtherBackend(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var l testLog
+	ms := time.Millisecond
+	a := l.session("postgres", "postgres", 0)
+	b := l.session("postgres", "postgres", 0)
+	b.query(1*ms, ms, "BEGIN")
+	b.query(2*ms, ms, "UPDATE t SET v = v + 10 WHERE id = 1")
+	a.query(5*ms, ms, "UPDATE t SET v = v + 1 WHERE id = 2")
+	a.disconnect(500 * ms)
+	b.query(300*ms, ms, "SELECT v FROM t WHERE id = 2")
+	b.query(350*ms, ms, "COMMIT")
+	b.disconnect(500 * ms)
+	path := l.write(t)
+	pgclustertest.Exec(t, c, "postgres", "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
+
+	x := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+	if err := x.Exec(ctx, "BEGIN; UPDATE t SET v = v + 1000 WHERE id = 2").Close(); err != nil {
+		t.Fatal(err)
+	}
+	// X's UPDATE of row 1 once B holds it; X commits once it got it.
+	xDone := make(chan error, 1)
+	go func() {
+		watch := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+		for {
+			r := watch.ExecParams(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE 'UPDATE t SET v = v + 10 %'", nil, nil, nil, nil).Read()
+			if r.Err != nil {
+				xDone <- r.Err
+				return
+			}
+			if len(r.Rows) == 1 && string(r.Rows[0][0]) == "1" {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		xDone <- x.Exec(ctx, "UPDATE t SET v = v + 100 WHERE id = 1; COMMIT").Close()
+	}()
+	timeout := 5 * time.Second
+	start := time.Now()
+	res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: timeout})
+	took := time.Since(start)
+	t.Logf("took %v; %s", took, syncLine(res))
+	if err := <-xDone; err != nil {
+		t.Fatal(err)
+	}
+	if res.Sync.Deadlocks != 1 || res.Sync.Timeouts != 0 {
+		t.Errorf("%d deadlocks ended, %d timeouts; want 1 and 0", res.Sync.Deadlocks, res.Sync.Timeouts)
+	}
+	if took >= timeout/2 {
+		t.Errorf("took %v, want well within the %v timeout", took, timeout)
+	}
+	if res.Statements.Executed != 5 || res.Statements.Failed != 0 {
+		t.Errorf("statements %+v", res.Statements)
+	}
+	var v string
+	if err := queryRow(ctx, c.DSN("postgres"), "SELECT v FROM t WHERE id = 1", &v); err != nil || v != "110" {
+		t.Errorf("row 1: %s (%v), want 110", v, err)
+	}
+}
+
+// TestLockBlockers: the backends that hold one up through lock waits,
+// followed through backends of no session of the replay.
+func TestLockBlockers(t *testing.T) {
+	sr := &syncRun{}
+	for _, pid := range []uint32{10, 11, 12} {
+		sr.pids.Store(pid, &session{})
+	}
+	const waiter = 10
+	for _, tc := range []struct {
+		name  string
+		pid   uint32
+		edges map[uint32][]uint32
+		ours  []uint32
+		end   bool
+	}{
+		{"not waiting", 11, map[uint32][]uint32{}, nil, false},
+		{"by a session", 11, map[uint32][]uint32{11: {12}}, []uint32{12}, false},
+		{"by the waiter", 11, map[uint32][]uint32{11: {10}}, []uint32{10}, false},
+		{"through another backend", 11, map[uint32][]uint32{11: {90}, 90: {91}, 91: {10}}, []uint32{10}, false},
+		{"at another backend", 11, map[uint32][]uint32{11: {90}}, nil, true},
+		{"both", 11, map[uint32][]uint32{11: {90, 12}, 90: {91}}, []uint32{12}, true},
+		{"a cycle of others", 11, map[uint32][]uint32{11: {90}, 90: {91}, 91: {90}}, nil, false},
+	} {
+		ours, end := sr.lockBlockers(tc.pid, waiter, tc.edges)
+		slices.Sort(ours)
+		if !slices.Equal(ours, tc.ours) || end != tc.end {
+			t.Errorf("%s: %v, end %v; want %v, %v", tc.name, ours, end, tc.ours, tc.end)
+		}
+	}
+}
+
+// TestSyncDeadlockAcrossShards: in a shard (the log has sessions that
+// other processes replay), a wait whose chain ends at a backend of no
+// session of this replay that waits for no lock (X, holding row 2: in
+// another shard, a session kept in its transaction by a sync wait this
+// process cannot see), while the waiter's locks block another such
+// backend (Y, on row 1), is taken for a cycle through the other shards
+// once the chain stood still a tenth of the timeout (here 0.5 s; X
+// commits 3 s after Y is blocked), as foreignCycle ends a wait for
+// another shard's commit. A replay that is not a shard waits for X as for
+// any client.
+func TestSyncDeadlockAcrossShards(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	var l testLog
+	ms := time.Millisecond
+	a := l.session("postgres", "postgres", 0)
+	b := l.session("postgres", "postgres", 0)
+	b.query(1*ms, ms, "BEGIN")
+	b.query(2*ms, ms, "UPDATE t SET v = v + 10 WHERE id = 1")
+	a.query(5*ms, ms, "UPDATE t SET v = v + 1 WHERE id = 2")
+	a.disconnect(500 * ms)
+	b.query(300*ms, ms, "SELECT v FROM t WHERE id = 2")
+	b.query(350*ms, ms, "COMMIT")
+	b.disconnect(500 * ms)
+	path := l.write(t)
+	// X commits this long after Y's UPDATE was sent.
+	const hold = 3 * time.Second
+	for _, sharded := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		pgclustertest.Exec(t, c, "postgres", "DROP TABLE IF EXISTS t; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0), (2, 0)")
+		x := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+		y := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+		if err := x.Exec(ctx, "BEGIN; UPDATE t SET v = v + 1000 WHERE id = 2").Close(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		go func() {
+			watch := pgclustertest.PgConn(ctx, t, c.DSN("postgres"))
+			for {
+				r := watch.ExecParams(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE 'UPDATE t SET v = v + 10 %'", nil, nil, nil, nil).Read()
+				if r.Err != nil {
+					done <- r.Err
+					done <- nil
+					return
+				}
+				if len(r.Rows) == 1 && string(r.Rows[0][0]) == "1" {
+					break
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			go func() { done <- y.Exec(ctx, "UPDATE t SET v = v + 100 WHERE id = 1").Close() }()
+			time.Sleep(hold)
+			done <- x.Exec(ctx, "COMMIT").Close()
+		}()
+		timeout := 5 * time.Second
+		start := time.Now()
+		res := replayFile(t, path, Options{Target: c.DSN("postgres"), Speed: 1, SyncTimeout: timeout, OthersUnseen: sharded})
+		took := time.Since(start)
+		t.Logf("sharded %v: took %v; %s", sharded, took, syncLine(res))
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		want := int64(0)
+		if sharded {
+			want = 1
+		}
+		if res.Sync.Deadlocks != want || res.Sync.Timeouts != 0 {
+			t.Errorf("sharded %v: %d deadlocks ended, %d timeouts; want %d and 0", sharded, res.Sync.Deadlocks, res.Sync.Timeouts, want)
+		}
+		if res.Statements.Executed != 5 || res.Statements.Failed != 0 {
+			t.Errorf("sharded %v: statements %+v", sharded, res.Statements)
+		}
+	}
+}
+
+// TestConnectWaitsForCreatedElsewhere: a session whose database another
+// process's session creates (another shard's, Options.CreatedElsewhere)
+// is retried while the target says it does not exist, and runs once it
+// does; without that, the refusal is final (issue 77: shards of the mixed
+// workload without a coordination database logged in before another
+// shard's CREATE DATABASE ran on the target).
+func TestConnectWaitsForCreatedElsewhere(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	var l testLog
+	ms := time.Millisecond
+	s := l.session("postgres", "later", 0)
+	s.query(10*ms, ms, "SELECT 1")
+	s.disconnect(50 * ms)
+	path := l.write(t)
+	for _, elsewhere := range []bool{true, false} {
+		pgclustertest.Exec(t, c, "postgres", "DROP DATABASE IF EXISTS later")
+		opts := Options{Target: c.DSN("postgres"), Speed: 1}
+		created := make(chan struct{})
+		if elsewhere {
+			opts.CreatedElsewhere = func(name string) bool { return name == "db:later" }
+			go func() {
+				defer close(created)
+				time.Sleep(300 * ms)
+				pgclustertest.Exec(t, c, "postgres", "CREATE DATABASE later")
+			}()
+		} else {
+			close(created)
+		}
+		res := replayFile(t, path, opts)
+		<-created
+		ss := res.Sessions
+		t.Logf("created elsewhere %v: sessions %+v, statements %+v", elsewhere, ss, res.Statements)
+		switch {
+		case elsewhere && (ss.ConnectFailed != 0 || ss.ConnectRetries == 0 || res.Statements.Executed != 1):
+			t.Errorf("created elsewhere: %d connections failed, %d retries, %d statements run; want 0, some, 1", ss.ConnectFailed, ss.ConnectRetries, res.Statements.Executed)
+		case !elsewhere && (ss.ConnectFailed != 1 || res.Statements.Executed != 0):
+			t.Errorf("created nowhere: %d connections failed, %d statements run; want 1 and 0", ss.ConnectFailed, res.Statements.Executed)
+		}
+	}
+}
