@@ -31,6 +31,7 @@ const cfsPeriodUS = 100000
 type serverCgroup struct {
 	dirs   []string
 	memory string // the memory controller's directory; empty: none
+	cpu    string // the cpu controller's directory; empty: none
 }
 
 // limitMemory sets the cgroup's memory limit (page cache included):
@@ -74,8 +75,11 @@ func newServerCgroup(name string, cpus float64, memory bool) (*serverCgroup, err
 				l.controller, err, l.controller, filepath.Join(cgroupRoot, l.controller)), g.remove())
 		}
 		g.dirs = append(g.dirs, dir)
-		if l.controller == "memory" {
+		switch l.controller {
+		case "memory":
 			g.memory = dir
+		case "cpu":
+			g.cpu = dir
 		}
 		for _, f := range l.files {
 			if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644); err != nil {
@@ -134,6 +138,49 @@ func (g *serverCgroup) shellLines() string {
 		fmt.Fprintf(&b, "echo $$ > %s || { echo \"cannot join the cgroup %s\" >&2; exit 1; }\n", p, d)
 	}
 	return b.String()
+}
+
+// bound says how much the limits bit over the cgroup's life (the
+// change's truth rounds and rehearsal together): the CPU quota's
+// throttled periods (cpu.stat) and the memory limit's hits
+// (memory.failcnt) with the peak charged. A change of the machine that
+// never bound measured nothing of it, whatever its table says.
+func (g *serverCgroup) bound() string {
+	var parts []string
+	if g.cpu != "" {
+		if b, err := os.ReadFile(filepath.Join(g.cpu, "cpu.stat")); err == nil {
+			st := cpuStat(string(b))
+			parts = append(parts, fmt.Sprintf("CPU quota throttled %d of %d periods (%.1f s)",
+				st["nr_throttled"], st["nr_periods"], float64(st["throttled_time"])/1e9))
+		}
+	}
+	if g.memory != "" {
+		hits, err1 := os.ReadFile(filepath.Join(g.memory, "memory.failcnt"))
+		peak, err2 := os.ReadFile(filepath.Join(g.memory, "memory.max_usage_in_bytes"))
+		if err1 == nil && err2 == nil {
+			p, _ := strconv.ParseInt(strings.TrimSpace(string(peak)), 10, 64)
+			parts = append(parts, fmt.Sprintf("memory limit hit %s times, peak %d MB", strings.TrimSpace(string(hits)), p>>20))
+		}
+	}
+	if len(parts) == 0 {
+		return "its limits could not be read"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cpuStat reads cpu.stat's "name value" lines.
+func cpuStat(text string) map[string]int64 {
+	st := map[string]int64{}
+	for line := range strings.Lines(text) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			st[name] = n
+		}
+	}
+	return st
 }
 
 // remove removes the cgroup's directories (once its processes are gone).

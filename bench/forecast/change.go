@@ -35,7 +35,10 @@ func runChange(ctx context.Context, o options, a *application, c change, prodLog
 		}
 		// After the clusters stop (deferred below): their processes
 		// must be gone.
-		defer func() { err = errors.Join(err, group.remove()) }()
+		defer func() {
+			say("%s %s: the candidate's server: %s", a.name, c.name, group.bound())
+			err = errors.Join(err, group.remove())
+		}()
 	}
 	ctl, cand, err := startPair(ctx, o, a, c)
 	for _, cl := range []*pgcluster.Cluster{ctl, cand} {

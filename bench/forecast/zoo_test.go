@@ -209,3 +209,18 @@ func TestRenderZoo(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUStat reads cgroup v1's cpu.stat as the kernel writes it
+// (throttled_time in ns), and keeps nothing of a line it cannot read.
+func TestCPUStat(t *testing.T) {
+	st := cpuStat("nr_periods 31\nnr_throttled 30\nthrottled_time 1492804543\nnr_bursts 0\nbroken\nburst_time x\n")
+	want := map[string]int64{"nr_periods": 31, "nr_throttled": 30, "throttled_time": 1492804543, "nr_bursts": 0}
+	if len(st) != len(want) {
+		t.Fatalf("cpuStat kept %v, want %v", st, want)
+	}
+	for k, v := range want {
+		if st[k] != v {
+			t.Errorf("%s = %d, want %d", k, st[k], v)
+		}
+	}
+}
