@@ -141,11 +141,14 @@ func oltpSkewed(t *testing.T, c *pgcluster.Cluster, dir, db, speed string, o res
 	}
 	so := skew.Outcomes
 	extra := so.AnswerDiffers - o.AnswerDiffers
-	named := so.AnswerDiffersTargetDataByTable["public.items"]
+	named := so.AnswerDiffersTargetDataByTable["public.items"] + so.AnswerDiffersSuspectByTable["public.items"]
 	// Every range read of items differs there: those that overlapped a
 	// commit of a row in their range race (by row: ranges of the key
-	// are bounded), the others are the target's data.
-	if code != ExitDiverged || extra <= 0 || named*10 < extra*9 || so.AnswerDiffersTargetData != named || so.AnswerDiffersUnexplained != 0 {
+	// are bounded), the others are the target's data, proven where the
+	// same rows were read differently more than once, suspect where once
+	// (issue 77: 111 of 781 recurred, 2026-11-28); some recur, so exit 6.
+	if code != ExitDiverged || extra <= 0 || named*10 < extra*9 || so.AnswerDiffersTargetData+so.AnswerDiffersSuspect != named ||
+		so.AnswerDiffersTargetData == 0 || so.AnswerDiffersUnexplained != 0 {
 		t.Errorf("%s at speed %s: exit %d, %d more answers differ, %d of them the target's data in public.items (%v), %d unexplained, explained %v: want exit %d, at least 90%% the target's data, only public.items named, none unexplained\n%s",
 			db, speed, code, extra, named, so.AnswerDiffersTargetDataByTable, so.AnswerDiffersUnexplained, so.AnswerDiffersExplained, ExitDiverged, text)
 	}

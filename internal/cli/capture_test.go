@@ -446,12 +446,17 @@ func TestCaptureAnswerDivergence(t *testing.T) {
 		}
 	}
 	o := res.Outcomes
-	if o.AnswerDiffers != 5 || o.AnswerDiffersUnexplained != 0 || len(o.AnswerDiffersExplained) != 0 || o.AnswerDiffersTargetData != 5 ||
-		o.AnswerDiffersTargetDataByTable["public.t"] != 4 || o.AnswerDiffersTargetDataByTable["u"+syncdep.NotInCatalog] != 1 {
-		t.Errorf("outcomes %+v: want 5 answers differing, the target's data (public.t 4, u 1), none explained", o)
+	// The UPDATE (an open range: all of t, as the sync names it) and the
+	// count read t whole, differently 4 times: the target's data, proven
+	// by recurrence (issue 77). The missing table is read differently
+	// once: suspect.
+	if o.AnswerDiffers != 5 || o.AnswerDiffersUnexplained != 0 || len(o.AnswerDiffersExplained) != 0 || o.AnswerDiffersTargetData != 4 ||
+		o.AnswerDiffersTargetDataByTable["public.t"] != 4 || len(o.AnswerDiffersTargetDataByTable) != 1 || o.AnswerDiffersSuspect != 1 ||
+		o.AnswerDiffersSuspectByTable["u"+syncdep.NotInCatalog] != 1 {
+		t.Errorf("outcomes %+v: want 5 answers differing, the target's data public.t 4, suspect u 1, none explained", o)
 	}
-	if code != ExitDiverged || !strings.Contains(text, "REPLAY FAILED: the target's data differs from the start: 5 differing answers") ||
-		!strings.Contains(text, "by table: public.t 4, u (not in the target's catalog) 1") {
+	if code != ExitDiverged || !strings.Contains(text, "REPLAY FAILED: the target's data differs from the start: 4 differing answers") ||
+		!strings.Contains(text, "by table: public.t 4;") || !strings.Contains(text, "suspect: 1 answers on rows no concurrent transaction touched") {
 		t.Errorf("exit %d, want %d naming the target's data by table:\n%s", code, ExitDiverged, text)
 	}
 	if !strings.Contains(text, "3 of 3 calls differ (rows 3): UPDATE t SET v = v + $1 WHERE id <= $2") {
@@ -480,7 +485,7 @@ func keptAnswers(t *testing.T, res *results.Result, evs []*event.Event) {
 			t.Errorf("kept answer %+v: no execution of the capture with that session, times and fingerprint", a)
 		}
 		diffs[a.Diff]++
-		if a.Cause == querystats.CauseTargetData {
+		if a.Cause == querystats.CauseTargetData || a.Cause == querystats.CauseSuspectData {
 			tables[strings.Join(a.Tables, ",")]++
 		}
 	}

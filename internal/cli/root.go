@@ -82,7 +82,7 @@ var (
 		"divergence are"}
 	exitDocTargetData = exitDoc{ExitDiverged, "the target's data differs from the start: answers of statements " +
 		"that read rows no concurrent transaction of the original touched differ from the capture's, with nothing " +
-		"else to explain them (named by table; docs/sync.md)"}
+		"else to explain them, the same rows more than once (named by table; docs/sync.md)"}
 	exitDocDiverged = exitDoc{ExitDiverged, "diverged: the candidate replay did different work than the " +
 		"baseline (rows per call, errors of ordering such as foreign keys): sessions that depended on each " +
 		"other ran out of order, and the candidate is not judged (see docs/sync.md)"}

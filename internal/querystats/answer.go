@@ -92,6 +92,12 @@ const (
 	// target's data differs from the start"). Not an excuse but a
 	// finding: counted by table, and it fails the replay.
 	CauseTargetData AnswerCause = "target_data_differs"
+	// CauseSuspectData: as CauseTargetData, but the rows were read
+	// differently once only (not twice, not proven by a digest of the
+	// table at the start): a race the capture could not see explains
+	// it as well. Counted by table ("suspect: N answers on rows no
+	// concurrent transaction touched"); it does not fail the replay.
+	CauseSuspectData AnswerCause = "target_data_suspect"
 )
 
 // ExplainAnswer counts a differing answer (already recorded) as explained

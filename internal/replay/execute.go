@@ -698,6 +698,8 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 			note: s.answerNote(ev, items, tally)}
 		if tally.notData || !r.blamesData() {
 			p.tables = nil // unexplained, unless it raced
+		} else if len(p.tables) > 0 {
+			p.key = readKey(ev, sy)
 		}
 		sh.addPendingRace(r, p)
 	}
@@ -738,7 +740,7 @@ func (s *session) record(ev *event.Event, items []fingerprint.Item, issued time.
 		if tally.differs > 0 {
 			r.c.answerDiffers.Add(1)
 			if len(tally.undecided) == 0 {
-				r.countAnswer(s.answerNote(ev, items, tally), tally.explained, sy.tables)
+				r.countAnswer(s.answerNote(ev, items, tally), tally.explained, sy.tables, tally.dataKey(ev, sy))
 			}
 		}
 	}
@@ -947,6 +949,15 @@ type answerTally struct {
 	// integers of the one row it differs in (session.differingRow).
 	first querystats.AnswerDiff
 	row   []int64
+}
+
+// dataKey names the rows execution ev (sy its sync) reads when the
+// target's data explains its differing answers (readKey); "" otherwise.
+func (a *answerTally) dataKey(ev *event.Event, sy synced) string {
+	if a.explained != querystats.CauseTargetData {
+		return ""
+	}
+	return readKey(ev, sy)
 }
 
 // add counts a differing answer of st, explained by cause ("": nothing

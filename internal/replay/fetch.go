@@ -161,7 +161,7 @@ func (s *session) endFetchLocked(f *openFetch) {
 		if f.note != nil {
 			f.note.Diff = d
 		}
-		s.r.countAnswer(f.note, cause, nil)
+		s.r.countAnswer(f.note, cause, nil, "")
 	}
 }
 

@@ -193,6 +193,7 @@ func (r *Replayer) Run(stop, hard context.Context, src []event.Source) (*results
 	r.c.fill(res)
 	res.Outcomes.AnswerTaintByRelation = r.taint.FellBack()
 	res.DifferingAnswers, res.DifferingAnswersDropped = r.answers.take()
+	r.c.dataReads.mark(res.DifferingAnswers)
 	res.Reader.BudgetBytes = r.budget.limit
 	var sc results.SourceCounts
 	for _, s := range src {

@@ -84,8 +84,11 @@ type counters struct {
 	answerExplained                     [len(explainedCauses)]atomic.Int64
 	answerTargetData, answerUnexplained atomic.Int64
 	// targetDataTables counts answerTargetData by table (an execution
-	// that reads several counts under each).
+	// that reads several counts under each). Both count every execution
+	// the target's data would explain; dataReads splits them, at the
+	// end, into those that recur and the suspect (fill).
 	targetDataTables tally
+	dataReads        dataReads
 	// onlyTargetSessionState: failures only on the target in sessions
 	// recorded from the middle that their state from before explains.
 	onlyTargetSessionState atomic.Int64
@@ -167,8 +170,10 @@ type pendingRace struct {
 	wide bool
 	row  []int64
 	// note is the execution, kept once decided (Options.KeepAnswers);
-	// nil when not asked.
+	// nil when not asked. key names the rows it reads (readKey), with
+	// tables.
 	note *results.DifferingAnswer
+	key  string
 }
 
 // minSettle is how many pending races a shard keeps before it decides
@@ -213,7 +218,7 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 			for _, st := range p.stats {
 				st.ExplainAnswer(after, what)
 			}
-			r.countAnswer(p.note, after, nil)
+			r.countAnswer(p.note, after, nil, "")
 		case cause != "":
 			for _, st := range p.stats {
 				st.ExplainAnswer(cause, what)
@@ -222,12 +227,12 @@ func (s *shard) settleRaces(r *Replayer, all bool) {
 				// The placeholder answerTally.add left: the race's kind.
 				p.cause = cause
 			}
-			r.countAnswer(p.note, p.cause, nil)
+			r.countAnswer(p.note, p.cause, nil, "")
 		case len(p.tables) > 0:
 			// No concurrent transaction touched what it reads.
-			r.countAnswer(p.note, querystats.CauseTargetData, p.tables)
+			r.countAnswer(p.note, querystats.CauseTargetData, p.tables, p.key)
 		default:
-			r.countAnswer(p.note, "", nil)
+			r.countAnswer(p.note, "", nil, "")
 		}
 	}
 	clear(s.races[len(kept):])
@@ -314,8 +319,8 @@ func (c *counters) fill(res *results.Result) {
 		}
 	}
 	res.Outcomes.AnswerDiffersUnexplained = c.answerUnexplained.Load()
-	res.Outcomes.AnswerDiffersTargetData = c.answerTargetData.Load()
-	res.Outcomes.AnswerDiffersTargetDataByTable = c.targetDataTables.counts()
+	res.Outcomes.AnswerDiffersTargetData, res.Outcomes.AnswerDiffersTargetDataByTable,
+		res.Outcomes.AnswerDiffersSuspect, res.Outcomes.AnswerDiffersSuspectByTable = c.dataReads.split()
 	res.Outcomes.OnlyOnTargetSessionState = c.onlyTargetSessionState.Load()
 	if n := c.preambleSessions.Load(); n > 0 {
 		res.Preamble = &results.Preamble{Sessions: n, Statements: c.preambleRan.Load(), Failed: c.preambleFailed.Load()}
@@ -507,15 +512,17 @@ func (c *counters) answerCause(cause querystats.AnswerCause) *atomic.Int64 {
 
 // countAnswer counts an execution whose differing answers cause explains
 // (counters.countAnswer), and keeps it as note says (nil: not asked).
-func (r *Replayer) countAnswer(note *results.DifferingAnswer, cause querystats.AnswerCause, tables []string) {
-	r.c.countAnswer(cause, tables)
+// Of the target's data, key names the rows it reads (readKey).
+func (r *Replayer) countAnswer(note *results.DifferingAnswer, cause querystats.AnswerCause, tables []string, key string) {
+	kept := -1
 	if note != nil {
 		note.Cause = cause
 		if cause == querystats.CauseTargetData {
 			note.Tables = tables
 		}
-		r.answers.add(*note)
+		kept = r.answers.add(*note)
 	}
+	r.c.countAnswer(cause, tables, key, kept)
 }
 
 // answerNotes are the differing answers a replay keeps
@@ -527,14 +534,16 @@ type answerNotes struct {
 	dropped int64
 }
 
-func (n *answerNotes) add(a results.DifferingAnswer) {
+// add keeps a, and returns its index in the list; -1 when dropped.
+func (n *answerNotes) add(a results.DifferingAnswer) int {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if len(n.list) < results.MaxDifferingAnswers {
 		n.list = append(n.list, a)
-	} else {
-		n.dropped++
+		return len(n.list) - 1
 	}
-	n.mu.Unlock()
+	n.dropped++
+	return -1
 }
 
 // take is what was kept, and how many were dropped.
@@ -546,12 +555,14 @@ func (n *answerNotes) take() ([]results.DifferingAnswer, int64) {
 
 // countAnswer counts an execution whose differing answers cause explains
 // ("": unexplained); tables are the relations it reads or writes, under
-// which the target's data differing is counted.
-func (c *counters) countAnswer(cause querystats.AnswerCause, tables []string) {
+// which the target's data differing is counted, key the rows it reads
+// (readKey) and kept its index among the answers kept (-1: none).
+func (c *counters) countAnswer(cause querystats.AnswerCause, tables []string, key string, kept int) {
 	c.answerCause(cause).Add(1)
 	if cause == querystats.CauseTargetData {
 		for _, t := range tables {
 			c.targetDataTables.note(t)
 		}
+		c.dataReads.add(key, tables, kept)
 	}
 }

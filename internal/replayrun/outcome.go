@@ -64,8 +64,10 @@ const (
 	ReasonIncomplete Reason = "incomplete"
 	// ReasonTargetData: answers of statements that read tables no
 	// concurrent transaction of the original touched differ, with
-	// nothing to explain them: the target's data differs from the start
-	// (results.Outcomes.AnswerDiffersTargetData, by table). Last: a
+	// nothing to explain them, the same rows read differently more than
+	// once: the target's data differs from the start (results.Outcomes.
+	// AnswerDiffersTargetData, by table; those read differently once
+	// are suspect and do not give it). Last: a
 	// result that cannot be judged says so first.
 	ReasonTargetData Reason = "target_data_differs"
 )

@@ -433,6 +433,8 @@ func mergeReplays(a, b *Result, sharded bool) (*Replay, error) {
 			AnswerDiffersUnexplained:       x.Outcomes.AnswerDiffersUnexplained + y.Outcomes.AnswerDiffersUnexplained,
 			AnswerDiffersTargetData:        x.Outcomes.AnswerDiffersTargetData + y.Outcomes.AnswerDiffersTargetData,
 			AnswerDiffersTargetDataByTable: sumCounts(x.Outcomes.AnswerDiffersTargetDataByTable, y.Outcomes.AnswerDiffersTargetDataByTable),
+			AnswerDiffersSuspect:           x.Outcomes.AnswerDiffersSuspect + y.Outcomes.AnswerDiffersSuspect,
+			AnswerDiffersSuspectByTable:    sumCounts(x.Outcomes.AnswerDiffersSuspectByTable, y.Outcomes.AnswerDiffersSuspectByTable),
 			AnswerTaintByRelation:          x.Outcomes.AnswerTaintByRelation || y.Outcomes.AnswerTaintByRelation,
 			FailedOnlyInOriginal:           x.Outcomes.FailedOnlyInOriginal + y.Outcomes.FailedOnlyInOriginal,
 			OnlyOnTargetBySQLState:         sumKnown(x.Outcomes.OnlyOnTargetBySQLState, y.Outcomes.OnlyOnTargetBySQLState),

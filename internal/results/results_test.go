@@ -359,7 +359,8 @@ func TestOutcomesCheck(t *testing.T) {
 			o.AnswerDiffers = o.Answered + 1
 			o.AnswerDiffersUnexplained += o.Answered + 1 - 579
 		}, "30332 answers differ of 30331"},
-		{"a differing answer in no cause", func(o *Outcomes, s *StatementCounts) { o.AnswerDiffers++ }, "the target's data != 580 answers differ"},
+		{"a differing answer in no cause", func(o *Outcomes, s *StatementCounts) { o.AnswerDiffers++ }, "suspect != 580 answers differ"},
+		{"a suspect answer counted apart", func(o *Outcomes, s *StatementCounts) { o.AnswerDiffersSuspect++ }, "1 suspect != 579 answers differ"},
 		{"a failure by SQLSTATE too many", func(o *Outcomes, s *StatementCounts) { o.OnlyOnTargetBySQLState = map[string]int64{"23505": 2} }, "2 failed only on the target by SQLSTATE"},
 	} {
 		o, st := ok, s

@@ -1,6 +1,8 @@
 package syncdep
 
 import (
+	"cmp"
+	"encoding/binary"
 	"slices"
 	"sync"
 )
@@ -287,4 +289,53 @@ func (t *Taint) FellBack() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.fellBack
+}
+
+// ReadKey names what the statement reads by row, by key range and by
+// whole relation, the same for two statements that read the same rows
+// whatever their text: its relations' ids and its rows' key hashes, in
+// order. "" when it reads nothing a Reach names, or of unknown reach.
+// The replay tells by it a difference of the target's data that recurs
+// (the same rows read differently more than once) from one that does
+// not.
+func (r *Reach) ReadKey() string {
+	if r == nil || r.all || len(r.rows)+len(r.rng)+len(r.ids) == 0 {
+		return ""
+	}
+	rows := slices.Clone(r.rows)
+	slices.SortFunc(rows, func(a, b taintRow) int {
+		if a.any != b.any {
+			return cmp.Compare(a.any, b.any)
+		}
+		return cmp.Compare(a.h, b.h)
+	})
+	rng := slices.Clone(r.rng)
+	slices.SortFunc(rng, func(a, b keyRange) int {
+		switch {
+		case a.any != b.any:
+			return cmp.Compare(a.any, b.any)
+		case a.lo != b.lo:
+			return cmp.Compare(a.lo, b.lo)
+		}
+		return cmp.Compare(a.hi, b.hi)
+	})
+	ids := slices.Clone(r.ids)
+	slices.Sort(ids)
+	b := make([]byte, 0, 12*len(rows)+20*len(rng)+4*len(ids)+3)
+	b = append(b, 'r')
+	for _, x := range slices.Compact(rows) {
+		b = binary.LittleEndian.AppendUint32(b, x.any)
+		b = binary.LittleEndian.AppendUint64(b, x.h)
+	}
+	b = append(b, 'g')
+	for _, g := range slices.Compact(rng) {
+		b = binary.LittleEndian.AppendUint32(b, g.any)
+		b = binary.LittleEndian.AppendUint64(b, uint64(g.lo))
+		b = binary.LittleEndian.AppendUint64(b, uint64(g.hi))
+	}
+	b = append(b, 'i')
+	for _, id := range slices.Compact(ids) {
+		b = binary.LittleEndian.AppendUint32(b, id)
+	}
+	return string(b)
 }
