@@ -79,9 +79,8 @@ const targetDataHelp = ` With a capture as input,
 answers that differ from the recorded ones in statements that read rows no
 concurrent transaction of the original touched, with nothing else to explain
 them, mean the target's data differs from the start when the same rows read
-differently more than once: the tables are named, and the exit code is 6
-(docs/sync.md). Rows read differently once are counted as suspect, by table,
-and do not fail the replay.`
+differently more than once: the tables are named, exit code 6 (docs/sync.md).
+Rows read differently once are counted as suspect and do not fail the replay.`
 
 // replaySyncHelp is the replay's help on --sync (docs/sync.md).
 const replaySyncHelp = `Sessions that depend on each other's writes stay in order (--sync, on by
