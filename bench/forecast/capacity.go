@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/pgrehearse/pgrehearse/internal/headroom"
@@ -151,34 +149,8 @@ func runHeadroom(ctx context.Context, o options, dir string, clusters []*pgclust
 	args := []string{"headroom", "--reset", "datadir", "--control-cluster", clusters[0].Dir(), "--candidate-cluster", clusters[1].Dir(),
 		"--format", "stderr", "--prefix", logPrefix, "--max-k", fmt.Sprint(o.capacityMaxK), "--json", out}
 	args = append(append(args, o.headroomArgs...), prodLog)
-	stdout, err := os.Create(filepath.Join(dir, "headroom.out"))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(dir, "headroom.err"))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer stderr.Close()
-	cmd := exec.CommandContext(ctx, o.pgrehearse, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
-	command := append([]string{o.pgrehearse}, args...)
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		return command, 0, nil
-	case errors.As(err, &exitErr):
-		code := exitErr.ExitCode()
-		// 3: a target below --require; 5: partial. Both answered.
-		if code != 3 && code != 5 {
-			return command, code, fmt.Errorf("headroom exited %d: see %s", code, stderr.Name())
-		}
-		return command, code, nil
-	default:
-		return command, 0, err
-	}
+	// 3: a target below --require; 5: partial. Both answered.
+	return runPgrehearse(ctx, o.pgrehearse, dir, "headroom", args, func(code int) bool { return code == 3 || code == 5 })
 }
 
 // capacityLines says, per side, the truth's capacity beside headroom's.

@@ -427,29 +427,37 @@ func runRehearse(ctx context.Context, o options, dir string, ctl, cand *pgcluste
 	args = append(args, "--format", "stderr", "--prefix", logPrefix,
 		"--out", filepath.Join(dir, "rounds"), "--json", filepath.Join(dir, "report.json"))
 	args = append(append(args, o.rehearseArgs...), prodLog)
-	stdout, err := os.Create(filepath.Join(dir, "rehearse.out"))
+	// 1 the work failed, 2 usage, 4 nothing to measure: no forecast.
+	return runPgrehearse(ctx, o.pgrehearse, dir, "rehearse", args, func(code int) bool { return code != 1 && code != 2 && code != 4 && code >= 0 })
+}
+
+// runPgrehearse runs bin with args (args[0] its command), its output kept
+// in dir as COMMAND.out and COMMAND.err, and returns the command line and
+// its exit code; an exit code that answered does not tell is an error
+// naming the stderr file.
+func runPgrehearse(ctx context.Context, bin, dir, name string, args []string, answered func(code int) bool) ([]string, int, error) {
+	stdout, err := os.Create(filepath.Join(dir, name+".out"))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(dir, "rehearse.err"))
+	stderr, err := os.Create(filepath.Join(dir, name+".err"))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer stderr.Close()
-	cmd := exec.CommandContext(ctx, o.pgrehearse, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
-	command := append([]string{o.pgrehearse}, args...)
+	command := append([]string{bin}, args...)
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
 		return command, 0, nil
 	case errors.As(err, &exitErr):
 		code := exitErr.ExitCode()
-		// 1 the work failed, 2 usage, 4 nothing to measure: no forecast.
-		if code == 1 || code == 2 || code == 4 || code < 0 {
-			return command, code, fmt.Errorf("rehearse exited %d: see %s", code, stderr.Name())
+		if !answered(code) {
+			return command, code, fmt.Errorf("%s exited %d: see %s", name, code, stderr.Name())
 		}
 		return command, code, nil
 	default:

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -221,6 +222,36 @@ func TestCPUStat(t *testing.T) {
 	for k, v := range want {
 		if st[k] != v {
 			t.Errorf("%s = %d, want %d", k, st[k], v)
+		}
+	}
+}
+
+// TestRunPgrehearse runs a program the way rehearse and headroom are run:
+// its output kept as NAME.out and NAME.err, and an exit code the caller
+// does not take as an answer an error naming the stderr file.
+func TestRunPgrehearse(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "fake")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho out; echo err >&2; exit \"$2\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	headroomAnswered := func(code int) bool { return code == 3 || code == 5 }
+	for _, tc := range []struct {
+		code    string
+		want    int
+		wantErr bool
+	}{{"0", 0, false}, {"3", 3, false}, {"5", 5, false}, {"1", 1, true}, {"4", 4, true}} {
+		cmd, code, err := runPgrehearse(context.Background(), bin, dir, "headroom", []string{"headroom", tc.code}, headroomAnswered)
+		if code != tc.want || (err != nil) != tc.wantErr || len(cmd) != 3 || cmd[0] != bin {
+			t.Errorf("exit %s: command %q, code %d, err %v; want code %d, error %v", tc.code, cmd, code, err, tc.want, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), filepath.Join(dir, "headroom.err")) {
+			t.Errorf("exit %s: %v does not name the stderr file", tc.code, err)
+		}
+	}
+	for name, want := range map[string]string{"headroom.out": "out\n", "headroom.err": "err\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", name, b, err, want)
 		}
 	}
 }
