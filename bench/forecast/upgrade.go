@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -62,7 +61,7 @@ func upgradeCandidate(ctx context.Context, old *pgcluster.Cluster, newBin string
 	// pg_upgrade writes its reports into its working directory (and,
 	// from 15 on, into the new data directory): the new cluster's.
 	cmd.Dir = nc.Dir()
-	cred, err := serverUser()
+	cred, err := pgcluster.ServerCredential()
 	if err != nil {
 		return nil, errors.Join(err, nc.Stop())
 	}
@@ -78,25 +77,4 @@ func upgradeCandidate(ctx context.Context, old *pgcluster.Cluster, newBin string
 		return nil, errors.Join(err, nc.Stop())
 	}
 	return nc, old.Stop()
-}
-
-// serverUser is the identity the server's programs run as: nil for this
-// process's, or the postgres user when root (as pgcluster runs them).
-func serverUser() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("pg_upgrade runs as the servers' user: %w", err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }

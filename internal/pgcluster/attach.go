@@ -34,7 +34,7 @@ func Attach(dir string) (*Cluster, error) {
 	if c.bin, err = attachedBinDir(dir); err != nil {
 		return nil, err
 	}
-	if c.cred, err = serverCredential(); err != nil {
+	if c.cred, err = ServerCredential(); err != nil {
 		return nil, err
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "snapshot-*"))

@@ -174,7 +174,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := serverCredential()
+	cred, err := ServerCredential()
 	if err != nil {
 		return nil, err
 	}
@@ -539,10 +539,10 @@ func settingsLines(settings map[string]string) (string, error) {
 	return b.String(), nil
 }
 
-// serverCredential returns the identity the server binaries must run as:
+// ServerCredential returns the identity the server binaries must run as:
 // nil for the current user, or the postgres user when running as root,
 // which PostgreSQL refuses.
-func serverCredential() (*syscall.Credential, error) {
+func ServerCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
