@@ -50,13 +50,14 @@ func TestAnswersFalseExit(t *testing.T) {
 	}
 	for _, w := range []answersWorkload{
 		{"oltp", loadOLTP, func(ctx context.Context, t *testing.T, src *pgcluster.Cluster, rc *runningCapture, run int) {
-			// TestCaptureAnswersOLTP's workload, its sessions seeded
+			// TestCaptureAnswersOLTP's workload at the size of issue 77's
+			// (2,000 transactions a session), its sessions seeded
 			// apart in each run.
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for i := range 8 {
 				wg.Go(func() {
-					if err := oltpSession(ctx, rc.dsn(src.User(), "orig"), uint64(100*run+i), 400); err != nil {
+					if err := oltpSession(ctx, rc.dsn(src.User(), "orig"), uint64(100*run+i), 2000); err != nil {
 						errs <- err
 					}
 				})

@@ -34,9 +34,30 @@ func TestAnswerTraits(t *testing.T) {
 		{"UPDATE t SET a = 1", false, "", ""},
 	} {
 		c := Classify(tc.sql)
+		if c.SkipsLocked {
+			t.Errorf("%s: skips locked rows", tc.sql)
+		}
 		if c.Sorted != tc.sorted || c.Volatile != tc.volatile || c.ServerState != tc.serverState {
 			t.Errorf("%s: sorted %v, volatile %q, server state %q; want %v, %q, %q",
 				tc.sql, c.Sorted, c.Volatile, c.ServerState, tc.sorted, tc.volatile, tc.serverState)
+		}
+	}
+}
+
+// TestSkipsLocked: a statement that skips locked rows anywhere (a job
+// queue's poll, at its top level or in a subquery) is told from one that
+// waits for them or fails on them.
+func TestSkipsLocked(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"SELECT id FROM jobs WHERE state = 'new' ORDER BY id LIMIT 3 FOR UPDATE SKIP LOCKED":                                  true,
+		"UPDATE jobs SET state = 'taken' WHERE id IN (SELECT id FROM jobs LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id":       true,
+		"WITH j AS (SELECT id FROM jobs LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) DELETE FROM jobs USING j WHERE jobs.id = j.id": true,
+		"SELECT id FROM jobs ORDER BY id LIMIT 3 FOR UPDATE":                                                                  false,
+		"SELECT id FROM jobs ORDER BY id LIMIT 3 FOR UPDATE NOWAIT":                                                           false,
+		"SELECT id FROM jobs": false,
+	} {
+		if got := Classify(sql).SkipsLocked; got != want {
+			t.Errorf("%s: skips locked rows %v, want %v", sql, got, want)
 		}
 	}
 }

@@ -75,6 +75,12 @@ type Class struct {
 	// SHARE), so it may wait for other transactions' row locks as a
 	// write does.
 	LockRows bool
+	// SkipsLocked: a locking clause in it skips locked rows (FOR UPDATE
+	// SKIP LOCKED): which rows it returns depends on the transactions of
+	// other sessions open at that moment, not only on those that ended
+	// (a job queue's poll), so its answer may differ in a replay that
+	// keeps every commit's order.
+	SkipsLocked bool
 	// Rows: which rows of the relation it names it reaches, as far as
 	// the text tells (see RowAccess); nil when the text does not tell.
 	Rows *RowAccess
@@ -604,6 +610,11 @@ func visit(m protoreflect.Message, c *Class) {
 		c.addFunc(x.Funcname)
 	case *pg_query.SelectStmt:
 		c.LockRows = c.LockRows || len(x.LockingClause) > 0
+		for _, l := range x.LockingClause {
+			if l.GetLockingClause().GetWaitPolicy() == pg_query.LockWaitPolicy_LockWaitSkip {
+				c.SkipsLocked = true
+			}
+		}
 		if x.LimitCount != nil && (len(x.LockingClause) == 0 || waits(x.LockingClause)) {
 			c.limitSub = true
 		}

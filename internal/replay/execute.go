@@ -817,6 +817,13 @@ func (s *session) differsBecause(d querystats.AnswerDiff, ev *event.Event, ans *
 	if cause == "" && race.Settled() {
 		cause, what = raceCause(race.Kind())
 	}
+	if cause == "" && (d == querystats.AnswerRows || d == querystats.AnswerValues) && it.Class(ev.Query).SkipsLocked {
+		// Which rows it returns depends on the transactions open in
+		// other sessions when it ran, not only on those that ended,
+		// whose order alone the replay keeps: another worker's rows
+		// locked then, or not yet (issue 77's queue workload).
+		cause, what = querystats.CauseRacedRelation, "rows other sessions' open transactions held locked (SKIP LOCKED)"
+	}
 	if cause == "" && s.resumed && sessionStateDependent(it.Class(ev.Query), it.Query, sy.tables, sy.unknown, te.cause) {
 		cause, what = querystats.CauseSessionState, "session state from before the recording"
 	}

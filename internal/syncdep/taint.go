@@ -38,6 +38,10 @@ type Reach struct {
 	ids  []uint32   // relations it reaches whole (raceRels.ids)
 	rng  []keyRange // key ranges it reads
 	all  bool       // of unknown reach
+	// whole: the ids (its rel and any) of the relation it names and
+	// reads whole, neither by key nor by a range of keys (an
+	// aggregate, a read of every row).
+	whole []uint32
 	// What it wrote: rows by key, their integer keys where the log
 	// gives one, relation ids (raceRels.addWrites), and the any ids of
 	// relations it wrote rows of by key whose keys the log does not
@@ -59,14 +63,14 @@ func (r *Reach) empty() bool {
 }
 
 func (r *Reach) reset() {
-	r.rows, r.ids, r.rng, r.all = r.rows[:0], r.ids[:0], r.rng[:0], false
+	r.rows, r.ids, r.rng, r.all, r.whole = r.rows[:0], r.ids[:0], r.rng[:0], false, r.whole[:0]
 	r.wRows, r.wKeys, r.wIDs, r.wOpaque, r.wAll = r.wRows[:0], r.wKeys[:0], r.wIDs[:0], r.wOpaque[:0], false
 }
 
 func (r *Reach) clone() *Reach {
 	// One array for the rows and one for the ids: a Reach is made for
 	// every statement of an Answers replay.
-	c := &Reach{all: r.all, wAll: r.wAll, rng: slices.Clone(r.rng), wKeys: slices.Clone(r.wKeys)}
+	c := &Reach{all: r.all, wAll: r.wAll, rng: slices.Clone(r.rng), wKeys: slices.Clone(r.wKeys), whole: slices.Clone(r.whole)}
 	if n := len(r.rows) + len(r.wRows); n > 0 {
 		rows := append(append(make([]taintRow, 0, n), r.rows...), r.wRows...)
 		c.rows, c.wRows = rows[:len(r.rows):len(r.rows)], rows[len(r.rows):]
@@ -94,6 +98,21 @@ func (r *Reach) add(eff *effect, e *Exec, keyed bool, h uint64, g keyRange, boun
 	tmp = raceRels{ids: r.wIDs}
 	tmp.addWrites(eff, 0, keyed)
 	r.wIDs, r.wAll = tmp.ids, r.wAll || tmp.all
+	// Read whole: the relations it reaches apart from the one whose
+	// rows it names (eff.touch holds their ids and their any ids), and
+	// that one when neither a key nor a range bounds it.
+	for _, id := range eff.touch {
+		r.whole = addOnce(r.whole, id)
+	}
+	if x := eff.rows; x != nil && !keyed && !bounded {
+		r.whole = addOnce(addOnce(r.whole, x.rel), x.any)
+	}
+	if bounded {
+		// Its range's relation is not read whole: it meets the rows
+		// written by key through their keys (AffectsRow), as raceRels
+		// does.
+		r.whole = slices.DeleteFunc(r.whole, func(id uint32) bool { return id == g.any })
+	}
 	if x := eff.rows; x != nil && keyed {
 		k := taintRow{any: x.any, h: h}
 		if !slices.Contains(r.rows, k) {
@@ -205,6 +224,19 @@ func (t *Taint) Affects(r *Reach, wide bool) RaceKind {
 		}
 	}
 	if !wide {
+		// Values alone, of a read of a tainted relation whole (not by
+		// key, not by range: an aggregate, a read of every row): which
+		// row differs cannot be told from the rows the replay's own
+		// divergence wrote, nor its key read from an aggregate's
+		// answer; the replay's doing, relation-wide (issue 77: a
+		// queue's tallies and counts by state, after a deadlock only
+		// on the target rolled a worker's transaction back, were
+		// taken for the target's data on an identical copy).
+		for _, id := range r.whole {
+			if _, ok := t.rels[id]; ok {
+				return RaceRelation
+			}
+		}
 		return found
 	}
 	for _, g := range r.rng {

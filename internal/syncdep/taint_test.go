@@ -38,3 +38,37 @@ func TestTaintFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestTaintWholeReadValues: a read of a table whole (an aggregate, every
+// row) whose values alone differ meets a taint of any row of that table
+// relation-wide, as nothing tells which row differs; a range read or a
+// read by another key whose values alone differ does not (judged by the
+// row that differs, or by its key), and a whole read of an untainted
+// table does not either.
+func TestTaintWholeReadValues(t *testing.T) {
+	tr := NewTracker(Answers)
+	tr.SetCatalog("db", keyedCatalog())
+	s := tr.Session("db", "a")
+	write := exec(s, us(1000), us(1100), keyWrite) // plain, id = 5
+	agg := exec(s, us(2000), us(2100), "SELECT count(*), sum(v) FROM plain")
+	every := exec(s, us(3000), us(3100), "SELECT id, v FROM plain ORDER BY id")
+	other := exec(s, us(4000), us(4100), keyRead) // plain, id = 7
+	rng := exec(s, us(5000), us(5100), "SELECT * FROM plain WHERE id BETWEEN 1 AND 9")
+	ta := NewTaint()
+	for name, r := range map[string]*Reach{"aggregate": agg.Reach, "every row": every.Reach} {
+		if k := ta.Affects(r, false); k != RaceNone {
+			t.Errorf("%s before any taint: %v", name, k)
+		}
+	}
+	ta.Add(write.Reach)
+	for name, r := range map[string]*Reach{"aggregate": agg.Reach, "every row": every.Reach} {
+		if k := ta.Affects(r, false); k != RaceRelation {
+			t.Errorf("%s of a tainted table, values alone: %v, want relation-wide", name, k)
+		}
+	}
+	for name, r := range map[string]*Reach{"another key": other.Reach, "range": rng.Reach} {
+		if k := ta.Affects(r, false); k != RaceNone {
+			t.Errorf("%s, values alone: %v, want none (judged by its row)", name, k)
+		}
+	}
+}
