@@ -198,13 +198,16 @@ func (t *Taint) Add(r *Reach) {
 // a tainted integer key within a range it reads), RaceRelation when it
 // meets a tainted relation only as a whole (with wide: it reaches the
 // relation whole, or the write named no row; or the Taint fell back),
-// RaceNone when neither. Without wide, only the rows it names by key
-// are looked at: a read of many rows (a range, a whole table) whose
-// values differ holds one tainted row far more often than it owes the
-// difference to it, and the target's data would then go unseen
+// RaceNone when neither. Without wide (values alone differ), the rows
+// it names by key are looked at, and the relations it reads whole (not
+// by key, not by a range: RaceRelation), never its ranges: a range
+// whose values differ holds one tainted row far more often than it owes
+// the difference to it, and the target's data would then go unseen
 // (measured on TestCaptureAnswersOLTP's skewed copy: 265-318 of
 // 762-774 answers of a table whose values differ in a tenth of its
-// rows were taken for an earlier divergence, in 3 runs).
+// rows were taken for an earlier divergence, in 3 runs), while a range
+// tells which row differs (AffectsRow); a whole-table read or an
+// aggregate does not.
 func (t *Taint) Affects(r *Reach, wide bool) RaceKind {
 	if t == nil || r == nil {
 		return RaceNone
