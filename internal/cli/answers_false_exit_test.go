@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -121,13 +122,7 @@ func TestAnswersFalseExit(t *testing.T) {
 // unless total < 0.
 func answersCounts(m map[string]int64, total int64) string {
 	var parts []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	s := strings.Join(parts, ", ")
