@@ -54,7 +54,7 @@ func (e *eval) noStatistics() {
 			unreadable = append(unreadable, t.QualifiedName())
 			continue
 		case !t.ColumnStats:
-			missing = "no column statistics (pg_stats)"
+			missing = "no column statistics in pg_stats"
 		case len(t.UnbuiltStatistics) > 0:
 			missing = "extended statistics not computed: " + strings.Join(t.UnbuiltStatistics, ", ")
 		default:
@@ -64,7 +64,7 @@ func (e *eval) noStatistics() {
 		if t.Analyzed {
 			analyzed = "yes"
 		}
-		names = append(names, t.QualifiedName())
+		names = append(names, t.QualifiedName()+" ("+missing+")")
 		rows = append(rows, []string{t.QualifiedName(), fnum(float64(t.SizePages)), missing, analyzed})
 		for _, r := range queries[t] {
 			if !seenRef[r.Fingerprint] {
@@ -91,10 +91,10 @@ func (e *eval) noStatistics() {
 	e.add(Finding{
 		ID: IDNoStatistics, Severity: Warning, Subject: c.Database,
 		Title: "Tables without planner statistics",
-		Summary: fmt.Sprintf("%d of the tables the workload touches have no planner statistics on this server (%s): "+
-			"until ANALYZE the planner estimates their rows from their size and default selectivities, "+
+		Summary: fmt.Sprintf("%s the workload touches lacking planner statistics on this server: %s. "+
+			"Until ANALYZE the planner estimates from their size and default selectivities, "+
 			"so plans may differ from a server that has statistics, and what was measured here may not hold after ANALYZE",
-			len(names), strings.Join(names, ", ")),
+			tablesCount(len(names)), strings.Join(names, "; ")),
 		Recommendation: "Run ANALYZE on them before rehearsing, as production will have it: after pg_upgrade, " +
 			"vacuumdb --all --analyze-in-stages (--missing-stats-only from PostgreSQL 18, whose pg_upgrade carries the " +
 			"tables' statistics but not the extended ones). To rehearse the hour right after an upgrade instead, keep " +
@@ -107,4 +107,12 @@ func (e *eval) noStatistics() {
 			Notes: []string{fmt.Sprintf("tables of at least %d pages (pg_relation_size) that the workload's statements touch", e.th.IndexMinPages)},
 		},
 	})
+}
+
+// tablesCount is "1 table" or "n tables".
+func tablesCount(n int) string {
+	if n == 1 {
+		return "1 table"
+	}
+	return fmt.Sprintf("%d tables", n)
 }

@@ -57,7 +57,7 @@ func TestNoStatistics(t *testing.T) {
 		if len(rows) != 1 || rows[0][0] != "public.big" || !strings.HasPrefix(rows[0][2], step.want) {
 			t.Errorf("%s: rows %v, want public.big with %q", step.name, rows, step.want)
 		}
-		if !strings.Contains(f.Summary, "until ANALYZE") || strings.Contains(f.Summary, "small") || strings.Contains(f.Summary, "untouched") {
+		if !strings.Contains(f.Summary, "Until ANALYZE") || strings.Contains(f.Summary, "small") || strings.Contains(f.Summary, "untouched") {
 			t.Errorf("%s: summary %q", step.name, f.Summary)
 		}
 		if len(f.Evidence.Queries) != 2 || f.Evidence.Queries[0].Fingerprint != "b" {
