@@ -72,9 +72,20 @@ jobs=$(nproc)
 	make -s -C contrib -j"$jobs" >>"$work/make.log" 2>&1 || { tail -40 "$work/make.log" >&2; exit 1; }
 	make -s -C contrib install >>"$work/make.log" 2>&1
 )
-# The servers run as the postgres user when this runs as root
-# (pgcluster), which must reach and execute the installation.
+# The servers and pg_upgrade run as the postgres user when this runs as
+# root (pgcluster), which must reach and execute the installation: each
+# directory on the way gets o+x (search, not listing) where it lacks it,
+# as hack/pg-versions.sh does.
 chmod -R o+rX "$prefix"
+if [ "$(id -u)" = 0 ]; then
+	d=
+	IFS=/ read -ra parts <<<"${prefix#/}"
+	for p in "${parts[@]}"; do
+		d=$d/$p
+		perm=$(stat -c %A "$d")
+		[ "${perm:9:1}" = x ] || [ "${perm:9:1}" = t ] || { chmod o+x "$d"; echo "pg-full: chmod o+x $d: the servers run as the postgres user"; }
+	done
+fi
 echo "$version" >"$prefix/.pg-full-version"
 "$prefix/bin/pg_upgrade" --version
 if ldd "$prefix/bin/postgres" "$prefix/bin/pg_upgrade" | grep 'not found' >&2; then
