@@ -51,7 +51,7 @@ test test-long test-versions test-drivers: export PGREHEARSE_INITDB_CACHE ?= /tm
 TEST_TIMEOUT ?= 40m
 PG_INSTALL  := apt-get update && apt-get install -y postgresql
 
-.PHONY: all build demo test test-busy test-long test-versions test-drivers bench fmt vet postgres pg-versions extensions chromium static image
+.PHONY: all build demo test test-busy test-long test-versions test-drivers bench fmt vet postgres pg-versions pg-upgrade-bin extensions chromium static image
 
 all: build
 
@@ -232,6 +232,17 @@ pg-versions: postgres
 		fi; \
 	fi
 	@bash hack/pg-versions.sh
+
+# pg-upgrade-bin builds a full installation of PostgreSQL MAJOR (default
+# 18), pinned with its checksum in hack/pg-full.txt, from the source in
+# Debian's pool into .cache/pg-full/MAJOR: pg_upgrade, pg_dump, psql and
+# contrib beside the server, which pg-versions' builds lack and
+# bench/forecast's pg-upgrade change needs (-upgrade-bin
+# .cache/pg-full/18/bin). About 15 minutes on two cores; make test does
+# not need it.
+MAJOR ?= 18
+pg-upgrade-bin:
+	@bash hack/pg-full.sh $(MAJOR)
 
 # extensions installs, as root on Debian, the optional extensions that some
 # findings and evidence use when a server has them: hypopg (hypothetical

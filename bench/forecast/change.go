@@ -169,6 +169,9 @@ func startPair(ctx context.Context, o options, a *application, c change) (ctl, c
 	if up == nil {
 		return clusters[0], clusters[1], err
 	}
+	if err == nil {
+		err = sayStatistics(ctx, up, a, c)
+	}
 	// Upgraded: the old candidate is gone (or its removal's error is
 	// err), and the new one is stopped with the control.
 	return clusters[0], up, err
@@ -262,5 +265,32 @@ func checkDataSet(ctx context.Context, c *pgcluster.Cluster, a *application, lim
 	if size>>20 <= int64(limitMB) {
 		return fmt.Errorf("%s's data set (%d MB) is not larger than -mem-limit (%d MB): raise -scale", a.name, size>>20, limitMB)
 	}
+	return nil
+}
+
+// sayStatistics says what planner statistics the upgraded candidate
+// holds for a's tables: 18's pg_upgrade carries the tables' and columns'
+// (pg_stats) but not the extended statistics, earlier ones none, and the
+// cumulative statistics (n_live_tup, last_analyze) start empty.
+func sayStatistics(ctx context.Context, cl *pgcluster.Cluster, a *application, c change) error {
+	conn, err := pgconn.Connect(ctx, cl.DSN(a.db))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	res, err := conn.Exec(ctx, `SELECT current_setting('server_version'),
+	count(*) FILTER (WHERE EXISTS (SELECT 1 FROM pg_stats s WHERE s.schemaname = t.schemaname AND s.tablename = t.relname)),
+	count(*), count(*) FILTER (WHERE coalesce(t.last_analyze, t.last_autoanalyze) IS NOT NULL),
+	(SELECT count(*) FROM pg_statistic_ext e WHERE NOT EXISTS (SELECT 1 FROM pg_stats_ext x WHERE x.statistics_name = e.stxname))
+FROM pg_stat_user_tables t`).ReadAll()
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		return errors.New("the upgraded candidate's statistics: no row")
+	}
+	r := res[0].Rows[0]
+	say("%s %s: the candidate on %s after pg_upgrade: %s of %s tables with column statistics (pg_stats), %s analyzed as far as pg_stat_user_tables knows, %s extended statistics not computed",
+		a.name, c.name, r[0], r[1], r[2], r[3], r[4])
 	return nil
 }

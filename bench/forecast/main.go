@@ -33,7 +33,8 @@
 //     set: the shop needs -scale 4 (320 MB);
 //   - pg-upgrade: the candidate's data moved to the new major with its
 //     pg_upgrade (-upgrade-bin: a full installation, which make
-//     pg-versions' builds are not), no ANALYZE after;
+//     pg-versions' builds are not: make pg-upgrade-bin MAJOR=18 builds
+//     one into .cache/pg-full/18), no ANALYZE after;
 //   - faster: a covering index for the report (the shop's);
 //   - none: identical.
 //
@@ -116,7 +117,7 @@ func main() {
 	appList := flag.String("apps", shop.name, "the applications to run, comma-separated: "+strings.Join(appNames(), ", ")+" (each its own production log, truth and forecast, kept in OUT/APP)")
 	flag.IntVar(&o.scale, "scale", 1, "the shop's (and percall's) data, in multiples of 50000 customers and 600000 orders (about 85 MB at 1): mem-limit needs a data set larger than its limit (-scale 4)")
 	flag.IntVar(&o.memLimitMB, "mem-limit", 256, "the mem-limit change's memory limit of the candidate's server, MB, page cache included: above shared_buffers (128MB) and the backends' own, below the data set (-scale 4: the shop's is then about 330 MB)")
-	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-versions' builds lack them)")
+	flag.StringVar(&o.upgradeBin, "upgrade-bin", ".cache/pg-full/18/bin", "the new major's bin directory for the pg-upgrade change: a full installation, pg_upgrade and the client programs beside the server (make pg-upgrade-bin MAJOR=18 builds one there; make pg-versions' builds lack them)")
 	flag.BoolVar(&o.capacity, "capacity", false, "also run each application at growing arrival rates (1, 1.5, 2, 3, 4, 6, 8 ... times its rate) on control and candidate until it falls behind (less than 90% of the transactions asked, or a mean schedule lag over 100 ms), and pgrehearse headroom over production's log on both: the capacity beside headroom's forecast")
 	flag.Float64Var(&o.capacityMaxK, "capacity-max-k", 8, "the largest load factor the capacity tries (and headroom's --max-k)")
 	headroomArgs := flag.String("headroom-args", "", "headroom's other flags with -capacity, split at spaces (no quoting)")

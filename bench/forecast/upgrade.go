@@ -32,7 +32,7 @@ func upgradeBinDir(dir string) (string, error) {
 	for _, p := range upgradePrograms {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			return "", fmt.Errorf("-upgrade-bin %s has no %s (make pg-versions' builds ship initdb, pg_ctl and postgres alone): "+
-				"the pg-upgrade change needs a full installation of the new major (server and client programs)", dir, p)
+				"the pg-upgrade change needs a full installation of the new major (server and client programs): make pg-upgrade-bin MAJOR=18 builds one into .cache/pg-full/18", dir, p)
 		}
 	}
 	return filepath.Abs(dir)

@@ -43,8 +43,22 @@ type Table struct {
 	Tuples float64
 	// Inserts is pg_stat_user_tables.n_tup_ins since the last reset.
 	Inserts int64
-	Columns []Column
-	Indexes []Index
+	// SizePages is the table's size on disk in pages
+	// (pg_relation_size), which, unlike Pages, a schema restored by
+	// pg_upgrade before PostgreSQL 18 does not leave at 0.
+	SizePages int64
+	// ColumnStats: pg_stats has rows for its columns (what ANALYZE
+	// writes, and PostgreSQL 18's pg_upgrade carries over); Analyzed:
+	// pg_stat_user_tables knows an ANALYZE of it (cumulative statistics,
+	// which pg_upgrade does not carry over). Readable: the user may
+	// SELECT it, without which pg_stats shows none of its rows.
+	ColumnStats, Analyzed, Readable bool
+	// UnbuiltStatistics are its extended statistics (CREATE
+	// STATISTICS) that ANALYZE has not computed since they were made:
+	// pg_upgrade does not carry them over.
+	UnbuiltStatistics []string
+	Columns           []Column
+	Indexes           []Index
 }
 
 // QualifiedName is schema.name, quoted where needed.
@@ -135,7 +149,14 @@ func readOnly(ctx context.Context, conn *pgx.Conn, timeout time.Duration, f func
 }
 
 const tablesQuery = `
-SELECT c.oid, n.nspname, c.relname, c.relpages, c.reltuples, coalesce(s.n_tup_ins, 0)
+SELECT c.oid, n.nspname, c.relname, c.relpages, c.reltuples, coalesce(s.n_tup_ins, 0),
+       pg_relation_size(c.oid) / current_setting('block_size')::int,
+       EXISTS (SELECT 1 FROM pg_stats ps WHERE ps.schemaname = n.nspname AND ps.tablename = c.relname),
+       coalesce(s.last_analyze, s.last_autoanalyze) IS NOT NULL,
+       has_table_privilege(c.oid, 'SELECT'),
+       coalesce((SELECT array_agg(e.stxname::text ORDER BY e.stxname) FROM pg_statistic_ext e
+                 WHERE e.stxrelid = c.oid AND NOT EXISTS (SELECT 1 FROM pg_stats_ext se
+                   WHERE se.statistics_schemaname = n.nspname AND se.statistics_name = e.stxname)), '{}')
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
@@ -178,7 +199,8 @@ func loadTables(ctx context.Context, tx pgx.Tx, c *Catalog) error {
 		var oid uint32
 		t := &Table{}
 		var tuples float32
-		if err := rows.Scan(&oid, &t.Schema, &t.Name, &t.Pages, &tuples, &t.Inserts); err != nil {
+		if err := rows.Scan(&oid, &t.Schema, &t.Name, &t.Pages, &tuples, &t.Inserts,
+			&t.SizePages, &t.ColumnStats, &t.Analyzed, &t.Readable, &t.UnbuiltStatistics); err != nil {
 			return fmt.Errorf("tables: %w", err)
 		}
 		t.Tuples = float64(tuples)

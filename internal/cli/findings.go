@@ -41,10 +41,10 @@ func newFindingsCmd(ctx context.Context, stdio IO) *cobra.Command {
   batch-inserts              many single-row INSERTs per second into one table
   missing-index              top queries whose plan scans a big table behind a filter
   planning-heavy             planning a large share of a query's time (or invisible)
-  hot-queryid                one query id called fast enough to contend on
-                             pg_stat_statements' per-entry spinlock
+  hot-queryid                one query id contending on pg_stat_statements' spinlock
   random-keys                random (UUIDv4, hash) keys on large insert-heavy tables
   queue-without-skip-locked  job-queue polls that lock without SKIP LOCKED
+  no-statistics              big tables without planner statistics (before ANALYZE)
   errors                     error rate by SQLSTATE; with --baseline, statements
                              that failed only in this workload
 

@@ -5,8 +5,9 @@
 // (planning-heavy), one query id called fast enough to contend on
 // pg_stat_statements' per-entry spinlock (hot-queryid), random primary
 // keys on large insert-heavy tables (random-keys), job-queue polls that
-// lock without SKIP LOCKED (queue-without-skip-locked), and errors by
-// SQLSTATE (errors).
+// lock without SKIP LOCKED (queue-without-skip-locked), big tables the
+// workload touches without planner statistics, as pg_upgrade leaves them
+// (no-statistics), and errors by SQLSTATE (errors).
 //
 // A finding is data: a stable id, a severity, numbers and the queries or
 // tables involved, a recommendation and, where it estimates, the model and

@@ -41,10 +41,14 @@ const (
 	IDQueue         = "queue-without-skip-locked"
 	IDErrors        = "errors"
 	IDReplayOrder   = "replay-order"
+	// IDNoStatistics: big tables the workload touches without planner
+	// statistics on the server (never analyzed, or upgraded without
+	// them), where plans may differ until ANALYZE.
+	IDNoStatistics = "no-statistics"
 )
 
 // IDs lists every finding id in the order findings are evaluated.
-var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDErrors, IDReplayOrder}
+var IDs = []string{IDBatchInserts, IDMissingIndex, IDPlanningHeavy, IDHotQueryID, IDRandomKeys, IDQueue, IDNoStatistics, IDErrors, IDReplayOrder}
 
 // Finding is one trap the workload falls into.
 type Finding struct {
@@ -212,6 +216,7 @@ func Evaluate(ctx context.Context, in Input, opts Options) (*Report, error) {
 	e.hotQueryID()
 	e.randomKeys()
 	e.queue()
+	e.noStatistics()
 	e.errors()
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
 		return cmp.Compare(b.Severity.rank(), a.Severity.rank())
