@@ -309,3 +309,27 @@ COMMIT`).ReadAll()
 		t.Errorf("after the update: balance %s, stamped after the transaction's start %s; want 1005, t", row[0], row[1])
 	}
 }
+
+// TestLimitMemory: the limit is written, and the peak and the hits are
+// reset, so that bound() reports the limited server's and not the data's
+// build before it (a plain directory stands for the cgroup's).
+func TestLimitMemory(t *testing.T) {
+	dir := t.TempDir()
+	for f, v := range map[string]string{"memory.limit_in_bytes": "9223372036854771712", "memory.max_usage_in_bytes": "1140850688", "memory.failcnt": "3"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &serverCgroup{memory: dir}
+	if err := g.limitMemory(256 << 20); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{"memory.limit_in_bytes": "268435456", "memory.max_usage_in_bytes": "0", "memory.failcnt": "0"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", f, b, err, want)
+		}
+	}
+	if err := (&serverCgroup{}).limitMemory(1); err == nil {
+		t.Error("a cgroup without a memory controller took a limit")
+	}
+}
