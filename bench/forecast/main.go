@@ -23,6 +23,9 @@
 //     application level is each statement's latency (pgbench -r);
 //   - percall: the shop's queries with a new connection a transaction
 //     (pgbench -C); its connection setup is a row of its own.
+//   - hotcpu: hotrow with a CPU-costly read (a sum over 4000 accounts)
+//     inside each transfer while the row's lock is held, so that a quota
+//     of half a CPU binds.
 //
 // Changes (-changes) beyond the settings, the index and the major:
 //
@@ -36,10 +39,12 @@
 //     pg-versions' builds are not: make pg-upgrade-bin MAJOR=18 builds
 //     one into .cache/pg-full/18), no ANALYZE after;
 //   - faster: a covering index for the report (the shop's);
+//   - update-trigger: a BEFORE UPDATE trigger on hotrow's (and hotcpu's)
+//     accounts, about 2x the hot update;
 //   - none: identical.
 //
-// A change of the data (dropped-index, faster) is skipped for an
-// application without it (hotrow).
+// A change of the data (dropped-index, faster, update-trigger) is
+// skipped for an application without it (hotrow; the shop).
 //
 // -capacity also runs each application at 1, 1.5, 2, 3, 4 ... times its
 // rate (up to -capacity-max-k) on control and candidate until it falls

@@ -84,11 +84,26 @@ func newShop(scale int) *application {
 // them and update a few hot rows: each locks one of hotAccounts
 // accounts, thinks hotThinkMS with the lock held, updates it and writes
 // its history; beside them, reads of a cold account's balance.
-var hotrow = &application{
-	name:  "hotrow",
-	about: fmt.Sprintf("transactions of several statements that lock one of %d hot rows and think %d ms before updating it", hotAccounts, hotThinkMS),
-	db:    "hotrow",
-	schema: `
+var hotrow = newHotrow(false)
+
+// hotcpu is hotrow with a CPU-costly read inside each transfer, with
+// the row's lock held: the sum of hotRangeRows accounts' balances. At
+// hotrow's rates its server used too little CPU for half a CPU to bind
+// (11 of 596 periods throttled at 2,800 transactions/s,
+// bench/results/2026-11-28-forecast-hotrow.md); hotcpu's does, so that a
+// candidate with less CPU holds the hot rows' locks longer.
+var hotcpu = newHotrow(true)
+
+// hotRangeRows is how many accounts hotcpu's range read sums.
+const hotRangeRows = 4000
+
+// newHotrow builds hotrow, or hotcpu with rangeRead.
+func newHotrow(rangeRead bool) *application {
+	a := &application{
+		name:  "hotrow",
+		about: fmt.Sprintf("transactions of several statements that lock one of %d hot rows and think %d ms before updating it", hotAccounts, hotThinkMS),
+		db:    "hotrow",
+		schema: `
 CREATE TABLE accounts (
 	id         bigint PRIMARY KEY,
 	balance    bigint NOT NULL,
@@ -102,18 +117,30 @@ CREATE TABLE account_history (
 	at         timestamptz NOT NULL
 );
 `,
-	kinds: []kind{
-		{name: "hot lock", match: "for update"},
-		{name: "hot update", match: "update accounts set balance"},
-		{name: "history insert", match: "insert into account_history"},
-		{name: "balance read", match: "select balance from accounts where id"},
-	},
-	txs: []txType{
+		kinds: []kind{
+			{name: "hot lock", match: "for update"},
+			{name: "hot update", match: "update accounts set balance"},
+			{name: "history insert", match: "insert into account_history"},
+			{name: "balance read", match: "select balance from accounts where id"},
+		},
+		pgbenchArgs: []string{"-M", "prepared"},
+	}
+	read, set := "", ""
+	if rangeRead {
+		a.name = "hotcpu"
+		a.about = fmt.Sprintf("hotrow's transactions with a CPU-costly read (the sum of %d accounts' balances) while the hot row's lock is held", hotRangeRows)
+		a.kinds = append(a.kinds, kind{name: "range read", match: "select sum(balance) from accounts"})
+		set = `\set r random(1, ` + strconv.Itoa(100000-hotRangeRows) + `)
+`
+		read = `SELECT sum(balance) FROM accounts WHERE id BETWEEN :r AND :r + ` + strconv.Itoa(hotRangeRows-1) + `;
+`
+	}
+	a.txs = []txType{
 		{name: "transfer", weight: 4, script: `\set a random(1, ` + strconv.Itoa(hotAccounts) + `)
 \set d random(-500, 500)
-BEGIN;
+` + set + `BEGIN;
 SELECT balance FROM accounts WHERE id = :a FOR UPDATE;
-\sleep ` + strconv.Itoa(hotThinkMS) + ` ms
+` + read + `\sleep ` + strconv.Itoa(hotThinkMS) + ` ms
 UPDATE accounts SET balance = balance + :d, updated_at = now() WHERE id = :a;
 INSERT INTO account_history (account_id, delta, at) VALUES (:a, :d, now());
 COMMIT;
@@ -121,8 +148,8 @@ COMMIT;
 		{name: "balance", weight: 6, script: `\set a random(1, 100000)
 SELECT balance FROM accounts WHERE id = :a;
 `},
-	},
-	pgbenchArgs: []string{"-M", "prepared"},
+	}
+	return a
 }
 
 // newPercall connects for each transaction, as PHP or a serverless
@@ -143,7 +170,7 @@ func newPercall(scale int) *application {
 // newZoo is every application at scale, in the order they run and
 // render.
 func newZoo(scale int) []*application {
-	return []*application{newShop(scale), hotrow, newPercall(scale)}
+	return []*application{newShop(scale), hotrow, newPercall(scale), hotcpu}
 }
 
 // shop is the shop at scale 1: its name and queries' texts, which do not

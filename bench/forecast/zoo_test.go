@@ -7,8 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgrehearse/pgrehearse/internal/pgcluster"
+	"github.com/pgrehearse/pgrehearse/internal/pgclustertest"
 )
 
 // TestStatementLatencies reads pgbench -r's report of the hot-row
@@ -72,6 +78,10 @@ func TestZooKinds(t *testing.T) {
 		{hotrow, "UPDATE accounts SET balance = balance + $1, updated_at = now() WHERE id = $2", "hot update"},
 		{hotrow, "INSERT INTO account_history (account_id, delta, at) VALUES ($1, $2, now())", "history insert"},
 		{hotrow, "COMMIT", ""},
+		{hotcpu, "SELECT sum(balance) FROM accounts WHERE id BETWEEN $1 AND $2 + $3", "range read"},
+		{hotcpu, "SELECT balance FROM accounts WHERE id = $1 FOR UPDATE", "hot lock"},
+		{hotcpu, "SELECT balance FROM accounts WHERE id = $1", "balance read"},
+		{hotrow, "SELECT sum(balance) FROM accounts WHERE id BETWEEN $1 AND $2 + $3", ""},
 		{newPercall(1), "SELECT id, name FROM customers WHERE email = $1 || $2 || $3", "lookup by email"},
 	} {
 		got := ""
@@ -88,6 +98,15 @@ func TestZooKinds(t *testing.T) {
 	}
 	if !hotrow.perStatement() || len(hotrow.scripts()) != 2 {
 		t.Errorf("hotrow: %d scripts, per statement %v", len(hotrow.scripts()), hotrow.perStatement())
+	}
+	// hotcpu's transfer reads its range with the row's lock held, before
+	// the think; hotrow's transfer stays without it.
+	lock, rng, think := "FOR UPDATE;", "SELECT sum(balance)", `\sleep`
+	if tr := hotcpu.scripts()[0].script; !(strings.Index(tr, lock) < strings.Index(tr, rng) && strings.Index(tr, rng) < strings.Index(tr, think)) {
+		t.Errorf("hotcpu's transfer does not read its range between the lock and the think:\n%s", tr)
+	}
+	if strings.Contains(hotrow.scripts()[0].script, rng) || len(hotrow.kinds) != 4 || hotrow.name != "hotrow" {
+		t.Errorf("hotrow changed with hotcpu: %+v", hotrow)
 	}
 	if a := appNamed("percall", 4); a == nil || !strings.Contains(a.schema, "generate_series(1, 2400000)") || !a.perConnection {
 		t.Errorf("percall at scale 4 lacks the shop's 2400000 orders or -C")
@@ -117,6 +136,9 @@ func TestChangeApplies(t *testing.T) {
 		{"half-cpu", hotrow, true},
 		{"mem-limit", shop, true},
 		{"none", hotrow, true},
+		{"update-trigger", hotrow, true},
+		{"update-trigger", hotcpu, true},
+		{"update-trigger", shop, false},
 	} {
 		if got := byName[c.change].appliesTo(c.app); got != c.want {
 			t.Errorf("%s applies to %s: %v, want %v", c.change, c.app.name, got, c.want)
@@ -253,5 +275,61 @@ func TestRunPgrehearse(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
 			t.Errorf("%s = %q (%v), want %q", name, b, err, want)
 		}
+	}
+}
+
+// TestHotcpuOnServer builds hotcpu's data with the update-trigger change
+// on a real server and runs its transfer's statements: the range read
+// sums hotRangeRows accounts, and the trigger stamps the clock's time
+// over the statement's now() (the transaction's start).
+func TestHotcpuOnServer(t *testing.T) {
+	c := pgclustertest.StartT(t, pgcluster.Options{})
+	ctx := context.Background()
+	if err := setup(ctx, c, hotcpu, updateTrigger); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgconn.Connect(ctx, c.DSN(hotcpu.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	res, err := conn.Exec(ctx, `SELECT sum(balance) FROM accounts WHERE id BETWEEN 7 AND 7 + `+strconv.Itoa(hotRangeRows-1)+`;
+BEGIN;
+SELECT pg_sleep(0.01);
+UPDATE accounts SET balance = balance + 5, updated_at = now() WHERE id = 3;
+SELECT balance, updated_at > now() FROM accounts WHERE id = 3;
+COMMIT`).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res[0].Rows[0][0]), strconv.Itoa(hotRangeRows*1000); got != want {
+		t.Errorf("the range read's sum = %s, want %s", got, want)
+	}
+	if row := res[4].Rows[0]; string(row[0]) != "1005" || string(row[1]) != "t" {
+		t.Errorf("after the update: balance %s, stamped after the transaction's start %s; want 1005, t", row[0], row[1])
+	}
+}
+
+// TestLimitMemory: the limit is written, and the peak and the hits are
+// reset, so that bound() reports the limited server's and not the data's
+// build before it (a plain directory stands for the cgroup's).
+func TestLimitMemory(t *testing.T) {
+	dir := t.TempDir()
+	for f, v := range map[string]string{"memory.limit_in_bytes": "9223372036854771712", "memory.max_usage_in_bytes": "1140850688", "memory.failcnt": "3"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &serverCgroup{memory: dir}
+	if err := g.limitMemory(256 << 20); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{"memory.limit_in_bytes": "268435456", "memory.max_usage_in_bytes": "0", "memory.failcnt": "0"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", f, b, err, want)
+		}
+	}
+	if err := (&serverCgroup{}).limitMemory(1); err == nil {
+		t.Error("a cgroup without a memory controller took a limit")
 	}
 }
