@@ -33,7 +33,7 @@ func fixedRehearsal(t *testing.T, seed uint64, sigma float64, shift map[string]f
 // own interval, which the verdict judges, holds it less often (it speaks
 // for the mean of the rounds); NextRun always holds the mean's interval.
 func TestNextRunHoldsTheNextRound(t *testing.T) {
-	seeds := 40
+	seeds := 20
 	if os.Getenv("PGREHEARSE_LONG") != "" {
 		seeds = 400
 	}
@@ -94,7 +94,7 @@ func rowOf(r *Run, fp string) *Query {
 // its size on the log scale in few. The run's figure for a query of many
 // calls is never above the median query's.
 func TestMinDetectableIsTold(t *testing.T) {
-	seeds := 60
+	seeds := 30
 	if os.Getenv("PGREHEARSE_LONG") != "" {
 		seeds = 400
 	}
@@ -146,7 +146,7 @@ func median(xs []float64) float64 {
 // mean at the median of what they state in about 80% of rehearsals at
 // their first look, and a rule of half of it on the log scale in few.
 func TestResolutionClears(t *testing.T) {
-	seeds := 40
+	seeds := 20
 	if os.Getenv("PGREHEARSE_LONG") != "" {
 		seeds = 300
 	}
